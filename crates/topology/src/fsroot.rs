@@ -1,0 +1,235 @@
+//! The one window on the OS: every read (and the few writes) of `/sys` and
+//! `/proc` goes through [`FsRoot`].
+//!
+//! Why: most machines our users own we will never sit at. Pointing the root
+//! at a recorded machine (`DIR/sys`, `DIR/proc`, the layout of
+//! `hwloc-gather-topology` dumps) lets every feature run, and be tested, on
+//! that machine. Live, the root is `/`.
+
+use pinsight_cpuset::CpuSet;
+use std::collections::BTreeSet;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Environment variable naming a recorded machine, like `--fsroot`.
+pub const FSROOT_ENV: &str = "PINSIGHT_FSROOT";
+
+/// A root-relative view of the OS files pinsight reads.
+#[derive(Clone, Debug)]
+pub struct FsRoot {
+    root: PathBuf,
+    /// When set, every OS path read or listed successfully is noted here, so
+    /// `pinsight snapshot` records exactly what discovery needs.
+    recorder: Option<Arc<Mutex<BTreeSet<PathBuf>>>>,
+}
+
+impl PartialEq for FsRoot {
+    fn eq(&self, other: &FsRoot) -> bool {
+        self.root == other.root
+    }
+}
+
+impl FsRoot {
+    /// The running machine (`/`).
+    pub fn live() -> FsRoot {
+        FsRoot { root: PathBuf::from("/"), recorder: None }
+    }
+
+    /// A recorded machine at `dir`. Fails if `dir` is not a readable
+    /// directory, naming it; an empty directory is accepted (discovery will
+    /// warn about what is missing).
+    pub fn at(dir: impl AsRef<Path>) -> Result<FsRoot, String> {
+        let dir = dir.as_ref();
+        match std::fs::read_dir(dir) {
+            Ok(_) => Ok(FsRoot { root: dir.to_path_buf(), recorder: None }),
+            Err(e) => Err(format!("--fsroot '{}': {} (expected a directory holding sys/ and proc/)", dir.display(), e)),
+        }
+    }
+
+    /// `flag` if given, else `$PINSIGHT_FSROOT` if set and non-empty, else live.
+    pub fn from_flag_or_env(flag: Option<&Path>) -> Result<FsRoot, String> {
+        if let Some(p) = flag {
+            return FsRoot::at(p);
+        }
+        match std::env::var_os(FSROOT_ENV) {
+            Some(v) if !v.is_empty() => FsRoot::at(PathBuf::from(v)),
+            _ => Ok(FsRoot::live()),
+        }
+    }
+
+    /// The same root, noting every OS path successfully read or listed from
+    /// now on (see [`FsRoot::recorded`]).
+    pub fn recording(mut self) -> FsRoot {
+        self.recorder = Some(Arc::new(Mutex::new(BTreeSet::new())));
+        self
+    }
+
+    /// The OS paths (`/sys/...`) read or listed since [`FsRoot::recording`],
+    /// sorted; empty when not recording.
+    pub fn recorded(&self) -> Vec<PathBuf> {
+        match &self.recorder {
+            Some(r) => r.lock().map(|s| s.iter().cloned().collect()).unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    fn note(&self, abs: &Path) {
+        if let Some(r) = &self.recorder {
+            if let Ok(mut s) = r.lock() {
+                s.insert(abs.to_path_buf());
+            }
+        }
+    }
+
+    /// Whether this is the running machine (so syscalls and CPUID agree with
+    /// the files).
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Maps an absolute OS path (`/sys/...`) under the root. Absolute
+    /// symlinks inside a recorded tree are re-rooted too, so a dump never
+    /// leaks reads onto the live machine.
+    pub fn path(&self, abs: impl AsRef<Path>) -> PathBuf {
+        let abs = abs.as_ref();
+        if self.is_live() {
+            return abs.to_path_buf();
+        }
+        self.resolve(abs, 0)
+    }
+
+    fn resolve(&self, abs: &Path, depth: usize) -> PathBuf {
+        let mut out = self.root.clone();
+        let comps: Vec<Component> = abs.components().collect();
+        for (i, c) in comps.iter().enumerate() {
+            match c {
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+                Component::ParentDir => {
+                    if out != self.root {
+                        out.pop();
+                    }
+                }
+                Component::Normal(n) => {
+                    out.push(n);
+                    if depth < 16 {
+                        if let Ok(target) = std::fs::read_link(&out) {
+                            if target.is_absolute() {
+                                let mut rest = target.clone();
+                                for c in &comps[i + 1..] {
+                                    rest.push(c.as_os_str());
+                                }
+                                return self.resolve(&rest, depth + 1);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Reads a file as text with trailing whitespace and NULs removed
+    /// (dumps often end files in `\n\0`).
+    pub fn read(&self, abs: impl AsRef<Path>) -> io::Result<String> {
+        let abs = abs.as_ref();
+        let bytes = std::fs::read(self.path(abs))?;
+        self.note(abs);
+        let s = String::from_utf8_lossy(&bytes);
+        Ok(s.trim_end_matches(|c: char| c.is_whitespace() || c == '\0').to_string())
+    }
+
+    /// Reads a file, `None` if it is absent or unreadable.
+    pub fn read_opt(&self, abs: impl AsRef<Path>) -> Option<String> {
+        self.read(abs).ok()
+    }
+
+    /// Reads a file holding one unsigned integer.
+    pub fn read_u64(&self, abs: impl AsRef<Path>) -> Option<u64> {
+        self.read_opt(abs)?.trim().parse().ok()
+    }
+
+    /// Reads a cpulist file (`0-3,8`). `None` if absent; `Some(Err)` if
+    /// garbage, with the file named in the message.
+    pub fn read_cpulist(&self, abs: impl AsRef<Path>) -> Option<Result<CpuSet, String>> {
+        let abs = abs.as_ref();
+        let text = self.read_opt(abs)?;
+        Some(CpuSet::parse_list(&text).map_err(|e| format!("{}: {}", abs.display(), e)))
+    }
+
+    /// Reads a kernel hex-mask file (`ff,00000000`). `None` if absent.
+    pub fn read_mask(&self, abs: impl AsRef<Path>) -> Option<Result<CpuSet, String>> {
+        let abs = abs.as_ref();
+        let text = self.read_opt(abs)?;
+        Some(CpuSet::parse_mask(&text).map_err(|e| format!("{}: {}", abs.display(), e)))
+    }
+
+    /// Names of the entries of a directory, sorted; empty if absent.
+    pub fn list_dir(&self, abs: impl AsRef<Path>) -> Vec<String> {
+        let abs = abs.as_ref();
+        let mut v: Vec<String> = match std::fs::read_dir(self.path(abs)) {
+            Ok(rd) => {
+                self.note(abs);
+                rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        v.sort();
+        v
+    }
+
+    /// Whether the path exists (following links).
+    pub fn exists(&self, abs: impl AsRef<Path>) -> bool {
+        self.path(abs).exists()
+    }
+
+    /// Writes a file (cpufreq governors and the like). Goes through the
+    /// root so that restore paths can be tested on a fake tree.
+    pub fn write(&self, abs: impl AsRef<Path>, contents: &str) -> io::Result<()> {
+        std::fs::write(self.path(abs), contents)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_under_root_and_reroots_absolute_links() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sys/devices/system/cpu/cpu0")).unwrap();
+        std::fs::write(d.path().join("sys/devices/system/cpu/online"), "0-3\n\0").unwrap();
+        std::fs::create_dir_all(d.path().join("sys/bus/cpu/devices")).unwrap();
+        std::os::unix::fs::symlink("/sys/devices/system/cpu/cpu0", d.path().join("sys/bus/cpu/devices/cpu0")).unwrap();
+        std::fs::write(d.path().join("sys/devices/system/cpu/cpu0/x"), "7").unwrap();
+        let r = FsRoot::at(d.path()).unwrap();
+        assert_eq!(r.read("/sys/devices/system/cpu/online").unwrap(), "0-3");
+        assert_eq!(r.read_cpulist("/sys/devices/system/cpu/online").unwrap().unwrap().len(), 4);
+        assert_eq!(r.read_u64("/sys/bus/cpu/devices/cpu0/x"), Some(7));
+        assert!(r.read_opt("/sys/nothing").is_none());
+        assert_eq!(r.list_dir("/sys/bus/cpu/devices"), vec!["cpu0"]);
+    }
+
+    #[test]
+    fn recording_notes_successful_reads_only() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sys/a")).unwrap();
+        std::fs::write(d.path().join("sys/a/b"), "1").unwrap();
+        let r = FsRoot::at(d.path()).unwrap().recording();
+        r.read_opt("/sys/a/b");
+        r.read_opt("/sys/a/missing");
+        r.list_dir("/sys/a");
+        assert_eq!(r.recorded(), vec![PathBuf::from("/sys/a"), PathBuf::from("/sys/a/b")]);
+    }
+
+    #[test]
+    fn missing_root_is_an_error_naming_it() {
+        let e = FsRoot::at("/definitely/not/here").unwrap_err();
+        assert!(e.contains("/definitely/not/here"));
+    }
+}

@@ -1,0 +1,256 @@
+//! The machine model every other part of pinsight plans on.
+//!
+//! Objects are identified by their CPU sets, never by the OS's ids, which
+//! are sparse and repeat (NOTES: `core_id` restarts in every package). Each
+//! group carries a logical index (`id`, dense, ordered by first CPU, like
+//! hwloc's `L#`) and, where the OS has one, its `os_id` (like hwloc's `P#`).
+
+use pinsight_cpuset::CpuSet;
+use serde::{Deserialize, Serialize};
+
+/// Where a topology was read from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "path", rename_all = "kebab-case")]
+pub enum Source {
+    /// The running machine's /sys and /proc.
+    Live,
+    /// A recorded machine (`--fsroot DIR`).
+    Fsroot(String),
+    /// An hwloc XML export (`--hwloc-xml FILE`).
+    HwlocXml(String),
+}
+
+/// One logical CPU (hwloc's PU, the kernel's `cpuN`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// The kernel's CPU number.
+    pub id: usize,
+    /// Online (from `cpu/online` or `cpuN/online`; missing = online).
+    pub online: bool,
+    /// Allowed by this process's cpuset cgroup.
+    pub allowed: bool,
+    /// Logical index into [`Topology::cores`]; `None` when offline.
+    pub core: Option<usize>,
+    /// Logical index into [`Topology::packages`]; `None` when offline.
+    pub package: Option<usize>,
+    /// Logical index into [`Topology::dies`], if the machine has meaningful dies.
+    pub die: Option<usize>,
+    /// Logical index into [`Topology::clusters`], if meaningful.
+    pub cluster: Option<usize>,
+    /// OS number of the NUMA node holding this CPU.
+    pub numa: Option<u32>,
+    /// Rank of this CPU's kind (index into [`Topology::kinds`]).
+    pub kind: Option<usize>,
+    /// `cpu_capacity` (ARM/x86 scheduler capacity, 1024 = the biggest core).
+    pub capacity: Option<u32>,
+    /// Maximum frequency in MHz (`cpuinfo_max_freq`).
+    pub max_mhz: Option<u32>,
+    /// Base (nominal) frequency in MHz (`base_frequency`, else CPPC nominal).
+    pub base_mhz: Option<u32>,
+    /// ACPI CPPC performance values, when exposed.
+    pub cppc: Option<Cppc>,
+    /// x86 hybrid core type, when known.
+    pub core_type: Option<CoreType>,
+    /// ARM `midr_el1`, when exposed.
+    pub midr: Option<u64>,
+}
+
+/// ACPI CPPC performance levels of a CPU (`cpuN/acpi_cppc/*`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cppc {
+    pub highest_perf: Option<u32>,
+    pub nominal_perf: Option<u32>,
+    pub lowest_perf: Option<u32>,
+    pub nominal_freq_mhz: Option<u32>,
+}
+
+/// x86 hybrid core types, as the kernel's PMU lists and CPUID 0x1A name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CoreType {
+    /// Low-power E-core (Meteor Lake "LP E-core", `cpu_lowpower`).
+    LowPower,
+    /// E-core (`cpu_atom`, CPUID 0x1A type 0x20).
+    Atom,
+    /// P-core (`cpu_core`, CPUID 0x1A type 0x40).
+    Core,
+}
+
+/// A group of CPUs: a core, package, die or cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    /// Logical index, dense, ordered by first CPU.
+    pub id: usize,
+    /// The OS's id for it (`physical_package_id`, `core_id`, ...), if any.
+    pub os_id: Option<u32>,
+    /// Its online CPUs.
+    pub cpus: CpuSet,
+}
+
+/// The kind of a cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheType {
+    Data,
+    Instruction,
+    Unified,
+}
+
+/// One CPU cache instance (e.g. one L2 shared by two SMT siblings).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cache {
+    /// 1 for L1, 2 for L2, ...
+    pub level: u8,
+    #[serde(rename = "type")]
+    pub cache_type: CacheType,
+    /// Size in KiB (None when the OS does not say).
+    pub size_kib: Option<u64>,
+    /// Line size in bytes.
+    pub line_size: Option<u32>,
+    /// Associativity (ways), 0 = fully associative.
+    pub ways: Option<u32>,
+    /// The online CPUs sharing it.
+    pub cpus: CpuSet,
+}
+
+/// One NUMA node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaNode {
+    /// The OS node number (`nodeN`).
+    pub id: u32,
+    /// Its online CPUs (may be empty: memory-only nodes).
+    pub cpus: CpuSet,
+    /// Local memory in MiB.
+    pub memory_mib: Option<u64>,
+}
+
+/// Where a kind's identity came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KindSource {
+    /// `/sys/devices/cpu_core|cpu_atom|cpu_lowpower/cpus` (x86 hybrid PMUs).
+    HybridPmu,
+    /// CPUID leaf 0x1A core type (live only).
+    Cpuid,
+    /// ARM `midr_el1` implementer/part.
+    Midr,
+    /// `cpu_capacity` differences (no identity information).
+    Capacity,
+    /// Frequency differences (no identity or capacity information).
+    Frequency,
+    /// The machine has a single kind.
+    Uniform,
+    /// An hwloc XML `cpukind` element.
+    HwlocXml,
+}
+
+/// How a kind's rank was decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RankSource {
+    Capacity,
+    MaxFrequency,
+    CoreType,
+    /// hwloc's efficiency value from XML.
+    HwlocEfficiency,
+    /// Only one kind: nothing to rank.
+    Uniform,
+    /// Kinds that cannot be told apart by any measure: order is by first CPU
+    /// and means nothing.
+    Unranked,
+}
+
+/// A set of CPUs of one micro-architecture (hwloc's cpukind), ranked from
+/// least (0) to most performant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Kind {
+    /// 0 = least performant (hwloc's efficiency order).
+    pub rank: usize,
+    /// Short human name: "P-core", "E-core", "LP E-core", "Cortex-A76", ...
+    pub name: String,
+    /// One-letter mark for compact displays: P, E, L, or a digit.
+    pub mark: String,
+    /// Its online CPUs.
+    pub cpus: CpuSet,
+    /// Where its identity came from.
+    pub source: KindSource,
+    /// How its rank was decided.
+    pub rank_source: RankSource,
+    /// Capacity relative to the most capable kind (1.0), if known.
+    pub capacity: Option<f64>,
+    /// The raw `cpu_capacity` (max over its CPUs), if known.
+    pub capacity_raw: Option<u32>,
+    /// Highest max frequency among its CPUs (MHz).
+    pub max_mhz: Option<u32>,
+    /// Base frequency (MHz).
+    pub base_mhz: Option<u32>,
+    /// x86 core type, when known.
+    pub core_type: Option<CoreType>,
+}
+
+/// The whole model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    /// Where it was read from.
+    pub source: Source,
+    /// CPU model name if known (`/proc/cpuinfo`).
+    pub model_name: Option<String>,
+    /// Architecture ("x86_64", "aarch64", "ppc64", ...), if known.
+    pub arch: Option<String>,
+    /// Every present CPU, sorted by id.
+    pub cpus: Vec<Cpu>,
+    pub cores: Vec<Group>,
+    pub packages: Vec<Group>,
+    /// Only when dies are meaningful (neither single-CPU nor equal to package).
+    pub dies: Vec<Group>,
+    /// Only when clusters are meaningful.
+    pub clusters: Vec<Group>,
+    pub caches: Vec<Cache>,
+    pub numa_nodes: Vec<NumaNode>,
+    /// Distances between `numa_nodes` in list order (row i = numa_nodes[i]).
+    pub numa_distances: Option<Vec<Vec<u32>>>,
+    /// Kinds in rank order (index = rank).
+    pub kinds: Vec<Kind>,
+    /// What could not be read, each naming the file and what was done.
+    pub warnings: Vec<String>,
+}
+
+impl Topology {
+    /// Online CPUs.
+    pub fn online(&self) -> CpuSet {
+        self.cpus.iter().filter(|c| c.online).map(|c| c.id).collect()
+    }
+
+    /// Online CPUs this process may run on: the set every plan draws from.
+    pub fn usable(&self) -> CpuSet {
+        self.cpus.iter().filter(|c| c.online && c.allowed).map(|c| c.id).collect()
+    }
+
+    /// The CPU with this kernel number.
+    pub fn cpu(&self, id: usize) -> Option<&Cpu> {
+        self.cpus.binary_search_by_key(&id, |c| c.id).ok().map(|i| &self.cpus[i])
+    }
+
+    /// Caches of a level and type (Unified or Data for "the L2").
+    pub fn caches_at(&self, level: u8) -> impl Iterator<Item = &Cache> {
+        self.caches.iter().filter(move |c| c.level == level && c.cache_type != CacheType::Instruction)
+    }
+
+    /// The most performant kind, if the machine has more than one ranked kind.
+    pub fn fastest_kind(&self) -> Option<&Kind> {
+        self.kinds.last()
+    }
+
+    /// Whether the machine has more than one kind.
+    pub fn is_heterogeneous(&self) -> bool {
+        self.kinds.len() > 1
+    }
+
+    /// The SMT siblings of `cpu` (its core's online CPUs), itself included.
+    pub fn siblings(&self, cpu: usize) -> CpuSet {
+        match self.cpu(cpu).and_then(|c| c.core) {
+            Some(core) => self.cores[core].cpus.clone(),
+            None => CpuSet::single(cpu),
+        }
+    }
+}

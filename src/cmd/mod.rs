@@ -1,0 +1,8 @@
+//! One module per command; each exposes `Args` (clap) and `run`.
+pub mod latency;
+pub mod pin;
+pub mod plan;
+pub mod run;
+pub mod snapshot;
+pub mod topo;
+pub mod workload;

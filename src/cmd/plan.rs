@@ -1,0 +1,10 @@
+//! `pinsight plan` (under construction).
+use crate::cli::{CliError, CmdResult, Globals};
+
+/// (under construction)
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args, _g: &Globals) -> CmdResult {
+    Err(CliError::runtime("'plan' is under construction"))
+}

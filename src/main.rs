@@ -1,0 +1,51 @@
+//! The `pinsight` command line. Each command lives in `cmd/<name>.rs`.
+
+mod cli;
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use cli::Globals;
+
+/// Where should my threads run? Topology, placement and measured evidence
+/// for hybrid (P/E-core) and chiplet CPUs.
+#[derive(Parser, Debug)]
+#[command(name = "pinsight", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Run `pinsight report` for a one-command overview of this machine.")]
+struct Cli {
+    #[command(flatten)]
+    globals: Globals,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Topo(cmd::topo::Args),
+    Snapshot(cmd::snapshot::Args),
+    Plan(cmd::plan::Args),
+    Run(cmd::run::Args),
+    Pin(cmd::pin::Args),
+    Latency(cmd::latency::Args),
+    Workload(cmd::workload::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let g = &cli.globals;
+    let result = match cli.command {
+        Command::Topo(a) => cmd::topo::run(a, g),
+        Command::Snapshot(a) => cmd::snapshot::run(a, g),
+        Command::Plan(a) => cmd::plan::run(a, g),
+        Command::Run(a) => cmd::run::run(a, g),
+        Command::Pin(a) => cmd::pin::run(a, g),
+        Command::Latency(a) => cmd::latency::run(a, g),
+        Command::Workload(a) => cmd::workload::run(a, g),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("pinsight: error: {}", e.message);
+            std::process::exit(e.code);
+        }
+    }
+}
