@@ -1,0 +1,594 @@
+//! The core-to-core latency matrix and its two file formats.
+//!
+//! **CSV** is what `core-to-core-latency --csv` prints (and what its
+//! published `results/*.csv` hold): one line per CPU, one field per CPU, the
+//! mean one-way latency in nanoseconds in the strictly lower triangle
+//! (`row > column`) and empty fields elsewhere. There is no header: the CPU
+//! ids are implicit, `0..n` in order. Because our matrices may cover an
+//! arbitrary CPU subset in any order, [`LatencyMatrix::to_csv`] writes one
+//! extra first line `# cpus: 8,9,10,11` (ids in matrix order) — only when
+//! the ids are not `0..n`, so files for whole machines stay byte-compatible
+//! with the tool and its plotting notebooks. [`LatencyMatrix::parse_csv`] accepts that line, blank
+//! trailing lines, CRLF line ends, and full (square) matrices such as other
+//! tools write: when both `(i, j)` and `(j, i)` are given, their mean is used.
+//!
+//! **JSON** is our own serde form of [`LatencyMatrix`], which keeps the per
+//! pair statistics. JSON has no NaN, so unmeasured pairs are written `null`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use pinsight_cpuset::CpuSet;
+use serde::{Deserialize, Serialize};
+
+/// One measured pair (symmetric): statistics of the one-way latency
+/// estimate in ns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairStat {
+    /// Median of the per-sample one-way latency.
+    pub median_ns: f64,
+    /// Mean of the per-sample one-way latency.
+    pub mean_ns: f64,
+    /// Lower bound of the confidence interval of the median.
+    pub ci_low_ns: f64,
+    /// Upper bound of the confidence interval of the median.
+    pub ci_high_ns: f64,
+    /// Number of samples behind the statistics.
+    pub samples: u64,
+    /// Whether the measurement was judged too noisy to trust.
+    pub noisy: bool,
+}
+
+/// A symmetric core-to-core latency matrix over an ordered list of CPU ids.
+///
+/// Indices (`i`, `j`) address rows/columns; CPU ids are what the kernel
+/// calls the CPUs. They coincide only for whole-machine matrices.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMatrix {
+    /// CPU ids, in matrix order.
+    pub cpus: Vec<usize>,
+    /// `ns[i][j]` median latency, symmetric, diagonal 0.0; NaN = not
+    /// measured (`null` in JSON).
+    #[serde(with = "nan_as_null")]
+    pub ns: Vec<Vec<f64>>,
+    /// Per pair detail when measured here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Vec<Vec<Option<PairStat>>>>,
+    /// How it was measured: "cas" | "msg" | "csv" (unknown, read from CSV).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The file it came from, or "measured".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl LatencyMatrix {
+    /// A matrix over `cpus` with nothing measured yet: NaN off the
+    /// diagonal, 0.0 on it.
+    pub fn new(cpus: Vec<usize>) -> Self {
+        let n = cpus.len();
+        let ns = (0..n)
+            .map(|i| {
+                (0..n)
+                    .map(|j| if i == j { 0.0 } else { f64::NAN })
+                    .collect()
+            })
+            .collect();
+        LatencyMatrix {
+            cpus,
+            ns,
+            stats: None,
+            method: None,
+            source: None,
+        }
+    }
+
+    /// Number of CPUs (rows).
+    pub fn len(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Whether the matrix covers no CPU.
+    pub fn is_empty(&self) -> bool {
+        self.cpus.is_empty()
+    }
+
+    /// Sets the latency of the pair at indices `i`, `j` (both directions).
+    ///
+    /// # Panics
+    /// If an index is out of range, like slice indexing.
+    pub fn set(&mut self, i: usize, j: usize, ns: f64) {
+        self.ns[i][j] = ns;
+        self.ns[j][i] = ns;
+    }
+
+    /// Latency of the pair at indices `i`, `j`; NaN when not measured.
+    ///
+    /// # Panics
+    /// If an index is out of range, like slice indexing.
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        self.ns[i][j]
+    }
+
+    /// Latency between two CPUs by id; `None` when a CPU is not in the
+    /// matrix or the pair was not measured.
+    pub fn between(&self, cpu_a: usize, cpu_b: usize) -> Option<f64> {
+        let v = self.get(self.index_of(cpu_a)?, self.index_of(cpu_b)?);
+        (!v.is_nan()).then_some(v)
+    }
+
+    /// Row/column index of CPU `cpu`.
+    pub fn index_of(&self, cpu: usize) -> Option<usize> {
+        self.cpus.iter().position(|&c| c == cpu)
+    }
+
+    /// The CPU ids as a set.
+    pub fn cpu_set(&self) -> CpuSet {
+        self.cpus.iter().copied().collect()
+    }
+
+    /// Whether every off-diagonal pair has a value.
+    pub fn is_complete(&self) -> bool {
+        (0..self.len()).all(|i| (0..i).all(|j| !self.ns[i][j].is_nan()))
+    }
+
+    /// Measured off-diagonal values, each pair once (`i > j`).
+    pub fn pair_values(&self) -> impl Iterator<Item = f64> + '_ {
+        (0..self.len())
+            .flat_map(move |i| (0..i).map(move |j| self.ns[i][j]))
+            .filter(|v| !v.is_nan())
+    }
+
+    /// Reads the `core-to-core-latency --csv` format (see the module doc).
+    /// `origin` names the input in errors, which look like
+    /// `AMD.csv:4:3: 'abc' is not a number of nanoseconds`.
+    pub fn parse_csv(text: &str, origin: &str) -> Result<Self, String> {
+        let mut cpus: Option<Vec<usize>> = None;
+        // (1-based line number, line) of the data rows.
+        let mut rows: Vec<(usize, &str)> = Vec::new();
+        for (idx, raw) in text.split('\n').enumerate() {
+            let line_no = idx + 1;
+            let line = raw.strip_suffix('\r').unwrap_or(raw);
+            if let Some(comment) = line.trim_start().strip_prefix('#') {
+                if let Some(list) = comment.trim().strip_prefix("cpus:") {
+                    if cpus.is_some() || !rows.is_empty() {
+                        return Err(format!(
+                            "{origin}:{line_no}: '# cpus:' must be the first line, and given once"
+                        ));
+                    }
+                    cpus =
+                        Some(parse_id_list(list).map_err(|e| format!("{origin}:{line_no}: {e}"))?);
+                }
+                continue;
+            }
+            rows.push((line_no, line));
+        }
+        // The file ends with a newline, and editors add more: blank lines
+        // after the data are not rows. (A blank line inside the data is an
+        // error below: it has 1 field instead of n.)
+        while rows.last().is_some_and(|(_, l)| l.trim().is_empty()) {
+            rows.pop();
+        }
+        let n = rows.len();
+        if n < 2 {
+            return Err(format!(
+                "{origin}: found {n} matrix rows, expected at least 2 (one line per CPU, \
+                 comma-separated nanoseconds as written by core-to-core-latency --csv)"
+            ));
+        }
+        let cpus = match cpus {
+            Some(c) if c.len() != n => {
+                return Err(format!(
+                    "{origin}: '# cpus:' lists {} CPUs but the matrix has {n} rows",
+                    c.len()
+                ))
+            }
+            Some(c) => c,
+            None => (0..n).collect(),
+        };
+        let mut cells = vec![vec![None::<f64>; n]; n];
+        for (r, (line_no, line)) in rows.iter().enumerate() {
+            let fields: Vec<&str> = line.split(',').collect();
+            if fields.len() != n {
+                return Err(format!(
+                    "{origin}:{line_no}: row has {} fields, expected {n} (one per CPU: the matrix has {n} rows)",
+                    fields.len()
+                ));
+            }
+            for (c, field) in fields.iter().enumerate() {
+                let field = field.trim();
+                if field.is_empty() {
+                    continue;
+                }
+                let v: f64 = field
+                    .parse()
+                    .ok()
+                    .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| {
+                        format!(
+                            "{origin}:{line_no}:{}: '{field}' is not a number of nanoseconds \
+                             (expected a finite non-negative number or an empty field)",
+                            c + 1
+                        )
+                    })?;
+                cells[r][c] = Some(v);
+            }
+        }
+        let mut m = LatencyMatrix::new(cpus);
+        for i in 0..n {
+            for j in 0..i {
+                let v = match (cells[i][j], cells[j][i]) {
+                    (Some(a), Some(b)) => (a + b) / 2.0,
+                    (Some(a), None) | (None, Some(a)) => a,
+                    (None, None) => continue,
+                };
+                m.set(i, j, v);
+            }
+        }
+        m.method = Some("csv".to_string());
+        m.source = Some(origin.to_string());
+        Ok(m)
+    }
+
+    /// Writes the `core-to-core-latency --csv` format: lower triangle,
+    /// shortest round-tripping decimal, empty fields elsewhere. A first line
+    /// `# cpus: LIST` is added only when the CPU ids are not `0..n`.
+    pub fn to_csv(&self) -> String {
+        let n = self.len();
+        let mut out = String::new();
+        if !self.cpus.iter().copied().eq(0..n) {
+            let list: Vec<String> = self.cpus.iter().map(|c| c.to_string()).collect();
+            // Comma-separated ids rather than a cpulist: keeps the matrix order.
+            let _ = writeln!(out, "# cpus: {}", list.join(","));
+        }
+        for i in 0..n {
+            for j in 0..n {
+                if j > 0 {
+                    out.push(',');
+                }
+                let v = self.ns[i][j];
+                if j < i && !v.is_nan() {
+                    let _ = write!(out, "{v}");
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Loads a matrix file: our JSON (first non-blank character `{`) or
+    /// CSV otherwise. Errors name the path.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+        let mut m = if text.trim_start().starts_with('{') {
+            let m: LatencyMatrix = serde_json::from_str(&text)
+                .map_err(|e| format!("{shown}: not a pinsight latency matrix JSON: {e}"))?;
+            m.validate().map_err(|e| format!("{shown}: {e}"))?;
+            m
+        } else {
+            LatencyMatrix::parse_csv(&text, &shown)?
+        };
+        if m.source.is_none() || m.method.as_deref() == Some("csv") {
+            m.source = Some(shown);
+        }
+        Ok(m)
+    }
+
+    /// Checks the invariants the rest of the crate relies on: square shape
+    /// matching `cpus`, distinct ids, symmetric, zero diagonal, values
+    /// non-negative or NaN, and `stats` (if any) of the same shape.
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.len();
+        let distinct: CpuSet = self.cpus.iter().copied().collect();
+        if distinct.len() != n {
+            return Err("CPU ids in 'cpus' are not distinct".to_string());
+        }
+        if self.ns.len() != n || self.ns.iter().any(|r| r.len() != n) {
+            return Err(format!(
+                "'ns' must be a {n}x{n} matrix (one row and column per CPU in 'cpus')"
+            ));
+        }
+        for i in 0..n {
+            if self.ns[i][i] != 0.0 {
+                return Err(format!("diagonal entry {i} must be 0"));
+            }
+            for j in 0..i {
+                let (a, b) = (self.ns[i][j], self.ns[j][i]);
+                if !(a.is_nan() && b.is_nan()) && a != b {
+                    return Err(format!("'ns' is not symmetric at ({i},{j})"));
+                }
+                if a < 0.0 || a.is_infinite() {
+                    return Err(format!(
+                        "'ns' at ({i},{j}) is {a}, expected a finite non-negative latency"
+                    ));
+                }
+            }
+        }
+        if let Some(stats) = &self.stats {
+            if stats.len() != n || stats.iter().any(|r| r.len() != n) {
+                return Err(format!("'stats' must be a {n}x{n} matrix like 'ns'"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The matrix restricted to `cpus` (ids, in the order given); `None`
+    /// when one of them is not in this matrix or an id repeats.
+    pub fn submatrix(&self, cpus: &[usize]) -> Option<Self> {
+        let idx: Vec<usize> = cpus
+            .iter()
+            .map(|&c| self.index_of(c))
+            .collect::<Option<_>>()?;
+        if cpus.iter().copied().collect::<CpuSet>().len() != cpus.len() {
+            return None;
+        }
+        let ns = idx
+            .iter()
+            .map(|&i| idx.iter().map(|&j| self.ns[i][j]).collect())
+            .collect();
+        let stats = self.stats.as_ref().map(|s| {
+            idx.iter()
+                .map(|&i| idx.iter().map(|&j| s[i][j].clone()).collect())
+                .collect()
+        });
+        Some(LatencyMatrix {
+            cpus: cpus.to_vec(),
+            ns,
+            stats,
+            method: self.method.clone(),
+            source: self.source.clone(),
+        })
+    }
+}
+
+/// The ids of a `# cpus:` line, in the order written (the matrix order):
+/// comma-separated ids or ranges `a-b`, each id at most once.
+fn parse_id_list(text: &str) -> Result<Vec<usize>, String> {
+    let mut ids = Vec::new();
+    let mut seen = CpuSet::new();
+    let bad =
+        |tok: &str| format!("'# cpus:' entry '{tok}' is not a CPU id or range (like 0,2,4-7)");
+    for tok in text.split(',').map(str::trim) {
+        let (a, b) = match tok.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (tok, tok),
+        };
+        let parse = |t: &str| {
+            t.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&c| c <= pinsight_cpuset::MAX_CPU)
+        };
+        let (Some(a), Some(b)) = (parse(a), parse(b)) else {
+            return Err(bad(tok));
+        };
+        if a > b {
+            return Err(bad(tok));
+        }
+        for c in a..=b {
+            if !seen.insert(c) {
+                return Err(format!("'# cpus:' lists CPU {c} twice"));
+            }
+            ids.push(c);
+        }
+    }
+    Ok(ids)
+}
+
+/// Fuzz entry point for the CSV parser (outside input): any bytes must be
+/// rejected with an error or parsed, never panic; whatever parses must
+/// survive a `to_csv` round trip unchanged.
+pub fn fuzz_parse(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(m) = LatencyMatrix::parse_csv(text, "fuzz") else {
+        return;
+    };
+    m.validate().expect("parsed matrix violates invariants");
+    let again = LatencyMatrix::parse_csv(&m.to_csv(), "fuzz").expect("to_csv output must parse");
+    assert_eq!(again.cpus, m.cpus);
+    for (a, b) in again.ns.iter().flatten().zip(m.ns.iter().flatten()) {
+        assert!(
+            a == b || (a.is_nan() && b.is_nan()),
+            "round trip changed {b} into {a}"
+        );
+    }
+}
+
+/// serde for `Vec<Vec<f64>>` with NaN written as `null` (JSON has no NaN).
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(ns: &[Vec<f64>], s: S) -> Result<S::Ok, S::Error> {
+        let rows: Vec<Vec<Option<f64>>> = ns
+            .iter()
+            .map(|r| r.iter().map(|v| (!v.is_nan()).then_some(*v)).collect())
+            .collect();
+        rows.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<f64>>, D::Error> {
+        let rows: Vec<Vec<Option<f64>>> = Vec::deserialize(d)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| r.into_iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same(a: &LatencyMatrix, b: &LatencyMatrix) -> bool {
+        a.cpus == b.cpus
+            && a.ns
+                .iter()
+                .flatten()
+                .zip(b.ns.iter().flatten())
+                .all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+    }
+
+    #[test]
+    fn new_set_get_between() {
+        let mut m = LatencyMatrix::new(vec![4, 5, 7]);
+        assert_eq!(m.get(0, 0), 0.0);
+        assert!(m.get(0, 1).is_nan());
+        m.set(2, 0, 30.5);
+        assert_eq!(m.get(0, 2), 30.5);
+        assert_eq!(m.between(7, 4), Some(30.5));
+        assert_eq!(m.between(4, 5), None);
+        assert_eq!(m.between(4, 9), None);
+        assert_eq!(m.index_of(7), Some(2));
+        assert!(!m.is_complete());
+    }
+
+    #[test]
+    fn parses_the_tool_format() {
+        let text = ",,\n10.5,,\n20,30,\n";
+        let m = LatencyMatrix::parse_csv(text, "t.csv").unwrap();
+        assert_eq!(m.cpus, vec![0, 1, 2]);
+        assert_eq!(m.between(1, 0), Some(10.5));
+        assert_eq!(m.between(0, 2), Some(20.0));
+        assert_eq!(m.between(2, 1), Some(30.0));
+        assert_eq!(m.method.as_deref(), Some("csv"));
+        assert_eq!(m.source.as_deref(), Some("t.csv"));
+        assert_eq!(m.to_csv(), text);
+    }
+
+    #[test]
+    fn accepts_crlf_full_matrices_and_cpu_line() {
+        let text = "# cpus: 8,10\r\n0,12\r\n14,0\r\n\r\n";
+        let m = LatencyMatrix::parse_csv(text, "full.csv").unwrap();
+        assert_eq!(m.cpus, vec![8, 10]);
+        assert_eq!(m.between(8, 10), Some(13.0));
+        assert_eq!(m.to_csv(), "# cpus: 8,10\n,\n13,\n");
+    }
+
+    #[test]
+    fn errors_name_origin_line_and_column() {
+        let e = LatencyMatrix::parse_csv(",,\n1,,\n2,abc,\n", "AMD.csv").unwrap_err();
+        assert!(
+            e.starts_with("AMD.csv:3:2: 'abc' is not a number of nanoseconds"),
+            "{e}"
+        );
+        let e = LatencyMatrix::parse_csv(",,\n1,\n2,3,\n", "x.csv").unwrap_err();
+        assert!(
+            e.starts_with("x.csv:2: row has 2 fields, expected 3"),
+            "{e}"
+        );
+        let e = LatencyMatrix::parse_csv(",,\n-1,,\n2,3,\n", "x.csv").unwrap_err();
+        assert!(e.starts_with("x.csv:2:1: '-1'"), "{e}");
+        let e = LatencyMatrix::parse_csv("", "empty.csv").unwrap_err();
+        assert!(e.starts_with("empty.csv: found 0 matrix rows"), "{e}");
+        let e = LatencyMatrix::parse_csv("# cpus: 1-3\n,\n1,\n", "c.csv").unwrap_err();
+        assert!(e.contains("lists 3 CPUs but the matrix has 2 rows"), "{e}");
+    }
+
+    #[test]
+    fn json_round_trip_keeps_nan() {
+        let mut m = LatencyMatrix::new(vec![0, 1, 2]);
+        m.set(1, 0, 5.0);
+        m.method = Some("cas".into());
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(json.contains("null"));
+        let back: LatencyMatrix = serde_json::from_str(&json).unwrap();
+        assert!(same(&m, &back));
+        back.validate().unwrap();
+    }
+
+    #[test]
+    fn load_sniffs_json_and_csv() {
+        let dir =
+            std::env::temp_dir().join(format!("pinsight-latency-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut m = LatencyMatrix::new(vec![2, 3]);
+        m.set(0, 1, 7.0);
+        let json = dir.join("m.json");
+        std::fs::write(&json, serde_json::to_string(&m).unwrap()).unwrap();
+        let csv = dir.join("m.txt");
+        std::fs::write(&csv, m.to_csv()).unwrap();
+        let a = LatencyMatrix::load(&json).unwrap();
+        let b = LatencyMatrix::load(&csv).unwrap();
+        assert!(same(&a, &m) && same(&b, &m));
+        assert_eq!(
+            b.source.as_deref(),
+            Some(csv.display().to_string().as_str())
+        );
+        std::fs::write(&json, "{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}").unwrap();
+        let e = LatencyMatrix::load(&json).unwrap_err();
+        assert!(e.contains("not symmetric"), "{e}");
+        let e = LatencyMatrix::load(&dir.join("missing.csv")).unwrap_err();
+        assert!(e.contains("missing.csv: cannot read"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn submatrix_reorders_and_rejects_unknown() {
+        let mut m = LatencyMatrix::new(vec![0, 1, 2, 3]);
+        for i in 0..4 {
+            for j in 0..i {
+                m.set(i, j, (10 * i + j) as f64);
+            }
+        }
+        let s = m.submatrix(&[3, 1]).unwrap();
+        assert_eq!(s.cpus, vec![3, 1]);
+        assert_eq!(s.get(0, 1), 31.0);
+        assert_eq!(s.get(0, 0), 0.0);
+        assert!(m.submatrix(&[3, 9]).is_none());
+        assert!(m.submatrix(&[3, 3]).is_none());
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn matrix() -> impl Strategy<Value = LatencyMatrix> {
+            (2usize..9, any::<bool>()).prop_flat_map(|(n, shifted)| {
+                proptest::collection::vec(
+                    proptest::option::weighted(0.9, 0.0f64..1e6),
+                    n * (n - 1) / 2,
+                )
+                .prop_map(move |vals| {
+                    // Ascending ids 0..n (the tool's case) or scattered, descending ids.
+                    let cpus = if shifted {
+                        (0..n).rev().map(|c| c * 3 + 1).collect()
+                    } else {
+                        (0..n).collect()
+                    };
+                    let mut m = LatencyMatrix::new(cpus);
+                    let mut it = vals.into_iter();
+                    for i in 0..n {
+                        for j in 0..i {
+                            if let Some(v) = it.next().unwrap() {
+                                m.set(i, j, v);
+                            }
+                        }
+                    }
+                    m
+                })
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn csv_round_trip(m in matrix()) {
+                let back = LatencyMatrix::parse_csv(&m.to_csv(), "p").unwrap();
+                prop_assert!(same(&m, &back), "{:?} vs {:?}", m, back);
+            }
+
+            #[test]
+            fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+                fuzz_parse(&bytes);
+            }
+
+            #[test]
+            fn csv_like_garbage_never_panics(s in "[0-9.,e\\-# cpus:\\r\\n]{0,120}") {
+                fuzz_parse(s.as_bytes());
+            }
+        }
+    }
+}
