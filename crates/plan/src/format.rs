@@ -1,0 +1,601 @@
+//! Renders a [`Plan`] in the dialects users already have.
+//!
+//! | format          | output                                                                |
+//! |-----------------|-----------------------------------------------------------------------|
+//! | `table`         | thread → CPU, core, kind mark, package, NUMA node (human)             |
+//! | `json`          | the [`Plan`] as JSON                                                  |
+//! | `cpulist`       | the process mask as a Linux cpulist: `0,2,4-6`                        |
+//! | `taskset`       | `taskset -c 0,2,4` (process mask only: taskset cannot pin threads)    |
+//! | `numactl`       | `numactl --physcpubind=0,2,4`                                         |
+//! | `omp-places`    | `export OMP_NUM_THREADS/OMP_PLACES/OMP_PROC_BIND` (OpenMP ≥ 4.0)      |
+//! | `gomp`          | `export GOMP_CPU_AFFINITY='0 2 4-6'` (libgomp; LLVM libomp reads it too) |
+//! | `kmp-affinity`  | `export KMP_AFFINITY='granularity=fine,explicit,proclist=[0,2,4]'`    |
+//! | `kmp-hw-subset` | `export KMP_HW_SUBSET='6c:intel_core,1t'` (LLVM/Intel libomp, kind policies) |
+//! | `libvirt`       | a `<cputune>` block: one `<vcpupin>` per vCPU plus `<emulatorpin>`     |
+//! | `slurm`         | `--cpu-bind=map_cpu:0,2,4` (pinned) or `mask_cpu:0x…` (sets)           |
+//!
+//! Environment-variable formats print `export NAME='value'` lines for
+//! `eval "$(pinsight plan … --format omp-places)"`: the quotes matter,
+//! since bash would brace-expand an unquoted `{0,1,2,3}`.
+
+use crate::plan::Plan;
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::{CoreType, Topology};
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+/// An output dialect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Cpulist,
+    Taskset,
+    Numactl,
+    OmpPlaces,
+    Gomp,
+    KmpAffinity,
+    KmpHwSubset,
+    Libvirt,
+    Slurm,
+}
+
+/// Format names, in help order.
+pub const FORMAT_NAMES: &[&str] = &[
+    "table",
+    "json",
+    "cpulist",
+    "taskset",
+    "numactl",
+    "omp-places",
+    "gomp",
+    "kmp-affinity",
+    "kmp-hw-subset",
+    "libvirt",
+    "slurm",
+];
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "table" => Format::Table,
+            "json" => Format::Json,
+            "cpulist" => Format::Cpulist,
+            "taskset" => Format::Taskset,
+            "numactl" => Format::Numactl,
+            "omp-places" | "omp" => Format::OmpPlaces,
+            "gomp" => Format::Gomp,
+            "kmp-affinity" => Format::KmpAffinity,
+            "kmp-hw-subset" => Format::KmpHwSubset,
+            "libvirt" => Format::Libvirt,
+            "slurm" => Format::Slurm,
+            other => {
+                return Err(format!(
+                    "unknown format '{other}'; valid formats: {}",
+                    FORMAT_NAMES.join(", ")
+                ))
+            }
+        })
+    }
+}
+
+/// Text to print, plus caveats about how faithfully the dialect can
+/// express the plan (for stderr: they must not pollute `$(…)`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    pub text: String,
+    pub caveats: Vec<String>,
+}
+
+fn ok(text: String) -> Result<Rendered, String> {
+    Ok(Rendered {
+        text,
+        caveats: Vec::new(),
+    })
+}
+
+/// Renders `plan` (made on `topo`) in `format`. Errors when the dialect
+/// cannot express the plan at all (e.g. `gomp` for a floating set).
+pub fn render(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, String> {
+    let mask = &plan.process_mask;
+    match format {
+        Format::Table => ok(table(plan, topo)),
+        Format::Json => ok(serde_json::to_string_pretty(plan).expect("plan serializes") + "\n"),
+        Format::Cpulist => ok(format!("{mask}\n")),
+        Format::Taskset => with_mask_caveat(plan, "taskset", format!("taskset -c {mask}\n")),
+        Format::Numactl => {
+            with_mask_caveat(plan, "numactl", format!("numactl --physcpubind={mask}\n"))
+        }
+        Format::OmpPlaces => {
+            let mut r = Rendered {
+                text: exports(&omp_vars(plan)),
+                caveats: Vec::new(),
+            };
+            if plan.pinned && distinct_in_order(&plan.places).len() < plan.places.len() {
+                r.caveats.push(
+                    "OpenMP 'close' puts consecutive threads on a shared place, not round robin; use --format gomp for the exact per-thread order"
+                        .into(),
+                );
+            }
+            Ok(r)
+        }
+        Format::Gomp => {
+            if !plan.pinned {
+                return Err(float_error(
+                    plan,
+                    "gomp",
+                    "GOMP_CPU_AFFINITY binds each thread to one CPU",
+                ));
+            }
+            let cpus: Vec<usize> = plan.places.iter().filter_map(CpuSet::first).collect();
+            ok(exports(&[("GOMP_CPU_AFFINITY".into(), gomp_list(&cpus))]))
+        }
+        Format::KmpAffinity => {
+            let value = if plan.places.is_empty() {
+                "disabled".to_string()
+            } else if plan.pinned {
+                let list: Vec<String> = plan
+                    .places
+                    .iter()
+                    .filter_map(CpuSet::first)
+                    .map(|c| c.to_string())
+                    .collect();
+                format!("granularity=fine,explicit,proclist=[{}]", list.join(","))
+            } else {
+                format!(
+                    "granularity=fine,explicit,proclist=[{{{}}}]",
+                    comma_list(mask)
+                )
+            };
+            ok(exports(&[("KMP_AFFINITY".into(), value)]))
+        }
+        Format::KmpHwSubset => kmp_hw_subset(plan, topo),
+        Format::Libvirt => ok(libvirt(plan, topo)),
+        Format::Slurm => ok(if plan.places.is_empty() {
+            "--cpu-bind=none\n".into()
+        } else if plan.pinned {
+            let list: Vec<String> = plan
+                .places
+                .iter()
+                .filter_map(CpuSet::first)
+                .map(|c| c.to_string())
+                .collect();
+            format!("--cpu-bind=map_cpu:{}\n", list.join(","))
+        } else {
+            format!("--cpu-bind=mask_cpu:{}\n", hex_mask(mask))
+        }),
+    }
+}
+
+fn with_mask_caveat(plan: &Plan, tool: &str, text: String) -> Result<Rendered, String> {
+    let mut caveats = Vec::new();
+    if plan.pinned && plan.process_mask.len() > 1 {
+        caveats.push(format!(
+            "{tool} sets one mask for the whole process: threads will float over {} instead of one CPU each; use `pinsight run` or an OpenMP format to pin threads",
+            plan.process_mask
+        ));
+    }
+    Ok(Rendered { text, caveats })
+}
+
+fn float_error(plan: &Plan, format: &str, why: &str) -> String {
+    format!(
+        "--format {format} cannot express {}: {why}, but this plan lets threads float over {}; use --format omp-places, kmp-affinity, taskset or numactl",
+        plan.policy, plan.process_mask
+    )
+}
+
+/// Comma-separated CPU numbers, no ranges (OpenMP place members).
+fn comma_list(set: &CpuSet) -> String {
+    set.iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Places in first-appearance order, duplicates dropped.
+fn distinct_in_order(places: &[CpuSet]) -> Vec<CpuSet> {
+    let mut out: Vec<CpuSet> = Vec::new();
+    for p in places {
+        if !out.contains(p) {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// GOMP_CPU_AFFINITY list: space separated, ascending runs of 3 or more
+/// written `M-N` (libgomp accepts ranges; order is thread order).
+fn gomp_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        if j - i >= 2 {
+            parts.push(format!("{}-{}", cpus[i], cpus[j]));
+        } else {
+            parts.extend(cpus[i..=j].iter().map(|c| c.to_string()));
+        }
+        i = j + 1;
+    }
+    parts.join(" ")
+}
+
+/// `export NAME='value'` lines.
+fn exports(vars: &[(String, String)]) -> String {
+    vars.iter()
+        .map(|(k, v)| format!("export {k}='{v}'\n"))
+        .collect()
+}
+
+/// The OpenMP standard variables for a plan.
+fn omp_vars(plan: &Plan) -> Vec<(String, String)> {
+    let mut v = vec![("OMP_NUM_THREADS".to_string(), omp_threads(plan).to_string())];
+    if plan.places.is_empty() {
+        v.push(("OMP_PROC_BIND".into(), "false".into()));
+    } else if plan.tasks_per_cpu.is_some() {
+        // balance: each task is a process the launcher pins; nothing to bind inside.
+    } else if plan.pinned {
+        let places: Vec<String> = distinct_in_order(&plan.places)
+            .iter()
+            .map(|p| format!("{{{}}}", comma_list(p)))
+            .collect();
+        v.push(("OMP_PLACES".into(), places.join(",")));
+        v.push(("OMP_PROC_BIND".into(), "close".into()));
+    } else {
+        v.push((
+            "OMP_PLACES".into(),
+            format!("{{{}}}", comma_list(&plan.process_mask)),
+        ));
+        v.push(("OMP_PROC_BIND".into(), "true".into()));
+    }
+    v
+}
+
+fn omp_threads(plan: &Plan) -> usize {
+    if plan.tasks_per_cpu.is_some() {
+        1
+    } else {
+        plan.threads
+    }
+}
+
+/// Environment variables a launcher should export so that common
+/// threading runtimes create the planned number of threads on the
+/// planned places:
+///
+/// - `OMP_NUM_THREADS`, `OMP_PLACES`, `OMP_PROC_BIND`: the OpenMP
+///   standard, honoured by libgomp, LLVM/Intel libomp and others. Pinned
+///   plans get one place per CPU in thread order with `close` binding
+///   (thread i on place i); set plans one place holding the whole set
+///   with `true`; `os` gets `OMP_PROC_BIND=false`.
+/// - `RAYON_NUM_THREADS` (Rust rayon) and `CILK_NWORKERS` (OpenCilk):
+///   thread counts only; the launcher's per-thread pinning places them.
+///
+/// Deliberately absent: `GOMP_CPU_AFFINITY` and `KMP_AFFINITY` (LLVM
+/// libomp treats them as overriding `OMP_PLACES`/`OMP_PROC_BIND` and warns;
+/// the standard variables say the same thing portably) and oneTBB, which
+/// has no environment variable for its thread count.
+///
+/// For `balance` every task is a single process pinned to its own CPU, so
+/// the counts are 1 and no places are exported.
+pub fn omp_env(plan: &Plan) -> Vec<(String, String)> {
+    let mut v = omp_vars(plan);
+    let n = omp_threads(plan).to_string();
+    v.push(("RAYON_NUM_THREADS".into(), n.clone()));
+    v.push(("CILK_NWORKERS".into(), n));
+    v
+}
+
+/// `0x…` hex mask without separators (Slurm `mask_cpu`).
+fn hex_mask(set: &CpuSet) -> String {
+    let words = set.as_words();
+    if words.is_empty() {
+        return "0x0".into();
+    }
+    let mut out = format!("0x{:x}", words[words.len() - 1]);
+    for w in words[..words.len() - 1].iter().rev() {
+        let _ = write!(out, "{w:016x}");
+    }
+    out
+}
+
+/// `KMP_HW_SUBSET` for kind policies: `Nc:ATTR[,1t]`, where ATTR is
+/// `intel_core`/`intel_atom` when the kind's x86 core type is known (and
+/// unambiguous), else `effR` (libomp's efficiency index = our rank).
+fn kmp_hw_subset(plan: &Plan, topo: &Topology) -> Result<Rendered, String> {
+    let unsupported = || {
+        format!(
+            "--format kmp-hw-subset describes one core kind (p-set, e-set, p-pinned, e-pinned, kind:, kind-set:); {} is not one; use --format kmp-affinity",
+            plan.policy
+        )
+    };
+    let kind_policy = [
+        "p-set",
+        "e-set",
+        "p-pinned",
+        "e-pinned",
+        "kind:",
+        "kind-set:",
+    ]
+    .iter()
+    .any(|p| {
+        plan.policy
+            .strip_suffix("+smt-physical-first")
+            .unwrap_or(&plan.policy)
+            .starts_with(p)
+    });
+    if !kind_policy || !topo.is_heterogeneous() {
+        return Err(unsupported());
+    }
+    let first = plan.process_mask.first().ok_or_else(unsupported)?;
+    let rank = topo
+        .cpu(first)
+        .and_then(|c| c.kind)
+        .ok_or_else(unsupported)?;
+    let kind = &topo.kinds[rank];
+    let same_type =
+        |t: Option<CoreType>| topo.kinds.iter().filter(|k| k.core_type == t).count() == 1;
+    let attr = match kind.core_type {
+        Some(CoreType::Core) if same_type(Some(CoreType::Core)) => "intel_core".to_string(),
+        Some(CoreType::Atom)
+            if same_type(Some(CoreType::Atom))
+                && !topo
+                    .kinds
+                    .iter()
+                    .any(|k| k.core_type == Some(CoreType::LowPower)) =>
+        {
+            "intel_atom".to_string()
+        }
+        _ => format!("eff{rank}"),
+    };
+    let usable_kind = kind.cpus.intersection(&topo.usable());
+    let cores_of = |set: &CpuSet| {
+        let mut cores: Vec<usize> = set
+            .iter()
+            .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
+            .collect();
+        cores.sort_unstable();
+        cores.dedup();
+        cores.len()
+    };
+    let kind_cores = cores_of(&usable_kind);
+    let used_cores = cores_of(&plan.process_mask);
+    let mut caveats = Vec::new();
+    let value = if !plan.pinned {
+        format!("{kind_cores}c:{attr}")
+    } else if plan.process_mask.len() == used_cores {
+        format!("{used_cores}c:{attr},1t")
+    } else {
+        caveats.push("threads share cores: libomp orders SMT siblings itself".into());
+        format!("{used_cores}c:{attr}")
+    };
+    let mut vars = vec![
+        ("KMP_HW_SUBSET".to_string(), value),
+        ("OMP_NUM_THREADS".into(), plan.threads.to_string()),
+    ];
+    if plan.pinned {
+        vars.push(("OMP_PLACES".into(), "threads".into()));
+        vars.push(("OMP_PROC_BIND".into(), "close".into()));
+    }
+    if usable_kind != kind.cpus {
+        caveats.push(format!(
+            "only {usable_kind} of the kind's CPUs {} are usable; libomp counts cores within the process mask",
+            kind.cpus
+        ));
+    }
+    Ok(Rendered {
+        text: exports(&vars),
+        caveats,
+    })
+}
+
+/// libvirt `<cputune>`: vCPU i pinned to place i; the emulator threads go
+/// to usable CPUs on cores no vCPU uses, else to usable CPUs no vCPU uses,
+/// else share the vCPUs' CPUs.
+fn libvirt(plan: &Plan, topo: &Topology) -> String {
+    let usable = topo.usable();
+    let places: Vec<CpuSet> = if plan.places.is_empty() {
+        vec![usable.clone(); plan.threads]
+    } else {
+        plan.places.clone()
+    };
+    let used: CpuSet = places.iter().fold(CpuSet::new(), |a, p| a.union(p));
+    let used_cores: CpuSet = used
+        .iter()
+        .fold(CpuSet::new(), |a, c| a.union(&topo.siblings(c)));
+    let free_cores = usable.difference(&used_cores);
+    let free_cpus = usable.difference(&used);
+    let emulator = if !free_cores.is_empty() {
+        free_cores
+    } else if !free_cpus.is_empty() {
+        free_cpus
+    } else {
+        used
+    };
+    let mut out = format!(
+        "<!-- pinsight plan {}: <vcpu placement='static'>{}</vcpu> -->\n<cputune>\n",
+        plan.policy,
+        places.len()
+    );
+    for (i, p) in places.iter().enumerate() {
+        let _ = writeln!(out, "  <vcpupin vcpu='{i}' cpuset='{p}'/>");
+    }
+    let _ = writeln!(out, "  <emulatorpin cpuset='{emulator}'/>");
+    out.push_str("</cputune>\n");
+    out
+}
+
+/// What to show for a CPU in the table.
+fn cpu_cols(topo: &Topology, cpu: usize) -> [String; 4] {
+    let info = topo.cpu(cpu);
+    let opt = |v: Option<usize>| v.map(|x| x.to_string()).unwrap_or_else(|| "-".into());
+    let kind = info
+        .and_then(|c| c.kind)
+        .and_then(|k| topo.kinds.get(k))
+        .map(|k| k.mark.clone());
+    [
+        opt(info.and_then(|c| c.core)),
+        kind.unwrap_or_else(|| "-".into()),
+        opt(info.and_then(|c| c.package)),
+        opt(info.and_then(|c| c.numa).map(|n| n as usize)),
+    ]
+}
+
+/// Left-aligned columns separated by two spaces.
+fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.get(i).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{s:<w$}", w = widths[i]))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The human table.
+fn table(plan: &Plan, topo: &Topology) -> String {
+    let mode = if plan.tasks_per_cpu.is_some() {
+        "tasks pinned one CPU each"
+    } else if plan.pinned {
+        "one CPU per thread"
+    } else if plan.places.is_empty() {
+        "not pinned"
+    } else {
+        "threads float in the mask"
+    };
+    let unit = if plan.tasks_per_cpu.is_some() {
+        "tasks"
+    } else {
+        "threads"
+    };
+    let mut out = format!(
+        "policy {}: {} {unit}, {mode}; process mask {} ({} CPUs)\n",
+        plan.policy,
+        plan.threads,
+        plan.process_mask,
+        plan.process_mask.len()
+    );
+    let header = |first: &str, second: &str| -> Vec<String> {
+        [first, second, "core", "kind", "package", "numa"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    if let Some(per) = &plan.tasks_per_cpu {
+        let mut rows = vec![header("cpu", "tasks")];
+        for (cpu, n) in per {
+            let mut r = vec![cpu.to_string(), n.to_string()];
+            r.extend(cpu_cols(topo, *cpu));
+            rows.push(r);
+        }
+        out.push_str(&columns(&rows));
+    } else if plan.pinned {
+        let mut rows = vec![header("thread", "cpu")];
+        for (i, p) in plan.places.iter().enumerate() {
+            let cpu = p.first().expect("pinned places are single CPUs");
+            let mut r = vec![i.to_string(), cpu.to_string()];
+            r.extend(cpu_cols(topo, cpu));
+            rows.push(r);
+        }
+        out.push_str(&columns(&rows));
+    } else {
+        // Summarise the mask by kind, core count, packages and nodes.
+        let mut rows = vec![["kind", "cpus", "cores", "packages", "numa"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()];
+        let mut marks: Vec<Option<usize>> = plan
+            .process_mask
+            .iter()
+            .map(|c| topo.cpu(c).and_then(|i| i.kind))
+            .collect();
+        marks.sort();
+        marks.dedup();
+        marks.reverse();
+        for k in marks {
+            let cpus: CpuSet = plan
+                .process_mask
+                .iter()
+                .filter(|c| topo.cpu(*c).and_then(|i| i.kind) == k)
+                .collect();
+            let distinct = |f: &dyn Fn(usize) -> Option<usize>| {
+                let s: CpuSet = cpus.iter().filter_map(f).collect();
+                if s.is_empty() {
+                    "-".to_string()
+                } else {
+                    s.to_list_string()
+                }
+            };
+            let cores: CpuSet = cpus
+                .iter()
+                .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
+                .collect();
+            rows.push(vec![
+                k.and_then(|k| topo.kinds.get(k))
+                    .map(|k| k.mark.clone())
+                    .unwrap_or_else(|| "-".into()),
+                cpus.to_list_string(),
+                cores.len().to_string(),
+                distinct(&|c| topo.cpu(c).and_then(|i| i.package)),
+                distinct(&|c| topo.cpu(c).and_then(|i| i.numa).map(|n| n as usize)),
+            ]);
+        }
+        out.push_str(&columns(&rows));
+    }
+    for n in &plan.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gomp_ranges() {
+        assert_eq!(gomp_list(&[0, 2, 4]), "0 2 4");
+        assert_eq!(gomp_list(&[12, 13, 14, 15, 0, 1, 2]), "12-15 0-2");
+        assert_eq!(gomp_list(&[3, 4, 9]), "3 4 9");
+        assert_eq!(gomp_list(&[0, 0, 1]), "0 0 1");
+    }
+
+    #[test]
+    fn hex_masks() {
+        assert_eq!(hex_mask(&CpuSet::parse_list("0-3").unwrap()), "0xf");
+        assert_eq!(
+            hex_mask(&CpuSet::parse_list("64").unwrap()),
+            "0x10000000000000000"
+        );
+        assert_eq!(hex_mask(&CpuSet::new()), "0x0");
+    }
+
+    #[test]
+    fn format_names_parse() {
+        for n in FORMAT_NAMES {
+            assert!(n.parse::<Format>().is_ok(), "{n}");
+        }
+        assert!("xml"
+            .parse::<Format>()
+            .unwrap_err()
+            .contains("valid formats: table"));
+    }
+}

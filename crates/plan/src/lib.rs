@@ -1,0 +1,25 @@
+//! Where should each thread run? A pure planner.
+//!
+//! [`plan`] turns a [`Policy`] (`p-pinned`, `e-first`, `scatter`,
+//! `balance`, ...) and a [`Topology`](pinsight_topology::Topology) into a
+//! [`Plan`]: one CPU set ("place") per thread or task plus the mask for the
+//! whole process. It never touches the OS, so every policy is tested on
+//! recorded machines; the launcher (`pinsight run`/`pin`) applies plans and
+//! [`format`] renders them for the tools users already have (taskset,
+//! numactl, OpenMP runtimes, libvirt, Slurm).
+//!
+//! Only usable CPUs (online and allowed by the cgroup,
+//! [`Topology::usable`](pinsight_topology::Topology::usable)) are ever
+//! placed on.
+
+pub mod balance;
+pub mod format;
+mod order;
+pub mod plan;
+pub mod policy;
+pub mod weights;
+
+pub use format::{omp_env, render, Format, Rendered};
+pub use plan::{plan, Plan, PlanError, Request};
+pub use policy::{BasePolicy, KindSel, Policy, PolicyParseError};
+pub use weights::Weights;

@@ -1,0 +1,113 @@
+//! CPU orderings every pinned policy is built from.
+//!
+//! Everything works on "slots": the usable PUs of one core, with the
+//! core's position in the hierarchy (package, NUMA node, L3, L2). Orders
+//! are then simple: *compact* walks slots in hierarchy order and takes all
+//! of a core's PUs together; *physical-first* takes every slot's first PU,
+//! then every second PU, ...; *scatter* interleaves the slots across the
+//! hierarchy before going physical-first.
+
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::Topology;
+
+/// The usable PUs of one core and where the core sits.
+#[derive(Clone, Debug)]
+pub(crate) struct Slot {
+    /// (package, NUMA position, L3 index, L2 index, core first CPU): sorting
+    /// by this is "compact" order, whatever the kernel's numbering.
+    pub key: [usize; 5],
+    /// Usable PUs of the core, ascending.
+    pub pus: Vec<usize>,
+    /// Kind rank, if known.
+    pub kind: Option<usize>,
+}
+
+/// Index of the first cache of `level` holding `cpu` (usize::MAX if none).
+fn cache_index(topo: &Topology, level: u8, cpu: usize) -> usize {
+    topo.caches_at(level)
+        .position(|c| c.cpus.contains(cpu))
+        .unwrap_or(usize::MAX)
+}
+
+/// Slots for the CPUs of `within` (which must be usable), in compact order.
+pub(crate) fn slots(topo: &Topology, within: &CpuSet) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut seen = CpuSet::new();
+    for cpu in within.iter() {
+        if seen.contains(cpu) {
+            continue;
+        }
+        let pus: Vec<usize> = topo.siblings(cpu).intersection(within).iter().collect();
+        let pus = if pus.is_empty() { vec![cpu] } else { pus };
+        for p in &pus {
+            seen.insert(*p);
+        }
+        let info = topo.cpu(cpu);
+        let package = info.and_then(|c| c.package).unwrap_or(usize::MAX);
+        let numa = info
+            .and_then(|c| c.numa)
+            .and_then(|n| topo.numa_nodes.iter().position(|node| node.id == n))
+            .unwrap_or(usize::MAX);
+        let key = [
+            package,
+            numa,
+            cache_index(topo, 3, cpu),
+            cache_index(topo, 2, cpu),
+            pus[0],
+        ];
+        slots.push(Slot {
+            key,
+            pus,
+            kind: info.and_then(|c| c.kind),
+        });
+    }
+    slots.sort_by_key(|s| s.key);
+    slots
+}
+
+/// All PUs of each slot together, slots in the given order.
+pub(crate) fn compact(slots: &[Slot]) -> Vec<usize> {
+    slots.iter().flat_map(|s| s.pus.iter().copied()).collect()
+}
+
+/// Every slot's first PU, then every slot's second PU, ...
+pub(crate) fn physical_first(slots: &[Slot]) -> Vec<usize> {
+    let depth = slots.iter().map(|s| s.pus.len()).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for round in 0..depth {
+        out.extend(slots.iter().filter_map(|s| s.pus.get(round).copied()));
+    }
+    out
+}
+
+/// Slots interleaved across the hierarchy: the first core of every package
+/// before the second core of any; within a package the same across NUMA
+/// nodes, then L3, then L2 domains (KMP_AFFINITY=scatter, OpenMP spread).
+pub(crate) fn scatter_slots(slots: &[Slot]) -> Vec<Slot> {
+    spread(slots.to_vec(), 0)
+}
+
+fn spread(slots: Vec<Slot>, level: usize) -> Vec<Slot> {
+    if level == 4 || slots.len() <= 1 {
+        return slots;
+    }
+    // Group by the key at this level, keeping compact order.
+    let mut groups: Vec<Vec<Slot>> = Vec::new();
+    for s in slots {
+        match groups.last_mut() {
+            Some(g) if g[0].key[level] == s.key[level] => g.push(s),
+            _ => groups.push(vec![s]),
+        }
+    }
+    let groups: Vec<Vec<Slot>> = groups.into_iter().map(|g| spread(g, level + 1)).collect();
+    round_robin(groups)
+}
+
+fn round_robin(groups: Vec<Vec<Slot>>) -> Vec<Slot> {
+    let depth = groups.iter().map(Vec::len).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for i in 0..depth {
+        out.extend(groups.iter().filter_map(|g| g.get(i).cloned()));
+    }
+    out
+}

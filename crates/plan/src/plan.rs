@@ -1,0 +1,551 @@
+//! The planner: `plan(topology, request) -> Plan`. Pure: no OS access.
+
+use crate::balance::{apportion, capacities, CapacitySource};
+use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
+use crate::policy::{BasePolicy, KindSel, Policy};
+use crate::weights::Weights;
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::{Kind, RankSource, Topology};
+use serde::Serialize;
+use std::fmt;
+
+/// What to plan.
+///
+/// Build it with [`Request::new`] and struct-update syntax so that fields
+/// added later do not break callers:
+/// `Request { threads: Some(8), ..Request::new(policy) }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub policy: Policy,
+    /// Number of threads (default: the number of CPUs in the policy's set).
+    pub threads: Option<usize>,
+    /// Number of tasks (processes) — a synonym of `threads` that reads
+    /// better for `balance`; giving both with different values is an error.
+    pub tasks: Option<usize>,
+    /// Allow more threads than CPUs in the policy's set (round robin).
+    pub oversubscribe: bool,
+    /// Same as the `+smt-physical-first` policy suffix.
+    pub smt_physical_first: bool,
+    /// Per-CPU speed weights for `balance`.
+    pub weights: Option<Weights>,
+}
+
+impl Request {
+    /// A request with every option at its default.
+    pub fn new(policy: Policy) -> Request {
+        Request {
+            policy,
+            threads: None,
+            tasks: None,
+            oversubscribe: false,
+            smt_physical_first: false,
+            weights: None,
+        }
+    }
+}
+
+/// Where each thread (or task) runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    /// Canonical policy text, e.g. `p-first+smt-physical-first`.
+    pub policy: String,
+    /// Number of threads/tasks planned for.
+    pub threads: usize,
+    /// Mask for the whole process: the union of places for pinned
+    /// policies, the set for `*-set`, every usable CPU for `os`.
+    pub process_mask: CpuSet,
+    /// One place per thread/task in creation order; empty for `os`; for
+    /// set policies every place is the whole set (threads float inside).
+    pub places: Vec<CpuSet>,
+    /// Whether threads must be pinned one by one (else the process mask
+    /// is all there is to apply).
+    pub pinned: bool,
+    /// For `balance`: `(cpu, number of tasks)` for every CPU considered,
+    /// ascending by CPU (zero counts included).
+    pub tasks_per_cpu: Option<Vec<(usize, usize)>>,
+    /// Human explanations: oversubscription, ignored modifiers, capacity source.
+    pub notes: Vec<String>,
+}
+
+/// Why a plan cannot be made. Every message names the input and what is
+/// allowed; all are usage errors (exit 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanError {
+    /// `--threads 0`.
+    ZeroThreads,
+    /// `--threads` and `--tasks` disagree.
+    ThreadsTasksConflict { threads: usize, tasks: usize },
+    /// More threads than CPUs in the policy's set without `--oversubscribe`.
+    TooManyThreads {
+        policy: String,
+        threads: usize,
+        cpus: CpuSet,
+    },
+    /// The policy needs several ranked core kinds.
+    NeedsKinds { policy: String, detail: String },
+    /// `kind:X` names no kind of this machine.
+    NoSuchKind { wanted: String, available: String },
+    /// The selected kind has no usable CPU.
+    KindUnusable {
+        policy: String,
+        kind: String,
+        cpus: CpuSet,
+    },
+    /// An explicit CPU list names CPUs that cannot be used.
+    CpusUnusable { policy: String, detail: String },
+    /// The machine has no usable CPU at all.
+    NoUsableCpu,
+    /// A modifier that makes no sense for this policy.
+    Modifier { policy: String, detail: String },
+    /// Bad `--weights` for this machine.
+    Weights(String),
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanError::ZeroThreads => f.write_str("--threads 0: the number of threads must be at least 1"),
+            PlanError::ThreadsTasksConflict { threads, tasks } => {
+                write!(f, "--threads {threads} and --tasks {tasks} disagree; give one of them")
+            }
+            PlanError::TooManyThreads { policy, threads, cpus } => write!(
+                f,
+                "{policy}: {threads} threads but only {} CPUs ({cpus}) in the policy's set; use --threads {} or less, or --oversubscribe",
+                cpus.len(),
+                cpus.len()
+            ),
+            PlanError::NeedsKinds { policy, detail } => write!(f, "{policy} needs at least two core kinds; {detail}"),
+            PlanError::NoSuchKind { wanted, available } => {
+                write!(f, "no core kind '{wanted}' on this machine; kinds are: {available}")
+            }
+            PlanError::KindUnusable { policy, kind, cpus } => write!(
+                f,
+                "{policy}: no usable CPU of kind {kind} (its CPUs {cpus} are offline or not allowed by the cgroup)"
+            ),
+            PlanError::CpusUnusable { policy, detail } => write!(f, "{policy}: {detail}"),
+            PlanError::NoUsableCpu => f.write_str("this machine has no usable CPU (none online and allowed)"),
+            PlanError::Modifier { policy, detail } => write!(f, "{policy}: {detail}"),
+            PlanError::Weights(m) => write!(f, "--weights: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// Describes the machine's kinds for error messages: `0 = E-core (12-19), 1 = P-core (0-11)`.
+fn kinds_text(topo: &Topology) -> String {
+    if topo.kinds.is_empty() {
+        return "none known".into();
+    }
+    topo.kinds
+        .iter()
+        .map(|k| format!("{} = {} ({})", k.rank, k.name, k.cpus))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Resolves a kind selector to a kind of `topo`.
+fn resolve_kind<'t>(
+    topo: &'t Topology,
+    sel: &KindSel,
+    policy: &str,
+) -> Result<&'t Kind, PlanError> {
+    match sel {
+        KindSel::Fastest | KindSel::Slowest => {
+            if topo.kinds.len() < 2 {
+                let one = match topo.kinds.first() {
+                    Some(k) => format!("this machine has one kind: {} ({})", k.name, k.cpus),
+                    None => "this machine reports no core kinds".into(),
+                };
+                return Err(PlanError::NeedsKinds {
+                    policy: policy.into(),
+                    detail: format!("{one}; use compact, scatter, smt-physical-first or cpus:LIST"),
+                });
+            }
+            if topo
+                .kinds
+                .iter()
+                .any(|k| k.rank_source == RankSource::Unranked)
+            {
+                return Err(PlanError::NeedsKinds {
+                    policy: policy.into(),
+                    detail: format!(
+                        "this machine's kinds cannot be ranked (no capacity or frequency tells them apart): {}; name one with kind:RANK|NAME",
+                        kinds_text(topo)
+                    ),
+                });
+            }
+            Ok(if *sel == KindSel::Fastest {
+                topo.kinds.last()
+            } else {
+                topo.kinds.first()
+            }
+            .expect("two kinds"))
+        }
+        KindSel::Rank(r) => topo.kinds.get(*r).ok_or_else(|| PlanError::NoSuchKind {
+            wanted: r.to_string(),
+            available: kinds_text(topo),
+        }),
+        KindSel::Name(n) => topo
+            .kinds
+            .iter()
+            .find(|k| k.name.eq_ignore_ascii_case(n) || k.mark.eq_ignore_ascii_case(n))
+            .ok_or_else(|| PlanError::NoSuchKind {
+                wanted: n.clone(),
+                available: kinds_text(topo),
+            }),
+    }
+}
+
+/// The usable CPUs of a kind, or an error naming it.
+fn kind_cpus(kind: &Kind, usable: &CpuSet, policy: &str) -> Result<CpuSet, PlanError> {
+    let cpus = kind.cpus.intersection(usable);
+    if cpus.is_empty() {
+        return Err(PlanError::KindUnusable {
+            policy: policy.into(),
+            kind: kind.name.clone(),
+            cpus: kind.cpus.clone(),
+        });
+    }
+    Ok(cpus)
+}
+
+/// Checks an explicit list: every CPU must exist, be online and allowed.
+fn check_explicit(
+    topo: &Topology,
+    list: &CpuSet,
+    usable: &CpuSet,
+    policy: &str,
+) -> Result<(), PlanError> {
+    let bad = list.difference(usable);
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let mut absent = CpuSet::new();
+    let mut offline = CpuSet::new();
+    let mut forbidden = CpuSet::new();
+    for c in bad.iter() {
+        match topo.cpu(c) {
+            None => absent.insert(c),
+            Some(info) if !info.online => offline.insert(c),
+            Some(_) => forbidden.insert(c),
+        };
+    }
+    let mut parts = Vec::new();
+    if !absent.is_empty() {
+        parts.push(format!("CPU(s) {absent} do not exist"));
+    }
+    if !offline.is_empty() {
+        parts.push(format!("CPU(s) {offline} are offline"));
+    }
+    if !forbidden.is_empty() {
+        parts.push(format!("CPU(s) {forbidden} are not allowed by the cgroup"));
+    }
+    Err(PlanError::CpusUnusable {
+        policy: policy.into(),
+        detail: format!("{}; usable CPUs are {usable}", parts.join(", ")),
+    })
+}
+
+/// Kinds present among `slots`, fastest first (`desc`) or slowest first.
+fn by_kind(slots: &[Slot], desc: bool) -> Vec<Vec<Slot>> {
+    let mut ranks: Vec<Option<usize>> = slots.iter().map(|s| s.kind).collect();
+    ranks.sort();
+    ranks.dedup();
+    if desc {
+        ranks.reverse();
+    }
+    ranks
+        .into_iter()
+        .map(|r| slots.iter().filter(|s| s.kind == r).cloned().collect())
+        .collect()
+}
+
+/// Makes a plan. Pure: the same topology and request give the same plan.
+pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
+    let mut policy = req.policy.clone();
+    policy.smt_physical_first |= req.smt_physical_first;
+    let name = policy.to_string();
+    let threads = match (req.threads, req.tasks) {
+        (Some(t), Some(m)) if t != m => {
+            return Err(PlanError::ThreadsTasksConflict {
+                threads: t,
+                tasks: m,
+            })
+        }
+        (t, m) => t.or(m),
+    };
+    if threads == Some(0) {
+        return Err(PlanError::ZeroThreads);
+    }
+    let usable = topo.usable();
+    if usable.is_empty() {
+        return Err(PlanError::NoUsableCpu);
+    }
+    let mut notes = Vec::new();
+    let smt = policy.smt_physical_first;
+    let modifier_pointless = |what: &str| PlanError::Modifier {
+        policy: name.clone(),
+        detail: format!("+smt-physical-first orders pinned threads, but {what}; drop the modifier"),
+    };
+
+    // Set policies: one mask, threads float.
+    let set = match &policy.base {
+        BasePolicy::Os => Some(usable.clone()),
+        BasePolicy::KindSet(sel) => {
+            Some(kind_cpus(resolve_kind(topo, sel, &name)?, &usable, &name)?)
+        }
+        BasePolicy::CpusSet(list) => {
+            check_explicit(topo, list, &usable, &name)?;
+            Some(list.clone())
+        }
+        _ => None,
+    };
+    if let Some(set) = set {
+        if smt {
+            return Err(modifier_pointless("threads float in this policy"));
+        }
+        let n = threads.unwrap_or(set.len());
+        if n > set.len() {
+            if !req.oversubscribe {
+                return Err(PlanError::TooManyThreads {
+                    policy: name,
+                    threads: n,
+                    cpus: set,
+                });
+            }
+            notes.push(format!(
+                "oversubscribed: {n} threads share {} CPUs",
+                set.len()
+            ));
+        }
+        let os = policy.base == BasePolicy::Os;
+        if os {
+            notes.push(format!(
+                "no pinning: the OS scheduler places {n} threads on CPUs {set}"
+            ));
+        } else {
+            notes.push(format!("{n} threads float over CPUs {set}"));
+        }
+        return Ok(Plan {
+            policy: name,
+            threads: n,
+            places: if os { Vec::new() } else { vec![set.clone(); n] },
+            process_mask: set,
+            pinned: false,
+            tasks_per_cpu: None,
+            notes,
+        });
+    }
+
+    if policy.base == BasePolicy::Balance {
+        if smt {
+            return Err(modifier_pointless(
+                "balance places tasks by capacity, not by order",
+            ));
+        }
+        return plan_balance(topo, &usable, threads, req.weights.as_ref(), name, notes);
+    }
+
+    // Pinned policies: build the CPU order, then take `threads` of it.
+    let all = slots(topo, &usable);
+    let order: Vec<usize> = match &policy.base {
+        BasePolicy::KindPinned(sel) => {
+            let kind = resolve_kind(topo, sel, &name)?;
+            let cpus = kind_cpus(kind, &usable, &name)?;
+            if smt {
+                notes.push(format!("{name}: already one PU per core before any sibling; +smt-physical-first changes nothing"));
+            }
+            physical_first(&slots(topo, &cpus))
+        }
+        BasePolicy::PFirst | BasePolicy::EFirst => {
+            let sel = if policy.base == BasePolicy::PFirst {
+                KindSel::Fastest
+            } else {
+                KindSel::Slowest
+            };
+            resolve_kind(topo, &sel, &name)?;
+            let groups = by_kind(&all, policy.base == BasePolicy::PFirst);
+            if smt {
+                physical_first(&groups.concat())
+            } else {
+                groups.iter().flat_map(|g| physical_first(g)).collect()
+            }
+        }
+        BasePolicy::SmtPhysicalFirst => physical_first(&all),
+        BasePolicy::Compact => {
+            if smt {
+                physical_first(&all)
+            } else {
+                compact(&all)
+            }
+        }
+        BasePolicy::Scatter => {
+            if smt {
+                notes.push("scatter already places one PU per core before any sibling; +smt-physical-first changes nothing".into());
+            }
+            physical_first(&scatter_slots(&all))
+        }
+        BasePolicy::Cpus(list) => {
+            check_explicit(topo, list, &usable, &name)?;
+            if smt {
+                physical_first(&slots(topo, list))
+            } else {
+                list.iter().collect()
+            }
+        }
+        BasePolicy::Os | BasePolicy::KindSet(_) | BasePolicy::CpusSet(_) | BasePolicy::Balance => {
+            unreachable!("handled above")
+        }
+    };
+    let n = threads.unwrap_or(order.len());
+    if n > order.len() {
+        if !req.oversubscribe {
+            return Err(PlanError::TooManyThreads {
+                policy: name,
+                threads: n,
+                cpus: order.iter().copied().collect(),
+            });
+        }
+        let per = n.div_ceil(order.len());
+        notes.push(format!(
+            "oversubscribed: {n} threads on {} CPUs, round robin (up to {per} threads per CPU)",
+            order.len()
+        ));
+    }
+    let places: Vec<CpuSet> = (0..n)
+        .map(|i| CpuSet::single(order[i % order.len()]))
+        .collect();
+    let process_mask = places.iter().fold(CpuSet::new(), |acc, p| acc.union(p));
+    let shared = shared_cores(topo, &places);
+    if shared > 0 && n <= order.len() {
+        notes.push(format!(
+            "{shared} core(s) run two or more threads on SMT siblings"
+        ));
+    }
+    Ok(Plan {
+        policy: name,
+        threads: n,
+        process_mask,
+        places,
+        pinned: true,
+        tasks_per_cpu: None,
+        notes,
+    })
+}
+
+/// Number of cores holding more than one distinct placed CPU.
+fn shared_cores(topo: &Topology, places: &[CpuSet]) -> usize {
+    let used: CpuSet = places.iter().fold(CpuSet::new(), |acc, p| acc.union(p));
+    let mut cores: Vec<usize> = used
+        .iter()
+        .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let mut n = 0;
+    for core in &cores {
+        if topo
+            .cores
+            .get(*core)
+            .is_some_and(|g| g.cpus.intersection(&used).len() > 1)
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+fn plan_balance(
+    topo: &Topology,
+    usable: &CpuSet,
+    tasks: Option<usize>,
+    weights: Option<&Weights>,
+    name: String,
+    mut notes: Vec<String>,
+) -> Result<Plan, PlanError> {
+    let m = tasks.unwrap_or(usable.len());
+    let (caps, source) = capacities(topo, usable, weights).map_err(PlanError::Weights)?;
+    if let Some(w) = weights {
+        let ignored: CpuSet = w
+            .by_cpu
+            .keys()
+            .copied()
+            .filter(|c| !usable.contains(*c))
+            .collect();
+        if !ignored.is_empty() {
+            notes.push(format!(
+                "weights for CPU(s) {ignored} ignored: not usable here"
+            ));
+        }
+    }
+    let counts =
+        apportion(m, &caps.iter().map(|(_, w)| *w).collect::<Vec<_>>()).ok_or_else(|| {
+            PlanError::Weights(
+                "every usable CPU has weight 0; at least one must be positive".into(),
+            )
+        })?;
+    let count_of: std::collections::BTreeMap<usize, usize> = caps
+        .iter()
+        .map(|(c, _)| *c)
+        .zip(counts.iter().copied())
+        .collect();
+    notes.push(format!("capacity from {}", source.describe()));
+    if source != CapacitySource::Uniform {
+        let max = caps.iter().map(|(_, w)| *w).fold(0.0f64, f64::max);
+        let mut groups: Vec<(String, CpuSet)> = Vec::new();
+        for (c, w) in &caps {
+            let rel = if max > 0.0 {
+                format!("{:.2}", w / max)
+            } else {
+                "0.00".into()
+            };
+            match groups.iter_mut().find(|(r, _)| *r == rel) {
+                Some((_, set)) => {
+                    set.insert(*c);
+                }
+                None => groups.push((rel, CpuSet::single(*c))),
+            }
+        }
+        groups.sort_by(|a, b| b.0.cmp(&a.0));
+        let text: Vec<String> = groups.iter().map(|(r, s)| format!("{r} on {s}")).collect();
+        notes.push(format!("relative capacity: {}", text.join(", ")));
+    }
+    // Task order: rounds over CPUs in physical-first order, so any prefix
+    // of the tasks is spread over cores before doubling up.
+    let order = physical_first(&slots(topo, usable));
+    let mut left: std::collections::BTreeMap<usize, usize> = count_of.clone();
+    let mut places = Vec::with_capacity(m);
+    while places.len() < m {
+        for c in &order {
+            if let Some(k) = left.get_mut(c) {
+                if *k > 0 {
+                    *k -= 1;
+                    places.push(CpuSet::single(*c));
+                }
+            }
+        }
+    }
+    let process_mask: CpuSet = count_of
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, _)| *c)
+        .collect();
+    let per: Vec<(usize, usize)> = count_of.into_iter().collect();
+    let (lo, hi) = per
+        .iter()
+        .fold((usize::MAX, 0), |(lo, hi), (_, n)| (lo.min(*n), hi.max(*n)));
+    notes.push(format!(
+        "{m} tasks over {} CPUs: {lo} to {hi} tasks per CPU",
+        per.len()
+    ));
+    Ok(Plan {
+        policy: name,
+        threads: m,
+        process_mask,
+        places,
+        pinned: true,
+        tasks_per_cpu: Some(per),
+        notes,
+    })
+}

@@ -1,0 +1,356 @@
+//! Policy names: the public vocabulary of `pinsight plan/run/pin`.
+//!
+//! Grammar: `BASE[+smt-physical-first]`, where BASE is one of
+//!
+//! | text                 | meaning                                                        |
+//! |----------------------|----------------------------------------------------------------|
+//! | `os`                 | no pinning: the OS scheduler decides (baseline)                |
+//! | `p-set` / `e-set`    | process mask = all CPUs of the fastest / slowest kind; threads float |
+//! | `p-pinned`/`e-pinned`| one CPU of that kind per thread, one PU per core before siblings |
+//! | `p-first`/`e-first`  | fill the fastest (slowest) kind, then the next kind, ...       |
+//! | `smt-physical-first` | every core's first PU, then the SMT siblings                   |
+//! | `compact` (`close`)  | nearest CPUs first (siblings, then cores sharing the deepest cache) |
+//! | `scatter` (`spread`) | spread over packages, NUMA nodes, L3 then L2 domains           |
+//! | `kind:RANK\|NAME`    | pinned on one kind (rank 0 = slowest, or its name/mark: `E-core`, `E`) |
+//! | `kind-set:RANK\|NAME`| process mask = that kind; threads float                        |
+//! | `cpus:LIST`          | pinned one per CPU of LIST, ascending (likwid-pin `-c` style)   |
+//! | `cpus-set:LIST`      | process mask = LIST; threads float (`taskset -c` style)        |
+//! | `balance`            | M tasks over all usable CPUs in proportion to capacity         |
+//!
+//! The `+smt-physical-first` suffix (or `--smt-physical-first`) re-orders
+//! pinned placements so every core gets one thread before any core gets a
+//! second: `p-first+smt-physical-first` is the seed paper's "hybrid SMT
+//! physical first" (P physical, then E, then the P siblings).
+
+use pinsight_cpuset::CpuSet;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// Which kind a kind-based policy means.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "by", content = "value")]
+pub enum KindSel {
+    /// The most performant kind (`p-*`).
+    Fastest,
+    /// The least performant kind (`e-*`).
+    Slowest,
+    /// A kind by rank (0 = least performant).
+    Rank(usize),
+    /// A kind by name or mark, case-insensitive (`E-core`, `e`, `Cortex-A76`).
+    Name(String),
+}
+
+/// What a policy does, without modifiers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "policy", content = "arg")]
+pub enum BasePolicy {
+    /// No pinning.
+    Os,
+    /// Process mask = one kind's CPUs; threads float inside.
+    KindSet(KindSel),
+    /// One CPU of one kind per thread.
+    KindPinned(KindSel),
+    /// Fill the fastest kind first, then slower ones.
+    PFirst,
+    /// Fill the slowest kind first, then faster ones.
+    EFirst,
+    /// All usable CPUs, one PU per core first.
+    SmtPhysicalFirst,
+    /// Nearest CPUs first.
+    Compact,
+    /// Spread across the hierarchy.
+    Scatter,
+    /// Pinned on an explicit list, ascending.
+    Cpus(CpuSet),
+    /// Process mask = an explicit list; threads float.
+    CpusSet(CpuSet),
+    /// Tasks in proportion to capacity.
+    Balance,
+}
+
+/// A placement policy: a base plus the SMT-physical-first modifier.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Policy {
+    pub base: BasePolicy,
+    /// Re-order pinned placements: every core's first PU before any sibling.
+    pub smt_physical_first: bool,
+}
+
+/// The base policy names, for help text and error messages.
+pub const POLICY_NAMES: &[&str] = &[
+    "os",
+    "p-set",
+    "e-set",
+    "p-pinned",
+    "e-pinned",
+    "p-first",
+    "e-first",
+    "smt-physical-first",
+    "compact",
+    "scatter",
+    "kind:RANK|NAME",
+    "kind-set:RANK|NAME",
+    "cpus:LIST",
+    "cpus-set:LIST",
+    "balance",
+];
+
+/// The modifier suffix.
+pub const SMT_PHYSICAL_FIRST: &str = "smt-physical-first";
+
+/// Why a policy text was rejected. Its message names the input and lists
+/// the valid policies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyParseError {
+    pub input: String,
+    pub reason: String,
+}
+
+impl fmt::Display for PolicyParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid policy '{}': {}; valid policies: {} (optionally followed by +{})",
+            self.input,
+            self.reason,
+            POLICY_NAMES.join(", "),
+            SMT_PHYSICAL_FIRST
+        )
+    }
+}
+
+impl std::error::Error for PolicyParseError {}
+
+impl Policy {
+    /// A policy without modifiers.
+    pub fn new(base: BasePolicy) -> Policy {
+        Policy {
+            base,
+            smt_physical_first: false,
+        }
+    }
+
+    /// Whether the policy pins each thread to its own place (as opposed to
+    /// a process-wide mask inside which threads float).
+    pub fn is_pinned(&self) -> bool {
+        !matches!(
+            self.base,
+            BasePolicy::Os | BasePolicy::KindSet(_) | BasePolicy::CpusSet(_)
+        )
+    }
+}
+
+fn kind_sel_text(sel: &KindSel) -> String {
+    match sel {
+        KindSel::Fastest => "fastest".into(),
+        KindSel::Slowest => "slowest".into(),
+        KindSel::Rank(r) => r.to_string(),
+        KindSel::Name(n) => n.clone(),
+    }
+}
+
+impl fmt::Display for BasePolicy {
+    /// The canonical text, which parses back to the same value.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BasePolicy::Os => f.write_str("os"),
+            BasePolicy::KindSet(KindSel::Fastest) => f.write_str("p-set"),
+            BasePolicy::KindSet(KindSel::Slowest) => f.write_str("e-set"),
+            BasePolicy::KindSet(s) => write!(f, "kind-set:{}", kind_sel_text(s)),
+            BasePolicy::KindPinned(KindSel::Fastest) => f.write_str("p-pinned"),
+            BasePolicy::KindPinned(KindSel::Slowest) => f.write_str("e-pinned"),
+            BasePolicy::KindPinned(s) => write!(f, "kind:{}", kind_sel_text(s)),
+            BasePolicy::PFirst => f.write_str("p-first"),
+            BasePolicy::EFirst => f.write_str("e-first"),
+            BasePolicy::SmtPhysicalFirst => f.write_str(SMT_PHYSICAL_FIRST),
+            BasePolicy::Compact => f.write_str("compact"),
+            BasePolicy::Scatter => f.write_str("scatter"),
+            BasePolicy::Cpus(s) => write!(f, "cpus:{s}"),
+            BasePolicy::CpusSet(s) => write!(f, "cpus-set:{s}"),
+            BasePolicy::Balance => f.write_str("balance"),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.base)?;
+        if self.smt_physical_first && self.base != BasePolicy::SmtPhysicalFirst {
+            write!(f, "+{SMT_PHYSICAL_FIRST}")?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_kind_sel(arg: &str) -> Option<KindSel> {
+    let arg = arg.trim();
+    if arg.is_empty() {
+        return None;
+    }
+    Some(match arg.to_ascii_lowercase().as_str() {
+        "fastest" => KindSel::Fastest,
+        "slowest" => KindSel::Slowest,
+        _ => match arg.parse::<usize>() {
+            Ok(r) => KindSel::Rank(r),
+            Err(_) => KindSel::Name(arg.to_string()),
+        },
+    })
+}
+
+impl FromStr for BasePolicy {
+    type Err = PolicyParseError;
+
+    fn from_str(text: &str) -> Result<BasePolicy, PolicyParseError> {
+        let input = text.trim();
+        let err = |reason: String| PolicyParseError {
+            input: input.to_string(),
+            reason,
+        };
+        if let Some((head, arg)) = input.split_once(':') {
+            let cpus = |arg: &str| {
+                let set = CpuSet::parse_list(arg).map_err(|e| err(e.to_string()))?;
+                if set.is_empty() {
+                    return Err(err("the CPU list is empty".into()));
+                }
+                Ok(set)
+            };
+            let kind = |arg: &str| {
+                parse_kind_sel(arg).ok_or_else(|| {
+                    err("needs a kind rank or name after ':' (e.g. kind:0, kind:E-core)".into())
+                })
+            };
+            return match head.trim().to_ascii_lowercase().as_str() {
+                "kind" => Ok(BasePolicy::KindPinned(kind(arg)?)),
+                "kind-set" => Ok(BasePolicy::KindSet(kind(arg)?)),
+                "cpus" => Ok(BasePolicy::Cpus(cpus(arg)?)),
+                "cpus-set" => Ok(BasePolicy::CpusSet(cpus(arg)?)),
+                other => Err(err(format!("unknown policy '{other}:'"))),
+            };
+        }
+        Ok(match input.to_ascii_lowercase().as_str() {
+            "os" | "none" => BasePolicy::Os,
+            "p-set" => BasePolicy::KindSet(KindSel::Fastest),
+            "e-set" => BasePolicy::KindSet(KindSel::Slowest),
+            "p-pinned" => BasePolicy::KindPinned(KindSel::Fastest),
+            "e-pinned" => BasePolicy::KindPinned(KindSel::Slowest),
+            "p-first" => BasePolicy::PFirst,
+            "e-first" => BasePolicy::EFirst,
+            SMT_PHYSICAL_FIRST => BasePolicy::SmtPhysicalFirst,
+            "compact" | "close" => BasePolicy::Compact,
+            "scatter" | "spread" => BasePolicy::Scatter,
+            "balance" => BasePolicy::Balance,
+            "" => return Err(err("is empty".into())),
+            other => return Err(err(format!("unknown policy '{other}'"))),
+        })
+    }
+}
+
+impl FromStr for Policy {
+    type Err = PolicyParseError;
+
+    /// Parses `BASE[+smt-physical-first]`.
+    fn from_str(text: &str) -> Result<Policy, PolicyParseError> {
+        let input = text.trim();
+        let mut parts = input.split('+');
+        let base_text = parts.next().unwrap_or("");
+        let mut policy =
+            Policy::new(
+                base_text
+                    .parse::<BasePolicy>()
+                    .map_err(|e| PolicyParseError {
+                        input: input.to_string(),
+                        reason: e.reason,
+                    })?,
+            );
+        if policy.base == BasePolicy::SmtPhysicalFirst {
+            policy.smt_physical_first = true;
+        }
+        for modifier in parts {
+            if modifier.trim().eq_ignore_ascii_case(SMT_PHYSICAL_FIRST) {
+                policy.smt_physical_first = true;
+            } else {
+                return Err(PolicyParseError {
+                    input: input.to_string(),
+                    reason: format!(
+                        "unknown modifier '+{}' (the only one is +{SMT_PHYSICAL_FIRST})",
+                        modifier.trim()
+                    ),
+                });
+            }
+        }
+        Ok(policy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_round_trip() {
+        for text in [
+            "os",
+            "p-set",
+            "e-set",
+            "p-pinned",
+            "e-pinned",
+            "p-first",
+            "e-first",
+            "smt-physical-first",
+            "compact",
+            "scatter",
+            "kind:1",
+            "kind:E-core",
+            "kind-set:0",
+            "cpus:0-3,8",
+            "cpus-set:4-7",
+            "balance",
+            "p-first+smt-physical-first",
+            "compact+smt-physical-first",
+        ] {
+            let p: Policy = text.parse().unwrap();
+            assert_eq!(p.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn aliases_and_case() {
+        assert_eq!("SPREAD".parse::<Policy>().unwrap().to_string(), "scatter");
+        assert_eq!("close".parse::<Policy>().unwrap().to_string(), "compact");
+        assert_eq!("none".parse::<Policy>().unwrap().to_string(), "os");
+        assert_eq!(
+            "P-First+SMT-Physical-First"
+                .parse::<Policy>()
+                .unwrap()
+                .to_string(),
+            "p-first+smt-physical-first"
+        );
+    }
+
+    #[test]
+    fn errors_list_valid_names() {
+        let e = "fastest".parse::<Policy>().unwrap_err().to_string();
+        assert!(e.contains("invalid policy 'fastest'"), "{e}");
+        for name in POLICY_NAMES {
+            assert!(e.contains(name), "{e} lacks {name}");
+        }
+        assert!("p-first+turbo"
+            .parse::<Policy>()
+            .unwrap_err()
+            .to_string()
+            .contains("+turbo"));
+        assert!("cpus:"
+            .parse::<Policy>()
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
+        assert!("cpus:3-1"
+            .parse::<Policy>()
+            .unwrap_err()
+            .to_string()
+            .contains("decreasing"));
+        assert!("kind:".parse::<Policy>().is_err());
+        assert!("".parse::<Policy>().is_err());
+    }
+}

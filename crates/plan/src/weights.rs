@@ -1,0 +1,163 @@
+//! Per-CPU speed weights for `balance` (`--weights FILE`).
+//!
+//! Two accepted forms, both keyed by the kernel's CPU number:
+//!
+//! - **JSON** (what `pinsight speed --weights OUT` writes): an object mapping
+//!   the CPU number, as a string, to a non-negative number:
+//!   `{"0": 1.0, "1": 1.0, "12": 0.62}`. A wrapping object
+//!   `{"weights": {...}}` is accepted too, so a tool may add metadata beside it.
+//! - **CSV lines**: `cpu,weight` per line; blank lines, `#` comments and a
+//!   header line `cpu,weight` are ignored: `0,1.0` / `12,0.62`.
+//!
+//! Weights are relative (only ratios matter): 1024-scaled `cpu_capacity`
+//! values, MHz or measured ops/s all work. Zero means "give this CPU no
+//! tasks". Negative, non-finite or duplicate entries are rejected.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Relative speed of CPUs, by CPU number.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Weights {
+    pub by_cpu: BTreeMap<usize, f64>,
+}
+
+impl Weights {
+    /// Parses either form (JSON when the text starts with `{` or `[`).
+    /// `origin` names the input in errors (a path, or "weights").
+    pub fn parse(text: &str, origin: &str) -> Result<Weights, String> {
+        let trimmed = text.trim_start_matches('\u{feff}').trim();
+        if trimmed.starts_with('{') || trimmed.starts_with('[') {
+            Self::parse_json(trimmed, origin)
+        } else {
+            Self::parse_csv(trimmed, origin)
+        }
+    }
+
+    /// Reads and parses a weights file.
+    pub fn load(path: &std::path::Path) -> Result<Weights, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    fn parse_json(text: &str, origin: &str) -> Result<Weights, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+        let obj = match value.get("weights") {
+            Some(inner) => inner,
+            None => &value,
+        };
+        let obj = obj.as_object().ok_or_else(|| {
+            format!("{origin}: expected a JSON object like {{\"0\": 1.0, \"12\": 0.6}}")
+        })?;
+        let mut w = Weights::default();
+        for (key, val) in obj {
+            let cpu = parse_cpu(key)
+                .ok_or_else(|| format!("{origin}: key '{key}' is not a CPU number"))?;
+            let weight = val
+                .as_f64()
+                .ok_or_else(|| format!("{origin}: weight of CPU {cpu} is not a number: {val}"))?;
+            w.insert(cpu, weight, origin)?;
+        }
+        Ok(w)
+    }
+
+    fn parse_csv(text: &str, origin: &str) -> Result<Weights, String> {
+        let mut w = Weights::default();
+        for (n, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() || line.eq_ignore_ascii_case("cpu,weight") {
+                continue;
+            }
+            let bad = || {
+                format!(
+                    "{origin}:{}: expected 'cpu,weight' (e.g. '12,0.6'), got '{line}'",
+                    n + 1
+                )
+            };
+            let (c, v) = line.split_once(',').ok_or_else(bad)?;
+            let cpu = parse_cpu(c.trim()).ok_or_else(bad)?;
+            let weight = v.trim().parse::<f64>().map_err(|_| bad())?;
+            w.insert(cpu, weight, &format!("{origin}:{}", n + 1))?;
+        }
+        Ok(w)
+    }
+
+    fn insert(&mut self, cpu: usize, weight: f64, origin: &str) -> Result<(), String> {
+        if !weight.is_finite() || weight < 0.0 {
+            return Err(format!(
+                "{origin}: weight of CPU {cpu} must be a finite number >= 0, got {weight}"
+            ));
+        }
+        if self.by_cpu.insert(cpu, weight).is_some() {
+            return Err(format!("{origin}: CPU {cpu} is listed twice"));
+        }
+        Ok(())
+    }
+
+    /// The JSON form, as `pinsight speed --weights` should write it.
+    pub fn to_json(&self) -> String {
+        let map: serde_json::Map<String, serde_json::Value> = self
+            .by_cpu
+            .iter()
+            .map(|(c, w)| (c.to_string(), serde_json::json!(w)))
+            .collect();
+        serde_json::to_string_pretty(&serde_json::Value::Object(map))
+            .expect("a map of numbers serializes")
+    }
+
+    /// The CSV form.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from("cpu,weight\n");
+        for (c, w) in &self.by_cpu {
+            let _ = writeln!(out, "{c},{w}");
+        }
+        out
+    }
+}
+
+fn parse_cpu(text: &str) -> Option<usize> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<usize>()
+        .ok()
+        .filter(|c| *c <= pinsight_cpuset::MAX_CPU)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_forms() {
+        let j = Weights::parse(r#"{"0": 1.0, "12": 0.62}"#, "w").unwrap();
+        let c =
+            Weights::parse("cpu,weight\n# measured\n0,1.0\n\n12, 0.62 # E-core\n", "w").unwrap();
+        assert_eq!(j, c);
+        assert_eq!(
+            Weights::parse(r#"{"weights": {"0": 1, "12": 0.62}}"#, "w").unwrap(),
+            j
+        );
+        assert_eq!(Weights::parse(&j.to_json(), "w").unwrap(), j);
+        assert_eq!(Weights::parse(&j.to_csv(), "w").unwrap(), j);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        for (text, needle) in [
+            (r#"{"x": 1}"#, "not a CPU number"),
+            (r#"{"0": "fast"}"#, "not a number"),
+            (r#"{"0": -1}"#, ">= 0"),
+            ("0,1\n0,2", "listed twice"),
+            ("0;1", "expected 'cpu,weight'"),
+            ("0,NaN", ">= 0"),
+            ("[1,2]", "expected a JSON object"),
+            ("{", "not valid JSON"),
+        ] {
+            let e = Weights::parse(text, "f.txt").unwrap_err();
+            assert!(e.contains(needle) && e.starts_with("f.txt"), "{text}: {e}");
+        }
+    }
+}
