@@ -5,6 +5,8 @@
 //! Everything here except measuring is pure: it takes a [`LatencyMatrix`]
 //! and returns values, so it is tested on recorded matrices of real machines.
 
+pub mod cluster;
 pub mod matrix;
 
+pub use cluster::{domains, Domain, DomainTree, Level};
 pub use matrix::{LatencyMatrix, PairStat};

@@ -1,0 +1,154 @@
+//! Latency domains of recorded machines (matrices from core-to-core-latency,
+//! MIT, see tests/fixtures/LICENSE-core-to-core-latency).
+
+use pinsight_cpuset::CpuSet;
+use pinsight_latency::{domains, DomainTree, LatencyMatrix, Level};
+
+fn fixture(name: &str) -> LatencyMatrix {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    LatencyMatrix::load(&path).unwrap()
+}
+
+fn sets(level: &Level) -> Vec<String> {
+    level.domains.iter().map(|d| d.cpus.to_string()).collect()
+}
+
+fn list(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+/// Every level is a partition of all CPUs and each domain of a level is a
+/// union of domains of the next finer level.
+fn assert_nested_partitions(t: &DomainTree) {
+    for l in &t.levels {
+        let mut all = CpuSet::new();
+        for d in &l.domains {
+            assert!(!all.intersects(&d.cpus), "domains overlap");
+            all = all.union(&d.cpus);
+        }
+        assert_eq!(all, t.cpus);
+    }
+    for w in t.levels.windows(2) {
+        for fine in &w[1].domains {
+            assert!(
+                w[0].domains.iter().any(|c| fine.cpus.is_subset(&c.cpus)),
+                "{} not nested",
+                fine.cpus
+            );
+        }
+    }
+}
+
+#[test]
+fn ryzen_5950x_two_ccds_with_smt_siblings() {
+    let t = domains(&fixture("AMD_Ryzen_9_5950X_3.40_GHz.csv"));
+    assert_nested_partitions(&t);
+    assert_eq!(t.levels.len(), 1);
+    assert_eq!(sets(&t.levels[0]), ["0-7,16-23", "8-15,24-31"]);
+    // SMT siblings (n, n+16) are the pair level, inside the CCDs.
+    let pairs = t.pairs.as_ref().unwrap();
+    assert_eq!(pairs.domains.len(), 16);
+    assert!(pairs
+        .domains
+        .iter()
+        .all(|d| d.cpus.len() == 2 && d.cpus.last().unwrap() == d.cpus.first().unwrap() + 16));
+}
+
+#[test]
+fn dual_xeon_gold_6242_two_sockets() {
+    let t = domains(&fixture("Dual_Intel_R_Xeon_Gold_6242_2.8GHz.csv"));
+    assert_nested_partitions(&t);
+    assert_eq!(t.levels.len(), 1);
+    assert_eq!(sets(&t.levels[0]), ["0-15,32-47", "16-31,48-63"]);
+}
+
+#[test]
+fn epyc_7r13_twelve_ccds_in_sockets() {
+    let t = domains(&fixture("AMD_EPYC_7R13_48-Core_Processor.csv"));
+    assert_nested_partitions(&t);
+    let finest = t.finest().unwrap();
+    let want: Vec<String> = (0..12)
+        .map(|c| format!("{}-{},{}-{}", c * 8, c * 8 + 7, 96 + c * 8, 96 + c * 8 + 7))
+        .collect();
+    assert_eq!(sets(finest), want);
+    assert!(finest.domains.iter().all(|d| d.cpus.len() == 16));
+    // Coarser: socket 0 (CCDs 0-5, 88-111 ns apart) is one domain. In this
+    // recording socket 1's CCDs are 186-207 ns apart, as far as from socket
+    // 0 (182-209 ns), so the matrix shows no socket-1 domain: its CCDs stay
+    // separate at the coarse level rather than being invented.
+    assert_eq!(t.levels.len(), 2);
+    let coarse = &t.levels[0];
+    assert_eq!(coarse.domains[0].cpus, list("0-47,96-143"));
+    assert_eq!(coarse.domains.len(), 7);
+    assert_eq!(t.pairs.as_ref().unwrap().domains.len(), 96);
+}
+
+#[test]
+fn apple_m1_pro_clusters() {
+    let t = domains(&fixture("Apple_M1_Pro.csv"));
+    assert_nested_partitions(&t);
+    assert_eq!(t.levels.len(), 1);
+    assert_eq!(sets(&t.levels[0]), ["0-1", "2-4", "5-7"]);
+    assert!(t.pairs.is_none());
+}
+
+#[test]
+fn threadripper_1950x_four_ccxs_in_dies() {
+    let t = domains(&fixture("AMD_Ryzen_Threadripper_1950X.csv"));
+    assert_nested_partitions(&t);
+    assert_eq!(
+        sets(t.finest().unwrap()),
+        ["0-3,16-19", "4-7,20-23", "8-11,24-27", "12-15,28-31"]
+    );
+    // Die 1 (CCX 2+3, 91 ns apart) is a domain; die 0's two CCXs are 156 ns
+    // apart in this recording, as far as across dies (153 ns).
+    assert_eq!(t.levels.len(), 2);
+    assert_eq!(sets(&t.levels[0]), ["0-3,16-19", "4-7,20-23", "8-15,24-31"]);
+}
+
+#[test]
+fn other_machines_are_sensible() {
+    let t = domains(&fixture("AMD_Ryzen_9_7950X.csv"));
+    assert_eq!(sets(&t.levels[0]), ["0-15", "16-31"]);
+    for (name, sockets) in [
+        (
+            "Intel_R_Xeon_R_CPU_E5-2695_v4_2.10GHz.csv",
+            ["0-17,36-53", "18-35,54-71"],
+        ),
+        (
+            "Intel_R_Xeon_R_Platinum_8375C_CPU_2.90GHz.csv",
+            ["0-31,64-95", "32-63,96-127"],
+        ),
+    ] {
+        let t = domains(&fixture(name));
+        assert_nested_partitions(&t);
+        assert_eq!(t.levels.len(), 1, "{name}");
+        assert_eq!(sets(&t.levels[0]), sockets, "{name}");
+    }
+    // One mesh: no domains.
+    let t = domains(&fixture("AWS_Graviton3.csv"));
+    assert!(t.levels.is_empty() && t.pairs.is_none());
+    // i9-12900K: only the P-core SMT pairs stand out. Its E-cores are 44 ns
+    // apart inside a 4-core cluster but 33-40 ns from P-cores, so by latency
+    // the E clusters are not domains.
+    let t = domains(&fixture("Intel_Core_i9-12900K.csv"));
+    assert!(t.levels.is_empty());
+    assert_eq!(
+        sets(t.pairs.as_ref().unwrap())[..8],
+        ["0-1", "2-3", "4-5", "6-7", "8-9", "10-11", "12-13", "14-15"]
+    );
+}
+
+#[test]
+fn describe_names_every_domain() {
+    let t = domains(&fixture("Apple_M1_Pro.csv"));
+    let text = t.describe();
+    assert!(text.starts_with("level 1 of 1: 3 domains"), "{text}");
+    for cpus in ["0-1", "2-4", "5-7"] {
+        assert!(text.contains(&format!("\n  {cpus} ")), "{text}");
+    }
+    let json = serde_json::to_value(&t).unwrap();
+    assert_eq!(json["levels"][0]["domains"][1]["cpus"], "2-4");
+}
