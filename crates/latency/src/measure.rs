@@ -1,0 +1,504 @@
+//! Measuring core-to-core latency on this machine.
+//!
+//! For every pair of CPUs, two threads pinned one to each bounce a cache
+//! line ([`Method`]); the timing side takes samples (each one batch of
+//! round trips timed with the monotonic clock) until the 95% confidence
+//! interval of the median is within `±target_rel_ci` of it, or the pair's
+//! time cap is reached — then the pair is flagged `noisy` rather than
+//! measured for longer. Fixed sample counts (`core-to-core-latency 1000
+//! 300`) either waste time on quiet pairs or stop too early on noisy ones;
+//! the stopping rule spends time where the noise is.
+//!
+//! Disjoint pairs are measured at the same time by default
+//! ([`schedule::round_robin`]); `parallel: false` measures one pair at a
+//! time, for comparison.
+//!
+//! Entry points: [`choose_cpus`] (which CPUs, with the errors a user should
+//! see), then [`measure`] / [`measure_with_progress`].
+
+pub mod affinity;
+pub mod pingpong;
+pub mod schedule;
+pub mod stats;
+
+pub use pingpong::Method;
+
+use crate::{LatencyMatrix, PairStat};
+use pingpong::{PairLines, Pinger};
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::FsRoot;
+use stats::SortedSamples;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+/// What to measure and how hard to try.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasureConfig {
+    /// CPU ids, in matrix order (at least 2, distinct).
+    pub cpus: Vec<usize>,
+    pub method: Method,
+    /// Measure disjoint pairs at the same time (round-robin rounds).
+    pub parallel: bool,
+    /// Stop sampling a pair when the 95% CI of its median is within this
+    /// fraction of the median (0.01 = ±1%).
+    pub target_rel_ci: f64,
+    /// Give up on a pair after this long (it is then flagged noisy).
+    pub max_time_per_pair: Duration,
+    /// Aim for samples of about this length; the number of round trips per
+    /// sample is calibrated per pair. Long enough that the clock read is
+    /// noise (<0.1%), short enough that an interrupt spoils few samples.
+    pub sample_duration: Duration,
+    /// Never stop before this many samples, even if the interval is
+    /// already narrow (guards against a lucky streak).
+    pub min_samples: usize,
+    /// Stop starting new rounds once this much time has passed; the pairs
+    /// not measured stay NaN and are listed in [`Measurement::skipped`].
+    pub budget: Option<Duration>,
+}
+
+impl Default for MeasureConfig {
+    fn default() -> Self {
+        MeasureConfig {
+            cpus: Vec::new(),
+            method: Method::Cas,
+            parallel: true,
+            target_rel_ci: 0.01,
+            max_time_per_pair: Duration::from_millis(200),
+            sample_duration: Duration::from_micros(100),
+            min_samples: 16,
+            budget: None,
+        }
+    }
+}
+
+/// Reported to the progress callback after each pair.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// Rounds completed so far (a round is one set of disjoint pairs).
+    pub rounds_done: usize,
+    pub rounds_total: usize,
+    pub pairs_done: usize,
+    pub pairs_total: usize,
+    /// The pair just finished (CPU ids) and its median, NaN if it failed.
+    pub last_pair: (usize, usize),
+    pub last_ns: f64,
+}
+
+/// The result of [`measure`].
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// Medians in `ns`, per pair statistics in `stats`, `method` set,
+    /// `source` = "measured".
+    pub matrix: LatencyMatrix,
+    /// Pairs (CPU ids, larger first) left unmeasured because the budget ran
+    /// out; NaN in the matrix.
+    pub skipped: Vec<(usize, usize)>,
+    /// Rounds run (pairs measured together), and how many were planned.
+    pub rounds_run: usize,
+    pub rounds_planned: usize,
+    pub elapsed: Duration,
+}
+
+impl Measurement {
+    /// Pairs (CPU ids) whose interval did not reach the target in time.
+    pub fn noisy(&self) -> Vec<(usize, usize)> {
+        let m = &self.matrix;
+        let Some(stats) = &m.stats else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for i in 0..m.len() {
+            for j in 0..i {
+                if stats[i][j].as_ref().is_some_and(|s| s.noisy) {
+                    out.push((m.cpus[i], m.cpus[j]));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Why CPUs could not be chosen; `usage` tells whether the user's
+/// `--cpus` is at fault (exit 2) or the machine/process is (exit 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuChoiceError {
+    pub message: String,
+    pub usage: bool,
+}
+
+impl std::fmt::Display for CpuChoiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The CPUs to measure: `requested` (a `--cpus` list) or every online CPU
+/// this process may run on. Pure: `online` and `allowed` come from
+/// [`usable_cpus`]. Errors name the offending CPUs.
+pub fn choose_cpus(
+    requested: Option<&CpuSet>,
+    online: &CpuSet,
+    allowed: &CpuSet,
+) -> Result<Vec<usize>, CpuChoiceError> {
+    let usable = online.intersection(allowed);
+    match requested {
+        Some(req) => {
+            let offline = req.difference(online);
+            let forbidden = req.intersection(online).difference(allowed);
+            let mut problems = Vec::new();
+            if !offline.is_empty() {
+                problems.push(format!("{} offline (online: {online})", cpus_are(&offline)));
+            }
+            if !forbidden.is_empty() {
+                problems.push(format!(
+                    "{} not allowed for this process (its affinity/cpuset allows {})",
+                    cpus_are(&forbidden),
+                    list_or_none(allowed)
+                ));
+            }
+            if !problems.is_empty() {
+                return Err(CpuChoiceError {
+                    message: format!("--cpus {req}: {}", problems.join("; ")),
+                    usage: true,
+                });
+            }
+            if req.len() < 2 {
+                return Err(CpuChoiceError {
+                    message: format!(
+                        "--cpus {}: core-to-core latency needs at least 2 CPUs (usable here: {})",
+                        list_or_none(req),
+                        list_or_none(&usable)
+                    ),
+                    usage: true,
+                });
+            }
+            Ok(req.iter().collect())
+        }
+        None if usable.len() < 2 => Err(CpuChoiceError {
+            message: format!(
+                "core-to-core latency needs at least 2 CPUs, but this process may run only on {} \
+                 (online: {}, affinity: {}); widen the affinity (taskset) or cpuset",
+                list_or_none(&usable),
+                list_or_none(online),
+                list_or_none(allowed)
+            ),
+            usage: false,
+        }),
+        None => Ok(usable.iter().collect()),
+    }
+}
+
+/// "CPU 3 is" / "CPUs 4-5 are".
+fn cpus_are(s: &CpuSet) -> String {
+    if s.len() == 1 {
+        format!("CPU {s} is")
+    } else {
+        format!("CPUs {s} are")
+    }
+}
+
+fn list_or_none(s: &CpuSet) -> String {
+    if s.is_empty() {
+        "no CPU".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// `(online, allowed)`: the online CPUs read through `fs` (all of the
+/// affinity when the file is missing) and this thread's affinity.
+pub fn usable_cpus(fs: &FsRoot) -> Result<(CpuSet, CpuSet), String> {
+    let allowed = affinity::current().map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let online = match fs.read_cpulist("/sys/devices/system/cpu/online") {
+        Some(Ok(set)) => set,
+        Some(Err(e)) => return Err(format!("/sys/devices/system/cpu/online: {e}")),
+        None => allowed.clone(),
+    };
+    Ok((online, allowed))
+}
+
+/// Measures every pair of `config.cpus`. See [`measure_with_progress`].
+pub fn measure(config: &MeasureConfig) -> Result<Measurement, String> {
+    measure_with_progress(config, &mut |_| {})
+}
+
+/// Measures every pair of `config.cpus`, calling `progress` on the calling
+/// thread after each pair. Errors: bad configuration, or a thread could not
+/// be pinned (CPU offline or not allowed).
+pub fn measure_with_progress(
+    config: &MeasureConfig,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Measurement, String> {
+    validate(config)?;
+    let started = Instant::now();
+    let budget_end = config.budget.map(|b| started + b);
+    let n = config.cpus.len();
+    let rounds = if config.parallel {
+        schedule::round_robin(n)
+    } else {
+        schedule::sequential(n)
+    };
+    let pairs_total = n * (n - 1) / 2;
+
+    let mut matrix = LatencyMatrix::new(config.cpus.clone());
+    let mut stats: Vec<Vec<Option<PairStat>>> = vec![vec![None; n]; n];
+    let mut skipped = Vec::new();
+    let mut pairs_done = 0;
+    let mut rounds_run = 0;
+    // A round needs room for at least min_samples samples to mean anything.
+    let least_useful = config.sample_duration * (2 * config.min_samples as u32);
+
+    for (r, round) in rounds.iter().enumerate() {
+        let now = Instant::now();
+        let deadline = match budget_end {
+            Some(end)
+                if end.saturating_duration_since(now)
+                    < least_useful.min(config.max_time_per_pair) =>
+            {
+                skipped.extend(round.iter().map(|&(a, b)| (config.cpus[a], config.cpus[b])));
+                continue;
+            }
+            Some(end) => (now + config.max_time_per_pair).min(end),
+            None => now + config.max_time_per_pair,
+        };
+        let results = run_round(config, round, deadline, &mut |pair, outcome| {
+            pairs_done += 1;
+            progress(&Progress {
+                rounds_done: r,
+                rounds_total: rounds.len(),
+                pairs_done,
+                pairs_total,
+                last_pair: (config.cpus[pair.0], config.cpus[pair.1]),
+                last_ns: outcome.as_ref().map_or(f64::NAN, |s| s.median_ns),
+            });
+        })?;
+        for ((a, b), stat) in results {
+            matrix.set(a, b, stat.median_ns);
+            stats[a][b] = Some(stat.clone());
+            stats[b][a] = Some(stat);
+        }
+        rounds_run += 1;
+    }
+    matrix.stats = Some(stats);
+    matrix.method = Some(config.method.as_str().to_string());
+    matrix.source = Some("measured".to_string());
+    Ok(Measurement {
+        matrix,
+        skipped,
+        rounds_run,
+        rounds_planned: rounds.len(),
+        elapsed: started.elapsed(),
+    })
+}
+
+fn validate(c: &MeasureConfig) -> Result<(), String> {
+    let distinct: CpuSet = c.cpus.iter().copied().collect();
+    if distinct.len() != c.cpus.len() {
+        return Err(format!("CPU list {:?} repeats a CPU", c.cpus));
+    }
+    if c.cpus.len() < 2 {
+        return Err(format!(
+            "core-to-core latency needs at least 2 CPUs, got {}",
+            c.cpus.len()
+        ));
+    }
+    if !(c.target_rel_ci > 0.0 && c.target_rel_ci < 1.0) {
+        return Err(format!(
+            "target relative CI {} must be in (0, 1)",
+            c.target_rel_ci
+        ));
+    }
+    if c.max_time_per_pair.is_zero() || c.sample_duration.is_zero() {
+        return Err("max time per pair and sample duration must be positive".to_string());
+    }
+    Ok(())
+}
+
+/// Measures the disjoint `pairs` (matrix indices, ping side first) at the
+/// same time: two pinned threads per pair, all released by one barrier so
+/// the pairs really overlap. Calls `done` on this thread as each finishes.
+fn run_round(
+    config: &MeasureConfig,
+    pairs: &[(usize, usize)],
+    deadline: Instant,
+    done: &mut dyn FnMut((usize, usize), &Result<PairStat, String>),
+) -> Result<Vec<((usize, usize), PairStat)>, String> {
+    let lines: Vec<PairLines> = pairs.iter().map(|_| PairLines::default()).collect();
+    let pin_failed: Vec<AtomicBool> = pairs.iter().map(|_| AtomicBool::new(false)).collect();
+    let pin_errors: Vec<Mutex<Vec<String>>> =
+        pairs.iter().map(|_| Mutex::new(Vec::new())).collect();
+    let barrier = Barrier::new(2 * pairs.len());
+    let (tx, rx) = mpsc::channel::<(usize, Result<PairStat, String>)>();
+    let mut results = Vec::with_capacity(pairs.len());
+    let mut first_error = None;
+
+    std::thread::scope(|s| {
+        for (k, &(a, b)) in pairs.iter().enumerate() {
+            let (lines, failed, errors, barrier) =
+                (&lines[k], &pin_failed[k], &pin_errors[k], &barrier);
+            let pin = move |cpu: usize| {
+                if let Err(e) = affinity::pin_current_thread(cpu) {
+                    failed.store(true, Ordering::SeqCst);
+                    errors
+                        .lock()
+                        .unwrap()
+                        .push(format!("cannot pin a thread to CPU {cpu}: {e}"));
+                }
+            };
+            let (cpu_a, cpu_b) = (config.cpus[a], config.cpus[b]);
+            s.spawn(move || {
+                pin(cpu_b);
+                barrier.wait();
+                if !failed.load(Ordering::SeqCst) {
+                    pingpong::pong(lines, config.method);
+                }
+            });
+            let tx = tx.clone();
+            s.spawn(move || {
+                pin(cpu_a);
+                barrier.wait();
+                let outcome = if failed.load(Ordering::SeqCst) {
+                    Err(errors.lock().unwrap().join("; "))
+                } else {
+                    let mut pinger = Pinger::new(lines, config.method);
+                    let stat = sample_pair(&mut pinger, config, deadline);
+                    pinger.stop();
+                    Ok(stat)
+                };
+                let _ = tx.send((k, outcome));
+            });
+        }
+        drop(tx);
+        for (k, outcome) in rx {
+            done(pairs[k], &outcome);
+            match outcome {
+                Ok(stat) => results.push((pairs[k], stat)),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+    });
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(results),
+    }
+}
+
+/// The ping side's work for one pair: calibrate the batch size, discard a
+/// warm-up sample, then sample until the stopping rule or the deadline.
+fn sample_pair(pinger: &mut Pinger, config: &MeasureConfig, deadline: Instant) -> PairStat {
+    let target = config.sample_duration.as_secs_f64();
+    // Calibration: double the batch until it takes at least the target
+    // sample time, then scale to it. Also warms caches and wakes the core.
+    let mut batch: u64 = 8;
+    let round_trips = loop {
+        let t0 = Instant::now();
+        pinger.round_trips(batch);
+        let dt = t0.elapsed().as_secs_f64();
+        if dt >= target || Instant::now() >= deadline || batch >= 1 << 30 {
+            break ((batch as f64 * target / dt.max(1e-9)).ceil() as u64).max(1);
+        }
+        batch *= 2;
+    };
+    pinger.round_trips(round_trips); // warm-up sample, discarded
+
+    let mut samples = SortedSamples::new();
+    loop {
+        let t0 = Instant::now();
+        pinger.round_trips(round_trips);
+        let end = Instant::now();
+        let one_way_ns = (end - t0).as_nanos() as f64 / round_trips as f64 / 2.0;
+        samples.push(one_way_ns);
+        if samples.len() >= config.min_samples {
+            if let Some(s) = samples.summary() {
+                if s.within(config.target_rel_ci) {
+                    break;
+                }
+            }
+        }
+        if end >= deadline {
+            break;
+        }
+    }
+    let s = samples.summary().expect("at least one sample was taken");
+    PairStat {
+        median_ns: s.median,
+        mean_ns: s.mean,
+        ci_low_ns: s.ci_low,
+        ci_high_ns: s.ci_high,
+        samples: s.samples as u64,
+        noisy: !s.within(config.target_rel_ci) || s.samples < config.min_samples,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    #[test]
+    fn all_usable_cpus_by_default() {
+        assert_eq!(
+            choose_cpus(None, &set("0-7"), &set("2-9")).unwrap(),
+            vec![2, 3, 4, 5, 6, 7]
+        );
+        assert_eq!(
+            choose_cpus(Some(&set("3,5")), &set("0-7"), &set("0-7")).unwrap(),
+            vec![3, 5]
+        );
+    }
+
+    #[test]
+    fn offline_and_forbidden_cpus_are_named() {
+        let e = choose_cpus(Some(&set("0-5")), &set("0-3"), &set("0-2")).unwrap_err();
+        assert!(e.usage);
+        assert_eq!(
+            e.message,
+            "--cpus 0-5: CPUs 4-5 are offline (online: 0-3); CPU 3 is not allowed for this process \
+             (its affinity/cpuset allows 0-2)"
+        );
+    }
+
+    #[test]
+    fn fewer_than_two_cpus() {
+        let e = choose_cpus(Some(&set("1")), &set("0-3"), &set("0-3")).unwrap_err();
+        assert_eq!(
+            e.message,
+            "--cpus 1: core-to-core latency needs at least 2 CPUs (usable here: 0-3)"
+        );
+        assert!(e.usage);
+        let e = choose_cpus(None, &set("0-3"), &set("2")).unwrap_err();
+        assert!(!e.usage);
+        assert!(
+            e.message
+                .contains("may run only on 2 (online: 0-3, affinity: 2)"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn bad_configs_are_rejected_before_any_thread_starts() {
+        let c = MeasureConfig {
+            cpus: vec![0],
+            ..Default::default()
+        };
+        assert!(measure(&c).unwrap_err().contains("at least 2 CPUs"));
+        let c = MeasureConfig {
+            cpus: vec![0, 0],
+            ..Default::default()
+        };
+        assert!(measure(&c).unwrap_err().contains("repeats"));
+        let c = MeasureConfig {
+            cpus: vec![0, 1],
+            target_rel_ci: 0.0,
+            ..Default::default()
+        };
+        assert!(measure(&c).unwrap_err().contains("(0, 1)"));
+    }
+}
