@@ -112,7 +112,10 @@ pub fn render(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, 
                 text: exports(&omp_vars(plan)),
                 caveats: Vec::new(),
             };
-            if plan.pinned && distinct_in_order(&plan.places).len() < plan.places.len() {
+            if plan.pinned
+                && plan.tasks_per_cpu.is_none()
+                && distinct_in_order(&plan.places).len() < plan.places.len()
+            {
                 r.caveats.push(
                     "OpenMP 'close' puts consecutive threads on a shared place, not round robin; use --format gomp for the exact per-thread order"
                         .into(),
@@ -486,12 +489,13 @@ fn table(plan: &Plan, topo: &Topology) -> String {
     } else {
         "threads"
     };
+    let unit_one = &unit[..unit.len() - 1];
     let mut out = format!(
-        "policy {}: {} {unit}, {mode}; process mask {} ({} CPUs)\n",
+        "policy {}: {}, {mode}; process mask {} ({})\n",
         plan.policy,
-        plan.threads,
+        crate::plan::count(plan.threads, unit_one, unit),
         plan.process_mask,
-        plan.process_mask.len()
+        crate::plan::count(plan.process_mask.len(), "CPU", "CPUs")
     );
     let header = |first: &str, second: &str| -> Vec<String> {
         [first, second, "core", "kind", "package", "numa"]

@@ -61,10 +61,32 @@ pub struct Plan {
     /// is all there is to apply).
     pub pinned: bool,
     /// For `balance`: `(cpu, number of tasks)` for every CPU considered,
-    /// ascending by CPU (zero counts included).
+    /// ascending by CPU (zero counts included). JSON: `[{"cpu": 0, "tasks": 11}, ...]`.
+    #[serde(serialize_with = "tasks_per_cpu_json")]
     pub tasks_per_cpu: Option<Vec<(usize, usize)>>,
     /// Human explanations: oversubscription, ignored modifiers, capacity source.
     pub notes: Vec<String>,
+}
+
+fn tasks_per_cpu_json<S: serde::Serializer>(
+    v: &Option<Vec<(usize, usize)>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Entry {
+        cpu: usize,
+        tasks: usize,
+    }
+    v.as_ref()
+        .map(|v| {
+            v.iter()
+                .map(|(cpu, tasks)| Entry {
+                    cpu: *cpu,
+                    tasks: *tasks,
+                })
+                .collect::<Vec<_>>()
+        })
+        .serialize(s)
 }
 
 /// Why a plan cannot be made. Every message names the input and what is
@@ -131,6 +153,20 @@ impl fmt::Display for PlanError {
 }
 
 impl std::error::Error for PlanError {}
+
+/// "1 thread" / "2 threads".
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// "CPU 3 is" / "CPUs 6-7 are".
+fn cpus_are(set: &CpuSet) -> String {
+    if set.len() == 1 {
+        format!("CPU {set} is")
+    } else {
+        format!("CPUs {set} are")
+    }
+}
 
 /// Describes the machine's kinds for error messages: `0 = E-core (12-19), 1 = P-core (0-11)`.
 fn kinds_text(topo: &Topology) -> String {
@@ -233,13 +269,16 @@ fn check_explicit(
     }
     let mut parts = Vec::new();
     if !absent.is_empty() {
-        parts.push(format!("CPU(s) {absent} do not exist"));
+        parts.push(format!("{} not present on this machine", cpus_are(&absent)));
     }
     if !offline.is_empty() {
-        parts.push(format!("CPU(s) {offline} are offline"));
+        parts.push(format!("{} offline", cpus_are(&offline)));
     }
     if !forbidden.is_empty() {
-        parts.push(format!("CPU(s) {forbidden} are not allowed by the cgroup"));
+        parts.push(format!(
+            "{} not allowed by the cgroup",
+            cpus_are(&forbidden)
+        ));
     }
     Err(PlanError::CpusUnusable {
         policy: policy.into(),
@@ -315,17 +354,22 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
                 });
             }
             notes.push(format!(
-                "oversubscribed: {n} threads share {} CPUs",
-                set.len()
+                "oversubscribed: {} share {}",
+                count(n, "thread", "threads"),
+                count(set.len(), "CPU", "CPUs")
             ));
         }
         let os = policy.base == BasePolicy::Os;
         if os {
             notes.push(format!(
-                "no pinning: the OS scheduler places {n} threads on CPUs {set}"
+                "no pinning: the OS scheduler places {} on CPUs {set}",
+                count(n, "thread", "threads")
             ));
         } else {
-            notes.push(format!("{n} threads float over CPUs {set}"));
+            notes.push(format!(
+                "{} float over CPUs {set}",
+                count(n, "thread", "threads")
+            ));
         }
         return Ok(Plan {
             policy: name,
@@ -409,8 +453,9 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
         }
         let per = n.div_ceil(order.len());
         notes.push(format!(
-            "oversubscribed: {n} threads on {} CPUs, round robin (up to {per} threads per CPU)",
-            order.len()
+            "oversubscribed: {} on {}, round robin (up to {per} threads per CPU)",
+            count(n, "thread", "threads"),
+            count(order.len(), "CPU", "CPUs")
         ));
     }
     let places: Vec<CpuSet> = (0..n)
@@ -420,7 +465,8 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
     let shared = shared_cores(topo, &places);
     if shared > 0 && n <= order.len() {
         notes.push(format!(
-            "{shared} core(s) run two or more threads on SMT siblings"
+            "{} two threads or more on SMT siblings",
+            count(shared, "core runs", "cores run")
         ));
     }
     Ok(Plan {
@@ -475,22 +521,22 @@ fn plan_balance(
             .collect();
         if !ignored.is_empty() {
             notes.push(format!(
-                "weights for CPU(s) {ignored} ignored: not usable here"
+                "weights for {} ignored: not usable here",
+                cpus_are(&ignored).replace(" is", "").replace(" are", "")
             ));
         }
     }
-    let counts =
-        apportion(m, &caps.iter().map(|(_, w)| *w).collect::<Vec<_>>()).ok_or_else(|| {
-            PlanError::Weights(
-                "every usable CPU has weight 0; at least one must be positive".into(),
-            )
-        })?;
-    let count_of: std::collections::BTreeMap<usize, usize> = caps
-        .iter()
-        .map(|(c, _)| *c)
-        .zip(counts.iter().copied())
-        .collect();
-    notes.push(format!("capacity from {}", source.describe()));
+    // Apportion over CPUs in scatter order so that ties (equal remainders)
+    // go to distinct packages and cores before SMT siblings.
+    let order = physical_first(&scatter_slots(&slots(topo, usable)));
+    let cap_of: std::collections::BTreeMap<usize, f64> = caps.iter().copied().collect();
+    let ordered: Vec<f64> = order.iter().map(|c| cap_of[c]).collect();
+    let counts = apportion(m, &ordered).ok_or_else(|| {
+        PlanError::Weights("every usable CPU has weight 0; at least one must be positive".into())
+    })?;
+    let count_of: std::collections::BTreeMap<usize, usize> =
+        order.iter().copied().zip(counts.iter().copied()).collect();
+    notes.push(format!("capacity: {}", source.describe()));
     if source != CapacitySource::Uniform {
         let max = caps.iter().map(|(_, w)| *w).fold(0.0f64, f64::max);
         let mut groups: Vec<(String, CpuSet)> = Vec::new();
@@ -511,9 +557,8 @@ fn plan_balance(
         let text: Vec<String> = groups.iter().map(|(r, s)| format!("{r} on {s}")).collect();
         notes.push(format!("relative capacity: {}", text.join(", ")));
     }
-    // Task order: rounds over CPUs in physical-first order, so any prefix
-    // of the tasks is spread over cores before doubling up.
-    let order = physical_first(&slots(topo, usable));
+    // Task order: rounds over CPUs in scatter order, so any prefix of the
+    // tasks is spread over packages and cores before doubling up.
     let mut left: std::collections::BTreeMap<usize, usize> = count_of.clone();
     let mut places = Vec::with_capacity(m);
     while places.len() < m {
@@ -536,8 +581,9 @@ fn plan_balance(
         .iter()
         .fold((usize::MAX, 0), |(lo, hi), (_, n)| (lo.min(*n), hi.max(*n)));
     notes.push(format!(
-        "{m} tasks over {} CPUs: {lo} to {hi} tasks per CPU",
-        per.len()
+        "{} over {}: {lo} to {hi} per CPU",
+        count(m, "task", "tasks"),
+        count(per.len(), "CPU", "CPUs")
     ));
     Ok(Plan {
         policy: name,

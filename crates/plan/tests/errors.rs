@@ -1,0 +1,277 @@
+//! Every refusal, with the message users will read.
+
+mod common;
+
+use common::*;
+use pinsight_plan::{plan, PlanError, Policy, Request, Weights};
+
+fn req(policy: &str, threads: Option<usize>) -> Request {
+    Request {
+        threads,
+        ..Request::new(policy.parse::<Policy>().unwrap())
+    }
+}
+
+fn err(topo: &pinsight_topology::Topology, r: Request) -> (PlanError, String) {
+    let e = plan(topo, &r).unwrap_err();
+    let m = e.to_string();
+    (e, m)
+}
+
+#[test]
+fn unknown_policy_lists_valid_ones() {
+    let e = "fastest-first".parse::<Policy>().unwrap_err().to_string();
+    assert!(
+        e.starts_with("invalid policy 'fastest-first': unknown policy"),
+        "{e}"
+    );
+    for name in pinsight_plan::policy::POLICY_NAMES {
+        assert!(e.contains(name), "{e}");
+    }
+    let e = "bogus:1".parse::<Policy>().unwrap_err().to_string();
+    assert!(e.contains("unknown policy 'bogus:'"), "{e}");
+}
+
+#[test]
+fn zero_threads() {
+    let (e, m) = err(&i7_1370p(), req("p-pinned", Some(0)));
+    assert_eq!(e, PlanError::ZeroThreads);
+    assert!(m.contains("--threads 0"), "{m}");
+    let r = Request {
+        tasks: Some(0),
+        ..Request::new("balance".parse().unwrap())
+    };
+    assert_eq!(plan(&i7_1370p(), &r).unwrap_err(), PlanError::ZeroThreads);
+}
+
+#[test]
+fn threads_and_tasks_must_agree() {
+    let r = Request {
+        threads: Some(4),
+        tasks: Some(5),
+        ..Request::new("compact".parse().unwrap())
+    };
+    assert!(matches!(
+        plan(&i7_1370p(), &r),
+        Err(PlanError::ThreadsTasksConflict {
+            threads: 4,
+            tasks: 5
+        })
+    ));
+    let r = Request {
+        threads: Some(4),
+        tasks: Some(4),
+        ..Request::new("compact".parse().unwrap())
+    };
+    assert_eq!(plan(&i7_1370p(), &r).unwrap().threads, 4);
+}
+
+#[test]
+fn too_many_threads_without_oversubscribe() {
+    let (e, m) = err(&i7_1370p(), req("p-pinned", Some(13)));
+    assert!(matches!(e, PlanError::TooManyThreads { threads: 13, .. }));
+    assert_eq!(m, "p-pinned: 13 threads but only 12 CPUs (0-11) in the policy's set; use --threads 12 or less, or --oversubscribe");
+    let (_, m) = err(&i7_1370p(), req("e-set", Some(9)));
+    assert!(m.contains("only 8 CPUs (12-19)"), "{m}");
+    let over = Request {
+        oversubscribe: true,
+        ..req("p-pinned", Some(13))
+    };
+    let p = plan(&i7_1370p(), &over).unwrap();
+    assert_eq!(p.places.len(), 13);
+    assert!(p.notes.iter().any(|n| n.starts_with("oversubscribed")));
+}
+
+#[test]
+fn cpus_not_allowed_or_offline() {
+    let t = offline_and_cgroup();
+    let (e, m) = err(&t, req("cpus:6", None));
+    assert!(matches!(e, PlanError::CpusUnusable { .. }));
+    assert_eq!(
+        m,
+        "cpus:6: CPU 6 is not allowed by the cgroup; usable CPUs are 0-2,4-5"
+    );
+    let (_, m) = err(&t, req("cpus:3", None));
+    assert_eq!(m, "cpus:3: CPU 3 is offline; usable CPUs are 0-2,4-5");
+    let (_, m) = err(&t, req("cpus-set:2-9", None));
+    assert_eq!(
+        m,
+        "cpus-set:2-9: CPUs 8-9 are not present on this machine, CPU 3 is offline, CPUs 6-7 are not allowed by the cgroup; usable CPUs are 0-2,4-5"
+    );
+}
+
+#[test]
+fn kind_that_does_not_exist() {
+    let (e, m) = err(&i7_1370p(), req("kind:Cortex-A55", None));
+    assert!(matches!(e, PlanError::NoSuchKind { .. }));
+    assert_eq!(m, "no core kind 'Cortex-A55' on this machine; kinds are: 0 = E-core (12-19), 1 = P-core (0-11)");
+    let (_, m) = err(&i7_1370p(), req("kind-set:2", None));
+    assert!(m.starts_with("no core kind '2'"), "{m}");
+    // p-/e- policies on a machine with one kind.
+    let (e, m) = err(&smt_machine(), req("e-set", None));
+    assert!(matches!(e, PlanError::NeedsKinds { .. }));
+    assert_eq!(
+        m,
+        "e-set needs at least two core kinds; this machine has one kind: Core (0-7); use compact, scatter, smt-physical-first or cpus:LIST"
+    );
+}
+
+#[test]
+fn kind_with_no_usable_cpu() {
+    let mut t = i7_1370p();
+    for c in &mut t.cpus {
+        if c.id >= 12 {
+            c.allowed = false;
+        }
+    }
+    let (e, m) = err(&t, req("e-pinned", None));
+    assert!(matches!(e, PlanError::KindUnusable { .. }));
+    assert_eq!(m, "e-pinned: no usable CPU of kind E-core (its CPUs 12-19 are offline or not allowed by the cgroup)");
+    // p-first still works and simply has no E-cores to fill.
+    assert_eq!(
+        plan(&t, &req("p-first", None))
+            .unwrap()
+            .process_mask
+            .to_string(),
+        "0-11"
+    );
+}
+
+#[test]
+fn unranked_kinds_refuse_p_and_e() {
+    let mut t = i7_1370p();
+    for k in &mut t.kinds {
+        k.rank_source = pinsight_topology::RankSource::Unranked;
+    }
+    let (_, m) = err(&t, req("p-set", None));
+    assert!(
+        m.contains("cannot be ranked") && m.contains("kind:RANK|NAME"),
+        "{m}"
+    );
+    assert!(plan(&t, &req("kind:P-core", None)).is_ok());
+}
+
+#[test]
+fn modifier_where_threads_float() {
+    let (e, m) = err(&i7_1370p(), req("p-set+smt-physical-first", None));
+    assert!(matches!(e, PlanError::Modifier { .. }));
+    assert!(m.contains("drop the modifier"), "{m}");
+    let r = Request {
+        smt_physical_first: true,
+        ..req("os", None)
+    };
+    assert!(matches!(
+        plan(&i7_1370p(), &r),
+        Err(PlanError::Modifier { .. })
+    ));
+}
+
+#[test]
+fn weights_must_cover_usable_cpus() {
+    let w = Weights::parse("0,1\n1,1", "w.csv").unwrap();
+    let r = Request {
+        tasks: Some(10),
+        weights: Some(w),
+        ..Request::new("balance".parse().unwrap())
+    };
+    let m = plan(&smt_machine(), &r).unwrap_err().to_string();
+    assert!(
+        m.starts_with("--weights: the weights file has no weight for usable CPU(s) 2-7"),
+        "{m}"
+    );
+    let zero =
+        Weights::parse(&(0..8).map(|c| format!("{c},0\n")).collect::<String>(), "w").unwrap();
+    let r = Request {
+        tasks: Some(10),
+        weights: Some(zero),
+        ..Request::new("balance".parse().unwrap())
+    };
+    assert!(plan(&smt_machine(), &r)
+        .unwrap_err()
+        .to_string()
+        .contains("weight 0"));
+}
+
+/// The brief's acceptance checks on the i7-1370P.
+#[test]
+fn i7_acceptance() {
+    let t = i7_1370p();
+    let p = plan(&t, &req("p-pinned", Some(6))).unwrap();
+    let cpus: Vec<usize> = p.places.iter().map(|c| c.first().unwrap()).collect();
+    assert_eq!(
+        cpus,
+        [0, 2, 4, 6, 8, 10],
+        "one PU per P-core before any sibling"
+    );
+    let p = plan(&t, &req("e-first", Some(10))).unwrap();
+    let cpus: Vec<usize> = p.places.iter().map(|c| c.first().unwrap()).collect();
+    assert_eq!(
+        cpus,
+        [12, 13, 14, 15, 16, 17, 18, 19, 0, 2],
+        "8 E-cores then 2 P-cores"
+    );
+
+    // balance --tasks 200, fallback capacity (kind max frequency 5200 vs 3900 MHz).
+    let r = Request {
+        tasks: Some(200),
+        ..Request::new("balance".parse().unwrap())
+    };
+    let p = plan(&t, &r).unwrap();
+    let per = p.tasks_per_cpu.unwrap();
+    let p_tasks: Vec<usize> = per
+        .iter()
+        .filter(|(c, _)| *c < 12)
+        .map(|(_, n)| *n)
+        .collect();
+    let e_tasks: Vec<usize> = per
+        .iter()
+        .filter(|(c, _)| *c >= 12)
+        .map(|(_, n)| *n)
+        .collect();
+    assert!(p_tasks.iter().all(|n| *n == 11), "{p_tasks:?}");
+    assert!(e_tasks.iter().all(|n| *n == 8 || *n == 9), "{e_tasks:?}");
+    // In proportion: E/P ≈ 0.75 (quota 8.33 vs 11.1).
+    let ratio =
+        e_tasks.iter().sum::<usize>() as f64 / 8.0 / (p_tasks.iter().sum::<usize>() as f64 / 12.0);
+    assert!((ratio - 0.75).abs() < 0.03, "{ratio}");
+
+    // With a weights file saying E-CPUs are half as fast.
+    let w = Weights::parse(
+        &(0..20)
+            .map(|c| format!("{c},{}\n", if c < 12 { 1.0 } else { 0.5 }))
+            .collect::<String>(),
+        "w",
+    )
+    .unwrap();
+    let r = Request {
+        tasks: Some(200),
+        weights: Some(w),
+        ..Request::new("balance".parse().unwrap())
+    };
+    let per = plan(&t, &r).unwrap().tasks_per_cpu.unwrap();
+    // 12 + 4 = 16 units: P quota 12.5, E quota 6.25 → P 12 or 13, E 6 or 7.
+    assert_eq!(per.iter().map(|(_, n)| n).sum::<usize>(), 200);
+    assert!(
+        per.iter().all(|(c, n)| if *c < 12 {
+            *n == 12 || *n == 13
+        } else {
+            *n == 6 || *n == 7
+        }),
+        "{per:?}"
+    );
+}
+
+/// ARM: cpu_capacity is used when present.
+#[test]
+fn arm_balance_uses_cpu_capacity() {
+    let r = Request {
+        tasks: Some(2384),
+        ..Request::new("balance".parse().unwrap())
+    };
+    let p = plan(&arm_phone(), &r).unwrap();
+    // Total capacity 4*414 + 3*946 + 1024 = 5518; 2384 tasks → quota = cap * 2384/5518.
+    let per = p.tasks_per_cpu.unwrap();
+    assert_eq!(per[0].1, 179); // 414 * 0.43204 = 178.9
+    assert_eq!(per[7].1, 442); // 1024 * 0.43204 = 442.4
+    assert!(p.notes.iter().any(|n| n.contains("cpu_capacity")));
+}

@@ -1,0 +1,216 @@
+//! Golden files: every policy on every test machine, and every output
+//! dialect on the hybrid laptop. Regenerate with
+//! `UPDATE_GOLDEN=1 cargo test -p pinsight-plan --test golden` and review
+//! the diff — a golden file is a claim that its content is right.
+
+mod common;
+
+use common::*;
+use pinsight_plan::{plan, render, Format, Policy, Request, Weights};
+use pinsight_topology::Topology;
+
+/// One invocation: policy text, threads/tasks, oversubscribe.
+struct Case(&'static str, Option<usize>, bool);
+
+const EVERY_POLICY: &[Case] = &[
+    Case("os", None, false),
+    Case("p-set", None, false),
+    Case("e-set", None, false),
+    Case("p-pinned", None, false),
+    Case("e-pinned", None, false),
+    Case("p-first", None, false),
+    Case("e-first", None, false),
+    Case("p-first+smt-physical-first", None, false),
+    Case("e-first+smt-physical-first", None, false),
+    Case("smt-physical-first", None, false),
+    Case("compact", None, false),
+    Case("compact+smt-physical-first", None, false),
+    Case("scatter", None, false),
+    Case("kind:0", None, false),
+    Case("kind-set:0", None, false),
+    Case("cpus:0-3", None, false),
+    Case("cpus-set:0-3", None, false),
+    Case("cpus:0-3+smt-physical-first", None, false),
+    Case("balance", Some(100), false),
+];
+
+fn run_cases(topo: &Topology, extra: &[Case]) -> String {
+    let mut out = String::new();
+    for Case(policy, threads, over) in EVERY_POLICY.iter().chain(extra) {
+        let cmd = format!(
+            "pinsight plan {policy}{}{}",
+            threads
+                .map(|n| format!(
+                    " --{} {n}",
+                    if policy.starts_with("balance") {
+                        "tasks"
+                    } else {
+                        "threads"
+                    }
+                ))
+                .unwrap_or_default(),
+            if *over { " --oversubscribe" } else { "" }
+        );
+        out.push_str(&format!("== {cmd}\n"));
+        let req = Request {
+            threads: *threads,
+            oversubscribe: *over,
+            ..Request::new(policy.parse::<Policy>().unwrap())
+        };
+        match plan(topo, &req) {
+            Ok(p) => {
+                out.push_str(&render(&p, topo, Format::Table).unwrap().text);
+                if p.pinned && p.tasks_per_cpu.is_none() {
+                    out.push_str(&render(&p, topo, Format::Gomp).unwrap().text);
+                }
+            }
+            Err(e) => out.push_str(&format!("error: {e}\n")),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn hybrid_i7_1370p() {
+    let t = i7_1370p();
+    let extra = [
+        Case("p-pinned", Some(6), false),
+        Case("p-pinned", Some(8), false),
+        Case("e-first", Some(10), false),
+        Case("p-first", Some(14), false),
+        Case("scatter", Some(8), false),
+        Case("balance", Some(200), false),
+        Case("e-pinned", Some(12), true),
+        Case("kind:E-core", Some(2), false),
+        Case("kind-set:P", None, false),
+    ];
+    golden("i7-1370p.txt", &run_cases(&t, &extra));
+}
+
+#[test]
+fn four_socket() {
+    let extra = [
+        Case("scatter", Some(4), false),
+        Case("compact", Some(4), false),
+        Case("balance", Some(20), false),
+    ];
+    golden("4s2c2t-numa.txt", &run_cases(&four_socket_numa(), &extra));
+}
+
+#[test]
+fn smt() {
+    let extra = [
+        Case("compact", Some(3), false),
+        Case("smt-physical-first", Some(5), false),
+        Case("scatter", Some(12), true),
+    ];
+    golden("1s4c2t-smt.txt", &run_cases(&smt_machine(), &extra));
+}
+
+#[test]
+fn offline_and_cgroup_forbidden() {
+    let extra = [
+        Case("cpus:2-5", None, false),
+        Case("cpus:3", None, false),
+        Case("cpus-set:6-7", None, false),
+        Case("compact", Some(6), false),
+    ];
+    golden(
+        "offline-cgroup.txt",
+        &run_cases(&offline_and_cgroup(), &extra),
+    );
+}
+
+#[test]
+fn arm_three_clusters() {
+    let extra = [
+        Case("kind:1", None, false),
+        Case("kind:Cortex-X1", None, false),
+        Case("p-first", Some(5), false),
+        Case("e-first", Some(6), false),
+        Case("balance", Some(50), false),
+        Case("p-pinned", Some(3), true),
+    ];
+    golden("arm-phone.txt", &run_cases(&arm_phone(), &extra));
+}
+
+/// Every dialect for representative plans on the hybrid laptop.
+#[test]
+fn formats_on_hybrid() {
+    let t = i7_1370p();
+    let mut out = String::new();
+    let cases: &[(&str, Option<usize>)] = &[
+        ("p-pinned", Some(6)),
+        ("e-first", Some(10)),
+        ("p-set", None),
+        ("os", Some(4)),
+        ("e-set", None),
+        ("balance", Some(40)),
+    ];
+    for (policy, threads) in cases {
+        let req = Request {
+            threads: *threads,
+            ..Request::new(policy.parse().unwrap())
+        };
+        let p = plan(&t, &req).unwrap();
+        for f in pinsight_plan::format::FORMAT_NAMES {
+            if *f == "table" {
+                continue;
+            }
+            out.push_str(&format!(
+                "== pinsight plan {policy}{} --format {f}\n",
+                threads
+                    .map(|n| format!(
+                        " --{} {n}",
+                        if policy.starts_with("balance") {
+                            "tasks"
+                        } else {
+                            "threads"
+                        }
+                    ))
+                    .unwrap_or_default()
+            ));
+            match render(&p, &t, f.parse::<Format>().unwrap()) {
+                Ok(r) => {
+                    out.push_str(&r.text);
+                    for c in r.caveats {
+                        out.push_str(&format!("(stderr) caveat: {c}\n"));
+                    }
+                }
+                Err(e) => out.push_str(&format!("error: {e}\n")),
+            }
+        }
+        out.push_str(&format!("== omp_env({policy})\n"));
+        for (k, v) in pinsight_plan::omp_env(&p) {
+            out.push_str(&format!("{k}={v}\n"));
+        }
+        out.push('\n');
+    }
+    golden("formats-i7-1370p.txt", &out);
+}
+
+/// `balance` with a weights file on the hybrid laptop.
+#[test]
+fn balance_with_weights() {
+    let t = i7_1370p();
+    // P-CPUs (SMT siblings each) 0.6, E-CPUs 0.5: measured-looking values.
+    let mut csv = String::from("cpu,weight\n");
+    for c in 0..12 {
+        csv.push_str(&format!("{c},0.6\n"));
+    }
+    for c in 12..20 {
+        csv.push_str(&format!("{c},0.5\n"));
+    }
+    let w = Weights::parse(&csv, "weights.csv").unwrap();
+    let req = Request {
+        tasks: Some(200),
+        weights: Some(w),
+        ..Request::new("balance".parse().unwrap())
+    };
+    let p = plan(&t, &req).unwrap();
+    golden(
+        "balance-weights-i7-1370p.txt",
+        &render(&p, &t, Format::Table).unwrap().text,
+    );
+}
