@@ -1,8 +1,1129 @@
-//! hwloc XML import (under construction).
-use crate::Topology;
+//! hwloc XML import: plan for a machine you are not sitting at, from the
+//! file `lstopo machine.xml` wrote on it.
+//!
+//! Reads the v1 (no `version`), v2 (`version="2.0"`) and v3 (`"3.0"`)
+//! formats into the same [`Topology`] model sysfs discovery builds, so every
+//! planner works unchanged on an imported machine.
+//!
+//! How hwloc's vocabulary maps onto the model:
+//! - The root object's `cpuset` is the set of online CPUs (hwloc drops
+//!   offline PUs from it; v1 also has `online_cpuset`), `complete_cpuset`
+//!   adds the offline ones, and `allowed_cpuset` is the cgroup's set.
+//!   A CPU in `complete_cpuset` but not in `cpuset` is reported offline,
+//!   with a warning: the XML cannot tell "offline" from "removed by the
+//!   exporting process's cgroup".
+//! - Objects are matched to CPUs by their cpusets (never by nesting), as
+//!   discovery does; `Core`, `Package`, `Die`, NUMA nodes and caches become
+//!   groups of online CPUs. `Group` objects become clusters when hwloc made
+//!   them from Linux clusters, Intel modules/tiles or AMD compute units
+//!   (their `kind` attribute) and dies for Intel dies; other groups are
+//!   hwloc's own bookkeeping and are ignored, as are I/O and `Misc` objects.
+//! - `cpukind` elements become [`Kind`]s, ranked the way hwloc ranks them
+//!   (see [`rank_kinds`]); without any, one uniform kind holds every CPU.
+//!
+//! Hostile input: every number is checked, CPU numbers are bounded by
+//! [`pinsight_cpuset::MAX_CPU`] and the CPU count by [`MAX_IMPORTED_CPUS`],
+//! the object tree is walked without recursion. Errors are one line naming
+//! the file and, where it helps, the line and column.
+
+use crate::model::*;
+use pinsight_cpuset::{CpuSet, MAX_CPU};
+use roxmltree::{Document, Node, ParsingOptions};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-/// Reads an hwloc XML export.
+/// The most CPUs an imported machine may have. Real machines stay far below
+/// (Linux's NR_CPUS tops out at 8192); the bound keeps a hostile file from
+/// making us build millions of CPU records.
+pub const MAX_IMPORTED_CPUS: usize = 1 << 16;
+
+/// Reads an hwloc XML export (`lstopo file.xml`).
 pub fn load(path: &Path) -> Result<Topology, String> {
-    Err(format!("--hwloc-xml '{}': import under construction", path.display()))
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("hwloc XML '{}': {}", path.display(), e))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "hwloc XML '{}': not UTF-8 text (byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parses the text of an hwloc XML export; `origin` names it in errors and
+/// becomes [`Source::HwlocXml`].
+pub fn parse(text: &str, origin: &str) -> Result<Topology, String> {
+    let opts = ParsingOptions {
+        allow_dtd: true,
+        ..ParsingOptions::default()
+    };
+    let doc = Document::parse_with_options(text, opts)
+        .map_err(|e| format!("hwloc XML '{origin}': malformed XML: {e}"))?;
+    Importer {
+        origin,
+        doc: &doc,
+        limit: 0,
+        warnings: Vec::new(),
+    }
+    .run()
+}
+
+/// Group `kind` values hwloc gives groups built from Linux clusters, Intel
+/// modules and tiles, and AMD compute units and complexes (hwloc's
+/// `private/private.h`): all are "cores sharing something below the die".
+const GROUP_KINDS_CLUSTER: &[u32] = &[102, 103, 120, 121, 222];
+/// Group `kind` for Intel dies found through CPUID leaf 0x1F.
+const GROUP_KIND_INTEL_DIE: u32 = 104;
+
+/// What one `<object>` element means to the model.
+enum ObjKind {
+    Pu,
+    Core,
+    Package,
+    Die,
+    Cluster,
+    Numa { memory: Option<u64> },
+    Cache(CacheAttrs),
+}
+
+struct CacheAttrs {
+    level: u8,
+    cache_type: CacheType,
+    size: Option<u64>,
+    line: Option<u32>,
+    ways: Option<u32>,
+}
+
+/// An object relevant to the model, with its parsed sets.
+struct Obj {
+    kind: ObjKind,
+    os_index: Option<u32>,
+    cpuset: CpuSet,
+}
+
+/// A `cpukind` element.
+struct RawKind {
+    cpus: CpuSet,
+    efficiency: Option<i64>,
+    max_mhz: Option<u32>,
+    base_mhz: Option<u32>,
+    /// hwloc's own scale: 1 = IntelAtom, 2 = IntelCore.
+    intel_core_type: Option<u8>,
+    capacity: Option<u32>,
+}
+
+struct Importer<'a, 'input> {
+    origin: &'a str,
+    doc: &'a Document<'input>,
+    /// Where an infinite hwloc set (`0xf...f`) is cut: one past the highest
+    /// CPU the file names.
+    limit: usize,
+    warnings: Vec<String>,
+}
+
+impl<'a, 'input> Importer<'a, 'input> {
+    /// An error naming the file, and the element's position.
+    fn err_at(&self, node: Node, msg: impl std::fmt::Display) -> String {
+        let p = self.doc.text_pos_at(node.range().start);
+        format!(
+            "hwloc XML '{}' line {}, column {}: {}",
+            self.origin, p.row, p.col, msg
+        )
+    }
+
+    fn err(&self, msg: impl std::fmt::Display) -> String {
+        format!("hwloc XML '{}': {}", self.origin, msg)
+    }
+
+    fn run(mut self) -> Result<Topology, String> {
+        let top = self.doc.root_element();
+        if top.tag_name().name() != "topology" {
+            return Err(self.err_at(
+                top,
+                format!(
+                    "root element is <{}>, expected <topology> (is this an lstopo XML export?)",
+                    top.tag_name().name()
+                ),
+            ));
+        }
+        let version = top.attribute("version");
+        if let Some(v) = version {
+            let major = v.split('.').next().unwrap_or("");
+            if !matches!(major, "1" | "2" | "3") {
+                return Err(self.err_at(
+                    top,
+                    format!("unsupported format version '{v}' (this reads versions 1, 2 and 3)"),
+                ));
+            }
+        }
+        let root = top
+            .children()
+            .find(|n| n.has_tag_name("object"))
+            .ok_or_else(|| self.err_at(top, "no root <object> (expected the Machine object)"))?;
+
+        // First pass: the highest CPU named anywhere finite, so that
+        // infinite sets (`0xf...f`) can be cut there.
+        let mut highest: Option<usize> = None;
+        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
+            if node.attribute("type") == Some("PU") {
+                let id = self
+                    .os_index(node)?
+                    .ok_or_else(|| self.err_at(node, "PU object without os_index"))?;
+                highest = highest.max(Some(id as usize));
+            }
+        }
+        for attr in [
+            "complete_cpuset",
+            "cpuset",
+            "online_cpuset",
+            "allowed_cpuset",
+        ] {
+            if let Some(s) = self.cpuset_attr(root, attr)? {
+                highest = highest.max(s.last());
+            }
+        }
+        self.limit = highest.map_or(0, |h| h + 1);
+
+        let online_root = self
+            .cpuset_attr(root, "cpuset")?
+            .ok_or_else(|| self.err_at(root, "root object has no cpuset"))?;
+        let complete_root = self.cpuset_attr(root, "complete_cpuset")?;
+
+        // Second pass: the objects the model is built from.
+        let mut objs = Vec::new();
+        let mut numa_gp: HashMap<u64, u32> = HashMap::new();
+        let mut numa_doc_order: Vec<(u32, usize)> = Vec::new();
+        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
+            if node == root {
+                continue;
+            }
+            let Some(kind) = self.obj_kind(node)? else {
+                continue;
+            };
+            let os_index = self.os_index(node)?;
+            let cpuset = match self.cpuset_attr(node, "cpuset")? {
+                Some(s) => s,
+                None if matches!(kind, ObjKind::Pu) => {
+                    CpuSet::single(os_index.unwrap_or(0) as usize)
+                }
+                None => {
+                    let t = node.attribute("type").unwrap_or("?");
+                    return Err(self.err_at(node, format!("{t} object has no cpuset")));
+                }
+            };
+            if let ObjKind::Numa { .. } = kind {
+                let id = os_index
+                    .ok_or_else(|| self.err_at(node, "NUMANode object without os_index"))?;
+                if let Some(gp) = node.attribute("gp_index").and_then(|g| g.parse().ok()) {
+                    numa_gp.insert(gp, id);
+                }
+                let depth = node
+                    .ancestors()
+                    .filter(|a| a.has_tag_name("object"))
+                    .count()
+                    - 1;
+                numa_doc_order.push((id, depth));
+            }
+            objs.push(Obj {
+                kind,
+                os_index,
+                cpuset,
+            });
+        }
+        let pu_ids: CpuSet = objs
+            .iter()
+            .filter(|o| matches!(o.kind, ObjKind::Pu))
+            .filter_map(|o| o.os_index)
+            .map(|i| i as usize)
+            .collect();
+
+        // Online: the root cpuset; v1 also lists online-but-disallowed CPUs
+        // in `online_cpuset`, which count when the file describes them.
+        let mut online = online_root.clone();
+        if let Some(v1_online) = self.cpuset_attr(root, "online_cpuset")? {
+            online.union_with(&v1_online.intersection(&pu_ids));
+        }
+        let mut present = complete_root.clone().unwrap_or_default();
+        present.union_with(&online);
+        present.union_with(&pu_ids);
+        if present.len() > MAX_IMPORTED_CPUS {
+            return Err(self.err(format!(
+                "describes {} CPUs, more than the {} this import accepts",
+                present.len(),
+                MAX_IMPORTED_CPUS
+            )));
+        }
+        let absent = present.difference(&online);
+        if !absent.is_empty() {
+            self.warnings.push(format!(
+                "{}: CPUs {} are in the machine's complete_cpuset but not its cpuset (offline, or outside the cgroup of the process that exported the file); they are treated as offline",
+                self.origin, absent
+            ));
+        }
+        let allowed = self
+            .cpuset_attr(root, "allowed_cpuset")?
+            .unwrap_or_else(|| online.clone());
+
+        let groups_of = |want: fn(&ObjKind) -> bool| -> Vec<Group> {
+            make_groups(
+                objs.iter()
+                    .filter(|o| want(&o.kind))
+                    .map(|o| (o.os_index, o.cpuset.intersection(&online))),
+            )
+        };
+        let mut cores = groups_of(|k| matches!(k, ObjKind::Core));
+        let mut packages = groups_of(|k| matches!(k, ObjKind::Package));
+        let dies_all = groups_of(|k| matches!(k, ObjKind::Die));
+        let clusters_all = groups_of(|k| matches!(k, ObjKind::Cluster));
+
+        // CPUs hwloc left without a core (no core information on that
+        // machine) are each their own core; without a package, one package.
+        let in_cores = cores
+            .iter()
+            .fold(CpuSet::new(), |acc, g| acc.union(&g.cpus));
+        let coreless = online.difference(&in_cores);
+        if !coreless.is_empty() {
+            cores.extend(coreless.iter().map(|c| Group {
+                id: 0,
+                os_id: None,
+                cpus: CpuSet::single(c),
+            }));
+            cores = renumber(cores);
+        }
+        let in_packages = packages
+            .iter()
+            .fold(CpuSet::new(), |acc, g| acc.union(&g.cpus));
+        let packageless = online.difference(&in_packages);
+        if !packageless.is_empty() {
+            self.warnings.push(format!(
+                "{}: CPUs {} are in no Package object; grouped as one package",
+                self.origin, packageless
+            ));
+            packages.push(Group {
+                id: 0,
+                os_id: None,
+                cpus: packageless,
+            });
+            packages = renumber(packages);
+        }
+
+        let caches = make_caches(&objs, &online);
+        let dies = if level_is_meaningful(&dies_all, &packages, &caches, &online) {
+            dies_all
+        } else {
+            Vec::new()
+        };
+        let clusters = if level_is_meaningful(&clusters_all, &packages, &caches, &online) {
+            clusters_all
+        } else {
+            Vec::new()
+        };
+
+        let numa_nodes = make_numa(&objs, &online);
+        let numa_distances =
+            self.numa_distances(top, root, &numa_nodes, &numa_gp, &numa_doc_order)?;
+
+        let raw_kinds = self.raw_kinds(top, &online)?;
+        let arch = self.topology_info(top, root, "Architecture");
+        let (kinds, described) = build_kinds(
+            raw_kinds,
+            &online,
+            arch.as_deref(),
+            &mut self.warnings,
+            self.origin,
+        );
+
+        let index_of = |groups: &[Group]| -> HashMap<usize, usize> {
+            groups
+                .iter()
+                .flat_map(|g| g.cpus.iter().map(move |c| (c, g.id)))
+                .collect()
+        };
+        let (core_of, package_of, die_of, cluster_of) = (
+            index_of(&cores),
+            index_of(&packages),
+            index_of(&dies),
+            index_of(&clusters),
+        );
+        let mut numa_of: HashMap<usize, u32> = HashMap::new();
+        for n in numa_nodes.iter().rev() {
+            for c in &n.cpus {
+                numa_of.insert(c, n.id);
+            }
+        }
+        let mut kind_of: HashMap<usize, usize> = HashMap::new();
+        for k in &kinds {
+            for c in &k.cpus {
+                kind_of.insert(c, k.rank);
+            }
+        }
+        let cpus = present
+            .iter()
+            .map(|id| {
+                let kind = kind_of.get(&id).map(|&r| &kinds[r]);
+                // Per-CPU measures only for CPUs the cpukind itself lists.
+                let info = kind.filter(|k| described[k.rank].contains(id));
+                Cpu {
+                    id,
+                    online: online.contains(id),
+                    allowed: allowed.contains(id),
+                    core: core_of.get(&id).copied(),
+                    package: package_of.get(&id).copied(),
+                    die: die_of.get(&id).copied(),
+                    cluster: cluster_of.get(&id).copied(),
+                    numa: numa_of.get(&id).copied(),
+                    kind: kind.map(|k| k.rank),
+                    capacity: info.and_then(|k| k.capacity_raw),
+                    max_mhz: info.and_then(|k| k.max_mhz),
+                    base_mhz: info.and_then(|k| k.base_mhz),
+                    cppc: None,
+                    core_type: info.and_then(|k| k.core_type),
+                    midr: None,
+                }
+            })
+            .collect();
+
+        Ok(Topology {
+            source: Source::HwlocXml(self.origin.to_string()),
+            model_name: self.model_name(top, root),
+            arch,
+            cpus,
+            cores,
+            packages,
+            dies,
+            clusters,
+            caches,
+            numa_nodes,
+            numa_distances,
+            kinds,
+            warnings: self.warnings,
+        })
+    }
+
+    /// Parses a set attribute; `None` when absent.
+    fn cpuset_attr(&self, node: Node, attr: &str) -> Result<Option<CpuSet>, String> {
+        match node.attribute(attr) {
+            None => Ok(None),
+            Some(text) => CpuSet::parse_hwloc(text, self.limit)
+                .map(Some)
+                .map_err(|e| self.err_at(node, format!("attribute {attr}: {e}"))),
+        }
+    }
+
+    fn os_index(&self, node: Node) -> Result<Option<u32>, String> {
+        match node.attribute("os_index") {
+            None => Ok(None),
+            Some(t) => match t.trim().parse::<u32>() {
+                Ok(v) if (v as usize) <= MAX_CPU || node.attribute("type") != Some("PU") => {
+                    Ok(Some(v))
+                }
+                _ => Err(self.err_at(
+                    node,
+                    format!("os_index '{t}' is not a CPU number from 0 to {MAX_CPU}"),
+                )),
+            },
+        }
+    }
+
+    /// A numeric attribute; absent is `None`, garbage an error naming it.
+    fn num_attr<T: std::str::FromStr>(&self, node: Node, attr: &str) -> Result<Option<T>, String> {
+        match node.attribute(attr) {
+            None => Ok(None),
+            Some(t) => t.trim().parse::<T>().map(Some).map_err(|_| {
+                self.err_at(
+                    node,
+                    format!("attribute {attr}='{t}' is not a valid number"),
+                )
+            }),
+        }
+    }
+
+    /// What an `<object>` is, or `None` for the types the model ignores.
+    fn obj_kind(&self, node: Node) -> Result<Option<ObjKind>, String> {
+        let t = node.attribute("type").unwrap_or("");
+        Ok(Some(match t {
+            "PU" => ObjKind::Pu,
+            "Core" => ObjKind::Core,
+            "Package" | "Socket" => ObjKind::Package,
+            "Die" => ObjKind::Die,
+            "Group" => match self.num_attr::<u32>(node, "kind")? {
+                Some(k) if GROUP_KINDS_CLUSTER.contains(&k) => ObjKind::Cluster,
+                Some(GROUP_KIND_INTEL_DIE) => ObjKind::Die,
+                _ => return Ok(None),
+            },
+            "NUMANode" => ObjKind::Numa {
+                memory: self.num_attr(node, "local_memory")?,
+            },
+            "Cache" => {
+                // v1: the level is the `depth` attribute.
+                let level = self
+                    .num_attr::<u8>(node, "depth")?
+                    .ok_or_else(|| self.err_at(node, "Cache object without depth"))?;
+                ObjKind::Cache(self.cache_attrs(node, level, CacheType::Unified)?)
+            }
+            _ => match cache_level_from_type(t) {
+                Some((level, default_type)) => {
+                    ObjKind::Cache(self.cache_attrs(node, level, default_type)?)
+                }
+                None => return Ok(None),
+            },
+        }))
+    }
+
+    fn cache_attrs(
+        &self,
+        node: Node,
+        level: u8,
+        default_type: CacheType,
+    ) -> Result<CacheAttrs, String> {
+        let cache_type = match self.num_attr::<u8>(node, "cache_type")? {
+            Some(0) => CacheType::Unified,
+            Some(1) => CacheType::Data,
+            Some(2) => CacheType::Instruction,
+            _ => default_type,
+        };
+        // hwloc: associativity -1 = fully associative, 0 = unknown; the
+        // model: 0 = fully associative.
+        let ways = match self.num_attr::<i64>(node, "cache_associativity")? {
+            Some(-1) => Some(0),
+            Some(w) if w > 0 => u32::try_from(w).ok(),
+            _ => None,
+        };
+        Ok(CacheAttrs {
+            level,
+            cache_type,
+            size: self.num_attr::<u64>(node, "cache_size")?.filter(|s| *s > 0),
+            line: self
+                .num_attr::<u32>(node, "cache_linesize")?
+                .filter(|s| *s > 0),
+            ways,
+        })
+    }
+
+    /// `info` children of the `<topology>` element (v3 puts machine-wide
+    /// infos there) or of the root object (v1, v2).
+    fn topology_info(&self, top: Node, root: Node, name: &str) -> Option<String> {
+        [top, root].iter().find_map(|n| info_child(*n, name))
+    }
+
+    /// The CPU model: a Package's `CPUModel` (x86), else the root's (ARM).
+    fn model_name(&self, top: Node, root: Node) -> Option<String> {
+        top.descendants()
+            .filter(|n| {
+                n.has_tag_name("object")
+                    && matches!(n.attribute("type"), Some("Package" | "Socket"))
+            })
+            .find_map(|n| info_child(n, "CPUModel"))
+            .or_else(|| info_child(root, "CPUModel"))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    }
+
+    fn raw_kinds(&self, top: Node, online: &CpuSet) -> Result<Vec<RawKind>, String> {
+        let mut out = Vec::new();
+        for node in top.descendants().filter(|n| n.has_tag_name("cpukind")) {
+            let set = self
+                .cpuset_attr(node, "cpuset")?
+                .ok_or_else(|| self.err_at(node, "cpukind without cpuset"))?;
+            let info_num = |name: &str| -> Option<u32> {
+                info_child(node, name).and_then(|v| v.trim().parse().ok())
+            };
+            out.push(RawKind {
+                cpus: set.intersection(online),
+                efficiency: self.num_attr::<i64>(node, "forced_efficiency")?,
+                max_mhz: info_num("FrequencyMaxMHz").filter(|f| *f > 0),
+                base_mhz: info_num("FrequencyBaseMHz").filter(|f| *f > 0),
+                intel_core_type: match info_child(node, "CoreType").as_deref() {
+                    Some("IntelAtom") => Some(1),
+                    Some("IntelCore") => Some(2),
+                    _ => None,
+                },
+                capacity: info_num("LinuxCapacity").filter(|c| *c > 0),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The NUMA latency matrix in `nodes` order, from v2/v3 `distances2`
+    /// or v1 `distances`. A matrix that does not cover exactly the nodes
+    /// is dropped with a warning rather than guessed at.
+    fn numa_distances(
+        &mut self,
+        top: Node,
+        root: Node,
+        nodes: &[NumaNode],
+        gp_to_os: &HashMap<u64, u32>,
+        doc_order: &[(u32, usize)],
+    ) -> Result<Option<Vec<Vec<u32>>>, String> {
+        if nodes.is_empty() {
+            return Ok(None);
+        }
+        let mut candidates: Vec<Node> = top
+            .children()
+            .filter(|n| n.has_tag_name("distances2") && n.attribute("type") == Some("NUMANode"))
+            .collect();
+        // Prefer the latency matrix the OS reported.
+        candidates.sort_by_key(|n| n.attribute("name") != Some("NUMALatency"));
+        if let Some(d) = candidates.first() {
+            let n: usize = self
+                .num_attr(*d, "nbobjs")?
+                .ok_or_else(|| self.err_at(*d, "distances2 without nbobjs"))?;
+            let indexes = self.u64_list(*d, "indexes")?;
+            let values = self.u64_list(*d, "u64values")?;
+            if indexes.len() != n || n.checked_mul(n) != Some(values.len()) {
+                return Err(self.err_at(
+                    *d,
+                    format!(
+                        "distances2 nbobjs={n} but {} indexes and {} values",
+                        indexes.len(),
+                        values.len()
+                    ),
+                ));
+            }
+            let by_gp = d.attribute("indexing") == Some("gp");
+            let ids: Vec<Option<u32>> = indexes
+                .iter()
+                .map(|&i| {
+                    if by_gp {
+                        gp_to_os.get(&i).copied()
+                    } else {
+                        u32::try_from(i).ok()
+                    }
+                })
+                .collect();
+            return Ok(self.reorder(&ids, &values, nodes));
+        }
+        // v1: `<distances>` inside the root object, objects at
+        // `relative_depth` below it in document order.
+        if let Some(d) = root.children().find(|n| n.has_tag_name("distances")) {
+            let n: usize = self.num_attr(d, "nbobjs")?.unwrap_or(0);
+            let depth: usize = self.num_attr(d, "relative_depth")?.unwrap_or(usize::MAX);
+            let base: f64 = self.num_attr(d, "latency_base")?.unwrap_or(1.0);
+            let mut values = Vec::new();
+            for l in d.children().filter(|c| c.has_tag_name("latency")) {
+                let v: f64 = self.num_attr(l, "value")?.unwrap_or(f64::NAN);
+                let scaled = (v * base).round();
+                if !(0.0..=u32::MAX as f64).contains(&scaled) {
+                    return Err(self.err_at(l, "latency value is not a finite non-negative number"));
+                }
+                values.push(scaled as u64);
+            }
+            let ids: Vec<Option<u32>> = doc_order
+                .iter()
+                .filter(|(_, dep)| *dep == depth)
+                .map(|(id, _)| Some(*id))
+                .collect();
+            if ids.len() != n || n.checked_mul(n) != Some(values.len()) {
+                self.warnings.push(format!(
+                    "{}: v1 distances (nbobjs={n}, relative_depth={depth}) do not match the NUMA nodes; ignored",
+                    self.origin
+                ));
+                return Ok(None);
+            }
+            return Ok(self.reorder(&ids, &values, nodes));
+        }
+        Ok(None)
+    }
+
+    /// Rearranges a row-major matrix over `ids` into `nodes` order.
+    fn reorder(
+        &mut self,
+        ids: &[Option<u32>],
+        values: &[u64],
+        nodes: &[NumaNode],
+    ) -> Option<Vec<Vec<u32>>> {
+        let n = ids.len();
+        let pos: HashMap<u32, usize> = ids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| id.map(|id| (id, i)))
+            .collect();
+        let mut rows = Vec::with_capacity(nodes.len());
+        for a in nodes {
+            let Some(&i) = pos.get(&a.id) else {
+                self.warnings.push(format!(
+                    "{}: NUMA distances do not cover node {}; ignored",
+                    self.origin, a.id
+                ));
+                return None;
+            };
+            let mut row = Vec::with_capacity(nodes.len());
+            for b in nodes {
+                let j = *pos.get(&b.id)?;
+                row.push(u32::try_from(values[i * n + j]).ok()?);
+            }
+            rows.push(row);
+        }
+        Some(rows)
+    }
+
+    /// Whitespace-separated numbers of every `child` element of `node`,
+    /// concatenated (hwloc splits long lists over several elements).
+    fn u64_list(&self, node: Node, child: &str) -> Result<Vec<u64>, String> {
+        let mut out = Vec::new();
+        for c in node.children().filter(|c| c.has_tag_name(child)) {
+            for tok in c.text().unwrap_or("").split_whitespace() {
+                out.push(tok.parse().map_err(|_| {
+                    self.err_at(c, format!("<{child}> holds '{tok}', not a number"))
+                })?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn info_child(node: Node, name: &str) -> Option<String> {
+    node.children()
+        .filter(|c| c.has_tag_name("info") && c.attribute("name") == Some(name))
+        .find_map(|c| c.attribute("value").map(str::to_string))
+}
+
+/// `L2Cache` → (2, Unified); `L1iCache` → (1, Instruction).
+fn cache_level_from_type(t: &str) -> Option<(u8, CacheType)> {
+    let rest = t.strip_prefix('L')?;
+    let (digits, kind) = rest.split_at(rest.find(|c: char| !c.is_ascii_digit())?);
+    let level: u8 = digits.parse().ok().filter(|l| (1..=9).contains(l))?;
+    match kind {
+        "Cache" => Some((level, CacheType::Unified)),
+        "iCache" => Some((level, CacheType::Instruction)),
+        _ => None,
+    }
+}
+
+/// Groups from (os id, online cpus): empty ones dropped, duplicates merged,
+/// ordered by first CPU and numbered densely.
+fn make_groups(items: impl Iterator<Item = (Option<u32>, CpuSet)>) -> Vec<Group> {
+    let mut v: Vec<Group> = Vec::new();
+    for (os_id, cpus) in items {
+        if cpus.is_empty() || v.iter().any(|g| g.cpus == cpus) {
+            continue;
+        }
+        v.push(Group { id: 0, os_id, cpus });
+    }
+    renumber(v)
+}
+
+fn renumber(mut v: Vec<Group>) -> Vec<Group> {
+    v.sort_by_key(|g| (g.cpus.first(), g.cpus.len()));
+    for (i, g) in v.iter_mut().enumerate() {
+        g.id = i;
+    }
+    v
+}
+
+/// Whether a die or cluster level tells anything the other levels do not,
+/// by discovery's rule (NOTES #4): the level covers every online CPU, and
+/// some group holds several CPUs while differing from its package and from
+/// every L2/L3 instance.
+fn level_is_meaningful(
+    level: &[Group],
+    packages: &[Group],
+    caches: &[Cache],
+    online: &CpuSet,
+) -> bool {
+    let covered = level
+        .iter()
+        .fold(CpuSet::new(), |acc, g| acc.union(&g.cpus));
+    if level.is_empty() || &covered != online {
+        return false;
+    }
+    level.iter().any(|g| {
+        g.cpus.len() > 1
+            && !packages.iter().any(|p| p.cpus == g.cpus)
+            && !caches.iter().any(|c| {
+                (c.level == 2 || c.level == 3)
+                    && c.cache_type != CacheType::Instruction
+                    && c.cpus == g.cpus
+            })
+    })
+}
+
+fn make_caches(objs: &[Obj], online: &CpuSet) -> Vec<Cache> {
+    let mut caches: Vec<Cache> = Vec::new();
+    for o in objs {
+        let ObjKind::Cache(a) = &o.kind else { continue };
+        let cpus = o.cpuset.intersection(online);
+        if cpus.is_empty() {
+            continue;
+        }
+        let cache = Cache {
+            level: a.level,
+            cache_type: a.cache_type,
+            size_kib: a.size.map(|s| s / 1024),
+            line_size: a.line,
+            ways: a.ways,
+            cpus,
+        };
+        if !caches.contains(&cache) {
+            caches.push(cache);
+        }
+    }
+    caches.sort_by_key(|c| (c.level, cache_type_order(c.cache_type), c.cpus.first()));
+    caches
+}
+
+fn cache_type_order(t: CacheType) -> u8 {
+    match t {
+        CacheType::Data => 0,
+        CacheType::Instruction => 1,
+        CacheType::Unified => 2,
+    }
+}
+
+/// NUMA nodes by OS id; objects repeating an id are merged.
+fn make_numa(objs: &[Obj], online: &CpuSet) -> Vec<NumaNode> {
+    let mut by_id: BTreeMap<u32, NumaNode> = BTreeMap::new();
+    for o in objs {
+        let ObjKind::Numa { memory } = &o.kind else {
+            continue;
+        };
+        let Some(id) = o.os_index else { continue };
+        let node = by_id.entry(id).or_insert(NumaNode {
+            id,
+            cpus: CpuSet::new(),
+            memory_mib: None,
+        });
+        node.cpus.union_with(&o.cpuset.intersection(online));
+        if let Some(m) = memory {
+            node.memory_mib = Some(m / (1024 * 1024));
+        }
+    }
+    by_id.into_values().collect()
+}
+
+/// The measures [`rank`] looks at, one per `cpukind`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct RawKindInfo {
+    first_cpu: Option<usize>,
+    forced_efficiency: Option<i64>,
+    /// 1 = IntelAtom, 2 = IntelCore (hwloc's scale).
+    intel_core_type: Option<u8>,
+    max_mhz: Option<u32>,
+    base_mhz: Option<u32>,
+    capacity: Option<u32>,
+}
+
+/// How a set of kinds was ordered.
+struct Ranking {
+    /// Indexes into the raw kinds, least performant first.
+    order: Vec<usize>,
+    source: RankSource,
+}
+
+/// Orders kinds as hwloc does, stopping at the first measure every kind
+/// has and no two kinds share:
+/// 1. `forced_efficiency` (set by the user or the OS, e.g. Windows);
+/// 2. Intel core type (Core above Atom), then base (else max) frequency —
+///    not on ARM, where hwloc goes straight to frequency;
+/// 3. maximum frequency;
+/// 4. Linux `cpu_capacity` (`LinuxCapacity`, written by hwloc 3).
+///
+/// hwloc itself prefers base to max frequency in step 3; we rank by max
+/// frequency, the measure the model has a name for ([`RankSource`]), and
+/// report kinds that only base frequency separates as unranked.
+/// Kinds nothing separates keep their order by first CPU, unranked.
+fn rank(kinds: &[RawKindInfo], arch: Option<&str>) -> Ranking {
+    let by_first = || {
+        let mut o: Vec<usize> = (0..kinds.len()).collect();
+        o.sort_by_key(|&i| kinds[i].first_cpu);
+        o
+    };
+    if kinds.len() <= 1 {
+        return Ranking {
+            order: by_first(),
+            source: RankSource::Uniform,
+        };
+    }
+    // Ranks by `key` when every kind has one and all differ.
+    let try_key = |key: &dyn Fn(&RawKindInfo) -> Option<i128>| -> Option<Vec<usize>> {
+        let keys: Vec<i128> = kinds.iter().map(key).collect::<Option<Vec<_>>>()?;
+        let mut order: Vec<usize> = (0..kinds.len()).collect();
+        order.sort_by_key(|&i| keys[i]);
+        order
+            .windows(2)
+            .all(|w| keys[w[0]] != keys[w[1]])
+            .then_some(order)
+    };
+    if let Some(order) = try_key(&|k| k.forced_efficiency.map(i128::from)) {
+        return Ranking {
+            order,
+            source: RankSource::HwlocEfficiency,
+        };
+    }
+    let is_arm = arch.is_some_and(|a| a.starts_with("arm") || a.starts_with("aarch"));
+    if !is_arm {
+        let all_base = kinds.iter().all(|k| k.base_mhz.is_some());
+        if let Some(order) = try_key(&|k| {
+            let freq = if all_base { k.base_mhz } else { k.max_mhz };
+            Some((i128::from(k.intel_core_type?) << 20) + i128::from(freq.unwrap_or(0)))
+        }) {
+            return Ranking {
+                order,
+                source: RankSource::CoreType,
+            };
+        }
+    }
+    if let Some(order) = try_key(&|k| k.max_mhz.map(i128::from)) {
+        return Ranking {
+            order,
+            source: RankSource::MaxFrequency,
+        };
+    }
+    if let Some(order) = try_key(&|k| k.capacity.map(i128::from)) {
+        return Ranking {
+            order,
+            source: RankSource::Capacity,
+        };
+    }
+    Ranking {
+        order: by_first(),
+        source: RankSource::Unranked,
+    }
+}
+
+/// The model's kinds from the XML's `cpukind`s (or one uniform kind).
+fn build_kinds(
+    raw: Vec<RawKind>,
+    online: &CpuSet,
+    arch: Option<&str>,
+    warnings: &mut Vec<String>,
+    origin: &str,
+) -> (Vec<Kind>, Vec<CpuSet>) {
+    let mut raw: Vec<RawKind> = raw.into_iter().filter(|k| !k.cpus.is_empty()).collect();
+    if raw.is_empty() {
+        if online.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let uniform = Kind {
+            rank: 0,
+            name: UNIFORM_KIND_NAME.to_string(),
+            mark: "0".to_string(),
+            cpus: online.clone(),
+            source: KindSource::Uniform,
+            rank_source: RankSource::Uniform,
+            capacity: None,
+            capacity_raw: None,
+            max_mhz: None,
+            base_mhz: None,
+            core_type: None,
+        };
+        return (vec![uniform], vec![CpuSet::new()]);
+    }
+    let covered = raw.iter().fold(CpuSet::new(), |acc, k| acc.union(&k.cpus));
+    let missing = online.difference(&covered);
+    let mut described: Vec<CpuSet> = raw.iter().map(|k| k.cpus.clone()).collect();
+    if raw.len() == 1 && !missing.is_empty() {
+        // hwloc registers a kind from what it measured (cpufreq present on
+        // some CPUs only, NOTES #8): one kind means no evidence of a second.
+        warnings.push(format!(
+            "{origin}: the only cpukind lists CPUs {}; CPUs {missing} have no kind information and are taken to be of the same kind",
+            raw[0].cpus
+        ));
+        raw[0].cpus = online.clone();
+    } else if !missing.is_empty() {
+        warnings.push(format!(
+            "{origin}: CPUs {missing} are in no cpukind; their kind is unknown"
+        ));
+    }
+    let infos: Vec<RawKindInfo> = raw
+        .iter()
+        .map(|k| RawKindInfo {
+            first_cpu: k.cpus.first(),
+            forced_efficiency: k.efficiency,
+            intel_core_type: k.intel_core_type,
+            max_mhz: k.max_mhz,
+            base_mhz: k.base_mhz,
+            capacity: k.capacity,
+        })
+        .collect();
+    let Ranking { order, source } = rank(&infos, arch);
+    let max_capacity = raw.iter().filter_map(|k| k.capacity).max();
+    let atoms = raw.iter().filter(|k| k.intel_core_type == Some(1)).count();
+    let mut seen_atom = false;
+    let kinds = order
+        .iter()
+        .enumerate()
+        .map(|(rank, &i)| {
+            let k = &raw[i];
+            let core_type = match k.intel_core_type {
+                Some(2) => Some(CoreType::Core),
+                // With two Atom kinds (Meteor Lake), the lower one is the
+                // low-power island.
+                Some(1) if atoms > 1 && !seen_atom && source != RankSource::Unranked => {
+                    seen_atom = true;
+                    Some(CoreType::LowPower)
+                }
+                Some(1) => Some(CoreType::Atom),
+                _ => None,
+            };
+            let (name, mark) = match core_type {
+                Some(CoreType::Core) => ("P-core".to_string(), "P".to_string()),
+                Some(CoreType::Atom) => ("E-core".to_string(), "E".to_string()),
+                Some(CoreType::LowPower) => ("LP E-core".to_string(), "L".to_string()),
+                None => (size_name(raw.len(), rank, source), rank.to_string()),
+            };
+            Kind {
+                rank,
+                name,
+                mark,
+                cpus: k.cpus.clone(),
+                source: KindSource::HwlocXml,
+                rank_source: source,
+                capacity: match (k.capacity, max_capacity) {
+                    (Some(c), Some(m)) => Some(c as f64 / m as f64),
+                    _ => None,
+                },
+                capacity_raw: k.capacity,
+                max_mhz: k.max_mhz,
+                base_mhz: k.base_mhz,
+                core_type,
+            }
+        })
+        .collect();
+    let described = order
+        .iter()
+        .map(|&i| std::mem::take(&mut described[i]))
+        .collect();
+    (kinds, described)
+}
+
+/// Name of the single kind of a homogeneous machine (as discovery names it).
+const UNIFORM_KIND_NAME: &str = "uniform";
+
+/// Discovery's names for kinds without an identity: big/little by rank —
+/// but only when they are ranked; unranked kinds are just numbered.
+fn size_name(n: usize, rank: usize, source: RankSource) -> String {
+    match (n, rank) {
+        (1, _) => UNIFORM_KIND_NAME.to_string(),
+        _ if source == RankSource::Unranked => format!("kind {rank}"),
+        (2, 0) | (3, 0) => "little".to_string(),
+        (3, 1) => "medium".to_string(),
+        (2, _) | (3, _) => "big".to_string(),
+        _ => format!("kind {rank}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rank_kinds(kinds: &[RawKindInfo], arch: Option<&str>) -> (Vec<usize>, RankSource) {
+        let r = rank(kinds, arch);
+        (r.order, r.source)
+    }
+
+    fn info(first: usize) -> RawKindInfo {
+        RawKindInfo {
+            first_cpu: Some(first),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn cache_type_names() {
+        assert_eq!(
+            cache_level_from_type("L3Cache"),
+            Some((3, CacheType::Unified))
+        );
+        assert_eq!(
+            cache_level_from_type("L1iCache"),
+            Some((1, CacheType::Instruction))
+        );
+        assert_eq!(cache_level_from_type("MemCache"), None);
+        assert_eq!(cache_level_from_type("L"), None);
+        assert_eq!(cache_level_from_type("LCache"), None);
+        assert_eq!(cache_level_from_type("L0Cache"), None);
+        assert_eq!(cache_level_from_type("L999Cache"), None);
+    }
+
+    #[test]
+    fn forced_efficiency_wins() {
+        let a = RawKindInfo {
+            forced_efficiency: Some(1),
+            max_mhz: Some(1000),
+            ..info(0)
+        };
+        let b = RawKindInfo {
+            forced_efficiency: Some(0),
+            max_mhz: Some(2000),
+            ..info(8)
+        };
+        assert_eq!(
+            rank_kinds(&[a, b], Some("x86_64")),
+            (vec![1, 0], RankSource::HwlocEfficiency)
+        );
+    }
+
+    #[test]
+    fn core_type_then_frequency() {
+        let p = RawKindInfo {
+            intel_core_type: Some(2),
+            base_mhz: Some(1900),
+            max_mhz: Some(5000),
+            ..info(0)
+        };
+        let e = RawKindInfo {
+            intel_core_type: Some(1),
+            base_mhz: Some(1400),
+            max_mhz: Some(3900),
+            ..info(12)
+        };
+        assert_eq!(
+            rank_kinds(&[p.clone(), e.clone()], None),
+            (vec![1, 0], RankSource::CoreType)
+        );
+        // On ARM hwloc ignores core types and ranks by frequency.
+        assert_eq!(
+            rank_kinds(&[p, e], Some("aarch64")),
+            (vec![1, 0], RankSource::MaxFrequency)
+        );
+    }
+
+    #[test]
+    fn ties_are_unranked() {
+        let a = RawKindInfo {
+            max_mhz: Some(3000),
+            ..info(4)
+        };
+        let b = RawKindInfo {
+            max_mhz: Some(3000),
+            ..info(0)
+        };
+        assert_eq!(
+            rank_kinds(&[a, b], None),
+            (vec![1, 0], RankSource::Unranked)
+        );
+        let a = RawKindInfo {
+            forced_efficiency: Some(0),
+            ..info(0)
+        };
+        let b = RawKindInfo {
+            forced_efficiency: Some(0),
+            capacity: Some(512),
+            ..info(4)
+        };
+        assert_eq!(rank_kinds(&[a, b], None).1, RankSource::Unranked);
+    }
+
+    #[test]
+    fn capacity_ranks_last() {
+        let a = RawKindInfo {
+            capacity: Some(1024),
+            ..info(0)
+        };
+        let b = RawKindInfo {
+            capacity: Some(446),
+            ..info(4)
+        };
+        assert_eq!(
+            rank_kinds(&[a, b], Some("aarch64")),
+            (vec![1, 0], RankSource::Capacity)
+        );
+    }
+
+    #[test]
+    fn single_kind_is_uniform() {
+        assert_eq!(rank_kinds(&[info(0)], None), (vec![0], RankSource::Uniform));
+    }
 }

@@ -1,0 +1,743 @@
+//! hwloc XML import against real lstopo exports (hwloc's test suite
+//! machines, re-exported by lstopo 2.9; hwloc's own v3 expected output; this
+//! build machine) and hand-written v1/v2/v3 files. Expected figures come
+//! from hwloc's `lstopo -v` outputs for the same machines (`*.console` in
+//! hwloc's test suite), not from our own code.
+
+use pinsight_topology::hwloc_xml;
+use pinsight_topology::*;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/xml")
+        .join(name)
+}
+
+fn load(name: &str) -> Topology {
+    hwloc_xml::load(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn set(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+fn cache_count(t: &Topology, level: u8, ty: CacheType) -> usize {
+    t.caches
+        .iter()
+        .filter(|c| c.level == level && c.cache_type == ty)
+        .count()
+}
+
+/// Invariants every imported model must satisfy, whatever the file.
+fn check_invariants(t: &Topology) {
+    assert!(t.cpus.windows(2).all(|w| w[0].id < w[1].id), "cpus sorted");
+    for groups in [&t.cores, &t.packages, &t.dies, &t.clusters] {
+        for (i, g) in groups.iter().enumerate() {
+            assert_eq!(g.id, i, "dense ids");
+            assert!(!g.cpus.is_empty());
+            assert!(
+                g.cpus.is_subset(&t.online()),
+                "groups hold online CPUs only"
+            );
+        }
+        assert!(
+            groups
+                .windows(2)
+                .all(|w| w[0].cpus.first() < w[1].cpus.first()),
+            "ordered by first CPU"
+        );
+    }
+    for c in &t.cpus {
+        if c.online {
+            let core = c.core.expect("online CPU has a core");
+            assert!(t.cores[core].cpus.contains(c.id));
+            let pkg = c.package.expect("online CPU has a package");
+            assert!(t.packages[pkg].cpus.contains(c.id));
+        } else {
+            assert!(c.core.is_none() && c.package.is_none() && c.kind.is_none());
+        }
+    }
+    for (rank, k) in t.kinds.iter().enumerate() {
+        assert_eq!(k.rank, rank);
+        for c in &k.cpus {
+            assert_eq!(t.cpu(c).unwrap().kind, Some(rank));
+        }
+    }
+    if let Some(d) = &t.numa_distances {
+        assert_eq!(d.len(), t.numa_nodes.len());
+        assert!(d.iter().all(|row| row.len() == t.numa_nodes.len()));
+    }
+    assert!(t.numa_nodes.windows(2).all(|w| w[0].id < w[1].id));
+}
+
+#[test]
+fn hwloc_v3_expected_output_cgroup2() {
+    // hwloc's own expected v3 export: a 4-socket Opteron of 32 CPUs seen
+    // from a cgroup holding CPUs 0-5.
+    let t = load("32amd64-4s2n4c-cgroup2.xml");
+    check_invariants(&t);
+    assert_eq!(
+        t.source,
+        Source::HwlocXml(fixture("32amd64-4s2n4c-cgroup2.xml").display().to_string())
+    );
+    assert_eq!(t.cpus.len(), 32);
+    assert_eq!(t.online(), set("0-5"));
+    assert_eq!(t.usable(), set("0-5"));
+    assert_eq!(t.cores.len(), 6);
+    // Core os ids restart per NUMA node (P#0..3, then P#0..1).
+    assert_eq!(
+        t.cores.iter().map(|c| c.os_id).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 0, 1].map(Some)
+    );
+    assert_eq!(
+        t.packages.len(),
+        1,
+        "packages 1-2 have no CPU in the cpuset"
+    );
+    assert_eq!(cache_count(&t, 3, CacheType::Unified), 2);
+    assert_eq!(cache_count(&t, 2, CacheType::Unified), 6);
+    assert_eq!(cache_count(&t, 1, CacheType::Data), 6);
+    let l3 = t.caches_at(3).next().unwrap();
+    assert_eq!(
+        (l3.size_kib, l3.line_size, l3.ways),
+        (Some(5118), Some(64), Some(48))
+    );
+    assert_eq!(l3.cpus, set("0-3"));
+    assert_eq!(
+        t.numa_nodes.iter().map(|n| n.id).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 4, 5]
+    );
+    assert_eq!(t.numa_nodes[1].cpus, set("4-5"));
+    assert_eq!(t.numa_nodes[1].memory_mib, Some(16384));
+    assert!(t.numa_nodes[2].cpus.is_empty());
+    let d = t.numa_distances.as_ref().unwrap();
+    assert_eq!(d[0], vec![10, 16, 16, 22, 16, 22]);
+    assert_eq!(d[5], vec![22, 16, 22, 16, 16, 10]);
+    assert_eq!(
+        t.model_name.as_deref(),
+        Some("AMD Opteron(tm) Processor 6134")
+    );
+    assert_eq!(t.kinds.len(), 1);
+    assert_eq!(t.kinds[0].cpus, set("0-5"));
+    assert_eq!(t.kinds[0].max_mhz, Some(2300));
+    assert_eq!(t.kinds[0].rank_source, RankSource::Uniform);
+    assert_eq!(t.cpu(3).unwrap().max_mhz, Some(2300));
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("6-31") && w.contains("offline")),
+        "{:?}",
+        t.warnings
+    );
+}
+
+#[test]
+fn hybrid_raptor_lake_from_lstopo() {
+    // i7-1370P: 6 P-cores with SMT (0-11), 8 E-cores (12-19) in two L2
+    // clusters. lstopo from sysfs has no CPUID core type, and its kinds
+    // carry frequencies only: ranked by max frequency, as hwloc's v3
+    // output ranks them (E-cores efficiency 0).
+    let t = load("20em64t-hybrid-1p6c2t+2ca4co1t.hwloc29.xml");
+    check_invariants(&t);
+    assert_eq!(t.cpus.len(), 20);
+    assert_eq!(t.cores.len(), 14);
+    assert_eq!(t.packages.len(), 1);
+    assert!(t.dies.is_empty() && t.clusters.is_empty());
+    assert_eq!(cache_count(&t, 3, CacheType::Unified), 1);
+    assert_eq!(cache_count(&t, 2, CacheType::Unified), 8);
+    assert_eq!(cache_count(&t, 1, CacheType::Data), 14);
+    assert_eq!(cache_count(&t, 1, CacheType::Instruction), 14);
+    assert_eq!(
+        t.caches_at(2)
+            .map(|c| c.size_kib.unwrap())
+            .collect::<Vec<_>>(),
+        [1280, 1280, 1280, 1280, 1280, 1280, 2048, 2048]
+    );
+    assert_eq!(t.siblings(4), set("4-5"));
+    assert_eq!(t.siblings(13), set("13"));
+    assert_eq!(t.kinds.len(), 2);
+    assert_eq!(t.kinds[0].cpus, set("12-19"));
+    assert_eq!(t.kinds[1].cpus, set("0-11"));
+    assert_eq!(t.kinds[0].rank_source, RankSource::MaxFrequency);
+    assert_eq!(
+        (t.kinds[0].name.as_str(), t.kinds[1].name.as_str()),
+        ("little", "big")
+    );
+    assert_eq!(
+        (t.kinds[1].max_mhz, t.kinds[1].base_mhz),
+        (Some(5000), Some(1900))
+    );
+    assert_eq!(t.kinds[0].source, KindSource::HwlocXml);
+    assert_eq!(t.fastest_kind().unwrap().cpus, set("0-11"));
+    assert_eq!(t.cpu(15).unwrap().kind, Some(0));
+    assert_eq!(t.cpu(15).unwrap().max_mhz, Some(3900));
+    assert_eq!(
+        t.arch, None,
+        "lstopo on a sysfs dump of x86 records no architecture"
+    );
+}
+
+#[test]
+fn hybrid_v3_with_forced_efficiency_and_core_types() {
+    let t = load("hybrid-i7-1370p-like.v3.xml");
+    check_invariants(&t);
+    assert_eq!(t.cpus.len(), 20);
+    assert!(
+        t.cpus.iter().all(|c| c.online && c.allowed),
+        "0xf...f allowed set cut at the last CPU"
+    );
+    assert_eq!(t.cores.len(), 14);
+    assert_eq!(t.cores[6].os_id, Some(24));
+    assert!(t.clusters.is_empty(), "clusters equal to an L2 add nothing");
+    let (e, p) = (&t.kinds[0], &t.kinds[1]);
+    assert_eq!(
+        (e.name.as_str(), e.mark.as_str(), e.cpus.clone()),
+        ("E-core", "E", set("12-19"))
+    );
+    assert_eq!(
+        (p.name.as_str(), p.mark.as_str(), p.cpus.clone()),
+        ("P-core", "P", set("0-11"))
+    );
+    assert_eq!(e.rank_source, RankSource::HwlocEfficiency);
+    assert_eq!(
+        (e.core_type, p.core_type),
+        (Some(CoreType::Atom), Some(CoreType::Core))
+    );
+    assert_eq!((e.capacity_raw, p.capacity_raw), (Some(446), Some(1024)));
+    assert_eq!(p.capacity, Some(1.0));
+    assert!((e.capacity.unwrap() - 446.0 / 1024.0).abs() < 1e-9);
+    let cpu13 = t.cpu(13).unwrap();
+    assert_eq!(
+        (
+            cpu13.capacity,
+            cpu13.core_type,
+            cpu13.max_mhz,
+            cpu13.base_mhz
+        ),
+        (Some(446), Some(CoreType::Atom), Some(3900), Some(1400))
+    );
+    assert_eq!(
+        t.model_name.as_deref(),
+        Some("13th Gen Intel(R) Core(TM) i7-1370P")
+    );
+    assert_eq!(t.numa_nodes[0].memory_mib, Some(31885));
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+#[test]
+fn v2_abbreviated_sets_distances_clusters() {
+    let t = load("two-package-abbrev.v2.xml");
+    check_invariants(&t);
+    assert_eq!(
+        t.cpus.iter().map(|c| c.id).collect::<CpuSet>(),
+        set("0-7,64-72")
+    );
+    assert_eq!(t.online(), set("0-7,64-71"));
+    assert_eq!(t.usable(), set("0-7,64,66-71"));
+    assert!(!t.cpu(72).unwrap().online);
+    assert_eq!(
+        t.packages
+            .iter()
+            .map(|p| p.cpus.clone())
+            .collect::<Vec<_>>(),
+        vec![set("0-7"), set("64-71")]
+    );
+    assert_eq!(t.packages[1].os_id, Some(1));
+    assert_eq!(t.cores.len(), 8);
+    assert_eq!(t.cores[4].cpus, set("64-65"));
+    assert_eq!(
+        t.clusters
+            .iter()
+            .map(|c| c.cpus.clone())
+            .collect::<Vec<_>>(),
+        vec![set("0-3"), set("4-7"), set("64-67"), set("68-71")]
+    );
+    assert_eq!(t.cpu(69).unwrap().cluster, Some(3));
+    assert_eq!(t.cpu(69).unwrap().numa, Some(2));
+    assert!(t.dies.is_empty());
+    let l3 = t.caches_at(3).next().unwrap();
+    assert_eq!(l3.ways, Some(0), "hwloc -1 = fully associative");
+    assert_eq!(
+        t.numa_nodes.iter().map(|n| n.id).collect::<Vec<_>>(),
+        vec![0, 2]
+    );
+    assert_eq!(
+        t.numa_distances,
+        Some(vec![vec![10, 21], vec![21, 10]]),
+        "the latency matrix, not bandwidth"
+    );
+    assert_eq!(t.kinds.len(), 1);
+    assert_eq!(
+        (t.kinds[0].source, t.kinds[0].rank_source),
+        (KindSource::Uniform, RankSource::Uniform)
+    );
+    assert_eq!(t.kinds[0].cpus, t.online());
+    assert_eq!(t.model_name.as_deref(), Some("Example CPU 8C"));
+}
+
+#[test]
+fn v1_format() {
+    let t = load("numa-first-v1.xml");
+    check_invariants(&t);
+    assert_eq!(t.cpus.len(), 8);
+    assert_eq!(t.online(), set("0-2,4-6"));
+    assert_eq!(t.packages.len(), 2);
+    assert_eq!(t.cores.len(), 6);
+    assert_eq!(cache_count(&t, 2, CacheType::Unified), 3);
+    assert_eq!(cache_count(&t, 1, CacheType::Data), 3);
+    assert_eq!(
+        t.numa_nodes
+            .iter()
+            .map(|n| (n.id, n.cpus.clone()))
+            .collect::<Vec<_>>(),
+        vec![(0, set("0-2")), (1, set("4-6"))]
+    );
+    assert_eq!(t.numa_distances, Some(vec![vec![10, 21], vec![21, 10]]));
+    assert_eq!(
+        t.model_name.as_deref(),
+        Some("Intel(R) Xeon(R) CPU E5430 @ 2.66GHz")
+    );
+}
+
+#[test]
+fn offline_cpus() {
+    // hwloc: "4 processors not represented in topology: 0x00006024".
+    let t = load("16em64t-4s2c2t-offlines.hwloc29.xml");
+    check_invariants(&t);
+    assert_eq!(t.cpus.len(), 16);
+    assert_eq!(t.online().len(), 12);
+    assert_eq!(
+        t.cpus
+            .iter()
+            .filter(|c| !c.online)
+            .map(|c| c.id)
+            .collect::<CpuSet>(),
+        set("2,5,13,14")
+    );
+    assert_eq!(t.packages.len(), 4);
+    assert_eq!(t.cores.len(), 7);
+    assert_eq!(cache_count(&t, 3, CacheType::Unified), 4);
+    assert_eq!(cache_count(&t, 2, CacheType::Unified), 7);
+    // hwloc: "7 processors not represented in topology: 0x00e0000f".
+    let t = load("offline-cpu0-node0.hwloc29.xml");
+    check_invariants(&t);
+    assert_eq!(t.cpus.len(), 24);
+    assert_eq!(
+        t.cpus
+            .iter()
+            .filter(|c| !c.online)
+            .map(|c| c.id)
+            .collect::<CpuSet>(),
+        set("0-3,21-23")
+    );
+    assert_eq!((t.packages.len(), t.cores.len()), (2, 17));
+    assert_eq!(
+        t.numa_nodes.iter().map(|n| n.id).collect::<Vec<_>>(),
+        vec![1]
+    );
+}
+
+#[test]
+fn sparse_numa_ids_and_distances() {
+    let t = load("48amd64-4d2n6c-sparse.hwloc29.xml");
+    check_invariants(&t);
+    assert_eq!((t.cpus.len(), t.cores.len(), t.packages.len()), (48, 48, 4));
+    assert_eq!(cache_count(&t, 3, CacheType::Unified), 8);
+    assert_eq!(
+        t.numa_nodes.iter().map(|n| n.id).collect::<Vec<_>>(),
+        vec![0, 1, 2, 33, 34, 45, 72, 73]
+    );
+    // hwloc's matrix by logical index equals ours by sorted OS id here
+    // (logical order follows the OS ids on this machine).
+    let d = t.numa_distances.as_ref().unwrap();
+    assert_eq!(d[0], vec![10, 16, 16, 22, 16, 22, 16, 22]);
+    assert_eq!(d[3], vec![22, 16, 16, 10, 16, 16, 22, 22]);
+    assert_eq!(d[7], vec![22, 16, 16, 22, 22, 16, 16, 10]);
+    assert!(t.numa_nodes.iter().all(|n| n.cpus.len() == 6));
+}
+
+#[test]
+fn dies_and_memory_groups() {
+    // 4 packages x 2 dies x 2 NUMA nodes; hwloc's memory Groups (kind 1001)
+    // are bookkeeping, not clusters. Each die equals its L3, which
+    // discovery treats as adding nothing (NOTES #4).
+    let t = load("fakecpuid1f-64intel64-2p4d2n2c2t.hwloc29.xml");
+    check_invariants(&t);
+    assert_eq!((t.cpus.len(), t.cores.len(), t.packages.len()), (64, 32, 4));
+    assert!(t.clusters.is_empty());
+    assert!(t.dies.is_empty());
+    assert_eq!(cache_count(&t, 3, CacheType::Unified), 8);
+    assert_eq!(cache_count(&t, 1, CacheType::Data), 64);
+    assert_eq!(t.numa_nodes.len(), 16);
+    assert_eq!(t.numa_distances.as_ref().unwrap()[15][15], 10);
+}
+
+#[test]
+fn dies_distinct_from_l3_are_kept() {
+    let xml = r#"<topology version="2.0">
+      <object type="Machine" cpuset="0x000000ff" complete_cpuset="0x000000ff">
+        <object type="Package" os_index="0" cpuset="0x000000ff">
+          <object type="Die" os_index="0" cpuset="0x0000000f">
+            <object type="Core" os_index="0" cpuset="0x00000003"><object type="PU" os_index="0"/><object type="PU" os_index="1"/></object>
+            <object type="Core" os_index="1" cpuset="0x0000000c"><object type="PU" os_index="2"/><object type="PU" os_index="3"/></object>
+          </object>
+          <object type="Group" kind="104" cpuset="0x000000f0">
+            <object type="Core" os_index="2" cpuset="0x00000030"><object type="PU" os_index="4"/><object type="PU" os_index="5"/></object>
+            <object type="Core" os_index="3" cpuset="0x000000c0"><object type="PU" os_index="6"/><object type="PU" os_index="7"/></object>
+          </object>
+        </object>
+      </object>
+    </topology>"#;
+    let t = hwloc_xml::parse(xml, "dies.xml").unwrap();
+    check_invariants(&t);
+    assert_eq!(
+        t.dies.iter().map(|d| d.cpus.clone()).collect::<Vec<_>>(),
+        vec![set("0-3"), set("4-7")]
+    );
+    assert_eq!(t.cpu(6).unwrap().die, Some(1));
+    assert_eq!(t.numa_nodes.len(), 0);
+    assert_eq!(t.kinds[0].cpus, set("0-7"));
+}
+
+#[test]
+fn memory_side_caches_and_snc() {
+    let t = load("memorysidecaches.hwloc29.xml");
+    check_invariants(&t);
+    assert_eq!((t.cpus.len(), t.cores.len(), t.packages.len()), (80, 40, 2));
+    assert_eq!(
+        t.numa_nodes.len(),
+        4,
+        "NUMA nodes under MemCache objects are found"
+    );
+    assert!(
+        t.caches.iter().all(|c| c.level <= 3),
+        "memory-side caches are not CPU caches"
+    );
+    let d = t.numa_distances.as_ref().unwrap();
+    assert_eq!(d[0], vec![10, 21, 11, 21]);
+}
+
+#[test]
+fn arm_with_partial_cpukind() {
+    // cpufreq only on cpu0 (NOTES #8): hwloc's only kind lists CPU 0. One
+    // kind is no evidence of a second, so CPU 1 joins it, with a warning,
+    // but is not credited with CPU 0's frequency.
+    let t = load("2arm-2c.hwloc29.xml");
+    check_invariants(&t);
+    assert_eq!(t.packages[0].os_id, Some(3));
+    assert_eq!(t.kinds.len(), 1);
+    assert_eq!(t.kinds[0].cpus, set("0-1"));
+    assert_eq!(t.kinds[0].max_mhz, Some(800));
+    assert_eq!(t.kinds[0].name, "uniform");
+    assert_eq!(
+        (t.cpu(0).unwrap().max_mhz, t.cpu(1).unwrap().max_mhz),
+        (Some(800), None)
+    );
+    assert_eq!(t.cpu(1).unwrap().kind, Some(0));
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("CPUs 1 have no kind information")),
+        "{:?}",
+        t.warnings
+    );
+    assert_eq!(t.model_name.as_deref(), Some("ARMv7 Processor rev 1 (v7l)"));
+    assert_eq!(t.arch.as_deref(), Some("arm"));
+}
+
+#[test]
+fn cpus_outside_every_kind_of_several() {
+    let xml = r#"<topology version="2.0">
+      <object type="Machine" cpuset="0x0000000f">
+        <object type="PU" os_index="0"/><object type="PU" os_index="1"/><object type="PU" os_index="2"/><object type="PU" os_index="3"/>
+      </object>
+      <cpukind cpuset="0x00000001"><info name="FrequencyMaxMHz" value="3000"/></cpukind>
+      <cpukind cpuset="0x00000002"><info name="FrequencyMaxMHz" value="2000"/></cpukind>
+      <cpukind cpuset="0x00000004"><info name="FrequencyMaxMHz" value="2000"/></cpukind>
+    </topology>"#;
+    let t = hwloc_xml::parse(xml, "k.xml").unwrap();
+    check_invariants(&t);
+    assert_eq!(
+        t.kinds
+            .iter()
+            .map(|k| k.cpus.to_list_string())
+            .collect::<Vec<_>>(),
+        ["0", "1", "2"]
+    );
+    assert!(
+        t.kinds
+            .iter()
+            .all(|k| k.rank_source == RankSource::Unranked),
+        "2000 = 2000: a tie"
+    );
+    assert_eq!(t.kinds[1].name, "kind 1");
+    assert_eq!(t.cpu(3).unwrap().kind, None);
+    assert!(t
+        .warnings
+        .iter()
+        .any(|w| w.contains("CPUs 3 are in no cpukind")));
+    assert_eq!(
+        t.cores.len(),
+        4,
+        "PUs without a Core are each their own core"
+    );
+    assert_eq!(t.packages.len(), 1);
+}
+
+#[test]
+fn this_build_machine_as_exported_by_lstopo() {
+    // `lstopo-no-graphics --of xml --no-io` on the 2-vCPU KVM guest the
+    // project is built on (AMD EPYC); its sysfs said the same.
+    let t = load("live-kvm-epyc-2c.hwloc29.xml");
+    check_invariants(&t);
+    assert_eq!(t.online(), set("0-1"));
+    assert_eq!((t.cores.len(), t.packages.len()), (2, 1));
+    assert_eq!(t.model_name.as_deref(), Some("AMD EPYC"));
+    let sizes: Vec<(u8, CacheType, Option<u64>, CpuSet)> = t
+        .caches
+        .iter()
+        .map(|c| (c.level, c.cache_type, c.size_kib, c.cpus.clone()))
+        .collect();
+    assert_eq!(
+        sizes,
+        vec![
+            (1, CacheType::Data, Some(32), set("0")),
+            (1, CacheType::Data, Some(32), set("1")),
+            (1, CacheType::Instruction, Some(32), set("0")),
+            (1, CacheType::Instruction, Some(32), set("1")),
+            (2, CacheType::Unified, Some(1024), set("0")),
+            (2, CacheType::Unified, Some(1024), set("1")),
+            (3, CacheType::Unified, Some(32768), set("0-1")),
+        ]
+    );
+    assert_eq!(t.kinds.len(), 1);
+}
+
+/// Cross-check of two independent readers: lstopo's view of this machine
+/// against our sysfs discovery. Skipped when lstopo is not installed.
+#[test]
+fn live_lstopo_export_matches_discovery() {
+    let Ok(out) = std::process::Command::new("lstopo-no-graphics")
+        .args(["--of", "xml", "--no-io", "-"])
+        .output()
+    else {
+        eprintln!("skipped: lstopo-no-graphics not installed");
+        return;
+    };
+    if !out.status.success() {
+        eprintln!(
+            "skipped: lstopo-no-graphics failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let xml = hwloc_xml::parse(&String::from_utf8(out.stdout).unwrap(), "lstopo").unwrap();
+    let sys = discover(&FsRoot::live());
+    check_invariants(&xml);
+    let cpus = |t: &Topology| t.cpus.iter().map(|c| (c.id, c.online)).collect::<Vec<_>>();
+    assert_eq!(cpus(&xml), cpus(&sys));
+    let sets = |g: &[Group]| g.iter().map(|g| g.cpus.clone()).collect::<Vec<_>>();
+    assert_eq!(sets(&xml.cores), sets(&sys.cores));
+    assert_eq!(sets(&xml.packages), sets(&sys.packages));
+    let caches = |t: &Topology| {
+        let mut v: Vec<_> = t
+            .caches
+            .iter()
+            .map(|c| {
+                (
+                    c.level,
+                    format!("{:?}", c.cache_type),
+                    c.size_kib,
+                    c.cpus.to_list_string(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(caches(&xml), caches(&sys));
+    let numa = |t: &Topology| {
+        t.numa_nodes
+            .iter()
+            .map(|n| (n.id, n.cpus.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(numa(&xml), numa(&sys));
+}
+
+mod errors {
+    use super::*;
+
+    fn err(xml: &str) -> String {
+        let e = hwloc_xml::parse(xml, "bad.xml").unwrap_err();
+        assert!(e.starts_with("hwloc XML 'bad.xml'"), "{e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+        e
+    }
+
+    #[test]
+    fn malformed_xml_names_position() {
+        let e = err(
+            "<topology version=\"2.0\">\n  <object type=\"Machine\" cpuset=\"0x1\">\n</topology>",
+        );
+        assert!(e.contains("malformed XML") && e.contains("3:"), "{e}");
+        assert!(err("").contains("malformed XML"));
+        assert!(err("not xml at all").contains("malformed XML"));
+    }
+
+    #[test]
+    fn wrong_root_element() {
+        let e = err("<html><body/></html>");
+        assert!(
+            e.contains("root element is <html>, expected <topology>"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_sets_and_objects() {
+        assert!(err("<topology version=\"2.0\"/>").contains("no root <object>"));
+        assert!(err("<topology><object type=\"Machine\"/></topology>")
+            .contains("root object has no cpuset"));
+        let e = err("<topology>\n<object type=\"Machine\" cpuset=\"0x3\">\n  <object type=\"Core\" os_index=\"0\"/>\n</object></topology>");
+        assert!(
+            e.contains("line 3, column 3") && e.contains("Core object has no cpuset"),
+            "{e}"
+        );
+        let e =
+            err("<topology><object type=\"Machine\" cpuset=\"0x3\"><cpukind/></object></topology>");
+        assert!(e.contains("cpukind without cpuset"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_the_attribute() {
+        let e = err("<topology><object type=\"Machine\" cpuset=\"0xZZ\"/></topology>");
+        assert!(e.contains("attribute cpuset") && e.contains("0xZZ"), "{e}");
+        let e = err("<topology><object type=\"Machine\" cpuset=\"0x1\"><object type=\"L2Cache\" cpuset=\"0x1\" cache_size=\"big\"/></object></topology>");
+        assert!(e.contains("cache_size='big'"), "{e}");
+        let e = err("<topology><object type=\"Machine\" cpuset=\"0x1\"><object type=\"PU\" os_index=\"-1\"/></object></topology>");
+        assert!(e.contains("os_index '-1'"), "{e}");
+        assert!(err("<topology><object type=\"Machine\" cpuset=\"0x1\"><object type=\"PU\"/></object></topology>").contains("PU object without os_index"));
+        assert!(err(
+            "<topology version=\"9.1\"><object type=\"Machine\" cpuset=\"0x1\"/></topology>"
+        )
+        .contains("unsupported format version '9.1'"));
+        let e = err("<topology version=\"2.0\"><object type=\"Machine\" cpuset=\"0x1\"><object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x1\"/></object><distances2 type=\"NUMANode\" nbobjs=\"2\" indexing=\"os\"><indexes>0 1</indexes><u64values>10 20 20</u64values></distances2></topology>");
+        assert!(e.contains("nbobjs=2 but 2 indexes and 3 values"), "{e}");
+    }
+
+    #[test]
+    fn too_many_cpus() {
+        let e = err("<topology><object type=\"Machine\" cpuset=\"0xf...f\"><object type=\"PU\" os_index=\"1000000\"/></object></topology>");
+        assert!(e.contains("more than the 65536"), "{e}");
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let e = hwloc_xml::load(Path::new("/no/such/machine.xml")).unwrap_err();
+        assert!(
+            e.contains("/no/such/machine.xml") && !e.contains('\n'),
+            "{e}"
+        );
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("latin1.xml");
+        std::fs::write(&p, b"<topology>\xe9</topology>").unwrap();
+        let e = hwloc_xml::load(&p).unwrap_err();
+        assert!(e.contains("latin1.xml") && e.contains("not UTF-8"), "{e}");
+    }
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Pieces a mutation splices in: XML syntax, set syntax and numbers
+    /// that stress the importer's checks.
+    const TOKENS: &[&str] = &[
+        "<", ">", "/>", "\"", "=", "<object type=\"Core\">", "</object>", "<object type=\"PU\" os_index=\"7\"/>",
+        "0xf...f", ",,", "0x", "ffffffff", "-1", "99999999999", "1048575", "<cpukind cpuset=\"0x3\">", "</cpukind>",
+        "forced_efficiency=\"2\" ", "cache_type=\"7\" ", "type=\"NUMANode\" ", "<!--", "-->", "&amp;", "&bogus;",
+        "<distances2 type=\"NUMANode\" nbobjs=\"1\"><indexes>0</indexes><u64values>10</u64values></distances2>",
+        "\u{0}", "é",
+    ];
+
+    fn base_texts() -> Vec<String> {
+        [
+            "hybrid-i7-1370p-like.v3.xml",
+            "two-package-abbrev.v2.xml",
+            "numa-first-v1.xml",
+            "2arm-2c.hwloc29.xml",
+        ]
+        .iter()
+        .map(|n| std::fs::read_to_string(fixture(n)).unwrap())
+        .collect()
+    }
+
+    #[derive(Debug, Clone)]
+    enum Mutation {
+        Delete(usize, usize),
+        Insert(usize, usize),
+        Duplicate(usize, usize),
+        FlipDigit(usize, u8),
+    }
+
+    fn mutation() -> impl Strategy<Value = Mutation> {
+        prop_oneof![
+            (any::<usize>(), 1usize..64).prop_map(|(p, l)| Mutation::Delete(p, l)),
+            (any::<usize>(), 0..TOKENS.len()).prop_map(|(p, t)| Mutation::Insert(p, t)),
+            (any::<usize>(), 1usize..400).prop_map(|(p, l)| Mutation::Duplicate(p, l)),
+            (any::<usize>(), 0u8..10).prop_map(|(p, d)| Mutation::FlipDigit(p, d)),
+        ]
+    }
+
+    fn boundary(s: &str, p: usize) -> usize {
+        let mut p = p % (s.len() + 1);
+        while !s.is_char_boundary(p) {
+            p -= 1;
+        }
+        p
+    }
+
+    fn apply(mut s: String, m: &Mutation) -> String {
+        match *m {
+            Mutation::Delete(p, l) => {
+                let a = boundary(&s, p);
+                let b = boundary(&s, a + l);
+                s.replace_range(a..b.max(a), "");
+            }
+            Mutation::Insert(p, t) => {
+                let a = boundary(&s, p);
+                s.insert_str(a, TOKENS[t]);
+            }
+            Mutation::Duplicate(p, l) => {
+                let a = boundary(&s, p);
+                let b = boundary(&s, a + l).max(a);
+                let chunk = s[a..b].to_string();
+                s.insert_str(b, &chunk);
+            }
+            Mutation::FlipDigit(p, d) => {
+                let a = boundary(&s, p);
+                if let Some((i, _)) = s[a..].char_indices().find(|(_, c)| c.is_ascii_digit()) {
+                    s.replace_range(a + i..a + i + 1, &d.to_string());
+                }
+            }
+        }
+        s
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+        #[test]
+        fn mutated_exports_never_panic(which in 0usize..4, muts in proptest::collection::vec(mutation(), 1..8)) {
+            let mut text = base_texts().swap_remove(which);
+            for m in &muts {
+                text = apply(text, m);
+            }
+            match hwloc_xml::parse(&text, "mutated.xml") {
+                Ok(t) => check_invariants(&t),
+                Err(e) => prop_assert!(e.starts_with("hwloc XML 'mutated.xml'") && !e.contains('\n'), "{}", e),
+            }
+        }
+    }
+}
