@@ -1,21 +1,182 @@
-//! Discovery from sysfs/procfs (under construction).
-use crate::{FsRoot, Source, Topology};
+//! Discovery of the machine model from sysfs/procfs, live or recorded.
+//!
+//! Every read goes through [`FsRoot`], so a recorded machine (an
+//! `hwloc-gather-topology` dump, a `pinsight snapshot`) is discovered exactly
+//! like the running one. Each step lives in its own module:
+//!
+//! - [`reader`]: file reads that turn garbage into warnings naming the file;
+//! - [`cpus`]: present/online CPUs and their core/package/die/cluster groups;
+//! - [`caches`]: cache instances, deduplicated by (level, type, CPU set);
+//! - [`numa`]: NUMA nodes, memory, distances, duplicate-node merging;
+//! - [`cgroup`]: the CPUs this process's cpuset cgroup allows;
+//! - [`freq`]: frequencies, `cpu_capacity`, ACPI CPPC, ARM MIDR;
+//! - [`kinds`]: core kinds (the heart) and their ranking;
+//! - [`procinfo`]: model name and architecture from `/proc/cpuinfo`.
+//!
+//! Objects are identified by CPU sets, never by the OS's ids (sparse,
+//! repeated, sometimes `-1`). Groups hold online CPUs only; offline CPUs are
+//! listed in `cpus` with `online: false` and belong to no group.
+//!
+//! Never panics on bad input: anything unreadable becomes a warning in
+//! `Topology::warnings` and a best-effort model.
+
+mod caches;
+mod cgroup;
+mod cpuid;
+mod cpus;
+mod freq;
+mod kinds;
+mod numa;
+mod procinfo;
+mod reader;
+
+use crate::{CacheType, Cpu, CpuSet, FsRoot, Group, Source, Topology};
+use reader::Reader;
 
 /// Builds the model of the machine behind `fs`.
 pub fn discover(fs: &FsRoot) -> Topology {
-    Topology {
-        source: if fs.is_live() { Source::Live } else { Source::Fsroot(fs.root().display().to_string()) },
-        model_name: None,
-        arch: None,
-        cpus: vec![],
-        cores: vec![],
-        packages: vec![],
-        dies: vec![],
-        clusters: vec![],
-        caches: vec![],
-        numa_nodes: vec![],
-        numa_distances: None,
-        kinds: vec![],
-        warnings: vec![],
+    let mut r = Reader::new(fs);
+    let source = if fs.is_live() {
+        Source::Live
+    } else {
+        Source::Fsroot(fs.root().display().to_string())
+    };
+
+    let layout = cpus::discover_cpus(&mut r);
+    let online = layout.online.clone();
+    let caches = caches::discover_caches(&mut r, &layout);
+    let numa = numa::discover_numa(&mut r, &online);
+    let allowed = cgroup::allowed_cpus(&mut r);
+    let perf = freq::discover_perf(&mut r, &layout);
+    let info = procinfo::read_cpuinfo(&mut r);
+
+    let dies = if groups_meaningful(&layout.dies, &layout.packages, &caches, &online) {
+        layout.dies.clone()
+    } else {
+        Vec::new()
+    };
+    let clusters = if groups_meaningful(&layout.clusters, &layout.packages, &caches, &online) {
+        layout.clusters.clone()
+    } else {
+        Vec::new()
+    };
+
+    let usable_mask = match &allowed {
+        Some(a) => {
+            let usable = a.intersection(&online);
+            if usable.is_empty() && !online.is_empty() {
+                r.warn_msg(format!(
+                    "cpuset cgroup: allows CPUs {a} but none of them is online ({online}); ignored the cgroup restriction"
+                ));
+                None
+            } else {
+                Some(a.clone())
+            }
+        }
+        None => None,
+    };
+
+    let kinds = kinds::discover_kinds(&mut r, &layout, &perf);
+
+    let cpus: Vec<Cpu> = layout
+        .present
+        .iter()
+        .map(|id| {
+            let on = online.contains(id);
+            let p = perf.get(id);
+            Cpu {
+                id,
+                online: on,
+                allowed: usable_mask.as_ref().map_or(true, |a| a.contains(id)),
+                core: if on {
+                    index_of(&layout.cores, id)
+                } else {
+                    None
+                },
+                package: if on {
+                    index_of(&layout.packages, id)
+                } else {
+                    None
+                },
+                die: if on { index_of(&dies, id) } else { None },
+                cluster: if on { index_of(&clusters, id) } else { None },
+                numa: if on {
+                    numa.nodes
+                        .iter()
+                        .find(|n| n.cpus.contains(id))
+                        .map(|n| n.id)
+                } else {
+                    None
+                },
+                kind: if on {
+                    kinds.iter().position(|k| k.cpus.contains(id))
+                } else {
+                    None
+                },
+                capacity: p.and_then(|p| p.capacity),
+                max_mhz: p.and_then(|p| p.max_mhz),
+                base_mhz: p.and_then(|p| p.base_mhz),
+                cppc: p.and_then(|p| p.cppc.clone()),
+                core_type: p.and_then(|p| p.core_type),
+                midr: p.and_then(|p| p.midr),
+            }
+        })
+        .collect();
+
+    let mut topo = Topology {
+        source,
+        model_name: info.model_name,
+        arch: if fs.is_live() {
+            Some(std::env::consts::ARCH.to_string())
+        } else {
+            info.arch
+        },
+        cpus,
+        cores: layout.cores,
+        packages: layout.packages,
+        dies,
+        clusters,
+        caches,
+        numa_nodes: numa.nodes,
+        numa_distances: numa.distances,
+        kinds,
+        warnings: Vec::new(),
+    };
+    topo.warnings = r.into_warnings();
+    topo
+}
+
+/// Logical index of the group holding `cpu`.
+fn index_of(groups: &[Group], cpu: usize) -> Option<usize> {
+    groups.iter().position(|g| g.cpus.contains(cpu))
+}
+
+/// Whether a die/cluster level adds information (model doc, NOTES 4): it
+/// must cover every online CPU (a partial level cannot be planned on), and at
+/// least one group must hold more than one CPU while differing from its
+/// package and from every L2/L3 instance.
+fn groups_meaningful(
+    groups: &[Group],
+    packages: &[Group],
+    caches: &[crate::Cache],
+    online: &CpuSet,
+) -> bool {
+    if groups.is_empty() {
+        return false;
     }
+    let covered = groups
+        .iter()
+        .fold(CpuSet::new(), |acc, g| acc.union(&g.cpus));
+    if &covered != online {
+        return false;
+    }
+    groups.iter().any(|g| {
+        g.cpus.len() > 1
+            && !packages.iter().any(|p| p.cpus == g.cpus)
+            && !caches.iter().any(|c| {
+                (c.level == 2 || c.level == 3)
+                    && c.cache_type != CacheType::Instruction
+                    && c.cpus == g.cpus
+            })
+    })
 }

@@ -1,0 +1,353 @@
+//! Present and online CPUs, and the groups they form: cores (SMT
+//! siblings), packages, dies and clusters.
+//!
+//! Why it is shaped this way:
+//! - Online state comes from the global `cpu/online` list when it exists,
+//!   else from each CPU's `online` file (missing = online: cpu0 often has
+//!   none). Offline CPUs may lack `topology/`, while their siblings' masks
+//!   still name them, so every mask is intersected with the online set.
+//! - Groups are identified by CPU sets, never ids (`core_id` repeats in every
+//!   package, `physical_package_id` is `-1` on POWER). A CPU already placed
+//!   in a group of a level is not read again for that level: masks are
+//!   symmetric, and skipping them keeps discovery of big machines fast.
+//! - Old (`thread_siblings`, `core_siblings`) and new (`core_cpus`,
+//!   `package_cpus`) names, and their `*_list` forms, are all accepted.
+//! - AMD Bulldozer compute units: the two threads of a module are listed as
+//!   siblings but report different `core_id`s; like hwloc, each thread then
+//!   becomes its own core (the module shows up as the shared L2/L1i).
+
+use super::reader::Reader;
+use crate::{CpuSet, Group};
+use std::collections::{BTreeMap, HashMap};
+
+pub(super) const CPU_DIR: &str = "/sys/devices/system/cpu";
+
+/// What [`discover_cpus`] found.
+pub(super) struct Layout {
+    /// Every CPU the OS knows (present), online or not.
+    pub present: CpuSet,
+    /// Online CPUs.
+    pub online: CpuSet,
+    /// Entry names of each present CPU's `cpuN/` directory, so later steps
+    /// open only files that exist (a failing open per CPU per file adds up
+    /// on big machines).
+    pub dirs: BTreeMap<usize, Vec<String>>,
+    pub cores: Vec<Group>,
+    pub packages: Vec<Group>,
+    /// All die groups found (meaningfulness is decided by the caller).
+    pub dies: Vec<Group>,
+    /// All cluster groups found (meaningfulness is decided by the caller).
+    pub clusters: Vec<Group>,
+}
+
+impl Layout {
+    /// Whether `cpuN/` has an entry `name`.
+    pub fn has(&self, cpu: usize, name: &str) -> bool {
+        self.dirs
+            .get(&cpu)
+            .is_some_and(|d| d.binary_search_by(|e| e.as_str().cmp(name)).is_ok())
+    }
+}
+
+/// One grouping level and the sysfs files describing it.
+struct Level {
+    what: &'static str,
+    /// (mask file, list file) pairs, preferred first.
+    masks: &'static [(&'static str, &'static str)],
+    id_file: &'static str,
+    /// Whether lacking information deserves a warning (cores, packages) or
+    /// is normal on older kernels (dies, clusters).
+    required: bool,
+}
+
+const CORE: Level = Level {
+    what: "core",
+    masks: &[
+        ("core_cpus", "core_cpus_list"),
+        ("thread_siblings", "thread_siblings_list"),
+    ],
+    id_file: "core_id",
+    required: true,
+};
+const PACKAGE: Level = Level {
+    what: "package",
+    masks: &[
+        ("package_cpus", "package_cpus_list"),
+        ("core_siblings", "core_siblings_list"),
+    ],
+    id_file: "physical_package_id",
+    required: true,
+};
+const DIE: Level = Level {
+    what: "die",
+    masks: &[("die_cpus", "die_cpus_list")],
+    id_file: "die_id",
+    required: false,
+};
+const CLUSTER: Level = Level {
+    what: "cluster",
+    masks: &[("cluster_cpus", "cluster_cpus_list")],
+    id_file: "cluster_id",
+    required: false,
+};
+
+/// Finds present/online CPUs and their groups.
+pub(super) fn discover_cpus(r: &mut Reader) -> Layout {
+    let mut present: CpuSet = r
+        .list(CPU_DIR)
+        .iter()
+        .filter_map(|n| {
+            n.strip_prefix("cpu").and_then(|d| {
+                d.parse::<usize>()
+                    .ok()
+                    .filter(|_| d.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+        .filter(|&n| n <= pinsight_cpuset::MAX_CPU)
+        .collect();
+    if present.is_empty() {
+        let p = format!("{CPU_DIR}/present");
+        if let Some(s) = r.cpulist(&p, "ignored it") {
+            present = s;
+        }
+    }
+
+    let mut dirs = BTreeMap::new();
+    for c in present.iter() {
+        dirs.insert(c, r.list(&format!("{CPU_DIR}/cpu{c}")));
+    }
+
+    let global = format!("{CPU_DIR}/online");
+    let online = match r.cpulist(&global, "used each CPU's own online file instead") {
+        Some(s) => {
+            if !s.is_subset(&present) && !present.is_empty() {
+                // Online CPUs without a cpuN directory: still CPUs.
+                present = present.union(&s);
+            } else if present.is_empty() {
+                present = s.clone();
+            }
+            s
+        }
+        None => per_cpu_online(r, &present, &dirs),
+    };
+
+    if present.is_empty() {
+        r.warn(
+            CPU_DIR,
+            "no CPUs found (no cpuN directories, no present or online list)",
+            "the model is empty",
+        );
+    } else if online.is_empty() {
+        r.warn(&global, "no CPU is online", "the model has no usable CPUs");
+    }
+
+    let mut topo_dirs: HashMap<usize, Vec<String>> = HashMap::new();
+    let cores = build_level(r, &CORE, &online, &mut topo_dirs);
+    let packages = build_level(r, &PACKAGE, &online, &mut topo_dirs);
+    let dies = build_level(r, &DIE, &online, &mut topo_dirs);
+    let clusters = build_level(r, &CLUSTER, &online, &mut topo_dirs);
+
+    Layout {
+        present,
+        online,
+        dirs,
+        cores,
+        packages,
+        dies,
+        clusters,
+    }
+}
+
+/// Online CPUs from each CPU's `online` file; missing means online.
+fn per_cpu_online(r: &mut Reader, present: &CpuSet, dirs: &BTreeMap<usize, Vec<String>>) -> CpuSet {
+    let mut online = CpuSet::new();
+    for c in present.iter() {
+        let has_file = dirs
+            .get(&c)
+            .is_some_and(|d| d.iter().any(|e| e == "online"));
+        if !has_file {
+            online.insert(c);
+            continue;
+        }
+        let path = format!("{CPU_DIR}/cpu{c}/online");
+        match r.text(&path).as_deref().map(str::trim) {
+            Some("0") => {}
+            Some("1") | None => {
+                online.insert(c);
+            }
+            Some(other) => {
+                let other = super::reader::shorten(other);
+                r.warn(
+                    &path,
+                    format_args!("'{other}' is neither 0 nor 1"),
+                    "treated the CPU as online",
+                );
+                online.insert(c);
+            }
+        }
+    }
+    online
+}
+
+/// Builds the groups of one level over the online CPUs.
+fn build_level(
+    r: &mut Reader,
+    level: &Level,
+    online: &CpuSet,
+    topo_dirs: &mut HashMap<usize, Vec<String>>,
+) -> Vec<Group> {
+    let size = online.last().map_or(0, |l| l + 1);
+    let mut owner: Vec<Option<usize>> = vec![None; size];
+    let mut groups: Vec<(CpuSet, Option<u32>)> = Vec::new();
+    // Groups built from ids alone (no mask file): (package id, level id) → group.
+    let mut by_id: HashMap<(Option<u32>, u32), usize> = HashMap::new();
+    let mut lacking = CpuSet::new();
+    let mut fallback: Option<usize> = None;
+
+    for c in online.iter() {
+        if owner[c].is_some() {
+            continue;
+        }
+        let base = format!("{CPU_DIR}/cpu{c}/topology");
+        let listing = topo_dirs.entry(c).or_insert_with(|| r.list(&base)).clone();
+        let has = |name: &str| listing.binary_search_by(|e| e.as_str().cmp(name)).is_ok();
+
+        let mut mask = None;
+        for (m, l) in level.masks {
+            if has(m) || has(l) {
+                mask = r.cpuset(
+                    &format!("{base}/{m}"),
+                    &format!("{base}/{l}"),
+                    "used the other files of this CPU",
+                );
+                if mask.is_some() {
+                    break;
+                }
+            }
+        }
+        let id = if has(level.id_file) {
+            r.os_id(&format!("{base}/{}", level.id_file))
+        } else {
+            None
+        };
+
+        let members: CpuSet = match mask {
+            Some(m) => {
+                let mut set = m.intersection(online);
+                if !set.contains(c) {
+                    r.warn(
+                        &format!("{base}/{}", level.masks[0].0),
+                        format_args!(
+                            "the {} mask of cpu{c} does not list cpu{c} itself",
+                            level.what
+                        ),
+                        "added it",
+                    );
+                    set.insert(c);
+                }
+                let taken: CpuSet = set.iter().filter(|&x| owner[x].is_some()).collect();
+                if !taken.is_empty() {
+                    r.warn(
+                        &base,
+                        format_args!(
+                            "the {} of cpu{c} overlaps another {} on CPUs {taken}",
+                            level.what, level.what
+                        ),
+                        "kept those CPUs in the first one",
+                    );
+                    set = set.difference(&taken);
+                }
+                set
+            }
+            None => match id {
+                Some(id) => {
+                    // No mask: group by id within the package (ids repeat
+                    // across packages).
+                    let pkg = if level.id_file == PACKAGE.id_file {
+                        None
+                    } else if has(PACKAGE.id_file) {
+                        r.os_id(&format!("{base}/{}", PACKAGE.id_file))
+                    } else {
+                        None
+                    };
+                    if let Some(&g) = by_id.get(&(pkg, id)) {
+                        groups[g].0.insert(c);
+                        owner[c] = Some(g);
+                        continue;
+                    }
+                    by_id.insert((pkg, id), groups.len());
+                    CpuSet::single(c)
+                }
+                None => {
+                    if level.required {
+                        lacking.insert(c);
+                    } else {
+                        continue;
+                    }
+                    if level.what == PACKAGE.what {
+                        // One package for every CPU we know nothing about.
+                        if let Some(g) = fallback {
+                            groups[g].0.insert(c);
+                            owner[c] = Some(g);
+                            continue;
+                        }
+                        fallback = Some(groups.len());
+                    }
+                    CpuSet::single(c)
+                }
+            },
+        };
+
+        // Bulldozer compute units: siblings with different core ids are
+        // separate cores (hwloc's rule: compare with the next sibling).
+        if level.what == CORE.what && members.len() > 1 {
+            if let Some(other) = members.iter().find(|&x| x != c) {
+                let other_id = r.os_id(&format!("{CPU_DIR}/cpu{other}/topology/core_id"));
+                if let (Some(a), Some(b)) = (id, other_id) {
+                    if a != b {
+                        for x in members.iter() {
+                            let xid = if x == c {
+                                id
+                            } else if x == other {
+                                other_id
+                            } else {
+                                r.os_id(&format!("{CPU_DIR}/cpu{x}/topology/core_id"))
+                            };
+                            owner[x] = Some(groups.len());
+                            groups.push((CpuSet::single(x), xid));
+                        }
+                        continue;
+                    }
+                }
+            }
+        }
+
+        let g = groups.len();
+        for x in members.iter() {
+            owner[x] = Some(g);
+        }
+        groups.push((members, id));
+    }
+
+    if !lacking.is_empty() {
+        let what = if level.what == PACKAGE.what {
+            "put them together in one package"
+        } else {
+            "made each its own core"
+        };
+        r.warn(
+            &format!("{CPU_DIR}/cpu{}/topology", lacking.first().unwrap_or(0)),
+            format_args!("no {} information for online CPUs {lacking}", level.what),
+            what,
+        );
+    }
+
+    let mut groups: Vec<(CpuSet, Option<u32>)> =
+        groups.into_iter().filter(|(s, _)| !s.is_empty()).collect();
+    groups.sort_by_key(|(s, _)| s.first());
+    groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, (cpus, os_id))| Group { id: i, os_id, cpus })
+        .collect()
+}

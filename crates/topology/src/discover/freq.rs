@@ -1,0 +1,216 @@
+//! Per-CPU performance facts: maximum and base frequency (cpufreq),
+//! `cpu_capacity`, ACPI CPPC levels, ARM `midr_el1`, and the x86 hybrid core
+//! type (from the `cpu_core`/`cpu_atom`/`cpu_lowpower` PMU lists, or CPUID
+//! on the live machine).
+//!
+//! Every value is keyed by the CPU's own number — never by its position in a
+//! list of online CPUs (hwloc reads `cpu_capacity` by position and, with
+//! low-numbered CPUs offline, swaps an ARM hybrid's big and little cores).
+//! A value missing on some CPUs stays missing there (`None`), never zero.
+
+use super::cpus::{Layout, CPU_DIR};
+use super::reader::{shorten, Reader};
+use crate::{CoreType, Cppc, CpuSet, KindSource};
+use std::collections::BTreeMap;
+
+/// What discovery knows about one online CPU's performance and identity.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Perf {
+    pub capacity: Option<u32>,
+    pub max_mhz: Option<u32>,
+    pub base_mhz: Option<u32>,
+    pub cppc: Option<Cppc>,
+    pub core_type: Option<CoreType>,
+    pub midr: Option<u64>,
+}
+
+/// Performance facts by CPU number, plus where core types came from.
+pub(super) struct PerfMap {
+    pub by_cpu: BTreeMap<usize, Perf>,
+    pub core_type_source: Option<KindSource>,
+}
+
+impl PerfMap {
+    pub fn get(&self, cpu: usize) -> Option<&Perf> {
+        self.by_cpu.get(&cpu)
+    }
+}
+
+/// The x86 hybrid PMU lists and the core type each names.
+const HYBRID_PMUS: &[(&str, CoreType)] = &[
+    ("/sys/devices/cpu_core/cpus", CoreType::Core),
+    ("/sys/devices/cpu_atom/cpus", CoreType::Atom),
+    ("/sys/devices/cpu_lowpower/cpus", CoreType::LowPower),
+];
+
+/// Reads the performance facts of every present CPU (offline ones keep
+/// what their files say: it is still true of the silicon).
+pub(super) fn discover_perf(r: &mut Reader, layout: &Layout) -> PerfMap {
+    let mut by_cpu: BTreeMap<usize, Perf> = layout
+        .present
+        .iter()
+        .map(|c| (c, Perf::default()))
+        .collect();
+
+    read_cpufreq(r, layout, &mut by_cpu);
+
+    for (&c, p) in by_cpu.iter_mut() {
+        let base = format!("{CPU_DIR}/cpu{c}");
+        if layout.has(c, "cpu_capacity") {
+            let path = format!("{base}/cpu_capacity");
+            p.capacity = r
+                .number(&path, "left the capacity unknown")
+                .and_then(|v| u32::try_from(v).ok());
+            if p.capacity == Some(0) {
+                r.warn(&path, "capacity 0", "left the capacity unknown");
+                p.capacity = None;
+            }
+        }
+        if layout.has(c, "acpi_cppc") {
+            p.cppc = read_cppc(r, &format!("{base}/acpi_cppc"));
+            if p.base_mhz.is_none() {
+                // Model doc: base frequency is `base_frequency`, else CPPC's nominal.
+                p.base_mhz = p.cppc.as_ref().and_then(|c| c.nominal_freq_mhz);
+            }
+        }
+        if layout.has(c, "regs") {
+            let path = format!("{base}/regs/identification/midr_el1");
+            if let Some(text) = r.text(&path) {
+                let t = text.trim();
+                let hex = t
+                    .strip_prefix("0x")
+                    .or_else(|| t.strip_prefix("0X"))
+                    .unwrap_or(t);
+                match u64::from_str_radix(hex, 16) {
+                    Ok(v) if !hex.starts_with('+') => p.midr = Some(v),
+                    _ => r.warn(
+                        &path,
+                        format_args!("'{}' is not a hex MIDR", shorten(t)),
+                        "left the core identity unknown",
+                    ),
+                }
+            }
+        }
+    }
+
+    let mut core_type_source = None;
+    for (path, ty) in HYBRID_PMUS {
+        if let Some(set) = r.cpulist(path, "ignored this hybrid core list") {
+            core_type_source = Some(KindSource::HybridPmu);
+            for c in set.iter() {
+                if let Some(p) = by_cpu.get_mut(&c) {
+                    p.core_type = Some(*ty);
+                }
+            }
+        }
+    }
+    if core_type_source.is_none() && r.fs.is_live() {
+        let cpus: CpuSet = layout.online.clone();
+        if let Some(types) = super::cpuid::hybrid_core_types(&cpus) {
+            core_type_source = Some(KindSource::Cpuid);
+            for (c, ty) in types {
+                if let Some(p) = by_cpu.get_mut(&c) {
+                    p.core_type = Some(ty);
+                }
+            }
+        }
+    }
+    PerfMap {
+        by_cpu,
+        core_type_source,
+    }
+}
+
+/// cpufreq: first the shared `cpufreq/policyN` directories (one read per
+/// policy, assigned to the CPUs of `related_cpus` that have a `cpufreq`
+/// entry), then per-CPU `cpuN/cpufreq/` for the CPUs no policy covered.
+fn read_cpufreq(r: &mut Reader, layout: &Layout, by_cpu: &mut BTreeMap<usize, Perf>) {
+    let mut done = CpuSet::new();
+    let policy_dir = format!("{CPU_DIR}/cpufreq");
+    for name in r.list(&policy_dir) {
+        if !name
+            .strip_prefix("policy")
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        let dir = format!("{policy_dir}/{name}");
+        let Some(cpus) = read_cpu_words(r, &format!("{dir}/related_cpus"))
+            .or_else(|| read_cpu_words(r, &format!("{dir}/affected_cpus")))
+        else {
+            continue;
+        };
+        let (max, base) = read_freqs(r, &dir);
+        for c in cpus.iter() {
+            if !layout.has(c, "cpufreq") || done.contains(c) {
+                continue;
+            }
+            if let Some(p) = by_cpu.get_mut(&c) {
+                p.max_mhz = max;
+                p.base_mhz = base;
+                done.insert(c);
+            }
+        }
+    }
+    for (&c, p) in by_cpu.iter_mut() {
+        if done.contains(c) || !layout.has(c, "cpufreq") {
+            continue;
+        }
+        let (max, base) = read_freqs(r, &format!("{CPU_DIR}/cpu{c}/cpufreq"));
+        p.max_mhz = max;
+        p.base_mhz = base;
+    }
+}
+
+/// (`cpuinfo_max_freq`, `base_frequency`) of a cpufreq directory, in MHz.
+fn read_freqs(r: &mut Reader, dir: &str) -> (Option<u32>, Option<u32>) {
+    let mut khz = |name: &str| {
+        let path = format!("{dir}/{name}");
+        let v = r.number(&path, "left the frequency unknown")?;
+        if v == 0 {
+            r.warn(&path, "frequency 0", "left the frequency unknown");
+            return None;
+        }
+        u32::try_from(v / 1000).ok()
+    };
+    (khz("cpuinfo_max_freq"), khz("base_frequency"))
+}
+
+/// `related_cpus`/`affected_cpus`: CPU numbers separated by spaces (some
+/// kernels print a cpulist instead; both are accepted).
+fn read_cpu_words(r: &mut Reader, path: &str) -> Option<CpuSet> {
+    let text = r.text(path)?;
+    let mut set = CpuSet::new();
+    for w in text.split_whitespace() {
+        match CpuSet::parse_list(w) {
+            Ok(s) => set.union_with(&s),
+            Err(e) => {
+                r.warn(path, e, "ignored this cpufreq policy's CPU list");
+                return None;
+            }
+        }
+    }
+    Some(set)
+}
+
+fn read_cppc(r: &mut Reader, dir: &str) -> Option<Cppc> {
+    let mut get = |name: &str| {
+        r.number(&format!("{dir}/{name}"), "left this CPPC value unknown")
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    let cppc = Cppc {
+        highest_perf: get("highest_perf"),
+        nominal_perf: get("nominal_perf"),
+        lowest_perf: get("lowest_perf"),
+        nominal_freq_mhz: get("nominal_freq").filter(|&f| f > 0),
+    };
+    if cppc.highest_perf.is_none()
+        && cppc.nominal_perf.is_none()
+        && cppc.lowest_perf.is_none()
+        && cppc.nominal_freq_mhz.is_none()
+    {
+        None
+    } else {
+        Some(cppc)
+    }
+}
