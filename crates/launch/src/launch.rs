@@ -1,0 +1,447 @@
+//! `run`: start a program under a plan, wait for it, report.
+//!
+//! How each kind of plan is applied:
+//! - `os` (no places): nothing is changed.
+//! - set policies (`plan.pinned == false`): the child starts with the
+//!   process mask (set on the spawning thread just before the spawn and
+//!   restored right after, so the child inherits it and spawn errors stay
+//!   plain exec errors).
+//! - pinned policies: the child's main thread starts on place 0 and either
+//!   the LD_PRELOAD shim pins each new thread at creation
+//!   ([`Mechanism::Shim`]), or the watcher pins new threads as it sees them
+//!   ([`Mechanism::Follow`]). Skipped threads get the process mask.
+//!
+//! The launcher forwards signals, waits for the child (reaping it only
+//! after the watcher took its last look), removes the shim file, and
+//! returns the child's status: its exit code, or 128+N if killed by signal N.
+
+use crate::affinity;
+use crate::shim::{self, ShimFile};
+use crate::signals::Forwarding;
+use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
+use pinsight_cpuset::CpuSet;
+use pinsight_plan::Plan;
+use pinsight_topology::FsRoot;
+use serde::Serialize;
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How pinned plans are applied to threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// LD_PRELOAD shim wrapping `pthread_create` (exact, before user code;
+    /// dynamically linked programs only).
+    Shim,
+    /// Watch `/proc/PID/task` and pin threads as they appear (any program;
+    /// a thread runs unpinned for up to one poll interval).
+    Follow,
+}
+
+/// Everything `run` needs besides the plan.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The program and its arguments.
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub mechanism: Mechanism,
+    /// Created-thread indices not to pin ([`crate::skip::parse_skip`]).
+    pub skip: Vec<usize>,
+    /// Variables to export unless already set (e.g. `pinsight_plan::omp_env`);
+    /// filter them with [`env_exports`].
+    pub env: Vec<(String, String)>,
+    /// Sample threads while the program runs, for a report.
+    pub report: bool,
+    /// Poll interval of `--follow`.
+    pub follow_interval: Duration,
+    /// Sample interval of `--report`.
+    pub sample_interval: Duration,
+    /// Let the shim print one line per pinned thread.
+    pub verbose: bool,
+}
+
+impl RunOptions {
+    /// Options for running `program args` with defaults: shim, no skip, no
+    /// env, no report, 1 ms follow polling, 10 ms sampling.
+    pub fn new(program: impl Into<OsString>, args: Vec<OsString>) -> RunOptions {
+        RunOptions {
+            program: program.into(),
+            args,
+            mechanism: Mechanism::Shim,
+            skip: Vec::new(),
+            env: Vec::new(),
+            report: false,
+            follow_interval: Duration::from_millis(1),
+            sample_interval: Duration::from_millis(10),
+            verbose: false,
+        }
+    }
+}
+
+/// What happened.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunOutcome {
+    pub pid: i32,
+    /// The exit code to hand on: the child's, or 128+signal.
+    pub exit_code: i32,
+    /// The signal that killed the child, if any.
+    pub signal: Option<i32>,
+    /// How threads were pinned (`None`: the plan pins nothing per thread).
+    pub mechanism: Option<Mechanism>,
+    /// Variables exported to the child.
+    pub exported: Vec<(String, String)>,
+    pub wall_ms: f64,
+    /// Per-thread observations (with `report` or `Follow`).
+    pub threads: Vec<ThreadRecord>,
+    /// Delay figures (with `Follow`).
+    pub follow: Option<FollowStats>,
+    pub notes: Vec<String>,
+}
+
+/// Why a program could not be run. Carries the shell's exit code.
+#[derive(Debug)]
+pub enum LaunchError {
+    /// The program was not found (exit 127).
+    NotFound { program: String },
+    /// Found but not executable (exit 126).
+    NotExecutable { program: String, reason: String },
+    /// The plan's mask cannot be applied (exit 1).
+    Affinity { mask: CpuSet, reason: String },
+    /// Anything else (exit 1).
+    Other(String),
+}
+
+impl LaunchError {
+    /// The exit code a shell would use.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            LaunchError::NotFound { .. } => 127,
+            LaunchError::NotExecutable { .. } => 126,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::NotFound { program } => {
+                write!(f, "cannot run '{program}': command not found")
+            }
+            LaunchError::NotExecutable { program, reason } => {
+                write!(f, "cannot run '{program}': {reason}")
+            }
+            LaunchError::Affinity { mask, reason } => {
+                write!(f, "cannot restrict the program to CPUs {mask}: {reason}")
+            }
+            LaunchError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
+/// Variables that bind OpenMP threads themselves. Exported alongside a
+/// per-thread mechanism they would bind twice (libgomp binds the initial
+/// thread and sets worker affinities at creation, the shim then moves the
+/// workers again), so they are left out when threads are pinned by pinsight.
+pub const BINDING_VARS: &[&str] = &[
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+    "GOMP_CPU_AFFINITY",
+    "KMP_AFFINITY",
+];
+
+/// Which of `wanted` to export: those not already set (`is_set`), minus
+/// binding variables when pinsight pins threads itself. Returns the
+/// exports and notes about what was left out and why.
+pub fn env_exports(
+    wanted: &[(String, String)],
+    pins_threads: bool,
+    is_set: impl Fn(&str) -> bool,
+) -> (Vec<(String, String)>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for (k, v) in wanted {
+        if pins_threads && BINDING_VARS.contains(&k.as_str()) {
+            continue;
+        }
+        if is_set(k) {
+            notes.push(format!("{k} already set in the environment: left as is"));
+            continue;
+        }
+        out.push((k.clone(), v.clone()));
+    }
+    if pins_threads {
+        for k in BINDING_VARS {
+            if is_set(k) {
+                notes.push(format!(
+                    "{k} is set: the OpenMP runtime will bind threads too; pinsight's pinning of new threads wins, but the main thread may be moved"
+                ));
+            }
+        }
+    }
+    (out, notes)
+}
+
+/// Places as the shim reads them: `0;2;4-5`.
+pub fn places_env(places: &[CpuSet]) -> String {
+    places
+        .iter()
+        .map(|p| p.to_list_string())
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// Sets the calling thread's affinity for the span of a spawn; restores it on drop.
+struct SpawnMask {
+    saved: Option<CpuSet>,
+}
+
+impl SpawnMask {
+    fn apply(mask: Option<&CpuSet>) -> Result<SpawnMask, LaunchError> {
+        let Some(mask) = mask else {
+            return Ok(SpawnMask { saved: None });
+        };
+        let saved = affinity::get_affinity(0)
+            .map_err(|e| LaunchError::Other(format!("sched_getaffinity: {e}")))?;
+        affinity::set_affinity(0, mask).map_err(|e| LaunchError::Affinity {
+            mask: mask.clone(),
+            reason: match e.raw_os_error() {
+                Some(libc::EINVAL) => {
+                    "none of these CPUs is online and allowed by this process's cgroup".into()
+                }
+                _ => e.to_string(),
+            },
+        })?;
+        Ok(SpawnMask { saved: Some(saved) })
+    }
+}
+
+impl Drop for SpawnMask {
+    fn drop(&mut self) {
+        if let Some(s) = &self.saved {
+            let _ = affinity::set_affinity(0, s);
+        }
+    }
+}
+
+fn spawn_error(program: &str, e: io::Error) -> LaunchError {
+    match e.kind() {
+        io::ErrorKind::NotFound => LaunchError::NotFound {
+            program: program.into(),
+        },
+        io::ErrorKind::PermissionDenied => LaunchError::NotExecutable {
+            program: program.into(),
+            reason: "permission denied".into(),
+        },
+        _ => match e.raw_os_error() {
+            Some(libc::ENOEXEC) | Some(libc::EISDIR) | Some(libc::ETXTBSY) => {
+                LaunchError::NotExecutable {
+                    program: program.into(),
+                    reason: e.to_string(),
+                }
+            }
+            _ => LaunchError::Other(format!("cannot run '{program}': {e}")),
+        },
+    }
+}
+
+/// Waits until `pid` has exited without reaping it, so `/proc/PID` stays
+/// valid (as a zombie) until the watcher's last look.
+fn wait_exited_keep(pid: i32) {
+    loop {
+        // SAFETY: waitid with a zeroed out-struct.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+/// Runs `opts.program` under `plan` and waits for it.
+pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
+    let program = opts.program.to_string_lossy().into_owned();
+    let per_thread = plan.pinned && !plan.places.is_empty();
+    let mechanism = per_thread.then_some(opts.mechanism);
+    let mut notes = Vec::new();
+
+    // What the child's main thread starts with: its place when threads are
+    // pinned (so not even the loader runs elsewhere; the shim's constructor
+    // re-asserts it after every exec), else the process mask.
+    let start_mask: Option<CpuSet> = if plan.places.is_empty() {
+        None // os: no change
+    } else if per_thread {
+        Some(plan.places[0].clone())
+    } else {
+        Some(plan.process_mask.clone())
+    };
+
+    let (exported, env_notes) =
+        env_exports(&opts.env, per_thread, |k| std::env::var_os(k).is_some());
+    notes.extend(env_notes);
+
+    let mut cmd = Command::new(&opts.program);
+    cmd.args(&opts.args);
+    for (k, v) in &exported {
+        cmd.env(k, v);
+    }
+    let shim = if mechanism == Some(Mechanism::Shim) {
+        let shim = ShimFile::write()
+            .map_err(|e| LaunchError::Other(format!("cannot write the pinning shim: {e}")))?;
+        let existing = std::env::var("LD_PRELOAD").ok();
+        cmd.env(
+            "LD_PRELOAD",
+            shim::preload_value(shim.path(), existing.as_deref()),
+        );
+        cmd.env(shim::ENV_PLACES, places_env(&plan.places));
+        cmd.env(shim::ENV_PROCESS_MASK, plan.process_mask.to_list_string());
+        cmd.env(
+            shim::ENV_SKIP,
+            opts.skip
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        cmd.env(shim::ENV_LAUNCHER_PID, std::process::id().to_string());
+        if opts.verbose {
+            cmd.env(shim::ENV_VERBOSE, "1");
+        }
+        Some(shim)
+    } else {
+        None
+    };
+
+    let mut forwarding = Forwarding::install();
+    let t0 = Instant::now();
+    let child = {
+        let _mask = SpawnMask::apply(start_mask.as_ref())?;
+        cmd.spawn().map_err(|e| spawn_error(&program, e))?
+    };
+    let pid = child.id() as i32;
+    forwarding.set_child(pid);
+
+    let watcher = (opts.report || mechanism == Some(Mechanism::Follow)).then(|| {
+        let follow = (mechanism == Some(Mechanism::Follow)).then(|| FollowPlan {
+            places: plan.places.clone(),
+            skip: opts.skip.clone(),
+            process_mask: plan.process_mask.clone(),
+        });
+        let planned = if per_thread {
+            plan.places.clone()
+        } else {
+            Vec::new()
+        };
+        let cfg = WatchConfig {
+            pid,
+            follow,
+            poll: if mechanism == Some(Mechanism::Follow) {
+                opts.follow_interval
+            } else {
+                opts.sample_interval
+            },
+            sample_every: if opts.report {
+                opts.sample_interval
+            } else {
+                Duration::ZERO
+            },
+        };
+        Watcher::start(FsRoot::live(), cfg, planned, opts.skip.clone())
+    });
+
+    wait_exited_keep(pid);
+    let threads = watcher.map(Watcher::finish).unwrap_or_default();
+    let mut child = child;
+    let status = loop {
+        match child.wait() {
+            Ok(s) => break s,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(LaunchError::Other(format!("waiting for '{program}': {e}"))),
+        }
+    };
+    let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    drop(forwarding);
+    if let Some(s) = shim {
+        if let Err(e) = s.remove() {
+            notes.push(format!("could not remove the pinning shim: {e}"));
+        }
+    }
+    let signal = status.signal();
+    let exit_code = match (status.code(), signal) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 1,
+    };
+    let follow = (mechanism == Some(Mechanism::Follow))
+        .then(|| follow_stats(&threads, opts.follow_interval));
+    Ok(RunOutcome {
+        pid,
+        exit_code,
+        signal,
+        mechanism,
+        exported,
+        wall_ms,
+        threads,
+        follow,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(k: &str, v: &str) -> (String, String) {
+        (k.into(), v.into())
+    }
+
+    #[test]
+    fn binding_vars_dropped_when_pinsight_pins() {
+        let wanted = vec![
+            kv("OMP_NUM_THREADS", "4"),
+            kv("OMP_PLACES", "{0},{1}"),
+            kv("OMP_PROC_BIND", "close"),
+        ];
+        let (out, notes) = env_exports(&wanted, true, |_| false);
+        assert_eq!(out, vec![kv("OMP_NUM_THREADS", "4")]);
+        assert!(notes.is_empty());
+        let (out, _) = env_exports(&wanted, false, |_| false);
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn user_settings_win_and_are_noted() {
+        let wanted = vec![kv("OMP_NUM_THREADS", "4"), kv("RAYON_NUM_THREADS", "4")];
+        let (out, notes) = env_exports(&wanted, true, |k| {
+            k == "OMP_NUM_THREADS" || k == "OMP_PROC_BIND"
+        });
+        assert_eq!(out, vec![kv("RAYON_NUM_THREADS", "4")]);
+        assert!(notes
+            .iter()
+            .any(|n| n.starts_with("OMP_NUM_THREADS already set")));
+        assert!(notes.iter().any(|n| n.starts_with("OMP_PROC_BIND is set")));
+    }
+
+    #[test]
+    fn places_env_format() {
+        let p = vec![
+            CpuSet::single(0),
+            CpuSet::single(2),
+            CpuSet::parse_list("4-5").unwrap(),
+        ];
+        assert_eq!(places_env(&p), "0;2;4-5");
+    }
+}

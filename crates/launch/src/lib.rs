@@ -1,0 +1,30 @@
+//! Applying a pinsight plan: `pinsight run` and `pinsight pin`.
+//!
+//! A [`pinsight_plan::Plan`] is pure data (a process mask and one place per
+//! thread). This crate is the edge that makes the OS obey it:
+//!
+//! - [`launch::run`] starts a program: set policies become its process
+//!   mask; pinned policies pin each thread as it is created, through an
+//!   LD_PRELOAD shim wrapping `pthread_create` ([`shim`], like likwid-pin)
+//!   or a `/proc` watcher for programs the shim cannot reach ([`watch`]);
+//!   it forwards signals, returns the child's status and, on request,
+//!   reports where every thread actually ran.
+//! - [`pin::pin_process`] re-pins a running process thread by thread,
+//!   QEMU vCPU threads by vCPU number.
+//!
+//! Every OS file read goes through [`pinsight_topology::FsRoot`]; affinity
+//! itself is a syscall ([`affinity`]).
+
+pub mod affinity;
+pub mod launch;
+pub mod pin;
+pub mod procfs;
+pub mod shim;
+pub mod signals;
+pub mod skip;
+pub mod watch;
+
+pub use launch::{env_exports, run, LaunchError, Mechanism, RunOptions, RunOutcome};
+pub use pin::{pin_process, PinError, PinOptions, PinReport, ThreadOrder};
+pub use skip::parse_skip;
+pub use watch::{FollowStats, ThreadRecord};

@@ -1,0 +1,429 @@
+//! `pin`: apply a plan to a process that is already running, thread by
+//! thread.
+//!
+//! Threads get places in TID order (≈ creation order) or by name then TID.
+//! With `qemu`, QEMU's vCPU threads (`CPU n/KVM`, `CPU n/TCG`) get place n —
+//! the seed paper (§4.3) measured 8 vCPUs on P-cores 1.8× faster than on
+//! E-cores or mixed — and every other QEMU thread (I/O, emulator) gets the
+//! emulator set: the process mask minus the vCPU places, or the whole
+//! process mask if that leaves nothing.
+//!
+//! The assignment is a pure function ([`assign`]); [`pin_process`] reads
+//! the threads, applies, and reads back what the kernel now says.
+
+use crate::affinity;
+use crate::procfs;
+use pinsight_cpuset::CpuSet;
+use pinsight_plan::Plan;
+use pinsight_topology::FsRoot;
+use serde::Serialize;
+use std::fmt;
+
+/// The order in which threads take places.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ThreadOrder {
+    /// Ascending TID (≈ creation order).
+    #[default]
+    Tid,
+    /// By thread name, then TID.
+    Name,
+}
+
+/// Options of [`pin_process`].
+#[derive(Clone, Debug, Default)]
+pub struct PinOptions {
+    pub order: ThreadOrder,
+    /// Recognise QEMU vCPU threads.
+    pub qemu: bool,
+    /// Compute and show, change nothing.
+    pub dry_run: bool,
+}
+
+/// A thread of the target process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskInfo {
+    pub tid: i32,
+    pub name: String,
+}
+
+/// What a thread is to the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "role", content = "n")]
+pub enum Role {
+    /// The n-th thread in the chosen order.
+    Thread(usize),
+    /// QEMU vCPU n.
+    Vcpu(usize),
+    /// A QEMU thread that is not a vCPU.
+    Emulator,
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Role::Thread(i) => write!(f, "thread {i}"),
+            Role::Vcpu(n) => write!(f, "vCPU {n}"),
+            Role::Emulator => f.write_str("emulator"),
+        }
+    }
+}
+
+/// Where one thread should go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub tid: i32,
+    pub name: String,
+    pub role: Role,
+    /// `None`: leave alone (`os` plans).
+    pub target: Option<CpuSet>,
+}
+
+/// The vCPU number of a QEMU vCPU thread name: `CPU 3/KVM` → 3.
+pub fn vcpu_index(name: &str) -> Option<usize> {
+    let rest = name.strip_prefix("CPU ")?;
+    let (n, accel) = rest.split_once('/')?;
+    if accel.is_empty() || !accel.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// Assigns every thread its target. Pure.
+///
+/// Pinned plans: thread i (in `order`) gets place i, wrapping around when
+/// the process has more threads than the plan has places. Set plans: every
+/// thread gets the process mask. `os` plans: no target. With `qemu`, vCPU n
+/// gets place n; it is an error if a vCPU has no place (plan for as many
+/// threads as there are vCPUs).
+pub fn assign(
+    tasks: &[TaskInfo],
+    plan: &Plan,
+    opts: &PinOptions,
+) -> Result<Vec<Assignment>, String> {
+    let mut tasks = tasks.to_vec();
+    match opts.order {
+        ThreadOrder::Tid => tasks.sort_by_key(|t| t.tid),
+        ThreadOrder::Name => tasks.sort_by(|a, b| a.name.cmp(&b.name).then(a.tid.cmp(&b.tid))),
+    }
+    if plan.places.is_empty() {
+        return Ok(tasks
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| Assignment {
+                tid: t.tid,
+                name: t.name,
+                role: Role::Thread(i),
+                target: None,
+            })
+            .collect());
+    }
+    if !opts.qemu {
+        return Ok(tasks
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let target = if plan.pinned {
+                    plan.places[i % plan.places.len()].clone()
+                } else {
+                    plan.process_mask.clone()
+                };
+                Assignment {
+                    tid: t.tid,
+                    name: t.name,
+                    role: Role::Thread(i),
+                    target: Some(target),
+                }
+            })
+            .collect());
+    }
+    let vcpus: Vec<usize> = tasks.iter().filter_map(|t| vcpu_index(&t.name)).collect();
+    if vcpus.is_empty() {
+        return Err(
+            "--qemu: no QEMU vCPU threads (named 'CPU n/KVM' or 'CPU n/TCG') in this process"
+                .into(),
+        );
+    }
+    let place_of_vcpu = |n: usize| -> Result<CpuSet, String> {
+        if !plan.pinned {
+            return Ok(plan.process_mask.clone());
+        }
+        plan.places.get(n).cloned().ok_or_else(|| {
+            format!(
+                "--qemu: vCPU {n} has no place: the plan has {} place(s) for {} vCPU(s); plan with --threads {}",
+                plan.places.len(),
+                vcpus.len(),
+                vcpus.iter().max().map_or(0, |m| m + 1)
+            )
+        })
+    };
+    let mut vcpu_cpus = CpuSet::new();
+    for &n in &vcpus {
+        vcpu_cpus.union_with(&place_of_vcpu(n)?);
+    }
+    let emulator = {
+        let rest = plan.process_mask.difference(&vcpu_cpus);
+        if rest.is_empty() || !plan.pinned {
+            plan.process_mask.clone()
+        } else {
+            rest
+        }
+    };
+    tasks
+        .into_iter()
+        .map(|t| {
+            Ok(match vcpu_index(&t.name) {
+                Some(n) => Assignment {
+                    tid: t.tid,
+                    role: Role::Vcpu(n),
+                    target: Some(place_of_vcpu(n)?),
+                    name: t.name,
+                },
+                None => Assignment {
+                    tid: t.tid,
+                    role: Role::Emulator,
+                    target: Some(emulator.clone()),
+                    name: t.name,
+                },
+            })
+        })
+        .collect()
+}
+
+/// What happened to one thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Its affinity was changed.
+    Changed,
+    /// It already had its target.
+    Unchanged,
+    /// Dry run: it would be changed.
+    WouldChange,
+    /// The plan leaves it alone (`os`).
+    LeftAlone,
+    /// It exited before it could be pinned.
+    Exited,
+    /// The kernel refused.
+    Failed,
+}
+
+/// One thread of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadPin {
+    pub tid: i32,
+    pub name: String,
+    #[serde(flatten)]
+    pub role: Role,
+    pub before: Option<CpuSet>,
+    pub target: Option<CpuSet>,
+    /// Read back after the change (dry run: the target).
+    pub after: Option<CpuSet>,
+    pub outcome: Outcome,
+    pub error: Option<String>,
+}
+
+/// The result of [`pin_process`].
+#[derive(Clone, Debug, Serialize)]
+pub struct PinReport {
+    pub pid: i32,
+    pub policy: String,
+    pub dry_run: bool,
+    pub threads: Vec<ThreadPin>,
+    /// The process exited while being pinned: the report is partial.
+    pub process_exited: bool,
+    pub notes: Vec<String>,
+}
+
+/// Why nothing could be pinned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PinError {
+    /// No such process (exit 1).
+    NoSuchProcess(i32),
+    /// Not allowed to change another user's process (exit 1).
+    PermissionDenied {
+        pid: i32,
+        owner: Option<u32>,
+        me: u32,
+    },
+    /// The plan does not fit the process (usage, exit 2).
+    Plan(String),
+}
+
+impl fmt::Display for PinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PinError::NoSuchProcess(pid) => write!(f, "no process with PID {pid}"),
+            PinError::PermissionDenied { pid, owner, me } => {
+                let owner = owner.map_or("another user".to_string(), |u| format!("uid {u}"));
+                write!(
+                    f,
+                    "permission denied changing the affinity of PID {pid} (owned by {owner}, you are uid {me}): run as its owner or with CAP_SYS_NICE (e.g. sudo)"
+                )
+            }
+            PinError::Plan(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for PinError {}
+
+/// The threads of `pid` with their names, ascending TID.
+pub fn threads_of(fs: &FsRoot, pid: i32) -> Result<Vec<TaskInfo>, PinError> {
+    if pid <= 0 || !procfs::process_exists(fs, pid) {
+        return Err(PinError::NoSuchProcess(pid));
+    }
+    let tasks: Vec<TaskInfo> = procfs::tids(fs, pid)
+        .into_iter()
+        .filter_map(|tid| procfs::task_stat(fs, pid, tid).map(|st| TaskInfo { tid, name: st.comm }))
+        .collect();
+    if tasks.is_empty() {
+        return Err(PinError::NoSuchProcess(pid));
+    }
+    Ok(tasks)
+}
+
+/// How many threads to plan for when pinning `pid`: its vCPU count with
+/// `qemu` (highest vCPU number + 1), else its thread count.
+pub fn threads_to_plan(tasks: &[TaskInfo], qemu: bool) -> usize {
+    if qemu {
+        if let Some(m) = tasks.iter().filter_map(|t| vcpu_index(&t.name)).max() {
+            return m + 1;
+        }
+    }
+    tasks.len().max(1)
+}
+
+fn my_uid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+fn process_gone(fs: &FsRoot, pid: i32) -> bool {
+    match procfs::task_stat(fs, pid, pid) {
+        None => true,
+        Some(st) => st.state == 'Z' || st.state == 'X',
+    }
+}
+
+/// Applies `plan` to every thread of `pid` (live machine only: affinity
+/// is a syscall). Threads that exit meanwhile are noted and skipped.
+pub fn pin_process(
+    fs: &FsRoot,
+    pid: i32,
+    plan: &Plan,
+    opts: &PinOptions,
+) -> Result<PinReport, PinError> {
+    let tasks = threads_of(fs, pid)?;
+    let assignments = assign(&tasks, plan, opts).map_err(PinError::Plan)?;
+    let mut notes = Vec::new();
+    if plan.pinned && !opts.qemu && tasks.len() > plan.places.len() && !plan.places.is_empty() {
+        notes.push(format!(
+            "the process has {} threads but the plan {} places: places were reused round robin",
+            tasks.len(),
+            plan.places.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(assignments.len());
+    for a in assignments {
+        let before = affinity::get_affinity(a.tid).ok();
+        let mut pin = ThreadPin {
+            tid: a.tid,
+            name: a.name,
+            role: a.role,
+            before: before.clone(),
+            target: a.target.clone(),
+            after: None,
+            outcome: Outcome::LeftAlone,
+            error: None,
+        };
+        let Some(target) = a.target else {
+            pin.after = before;
+            out.push(pin);
+            continue;
+        };
+        if before.is_none() {
+            pin.outcome = Outcome::Exited;
+            out.push(pin);
+            continue;
+        }
+        if opts.dry_run {
+            pin.outcome = if before.as_ref() == Some(&target) {
+                Outcome::Unchanged
+            } else {
+                Outcome::WouldChange
+            };
+            pin.after = Some(target);
+            out.push(pin);
+            continue;
+        }
+        match affinity::set_affinity(a.tid, &target) {
+            Ok(()) => {
+                pin.after = affinity::get_affinity(a.tid).ok();
+                pin.outcome = if before.as_ref() == Some(&target) {
+                    Outcome::Unchanged
+                } else {
+                    Outcome::Changed
+                };
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => pin.outcome = Outcome::Exited,
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                if out
+                    .iter()
+                    .all(|p: &ThreadPin| p.outcome != Outcome::Changed)
+                {
+                    return Err(PinError::PermissionDenied {
+                        pid,
+                        owner: procfs::process_uid(fs, pid),
+                        me: my_uid(),
+                    });
+                }
+                pin.outcome = Outcome::Failed;
+                pin.error = Some("permission denied".into());
+            }
+            Err(e) => {
+                pin.outcome = Outcome::Failed;
+                pin.error = Some(match e.raw_os_error() {
+                    Some(libc::EINVAL) => {
+                        format!("CPUs {target} are not online or not allowed by the cgroup")
+                    }
+                    _ => e.to_string(),
+                });
+            }
+        }
+        out.push(pin);
+    }
+    if opts.dry_run && my_uid() != 0 && procfs::process_uid(fs, pid).is_some_and(|u| u != my_uid())
+    {
+        notes.push(
+            "dry run: the process belongs to another user; applying would need CAP_SYS_NICE".into(),
+        );
+    }
+    if !opts.dry_run {
+        let known: std::collections::BTreeSet<i32> = tasks.iter().map(|t| t.tid).collect();
+        let new = procfs::tids(fs, pid)
+            .into_iter()
+            .filter(|t| !known.contains(t))
+            .count();
+        if new > 0 {
+            notes.push(format!("{new} thread(s) appeared while pinning and were not pinned: run again to include them"));
+        }
+    }
+    let exited = out.iter().filter(|p| p.outcome == Outcome::Exited).count();
+    let process_exited = exited > 0 && process_gone(fs, pid);
+    if exited > 0 && !process_exited {
+        notes.push(format!("{exited} thread(s) exited while being pinned"));
+    }
+    if process_exited {
+        notes.push(format!(
+            "PID {pid} exited while being pinned: this report is partial"
+        ));
+    }
+    Ok(PinReport {
+        pid,
+        policy: plan.policy.clone(),
+        dry_run: opts.dry_run,
+        threads: out,
+        process_exited,
+        notes,
+    })
+}

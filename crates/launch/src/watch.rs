@@ -1,0 +1,322 @@
+//! The watcher: a thread that polls `/proc/PID/task` while a launched
+//! program runs. It does two jobs:
+//!
+//! - **follow** (`--follow`): pins each new thread, in order of first sight,
+//!   to its place — for static binaries and runtimes that do not go through
+//!   `pthread_create`, where the shim cannot reach. TIDs grow, so first
+//!   sight approximates creation order; a thread runs unpinned for up to one
+//!   poll interval (measured: see [`FollowStats`]).
+//! - **report** (`--report`): samples every thread's affinity
+//!   (`Cpus_allowed_list`) and last CPU (stat field 39), so the report shows
+//!   where threads actually ran — proof, not promise — even though the
+//!   threads are gone when the program exits.
+
+use crate::affinity;
+use crate::procfs;
+use crate::skip::place_of;
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::FsRoot;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What `--follow` pins new threads to.
+#[derive(Clone, Debug)]
+pub struct FollowPlan {
+    /// Places in creation order; the main thread holds place 0 already.
+    pub places: Vec<CpuSet>,
+    /// Created-thread indices left on `process_mask`.
+    pub skip: Vec<usize>,
+    /// The mask for skipped threads.
+    pub process_mask: CpuSet,
+}
+
+/// How the watcher runs.
+#[derive(Clone, Debug)]
+pub struct WatchConfig {
+    pub pid: i32,
+    pub follow: Option<FollowPlan>,
+    /// How often to look for new threads.
+    pub poll: Duration,
+    /// How often to sample every thread's affinity and CPU (0: never,
+    /// only at first sight).
+    pub sample_every: Duration,
+}
+
+/// A pin done by `--follow`.
+#[derive(Clone, Debug, Serialize)]
+pub struct FollowPin {
+    /// The place it was given (`None`: skipped, given the process mask).
+    pub place: Option<usize>,
+    /// Wall time from the thread's creation to its pinning, in ms. The
+    /// kernel gives creation times in clock ticks (usually 10 ms), so this
+    /// is exact only to one tick.
+    pub delay_ms: Option<f64>,
+    /// CPU time the thread had run before it was pinned, in µs
+    /// (`schedstat`, ns resolution): the code that ran unpinned.
+    pub ran_unpinned_us: Option<f64>,
+    /// Why pinning failed (e.g. the thread had already exited).
+    pub error: Option<String>,
+}
+
+/// What was seen of one thread.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadRecord {
+    pub tid: i32,
+    /// Order of first sight (0 = the main thread).
+    pub index: usize,
+    /// Thread name (comm) when last seen.
+    pub name: String,
+    /// Time of first sight after launch, in ms.
+    pub first_seen_ms: f64,
+    /// Affinity when last sampled.
+    pub affinity: Option<CpuSet>,
+    /// CPU it was last seen on.
+    pub last_cpu: Option<usize>,
+    /// Every CPU it was seen on.
+    pub cpus_seen: CpuSet,
+    /// Number of samples.
+    pub samples: u64,
+    /// What the plan meant for it (by order of first sight), if pinned.
+    pub planned: Option<CpuSet>,
+    /// The follow pin, when `--follow` pinned it.
+    pub follow: Option<FollowPin>,
+}
+
+/// Delay figures of `--follow` over all threads it pinned.
+#[derive(Clone, Debug, Serialize)]
+pub struct FollowStats {
+    pub pinned: usize,
+    pub failed: usize,
+    pub poll_interval_ms: f64,
+    pub median_delay_ms: Option<f64>,
+    pub max_delay_ms: Option<f64>,
+    pub median_ran_unpinned_us: Option<f64>,
+    pub max_ran_unpinned_us: Option<f64>,
+}
+
+/// A running watcher; [`Watcher::finish`] stops it and returns its records.
+pub struct Watcher {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<ThreadRecord>>,
+}
+
+impl Watcher {
+    /// Starts watching. `planned` gives the expected place of each thread
+    /// by order of first sight (for the report), empty if none.
+    pub fn start(fs: FsRoot, cfg: WatchConfig, planned: Vec<CpuSet>, skip: Vec<usize>) -> Watcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("pinsight-watch".into())
+            .spawn(move || watch(&fs, &cfg, &planned, &skip, &flag))
+            .expect("spawn watcher thread");
+        Watcher { stop, handle }
+    }
+
+    /// Stops the watcher (after one last look) and returns what it saw,
+    /// in order of first sight.
+    pub fn finish(self) -> Vec<ThreadRecord> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+fn planned_for(order: usize, planned: &[CpuSet], skip: &[usize]) -> Option<CpuSet> {
+    if planned.is_empty() {
+        return None;
+    }
+    if order == 0 {
+        return Some(planned[0].clone());
+    }
+    place_of(order - 1, skip, planned.len()).map(|p| planned[p].clone())
+}
+
+fn sample(fs: &FsRoot, pid: i32, rec: &mut ThreadRecord) -> bool {
+    let Some(st) = procfs::task_stat(fs, pid, rec.tid) else {
+        return false;
+    };
+    if st.state == 'Z' || st.state == 'X' {
+        return false;
+    }
+    rec.name = st.comm;
+    if let Some(c) = st.last_cpu {
+        rec.last_cpu = Some(c);
+        rec.cpus_seen.insert(c);
+    }
+    if let Some(a) = procfs::task_allowed(fs, pid, rec.tid) {
+        rec.affinity = Some(a);
+    }
+    rec.samples += 1;
+    true
+}
+
+fn follow_pin(fs: &FsRoot, pid: i32, tid: i32, created: usize, plan: &FollowPlan) -> FollowPin {
+    let place = place_of(created, &plan.skip, plan.places.len());
+    let target = match place {
+        Some(p) => &plan.places[p],
+        None => &plan.process_mask,
+    };
+    let result = affinity::set_affinity(tid, target);
+    let now = procfs::boottime_ns();
+    let ran = procfs::task_runtime_ns(fs, pid, tid).map(|ns| ns as f64 / 1e3);
+    let delay = procfs::task_stat(fs, pid, tid).map(|st| {
+        let start_ns = st.start_ticks as f64 * 1e9 / procfs::clock_ticks() as f64;
+        ((now as f64 - start_ns) / 1e6).max(0.0)
+    });
+    match result {
+        Ok(()) => FollowPin {
+            place,
+            delay_ms: delay,
+            ran_unpinned_us: ran,
+            error: None,
+        },
+        Err(e) => FollowPin {
+            place,
+            delay_ms: None,
+            ran_unpinned_us: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+fn watch(
+    fs: &FsRoot,
+    cfg: &WatchConfig,
+    planned: &[CpuSet],
+    skip: &[usize],
+    stop: &AtomicBool,
+) -> Vec<ThreadRecord> {
+    let t0 = Instant::now();
+    let mut records: BTreeMap<i32, ThreadRecord> = BTreeMap::new();
+    let mut last_sample = Instant::now();
+    loop {
+        // Read the flag before looking, so the last look happens after it was set.
+        let stopping = stop.load(Ordering::SeqCst);
+        let tids = procfs::tids(fs, cfg.pid);
+        for &tid in &tids {
+            if records.contains_key(&tid) {
+                continue;
+            }
+            let order = records.len();
+            let mut rec = ThreadRecord {
+                tid,
+                index: order,
+                name: String::new(),
+                first_seen_ms: t0.elapsed().as_secs_f64() * 1e3,
+                affinity: None,
+                last_cpu: None,
+                cpus_seen: CpuSet::new(),
+                samples: 0,
+                planned: planned_for(order, planned, skip),
+                follow: None,
+            };
+            // The main thread was placed at spawn; others are pinned now.
+            if let (Some(plan), true) = (&cfg.follow, tid != cfg.pid && order > 0) {
+                rec.follow = Some(follow_pin(fs, cfg.pid, tid, order - 1, plan));
+            }
+            sample(fs, cfg.pid, &mut rec);
+            records.insert(tid, rec);
+        }
+        if !cfg.sample_every.is_zero() && last_sample.elapsed() >= cfg.sample_every {
+            last_sample = Instant::now();
+            for tid in &tids {
+                if let Some(rec) = records.get_mut(tid) {
+                    sample(fs, cfg.pid, rec);
+                }
+            }
+        }
+        if stopping {
+            break;
+        }
+        std::thread::sleep(cfg.poll);
+    }
+    let mut out: Vec<ThreadRecord> = records.into_values().collect();
+    out.sort_by_key(|r| r.index);
+    out
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Summarises the follow pins in `records`.
+pub fn follow_stats(records: &[ThreadRecord], poll: Duration) -> FollowStats {
+    let pins: Vec<&FollowPin> = records.iter().filter_map(|r| r.follow.as_ref()).collect();
+    let mut delays: Vec<f64> = pins.iter().filter_map(|p| p.delay_ms).collect();
+    let mut ran: Vec<f64> = pins.iter().filter_map(|p| p.ran_unpinned_us).collect();
+    let max = |v: &[f64]| v.iter().copied().reduce(f64::max);
+    FollowStats {
+        pinned: pins.iter().filter(|p| p.error.is_none()).count(),
+        failed: pins.iter().filter(|p| p.error.is_some()).count(),
+        poll_interval_ms: poll.as_secs_f64() * 1e3,
+        max_delay_ms: max(&delays),
+        median_delay_ms: median(&mut delays),
+        max_ran_unpinned_us: max(&ran),
+        median_ran_unpinned_us: median(&mut ran),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planned_matches_shim_order() {
+        let places: Vec<CpuSet> = (0..3).map(CpuSet::single).collect();
+        assert_eq!(planned_for(0, &places, &[]), Some(CpuSet::single(0)));
+        assert_eq!(planned_for(1, &places, &[]), Some(CpuSet::single(1)));
+        assert_eq!(planned_for(3, &places, &[]), Some(CpuSet::single(0)));
+        assert_eq!(planned_for(1, &places, &[0]), None);
+        assert_eq!(planned_for(2, &places, &[0]), Some(CpuSet::single(1)));
+        assert_eq!(planned_for(5, &[], &[]), None);
+    }
+
+    #[test]
+    fn median_of_even_and_odd() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+
+    #[test]
+    fn watches_own_threads() {
+        let fs = FsRoot::live();
+        let pid = std::process::id() as i32;
+        let w = Watcher::start(
+            fs,
+            WatchConfig {
+                pid,
+                follow: None,
+                poll: Duration::from_millis(1),
+                sample_every: Duration::from_millis(2),
+            },
+            vec![],
+            vec![],
+        );
+        let t = std::thread::Builder::new()
+            .name("probe-x".into())
+            .spawn(|| std::thread::sleep(Duration::from_millis(30)))
+            .unwrap();
+        t.join().unwrap();
+        let recs = w.finish();
+        assert!(
+            recs.iter()
+                .any(|r| r.name == "probe-x" && r.samples > 0 && r.affinity.is_some()),
+            "{recs:?}"
+        );
+        assert_eq!(recs[0].index, 0);
+    }
+}

@@ -1,0 +1,177 @@
+/*
+ * Test program for pinsight-launch: starts threads and reports, from inside
+ * each thread, where it runs (sched_getcpu) and what it may run on
+ * (sched_getaffinity) -- the program's own view, to compare with the plan.
+ *
+ *   probe [-t N] [-d MS] [-w] [-p] [-l MS] [-o FILE]
+ *     -t N   create N threads besides the main thread (default 2)
+ *     -d MS  sleep MS milliseconds before creating the threads
+ *     -w     print "ready" after all threads reported, wait for a line (or
+ *            EOF) on stdin, then report every thread again ("after" lines)
+ *     -p     each created thread spins until its affinity changes from the
+ *            one it started with (at most 2 s) and reports after how many
+ *            microseconds (and the affinity it then has): the delay of an
+ *            outside pinner such as --follow
+ *     -l MS  every thread lingers MS milliseconds before exiting (so an
+ *            outside observer can sample it)
+ *     -o F   write the report to file F instead of stdout
+ *
+ * Output lines: "<phase> <i> tid <tid> cpu <cpu> affinity <cpulist> [pinned_after_us <us>]"
+ * with phase "start" or "after", i = 0 for the main thread, 1.. in creation order.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXT 256
+
+struct rec {
+    long tid;
+    int cpu;
+    char aff[512];
+    long pinned_after_us;
+};
+
+static struct rec start_rec[MAXT + 1], after_rec[MAXT + 1];
+static int spin_for_pin, linger_ms;
+static pthread_barrier_t reported, go_on, done;
+
+static void cpulist(char *out, size_t cap) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    out[0] = 0;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        snprintf(out, cap, "?");
+        return;
+    }
+    size_t o = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &set))
+            continue;
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
+            e++;
+        o += (size_t)snprintf(out + o, cap - o, o ? ",%d" : "%d", c);
+        if (e > c)
+            o += (size_t)snprintf(out + o, cap - o, "-%d", e);
+        c = e;
+        if (o >= cap)
+            break;
+    }
+}
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void fill(struct rec *r) {
+    r->tid = (long)syscall(SYS_gettid);
+    r->cpu = sched_getcpu();
+    cpulist(r->aff, sizeof r->aff);
+    r->pinned_after_us = -1;
+}
+
+static void *worker(void *arg) {
+    long i = (long)arg;
+    double t0 = now_us();
+    fill(&start_rec[i]);
+    if (spin_for_pin) {
+        char cur[512];
+        for (;;) {
+            cpulist(cur, sizeof cur);
+            double t = now_us();
+            if (strcmp(cur, start_rec[i].aff) != 0) {
+                start_rec[i].pinned_after_us = (long)(t - t0);
+                strcpy(start_rec[i].aff, cur);
+                start_rec[i].cpu = sched_getcpu();
+                break;
+            }
+            if (t - t0 > 2e6)
+                break;
+        }
+    }
+    pthread_barrier_wait(&reported);
+    pthread_barrier_wait(&go_on);
+    fill(&after_rec[i]);
+    pthread_barrier_wait(&done);
+    if (linger_ms > 0)
+        usleep((useconds_t)linger_ms * 1000);
+    return NULL;
+}
+
+static void print(const char *phase, struct rec *r, int n) {
+    for (int i = 0; i <= n; i++) {
+        printf("%s %d tid %ld cpu %d affinity %s", phase, i, r[i].tid, r[i].cpu, r[i].aff);
+        if (r[i].pinned_after_us >= 0)
+            printf(" pinned_after_us %ld", r[i].pinned_after_us);
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    int n = 2, delay_ms = 0, wait = 0, opt;
+    while ((opt = getopt(argc, argv, "t:d:wpl:o:")) != -1) {
+        switch (opt) {
+        case 't': n = atoi(optarg); break;
+        case 'd': delay_ms = atoi(optarg); break;
+        case 'w': wait = 1; break;
+        case 'p': spin_for_pin = 1; break;
+        case 'l': linger_ms = atoi(optarg); break;
+        case 'o':
+            if (!freopen(optarg, "w", stdout)) {
+                perror("probe: -o");
+                return 2;
+            }
+            break;
+        default:
+            fprintf(stderr, "usage: probe [-t N] [-d MS] [-w] [-p] [-l MS] [-o FILE]\n");
+            return 2;
+        }
+    }
+    if (n < 0 || n > MAXT) {
+        fprintf(stderr, "probe: -t must be 0..%d\n", MAXT);
+        return 2;
+    }
+    fill(&start_rec[0]);
+    if (delay_ms > 0)
+        usleep((useconds_t)delay_ms * 1000);
+    pthread_barrier_init(&reported, NULL, (unsigned)n + 1);
+    pthread_barrier_init(&go_on, NULL, (unsigned)n + 1);
+    pthread_barrier_init(&done, NULL, (unsigned)n + 1);
+    pthread_t th[MAXT];
+    for (long i = 1; i <= n; i++) {
+        if (pthread_create(&th[i - 1], NULL, worker, (void *)i) != 0) {
+            perror("probe: pthread_create");
+            return 1;
+        }
+    }
+    pthread_barrier_wait(&reported);
+    print("start", start_rec, n);
+    if (wait) {
+        printf("ready\n");
+        fflush(stdout);
+        char line[64];
+        if (!fgets(line, sizeof line, stdin)) {
+            /* EOF: go on */
+        }
+    }
+    pthread_barrier_wait(&go_on);
+    fill(&after_rec[0]);
+    pthread_barrier_wait(&done);
+    if (wait)
+        print("after", after_rec, n);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    if (linger_ms > 0)
+        usleep((useconds_t)linger_ms * 1000);
+    return 0;
+}

@@ -1,0 +1,239 @@
+//! `launch::run` on the live machine: the child's own view of its threads
+//! must match the plan.
+
+mod common;
+use common::*;
+use pinsight_launch::{run, LaunchError, Mechanism, RunOptions};
+use std::ffi::OsString;
+use std::time::Duration;
+
+fn os(v: &[&str]) -> Vec<OsString> {
+    v.iter().map(OsString::from).collect()
+}
+
+fn run_probe(
+    plan: &pinsight_plan::Plan,
+    args: &[&str],
+    tweak: impl FnOnce(&mut RunOptions),
+) -> (String, pinsight_launch::RunOutcome) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("probe.out");
+    let mut a = os(args);
+    a.push("-o".into());
+    a.push(out.clone().into());
+    let mut opts = RunOptions::new(PROBE, a);
+    tweak(&mut opts);
+    let outcome = run(plan, &opts).unwrap();
+    assert_eq!(outcome.exit_code, 0, "{outcome:?}");
+    (std::fs::read_to_string(&out).unwrap(), outcome)
+}
+
+#[test]
+fn shim_pins_each_thread_in_creation_order() {
+    if !need_two_cpus() {
+        return;
+    }
+    // 3 places for main + 4 threads: thread 3 wraps to place 0.
+    let plan = pinned_plan(&["1", "0", "1"]);
+    let (text, outcome) = run_probe(&plan, &["-t", "4"], |_| {});
+    let lines = parse_probe(&text);
+    let expect = ["1", "0", "1", "1", "0"];
+    for (i, want) in expect.iter().enumerate() {
+        let l = &lines[&("start".to_string(), i)];
+        assert_eq!(&l.affinity, want, "thread {i}: {text}");
+        assert_eq!(l.cpu.to_string(), *want, "thread {i} ran elsewhere: {text}");
+    }
+    assert_eq!(outcome.mechanism, Some(Mechanism::Shim));
+}
+
+#[test]
+fn skip_leaves_helper_threads_on_the_process_mask() {
+    if !need_two_cpus() {
+        return;
+    }
+    // Created thread 0 is skipped: it gets the process mask (0-1) and uses no place.
+    let plan = pinned_plan(&["1", "0"]);
+    let (text, _) = run_probe(&plan, &["-t", "2"], |o| o.skip = vec![0]);
+    let lines = parse_probe(&text);
+    let aff: Vec<&str> = (0..3)
+        .map(|i| lines[&("start".to_string(), i)].affinity.as_str())
+        .collect();
+    assert_eq!(aff, vec!["1", "0-1", "0"], "{text}");
+}
+
+#[test]
+fn set_policy_sets_the_process_mask_only() {
+    if !need_two_cpus() {
+        return;
+    }
+    let (text, outcome) = run_probe(&set_plan("1", 3), &["-t", "3"], |_| {});
+    let lines = parse_probe(&text);
+    assert!(lines.values().all(|l| l.affinity == "1"), "{text}");
+    assert_eq!(outcome.mechanism, None);
+}
+
+#[test]
+fn os_policy_changes_nothing() {
+    if !need_two_cpus() {
+        return;
+    }
+    // The child inherits the spawning thread's mask: narrow ours, and `os` must keep it.
+    let before = usable();
+    pinsight_launch::affinity::set_affinity(0, &cpus("1")).unwrap();
+    let (text, _) = run_probe(&os_plan(), &["-t", "1"], |_| {});
+    pinsight_launch::affinity::set_affinity(0, &before).unwrap();
+    let lines = parse_probe(&text);
+    assert!(lines.values().all(|l| l.affinity == "1"), "{text}");
+}
+
+#[test]
+fn shim_follows_exec_but_not_forked_children() {
+    if !need_two_cpus() {
+        return;
+    }
+    // sh (the launched program) forks probe #1 — a grandchild, left alone,
+    // so its thread inherits sh's main-thread place (1) — then execs probe #2
+    // in place, which is pinned like the program itself.
+    let dir = tempfile::tempdir().unwrap();
+    let (f1, f2) = (dir.path().join("1"), dir.path().join("2"));
+    let script = format!(
+        "{PROBE} -t 1 -o {}; exec {PROBE} -t 1 -o {}",
+        f1.display(),
+        f2.display()
+    );
+    let plan = pinned_plan(&["1", "0"]);
+    let outcome = run(&plan, &RunOptions::new("sh", os(&["-c", &script]))).unwrap();
+    assert_eq!(outcome.exit_code, 0);
+    let grandchild = parse_probe(&std::fs::read_to_string(&f1).unwrap());
+    let exec_d = parse_probe(&std::fs::read_to_string(&f2).unwrap());
+    let aff = |m: &std::collections::BTreeMap<(String, usize), ProbeLine>, i: usize| {
+        m[&("start".to_string(), i)].affinity.clone()
+    };
+    assert_eq!(
+        (aff(&grandchild, 0), aff(&grandchild, 1)),
+        ("1".into(), "1".into())
+    );
+    assert_eq!((aff(&exec_d, 0), aff(&exec_d, 1)), ("1".into(), "0".into()));
+}
+
+#[test]
+fn openmp_threads_are_pinned_through_the_shim() {
+    if !need_two_cpus() {
+        return;
+    }
+    if OMP_PROBE.is_empty() {
+        println!("skipped: the C compiler has no OpenMP (gcc -fopenmp failed at build time)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("omp.out");
+    let plan = pinned_plan(&["1", "0", "0", "1"]);
+    let mut opts = RunOptions::new(
+        "sh",
+        os(&["-c", &format!("exec {OMP_PROBE} > {}", out.display())]),
+    );
+    // What omp_env would give: the binding variables must be dropped.
+    opts.env = vec![
+        ("OMP_NUM_THREADS".into(), "4".into()),
+        ("OMP_PLACES".into(), "{0},{1},{1},{0}".into()),
+        ("OMP_PROC_BIND".into(), "close".into()),
+    ];
+    let outcome = run(&plan, &opts).unwrap();
+    assert_eq!(outcome.exit_code, 0);
+    if std::env::var_os("OMP_NUM_THREADS").is_none() {
+        assert_eq!(
+            outcome.exported,
+            vec![("OMP_NUM_THREADS".to_string(), "4".to_string())]
+        );
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines = parse_probe(&text);
+    let aff: Vec<&str> = (0..4)
+        .map(|i| lines[&("omp".to_string(), i)].affinity.as_str())
+        .collect();
+    assert_eq!(aff, vec!["1", "0", "0", "1"], "{text}");
+}
+
+#[test]
+fn follow_pins_threads_created_later_and_measures_delay() {
+    if !need_two_cpus() {
+        return;
+    }
+    // Main starts on place 0 (CPU 1); threads appear after 50 ms and must
+    // be moved to CPU 0 by the watcher; each measures how long that took.
+    let plan = pinned_plan(&["1", "0", "0"]);
+    let (text, outcome) = run_probe(&plan, &["-t", "2", "-d", "50", "-p"], |o| {
+        o.mechanism = Mechanism::Follow;
+        o.follow_interval = Duration::from_millis(1);
+    });
+    let lines = parse_probe(&text);
+    assert_eq!(lines[&("start".to_string(), 0)].affinity, "1", "{text}");
+    let mut delays = vec![];
+    for i in 1..=2 {
+        let l = &lines[&("start".to_string(), i)];
+        assert_eq!(l.affinity, "0", "thread {i}: {text}");
+        delays.push(l.pinned_after_us.expect("pinned within 2 s"));
+    }
+    let stats = outcome.follow.unwrap();
+    assert_eq!(stats.pinned, 2, "{stats:?}");
+    println!("follow delay seen by the threads: {delays:?} us; watcher stats: {stats:?}");
+    assert!(delays.iter().all(|&d| d < 500_000), "{delays:?}");
+}
+
+#[test]
+fn report_samples_where_threads_ran() {
+    if !need_two_cpus() {
+        return;
+    }
+    let plan = pinned_plan(&["1", "0", "1"]);
+    let (_, outcome) = run_probe(&plan, &["-t", "2", "-l", "60"], |o| {
+        o.report = true;
+        o.sample_interval = Duration::from_millis(5);
+    });
+    let t = &outcome.threads;
+    assert_eq!(t.len(), 3, "{t:?}");
+    for r in t {
+        assert!(r.samples > 0, "{r:?}");
+        assert_eq!(r.affinity.as_ref(), r.planned.as_ref(), "{r:?}");
+        assert!(r.cpus_seen.is_subset(r.planned.as_ref().unwrap()), "{r:?}");
+    }
+}
+
+#[test]
+fn exit_status_is_handed_on() {
+    let plan = os_plan();
+    let o = run(&plan, &RunOptions::new("sh", os(&["-c", "exit 7"]))).unwrap();
+    assert_eq!((o.exit_code, o.signal), (7, None));
+    let o = run(&plan, &RunOptions::new("sh", os(&["-c", "kill -KILL $$"]))).unwrap();
+    assert_eq!((o.exit_code, o.signal), (128 + 9, Some(9)));
+}
+
+#[test]
+fn missing_or_unexecutable_commands_exit_like_a_shell() {
+    let plan = pinned_plan(&["0"]);
+    let e = run(
+        &plan,
+        &RunOptions::new("definitely-not-a-command-xyz", vec![]),
+    )
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 127);
+    assert!(
+        e.to_string().contains("'definitely-not-a-command-xyz'")
+            && e.to_string().contains("not found"),
+        "{e}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data.txt");
+    std::fs::write(&f, "not a program").unwrap();
+    let e = run(&plan, &RunOptions::new(&f, vec![])).unwrap_err();
+    assert_eq!(e.exit_code(), 126, "{e}");
+}
+
+#[test]
+fn mask_outside_the_cgroup_is_refused() {
+    let bad = pinned_plan(&["4096"]);
+    let e = run(&bad, &RunOptions::new("true", vec![])).unwrap_err();
+    assert!(matches!(e, LaunchError::Affinity { .. }), "{e:?}");
+    assert_eq!(e.exit_code(), 1);
+    assert!(e.to_string().contains("4096"), "{e}");
+}
