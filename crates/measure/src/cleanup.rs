@@ -1,0 +1,179 @@
+//! Leave no trace on Ctrl-C: on SIGINT/SIGTERM/SIGHUP, kill the process
+//! groups of runs in flight, restore every cpufreq governor changed by a
+//! [`crate::GovernorGuard`], then die by the same signal (so the shell sees
+//! 130/143/129 as usual).
+//!
+//! How it works: the signal handler only writes the signal number to a
+//! self-pipe (the one async-signal-safe thing worth doing); a dedicated
+//! thread reads it and does the cleanup with ordinary Rust code (locks,
+//! file writes). Everything is done exactly once: registries are drained
+//! under a lock, and guards dropped later find nothing left to restore.
+//!
+//! Composing with a command's own Ctrl-C handling (`pinsight compare`):
+//! - simplest: call [`install_signal_cleanup`] once at start; use
+//!   [`set_signal_hook`] to flush a journal after cleanup, before the
+//!   process dies;
+//! - or keep your own handler and call [`cleanup_now`] from ordinary code
+//!   (not from inside a signal handler) before exiting.
+//!
+//! Measured children run in their own process group (so a timeout can kill
+//! the whole tree), which also means the terminal's Ctrl-C does not reach
+//! them directly: killing their groups here is what stops them.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+static ACTIVE_GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+static HOOK: Mutex<Option<fn(i32)>> = Mutex::new(None);
+static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// The signals that trigger cleanup.
+pub const CLEANUP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Whether a cleanup signal arrived; new runs are refused from then on.
+pub fn is_shutting_down() -> bool {
+    SHUTTING_DOWN.load(Ordering::SeqCst)
+}
+
+/// Kills the process groups of runs in flight and restores all governors.
+/// Idempotent. Call from ordinary code, never from a signal handler.
+/// Returns the restore failures (empty when all went well).
+pub fn cleanup_now() -> Vec<String> {
+    SHUTTING_DOWN.store(true, Ordering::SeqCst);
+    let groups: Vec<libc::pid_t> = std::mem::take(&mut *lock(&ACTIVE_GROUPS));
+    for g in groups {
+        let _ = crate::sys::proc::kill_group(g, libc::SIGKILL);
+    }
+    crate::governor::restore_all()
+}
+
+/// A function run by the cleanup thread after [`cleanup_now`] and before
+/// the process dies by the signal (e.g. flush a journal). Replaces any
+/// previous hook.
+pub fn set_signal_hook(hook: fn(signal: i32)) {
+    *lock(&HOOK) = Some(hook);
+}
+
+/// Installs the SIGINT/SIGTERM/SIGHUP cleanup (once per process; later
+/// calls return the first result). Signals that were ignored when this is
+/// called (e.g. SIGHUP under `nohup`) stay ignored.
+pub fn install_signal_cleanup() -> Result<(), String> {
+    INSTALLED.get_or_init(install).clone()
+}
+
+fn install() -> Result<(), String> {
+    let (r, w) = crate::sys::proc::pipe().map_err(|e| format!("signal cleanup: pipe: {e}"))?;
+    use std::os::fd::IntoRawFd;
+    let (r, w) = (r.into_raw_fd(), w.into_raw_fd());
+    // SAFETY: setting O_NONBLOCK on our own descriptor: a full pipe must
+    // never block the signal handler.
+    unsafe {
+        libc::fcntl(
+            w,
+            libc::F_SETFL,
+            libc::fcntl(w, libc::F_GETFL) | libc::O_NONBLOCK,
+        )
+    };
+    PIPE_WRITE.store(w, Ordering::SeqCst);
+    std::thread::Builder::new()
+        .name("pinsight-cleanup".into())
+        .spawn(move || cleanup_thread(r))
+        .map_err(|e| format!("signal cleanup: thread: {e}"))?;
+    for sig in CLEANUP_SIGNALS {
+        // SAFETY: sigaction with a handler that only calls write(2) on a
+        // non-blocking pipe and preserves errno: async-signal-safe.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+            {
+                continue;
+            }
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(format!(
+                    "signal cleanup: sigaction({sig}): {}",
+                    io::Error::last_os_error()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // SAFETY: only async-signal-safe calls; errno saved and restored.
+    unsafe {
+        let errno = *libc::__errno_location();
+        let fd = PIPE_WRITE.load(Ordering::Relaxed);
+        if fd >= 0 {
+            let b = sig as u8;
+            libc::write(fd, (&b as *const u8).cast(), 1);
+        }
+        *libc::__errno_location() = errno;
+    }
+}
+
+fn cleanup_thread(read_fd: libc::c_int) {
+    let mut b = [0u8; 1];
+    loop {
+        match crate::sys::proc::read_exact_raw(read_fd, &mut b) {
+            Ok(true) => break,
+            _ => return,
+        }
+    }
+    let sig = libc::c_int::from(b[0]);
+    for failure in cleanup_now() {
+        eprintln!("pinsight: {failure}");
+    }
+    let hook = *lock(&HOOK);
+    if let Some(h) = hook {
+        h(sig);
+    }
+    // SAFETY: restoring the default action and re-sending the signal to the
+    // whole process, so it dies the way the sender intended.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::kill(libc::getpid(), sig);
+    }
+    // Only reached if the signal could not kill us.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    std::process::exit(128 + sig);
+}
+
+/// A run's process group, registered for killing on a cleanup signal for
+/// as long as this lives.
+pub(crate) struct GroupRegistration(libc::pid_t);
+
+impl GroupRegistration {
+    /// Registers `pgid`. If a cleanup signal already arrived (it may have
+    /// raced with the spawn), kills the group at once.
+    pub(crate) fn new(pgid: libc::pid_t) -> GroupRegistration {
+        lock(&ACTIVE_GROUPS).push(pgid);
+        if is_shutting_down() {
+            let _ = crate::sys::proc::kill_group(pgid, libc::SIGKILL);
+        }
+        GroupRegistration(pgid)
+    }
+}
+
+impl Drop for GroupRegistration {
+    fn drop(&mut self) {
+        lock(&ACTIVE_GROUPS).retain(|&g| g != self.0);
+    }
+}
+
+/// Locks ignoring poison: cleanup must work even after a panic elsewhere.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

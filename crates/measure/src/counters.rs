@@ -1,0 +1,736 @@
+//! Which perf counters to open (a pure plan from sysfs), and what their
+//! readings mean (pure derivation: scaling, sums, IPC, GHz).
+//!
+//! Hybrid machines (Intel P/E cores, some ARM) register one core PMU per
+//! core type (`cpu_core`, `cpu_atom`, `armv8_cortex_*`). A generic hardware
+//! event opened without naming a PMU counts on one of them only, so we open
+//! each hardware event once per core PMU using the kernel's extended type
+//! encoding (include/uapi/linux/perf_event.h, Linux 5.13+):
+//! `attr.type = PERF_TYPE_HARDWARE`, `attr.config = (pmu_type << 32) | event`,
+//! and report each PMU separately and summed.
+
+use crate::metric::Metric;
+use crate::sys::perf::{self, Reading};
+use pinsight_topology::FsRoot;
+use serde::{Deserialize, Serialize};
+
+/// The kernel's registry of PMUs (each a symlink into /sys/devices).
+const EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
+
+/// A core PMU: one per core type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorePmu {
+    /// sysfs name: `cpu` (x86, one core type), `cpu_core`, `cpu_atom`, `armv8_pmuv3_0`, ...
+    pub name: String,
+    /// Its dynamic PMU type number (`.../<name>/type`).
+    pub type_id: u32,
+}
+
+/// The events pinsight counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    TaskClock,
+    ContextSwitches,
+    CpuMigrations,
+    PageFaults,
+    Cycles,
+    Instructions,
+    CacheReferences,
+    CacheMisses,
+}
+
+impl Event {
+    /// The software events (always attempted).
+    pub const SOFTWARE: [Event; 4] = [
+        Event::TaskClock,
+        Event::ContextSwitches,
+        Event::CpuMigrations,
+        Event::PageFaults,
+    ];
+    /// The hardware events (attempted once per core PMU).
+    pub const HARDWARE: [Event; 4] = [
+        Event::Cycles,
+        Event::Instructions,
+        Event::CacheReferences,
+        Event::CacheMisses,
+    ];
+
+    /// perf's name for the event.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::TaskClock => "task-clock",
+            Event::ContextSwitches => "context-switches",
+            Event::CpuMigrations => "cpu-migrations",
+            Event::PageFaults => "page-faults",
+            Event::Cycles => "cycles",
+            Event::Instructions => "instructions",
+            Event::CacheReferences => "cache-references",
+            Event::CacheMisses => "cache-misses",
+        }
+    }
+
+    fn id(self) -> u64 {
+        match self {
+            Event::TaskClock => perf::PERF_COUNT_SW_TASK_CLOCK,
+            Event::ContextSwitches => perf::PERF_COUNT_SW_CONTEXT_SWITCHES,
+            Event::CpuMigrations => perf::PERF_COUNT_SW_CPU_MIGRATIONS,
+            Event::PageFaults => perf::PERF_COUNT_SW_PAGE_FAULTS,
+            Event::Cycles => perf::PERF_COUNT_HW_CPU_CYCLES,
+            Event::Instructions => perf::PERF_COUNT_HW_INSTRUCTIONS,
+            Event::CacheReferences => perf::PERF_COUNT_HW_CACHE_REFERENCES,
+            Event::CacheMisses => perf::PERF_COUNT_HW_CACHE_MISSES,
+        }
+    }
+
+    fn is_hardware(self) -> bool {
+        Event::HARDWARE.contains(&self)
+    }
+}
+
+/// One counter to open: the event, its PMU (hardware only) and the exact
+/// `perf_event_attr` type/config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedEvent {
+    pub event: Event,
+    pub pmu: Option<String>,
+    pub attr_type: u32,
+    pub attr_config: u64,
+}
+
+impl PlannedEvent {
+    /// `cycles`, or `cpu_core/cycles` on hybrid machines (perf's spelling).
+    pub fn label(&self, hybrid: bool) -> String {
+        match (&self.pmu, hybrid) {
+            (Some(p), true) => format!("{p}/{}", self.event.name()),
+            _ => self.event.name().to_string(),
+        }
+    }
+}
+
+/// Everything to open, and why hardware is missing if it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventPlan {
+    pub events: Vec<PlannedEvent>,
+    /// More than one core PMU: hardware events are per core type.
+    pub hybrid: bool,
+    /// Set when no hardware events are planned.
+    pub hardware_unavailable: Option<String>,
+}
+
+/// The core PMUs the kernel registered, ordered by type number (so
+/// `cpu_core` comes before `cpu_atom`, as perf lists them). Err with the
+/// reason when there is none (VMs without a virtual PMU, containers).
+///
+/// A PMU is a core PMU when named `cpu`, `cpu_*` (x86 hybrid) or `cpum_cf`
+/// (s390), or when it has a `cpus` file (ARM core PMUs; uncore PMUs have
+/// `cpumask` instead) — the rule the perf tool uses.
+pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, String> {
+    let mut dir = EVENT_SOURCES;
+    let mut names = fs.list_dir(dir);
+    if names.is_empty() {
+        // Older dumps record /sys/devices only.
+        dir = "/sys/devices";
+        names = fs.list_dir(dir);
+    }
+    let mut pmus: Vec<CorePmu> = names
+        .iter()
+        .filter(|n| {
+            n.as_str() == "cpu"
+                || n.starts_with("cpu_")
+                || n.as_str() == "cpum_cf"
+                || fs.exists(format!("{dir}/{n}/cpus"))
+        })
+        .filter_map(|n| {
+            let t = fs.read_u64(format!("{dir}/{n}/type"))?;
+            Some(CorePmu {
+                name: n.clone(),
+                type_id: u32::try_from(t).ok()?,
+            })
+        })
+        .collect();
+    pmus.sort_by_key(|p| p.type_id);
+    if pmus.is_empty() {
+        let seen = fs.list_dir(EVENT_SOURCES);
+        let seen = if seen.is_empty() {
+            "none".to_string()
+        } else {
+            seen.join(", ")
+        };
+        return Err(format!(
+            "no hardware PMU: no core PMU (cpu, cpu_core, cpu_atom, armv*) in {EVENT_SOURCES} (found: {seen}); \
+             VMs often expose none"
+        ));
+    }
+    Ok(pmus)
+}
+
+/// The counters to open for `pmus` (from [`discover_core_pmus`]). Pure.
+///
+/// - software events: `PERF_TYPE_SOFTWARE`, always;
+/// - one core PMU: `PERF_TYPE_HARDWARE`, config = generic id (works on every
+///   kernel, no extended type needed);
+/// - several core PMUs (hybrid): each hardware event once per PMU with
+///   `config = (pmu_type << 32) | id`.
+pub fn plan(pmus: &Result<Vec<CorePmu>, String>) -> EventPlan {
+    let mut events: Vec<PlannedEvent> = Event::SOFTWARE
+        .iter()
+        .map(|&e| PlannedEvent {
+            event: e,
+            pmu: None,
+            attr_type: perf::PERF_TYPE_SOFTWARE,
+            attr_config: e.id(),
+        })
+        .collect();
+    let (hybrid, hardware_unavailable) = match pmus {
+        Err(reason) => (false, Some(reason.clone())),
+        Ok(p) if p.is_empty() => (false, Some("no hardware PMU".to_string())),
+        Ok(p) => {
+            let hybrid = p.len() > 1;
+            for pmu in p {
+                for &e in &Event::HARDWARE {
+                    let config = if hybrid {
+                        (u64::from(pmu.type_id) << perf::PERF_PMU_TYPE_SHIFT) | e.id()
+                    } else {
+                        e.id()
+                    };
+                    events.push(PlannedEvent {
+                        event: e,
+                        pmu: Some(pmu.name.clone()),
+                        attr_type: perf::PERF_TYPE_HARDWARE,
+                        attr_config: config,
+                    });
+                }
+            }
+            (hybrid, None)
+        }
+    };
+    EventPlan {
+        events,
+        hybrid,
+        hardware_unavailable,
+    }
+}
+
+/// Counts of one core PMU (hybrid machines have several).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PmuCounts {
+    pub pmu: String,
+    pub cycles: Metric,
+    pub instructions: Metric,
+    pub ipc: Metric,
+    pub cache_references: Metric,
+    pub cache_misses: Metric,
+    /// cycles / time the cycles counter was running: the average frequency
+    /// while on this core type.
+    pub avg_ghz: Metric,
+    /// time_running / time_enabled of this PMU's cycles counter. On hybrid
+    /// machines this is (about) the share of the run spent on this core type:
+    /// the kernel only runs a PMU's counters while the task is on one of its
+    /// CPUs, so these counts are NOT scaled (scaling would extrapolate P-core
+    /// counts over E-core time). On single-PMU machines, < 1 means
+    /// multiplexing and the counts are scaled.
+    pub active_fraction: Metric,
+}
+
+/// An event whose counter shared the PMU with others (multiplexing) and was
+/// scaled by time_enabled / time_running.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Multiplexed {
+    pub event: String,
+    /// time_running / time_enabled (1 = counted all the time).
+    pub running_fraction: f64,
+}
+
+/// Everything the counters say about one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CounterMetrics {
+    pub task_clock_ms: Metric,
+    pub context_switches: Metric,
+    pub cpu_migrations: Metric,
+    pub page_faults: Metric,
+    pub cycles: Metric,
+    pub instructions: Metric,
+    pub ipc: Metric,
+    pub cache_references: Metric,
+    pub cache_misses: Metric,
+    /// cycles / task-clock, as perf stat's "GHz" column.
+    pub avg_ghz: Metric,
+    pub per_pmu: Vec<PmuCounts>,
+    pub multiplexed: Vec<Multiplexed>,
+}
+
+impl CounterMetrics {
+    /// All metrics unavailable for `reason` (counters off or failed).
+    pub fn unavailable(reason: &str) -> CounterMetrics {
+        let u = || Metric::unavailable(reason);
+        CounterMetrics {
+            task_clock_ms: u(),
+            context_switches: u(),
+            cpu_migrations: u(),
+            page_faults: u(),
+            cycles: u(),
+            instructions: u(),
+            ipc: u(),
+            cache_references: u(),
+            cache_misses: u(),
+            avg_ghz: u(),
+            per_pmu: Vec::new(),
+            multiplexed: Vec::new(),
+        }
+    }
+}
+
+/// Turns readings into metrics. Pure.
+///
+/// `readings` holds every planned event with its reading or the reason it
+/// has none; `hardware_unavailable` explains absent hardware events.
+pub fn derive(
+    readings: &[(PlannedEvent, Result<Reading, String>)],
+    hybrid: bool,
+    hardware_unavailable: Option<&str>,
+) -> CounterMetrics {
+    let mut multiplexed = Vec::new();
+    let mut value_of = |p: &PlannedEvent, r: &Result<Reading, String>| -> Metric {
+        let r = match r {
+            Ok(r) => r,
+            Err(reason) => return Metric::unavailable(reason.clone()),
+        };
+        if hybrid && p.event.is_hardware() {
+            return Metric::value(r.value as f64);
+        }
+        scale(r, &p.label(hybrid), &mut multiplexed)
+    };
+    let missing_reason = |e: Event| -> String {
+        if e.is_hardware() {
+            hardware_unavailable.unwrap_or("not counted").to_string()
+        } else {
+            "not counted".to_string()
+        }
+    };
+    let mut values: Vec<(PlannedEvent, Metric, Option<Reading>)> = Vec::new();
+    for (p, r) in readings {
+        let m = value_of(p, r);
+        values.push((p.clone(), m, r.as_ref().ok().copied()));
+    }
+    // Totals: software events appear once; hardware events are summed
+    // over PMUs (all must be measured, else the sum would be a lie).
+    let total = |e: Event| -> Metric {
+        let ms: Vec<&Metric> = values
+            .iter()
+            .filter(|(p, _, _)| p.event == e)
+            .map(|(_, m, _)| m)
+            .collect();
+        if ms.is_empty() {
+            return Metric::unavailable(missing_reason(e));
+        }
+        let mut sum = 0.0;
+        for m in ms {
+            match m {
+                Metric::Value(v) => sum += v,
+                u => return u.clone(),
+            }
+        }
+        Metric::value(sum)
+    };
+    let task_clock_ns = total(Event::TaskClock);
+    let cycles = total(Event::Cycles);
+    let instructions = total(Event::Instructions);
+
+    let mut pmus: Vec<String> = Vec::new();
+    for (p, _, _) in &values {
+        if let Some(n) = &p.pmu {
+            if !pmus.contains(n) {
+                pmus.push(n.clone());
+            }
+        }
+    }
+    let per_pmu = pmus
+        .into_iter()
+        .map(|name| {
+            let get = |e: Event| {
+                values
+                    .iter()
+                    .find(|(p, _, _)| p.event == e && p.pmu.as_deref() == Some(name.as_str()))
+                    .map(|(_, m, r)| (m.clone(), *r))
+                    .unwrap_or_else(|| (Metric::unavailable(missing_reason(e)), None))
+            };
+            let (c, c_reading) = get(Event::Cycles);
+            let (i, _) = get(Event::Instructions);
+            let (avg_ghz, active_fraction) = match c_reading {
+                Some(r) if r.time_enabled_ns > 0 => (
+                    if r.time_running_ns > 0 {
+                        Metric::value(r.value as f64 / r.time_running_ns as f64)
+                    } else {
+                        Metric::unavailable(format!("{name}/cycles never ran"))
+                    },
+                    Metric::value(r.time_running_ns as f64 / r.time_enabled_ns as f64),
+                ),
+                Some(_) => (
+                    Metric::unavailable("counter never enabled"),
+                    Metric::unavailable("counter never enabled"),
+                ),
+                None => (c.clone(), c.clone()),
+            };
+            PmuCounts {
+                ipc: i.ratio(&c, "cycles"),
+                cycles: c,
+                instructions: i,
+                cache_references: get(Event::CacheReferences).0,
+                cache_misses: get(Event::CacheMisses).0,
+                avg_ghz,
+                active_fraction,
+                pmu: name,
+            }
+        })
+        .collect();
+
+    CounterMetrics {
+        task_clock_ms: task_clock_ns.map(|ns| ns / 1e6),
+        context_switches: total(Event::ContextSwitches),
+        cpu_migrations: total(Event::CpuMigrations),
+        page_faults: total(Event::PageFaults),
+        ipc: instructions.ratio(&cycles, "cycles"),
+        avg_ghz: cycles.ratio(&task_clock_ns, "task-clock"),
+        cycles,
+        instructions,
+        cache_references: total(Event::CacheReferences),
+        cache_misses: total(Event::CacheMisses),
+        per_pmu,
+        multiplexed,
+    }
+}
+
+/// value × enabled / running, noting multiplexing; a counter that never
+/// ran while enabled has no value (the PMU was fully taken by others).
+fn scale(r: &Reading, label: &str, multiplexed: &mut Vec<Multiplexed>) -> Metric {
+    if r.time_running_ns >= r.time_enabled_ns || r.time_enabled_ns == 0 {
+        return Metric::value(r.value as f64);
+    }
+    if r.time_running_ns == 0 {
+        return Metric::unavailable(format!(
+            "{label}: counter never ran (PMU fully multiplexed out by other counters)"
+        ));
+    }
+    let fraction = r.time_running_ns as f64 / r.time_enabled_ns as f64;
+    multiplexed.push(Multiplexed {
+        event: label.to_string(),
+        running_fraction: fraction,
+    });
+    Metric::value(r.value as f64 / fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("sys/bus/event_source/devices");
+        fs::create_dir_all(&src).unwrap();
+        for (n, t) in [
+            ("software", "1"),
+            ("tracepoint", "2"),
+            ("breakpoint", "5"),
+            ("msr", "9"),
+        ] {
+            fs::create_dir_all(d.path().join("sys/devices").join(n)).unwrap();
+            fs::write(d.path().join("sys/devices").join(n).join("type"), t).unwrap();
+            std::os::unix::fs::symlink(format!("../../../devices/{n}"), src.join(n)).unwrap();
+        }
+        d
+    }
+
+    fn add_pmu(d: &tempfile::TempDir, name: &str, ty: u32, cpus: Option<&str>) {
+        let dev = d.path().join("sys/devices").join(name);
+        fs::create_dir_all(&dev).unwrap();
+        fs::write(dev.join("type"), format!("{ty}\n")).unwrap();
+        if let Some(c) = cpus {
+            fs::write(dev.join("cpus"), c).unwrap();
+        }
+        std::os::unix::fs::symlink(
+            format!("../../../devices/{name}"),
+            d.path().join("sys/bus/event_source/devices").join(name),
+        )
+        .unwrap();
+    }
+
+    fn hw(plan: &EventPlan) -> Vec<(Option<String>, Event, u32, u64)> {
+        plan.events
+            .iter()
+            .filter(|e| e.event.is_hardware())
+            .map(|e| (e.pmu.clone(), e.event, e.attr_type, e.attr_config))
+            .collect()
+    }
+
+    #[test]
+    fn pmu_less_machine_plans_software_only_with_a_reason() {
+        let d = tree();
+        let fs = FsRoot::at(d.path()).unwrap();
+        let pmus = discover_core_pmus(&fs);
+        let reason = pmus.clone().unwrap_err();
+        assert!(reason.starts_with("no hardware PMU"), "{reason}");
+        assert!(reason.contains("software"), "{reason}");
+        let p = plan(&pmus);
+        assert_eq!(p.events.len(), 4);
+        assert!(p
+            .events
+            .iter()
+            .all(|e| e.attr_type == perf::PERF_TYPE_SOFTWARE));
+        assert!(!p.hybrid);
+        assert_eq!(p.hardware_unavailable.as_deref(), Some(reason.as_str()));
+        // An empty root (no /sys at all) says so too.
+        let empty = tempfile::tempdir().unwrap();
+        let e = discover_core_pmus(&FsRoot::at(empty.path()).unwrap()).unwrap_err();
+        assert!(e.contains("found: none"), "{e}");
+    }
+
+    #[test]
+    fn single_pmu_uses_plain_generic_events() {
+        let d = tree();
+        add_pmu(&d, "cpu", 4, None);
+        let p = plan(&discover_core_pmus(&FsRoot::at(d.path()).unwrap()));
+        assert!(!p.hybrid);
+        let cpu = Some("cpu".to_string());
+        assert_eq!(
+            hw(&p),
+            vec![
+                (cpu.clone(), Event::Cycles, 0, 0),
+                (cpu.clone(), Event::Instructions, 0, 1),
+                (cpu.clone(), Event::CacheReferences, 0, 2),
+                (cpu, Event::CacheMisses, 0, 3),
+            ]
+        );
+    }
+
+    #[test]
+    fn intel_hybrid_opens_each_hardware_event_per_pmu_with_extended_type() {
+        let d = tree();
+        add_pmu(&d, "cpu_atom", 8, Some("16-31"));
+        add_pmu(&d, "cpu_core", 4, Some("0-15"));
+        let fs = FsRoot::at(d.path()).unwrap();
+        let pmus = discover_core_pmus(&fs).unwrap();
+        assert_eq!(
+            pmus,
+            vec![
+                CorePmu {
+                    name: "cpu_core".into(),
+                    type_id: 4
+                },
+                CorePmu {
+                    name: "cpu_atom".into(),
+                    type_id: 8
+                }
+            ]
+        );
+        let p = plan(&Ok(pmus));
+        assert!(p.hybrid);
+        let core = Some("cpu_core".to_string());
+        let atom = Some("cpu_atom".to_string());
+        assert_eq!(
+            hw(&p),
+            vec![
+                (core.clone(), Event::Cycles, 0, 0x4_0000_0000),
+                (core.clone(), Event::Instructions, 0, 0x4_0000_0001),
+                (core.clone(), Event::CacheReferences, 0, 0x4_0000_0002),
+                (core, Event::CacheMisses, 0, 0x4_0000_0003),
+                (atom.clone(), Event::Cycles, 0, 0x8_0000_0000),
+                (atom.clone(), Event::Instructions, 0, 0x8_0000_0001),
+                (atom.clone(), Event::CacheReferences, 0, 0x8_0000_0002),
+                (atom, Event::CacheMisses, 0, 0x8_0000_0003),
+            ]
+        );
+        assert_eq!(
+            p.events.iter().filter(|e| !e.event.is_hardware()).count(),
+            4
+        );
+    }
+
+    #[test]
+    fn arm_core_pmus_are_found_by_their_cpus_file_and_uncore_ignored() {
+        let d = tree();
+        add_pmu(&d, "armv8_cortex_a53", 10, Some("0-3"));
+        add_pmu(&d, "armv8_cortex_a72", 11, Some("4-5"));
+        // An uncore PMU: cpumask, not cpus.
+        add_pmu(&d, "arm_dsu_0", 12, None);
+        fs::write(d.path().join("sys/devices/arm_dsu_0/cpumask"), "0").unwrap();
+        let pmus = discover_core_pmus(&FsRoot::at(d.path()).unwrap()).unwrap();
+        let names: Vec<&str> = pmus.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, vec!["armv8_cortex_a53", "armv8_cortex_a72"]);
+    }
+
+    #[test]
+    fn dumps_without_the_bus_directory_fall_back_to_sys_devices() {
+        let d = tempfile::tempdir().unwrap();
+        for (n, t) in [("cpu_core", 4), ("cpu_atom", 10)] {
+            fs::create_dir_all(d.path().join("sys/devices").join(n)).unwrap();
+            fs::write(
+                d.path().join("sys/devices").join(n).join("type"),
+                t.to_string(),
+            )
+            .unwrap();
+        }
+        let pmus = discover_core_pmus(&FsRoot::at(d.path()).unwrap()).unwrap();
+        assert_eq!(
+            pmus[1],
+            CorePmu {
+                name: "cpu_atom".into(),
+                type_id: 10
+            }
+        );
+    }
+
+    fn reading(value: u64, enabled: u64, running: u64) -> Result<Reading, String> {
+        Ok(Reading {
+            value,
+            time_enabled_ns: enabled,
+            time_running_ns: running,
+        })
+    }
+
+    fn find(p: &EventPlan, e: Event, pmu: Option<&str>) -> PlannedEvent {
+        p.events
+            .iter()
+            .find(|x| x.event == e && x.pmu.as_deref() == pmu)
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn derives_sums_ipc_ghz_and_keeps_hybrid_counts_unscaled() {
+        let pmus = Ok(vec![
+            CorePmu {
+                name: "cpu_core".into(),
+                type_id: 4,
+            },
+            CorePmu {
+                name: "cpu_atom".into(),
+                type_id: 8,
+            },
+        ]);
+        let p = plan(&pmus);
+        let rs = vec![
+            (
+                find(&p, Event::TaskClock, None),
+                reading(1_000_000_000, 1_000_000_000, 1_000_000_000),
+            ),
+            (find(&p, Event::ContextSwitches, None), reading(12, 1, 1)),
+            (find(&p, Event::CpuMigrations, None), reading(3, 1, 1)),
+            (find(&p, Event::PageFaults, None), reading(100, 1, 1)),
+            // 0.75 s on P cores at 5 GHz, 0.25 s on E cores at 3 GHz.
+            (
+                find(&p, Event::Cycles, Some("cpu_core")),
+                reading(3_750_000_000, 1_000_000_000, 750_000_000),
+            ),
+            (
+                find(&p, Event::Instructions, Some("cpu_core")),
+                reading(7_500_000_000, 1_000_000_000, 750_000_000),
+            ),
+            (
+                find(&p, Event::CacheReferences, Some("cpu_core")),
+                reading(1000, 1, 1),
+            ),
+            (
+                find(&p, Event::CacheMisses, Some("cpu_core")),
+                reading(10, 1, 1),
+            ),
+            (
+                find(&p, Event::Cycles, Some("cpu_atom")),
+                reading(750_000_000, 1_000_000_000, 250_000_000),
+            ),
+            (
+                find(&p, Event::Instructions, Some("cpu_atom")),
+                reading(750_000_000, 1_000_000_000, 250_000_000),
+            ),
+            (
+                find(&p, Event::CacheReferences, Some("cpu_atom")),
+                reading(500, 1, 1),
+            ),
+            (
+                find(&p, Event::CacheMisses, Some("cpu_atom")),
+                Err("cpu_atom/cache-misses: EBUSY".into()),
+            ),
+        ];
+        let m = derive(&rs, true, None);
+        assert_eq!(m.task_clock_ms, Metric::Value(1000.0));
+        assert_eq!(m.cycles, Metric::Value(4_500_000_000.0));
+        assert_eq!(m.instructions, Metric::Value(8_250_000_000.0));
+        assert!((m.ipc.get().unwrap() - 8.25 / 4.5).abs() < 1e-12);
+        assert!((m.avg_ghz.get().unwrap() - 4.5).abs() < 1e-12);
+        assert_eq!(m.cache_references, Metric::Value(1500.0));
+        assert_eq!(
+            m.cache_misses.reason(),
+            Some("cpu_atom/cache-misses: EBUSY")
+        );
+        assert!(m.multiplexed.is_empty());
+        assert_eq!(m.per_pmu.len(), 2);
+        let core = &m.per_pmu[0];
+        assert_eq!(core.pmu, "cpu_core");
+        assert_eq!(core.ipc, Metric::Value(2.0));
+        assert!((core.avg_ghz.get().unwrap() - 5.0).abs() < 1e-12);
+        assert_eq!(core.active_fraction, Metric::Value(0.75));
+        let atom = &m.per_pmu[1];
+        assert!((atom.avg_ghz.get().unwrap() - 3.0).abs() < 1e-12);
+        assert_eq!(
+            atom.cache_misses.reason(),
+            Some("cpu_atom/cache-misses: EBUSY")
+        );
+    }
+
+    #[test]
+    fn single_pmu_counts_are_scaled_for_multiplexing_and_reported() {
+        let p = plan(&Ok(vec![CorePmu {
+            name: "cpu".into(),
+            type_id: 4,
+        }]));
+        let rs = vec![
+            (
+                find(&p, Event::TaskClock, None),
+                reading(2_000_000, 2_000_000, 2_000_000),
+            ),
+            (
+                find(&p, Event::Cycles, Some("cpu")),
+                reading(3_000_000, 2_000_000, 1_000_000),
+            ),
+            (
+                find(&p, Event::Instructions, Some("cpu")),
+                reading(1, 2_000_000, 0),
+            ),
+        ];
+        let m = derive(&rs, false, None);
+        assert_eq!(m.cycles, Metric::Value(6_000_000.0));
+        assert_eq!(m.avg_ghz, Metric::Value(3.0));
+        assert_eq!(
+            m.multiplexed,
+            vec![Multiplexed {
+                event: "cycles".into(),
+                running_fraction: 0.5
+            }]
+        );
+        assert!(m.instructions.reason().unwrap().contains("never ran"));
+        assert!(m.ipc.reason().unwrap().contains("never ran"));
+        assert_eq!(m.context_switches.reason(), Some("not counted"));
+    }
+
+    #[test]
+    fn without_pmu_hardware_metrics_carry_the_discovery_reason() {
+        let p = plan(&Err("no hardware PMU: test".into()));
+        let rs: Vec<_> = p
+            .events
+            .iter()
+            .map(|e| (e.clone(), reading(5, 1, 1)))
+            .collect();
+        let m = derive(&rs, false, p.hardware_unavailable.as_deref());
+        assert_eq!(m.page_faults, Metric::Value(5.0));
+        for hwm in [
+            &m.cycles,
+            &m.instructions,
+            &m.ipc,
+            &m.cache_misses,
+            &m.avg_ghz,
+        ] {
+            assert_eq!(hwm.reason(), Some("no hardware PMU: test"));
+        }
+        assert!(m.per_pmu.is_empty());
+    }
+}

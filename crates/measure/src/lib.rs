@@ -1,0 +1,47 @@
+//! `pinsight-measure`: measure one run of a program the way `perf stat`
+//! and `hyperfine` do, cheaply enough to run thousands of times.
+//!
+//! - [`Measurer::run`] spawns a caller-built [`std::process::Command`] in its
+//!   own process group and records wall time, rusage (user, sys, max RSS),
+//!   exit status, perf counters on the whole process tree (software events
+//!   always; cycles/instructions/cache events per core PMU when the machine
+//!   has them) and RAPL energy; it enforces a timeout by killing the group.
+//! - [`GovernorGuard`] sets a cpufreq governor and restores it on drop,
+//!   panic, or SIGINT/SIGTERM/SIGHUP ([`install_signal_cleanup`]).
+//!
+//! Every number that cannot be measured is a [`Metric::Unavailable`] with
+//! the reason, never 0. Every OS file is read through
+//! [`pinsight_topology::FsRoot`], so PMU discovery, RAPL and cpufreq are
+//! tested on fake trees.
+//!
+//! ```no_run
+//! use pinsight_measure::{Measurer, Options};
+//! use pinsight_topology::FsRoot;
+//! use std::process::Command;
+//!
+//! pinsight_measure::install_signal_cleanup().unwrap();
+//! let (m, notes) = Measurer::new(&FsRoot::live(), Options::default());
+//! for n in notes { eprintln!("{n}"); }
+//! let mut cmd = Command::new("sleep");
+//! cmd.arg("0.1");
+//! let rec = m.run(cmd).unwrap(); // by value: a Command is built per run
+//! println!("{}", serde_json::to_string(&rec).unwrap()); // journal line
+//! println!("{} s, task-clock {} ms", rec.wall_s, rec.counters.task_clock_ms);
+//! ```
+
+pub mod cleanup;
+pub mod counters;
+pub mod energy;
+pub mod governor;
+pub mod metric;
+pub mod record;
+mod run;
+mod sys;
+
+pub use cleanup::{cleanup_now, install_signal_cleanup, is_shutting_down, set_signal_hook};
+pub use counters::{CounterMetrics, Multiplexed, PmuCounts};
+pub use energy::EnergyMetrics;
+pub use governor::{read_governors, restore_all, CpuGovernor, GovernorError, GovernorGuard};
+pub use metric::Metric;
+pub use record::{ExitStatusRecord, RunRecord};
+pub use run::{Measurer, Options, RunError};

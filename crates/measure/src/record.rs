@@ -1,0 +1,60 @@
+//! What one measured run produced: the record that goes into JSON journals.
+//! Field names are part of the journal format: rename nothing.
+
+use crate::counters::CounterMetrics;
+use crate::energy::EnergyMetrics;
+use serde::{Deserialize, Serialize};
+
+/// How the measured process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitStatusRecord {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal number, when a signal killed it.
+    pub signal: Option<i32>,
+}
+
+impl ExitStatusRecord {
+    /// The status a shell would report: the code, or 128 + signal.
+    pub fn shell_code(&self) -> i32 {
+        match (self.code, self.signal) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            (None, None) => 1,
+        }
+    }
+
+    /// Exited with code 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+/// One run of a program.
+///
+/// Times and rusage are always measured. Counters and energy are
+/// [`crate::Metric`]s: a number, or the reason there is none. The counters
+/// and energy fields are flattened into this object in JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Monotonic time from just before the fork to the moment the process
+    /// was seen to exit (includes fork + exec, ~0.1–0.5 ms).
+    pub wall_s: f64,
+    /// User CPU time (`wait4` rusage). Includes the descendants the process
+    /// itself waited for; not those it left running or orphaned.
+    pub user_s: f64,
+    /// System CPU time, same scope as `user_s`.
+    pub sys_s: f64,
+    /// Peak resident set size, KiB: the maximum over the process and its
+    /// waited-for descendants (not their sum). Floor: the size of the
+    /// forking parent's copied pages (Linux records the pre-exec image).
+    pub max_rss_kib: u64,
+    pub exit: ExitStatusRecord,
+    /// Killed because it exceeded the timeout (then `exit.signal` tells
+    /// which of SIGTERM/SIGKILL ended it).
+    pub timed_out: bool,
+    #[serde(flatten)]
+    pub counters: CounterMetrics,
+    #[serde(flatten)]
+    pub energy: EnergyMetrics,
+}

@@ -1,0 +1,392 @@
+//! Live runs: timing, counters vs rusage, exit statuses, timeouts, fake
+//! PMU-less and powercap trees. The test binary doubles as the workload
+//! (`PINSIGHT_MEASURE_CHILD=spin:MS` runs `child_entry` only).
+
+use pinsight_measure::{Measurer, Metric, Options, RunError, RunRecord};
+use pinsight_topology::FsRoot;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD: &str = "PINSIGHT_MEASURE_CHILD";
+
+fn process_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Entry point when this binary is spawned as a workload.
+#[test]
+fn child_entry() {
+    let Ok(mode) = std::env::var(CHILD) else {
+        return;
+    };
+    if let Some(ms) = mode.strip_prefix("spin:") {
+        let target = ms.parse::<u64>().unwrap() * 1_000_000;
+        let start = process_cpu_ns();
+        let mut x = 0u64;
+        while process_cpu_ns() - start < target {
+            for i in 0..1000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+        }
+    }
+}
+
+/// This binary, spinning for `ms` of CPU time.
+fn spin(ms: u64) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["child_entry", "--exact", "--test-threads=1", "-q"])
+        .env(CHILD, format!("spin:{ms}"))
+        .stdout(Stdio::null())
+        .stdin(Stdio::null());
+    c
+}
+
+fn sh(script: &str) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c").arg(script).stdin(Stdio::null());
+    c
+}
+
+fn measurer(opts: Options) -> Measurer {
+    Measurer::new(&FsRoot::live(), opts).0
+}
+
+fn value(m: &Metric) -> f64 {
+    m.get()
+        .unwrap_or_else(|| panic!("expected a value, got {m}"))
+}
+
+#[test]
+fn task_clock_agrees_with_user_plus_sys_on_a_cpu_bound_child() {
+    let m = measurer(Options::default());
+    let r = m.run(spin(300)).unwrap();
+    assert_eq!(r.exit.code, Some(0), "{r:?}");
+    let cpu_ms = (r.user_s + r.sys_s) * 1000.0;
+    let task_ms = value(&r.counters.task_clock_ms);
+    assert!(cpu_ms >= 290.0, "{cpu_ms}");
+    let err = (task_ms - cpu_ms).abs() / cpu_ms;
+    assert!(
+        err < 0.05,
+        "task-clock {task_ms:.1} ms vs user+sys {cpu_ms:.1} ms ({:.1}%)",
+        err * 100.0
+    );
+    assert!(
+        r.wall_s * 1000.0 >= task_ms * 0.95,
+        "wall {} s < task-clock {task_ms} ms",
+        r.wall_s
+    );
+    assert!(value(&r.counters.page_faults) > 10.0);
+    assert!(value(&r.counters.context_switches) >= 0.0);
+    assert!(value(&r.counters.cpu_migrations) >= 0.0);
+    assert!(r.max_rss_kib > 0);
+    // Hardware counters: a value on machines with a PMU, an honest reason
+    // otherwise — never a fake 0.
+    match &r.counters.cycles {
+        Metric::Value(c) => {
+            assert!(*c > 1e8);
+            assert!(value(&r.counters.avg_ghz) > 0.1);
+        }
+        Metric::Unavailable { reason } => {
+            assert!(!reason.is_empty());
+            assert_eq!(r.counters.ipc.reason().map(|s| !s.is_empty()), Some(true));
+        }
+    }
+}
+
+#[test]
+fn counters_follow_the_whole_process_tree() {
+    let m = measurer(Options::default());
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "{0} child_entry --exact --test-threads=1 -q >/dev/null & {0} child_entry --exact --test-threads=1 -q >/dev/null; wait",
+        exe.display()
+    );
+    let mut c = sh(&script);
+    c.env(CHILD, "spin:150");
+    let r = m.run(c).unwrap();
+    let task_ms = value(&r.counters.task_clock_ms);
+    assert!(
+        task_ms >= 290.0,
+        "two 150 ms grandchildren, task-clock {task_ms} ms"
+    );
+    let cpu_ms = (r.user_s + r.sys_s) * 1000.0;
+    assert!(
+        (task_ms - cpu_ms).abs() / cpu_ms < 0.05,
+        "task-clock {task_ms} vs user+sys {cpu_ms}"
+    );
+}
+
+#[test]
+fn exit_codes_and_signals_are_recorded() {
+    let m = measurer(Options::default());
+    let r = m.run(sh("exit 3")).unwrap();
+    assert_eq!(
+        (r.exit.code, r.exit.signal, r.timed_out),
+        (Some(3), None, false)
+    );
+    let r = m.run(sh("kill -SEGV $$")).unwrap();
+    assert_eq!((r.exit.code, r.exit.signal), (None, Some(libc::SIGSEGV)));
+    assert_eq!(r.exit.shell_code(), 128 + libc::SIGSEGV);
+}
+
+#[test]
+fn missing_and_unexecutable_commands_are_distinct_errors() {
+    for opts in [
+        Options::default(),
+        Options {
+            counters: false,
+            ..Options::default()
+        },
+    ] {
+        let m = measurer(opts);
+        let e = m
+            .run(Command::new("pinsight-no-such-command-xyz"))
+            .unwrap_err();
+        assert!(
+            matches!(&e, RunError::NotFound { program } if program == "pinsight-no-such-command-xyz"),
+            "{e:?}"
+        );
+        assert_eq!(e.exit_code(), 127);
+        assert_eq!(
+            e.to_string(),
+            "pinsight-no-such-command-xyz: command not found"
+        );
+        let e = m.run(Command::new("/nonexistent/dir/prog")).unwrap_err();
+        assert_eq!(e.exit_code(), 127, "{e:?}");
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("not-executable");
+        std::fs::write(&f, "data").unwrap();
+        let e = m.run(Command::new(&f)).unwrap_err();
+        assert_eq!(e.exit_code(), 126, "{e:?}");
+    }
+}
+
+#[test]
+fn callers_pre_exec_errors_surface_as_spawn_errors() {
+    use std::os::unix::process::CommandExt;
+    let m = measurer(Options::default());
+    let mut c = Command::new("true");
+    // SAFETY: the hook only returns an error.
+    unsafe { c.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EINVAL))) };
+    let e = m.run(c).unwrap_err();
+    assert!(matches!(e, RunError::Spawn { .. }), "{e:?}");
+}
+
+/// Whether `pid` is gone (or a zombie awaiting its new parent).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit(')')
+            .next()
+            .map(|t| t.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+    }
+}
+
+fn wait_gone(pids: &[i32]) {
+    let t = Instant::now();
+    while !pids.iter().all(|&p| gone(p)) {
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "leftover processes: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn pids_in(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn timeout_terms_then_kills_the_whole_group() {
+    let d = tempfile::tempdir().unwrap();
+    let pids = d.path().join("pids");
+    let m = measurer(Options {
+        timeout: Some(Duration::from_millis(300)),
+        kill_grace: Duration::from_millis(100),
+        ..Options::default()
+    });
+    // Ignores SIGTERM (inherited by its children): needs the SIGKILL.
+    let r = m
+        .run(sh(&format!(
+            "trap '' TERM; sleep 30 & echo $$ $! > {}; sleep 30",
+            pids.display()
+        )))
+        .unwrap();
+    assert!(r.timed_out);
+    assert_eq!(r.exit.signal, Some(libc::SIGKILL), "{r:?}");
+    assert!(r.wall_s >= 0.39 && r.wall_s < 2.0, "{}", r.wall_s);
+    wait_gone(&pids_in(&pids));
+
+    // A polite process ends on SIGTERM.
+    let r = m
+        .run(sh(&format!(
+            "sleep 30 & echo $$ $! > {}; sleep 30",
+            pids.display()
+        )))
+        .unwrap();
+    assert!(r.timed_out);
+    assert_eq!(r.exit.signal, Some(libc::SIGTERM), "{r:?}");
+    assert!(r.wall_s >= 0.29 && r.wall_s < 0.39 + 1.0, "{}", r.wall_s);
+    wait_gone(&pids_in(&pids));
+}
+
+#[test]
+fn leftovers_are_killed_unless_asked_not_to() {
+    let d = tempfile::tempdir().unwrap();
+    let pids = d.path().join("pids");
+    let script = format!("sleep 30 & echo $! > {}", pids.display());
+    let r = measurer(Options::default()).run(sh(&script)).unwrap();
+    assert_eq!(r.exit.code, Some(0));
+    wait_gone(&pids_in(&pids));
+
+    let r = measurer(Options {
+        kill_leftovers: false,
+        ..Options::default()
+    })
+    .run(sh(&script))
+    .unwrap();
+    assert_eq!(r.exit.code, Some(0));
+    let left = pids_in(&pids)[0];
+    assert!(
+        !gone(left),
+        "kill_leftovers=false must leave the daemon alone"
+    );
+    // SAFETY: plain kill of the process this test started.
+    unsafe { libc::kill(left, libc::SIGKILL) };
+}
+
+#[test]
+fn counters_off_still_measures_times() {
+    let (m, notes) = Measurer::new(
+        &FsRoot::live(),
+        Options {
+            counters: false,
+            energy: false,
+            ..Options::default()
+        },
+    );
+    assert_eq!(notes, vec!["counters: off", "energy: off"]);
+    let r = m.run(spin(50)).unwrap();
+    assert!(r.user_s + r.sys_s >= 0.045, "{r:?}");
+    assert_eq!(r.counters.task_clock_ms.reason(), Some("counters off"));
+    assert_eq!(
+        r.energy.energy_pkg_j.reason(),
+        Some("energy measurement off")
+    );
+}
+
+#[test]
+fn pmu_less_fake_machine_measures_software_events_and_says_why_not_hardware() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("sys/bus/event_source/devices/software")).unwrap();
+    std::fs::write(
+        d.path().join("sys/bus/event_source/devices/software/type"),
+        "1",
+    )
+    .unwrap();
+    let (m, notes) = Measurer::new(&FsRoot::at(d.path()).unwrap(), Options::default());
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("counters: hardware unavailable: no hardware PMU")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.starts_with("energy: no RAPL")),
+        "{notes:?}"
+    );
+    let r = m.run(Command::new("true")).unwrap();
+    assert!(value(&r.counters.task_clock_ms) > 0.0);
+    for hw in [
+        &r.counters.cycles,
+        &r.counters.instructions,
+        &r.counters.ipc,
+        &r.counters.cache_misses,
+        &r.counters.avg_ghz,
+    ] {
+        assert!(hw.reason().unwrap().starts_with("no hardware PMU"), "{hw}");
+    }
+    assert!(r.counters.per_pmu.is_empty());
+    assert!(r
+        .energy
+        .energy_pkg_j
+        .reason()
+        .unwrap()
+        .starts_with("no RAPL"));
+}
+
+#[test]
+fn energy_is_sampled_around_the_run_on_a_fake_powercap_tree() {
+    let d = tempfile::tempdir().unwrap();
+    let z = d.path().join("sys/class/powercap/intel-rapl:0");
+    std::fs::create_dir_all(&z).unwrap();
+    std::fs::write(z.join("name"), "package-0\n").unwrap();
+    std::fs::write(z.join("max_energy_range_uj"), "10000000\n").unwrap();
+    std::fs::write(z.join("energy_uj"), "9000000\n").unwrap();
+    let (m, _) = Measurer::new(&FsRoot::at(d.path()).unwrap(), Options::default());
+    // The "package" consumes 1.5 J during the run, wrapping at 10 J.
+    let r = m
+        .run(sh(&format!(
+            "echo 500000 > {}",
+            z.join("energy_uj").display()
+        )))
+        .unwrap();
+    assert_eq!(r.energy.energy_pkg_j, Metric::Value(1.5));
+    assert!(r
+        .energy
+        .energy_core_j
+        .reason()
+        .unwrap()
+        .starts_with("no core RAPL zone"));
+}
+
+#[test]
+fn records_round_trip_through_json_with_stable_names() {
+    let r = measurer(Options::default())
+        .run(Command::new("true"))
+        .unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    for k in [
+        "wall_s",
+        "user_s",
+        "sys_s",
+        "max_rss_kib",
+        "exit",
+        "timed_out",
+        "task_clock_ms",
+        "context_switches",
+        "cpu_migrations",
+        "page_faults",
+        "cycles",
+        "instructions",
+        "ipc",
+        "cache_references",
+        "cache_misses",
+        "avg_ghz",
+        "per_pmu",
+        "multiplexed",
+        "energy_pkg_j",
+        "energy_core_j",
+        "energy_dram_j",
+        "energy_psys_j",
+    ] {
+        assert!(j.get(k).is_some(), "missing {k} in {j}");
+    }
+    assert_eq!(j["exit"], serde_json::json!({"code": 0, "signal": null}));
+    let back: RunRecord = serde_json::from_value(j).unwrap();
+    assert_eq!(back, r);
+}
