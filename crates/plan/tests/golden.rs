@@ -6,70 +6,7 @@
 mod common;
 
 use common::*;
-use pinsight_plan::{plan, render, Format, Policy, Request, Weights};
-use pinsight_topology::Topology;
-
-/// One invocation: policy text, threads/tasks, oversubscribe.
-struct Case(&'static str, Option<usize>, bool);
-
-const EVERY_POLICY: &[Case] = &[
-    Case("os", None, false),
-    Case("p-set", None, false),
-    Case("e-set", None, false),
-    Case("p-pinned", None, false),
-    Case("e-pinned", None, false),
-    Case("p-first", None, false),
-    Case("e-first", None, false),
-    Case("p-first+smt-physical-first", None, false),
-    Case("e-first+smt-physical-first", None, false),
-    Case("smt-physical-first", None, false),
-    Case("compact", None, false),
-    Case("compact+smt-physical-first", None, false),
-    Case("scatter", None, false),
-    Case("kind:0", None, false),
-    Case("kind-set:0", None, false),
-    Case("cpus:0-3", None, false),
-    Case("cpus-set:0-3", None, false),
-    Case("cpus:0-3+smt-physical-first", None, false),
-    Case("balance", Some(100), false),
-];
-
-fn run_cases(topo: &Topology, extra: &[Case]) -> String {
-    let mut out = String::new();
-    for Case(policy, threads, over) in EVERY_POLICY.iter().chain(extra) {
-        let cmd = format!(
-            "pinsight plan {policy}{}{}",
-            threads
-                .map(|n| format!(
-                    " --{} {n}",
-                    if policy.starts_with("balance") {
-                        "tasks"
-                    } else {
-                        "threads"
-                    }
-                ))
-                .unwrap_or_default(),
-            if *over { " --oversubscribe" } else { "" }
-        );
-        out.push_str(&format!("== {cmd}\n"));
-        let req = Request {
-            threads: *threads,
-            oversubscribe: *over,
-            ..Request::new(policy.parse::<Policy>().unwrap())
-        };
-        match plan(topo, &req) {
-            Ok(p) => {
-                out.push_str(&render(&p, topo, Format::Table).unwrap().text);
-                if p.pinned && p.tasks_per_cpu.is_none() {
-                    out.push_str(&render(&p, topo, Format::Gomp).unwrap().text);
-                }
-            }
-            Err(e) => out.push_str(&format!("error: {e}\n")),
-        }
-        out.push('\n');
-    }
-    out
-}
+use pinsight_plan::{plan, render, Format, Request, Weights};
 
 #[test]
 fn hybrid_i7_1370p() {

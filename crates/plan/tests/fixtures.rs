@@ -1,0 +1,136 @@
+//! Golden files on recorded machines, discovered exactly as `pinsight
+//! --fsroot DIR` does (fixtures of crate pinsight-topology: hwloc's test
+//! suite dumps, BSD licence, and synthetic machines). Regenerate with
+//! `UPDATE_GOLDEN=1 cargo test -p pinsight-plan --test fixtures` and
+//! review the diff.
+
+mod common;
+
+use common::*;
+use pinsight_plan::{plan, Request};
+use pinsight_topology::{discover, FsRoot, Topology};
+
+fn fixture(rel: &str) -> Topology {
+    let dir = format!(
+        "{}/../topology/tests/fixtures/{rel}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{dir}: {e}")))
+}
+
+#[test]
+fn i7_1370p_recorded() {
+    let t = fixture("hwloc/20em64t-hybrid-1p6c2t+2ca4co1t");
+    let extra = [
+        Case("p-pinned", Some(6), false),
+        Case("e-first", Some(10), false),
+        Case("scatter", Some(8), false),
+        Case("balance", Some(200), false),
+    ];
+    golden(
+        "fixture-20em64t-hybrid-1p6c2t+2ca4co1t.txt",
+        &run_cases(&t, &extra),
+    );
+
+    // The brief's acceptance checks, on the recorded machine.
+    let cpus = |policy: &str, n: usize| -> Vec<usize> {
+        let r = Request {
+            threads: Some(n),
+            ..Request::new(policy.parse().unwrap())
+        };
+        plan(&t, &r)
+            .unwrap()
+            .places
+            .iter()
+            .map(|p| p.first().unwrap())
+            .collect()
+    };
+    assert_eq!(cpus("p-pinned", 6), [0, 2, 4, 6, 8, 10]);
+    assert_eq!(cpus("e-first", 10), [12, 13, 14, 15, 16, 17, 18, 19, 0, 2]);
+    let r = Request {
+        tasks: Some(200),
+        ..Request::new("balance".parse().unwrap())
+    };
+    let per = plan(&t, &r).unwrap().tasks_per_cpu.unwrap();
+    let min_p = per
+        .iter()
+        .filter(|(c, _)| *c < 12)
+        .map(|(_, n)| *n)
+        .min()
+        .unwrap();
+    let max_e = per
+        .iter()
+        .filter(|(c, _)| *c >= 12)
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap();
+    assert!(max_e < min_p, "E-CPUs get fewer tasks than P-CPUs: {per:?}");
+}
+
+#[test]
+fn four_sockets_eight_numa_nodes() {
+    // AMD Magny-Cours: 4 packages x 2 NUMA nodes x 8 cores (compute units of two).
+    let t = fixture("hwloc/64amd64-4s2n4ca2co");
+    let extra = [
+        Case("scatter", Some(8), false),
+        Case("compact", Some(8), false),
+        Case("balance", Some(100), false),
+    ];
+    golden("fixture-64amd64-4s2n4ca2co.txt", &run_cases(&t, &extra));
+}
+
+#[test]
+fn four_sockets_smt() {
+    let t = fixture("hwloc/16em64t-4s2c2t");
+    let extra = [
+        Case("scatter", Some(4), false),
+        Case("compact", Some(4), false),
+        Case("smt-physical-first", Some(8), false),
+    ];
+    golden("fixture-16em64t-4s2c2t.txt", &run_cases(&t, &extra));
+}
+
+#[test]
+fn offline_cpus() {
+    let t = fixture("hwloc/16em64t-4s2c2t-offlines");
+    let extra = [
+        Case("cpus:0-15", None, false),
+        Case("scatter", Some(4), false),
+    ];
+    golden(
+        "fixture-16em64t-4s2c2t-offlines.txt",
+        &run_cases(&t, &extra),
+    );
+}
+
+#[test]
+fn cgroup_forbidden_cpus() {
+    let t = fixture("hwloc/16amd64-8n2c-cpusets");
+    let extra = [
+        Case("cpus:0-15", None, false),
+        Case("scatter", Some(4), false),
+    ];
+    golden("fixture-16amd64-8n2c-cpusets.txt", &run_cases(&t, &extra));
+}
+
+#[test]
+fn arm_phone_three_clusters() {
+    let t = fixture("synthetic/arm-phone-3cluster");
+    let extra = [
+        Case("kind:1", None, false),
+        Case("p-first", Some(3), false),
+        Case("balance", Some(64), false),
+    ];
+    golden("fixture-arm-phone-3cluster.txt", &run_cases(&t, &extra));
+}
+
+#[test]
+fn meteor_lake_three_x86_kinds() {
+    let t = fixture("synthetic/meteorlake-lp-ecores");
+    let extra = [
+        Case("kind:E", None, false),
+        Case("p-first", Some(16), false),
+        Case("balance", Some(100), false),
+    ];
+    golden("fixture-meteorlake-lp-ecores.txt", &run_cases(&t, &extra));
+}
