@@ -20,6 +20,7 @@ pub mod policy;
 pub mod weights;
 
 pub use format::{omp_env, render, Format, Rendered};
+pub use pinsight_latency::LatencyMatrix;
 pub use plan::{plan, Plan, PlanError, Request};
 pub use policy::{BasePolicy, KindSel, Policy, PolicyParseError};
 pub use weights::Weights;

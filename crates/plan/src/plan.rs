@@ -5,6 +5,7 @@ use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
 use crate::weights::Weights;
 use pinsight_cpuset::CpuSet;
+use pinsight_latency::LatencyMatrix;
 use pinsight_topology::{Kind, RankSource, Topology};
 use serde::Serialize;
 use std::fmt;
@@ -28,6 +29,9 @@ pub struct Request {
     pub smt_physical_first: bool,
     /// Per-CPU speed weights for `balance`.
     pub weights: Option<Weights>,
+    /// Core-to-core latency matrix for `latency-group`/`latency-pipeline`
+    /// (`--latency FILE`, read with `LatencyMatrix::load`).
+    pub latency: Option<LatencyMatrix>,
 }
 
 impl Request {
@@ -40,6 +44,7 @@ impl Request {
             oversubscribe: false,
             smt_physical_first: false,
             weights: None,
+            latency: None,
         }
     }
 }
@@ -121,6 +126,8 @@ pub enum PlanError {
     Modifier { policy: String, detail: String },
     /// Bad `--weights` for this machine.
     Weights(String),
+    /// A latency policy without a usable matrix or thread count.
+    Latency { policy: String, detail: String },
 }
 
 impl fmt::Display for PlanError {
@@ -148,6 +155,7 @@ impl fmt::Display for PlanError {
             PlanError::NoUsableCpu => f.write_str("this machine has no usable CPU (none online and allowed)"),
             PlanError::Modifier { policy, detail } => write!(f, "{policy}: {detail}"),
             PlanError::Weights(m) => write!(f, "--weights: {m}"),
+            PlanError::Latency { policy, detail } => write!(f, "{policy}: {detail}"),
         }
     }
 }
@@ -391,6 +399,25 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
         return plan_balance(topo, &usable, threads, req.weights.as_ref(), name, notes);
     }
 
+    if matches!(
+        policy.base,
+        BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
+    ) {
+        if smt {
+            return Err(modifier_pointless(
+                "the latency matrix alone decides which CPUs are used",
+            ));
+        }
+        return plan_latency(
+            &policy.base,
+            &usable,
+            threads,
+            req.oversubscribe,
+            req.latency.as_ref(),
+            name,
+        );
+    }
+
     // Pinned policies: build the CPU order, then take `threads` of it.
     let all = slots(topo, &usable);
     let order: Vec<usize> = match &policy.base {
@@ -438,7 +465,12 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
                 list.iter().collect()
             }
         }
-        BasePolicy::Os | BasePolicy::KindSet(_) | BasePolicy::CpusSet(_) | BasePolicy::Balance => {
+        BasePolicy::Os
+        | BasePolicy::KindSet(_)
+        | BasePolicy::CpusSet(_)
+        | BasePolicy::Balance
+        | BasePolicy::LatencyGroup
+        | BasePolicy::LatencyPipeline => {
             unreachable!("handled above")
         }
     };
@@ -592,6 +624,95 @@ fn plan_balance(
         places,
         pinned: true,
         tasks_per_cpu: Some(per),
+        notes,
+    })
+}
+
+/// `latency-group` / `latency-pipeline`: the CPUs come from the latency
+/// crate's searches over the usable CPUs the matrix covers.
+fn plan_latency(
+    base: &BasePolicy,
+    usable: &CpuSet,
+    threads: Option<usize>,
+    oversubscribe: bool,
+    matrix: Option<&LatencyMatrix>,
+    name: String,
+) -> Result<Plan, PlanError> {
+    let err = |detail: String| PlanError::Latency {
+        policy: name.clone(),
+        detail,
+    };
+    let m = matrix.ok_or_else(|| {
+        err("needs a core-to-core latency matrix: --latency FILE (CSV or JSON, e.g. from `pinsight latency`)".into())
+    })?;
+    let k = threads.ok_or_else(|| err("needs --threads K: the number of CPUs to choose".into()))?;
+    let covered = m.cpu_set().intersection(usable);
+    if covered.len() < 2 {
+        return Err(err(format!(
+            "the matrix covers CPUs {} but only {} of them {} usable here ({usable}); measure this machine",
+            m.cpu_set(),
+            covered.len(),
+            if covered.len() == 1 { "is" } else { "are" }
+        )));
+    }
+    let mut notes = Vec::new();
+    let ignored = m.cpu_set().difference(usable);
+    if !ignored.is_empty() {
+        notes.push(format!("matrix CPUs {ignored} ignored: not usable here"));
+    }
+    let uncovered = usable.difference(&m.cpu_set());
+    if !uncovered.is_empty() {
+        notes.push(format!(
+            "usable CPUs {uncovered} are not in the matrix and are never chosen"
+        ));
+    }
+    let allowed: Vec<usize> = covered.iter().collect();
+    let pick = k.min(allowed.len());
+    let group = if *base == BasePolicy::LatencyPipeline {
+        pinsight_latency::best_pipeline(m, &allowed, pick)
+    } else {
+        pinsight_latency::best_group(m, &allowed, pick)
+    };
+    if k > group.cpus.len() {
+        if !oversubscribe {
+            return Err(PlanError::TooManyThreads {
+                policy: name,
+                threads: k,
+                cpus: covered,
+            });
+        }
+        notes.push(format!(
+            "oversubscribed: {} on {}, round robin",
+            count(k, "thread", "threads"),
+            count(group.cpus.len(), "CPU", "CPUs")
+        ));
+    }
+    let ns = |v: f64| {
+        if v.is_finite() {
+            format!("{v:.1} ns")
+        } else {
+            "unmeasured".into()
+        }
+    };
+    if *base == BasePolicy::LatencyPipeline {
+        notes.push(format!(
+            "pipeline stages in order; neighbour latency sum {}",
+            ns(group.path_ns)
+        ));
+    } else {
+        notes.push(format!("mean pairwise latency {}", ns(group.mean_pair_ns)));
+    }
+    let places: Vec<CpuSet> = (0..k)
+        .map(|i| CpuSet::single(group.cpus[i % group.cpus.len()]))
+        .collect();
+    let process_mask = places.iter().fold(CpuSet::new(), |acc, p| acc.union(p));
+    Ok(Plan {
+        policy: name,
+        threads: k,
+        process_mask,
+        places,
+        pinned: true,
+        tasks_per_cpu: None,
         notes,
     })
 }

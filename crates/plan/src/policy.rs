@@ -16,6 +16,8 @@
 //! | `cpus:LIST`          | pinned one per CPU of LIST, ascending (likwid-pin `-c` style)   |
 //! | `cpus-set:LIST`      | process mask = LIST; threads float (`taskset -c` style)        |
 //! | `balance`            | M tasks over all usable CPUs in proportion to capacity         |
+//! | `latency-group`      | k CPUs with the lowest mean pairwise latency (`--latency FILE`) |
+//! | `latency-pipeline`   | k CPUs in the order with the lowest neighbour-to-neighbour latency |
 //!
 //! The `+smt-physical-first` suffix (or `--smt-physical-first`) re-orders
 //! pinned placements so every core gets one thread before any core gets a
@@ -67,6 +69,10 @@ pub enum BasePolicy {
     CpusSet(CpuSet),
     /// Tasks in proportion to capacity.
     Balance,
+    /// k CPUs minimising mean pairwise latency on a measured matrix.
+    LatencyGroup,
+    /// k CPUs, in stage order, minimising latency between neighbours.
+    LatencyPipeline,
 }
 
 /// A placement policy: a base plus the SMT-physical-first modifier.
@@ -94,6 +100,8 @@ pub const POLICY_NAMES: &[&str] = &[
     "cpus:LIST",
     "cpus-set:LIST",
     "balance",
+    "latency-group",
+    "latency-pipeline",
 ];
 
 /// The modifier suffix.
@@ -169,6 +177,8 @@ impl fmt::Display for BasePolicy {
             BasePolicy::Cpus(s) => write!(f, "cpus:{s}"),
             BasePolicy::CpusSet(s) => write!(f, "cpus-set:{s}"),
             BasePolicy::Balance => f.write_str("balance"),
+            BasePolicy::LatencyGroup => f.write_str("latency-group"),
+            BasePolicy::LatencyPipeline => f.write_str("latency-pipeline"),
         }
     }
 }
@@ -240,6 +250,8 @@ impl FromStr for BasePolicy {
             "compact" | "close" => BasePolicy::Compact,
             "scatter" | "spread" => BasePolicy::Scatter,
             "balance" => BasePolicy::Balance,
+            "latency-group" => BasePolicy::LatencyGroup,
+            "latency-pipeline" => BasePolicy::LatencyPipeline,
             "" => return Err(err("is empty".into())),
             other => return Err(err(format!("unknown policy '{other}'"))),
         })
@@ -306,6 +318,8 @@ mod tests {
             "cpus:0-3,8",
             "cpus-set:4-7",
             "balance",
+            "latency-group",
+            "latency-pipeline",
             "p-first+smt-physical-first",
             "compact+smt-physical-first",
         ] {

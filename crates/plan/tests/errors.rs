@@ -275,3 +275,39 @@ fn arm_balance_uses_cpu_capacity() {
     assert_eq!(per[7].1, 442); // 1024 * 0.43204 = 442.4
     assert!(p.notes.iter().any(|n| n.contains("cpu_capacity")));
 }
+
+#[test]
+fn latency_policies_need_a_matrix_and_k() {
+    let t = i7_1370p();
+    let (e, m) = err(&t, req("latency-group", Some(4)));
+    assert!(matches!(e, PlanError::Latency { .. }));
+    assert!(
+        m.starts_with("latency-group: needs a core-to-core latency matrix: --latency FILE"),
+        "{m}"
+    );
+    let r = Request {
+        latency: Some(i7_latency()),
+        ..req("latency-pipeline", None)
+    };
+    assert_eq!(
+        plan(&t, &r).unwrap_err().to_string(),
+        "latency-pipeline: needs --threads K: the number of CPUs to choose"
+    );
+    let r = Request {
+        latency: Some(i7_latency()),
+        ..req("latency-group", Some(21))
+    };
+    assert!(matches!(
+        plan(&t, &r),
+        Err(PlanError::TooManyThreads { threads: 21, .. })
+    ));
+    // A matrix from another machine: CPUs 100-101 only.
+    let mut other = pinsight_plan::LatencyMatrix::new(vec![100, 101]);
+    other.set(0, 1, 30.0);
+    let r = Request {
+        latency: Some(other),
+        ..req("latency-group", Some(2))
+    };
+    let m = plan(&t, &r).unwrap_err().to_string();
+    assert!(m.contains("but only 0 of them are usable here"), "{m}");
+}

@@ -151,3 +151,32 @@ fn balance_with_weights() {
         &render(&p, &t, Format::Table).unwrap().text,
     );
 }
+
+/// `latency-group` and `latency-pipeline` on the hybrid laptop with a
+/// synthetic matrix (see `i7_latency`).
+#[test]
+fn latency_policies() {
+    let t = i7_1370p();
+    let mut out = String::new();
+    for (policy, k) in [
+        ("latency-group", 4),
+        ("latency-pipeline", 4),
+        ("latency-group", 8),
+        ("latency-pipeline", 3),
+    ] {
+        out.push_str(&format!(
+            "== pinsight plan {policy} --threads {k} --latency i7.csv\n"
+        ));
+        let req = Request {
+            threads: Some(k),
+            latency: Some(i7_latency()),
+            ..Request::new(policy.parse().unwrap())
+        };
+        match plan(&t, &req) {
+            Ok(p) => out.push_str(&render(&p, &t, Format::Table).unwrap().text),
+            Err(e) => out.push_str(&format!("error: {e}\n")),
+        }
+        out.push('\n');
+    }
+    golden("latency-i7-1370p.txt", &out);
+}

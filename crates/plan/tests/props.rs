@@ -109,6 +109,22 @@ proptest! {
     }
 
     #[test]
+    fn latency_groups_are_distinct_usable_cpus(k in 1usize..=20, pipeline in any::<bool>(), forbid in 0usize..20) {
+        let mut t = i7_1370p();
+        t.cpus[forbid].allowed = false;
+        let policy = if pipeline { "latency-pipeline" } else { "latency-group" };
+        let req = Request { threads: Some(k), latency: Some(i7_latency()), ..Request::new(policy.parse().unwrap()) };
+        match plan(&t, &req) {
+            Ok(p) => {
+                prop_assert_eq!(p.places.len(), k);
+                prop_assert_eq!(p.process_mask.len(), k);
+                prop_assert!(p.process_mask.is_subset(&t.usable()));
+            }
+            Err(e) => prop_assert!(k == 20 && e.to_string().contains("--oversubscribe"), "{}", e),
+        }
+    }
+
+    #[test]
     fn balance_sums_to_m(m in 0usize..5, tasks in 1usize..2000) {
         let topo = &machines()[m];
         let req = Request { tasks: Some(tasks), ..Request::new("balance".parse().unwrap()) };

@@ -433,3 +433,31 @@ pub fn run_cases(topo: &Topology, extra: &[Case]) -> String {
     }
     out
 }
+
+/// A latency matrix for the i7-1370P shaped like measured ones: SMT
+/// siblings 5 ns, E-cores sharing an L2 20 ns, P to P 40 ns, E to E across
+/// clusters 50 ns, P to E 60 ns.
+pub fn i7_latency() -> pinsight_plan::LatencyMatrix {
+    let t = i7_1370p();
+    let mut m = pinsight_plan::LatencyMatrix::new((0..20).collect());
+    let l2 = |c: usize| t.caches_at(2).position(|x| x.cpus.contains(c));
+    for a in 0..20 {
+        for b in 0..a {
+            let ns = if t.siblings(a).contains(b) {
+                5.0
+            } else if a >= 12 && b >= 12 {
+                if l2(a) == l2(b) {
+                    20.0
+                } else {
+                    50.0
+                }
+            } else if a < 12 && b < 12 {
+                40.0
+            } else {
+                60.0
+            };
+            m.set(a, b, ns);
+        }
+    }
+    m
+}
