@@ -87,3 +87,60 @@ impl Globals {
         Ok(())
     }
 }
+
+/// Parses a duration as users type it: `1s`, `500ms`, `2.5s`, `2m`, `90`
+/// (seconds). Used by `--budget`, `--timeout` and friends.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e9 => Ok(std::time::Duration::from_secs_f64(v * scale)),
+        _ => Err(format!("'{text}' is not a duration (examples: 500ms, 1s, 2.5s, 2m)")),
+    }
+}
+
+/// A progress bar on stderr for work over a second; hidden with `--quiet`,
+/// `--json`-only runs still show it (it goes to stderr), hidden when stderr
+/// is not a terminal.
+pub fn progress_bar(g: &Globals, len: u64, what: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if g.quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} ({elapsed}, ETA {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("fast").unwrap_err().contains("'fast'"));
+        assert!(parse_duration("-1s").is_err());
+    }
+}

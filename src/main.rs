@@ -26,6 +26,7 @@ enum Command {
     Run(cmd::run::Args),
     Pin(cmd::pin::Args),
     Latency(cmd::latency::Args),
+    Speed(cmd::speed::Args),
     Workload(cmd::workload::Args),
 }
 
@@ -39,6 +40,7 @@ fn main() {
         Command::Run(a) => cmd::run::run(a, g),
         Command::Pin(a) => cmd::pin::run(a, g),
         Command::Latency(a) => cmd::latency::run(a, g),
+        Command::Speed(a) => cmd::speed::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
     };
     match result {

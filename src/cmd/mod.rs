@@ -4,5 +4,6 @@ pub mod pin;
 pub mod plan;
 pub mod run;
 pub mod snapshot;
+pub mod speed;
 pub mod topo;
 pub mod workload;

@@ -226,6 +226,12 @@ impl Topology {
         self.cpus.iter().filter(|c| c.online && c.allowed).map(|c| c.id).collect()
     }
 
+    /// Whether this model describes the machine pinsight runs on (so
+    /// measuring and pinning make sense).
+    pub fn source_is_live(&self) -> bool {
+        self.source == Source::Live
+    }
+
     /// The CPU with this kernel number.
     pub fn cpu(&self, id: usize) -> Option<&Cpu> {
         self.cpus.binary_search_by_key(&id, |c| c.id).ok().map(|i| &self.cpus[i])

@@ -1,0 +1,180 @@
+//! The three kernels. Each does a fixed amount of work per call ("chunk")
+//! and returns a value the optimiser cannot discard.
+
+use serde::{Deserialize, Serialize};
+use std::hint::black_box;
+
+/// A built-in micro-kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernel {
+    /// Integer arithmetic with data-dependent, hard-to-predict branches
+    /// (xorshift stream driving a small state machine): front end and ALUs.
+    Int,
+    /// Floating-point multiply-add chains over several independent
+    /// accumulators (polynomial evaluation): FP pipes and their latency.
+    Fp,
+    /// A random cyclic pointer chase over a buffer larger than L2: each load
+    /// depends on the previous one, so it measures memory latency as seen
+    /// from that core (its L2/L3 and fabric).
+    Mem,
+}
+
+impl Kernel {
+    /// All kernels in report order.
+    pub const ALL: [Kernel; 3] = [Kernel::Int, Kernel::Fp, Kernel::Mem];
+
+    /// Short name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Int => "int",
+            Kernel::Fp => "fp",
+            Kernel::Mem => "mem",
+        }
+    }
+
+    /// What one unit of work is, for the throughput column.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Kernel::Int => "Mops/s",
+            Kernel::Fp => "Mflop/s",
+            Kernel::Mem => "Mloads/s",
+        }
+    }
+
+    /// Parses `int`, `fp` or `mem`.
+    pub fn parse(s: &str) -> Result<Kernel, String> {
+        match s {
+            "int" => Ok(Kernel::Int),
+            "fp" => Ok(Kernel::Fp),
+            "mem" => Ok(Kernel::Mem),
+            _ => Err(format!("unknown kernel '{s}': expected int, fp or mem")),
+        }
+    }
+}
+
+/// Work items per chunk: sized so a chunk takes roughly 0.2–2 ms on a
+/// current core, fine enough for a 1 s budget to hold many samples.
+pub const CHUNK_OPS: u64 = 200_000;
+
+/// Integer/branchy chunk. Returns a checksum.
+pub fn int_chunk(seed: u64) -> u64 {
+    let mut x = seed | 1;
+    let mut acc = 0u64;
+    for _ in 0..CHUNK_OPS {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Data-dependent branches the predictor cannot learn.
+        if x & 1 == 0 {
+            acc = acc.wrapping_add(x >> 3);
+        } else if x & 2 == 0 {
+            acc ^= x.rotate_left(7);
+        } else {
+            acc = acc.wrapping_mul(3).wrapping_add(1);
+        }
+    }
+    black_box(acc)
+}
+
+/// Floating-point chunk: 8 independent Horner chains; 2 flops per step per
+/// chain. Plain multiply then add, not `mul_add`: without the FMA target
+/// feature `mul_add` becomes a call to libm's software `fma`, which would
+/// measure libm rather than the core. Returns a checksum.
+pub fn fp_chunk(seed: u64) -> f64 {
+    let x = 0.999_999 + (seed % 7) as f64 * 1e-9;
+    let mut a = [1.0f64, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7];
+    let steps = CHUNK_OPS / 16;
+    for _ in 0..steps {
+        for v in a.iter_mut() {
+            *v = *v * x + 1e-7;
+        }
+    }
+    black_box(a.iter().sum())
+}
+
+/// A buffer laid out as one random cycle (Sattolo's algorithm), so a chase
+/// visits every slot before repeating and prefetchers cannot guess the next
+/// address. Each slot is a cache line (64 bytes) to defeat spatial locality.
+pub struct ChaseBuffer {
+    next: Vec<[usize; 8]>,
+}
+
+impl ChaseBuffer {
+    /// A buffer of at least `bytes` bytes.
+    pub fn new(bytes: usize) -> ChaseBuffer {
+        let n = (bytes / 64).max(2);
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut r = 0x9E37_79B9_7F4A_7C15u64;
+        for i in (1..n).rev() {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            let j = (r % i as u64) as usize; // j < i: Sattolo, one cycle
+            order.swap(i, j);
+        }
+        let mut next = vec![[0usize; 8]; n];
+        for i in 0..n {
+            next[order[i]][0] = order[(i + 1) % n];
+        }
+        ChaseBuffer { next }
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.next.len() * 64
+    }
+
+    /// Follows `CHUNK_OPS / 4` dependent loads from `start`; returns where it
+    /// stopped (feed it back in to continue the walk).
+    pub fn chase(&self, start: usize) -> usize {
+        let mut p = start % self.next.len();
+        for _ in 0..CHUNK_OPS / 4 {
+            p = self.next[p][0];
+        }
+        black_box(p)
+    }
+}
+
+/// Units of work one chunk of `k` counts for.
+pub fn chunk_units(k: Kernel) -> u64 {
+    match k {
+        Kernel::Int => CHUNK_OPS,
+        Kernel::Fp => (CHUNK_OPS / 16) * 8 * 2,
+        Kernel::Mem => CHUNK_OPS / 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chase_is_one_cycle() {
+        let b = ChaseBuffer::new(64 * 1000);
+        let mut seen = vec![false; 1000];
+        let mut p = 0;
+        for _ in 0..1000 {
+            assert!(!seen[p], "slot {p} visited twice before the cycle closed");
+            seen[p] = true;
+            p = b.next[p][0];
+        }
+        assert_eq!(p, 0);
+        assert!(seen.iter().all(|s| *s));
+    }
+
+    #[test]
+    fn kernels_are_deterministic() {
+        assert_eq!(int_chunk(5), int_chunk(5));
+        assert_eq!(fp_chunk(5), fp_chunk(5));
+        assert!(fp_chunk(1).is_finite());
+    }
+
+    #[test]
+    fn kernel_names_round_trip() {
+        for k in Kernel::ALL {
+            assert_eq!(Kernel::parse(k.name()).unwrap(), k);
+        }
+        assert!(Kernel::parse("gpu").unwrap_err().contains("int, fp or mem"));
+    }
+}

@@ -1,0 +1,19 @@
+//! How fast is each CPU, really? Per-CPU single-thread throughput on three
+//! small kernels, and the **speedup factor** between core kinds.
+//!
+//! Why measure: the seeds ("work-stealing-on-asymmetric-multicore",
+//! "thread-director-evaluation") show the P/E speedup factor ranges from
+//! 1.3 to 2.6 depending on the code, and that frequency ratios alone misjudge
+//! it. So we run three kernels with different bottlenecks — integer/branchy,
+//! floating point, memory-bound pointer chasing — pinned to each CPU, and
+//! report each beside the ratio that max frequency and `cpu_capacity` would
+//! predict.
+
+pub mod kernels;
+pub mod pin;
+pub mod run;
+pub mod summary;
+
+pub use kernels::Kernel;
+pub use run::{measure, CpuSpeed, SpeedConfig, SpeedError};
+pub use summary::{speedups, weights_file, KindPair, SpeedReport};

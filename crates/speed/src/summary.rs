@@ -1,0 +1,174 @@
+//! From per-CPU throughput to per-kind speed and speedup factors.
+
+use crate::kernels::Kernel;
+use crate::run::CpuSpeed;
+use pinsight_topology::Topology;
+use serde::{Deserialize, Serialize};
+
+/// How much faster one kind is than another on one kernel, beside what the
+/// OS's figures would have predicted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KindPair {
+    /// Rank of the faster-ranked kind (numerator).
+    pub fast_kind: usize,
+    /// Rank of the slower-ranked kind (denominator).
+    pub slow_kind: usize,
+    pub kernel: Kernel,
+    /// Measured speedup factor: median throughput of `fast_kind`'s CPUs over
+    /// that of `slow_kind`'s CPUs.
+    pub measured: f64,
+    /// Ratio of the kinds' max frequencies, if both are known.
+    pub predicted_by_frequency: Option<f64>,
+    /// Ratio of the kinds' `cpu_capacity`, if both are known.
+    pub predicted_by_capacity: Option<f64>,
+}
+
+/// Everything `pinsight speed` found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpeedReport {
+    pub kernels: Vec<Kernel>,
+    pub budget_per_cpu_s: f64,
+    pub mem_bytes: usize,
+    pub cpus: Vec<CpuSpeed>,
+    /// Per kind (by rank) and kernel: median throughput of its CPUs.
+    pub kinds: Vec<KindSpeed>,
+    /// Every ordered pair of measured kinds, every kernel.
+    pub speedups: Vec<KindPair>,
+}
+
+/// A kind's median throughput per kernel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KindSpeed {
+    pub rank: usize,
+    pub name: String,
+    pub cpus_measured: usize,
+    /// (kernel, median of the CPUs' medians).
+    pub median: Vec<(Kernel, f64)>,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// Per-kind medians and every kind pair's speedup factor.
+pub fn speedups(topo: &Topology, cpus: &[CpuSpeed], kernels: &[Kernel]) -> (Vec<KindSpeed>, Vec<KindPair>) {
+    let mut kinds = Vec::new();
+    for k in &topo.kinds {
+        let mine: Vec<&CpuSpeed> = cpus.iter().filter(|c| c.kind == Some(k.rank)).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let med = kernels
+            .iter()
+            .filter_map(|kern| {
+                let vals = mine.iter().flat_map(|c| c.results.iter().filter(|r| r.kernel == *kern).map(|r| r.median));
+                median(vals.collect()).map(|m| (*kern, m))
+            })
+            .collect();
+        kinds.push(KindSpeed { rank: k.rank, name: k.name.clone(), cpus_measured: mine.len(), median: med });
+    }
+    let mut pairs = Vec::new();
+    for (i, slow) in kinds.iter().enumerate() {
+        for fast in &kinds[i + 1..] {
+            let ks = &topo.kinds[slow.rank];
+            let kf = &topo.kinds[fast.rank];
+            let by_freq = match (kf.max_mhz, ks.max_mhz) {
+                (Some(f), Some(s)) if s > 0 => Some(f as f64 / s as f64),
+                _ => None,
+            };
+            let by_cap = match (kf.capacity_raw, ks.capacity_raw) {
+                (Some(f), Some(s)) if s > 0 => Some(f as f64 / s as f64),
+                _ => None,
+            };
+            for (kern, f) in &fast.median {
+                if let Some((_, s)) = slow.median.iter().find(|(k, _)| k == kern) {
+                    pairs.push(KindPair {
+                        fast_kind: fast.rank,
+                        slow_kind: slow.rank,
+                        kernel: *kern,
+                        measured: f / s,
+                        predicted_by_frequency: by_freq,
+                        predicted_by_capacity: by_cap,
+                    });
+                }
+            }
+        }
+    }
+    (kinds, pairs)
+}
+
+/// The `--weights` file `pinsight plan balance --weights FILE` reads: one
+/// relative speed per CPU (geometric mean over the kernels, fastest = 1).
+pub fn weights_file(cpus: &[CpuSpeed]) -> serde_json::Value {
+    let weights: serde_json::Map<String, serde_json::Value> =
+        cpus.iter().map(|c| (c.cpu.to_string(), serde_json::json!(c.relative))).collect();
+    serde_json::json!({ "source": "pinsight speed", "weights": weights })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::KernelResult;
+    use pinsight_topology::*;
+
+    fn kind(rank: usize, cpus: &str, cap: u32, mhz: u32) -> Kind {
+        Kind {
+            rank,
+            name: format!("k{rank}"),
+            mark: rank.to_string(),
+            cpus: cpus.parse().unwrap(),
+            source: KindSource::Capacity,
+            rank_source: RankSource::Capacity,
+            capacity: Some(cap as f64 / 1024.0),
+            capacity_raw: Some(cap),
+            max_mhz: Some(mhz),
+            base_mhz: None,
+            core_type: None,
+        }
+    }
+
+    fn speed(cpu: usize, kind: usize, v: f64) -> CpuSpeed {
+        CpuSpeed {
+            cpu,
+            kind: Some(kind),
+            results: vec![KernelResult { kernel: Kernel::Int, median: v, ci_low: v, ci_high: v, samples: 5, relative: f64::NAN }],
+            relative: f64::NAN,
+            misplaced_chunks: 0,
+        }
+    }
+
+    #[test]
+    fn speedup_is_fast_over_slow_with_predictions() {
+        let topo = Topology {
+            source: Source::Live,
+            model_name: None,
+            arch: None,
+            cpus: vec![],
+            cores: vec![],
+            packages: vec![],
+            dies: vec![],
+            clusters: vec![],
+            caches: vec![],
+            numa_nodes: vec![],
+            numa_distances: None,
+            kinds: vec![kind(0, "2-3", 512, 3000), kind(1, "0-1", 1024, 5000)],
+            warnings: vec![],
+        };
+        let mut cpus = vec![speed(0, 1, 200.0), speed(1, 1, 220.0), speed(2, 0, 100.0), speed(3, 0, 100.0)];
+        crate::run::fill_relative(&mut cpus);
+        let (kinds, pairs) = speedups(&topo, &cpus, &[Kernel::Int]);
+        assert_eq!(kinds.len(), 2);
+        assert_eq!(pairs.len(), 1);
+        assert!((pairs[0].measured - 2.1).abs() < 1e-9);
+        assert!((pairs[0].predicted_by_frequency.unwrap() - 5.0 / 3.0).abs() < 1e-9);
+        assert!((pairs[0].predicted_by_capacity.unwrap() - 2.0).abs() < 1e-9);
+        assert!((cpus[1].relative - 1.0).abs() < 1e-9);
+        let w = weights_file(&cpus);
+        assert!((w["weights"]["2"].as_f64().unwrap() - 100.0 / 220.0).abs() < 1e-9);
+    }
+}
