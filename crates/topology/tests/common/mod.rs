@@ -2,10 +2,27 @@
 #![allow(dead_code)]
 
 pub mod hwloc_expected;
+pub mod synth;
 
 use std::path::PathBuf;
 
 /// `crates/topology/tests/fixtures`.
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A temporary directory, on tmpfs (`/dev/shm`) when there is one: the
+/// synthetic trees hold thousands of small files, and creating them on a
+/// disk-backed /tmp costs a millisecond each.
+pub fn tempdir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(d) = tempfile::Builder::new()
+            .prefix("pinsight-test-")
+            .tempdir_in(shm)
+        {
+            return d;
+        }
+    }
+    tempfile::tempdir().expect("temporary directory")
 }

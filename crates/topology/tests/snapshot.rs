@@ -1,0 +1,422 @@
+//! `pinsight snapshot`: discovery on a snapshot must give the model
+//! discovery gives on the machine it was taken from — for a small fake
+//! sysfs, for the recorded hwloc test machines, for a re-snapshot of a
+//! snapshot, through a .tar.gz, and for this live machine.
+
+use pinsight_topology::snapshot::{self, Error, Options, METADATA_FILE};
+use pinsight_topology::{discover, FsRoot, KindSource, Source, Topology};
+use std::path::{Path, PathBuf};
+
+fn write(root: &Path, abs: &str, content: &str) {
+    let p = root.join(abs.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+fn symlink(root: &Path, target: &str, link: &str) {
+    let l = root.join(link.trim_start_matches('/'));
+    std::fs::create_dir_all(l.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, l).unwrap();
+}
+
+/// A 4-CPU, 2-core SMT machine with one NUMA node, L1d/L2 per core, a
+/// shared L3, cpufreq on every CPU and a RAPL zone — with the sysfs
+/// habits that matter here: `\n\0` endings, symlinked bus directories,
+/// an absolute `subsystem` link leading back up the tree.
+fn fake_machine(root: &Path) {
+    let cpu = "/sys/devices/system/cpu";
+    for f in ["online", "present", "possible"] {
+        write(root, &format!("{cpu}/{f}"), "0-3\n\0");
+    }
+    for c in 0..4 {
+        let core = c / 2;
+        let siblings = if core == 0 { "0-1" } else { "2-3" };
+        let t = format!("{cpu}/cpu{c}/topology");
+        write(root, &format!("{t}/core_id"), &format!("{core}\n"));
+        write(root, &format!("{t}/physical_package_id"), "0\n");
+        write(
+            root,
+            &format!("{t}/thread_siblings_list"),
+            &format!("{siblings}\n"),
+        );
+        write(root, &format!("{t}/core_siblings_list"), "0-3\n");
+        write(
+            root,
+            &format!("{t}/thread_siblings"),
+            if core == 0 { "3\n" } else { "c\n" },
+        );
+        write(root, &format!("{t}/core_siblings"), "f\n");
+        for (i, (level, ty, size, shared)) in [
+            (1, "Data", "32K", siblings),
+            (2, "Unified", "512K", siblings),
+            (3, "Unified", "8192K", "0-3"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let d = format!("{cpu}/cpu{c}/cache/index{i}");
+            write(root, &format!("{d}/level"), &format!("{level}\n"));
+            write(root, &format!("{d}/type"), &format!("{ty}\n"));
+            write(root, &format!("{d}/size"), &format!("{size}\n"));
+            write(
+                root,
+                &format!("{d}/shared_cpu_list"),
+                &format!("{shared}\n"),
+            );
+            write(root, &format!("{d}/coherency_line_size"), "64\n");
+            write(root, &format!("{d}/ways_of_associativity"), "8\n");
+        }
+        let f = format!("{cpu}/cpu{c}/cpufreq");
+        write(root, &format!("{f}/cpuinfo_max_freq"), "3600000\n");
+        write(root, &format!("{f}/scaling_governor"), "schedutil\n");
+        write(root, &format!("{f}/stats/total_trans"), "5\n");
+        write(root, &format!("{cpu}/cpu{c}/crash_notes"), "1f000\n");
+        symlink(
+            root,
+            &format!("{cpu}/cpu{c}"),
+            &format!("/sys/bus/cpu/devices/cpu{c}"),
+        );
+    }
+    write(root, "/sys/devices/system/node/node0/cpulist", "0-3\n");
+    write(root, "/sys/devices/system/node/node0/distance", "10\n");
+    write(
+        root,
+        "/sys/devices/system/node/node0/meminfo",
+        "Node 0 MemTotal:       16318668 kB\n",
+    );
+    write(root, "/sys/devices/system/node/online", "0\n");
+    write(root, "/sys/devices/system/node/possible", "0\n");
+    write(
+        root,
+        "/proc/cpuinfo",
+        "processor\t: 0\nmodel name\t: Fake CPU 2C4T\n\nprocessor\t: 1\nmodel name\t: Fake CPU 2C4T\n\n\
+         processor\t: 2\nmodel name\t: Fake CPU 2C4T\n\nprocessor\t: 3\nmodel name\t: Fake CPU 2C4T\n\n",
+    );
+    write(root, "/proc/meminfo", "MemTotal:       16318668 kB\n");
+    write(root, "/proc/sys/kernel/hostname", "fakebox\n");
+    write(root, "/proc/sys/kernel/osrelease", "6.1.0-fake\n");
+    let rapl = "/sys/devices/virtual/powercap/intel-rapl/intel-rapl:0";
+    write(root, &format!("{rapl}/name"), "package-0\n");
+    write(root, &format!("{rapl}/energy_uj"), "123456789\n");
+    write(root, &format!("{rapl}/intel-rapl:0:0/name"), "core\n");
+    write(root, &format!("{rapl}/intel-rapl:0:0/energy_uj"), "2345\n");
+    symlink(root, "/sys/class/powercap", &format!("{rapl}/subsystem"));
+    symlink(root, rapl, "/sys/class/powercap/intel-rapl:0");
+}
+
+fn without_source(mut t: Topology) -> Topology {
+    t.source = Source::Live;
+    t
+}
+
+fn assert_same_model(original: &FsRoot, snap: &Path) {
+    let a = discover(original);
+    let b = discover(&FsRoot::at(snap).unwrap());
+    assert_eq!(b.source, Source::Fsroot(snap.display().to_string()));
+    assert_eq!(without_source(a), without_source(b));
+}
+
+#[test]
+fn snapshot_of_fake_machine_discovers_the_same() {
+    let src = tempfile::tempdir().unwrap();
+    fake_machine(src.path());
+    let fs = FsRoot::at(src.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let snap = out.path().join("snap");
+    let report = snapshot::snapshot(&fs, &snap, &Options::default()).unwrap();
+    assert_same_model(&fs, &snap);
+    let t = discover(&FsRoot::at(&snap).unwrap());
+    assert_eq!(
+        (t.cpus.len(), t.cores.len(), t.caches.len()),
+        (4, 2, 5),
+        "the fake machine is really seen"
+    );
+    assert_eq!(t.model_name.as_deref(), Some("Fake CPU 2C4T"));
+
+    assert_eq!(report.out, snap.display().to_string());
+    let files: Vec<PathBuf> = walk(&snap).into_iter().filter(|p| p.is_file()).collect();
+    assert_eq!(
+        report.files,
+        files.len() - 1,
+        "every file but the metadata is counted"
+    );
+    let bytes: u64 = files
+        .iter()
+        .filter(|p| !p.ends_with(METADATA_FILE))
+        .map(|p| p.metadata().unwrap().len())
+        .sum();
+    assert_eq!(report.bytes, bytes);
+
+    let meta = snapshot::read_metadata(&snap).unwrap();
+    assert_eq!(meta.hostname.as_deref(), Some("fakebox"));
+    assert_eq!(meta.kernel.as_deref(), Some("6.1.0-fake"));
+    assert_eq!(
+        meta.source,
+        Source::Fsroot(src.path().display().to_string())
+    );
+    assert_eq!(
+        (meta.files, meta.bytes, meta.extra),
+        (report.files, report.bytes, false)
+    );
+    assert!(
+        meta.created.ends_with('Z') && meta.created.len() == 20,
+        "{}",
+        meta.created
+    );
+
+    // Without --extra, files discovery does not read stay out — unless
+    // they sit in a directory discovery listed.
+    assert!(!snap
+        .join("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+        .exists());
+    assert!(!snap.join("sys/class/powercap").exists());
+    assert_eq!(
+        std::fs::read(snap.join("sys/devices/system/cpu/online")).unwrap(),
+        b"0-3\n\0",
+        "copied byte for byte"
+    );
+}
+
+#[test]
+fn extra_adds_cpufreq_and_powercap_without_following_loops() {
+    let src = tempfile::tempdir().unwrap();
+    fake_machine(src.path());
+    let fs = FsRoot::at(src.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let snap = out.path().join("snap");
+    let report = snapshot::snapshot(
+        &fs,
+        &snap,
+        &Options {
+            extra: true,
+            force: false,
+        },
+    )
+    .unwrap();
+    assert_same_model(&fs, &snap);
+    for c in 0..4 {
+        let gov = snap.join(format!(
+            "sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"
+        ));
+        assert_eq!(std::fs::read_to_string(gov).unwrap(), "schedutil\n");
+    }
+    assert!(
+        !snap
+            .join("sys/devices/system/cpu/cpu0/cpufreq/stats/total_trans")
+            .exists(),
+        "cpufreq/* means files directly in cpufreq/"
+    );
+    let zone = snap.join("sys/class/powercap/intel-rapl:0");
+    assert_eq!(
+        std::fs::read_to_string(zone.join("energy_uj")).unwrap(),
+        "123456789\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(zone.join("intel-rapl:0:0/name")).unwrap(),
+        "core\n"
+    );
+    assert!(
+        !zone.join("subsystem/intel-rapl:0").exists(),
+        "symlinks back up the tree are not walked"
+    );
+    assert!(snapshot::read_metadata(&snap).unwrap().extra);
+    let plain = snapshot::snapshot(&fs, &out.path().join("plain"), &Options::default()).unwrap();
+    assert!(report.files > plain.files);
+}
+
+#[test]
+fn archive_round_trip_and_resnapshot() {
+    let src = tempfile::tempdir().unwrap();
+    fake_machine(src.path());
+    let fs = FsRoot::at(src.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let archive = out.path().join("fakebox.tar.gz");
+    let report = snapshot::snapshot(&fs, &archive, &Options::default()).unwrap();
+    assert_eq!(report.out, archive.display().to_string());
+    assert!(
+        std::fs::read_dir(out.path()).unwrap().count() == 1,
+        "no partial file left behind"
+    );
+
+    let unpacked = tempfile::tempdir().unwrap();
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&archive).unwrap());
+    tar::Archive::new(gz).unpack(unpacked.path()).unwrap();
+    let top = unpacked.path().join("fakebox");
+    assert!(
+        top.join(METADATA_FILE).is_file(),
+        "one top directory named after the archive"
+    );
+    assert_same_model(&fs, &top);
+
+    // A snapshot of a snapshot is the same machine (and the same files).
+    let again = out.path().join("again");
+    let report2 =
+        snapshot::snapshot(&FsRoot::at(&top).unwrap(), &again, &Options::default()).unwrap();
+    assert_same_model(&fs, &again);
+    assert_eq!((report2.files, report2.bytes), (report.files, report.bytes));
+    assert_eq!(
+        snapshot::read_metadata(&again).unwrap().source,
+        Source::Fsroot(top.display().to_string())
+    );
+}
+
+#[test]
+fn refuses_to_overwrite_without_force() {
+    let src = tempfile::tempdir().unwrap();
+    fake_machine(src.path());
+    let fs = FsRoot::at(src.path()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+
+    let dir = out.path().join("snap");
+    std::fs::create_dir_all(dir.join("sys/devices/system/cpu/cpu99")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let e = snapshot::snapshot(&fs, &dir, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, Error::Destination(m) if m.contains("is not empty") && m.contains("--force")),
+        "{e}"
+    );
+    snapshot::snapshot(
+        &fs,
+        &dir,
+        &Options {
+            force: true,
+            extra: false,
+        },
+    )
+    .unwrap();
+    assert!(
+        !dir.join("sys/devices/system/cpu/cpu99").exists(),
+        "the old snapshot is replaced"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine",
+        "other files are kept"
+    );
+    assert_same_model(&fs, &dir);
+
+    let empty = out.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    snapshot::snapshot(&fs, &empty, &Options::default()).unwrap();
+
+    let file = out.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let e = snapshot::snapshot(
+        &fs,
+        &file,
+        &Options {
+            force: true,
+            extra: false,
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::Destination(m) if m.contains("not a directory")),
+        "{e}"
+    );
+
+    let archive = out.path().join("a.tgz");
+    std::fs::write(&archive, "old").unwrap();
+    let e = snapshot::snapshot(&fs, &archive, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, Error::Destination(m) if m.contains("exists")),
+        "{e}"
+    );
+    snapshot::snapshot(
+        &fs,
+        &archive,
+        &Options {
+            force: true,
+            extra: false,
+        },
+    )
+    .unwrap();
+    assert!(std::fs::metadata(&archive).unwrap().len() > 100);
+
+    let e = snapshot::snapshot(
+        &fs,
+        Path::new("/proc/no/such/dir/x.tar.gz"),
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::Io(m) if m.contains("/proc/no/such/dir/x.tar.gz")),
+        "{e}"
+    );
+}
+
+/// Every recorded hwloc test machine shipped with the discovery tests.
+#[test]
+fn recorded_machines_survive_a_snapshot() {
+    let machines = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hwloc");
+    let Ok(entries) = std::fs::read_dir(&machines) else {
+        eprintln!("skipped: no recorded machines at {}", machines.display());
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for e in entries {
+        let dir = e.unwrap().path();
+        if !dir.join("sys").is_dir() {
+            continue;
+        }
+        let snap = out.path().join(dir.file_name().unwrap());
+        let fs = FsRoot::at(&dir).unwrap();
+        snapshot::snapshot(&fs, &snap, &Options::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let (a, b) = (discover(&fs), discover(&FsRoot::at(&snap).unwrap()));
+        assert_eq!(without_source(a), without_source(b), "{}", dir.display());
+        n += 1;
+    }
+    assert!(n > 0);
+}
+
+#[test]
+fn live_machine_snapshot_discovers_the_same() {
+    let out = tempfile::tempdir().unwrap();
+    let snap = out.path().join("live");
+    let live = FsRoot::live();
+    let report = snapshot::snapshot(
+        &live,
+        &snap,
+        &Options {
+            extra: true,
+            force: false,
+        },
+    )
+    .unwrap();
+    assert!(report.files > 0);
+    let mut a = discover(&live);
+    let mut b = discover(&FsRoot::at(&snap).unwrap());
+    // Live-only sources: the compiled-in architecture and CPUID core types
+    // cannot be recorded as files.
+    a.arch = None;
+    b.arch = None;
+    if a.kinds.iter().any(|k| k.source == KindSource::Cpuid) {
+        a.kinds.clear();
+        b.kinds.clear();
+        for c in a.cpus.iter_mut().chain(b.cpus.iter_mut()) {
+            c.kind = None;
+            c.core_type = None;
+        }
+    }
+    assert_eq!(without_source(a), without_source(b));
+    assert_eq!(
+        snapshot::read_metadata(&snap).unwrap().hostname,
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}

@@ -1,0 +1,265 @@
+//! Core kinds and topology on hand-made machines (see `common/synth.rs`):
+//! the cases the recorded hwloc dumps do not cover.
+
+mod common;
+
+use common::synth::{self, Machine};
+use pinsight_topology::{discover, CoreType, CpuSet, FsRoot, KindSource, RankSource, Topology};
+use std::path::Path;
+
+fn set(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+fn discover_machine(m: &Machine) -> Topology {
+    let dir = common::tempdir();
+    m.write(dir.path());
+    discover(&FsRoot::at(dir.path()).unwrap())
+}
+
+fn committed(name: &str) -> Topology {
+    discover(&FsRoot::at(common::fixtures().join("synthetic").join(name)).unwrap())
+}
+
+fn kind_sets(t: &Topology) -> Vec<CpuSet> {
+    t.kinds.iter().map(|k| k.cpus.clone()).collect()
+}
+
+/// Every file under `dir`, relative, with its contents.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((
+                    p.strip_prefix(dir).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The committed trees are exactly what the generator writes; with
+/// `PINSIGHT_REGEN_FIXTURES=1` they are rewritten.
+#[test]
+fn committed_synthetic_fixtures_are_generated() {
+    let base = common::fixtures().join("synthetic");
+    for (name, m) in synth::committed() {
+        let dest = base.join(name);
+        if std::env::var_os("PINSIGHT_REGEN_FIXTURES").is_some() {
+            let _ = std::fs::remove_dir_all(&dest);
+            m.write(&dest);
+        }
+        let tmp = common::tempdir();
+        m.write(tmp.path());
+        assert!(
+            tree(tmp.path()) == tree(&dest),
+            "{name}: regenerate with PINSIGHT_REGEN_FIXTURES=1"
+        );
+    }
+}
+
+#[test]
+fn arm_phone_has_three_kinds_little_to_big() {
+    let t = committed("arm-phone-3cluster");
+    assert_eq!(kind_sets(&t), vec![set("0-3"), set("4-5"), set("6-7")]);
+    let names: Vec<&str> = t.kinds.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["Cortex-A55", "Cortex-A76", "Cortex-X1"]);
+    assert!(t
+        .kinds
+        .iter()
+        .all(|k| k.source == KindSource::Midr && k.rank_source == RankSource::Capacity));
+    assert_eq!(t.kinds[0].capacity_raw, Some(160));
+    assert_eq!(t.kinds[2].capacity, Some(1.0));
+    assert!((t.kinds[1].capacity.unwrap() - 498.0 / 1024.0).abs() < 1e-9);
+    assert_eq!(t.kinds[2].max_mhz, Some(2841));
+    assert_eq!(t.cpu(5).unwrap().kind, Some(1));
+    assert_eq!(t.arch.as_deref(), Some("aarch64"));
+    assert_eq!(
+        t.clusters.len(),
+        3,
+        "one cluster per core type is meaningful"
+    );
+    assert_eq!(t.cores.len(), 8);
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+#[test]
+fn intel_hybrid_with_flat_firmware_frequencies_uses_pmu_lists() {
+    let t = committed("intel-hybrid-laptop");
+    assert_eq!(kind_sets(&t), vec![set("8-15"), set("0-7")]);
+    assert_eq!(
+        (t.kinds[0].name.as_str(), t.kinds[0].mark.as_str()),
+        ("E-core", "E")
+    );
+    assert_eq!(
+        (t.kinds[1].name.as_str(), t.kinds[1].mark.as_str()),
+        ("P-core", "P")
+    );
+    assert!(t
+        .kinds
+        .iter()
+        .all(|k| k.source == KindSource::HybridPmu && k.rank_source == RankSource::CoreType));
+    assert_eq!(t.cpu(3).unwrap().core_type, Some(CoreType::Core));
+    assert_eq!(t.cores.len(), 12);
+    assert_eq!(
+        t.caches_at(2).count(),
+        6,
+        "4 P-core L2s and 2 E-core module L2s"
+    );
+    assert!(t.clusters.is_empty(), "clusters equal to L2s add nothing");
+    assert_eq!(
+        t.model_name.as_deref(),
+        Some("12th Gen Intel(R) Core(TM) i7-1260P")
+    );
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+#[test]
+fn meteor_lake_has_lp_e_cores_below_e_cores() {
+    let t = committed("meteorlake-lp-ecores");
+    assert_eq!(kind_sets(&t), vec![set("20-21"), set("12-19"), set("0-11")]);
+    let marks: Vec<&str> = t.kinds.iter().map(|k| k.mark.as_str()).collect();
+    assert_eq!(marks, ["L", "E", "P"]);
+    assert_eq!(t.kinds[0].name, "LP E-core");
+    assert_eq!(t.kinds[0].core_type, Some(CoreType::LowPower));
+    assert!(t
+        .kinds
+        .iter()
+        .all(|k| k.rank_source == RankSource::MaxFrequency));
+    assert_eq!(t.kinds[2].base_mhz, Some(1400));
+}
+
+#[test]
+fn gb10_capacity_is_read_by_cpu_number_not_position() {
+    let t = committed("gb10-low-cpus-offline");
+    assert_eq!(t.online(), set("5-19"));
+    assert_eq!(kind_sets(&t), vec![set("5-9"), set("10-19")]);
+    assert_eq!(t.kinds[0].name, "Cortex-A725");
+    assert_eq!(t.kinds[1].name, "Cortex-X925");
+    assert_eq!(t.kinds[1].capacity_raw, Some(1024));
+    assert_eq!(t.cpu(5).unwrap().capacity, Some(470));
+    assert_eq!(t.cpu(10).unwrap().capacity, Some(1017), "cpu10's own file");
+    assert!(t.cpu(0).unwrap().kind.is_none());
+    // Without MIDRs, capacities alone still give the same two kinds.
+    let mut m = synth::gb10_low_offline();
+    m.cpus.iter_mut().for_each(|c| c.midr = None);
+    let t = discover_machine(&m);
+    assert_eq!(kind_sets(&t), vec![set("5-9"), set("10-19")]);
+    assert!(t.kinds.iter().all(|k| k.source == KindSource::Capacity));
+    assert_eq!(
+        (t.kinds[0].name.as_str(), t.kinds[1].name.as_str()),
+        ("little", "big")
+    );
+}
+
+#[test]
+fn identical_cores_with_slightly_different_capacities_are_one_kind() {
+    for with_midr in [true, false] {
+        let t = discover_machine(&synth::identical_a72(with_midr));
+        assert_eq!(kind_sets(&t), vec![set("0-3")], "with MIDR: {with_midr}");
+        assert_eq!(t.kinds[0].rank_source, RankSource::Uniform);
+        assert_eq!(t.kinds[0].capacity_raw, Some(731));
+        if with_midr {
+            assert_eq!(t.kinds[0].name, "Cortex-A72");
+        }
+    }
+}
+
+#[test]
+fn turbo_boost_favoured_cores_are_one_kind() {
+    // Cores 1 and 3 are favoured: 5200 MHz instead of 5000, same base.
+    let m = synth::small_smt(|cpu| {
+        (
+            if cpu % 4 == 1 || cpu % 4 == 3 {
+                5_200_000
+            } else {
+                5_000_000
+            },
+            1_900_000,
+        )
+    });
+    let t = discover_machine(&m);
+    assert_eq!(kind_sets(&t), vec![set("0-7")]);
+    assert_eq!(t.kinds[0].max_mhz, Some(5200));
+    assert_eq!(t.kinds[0].source, KindSource::Frequency);
+    // A real difference (base differs) splits them, ranked by max frequency.
+    let m = synth::small_smt(|cpu| {
+        if cpu % 4 < 2 {
+            (5_000_000, 1_900_000)
+        } else {
+            (3_900_000, 1_400_000)
+        }
+    });
+    let t = discover_machine(&m);
+    assert_eq!(kind_sets(&t), vec![set("2-3,6-7"), set("0-1,4-5")]);
+    assert_eq!(t.kinds[0].rank_source, RankSource::MaxFrequency);
+}
+
+#[test]
+fn homogeneous_machine_without_any_data_has_one_uniform_kind() {
+    let mut m = synth::small_smt(|_| (0, 0));
+    m.cpus.iter_mut().for_each(|c| {
+        c.max_khz = None;
+        c.base_khz = None;
+    });
+    let t = discover_machine(&m);
+    assert_eq!(t.kinds.len(), 1);
+    assert_eq!(t.kinds[0].cpus, set("0-7"));
+    assert_eq!(t.kinds[0].source, KindSource::Uniform);
+    assert_eq!(t.kinds[0].rank_source, RankSource::Uniform);
+    assert!(t.cpus.iter().all(|c| c.kind == Some(0)));
+}
+
+#[test]
+fn offline_cpu0_is_listed_and_its_sibling_stands_alone() {
+    let mut m = synth::small_smt(|_| (3_000_000, 2_000_000));
+    m.cpus[0].online = false;
+    let t = discover_machine(&m);
+    assert_eq!(t.online(), set("1-7"));
+    let c0 = t.cpu(0).expect("cpu0 present");
+    assert!(
+        !c0.online
+            && c0.core.is_none()
+            && c0.package.is_none()
+            && c0.numa.is_none()
+            && c0.kind.is_none()
+    );
+    assert_eq!(
+        t.siblings(4),
+        set("4"),
+        "cpu4's mask names offline cpu0: intersected away"
+    );
+    assert_eq!(t.cores[0].cpus, set("1,5"));
+    assert_eq!(t.cores.iter().map(|g| g.cpus.len()).sum::<usize>(), 7);
+    assert!(t.caches.iter().all(|c| !c.cpus.contains(0)));
+    assert_eq!(t.numa_nodes[0].cpus, set("1-7"));
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+#[test]
+fn machine_with_2048_cpus() {
+    let m = synth::big_server(8, 128, 2);
+    let t = discover_machine(&m);
+    assert_eq!(t.cpus.len(), 2048);
+    assert_eq!(t.online().len(), 2048);
+    assert_eq!(t.cores.len(), 1024);
+    assert!(t.cores.iter().all(|c| c.cpus.len() == 2));
+    assert_eq!(t.siblings(0), set("0,1024"));
+    assert_eq!(t.packages.len(), 8);
+    assert_eq!(t.numa_nodes.len(), 8);
+    assert_eq!(t.caches_at(3).count(), 8);
+    assert_eq!(t.kinds.len(), 1);
+    assert_eq!(
+        t.numa_distances.as_ref().unwrap()[0],
+        vec![10, 20, 20, 20, 20, 20, 20, 20]
+    );
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
