@@ -79,7 +79,7 @@ pub(crate) fn run(
         unit: "ns/round-trip",
         higher_is_better: false,
         checksum: (ping.0.load(Ordering::Relaxed) + pong.0.load(Ordering::Relaxed)) as f64,
-        checksum_meaning: "messages delivered (2 per round trip)",
+        checksum_meaning: "messages delivered, 2 per round trip",
         elapsed: team.elapsed,
         work_unit: "round trips",
         per_thread: team.stats,
