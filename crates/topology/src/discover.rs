@@ -61,16 +61,17 @@ pub fn discover(fs: &FsRoot) -> Topology {
         Vec::new()
     };
 
-    let usable_mask = match &allowed {
-        Some(a) => {
-            let usable = a.intersection(&online);
-            if usable.is_empty() && !online.is_empty() {
-                r.warn_msg(format!(
-                    "cpuset cgroup: allows CPUs {a} but none of them is online ({online}); ignored the cgroup restriction"
-                ));
+    let usable_mask = match allowed {
+        Some((a, path)) => {
+            if !a.intersects(&online) && !online.is_empty() {
+                r.warn(
+                    &path,
+                    format_args!("allows CPUs {a} but none of them is online ({online})"),
+                    "ignored the cgroup restriction",
+                );
                 None
             } else {
-                Some(a.clone())
+                Some(a)
             }
         }
         None => None,

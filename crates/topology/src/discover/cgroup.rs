@@ -25,9 +25,9 @@ enum Flavor {
     Legacy,
 }
 
-/// The allowed CPUs, `None` when no cpuset restriction could be found
-/// (which is the normal case outside containers).
-pub(super) fn allowed_cpus(r: &mut Reader) -> Option<CpuSet> {
+/// The allowed CPUs and the file that said so, `None` when no cpuset
+/// restriction could be found (the normal case outside containers).
+pub(super) fn allowed_cpus(r: &mut Reader) -> Option<(CpuSet, String)> {
     let mounts = r
         .text("/proc/mounts")
         .or_else(|| r.text("/proc/self/mounts"))?;
@@ -85,7 +85,7 @@ pub(super) fn allowed_cpus(r: &mut Reader) -> Option<CpuSet> {
                 // try the next name, never confine to nothing.
                 continue;
             }
-            return Some(set);
+            return Some((set, path));
         }
     }
     None
