@@ -1,0 +1,293 @@
+//! The matrix as a heatmap picture (SVG or PNG) with plotters: CPU ids on
+//! both axes, the viridis scale of [`super::colormap`] with its legend, and
+//! lines between core kinds (P/E cores, big/LITTLE) when the caller knows
+//! them, because the first question on a hybrid machine is whether the
+//! latency blocks follow the kinds.
+//!
+//! Text needs a font and we may not touch the system's (no fontconfig, no
+//! freetype): DejaVu Sans, embedded by the `dejavu` crate, is registered
+//! with plotters' pure-Rust `ab_glyph` renderer as "sans-serif". SVG files
+//! name that family and leave drawing the glyphs to the viewer.
+
+use super::colormap;
+use super::table::format_ns;
+use crate::LatencyMatrix;
+use pinsight_cpuset::CpuSet;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// A run of CPUs of one kind, as the chart labels it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindBand {
+    /// "P-core", "E-core", "Cortex-A76", ...
+    pub name: String,
+    pub cpus: CpuSet,
+}
+
+/// What to draw besides the matrix.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChartOptions {
+    pub title: String,
+    /// Core kinds; lines are drawn where the kind changes along the axes.
+    /// Leave empty for machines of one kind.
+    pub kinds: Vec<KindBand>,
+}
+
+const FONT: &str = "sans-serif";
+
+/// Registers the embedded font once; every chart calls it first.
+fn ensure_font() -> Result<(), String> {
+    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
+                .map_err(|_| "the embedded DejaVu Sans font could not be loaded".to_string())
+        })
+        .clone()
+}
+
+/// Pixel geometry, derived from the matrix size alone.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    cell: i32,
+    left: i32,
+    top: i32,
+    width: u32,
+    height: u32,
+    font: f64,
+    /// Label every `row_step`-th row and `col_step`-th column, so labels
+    /// never overlap on large machines.
+    row_step: usize,
+    col_step: usize,
+}
+
+fn layout(m: &LatencyMatrix) -> Layout {
+    let n = m.len().max(1);
+    // About 760 px of grid, cells 3..=40 px.
+    let cell = (760 / n as i32).clamp(3, 40);
+    let font = (cell as f64 * 0.8).clamp(9.0, 13.0);
+    let digits = m
+        .cpus
+        .iter()
+        .map(|c| c.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let label_px = digits as f64 * font * 0.64 + 4.0;
+    let row_step = (font * 1.15 / cell as f64).ceil().max(1.0) as usize;
+    let col_step = (label_px / cell as f64).ceil().max(1.0) as usize;
+    let left = (label_px as i32) + 40;
+    let top = 78;
+    let grid = cell * n as i32;
+    Layout {
+        cell,
+        left,
+        top,
+        width: (left + grid + 110).max(420) as u32,
+        height: (top + grid.max(120) + 40) as u32,
+        font,
+        row_step,
+        col_step,
+    }
+}
+
+/// The heatmap as an SVG document.
+pub fn svg(m: &LatencyMatrix, opts: &ChartOptions) -> Result<String, String> {
+    ensure_font()?;
+    let l = layout(m);
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (l.width, l.height)).into_drawing_area();
+        draw(&root, m, opts, &l).map_err(|e| format!("drawing the SVG chart: {e}"))?;
+        root.present()
+            .map_err(|e| format!("drawing the SVG chart: {e}"))?;
+    }
+    Ok(buf)
+}
+
+/// Writes the heatmap as an SVG file.
+pub fn write_svg(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<(), String> {
+    let text = svg(m, opts)?;
+    std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+/// Writes the heatmap as a PNG file.
+pub fn write_png(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<(), String> {
+    ensure_font()?;
+    let l = layout(m);
+    let shown = path.display();
+    let root = BitMapBackend::new(path, (l.width, l.height)).into_drawing_area();
+    draw(&root, m, opts, &l).map_err(|e| format!("{shown}: drawing the PNG chart: {e}"))?;
+    root.present()
+        .map_err(|e| format!("{shown}: cannot write PNG: {e}"))
+}
+
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+fn text_style(size: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
+    TextStyle {
+        font: (FONT, size).into_font(),
+        color: color.to_backend_color(),
+        pos: Pos::new(h, v),
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    m: &LatencyMatrix,
+    opts: &ChartOptions,
+    l: &Layout,
+) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let n = m.len();
+    let measured: Vec<f64> = m.pair_values().collect();
+    let lo = measured.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let x_of = |j: usize| l.left + j as i32 * l.cell;
+    let y_of = |i: usize| l.top + i as i32 * l.cell;
+    let grid_end = l.left + n as i32 * l.cell;
+
+    if !opts.title.is_empty() {
+        root.draw(&Text::new(
+            opts.title.clone(),
+            (l.left, 10),
+            text_style(16.0, BLACK, HPos::Left, VPos::Top),
+        ))?;
+    }
+    root.draw(&Text::new(
+        "CPU".to_string(),
+        (8, l.top - 14),
+        text_style(l.font, BLACK, HPos::Left, VPos::Center),
+    ))?;
+
+    // Cells.
+    let noisy = |i: usize, j: usize| {
+        m.stats
+            .as_ref()
+            .and_then(|s| s[i][j].as_ref())
+            .is_some_and(|s| s.noisy)
+    };
+    let values_fit = l.cell >= 30;
+    for i in 0..n {
+        for j in 0..n {
+            let v = m.get(i, j);
+            let (x0, y0) = (x_of(j), y_of(i));
+            let rect = [(x0, y0), (x0 + l.cell, y0 + l.cell)];
+            let rgb = if i == j {
+                [225, 225, 225]
+            } else if v.is_nan() {
+                [250, 250, 250]
+            } else {
+                colormap::viridis(colormap::position(v, lo, hi))
+            };
+            root.draw(&Rectangle::new(
+                rect,
+                RGBColor(rgb[0], rgb[1], rgb[2]).filled(),
+            ))?;
+            if i != j && noisy(i, j) && l.cell >= 6 {
+                let r = (l.cell / 6).max(1);
+                root.draw(&Circle::new(
+                    (x0 + l.cell - r - 1, y0 + r + 1),
+                    r,
+                    RED.filled(),
+                ))?;
+            }
+            if values_fit && i != j && !v.is_nan() {
+                let fg = if colormap::prefers_dark_text(rgb) {
+                    BLACK
+                } else {
+                    WHITE
+                };
+                root.draw(&Text::new(
+                    format_ns(v),
+                    (x0 + l.cell / 2, y0 + l.cell / 2),
+                    text_style(l.cell as f64 * 0.34, fg, HPos::Center, VPos::Center),
+                ))?;
+            }
+        }
+    }
+
+    // CPU ids: along the top and the left.
+    for (k, cpu) in m.cpus.iter().enumerate() {
+        if k % l.col_step == 0 {
+            root.draw(&Text::new(
+                cpu.to_string(),
+                (x_of(k) + l.cell / 2, l.top - 4),
+                text_style(l.font, BLACK, HPos::Center, VPos::Bottom),
+            ))?;
+        }
+        if k % l.row_step == 0 {
+            root.draw(&Text::new(
+                cpu.to_string(),
+                (l.left - 4, y_of(k) + l.cell / 2),
+                text_style(l.font, BLACK, HPos::Right, VPos::Center),
+            ))?;
+        }
+    }
+
+    // Kind boundaries and names.
+    let kind_of = |cpu: usize| opts.kinds.iter().position(|k| k.cpus.contains(cpu));
+    if opts.kinds.len() > 1 {
+        let mut run_start = 0;
+        for k in 1..=n {
+            let changed = k == n || kind_of(m.cpus[k]) != kind_of(m.cpus[k - 1]);
+            if !changed {
+                continue;
+            }
+            if let Some(kind) = kind_of(m.cpus[run_start]) {
+                let mid = (x_of(run_start) + x_of(k)) / 2;
+                root.draw(&Text::new(
+                    opts.kinds[kind].name.clone(),
+                    (mid, l.top - 22),
+                    text_style(l.font, BLACK, HPos::Center, VPos::Bottom),
+                ))?;
+            }
+            if k < n {
+                let edge = BLACK.stroke_width(2);
+                root.draw(&PathElement::new(
+                    vec![(x_of(k), l.top - 20), (x_of(k), y_of(n))],
+                    edge,
+                ))?;
+                root.draw(&PathElement::new(
+                    vec![(l.left - 20, y_of(k)), (grid_end, y_of(k))],
+                    edge,
+                ))?;
+            }
+            run_start = k;
+        }
+    }
+
+    // Colour scale.
+    if !measured.is_empty() {
+        let (bx, by, bh) = (grid_end + 16, l.top, (n as i32 * l.cell).max(120));
+        let steps = 64;
+        for s in 0..steps {
+            let t = 1.0 - s as f64 / (steps - 1) as f64;
+            let rgb = colormap::viridis(t);
+            let y0 = by + s * bh / steps;
+            let y1 = by + (s + 1) * bh / steps;
+            root.draw(&Rectangle::new(
+                [(bx, y0), (bx + 16, y1)],
+                RGBColor(rgb[0], rgb[1], rgb[2]).filled(),
+            ))?;
+        }
+        for (t, v) in [(1.0, hi), (0.5, (lo + hi) / 2.0), (0.0, lo)] {
+            let y = by + ((1.0 - t) * bh as f64) as i32;
+            root.draw(&Text::new(
+                format!("{} ns", format_ns(v)),
+                (bx + 20, y),
+                text_style(l.font, BLACK, HPos::Left, VPos::Center),
+            ))?;
+        }
+        if (0..n).any(|i| (0..i).any(|j| noisy(i, j))) {
+            root.draw(&Text::new(
+                "red dot: noisy".to_string(),
+                (bx, by + bh + 14),
+                text_style(l.font, BLACK, HPos::Left, VPos::Center),
+            ))?;
+        }
+    }
+    Ok(())
+}

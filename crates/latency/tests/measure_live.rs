@@ -1,0 +1,158 @@
+//! Measuring on this machine, with small caps so the whole file stays well
+//! under 2 seconds. Needs 2 usable CPUs; on a 1-CPU runner the live tests
+//! say so and pass (the errors are what is checked there instead).
+
+use pinsight_cpuset::CpuSet;
+use pinsight_latency::measure::{self, choose_cpus, usable_cpus, MeasureConfig, Method, Progress};
+use pinsight_latency::LatencyMatrix;
+use pinsight_topology::FsRoot;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Live tests take turns: two measurements at once on a 2-CPU machine
+/// would preempt each other and measure the scheduler instead.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn two_cpus() -> Option<Vec<usize>> {
+    let (online, allowed) = usable_cpus(&FsRoot::live()).unwrap();
+    match choose_cpus(None, &online, &allowed) {
+        Ok(cpus) => Some(cpus.into_iter().take(2).collect()),
+        Err(e) => {
+            eprintln!("skipping live measurement: {e}");
+            None
+        }
+    }
+}
+
+fn quick(cpus: Vec<usize>, method: Method, parallel: bool) -> MeasureConfig {
+    MeasureConfig {
+        cpus,
+        method,
+        parallel,
+        max_time_per_pair: Duration::from_millis(60),
+        ..MeasureConfig::default()
+    }
+}
+
+#[test]
+fn measures_both_methods_on_two_cpus_with_statistics() {
+    let _turn = one_at_a_time();
+    let Some(cpus) = two_cpus() else { return };
+    for method in [Method::Cas, Method::Msg] {
+        let mut seen: Vec<Progress> = Vec::new();
+        let t0 = Instant::now();
+        let r = measure::measure_with_progress(&quick(cpus.clone(), method, true), &mut |p| {
+            seen.push(p.clone())
+        })
+        .unwrap();
+        // Calibration and the last sample may run a little past the cap.
+        assert!(
+            t0.elapsed() < Duration::from_millis(300),
+            "{method}: took {:?}",
+            t0.elapsed()
+        );
+        let m = &r.matrix;
+        assert_eq!(m.cpus, cpus);
+        assert_eq!(m.method.as_deref(), Some(method.as_str()));
+        assert_eq!(m.source.as_deref(), Some("measured"));
+        let v = m.get(1, 0);
+        assert!(
+            v > 0.5 && v < 100_000.0,
+            "{method}: implausible one-way latency {v} ns"
+        );
+        assert_eq!(m.get(0, 1), v);
+        let s = m.stats.as_ref().unwrap()[1][0].clone().unwrap();
+        assert_eq!(s.median_ns, v);
+        assert!(s.ci_low_ns <= v && v <= s.ci_high_ns, "{s:?}");
+        assert!(s.samples >= 16 || s.noisy, "{s:?}");
+        if !s.noisy {
+            assert!(s.ci_high_ns <= v * 1.01 && s.ci_low_ns >= v * 0.99, "{s:?}");
+        }
+        assert!(r.skipped.is_empty());
+        assert_eq!((r.rounds_run, r.rounds_planned), (1, 1));
+        assert_eq!(seen.len(), 1);
+        assert_eq!(
+            (
+                seen[0].pairs_done,
+                seen[0].pairs_total,
+                seen[0].rounds_total,
+                seen[0].last_pair
+            ),
+            (1, 1, 1, (cpus[1], cpus[0]))
+        );
+    }
+}
+
+#[test]
+fn sequential_measures_the_same_pair_the_same_way() {
+    let _turn = one_at_a_time();
+    let Some(cpus) = two_cpus() else { return };
+    let r = measure::measure(&quick(cpus, Method::Cas, false)).unwrap();
+    assert_eq!((r.rounds_run, r.rounds_planned), (1, 1));
+    assert!(!r.matrix.get(1, 0).is_nan());
+}
+
+#[test]
+fn a_spent_budget_skips_pairs_and_says_which() {
+    let _turn = one_at_a_time();
+    let Some(cpus) = two_cpus() else { return };
+    let c = MeasureConfig {
+        budget: Some(Duration::ZERO),
+        ..quick(cpus.clone(), Method::Cas, true)
+    };
+    let r = measure::measure(&c).unwrap();
+    assert_eq!(r.skipped, vec![(cpus[1], cpus[0])]);
+    assert_eq!(r.rounds_run, 0);
+    assert!(r.matrix.get(1, 0).is_nan());
+    assert!(r.matrix.stats.as_ref().unwrap()[1][0].is_none());
+}
+
+#[test]
+fn a_measured_matrix_survives_csv_and_json() {
+    let _turn = one_at_a_time();
+    let Some(cpus) = two_cpus() else { return };
+    let r = measure::measure(&quick(cpus, Method::Cas, true)).unwrap();
+    let back = LatencyMatrix::parse_csv(&r.matrix.to_csv(), "measured.csv").unwrap();
+    assert_eq!(back.cpus, r.matrix.cpus);
+    assert_eq!(back.get(1, 0), r.matrix.get(1, 0));
+    let json = serde_json::to_string(&r.matrix).unwrap();
+    let again: LatencyMatrix = serde_json::from_str(&json).unwrap();
+    let (a, b) = (
+        again.stats.as_ref().unwrap()[1][0].clone().unwrap(),
+        r.matrix.stats.as_ref().unwrap()[1][0].clone().unwrap(),
+    );
+    // serde_json's default float parsing may be off by one ulp.
+    assert!((a.median_ns - b.median_ns).abs() <= b.median_ns * 1e-12);
+    assert_eq!((a.samples, a.noisy), (b.samples, b.noisy));
+    again.validate().unwrap();
+}
+
+#[test]
+fn cpus_this_process_may_not_use_are_refused_by_name() {
+    let (online, allowed) = usable_cpus(&FsRoot::live()).unwrap();
+    let beyond = online.last().unwrap() + 1;
+    let mut req = allowed.clone();
+    req.insert(beyond);
+    let e = choose_cpus(Some(&req), &online, &allowed).unwrap_err();
+    assert!(e.usage);
+    assert!(
+        e.message.contains(&format!("CPU {beyond} is offline")),
+        "{}",
+        e.message
+    );
+    let e = choose_cpus(Some(&CpuSet::single(0)), &online, &allowed).unwrap_err();
+    assert!(e.message.contains("needs at least 2 CPUs"), "{}", e.message);
+}
+
+#[test]
+fn pinning_failure_is_an_error_not_a_hang() {
+    let _turn = one_at_a_time();
+    let Some(cpus) = two_cpus() else { return };
+    // A CPU that does not exist: both threads must give up together.
+    let c = quick(vec![cpus[0], 4095], Method::Cas, true);
+    let e = measure::measure(&c).unwrap_err();
+    assert!(e.contains("cannot pin a thread to CPU 4095"), "{e}");
+}
