@@ -168,6 +168,8 @@ struct Join {
 /// chain algorithm: O(n²) time and memory, so 1000-CPU matrices are fine.
 /// Unmeasured pairs are left out of the averages; groups with no measured
 /// pair between them are `f64::INFINITY` apart.
+// Index loops: the algorithm is about pairs of cluster indices.
+#[allow(clippy::needless_range_loop)]
 fn average_linkage(m: &LatencyMatrix) -> Vec<Join> {
     let n = m.len();
     // sum[i][j], cnt[i][j]: total and number of measured CPU pairs between
@@ -358,7 +360,7 @@ pub fn domains(m: &LatencyMatrix) -> DomainTree {
     }
     // `cuts` runs finest → coarsest.
     let is_pairs = |l: &Level| l.domains.iter().all(|d| d.cpus.len() <= 2);
-    let pairs = cuts.iter().filter(|l| is_pairs(l)).last().cloned();
+    let pairs = cuts.iter().rev().find(|l| is_pairs(l)).cloned();
     let levels = cuts.into_iter().rev().filter(|l| !is_pairs(l)).collect();
     DomainTree {
         cpus: m.cpu_set(),

@@ -1,4 +1,5 @@
 //! Core-to-core latency: the matrix and its file formats ([`matrix`]),
+//! measuring it on this machine ([`measure`]), showing it ([`render`]),
 //! latency domains derived from it ([`cluster`]) and latency-aware choice of
 //! CPU groups ([`group`]).
 //!
@@ -6,7 +7,14 @@
 //! and returns values, so it is tested on recorded matrices of real machines.
 
 pub mod cluster;
+pub mod group;
 pub mod matrix;
+pub mod measure;
+pub mod render;
 
 pub use cluster::{domains, Domain, DomainTree, Level};
+pub use group::{
+    autopilot, best_group, best_pipeline, exhaustive_group, exhaustive_pipeline, Exact, Group,
+    SearchLimits,
+};
 pub use matrix::{LatencyMatrix, PairStat};

@@ -142,6 +142,8 @@ impl LatencyMatrix {
     /// Reads the `core-to-core-latency --csv` format (see the module doc).
     /// `origin` names the input in errors, which look like
     /// `AMD.csv:4:3: 'abc' is not a number of nanoseconds`.
+    // Index loops: cells are addressed as (row, column) pairs.
+    #[allow(clippy::needless_range_loop)]
     pub fn parse_csv(text: &str, origin: &str) -> Result<Self, String> {
         let mut cpus: Option<Vec<usize>> = None;
         // (1-based line number, line) of the data rows.
