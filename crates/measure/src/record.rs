@@ -45,10 +45,17 @@ pub struct RunRecord {
     pub user_s: f64,
     /// System CPU time, same scope as `user_s`.
     pub sys_s: f64,
-    /// Peak resident set size, KiB: the maximum over the process and its
-    /// waited-for descendants (not their sum). Floor: the size of the
-    /// forking parent's copied pages (Linux records the pre-exec image).
+    /// Peak resident set size, KiB (`ru_maxrss`): the maximum over the
+    /// process and its waited-for descendants (not their sum).
+    ///
+    /// Caveat (Linux): at `execve` the kernel folds the RSS of the
+    /// pre-exec image — a copy of the forking parent — into this peak, so
+    /// a value at or below [`RunRecord::max_rss_floor_kib`] may be the
+    /// harness's size, not the program's.
     pub max_rss_kib: u64,
+    /// The harness's own peak RSS when it spawned the run: the most the
+    /// pre-exec image can have contributed to `max_rss_kib`.
+    pub max_rss_floor_kib: u64,
     pub exit: ExitStatusRecord,
     /// Killed because it exceeded the timeout (then `exit.signal` tells
     /// which of SIGTERM/SIGKILL ended it).

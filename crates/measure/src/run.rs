@@ -250,6 +250,7 @@ impl Measurer {
             }
         }
 
+        let max_rss_floor_kib = proc::self_max_rss_kib();
         let energy = match &self.rapl {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
@@ -320,6 +321,7 @@ impl Measurer {
             user_s: reaped.user.as_secs_f64(),
             sys_s: reaped.sys.as_secs_f64(),
             max_rss_kib: reaped.max_rss_kib,
+            max_rss_floor_kib,
             exit: ExitStatusRecord { code, signal },
             timed_out,
             counters,

@@ -86,6 +86,7 @@ fn task_clock_agrees_with_user_plus_sys_on_a_cpu_bound_child() {
     assert!(value(&r.counters.context_switches) >= 0.0);
     assert!(value(&r.counters.cpu_migrations) >= 0.0);
     assert!(r.max_rss_kib > 0);
+    assert!(r.max_rss_floor_kib > 0);
     // Hardware counters: a value on machines with a PMU, an honest reason
     // otherwise — never a fake 0.
     match &r.counters.cycles {

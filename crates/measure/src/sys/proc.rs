@@ -187,6 +187,16 @@ pub fn read_exact_raw(fd: RawFd, buf: &mut [u8]) -> io::Result<bool> {
     Ok(true)
 }
 
+/// The calling process's own peak RSS in KiB (`getrusage(RUSAGE_SELF)`).
+pub fn self_max_rss_kib() -> u64 {
+    // SAFETY: rusage is plain old data; the out-pointer is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_maxrss.max(0) as u64
+}
+
 /// The calling process's id (async-signal-safe).
 pub fn getpid() -> libc::pid_t {
     // SAFETY: no arguments, cannot fail.
