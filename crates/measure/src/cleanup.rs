@@ -1,5 +1,6 @@
-//! Leave no trace on Ctrl-C: on SIGINT/SIGTERM/SIGHUP, kill the process
-//! groups of runs in flight, restore every cpufreq governor changed by a
+//! Leave no trace on Ctrl-C: on SIGINT/SIGTERM/SIGHUP, pass the signal on
+//! to the process groups of runs in flight (SIGKILL after 300 ms), restore
+//! every cpufreq governor changed by a
 //! [`crate::GovernorGuard`], then die by the same signal (so the shell sees
 //! 130/143/129 as usual).
 //!
@@ -129,6 +130,8 @@ fn cleanup_thread(read_fd: libc::c_int) {
         }
     }
     let sig = libc::c_int::from(b[0]);
+    SHUTTING_DOWN.store(true, Ordering::SeqCst);
+    forward_then_wait(sig, std::time::Duration::from_millis(300));
     for failure in cleanup_now() {
         eprintln!("pinsight: {failure}");
     }
@@ -149,6 +152,25 @@ fn cleanup_thread(read_fd: libc::c_int) {
     // Only reached if the signal could not kill us.
     std::thread::sleep(std::time::Duration::from_secs(1));
     std::process::exit(128 + sig);
+}
+
+/// Passes `sig` on to the runs in flight (their own process groups do not
+/// get the terminal's Ctrl-C), giving them up to `grace` to clean up and
+/// exit before [`cleanup_now`] kills what is left.
+fn forward_then_wait(sig: libc::c_int, grace: std::time::Duration) {
+    let groups: Vec<libc::pid_t> = lock(&ACTIVE_GROUPS).clone();
+    for &g in &groups {
+        let _ = crate::sys::proc::kill_group(g, sig);
+    }
+    let start = std::time::Instant::now();
+    while start.elapsed() < grace {
+        // Registrations are dropped once the run is reaped.
+        let live = lock(&ACTIVE_GROUPS).iter().any(|g| groups.contains(g));
+        if !live {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// A run's process group, registered for killing on a cleanup signal for

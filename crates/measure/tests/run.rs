@@ -366,6 +366,7 @@ fn records_round_trip_through_json_with_stable_names() {
         "user_s",
         "sys_s",
         "max_rss_kib",
+        "max_rss_floor_kib",
         "exit",
         "timed_out",
         "task_clock_ms",
