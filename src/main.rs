@@ -27,6 +27,7 @@ enum Command {
     Pin(cmd::pin::Args),
     Latency(cmd::latency::Args),
     Speed(cmd::speed::Args),
+    Report(cmd::report::Args),
     Workload(cmd::workload::Args),
 }
 
@@ -41,6 +42,7 @@ fn main() {
         Command::Pin(a) => cmd::pin::run(a, g),
         Command::Latency(a) => cmd::latency::run(a, g),
         Command::Speed(a) => cmd::speed::run(a, g),
+        Command::Report(a) => cmd::report::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
     };
     match result {

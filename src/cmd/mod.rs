@@ -2,6 +2,7 @@
 pub mod latency;
 pub mod pin;
 pub mod plan;
+pub mod report;
 pub mod run;
 pub mod snapshot;
 pub mod speed;

@@ -6,6 +6,7 @@ pub mod discover;
 pub mod fsroot;
 pub mod hwloc_xml;
 pub mod model;
+pub mod snapshot;
 
 pub use discover::discover;
 pub use fsroot::{FsRoot, FSROOT_ENV};

@@ -1,0 +1,150 @@
+//! The report on recorded machines: the i7-1370P hybrid laptop (topology)
+//! and real measured latency matrices.
+
+use pinsight_latency::{domains, LatencyMatrix};
+use pinsight_report::{html, suggestions, topology_svg, ReportData};
+use pinsight_speed::run::{CpuSpeed, KernelResult};
+use pinsight_speed::{speedups, Kernel};
+use pinsight_topology::{discover, FsRoot, Topology};
+use std::path::PathBuf;
+
+fn fixture_topology(name: &str) -> Topology {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topology/tests/fixtures/hwloc").join(name);
+    discover(&FsRoot::at(dir).unwrap())
+}
+
+fn matrix(name: &str) -> LatencyMatrix {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../latency/tests/fixtures").join(name);
+    LatencyMatrix::load(&p).unwrap()
+}
+
+/// Fake but plausible per-CPU speeds: P-cores twice as fast on int.
+fn speeds(topo: &Topology) -> Vec<CpuSpeed> {
+    let fast = topo.kinds.len() - 1;
+    let mut v: Vec<CpuSpeed> = topo
+        .usable()
+        .iter()
+        .map(|cpu| {
+            let kind = topo.cpu(cpu).unwrap().kind;
+            let m = if kind == Some(fast) { 200.0 } else { 100.0 };
+            CpuSpeed {
+                cpu,
+                kind,
+                results: vec![KernelResult { kernel: Kernel::Int, median: m, ci_low: m, ci_high: m, samples: 9, relative: f64::NAN }],
+                relative: f64::NAN,
+                misplaced_chunks: 0,
+            }
+        })
+        .collect();
+    pinsight_speed::run::fill_relative(&mut v);
+    v
+}
+
+#[test]
+fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
+    let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
+    assert_eq!(topo.kinds.len(), 2);
+    let cpus = speeds(&topo);
+    let (kinds, pairs) = speedups(&topo, &cpus, &[Kernel::Int]);
+    let report = pinsight_speed::SpeedReport {
+        kernels: vec![Kernel::Int],
+        budget_per_cpu_s: 1.0,
+        mem_bytes: 1 << 23,
+        cpus,
+        kinds,
+        speedups: pairs,
+    };
+    let s = suggestions(&topo, None, None, Some(&report));
+    let text = s.join("\n");
+    assert!(text.contains("speedup factor ≈ 2.00"), "{text}");
+    assert!(text.contains("0-11"), "P-cores named: {text}");
+    assert!(text.contains("6 cores have SMT siblings"), "{text}");
+}
+
+#[test]
+fn chiplet_matrix_names_the_better_pair_than_autopilot() {
+    // Threadripper 1950X: CPUs 0 and 1 are in one CCX on the measured box,
+    // but the best 4-group must come from one CCX too; the suggestion must
+    // name figures and never be worse than autopilot.
+    let m = matrix("AMD_Ryzen_Threadripper_1950X.csv");
+    let topo = synthetic_flat(m.cpus.len());
+    let tree = domains(&m);
+    let s = suggestions(&topo, Some(&m), Some(&tree), None);
+    let text = s.join("\n");
+    assert!(text.contains("latency domains"), "{text}");
+    assert!(text.contains("For 2 chatty threads"), "{text}");
+    assert!(text.contains("For 4 communicating threads"), "{text}");
+    assert!(text.contains(" ns"), "{text}");
+}
+
+#[test]
+fn apple_m1_pro_domains_appear_in_the_sentence() {
+    let m = matrix("Apple_M1_Pro.csv");
+    let topo = synthetic_flat(m.cpus.len());
+    let tree = domains(&m);
+    let s = suggestions(&topo, Some(&m), Some(&tree), None);
+    assert!(s[0].contains("{0-1}") && s[0].contains("{2-4}") && s[0].contains("{5-7}"), "{}", s[0]);
+}
+
+/// A machine of `n` identical single-thread cores (only what suggestions need).
+fn synthetic_flat(n: usize) -> Topology {
+    let dir = tempfile_dir();
+    for c in 0..n {
+        let t = dir.join(format!("sys/devices/system/cpu/cpu{c}/topology"));
+        std::fs::create_dir_all(&t).unwrap();
+        std::fs::write(t.join("core_cpus_list"), c.to_string()).unwrap();
+        std::fs::write(t.join("package_cpus_list"), format!("0-{}", n - 1)).unwrap();
+        std::fs::write(t.join("physical_package_id"), "0").unwrap();
+        std::fs::write(t.join("core_id"), c.to_string()).unwrap();
+    }
+    std::fs::write(dir.join("sys/devices/system/cpu/online"), format!("0-{}", n - 1)).unwrap();
+    std::fs::write(dir.join("sys/devices/system/cpu/present"), format!("0-{}", n - 1)).unwrap();
+    discover(&FsRoot::at(&dir).unwrap())
+}
+
+fn tempfile_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!("pinsight-report-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn html_is_self_contained_and_escaped() {
+    let mut topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
+    topo.model_name = Some("Evil <script>alert(1)</script>".into());
+    let m = matrix("Apple_M1_Pro.csv");
+    let data = ReportData {
+        pinsight_version: "test".into(),
+        generated_unix: 0,
+        hostname: Some("box".into()),
+        budget_s: 60.0,
+        elapsed_s: 1.0,
+        domains: Some(domains(&m)),
+        latency: Some(m),
+        speed: None,
+        skipped: vec!["speed: skipped (--no-speed)".into()],
+        suggestions: vec!["use <CPUs> 0,1".into()],
+        topology: topo,
+    };
+    let page = html(&data);
+    assert!(!page.contains("<script>"), "model name must be escaped");
+    assert!(page.contains("&lt;CPUs&gt;"));
+    assert_eq!(page.matches("<svg").count(), 2, "topology picture and heatmap are embedded");
+    assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "no external resources");
+    assert!(page.contains("speed: skipped"));
+}
+
+#[test]
+fn topology_picture_shows_every_online_cpu_and_kind_legend() {
+    let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
+    let svg = topology_svg(&topo);
+    for cpu in topo.online().iter() {
+        assert!(svg.contains(&format!("<title>CPU {cpu}</title>")), "CPU {cpu} missing");
+    }
+    for k in &topo.kinds {
+        assert!(svg.contains(&k.name), "legend lacks {}", k.name);
+    }
+}
