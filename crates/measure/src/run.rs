@@ -286,7 +286,7 @@ impl Measurer {
         let registration = GroupRegistration::new(pid);
 
         let mut energy = energy;
-        let (t_end, timed_out) = match self.wait(pid, t0, &mut energy) {
+        let (t_end, timed_out) = match self.wait(pid, t0, &mut energy, true) {
             Ok(r) => r,
             Err(e) => {
                 let _ = proc::kill_group(pid, libc::SIGKILL);
@@ -336,8 +336,13 @@ impl Measurer {
         pid: libc::pid_t,
         t0: Instant,
         energy: &mut Option<EnergySession>,
+        use_pidfd: bool,
     ) -> io::Result<(Instant, bool)> {
-        let pidfd = proc::pidfd_open(pid).ok();
+        let pidfd = if use_pidfd {
+            proc::pidfd_open(pid).ok()
+        } else {
+            None
+        };
         let deadline = self.opts.timeout.map(|t| t0 + t);
         let interval = self.rapl.as_ref().map(|r| r.sample_interval());
         let mut next_sample = if energy.is_some() {
@@ -594,5 +599,35 @@ mod tests {
             spawn_error("x".into(), io::Error::from_raw_os_error(libc::EACCES)).exit_code(),
             126
         );
+    }
+
+    #[test]
+    fn waiting_without_pidfd_still_sees_exit_and_enforces_the_timeout() {
+        let opts = Options {
+            counters: false,
+            energy: false,
+            timeout: Some(Duration::from_millis(100)),
+            kill_grace: Duration::from_millis(50),
+            ..Options::default()
+        };
+        let (m, _) = Measurer::new(&FsRoot::live(), opts);
+        for (secs, expect_timeout) in [("0.02", false), ("30", true)] {
+            let t0 = Instant::now();
+            let child = Command::new("sleep")
+                .arg(secs)
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            let pid = child.id() as libc::pid_t;
+            let (_, timed_out) = m.wait(pid, t0, &mut None, false).unwrap();
+            let reaped = proc::wait4(pid).unwrap();
+            assert_eq!(timed_out, expect_timeout);
+            let (code, signal) = proc::decode_status(reaped.status);
+            if expect_timeout {
+                assert_eq!(signal, Some(libc::SIGTERM));
+            } else {
+                assert_eq!(code, Some(0));
+            }
+        }
     }
 }
