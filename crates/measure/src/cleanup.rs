@@ -123,11 +123,10 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 fn cleanup_thread(read_fd: libc::c_int) {
     let mut b = [0u8; 1];
-    loop {
-        match crate::sys::proc::read_exact_raw(read_fd, &mut b) {
-            Ok(true) => break,
-            _ => return,
-        }
+    // Blocks until the first cleanup signal; EOF or an error means the
+    // pipe is gone and there is nothing to do.
+    if !matches!(crate::sys::proc::read_exact_raw(read_fd, &mut b), Ok(true)) {
+        return;
     }
     let sig = libc::c_int::from(b[0]);
     SHUTTING_DOWN.store(true, Ordering::SeqCst);

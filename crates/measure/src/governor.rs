@@ -167,7 +167,7 @@ impl GovernorGuard {
     /// Sets `governor` on every CPU of `cpus`. All-or-nothing: on failure,
     /// CPUs already changed are restored before returning the error.
     pub fn set(fs: &FsRoot, cpus: &CpuSet, governor: &str) -> Result<GovernorGuard, GovernorError> {
-        if cpus.len() == 0 {
+        if cpus.is_empty() {
             return Err(GovernorError::Unavailable {
                 reason: "no CPUs given".into(),
             });

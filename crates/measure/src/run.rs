@@ -412,7 +412,7 @@ impl Measurer {
 
     fn read_counters(
         &self,
-        opened: Option<std::thread::Result<Option<Vec<Option<io::Result<Counter>>>>>>,
+        opened: Option<std::thread::Result<Option<OpenedCounters>>>,
     ) -> CounterMetrics {
         if !self.opts.counters {
             return CounterMetrics::unavailable("counters off");
@@ -510,6 +510,10 @@ pub(crate) fn describe_open_error(
     }
 }
 
+/// Per planned event: `None` if the probe ruled it out, else the result of
+/// opening it on the child.
+type OpenedCounters = Vec<Option<io::Result<Counter>>>;
+
 /// The two pipes of the pre-exec handshake (all close-on-exec).
 struct Handshake {
     ready_r: OwnedFd,
@@ -548,7 +552,7 @@ fn attach(
     ready_r: libc::c_int,
     go_w: libc::c_int,
     events: &[(PlannedEvent, Result<OpenSpec, String>)],
-) -> Option<Vec<Option<io::Result<Counter>>>> {
+) -> Option<OpenedCounters> {
     let mut b = [0u8; std::mem::size_of::<libc::pid_t>()];
     match proc::read_exact_raw(ready_r, &mut b) {
         Ok(true) => {}
@@ -602,6 +606,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::zombie_processes)] // reaped by proc::wait4 below
     fn waiting_without_pidfd_still_sees_exit_and_enforces_the_timeout() {
         let opts = Options {
             counters: false,
