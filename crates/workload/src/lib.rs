@@ -19,6 +19,7 @@
 //! in workers, and the main thread only waits (it wakes a few times a second
 //! to report progress). No helper thread is ever created.
 
+mod barrier;
 mod cpu;
 mod harness;
 mod lu;

@@ -21,12 +21,12 @@
 //! the partition, so the checksum (log |det A| = Σ log |uₖₖ|) is
 //! bit-identical for every thread count and placement.
 
+use crate::barrier::SpinBarrier;
 use crate::harness::{run_team, Progress};
 use crate::sched::static_range;
 use crate::{Detail, Outcome, WorkloadInfo};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
 
 pub(crate) const INFO: WorkloadInfo = WorkloadInfo {
     name: "lu",
@@ -113,7 +113,7 @@ pub(crate) struct Shared {
 // SAFETY: workers write disjoint rows within a column step (a partition of
 // the logical rows k+1..n through a permutation), only read the pivot row,
 // which nobody writes during that step, and steps are separated by a
-// Barrier, which orders all writes of step k before all reads of step k+1.
+// barrier, which orders all writes of step k before all reads of step k+1.
 unsafe impl Sync for Shared {}
 
 impl Shared {
@@ -174,7 +174,7 @@ pub(crate) fn factor(
         cells: UnsafeCell::new(matrix),
         n,
     };
-    let barrier = Barrier::new(threads);
+    let barrier = SpinBarrier::new(threads);
     let candidates: [Vec<Candidate>; 2] = [
         (0..threads).map(|_| Candidate::new()).collect(),
         (0..threads).map(|_| Candidate::new()).collect(),
