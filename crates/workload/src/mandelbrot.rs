@@ -18,7 +18,7 @@ pub(crate) const INFO: WorkloadInfo = WorkloadInfo {
     summary:
         "Mandelbrot set, size×size pixels, rows scheduled dynamically; CPU-bound, irregular rows",
     size_meaning: "image width = height in pixels",
-    default_size: 1200,
+    default_size: 1000,
     max_size: 1 << 16,
     schedules: &Schedule::ALL,
     default_schedule: Some(Schedule::Dynamic),
