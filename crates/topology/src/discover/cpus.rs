@@ -119,14 +119,23 @@ pub(super) fn discover_cpus(r: &mut Reader) -> Layout {
 
     let global = format!("{CPU_DIR}/online");
     let online = match r.cpulist(&global, "used each CPU's own online file instead") {
-        Some(s) => {
-            if !s.is_subset(&present) && !present.is_empty() {
-                // Online CPUs without a cpuN directory: still CPUs.
-                present = present.union(&s);
-            } else if present.is_empty() {
-                present = s.clone();
-            }
+        Some(s) if present.is_empty() => {
+            // No cpuN directories at all: the online list is all we have.
+            present = s.clone();
             s
+        }
+        Some(s) => {
+            let stray = s.difference(&present);
+            if !stray.is_empty() {
+                // Never trust a list over the directories: a garbled
+                // `0-1048575` must not conjure a million CPUs.
+                r.warn(
+                    &global,
+                    format_args!("lists CPUs {stray} that have no cpuN directory"),
+                    "ignored them",
+                );
+            }
+            s.intersection(&present)
         }
         None => per_cpu_online(r, &present, &dirs),
     };
