@@ -108,9 +108,9 @@ impl Measurement {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for i in 0..m.len() {
-            for j in 0..i {
-                if stats[i][j].as_ref().is_some_and(|s| s.noisy) {
+        for (i, row) in stats.iter().enumerate() {
+            for (j, stat) in row.iter().enumerate().take(i) {
+                if stat.as_ref().is_some_and(|s| s.noisy) {
                     out.push((m.cpus[i], m.cpus[j]));
                 }
             }
@@ -292,6 +292,9 @@ pub fn measure_with_progress(
     })
 }
 
+/// Matrix indices of a pair, ping side first.
+type Pair = (usize, usize);
+
 fn validate(c: &MeasureConfig) -> Result<(), String> {
     let distinct: CpuSet = c.cpus.iter().copied().collect();
     if distinct.len() != c.cpus.len() {
@@ -322,8 +325,8 @@ fn run_round(
     config: &MeasureConfig,
     pairs: &[(usize, usize)],
     deadline: Instant,
-    done: &mut dyn FnMut((usize, usize), &Result<PairStat, String>),
-) -> Result<Vec<((usize, usize), PairStat)>, String> {
+    done: &mut dyn FnMut(Pair, &Result<PairStat, String>),
+) -> Result<Vec<(Pair, PairStat)>, String> {
     let lines: Vec<PairLines> = pairs.iter().map(|_| PairLines::default()).collect();
     let pin_failed: Vec<AtomicBool> = pairs.iter().map(|_| AtomicBool::new(false)).collect();
     let pin_errors: Vec<Mutex<Vec<String>>> =
@@ -390,18 +393,24 @@ fn run_round(
 /// warm-up sample, then sample until the stopping rule or the deadline.
 fn sample_pair(pinger: &mut Pinger, config: &MeasureConfig, deadline: Instant) -> PairStat {
     let target = config.sample_duration.as_secs_f64();
-    // Calibration: double the batch until it takes at least the target
-    // sample time, then scale to it. Also warms caches and wakes the core.
+    // Calibration: time doubling batches and keep the fastest time per
+    // round trip seen (a batch can only be slowed down: by the other thread
+    // not running yet, an interrupt, a preemption). At least four batches,
+    // so one slow first batch cannot make the samples tiny. Also warms the
+    // caches and wakes the cores.
     let mut batch: u64 = 8;
-    let round_trips = loop {
+    let mut best = f64::INFINITY; // seconds per round trip
+    for timed in 1.. {
         let t0 = Instant::now();
         pinger.round_trips(batch);
-        let dt = t0.elapsed().as_secs_f64();
-        if dt >= target || Instant::now() >= deadline || batch >= 1 << 30 {
-            break ((batch as f64 * target / dt.max(1e-9)).ceil() as u64).max(1);
+        best = best.min(t0.elapsed().as_secs_f64() / batch as f64);
+        let enough = timed >= 4 && batch as f64 * best >= target;
+        if enough || Instant::now() >= deadline || batch >= 1 << 30 {
+            break;
         }
         batch *= 2;
-    };
+    }
+    let round_trips = ((target / best.max(1e-12)).ceil() as u64).clamp(1, 1 << 32);
     pinger.round_trips(round_trips); // warm-up sample, discarded
 
     let mut samples = SortedSamples::new();

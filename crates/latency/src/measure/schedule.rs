@@ -19,7 +19,7 @@ pub fn round_robin(n: usize) -> Vec<Vec<(usize, usize)>> {
         return Vec::new();
     }
     // With an odd count, a phantom participant `n` stands in for the bye.
-    let m = if n % 2 == 0 { n } else { n + 1 };
+    let m = n + (n & 1);
     let ring = m - 1; // participants 0..ring rotate; `ring` stays fixed.
     (0..ring)
         .map(|r| {
