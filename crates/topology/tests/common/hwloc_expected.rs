@@ -26,6 +26,8 @@ pub struct Expected {
     pub numa: Vec<(u32, CpuSet)>,
     /// Kinds in efficiency order (least first).
     pub kinds: Vec<CpuSet>,
+    /// Every cache as (level, 'd' | 'i' | 'u', CPU set) — XML only.
+    pub caches: Vec<(u8, char, CpuSet)>,
     /// Object types that appear at all (to know what a filter removed).
     pub types_seen: Vec<String>,
 }
@@ -163,6 +165,20 @@ pub fn parse_xml(text: &str) -> Expected {
         };
         if !e.types_seen.iter().any(|t| t == ty) {
             e.types_seen.push(ty.to_string());
+        }
+        if let Some(lv) = ty.strip_prefix('L').and_then(|r| r.strip_suffix("Cache")) {
+            let (digits, icache) = match lv.strip_suffix('i') {
+                Some(d) => (d, true),
+                None => (lv, false),
+            };
+            if let Ok(level) = digits.parse::<u8>() {
+                let kind = match (icache, n.attribute("cache_type")) {
+                    (true, _) | (_, Some("2")) => 'i',
+                    (_, Some("1")) => 'd',
+                    _ => 'u',
+                };
+                e.caches.push((level, kind, cpus.clone()));
+            }
         }
         match (ty, level) {
             ("PU", _) => {
