@@ -175,16 +175,18 @@ pub fn choose_cpus(
             }
             Ok(req.iter().collect())
         }
-        None if usable.len() < 2 => Err(CpuChoiceError {
-            message: format!(
+        None if usable.len() < 2 => {
+            Err(CpuChoiceError {
+                message: format!(
                 "core-to-core latency needs at least 2 CPUs, but this process may run only on {} \
                  (online: {}, affinity: {}); widen the affinity (taskset) or cpuset",
-                list_or_none(&usable),
+                if usable.is_empty() { "no CPU".to_string() } else { format!("CPU {usable}") },
                 list_or_none(online),
                 list_or_none(allowed)
             ),
-            usage: false,
-        }),
+                usage: false,
+            })
+        }
         None => Ok(usable.iter().collect()),
     }
 }
@@ -485,7 +487,7 @@ mod tests {
         assert!(!e.usage);
         assert!(
             e.message
-                .contains("may run only on 2 (online: 0-3, affinity: 2)"),
+                .contains("may run only on CPU 2 (online: 0-3, affinity: 2)"),
             "{}",
             e.message
         );

@@ -273,10 +273,17 @@ fn draw<DB: DrawingBackend>(
                 RGBColor(rgb[0], rgb[1], rgb[2]).filled(),
             ))?;
         }
+        let mut shown: Vec<String> = Vec::new();
         for (t, v) in [(1.0, hi), (0.5, (lo + hi) / 2.0), (0.0, lo)] {
+            // A uniform matrix would repeat one value three times.
+            let label = format!("{} ns", format_ns(v));
+            if shown.contains(&label) {
+                continue;
+            }
+            shown.push(label);
             let y = by + ((1.0 - t) * bh as f64) as i32;
             root.draw(&Text::new(
-                format!("{} ns", format_ns(v)),
+                shown.last().cloned().unwrap_or_default(),
                 (bx + 20, y),
                 text_style(l.font, BLACK, HPos::Left, VPos::Center),
             ))?;

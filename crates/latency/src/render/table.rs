@@ -293,8 +293,9 @@ pub fn summary(m: &LatencyMatrix) -> String {
     }
     let _ = writeln!(
         out,
-        "Mean latency: {mean:.1} ns  over {} pairs",
-        pairs.len()
+        "Mean latency: {mean:.1} ns  over {} pair{}",
+        pairs.len(),
+        if pairs.len() == 1 { "" } else { "s" }
     );
     out
 }
