@@ -1,0 +1,406 @@
+//! From journal lines to results: per-arm summaries of every metric, each
+//! arm against the baseline, and the verdict. Pure: the same journal always
+//! gives the same report, which is what makes `--resume` trustworthy.
+
+use crate::design::Phase;
+use crate::journal::{ArmHeader, ArmPlan, Header, NotApplicable, RunLine};
+use crate::metrics::{self, MetricDef};
+use crate::verdict::{self, Verdict};
+use pinsight_measure::Metric;
+use pinsight_stats::{compare, Comparison, Interval, Outliers, Summary};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Schema name of the JSON report.
+pub const REPORT_SCHEMA: &str = "pinsight-compare-report/1";
+
+/// A relative difference below this (in %) is negligible in practice, even
+/// when statistically significant.
+pub const NEGLIGIBLE_PERCENT: f64 = 1.0;
+
+/// How the experiment ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Status {
+    /// Every planned run is in the journal.
+    Complete,
+    /// Stopped by a signal (Ctrl-C); resume to finish.
+    Interrupted { signal: i32 },
+    /// A run failed and `--ignore-failure` was not given.
+    StoppedOnFailure {
+        slot: usize,
+        arm: String,
+        why: String,
+    },
+    /// Read back from a journal (`--resume` of a finished journal or a report
+    /// of a partial one) without running anything.
+    Partial,
+}
+
+/// One metric of one arm.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricStats {
+    #[serde(flatten)]
+    pub def: MetricDef,
+    /// Over the runs that have a value; absent when none has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
+    /// Why there is no value (all runs), or why some runs have none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// Runs without a value.
+    pub missing_runs: usize,
+    /// Caveats (e.g. an RSS that may be the harness's own).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl MetricStats {
+    /// The value to show: mean, or the reason there is none.
+    pub fn mean(&self) -> Result<f64, &str> {
+        match &self.summary {
+            Some(s) => Ok(s.mean),
+            None => Err(self.unavailable.as_deref().unwrap_or("no runs")),
+        }
+    }
+}
+
+/// An arm against the baseline on one metric (smaller is better).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Versus {
+    pub baseline: String,
+    /// mean(baseline) / mean(arm): > 1 = the arm is better (faster, or
+    /// less energy).
+    pub ratio: f64,
+    /// 95 % Fieller interval of `ratio`, when bounded.
+    pub ratio_ci: Option<Interval>,
+    /// p-value of the test stats chose (Welch, or Mann-Whitney when runs
+    /// are few, skewed or have outliers).
+    pub p: Option<f64>,
+    pub test: pinsight_stats::TestKind,
+    pub test_reason: String,
+    /// The test says p < 0.05 AND the ratio's CI excludes 1.
+    pub significant: bool,
+    /// |difference| < [`NEGLIGIBLE_PERCENT`].
+    pub negligible: bool,
+    /// Everything stats computed (both tests, summaries, notes).
+    pub detail: Comparison,
+}
+
+impl Versus {
+    fn of(baseline: &str, base: &[f64], arm: &[f64]) -> Option<Versus> {
+        let c = compare(base, arm).ok()?;
+        let s = c.speedup?;
+        let ci_excludes_one = s.ci.is_some_and(|ci| !ci.contains(1.0));
+        Some(Versus {
+            baseline: baseline.to_string(),
+            ratio: s.ratio,
+            ratio_ci: s.ci,
+            p: c.p,
+            test: c.test,
+            test_reason: c.test_reason.to_string(),
+            significant: c.significant && ci_excludes_one,
+            negligible: (s.ratio - 1.0).abs() * 100.0 < NEGLIGIBLE_PERCENT
+                && (1.0 / s.ratio - 1.0).abs() * 100.0 < NEGLIGIBLE_PERCENT,
+            detail: c,
+        })
+    }
+}
+
+/// A failed run, as shown to the user.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FailedRun {
+    pub slot: usize,
+    pub phase: Phase,
+    pub rep: usize,
+    pub why: String,
+}
+
+/// Everything about one arm.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ArmReport {
+    pub id: String,
+    /// `p-pinned` or `p-pinned (powersave)`.
+    pub label: String,
+    pub policy: String,
+    pub governor: Option<String>,
+    pub plan: ArmPlan,
+    /// Human placement: `pinned 0 1`, `CPUs 0-1 (OS decides)`.
+    pub placement: String,
+    /// Successful measured runs (the statistics' n).
+    pub measured: usize,
+    pub warmups: usize,
+    /// Runs that failed (latest attempt per slot).
+    pub failed: Vec<FailedRun>,
+    pub metrics: Vec<MetricStats>,
+    /// hyperfine-style outlier warning on wall time.
+    pub outlier_warning: Option<String>,
+    /// Wall time against the baseline (absent for the baseline itself).
+    pub time_vs_baseline: Option<Versus>,
+    /// Package energy against the baseline, when measured on both.
+    pub energy_vs_baseline: Option<Versus>,
+    /// EDP change in % of the baseline's mean EDP.
+    pub edp_change_percent: Option<f64>,
+}
+
+impl ArmReport {
+    pub fn metric(&self, key: &str) -> Option<&MetricStats> {
+        self.metrics.iter().find(|m| m.def.key == key)
+    }
+
+    /// Successful measured wall times in run order.
+    pub fn is_baseline(&self, baseline: Option<&str>) -> bool {
+        baseline == Some(self.id.as_str())
+    }
+}
+
+/// The whole result: what `--json` prints and every export is drawn from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub status: Status,
+    /// Measured + warm-up slots done / planned.
+    pub runs_done: usize,
+    pub runs_planned: usize,
+    pub header: Header,
+    /// The arm others are compared with (`os` when it ran).
+    pub baseline: Option<String>,
+    pub arms: Vec<ArmReport>,
+    pub not_applicable: Vec<NotApplicable>,
+    pub verdict: Verdict,
+    /// Every run line of the journal, in order (retries included).
+    pub runs: Vec<RunLine>,
+    pub warnings: Vec<String>,
+}
+
+/// `os` (first governor) if it ran, else the first arm.
+pub fn baseline_arm(arms: &[ArmHeader]) -> Option<&ArmHeader> {
+    arms.iter().find(|a| a.policy == "os").or(arms.first())
+}
+
+/// `p-pinned` / `p-pinned (powersave)`.
+pub fn arm_label(a: &ArmHeader) -> String {
+    match &a.governor {
+        Some(g) => format!("{} ({g})", a.policy),
+        None => a.policy.clone(),
+    }
+}
+
+/// Analyses a journal. `status` says how the experiment ended.
+pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<String>) -> Report {
+    // The latest attempt of each slot wins (a resumed experiment retries
+    // failed slots); slots are chronological within an uninterrupted run.
+    let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
+    for r in runs {
+        latest.insert(r.slot, r);
+    }
+    let planned = header.arms.len() * (header.runs + header.warmup);
+    let defs = metrics::metric_defs(latest.values().map(|r| &r.record));
+    let base = baseline_arm(&header.arms);
+    let base_id = base.map(|b| b.id.clone());
+
+    let mut arms: Vec<ArmReport> = header
+        .arms
+        .iter()
+        .map(|a| arm_report(a, &latest, &defs))
+        .collect();
+
+    // Against the baseline.
+    let series = |id: &str, key: &str| -> Vec<f64> {
+        latest
+            .values()
+            .filter(|r| r.arm == id && r.phase == Phase::Measured && r.failure().is_none())
+            .filter_map(|r| metrics::value(&r.record, key).get())
+            .collect()
+    };
+    if let Some(b) = &base_id {
+        let base_time = series(b, "wall_s");
+        let base_energy = series(b, "energy_pkg_j");
+        let base_label = base.map(arm_label).unwrap_or_default();
+        let base_edp = arms
+            .iter()
+            .find(|a| &a.id == b)
+            .and_then(|a| a.metric("edp_js"))
+            .and_then(|m| m.summary.as_ref().map(|s| s.mean));
+        for a in arms.iter_mut().filter(|a| &a.id != b) {
+            a.time_vs_baseline = Versus::of(&base_label, &base_time, &series(&a.id, "wall_s"));
+            a.energy_vs_baseline =
+                Versus::of(&base_label, &base_energy, &series(&a.id, "energy_pkg_j"));
+            let edp = a
+                .metric("edp_js")
+                .and_then(|m| m.summary.as_ref().map(|s| s.mean));
+            a.edp_change_percent = match (edp, base_edp) {
+                (Some(e), Some(be)) if be > 0.0 => Some((e / be - 1.0) * 100.0),
+                _ => None,
+            };
+        }
+    }
+
+    let verdict = verdict::decide(
+        &arms,
+        base_id.as_deref(),
+        &header.not_applicable,
+        header.runs,
+    );
+    Report {
+        schema: REPORT_SCHEMA,
+        status,
+        runs_done: latest.len(),
+        runs_planned: planned,
+        header: header.clone(),
+        baseline: base_id,
+        arms,
+        not_applicable: header.not_applicable.clone(),
+        verdict,
+        runs: runs.to_vec(),
+        warnings,
+    }
+}
+
+fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricDef]) -> ArmReport {
+    let mine: Vec<&RunLine> = latest.values().copied().filter(|r| r.arm == a.id).collect();
+    let failed: Vec<FailedRun> = mine
+        .iter()
+        .filter_map(|r| {
+            r.failure().map(|why| FailedRun {
+                slot: r.slot,
+                phase: r.phase,
+                rep: r.rep,
+                why,
+            })
+        })
+        .collect();
+    let ok: Vec<&RunLine> = mine
+        .iter()
+        .copied()
+        .filter(|r| r.phase == Phase::Measured && r.failure().is_none())
+        .collect();
+    let warmups = mine.iter().filter(|r| r.phase == Phase::Warmup).count();
+    let metrics: Vec<MetricStats> = defs.iter().map(|d| metric_stats(d, &ok)).collect();
+    let walls: Vec<f64> = ok.iter().map(|r| r.record.wall_s).collect();
+    let outlier_warning = Outliers::detect(&walls).ok().and_then(|o| o.warning());
+    ArmReport {
+        id: a.id.clone(),
+        label: arm_label(a),
+        policy: a.policy.clone(),
+        governor: a.governor.clone(),
+        plan: a.plan.clone(),
+        placement: a.plan.describe(),
+        measured: ok.len(),
+        warmups,
+        failed,
+        metrics,
+        outlier_warning,
+        time_vs_baseline: None,
+        energy_vs_baseline: None,
+        edp_change_percent: None,
+    }
+}
+
+fn metric_stats(def: &MetricDef, runs: &[&RunLine]) -> MetricStats {
+    let vals: Vec<Metric> = runs
+        .iter()
+        .map(|r| metrics::value(&r.record, &def.key))
+        .collect();
+    let xs: Vec<f64> = vals.iter().filter_map(Metric::get).collect();
+    let reason = most_common_reason(&vals);
+    let missing = vals.len() - xs.len();
+    let mut notes = Vec::new();
+    if def.key == "max_rss_kib" {
+        let floor = runs
+            .iter()
+            .map(|r| r.record.max_rss_floor_kib)
+            .max()
+            .unwrap_or(0);
+        if runs
+            .iter()
+            .any(|r| r.record.max_rss_kib <= r.record.max_rss_floor_kib)
+        {
+            notes.push(format!(
+                "at or below the harness's own peak RSS ({floor} KiB): Linux folds the pre-exec image into ru_maxrss, so this may be pinsight's size, not the program's"
+            ));
+        }
+    }
+    let (summary, unavailable) = if vals.is_empty() {
+        (None, Some("no successful measured run".to_string()))
+    } else if xs.is_empty() {
+        (None, reason)
+    } else {
+        let s = Summary::of(&xs).ok();
+        let u = reason.map(|r| format!("{missing} of {} runs without a value: {r}", vals.len()));
+        (s, u)
+    };
+    MetricStats {
+        def: def.clone(),
+        summary,
+        unavailable,
+        missing_runs: missing,
+        notes,
+    }
+}
+
+fn most_common_reason(vals: &[Metric]) -> Option<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for r in vals.iter().filter_map(Metric::reason) {
+        match counts.iter_mut().find(|(x, _)| *x == r) {
+            Some(c) => c.1 += 1,
+            None => counts.push((r, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(_, n)| n)
+        .map(|(r, _)| r.to_string())
+}
+
+/// Whether a metric has no value in any arm: the renderers then print one
+/// "unavailable (reason)" line instead of a column of them.
+pub fn unavailable_everywhere<'a>(arms: &'a [ArmReport], key: &str) -> Option<&'a str> {
+    let mut reason = None;
+    for a in arms {
+        let m = a.metric(key)?;
+        if m.summary.is_some() {
+            return None;
+        }
+        reason = reason.or(m.unavailable.as_deref());
+    }
+    reason
+}
+
+/// Formats a metric's mean (± σ) or "unavailable (reason)".
+pub fn show_mean(m: &MetricStats, with_sd: bool) -> String {
+    match &m.summary {
+        Some(s) => {
+            let v = if m.def.rate {
+                s.harmonic_mean.unwrap_or(s.mean)
+            } else {
+                s.mean
+            };
+            let mut t = metrics::format_value(v, m.def.unit);
+            if with_sd {
+                if let Some(sd) = s.stddev {
+                    t.push_str(&format!(" ± {}", metrics::format_value(sd, m.def.unit)));
+                }
+            }
+            t
+        }
+        None => format!(
+            "unavailable ({})",
+            m.unavailable.as_deref().unwrap_or("no value")
+        ),
+    }
+}
+
+/// Values of metric `key` over the successful measured runs of `arm`, in
+/// run order (latest attempt per slot): what the statistics were computed from.
+pub fn measured_values(r: &Report, arm: &str, key: &str) -> Vec<f64> {
+    let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
+    for l in &r.runs {
+        latest.insert(l.slot, l);
+    }
+    latest
+        .values()
+        .filter(|l| l.arm == arm && l.phase == Phase::Measured && l.failure().is_none())
+        .filter_map(|l| metrics::value(&l.record, key).get())
+        .collect()
+}

@@ -1,0 +1,297 @@
+//! Running the design: for every slot not yet in the journal, switch the
+//! governor if needed, run `--prepare`, run the program under the slot's
+//! arm, append the record to the journal (fsync'd) and report progress.
+//!
+//! What actually runs a program is an [`Executor`]: [`LiveExecutor`] on
+//! this machine, or a deterministic fake in tests, so the loop's rules
+//! (skipping done slots, stopping on failure, interruption) are tested
+//! without timing noise.
+
+use crate::command::{PreparedArm, Shim};
+use crate::design::{schedule, Phase, Slot};
+use crate::journal::{Header, JournalWriter, RunLine};
+use pinsight_cpuset::CpuSet;
+use pinsight_measure::{GovernorGuard, Measurer, Options, RunError, RunRecord};
+use pinsight_topology::FsRoot;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Runs the program of one arm, the `--prepare` command, and switches
+/// governors.
+pub trait Executor {
+    /// Runs the measured program under arm `arm` (index into the header's arms).
+    fn run(&mut self, arm: usize) -> Result<RunRecord, RunError>;
+    /// Runs `--prepare`, if any. Err: why it failed.
+    fn prepare(&mut self) -> Result<(), RunError>;
+    /// Puts `governor` in place (None: leave the machine as it is).
+    fn set_governor(&mut self, governor: Option<&str>) -> Result<(), String>;
+}
+
+/// Sees the experiment progress (the progress bar).
+pub trait Observer {
+    /// `done` slots of `total` are finished; `slot` starts now.
+    fn starting(&mut self, _slot: &Slot, _arm: &str, _done: usize, _total: usize) {}
+    /// A run was journaled.
+    fn finished(&mut self, _line: &RunLine) {}
+}
+
+/// No progress display.
+pub struct Silent;
+impl Observer for Silent {}
+
+/// How [`execute`] ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Complete,
+    /// A cleanup signal arrived; the run in flight was discarded.
+    Interrupted,
+    /// A run failed and failures are not ignored.
+    StoppedOnFailure {
+        slot: usize,
+        arm: String,
+        why: String,
+    },
+    /// The experiment could not go on (exit code, message).
+    Error {
+        code: i32,
+        message: String,
+    },
+}
+
+/// Slots already done according to `runs`: the latest attempt succeeded,
+/// or it failed and failures are ignored.
+pub fn done_slots(runs: &[RunLine], ignore_failure: bool) -> BTreeMap<usize, bool> {
+    let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
+    for r in runs {
+        latest.insert(r.slot, r);
+    }
+    latest
+        .into_iter()
+        .map(|(s, r)| (s, r.failure().is_none() || ignore_failure))
+        .filter(|(_, done)| *done)
+        .collect()
+}
+
+/// Runs every slot of `header`'s design that `previous` (journal lines
+/// already written) does not cover, appending each run to `journal`.
+/// `interrupted` is polled between and after runs.
+pub fn execute(
+    header: &Header,
+    previous: &[RunLine],
+    journal: &mut JournalWriter,
+    exec: &mut dyn Executor,
+    obs: &mut dyn Observer,
+    ignore_failure: bool,
+    interrupted: &dyn Fn() -> bool,
+) -> Outcome {
+    let slots = schedule(header.arms.len(), header.runs, header.warmup, header.seed);
+    let done = done_slots(previous, ignore_failure);
+    let total = slots.len();
+    let mut finished = done.len();
+    for slot in &slots {
+        if done.contains_key(&slot.index) {
+            continue;
+        }
+        if interrupted() {
+            return Outcome::Interrupted;
+        }
+        let arm = &header.arms[slot.arm];
+        obs.starting(slot, &arm.id, finished, total);
+        if let Err(e) = exec.set_governor(arm.governor.as_deref()) {
+            return Outcome::Error {
+                code: 1,
+                message: e,
+            };
+        }
+        match exec.prepare() {
+            Ok(()) => {}
+            Err(RunError::Interrupted) => return Outcome::Interrupted,
+            Err(e) => {
+                return Outcome::Error {
+                    code: 1,
+                    message: format!("--prepare failed before run {}: {e}", slot.index + 1),
+                }
+            }
+        }
+        if interrupted() {
+            return Outcome::Interrupted;
+        }
+        let started_unix = unix_now();
+        let record = match exec.run(slot.arm) {
+            Ok(r) => r,
+            Err(RunError::Interrupted) => return Outcome::Interrupted,
+            Err(e) => {
+                return Outcome::Error {
+                    code: e.exit_code(),
+                    message: e.to_string(),
+                }
+            }
+        };
+        if interrupted() {
+            // Cut short by the signal: not a measurement. Resume re-runs it.
+            return Outcome::Interrupted;
+        }
+        let line = RunLine {
+            slot: slot.index,
+            arm: arm.id.clone(),
+            phase: slot.phase,
+            rep: slot.rep,
+            started_unix,
+            record,
+        };
+        if let Err(e) = journal.append(&line) {
+            return Outcome::Error {
+                code: 1,
+                message: e,
+            };
+        }
+        finished += 1;
+        obs.finished(&line);
+        if let Some(why) = line.failure() {
+            if !ignore_failure {
+                return Outcome::StoppedOnFailure {
+                    slot: slot.index,
+                    arm: arm.id.clone(),
+                    why: format!(
+                        "{} run {} of {} {why}",
+                        if slot.phase == Phase::Warmup {
+                            "warm-up"
+                        } else {
+                            "measured"
+                        },
+                        slot.rep + 1,
+                        arm.id
+                    ),
+                };
+            }
+        }
+    }
+    Outcome::Complete
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Runs programs on this machine through pinsight-measure.
+pub struct LiveExecutor {
+    measurer: Measurer,
+    argv: Vec<OsString>,
+    arms: Vec<PreparedArm>,
+    shim: Option<Shim>,
+    show_output: bool,
+    prepare: Option<(Measurer, String)>,
+    fs: FsRoot,
+    governor_cpus: CpuSet,
+    guard: Option<GovernorGuard>,
+}
+
+impl LiveExecutor {
+    /// `measurer` measures the runs; `arms` are prepared in header order;
+    /// governors are set on `governor_cpus` through `fs`.
+    pub fn new(
+        measurer: Measurer,
+        argv: Vec<OsString>,
+        arms: Vec<PreparedArm>,
+        show_output: bool,
+        prepare: Option<String>,
+        timeout: Option<Duration>,
+        fs: FsRoot,
+        governor_cpus: CpuSet,
+    ) -> Result<LiveExecutor, String> {
+        let shim = if arms.iter().any(PreparedArm::needs_shim) {
+            Some(Shim::write()?)
+        } else {
+            None
+        };
+        let prepare = prepare.map(|p| {
+            let (m, _) = Measurer::new(
+                &fs,
+                Options {
+                    timeout,
+                    counters: false,
+                    energy: false,
+                    ..Options::default()
+                },
+            );
+            (m, p)
+        });
+        Ok(LiveExecutor {
+            measurer,
+            argv,
+            arms,
+            shim,
+            show_output,
+            prepare,
+            fs,
+            governor_cpus,
+            guard: None,
+        })
+    }
+
+    /// Restores the governor and removes the shim now (also done on drop).
+    pub fn finish(&mut self) -> Result<(), String> {
+        let r = match self.guard.take() {
+            Some(mut g) => g.restore_now(),
+            None => Ok(()),
+        };
+        self.shim = None;
+        r
+    }
+}
+
+impl Executor for LiveExecutor {
+    fn run(&mut self, arm: usize) -> Result<RunRecord, RunError> {
+        let cmd = self.arms[arm].command(&self.argv, self.shim.as_ref(), self.show_output);
+        self.measurer.run(cmd)
+    }
+
+    fn prepare(&mut self) -> Result<(), RunError> {
+        let Some((m, text)) = &self.prepare else {
+            return Ok(());
+        };
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(text).stdin(std::process::Stdio::null());
+        if !self.show_output {
+            cmd.stdout(std::process::Stdio::null());
+        }
+        let r = m.run(cmd)?;
+        if r.exit.success() && !r.timed_out {
+            return Ok(());
+        }
+        let why = if r.timed_out {
+            "timed out".to_string()
+        } else if let Some(s) = r.exit.signal {
+            format!("killed by signal {s}")
+        } else {
+            format!("exited with code {}", r.exit.shell_code())
+        };
+        Err(RunError::Spawn {
+            program: format!("`{text}`"),
+            source: std::io::Error::other(why),
+        })
+    }
+
+    fn set_governor(&mut self, governor: Option<&str>) -> Result<(), String> {
+        let current = self.guard.as_ref().map(|g| g.governor().to_string());
+        if current.as_deref() == governor {
+            return Ok(());
+        }
+        // Restore before setting the next one, so originals stay the
+        // machine's own values.
+        if let Some(mut g) = self.guard.take() {
+            g.restore_now()?;
+        }
+        if let Some(gov) = governor {
+            self.guard = Some(
+                GovernorGuard::set(&self.fs, &self.governor_cpus, gov)
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,544 @@
+//! The experiment journal: JSON lines, one fsync'd line per finished run,
+//! so a crash, a power cut or Ctrl-C never loses a measurement.
+//!
+//! Line 1 is the [`Header`] (`"type": "header"`): everything needed to
+//! re-run the experiment and to refuse resuming a different one. Every
+//! further line is a [`RunLine`] (`"type": "run"`) holding one
+//! [`pinsight_measure::RunRecord`] flattened. A line cut short by a crash
+//! (no final newline) is reported and dropped; appending first trims it.
+
+use crate::design::Phase;
+use pinsight_cpuset::CpuSet;
+use pinsight_measure::RunRecord;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// The journal format's name and version (bumped on incompatible change).
+pub const SCHEMA: &str = "pinsight-compare/1";
+
+/// Where one arm's threads go: the planner's [`pinsight_plan::Plan`] in a
+/// form that can be read back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmPlan {
+    /// Canonical policy text.
+    pub policy: String,
+    pub threads: usize,
+    /// Mask of the whole process (every usable CPU for `os`).
+    pub process_mask: CpuSet,
+    /// One place per thread in creation order; empty for `os`.
+    pub places: Vec<CpuSet>,
+    /// Threads pinned one by one (LD_PRELOAD shim) rather than a mask.
+    pub pinned: bool,
+}
+
+impl ArmPlan {
+    pub fn from_plan(p: &pinsight_plan::Plan) -> ArmPlan {
+        ArmPlan {
+            policy: p.policy.clone(),
+            threads: p.threads,
+            process_mask: p.process_mask.clone(),
+            places: p.places.clone(),
+            pinned: p.pinned,
+        }
+    }
+
+    /// "all CPUs (OS decides)", "CPUs 0-3 (threads float)", "0;1;2;3 (pinned)".
+    pub fn describe(&self) -> String {
+        if self.places.is_empty() {
+            format!("CPUs {} (OS decides)", self.process_mask)
+        } else if self.pinned {
+            let p: Vec<String> = self.places.iter().map(|s| s.to_list_string()).collect();
+            format!("pinned {}", p.join(" "))
+        } else {
+            format!("CPUs {} (threads float)", self.process_mask)
+        }
+    }
+}
+
+/// One arm that runs: a policy, optionally under a cpufreq governor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArmHeader {
+    /// `policy` or `policy@governor`; unique; the key run lines refer to.
+    pub id: String,
+    pub policy: String,
+    pub governor: Option<String>,
+    pub plan: ArmPlan,
+    /// Variables exported to the program (OpenMP and friends).
+    pub env: Vec<(String, String)>,
+    /// Planner and launcher notes.
+    pub notes: Vec<String>,
+}
+
+/// A requested arm (or governor) that this machine cannot run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotApplicable {
+    /// What was asked: a policy (`e-set`) or `governor powersave`.
+    pub what: String,
+    /// Why, in the planner's or the OS's words.
+    pub reason: String,
+}
+
+/// The machine the experiment ran on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct Machine {
+    pub hostname: Option<String>,
+    pub kernel: Option<String>,
+    pub model_name: Option<String>,
+    pub arch: Option<String>,
+    /// CPUs this process may use.
+    pub usable_cpus: CpuSet,
+    /// Core kinds, slowest first: `E-core: 8-15`.
+    pub kinds: Vec<String>,
+    /// What can be measured here (`counters: ...`, `energy: ...`, `governors: ...`).
+    pub capabilities: Vec<String>,
+}
+
+/// Line 1 of a journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// [`SCHEMA`].
+    pub schema: String,
+    pub pinsight_version: String,
+    /// UTC, `2025-01-31T12:00:00Z`.
+    pub created: String,
+    /// The measured program and its arguments.
+    pub command: Vec<String>,
+    /// Shell command run before every run (`sh -c`).
+    pub prepare: Option<String>,
+    /// Policies as requested (applicable or not).
+    pub policies: Vec<String>,
+    /// Governors as requested (empty: left as they are).
+    pub governors: Vec<String>,
+    pub threads: Option<usize>,
+    pub runs: usize,
+    pub warmup: usize,
+    pub seed: u64,
+    pub timeout_s: Option<f64>,
+    /// The arms that run, in arm-index order (the design refers to them by index).
+    pub arms: Vec<ArmHeader>,
+    pub not_applicable: Vec<NotApplicable>,
+    pub machine: Machine,
+}
+
+impl Header {
+    /// Why `other` (built from the current command line) is not the same
+    /// experiment as this journal's, or `None` when it is.
+    pub fn mismatch(&self, other: &Header) -> Option<String> {
+        let mut diffs = Vec::new();
+        let mut cmp = |what: &str, a: String, b: String| {
+            if a != b {
+                diffs.push(format!("{what}: journal has {a}, now {b}"));
+            }
+        };
+        cmp("schema", self.schema.clone(), other.schema.clone());
+        cmp(
+            "command",
+            format!("`{}`", self.command.join(" ")),
+            format!("`{}`", other.command.join(" ")),
+        );
+        cmp(
+            "--prepare",
+            format!("{:?}", self.prepare),
+            format!("{:?}", other.prepare),
+        );
+        cmp(
+            "arms",
+            self.arms
+                .iter()
+                .map(|a| a.id.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            other
+                .arms
+                .iter()
+                .map(|a| a.id.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        for (a, b) in self.arms.iter().zip(&other.arms) {
+            if a.id == b.id && a.plan != b.plan {
+                cmp(
+                    &format!("placement of {}", a.id),
+                    a.plan.describe(),
+                    b.plan.describe(),
+                );
+            }
+        }
+        cmp(
+            "--threads",
+            format!("{:?}", self.threads),
+            format!("{:?}", other.threads),
+        );
+        cmp("--runs", self.runs.to_string(), other.runs.to_string());
+        cmp(
+            "--warmup",
+            self.warmup.to_string(),
+            other.warmup.to_string(),
+        );
+        cmp("--seed", self.seed.to_string(), other.seed.to_string());
+        cmp(
+            "--timeout",
+            format!("{:?}", self.timeout_s),
+            format!("{:?}", other.timeout_s),
+        );
+        cmp(
+            "usable CPUs",
+            self.machine.usable_cpus.to_string(),
+            other.machine.usable_cpus.to_string(),
+        );
+        cmp(
+            "CPU model",
+            format!("{:?}", self.machine.model_name),
+            format!("{:?}", other.machine.model_name),
+        );
+        (!diffs.is_empty()).then(|| diffs.join("; "))
+    }
+}
+
+/// One finished run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunLine {
+    /// The design slot (position in the run order).
+    pub slot: usize,
+    /// [`ArmHeader::id`].
+    pub arm: String,
+    pub phase: Phase,
+    /// Block number within the phase.
+    pub rep: usize,
+    /// Wall-clock start, seconds since the Unix epoch.
+    pub started_unix: f64,
+    #[serde(flatten)]
+    pub record: RunRecord,
+}
+
+impl RunLine {
+    /// Why this run counts as failed (non-zero exit, signal, timeout).
+    pub fn failure(&self) -> Option<String> {
+        let r = &self.record;
+        if r.timed_out {
+            Some("timed out".to_string())
+        } else if let Some(s) = r.exit.signal {
+            Some(format!("killed by signal {s} ({})", signal_name(s)))
+        } else if r.exit.code != Some(0) {
+            Some(format!("exited with code {}", r.exit.shell_code()))
+        } else {
+            None
+        }
+    }
+}
+
+/// `SIGKILL` for 9, ...
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        _ => "signal",
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Line {
+    Header(Header),
+    Run(RunLine),
+}
+
+/// A journal read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Journal {
+    pub header: Header,
+    /// Every run line in file order (a retried slot appears more than once).
+    pub runs: Vec<RunLine>,
+    /// Lines that could not be read (a line cut by a crash), as sentences.
+    pub warnings: Vec<String>,
+}
+
+impl Journal {
+    /// Reads `path`. Errors (as one sentence naming the file) when it
+    /// cannot be read or its first line is not a pinsight-compare header.
+    pub fn read(path: &Path) -> Result<Journal, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
+        Journal::parse(&text).map_err(|e| format!("journal {}: {e}", path.display()))
+    }
+
+    /// Parses journal text.
+    pub fn parse(text: &str) -> Result<Journal, String> {
+        let complete = text.ends_with('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(first) = lines.first() else {
+            return Err("empty: no header line".into());
+        };
+        let header = match serde_json::from_str::<Line>(first) {
+            Ok(Line::Header(h)) => h,
+            Ok(Line::Run(_)) => return Err("line 1 is a run, not the header".into()),
+            Err(e) => {
+                return Err(format!(
+                    "line 1 is not a pinsight compare header ({e}); expected {{\"type\":\"header\",\"schema\":\"{SCHEMA}\",...}}"
+                ))
+            }
+        };
+        if header.schema != SCHEMA {
+            return Err(format!(
+                "schema '{}' is not supported (this pinsight reads {SCHEMA})",
+                header.schema
+            ));
+        }
+        let mut runs = Vec::new();
+        let mut warnings = Vec::new();
+        for (i, l) in lines.iter().enumerate().skip(1) {
+            if l.trim().is_empty() {
+                continue;
+            }
+            let last = i + 1 == lines.len();
+            match serde_json::from_str::<Line>(l) {
+                Ok(Line::Run(r)) => runs.push(r),
+                Ok(Line::Header(_)) => {
+                    warnings.push(format!("line {}: a second header, ignored", i + 1))
+                }
+                Err(_) if last && !complete => warnings.push(format!(
+                    "line {}: cut short (the experiment was killed while writing it), ignored",
+                    i + 1
+                )),
+                Err(e) => return Err(format!("line {}: not a run record: {e}", i + 1)),
+            }
+        }
+        Ok(Journal {
+            header,
+            runs,
+            warnings,
+        })
+    }
+}
+
+/// Appends run lines, each written whole and flushed to disk before
+/// [`JournalWriter::append`] returns.
+#[derive(Debug)]
+pub struct JournalWriter {
+    file: File,
+    path: PathBuf,
+}
+
+impl JournalWriter {
+    /// Creates a new journal with `header`; refuses to overwrite a file.
+    pub fn create(path: &Path, header: &Header) -> Result<JournalWriter, String> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => format!(
+                    "journal {} already exists; continue it with --resume {0}, or choose another --journal",
+                    path.display()
+                ),
+                _ => format!("cannot create journal {}: {e}", path.display()),
+            })?;
+        let mut w = JournalWriter {
+            file,
+            path: path.to_path_buf(),
+        };
+        w.write_line(&Line::Header(header.clone()))
+            .map_err(|e| format!("cannot write journal {}: {e}", path.display()))?;
+        Ok(w)
+    }
+
+    /// Opens an existing journal for appending, first trimming a last line
+    /// cut short by a crash.
+    pub fn append_to(path: &Path) -> Result<JournalWriter, String> {
+        let err = |e: io::Error| format!("cannot append to journal {}: {e}", path.display());
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(err)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(err)?;
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            file.set_len(keep as u64).map_err(err)?;
+        }
+        file.seek(SeekFrom::End(0)).map_err(err)?;
+        Ok(JournalWriter {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends one run and syncs it to disk.
+    pub fn append(&mut self, run: &RunLine) -> Result<(), String> {
+        self.write_line(&Line::Run(run.clone()))
+            .map_err(|e| format!("cannot write journal {}: {e}", self.path.display()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_line(&mut self, line: &Line) -> io::Result<()> {
+        let mut s = serde_json::to_string(line).map_err(io::Error::other)?;
+        s.push('\n');
+        // One write call per line: a crash leaves whole lines plus at most
+        // one partial last line, which the reader drops.
+        self.file.write_all(s.as_bytes())?;
+        self.file.sync_data()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric};
+
+    pub(crate) fn header() -> Header {
+        Header {
+            schema: SCHEMA.into(),
+            pinsight_version: "0.1.0".into(),
+            created: "2025-01-01T00:00:00Z".into(),
+            command: vec!["true".into()],
+            prepare: None,
+            policies: vec!["os".into(), "e-set".into()],
+            governors: vec![],
+            threads: Some(2),
+            runs: 3,
+            warmup: 1,
+            seed: 1,
+            timeout_s: None,
+            arms: vec![ArmHeader {
+                id: "os".into(),
+                policy: "os".into(),
+                governor: None,
+                plan: ArmPlan {
+                    policy: "os".into(),
+                    threads: 2,
+                    process_mask: CpuSet::parse_list("0-1").unwrap(),
+                    places: vec![],
+                    pinned: false,
+                },
+                env: vec![("OMP_NUM_THREADS".into(), "2".into())],
+                notes: vec![],
+            }],
+            not_applicable: vec![NotApplicable {
+                what: "e-set".into(),
+                reason: "one kind".into(),
+            }],
+            machine: Machine::default(),
+        }
+    }
+
+    fn run(slot: usize, wall: f64) -> RunLine {
+        let mut counters = CounterMetrics::unavailable("no PMU");
+        counters.task_clock_ms = Metric::Value(1.5);
+        RunLine {
+            slot,
+            arm: "os".into(),
+            phase: Phase::Measured,
+            rep: slot,
+            started_unix: 1.0,
+            record: RunRecord {
+                wall_s: wall,
+                user_s: 0.001,
+                sys_s: 0.0,
+                max_rss_kib: 1000,
+                max_rss_floor_kib: 900,
+                exit: ExitStatusRecord {
+                    code: Some(0),
+                    signal: None,
+                },
+                timed_out: false,
+                counters,
+                energy: EnergyMetrics::unavailable("no RAPL"),
+            },
+        }
+    }
+
+    #[test]
+    fn round_trip_and_cut_last_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let mut w = JournalWriter::create(&p, &header()).unwrap();
+        w.append(&run(0, 0.5)).unwrap();
+        w.append(&run(1, 0.6)).unwrap();
+        drop(w);
+        let j = Journal::read(&p).unwrap();
+        assert_eq!(j.header, header());
+        assert_eq!(j.runs, vec![run(0, 0.5), run(1, 0.6)]);
+        assert!(j.warnings.is_empty());
+        // A crash mid-line.
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str("{\"type\":\"run\",\"slot\":2,\"ar");
+        std::fs::write(&p, &text).unwrap();
+        let j = Journal::read(&p).unwrap();
+        assert_eq!(j.runs.len(), 2);
+        assert!(
+            j.warnings[0].contains("line 4: cut short"),
+            "{:?}",
+            j.warnings
+        );
+        let mut w = JournalWriter::append_to(&p).unwrap();
+        w.append(&run(2, 0.7)).unwrap();
+        let j = Journal::read(&p).unwrap();
+        assert_eq!(j.runs.len(), 3);
+        assert!(j.warnings.is_empty());
+        // Never overwritten.
+        let e = JournalWriter::create(&p, &header()).unwrap_err();
+        assert!(
+            e.contains("already exists; continue it with --resume"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unavailable_metrics_keep_their_reason_in_the_journal() {
+        let line = serde_json::to_string(&Line::Run(run(0, 0.5))).unwrap();
+        assert!(
+            line.contains(r#""cycles":{"unavailable":"no PMU"}"#),
+            "{line}"
+        );
+        assert!(line.contains(r#""task_clock_ms":1.5"#), "{line}");
+        assert!(line.starts_with(r#"{"type":"run","slot":0"#), "{line}");
+    }
+
+    #[test]
+    fn bad_journals_are_refused_with_the_reason() {
+        assert!(Journal::parse("").unwrap_err().contains("empty"));
+        assert!(Journal::parse("{\"a\":1}\n")
+            .unwrap_err()
+            .contains("line 1 is not a pinsight compare header"));
+        let mut h = header();
+        h.schema = "pinsight-compare/99".into();
+        let text = serde_json::to_string(&Line::Header(h)).unwrap() + "\n";
+        assert!(Journal::parse(&text).unwrap_err().contains("not supported"));
+        let text = serde_json::to_string(&Line::Header(header())).unwrap() + "\ngarbage\n{}\n";
+        assert!(Journal::parse(&text)
+            .unwrap_err()
+            .starts_with("line 2: not a run record"));
+    }
+
+    #[test]
+    fn mismatch_names_what_differs() {
+        let a = header();
+        assert_eq!(a.mismatch(&a.clone()), None);
+        let mut b = a.clone();
+        b.command = vec!["false".into()];
+        b.runs = 5;
+        let m = a.mismatch(&b).unwrap();
+        assert!(
+            m.contains("command: journal has `true`, now `false`"),
+            "{m}"
+        );
+        assert!(m.contains("--runs: journal has 3, now 5"), "{m}");
+    }
+}

@@ -1,0 +1,43 @@
+//! `pinsight compare`: to pin or not to pin, answered with evidence for the
+//! user's own program.
+//!
+//! The experiment runs a command under several placement policies (and,
+//! where cpufreq is writable, several governors) in a randomised,
+//! interleaved order, measures every run with `pinsight-measure`, and
+//! answers with statistics from `pinsight-stats` and a plain-words verdict.
+//!
+//! - [`setup`]: request → [`Header`] (arms with their plans; arms this
+//!   machine cannot run are kept as [`NotApplicable`] with the reason).
+//! - [`design::schedule`]: the seeded randomised-block run order.
+//! - [`journal`]: JSON-lines journal, one fsync'd line per run; `--resume`.
+//! - [`experiment::execute`]: the loop (live or fake [`experiment::Executor`]).
+//! - [`analysis::analyse`]: journal → [`Report`] (summaries, comparisons
+//!   with the baseline, [`verdict::Verdict`]). Pure.
+//! - [`render`]: terminal table, CSV, Markdown, HTML (inline SVG).
+//!
+//! The JSON formats (journal and report) are documented in `SCHEMA.md`.
+
+pub mod analysis;
+pub mod command;
+pub mod design;
+pub mod experiment;
+pub mod interrupt;
+pub mod journal;
+pub mod metrics;
+pub mod render;
+mod rng;
+pub mod setup;
+pub mod verdict;
+
+pub use analysis::{analyse, ArmReport, MetricStats, Report, Status, Versus};
+pub use design::{schedule, Phase, Slot};
+pub use experiment::{execute, Executor, LiveExecutor, Observer, Outcome};
+pub use journal::{
+    ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, NotApplicable, RunLine,
+};
+pub use setup::{setup, GovernorProbe, Request, Setup, SetupError};
+pub use verdict::{Decision, Verdict};
+
+/// Crates the command line needs, so it depends on this crate alone.
+pub use pinsight_measure as measure;
+pub use pinsight_plan as plan;

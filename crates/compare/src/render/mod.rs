@@ -1,0 +1,164 @@
+//! Exports of a [`crate::Report`]: terminal tables (hyperfine-like), CSV,
+//! Markdown and a self-contained HTML page with inline SVG charts. JSON is
+//! the report itself (`serde_json`).
+
+pub mod csv;
+pub mod html;
+pub mod markdown;
+pub mod svg;
+pub mod text;
+
+use crate::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
+use crate::verdict::{describe_p, describe_time};
+
+/// Metrics shown in the per-metric table, after wall time.
+pub const DETAIL_KEYS: &[&str] = &[
+    "user_s",
+    "sys_s",
+    "max_rss_kib",
+    "task_clock_ms",
+    "context_switches",
+    "cpu_migrations",
+    "page_faults",
+    "cycles",
+    "instructions",
+    "ipc",
+    "cache_references",
+    "cache_misses",
+    "avg_ghz",
+    "energy_pkg_j",
+    "energy_core_j",
+    "energy_dram_j",
+    "energy_psys_j",
+    "edp_js",
+];
+
+/// Keys of every metric to show in detail tables: [`DETAIL_KEYS`] plus
+/// per-PMU metrics, minus those unavailable in every arm.
+pub fn shown_keys(r: &Report) -> Vec<String> {
+    let Some(first) = r.arms.first() else {
+        return Vec::new();
+    };
+    let mut keys: Vec<String> = DETAIL_KEYS.iter().map(|k| k.to_string()).collect();
+    keys.extend(
+        first
+            .metrics
+            .iter()
+            .filter(|m| m.def.key.contains('@'))
+            .map(|m| m.def.key.clone()),
+    );
+    keys.into_iter()
+        .filter(|k| unavailable_everywhere(&r.arms, k).is_none())
+        .collect()
+}
+
+/// Metrics unavailable in every arm, grouped by reason:
+/// `("cycles, IPC", "no hardware PMU: ...")`.
+pub fn unavailable_groups(r: &Report) -> Vec<(String, String)> {
+    let Some(first) = r.arms.first() else {
+        return Vec::new();
+    };
+    let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+    for m in &first.metrics {
+        if let Some(reason) = unavailable_everywhere(&r.arms, &m.def.key) {
+            match groups.iter_mut().find(|(_, r)| r == reason) {
+                Some(g) => g.0.push(m.def.label.clone()),
+                None => groups.push((vec![m.def.label.clone()], reason.to_string())),
+            }
+        }
+    }
+    groups.into_iter().map(|(l, r)| (l.join(", "), r)).collect()
+}
+
+/// The "vs baseline" cell: `1.07× faster (CI ...)`, `baseline`, or why not.
+pub fn versus_cell(a: &ArmReport, r: &Report) -> String {
+    if a.is_baseline(r.baseline.as_deref()) {
+        return "baseline".into();
+    }
+    match &a.time_vs_baseline {
+        Some(v) => {
+            let mut s = describe_time(v);
+            if !v.significant {
+                s.push_str(", not significant");
+            }
+            s
+        }
+        None => "not compared (too few runs)".into(),
+    }
+}
+
+/// The p-value cell.
+pub fn p_cell(a: &ArmReport) -> String {
+    a.time_vs_baseline
+        .as_ref()
+        .map(describe_p)
+        .unwrap_or_default()
+}
+
+/// `mean ± σ` of wall time or the reason there is none.
+pub fn time_cell(a: &ArmReport) -> String {
+    a.metric("wall_s")
+        .map(|m| show_mean(m, true))
+        .unwrap_or_default()
+}
+
+/// `min … max` of wall time.
+pub fn range_cell(a: &ArmReport) -> String {
+    match a.metric("wall_s").and_then(|m| m.summary.as_ref()) {
+        Some(s) => format!(
+            "{} … {}",
+            crate::metrics::format_seconds(s.min),
+            crate::metrics::format_seconds(s.max)
+        ),
+        None => String::new(),
+    }
+}
+
+/// 95 % CI of the mean wall time.
+pub fn ci_cell(a: &ArmReport) -> String {
+    match a
+        .metric("wall_s")
+        .and_then(|m| m.summary.as_ref())
+        .and_then(|s| s.mean_ci)
+    {
+        Some(ci) => format!(
+            "{} – {}",
+            crate::metrics::format_seconds(ci.lo),
+            crate::metrics::format_seconds(ci.hi)
+        ),
+        None => "n/a (fewer than 2 runs or no spread)".into(),
+    }
+}
+
+/// One line on how the experiment ended.
+pub fn status_line(r: &Report) -> String {
+    use crate::analysis::Status;
+    match &r.status {
+        Status::Complete => format!("complete: {} runs", r.runs_done),
+        Status::Interrupted { signal } => format!(
+            "INTERRUPTED by signal {signal} after {} of {} runs: partial results",
+            r.runs_done, r.runs_planned
+        ),
+        Status::StoppedOnFailure { why, .. } => format!(
+            "STOPPED after {} of {} runs: {why} (use --ignore-failure to go on regardless)",
+            r.runs_done, r.runs_planned
+        ),
+        Status::Partial => format!(
+            "partial journal: {} of {} runs",
+            r.runs_done, r.runs_planned
+        ),
+    }
+}
+
+/// The experiment in one line: command, runs, warm-ups, seed.
+pub fn design_line(r: &Report) -> String {
+    let h = &r.header;
+    format!(
+        "{} run{} per arm, {} warm-up{}, randomised interleaved order (seed {})",
+        h.runs,
+        if h.runs == 1 { "" } else { "s" },
+        h.warmup,
+        if h.warmup == 1 { "" } else { "s" },
+        h.seed
+    )
+}

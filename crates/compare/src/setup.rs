@@ -1,0 +1,370 @@
+//! From the user's request to an experiment [`Header`]: which arms run
+//! (policy × governor), where their threads go, and which requested arms
+//! this machine cannot run — each with the planner's or the OS's reason,
+//! so nothing is silently dropped.
+
+use crate::journal::{ArmHeader, ArmPlan, Header, Machine, NotApplicable, SCHEMA};
+use pinsight_cpuset::CpuSet;
+use pinsight_measure::{read_governors, GovernorError, GovernorGuard};
+use pinsight_plan::{plan, Plan, PlanError, Policy, Request as PlanRequest};
+use pinsight_topology::{FsRoot, Topology};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The policies compared when `--policies` is not given: the five mappings
+/// of the "to pin or not to pin" study.
+pub const DEFAULT_POLICIES: &[&str] = &["os", "p-set", "p-pinned", "e-set", "e-pinned"];
+
+/// Governors accepted by `--governors` (the kernel's generic ones).
+pub const KNOWN_GOVERNORS: &[&str] = &[
+    "performance",
+    "powersave",
+    "ondemand",
+    "conservative",
+    "schedutil",
+    "userspace",
+];
+
+/// What the user asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub command: Vec<String>,
+    pub prepare: Option<String>,
+    pub policies: Vec<String>,
+    pub governors: Vec<String>,
+    pub threads: Option<usize>,
+    pub runs: usize,
+    pub warmup: usize,
+    pub seed: u64,
+    pub timeout: Option<Duration>,
+}
+
+/// A usage error (exit 2) or a runtime one (exit 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetupError {
+    Usage(String),
+    Runtime(String),
+}
+
+/// The experiment to run.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    pub header: Header,
+    /// The planner's plans, in header arm order.
+    pub plans: Vec<Plan>,
+}
+
+/// Which governors can be set here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GovernorProbe {
+    /// Requested governors that were set and restored successfully.
+    pub usable: Vec<String>,
+    pub not_applicable: Vec<NotApplicable>,
+    /// One line for the capabilities list: `governors: ...`.
+    pub note: String,
+}
+
+/// Checks each requested governor by setting it on `cpus` and restoring
+/// it at once (the only honest test of "writable"). Unknown names are a
+/// usage error; governors this machine cannot set are not applicable.
+pub fn probe_governors(
+    fs: &FsRoot,
+    cpus: &CpuSet,
+    wanted: &[String],
+) -> Result<GovernorProbe, SetupError> {
+    for g in wanted {
+        if !KNOWN_GOVERNORS.contains(&g.as_str()) {
+            return Err(SetupError::Usage(format!(
+                "--governors: unknown governor '{g}'; known governors: {}",
+                KNOWN_GOVERNORS.join(", ")
+            )));
+        }
+    }
+    let current = match read_governors(fs) {
+        Ok(v) => {
+            let mut names: Vec<&str> = v.iter().map(|g| g.current.as_str()).collect();
+            names.dedup();
+            format!("governors: now {}", names.join(", "))
+        }
+        Err(reason) => {
+            return Ok(GovernorProbe {
+                usable: Vec::new(),
+                not_applicable: wanted
+                    .iter()
+                    .map(|g| NotApplicable {
+                        what: format!("governor {g}"),
+                        reason: reason.clone(),
+                    })
+                    .collect(),
+                note: format!("governors: unavailable ({reason})"),
+            })
+        }
+    };
+    let mut usable = Vec::new();
+    let mut not_applicable = Vec::new();
+    for g in wanted {
+        match GovernorGuard::set(fs, cpus, g) {
+            Ok(mut guard) => {
+                guard.restore_now().map_err(SetupError::Runtime)?;
+                usable.push(g.clone());
+            }
+            Err(e @ GovernorError::UnknownGovernor { .. }) => not_applicable.push(NotApplicable {
+                what: format!("governor {g}"),
+                reason: e.to_string(),
+            }),
+            Err(GovernorError::Unavailable { reason }) => not_applicable.push(NotApplicable {
+                what: format!("governor {g}"),
+                reason,
+            }),
+        }
+    }
+    let note = if not_applicable.is_empty() {
+        current
+    } else {
+        format!(
+            "{current}; cannot set: {}",
+            not_applicable
+                .iter()
+                .map(|n| format!("{} ({})", n.what, n.reason))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Ok(GovernorProbe {
+        usable,
+        not_applicable,
+        note,
+    })
+}
+
+/// Plans every requested policy; builds the header. Pure.
+pub fn setup(
+    topo: &Topology,
+    req: &Request,
+    governors: &GovernorProbe,
+    machine: Machine,
+    is_env_set: &dyn Fn(&str) -> bool,
+    created: String,
+) -> Result<Setup, SetupError> {
+    if req.command.is_empty() {
+        return Err(SetupError::Usage(
+            "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...]".into(),
+        ));
+    }
+    if req.policies.is_empty() {
+        return Err(SetupError::Usage(
+            "--policies: give at least one policy".into(),
+        ));
+    }
+    if req.threads == Some(0) {
+        return Err(SetupError::Usage(
+            "--threads 0: the number of threads must be at least 1".into(),
+        ));
+    }
+    let mut policies: Vec<(String, Policy)> = Vec::new();
+    for text in &req.policies {
+        let p =
+            Policy::from_str(text).map_err(|e| SetupError::Usage(format!("--policies: {e}")))?;
+        let canonical = p.to_string();
+        if !policies.iter().any(|(c, _)| *c == canonical) {
+            policies.push((canonical, p));
+        }
+    }
+    let mut arms = Vec::new();
+    let mut plans = Vec::new();
+    let mut not_applicable = Vec::new();
+    let govs: Vec<Option<String>> = if governors.usable.is_empty() {
+        vec![None]
+    } else {
+        governors.usable.iter().cloned().map(Some).collect()
+    };
+    for (name, policy) in &policies {
+        let r = PlanRequest {
+            threads: req.threads,
+            ..PlanRequest::new(policy.clone())
+        };
+        let p = match plan(topo, &r) {
+            Ok(p) => p,
+            Err(e) if is_usage(&e) => return Err(SetupError::Usage(e.to_string())),
+            Err(e) => {
+                not_applicable.push(NotApplicable {
+                    what: name.clone(),
+                    reason: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let prepared = crate::command::PreparedArm::new(&p, is_env_set);
+        for g in &govs {
+            arms.push(ArmHeader {
+                id: match g {
+                    Some(g) => format!("{name}@{g}"),
+                    None => name.clone(),
+                },
+                policy: name.clone(),
+                governor: g.clone(),
+                plan: ArmPlan::from_plan(&p),
+                env: prepared.env.clone(),
+                notes: p.notes.iter().chain(&prepared.notes).cloned().collect(),
+            });
+            plans.push(p.clone());
+        }
+    }
+    not_applicable.extend(governors.not_applicable.iter().cloned());
+    // The baseline (os, first governor) first: it is the reference row.
+    if let Some(i) = arms.iter().position(|a| a.policy == "os") {
+        let n = govs.len();
+        let os_arms: Vec<ArmHeader> = arms.drain(i..i + n).collect();
+        let os_plans: Vec<Plan> = plans.drain(i..i + n).collect();
+        arms.splice(0..0, os_arms);
+        plans.splice(0..0, os_plans);
+    }
+    if arms.is_empty() {
+        return Err(SetupError::Usage(format!(
+            "none of the policies can run on this machine: {}",
+            not_applicable
+                .iter()
+                .map(|n| format!("{}: {}", n.what, n.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    let mut machine = machine;
+    machine.capabilities.push(governors.note.clone());
+    Ok(Setup {
+        header: Header {
+            schema: SCHEMA.to_string(),
+            pinsight_version: env!("CARGO_PKG_VERSION").to_string(),
+            created,
+            command: req.command.clone(),
+            prepare: req.prepare.clone(),
+            policies: req.policies.clone(),
+            governors: req.governors.clone(),
+            threads: req.threads,
+            runs: req.runs,
+            warmup: req.warmup,
+            seed: req.seed,
+            timeout_s: req.timeout.map(|t| t.as_secs_f64()),
+            arms,
+            not_applicable,
+            machine,
+        },
+        plans,
+    })
+}
+
+/// Plan errors that are the user's input, not the machine's limits.
+fn is_usage(e: &PlanError) -> bool {
+    matches!(
+        e,
+        PlanError::ZeroThreads
+            | PlanError::ThreadsTasksConflict { .. }
+            | PlanError::Modifier { .. }
+            | PlanError::Weights(_)
+            | PlanError::Latency { .. }
+    )
+}
+
+/// The machine summary for the header.
+pub fn machine(topo: &Topology, fs: &FsRoot, capabilities: Vec<String>) -> Machine {
+    let read = |p: &str| {
+        fs.read_opt(p)
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    Machine {
+        hostname: read("/proc/sys/kernel/hostname"),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        model_name: topo.model_name.clone(),
+        arch: topo.arch.clone(),
+        usable_cpus: topo.usable(),
+        kinds: topo
+            .kinds
+            .iter()
+            .map(|k| format!("{}: {}", k.name, k.cpus))
+            .collect(),
+        capabilities,
+    }
+}
+
+/// Finds the program like a shell would, before anything runs: a missing
+/// program is one clear error (exit 127), not ten failed runs; a
+/// non-executable one exits 126.
+pub fn resolve_program(program: &str) -> Result<PathBuf, (i32, String)> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = Path::new(program);
+        return if !p.exists() {
+            Err((127, format!("{program}: command not found (no such file)")))
+        } else if !executable(p) {
+            Err((126, format!("{program}: not an executable file")))
+        } else {
+            Ok(p.to_path_buf())
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let c = dir.join(program);
+        if executable(&c) {
+            return Ok(c);
+        }
+    }
+    Err((127, format!("{program}: command not found (searched PATH)")))
+}
+
+/// UTC now as `2025-01-31T12:34:56Z` and `20250131-123456` (for file names).
+pub fn utc_now() -> (String, String) {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    utc(secs)
+}
+
+/// Formats Unix seconds as UTC (civil-from-days, Howard Hinnant).
+pub fn utc(secs: u64) -> (String, String) {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"),
+        format!("{y:04}{m:02}{d:02}-{h:02}{mi:02}{s:02}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0).0, "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400).0, "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_735_689_599).1, "20241231-235959");
+    }
+
+    #[test]
+    fn programs_are_found_like_a_shell_finds_them() {
+        assert!(resolve_program("sh").is_ok());
+        let (code, msg) = resolve_program("pinsight-no-such-program").unwrap_err();
+        assert_eq!(code, 127);
+        assert!(msg.contains("command not found"), "{msg}");
+        assert_eq!(resolve_program("/no/such/file").unwrap_err().0, 127);
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("data.txt");
+        std::fs::write(&f, "x").unwrap();
+        assert_eq!(resolve_program(f.to_str().unwrap()).unwrap_err().0, 126);
+    }
+}

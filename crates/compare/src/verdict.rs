@@ -1,0 +1,313 @@
+//! The answer in plain words: which placement to use and by how much, or
+//! "no significant difference — leave it to the OS".
+//!
+//! A difference counts only when the chosen test gives p < 0.05 AND the
+//! 95 % Fieller interval of the speedup excludes 1; below 1 % it is called
+//! negligible even when significant (a change nobody would notice is not a
+//! reason to pin).
+
+use crate::analysis::{ArmReport, Versus, NEGLIGIBLE_PERCENT};
+use crate::journal::NotApplicable;
+use pinsight_stats::{TestKind, ALPHA};
+use serde::Serialize;
+
+/// What to do.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Decision {
+    /// This arm is significantly and noticeably faster than the baseline.
+    Use { arm: String },
+    /// Nothing beats the baseline by a noticeable, significant margin.
+    KeepBaseline { arm: String },
+    /// Not enough successful runs to say anything.
+    NotEnoughData,
+}
+
+/// The verdict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    pub decision: Decision,
+    /// One sentence.
+    pub headline: String,
+    /// One line per arm: the numbers behind the headline.
+    pub evidence: Vec<String>,
+    /// What limits the conclusion (few runs, arms not applicable, failures).
+    pub caveats: Vec<String>,
+}
+
+/// Above this ratio (or below its inverse) differences read better as "×".
+const TIMES_THRESHOLD: f64 = 1.5;
+
+/// "6.9% faster (95% CI 5.1–8.7%)" / "1.60× slower (95% CI 1.52–1.69×)".
+pub fn describe_time(v: &Versus) -> String {
+    describe(v, "faster", "slower")
+}
+
+/// "11% less energy (95% CI 8–14%)".
+pub fn describe_energy(v: &Versus) -> String {
+    describe(v, "less energy", "more energy")
+}
+
+fn describe(v: &Versus, better: &str, worse: &str) -> String {
+    let r = v.ratio;
+    let ci = v.ratio_ci;
+    if r >= TIMES_THRESHOLD {
+        let ci = ci.map_or(String::new(), |c| {
+            format!(" (95% CI {:.2}–{:.2}×)", c.lo, c.hi)
+        });
+        format!("{r:.2}× {better}{ci}")
+    } else if r <= 1.0 / TIMES_THRESHOLD {
+        let ci = ci.map_or(String::new(), |c| {
+            format!(" (95% CI {:.2}–{:.2}×)", 1.0 / c.hi, 1.0 / c.lo)
+        });
+        format!("{:.2}× {worse}{ci}", 1.0 / r)
+    } else if r >= 1.0 {
+        // "x % faster" = throughput gain: ratio − 1.
+        let ci = ci.map_or(String::new(), |c| {
+            format!(" (95% CI {}–{}%)", pct(c.lo - 1.0), pct(c.hi - 1.0))
+        });
+        format!("{}% {better}{ci}", pct(r - 1.0))
+    } else {
+        // "x % slower" = time increase: 1/ratio − 1.
+        let ci = ci.map_or(String::new(), |c| {
+            format!(
+                " (95% CI {}–{}%)",
+                pct(1.0 / c.hi - 1.0),
+                pct(1.0 / c.lo - 1.0)
+            )
+        });
+        format!("{}% {worse}{ci}", pct(1.0 / r - 1.0))
+    }
+}
+
+fn pct(x: f64) -> String {
+    let p = x * 100.0;
+    if p.abs() >= 10.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.1}")
+    }
+}
+
+/// "p = 0.003, Mann-Whitney" / "p < 0.001, Welch".
+pub fn describe_p(v: &Versus) -> String {
+    let test = match v.test {
+        TestKind::Welch => "Welch t-test",
+        TestKind::MannWhitney => "Mann-Whitney U",
+    };
+    match v.p {
+        Some(p) if p < 0.001 => format!("p < 0.001, {test}"),
+        Some(p) => format!("p = {p:.3}, {test}"),
+        None => format!("no p-value ({test} could not run)"),
+    }
+}
+
+/// Smallest two-sided p-value an exact Mann-Whitney test can reach with
+/// n1 and n2 runs: 2 / C(n1 + n2, n1).
+pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
+    let (n, k) = (n1 + n2, n1.min(n2));
+    let mut c = 1.0f64;
+    for i in 0..k {
+        c = c * (n - i) as f64 / (i + 1) as f64;
+    }
+    (2.0 / c).min(1.0)
+}
+
+/// Decides. `arms` carry their comparisons with the baseline.
+pub fn decide(
+    arms: &[ArmReport],
+    baseline: Option<&str>,
+    not_applicable: &[NotApplicable],
+    runs_per_arm: usize,
+) -> Verdict {
+    let mut caveats = Vec::new();
+    for na in not_applicable {
+        caveats.push(format!("{}: not applicable here: {}", na.what, na.reason));
+    }
+    for a in arms {
+        if !a.failed.is_empty() {
+            let why = &a.failed[0].why;
+            caveats.push(format!(
+                "{}: {} failed run{} ({why}{}), excluded from the statistics",
+                a.label,
+                a.failed.len(),
+                if a.failed.len() == 1 { "" } else { "s" },
+                if a.failed.len() > 1 { ", ..." } else { "" }
+            ));
+        }
+        if let Some(w) = &a.outlier_warning {
+            caveats.push(format!("{}: {w}", a.label));
+        }
+    }
+    let base = baseline.and_then(|b| arms.iter().find(|a| a.id == b));
+    let Some(base) = base else {
+        return Verdict {
+            decision: Decision::NotEnoughData,
+            headline: "Nothing to compare: no placement could run on this machine.".into(),
+            evidence: Vec::new(),
+            caveats,
+        };
+    };
+    let leave = if base.policy == "os" {
+        "leave it to the OS".to_string()
+    } else {
+        format!("keep {}", base.label)
+    };
+    let others: Vec<&ArmReport> = arms.iter().filter(|a| a.id != base.id).collect();
+    if others.is_empty() {
+        return Verdict {
+            decision: Decision::NotEnoughData,
+            headline: format!(
+                "Only {} could run here, so there is nothing to compare it with.",
+                base.label
+            ),
+            evidence: Vec::new(),
+            caveats,
+        };
+    }
+    let min_n = arms.iter().map(|a| a.measured).min().unwrap_or(0);
+    if min_n >= 2 && min_mann_whitney_p(min_n, min_n) >= ALPHA {
+        caveats.push(format!(
+            "with {min_n} runs per arm a rank test cannot reach p < {ALPHA} (smallest possible p = {:.2}): use --runs 5 or more",
+            min_mann_whitney_p(min_n, min_n)
+        ));
+    } else if runs_per_arm < pinsight_stats::FEW_RUNS {
+        caveats.push(format!(
+            "{runs_per_arm} runs per arm: the distribution-free Mann-Whitney test is used; --runs {} or more also allows Welch's t-test on symmetric runs",
+            pinsight_stats::FEW_RUNS
+        ));
+    }
+
+    let mut evidence = Vec::new();
+    let mut best: Option<(&ArmReport, &Versus)> = None;
+    let mut negligible_wins = Vec::new();
+    for a in &others {
+        let Some(v) = &a.time_vs_baseline else {
+            evidence.push(format!(
+                "{}: not compared ({} successful run{}; {} has {})",
+                a.label,
+                a.measured,
+                if a.measured == 1 { "" } else { "s" },
+                base.label,
+                base.measured
+            ));
+            continue;
+        };
+        let mut line = if v.significant {
+            let mut s = format!("{}: {} ({})", a.label, describe_time(v), describe_p(v));
+            if v.negligible {
+                s.push_str(&format!(", negligible (< {NEGLIGIBLE_PERCENT}%)"));
+            }
+            s
+        } else {
+            format!(
+                "{}: no significant difference ({}; {})",
+                a.label,
+                describe_time(v),
+                describe_p(v)
+            )
+        };
+        if let Some(e) = &a.energy_vs_baseline {
+            if e.significant && !e.negligible {
+                line.push_str(&format!(", {}", describe_energy(e)));
+            } else {
+                line.push_str(", energy: no significant difference");
+            }
+            if let Some(edp) = a.edp_change_percent {
+                line.push_str(&format!(", EDP {edp:+.0}%"));
+            }
+        }
+        evidence.push(line);
+        if v.significant && v.ratio > 1.0 {
+            if v.negligible {
+                negligible_wins.push(a.label.clone());
+            } else if best.is_none_or(|(_, b)| v.ratio > b.ratio) {
+                best = Some((a, v));
+            }
+        }
+    }
+    if base.measured < 2 {
+        return Verdict {
+            decision: Decision::NotEnoughData,
+            headline: format!(
+                "Not enough data: the baseline {} has {} successful run{} (at least 2 are needed).",
+                base.label,
+                base.measured,
+                if base.measured == 1 { "" } else { "s" }
+            ),
+            evidence,
+            caveats,
+        };
+    }
+    let (decision, headline) = match best {
+        Some((a, v)) => {
+            let mut h = format!("Use {}: {} than {}", a.label, describe_time(v), base.label);
+            if let Some(e) = &a.energy_vs_baseline {
+                if e.significant && !e.negligible {
+                    h.push_str(&format!(", {}", describe_energy(e)));
+                }
+            }
+            h.push('.');
+            (Decision::Use { arm: a.id.clone() }, h)
+        }
+        None if !negligible_wins.is_empty() => (
+            Decision::KeepBaseline {
+                arm: base.id.clone(),
+            },
+            format!(
+                "No placement is noticeably faster — {leave}: {} {} significantly but negligibly faster (< {NEGLIGIBLE_PERCENT}%).",
+                negligible_wins.join(", "),
+                if negligible_wins.len() == 1 { "is" } else { "are" }
+            ),
+        ),
+        None => {
+            let slower: Vec<&str> = others
+                .iter()
+                .filter(|a| {
+                    a.time_vs_baseline
+                        .as_ref()
+                        .is_some_and(|v| v.significant && v.ratio < 1.0)
+                })
+                .map(|a| a.label.as_str())
+                .collect();
+            let h = if slower.is_empty() {
+                format!("No significant difference — {leave}.")
+            } else {
+                let mut s = leave.clone();
+                if let Some(c) = s.get_mut(0..1) {
+                    c.make_ascii_uppercase();
+                }
+                format!(
+                    "{s}: no placement is significantly faster than {}; {} {} slower.",
+                    base.label,
+                    slower.join(", "),
+                    if slower.len() == 1 { "is" } else { "are" }
+                )
+            };
+            (
+                Decision::KeepBaseline {
+                    arm: base.id.clone(),
+                },
+                h,
+            )
+        }
+    };
+    Verdict {
+        decision,
+        headline,
+        evidence,
+        caveats,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smallest_rank_test_p() {
+        assert!((min_mann_whitney_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!((min_mann_whitney_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
+        assert_eq!(min_mann_whitney_p(1, 1), 1.0);
+    }
+}
