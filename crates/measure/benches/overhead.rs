@@ -51,6 +51,16 @@ fn record(name: &'static str, d: Duration) {
     SAMPLES.lock().unwrap().push((name, d));
 }
 
+fn minimum(name: &str) -> f64 {
+    SAMPLES
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(n, _)| *n == name)
+        .map(|(_, d)| d.as_secs_f64())
+        .fold(f64::INFINITY, f64::min)
+}
+
 fn median(name: &str) -> f64 {
     let mut v: Vec<f64> = SAMPLES
         .lock()
