@@ -8,6 +8,12 @@
 //! [`format`] renders them for the tools users already have (taskset,
 //! numactl, OpenMP runtimes, libvirt, Slurm).
 //!
+//! Entry points: parse a [`Policy`] (`"p-first+smt-physical-first".parse()`),
+//! build a [`Request`] (`Request { threads: Some(8), ..Request::new(policy) }`),
+//! call [`plan()`], then apply [`Plan::process_mask`] / [`Plan::places`]
+//! (launcher) or [`render`] it (`pinsight plan --format ...`); [`omp_env`]
+//! gives the environment a launcher should export.
+//!
 //! Only usable CPUs (online and allowed by the cgroup,
 //! [`Topology::usable`](pinsight_topology::Topology::usable)) are ever
 //! placed on.

@@ -84,30 +84,31 @@ pub(crate) fn physical_first(slots: &[Slot]) -> Vec<usize> {
 /// before the second core of any; within a package the same across NUMA
 /// nodes, then L3, then L2 domains (KMP_AFFINITY=scatter, OpenMP spread).
 pub(crate) fn scatter_slots(slots: &[Slot]) -> Vec<Slot> {
-    spread(slots.to_vec(), 0)
+    let order = spread(slots, (0..slots.len()).collect(), 0);
+    order.into_iter().map(|i| slots[i].clone()).collect()
 }
 
-fn spread(slots: Vec<Slot>, level: usize) -> Vec<Slot> {
-    if level == 4 || slots.len() <= 1 {
-        return slots;
+/// Indices of `idx` (in compact order) interleaved from hierarchy `level` down.
+fn spread(slots: &[Slot], idx: Vec<usize>, level: usize) -> Vec<usize> {
+    if level == 4 || idx.len() <= 1 {
+        return idx;
     }
     // Group by the key at this level, keeping compact order.
-    let mut groups: Vec<Vec<Slot>> = Vec::new();
-    for s in slots {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in idx {
         match groups.last_mut() {
-            Some(g) if g[0].key[level] == s.key[level] => g.push(s),
-            _ => groups.push(vec![s]),
+            Some(g) if slots[g[0]].key[level] == slots[i].key[level] => g.push(i),
+            _ => groups.push(vec![i]),
         }
     }
-    let groups: Vec<Vec<Slot>> = groups.into_iter().map(|g| spread(g, level + 1)).collect();
-    round_robin(groups)
-}
-
-fn round_robin(groups: Vec<Vec<Slot>>) -> Vec<Slot> {
+    let groups: Vec<Vec<usize>> = groups
+        .into_iter()
+        .map(|g| spread(slots, g, level + 1))
+        .collect();
     let depth = groups.iter().map(Vec::len).max().unwrap_or(0);
     let mut out = Vec::new();
-    for i in 0..depth {
-        out.extend(groups.iter().filter_map(|g| g.get(i).cloned()));
+    for d in 0..depth {
+        out.extend(groups.iter().filter_map(|g| g.get(d).copied()));
     }
     out
 }

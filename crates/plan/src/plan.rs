@@ -591,15 +591,14 @@ fn plan_balance(
     }
     // Task order: rounds over CPUs in scatter order, so any prefix of the
     // tasks is spread over packages and cores before doubling up.
-    let mut left: std::collections::BTreeMap<usize, usize> = count_of.clone();
+    let singles: Vec<CpuSet> = order.iter().map(|c| CpuSet::single(*c)).collect();
+    let mut left = counts.clone();
     let mut places = Vec::with_capacity(m);
     while places.len() < m {
-        for c in &order {
-            if let Some(k) = left.get_mut(c) {
-                if *k > 0 {
-                    *k -= 1;
-                    places.push(CpuSet::single(*c));
-                }
+        for (i, k) in left.iter_mut().enumerate() {
+            if *k > 0 {
+                *k -= 1;
+                places.push(singles[i].clone());
             }
         }
     }
