@@ -4,7 +4,6 @@
 //! slowest). Prints each case's time as a ratio to the 1 ms budget.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use common::{build, KindDesc, Pu};

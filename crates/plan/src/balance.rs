@@ -127,7 +127,7 @@ pub fn capacities(
 /// earlier position). Sums to `total` exactly. All-zero weights → `None`.
 pub fn apportion(total: usize, weights: &[f64]) -> Option<Vec<usize>> {
     let sum: f64 = weights.iter().sum();
-    if !(sum > 0.0) || !sum.is_finite() {
+    if sum.is_nan() || sum <= 0.0 || !sum.is_finite() {
         return None;
     }
     let quotas: Vec<f64> = weights.iter().map(|w| total as f64 * w / sum).collect();

@@ -74,7 +74,7 @@ pub fn build(name: &str, pus: Vec<Pu>, kinds: Vec<KindDesc>) -> Topology {
             die: None,
             cluster: None,
             numa: if p.online { Some(p.numa) } else { None },
-            kind: if p.online && kinds.len() > 0 {
+            kind: if p.online && !kinds.is_empty() {
                 Some(p.kind)
             } else {
                 None
