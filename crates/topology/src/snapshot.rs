@@ -1,0 +1,558 @@
+//! `pinsight snapshot`: record the part of a machine's /sys and /proc that
+//! pinsight reads, as a directory (or `.tar.gz`) that `--fsroot` accepts.
+//!
+//! Why record by *watching discovery* rather than by a fixed list of globs
+//! (like `hwloc-gather-topology`)? The list would drift from the code. Here
+//! discovery runs on a recording [`FsRoot`], and exactly the files it read
+//! and the directories it listed are copied, so a snapshot always holds what
+//! the running pinsight needs — and `discover` on the snapshot gives the same
+//! model as on the machine (tested).
+//!
+//! Directory listings are reproduced whole: every entry of a listed
+//! directory under /sys exists in the snapshot (subdirectories empty unless
+//! something below them was read; files with their content), because
+//! discovery enumerates `cpuN`, `nodeN`, `indexN` by listing. Symlinked
+//! directories (`/sys/bus/cpu/devices/cpuN`) become plain copies.
+//!
+//! Writing defers SIGINT/SIGTERM/SIGHUP, so an interrupted snapshot never
+//! leaves half a directory or a partial archive behind; on an error, what
+//! was written is removed again.
+
+use crate::{discover, FsRoot, Source};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The metadata file written at the top of every snapshot.
+pub const METADATA_FILE: &str = "pinsight-snapshot.json";
+
+/// Largest file copied to complete a directory listing (a file discovery
+/// listed but did not read). sysfs attributes are at most a page.
+const LISTING_FILE_CAP: u64 = 64 * 1024;
+
+/// How deep `--extra` walks below `/sys/class/powercap/<zone>`.
+const POWERCAP_DEPTH: usize = 4;
+
+/// What to record and how to treat an existing destination.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Also copy `/sys/devices/system/cpu/cpu*/cpufreq/*` and
+    /// `/sys/class/powercap/**` (for `compare` and energy readers).
+    pub extra: bool,
+    /// Replace a previous snapshot at the destination.
+    pub force: bool,
+}
+
+/// What was written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The directory or archive written.
+    pub out: String,
+    /// Files recorded (the metadata file not counted).
+    pub files: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+}
+
+/// `pinsight-snapshot.json`: where and when a snapshot was taken.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metadata {
+    /// Version of the pinsight that recorded it.
+    pub pinsight_version: String,
+    /// UTC time of recording, RFC 3339 (`2025-01-31T12:00:00Z`).
+    pub created: String,
+    /// `/proc/sys/kernel/hostname` of the recorded machine, if readable.
+    pub hostname: Option<String>,
+    /// `/proc/sys/kernel/osrelease`, if readable.
+    pub kernel: Option<String>,
+    /// What was recorded: the live machine or another recorded tree.
+    pub source: Source,
+    /// Whether `--extra` files are included.
+    pub extra: bool,
+    pub files: usize,
+    pub bytes: u64,
+}
+
+/// Why a snapshot could not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The destination is unsuitable (exists, not empty, not a directory):
+    /// the user must choose another or pass `--force`.
+    Destination(String),
+    /// Reading the machine or writing the snapshot failed.
+    Io(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Destination(m) | Error::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Whether `out` names an archive (`.tar.gz` / `.tgz`) rather than a directory.
+pub fn is_archive(out: &Path) -> bool {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.ends_with(".tar.gz") || name.ends_with(".tgz")
+}
+
+/// Records the machine behind `fs` into `out` (a directory, or a gzipped
+/// tarball holding one directory named after the archive).
+pub fn snapshot(fs: &FsRoot, out: &Path, opts: &Options) -> Result<Report, Error> {
+    snapshot_with_progress(fs, out, opts, &mut |_, _| {})
+}
+
+/// [`snapshot`], calling `progress(done, total)` as entries are written
+/// (writing thousands of small files is the slow part on big machines).
+pub fn snapshot_with_progress(
+    fs: &FsRoot,
+    out: &Path,
+    opts: &Options,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Report, Error> {
+    check_destination(out, opts.force)?;
+    let recorded = record(fs, opts.extra);
+    let tree = collect(fs, &recorded.paths)?;
+    let files = tree.files.len();
+    let bytes: u64 = tree.files.values().map(|c| c.len() as u64).sum();
+    let meta = Metadata {
+        pinsight_version: env!("CARGO_PKG_VERSION").to_string(),
+        created: rfc3339_utc(std::time::SystemTime::now()),
+        hostname: recorded.hostname,
+        kernel: recorded.kernel,
+        source: recorded.source,
+        extra: opts.extra,
+        files,
+        bytes,
+    };
+    let json = serde_json::to_vec_pretty(&meta)
+        .map_err(|e| Error::Io(format!("snapshot metadata: {e}")))?;
+    {
+        let _deferred = DeferSignals::new();
+        let dirs = all_dirs(&tree);
+        let total = (dirs.len() + tree.files.len() + 1) as u64;
+        progress(0, total);
+        let mut done = 0u64;
+        let mut tick = || {
+            done += 1;
+            progress(done, total);
+        };
+        if is_archive(out) {
+            write_archive(out, &dirs, &tree, &json, &mut tick)?;
+        } else {
+            write_dir(out, &dirs, &tree, &json, &mut tick)?;
+        }
+    }
+    Ok(Report {
+        out: out.display().to_string(),
+        files,
+        bytes,
+    })
+}
+
+/// Reads the metadata of a snapshot directory.
+pub fn read_metadata(dir: &Path) -> Result<Metadata, String> {
+    let p = dir.join(METADATA_FILE);
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Refuses destinations we would clobber.
+fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
+    let shown = out.display();
+    if is_archive(out) {
+        if out.is_dir() {
+            return Err(Error::Destination(format!(
+                "'{shown}' is a directory; an archive name must name a file"
+            )));
+        }
+        if out.exists() && !force {
+            return Err(Error::Destination(format!(
+                "'{shown}' exists; pass --force to replace it"
+            )));
+        }
+        return Ok(());
+    }
+    match std::fs::read_dir(out) {
+        Ok(mut entries) => {
+            if entries.next().is_some() && !force {
+                return Err(Error::Destination(format!(
+                    "'{shown}' is not empty; choose a new directory or pass --force to replace the snapshot in it"
+                )));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(_) if out.exists() => Err(Error::Destination(format!(
+            "'{shown}' exists and is not a directory"
+        ))),
+        Err(e) => Err(Error::Destination(format!("'{shown}': {e}"))),
+    }
+}
+
+/// What a recording discovery saw.
+struct Recorded {
+    paths: Vec<PathBuf>,
+    hostname: Option<String>,
+    kernel: Option<String>,
+    source: Source,
+}
+
+/// Runs discovery (and the `--extra` readers) on a recording view of `fs`.
+fn record(fs: &FsRoot, extra: bool) -> Recorded {
+    let rec = fs.clone().recording();
+    let topo = discover(&rec);
+    let hostname = rec.read_opt("/proc/sys/kernel/hostname");
+    let kernel = rec.read_opt("/proc/sys/kernel/osrelease");
+    if extra {
+        read_extra(&rec);
+    }
+    Recorded {
+        paths: rec.recorded(),
+        hostname,
+        kernel,
+        source: topo.source,
+    }
+}
+
+/// Touches the files `--extra` adds, so the recorder notes the readable ones.
+fn read_extra(rec: &FsRoot) {
+    let cpu_dir = Path::new("/sys/devices/system/cpu");
+    for cpu in rec.list_dir(cpu_dir) {
+        if !(cpu.starts_with("cpu")
+            && cpu[3..].bytes().all(|b| b.is_ascii_digit())
+            && cpu.len() > 3)
+        {
+            continue;
+        }
+        let freq = cpu_dir.join(&cpu).join("cpufreq");
+        for name in rec.list_dir(&freq) {
+            let p = freq.join(name);
+            if is_regular_file(rec, &p) {
+                let _ = rec.read_opt(&p);
+            }
+        }
+    }
+    let powercap = Path::new("/sys/class/powercap");
+    for zone in rec.list_dir(powercap) {
+        walk_files(rec, &powercap.join(zone), POWERCAP_DEPTH);
+    }
+}
+
+/// Reads every regular file below `dir`, descending into real (not
+/// symlinked) subdirectories only: sysfs links such as `subsystem` and
+/// `device` lead back up the tree and would never end.
+fn walk_files(rec: &FsRoot, dir: &Path, depth: usize) {
+    let real_dir = rec.path(dir);
+    for name in rec.list_dir(dir) {
+        let p = dir.join(&name);
+        // The entry itself, not where FsRoot would lead (it follows
+        // absolute links of recorded trees).
+        match std::fs::symlink_metadata(real_dir.join(&name)) {
+            Ok(m) if m.is_dir() && depth > 0 => walk_files(rec, &p, depth - 1),
+            Ok(m) if m.is_file() => {
+                let _ = rec.read_opt(&p);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_regular_file(fs: &FsRoot, abs: &Path) -> bool {
+    std::fs::metadata(fs.path(abs)).is_ok_and(|m| m.is_file())
+}
+
+/// The snapshot's content: OS paths (`/sys/...`) of directories and files.
+#[derive(Default)]
+struct Tree {
+    dirs: BTreeSet<PathBuf>,
+    files: BTreeMap<PathBuf, Vec<u8>>,
+}
+
+/// Copies the recorded paths' current content, completing listings.
+fn collect(fs: &FsRoot, recorded: &[PathBuf]) -> Result<Tree, Error> {
+    let mut tree = Tree::default();
+    let recorded_set: BTreeSet<&PathBuf> = recorded.iter().collect();
+    for abs in recorded {
+        let src = fs.path(abs);
+        let meta =
+            std::fs::metadata(&src).map_err(|e| Error::Io(format!("{}: {e}", src.display())))?;
+        if meta.is_dir() {
+            tree.dirs.insert(abs.clone());
+            if abs.starts_with("/sys") {
+                complete_listing(fs, abs, &recorded_set, &mut tree);
+            }
+        } else {
+            let content =
+                std::fs::read(&src).map_err(|e| Error::Io(format!("{}: {e}", src.display())))?;
+            tree.files.insert(abs.clone(), content);
+        }
+    }
+    Ok(tree)
+}
+
+/// Adds every entry of a listed directory that nothing read: directories
+/// empty, small readable files with their content.
+fn complete_listing(fs: &FsRoot, dir: &Path, recorded: &BTreeSet<&PathBuf>, tree: &mut Tree) {
+    for name in fs.list_dir(dir) {
+        let abs = dir.join(&name);
+        if recorded.contains(&abs) {
+            continue;
+        }
+        let src = fs.path(&abs);
+        match std::fs::metadata(&src) {
+            Ok(m) if m.is_dir() => {
+                tree.dirs.insert(abs);
+            }
+            Ok(m) if m.is_file() => {
+                let mut content = Vec::new();
+                let read = File::open(&src)
+                    .and_then(|f| f.take(LISTING_FILE_CAP + 1).read_to_end(&mut content));
+                if read.is_ok() && content.len() as u64 <= LISTING_FILE_CAP {
+                    tree.files.insert(abs, content);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `/sys/a/b` → `sys/a/b`.
+fn relative(abs: &Path) -> PathBuf {
+    abs.components()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
+        .collect()
+}
+
+/// Every directory the tree needs, parents first.
+fn all_dirs(tree: &Tree) -> BTreeSet<PathBuf> {
+    let mut dirs = BTreeSet::new();
+    let parents = tree.files.keys().filter_map(|f| f.parent());
+    for d in tree.dirs.iter().map(PathBuf::as_path).chain(parents) {
+        let rel = relative(d);
+        for a in rel.ancestors() {
+            if !a.as_os_str().is_empty() {
+                dirs.insert(a.to_path_buf());
+            }
+        }
+    }
+    dirs
+}
+
+fn write_dir(
+    out: &Path,
+    dirs: &BTreeSet<PathBuf>,
+    tree: &Tree,
+    json: &[u8],
+    tick: &mut dyn FnMut(),
+) -> Result<(), Error> {
+    let created = !out.exists();
+    let result = (|| -> io::Result<()> {
+        // A forced rewrite replaces exactly what a snapshot consists of and
+        // leaves anything else the user keeps there alone.
+        for old in ["sys", "proc"] {
+            let p = out.join(old);
+            if p.symlink_metadata().is_ok() {
+                std::fs::remove_dir_all(&p)?;
+            }
+        }
+        std::fs::create_dir_all(out)?;
+        for d in dirs {
+            std::fs::create_dir_all(out.join(d))?;
+            tick();
+        }
+        for (abs, content) in &tree.files {
+            std::fs::write(out.join(relative(abs)), content)?;
+            tick();
+        }
+        std::fs::write(out.join(METADATA_FILE), json)?;
+        tick();
+        Ok(())
+    })();
+    result.map_err(|e| {
+        if created {
+            let _ = std::fs::remove_dir_all(out);
+        } else {
+            for p in ["sys", "proc"] {
+                let _ = std::fs::remove_dir_all(out.join(p));
+            }
+            let _ = std::fs::remove_file(out.join(METADATA_FILE));
+        }
+        Error::Io(format!("writing snapshot '{}': {e}", out.display()))
+    })
+}
+
+/// The directory name inside an archive: its file name without `.tar.gz`.
+fn archive_top(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name
+        .strip_suffix(".tar.gz")
+        .or_else(|| name.strip_suffix(".tgz"))
+        .unwrap_or(&name);
+    PathBuf::from(if stem.is_empty() { "snapshot" } else { stem })
+}
+
+fn write_archive(
+    out: &Path,
+    dirs: &BTreeSet<PathBuf>,
+    tree: &Tree,
+    json: &[u8],
+    tick: &mut dyn FnMut(),
+) -> Result<(), Error> {
+    let mut partial = out.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    let partial = PathBuf::from(partial);
+    let top = archive_top(out);
+    let result = (|| -> io::Result<()> {
+        let file = File::create(&partial)?;
+        let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        let mut tar = tar::Builder::new(gz);
+        let mtime = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let header = |kind: tar::EntryType, mode: u32, size: u64| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_mode(mode);
+            h.set_size(size);
+            h.set_mtime(mtime);
+            h
+        };
+        let mut h = header(tar::EntryType::Directory, 0o755, 0);
+        tar.append_data(&mut h, &top, io::empty())?;
+        for d in dirs {
+            let mut h = header(tar::EntryType::Directory, 0o755, 0);
+            tar.append_data(&mut h, top.join(d), io::empty())?;
+            tick();
+        }
+        for (abs, content) in &tree.files {
+            let mut h = header(tar::EntryType::Regular, 0o644, content.len() as u64);
+            tar.append_data(&mut h, top.join(relative(abs)), content.as_slice())?;
+            tick();
+        }
+        let mut h = header(tar::EntryType::Regular, 0o644, json.len() as u64);
+        tar.append_data(&mut h, top.join(METADATA_FILE), json)?;
+        let mut file = tar.into_inner()?.finish()?;
+        file.flush()?;
+        file.sync_all()?;
+        std::fs::rename(&partial, out)?;
+        tick();
+        Ok(())
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        Error::Io(format!("writing snapshot '{}': {e}", out.display()))
+    })
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP on this thread until dropped; a signal
+/// that arrived meanwhile is delivered then, after the write completed or
+/// was cleaned up.
+struct DeferSignals {
+    old: libc::sigset_t,
+    active: bool,
+}
+
+impl DeferSignals {
+    fn new() -> DeferSignals {
+        // SAFETY: sigset_t is plain data initialised by sigemptyset before
+        // use; pthread_sigmask only reads `set` and writes `old`.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::sigaddset(&mut set, s);
+            }
+            let active = libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) == 0;
+            DeferSignals { old, active }
+        }
+    }
+}
+
+impl Drop for DeferSignals {
+    fn drop(&mut self) {
+        if self.active {
+            // SAFETY: restores the mask saved by `new`.
+            unsafe {
+                libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a system time (civil-from-days, proleptic
+/// Gregorian; no date crate needed for one timestamp).
+pub fn rfc3339_utc(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            rfc3339_utc(UNIX_EPOCH + Duration::from_secs(1_735_689_599)),
+            "2024-12-31T23:59:59Z"
+        );
+    }
+
+    #[test]
+    fn archive_names() {
+        assert!(is_archive(Path::new("x/box.tar.gz")) && is_archive(Path::new("box.tgz")));
+        assert!(!is_archive(Path::new("box.tar")) && !is_archive(Path::new("box")));
+        assert_eq!(
+            archive_top(Path::new("/tmp/box.tar.gz")),
+            PathBuf::from("box")
+        );
+        assert_eq!(archive_top(Path::new("a.tgz")), PathBuf::from("a"));
+    }
+
+    #[test]
+    fn relative_and_dirs() {
+        assert_eq!(relative(Path::new("/sys/a/b")), PathBuf::from("sys/a/b"));
+        let mut t = Tree::default();
+        t.files.insert("/sys/a/b/c".into(), vec![]);
+        t.dirs.insert("/proc".into());
+        let d: Vec<PathBuf> = all_dirs(&t).into_iter().collect();
+        assert_eq!(d, ["proc", "sys", "sys/a", "sys/a/b"].map(PathBuf::from));
+    }
+}
