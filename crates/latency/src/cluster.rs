@@ -23,6 +23,15 @@
 //!    (CCX/CCD) with its SMT siblings inside. So the finest reported level is
 //!    the finest cut with a domain larger than 2 CPUs.
 //!
+//! 4. **Profile levels**: over the finest level, domains whose mean
+//!    latencies to every *other* domain are alike are grouped (structural
+//!    equivalence), clustered and cut with the same gap rule. This finds a
+//!    socket whose own CCDs are as far from each other as from the other
+//!    socket (the recorded EPYC 7R13), or a die whose two CCXs are as far
+//!    apart as the other die (Threadripper 1950X). Such levels carry
+//!    [`Basis::Profile`]; latency and profile levels are merged into one
+//!    nested chain.
+//!
 //! The trivial partitions (every CPU alone, all CPUs together) are never
 //! levels. A machine with no gap (one mesh, e.g. Graviton3) has no levels:
 //! it is one latency domain.
@@ -65,6 +74,19 @@ pub struct Level {
     pub above_ns: f64,
     /// `above_ns / below_ns`: how clear the level is.
     pub gap_ratio: f64,
+    /// How the level was found: `latency` (a jump in join latency; `below_ns`
+    /// and `above_ns` are latencies) or `profile` (groups of finer domains
+    /// whose latencies to everything else are alike; `below_ns` and
+    /// `above_ns` are then mean absolute profile differences in ns).
+    pub basis: Basis,
+}
+
+/// See [`Level::basis`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    Latency,
+    Profile,
 }
 
 /// The nested latency domains of a matrix.
@@ -109,14 +131,25 @@ impl DomainTree {
                 (i, n) if i + 1 == n => "finest",
                 _ => "middle",
             };
-            let _ = writeln!(
-                out,
-                "{name}: {} domains, joined at ≤{:.1} ns inside, ≥{:.1} ns between (×{:.2})",
-                level.domains.len(),
-                level.below_ns,
-                level.above_ns,
-                level.gap_ratio
-            );
+            let _ = match level.basis {
+                Basis::Latency => writeln!(
+                    out,
+                    "{name}: {} domains, joined at ≤{:.1} ns inside, ≥{:.1} ns between (×{:.2})",
+                    level.domains.len(),
+                    level.below_ns,
+                    level.above_ns,
+                    level.gap_ratio
+                ),
+                Basis::Profile => writeln!(
+                    out,
+                    "{name}: {} domains of finer domains that see the rest alike \
+                     (latency profiles differ ≤{:.1} ns inside, ≥{:.1} ns between, ×{:.2})",
+                    level.domains.len(),
+                    level.below_ns,
+                    level.above_ns,
+                    level.gap_ratio
+                ),
+            };
             write_domains(&mut out, &level.domains);
         }
         if let Some(p) = &self.pairs {
@@ -324,7 +357,68 @@ fn make_level(m: &LatencyMatrix, groups: &[Vec<usize>], below: f64, above: f64) 
         below_ns: below,
         above_ns: above,
         gap_ratio: above / below,
+        basis: Basis::Latency,
     }
+}
+
+/// Whether a jump from `below` to `above` separates two levels.
+fn is_gap(below: f64, above: f64) -> bool {
+    below.is_finite() && above.is_finite() && above >= below * MIN_GAP_RATIO && above - below >= MIN_GAP_NS
+}
+
+/// Coarser partitions of `base` (groups of matrix indices) by structural
+/// equivalence: two domains belong together when their mean latencies to
+/// every *other* domain are alike, even if they are far from each other.
+///
+/// Why: on some machines the direct latency between two parts of one
+/// socket is as high as across sockets (the recorded EPYC 7R13's second
+/// socket: its CCDs are ~200 ns from each other and from socket 0), so no
+/// latency jump shows the socket — but each of its CCDs sees socket 0 the
+/// same way, and differently from how socket 0's CCDs see it. The profile
+/// distance of domains a and b is the mean over the other domains c of
+/// |L(a,c) − L(b,c)|; those distances are clustered and cut with the same
+/// gap rule as latencies. Returns (groups, below, above), coarsest first.
+fn profile_levels(m: &LatencyMatrix, base: &[Vec<usize>]) -> Vec<(Vec<Vec<usize>>, f64, f64)> {
+    let g = base.len();
+    // With 3 domains each comparison rests on a single other domain: too
+    // little evidence (it split the recorded M1 Pro's clusters at random).
+    if g < 4 {
+        return Vec::new();
+    }
+    let between = |a: usize, b: usize| mean(base[a].iter().flat_map(|&i| base[b].iter().map(move |&j| m.get(i, j))));
+    let l: Vec<Vec<Option<f64>>> = (0..g).map(|a| (0..g).map(|b| if a == b { None } else { between(a, b) }).collect()).collect();
+    let mut profile = LatencyMatrix::new((0..g).collect());
+    for a in 0..g {
+        for b in 0..a {
+            let diffs = (0..g).filter(|&c| c != a && c != b).filter_map(|c| match (l[a][c], l[b][c]) {
+                (Some(x), Some(y)) => Some((x - y).abs()),
+                _ => None,
+            });
+            if let Some(d) = mean(diffs) {
+                profile.set(a, b, d);
+            }
+        }
+    }
+    let joins = average_linkage(&profile);
+    let mut out = Vec::new();
+    for k in 1..g.saturating_sub(1) {
+        let (below, above) = (joins[k - 1].height, joins[k].height);
+        if is_gap(below, above) {
+            let mut p = Partition::new(g);
+            for j in &joins[..k] {
+                p.union(j.a, j.b);
+            }
+            let groups: Vec<Vec<usize>> = p.groups().into_iter().map(|gs| gs.iter().flat_map(|&d| base[d].iter().copied()).collect()).collect();
+            out.push((groups, below, above));
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Whether every domain of `fine` lies inside one domain of `coarse`.
+fn nested_in(fine: &Level, coarse: &Level) -> bool {
+    fine.domains.iter().all(|f| coarse.domains.iter().any(|c| f.cpus.is_subset(&c.cpus)))
 }
 
 /// Derives the nested latency domains of `m`; see the module doc for the
@@ -361,7 +455,37 @@ pub fn domains(m: &LatencyMatrix) -> DomainTree {
     // `cuts` runs finest → coarsest.
     let is_pairs = |l: &Level| l.domains.iter().all(|d| d.cpus.len() <= 2);
     let pairs = cuts.iter().rev().find(|l| is_pairs(l)).cloned();
-    let levels = cuts.into_iter().rev().filter(|l| !is_pairs(l)).collect();
+    let mut levels: Vec<Level> = cuts.into_iter().rev().filter(|l| !is_pairs(l)).collect();
+    // Coarser levels by latency profile, over the finest latency level.
+    // (Not over the SMT pair level: on the recorded i9-12900K that splits a
+    // lone P-core pair off on noise, so it is not trusted.)
+    if let Some(finest) = levels.last() {
+        let index: Vec<Vec<usize>> = finest
+            .domains
+            .iter()
+            .map(|d| d.cpus.iter().filter_map(|c| m.index_of(c)).collect())
+            .collect();
+        let mut all = levels.clone();
+        for (groups, below, above) in profile_levels(m, &index) {
+            let mut level = make_level(m, &groups, below, above);
+            level.basis = Basis::Profile;
+            all.push(level);
+        }
+        // Keep one chain of nested, distinct levels, from the finest up.
+        all.sort_by_key(|l| std::cmp::Reverse(l.domains.len()));
+        let mut chain: Vec<Level> = Vec::new();
+        for l in all {
+            let fits = match chain.last() {
+                None => true,
+                Some(finer) => l.domains.len() < finer.domains.len() && nested_in(finer, &l),
+            };
+            if fits && l.domains.len() > 1 {
+                chain.push(l);
+            }
+        }
+        chain.reverse();
+        levels = chain;
+    }
     DomainTree {
         cpus: m.cpu_set(),
         levels,

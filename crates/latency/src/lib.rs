@@ -12,7 +12,7 @@ pub mod matrix;
 pub mod measure;
 pub mod render;
 
-pub use cluster::{domains, Domain, DomainTree, Level};
+pub use cluster::{domains, Basis, Domain, DomainTree, Level};
 pub use group::{
     autopilot, best_group, best_pipeline, exhaustive_group, exhaustive_pipeline, Exact, Group,
     SearchLimits,

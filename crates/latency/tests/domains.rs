@@ -2,7 +2,7 @@
 //! MIT, see tests/fixtures/LICENSE-core-to-core-latency).
 
 use pinsight_cpuset::CpuSet;
-use pinsight_latency::{domains, DomainTree, LatencyMatrix, Level};
+use pinsight_latency::{domains, Basis, DomainTree, LatencyMatrix, Level};
 
 fn fixture(name: &str) -> LatencyMatrix {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -74,14 +74,18 @@ fn epyc_7r13_twelve_ccds_in_sockets() {
         .collect();
     assert_eq!(sets(finest), want);
     assert!(finest.domains.iter().all(|d| d.cpus.len() == 16));
-    // Coarser: socket 0 (CCDs 0-5, 88-111 ns apart) is one domain. In this
-    // recording socket 1's CCDs are 186-207 ns apart, as far as from socket
-    // 0 (182-209 ns), so the matrix shows no socket-1 domain: its CCDs stay
-    // separate at the coarse level rather than being invented.
-    assert_eq!(t.levels.len(), 2);
-    let coarse = &t.levels[0];
-    assert_eq!(coarse.domains[0].cpus, list("0-47,96-143"));
-    assert_eq!(coarse.domains.len(), 7);
+    // Coarsest: the two sockets. Socket 1's CCDs are 186-207 ns apart, as
+    // far as from socket 0 (182-209 ns), so no latency jump shows socket 1;
+    // its CCDs are grouped because each sees socket 0 alike (profile level).
+    assert_eq!(t.levels.len(), 3);
+    assert_eq!(sets(&t.levels[0]), ["0-47,96-143", "48-95,144-191"]);
+    assert_eq!(t.levels[0].basis, Basis::Profile);
+    // Middle (latency): socket 0's CCDs (88-111 ns apart) join; socket 1's
+    // stay apart.
+    let middle = &t.levels[1];
+    assert_eq!(middle.basis, Basis::Latency);
+    assert_eq!(middle.domains[0].cpus, list("0-47,96-143"));
+    assert_eq!(middle.domains.len(), 7);
     assert_eq!(t.pairs.as_ref().unwrap().domains.len(), 96);
 }
 
@@ -102,10 +106,13 @@ fn threadripper_1950x_four_ccxs_in_dies() {
         sets(t.finest().unwrap()),
         ["0-3,16-19", "4-7,20-23", "8-11,24-27", "12-15,28-31"]
     );
-    // Die 1 (CCX 2+3, 91 ns apart) is a domain; die 0's two CCXs are 156 ns
-    // apart in this recording, as far as across dies (153 ns).
-    assert_eq!(t.levels.len(), 2);
-    assert_eq!(sets(&t.levels[0]), ["0-3,16-19", "4-7,20-23", "8-15,24-31"]);
+    // Coarsest: the two dies. Die 0's two CCXs are 156 ns apart in this
+    // recording, as far as across dies (153 ns), so latency alone joins only
+    // die 1 (91 ns, the middle level); die 0 is found by profile.
+    assert_eq!(t.levels.len(), 3);
+    assert_eq!(sets(&t.levels[0]), ["0-7,16-23", "8-15,24-31"]);
+    assert_eq!(t.levels[0].basis, Basis::Profile);
+    assert_eq!(sets(&t.levels[1]), ["0-3,16-19", "4-7,20-23", "8-15,24-31"]);
 }
 
 #[test]
