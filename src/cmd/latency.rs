@@ -536,6 +536,28 @@ mod tests {
     }
 
     #[test]
+    fn a_process_confined_to_one_cpu_gets_a_runtime_error() {
+        // Confine a fresh thread (the test harness's threads are shared).
+        let e = std::thread::spawn(|| {
+            let first = pinsight_latency::measure::affinity::current()
+                .unwrap()
+                .first()
+                .unwrap();
+            pinsight_latency::measure::affinity::pin_current_thread(first).unwrap();
+            run_with(&[]).unwrap_err()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(e.code, 1);
+        assert!(
+            e.message
+                .contains("needs at least 2 CPUs, but this process may run only on CPU"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn measuring_flags_do_not_go_with_a_file_nor_a_recorded_machine() {
         assert!(parse(&["--from-csv", "x.csv", "--sequential"]).is_err());
         let e = run_with(&["--fsroot", "/", "--max-time-per-pair", "1ms"]).unwrap_err();
