@@ -21,8 +21,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Runs the program of one arm, the `--prepare` command, and switches
 /// governors.
 pub trait Executor {
-    /// Runs the measured program under arm `arm` (index into the header's arms).
-    fn run(&mut self, arm: usize) -> Result<RunRecord, RunError>;
+    /// Runs the measured program for `slot` (under arm `slot.arm`, an
+    /// index into the header's arms).
+    fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError>;
     /// Runs `--prepare`, if any. Err: why it failed.
     fn prepare(&mut self) -> Result<(), RunError>;
     /// Puts `governor` in place (None: leave the machine as it is).
@@ -119,7 +120,7 @@ pub fn execute(
             return Outcome::Interrupted;
         }
         let started_unix = unix_now();
-        let record = match exec.run(slot.arm) {
+        let record = match exec.run(slot) {
             Ok(r) => r,
             Err(RunError::Interrupted) => return Outcome::Interrupted,
             Err(e) => {
@@ -245,8 +246,8 @@ impl LiveExecutor {
 }
 
 impl Executor for LiveExecutor {
-    fn run(&mut self, arm: usize) -> Result<RunRecord, RunError> {
-        let cmd = self.arms[arm].command(&self.argv, self.shim.as_ref(), self.show_output);
+    fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
+        let cmd = self.arms[slot.arm].command(&self.argv, self.shim.as_ref(), self.show_output);
         self.measurer.run(cmd)
     }
 

@@ -190,7 +190,7 @@ pub fn setup(
             Err(e) => {
                 not_applicable.push(NotApplicable {
                     what: name.clone(),
-                    reason: e.to_string(),
+                    reason: without_policy_prefix(&e.to_string(), name),
                 });
                 continue;
             }
@@ -252,6 +252,17 @@ pub fn setup(
         },
         plans,
     })
+}
+
+/// The planner starts its messages with the policy ("e-set needs ...",
+/// "cpus:7: CPU 7 is ..."); the policy is already in [`NotApplicable::what`],
+/// and without it identical reasons group into one line.
+fn without_policy_prefix(msg: &str, policy: &str) -> String {
+    msg.strip_prefix(policy)
+        .map(|r| r.trim_start_matches(':').trim_start())
+        .filter(|r| !r.is_empty())
+        .unwrap_or(msg)
+        .to_string()
 }
 
 /// Plan errors that are the user's input, not the machine's limits.

@@ -121,8 +121,18 @@ pub fn decide(
     runs_per_arm: usize,
 ) -> Verdict {
     let mut caveats = Vec::new();
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
     for na in not_applicable {
-        caveats.push(format!("{}: not applicable here: {}", na.what, na.reason));
+        match groups.iter_mut().find(|(_, r)| *r == na.reason) {
+            Some(g) => g.0.push(&na.what),
+            None => groups.push((vec![&na.what], &na.reason)),
+        }
+    }
+    for (what, reason) in groups {
+        caveats.push(format!(
+            "{}: not applicable here: {reason}",
+            what.join(", ")
+        ));
     }
     for a in arms {
         if !a.failed.is_empty() {

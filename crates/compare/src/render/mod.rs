@@ -130,11 +130,33 @@ pub fn ci_cell(a: &ArmReport) -> String {
     }
 }
 
+/// Not-applicable arms grouped by reason: `("p-set, e-set", "needs ...")`.
+pub fn not_applicable_groups(r: &Report) -> Vec<(String, String)> {
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for na in &r.not_applicable {
+        match groups.iter_mut().find(|(_, reason)| *reason == na.reason) {
+            Some(g) => g.0.push(&na.what),
+            None => groups.push((vec![&na.what], &na.reason)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(w, r)| (w.join(", "), r.to_string()))
+        .collect()
+}
+
 /// One line on how the experiment ended.
 pub fn status_line(r: &Report) -> String {
     use crate::analysis::Status;
     match &r.status {
-        Status::Complete => format!("complete: {} runs", r.runs_done),
+        Status::Complete => format!(
+            "complete: {} runs ({} measured + {} warm-up per arm × {} arm{})",
+            r.runs_done,
+            r.header.runs,
+            r.header.warmup,
+            r.arms.len(),
+            if r.arms.len() == 1 { "" } else { "s" }
+        ),
         Status::Interrupted { signal } => format!(
             "INTERRUPTED by signal {signal} after {} of {} runs: partial results",
             r.runs_done, r.runs_planned

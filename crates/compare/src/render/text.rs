@@ -5,9 +5,10 @@
 use super::*;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
-/// Renders the report for a terminal (no colour codes; `width` columns
-/// when known).
-pub fn render(r: &Report, width: Option<u16>) -> String {
+/// Renders the report as text (no colour codes). `terminal`: fit the
+/// tables to the terminal's width.
+pub fn render(r: &Report, terminal: bool) -> String {
+    let width = terminal;
     let mut out = String::new();
     let h = &r.header;
     out.push_str(&format!("Command:  {}\n", h.command.join(" ")));
@@ -66,11 +67,14 @@ pub fn render(r: &Report, width: Option<u16>) -> String {
     for na in &r.not_applicable {
         t.add_row(vec![
             Cell::new(&na.what),
-            Cell::new(format!("not applicable here: {}", na.reason)),
+            Cell::new("not applicable here (below)"),
         ]);
     }
     out.push_str(&t.to_string());
     out.push('\n');
+    for (what, reason) in not_applicable_groups(r) {
+        out.push_str(&format!("  {what}: not applicable here: {reason}\n"));
+    }
 
     let keys = shown_keys(r);
     if !keys.is_empty() && !r.arms.is_empty() {
@@ -137,17 +141,13 @@ pub fn verdict_text(r: &Report) -> String {
     out
 }
 
-fn table(width: Option<u16>) -> Table {
+fn table(terminal: bool) -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED);
-    match width {
-        Some(w) => {
-            t.set_content_arrangement(ContentArrangement::Dynamic);
-            t.set_width(w);
-        }
-        None => {
-            t.set_content_arrangement(ContentArrangement::Disabled);
-        }
-    }
+    t.set_content_arrangement(if terminal {
+        ContentArrangement::Dynamic
+    } else {
+        ContentArrangement::Disabled
+    });
     t
 }

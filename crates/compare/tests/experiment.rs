@@ -1,0 +1,441 @@
+//! The experiment loop and the analysis with a deterministic fake executor:
+//! resume gives exactly the uninterrupted result, failures stop or are
+//! ignored, and the verdict says what the numbers say.
+
+use pinsight_compare::experiment::{done_slots, execute, Executor, Outcome, Silent};
+use pinsight_compare::journal::{
+    ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, NotApplicable, SCHEMA,
+};
+use pinsight_compare::measure::{
+    CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
+};
+use pinsight_compare::{analyse, render, Decision, Phase, Slot, Status};
+use pinsight_cpuset::CpuSet;
+
+fn arm(id: &str) -> ArmHeader {
+    ArmHeader {
+        id: id.into(),
+        policy: id.into(),
+        governor: None,
+        plan: ArmPlan {
+            policy: id.into(),
+            threads: 2,
+            process_mask: CpuSet::parse_list("0-1").unwrap(),
+            places: vec![],
+            pinned: false,
+        },
+        env: vec![],
+        notes: vec![],
+    }
+}
+
+fn header(arms: &[&str], runs: usize, warmup: usize, seed: u64) -> Header {
+    Header {
+        schema: SCHEMA.into(),
+        pinsight_version: "test".into(),
+        created: "2025-01-01T00:00:00Z".into(),
+        command: vec!["prog".into()],
+        prepare: None,
+        policies: arms.iter().map(|s| s.to_string()).collect(),
+        governors: vec![],
+        threads: None,
+        runs,
+        warmup,
+        seed,
+        timeout_s: None,
+        arms: arms.iter().map(|a| arm(a)).collect(),
+        not_applicable: vec![NotApplicable {
+            what: "e-set".into(),
+            reason: "needs at least two core kinds; this machine has one kind".into(),
+        }],
+        machine: Machine::default(),
+    }
+}
+
+/// A deterministic pseudo-normal number from a slot (Box-Muller on a hash).
+fn noise(slot: usize, salt: u64) -> f64 {
+    let h = |x: u64| {
+        let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let u1 = h(slot as u64 * 2 + salt * 1_000_003).max(1e-12);
+    let u2 = h(slot as u64 * 2 + 1 + salt * 1_000_003);
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+fn record(wall: f64, energy: Option<f64>, code: i32) -> RunRecord {
+    let mut counters = CounterMetrics::unavailable("no hardware PMU: test");
+    counters.task_clock_ms = Metric::Value(wall * 1e3);
+    counters.context_switches = Metric::Value(3.0);
+    counters.cpu_migrations = Metric::Value(1.0);
+    counters.page_faults = Metric::Value(100.0);
+    let mut energy_m = EnergyMetrics::unavailable("no RAPL: test");
+    if let Some(e) = energy {
+        energy_m.energy_pkg_j = Metric::Value(e);
+    }
+    RunRecord {
+        wall_s: wall,
+        user_s: wall * 0.9,
+        sys_s: wall * 0.01,
+        max_rss_kib: 50_000,
+        max_rss_floor_kib: 10_000,
+        exit: ExitStatusRecord {
+            code: Some(code),
+            signal: None,
+        },
+        timed_out: false,
+        counters,
+        energy: energy_m,
+    }
+}
+
+/// Arm i takes means[i] ± sds[i] seconds (and energy = 40 W × time when set).
+struct Fake {
+    means: Vec<f64>,
+    sds: Vec<f64>,
+    energy: bool,
+    /// Slots that exit with code 3.
+    failing: Vec<usize>,
+    calls: usize,
+    /// Runs left before an interruption.
+    budget: Option<usize>,
+}
+
+impl Executor for Fake {
+    fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
+        match &mut self.budget {
+            Some(0) => return Err(RunError::Interrupted),
+            Some(n) => *n -= 1,
+            None => {}
+        }
+        self.calls += 1;
+        let wall = self.means[slot.arm] + self.sds[slot.arm] * noise(slot.index, 1);
+        let energy = self.energy.then(|| wall * (40.0 + noise(slot.index, 2)));
+        let code = if self.failing.contains(&slot.index) {
+            3
+        } else {
+            0
+        };
+        Ok(record(wall, energy, code))
+    }
+    fn prepare(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+    fn set_governor(&mut self, _: Option<&str>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+fn fake(means: &[f64], sds: &[f64]) -> Fake {
+    Fake {
+        means: means.to_vec(),
+        sds: sds.to_vec(),
+        energy: false,
+        failing: vec![],
+        calls: 0,
+        budget: None,
+    }
+}
+
+/// Runs the experiment in `path` (creating or resuming it). With
+/// `stop_after = Some(k)` the k+1-th run reports an interruption, as the
+/// measurer does once Ctrl-C arrived.
+fn run_all(
+    h: &Header,
+    path: &std::path::Path,
+    exec: &mut Fake,
+    stop_after: Option<usize>,
+    ignore: bool,
+) -> Outcome {
+    let previous = if path.exists() {
+        Journal::read(path).unwrap().runs
+    } else {
+        Vec::new()
+    };
+    let mut w = if path.exists() {
+        JournalWriter::append_to(path).unwrap()
+    } else {
+        JournalWriter::create(path, h).unwrap()
+    };
+    exec.budget = stop_after;
+    execute(h, &previous, &mut w, exec, &mut Silent, ignore, &|| false)
+}
+
+#[test]
+fn resumed_experiment_gives_the_uninterrupted_result() {
+    let d = tempfile::tempdir().unwrap();
+    let h = header(&["os", "compact", "scatter"], 6, 1, 42);
+    let (means, sds) = ([1.0, 0.93, 1.2], [0.01, 0.01, 0.02]);
+
+    let whole = d.path().join("whole.jsonl");
+    assert_eq!(
+        run_all(&h, &whole, &mut fake(&means, &sds), None, false),
+        Outcome::Complete
+    );
+
+    let parts = d.path().join("parts.jsonl");
+    let mut f = fake(&means, &sds);
+    assert_eq!(
+        run_all(&h, &parts, &mut f, Some(5), false),
+        Outcome::Interrupted
+    );
+    let partial = Journal::read(&parts).unwrap();
+    assert_eq!(partial.runs.len(), 5, "5 runs done before the interruption");
+    assert_eq!(
+        run_all(&h, &parts, &mut f, Some(4), false),
+        Outcome::Interrupted
+    );
+    assert_eq!(run_all(&h, &parts, &mut f, None, false), Outcome::Complete);
+    assert_eq!(f.calls, 21, "no slot ran twice");
+
+    let a = Journal::read(&whole).unwrap();
+    let b = Journal::read(&parts).unwrap();
+    let mut slots: Vec<usize> = b.runs.iter().map(|r| r.slot).collect();
+    slots.sort();
+    assert_eq!(slots, (0..21).collect::<Vec<_>>());
+    let ra = analyse(&a.header, &a.runs, Status::Complete, vec![]);
+    let rb = analyse(&b.header, &b.runs, Status::Complete, vec![]);
+    assert_eq!(ra.arms, rb.arms, "same summaries, comparisons");
+    assert_eq!(ra.verdict, rb.verdict);
+    assert_eq!(ra.arms[0].measured, 6);
+    assert_eq!(ra.arms[0].warmups, 1);
+}
+
+#[test]
+fn a_failed_run_stops_the_experiment_and_is_retried_on_resume() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("j.jsonl");
+    let h = header(&["os", "compact"], 3, 0, 1);
+    let mut f = fake(&[1.0, 1.0], &[0.01, 0.01]);
+    f.failing = vec![2];
+    match run_all(&h, &p, &mut f, None, false) {
+        Outcome::StoppedOnFailure { slot, why, .. } => {
+            assert_eq!(slot, 2);
+            assert!(why.contains("exited with code 3"), "{why}");
+        }
+        o => panic!("{o:?}"),
+    }
+    let j = Journal::read(&p).unwrap();
+    assert_eq!(j.runs.len(), 3, "the failed run is journaled");
+    let r = analyse(&j.header, &j.runs, Status::Partial, vec![]);
+    let failed: usize = r.arms.iter().map(|a| a.failed.len()).sum();
+    assert_eq!(failed, 1);
+    assert!(
+        r.verdict
+            .caveats
+            .iter()
+            .any(|c| c.contains("1 failed run (exited with code 3)")),
+        "{:?}",
+        r.verdict.caveats
+    );
+
+    // Resume: the failed slot runs again (and now succeeds).
+    f.failing.clear();
+    assert_eq!(done_slots(&j.runs, false).len(), 2);
+    assert_eq!(run_all(&h, &p, &mut f, None, false), Outcome::Complete);
+    let j = Journal::read(&p).unwrap();
+    assert_eq!(j.runs.len(), 7, "the failed attempt stays in the journal");
+    let r = analyse(&j.header, &j.runs, Status::Complete, vec![]);
+    assert!(r
+        .arms
+        .iter()
+        .all(|a| a.failed.is_empty() && a.measured == 3));
+}
+
+#[test]
+fn ignored_failures_are_recorded_and_excluded() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("j.jsonl");
+    let h = header(&["os", "compact"], 4, 1, 9);
+    let mut f = fake(&[1.0, 1.0], &[0.01, 0.01]);
+    f.failing = vec![0, 5];
+    assert_eq!(run_all(&h, &p, &mut f, None, true), Outcome::Complete);
+    let j = Journal::read(&p).unwrap();
+    assert_eq!(j.runs.len(), 10);
+    let r = analyse(&j.header, &j.runs, Status::Complete, vec![]);
+    let failed: Vec<_> = r.arms.iter().flat_map(|a| &a.failed).collect();
+    assert_eq!(failed.len(), 2);
+    assert_eq!(
+        failed.iter().filter(|f| f.phase == Phase::Warmup).count(),
+        1
+    );
+    let measured: usize = r.arms.iter().map(|a| a.measured).sum();
+    assert_eq!(measured, 7);
+}
+
+fn report_for(
+    means: &[f64],
+    sds: &[f64],
+    arms: &[&str],
+    runs: usize,
+    energy: bool,
+) -> pinsight_compare::Report {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("j.jsonl");
+    let h = header(arms, runs, 0, 5);
+    let mut f = fake(means, sds);
+    f.energy = energy;
+    assert_eq!(run_all(&h, &p, &mut f, None, false), Outcome::Complete);
+    let j = Journal::read(&p).unwrap();
+    analyse(&j.header, &j.runs, Status::Complete, vec![])
+}
+
+#[test]
+fn verdict_picks_the_significantly_faster_placement_with_energy() {
+    // p-pinned 6.9 % faster; e-set 1.6× slower.
+    let r = report_for(
+        &[1.0, 1.0 / 1.069, 1.6],
+        &[0.01, 0.01, 0.02],
+        &["os", "p-pinned", "e-set"],
+        10,
+        true,
+    );
+    assert_eq!(
+        r.verdict.decision,
+        Decision::Use {
+            arm: "p-pinned".into()
+        }
+    );
+    let h = &r.verdict.headline;
+    assert!(
+        h.starts_with("Use p-pinned: 6.") && h.contains("% faster (95% CI "),
+        "{h}"
+    );
+    assert!(h.contains("% less energy"), "energy is 40 W × time: {h}");
+    let e = r.verdict.evidence.join("\n");
+    assert!(e.contains("e-set: 1.6") && e.contains("× slower"), "{e}");
+    assert!(e.contains("EDP "), "{e}");
+    let v = r.arms[1].time_vs_baseline.as_ref().unwrap();
+    assert!(v.significant && v.ratio_ci.unwrap().lo > 1.0);
+    // Every export says it too.
+    assert!(render::text::render(&r, false).contains("Verdict: Use p-pinned"));
+    assert!(render::markdown::render(&r).contains("**Verdict: Use p-pinned"));
+    let html = render::html::render(&r);
+    assert!(html.contains("Use p-pinned") && html.contains("<svg") && !html.contains("<script"));
+    let csv = render::csv::render(&r);
+    assert_eq!(
+        csv.lines().count(),
+        1 + 3 + 1,
+        "header, 3 arms, 1 not applicable"
+    );
+    assert!(csv
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("e-set,e-set,,false,needs at least two core kinds"));
+}
+
+#[test]
+fn no_difference_means_leave_it_to_the_os() {
+    let r = report_for(&[1.0, 1.0], &[0.02, 0.02], &["os", "compact"], 10, false);
+    assert_eq!(
+        r.verdict.decision,
+        Decision::KeepBaseline { arm: "os".into() }
+    );
+    assert_eq!(
+        r.verdict.headline,
+        "No significant difference — leave it to the OS."
+    );
+    assert!(
+        r.verdict.evidence[0].starts_with("compact: no significant difference ("),
+        "{:?}",
+        r.verdict.evidence
+    );
+}
+
+#[test]
+fn a_tiny_significant_gain_is_called_negligible() {
+    let r = report_for(
+        &[1.0, 0.996],
+        &[0.0005, 0.0005],
+        &["os", "compact"],
+        10,
+        false,
+    );
+    assert_eq!(
+        r.verdict.decision,
+        Decision::KeepBaseline { arm: "os".into() }
+    );
+    assert!(
+        r.verdict
+            .headline
+            .contains("significantly but negligibly faster (< 1%)"),
+        "{}",
+        r.verdict.headline
+    );
+}
+
+#[test]
+fn seed_table_lulesh_serial_keeps_the_os() {
+    // "To pin or not to pin", Table 3 (performance governor): time mean ± sd.
+    let r = report_for(
+        &[45.073, 45.189, 56.165, 81.899, 82.366],
+        &[0.026, 0.043, 0.015, 0.074, 0.155],
+        &["os", "p-set", "p-pinned", "e-set", "e-pinned"],
+        10,
+        false,
+    );
+    assert_eq!(
+        r.verdict.decision,
+        Decision::KeepBaseline { arm: "os".into() }
+    );
+    assert!(
+        r.verdict
+            .headline
+            .starts_with("Leave it to the OS: no placement is significantly faster than os"),
+        "{}",
+        r.verdict.headline
+    );
+    let e = r.verdict.evidence.join("\n");
+    assert!(e.contains("p-pinned: 25% slower"), "{e}");
+    assert!(e.contains("e-pinned: 1.83× slower"), "{e}");
+}
+
+#[test]
+fn three_runs_warn_that_no_rank_test_can_be_significant() {
+    let r = report_for(&[1.0, 0.5], &[0.01, 0.01], &["os", "compact"], 3, false);
+    assert!(
+        r.verdict
+            .caveats
+            .iter()
+            .any(|c| c.contains("smallest possible p = 0.10")),
+        "{:?}",
+        r.verdict.caveats
+    );
+    // Welch is not chosen with 3 runs; Mann-Whitney's p ≥ 0.1: no claim.
+    assert_eq!(
+        r.verdict.decision,
+        Decision::KeepBaseline { arm: "os".into() }
+    );
+}
+
+#[test]
+fn unavailable_metrics_say_why_and_are_never_zero() {
+    let r = report_for(&[1.0, 1.1], &[0.01, 0.01], &["os", "compact"], 5, false);
+    let cycles = r.arms[0].metric("cycles").unwrap();
+    assert!(cycles.summary.is_none());
+    assert_eq!(cycles.unavailable.as_deref(), Some("no hardware PMU: test"));
+    let text = render::text::render(&r, false);
+    assert!(text.contains("cycles, instructions, IPC, cache references, cache misses, average frequency: unavailable (no hardware PMU: test)"), "{text}");
+    assert!(
+        text.contains("energy-delay product: unavailable (no RAPL: test)"),
+        "{text}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    let m = &json["arms"][0]["metrics"];
+    let cyc = m
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "cycles")
+        .unwrap();
+    assert_eq!(cyc["unavailable"], "no hardware PMU: test");
+    assert!(cyc.get("summary").is_none());
+    let csv = render::csv::render(&r);
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let i = head.iter().position(|h| *h == "cycles_mean").unwrap();
+    assert_eq!(row[i], "", "unavailable is an empty cell, not 0");
+}

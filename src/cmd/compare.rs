@@ -1,0 +1,473 @@
+//! `pinsight compare`: to pin or not to pin, answered with evidence for the
+//! user's own program. Runs COMMAND under each placement policy (and
+//! governor), interleaved in a seeded random order, journals every run,
+//! and prints hyperfine-style statistics with a plain-words verdict.
+//!
+//! The experiment itself lives in crate `pinsight-compare`; this file is
+//! the command-line edge: flags, the progress bar, files, exit codes.
+
+use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
+use pinsight_compare::experiment::{self, done_slots, LiveExecutor, Observer, Outcome};
+use pinsight_compare::measure::{Measurer, Options};
+use pinsight_compare::setup::{self, machine, probe_governors, resolve_program, utc_now};
+use pinsight_compare::{
+    analyse, interrupt, render, Header, Journal, JournalWriter, Report, Request, RunLine,
+    SetupError, Slot, Status,
+};
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const AFTER_HELP: &str = "\
+The baseline is `os` (no pinning). Policies that need a second core kind (p-*, e-* on a
+machine with one kind) are reported as \"not applicable here\" with the reason, and the
+applicable ones run. Runs are interleaved in randomised blocks (every arm once per block),
+so drift hits all arms alike. Each finished run is appended to the journal and synced to
+disk; an interrupted experiment continues with --resume JOURNAL.
+
+Exit status: 0 done; 1 a run failed (without --ignore-failure) or a runtime error; 2 usage;
+126/127 COMMAND cannot be executed / not found; 130 interrupted by Ctrl-C (143 SIGTERM).
+
+Examples:
+  pinsight compare --runs 10 -- ./my-omp-app input.dat
+  pinsight compare --policies os,p-pinned --threads 8 --html report.html -- make -j8
+  pinsight compare --governors performance,powersave -- sysbench cpu run
+  pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
+
+/// Compare thread placements (and governors) on your own program, with statistics and a verdict.
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Placement policies to compare, comma-separated [default: os,p-set,p-pinned,e-set,e-pinned].
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub policies: Option<Vec<String>>,
+    /// Threads to plan for (exported as OMP_NUM_THREADS etc.) [default: CPUs of each policy].
+    #[arg(long, short = 't', value_name = "N")]
+    pub threads: Option<usize>,
+    /// Measured runs per arm [default: 10].
+    #[arg(long, short = 'r', value_name = "N")]
+    pub runs: Option<usize>,
+    /// Warm-up runs per arm, journaled but not analysed [default: 1].
+    #[arg(long, short = 'w', value_name = "N")]
+    pub warmup: Option<usize>,
+    /// Seed of the randomised run order [default: random, recorded in the journal].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Shell command run before every run (`sh -c`), e.g. to drop caches.
+    #[arg(long, short = 'p', value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Kill a run (its whole process group) after this long; the run counts as failed.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// cpufreq governors as a second dimension, comma-separated (needs writable cpufreq).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub governors: Option<Vec<String>>,
+    /// Journal file [default: pinsight-compare-<UTC timestamp>.jsonl in the current directory].
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub journal: Option<PathBuf>,
+    /// Continue an interrupted experiment from its journal (COMMAND and options may be omitted).
+    #[arg(long, value_name = "JOURNAL")]
+    pub resume: Option<PathBuf>,
+    /// Keep going when a run fails (non-zero exit, signal, timeout); failed runs are excluded from the statistics.
+    #[arg(long, short = 'i')]
+    pub ignore_failure: bool,
+    /// Show the program's output (default: discarded, as hyperfine does).
+    #[arg(long)]
+    pub show_output: bool,
+    /// Write the report (every raw run + summaries + verdict) as JSON to FILE.
+    #[arg(long = "export-json", value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write a CSV summary (one row per arm) to FILE.
+    #[arg(long = "csv", visible_alias = "export-csv", value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write a Markdown report to FILE.
+    #[arg(
+        long = "markdown",
+        visible_alias = "export-markdown",
+        value_name = "FILE"
+    )]
+    pub markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report (box plots, CI bars, verdict) to FILE.
+    #[arg(long = "html", visible_alias = "export-html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// The program to measure and its arguments (after `--`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    if g.hwloc_xml.is_some() {
+        return Err(CliError::usage(
+            "compare runs programs on this machine: --hwloc-xml cannot be used (use --fsroot only for recorded test trees)",
+        ));
+    }
+    interrupt::install().map_err(CliError::runtime)?;
+    let fs = g.fsroot()?;
+
+    let previous = match &args.resume {
+        Some(p) => Some(Journal::read(p).map_err(CliError::usage)?),
+        None => None,
+    };
+    let req = request(&args, previous.as_ref().map(|j| &j.header))?;
+    let (code, why) = match resolve_program(&req.command[0]) {
+        Ok(_) => (0, String::new()),
+        Err(e) => e,
+    };
+    if code != 0 {
+        return Err(CliError { code, message: why });
+    }
+
+    let topo = g.topology()?;
+    let (measurer, mut capabilities) = Measurer::new(
+        &fs,
+        Options {
+            timeout: req.timeout,
+            ..Options::default()
+        },
+    );
+    let usable = topo.usable();
+    let probe = probe_governors(&fs, &usable, &req.governors).map_err(setup_error)?;
+    capabilities.retain(|c| !c.is_empty());
+    let (created, stamp) = utc_now();
+    let plan = setup::setup(
+        &topo,
+        &req,
+        &probe,
+        machine(&topo, &fs, capabilities),
+        &|k| std::env::var_os(k).is_some(),
+        created,
+    )
+    .map_err(setup_error)?;
+    let mut header = plan.header;
+
+    let (journal_path, mut writer, previous_runs) = match (&args.resume, previous) {
+        (Some(path), Some(j)) => {
+            if let Some(diff) = j.header.mismatch(&header) {
+                return Err(CliError::usage(format!(
+                    "cannot resume {}: it is a different experiment ({diff})",
+                    path.display()
+                )));
+            }
+            for w in &j.warnings {
+                eprintln!("pinsight: warning: journal {}: {w}", path.display());
+            }
+            // The journal's header stays the experiment's identity.
+            header = j.header.clone();
+            let w = JournalWriter::append_to(path).map_err(CliError::runtime)?;
+            (path.clone(), w, j.runs)
+        }
+        _ => {
+            let path = args
+                .journal
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(format!("pinsight-compare-{stamp}.jsonl")));
+            let w = JournalWriter::create(&path, &header).map_err(CliError::runtime)?;
+            (path, w, Vec::new())
+        }
+    };
+
+    if !g.quiet {
+        eprintln!("pinsight: journal: {}", journal_path.display());
+        for c in &header.machine.capabilities {
+            eprintln!("pinsight: {c}");
+        }
+        let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+        for na in &header.not_applicable {
+            match groups.iter_mut().find(|(_, r)| *r == na.reason) {
+                Some(g) => g.0.push(&na.what),
+                None => groups.push((vec![&na.what], &na.reason)),
+            }
+        }
+        for (what, reason) in groups {
+            eprintln!(
+                "pinsight: {}: not applicable here: {reason}",
+                what.join(", ")
+            );
+        }
+    }
+
+    let argv: Vec<OsString> = header.command.iter().map(OsString::from).collect();
+    let prepared: Vec<_> = plan
+        .plans
+        .iter()
+        .map(|p| pinsight_compare::command::PreparedArm::new(p, |k| std::env::var_os(k).is_some()))
+        .collect();
+    let mut exec = LiveExecutor::new(
+        measurer,
+        argv,
+        prepared,
+        args.show_output,
+        header.prepare.clone(),
+        req.timeout,
+        fs.clone(),
+        usable,
+    )
+    .map_err(CliError::runtime)?;
+
+    let total = header.arms.len() * (header.runs + header.warmup);
+    let done = done_slots(&previous_runs, args.ignore_failure).len();
+    let pb = progress_bar(g, total as u64, "compare");
+    pb.set_position(done as u64);
+    pb.reset_eta();
+    let mut obs = Bar {
+        pb: pb.clone(),
+        runs: header.runs,
+        warmup: header.warmup,
+    };
+    let outcome = experiment::execute(
+        &header,
+        &previous_runs,
+        &mut writer,
+        &mut exec,
+        &mut obs,
+        args.ignore_failure,
+        &interrupt::interrupted,
+    );
+    pb.finish_and_clear();
+    let restore = exec.finish();
+    drop(exec);
+    let mut outcome = outcome;
+    if outcome != Outcome::Interrupted && interrupt::interrupted() {
+        outcome = Outcome::Interrupted;
+    }
+    if outcome == Outcome::Interrupted && !interrupt::wait_for_cleanup(Duration::from_secs(5)) {
+        eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
+    }
+    if let Err(e) = restore {
+        eprintln!("pinsight: warning: {e}");
+    }
+
+    // Everything shown is computed from the journal on disk.
+    let journal = Journal::read(&journal_path).map_err(CliError::runtime)?;
+    let status = match &outcome {
+        Outcome::Complete => Status::Complete,
+        Outcome::Interrupted => Status::Interrupted {
+            signal: interrupt::signal(),
+        },
+        Outcome::StoppedOnFailure { slot, arm, why } => Status::StoppedOnFailure {
+            slot: *slot,
+            arm: arm.clone(),
+            why: why.clone(),
+        },
+        Outcome::Error { .. } => Status::Partial,
+    };
+    let report = analyse(&header, &journal.runs, status, journal.warnings.clone());
+    let written = export(&args, &report);
+    if g.json {
+        g.print_json(&report)?;
+    } else {
+        print!(
+            "{}",
+            render::text::render(&report, std::io::stdout().is_terminal())
+        );
+    }
+    written?;
+
+    let resume_hint = || {
+        eprintln!(
+            "pinsight: {} of {} runs are in {}; continue with:\n  {}",
+            report.runs_done,
+            report.runs_planned,
+            journal_path.display(),
+            resume_command(&args, &journal_path)
+        );
+    };
+    match outcome {
+        Outcome::Complete => Ok(0),
+        Outcome::StoppedOnFailure { why, .. } => {
+            eprintln!(
+                "pinsight: error: stopped: {why}{}",
+                if args.show_output {
+                    ""
+                } else {
+                    " (re-run with --show-output to see its output)"
+                }
+            );
+            resume_hint();
+            Ok(1)
+        }
+        Outcome::Interrupted => {
+            let sig = interrupt::signal();
+            eprintln!("pinsight: interrupted: runs stopped, governors restored, journal intact");
+            resume_hint();
+            interrupt::main_finished();
+            Ok(128 + sig)
+        }
+        Outcome::Error { code, message } => {
+            resume_hint();
+            Err(CliError { code, message })
+        }
+    }
+}
+
+/// The request from flags; with `--resume`, unspecified flags come from
+/// the journal's header (and given ones must match it, checked later).
+fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
+    let mut command = Vec::new();
+    for a in &args.command {
+        command.push(a.to_str().map(str::to_string).ok_or_else(|| {
+            CliError::usage(format!(
+                "COMMAND argument {a:?} is not valid UTF-8 (the journal stores text)"
+            ))
+        })?);
+    }
+    if let Some(h) = resumed {
+        return Ok(Request {
+            command: if command.is_empty() {
+                h.command.clone()
+            } else {
+                command
+            },
+            prepare: args.prepare.clone().or_else(|| h.prepare.clone()),
+            policies: args.policies.clone().unwrap_or_else(|| h.policies.clone()),
+            governors: args
+                .governors
+                .clone()
+                .unwrap_or_else(|| h.governors.clone()),
+            threads: args.threads.or(h.threads),
+            runs: args.runs.unwrap_or(h.runs),
+            warmup: args.warmup.unwrap_or(h.warmup),
+            seed: args.seed.unwrap_or(h.seed),
+            timeout: args
+                .timeout
+                .or_else(|| h.timeout_s.map(Duration::from_secs_f64)),
+        });
+    }
+    if command.is_empty() {
+        return Err(CliError::usage(
+            "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...] (or --resume JOURNAL)",
+        ));
+    }
+    let runs = args.runs.unwrap_or(10);
+    if runs == 0 {
+        return Err(CliError::usage(
+            "--runs 0: at least 1 run per arm is needed (2 for statistics)",
+        ));
+    }
+    Ok(Request {
+        command,
+        prepare: args.prepare.clone(),
+        policies: args.policies.clone().unwrap_or_else(|| {
+            setup::DEFAULT_POLICIES
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        }),
+        governors: args.governors.clone().unwrap_or_default(),
+        threads: args.threads,
+        runs,
+        warmup: args.warmup.unwrap_or(1),
+        seed: args.seed.unwrap_or_else(random_seed),
+        timeout: args.timeout,
+    })
+}
+
+/// A fresh seed (recorded in the journal, so any run order can be replayed).
+fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64 ^ d.as_secs());
+    (nanos ^ (u64::from(std::process::id()) << 16)) % 1_000_000_000
+}
+
+fn setup_error(e: SetupError) -> CliError {
+    match e {
+        SetupError::Usage(m) => CliError::usage(m),
+        SetupError::Runtime(m) => CliError::runtime(m),
+    }
+}
+
+/// Writes the requested export files.
+fn export(args: &Args, report: &Report) -> Result<(), CliError> {
+    let write = |path: &Option<PathBuf>, text: String| -> Result<(), CliError> {
+        match path {
+            Some(p) => std::fs::write(p, text)
+                .map_err(|e| CliError::runtime(format!("cannot write {}: {e}", p.display()))),
+            None => Ok(()),
+        }
+    };
+    if args.export_json.is_some() {
+        let json = serde_json::to_string_pretty(report)
+            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
+        write(&args.export_json, json + "\n")?;
+    }
+    if args.csv.is_some() {
+        write(&args.csv, render::csv::render(report))?;
+    }
+    if args.markdown.is_some() {
+        write(&args.markdown, render::markdown::render(report))?;
+    }
+    if args.html.is_some() {
+        write(&args.html, render::html::render(report))?;
+    }
+    Ok(())
+}
+
+/// The exact command that continues this experiment.
+fn resume_command(args: &Args, journal: &Path) -> String {
+    let mut parts = vec!["pinsight".to_string(), "compare".into(), "--resume".into()];
+    parts.push(shell_quote(&journal.display().to_string()));
+    if args.ignore_failure {
+        parts.push("--ignore-failure".into());
+    }
+    if args.show_output {
+        parts.push("--show-output".into());
+    }
+    for (flag, p) in [
+        ("--export-json", &args.export_json),
+        ("--csv", &args.csv),
+        ("--markdown", &args.markdown),
+        ("--html", &args.html),
+    ] {
+        if let Some(p) = p {
+            parts.push(flag.into());
+            parts.push(shell_quote(&p.display().to_string()));
+        }
+    }
+    parts.join(" ")
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The progress bar: current arm, phase and ETA.
+struct Bar {
+    pb: indicatif::ProgressBar,
+    runs: usize,
+    warmup: usize,
+}
+
+impl Observer for Bar {
+    fn starting(&mut self, slot: &Slot, arm: &str, done: usize, _total: usize) {
+        self.pb.set_position(done as u64);
+        let what = match slot.phase {
+            pinsight_compare::Phase::Warmup => format!("warm-up {}/{}", slot.rep + 1, self.warmup),
+            pinsight_compare::Phase::Measured => format!("run {}/{}", slot.rep + 1, self.runs),
+        };
+        self.pb.set_message(format!("{arm} {what}"));
+    }
+
+    fn finished(&mut self, line: &RunLine) {
+        self.pb.inc(1);
+        if let Some(why) = line.failure() {
+            self.pb.println(format!(
+                "pinsight: run {} ({}) {why}",
+                line.slot + 1,
+                line.arm
+            ));
+        }
+    }
+}
