@@ -55,7 +55,8 @@ pub struct Args {
     /// output, or this command's --csv or --json output.
     #[arg(long, value_name = "FILE")]
     pub from_csv: Option<PathBuf>,
-    /// Write the matrix in core-to-core-latency's CSV format (lower triangle, one-way ns).
+    /// Write the matrix in core-to-core-latency's CSV format (lower triangle, one-way ns; the
+    /// per-pair medians, where the tool writes means).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write a heatmap as SVG.
