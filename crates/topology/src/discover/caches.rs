@@ -21,6 +21,7 @@ pub(super) fn discover_caches(r: &mut Reader, layout: &Layout) -> Vec<Cache> {
     let mut covered: HashMap<String, CpuSet> = HashMap::new();
     // core (by first CPU) → the index names its first CPU had.
     let mut core_indexes: HashMap<usize, Vec<String>> = HashMap::new();
+    let mut geometry = Geometry::new();
 
     for c in online.iter() {
         let core_first = layout
@@ -58,7 +59,7 @@ pub(super) fn discover_caches(r: &mut Reader, layout: &Layout) -> Vec<Cache> {
                 continue;
             }
             let dir = format!("{base}/{idx}");
-            let Some(cache) = read_instance(r, &dir, c, online) else {
+            let Some(cache) = read_instance(r, &dir, idx, c, online, &mut geometry) else {
                 continue;
             };
             covered
@@ -86,7 +87,17 @@ fn type_order(t: CacheType) -> u8 {
 
 /// One `indexM` directory; `None` (with a warning if garbled) when it does
 /// not describe a usable cache.
-fn read_instance(r: &mut Reader, dir: &str, cpu: usize, online: &CpuSet) -> Option<Cache> {
+/// (index name, level, type, size) → (line size, ways).
+type Geometry = HashMap<(String, u8, CacheType, Option<u64>), (Option<u32>, Option<u32>)>;
+
+fn read_instance(
+    r: &mut Reader,
+    dir: &str,
+    index: &str,
+    cpu: usize,
+    online: &CpuSet,
+    geometry: &mut Geometry,
+) -> Option<Cache> {
     let level_path = format!("{dir}/level");
     let level = r.number(&level_path, "skipped this cache")?;
     if level == 0 || level > 255 {
@@ -124,18 +135,30 @@ fn read_instance(r: &mut Reader, dir: &str, cpu: usize, online: &CpuSet) -> Opti
             None
         }
     });
-    let line_size = r
-        .number(
-            &format!("{dir}/coherency_line_size"),
-            "left the line size unknown",
-        )
-        .and_then(|v| u32::try_from(v).ok());
-    let ways = r
-        .number(
-            &format!("{dir}/ways_of_associativity"),
-            "left the associativity unknown",
-        )
-        .and_then(|v| u32::try_from(v).ok());
+    // Line size and associativity are the same for every instance of one
+    // index with the same level, type and size (they describe the cache
+    // design, not the instance): read them once, saving a third of the
+    // reads on machines with many private caches.
+    let key = (index.to_string(), level as u8, cache_type, size_kib);
+    let (line_size, ways) = match geometry.get(&key) {
+        Some(g) => *g,
+        None => {
+            let line = r
+                .number(
+                    &format!("{dir}/coherency_line_size"),
+                    "left the line size unknown",
+                )
+                .and_then(|v| u32::try_from(v).ok());
+            let ways = r
+                .number(
+                    &format!("{dir}/ways_of_associativity"),
+                    "left the associativity unknown",
+                )
+                .and_then(|v| u32::try_from(v).ok());
+            geometry.insert(key, (line, ways));
+            (line, ways)
+        }
+    };
     let shared = r.cpuset(
         &format!("{dir}/shared_cpu_map"),
         &format!("{dir}/shared_cpu_list"),
