@@ -43,9 +43,30 @@ pub fn describe_time(v: &Versus) -> String {
     describe(v, "faster", "slower")
 }
 
-/// "11% less energy (95% CI 8–14%)".
+/// "11% less energy (95% CI 8.0–14%)": always the change in joules
+/// (energy is a quantity, not a rate, so "2× less" would confuse).
 pub fn describe_energy(v: &Versus) -> String {
-    describe(v, "less energy", "more energy")
+    // ratio = base / arm; change = arm / base − 1.
+    let change = 1.0 / v.ratio - 1.0;
+    let (word, sign) = if change <= 0.0 {
+        ("less", -1.0)
+    } else {
+        ("more", 1.0)
+    };
+    let ci = v.ratio_ci.map_or(String::new(), |c| {
+        let (a, b) = (sign * (1.0 / c.hi - 1.0), sign * (1.0 / c.lo - 1.0));
+        format!(" (95% CI {})", pct_range(a.min(b), a.max(b)))
+    });
+    format!("{}% {word} energy{ci}", pct(sign * change))
+}
+
+/// "5.1–8.7%", or "−47% to +153%" when the range crosses zero.
+fn pct_range(lo: f64, hi: f64) -> String {
+    if lo >= 0.0 {
+        format!("{}–{}%", pct(lo), pct(hi))
+    } else {
+        format!("{}% to +{}%", pct(lo).replace('-', "−"), pct(hi))
+    }
 }
 
 fn describe(v: &Versus, better: &str, worse: &str) -> String {
@@ -64,7 +85,7 @@ fn describe(v: &Versus, better: &str, worse: &str) -> String {
     } else if r >= 1.0 {
         // "x % faster" = throughput gain: ratio − 1.
         let ci = ci.map_or(String::new(), |c| {
-            format!(" (95% CI {}–{}%)", pct(c.lo - 1.0), pct(c.hi - 1.0))
+            format!(" (95% CI {})", pct_range(c.lo - 1.0, c.hi - 1.0))
         });
         format!("{}% {better}{ci}", pct(r - 1.0))
     } else {
@@ -96,8 +117,8 @@ pub fn describe_p(v: &Versus) -> String {
         TestKind::MannWhitney => "Mann-Whitney U",
     };
     match v.p {
-        Some(p) if p < 0.001 => format!("p < 0.001, {test}"),
-        Some(p) => format!("p = {p:.3}, {test}"),
+        Some(p) if p < 0.001 => format!("p < 0.001 {test}"),
+        Some(p) => format!("p = {p:.3} {test}"),
         None => format!("no p-value ({test} could not run)"),
     }
 }
@@ -204,14 +225,14 @@ pub fn decide(
             continue;
         };
         let mut line = if v.significant {
-            let mut s = format!("{}: {} ({})", a.label, describe_time(v), describe_p(v));
+            let mut s = format!("{}: {}, {}", a.label, describe_time(v), describe_p(v));
             if v.negligible {
                 s.push_str(&format!(", negligible (< {NEGLIGIBLE_PERCENT}%)"));
             }
             s
         } else {
             format!(
-                "{}: no significant difference ({}; {})",
+                "{}: no significant difference ({}, {})",
                 a.label,
                 describe_time(v),
                 describe_p(v)
@@ -313,6 +334,12 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_ranges_read_naturally() {
+        assert_eq!(pct_range(0.051, 0.087), "5.1–8.7%");
+        assert_eq!(pct_range(-0.47, 1.53), "−47% to +153%");
+    }
 
     #[test]
     fn smallest_rank_test_p() {

@@ -1,0 +1,743 @@
+//! `pinsight compare` end to end: outputs, exports, the journal, exit
+//! codes, faults (Ctrl-C, crashes, timeouts, missing programs), resume,
+//! and the PMU/RAPL/cpufreq paths on fake trees under `--fsroot`.
+//! Runs only `true`, `false`, `sh` and `sleep`: fast, no extra packages.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn pinsight(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
+    c.current_dir(dir)
+        .stdin(Stdio::null())
+        .env_remove("PINSIGHT_FSROOT");
+    c
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    pinsight(dir).args(args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn journal_lines(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A fake machine like this one (CPUs 0-1, one kind) with optional cpufreq
+/// (every CPU on `governor`) and an optional RAPL package zone.
+fn fake_tree(dir: &Path, governor: Option<&str>, rapl: bool) -> PathBuf {
+    let root = dir.join("fake");
+    let cpu = root.join("sys/devices/system/cpu");
+    std::fs::create_dir_all(&cpu).unwrap();
+    for f in ["online", "possible", "present"] {
+        std::fs::write(cpu.join(f), "0-1\n").unwrap();
+    }
+    for c in 0..2 {
+        let t = cpu.join(format!("cpu{c}/topology"));
+        std::fs::create_dir_all(&t).unwrap();
+        std::fs::write(t.join("core_id"), format!("{c}\n")).unwrap();
+        std::fs::write(t.join("physical_package_id"), "0\n").unwrap();
+        std::fs::write(t.join("thread_siblings_list"), format!("{c}\n")).unwrap();
+        if let Some(g) = governor {
+            let f = cpu.join(format!("cpu{c}/cpufreq"));
+            std::fs::create_dir_all(&f).unwrap();
+            std::fs::write(f.join("scaling_governor"), format!("{g}\n")).unwrap();
+            std::fs::write(
+                f.join("scaling_available_governors"),
+                "performance powersave schedutil\n",
+            )
+            .unwrap();
+        }
+    }
+    if rapl {
+        let z = root.join("sys/class/powercap/intel-rapl:0");
+        std::fs::create_dir_all(&z).unwrap();
+        std::fs::write(z.join("name"), "package-0\n").unwrap();
+        std::fs::write(z.join("energy_uj"), "1000000\n").unwrap();
+        std::fs::write(z.join("max_energy_range_uj"), "262143328850\n").unwrap();
+    }
+    root
+}
+
+fn governor_of(root: &Path, cpu: usize) -> String {
+    std::fs::read_to_string(root.join(format!(
+        "sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"
+    )))
+    .unwrap()
+    .trim()
+    .to_string()
+}
+
+#[test]
+fn true_under_three_policies_gives_table_json_and_every_export() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--runs",
+            "3",
+            "--warmup",
+            "1",
+            "--seed",
+            "3",
+            "--policies",
+            "os,cpus:0,e-set",
+            "--journal",
+            "j.jsonl",
+            "--json",
+            "--export-json",
+            "r.json",
+            "--csv",
+            "r.csv",
+            "--markdown",
+            "r.md",
+            "--html",
+            "r.html",
+            "-q",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["schema"], "pinsight-compare-report/1");
+    assert_eq!(r["status"]["state"], "complete");
+    assert_eq!(r["baseline"], "os");
+    let arms: Vec<&str> = r["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(arms, ["os", "cpus:0"]);
+    assert_eq!(r["arms"][1]["plan"]["places"][0], "0");
+    assert_eq!(r["arms"][0]["measured"], 3);
+    assert!(
+        r["arms"][0]["metrics"][0]["summary"]["mean"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // Fieller speedup and the chosen test are there for the non-baseline arm.
+    assert!(r["arms"][1]["time_vs_baseline"]["ratio"].as_f64().is_some());
+    assert_eq!(r["arms"][1]["time_vs_baseline"]["test"], "mann_whitney");
+    assert_eq!(r["not_applicable"][0]["what"], "e-set");
+    assert!(r["verdict"]["headline"].as_str().unwrap().len() > 10);
+    assert_eq!(
+        r["runs"].as_array().unwrap().len(),
+        8,
+        "raw runs incl. warm-ups"
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(d.path().join("r.json")).unwrap())
+            .unwrap()["arms"],
+        r["arms"]
+    );
+
+    let j = journal_lines(&d.path().join("j.jsonl"));
+    assert_eq!(j.len(), 1 + 2 * (3 + 1));
+    assert_eq!(j[0]["type"], "header");
+    assert_eq!(j[0]["seed"], 3);
+    assert_eq!(j[0]["arms"][1]["plan"]["pinned"], true);
+    assert_eq!(j.iter().filter(|l| l["phase"] == "warmup").count(), 2);
+
+    let csv = std::fs::read_to_string(d.path().join("r.csv")).unwrap();
+    assert!(csv.starts_with("arm,policy,governor,applicable,reason,"));
+    assert_eq!(csv.lines().count(), 4);
+    let md = std::fs::read_to_string(d.path().join("r.md")).unwrap();
+    assert!(md.contains("**Verdict: ") && md.contains("| `cpus:0` |"));
+    let html = std::fs::read_to_string(d.path().join("r.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
+    // Self-contained: no scripts, nothing loaded (the only URL is the SVG namespace).
+    assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
+    assert!(html.contains("not applicable here"));
+}
+
+#[test]
+fn human_output_is_a_table_with_a_verdict() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--policies",
+            "os,cpus:0",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("Time (mean ± σ)") && out.contains("Range (min … max)"),
+        "{out}"
+    );
+    assert!(out.contains("Verdict: "), "{out}");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("pinsight: journal: pinsight-compare-"),
+        "{err}"
+    );
+    let journals: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+        .collect();
+    assert_eq!(
+        journals.len(),
+        1,
+        "default journal in the current directory"
+    );
+}
+
+#[test]
+fn missing_program_is_one_line_and_exit_127_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--journal",
+            "j.jsonl",
+            "--",
+            "pinsight-no-such-program-x",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(127));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("pinsight-no-such-program-x: command not found"),
+        "{err}"
+    );
+    assert!(!d.path().join("j.jsonl").exists());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["compare"],
+        vec!["compare", "--policies", "os,nonsense", "--", "true"],
+        vec!["compare", "--governors", "turbo", "--", "true"],
+        vec!["compare", "--runs", "0", "--", "true"],
+        vec!["compare", "--threads", "0", "--", "true"],
+        vec!["compare", "--resume", "no-such-journal.jsonl"],
+    ] {
+        let o = run(d.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert_eq!(
+            text(&o.stderr).lines().count(),
+            1,
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_run_killed_by_a_signal_is_recorded_and_stops_the_experiment() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--runs",
+            "3",
+            "--policies",
+            "os",
+            "--journal",
+            "j.jsonl",
+            "--",
+            "sh",
+            "-c",
+            "kill -9 $$",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(err.contains("killed by signal 9 (SIGKILL)"), "{err}");
+    assert!(err.contains("pinsight compare --resume j.jsonl"), "{err}");
+    let j = journal_lines(&d.path().join("j.jsonl"));
+    assert_eq!(j.len(), 2, "header + the failed warm-up");
+    assert_eq!(j[1]["exit"]["signal"], 9);
+    assert!(
+        text(&o.stdout).contains("STOPPED after 1 of 4 runs"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn a_timeout_kills_the_run_and_is_recorded() {
+    let d = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--runs",
+            "2",
+            "--policies",
+            "os",
+            "--timeout",
+            "200ms",
+            "--journal",
+            "j.jsonl",
+            "--",
+            "sleep",
+            "10",
+        ],
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("timed out"), "{}", text(&o.stderr));
+    let j = journal_lines(&d.path().join("j.jsonl"));
+    assert_eq!(j[1]["timed_out"], true);
+}
+
+#[test]
+fn ignore_failure_goes_on_and_shows_the_failures() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "-i",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--policies",
+            "os,cpus:0",
+            "--journal",
+            "j.jsonl",
+            "--",
+            "false",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(journal_lines(&d.path().join("j.jsonl")).len(), 5);
+    let out = text(&o.stdout);
+    assert!(out.contains("0 (2 failed)"), "{out}");
+    assert!(
+        out.contains("2 failed runs (exited with code 1, ...)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn resume_refuses_a_different_experiment() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--runs",
+            "2",
+            "--policies",
+            "os",
+            "--journal",
+            "j.jsonl",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let o = run(d.path(), &["compare", "--resume", "j.jsonl", "--", "false"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("cannot resume j.jsonl: it is a different experiment (command: journal has `true`, now `false`)"), "{err}");
+    let o = run(d.path(), &["compare", "--resume", "j.jsonl", "--runs", "5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--runs: journal has 2, now 5"));
+    // A finished journal resumes to the same summary, running nothing.
+    let o = run(
+        d.path(),
+        &["compare", "--resume", "j.jsonl", "--json", "-q"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(journal_lines(&d.path().join("j.jsonl")).len(), 1 + 3);
+}
+
+/// Sends SIGname to pid with kill(1) (the root package has no libc).
+fn signal(pid: u32, name: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+fn leftover(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            if c.contains(marker) {
+                found.push(c);
+            }
+        }
+    }
+    found
+}
+
+fn wait_for_lines(p: &Path, n: usize, limit: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if std::fs::read_to_string(p).is_ok_and(|s| s.lines().count() >= n) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("journal {} never reached {n} lines", p.display());
+}
+
+#[test]
+fn ctrl_c_restores_governors_kills_the_run_keeps_the_journal_and_resumes() {
+    let d = tempfile::tempdir().unwrap();
+    let root = fake_tree(d.path(), Some("schedutil"), false);
+    let marker = "0.3517";
+    let args = [
+        "compare",
+        "--fsroot",
+        root.to_str().unwrap(),
+        "--governors",
+        "performance,powersave",
+        "--policies",
+        "os",
+        "--runs",
+        "4",
+        "--warmup",
+        "0",
+        "--seed",
+        "11",
+        "--journal",
+        "j.jsonl",
+        "--",
+        "sleep",
+        marker,
+    ];
+    let mut child = pinsight(d.path())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = d.path().join("j.jsonl");
+    wait_for_lines(&journal, 3, Duration::from_secs(20));
+    // A run is in flight now (each takes 0.35 s): the governor is set.
+    std::thread::sleep(Duration::from_millis(100));
+    let during = governor_of(&root, 0);
+    assert!(during == "performance" || during == "powersave", "{during}");
+    signal(child.id(), "INT");
+    let t = Instant::now();
+    let out = loop {
+        if let Some(_) = child.try_wait().unwrap() {
+            break child.wait_with_output().unwrap();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "compare did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        out.status.code() == Some(130) || out.status.signal() == Some(2),
+        "{:?}",
+        out.status
+    );
+    let err = text(&out.stderr);
+    assert!(err.contains("pinsight compare --resume j.jsonl"), "{err}");
+    assert!(
+        text(&out.stdout).contains("INTERRUPTED by signal 2"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(governor_of(&root, 0), "schedutil");
+    assert_eq!(governor_of(&root, 1), "schedutil");
+    assert!(leftover(marker).is_empty(), "{:?}", leftover(marker));
+    let lines = journal_lines(&journal);
+    let done = lines.len() - 1;
+    assert!((2..8).contains(&done), "{done} runs journaled");
+    assert!(
+        lines[1..].iter().all(|l| l["exit"]["code"] == 0),
+        "the interrupted run is not journaled as a failure"
+    );
+
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--resume",
+            "j.jsonl",
+            "--fsroot",
+            root.to_str().unwrap(),
+            "--json",
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let lines = journal_lines(&journal);
+    let mut slots: Vec<u64> = lines[1..]
+        .iter()
+        .map(|l| l["slot"].as_u64().unwrap())
+        .collect();
+    slots.sort();
+    assert_eq!(slots, (0..8).collect::<Vec<_>>(), "every slot exactly once");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = r["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["os@performance", "os@powersave"]);
+    assert!(r["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|a| a["measured"] == 4));
+    assert_eq!(governor_of(&root, 0), "schedutil");
+}
+
+#[test]
+fn sigterm_also_cleans_up_and_exits_143() {
+    let d = tempfile::tempdir().unwrap();
+    let marker = "0.4621";
+    let mut child = pinsight(d.path())
+        .args([
+            "compare",
+            "--policies",
+            "os",
+            "--runs",
+            "5",
+            "--journal",
+            "j.jsonl",
+            "-q",
+            "--",
+            "sleep",
+            marker,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&d.path().join("j.jsonl"), 2, Duration::from_secs(20));
+    signal(child.id(), "TERM");
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        status.code() == Some(143) || status.signal() == Some(15),
+        "{status:?}"
+    );
+    assert!(leftover(marker).is_empty());
+    assert!(journal_lines(&d.path().join("j.jsonl")).len() >= 2);
+}
+
+#[test]
+fn governors_are_a_second_dimension_and_restored_after_a_normal_end() {
+    let d = tempfile::tempdir().unwrap();
+    let root = fake_tree(d.path(), Some("schedutil"), false);
+    let log = d.path().join("seen");
+    let script = format!(
+        "echo $(cat {}) >> {}",
+        root.join("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+            .display(),
+        log.display()
+    );
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--fsroot",
+            root.to_str().unwrap(),
+            "--governors",
+            "performance,powersave",
+            "--policies",
+            "os,cpus:0",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+            "-q",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = r["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "os@performance",
+            "os@powersave",
+            "cpus:0@performance",
+            "cpus:0@powersave"
+        ]
+    );
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(seen.lines().filter(|l| *l == "performance").count(), 4);
+    assert_eq!(seen.lines().filter(|l| *l == "powersave").count(), 4);
+    assert_eq!(governor_of(&root, 0), "schedutil");
+    assert_eq!(governor_of(&root, 1), "schedutil");
+}
+
+#[test]
+fn without_cpufreq_governors_are_not_applicable_not_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let root = fake_tree(d.path(), None, false);
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--fsroot",
+            root.to_str().unwrap(),
+            "--governors",
+            "performance",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--json",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("governors: unavailable (no cpufreq:"), "{err}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let na: Vec<&str> = r["not_applicable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["what"].as_str().unwrap())
+        .collect();
+    // One kind: the four kind policies, and the governor.
+    assert_eq!(
+        na,
+        [
+            "p-set",
+            "p-pinned",
+            "e-set",
+            "e-pinned",
+            "governor performance"
+        ]
+    );
+    assert!(r["not_applicable"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("needs at least two core kinds; this machine has one kind"));
+    assert_eq!(r["arms"].as_array().unwrap().len(), 1);
+    assert!(r["verdict"]["headline"]
+        .as_str()
+        .unwrap()
+        .contains("nothing to compare"));
+}
+
+#[test]
+fn pmu_less_machine_with_rapl_shows_reasons_energy_and_edp() {
+    let d = tempfile::tempdir().unwrap();
+    let root = fake_tree(d.path(), None, true);
+    // Each run "consumes" OMP_NUM_THREADS joules (+ a little pid noise):
+    // os plans 2 threads, cpus:0 one.
+    let f = root.join("sys/class/powercap/intel-rapl:0/energy_uj");
+    let script = format!(
+        "f={}; echo $(( $(cat $f) + OMP_NUM_THREADS * 1000000 + $$ % 97 * 1000 )) > $f",
+        f.display()
+    );
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--fsroot",
+            root.to_str().unwrap(),
+            "--policies",
+            "os,cpus:0",
+            "--runs",
+            "6",
+            "--warmup",
+            "0",
+            "--seed",
+            "1",
+            "--export-json",
+            "r.json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("energy (package)") && out.contains("energy-delay product"),
+        "{out}"
+    );
+    assert!(out.contains("cycles, instructions, IPC, cache references, cache misses, average frequency: unavailable (no hardware PMU"), "{out}");
+    assert!(
+        out.contains("energy (cores): unavailable (no core RAPL zone (found: package-0))"),
+        "{out}"
+    );
+    assert!(out.contains("less energy"), "{out}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("r.json")).unwrap()).unwrap();
+    let metric = |arm: usize, key: &str| -> Value {
+        r["arms"][arm]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["key"] == key)
+            .unwrap()
+            .clone()
+    };
+    let e_os = metric(0, "energy_pkg_j")["summary"]["mean"]
+        .as_f64()
+        .unwrap();
+    let e_pin = metric(1, "energy_pkg_j")["summary"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (e_os - 2.05).abs() < 0.1 && (e_pin - 1.05).abs() < 0.1,
+        "{e_os} {e_pin}"
+    );
+    assert!(metric(0, "edp_js")["summary"]["mean"].as_f64().unwrap() > 0.0);
+    assert!(metric(0, "cycles")["unavailable"]
+        .as_str()
+        .unwrap()
+        .starts_with("no hardware PMU"));
+    assert!(metric(0, "cycles").get("summary").is_none());
+    assert!(
+        r["arms"][1]["energy_vs_baseline"]["ratio"]
+            .as_f64()
+            .unwrap()
+            > 1.5
+    );
+    assert!(r["arms"][1]["edp_change_percent"].as_f64().is_some());
+}

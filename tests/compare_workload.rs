@@ -1,0 +1,69 @@
+//! `pinsight compare` over a built-in workload (`pinsight workload pi`):
+//! a real multithreaded program, pinned through the LD_PRELOAD shim.
+
+use serde_json::Value;
+use std::process::{Command, Stdio};
+
+#[test]
+fn compare_runs_the_pi_workload_under_os_and_pinned_placements() {
+    let d = tempfile::tempdir().unwrap();
+    let exe = env!("CARGO_BIN_EXE_pinsight");
+    let o = Command::new(exe)
+        .current_dir(d.path())
+        .stdin(Stdio::null())
+        .env_remove("PINSIGHT_FSROOT")
+        .args([
+            "compare",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--policies",
+            "os,cpus:0,e-pinned",
+            "--journal",
+            "j.jsonl",
+            "--json",
+            "-q",
+            "--",
+            exe,
+            "workload",
+            "pi",
+            "--threads",
+            "2",
+            "--size",
+            "2000000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["status"]["state"], "complete");
+    let arms = r["arms"].as_array().unwrap();
+    // e-pinned runs on hybrid machines and is "not applicable" elsewhere.
+    let na = r["not_applicable"].as_array().unwrap();
+    assert_eq!(arms.len() + na.len(), 3);
+    assert!(na.iter().all(|n| n["what"] == "e-pinned"));
+    assert!(arms
+        .iter()
+        .all(|a| a["measured"] == 3 && a["failed"].as_array().unwrap().is_empty()));
+    // Two workers (and the main thread) ran: task-clock was measured.
+    let tc = arms[0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "task_clock_ms")
+        .unwrap();
+    assert!(tc["summary"]["mean"].as_f64().unwrap() > 0.0, "{tc}");
+    let env: Vec<&str> = arms[1]["plan"]["places"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(env, ["0"]);
+}
