@@ -1,10 +1,418 @@
-//! `pinsight run` (under construction).
+//! `pinsight run POLICY [--threads N] -- CMD ARGS…`: run a program under a
+//! placement plan and hand on its exit status.
+//!
+//! Set policies (`p-set`, `cpus-set:…`) restrict the whole process; pinned
+//! policies (`p-pinned`, `cpus:…`, `compact`, …) pin every thread the
+//! program creates, in creation order, before it runs any user code (an
+//! LD_PRELOAD shim around `pthread_create`, like likwid-pin), or, with
+//! `--follow`, as soon as a `/proc` watcher sees it (static binaries).
+//! `--report` shows where each thread actually ran, sampled from `/proc`.
+//! The report goes to stderr: stdout belongs to the program.
+
 use crate::cli::{CliError, CmdResult, Globals};
+use pinsight_launch::{Mechanism, RunOptions, RunOutcome};
+use pinsight_plan::{BasePolicy, Plan, Policy, Request};
+use pinsight_topology::Topology;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
 
-/// (under construction)
+/// The planning options `run` and `pin` share with `pinsight plan` (same
+/// names and checks, so a plan shown by `pinsight plan` is the one applied).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PlanArgs {
+    /// Number of threads (default: every CPU in the policy's set).
+    #[arg(long, short = 't', value_name = "N")]
+    pub threads: Option<usize>,
+    /// Number of tasks for `balance` (same as --threads).
+    #[arg(long, value_name = "M")]
+    pub tasks: Option<usize>,
+    /// Allow more threads than CPUs (round robin).
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// One hardware thread per core before any SMT sibling (same as the +smt-physical-first suffix).
+    #[arg(long)]
+    pub smt_physical_first: bool,
+    /// Per-CPU speed weights for `balance`: JSON {"cpu": weight} or `cpu,weight` lines.
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
+    /// Core-to-core latency matrix for latency-group/latency-pipeline (CSV or JSON).
+    #[arg(long, value_name = "FILE")]
+    pub latency: Option<PathBuf>,
+    /// With latency-group: choose CPUs for a pipeline (same as policy latency-pipeline).
+    #[arg(long)]
+    pub pipeline: bool,
+}
+
+/// POLICY as clap parses it: errors list the valid policies (exit 2).
+pub fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse::<Policy>().map_err(|e| e.to_string())
+}
+
+/// Plans `policy` on `topo`. Bad input is a usage error.
+pub fn make_plan(policy: &Policy, args: &PlanArgs, topo: &Topology) -> Result<Plan, CliError> {
+    let req = make_request(policy, args)?;
+    pinsight_plan::plan(topo, &req).map_err(|e| CliError::usage(e.to_string()))
+}
+
+/// The request for `policy` and the planning flags (the checks of `pinsight plan`).
+pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliError> {
+    let mut policy = policy.clone();
+    let weights = match &args.weights {
+        Some(_) if policy.base != BasePolicy::Balance => {
+            return Err(CliError::usage(format!(
+                "--weights applies to the balance policy only, not {policy}"
+            )));
+        }
+        Some(p) => Some(pinsight_plan::Weights::load(p).map_err(CliError::usage)?),
+        None => None,
+    };
+    if args.pipeline {
+        match policy.base {
+            BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline => {
+                policy.base = BasePolicy::LatencyPipeline
+            }
+            _ => {
+                return Err(CliError::usage(format!(
+                    "--pipeline applies to latency-group only, not {policy}"
+                )))
+            }
+        }
+    }
+    let latency = match &args.latency {
+        Some(_)
+            if !matches!(
+                policy.base,
+                BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
+            ) =>
+        {
+            return Err(CliError::usage(format!(
+                "--latency applies to latency-group/latency-pipeline only, not {policy}"
+            )));
+        }
+        Some(p) => Some(pinsight_plan::LatencyMatrix::load(p).map_err(CliError::usage)?),
+        None => None,
+    };
+    Ok(Request {
+        threads: args.threads,
+        tasks: args.tasks,
+        oversubscribe: args.oversubscribe,
+        smt_physical_first: args.smt_physical_first,
+        weights,
+        latency,
+        ..Request::new(policy)
+    })
+}
+
+/// Plans apply to this machine: a recorded one cannot be pinned on.
+pub fn require_live(g: &Globals, what: &str) -> Result<(), CliError> {
+    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
+        return Err(CliError::usage(format!(
+            "'{what}' applies a plan to this machine; --fsroot/--hwloc-xml describe another one (use `pinsight plan` to plan for it)"
+        )));
+    }
+    Ok(())
+}
+
+/// Run a program under a placement plan, pinning its threads as planned.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = "Examples:
+  pinsight run p-pinned -- ./solver        one P-core per thread, in creation order
+  pinsight run cpus:0,2,4 --report -- ./app  pin, then show where each thread really ran
+  pinsight run p-set -- make -j8            restrict to P-cores, threads float
+  pinsight run compact --follow -- ./static-binary
 
-pub fn run(_args: Args, _g: &Globals) -> CmdResult {
-    Err(CliError::runtime("'run' is under construction"))
+Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N.
+Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES,
+OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set. When pinsight pins threads itself
+the binding variables are left out so the OpenMP runtime does not bind a second time.
+The shim acts in the launched program and whatever it execs in place (`sh -c 'exec prog'`); processes
+it forks inherit the affinity of the thread that forked them and are not pinned thread by thread.")]
+pub struct Args {
+    /// Placement policy: os, p-set, e-set, p-pinned, e-pinned, p-first, e-first, compact, scatter,
+    /// cpus:LIST, cpus-set:LIST, kind:K, kind-set:K, balance, ... (see `pinsight plan --help`).
+    #[arg(value_name = "POLICY", value_parser = parse_policy)]
+    pub policy: Policy,
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// Pin threads as a /proc watcher sees them instead of through the LD_PRELOAD shim
+    /// (static binaries, runtimes that bypass pthread_create).
+    #[arg(long)]
+    pub follow: bool,
+    /// Poll interval of --follow, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1.0)]
+    pub follow_interval: f64,
+    /// Created threads to leave unpinned on the process mask (runtime helper threads), likwid-pin
+    /// style: a hex mask (0x1 = the first created thread) or a list (0,2).
+    #[arg(long, value_name = "MASK|LIST")]
+    pub skip: Option<String>,
+    /// Do not export OMP_NUM_THREADS, OMP_PLACES, RAYON_NUM_THREADS, ...
+    #[arg(long)]
+    pub no_env: bool,
+    /// After the program exits, show where each thread ran (affinity and CPUs, sampled from /proc).
+    #[arg(long)]
+    pub report: bool,
+    /// Sample interval of --report, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub sample_interval: f64,
+    /// Print a line per pinned thread as it is pinned.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// The program to run and its arguments (after `--`).
+    #[arg(
+        value_name = "CMD",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+fn millis(flag: &str, ms: f64) -> Result<Duration, CliError> {
+    if !(ms.is_finite() && ms > 0.0 && ms <= 60_000.0) {
+        return Err(CliError::usage(format!(
+            "{flag} {ms}: must be a number of milliseconds in (0, 60000]"
+        )));
+    }
+    Ok(Duration::from_secs_f64(ms / 1e3))
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    require_live(g, "run")?;
+    let skip = match &args.skip {
+        Some(s) => pinsight_launch::parse_skip(s).map_err(CliError::usage)?,
+        None => Vec::new(),
+    };
+    let follow_interval = millis("--follow-interval", args.follow_interval)?;
+    let sample_interval = millis("--sample-interval", args.sample_interval)?;
+    let topo = g.topology()?;
+    let plan = make_plan(&args.policy, &args.plan, &topo)?;
+    // Plan notes (oversubscription, ignored modifiers) are shown with the
+    // report: a plain `run` stays as quiet as taskset.
+    if !g.quiet && (args.report || args.verbose) {
+        for n in &plan.notes {
+            eprintln!("pinsight: note: {n}");
+        }
+    }
+    let mut command = args.command.into_iter();
+    let program = command
+        .next()
+        .ok_or_else(|| CliError::usage("no command to run"))?;
+    let opts = RunOptions {
+        mechanism: if args.follow {
+            Mechanism::Follow
+        } else {
+            Mechanism::Shim
+        },
+        skip,
+        env: if args.no_env {
+            Vec::new()
+        } else {
+            pinsight_plan::omp_env(&plan)
+        },
+        report: args.report,
+        follow_interval,
+        sample_interval,
+        verbose: args.verbose,
+        ..RunOptions::new(program, command.collect())
+    };
+    let outcome = pinsight_launch::run(&plan, &opts).map_err(|e| CliError {
+        code: e.exit_code(),
+        message: e.to_string(),
+    })?;
+    if g.json {
+        let doc = serde_json::json!({ "plan": plan, "run": outcome });
+        let s = serde_json::to_string_pretty(&doc)
+            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
+        eprintln!("{s}");
+    } else if args.report {
+        eprint!("{}", human_report(&plan, &outcome));
+    } else if !g.quiet {
+        for n in &outcome.notes {
+            eprintln!("pinsight: note: {n}");
+        }
+    }
+    Ok(outcome.exit_code)
+}
+
+fn opt_set(s: &Option<pinsight_cpuset::CpuSet>) -> String {
+    s.as_ref().map_or("-".into(), |c| c.to_list_string())
+}
+
+/// The `--report` table (stderr).
+fn human_report(plan: &Plan, o: &RunOutcome) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let how = match o.mechanism {
+        Some(Mechanism::Shim) => "threads pinned by the shim at creation",
+        Some(Mechanism::Follow) => "threads pinned by the /proc watcher (--follow)",
+        None if plan.places.is_empty() => "nothing changed (os)",
+        None => "process mask only, threads float",
+    };
+    let status = match o.signal {
+        Some(sig) => format!("killed by signal {sig} (exit {})", o.exit_code),
+        None => format!("exit {}", o.exit_code),
+    };
+    let _ = writeln!(
+        out,
+        "\npinsight run: {} — {how}; PID {}, {status}, {:.1} ms",
+        plan.policy, o.pid, o.wall_ms
+    );
+    let _ = writeln!(
+        out,
+        "{:>3}  {:>8}  {:<16} {:<10} {:<10} {:>4}  {:<10} {:>7}  check",
+        "#", "TID", "NAME", "PLANNED", "AFFINITY", "LAST", "CPUS SEEN", "SAMPLES"
+    );
+    for t in &o.threads {
+        let planned = t
+            .planned
+            .clone()
+            .or_else(|| (!plan.places.is_empty()).then(|| plan.process_mask.clone()));
+        let check = match (&planned, &t.affinity) {
+            (Some(p), Some(a)) if p == a && t.cpus_seen.is_subset(p) => "ok",
+            (Some(p), Some(a)) if p == a => "ok (ran elsewhere before pinning)",
+            (Some(_), Some(_)) => "DIFFERS",
+            _ => "",
+        };
+        let _ = writeln!(
+            out,
+            "{:>3}  {:>8}  {:<16} {:<10} {:<10} {:>4}  {:<10} {:>7}  {check}",
+            t.index,
+            t.tid,
+            t.name,
+            opt_set(&planned),
+            opt_set(&t.affinity),
+            t.last_cpu.map_or("-".into(), |c| c.to_string()),
+            t.cpus_seen.to_list_string(),
+            t.samples
+        );
+    }
+    if o.threads.is_empty() {
+        let _ = writeln!(
+            out,
+            "  (no thread was sampled: the program ended before the first sample)"
+        );
+    }
+    if let Some(f) = &o.follow {
+        let ms = |v: Option<f64>| v.map_or("unavailable".into(), |x| format!("{x:.1} ms"));
+        let us = |v: Option<f64>| {
+            v.map_or("unavailable (no schedstats)".into(), |x| {
+                format!("{x:.0} µs")
+            })
+        };
+        let _ = writeln!(
+            out,
+            "follow: {} thread(s) pinned, {} failed, polling every {} ms; CPU time run before pinning median {}, max {}; creation→pin at most {} (median bound {}; kernel start times have 10 ms ticks)",
+            f.pinned,
+            f.failed,
+            f.poll_interval_ms,
+            us(f.median_ran_unpinned_us),
+            us(f.max_ran_unpinned_us),
+            ms(f.max_delay_max_ms),
+            ms(f.median_delay_max_ms),
+        );
+    }
+    if !o.exported.is_empty() {
+        let vars: Vec<String> = o.exported.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "exported: {}", vars.join(" "));
+    }
+    for n in &o.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        globals: Globals,
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("run").chain(argv.iter().copied()))
+    }
+
+    #[test]
+    fn command_after_dashes_keeps_its_own_flags() {
+        let c = parse(&[
+            "cpus:0,1",
+            "--threads",
+            "2",
+            "--report",
+            "--",
+            "prog",
+            "-x",
+            "--threads",
+            "9",
+        ])
+        .unwrap();
+        assert_eq!(c.args.plan.threads, Some(2));
+        assert!(c.args.report);
+        assert_eq!(c.args.command, vec!["prog", "-x", "--threads", "9"]);
+        // Without `--`, everything from the program on is the program's.
+        let c = parse(&["compact", "prog", "--report"]).unwrap();
+        assert!(!c.args.report);
+        assert_eq!(c.args.command, vec!["prog", "--report"]);
+    }
+
+    #[test]
+    fn usage_errors_exit_2_and_name_the_input() {
+        let e = parse(&["bogus", "--", "true"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let text = e.to_string();
+        assert!(
+            text.contains("'bogus'") && text.contains("p-pinned") && text.contains("cpus:LIST"),
+            "{text}"
+        );
+        assert_eq!(
+            parse(&["compact"]).unwrap_err().exit_code(),
+            2,
+            "a command is required"
+        );
+        assert_eq!(
+            parse(&["compact", "--threads", "x", "--", "true"])
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+    }
+
+    #[test]
+    fn planning_flags_are_checked_like_plan() {
+        let c = parse(&["compact", "--weights", "w.json", "--", "true"]).unwrap();
+        let e = make_request(&c.args.policy, &c.args.plan).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(
+            e.message
+                .contains("--weights applies to the balance policy only"),
+            "{}",
+            e.message
+        );
+        let e = millis("--follow-interval", 0.0).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.starts_with("--follow-interval 0"));
+    }
+
+    #[test]
+    fn recorded_machines_cannot_be_pinned_on() {
+        let c = parse(&["--fsroot", "/tmp", "cpus:0", "--", "true"]).unwrap();
+        let e = run(c.args, &c.globals).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.contains("--fsroot"));
+    }
+
+    #[test]
+    fn skip_and_errors_from_the_launcher() {
+        let c = parse(&["-q", "cpus:0", "--skip", "0xq", "--", "true"]).unwrap();
+        let e = run(c.args, &c.globals).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.contains("--skip '0xq'"));
+    }
 }

@@ -15,12 +15,13 @@ use std::time::Instant;
 
 const N: usize = 200;
 
-fn plan(policy: &str, pinned: bool) -> Plan {
+fn plan(policy: &str, pinned: bool, places: &[usize]) -> Plan {
+    let places: Vec<CpuSet> = places.iter().map(|&c| CpuSet::single(c)).collect();
     Plan {
         policy: policy.into(),
-        threads: 1,
-        process_mask: CpuSet::single(0),
-        places: vec![CpuSet::single(0)],
+        threads: places.len(),
+        process_mask: places.iter().fold(CpuSet::new(), |a, p| a.union(p)),
+        places,
         pinned,
         tasks_per_cpu: None,
         notes: vec![],
@@ -59,7 +60,6 @@ fn pinsight_binary() -> Option<PathBuf> {
 }
 
 fn main() {
-    // `cargo bench` passes --bench; `cargo test --benches` passes nothing we need.
     if Command::new("taskset")
         .arg("-V")
         .stdout(Stdio::null())
@@ -70,14 +70,18 @@ fn main() {
         println!("overhead: skipped: taskset (util-linux) is not installed");
         return;
     }
-    let pinned = plan("cpus:0", true);
-    let set = plan("cpus-set:0", false);
+    // cpus:0 has one place: the launcher applies it as a process mask.
+    let pinned = plan("cpus:0", true, &[0]);
+    let set = plan("cpus-set:0", false, &[0]);
+    // Two distinct places: the shim is written, preloaded and removed.
+    let shim = plan("cpus:0,1", true, &[0, 1]);
     let opts = RunOptions::new("true", vec![]);
     let bin = pinsight_binary();
 
     let mut taskset = Vec::with_capacity(N);
     let mut lib_pinned = Vec::with_capacity(N);
     let mut lib_set = Vec::with_capacity(N);
+    let mut lib_shim = Vec::with_capacity(N);
     let mut binary = Vec::with_capacity(N);
     for _ in 0..N {
         taskset.push(time_ms(&mut || {
@@ -93,6 +97,9 @@ fn main() {
         lib_set.push(time_ms(&mut || {
             assert_eq!(run(&set, &opts).unwrap().exit_code, 0)
         }));
+        lib_shim.push(time_ms(&mut || {
+            assert_eq!(run(&shim, &opts).unwrap().exit_code, 0)
+        }));
         if let Some(b) = &bin {
             binary.push(time_ms(&mut || {
                 let s = Command::new(b)
@@ -105,8 +112,8 @@ fn main() {
     }
     let t = median(taskset);
     println!("overhead: N = {N} runs each, medians");
-    println!("  taskset -c 0 true                     {t:8.3} ms");
-    let mut line = |name: &str, v: Vec<f64>| {
+    println!("  {:<37} {t:8.3} ms", "taskset -c 0 true");
+    let line = |name: &str, v: Vec<f64>| {
         let m = median(v);
         println!(
             "  {name:<37} {m:8.3} ms  ratio {:5.2}  overhead {:+.3} ms",
@@ -114,8 +121,9 @@ fn main() {
             m - t
         );
     };
-    line("launch::run(cpus:0, true)  [shim]", lib_pinned);
-    line("launch::run(cpus-set:0, true) [mask]", lib_set);
+    line("launch::run(cpus:0, true)", lib_pinned);
+    line("launch::run(cpus-set:0, true)", lib_set);
+    line("launch::run(cpus:0,1, true) [shim]", lib_shim);
     if bin.is_some() {
         line("pinsight run cpus:0 -- true [binary]", binary);
     } else {

@@ -274,7 +274,12 @@ fn wait_exited_keep(pid: i32) {
 /// Runs `opts.program` under `plan` and waits for it.
 pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let program = opts.program.to_string_lossy().into_owned();
-    let per_thread = plan.pinned && !plan.places.is_empty();
+    // One distinct place (e.g. `cpus:0`): every thread, skipped or not, ends
+    // up on that set, so the process mask is the whole job — no shim, no
+    // watcher, the cost of taskset.
+    let one_place = plan.places.windows(2).all(|w| w[0] == w[1])
+        && plan.places.first() == Some(&plan.process_mask);
+    let per_thread = plan.pinned && !plan.places.is_empty() && !one_place;
     let mechanism = per_thread.then_some(opts.mechanism);
     let mut notes = Vec::new();
 

@@ -341,7 +341,9 @@ pub fn pin_process(
             out.push(pin);
             continue;
         };
-        if before.is_none() {
+        // A zombie thread still accepts affinity calls: it has exited all the same.
+        let gone = !matches!(procfs::task_stat(fs, pid, a.tid), Some(st) if st.state != 'Z' && st.state != 'X');
+        if before.is_none() || gone {
             pin.outcome = Outcome::Exited;
             out.push(pin);
             continue;
@@ -426,4 +428,147 @@ pub fn pin_process(
         process_exited,
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(places: &[usize], pinned: bool) -> Plan {
+        let places: Vec<CpuSet> = places.iter().map(|&c| CpuSet::single(c)).collect();
+        let mask = places.iter().fold(CpuSet::new(), |a, p| a.union(p));
+        Plan {
+            policy: "t".into(),
+            threads: places.len(),
+            process_mask: mask,
+            places,
+            pinned,
+            tasks_per_cpu: None,
+            notes: vec![],
+        }
+    }
+
+    fn task(tid: i32, name: &str) -> TaskInfo {
+        TaskInfo {
+            tid,
+            name: name.into(),
+        }
+    }
+
+    fn targets(a: &[Assignment]) -> Vec<(i32, String)> {
+        a.iter()
+            .map(|a| {
+                (
+                    a.tid,
+                    a.target.as_ref().map_or("-".into(), |t| t.to_list_string()),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn vcpu_names() {
+        assert_eq!(vcpu_index("CPU 0/KVM"), Some(0));
+        assert_eq!(vcpu_index("CPU 12/TCG"), Some(12));
+        assert_eq!(vcpu_index("CPU x/KVM"), None);
+        assert_eq!(vcpu_index("CPU 1/"), None);
+        assert_eq!(vcpu_index("qemu-system-x86"), None);
+        assert_eq!(vcpu_index("worker"), None);
+    }
+
+    #[test]
+    fn pinned_plans_go_in_tid_order_and_wrap() {
+        let tasks = [task(30, "c"), task(10, "a"), task(20, "b")];
+        let a = assign(&tasks, &plan(&[4, 5], true), &PinOptions::default()).unwrap();
+        assert_eq!(
+            targets(&a),
+            vec![(10, "4".into()), (20, "5".into()), (30, "4".into())]
+        );
+        assert_eq!(a[2].role, Role::Thread(2));
+    }
+
+    #[test]
+    fn name_order_then_tid() {
+        let tasks = [task(10, "zeta"), task(20, "alpha"), task(15, "alpha")];
+        let opts = PinOptions {
+            order: ThreadOrder::Name,
+            ..Default::default()
+        };
+        let a = assign(&tasks, &plan(&[1, 2, 3], true), &opts).unwrap();
+        assert_eq!(
+            targets(&a),
+            vec![(15, "1".into()), (20, "2".into()), (10, "3".into())]
+        );
+    }
+
+    #[test]
+    fn set_and_os_plans() {
+        let tasks = [task(1, "a"), task(2, "b")];
+        let a = assign(&tasks, &plan(&[4, 5], false), &PinOptions::default()).unwrap();
+        assert_eq!(targets(&a), vec![(1, "4-5".into()), (2, "4-5".into())]);
+        let mut os = plan(&[], false);
+        os.process_mask = CpuSet::first_n(8);
+        let a = assign(&tasks, &os, &PinOptions::default()).unwrap();
+        assert_eq!(targets(&a), vec![(1, "-".into()), (2, "-".into())]);
+    }
+
+    #[test]
+    fn qemu_vcpus_by_number_and_emulator_gets_the_rest() {
+        // vCPU threads in odd TID order; plan places 0..3 for 2 vCPUs + spare CPUs 2-3.
+        let tasks = [
+            task(100, "qemu-system-x86"),
+            task(103, "CPU 1/KVM"),
+            task(102, "CPU 0/KVM"),
+            task(101, "IO mon_iothread"),
+        ];
+        let mut p = plan(&[0, 1], true);
+        p.process_mask = CpuSet::first_n(4);
+        let opts = PinOptions {
+            qemu: true,
+            ..Default::default()
+        };
+        let a = assign(&tasks, &p, &opts).unwrap();
+        assert_eq!(
+            targets(&a),
+            vec![
+                (100, "2-3".into()),
+                (101, "2-3".into()),
+                (102, "0".into()),
+                (103, "1".into())
+            ]
+        );
+        assert_eq!(a[2].role, Role::Vcpu(0));
+        assert_eq!(a[0].role, Role::Emulator);
+        // Nothing left over: the emulator shares the whole mask.
+        let a = assign(&tasks, &plan(&[0, 1], true), &opts).unwrap();
+        assert_eq!(a[0].target.as_ref().unwrap().to_list_string(), "0-1");
+    }
+
+    #[test]
+    fn qemu_errors_name_the_problem() {
+        let opts = PinOptions {
+            qemu: true,
+            ..Default::default()
+        };
+        let e = assign(&[task(1, "bash")], &plan(&[0], true), &opts).unwrap_err();
+        assert!(e.contains("no QEMU vCPU threads"), "{e}");
+        let e = assign(
+            &[task(1, "CPU 0/KVM"), task(2, "CPU 3/KVM")],
+            &plan(&[0, 1], true),
+            &opts,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("vCPU 3 has no place") && e.contains("--threads 4"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn threads_to_plan_counts_vcpus_or_threads() {
+        let tasks = [task(1, "qemu"), task(2, "CPU 0/KVM"), task(3, "CPU 1/KVM")];
+        assert_eq!(threads_to_plan(&tasks, true), 2);
+        assert_eq!(threads_to_plan(&tasks, false), 3);
+        assert_eq!(threads_to_plan(&[task(1, "x")], true), 1);
+    }
 }

@@ -42,8 +42,9 @@ impl ShimFile {
             .create_new(true)
             .mode(0o500)
             .open(&path)?;
+        // No fsync: the loader reads it through the page cache, and the
+        // file never outlives this process's run.
         f.write_all(SHIM_SO)?;
-        f.sync_all().ok();
         Ok(ShimFile {
             dir: Some(dir),
             path,

@@ -83,7 +83,10 @@ static void *worker(void *arg) {
     long i = (long)arg;
     double t0 = now_us();
     fill(&start_rec[i]);
-    if (spin_for_pin) {
+    if (spin_for_pin && strcmp(start_rec[i].aff, start_rec[0].aff) != 0) {
+        /* Already moved off the inherited mask before its first look. */
+        start_rec[i].pinned_after_us = 0;
+    } else if (spin_for_pin) {
         char cur[512];
         for (;;) {
             cpulist(cur, sizeof cur);
