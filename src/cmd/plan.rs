@@ -1,10 +1,263 @@
-//! `pinsight plan` (under construction).
+//! `pinsight plan POLICY`: where each thread would run, in the dialect the
+//! user's tool speaks. Pure: reads the topology, never pins anything (the
+//! planner is crate `pinsight-plan`; `pinsight run`/`pin` apply plans).
+
 use crate::cli::{CliError, CmdResult, Globals};
+use pinsight_plan::{
+    format::FORMAT_NAMES, plan, render, BasePolicy, Format, LatencyMatrix, Policy, Request, Weights,
+};
+use std::path::PathBuf;
 
-/// (under construction)
+const AFTER_HELP: &str = "\
+Policies (append +smt-physical-first to any pinned one):
+  os                   no pinning; the OS scheduler decides (baseline)
+  p-set, e-set         whole process on the fastest / slowest core kind; threads float
+  p-pinned, e-pinned   one CPU of that kind per thread, one per core before SMT siblings
+  p-first, e-first     fill the fastest (slowest) kind first, then the next
+  smt-physical-first   every core's first hardware thread, then the siblings
+  compact (close)      nearest CPUs first: siblings, then cores sharing caches
+  scatter (spread)     spread over packages, NUMA nodes, L3 and L2 domains
+  kind:RANK|NAME       pinned on one kind (rank 0 = slowest; name or mark: E-core, E)
+  kind-set:RANK|NAME   process on one kind; threads float
+  cpus:LIST            pinned one per CPU of LIST (0-3,8); cpus-set:LIST lets them float
+  balance              --tasks M over all usable CPUs in proportion to capacity
+                       (--weights FILE, else cpu_capacity, else kind max frequency)
+  latency-group        --threads K CPUs with the lowest mean pairwise latency (--latency FILE)
+  latency-pipeline     K CPUs in stage order, lowest neighbour latency (or --pipeline)
+
+Examples:
+  pinsight plan p-pinned --threads 6
+  pinsight plan e-first --threads 10 --json
+  pinsight plan p-first+smt-physical-first
+  pinsight plan balance --tasks 200 --weights speed.json
+  pinsight plan latency-group -t 4 --latency c2c.csv --pipeline
+  pinsight plan e-set --format cpulist                     # 12-19
+  pinsight plan e-set --format taskset                     # taskset -c 12-19
+  pinsight plan scatter -t 4 --format numactl              # numactl --physcpubind=0,2,4,6
+  eval \"$(pinsight plan p-pinned -t 6 --format omp-places)\"
+                      # export OMP_PLACES='{0},{2},{4},...' OMP_PROC_BIND='close'
+  eval \"$(pinsight plan e-first -t 10 --format gomp)\"      # GOMP_CPU_AFFINITY='12-19 0 2'
+  eval \"$(pinsight plan p-pinned -t 6 --format kmp-affinity)\"
+                      # KMP_AFFINITY='granularity=fine,explicit,proclist=[0,2,4,6,8,10]'
+  eval \"$(pinsight plan p-set --format kmp-hw-subset)\"     # KMP_HW_SUBSET='6c:intel_core'
+  pinsight plan p-pinned -t 4 --format libvirt             # <cputune> with <vcpupin>s
+  srun $(pinsight plan p-pinned -t 4 --format slurm) ./app # --cpu-bind=map_cpu:0,2,4,6
+
+Weights file (--weights): JSON {\"0\": 1.0, \"12\": 0.6} (as `pinsight speed --weights` writes)
+or lines `cpu,weight`. Only ratios matter; 0 = no tasks on that CPU.";
+
+/// Show where each thread would run under a placement policy.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Placement policy (see the list below).
+    #[arg(value_name = "POLICY", value_parser = parse_policy)]
+    pub policy: Policy,
+    /// Number of threads (default: every CPU in the policy's set).
+    #[arg(long, short = 't', value_name = "N")]
+    pub threads: Option<usize>,
+    /// Number of tasks for `balance` (same as --threads).
+    #[arg(long, value_name = "M")]
+    pub tasks: Option<usize>,
+    /// Allow more threads than CPUs (round robin).
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// One hardware thread per core before any SMT sibling (same as the +smt-physical-first suffix).
+    #[arg(long)]
+    pub smt_physical_first: bool,
+    /// Per-CPU speed weights for `balance`: JSON {"cpu": weight} or `cpu,weight` lines.
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
+    /// Core-to-core latency matrix for latency-group/latency-pipeline (CSV or JSON,
+    /// as `pinsight latency` or core-to-core-latency write it).
+    #[arg(long, value_name = "FILE")]
+    pub latency: Option<PathBuf>,
+    /// With latency-group: choose CPUs for a pipeline (stage i talks to stage i+1)
+    /// instead of all-to-all communication (same as policy latency-pipeline).
+    #[arg(long)]
+    pub pipeline: bool,
+    /// Output dialect.
+    #[arg(long, short = 'f', value_name = "FORMAT", value_parser = parse_format,
+          long_help = format!("Output dialect: {}.", FORMAT_NAMES.join(", ")))]
+    pub format: Option<Format>,
+}
 
-pub fn run(_args: Args, _g: &Globals) -> CmdResult {
-    Err(CliError::runtime("'plan' is under construction"))
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse::<Policy>().map_err(|e| e.to_string())
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    s.parse::<Format>()
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    let format = match (args.format, g.json) {
+        (Some(f), true) if f != Format::Json => {
+            return Err(CliError::usage(
+                "--json and --format disagree; give one of them",
+            ));
+        }
+        (Some(f), _) => f,
+        (None, true) => Format::Json,
+        (None, false) => Format::Table,
+    };
+    let weights = match &args.weights {
+        Some(_) if args.policy.base != BasePolicy::Balance => {
+            return Err(CliError::usage(format!(
+                "--weights applies to the balance policy only, not {}",
+                args.policy
+            )));
+        }
+        Some(path) => Some(Weights::load(path).map_err(CliError::usage)?),
+        None => None,
+    };
+    let mut policy = args.policy;
+    if args.pipeline {
+        match policy.base {
+            BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline => {
+                policy.base = BasePolicy::LatencyPipeline
+            }
+            _ => {
+                return Err(CliError::usage(format!(
+                    "--pipeline applies to latency-group only, not {policy}"
+                )))
+            }
+        }
+    }
+    let latency = match &args.latency {
+        Some(_)
+            if !matches!(
+                policy.base,
+                BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
+            ) =>
+        {
+            return Err(CliError::usage(format!(
+                "--latency applies to latency-group/latency-pipeline only, not {policy}"
+            )));
+        }
+        Some(path) => Some(LatencyMatrix::load(path).map_err(CliError::usage)?),
+        None => None,
+    };
+    let topo = g.topology()?;
+    let request = Request {
+        threads: args.threads,
+        tasks: args.tasks,
+        oversubscribe: args.oversubscribe,
+        smt_physical_first: args.smt_physical_first,
+        weights,
+        latency,
+        ..Request::new(policy)
+    };
+    let plan = plan(&topo, &request).map_err(|e| CliError::usage(e.to_string()))?;
+    let rendered = render(&plan, &topo, format).map_err(CliError::usage)?;
+    print!("{}", rendered.text);
+    if !g.quiet {
+        if !matches!(format, Format::Table | Format::Json) {
+            for n in &plan.notes {
+                eprintln!("pinsight: note: {n}");
+            }
+        }
+        for c in &rendered.caveats {
+            eprintln!("pinsight: caveat: {c}");
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        globals: Globals,
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// The recorded i7-1370P (copied into the repository by the topology crate).
+    fn hybrid() -> Globals {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/crates/topology/tests/fixtures/hwloc/20em64t-hybrid-1p6c2t+2ca4co1t"
+        );
+        Globals {
+            fsroot: Some(dir.into()),
+            quiet: true,
+            ..Globals::default()
+        }
+    }
+
+    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("plan").chain(argv.iter().copied()))
+    }
+
+    #[test]
+    fn help_has_an_example_per_format() {
+        let help = Cli::command().render_long_help().to_string();
+        for f in FORMAT_NAMES.iter().filter(|f| **f != "table") {
+            assert!(
+                help.contains(&format!("--format {f}"))
+                    || (*f == "json" && help.contains("--json")),
+                "{f}"
+            );
+        }
+        for p in pinsight_plan::policy::POLICY_NAMES {
+            let head = p.split(['|', ':']).next().unwrap();
+            assert!(help.contains(head), "{p}");
+        }
+    }
+
+    #[test]
+    fn usage_errors_exit_2() {
+        for argv in [
+            &["bogus"][..],
+            &["p-pinned", "--format", "xml"],
+            &["p-pinned", "--threads", "-1"],
+            &[],
+        ] {
+            let e = parse(argv).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{argv:?}: {e}");
+        }
+        let e = parse(&["fastest"]).unwrap_err().to_string();
+        assert!(e.contains("valid policies: os, p-set"), "{e}");
+    }
+
+    #[test]
+    fn planner_errors_are_usage_errors() {
+        let g = hybrid();
+        if !g.fsroot.as_ref().unwrap().exists() {
+            eprintln!("skipped: topology fixtures not present yet");
+            return;
+        }
+        let run_args = |argv: &[&str]| run(parse(argv).unwrap().args, &g);
+        for argv in [
+            &["p-pinned", "--threads", "0"][..],
+            &["p-pinned", "--threads", "13"],
+            &["cpus:40"],
+            &["kind:Cortex-A55"],
+            &["p-set", "--format", "gomp"],
+            &["compact", "--weights", "w.json"],
+            &["compact", "--pipeline"],
+            &["latency-group", "-t", "2"],
+            &["latency-group", "-t", "2", "--latency", "/nonexistent.csv"],
+        ] {
+            let e = run_args(argv).unwrap_err();
+            assert_eq!(e.code, 2, "{argv:?}: {}", e.message);
+        }
+        assert_eq!(
+            run_args(&["p-pinned", "--threads", "6", "--format", "gomp"]).unwrap(),
+            0
+        );
+        let mut json = g.clone();
+        json.json = true;
+        let e = run(
+            parse(&["p-set", "--format", "cpulist"]).unwrap().args,
+            &json,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 2);
+    }
 }

@@ -195,6 +195,11 @@ fn resolve_kind<'t>(
     policy: &str,
 ) -> Result<&'t Kind, PlanError> {
     match sel {
+        // On a machine of one kind, that kind is the fastest: `p-*` means
+        // "the fast cores", which are all of them, so the P-core policies
+        // still apply (a user's script works on any box). Only `e-*` asks
+        // for a kind the machine lacks.
+        KindSel::Fastest if topo.kinds.len() == 1 => Ok(&topo.kinds[0]),
         KindSel::Fastest | KindSel::Slowest => {
             if topo.kinds.len() < 2 {
                 let one = match topo.kinds.first() {
