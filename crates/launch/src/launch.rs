@@ -92,7 +92,8 @@ pub struct RunOutcome {
     pub signal: Option<i32>,
     /// How threads were pinned (`None`: the plan pins nothing per thread).
     pub mechanism: Option<Mechanism>,
-    /// Variables exported to the child.
+    /// Variables exported to the child (JSON: an object).
+    #[serde(serialize_with = "as_object")]
     pub exported: Vec<(String, String)>,
     pub wall_ms: f64,
     /// Per-thread observations (with `report` or `Follow`).
@@ -100,6 +101,15 @@ pub struct RunOutcome {
     /// Delay figures (with `Follow`).
     pub follow: Option<FollowStats>,
     pub notes: Vec<String>,
+}
+
+fn as_object<S: serde::Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(pairs.len()))?;
+    for (k, v) in pairs {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 /// Why a program could not be run. Carries the shell's exit code.

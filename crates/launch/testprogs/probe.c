@@ -15,6 +15,7 @@
  *     -l MS  every thread lingers MS milliseconds before exiting (so an
  *            outside observer can sample it)
  *     -o F   write the report to file F instead of stdout
+ *     -q     name created thread i "CPU <i-1>/KVM", like QEMU's vCPU threads
  *
  * Output lines: "<phase> <i> tid <tid> cpu <cpu> affinity <cpulist> [pinned_after_us <us>]"
  * with phase "start" or "after", i = 0 for the main thread, 1.. in creation order.
@@ -39,7 +40,7 @@ struct rec {
 };
 
 static struct rec start_rec[MAXT + 1], after_rec[MAXT + 1];
-static int spin_for_pin, linger_ms;
+static int spin_for_pin, linger_ms, qemu_names;
 static pthread_barrier_t reported, go_on, done;
 
 static void cpulist(char *out, size_t cap) {
@@ -82,6 +83,11 @@ static void fill(struct rec *r) {
 static void *worker(void *arg) {
     long i = (long)arg;
     double t0 = now_us();
+    if (qemu_names) {
+        char name[16];
+        snprintf(name, sizeof name, "CPU %ld/KVM", i - 1);
+        pthread_setname_np(pthread_self(), name);
+    }
     fill(&start_rec[i]);
     if (spin_for_pin && strcmp(start_rec[i].aff, start_rec[0].aff) != 0) {
         /* Already moved off the inherited mask before its first look. */
@@ -122,13 +128,14 @@ static void print(const char *phase, struct rec *r, int n) {
 
 int main(int argc, char **argv) {
     int n = 2, delay_ms = 0, wait = 0, opt;
-    while ((opt = getopt(argc, argv, "t:d:wpl:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "t:d:wpl:o:q")) != -1) {
         switch (opt) {
         case 't': n = atoi(optarg); break;
         case 'd': delay_ms = atoi(optarg); break;
         case 'w': wait = 1; break;
         case 'p': spin_for_pin = 1; break;
         case 'l': linger_ms = atoi(optarg); break;
+        case 'q': qemu_names = 1; break;
         case 'o':
             if (!freopen(optarg, "w", stdout)) {
                 perror("probe: -o");
@@ -136,7 +143,7 @@ int main(int argc, char **argv) {
             }
             break;
         default:
-            fprintf(stderr, "usage: probe [-t N] [-d MS] [-w] [-p] [-l MS] [-o FILE]\n");
+            fprintf(stderr, "usage: probe [-t N] [-d MS] [-w] [-p] [-l MS] [-o FILE] [-q]\n");
             return 2;
         }
     }

@@ -11,8 +11,16 @@ use std::process::{Child, Command, Stdio};
 /// Starts the probe with `n` threads, waiting on stdin; returns it once all
 /// threads exist, with its "start" lines.
 fn waiting_probe(n: usize) -> (Child, BufReader<std::process::ChildStdout>, String) {
+    waiting_probe_with(n, &[])
+}
+
+fn waiting_probe_with(
+    n: usize,
+    extra: &[&str],
+) -> (Child, BufReader<std::process::ChildStdout>, String) {
     let mut child = Command::new(PROBE)
         .args(["-t", &n.to_string(), "-w"])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -72,6 +80,40 @@ fn repins_every_thread_of_a_running_process() {
         .map(|i| after[&("after".to_string(), i)].affinity.as_str())
         .collect();
     assert_eq!(aff, vec!["1", "0", "1", "0"]);
+}
+
+#[test]
+fn qemu_vcpu_threads_get_their_places() {
+    if !need_two_cpus() {
+        return;
+    }
+    // The probe names its threads like QEMU: "CPU 0/KVM", "CPU 1/KVM".
+    let (child, out, _) = waiting_probe_with(2, &["-q"]);
+    let pid = child.id() as i32;
+    let fs = FsRoot::live();
+    let plan = pinned_plan(&["1", "0"]);
+    let opts = PinOptions {
+        qemu: true,
+        ..Default::default()
+    };
+    let report = pin_process(&fs, pid, &plan, &opts).unwrap();
+    let by_name: std::collections::BTreeMap<String, String> = report
+        .threads
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                procfs::task_allowed(&fs, pid, t.tid)
+                    .unwrap()
+                    .to_list_string(),
+            )
+        })
+        .collect();
+    assert_eq!(by_name["CPU 0/KVM"], "1", "{report:?}");
+    assert_eq!(by_name["CPU 1/KVM"], "0", "{report:?}");
+    // The main (emulator) thread: nothing left over, so the whole mask.
+    assert_eq!(by_name["pinsight-probe"], "0-1", "{report:?}");
+    release(child, out);
 }
 
 #[test]

@@ -196,7 +196,10 @@ fn report_samples_where_threads_ran() {
     for r in t {
         assert!(r.samples > 0, "{r:?}");
         assert_eq!(r.affinity.as_ref(), r.planned.as_ref(), "{r:?}");
-        assert!(r.cpus_seen.is_subset(r.planned.as_ref().unwrap()), "{r:?}");
+        // A sample may catch a new thread in libc's start-up, before the
+        // trampoline pinned it: it then still has its creator's place (0).
+        let allowed = r.planned.as_ref().unwrap().union(&plan.places[0]);
+        assert!(r.cpus_seen.is_subset(&allowed), "{r:?}");
     }
 }
 
