@@ -88,7 +88,7 @@ pub fn discover(fs: &FsRoot) -> Topology {
             Cpu {
                 id,
                 online: on,
-                allowed: usable_mask.as_ref().map_or(true, |a| a.contains(id)),
+                allowed: !matches!(&usable_mask, Some(a) if !a.contains(id)),
                 core: if on {
                     index_of(&layout.cores, id)
                 } else {

@@ -126,12 +126,11 @@ fn identify(online: &CpuSet, perf: &PerfMap, of: &dyn Fn(usize) -> Perf) -> Vec<
                 }
             }
         }
-        let mut next = by_base.len() as u64;
-        for (_, rest) in no_max {
+        let first_free = by_base.len() as u64;
+        for (i, (_, rest)) in no_max.into_iter().enumerate() {
             for c in rest {
-                keys.insert(c, next << 32);
+                keys.insert(c, (first_free + i as u64) << 32);
             }
-            next += 1;
         }
         return split(online, KindSource::Frequency, |c| {
             keys.get(&c).map(|k| (*k, None))

@@ -67,11 +67,7 @@ pub fn parse_console(text: &str) -> Expected {
             continue;
         }
         let indent = line.len() - trimmed.len();
-        let ty = trimmed
-            .split(|c: char| c == ' ' || c == '(')
-            .next()
-            .unwrap_or("")
-            .to_string();
+        let ty = trimmed.split([' ', '(']).next().unwrap_or("").to_string();
         let os = trimmed.find("(P#").and_then(|i| {
             let d: String = trimmed[i + 3..]
                 .chars()
