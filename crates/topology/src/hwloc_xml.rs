@@ -39,6 +39,10 @@ pub const MAX_IMPORTED_CPUS: usize = 1 << 16;
 
 /// Reads an hwloc XML export (`lstopo file.xml`).
 pub fn load(path: &Path) -> Result<Topology, String> {
+    load_inner(path).map_err(|e| one_line(&e))
+}
+
+fn load_inner(path: &Path) -> Result<Topology, String> {
     let bytes =
         std::fs::read(path).map_err(|e| format!("hwloc XML '{}': {}", path.display(), e))?;
     let text = String::from_utf8(bytes).map_err(|e| {
@@ -48,12 +52,16 @@ pub fn load(path: &Path) -> Result<Topology, String> {
             e.utf8_error().valid_up_to()
         )
     })?;
-    parse(&text, &path.display().to_string())
+    parse_inner(&text, &path.display().to_string())
 }
 
 /// Parses the text of an hwloc XML export; `origin` names it in errors and
 /// becomes [`Source::HwlocXml`].
 pub fn parse(text: &str, origin: &str) -> Result<Topology, String> {
+    parse_inner(text, origin).map_err(|e| one_line(&e))
+}
+
+fn parse_inner(text: &str, origin: &str) -> Result<Topology, String> {
     let opts = ParsingOptions {
         allow_dtd: true,
         ..ParsingOptions::default()
@@ -397,7 +405,7 @@ impl<'a, 'input> Importer<'a, 'input> {
             numa_nodes,
             numa_distances,
             kinds,
-            warnings: self.warnings,
+            warnings: self.warnings.iter().map(|w| one_line(w)).collect(),
         })
     }
 
@@ -407,7 +415,17 @@ impl<'a, 'input> Importer<'a, 'input> {
             None => Ok(None),
             Some(text) => CpuSet::parse_hwloc(text, self.limit)
                 .map(Some)
-                .map_err(|e| self.err_at(node, format!("attribute {attr}: {e}"))),
+                .map_err(|e| {
+                    self.err_at(
+                        node,
+                        format!(
+                            "attribute {attr}='{}': '{}' {}",
+                            shorten(text),
+                            shorten(&e.token),
+                            e.reason
+                        ),
+                    )
+                }),
         }
     }
 
@@ -420,7 +438,10 @@ impl<'a, 'input> Importer<'a, 'input> {
                 }
                 _ => Err(self.err_at(
                     node,
-                    format!("os_index '{t}' is not a CPU number from 0 to {MAX_CPU}"),
+                    format!(
+                        "os_index '{}' is not a CPU number from 0 to {MAX_CPU}",
+                        shorten(t)
+                    ),
                 )),
             },
         }
@@ -433,7 +454,7 @@ impl<'a, 'input> Importer<'a, 'input> {
             Some(t) => t.trim().parse::<T>().map(Some).map_err(|_| {
                 self.err_at(
                     node,
-                    format!("attribute {attr}='{t}' is not a valid number"),
+                    format!("attribute {attr}='{}' is not a valid number", shorten(t)),
                 )
             }),
         }
@@ -665,11 +686,37 @@ impl<'a, 'input> Importer<'a, 'input> {
         for c in node.children().filter(|c| c.has_tag_name(child)) {
             for tok in c.text().unwrap_or("").split_whitespace() {
                 out.push(tok.parse().map_err(|_| {
-                    self.err_at(c, format!("<{child}> holds '{tok}', not a number"))
+                    self.err_at(
+                        c,
+                        format!("<{child}> holds '{}', not a number", shorten(tok)),
+                    )
                 })?);
             }
         }
         Ok(out)
+    }
+}
+
+/// Errors are one line: control characters (a newline in an attribute, a
+/// NUL quoted by the XML parser) are shown escaped.
+fn one_line(msg: &str) -> String {
+    msg.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// A value quoted in an error, cut to a readable length.
+fn shorten(s: &str) -> String {
+    const MAX: usize = 40;
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_string(),
     }
 }
 

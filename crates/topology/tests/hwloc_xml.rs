@@ -628,6 +628,19 @@ mod errors {
     }
 
     #[test]
+    fn errors_stay_on_one_line() {
+        // Found by the hwloc_xml fuzz target: the XML parser quotes the
+        // offending character, here a newline.
+        let e = err("<topology/\n>");
+        assert!(e.contains("\\n"), "{e}");
+        // A newline as a character reference inside a value, and a long value.
+        let e = err("<topology><object type=\"Machine\" cpuset=\"0x&#10;1\"/></topology>");
+        assert!(e.contains("attribute cpuset") && e.contains("\\n"), "{e}");
+        let long = format!("<topology><object type=\"Machine\" cpuset=\"0x1\"><object type=\"L2Cache\" cpuset=\"0x1\" cache_size=\"{}\"/></object></topology>", "9".repeat(500));
+        assert!(err(&long).len() < 200);
+    }
+
+    #[test]
     fn too_many_cpus() {
         let e = err("<topology><object type=\"Machine\" cpuset=\"0xf...f\"><object type=\"PU\" os_index=\"1000000\"/></object></topology>");
         assert!(e.contains("more than the 65536"), "{e}");
