@@ -1,1 +1,154 @@
-fn main() {}
+//! Per-run harness overhead of `pinsight compare` against a plain exec of
+//! `true` (target: ≤ 2 ms added, median), printed as ratios.
+//!
+//! "compare run" is one iteration of the experiment loop as the command
+//! runs it: build the arm's command, measure it with pinsight-measure
+//! (counters, rusage, process group), append the record to the journal
+//! and fdatasync it. Two arms: `os` (nothing to apply) and a pinned arm
+//! (start mask + LD_PRELOAD shim, which the dynamic loader must map).
+//! The counters' cost on a 1-second workload is pinsight-measure's bench.
+
+use criterion::{Criterion, SamplingMode};
+use pinsight_compare::command::PreparedArm;
+use pinsight_compare::experiment::{execute, LiveExecutor, Outcome, Silent};
+use pinsight_compare::journal::{ArmHeader, ArmPlan, Header, JournalWriter, Machine, SCHEMA};
+use pinsight_compare::measure::{Measurer, Options};
+use pinsight_plan::{plan, Policy, Request};
+use pinsight_topology::FsRoot;
+use std::process::{Command, Stdio};
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SAMPLES: Mutex<Vec<(&'static str, f64)>> = Mutex::new(Vec::new());
+
+fn median(name: &str) -> f64 {
+    let mut v: Vec<f64> = SAMPLES
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(n, _)| *n == name)
+        .map(|(_, d)| *d)
+        .collect();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+fn header(policy: &str, p: &pinsight_plan::Plan, runs: usize) -> Header {
+    Header {
+        schema: SCHEMA.into(),
+        pinsight_version: "bench".into(),
+        created: String::new(),
+        command: vec!["true".into()],
+        prepare: None,
+        policies: vec![policy.into()],
+        governors: vec![],
+        threads: None,
+        runs,
+        warmup: 0,
+        seed: 1,
+        timeout_s: None,
+        arms: vec![ArmHeader {
+            id: policy.into(),
+            policy: policy.into(),
+            governor: None,
+            plan: ArmPlan::from_plan(p),
+            env: vec![],
+            notes: vec![],
+        }],
+        not_applicable: vec![],
+        machine: Machine::default(),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let live = FsRoot::live();
+    let topo = pinsight_topology::discover(&live);
+    let first = topo.usable().first().expect("a usable CPU");
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = c.benchmark_group("per_run");
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(6));
+
+    g.bench_function("plain exec true", |b| {
+        b.iter_custom(|n| {
+            let t = Instant::now();
+            for _ in 0..n {
+                let t1 = Instant::now();
+                Command::new("true")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .status()
+                    .unwrap();
+                SAMPLES
+                    .lock()
+                    .unwrap()
+                    .push(("plain", t1.elapsed().as_secs_f64()));
+            }
+            t.elapsed()
+        })
+    });
+
+    let mut k = 0;
+    for (name, policy) in [
+        ("compare run, os", "os".to_string()),
+        ("compare run, pinned + shim", format!("cpus:{first}")),
+    ] {
+        let p = plan(&topo, &Request::new(Policy::from_str(&policy).unwrap())).unwrap();
+        let key: &'static str = if policy == "os" { "os" } else { "pinned" };
+        g.bench_function(name, |b| {
+            b.iter_custom(|n| {
+                k += 1;
+                let h = header(&policy, &p, n as usize);
+                let path = dir.path().join(format!("j{k}.jsonl"));
+                let mut w = JournalWriter::create(&path, &h).unwrap();
+                let (m, _) = Measurer::new(&live, Options::default());
+                let arm = PreparedArm::new(&p, |_| false);
+                let mut exec = LiveExecutor::new(
+                    m,
+                    vec!["true".into()],
+                    vec![arm],
+                    false,
+                    None,
+                    None,
+                    live.clone(),
+                    topo.usable(),
+                )
+                .unwrap();
+                let t = Instant::now();
+                let out = execute(&h, &[], &mut w, &mut exec, &mut Silent, false, &|| false);
+                let d = t.elapsed();
+                assert_eq!(out, Outcome::Complete);
+                SAMPLES
+                    .lock()
+                    .unwrap()
+                    .push((key, d.as_secs_f64() / n as f64));
+                d
+            })
+        });
+    }
+    g.finish();
+
+    let plain = median("plain");
+    for key in ["os", "pinned"] {
+        let m = median(key);
+        println!(
+            "compare per-run cost ({key}): median {:.3} ms vs plain exec {:.3} ms: ratio {:.2}, overhead {:+.3} ms (target ≤ 2 ms)",
+            m * 1e3,
+            plain * 1e3,
+            m / plain,
+            (m - plain) * 1e3
+        );
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    bench(&mut c);
+    c.final_summary();
+}
