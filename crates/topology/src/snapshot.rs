@@ -387,7 +387,7 @@ fn write_dir(
             }
             let _ = std::fs::remove_file(out.join(METADATA_FILE));
         }
-        Error::Io(format!("writing snapshot '{}': {e}", out.display()))
+        Error::Io(format!("writing '{}': {e}", out.display()))
     })
 }
 
@@ -453,7 +453,7 @@ fn write_archive(
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&partial);
-        Error::Io(format!("writing snapshot '{}': {e}", out.display()))
+        Error::Io(format!("writing '{}': {e}", out.display()))
     })
 }
 
