@@ -143,6 +143,7 @@ pub fn discover(fs: &FsRoot) -> Topology {
         kinds,
         warnings: Vec::new(),
     };
+    kinds::name_x86_hybrid(&mut topo);
     topo.warnings = r.into_warnings();
     topo
 }

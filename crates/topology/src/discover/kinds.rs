@@ -296,8 +296,12 @@ fn name(kinds: &mut [Kind]) {
     let n = kinds.len();
     for k in kinds.iter_mut() {
         let rank = k.rank;
+        let ranked = k.rank_source != RankSource::Unranked;
         k.mark = match (k.source, k.core_type) {
             (KindSource::HybridPmu | KindSource::Cpuid, Some(t)) => core_type_mark(t).to_string(),
+            // Two ranked kinds of unknown identity: performance and
+            // efficiency cores, the marks users know (P/E).
+            _ if n == 2 && ranked => if rank == 0 { "E" } else { "P" }.to_string(),
             _ => rank.to_string(),
         };
         if !k.name.is_empty() {
@@ -312,6 +316,23 @@ fn name(kinds: &mut [Kind]) {
             (3, _) => "big".to_string(),
             _ => format!("kind {rank}"),
         };
+    }
+}
+
+/// x86 machines with two kinds told apart only by capacity or frequency
+/// (dumps without the `cpu_core`/`cpu_atom` PMU lists, e.g. the recorded
+/// i7-1370P) are Intel hybrids: name them P-core and E-core rather than
+/// big and little. The identity source stays what it was.
+pub(crate) fn name_x86_hybrid(topo: &mut crate::Topology) {
+    let x86 = topo.arch.as_deref().is_some_and(|a| matches!(a, "x86_64" | "x86" | "i686" | "i386" | "amd64"))
+        || topo.model_name.as_deref().is_some_and(|m| m.contains("Intel"));
+    if !x86 || topo.kinds.len() != 2 {
+        return;
+    }
+    for k in topo.kinds.iter_mut() {
+        if matches!(k.source, KindSource::Capacity | KindSource::Frequency) && k.rank_source != RankSource::Unranked {
+            k.name = if k.rank == 0 { "E-core" } else { "P-core" }.to_string();
+        }
     }
 }
 
