@@ -37,11 +37,17 @@ pub struct CliError {
 impl CliError {
     /// Bad input from the user: exit 2.
     pub fn usage(message: impl Into<String>) -> CliError {
-        CliError { code: 2, message: message.into() }
+        CliError {
+            code: 2,
+            message: message.into(),
+        }
     }
     /// Something failed while working: exit 1.
     pub fn runtime(message: impl Into<String>) -> CliError {
-        CliError { code: 1, message: message.into() }
+        CliError {
+            code: 1,
+            message: message.into(),
+        }
     }
 }
 
@@ -59,10 +65,27 @@ pub type CmdResult = Result<i32, CliError>;
 impl Globals {
     /// The OS window these flags select (usage error if `--fsroot` is bad).
     pub fn fsroot(&self) -> Result<FsRoot, CliError> {
-        match &self.fsroot {
-            Some(p) => FsRoot::at(p).map_err(CliError::usage),
-            None => Ok(FsRoot::live()),
+        let Some(p) = &self.fsroot else {
+            return Ok(FsRoot::live());
+        };
+        // Say where a bad DIR came from: a stale exported variable is
+        // harder to spot than a typo on the command line.
+        let name = if fsroot_from_env(p) {
+            "PINSIGHT_FSROOT"
+        } else {
+            "--fsroot"
+        };
+        let fs = FsRoot::at(p).map_err(|e| CliError::usage(e.replacen("--fsroot", name, 1)))?;
+        // A directory without sys/ (a typo, one level too high) is not a
+        // recorded machine: refuse it rather than show an empty one.
+        if !p.join("sys/devices/system/cpu").is_dir() {
+            return Err(CliError::usage(format!(
+                "{name} '{}': no sys/devices/system/cpu in it (expected a recorded machine: DIR/sys and DIR/proc, \
+                 as `pinsight snapshot` or hwloc-gather-topology write)",
+                p.display()
+            )));
         }
+        Ok(fs)
     }
 
     /// The machine model: from `--hwloc-xml`, else discovered through
@@ -82,10 +105,21 @@ impl Globals {
 
     /// Prints a value as pretty JSON on stdout.
     pub fn print_json<T: serde::Serialize>(&self, value: &T) -> Result<(), CliError> {
-        let s = serde_json::to_string_pretty(value).map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
+        let s = serde_json::to_string_pretty(value)
+            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
         println!("{s}");
         Ok(())
     }
+}
+
+/// Whether `--fsroot`'s value came from `$PINSIGHT_FSROOT` rather than the
+/// command line (clap merges the two; only the messages care).
+fn fsroot_from_env(value: &std::path::Path) -> bool {
+    let from_env = std::env::var_os("PINSIGHT_FSROOT").is_some_and(|v| v == value.as_os_str());
+    let on_command_line = std::env::args_os()
+        .take_while(|a| a != "--")
+        .any(|a| a == "--fsroot" || a.to_string_lossy().starts_with("--fsroot="));
+    from_env && !on_command_line
 }
 
 /// Parses a duration as users type it: `1s`, `500ms`, `2.5s`, `2m`, `90`
@@ -106,8 +140,12 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         (t, 1.0)
     };
     match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e9 => Ok(std::time::Duration::from_secs_f64(v * scale)),
-        _ => Err(format!("'{text}' is not a duration (examples: 500ms, 1s, 2.5s, 2m)")),
+        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e9 => {
+            Ok(std::time::Duration::from_secs_f64(v * scale))
+        }
+        _ => Err(format!(
+            "'{text}' is not a duration (examples: 500ms, 1s, 2.5s, 2m)"
+        )),
     }
 }
 
@@ -121,9 +159,11 @@ pub fn progress_bar(g: &Globals, len: u64, what: &str) -> indicatif::ProgressBar
     }
     let pb = indicatif::ProgressBar::new(len);
     pb.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} ({elapsed}, ETA {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {pos}/{len} ({elapsed}, ETA {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     pb.set_message(what.to_string());
     pb
