@@ -273,17 +273,19 @@ impl<'a, 'input> Importer<'a, 'input> {
             .cpuset_attr(root, "allowed_cpuset")?
             .unwrap_or_else(|| online.clone());
 
-        let groups_of = |want: fn(&ObjKind) -> bool| -> Vec<Group> {
+        let groups_of = |what: &str, want: fn(&ObjKind) -> bool| -> Result<Vec<Group>, String> {
             make_groups(
+                what,
                 objs.iter()
                     .filter(|o| want(&o.kind))
                     .map(|o| (o.os_index, o.cpuset.intersection(&online))),
             )
+            .map_err(|m| self.err(m))
         };
-        let mut cores = groups_of(|k| matches!(k, ObjKind::Core));
-        let mut packages = groups_of(|k| matches!(k, ObjKind::Package));
-        let dies_all = groups_of(|k| matches!(k, ObjKind::Die));
-        let clusters_all = groups_of(|k| matches!(k, ObjKind::Cluster));
+        let mut cores = groups_of("Core", |k| matches!(k, ObjKind::Core))?;
+        let mut packages = groups_of("Package", |k| matches!(k, ObjKind::Package))?;
+        let dies_all = groups_of("Die", |k| matches!(k, ObjKind::Die))?;
+        let clusters_all = groups_of("cluster Group", |k| matches!(k, ObjKind::Cluster))?;
 
         // CPUs hwloc left without a core (no core information on that
         // machine) are each their own core; without a package, one package.
@@ -340,7 +342,8 @@ impl<'a, 'input> Importer<'a, 'input> {
             arch.as_deref(),
             &mut self.warnings,
             self.origin,
-        );
+        )
+        .map_err(|m| self.err(m))?;
 
         let index_of = |groups: &[Group]| -> HashMap<usize, usize> {
             groups
@@ -740,15 +743,32 @@ fn cache_level_from_type(t: &str) -> Option<(u8, CacheType)> {
 
 /// Groups from (os id, online cpus): empty ones dropped, duplicates merged,
 /// ordered by first CPU and numbered densely.
-fn make_groups(items: impl Iterator<Item = (Option<u32>, CpuSet)>) -> Vec<Group> {
+/// Groups from (os id, online cpus): empty ones dropped, repeated ones
+/// merged, ordered by first CPU and numbered densely. Objects of one type
+/// that overlap without being equal make no sense as a partition of the
+/// CPUs: an error naming the shared CPUs.
+fn make_groups(
+    what: &str,
+    items: impl Iterator<Item = (Option<u32>, CpuSet)>,
+) -> Result<Vec<Group>, String> {
     let mut v: Vec<Group> = Vec::new();
+    let mut seen: std::collections::HashSet<CpuSet> = std::collections::HashSet::new();
+    let mut covered = CpuSet::new();
     for (os_id, cpus) in items {
-        if cpus.is_empty() || v.iter().any(|g| g.cpus == cpus) {
+        if cpus.is_empty() || seen.contains(&cpus) {
             continue;
         }
+        if covered.intersects(&cpus) {
+            return Err(format!(
+                "two {what} objects share CPUs {}",
+                covered.intersection(&cpus)
+            ));
+        }
+        covered.union_with(&cpus);
+        seen.insert(cpus.clone());
         v.push(Group { id: 0, os_id, cpus });
     }
-    renumber(v)
+    Ok(renumber(v))
 }
 
 fn renumber(mut v: Vec<Group>) -> Vec<Group> {
@@ -936,11 +956,11 @@ fn build_kinds(
     arch: Option<&str>,
     warnings: &mut Vec<String>,
     origin: &str,
-) -> (Vec<Kind>, Vec<CpuSet>) {
+) -> Result<(Vec<Kind>, Vec<CpuSet>), String> {
     let mut raw: Vec<RawKind> = raw.into_iter().filter(|k| !k.cpus.is_empty()).collect();
     if raw.is_empty() {
         if online.is_empty() {
-            return (Vec::new(), Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let uniform = Kind {
             rank: 0,
@@ -955,9 +975,18 @@ fn build_kinds(
             base_mhz: None,
             core_type: None,
         };
-        return (vec![uniform], vec![CpuSet::new()]);
+        return Ok((vec![uniform], vec![CpuSet::new()]));
     }
-    let covered = raw.iter().fold(CpuSet::new(), |acc, k| acc.union(&k.cpus));
+    let mut covered = CpuSet::new();
+    for k in &raw {
+        if covered.intersects(&k.cpus) {
+            return Err(format!(
+                "two cpukind elements share CPUs {}",
+                covered.intersection(&k.cpus)
+            ));
+        }
+        covered.union_with(&k.cpus);
+    }
     let missing = online.difference(&covered);
     let mut described: Vec<CpuSet> = raw.iter().map(|k| k.cpus.clone()).collect();
     if raw.len() == 1 && !missing.is_empty() {
@@ -1032,7 +1061,7 @@ fn build_kinds(
         .iter()
         .map(|&i| std::mem::take(&mut described[i]))
         .collect();
-    (kinds, described)
+    Ok((kinds, described))
 }
 
 /// Name of the single kind of a homogeneous machine (as discovery names it).

@@ -48,6 +48,11 @@ fn check_invariants(t: &Topology) {
             "ordered by first CPU"
         );
     }
+    for groups in [&t.cores, &t.packages, &t.dies, &t.clusters] {
+        let total: usize = groups.iter().map(|g| g.cpus.len()).sum();
+        let union = groups.iter().fold(CpuSet::new(), |a, g| a.union(&g.cpus));
+        assert_eq!(total, union.len(), "groups of a level are disjoint");
+    }
     for c in &t.cpus {
         if c.online {
             let core = c.core.expect("online CPU has a core");
@@ -638,6 +643,18 @@ mod errors {
         assert!(e.contains("attribute cpuset") && e.contains("\\n"), "{e}");
         let long = format!("<topology><object type=\"Machine\" cpuset=\"0x1\"><object type=\"L2Cache\" cpuset=\"0x1\" cache_size=\"{}\"/></object></topology>", "9".repeat(500));
         assert!(err(&long).len() < 200);
+    }
+
+    #[test]
+    fn overlapping_objects_of_one_type() {
+        let pus = "<object type=\"PU\" os_index=\"0\"/><object type=\"PU\" os_index=\"1\"/><object type=\"PU\" os_index=\"2\"/>";
+        let e = err(&format!("<topology><object type=\"Machine\" cpuset=\"0x7\"><object type=\"Core\" cpuset=\"0x3\"/><object type=\"Core\" cpuset=\"0x6\"/>{pus}</object></topology>"));
+        assert!(e.contains("two Core objects share CPUs 1"), "{e}");
+        let e = err(&format!("<topology><object type=\"Machine\" cpuset=\"0x7\">{pus}</object><cpukind cpuset=\"0x3\"/><cpukind cpuset=\"0x6\"/></topology>"));
+        assert!(e.contains("two cpukind elements share CPUs 1"), "{e}");
+        // Repeated identical objects are merged, not refused.
+        let t = hwloc_xml::parse(&format!("<topology><object type=\"Machine\" cpuset=\"0x7\"><object type=\"Package\" cpuset=\"0x7\"/><object type=\"Package\" cpuset=\"0x7\"/>{pus}</object></topology>"), "x").unwrap();
+        assert_eq!(t.packages.len(), 1);
     }
 
     #[test]
