@@ -1470,3 +1470,63 @@ fn report_json_on_stdout_is_the_json_file_it_writes() {
         &html[..80.min(html.len())]
     );
 }
+
+// ---------------------------------------------------------------- topo's tree reads like lstopo's
+
+/// `(L#, P#)` of every `PU L#n (P#m` in a console tree.
+fn pu_pairs(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for part in text.split("PU L#").skip(1) {
+        let (l, rest) = part.split_once(" (P#").expect("PU L#n (P#m");
+        let p: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        out.push((l.parse().unwrap(), p.parse().unwrap()));
+    }
+    out
+}
+
+/// `L#` is hwloc's logical index: the rank in tree order. So printed PUs
+/// and cores count 0, 1, 2, ... down the page, even when the OS numbers
+/// CPUs across packages (even CPUs on socket 0), and each PU gets the
+/// `L#` lstopo gives it in hwloc's recorded output (`NAME.console`).
+#[test]
+fn topo_numbers_pus_and_cores_in_tree_order_like_lstopo() {
+    for f in hwloc_fixtures() {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let ours = ok(&["-q", "--fsroot", s(&f), "topo"]).stdout;
+        let pus = pu_pairs(&ours);
+        let logical: Vec<usize> = pus.iter().map(|p| p.0).collect();
+        assert_eq!(
+            logical,
+            (0..pus.len()).collect::<Vec<_>>(),
+            "{name}: PU L# not in tree order:\n{ours}"
+        );
+        let cores: Vec<usize> = ours
+            .split("Core L#")
+            .skip(1)
+            .map(|r| {
+                r.chars()
+                    .take_while(|c| c.is_ascii_digit())
+                    .collect::<String>()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            cores,
+            (0..cores.len()).collect::<Vec<_>>(),
+            "{name}: Core L# not in tree order:\n{ours}"
+        );
+
+        let Ok(console) = std::fs::read_to_string(f.with_extension("console")) else {
+            continue;
+        };
+        let theirs = pu_pairs(&console);
+        let set = |v: &[(usize, usize)]| v.iter().map(|p| p.1).collect::<BTreeSet<_>>();
+        // hwloc hides CPUs outside the cgroup (we show them), and makes
+        // sub-NUMA-cluster Groups inside a package (we do not): different trees.
+        if set(&pus) != set(&theirs) || name == "memorysidecaches" {
+            continue;
+        }
+        assert_eq!(pus, theirs, "{name}: PU numbering differs from lstopo's");
+    }
+}

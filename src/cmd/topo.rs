@@ -33,11 +33,21 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
+/// Objects numbered by logical index (lstopo's `L#`): the index is their
+/// rank in tree order, known only once the tree is walked.
+#[derive(Clone, Copy, PartialEq)]
+enum Logical {
+    Core,
+    Pu,
+}
+
 /// One object of the rebuilt tree.
 struct Node {
     /// Sort priority for equal CPU sets: lower = outer.
     depth: u8,
+    /// The text of the line; for `logical` objects, what follows `L#n`.
     label: String,
+    logical: Option<Logical>,
     cpus: CpuSet,
     /// Memory nodes are printed as children lines of their host, not as parents.
     memory: bool,
@@ -82,14 +92,14 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
     let mut nodes: Vec<Node> = Vec::new();
     for p in &topo.packages {
         let os = p.os_id.map(|i| format!(" P#{i}")).unwrap_or_default();
-        nodes.push(Node { depth: 1, label: format!("Package L#{}{os}", p.id), cpus: p.cpus.clone(), memory: false });
+        nodes.push(Node { depth: 1, label: format!("Package L#{}{os}", p.id), cpus: p.cpus.clone(), memory: false, logical: None });
     }
     for d in &topo.dies {
-        nodes.push(Node { depth: 2, label: format!("Die L#{}", d.id), cpus: d.cpus.clone(), memory: false });
+        nodes.push(Node { depth: 2, label: format!("Die L#{}", d.id), cpus: d.cpus.clone(), memory: false, logical: None });
     }
     for n in &topo.numa_nodes {
         let mem = n.memory_mib.map(|m| format!(" {:.1}GB", m as f64 / 1024.0)).unwrap_or_default();
-        nodes.push(Node { depth: 3, label: format!("NUMANode P#{}{mem}", n.id), cpus: n.cpus.clone(), memory: true });
+        nodes.push(Node { depth: 3, label: format!("NUMANode P#{}{mem}", n.id), cpus: n.cpus.clone(), memory: true, logical: None });
     }
     let mut caches: Vec<_> = topo.caches.iter().collect();
     caches.sort_by_key(|c| (std::cmp::Reverse(c.level), c.cache_type == CacheType::Instruction, c.cpus.first()));
@@ -100,11 +110,12 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
             label: format!("{} ({})", cache_name(c.level, c.cache_type), fmt_size(c.size_kib)),
             cpus: c.cpus.clone(),
             memory: false,
+            logical: None,
         });
     }
     for cl in &topo.clusters {
         // A cluster sits just below the L3 and above the L2.
-        nodes.push(Node { depth: 13, label: format!("Cluster L#{}", cl.id), cpus: cl.cpus.clone(), memory: false });
+        nodes.push(Node { depth: 13, label: format!("Cluster L#{}", cl.id), cpus: cl.cpus.clone(), memory: false, logical: None });
     }
     for core in &topo.cores {
         let mark = core
@@ -115,15 +126,16 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
             .filter(|_| topo.kinds.len() > 1)
             .map(|k| format!(" [{}]", topo.kinds[k].mark))
             .unwrap_or_default();
-        nodes.push(Node { depth: 30, label: format!("Core L#{}{mark}", core.id), cpus: core.cpus.clone(), memory: false });
+        nodes.push(Node { depth: 30, label: mark, cpus: core.cpus.clone(), memory: false, logical: Some(Logical::Core) });
     }
     if show_pus {
-        for (i, c) in topo.cpus.iter().filter(|c| c.online).enumerate() {
+        for c in topo.cpus.iter().filter(|c| c.online) {
             nodes.push(Node {
                 depth: 31,
-                label: format!("PU L#{i} (P#{}){}", c.id, kind_tag(topo, c.id)),
+                label: format!(" (P#{}){}", c.id, kind_tag(topo, c.id)),
                 cpus: CpuSet::single(c.id),
                 memory: false,
+                logical: Some(Logical::Pu),
             });
         }
     }
@@ -160,8 +172,23 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
         if topo.kinds.len() == 1 { "" } else { "s" }
     )
     .ok();
-    fn walk(out: &mut String, nodes: &[Node], children: &[Vec<usize>], i: usize, indent: usize) {
-        let mut line = nodes[i].label.clone();
+    /// Logical indexes handed out so far, per numbered type.
+    #[derive(Default)]
+    struct Counters {
+        core: usize,
+        pu: usize,
+    }
+    fn text(n: &Node, counters: &mut Counters) -> String {
+        let (name, counter) = match n.logical {
+            None => return n.label.clone(),
+            Some(Logical::Core) => ("Core", &mut counters.core),
+            Some(Logical::Pu) => ("PU", &mut counters.pu),
+        };
+        *counter += 1;
+        format!("{name} L#{}{}", *counter - 1, n.label)
+    }
+    fn walk(out: &mut String, nodes: &[Node], children: &[Vec<usize>], i: usize, indent: usize, counters: &mut Counters) {
+        let mut line = text(&nodes[i], counters);
         let mut cur = i;
         // Collapse single-child chains covering the same CPUs (lstopo's "A + B").
         while !nodes[cur].memory
@@ -171,15 +198,16 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
         {
             cur = children[cur][0];
             line.push_str(" + ");
-            line.push_str(&nodes[cur].label);
+            line.push_str(&text(&nodes[cur], counters));
         }
         writeln!(out, "{}{}", "  ".repeat(indent), line).ok();
         for &c in &children[cur] {
-            walk(out, nodes, children, c, indent + 1);
+            walk(out, nodes, children, c, indent + 1, counters);
         }
     }
+    let mut counters = Counters::default();
     for &r in &roots {
-        walk(&mut out, &nodes, &children, r, 1);
+        walk(&mut out, &nodes, &children, r, 1, &mut counters);
     }
     let offline = topo.cpus.iter().filter(|c| !c.online).map(|c| c.id).collect::<CpuSet>();
     if !offline.is_empty() {
