@@ -7,11 +7,17 @@ use pinsight_topology::{hwloc_xml, Topology};
 
 fn check(t: &Topology) {
     let online = t.online();
-    assert!(t.cpus.windows(2).all(|w| w[0].id < w[1].id), "cpus sorted and unique");
+    assert!(
+        t.cpus.windows(2).all(|w| w[0].id < w[1].id),
+        "cpus sorted and unique"
+    );
     for groups in [&t.cores, &t.packages, &t.dies, &t.clusters] {
         for (i, g) in groups.iter().enumerate() {
             assert_eq!(g.id, i, "dense logical ids");
-            assert!(!g.cpus.is_empty() && g.cpus.is_subset(&online), "groups hold online CPUs");
+            assert!(
+                !g.cpus.is_empty() && g.cpus.is_subset(&online),
+                "groups hold online CPUs"
+            );
         }
     }
     for c in &t.cpus {
@@ -30,10 +36,30 @@ fn check(t: &Topology) {
         if let Some(k) = c.kind {
             assert!(t.kinds[k].cpus.contains(c.id));
         }
-        assert_eq!(c.online, c.core.is_some(), "online CPUs, and only they, have a core");
+        assert_eq!(
+            c.online,
+            c.core.is_some(),
+            "online CPUs, and only they, have a core"
+        );
+    }
+    // And back: every group's and kind's CPUs point at it (the sets
+    // partition the online CPUs).
+    let of = |id: usize| t.cpu(id).expect("group CPUs are listed CPUs");
+    for g in &t.cores {
+        assert!(g.cpus.iter().all(|c| of(c).core == Some(g.id)));
+    }
+    for g in &t.packages {
+        assert!(g.cpus.iter().all(|c| of(c).package == Some(g.id)));
+    }
+    for g in &t.dies {
+        assert!(g.cpus.iter().all(|c| of(c).die == Some(g.id)));
+    }
+    for g in &t.clusters {
+        assert!(g.cpus.iter().all(|c| of(c).cluster == Some(g.id)));
     }
     for (rank, k) in t.kinds.iter().enumerate() {
         assert_eq!(k.rank, rank);
+        assert!(k.cpus.iter().all(|c| of(c).kind == Some(rank)));
     }
     for c in &t.caches {
         assert!(!c.cpus.is_empty() && c.cpus.is_subset(&online));
@@ -47,9 +73,14 @@ fn check(t: &Topology) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     match hwloc_xml::parse(text, "fuzz.xml") {
         Ok(t) => check(&t),
-        Err(e) => assert!(!e.contains('\n') && e.starts_with("hwloc XML 'fuzz.xml'"), "{e}"),
+        Err(e) => assert!(
+            !e.contains('\n') && e.starts_with("hwloc XML 'fuzz.xml'"),
+            "{e}"
+        ),
     }
 });
