@@ -1530,3 +1530,49 @@ fn topo_numbers_pus_and_cores_in_tree_order_like_lstopo() {
         assert_eq!(pus, theirs, "{name}: PU numbering differs from lstopo's");
     }
 }
+
+/// Ctrl-C / SIGTERM sent to `pinsight run` reach the program; pinsight
+/// exits 128+N and leaves no program behind.
+#[test]
+fn run_passes_interrupts_on_and_leaves_no_program_running() {
+    for (policy, signal, want) in [
+        ("os", "INT", 130),
+        ("cpus:0", "TERM", 143),
+        ("compact", "INT", 130),
+    ] {
+        let marker = format!("7.{}{}", std::process::id(), want); // a sleep nobody else runs
+        let cwd = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pinsight"))
+            .args(["run", policy, "--", "sleep", &marker])
+            .current_dir(cwd.path())
+            .env_remove("PINSIGHT_FSROOT")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(want), "run {policy}: SIG{signal}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "run {policy}: slow to stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&marker))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "run {policy}: program still running after SIG{signal}: {left:?}"
+        );
+        assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0);
+    }
+}
