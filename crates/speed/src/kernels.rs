@@ -53,15 +53,24 @@ impl Kernel {
     }
 }
 
-/// Work items per chunk: sized so a chunk takes roughly 0.2–2 ms on a
-/// current core, fine enough for a 1 s budget to hold many samples.
-pub const CHUNK_OPS: u64 = 200_000;
+/// Integer operations (xorshift steps) per `int` chunk.
+///
+/// Every kernel's chunk is sized to take roughly 0.2–1 ms on a current
+/// core: short next to a scheduler time slice (so most chunks run
+/// undisturbed, and the few that are interrupted can be recognised and
+/// dropped), long next to the cost of reading the clocks (< 0.1%), and
+/// fine enough that a 20 ms slot holds dozens of samples.
+pub const INT_OPS: u64 = 100_000;
+/// Horner steps per `fp` chunk (each step is 8 chains x 2 flops).
+pub const FP_STEPS: u64 = 150_000;
+/// Dependent loads per `mem` chunk (~80-250 ns each beyond L2).
+pub const MEM_LOADS: u64 = 4096;
 
 /// Integer/branchy chunk. Returns a checksum.
 pub fn int_chunk(seed: u64) -> u64 {
     let mut x = seed | 1;
     let mut acc = 0u64;
-    for _ in 0..CHUNK_OPS {
+    for _ in 0..INT_OPS {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -84,8 +93,7 @@ pub fn int_chunk(seed: u64) -> u64 {
 pub fn fp_chunk(seed: u64) -> f64 {
     let x = 0.999_999 + (seed % 7) as f64 * 1e-9;
     let mut a = [1.0f64, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7];
-    let steps = CHUNK_OPS / 16;
-    for _ in 0..steps {
+    for _ in 0..FP_STEPS {
         for v in a.iter_mut() {
             *v = *v * x + 1e-7;
         }
@@ -125,11 +133,16 @@ impl ChaseBuffer {
         self.next.len() * 64
     }
 
-    /// Follows `CHUNK_OPS / 4` dependent loads from `start`; returns where it
+    /// Cache lines in the cycle (loads for one full walk).
+    pub fn lines(&self) -> usize {
+        self.next.len()
+    }
+
+    /// Follows [`MEM_LOADS`] dependent loads from `start`; returns where it
     /// stopped (feed it back in to continue the walk).
     pub fn chase(&self, start: usize) -> usize {
         let mut p = start % self.next.len();
-        for _ in 0..CHUNK_OPS / 4 {
+        for _ in 0..MEM_LOADS {
             p = self.next[p][0];
         }
         black_box(p)
@@ -139,9 +152,9 @@ impl ChaseBuffer {
 /// Units of work one chunk of `k` counts for.
 pub fn chunk_units(k: Kernel) -> u64 {
     match k {
-        Kernel::Int => CHUNK_OPS,
-        Kernel::Fp => (CHUNK_OPS / 16) * 8 * 2,
-        Kernel::Mem => CHUNK_OPS / 4,
+        Kernel::Int => INT_OPS,
+        Kernel::Fp => FP_STEPS * 8 * 2,
+        Kernel::Mem => MEM_LOADS,
     }
 }
 

@@ -12,8 +12,10 @@
 pub mod kernels;
 pub mod pin;
 pub mod run;
+pub mod select;
 pub mod summary;
 
 pub use kernels::Kernel;
-pub use run::{measure, CpuSpeed, SpeedConfig, SpeedError};
-pub use summary::{speedups, weights_file, KindPair, SpeedReport};
+pub use run::{measure, schedule, CpuSpeed, KernelResult, Schedule, SpeedConfig, SpeedError};
+pub use select::{default_mem_bytes, select_cpus};
+pub use summary::{speedups, unweighted, weights_file, KindPair, KindSpeed, SpeedReport};

@@ -10,7 +10,9 @@ pub fn current_affinity() -> std::io::Result<CpuSet> {
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect())
     }
 }
 
@@ -34,4 +36,19 @@ pub fn current_cpu() -> Option<usize> {
     // SAFETY: no arguments; returns -1 on error.
     let c = unsafe { libc::sched_getcpu() };
     (c >= 0).then_some(c as usize)
+}
+
+/// CPU time the calling thread has run, in seconds (`CLOCK_THREAD_CPUTIME_ID`,
+/// nanosecond resolution on Linux). Beside the wall clock it tells whether a
+/// timed chunk was descheduled part-way: its CPU time then falls short of
+/// its wall time.
+pub fn thread_cpu_time() -> Option<f64> {
+    // SAFETY: timespec is plain data; clock_gettime fills it or fails.
+    unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        if libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) != 0 {
+            return None;
+        }
+        Some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    }
 }

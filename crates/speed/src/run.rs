@@ -1,6 +1,31 @@
 //! Running the kernels pinned to each CPU.
+//!
+//! # Method
+//! The budget of every CPU is cut into short **slots** (one kernel on one
+//! CPU for ~15–40 ms) and the slots are run **interleaved**: pass after
+//! pass, kernel after kernel, every CPU in turn (the CPU order rotated each
+//! pass). A burst of background load, a frequency change or a thermal drift
+//! then hits every CPU alike instead of spoiling whichever CPU happened to be
+//! measured at that moment — which matters most on hybrid machines, where
+//! the point is the *ratio* between CPUs.
+//!
+//! Each slot starts with an untimed warm-up (caches, clock ramp-up; for
+//! `mem` one walk of the whole buffer, so the loads are served from this
+//! core's caches and not from where the previous CPU left the lines).
+//! Within a slot the kernel runs in chunks of ~0.2–1 ms, each timed with the
+//! wall clock and with the thread's CPU-time clock. A chunk whose CPU time
+//! falls short of its wall time by more than 5% was descheduled part-way
+//! (another process ran): it is **disturbed** and dropped, as is a chunk
+//! that ran on another CPU than asked. The result per CPU and kernel is the
+//! median throughput of the remaining chunks with a distribution-free 95%
+//! confidence interval. If fewer than [`MIN_UNDISTURBED`] chunks were left
+//! (a machine loaded beyond reason) all chunks on the right CPU are used and
+//! the result says so.
+//!
+//! One worker thread does all the measuring, re-pinning itself slot by slot;
+//! the caller's affinity is never touched.
 
-use crate::kernels::{chunk_units, fp_chunk, int_chunk, ChaseBuffer, Kernel};
+use crate::kernels::{chunk_units, fp_chunk, int_chunk, ChaseBuffer, Kernel, MEM_LOADS};
 use crate::pin;
 use pinsight_cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
@@ -9,7 +34,7 @@ use std::time::{Duration, Instant};
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct SpeedConfig {
-    /// CPUs to measure, each in turn.
+    /// CPUs to measure.
     pub cpus: CpuSet,
     /// Kernels to run on each CPU.
     pub kernels: Vec<Kernel>,
@@ -19,19 +44,150 @@ pub struct SpeedConfig {
     pub mem_bytes: usize,
 }
 
+/// Shortest slot worth having: room for a warm-up and a dozen chunks.
+pub const MIN_SLOT: Duration = Duration::from_millis(15);
+/// More passes than this only adds re-pinning and warm-ups.
+pub const MAX_PASSES: usize = 8;
+/// A chunk is undisturbed when its thread CPU time is at least this
+/// fraction of its wall time.
+pub const UNDISTURBED: f64 = 0.95;
+/// Fewer undisturbed chunks than this and the disturbed ones are kept too.
+pub const MIN_UNDISTURBED: usize = 3;
+/// Share of each slot spent warming up (caches, frequency) untimed.
+pub const WARMUP_FRACTION: f64 = 0.1;
+
+/// How a per-CPU budget is cut into slots.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    /// Passes over all CPUs; each pass runs every kernel once on every CPU.
+    pub passes: usize,
+    /// Length of one slot (one kernel on one CPU in one pass).
+    pub slot: Duration,
+}
+
+/// As many passes as fit slots of at least [`MIN_SLOT`], at most
+/// [`MAX_PASSES`], at least one (a budget below `MIN_SLOT` per kernel gives
+/// one short slot). Pure.
+pub fn schedule(budget_per_cpu: Duration, kernels: usize) -> Schedule {
+    let per_kernel = budget_per_cpu / kernels.max(1) as u32;
+    let passes =
+        ((per_kernel.as_secs_f64() / MIN_SLOT.as_secs_f64()).floor() as usize).clamp(1, MAX_PASSES);
+    Schedule {
+        passes,
+        slot: per_kernel / passes as u32,
+    }
+}
+
+/// One slot of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub pass: usize,
+    /// Index into the kernel list.
+    pub kernel: usize,
+    /// Index into the CPU list.
+    pub cpu: usize,
+}
+
+/// The order slots run in: pass-major, then kernel, then CPU, the CPU order
+/// rotated by one each pass so no CPU is always first after a kernel
+/// switch. Every (kernel, CPU) appears once per pass. Pure.
+pub fn slot_order(cpus: usize, kernels: usize, passes: usize) -> Vec<Slot> {
+    let mut out = Vec::with_capacity(cpus * kernels * passes);
+    for pass in 0..passes {
+        for kernel in 0..kernels {
+            for i in 0..cpus {
+                out.push(Slot {
+                    pass,
+                    kernel,
+                    cpu: (i + pass) % cpus,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One timed chunk.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Chunk {
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Thread CPU time over the same chunk, if the clock could be read.
+    pub cpu_s: Option<f64>,
+    /// The chunk ended on the CPU it was pinned to.
+    pub on_cpu: bool,
+}
+
+impl Chunk {
+    /// Ran without being descheduled (see [`UNDISTURBED`]).
+    pub fn undisturbed(&self) -> bool {
+        !matches!(self.cpu_s, Some(c) if c < UNDISTURBED * self.wall_s)
+    }
+}
+
 /// The result of one kernel on one CPU.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelResult {
     pub kernel: Kernel,
-    /// Median throughput over the timed chunks, in millions of units per second.
+    /// Median throughput over the chunks used, in millions of units per second.
     pub median: f64,
     /// 95% distribution-free confidence interval of that median.
     pub ci_low: f64,
     pub ci_high: f64,
-    /// Timed chunks.
+    /// Chunks the median is taken over.
     pub samples: usize,
+    /// Chunks timed in all (over every pass).
+    #[serde(default)]
+    pub chunks: usize,
+    /// Chunks that were descheduled part-way (dropped unless too few were left).
+    #[serde(default)]
+    pub disturbed: usize,
+    /// True when too few undisturbed chunks were left and the disturbed ones
+    /// were used too: the figure is then a lower bound, not trustworthy.
+    #[serde(default)]
+    pub disturbed_included: bool,
     /// Throughput relative to the fastest CPU measured for this kernel (1.0 = fastest).
     pub relative: f64,
+}
+
+impl KernelResult {
+    /// Half-width of the confidence interval relative to the median (0.02 = ±2%).
+    pub fn rel_ci_half(&self) -> f64 {
+        (self.ci_high - self.ci_low) / 2.0 / self.median
+    }
+}
+
+/// Median and CI of `kernel`'s chunks (`units` of work each). Chunks that
+/// ran on another CPU are always dropped; disturbed ones unless fewer than
+/// [`MIN_UNDISTURBED`] would remain. Pure.
+pub fn summarise(kernel: Kernel, units: u64, chunks: &[Chunk]) -> KernelResult {
+    let placed: Vec<&Chunk> = chunks
+        .iter()
+        .filter(|c| c.on_cpu && c.wall_s > 0.0)
+        .collect();
+    let clean: Vec<&Chunk> = placed.iter().copied().filter(|c| c.undisturbed()).collect();
+    let disturbed = placed.len() - clean.len();
+    let disturbed_included = clean.len() < MIN_UNDISTURBED && disturbed > 0;
+    let used = if disturbed_included { placed } else { clean };
+    let mut rates: Vec<f64> = used.iter().map(|c| units as f64 / c.wall_s / 1e6).collect();
+    rates.sort_by(|a, b| a.total_cmp(b));
+    let (median, ci_low, ci_high) = if rates.is_empty() {
+        (f64::NAN, f64::NAN, f64::NAN)
+    } else {
+        let (lo, hi) = median_ci_ranks(rates.len());
+        (median_sorted(&rates), rates[lo], rates[hi])
+    };
+    KernelResult {
+        kernel,
+        median,
+        ci_low,
+        ci_high,
+        samples: rates.len(),
+        chunks: chunks.len(),
+        disturbed,
+        disturbed_included,
+        relative: f64::NAN,
+    }
 }
 
 /// All kernels on one CPU.
@@ -45,7 +201,7 @@ pub struct CpuSpeed {
     /// the weight the `balance` policy uses.
     pub relative: f64,
     /// Chunks that ran on another CPU than asked (should be 0: evidence the
-    /// pinning held).
+    /// pinning held); they are left out of the figures.
     pub misplaced_chunks: usize,
 }
 
@@ -56,6 +212,8 @@ pub enum SpeedError {
     Pin { cpu: usize, error: std::io::Error },
     /// No CPU to measure.
     NoCpus,
+    /// No kernel to run.
+    NoKernels,
 }
 
 impl std::fmt::Display for SpeedError {
@@ -63,15 +221,86 @@ impl std::fmt::Display for SpeedError {
         match self {
             SpeedError::Pin { cpu, error } => write!(f, "cannot run on CPU {cpu}: {error}"),
             SpeedError::NoCpus => write!(f, "no CPU to measure"),
+            SpeedError::NoKernels => write!(f, "no kernel to run"),
         }
     }
 }
 
 impl std::error::Error for SpeedError {}
 
-/// Measures every CPU of `cfg.cpus` in turn on a helper thread (the
-/// caller's affinity is never touched). `kind_of` maps a CPU to its kind
-/// rank; `progress(done, total)` is called after each CPU.
+/// A kernel's running state, carried across its slots.
+struct Runner<'a> {
+    kernel: Kernel,
+    seed: u64,
+    pos: usize,
+    buffer: Option<&'a ChaseBuffer>,
+}
+
+impl Runner<'_> {
+    fn chunk(&mut self) {
+        self.seed = self.seed.wrapping_add(0x9E37_79B9);
+        match self.kernel {
+            Kernel::Int => {
+                std::hint::black_box(int_chunk(self.seed));
+            }
+            Kernel::Fp => {
+                std::hint::black_box(fp_chunk(self.seed));
+            }
+            Kernel::Mem => {
+                self.pos = self
+                    .buffer
+                    .expect("buffer allocated for mem")
+                    .chase(self.pos)
+            }
+        }
+    }
+
+    /// Runs one slot on `cpu` (already pinned): an untimed warm-up (a tenth
+    /// of the slot, at least one chunk, for `mem` at least one walk of the
+    /// whole buffer), then timed chunks while another chunk still fits the
+    /// slot (at least one).
+    fn slot(&mut self, slot: Duration, cpu: usize, out: &mut Vec<Chunk>) {
+        let start = Instant::now();
+        let warm = slot.mul_f64(WARMUP_FRACTION);
+        // The chase buffer was last walked from another CPU, and on a
+        // chiplet machine sits in that CPU's L3: walk it whole once so the
+        // timed loads see this core's own cache hierarchy, not the order
+        // the CPUs were measured in.
+        let mut warm_chunks = match (self.kernel, self.buffer) {
+            (Kernel::Mem, Some(b)) => b.lines().div_ceil(MEM_LOADS as usize),
+            _ => 1,
+        };
+        loop {
+            self.chunk();
+            warm_chunks = warm_chunks.saturating_sub(1);
+            if warm_chunks == 0 && start.elapsed() >= warm {
+                break;
+            }
+        }
+        let mut last = Duration::ZERO;
+        let mut timed = 0;
+        while timed == 0 || start.elapsed() + last <= slot {
+            let c0 = pin::thread_cpu_time();
+            let t = Instant::now();
+            self.chunk();
+            let wall = t.elapsed();
+            let c1 = pin::thread_cpu_time();
+            let on_cpu = !matches!(pin::current_cpu(), Some(c) if c != cpu);
+            out.push(Chunk {
+                wall_s: wall.as_secs_f64(),
+                cpu_s: c0.zip(c1).map(|(a, b)| b - a),
+                on_cpu,
+            });
+            last = wall;
+            timed += 1;
+        }
+    }
+}
+
+/// Measures every CPU of `cfg.cpus` (see the module doc for the method).
+/// `kind_of` maps a CPU to its kind rank; `progress(done, total)` is called
+/// on the calling thread after each slot, `total` being
+/// `cpus x kernels x passes` of [`schedule`].
 pub fn measure(
     cfg: &SpeedConfig,
     kind_of: &dyn Fn(usize) -> Option<usize>,
@@ -80,80 +309,66 @@ pub fn measure(
     if cfg.cpus.is_empty() {
         return Err(SpeedError::NoCpus);
     }
-    let buffer = cfg.kernels.contains(&Kernel::Mem).then(|| ChaseBuffer::new(cfg.mem_bytes));
-    let slice = cfg.budget_per_cpu / cfg.kernels.len().max(1) as u32;
-    let total = cfg.cpus.len();
-    let mut out = Vec::with_capacity(total);
-    for (done, cpu) in cfg.cpus.iter().enumerate() {
-        let kernels = cfg.kernels.clone();
-        let buf = buffer.as_ref();
-        let r = std::thread::scope(|s| {
-            s.spawn(move || -> Result<(Vec<KernelResult>, usize), SpeedError> {
-                pin::set_affinity(&CpuSet::single(cpu)).map_err(|error| SpeedError::Pin { cpu, error })?;
-                let mut misplaced = 0;
-                let mut results = Vec::new();
-                for k in kernels {
-                    let (r, m) = time_kernel(k, slice, buf, cpu);
-                    misplaced += m;
-                    results.push(r);
-                }
-                Ok((results, misplaced))
-            })
-            .join()
-            .expect("speed worker panicked")
-        })?;
-        out.push(CpuSpeed { cpu, kind: kind_of(cpu), results: r.0, relative: f64::NAN, misplaced_chunks: r.1 });
-        progress(done + 1, total);
+    if cfg.kernels.is_empty() {
+        return Err(SpeedError::NoKernels);
     }
+    let cpus: Vec<usize> = cfg.cpus.iter().collect();
+    let kernels = &cfg.kernels;
+    let sched = schedule(cfg.budget_per_cpu, kernels.len());
+    let order = slot_order(cpus.len(), kernels.len(), sched.passes);
+    let total = order.len();
+    let buffer = kernels
+        .contains(&Kernel::Mem)
+        .then(|| ChaseBuffer::new(cfg.mem_bytes));
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    let chunks = std::thread::scope(|s| {
+        let worker = s.spawn(|| -> Result<Vec<Vec<Vec<Chunk>>>, SpeedError> {
+            let tx = tx;
+            let mut runners: Vec<Runner> = kernels
+                .iter()
+                .map(|&kernel| Runner {
+                    kernel,
+                    seed: 1,
+                    pos: 0,
+                    buffer: buffer.as_ref(),
+                })
+                .collect();
+            let mut chunks = vec![vec![Vec::new(); kernels.len()]; cpus.len()];
+            for (done, slot) in order.iter().enumerate() {
+                let cpu = cpus[slot.cpu];
+                pin::set_affinity(&CpuSet::single(cpu))
+                    .map_err(|error| SpeedError::Pin { cpu, error })?;
+                runners[slot.kernel].slot(sched.slot, cpu, &mut chunks[slot.cpu][slot.kernel]);
+                let _ = tx.send(done + 1);
+            }
+            Ok(chunks)
+        });
+        for done in rx.iter() {
+            progress(done, total);
+        }
+        worker.join().expect("speed worker panicked")
+    })?;
+    let mut out: Vec<CpuSpeed> = cpus
+        .iter()
+        .zip(chunks)
+        .map(|(&cpu, per_kernel)| {
+            let misplaced = per_kernel.iter().flatten().filter(|c| !c.on_cpu).count();
+            let results = kernels
+                .iter()
+                .zip(&per_kernel)
+                .map(|(&k, ch)| summarise(k, chunk_units(k), ch))
+                .collect();
+            CpuSpeed {
+                cpu,
+                kind: kind_of(cpu),
+                results,
+                relative: f64::NAN,
+                misplaced_chunks: misplaced,
+            }
+        })
+        .collect();
     fill_relative(&mut out);
     Ok(out)
-}
-
-/// Runs one kernel for `slice`: a warm-up tenth, then timed chunks.
-fn time_kernel(k: Kernel, slice: Duration, buf: Option<&ChaseBuffer>, cpu: usize) -> (KernelResult, usize) {
-    let mut pos = 0usize;
-    let mut seed = 1u64;
-    let mut chunk = || {
-        seed = seed.wrapping_add(0x9E37_79B9);
-        match k {
-            Kernel::Int => {
-                std::hint::black_box(int_chunk(seed));
-            }
-            Kernel::Fp => {
-                std::hint::black_box(fp_chunk(seed));
-            }
-            Kernel::Mem => pos = buf.expect("buffer allocated for mem").chase(pos),
-        }
-    };
-    let start = Instant::now();
-    let warm = slice / 10;
-    while start.elapsed() < warm {
-        chunk();
-    }
-    let units = chunk_units(k) as f64;
-    let mut rates = Vec::new();
-    let mut misplaced = 0;
-    // At least 5 samples even if a chunk overruns the slice.
-    while start.elapsed() < slice || rates.len() < 5 {
-        let t = Instant::now();
-        chunk();
-        let dt = t.elapsed().as_secs_f64();
-        if pin::current_cpu().is_some_and(|c| c != cpu) {
-            misplaced += 1;
-        }
-        rates.push(units / dt / 1e6);
-    }
-    rates.sort_by(|a, b| a.total_cmp(b));
-    let (lo, hi) = median_ci_ranks(rates.len());
-    let r = KernelResult {
-        kernel: k,
-        median: median_sorted(&rates),
-        ci_low: rates[lo],
-        ci_high: rates[hi],
-        samples: rates.len(),
-        relative: f64::NAN,
-    };
-    (r, misplaced)
 }
 
 fn median_sorted(v: &[f64]) -> f64 {
@@ -176,7 +391,10 @@ fn median_ci_ranks(n: usize) -> (usize, usize) {
 
 /// Fills per-kernel and per-CPU relative speeds (1.0 = fastest CPU).
 pub fn fill_relative(cpus: &mut [CpuSpeed]) {
-    let kernels: Vec<Kernel> = cpus.first().map(|c| c.results.iter().map(|r| r.kernel).collect()).unwrap_or_default();
+    let kernels: Vec<Kernel> = cpus
+        .first()
+        .map(|c| c.results.iter().map(|r| r.kernel).collect())
+        .unwrap_or_default();
     for k in kernels {
         let best = cpus
             .iter()
@@ -202,35 +420,162 @@ mod tests {
     fn ci_ranks_bracket_the_median() {
         for n in 1..200 {
             let (lo, hi) = median_ci_ranks(n);
-            assert!(lo <= (n - 1) / 2 && hi >= n / 2 && hi < n, "n={n} lo={lo} hi={hi}");
+            assert!(
+                lo <= (n - 1) / 2 && hi >= n / 2 && hi < n,
+                "n={n} lo={lo} hi={hi}"
+            );
         }
+    }
+
+    #[test]
+    fn schedule_fits_the_budget_in_passes() {
+        // 1 s per CPU, 3 kernels: 333 ms per kernel -> 8 passes of ~41.7 ms.
+        let s = schedule(Duration::from_secs(1), 3);
+        assert_eq!(s.passes, MAX_PASSES);
+        assert!(
+            (s.slot.as_secs_f64() * 8.0 * 3.0 - 1.0).abs() < 1e-6,
+            "{s:?}"
+        );
+        // 90 ms, 3 kernels: 30 ms per kernel -> 2 passes of 15 ms.
+        assert_eq!(
+            schedule(Duration::from_millis(90), 3),
+            Schedule {
+                passes: 2,
+                slot: Duration::from_millis(15)
+            }
+        );
+        // Below one MIN_SLOT per kernel: one short slot, never zero passes.
+        assert_eq!(
+            schedule(Duration::from_millis(9), 3),
+            Schedule {
+                passes: 1,
+                slot: Duration::from_millis(3)
+            }
+        );
+        assert_eq!(schedule(Duration::ZERO, 0).passes, 1);
+        // The slots never add up to more than the budget.
+        for ms in [1u64, 14, 15, 16, 44, 45, 100, 333, 1000, 5000] {
+            for k in 1..=3 {
+                let s = schedule(Duration::from_millis(ms), k);
+                assert!(
+                    s.slot * (s.passes * k) as u32 <= Duration::from_millis(ms),
+                    "{ms} ms, {k} kernels: {s:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn slot_order_interleaves_cpus_and_rotates_each_pass() {
+        let o = slot_order(3, 2, 2);
+        assert_eq!(o.len(), 12);
+        let cpus: Vec<usize> = o.iter().map(|s| s.cpu).collect();
+        assert_eq!(cpus, [0, 1, 2, 0, 1, 2, 1, 2, 0, 1, 2, 0]);
+        let kernels: Vec<usize> = o.iter().map(|s| s.kernel).collect();
+        assert_eq!(kernels, [0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1]);
+        // Every (kernel, CPU) once per pass.
+        for pass in 0..2 {
+            let mut seen: Vec<(usize, usize)> = o
+                .iter()
+                .filter(|s| s.pass == pass)
+                .map(|s| (s.kernel, s.cpu))
+                .collect();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(seen.len(), 6);
+        }
+    }
+
+    fn chunk(wall_ms: f64, cpu_ms: f64, on_cpu: bool) -> Chunk {
+        Chunk {
+            wall_s: wall_ms / 1e3,
+            cpu_s: Some(cpu_ms / 1e3),
+            on_cpu,
+        }
+    }
+
+    #[test]
+    fn summary_drops_disturbed_and_misplaced_chunks() {
+        // 1000 units per chunk: 1 ms -> 1 M units/s.
+        let mut chunks = vec![chunk(1.0, 1.0, true); 9];
+        chunks.push(chunk(5.0, 1.0, true)); // descheduled for 4 ms
+        chunks.push(chunk(4.0, 0.9, true));
+        chunks.push(chunk(0.5, 0.5, false)); // ran elsewhere
+        let r = summarise(Kernel::Int, 1000, &chunks);
+        assert_eq!(
+            (r.samples, r.chunks, r.disturbed, r.disturbed_included),
+            (9, 12, 2, false)
+        );
+        assert!(
+            (r.median - 1.0).abs() < 1e-9 && r.ci_low == r.median && r.ci_high == r.median,
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn summary_keeps_disturbed_chunks_when_too_few_are_clean() {
+        let chunks = vec![
+            chunk(1.0, 1.0, true),
+            chunk(2.0, 1.0, true),
+            chunk(4.0, 1.0, true),
+        ];
+        let r = summarise(Kernel::Fp, 1000, &chunks);
+        assert_eq!((r.samples, r.disturbed, r.disturbed_included), (3, 2, true));
+        assert!((r.median - 0.5).abs() < 1e-9);
+        // No usable chunk at all: NaN, not a fake number.
+        let r = summarise(Kernel::Mem, 1000, &[chunk(1.0, 1.0, false)]);
+        assert_eq!(r.samples, 0);
+        assert!(r.median.is_nan());
+        // A missing CPU-time clock counts as undisturbed.
+        let r = summarise(
+            Kernel::Mem,
+            1000,
+            &[Chunk {
+                wall_s: 1e-3,
+                cpu_s: None,
+                on_cpu: true,
+            }],
+        );
+        assert_eq!((r.samples, r.disturbed), (1, 0));
     }
 
     #[test]
     fn measures_the_cpus_it_may_use() {
         let mine = pin::current_affinity().unwrap();
-        let first = mine.first().unwrap();
         let cfg = SpeedConfig {
-            cpus: CpuSet::single(first),
+            cpus: mine.clone(),
             kernels: Kernel::ALL.to_vec(),
             budget_per_cpu: Duration::from_millis(90),
             mem_bytes: 1 << 20,
         };
+        let total = mine.len() * 3 * schedule(cfg.budget_per_cpu, 3).passes;
         let mut calls = 0;
+        let t = Instant::now();
         let r = measure(&cfg, &|_| Some(0), &mut |d, t| {
             calls += 1;
-            assert_eq!((d, t), (1, 1));
+            assert_eq!((d, t), (calls, total));
         })
         .unwrap();
-        assert_eq!(calls, 1);
-        assert_eq!(r.len(), 1);
-        assert_eq!(r[0].results.len(), 3);
-        for k in &r[0].results {
-            assert!(k.median > 0.0 && k.ci_low <= k.median && k.median <= k.ci_high, "{k:?}");
-            assert!(k.samples >= 5);
-            assert!((k.relative - 1.0).abs() < 1e-12);
+        let wall = t.elapsed();
+        assert_eq!(calls, total);
+        assert_eq!(r.len(), mine.len());
+        // The budget holds (plus one chunk per slot and thread start-up).
+        assert!(
+            wall < Duration::from_millis(90 * mine.len() as u64 + 200),
+            "{wall:?}"
+        );
+        for c in &r {
+            assert_eq!(c.results.len(), 3);
+            assert_eq!(c.misplaced_chunks, 0);
+            for k in &c.results {
+                assert!(k.samples >= 1 && k.chunks >= k.samples, "{k:?}");
+                assert!(
+                    k.median > 0.0 && k.ci_low <= k.median && k.median <= k.ci_high,
+                    "{k:?}"
+                );
+                assert!(k.relative > 0.0 && k.relative <= 1.0, "{k:?}");
+            }
         }
-        assert_eq!(r[0].misplaced_chunks, 0);
         // The caller's own affinity is untouched.
         assert_eq!(pin::current_affinity().unwrap(), mine);
     }

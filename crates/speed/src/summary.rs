@@ -28,6 +28,15 @@ pub struct KindPair {
 pub struct SpeedReport {
     pub kernels: Vec<Kernel>,
     pub budget_per_cpu_s: f64,
+    /// Interleaved passes over the CPUs and the length of one slot (one
+    /// kernel on one CPU in one pass); see [`crate::run`].
+    #[serde(default)]
+    pub passes: usize,
+    #[serde(default)]
+    pub slot_s: f64,
+    /// Wall time the measurement took.
+    #[serde(default)]
+    pub elapsed_s: f64,
     pub mem_bytes: usize,
     pub cpus: Vec<CpuSpeed>,
     /// Per kind (by rank) and kernel: median throughput of its CPUs.
@@ -52,11 +61,19 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 /// Per-kind medians and every kind pair's speedup factor.
-pub fn speedups(topo: &Topology, cpus: &[CpuSpeed], kernels: &[Kernel]) -> (Vec<KindSpeed>, Vec<KindPair>) {
+pub fn speedups(
+    topo: &Topology,
+    cpus: &[CpuSpeed],
+    kernels: &[Kernel],
+) -> (Vec<KindSpeed>, Vec<KindPair>) {
     let mut kinds = Vec::new();
     for k in &topo.kinds {
         let mine: Vec<&CpuSpeed> = cpus.iter().filter(|c| c.kind == Some(k.rank)).collect();
@@ -66,11 +83,21 @@ pub fn speedups(topo: &Topology, cpus: &[CpuSpeed], kernels: &[Kernel]) -> (Vec<
         let med = kernels
             .iter()
             .filter_map(|kern| {
-                let vals = mine.iter().flat_map(|c| c.results.iter().filter(|r| r.kernel == *kern).map(|r| r.median));
+                let vals = mine.iter().flat_map(|c| {
+                    c.results
+                        .iter()
+                        .filter(|r| r.kernel == *kern)
+                        .map(|r| r.median)
+                });
                 median(vals.collect()).map(|m| (*kern, m))
             })
             .collect();
-        kinds.push(KindSpeed { rank: k.rank, name: k.name.clone(), cpus_measured: mine.len(), median: med });
+        kinds.push(KindSpeed {
+            rank: k.rank,
+            name: k.name.clone(),
+            cpus_measured: mine.len(),
+            median: med,
+        });
     }
     let mut pairs = Vec::new();
     for (i, slow) in kinds.iter().enumerate() {
@@ -103,11 +130,30 @@ pub fn speedups(topo: &Topology, cpus: &[CpuSpeed], kernels: &[Kernel]) -> (Vec<
 }
 
 /// The `--weights` file `pinsight plan balance --weights FILE` reads: one
-/// relative speed per CPU (geometric mean over the kernels, fastest = 1).
+/// relative speed per CPU (geometric mean over the kernels, fastest = 1),
+/// wrapped as `{"source": "pinsight speed", "kernels": [...], "weights": {"0": 1.0, ...}}`
+/// (plan reads the `weights` object and ignores the rest). A CPU without a
+/// valid figure (no usable chunk) is left out rather than given a made-up
+/// weight; [`unweighted`] lists them so the caller can say so.
 pub fn weights_file(cpus: &[CpuSpeed]) -> serde_json::Value {
-    let weights: serde_json::Map<String, serde_json::Value> =
-        cpus.iter().map(|c| (c.cpu.to_string(), serde_json::json!(c.relative))).collect();
-    serde_json::json!({ "source": "pinsight speed", "weights": weights })
+    let weights: serde_json::Map<String, serde_json::Value> = cpus
+        .iter()
+        .filter(|c| c.relative.is_finite() && c.relative > 0.0)
+        .map(|c| (c.cpu.to_string(), serde_json::json!(c.relative)))
+        .collect();
+    let kernels: Vec<&str> = cpus
+        .first()
+        .map(|c| c.results.iter().map(|r| r.kernel.name()).collect())
+        .unwrap_or_default();
+    serde_json::json!({ "source": "pinsight speed", "kernels": kernels, "weights": weights })
+}
+
+/// CPUs [`weights_file`] leaves out: no valid measurement.
+pub fn unweighted(cpus: &[CpuSpeed]) -> Vec<usize> {
+    cpus.iter()
+        .filter(|c| !(c.relative.is_finite() && c.relative > 0.0))
+        .map(|c| c.cpu)
+        .collect()
 }
 
 #[cfg(test)]
@@ -136,7 +182,17 @@ mod tests {
         CpuSpeed {
             cpu,
             kind: Some(kind),
-            results: vec![KernelResult { kernel: Kernel::Int, median: v, ci_low: v, ci_high: v, samples: 5, relative: f64::NAN }],
+            results: vec![KernelResult {
+                kernel: Kernel::Int,
+                median: v,
+                ci_low: v,
+                ci_high: v,
+                samples: 5,
+                chunks: 5,
+                disturbed: 0,
+                disturbed_included: false,
+                relative: f64::NAN,
+            }],
             relative: f64::NAN,
             misplaced_chunks: 0,
         }
@@ -159,7 +215,12 @@ mod tests {
             kinds: vec![kind(0, "2-3", 512, 3000), kind(1, "0-1", 1024, 5000)],
             warnings: vec![],
         };
-        let mut cpus = vec![speed(0, 1, 200.0), speed(1, 1, 220.0), speed(2, 0, 100.0), speed(3, 0, 100.0)];
+        let mut cpus = vec![
+            speed(0, 1, 200.0),
+            speed(1, 1, 220.0),
+            speed(2, 0, 100.0),
+            speed(3, 0, 100.0),
+        ];
         crate::run::fill_relative(&mut cpus);
         let (kinds, pairs) = speedups(&topo, &cpus, &[Kernel::Int]);
         assert_eq!(kinds.len(), 2);

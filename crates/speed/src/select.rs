@@ -1,0 +1,163 @@
+//! Which CPUs to measure, and how big the pointer-chase buffer must be.
+//! Pure: topology in, choice out.
+
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::{CacheType, Topology};
+
+/// The CPUs `pinsight speed` measures.
+///
+/// - `cpus`: a cpulist the user gave (each must be online and allowed),
+///   else every usable CPU.
+/// - `per_kind = Some(n)`: of those, only the first hardware thread of the
+///   first `n` cores (lowest CPU numbers) of each core kind — enough for the
+///   speedup factor on a big machine, and SMT siblings never measured twice
+///   per core. A kind with fewer cores gives all it has. A machine whose
+///   kinds are unknown keeps the first hardware thread of its first `n` cores.
+///
+/// Errors name the flag and what is allowed (usage errors).
+pub fn select_cpus(
+    topo: &Topology,
+    cpus: Option<&str>,
+    per_kind: Option<usize>,
+) -> Result<CpuSet, String> {
+    let usable = topo.usable();
+    let chosen = match cpus {
+        Some(list) => {
+            let want = CpuSet::parse_list(list).map_err(|e| format!("--cpus {list}: {e}"))?;
+            if want.is_empty() {
+                return Err(format!(
+                    "--cpus '{list}': give at least one CPU (usable: {usable})"
+                ));
+            }
+            let bad = want.difference(&usable);
+            if !bad.is_empty() {
+                return Err(format!(
+                    "--cpus {list}: CPU(s) {bad} are offline or not allowed for this process (usable: {usable})"
+                ));
+            }
+            want
+        }
+        None => usable,
+    };
+    let Some(n) = per_kind else { return Ok(chosen) };
+    if n == 0 {
+        return Err("--per-kind 0: give at least 1 core per kind".to_string());
+    }
+    let all = topo.online().union(&chosen);
+    let kinds: Vec<CpuSet> = if topo.kinds.is_empty() {
+        vec![all]
+    } else {
+        topo.kinds.iter().map(|k| k.cpus.clone()).collect()
+    };
+    let mut cores: Vec<CpuSet> = topo.cores.iter().map(|c| c.cpus.clone()).collect();
+    cores.sort_by_key(|c| c.first());
+    let mut out = CpuSet::new();
+    for kind in &kinds {
+        let firsts = cores
+            .iter()
+            .filter_map(|core| core.intersection(kind).intersection(&chosen).first());
+        for pu in firsts.take(n) {
+            out.insert(pu);
+        }
+    }
+    // A tree without cores has nothing to pick from: measure what was chosen
+    // rather than nothing.
+    if cores.is_empty() {
+        return Ok(chosen);
+    }
+    Ok(out)
+}
+
+/// Default chase buffer: 4x the largest L2 (so the chase misses L2 on every
+/// core), at least 8 MiB.
+pub fn default_mem_bytes(topo: &Topology) -> usize {
+    let l2 = topo
+        .caches
+        .iter()
+        .filter(|c| c.level == 2 && c.cache_type != CacheType::Instruction)
+        .filter_map(|c| c.size_kib)
+        .max()
+        .unwrap_or(0) as usize
+        * 1024;
+    (4 * l2).max(8 << 20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinsight_topology::{discover, FsRoot};
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> Topology {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../topology/tests/fixtures/hwloc")
+            .join(name);
+        discover(&FsRoot::at(dir).unwrap())
+    }
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    #[test]
+    fn hybrid_laptop_per_kind() {
+        // i7-1370P: P-cores 0-11 (6 cores, SMT pairs 0-1, 2-3, ...), E-cores 12-19.
+        let t = fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
+        assert_eq!(t.kinds.len(), 2);
+        assert_eq!(select_cpus(&t, None, None).unwrap(), set("0-19"));
+        assert_eq!(select_cpus(&t, None, Some(1)).unwrap(), set("0,12"));
+        assert_eq!(select_cpus(&t, None, Some(2)).unwrap(), set("0,2,12-13"));
+        // More than a kind has: all its cores, one thread each.
+        assert_eq!(
+            select_cpus(&t, None, Some(7)).unwrap(),
+            set("0,2,4,6,8,10,12-18")
+        );
+        assert_eq!(
+            select_cpus(&t, None, Some(100)).unwrap(),
+            set("0,2,4,6,8,10,12-19")
+        );
+        // Within --cpus: the second sibling stands in for its core.
+        assert_eq!(
+            select_cpus(&t, Some("1,3,15-19"), Some(1)).unwrap(),
+            set("1,15")
+        );
+        assert_eq!(
+            select_cpus(&t, Some("13-19"), Some(2)).unwrap(),
+            set("13-14")
+        );
+    }
+
+    #[test]
+    fn bad_choices_name_the_flag() {
+        let t = fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
+        assert!(select_cpus(&t, None, Some(0))
+            .unwrap_err()
+            .starts_with("--per-kind 0"));
+        let e = select_cpus(&t, Some("18-23"), None).unwrap_err();
+        assert!(e.contains("20-23") && e.contains("usable: 0-19"), "{e}");
+        assert!(select_cpus(&t, Some("x"), None)
+            .unwrap_err()
+            .starts_with("--cpus x"));
+    }
+
+    #[test]
+    fn one_kind_machine_takes_first_cores() {
+        // 256 CPUs, 4 threads per core: --per-kind 2 is the first thread of cores 0 and 1.
+        let t = fixture("256ppc-8n8s4t");
+        let all = select_cpus(&t, None, None).unwrap();
+        assert_eq!(all.len(), t.usable().len());
+        let two = select_cpus(&t, None, Some(2)).unwrap();
+        assert_eq!(two.len(), 2);
+        for cpu in two.iter() {
+            let core = t.cores.iter().find(|c| c.cpus.contains(cpu)).unwrap();
+            assert_eq!(core.cpus.first(), Some(cpu));
+        }
+    }
+
+    #[test]
+    fn buffer_exceeds_every_l2() {
+        let t = fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
+        let l2 = t.caches_at(2).filter_map(|c| c.size_kib).max().unwrap() as usize * 1024;
+        assert!(default_mem_bytes(&t) >= 4 * l2 && default_mem_bytes(&t) >= 8 << 20);
+    }
+}
