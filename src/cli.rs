@@ -17,7 +17,7 @@ pub struct Globals {
     #[arg(long, global = true, value_name = "DIR", env = "PINSIGHT_FSROOT")]
     pub fsroot: Option<PathBuf>,
     /// Read the machine from an hwloc XML export (`lstopo machine.xml`) instead of sysfs.
-    #[arg(long, global = true, value_name = "FILE", conflicts_with = "fsroot")]
+    #[arg(long, global = true, value_name = "FILE")]
     pub hwloc_xml: Option<PathBuf>,
     /// Print machine-readable JSON instead of human output.
     #[arg(long, global = true)]

@@ -32,7 +32,22 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    // An empty PINSIGHT_FSROOT means "this machine", as FsRoot::from_flag_or_env reads it.
+    if std::env::var_os("PINSIGHT_FSROOT").is_some_and(|v| v.is_empty()) {
+        std::env::remove_var("PINSIGHT_FSROOT");
+    }
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if cli.globals.fsroot.is_some() && cli.globals.hwloc_xml.is_some() {
+        if matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable) {
+            // An explicit --hwloc-xml beats the environment's default machine.
+            cli.globals.fsroot = None;
+        } else {
+            <Cli as clap::CommandFactory>::command()
+                .error(clap::error::ErrorKind::ArgumentConflict, "--fsroot and --hwloc-xml both say which machine to read: give one")
+                .exit();
+        }
+    }
     let g = &cli.globals;
     let result = match cli.command {
         Command::Topo(a) => cmd::topo::run(a, g),

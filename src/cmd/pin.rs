@@ -23,7 +23,7 @@ Exit status: 0 when every thread was handled, 1 when the process is missing, exi
 or a thread could not be changed.")]
 pub struct Args {
     /// The running process.
-    #[arg(value_name = "PID")]
+    #[arg(value_name = "PID", value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: i32,
     /// Placement policy (as for `pinsight run`).
     #[arg(value_name = "POLICY", value_parser = parse_policy)]

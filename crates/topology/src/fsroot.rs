@@ -227,7 +227,12 @@ impl FsRoot {
 
     /// Whether the path exists (following links).
     pub fn exists(&self, abs: impl AsRef<Path>) -> bool {
-        self.path(abs).exists()
+        let abs = abs.as_ref();
+        let e = self.path(abs).exists();
+        if e {
+            self.note(abs);
+        }
+        e
     }
 
     /// Writes a file (cpufreq governors and the like). Goes through the
