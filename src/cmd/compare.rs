@@ -214,6 +214,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let pb = progress_bar(g, total as u64, "compare");
     pb.set_position(done as u64);
     pb.reset_eta();
+    // Runs may take minutes: keep the spinner and elapsed time moving.
+    pb.enable_steady_tick(Duration::from_millis(250));
     let mut obs = Bar {
         pb: pb.clone(),
         runs: header.runs,

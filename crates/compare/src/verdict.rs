@@ -92,9 +92,8 @@ fn describe(v: &Versus, better: &str, worse: &str) -> String {
         // "x % slower" = time increase: 1/ratio − 1.
         let ci = ci.map_or(String::new(), |c| {
             format!(
-                " (95% CI {}–{}%)",
-                pct(1.0 / c.hi - 1.0),
-                pct(1.0 / c.lo - 1.0)
+                " (95% CI {})",
+                pct_range(1.0 / c.hi - 1.0, 1.0 / c.lo - 1.0)
             )
         });
         format!("{}% {worse}{ci}", pct(1.0 / r - 1.0))
