@@ -28,6 +28,7 @@ enum Command {
     Latency(cmd::latency::Args),
     Speed(cmd::speed::Args),
     Report(cmd::report::Args),
+    Compare(cmd::compare::Args),
     Workload(cmd::workload::Args),
 }
 
@@ -58,6 +59,7 @@ fn main() {
         Command::Latency(a) => cmd::latency::run(a, g),
         Command::Speed(a) => cmd::speed::run(a, g),
         Command::Report(a) => cmd::report::run(a, g),
+        Command::Compare(a) => cmd::compare::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
     };
     match result {

@@ -1,4 +1,5 @@
 //! One module per command; each exposes `Args` (clap) and `run`.
+pub mod compare;
 pub mod latency;
 pub mod pin;
 pub mod plan;
