@@ -94,6 +94,52 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    // The two parts of a compare run: measuring, and the durable journal line.
+    let (m, _) = Measurer::new(&live, Options::default());
+    g.bench_function("measure only (Measurer::run true)", |b| {
+        b.iter_custom(|n| {
+            let t = Instant::now();
+            for _ in 0..n {
+                let t1 = Instant::now();
+                let mut c = Command::new("true");
+                c.stdin(Stdio::null()).stdout(Stdio::null());
+                m.run(c).unwrap();
+                SAMPLES
+                    .lock()
+                    .unwrap()
+                    .push(("measure", t1.elapsed().as_secs_f64()));
+            }
+            t.elapsed()
+        })
+    });
+    let os_plan = plan(&topo, &Request::new(Policy::from_str("os").unwrap())).unwrap();
+    let mut c0 = Command::new("true");
+    c0.stdin(Stdio::null()).stdout(Stdio::null());
+    let sample = pinsight_compare::RunLine {
+        slot: 0,
+        arm: "os".into(),
+        phase: pinsight_compare::Phase::Measured,
+        rep: 0,
+        started_unix: 0.0,
+        record: m.run(c0).unwrap(),
+    };
+    let jpath = dir.path().join("append.jsonl");
+    let mut jw = JournalWriter::create(&jpath, &header("os", &os_plan, 1)).unwrap();
+    g.bench_function("journal append + fdatasync", |b| {
+        b.iter_custom(|n| {
+            let t = Instant::now();
+            for _ in 0..n {
+                let t1 = Instant::now();
+                jw.append(&sample).unwrap();
+                SAMPLES
+                    .lock()
+                    .unwrap()
+                    .push(("journal", t1.elapsed().as_secs_f64()));
+            }
+            t.elapsed()
+        })
+    });
+
     let mut k = 0;
     for (name, policy) in [
         ("compare run, os", "os".to_string()),
@@ -135,6 +181,12 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     let plain = median("plain");
+    println!(
+        "parts: Measurer::run(true) median {:.3} ms (+{:.3} ms over plain exec); journal append + fdatasync median {:.3} ms",
+        median("measure") * 1e3,
+        (median("measure") - plain) * 1e3,
+        median("journal") * 1e3
+    );
     for key in ["os", "pinned"] {
         let m = median(key);
         println!(
