@@ -184,7 +184,9 @@ pub fn format_value(v: f64, unit: Unit) -> String {
 /// `1.234 s`, `12.3 ms`, `456 µs`.
 pub fn format_seconds(s: f64) -> String {
     let a = s.abs();
-    if a >= 1.0 {
+    if a == 0.0 {
+        "0 s".to_string()
+    } else if a >= 1.0 {
         format!("{s:.3} s")
     } else if a >= 1e-3 {
         format!("{} ms", sig3(s * 1e3))

@@ -76,7 +76,10 @@ pub fn render(r: &Report) -> String {
             num(v.and_then(|v| v.ratio_ci).map(|c| c.lo)),
             num(v.and_then(|v| v.ratio_ci).map(|c| c.hi)),
             num(v.and_then(|v| v.p)),
-            v.map_or(String::new(), |v| format!("{:?}", v.test)),
+            v.map_or(String::new(), |v| match v.test {
+                pinsight_stats::TestKind::Welch => "welch".to_string(),
+                pinsight_stats::TestKind::MannWhitney => "mann_whitney".to_string(),
+            }),
             v.map_or(String::new(), |v| v.significant.to_string()),
             num(a.energy_vs_baseline.as_ref().map(|e| e.ratio)),
             num(a.edp_change_percent),

@@ -27,6 +27,18 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// An axis label: the value without trailing zeros ("30 s", "1.5 ms").
+fn tick_label(v: f64, unit: Unit) -> String {
+    let t = format_value(v, unit);
+    match t.split_once(' ') {
+        Some((num, rest)) if num.contains('.') => {
+            format!("{} {rest}", num.trim_end_matches('0').trim_end_matches('.'))
+        }
+        None if t.contains('.') => t.trim_end_matches('0').trim_end_matches('.').to_string(),
+        _ => t,
+    }
+}
+
 /// "Nice" tick positions covering [lo, hi].
 pub fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     if !(hi > lo) {
@@ -85,7 +97,7 @@ fn frame(out: &mut String, rows: usize, scale: &Scale, unit: Unit, title: &str) 
             out,
             r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{y_axis}" stroke="#ddd"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="#444">{}</text>"##,
             y_axis + 16.0,
-            esc(&format_value(t, unit))
+            esc(&tick_label(t, unit))
         );
     }
     let _ = write!(
@@ -244,6 +256,13 @@ pub fn bars_with_ci(title: &str, unit: Unit, rows: &[(&str, &Summary, bool)]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_drop_trailing_zeros() {
+        assert_eq!(tick_label(30.0, Unit::Seconds), "30 s");
+        assert_eq!(tick_label(0.0, Unit::Seconds), "0 s");
+        assert_eq!(tick_label(1.5, Unit::Ratio), "1.5");
+    }
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
