@@ -283,6 +283,11 @@ impl LatencyMatrix {
     /// non-negative or NaN, and `stats` (if any) of the same shape.
     pub fn validate(&self) -> Result<(), String> {
         let n = self.len();
+        // Bound ids before building any CPU set: a hostile file naming CPU
+        // 33388814825 would otherwise allocate gigabytes (found by fuzzing).
+        if let Some(bad) = self.cpus.iter().find(|&&c| c > pinsight_cpuset::MAX_CPU) {
+            return Err(format!("CPU id {bad} in 'cpus' is above the limit of {}", pinsight_cpuset::MAX_CPU));
+        }
         let distinct: CpuSet = self.cpus.iter().copied().collect();
         if distinct.len() != n {
             return Err("CPU ids in 'cpus' are not distinct".to_string());
@@ -432,6 +437,12 @@ mod tests {
                 .flatten()
                 .zip(b.ns.iter().flatten())
                 .all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+    }
+
+    #[test]
+    fn huge_cpu_ids_are_refused_not_allocated() {
+        let m: LatencyMatrix = serde_json::from_str("[[33388814825],[],[]]").unwrap();
+        assert!(m.validate().unwrap_err().contains("33388814825"));
     }
 
     #[test]
