@@ -148,7 +148,7 @@ impl ArmReport {
         self.metrics.iter().find(|m| m.def.key == key)
     }
 
-    /// Successful measured wall times in run order.
+    /// Whether this arm is the baseline others are compared with.
     pub fn is_baseline(&self, baseline: Option<&str>) -> bool {
         baseline == Some(self.id.as_str())
     }

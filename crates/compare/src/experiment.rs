@@ -194,6 +194,7 @@ pub struct LiveExecutor {
 impl LiveExecutor {
     /// `measurer` measures the runs; `arms` are prepared in header order;
     /// governors are set on `governor_cpus` through `fs`.
+    #[allow(clippy::too_many_arguments)] // one call site; a builder would only rename them
     pub fn new(
         measurer: Measurer,
         argv: Vec<OsString>,

@@ -41,7 +41,7 @@ fn tick_label(v: f64, unit: Unit) -> String {
 
 /// "Nice" tick positions covering [lo, hi].
 pub fn ticks(lo: f64, hi: f64) -> Vec<f64> {
-    if !(hi > lo) {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return vec![lo];
     }
     let raw = (hi - lo) / 5.0;
@@ -67,7 +67,7 @@ struct Scale {
 
 impl Scale {
     fn new(mut lo: f64, mut hi: f64) -> Scale {
-        if !(hi > lo) {
+        if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
             let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.05 };
             lo -= pad;
             hi += pad;
