@@ -6,7 +6,8 @@ use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
 use crate::cmd::speed::{default_mem_bytes, measure_report};
 use pinsight_latency::measure::{measure_with_progress, MeasureConfig};
 use pinsight_latency::{domains, LatencyMatrix};
-use pinsight_report::{html, suggestions, ReportData};
+use pinsight_report::budget::{split, BudgetInput, Want};
+use pinsight_report::{html, suggestions_with, terminal_summary, ReportData};
 use pinsight_speed::Kernel;
 use pinsight_topology::Topology;
 use std::path::PathBuf;
@@ -17,12 +18,15 @@ use std::time::{Duration, Instant};
 /// the speedup factor between kinds — as an HTML page, JSON, and a short list
 /// of concrete suggestions in the terminal.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  pinsight report\n  pinsight report --budget 30s --out /tmp/box\n  pinsight report --latency-from measured.csv")]
+#[command(
+    after_help = "Examples:\n  pinsight report\n  pinsight report --budget 30s --out /tmp/box\n  pinsight report --latency-from measured.csv"
+)]
 pub struct Args {
     /// Total time to spend measuring (latency and speed share it).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,
-    /// Output prefix: writes PREFIX.html and PREFIX.json.
+    /// Output prefix: writes PREFIX.html, PREFIX.json and, when latency is measured,
+    /// PREFIX.latency.json (for `pinsight run latency-group --latency`).
     #[arg(long, default_value = "pinsight-report", value_name = "PREFIX")]
     pub out: PathBuf,
     /// Use a latency matrix measured elsewhere (core-to-core-latency CSV or pinsight JSON) instead of measuring.
@@ -36,25 +40,29 @@ pub struct Args {
     pub no_speed: bool,
 }
 
-/// How the budget is split: speed gets up to 1 s per CPU but at most 40%;
-/// latency gets the rest. Below these floors a part is skipped, and said so.
-const MIN_SPEED_PER_CPU: Duration = Duration::from_millis(60);
-const MIN_LATENCY: Duration = Duration::from_millis(200);
-
 fn hostname(g: &Globals) -> Option<String> {
     g.fsroot().ok()?.read_opt("/proc/sys/kernel/hostname")
 }
 
 /// Measures latency within `budget`. A partial matrix (budget ran out
 /// mid-way) is kept, with a note saying how much is missing.
-fn measure_latency(topo: &Topology, budget: Duration, g: &Globals) -> Result<(LatencyMatrix, Option<String>), String> {
+fn measure_latency(
+    topo: &Topology,
+    budget: Duration,
+    g: &Globals,
+) -> Result<(LatencyMatrix, Option<String>), String> {
     let cpus: Vec<usize> = topo.usable().iter().collect();
     let n = cpus.len();
     let pairs = n * (n - 1) / 2;
     let rounds = if n % 2 == 0 { n - 1 } else { n };
     // Each round measures its pairs side by side: a round may take budget/rounds.
     let per_pair = (budget / rounds.max(1) as u32).min(Duration::from_millis(200));
-    let cfg = MeasureConfig { cpus, max_time_per_pair: per_pair, budget: Some(budget), ..MeasureConfig::default() };
+    let cfg = MeasureConfig {
+        cpus,
+        max_time_per_pair: per_pair,
+        budget: Some(budget),
+        ..MeasureConfig::default()
+    };
     let pb = progress_bar(g, pairs as u64, "measuring core-to-core latency");
     let m = measure_with_progress(&cfg, &mut |p| pb.set_position(p.pairs_done as u64));
     pb.finish_and_clear();
@@ -76,65 +84,112 @@ fn measure_latency(topo: &Topology, budget: Duration, g: &Globals) -> Result<(La
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let started = Instant::now();
+    if args.budget.is_zero() {
+        return Err(CliError::usage(
+            "--budget 0: give a positive duration, e.g. 30s or 2m",
+        ));
+    }
     let topo = g.topology()?;
     let live = topo.source_is_live();
     let usable = topo.usable();
-    let mut skipped = Vec::new();
 
-    // Speed: up to 1 s per CPU, at most 40% of the budget.
-    let mut speed = None;
-    let speed_share = args.budget.mul_f64(0.4);
-    if args.no_speed {
-        skipped.push("speed: skipped (--no-speed)".to_string());
-    } else if !live {
-        skipped.push("speed: not measured (the machine is recorded, not this one)".to_string());
-    } else {
-        let per_cpu = (speed_share / usable.len().max(1) as u32).min(Duration::from_secs(1));
-        if per_cpu < MIN_SPEED_PER_CPU {
-            skipped.push(format!(
-                "speed: skipped — {:.0} ms per CPU is below the {} ms minimum; raise --budget to at least {:.0} s",
-                per_cpu.as_secs_f64() * 1e3,
-                MIN_SPEED_PER_CPU.as_millis(),
-                (MIN_SPEED_PER_CPU * usable.len() as u32).as_secs_f64() / 0.4
-            ));
+    // A matrix from a file is loaded first: its errors are the user's, and
+    // it takes latency out of the budget.
+    let mut latency = None;
+    if let Some(path) = &args.latency_from {
+        let m = LatencyMatrix::load(path).map_err(CliError::usage)?;
+        let foreign = m.cpu_set().difference(&topo.online());
+        if !foreign.is_empty() {
+            return Err(CliError::usage(format!(
+                "--latency-from {}: the matrix has CPU(s) {foreign} that this machine (online {}) lacks: was it measured on another machine?",
+                path.display(),
+                topo.online()
+            )));
+        }
+        latency = Some(m);
+    }
+    let plan = split(&BudgetInput {
+        budget: args.budget,
+        spent: started.elapsed(),
+        speed_cpus: usable.len(),
+        latency_cpus: usable.len(),
+        speed: if args.no_speed {
+            Want::No("skipped (--no-speed)".into())
+        } else if !live {
+            Want::No("not measured (the machine is recorded, not this one)".into())
         } else {
-            speed = Some(measure_report(&topo, usable.clone(), Kernel::ALL.to_vec(), per_cpu, default_mem_bytes(&topo), g)?);
+            Want::Yes
+        },
+        latency: if latency.is_some() {
+            Want::Given
+        } else if args.no_latency {
+            Want::No("skipped (--no-latency)".into())
+        } else if !live {
+            Want::No("not measured (the machine is recorded; pass --latency-from FILE)".into())
+        } else {
+            Want::Yes
+        },
+    });
+    let mut skipped = plan.skipped.clone();
+    // Human output lists what was skipped; with --json stdout is for the
+    // data, so a too-small budget is also said on stderr.
+    if g.json && !g.quiet {
+        for s in skipped.iter().filter(|s| s.contains("--budget")) {
+            eprintln!("pinsight: warning: {s}");
         }
     }
 
-    // Latency: the rest of the budget.
-    let mut latency = None;
-    if let Some(path) = &args.latency_from {
-        latency = Some(LatencyMatrix::load(path).map_err(CliError::usage)?);
-    } else if args.no_latency {
-        skipped.push("latency: skipped (--no-latency)".to_string());
-    } else if !live {
-        skipped.push("latency: not measured (the machine is recorded; pass --latency-from FILE)".to_string());
-    } else if usable.len() < 2 {
-        skipped.push(format!("latency: needs at least 2 usable CPUs, this process may use {usable}"));
-    } else {
-        let left = args.budget.saturating_sub(started.elapsed());
-        if left < MIN_LATENCY {
-            skipped.push(format!(
-                "latency: skipped — {:.0} ms left of the budget, at least {} ms needed",
-                left.as_secs_f64() * 1e3,
-                MIN_LATENCY.as_millis()
-            ));
-        } else {
-            match measure_latency(&topo, left, g) {
-                Ok((m, note)) => {
-                    latency = Some(m);
-                    skipped.extend(note);
-                }
-                Err(e) => skipped.push(e),
+    let mut speed = None;
+    if let Some(per_cpu) = plan.speed_per_cpu {
+        speed = Some(measure_report(
+            &topo,
+            usable.clone(),
+            Kernel::ALL.to_vec(),
+            per_cpu,
+            default_mem_bytes(&topo),
+            g,
+        )?);
+    }
+    if let Some(planned) = plan.latency {
+        // Speed may have overrun a little: never past the budget's end.
+        let left = args
+            .budget
+            .saturating_sub(started.elapsed())
+            .saturating_sub(plan.reserve)
+            .min(planned);
+        match measure_latency(&topo, left, g) {
+            Ok((m, note)) => {
+                latency = Some(m);
+                skipped.extend(note);
             }
+            Err(e) => skipped.push(e),
         }
     }
     let tree = latency.as_ref().map(domains);
-    let sugg = suggestions(&topo, latency.as_ref(), tree.as_ref(), speed.as_ref());
+    let (html_path, json_path, matrix_path) = output_paths(&args.out);
+    // The matrix in a file of its own, for `pinsight run latency-group --latency`:
+    // the one given with --latency-from, else the one just measured.
+    let latency_file = match (&args.latency_from, &latency) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(_)) => Some(matrix_path.clone()),
+        (None, None) => None,
+    };
+    let sugg = suggestions_with(
+        &topo,
+        latency.as_ref(),
+        tree.as_ref(),
+        speed.as_ref(),
+        &latency_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "FILE".into()),
+    );
     let data = ReportData {
         pinsight_version: env!("CARGO_PKG_VERSION").to_string(),
-        generated_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        generated_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
         hostname: hostname(g),
         budget_s: args.budget.as_secs_f64(),
         elapsed_s: started.elapsed().as_secs_f64(),
@@ -145,30 +200,92 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         skipped,
         suggestions: sugg,
     };
-    let html_path = args.out.with_extension("html");
-    let json_path = args.out.with_extension("json");
-    let json = serde_json::to_string_pretty(&data).map_err(|e| CliError::runtime(format!("JSON: {e}")))?;
-    std::fs::write(&json_path, json + "\n").map_err(|e| CliError::runtime(format!("{}: {e}", json_path.display())))?;
-    std::fs::write(&html_path, html(&data)).map_err(|e| CliError::runtime(format!("{}: {e}", html_path.display())))?;
+    let json =
+        serde_json::to_string_pretty(&data).map_err(|e| CliError::runtime(format!("JSON: {e}")))?;
+    std::fs::write(&json_path, json + "\n")
+        .map_err(|e| CliError::runtime(format!("{}: {e}", json_path.display())))?;
+    if let (None, Some(m)) = (&args.latency_from, &data.latency) {
+        let text =
+            serde_json::to_string_pretty(m).map_err(|e| CliError::runtime(format!("JSON: {e}")))?;
+        std::fs::write(&matrix_path, text + "\n")
+            .map_err(|e| CliError::runtime(format!("{}: {e}", matrix_path.display())))?;
+    }
+    std::fs::write(&html_path, html(&data))
+        .map_err(|e| CliError::runtime(format!("{}: {e}", html_path.display())))?;
     if g.json {
         g.print_json(&data)?;
         return Ok(0);
     }
-    let t = &data.topology;
-    println!(
-        "{} — {} CPUs online, {} usable, {} core kind{}",
-        t.model_name.as_deref().unwrap_or("unknown CPU"),
-        t.online().len(),
-        t.usable().len(),
-        t.kinds.len(),
-        if t.kinds.len() == 1 { "" } else { "s" }
+    let written_matrix = (args.latency_from.is_none() && data.latency.is_some())
+        .then(|| matrix_path.display().to_string());
+    print!(
+        "{}",
+        terminal_summary(
+            &data,
+            &html_path.display().to_string(),
+            &json_path.display().to_string(),
+            written_matrix.as_deref(),
+            terminal_width()
+        )
     );
-    for s in &data.suggestions {
-        println!("  * {s}");
-    }
-    for s in &data.skipped {
-        println!("  - {s}");
-    }
-    println!("Report: {} and {} ({:.1} s)", html_path.display(), json_path.display(), data.elapsed_s);
     Ok(0)
+}
+
+/// Columns to wrap the summary at: `$COLUMNS` if set, else 100.
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .filter(|&c| c >= 40)
+        .unwrap_or(100)
+        .min(120)
+}
+
+/// PREFIX.html, PREFIX.json and PREFIX.latency.json (the measured matrix);
+/// a PREFIX already ending in `.html` or `.json` is taken as the stem
+/// (`--out box.html` writes box.html and box.json), any other dot is kept
+/// (`--out run.2024` writes run.2024.html).
+fn output_paths(prefix: &std::path::Path) -> (PathBuf, PathBuf, PathBuf) {
+    let text = prefix.as_os_str().to_string_lossy();
+    let stem = text
+        .strip_suffix(".html")
+        .or_else(|| text.strip_suffix(".json"))
+        .unwrap_or(&text);
+    (
+        PathBuf::from(format!("{stem}.html")),
+        PathBuf::from(format!("{stem}.json")),
+        PathBuf::from(format!("{stem}.latency.json")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::output_paths;
+    use std::path::Path;
+
+    #[test]
+    fn output_paths_append_extensions() {
+        let p = |s: &str| {
+            let (h, j, l) = output_paths(Path::new(s));
+            [h, j, l].map(|p| p.display().to_string())
+        };
+        assert_eq!(
+            p("pinsight-report"),
+            [
+                "pinsight-report.html",
+                "pinsight-report.json",
+                "pinsight-report.latency.json"
+            ]
+        );
+        assert_eq!(
+            p("/tmp/run.2024"),
+            [
+                "/tmp/run.2024.html",
+                "/tmp/run.2024.json",
+                "/tmp/run.2024.latency.json"
+            ]
+        );
+        assert_eq!(p("box.html")[..2], ["box.html", "box.json"]);
+        assert_eq!(p("box.json")[..2], ["box.html", "box.json"]);
+    }
 }

@@ -1,63 +1,129 @@
-//! The self-contained HTML page: no external script, style or font, so it
-//! can be mailed or attached to a bug report as one file.
+//! The self-contained HTML page: no external script, style, font or image,
+//! so it can be mailed or attached to a bug report as one file.
 
 use crate::{esc, kind_colour, topology_svg, ReportData};
 use pinsight_latency::render::chart::{svg as heatmap_svg, ChartOptions, KindBand};
+use pinsight_speed::SpeedReport;
+use pinsight_topology::{Source, Topology};
 use std::fmt::Write;
 
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222;padding:0 1em;line-height:1.4}
+h1{font-size:1.5em;margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+h3{font-size:1.05em;margin:1.2em 0 .3em}
+table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+th{background:#f0ede6} td.l,th.l{text-align:left} .sugg li{margin:.4em 0} .muted{color:#666} .small{font-size:.9em}
+.skip li{color:#8a4b00} pre{background:#f7f6f2;padding:.6em;overflow-x:auto;font-size:.85em}
+.swatch{display:inline-block;width:.9em;height:.9em;vertical-align:middle;margin-right:.3em}
+svg{max-width:100%;height:auto}";
+
 fn mhz(v: Option<u32>) -> String {
-    v.map(|m| format!("{:.2} GHz", m as f64 / 1000.0)).unwrap_or_else(|| "unknown".into())
+    v.map(|m| format!("{:.2} GHz", m as f64 / 1000.0))
+        .unwrap_or_else(|| "unknown".into())
 }
 
-/// Renders the report. `heatmap` options come from the latency crate.
+/// `2025-11-23 04:10 UTC` from Unix seconds (proleptic Gregorian).
+pub fn utc_date(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        secs / 3600,
+        secs % 3600 / 60
+    )
+}
+
+fn source_text(t: &Topology) -> String {
+    match &t.source {
+        Source::Live => "this machine".to_string(),
+        Source::Fsroot(p) => format!("recorded machine ({p})"),
+        Source::HwlocXml(p) => format!("hwloc XML ({p})"),
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// One line saying what the machine is made of.
+pub fn machine_line(t: &Topology) -> String {
+    let nodes = t.numa_nodes.iter().filter(|n| !n.cpus.is_empty()).count();
+    let mut parts = vec![
+        format!(
+            "{} online ({} usable)",
+            plural(t.online().len(), "CPU"),
+            t.usable().len()
+        ),
+        plural(t.cores.len(), "core"),
+        plural(t.packages.len(), "package"),
+    ];
+    if nodes > 0 {
+        parts.push(plural(nodes, "NUMA node"));
+    }
+    parts.push(plural(t.kinds.len(), "core kind"));
+    parts.join(", ")
+}
+
+/// Renders the report.
 pub fn html(r: &ReportData) -> String {
     let t = &r.topology;
     let mut s = String::new();
-    let title = format!("pinsight report — {}", t.model_name.clone().unwrap_or_else(|| "unknown CPU".into()));
+    let title = format!(
+        "pinsight report — {}",
+        t.model_name.clone().unwrap_or_else(|| "unknown CPU".into())
+    );
+    let mut meta = Vec::new();
+    if let Some(h) = &r.hostname {
+        meta.push(format!("host {}", esc(h)));
+    }
+    meta.push(esc(&source_text(t)));
+    meta.push(utc_date(r.generated_unix));
+    meta.push(format!("pinsight {}", esc(&r.pinsight_version)));
+    meta.push(format!(
+        "took {:.1} s of a {} budget",
+        r.elapsed_s,
+        crate::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
+    ));
     write!(
         s,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222;padding:0 1em}}
-h1{{font-size:1.5em}} h2{{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}}
-table{{border-collapse:collapse;margin:.5em 0}} td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:right}}
-th{{background:#f0ede6}} td.l,th.l{{text-align:left}} .sugg li{{margin:.4em 0}} .muted{{color:#777}}
-.swatch{{display:inline-block;width:.9em;height:.9em;vertical-align:middle;margin-right:.3em}}</style></head><body>
-<h1>{}</h1>
-<p class="muted">{}{} CPUs online, {} usable · pinsight {} · budget {:.0} s, used {:.1} s</p>
-"#,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n<p class=\"muted\">{}</p>\n",
         esc(&title),
         esc(&title),
-        r.hostname.as_deref().map(|h| format!("host {} · ", esc(h))).unwrap_or_default(),
-        t.online().len(),
-        t.usable().len(),
-        esc(&r.pinsight_version),
-        r.budget_s,
-        r.elapsed_s
+        meta.join(" · ")
     )
     .ok();
-    s.push_str("<h2>What to do</h2><ul class=\"sugg\">");
+
+    s.push_str("<h2>What to do</h2>\n<ul class=\"sugg\">");
     for line in &r.suggestions {
         write!(s, "<li>{}</li>", esc(line)).ok();
     }
-    s.push_str("</ul>");
+    s.push_str("</ul>\n");
     if !r.skipped.is_empty() {
-        s.push_str("<p><b>Not measured:</b></p><ul>");
+        s.push_str("<p><b>Not measured:</b></p><ul class=\"skip\">");
         for line in &r.skipped {
             write!(s, "<li>{}</li>", esc(line)).ok();
         }
-        s.push_str("</ul>");
+        s.push_str("</ul>\n");
     }
 
-    s.push_str("<h2>Machine</h2>");
+    write!(s, "<h2>Machine</h2>\n<p>{}.</p>\n", esc(&machine_line(t))).ok();
     s.push_str(&topology_svg(t));
-    s.push_str("<table><tr><th>rank</th><th class=l>kind</th><th class=l>CPUs</th><th>capacity</th><th>max</th><th>base</th><th class=l>identity from</th></tr>");
+    s.push_str("\n<table><tr><th>rank</th><th class=l>kind</th><th class=l>CPUs</th><th>capacity</th><th>max</th><th>base</th><th class=l>identified by</th></tr>");
     for k in &t.kinds {
         write!(
             s,
-            "<tr><td>{}</td><td class=l><span class=swatch style=\"background:{}\"></span>{} {}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
+            "<tr><td>{}</td><td class=l><span class=swatch style=\"background:{}\"></span>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
             k.rank,
             kind_colour(k.rank, t.kinds.len()),
-            esc(&k.mark),
             esc(&k.name),
             k.cpus,
             k.capacity.map(|c| format!("{c:.2}")).unwrap_or_else(|| "unknown".into()),
@@ -67,15 +133,32 @@ th{{background:#f0ede6}} td.l,th.l{{text-align:left}} .sugg li{{margin:.4em 0}} 
         )
         .ok();
     }
-    s.push_str("</table>");
+    s.push_str("</table>\n");
 
-    s.push_str("<h2>Core-to-core latency</h2>");
+    s.push_str("<h2>Core-to-core latency</h2>\n");
     match &r.latency {
         Some(m) => {
+            let from = match m.source.as_deref() {
+                Some("measured") | None => "measured here".to_string(),
+                Some(file) => format!("loaded from {file}"),
+            };
+            writeln!(
+                s,
+                "<p class=\"muted small\">One-way latency of a cache line bounced between two CPUs, median per pair, {}; {}.</p>",
+                esc(&from),
+                plural(m.len(), "CPU")
+            )
+            .ok();
             let opts = ChartOptions {
                 title: "core-to-core latency (ns, one way)".into(),
                 kinds: if t.kinds.len() > 1 {
-                    t.kinds.iter().map(|k| KindBand { name: k.name.clone(), cpus: k.cpus.clone() }).collect()
+                    t.kinds
+                        .iter()
+                        .map(|k| KindBand {
+                            name: k.name.clone(),
+                            cpus: k.cpus.clone(),
+                        })
+                        .collect()
                 } else {
                     Vec::new()
                 },
@@ -87,57 +170,156 @@ th{{background:#f0ede6}} td.l,th.l{{text-align:left}} .sugg li{{margin:.4em 0}} 
                 }
             }
             if let Some(tree) = &r.domains {
-                write!(s, "<pre>{}</pre>", esc(&tree.describe())).ok();
+                write!(
+                    s,
+                    "\n<h3>Latency domains</h3><pre>{}</pre>\n",
+                    esc(tree.describe().trim_end())
+                )
+                .ok();
             }
         }
-        None => s.push_str("<p>Not measured (see above).</p>"),
+        None => s.push_str("<p>Not measured (see above).</p>\n"),
     }
 
-    s.push_str("<h2>Speed per CPU</h2>");
+    s.push_str("<h2>Speed per CPU</h2>\n");
     match &r.speed {
-        Some(sp) => {
-            s.push_str("<table><tr><th>CPU</th><th class=l>kind</th>");
-            for k in &sp.kernels {
-                write!(s, "<th>{} ({})</th>", k.name(), k.unit()).ok();
-            }
-            s.push_str("<th>relative</th></tr>");
-            for c in &sp.cpus {
-                let kind = c.kind.and_then(|k| t.kinds.get(k)).map(|k| k.mark.clone()).unwrap_or_else(|| "-".into());
-                write!(s, "<tr><td>{}</td><td class=l>{}</td>", c.cpu, esc(&kind)).ok();
-                for res in &c.results {
-                    write!(s, "<td>{:.1}</td>", res.median).ok();
-                }
-                write!(s, "<td>{:.2}</td></tr>", c.relative).ok();
-            }
-            s.push_str("</table>");
-            if !sp.speedups.is_empty() {
-                s.push_str("<table><tr><th class=l>faster / slower kind</th><th>kernel</th><th>measured</th><th>by max frequency</th><th>by capacity</th></tr>");
-                for p in &sp.speedups {
-                    let f = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "unknown".into());
-                    write!(
-                        s,
-                        "<tr><td class=l>{} / {}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td></tr>",
-                        esc(&t.kinds[p.fast_kind].name),
-                        esc(&t.kinds[p.slow_kind].name),
-                        p.kernel.name(),
-                        p.measured,
-                        f(p.predicted_by_frequency),
-                        f(p.predicted_by_capacity)
-                    )
-                    .ok();
-                }
-                s.push_str("</table>");
-            }
-        }
-        None => s.push_str("<p>Not measured (see above).</p>"),
+        Some(sp) => speed_section(&mut s, t, sp),
+        None => s.push_str("<p>Not measured (see above).</p>\n"),
     }
     if !t.warnings.is_empty() {
         s.push_str("<h2>Discovery warnings</h2><ul>");
         for w in &t.warnings {
             write!(s, "<li>{}</li>", esc(w)).ok();
         }
-        s.push_str("</ul>");
+        s.push_str("</ul>\n");
     }
-    s.push_str("</body></html>\n");
+    s.push_str("<p class=\"muted small\">Made by <code>pinsight report</code>; every figure is also in the JSON file written beside this page.</p>\n</body></html>\n");
     s
+}
+
+fn speed_section(s: &mut String, t: &Topology, sp: &SpeedReport) {
+    let chunks: usize = sp
+        .cpus
+        .iter()
+        .flat_map(|c| &c.results)
+        .map(|k| k.chunks)
+        .sum();
+    let disturbed: usize = sp
+        .cpus
+        .iter()
+        .flat_map(|c| &c.results)
+        .map(|k| k.disturbed)
+        .sum();
+    writeln!(
+        s,
+        "<p class=\"muted small\">Single-thread throughput pinned to each CPU: median over timed chunks with its 95% interval; \
+         {:.0} ms per CPU in {} interleaved pass{} over the CPUs; {} of {} chunks descheduled by other load were left out; \
+         pointer-chase buffer {} MiB. Relative: geometric mean over the kernels, fastest CPU = 1.</p>",
+        sp.budget_per_cpu_s * 1e3,
+        sp.passes,
+        if sp.passes == 1 { "" } else { "es" },
+        disturbed,
+        chunks,
+        sp.mem_bytes >> 20
+    )
+    .ok();
+    s.push_str("<table><tr><th>CPU</th><th class=l>kind</th>");
+    for k in &sp.kernels {
+        write!(s, "<th>{} ({})</th><th>±</th>", k.name(), k.unit()).ok();
+    }
+    s.push_str("<th>relative</th></tr>");
+    for c in &sp.cpus {
+        let kind = c
+            .kind
+            .and_then(|k| t.kinds.get(k))
+            .map(|k| k.name.clone())
+            .unwrap_or_else(|| "-".into());
+        write!(s, "<tr><td>{}</td><td class=l>{}</td>", c.cpu, esc(&kind)).ok();
+        for res in &c.results {
+            if res.median.is_finite() {
+                write!(
+                    s,
+                    "<td>{:.1}{}</td><td class=muted>{:.1}%</td>",
+                    res.median,
+                    if res.disturbed_included { " !" } else { "" },
+                    res.rel_ci_half() * 100.0
+                )
+                .ok();
+            } else {
+                s.push_str("<td>unavailable</td><td></td>");
+            }
+        }
+        if c.relative.is_finite() {
+            write!(s, "<td>{:.2}</td></tr>", c.relative).ok();
+        } else {
+            s.push_str("<td>-</td></tr>");
+        }
+    }
+    s.push_str("</table>\n");
+    if sp
+        .cpus
+        .iter()
+        .flat_map(|c| &c.results)
+        .any(|k| k.disturbed_included)
+    {
+        s.push_str("<p class=small>! too few undisturbed chunks: the figure includes descheduled ones and is a lower bound.</p>\n");
+    }
+    if sp.kinds.len() > 1 {
+        s.push_str("<h3>Per core kind (median of its CPUs)</h3><table><tr><th class=l>kind</th><th>CPUs measured</th>");
+        for k in &sp.kernels {
+            write!(s, "<th>{} ({})</th>", k.name(), k.unit()).ok();
+        }
+        s.push_str("</tr>");
+        for k in &sp.kinds {
+            write!(
+                s,
+                "<tr><td class=l>{}</td><td>{}</td>",
+                esc(&k.name),
+                k.cpus_measured
+            )
+            .ok();
+            for kern in &sp.kernels {
+                match k.median.iter().find(|(kk, _)| kk == kern) {
+                    Some((_, v)) => write!(s, "<td>{v:.1}</td>"),
+                    None => write!(s, "<td>-</td>"),
+                }
+                .ok();
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</table>\n");
+    }
+    if !sp.speedups.is_empty() {
+        s.push_str("<h3>Speedup factor</h3><table><tr><th class=l>faster / slower kind</th><th class=l>kernel</th><th>measured</th><th>predicted by max frequency</th><th>by capacity</th></tr>");
+        for p in &sp.speedups {
+            let f = |v: Option<f64>| {
+                v.map(|x| format!("{x:.2}"))
+                    .unwrap_or_else(|| "unknown".into())
+            };
+            write!(
+                s,
+                "<tr><td class=l>{} / {}</td><td class=l>{}</td><td><b>{:.2}</b></td><td>{}</td><td>{}</td></tr>",
+                esc(&t.kinds[p.fast_kind].name),
+                esc(&t.kinds[p.slow_kind].name),
+                p.kernel.name(),
+                p.measured,
+                f(p.predicted_by_frequency),
+                f(p.predicted_by_capacity)
+            )
+            .ok();
+        }
+        s.push_str("</table>\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_date;
+
+    #[test]
+    fn dates() {
+        assert_eq!(utc_date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc_date(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(utc_date(1_763_870_000), "2025-11-23 03:53 UTC");
+    }
 }

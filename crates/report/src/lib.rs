@@ -3,12 +3,15 @@
 //!
 //! Pure: [`ReportData`] in, strings out. Measuring happens in the command.
 
+pub mod budget;
 pub mod html;
 pub mod suggest;
+pub mod terminal;
 pub mod topo_svg;
 
 pub use html::html;
-pub use suggest::suggestions;
+pub use suggest::{suggestions, suggestions_with};
+pub use terminal::terminal_summary;
 pub use topo_svg::topology_svg;
 
 use pinsight_latency::{DomainTree, LatencyMatrix};
@@ -37,7 +40,10 @@ pub struct ReportData {
 
 /// Escapes text for HTML and SVG.
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A colour per kind rank, slowest first: cool to warm.
@@ -46,6 +52,10 @@ pub fn kind_colour(rank: usize, kinds: usize) -> &'static str {
     if kinds <= 1 {
         return "#7f8c9a";
     }
-    let idx = if kinds >= PALETTE.len() { rank.min(PALETTE.len() - 1) } else { rank * (PALETTE.len() - 1) / (kinds - 1) };
+    let idx = if kinds >= PALETTE.len() {
+        rank.min(PALETTE.len() - 1)
+    } else {
+        rank * (PALETTE.len() - 1) / (kinds - 1)
+    };
     PALETTE[idx]
 }

@@ -10,7 +10,151 @@ fn ns(v: f64) -> String {
 }
 
 fn cpus_text(v: &[usize]) -> String {
-    v.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+    v.iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A "use CPUs a,b not 0,1" suggestion needs at least this gain: smaller
+/// differences are within what a re-measurement moves, and would contradict
+/// "one latency domain".
+pub const MIN_GROUP_GAIN: f64 = 0.10;
+
+/// What the latency matrix says, in sentences that agree with each other:
+/// the domains (or the lack of them), then for 2 and 4 threads the best
+/// CPUs beside the lowest-numbered ones — named only when clearly better.
+fn latency_sentences(
+    m: &LatencyMatrix,
+    tree: &DomainTree,
+    usable: &[usize],
+    file: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let measured: Vec<usize> = usable
+        .iter()
+        .copied()
+        .filter(|c| m.index_of(*c).is_some())
+        .collect();
+    if measured.len() == 2 {
+        if let Some(v) = m.between(measured[0], measured[1]) {
+            out.push(format!(
+                "Core-to-core latency between your 2 CPUs ({}): {} one way; with one pair there is nothing to choose.",
+                cpus_text(&measured),
+                ns(v)
+            ));
+        }
+        return out;
+    }
+    match tree.finest() {
+        Some(level) => {
+            let parts: Vec<String> = level
+                .domains
+                .iter()
+                .map(|d| match d.mean_intra_ns {
+                    Some(v) => format!("{{{}}} ({} inside)", d.cpus, ns(v)),
+                    None => format!("{{{}}}", d.cpus),
+                })
+                .collect();
+            let inter = level
+                .domains
+                .iter()
+                .filter_map(|d| d.mean_inter_ns)
+                .fold(f64::NAN, f64::max);
+            let across = if inter.is_finite() {
+                format!("; between domains up to {} on average", ns(inter))
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "Your {} latency domains: {}{across}. Keep threads that talk to each other inside one domain.",
+                level.domains.len(),
+                parts.join(", ")
+            ));
+        }
+        None => {
+            let med = tree
+                .median_pair_ns
+                .map(ns)
+                .unwrap_or_else(|| "unknown".into());
+            match &tree.pairs {
+                Some(p) => out.push(format!(
+                    "One latency domain (median {med}), except {} CPU pairs (SMT siblings or cache-sharing cores) at {} or less: \
+                     two chatty threads gain most from sharing such a pair.",
+                    p.domains.iter().filter(|d| d.cpus.len() == 2).count(),
+                    ns(p.below_ns)
+                )),
+                None => {
+                    let (lo, hi) = spread(m);
+                    if hi <= lo * (1.0 + MIN_GROUP_GAIN) {
+                        out.push(format!(
+                            "One latency domain: core-to-core latency is uniform here (median {med}); which CPUs chatty threads share matters little."
+                        ));
+                    } else {
+                        out.push(format!(
+                            "One latency domain: no clear groups of CPUs, but pairs range from {} to {} (5th to 95th percentile, median {med}): \
+                             some pairs are closer than others.",
+                            ns(lo),
+                            ns(hi)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for k in [2usize, 4] {
+        if measured.len() <= k {
+            continue;
+        }
+        let best = best_group(m, &measured, k);
+        let auto = autopilot(m, &measured, k);
+        if !best.mean_pair_ns.is_finite() || !auto.mean_pair_ns.is_finite() {
+            continue;
+        }
+        let what = if k == 2 {
+            "2 chatty threads".to_string()
+        } else {
+            format!("{k} communicating threads")
+        };
+        let gain = 1.0 - best.mean_pair_ns / auto.mean_pair_ns;
+        if gain >= MIN_GROUP_GAIN {
+            out.push(format!(
+                "For {what} use CPUs {} ({}), not {} ({}): {:.0}% lower latency (`pinsight run latency-group --threads {k} --latency {file} -- CMD`).",
+                cpus_text(&best.cpus),
+                ns(best.mean_pair_ns),
+                cpus_text(&auto.cpus),
+                ns(auto.mean_pair_ns),
+                gain * 100.0
+            ));
+        } else if best.cpus == auto.cpus {
+            out.push(format!(
+                "For {what}: CPUs {} ({}) — the lowest-numbered CPUs are already the best choice here.",
+                cpus_text(&best.cpus),
+                ns(best.mean_pair_ns)
+            ));
+        } else {
+            out.push(format!(
+                "For {what}: the lowest-numbered CPUs {} ({}) are within {:.0}% of the best ({}, {}): no need to choose.",
+                cpus_text(&auto.cpus),
+                ns(auto.mean_pair_ns),
+                gain.max(0.0) * 100.0,
+                cpus_text(&best.cpus),
+                ns(best.mean_pair_ns)
+            ));
+        }
+    }
+    out
+}
+
+/// 5th and 95th percentile of the measured pair latencies.
+fn spread(m: &LatencyMatrix) -> (f64, f64) {
+    let mut v: Vec<f64> = m.pair_values().filter(|v| v.is_finite()).collect();
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (at(0.05), at(0.95))
 }
 
 /// Concrete suggestions from the topology and whatever was measured.
@@ -20,64 +164,24 @@ pub fn suggestions(
     domains: Option<&DomainTree>,
     speed: Option<&SpeedReport>,
 ) -> Vec<String> {
+    suggestions_with(topo, latency, domains, speed, "FILE")
+}
+
+/// [`suggestions`], naming `latency_file` (where the matrix was saved) in
+/// the commands it proposes.
+pub fn suggestions_with(
+    topo: &Topology,
+    latency: Option<&LatencyMatrix>,
+    domains: Option<&DomainTree>,
+    speed: Option<&SpeedReport>,
+    latency_file: &str,
+) -> Vec<String> {
     let mut out = Vec::new();
     let usable: Vec<usize> = topo.usable().iter().collect();
 
-    // Latency domains.
-    if let Some(tree) = domains {
-        match tree.finest() {
-            Some(level) => {
-                let parts: Vec<String> = level
-                    .domains
-                    .iter()
-                    .map(|d| match d.mean_intra_ns {
-                        Some(v) => format!("{{{}}} ({} inside)", d.cpus, ns(v)),
-                        None => format!("{{{}}}", d.cpus),
-                    })
-                    .collect();
-                let inter = level.domains.iter().filter_map(|d| d.mean_inter_ns).fold(f64::NAN, f64::max);
-                let across = if inter.is_finite() { format!("; across domains up to {}", ns(inter)) } else { String::new() };
-                out.push(format!("Your {} latency domains: {}{across}.", level.domains.len(), parts.join(", ")));
-            }
-            None => {
-                let med = tree.median_pair_ns.map(ns).unwrap_or_else(|| "unknown".into());
-                out.push(format!(
-                    "One latency domain: core-to-core latency is uniform here (median {med}); which CPUs chatty threads share matters little."
-                ));
-            }
-        }
-    }
-
-    // Where to put two (and four) communicating threads.
-    if let Some(m) = latency {
-        let measured: Vec<usize> = usable.iter().copied().filter(|c| m.index_of(*c).is_some()).collect();
-        for k in [2usize, 4] {
-            if measured.len() < k {
-                continue;
-            }
-            let best = best_group(m, &measured, k);
-            let auto = autopilot(m, &measured, k);
-            if !best.mean_pair_ns.is_finite() {
-                continue;
-            }
-            let what = if k == 2 { "2 chatty threads".to_string() } else { format!("{k} communicating threads") };
-            if best.cpus == auto.cpus || auto.mean_pair_ns <= best.mean_pair_ns * 1.01 {
-                out.push(format!(
-                    "For {what}: CPUs {} ({}) — the lowest-numbered CPUs are already the best choice here.",
-                    cpus_text(&best.cpus),
-                    ns(best.mean_pair_ns)
-                ));
-            } else {
-                out.push(format!(
-                    "For {what} use CPUs {} ({}), not {} ({}): {:.0}% lower latency (`pinsight run latency-group --threads {k} --latency FILE -- CMD`).",
-                    cpus_text(&best.cpus),
-                    ns(best.mean_pair_ns),
-                    cpus_text(&auto.cpus),
-                    ns(auto.mean_pair_ns),
-                    (1.0 - best.mean_pair_ns / auto.mean_pair_ns) * 100.0
-                ));
-            }
-        }
+    // Latency domains, and where to put communicating threads.
+    if let (Some(m), Some(tree)) = (latency, domains) {
+        out.extend(latency_sentences(m, tree, &usable, latency_file));
     }
 
     // Core kinds and their speedup factor.
@@ -111,7 +215,11 @@ pub fn suggestions(
             )),
         }
     } else if let Some(s) = speed {
-        let worst = s.cpus.iter().map(|c| c.relative).fold(f64::INFINITY, f64::min);
+        let worst = s
+            .cpus
+            .iter()
+            .map(|c| c.relative)
+            .fold(f64::INFINITY, f64::min);
         if worst.is_finite() {
             let spread = (1.0 - worst) * 100.0;
             if spread < 5.0 {
@@ -125,8 +233,16 @@ pub fn suggestions(
                 ));
             }
         }
-        if let Some(mem) = s.kinds.first().and_then(|k| k.median.iter().find(|(kk, _)| *kk == Kernel::Mem)) {
-            out.push(format!("Memory-bound pointer chasing runs at {:.1} ns per dependent load.", 1000.0 / mem.1));
+        if let Some(mem) = s
+            .kinds
+            .first()
+            .and_then(|k| k.median.iter().find(|(kk, _)| *kk == Kernel::Mem))
+        {
+            out.push(format!(
+                "Memory-bound pointer chasing ({} MiB, beyond L2) runs at {:.1} ns per dependent load.",
+                s.mem_bytes >> 20,
+                1000.0 / mem.1
+            ));
         }
     }
 
@@ -137,7 +253,13 @@ pub fn suggestions(
             "{smt} cores have SMT siblings: for compute-bound threads use `smt-physical-first` (one thread per core before any sibling)."
         ));
     }
-    if topo.numa_nodes.iter().filter(|n| !n.cpus.is_empty()).count() > 1 {
+    if topo
+        .numa_nodes
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .count()
+        > 1
+    {
         out.push(format!(
             "{} NUMA nodes: keep a thread near its memory (`compact` fills one node first; `scatter` spreads for bandwidth).",
             topo.numa_nodes.len()

@@ -1,130 +1,453 @@
-//! A compact picture of the machine: packages holding L3 domains holding
-//! cores, each core showing its hardware threads coloured by core kind —
-//! the part of an `lstopo` drawing that matters for placement.
+//! A compact picture of the machine in the manner of `lstopo`: nested boxes
+//! for packages, dies, NUMA nodes, L3 and shared L2 caches, holding cores,
+//! each core showing its hardware threads coloured by core kind — the part
+//! of an `lstopo` drawing that matters for placement.
+//!
+//! The nesting is derived from CPU sets alone (a box holds every box whose
+//! CPUs are a subset of its own), so it works the same for a laptop, a
+//! chiplet server whose NUMA nodes sit inside a package, and a POWER machine
+//! whose NUMA nodes hold many one-core packages. Boxes with the same CPUs
+//! are drawn once with both labels ("Package 0 · L3 24 MiB"); an L2 is drawn
+//! only when several cores share it (E-core clusters). Children flow left to
+//! right and wrap, so big machines stay a page wide.
 
 use crate::{esc, kind_colour};
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::Topology;
+use pinsight_topology::{CacheType, Group, Topology};
 use std::fmt::Write;
 
-const WIDTH: usize = 960;
-const CELL_W: usize = 56;
-const CELL_H: usize = 40;
-const PAD: usize = 8;
-const HEAD: usize = 22;
+/// Widest the picture may be (the HTML page is 1000 px wide).
+pub const MAX_WIDTH: usize = 960;
+const PAD: usize = 6;
+const HEAD: usize = 18;
+const CORE_HEAD: usize = 13;
+const PU_H: usize = 16;
+const PUS_PER_ROW: usize = 4;
+/// Approximate advance of a 12 px bold sans-serif character, for sizing
+/// boxes to their labels (11 px regular is about 0.9 of it).
+const CHAR_W: f64 = 6.3;
 
-/// The cores of `within`, grouped by the L3 (else the package) they share.
-fn l3_groups(topo: &Topology, within: &CpuSet) -> Vec<(String, CpuSet)> {
-    let mut groups: Vec<(String, CpuSet)> = topo
-        .caches_at(3)
-        .filter(|c| c.cpus.is_subset(within))
-        .map(|c| {
-            let size = c.size_kib.map(|k| format!(" {} MiB", k / 1024)).unwrap_or_default();
-            (format!("L3{size}"), c.cpus.clone())
+/// What a box stands for; orders equal-CPU boxes and picks its style.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Machine,
+    Package,
+    Die,
+    Numa,
+    L3,
+    L2,
+}
+
+impl Level {
+    /// (fill, stroke, dashed)
+    fn style(self) -> (&'static str, &'static str, bool) {
+        match self {
+            Level::Machine => ("#f7f7f5", "#9a9a9a", false),
+            Level::Package => ("#e6e0d2", "#6d6556", false),
+            Level::Die => ("#ece6d9", "#857c6b", false),
+            Level::Numa => ("#e3e9ef", "#6f7f90", false),
+            Level::L3 => ("#f4f1ea", "#b9b2a3", false),
+            Level::L2 => ("#fbfaf6", "#b9b2a3", true),
+        }
+    }
+}
+
+/// A box of the picture before layout.
+struct Container {
+    level: Level,
+    label: String,
+    cpus: CpuSet,
+    children: Vec<Item>,
+}
+
+enum Item {
+    Box(Container),
+    /// Index into `topo.cores`.
+    Core(usize),
+}
+
+impl Item {
+    fn first_cpu(&self, topo: &Topology) -> Option<usize> {
+        match self {
+            Item::Box(c) => c.cpus.first(),
+            Item::Core(i) => topo.cores[*i].cpus.first(),
+        }
+    }
+}
+
+fn size_text(kib: Option<u64>) -> String {
+    match kib {
+        Some(k) if k >= 1024 && k % 1024 == 0 => format!(" {} MiB", k / 1024),
+        Some(k) if k >= 1024 => format!(" {:.1} MiB", k as f64 / 1024.0),
+        Some(k) => format!(" {k} KiB"),
+        None => String::new(),
+    }
+}
+
+/// The candidate boxes: every grouping that says something about placement.
+fn candidates(topo: &Topology, online: &CpuSet) -> Vec<(Level, String, CpuSet)> {
+    let mut out = Vec::new();
+    let groups = |v: &[Group], level: Level, name: &str, out: &mut Vec<(Level, String, CpuSet)>| {
+        for g in v {
+            out.push((
+                level,
+                format!("{name} {}", g.id),
+                g.cpus.intersection(online),
+            ));
+        }
+    };
+    groups(&topo.packages, Level::Package, "Package", &mut out);
+    if topo.dies.len() > topo.packages.len() {
+        groups(&topo.dies, Level::Die, "Die", &mut out);
+    }
+    let nodes: Vec<_> = topo
+        .numa_nodes
+        .iter()
+        .filter(|n| n.cpus.intersects(online))
+        .collect();
+    if nodes.len() > 1 {
+        for n in nodes {
+            let mem = n
+                .memory_mib
+                .map(|m| format!(" ({:.0} GiB)", m as f64 / 1024.0))
+                .unwrap_or_default();
+            out.push((
+                Level::Numa,
+                format!("NUMA node {}{mem}", n.id),
+                n.cpus.intersection(online),
+            ));
+        }
+    }
+    for c in topo
+        .caches
+        .iter()
+        .filter(|c| c.cache_type != CacheType::Instruction)
+    {
+        let cores_inside = topo
+            .cores
+            .iter()
+            .filter(|k| k.cpus.intersects(&c.cpus))
+            .count();
+        match c.level {
+            3 => out.push((
+                Level::L3,
+                format!("L3{}", size_text(c.size_kib)),
+                c.cpus.intersection(online),
+            )),
+            2 if cores_inside > 1 => out.push((
+                Level::L2,
+                format!("L2{}", size_text(c.size_kib)),
+                c.cpus.intersection(online),
+            )),
+            _ => {}
+        }
+    }
+    out.retain(|(_, _, cpus)| !cpus.is_empty());
+    out
+}
+
+/// Boxes nested by CPU-set containment, cores placed in the smallest box
+/// holding them. Groups that overlap another without nesting (inconsistent
+/// firmware tables) are left out rather than drawn twice.
+fn build_tree(topo: &Topology) -> Item {
+    let online = topo.online();
+    let mut cands = candidates(topo, &online);
+    // Merge boxes with the same CPUs into one, labels in level order.
+    cands.sort_by(|a, b| a.2.iter().cmp(b.2.iter()).then(a.0.cmp(&b.0)));
+    let mut merged: Vec<(Level, String, CpuSet)> = Vec::new();
+    for (level, label, cpus) in cands {
+        match merged.last_mut() {
+            Some(last) if last.2 == cpus => {
+                if !last.1.split(" · ").any(|l| l == label) {
+                    last.1 = format!("{} · {label}", last.1);
+                }
+            }
+            _ => merged.push((level, label, cpus)),
+        }
+    }
+    // Biggest first; keep only a laminar family.
+    merged.sort_by(|a, b| {
+        b.2.len()
+            .cmp(&a.2.len())
+            .then(a.0.cmp(&b.0))
+            .then(a.2.first().cmp(&b.2.first()))
+    });
+    let mut accepted: Vec<(Level, String, CpuSet, Option<usize>)> = Vec::new();
+    for (level, label, cpus) in merged {
+        if accepted
+            .iter()
+            .any(|a| a.2.intersects(&cpus) && !cpus.is_subset(&a.2))
+        {
+            continue;
+        }
+        // Supersets form a chain (laminar family): the last one is the smallest.
+        let parent = accepted.iter().rposition(|a| cpus.is_subset(&a.2));
+        accepted.push((level, label, cpus, parent));
+    }
+    let mut cores_of: Vec<Vec<usize>> = vec![Vec::new(); accepted.len()];
+    let mut top_cores = Vec::new();
+    for (i, core) in topo.cores.iter().enumerate() {
+        let cpus = core.cpus.intersection(&online);
+        if cpus.is_empty() {
+            continue;
+        }
+        match accepted.iter().rposition(|a| cpus.is_subset(&a.2)) {
+            Some(g) => cores_of[g].push(i),
+            None => top_cores.push(i),
+        }
+    }
+    // Assemble bottom-up: children are pushed before their parents are built.
+    let mut built: Vec<Option<Container>> = accepted
+        .iter()
+        .map(|(level, label, cpus, _)| {
+            Some(Container {
+                level: *level,
+                label: label.clone(),
+                cpus: cpus.clone(),
+                children: Vec::new(),
+            })
         })
         .collect();
-    let covered = groups.iter().fold(CpuSet::new(), |acc, (_, s)| acc.union(s));
-    let rest = within.difference(&covered);
-    if !rest.is_empty() {
-        groups.push((String::new(), rest));
+    for (g, cores) in cores_of.iter().enumerate() {
+        if let Some(c) = built[g].as_mut() {
+            c.children.extend(cores.iter().map(|&i| Item::Core(i)));
+        }
     }
-    groups.sort_by_key(|(_, s)| s.first());
-    groups
+    let mut top = Vec::new();
+    for g in (0..accepted.len()).rev() {
+        let c = built[g].take().expect("each box is built once");
+        if c.children.is_empty() {
+            continue;
+        }
+        match accepted[g].3 {
+            Some(p) => built[p]
+                .as_mut()
+                .expect("parent comes first")
+                .children
+                .push(Item::Box(c)),
+            None => top.push(Item::Box(c)),
+        }
+    }
+    top.extend(top_cores.into_iter().map(Item::Core));
+    sort_items(&mut top, topo);
+    if top.len() == 1 {
+        return top.pop().expect("one item");
+    }
+    Item::Box(Container {
+        level: Level::Machine,
+        label: format!("Machine ({} CPUs)", online.len()),
+        cpus: online,
+        children: top,
+    })
+}
+
+fn sort_items(items: &mut [Item], topo: &Topology) {
+    items.sort_by_key(|i| i.first_cpu(topo));
+    for i in items.iter_mut() {
+        if let Item::Box(c) = i {
+            sort_items(&mut c.children, topo);
+        }
+    }
+}
+
+/// A laid-out item: its size and its SVG drawn at the origin.
+struct Laid {
+    w: usize,
+    h: usize,
+    svg: String,
+}
+
+fn text_width(s: &str, scale: f64) -> usize {
+    (s.chars().count() as f64 * CHAR_W * scale).ceil() as usize
+}
+
+fn layout(item: &Item, topo: &Topology, max_w: usize, pu_w: usize) -> Laid {
+    match item {
+        Item::Core(i) => layout_core(topo, &topo.cores[*i], pu_w),
+        Item::Box(c) => layout_box(c, topo, max_w, pu_w),
+    }
+}
+
+fn layout_core(topo: &Topology, core: &Group, pu_w: usize) -> Laid {
+    let pus: Vec<usize> = core
+        .cpus
+        .iter()
+        .filter(|c| topo.cpu(*c).is_some_and(|c| c.online))
+        .collect();
+    let cols = pus.len().clamp(1, PUS_PER_ROW);
+    let rows = pus.len().div_ceil(PUS_PER_ROW).max(1);
+    let label = format!("core {}", core.id);
+    let w = (8 + cols * pu_w).max(text_width(&label, 0.85) + 8);
+    let h = CORE_HEAD + rows * (PU_H + 2) + 3;
+    let mut svg = String::new();
+    writeln!(
+        svg,
+        r##"<rect width="{w}" height="{h}" rx="3" fill="#ffffff" stroke="#8a8170"/><text x="4" y="10" class="small">{}</text>"##,
+        esc(&label)
+    )
+    .ok();
+    for (j, pu) in pus.iter().enumerate() {
+        let cpu = topo.cpu(*pu);
+        let colour = cpu
+            .and_then(|c| c.kind)
+            .map(|k| kind_colour(k, topo.kinds.len()))
+            .unwrap_or("#9aa3ad");
+        let allowed = cpu.is_some_and(|c| c.allowed);
+        let x = 4 + (j % PUS_PER_ROW) * pu_w;
+        let y = CORE_HEAD + (j / PUS_PER_ROW) * (PU_H + 2);
+        let kind = cpu
+            .and_then(|c| c.kind)
+            .and_then(|k| topo.kinds.get(k))
+            .map(|k| format!(", {}", k.name))
+            .unwrap_or_default();
+        writeln!(
+            svg,
+            r##"<g opacity="{}"><rect x="{x}" y="{y}" width="{}" height="{PU_H}" rx="1" fill="{colour}"/><text x="{}" y="{}" class="pu">{pu}</text><title>CPU {pu}{}{}</title></g>"##,
+            if allowed { "1" } else { "0.35" },
+            pu_w - 2,
+            x + (pu_w - 2) / 2,
+            y + 12,
+            esc(&kind),
+            if allowed { "" } else { " (not allowed for this process)" }
+        )
+        .ok();
+    }
+    Laid { w, h, svg }
+}
+
+fn count_cores(c: &Container) -> usize {
+    c.children
+        .iter()
+        .map(|i| match i {
+            Item::Core(_) => 1,
+            Item::Box(b) => count_cores(b),
+        })
+        .sum()
+}
+
+fn layout_box(c: &Container, topo: &Topology, max_w: usize, pu_w: usize) -> Laid {
+    let inner_max = max_w.saturating_sub(2 * PAD).max(1);
+    let laid: Vec<Laid> = c
+        .children
+        .iter()
+        .map(|child| layout(child, topo, inner_max, pu_w))
+        .collect();
+    // Balanced rows: as many rows as greedy filling needs, the children
+    // spread evenly over them (8 boxes in 2 rows are 4 + 4, not 6 + 2).
+    let greedy_rows = {
+        let (mut rows, mut x) = (1, 0usize);
+        for l in &laid {
+            if x > 0 && x + l.w > inner_max {
+                rows += 1;
+                x = 0;
+            }
+            x += l.w + PAD;
+        }
+        rows
+    };
+    let per_row = laid.len().div_ceil(greedy_rows).max(1);
+    let (mut x, mut y, mut row_h, mut content_w) = (PAD, HEAD, 0usize, 0usize);
+    let mut body = String::new();
+    for (i, l) in laid.into_iter().enumerate() {
+        if x > PAD && (x + l.w > PAD + inner_max || i % per_row == 0) {
+            x = PAD;
+            y += row_h + PAD;
+            row_h = 0;
+        }
+        writeln!(body, r#"<g transform="translate({x},{y})">"#).ok();
+        body.push_str(&l.svg);
+        body.push_str("</g>\n");
+        content_w = content_w.max(x + l.w);
+        x += l.w + PAD;
+        row_h = row_h.max(l.h);
+    }
+    // A box of one core needs no CPU list: its PUs show the numbers.
+    let label = if count_cores(c) > 1 {
+        format!("{} · CPUs {}", c.label, c.cpus)
+    } else {
+        c.label.clone()
+    };
+    let title = matches!(c.level, Level::Machine | Level::Package | Level::Numa);
+    let label_w = text_width(&label, if title { 1.0 } else { 0.9 });
+    let w = (content_w + PAD)
+        .max(label_w + 2 * PAD)
+        .min(max_w.max(content_w + PAD));
+    let h = y + row_h + PAD;
+    let (fill, stroke, dashed) = c.level.style();
+    let mut svg = String::new();
+    writeln!(
+        svg,
+        r##"<rect width="{w}" height="{h}" rx="4" fill="{fill}" stroke="{stroke}"{}/><text x="{PAD}" y="13" class="{}">{}</text>"##,
+        if dashed { r#" stroke-dasharray="4 2""# } else { "" },
+        if title { "title" } else { "lbl" },
+        esc(&label)
+    )
+    .ok();
+    svg.push_str(&body);
+    Laid { w, h, svg }
 }
 
 /// The topology as an SVG document (embeddable in HTML).
 pub fn topology_svg(topo: &Topology) -> String {
-    let per_row = (WIDTH - 4 * PAD) / (CELL_W + PAD);
-    let mut body = String::new();
-    let mut y = PAD;
-    let packages: Vec<(String, CpuSet)> = if topo.packages.is_empty() {
-        vec![("Machine".into(), topo.online())]
-    } else {
-        topo.packages.iter().map(|p| (format!("Package {}", p.id), p.cpus.clone())).collect()
-    };
-    for (pname, pcpus) in &packages {
-        let pkg_top = y;
-        y += HEAD;
-        let mut inner = String::new();
-        for (gname, gcpus) in l3_groups(topo, pcpus) {
-            let cores: Vec<_> = topo.cores.iter().filter(|c| c.cpus.is_subset(&gcpus)).collect();
-            let rows = cores.len().div_ceil(per_row).max(1);
-            let gh = HEAD + rows * (CELL_H + PAD) + PAD;
-            let gx = 2 * PAD;
-            writeln!(
-                inner,
-                r##"<rect x="{gx}" y="{y}" width="{}" height="{gh}" rx="4" fill="#f4f1ea" stroke="#b9b2a3"/><text x="{}" y="{}" class="lbl">{} CPUs {}</text>"##,
-                WIDTH - 4 * PAD,
-                gx + 6,
-                y + 15,
-                esc(&gname),
-                gcpus
+    let digits = topo
+        .cpus
+        .iter()
+        .map(|c| c.id)
+        .max()
+        .unwrap_or(0)
+        .to_string()
+        .len();
+    let pu_w = ((digits as f64 * 5.6).ceil() as usize + 6).max(14);
+    let tree = build_tree(topo);
+    let root = layout(&tree, topo, MAX_WIDTH, pu_w);
+    let mut body = root.svg;
+    let mut width = root.w;
+    // Legend: one swatch per kind, then what faded means.
+    let mut items: Vec<(Option<&str>, String)> = topo
+        .kinds
+        .iter()
+        .map(|k| {
+            (
+                Some(kind_colour(k.rank, topo.kinds.len())),
+                format!("{} (rank {}, CPUs {})", k.name, k.rank, k.cpus),
             )
-            .ok();
-            for (i, core) in cores.iter().enumerate() {
-                let cx = gx + PAD + (i % per_row) * (CELL_W + PAD);
-                let cy = y + HEAD + (i / per_row) * (CELL_H + PAD);
+        })
+        .collect();
+    if topo.cpus.iter().any(|c| c.online && !c.allowed) {
+        items.push((None, "faded: not allowed for this process".to_string()));
+    }
+    let (mut x, mut y) = (0usize, root.h + 8);
+    for (colour, label) in &items {
+        let w = 20 + text_width(label, 0.9);
+        if x > 0 && x + w > MAX_WIDTH {
+            x = 0;
+            y += 20;
+        }
+        let tx = match colour {
+            Some(c) => {
                 writeln!(
-                    inner,
-                    r##"<rect x="{cx}" y="{cy}" width="{CELL_W}" height="{CELL_H}" rx="3" fill="#ffffff" stroke="#8a8170"/><text x="{}" y="{}" class="small">core {}</text>"##,
-                    cx + 4,
-                    cy + 12,
-                    core.id
+                    body,
+                    r##"<rect x="{x}" y="{y}" width="14" height="14" fill="{c}"/>"##
                 )
                 .ok();
-                let pus: Vec<usize> = core.cpus.iter().collect();
-                let pw = (CELL_W - 8) / pus.len().clamp(1, 4);
-                for (j, pu) in pus.iter().enumerate().take(4) {
-                    let kind = topo.cpu(*pu).and_then(|c| c.kind);
-                    let colour = kind.map(|k| kind_colour(k, topo.kinds.len())).unwrap_or("#cccccc");
-                    let allowed = topo.cpu(*pu).is_some_and(|c| c.allowed);
-                    let px = cx + 4 + j * pw;
-                    writeln!(
-                        inner,
-                        r##"<rect x="{px}" y="{}" width="{}" height="18" fill="{colour}" opacity="{}"><title>CPU {pu}</title></rect><text x="{}" y="{}" class="pu">{pu}</text>"##,
-                        cy + 17,
-                        pw.saturating_sub(2),
-                        if allowed { "1" } else { "0.35" },
-                        px + 2,
-                        cy + 30
-                    )
-                    .ok();
-                }
+                x + 18
             }
-            y += gh + PAD;
-        }
+            None => x,
+        };
         writeln!(
             body,
-            r##"<rect x="{PAD}" y="{pkg_top}" width="{}" height="{}" rx="6" fill="#e6e0d2" stroke="#6d6556"/><text x="{}" y="{}" class="title">{} (CPUs {})</text>"##,
-            WIDTH - 2 * PAD,
-            y - pkg_top,
-            PAD + 8,
-            pkg_top + 16,
-            esc(pname),
-            pcpus
+            r##"<text x="{tx}" y="{}" class="lbl">{}</text>"##,
+            y + 11,
+            esc(label)
         )
         .ok();
-        body.push_str(&inner);
-        y += PAD;
+        x += w + 16;
+        width = width.max(x);
     }
-    // Legend: one swatch per kind.
-    let mut x = PAD;
-    for k in &topo.kinds {
-        let label = format!("{} {} (rank {}, CPUs {})", k.mark, k.name, k.rank, k.cpus);
-        writeln!(
-            body,
-            r##"<rect x="{x}" y="{y}" width="14" height="14" fill="{}"/><text x="{}" y="{}" class="lbl">{}</text>"##,
-            kind_colour(k.rank, topo.kinds.len()),
-            x + 18,
-            y + 12,
-            esc(&label)
-        )
-        .ok();
-        x += 30 + 7 * label.len();
-    }
-    y += 24;
+    let height = y + 20;
+    let width = width.min(MAX_WIDTH).max(root.w) + 2;
     format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{y}" viewBox="0 0 {WIDTH} {y}" font-family="sans-serif"><style>.title{{font-size:13px;font-weight:bold}} .lbl{{font-size:11px}} .small{{font-size:9px;fill:#555}} .pu{{font-size:9px;fill:#fff}}</style>
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="-1 -1 {width} {height}" font-family="sans-serif"><style>.title{{font-size:12px;font-weight:bold}} .lbl{{font-size:11px}} .small{{font-size:9px;fill:#555}} .pu{{font-size:9px;fill:#fff;text-anchor:middle}}</style>
 {body}</svg>"##
     )
 }

@@ -9,12 +9,16 @@ use pinsight_topology::{discover, FsRoot, Topology};
 use std::path::PathBuf;
 
 fn fixture_topology(name: &str) -> Topology {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topology/tests/fixtures/hwloc").join(name);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../topology/tests/fixtures/hwloc")
+        .join(name);
     discover(&FsRoot::at(dir).unwrap())
 }
 
 fn matrix(name: &str) -> LatencyMatrix {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../latency/tests/fixtures").join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../latency/tests/fixtures")
+        .join(name);
     LatencyMatrix::load(&p).unwrap()
 }
 
@@ -30,7 +34,17 @@ fn speeds(topo: &Topology) -> Vec<CpuSpeed> {
             CpuSpeed {
                 cpu,
                 kind,
-                results: vec![KernelResult { kernel: Kernel::Int, median: m, ci_low: m, ci_high: m, samples: 9, relative: f64::NAN }],
+                results: vec![KernelResult {
+                    kernel: Kernel::Int,
+                    median: m,
+                    ci_low: m,
+                    ci_high: m,
+                    samples: 9,
+                    chunks: 9,
+                    disturbed: 0,
+                    disturbed_included: false,
+                    relative: f64::NAN,
+                }],
                 relative: f64::NAN,
                 misplaced_chunks: 0,
             }
@@ -49,6 +63,9 @@ fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
     let report = pinsight_speed::SpeedReport {
         kernels: vec![Kernel::Int],
         budget_per_cpu_s: 1.0,
+        passes: 8,
+        slot_s: 1.0 / 24.0,
+        elapsed_s: 20.0,
         mem_bytes: 1 << 23,
         cpus,
         kinds,
@@ -83,7 +100,11 @@ fn apple_m1_pro_domains_appear_in_the_sentence() {
     let topo = synthetic_flat(m.cpus.len());
     let tree = domains(&m);
     let s = suggestions(&topo, Some(&m), Some(&tree), None);
-    assert!(s[0].contains("{0-1}") && s[0].contains("{2-4}") && s[0].contains("{5-7}"), "{}", s[0]);
+    assert!(
+        s[0].contains("{0-1}") && s[0].contains("{2-4}") && s[0].contains("{5-7}"),
+        "{}",
+        s[0]
+    );
 }
 
 /// A machine of `n` identical single-thread cores (only what suggestions need).
@@ -97,15 +118,27 @@ fn synthetic_flat(n: usize) -> Topology {
         std::fs::write(t.join("physical_package_id"), "0").unwrap();
         std::fs::write(t.join("core_id"), c.to_string()).unwrap();
     }
-    std::fs::write(dir.join("sys/devices/system/cpu/online"), format!("0-{}", n - 1)).unwrap();
-    std::fs::write(dir.join("sys/devices/system/cpu/present"), format!("0-{}", n - 1)).unwrap();
+    std::fs::write(
+        dir.join("sys/devices/system/cpu/online"),
+        format!("0-{}", n - 1),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("sys/devices/system/cpu/present"),
+        format!("0-{}", n - 1),
+    )
+    .unwrap();
     discover(&FsRoot::at(&dir).unwrap())
 }
 
 fn tempfile_dir() -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("pinsight-report-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let d = std::env::temp_dir().join(format!(
+        "pinsight-report-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -132,8 +165,15 @@ fn html_is_self_contained_and_escaped() {
     let page = html(&data);
     assert!(!page.contains("<script>"), "model name must be escaped");
     assert!(page.contains("&lt;CPUs&gt;"));
-    assert_eq!(page.matches("<svg").count(), 2, "topology picture and heatmap are embedded");
-    assert!(!page.contains("src=\"http") && !page.contains("href=\"http"), "no external resources");
+    assert_eq!(
+        page.matches("<svg").count(),
+        2,
+        "topology picture and heatmap are embedded"
+    );
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "no external resources"
+    );
     assert!(page.contains("speed: skipped"));
 }
 
@@ -142,9 +182,77 @@ fn topology_picture_shows_every_online_cpu_and_kind_legend() {
     let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
     let svg = topology_svg(&topo);
     for cpu in topo.online().iter() {
-        assert!(svg.contains(&format!("<title>CPU {cpu}</title>")), "CPU {cpu} missing");
+        assert!(
+            svg.contains(&format!(">{cpu}</text><title>CPU {cpu}, ")),
+            "CPU {cpu} missing"
+        );
     }
     for k in &topo.kinds {
         assert!(svg.contains(&k.name), "legend lacks {}", k.name);
     }
+}
+
+/// Prints the suggestions for every recorded matrix (run with --nocapture to read them).
+#[test]
+fn every_recorded_matrix_gives_consistent_suggestions() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../latency/tests/fixtures");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    for name in names.iter().filter(|n| n.ends_with(".csv")) {
+        let m = matrix(name);
+        let topo = synthetic_flat(m.cpus.iter().max().unwrap() + 1);
+        let tree = domains(&m);
+        let s = suggestions(&topo, Some(&m), Some(&tree), None);
+        println!("== {name}\n{}", s.join("\n"));
+        let text = s.join("\n");
+        // Never "uniform, matters little" beside "use CPUs a,b not 0,1".
+        assert!(
+            !(text.contains("matters little") && text.contains(" use CPUs ")),
+            "{name}: {text}"
+        );
+    }
+}
+
+/// The picture's width attribute.
+fn svg_width(svg: &str) -> usize {
+    let at = svg.find("width=\"").unwrap() + 7;
+    svg[at..].split('"').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn hybrid_picture_shows_the_e_core_clusters_and_their_l2() {
+    let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
+    let svg = topology_svg(&topo);
+    // P-cores have private L2s (not drawn); the E-cores share one L2 per 4.
+    assert!(svg.contains("L2 2 MiB · CPUs 12-15"), "{svg}");
+    assert!(svg.contains("L2 2 MiB · CPUs 16-19"));
+    assert_eq!(svg.matches(">L2 ").count(), 2);
+    assert!(svg.contains("Package 0 · L3 24 MiB · CPUs 0-19"));
+    assert!(svg.contains("CPU 0, P-core") && svg.contains("CPU 19, E-core"));
+    assert!(svg_width(&svg) <= pinsight_report::topo_svg::MAX_WIDTH + 2);
+}
+
+#[test]
+fn power7_picture_nests_one_core_packages_in_numa_nodes() {
+    let topo = fixture_topology("256ppc-8n8s4t");
+    let svg = topology_svg(&topo);
+    assert_eq!(svg.matches(">NUMA node ").count(), 8, "one box per node");
+    assert_eq!(svg.matches(">Package ").count(), 64);
+    // A one-core package needs no CPU list; a node lists its CPUs.
+    assert!(
+        svg.contains(">Package 0 · L3 4 MiB</text>"),
+        "{}",
+        &svg[..3000]
+    );
+    assert!(svg.contains("NUMA node 0 (56 GiB) · CPUs 0-31"));
+    for cpu in topo.online().iter() {
+        assert!(
+            svg.contains(&format!(">{cpu}</text><title>CPU {cpu}")),
+            "CPU {cpu} missing"
+        );
+    }
+    assert!(svg_width(&svg) <= pinsight_report::topo_svg::MAX_WIDTH + 2);
 }

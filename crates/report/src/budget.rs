@@ -1,0 +1,409 @@
+//! Sharing `pinsight report --budget` between the measurements, and saying
+//! plainly what does not fit. Pure: numbers in, a plan and sentences out.
+//!
+//! The rules, in order:
+//! 1. A reserve (5% of the budget, 30 ms to 1 s) is kept for start-up,
+//!    analysis and writing the files; what was already spent is subtracted.
+//! 2. Each wanted measurement has a floor below which its figures mean
+//!    nothing — speed: [`MIN_SPEED_PER_CPU`] per CPU; latency: [`MIN_LATENCY`]
+//!    and [`MIN_LATENCY_ROUND`] per round of disjoint pairs — and a ceiling
+//!    beyond which more time buys little — speed: [`MAX_SPEED_PER_CPU`] per
+//!    CPU (the `speed` default); latency: [`MAX_LATENCY_ROUND`] per round
+//!    (the `latency` default cap per pair).
+//! 3. Speed takes [`SPEED_SHARE`] of the measuring time (its floor if that is
+//!    less, its ceiling if more), latency the rest up to its ceiling; time
+//!    latency cannot use goes back to speed.
+//! 4. If both floors do not fit, latency is kept (it is what placement of
+//!    communicating threads rests on, and is cheaper on small machines) and
+//!    speed is skipped; a part that does not fit alone is skipped too. Every
+//!    skip says how much it needed and what `--budget` would do.
+
+use std::time::Duration;
+
+/// Speed below this per CPU (3 kernels x 20 ms) is not worth reporting.
+pub const MIN_SPEED_PER_CPU: Duration = Duration::from_millis(60);
+/// `pinsight speed`'s default: more adds little precision.
+pub const MAX_SPEED_PER_CPU: Duration = Duration::from_secs(1);
+/// Share of the measuring time speed gets when latency is measured too.
+pub const SPEED_SHARE: f64 = 0.4;
+/// Least time for a latency measurement at all.
+pub const MIN_LATENCY: Duration = Duration::from_millis(200);
+/// Least time per round of disjoint pairs (a few hundred samples of 100 µs).
+pub const MIN_LATENCY_ROUND: Duration = Duration::from_millis(10);
+/// The latency crate's default cap per pair: more adds nothing.
+pub const MAX_LATENCY_ROUND: Duration = Duration::from_millis(200);
+
+/// Whether a part is wanted, or why not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Want {
+    Yes,
+    /// Not measured, with the reason shown to the user.
+    No(String),
+    /// Already known (a latency matrix from a file): nothing to measure and
+    /// nothing missing.
+    Given,
+}
+
+/// What the report may measure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetInput {
+    /// `--budget`.
+    pub budget: Duration,
+    /// Already spent (discovery, loading files).
+    pub spent: Duration,
+    /// CPUs speed would measure.
+    pub speed_cpus: usize,
+    /// CPUs latency would measure (pairs of them).
+    pub latency_cpus: usize,
+    pub speed: Want,
+    pub latency: Want,
+}
+
+/// How the budget is spent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetPlan {
+    /// Time kept back for everything but measuring.
+    pub reserve: Duration,
+    /// Speed: time per CPU, if measured.
+    pub speed_per_cpu: Option<Duration>,
+    /// Latency: total time, if measured.
+    pub latency: Option<Duration>,
+    /// One sentence per part not measured: what and why.
+    pub skipped: Vec<String>,
+}
+
+/// Rounds of disjoint pairs among `n` CPUs (round-robin tournament).
+pub fn latency_rounds(n: usize) -> usize {
+    match n {
+        0 | 1 => 0,
+        n if n % 2 == 0 => n - 1,
+        n => n,
+    }
+}
+
+/// Least budget for latency on `n` CPUs.
+pub fn min_latency(n: usize) -> Duration {
+    MIN_LATENCY.max(MIN_LATENCY_ROUND * latency_rounds(n) as u32)
+}
+
+/// Least budget for speed on `n` CPUs.
+pub fn min_speed(n: usize) -> Duration {
+    MIN_SPEED_PER_CPU * n as u32
+}
+
+fn reserve(budget: Duration) -> Duration {
+    budget
+        .mul_f64(0.05)
+        .clamp(Duration::from_millis(30), Duration::from_secs(1))
+}
+
+/// `1.5 s`, `250 ms`.
+pub fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 10.0 {
+        format!("{s:.0} s")
+    } else if s >= 1.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{:.0} ms", s * 1e3)
+    }
+}
+
+/// Least `--budget` that measures both: floors plus reserve, rounded up.
+fn least_budget(need: Duration) -> String {
+    // reserve is 5% (>= 30 ms): budget >= need / 0.95 and >= need + 30 ms.
+    let b = need.div_f64(0.95).max(need + Duration::from_millis(30));
+    let tenths = (b.as_secs_f64() * 10.0).ceil() / 10.0;
+    format!("{tenths:.1}s")
+}
+
+/// Splits the budget (see the module doc). Pure.
+pub fn split(input: &BudgetInput) -> BudgetPlan {
+    let reserve = reserve(input.budget);
+    let measuring = input
+        .budget
+        .saturating_sub(input.spent)
+        .saturating_sub(reserve);
+    let mut skipped = Vec::new();
+    let n_speed = input.speed_cpus;
+    let n_lat = input.latency_cpus;
+    let speed_floor = min_speed(n_speed);
+    let speed_ceiling = MAX_SPEED_PER_CPU * n_speed as u32;
+    let lat_floor = min_latency(n_lat);
+    let lat_ceiling = MAX_LATENCY_ROUND * latency_rounds(n_lat) as u32;
+    let budget = secs(input.budget);
+    let room = secs(measuring);
+
+    let mut want_speed = match &input.speed {
+        Want::Yes if n_speed == 0 => {
+            skipped.push("speed: not measured (no usable CPU)".to_string());
+            false
+        }
+        Want::Yes => true,
+        Want::No(why) => {
+            skipped.push(format!("speed: {why}"));
+            false
+        }
+        Want::Given => false,
+    };
+    let want_latency = match &input.latency {
+        Want::Yes if n_lat < 2 => {
+            skipped.push(format!(
+                "latency: needs at least 2 usable CPUs, there {}",
+                if n_lat == 1 { "is 1" } else { "are none" }
+            ));
+            false
+        }
+        Want::Yes => true,
+        Want::No(why) => {
+            skipped.push(format!("latency: {why}"));
+            false
+        }
+        Want::Given => false,
+    };
+    let latency_fits = want_latency && measuring >= lat_floor;
+    if want_latency && !latency_fits {
+        skipped.push(format!(
+            "latency: skipped — the {budget} budget leaves {room} for measuring, latency over {n_lat} CPUs needs at least {}; use --budget {} or more",
+            secs(lat_floor),
+            least_budget(lat_floor + input.spent)
+        ));
+    }
+    if want_speed && measuring < speed_floor {
+        let advice = if want_latency {
+            format!(
+                "use --budget {} or more to measure both",
+                least_budget(speed_floor + lat_floor + input.spent)
+            )
+        } else {
+            format!(
+                "use --budget {} or more",
+                least_budget(speed_floor + input.spent)
+            )
+        };
+        skipped.push(format!(
+            "speed: skipped — the {budget} budget leaves {room} for measuring, speed needs at least {} ({} per CPU x {n_speed} CPUs); {advice}",
+            secs(speed_floor),
+            secs(MIN_SPEED_PER_CPU),
+        ));
+        want_speed = false;
+    }
+    if want_speed && latency_fits && measuring < speed_floor + lat_floor {
+        skipped.push(format!(
+            "speed: skipped — after latency ({}), the {budget} budget leaves {} for speed, which needs at least {} ({} per CPU x {n_speed} CPUs); use --budget {} or more to measure both",
+            secs(lat_floor),
+            secs(measuring.saturating_sub(lat_floor)),
+            secs(speed_floor),
+            secs(MIN_SPEED_PER_CPU),
+            least_budget(speed_floor + lat_floor + input.spent)
+        ));
+        want_speed = false;
+    }
+
+    let (speed_total, latency) = match (want_speed, latency_fits) {
+        (true, true) => {
+            let lat_cap = lat_ceiling.max(lat_floor);
+            let mut speed = measuring
+                .mul_f64(SPEED_SHARE)
+                .clamp(speed_floor, speed_ceiling.max(speed_floor));
+            // Leave latency its floor; give speed what latency cannot use.
+            speed = speed.min(measuring - lat_floor);
+            let lat = (measuring - speed).min(lat_cap);
+            speed = (measuring - lat).min(speed_ceiling.max(speed_floor));
+            (Some(speed), Some(lat))
+        }
+        (true, false) => (Some(measuring.min(speed_ceiling)), None),
+        (false, true) => (None, Some(measuring.min(lat_ceiling.max(lat_floor)))),
+        (false, false) => (None, None),
+    };
+    BudgetPlan {
+        reserve,
+        speed_per_cpu: speed_total.map(|t| t / n_speed.max(1) as u32),
+        latency,
+        skipped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(budget_ms: u64, cpus: usize) -> BudgetInput {
+        BudgetInput {
+            budget: Duration::from_millis(budget_ms),
+            spent: Duration::ZERO,
+            speed_cpus: cpus,
+            latency_cpus: cpus,
+            speed: Want::Yes,
+            latency: Want::Yes,
+        }
+    }
+
+    fn ms(d: Option<Duration>) -> Option<u128> {
+        d.map(|d| d.as_millis())
+    }
+
+    #[test]
+    fn tiny_budget_skips_both_and_says_so() {
+        let p = split(&input(100, 2));
+        assert_eq!((p.speed_per_cpu, p.latency), (None, None));
+        assert_eq!(p.skipped.len(), 2, "{:?}", p.skipped);
+        let text = p.skipped.join("\n");
+        assert!(
+            text.contains("latency: skipped — the 100 ms budget leaves 70 ms for measuring"),
+            "{text}"
+        );
+        assert!(
+            text.contains("needs at least 200 ms; use --budget 0.3s or more"),
+            "{text}"
+        );
+        assert!(
+            text.contains("speed: skipped")
+                && text.contains("needs at least 120 ms (60 ms per CPU x 2 CPUs)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn small_budget_keeps_latency_and_drops_speed() {
+        // 2 CPUs, 300 ms: 270 ms to measure, latency needs 200, speed 120.
+        let p = split(&input(300, 2));
+        assert_eq!(p.speed_per_cpu, None);
+        assert_eq!(ms(p.latency), Some(200));
+        assert_eq!(p.skipped.len(), 1);
+        assert!(
+            p.skipped[0].starts_with("speed: skipped — after latency (200 ms)"),
+            "{}",
+            p.skipped[0]
+        );
+        assert!(
+            p.skipped[0].contains("--budget 0.4s or more to measure both"),
+            "{}",
+            p.skipped[0]
+        );
+        // ... and that advice holds.
+        let p = split(&input(400, 2));
+        assert!(
+            p.speed_per_cpu.is_some() && p.latency.is_some() && p.skipped.is_empty(),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn two_cpus_default_budget_uses_the_ceilings() {
+        let p = split(&input(60_000, 2));
+        assert_eq!(ms(p.speed_per_cpu), Some(1000));
+        assert_eq!(
+            ms(p.latency),
+            Some(200),
+            "one round of one pair, capped at 200 ms"
+        );
+        assert!(p.skipped.is_empty());
+    }
+
+    #[test]
+    fn five_seconds_on_two_cpus() {
+        let p = split(&input(5_000, 2));
+        // 4750 ms to measure: 40% = 1900 ms of speed, latency capped at 200 ms,
+        // the rest back to speed up to 1 s per CPU.
+        assert_eq!(ms(p.speed_per_cpu), Some(1000));
+        assert_eq!(ms(p.latency), Some(200));
+        let total = p.speed_per_cpu.unwrap() * 2 + p.latency.unwrap() + p.reserve;
+        assert!(total <= Duration::from_secs(5));
+    }
+
+    #[test]
+    fn big_machine_shares_the_budget() {
+        // 256 CPUs, 60 s: 59 s to measure (1 s reserve); speed 40% = 23.6 s
+        // (92 ms per CPU), latency 35.4 s over 255 rounds (139 ms each).
+        let p = split(&input(60_000, 256));
+        assert_eq!(ms(p.speed_per_cpu), Some(92));
+        assert_eq!(ms(p.latency), Some(35_400));
+        // 10 s: speed's floor (15.4 s) does not fit beside latency: skipped.
+        let p = split(&input(10_000, 256));
+        assert_eq!(p.speed_per_cpu, None);
+        assert!(p.latency.is_some());
+        assert!(
+            p.skipped[0].contains("needs at least 15 s (60 ms per CPU x 256 CPUs)"),
+            "{:?}",
+            p.skipped
+        );
+        // 2 s: not even latency (2.55 s for 255 rounds).
+        let p = split(&input(2_000, 256));
+        assert_eq!((p.speed_per_cpu, p.latency), (None, None));
+        assert!(
+            p.skipped[0].contains("latency over 256 CPUs needs at least 2.5 s"),
+            "{:?}",
+            p.skipped
+        );
+    }
+
+    #[test]
+    fn never_more_than_the_budget() {
+        for cpus in [1usize, 2, 3, 8, 20, 64, 256] {
+            for budget_ms in [
+                0u64, 50, 100, 250, 400, 1000, 3000, 5000, 20_000, 60_000, 600_000,
+            ] {
+                for spent_ms in [0u64, 20, 500] {
+                    let mut i = input(budget_ms, cpus);
+                    i.spent = Duration::from_millis(spent_ms);
+                    let p = split(&i);
+                    let speed = p.speed_per_cpu.map_or(Duration::ZERO, |d| d * cpus as u32);
+                    let used = i.spent + p.reserve + speed + p.latency.unwrap_or_default();
+                    let limit = i.budget.max(i.spent + p.reserve);
+                    assert!(
+                        used <= limit,
+                        "{cpus} CPUs, {budget_ms} ms, spent {spent_ms}: {p:?}"
+                    );
+                    if let Some(s) = p.speed_per_cpu {
+                        assert!(
+                            (MIN_SPEED_PER_CPU..=MAX_SPEED_PER_CPU).contains(&s),
+                            "{p:?}"
+                        );
+                    }
+                    if let Some(l) = p.latency {
+                        assert!(l >= min_latency(cpus), "{p:?}");
+                    }
+                    // Whatever is not measured is explained (nothing is Given here).
+                    assert_eq!(
+                        p.skipped.len(),
+                        p.speed_per_cpu.is_none() as usize + p.latency.is_none() as usize,
+                        "{p:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unwanted_parts_give_their_reason_and_their_time_away() {
+        let mut i = input(5_000, 2);
+        i.latency =
+            Want::No("not measured (the machine is recorded; pass --latency-from FILE)".into());
+        let p = split(&i);
+        assert_eq!(p.latency, None);
+        assert_eq!(ms(p.speed_per_cpu), Some(1000));
+        assert_eq!(
+            p.skipped,
+            ["latency: not measured (the machine is recorded; pass --latency-from FILE)"]
+        );
+        let mut i = input(5_000, 1);
+        i.speed = Want::No("skipped (--no-speed)".into());
+        let p = split(&i);
+        assert_eq!(
+            p.skipped,
+            [
+                "speed: skipped (--no-speed)",
+                "latency: needs at least 2 usable CPUs, there is 1"
+            ]
+        );
+        // A matrix from a file: all the time goes to speed, nothing is missing.
+        let mut i = input(5_000, 2);
+        i.latency = Want::Given;
+        let p = split(&i);
+        assert_eq!(
+            (ms(p.speed_per_cpu), p.latency, p.skipped.len()),
+            (Some(1000), None, 0)
+        );
+    }
+}
