@@ -3,6 +3,7 @@ pub mod compare;
 pub mod latency;
 pub mod pin;
 pub mod plan;
+pub mod plan_args;
 pub mod report;
 pub mod run;
 pub mod snapshot;

@@ -2,7 +2,8 @@
 //! thread (TID order, or by name with `--threads-by-name`); `--qemu` pins
 //! QEMU vCPU n to place n and the other QEMU threads to the rest.
 
-use super::run::{make_request, parse_policy, require_live, PlanArgs};
+use super::plan_args::{make_request, parse_policy, PlanArgs};
+use super::run::require_live;
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_launch::pin::{
     pin_process, threads_of, threads_to_plan, Outcome, PinError, PinOptions, ThreadOrder,

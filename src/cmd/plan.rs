@@ -2,11 +2,9 @@
 //! user's tool speaks. Pure: reads the topology, never pins anything (the
 //! planner is crate `pinsight-plan`; `pinsight run`/`pin` apply plans).
 
+use super::plan_args::{make_request, parse_policy, PlanArgs};
 use crate::cli::{CliError, CmdResult, Globals};
-use pinsight_plan::{
-    format::FORMAT_NAMES, plan, render, BasePolicy, Format, LatencyMatrix, Policy, Request, Weights,
-};
-use std::path::PathBuf;
+use pinsight_plan::{format::FORMAT_NAMES, plan, render, Format, Policy};
 
 const AFTER_HELP: &str = "\
 Policies (append +smt-physical-first to any pinned one):
@@ -46,44 +44,27 @@ Examples:
 Weights file (--weights): JSON {\"0\": 1.0, \"12\": 0.6} (as `pinsight speed --weights` writes)
 or lines `cpu,weight`. Only ratios matter; 0 = no tasks on that CPU.";
 
+/// `pinsight plan` explains `--latency` and `--pipeline` at more length than
+/// `run`/`pin` (whose help points here): the shared flags keep their names
+/// and checks, only this help text is longer.
+const LATENCY_HELP: &str = "Core-to-core latency matrix for latency-group/latency-pipeline (CSV or JSON, as `pinsight latency` or core-to-core-latency write it)";
+const PIPELINE_HELP: &str = "With latency-group: choose CPUs for a pipeline (stage i talks to stage i+1) instead of all-to-all communication (same as policy latency-pipeline)";
+
 /// Show where each thread would run under a placement policy.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
+#[command(mut_arg("latency", |a| a.help(LATENCY_HELP)))]
+#[command(mut_arg("pipeline", |a| a.help(PIPELINE_HELP)))]
 pub struct Args {
     /// Placement policy (see the list below).
     #[arg(value_name = "POLICY", value_parser = parse_policy)]
     pub policy: Policy,
-    /// Number of threads (default: every CPU in the policy's set).
-    #[arg(long, short = 't', value_name = "N")]
-    pub threads: Option<usize>,
-    /// Number of tasks for `balance` (same as --threads).
-    #[arg(long, value_name = "M")]
-    pub tasks: Option<usize>,
-    /// Allow more threads than CPUs (round robin).
-    #[arg(long)]
-    pub oversubscribe: bool,
-    /// One hardware thread per core before any SMT sibling (same as the +smt-physical-first suffix).
-    #[arg(long)]
-    pub smt_physical_first: bool,
-    /// Per-CPU speed weights for `balance`: JSON {"cpu": weight} or `cpu,weight` lines.
-    #[arg(long, value_name = "FILE")]
-    pub weights: Option<PathBuf>,
-    /// Core-to-core latency matrix for latency-group/latency-pipeline (CSV or JSON,
-    /// as `pinsight latency` or core-to-core-latency write it).
-    #[arg(long, value_name = "FILE")]
-    pub latency: Option<PathBuf>,
-    /// With latency-group: choose CPUs for a pipeline (stage i talks to stage i+1)
-    /// instead of all-to-all communication (same as policy latency-pipeline).
-    #[arg(long)]
-    pub pipeline: bool,
+    #[command(flatten)]
+    pub plan: PlanArgs,
     /// Output dialect.
     #[arg(long, short = 'f', value_name = "FORMAT", value_parser = parse_format,
           long_help = format!("Output dialect: {}.", FORMAT_NAMES.join(", ")))]
     pub format: Option<Format>,
-}
-
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse::<Policy>().map_err(|e| e.to_string())
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
@@ -101,53 +82,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         (None, true) => Format::Json,
         (None, false) => Format::Table,
     };
-    let weights = match &args.weights {
-        Some(_) if args.policy.base != BasePolicy::Balance => {
-            return Err(CliError::usage(format!(
-                "--weights applies to the balance policy only, not {}",
-                args.policy
-            )));
-        }
-        Some(path) => Some(Weights::load(path).map_err(CliError::usage)?),
-        None => None,
-    };
-    let mut policy = args.policy;
-    if args.pipeline {
-        match policy.base {
-            BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline => {
-                policy.base = BasePolicy::LatencyPipeline
-            }
-            _ => {
-                return Err(CliError::usage(format!(
-                    "--pipeline applies to latency-group only, not {policy}"
-                )))
-            }
-        }
-    }
-    let latency = match &args.latency {
-        Some(_)
-            if !matches!(
-                policy.base,
-                BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
-            ) =>
-        {
-            return Err(CliError::usage(format!(
-                "--latency applies to latency-group/latency-pipeline only, not {policy}"
-            )));
-        }
-        Some(path) => Some(LatencyMatrix::load(path).map_err(CliError::usage)?),
-        None => None,
-    };
+    let request = make_request(&args.policy, &args.plan)?;
     let topo = g.topology()?;
-    let request = Request {
-        threads: args.threads,
-        tasks: args.tasks,
-        oversubscribe: args.oversubscribe,
-        smt_physical_first: args.smt_physical_first,
-        weights,
-        latency,
-        ..Request::new(policy)
-    };
     let plan = plan(&topo, &request).map_err(|e| CliError::usage(e.to_string()))?;
     let rendered = render(&plan, &topo, format).map_err(CliError::usage)?;
     print!("{}", rendered.text);
