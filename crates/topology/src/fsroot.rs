@@ -8,6 +8,7 @@
 
 use pinsight_cpuset::CpuSet;
 use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -108,44 +109,13 @@ impl FsRoot {
         }
         let plain = abs.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
         match (plain, abs.parent(), abs.file_name()) {
-            (true, Some(parent), Some(name)) => {
-                let candidate = self.dir(parent).join(name);
-                if Self::is_absolute_link(&candidate) {
-                    self.resolve(abs, 0)
-                } else {
-                    candidate
-                }
-            }
+            (true, Some(parent), Some(name)) => self.child(abs, &self.dir(parent), name),
             _ => self.resolve(abs, 0),
         }
     }
 
-    fn is_absolute_link(p: &Path) -> bool {
-        std::fs::read_link(p).is_ok_and(|t| t.is_absolute())
-    }
-
-    /// The resolved place of an OS directory, memoised (see `dirs`).
-    fn dir(&self, abs: &Path) -> PathBuf {
-        if let Some(d) = self.dirs.lock().ok().and_then(|m| m.get(abs).cloned()) {
-            return d;
-        }
-        let resolved = match (abs.parent(), abs.file_name()) {
-            (Some(parent), Some(name)) => {
-                let candidate = self.dir(parent).join(name);
-                if Self::is_absolute_link(&candidate) {
-                    self.resolve(abs, 0)
-                } else {
-                    candidate
-                }
-            }
-            _ => self.root.clone(),
-        };
-        if let Ok(mut m) = self.dirs.lock() {
-            m.insert(abs.to_path_buf(), resolved.clone());
-        }
-        resolved
-    }
-
+    /// Full component-by-component resolution, re-rooting absolute links
+    /// (the slow path, taken only where such a link was seen).
     fn resolve(&self, abs: &Path, depth: usize) -> PathBuf {
         let mut out = self.root.clone();
         let comps: Vec<Component> = abs.components().collect();
@@ -176,11 +146,37 @@ impl FsRoot {
         out
     }
 
+    /// `name` inside the resolved directory `parent` (`abs` is its OS path):
+    /// a plain join unless that entry is an absolute link to re-root.
+    fn child(&self, abs: &Path, parent: &Path, name: &std::ffi::OsStr) -> PathBuf {
+        let candidate = parent.join(name);
+        if std::fs::read_link(&candidate).is_ok_and(|t| t.is_absolute()) {
+            self.resolve(abs, 0)
+        } else {
+            candidate
+        }
+    }
+
+    /// The resolved place of an OS directory, memoised (see `dirs`).
+    fn dir(&self, abs: &Path) -> PathBuf {
+        if let Some(d) = self.dirs.lock().ok().and_then(|m| m.get(abs).cloned()) {
+            return d;
+        }
+        let resolved = match (abs.parent(), abs.file_name()) {
+            (Some(parent), Some(name)) => self.child(abs, &self.dir(parent), name),
+            _ => self.root.clone(),
+        };
+        if let Ok(mut m) = self.dirs.lock() {
+            m.insert(abs.to_path_buf(), resolved.clone());
+        }
+        resolved
+    }
+
     /// Reads a file as text with trailing whitespace and NULs removed
     /// (dumps often end files in `\n\0`).
     pub fn read(&self, abs: impl AsRef<Path>) -> io::Result<String> {
         let abs = abs.as_ref();
-        let bytes = std::fs::read(self.path(abs))?;
+        let bytes = read_small(&self.path(abs))?;
         self.note(abs);
         let s = String::from_utf8_lossy(&bytes);
         Ok(s.trim_end_matches(|c: char| c.is_whitespace() || c == '\0').to_string())
@@ -242,6 +238,29 @@ impl FsRoot {
     }
 }
 
+/// Reads a whole file with as few system calls as sysfs allows: open, one
+/// read into a page-sized buffer (sysfs hands a whole attribute over in one
+/// read), close. A full buffer means there may be more, so reading goes on
+/// to EOF. `std::fs::read` would add a `statx` and a final empty read per
+/// file, a third of discovery's system calls on big machines.
+fn read_small(path: &Path) -> io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 8192];
+    let n = loop {
+        match f.read(&mut buf) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    if n < buf.len() {
+        buf.truncate(n);
+        return Ok(buf);
+    }
+    f.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +291,18 @@ mod tests {
         r.read_opt("/sys/a/missing");
         r.list_dir("/sys/a");
         assert_eq!(r.recorded(), vec![PathBuf::from("/sys/a"), PathBuf::from("/sys/a/b")]);
+    }
+
+    #[test]
+    fn large_files_are_read_whole() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        let big = "x".repeat(100_000);
+        std::fs::write(d.path().join("proc/cpuinfo"), &big).unwrap();
+        std::fs::write(d.path().join("proc/exact"), "y".repeat(8192)).unwrap();
+        let r = FsRoot::at(d.path()).unwrap();
+        assert_eq!(r.read("/proc/cpuinfo").unwrap().len(), 100_000);
+        assert_eq!(r.read("/proc/exact").unwrap().len(), 8192);
     }
 
     #[test]
