@@ -335,24 +335,18 @@ pub fn utc_now() -> (String, String) {
     utc(secs)
 }
 
-/// Formats Unix seconds as UTC (civil-from-days, Howard Hinnant).
+/// Formats Unix seconds as UTC: RFC 3339 and its digits for file names.
+/// The calendar arithmetic is the topology crate's (one copy of it).
 pub fn utc(secs: u64) -> (String, String) {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"),
-        format!("{y:04}{m:02}{d:02}-{h:02}{mi:02}{s:02}"),
-    )
+    let rfc3339 = pinsight_topology::snapshot::rfc3339_utc(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
+    );
+    // `2025-01-31T12:34:56Z` -> `20250131-123456`
+    let stamp = rfc3339
+        .trim_end_matches('Z')
+        .replace(['-', ':'], "")
+        .replace('T', "-");
+    (rfc3339, stamp)
 }
 
 #[cfg(test)]
