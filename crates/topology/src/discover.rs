@@ -156,8 +156,9 @@ fn index_of(groups: &[Group], cpu: usize) -> Option<usize> {
 /// Whether a die/cluster level adds information (model doc, NOTES 4): it
 /// must cover every online CPU (a partial level cannot be planned on), and at
 /// least one group must hold more than one CPU while differing from its
-/// package and from every L2/L3 instance.
-fn groups_meaningful(
+/// package and from every L2/L3 instance. The hwloc XML loader applies the
+/// same rule, so a machine reads the same from sysfs and from lstopo's XML.
+pub(crate) fn groups_meaningful(
     groups: &[Group],
     packages: &[Group],
     caches: &[crate::Cache],

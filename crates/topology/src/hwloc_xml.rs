@@ -26,6 +26,7 @@
 //! the object tree is walked without recursion. Errors are one line naming
 //! the file and, where it helps, the line and column.
 
+use crate::discover::groups_meaningful;
 use crate::model::*;
 use pinsight_cpuset::{CpuSet, MAX_CPU};
 use roxmltree::{Document, Node, ParsingOptions};
@@ -319,12 +320,12 @@ impl<'a, 'input> Importer<'a, 'input> {
         }
 
         let caches = make_caches(&objs, &online);
-        let dies = if level_is_meaningful(&dies_all, &packages, &caches, &online) {
+        let dies = if groups_meaningful(&dies_all, &packages, &caches, &online) {
             dies_all
         } else {
             Vec::new()
         };
-        let clusters = if level_is_meaningful(&clusters_all, &packages, &caches, &online) {
+        let clusters = if groups_meaningful(&clusters_all, &packages, &caches, &online) {
             clusters_all
         } else {
             Vec::new()
@@ -777,33 +778,6 @@ fn renumber(mut v: Vec<Group>) -> Vec<Group> {
         g.id = i;
     }
     v
-}
-
-/// Whether a die or cluster level tells anything the other levels do not,
-/// by discovery's rule (NOTES #4): the level covers every online CPU, and
-/// some group holds several CPUs while differing from its package and from
-/// every L2/L3 instance.
-fn level_is_meaningful(
-    level: &[Group],
-    packages: &[Group],
-    caches: &[Cache],
-    online: &CpuSet,
-) -> bool {
-    let covered = level
-        .iter()
-        .fold(CpuSet::new(), |acc, g| acc.union(&g.cpus));
-    if level.is_empty() || &covered != online {
-        return false;
-    }
-    level.iter().any(|g| {
-        g.cpus.len() > 1
-            && !packages.iter().any(|p| p.cpus == g.cpus)
-            && !caches.iter().any(|c| {
-                (c.level == 2 || c.level == 3)
-                    && c.cache_type != CacheType::Instruction
-                    && c.cpus == g.cpus
-            })
-    })
 }
 
 fn make_caches(objs: &[Obj], online: &CpuSet) -> Vec<Cache> {
