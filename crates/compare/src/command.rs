@@ -59,7 +59,8 @@ impl PreparedArm {
     /// Prepares `plan`. `is_set` tells which variables the user already
     /// set (normally `std::env::var_os(k).is_some()`).
     pub fn new(plan: &Plan, is_set: impl Fn(&str) -> bool) -> PreparedArm {
-        let per_thread = plan.pinned && !plan.places.is_empty();
+        // Exactly as `pinsight run` decides (one-place plans are a mask).
+        let per_thread = pinsight_launch::pins_per_thread(plan);
         let (env, notes) =
             pinsight_launch::env_exports(&pinsight_plan::omp_env(plan), per_thread, is_set);
         let start: Option<&CpuSet> = if plan.places.is_empty() {

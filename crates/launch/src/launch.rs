@@ -281,15 +281,21 @@ fn wait_exited_keep(pid: i32) {
     }
 }
 
+/// Whether applying `plan` needs threads pinned one by one (shim or
+/// watcher), or a process mask does the whole job. One distinct place equal
+/// to the process mask (e.g. `cpus:0`): every thread, skipped or not, ends
+/// up on that set, so the mask is enough — no shim, no watcher, the cost of
+/// taskset. Shared by `run` and `compare` so both apply a plan the same way.
+pub fn pins_per_thread(plan: &Plan) -> bool {
+    let one_place = plan.places.windows(2).all(|w| w[0] == w[1])
+        && plan.places.first() == Some(&plan.process_mask);
+    plan.pinned && !plan.places.is_empty() && !one_place
+}
+
 /// Runs `opts.program` under `plan` and waits for it.
 pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let program = opts.program.to_string_lossy().into_owned();
-    // One distinct place (e.g. `cpus:0`): every thread, skipped or not, ends
-    // up on that set, so the process mask is the whole job — no shim, no
-    // watcher, the cost of taskset.
-    let one_place = plan.places.windows(2).all(|w| w[0] == w[1])
-        && plan.places.first() == Some(&plan.process_mask);
-    let per_thread = plan.pinned && !plan.places.is_empty() && !one_place;
+    let per_thread = pins_per_thread(plan);
     let mechanism = per_thread.then_some(opts.mechanism);
     let mut notes = Vec::new();
 
@@ -417,6 +423,40 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
 
 #[cfg(test)]
 mod tests {
+    use super::pins_per_thread;
+
+    fn plan(pinned: bool, mask: &str, places: &[&str]) -> pinsight_plan::Plan {
+        pinsight_plan::Plan {
+            policy: "test".into(),
+            threads: places.len(),
+            process_mask: mask.parse().unwrap(),
+            places: places.iter().map(|p| p.parse().unwrap()).collect(),
+            pinned,
+            tasks_per_cpu: None,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_place_plans_are_a_mask_and_others_pin_per_thread() {
+        assert!(
+            !pins_per_thread(&plan(true, "0", &["0"])),
+            "cpus:0 is taskset's job"
+        );
+        assert!(
+            !pins_per_thread(&plan(true, "0", &["0", "0"])),
+            "oversubscribed on one CPU"
+        );
+        assert!(pins_per_thread(&plan(true, "0-1", &["0", "1"])));
+        assert!(
+            !pins_per_thread(&plan(false, "0-1", &["0-1", "0-1"])),
+            "set policies float"
+        );
+        assert!(
+            !pins_per_thread(&plan(false, "0-1", &[])),
+            "os changes nothing"
+        );
+    }
     use super::*;
 
     fn kv(k: &str, v: &str) -> (String, String) {

@@ -24,7 +24,9 @@ pub mod signals;
 pub mod skip;
 pub mod watch;
 
-pub use launch::{env_exports, run, LaunchError, Mechanism, RunOptions, RunOutcome};
+pub use launch::{
+    env_exports, pins_per_thread, run, LaunchError, Mechanism, RunOptions, RunOutcome,
+};
 pub use pin::{pin_process, PinError, PinOptions, PinReport, ThreadOrder};
 pub use skip::parse_skip;
 pub use watch::{FollowStats, ThreadRecord};
