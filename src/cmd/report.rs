@@ -6,7 +6,7 @@ use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
 use crate::cmd::speed::{default_mem_bytes, measure_report};
 use pinsight_latency::measure::{measure_with_progress, MeasureConfig};
 use pinsight_latency::{domains, LatencyMatrix};
-use pinsight_report::budget::{split, BudgetInput, Want};
+use pinsight_report::budget::{latency_rounds, split, BudgetInput, Want};
 use pinsight_report::{html, suggestions_with, terminal_summary, ReportData};
 use pinsight_speed::Kernel;
 use pinsight_topology::Topology;
@@ -54,7 +54,7 @@ fn measure_latency(
     let cpus: Vec<usize> = topo.usable().iter().collect();
     let n = cpus.len();
     let pairs = n * (n - 1) / 2;
-    let rounds = if n % 2 == 0 { n - 1 } else { n };
+    let rounds = latency_rounds(n);
     // Each round measures its pairs side by side: a round may take budget/rounds.
     let per_pair = (budget / rounds.max(1) as u32).min(Duration::from_millis(200));
     let cfg = MeasureConfig {

@@ -3,8 +3,8 @@
 
 use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
 use pinsight_speed::{
-    measure, schedule, select_cpus, speedups, unweighted, weights_file, Kernel, SpeedConfig,
-    SpeedReport,
+    measure, schedule, select_cpus, speedups, unweighted, weights_file, Kernel, SlotPlan,
+    SpeedConfig, SpeedReport,
 };
 use pinsight_topology::{CpuSet, Topology};
 use std::fmt::Write;
@@ -59,20 +59,20 @@ pub fn measure_report(
     mem_bytes: usize,
     g: &Globals,
 ) -> Result<SpeedReport, CliError> {
-    let sched = schedule(budget_per_cpu, kernels.len());
+    let sched = schedule(budget_per_cpu, &kernels, mem_bytes);
     let cfg = SpeedConfig {
         cpus: cpus.clone(),
         kernels: kernels.clone(),
         budget_per_cpu,
         mem_bytes,
     };
-    let total = cpus.len() * kernels.len() * sched.passes;
+    let total = cpus.len() * sched.slots_per_cpu();
     let pb = progress_bar(
         g,
         total as u64,
         &format!(
             "measuring CPU speed ({} passes over {} CPUs)",
-            sched.passes,
+            sched.passes(),
             cpus.len()
         ),
     );
@@ -85,8 +85,8 @@ pub fn measure_report(
     Ok(SpeedReport {
         kernels,
         budget_per_cpu_s: budget_per_cpu.as_secs_f64(),
-        passes: sched.passes,
-        slot_s: sched.slot.as_secs_f64(),
+        passes: sched.passes(),
+        slots: SlotPlan::from_schedule(&sched),
         elapsed_s: started.elapsed().as_secs_f64(),
         mem_bytes,
         cpus,
@@ -158,14 +158,14 @@ pub fn render(topo: &Topology, r: &SpeedReport) -> String {
     let names: Vec<&str> = r.kernels.iter().map(|k| k.name()).collect();
     writeln!(
         out,
-        "Speed of {} CPU{}: kernels {}; {} per CPU in {} interleaved pass{} of {:.0} ms slots; chase buffer {} MiB; took {:.1} s",
+        "Speed of {} CPU{}: kernels {}; {} per CPU in {} interleaved pass{} ({}); chase buffer {} MiB; took {:.1} s",
         r.cpus.len(),
         if r.cpus.len() == 1 { "" } else { "s" },
         names.join(", "),
         seconds(r.budget_per_cpu_s),
         r.passes,
         if r.passes == 1 { "" } else { "es" },
-        r.slot_s * 1e3,
+        slots_text(&r.slots),
         r.mem_bytes >> 20,
         r.elapsed_s
     )
@@ -294,6 +294,22 @@ pub fn render(topo: &Topology, r: &SpeedReport) -> String {
         writeln!(out, "  {line}").ok();
     }
     out
+}
+
+/// `int 8 x 42 ms, fp 8 x 42 ms, mem 5 x 67 ms`.
+pub fn slots_text(slots: &[SlotPlan]) -> String {
+    slots
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} x {:.0} ms",
+                s.kernel.name(),
+                s.passes,
+                s.slot_s * 1e3
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `1 s`, `250 ms`.

@@ -20,8 +20,10 @@
 
 use std::time::Duration;
 
-/// Speed below this per CPU (3 kernels x 20 ms) is not worth reporting.
-pub const MIN_SPEED_PER_CPU: Duration = Duration::from_millis(60);
+/// Speed below this per CPU is not worth reporting: 20 ms each for `int`
+/// and `fp`, 60 ms for `mem` (whose slot starts with a walk of the whole
+/// chase buffer) — split evenly, 33 ms each.
+pub const MIN_SPEED_PER_CPU: Duration = Duration::from_millis(100);
 /// `pinsight speed`'s default: more adds little precision.
 pub const MAX_SPEED_PER_CPU: Duration = Duration::from_secs(1);
 /// Share of the measuring time speed gets when latency is measured too.
@@ -259,14 +261,23 @@ mod tests {
         );
         assert!(
             text.contains("speed: skipped")
-                && text.contains("needs at least 120 ms (60 ms per CPU x 2 CPUs)"),
+                && text.contains("needs at least 200 ms (100 ms per CPU x 2 CPUs); use --budget 0.5s or more to measure both"),
             "{text}"
+        );
+        // Without latency, speed alone needs less.
+        let mut i = input(100, 2);
+        i.latency = Want::No("skipped (--no-latency)".into());
+        let p = split(&i);
+        assert!(
+            p.skipped[1].ends_with("use --budget 0.3s or more"),
+            "{:?}",
+            p.skipped
         );
     }
 
     #[test]
     fn small_budget_keeps_latency_and_drops_speed() {
-        // 2 CPUs, 300 ms: 270 ms to measure, latency needs 200, speed 120.
+        // 2 CPUs, 300 ms: 270 ms to measure, latency needs 200, speed 200.
         let p = split(&input(300, 2));
         assert_eq!(p.speed_per_cpu, None);
         assert_eq!(ms(p.latency), Some(200));
@@ -277,12 +288,12 @@ mod tests {
             p.skipped[0]
         );
         assert!(
-            p.skipped[0].contains("--budget 0.4s or more to measure both"),
+            p.skipped[0].contains("--budget 0.5s or more to measure both"),
             "{}",
             p.skipped[0]
         );
         // ... and that advice holds.
-        let p = split(&input(400, 2));
+        let p = split(&input(500, 2));
         assert!(
             p.speed_per_cpu.is_some() && p.latency.is_some() && p.skipped.is_empty(),
             "{p:?}"
@@ -315,16 +326,24 @@ mod tests {
     #[test]
     fn big_machine_shares_the_budget() {
         // 256 CPUs, 60 s: 59 s to measure (1 s reserve); speed 40% = 23.6 s
-        // (92 ms per CPU), latency 35.4 s over 255 rounds (139 ms each).
+        // is below its floor (100 ms per CPU = 25.6 s), so the floor;
+        // latency 33.4 s over 255 rounds (131 ms each).
         let p = split(&input(60_000, 256));
-        assert_eq!(ms(p.speed_per_cpu), Some(92));
-        assert_eq!(ms(p.latency), Some(35_400));
-        // 10 s: speed's floor (15.4 s) does not fit beside latency: skipped.
+        assert_eq!(ms(p.speed_per_cpu), Some(100));
+        assert_eq!(ms(p.latency), Some(33_400));
+        // 120 s: latency is capped at 255 rounds x 200 ms = 51 s; speed gets
+        // the other 68 s of the 119 (265 ms per CPU), more than its 40%.
+        let p = split(&input(120_000, 256));
+        assert_eq!(
+            (ms(p.speed_per_cpu), ms(p.latency)),
+            (Some(265), Some(51_000))
+        );
+        // 10 s: speed's floor (25.6 s) does not fit beside latency: skipped.
         let p = split(&input(10_000, 256));
         assert_eq!(p.speed_per_cpu, None);
         assert!(p.latency.is_some());
         assert!(
-            p.skipped[0].contains("needs at least 15 s (60 ms per CPU x 256 CPUs)"),
+            p.skipped[0].contains("needs at least 26 s (100 ms per CPU x 256 CPUs)"),
             "{:?}",
             p.skipped
         );

@@ -210,14 +210,27 @@ fn speed_section(s: &mut String, t: &Topology, sp: &SpeedReport) {
         .flat_map(|c| &c.results)
         .map(|k| k.disturbed)
         .sum();
+    let slots: Vec<String> = sp
+        .slots
+        .iter()
+        .map(|k| {
+            format!(
+                "{} {} x {:.0} ms",
+                k.kernel.name(),
+                k.passes,
+                k.slot_s * 1e3
+            )
+        })
+        .collect();
     writeln!(
         s,
         "<p class=\"muted small\">Single-thread throughput pinned to each CPU: median over timed chunks with its 95% interval; \
-         {:.0} ms per CPU in {} interleaved pass{} over the CPUs; {} of {} chunks descheduled by other load were left out; \
+         {:.0} ms per CPU in {} interleaved pass{} over the CPUs ({}); {} of {} chunks descheduled by other load were left out; \
          pointer-chase buffer {} MiB. Relative: geometric mean over the kernels, fastest CPU = 1.</p>",
         sp.budget_per_cpu_s * 1e3,
         sp.passes,
         if sp.passes == 1 { "" } else { "es" },
+        slots.join(", "),
         disturbed,
         chunks,
         sp.mem_bytes >> 20

@@ -64,7 +64,7 @@ fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
         kernels: vec![Kernel::Int],
         budget_per_cpu_s: 1.0,
         passes: 8,
-        slot_s: 1.0 / 24.0,
+        slots: vec![],
         elapsed_s: 20.0,
         mem_bytes: 1 << 23,
         cpus,

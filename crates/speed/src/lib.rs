@@ -16,6 +16,8 @@ pub mod select;
 pub mod summary;
 
 pub use kernels::Kernel;
-pub use run::{measure, schedule, CpuSpeed, KernelResult, Schedule, SpeedConfig, SpeedError};
+pub use run::{
+    measure, schedule, CpuSpeed, KernelResult, KernelSlots, Schedule, SpeedConfig, SpeedError,
+};
 pub use select::{default_mem_bytes, select_cpus};
-pub use summary::{speedups, unweighted, weights_file, KindPair, KindSpeed, SpeedReport};
+pub use summary::{speedups, unweighted, weights_file, KindPair, KindSpeed, SlotPlan, SpeedReport};

@@ -55,27 +55,66 @@ pub const UNDISTURBED: f64 = 0.95;
 pub const MIN_UNDISTURBED: usize = 3;
 /// Share of each slot spent warming up (caches, frequency) untimed.
 pub const WARMUP_FRACTION: f64 = 0.1;
+/// A pessimistic dependent load beyond L2 (DRAM plus a TLB miss), to size
+/// the `mem` warm-up walk before knowing the machine.
+const SLOW_LOAD: Duration = Duration::from_nanos(150);
 
-/// How a per-CPU budget is cut into slots.
+/// Shortest slot for `kernel`. For `mem` the slot starts with one walk of
+/// the whole buffer (see [`Runner::slot`]), so it must be long enough for
+/// that walk to be a small part of it: three walks at [`SLOW_LOAD`].
+pub fn min_slot(kernel: Kernel, mem_bytes: usize) -> Duration {
+    match kernel {
+        Kernel::Mem => MIN_SLOT.max(SLOW_LOAD * 3 * (mem_bytes / 64).max(1) as u32),
+        _ => MIN_SLOT,
+    }
+}
+
+/// One kernel's share of a CPU's budget.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Schedule {
-    /// Passes over all CPUs; each pass runs every kernel once on every CPU.
+pub struct KernelSlots {
+    pub kernel: Kernel,
+    /// Slots of this kernel per CPU, each in its own pass.
     pub passes: usize,
-    /// Length of one slot (one kernel on one CPU in one pass).
+    /// Length of each.
     pub slot: Duration,
 }
 
-/// As many passes as fit slots of at least [`MIN_SLOT`], at most
-/// [`MAX_PASSES`], at least one (a budget below `MIN_SLOT` per kernel gives
-/// one short slot). Pure.
-pub fn schedule(budget_per_cpu: Duration, kernels: usize) -> Schedule {
-    let per_kernel = budget_per_cpu / kernels.max(1) as u32;
-    let passes =
-        ((per_kernel.as_secs_f64() / MIN_SLOT.as_secs_f64()).floor() as usize).clamp(1, MAX_PASSES);
-    Schedule {
-        passes,
-        slot: per_kernel / passes as u32,
+/// How a per-CPU budget is cut into slots: each kernel gets an equal share,
+/// in as many slots as fit its [`min_slot`] (at most [`MAX_PASSES`], at
+/// least one — a share below the minimum gives one short slot).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    pub kernels: Vec<KernelSlots>,
+}
+
+impl Schedule {
+    /// Passes over the CPUs (the most any kernel has).
+    pub fn passes(&self) -> usize {
+        self.kernels.iter().map(|k| k.passes).max().unwrap_or(0)
     }
+
+    /// Slots per CPU, all kernels together.
+    pub fn slots_per_cpu(&self) -> usize {
+        self.kernels.iter().map(|k| k.passes).sum()
+    }
+}
+
+/// Pure: see [`Schedule`].
+pub fn schedule(budget_per_cpu: Duration, kernels: &[Kernel], mem_bytes: usize) -> Schedule {
+    let share = budget_per_cpu / kernels.len().max(1) as u32;
+    let kernels = kernels
+        .iter()
+        .map(|&kernel| {
+            let fit = share.as_secs_f64() / min_slot(kernel, mem_bytes).as_secs_f64();
+            let passes = (fit.floor() as usize).clamp(1, MAX_PASSES);
+            KernelSlots {
+                kernel,
+                passes,
+                slot: share / passes as u32,
+            }
+        })
+        .collect();
+    Schedule { kernels }
 }
 
 /// One slot of the run.
@@ -90,11 +129,18 @@ pub struct Slot {
 
 /// The order slots run in: pass-major, then kernel, then CPU, the CPU order
 /// rotated by one each pass so no CPU is always first after a kernel
-/// switch. Every (kernel, CPU) appears once per pass. Pure.
-pub fn slot_order(cpus: usize, kernels: usize, passes: usize) -> Vec<Slot> {
-    let mut out = Vec::with_capacity(cpus * kernels * passes);
-    for pass in 0..passes {
-        for kernel in 0..kernels {
+/// switch. A kernel with fewer passes than the schedule's takes part in
+/// passes spread evenly over the run; in each pass it runs on every CPU.
+/// Pure.
+pub fn slot_order(cpus: usize, sched: &Schedule) -> Vec<Slot> {
+    let max = sched.passes();
+    let mut out = Vec::with_capacity(cpus * sched.slots_per_cpu());
+    for pass in 0..max {
+        for (kernel, ks) in sched.kernels.iter().enumerate() {
+            // Bresenham: exactly `ks.passes` of the `max` passes, evenly spread.
+            if (pass * ks.passes) % max >= ks.passes {
+                continue;
+            }
             for i in 0..cpus {
                 out.push(Slot {
                     pass,
@@ -300,7 +346,7 @@ impl Runner<'_> {
 /// Measures every CPU of `cfg.cpus` (see the module doc for the method).
 /// `kind_of` maps a CPU to its kind rank; `progress(done, total)` is called
 /// on the calling thread after each slot, `total` being
-/// `cpus x kernels x passes` of [`schedule`].
+/// `cpus x` [`Schedule::slots_per_cpu`] of [`schedule`].
 pub fn measure(
     cfg: &SpeedConfig,
     kind_of: &dyn Fn(usize) -> Option<usize>,
@@ -314,8 +360,8 @@ pub fn measure(
     }
     let cpus: Vec<usize> = cfg.cpus.iter().collect();
     let kernels = &cfg.kernels;
-    let sched = schedule(cfg.budget_per_cpu, kernels.len());
-    let order = slot_order(cpus.len(), kernels.len(), sched.passes);
+    let sched = schedule(cfg.budget_per_cpu, kernels, cfg.mem_bytes);
+    let order = slot_order(cpus.len(), &sched);
     let total = order.len();
     let buffer = kernels
         .contains(&Kernel::Mem)
@@ -338,7 +384,8 @@ pub fn measure(
                 let cpu = cpus[slot.cpu];
                 pin::set_affinity(&CpuSet::single(cpu))
                     .map_err(|error| SpeedError::Pin { cpu, error })?;
-                runners[slot.kernel].slot(sched.slot, cpu, &mut chunks[slot.cpu][slot.kernel]);
+                let length = sched.kernels[slot.kernel].slot;
+                runners[slot.kernel].slot(length, cpu, &mut chunks[slot.cpu][slot.kernel]);
                 let _ = tx.send(done + 1);
             }
             Ok(chunks)
@@ -389,7 +436,9 @@ fn median_ci_ranks(n: usize) -> (usize, usize) {
     (lo.min(n - 1), hi)
 }
 
-/// Fills per-kernel and per-CPU relative speeds (1.0 = fastest CPU).
+/// Fills per-kernel relative speeds (1.0 = the fastest CPU on that kernel)
+/// and per-CPU ones (geometric mean over the kernels, scaled so the best
+/// CPU is 1.0).
 pub fn fill_relative(cpus: &mut [CpuSpeed]) {
     let kernels: Vec<Kernel> = cpus
         .first()
@@ -410,11 +459,61 @@ pub fn fill_relative(cpus: &mut [CpuSpeed]) {
         let n = c.results.len() as f64;
         c.relative = (c.results.iter().map(|r| r.relative.ln()).sum::<f64>() / n).exp();
     }
+    // Different CPUs may win different kernels: scale so the CPU with the
+    // best mean is exactly 1 (the weight `balance` gives its fastest CPU).
+    let best = cpus.iter().map(|c| c.relative).fold(f64::NAN, f64::max);
+    for c in cpus.iter_mut() {
+        c.relative /= best;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn one(cpu: usize, medians: &[f64]) -> CpuSpeed {
+        let results = medians
+            .iter()
+            .zip(Kernel::ALL)
+            .map(|(&m, kernel)| KernelResult {
+                kernel,
+                median: m,
+                ci_low: m,
+                ci_high: m,
+                samples: 1,
+                chunks: 1,
+                disturbed: 0,
+                disturbed_included: false,
+                relative: f64::NAN,
+            })
+            .collect();
+        CpuSpeed {
+            cpu,
+            kind: None,
+            results,
+            relative: f64::NAN,
+            misplaced_chunks: 0,
+        }
+    }
+
+    #[test]
+    fn relative_speed_is_one_for_the_best_cpu_even_when_kernels_disagree() {
+        // CPU 0 wins int, CPU 1 wins fp and mem.
+        let mut v = vec![
+            one(0, &[100.0, 50.0, 10.0]),
+            one(1, &[90.0, 60.0, 12.0]),
+            one(2, &[50.0, 30.0, f64::NAN]),
+        ];
+        fill_relative(&mut v);
+        assert_eq!(v[0].results[0].relative, 1.0);
+        assert_eq!(v[1].results[1].relative, 1.0);
+        assert_eq!(v[1].relative, 1.0);
+        let raw0 = (1.0f64 * (50.0 / 60.0) * (10.0 / 12.0)).cbrt();
+        let raw1 = (0.9f64 * 1.0 * 1.0).cbrt();
+        assert!((v[0].relative - raw0 / raw1).abs() < 1e-12);
+        // No valid mem figure: no made-up weight.
+        assert!(v[2].relative.is_nan());
+    }
 
     #[test]
     fn ci_ranks_bracket_the_median() {
@@ -427,39 +526,50 @@ mod tests {
         }
     }
 
+    fn ms(d: Duration) -> f64 {
+        d.as_secs_f64() * 1e3
+    }
+
     #[test]
     fn schedule_fits_the_budget_in_passes() {
-        // 1 s per CPU, 3 kernels: 333 ms per kernel -> 8 passes of ~41.7 ms.
-        let s = schedule(Duration::from_secs(1), 3);
-        assert_eq!(s.passes, MAX_PASSES);
-        assert!(
-            (s.slot.as_secs_f64() * 8.0 * 3.0 - 1.0).abs() < 1e-6,
-            "{s:?}"
-        );
-        // 90 ms, 3 kernels: 30 ms per kernel -> 2 passes of 15 ms.
+        let all = Kernel::ALL;
+        let mib8 = 8 << 20;
+        // mem on 8 MiB: 131072 loads x 150 ns x 3 = 59 ms per slot at least.
+        assert!((ms(min_slot(Kernel::Mem, mib8)) - 58.98).abs() < 0.01);
+        assert_eq!(min_slot(Kernel::Mem, 1 << 16), MIN_SLOT);
+        // 1 s per CPU: 333 ms per kernel -> int, fp 8 x 41.7 ms; mem 5 x 66.7 ms.
+        let s = schedule(Duration::from_secs(1), &all, mib8);
+        let shape: Vec<usize> = s.kernels.iter().map(|k| k.passes).collect();
+        assert_eq!(shape, [8, 8, 5]);
+        assert!((ms(s.kernels[2].slot) - 66.67).abs() < 0.01, "{s:?}");
+        assert_eq!((s.passes(), s.slots_per_cpu()), (8, 21));
+        // 90 ms: 30 ms per kernel -> 2 x 15 ms; mem one 30 ms slot.
+        let s = schedule(Duration::from_millis(90), &all, mib8);
         assert_eq!(
-            schedule(Duration::from_millis(90), 3),
-            Schedule {
-                passes: 2,
-                slot: Duration::from_millis(15)
-            }
+            s.kernels
+                .iter()
+                .map(|k| (k.passes, ms(k.slot).round() as u64))
+                .collect::<Vec<_>>(),
+            [(2, 15), (2, 15), (1, 30)]
         );
-        // Below one MIN_SLOT per kernel: one short slot, never zero passes.
+        // Below the minimum: one short slot, never zero passes.
         assert_eq!(
-            schedule(Duration::from_millis(9), 3),
-            Schedule {
+            schedule(Duration::from_millis(9), &all, mib8).kernels[0],
+            KernelSlots {
+                kernel: Kernel::Int,
                 passes: 1,
                 slot: Duration::from_millis(3)
             }
         );
-        assert_eq!(schedule(Duration::ZERO, 0).passes, 1);
+        assert_eq!(schedule(Duration::ZERO, &[Kernel::Int], 0).passes(), 1);
         // The slots never add up to more than the budget.
-        for ms in [1u64, 14, 15, 16, 44, 45, 100, 333, 1000, 5000] {
+        for budget in [1u64, 14, 15, 16, 44, 45, 100, 333, 1000, 5000] {
             for k in 1..=3 {
-                let s = schedule(Duration::from_millis(ms), k);
+                let s = schedule(Duration::from_millis(budget), &all[..k], mib8);
+                let total: Duration = s.kernels.iter().map(|k| k.slot * k.passes as u32).sum();
                 assert!(
-                    s.slot * (s.passes * k) as u32 <= Duration::from_millis(ms),
-                    "{ms} ms, {k} kernels: {s:?}"
+                    total <= Duration::from_millis(budget),
+                    "{budget} ms, {k} kernels: {s:?}"
                 );
             }
         }
@@ -467,7 +577,18 @@ mod tests {
 
     #[test]
     fn slot_order_interleaves_cpus_and_rotates_each_pass() {
-        let o = slot_order(3, 2, 2);
+        let sched = |passes: &[usize]| Schedule {
+            kernels: passes
+                .iter()
+                .zip(Kernel::ALL)
+                .map(|(&passes, kernel)| KernelSlots {
+                    kernel,
+                    passes,
+                    slot: MIN_SLOT,
+                })
+                .collect(),
+        };
+        let o = slot_order(3, &sched(&[2, 2]));
         assert_eq!(o.len(), 12);
         let cpus: Vec<usize> = o.iter().map(|s| s.cpu).collect();
         assert_eq!(cpus, [0, 1, 2, 0, 1, 2, 1, 2, 0, 1, 2, 0]);
@@ -483,6 +604,26 @@ mod tests {
             seen.sort();
             seen.dedup();
             assert_eq!(seen.len(), 6);
+        }
+        // Fewer passes for one kernel: spread over the run, every CPU each time.
+        for (p, k) in [(8usize, 5usize), (8, 1), (8, 3), (5, 2), (7, 7)] {
+            let o = slot_order(2, &sched(&[p, k]));
+            let passes: Vec<usize> = o
+                .iter()
+                .filter(|s| s.kernel == 1 && s.cpu == 0)
+                .map(|s| s.pass)
+                .collect();
+            assert_eq!(passes.len(), k, "{p} {k}: {passes:?}");
+            assert_eq!(o.iter().filter(|s| s.kernel == 1).count(), 2 * k);
+            assert_eq!(o.iter().filter(|s| s.kernel == 0).count(), 2 * p);
+            assert_eq!(passes[0], 0);
+            if k > 1 {
+                let gaps: Vec<usize> = passes.windows(2).map(|w| w[1] - w[0]).collect();
+                assert!(
+                    gaps.iter().max().unwrap() - gaps.iter().min().unwrap() <= 1,
+                    "{p} {k}: {passes:?}"
+                );
+            }
         }
     }
 
@@ -548,7 +689,8 @@ mod tests {
             budget_per_cpu: Duration::from_millis(90),
             mem_bytes: 1 << 20,
         };
-        let total = mine.len() * 3 * schedule(cfg.budget_per_cpu, 3).passes;
+        let total =
+            mine.len() * schedule(cfg.budget_per_cpu, &cfg.kernels, cfg.mem_bytes).slots_per_cpu();
         let mut calls = 0;
         let t = Instant::now();
         let r = measure(&cfg, &|_| Some(0), &mut |d, t| {

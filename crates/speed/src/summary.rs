@@ -28,12 +28,12 @@ pub struct KindPair {
 pub struct SpeedReport {
     pub kernels: Vec<Kernel>,
     pub budget_per_cpu_s: f64,
-    /// Interleaved passes over the CPUs and the length of one slot (one
-    /// kernel on one CPU in one pass); see [`crate::run`].
+    /// Interleaved passes over the CPUs; see [`crate::run`].
     #[serde(default)]
     pub passes: usize,
+    /// Per kernel: its passes and the length of each of its slots.
     #[serde(default)]
-    pub slot_s: f64,
+    pub slots: Vec<SlotPlan>,
     /// Wall time the measurement took.
     #[serde(default)]
     pub elapsed_s: f64,
@@ -43,6 +43,28 @@ pub struct SpeedReport {
     pub kinds: Vec<KindSpeed>,
     /// Every ordered pair of measured kinds, every kernel.
     pub speedups: Vec<KindPair>,
+}
+
+/// One kernel's slots, as run on every CPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlotPlan {
+    pub kernel: Kernel,
+    pub passes: usize,
+    pub slot_s: f64,
+}
+
+impl SlotPlan {
+    /// The serialisable form of a [`crate::Schedule`].
+    pub fn from_schedule(s: &crate::Schedule) -> Vec<SlotPlan> {
+        s.kernels
+            .iter()
+            .map(|k| SlotPlan {
+                kernel: k.kernel,
+                passes: k.passes,
+                slot_s: k.slot.as_secs_f64(),
+            })
+            .collect()
+    }
 }
 
 /// A kind's median throughput per kernel.

@@ -1,0 +1,395 @@
+//! `pinsight speed` and `pinsight report` end to end: the weights round trip
+//! into `plan balance`, JSON outputs, the time budget and what is said when
+//! it is too small, recorded machines (`--fsroot`, `--latency-from`), and
+//! the exit codes of bad input. Live measurements use tiny budgets.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn pinsight(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pinsight"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .env_remove("PINSIGHT_FSROOT")
+        .env("COLUMNS", "100")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/topology/tests/fixtures/hwloc")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+const HYBRID: &str = "20em64t-hybrid-1p6c2t+2ca4co1t";
+
+/// CPUs this test process may use (what `speed` measures by default).
+fn usable() -> Vec<usize> {
+    let topo = pinsight::topology::discover(&pinsight::topology::FsRoot::live());
+    topo.usable().iter().collect()
+}
+
+/// The HTML page loads nothing from elsewhere and runs no script.
+fn assert_self_contained(page: &str) {
+    for bad in [
+        "src=\"http",
+        "href=\"http",
+        "src='http",
+        "<script",
+        "<link",
+        "@import",
+        "url(http",
+    ] {
+        assert!(!page.contains(bad), "page references the outside: {bad}");
+    }
+    assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn speed_weights_feed_plan_balance() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(&pinsight(
+        dir.path(),
+        &[
+            "speed",
+            "-q",
+            "--budget-per-cpu",
+            "60ms",
+            "--weights",
+            "w.json",
+        ],
+    ));
+    assert!(out.contains("Weights written to w.json"), "{out}");
+    let w: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("w.json")).unwrap()).unwrap();
+    assert_eq!(w["source"], "pinsight speed");
+    let weights = w["weights"].as_object().unwrap();
+    let mut cpus: Vec<usize> = weights.keys().map(|k| k.parse().unwrap()).collect();
+    cpus.sort();
+    assert_eq!(cpus, usable());
+    let best = weights
+        .values()
+        .map(|v| v.as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!((best - 1.0).abs() < 1e-9, "the fastest CPU weighs 1: {w}");
+    assert!(weights.values().all(|v| v.as_f64().unwrap() > 0.0));
+
+    let plan = ok(&pinsight(
+        dir.path(),
+        &["plan", "balance", "--tasks", "200", "--weights", "w.json"],
+    ));
+    assert!(plan.contains("capacity: from the --weights file"), "{plan}");
+    let json = ok(&pinsight(
+        dir.path(),
+        &[
+            "plan",
+            "balance",
+            "--tasks",
+            "200",
+            "--weights",
+            "w.json",
+            "--json",
+        ],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert!(v.is_object(), "plan --json is an object: {json}");
+}
+
+#[test]
+fn speed_json_carries_the_method_and_every_chunk_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = usable()[0].to_string();
+    let out = ok(&pinsight(
+        dir.path(),
+        &[
+            "speed",
+            "--json",
+            "-q",
+            "--cpus",
+            &cpu,
+            "--budget-per-cpu",
+            "90ms",
+        ],
+    ));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["kernels"], serde_json::json!(["int", "fp", "mem"]));
+    // 90 ms over 3 kernels: int and fp 2 passes of 15 ms, mem one of 30 ms.
+    assert_eq!(v["passes"], 2);
+    let slots: Vec<(String, u64, f64)> = v["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["kernel"].as_str().unwrap().to_string(),
+                s["passes"].as_u64().unwrap(),
+                s["slot_s"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(slots.len(), 3);
+    assert_eq!((slots[0].1, slots[1].1, slots[2].1), (2, 2, 1), "{slots:?}");
+    assert!(
+        (slots[0].2 - 0.015).abs() < 1e-9 && (slots[2].2 - 0.030).abs() < 1e-9,
+        "{slots:?}"
+    );
+    assert!(v["elapsed_s"].as_f64().unwrap() < 1.0);
+    let c = &v["cpus"][0];
+    assert_eq!(c["cpu"].as_u64().unwrap().to_string(), cpu);
+    for r in c["results"].as_array().unwrap() {
+        let (med, lo, hi) = (
+            r["median"].as_f64().unwrap(),
+            r["ci_low"].as_f64().unwrap(),
+            r["ci_high"].as_f64().unwrap(),
+        );
+        assert!(lo <= med && med <= hi && med > 0.0, "{r}");
+        let (samples, chunks, disturbed) = (
+            r["samples"].as_u64().unwrap(),
+            r["chunks"].as_u64().unwrap(),
+            r["disturbed"].as_u64().unwrap(),
+        );
+        assert!(
+            samples >= 1 && samples <= chunks && disturbed <= chunks,
+            "{r}"
+        );
+    }
+    assert_eq!(c["misplaced_chunks"], 0);
+}
+
+#[test]
+fn speed_refuses_recorded_machines_and_bad_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = pinsight(dir.path(), &["speed", "--fsroot", &fixture(HYBRID)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("speed measures this machine"),
+        "{}",
+        text(&o.stderr)
+    );
+    for (args, needle) in [
+        (&["speed", "--per-kind", "0"][..], "--per-kind 0"),
+        (&["speed", "--cpus", "4000"][..], "offline or not allowed"),
+        (&["speed", "--kernels", "gpu"][..], "int, fp or mem"),
+        (
+            &["speed", "--budget-per-cpu", "0s"][..],
+            "--budget-per-cpu 0",
+        ),
+    ] {
+        let o = pinsight(dir.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(needle),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn report_finishes_within_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let out = ok(&pinsight(
+        dir.path(),
+        &["report", "-q", "--budget", "1s", "--out", "box"],
+    ));
+    let wall = t.elapsed();
+    assert!(
+        wall < Duration::from_secs(1),
+        "report --budget 1s took {wall:?}"
+    );
+    assert!(
+        out.contains("\nReport: box.html (open it in a browser), box.json"),
+        "{out}"
+    );
+    let page = std::fs::read_to_string(dir.path().join("box.html")).unwrap();
+    assert_self_contained(&page);
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("box.json")).unwrap())
+            .unwrap();
+    assert!(v["elapsed_s"].as_f64().unwrap() < 1.0);
+    assert_eq!(v["budget_s"], 1.0);
+    let cpus = usable();
+    if cpus.len() >= 2 {
+        // 1 s on a small machine: both fit (latency 200 ms, speed 60+ ms per CPU).
+        assert!(
+            v["speed"].is_object() && v["latency"].is_object(),
+            "{}",
+            v["skipped"]
+        );
+        assert!(page.matches("<svg").count() >= 2, "topology and heatmap");
+        assert!(dir.path().join("box.latency.json").exists());
+        assert!(out.contains("latency matrix box.latency.json"), "{out}");
+        let m =
+            pinsight::latency::LatencyMatrix::load(&dir.path().join("box.latency.json")).unwrap();
+        assert_eq!(m.cpus, cpus);
+    }
+    assert!(!v["suggestions"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn too_small_a_budget_says_what_was_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let out = ok(&pinsight(
+        dir.path(),
+        &["report", "--budget", "0.1s", "--out", "tiny"],
+    ));
+    assert!(t.elapsed() < Duration::from_millis(500));
+    assert!(out.contains("Not measured:"), "{out}");
+    assert!(out.contains("speed: skipped — the 100 ms budget"), "{out}");
+    if usable().len() >= 2 {
+        assert!(
+            out.contains("latency: skipped — the 100 ms budget"),
+            "{out}"
+        );
+        assert!(out.contains("to measure both"), "{out}");
+    }
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("tiny.json")).unwrap())
+            .unwrap();
+    assert!(v["speed"].is_null() && v["latency"].is_null());
+    assert!(v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s.as_str().unwrap().contains("--budget")));
+    let page = std::fs::read_to_string(dir.path().join("tiny.html")).unwrap();
+    assert!(page.contains("speed: skipped"));
+    // With --json, stdout is the JSON alone and the warning goes to stderr.
+    let o = pinsight(
+        dir.path(),
+        &["report", "--json", "--budget", "0.1s", "--out", "tiny2"],
+    );
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert!(v["speed"].is_null());
+    assert!(
+        text(&o.stderr).contains("warning: speed: skipped"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Zero is a usage error.
+    assert_eq!(
+        pinsight(dir.path(), &["report", "--budget", "0s"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn recorded_hybrid_laptop_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture(HYBRID);
+    let out = ok(&pinsight(
+        dir.path(),
+        &["report", "--fsroot", &root, "--out", "laptop"],
+    ));
+    assert!(
+        out.starts_with("13th Gen Intel(R) Core(TM) i7-1370P\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("speed: not measured (the machine is recorded, not this one)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("latency: not measured (the machine is recorded; pass --latency-from FILE)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("P-core is ranked fastest (CPUs 0-11)"),
+        "{out}"
+    );
+    let page = std::fs::read_to_string(dir.path().join("laptop.html")).unwrap();
+    assert_self_contained(&page);
+    assert!(page.contains("recorded machine ("));
+    assert!(page.contains("L2 2 MiB · CPUs 12-15"));
+    // --json on stdout equals the file, and is valid.
+    let o = pinsight(
+        dir.path(),
+        &["report", "--json", "--fsroot", &root, "--out", "laptop2"],
+    );
+    let stdout: Value = serde_json::from_str(&ok(&o)).unwrap();
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("laptop2.json")).unwrap())
+            .unwrap();
+    assert_eq!(stdout, file);
+    assert_eq!(stdout["topology"]["kinds"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn latency_from_a_file_on_a_recorded_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture(HYBRID);
+    // The i9-12900K matrix has 24 CPUs: not the 20-CPU laptop's.
+    let csv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/latency/tests/fixtures/Intel_Core_i9-12900K.csv");
+    let o = pinsight(
+        dir.path(),
+        &[
+            "report",
+            "--fsroot",
+            &root,
+            "--latency-from",
+            csv.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("CPU(s) 20-23 that this machine (online 0-19) lacks"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Its first 20 CPUs stand in for a matrix measured on the laptop.
+    let m = pinsight::latency::LatencyMatrix::load(&csv).unwrap();
+    let sub = m.submatrix(&(0..20).collect::<Vec<_>>()).unwrap();
+    std::fs::write(dir.path().join("m.csv"), sub.to_csv()).unwrap();
+    let out = ok(&pinsight(
+        dir.path(),
+        &[
+            "report",
+            "--fsroot",
+            &root,
+            "--latency-from",
+            "m.csv",
+            "--out",
+            "lap",
+        ],
+    ));
+    assert!(
+        !out.contains("latency: "),
+        "a given matrix is not 'not measured': {out}"
+    );
+    assert!(out.contains("speed: not measured"), "{out}");
+    assert!(out.contains("For 2 chatty threads"), "{out}");
+    assert!(
+        !dir.path().join("lap.latency.json").exists(),
+        "the given file is named, not copied"
+    );
+    let page = std::fs::read_to_string(dir.path().join("lap.html")).unwrap();
+    assert_self_contained(&page);
+    assert!(page.contains("loaded from m.csv"));
+    assert_eq!(page.matches("<svg").count(), 2);
+}
