@@ -384,6 +384,12 @@ fn latency_from_a_file_on_a_recorded_machine() {
     );
     assert!(out.contains("speed: not measured"), "{out}");
     assert!(out.contains("For 2 chatty threads"), "{out}");
+    // The latency-best 4 are E-cores on this matrix: said so, with the file to use.
+    assert!(
+        out.contains("For 4 communicating threads use E-core CPUs 12,13,14,15"),
+        "{out}"
+    );
+    assert!(out.contains("--latency m.csv -- CMD"), "{out}");
     assert!(
         !dir.path().join("lap.latency.json").exists(),
         "the given file is named, not copied"

@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
     after_help = "Examples:\n  pinsight report\n  pinsight report --budget 30s --out /tmp/box\n  pinsight report --latency-from measured.csv"
 )]
 pub struct Args {
-    /// Total time to spend measuring (latency and speed share it).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    /// Total time for the whole report (latency and speed share it; too small a
+    /// budget skips them and says what --budget would do).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,
     /// Output prefix: writes PREFIX.html, PREFIX.json and, when latency is measured,
     /// PREFIX.latency.json (for `pinsight run latency-group --latency`).

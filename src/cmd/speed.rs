@@ -37,10 +37,10 @@ pub struct Args {
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1")]
     pub per_kind: Option<usize>,
     /// Kernels to run, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "int,fp,mem", value_parser = Kernel::parse)]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "int,fp,mem", value_parser = Kernel::parse)]
     pub kernels: Vec<Kernel>,
     /// Time spent on each CPU (shared by the kernels; total = this x CPUs).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub budget_per_cpu: std::time::Duration,
     /// Pointer-chase buffer size in MiB (default: 4x the largest L2, at least 8).
     #[arg(long, value_name = "MIB")]

@@ -56,7 +56,12 @@ fn plural(n: usize, what: &str) -> String {
 
 /// One line saying what the machine is made of.
 pub fn machine_line(t: &Topology) -> String {
-    let nodes = t.numa_nodes.iter().filter(|n| !n.cpus.is_empty()).count();
+    let online = t.online();
+    let nodes = t
+        .numa_nodes
+        .iter()
+        .filter(|n| n.cpus.intersects(&online))
+        .count();
     let mut parts = vec![
         format!(
             "{} online ({} usable)",

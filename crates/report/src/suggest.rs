@@ -25,6 +25,7 @@ pub const MIN_GROUP_GAIN: f64 = 0.10;
 /// the domains (or the lack of them), then for 2 and 4 threads the best
 /// CPUs beside the lowest-numbered ones — named only when clearly better.
 fn latency_sentences(
+    topo: &Topology,
     m: &LatencyMatrix,
     tree: &DomainTree,
     usable: &[usize],
@@ -119,7 +120,8 @@ fn latency_sentences(
         let gain = 1.0 - best.mean_pair_ns / auto.mean_pair_ns;
         if gain >= MIN_GROUP_GAIN {
             out.push(format!(
-                "For {what} use CPUs {} ({}), not {} ({}): {:.0}% lower latency (`pinsight run latency-group --threads {k} --latency {file} -- CMD`).",
+                "For {what} use {}CPUs {} ({}), not {} ({}): {:.0}% lower latency (`pinsight run latency-group --threads {k} --latency {file} -- CMD`).",
+                kind_of_all(topo, &best.cpus),
                 cpus_text(&best.cpus),
                 ns(best.mean_pair_ns),
                 cpus_text(&auto.cpus),
@@ -144,6 +146,27 @@ fn latency_sentences(
         }
     }
     out
+}
+
+/// "E-core " when a machine has several kinds and `cpus` are all of one
+/// (a latency-best group on a hybrid machine may sit on the slow kind:
+/// the reader must see that), else "".
+fn kind_of_all(topo: &Topology, cpus: &[usize]) -> String {
+    if topo.kinds.len() < 2 {
+        return String::new();
+    }
+    let kinds: Vec<Option<usize>> = cpus
+        .iter()
+        .map(|&c| topo.cpu(c).and_then(|c| c.kind))
+        .collect();
+    match kinds.first() {
+        Some(Some(k)) if kinds.iter().all(|x| *x == Some(*k)) => topo
+            .kinds
+            .get(*k)
+            .map(|k| format!("{} ", k.name))
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// 5th and 95th percentile of the measured pair latencies.
@@ -181,7 +204,7 @@ pub fn suggestions_with(
 
     // Latency domains, and where to put communicating threads.
     if let (Some(m), Some(tree)) = (latency, domains) {
-        out.extend(latency_sentences(m, tree, &usable, latency_file));
+        out.extend(latency_sentences(topo, m, tree, &usable, latency_file));
     }
 
     // Core kinds and their speedup factor.
@@ -253,16 +276,17 @@ pub fn suggestions_with(
             "{smt} cores have SMT siblings: for compute-bound threads use `smt-physical-first` (one thread per core before any sibling)."
         ));
     }
-    if topo
+    // Nodes this process can run on (memory-only nodes and nodes outside
+    // the cgroup do not count).
+    let usable_set = topo.usable();
+    let nodes = topo
         .numa_nodes
         .iter()
-        .filter(|n| !n.cpus.is_empty())
-        .count()
-        > 1
-    {
+        .filter(|n| n.cpus.intersects(&usable_set))
+        .count();
+    if nodes > 1 {
         out.push(format!(
-            "{} NUMA nodes: keep a thread near its memory (`compact` fills one node first; `scatter` spreads for bandwidth).",
-            topo.numa_nodes.len()
+            "{nodes} NUMA nodes: keep a thread near its memory (`compact` fills one node first; `scatter` spreads for bandwidth)."
         ));
     }
     out

@@ -107,10 +107,11 @@ fn candidates(topo: &Topology, online: &CpuSet) -> Vec<(Level, String, CpuSet)> 
         .collect();
     if nodes.len() > 1 {
         for n in nodes {
-            let mem = n
-                .memory_mib
-                .map(|m| format!(" ({:.0} GiB)", m as f64 / 1024.0))
-                .unwrap_or_default();
+            let mem = match n.memory_mib {
+                Some(m) if m >= 1024 => format!(" ({:.0} GiB)", m as f64 / 1024.0),
+                Some(m) if m > 0 => format!(" ({m} MiB)"),
+                _ => String::new(),
+            };
             out.push((
                 Level::Numa,
                 format!("NUMA node {}{mem}", n.id),
@@ -282,7 +283,7 @@ fn layout_core(topo: &Topology, core: &Group, pu_w: usize) -> Laid {
     let mut svg = String::new();
     writeln!(
         svg,
-        r##"<rect width="{w}" height="{h}" rx="3" fill="#ffffff" stroke="#8a8170"/><text x="4" y="10" class="small">{}</text>"##,
+        r##"<rect width="{w}" height="{h}" rx="3" fill="#ffffff" stroke="#8a8170"/><text x="4" y="10" class="ps-small">{}</text>"##,
         esc(&label)
     )
     .ok();
@@ -302,7 +303,7 @@ fn layout_core(topo: &Topology, core: &Group, pu_w: usize) -> Laid {
             .unwrap_or_default();
         writeln!(
             svg,
-            r##"<g opacity="{}"><rect x="{x}" y="{y}" width="{}" height="{PU_H}" rx="1" fill="{colour}"/><text x="{}" y="{}" class="pu">{pu}</text><title>CPU {pu}{}{}</title></g>"##,
+            r##"<g opacity="{}"><rect x="{x}" y="{y}" width="{}" height="{PU_H}" rx="1" fill="{colour}"/><text x="{}" y="{}" class="ps-pu">{pu}</text><title>CPU {pu}{}{}</title></g>"##,
             if allowed { "1" } else { "0.35" },
             pu_w - 2,
             x + (pu_w - 2) / 2,
@@ -379,7 +380,7 @@ fn layout_box(c: &Container, topo: &Topology, max_w: usize, pu_w: usize) -> Laid
         svg,
         r##"<rect width="{w}" height="{h}" rx="4" fill="{fill}" stroke="{stroke}"{}/><text x="{PAD}" y="13" class="{}">{}</text>"##,
         if dashed { r#" stroke-dasharray="4 2""# } else { "" },
-        if title { "title" } else { "lbl" },
+        if title { "ps-title" } else { "ps-lbl" },
         esc(&label)
     )
     .ok();
@@ -436,7 +437,7 @@ pub fn topology_svg(topo: &Topology) -> String {
         };
         writeln!(
             body,
-            r##"<text x="{tx}" y="{}" class="lbl">{}</text>"##,
+            r##"<text x="{tx}" y="{}" class="ps-lbl">{}</text>"##,
             y + 11,
             esc(label)
         )
@@ -447,7 +448,7 @@ pub fn topology_svg(topo: &Topology) -> String {
     let height = y + 20;
     let width = width.min(MAX_WIDTH).max(root.w) + 2;
     format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="-1 -1 {width} {height}" font-family="sans-serif"><style>.title{{font-size:12px;font-weight:bold}} .lbl{{font-size:11px}} .small{{font-size:9px;fill:#555}} .pu{{font-size:9px;fill:#fff;text-anchor:middle}}</style>
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="-1 -1 {width} {height}" font-family="sans-serif"><style>.ps-title{{font-size:12px;font-weight:bold}} .ps-lbl{{font-size:11px}} .ps-small{{font-size:9px;fill:#555}} .ps-pu{{font-size:9px;fill:#fff;text-anchor:middle}}</style>
 {body}</svg>"##
     )
 }

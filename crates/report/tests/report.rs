@@ -256,3 +256,17 @@ fn power7_picture_nests_one_core_packages_in_numa_nodes() {
     }
     assert!(svg_width(&svg) <= pinsight_report::topo_svg::MAX_WIDTH + 2);
 }
+
+#[test]
+fn numa_nodes_outside_the_cgroup_are_not_counted() {
+    // Opteron 6134 box: 4 packages x 2 nodes, this process confined to 6 CPUs of 2 nodes.
+    let xml = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../topology/tests/fixtures/hwloc/32amd64-4s2n4c-cgroup2.xml");
+    let topo = pinsight_topology::hwloc_xml::load(&xml).unwrap();
+    let s = suggestions(&topo, None, None, None).join("\n");
+    assert!(
+        s.contains("2 NUMA nodes: keep a thread near its memory"),
+        "{s}"
+    );
+    assert!(pinsight_report::html::machine_line(&topo).contains("2 NUMA nodes"));
+}
