@@ -158,7 +158,7 @@ pub fn render(topo: &Topology, r: &SpeedReport) -> String {
     let names: Vec<&str> = r.kernels.iter().map(|k| k.name()).collect();
     writeln!(
         out,
-        "Speed of {} CPU{}: kernels {}; {} per CPU in {} interleaved pass{} ({}); chase buffer {} MiB; took {:.1} s",
+        "Speed of {} CPU{}: kernels {}; {} per CPU in {} interleaved pass{} ({}){}; took {:.1} s",
         r.cpus.len(),
         if r.cpus.len() == 1 { "" } else { "s" },
         names.join(", "),
@@ -166,7 +166,11 @@ pub fn render(topo: &Topology, r: &SpeedReport) -> String {
         r.passes,
         if r.passes == 1 { "" } else { "es" },
         slots_text(&r.slots),
-        r.mem_bytes >> 20,
+        if r.kernels.contains(&Kernel::Mem) {
+            format!("; chase buffer {} MiB", r.mem_bytes >> 20)
+        } else {
+            String::new()
+        },
         r.elapsed_s
     )
     .ok();
