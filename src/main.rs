@@ -9,7 +9,12 @@ use cli::Globals;
 /// Where should my threads run? Topology, placement and measured evidence
 /// for hybrid (P/E-core) and chiplet CPUs.
 #[derive(Parser, Debug)]
-#[command(name = "pinsight", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "pinsight",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 #[command(after_help = "Run `pinsight report` for a one-command overview of this machine.")]
 struct Cli {
     #[command(flatten)]
@@ -38,14 +43,18 @@ fn main() {
         std::env::remove_var("PINSIGHT_FSROOT");
     }
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
-    let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let mut cli =
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if cli.globals.fsroot.is_some() && cli.globals.hwloc_xml.is_some() {
         if matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable) {
             // An explicit --hwloc-xml beats the environment's default machine.
             cli.globals.fsroot = None;
         } else {
             <Cli as clap::CommandFactory>::command()
-                .error(clap::error::ErrorKind::ArgumentConflict, "--fsroot and --hwloc-xml both say which machine to read: give one")
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--fsroot and --hwloc-xml both say which machine to read: give one",
+                )
                 .exit();
         }
     }

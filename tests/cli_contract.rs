@@ -1433,7 +1433,8 @@ fn commands_write_only_the_files_they_were_asked_to() {
         .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
-        o.stdout.contains("Report: pinsight-report.html") && o.stdout.contains("pinsight-report.json"),
+        o.stdout.contains("Report: pinsight-report.html")
+            && o.stdout.contains("pinsight-report.json"),
         "{}",
         o.stdout
     );

@@ -16,7 +16,9 @@ use std::fmt::Write;
 /// kind's mark (P, E, L, ...) and capacity. `--json` prints the full model
 /// (schema in the README).
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo")]
+#[command(
+    after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo"
+)]
 pub struct Args {
     /// Hide the per-CPU lines (show cores and above only).
     #[arg(long)]
@@ -71,7 +73,9 @@ fn cache_name(level: u8, t: CacheType) -> String {
 }
 
 fn kind_tag(topo: &Topology, cpu: usize) -> String {
-    let Some(c) = topo.cpu(cpu) else { return String::new() };
+    let Some(c) = topo.cpu(cpu) else {
+        return String::new();
+    };
     let mut s = String::new();
     if topo.kinds.len() > 1 {
         if let Some(k) = c.kind.and_then(|k| topo.kinds.get(k)) {
@@ -92,22 +96,58 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
     let mut nodes: Vec<Node> = Vec::new();
     for p in &topo.packages {
         let os = p.os_id.map(|i| format!(" P#{i}")).unwrap_or_default();
-        nodes.push(Node { depth: 1, label: format!("Package L#{}{os}", p.id), cpus: p.cpus.clone(), memory: false, logical: None });
+        nodes.push(Node {
+            depth: 1,
+            label: format!("Package L#{}{os}", p.id),
+            cpus: p.cpus.clone(),
+            memory: false,
+            logical: None,
+        });
     }
     for d in &topo.dies {
-        nodes.push(Node { depth: 2, label: format!("Die L#{}", d.id), cpus: d.cpus.clone(), memory: false, logical: None });
+        nodes.push(Node {
+            depth: 2,
+            label: format!("Die L#{}", d.id),
+            cpus: d.cpus.clone(),
+            memory: false,
+            logical: None,
+        });
     }
     for n in &topo.numa_nodes {
-        let mem = n.memory_mib.map(|m| format!(" {:.1}GB", m as f64 / 1024.0)).unwrap_or_default();
-        nodes.push(Node { depth: 3, label: format!("NUMANode P#{}{mem}", n.id), cpus: n.cpus.clone(), memory: true, logical: None });
+        let mem = n
+            .memory_mib
+            .map(|m| format!(" {:.1}GB", m as f64 / 1024.0))
+            .unwrap_or_default();
+        nodes.push(Node {
+            depth: 3,
+            label: format!("NUMANode P#{}{mem}", n.id),
+            cpus: n.cpus.clone(),
+            memory: true,
+            logical: None,
+        });
     }
     let mut caches: Vec<_> = topo.caches.iter().collect();
-    caches.sort_by_key(|c| (std::cmp::Reverse(c.level), c.cache_type == CacheType::Instruction, c.cpus.first()));
+    caches.sort_by_key(|c| {
+        (
+            std::cmp::Reverse(c.level),
+            c.cache_type == CacheType::Instruction,
+            c.cpus.first(),
+        )
+    });
     for c in caches {
-        let depth = 10 - c.level.min(5) + if c.cache_type == CacheType::Instruction { 1 } else { 0 };
+        let depth = 10 - c.level.min(5)
+            + if c.cache_type == CacheType::Instruction {
+                1
+            } else {
+                0
+            };
         nodes.push(Node {
             depth: depth * 2,
-            label: format!("{} ({})", cache_name(c.level, c.cache_type), fmt_size(c.size_kib)),
+            label: format!(
+                "{} ({})",
+                cache_name(c.level, c.cache_type),
+                fmt_size(c.size_kib)
+            ),
             cpus: c.cpus.clone(),
             memory: false,
             logical: None,
@@ -115,7 +155,13 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
     }
     for cl in &topo.clusters {
         // A cluster sits just below the L3 and above the L2.
-        nodes.push(Node { depth: 13, label: format!("Cluster L#{}", cl.id), cpus: cl.cpus.clone(), memory: false, logical: None });
+        nodes.push(Node {
+            depth: 13,
+            label: format!("Cluster L#{}", cl.id),
+            cpus: cl.cpus.clone(),
+            memory: false,
+            logical: None,
+        });
     }
     for core in &topo.cores {
         let mark = core
@@ -126,7 +172,13 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
             .filter(|_| topo.kinds.len() > 1)
             .map(|k| format!(" [{}]", topo.kinds[k].mark))
             .unwrap_or_default();
-        nodes.push(Node { depth: 30, label: mark, cpus: core.cpus.clone(), memory: false, logical: Some(Logical::Core) });
+        nodes.push(Node {
+            depth: 30,
+            label: mark,
+            cpus: core.cpus.clone(),
+            memory: false,
+            logical: Some(Logical::Core),
+        });
     }
     if show_pus {
         for c in topo.cpus.iter().filter(|c| c.online) {
@@ -144,7 +196,9 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
     let mut parent: Vec<Option<usize>> = vec![None; nodes.len()];
     for i in 0..nodes.len() {
         // The last (innermost) earlier node containing this one.
-        parent[i] = (0..i).rev().find(|&j| !nodes[j].memory && nodes[i].cpus.is_subset(&nodes[j].cpus));
+        parent[i] = (0..i)
+            .rev()
+            .find(|&j| !nodes[j].memory && nodes[i].cpus.is_subset(&nodes[j].cpus));
     }
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut roots = Vec::new();
@@ -162,7 +216,10 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
     let mut out = String::new();
     let online = topo.online();
     let usable = topo.usable();
-    let model = topo.model_name.clone().unwrap_or_else(|| "unknown CPU".into());
+    let model = topo
+        .model_name
+        .clone()
+        .unwrap_or_else(|| "unknown CPU".into());
     writeln!(
         out,
         "Machine ({model}; {} CPUs online, {} usable, {} kind{})",
@@ -187,7 +244,14 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
         *counter += 1;
         format!("{name} L#{}{}", *counter - 1, n.label)
     }
-    fn walk(out: &mut String, nodes: &[Node], children: &[Vec<usize>], i: usize, indent: usize, counters: &mut Counters) {
+    fn walk(
+        out: &mut String,
+        nodes: &[Node],
+        children: &[Vec<usize>],
+        i: usize,
+        indent: usize,
+        counters: &mut Counters,
+    ) {
         let mut line = text(&nodes[i], counters);
         let mut cur = i;
         // Collapse single-child chains covering the same CPUs (lstopo's "A + B").
@@ -209,7 +273,12 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
     for &r in &roots {
         walk(&mut out, &nodes, &children, r, 1, &mut counters);
     }
-    let offline = topo.cpus.iter().filter(|c| !c.online).map(|c| c.id).collect::<CpuSet>();
+    let offline = topo
+        .cpus
+        .iter()
+        .filter(|c| !c.online)
+        .map(|c| c.id)
+        .collect::<CpuSet>();
     if !offline.is_empty() {
         writeln!(out, "  Offline CPUs: {offline}").ok();
     }
@@ -221,7 +290,11 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
     if let Some(d) = &topo.numa_distances {
         if topo.numa_nodes.len() > 1 {
             out.push_str("NUMA distances:\n");
-            let ids: Vec<String> = topo.numa_nodes.iter().map(|n| format!("{:>5}", format!("#{}", n.id))).collect();
+            let ids: Vec<String> = topo
+                .numa_nodes
+                .iter()
+                .map(|n| format!("{:>5}", format!("#{}", n.id)))
+                .collect();
             writeln!(out, "  {:>5}{}", "", ids.join("")).ok();
             for (i, row) in d.iter().enumerate() {
                 let cells: String = row.iter().map(|v| format!("{v:>5}")).collect();
@@ -233,7 +306,8 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
 }
 
 fn mhz(v: Option<u32>) -> String {
-    v.map(|m| format!("{:.2} GHz", m as f64 / 1000.0)).unwrap_or_else(|| "?".into())
+    v.map(|m| format!("{:.2} GHz", m as f64 / 1000.0))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn describe_kind(k: &Kind) -> String {
@@ -250,8 +324,14 @@ fn describe_kind(k: &Kind) -> String {
         k.cpus.to_list_string(),
         mhz(k.max_mhz),
         mhz(k.base_mhz),
-        serde_json::to_value(k.source).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
-        serde_json::to_value(k.rank_source).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+        serde_json::to_value(k.source)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        serde_json::to_value(k.rank_source)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
     )
 }
 
@@ -262,11 +342,18 @@ pub fn render_kinds(topo: &Topology) -> String {
         out.push_str("Core kinds: none found (no online CPUs)\n");
         return out;
     }
-    let unranked = topo.kinds.iter().any(|k| k.rank_source == RankSource::Unranked);
+    let unranked = topo
+        .kinds
+        .iter()
+        .any(|k| k.rank_source == RankSource::Unranked);
     writeln!(
         out,
         "Core kinds ({}):",
-        if unranked { "cannot be ranked: order means nothing" } else { "rank 0 = least performant" }
+        if unranked {
+            "cannot be ranked: order means nothing"
+        } else {
+            "rank 0 = least performant"
+        }
     )
     .ok();
     for k in &topo.kinds {

@@ -1,4 +1,3 @@
-
 //! `pinsight workload`: run a built-in workload and print its figure of
 //! merit, checksum and what each worker thread did.
 //!

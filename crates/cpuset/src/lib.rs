@@ -43,7 +43,11 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid CPU set '{}': '{}' {}", self.input, self.token, self.reason)
+        write!(
+            f,
+            "invalid CPU set '{}': '{}' {}",
+            self.input, self.token, self.reason
+        )
     }
 }
 
@@ -107,7 +111,9 @@ impl CpuSet {
 
     /// Whether `cpu` is in the set.
     pub fn contains(&self, cpu: usize) -> bool {
-        self.words.get(cpu / 64).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+        self.words
+            .get(cpu / 64)
+            .is_some_and(|w| w & (1 << (cpu % 64)) != 0)
     }
 
     /// Number of CPUs in the set.
@@ -133,7 +139,11 @@ impl CpuSet {
 
     /// CPUs in ascending order.
     pub fn iter(&self) -> Iter<'_> {
-        Iter { words: &self.words, word: 0, bits: self.words.first().copied().unwrap_or(0) }
+        Iter {
+            words: &self.words,
+            word: 0,
+            bits: self.words.first().copied().unwrap_or(0),
+        }
     }
 
     /// CPUs in either set.
@@ -147,7 +157,12 @@ impl CpuSet {
 
     /// CPUs in both sets.
     pub fn intersection(&self, other: &CpuSet) -> CpuSet {
-        let words = self.words.iter().zip(&other.words).map(|(a, b)| a & b).collect();
+        let words = self
+            .words
+            .iter()
+            .zip(&other.words)
+            .map(|(a, b)| a & b)
+            .collect();
         let mut s = CpuSet { words };
         s.trim();
         s
@@ -168,7 +183,10 @@ impl CpuSet {
 
     /// Whether every CPU of `self` is in `other`.
     pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.words.iter().enumerate().all(|(i, a)| a & !other.words.get(i).unwrap_or(&0) == 0)
+        self.words
+            .iter()
+            .enumerate()
+            .all(|(i, a)| a & !other.words.get(i).unwrap_or(&0) == 0)
     }
 
     /// Whether the two sets share a CPU.
@@ -243,7 +261,10 @@ impl CpuSet {
                 },
             };
             if group == 0 || used == 0 || used > group {
-                return Err(err(token, "has a stride that must be S >= 1 (or U/G with 1 <= U <= G)"));
+                return Err(err(
+                    token,
+                    "has a stride that must be S >= 1 (or U/G with 1 <= U <= G)",
+                ));
             }
             let mut c = lo;
             while c <= hi {
@@ -272,7 +293,10 @@ impl CpuSet {
         let mut words32 = Vec::with_capacity(parts.len());
         for part in parts.iter().rev() {
             let p = part.trim();
-            let hex = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")).unwrap_or(p);
+            let hex = p
+                .strip_prefix("0x")
+                .or_else(|| p.strip_prefix("0X"))
+                .unwrap_or(p);
             if hex.is_empty() || hex.len() > 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(ParseError {
                     input: input.to_string(),
@@ -333,7 +357,8 @@ impl CpuSet {
                 return Err(ParseError {
                     input: input.to_string(),
                     token: p.to_string(),
-                    reason: "is not an hwloc bitmap word (0x followed by up to 8 hex digits)".into(),
+                    reason: "is not an hwloc bitmap word (0x followed by up to 8 hex digits)"
+                        .into(),
                 });
             }
             words32.push(u32::from_str_radix(hex, 16).expect("validated hex"));
@@ -401,7 +426,8 @@ impl CpuSet {
 
 /// Strips whitespace and the trailing `\0` some sysfs dumps contain.
 fn clean(text: &str) -> String {
-    text.trim_matches(|c: char| c.is_whitespace() || c == '\0').to_string()
+    text.trim_matches(|c: char| c.is_whitespace() || c == '\0')
+        .to_string()
 }
 
 fn parse_num(s: &str, token: &str, input: &str) -> Result<usize, ParseError> {
@@ -413,11 +439,14 @@ fn parse_num(s: &str, token: &str, input: &str) -> Result<usize, ParseError> {
             reason: format!("has '{s}', which is not a decimal number"),
         });
     }
-    s.parse::<usize>().ok().filter(|n| *n <= MAX_CPU).ok_or_else(|| ParseError {
-        input: input.to_string(),
-        token: token.to_string(),
-        reason: format!("has a number above the limit of {MAX_CPU}"),
-    })
+    s.parse::<usize>()
+        .ok()
+        .filter(|n| *n <= MAX_CPU)
+        .ok_or_else(|| ParseError {
+            input: input.to_string(),
+            token: token.to_string(),
+            reason: format!("has a number above the limit of {MAX_CPU}"),
+        })
 }
 
 fn parse_cpu(s: &str, token: &str, input: &str) -> Result<usize, ParseError> {
@@ -534,8 +563,16 @@ mod tests {
 
     #[test]
     fn mask_forms() {
-        assert_eq!(CpuSet::parse_mask("ff,00000000").unwrap().to_list_string(), "32-39");
-        assert_eq!(CpuSet::parse_mask("00000000,00000000,00000003\n\0").unwrap().to_list_string(), "0-1");
+        assert_eq!(
+            CpuSet::parse_mask("ff,00000000").unwrap().to_list_string(),
+            "32-39"
+        );
+        assert_eq!(
+            CpuSet::parse_mask("00000000,00000000,00000003\n\0")
+                .unwrap()
+                .to_list_string(),
+            "0-1"
+        );
         assert_eq!(l("32-39").to_mask_string(), "ff,00000000");
         assert_eq!(l("0-1").to_mask_string(), "3");
         assert_eq!(CpuSet::new().to_mask_string(), "0");
@@ -546,9 +583,24 @@ mod tests {
 
     #[test]
     fn hwloc_forms() {
-        assert_eq!(CpuSet::parse_hwloc("0x000000ff", 64).unwrap().to_list_string(), "0-7");
-        assert_eq!(CpuSet::parse_hwloc("0x00000003,,0x0000f000", 128).unwrap().to_list_string(), "12-15,64-65");
-        assert_eq!(CpuSet::parse_hwloc("0xf...f,0x00000003", 40).unwrap().to_list_string(), "0-1,32-39");
+        assert_eq!(
+            CpuSet::parse_hwloc("0x000000ff", 64)
+                .unwrap()
+                .to_list_string(),
+            "0-7"
+        );
+        assert_eq!(
+            CpuSet::parse_hwloc("0x00000003,,0x0000f000", 128)
+                .unwrap()
+                .to_list_string(),
+            "12-15,64-65"
+        );
+        assert_eq!(
+            CpuSet::parse_hwloc("0xf...f,0x00000003", 40)
+                .unwrap()
+                .to_list_string(),
+            "0-1,32-39"
+        );
         assert_eq!(CpuSet::parse_hwloc("0x0", 8).unwrap().len(), 0);
     }
 

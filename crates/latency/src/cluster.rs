@@ -363,7 +363,10 @@ fn make_level(m: &LatencyMatrix, groups: &[Vec<usize>], below: f64, above: f64) 
 
 /// Whether a jump from `below` to `above` separates two levels.
 fn is_gap(below: f64, above: f64) -> bool {
-    below.is_finite() && above.is_finite() && above >= below * MIN_GAP_RATIO && above - below >= MIN_GAP_NS
+    below.is_finite()
+        && above.is_finite()
+        && above >= below * MIN_GAP_RATIO
+        && above - below >= MIN_GAP_NS
 }
 
 /// Coarser partitions of `base` (groups of matrix indices) by structural
@@ -385,15 +388,30 @@ fn profile_levels(m: &LatencyMatrix, base: &[Vec<usize>]) -> Vec<(Vec<Vec<usize>
     if g < 4 {
         return Vec::new();
     }
-    let between = |a: usize, b: usize| mean(base[a].iter().flat_map(|&i| base[b].iter().map(move |&j| m.get(i, j))));
-    let l: Vec<Vec<Option<f64>>> = (0..g).map(|a| (0..g).map(|b| if a == b { None } else { between(a, b) }).collect()).collect();
+    let between = |a: usize, b: usize| {
+        mean(
+            base[a]
+                .iter()
+                .flat_map(|&i| base[b].iter().map(move |&j| m.get(i, j))),
+        )
+    };
+    let l: Vec<Vec<Option<f64>>> = (0..g)
+        .map(|a| {
+            (0..g)
+                .map(|b| if a == b { None } else { between(a, b) })
+                .collect()
+        })
+        .collect();
     let mut profile = LatencyMatrix::new((0..g).collect());
     for a in 0..g {
         for b in 0..a {
-            let diffs = (0..g).filter(|&c| c != a && c != b).filter_map(|c| match (l[a][c], l[b][c]) {
-                (Some(x), Some(y)) => Some((x - y).abs()),
-                _ => None,
-            });
+            let diffs =
+                (0..g)
+                    .filter(|&c| c != a && c != b)
+                    .filter_map(|c| match (l[a][c], l[b][c]) {
+                        (Some(x), Some(y)) => Some((x - y).abs()),
+                        _ => None,
+                    });
             if let Some(d) = mean(diffs) {
                 profile.set(a, b, d);
             }
@@ -408,7 +426,11 @@ fn profile_levels(m: &LatencyMatrix, base: &[Vec<usize>]) -> Vec<(Vec<Vec<usize>
             for j in &joins[..k] {
                 p.union(j.a, j.b);
             }
-            let groups: Vec<Vec<usize>> = p.groups().into_iter().map(|gs| gs.iter().flat_map(|&d| base[d].iter().copied()).collect()).collect();
+            let groups: Vec<Vec<usize>> = p
+                .groups()
+                .into_iter()
+                .map(|gs| gs.iter().flat_map(|&d| base[d].iter().copied()).collect())
+                .collect();
             out.push((groups, below, above));
         }
     }
@@ -418,7 +440,9 @@ fn profile_levels(m: &LatencyMatrix, base: &[Vec<usize>]) -> Vec<(Vec<Vec<usize>
 
 /// Whether every domain of `fine` lies inside one domain of `coarse`.
 fn nested_in(fine: &Level, coarse: &Level) -> bool {
-    fine.domains.iter().all(|f| coarse.domains.iter().any(|c| f.cpus.is_subset(&c.cpus)))
+    fine.domains
+        .iter()
+        .all(|f| coarse.domains.iter().any(|c| f.cpus.is_subset(&c.cpus)))
 }
 
 /// Derives the nested latency domains of `m`; see the module doc for the

@@ -286,7 +286,10 @@ impl LatencyMatrix {
         // Bound ids before building any CPU set: a hostile file naming CPU
         // 33388814825 would otherwise allocate gigabytes (found by fuzzing).
         if let Some(bad) = self.cpus.iter().find(|&&c| c > pinsight_cpuset::MAX_CPU) {
-            return Err(format!("CPU id {bad} in 'cpus' is above the limit of {}", pinsight_cpuset::MAX_CPU));
+            return Err(format!(
+                "CPU id {bad} in 'cpus' is above the limit of {}",
+                pinsight_cpuset::MAX_CPU
+            ));
         }
         let distinct: CpuSet = self.cpus.iter().copied().collect();
         if distinct.len() != n {

@@ -8,8 +8,8 @@
 
 use pinsight_cpuset::CpuSet;
 use std::collections::{BTreeSet, HashMap};
-use std::io::Read;
 use std::io;
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -39,7 +39,11 @@ impl PartialEq for FsRoot {
 impl FsRoot {
     /// The running machine (`/`).
     pub fn live() -> FsRoot {
-        FsRoot { root: PathBuf::from("/"), recorder: None, dirs: Arc::default() }
+        FsRoot {
+            root: PathBuf::from("/"),
+            recorder: None,
+            dirs: Arc::default(),
+        }
     }
 
     /// A recorded machine at `dir`. Fails if `dir` is not a readable
@@ -48,8 +52,16 @@ impl FsRoot {
     pub fn at(dir: impl AsRef<Path>) -> Result<FsRoot, String> {
         let dir = dir.as_ref();
         match std::fs::read_dir(dir) {
-            Ok(_) => Ok(FsRoot { root: dir.to_path_buf(), recorder: None, dirs: Arc::default() }),
-            Err(e) => Err(format!("--fsroot '{}': {} (expected a directory holding sys/ and proc/)", dir.display(), e)),
+            Ok(_) => Ok(FsRoot {
+                root: dir.to_path_buf(),
+                recorder: None,
+                dirs: Arc::default(),
+            }),
+            Err(e) => Err(format!(
+                "--fsroot '{}': {} (expected a directory holding sys/ and proc/)",
+                dir.display(),
+                e
+            )),
         }
     }
 
@@ -75,7 +87,10 @@ impl FsRoot {
     /// sorted; empty when not recording.
     pub fn recorded(&self) -> Vec<PathBuf> {
         match &self.recorder {
-            Some(r) => r.lock().map(|s| s.iter().cloned().collect()).unwrap_or_default(),
+            Some(r) => r
+                .lock()
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default(),
             None => Vec::new(),
         }
     }
@@ -107,7 +122,9 @@ impl FsRoot {
         if self.is_live() {
             return abs.to_path_buf();
         }
-        let plain = abs.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        let plain = abs
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
         match (plain, abs.parent(), abs.file_name()) {
             (true, Some(parent), Some(name)) => self.child(abs, &self.dir(parent), name),
             _ => self.resolve(abs, 0),
@@ -179,7 +196,8 @@ impl FsRoot {
         let bytes = read_small(&self.path(abs))?;
         self.note(abs);
         let s = String::from_utf8_lossy(&bytes);
-        Ok(s.trim_end_matches(|c: char| c.is_whitespace() || c == '\0').to_string())
+        Ok(s.trim_end_matches(|c: char| c.is_whitespace() || c == '\0')
+            .to_string())
     }
 
     /// Reads a file, `None` if it is absent or unreadable.
@@ -213,7 +231,9 @@ impl FsRoot {
         let mut v: Vec<String> = match std::fs::read_dir(self.path(abs)) {
             Ok(rd) => {
                 self.note(abs);
-                rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
             }
             Err(_) => Vec::new(),
         };
@@ -271,11 +291,21 @@ mod tests {
         std::fs::create_dir_all(d.path().join("sys/devices/system/cpu/cpu0")).unwrap();
         std::fs::write(d.path().join("sys/devices/system/cpu/online"), "0-3\n\0").unwrap();
         std::fs::create_dir_all(d.path().join("sys/bus/cpu/devices")).unwrap();
-        std::os::unix::fs::symlink("/sys/devices/system/cpu/cpu0", d.path().join("sys/bus/cpu/devices/cpu0")).unwrap();
+        std::os::unix::fs::symlink(
+            "/sys/devices/system/cpu/cpu0",
+            d.path().join("sys/bus/cpu/devices/cpu0"),
+        )
+        .unwrap();
         std::fs::write(d.path().join("sys/devices/system/cpu/cpu0/x"), "7").unwrap();
         let r = FsRoot::at(d.path()).unwrap();
         assert_eq!(r.read("/sys/devices/system/cpu/online").unwrap(), "0-3");
-        assert_eq!(r.read_cpulist("/sys/devices/system/cpu/online").unwrap().unwrap().len(), 4);
+        assert_eq!(
+            r.read_cpulist("/sys/devices/system/cpu/online")
+                .unwrap()
+                .unwrap()
+                .len(),
+            4
+        );
         assert_eq!(r.read_u64("/sys/bus/cpu/devices/cpu0/x"), Some(7));
         assert!(r.read_opt("/sys/nothing").is_none());
         assert_eq!(r.list_dir("/sys/bus/cpu/devices"), vec!["cpu0"]);
@@ -290,7 +320,10 @@ mod tests {
         r.read_opt("/sys/a/b");
         r.read_opt("/sys/a/missing");
         r.list_dir("/sys/a");
-        assert_eq!(r.recorded(), vec![PathBuf::from("/sys/a"), PathBuf::from("/sys/a/b")]);
+        assert_eq!(
+            r.recorded(),
+            vec![PathBuf::from("/sys/a"), PathBuf::from("/sys/a/b")]
+        );
     }
 
     #[test]

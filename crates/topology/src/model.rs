@@ -218,12 +218,20 @@ pub struct Topology {
 impl Topology {
     /// Online CPUs.
     pub fn online(&self) -> CpuSet {
-        self.cpus.iter().filter(|c| c.online).map(|c| c.id).collect()
+        self.cpus
+            .iter()
+            .filter(|c| c.online)
+            .map(|c| c.id)
+            .collect()
     }
 
     /// Online CPUs this process may run on: the set every plan draws from.
     pub fn usable(&self) -> CpuSet {
-        self.cpus.iter().filter(|c| c.online && c.allowed).map(|c| c.id).collect()
+        self.cpus
+            .iter()
+            .filter(|c| c.online && c.allowed)
+            .map(|c| c.id)
+            .collect()
     }
 
     /// Whether this model describes the machine pinsight runs on (so
@@ -234,12 +242,17 @@ impl Topology {
 
     /// The CPU with this kernel number.
     pub fn cpu(&self, id: usize) -> Option<&Cpu> {
-        self.cpus.binary_search_by_key(&id, |c| c.id).ok().map(|i| &self.cpus[i])
+        self.cpus
+            .binary_search_by_key(&id, |c| c.id)
+            .ok()
+            .map(|i| &self.cpus[i])
     }
 
     /// Caches of a level and type (Unified or Data for "the L2").
     pub fn caches_at(&self, level: u8) -> impl Iterator<Item = &Cache> {
-        self.caches.iter().filter(move |c| c.level == level && c.cache_type != CacheType::Instruction)
+        self.caches
+            .iter()
+            .filter(move |c| c.level == level && c.cache_type != CacheType::Instruction)
     }
 
     /// The most performant kind, if the machine has more than one ranked kind.

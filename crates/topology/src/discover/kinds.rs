@@ -324,13 +324,21 @@ fn name(kinds: &mut [Kind]) {
 /// i7-1370P) are Intel hybrids: name them P-core and E-core rather than
 /// big and little. The identity source stays what it was.
 pub(crate) fn name_x86_hybrid(topo: &mut crate::Topology) {
-    let x86 = topo.arch.as_deref().is_some_and(|a| matches!(a, "x86_64" | "x86" | "i686" | "i386" | "amd64"))
-        || topo.model_name.as_deref().is_some_and(|m| m.contains("Intel"));
+    let x86 = topo
+        .arch
+        .as_deref()
+        .is_some_and(|a| matches!(a, "x86_64" | "x86" | "i686" | "i386" | "amd64"))
+        || topo
+            .model_name
+            .as_deref()
+            .is_some_and(|m| m.contains("Intel"));
     if !x86 || topo.kinds.len() != 2 {
         return;
     }
     for k in topo.kinds.iter_mut() {
-        if matches!(k.source, KindSource::Capacity | KindSource::Frequency) && k.rank_source != RankSource::Unranked {
+        if matches!(k.source, KindSource::Capacity | KindSource::Frequency)
+            && k.rank_source != RankSource::Unranked
+        {
             k.name = if k.rank == 0 { "E-core" } else { "P-core" }.to_string();
         }
     }
