@@ -193,11 +193,39 @@ impl FsRoot {
     /// (dumps often end files in `\n\0`).
     pub fn read(&self, abs: impl AsRef<Path>) -> io::Result<String> {
         let abs = abs.as_ref();
-        let bytes = read_small(&self.path(abs))?;
+        let bytes = self.read_bytes(abs)?;
         self.note(abs);
         let s = String::from_utf8_lossy(&bytes);
         Ok(s.trim_end_matches(|c: char| c.is_whitespace() || c == '\0')
             .to_string())
+    }
+
+    /// Opens a file for reading. On a recorded machine the file is opened
+    /// with `O_NOFOLLOW` under its cached parent directory, so the common
+    /// case (a plain file) costs no `readlink`; a link (ELOOP) takes the
+    /// full re-rooting path.
+    fn read_bytes(&self, abs: &Path) -> io::Result<Vec<u8>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let plain = abs
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        match (self.is_live() || !plain, abs.parent(), abs.file_name()) {
+            (false, Some(parent), Some(name)) => {
+                let candidate = self.dir(parent).join(name);
+                match std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&candidate)
+                {
+                    Ok(f) => read_small(f),
+                    Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                        read_small(std::fs::File::open(self.resolve(abs, 0))?)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => read_small(std::fs::File::open(self.path(abs))?),
+        }
     }
 
     /// Reads a file, `None` if it is absent or unreadable.
@@ -228,7 +256,12 @@ impl FsRoot {
     /// Names of the entries of a directory, sorted; empty if absent.
     pub fn list_dir(&self, abs: impl AsRef<Path>) -> Vec<String> {
         let abs = abs.as_ref();
-        let mut v: Vec<String> = match std::fs::read_dir(self.path(abs)) {
+        let dir = if self.is_live() {
+            abs.to_path_buf()
+        } else {
+            self.dir(abs)
+        };
+        let mut v: Vec<String> = match std::fs::read_dir(dir) {
             Ok(rd) => {
                 self.note(abs);
                 rd.filter_map(|e| e.ok())
@@ -263,8 +296,7 @@ impl FsRoot {
 /// read), close. A full buffer means there may be more, so reading goes on
 /// to EOF. `std::fs::read` would add a `statx` and a final empty read per
 /// file, a third of discovery's system calls on big machines.
-fn read_small(path: &Path) -> io::Result<Vec<u8>> {
-    let mut f = std::fs::File::open(path)?;
+fn read_small(mut f: std::fs::File) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; 8192];
     let n = loop {
         match f.read(&mut buf) {
@@ -324,6 +356,21 @@ mod tests {
             r.recorded(),
             vec![PathBuf::from("/sys/a"), PathBuf::from("/sys/a/b")]
         );
+    }
+
+    #[test]
+    fn symlinked_files_are_followed_inside_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        let cpu = d.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&cpu).unwrap();
+        std::fs::write(cpu.join("online"), "0-7").unwrap();
+        std::os::unix::fs::symlink("online", cpu.join("relative")).unwrap();
+        // Absolute: must be re-rooted, never read from the live machine.
+        std::os::unix::fs::symlink("/sys/devices/system/cpu/online", cpu.join("absolute")).unwrap();
+        let r = FsRoot::at(d.path()).unwrap();
+        assert_eq!(r.read("/sys/devices/system/cpu/relative").unwrap(), "0-7");
+        assert_eq!(r.read("/sys/devices/system/cpu/absolute").unwrap(), "0-7");
+        assert!(r.read("/sys/devices/system/cpu/missing").is_err());
     }
 
     #[test]
