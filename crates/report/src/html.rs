@@ -21,25 +21,13 @@ fn mhz(v: Option<u32>) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// `2025-11-23 04:10 UTC` from Unix seconds (proleptic Gregorian).
+/// `2025-11-23 04:10 UTC` from Unix seconds: the calendar arithmetic is
+/// `snapshot::rfc3339_utc`'s (one implementation in the project), shown
+/// to the minute.
 pub fn utc_date(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    let secs = unix % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        secs / 3600,
-        secs % 3600 / 60
-    )
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix);
+    let iso = pinsight_topology::snapshot::rfc3339_utc(t); // YYYY-MM-DDTHH:MM:SSZ
+    format!("{} {} UTC", &iso[..10], &iso[11..16])
 }
 
 fn source_text(t: &Topology) -> String {
