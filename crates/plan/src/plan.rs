@@ -498,8 +498,8 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
     let places: Vec<CpuSet> = (0..n)
         .map(|i| CpuSet::single(order[i % order.len()]))
         .collect();
-    let process_mask = places.iter().fold(CpuSet::new(), |acc, p| acc.union(p));
-    let shared = shared_cores(topo, &places);
+    let process_mask: CpuSet = places.iter().flat_map(CpuSet::iter).collect();
+    let shared = shared_cores(topo, &process_mask);
     if shared > 0 && n <= order.len() {
         notes.push(format!(
             "{} two threads or more on SMT siblings",
@@ -517,9 +517,8 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
     })
 }
 
-/// Number of cores holding more than one distinct placed CPU.
-fn shared_cores(topo: &Topology, places: &[CpuSet]) -> usize {
-    let used: CpuSet = places.iter().fold(CpuSet::new(), |acc, p| acc.union(p));
+/// Number of cores holding more than one CPU of `used` (the placed CPUs).
+fn shared_cores(topo: &Topology, used: &CpuSet) -> usize {
     let mut cores: Vec<usize> = used
         .iter()
         .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
@@ -531,7 +530,7 @@ fn shared_cores(topo: &Topology, places: &[CpuSet]) -> usize {
         if topo
             .cores
             .get(*core)
-            .is_some_and(|g| g.cpus.intersection(&used).len() > 1)
+            .is_some_and(|g| g.cpus.intersection(used).len() > 1)
         {
             n += 1;
         }
@@ -709,7 +708,7 @@ fn plan_latency(
     let places: Vec<CpuSet> = (0..k)
         .map(|i| CpuSet::single(group.cpus[i % group.cpus.len()]))
         .collect();
-    let process_mask = places.iter().fold(CpuSet::new(), |acc, p| acc.union(p));
+    let process_mask: CpuSet = places.iter().flat_map(CpuSet::iter).collect();
     Ok(Plan {
         policy: name,
         threads: k,
