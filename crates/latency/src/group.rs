@@ -482,24 +482,12 @@ fn improve_path(c: &Costs, path: &mut Vec<usize>, used: &mut [bool]) {
         // 2-opt: reverse path[i..=j]; only the edges at both ends change.
         for i in 0..k {
             for j in i + 1..k {
-                let before = (if i > 0 {
-                    c.d(path[i - 1], path[i])
-                } else {
-                    0.0
-                }) + (if j + 1 < k {
-                    c.d(path[j], path[j + 1])
-                } else {
-                    0.0
-                });
-                let after = (if i > 0 {
-                    c.d(path[i - 1], path[j])
-                } else {
-                    0.0
-                }) + (if j + 1 < k {
-                    c.d(path[i], path[j + 1])
-                } else {
-                    0.0
-                });
+                // Latency from the CPU before i to `v`, and from `v` to the
+                // CPU after j (0 past either end of the path).
+                let left = |v: usize| if i > 0 { c.d(path[i - 1], v) } else { 0.0 };
+                let right = |v: usize| if j + 1 < k { c.d(v, path[j + 1]) } else { 0.0 };
+                let before = left(path[i]) + right(path[j]);
+                let after = left(path[j]) + right(path[i]);
                 if after < before - EPS {
                     path[i..=j].reverse();
                     improved = true;
