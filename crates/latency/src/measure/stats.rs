@@ -59,12 +59,16 @@ pub struct Summary {
     pub ci_low: f64,
     pub ci_high: f64,
     pub samples: usize,
+    /// Whether there were enough samples for a 95% interval (kept so that
+    /// [`Summary::within`], checked after every sample, does not redo the
+    /// rank search).
+    pub ci_reached: bool,
 }
 
 impl Summary {
     /// Whether the interval lies within `±rel` of the median.
     pub fn within(&self, rel: f64) -> bool {
-        median_ci_ranks(self.samples).is_some()
+        self.ci_reached
             && self.ci_low >= self.median * (1.0 - rel)
             && self.ci_high <= self.median * (1.0 + rel)
     }
@@ -109,7 +113,8 @@ impl SortedSamples {
         } else {
             (s[n / 2 - 1] + s[n / 2]) / 2.0
         };
-        let (ci_low, ci_high) = match median_ci_ranks(n) {
+        let ranks = median_ci_ranks(n);
+        let (ci_low, ci_high) = match ranks {
             Some((lo, hi)) => (s[lo], s[hi]),
             None => (median, median),
         };
@@ -119,6 +124,7 @@ impl SortedSamples {
             ci_low,
             ci_high,
             samples: n,
+            ci_reached: ranks.is_some(),
         })
     }
 }
