@@ -264,13 +264,8 @@ fn median(v: &mut [f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    v.sort_by(f64::total_cmp);
+    Some(pinsight_stats::quantile_sorted(v, 0.5))
 }
 
 /// Summarises the follow pins in `records`.

@@ -28,6 +28,7 @@
 use crate::kernels::{chunk_units, fp_chunk, int_chunk, ChaseBuffer, Kernel, MEM_LOADS};
 use crate::pin;
 use pinsight_cpuset::CpuSet;
+use pinsight_stats::quantile_sorted;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -221,7 +222,7 @@ pub fn summarise(kernel: Kernel, units: u64, chunks: &[Chunk]) -> KernelResult {
         (f64::NAN, f64::NAN, f64::NAN)
     } else {
         let (lo, hi) = median_ci_ranks(rates.len());
-        (median_sorted(&rates), rates[lo], rates[hi])
+        (quantile_sorted(&rates, 0.5), rates[lo], rates[hi])
     };
     KernelResult {
         kernel,
@@ -416,15 +417,6 @@ pub fn measure(
         .collect();
     fill_relative(&mut out);
     Ok(out)
-}
-
-fn median_sorted(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Ranks (0-based, inclusive) bounding a ~95% distribution-free CI of the

@@ -2,6 +2,7 @@
 
 use crate::kernels::Kernel;
 use crate::run::CpuSpeed;
+use pinsight_stats::quantile_sorted;
 use pinsight_topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -77,17 +78,13 @@ pub struct KindSpeed {
     pub median: Vec<(Kernel, f64)>,
 }
 
+/// Median of unsorted values, `None` when there are none.
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    v.sort_by(f64::total_cmp);
+    Some(quantile_sorted(&v, 0.5))
 }
 
 /// Per-kind medians and every kind pair's speedup factor.
