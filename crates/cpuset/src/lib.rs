@@ -241,12 +241,12 @@ impl CpuSet {
                 None => (token, None),
             };
             let (lo, hi) = match range.split_once('-') {
-                Some((a, b)) => (parse_cpu(a, token, &input)?, parse_cpu(b, token, &input)?),
+                Some((a, b)) => (parse_num(a, token, &input)?, parse_num(b, token, &input)?),
                 None => {
                     if step.is_some() {
                         return Err(err(token, "has a stride but no range (use A-B:S)"));
                     }
-                    let c = parse_cpu(range, token, &input)?;
+                    let c = parse_num(range, token, &input)?;
                     (c, c)
                 }
             };
@@ -447,10 +447,6 @@ fn parse_num(s: &str, token: &str, input: &str) -> Result<usize, ParseError> {
             token: token.to_string(),
             reason: format!("has a number above the limit of {MAX_CPU}"),
         })
-}
-
-fn parse_cpu(s: &str, token: &str, input: &str) -> Result<usize, ParseError> {
-    parse_num(s, token, input)
 }
 
 /// Iterator over the CPUs of a [`CpuSet`], ascending.
