@@ -18,6 +18,7 @@
 //! the hook only makes one syscall on a buffer prepared beforehand).
 
 use pinsight_cpuset::CpuSet;
+use pinsight_launch::affinity::{set_affinity_words, to_kernel_words};
 use pinsight_launch::launch::places_env;
 use pinsight_launch::shim::{self, ShimFile};
 use pinsight_plan::Plan;
@@ -87,7 +88,7 @@ impl PreparedArm {
         PreparedArm {
             env,
             notes,
-            start_mask: start.map(kernel_words),
+            start_mask: start.map(to_kernel_words),
             shim_env,
         }
     }
@@ -124,38 +125,10 @@ impl PreparedArm {
             // SAFETY: one raw syscall on a buffer allocated before the fork;
             // nothing is allocated or locked in the child.
             unsafe {
-                cmd.pre_exec(move || set_own_affinity(&words));
+                cmd.pre_exec(move || set_affinity_words(0, &words));
             }
         }
         cmd
-    }
-}
-
-/// The kernel's affinity mask layout for `set`.
-fn kernel_words(set: &CpuSet) -> Vec<libc::c_ulong> {
-    const W: usize = 8 * std::mem::size_of::<libc::c_ulong>();
-    let n = set.last().map_or(1, |l| l / W + 1);
-    let mut words = vec![0 as libc::c_ulong; n];
-    for c in set.iter() {
-        words[c / W] |= (1 as libc::c_ulong) << (c % W);
-    }
-    words
-}
-
-fn set_own_affinity(words: &[libc::c_ulong]) -> std::io::Result<()> {
-    // SAFETY: pointer and byte length describe `words`.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_sched_setaffinity,
-            0 as libc::c_long,
-            std::mem::size_of_val(words),
-            words.as_ptr(),
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -181,7 +154,7 @@ mod tests {
     #[test]
     fn words_match_the_kernel_layout() {
         assert_eq!(
-            kernel_words(&CpuSet::parse_list("0,2,64").unwrap()),
+            to_kernel_words(&CpuSet::parse_list("0,2,64").unwrap()),
             vec![5, 1]
         );
     }

@@ -10,7 +10,7 @@ const WORD_BITS: usize = 8 * std::mem::size_of::<libc::c_ulong>();
 
 /// The kernel's mask layout: an array of `unsigned long`, bit `i % W` of
 /// word `i / W` = CPU `i`.
-pub(crate) fn to_kernel_words(set: &CpuSet) -> Vec<libc::c_ulong> {
+pub fn to_kernel_words(set: &CpuSet) -> Vec<libc::c_ulong> {
     let n = set.last().map_or(1, |last| last / WORD_BITS + 1);
     let mut words = vec![0 as libc::c_ulong; n];
     for cpu in set.iter() {
@@ -40,9 +40,9 @@ pub fn set_affinity(tid: i32, set: &CpuSet) -> io::Result<()> {
     set_affinity_words(tid, &to_kernel_words(set))
 }
 
-/// [`set_affinity`] with a prepared kernel mask: allocation-free, so it may
-/// be called between `fork` and `exec`.
-pub(crate) fn set_affinity_words(tid: i32, words: &[libc::c_ulong]) -> io::Result<()> {
+/// [`set_affinity`] with a prepared kernel mask ([`to_kernel_words`]):
+/// allocation-free, so it may be called between `fork` and `exec`.
+pub fn set_affinity_words(tid: i32, words: &[libc::c_ulong]) -> io::Result<()> {
     // SAFETY: the pointer and byte length describe `words`, which outlives the call.
     let r = unsafe {
         libc::syscall(
