@@ -146,10 +146,10 @@ pub(crate) fn run_team<R: Send>(
         let mut results = Vec::with_capacity(threads);
         let mut stats = Vec::with_capacity(threads);
         let (mut first, mut last): (Option<Instant>, Option<Instant>) = (None, None);
-        for h in handles {
+        for (index, h) in handles.into_iter().enumerate() {
             let (r, stat, start, end) = h
                 .join()
-                .map_err(|_| "a worker thread panicked".to_string())?
+                .map_err(|_| format!("worker thread {index} panicked"))?
                 .expect("gate was opened");
             first = Some(first.map_or(start, |f| f.min(start)));
             last = Some(last.map_or(end, |l| l.max(end)));
