@@ -77,7 +77,7 @@ fn kind_tag(topo: &Topology, cpu: usize) -> String {
         return String::new();
     };
     let mut s = String::new();
-    if topo.kinds.len() > 1 {
+    if topo.is_heterogeneous() {
         if let Some(k) = c.kind.and_then(|k| topo.kinds.get(k)) {
             write!(s, " [{}]", k.mark).ok();
         }
@@ -169,7 +169,7 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
             .first()
             .and_then(|c| topo.cpu(c))
             .and_then(|c| c.kind)
-            .filter(|_| topo.kinds.len() > 1)
+            .filter(|_| topo.is_heterogeneous())
             .map(|k| format!(" [{}]", topo.kinds[k].mark))
             .unwrap_or_default();
         nodes.push(Node {
