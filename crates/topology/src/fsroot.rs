@@ -122,9 +122,7 @@ impl FsRoot {
         if self.is_live() {
             return abs.to_path_buf();
         }
-        let plain = abs
-            .components()
-            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        let plain = is_plain(abs);
         match (plain, abs.parent(), abs.file_name()) {
             (true, Some(parent), Some(name)) => self.child(abs, &self.dir(parent), name),
             _ => self.resolve(abs, 0),
@@ -206,9 +204,7 @@ impl FsRoot {
     /// full re-rooting path.
     fn read_bytes(&self, abs: &Path) -> io::Result<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
-        let plain = abs
-            .components()
-            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        let plain = is_plain(abs);
         match (self.is_live() || !plain, abs.parent(), abs.file_name()) {
             (false, Some(parent), Some(name)) => {
                 let candidate = self.dir(parent).join(name);
@@ -289,6 +285,13 @@ impl FsRoot {
     pub fn write(&self, abs: impl AsRef<Path>, contents: &str) -> io::Result<()> {
         std::fs::write(self.path(abs), contents)
     }
+}
+
+/// Whether `abs` is `/a/b/c` with no `.` or `..`: the only paths the
+/// directory cache may resolve piecewise.
+fn is_plain(abs: &Path) -> bool {
+    abs.components()
+        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
 
 /// Reads a whole file with as few system calls as sysfs allows: open, one
