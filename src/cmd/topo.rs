@@ -72,16 +72,23 @@ fn cache_name(level: u8, t: CacheType) -> String {
     }
 }
 
+/// ` [P]`-style mark of `cpu`'s kind; empty on a one-kind machine.
+fn kind_mark(topo: &Topology, cpu: usize) -> String {
+    match topo
+        .cpu(cpu)
+        .and_then(|c| c.kind)
+        .and_then(|k| topo.kinds.get(k))
+    {
+        Some(k) if topo.is_heterogeneous() => format!(" [{}]", k.mark),
+        _ => String::new(),
+    }
+}
+
 fn kind_tag(topo: &Topology, cpu: usize) -> String {
     let Some(c) = topo.cpu(cpu) else {
         return String::new();
     };
-    let mut s = String::new();
-    if topo.is_heterogeneous() {
-        if let Some(k) = c.kind.and_then(|k| topo.kinds.get(k)) {
-            write!(s, " [{}]", k.mark).ok();
-        }
-    }
+    let mut s = kind_mark(topo, cpu);
     if let Some(cap) = c.capacity {
         write!(s, " cap={cap}").ok();
     }
@@ -167,10 +174,7 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
         let mark = core
             .cpus
             .first()
-            .and_then(|c| topo.cpu(c))
-            .and_then(|c| c.kind)
-            .filter(|_| topo.is_heterogeneous())
-            .map(|k| format!(" [{}]", topo.kinds[k].mark))
+            .map(|c| kind_mark(topo, c))
             .unwrap_or_default();
         nodes.push(Node {
             depth: 30,
@@ -324,14 +328,8 @@ fn describe_kind(k: &Kind) -> String {
         k.cpus.to_list_string(),
         mhz(k.max_mhz),
         mhz(k.base_mhz),
-        serde_json::to_value(k.source)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
-        serde_json::to_value(k.rank_source)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
+        k.source.as_str(),
+        k.rank_source.as_str(),
     )
 }
 

@@ -122,7 +122,7 @@ pub fn html(r: &ReportData) -> String {
             k.capacity.map(|c| format!("{c:.2}")).unwrap_or_else(|| "unknown".into()),
             mhz(k.max_mhz),
             mhz(k.base_mhz),
-            serde_json::to_value(k.source).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+            k.source.as_str()
         )
         .ok();
     }

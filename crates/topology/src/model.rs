@@ -144,6 +144,21 @@ pub enum KindSource {
     HwlocXml,
 }
 
+impl KindSource {
+    /// The kebab-case name used in JSON and human output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KindSource::HybridPmu => "hybrid-pmu",
+            KindSource::Cpuid => "cpuid",
+            KindSource::Midr => "midr",
+            KindSource::Capacity => "capacity",
+            KindSource::Frequency => "frequency",
+            KindSource::Uniform => "uniform",
+            KindSource::HwlocXml => "hwloc-xml",
+        }
+    }
+}
+
 /// How a kind's rank was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -158,6 +173,20 @@ pub enum RankSource {
     /// Kinds that cannot be told apart by any measure: order is by first CPU
     /// and means nothing.
     Unranked,
+}
+
+impl RankSource {
+    /// The kebab-case name used in JSON and human output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RankSource::Capacity => "capacity",
+            RankSource::MaxFrequency => "max-frequency",
+            RankSource::CoreType => "core-type",
+            RankSource::HwlocEfficiency => "hwloc-efficiency",
+            RankSource::Uniform => "uniform",
+            RankSource::Unranked => "unranked",
+        }
+    }
 }
 
 /// A set of CPUs of one micro-architecture (hwloc's cpukind), ranked from
@@ -270,6 +299,36 @@ impl Topology {
         match self.cpu(cpu).and_then(|c| c.core) {
             Some(core) => self.cores[core].cpus.clone(),
             None => CpuSet::single(cpu),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_str_is_the_serde_name() {
+        for k in [
+            KindSource::HybridPmu,
+            KindSource::Cpuid,
+            KindSource::Midr,
+            KindSource::Capacity,
+            KindSource::Frequency,
+            KindSource::Uniform,
+            KindSource::HwlocXml,
+        ] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        for r in [
+            RankSource::Capacity,
+            RankSource::MaxFrequency,
+            RankSource::CoreType,
+            RankSource::HwlocEfficiency,
+            RankSource::Uniform,
+            RankSource::Unranked,
+        ] {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }
     }
 }
