@@ -384,7 +384,14 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     });
 
     wait_exited_keep(pid);
-    let threads = watcher.map(Watcher::finish).unwrap_or_default();
+    let threads = match watcher.map(Watcher::finish) {
+        Some(Ok(records)) => records,
+        Some(Err(e)) => {
+            notes.push(e);
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
     let mut child = child;
     let status = loop {
         match child.wait() {

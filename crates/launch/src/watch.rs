@@ -120,10 +120,13 @@ impl Watcher {
     }
 
     /// Stops the watcher (after one last look) and returns what it saw,
-    /// in order of first sight.
-    pub fn finish(self) -> Vec<ThreadRecord> {
+    /// in order of first sight. A watcher that crashed is an error, never
+    /// an empty list that would read as "the program made no threads".
+    pub fn finish(self) -> Result<Vec<ThreadRecord>, String> {
         self.stop.store(true, Ordering::SeqCst);
-        self.handle.join().unwrap_or_default()
+        self.handle
+            .join()
+            .map_err(|_| "the /proc watcher crashed: where threads ran is unknown".to_string())
     }
 }
 
@@ -327,7 +330,7 @@ mod tests {
             .spawn(|| std::thread::sleep(Duration::from_millis(30)))
             .unwrap();
         t.join().unwrap();
-        let recs = w.finish();
+        let recs = w.finish().unwrap();
         assert!(
             recs.iter()
                 .any(|r| r.name == "probe-x" && r.samples > 0 && r.affinity.is_some()),
