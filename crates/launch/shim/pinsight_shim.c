@@ -2,31 +2,53 @@
  * pinsight's LD_PRELOAD shim: pins every thread a program creates, in
  * creation order, before the thread runs any user code (like likwid-pin).
  *
- * How: the shim wraps pthread_create. At call time it takes the next thread
- * index (one atomic add, so the order is the order of pthread_create calls)
- * and hands the real pthread_create a trampoline that first sets the new
- * thread's affinity to its place and then calls the user's start routine.
- * The main thread is pinned to place 0 by the constructor.
+ * How: the shim wraps pthread_create. Under a lock it takes the next thread
+ * index and hands the real pthread_create a trampoline that first sets the
+ * new thread's affinity to its place and then calls the user's start
+ * routine. The index is committed only when pthread_create succeeds, so a
+ * failed call consumes no place and does not shift --skip indices.
  *
- * Environment (written by `pinsight run`; absent = the shim does nothing):
+ * What the program sees (the contract `pinsight run --help` documents):
+ * - At start, and after every exec in place, the main thread has the plan's
+ *   whole process mask: sched_getaffinity, nproc and omp_get_num_procs
+ *   report the planned CPUs, so programs that size themselves from their
+ *   mask start as many threads as they would under `taskset -c MASK`.
+ * - "lazy" (default): when the program's first pthread_create succeeds, the
+ *   main thread moves to place 0 and the new thread starts on place 1.
+ *   "early": the main thread is on place 0 from the start (the launcher
+ *   starts it there; the constructor re-asserts it after each exec).
+ * - A process the program forks (with or without exec) is not pinned
+ *   thread by thread: its threads are its own, and numbering them on from
+ *   the parent's places would stack two processes on the same CPUs. The
+ *   fork child handler moves the child to the whole process mask, turns
+ *   the shim off in it and removes the shim from its environment.
+ *
+ * Environment (written by pinsight; absent = the shim does nothing):
  *   PINSIGHT_PLACES        places, ';'-separated cpulists: "0;2;4-5"
- *   PINSIGHT_SKIP          created-thread indices (0 = first pthread_create
- *                          call) that are not pinned: "0,3". Skipped threads
- *                          get PINSIGHT_PROCESS_MASK and use no place.
- *   PINSIGHT_PROCESS_MASK  cpulist for skipped threads
- *   PINSIGHT_LAUNCHER_PID  pid of `pinsight run`: the shim is active only in
+ *   PINSIGHT_SKIP          created-thread indices (0 = first successful
+ *                          pthread_create) that are not pinned: "0,3".
+ *                          Skipped threads get PINSIGHT_PROCESS_MASK and
+ *                          use no place.
+ *   PINSIGHT_PROCESS_MASK  cpulist: the plan's whole mask
+ *   PINSIGHT_PIN_MAIN      "lazy" (default) or "early", see above
+ *   PINSIGHT_LAUNCHER_PID  pid of the launcher: the shim is active only in
  *                          a process whose parent is the launcher, i.e. the
  *                          launched program and whatever it exec()s in place
- *                          (`sh -c 'exec prog'`, `env`, `nice`). Processes the
- *                          program forks are left alone, and the shim removes
- *                          itself from their LD_PRELOAD and environment, so
- *                          no grandchild re-pins its main thread to place 0.
+ *                          (`sh -c 'exec prog'`, `env`, `nice`). Other
+ *                          processes that load it remove it from their
+ *                          environment, so it goes no further.
+ *   PINSIGHT_SHIM_FD       the memfd holding this shim (LD_PRELOAD names it
+ *                          as /proc/self/fd/N, valid in every process that
+ *                          inherits the descriptor, whether or not pinsight
+ *                          still runs); closed where the shim turns itself
+ *                          off.
  *   PINSIGHT_SHIM_VERBOSE  "1": one line on stderr per pinned thread.
  *
  * Threads beyond the last place wrap around to place 0 (likwid-pin does the
- * same). The pinning path (wrapper + trampoline) does not allocate: the
- * trampoline's argument comes from a fixed pool of slots, falling back to
- * malloc only when more than POOL_SLOTS threads are being started at once.
+ * same). Output uses write(2) only (no stdio, no strerror: neither is safe
+ * in a fork child or a freshly created thread). The trampoline's argument
+ * comes from a fixed pool of slots, falling back to malloc only when more
+ * than POOL_SLOTS threads are being started at once.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -45,16 +67,19 @@
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 static create_fn real_create;
-static int active;
+static int active;                  /* atomic */
 static int verbose;
-static size_t nwords;            /* unsigned longs per mask */
+static int pin_main_early;
+static int main_pinned;             /* under create_lock */
+static size_t nwords;               /* unsigned longs per mask */
 static size_t nplaces;
-static unsigned long *place_masks; /* nplaces * nwords */
-static char **place_text;          /* for verbose lines */
+static unsigned long *place_masks;  /* nplaces * nwords */
+static char **place_text;           /* for verbose lines */
 static unsigned long *process_mask; /* NULL: skipped threads keep inherited mask */
 static size_t nskip;
-static long *skip;                 /* sorted created-thread indices */
-static long next_index;            /* atomic: next created-thread index */
+static long *skip;                  /* sorted created-thread indices */
+static long next_index;             /* under create_lock: next created-thread index */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct slot {
     int used; /* atomic */
@@ -91,6 +116,35 @@ static void put_long(long v) {
     if (neg)
         buf[--i] = '-';
     put(buf + i);
+}
+
+/* The errno values sched_setaffinity and pthread_create return, by name
+ * and meaning; others as "errno N". strerror is not async-signal-safe and
+ * may allocate (locale), so it is never called here. */
+static void put_errno(int err) {
+    switch (err) {
+    case EINVAL:
+        put("EINVAL (no CPU of the place is online and allowed)");
+        break;
+    case EPERM:
+        put("EPERM (not permitted)");
+        break;
+    case ESRCH:
+        put("ESRCH (no such thread)");
+        break;
+    case EFAULT:
+        put("EFAULT (bad mask address)");
+        break;
+    case EAGAIN:
+        put("EAGAIN (out of resources)");
+        break;
+    case ENOMEM:
+        put("ENOMEM (out of memory)");
+        break;
+    default:
+        put("errno ");
+        put_long(err);
+    }
 }
 
 /* ---- cpulist parsing (constructor only) ---- */
@@ -148,18 +202,28 @@ static void disable(const char *why) {
     put("pinsight-shim: not pinning: ");
     put(why);
     put("\n");
-    active = 0;
+    __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
 }
 
-/* Removes this shim from LD_PRELOAD and drops the PINSIGHT_ variables, so
- * the processes a program forks do not carry the shim further. */
+/* Removes this shim from LD_PRELOAD, drops the PINSIGHT_ variables and
+ * closes the shim's descriptor, so the processes this one starts do not
+ * carry the shim further. */
 static void forget_self(void) {
     Dl_info info;
     const char *pre = getenv("LD_PRELOAD");
+    const char *fd_env = getenv("PINSIGHT_SHIM_FD");
+    if (fd_env && *fd_env) {
+        char *e;
+        long fd = strtol(fd_env, &e, 10);
+        if (*e == 0 && fd > 2)
+            close((int)fd);
+    }
     unsetenv("PINSIGHT_PLACES");
     unsetenv("PINSIGHT_SKIP");
     unsetenv("PINSIGHT_PROCESS_MASK");
+    unsetenv("PINSIGHT_PIN_MAIN");
     unsetenv("PINSIGHT_LAUNCHER_PID");
+    unsetenv("PINSIGHT_SHIM_FD");
     unsetenv("PINSIGHT_SHIM_VERBOSE");
     if (!pre || !dladdr((void *)forget_self, &info) || !info.dli_fname)
         return;
@@ -199,8 +263,9 @@ static int cmp_long(const void *a, const void *b) {
 
 /* ---- pinning ---- */
 
-static int set_self(const unsigned long *mask) {
-    long r = syscall(SYS_sched_setaffinity, 0, nwords * sizeof(unsigned long), mask);
+/* Sets the affinity of thread `tid` (0 = the caller); 0 or an errno. */
+static int set_affinity(long tid, const unsigned long *mask) {
+    long r = syscall(SYS_sched_setaffinity, tid, nwords * sizeof(unsigned long), mask);
     return r == 0 ? 0 : errno;
 }
 
@@ -212,7 +277,8 @@ static int is_skipped(long index) {
 }
 
 /* Place of created thread `index`: the main thread holds place 0, each
- * non-skipped created thread the next one. -1 for skipped threads. */
+ * non-skipped created thread the next one. -1 for skipped threads. Must
+ * match `place_of` in crates/launch/src/skip.rs. */
 static long place_of(long index) {
     if (is_skipped(index))
         return -1;
@@ -221,6 +287,21 @@ static long place_of(long index) {
         if (skip[i] < index)
             skipped_before++;
     return (index - skipped_before + 1) % (long)nplaces;
+}
+
+static void report_main(const char *when, int err) {
+    if (!verbose && !err)
+        return;
+    put("pinsight-shim: main thread (tid ");
+    put_long((long)getpid());
+    put(") -> CPUs ");
+    put(place_text[0]);
+    put(when);
+    if (err) {
+        put(": failed: ");
+        put_errno(err);
+    }
+    put("\n");
 }
 
 static void report(long index, long place, int err) {
@@ -239,7 +320,7 @@ static void report(long index, long place, int err) {
     }
     if (err) {
         put(": failed: ");
-        put(strerror(err));
+        put_errno(err);
     }
     put("\n");
 }
@@ -248,9 +329,9 @@ static void pin_self(long index) {
     long place = place_of(index);
     int err = 0;
     if (place >= 0)
-        err = set_self(place_masks + (size_t)place * nwords);
+        err = set_affinity(0, place_masks + (size_t)place * nwords);
     else if (process_mask)
-        err = set_self(process_mask);
+        err = set_affinity(0, process_mask);
     report(index, place, err);
 }
 
@@ -304,15 +385,71 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
         return real(thread, attr, start, arg);
     struct slot *s = take_slot();
-    if (!s)
-        return real(thread, attr, start, arg);
+    if (!s) {
+        /* Creating it unpinned would silently break the plan. */
+        put("pinsight-shim: pthread_create: no memory to pin the new thread: EAGAIN\n");
+        return EAGAIN;
+    }
     s->start = start;
     s->arg = arg;
-    s->index = __atomic_fetch_add(&next_index, 1, __ATOMIC_RELAXED);
+    /* The lock orders indices by successful creation: the index is taken
+     * and committed around the real call, so a failure consumes nothing.
+     * The new thread never takes this lock before pinning itself (its index
+     * is in its slot), so holding it across the call cannot deadlock. */
+    pthread_mutex_lock(&create_lock);
+    s->index = next_index;
     int r = real(thread, attr, trampoline, s);
-    if (r != 0)
+    int pin_main = 0;
+    if (r == 0) {
+        next_index++;
+        if (!main_pinned) {
+            main_pinned = 1;
+            pin_main = !pin_main_early;
+        }
+    }
+    pthread_mutex_unlock(&create_lock);
+    if (r != 0) {
         give_back(s);
-    return r;
+        return r;
+    }
+    if (pin_main) {
+        /* The main thread's tid is the pid; this works from any thread. */
+        int err = set_affinity((long)getpid(), place_masks);
+        report_main(" (first thread created)", err);
+    }
+    return 0;
+}
+
+/* ---- fork ---- */
+
+static void before_fork(void) {
+    if (__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        pthread_mutex_lock(&create_lock);
+}
+
+static void after_fork_parent(void) {
+    if (__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        pthread_mutex_unlock(&create_lock);
+}
+
+/* A forked child is another process: it gets the plan's whole mask, no
+ * per-thread pinning, and no shim for what it executes. */
+static void after_fork_child(void) {
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_init(&create_lock, NULL);
+    __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+    if (process_mask) {
+        int err = set_affinity(0, process_mask);
+        if (err) {
+            put("pinsight-shim: forked child (pid ");
+            put_long((long)getpid());
+            put(") -> process mask: failed: ");
+            put_errno(err);
+            put("\n");
+        }
+    }
+    forget_self();
 }
 
 /* ---- setup ---- */
@@ -330,7 +467,13 @@ __attribute__((constructor)) static void pinsight_shim_init(void) {
     const char *skip_env = getenv("PINSIGHT_SKIP");
     const char *proc_env = getenv("PINSIGHT_PROCESS_MASK");
     const char *verbose_env = getenv("PINSIGHT_SHIM_VERBOSE");
+    const char *main_env = getenv("PINSIGHT_PIN_MAIN");
     verbose = verbose_env && verbose_env[0] == '1';
+    pin_main_early = main_env && strcmp(main_env, "early") == 0;
+    if (main_env && *main_env && !pin_main_early && strcmp(main_env, "lazy") != 0) {
+        disable("PINSIGHT_PIN_MAIN is neither lazy nor early");
+        return;
+    }
 
     long max = max_cpu_in(places);
     if (proc_env) {
@@ -402,17 +545,22 @@ __attribute__((constructor)) static void pinsight_shim_init(void) {
         }
         qsort(skip, nskip, sizeof(long), cmp_long);
     }
-    int err = set_self(place_masks);
-    if (err || verbose) {
-        put("pinsight-shim: main thread (tid ");
-        put_long((long)getpid());
-        put(") -> CPUs ");
-        put(place_text[0]);
+    if (pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0) {
+        disable("pthread_atfork failed");
+        return;
+    }
+    if (pin_main_early) {
+        int err = set_affinity(0, place_masks);
+        report_main(" (at start, --pin-main early)", err);
+    } else if (process_mask) {
+        /* Every image starts on the whole plan, also after an exec in
+         * place by a process whose main thread had already moved. */
+        int err = set_affinity(0, process_mask);
         if (err) {
-            put(": failed: ");
-            put(strerror(err));
+            put("pinsight-shim: main thread -> process mask: failed: ");
+            put_errno(err);
+            put("\n");
         }
-        put("\n");
     }
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 }

@@ -1,15 +1,23 @@
 //! The pinning shim (`shim/pinsight_shim.c`), shipped inside the binary and
-//! written to a private file only while a launched program runs.
+//! handed to a launched program only while it runs.
 //!
-//! The file lives in a fresh `0700` directory under `$TMPDIR` (or `/tmp`)
-//! with mode `0500`; [`ShimFile`] removes both when dropped, which
-//! [`crate::launch`] does once the child has exited (every path, Ctrl-C
-//! included: the launcher forwards signals and waits). Only a SIGKILL of
-//! the launcher itself can leave the directory behind. Note that `$TMPDIR`
-//! must not be mounted `noexec`, or the loader cannot map the shim.
+//! Where it lives: preferably in an anonymous, sealed memory file
+//! (`memfd_create`), which the child inherits as descriptor N and preloads
+//! as `/proc/self/fd/N`. That path is valid in every process that holds the
+//! descriptor, whether or not pinsight still runs, so a descendant that
+//! outlives pinsight never inherits an `LD_PRELOAD` naming a deleted file;
+//! and nothing touches the file system, so a `noexec` `$TMPDIR` does not
+//! matter. Processes where the shim turns itself off (everything but the
+//! launched program and what it execs in place) close the descriptor and
+//! drop the variable. Where memfds cannot be executed (kernels before 3.17,
+//! or `vm.memfd_noexec = 2`), the shim falls back to a `0500` file in a
+//! fresh `0700` directory under `$TMPDIR`, removed when [`ShimFile`] drops.
 
+use nix::fcntl::{fcntl, FcntlArg, FdFlag, SealFlag};
+use nix::sys::memfd::{memfd_create, MFdFlags};
 use std::fs;
 use std::io::{self, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -22,15 +30,48 @@ pub const ENV_SKIP: &str = "PINSIGHT_SKIP";
 pub const ENV_PROCESS_MASK: &str = "PINSIGHT_PROCESS_MASK";
 pub const ENV_LAUNCHER_PID: &str = "PINSIGHT_LAUNCHER_PID";
 pub const ENV_VERBOSE: &str = "PINSIGHT_SHIM_VERBOSE";
+pub const ENV_PIN_MAIN: &str = "PINSIGHT_PIN_MAIN";
+pub const ENV_SHIM_FD: &str = "PINSIGHT_SHIM_FD";
 
-/// The shim written to disk; removed (file and directory) on drop.
+enum Storage {
+    /// Sealed memfd; the child inherits it (see [`ShimFile::inherit_fd`]).
+    Memfd(OwnedFd),
+    /// Fallback file; the directory is removed on drop.
+    File { dir: Option<tempfile::TempDir> },
+}
+
+/// The shim, ready to preload; removed (memfd closed, or file and
+/// directory deleted) on drop.
 pub struct ShimFile {
-    dir: Option<tempfile::TempDir>,
+    storage: Storage,
+    /// What `LD_PRELOAD` names.
     path: PathBuf,
+    /// Why the memfd could not be used, when the file fallback is in use.
+    pub fallback_reason: Option<String>,
 }
 
 impl ShimFile {
-    /// Writes the shim into a new private directory.
+    /// A memfd when the kernel allows it, else a private temporary file.
+    pub fn create() -> io::Result<ShimFile> {
+        match write_memfd() {
+            Ok(fd) => Ok(ShimFile {
+                path: PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+                storage: Storage::Memfd(fd),
+                fallback_reason: None,
+            }),
+            Err(e) => {
+                let mut shim = ShimFile::write()?;
+                shim.fallback_reason = Some(format!(
+                    "memfd_create failed ({e}): the shim is a file in {}",
+                    shim.path().parent().map_or("?".into(), |p| p.display().to_string())
+                ));
+                Ok(shim)
+            }
+        }
+    }
+
+    /// Writes the shim into a new private directory (the fallback of
+    /// [`ShimFile::create`]; `$TMPDIR` must not be mounted `noexec`).
     pub fn write() -> io::Result<ShimFile> {
         let dir = tempfile::Builder::new()
             .prefix("pinsight-shim-")
@@ -46,31 +87,103 @@ impl ShimFile {
         // file never outlives this process's run.
         f.write_all(SHIM_SO)?;
         Ok(ShimFile {
-            dir: Some(dir),
+            storage: Storage::File { dir: Some(dir) },
             path,
+            fallback_reason: None,
         })
     }
 
-    /// Where the shim is.
+    /// What `LD_PRELOAD` names: `/proc/self/fd/N` for a memfd (valid in the
+    /// child, which inherits N), else the file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The descriptor the child must inherit (its close-on-exec flag
+    /// cleared between fork and exec with [`clear_cloexec`]), if any.
+    pub fn inherit_fd(&self) -> Option<RawFd> {
+        match &self.storage {
+            Storage::Memfd(fd) => Some(fd.as_raw_fd()),
+            Storage::File { .. } => None,
+        }
+    }
+
+    /// Whether the shim lives in a memfd.
+    pub fn is_memfd(&self) -> bool {
+        matches!(self.storage, Storage::Memfd(_))
+    }
+
     /// Removes the shim now, reporting failure (drop ignores it).
     pub fn remove(mut self) -> io::Result<()> {
-        match self.dir.take() {
-            Some(d) => d.close(),
-            None => Ok(()),
+        match &mut self.storage {
+            Storage::File { dir } => match dir.take() {
+                Some(d) => d.close(),
+                None => Ok(()),
+            },
+            Storage::Memfd(_) => Ok(()), // closed on drop
         }
     }
 }
 
 impl Drop for ShimFile {
     fn drop(&mut self) {
-        if let Some(d) = self.dir.take() {
-            let _ = d.close();
+        if let Storage::File { dir } = &mut self.storage {
+            if let Some(d) = dir.take() {
+                let _ = d.close();
+            }
         }
     }
+}
+
+/// A sealed, close-on-exec memfd holding the shim. Sealed against writes,
+/// growth and shrinking, so the program cannot alter what its own exec'd
+/// images or siblings will load.
+fn write_memfd() -> io::Result<OwnedFd> {
+    let fd = memfd_create(
+        c"pinsight-shim",
+        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+    )
+    .map_err(io::Error::from)?;
+    let mut file = fs::File::from(fd);
+    file.write_all(SHIM_SO)?;
+    let seals = SealFlag::F_SEAL_SEAL
+        | SealFlag::F_SEAL_SHRINK
+        | SealFlag::F_SEAL_GROW
+        | SealFlag::F_SEAL_WRITE;
+    fcntl(file.as_fd(), FcntlArg::F_ADD_SEALS(seals)).map_err(io::Error::from)?;
+    let fd = OwnedFd::from(file);
+    // The loader maps it executable: check that this kernel allows it
+    // (vm.memfd_noexec = 2 forbids it) before a child finds out.
+    // SAFETY: a read-only, private, executable mapping of a file we own,
+    // unmapped at once; no Rust reference is created to it.
+    unsafe {
+        let len = SHIM_SO.len();
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_EXEC,
+            libc::MAP_PRIVATE,
+            fd.as_raw_fd(),
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        libc::munmap(p, len);
+    }
+    Ok(fd)
+}
+
+/// Clears close-on-exec on `fd`: called between fork and exec (one
+/// `fcntl`, async-signal-safe), so only the launched child inherits the
+/// shim's descriptor.
+pub fn clear_cloexec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: the descriptor is open for the whole spawn (the ShimFile
+    // outlives the Command); this borrow lasts for one fcntl.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty()))
+        .map(|_| ())
+        .map_err(io::Error::from)
 }
 
 /// `LD_PRELOAD` with the shim in front of what the user already preloads.
@@ -88,7 +201,7 @@ mod tests {
     #[test]
     fn written_private_and_removed() {
         let shim = ShimFile::write().unwrap();
-        let p = shim.path().to_path_buf();
+        let p = shim.path();
         let dir = p.parent().unwrap().to_path_buf();
         assert_eq!(
             fs::metadata(&p).unwrap().permissions().mode() & 0o777,
@@ -110,6 +223,34 @@ mod tests {
         let dir = shim.path().parent().unwrap().to_path_buf();
         drop(shim);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn memfd_holds_the_shim_sealed_and_closes_on_drop() {
+        let shim = ShimFile::create().unwrap();
+        if !shim.is_memfd() {
+            eprintln!(
+                "SKIP memfd test: {}",
+                shim.fallback_reason.as_deref().unwrap_or("?")
+            );
+            return;
+        }
+        let fd = shim.inherit_fd().unwrap();
+        assert_eq!(fs::read(shim.path()).unwrap(), SHIM_SO);
+        // Sealed: cannot be written through /proc either.
+        assert!(fs::OpenOptions::new()
+            .write(true)
+            .open(shim.path())
+            .and_then(|mut f| f.write_all(b"x"))
+            .is_err());
+        // Close-on-exec until the spawn clears it.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert!(flags & libc::FD_CLOEXEC != 0);
+        drop(shim);
+        assert!(!Path::new(&format!("/proc/self/fd/{fd}")).exists() || {
+            // The number may have been reused by another test's file.
+            fs::read(format!("/proc/self/fd/{fd}")).ok().as_deref() != Some(SHIM_SO)
+        });
     }
 
     #[test]
