@@ -79,6 +79,24 @@ fn main() {
         panic!("{e}");
     }
     println!("cargo:rustc-env=PINSIGHT_PROBE_BIN={}", probe.display());
+    // The same probe statically linked: the shim cannot reach it, and `run`
+    // must notice before exec. Tests that need it fail (never skip) when the
+    // static C library is missing, naming the package.
+    let static_probe = out.join("pinsight-probe-static");
+    let static_path = match compile(
+        &[
+            "-static",
+            "-pthread",
+            "-o",
+            path_str(&static_probe),
+            "testprogs/probe.c",
+        ],
+        "static probe",
+    ) {
+        Ok(()) => static_probe.display().to_string(),
+        Err(_) => String::new(),
+    };
+    println!("cargo:rustc-env=PINSIGHT_STATIC_PROBE_BIN={static_path}");
     let omp = out.join("pinsight-omp-probe");
     let omp_path = match compile(
         &["-fopenmp", "-o", path_str(&omp), "testprogs/omp_probe.c"],

@@ -11,7 +11,7 @@
 
 use super::plan_args::{make_plan, parse_policy, PlanArgs};
 use crate::cli::{CliError, CmdResult, Globals};
-use pinsight_launch::{Mechanism, RunOptions, RunOutcome};
+use pinsight_launch::{Mechanism, PinMain, RunOptions, RunOutcome};
 use pinsight_plan::{Plan, Policy};
 use std::ffi::OsString;
 use std::time::Duration;
@@ -28,7 +28,22 @@ pub fn require_live(g: &Globals, what: &str) -> Result<(), CliError> {
 
 /// Run a program under a placement plan, pinning its threads as planned.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:
+#[command(after_help = "What the program sees:
+  Set policies (os, p-set, e-set, kind-set:, cpus-set:): the plan's CPUs as its affinity mask from
+  the first instruction (like taskset -c); threads float inside it.
+  Pinned policies (p-pinned, cpus:LIST, compact, ...): the program also starts with the plan's whole
+  mask, so sched_getaffinity, nproc, omp_get_num_procs, os.sched_getaffinity, GOMAXPROCS and
+  available_parallelism report the planned CPUs and it starts as many threads as under taskset.
+  When it creates its first thread, the main thread moves to place 0 and each created thread starts
+  on the next place, before it runs any code (likwid-pin's rule); threads beyond the last place wrap.
+  --pin-main early puts the main thread on place 0 before the program starts instead (it then sees
+  one place only). A pthread_create that fails takes no place. Processes the program forks (with or
+  without exec) get the plan's whole mask and are not pinned thread by thread; what the program
+  execs in place (`sh -c 'exec prog'`) is pinned afresh.
+  Statically linked, set-user-ID/set-group-ID or file-capability programs ignore LD_PRELOAD: pinsight
+  detects them before the start and pins through the /proc watcher instead (as --follow), saying so.
+
+Examples:
   pinsight run p-pinned -- ./solver        one P-core per thread, in creation order
   pinsight run cpus:0,2,4 --report -- ./app  pin, then show where each thread really ran
   pinsight run p-set -- make -j8            restrict to P-cores, threads float
@@ -38,8 +53,7 @@ Exit status: the program's; 127 if it cannot be found, 126 if not executable, 12
 Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES,
 OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set. When pinsight pins threads itself
 the binding variables are left out so the OpenMP runtime does not bind a second time.
-The shim acts in the launched program and whatever it execs in place (`sh -c 'exec prog'`); processes
-it forks inherit the affinity of the thread that forked them and are not pinned thread by thread.")]
+Options go before the program; everything from the program's name on is the program's.")]
 pub struct Args {
     /// Placement policy: os, p-set, e-set, p-pinned, e-pinned, p-first, e-first, compact, scatter,
     /// cpus:LIST, cpus-set:LIST, kind:K, kind-set:K, balance, ... (see `pinsight plan --help`).
@@ -67,17 +81,33 @@ pub struct Args {
     /// Sample interval of --report, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10.0)]
     pub sample_interval: f64,
+    /// When the main thread of a pinned policy moves to place 0: lazy = when the program creates its
+    /// first thread (it starts with the plan's whole mask), early = before it starts.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = PinMainArg::Lazy)]
+    pub pin_main: PinMainArg,
     /// Print a line per pinned thread as it is pinned.
     #[arg(long, short = 'v')]
     pub verbose: bool,
-    /// The program to run and its arguments (after `--`).
-    #[arg(
-        value_name = "CMD",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// The program to run and its arguments (after `--`, or from the first word that is not an
+    /// option: an unknown option before the program is an error, never the program).
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
+}
+
+/// `--pin-main` values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PinMainArg {
+    Lazy,
+    Early,
+}
+
+impl From<PinMainArg> for PinMain {
+    fn from(a: PinMainArg) -> PinMain {
+        match a {
+            PinMainArg::Lazy => PinMain::Lazy,
+            PinMainArg::Early => PinMain::Early,
+        }
+    }
 }
 
 fn millis(flag: &str, ms: f64) -> Result<Duration, CliError> {
@@ -126,6 +156,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         follow_interval,
         sample_interval,
         verbose: args.verbose,
+        pin_main: args.pin_main.into(),
         ..RunOptions::new(program, command.collect())
     };
     let outcome = pinsight_launch::run(&plan, &opts).map_err(|e| CliError {
@@ -155,11 +186,19 @@ fn opt_set(s: &Option<pinsight_cpuset::CpuSet>) -> String {
 fn human_report(plan: &Plan, o: &RunOutcome) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let how = match o.mechanism {
-        Some(Mechanism::Shim) => "threads pinned by the shim at creation",
-        Some(Mechanism::Follow) => "threads pinned by the /proc watcher (--follow)",
-        None if plan.places.is_empty() => "nothing changed (os)",
-        None => "process mask only, threads float",
+    let how = match (o.mechanism, &o.fallback) {
+        (Some(Mechanism::Shim), _) => "the LD_PRELOAD shim, as each thread is created",
+        (Some(Mechanism::Follow), None) => "the /proc watcher (--follow), as it sees threads",
+        (Some(Mechanism::Follow), Some(_)) => {
+            "the /proc watcher: the shim cannot reach this program"
+        }
+        (None, _) if plan.places.is_empty() => "nothing (os): the program runs as is",
+        (None, _) => "the process mask only; threads float",
+    };
+    let main = match o.pin_main {
+        Some(PinMain::Early) => Some("on place 0 from the start (--pin-main early)"),
+        Some(PinMain::Lazy) => Some("whole mask until its first thread, then place 0"),
+        None => None,
     };
     let status = match o.signal {
         Some(sig) => format!("killed by signal {sig} (exit {})", o.exit_code),
@@ -167,21 +206,32 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
     };
     let _ = writeln!(
         out,
-        "\npinsight run: {} — {how}; PID {}, {status}, {:.1} ms",
+        "\npinsight run: {}; PID {}, {status}, {:.1} ms",
         plan.policy, o.pid, o.wall_ms
     );
+    let _ = writeln!(out, "placed by: {how}");
+    if let Some(m) = main {
+        let _ = writeln!(out, "main thread: {m}");
+    }
     let _ = writeln!(
         out,
         "{:>3}  {:>8}  {:<16} {:<10} {:<10} {:>4}  {:<10} {:>7}  check",
         "#", "TID", "NAME", "PLANNED", "AFFINITY", "LAST", "CPUS SEEN", "SAMPLES"
     );
     for t in &o.threads {
-        let planned = t
-            .planned
-            .clone()
-            .or_else(|| (!plan.places.is_empty()).then(|| plan.process_mask.clone()));
+        let lazy_main = t.index == 0 && o.pin_main == Some(PinMain::Lazy);
+        // A lazily pinned main thread that never created a thread keeps
+        // the whole mask: that is the plan for a one-thread program.
+        let planned = if lazy_main && o.threads.len() == 1 {
+            Some(plan.process_mask.clone())
+        } else {
+            t.planned
+                .clone()
+                .or_else(|| (!plan.places.is_empty()).then(|| plan.process_mask.clone()))
+        };
         let check = match (&planned, &t.affinity) {
             (Some(p), Some(a)) if p == a && t.cpus_seen.is_subset(p) => "ok",
+            (Some(p), Some(a)) if p == a && lazy_main => "ok",
             (Some(p), Some(a)) if p == a => "ok (ran elsewhere before pinning)",
             (Some(_), Some(_)) => "DIFFERS",
             _ => "",

@@ -40,8 +40,8 @@
  *   PINSIGHT_SHIM_FD       the memfd holding this shim (LD_PRELOAD names it
  *                          as /proc/self/fd/N, valid in every process that
  *                          inherits the descriptor, whether or not pinsight
- *                          still runs); closed where the shim turns itself
- *                          off.
+ *                          still runs); see forget_self for why it stays
+ *                          open in descendants.
  *   PINSIGHT_SHIM_VERBOSE  "1": one line on stderr per pinned thread.
  *
  * Threads beyond the last place wrap around to place 0 (likwid-pin does the
@@ -205,19 +205,19 @@ static void disable(const char *why) {
     __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
 }
 
-/* Removes this shim from LD_PRELOAD, drops the PINSIGHT_ variables and
- * closes the shim's descriptor, so the processes this one starts do not
- * carry the shim further. */
+/* Removes this shim from LD_PRELOAD and drops the PINSIGHT_ variables, so
+ * the processes this one starts do not carry the shim further.
+ *
+ * The shim's memfd descriptor is deliberately left open: shells (dash,
+ * bash) and make keep their own copy of the environment and pass it to
+ * what they exec, so their children may still name /proc/self/fd/N in
+ * LD_PRELOAD. With the descriptor inherited, the loader finds the shim
+ * (which then turns itself off there) instead of printing "cannot be
+ * preloaded" — also after pinsight has exited. The cost is one read-only
+ * descriptor of a few KiB in descendants. */
 static void forget_self(void) {
     Dl_info info;
     const char *pre = getenv("LD_PRELOAD");
-    const char *fd_env = getenv("PINSIGHT_SHIM_FD");
-    if (fd_env && *fd_env) {
-        char *e;
-        long fd = strtol(fd_env, &e, 10);
-        if (*e == 0 && fd > 2)
-            close((int)fd);
-    }
     unsetenv("PINSIGHT_PLACES");
     unsetenv("PINSIGHT_SKIP");
     unsetenv("PINSIGHT_PROCESS_MASK");

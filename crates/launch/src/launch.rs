@@ -6,16 +6,22 @@
 //!   process mask (set on the spawning thread just before the spawn and
 //!   restored right after, so the child inherits it and spawn errors stay
 //!   plain exec errors).
-//! - pinned policies: the child's main thread starts on place 0 and either
-//!   the LD_PRELOAD shim pins each new thread at creation
-//!   ([`Mechanism::Shim`]), or the watcher pins new threads as it sees them
-//!   ([`Mechanism::Follow`]). Skipped threads get the process mask.
+//! - pinned policies: the child starts with the plan's whole process mask
+//!   (so it sizes itself from the planned CPUs); its main thread moves to
+//!   place 0 when it creates its first thread ([`PinMain::Lazy`], or at
+//!   once with [`PinMain::Early`]), and either the LD_PRELOAD shim pins
+//!   each new thread at creation ([`Mechanism::Shim`]), or the watcher pins
+//!   new threads as it sees them ([`Mechanism::Follow`]) — also, with a
+//!   note, when the shim cannot reach the program (static or set-id
+//!   binaries, see [`crate::program`]). Skipped threads get the process
+//!   mask.
 //!
 //! The launcher forwards signals, waits for the child (reaping it only
 //! after the watcher took its last look), removes the shim file, and
 //! returns the child's status: its exit code, or 128+N if killed by signal N.
 
 use crate::affinity;
+use crate::program::{self, PreloadBlocker};
 use crate::shim::{self, ShimFile};
 use crate::signals::Forwarding;
 use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
@@ -27,6 +33,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -40,6 +47,31 @@ pub enum Mechanism {
     /// Watch `/proc/PID/task` and pin threads as they appear (any program;
     /// a thread runs unpinned for up to one poll interval).
     Follow,
+}
+
+/// When the main thread of a program pinned thread by thread moves to
+/// place 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PinMain {
+    /// When the program creates its first thread (likwid-pin's rule):
+    /// until then it has the plan's whole process mask, so programs that
+    /// size themselves from their affinity see every planned CPU.
+    #[default]
+    Lazy,
+    /// Before the program starts: it sees only place 0 (one CPU for
+    /// one-CPU places), as `taskset -c PLACE0` would show it.
+    Early,
+}
+
+impl PinMain {
+    /// The spelling of the shim variable and the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PinMain::Lazy => "lazy",
+            PinMain::Early => "early",
+        }
+    }
 }
 
 /// Everything `run` needs besides the plan.
@@ -62,6 +94,8 @@ pub struct RunOptions {
     pub sample_interval: Duration,
     /// Let the shim print one line per pinned thread.
     pub verbose: bool,
+    /// When the main thread moves to place 0.
+    pub pin_main: PinMain,
 }
 
 impl RunOptions {
@@ -78,6 +112,7 @@ impl RunOptions {
             follow_interval: Duration::from_millis(1),
             sample_interval: Duration::from_millis(10),
             verbose: false,
+            pin_main: PinMain::Lazy,
         }
     }
 }
@@ -90,8 +125,13 @@ pub struct RunOutcome {
     pub exit_code: i32,
     /// The signal that killed the child, if any.
     pub signal: Option<i32>,
-    /// How threads were pinned (`None`: the plan pins nothing per thread).
+    /// How threads were actually pinned (`None`: the plan pins nothing
+    /// per thread).
     pub mechanism: Option<Mechanism>,
+    /// Why the watcher pinned instead of the requested shim.
+    pub fallback: Option<String>,
+    /// When the main thread moved to place 0 (with per-thread pinning).
+    pub pin_main: Option<PinMain>,
     /// Variables exported to the child (JSON: an object).
     #[serde(serialize_with = "as_object")]
     pub exported: Vec<(String, String)>,
@@ -292,59 +332,194 @@ pub fn pins_per_thread(plan: &Plan) -> bool {
     plan.pinned && !plan.places.is_empty() && !one_place
 }
 
-/// Runs `opts.program` under `plan` and waits for it.
-pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
-    let program = opts.program.to_string_lossy().into_owned();
-    let per_thread = pins_per_thread(plan);
-    let mechanism = per_thread.then_some(opts.mechanism);
-    let mut notes = Vec::new();
+/// How a plan is applied to one program: decided once, before any spawn,
+/// so everything pinsight cannot do is known (and said) before the program
+/// runs. `run` and `compare` both build their commands from it.
+#[derive(Clone, Debug)]
+pub struct Application {
+    /// Whether threads are pinned one by one ([`pins_per_thread`]).
+    pub per_thread: bool,
+    /// The mechanism that will actually pin threads (`None`: no per-thread
+    /// pinning). May differ from the requested one: see `fallback`.
+    pub mechanism: Option<Mechanism>,
+    /// Why the shim was requested but the watcher will pin instead.
+    pub fallback: Option<PreloadBlocker>,
+    /// When the main thread moves to place 0.
+    pub pin_main: PinMain,
+    /// The mask the program's main thread starts with (`None`: unchanged).
+    pub start_mask: Option<CpuSet>,
+    /// Variables exported to the program.
+    pub exported: Vec<(String, String)>,
+    /// What the user should know (variables left as they were, fallbacks).
+    pub notes: Vec<String>,
+    /// The shim's `PINSIGHT_*` variables (with `Mechanism::Shim`).
+    shim_env: Vec<(String, String)>,
+}
 
-    // What the child's main thread starts with: its place when threads are
-    // pinned (so not even the loader runs elsewhere; the shim's constructor
-    // re-asserts it after every exec), else the process mask.
-    let start_mask: Option<CpuSet> = if plan.places.is_empty() {
-        None // os: no change
-    } else if per_thread {
-        Some(plan.places[0].clone())
-    } else {
-        Some(plan.process_mask.clone())
-    };
-
-    let (exported, env_notes) =
-        env_exports(&opts.env, per_thread, |k| std::env::var_os(k).is_some());
-    notes.extend(env_notes);
-
-    let mut cmd = Command::new(&opts.program);
-    cmd.args(&opts.args);
-    for (k, v) in &exported {
-        cmd.env(k, v);
+impl Application {
+    /// Decides how to apply `plan` to `program`. `wanted_env` are the
+    /// variables to export unless set (`is_set`); `requested` the
+    /// mechanism the user asked for; `skip` and `verbose` go to the shim.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        plan: &Plan,
+        program: &std::ffi::OsStr,
+        requested: Mechanism,
+        pin_main: PinMain,
+        skip: &[usize],
+        verbose: bool,
+        wanted_env: &[(String, String)],
+        is_set: impl Fn(&str) -> bool,
+    ) -> Application {
+        let per_thread = pins_per_thread(plan);
+        let mut notes = Vec::new();
+        let mut fallback = None;
+        let mechanism = if !per_thread {
+            None
+        } else if requested == Mechanism::Shim {
+            match program::preload_blocker(program) {
+                Some(b) => {
+                    notes.push(format!(
+                        "{b}: threads are pinned by the /proc watcher instead of the shim (as with --follow)"
+                    ));
+                    fallback = Some(b);
+                    Some(Mechanism::Follow)
+                }
+                None => Some(Mechanism::Shim),
+            }
+        } else {
+            Some(requested)
+        };
+        // What the main thread starts with: the plan's whole mask, so the
+        // program sizes itself from the planned CPUs; with early pinning
+        // (or no per-thread pinning of a one-place plan) its place.
+        let start_mask = if plan.places.is_empty() {
+            None // os: no change
+        } else if per_thread && pin_main == PinMain::Early {
+            Some(plan.places[0].clone())
+        } else {
+            Some(plan.process_mask.clone())
+        };
+        let (exported, env_notes) = env_exports(wanted_env, per_thread, is_set);
+        notes.extend(env_notes);
+        let shim_env = if mechanism == Some(Mechanism::Shim) {
+            let mut v = vec![
+                (shim::ENV_PLACES.to_string(), places_env(&plan.places)),
+                (
+                    shim::ENV_PROCESS_MASK.to_string(),
+                    plan.process_mask.to_list_string(),
+                ),
+                (
+                    shim::ENV_SKIP.to_string(),
+                    skip.iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                (shim::ENV_PIN_MAIN.to_string(), pin_main.as_str().to_string()),
+                (
+                    shim::ENV_LAUNCHER_PID.to_string(),
+                    std::process::id().to_string(),
+                ),
+            ];
+            if verbose {
+                v.push((shim::ENV_VERBOSE.to_string(), "1".to_string()));
+            }
+            v
+        } else {
+            Vec::new()
+        };
+        Application {
+            per_thread,
+            mechanism,
+            fallback,
+            pin_main,
+            start_mask,
+            exported,
+            notes,
+            shim_env,
+        }
     }
-    let shim = if mechanism == Some(Mechanism::Shim) {
-        let shim = ShimFile::write()
-            .map_err(|e| LaunchError::Other(format!("cannot write the pinning shim: {e}")))?;
+
+    /// Whether spawning needs a [`ShimFile`].
+    pub fn needs_shim(&self) -> bool {
+        self.mechanism == Some(Mechanism::Shim)
+    }
+
+    /// The watcher's pinning job, when the watcher pins threads.
+    pub fn follow_plan(&self, plan: &Plan, skip: &[usize]) -> Option<FollowPlan> {
+        (self.mechanism == Some(Mechanism::Follow)).then(|| FollowPlan {
+            places: plan.places.clone(),
+            skip: skip.to_vec(),
+            process_mask: plan.process_mask.clone(),
+            pin_main_lazily: self.pin_main == PinMain::Lazy,
+        })
+    }
+
+    /// Adds the exports and, with the shim, `LD_PRELOAD` and its variables
+    /// to `cmd`, and makes the child inherit the shim's memfd. The start
+    /// mask is the caller's to apply (see [`Application::start_mask`]).
+    pub fn apply(&self, cmd: &mut Command, shim_file: Option<&ShimFile>) {
+        for (k, v) in &self.exported {
+            cmd.env(k, v);
+        }
+        let Some(shim_file) = shim_file.filter(|_| self.needs_shim()) else {
+            return;
+        };
         let existing = std::env::var("LD_PRELOAD").ok();
         cmd.env(
             "LD_PRELOAD",
-            shim::preload_value(shim.path(), existing.as_deref()),
+            shim::preload_value(shim_file.path(), existing.as_deref()),
         );
-        cmd.env(shim::ENV_PLACES, places_env(&plan.places));
-        cmd.env(shim::ENV_PROCESS_MASK, plan.process_mask.to_list_string());
-        cmd.env(
-            shim::ENV_SKIP,
-            opts.skip
-                .iter()
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        cmd.env(shim::ENV_LAUNCHER_PID, std::process::id().to_string());
-        if opts.verbose {
-            cmd.env(shim::ENV_VERBOSE, "1");
+        for (k, v) in &self.shim_env {
+            cmd.env(k, v);
         }
+        if let Some(fd) = shim_file.inherit_fd() {
+            cmd.env(shim::ENV_SHIM_FD, fd.to_string());
+            // SAFETY: one fcntl between fork and exec (async-signal-safe).
+            unsafe {
+                cmd.pre_exec(move || shim::clear_cloexec(fd));
+            }
+        }
+    }
+}
+
+/// The shim, created for a launch: a sealed memfd, else a private file.
+pub fn create_shim() -> Result<(ShimFile, Option<String>), LaunchError> {
+    let shim = ShimFile::create()
+        .map_err(|e| LaunchError::Other(format!("cannot create the pinning shim: {e}")))?;
+    let note = shim.fallback_reason.clone();
+    Ok((shim, note))
+}
+
+/// Runs `opts.program` under `plan` and waits for it.
+pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
+    let program = opts.program.to_string_lossy().into_owned();
+    let app = Application::new(
+        plan,
+        &opts.program,
+        opts.mechanism,
+        opts.pin_main,
+        &opts.skip,
+        opts.verbose,
+        &opts.env,
+        |k| std::env::var_os(k).is_some(),
+    );
+    let mechanism = app.mechanism;
+    let mut notes = app.notes.clone();
+
+    let mut cmd = Command::new(&opts.program);
+    cmd.args(&opts.args);
+    let shim = if app.needs_shim() {
+        let (shim, note) = create_shim()?;
+        notes.extend(note);
         Some(shim)
     } else {
         None
     };
+    app.apply(&mut cmd, shim.as_ref());
+    let start_mask = app.start_mask.clone();
+    let exported = app.exported.clone();
 
     let mut forwarding = Forwarding::install();
     let t0 = Instant::now();
@@ -356,12 +531,8 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     forwarding.set_child(pid);
 
     let watcher = (opts.report || mechanism == Some(Mechanism::Follow)).then(|| {
-        let follow = (mechanism == Some(Mechanism::Follow)).then(|| FollowPlan {
-            places: plan.places.clone(),
-            skip: opts.skip.clone(),
-            process_mask: plan.process_mask.clone(),
-        });
-        let planned = if per_thread {
+        let follow = app.follow_plan(plan, &opts.skip);
+        let planned = if app.per_thread {
             plan.places.clone()
         } else {
             Vec::new()
@@ -420,6 +591,8 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         exit_code,
         signal,
         mechanism,
+        fallback: app.fallback.as_ref().map(|b| b.to_string()),
+        pin_main: app.per_thread.then_some(app.pin_main),
         exported,
         wall_ms,
         threads,

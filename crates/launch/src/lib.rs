@@ -19,13 +19,15 @@ pub mod affinity;
 pub mod launch;
 pub mod pin;
 pub mod procfs;
+pub mod program;
 pub mod shim;
 pub mod signals;
 pub mod skip;
 pub mod watch;
 
 pub use launch::{
-    env_exports, pins_per_thread, run, LaunchError, Mechanism, RunOptions, RunOutcome,
+    create_shim, env_exports, pins_per_thread, run, Application, LaunchError, Mechanism, PinMain,
+    RunOptions, RunOutcome,
 };
 pub use pin::{pin_process, PinError, PinOptions, PinReport, ThreadOrder};
 pub use skip::parse_skip;

@@ -8,8 +8,11 @@
 //! outlives pinsight never inherits an `LD_PRELOAD` naming a deleted file;
 //! and nothing touches the file system, so a `noexec` `$TMPDIR` does not
 //! matter. Processes where the shim turns itself off (everything but the
-//! launched program and what it execs in place) close the descriptor and
-//! drop the variable. Where memfds cannot be executed (kernels before 3.17,
+//! launched program and what it execs in place) drop `LD_PRELOAD` from
+//! their environment but keep the descriptor open: shells and make pass
+//! their own copy of the environment to what they run, so a descendant may
+//! still name the shim, and must then find it (it turns itself off there
+//! too). Where memfds cannot be executed (kernels before 3.17,
 //! or `vm.memfd_noexec = 2`), the shim falls back to a `0500` file in a
 //! fresh `0700` directory under `$TMPDIR`, removed when [`ShimFile`] drops.
 
@@ -151,7 +154,7 @@ fn write_memfd() -> io::Result<OwnedFd> {
         | SealFlag::F_SEAL_GROW
         | SealFlag::F_SEAL_WRITE;
     fcntl(file.as_fd(), FcntlArg::F_ADD_SEALS(seals)).map_err(io::Error::from)?;
-    let fd = OwnedFd::from(file);
+    let fd = high_fd(OwnedFd::from(file));
     // The loader maps it executable: check that this kernel allows it
     // (vm.memfd_noexec = 2 forbids it) before a child finds out.
     // SAFETY: a read-only, private, executable mapping of a file we own,
@@ -172,6 +175,18 @@ fn write_memfd() -> io::Result<OwnedFd> {
         libc::munmap(p, len);
     }
     Ok(fd)
+}
+
+/// Moves `fd` to a descriptor number of 200 or more (close-on-exec kept):
+/// shell scripts freely redirect descriptors 3–9 (`exec 3>log`), which
+/// would make `/proc/self/fd/3` name their log instead of the shim in an
+/// image they exec. Keeps `fd` when the limit leaves no such room.
+fn high_fd(fd: OwnedFd) -> OwnedFd {
+    match fcntl(fd.as_fd(), FcntlArg::F_DUPFD_CLOEXEC(200)) {
+        // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that we own.
+        Ok(raw) => unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) },
+        Err(_) => fd,
+    }
 }
 
 /// Clears close-on-exec on `fd`: called between fork and exec (one

@@ -26,12 +26,17 @@ use std::time::{Duration, Instant};
 /// What `--follow` pins new threads to.
 #[derive(Clone, Debug)]
 pub struct FollowPlan {
-    /// Places in creation order; the main thread holds place 0 already.
+    /// Places in creation order; the main thread holds place 0 (from the
+    /// start, or from the first created thread on: `pin_main_lazily`).
     pub places: Vec<CpuSet>,
     /// Created-thread indices left on `process_mask`.
     pub skip: Vec<usize>,
     /// The mask for skipped threads.
     pub process_mask: CpuSet,
+    /// Move the main thread to place 0 when the first created thread is
+    /// seen (it started with the process mask), as the shim does at the
+    /// first `pthread_create`.
+    pub pin_main_lazily: bool,
 }
 
 /// How the watcher runs.
@@ -188,6 +193,33 @@ fn follow_pin(fs: &FsRoot, pid: i32, tid: i32, created: usize, plan: &FollowPlan
     }
 }
 
+/// Moves the main thread (tid = pid) to place 0.
+fn pin_main(pid: i32, plan: &FollowPlan) -> FollowPin {
+    let Some(place0) = plan.places.first() else {
+        return FollowPin {
+            place: None,
+            delay_max_ms: None,
+            ran_unpinned_us: None,
+            error: Some("the plan has no place".into()),
+        };
+    };
+    match affinity::set_affinity(pid, place0) {
+        Ok(()) => FollowPin {
+            place: Some(0),
+            delay_max_ms: None,
+            // Not "unpinned": the main thread ran on the process mask by design.
+            ran_unpinned_us: None,
+            error: None,
+        },
+        Err(e) => FollowPin {
+            place: Some(0),
+            delay_max_ms: None,
+            ran_unpinned_us: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
 /// Makes the calling (watcher) thread wake up ahead of the program's
 /// threads: on a busy machine a normal-priority poller waits for a time
 /// slice and new threads run unpinned for milliseconds. Tries SCHED_FIFO
@@ -217,6 +249,7 @@ fn watch(
     let t0 = Instant::now();
     let mut records: BTreeMap<i32, ThreadRecord> = BTreeMap::new();
     let mut last_sample = Instant::now();
+    let mut main_pinned = false;
     loop {
         // Read the flag before looking, so the last look happens after it was set.
         let stopping = stop.load(Ordering::SeqCst);
@@ -240,6 +273,14 @@ fn watch(
             };
             // The main thread was placed at spawn; others are pinned now.
             if let (Some(plan), true) = (&cfg.follow, tid != cfg.pid && order > 0) {
+                if plan.pin_main_lazily && !main_pinned {
+                    main_pinned = true;
+                    let pin = pin_main(cfg.pid, plan);
+                    if let Some(main) = records.get_mut(&cfg.pid) {
+                        main.follow = Some(pin);
+                        sample(fs, cfg.pid, main);
+                    }
+                }
                 rec.follow = Some(follow_pin(fs, cfg.pid, tid, order - 1, plan));
             }
             sample(fs, cfg.pid, &mut rec);

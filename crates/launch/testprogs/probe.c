@@ -16,9 +16,18 @@
  *            outside observer can sample it)
  *     -o F   write the report to file F instead of stdout
  *     -q     name created thread i "CPU <i-1>/KVM", like QEMU's vCPU threads
+ *     -e     also print what the program sees at start: "ncpus N" (CPUs in
+ *            its affinity mask, as nproc counts them) and "env NAME=VALUE"
+ *            for the variables pinsight may set (or "env NAME unset")
+ *     -F     first try a pthread_create that must fail (a stack larger than
+ *            the address space) and print "failed_create <errno>"
+ *     -f     after the threads reported, fork without exec: the child prints
+ *            its main thread ("fork 0 ...") and one thread it creates
+ *            ("fork 1 ...") and exits; the parent waits for it
  *
  * Output lines: "<phase> <i> tid <tid> cpu <cpu> affinity <cpulist> [pinned_after_us <us>]"
- * with phase "start" or "after", i = 0 for the main thread, 1.. in creation order.
+ * with phase "start" or "after", i = 0 for the main thread, 1.. in creation order;
+ * "created 0 ..." is the main thread right after it created its threads.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -27,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +49,7 @@ struct rec {
     long pinned_after_us;
 };
 
-static struct rec start_rec[MAXT + 1], after_rec[MAXT + 1];
+static struct rec start_rec[MAXT + 1], after_rec[MAXT + 1], created_rec, fork_rec[2];
 static int spin_for_pin, linger_ms, qemu_names;
 static pthread_barrier_t reported, go_on, done;
 
@@ -126,9 +136,57 @@ static void print(const char *phase, struct rec *r, int n) {
     fflush(stdout);
 }
 
+static void *fork_worker(void *arg) {
+    (void)arg;
+    fill(&fork_rec[1]);
+    return NULL;
+}
+
+static void print_env(void) {
+    static const char *names[] = {"OMP_NUM_THREADS", "RAYON_NUM_THREADS", "CILK_NWORKERS",
+                                  "OMP_PLACES",      "OMP_PROC_BIND",     "GOMP_CPU_AFFINITY",
+                                  "LD_PRELOAD",      "PINSIGHT_PLACES",   NULL};
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        printf("ncpus %d\n", CPU_COUNT(&set));
+    for (int i = 0; names[i]; i++) {
+        const char *v = getenv(names[i]);
+        if (v)
+            printf("env %s=%s\n", names[i], v);
+        else
+            printf("env %s unset\n", names[i]);
+    }
+    fflush(stdout);
+}
+
+static int do_fork(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("probe: fork");
+        return 1;
+    }
+    if (pid == 0) {
+        fill(&fork_rec[0]);
+        pthread_t t;
+        if (pthread_create(&t, NULL, fork_worker, NULL) != 0)
+            _exit(3);
+        pthread_join(t, NULL);
+        print("fork", fork_rec, 1);
+        _exit(0);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "probe: forked child failed\n");
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    int n = 2, delay_ms = 0, wait = 0, opt;
-    while ((opt = getopt(argc, argv, "t:d:wpl:o:q")) != -1) {
+    int n = 2, delay_ms = 0, wait = 0, opt, env = 0, fail_first = 0, forks = 0;
+    while ((opt = getopt(argc, argv, "t:d:wpl:o:qeFf")) != -1) {
         switch (opt) {
         case 't': n = atoi(optarg); break;
         case 'd': delay_ms = atoi(optarg); break;
@@ -136,6 +194,9 @@ int main(int argc, char **argv) {
         case 'p': spin_for_pin = 1; break;
         case 'l': linger_ms = atoi(optarg); break;
         case 'q': qemu_names = 1; break;
+        case 'e': env = 1; break;
+        case 'F': fail_first = 1; break;
+        case 'f': forks = 1; break;
         case 'o':
             if (!freopen(optarg, "w", stdout)) {
                 perror("probe: -o");
@@ -143,7 +204,7 @@ int main(int argc, char **argv) {
             }
             break;
         default:
-            fprintf(stderr, "usage: probe [-t N] [-d MS] [-w] [-p] [-l MS] [-o FILE] [-q]\n");
+            fprintf(stderr, "usage: probe [-t N] [-d MS] [-w] [-p] [-l MS] [-o FILE] [-q] [-e] [-F] [-f]\n");
             return 2;
         }
     }
@@ -152,6 +213,25 @@ int main(int argc, char **argv) {
         return 2;
     }
     fill(&start_rec[0]);
+    if (env)
+        print_env();
+    if (fail_first) {
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        /* Larger than any address space: mmap of the stack fails. */
+        int r = pthread_attr_setstacksize(&attr, (size_t)1 << (sizeof(size_t) * 8 - 2));
+        pthread_t t;
+        if (r == 0)
+            r = pthread_create(&t, &attr, fork_worker, NULL);
+        if (r == 0) {
+            pthread_join(t, NULL);
+            fprintf(stderr, "probe: the huge-stack pthread_create succeeded\n");
+            return 1;
+        }
+        printf("failed_create %d\n", r);
+        fflush(stdout);
+        pthread_attr_destroy(&attr);
+    }
     if (delay_ms > 0)
         usleep((useconds_t)delay_ms * 1000);
     pthread_barrier_init(&reported, NULL, (unsigned)n + 1);
@@ -164,8 +244,12 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    fill(&created_rec);
     pthread_barrier_wait(&reported);
     print("start", start_rec, n);
+    print("created", &created_rec, 0);
+    if (forks && do_fork() != 0)
+        return 1;
     if (wait) {
         printf("ready\n");
         fflush(stdout);

@@ -7,6 +7,16 @@ use std::collections::BTreeMap;
 
 pub const PROBE: &str = env!("PINSIGHT_PROBE_BIN");
 pub const OMP_PROBE: &str = env!("PINSIGHT_OMP_PROBE_BIN");
+pub const STATIC_PROBE: &str = env!("PINSIGHT_STATIC_PROBE_BIN");
+
+/// The statically linked probe; a test that needs it fails without it.
+pub fn static_probe() -> &'static str {
+    assert!(
+        !STATIC_PROBE.is_empty(),
+        "the C compiler could not link a static probe at build time: install the static C library (Debian: libc6-dev)"
+    );
+    STATIC_PROBE
+}
 
 pub fn cpus(list: &str) -> CpuSet {
     CpuSet::parse_list(list).unwrap()
@@ -67,7 +77,7 @@ pub fn parse_probe(text: &str) -> BTreeMap<(String, usize), ProbeLine> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 8 || (f[0] != "start" && f[0] != "after" && f[0] != "omp") {
+        if f.len() < 8 || !matches!(f[0], "start" | "after" | "omp" | "created" | "fork") {
             continue;
         }
         let l = ProbeLine {

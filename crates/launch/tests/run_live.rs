@@ -37,13 +37,18 @@ fn shim_pins_each_thread_in_creation_order() {
     let plan = pinned_plan(&["1", "0", "1"]);
     let (text, outcome) = run_probe(&plan, &["-t", "4"], |_| {});
     let lines = parse_probe(&text);
+    // The program starts on the whole plan; its main thread moves to place
+    // 0 when it creates its first thread.
+    assert_eq!(lines[&("start".to_string(), 0)].affinity, "0-1", "{text}");
+    assert_eq!(lines[&("created".to_string(), 0)].affinity, "1", "{text}");
     let expect = ["1", "0", "1", "1", "0"];
-    for (i, want) in expect.iter().enumerate() {
+    for (i, want) in expect.iter().enumerate().skip(1) {
         let l = &lines[&("start".to_string(), i)];
         assert_eq!(&l.affinity, want, "thread {i}: {text}");
         assert_eq!(l.cpu.to_string(), *want, "thread {i} ran elsewhere: {text}");
     }
     assert_eq!(outcome.mechanism, Some(Mechanism::Shim));
+    assert_eq!(outcome.fallback, None);
 }
 
 #[test]
@@ -55,10 +60,11 @@ fn skip_leaves_helper_threads_on_the_process_mask() {
     let plan = pinned_plan(&["1", "0"]);
     let (text, _) = run_probe(&plan, &["-t", "2"], |o| o.skip = vec![0]);
     let lines = parse_probe(&text);
-    let aff: Vec<&str> = (0..3)
+    let aff: Vec<&str> = (1..3)
         .map(|i| lines[&("start".to_string(), i)].affinity.as_str())
         .collect();
-    assert_eq!(aff, vec!["1", "0-1", "0"], "{text}");
+    assert_eq!(aff, vec!["0-1", "0"], "{text}");
+    assert_eq!(lines[&("created".to_string(), 0)].affinity, "1", "{text}");
 }
 
 #[test]
@@ -91,9 +97,9 @@ fn shim_follows_exec_but_not_forked_children() {
     if !need_two_cpus() {
         return;
     }
-    // sh (the launched program) forks probe #1 — a grandchild, left alone,
-    // so its thread inherits sh's main-thread place (1) — then execs probe #2
-    // in place, which is pinned like the program itself.
+    // sh (the launched program) forks probe #1 — a grandchild, not pinned
+    // thread by thread: it runs on the plan's whole mask — then execs probe
+    // #2 in place, which is pinned like the program itself.
     let dir = tempfile::tempdir().unwrap();
     let (f1, f2) = (dir.path().join("1"), dir.path().join("2"));
     let script = format!(
@@ -111,9 +117,13 @@ fn shim_follows_exec_but_not_forked_children() {
     };
     assert_eq!(
         (aff(&grandchild, 0), aff(&grandchild, 1)),
-        ("1".into(), "1".into())
+        ("0-1".into(), "0-1".into())
     );
-    assert_eq!((aff(&exec_d, 0), aff(&exec_d, 1)), ("1".into(), "0".into()));
+    assert_eq!(
+        (aff(&exec_d, 0), aff(&exec_d, 1)),
+        ("0-1".into(), "0".into())
+    );
+    assert_eq!(exec_d[&("created".to_string(), 0)].affinity, "1");
 }
 
 #[test]
@@ -159,15 +169,21 @@ fn follow_pins_threads_created_later_and_measures_delay() {
     if !need_two_cpus() {
         return;
     }
-    // Main starts on place 0 (CPU 1); threads appear after 50 ms and must
-    // be moved to CPU 0 by the watcher; each measures how long that took.
+    // Main starts on the whole plan; threads appear after 50 ms and must
+    // be moved to CPU 0 by the watcher (and main to place 0, CPU 1); each
+    // measures how long that took.
     let plan = pinned_plan(&["1", "0", "0"]);
     let (text, outcome) = run_probe(&plan, &["-t", "2", "-d", "50", "-p"], |o| {
         o.mechanism = Mechanism::Follow;
         o.follow_interval = Duration::from_millis(1);
     });
     let lines = parse_probe(&text);
-    assert_eq!(lines[&("start".to_string(), 0)].affinity, "1", "{text}");
+    assert_eq!(lines[&("start".to_string(), 0)].affinity, "0-1", "{text}");
+    assert_eq!(
+        outcome.threads[0].affinity.as_ref().map(|a| a.to_list_string()),
+        Some("1".to_string()),
+        "{outcome:?}"
+    );
     let mut delays = vec![];
     for i in 1..=2 {
         let l = &lines[&("start".to_string(), i)];
@@ -176,7 +192,7 @@ fn follow_pins_threads_created_later_and_measures_delay() {
         delays.push(l.pinned_after_us.unwrap_or(0));
     }
     let stats = outcome.follow.unwrap();
-    assert_eq!(stats.pinned, 2, "{stats:?}");
+    assert_eq!(stats.pinned, 3, "main and two threads: {stats:?}");
     println!("follow delay seen by the threads: {delays:?} us; watcher stats: {stats:?}");
     assert!(delays.iter().all(|&d| d < 500_000), "{delays:?}");
 }
@@ -198,7 +214,12 @@ fn report_samples_where_threads_ran() {
         assert_eq!(r.affinity.as_ref(), r.planned.as_ref(), "{r:?}");
         // A sample may catch a new thread in libc's start-up, before the
         // trampoline pinned it: it then still has its creator's place (0).
-        let allowed = r.planned.as_ref().unwrap().union(&plan.places[0]);
+        // The main thread ran on the whole plan until its first thread.
+        let allowed = if r.index == 0 {
+            plan.process_mask.clone()
+        } else {
+            r.planned.as_ref().unwrap().union(&plan.places[0])
+        };
         assert!(r.cpus_seen.is_subset(&allowed), "{r:?}");
     }
 }
@@ -240,4 +261,143 @@ fn mask_outside_the_cgroup_is_refused() {
     assert!(matches!(e, LaunchError::Affinity { .. }), "{e:?}");
     assert_eq!(e.exit_code(), 1);
     assert!(e.to_string().contains("4096"), "{e}");
+}
+
+#[test]
+fn pin_main_early_starts_the_program_on_place_0() {
+    if !need_two_cpus() {
+        return;
+    }
+    let plan = pinned_plan(&["1", "0"]);
+    let (text, outcome) = run_probe(&plan, &["-t", "1", "-e"], |o| {
+        o.pin_main = pinsight_launch::PinMain::Early
+    });
+    let lines = parse_probe(&text);
+    assert_eq!(lines[&("start".to_string(), 0)].affinity, "1", "{text}");
+    assert!(text.contains("ncpus 1\n"), "{text}");
+    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0", "{text}");
+    assert_eq!(outcome.pin_main, Some(pinsight_launch::PinMain::Early));
+}
+
+#[test]
+fn lazy_main_sees_the_whole_plan_until_its_first_thread() {
+    if !need_two_cpus() {
+        return;
+    }
+    let plan = pinned_plan(&["1", "0"]);
+    let (text, outcome) = run_probe(&plan, &["-t", "1", "-e"], |_| {});
+    assert!(text.contains("ncpus 2\n"), "{text}");
+    // The shim is preloaded from a memfd the program inherited.
+    let preload = text
+        .lines()
+        .find_map(|l| l.strip_prefix("env LD_PRELOAD="))
+        .unwrap_or_else(|| panic!("no LD_PRELOAD: {text}"));
+    assert!(preload.starts_with("/proc/self/fd/"), "{preload}");
+    assert_eq!(outcome.pin_main, Some(pinsight_launch::PinMain::Lazy));
+}
+
+#[test]
+fn a_failed_pthread_create_takes_no_place() {
+    if !need_two_cpus() {
+        return;
+    }
+    // Places: main 1, then 0, then 1. The failed create must not use "0".
+    let plan = pinned_plan(&["1", "0", "1"]);
+    let (text, _) = run_probe(&plan, &["-t", "2", "-F"], |_| {});
+    assert!(text.contains("failed_create "), "{text}");
+    let lines = parse_probe(&text);
+    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0", "{text}");
+    assert_eq!(lines[&("start".to_string(), 2)].affinity, "1", "{text}");
+    // Nor does it move the main thread: no thread was created yet.
+    assert_eq!(lines[&("created".to_string(), 0)].affinity, "1", "{text}");
+}
+
+#[test]
+fn a_failed_pthread_create_does_not_shift_skip_indices() {
+    if !need_two_cpus() {
+        return;
+    }
+    // Skip created thread 0 (the first *successful* create).
+    let plan = pinned_plan(&["1", "0"]);
+    let (text, _) = run_probe(&plan, &["-t", "2", "-F"], |o| o.skip = vec![0]);
+    let lines = parse_probe(&text);
+    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0-1", "{text}");
+    assert_eq!(lines[&("start".to_string(), 2)].affinity, "0", "{text}");
+}
+
+#[test]
+fn a_forked_child_does_not_continue_the_numbering() {
+    if !need_two_cpus() {
+        return;
+    }
+    // Parent: main 1, thread 0. A fork-without-exec child and its thread
+    // get the whole plan, not the next places (1, 0).
+    let plan = pinned_plan(&["1", "0"]);
+    let (text, _) = run_probe(&plan, &["-t", "1", "-f"], |_| {});
+    let lines = parse_probe(&text);
+    assert_eq!(lines[&("fork".to_string(), 0)].affinity, "0-1", "{text}");
+    assert_eq!(lines[&("fork".to_string(), 1)].affinity, "0-1", "{text}");
+    // The parent's own numbering is untouched by the child.
+    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0", "{text}");
+}
+
+#[test]
+fn static_programs_fall_back_to_the_watcher_and_say_so() {
+    if !need_two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("probe.out");
+    let plan = pinned_plan(&["1", "0"]);
+    let args = os(&["-t", "1", "-d", "30", "-p", "-o", out.to_str().unwrap()]);
+    let outcome = run(&plan, &RunOptions::new(static_probe(), args)).unwrap();
+    assert_eq!(outcome.exit_code, 0);
+    assert_eq!(outcome.mechanism, Some(Mechanism::Follow));
+    let why = outcome.fallback.as_deref().unwrap_or("");
+    assert!(why.contains("statically linked"), "{outcome:?}");
+    assert!(
+        outcome.notes.iter().any(|n| n.contains("/proc watcher")),
+        "{:?}",
+        outcome.notes
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines = parse_probe(&text);
+    assert_eq!(lines[&("start".to_string(), 0)].affinity, "0-1", "{text}");
+    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0", "{text}");
+}
+
+#[test]
+fn descendants_that_outlive_the_launch_do_not_name_a_deleted_shim() {
+    if !need_two_cpus() {
+        return;
+    }
+    // The program starts a background process that outlives pinsight's
+    // run, then that process runs a dynamic program: it must start cleanly
+    // (no "cannot be preloaded" from the loader) and carry no shim.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("late.out");
+    let err = dir.path().join("late.err");
+    let script = format!(
+        "(sleep 0.3; env > {o} 2> {e}) & exit 0",
+        o = out.display(),
+        e = err.display()
+    );
+    let plan = pinned_plan(&["1", "0"]);
+    let outcome = run(&plan, &RunOptions::new("sh", os(&["-c", &script]))).unwrap();
+    assert_eq!(outcome.exit_code, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !out.exists() || std::fs::read_to_string(&out).unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the late process never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let env = std::fs::read_to_string(&out).unwrap();
+    let errs = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(errs.is_empty(), "loader complained: {errs}");
+    for var in ["LD_PRELOAD=", "PINSIGHT_PLACES=", "PINSIGHT_LAUNCHER_PID="] {
+        assert!(
+            !env.lines().any(|l| l.starts_with(var)),
+            "{var} reached a process the shim does not pin: {env}"
+        );
+    }
 }
