@@ -1,0 +1,363 @@
+//! "The program sees the plan": for every policy, `pinsight run` launches a
+//! probe (crates/launch/testprogs/probe.c, compiled here with the system C
+//! compiler, dynamically and statically) that reports, from the inside,
+//! its affinity at start, the main thread's after it created threads, each
+//! thread's affinity and CPU, and its environment. Each report is checked
+//! against `pinsight plan POLICY --json` for the same machine and thread
+//! count — the plan the user was shown is the plan the program got.
+//!
+//! Also: a static binary (the shim cannot reach it: the watcher pins and
+//! `--report` says so), fork without exec, a failed `pthread_create`,
+//! `--pin-main early`, and options misspelt before the program.
+
+mod common_cli;
+
+use common_cli::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The probe, built once per test binary: (dynamic, static).
+fn probes() -> &'static (PathBuf, PathBuf) {
+    static P: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("pinsight-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = repo().join("crates/launch/testprogs/probe.c");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let build = |out: &Path, extra: &[&str]| {
+            let o = Command::new(&cc)
+                .args(extra)
+                .args(["-O1", "-pthread", "-o"])
+                .arg(out)
+                .arg(&src)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run the C compiler '{cc}': {e}"));
+            assert!(
+                o.status.success(),
+                "{cc} {extra:?} probe.c failed (a C compiler and the static C library, Debian libc6-dev, are test prerequisites):\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        let dynamic = dir.join("probe");
+        let stat = dir.join("probe-static");
+        build(&dynamic, &[]);
+        build(&stat, &["-static"]);
+        (dynamic, stat)
+    })
+}
+
+/// What the probe said.
+#[derive(Debug, Default)]
+struct Seen {
+    /// (phase, index) -> affinity
+    aff: BTreeMap<(String, usize), String>,
+    /// (phase, index) -> CPU it ran on
+    cpu: BTreeMap<(String, usize), usize>,
+    env: BTreeMap<String, Option<String>>,
+    ncpus: Option<usize>,
+    failed_create: bool,
+}
+
+fn parse(text: &str) -> Seen {
+    let mut s = Seen::default();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["ncpus", n] => s.ncpus = n.parse().ok(),
+            ["env", kv] => {
+                let (k, v) = kv.split_once('=').unwrap();
+                s.env.insert(k.into(), Some(v.into()));
+            }
+            ["env", k, "unset"] => {
+                s.env.insert((*k).into(), None);
+            }
+            ["failed_create", _] => s.failed_create = true,
+            [phase, i, "tid", _, "cpu", cpu, "affinity", aff, ..] => {
+                let key = (phase.to_string(), i.parse().unwrap());
+                s.aff.insert(key.clone(), aff.to_string());
+                s.cpu.insert(key, cpu.parse().unwrap());
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Runs the probe under `policy` with `extra` run options; returns what it
+/// saw and the run's stderr.
+fn probe_run(policy: &str, extra: &[&str], probe: &Path, probe_args: &[&str]) -> (Seen, Out) {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let mut args: Vec<String> = vec!["run".into(), policy.into()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push("--".into());
+    args.push(probe.display().to_string());
+    args.extend(probe_args.iter().map(|s| s.to_string()));
+    args.push("-o".into());
+    args.push(out.path().display().to_string());
+    let o = pinsight(&args).run();
+    assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+    let text = std::fs::read_to_string(out.path()).unwrap();
+    (parse(&text), o)
+}
+
+/// The plan `pinsight plan` shows for `policy` on this machine.
+fn plan_of(policy: &str, threads: Option<usize>) -> Value {
+    let mut args = vec!["plan".to_string(), policy.into(), "--json".into()];
+    if let Some(t) = threads {
+        args.push("--threads".into());
+        args.push(t.to_string());
+    }
+    ok(&args).json()
+}
+
+fn list(v: &Value) -> String {
+    v.as_str().unwrap().to_string()
+}
+
+fn cpu_count(list: &str) -> usize {
+    pinsight_cpuset::CpuSet::parse_list(list).unwrap().len()
+}
+
+fn usable() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The contract for one policy, with the plan's default thread count.
+fn check_policy(policy: &str) {
+    let planned = pinsight(&["plan", policy, "--json"]).run();
+    if planned.code != 0 {
+        // Not plannable here (e.g. e-set on a one-kind machine): `run`
+        // refuses the same way, before starting anything.
+        assert_eq!(planned.code, 2, "{}", planned.stderr);
+        let ran = pinsight(&["run", policy, "--", "true"]).run();
+        assert_eq!(ran.code, 2, "{policy}: {}", ran.stderr);
+        assert_eq!(ran.first_err_line(), planned.first_err_line(), "{policy}");
+        println!("{policy}: not plannable on this machine, refused alike by plan and run");
+        return;
+    }
+    let plan = planned.json();
+    let threads = plan["threads"].as_u64().unwrap() as usize;
+    let places: Vec<String> = plan["places"].as_array().unwrap().iter().map(list).collect();
+    let mask = list(&plan["process_mask"]);
+    let pinned = plan["pinned"].as_bool().unwrap();
+    let created = threads.saturating_sub(1).max(1);
+    let (seen, _) = probe_run(policy, &[], &probes().0, &["-e", "-t", &created.to_string()]);
+    let ctx = format!("{policy}: plan {plan}, probe saw {seen:?}");
+    let start = |i: usize| seen.aff[&("start".to_string(), i)].clone();
+
+    // Every policy: the planned thread count is what runtimes are told.
+    assert_eq!(
+        seen.env["OMP_NUM_THREADS"].as_deref(),
+        Some(threads.to_string().as_str()),
+        "{ctx}"
+    );
+    assert_eq!(
+        seen.env["RAYON_NUM_THREADS"].as_deref(),
+        Some(threads.to_string().as_str()),
+        "{ctx}"
+    );
+    if places.is_empty() {
+        // os: nothing changed.
+        assert_eq!(start(0), usable(), "{ctx}");
+        assert_eq!(seen.env["LD_PRELOAD"], None, "{ctx}");
+        return;
+    }
+    // At start the program sees the plan's whole mask (nproc, sched_getaffinity).
+    assert_eq!(start(0), mask, "{ctx}");
+    assert_eq!(seen.ncpus, Some(cpu_count(&mask)), "{ctx}");
+    let distinct: std::collections::BTreeSet<&String> = places.iter().collect();
+    if !pinned || (distinct.len() == 1 && places[0] == mask) {
+        // Threads float inside the set (or the only place is the mask).
+        for i in 1..=created {
+            assert_eq!(start(i), mask, "thread {i}: {ctx}");
+        }
+        assert_eq!(seen.env["LD_PRELOAD"], None, "{ctx}");
+        return;
+    }
+    // Pinned: the main thread moved to place 0 at its first thread; thread
+    // i starts on place i (wrapping), and runs there.
+    assert_eq!(seen.aff[&("created".to_string(), 0)], places[0], "{ctx}");
+    for i in 1..=created {
+        let want = &places[i % places.len()];
+        assert_eq!(&start(i), want, "thread {i}: {ctx}");
+        let cpu = seen.cpu[&("start".to_string(), i)];
+        assert!(
+            pinsight_cpuset::CpuSet::parse_list(want)
+                .unwrap()
+                .contains(cpu),
+            "thread {i} ran on {cpu}: {ctx}"
+        );
+    }
+    // Binding variables are left out: pinsight binds the threads itself.
+    assert_eq!(seen.env["OMP_PLACES"], None, "{ctx}");
+    assert_eq!(seen.env["OMP_PROC_BIND"], None, "{ctx}");
+}
+
+#[test]
+fn every_policy_gives_the_program_the_plan() {
+    for policy in [
+        "os",
+        "p-set",
+        "e-set",
+        "p-pinned",
+        "e-pinned",
+        "p-first",
+        "e-first",
+        "compact",
+        "scatter",
+        "smt-physical-first",
+        "kind:0",
+        "kind-set:0",
+        "cpus:0",
+        "cpus-set:0",
+        "balance",
+    ] {
+        check_policy(policy);
+    }
+    if cpu_count(&usable()) >= 2 {
+        for policy in ["cpus:0,1", "cpus-set:0-1", "p-pinned+smt-physical-first"] {
+            check_policy(policy);
+        }
+    }
+}
+
+#[test]
+fn a_pinned_policy_reports_as_many_cpus_as_taskset() {
+    // The bug this suite exists for: a program that sizes itself from its
+    // mask (nproc, 7-Zip, OpenMP, Go, Rust) must see every planned CPU.
+    let plan = plan_of("p-pinned", None);
+    let mask = list(&plan["process_mask"]);
+    let nproc = |argv: &[&str]| {
+        let o = Command::new(argv[0]).args(&argv[1..]).output().unwrap();
+        assert!(o.status.success(), "{argv:?}");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let bin = env!("CARGO_BIN_EXE_pinsight");
+    // --no-env: GNU nproc would report OMP_NUM_THREADS otherwise.
+    assert_eq!(
+        nproc(&[bin, "run", "p-pinned", "--no-env", "--", "nproc"]),
+        nproc(&["taskset", "-c", &mask, "nproc"]),
+    );
+    assert_eq!(
+        nproc(&["taskset", "-c", &mask, "nproc"]),
+        cpu_count(&mask).to_string()
+    );
+    // --pin-main early is the old rule: the program sees place 0 only.
+    let place0 = list(&plan["places"][0]);
+    assert_eq!(
+        nproc(&[bin, "run", "p-pinned", "--no-env", "--pin-main", "early", "--", "nproc"]),
+        cpu_count(&place0).to_string()
+    );
+}
+
+#[test]
+fn pin_main_early_puts_the_main_thread_on_place_0_before_it_starts() {
+    if cpu_count(&usable()) < 2 {
+        println!("one usable CPU: early and lazy coincide; checked by the crate tests");
+    }
+    let (seen, _) = probe_run("cpus:0,1", &["--pin-main", "early"], &probes().0, &["-e", "-t", "1"]);
+    assert_eq!(seen.aff[&("start".to_string(), 0)], "0", "{seen:?}");
+    assert_eq!(seen.ncpus, Some(1), "{seen:?}");
+}
+
+#[test]
+fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
+    let two = cpu_count(&usable()) >= 2;
+    let policy = if two { "cpus:0,1" } else { "cpus:0" };
+    // -d: create threads after 30 ms, so the watcher's first look is in;
+    // -p: each thread waits until it has been moved.
+    let (seen, o) = probe_run(
+        policy,
+        &["--report"],
+        &probes().1,
+        &["-e", "-t", "1", "-d", "30", "-p"],
+    );
+    assert!(
+        o.stderr.contains("statically linked") && o.stderr.contains("/proc watcher"),
+        "{}",
+        o.stderr
+    );
+    if two {
+        assert!(
+            o.stderr
+                .contains("placed by: the /proc watcher: the shim cannot reach this program"),
+            "{}",
+            o.stderr
+        );
+        assert_eq!(seen.aff[&("start".to_string(), 0)], "0-1", "{seen:?}");
+        assert_eq!(seen.aff[&("start".to_string(), 1)], "1", "{seen:?}");
+    }
+    // The same in JSON: the mechanism that actually placed the threads.
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let p = probes().1.display().to_string();
+    let o = pinsight(&[
+        "--json",
+        "run",
+        policy,
+        "--",
+        &p,
+        "-t",
+        "1",
+        "-o",
+        out.path().to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    if two {
+        let doc: Value = serde_json::from_str(&o.stderr).unwrap();
+        assert_eq!(doc["run"]["mechanism"], "follow", "{doc}");
+        assert!(
+            doc["run"]["fallback"]
+                .as_str()
+                .unwrap()
+                .contains("statically linked"),
+            "{doc}"
+        );
+    }
+}
+
+#[test]
+fn a_forked_child_gets_the_whole_plan_not_the_next_places() {
+    if cpu_count(&usable()) < 2 {
+        println!("needs two CPUs to tell places apart; one usable here");
+        return;
+    }
+    let (seen, _) = probe_run("cpus:0,1", &[], &probes().0, &["-t", "1", "-f"]);
+    assert_eq!(seen.aff[&("fork".to_string(), 0)], "0-1", "{seen:?}");
+    assert_eq!(seen.aff[&("fork".to_string(), 1)], "0-1", "{seen:?}");
+    assert_eq!(seen.aff[&("start".to_string(), 1)], "1", "{seen:?}");
+}
+
+#[test]
+fn a_failed_pthread_create_takes_no_place() {
+    if cpu_count(&usable()) < 2 {
+        println!("needs two CPUs to tell places apart; one usable here");
+        return;
+    }
+    let (seen, _) = probe_run("cpus:0,1", &[], &probes().0, &["-t", "1", "-F"]);
+    assert!(seen.failed_create, "{seen:?}");
+    assert_eq!(seen.aff[&("start".to_string(), 1)], "1", "{seen:?}");
+    assert_eq!(seen.aff[&("created".to_string(), 0)], "0", "{seen:?}");
+}
+
+#[test]
+fn a_misspelt_option_before_the_program_is_an_error_not_the_program() {
+    let o = pinsight(&["run", "p-pinned", "--reprot", "--", "true"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("'--reprot'"), "{}", o.stderr);
+    assert!(o.stderr.contains("'--report'"), "{}", o.stderr);
+    // After `--` or from the program's name on, words are the program's.
+    let o = pinsight(&["run", "os", "--", "sh", "-c", "exit 3"]).run();
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    let o = pinsight(&["run", "os", "sh", "-c", "exit 4"]).run();
+    assert_eq!(o.code, 4, "{}", o.stderr);
+}
