@@ -17,11 +17,25 @@ Policies (append +smt-physical-first to any pinned one):
   scatter (spread)     spread over packages, NUMA nodes, L3 and L2 domains
   kind:RANK|NAME       pinned on one kind (rank 0 = slowest; name or mark: E-core, E)
   kind-set:RANK|NAME   process on one kind; threads float
-  cpus:LIST            pinned one per CPU of LIST (0-3,8); cpus-set:LIST lets them float
+  cpus:LIST            thread i on the i-th CPU of LIST, in your order (1,0:
+                       thread 0 on CPU 1, as with likwid-pin -c or GOMP)
+  cpus-set:LIST        process on the CPUs of LIST; threads float (taskset -c)
   balance              --tasks M over all usable CPUs in proportion to capacity
                        (--weights FILE, else cpu_capacity, else kind max frequency)
   latency-group        --threads K CPUs with the lowest mean pairwise latency (--latency FILE)
   latency-pipeline     K CPUs in stage order, lowest neighbour latency (or --pipeline)
+
+LIST is a cpulist kept in the order written (1,0  8-11,0-3  0-15:2; a CPU may
+appear once), a hex mask as taskset and hwloc-calc print it (0xff, or 32-bit
+words 0x00000001,0x00000000; ascending), or all (every usable CPU, ascending).
+The plan keeps its name as written: cpus:1,0 stays cpus:1,0.
+
+Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any --threads: the
+threads float inside the set and the kernel time-shares its CPUs, so nothing
+is oversubscribed. Pinned policies refuse more threads than CPUs unless
+--oversubscribe (places are then reused round robin). Exported counts
+(OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS) are always --threads, for
+balance --tasks; balance's omp-places output has one place per task.
 
 Examples:
   pinsight plan p-pinned --threads 6
@@ -29,6 +43,8 @@ Examples:
   pinsight plan p-first+smt-physical-first
   pinsight plan balance --tasks 200 --weights speed.json
   pinsight plan latency-group -t 4 --latency c2c.csv --pipeline
+  pinsight plan cpus:1,0 --format gomp     # export GOMP_CPU_AFFINITY='1 0'
+  pinsight plan cpus-set:0xff0 -t 16       # 16 threads floating over CPUs 4-11
   pinsight plan e-set --format cpulist                     # 12-19
   pinsight plan e-set --format taskset                     # taskset -c 12-19
   pinsight plan scatter -t 4 --format numactl              # numactl --physcpubind=0,2,4,6

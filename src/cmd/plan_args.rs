@@ -14,13 +14,13 @@ use std::path::PathBuf;
 /// show; `pinsight plan` lengthens it (see `plan::Args`).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PlanArgs {
-    /// Number of threads (default: every CPU in the policy's set).
+    /// Number of threads (default: every CPU of the policy); set policies take any number.
     #[arg(long, short = 't', value_name = "N")]
     pub threads: Option<usize>,
     /// Number of tasks for `balance` (same as --threads).
     #[arg(long, value_name = "M")]
     pub tasks: Option<usize>,
-    /// Allow more threads than CPUs (round robin).
+    /// Let a pinned policy place more threads than CPUs (round robin); set policies never need it.
     #[arg(long)]
     pub oversubscribe: bool,
     /// One hardware thread per core before any SMT sibling (same as the +smt-physical-first suffix).

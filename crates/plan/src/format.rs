@@ -237,11 +237,20 @@ fn exports(vars: &[(String, String)]) -> String {
 
 /// The OpenMP standard variables for a plan.
 fn omp_vars(plan: &Plan) -> Vec<(String, String)> {
-    let mut v = vec![("OMP_NUM_THREADS".to_string(), omp_threads(plan).to_string())];
+    let mut v = vec![("OMP_NUM_THREADS".to_string(), plan.threads.to_string())];
     if plan.places.is_empty() {
         v.push(("OMP_PROC_BIND".into(), "false".into()));
     } else if plan.tasks_per_cpu.is_some() {
-        // balance: each task is a process the launcher pins; nothing to bind inside.
+        // balance: one place per task, in task order, CPUs repeated as
+        // often as they get tasks; with as many threads as places, `close`
+        // binds thread i to place i (libgomp accepts repeated places).
+        let places: Vec<String> = plan
+            .places
+            .iter()
+            .map(|p| format!("{{{}}}", comma_list(p)))
+            .collect();
+        v.push(("OMP_PLACES".into(), places.join(",")));
+        v.push(("OMP_PROC_BIND".into(), "close".into()));
     } else if plan.pinned {
         let places: Vec<String> = distinct_in_order(&plan.places)
             .iter()
@@ -257,14 +266,6 @@ fn omp_vars(plan: &Plan) -> Vec<(String, String)> {
         v.push(("OMP_PROC_BIND".into(), "true".into()));
     }
     v
-}
-
-fn omp_threads(plan: &Plan) -> usize {
-    if plan.tasks_per_cpu.is_some() {
-        1
-    } else {
-        plan.threads
-    }
 }
 
 /// Environment variables a launcher should export so that common
@@ -284,11 +285,12 @@ fn omp_threads(plan: &Plan) -> usize {
 /// the standard variables say the same thing portably) and oneTBB, which
 /// has no environment variable for its thread count.
 ///
-/// For `balance` every task is a single process pinned to its own CPU, so
-/// the counts are 1 and no places are exported.
+/// Every count is the plan's thread count, for every policy: `balance`
+/// runs one thread per task (its places repeat CPUs in proportion to
+/// capacity, one place per task in task order).
 pub fn omp_env(plan: &Plan) -> Vec<(String, String)> {
     let mut v = omp_vars(plan);
-    let n = omp_threads(plan).to_string();
+    let n = plan.threads.to_string();
     v.push(("RAYON_NUM_THREADS".into(), n.clone()));
     v.push(("CILK_NWORKERS".into(), n));
     v

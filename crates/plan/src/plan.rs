@@ -23,7 +23,9 @@ pub struct Request {
     /// Number of tasks (processes) — a synonym of `threads` that reads
     /// better for `balance`; giving both with different values is an error.
     pub tasks: Option<usize>,
-    /// Allow more threads than CPUs in the policy's set (round robin).
+    /// Let a pinned policy place more threads than it has CPUs (round
+    /// robin). Set policies (`os`, `*-set`) never need it: their threads
+    /// float inside the set, so any number is accepted.
     pub oversubscribe: bool,
     /// Same as the `+smt-physical-first` policy suffix.
     pub smt_physical_first: bool,
@@ -102,7 +104,7 @@ pub enum PlanError {
     ZeroThreads,
     /// `--threads` and `--tasks` disagree.
     ThreadsTasksConflict { threads: usize, tasks: usize },
-    /// More threads than CPUs in the policy's set without `--oversubscribe`.
+    /// A pinned policy given more threads than CPUs without `--oversubscribe`.
     TooManyThreads {
         policy: String,
         threads: usize,
@@ -139,7 +141,7 @@ impl fmt::Display for PlanError {
             }
             PlanError::TooManyThreads { policy, threads, cpus } => write!(
                 f,
-                "{policy}: {threads} threads but only {} CPUs ({cpus}) in the policy's set; use --threads {} or less, or --oversubscribe",
+                "{policy}: {threads} threads but only {} CPUs ({cpus}) to pin them on, one each; use --threads {} or less, or --oversubscribe",
                 cpus.len(),
                 cpus.len()
             ),
@@ -348,8 +350,9 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
             Some(kind_cpus(resolve_kind(topo, sel, &name)?, &usable, &name)?)
         }
         BasePolicy::CpusSet(list) => {
-            check_explicit(topo, list, &usable, &name)?;
-            Some(list.clone())
+            let set: CpuSet = list.resolve(&usable).into_iter().collect();
+            check_explicit(topo, &set, &usable, &name)?;
+            Some(set)
         }
         _ => None,
     };
@@ -357,33 +360,24 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
         if smt {
             return Err(modifier_pointless("threads float in this policy"));
         }
+        // Any number of threads: they float inside the set and the kernel
+        // shares its CPUs out, so a set plan never oversubscribes anything
+        // (no --oversubscribe needed, nothing to warn about).
         let n = threads.unwrap_or(set.len());
-        if n > set.len() {
-            if !req.oversubscribe {
-                return Err(PlanError::TooManyThreads {
-                    policy: name,
-                    threads: n,
-                    cpus: set,
-                });
-            }
+        let threads_text = count(n, "thread", "threads");
+        let over = if n > set.len() {
+            format!("{} ({set}), time-shared", count(set.len(), "CPU", "CPUs"))
+        } else {
+            format!("CPUs {set}")
+        };
+        if policy.base == BasePolicy::Os {
             notes.push(format!(
-                "oversubscribed: {} share {}",
-                count(n, "thread", "threads"),
-                count(set.len(), "CPU", "CPUs")
-            ));
-        }
-        let os = policy.base == BasePolicy::Os;
-        if os {
-            notes.push(format!(
-                "no pinning: the OS scheduler places {} on CPUs {set}",
-                count(n, "thread", "threads")
+                "no pinning: the OS scheduler places {threads_text} on {over}"
             ));
         } else {
-            notes.push(format!(
-                "{} float over CPUs {set}",
-                count(n, "thread", "threads")
-            ));
+            notes.push(format!("{threads_text} float over {over}"));
         }
+        let os = policy.base == BasePolicy::Os;
         return Ok(Plan {
             policy: name,
             threads: n,
@@ -463,11 +457,14 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
             physical_first(&scatter_slots(&all))
         }
         BasePolicy::Cpus(list) => {
-            check_explicit(topo, list, &usable, &name)?;
+            // The user's order: thread i on the list's i-th CPU.
+            let order = list.resolve(&usable);
+            let set: CpuSet = order.iter().copied().collect();
+            check_explicit(topo, &set, &usable, &name)?;
             if smt {
-                physical_first(&slots(topo, list))
+                physical_first(&slots(topo, &set))
             } else {
-                list.iter().collect()
+                order
             }
         }
         BasePolicy::Os

@@ -13,7 +13,7 @@
 //! | `scatter` (`spread`) | spread over packages, NUMA nodes, L3 then L2 domains           |
 //! | `kind:RANK\|NAME`    | pinned on one kind (rank 0 = slowest, or its name/mark: `E-core`, `E`) |
 //! | `kind-set:RANK\|NAME`| process mask = that kind; threads float                        |
-//! | `cpus:LIST`          | pinned one per CPU of LIST, ascending (likwid-pin `-c` style)   |
+//! | `cpus:LIST`          | thread i pinned on the i-th CPU of LIST, in the user's order (likwid-pin `-c` style) |
 //! | `cpus-set:LIST`      | process mask = LIST; threads float (`taskset -c` style)        |
 //! | `balance`            | M tasks over all usable CPUs in proportion to capacity         |
 //! | `latency-group`      | k CPUs with the lowest mean pairwise latency (`--latency FILE`) |
@@ -23,6 +23,12 @@
 //! pinned placements so every core gets one thread before any core gets a
 //! second: `p-first+smt-physical-first` is the seed paper's "hybrid SMT
 //! physical first" (P physical, then E, then the P siblings).
+//!
+//! A LIST ([`CpuList`]) is a cpulist kept in the order written (`1,0`,
+//! `8-11,0-3`, `0-15:2`; a CPU listed twice is an error), a hex mask as
+//! taskset and hwloc-calc print it (`0xff`, `0x00000001,0x00000000`;
+//! ascending), or `all` (every usable CPU, ascending). The policy's text
+//! keeps the list as written: `cpus:1,0` stays `cpus:1,0`.
 
 use pinsight_cpuset::CpuSet;
 use serde::Serialize;
@@ -63,16 +69,141 @@ pub enum BasePolicy {
     Compact,
     /// Spread across the hierarchy.
     Scatter,
-    /// Pinned on an explicit list, ascending.
-    Cpus(CpuSet),
+    /// Pinned on an explicit list: thread i on the list's i-th CPU.
+    Cpus(CpuList),
     /// Process mask = an explicit list; threads float.
-    CpusSet(CpuSet),
+    CpusSet(CpuList),
     /// Tasks in proportion to capacity.
     Balance,
     /// k CPUs minimising mean pairwise latency on a measured matrix.
     LatencyGroup,
     /// k CPUs, in stage order, minimising latency between neighbours.
     LatencyPipeline,
+}
+
+/// An explicit CPU list of `cpus:LIST` / `cpus-set:LIST`, as written.
+///
+/// Accepted forms:
+/// - a cpulist kept in the order written: `1,0`, `8-11,0-3`, `0-15:2`
+///   (ranges and strides expand ascending; a CPU given twice is an error);
+/// - a hex mask, as `taskset -p` and `hwloc-calc` print it: `0xff`,
+///   `0x00000001,0x00000000` (32-bit words, most significant first; an
+///   empty word is zero). A mask has no order: its CPUs are ascending;
+/// - `all`: every usable CPU of the machine, ascending (resolved when
+///   planning, see [`CpuList::resolve`]).
+///
+/// Serializes (and displays) as the text it was parsed from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList {
+    text: String,
+    /// The CPUs in order; `None` for `all`.
+    cpus: Option<Vec<usize>>,
+}
+
+impl CpuList {
+    /// Parses a LIST; the error is the reason, for [`PolicyParseError`].
+    pub fn parse(text: &str) -> Result<CpuList, String> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("all") {
+            return Ok(CpuList {
+                text: "all".into(),
+                cpus: None,
+            });
+        }
+        let cpus: Vec<usize> = if text.starts_with("0x") || text.starts_with("0X") {
+            parse_hex_mask(text)?.iter().collect()
+        } else {
+            // Validates the whole list first (stray commas, decreasing
+            // ranges, bad strides), then expands it token by token in order.
+            CpuSet::parse_list(text).map_err(|e| e.to_string())?;
+            let mut seen = CpuSet::new();
+            let mut cpus = Vec::new();
+            for token in text.split(',') {
+                let part = CpuSet::parse_list(token).map_err(|e| e.to_string())?;
+                for c in part.iter() {
+                    if !seen.insert(c) {
+                        return Err(format!(
+                            "CPU {c} is listed twice in '{text}'; each CPU may appear once"
+                        ));
+                    }
+                    cpus.push(c);
+                }
+            }
+            cpus
+        };
+        if cpus.is_empty() {
+            return Err("the CPU list is empty".into());
+        }
+        Ok(CpuList {
+            text: text.split(',').map(str::trim).collect::<Vec<_>>().join(","),
+            cpus: Some(cpus),
+        })
+    }
+
+    /// The list as written (`1,0`, `0xff`, `all`).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether this is `all`.
+    pub fn is_all(&self) -> bool {
+        self.cpus.is_none()
+    }
+
+    /// The CPUs in order: the listed ones, or for `all` those of `usable`
+    /// ascending.
+    pub fn resolve(&self, usable: &CpuSet) -> Vec<usize> {
+        match &self.cpus {
+            Some(c) => c.clone(),
+            None => usable.iter().collect(),
+        }
+    }
+}
+
+/// A hex mask starting with `0x`: one number of any length (`0xff`,
+/// `0x1ffff`) or comma-separated 32-bit words as hwloc prints them
+/// (`0x00000001,0x00000000`, `0x3,,0xf000`).
+fn parse_hex_mask(text: &str) -> Result<CpuSet, String> {
+    if text.contains(',') {
+        if text.contains("...") {
+            return Err(format!(
+                "'{text}' is an infinite hwloc mask; use 'all' for every usable CPU"
+            ));
+        }
+        return CpuSet::parse_hwloc(text, 0).map_err(|e| e.to_string());
+    }
+    let hex = &text[2..];
+    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "'{text}' is not a hex mask (expected 0x followed by hex digits, e.g. 0xff)"
+        ));
+    }
+    // Split into 32-bit words, least significant last.
+    let digits = hex.trim_start_matches('0');
+    let mut words = Vec::new();
+    let mut end = digits.len();
+    while end > 0 {
+        let start = end.saturating_sub(8);
+        words.push(&digits[start..end]);
+        end = start;
+    }
+    if words.is_empty() {
+        return Ok(CpuSet::new());
+    }
+    words.reverse();
+    CpuSet::parse_mask(&words.join(",")).map_err(|e| format!("'{text}': {e}"))
+}
+
+impl fmt::Display for CpuList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for CpuList {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
 }
 
 /// A placement policy: a base plus the SMT-physical-first modifier.
@@ -218,13 +349,7 @@ impl FromStr for BasePolicy {
             reason,
         };
         if let Some((head, arg)) = input.split_once(':') {
-            let cpus = |arg: &str| {
-                let set = CpuSet::parse_list(arg).map_err(|e| err(e.to_string()))?;
-                if set.is_empty() {
-                    return Err(err("the CPU list is empty".into()));
-                }
-                Ok(set)
-            };
+            let cpus = |arg: &str| CpuList::parse(arg).map_err(err);
             let kind = |arg: &str| {
                 parse_kind_sel(arg).ok_or_else(|| {
                     err("needs a kind rank or name after ':' (e.g. kind:0, kind:E-core)".into())
@@ -325,6 +450,64 @@ mod tests {
         ] {
             let p: Policy = text.parse().unwrap();
             assert_eq!(p.to_string(), text);
+        }
+    }
+
+    fn list(text: &str) -> Vec<usize> {
+        match format!("cpus:{text}").parse::<BasePolicy>().unwrap() {
+            BasePolicy::Cpus(l) => l.resolve(&CpuSet::parse_list("0-7").unwrap()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn lists_keep_the_users_order_and_text() {
+        assert_eq!(list("1,0"), vec![1, 0]);
+        assert_eq!(list("8-11,0-3"), vec![8, 9, 10, 11, 0, 1, 2, 3]);
+        assert_eq!(list("7,0-6:2"), vec![7, 0, 2, 4, 6]);
+        assert_eq!(list(" 3 , 2 "), vec![3, 2]);
+        assert_eq!(
+            "cpus: 3 , 2".parse::<Policy>().unwrap().to_string(),
+            "cpus:3,2"
+        );
+        for text in [
+            "cpus:1,0",
+            "cpus-set:3,1",
+            "cpus:8-11,0-3+smt-physical-first",
+        ] {
+            assert_eq!(text.parse::<Policy>().unwrap().to_string(), text);
+        }
+    }
+
+    #[test]
+    fn hex_masks_and_all() {
+        assert_eq!(list("0xff"), (0..8).collect::<Vec<_>>());
+        assert_eq!(list("0X3"), vec![0, 1]);
+        assert_eq!(list("0xa"), vec![1, 3]);
+        assert_eq!(list("0x100000000"), vec![32]);
+        assert_eq!(list("0x00000001,0x00000000"), vec![32]);
+        assert_eq!(list("0x00000003,,0x00000001"), vec![0, 64, 65]);
+        assert_eq!(list("all"), (0..8).collect::<Vec<_>>());
+        assert_eq!(list("ALL"), (0..8).collect::<Vec<_>>());
+        assert_eq!(
+            "cpus-set:0x3".parse::<Policy>().unwrap().to_string(),
+            "cpus-set:0x3"
+        );
+        assert_eq!(
+            "cpus:All".parse::<Policy>().unwrap().to_string(),
+            "cpus:all"
+        );
+        for bad in ["cpus:0x", "cpus:0xfg", "cpus:0x0", "cpus:0xf...f,0x1"] {
+            let e = bad.parse::<Policy>().unwrap_err().to_string();
+            assert!(e.starts_with(&format!("invalid policy '{bad}'")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_cpu_listed_twice_is_an_error() {
+        for bad in ["cpus:1,1", "cpus:0-3,2", "cpus-set:0-7:2,4"] {
+            let e = bad.parse::<Policy>().unwrap_err().to_string();
+            assert!(e.contains("is listed twice"), "{e}");
         }
     }
 

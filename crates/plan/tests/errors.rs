@@ -70,9 +70,9 @@ fn threads_and_tasks_must_agree() {
 fn too_many_threads_without_oversubscribe() {
     let (e, m) = err(&i7_1370p(), req("p-pinned", Some(13)));
     assert!(matches!(e, PlanError::TooManyThreads { threads: 13, .. }));
-    assert_eq!(m, "p-pinned: 13 threads but only 12 CPUs (0-11) in the policy's set; use --threads 12 or less, or --oversubscribe");
-    let (_, m) = err(&i7_1370p(), req("e-set", Some(9)));
-    assert!(m.contains("only 8 CPUs (12-19)"), "{m}");
+    assert_eq!(m, "p-pinned: 13 threads but only 12 CPUs (0-11) to pin them on, one each; use --threads 12 or less, or --oversubscribe");
+    let (_, m) = err(&i7_1370p(), req("cpus:1,0", Some(3)));
+    assert_eq!(m, "cpus:1,0: 3 threads but only 2 CPUs (0-1) to pin them on, one each; use --threads 2 or less, or --oversubscribe");
     let over = Request {
         oversubscribe: true,
         ..req("p-pinned", Some(13))
@@ -80,6 +80,72 @@ fn too_many_threads_without_oversubscribe() {
     let p = plan(&i7_1370p(), &over).unwrap();
     assert_eq!(p.places.len(), 13);
     assert!(p.notes.iter().any(|n| n.starts_with("oversubscribed")));
+}
+
+/// Set policies let threads float, so any number of threads is a plan,
+/// not an oversubscription: no error, no --oversubscribe, no warning.
+#[test]
+fn set_policies_accept_more_threads_than_cpus() {
+    for (policy, cpus) in [
+        ("os", "0-19"),
+        ("p-set", "0-11"),
+        ("e-set", "12-19"),
+        ("kind-set:0", "12-19"),
+        ("cpus-set:2,5", "2,5"),
+        ("cpus-set:0x3", "0-1"),
+        ("cpus-set:all", "0-19"),
+    ] {
+        let p = plan(&i7_1370p(), &req(policy, Some(64))).unwrap();
+        assert_eq!(p.threads, 64, "{policy}");
+        assert!(!p.pinned, "{policy}");
+        assert_eq!(p.process_mask.to_string(), cpus, "{policy}");
+        let places = if policy == "os" { 0 } else { 64 };
+        assert_eq!(p.places.len(), places, "{policy}");
+        assert!(p.places.iter().all(|c| *c == p.process_mask), "{policy}");
+        assert!(
+            p.notes.iter().all(|n| !n.contains("oversubscribed")),
+            "{policy}: {:?}",
+            p.notes
+        );
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.contains("64 threads") && n.contains("time-shared")),
+            "{policy}: {:?}",
+            p.notes
+        );
+    }
+}
+
+#[test]
+fn cpus_lists_keep_their_order() {
+    let t = i7_1370p();
+    let p = plan(&t, &req("cpus:1,0", None)).unwrap();
+    assert_eq!(p.policy, "cpus:1,0");
+    let cpus: Vec<usize> = p.places.iter().map(|c| c.first().unwrap()).collect();
+    assert_eq!(cpus, vec![1, 0]);
+    assert_eq!(p.process_mask.to_string(), "0-1");
+    let p = plan(&t, &req("cpus:12-13,0", Some(2))).unwrap();
+    let cpus: Vec<usize> = p.places.iter().map(|c| c.first().unwrap()).collect();
+    assert_eq!(cpus, vec![12, 13]);
+    // A hex mask has no order: ascending; `all` is every usable CPU.
+    let p = plan(&t, &req("cpus:0x3000", None)).unwrap();
+    assert_eq!(p.policy, "cpus:0x3000");
+    let cpus: Vec<usize> = p.places.iter().map(|c| c.first().unwrap()).collect();
+    assert_eq!(cpus, vec![12, 13]);
+    let off = offline_and_cgroup();
+    let p = plan(&off, &req("cpus:all", None)).unwrap();
+    assert_eq!(p.policy, "cpus:all");
+    let cpus: Vec<usize> = p.places.iter().map(|c| c.first().unwrap()).collect();
+    assert_eq!(cpus, vec![0, 1, 2, 4, 5]);
+    let p = plan(&off, &req("cpus-set:all", None)).unwrap();
+    assert_eq!(p.process_mask.to_string(), "0-2,4-5");
+    // Unusable CPUs in a mask are named as in a list.
+    let (_, m) = err(&off, req("cpus:0x40", None));
+    assert_eq!(
+        m,
+        "cpus:0x40: CPU 6 is not allowed by the cgroup; usable CPUs are 0-2,4-5"
+    );
 }
 
 #[test]

@@ -21,6 +21,11 @@ fn hybrid_i7_1370p() {
         Case("e-pinned", Some(12), true),
         Case("kind:E-core", Some(2), false),
         Case("kind-set:P", None, false),
+        Case("cpus:13,12,1,0", None, false),
+        Case("cpus:0x3000", None, false),
+        Case("cpus-set:12-13", Some(6), false),
+        Case("e-set", Some(12), false),
+        Case("os", Some(40), false),
     ];
     golden("i7-1370p.txt", &run_cases(&t, &extra));
 }
@@ -84,6 +89,8 @@ fn formats_on_hybrid() {
         ("os", Some(4)),
         ("e-set", None),
         ("balance", Some(40)),
+        ("cpus:13,12,1,0", None),
+        ("e-set", Some(12)),
     ];
     for (policy, threads) in cases {
         let req = Request {

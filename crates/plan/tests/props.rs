@@ -25,6 +25,11 @@ const BASES: &[&str] = &[
     "cpus:0-3",
     "cpus-set:1-2",
     "cpus:0,2,4-5",
+    "cpus:5,1,0",
+    "cpus:all",
+    "cpus:0xf",
+    "cpus-set:0x3",
+    "cpus-set:all",
     "balance",
 ];
 
@@ -132,6 +137,81 @@ proptest! {
         let per = p.tasks_per_cpu.unwrap();
         prop_assert_eq!(per.iter().map(|(_, n)| n).sum::<usize>(), tasks);
         prop_assert_eq!(p.places.len(), tasks);
+    }
+
+    /// `cpus:LIST` keeps the user's order: thread i on list[i], for any
+    /// permutation of any subset of the usable CPUs, and the plan's name
+    /// is the text given.
+    #[test]
+    fn cpus_lists_keep_their_order(
+        perm in Just((0usize..20).collect::<Vec<_>>()).prop_shuffle(),
+        k in 1usize..=20,
+        threads in prop::option::of(1usize..=20),
+    ) {
+        let list = &perm[..k];
+        let text = format!(
+            "cpus:{}",
+            list.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+        );
+        let req = Request { threads, ..Request::new(text.parse().unwrap()) };
+        let topo = i7_1370p();
+        match plan(&topo, &req) {
+            Ok(p) => {
+                prop_assert_eq!(&p.policy, &text);
+                prop_assert_eq!(p.threads, threads.unwrap_or(k));
+                for (i, place) in p.places.iter().enumerate() {
+                    prop_assert_eq!(place, &CpuSet::single(list[i]));
+                }
+                let gomp = render(&p, &topo, Format::Gomp).unwrap().text;
+                let want = p.places.iter().map(|c| c.first().unwrap().to_string()).collect::<Vec<_>>();
+                // GOMP_CPU_AFFINITY lists CPUs in thread order (ranges only
+                // for ascending runs, which expand to the same sequence).
+                let value = gomp.trim().strip_prefix("export GOMP_CPU_AFFINITY='").unwrap().strip_suffix('\'').unwrap();
+                let mut got = Vec::new();
+                for part in value.split(' ') {
+                    match part.split_once('-') {
+                        Some((a, b)) => got.extend((a.parse::<usize>().unwrap()..=b.parse().unwrap()).map(|c| c.to_string())),
+                        None => got.push(part.to_string()),
+                    }
+                }
+                prop_assert_eq!(got, want);
+            }
+            Err(e) => prop_assert!(threads.unwrap() > k && e.to_string().contains("--oversubscribe"), "{}", e),
+        }
+    }
+
+    /// Set policies take any number of threads without --oversubscribe,
+    /// and never call it an oversubscription.
+    #[test]
+    fn set_policies_take_any_thread_count(m in 0usize..5, base in 0usize..5, threads in 1usize..512) {
+        let topo = &machines()[m];
+        let policy = ["os", "p-set", "cpus-set:all", "kind-set:0", "cpus-set:0x1"][base];
+        let req = Request { threads: Some(threads), ..Request::new(policy.parse().unwrap()) };
+        let p = plan(topo, &req).unwrap();
+        prop_assert_eq!(p.threads, threads);
+        prop_assert!(!p.pinned);
+        prop_assert!(p.notes.iter().all(|n| !n.contains("oversubscri")), "{:?}", p.notes);
+    }
+
+    /// Every exported thread count is the plan's thread count.
+    #[test]
+    fn exported_counts_are_the_thread_count(
+        m in 0usize..5,
+        base in 0usize..BASES.len(),
+        threads in prop::option::of(1usize..64),
+    ) {
+        let topo = &machines()[m];
+        let req = Request { threads, oversubscribe: true, ..Request::new(BASES[base].parse().unwrap()) };
+        let Ok(p) = plan(topo, &req) else { return Ok(()) };
+        let env = pinsight_plan::omp_env(&p);
+        for var in ["OMP_NUM_THREADS", "RAYON_NUM_THREADS", "CILK_NWORKERS"] {
+            let v = env.iter().find(|(k, _)| k == var).map(|(_, v)| v.clone());
+            prop_assert_eq!(v, Some(p.threads.to_string()), "{} for {}", var, p.policy);
+        }
+        if let Ok(r) = render(&p, topo, Format::OmpPlaces) {
+            let want = format!("export OMP_NUM_THREADS='{}'", p.threads);
+            prop_assert!(r.text.contains(&want), "{}", r.text);
+        }
     }
 
     #[test]
