@@ -224,9 +224,20 @@ fn every_policy_gives_the_program_the_plan() {
         check_policy(policy);
     }
     if cpu_count(&usable()) >= 2 {
-        for policy in ["cpus:0,1", "cpus-set:0-1", "p-pinned+smt-physical-first"] {
+        for policy in [
+            "cpus:0,1",
+            "cpus:1,0",
+            "cpus:0x3",
+            "cpus:all",
+            "cpus-set:0-1",
+            "p-pinned+smt-physical-first",
+        ] {
             check_policy(policy);
         }
+        // Lists keep their order: thread 0 (the main thread) on CPU 1.
+        let (seen, _) = probe_run("cpus:1,0", &[], &probes().0, &["-t", "1"]);
+        assert_eq!(seen.aff[&("created".to_string(), 0)], "1", "{seen:?}");
+        assert_eq!(seen.aff[&("start".to_string(), 1)], "0", "{seen:?}");
     }
 }
 
@@ -360,4 +371,52 @@ fn a_misspelt_option_before_the_program_is_an_error_not_the_program() {
     assert_eq!(o.code, 3, "{}", o.stderr);
     let o = pinsight(&["run", "os", "sh", "-c", "exit 4"]).run();
     assert_eq!(o.code, 4, "{}", o.stderr);
+}
+
+#[test]
+fn seven_zip_runs_as_many_threads_as_under_taskset() {
+    // A real program that sizes itself from its affinity mask (Debian's
+    // 7zip, installed by .ci/deps). Its benchmark header says how many
+    // hardware threads it found and how many it runs.
+    assert!(
+        on_path("7zz"),
+        "7zz is not installed: run .ci/deps (Debian package 7zip) before the tests"
+    );
+    let plan = plan_of("p-pinned", None);
+    let mask = list(&plan["process_mask"]);
+    // The first header line ("... Threads:N ...") is the thread count
+    // 7-Zip derived from its mask; the benchmark itself is not needed: stop
+    // there (stdbuf: 7-Zip block-buffers a pipe) and end the run with
+    // SIGTERM, which pinsight forwards to 7-Zip.
+    let threads_line = |argv: &[&str]| -> String {
+        use std::io::BufRead;
+        let mut child = Command::new(argv[0])
+            .args(&argv[1..])
+            .args(["stdbuf", "-oL", "7zz", "b", "-md18"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut text = String::new();
+        let mut found = None;
+        for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            text.push_str(&line);
+            text.push('\n');
+            if let Some(w) = line.split_whitespace().find(|w| w.starts_with("Threads:")) {
+                found = Some(w.to_string());
+                break;
+            }
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        found.unwrap_or_else(|| panic!("{argv:?}: no 'Threads:' in 7-Zip's header:\n{text}"))
+    };
+    let bin = env!("CARGO_BIN_EXE_pinsight");
+    assert_eq!(
+        threads_line(&[bin, "run", "p-pinned", "--"]),
+        threads_line(&["taskset", "-c", &mask]),
+    );
 }
