@@ -307,6 +307,9 @@ fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
         assert_eq!(seen.aff[&("start".to_string(), 0)], "0-1", "{seen:?}");
         assert_eq!(seen.aff[&("start".to_string(), 1)], "1", "{seen:?}");
     }
+    for line in o.stderr.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80 columns: {line}");
+    }
     // The same in JSON: the mechanism that actually placed the threads.
     let out = tempfile::NamedTempFile::new().unwrap();
     let p = probes().1.display().to_string();

@@ -172,7 +172,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         eprint!("{}", human_report(&plan, &outcome));
     } else if !g.quiet {
         for n in &outcome.notes {
-            eprintln!("pinsight: note: {n}");
+            eprintln!("{}", wrap(&format!("pinsight: note: {n}")));
         }
     }
     Ok(outcome.exit_code)
@@ -215,9 +215,10 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
     }
     let _ = writeln!(
         out,
-        "{:>3}  {:>8}  {:<16} {:<10} {:<10} {:>4}  {:<10} {:>7}  check",
-        "#", "TID", "NAME", "PLANNED", "AFFINITY", "LAST", "CPUS SEEN", "SAMPLES"
+        "{:>3} {:>7} {:<15} {:<9} {:<9} {:>4} {:<9} {:>5} CHECK",
+        "#", "TID", "NAME", "PLANNED", "AFFINITY", "LAST", "SEEN ON", "N"
     );
+    let mut footnote = false;
     for t in &o.threads {
         let lazy_main = t.index == 0 && o.pin_main == Some(PinMain::Lazy);
         // A lazily pinned main thread that never created a thread keeps
@@ -232,16 +233,19 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
         let check = match (&planned, &t.affinity) {
             (Some(p), Some(a)) if p == a && t.cpus_seen.is_subset(p) => "ok",
             (Some(p), Some(a)) if p == a && lazy_main => "ok",
-            (Some(p), Some(a)) if p == a => "ok (ran elsewhere before pinning)",
+            (Some(p), Some(a)) if p == a => {
+                footnote = true;
+                "ok*"
+            }
             (Some(_), Some(_)) => "DIFFERS",
             _ => "",
         };
         let _ = writeln!(
             out,
-            "{:>3}  {:>8}  {:<16} {:<10} {:<10} {:>4}  {:<10} {:>7}  {check}",
+            "{:>3} {:>7} {:<15} {:<9} {:<9} {:>4} {:<9} {:>5} {check}",
             t.index,
             t.tid,
-            t.name,
+            t.name.chars().take(15).collect::<String>(),
             opt_set(&planned),
             opt_set(&t.affinity),
             t.last_cpu.map_or("-".into(), |c| c.to_string()),
@@ -255,6 +259,16 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
             "  (no thread was sampled: the program ended before the first sample)"
         );
     }
+    let _ = writeln!(
+        out,
+        "SEEN ON: CPUs it was sampled on; N: samples (every --sample-interval)"
+    );
+    if footnote {
+        let _ = writeln!(
+            out,
+            "ok*: placed as planned, but seen elsewhere before it was pinned"
+        );
+    }
     if let Some(f) = &o.follow {
         let ms = |v: Option<f64>| v.map_or("unavailable".into(), |x| format!("{x:.1} ms"));
         let us = |v: Option<f64>| {
@@ -262,8 +276,7 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
                 format!("{x:.0} µs")
             })
         };
-        let _ = writeln!(
-            out,
+        let text = format!(
             "follow: {} thread(s) pinned, {} failed, polling every {} ms; CPU time run before pinning median {}, max {}; creation→pin at most {} (median bound {}; kernel start times have 10 ms ticks)",
             f.pinned,
             f.failed,
@@ -273,15 +286,27 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
             ms(f.max_delay_max_ms),
             ms(f.median_delay_max_ms),
         );
+        let _ = writeln!(out, "{}", wrap(&text));
     }
     if !o.exported.is_empty() {
         let vars: Vec<String> = o.exported.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(out, "exported: {}", vars.join(" "));
+        let _ = writeln!(out, "{}", wrap(&format!("exported: {}", vars.join(" "))));
     }
     for n in &o.notes {
-        let _ = writeln!(out, "note: {n}");
+        let _ = writeln!(out, "{}", wrap(&format!("note: {n}")));
     }
     out
+}
+
+/// Wraps a report line at 80 columns, continuation lines indented.
+fn wrap(text: &str) -> String {
+    textwrap::fill(
+        text,
+        textwrap::Options::new(80)
+            .subsequent_indent("  ")
+            .break_words(false)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation),
+    )
 }
 
 #[cfg(test)]
