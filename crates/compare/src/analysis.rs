@@ -127,6 +127,10 @@ pub struct ArmReport {
     pub plan: ArmPlan,
     /// Human placement: `pinned 0 1`, `CPUs 0-1 (OS decides)`.
     pub placement: String,
+    /// Threads the program was told to run (the same in every arm).
+    pub threads: usize,
+    /// Variables exported to the program (`OMP_NUM_THREADS` and friends).
+    pub env: Vec<(String, String)>,
     /// Successful measured runs (the statistics' n).
     pub measured: usize,
     pub warmups: usize,
@@ -278,7 +282,18 @@ fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricD
     let warmups = mine.iter().filter(|r| r.phase == Phase::Warmup).count();
     let metrics: Vec<MetricStats> = defs.iter().map(|d| metric_stats(d, &ok)).collect();
     let walls: Vec<f64> = ok.iter().map(|r| r.record.wall_s).collect();
-    let outlier_warning = Outliers::detect(&walls).ok().and_then(|o| o.warning());
+    let outlier_warning = Outliers::detect(&walls).ok().and_then(|o| {
+        if o.slow_first_run && warmups > 0 {
+            // "Consider --warmup" would be wrong advice: there were warm-ups.
+            Some(format!(
+                "the first measured run was significantly slower than the rest even after {warmups} warm-up run{}: \
+                 something else probably ran at the time; consider re-running on a quiet system",
+                if warmups == 1 { "" } else { "s" }
+            ))
+        } else {
+            o.warning()
+        }
+    });
     ArmReport {
         id: a.id.clone(),
         label: arm_label(a),
@@ -286,6 +301,8 @@ fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricD
         governor: a.governor.clone(),
         plan: a.plan.clone(),
         placement: a.plan.describe(),
+        threads: a.plan.threads,
+        env: a.env.clone(),
         measured: ok.len(),
         warmups,
         failed,
