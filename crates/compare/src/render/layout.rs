@@ -167,6 +167,17 @@ pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String 
         .max()
         .unwrap_or(0);
     let label_w = label_natural.clamp(1, MAX_LABEL);
+    // A column is never narrower than its longest unbreakable piece, so
+    // no word is ever cut (as long as the terminal is wide enough at all).
+    let unbreakable: Vec<usize> = (0..heads.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.cells.get(c).map_or(0, |s| longest_piece(s)))
+                .chain([longest_piece(&heads[c])])
+                .max()
+                .unwrap_or(1)
+        })
+        .collect();
     let natural: Vec<usize> = (0..heads.len())
         .map(|c| {
             rows.iter()
@@ -183,10 +194,14 @@ pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String 
     let mut start = 0;
     while start < heads.len() {
         let mut end = start + 1;
-        let mut widths = fit(&natural[start..end], avail_for(1))
-            .unwrap_or_else(|| vec![avail_for(1).max(MIN_COLUMN.min(natural[start]))]);
+        let mut widths = fit(&natural[start..end], &unbreakable[start..end], avail_for(1))
+            .unwrap_or_else(|| vec![avail_for(1).max(unbreakable[start])]);
         while end < heads.len() {
-            match fit(&natural[start..end + 1], avail_for(end + 1 - start)) {
+            match fit(
+                &natural[start..end + 1],
+                &unbreakable[start..end + 1],
+                avail_for(end + 1 - start),
+            ) {
                 Some(w) => {
                     widths = w;
                     end += 1;
@@ -211,14 +226,46 @@ pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String 
     out
 }
 
+/// The widest piece of `s` that [`wrap`] cannot break (a word up to its
+/// last allowed break).
+fn longest_piece(s: &str) -> usize {
+    let mut longest = 0;
+    for word in s.split(['\n', ' ']) {
+        let mut piece = 0;
+        let mut chars = word.chars().peekable();
+        let mut first = true;
+        while let Some(c) = chars.next() {
+            // A break before '(' (not at the start of the word).
+            if c == '(' && !first {
+                longest = longest.max(piece);
+                piece = 0;
+            }
+            piece += width(c.encode_utf8(&mut [0; 4]));
+            // A break after ",;:/=" (not at the end of the word).
+            if ",;:/=".contains(c) && chars.peek().is_some() {
+                longest = longest.max(piece);
+                piece = 0;
+            }
+            first = false;
+        }
+        longest = longest.max(piece);
+    }
+    longest
+}
+
 fn longest_line(s: &str) -> usize {
     s.split('\n').map(width).max().unwrap_or(0)
 }
 
 /// Column widths for columns of natural widths `natural` sharing `avail`,
-/// or `None` when even their minimums do not fit.
-fn fit(natural: &[usize], avail: usize) -> Option<Vec<usize>> {
-    let mut w: Vec<usize> = natural.iter().map(|&n| n.min(MIN_COLUMN)).collect();
+/// each at least its longest unbreakable piece (`at_least`), or `None` when
+/// even their minimums do not fit.
+fn fit(natural: &[usize], at_least: &[usize], avail: usize) -> Option<Vec<usize>> {
+    let mut w: Vec<usize> = natural
+        .iter()
+        .zip(at_least)
+        .map(|(&n, &u)| n.min(MIN_COLUMN).max(u))
+        .collect();
     let used: usize = w.iter().sum();
     if used > avail {
         return None;
@@ -291,6 +338,23 @@ mod tests {
         assert!(lines.iter().all(|l| width(l) <= 14), "{lines:?}");
         assert_eq!(lines[0], "OMP_PLACES=");
         assert!(lines[1].ends_with(','), "{lines:?}");
+    }
+
+    #[test]
+    fn columns_are_never_narrower_than_an_unbreakable_piece() {
+        assert_eq!(longest_piece("RAYON_NUM_THREADS=2 OMP_PLACES={0},{1}"), 18);
+        let rows = vec![Row {
+            label: "Exports".into(),
+            cells: vec!["RAYON_NUM_THREADS=2".into(); 4],
+            right: false,
+        }];
+        let heads: Vec<String> = (0..4).map(|i| format!("arm{i}")).collect();
+        let out = grid("Arm", &heads, &rows, 80);
+        assert!(
+            !out.contains("THREAD\n") && !out.contains("RAYON_NUM_THREAD "),
+            "{out}"
+        );
+        assert_eq!(out.matches("RAYON_NUM_THREADS=").count(), 4, "{out}");
     }
 
     #[test]
