@@ -467,7 +467,7 @@ fn ctrl_c_restores_governors_kills_the_run_keeps_the_journal_and_resumes() {
     signal(child.id(), "INT");
     let t = Instant::now();
     let out = loop {
-        if let Some(_) = child.try_wait().unwrap() {
+        if child.try_wait().unwrap().is_some() {
             break child.wait_with_output().unwrap();
         }
         assert!(

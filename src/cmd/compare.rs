@@ -26,8 +26,8 @@ else the CPUs pinsight may use: its affinity mask ∩ online CPUs) and the same 
 variables (OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS); only the placement differs.
 Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any thread count: threads float
 inside the set. A pinned policy with fewer CPUs than threads is refused before anything
-runs, unless --oversubscribe lets it place threads round robin (a policy from the default
-list is then reported as not applicable instead).
+runs (one from the default list is reported as not applicable instead), unless
+--oversubscribe lets it place threads round robin.
 
 The baseline is `os` (no pinning). Policies that need a second core kind (p-*, e-* on a
 machine with one kind) are reported as \"not applicable here\" with the reason, and the
@@ -468,17 +468,14 @@ fn default_threads(usable: &CpuSet) -> usize {
 fn check_outputs(args: &Args) -> Result<(), CliError> {
     let mut outputs: Vec<(&str, &Path)> = Vec::new();
     if args.resume.is_none() {
-        match &args.journal {
-            Some(j) => {
-                if j.exists() {
-                    return Err(CliError::usage(format!(
-                        "--journal {}: already exists; continue it with --resume {0}, or choose another --journal",
-                        j.display()
-                    )));
-                }
-                outputs.push(("--journal", j));
+        if let Some(j) = &args.journal {
+            if j.exists() {
+                return Err(CliError::usage(format!(
+                    "--journal {}: already exists; continue it with --resume {0}, or choose another --journal",
+                    j.display()
+                )));
             }
-            None => {}
+            outputs.push(("--journal", j));
         }
     }
     for (flag, p) in [
