@@ -413,6 +413,10 @@ fn the_warmup_advice_appears_only_without_warmups() {
     assert!(!w.contains("--warmup"), "{w}");
     assert!(w.contains("even after 2 warm-up runs"), "{w}");
     assert!(warm.verdict.caveats.iter().all(|c| !c.contains("--warmup")));
+    // Nowhere in the report either (the statistics' own notes included).
+    let json = serde_json::to_string(&warm).unwrap();
+    assert!(!json.contains("--warmup"), "{json}");
+    assert!(serde_json::to_string(&cold).unwrap().contains("--warmup"));
 }
 
 #[test]
