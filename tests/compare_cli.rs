@@ -1,6 +1,7 @@
 //! `pinsight compare` end to end: outputs, exports, the journal, exit
 //! codes, faults (Ctrl-C, crashes, timeouts, missing programs), resume,
-//! and the PMU/RAPL/cpufreq paths on fake trees under `--fsroot`.
+//! and the PMU/RAPL/cpufreq paths on fake measurement trees (the test-only
+//! `PINSIGHT_TEST_MEASURE_ROOT`: topology and plans stay this machine's).
 //! Runs only `true`, `false`, `sh` and `sleep`: fast, no extra packages.
 
 use serde_json::Value;
@@ -8,12 +9,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Redirects compare's measurement reads (cpufreq, PMUs, RAPL) to a fake
+/// tree; test-only, not in `--help`.
+const MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
+
 fn pinsight(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
     c.current_dir(dir)
         .stdin(Stdio::null())
-        .env_remove("PINSIGHT_FSROOT");
+        .env_remove("PINSIGHT_FSROOT")
+        .env_remove(MEASURE_ROOT)
+        .env_remove("COLUMNS");
     c
+}
+
+/// `args` with the measurement files read under `root`.
+fn run_measured_in(dir: &Path, root: &Path, args: &[&str]) -> Output {
+    pinsight(dir)
+        .env(MEASURE_ROOT, root)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Whitespace (line breaks of wrapped text) collapsed to single spaces.
+fn flat(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn run(dir: &Path, args: &[&str]) -> Output {
@@ -32,21 +53,15 @@ fn journal_lines(p: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// A fake machine like this one (CPUs 0-1, one kind) with optional cpufreq
-/// (every CPU on `governor`) and an optional RAPL package zone.
+/// Fake measurement files for CPUs 0-63 (enough for the CPUs of any test
+/// machine): optional cpufreq (every CPU on `governor`) and an optional
+/// RAPL package zone; no PMU.
 fn fake_tree(dir: &Path, governor: Option<&str>, rapl: bool) -> PathBuf {
     let root = dir.join("fake");
     let cpu = root.join("sys/devices/system/cpu");
     std::fs::create_dir_all(&cpu).unwrap();
-    for f in ["online", "possible", "present"] {
-        std::fs::write(cpu.join(f), "0-1\n").unwrap();
-    }
-    for c in 0..2 {
-        let t = cpu.join(format!("cpu{c}/topology"));
-        std::fs::create_dir_all(&t).unwrap();
-        std::fs::write(t.join("core_id"), format!("{c}\n")).unwrap();
-        std::fs::write(t.join("physical_package_id"), "0\n").unwrap();
-        std::fs::write(t.join("thread_siblings_list"), format!("{c}\n")).unwrap();
+    for c in 0..64 {
+        std::fs::create_dir_all(cpu.join(format!("cpu{c}"))).unwrap();
         if let Some(g) = governor {
             let f = cpu.join(format!("cpu{c}/cpufreq"));
             std::fs::create_dir_all(&f).unwrap();
@@ -90,6 +105,8 @@ fn true_under_three_policies_gives_table_json_and_every_export() {
             "1",
             "--seed",
             "3",
+            "--threads",
+            "1",
             "--policies",
             "os,cpus:0,e-set",
             "--journal",
@@ -152,8 +169,9 @@ fn true_under_three_policies_gives_table_json_and_every_export() {
     assert_eq!(j.iter().filter(|l| l["phase"] == "warmup").count(), 2);
 
     let csv = std::fs::read_to_string(d.path().join("r.csv")).unwrap();
-    assert!(csv.starts_with("arm,policy,governor,applicable,reason,"));
-    assert_eq!(csv.lines().count(), 4);
+    let rows: Vec<&str> = csv.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(rows[0].starts_with("arm,policy,governor,applicable,reason,"));
+    assert_eq!(rows.len(), 4);
     let md = std::fs::read_to_string(d.path().join("r.md")).unwrap();
     assert!(md.contains("**Verdict: ") && md.contains("| `cpus:0` |"));
     let html = std::fs::read_to_string(d.path().join("r.html")).unwrap();
@@ -175,7 +193,7 @@ fn human_output_is_a_table_with_a_verdict() {
             "--warmup",
             "0",
             "--policies",
-            "os,cpus:0",
+            "os,cpus-set:0",
             "--",
             "true",
         ],
@@ -186,6 +204,7 @@ fn human_output_is_a_table_with_a_verdict() {
         out.contains("Time (mean ± σ)") && out.contains("Range (min … max)"),
         "{out}"
     );
+    assert!(out.contains("Threads") && out.contains("Exports"), "{out}");
     assert!(out.contains("Verdict: "), "{out}");
     let err = text(&o.stderr);
     assert!(
@@ -322,6 +341,7 @@ fn ignore_failure_goes_on_and_shows_the_failures() {
             "2",
             "--warmup",
             "0",
+            "--oversubscribe",
             "--policies",
             "os,cpus:0",
             "--journal",
@@ -332,7 +352,7 @@ fn ignore_failure_goes_on_and_shows_the_failures() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(journal_lines(&d.path().join("j.jsonl")).len(), 5);
-    let out = text(&o.stdout);
+    let out = flat(&text(&o.stdout));
     assert!(out.contains("0 (2 failed)"), "{out}");
     assert!(
         out.contains("2 failed runs (exited with code 1, ...)"),
@@ -415,8 +435,6 @@ fn ctrl_c_restores_governors_kills_the_run_keeps_the_journal_and_resumes() {
     let marker = "0.3517";
     let args = [
         "compare",
-        "--fsroot",
-        root.to_str().unwrap(),
         "--governors",
         "performance,powersave",
         "--policies",
@@ -434,6 +452,7 @@ fn ctrl_c_restores_governors_kills_the_run_keeps_the_journal_and_resumes() {
         marker,
     ];
     let mut child = pinsight(d.path())
+        .env(MEASURE_ROOT, &root)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -448,7 +467,7 @@ fn ctrl_c_restores_governors_kills_the_run_keeps_the_journal_and_resumes() {
     signal(child.id(), "INT");
     let t = Instant::now();
     let out = loop {
-        if let Some(_) = child.try_wait().unwrap() {
+        if child.try_wait().unwrap().is_some() {
             break child.wait_with_output().unwrap();
         }
         assert!(
@@ -481,17 +500,10 @@ fn ctrl_c_restores_governors_kills_the_run_keeps_the_journal_and_resumes() {
         "the interrupted run is not journaled as a failure"
     );
 
-    let o = run(
+    let o = run_measured_in(
         d.path(),
-        &[
-            "compare",
-            "--resume",
-            "j.jsonl",
-            "--fsroot",
-            root.to_str().unwrap(),
-            "--json",
-            "-q",
-        ],
+        &root,
+        &["compare", "--resume", "j.jsonl", "--json", "-q"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let lines = journal_lines(&journal);
@@ -562,16 +574,15 @@ fn governors_are_a_second_dimension_and_restored_after_a_normal_end() {
             .display(),
         log.display()
     );
-    let o = run(
+    let o = run_measured_in(
         d.path(),
+        &root,
         &[
             "compare",
-            "--fsroot",
-            root.to_str().unwrap(),
             "--governors",
             "performance,powersave",
             "--policies",
-            "os,cpus:0",
+            "os,cpus-set:0",
             "--runs",
             "2",
             "--warmup",
@@ -597,8 +608,8 @@ fn governors_are_a_second_dimension_and_restored_after_a_normal_end() {
         [
             "os@performance",
             "os@powersave",
-            "cpus:0@performance",
-            "cpus:0@powersave"
+            "cpus-set:0@performance",
+            "cpus-set:0@powersave"
         ]
     );
     let seen = std::fs::read_to_string(&log).unwrap();
@@ -612,12 +623,11 @@ fn governors_are_a_second_dimension_and_restored_after_a_normal_end() {
 fn without_cpufreq_governors_are_not_applicable_not_an_error() {
     let d = tempfile::tempdir().unwrap();
     let root = fake_tree(d.path(), None, false);
-    let o = run(
+    let o = run_measured_in(
         d.path(),
+        &root,
         &[
             "compare",
-            "--fsroot",
-            root.to_str().unwrap(),
             "--governors",
             "performance",
             "--runs",
@@ -633,6 +643,15 @@ fn without_cpufreq_governors_are_not_applicable_not_an_error() {
     let err = text(&o.stderr);
     assert!(err.contains("governors: unavailable (no cpufreq:"), "{err}");
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let gov_na = r["not_applicable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["what"] == "governor performance");
+    assert!(gov_na, "{}", r["not_applicable"]);
+    if r["header"]["machine"]["kinds"].as_array().unwrap().len() > 1 {
+        return; // the kind assertions below are for one-kind machines
+    }
     let na: Vec<&str> = r["not_applicable"]
         .as_array()
         .unwrap()
@@ -662,21 +681,23 @@ fn without_cpufreq_governors_are_not_applicable_not_an_error() {
 fn pmu_less_machine_with_rapl_shows_reasons_energy_and_edp() {
     let d = tempfile::tempdir().unwrap();
     let root = fake_tree(d.path(), None, true);
-    // Each run "consumes" OMP_NUM_THREADS joules (+ a little pid noise):
-    // os plans 2 threads, cpus:0 one.
+    // Each run "consumes" one joule per CPU it may use (+ a little pid
+    // noise): os has 2 CPUs, cpus-set:0 one (both run 2 threads; nproc
+    // would report OMP_NUM_THREADS, so it is unset for it).
     let f = root.join("sys/class/powercap/intel-rapl:0/energy_uj");
     let script = format!(
-        "f={}; echo $(( $(cat $f) + OMP_NUM_THREADS * 1000000 + $$ % 97 * 1000 )) > $f",
+        "f={}; echo $(( $(cat $f) + $(env -u OMP_NUM_THREADS nproc) * 1000000 + $$ % 97 * 1000 )) > $f",
         f.display()
     );
-    let o = run(
+    let o = run_measured_in(
         d.path(),
+        &root,
         &[
             "compare",
-            "--fsroot",
-            root.to_str().unwrap(),
+            "--threads",
+            "2",
             "--policies",
-            "os,cpus:0",
+            "os,cpus-set:0",
             "--runs",
             "6",
             "--warmup",
@@ -692,7 +713,7 @@ fn pmu_less_machine_with_rapl_shows_reasons_energy_and_edp() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
+    let out = flat(&text(&o.stdout));
     assert!(
         out.contains("energy (package)") && out.contains("energy-delay product"),
         "{out}"
@@ -737,4 +758,426 @@ fn pmu_less_machine_with_rapl_shows_reasons_energy_and_edp() {
             > 1.5
     );
     assert!(r["arms"][1]["edp_change_percent"].as_f64().is_some());
+}
+
+// ---- issue 8: every arm runs the same experiment ----
+
+#[test]
+fn every_arm_runs_the_same_thread_count_and_exports() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("seen");
+    let script = format!(
+        "echo \"$OMP_NUM_THREADS $RAYON_NUM_THREADS $CILK_NWORKERS\" >> {}",
+        log.display()
+    );
+    // No --threads: every arm gets the usable CPUs, including the set
+    // policy with one CPU (it planned 1 thread against 2 for os before).
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--policies",
+            "os,cpus-set:0",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--journal",
+            "j.jsonl",
+            "--json",
+            "-q",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = r["header"]["threads"].as_u64().unwrap();
+    let usable = r["header"]["machine"]["usable_cpus"].as_str().unwrap();
+    let cpus = pinsight_cpuset::CpuSet::parse_list(usable).unwrap().len() as u64;
+    assert_eq!(n, cpus, "default: the usable CPUs");
+    for a in r["arms"].as_array().unwrap() {
+        assert_eq!(a["threads"], n, "{a}");
+        let env: Vec<(String, String)> = serde_json::from_value(a["env"].clone()).unwrap();
+        for k in ["OMP_NUM_THREADS", "RAYON_NUM_THREADS", "CILK_NWORKERS"] {
+            assert!(
+                env.contains(&(k.to_string(), n.to_string())),
+                "{k}: {env:?}"
+            );
+        }
+    }
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(seen.lines().count(), 4);
+    assert!(
+        seen.lines().all(|l| l == format!("{n} {n} {n}")),
+        "every run saw the same variables:\n{seen}"
+    );
+}
+
+#[test]
+fn a_pinned_policy_with_too_few_cpus_is_refused_before_any_run() {
+    let d = tempfile::tempdir().unwrap();
+    let marker = d.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let args = [
+        "compare",
+        "--threads",
+        "2",
+        "--policies",
+        "os,cpus:0",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--journal",
+        "j.jsonl",
+        "--json",
+        "-q",
+    ];
+    let mut refused: Vec<&str> = args.to_vec();
+    refused.extend(["--", "sh", "-c", &script]);
+    let o = run(d.path(), &refused);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cpus:0: 2 threads") && err.contains("--oversubscribe"),
+        "{err}"
+    );
+    assert!(!marker.exists() && !d.path().join("j.jsonl").exists());
+
+    // compare accepts --oversubscribe itself (it used to run it as the program).
+    let mut over: Vec<&str> = args.to_vec();
+    over.extend(["--oversubscribe", "--", "sh", "-c", &script]);
+    let o = run(d.path(), &over);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        r["arms"][1]["plan"]["places"],
+        serde_json::json!(["0", "0"])
+    );
+    assert_eq!(r["header"]["oversubscribe"], true);
+    assert!(marker.exists());
+}
+
+#[test]
+fn latency_and_weights_files_reach_the_policies_that_need_them() {
+    let d = tempfile::tempdir().unwrap();
+    let lat = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/latency/tests/fixtures/AMD_Ryzen_9_5950X_3.40_GHz.csv");
+    let base = [
+        "compare",
+        "--threads",
+        "2",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+        "-q",
+    ];
+    let mut a: Vec<&str> = base.to_vec();
+    a.extend([
+        "--policies",
+        "os,latency-group",
+        "--latency",
+        lat.to_str().unwrap(),
+        "--journal",
+        "l.jsonl",
+        "--",
+        "true",
+    ]);
+    let o = run(d.path(), &a);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["arms"][1]["id"], "latency-group");
+    assert_eq!(r["arms"][1]["threads"], 2);
+
+    std::fs::write(d.path().join("w.json"), r#"{"0": 1.0, "1": 2.0}"#).unwrap();
+    let mut b: Vec<&str> = base.to_vec();
+    b.extend([
+        "--policies",
+        "os,balance",
+        "--weights",
+        "w.json",
+        "--journal",
+        "w.jsonl",
+        "--",
+        "true",
+    ]);
+    let o = run(d.path(), &b);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["arms"][1]["id"], "balance");
+
+    // A file no requested policy uses is a usage error naming it.
+    let o = run(
+        d.path(),
+        &[
+            "compare",
+            "--weights",
+            "w.json",
+            "--policies",
+            "os",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--weights w.json: applies to the balance policy only"));
+}
+
+// ---- issue 8: no experiment on the wrong machine ----
+
+#[test]
+fn recorded_machines_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let marker = d.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/topology/tests/fixtures");
+    let fixture = std::fs::read_dir(root.join("hwloc"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("sys").is_dir())
+        .unwrap();
+    let xml = std::fs::read_dir(root.join("xml"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "xml"))
+        .unwrap();
+    let cases: Vec<(Vec<&str>, Option<&Path>, &str)> = vec![
+        (
+            vec!["--fsroot", fixture.to_str().unwrap()],
+            None,
+            "--fsroot",
+        ),
+        (
+            vec!["--hwloc-xml", xml.to_str().unwrap()],
+            None,
+            "--hwloc-xml",
+        ),
+        (vec![], Some(fixture.as_path()), "PINSIGHT_FSROOT"),
+    ];
+    for (flags, env, name) in cases {
+        let mut c = pinsight(d.path());
+        if let Some(e) = env {
+            c.env("PINSIGHT_FSROOT", e);
+        }
+        let o = c
+            .arg("compare")
+            .args(&flags)
+            .args([
+                "--runs",
+                "1",
+                "--journal",
+                "j.jsonl",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(name) && err.contains("on this machine"),
+            "{name}: {err}"
+        );
+        assert!(!marker.exists() && !d.path().join("j.jsonl").exists());
+    }
+}
+
+// ---- issue 8: a typo is an error, not a command ----
+
+#[test]
+fn a_mistyped_option_is_an_error_not_the_program() {
+    let d = tempfile::tempdir().unwrap();
+    let marker = d.path().join("ran");
+    let m = marker.to_str().unwrap();
+    for args in [
+        vec!["compare", "--runz", "3", "--", "touch", m],
+        vec!["compare", "--runz", "3", "touch", m],
+    ] {
+        let o = run(d.path(), &args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("'--runz'"), "{err}");
+        assert!(err.contains("a similar argument exists: '--runs'"), "{err}");
+        assert!(!marker.exists(), "{args:?} ran the program");
+    }
+    // The program's own options still reach it, with or without `--`.
+    for dashdash in [true, false] {
+        let out = d.path().join(format!("args-{dashdash}"));
+        let script = format!("echo \"$@\" > {}", out.display());
+        let mut args = vec![
+            "compare",
+            "--policies",
+            "os",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "-q",
+            "--json",
+            "--journal",
+        ];
+        let journal = format!("j-{dashdash}.jsonl");
+        args.push(&journal);
+        if dashdash {
+            args.push("--");
+        }
+        args.extend(["sh", "-c", &script, "sh", "--its-own-flag", "-x"]);
+        let o = run(d.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap().trim(),
+            "--its-own-flag -x"
+        );
+    }
+}
+
+// ---- issue 8: no lost work ----
+
+#[test]
+fn output_paths_are_checked_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let marker = d.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    for (flag, path) in [
+        ("--export-json", "no/such/dir/r.json"),
+        ("--csv", "no/such/dir/r.csv"),
+        ("--markdown", "no/such/dir/r.md"),
+        ("--html", "no/such/dir/r.html"),
+        ("--journal", "no/such/dir/j.jsonl"),
+        ("--csv", "."),
+    ] {
+        let o = run(
+            d.path(),
+            &[
+                "compare",
+                "--policies",
+                "os",
+                "--runs",
+                "1",
+                flag,
+                path,
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
+        );
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {path}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("{flag} {path}")), "{err}");
+        assert!(!marker.exists(), "{flag} {path}: the program ran");
+    }
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing written: {left:?}");
+    // An existing --journal is refused up front too (exit 2).
+    std::fs::write(d.path().join("j.jsonl"), "").unwrap();
+    let o = run(
+        d.path(),
+        &["compare", "--journal", "j.jsonl", "--", "sh", "-c", &script],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--resume j.jsonl"));
+    assert!(!marker.exists());
+}
+
+#[test]
+fn default_journal_names_never_collide() {
+    let d = tempfile::tempdir().unwrap();
+    // Take the default names of the next seconds, as another compare
+    // started in the same second would.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for s in now..now + 30 {
+        let (_, stamp) = pinsight_compare::setup::utc(s);
+        std::fs::write(d.path().join(format!("pinsight-compare-{stamp}.jsonl")), "").unwrap();
+    }
+    let spawn = || {
+        pinsight(d.path())
+            .args([
+                "compare",
+                "--policies",
+                "os",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "-q",
+                "--",
+                "true",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    for c in [a, b] {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    }
+    let journals: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("-2.jsonl") || n.ends_with("-3.jsonl"))
+        .collect();
+    assert_eq!(journals.len(), 2, "{journals:?}");
+}
+
+// ---- issue 8: readable where users are ----
+
+#[test]
+fn tables_fit_80_columns_also_when_the_terminal_reports_0() {
+    let d = tempfile::tempdir().unwrap();
+    for columns in [None, Some("0")] {
+        let mut c = pinsight(d.path());
+        if let Some(v) = columns {
+            c.env("COLUMNS", v);
+        }
+        let o = c
+            .args([
+                "compare",
+                "--threads",
+                "2",
+                "--policies",
+                "os,cpus-set:0,cpus:0-1,compact,scatter,kind-set:fastest,p-set",
+                "--runs",
+                "2",
+                "--warmup",
+                "0",
+                "--journal",
+                &format!("j-{columns:?}.jsonl"),
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let out = text(&o.stdout);
+        for line in out.lines() {
+            let w = pinsight_compare::render::layout::width(line);
+            assert!(w <= 80, "COLUMNS={columns:?}: {w} columns:\n{line}\n{out}");
+        }
+        for arm in [
+            "os",
+            "cpus-set:0",
+            "cpus:0-1",
+            "compact",
+            "scatter",
+            "p-set",
+        ] {
+            assert!(out.contains(arm), "{arm} missing:\n{out}");
+        }
+    }
 }

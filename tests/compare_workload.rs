@@ -19,7 +19,7 @@ fn compare_runs_the_pi_workload_under_os_and_pinned_placements() {
             "--warmup",
             "0",
             "--policies",
-            "os,cpus:0,e-pinned",
+            "os,compact,e-pinned",
             "--journal",
             "j.jsonl",
             "--json",
@@ -59,11 +59,20 @@ fn compare_runs_the_pi_workload_under_os_and_pinned_placements() {
         .find(|m| m["key"] == "task_clock_ms")
         .unwrap();
     assert!(tc["summary"]["mean"].as_f64().unwrap() > 0.0, "{tc}");
-    let env: Vec<&str> = arms[1]["plan"]["places"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
-    assert_eq!(env, ["0"]);
+    // Every arm runs the same number of threads (the usable CPUs) and
+    // tells the program the same count.
+    let n = r["header"]["threads"].as_u64().unwrap();
+    for a in arms {
+        assert_eq!(a["threads"], n, "{a}");
+        let env: Vec<(String, String)> = serde_json::from_value(a["env"].clone()).unwrap();
+        assert!(
+            env.contains(&("OMP_NUM_THREADS".to_string(), n.to_string())),
+            "{env:?}"
+        );
+    }
+    assert_eq!(
+        arms[1]["plan"]["places"].as_array().unwrap().len() as u64,
+        n,
+        "compact pins one place per thread"
+    );
 }

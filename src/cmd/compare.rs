@@ -14,17 +14,32 @@ use pinsight_compare::{
     analyse, interrupt, render, Header, Journal, JournalWriter, Report, Request, RunLine,
     SetupError, Slot, Status,
 };
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::FsRoot;
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const AFTER_HELP: &str = "\
+Every arm runs the same experiment: the same program, the same number of threads (--threads,
+else the CPUs pinsight may use: its affinity mask ∩ online CPUs) and the same thread-count
+variables (OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS); only the placement differs.
+Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any thread count: threads float
+inside the set. A pinned policy with fewer CPUs than threads is refused before anything
+runs (one from the default list is reported as not applicable instead), unless
+--oversubscribe lets it place threads round robin.
+
 The baseline is `os` (no pinning). Policies that need a second core kind (p-*, e-* on a
 machine with one kind) are reported as \"not applicable here\" with the reason, and the
 applicable ones run. Runs are interleaved in randomised blocks (every arm once per block),
 so drift hits all arms alike. Each finished run is appended to the journal and synced to
-disk; an interrupted experiment continues with --resume JOURNAL.
+disk; an interrupted experiment continues with --resume JOURNAL. Output files (journal and
+exports) are checked before the first run.
+
+compare measures this machine: --fsroot, PINSIGHT_FSROOT and --hwloc-xml are refused.
+
+Options go before the program: the first word that is not an option (or everything after
+`--`) is the program, and the words after it are its own arguments.
 
 Exit status: 0 done; 1 a run failed (without --ignore-failure) or a runtime error; 2 usage;
 126/127 COMMAND cannot be executed / not found; 130 interrupted by Ctrl-C (143 SIGTERM).
@@ -32,6 +47,7 @@ Exit status: 0 done; 1 a run failed (without --ignore-failure) or a runtime erro
 Examples:
   pinsight compare --runs 10 -- ./my-omp-app input.dat
   pinsight compare --policies os,p-pinned --threads 8 --html report.html -- make -j8
+  pinsight compare --policies os,latency-group --latency lat.csv -- ./app
   pinsight compare --governors performance,powersave -- sysbench cpu run
   pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
 
@@ -42,9 +58,18 @@ pub struct Args {
     /// Placement policies to compare, comma-separated [default: os,p-set,p-pinned,e-set,e-pinned].
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub policies: Option<Vec<String>>,
-    /// Threads to plan for (exported as OMP_NUM_THREADS etc.) [default: CPUs of each policy].
+    /// Threads of every arm (exported as OMP_NUM_THREADS etc.) [default: usable CPUs].
     #[arg(long, short = 't', value_name = "N")]
     pub threads: Option<usize>,
+    /// Let pinned policies place more threads than they have CPUs (round robin).
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// Core-to-core latency matrix for latency-group/latency-pipeline (CSV or JSON).
+    #[arg(long, value_name = "FILE")]
+    pub latency: Option<PathBuf>,
+    /// Per-CPU speed weights for balance: JSON {"cpu": weight} or `cpu,weight` lines.
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
     /// Measured runs per arm [default: 10].
     #[arg(long, short = 'r', value_name = "N")]
     pub runs: Option<usize>,
@@ -63,7 +88,7 @@ pub struct Args {
     /// cpufreq governors as a second dimension, comma-separated (needs writable cpufreq).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub governors: Option<Vec<String>>,
-    /// Journal file [default: pinsight-compare-<UTC timestamp>.jsonl in the current directory].
+    /// Journal file [default: pinsight-compare-<UTC timestamp>[-N].jsonl in the current directory].
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub journal: Option<PathBuf>,
     /// Continue an interrupted experiment from its journal (COMMAND and options may be omitted).
@@ -78,7 +103,7 @@ pub struct Args {
     /// Write the report (every raw run + summaries + verdict) as JSON to FILE.
     #[arg(long = "export-json", value_name = "FILE")]
     pub export_json: Option<PathBuf>,
-    /// Write a CSV summary (one row per arm) to FILE.
+    /// Write a CSV summary (one row per arm) to FILE; `#` lines first name metrics unavailable everywhere.
     #[arg(long = "csv", visible_alias = "export-csv", value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write a Markdown report to FILE.
@@ -91,29 +116,25 @@ pub struct Args {
     /// Write a self-contained HTML report (box plots, CI bars, verdict) to FILE.
     #[arg(long = "html", visible_alias = "export-html", value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// The program to measure and its arguments (after `--`).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
+    /// The program to measure and its arguments: after `--`, or from the first word that is
+    /// not an option (options of pinsight go before it; a mistyped one is an error).
+    // No `allow_hyphen_values`: an unknown option before the program is a
+    // usage error with clap's "similar argument" tip, never the program.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    if g.hwloc_xml.is_some() {
-        return Err(CliError::usage(
-            "compare runs programs on this machine: --hwloc-xml cannot be used (use --fsroot only for recorded test trees)",
-        ));
-    }
+    refuse_other_machine(g)?;
     interrupt::install().map_err(CliError::runtime)?;
-    let fs = g.fsroot()?;
+    let live = FsRoot::live();
+    let fs = measurement_root()?;
 
     let previous = match &args.resume {
         Some(p) => Some(Journal::read(p).map_err(CliError::usage)?),
         None => None,
     };
-    let req = request(&args, previous.as_ref().map(|j| &j.header))?;
+    let mut req = request(&args, previous.as_ref().map(|j| &j.header))?;
     let (code, why) = match resolve_program(&req.command[0]) {
         Ok(_) => (0, String::new()),
         Err(e) => e,
@@ -121,8 +142,15 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if code != 0 {
         return Err(CliError { code, message: why });
     }
+    // Nothing is measured (or a governor touched) before every output
+    // file is known to be writable.
+    check_outputs(&args)?;
 
     let topo = g.topology()?;
+    let usable = topo.usable();
+    if req.threads.is_none() {
+        req.threads = Some(default_threads(&usable));
+    }
     let (measurer, mut capabilities) = Measurer::new(
         &fs,
         Options {
@@ -130,7 +158,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             ..Options::default()
         },
     );
-    let usable = topo.usable();
     let probe = probe_governors(&fs, &usable, &req.governors).map_err(setup_error)?;
     capabilities.retain(|c| !c.is_empty());
     let (created, stamp) = utc_now();
@@ -138,7 +165,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         &topo,
         &req,
         &probe,
-        machine(&topo, &fs, capabilities),
+        machine(&topo, &live, capabilities),
         &|k| std::env::var_os(k).is_some(),
         created,
     )
@@ -162,11 +189,17 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             (path.clone(), w, j.runs)
         }
         _ => {
-            let path = args
-                .journal
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(format!("pinsight-compare-{stamp}.jsonl")));
-            let w = JournalWriter::create(&path, &header).map_err(CliError::runtime)?;
+            let w = match &args.journal {
+                // The user's path: a problem with it is a usage error.
+                Some(path) => JournalWriter::create(path, &header).map_err(CliError::usage)?,
+                None => JournalWriter::create_unique(
+                    Path::new("."),
+                    &format!("pinsight-compare-{stamp}"),
+                    &header,
+                )
+                .map_err(CliError::runtime)?,
+            };
+            let path = w.path().strip_prefix(".").unwrap_or(w.path()).to_path_buf();
             (path, w, Vec::new())
         }
     };
@@ -263,10 +296,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(&report)?;
     } else {
-        print!(
-            "{}",
-            render::text::render(&report, std::io::stdout().is_terminal())
-        );
+        let width = render::layout::effective_width(render::layout::terminal_columns());
+        print!("{}", render::text::render(&report, width));
     }
     written?;
 
@@ -332,6 +363,15 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
                 .clone()
                 .unwrap_or_else(|| h.governors.clone()),
             threads: args.threads.or(h.threads),
+            oversubscribe: args.oversubscribe || h.oversubscribe,
+            latency: args
+                .latency
+                .clone()
+                .or_else(|| h.latency.as_ref().map(PathBuf::from)),
+            weights: args
+                .weights
+                .clone()
+                .or_else(|| h.weights.as_ref().map(PathBuf::from)),
             runs: args.runs.unwrap_or(h.runs),
             warmup: args.warmup.unwrap_or(h.warmup),
             seed: args.seed.unwrap_or(h.seed),
@@ -362,11 +402,123 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
         }),
         governors: args.governors.clone().unwrap_or_default(),
         threads: args.threads,
+        oversubscribe: args.oversubscribe,
+        latency: args.latency.clone(),
+        weights: args.weights.clone(),
         runs,
         warmup: args.warmup.unwrap_or(1),
         seed: args.seed.unwrap_or_else(random_seed),
         timeout: args.timeout,
     })
+}
+
+/// compare runs and measures programs here: a recorded machine (`--fsroot`,
+/// `PINSIGHT_FSROOT`, `--hwloc-xml`) would plan for one CPU and measure
+/// another, labelled as the recorded one.
+fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
+    let from_env = g.fsroot.as_ref().is_some_and(|p| {
+        std::env::var_os("PINSIGHT_FSROOT").is_some_and(|v| v == p.as_os_str())
+            && !std::env::args_os()
+                .take_while(|a| a != "--")
+                .any(|a| a == "--fsroot" || a.to_string_lossy().starts_with("--fsroot="))
+    });
+    let what = if from_env {
+        "PINSIGHT_FSROOT is set"
+    } else if g.fsroot.is_some() {
+        "--fsroot was given"
+    } else if g.hwloc_xml.is_some() {
+        "--hwloc-xml was given"
+    } else {
+        return Ok(());
+    };
+    Err(CliError::usage(format!(
+        "compare runs and measures programs on this machine, but {what} (another machine's description); \
+         unset it, or use `pinsight plan` to plan for a recorded machine"
+    )))
+}
+
+/// TEST ONLY, deliberately not in `--help`: `PINSIGHT_TEST_MEASURE_ROOT=DIR`
+/// reads the measurement files (cpufreq governors, perf PMUs and
+/// `perf_event_paranoid`, RAPL powercap zones) under DIR instead of /, so
+/// tests can fake and watch them. The topology and every plan stay this
+/// machine's, and programs still run here.
+const TEST_MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
+
+fn measurement_root() -> Result<FsRoot, CliError> {
+    match std::env::var_os(TEST_MEASURE_ROOT).filter(|v| !v.is_empty()) {
+        Some(dir) => FsRoot::at(&dir)
+            .map_err(|e| CliError::usage(e.replacen("--fsroot", TEST_MEASURE_ROOT, 1))),
+        None => Ok(FsRoot::live()),
+    }
+}
+
+/// Threads of every arm when `--threads` is not given: the CPUs this
+/// process may run on (its affinity mask) among the usable ones.
+fn default_threads(usable: &CpuSet) -> usize {
+    let n = match pinsight_compare::command::own_affinity() {
+        Some(mask) => mask.intersection(usable).len(),
+        None => usable.len(),
+    };
+    n.max(1)
+}
+
+/// Checks that every output file can be written, before anything runs:
+/// an existing file is opened for writing (not truncated), a new one is
+/// created and removed again. A problem is a usage error naming the path.
+fn check_outputs(args: &Args) -> Result<(), CliError> {
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
+    if args.resume.is_none() {
+        if let Some(j) = &args.journal {
+            if j.exists() {
+                return Err(CliError::usage(format!(
+                    "--journal {}: already exists; continue it with --resume {0}, or choose another --journal",
+                    j.display()
+                )));
+            }
+            outputs.push(("--journal", j));
+        }
+    }
+    for (flag, p) in [
+        ("--export-json", &args.export_json),
+        ("--csv", &args.csv),
+        ("--markdown", &args.markdown),
+        ("--html", &args.html),
+    ] {
+        if let Some(p) = p {
+            outputs.push((flag, p));
+        }
+    }
+    for (flag, path) in outputs {
+        writable(path).map_err(|e| {
+            CliError::usage(format!("{flag} {}: cannot write it: {e}", path.display()))
+        })?;
+    }
+    if args.resume.is_none() && args.journal.is_none() {
+        // The default journal goes to the current directory.
+        let probe = PathBuf::from(format!(".pinsight-compare-probe-{}", std::process::id()));
+        writable(&probe).map_err(|e| {
+            CliError::usage(format!(
+                "cannot write the journal in the current directory: {e}; use --journal FILE"
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+fn writable(path: &Path) -> std::io::Result<()> {
+    use std::fs::OpenOptions;
+    if path.is_dir() {
+        return Err(std::io::Error::other("it is a directory"));
+    }
+    if path.exists() {
+        return OpenOptions::new().write(true).open(path).map(drop);
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map(drop)?;
+    std::fs::remove_file(path)
 }
 
 /// A fresh seed (recorded in the journal, so any run order can be replayed).

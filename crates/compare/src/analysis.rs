@@ -127,6 +127,10 @@ pub struct ArmReport {
     pub plan: ArmPlan,
     /// Human placement: `pinned 0 1`, `CPUs 0-1 (OS decides)`.
     pub placement: String,
+    /// Threads the program was told to run (the same in every arm).
+    pub threads: usize,
+    /// Variables exported to the program (`OMP_NUM_THREADS` and friends).
+    pub env: Vec<(String, String)>,
     /// Successful measured runs (the statistics' n).
     pub measured: usize,
     pub warmups: usize,
@@ -224,6 +228,9 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
             .and_then(|m| m.summary.as_ref().map(|s| s.mean));
         for a in arms.iter_mut().filter(|a| &a.id != b) {
             a.time_vs_baseline = Versus::of(&base_label, &base_time, &series(&a.id, "wall_s"));
+            if let Some(v) = &mut a.time_vs_baseline {
+                after_warmups(&mut v.detail.notes, header.warmup);
+            }
             a.energy_vs_baseline =
                 Versus::of(&base_label, &base_energy, &series(&a.id, "energy_pkg_j"));
             let edp = a
@@ -257,6 +264,26 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
     }
 }
 
+/// The stats crate advises warm-up runs when a first run is slow; after
+/// warm-ups that advice is wrong, so it is replaced by what it means then.
+fn after_warmups(notes: &mut [String], warmups: usize) {
+    if warmups == 0 {
+        return;
+    }
+    for n in notes.iter_mut().filter(|n| n.contains("--warmup")) {
+        let who = n.split_once(": ").map_or("", |(w, _)| w);
+        *n = format!("{who}: {}", slow_first_after_warmups(warmups));
+    }
+}
+
+fn slow_first_after_warmups(warmups: usize) -> String {
+    format!(
+        "the first measured run was significantly slower than the rest even after {warmups} warm-up run{}: \
+         something else probably ran at the time; consider re-running on a quiet system",
+        if warmups == 1 { "" } else { "s" }
+    )
+}
+
 fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricDef]) -> ArmReport {
     let mine: Vec<&RunLine> = latest.values().copied().filter(|r| r.arm == a.id).collect();
     let failed: Vec<FailedRun> = mine
@@ -278,7 +305,14 @@ fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricD
     let warmups = mine.iter().filter(|r| r.phase == Phase::Warmup).count();
     let metrics: Vec<MetricStats> = defs.iter().map(|d| metric_stats(d, &ok)).collect();
     let walls: Vec<f64> = ok.iter().map(|r| r.record.wall_s).collect();
-    let outlier_warning = Outliers::detect(&walls).ok().and_then(|o| o.warning());
+    let outlier_warning = Outliers::detect(&walls).ok().and_then(|o| {
+        if o.slow_first_run && warmups > 0 {
+            // "Consider --warmup" would be wrong advice: there were warm-ups.
+            Some(slow_first_after_warmups(warmups))
+        } else {
+            o.warning()
+        }
+    });
     ArmReport {
         id: a.id.clone(),
         label: arm_label(a),
@@ -286,6 +320,8 @@ fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricD
         governor: a.governor.clone(),
         plan: a.plan.clone(),
         placement: a.plan.describe(),
+        threads: a.plan.threads,
+        env: a.env.clone(),
         measured: ok.len(),
         warmups,
         failed,

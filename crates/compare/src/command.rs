@@ -132,6 +132,11 @@ impl PreparedArm {
     }
 }
 
+/// The CPUs this process may run on (`sched_getaffinity`), if readable.
+pub fn own_affinity() -> Option<CpuSet> {
+    pinsight_launch::affinity::get_affinity(0).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

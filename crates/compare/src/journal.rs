@@ -111,7 +111,17 @@ pub struct Header {
     pub policies: Vec<String>,
     /// Governors as requested (empty: left as they are).
     pub governors: Vec<String>,
+    /// Threads of every arm (the user's `--threads`, else the usable CPUs).
     pub threads: Option<usize>,
+    /// `--oversubscribe`: pinned policies may place more threads than CPUs.
+    #[serde(default)]
+    pub oversubscribe: bool,
+    /// `--latency FILE`, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<String>,
+    /// `--weights FILE`, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<String>,
     pub runs: usize,
     pub warmup: usize,
     pub seed: u64,
@@ -170,6 +180,11 @@ impl Header {
             "--threads",
             format!("{:?}", self.threads),
             format!("{:?}", other.threads),
+        );
+        cmp(
+            "--oversubscribe",
+            self.oversubscribe.to_string(),
+            other.oversubscribe.to_string(),
         );
         cmp("--runs", self.runs.to_string(), other.runs.to_string());
         cmp(
@@ -355,6 +370,35 @@ impl JournalWriter {
         Ok(w)
     }
 
+    /// Creates a new journal named `{stem}.jsonl` in `dir`, or
+    /// `{stem}-2.jsonl`, `{stem}-3.jsonl`, ... when that exists: each
+    /// name is claimed atomically (`O_EXCL`), so two experiments started
+    /// in the same second never share (or fail on) a journal.
+    pub fn create_unique(dir: &Path, stem: &str, header: &Header) -> Result<JournalWriter, String> {
+        for n in 1..=10_000u32 {
+            let name = if n == 1 {
+                format!("{stem}.jsonl")
+            } else {
+                format!("{stem}-{n}.jsonl")
+            };
+            let path = dir.join(name);
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => {
+                    let mut w = JournalWriter { file, path };
+                    w.write_line(&Line::Header(header.clone()))
+                        .map_err(|e| format!("cannot write journal {}: {e}", w.path.display()))?;
+                    return Ok(w);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("cannot create journal {}: {e}", path.display())),
+            }
+        }
+        Err(format!(
+            "cannot create a journal in {}: {stem}.jsonl and 10000 variants exist",
+            dir.display()
+        ))
+    }
+
     /// Opens an existing journal for appending, first trimming a last line
     /// cut short by a crash.
     pub fn append_to(path: &Path) -> Result<JournalWriter, String> {
@@ -412,6 +456,9 @@ mod tests {
             policies: vec!["os".into(), "e-set".into()],
             governors: vec![],
             threads: Some(2),
+            oversubscribe: false,
+            latency: None,
+            weights: None,
             runs: 3,
             warmup: 1,
             seed: 1,
@@ -436,6 +483,17 @@ mod tests {
             }],
             machine: Machine::default(),
         }
+    }
+
+    #[test]
+    fn default_names_never_collide() {
+        let d = tempfile::tempdir().unwrap();
+        let h = header();
+        let a = JournalWriter::create_unique(d.path(), "pinsight-compare-x", &h).unwrap();
+        let b = JournalWriter::create_unique(d.path(), "pinsight-compare-x", &h).unwrap();
+        assert_ne!(a.path(), b.path());
+        assert!(b.path().ends_with("pinsight-compare-x-2.jsonl"));
+        assert_eq!(Journal::read(b.path()).unwrap().header, h);
     }
 
     fn run(slot: usize, wall: f64) -> RunLine {

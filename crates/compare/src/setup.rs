@@ -6,7 +6,9 @@
 use crate::journal::{ArmHeader, ArmPlan, Header, Machine, NotApplicable, SCHEMA};
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::{read_governors, GovernorError, GovernorGuard};
-use pinsight_plan::{plan, Plan, PlanError, Policy, Request as PlanRequest};
+use pinsight_plan::{
+    plan, BasePolicy, LatencyMatrix, Plan, PlanError, Policy, Request as PlanRequest, Weights,
+};
 use pinsight_topology::{FsRoot, Topology};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -33,7 +35,15 @@ pub struct Request {
     pub prepare: Option<String>,
     pub policies: Vec<String>,
     pub governors: Vec<String>,
+    /// Threads of every arm; `None`: the number of usable CPUs.
     pub threads: Option<usize>,
+    /// Let pinned policies place more threads than they have CPUs (round
+    /// robin). Set policies never need it: their threads float.
+    pub oversubscribe: bool,
+    /// Core-to-core latency matrix for `latency-group`/`latency-pipeline`.
+    pub latency: Option<PathBuf>,
+    /// Per-CPU weights for `balance`.
+    pub weights: Option<PathBuf>,
     pub runs: usize,
     pub warmup: usize,
     pub seed: u64,
@@ -162,6 +172,9 @@ pub fn setup(
             "--threads 0: the number of threads must be at least 1".into(),
         ));
     }
+    // Every arm runs the same number of threads: the experiment compares
+    // placements, not thread counts.
+    let threads = req.threads.unwrap_or_else(|| topo.usable().len().max(1));
     let mut policies: Vec<(String, Policy)> = Vec::new();
     for text in &req.policies {
         let p =
@@ -171,6 +184,43 @@ pub fn setup(
             policies.push((canonical, p));
         }
     }
+    let is_latency = |p: &Policy| {
+        matches!(
+            p.base,
+            BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
+        )
+    };
+    let latency = match &req.latency {
+        Some(path) => {
+            if !policies.iter().any(|(_, p)| is_latency(p)) {
+                return Err(SetupError::Usage(format!(
+                    "--latency {}: applies to latency-group/latency-pipeline only, and --policies has neither",
+                    path.display()
+                )));
+            }
+            Some(LatencyMatrix::load(path).map_err(SetupError::Usage)?)
+        }
+        None => None,
+    };
+    let weights = match &req.weights {
+        Some(path) => {
+            if !policies.iter().any(|(_, p)| p.base == BasePolicy::Balance) {
+                return Err(SetupError::Usage(format!(
+                    "--weights {}: applies to the balance policy only, and --policies has no balance",
+                    path.display()
+                )));
+            }
+            Some(Weights::load(path).map_err(SetupError::Usage)?)
+        }
+        None => None,
+    };
+    // Policies the user named must run as asked; those of the default list
+    // that cannot (another core kind, too few CPUs) are reported instead.
+    let named = req
+        .policies
+        .iter()
+        .map(String::as_str)
+        .ne(DEFAULT_POLICIES.iter().copied());
     let mut arms = Vec::new();
     let mut plans = Vec::new();
     let mut not_applicable = Vec::new();
@@ -181,12 +231,22 @@ pub fn setup(
     };
     for (name, policy) in &policies {
         let r = PlanRequest {
-            threads: req.threads,
+            threads: Some(threads),
+            // Threads of a set policy float inside the set: more threads
+            // than CPUs is time sharing, not a placement to refuse.
+            oversubscribe: req.oversubscribe || !policy.is_pinned(),
+            latency: latency.clone().filter(|_| is_latency(policy)),
+            weights: weights
+                .clone()
+                .filter(|_| policy.base == BasePolicy::Balance),
             ..PlanRequest::new(policy.clone())
         };
         let p = match plan(topo, &r) {
             Ok(p) => p,
             Err(e) if is_usage(&e) => return Err(SetupError::Usage(e.to_string())),
+            Err(e @ PlanError::TooManyThreads { .. }) if named => {
+                return Err(SetupError::Usage(e.to_string()))
+            }
             Err(e) => {
                 not_applicable.push(NotApplicable {
                     what: name.clone(),
@@ -241,7 +301,10 @@ pub fn setup(
             prepare: req.prepare.clone(),
             policies: req.policies.clone(),
             governors: req.governors.clone(),
-            threads: req.threads,
+            threads: Some(threads),
+            oversubscribe: req.oversubscribe,
+            latency: req.latency.as_ref().map(|p| p.display().to_string()),
+            weights: req.weights.as_ref().map(|p| p.display().to_string()),
             runs: req.runs,
             warmup: req.warmup,
             seed: req.seed,

@@ -122,6 +122,47 @@ pub fn describe_p(v: &Versus) -> String {
     }
 }
 
+/// Why a difference is not significant, naming the rule that said no:
+/// "not significant: p = 0.095 Mann-Whitney U ≥ 0.05 with 5 runs per arm".
+/// A difference counts only when the test gives p < 0.05 AND the 95 %
+/// interval of the ratio excludes 1; when only one of them says yes, both
+/// are stated, so a CI that excludes no change never reads as a
+/// contradiction.
+pub fn not_significant_why(v: &Versus) -> String {
+    let (n1, n2) = (v.detail.baseline.n, v.detail.candidate.n);
+    let runs = if n1 == n2 {
+        format!("{n1} runs per arm")
+    } else {
+        format!("{n1} and {n2} runs")
+    };
+    let ci_excludes_one = v.ratio_ci.is_some_and(|c| !c.contains(1.0));
+    let ci = match v.ratio_ci {
+        None => "the 95% CI of the ratio is unbounded".to_string(),
+        Some(_) if ci_excludes_one => "the 95% CI alone excludes no change".to_string(),
+        Some(_) => "the 95% CI includes no change".to_string(),
+    };
+    match v.p {
+        Some(p) if p < ALPHA => format!(
+            "not significant: {ci}, although {} < {ALPHA} with {runs}",
+            describe_p(v)
+        ),
+        Some(_) => {
+            let mut s = format!("not significant: {} ≥ {ALPHA} with {runs}", describe_p(v));
+            if v.test == TestKind::MannWhitney && min_mann_whitney_p(n1, n2) >= ALPHA {
+                s.push_str(&format!(
+                    " (the smallest p it can reach is {:.2})",
+                    min_mann_whitney_p(n1, n2)
+                ));
+            }
+            if ci_excludes_one {
+                s.push_str(&format!(", although {ci}"));
+            }
+            s
+        }
+        None => format!("not significant: {} with {runs}", describe_p(v)),
+    }
+}
+
 /// Smallest two-sided p-value an exact Mann-Whitney test can reach with
 /// n1 and n2 runs: 2 / C(n1 + n2, n1).
 pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
@@ -231,10 +272,10 @@ pub fn decide(
             s
         } else {
             format!(
-                "{}: no significant difference ({}, {})",
+                "{}: {}, {}",
                 a.label,
                 describe_time(v),
-                describe_p(v)
+                not_significant_why(v)
             )
         };
         if let Some(e) = &a.energy_vs_baseline {

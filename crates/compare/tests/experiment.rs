@@ -39,6 +39,9 @@ fn header(arms: &[&str], runs: usize, warmup: usize, seed: u64) -> Header {
         policies: arms.iter().map(|s| s.to_string()).collect(),
         governors: vec![],
         threads: None,
+        oversubscribe: false,
+        latency: None,
+        weights: None,
         runs,
         warmup,
         seed,
@@ -310,13 +313,13 @@ fn verdict_picks_the_significantly_faster_placement_with_energy() {
     let v = r.arms[1].time_vs_baseline.as_ref().unwrap();
     assert!(v.significant && v.ratio_ci.unwrap().lo > 1.0);
     // Every export says it too.
-    assert!(render::text::render(&r, false).contains("Verdict: Use p-pinned"));
+    assert!(render::text::render(&r, 80).contains("Verdict: Use p-pinned"));
     assert!(render::markdown::render(&r).contains("**Verdict: Use p-pinned"));
     let html = render::html::render(&r);
     assert!(html.contains("Use p-pinned") && html.contains("<svg") && !html.contains("<script"));
     let csv = render::csv::render(&r);
     assert_eq!(
-        csv.lines().count(),
+        csv.lines().filter(|l| !l.starts_with('#')).count(),
         1 + 3 + 1,
         "header, 3 arms, 1 not applicable"
     );
@@ -338,11 +341,159 @@ fn no_difference_means_leave_it_to_the_os() {
         r.verdict.headline,
         "No significant difference — leave it to the OS."
     );
+    let e = &r.verdict.evidence[0];
+    assert!(e.starts_with("compact: "), "{e}");
+    assert!(e.contains(", not significant: "), "{e}");
+}
+
+#[test]
+fn not_significant_says_which_test_said_no_and_why() {
+    // 3 runs, 2× faster: the CI excludes no change, but no rank test on
+    // 3 + 3 runs can reach p < 0.05. Both must be said.
+    let r = report_for(&[1.0, 0.5], &[0.01, 0.01], &["os", "compact"], 3, false);
+    let v = r.arms[1].time_vs_baseline.as_ref().unwrap();
+    assert!(!v.significant && v.ratio_ci.is_some_and(|c| c.lo > 1.0));
+    let cell = render::versus_cell(&r.arms[1], &r);
     assert!(
-        r.verdict.evidence[0].starts_with("compact: no significant difference ("),
-        "{:?}",
-        r.verdict.evidence
+        cell.contains("not significant: p = 0.100 Mann-Whitney U ≥ 0.05 with 3 runs per arm"),
+        "{cell}"
     );
+    assert!(
+        cell.contains("(the smallest p it can reach is 0.10)"),
+        "{cell}"
+    );
+    assert!(
+        cell.contains("although the 95% CI alone excludes no change"),
+        "{cell}"
+    );
+    let e = r.verdict.evidence.join("\n");
+    assert!(
+        e.contains("Mann-Whitney U ≥ 0.05 with 3 runs per arm"),
+        "{e}"
+    );
+}
+
+/// Arm 0's first measured run is 3× slower than the rest.
+fn slow_first_measured_run(warmup: usize) -> pinsight_compare::Report {
+    struct Slow(Fake, bool);
+    impl Executor for Slow {
+        fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
+            let mut r = self.0.run(slot)?;
+            if slot.arm == 0 && slot.phase == Phase::Measured && !self.1 {
+                self.1 = true;
+                r.wall_s *= 3.0;
+            }
+            Ok(r)
+        }
+        fn prepare(&mut self) -> Result<(), RunError> {
+            Ok(())
+        }
+        fn set_governor(&mut self, _: Option<&str>) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("j.jsonl");
+    let h = header(&["os", "compact"], 8, warmup, 5);
+    let mut w = JournalWriter::create(&p, &h).unwrap();
+    let mut ex = Slow(fake(&[1.0, 1.0], &[0.001, 0.001]), false);
+    let o = execute(&h, &[], &mut w, &mut ex, &mut Silent, false, &|| false);
+    assert_eq!(o, Outcome::Complete);
+    let j = Journal::read(&p).unwrap();
+    analyse(&j.header, &j.runs, Status::Complete, vec![])
+}
+
+#[test]
+fn the_warmup_advice_appears_only_without_warmups() {
+    let cold = slow_first_measured_run(0);
+    let w = cold.arms[0].outlier_warning.as_deref().unwrap();
+    assert!(w.contains("--warmup"), "{w}");
+    let warm = slow_first_measured_run(2);
+    let w = warm.arms[0].outlier_warning.as_deref().unwrap();
+    assert!(!w.contains("--warmup"), "{w}");
+    assert!(w.contains("even after 2 warm-up runs"), "{w}");
+    assert!(warm.verdict.caveats.iter().all(|c| !c.contains("--warmup")));
+    // Nowhere in the report either (the statistics' own notes included).
+    let json = serde_json::to_string(&warm).unwrap();
+    assert!(!json.contains("--warmup"), "{json}");
+    assert!(serde_json::to_string(&cold).unwrap().contains("--warmup"));
+}
+
+#[test]
+fn text_fits_80_columns_with_many_arms_and_long_names() {
+    use unicode_width::UnicodeWidthStr;
+    let names = [
+        "os",
+        "kind-set:E-core@powersave",
+        "cpus-set:0,2,4,6,8,10,12,14,16,18,20,22",
+        "latency-pipeline+smt-physical-first",
+        "p-pinned@performance",
+        "e-pinned@conservative",
+        "scatter",
+        "compact",
+    ];
+    let r = report_for(
+        &[1.0, 1.1, 0.9, 1.05, 0.95, 1.2, 1.0, 1.01],
+        &[0.01; 8],
+        &names,
+        5,
+        true,
+    );
+    for w in [80, 0] {
+        let width = render::layout::effective_width(Some(w));
+        let text = render::text::render(&r, width);
+        for line in text.lines() {
+            assert!(
+                line.width() <= 80,
+                "{} columns at width {w}:\n{line}\n{text}",
+                line.width()
+            );
+        }
+        // No word is cut: every arm name and the verdict's words survive.
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for n in [
+            "scatter",
+            "compact",
+            "os",
+            "E-core@powersave",
+            "p-pinned@performance",
+        ] {
+            assert!(flat.contains(n), "{n} missing:\n{text}");
+        }
+        assert!(flat.contains("Verdict: "));
+    }
+}
+
+#[test]
+fn csv_says_an_everywhere_unavailable_reason_once() {
+    let r = report_for(
+        &[1.0, 1.1, 1.2],
+        &[0.01; 3],
+        &["os", "compact", "scatter"],
+        5,
+        false,
+    );
+    let csv = render::csv::render(&r);
+    assert_eq!(
+        csv.matches("no hardware PMU: test").count(),
+        1,
+        "the reason once, not per arm and metric:\n{csv}"
+    );
+    let comment = csv.lines().next().unwrap();
+    assert!(
+        comment.starts_with("# cycles, instructions, IPC")
+            && comment.contains("unavailable in every arm (no hardware PMU: test)"),
+        "{comment}"
+    );
+    let rows: Vec<&str> = csv.lines().filter(|l| !l.starts_with('#')).collect();
+    let head: Vec<&str> = rows[0].split(',').collect();
+    let i = head
+        .iter()
+        .position(|h| *h == "cycles_unavailable")
+        .unwrap();
+    for row in &rows[1..4] {
+        assert_eq!(row.split(',').nth(i), Some(""), "{row}");
+    }
 }
 
 #[test]
@@ -417,7 +568,8 @@ fn unavailable_metrics_say_why_and_are_never_zero() {
     let cycles = r.arms[0].metric("cycles").unwrap();
     assert!(cycles.summary.is_none());
     assert_eq!(cycles.unavailable.as_deref(), Some("no hardware PMU: test"));
-    let text = render::text::render(&r, false);
+    let text = render::text::render(&r, 80);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(text.contains("cycles, instructions, IPC, cache references, cache misses, average frequency: unavailable (no hardware PMU: test)"), "{text}");
     assert!(
         text.contains("energy-delay product: unavailable (no RAPL: test)"),
@@ -434,8 +586,9 @@ fn unavailable_metrics_say_why_and_are_never_zero() {
     assert_eq!(cyc["unavailable"], "no hardware PMU: test");
     assert!(cyc.get("summary").is_none());
     let csv = render::csv::render(&r);
-    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let mut lines = csv.lines().filter(|l| !l.starts_with('#'));
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     let i = head.iter().position(|h| *h == "cycles_mean").unwrap();
     assert_eq!(row[i], "", "unavailable is an empty cell, not 0");
 }

@@ -1,6 +1,10 @@
 //! CSV export: one row per arm (applicable or not), summary columns for
-//! every metric. Unavailable values are empty cells (the reason is in the
-//! `<metric>_unavailable` column and in the JSON), never 0.
+//! every metric. Unavailable values are empty cells, never 0. A metric
+//! unavailable in every arm has its reason once, in a `#` comment line
+//! before the header (`# cycles, IPC: unavailable in every arm (no
+//! hardware PMU: ...)`; pandas reads it with `comment='#'`), not in every
+//! row; the `<metric>_unavailable` column holds only reasons that differ
+//! between arms (e.g. some runs without a value).
 
 use super::*;
 
@@ -59,7 +63,13 @@ pub fn render(r: &Report) -> String {
             head.push(format!("{k}_{s}"));
         }
     }
-    let mut out = head.join(",");
+    let mut out = String::new();
+    for (labels, reason) in unavailable_groups(r) {
+        let line = format!("# {labels}: unavailable in every arm ({reason})");
+        out.push_str(&line.replace(['\n', '\r'], " "));
+        out.push('\n');
+    }
+    out.push_str(&head.join(","));
     out.push('\n');
     for a in &r.arms {
         let v = a.time_vs_baseline.as_ref();
@@ -95,8 +105,12 @@ pub fn render(r: &Report) -> String {
             row.push(num(s.and_then(|s| s.mean_ci).map(|c| c.lo)));
             row.push(num(s.and_then(|s| s.mean_ci).map(|c| c.hi)));
             row.push(num(s.and_then(|s| s.harmonic_mean)));
+            // Said once in a comment line when it holds for every arm.
+            let everywhere = unavailable_everywhere(&r.arms, k).is_some();
             row.push(field(
-                m.and_then(|m| m.unavailable.as_deref()).unwrap_or(""),
+                m.and_then(|m| m.unavailable.as_deref())
+                    .filter(|_| !everywhere)
+                    .unwrap_or(""),
             ));
         }
         out.push_str(&row.join(","));

@@ -68,14 +68,21 @@ pub fn render(r: &Report) -> String {
     // Summary table.
     let base = r.baseline.clone().unwrap_or_default();
     o.push_str(&format!(
-        "<h2>Wall time</h2><table><tr><th>Arm</th><th>Placement</th><th>Runs</th><th>Mean ± σ</th><th>95% CI of mean</th><th>Range (min … max)</th><th>vs {}</th><th>Test</th></tr>\n",
+        "<h2>Wall time</h2><table><tr><th>Arm</th><th>Placement</th><th>Threads</th><th>Exports</th><th>Runs</th><th>Mean ± σ</th><th>95% CI of mean</th><th>Range (min … max)</th><th>vs {}</th><th>Test</th></tr>\n",
         esc(&base)
     ));
     for a in &r.arms {
         o.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             esc(&a.label),
             esc(&a.placement),
+            a.threads,
+            esc(&a
+                .env
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")),
             a.measured,
             if a.failed.is_empty() { String::new() } else { format!(" ({} failed)", a.failed.len()) },
             esc(&time_cell(a)),
@@ -87,7 +94,7 @@ pub fn render(r: &Report) -> String {
     }
     for na in &r.not_applicable {
         o.push_str(&format!(
-            "<tr class=\"na\"><td>{}</td><td colspan=\"7\">not applicable here: {}</td></tr>\n",
+            "<tr class=\"na\"><td>{}</td><td colspan=\"9\">not applicable here: {}</td></tr>\n",
             esc(&na.what),
             esc(&na.reason)
         ));

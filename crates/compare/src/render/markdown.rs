@@ -31,14 +31,20 @@ pub fn render(r: &Report) -> String {
     ));
     let base = r.baseline.clone().unwrap_or_default();
     out.push_str(&format!(
-        "| Arm | Placement | Runs | Time (mean ± σ) | 95% CI of mean | Range (min … max) | vs {base} | Test |\n"
+        "| Arm | Placement | Threads | Exports | Runs | Time (mean ± σ) | 95% CI of mean | Range (min … max) | vs {base} | Test |\n"
     ));
-    out.push_str("|:---|:---|---:|---:|:---|:---|:---|:---|\n");
+    out.push_str("|:---|:---|---:|:---|---:|---:|:---|:---|:---|:---|\n");
     for a in &r.arms {
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             esc(&a.label),
             esc(&a.placement),
+            a.threads,
+            a.env
+                .iter()
+                .map(|(k, v)| format!("`{}={}`", esc(k), esc(v)))
+                .collect::<Vec<_>>()
+                .join(" "),
             a.measured,
             time_cell(a),
             ci_cell(a),
@@ -49,7 +55,7 @@ pub fn render(r: &Report) -> String {
     }
     for na in &r.not_applicable {
         out.push_str(&format!(
-            "| `{}` | not applicable here: {} | | | | | | |\n",
+            "| `{}` | not applicable here: {} | | | | | | | | |\n",
             esc(&na.what),
             esc(&na.reason)
         ));

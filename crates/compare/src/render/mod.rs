@@ -4,12 +4,13 @@
 
 pub mod csv;
 pub mod html;
+pub mod layout;
 pub mod markdown;
 pub mod svg;
 pub mod text;
 
 use crate::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
-use crate::verdict::{describe_p, describe_time};
+use crate::verdict::{describe_p, describe_time, not_significant_why};
 
 /// Metrics shown in the per-metric table, after wall time.
 pub const DETAIL_KEYS: &[&str] = &[
@@ -79,7 +80,8 @@ pub fn versus_cell(a: &ArmReport, r: &Report) -> String {
         Some(v) => {
             let mut s = describe_time(v);
             if !v.significant {
-                s.push_str(", not significant");
+                s.push_str(", ");
+                s.push_str(&not_significant_why(v));
             }
             s
         }

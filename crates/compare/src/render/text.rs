@@ -1,87 +1,94 @@
-//! The terminal output: a hyperfine-like summary table, a per-metric table
-//! (metrics as rows, arms as columns, like `perf stat` side by side), the
-//! unavailable metrics with their reasons, and the verdict.
+//! The terminal output: a summary table (one column per arm: placement,
+//! threads, exported variables, time, CI, comparison with the baseline), a
+//! per-metric table (metrics as rows, arms as columns, like `perf stat`
+//! side by side), the unavailable metrics with their reasons, and the
+//! verdict. Everything fits the given width (80 columns by default).
 
+use super::layout::{grid, hanging, Row};
 use super::*;
-use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
-/// Renders the report as text (no colour codes). `terminal`: fit the
-/// tables to the terminal's width.
-pub fn render(r: &Report, terminal: bool) -> String {
-    let width = terminal;
+/// Renders the report as text (no colour codes), every line at most
+/// `width` columns (see [`super::layout::effective_width`]): tables have
+/// one column per arm and are cut into several when the arms do not fit.
+pub fn render(r: &Report, width: usize) -> String {
     let mut out = String::new();
     let h = &r.header;
-    out.push_str(&format!("Command:  {}\n", h.command.join(" ")));
+    out.push_str(&hanging("Command:  ", &h.command.join(" "), 10, width));
     if let Some(p) = &h.prepare {
-        out.push_str(&format!("Prepare:  {p}\n"));
+        out.push_str(&hanging("Prepare:  ", p, 10, width));
     }
-    out.push_str(&format!("Design:   {}\n", design_line(r)));
-    out.push_str(&format!("Status:   {}\n", status_line(r)));
+    out.push_str(&hanging("Design:   ", &design_line(r), 10, width));
+    out.push_str(&hanging("Status:   ", &status_line(r), 10, width));
     let m = &h.machine;
-    out.push_str(&format!(
-        "Machine:  {} ({} usable CPUs: {}{})\n\n",
-        m.model_name.as_deref().unwrap_or("unknown CPU"),
-        m.usable_cpus.len(),
-        m.usable_cpus,
-        if m.kinds.len() > 1 {
-            format!("; kinds {}", m.kinds.join(", "))
-        } else {
-            String::new()
-        }
+    out.push_str(&hanging(
+        "Machine:  ",
+        &format!(
+            "{} ({} usable CPUs: {}{})",
+            m.model_name.as_deref().unwrap_or("unknown CPU"),
+            m.usable_cpus.len(),
+            m.usable_cpus,
+            if m.kinds.len() > 1 {
+                format!("; kinds {}", m.kinds.join(", "))
+            } else {
+                String::new()
+            }
+        ),
+        10,
+        width,
     ));
+    out.push('\n');
 
-    let mut t = table(width);
     let base = r
         .baseline
         .as_ref()
         .and_then(|b| r.arms.iter().find(|a| &a.id == b))
         .map(|a| a.label.clone())
         .unwrap_or_default();
-    t.set_header(vec![
-        "Arm",
-        "Placement",
-        "Runs",
-        "Time (mean ± σ)",
-        "95% CI of mean",
-        "Range (min … max)",
-        &format!("vs {base}"),
-        "Test",
-    ]);
-    for a in &r.arms {
-        let runs = if a.failed.is_empty() {
-            a.measured.to_string()
-        } else {
-            format!("{} ({} failed)", a.measured, a.failed.len())
+    if !r.arms.is_empty() {
+        let heads: Vec<String> = r.arms.iter().map(|a| a.label.clone()).collect();
+        let row = |label: &str, right: bool, f: &dyn Fn(&ArmReport) -> String| Row {
+            label: label.to_string(),
+            cells: r.arms.iter().map(f).collect(),
+            right,
         };
-        t.add_row(vec![
-            Cell::new(&a.label),
-            Cell::new(&a.placement),
-            Cell::new(runs).set_alignment(CellAlignment::Right),
-            Cell::new(time_cell(a)).set_alignment(CellAlignment::Right),
-            Cell::new(ci_cell(a)),
-            Cell::new(range_cell(a)),
-            Cell::new(versus_cell(a, r)),
-            Cell::new(p_cell(a)),
-        ]);
+        let rows = vec![
+            row("Placement", false, &|a| a.placement.clone()),
+            row("Threads", true, &|a| a.threads.to_string()),
+            row("Exports", false, &|a| {
+                a.env
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }),
+            row("Runs", true, &|a| {
+                if a.failed.is_empty() {
+                    a.measured.to_string()
+                } else {
+                    format!("{} ({} failed)", a.measured, a.failed.len())
+                }
+            }),
+            row("Time (mean ± σ)", true, &time_cell),
+            row("95% CI of mean", false, &ci_cell),
+            row("Range (min … max)", false, &range_cell),
+            row(&format!("vs {base}"), false, &|a| versus_cell(a, r)),
+            row("Test", false, &p_cell),
+        ];
+        out.push_str(&grid("Arm", &heads, &rows, width));
     }
-    for na in &r.not_applicable {
-        t.add_row(vec![
-            Cell::new(&na.what),
-            Cell::new("not applicable here (below)"),
-        ]);
-    }
-    out.push_str(&t.to_string());
-    out.push('\n');
     for (what, reason) in not_applicable_groups(r) {
-        out.push_str(&format!("  {what}: not applicable here: {reason}\n"));
+        out.push_str(&hanging(
+            "  ",
+            &format!("{what}: not applicable here: {reason}"),
+            4,
+            width,
+        ));
     }
 
     let keys = shown_keys(r);
     if !keys.is_empty() && !r.arms.is_empty() {
-        let mut t = table(width);
-        let mut head = vec!["Metric (mean ± σ)".to_string()];
-        head.extend(r.arms.iter().map(|a| a.label.clone()));
-        t.set_header(head);
+        let heads: Vec<String> = r.arms.iter().map(|a| a.label.clone()).collect();
+        let mut rows = Vec::new();
         for k in &keys {
             let Some(first) = r.arms[0].metric(k) else {
                 continue;
@@ -90,22 +97,29 @@ pub fn render(r: &Report, terminal: bool) -> String {
             if first.def.rate {
                 label.push_str(" (harmonic mean)");
             }
-            let mut row = vec![Cell::new(label)];
-            for a in &r.arms {
-                let cell = a.metric(k).map(|m| show_mean(m, true)).unwrap_or_default();
-                row.push(Cell::new(cell).set_alignment(CellAlignment::Right));
-            }
-            t.add_row(row);
+            rows.push(Row {
+                label,
+                cells: r
+                    .arms
+                    .iter()
+                    .map(|a| a.metric(k).map(|m| show_mean(m, true)).unwrap_or_default())
+                    .collect(),
+                right: true,
+            });
         }
         out.push('\n');
-        out.push_str(&t.to_string());
-        out.push('\n');
+        out.push_str(&grid("Metric (mean ± σ)", &heads, &rows, width));
     }
     let groups = unavailable_groups(r);
     if !groups.is_empty() {
         out.push('\n');
         for (labels, reason) in groups {
-            out.push_str(&format!("  {labels}: unavailable ({reason})\n"));
+            out.push_str(&hanging(
+                "  ",
+                &format!("{labels}: unavailable ({reason})"),
+                4,
+                width,
+            ));
         }
     }
     let mut notes: Vec<String> = Vec::new();
@@ -120,34 +134,23 @@ pub fn render(r: &Report, terminal: bool) -> String {
         }
     }
     for n in notes {
-        out.push_str(&format!("  note: {n}\n"));
+        out.push_str(&hanging("  note: ", &n, 8, width));
     }
 
     out.push('\n');
-    out.push_str(&verdict_text(r));
+    out.push_str(&verdict_text(r, width));
     out
 }
 
 /// The verdict block: headline, evidence, caveats.
-pub fn verdict_text(r: &Report) -> String {
+pub fn verdict_text(r: &Report, width: usize) -> String {
     let v = &r.verdict;
-    let mut out = format!("Verdict: {}\n", v.headline);
+    let mut out = hanging("Verdict: ", &v.headline, 9, width);
     for e in &v.evidence {
-        out.push_str(&format!("  • {e}\n"));
+        out.push_str(&hanging("  • ", e, 4, width));
     }
     for c in &v.caveats {
-        out.push_str(&format!("  ! {c}\n"));
+        out.push_str(&hanging("  ! ", c, 4, width));
     }
     out
-}
-
-fn table(terminal: bool) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.set_content_arrangement(if terminal {
-        ContentArrangement::Dynamic
-    } else {
-        ContentArrangement::Disabled
-    });
-    t
 }

@@ -1,0 +1,386 @@
+//! Text that fits a terminal: word wrapping that never splits a word in the
+//! middle, and tables with one column per arm that are cut into several
+//! tables (each repeating the row labels) when the arms do not fit side by
+//! side. Widths are display widths (`σ`, `…`, `×` count as one column).
+
+use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+use unicode_width::UnicodeWidthStr;
+
+/// The width used when the terminal's is unknown (not a terminal, or a
+/// terminal reporting 0 columns).
+pub const DEFAULT_WIDTH: usize = 80;
+
+/// Narrowest text width the renderers aim for; narrower terminals get this.
+pub const MIN_WIDTH: usize = 40;
+
+/// A terminal's reported width as the renderers use it: 0 (unknown) and
+/// absurdly narrow values become [`DEFAULT_WIDTH`] / [`MIN_WIDTH`].
+pub fn effective_width(columns: Option<usize>) -> usize {
+    match columns {
+        None | Some(0) => DEFAULT_WIDTH,
+        Some(w) => w.max(MIN_WIDTH),
+    }
+}
+
+/// Columns of the terminal on stdout: `COLUMNS` when it holds a number,
+/// else the terminal's size (`TIOCGWINSZ`); `None` when stdout is not a
+/// terminal. Pass the result to [`effective_width`] (0 means unknown).
+pub fn terminal_columns() -> Option<usize> {
+    if let Some(c) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return Some(c);
+    }
+    // SAFETY: TIOCGWINSZ fills a `winsize` we own; nothing else is touched.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (r == 0).then_some(usize::from(ws.ws_col))
+}
+
+/// Display width of `s`.
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// Wraps `text` into lines of at most `max` columns. Lines break at spaces;
+/// a single word wider than `max` (a long CPU list, `OMP_PLACES={0},{1},...`)
+/// breaks after one of `,;:/=` or before `(`, never inside a run of letters
+/// or digits, unless it has no such place at all. Existing newlines are kept.
+pub fn wrap(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut out = Vec::new();
+    for para in text.split('\n') {
+        let mut line = String::new();
+        for word in para.split(' ').filter(|w| !w.is_empty()) {
+            for (i, piece) in split_word(word, max).into_iter().enumerate() {
+                let need = if line.is_empty() {
+                    width(&piece)
+                } else {
+                    width(&line) + 1 + width(&piece)
+                };
+                // The rest of a split word starts a line (never " " inside it).
+                if (need > max || i > 0) && !line.is_empty() {
+                    out.push(std::mem::take(&mut line));
+                }
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(&piece);
+            }
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// Splits a word wider than `max` at punctuation (see [`wrap`]); every
+/// piece but the last fills a line of its own.
+fn split_word(word: &str, max: usize) -> Vec<String> {
+    if width(word) <= max {
+        return vec![word.to_string()];
+    }
+    let mut pieces = Vec::new();
+    let mut rest = word;
+    while width(rest) > max {
+        // The last allowed break within `max` columns.
+        let mut cut = None;
+        let mut w = 0;
+        for (i, c) in rest.char_indices() {
+            let cw = width(c.encode_utf8(&mut [0; 4]));
+            if w + cw > max {
+                break;
+            }
+            w += cw;
+            let end = i + c.len_utf8();
+            if ",;:/=".contains(c) && end < rest.len() {
+                cut = Some(end);
+            } else if c == '(' && i > 0 {
+                cut = Some(i);
+            }
+        }
+        let end = match cut {
+            Some(e) => e,
+            // No place to break: only then cut at the width.
+            None => {
+                let mut w = 0;
+                let mut end = 0;
+                for (i, c) in rest.char_indices() {
+                    let cw = width(c.encode_utf8(&mut [0; 4]));
+                    if w + cw > max {
+                        break;
+                    }
+                    w += cw;
+                    end = i + c.len_utf8();
+                }
+                end.max(rest.chars().next().map_or(1, char::len_utf8))
+            }
+        };
+        pieces.push(rest[..end].to_string());
+        rest = &rest[end..];
+    }
+    if !rest.is_empty() {
+        pieces.push(rest.to_string());
+    }
+    pieces
+}
+
+/// `first` then `text` wrapped to `max`, continuation lines indented by
+/// `indent` spaces; each line ends with a newline.
+pub fn hanging(first: &str, text: &str, indent: usize, max: usize) -> String {
+    let mut out = String::new();
+    let avail = max.saturating_sub(indent.max(width(first))).max(10);
+    for (i, l) in wrap(text, avail).iter().enumerate() {
+        if i == 0 {
+            out.push_str(first);
+        } else {
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+/// One row of a [`grid`]: a label and one cell per column; `right`
+/// right-aligns the cells (numbers).
+pub struct Row {
+    pub label: String,
+    pub cells: Vec<String>,
+    pub right: bool,
+}
+
+/// Columns get at least this many columns of text when they need it.
+const MIN_COLUMN: usize = 14;
+/// The label column never takes more than this.
+const MAX_LABEL: usize = 24;
+
+/// A table with row labels down the left and one column per entry of
+/// `heads`, fitting `max` columns: when the columns do not fit side by
+/// side they are split over several tables, each repeating the labels.
+/// Cells are wrapped at word boundaries ([`wrap`]).
+pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String {
+    let label_natural = rows
+        .iter()
+        .map(|r| width(&r.label))
+        .chain([width(corner)])
+        .max()
+        .unwrap_or(0);
+    let label_w = label_natural.clamp(1, MAX_LABEL);
+    // A column is never narrower than its longest unbreakable piece, so
+    // no word is ever cut (as long as the terminal is wide enough at all).
+    let unbreakable: Vec<usize> = (0..heads.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.cells.get(c).map_or(0, |s| longest_piece(s)))
+                .chain([longest_piece(&heads[c])])
+                .max()
+                .unwrap_or(1)
+        })
+        .collect();
+    let natural: Vec<usize> = (0..heads.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.cells.get(c).map_or(0, |s| longest_line(s)))
+                .chain([longest_line(&heads[c])])
+                .max()
+                .unwrap_or(1)
+                .max(1)
+        })
+        .collect();
+    // Borders: "│ " before every column, " │" after the last, " │ " between.
+    let avail_for = |k: usize| max.saturating_sub(label_w + 3 * (k + 1) + 1);
+    let mut out = String::new();
+    let mut start = 0;
+    while start < heads.len() {
+        let mut end = start + 1;
+        let mut widths = fit(&natural[start..end], &unbreakable[start..end], avail_for(1))
+            .unwrap_or_else(|| vec![avail_for(1).max(unbreakable[start])]);
+        while end < heads.len() {
+            match fit(
+                &natural[start..end + 1],
+                &unbreakable[start..end + 1],
+                avail_for(end + 1 - start),
+            ) {
+                Some(w) => {
+                    widths = w;
+                    end += 1;
+                }
+                None => break,
+            }
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&draw(
+            corner,
+            &heads[start..end],
+            rows,
+            start,
+            label_w,
+            &widths,
+        ));
+        out.push('\n');
+        start = end;
+    }
+    out
+}
+
+/// The widest piece of `s` that [`wrap`] cannot break (a word up to its
+/// last allowed break).
+fn longest_piece(s: &str) -> usize {
+    let mut longest = 0;
+    for word in s.split(['\n', ' ']) {
+        let mut piece = 0;
+        let mut chars = word.chars().peekable();
+        let mut first = true;
+        while let Some(c) = chars.next() {
+            // A break before '(' (not at the start of the word).
+            if c == '(' && !first {
+                longest = longest.max(piece);
+                piece = 0;
+            }
+            piece += width(c.encode_utf8(&mut [0; 4]));
+            // A break after ",;:/=" (not at the end of the word).
+            if ",;:/=".contains(c) && chars.peek().is_some() {
+                longest = longest.max(piece);
+                piece = 0;
+            }
+            first = false;
+        }
+        longest = longest.max(piece);
+    }
+    longest
+}
+
+fn longest_line(s: &str) -> usize {
+    s.split('\n').map(width).max().unwrap_or(0)
+}
+
+/// Column widths for columns of natural widths `natural` sharing `avail`,
+/// each at least its longest unbreakable piece (`at_least`), or `None` when
+/// even their minimums do not fit.
+fn fit(natural: &[usize], at_least: &[usize], avail: usize) -> Option<Vec<usize>> {
+    let mut w: Vec<usize> = natural
+        .iter()
+        .zip(at_least)
+        .map(|(&n, &u)| n.min(MIN_COLUMN).max(u))
+        .collect();
+    let used: usize = w.iter().sum();
+    if used > avail {
+        return None;
+    }
+    let mut left = avail - used;
+    // Water filling: the narrowest column still short of its natural width
+    // grows first, so one long cell does not starve the others.
+    while left > 0 {
+        let Some(i) = (0..w.len())
+            .filter(|&i| w[i] < natural[i])
+            .min_by_key(|&i| w[i])
+        else {
+            break;
+        };
+        w[i] += 1;
+        left -= 1;
+    }
+    Some(w)
+}
+
+fn draw(
+    corner: &str,
+    heads: &[String],
+    rows: &[Row],
+    offset: usize,
+    label_w: usize,
+    widths: &[usize],
+) -> String {
+    let cell = |text: &str, w: usize| wrap(text, w).join("\n");
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    let mut head = vec![Cell::new(cell(corner, label_w))];
+    head.extend(
+        heads
+            .iter()
+            .zip(widths)
+            .map(|(h, &w)| Cell::new(cell(h, w))),
+    );
+    t.set_header(head);
+    for r in rows {
+        let mut row = vec![Cell::new(cell(&r.label, label_w))];
+        for (i, &w) in widths.iter().enumerate() {
+            let text = r.cells.get(offset + i).map_or("", String::as_str);
+            let mut c = Cell::new(cell(text, w));
+            if r.right {
+                c = c.set_alignment(CellAlignment::Right);
+            }
+            row.push(c);
+        }
+        t.add_row(row);
+    }
+    t.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_never_split_when_they_fit() {
+        let lines = wrap("1.07× faster (95% CI 5.1–8.7%), p = 0.003", 12);
+        assert!(lines.iter().all(|l| width(l) <= 12), "{lines:?}");
+        assert_eq!(lines.join(" "), "1.07× faster (95% CI 5.1–8.7%), p = 0.003");
+    }
+
+    #[test]
+    fn long_lists_break_after_punctuation() {
+        let lines = wrap("OMP_PLACES={0},{1},{2},{3},{4},{5}", 14);
+        assert!(lines.iter().all(|l| width(l) <= 14), "{lines:?}");
+        assert_eq!(lines[0], "OMP_PLACES=");
+        assert!(lines[1].ends_with(','), "{lines:?}");
+    }
+
+    #[test]
+    fn columns_are_never_narrower_than_an_unbreakable_piece() {
+        assert_eq!(longest_piece("RAYON_NUM_THREADS=2 OMP_PLACES={0},{1}"), 18);
+        let rows = vec![Row {
+            label: "Exports".into(),
+            cells: vec!["RAYON_NUM_THREADS=2".into(); 4],
+            right: false,
+        }];
+        let heads: Vec<String> = (0..4).map(|i| format!("arm{i}")).collect();
+        let out = grid("Arm", &heads, &rows, 80);
+        assert!(
+            !out.contains("THREAD\n") && !out.contains("RAYON_NUM_THREAD "),
+            "{out}"
+        );
+        assert_eq!(out.matches("RAYON_NUM_THREADS=").count(), 4, "{out}");
+    }
+
+    #[test]
+    fn zero_columns_means_unknown() {
+        assert_eq!(effective_width(Some(0)), 80);
+        assert_eq!(effective_width(None), 80);
+        assert_eq!(effective_width(Some(120)), 120);
+        assert_eq!(effective_width(Some(5)), MIN_WIDTH);
+    }
+
+    #[test]
+    fn many_columns_become_several_tables_that_fit() {
+        let heads: Vec<String> = (0..9)
+            .map(|i| format!("kind-set:E-core@powersave{i}"))
+            .collect();
+        let rows = vec![Row {
+            label: "Time (mean ± σ)".into(),
+            cells: (0..9).map(|_| "1.234 s ± 12.3 ms".to_string()).collect(),
+            right: true,
+        }];
+        let out = grid("", &heads, &rows, 80);
+        for l in out.lines() {
+            assert!(width(l) <= 80, "{} columns: {l}", width(l));
+        }
+        for i in 0..9 {
+            assert!(out.contains(&format!("E-core@powersave{i}")), "{out}");
+        }
+    }
+}
