@@ -228,7 +228,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let prepared: Vec<_> = plan
         .plans
         .iter()
-        .map(|p| pinsight_compare::command::PreparedArm::new(p, |k| std::env::var_os(k).is_some()))
+        .map(|p| {
+            pinsight_compare::command::PreparedArm::new(p, &argv[0], |k| {
+                std::env::var_os(k).is_some()
+            })
+        })
         .collect();
     let mut exec = LiveExecutor::new(
         measurer,

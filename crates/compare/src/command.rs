@@ -1,10 +1,15 @@
 //! Builds the `std::process::Command` of one run under one arm's plan,
-//! applying it exactly as `pinsight run` does (crate `pinsight-launch`):
+//! applying it exactly as `pinsight run` does: both build on
+//! [`pinsight_launch::Application`], which decides once per arm how the plan
+//! is applied to this program —
 //!
 //! - `os`: nothing changes;
 //! - set policies: the process starts with the plan's process mask;
-//! - pinned policies: the main thread starts on place 0 and the LD_PRELOAD
-//!   shim pins each new thread to its place at creation;
+//! - pinned policies: the process also starts with the plan's whole mask
+//!   (it sizes itself from the planned CPUs), the main thread moves to place
+//!   0 at its first thread, and the LD_PRELOAD shim pins each new thread at
+//!   creation — or, for programs the shim cannot reach (static, set-id),
+//!   the `/proc` watcher does, with a note on the arm;
 //! - OpenMP/rayon variables from [`pinsight_plan::omp_env`], filtered by
 //!   [`pinsight_launch::env_exports`] (user settings win; binding variables
 //!   are dropped when pinsight pins threads itself).
@@ -12,19 +17,20 @@
 //! Why not `pinsight_launch::run`: it runs a program to completion and
 //! reaps it itself, while a measured run must be spawned and reaped by
 //! [`pinsight_measure::Measurer`] (counters attach between fork and exec,
-//! rusage comes from its `wait4`). So this adapter reuses launch's public
-//! pieces (shim file, env rules, place encoding) and sets the start mask in
-//! a `pre_exec` hook (the child is forked from a multi-threaded process, so
-//! the hook only makes one syscall on a buffer prepared beforehand).
+//! rusage comes from its `wait4`). So this adapter applies the
+//! [`Application`] to a `Command`, sets the start mask in a `pre_exec` hook
+//! (the child is forked from a multi-threaded process, so the hook only
+//! makes one syscall on a buffer prepared beforehand), and hands the
+//! watcher's job ([`PreparedArm::follow`]) to the executor.
 
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::affinity::{set_affinity_words, to_kernel_words};
-use pinsight_launch::launch::places_env;
-use pinsight_launch::shim::{self, ShimFile};
+use pinsight_launch::shim::ShimFile;
+use pinsight_launch::watch::FollowPlan;
+use pinsight_launch::{Application, Mechanism, PinMain};
 use pinsight_plan::Plan;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// One arm, ready to spawn many times.
@@ -32,70 +38,60 @@ use std::process::{Command, Stdio};
 pub struct PreparedArm {
     /// Variables exported to the program.
     pub env: Vec<(String, String)>,
-    /// Notes from the environment rules.
+    /// Notes from the environment rules and the choice of mechanism.
     pub notes: Vec<String>,
+    /// How the plan is applied.
+    app: Application,
     /// The main thread's starting mask (kernel words), if any.
     start_mask: Option<Vec<libc::c_ulong>>,
-    /// Shim variables for pinned plans.
-    shim_env: Option<Vec<(String, String)>>,
+    /// The watcher's pinning job, when the watcher pins this arm's threads.
+    follow: Option<FollowPlan>,
 }
 
-/// The shim file shared by all pinned arms of an experiment; removed when
-/// dropped (the experiment drops it on every exit path, Ctrl-C included).
+/// The shim shared by all pinned arms of an experiment (a sealed memfd the
+/// runs inherit, else a private file); removed when dropped (the
+/// experiment drops it on every exit path, Ctrl-C included).
 pub struct Shim(ShimFile);
 
 impl Shim {
-    pub fn write() -> Result<Shim, String> {
-        ShimFile::write()
+    pub fn create() -> Result<Shim, String> {
+        ShimFile::create()
             .map(Shim)
-            .map_err(|e| format!("cannot write the pinning shim: {e}"))
-    }
-
-    pub fn path(&self) -> &Path {
-        self.0.path()
+            .map_err(|e| format!("cannot create the pinning shim: {e}"))
     }
 }
 
 impl PreparedArm {
-    /// Prepares `plan`. `is_set` tells which variables the user already
-    /// set (normally `std::env::var_os(k).is_some()`).
-    pub fn new(plan: &Plan, is_set: impl Fn(&str) -> bool) -> PreparedArm {
-        // Exactly as `pinsight run` decides (one-place plans are a mask).
-        let per_thread = pinsight_launch::pins_per_thread(plan);
-        let (env, notes) =
-            pinsight_launch::env_exports(&pinsight_plan::omp_env(plan), per_thread, is_set);
-        let start: Option<&CpuSet> = if plan.places.is_empty() {
-            None
-        } else if per_thread {
-            Some(&plan.places[0])
-        } else {
-            Some(&plan.process_mask)
-        };
-        let shim_env = per_thread.then(|| {
-            vec![
-                (shim::ENV_PLACES.to_string(), places_env(&plan.places)),
-                (
-                    shim::ENV_PROCESS_MASK.to_string(),
-                    plan.process_mask.to_list_string(),
-                ),
-                (shim::ENV_SKIP.to_string(), String::new()),
-                (
-                    shim::ENV_LAUNCHER_PID.to_string(),
-                    std::process::id().to_string(),
-                ),
-            ]
-        });
+    /// Prepares `plan` for `program`. `is_set` tells which variables the
+    /// user already set (normally `std::env::var_os(k).is_some()`).
+    pub fn new(plan: &Plan, program: &OsStr, is_set: impl Fn(&str) -> bool) -> PreparedArm {
+        let app = Application::new(
+            plan,
+            program,
+            Mechanism::Shim,
+            PinMain::Lazy,
+            &[],
+            false,
+            &pinsight_plan::omp_env(plan),
+            is_set,
+        );
         PreparedArm {
-            env,
-            notes,
-            start_mask: start.map(to_kernel_words),
-            shim_env,
+            env: app.exported.clone(),
+            notes: app.notes.clone(),
+            start_mask: app.start_mask.as_ref().map(to_kernel_words),
+            follow: app.follow_plan(plan, &[]),
+            app,
         }
     }
 
     /// Whether runs of this arm need the shim file.
     pub fn needs_shim(&self) -> bool {
-        self.shim_env.is_some()
+        self.app.needs_shim()
+    }
+
+    /// The watcher's job for each run, when the watcher pins the threads.
+    pub fn follow(&self) -> Option<&FollowPlan> {
+        self.follow.as_ref()
     }
 
     /// The command for one run. Output goes to /dev/null unless
@@ -104,19 +100,7 @@ impl PreparedArm {
     pub fn command(&self, argv: &[OsString], shim: Option<&Shim>, show_output: bool) -> Command {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        if let (Some(vars), Some(shim)) = (&self.shim_env, shim) {
-            let existing = std::env::var("LD_PRELOAD").ok();
-            cmd.env(
-                "LD_PRELOAD",
-                shim::preload_value(shim.path(), existing.as_deref()),
-            );
-            for (k, v) in vars {
-                cmd.env(k, v);
-            }
-        }
+        self.app.apply(&mut cmd, shim.map(|s| &s.0));
         cmd.stdin(Stdio::null());
         if !show_output {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
@@ -166,7 +150,7 @@ mod tests {
 
     #[test]
     fn os_changes_nothing_but_openmp_variables() {
-        let a = PreparedArm::new(&plan(false, &[], "0-1"), |_| false);
+        let a = PreparedArm::new(&plan(false, &[], "0-1"), OsStr::new("true"), |_| false);
         assert!(a.start_mask.is_none() && !a.needs_shim());
         assert!(a
             .env
@@ -176,19 +160,52 @@ mod tests {
 
     #[test]
     fn pinned_plans_get_the_shim_and_no_binding_variables() {
-        let a = PreparedArm::new(&plan(true, &["0", "1"], "0-1"), |_| false);
+        let a = PreparedArm::new(&plan(true, &["0", "1"], "0-1"), OsStr::new("sh"), |_| false);
         assert!(a.needs_shim());
+        assert!(a.follow().is_none());
         assert!(!a
             .env
             .iter()
             .any(|(k, _)| k == "OMP_PLACES" || k == "OMP_PROC_BIND"));
-        let vars = a.shim_env.as_ref().unwrap();
-        assert!(vars.contains(&("PINSIGHT_PLACES".to_string(), "0;1".to_string())));
+        // The program starts on the whole plan, not on place 0.
+        assert_eq!(a.start_mask, Some(to_kernel_words(&CpuSet::parse_list("0-1").unwrap())));
+        let shim = Shim::create().unwrap();
+        let cmd = a.command(&["sh".into()], Some(&shim), false);
+        let envs: Vec<(String, String)> = cmd
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v?.to_str()?.to_string())))
+            .collect();
+        assert!(envs.contains(&("PINSIGHT_PLACES".to_string(), "0;1".to_string())));
+        assert!(envs.contains(&("PINSIGHT_PIN_MAIN".to_string(), "lazy".to_string())));
+        assert!(envs.iter().any(|(k, v)| k == "LD_PRELOAD" && v.starts_with("/proc/self/fd/")));
+    }
+
+    #[test]
+    fn programs_the_shim_cannot_reach_are_pinned_by_the_watcher() {
+        // A set-user-ID copy of `true` owned by another user (root only) or
+        // a static ELF header: either way the loader will not preload.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("static");
+        let mut elf = vec![0u8; 64];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[4] = 2; // 64-bit
+        elf[5] = 1; // little endian
+        elf[6] = 1;
+        elf[16] = 2; // ET_EXEC
+        elf[18] = 62; // x86-64
+        elf[20] = 1;
+        elf[52] = 64; // e_ehsize
+        elf[54] = 56; // e_phentsize, no program headers: no PT_INTERP
+        std::fs::write(&p, &elf).unwrap();
+        let a = PreparedArm::new(&plan(true, &["0", "1"], "0-1"), p.as_os_str(), |_| false);
+        assert!(!a.needs_shim());
+        assert!(a.follow().is_some_and(|f| f.pin_main_lazily));
+        assert!(a.notes.iter().any(|n| n.contains("statically linked")), "{:?}", a.notes);
     }
 
     #[test]
     fn set_policy_starts_the_process_on_its_mask() {
-        let a = PreparedArm::new(&plan(false, &["1"], "1"), |_| false);
+        let a = PreparedArm::new(&plan(false, &["1"], "1"), OsStr::new("sh"), |_| false);
         let mut cmd = a.command(
             &[
                 "sh".into(),

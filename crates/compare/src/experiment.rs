@@ -8,6 +8,7 @@
 //! without timing noise.
 
 use crate::command::{PreparedArm, Shim};
+use pinsight_launch::watch::{WatchConfig, Watcher};
 use crate::design::{schedule, Phase, Slot};
 use crate::journal::{Header, JournalWriter, RunLine};
 use pinsight_cpuset::CpuSet;
@@ -206,7 +207,7 @@ impl LiveExecutor {
         governor_cpus: CpuSet,
     ) -> Result<LiveExecutor, String> {
         let shim = if arms.iter().any(PreparedArm::needs_shim) {
-            Some(Shim::write()?)
+            Some(Shim::create()?)
         } else {
             None
         };
@@ -248,8 +249,33 @@ impl LiveExecutor {
 
 impl Executor for LiveExecutor {
     fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
-        let cmd = self.arms[slot.arm].command(&self.argv, self.shim.as_ref(), self.show_output);
-        self.measurer.run(cmd)
+        let arm = &self.arms[slot.arm];
+        let cmd = arm.command(&self.argv, self.shim.as_ref(), self.show_output);
+        let Some(follow) = arm.follow() else {
+            return self.measurer.run(cmd);
+        };
+        // The shim cannot reach this program: the watcher pins its threads
+        // as `pinsight run` does, from the spawn until the exit.
+        let follow = follow.clone();
+        self.measurer.run_observed(
+            cmd,
+            |pid| {
+                Watcher::start(
+                    FsRoot::live(),
+                    WatchConfig {
+                        pid,
+                        follow: Some(follow),
+                        poll: Duration::from_millis(1),
+                        sample_every: Duration::ZERO,
+                    },
+                    Vec::new(),
+                    Vec::new(),
+                )
+            },
+            |w| {
+                let _ = w.finish();
+            },
+        )
     }
 
     fn prepare(&mut self) -> Result<(), RunError> {

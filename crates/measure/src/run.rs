@@ -224,7 +224,21 @@ impl Measurer {
     /// should be inherited, null or files: piped stdio is closed at once
     /// (the output is not returned). Runs in their own process group cannot
     /// read the terminal (SIGTTIN): give them `Stdio::null()` as stdin.
-    pub fn run(&self, mut cmd: Command) -> Result<RunRecord, RunError> {
+    pub fn run(&self, cmd: Command) -> Result<RunRecord, RunError> {
+        self.run_observed(cmd, |_| (), |()| ())
+    }
+
+    /// [`Measurer::run`] with an observer of the running child:
+    /// `on_spawn(pid)` right after the spawn, `on_exit` once the child has
+    /// exited but before it is reaped (its `/proc/PID` is still there),
+    /// on every path that spawned it. Used to pin the threads of programs
+    /// the LD_PRELOAD shim cannot reach with the `/proc` watcher.
+    pub fn run_observed<W>(
+        &self,
+        mut cmd: Command,
+        on_spawn: impl FnOnce(libc::pid_t) -> W,
+        on_exit: impl FnOnce(W),
+    ) -> Result<RunRecord, RunError> {
         if cleanup::is_shutting_down() {
             return Err(RunError::Interrupted);
         }
@@ -284,16 +298,19 @@ impl Measurer {
         // only closes piped stdio).
         drop(child);
         let registration = GroupRegistration::new(pid);
+        let observer = on_spawn(pid);
 
         let mut energy = energy;
         let (t_end, timed_out) = match self.wait(pid, t0, &mut energy, true) {
             Ok(r) => r,
             Err(e) => {
                 let _ = proc::kill_group(pid, libc::SIGKILL);
+                on_exit(observer);
                 let _ = proc::wait4(pid);
                 return Err(RunError::Wait(e));
             }
         };
+        on_exit(observer);
         // Final energy sample as close to the exit as we can.
         let energy = match (energy, &self.rapl) {
             (Some(e), Some(r)) => e.finish(&self.fs, r),
