@@ -112,6 +112,41 @@ impl Globals {
     }
 }
 
+/// Checks, before any work, that `path` can be written: opens it for
+/// appending (creating it if needed, which is undone), so a missing
+/// directory, a directory in the way, a read-only file system or missing
+/// permission is found now rather than after minutes of measuring. An
+/// existing file is left untouched. `what` names the flag in the message.
+pub fn check_output_file(path: &std::path::Path, what: &str) -> Result<(), CliError> {
+    let existed = std::fs::symlink_metadata(path).is_ok();
+    let opened = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path);
+    match opened {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => Err(CliError::usage(format!(
+            "{what}: cannot write {}: {} (nothing was measured)",
+            path.display(),
+            io_reason(&e)
+        ))),
+    }
+}
+
+/// An I/O error as a short phrase, without Rust's "(os error N)" suffix.
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
 /// Whether `--fsroot`'s value came from `$PINSIGHT_FSROOT` rather than the
 /// command line (clap merges the two; only the messages care).
 fn fsroot_from_env(value: &std::path::Path) -> bool {
