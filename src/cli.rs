@@ -118,7 +118,8 @@ impl Globals {
 /// permission is found now rather than after minutes of measuring. An
 /// existing file is left untouched. `what` names the flag in the message.
 pub fn check_output_file(path: &std::path::Path, what: &str) -> Result<(), CliError> {
-    let existed = std::fs::symlink_metadata(path).is_ok();
+    // Following links: a dangling link's target is created, then removed.
+    let existed = std::fs::metadata(path).is_ok();
     let opened = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
@@ -126,7 +127,8 @@ pub fn check_output_file(path: &std::path::Path, what: &str) -> Result<(), CliEr
     match opened {
         Ok(_) => {
             if !existed {
-                let _ = std::fs::remove_file(path);
+                let created = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+                let _ = std::fs::remove_file(created);
             }
             Ok(())
         }
@@ -217,5 +219,44 @@ mod tests {
         assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
         assert!(parse_duration("fast").unwrap_err().contains("'fast'"));
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn output_files_are_probed_without_a_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // New file: accepted, not left behind.
+        check_output_file(&d.join("new.html"), "--out new").unwrap();
+        assert!(!d.join("new.html").exists());
+        // Existing file: accepted, untouched.
+        std::fs::write(d.join("old.json"), "keep").unwrap();
+        check_output_file(&d.join("old.json"), "--out old").unwrap();
+        assert_eq!(std::fs::read_to_string(d.join("old.json")).unwrap(), "keep");
+        // A dangling link: its target is not left behind, the link stays.
+        std::os::unix::fs::symlink(d.join("target.html"), d.join("link.html")).unwrap();
+        check_output_file(&d.join("link.html"), "--out link").unwrap();
+        assert!(!d.join("target.html").exists());
+        assert!(d.join("link.html").symlink_metadata().is_ok());
+        // A missing directory: usage error naming the path and the flag.
+        let e = check_output_file(&d.join("no/x.html"), "--out no/x").unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(
+            e.message.starts_with("--out no/x: cannot write "),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("no/x.html: No such file or directory"),
+            "{}",
+            e.message
+        );
+        // A directory in the way.
+        std::fs::create_dir(d.join("dir.json")).unwrap();
+        let e = check_output_file(&d.join("dir.json"), "--out dir").unwrap_err();
+        assert!(
+            e.message.contains("dir.json: Is a directory"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -271,6 +271,26 @@ fn report_out_writable_keeps_existing_files_until_written() {
     assert!(dir.path().join("box.json").is_file());
 }
 
+#[test]
+fn speed_weights_unwritable_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    // Every usable CPU for 3 s each would be measured before today's failure.
+    let out = run(
+        dir.path(),
+        &[
+            "speed",
+            "--budget-per-cpu",
+            "3s",
+            "--weights",
+            "no/dir/w.json",
+        ],
+    );
+    assert_refused_early(&out, started, "no/dir/w.json");
+    assert!(text(&out.stderr).contains("--weights"));
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
 // ---- speed --mem-mib
 
 #[test]

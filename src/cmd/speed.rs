@@ -1,7 +1,7 @@
 //! `pinsight speed`: per-CPU single-thread throughput and the speedup factor
 //! between core kinds.
 
-use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdResult, Globals};
 use pinsight_speed::{
     measure, schedule, select_cpus, speedups, unweighted, weights_file, Kernel, SlotPlan,
     SpeedConfig, SpeedReport,
@@ -48,6 +48,7 @@ pub struct Args {
     #[arg(long, value_name = "MIB")]
     pub mem_mib: Option<usize>,
     /// Write per-CPU relative speeds to FILE, for `pinsight plan balance --weights FILE`.
+    /// A FILE that cannot be written is refused before anything runs (exit 2).
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
 }
@@ -126,6 +127,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         Some(mib) => mib.saturating_mul(1 << 20),
         None => default_mem_bytes(&topo),
     };
+    // Checked now, not after minutes of measuring.
+    if let Some(path) = &args.weights {
+        check_output_file(path, "--weights")?;
+    }
     let report = measure_report(&topo, cpus, args.kernels, args.budget_per_cpu, mem_bytes, g)?;
     if let Some(path) = &args.weights {
         let text =
