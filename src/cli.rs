@@ -3,7 +3,9 @@
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 usage error (bad flag, bad
 //! input file), and for commands that run a program, that program's status
-//! (127 when it cannot be found, 128+N when killed by signal N).
+//! (127 when it cannot be found, 128+N when killed by signal N). A closed
+//! stdout pipe (`| head`) is no failure: output stops quietly and the
+//! command ends with its own status (see `out.rs`).
 
 use pinsight_topology::{FsRoot, Topology};
 use std::fmt;

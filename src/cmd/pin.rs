@@ -18,11 +18,13 @@ use pinsight_topology::FsRoot;
   pinsight pin $(pgrep -f qemu) p-pinned --qemu   vCPU n -> place n, emulator threads elsewhere
   pinsight pin 4242 cpus-set:0-7 --dry-run    show before/after masks, change nothing
 
-Without --threads the plan is made for as many threads as the process has (vCPUs with --qemu),
+Without --threads the plan is made for as many threads as the process has (vCPUs with --qemu), \
 or for every CPU of the policy's set when that is fewer (places are then reused round robin).
-Per-CPU kernel threads (ksoftirqd/N, migration/N, cpuhp/N: flag PF_NO_SETAFFINITY) cannot be
+
+Per-CPU kernel threads (ksoftirqd/N, migration/N, cpuhp/N: flag PF_NO_SETAFFINITY) cannot be \
 moved: the kernel answers EINVAL, and each such thread is reported, by --dry-run too.
-Exit status: 0 when every thread was handled, 1 when the process is missing, exits midway,
+
+Exit status: 0 when every thread was handled, 1 when the process is missing, exits midway, \
 or a thread could not (with --dry-run: would not) be changed.")]
 pub struct Args {
     /// The running process.
