@@ -272,11 +272,11 @@ mod tests {
 
     #[test]
     fn long_reasons_wrap_and_shorten() {
-        let e = Some(pinsight_launch::pin::fixed_affinity_reason("ksoftirqd/1"));
-        assert_eq!(short_error(&e), "EINVAL");
+        let reason = pinsight_launch::pin::fixed_affinity_reason("ksoftirqd/1");
+        assert_eq!(short_error(&Some(reason.clone())), "EINVAL");
         assert_eq!(short_error(&Some("ENOSYS".into())), "ENOSYS");
         assert_eq!(short_error(&Some("permission denied".into())), "see below");
-        let text = format!("TID 22: {}", e.unwrap());
+        let text = format!("TID 22: {reason}");
         let lines = wrap(&text, 78);
         assert!(lines.len() >= 2, "{lines:?}");
         assert!(lines.iter().all(|l| l.chars().count() <= 78), "{lines:?}");

@@ -268,7 +268,7 @@ mod tests {
     #[test]
     fn numbers_read_well() {
         assert_eq!(figure(1234.56), "1234.6");
-        assert_eq!(figure(3.14159), "3.142");
+        assert_eq!(figure(1.23456), "1.235");
         assert_eq!(figure(1.2e-7), "1.200e-7");
         assert_eq!(figure(0.0), "0");
         assert_eq!(figure(382.0), "382");
