@@ -3,7 +3,9 @@
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 usage error (bad flag, bad
 //! input file), and for commands that run a program, that program's status
-//! (127 when it cannot be found, 128+N when killed by signal N).
+//! (127 when it cannot be found, 128+N when killed by signal N). A closed
+//! stdout pipe (`| head`) is no failure: output stops quietly and the
+//! command ends with its own status (see `out.rs`).
 
 use pinsight_topology::{FsRoot, Topology};
 use std::fmt;
@@ -112,6 +114,43 @@ impl Globals {
     }
 }
 
+/// Checks, before any work, that `path` can be written: opens it for
+/// appending (creating it if needed, which is undone), so a missing
+/// directory, a directory in the way, a read-only file system or missing
+/// permission is found now rather than after minutes of measuring. An
+/// existing file is left untouched. `what` names the flag in the message.
+pub fn check_output_file(path: &std::path::Path, what: &str) -> Result<(), CliError> {
+    // Following links: a dangling link's target is created, then removed.
+    let existed = std::fs::metadata(path).is_ok();
+    let opened = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path);
+    match opened {
+        Ok(_) => {
+            if !existed {
+                let created = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+                let _ = std::fs::remove_file(created);
+            }
+            Ok(())
+        }
+        Err(e) => Err(CliError::usage(format!(
+            "{what}: cannot write {}: {} (nothing was measured)",
+            path.display(),
+            io_reason(&e)
+        ))),
+    }
+}
+
+/// An I/O error as a short phrase, without Rust's "(os error N)" suffix.
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
 /// Whether `--fsroot`'s value came from `$PINSIGHT_FSROOT` rather than the
 /// command line (clap merges the two; only the messages care).
 fn fsroot_from_env(value: &std::path::Path) -> bool {
@@ -182,5 +221,44 @@ mod tests {
         assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
         assert!(parse_duration("fast").unwrap_err().contains("'fast'"));
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn output_files_are_probed_without_a_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // New file: accepted, not left behind.
+        check_output_file(&d.join("new.html"), "--out new").unwrap();
+        assert!(!d.join("new.html").exists());
+        // Existing file: accepted, untouched.
+        std::fs::write(d.join("old.json"), "keep").unwrap();
+        check_output_file(&d.join("old.json"), "--out old").unwrap();
+        assert_eq!(std::fs::read_to_string(d.join("old.json")).unwrap(), "keep");
+        // A dangling link: its target is not left behind, the link stays.
+        std::os::unix::fs::symlink(d.join("target.html"), d.join("link.html")).unwrap();
+        check_output_file(&d.join("link.html"), "--out link").unwrap();
+        assert!(!d.join("target.html").exists());
+        assert!(d.join("link.html").symlink_metadata().is_ok());
+        // A missing directory: usage error naming the path and the flag.
+        let e = check_output_file(&d.join("no/x.html"), "--out no/x").unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(
+            e.message.starts_with("--out no/x: cannot write "),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("no/x.html: No such file or directory"),
+            "{}",
+            e.message
+        );
+        // A directory in the way.
+        std::fs::create_dir(d.join("dir.json")).unwrap();
+        let e = check_output_file(&d.join("dir.json"), "--out dir").unwrap_err();
+        assert!(
+            e.message.contains("dir.json: Is a directory"),
+            "{}",
+            e.message
+        );
     }
 }

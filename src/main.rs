@@ -1,7 +1,38 @@
 //! The `pinsight` command line. Each command lives in `cmd/<name>.rs`.
 
+// Every command prints through these, never through std's macros, which
+// panic when stdout is a closed pipe (`pinsight topo --json | head -1`).
+// Defined before the modules so that they shadow std's in all of them.
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::out::stdout(format_args!($($arg)*))
+    };
+}
+macro_rules! println {
+    () => {
+        $crate::out::stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        $crate::out::stderr(format_args!($($arg)*))
+    };
+}
+macro_rules! eprintln {
+    () => {
+        $crate::out::stderr(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod cli;
 mod cmd;
+mod out;
 
 use clap::{Parser, Subcommand};
 use cli::Globals;
@@ -71,11 +102,12 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
     };
-    match result {
-        Ok(code) => std::process::exit(code),
+    let code = match result {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("pinsight: error: {}", e.message);
-            std::process::exit(e.code);
+            e.code
         }
-    }
+    };
+    std::process::exit(out::finish(code))
 }

@@ -6,7 +6,7 @@ use super::plan_args::{make_request, parse_policy, PlanArgs};
 use super::run::require_live;
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_launch::pin::{
-    pin_process, threads_of, threads_to_plan, Outcome, PinError, PinOptions, ThreadOrder,
+    pin_process, threads_of, threads_to_plan, Outcome, PinError, PinOptions, ThreadOrder, ThreadPin,
 };
 use pinsight_plan::{PlanError, Policy, Request};
 use pinsight_topology::FsRoot;
@@ -18,10 +18,14 @@ use pinsight_topology::FsRoot;
   pinsight pin $(pgrep -f qemu) p-pinned --qemu   vCPU n -> place n, emulator threads elsewhere
   pinsight pin 4242 cpus-set:0-7 --dry-run    show before/after masks, change nothing
 
-Without --threads the plan is made for as many threads as the process has (vCPUs with --qemu),
+Without --threads the plan is made for as many threads as the process has (vCPUs with --qemu), \
 or for every CPU of the policy's set when that is fewer (places are then reused round robin).
-Exit status: 0 when every thread was handled, 1 when the process is missing, exits midway,
-or a thread could not be changed.")]
+
+Per-CPU kernel threads (ksoftirqd/N, migration/N, cpuhp/N: flag PF_NO_SETAFFINITY) cannot be \
+moved: the kernel answers EINVAL, and each such thread is reported, by --dry-run too.
+
+Exit status: 0 when every thread was handled, 1 when the process is missing, exits midway, \
+or a thread could not (with --dry-run: would not) be changed.")]
 pub struct Args {
     /// The running process.
     #[arg(value_name = "PID", value_parser = clap::value_parser!(i32).range(1..))]
@@ -38,7 +42,8 @@ pub struct Args {
     /// threads the rest of the process mask.
     #[arg(long)]
     pub qemu: bool,
-    /// Show what would change; change nothing.
+    /// Show what would change, and which threads the kernel would refuse to
+    /// move; change nothing.
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -86,7 +91,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         dry_run: args.dry_run,
     };
     let report = pin_process(&fs, args.pid, &plan, &opts).map_err(pin_error)?;
-    let failed = report.threads.iter().any(|t| t.outcome == Outcome::Failed);
+    let failed: Vec<&ThreadPin> = report
+        .threads
+        .iter()
+        .filter(|t| matches!(t.outcome, Outcome::Failed | Outcome::WouldFail))
+        .collect();
     if g.json {
         g.print_json(&report)?;
     } else {
@@ -114,7 +123,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 (Outcome::WouldChange, _) => "would change".into(),
                 (Outcome::LeftAlone, _) => "left alone (os)".into(),
                 (Outcome::Exited, _) => "exited".into(),
-                (Outcome::Failed, e) => format!("FAILED: {}", e.as_deref().unwrap_or("?")),
+                (Outcome::Failed, e) => format!("FAILED: {}", short_error(e)),
+                (Outcome::WouldFail, e) => format!("would fail: {}", short_error(e)),
             };
             println!(
                 "{:>8}  {:<16} {:<10} {:<10} {:<10} {result}",
@@ -124,6 +134,17 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 set(&t.before),
                 set(&t.after)
             );
+        }
+        // Whole reasons below the table, which they would widen past 80
+        // columns.
+        for t in failed
+            .iter()
+            .filter(|t| t.error.as_deref().is_some_and(is_long))
+        {
+            let text = format!("TID {}: {}", t.tid, t.error.as_deref().unwrap_or("?"));
+            for line in wrap(&text, 78) {
+                println!("  {line}");
+            }
         }
         for n in report.notes.iter().chain(plan.notes.iter()) {
             if !g.quiet {
@@ -137,13 +158,80 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             args.pid
         )));
     }
-    if failed {
+    if !failed.is_empty() {
+        let fixed = failed
+            .iter()
+            .filter(|t| {
+                t.error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("PF_NO_SETAFFINITY"))
+            })
+            .count();
+        let would = if args.dry_run {
+            "would refuse"
+        } else {
+            "refused"
+        };
+        let cause = if fixed == failed.len() {
+            format!(
+                "the kernel {would} (EINVAL): per-CPU kernel thread{} (PF_NO_SETAFFINITY) cannot be moved",
+                if fixed == 1 { "" } else { "s" }
+            )
+        } else {
+            "see above".to_string()
+        };
         return Err(CliError::runtime(format!(
-            "some threads of PID {} could not be pinned (see above)",
-            args.pid
+            "{} of {} thread(s) of PID {} {} be pinned: {cause}",
+            failed.len(),
+            report.threads.len(),
+            args.pid,
+            if args.dry_run { "cannot" } else { "could not" },
         )));
     }
     Ok(0)
+}
+
+/// The widest result that keeps a table row within 80 columns.
+const RESULT_WIDTH: usize = 20;
+
+/// Whether a failure is said whole only below the table.
+fn is_long(e: &str) -> bool {
+    "would fail: ".len() + e.chars().count() > RESULT_WIDTH
+}
+
+/// A failure as it fits the table's last column: whole if short, else
+/// its first part (`EINVAL`), the whole text following the table.
+fn short_error(e: &Option<String>) -> String {
+    match e.as_deref() {
+        None => "?".into(),
+        Some(e) if !is_long(e) => e.to_string(),
+        Some(e) => match e.split_once(':') {
+            Some((head, _)) if !is_long(head) => head.to_string(),
+            _ => "see below".into(),
+        },
+    }
+}
+
+/// Word-wraps `text` to lines of at most `width` characters (a longer
+/// word stands alone); continuation lines are indented by two spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let len = cur.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+            cur.push_str("  ");
+        }
+        if !cur.trim().is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.trim().is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -180,6 +268,22 @@ mod tests {
         assert_eq!(c.args.plan.threads, Some(1));
         assert_eq!(parse(&["notapid", "compact"]).unwrap_err().exit_code(), 2);
         assert_eq!(parse(&["1", "bogus"]).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn long_reasons_wrap_and_shorten() {
+        let reason = pinsight_launch::pin::fixed_affinity_reason("ksoftirqd/1");
+        assert_eq!(short_error(&Some(reason.clone())), "EINVAL");
+        assert_eq!(short_error(&Some("ENOSYS".into())), "ENOSYS");
+        assert_eq!(short_error(&Some("permission denied".into())), "see below");
+        let text = format!("TID 22: {reason}");
+        let lines = wrap(&text, 78);
+        assert!(lines.len() >= 2, "{lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 78), "{lines:?}");
+        assert_eq!(
+            lines.join(" ").split_whitespace().collect::<Vec<_>>(),
+            text.split_whitespace().collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! core-to-core latency and per-CPU speed within a time budget, writes one
 //! self-contained HTML page and its JSON, and prints what to do.
 
-use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdResult, Globals};
 use crate::cmd::speed::{default_mem_bytes, measure_report};
 use pinsight_latency::measure::{measure_with_progress, MeasureConfig};
 use pinsight_latency::{domains, LatencyMatrix};
@@ -27,7 +27,9 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,
     /// Output prefix: writes PREFIX.html, PREFIX.json and, when latency is measured,
-    /// PREFIX.latency.json (for `pinsight run latency-group --latency`).
+    /// PREFIX.latency.json (for `pinsight run latency-group --latency`). These
+    /// files are checked before anything is measured: one that cannot be
+    /// written (missing directory, no permission) is refused at once (exit 2).
     #[arg(long, default_value = "pinsight-report", value_name = "PREFIX")]
     pub out: PathBuf,
     /// Use a latency matrix measured elsewhere (core-to-core-latency CSV or pinsight JSON) instead of measuring.
@@ -131,6 +133,15 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             Want::Yes
         },
     });
+    // Every file this report may write is checked before anything is
+    // measured: a typo in --out must not cost the whole budget.
+    let (html_path, json_path, matrix_path) = output_paths(&args.out);
+    let flag = format!("--out {}", args.out.display());
+    check_output_file(&html_path, &flag)?;
+    check_output_file(&json_path, &flag)?;
+    if args.latency_from.is_none() && plan.latency.is_some() {
+        check_output_file(&matrix_path, &flag)?;
+    }
     let mut skipped = plan.skipped.clone();
     // Human output lists what was skipped; with --json stdout is for the
     // data, so a too-small budget is also said on stderr.
@@ -167,7 +178,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
     let tree = latency.as_ref().map(domains);
-    let (html_path, json_path, matrix_path) = output_paths(&args.out);
     // The matrix in a file of its own, for `pinsight run latency-group --latency`:
     // the one given with --latency-from, else the one just measured.
     let latency_file = match (&args.latency_from, &latency) {

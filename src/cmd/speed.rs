@@ -1,7 +1,7 @@
 //! `pinsight speed`: per-CPU single-thread throughput and the speedup factor
 //! between core kinds.
 
-use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdResult, Globals};
 use pinsight_speed::{
     measure, schedule, select_cpus, speedups, unweighted, weights_file, Kernel, SlotPlan,
     SpeedConfig, SpeedReport,
@@ -43,9 +43,12 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub budget_per_cpu: std::time::Duration,
     /// Pointer-chase buffer size in MiB (default: 4x the largest L2, at least 8).
+    /// A size larger than the memory available now (MemAvailable in
+    /// /proc/meminfo) is refused before anything runs (exit 2).
     #[arg(long, value_name = "MIB")]
     pub mem_mib: Option<usize>,
     /// Write per-CPU relative speeds to FILE, for `pinsight plan balance --weights FILE`.
+    /// A FILE that cannot be written is refused before anything runs (exit 2).
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
 }
@@ -118,10 +121,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         ));
     }
     let cpus = select_cpus(&topo, args.cpus.as_deref(), args.per_kind).map_err(CliError::usage)?;
-    let mem_bytes = args
-        .mem_mib
-        .map(|m| m << 20)
-        .unwrap_or_else(|| default_mem_bytes(&topo));
+    let mem_bytes = match args.mem_mib {
+        // Only the mem kernel allocates the buffer.
+        Some(mib) if args.kernels.contains(&Kernel::Mem) => checked_mem_bytes(mib, &g.fsroot()?)?,
+        Some(mib) => mib.saturating_mul(1 << 20),
+        None => default_mem_bytes(&topo),
+    };
+    // Checked now, not after minutes of measuring.
+    if let Some(path) = &args.weights {
+        check_output_file(path, "--weights")?;
+    }
     let report = measure_report(&topo, cpus, args.kernels, args.budget_per_cpu, mem_bytes, g)?;
     if let Some(path) = &args.weights {
         let text =
@@ -150,6 +159,29 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+/// `--mem-mib MIB` in bytes, refused (usage error, before anything runs)
+/// when the buffer would not fit in the memory available now.
+fn checked_mem_bytes(mib: usize, fs: &pinsight_topology::FsRoot) -> Result<usize, CliError> {
+    let available = pinsight_speed::memory_available_bytes(fs);
+    let too_big = |avail: Option<u64>| {
+        let avail = match avail {
+            Some(a) => format!("{} MiB are available (MemAvailable)", a >> 20),
+            None => "more than this machine can address".to_string(),
+        };
+        CliError::usage(format!(
+            "--mem-mib {mib}: the pointer-chase buffer would not fit in memory: {avail}; \
+             give a smaller size or leave --mem-mib out (default: 4x the largest L2)"
+        ))
+    };
+    let bytes = mib.checked_mul(1 << 20).ok_or_else(|| too_big(available))?;
+    match available {
+        Some(avail) if pinsight_speed::chase_footprint_bytes(bytes) > avail => {
+            Err(too_big(Some(avail)))
+        }
+        _ => Ok(bytes),
+    }
 }
 
 /// Human output: a row per CPU, then the speedup factors.

@@ -206,8 +206,8 @@ pub fn render(topo: &Topology, show_pus: bool) -> String {
     }
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut roots = Vec::new();
-    for i in 0..nodes.len() {
-        match parent[i] {
+    for (i, up) in parent.iter().enumerate() {
+        match *up {
             Some(p) => children[p].push(i),
             None => roots.push(i),
         }

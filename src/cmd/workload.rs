@@ -86,8 +86,8 @@ fn list(g: &Globals) -> CmdResult {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<11} {:<34} {:<14} {}",
-        "NAME", "SIZE (--size)", "DEFAULT SIZE", "SCHEDULES"
+        "{:<11} {:<34} {:<14} SCHEDULES",
+        "NAME", "SIZE (--size)", "DEFAULT SIZE"
     );
     for w in WORKLOADS {
         let schedules = if w.schedules.is_empty() {
@@ -223,7 +223,7 @@ fn figure(v: f64) -> String {
         "0".to_string()
     } else if v.fract() == 0.0 && a < 1e15 {
         format!("{}", v as i64)
-    } else if a >= 1e9 || a < 1e-3 {
+    } else if !(1e-3..1e9).contains(&a) {
         format!("{v:.3e}")
     } else if a >= 100.0 {
         format!("{v:.1}")
@@ -268,7 +268,7 @@ mod tests {
     #[test]
     fn numbers_read_well() {
         assert_eq!(figure(1234.56), "1234.6");
-        assert_eq!(figure(3.14159), "3.142");
+        assert_eq!(figure(1.23456), "1.235");
         assert_eq!(figure(1.2e-7), "1.200e-7");
         assert_eq!(figure(0.0), "0");
         assert_eq!(figure(382.0), "382");

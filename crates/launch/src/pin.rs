@@ -10,6 +10,11 @@
 //!
 //! The assignment is a pure function ([`assign`]); [`pin_process`] reads
 //! the threads, applies, and reads back what the kernel now says.
+//!
+//! Per-CPU kernel threads (`ksoftirqd/N`, `migration/N`, `cpuhp/N`, bound
+//! kworkers) carry `PF_NO_SETAFFINITY` in their `stat` flags: the kernel
+//! refuses every affinity change with EINVAL. Such threads are reported as
+//! such, per thread, by real runs and dry runs alike.
 
 use crate::affinity;
 use crate::procfs;
@@ -199,6 +204,8 @@ pub enum Outcome {
     Unchanged,
     /// Dry run: it would be changed.
     WouldChange,
+    /// Dry run: the kernel would refuse (see the error).
+    WouldFail,
     /// The plan leaves it alone (`os`).
     LeftAlone,
     /// It exited before it could be pinned.
@@ -266,6 +273,37 @@ impl fmt::Display for PinError {
 }
 
 impl std::error::Error for PinError {}
+
+/// `PF_NO_SETAFFINITY` in `/proc/PID/task/TID/stat`'s flags (field 9):
+/// the kernel refuses to change the thread's affinity.
+pub const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
+
+/// The `flags` field (9) of a `stat` line. The name sits between the
+/// first '(' and the *last* ')'; fields after it start with field 3.
+pub fn parse_stat_flags(text: &str) -> Option<u64> {
+    let close = text.rfind(')')?;
+    text[close + 1..]
+        .split_whitespace()
+        .nth(9 - 3)?
+        .parse()
+        .ok()
+}
+
+/// Whether the kernel fixes the affinity of thread `tid` of `pid`
+/// (`PF_NO_SETAFFINITY`: a per-CPU kernel thread).
+pub fn affinity_is_fixed(fs: &FsRoot, pid: i32, tid: i32) -> bool {
+    fs.read_opt(format!("/proc/{pid}/task/{tid}/stat"))
+        .and_then(|t| parse_stat_flags(&t))
+        .is_some_and(|f| f & PF_NO_SETAFFINITY != 0)
+}
+
+/// What EINVAL means for a thread whose affinity the kernel fixes.
+pub fn fixed_affinity_reason(name: &str) -> String {
+    format!(
+        "EINVAL: '{name}' is a per-CPU kernel thread (PF_NO_SETAFFINITY); \
+         the kernel does not allow changing its affinity"
+    )
+}
 
 /// The threads of `pid` with their names, ascending TID.
 pub fn threads_of(fs: &FsRoot, pid: i32) -> Result<Vec<TaskInfo>, PinError> {
@@ -348,7 +386,17 @@ pub fn pin_process(
             out.push(pin);
             continue;
         }
+        let fixed = affinity_is_fixed(fs, pid, a.tid);
         if opts.dry_run {
+            // The kernel refuses any change to these, even to the same
+            // mask: say what a real run would meet.
+            if fixed {
+                pin.outcome = Outcome::WouldFail;
+                pin.error = Some(fixed_affinity_reason(&pin.name));
+                pin.after = before;
+                out.push(pin);
+                continue;
+            }
             pin.outcome = if before.as_ref() == Some(&target) {
                 Outcome::Unchanged
             } else {
@@ -384,7 +432,11 @@ pub fn pin_process(
             }
             Err(e) => {
                 pin.outcome = Outcome::Failed;
+                pin.after = affinity::get_affinity(a.tid).ok();
                 pin.error = Some(match e.raw_os_error() {
+                    Some(libc::EINVAL) if fixed || affinity_is_fixed(fs, pid, a.tid) => {
+                        fixed_affinity_reason(&pin.name)
+                    }
                     Some(libc::EINVAL) => {
                         format!("CPUs {target} are not online or not allowed by the cgroup")
                     }
@@ -464,6 +516,21 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn stat_flags_field_nine() {
+        let line = "14 (ksoftirqd/0) S 2 0 0 0 -1 69238848 0 0 0 0 0 3 0 0 20 0 1 0 5 0 0";
+        assert_eq!(parse_stat_flags(line), Some(69238848));
+        assert_ne!(parse_stat_flags(line).unwrap() & PF_NO_SETAFFINITY, 0);
+        // kthreadd itself may be moved.
+        let line = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5";
+        assert_eq!(parse_stat_flags(line).unwrap() & PF_NO_SETAFFINITY, 0);
+        // A name with spaces and parentheses does not shift the fields.
+        let line = "7 (a) b (c) S 1 7 7 0 -1 4194560 0 0";
+        assert_eq!(parse_stat_flags(line), Some(4194560));
+        assert_eq!(parse_stat_flags("7 (short) S 1"), None);
+        assert!(fixed_affinity_reason("migration/0").starts_with("EINVAL: 'migration/0'"));
     }
 
     #[test]

@@ -109,10 +109,13 @@ pub struct ChaseBuffer {
 }
 
 impl ChaseBuffer {
-    /// A buffer of at least `bytes` bytes.
-    pub fn new(bytes: usize) -> ChaseBuffer {
+    /// A buffer of at least `bytes` bytes. Memory that cannot be had is an
+    /// error (the size that was asked for), never an abort.
+    pub fn new(bytes: usize) -> Result<ChaseBuffer, std::collections::TryReserveError> {
         let n = (bytes / 64).max(2);
-        let mut order: Vec<usize> = (0..n).collect();
+        let mut order: Vec<usize> = Vec::new();
+        order.try_reserve_exact(n)?;
+        order.extend(0..n);
         let mut r = 0x9E37_79B9_7F4A_7C15u64;
         for i in (1..n).rev() {
             r ^= r << 13;
@@ -121,11 +124,13 @@ impl ChaseBuffer {
             let j = (r % i as u64) as usize; // j < i: Sattolo, one cycle
             order.swap(i, j);
         }
-        let mut next = vec![[0usize; 8]; n];
+        let mut next: Vec<[usize; 8]> = Vec::new();
+        next.try_reserve_exact(n)?;
+        next.resize(n, [0usize; 8]);
         for i in 0..n {
             next[order[i]][0] = order[(i + 1) % n];
         }
-        ChaseBuffer { next }
+        Ok(ChaseBuffer { next })
     }
 
     /// Size in bytes.
@@ -164,7 +169,7 @@ mod tests {
 
     #[test]
     fn chase_is_one_cycle() {
-        let b = ChaseBuffer::new(64 * 1000);
+        let b = ChaseBuffer::new(64 * 1000).unwrap();
         let mut seen = vec![false; 1000];
         let mut p = 0;
         for _ in 0..1000 {
@@ -189,5 +194,11 @@ mod tests {
             assert_eq!(Kernel::parse(k.name()).unwrap(), k);
         }
         assert!(Kernel::parse("gpu").unwrap_err().contains("int, fp or mem"));
+    }
+
+    #[test]
+    fn impossible_buffer_is_an_error_not_an_abort() {
+        assert!(ChaseBuffer::new(usize::MAX).is_err());
+        assert!(ChaseBuffer::new(usize::MAX / 2).is_err());
     }
 }

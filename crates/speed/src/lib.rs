@@ -19,5 +19,5 @@ pub use kernels::Kernel;
 pub use run::{
     measure, schedule, CpuSpeed, KernelResult, KernelSlots, Schedule, SpeedConfig, SpeedError,
 };
-pub use select::{default_mem_bytes, select_cpus};
+pub use select::{chase_footprint_bytes, default_mem_bytes, memory_available_bytes, select_cpus};
 pub use summary::{speedups, unweighted, weights_file, KindPair, KindSpeed, SlotPlan, SpeedReport};

@@ -261,6 +261,8 @@ pub enum SpeedError {
     NoCpus,
     /// No kernel to run.
     NoKernels,
+    /// The chase buffer could not be allocated.
+    Memory { bytes: usize },
 }
 
 impl std::fmt::Display for SpeedError {
@@ -269,6 +271,11 @@ impl std::fmt::Display for SpeedError {
             SpeedError::Pin { cpu, error } => write!(f, "cannot run on CPU {cpu}: {error}"),
             SpeedError::NoCpus => write!(f, "no CPU to measure"),
             SpeedError::NoKernels => write!(f, "no kernel to run"),
+            SpeedError::Memory { bytes } => write!(
+                f,
+                "cannot allocate the {} MiB pointer-chase buffer: not enough memory",
+                bytes >> 20
+            ),
         }
     }
 }
@@ -364,9 +371,12 @@ pub fn measure(
     let sched = schedule(cfg.budget_per_cpu, kernels, cfg.mem_bytes);
     let order = slot_order(cpus.len(), &sched);
     let total = order.len();
-    let buffer = kernels
-        .contains(&Kernel::Mem)
-        .then(|| ChaseBuffer::new(cfg.mem_bytes));
+    let buffer = if kernels.contains(&Kernel::Mem) {
+        let bytes = cfg.mem_bytes;
+        Some(ChaseBuffer::new(bytes).map_err(|_| SpeedError::Memory { bytes })?)
+    } else {
+        None
+    };
     let (tx, rx) = std::sync::mpsc::channel::<usize>();
     let chunks = std::thread::scope(|s| {
         let worker = s.spawn(|| -> Result<Vec<Vec<Vec<Chunk>>>, SpeedError> {

@@ -2,7 +2,7 @@
 //! Pure: topology in, choice out.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::{CacheType, Topology};
+use pinsight_topology::{CacheType, FsRoot, Topology};
 
 /// The CPUs `pinsight speed` measures.
 ///
@@ -82,6 +82,29 @@ pub fn default_mem_bytes(topo: &Topology) -> usize {
     (4 * l2).max(8 << 20)
 }
 
+/// Memory the kernel says can be allocated without swapping
+/// (`MemAvailable` of `/proc/meminfo`), in bytes. `None` when the file or
+/// the line is missing or unreadable (very old kernels, odd dumps).
+pub fn memory_available_bytes(fs: &FsRoot) -> Option<u64> {
+    let text = fs.read_opt("/proc/meminfo")?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let mut words = line["MemAvailable:".len()..].split_whitespace();
+    let value: u64 = words.next()?.parse().ok()?;
+    let scale = match words.next() {
+        Some("kB") | Some("KB") | Some("kb") => 1024,
+        None => 1,
+        Some(_) => return None,
+    };
+    value.checked_mul(scale)
+}
+
+/// Bytes a chase buffer of `bytes` takes while being built: the buffer
+/// itself and the permutation laid out into it (one `usize` per line).
+pub fn chase_footprint_bytes(bytes: usize) -> u64 {
+    let lines = (bytes / 64).max(2) as u64;
+    lines * (64 + std::mem::size_of::<usize>() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +182,31 @@ mod tests {
         let t = fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
         let l2 = t.caches_at(2).filter_map(|c| c.size_kib).max().unwrap() as usize * 1024;
         assert!(default_mem_bytes(&t) >= 4 * l2 && default_mem_bytes(&t) >= 8 << 20);
+    }
+
+    fn meminfo_root(text: &str) -> (tempfile::TempDir, FsRoot) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(dir.path().join("proc/meminfo"), text).unwrap();
+        let fs = FsRoot::at(dir.path()).unwrap();
+        (dir, fs)
+    }
+
+    #[test]
+    fn memory_available_reads_meminfo() {
+        let (_d, fs) = meminfo_root(
+            "MemTotal:       24683656 kB\nMemFree:  100 kB\nMemAvailable:   23929712 kB\n",
+        );
+        assert_eq!(memory_available_bytes(&fs), Some(23929712 * 1024));
+        let (_d, fs) = meminfo_root("MemTotal:       24683656 kB\n");
+        assert_eq!(memory_available_bytes(&fs), None);
+        let (_d, fs) = meminfo_root("MemAvailable: lots kB\n");
+        assert_eq!(memory_available_bytes(&fs), None);
+    }
+
+    #[test]
+    fn footprint_counts_buffer_and_permutation() {
+        assert_eq!(chase_footprint_bytes(64 << 20), (1 << 20) * 72);
+        assert!(chase_footprint_bytes(0) > 0);
     }
 }
