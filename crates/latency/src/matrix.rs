@@ -28,20 +28,165 @@ use serde::{Deserialize, Serialize};
 
 /// One measured pair (symmetric): statistics of the one-way latency
 /// estimate in ns.
+///
+/// The confidence interval covers the variation *within one run* of the
+/// matrix only: samples taken a few microseconds apart. Two runs minutes
+/// apart can differ far more (frequency, temperature, other load: five
+/// runs of one machine gave 53–64 ns while each claimed ±0.7%). Measuring
+/// the matrix several times gives `run_medians_ns`, and
+/// [`PairStat::run_to_run_rel`] the spread between runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PairStat {
-    /// Median of the per-sample one-way latency.
+    /// Median of the per-sample one-way latency; with several runs, the
+    /// median of the runs' medians.
     pub median_ns: f64,
-    /// Mean of the per-sample one-way latency.
+    /// Mean of the per-sample one-way latency (all runs' samples).
     pub mean_ns: f64,
-    /// Lower bound of the confidence interval of the median.
+    /// Lower bound of the 95% confidence interval of the median within one
+    /// run (with several runs: the median of the runs' bounds). Does not
+    /// cover run-to-run variation.
     pub ci_low_ns: f64,
-    /// Upper bound of the confidence interval of the median.
+    /// Upper bound of the 95% confidence interval of the median within one
+    /// run (with several runs: the median of the runs' bounds).
     pub ci_high_ns: f64,
-    /// Number of samples behind the statistics.
+    /// Number of samples behind the statistics (all runs).
     pub samples: u64,
-    /// Whether the measurement was judged too noisy to trust.
+    /// Whether the measurement was judged too noisy to trust (in any run).
     pub noisy: bool,
+    /// The median of each run of the matrix, in run order (one entry per
+    /// run that measured this pair); empty when not known (older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_medians_ns: Vec<f64>,
+}
+
+impl PairStat {
+    /// Half-width of the within-run confidence interval relative to the
+    /// median (the larger side): 0.007 = ±0.7%.
+    pub fn within_run_rel(&self) -> f64 {
+        let half = (self.median_ns - self.ci_low_ns).max(self.ci_high_ns - self.median_ns);
+        relative(half, self.median_ns)
+    }
+
+    /// Run-to-run spread relative to the median: how far the farthest
+    /// run's median lies from `median_ns` (0.05 = ±5%). `None` with fewer
+    /// than two runs.
+    pub fn run_to_run_rel(&self) -> Option<f64> {
+        if self.run_medians_ns.len() < 2 {
+            return None;
+        }
+        let far = self
+            .run_medians_ns
+            .iter()
+            .map(|m| (m - self.median_ns).abs())
+            .fold(0.0, f64::max);
+        Some(relative(far, self.median_ns))
+    }
+
+    /// The interval to show: the larger of the within-run CI and the
+    /// run-to-run spread, relative to the median, and which one it is.
+    pub fn shown_interval(&self) -> (f64, IntervalKind) {
+        let within = self.within_run_rel();
+        match self.run_to_run_rel() {
+            Some(r) if r > within => (r, IntervalKind::RunToRun),
+            _ => (within, IntervalKind::WithinRun),
+        }
+    }
+
+    /// Lowest and highest run median; `None` with fewer than two runs.
+    pub fn run_range_ns(&self) -> Option<(f64, f64)> {
+        if self.run_medians_ns.len() < 2 {
+            return None;
+        }
+        let lo = self
+            .run_medians_ns
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let hi = self
+            .run_medians_ns
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        Some((lo, hi))
+    }
+
+    /// One pair's statistics over several runs of the matrix (`runs` in run
+    /// order, each from one run): the median of the run medians, the
+    /// median of the runs' CI bounds (widened to contain the median),
+    /// sample-weighted mean, all samples counted, noisy if any run was.
+    /// `None` for no runs.
+    pub fn combine(runs: &[PairStat]) -> Option<PairStat> {
+        let first = runs.first()?;
+        let medians: Vec<f64> = runs.iter().map(|r| r.median_ns).collect();
+        if runs.len() == 1 {
+            return Some(PairStat {
+                run_medians_ns: medians,
+                ..first.clone()
+            });
+        }
+        let median = median_of(runs.iter().map(|r| r.median_ns));
+        let samples: u64 = runs.iter().map(|r| r.samples).sum();
+        let mean = if samples == 0 {
+            median_of(runs.iter().map(|r| r.mean_ns))
+        } else {
+            runs.iter()
+                .map(|r| r.mean_ns * r.samples as f64)
+                .sum::<f64>()
+                / samples as f64
+        };
+        Some(PairStat {
+            median_ns: median,
+            mean_ns: mean,
+            ci_low_ns: median_of(runs.iter().map(|r| r.ci_low_ns)).min(median),
+            ci_high_ns: median_of(runs.iter().map(|r| r.ci_high_ns)).max(median),
+            samples,
+            noisy: runs.iter().any(|r| r.noisy),
+            run_medians_ns: medians,
+        })
+    }
+}
+
+/// Which interval [`PairStat::shown_interval`] chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntervalKind {
+    /// The 95% CI of the median within one run.
+    WithinRun,
+    /// The spread of the run medians (several runs).
+    RunToRun,
+}
+
+impl IntervalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntervalKind::WithinRun => "within-run",
+            IntervalKind::RunToRun => "run-to-run",
+        }
+    }
+}
+
+/// `part / whole`, 0 when `whole` is not positive.
+fn relative(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole
+    } else {
+        0.0
+    }
+}
+
+/// Median of some values (NaN for none).
+fn median_of(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 /// A symmetric core-to-core latency matrix over an ordered list of CPU ids.
@@ -749,6 +894,59 @@ mod tests {
         let m = LatencyMatrix::parse_csv(text, "c.csv").unwrap();
         assert_eq!(m.cpus, vec![8, 10]);
         assert_eq!(m.between(8, 10), Some(13.0));
+    }
+
+    fn stat(median: f64, lo: f64, hi: f64, samples: u64) -> PairStat {
+        PairStat {
+            median_ns: median,
+            mean_ns: median + 1.0,
+            ci_low_ns: lo,
+            ci_high_ns: hi,
+            samples,
+            noisy: false,
+            run_medians_ns: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_run_shows_its_within_run_interval() {
+        let s = PairStat::combine(&[stat(100.0, 99.5, 100.7, 40)]).unwrap();
+        assert_eq!(s.run_medians_ns, vec![100.0]);
+        assert_eq!(s.run_to_run_rel(), None);
+        let (rel, kind) = s.shown_interval();
+        assert!((rel - 0.007).abs() < 1e-9 && kind == IntervalKind::WithinRun);
+        assert!(PairStat::combine(&[]).is_none());
+    }
+
+    #[test]
+    fn several_runs_show_the_larger_of_ci_and_run_to_run_spread() {
+        // Five runs claiming about ±0.7% each, spread over 53-64 ns.
+        let runs: Vec<PairStat> = [53.0, 64.0, 58.0, 55.0, 60.0]
+            .iter()
+            .map(|&m| stat(m, m * 0.993, m * 1.007, 100))
+            .collect();
+        let s = PairStat::combine(&runs).unwrap();
+        assert_eq!(s.median_ns, 58.0);
+        assert_eq!(s.run_medians_ns, vec![53.0, 64.0, 58.0, 55.0, 60.0]);
+        assert_eq!(s.samples, 500);
+        assert_eq!(s.run_range_ns(), Some((53.0, 64.0)));
+        let r2r = s.run_to_run_rel().unwrap();
+        assert!((r2r - 6.0 / 58.0).abs() < 1e-12, "{r2r}");
+        assert_eq!(s.shown_interval(), (r2r, IntervalKind::RunToRun));
+        assert!(s.ci_low_ns <= s.median_ns && s.median_ns <= s.ci_high_ns);
+        // Runs that agree: the within-run CI is the larger one.
+        let calm =
+            PairStat::combine(&[stat(50.0, 49.0, 51.0, 10), stat(50.1, 49.1, 51.1, 10)]).unwrap();
+        assert_eq!(calm.shown_interval().1, IntervalKind::WithinRun);
+    }
+
+    #[test]
+    fn stats_without_run_medians_still_load() {
+        let json =
+            r#"{"median_ns":5,"mean_ns":5,"ci_low_ns":4,"ci_high_ns":6,"samples":9,"noisy":false}"#;
+        let s: PairStat = serde_json::from_str(json).unwrap();
+        assert!(s.run_medians_ns.is_empty());
+        assert!(!serde_json::to_string(&s).unwrap().contains("run_medians"));
     }
 
     #[test]
