@@ -146,6 +146,19 @@ impl PairStat {
     }
 }
 
+/// Summary of the run-to-run spread of a matrix measured several times
+/// ([`LatencyMatrix::run_to_run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RunToRun {
+    /// Median over the pairs of [`PairStat::run_to_run_rel`] (0.03 = ±3%).
+    pub median_rel: f64,
+    /// The largest, and its pair (CPU ids).
+    pub max_rel: f64,
+    pub max_pair: (usize, usize),
+    /// Pairs measured in at least two runs.
+    pub pairs: usize,
+}
+
 /// Which interval [`PairStat::shown_interval`] chose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -287,6 +300,49 @@ impl LatencyMatrix {
         (0..self.len())
             .flat_map(move |i| (0..i).map(move |j| self.ns[i][j]))
             .filter(|v| !v.is_nan())
+    }
+
+    /// Run-to-run spread over all pairs measured in at least two runs:
+    /// the median and the largest [`PairStat::run_to_run_rel`], with the
+    /// pair (CPU ids) of the largest. `None` without per-pair statistics or
+    /// with fewer than two runs.
+    pub fn run_to_run(&self) -> Option<RunToRun> {
+        let stats = self.stats.as_ref()?;
+        let mut spreads: Vec<(f64, (usize, usize))> = Vec::new();
+        for (i, row) in stats.iter().enumerate() {
+            for (j, stat) in row.iter().enumerate().take(i) {
+                if let Some(r) = stat.as_ref().and_then(PairStat::run_to_run_rel) {
+                    spreads.push((r, (self.cpus[i], self.cpus[j])));
+                }
+            }
+        }
+        if spreads.is_empty() {
+            return None;
+        }
+        spreads.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n = spreads.len();
+        let median_rel = median_of(spreads.iter().map(|s| s.0));
+        let (max_rel, max_pair) = spreads[n - 1];
+        Some(RunToRun {
+            median_rel,
+            max_rel,
+            max_pair,
+            pairs: n,
+        })
+    }
+
+    /// The most runs any pair was measured in (1 for a single run or a
+    /// matrix without statistics).
+    pub fn runs(&self) -> usize {
+        self.stats
+            .iter()
+            .flatten()
+            .flatten()
+            .flatten()
+            .map(|s| s.run_medians_ns.len())
+            .max()
+            .unwrap_or(1)
+            .max(1)
     }
 
     /// Reads the `core-to-core-latency --csv` format (see the module doc):

@@ -30,6 +30,7 @@ pub mod stats;
 
 pub use pingpong::Method;
 
+pub use crate::matrix::RunToRun;
 use crate::{LatencyMatrix, PairStat};
 use pingpong::{PairLines, Pinger};
 use pinsight_cpuset::CpuSet;
@@ -142,51 +143,10 @@ impl Measurement {
         out
     }
 
-    /// Run-to-run spread over all pairs measured in at least two runs:
-    /// the median and the largest [`PairStat::run_to_run_rel`], with the
-    /// pair (CPU ids) of the largest. `None` with fewer than two runs.
+    /// Run-to-run spread over the pairs; see [`LatencyMatrix::run_to_run`].
     pub fn run_to_run(&self) -> Option<RunToRun> {
-        let m = &self.matrix;
-        let stats = m.stats.as_ref()?;
-        let mut spreads: Vec<(f64, (usize, usize))> = Vec::new();
-        for (i, row) in stats.iter().enumerate() {
-            for (j, stat) in row.iter().enumerate().take(i) {
-                if let Some(r) = stat.as_ref().and_then(PairStat::run_to_run_rel) {
-                    spreads.push((r, (m.cpus[i], m.cpus[j])));
-                }
-            }
-        }
-        if spreads.is_empty() {
-            return None;
-        }
-        spreads.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let n = spreads.len();
-        let median_rel = if n % 2 == 1 {
-            spreads[n / 2].0
-        } else {
-            (spreads[n / 2 - 1].0 + spreads[n / 2].0) / 2.0
-        };
-        let (max_rel, max_pair) = spreads[n - 1];
-        Some(RunToRun {
-            median_rel,
-            max_rel,
-            max_pair,
-            pairs: n,
-        })
+        self.matrix.run_to_run()
     }
-}
-
-/// Summary of the run-to-run spread of a matrix measured several times
-/// ([`Measurement::run_to_run`]).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct RunToRun {
-    /// Median over the pairs of [`PairStat::run_to_run_rel`] (0.03 = ±3%).
-    pub median_rel: f64,
-    /// The largest, and its pair (CPU ids).
-    pub max_rel: f64,
-    pub max_pair: (usize, usize),
-    /// Pairs measured in at least two runs.
-    pub pairs: usize,
 }
 
 /// Why CPUs could not be chosen; `usage` tells whether the user's
