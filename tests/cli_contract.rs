@@ -446,7 +446,8 @@ fn runtime_failures_exit_1() {
         .run(),
         &["no/such/dir/r"],
     );
-    runtime_error(
+    // An output path latency cannot write is refused before measuring: exit 2.
+    assert_usage_error(
         &pinsight(&[
             "latency",
             "--from-csv",

@@ -109,6 +109,12 @@ fn a_spent_budget_skips_pairs_and_says_which() {
     assert_eq!(r.rounds_run, 0);
     assert!(r.matrix.get(1, 0).is_nan());
     assert!(r.matrix.stats.as_ref().unwrap()[1][0].is_none());
+    // With repeats the budget covers every run: none completes.
+    let r = measure::measure(&MeasureConfig { repeats: 3, ..c }).unwrap();
+    assert_eq!(r.skipped, vec![(cpus[1], cpus[0])]);
+    assert!(r.fewer_runs.is_empty());
+    assert_eq!((r.runs_planned, r.runs_completed), (3, 0));
+    assert_eq!((r.rounds_run, r.rounds_planned), (0, 3));
 }
 
 #[test]
