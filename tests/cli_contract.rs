@@ -435,7 +435,8 @@ fn runtime_failures_exit_1() {
         &pinsight(&["pin", "999999999", "os"]).run(),
         &["no process with PID 999999999"],
     );
-    runtime_error(
+    // An output path latency cannot write is refused before measuring: exit 2.
+    assert_usage_error(
         &pinsight(&[
             "latency",
             "--from-csv",

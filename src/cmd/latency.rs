@@ -6,7 +6,7 @@ use pinsight_latency::measure::{
     self, choose_cpus, usable_cpus, MeasureConfig, Measurement, Method,
 };
 use pinsight_latency::render::{self, ChartOptions, KindBand, TableStyle};
-use pinsight_latency::{domains, DomainTree, LatencyMatrix};
+use pinsight_latency::{domains, DomainTree, LatencyMatrix, RunToRun};
 use pinsight_topology::{CpuSet, FsRoot};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -22,11 +22,22 @@ use std::time::Duration;
 /// the 95% confidence interval of its median is within --target-ci, or
 /// --max-time-per-pair runs out (the pair is then marked noisy, `~`).
 /// Latency is one-way: half a round trip.
+///
+/// Precision: a pair's ± "within-run" is the 95% confidence interval of its
+/// median from the samples of one run. It does not cover the variation
+/// between runs (clock frequency, temperature, other load), which is often
+/// several times larger. --repeat N measures the whole matrix N times, each
+/// run starting at a different round so that slow drifts hit all pairs
+/// alike; a pair's value is then the median of its N run medians, and its ±
+/// the larger of the within-run CI and the run-to-run spread (the farthest
+/// run median), labelled "run-to-run" when that is larger.
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Examples:\n  pinsight latency\n  pinsight latency --cpus 0-7 --method msg --svg lat.svg\n  \
                         pinsight latency --csv lat.csv && pinsight latency --from-csv lat.csv --png lat.png\n  \
-                        pinsight latency --from-csv results/AMD_Ryzen_9_5950X.csv   (core-to-core-latency's CSV)"
+                        pinsight latency --repeat 5   (run-to-run spread)\n  \
+                        pinsight latency --from-csv results/AMD_Ryzen_9_5950X.csv   (core-to-core-latency's CSV)\n  \
+                        pinsight latency --from-csv b12.csv --benchmark 2   (core-to-core-latency -b 1,2 --csv)"
 )]
 pub struct Args {
     /// CPUs to measure (cpulist, e.g. 0-7,16); default: every online CPU this process may use.
@@ -48,15 +59,29 @@ pub struct Args {
     /// Give up on a pair after this long and mark it noisy.
     #[arg(long, value_name = "DUR", default_value = "200ms", value_parser = parse_duration, conflicts_with = "from_csv")]
     pub max_time_per_pair: Duration,
-    /// Stop starting new rounds after this long; the pairs left are reported as not measured.
+    /// Measure the whole matrix N times (runs interleaved: each starts at a different round)
+    /// and report the run-to-run spread; the ± shown is then the larger of the within-run CI
+    /// and the run-to-run spread. Takes about N times as long.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_repeat, conflicts_with = "from_csv")]
+    pub repeat: usize,
+    /// Stop starting new rounds after this long (over all --repeat runs); the pairs left are
+    /// reported as not measured, or as measured in fewer runs.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "from_csv")]
     pub budget: Option<Duration>,
     /// Show a matrix measured elsewhere instead of measuring: core-to-core-latency's --csv
-    /// output, or this command's --csv or --json output.
+    /// output (also `-b 1,2 --csv`, one matrix per benchmark: see --benchmark), or this
+    /// command's --csv or --json output. Lines starting with '#' are skipped.
     #[arg(long, value_name = "FILE")]
     pub from_csv: Option<PathBuf>,
-    /// Write the matrix in core-to-core-latency's CSV format (lower triangle, one-way ns; the
-    /// per-pair medians, where the tool writes means).
+    /// With --from-csv: show the N-th matrix of a file holding several (default 1, the first).
+    /// core-to-core-latency -b 1,2 --csv writes one per benchmark, in the order given to -b.
+    #[arg(long, value_name = "N", requires = "from_csv", value_parser = parse_benchmark)]
+    pub benchmark: Option<usize>,
+    /// Write the matrix in core-to-core-latency's CSV format (lower triangle, one-way ns).
+    /// The values are per-pair medians (with --repeat: the median of the run medians), where
+    /// core-to-core-latency writes means; the file's first line is a '#' comment saying so
+    /// (--from-csv skips it; in pandas use read_csv(..., comment='#')). Checked for
+    /// writability before anything is measured, like --svg and --png.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write a heatmap as SVG.
@@ -65,6 +90,26 @@ pub struct Args {
     /// Write a heatmap as PNG.
     #[arg(long, value_name = "FILE")]
     pub png: Option<PathBuf>,
+}
+
+/// `--repeat`: a whole number of runs, at least 1.
+fn parse_repeat(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a number of runs (1 to 1000; 1 measures the matrix once)"
+        )),
+    }
+}
+
+/// `--benchmark`: a 1-based matrix index.
+fn parse_benchmark(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a matrix number (1 for the first matrix of the file, 2 for the second, ...)"
+        )),
+    }
 }
 
 /// Accepts `1%`, `0.5 %` or `0.01`.
@@ -88,7 +133,13 @@ enum Origin {
         measurement: Box<Measurement>,
         config: MeasureConfig,
     },
-    File(PathBuf),
+    File {
+        path: PathBuf,
+        /// The matrix shown (1-based) and a description of every matrix
+        /// of the file (more than one for core-to-core-latency -b 1,2).
+        benchmark: usize,
+        benchmarks: Vec<String>,
+    },
 }
 
 /// `--json` output: the matrix itself at the top level (so the file loads
@@ -100,7 +151,18 @@ struct JsonReport<'a> {
     unit: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     measured: Option<JsonMeasured>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<JsonFile>,
     domains: &'a DomainTree,
+}
+
+/// Which matrix of a --from-csv file this is.
+#[derive(Serialize)]
+struct JsonFile {
+    /// 1-based index of the matrix shown (--benchmark).
+    benchmark: usize,
+    /// Every matrix of the file: "lines 1-8, 8 CPUs[, 'title']".
+    benchmarks: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -115,7 +177,24 @@ struct JsonMeasured {
     noisy: Vec<(usize, usize)>,
     /// Pairs (CPU ids) not measured because the budget ran out.
     skipped: Vec<(usize, usize)>,
+    /// Runs of the whole matrix asked for (--repeat) and completed.
+    repeats: usize,
+    runs_completed: usize,
+    /// Pairs (CPU ids) measured in fewer runs than asked (budget).
+    fewer_runs: Vec<(usize, usize)>,
+    /// What each pair's `ci_low_ns`/`ci_high_ns` cover: the samples of one
+    /// run only. `run_medians_ns` (per pair, one per run) and `run_to_run`
+    /// give the variation between runs.
+    ci_covers: &'static str,
+    /// Run-to-run spread over the pairs (with --repeat 2 or more):
+    /// median and largest distance of a run median from the pair's median,
+    /// relative to it, and the pair (CPU ids) of the largest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_to_run: Option<RunToRun>,
 }
+
+const CI_COVERS: &str = "variation within one run only (the 95% CI of the median from that run's \
+     samples); not run-to-run variation: see run_medians_ns and run_to_run (--repeat)";
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let requested = match &args.cpus {
@@ -124,8 +203,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
         None => None,
     };
+    // Before anything is measured: a missing directory must not cost a
+    // whole measurement.
+    check_outputs(&args)?;
     let (matrix, origin) = match &args.from_csv {
-        Some(path) => (load(path, requested.as_ref())?, Origin::File(path.clone())),
+        Some(path) => load(path, args.benchmark, requested.as_ref())?,
         None => {
             let (measurement, config) = measure_here(&args, requested.as_ref(), g)?;
             (
@@ -140,7 +222,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let tree = domains(&matrix);
 
     if let Some(path) = &args.csv {
-        write_file(path, matrix.to_csv().as_bytes())?;
+        let text = format!("{}\n{}", csv_comment(&matrix, &origin), matrix.to_csv());
+        write_file(path, text.as_bytes())?;
     }
     if args.svg.is_some() || args.png.is_some() {
         let opts = ChartOptions {
@@ -169,13 +252,30 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 rounds_planned: m.rounds_planned,
                 noisy: m.noisy(),
                 skipped: m.skipped.clone(),
+                repeats: m.runs_planned,
+                runs_completed: m.runs_completed,
+                fewer_runs: m.fewer_runs.clone(),
+                ci_covers: CI_COVERS,
+                run_to_run: m.run_to_run(),
             }),
-            Origin::File(_) => None,
+            Origin::File { .. } => None,
+        };
+        let file = match &origin {
+            Origin::File {
+                benchmark,
+                benchmarks,
+                ..
+            } => Some(JsonFile {
+                benchmark: *benchmark,
+                benchmarks: benchmarks.clone(),
+            }),
+            Origin::Measured { .. } => None,
         };
         g.print_json(&JsonReport {
             matrix: &matrix,
             unit: "ns one-way",
             measured,
+            file,
             domains: &tree,
         })?;
     } else {
@@ -184,11 +284,41 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
-/// Loads `--from-csv`, restricted to `--cpus` if given. Any problem with
-/// the file is the user's input: exit 2.
-fn load(path: &Path, requested: Option<&CpuSet>) -> Result<LatencyMatrix, CliError> {
-    let m = LatencyMatrix::load(path).map_err(|e| CliError::usage(format!("--from-csv {e}")))?;
-    let Some(req) = requested else { return Ok(m) };
+/// Loads matrix number `benchmark` (1-based, default 1) of `--from-csv`,
+/// restricted to `--cpus` if given. Any problem with the file is the
+/// user's input: exit 2.
+fn load(
+    path: &Path,
+    benchmark: Option<usize>,
+    requested: Option<&CpuSet>,
+) -> Result<(LatencyMatrix, Origin), CliError> {
+    let all =
+        LatencyMatrix::load_all(path).map_err(|e| CliError::usage(format!("--from-csv {e}")))?;
+    let benchmarks: Vec<String> = all.iter().map(|m| m.describe()).collect();
+    let index = benchmark.unwrap_or(1);
+    let Some(chosen) = all.into_iter().nth(index - 1) else {
+        let list: Vec<String> = benchmarks
+            .iter()
+            .enumerate()
+            .map(|(k, d)| format!("{} ({d})", k + 1))
+            .collect();
+        return Err(CliError::usage(format!(
+            "--benchmark {index}: {} holds {} matri{}: {}",
+            path.display(),
+            list.len(),
+            if list.len() == 1 { "x" } else { "ces" },
+            list.join("; ")
+        )));
+    };
+    let origin = Origin::File {
+        path: path.to_path_buf(),
+        benchmark: index,
+        benchmarks,
+    };
+    let m = chosen.matrix;
+    let Some(req) = requested else {
+        return Ok((m, origin));
+    };
     let missing = req.difference(&m.cpu_set());
     if !missing.is_empty() {
         return Err(CliError::usage(format!(
@@ -208,8 +338,89 @@ fn load(path: &Path, requested: Option<&CpuSet>) -> Result<LatencyMatrix, CliErr
         .copied()
         .filter(|c| req.contains(*c))
         .collect();
-    Ok(m.submatrix(&cpus)
-        .expect("CPUs checked to be in the matrix"))
+    let sub = m
+        .submatrix(&cpus)
+        .expect("CPUs checked to be in the matrix");
+    Ok((sub, origin))
+}
+
+/// Every output file (`--csv`, `--svg`, `--png`) can be written: checked
+/// before measuring, so a typo in a directory name fails at once (exit 2,
+/// naming the path) instead of after the whole measurement. A file that
+/// does not exist yet is created and removed again.
+fn check_outputs(args: &Args) -> Result<(), CliError> {
+    for (flag, path) in [
+        ("--csv", &args.csv),
+        ("--svg", &args.svg),
+        ("--png", &args.png),
+    ] {
+        if let Some(path) = path {
+            check_writable(path)
+                .map_err(|why| CliError::usage(format!("{flag} {}: {why}", path.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// Why `path` cannot be written as an output file, if it cannot.
+fn check_writable(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err("is a directory (expected a file name)".to_string());
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!(
+            "cannot write there: directory {} does not exist",
+            parent.display()
+        ));
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| format!("cannot write: {e}"))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// The first line of a `--csv` file: what the values are (pinsight writes
+/// medians where core-to-core-latency writes means). A `#` line, which
+/// `--from-csv` skips.
+fn csv_comment(m: &LatencyMatrix, origin: &Origin) -> String {
+    match origin {
+        Origin::Measured { config, .. } => format!(
+            "# pinsight latency ({}): one-way ns, per-pair {} (core-to-core-latency --csv \
+             writes means)",
+            config.method,
+            if config.repeats > 1 {
+                format!("median of {} run medians", config.repeats)
+            } else {
+                "medians".to_string()
+            }
+        ),
+        Origin::File { path, .. } => {
+            let name: String = path
+                .file_name()
+                .map_or_else(
+                    || path.display().to_string(),
+                    |n| n.to_string_lossy().into(),
+                )
+                .chars()
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect();
+            format!(
+                "# pinsight latency: one-way ns as read from {name} ({} CPUs; \
+                 core-to-core-latency --csv writes means, pinsight medians)",
+                m.len()
+            )
+        }
+    }
 }
 
 fn measure_here(
@@ -235,14 +446,25 @@ fn measure_here(
         target_rel_ci: args.target_ci,
         max_time_per_pair: args.max_time_per_pair,
         budget: args.budget,
+        repeats: args.repeat,
         ..MeasureConfig::default()
     };
     let n = config.cpus.len();
-    let pb = progress_bar(g, (n * (n - 1) / 2) as u64, "core-to-core latency");
+    // Every run measures every pair: the bar counts them all.
+    let pb = progress_bar(
+        g,
+        (config.repeats * n * (n - 1) / 2) as u64,
+        "core-to-core latency",
+    );
     let measurement = measure::measure_with_progress(&config, &mut |p| {
         pb.set_position(p.pairs_done as u64);
+        let run = if p.runs_total > 1 {
+            format!(", run {}/{}", p.run + 1, p.runs_total)
+        } else {
+            String::new()
+        };
         pb.set_message(format!(
-            "core-to-core latency ({}), round {}/{}",
+            "core-to-core latency ({}){run}, round {}/{}",
             config.method,
             p.rounds_done + 1,
             p.rounds_total
@@ -282,7 +504,7 @@ fn chart_title(m: &LatencyMatrix, origin: &Origin) -> String {
                 config.method
             )
         }
-        Origin::File(path) => {
+        Origin::File { path, .. } => {
             let name = path.file_name().map_or_else(
                 || path.display().to_string(),
                 |n| n.to_string_lossy().into(),
@@ -309,25 +531,41 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
             measurement: r,
             config: c,
         } => {
-            let rounds = match (c.parallel, r.rounds_run) {
+            let mut rounds = match (c.parallel, r.rounds_run) {
                 (true, 1) => "1 round".to_string(),
                 (true, k) => format!("{k} parallel rounds of disjoint pairs"),
                 (false, k) => format!("{k} pair(s) one at a time"),
             };
-            out.push_str(&format!(
-                "{} ({}): one-way latency in ns, median per pair (sampled to ±{}% at 95% or {} ms per pair)\n\
-                 {} CPUs, {rounds}, {}\n\n",
-                c.method.describe(),
-                c.method,
-                c.target_rel_ci * 100.0,
-                c.max_time_per_pair.as_millis(),
-                c.cpus.len(),
-                seconds(r.elapsed)
+            if c.repeats > 1 {
+                rounds.push_str(&format!(" in {} runs of the matrix", c.repeats));
+            }
+            let value = if c.repeats > 1 {
+                "the median of its run medians"
+            } else {
+                "the median of its samples"
+            };
+            out.push_str(&format!("{} ({})\n", c.method.describe(), c.method));
+            out.push_str(&wrap(
+                &format!(
+                    "One-way latency in ns; each pair is {value}, sampled until the 95% CI \
+                     of its median within one run is ±{}% or for {} ms. {} CPUs, {rounds}, {}.",
+                    c.target_rel_ci * 100.0,
+                    c.max_time_per_pair.as_millis(),
+                    c.cpus.len(),
+                    seconds(r.elapsed)
+                ),
+                80,
+                "",
             ));
+            out.push('\n');
         }
-        Origin::File(path) => {
+        Origin::File {
+            path,
+            benchmark,
+            benchmarks,
+        } => {
             out.push_str(&format!(
-                "{}: one-way latency in ns ({} CPUs{})\n\n",
+                "{}: one-way latency in ns ({} CPUs{})\n",
                 path.display(),
                 m.len(),
                 m.method
@@ -336,6 +574,22 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
                     .map(|m| format!(", method {m}"))
                     .unwrap_or_default()
             ));
+            if benchmarks.len() > 1 {
+                out.push_str(&format!(
+                    "Showing matrix {benchmark} of {} in the file (--benchmark N picks another):\n",
+                    benchmarks.len()
+                ));
+                for (k, d) in benchmarks.iter().enumerate() {
+                    let line = format!(
+                        "  {}{}: {d}",
+                        if k + 1 == *benchmark { "*" } else { " " },
+                        k + 1
+                    );
+                    out.push_str(&fit(&line, 80));
+                    out.push('\n');
+                }
+            }
+            out.push('\n');
         }
     }
     let stdout_tty = std::io::stdout().is_terminal();
@@ -350,34 +604,56 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
     out.push_str(&render::heatmap(m, Some(tree), &style));
     out.push('\n');
     out.push_str(&render::summary(m));
+    out.push_str(&interval_legend(m));
     if let Origin::Measured {
         measurement: r,
         config: c,
     } = origin
     {
+        if !r.fewer_runs.is_empty() {
+            out.push_str(&wrap(
+                &format!(
+                    "{} pair(s) measured in fewer than {} runs: the --budget ran out: {}",
+                    r.fewer_runs.len(),
+                    c.repeats,
+                    pair_list(&r.fewer_runs)
+                ),
+                80,
+                "  ",
+            ));
+        }
         let noisy = r.noisy();
         if !noisy.is_empty() {
-            out.push_str(&format!(
-                "{} noisy pair(s) (interval wider than ±{}% after {} ms; busy or virtualised machine?): {}\n",
-                noisy.len(),
-                c.target_rel_ci * 100.0,
-                c.max_time_per_pair.as_millis(),
-                pair_list(&noisy)
+            out.push_str(&wrap(
+                &format!(
+                    "{} noisy pair(s) (within-run interval wider than ±{}% after {} ms; \
+                     busy or virtualised machine?): {}",
+                    noisy.len(),
+                    c.target_rel_ci * 100.0,
+                    c.max_time_per_pair.as_millis(),
+                    pair_list(&noisy)
+                ),
+                80,
+                "  ",
             ));
         }
         if !r.skipped.is_empty() {
-            out.push_str(&format!(
-                "{} pair(s) not measured: the --budget ran out after {} of {} rounds: {}\n",
-                r.skipped.len(),
-                r.rounds_run,
-                r.rounds_planned,
-                pair_list(&r.skipped)
+            out.push_str(&wrap(
+                &format!(
+                    "{} pair(s) not measured: the --budget ran out after {} of {} rounds: {}",
+                    r.skipped.len(),
+                    r.rounds_run,
+                    r.rounds_planned,
+                    pair_list(&r.skipped)
+                ),
+                80,
+                "  ",
             ));
         }
     }
     out.push_str("\nLatency domains:\n");
     for line in tree.describe().lines() {
-        out.push_str(&format!("  {line}\n"));
+        out.push_str(&wrap(&format!("  {line}"), 80, "    "));
     }
     let written: Vec<String> = [&args.csv, &args.svg, &args.png]
         .iter()
@@ -385,9 +661,90 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
         .map(|p| p.display().to_string())
         .collect();
     if !written.is_empty() {
-        out.push_str(&format!("\nWrote {}\n", written.join(", ")));
+        out.push('\n');
+        out.push_str(&wrap(&format!("Wrote {}", written.join(", ")), 80, "  "));
     }
     out
+}
+
+/// What the ± of the summary lines means (nothing when the matrix has no
+/// per-pair statistics, e.g. read from core-to-core-latency's CSV).
+fn interval_legend(m: &LatencyMatrix) -> String {
+    if m.stats.is_none() {
+        return String::new();
+    }
+    let runs = m.runs();
+    if runs < 2 {
+        return wrap(
+            "± within-run: the 95% CI of the median from this one run's samples; it \
+             does not cover run-to-run variation (often larger): see --repeat N.",
+            80,
+            "",
+        );
+    }
+    let mut out = wrap(
+        &format!(
+            "± is the larger of the within-run 95% CI and the run-to-run spread: how far \
+             the farthest of the {runs} run medians lies from their median (the value shown)."
+        ),
+        80,
+        "",
+    );
+    if let Some(s) = m.run_to_run() {
+        out.push_str(&wrap(
+            &format!(
+                "Run-to-run spread over {} pair{}: median ±{}, max ±{} (CPUs {},{}).",
+                s.pairs,
+                if s.pairs == 1 { "" } else { "s" },
+                render::format_pct(s.median_rel),
+                render::format_pct(s.max_rel),
+                s.max_pair.0,
+                s.max_pair.1
+            ),
+            80,
+            "",
+        ));
+    }
+    out
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a
+/// longer word stays whole), continuation lines starting with `indent`;
+/// each line ends in a newline.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let lead: String = text.chars().take_while(|c| *c == ' ').collect();
+    let mut out = String::new();
+    let mut line = lead.clone();
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let need = line.chars().count() + usize::from(!empty) + word.chars().count();
+        if !empty && need > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = indent.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    if !empty {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `line` cut to `width` characters, ending in "…" when cut.
+fn fit(line: &str, width: usize) -> String {
+    if line.chars().count() <= width {
+        return line.to_string();
+    }
+    let mut s: String = line.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
 }
 
 /// "12 ms" / "3.4 s".
@@ -482,8 +839,9 @@ mod tests {
 
     #[test]
     fn from_csv_with_cpus_takes_a_submatrix_and_refuses_unknown_cpus() {
-        let m = load(
+        let (m, _) = load(
             Path::new(&fixture("Apple_M1_Pro.csv")),
+            None,
             Some(&CpuSet::parse_list("2-4").unwrap()),
         )
         .unwrap();
@@ -588,6 +946,7 @@ mod tests {
             matrix: &r.matrix,
             unit: "ns one-way",
             measured: None,
+            file: None,
             domains: &tree,
         };
         let dir = tempfile::tempdir().unwrap();
@@ -606,12 +965,209 @@ mod tests {
             &parse(&[]).unwrap().0,
         );
         assert!(
-            text.starts_with("CAS latency on a single shared cache line (cas)"),
+            text.starts_with("CAS latency on a single shared cache line (cas)\n"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(
+            text.contains("± within-run: the 95% CI of the median from this one run's"),
             "{text}"
         );
         assert!(
             text.contains("Min  latency:") && text.contains("Latency domains:"),
             "{text}"
         );
+    }
+
+    /// core-to-core-latency -b 1,2 --csv on 3 CPUs: two matrices, one
+    /// after the other, no separator (its titles go to stderr).
+    const TWO_BENCHMARKS: &str = ",,\n50,,\n60,70,\n,,\n80,,\n90,100,\n";
+
+    #[test]
+    fn benchmark_picks_a_matrix_of_a_multi_benchmark_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b12.csv");
+        std::fs::write(&path, TWO_BENCHMARKS).unwrap();
+        let (m, origin) = load(&path, None, None).unwrap();
+        assert_eq!(m.between(1, 0), Some(50.0));
+        let (m2, _) = load(&path, Some(2), None).unwrap();
+        assert_eq!(m2.between(2, 1), Some(100.0));
+        let text = human(&m, &origin, &domains(&m), &parse(&[]).unwrap().0);
+        assert!(
+            text.contains("Showing matrix 1 of 2 in the file (--benchmark N picks another)")
+                && text.contains("  *1: lines 1-3, 3 CPUs")
+                && text.contains("   2: lines 4-6, 3 CPUs"),
+            "{text}"
+        );
+        let e = run_with(&["--from-csv", path.to_str().unwrap(), "--benchmark", "3"]).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(
+            e.message.starts_with("--benchmark 3: ")
+                && e.message.ends_with(
+                    "b12.csv holds 2 matrices: 1 (lines 1-3, 3 CPUs); 2 (lines 4-6, 3 CPUs)"
+                ),
+            "{}",
+            e.message
+        );
+        assert!(
+            parse(&["--benchmark", "2"]).is_err(),
+            "--benchmark needs --from-csv"
+        );
+        assert!(parse(&["--from-csv", "x", "--benchmark", "0"]).is_err());
+    }
+
+    #[test]
+    fn csv_export_says_the_values_are_medians_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.csv");
+        run_with(&[
+            "--from-csv",
+            &fixture("Apple_M1_Pro.csv"),
+            "--csv",
+            out.to_str().unwrap(),
+        ])
+        .unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.starts_with("# pinsight latency: one-way ns as read from Apple_M1_Pro.csv")
+                && first.contains("core-to-core-latency --csv writes means"),
+            "{first}"
+        );
+        let back = LatencyMatrix::load(&out).unwrap();
+        assert_eq!(back.len(), 8);
+        // A measured matrix: medians, and of how many runs.
+        let config = MeasureConfig {
+            cpus: vec![0, 1],
+            repeats: 5,
+            ..MeasureConfig::default()
+        };
+        let r = Measurement {
+            matrix: LatencyMatrix::new(vec![0, 1]),
+            skipped: Vec::new(),
+            fewer_runs: Vec::new(),
+            rounds_run: 5,
+            rounds_planned: 5,
+            runs_planned: 5,
+            runs_completed: 5,
+            elapsed: Duration::from_millis(5),
+        };
+        let c = csv_comment(
+            &r.matrix.clone(),
+            &Origin::Measured {
+                measurement: Box::new(r),
+                config,
+            },
+        );
+        assert_eq!(
+            c,
+            "# pinsight latency (cas): one-way ns, per-pair median of 5 run medians \
+             (core-to-core-latency --csv writes means)"
+        );
+    }
+
+    #[test]
+    fn unwritable_outputs_are_refused_before_measuring() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-dir/x.csv");
+        for flag in ["--csv", "--svg", "--png"] {
+            let t0 = std::time::Instant::now();
+            // A measurement this precise would take seconds per pair.
+            let e = run_with(&[
+                flag,
+                missing.to_str().unwrap(),
+                "--target-ci",
+                "0.001%",
+                "--max-time-per-pair",
+                "5s",
+            ])
+            .unwrap_err();
+            assert_eq!(e.code, 2, "{flag}: {}", e.message);
+            assert!(
+                e.message
+                    .starts_with(&format!("{flag} {}: ", missing.display()))
+                    && e.message.contains("does not exist"),
+                "{}",
+                e.message
+            );
+            assert!(
+                t0.elapsed() < Duration::from_secs(2),
+                "{flag}: measured first"
+            );
+        }
+        let e = run_with(&["--svg", dir.path().to_str().unwrap()]).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.contains("is a directory"), "{}", e.message);
+        // A file that does not exist yet is not left behind by the check.
+        let fresh = dir.path().join("fresh.csv");
+        check_writable(&fresh).unwrap();
+        assert!(!fresh.exists());
+        // An existing file is not truncated by the check.
+        std::fs::write(&fresh, "keep").unwrap();
+        check_writable(&fresh).unwrap();
+        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "keep");
+    }
+
+    #[test]
+    fn repeat_must_be_at_least_one() {
+        assert_eq!(parse_repeat("3"), Ok(3));
+        assert!(parse_repeat("0")
+            .unwrap_err()
+            .contains("'0' is not a number of runs"));
+        assert!(parse_repeat("x").is_err());
+        assert!(parse(&["--repeat", "0"]).is_err());
+        assert!(parse(&["--from-csv", "x.csv", "--repeat", "2"]).is_err());
+        assert_eq!(parse(&[]).unwrap().0.repeat, 1);
+    }
+
+    #[test]
+    fn legend_names_the_interval_and_the_run_to_run_spread() {
+        let stat = |runs: &[f64]| {
+            let one: Vec<pinsight_latency::PairStat> = runs
+                .iter()
+                .map(|&v| pinsight_latency::PairStat {
+                    median_ns: v,
+                    mean_ns: v,
+                    ci_low_ns: v * 0.995,
+                    ci_high_ns: v * 1.005,
+                    samples: 50,
+                    noisy: false,
+                    run_medians_ns: Vec::new(),
+                })
+                .collect();
+            pinsight_latency::PairStat::combine(&one).unwrap()
+        };
+        let mut m = LatencyMatrix::new(vec![0, 1]);
+        assert_eq!(interval_legend(&m), "", "no statistics, no legend");
+        let s = stat(&[50.0]);
+        m.stats = Some(vec![vec![None, Some(s.clone())], vec![Some(s), None]]);
+        let one = interval_legend(&m);
+        assert!(
+            one.contains("± within-run: the 95% CI of the median from this one run's")
+                && one.contains("cover run-to-run variation")
+                && one.contains("--repeat N"),
+            "{one}"
+        );
+        let s = stat(&[53.0, 64.0, 58.0, 55.0, 60.0]);
+        m.stats = Some(vec![vec![None, Some(s.clone())], vec![Some(s), None]]);
+        let five = interval_legend(&m);
+        assert!(
+            five.contains("± is the larger of the within-run 95% CI and the run-to-run")
+                && five.contains("farthest of the 5 run medians")
+                && five
+                    .contains("Run-to-run spread over 1 pair: median ±10%, max ±10% (CPUs 1,0)."),
+            "{five}"
+        );
+        assert!(five.lines().all(|l| l.chars().count() <= 80), "{five}");
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces_within_the_width() {
+        assert_eq!(wrap("a bb ccc dddd", 6, "  "), "a bb\n  ccc\n  dddd\n");
+        assert_eq!(wrap("  x y", 80, "    "), "  x y\n");
+        assert_eq!(wrap("unbreakablewordhere", 5, ""), "unbreakablewordhere\n");
+        assert_eq!(wrap("", 5, ""), "");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
     }
 }

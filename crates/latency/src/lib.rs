@@ -17,4 +17,4 @@ pub use group::{
     autopilot, best_group, best_pipeline, exhaustive_group, exhaustive_pipeline, Exact, Group,
     SearchLimits,
 };
-pub use matrix::{LatencyMatrix, PairStat};
+pub use matrix::{CsvMatrix, IntervalKind, LatencyMatrix, PairStat, RunToRun};

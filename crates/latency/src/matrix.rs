@@ -8,9 +8,14 @@
 //! arbitrary CPU subset in any order, [`LatencyMatrix::to_csv`] writes one
 //! extra first line `# cpus: 8,9,10,11` (ids in matrix order) — only when
 //! the ids are not `0..n`, so files for whole machines stay byte-compatible
-//! with the tool and its plotting notebooks. [`LatencyMatrix::parse_csv`] accepts that line, blank
-//! trailing lines, CRLF line ends, and full (square) matrices such as other
-//! tools write: when both `(i, j)` and `(j, i)` are given, their mean is used.
+//! with the tool and its plotting notebooks. [`LatencyMatrix::parse_csv`]
+//! accepts that line, any other `#` comment line (`pinsight latency --csv` starts its files with
+//! one saying what the values are), blank lines, CRLF line ends, and full
+//! (square) matrices such as other tools write: when both `(i, j)` and
+//! `(j, i)` are given, their mean is used. A file may hold several
+//! matrices — `core-to-core-latency -b 1,2 --csv` prints one per benchmark,
+//! one after the other — which [`LatencyMatrix::parse_csv_all`] returns in
+//! order ([`LatencyMatrix::parse_csv`] takes the first).
 //!
 //! **JSON** is our own serde form of [`LatencyMatrix`], which keeps the per
 //! pair statistics. JSON has no NaN, so unmeasured pairs are written `null`.
@@ -23,20 +28,178 @@ use serde::{Deserialize, Serialize};
 
 /// One measured pair (symmetric): statistics of the one-way latency
 /// estimate in ns.
+///
+/// The confidence interval covers the variation *within one run* of the
+/// matrix only: samples taken a few microseconds apart. Two runs minutes
+/// apart can differ far more (frequency, temperature, other load: five
+/// runs of one machine gave 53–64 ns while each claimed ±0.7%). Measuring
+/// the matrix several times gives `run_medians_ns`, and
+/// [`PairStat::run_to_run_rel`] the spread between runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PairStat {
-    /// Median of the per-sample one-way latency.
+    /// Median of the per-sample one-way latency; with several runs, the
+    /// median of the runs' medians.
     pub median_ns: f64,
-    /// Mean of the per-sample one-way latency.
+    /// Mean of the per-sample one-way latency (all runs' samples).
     pub mean_ns: f64,
-    /// Lower bound of the confidence interval of the median.
+    /// Lower bound of the 95% confidence interval of the median within one
+    /// run (with several runs: the median of the runs' bounds). Does not
+    /// cover run-to-run variation.
     pub ci_low_ns: f64,
-    /// Upper bound of the confidence interval of the median.
+    /// Upper bound of the 95% confidence interval of the median within one
+    /// run (with several runs: the median of the runs' bounds).
     pub ci_high_ns: f64,
-    /// Number of samples behind the statistics.
+    /// Number of samples behind the statistics (all runs).
     pub samples: u64,
-    /// Whether the measurement was judged too noisy to trust.
+    /// Whether the measurement was judged too noisy to trust (in any run).
     pub noisy: bool,
+    /// The median of each run of the matrix, in run order (one entry per
+    /// run that measured this pair); empty when not known (older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_medians_ns: Vec<f64>,
+}
+
+impl PairStat {
+    /// Half-width of the within-run confidence interval relative to the
+    /// median (the larger side): 0.007 = ±0.7%.
+    pub fn within_run_rel(&self) -> f64 {
+        let half = (self.median_ns - self.ci_low_ns).max(self.ci_high_ns - self.median_ns);
+        relative(half, self.median_ns)
+    }
+
+    /// Run-to-run spread relative to the median: how far the farthest
+    /// run's median lies from `median_ns` (0.05 = ±5%). `None` with fewer
+    /// than two runs.
+    pub fn run_to_run_rel(&self) -> Option<f64> {
+        if self.run_medians_ns.len() < 2 {
+            return None;
+        }
+        let far = self
+            .run_medians_ns
+            .iter()
+            .map(|m| (m - self.median_ns).abs())
+            .fold(0.0, f64::max);
+        Some(relative(far, self.median_ns))
+    }
+
+    /// The interval to show: the larger of the within-run CI and the
+    /// run-to-run spread, relative to the median, and which one it is.
+    pub fn shown_interval(&self) -> (f64, IntervalKind) {
+        let within = self.within_run_rel();
+        match self.run_to_run_rel() {
+            Some(r) if r > within => (r, IntervalKind::RunToRun),
+            _ => (within, IntervalKind::WithinRun),
+        }
+    }
+
+    /// Lowest and highest run median; `None` with fewer than two runs.
+    pub fn run_range_ns(&self) -> Option<(f64, f64)> {
+        if self.run_medians_ns.len() < 2 {
+            return None;
+        }
+        let lo = self
+            .run_medians_ns
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let hi = self
+            .run_medians_ns
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        Some((lo, hi))
+    }
+
+    /// One pair's statistics over several runs of the matrix (`runs` in run
+    /// order, each from one run): the median of the run medians, the
+    /// median of the runs' CI bounds (widened to contain the median),
+    /// sample-weighted mean, all samples counted, noisy if any run was.
+    /// `None` for no runs.
+    pub fn combine(runs: &[PairStat]) -> Option<PairStat> {
+        let first = runs.first()?;
+        let medians: Vec<f64> = runs.iter().map(|r| r.median_ns).collect();
+        if runs.len() == 1 {
+            return Some(PairStat {
+                run_medians_ns: medians,
+                ..first.clone()
+            });
+        }
+        let median = median_of(runs.iter().map(|r| r.median_ns));
+        let samples: u64 = runs.iter().map(|r| r.samples).sum();
+        let mean = if samples == 0 {
+            median_of(runs.iter().map(|r| r.mean_ns))
+        } else {
+            runs.iter()
+                .map(|r| r.mean_ns * r.samples as f64)
+                .sum::<f64>()
+                / samples as f64
+        };
+        Some(PairStat {
+            median_ns: median,
+            mean_ns: mean,
+            ci_low_ns: median_of(runs.iter().map(|r| r.ci_low_ns)).min(median),
+            ci_high_ns: median_of(runs.iter().map(|r| r.ci_high_ns)).max(median),
+            samples,
+            noisy: runs.iter().any(|r| r.noisy),
+            run_medians_ns: medians,
+        })
+    }
+}
+
+/// Summary of the run-to-run spread of a matrix measured several times
+/// ([`LatencyMatrix::run_to_run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RunToRun {
+    /// Median over the pairs of [`PairStat::run_to_run_rel`] (0.03 = ±3%).
+    pub median_rel: f64,
+    /// The largest, and its pair (CPU ids).
+    pub max_rel: f64,
+    pub max_pair: (usize, usize),
+    /// Pairs measured in at least two runs.
+    pub pairs: usize,
+}
+
+/// Which interval [`PairStat::shown_interval`] chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntervalKind {
+    /// The 95% CI of the median within one run.
+    WithinRun,
+    /// The spread of the run medians (several runs).
+    RunToRun,
+}
+
+impl IntervalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntervalKind::WithinRun => "within-run",
+            IntervalKind::RunToRun => "run-to-run",
+        }
+    }
+}
+
+/// `part / whole`, 0 when `whole` is not positive.
+fn relative(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole
+    } else {
+        0.0
+    }
+}
+
+/// Median of some values (NaN for none).
+fn median_of(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 /// A symmetric core-to-core latency matrix over an ordered list of CPU ids.
@@ -139,23 +302,84 @@ impl LatencyMatrix {
             .filter(|v| !v.is_nan())
     }
 
-    /// Reads the `core-to-core-latency --csv` format (see the module doc).
-    /// `origin` names the input in errors, which look like
-    /// `AMD.csv:4:3: 'abc' is not a number of nanoseconds`.
+    /// Run-to-run spread over all pairs measured in at least two runs:
+    /// the median and the largest [`PairStat::run_to_run_rel`], with the
+    /// pair (CPU ids) of the largest. `None` without per-pair statistics or
+    /// with fewer than two runs.
+    pub fn run_to_run(&self) -> Option<RunToRun> {
+        let stats = self.stats.as_ref()?;
+        let mut spreads: Vec<(f64, (usize, usize))> = Vec::new();
+        for (i, row) in stats.iter().enumerate() {
+            for (j, stat) in row.iter().enumerate().take(i) {
+                if let Some(r) = stat.as_ref().and_then(PairStat::run_to_run_rel) {
+                    spreads.push((r, (self.cpus[i], self.cpus[j])));
+                }
+            }
+        }
+        if spreads.is_empty() {
+            return None;
+        }
+        spreads.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n = spreads.len();
+        let median_rel = median_of(spreads.iter().map(|s| s.0));
+        let (max_rel, max_pair) = spreads[n - 1];
+        Some(RunToRun {
+            median_rel,
+            max_rel,
+            max_pair,
+            pairs: n,
+        })
+    }
+
+    /// The most runs any pair was measured in (1 for a single run or a
+    /// matrix without statistics).
+    pub fn runs(&self) -> usize {
+        self.stats
+            .iter()
+            .flatten()
+            .flatten()
+            .flatten()
+            .map(|s| s.run_medians_ns.len())
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    /// Reads the `core-to-core-latency --csv` format (see the module doc):
+    /// the first matrix of the file (see [`LatencyMatrix::parse_csv_all`]
+    /// for files holding several). `origin` names the input in errors,
+    /// which look like `AMD.csv:4:3: 'abc' is not a number of nanoseconds`.
+    pub fn parse_csv(text: &str, origin: &str) -> Result<Self, String> {
+        let mut all = LatencyMatrix::parse_csv_all(text, origin)?;
+        Ok(all.swap_remove(0).matrix)
+    }
+
+    /// Reads every matrix of a CSV file, in file order (at least one, or
+    /// an error). `core-to-core-latency -b 1,2 --csv` prints one matrix per
+    /// benchmark straight after one another on stdout (its titles go to
+    /// stderr), so `2n` rows of `n` fields are two matrices; matrices may
+    /// also be separated by blank lines or by a title line such as
+    /// `2) Single-writer single-reader latency on two shared cache lines`
+    /// (what the tool prints to stderr before each benchmark), which then
+    /// names the matrix after it. Lines starting with `#` are comments; a
+    /// `# cpus:` line before the data applies to every matrix.
     // Index loops: cells are addressed as (row, column) pairs.
     #[allow(clippy::needless_range_loop)]
-    pub fn parse_csv(text: &str, origin: &str) -> Result<Self, String> {
+    pub fn parse_csv_all(text: &str, origin: &str) -> Result<Vec<CsvMatrix>, String> {
         let mut cpus: Option<Vec<usize>> = None;
-        // (1-based line number, line) of the data rows.
-        let mut rows: Vec<(usize, &str)> = Vec::new();
+        let mut blocks: Vec<Block> = Vec::new();
+        let mut current = Block::default();
+        // A title line waiting for the rows it names: (line number, title).
+        let mut pending: Option<(usize, String)> = None;
+        let mut seen_data = false;
         for (idx, raw) in text.split('\n').enumerate() {
             let line_no = idx + 1;
             let line = raw.strip_suffix('\r').unwrap_or(raw);
             if let Some(comment) = line.trim_start().strip_prefix('#') {
                 if let Some(list) = comment.trim().strip_prefix("cpus:") {
-                    if cpus.is_some() || !rows.is_empty() {
+                    if cpus.is_some() || seen_data {
                         return Err(format!(
-                            "{origin}:{line_no}: '# cpus:' must be the first line, and given once"
+                            "{origin}:{line_no}: '# cpus:' must come before the matrix, and be given once"
                         ));
                     }
                     cpus =
@@ -163,73 +387,92 @@ impl LatencyMatrix {
                 }
                 continue;
             }
-            rows.push((line_no, line));
+            let title = benchmark_title(line);
+            if line.trim().is_empty() || title.is_some() {
+                if !current.rows.is_empty() {
+                    blocks.push(std::mem::take(&mut current));
+                }
+                if let Some(t) = title {
+                    if let Some((at, prev)) = pending.replace((line_no, t)) {
+                        return Err(format!(
+                            "{origin}:{at}: benchmark title '{prev}' is followed by no matrix"
+                        ));
+                    }
+                    seen_data = true;
+                }
+                continue;
+            }
+            if current.rows.is_empty() {
+                current.title = pending.take().map(|(_, t)| t);
+            }
+            seen_data = true;
+            current.rows.push((line_no, line));
         }
-        // The file ends with a newline, and editors add more: blank lines
-        // after the data are not rows. (A blank line inside the data is an
-        // error below: it has 1 field instead of n.)
-        while rows.last().is_some_and(|(_, l)| l.trim().is_empty()) {
-            rows.pop();
+        if !current.rows.is_empty() {
+            blocks.push(current);
         }
-        let n = rows.len();
-        if n < 2 {
+        if let Some((at, t)) = pending {
             return Err(format!(
-                "{origin}: found {n} matrix rows, expected at least 2 (one line per CPU, \
+                "{origin}:{at}: benchmark title '{t}' is followed by no matrix"
+            ));
+        }
+        if blocks.is_empty() {
+            return Err(format!(
+                "{origin}: found 0 matrix rows, expected at least 2 (one line per CPU, \
                  comma-separated nanoseconds as written by core-to-core-latency --csv)"
             ));
         }
-        let cpus = match cpus {
-            Some(c) if c.len() != n => {
-                return Err(format!(
-                    "{origin}: '# cpus:' lists {} CPUs but the matrix has {n} rows",
-                    c.len()
-                ))
+        let mut out = Vec::new();
+        for block in &blocks {
+            let (first_line, first) = block.rows[0];
+            let n = first.split(',').count();
+            for &(line_no, line) in &block.rows {
+                let k = line.split(',').count();
+                if k != n {
+                    return Err(format!(
+                        "{origin}:{line_no}: row has {k} fields, expected {n} (one per CPU, \
+                         like line {first_line})"
+                    ));
+                }
             }
-            Some(c) => c,
-            None => (0..n).collect(),
-        };
-        let mut cells = vec![vec![None::<f64>; n]; n];
-        for (r, (line_no, line)) in rows.iter().enumerate() {
-            let fields: Vec<&str> = line.split(',').collect();
-            if fields.len() != n {
+            let r = block.rows.len();
+            if n < 2 || r < 2 {
                 return Err(format!(
-                    "{origin}:{line_no}: row has {} fields, expected {n} (one per CPU: the matrix has {n} rows)",
-                    fields.len()
+                    "{origin}:{first_line}: found {r} matrix row(s) of {n} field(s), expected \
+                     at least 2 (one line per CPU, comma-separated nanoseconds as written by \
+                     core-to-core-latency --csv)"
                 ));
             }
-            for (c, field) in fields.iter().enumerate() {
-                let field = field.trim();
-                if field.is_empty() {
-                    continue;
+            if r % n != 0 {
+                let last_line = block.rows[r - 1].0;
+                return Err(format!(
+                    "{origin}:{first_line}-{last_line}: {r} rows of {n} fields: a matrix has one \
+                     row per CPU ({n}), or several matrices follow one another \
+                     (core-to-core-latency -b 1,2 --csv)"
+                ));
+            }
+            if let Some(c) = &cpus {
+                if c.len() != n {
+                    return Err(format!(
+                        "{origin}: '# cpus:' lists {} CPUs but the matrix has {n} rows",
+                        c.len()
+                    ));
                 }
-                let v: f64 = field
-                    .parse()
-                    .ok()
-                    .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-                    .ok_or_else(|| {
-                        format!(
-                            "{origin}:{line_no}:{}: '{field}' is not a number of nanoseconds \
-                             (expected a finite non-negative number or an empty field)",
-                            c + 1
-                        )
-                    })?;
-                cells[r][c] = Some(v);
+            }
+            for (k, rows) in block.rows.chunks(n).enumerate() {
+                let ids = cpus.clone().unwrap_or_else(|| (0..n).collect());
+                let mut m = matrix_from_rows(rows, ids, origin)?;
+                m.method = Some("csv".to_string());
+                m.source = Some(origin.to_string());
+                out.push(CsvMatrix {
+                    title: if k == 0 { block.title.clone() } else { None },
+                    first_line: rows[0].0,
+                    last_line: rows[n - 1].0,
+                    matrix: m,
+                });
             }
         }
-        let mut m = LatencyMatrix::new(cpus);
-        for i in 0..n {
-            for j in 0..i {
-                let v = match (cells[i][j], cells[j][i]) {
-                    (Some(a), Some(b)) => (a + b) / 2.0,
-                    (Some(a), None) | (None, Some(a)) => a,
-                    (None, None) => continue,
-                };
-                m.set(i, j, v);
-            }
-        }
-        m.method = Some("csv".to_string());
-        m.source = Some(origin.to_string());
-        Ok(m)
+        Ok(out)
     }
 
     /// Writes the `core-to-core-latency --csv` format: lower triangle,
@@ -259,23 +502,36 @@ impl LatencyMatrix {
     }
 
     /// Loads a matrix file: our JSON (first non-blank character `{`) or
-    /// CSV otherwise. Errors name the path.
+    /// CSV otherwise; the first matrix of a CSV holding several (see
+    /// [`LatencyMatrix::load_all`]). Errors name the path.
     pub fn load(path: &Path) -> Result<Self, String> {
+        let mut all = LatencyMatrix::load_all(path)?;
+        Ok(all.swap_remove(0).matrix)
+    }
+
+    /// Every matrix of a file, in file order: one for our JSON, one per
+    /// benchmark for `core-to-core-latency -b 1,2 --csv` output (see
+    /// [`LatencyMatrix::parse_csv_all`]). Never empty. Errors name the path.
+    pub fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, String> {
         let shown = path.display().to_string();
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
-        let mut m = if text.trim_start().starts_with('{') {
-            let m: LatencyMatrix = serde_json::from_str(&text)
+        if text.trim_start().starts_with('{') {
+            let mut m: LatencyMatrix = serde_json::from_str(&text)
                 .map_err(|e| format!("{shown}: not a pinsight latency matrix JSON: {e}"))?;
             m.validate().map_err(|e| format!("{shown}: {e}"))?;
-            m
-        } else {
-            LatencyMatrix::parse_csv(&text, &shown)?
-        };
-        if m.source.is_none() || m.method.as_deref() == Some("csv") {
-            m.source = Some(shown);
+            if m.source.is_none() || m.method.as_deref() == Some("csv") {
+                m.source = Some(shown);
+            }
+            let lines = text.lines().count().max(1);
+            return Ok(vec![CsvMatrix {
+                title: None,
+                first_line: 1,
+                last_line: lines,
+                matrix: m,
+            }]);
         }
-        Ok(m)
+        LatencyMatrix::parse_csv_all(&text, &shown)
     }
 
     /// Checks the invariants the rest of the crate relies on: square shape
@@ -353,6 +609,104 @@ impl LatencyMatrix {
     }
 }
 
+/// One matrix of a CSV file ([`LatencyMatrix::parse_csv_all`]) and where
+/// it was found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsvMatrix {
+    /// The title line before it (`2) Single-writer ...`), if the file has one.
+    pub title: Option<String>,
+    /// 1-based lines of its first and last row.
+    pub first_line: usize,
+    pub last_line: usize,
+    pub matrix: LatencyMatrix,
+}
+
+impl CsvMatrix {
+    /// "lines 9-16, '2) Single-writer ...'": which matrix this is, for
+    /// messages listing the matrices of a file.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "lines {}-{}, {} CPUs",
+            self.first_line,
+            self.last_line,
+            self.matrix.len()
+        );
+        if let Some(t) = &self.title {
+            s.push_str(&format!(", '{t}'"));
+        }
+        s
+    }
+}
+
+/// Consecutive data lines of a CSV file: one matrix, or several written
+/// one after another.
+#[derive(Default)]
+struct Block<'a> {
+    title: Option<String>,
+    rows: Vec<(usize, &'a str)>,
+}
+
+/// The title core-to-core-latency prints before each benchmark
+/// (`1) CAS latency on a single shared cache line`): a number, `)`, text
+/// without commas. `None` for any other line.
+fn benchmark_title(line: &str) -> Option<String> {
+    let t = line.trim();
+    let (num, rest) = t.split_once(')')?;
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) || t.contains(',') {
+        return None;
+    }
+    if rest.trim().is_empty() {
+        return None;
+    }
+    Some(t.to_string())
+}
+
+/// One square block of rows (`rows.len()` == fields per row, checked by
+/// the caller) as a matrix over `cpus`. Both triangles are read: when
+/// both `(i, j)` and `(j, i)` are given, their mean is used.
+// Index loops: cells are addressed as (row, column) pairs.
+#[allow(clippy::needless_range_loop)]
+fn matrix_from_rows(
+    rows: &[(usize, &str)],
+    cpus: Vec<usize>,
+    origin: &str,
+) -> Result<LatencyMatrix, String> {
+    let n = rows.len();
+    let mut cells = vec![vec![None::<f64>; n]; n];
+    for (r, (line_no, line)) in rows.iter().enumerate() {
+        for (c, field) in line.split(',').enumerate() {
+            let field = field.trim();
+            if field.is_empty() {
+                continue;
+            }
+            let v: f64 = field
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| {
+                    format!(
+                        "{origin}:{line_no}:{}: '{field}' is not a number of nanoseconds \
+                         (expected a finite non-negative number or an empty field)",
+                        c + 1
+                    )
+                })?;
+            cells[r][c] = Some(v);
+        }
+    }
+    let mut m = LatencyMatrix::new(cpus);
+    for i in 0..n {
+        for j in 0..i {
+            let v = match (cells[i][j], cells[j][i]) {
+                (Some(a), Some(b)) => (a + b) / 2.0,
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => continue,
+            };
+            m.set(i, j, v);
+        }
+    }
+    Ok(m)
+}
+
 /// The ids of a `# cpus:` line, in the order written (the matrix order):
 /// comma-separated ids or ranges `a-b`, each id at most once.
 fn parse_id_list(text: &str) -> Result<Vec<usize>, String> {
@@ -388,23 +742,47 @@ fn parse_id_list(text: &str) -> Result<Vec<usize>, String> {
 }
 
 /// Fuzz entry point for the CSV parser (outside input): any bytes must be
-/// rejected with an error or parsed, never panic; whatever parses must
-/// survive a `to_csv` round trip unchanged.
+/// rejected with an error or parsed, never panic; every matrix of a file
+/// that parses must survive a `to_csv` round trip unchanged, and the first
+/// one is what [`LatencyMatrix::parse_csv`] returns.
 pub fn fuzz_parse(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(m) = LatencyMatrix::parse_csv(text, "fuzz") else {
+    let first = LatencyMatrix::parse_csv(text, "fuzz");
+    let Ok(all) = LatencyMatrix::parse_csv_all(text, "fuzz") else {
+        assert!(
+            first.is_err(),
+            "parse_csv accepted what parse_csv_all refused"
+        );
         return;
     };
-    m.validate().expect("parsed matrix violates invariants");
-    let again = LatencyMatrix::parse_csv(&m.to_csv(), "fuzz").expect("to_csv output must parse");
-    assert_eq!(again.cpus, m.cpus);
-    for (a, b) in again.ns.iter().flatten().zip(m.ns.iter().flatten()) {
-        assert!(
-            a == b || (a.is_nan() && b.is_nan()),
-            "round trip changed {b} into {a}"
-        );
+    assert!(!all.is_empty(), "parse_csv_all returned no matrix");
+    let first = first.expect("parse_csv refused what parse_csv_all accepted");
+    assert_eq!(first.cpus, all[0].matrix.cpus);
+    assert!(first
+        .ns
+        .iter()
+        .flatten()
+        .zip(all[0].matrix.ns.iter().flatten())
+        .all(|(a, b)| a == b || (a.is_nan() && b.is_nan())));
+    for (k, part) in all.iter().enumerate() {
+        let m = &part.matrix;
+        assert!(part.first_line <= part.last_line);
+        let _ = part.describe();
+        m.validate().expect("parsed matrix violates invariants");
+        if k > 0 {
+            assert!(part.first_line > all[k - 1].last_line, "matrices overlap");
+        }
+        let again =
+            LatencyMatrix::parse_csv(&m.to_csv(), "fuzz").expect("to_csv output must parse");
+        assert_eq!(again.cpus, m.cpus);
+        for (a, b) in again.ns.iter().flatten().zip(m.ns.iter().flatten()) {
+            assert!(
+                a == b || (a.is_nan() && b.is_nan()),
+                "round trip changed {b} into {a}"
+            );
+        }
     }
 }
 
@@ -505,6 +883,129 @@ mod tests {
     }
 
     #[test]
+    fn reads_every_matrix_of_core_to_core_latency_multi_benchmark_output() {
+        // `core-to-core-latency -b 1,2 --csv` on 3 CPUs: the two matrices
+        // straight after one another on stdout (titles go to stderr).
+        let text = ",,\n50.5,,\n60,70,\n,,\n80,,\n90,100.25,\n";
+        let all = LatencyMatrix::parse_csv_all(text, "b12.csv").unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[0].first_line, all[0].last_line), (1, 3));
+        assert_eq!((all[1].first_line, all[1].last_line), (4, 6));
+        assert_eq!(all[0].matrix.between(1, 0), Some(50.5));
+        assert_eq!(all[1].matrix.between(2, 1), Some(100.25));
+        assert_eq!(all[1].title, None);
+        assert_eq!(all[1].describe(), "lines 4-6, 3 CPUs");
+        let first = LatencyMatrix::parse_csv(text, "b12.csv").unwrap();
+        assert!(same(&first, &all[0].matrix));
+
+        // Separated by blank lines, named by the titles the tool prints to
+        // stderr (as with 2>&1 around the CSV), after our comment line.
+        let text = "# pinsight latency: medians\n\n1) CAS latency on a single shared cache line\n\
+                    ,\n5,\n\n2) Single-writer single-reader latency on two shared cache lines\n\
+                    ,\n7,\n\n";
+        let all = LatencyMatrix::parse_csv_all(text, "t.csv").unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(
+            all[0].title.as_deref(),
+            Some("1) CAS latency on a single shared cache line")
+        );
+        assert_eq!(all[1].matrix.between(0, 1), Some(7.0));
+        assert_eq!(
+            all[1].describe(),
+            "lines 8-9, 2 CPUs, '2) Single-writer single-reader latency on two shared cache lines'"
+        );
+    }
+
+    #[test]
+    fn multi_matrix_errors_say_what_is_expected() {
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n2,\n", "odd.csv").unwrap_err();
+        assert!(
+            e.starts_with("odd.csv:1-3: 3 rows of 2 fields: a matrix has one row per CPU (2)"),
+            "{e}"
+        );
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n1) CAS\n", "t.csv").unwrap_err();
+        assert_eq!(
+            e,
+            "t.csv:3: benchmark title '1) CAS' is followed by no matrix"
+        );
+        let e = LatencyMatrix::parse_csv_all("1) A\n2) B\n,\n1,\n", "t.csv").unwrap_err();
+        assert!(e.starts_with("t.csv:1: benchmark title '1) A'"), "{e}");
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n\n,,\n1,,\n", "t.csv").unwrap_err();
+        assert!(e.starts_with("t.csv:4-5: 2 rows of 3 fields"), "{e}");
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n\n1,2\n", "t.csv").unwrap_err();
+        assert!(
+            e.starts_with("t.csv:4: found 1 matrix row(s) of 2 field(s)"),
+            "{e}"
+        );
+        let e = LatencyMatrix::parse_csv_all("# cpus: 4,5\n,\n1,\n\n,,\n1,,\n2,3,\n", "t.csv")
+            .unwrap_err();
+        assert!(e.contains("lists 2 CPUs but the matrix has 3 rows"), "{e}");
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n# cpus: 0-1\n", "t.csv").unwrap_err();
+        assert!(e.contains("must come before the matrix"), "{e}");
+    }
+
+    #[test]
+    fn comment_lines_before_the_cpu_line_are_skipped() {
+        let text = "# pinsight latency: per-pair medians\n# cpus: 8,10\n,\n13,\n";
+        let m = LatencyMatrix::parse_csv(text, "c.csv").unwrap();
+        assert_eq!(m.cpus, vec![8, 10]);
+        assert_eq!(m.between(8, 10), Some(13.0));
+    }
+
+    fn stat(median: f64, lo: f64, hi: f64, samples: u64) -> PairStat {
+        PairStat {
+            median_ns: median,
+            mean_ns: median + 1.0,
+            ci_low_ns: lo,
+            ci_high_ns: hi,
+            samples,
+            noisy: false,
+            run_medians_ns: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_run_shows_its_within_run_interval() {
+        let s = PairStat::combine(&[stat(100.0, 99.5, 100.7, 40)]).unwrap();
+        assert_eq!(s.run_medians_ns, vec![100.0]);
+        assert_eq!(s.run_to_run_rel(), None);
+        let (rel, kind) = s.shown_interval();
+        assert!((rel - 0.007).abs() < 1e-9 && kind == IntervalKind::WithinRun);
+        assert!(PairStat::combine(&[]).is_none());
+    }
+
+    #[test]
+    fn several_runs_show_the_larger_of_ci_and_run_to_run_spread() {
+        // Five runs claiming about ±0.7% each, spread over 53-64 ns.
+        let runs: Vec<PairStat> = [53.0, 64.0, 58.0, 55.0, 60.0]
+            .iter()
+            .map(|&m| stat(m, m * 0.993, m * 1.007, 100))
+            .collect();
+        let s = PairStat::combine(&runs).unwrap();
+        assert_eq!(s.median_ns, 58.0);
+        assert_eq!(s.run_medians_ns, vec![53.0, 64.0, 58.0, 55.0, 60.0]);
+        assert_eq!(s.samples, 500);
+        assert_eq!(s.run_range_ns(), Some((53.0, 64.0)));
+        let r2r = s.run_to_run_rel().unwrap();
+        assert!((r2r - 6.0 / 58.0).abs() < 1e-12, "{r2r}");
+        assert_eq!(s.shown_interval(), (r2r, IntervalKind::RunToRun));
+        assert!(s.ci_low_ns <= s.median_ns && s.median_ns <= s.ci_high_ns);
+        // Runs that agree: the within-run CI is the larger one.
+        let calm =
+            PairStat::combine(&[stat(50.0, 49.0, 51.0, 10), stat(50.1, 49.1, 51.1, 10)]).unwrap();
+        assert_eq!(calm.shown_interval().1, IntervalKind::WithinRun);
+    }
+
+    #[test]
+    fn stats_without_run_medians_still_load() {
+        let json =
+            r#"{"median_ns":5,"mean_ns":5,"ci_low_ns":4,"ci_high_ns":6,"samples":9,"noisy":false}"#;
+        let s: PairStat = serde_json::from_str(json).unwrap();
+        assert!(s.run_medians_ns.is_empty());
+        assert!(!serde_json::to_string(&s).unwrap().contains("run_medians"));
+    }
+
+    #[test]
     fn json_round_trip_keeps_nan() {
         let mut m = LatencyMatrix::new(vec![0, 1, 2]);
         m.set(1, 0, 5.0);
@@ -594,6 +1095,37 @@ mod tests {
             fn csv_round_trip(m in matrix()) {
                 let back = LatencyMatrix::parse_csv(&m.to_csv(), "p").unwrap();
                 prop_assert!(same(&m, &back), "{:?} vs {:?}", m, back);
+            }
+
+            #[test]
+            fn concatenated_matrices_read_back_in_order(
+                ms in proptest::collection::vec(matrix(), 1..4),
+                blank in any::<bool>(),
+            ) {
+                // Same size and ids 0..n, as core-to-core-latency -b 1,2 writes them.
+                let n = ms[0].len();
+                let ms: Vec<LatencyMatrix> = ms
+                    .into_iter()
+                    .map(|m| {
+                        let mut m = m.submatrix(&m.cpus[..n.min(m.len())]).unwrap();
+                        m.cpus = (0..m.len()).collect();
+                        m
+                    })
+                    .filter(|m| m.len() == n)
+                    .collect();
+                let sep = if blank { "\n" } else { "" };
+                let text: Vec<String> = ms.iter().map(|m| m.to_csv()).collect();
+                let all = LatencyMatrix::parse_csv_all(&text.join(sep), "p").unwrap();
+                prop_assert_eq!(all.len(), ms.len());
+                for (a, b) in all.iter().zip(&ms) {
+                    prop_assert!(same(&a.matrix, b), "{:?} vs {:?}", a.matrix, b);
+                }
+                fuzz_parse(text.join(sep).as_bytes());
+            }
+
+            #[test]
+            fn multi_matrix_like_garbage_never_panics(s in "[0-9.,)# A\n]{0,160}") {
+                fuzz_parse(s.as_bytes());
             }
 
             #[test]

@@ -13,6 +13,13 @@
 //! ([`schedule::round_robin`]); `parallel: false` measures one pair at a
 //! time, for comparison.
 //!
+//! A pair's confidence interval only covers the noise within one run. With
+//! `repeats: N` the whole matrix is measured N times, each run starting at
+//! a different round of the schedule ([`schedule::rotated`]) so a slow
+//! drift (clock frequency, temperature, other load) does not always land
+//! on the same pairs; every pair then carries its N run medians
+//! ([`PairStat::run_medians_ns`]) and their spread.
+//!
 //! Entry points: [`choose_cpus`] (which CPUs, with the errors a user should
 //! see), then [`measure`] / [`measure_with_progress`].
 
@@ -23,6 +30,7 @@ pub mod stats;
 
 pub use pingpong::Method;
 
+pub use crate::matrix::RunToRun;
 use crate::{LatencyMatrix, PairStat};
 use pingpong::{PairLines, Pinger};
 use pinsight_cpuset::CpuSet;
@@ -54,7 +62,11 @@ pub struct MeasureConfig {
     pub min_samples: usize,
     /// Stop starting new rounds once this much time has passed; the pairs
     /// not measured stay NaN and are listed in [`Measurement::skipped`].
+    /// Covers all runs.
     pub budget: Option<Duration>,
+    /// How many times the whole matrix is measured (at least 1); see the
+    /// module doc.
+    pub repeats: usize,
 }
 
 impl Default for MeasureConfig {
@@ -68,6 +80,7 @@ impl Default for MeasureConfig {
             sample_duration: Duration::from_micros(100),
             min_samples: 16,
             budget: None,
+            repeats: 1,
         }
     }
 }
@@ -75,9 +88,14 @@ impl Default for MeasureConfig {
 /// Reported to the progress callback after each pair.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Progress {
-    /// Rounds completed so far (a round is one set of disjoint pairs).
+    /// The run under way (0-based) and how many there are (`repeats`).
+    pub run: usize,
+    pub runs_total: usize,
+    /// Rounds of this run completed so far (a round is one set of disjoint
+    /// pairs), and rounds per run.
     pub rounds_done: usize,
     pub rounds_total: usize,
+    /// Pair measurements done and planned, over all runs.
     pub pairs_done: usize,
     pub pairs_total: usize,
     /// The pair just finished (CPU ids) and its median, NaN if it failed.
@@ -94,9 +112,16 @@ pub struct Measurement {
     /// Pairs (CPU ids, larger first) left unmeasured because the budget ran
     /// out; NaN in the matrix.
     pub skipped: Vec<(usize, usize)>,
-    /// Rounds run (pairs measured together), and how many were planned.
+    /// Pairs (CPU ids) measured, but in fewer runs than planned because the
+    /// budget ran out.
+    pub fewer_runs: Vec<(usize, usize)>,
+    /// Rounds run (pairs measured together), and how many were planned,
+    /// over all runs.
     pub rounds_run: usize,
     pub rounds_planned: usize,
+    /// Runs of the whole matrix planned (`repeats`) and completed.
+    pub runs_planned: usize,
+    pub runs_completed: usize,
     pub elapsed: Duration,
 }
 
@@ -116,6 +141,11 @@ impl Measurement {
             }
         }
         out
+    }
+
+    /// Run-to-run spread over the pairs; see [`LatencyMatrix::run_to_run`].
+    pub fn run_to_run(&self) -> Option<RunToRun> {
+        self.matrix.run_to_run()
     }
 }
 
@@ -241,46 +271,78 @@ pub fn measure_with_progress(
     } else {
         schedule::sequential(n)
     };
-    let pairs_total = n * (n - 1) / 2;
+    let runs_total = config.repeats;
+    let pairs_per_run = n * (n - 1) / 2;
+    let pairs_total = pairs_per_run * runs_total;
+
+    // Each pair's statistics, one entry per run that measured it.
+    let mut per_run: Vec<Vec<Vec<PairStat>>> = vec![vec![Vec::new(); n]; n];
+    let mut pairs_done = 0;
+    let mut rounds_run = 0;
+    let mut runs_completed = 0;
+    // A round needs room for at least min_samples samples to mean anything.
+    let least_useful = config.sample_duration * (2 * config.min_samples as u32);
+
+    for run in 0..runs_total {
+        let order = schedule::rotated(rounds.len(), run, runs_total);
+        let mut complete = true;
+        for (r, &round_idx) in order.iter().enumerate() {
+            let round = &rounds[round_idx];
+            let now = Instant::now();
+            let deadline = match budget_end {
+                Some(end)
+                    if end.saturating_duration_since(now)
+                        < least_useful.min(config.max_time_per_pair) =>
+                {
+                    complete = false;
+                    continue;
+                }
+                Some(end) => (now + config.max_time_per_pair).min(end),
+                None => now + config.max_time_per_pair,
+            };
+            let results = run_round(config, round, deadline, &mut |pair, outcome| {
+                pairs_done += 1;
+                progress(&Progress {
+                    run,
+                    runs_total,
+                    rounds_done: r,
+                    rounds_total: rounds.len(),
+                    pairs_done,
+                    pairs_total,
+                    last_pair: (config.cpus[pair.0], config.cpus[pair.1]),
+                    last_ns: outcome.as_ref().map_or(f64::NAN, |s| s.median_ns),
+                });
+            })?;
+            for ((a, b), stat) in results {
+                per_run[a][b].push(stat);
+            }
+            rounds_run += 1;
+        }
+        if complete {
+            runs_completed += 1;
+        }
+    }
 
     let mut matrix = LatencyMatrix::new(config.cpus.clone());
     let mut stats: Vec<Vec<Option<PairStat>>> = vec![vec![None; n]; n];
     let mut skipped = Vec::new();
-    let mut pairs_done = 0;
-    let mut rounds_run = 0;
-    // A round needs room for at least min_samples samples to mean anything.
-    let least_useful = config.sample_duration * (2 * config.min_samples as u32);
-
-    for (r, round) in rounds.iter().enumerate() {
-        let now = Instant::now();
-        let deadline = match budget_end {
-            Some(end)
-                if end.saturating_duration_since(now)
-                    < least_useful.min(config.max_time_per_pair) =>
-            {
-                skipped.extend(round.iter().map(|&(a, b)| (config.cpus[a], config.cpus[b])));
-                continue;
+    let mut fewer_runs = Vec::new();
+    for a in 0..n {
+        for b in 0..a {
+            let ids = (config.cpus[a], config.cpus[b]);
+            let runs = &per_run[a][b];
+            match PairStat::combine(runs) {
+                None => skipped.push(ids),
+                Some(stat) => {
+                    if runs.len() < runs_total {
+                        fewer_runs.push(ids);
+                    }
+                    matrix.set(a, b, stat.median_ns);
+                    stats[a][b] = Some(stat.clone());
+                    stats[b][a] = Some(stat);
+                }
             }
-            Some(end) => (now + config.max_time_per_pair).min(end),
-            None => now + config.max_time_per_pair,
-        };
-        let results = run_round(config, round, deadline, &mut |pair, outcome| {
-            pairs_done += 1;
-            progress(&Progress {
-                rounds_done: r,
-                rounds_total: rounds.len(),
-                pairs_done,
-                pairs_total,
-                last_pair: (config.cpus[pair.0], config.cpus[pair.1]),
-                last_ns: outcome.as_ref().map_or(f64::NAN, |s| s.median_ns),
-            });
-        })?;
-        for ((a, b), stat) in results {
-            matrix.set(a, b, stat.median_ns);
-            stats[a][b] = Some(stat.clone());
-            stats[b][a] = Some(stat);
         }
-        rounds_run += 1;
     }
     matrix.stats = Some(stats);
     matrix.method = Some(config.method.as_str().to_string());
@@ -288,8 +350,11 @@ pub fn measure_with_progress(
     Ok(Measurement {
         matrix,
         skipped,
+        fewer_runs,
         rounds_run,
-        rounds_planned: rounds.len(),
+        rounds_planned: rounds.len() * runs_total,
+        runs_planned: runs_total,
+        runs_completed,
         elapsed: started.elapsed(),
     })
 }
@@ -313,6 +378,9 @@ fn validate(c: &MeasureConfig) -> Result<(), String> {
             "target relative CI {} must be in (0, 1)",
             c.target_rel_ci
         ));
+    }
+    if c.repeats == 0 {
+        return Err("the matrix must be measured at least once (repeats >= 1)".to_string());
     }
     if c.max_time_per_pair.is_zero() || c.sample_duration.is_zero() {
         return Err("max time per pair and sample duration must be positive".to_string());
@@ -441,6 +509,7 @@ fn sample_pair(pinger: &mut Pinger, config: &MeasureConfig, deadline: Instant) -
         ci_high_ns: s.ci_high,
         samples: s.samples as u64,
         noisy: !s.within(config.target_rel_ci) || s.samples < config.min_samples,
+        run_medians_ns: Vec::new(),
     }
 }
 
@@ -511,5 +580,11 @@ mod tests {
             ..Default::default()
         };
         assert!(measure(&c).unwrap_err().contains("(0, 1)"));
+        let c = MeasureConfig {
+            cpus: vec![0, 1],
+            repeats: 0,
+            ..Default::default()
+        };
+        assert!(measure(&c).unwrap_err().contains("at least once"));
     }
 }

@@ -7,7 +7,7 @@ pub mod colormap;
 pub mod table;
 
 pub use chart::{svg, write_png, write_svg, ChartOptions, KindBand};
-pub use table::{format_ns, heatmap, summary, TableStyle};
+pub use table::{format_ns, format_pct, heatmap, summary, TableStyle};
 
 /// Width of the terminal on standard output, if it is one.
 pub fn terminal_width() -> Option<usize> {

@@ -109,6 +109,12 @@ fn a_spent_budget_skips_pairs_and_says_which() {
     assert_eq!(r.rounds_run, 0);
     assert!(r.matrix.get(1, 0).is_nan());
     assert!(r.matrix.stats.as_ref().unwrap()[1][0].is_none());
+    // With repeats the budget covers every run: none completes.
+    let r = measure::measure(&MeasureConfig { repeats: 3, ..c }).unwrap();
+    assert_eq!(r.skipped, vec![(cpus[1], cpus[0])]);
+    assert!(r.fewer_runs.is_empty());
+    assert_eq!((r.runs_planned, r.runs_completed), (3, 0));
+    assert_eq!((r.rounds_run, r.rounds_planned), (0, 3));
 }
 
 #[test]
@@ -156,4 +162,41 @@ fn pinning_failure_is_an_error_not_a_hang() {
     let c = quick(vec![cpus[0], 4095], Method::Cas, true);
     let e = measure::measure(&c).unwrap_err();
     assert!(e.contains("cannot pin a thread to CPU 4095"), "{e}");
+}
+
+#[test]
+fn repeats_measure_the_whole_matrix_again_and_keep_every_run_median() {
+    let _turn = one_at_a_time();
+    let Some(cpus) = two_cpus() else { return };
+    let c = MeasureConfig {
+        repeats: 3,
+        max_time_per_pair: Duration::from_millis(30),
+        ..quick(cpus.clone(), Method::Cas, true)
+    };
+    let mut seen: Vec<Progress> = Vec::new();
+    let r = measure::measure_with_progress(&c, &mut |p| seen.push(p.clone())).unwrap();
+    assert_eq!((r.runs_planned, r.runs_completed), (3, 3));
+    assert_eq!((r.rounds_run, r.rounds_planned), (3, 3));
+    assert!(r.fewer_runs.is_empty() && r.skipped.is_empty());
+    // The progress counts every run: the bar reaches its end once.
+    let runs: Vec<(usize, usize, usize, usize)> = seen
+        .iter()
+        .map(|p| (p.run, p.runs_total, p.pairs_done, p.pairs_total))
+        .collect();
+    assert_eq!(runs, vec![(0, 3, 1, 3), (1, 3, 2, 3), (2, 3, 3, 3)]);
+    let s = r.matrix.stats.as_ref().unwrap()[1][0].clone().unwrap();
+    assert_eq!(s.run_medians_ns.len(), 3);
+    let mut sorted = s.run_medians_ns.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(s.median_ns, sorted[1]);
+    assert_eq!(r.matrix.get(1, 0), s.median_ns);
+    let spread = r.run_to_run().unwrap();
+    assert_eq!(spread.pairs, 1);
+    assert_eq!(spread.max_pair, (cpus[1], cpus[0]));
+    assert_eq!(Some(spread.max_rel), s.run_to_run_rel());
+    // One run: no run-to-run figure, but the single median is recorded.
+    let one = measure::measure(&quick(cpus, Method::Cas, true)).unwrap();
+    assert!(one.run_to_run().is_none());
+    let s = one.matrix.stats.as_ref().unwrap()[1][0].clone().unwrap();
+    assert_eq!(s.run_medians_ns, vec![s.median_ns]);
 }

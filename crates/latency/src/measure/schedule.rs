@@ -45,6 +45,20 @@ pub fn sequential(n: usize) -> Vec<Vec<(usize, usize)>> {
         .collect()
 }
 
+/// The order in which run `run` of `runs` visits `rounds` rounds: all of
+/// them, starting `run * rounds / runs` rounds in and wrapping around. The
+/// runs thus start at evenly spaced points of the schedule, so a slow drift
+/// during a run falls on different pairs in each run instead of always on
+/// the last rounds. Run 0 is the plain order.
+pub fn rotated(rounds: usize, run: usize, runs: usize) -> Vec<usize> {
+    let start = if runs == 0 || rounds == 0 {
+        0
+    } else {
+        (run % runs) * rounds / runs
+    };
+    (0..rounds).map(|k| (start + k) % rounds.max(1)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +116,30 @@ mod tests {
             }
             assert!(byes.iter().all(|&b| b == 1), "n={n}: byes {byes:?}");
         }
+    }
+
+    #[test]
+    fn repeated_runs_visit_every_round_once_from_spread_out_starts() {
+        assert_eq!(rotated(4, 0, 1), vec![0, 1, 2, 3]);
+        assert_eq!(rotated(4, 1, 2), vec![2, 3, 0, 1]);
+        assert_eq!(rotated(7, 2, 3), vec![4, 5, 6, 0, 1, 2, 3]);
+        for rounds in 1..=9 {
+            for runs in 1..=5 {
+                let firsts: HashSet<usize> =
+                    (0..runs).map(|r| rotated(rounds, r, runs)[0]).collect();
+                assert_eq!(
+                    firsts.len(),
+                    runs.min(rounds),
+                    "{rounds} rounds, {runs} runs"
+                );
+                for run in 0..runs {
+                    let mut o = rotated(rounds, run, runs);
+                    o.sort();
+                    assert_eq!(o, (0..rounds).collect::<Vec<_>>());
+                }
+            }
+        }
+        assert!(rotated(0, 0, 3).is_empty());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use super::colormap;
 use crate::cluster::DomainTree;
-use crate::LatencyMatrix;
+use crate::{IntervalKind, LatencyMatrix};
 use pinsight_cpuset::CpuSet;
 use std::fmt::Write as _;
 
@@ -254,7 +254,13 @@ fn summarised(m: &LatencyMatrix, tree: Option<&DomainTree>, style: &TableStyle) 
 }
 
 /// `core-to-core-latency`'s closing lines: min, max and mean latency, with
-/// the pair and (when measured here) its confidence interval.
+/// the pair and (when measured here) its interval: `±X% within-run` (the
+/// 95% CI of the median within one run, bounds and sample count in
+/// brackets as `CI lo–hi, n=N`) or `±X% run-to-run` (the farthest run
+/// median, when the matrix was measured several times and that is larger;
+/// the run medians' range and the within-run CI in brackets; a within-run
+/// ± over several runs shows the runs' range only). A line that
+/// would pass 80 columns puts the bracket on the next.
 pub fn summary(m: &LatencyMatrix) -> String {
     let n = m.len();
     let pairs: Vec<(usize, usize, f64)> = (0..n)
@@ -265,31 +271,46 @@ pub fn summary(m: &LatencyMatrix) -> String {
     if pairs.is_empty() {
         return "no pair measured\n".to_string();
     }
-    let ci = |i: usize, j: usize| {
-        m.stats
-            .as_ref()
-            .and_then(|s| s[i][j].as_ref())
-            .map(|s| {
-                format!(
-                    "  (95% CI {:.1}–{:.1}, {} samples)",
-                    s.ci_low_ns, s.ci_high_ns, s.samples
-                )
-            })
-            .unwrap_or_default()
-    };
+    let stat = |i: usize, j: usize| m.stats.as_ref().and_then(|s| s[i][j].as_ref());
     let min = pairs.iter().min_by(|a, b| a.2.total_cmp(&b.2)).unwrap();
     // The first pair among equals, in both directions: stable output.
     let max = pairs.iter().min_by(|a, b| b.2.total_cmp(&a.2)).unwrap();
     let mean = pairs.iter().map(|p| p.2).sum::<f64>() / pairs.len() as f64;
     let mut out = String::new();
     for (name, &(i, j, v)) in [("Min ", min), ("Max ", max)] {
-        let _ = writeln!(
-            out,
-            "{name} latency: {v:.1} ns  CPUs ({},{}){}",
-            m.cpus[i],
-            m.cpus[j],
-            ci(i, j)
+        let (interval, detail) = match stat(i, j) {
+            None => (String::new(), String::new()),
+            Some(s) => {
+                let (rel, kind) = s.shown_interval();
+                let detail = match s.run_range_ns() {
+                    // The ± is the within-run CI: no need to repeat it.
+                    Some((lo, hi)) if kind == IntervalKind::WithinRun => {
+                        format!("({} runs {lo:.1}–{hi:.1})", s.run_medians_ns.len())
+                    }
+                    Some((lo, hi)) => format!(
+                        "({} runs {lo:.1}–{hi:.1}; CI ±{})",
+                        s.run_medians_ns.len(),
+                        format_pct(s.within_run_rel())
+                    ),
+                    None => format!(
+                        "(CI {:.1}–{:.1}, n={})",
+                        s.ci_low_ns, s.ci_high_ns, s.samples
+                    ),
+                };
+                (format!(" ±{} {}", format_pct(rel), kind.as_str()), detail)
+            }
+        };
+        let head = format!(
+            "{name} latency: {v:.1} ns{interval}  CPUs ({},{})",
+            m.cpus[i], m.cpus[j]
         );
+        if detail.is_empty() {
+            let _ = writeln!(out, "{head}");
+        } else if head.chars().count() + 2 + detail.chars().count() <= 80 {
+            let _ = writeln!(out, "{head}  {detail}");
+        } else {
+            let _ = writeln!(out, "{head}\n              {detail}");
+        }
     }
     let _ = writeln!(
         out,
@@ -298,6 +319,16 @@ pub fn summary(m: &LatencyMatrix) -> String {
         if pairs.len() == 1 { "" } else { "s" }
     );
     out
+}
+
+/// A relative precision as a percentage: "0.7%", "12%".
+pub fn format_pct(rel: f64) -> String {
+    let p = rel * 100.0;
+    if p < 9.95 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
 }
 
 #[cfg(test)]
@@ -405,15 +436,59 @@ mod tests {
             ci_high_ns: 130.0,
             samples: 40,
             noisy: true,
+            run_medians_ns: Vec::new(),
         };
         m.stats = Some(vec![vec![None, Some(stat.clone())], vec![Some(stat), None]]);
         let t = heatmap(&m, None, &TableStyle::default());
         assert!(t.contains("100~") && t.contains("~ noisy"), "{t}");
         let s = summary(&m);
         assert!(
-            s.contains("Min  latency: 100.0 ns  CPUs (1,0)  (95% CI 90.0–130.0, 40 samples)"),
+            s.contains("Min  latency: 100.0 ns ±30% within-run  CPUs (1,0)  (CI 90.0–130.0, n=40)"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn several_runs_show_the_run_to_run_spread_when_it_is_larger() {
+        let mut m = LatencyMatrix::new(vec![0, 1, 2]);
+        let runs = |medians: &[f64]| -> Vec<crate::PairStat> {
+            medians
+                .iter()
+                .map(|&v| crate::PairStat {
+                    median_ns: v,
+                    mean_ns: v,
+                    ci_low_ns: v * 0.993,
+                    ci_high_ns: v * 1.007,
+                    samples: 100,
+                    noisy: false,
+                    run_medians_ns: Vec::new(),
+                })
+                .collect()
+        };
+        let wide = crate::PairStat::combine(&runs(&[53.0, 64.0, 58.0, 55.0, 60.0])).unwrap();
+        let calm = crate::PairStat::combine(&runs(&[140.0, 140.2, 140.1])).unwrap();
+        let mut stats = vec![vec![None; 3]; 3];
+        m.set(1, 0, wide.median_ns);
+        stats[1][0] = Some(wide.clone());
+        stats[0][1] = Some(wide);
+        m.set(2, 0, calm.median_ns);
+        stats[2][0] = Some(calm.clone());
+        stats[0][2] = Some(calm);
+        m.stats = Some(stats);
+        let s = summary(&m);
+        assert!(
+            s.contains(
+                "Min  latency: 58.0 ns ±10% run-to-run  CPUs (1,0)  (5 runs 53.0–64.0; CI ±0.7%)"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "Max  latency: 140.1 ns ±0.7% within-run  CPUs (2,0)  (3 runs 140.0–140.2)\n"
+            ),
+            "{s}"
+        );
+        assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
     }
 
     #[test]

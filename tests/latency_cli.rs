@@ -1,0 +1,286 @@
+//! `pinsight latency` end to end: honest precision (`--repeat`, what the ±
+//! covers), the CSV it writes and the CSV files it reads (several matrices
+//! from `core-to-core-latency -b 1,2 --csv`), and output paths checked
+//! before anything is measured. Measurements get tiny caps.
+
+mod common_cli;
+
+use common_cli::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `core-to-core-latency -b 1,2 --csv` on 3 CPUs: the CAS matrix, then the
+/// single-writer single-reader one, straight after each other on stdout.
+const TWO_BENCHMARKS: &str = ",,\n50.5,,\n60,70,\n,,\n80,,\n90,100,\n";
+
+/// Whether this machine lets us measure (2 usable CPUs); says why not.
+fn can_measure(o: &Out) -> bool {
+    if o.code == 1 && o.stderr.contains("needs at least 2 CPUs") {
+        eprintln!("note: live latency not checked: {}", o.first_err_line());
+        return false;
+    }
+    true
+}
+
+#[test]
+fn help_says_what_the_interval_covers_and_what_the_csv_holds() {
+    let o = ok(&["latency", "--help"]);
+    // Clap wraps to the terminal: compare with whitespace collapsed.
+    let help = o.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    for needle in [
+        "--repeat <N>",
+        "within-run",
+        "does not cover the variation between runs",
+        "run-to-run",
+        "--benchmark <N>",
+        "-b 1,2 --csv",
+        "per-pair medians",
+        "core-to-core-latency writes means",
+        "before anything is measured",
+    ] {
+        assert!(
+            help.contains(needle),
+            "--help lacks {needle:?}:\n{}",
+            o.stdout
+        );
+    }
+}
+
+#[test]
+fn repeat_zero_and_repeat_with_a_file_are_usage_errors() {
+    let o = pinsight(&["latency", "--repeat", "0"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("--repeat") && o.stderr.contains("'0' is not a number of runs"),
+        "{}",
+        o.stderr
+    );
+    let csv = latency_fixture("Apple_M1_Pro.csv");
+    let o = pinsight(&["latency", "--from-csv", s(&csv), "--repeat", "2"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}
+
+#[test]
+fn live_measurement_still_refuses_a_recorded_machine_with_repeat() {
+    let xml = repo().join("crates/topology/tests/fixtures/xml/hybrid-i7-1370p-like.v3.xml");
+    let o = pinsight(&["--hwloc-xml", s(&xml), "latency", "--repeat", "3"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--hwloc-xml"), "{}", o.stderr);
+    let f = hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
+    let o = pinsight(&["latency", "--repeat", "3"])
+        .env("PINSIGHT_FSROOT", f.as_os_str())
+        .run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stdout.is_empty());
+}
+
+/// Item 7: a path that cannot be written fails at once (exit 2, naming
+/// the path), not after a measurement that here would take many seconds.
+#[test]
+fn unwritable_output_paths_fail_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir").join("x.csv");
+    for flag in ["--csv", "--svg", "--png"] {
+        let t0 = Instant::now();
+        let o = pinsight(&[
+            "latency",
+            flag,
+            s(&missing),
+            "--target-ci",
+            "0.001%",
+            "--max-time-per-pair",
+            "5s",
+            "--repeat",
+            "3",
+        ])
+        .run();
+        let took = t0.elapsed();
+        assert_eq!(o.code, 2, "{flag}: {}", o.stderr);
+        assert!(
+            o.first_err_line()
+                .contains(&format!("{flag} {}", missing.display()))
+                && o.first_err_line().contains("does not exist"),
+            "{}",
+            o.stderr
+        );
+        assert!(o.stdout.is_empty(), "{}", o.stdout);
+        assert!(took < Duration::from_secs(2), "{flag}: took {took:?}");
+    }
+    // The bare path of the brief: a directory that does not exist at all.
+    let o = pinsight(&["latency", "--csv", "/nonexistent/x.csv"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("/nonexistent/x.csv"), "{}", o.stderr);
+    // A directory given as the file.
+    let o = pinsight(&["latency", "--png", s(dir.path())]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("is a directory"), "{}", o.stderr);
+}
+
+#[test]
+fn repeat_reports_run_to_run_spread_in_text_and_json() {
+    let o = pinsight(&[
+        "latency",
+        "--cpus",
+        "0-1",
+        "--repeat",
+        "3",
+        "--max-time-per-pair",
+        "20ms",
+        "--json",
+    ])
+    .run();
+    if !can_measure(&o) {
+        return;
+    }
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let doc = o.json();
+    let m = &doc["measured"];
+    assert_eq!(m["repeats"], 3);
+    assert_eq!(m["runs_completed"], 3);
+    assert!(
+        m["ci_covers"]
+            .as_str()
+            .unwrap()
+            .contains("within one run only"),
+        "{m}"
+    );
+    assert!(m["run_to_run"]["max_rel"].as_f64().unwrap() >= 0.0, "{m}");
+    let pair = &doc["stats"][1][0];
+    let runs = pair["run_medians_ns"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{pair}");
+    let mut v: Vec<f64> = runs.iter().map(|x| x.as_f64().unwrap()).collect();
+    v.sort_by(f64::total_cmp);
+    assert_eq!(pair["median_ns"].as_f64().unwrap(), v[1]);
+
+    let o = ok(&[
+        "latency",
+        "--cpus",
+        "0-1",
+        "--repeat",
+        "2",
+        "--max-time-per-pair",
+        "20ms",
+    ]);
+    assert!(
+        o.stdout.contains("in 2 runs of the matrix")
+            && o.stdout
+                .contains("± is the larger of the within-run 95% CI and the run-to-run")
+            && o.stdout.contains("Run-to-run spread over 1 pair: median ±"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.lines().all(|l| l.chars().count() <= 80),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn one_run_says_its_interval_is_within_run_only() {
+    let o = pinsight(&["latency", "--cpus", "0-1", "--max-time-per-pair", "20ms"]).run();
+    if !can_measure(&o) {
+        return;
+    }
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("within-run  CPUs (1,0)")
+            && o.stdout.contains("does not")
+            && o.stdout.contains("see --repeat N"),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn measured_csv_says_medians_and_reads_back() {
+    let o = pinsight(&[
+        "latency",
+        "--cpus",
+        "0-1",
+        "--max-time-per-pair",
+        "20ms",
+        "--csv",
+        "m.csv",
+    ])
+    .writes("m.csv")
+    .run();
+    if !can_measure(&o) {
+        return;
+    }
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let text = std::fs::read_to_string(o.path("m.csv")).unwrap();
+    assert!(
+        text.starts_with(
+            "# pinsight latency (cas): one-way ns, per-pair medians (core-to-core-latency --csv writes means)\n"
+        ),
+        "{text}"
+    );
+    let back = ok(&["latency", "--from-csv", s(&o.path("m.csv")), "--json"]).json();
+    assert_eq!(back["cpus"], serde_json::json!([0, 1]));
+}
+
+#[test]
+fn multi_benchmark_csv_shows_the_first_matrix_or_the_one_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b12.csv");
+    std::fs::write(&path, TWO_BENCHMARKS).unwrap();
+
+    let o = ok(&["latency", "--from-csv", s(&path)]);
+    assert!(
+        o.stdout
+            .contains("Showing matrix 1 of 2 in the file (--benchmark N picks another)")
+            && o.stdout.contains("Min  latency: 50.5 ns"),
+        "{}",
+        o.stdout
+    );
+    let doc = ok(&[
+        "latency",
+        "--from-csv",
+        s(&path),
+        "--benchmark",
+        "2",
+        "--json",
+    ])
+    .json();
+    assert_eq!(doc["ns"][2][1], 100.0);
+    assert_eq!(doc["file"]["benchmark"], 2);
+    assert_eq!(doc["file"]["benchmarks"].as_array().unwrap().len(), 2);
+
+    let o = pinsight(&["latency", "--from-csv", s(&path), "--benchmark", "3"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.first_err_line()
+            .contains("holds 2 matrices: 1 (lines 1-3, 3 CPUs); 2 (lines 4-6, 3 CPUs)"),
+        "{}",
+        o.stderr
+    );
+    // --benchmark only means something for a file.
+    let o = pinsight(&["latency", "--benchmark", "2"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+
+    // Re-exported: one matrix, with the comment line, which reads back.
+    let o = pinsight(&[
+        "latency",
+        "--from-csv",
+        s(&path),
+        "--benchmark",
+        "2",
+        "--csv",
+        "second.csv",
+    ])
+    .writes("second.csv")
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let text = std::fs::read_to_string(o.path("second.csv")).unwrap();
+    assert!(
+        text.starts_with("# pinsight latency: one-way ns as read from b12.csv"),
+        "{text}"
+    );
+    let again = ok(&["latency", "--from-csv", s(&o.path("second.csv")), "--json"]).json();
+    assert_eq!(again["ns"][2][1], 100.0);
+}
