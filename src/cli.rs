@@ -262,3 +262,15 @@ mod tests {
         );
     }
 }
+
+/// Wraps a line of human output (a note, a warning) at 80 columns, at
+/// spaces only, continuation lines indented by two.
+pub fn wrap80(text: &str) -> String {
+    textwrap::fill(
+        text,
+        textwrap::Options::new(80)
+            .subsequent_indent("  ")
+            .break_words(false)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation),
+    )
+}

@@ -146,11 +146,21 @@ fn check_policy(policy: &str) {
     }
     let plan = planned.json();
     let threads = plan["threads"].as_u64().unwrap() as usize;
-    let places: Vec<String> = plan["places"].as_array().unwrap().iter().map(list).collect();
+    let places: Vec<String> = plan["places"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(list)
+        .collect();
     let mask = list(&plan["process_mask"]);
     let pinned = plan["pinned"].as_bool().unwrap();
     let created = threads.saturating_sub(1).max(1);
-    let (seen, _) = probe_run(policy, &[], &probes().0, &["-e", "-t", &created.to_string()]);
+    let (seen, _) = probe_run(
+        policy,
+        &[],
+        &probes().0,
+        &["-e", "-t", &created.to_string()],
+    );
     let ctx = format!("{policy}: plan {plan}, probe saw {seen:?}");
     let start = |i: usize| seen.aff[&("start".to_string(), i)].clone();
 
@@ -265,7 +275,16 @@ fn a_pinned_policy_reports_as_many_cpus_as_taskset() {
     // --pin-main early is the old rule: the program sees place 0 only.
     let place0 = list(&plan["places"][0]);
     assert_eq!(
-        nproc(&[bin, "run", "p-pinned", "--no-env", "--pin-main", "early", "--", "nproc"]),
+        nproc(&[
+            bin,
+            "run",
+            "p-pinned",
+            "--no-env",
+            "--pin-main",
+            "early",
+            "--",
+            "nproc"
+        ]),
         cpu_count(&place0).to_string()
     );
 }
@@ -275,7 +294,12 @@ fn pin_main_early_puts_the_main_thread_on_place_0_before_it_starts() {
     if cpu_count(&usable()) < 2 {
         println!("one usable CPU: early and lazy coincide; checked by the crate tests");
     }
-    let (seen, _) = probe_run("cpus:0,1", &["--pin-main", "early"], &probes().0, &["-e", "-t", "1"]);
+    let (seen, _) = probe_run(
+        "cpus:0,1",
+        &["--pin-main", "early"],
+        &probes().0,
+        &["-e", "-t", "1"],
+    );
     assert_eq!(seen.aff[&("start".to_string(), 0)], "0", "{seen:?}");
     assert_eq!(seen.ncpus, Some(1), "{seen:?}");
 }

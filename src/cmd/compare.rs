@@ -51,13 +51,41 @@ Examples:
   pinsight compare --governors performance,powersave -- sysbench cpu run
   pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
 
+/// Splits a `--policies` list at commas, except inside a CPU list: a piece
+/// that starts with a digit or `0x` continues the `cpus:`/`cpus-set:`
+/// policy before it (`cpus:1,0`, hwloc's `0x00000001,0x00000000`), since
+/// no policy name starts with one.
+fn parse_policies(text: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in text.split(',') {
+        let piece = piece.trim();
+        let continues = piece.starts_with(|c: char| c.is_ascii_digit())
+            && out
+                .last()
+                .is_some_and(|p| p.starts_with("cpus:") || p.starts_with("cpus-set:"));
+        if continues {
+            let last = out.last_mut().expect("checked above");
+            last.push(',');
+            last.push_str(piece);
+        } else if piece.is_empty() {
+            return Err(format!(
+                "'{text}': empty policy name (expected a comma-separated list such as os,p-pinned,cpus:1,0)"
+            ));
+        } else {
+            out.push(piece.to_string());
+        }
+    }
+    Ok(out)
+}
+
 /// Compare thread placements (and governors) on your own program, with statistics and a verdict.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Placement policies to compare, comma-separated [default: os,p-set,p-pinned,e-set,e-pinned].
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
-    pub policies: Option<Vec<String>>,
+    /// Placement policies to compare, comma-separated [default: os,p-set,p-pinned,e-set,e-pinned];
+    /// CPU lists keep their commas (`--policies os,cpus:1,0,cpus-set:0x1,0x0`); may be repeated.
+    #[arg(long, value_name = "LIST", action = clap::ArgAction::Append, value_parser = parse_policies)]
+    pub policies: Option<Vec<Vec<String>>>,
     /// Threads of every arm (exported as OMP_NUM_THREADS etc.) [default: usable CPUs].
     #[arg(long, short = 't', value_name = "N")]
     pub threads: Option<usize>,
@@ -207,7 +235,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if !g.quiet {
         eprintln!("pinsight: journal: {}", journal_path.display());
         for c in &header.machine.capabilities {
-            eprintln!("pinsight: {c}");
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {c}")));
         }
         let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
         for na in &header.not_applicable {
@@ -218,8 +246,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
         for (what, reason) in groups {
             eprintln!(
-                "pinsight: {}: not applicable here: {reason}",
-                what.join(", ")
+                "{}",
+                crate::cli::wrap80(&format!(
+                    "pinsight: {}: not applicable here: {reason}",
+                    what.join(", ")
+                ))
             );
         }
     }
@@ -361,7 +392,11 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
                 command
             },
             prepare: args.prepare.clone().or_else(|| h.prepare.clone()),
-            policies: args.policies.clone().unwrap_or_else(|| h.policies.clone()),
+            policies: args
+                .policies
+                .clone()
+                .map(|v| v.concat())
+                .unwrap_or_else(|| h.policies.clone()),
             governors: args
                 .governors
                 .clone()
@@ -398,12 +433,16 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
     Ok(Request {
         command,
         prepare: args.prepare.clone(),
-        policies: args.policies.clone().unwrap_or_else(|| {
-            setup::DEFAULT_POLICIES
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
-        }),
+        policies: args
+            .policies
+            .clone()
+            .map(|v| v.concat())
+            .unwrap_or_else(|| {
+                setup::DEFAULT_POLICIES
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            }),
         governors: args.governors.clone().unwrap_or_default(),
         threads: args.threads,
         oversubscribe: args.oversubscribe,
@@ -627,5 +666,29 @@ impl Observer for Bar {
                 line.arm
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_policies;
+
+    #[test]
+    fn policy_lists_keep_cpu_lists_whole() {
+        assert_eq!(
+            parse_policies("os,cpus:1,0,p-pinned").unwrap(),
+            vec!["os", "cpus:1,0", "p-pinned"]
+        );
+        assert_eq!(
+            parse_policies("cpus-set:0x00000001,0x00000000,cpus:0-3:2,8").unwrap(),
+            vec!["cpus-set:0x00000001,0x00000000", "cpus:0-3:2,8"]
+        );
+        assert_eq!(parse_policies("os, p-set").unwrap(), vec!["os", "p-set"]);
+        assert!(parse_policies("os,,p-set")
+            .unwrap_err()
+            .contains("empty policy"));
+        // A leading number is not a policy: it stays an item and the
+        // planner names it.
+        assert_eq!(parse_policies("1,os").unwrap(), vec!["1", "os"]);
     }
 }

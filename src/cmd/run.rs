@@ -172,7 +172,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         eprint!("{}", human_report(&plan, &outcome));
     } else if !g.quiet {
         for n in &outcome.notes {
-            eprintln!("{}", wrap(&format!("pinsight: note: {n}")));
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {n}")));
         }
     }
     Ok(outcome.exit_code)
@@ -286,27 +286,20 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
             ms(f.max_delay_max_ms),
             ms(f.median_delay_max_ms),
         );
-        let _ = writeln!(out, "{}", wrap(&text));
+        let _ = writeln!(out, "{}", crate::cli::wrap80(&text));
     }
     if !o.exported.is_empty() {
         let vars: Vec<String> = o.exported.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(out, "{}", wrap(&format!("exported: {}", vars.join(" "))));
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::cli::wrap80(&format!("exported: {}", vars.join(" ")))
+        );
     }
     for n in &o.notes {
-        let _ = writeln!(out, "{}", wrap(&format!("note: {n}")));
+        let _ = writeln!(out, "{}", crate::cli::wrap80(&format!("note: {n}")));
     }
     out
-}
-
-/// Wraps a report line at 80 columns, continuation lines indented.
-fn wrap(text: &str) -> String {
-    textwrap::fill(
-        text,
-        textwrap::Options::new(80)
-            .subsequent_indent("  ")
-            .break_words(false)
-            .word_splitter(textwrap::WordSplitter::NoHyphenation),
-    )
 }
 
 #[cfg(test)]

@@ -168,7 +168,10 @@ mod tests {
             .iter()
             .any(|(k, _)| k == "OMP_PLACES" || k == "OMP_PROC_BIND"));
         // The program starts on the whole plan, not on place 0.
-        assert_eq!(a.start_mask, Some(to_kernel_words(&CpuSet::parse_list("0-1").unwrap())));
+        assert_eq!(
+            a.start_mask,
+            Some(to_kernel_words(&CpuSet::parse_list("0-1").unwrap()))
+        );
         let shim = Shim::create().unwrap();
         let cmd = a.command(&["sh".into()], Some(&shim), false);
         let envs: Vec<(String, String)> = cmd
@@ -177,7 +180,9 @@ mod tests {
             .collect();
         assert!(envs.contains(&("PINSIGHT_PLACES".to_string(), "0;1".to_string())));
         assert!(envs.contains(&("PINSIGHT_PIN_MAIN".to_string(), "lazy".to_string())));
-        assert!(envs.iter().any(|(k, v)| k == "LD_PRELOAD" && v.starts_with("/proc/self/fd/")));
+        assert!(envs
+            .iter()
+            .any(|(k, v)| k == "LD_PRELOAD" && v.starts_with("/proc/self/fd/")));
     }
 
     #[test]
@@ -200,7 +205,11 @@ mod tests {
         let a = PreparedArm::new(&plan(true, &["0", "1"], "0-1"), p.as_os_str(), |_| false);
         assert!(!a.needs_shim());
         assert!(a.follow().is_some_and(|f| f.pin_main_lazily));
-        assert!(a.notes.iter().any(|n| n.contains("statically linked")), "{:?}", a.notes);
+        assert!(
+            a.notes.iter().any(|n| n.contains("statically linked")),
+            "{:?}",
+            a.notes
+        );
     }
 
     #[test]

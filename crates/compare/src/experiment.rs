@@ -8,10 +8,10 @@
 //! without timing noise.
 
 use crate::command::{PreparedArm, Shim};
-use pinsight_launch::watch::{WatchConfig, Watcher};
 use crate::design::{schedule, Phase, Slot};
 use crate::journal::{Header, JournalWriter, RunLine};
 use pinsight_cpuset::CpuSet;
+use pinsight_launch::watch::{WatchConfig, Watcher};
 use pinsight_measure::{GovernorGuard, Measurer, Options, RunError, RunRecord};
 use pinsight_topology::FsRoot;
 use std::collections::BTreeMap;

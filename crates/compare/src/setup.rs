@@ -255,11 +255,8 @@ pub fn setup(
                 continue;
             }
         };
-        let prepared = crate::command::PreparedArm::new(
-            &p,
-            std::ffi::OsStr::new(&req.command[0]),
-            is_env_set,
-        );
+        let prepared =
+            crate::command::PreparedArm::new(&p, std::ffi::OsStr::new(&req.command[0]), is_env_set);
         for g in &govs {
             arms.push(ArmHeader {
                 id: match g {

@@ -32,8 +32,8 @@ use serde::Serialize;
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
-use std::os::unix::process::ExitStatusExt;
 use std::os::unix::process::CommandExt;
+use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -416,7 +416,10 @@ impl Application {
                         .collect::<Vec<_>>()
                         .join(","),
                 ),
-                (shim::ENV_PIN_MAIN.to_string(), pin_main.as_str().to_string()),
+                (
+                    shim::ENV_PIN_MAIN.to_string(),
+                    pin_main.as_str().to_string(),
+                ),
                 (
                     shim::ENV_LAUNCHER_PID.to_string(),
                     std::process::id().to_string(),

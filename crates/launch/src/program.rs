@@ -202,9 +202,7 @@ fn elf_has_interp(file: File) -> Option<bool> {
     }
 }
 
-fn interp_in<H: FileHeader<Endian = object::Endianness>>(
-    data: &ReadCache<File>,
-) -> Option<bool> {
+fn interp_in<H: FileHeader<Endian = object::Endianness>>(data: &ReadCache<File>) -> Option<bool> {
     let header = H::parse(data).ok()?;
     let endian = header.endian().ok()?;
     let phdrs = header.program_headers(endian, data).ok()?;

@@ -66,7 +66,9 @@ impl ShimFile {
                 let mut shim = ShimFile::write()?;
                 shim.fallback_reason = Some(format!(
                     "memfd_create failed ({e}): the shim is a file in {}",
-                    shim.path().parent().map_or("?".into(), |p| p.display().to_string())
+                    shim.path()
+                        .parent()
+                        .map_or("?".into(), |p| p.display().to_string())
                 ));
                 Ok(shim)
             }
@@ -262,10 +264,12 @@ mod tests {
         let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
         assert!(flags & libc::FD_CLOEXEC != 0);
         drop(shim);
-        assert!(!Path::new(&format!("/proc/self/fd/{fd}")).exists() || {
-            // The number may have been reused by another test's file.
-            fs::read(format!("/proc/self/fd/{fd}")).ok().as_deref() != Some(SHIM_SO)
-        });
+        assert!(
+            !Path::new(&format!("/proc/self/fd/{fd}")).exists() || {
+                // The number may have been reused by another test's file.
+                fs::read(format!("/proc/self/fd/{fd}")).ok().as_deref() != Some(SHIM_SO)
+            }
+        );
     }
 
     #[test]

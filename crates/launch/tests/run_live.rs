@@ -180,7 +180,10 @@ fn follow_pins_threads_created_later_and_measures_delay() {
     let lines = parse_probe(&text);
     assert_eq!(lines[&("start".to_string(), 0)].affinity, "0-1", "{text}");
     assert_eq!(
-        outcome.threads[0].affinity.as_ref().map(|a| a.to_list_string()),
+        outcome.threads[0]
+            .affinity
+            .as_ref()
+            .map(|a| a.to_list_string()),
         Some("1".to_string()),
         "{outcome:?}"
     );
@@ -387,7 +390,10 @@ fn descendants_that_outlive_the_launch_do_not_name_a_deleted_shim() {
     assert_eq!(outcome.exit_code, 0);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while !out.exists() || std::fs::read_to_string(&out).unwrap().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the late process never ran");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the late process never ran"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(50));

@@ -52,8 +52,8 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
     let mut out = Vec::new();
     for para in text.split('\n') {
         let mut line = String::new();
-        for word in para.split(' ').filter(|w| !w.is_empty()) {
-            for (i, piece) in split_word(word, max).into_iter().enumerate() {
+        for word in glued_words(para) {
+            for (i, piece) in split_word(&word, max).into_iter().enumerate() {
                 let need = if line.is_empty() {
                     width(&piece)
                 } else {
@@ -70,6 +70,34 @@ pub fn wrap(text: &str, max: usize) -> Vec<String> {
             }
         }
         out.push(line);
+    }
+    out
+}
+
+/// Units that stay on the line of their number: "1.77 ms" never becomes
+/// "1.77" / "ms".
+const UNITS: &[&str] = &[
+    "ns", "µs", "us", "ms", "s", "min", "h", "B", "KiB", "MiB", "GiB", "TiB", "kB", "MB", "GB",
+    "Hz", "kHz", "MHz", "GHz", "J", "mJ", "kJ", "W", "mW", "%",
+];
+
+/// The words of `para` (split at spaces), a unit glued to the number before
+/// it.
+fn glued_words(para: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in para.split(' ').filter(|w| !w.is_empty()) {
+        let unit = UNITS.contains(&word.trim_end_matches([',', ';', ')']));
+        let after_number = out
+            .last()
+            .and_then(|w| w.chars().last())
+            .is_some_and(|c| c.is_ascii_digit());
+        match out.last_mut() {
+            Some(last) if unit && after_number => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => out.push(word.to_string()),
+        }
     }
     out
 }
@@ -230,7 +258,8 @@ pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String 
 /// last allowed break).
 fn longest_piece(s: &str) -> usize {
     let mut longest = 0;
-    for word in s.split(['\n', ' ']) {
+    for word in s.split('\n').flat_map(glued_words) {
+        let word = word.as_str();
         let mut piece = 0;
         let mut chars = word.chars().peekable();
         let mut first = true;
@@ -330,6 +359,15 @@ mod tests {
         let lines = wrap("1.07× faster (95% CI 5.1–8.7%), p = 0.003", 12);
         assert!(lines.iter().all(|l| width(l) <= 12), "{lines:?}");
         assert_eq!(lines.join(" "), "1.07× faster (95% CI 5.1–8.7%), p = 0.003");
+    }
+
+    #[test]
+    fn units_stay_with_their_numbers() {
+        let lines = wrap("3.16 ms ± 1.77 ms", 14);
+        assert_eq!(lines, vec!["3.16 ms ±", "1.77 ms"]);
+        assert_eq!(longest_piece("3.16 ms ± 1.77 ms"), 7);
+        // A unit-like word after a non-number is an ordinary word.
+        assert_eq!(wrap("in ms", 2), vec!["in", "ms"]);
     }
 
     #[test]
