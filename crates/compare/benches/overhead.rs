@@ -157,7 +157,7 @@ fn bench(c: &mut Criterion) {
                 let path = dir.path().join(format!("j{k}.jsonl"));
                 let mut w = JournalWriter::create(&path, &h).unwrap();
                 let (m, _) = Measurer::new(&live, Options::default());
-                let arm = PreparedArm::new(&p, |_| false);
+                let arm = PreparedArm::new(&p, std::ffi::OsStr::new("true"), |_| false);
                 let mut exec = LiveExecutor::new(
                     m,
                     vec!["true".into()],

@@ -220,15 +220,12 @@ mod tests {
         let shim = ShimFile::write().unwrap();
         let p = shim.path();
         let dir = p.parent().unwrap().to_path_buf();
-        assert_eq!(
-            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-            0o500
-        );
+        assert_eq!(fs::metadata(p).unwrap().permissions().mode() & 0o777, 0o500);
         assert_eq!(
             fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
             0o700
         );
-        assert_eq!(fs::read(&p).unwrap(), SHIM_SO);
+        assert_eq!(fs::read(p).unwrap(), SHIM_SO);
         assert!(SHIM_SO.starts_with(b"\x7fELF"));
         shim.remove().unwrap();
         assert!(!dir.exists());
