@@ -447,3 +447,52 @@ fn seven_zip_runs_as_many_threads_as_under_taskset() {
         threads_line(&["taskset", "-c", &mask]),
     );
 }
+
+#[test]
+fn compare_pins_a_static_binary_through_the_watcher_and_says_so() {
+    let policy = if cpu_count(&usable()) >= 2 {
+        "cpus:1,0"
+    } else {
+        "cpus:0"
+    };
+    let p = probes().1.display().to_string();
+    let o = pinsight(&[
+        "compare",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--policies",
+        &format!("os,{policy}"),
+        "--journal",
+        "j.jsonl",
+        "--",
+        &p,
+        "-t",
+        "1",
+        "-o",
+        "/dev/null",
+    ])
+    .writes("j.jsonl")
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    if policy == "cpus:1,0" {
+        assert!(
+            o.stderr.contains("statically linked") && o.stderr.contains("/proc watcher"),
+            "{}",
+            o.stderr
+        );
+        let journal = std::fs::read_to_string(o.path("j.jsonl")).unwrap();
+        let header: Value = serde_json::from_str(journal.lines().next().unwrap()).unwrap();
+        let arm = header["arms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["policy"] == policy)
+            .unwrap();
+        assert!(
+            arm["notes"].to_string().contains("statically linked"),
+            "{arm}"
+        );
+    }
+}

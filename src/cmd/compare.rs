@@ -265,6 +265,20 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             })
         })
         .collect();
+    // How each arm is applied, when it is not the plain rule (a program the
+    // shim cannot reach, variables the user set): said before the first run.
+    if !g.quiet {
+        let mut said: Vec<String> = Vec::new();
+        for (arm, prep) in header.arms.iter().zip(&prepared) {
+            for n in &prep.notes {
+                let line = format!("pinsight: {}: {n}", arm.policy);
+                if !said.contains(&line) {
+                    eprintln!("{}", crate::cli::wrap80(&line));
+                    said.push(line);
+                }
+            }
+        }
+    }
     let mut exec = LiveExecutor::new(
         measurer,
         argv,
