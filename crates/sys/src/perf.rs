@@ -1,11 +1,17 @@
 //! `perf_event_open(2)` in counting mode, nothing else.
 //!
-//! Why not the `perf-event2` crate: we only count (no sampling, no ring
-//! buffers), need raw control over `type`/`config` for hybrid PMUs and the
-//! exact errno for honest "unavailable" reasons, and want no extra
-//! dependencies (memmap2, bitflags, ...) in a crate that runs thousands of
-//! times per `compare`. The ABI subset used here is 64 bytes
-//! (`PERF_ATTR_SIZE_VER0`), which every kernel since 2.6.31 accepts.
+//! Hand-written FFI, and why not a crate: nix does not wrap
+//! `perf_event_open`. `perf-event2` (a `Builder` over the syscall) and
+//! `perf-event-open-sys` (raw bindings) were checked: the first hides the
+//! raw `type`/`config` pair that hybrid PMUs need (the PMU type in bits
+//! 32..63 of `config`) behind its event enums, opens groups rather than
+//! the independent inherit + enable-on-exec counters opened here on a child
+//! paused before `exec`, and brings memmap2, bitflags and its bindings
+//! crate for sampling we never do; the second would replace one 64-byte
+//! struct with generated bindings of the whole header. We only count, need
+//! the exact errno for honest "unavailable" reasons, and use the ABI
+//! subset of 64 bytes (`PERF_ATTR_SIZE_VER0`), which every kernel since
+//! 2.6.31 accepts.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -1,9 +1,22 @@
 //! Process syscalls std lacks: reaping with `rusage`, waiting for exit
 //! without reaping (so a zombie leader keeps its process-group id reserved
-//! while we kill the group), signalling a process group, and CLOEXEC pipes.
+//! while we kill the group, or its `/proc/PID` stays readable), pidfds,
+//! signalling a process group, CLOEXEC pipes and the pre-exec handshake.
+//!
+//! Through nix: the blocking `waitid(WNOWAIT)`, `killpg`, `kill`, `pipe2`,
+//! `getpid`, `geteuid`, `getrusage`, `poll`. Hand-written, and why:
+//! - `wait4`: nix has no wait4, and its `waitpid` drops the `rusage`;
+//! - [`has_exited`]: nix's `waitid` decodes the status into a `Signal`,
+//!   which fails (EINVAL) for a child killed by a real-time signal, where
+//!   we only need to know that it exited;
+//! - `pidfd_open`: not in nix 0.31;
+//! - [`write_all_raw`]/[`read_exact_raw`]: used between `fork` and `exec`,
+//!   on raw descriptor numbers the child inherited.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// What `wait4` returned for the reaped child.
@@ -76,6 +89,15 @@ pub fn has_exited(pid: libc::pid_t) -> io::Result<bool> {
     Ok(unsafe { info.si_pid() } != 0)
 }
 
+/// Blocks until `pid` (a child) has exited, without reaping it: its
+/// `/proc/PID` stays readable until [`wait4`]. Returns on any error but
+/// EINTR (e.g. not our child): there is then nothing to wait for.
+pub fn wait_exited_keep(pid: libc::pid_t) {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+    while let Err(nix::errno::Errno::EINTR) = waitid(Id::Pid(Pid::from_raw(pid)), flags) {}
+}
+
 /// A pidfd for `pid` (Linux 5.3+): becomes readable when the process exits.
 pub fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
     // SAFETY: plain integer arguments.
@@ -95,55 +117,60 @@ pub fn poll_readable(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<bool
         // Round up so we never spin on a sub-millisecond remainder.
         Some(d) => d.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int,
     };
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, ms) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::Interrupted {
-            Ok(false)
-        } else {
-            Err(e)
-        };
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+    match poll(&mut fds, timeout) {
+        Ok(n) => Ok(n > 0),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    Ok(r > 0)
 }
 
 /// Sends `sig` to every process of group `pgid`. `Ok(false)`: no such group.
 pub fn kill_group(pgid: libc::pid_t, sig: libc::c_int) -> io::Result<bool> {
-    // SAFETY: plain integer arguments; pgid > 1 is checked so we never
-    // signal "every process" (-1) or our own group (0).
+    // pgid > 1 is checked so we never signal "every process" (-1) or our
+    // own group (0).
     if pgid <= 1 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("refusing to signal process group {pgid}"),
         ));
     }
-    let r = unsafe { libc::kill(-pgid, sig) };
-    if r == 0 {
-        return Ok(true);
+    match nix::sys::signal::killpg(Pid::from_raw(pgid), signal(sig)?) {
+        Ok(()) => Ok(true),
+        Err(nix::errno::Errno::ESRCH) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::ESRCH) {
-        Ok(false)
-    } else {
-        Err(e)
+}
+
+/// Sends `sig` (0: only check) to process `pid`. `Ok(false)`: no such
+/// process.
+pub fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<bool> {
+    if pid <= 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal pid {pid}"),
+        ));
     }
+    match nix::sys::signal::kill(Pid::from_raw(pid), signal(sig)?) {
+        Ok(()) => Ok(true),
+        Err(nix::errno::Errno::ESRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `sig` as nix's type; 0 is "no signal" (existence check).
+fn signal(sig: libc::c_int) -> io::Result<Option<Signal>> {
+    if sig == 0 {
+        return Ok(None);
+    }
+    Signal::try_from(sig).map(Some).map_err(io::Error::from)
 }
 
 /// A close-on-exec pipe: `(read end, write end)`.
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: `fds` has room for the two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both are new descriptors owned by us.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
 }
 
 /// Writes all of `buf`, retrying on EINTR. Async-signal-safe (used between
@@ -189,18 +216,43 @@ pub fn read_exact_raw(fd: RawFd, buf: &mut [u8]) -> io::Result<bool> {
 
 /// The calling process's own peak RSS in KiB (`getrusage(RUSAGE_SELF)`).
 pub fn self_max_rss_kib() -> u64 {
-    // SAFETY: rusage is plain old data; the out-pointer is valid.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0;
-    }
-    ru.ru_maxrss.max(0) as u64
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_SELF).map_or(0, |ru| ru.max_rss().max(0) as u64)
 }
 
 /// The calling process's id (async-signal-safe).
 pub fn getpid() -> libc::pid_t {
-    // SAFETY: no arguments, cannot fail.
-    unsafe { libc::getpid() }
+    nix::unistd::getpid().as_raw()
+}
+
+/// The calling process's effective user id.
+pub fn geteuid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// Makes `cmd`'s child, between `fork` and `exec`, write its pid to
+/// `ready_w` and wait for one byte on `go_r` (EOF: the exec is cancelled
+/// with ECANCELED). The parent opens what it needs on the pid meanwhile
+/// (e.g. perf counters with enable-on-exec). Both descriptors must stay
+/// open until `spawn` returns.
+pub fn handshake_before_exec(cmd: &mut std::process::Command, ready_w: RawFd, go_r: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only makes async-signal-safe syscalls (getpid,
+    // write, read) on descriptors that stay open until spawn() returns,
+    // and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || child_handshake(ready_w, go_r));
+    }
+}
+
+fn child_handshake(ready_w: RawFd, go_r: RawFd) -> io::Result<()> {
+    write_all_raw(ready_w, &getpid().to_ne_bytes())?;
+    let mut b = [0u8; 1];
+    if read_exact_raw(go_r, &mut b)? {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(libc::ECANCELED))
+    }
 }
 
 #[cfg(test)]
@@ -218,5 +270,19 @@ mod tests {
         assert!(kill_group(1, 0).is_err());
         assert!(kill_group(-1, 0).is_err());
         assert!(kill_group(0, 0).is_err());
+        assert!(kill(0, 0).is_err());
+        assert!(kill(-1, 0).is_err());
+    }
+
+    #[test]
+    fn waits_for_exit_without_reaping_then_reaps() {
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as libc::pid_t;
+        wait_exited_keep(pid);
+        assert!(has_exited(pid).unwrap());
+        // Not reaped: still there as a zombie.
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        let r = wait4(pid).unwrap();
+        assert_eq!(decode_status(r.status), (Some(0), None));
     }
 }

@@ -1,0 +1,27 @@
+//! The only home of pinsight's OS calls.
+//!
+//! Every other crate reaches the kernel through this one (or through std),
+//! so `unsafe` lives here and nowhere else except where a crate needs it
+//! for something that is not an OS call (e.g. a shared matrix written by
+//! several threads). Each module says which calls go through [`nix`] and
+//! which are hand-written FFI, and why:
+//!
+//! - [`affinity`]: CPU affinity of any size (hand-written: nix's `CpuSet`
+//!   and libc's `cpu_set_t` stop at 1024 CPUs);
+//! - [`process`]: reaping with `rusage`, waiting without reaping, pidfds,
+//!   process-group kill, the pre-exec handshake pipes;
+//! - [`signals`]: forwarding signals to launched children, the self-pipe
+//!   cleanup handler, deferring signals around a critical write;
+//! - [`perf`]: `perf_event_open` in counting mode;
+//! - [`sched`]: the CPU a thread runs on, thread priority, clocks;
+//! - [`fs`]: file capabilities, close-on-exec, memfd mapping checks.
+//!
+//! Depends only on `pinsight-cpuset`, `libc` and `nix`, so any crate
+//! (topology discovery included) may use it.
+
+pub mod affinity;
+pub mod fs;
+pub mod perf;
+pub mod process;
+pub mod sched;
+pub mod signals;
