@@ -32,7 +32,6 @@ use serde::Serialize;
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -301,26 +300,6 @@ fn spawn_error(program: &str, e: io::Error) -> LaunchError {
     }
 }
 
-/// Waits until `pid` has exited without reaping it, so `/proc/PID` stays
-/// valid (as a zombie) until the watcher's last look.
-fn wait_exited_keep(pid: i32) {
-    loop {
-        // SAFETY: waitid with a zeroed out-struct.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
-        }
-    }
-}
-
 /// Whether applying `plan` needs threads pinned one by one (shim or
 /// watcher), or a process mask does the whole job. One distinct place equal
 /// to the process mask (e.g. `cpus:0`): every thread, skipped or not, ends
@@ -479,10 +458,7 @@ impl Application {
         }
         if let Some(fd) = shim_file.inherit_fd() {
             cmd.env(shim::ENV_SHIM_FD, fd.to_string());
-            // SAFETY: one fcntl between fork and exec (async-signal-safe).
-            unsafe {
-                cmd.pre_exec(move || shim::clear_cloexec(fd));
-            }
+            pinsight_sys::fs::inherit_before_exec(cmd, fd);
         }
     }
 }
@@ -557,7 +533,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         Watcher::start(FsRoot::live(), cfg, planned, opts.skip.clone())
     });
 
-    wait_exited_keep(pid);
+    pinsight_sys::process::wait_exited_keep(pid);
     let threads = match watcher.map(Watcher::finish) {
         Some(Ok(records)) => records,
         Some(Err(e)) => {

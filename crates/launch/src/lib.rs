@@ -13,15 +13,18 @@
 //!   QEMU vCPU threads by vCPU number.
 //!
 //! Every OS file read goes through [`pinsight_topology::FsRoot`]; affinity
-//! itself is a syscall ([`affinity`]).
+//! every OS call (affinity, signals, waiting, memfds) is in `pinsight-sys`,
+//! re-exported here as [`affinity`] and [`signals`] for existing callers.
 
-pub mod affinity;
+#![forbid(unsafe_code)]
+
+pub use pinsight_sys::affinity;
 pub mod launch;
 pub mod pin;
 pub mod procfs;
 pub mod program;
 pub mod shim;
-pub mod signals;
+pub use pinsight_sys::signals;
 pub mod skip;
 pub mod watch;
 

@@ -332,8 +332,7 @@ pub fn threads_to_plan(tasks: &[TaskInfo], qemu: bool) -> usize {
 }
 
 fn my_uid() -> u32 {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
+    pinsight_sys::process::geteuid()
 }
 
 fn process_gone(fs: &FsRoot, pid: i32) -> bool {

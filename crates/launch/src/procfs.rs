@@ -97,24 +97,12 @@ pub fn process_uid(fs: &FsRoot, pid: i32) -> Option<u32> {
 
 /// Clock ticks per second for `start_ticks`.
 pub fn clock_ticks() -> u64 {
-    // SAFETY: sysconf has no memory effects.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as u64
-    } else {
-        100
-    }
+    pinsight_sys::sched::clock_ticks()
 }
 
 /// Now, on the clock `start_ticks` counts from (boot, suspend included), in ns.
 pub fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    pinsight_sys::sched::boottime_ns()
 }
 
 #[cfg(test)]

@@ -107,8 +107,8 @@ pub fn preload_blocker(program: &OsStr) -> Option<PreloadBlocker> {
 /// The credentials an exec would compare set-id bits against.
 fn ids() -> (u32, u32) {
     (
-        nix::unistd::geteuid().as_raw(),
-        nix::unistd::getegid().as_raw(),
+        pinsight_sys::process::geteuid(),
+        pinsight_sys::process::getegid(),
     )
 }
 
@@ -211,21 +211,7 @@ fn interp_in<H: FileHeader<Endian = object::Endianness>>(data: &ReadCache<File>)
 
 /// Whether `path` carries a `security.capability` extended attribute.
 fn has_file_caps(path: &Path) -> bool {
-    use std::ffi::CString;
-    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: size query (null buffer, length 0) on a NUL-terminated path.
-    // nix has no getxattr; the xattr crate would add a dependency for one call.
-    let r = unsafe {
-        libc::getxattr(
-            c.as_ptr(),
-            c"security.capability".as_ptr(),
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    r > 0
+    pinsight_sys::fs::has_file_caps(path)
 }
 
 #[cfg(test)]
@@ -277,7 +263,7 @@ mod tests {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
         // Owned by us: the exec keeps our euid, the loader stays normal.
         assert_eq!(blocker_of(&p, None, 0), None);
-        if nix::unistd::geteuid().is_root() {
+        if pinsight_sys::process::geteuid() == 0 {
             std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
             assert_eq!(

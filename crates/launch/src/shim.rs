@@ -16,11 +16,9 @@
 //! or `vm.memfd_noexec = 2`), the shim falls back to a `0500` file in a
 //! fresh `0700` directory under `$TMPDIR`, removed when [`ShimFile`] drops.
 
-use nix::fcntl::{fcntl, FcntlArg, FdFlag, SealFlag};
-use nix::sys::memfd::{memfd_create, MFdFlags};
 use std::fs;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -142,65 +140,19 @@ impl Drop for ShimFile {
 
 /// A sealed, close-on-exec memfd holding the shim. Sealed against writes,
 /// growth and shrinking, so the program cannot alter what its own exec'd
-/// images or siblings will load.
+/// images or siblings will load; at descriptor 200 or more, since shell
+/// scripts freely redirect descriptors 3–9 (`exec 3>log`), which would make
+/// `/proc/self/fd/3` name their log instead of the shim in an image they
+/// exec; checked to be mappable executable (`vm.memfd_noexec = 2`).
 fn write_memfd() -> io::Result<OwnedFd> {
-    let fd = memfd_create(
-        c"pinsight-shim",
-        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
-    )
-    .map_err(io::Error::from)?;
-    let mut file = fs::File::from(fd);
-    file.write_all(SHIM_SO)?;
-    let seals = SealFlag::F_SEAL_SEAL
-        | SealFlag::F_SEAL_SHRINK
-        | SealFlag::F_SEAL_GROW
-        | SealFlag::F_SEAL_WRITE;
-    fcntl(file.as_fd(), FcntlArg::F_ADD_SEALS(seals)).map_err(io::Error::from)?;
-    let fd = high_fd(OwnedFd::from(file));
-    // The loader maps it executable: check that this kernel allows it
-    // (vm.memfd_noexec = 2 forbids it) before a child finds out.
-    // SAFETY: a read-only, private, executable mapping of a file we own,
-    // unmapped at once; no Rust reference is created to it.
-    unsafe {
-        let len = SHIM_SO.len();
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_EXEC,
-            libc::MAP_PRIVATE,
-            fd.as_raw_fd(),
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        libc::munmap(p, len);
-    }
-    Ok(fd)
-}
-
-/// Moves `fd` to a descriptor number of 200 or more (close-on-exec kept):
-/// shell scripts freely redirect descriptors 3–9 (`exec 3>log`), which
-/// would make `/proc/self/fd/3` name their log instead of the shim in an
-/// image they exec. Keeps `fd` when the limit leaves no such room.
-fn high_fd(fd: OwnedFd) -> OwnedFd {
-    match fcntl(fd.as_fd(), FcntlArg::F_DUPFD_CLOEXEC(200)) {
-        // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that we own.
-        Ok(raw) => unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) },
-        Err(_) => fd,
-    }
+    pinsight_sys::fs::sealed_exec_memfd(c"pinsight-shim", SHIM_SO)
 }
 
 /// Clears close-on-exec on `fd`: called between fork and exec (one
 /// `fcntl`, async-signal-safe), so only the launched child inherits the
 /// shim's descriptor.
 pub fn clear_cloexec(fd: RawFd) -> io::Result<()> {
-    // SAFETY: the descriptor is open for the whole spawn (the ShimFile
-    // outlives the Command); this borrow lasts for one fcntl.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty()))
-        .map(|_| ())
-        .map_err(io::Error::from)
+    pinsight_sys::fs::clear_cloexec(fd)
 }
 
 /// `LD_PRELOAD` with the shim in front of what the user already preloads.
@@ -258,8 +210,10 @@ mod tests {
             .and_then(|mut f| f.write_all(b"x"))
             .is_err());
         // Close-on-exec until the spawn clears it.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-        assert!(flags & libc::FD_CLOEXEC != 0);
+        let Storage::Memfd(owned) = &shim.storage else {
+            unreachable!("checked is_memfd above")
+        };
+        assert!(pinsight_sys::fs::is_cloexec(owned));
         drop(shim);
         assert!(
             !Path::new(&format!("/proc/self/fd/{fd}")).exists() || {

@@ -226,14 +226,7 @@ fn pin_main(pid: i32, plan: &FollowPlan) -> FollowPin {
 /// priority 1 (needs CAP_SYS_NICE), else nice -10, else stays as is. Only
 /// this thread changes; it ends with the launch.
 fn raise_own_priority() {
-    // SAFETY: plain scheduler syscalls on the calling thread.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 1 };
-        if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 {
-            return;
-        }
-        libc::setpriority(libc::PRIO_PROCESS, 0, -10);
-    }
+    pinsight_sys::sched::raise_own_priority();
 }
 
 fn watch(

@@ -21,12 +21,12 @@
 //! the whole tree), which also means the terminal's Ctrl-C does not reach
 //! them directly: killing their groups here is what stops them.
 
-use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use pinsight_sys::signals;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
-static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 static ACTIVE_GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
 static HOOK: Mutex<Option<fn(i32)>> = Mutex::new(None);
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
@@ -66,69 +66,27 @@ pub fn install_signal_cleanup() -> Result<(), String> {
 }
 
 fn install() -> Result<(), String> {
-    let (r, w) = crate::sys::proc::pipe().map_err(|e| format!("signal cleanup: pipe: {e}"))?;
-    use std::os::fd::IntoRawFd;
-    let (r, w) = (r.into_raw_fd(), w.into_raw_fd());
-    // SAFETY: setting O_NONBLOCK on our own descriptor: a full pipe must
-    // never block the signal handler.
-    unsafe {
-        libc::fcntl(
-            w,
-            libc::F_SETFL,
-            libc::fcntl(w, libc::F_GETFL) | libc::O_NONBLOCK,
-        )
-    };
-    PIPE_WRITE.store(w, Ordering::SeqCst);
+    // The handler only writes the signal number to this pipe; the read end
+    // belongs to the cleanup thread.
+    let r = signals::self_pipe().map_err(|e| format!("signal cleanup: pipe: {e}"))?;
     std::thread::Builder::new()
         .name("pinsight-cleanup".into())
         .spawn(move || cleanup_thread(r))
         .map_err(|e| format!("signal cleanup: thread: {e}"))?;
     for sig in CLEANUP_SIGNALS {
-        // SAFETY: sigaction with a handler that only calls write(2) on a
-        // non-blocking pipe and preserves errno: async-signal-safe.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction == libc::SIG_IGN
-            {
-                continue;
-            }
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(format!(
-                    "signal cleanup: sigaction({sig}): {}",
-                    io::Error::last_os_error()
-                ));
-            }
-        }
+        // A signal ignored now (e.g. SIGHUP under nohup) stays ignored.
+        signals::write_to_self_pipe_on(sig)
+            .map_err(|e| format!("signal cleanup: sigaction({sig}): {e}"))?;
     }
     Ok(())
 }
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    // SAFETY: only async-signal-safe calls; errno saved and restored.
-    unsafe {
-        let errno = *libc::__errno_location();
-        let fd = PIPE_WRITE.load(Ordering::Relaxed);
-        if fd >= 0 {
-            let b = sig as u8;
-            libc::write(fd, (&b as *const u8).cast(), 1);
-        }
-        *libc::__errno_location() = errno;
-    }
-}
-
-fn cleanup_thread(read_fd: libc::c_int) {
-    let mut b = [0u8; 1];
+fn cleanup_thread(read: OwnedFd) {
     // Blocks until the first cleanup signal; EOF or an error means the
     // pipe is gone and there is nothing to do.
-    if !matches!(crate::sys::proc::read_exact_raw(read_fd, &mut b), Ok(true)) {
+    let Some(sig) = signals::next_signal(&read) else {
         return;
-    }
-    let sig = libc::c_int::from(b[0]);
+    };
     SHUTTING_DOWN.store(true, Ordering::SeqCst);
     forward_then_wait(sig, std::time::Duration::from_millis(300));
     for failure in cleanup_now() {
@@ -138,16 +96,9 @@ fn cleanup_thread(read_fd: libc::c_int) {
     if let Some(h) = hook {
         h(sig);
     }
-    // SAFETY: restoring the default action and re-sending the signal to the
-    // whole process, so it dies the way the sender intended.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        libc::kill(libc::getpid(), sig);
-    }
+    // Restore the default action and re-send the signal to the whole
+    // process, so it dies the way the sender intended.
+    signals::die_by(sig);
     // Only reached if the signal could not kill us.
     std::thread::sleep(std::time::Duration::from_secs(1));
     std::process::exit(128 + sig);

@@ -29,6 +29,8 @@
 //! println!("{} s, task-clock {} ms", rec.wall_s, rec.counters.task_clock_ms);
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod cleanup;
 pub mod counters;
 pub mod energy;

@@ -256,12 +256,7 @@ impl Measurer {
         };
         if let Some(h) = &handshake {
             let (ready_w, go_r) = (h.ready_w.as_raw_fd(), h.go_r.as_raw_fd());
-            // SAFETY: the closure only makes async-signal-safe syscalls
-            // (getpid, write, read) on descriptors that stay open until
-            // spawn() returns, and allocates nothing.
-            unsafe {
-                cmd.pre_exec(move || child_handshake(ready_w, go_r));
-            }
+            proc::handshake_before_exec(&mut cmd, ready_w, go_r);
         }
 
         let max_rss_floor_kib = proc::self_max_rss_kib();
@@ -553,16 +548,6 @@ impl Handshake {
 }
 
 /// Child side, between fork and exec: announce our pid, wait for "go".
-fn child_handshake(ready_w: libc::c_int, go_r: libc::c_int) -> io::Result<()> {
-    proc::write_all_raw(ready_w, &proc::getpid().to_ne_bytes())?;
-    let mut b = [0u8; 1];
-    if proc::read_exact_raw(go_r, &mut b)? {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(libc::ECANCELED))
-    }
-}
-
 /// Helper-thread side: read the child's pid, open the counters on it, let
 /// it exec. `None` if the child never reached the handshake.
 fn attach(

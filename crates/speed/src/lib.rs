@@ -9,6 +9,8 @@
 //! report each beside the ratio that max frequency and `cpu_capacity` would
 //! predict.
 
+#![forbid(unsafe_code)]
+
 pub mod kernels;
 pub mod pin;
 pub mod run;

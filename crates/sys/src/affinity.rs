@@ -146,7 +146,11 @@ mod tests {
     /// Two CPUs this test may run on, read from its own mask (any two, not
     /// 0 and 1); `None` on a one-CPU runner.
     fn two_usable() -> Option<(usize, usize)> {
-        let mut it = get_affinity(0).unwrap().iter().collect::<Vec<_>>().into_iter();
+        let mut it = get_affinity(0)
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>()
+            .into_iter();
         Some((it.next()?, it.next_back()?))
     }
 
@@ -256,7 +260,10 @@ mod tests {
         set_affinity_before_exec(&mut cmd, &CpuSet::single(cpu)).unwrap();
         let out = cmd.output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(text.split_whitespace().nth(1), Some(cpu.to_string().as_str()));
+        assert_eq!(
+            text.split_whitespace().nth(1),
+            Some(cpu.to_string().as_str())
+        );
         let mut cmd = std::process::Command::new("true");
         assert!(set_affinity_before_exec(&mut cmd, &CpuSet::new()).is_err());
     }

@@ -13,9 +13,9 @@
 //! - [`write_all_raw`]/[`read_exact_raw`]: used between `fork` and `exec`,
 //!   on raw descriptor numbers the child inherited.
 
-use std::io;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use std::io;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -228,6 +228,11 @@ pub fn getpid() -> libc::pid_t {
 /// The calling process's effective user id.
 pub fn geteuid() -> u32 {
     nix::unistd::geteuid().as_raw()
+}
+
+/// The calling process's effective group id.
+pub fn getegid() -> u32 {
+    nix::unistd::getegid().as_raw()
 }
 
 /// Makes `cmd`'s child, between `fork` and `exec`, write its pid to

@@ -22,15 +22,17 @@ pub fn thread_cpu_time() -> Option<f64> {
 /// CPU time the calling process has run, in nanoseconds
 /// (`CLOCK_PROCESS_CPUTIME_ID`; 0 if unreadable).
 pub fn process_cpu_time_ns() -> u64 {
-    clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID)
-        .map_or(0, |ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+    clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).map_or(0, |ts| {
+        ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+    })
 }
 
 /// Now on `CLOCK_BOOTTIME` (since boot, suspend included), in ns; the
 /// clock `/proc/PID/stat`'s start time counts from. 0 if unreadable.
 pub fn boottime_ns() -> u64 {
-    clock_gettime(ClockId::CLOCK_BOOTTIME)
-        .map_or(0, |ts| ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
+    clock_gettime(ClockId::CLOCK_BOOTTIME).map_or(0, |ts| {
+        ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+    })
 }
 
 /// Clock ticks per second (`_SC_CLK_TCK`, 100 if unknown).

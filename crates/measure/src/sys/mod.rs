@@ -1,6 +1,5 @@
-//! The only `unsafe` in this crate: thin, documented wrappers over the
-//! Linux syscalls std does not offer (perf_event_open, pidfd_open, wait4,
-//! process-group kill, pipes for the spawn handshake).
+//! The OS calls this crate makes live in `pinsight-sys` (perf_event_open,
+//! wait4 with rusage, waitid, pidfds, process-group kill, the spawn
+//! handshake pipes); these are the names it uses for them.
 
-pub mod perf;
-pub mod proc;
+pub(crate) use pinsight_sys::{perf, process as proc};
