@@ -24,13 +24,12 @@
 //! watcher's job ([`PreparedArm::follow`]) to the executor.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_launch::affinity::{set_affinity_words, to_kernel_words};
+use pinsight_launch::affinity::{set_affinity_words_before_exec, to_kernel_words};
 use pinsight_launch::shim::ShimFile;
 use pinsight_launch::watch::FollowPlan;
 use pinsight_launch::{Application, Mechanism, PinMain};
 use pinsight_plan::Plan;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 /// One arm, ready to spawn many times.
@@ -106,11 +105,8 @@ impl PreparedArm {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
         if let Some(words) = self.start_mask.clone() {
-            // SAFETY: one raw syscall on a buffer allocated before the fork;
-            // nothing is allocated or locked in the child.
-            unsafe {
-                cmd.pre_exec(move || set_affinity_words(0, &words));
-            }
+            // One allocation-free syscall between fork and exec.
+            set_affinity_words_before_exec(&mut cmd, words);
         }
         cmd
     }

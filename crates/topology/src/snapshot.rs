@@ -137,7 +137,10 @@ pub fn snapshot_with_progress(
     let json = serde_json::to_vec_pretty(&meta)
         .map_err(|e| Error::Io(format!("snapshot metadata: {e}")))?;
     {
-        let _deferred = DeferSignals::new();
+        // SIGINT/SIGTERM/SIGHUP wait until the archive is written or
+        // cleaned up.
+        let _deferred =
+            pinsight_sys::signals::DeferSignals::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
         let dirs = all_dirs(&tree);
         let total = (dirs.len() + tree.files.len() + 1) as u64;
         progress(0, total);
@@ -455,42 +458,6 @@ fn write_archive(
         let _ = std::fs::remove_file(&partial);
         Error::Io(format!("writing '{}': {e}", out.display()))
     })
-}
-
-/// Blocks SIGINT, SIGTERM and SIGHUP on this thread until dropped; a signal
-/// that arrived meanwhile is delivered then, after the write completed or
-/// was cleaned up.
-struct DeferSignals {
-    old: libc::sigset_t,
-    active: bool,
-}
-
-impl DeferSignals {
-    fn new() -> DeferSignals {
-        // SAFETY: sigset_t is plain data initialised by sigemptyset before
-        // use; pthread_sigmask only reads `set` and writes `old`.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                libc::sigaddset(&mut set, s);
-            }
-            let active = libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) == 0;
-            DeferSignals { old, active }
-        }
-    }
-}
-
-impl Drop for DeferSignals {
-    fn drop(&mut self) {
-        if self.active {
-            // SAFETY: restores the mask saved by `new`.
-            unsafe {
-                libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
-            }
-        }
-    }
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for a system time (civil-from-days, proleptic

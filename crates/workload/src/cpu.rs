@@ -14,12 +14,9 @@ pub(crate) struct CpuSeen {
 impl CpuSeen {
     /// Records the CPU the calling thread is on right now.
     pub(crate) fn sample(&mut self) {
-        // SAFETY: sched_getcpu has no preconditions; it returns −1 on failure.
-        let cpu = unsafe { libc::sched_getcpu() };
-        if cpu < 0 {
+        let Some(cpu) = pinsight_sys::sched::current_cpu() else {
             return; // unavailable (very old kernel): report nothing rather than a fake CPU
-        }
-        let cpu = cpu as usize;
+        };
         if self.last == Some(cpu) {
             return;
         }

@@ -1,5 +1,5 @@
-//! The two affinity syscalls measuring needs, on [`CpuSet`] instead of
-//! `cpu_set_t` (which stops at 1024 CPUs).
+//! The two affinity calls measuring needs, through `pinsight-sys` (whose
+//! buffers are sized to the set, so CPU ids of 1024 and more work).
 //!
 //! Only the measuring threads are ever pinned, each by itself, and they end
 //! with the measurement: the calling thread's affinity is read, never
@@ -8,53 +8,14 @@
 use pinsight_cpuset::CpuSet;
 use std::io;
 
-/// Bits in one word of the kernel's CPU bitmap (`unsigned long`).
-const WORD_BITS: usize = libc::c_ulong::BITS as usize;
-
 /// The CPUs the calling thread may run on (`sched_getaffinity(0)`).
 pub fn current() -> io::Result<CpuSet> {
-    // The kernel rejects buffers smaller than its nr_cpu_ids with EINVAL:
-    // grow until it fits.
-    let mut words = 1024 / WORD_BITS;
-    loop {
-        let mut buf: Vec<libc::c_ulong> = vec![0; words];
-        let bytes = words * std::mem::size_of::<libc::c_ulong>();
-        // SAFETY: buf is `bytes` long and writable; the kernel writes at
-        // most `bytes` bytes of bitmap into it.
-        let rc = unsafe {
-            libc::sched_getaffinity(0, bytes, buf.as_mut_ptr().cast::<libc::cpu_set_t>())
-        };
-        if rc == 0 {
-            let mut set = CpuSet::new();
-            for (w, &word) in buf.iter().enumerate() {
-                for b in 0..WORD_BITS {
-                    if word & (1 << b) != 0 {
-                        set.insert(w * WORD_BITS + b);
-                    }
-                }
-            }
-            return Ok(set);
-        }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EINVAL) || words >= (1 << 20) / WORD_BITS {
-            return Err(err);
-        }
-        words *= 2;
-    }
+    pinsight_sys::affinity::get_affinity(0)
 }
 
 /// Pins the calling thread to exactly `cpu`.
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
-    let mut buf: Vec<libc::c_ulong> = vec![0; cpu / WORD_BITS + 1];
-    buf[cpu / WORD_BITS] |= 1 << (cpu % WORD_BITS);
-    let bytes = buf.len() * std::mem::size_of::<libc::c_ulong>();
-    // SAFETY: buf is `bytes` long; the kernel only reads it.
-    let rc = unsafe { libc::sched_setaffinity(0, bytes, buf.as_ptr().cast::<libc::cpu_set_t>()) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    pinsight_sys::affinity::pin_current_thread(cpu)
 }
 
 #[cfg(test)]
@@ -67,14 +28,13 @@ mod tests {
         let cpu = before.last().unwrap();
         let (ok, now) = std::thread::spawn(move || {
             pin_current_thread(cpu).unwrap();
-            // SAFETY: sched_getcpu has no preconditions.
-            let on = unsafe { libc::sched_getcpu() };
+            let on = pinsight_sys::sched::current_cpu();
             (current().unwrap() == CpuSet::single(cpu), on)
         })
         .join()
         .unwrap();
         assert!(ok);
-        assert_eq!(now, cpu as i32);
+        assert_eq!(now, Some(cpu));
         assert_eq!(current().unwrap(), before);
     }
 

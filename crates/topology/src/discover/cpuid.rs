@@ -24,27 +24,21 @@ pub(super) fn hybrid_core_types(cpus: &CpuSet) -> Option<Vec<(usize, CoreType)>>
     if !hybrid || max_leaf < 0x1a {
         return None;
     }
-    let cpus: Vec<usize> = cpus
-        .iter()
-        .filter(|&c| c < libc::CPU_SETSIZE as usize)
-        .collect();
+    // Any CPU id: pinsight-sys sizes the mask to the set (no 1024 limit).
+    let cpus: Vec<usize> = cpus.iter().collect();
     let handle = std::thread::Builder::new()
         .name("pinsight-cpuid".into())
         .spawn(move || {
             let mut out = Vec::new();
             for c in cpus {
-                // SAFETY: cpu_set_t is plain data; CPU_SET is bounded by the
-                // filter above; sched_setaffinity(0) affects this thread only.
+                // Affects this helper thread only.
+                if pinsight_sys::affinity::pin_current_thread(c).is_err() {
+                    continue;
+                }
+                // SAFETY: CPUID is available on every x86_64 CPU (safe
+                // since Rust 1.87; the block is kept for older compilers).
                 #[allow(unused_unsafe)]
-                let eax = unsafe {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(c, &mut set);
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-                    {
-                        continue;
-                    }
-                    __cpuid_count(0x1a, 0).eax
-                };
+                let eax = unsafe { __cpuid_count(0x1a, 0).eax };
                 match eax >> 24 {
                     0x40 => out.push((c, CoreType::Core)),
                     0x20 => out.push((c, CoreType::Atom)),
