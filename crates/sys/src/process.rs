@@ -280,6 +280,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::zombie_processes)] // reaped with wait4 below, not Child::wait
     fn waits_for_exit_without_reaping_then_reaps() {
         let child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id() as libc::pid_t;
