@@ -24,9 +24,9 @@ impl BinarySize {
     pub fn from_kib(kib: u64) -> Self {
         const MIB: u64 = 1024;
         const GIB: u64 = 1024 * 1024;
-        let (value, unit) = if kib >= GIB && kib % GIB == 0 {
+        let (value, unit) = if kib >= GIB && kib.is_multiple_of(GIB) {
             (kib / GIB, BinaryUnit::GiB)
-        } else if kib >= MIB && kib % MIB == 0 {
+        } else if kib >= MIB && kib.is_multiple_of(MIB) {
             (kib / MIB, BinaryUnit::MiB)
         } else {
             (kib, BinaryUnit::KiB)
