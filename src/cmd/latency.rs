@@ -596,7 +596,7 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
     let style = TableStyle {
         color: stdout_tty && std::env::var_os("NO_COLOR").is_none(),
         width: if stdout_tty {
-            render::terminal_width().unwrap_or(100)
+            pinsight_render::terminal_width()
         } else {
             200
         },

@@ -242,14 +242,28 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
-/// Columns to wrap the summary at: `$COLUMNS` if set, else 100.
+/// Columns to wrap the summary at: the terminal's width
+/// (`pinsight_render::terminal_width`: `$COLUMNS`, else the terminal, else
+/// 80), kept within 40..=120.
 fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<usize>().ok())
-        .filter(|&c| c >= 40)
-        .unwrap_or(100)
-        .min(120)
+    summary_width(pinsight_render::terminal_width())
+}
+
+fn summary_width(columns: usize) -> usize {
+    columns.clamp(40, 120)
+}
+
+#[cfg(test)]
+mod width_tests {
+    #[test]
+    fn summary_width_keeps_the_terminal_width_within_bounds() {
+        use super::summary_width;
+        // Unknown width is 80 (it was 100: wider than the 80-column rule).
+        assert_eq!(summary_width(pinsight_render::DEFAULT_WIDTH), 80);
+        assert_eq!(summary_width(100), 100);
+        assert_eq!(summary_width(20), 40);
+        assert_eq!(summary_width(300), 120);
+    }
 }
 
 /// PREFIX.html, PREFIX.json and PREFIX.latency.json (the measured matrix);

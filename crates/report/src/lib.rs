@@ -38,13 +38,8 @@ pub struct ReportData {
     pub suggestions: Vec<String>,
 }
 
-/// Escapes text for HTML and SVG.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+/// Escapes text for HTML and SVG (the one escaper of `pinsight-render`).
+pub use pinsight_render::escape as esc;
 
 /// A colour per kind rank, slowest first: cool to warm.
 pub fn kind_colour(rank: usize, kinds: usize) -> &'static str {

@@ -13,6 +13,8 @@
 
 use crate::{esc, kind_colour};
 use pinsight_cpuset::CpuSet;
+use pinsight_render::format_size;
+use pinsight_render::tree::{self, Object, Placed, TreeNode};
 use pinsight_topology::{CacheType, Group, Topology};
 use std::fmt::Write;
 
@@ -53,184 +55,133 @@ impl Level {
 }
 
 /// A box of the picture before layout.
-struct Container {
+struct Container<'a> {
     level: Level,
     label: String,
     cpus: CpuSet,
-    children: Vec<Item>,
+    children: Vec<Item<'a>>,
 }
 
-enum Item {
-    Box(Container),
-    /// Index into `topo.cores`.
-    Core(usize),
+enum Item<'a> {
+    Box(Container<'a>),
+    Core(&'a Group),
 }
 
-impl Item {
-    fn first_cpu(&self, topo: &Topology) -> Option<usize> {
-        match self {
-            Item::Box(c) => c.cpus.first(),
-            Item::Core(i) => topo.cores[*i].cpus.first(),
-        }
+/// The picture's level of a drawn object (cores are not boxes).
+fn level_of(object: Object<'_>) -> Option<Level> {
+    match object {
+        Object::Package(_) => Some(Level::Package),
+        Object::Die(_) => Some(Level::Die),
+        Object::Numa(_) => Some(Level::Numa),
+        Object::Cache(c) if c.level == 3 => Some(Level::L3),
+        Object::Cache(_) => Some(Level::L2),
+        Object::Cluster(_) | Object::Core(_) | Object::Pu(_) => None,
     }
 }
 
-fn size_text(kib: Option<u64>) -> String {
-    match kib {
-        Some(k) if k >= 1024 && k % 1024 == 0 => format!(" {} MiB", k / 1024),
-        Some(k) if k >= 1024 => format!(" {:.1} MiB", k as f64 / 1024.0),
-        Some(k) => format!(" {k} KiB"),
-        None => String::new(),
-    }
-}
-
-/// The candidate boxes: every grouping that says something about placement.
-fn candidates(topo: &Topology, online: &CpuSet) -> Vec<(Level, String, CpuSet)> {
-    let mut out = Vec::new();
-    let groups = |v: &[Group], level: Level, name: &str, out: &mut Vec<(Level, String, CpuSet)>| {
-        for g in v {
-            out.push((
-                level,
-                format!("{name} {}", g.id),
-                g.cpus.intersection(online),
-            ));
-        }
-    };
-    groups(&topo.packages, Level::Package, "Package", &mut out);
-    if topo.dies.len() > topo.packages.len() {
-        groups(&topo.dies, Level::Die, "Die", &mut out);
-    }
-    let nodes: Vec<_> = topo
-        .numa_nodes
-        .iter()
-        .filter(|n| n.cpus.intersects(online))
-        .collect();
-    if nodes.len() > 1 {
-        for n in nodes {
+/// A box's own label ("Package 0", "L3 24 MiB", "NUMA node 1 (64 GiB)").
+fn box_label(object: Object<'_>) -> String {
+    match object {
+        Object::Package(g) => format!("Package {}", g.id),
+        Object::Die(g) => format!("Die {}", g.id),
+        Object::Cluster(g) => format!("Cluster {}", g.id),
+        Object::Numa(n) => {
             let mem = match n.memory_mib {
                 Some(m) if m >= 1024 => format!(" ({:.0} GiB)", m as f64 / 1024.0),
                 Some(m) if m > 0 => format!(" ({m} MiB)"),
                 _ => String::new(),
             };
-            out.push((
-                Level::Numa,
-                format!("NUMA node {}{mem}", n.id),
-                n.cpus.intersection(online),
-            ));
+            format!("NUMA node {}{mem}", n.id)
         }
+        Object::Cache(c) => match c.size_kib {
+            Some(k) => format!("L{} {}", c.level, format_size(k)),
+            None => format!("L{}", c.level),
+        },
+        Object::Core(g) => format!("core {}", g.id),
+        Object::Pu(c) => format!("CPU {}", c.id),
     }
-    for c in topo
-        .caches
-        .iter()
-        .filter(|c| c.cache_type != CacheType::Instruction)
-    {
-        let cores_inside = topo
-            .cores
-            .iter()
-            .filter(|k| k.cpus.intersects(&c.cpus))
-            .count();
-        match c.level {
-            3 => out.push((
-                Level::L3,
-                format!("L3{}", size_text(c.size_kib)),
-                c.cpus.intersection(online),
-            )),
-            2 if cores_inside > 1 => out.push((
-                Level::L2,
-                format!("L2{}", size_text(c.size_kib)),
-                c.cpus.intersection(online),
-            )),
-            _ => {}
+}
+
+/// What the picture draws, restricted to online CPUs: every grouping that
+/// says something about placement (packages; dies when a package has
+/// several; NUMA nodes when there are several; L3s; L2s shared by several
+/// cores) and the cores. Cores are leaves: their PUs are drawn inside them.
+fn drawn_objects<'a>(topo: &'a Topology, online: &CpuSet) -> Vec<Placed<'a>> {
+    let mut out = tree::packages(topo);
+    if topo.dies.len() > topo.packages.len() {
+        out.extend(tree::dies(topo));
+    }
+    let nodes: Vec<_> = tree::numa_nodes(topo)
+        .into_iter()
+        .filter(|n| n.cpus.intersects(online))
+        .map(|n| Placed {
+            memory: false,
+            leaf: false,
+            ..n
+        })
+        .collect();
+    if nodes.len() > 1 {
+        out.extend(nodes);
+    }
+    out.extend(tree::caches(topo).into_iter().filter(|p| match p.object {
+        Object::Cache(c) if c.cache_type != CacheType::Instruction => {
+            let cores_inside = topo
+                .cores
+                .iter()
+                .filter(|k| k.cpus.intersects(&c.cpus))
+                .count();
+            c.level == 3 || (c.level == 2 && cores_inside > 1)
         }
+        _ => false,
+    }));
+    out.extend(
+        tree::cores(topo)
+            .into_iter()
+            .map(|p| Placed { leaf: true, ..p }),
+    );
+    for p in &mut out {
+        p.cpus = p.cpus.intersection(online);
     }
-    out.retain(|(_, _, cpus)| !cpus.is_empty());
+    out.retain(|p| !p.cpus.is_empty());
     out
 }
 
-/// Boxes nested by CPU-set containment, cores placed in the smallest box
-/// holding them. Groups that overlap another without nesting (inconsistent
-/// firmware tables) are left out rather than drawn twice.
-fn build_tree(topo: &Topology) -> Item {
+/// A nested node as a picture item: boxes with the same CPUs are drawn once
+/// with all their labels ("Package 0 · L3 24 MiB"); boxes holding no core
+/// are left out.
+fn item<'a>(node: &TreeNode<'a>) -> Option<Item<'a>> {
+    if let Object::Core(g) = node.object {
+        return Some(Item::Core(g));
+    }
+    let chain = node.chain(|n| !matches!(n.object, Object::Core(_)));
+    let mut labels: Vec<String> = Vec::new();
+    for n in &chain {
+        let l = box_label(n.object);
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    let last = chain.last().copied().unwrap_or(node);
+    let children: Vec<Item> = last.children.iter().filter_map(item).collect();
+    if children.is_empty() {
+        return None;
+    }
+    Some(Item::Box(Container {
+        level: level_of(node.object)?,
+        label: labels.join(" · "),
+        cpus: node.cpus.clone(),
+        children,
+    }))
+}
+
+/// Boxes nested by CPU-set containment (the tree `pinsight topo` prints),
+/// cores placed in the smallest box holding them. Groups that overlap
+/// another without nesting (inconsistent firmware tables) are left out
+/// rather than drawn twice.
+fn build_tree(topo: &Topology) -> Item<'_> {
     let online = topo.online();
-    let mut cands = candidates(topo, &online);
-    // Merge boxes with the same CPUs into one, labels in level order.
-    cands.sort_by(|a, b| a.2.iter().cmp(b.2.iter()).then(a.0.cmp(&b.0)));
-    let mut merged: Vec<(Level, String, CpuSet)> = Vec::new();
-    for (level, label, cpus) in cands {
-        match merged.last_mut() {
-            Some(last) if last.2 == cpus => {
-                if !last.1.split(" · ").any(|l| l == label) {
-                    last.1 = format!("{} · {label}", last.1);
-                }
-            }
-            _ => merged.push((level, label, cpus)),
-        }
-    }
-    // Biggest first; keep only a laminar family.
-    merged.sort_by(|a, b| {
-        b.2.len()
-            .cmp(&a.2.len())
-            .then(a.0.cmp(&b.0))
-            .then(a.2.first().cmp(&b.2.first()))
-    });
-    let mut accepted: Vec<(Level, String, CpuSet, Option<usize>)> = Vec::new();
-    for (level, label, cpus) in merged {
-        if accepted
-            .iter()
-            .any(|a| a.2.intersects(&cpus) && !cpus.is_subset(&a.2))
-        {
-            continue;
-        }
-        // Supersets form a chain (laminar family): the last one is the smallest.
-        let parent = accepted.iter().rposition(|a| cpus.is_subset(&a.2));
-        accepted.push((level, label, cpus, parent));
-    }
-    let mut cores_of: Vec<Vec<usize>> = vec![Vec::new(); accepted.len()];
-    let mut top_cores = Vec::new();
-    for (i, core) in topo.cores.iter().enumerate() {
-        let cpus = core.cpus.intersection(&online);
-        if cpus.is_empty() {
-            continue;
-        }
-        match accepted.iter().rposition(|a| cpus.is_subset(&a.2)) {
-            Some(g) => cores_of[g].push(i),
-            None => top_cores.push(i),
-        }
-    }
-    // Assemble bottom-up: children are pushed before their parents are built.
-    let mut built: Vec<Option<Container>> = accepted
-        .iter()
-        .map(|(level, label, cpus, _)| {
-            Some(Container {
-                level: *level,
-                label: label.clone(),
-                cpus: cpus.clone(),
-                children: Vec::new(),
-            })
-        })
-        .collect();
-    for (g, cores) in cores_of.iter().enumerate() {
-        if let Some(c) = built[g].as_mut() {
-            c.children.extend(cores.iter().map(|&i| Item::Core(i)));
-        }
-    }
-    let mut top = Vec::new();
-    for g in (0..accepted.len()).rev() {
-        let c = built[g].take().expect("each box is built once");
-        if c.children.is_empty() {
-            continue;
-        }
-        match accepted[g].3 {
-            Some(p) => built[p]
-                .as_mut()
-                .expect("parent comes first")
-                .children
-                .push(Item::Box(c)),
-            None => top.push(Item::Box(c)),
-        }
-    }
-    top.extend(top_cores.into_iter().map(Item::Core));
-    sort_items(&mut top, topo);
+    let roots = tree::nest(tree::laminar(drawn_objects(topo, &online)));
+    let mut top: Vec<Item> = roots.iter().filter_map(item).collect();
     if top.len() == 1 {
         return top.pop().expect("one item");
     }
@@ -240,15 +191,6 @@ fn build_tree(topo: &Topology) -> Item {
         cpus: online,
         children: top,
     })
-}
-
-fn sort_items(items: &mut [Item], topo: &Topology) {
-    items.sort_by_key(|i| i.first_cpu(topo));
-    for i in items.iter_mut() {
-        if let Item::Box(c) = i {
-            sort_items(&mut c.children, topo);
-        }
-    }
 }
 
 /// A laid-out item: its size and its SVG drawn at the origin.
@@ -264,7 +206,7 @@ fn text_width(s: &str, scale: f64) -> usize {
 
 fn layout(item: &Item, topo: &Topology, max_w: usize, pu_w: usize) -> Laid {
     match item {
-        Item::Core(i) => layout_core(topo, &topo.cores[*i], pu_w),
+        Item::Core(core) => layout_core(topo, core, pu_w),
         Item::Box(c) => layout_box(c, topo, max_w, pu_w),
     }
 }

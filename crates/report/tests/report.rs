@@ -270,3 +270,18 @@ fn numa_nodes_outside_the_cgroup_are_not_counted() {
     );
     assert!(pinsight_report::html::machine_line(&topo).contains("2 NUMA nodes"));
 }
+
+#[test]
+fn picture_and_topo_text_name_cache_sizes_alike() {
+    // A 27.5 MiB L3: one binary-unit rule for both, exact, never rounded.
+    let topo = fixture_topology("memorysidecaches");
+    let svg = topology_svg(&topo);
+    let text = pinsight_render::topo_text::render(&topo, false);
+    assert!(svg.contains("Package 0 · L3 28160 KiB · CPUs "), "{svg}");
+    assert!(!svg.contains("27.5 MiB"));
+    assert!(text.contains("L3 (28160KB)"), "{text}");
+    // Whole MiB stay MiB in both.
+    let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
+    assert!(topology_svg(&topo).contains("L3 24 MiB"));
+    assert!(pinsight_render::topo_text::render(&topo, false).contains("L3 (24MB)"));
+}

@@ -7,12 +7,7 @@ use super::*;
 use crate::analysis::measured_values;
 use crate::verdict::Decision;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use pinsight_render::escape as esc;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.8em}table{border-collapse:collapse;margin:1em 0}\

@@ -8,7 +8,7 @@ use unicode_width::UnicodeWidthStr;
 
 /// The width used when the terminal's is unknown (not a terminal, or a
 /// terminal reporting 0 columns).
-pub const DEFAULT_WIDTH: usize = 80;
+pub const DEFAULT_WIDTH: usize = pinsight_render::DEFAULT_WIDTH;
 
 /// Narrowest text width the renderers aim for; narrower terminals get this.
 pub const MIN_WIDTH: usize = 40;
@@ -22,21 +22,10 @@ pub fn effective_width(columns: Option<usize>) -> usize {
     }
 }
 
-/// Columns of the terminal on stdout: `COLUMNS` when it holds a number,
-/// else the terminal's size (`TIOCGWINSZ`); `None` when stdout is not a
-/// terminal. Pass the result to [`effective_width`] (0 means unknown).
-pub fn terminal_columns() -> Option<usize> {
-    if let Some(c) = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-    {
-        return Some(c);
-    }
-    // SAFETY: TIOCGWINSZ fills a `winsize` we own; nothing else is touched.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
-    (r == 0).then_some(usize::from(ws.ws_col))
-}
+/// Columns of the terminal: `COLUMNS` when it holds a positive number,
+/// else the size of the terminal on stdout; `None` when unknown. Pass the
+/// result to [`effective_width`]. (The one rule of `pinsight-render`.)
+pub use pinsight_render::terminal_columns;
 
 /// Display width of `s`.
 pub fn width(s: &str) -> usize {

@@ -20,12 +20,7 @@ pub struct Series<'a> {
     pub highlight: bool,
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use pinsight_render::escape as esc;
 
 /// An axis label: the value without trailing zeros ("30 s", "1.5 ms").
 fn tick_label(v: f64, unit: Unit) -> String {

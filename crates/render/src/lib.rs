@@ -1,0 +1,49 @@
+//! One rendering home for pinsight: the HTML/XML escaper ([`escape`]), the
+//! binary size units ([`size`]), the terminal width ([`terminal_width`]) and
+//! the topology tree ([`tree`]) that `pinsight topo` prints as text
+//! ([`topo_text`]) and `pinsight report` draws as SVG.
+//!
+//! Pure except for [`terminal_columns`], which asks the terminal on
+//! standard output for its size (through the `terminal_size` crate).
+
+#![forbid(unsafe_code)]
+
+pub mod size;
+pub mod term;
+pub mod topo_text;
+pub mod tree;
+
+pub use size::{format_size, format_size_lstopo, BinarySize, BinaryUnit};
+pub use term::{terminal_columns, terminal_width, DEFAULT_WIDTH};
+pub use tree::{Object, TreeNode};
+
+/// Escapes text for HTML and SVG/XML, in text and in quoted attributes:
+/// `&`, `<`, `>` and `"`.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escapes_markup_and_quotes_once() {
+        assert_eq!(
+            escape(r#"a & b <c> "d" &amp;"#),
+            "a &amp; b &lt;c&gt; &quot;d&quot; &amp;amp;"
+        );
+        assert_eq!(escape("σ × 1.5 ms"), "σ × 1.5 ms");
+        assert_eq!(escape(""), "");
+    }
+}
