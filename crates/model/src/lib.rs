@@ -4,6 +4,13 @@
 //! are sparse and repeat (NOTES: `core_id` restarts in every package). Each
 //! group carries a logical index (`id`, dense, ordered by first CPU, like
 //! hwloc's `L#`) and, where the OS has one, its `os_id` (like hwloc's `P#`).
+//!
+//! This crate is the model only: plain data with serde and a few queries,
+//! no I/O. Filling it in — sysfs discovery (live or a recorded machine),
+//! hwloc XML import, snapshots — is `pinsight-topology`'s job, which
+//! re-exports everything here at its old paths (`pinsight_topology::Topology`,
+//! `pinsight_topology::model::...`).
+#![forbid(unsafe_code)]
 
 use pinsight_cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
