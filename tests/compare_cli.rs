@@ -927,6 +927,29 @@ fn latency_and_weights_files_reach_the_policies_that_need_them() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("--weights w.json: applies to the balance policy only"));
+
+    // A latency file that cannot be read is a usage error naming it, and
+    // so is one that is not a matrix (compare reads it, the model parses).
+    std::fs::write(d.path().join("bad.csv"), "1,x\n2,0\n").unwrap();
+    for (file, says) in [
+        ("missing.csv", "missing.csv: cannot read"),
+        ("bad.csv", "bad.csv:1:2: 'x' is not a number of nanoseconds"),
+    ] {
+        let o = run(
+            d.path(),
+            &[
+                "compare",
+                "--policies",
+                "os,latency-group",
+                "--latency",
+                file,
+                "--",
+                "true",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains(says), "{}", text(&o.stderr));
+    }
 }
 
 // ---- issue 8: no experiment on the wrong machine ----

@@ -3,6 +3,7 @@
 //! it is too small, recorded machines (`--fsroot`, `--latency-from`), and
 //! the exit codes of bad input. Live measurements use tiny budgets.
 
+use pinsight::latency::LoadMatrix;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -5,10 +5,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pinsight_latency::LatencyMatrix;
+use pinsight_latency_model::LatencyMatrix;
 
 fuzz_target!(|data: &[u8]| {
-    pinsight_latency::matrix::fuzz_parse(data);
+    pinsight_latency_model::matrix::fuzz_parse(data);
     if let Ok(m) = serde_json::from_slice::<LatencyMatrix>(data) {
         let _ = m.validate();
     }

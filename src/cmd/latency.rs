@@ -6,7 +6,7 @@ use pinsight_latency::measure::{
     self, choose_cpus, usable_cpus, MeasureConfig, Measurement, Method,
 };
 use pinsight_latency::render::{self, ChartOptions, KindBand, TableStyle};
-use pinsight_latency::{domains, DomainTree, LatencyMatrix, RunToRun};
+use pinsight_latency::{domains, DomainTree, LatencyMatrix, LoadMatrix, RunToRun};
 use pinsight_topology::{CpuSet, FsRoot};
 use serde::Serialize;
 use std::io::IsTerminal;

@@ -4,6 +4,7 @@
 //! error messages.
 
 use crate::cli::CliError;
+use pinsight_latency::LoadMatrix;
 use pinsight_plan::{BasePolicy, LatencyMatrix, Plan, Policy, Request, Weights};
 use pinsight_topology::Topology;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdResult, Globals};
 use crate::cmd::speed::{default_mem_bytes, measure_report};
 use pinsight_latency::measure::{measure_with_progress, MeasureConfig};
-use pinsight_latency::{domains, LatencyMatrix};
+use pinsight_latency::{domains, LatencyMatrix, LoadMatrix};
 use pinsight_report::budget::{latency_rounds, split, BudgetInput, Want};
 use pinsight_report::{html, suggestions_with, terminal_summary, ReportData};
 use pinsight_speed::Kernel;

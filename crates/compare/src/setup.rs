@@ -198,7 +198,11 @@ pub fn setup(
                     path.display()
                 )));
             }
-            Some(LatencyMatrix::load(path).map_err(SetupError::Usage)?)
+            // The latency model reads no files: read it here, parse there.
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| SetupError::Usage(format!("{shown}: cannot read: {e}")))?;
+            Some(LatencyMatrix::parse(&text, &shown).map_err(SetupError::Usage)?)
         }
         None => None,
     };

@@ -14,6 +14,7 @@
 //! - **hwloc bitmap** (`lstopo` XML): words prefixed with `0x`, empty words
 //!   meaning zero and a leading `0xf...f` meaning "all the rest" — see
 //!   [`CpuSet::parse_hwloc`].
+#![forbid(unsafe_code)]
 
 use std::fmt;
 

@@ -1,16 +1,19 @@
-//! Core-to-core latency: the matrix and its file formats ([`matrix`]),
-//! measuring it on this machine ([`measure`]), showing it ([`render`]),
-//! latency domains derived from it ([`cluster`]) and latency-aware choice of
-//! CPU groups ([`group`]).
+//! Core-to-core latency: measuring the matrix on this machine
+//! ([`measure`]), loading matrix files ([`LoadMatrix`]) and showing them
+//! ([`render`]).
 //!
-//! Everything here except measuring is pure: it takes a [`LatencyMatrix`]
-//! and returns values, so it is tested on recorded matrices of real machines.
+//! The pure model — the matrix and its file formats ([`matrix`]), latency
+//! domains derived from it ([`cluster`]) and latency-aware choice of CPU
+//! groups ([`group`]) — lives in `pinsight-latency-model` and is
+//! re-exported here at the same paths, so `pinsight_latency::LatencyMatrix`
+//! and `pinsight_latency::matrix::...` keep working.
 
-pub mod cluster;
-pub mod group;
-pub mod matrix;
+mod file;
 pub mod measure;
 pub mod render;
+
+pub use file::LoadMatrix;
+pub use pinsight_latency_model::{cluster, group, matrix};
 
 pub use cluster::{domains, Basis, Domain, DomainTree, Level};
 pub use group::{

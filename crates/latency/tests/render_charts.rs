@@ -3,7 +3,7 @@
 
 use pinsight_cpuset::CpuSet;
 use pinsight_latency::render::{self, ChartOptions, KindBand, TableStyle};
-use pinsight_latency::{domains, LatencyMatrix};
+use pinsight_latency::{domains, LatencyMatrix, LoadMatrix};
 use std::path::Path;
 
 /// How plotters writes a text element's content.

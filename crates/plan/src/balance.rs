@@ -23,7 +23,7 @@
 
 use crate::weights::Weights;
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::Topology;
+use pinsight_model::Topology;
 use serde::Serialize;
 
 /// Capacity of each rank relative to the next faster one when nothing

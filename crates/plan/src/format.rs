@@ -20,7 +20,7 @@
 
 use crate::plan::Plan;
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::{CoreType, Topology};
+use pinsight_model::{CoreType, Topology};
 use std::fmt::Write as _;
 use std::str::FromStr;
 

@@ -1,11 +1,11 @@
 //! Where should each thread run? A pure planner.
 //!
-//! [`plan`] turns a [`Policy`] (`p-pinned`, `e-first`, `scatter`,
-//! `balance`, ...) and a [`Topology`](pinsight_topology::Topology) into a
+//! [`plan()`] turns a [`Policy`] (`p-pinned`, `e-first`, `scatter`,
+//! `balance`, ...) and a [`Topology`](pinsight_model::Topology) into a
 //! [`Plan`]: one CPU set ("place") per thread or task plus the mask for the
 //! whole process. It never touches the OS, so every policy is tested on
 //! recorded machines; the launcher (`pinsight run`/`pin`) applies plans and
-//! [`format`] renders them for the tools users already have (taskset,
+//! [`format`](mod@format) renders them for the tools users already have (taskset,
 //! numactl, OpenMP runtimes, libvirt, Slurm).
 //!
 //! Entry points: parse a [`Policy`] (`"p-first+smt-physical-first".parse()`),
@@ -15,8 +15,9 @@
 //! gives the environment a launcher should export.
 //!
 //! Only usable CPUs (online and allowed by the cgroup,
-//! [`Topology::usable`](pinsight_topology::Topology::usable)) are ever
+//! [`Topology::usable`](pinsight_model::Topology::usable)) are ever
 //! placed on.
+#![forbid(unsafe_code)]
 
 pub mod balance;
 pub mod format;
@@ -26,7 +27,7 @@ pub mod policy;
 pub mod weights;
 
 pub use format::{omp_env, render, Format, Rendered};
-pub use pinsight_latency::LatencyMatrix;
+pub use pinsight_latency_model::LatencyMatrix;
 pub use plan::{plan, Plan, PlanError, Request};
 pub use policy::{BasePolicy, KindSel, Policy, PolicyParseError};
 pub use weights::Weights;

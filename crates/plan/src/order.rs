@@ -8,7 +8,7 @@
 //! hierarchy before going physical-first.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::Topology;
+use pinsight_model::Topology;
 
 /// The usable PUs of one core and where the core sits.
 #[derive(Clone, Debug)]

@@ -5,8 +5,8 @@ use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
 use crate::weights::Weights;
 use pinsight_cpuset::CpuSet;
-use pinsight_latency::LatencyMatrix;
-use pinsight_topology::{Kind, RankSource, Topology};
+use pinsight_latency_model::LatencyMatrix;
+use pinsight_model::{Kind, RankSource, Topology};
 use serde::Serialize;
 use std::fmt;
 
@@ -32,7 +32,7 @@ pub struct Request {
     /// Per-CPU speed weights for `balance`.
     pub weights: Option<Weights>,
     /// Core-to-core latency matrix for `latency-group`/`latency-pipeline`
-    /// (`--latency FILE`, read with `LatencyMatrix::load`).
+    /// (`--latency FILE`, read with `pinsight_latency::LoadMatrix`).
     pub latency: Option<LatencyMatrix>,
 }
 
@@ -669,9 +669,9 @@ fn plan_latency(
     let allowed: Vec<usize> = covered.iter().collect();
     let pick = k.min(allowed.len());
     let group = if *base == BasePolicy::LatencyPipeline {
-        pinsight_latency::best_pipeline(m, &allowed, pick)
+        pinsight_latency_model::best_pipeline(m, &allowed, pick)
     } else {
-        pinsight_latency::best_group(m, &allowed, pick)
+        pinsight_latency_model::best_group(m, &allowed, pick)
     };
     if k > group.cpus.len() {
         if !oversubscribe {

@@ -1,7 +1,7 @@
 //! The report on recorded machines: the i7-1370P hybrid laptop (topology)
 //! and real measured latency matrices.
 
-use pinsight_latency::{domains, LatencyMatrix};
+use pinsight_latency::{domains, LatencyMatrix, LoadMatrix};
 use pinsight_report::{html, suggestions, topology_svg, ReportData};
 use pinsight_speed::run::{CpuSpeed, KernelResult};
 use pinsight_speed::{speedups, Kernel};

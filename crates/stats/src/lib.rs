@@ -17,6 +17,7 @@
 //!
 //! Every function refuses input it cannot answer for (no runs, one run, zero
 //! variance, NaN) with a [`StatsError`] instead of returning NaN.
+#![forbid(unsafe_code)]
 
 mod compare;
 mod energy;

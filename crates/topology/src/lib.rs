@@ -1,14 +1,19 @@
 //! Machine topology for pinsight: CPUs, cores, packages, dies, clusters,
 //! caches, NUMA nodes and — the heart — core kinds, discovered from sysfs
 //! (live or a recorded machine through [`FsRoot`]) or imported from hwloc XML.
+//!
+//! The object model itself ([`Topology`] and its parts) is the pure
+//! `pinsight-model` crate, re-exported here as [`model`] and at the crate
+//! root; this crate fills it in: [`discover`] (sysfs), [`hwloc_xml`]
+//! (hwloc XML import) and [`snapshot`] (recorded machines).
 
 pub mod discover;
 pub mod fsroot;
 pub mod hwloc_xml;
-pub mod model;
 pub mod snapshot;
 
 pub use discover::discover;
 pub use fsroot::{FsRoot, FSROOT_ENV};
-pub use model::*;
 pub use pinsight_cpuset::CpuSet;
+pub use pinsight_model as model;
+pub use pinsight_model::*;

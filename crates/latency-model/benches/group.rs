@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BenchmarkId, Criterion};
-use pinsight_latency::{best_group, best_pipeline, domains, LatencyMatrix};
+use pinsight_latency_model::{best_group, best_pipeline, domains, LatencyMatrix};
 
 const TARGET: Duration = Duration::from_millis(50);
 
 fn epyc() -> LatencyMatrix {
-    let text = include_str!("../tests/fixtures/AMD_EPYC_7R13_48-Core_Processor.csv");
+    let text = include_str!("../../latency/tests/fixtures/AMD_EPYC_7R13_48-Core_Processor.csv");
     LatencyMatrix::parse_csv(text, "AMD_EPYC_7R13_48-Core_Processor.csv").unwrap()
 }
 

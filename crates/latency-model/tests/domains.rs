@@ -1,14 +1,17 @@
 //! Latency domains of recorded machines (matrices from core-to-core-latency,
-//! MIT, see tests/fixtures/LICENSE-core-to-core-latency).
+//! MIT, see crates/latency/tests/fixtures/LICENSE-core-to-core-latency).
 
 use pinsight_cpuset::CpuSet;
-use pinsight_latency::{domains, Basis, DomainTree, LatencyMatrix, Level};
+use pinsight_latency_model::{domains, Basis, DomainTree, LatencyMatrix, Level};
 
 fn fixture(name: &str) -> LatencyMatrix {
+    // The recorded matrices live with pinsight-latency, whose CLI tests
+    // share them; this crate reads no files itself, so the test does.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("../latency/tests/fixtures")
         .join(name);
-    LatencyMatrix::load(&path).unwrap()
+    let text = std::fs::read_to_string(&path).unwrap();
+    LatencyMatrix::parse(&text, &path.display().to_string()).unwrap()
 }
 
 fn sets(level: &Level) -> Vec<String> {

@@ -4,6 +4,13 @@
 //! are sparse and repeat (NOTES: `core_id` restarts in every package). Each
 //! group carries a logical index (`id`, dense, ordered by first CPU, like
 //! hwloc's `L#`) and, where the OS has one, its `os_id` (like hwloc's `P#`).
+//!
+//! This crate is the model only: plain data with serde and a few queries,
+//! no I/O. Filling it in — sysfs discovery (live or a recorded machine),
+//! hwloc XML import, snapshots — is `pinsight-topology`'s job, which
+//! re-exports everything here at its old paths (`pinsight_topology::Topology`,
+//! `pinsight_topology::model::...`).
+#![forbid(unsafe_code)]
 
 use pinsight_cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
@@ -236,7 +243,7 @@ pub struct Topology {
     pub clusters: Vec<Group>,
     pub caches: Vec<Cache>,
     pub numa_nodes: Vec<NumaNode>,
-    /// Distances between `numa_nodes` in list order (row i = numa_nodes[i]).
+    /// Distances between `numa_nodes` in list order (row i = `numa_nodes[i]`).
     pub numa_distances: Option<Vec<Vec<u32>>>,
     /// Kinds in rank order (index = rank).
     pub kinds: Vec<Kind>,

@@ -21,7 +21,6 @@
 //! pair statistics. JSON has no NaN, so unmeasured pairs are written `null`.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use pinsight_cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
@@ -501,27 +500,27 @@ impl LatencyMatrix {
         out
     }
 
-    /// Loads a matrix file: our JSON (first non-blank character `{`) or
-    /// CSV otherwise; the first matrix of a CSV holding several (see
-    /// [`LatencyMatrix::load_all`]). Errors name the path.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let mut all = LatencyMatrix::load_all(path)?;
+    /// Reads the text of a matrix file: our JSON (first non-blank
+    /// character `{`) or CSV otherwise; the first matrix of a CSV holding
+    /// several (see [`LatencyMatrix::parse_all`]). `origin` names the input
+    /// in errors and becomes the matrix's `source`.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
+        let mut all = LatencyMatrix::parse_all(text, origin)?;
         Ok(all.swap_remove(0).matrix)
     }
 
-    /// Every matrix of a file, in file order: one for our JSON, one per
-    /// benchmark for `core-to-core-latency -b 1,2 --csv` output (see
-    /// [`LatencyMatrix::parse_csv_all`]). Never empty. Errors name the path.
-    pub fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, String> {
-        let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    /// Every matrix of a file's text, in file order: one for our JSON, one
+    /// per benchmark for `core-to-core-latency -b 1,2 --csv` output (see
+    /// [`LatencyMatrix::parse_csv_all`]). Never empty. Errors start with
+    /// `origin`. Reading the file is the caller's business (the
+    /// `pinsight-latency` crate's `LoadMatrix::load_all` does it).
+    pub fn parse_all(text: &str, origin: &str) -> Result<Vec<CsvMatrix>, String> {
         if text.trim_start().starts_with('{') {
-            let mut m: LatencyMatrix = serde_json::from_str(&text)
-                .map_err(|e| format!("{shown}: not a pinsight latency matrix JSON: {e}"))?;
-            m.validate().map_err(|e| format!("{shown}: {e}"))?;
+            let mut m: LatencyMatrix = serde_json::from_str(text)
+                .map_err(|e| format!("{origin}: not a pinsight latency matrix JSON: {e}"))?;
+            m.validate().map_err(|e| format!("{origin}: {e}"))?;
             if m.source.is_none() || m.method.as_deref() == Some("csv") {
-                m.source = Some(shown);
+                m.source = Some(origin.to_string());
             }
             let lines = text.lines().count().max(1);
             return Ok(vec![CsvMatrix {
@@ -531,7 +530,7 @@ impl LatencyMatrix {
                 matrix: m,
             }]);
         }
-        LatencyMatrix::parse_csv_all(&text, &shown)
+        LatencyMatrix::parse_csv_all(text, origin)
     }
 
     /// Checks the invariants the rest of the crate relies on: square shape
@@ -1018,29 +1017,30 @@ mod tests {
     }
 
     #[test]
-    fn load_sniffs_json_and_csv() {
-        let dir =
-            std::env::temp_dir().join(format!("pinsight-latency-load-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+    fn parse_sniffs_json_and_csv() {
         let mut m = LatencyMatrix::new(vec![2, 3]);
         m.set(0, 1, 7.0);
-        let json = dir.join("m.json");
-        std::fs::write(&json, serde_json::to_string(&m).unwrap()).unwrap();
-        let csv = dir.join("m.txt");
-        std::fs::write(&csv, m.to_csv()).unwrap();
-        let a = LatencyMatrix::load(&json).unwrap();
-        let b = LatencyMatrix::load(&csv).unwrap();
+        let a = LatencyMatrix::parse(&serde_json::to_string(&m).unwrap(), "m.json").unwrap();
+        let b = LatencyMatrix::parse(&m.to_csv(), "m.txt").unwrap();
         assert!(same(&a, &m) && same(&b, &m));
-        assert_eq!(
-            b.source.as_deref(),
-            Some(csv.display().to_string().as_str())
+        assert_eq!(a.source.as_deref(), Some("m.json"));
+        assert_eq!(b.source.as_deref(), Some("m.txt"));
+        let all =
+            LatencyMatrix::parse_all("  {\"cpus\":[0,1],\"ns\":[[0,1],[1,0]]}\n", "x").unwrap();
+        assert_eq!((all.len(), all[0].first_line, all[0].last_line), (1, 1, 1));
+        let e =
+            LatencyMatrix::parse("{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}", "m.json").unwrap_err();
+        assert!(
+            e.starts_with("m.json: ") && e.contains("not symmetric"),
+            "{e}"
         );
-        std::fs::write(&json, "{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}").unwrap();
-        let e = LatencyMatrix::load(&json).unwrap_err();
-        assert!(e.contains("not symmetric"), "{e}");
-        let e = LatencyMatrix::load(&dir.join("missing.csv")).unwrap_err();
-        assert!(e.contains("missing.csv: cannot read"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
+        let e = LatencyMatrix::parse("{\"cpus\":", "m.json").unwrap_err();
+        assert!(
+            e.contains("m.json: not a pinsight latency matrix JSON"),
+            "{e}"
+        );
+        let e = LatencyMatrix::parse("", "empty.csv").unwrap_err();
+        assert!(e.starts_with("empty.csv: found 0 matrix rows"), "{e}");
     }
 
     #[test]

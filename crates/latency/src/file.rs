@@ -1,0 +1,66 @@
+//! Loading latency matrix files: the one place this family of crates reads
+//! a matrix from disk. Parsing itself is pure and lives in
+//! `pinsight-latency-model` ([`LatencyMatrix::parse_all`]).
+
+use std::path::Path;
+
+use crate::matrix::{CsvMatrix, LatencyMatrix};
+
+/// `LatencyMatrix::load(path)` / `LatencyMatrix::load_all(path)`: read a
+/// matrix file (our JSON or `core-to-core-latency --csv`) and parse it.
+/// Bring it into scope with `use pinsight_latency::LoadMatrix;`.
+pub trait LoadMatrix: Sized {
+    /// Loads a matrix file: our JSON (first non-blank character `{`) or
+    /// CSV otherwise; the first matrix of a CSV holding several (see
+    /// [`LoadMatrix::load_all`]). Errors name the path.
+    fn load(path: &Path) -> Result<Self, String>;
+
+    /// Every matrix of a file, in file order: one for our JSON, one per
+    /// benchmark for `core-to-core-latency -b 1,2 --csv` output (see
+    /// [`LatencyMatrix::parse_csv_all`]). Never empty. Errors name the path.
+    fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, String>;
+}
+
+impl LoadMatrix for LatencyMatrix {
+    fn load(path: &Path) -> Result<Self, String> {
+        let mut all = LatencyMatrix::load_all(path)?;
+        Ok(all.swap_remove(0).matrix)
+    }
+
+    fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, String> {
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+        LatencyMatrix::parse_all(&text, &shown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_sniffs_json_and_csv() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = LatencyMatrix::new(vec![2, 3]);
+        m.set(0, 1, 7.0);
+        let json = dir.path().join("m.json");
+        std::fs::write(&json, serde_json::to_string(&m).unwrap()).unwrap();
+        let csv = dir.path().join("m.txt");
+        std::fs::write(&csv, m.to_csv()).unwrap();
+        let a = LatencyMatrix::load(&json).unwrap();
+        let b = LatencyMatrix::load(&csv).unwrap();
+        assert_eq!((a.cpus.clone(), a.get(0, 1)), (vec![2, 3], 7.0));
+        assert_eq!((b.cpus.clone(), b.get(1, 0)), (vec![2, 3], 7.0));
+        assert_eq!(
+            b.source.as_deref(),
+            Some(csv.display().to_string().as_str())
+        );
+        assert_eq!(LatencyMatrix::load_all(&csv).unwrap().len(), 1);
+        std::fs::write(&json, "{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}").unwrap();
+        let e = LatencyMatrix::load(&json).unwrap_err();
+        assert!(e.contains("not symmetric"), "{e}");
+        let e = LatencyMatrix::load(&dir.path().join("missing.csv")).unwrap_err();
+        assert!(e.contains("missing.csv: cannot read"), "{e}");
+    }
+}
