@@ -118,8 +118,11 @@ fn counters_follow_the_whole_process_tree() {
         "two 150 ms grandchildren, task-clock {task_ms} ms"
     );
     let cpu_ms = (r.user_s + r.sys_s) * 1000.0;
+    // Two accountings of the same CPU time (perf's task-clock, the
+    // kernel's rusage); under a loaded machine they were seen 7.6% apart
+    // (331 vs 308 ms), never more than that.
     assert!(
-        (task_ms - cpu_ms).abs() / cpu_ms < 0.05,
+        (task_ms - cpu_ms).abs() / cpu_ms < 0.12,
         "task-clock {task_ms} vs user+sys {cpu_ms}"
     );
 }
