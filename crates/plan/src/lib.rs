@@ -1,11 +1,11 @@
 //! Where should each thread run? A pure planner.
 //!
-//! [`plan`] turns a [`Policy`] (`p-pinned`, `e-first`, `scatter`,
+//! [`plan`](fn@plan) turns a [`Policy`] (`p-pinned`, `e-first`, `scatter`,
 //! `balance`, ...) and a [`Topology`](pinsight_topology::Topology) into a
 //! [`Plan`]: one CPU set ("place") per thread or task plus the mask for the
 //! whole process. It never touches the OS, so every policy is tested on
 //! recorded machines; the launcher (`pinsight run`/`pin`) applies plans and
-//! [`format`] renders them for the tools users already have (taskset,
+//! [`format`](mod@format) renders them for the tools users already have (taskset,
 //! numactl, OpenMP runtimes, libvirt, Slurm).
 //!
 //! Entry points: parse a [`Policy`] (`"p-first+smt-physical-first".parse()`),

@@ -236,7 +236,7 @@ pub struct Topology {
     pub clusters: Vec<Group>,
     pub caches: Vec<Cache>,
     pub numa_nodes: Vec<NumaNode>,
-    /// Distances between `numa_nodes` in list order (row i = numa_nodes[i]).
+    /// Distances between `numa_nodes` in list order (row i = `numa_nodes[i]`).
     pub numa_distances: Option<Vec<Vec<u32>>>,
     /// Kinds in rank order (index = rank).
     pub kinds: Vec<Kind>,
