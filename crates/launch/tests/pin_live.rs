@@ -103,9 +103,7 @@ fn qemu_vcpu_threads_get_their_places() {
         .map(|t| {
             (
                 t.name.clone(),
-                procfs::task_allowed(&fs, pid, t.tid)
-                    .unwrap()
-                    .to_list_string(),
+                logical(&procfs::task_allowed(&fs, pid, t.tid).unwrap()),
             )
         })
         .collect();
