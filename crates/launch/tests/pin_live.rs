@@ -204,7 +204,7 @@ fn eperm_on_another_users_process() {
     }
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        println!("skipped: needs root to drop privileges to nobody");
+        eprintln!("skipped: needs root to drop privileges to nobody");
         return;
     }
     let mut target = Command::new("sleep").arg("10").spawn().unwrap();
