@@ -148,7 +148,14 @@ fn repeat_reports_run_to_run_spread_in_text_and_json() {
             .contains("within one run only"),
         "{m}"
     );
-    assert!(m["run_to_run"]["max_rel"].as_f64().unwrap() >= 0.0, "{m}");
+    // One pair: its run-to-run spread is both the median and the maximum.
+    let rr = &m["run_to_run"];
+    let (max, median) = (
+        rr["max_rel"].as_f64().unwrap(),
+        rr["median_rel"].as_f64().unwrap(),
+    );
+    assert_eq!(rr["pairs"], 1, "{m}");
+    assert!(max.is_finite() && median >= 0.0 && max == median, "{m}");
     let pair = &doc["stats"][1][0];
     let runs = pair["run_medians_ns"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{pair}");

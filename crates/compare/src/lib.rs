@@ -6,7 +6,7 @@
 //! interleaved order, measures every run with `pinsight-measure`, and
 //! answers with statistics from `pinsight-stats` and a plain-words verdict.
 //!
-//! - [`setup`]: request → [`Header`] (arms with their plans; arms this
+//! - [`setup`](fn@setup): request → [`Header`] (arms with their plans; arms this
 //!   machine cannot run are kept as [`NotApplicable`] with the reason).
 //! - [`design::schedule`]: the seeded randomised-block run order.
 //! - [`journal`]: JSON-lines journal, one fsync'd line per run; `--resume`.

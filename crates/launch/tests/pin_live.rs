@@ -103,9 +103,7 @@ fn qemu_vcpu_threads_get_their_places() {
         .map(|t| {
             (
                 t.name.clone(),
-                procfs::task_allowed(&fs, pid, t.tid)
-                    .unwrap()
-                    .to_list_string(),
+                logical(&procfs::task_allowed(&fs, pid, t.tid).unwrap()),
             )
         })
         .collect();
@@ -206,7 +204,7 @@ fn eperm_on_another_users_process() {
     }
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        println!("skipped: needs root to drop privileges to nobody");
+        eprintln!("skipped: needs root to drop privileges to nobody");
         return;
     }
     let mut target = Command::new("sleep").arg("10").spawn().unwrap();

@@ -29,6 +29,23 @@ fn run_probe(
 }
 
 #[test]
+fn test_plans_map_onto_any_two_usable_cpus() {
+    // A runner whose usable CPUs are, say, 3 and 7 runs the same plans.
+    assert_eq!(on_pair("0-1", (3, 7)).to_list_string(), "3,7");
+    assert_eq!(on_pair("1", (3, 7)).to_list_string(), "7");
+    assert_eq!(on_pair("4096", (3, 7)).to_list_string(), "4096");
+    let back: Vec<usize> = [3, 7, 0, 1]
+        .iter()
+        .map(|&c| logical_cpu_of(c, (3, 7)))
+        .collect();
+    assert_eq!(back, vec![0, 1, 10_000, 10_001]);
+    // This runner's own pair is usable, whatever its ids.
+    if need_two_cpus() {
+        assert!(cpus("0-1").is_subset(&usable()) && cpus("0-1").len() == 2);
+    }
+}
+
+#[test]
 fn shim_pins_each_thread_in_creation_order() {
     if !need_two_cpus() {
         return;
@@ -85,8 +102,9 @@ fn os_policy_changes_nothing() {
     }
     // The child inherits the spawning thread's mask: narrow ours, and `os` must keep it.
     let before = usable();
-    pinsight_launch::affinity::set_affinity(0, &cpus("1")).unwrap();
-    let (text, _) = run_probe(&os_plan(), &["-t", "1"], |_| {});
+    let (plan, narrow) = (os_plan(), cpus("1"));
+    pinsight_launch::affinity::set_affinity(0, &narrow).unwrap();
+    let (text, _) = run_probe(&plan, &["-t", "1"], |_| {});
     pinsight_launch::affinity::set_affinity(0, &before).unwrap();
     let lines = parse_probe(&text);
     assert!(lines.values().all(|l| l.affinity == "1"), "{text}");
@@ -132,7 +150,7 @@ fn openmp_threads_are_pinned_through_the_shim() {
         return;
     }
     if OMP_PROBE.is_empty() {
-        println!("skipped: the C compiler has no OpenMP (gcc -fopenmp failed at build time)");
+        eprintln!("skipped: the C compiler has no OpenMP (gcc -fopenmp failed at build time)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -180,10 +198,7 @@ fn follow_pins_threads_created_later_and_measures_delay() {
     let lines = parse_probe(&text);
     assert_eq!(lines[&("start".to_string(), 0)].affinity, "0-1", "{text}");
     assert_eq!(
-        outcome.threads[0]
-            .affinity
-            .as_ref()
-            .map(|a| a.to_list_string()),
+        outcome.threads[0].affinity.as_ref().map(logical),
         Some("1".to_string()),
         "{outcome:?}"
     );

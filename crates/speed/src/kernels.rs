@@ -183,9 +183,16 @@ mod tests {
 
     #[test]
     fn kernels_are_deterministic() {
-        assert_eq!(int_chunk(5), int_chunk(5));
-        assert_eq!(fp_chunk(5), fp_chunk(5));
-        assert!(fp_chunk(1).is_finite());
+        // The same seed gives the same checksum on another thread (no
+        // hidden state), and the checksum depends on the seed (the work
+        // cannot be folded into a constant).
+        let (i5, f5) = std::thread::spawn(|| (int_chunk(5), fp_chunk(5)))
+            .join()
+            .unwrap();
+        assert_eq!((int_chunk(5), fp_chunk(5)), (i5, f5));
+        assert_ne!(int_chunk(5), int_chunk(6));
+        assert_ne!(fp_chunk(5), fp_chunk(6));
+        assert!(fp_chunk(1).is_finite() && fp_chunk(1) > 0.0);
     }
 
     #[test]

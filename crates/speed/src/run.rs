@@ -61,8 +61,8 @@ pub const WARMUP_FRACTION: f64 = 0.1;
 const SLOW_LOAD: Duration = Duration::from_nanos(150);
 
 /// Shortest slot for `kernel`. For `mem` the slot starts with one walk of
-/// the whole buffer (see [`Runner::slot`]), so it must be long enough for
-/// that walk to be a small part of it: three walks at [`SLOW_LOAD`].
+/// the whole buffer (see `Runner::slot`), so it must be long enough for
+/// that walk to be a small part of it: three walks at `SLOW_LOAD`.
 pub fn min_slot(kernel: Kernel, mem_bytes: usize) -> Duration {
     match kernel {
         Kernel::Mem => MIN_SLOT.max(SLOW_LOAD * 3 * (mem_bytes / 64).max(1) as u32),

@@ -4,14 +4,14 @@
 //! `hwloc-gather-topology` dump, a `pinsight snapshot`) is discovered exactly
 //! like the running one. Each step lives in its own module:
 //!
-//! - [`reader`]: file reads that turn garbage into warnings naming the file;
-//! - [`cpus`]: present/online CPUs and their core/package/die/cluster groups;
-//! - [`caches`]: cache instances, deduplicated by (level, type, CPU set);
-//! - [`numa`]: NUMA nodes, memory, distances, duplicate-node merging;
-//! - [`cgroup`]: the CPUs this process's cpuset cgroup allows;
-//! - [`freq`]: frequencies, `cpu_capacity`, ACPI CPPC, ARM MIDR;
-//! - [`kinds`]: core kinds (the heart) and their ranking;
-//! - [`procinfo`]: model name and architecture from `/proc/cpuinfo`.
+//! - `reader`: file reads that turn garbage into warnings naming the file;
+//! - `cpus`: present/online CPUs and their core/package/die/cluster groups;
+//! - `caches`: cache instances, deduplicated by (level, type, CPU set);
+//! - `numa`: NUMA nodes, memory, distances, duplicate-node merging;
+//! - `cgroup`: the CPUs this process's cpuset cgroup allows;
+//! - `freq`: frequencies, `cpu_capacity`, ACPI CPPC, ARM MIDR;
+//! - `kinds`: core kinds (the heart) and their ranking;
+//! - `procinfo`: model name and architecture from `/proc/cpuinfo`.
 //!
 //! Objects are identified by CPU sets, never by the OS's ids (sparse,
 //! repeated, sometimes `-1`). Groups hold online CPUs only; offline CPUs are

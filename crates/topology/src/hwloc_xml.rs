@@ -19,7 +19,7 @@
 //!   (their `kind` attribute) and dies for Intel dies; other groups are
 //!   hwloc's own bookkeeping and are ignored, as are I/O and `Misc` objects.
 //! - `cpukind` elements become [`Kind`]s, ranked the way hwloc ranks them
-//!   (see [`rank_kinds`]); without any, one uniform kind holds every CPU.
+//!   (see `rank_kinds`); without any, one uniform kind holds every CPU.
 //!
 //! Hostile input: every number is checked, CPU numbers are bounded by
 //! [`pinsight_cpuset::MAX_CPU`] and the CPU count by [`MAX_IMPORTED_CPUS`],

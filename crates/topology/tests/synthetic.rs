@@ -46,22 +46,43 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// The committed trees are exactly what the generator writes; with
-/// `PINSIGHT_REGEN_FIXTURES=1` they are rewritten.
+/// The committed trees are exactly what the generator writes. With
+/// `PINSIGHT_REGEN_FIXTURES=1` (only "1") they are rewritten and the test
+/// fails, so the new trees are reviewed (`git diff`) and never compared
+/// with the generator that just wrote them.
 #[test]
 fn committed_synthetic_fixtures_are_generated() {
     let base = common::fixtures().join("synthetic");
-    for (name, m) in synth::committed() {
-        let dest = base.join(name);
-        if std::env::var_os("PINSIGHT_REGEN_FIXTURES").is_some() {
+    if regenerate_requested(std::env::var_os("PINSIGHT_REGEN_FIXTURES").as_deref()) {
+        for (name, m) in synth::committed() {
+            let dest = base.join(name);
             let _ = std::fs::remove_dir_all(&dest);
             m.write(&dest);
         }
+        panic!("synthetic fixtures rewritten: review `git diff`, then rerun without PINSIGHT_REGEN_FIXTURES");
+    }
+    for (name, m) in synth::committed() {
+        let dest = base.join(name);
         let tmp = common::tempdir();
         m.write(tmp.path());
         assert!(
             tree(tmp.path()) == tree(&dest),
             "{name}: regenerate with PINSIGHT_REGEN_FIXTURES=1"
+        );
+    }
+}
+
+fn regenerate_requested(v: Option<&std::ffi::OsStr>) -> bool {
+    v.is_some_and(|v| v == "1")
+}
+
+#[test]
+fn only_regen_fixtures_1_regenerates() {
+    assert!(regenerate_requested(Some("1".as_ref())));
+    for no in [None, Some("0"), Some(""), Some("no")] {
+        assert!(
+            !regenerate_requested(no.map(std::ffi::OsStr::new)),
+            "{no:?}"
         );
     }
 }
