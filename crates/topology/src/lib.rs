@@ -4,7 +4,7 @@
 //!
 //! The object model itself ([`Topology`] and its parts) is the pure
 //! `pinsight-model` crate, re-exported here as [`model`] and at the crate
-//! root; this crate fills it in: [`discover`] (sysfs), [`hwloc_xml`]
+//! root; this crate fills it in: [`discover`](mod@discover) (sysfs), [`hwloc_xml`]
 //! (hwloc XML import) and [`snapshot`] (recorded machines).
 
 pub mod discover;
