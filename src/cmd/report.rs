@@ -169,12 +169,24 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             .saturating_sub(started.elapsed())
             .saturating_sub(plan.reserve)
             .min(planned);
-        match measure_latency(&topo, left, g) {
-            Ok((m, note)) => {
-                latency = Some(m);
-                skipped.extend(note);
+        // Nothing left (speed overran on a busy machine): say that, rather
+        // than hand the latency measurement a zero time per pair.
+        let min_useful = Duration::from_millis(10);
+        if left < min_useful {
+            skipped.push(format!(
+                "latency: not measured: speed took {:.1} s of the {:.1} s budget, {} ms left (raise --budget)",
+                started.elapsed().as_secs_f64(),
+                args.budget.as_secs_f64(),
+                left.as_millis()
+            ));
+        } else {
+            match measure_latency(&topo, left, g) {
+                Ok((m, note)) => {
+                    latency = Some(m);
+                    skipped.extend(note);
+                }
+                Err(e) => skipped.push(e),
             }
-            Err(e) => skipped.push(e),
         }
     }
     let tree = latency.as_ref().map(domains);
