@@ -14,12 +14,24 @@ use std::time::{Duration, Instant};
 const MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
 
 fn pinsight(dir: &Path) -> Command {
+    use std::os::unix::process::CommandExt;
     let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
     c.current_dir(dir)
         .stdin(Stdio::null())
         .env_remove("PINSIGHT_FSROOT")
         .env_remove(MEASURE_ROOT)
         .env_remove("COLUMNS");
+    // compare, like a shell, leaves an inherited SIG_IGN alone (nohup, a
+    // background job of a non-interactive shell: how CI may start the
+    // suite). Its Ctrl-C handling is tested as a terminal would deliver it,
+    // so the child starts with SIGINT at its default.
+    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     c
 }
 
