@@ -91,8 +91,20 @@ fn signal_child() {
 }
 
 fn check(sig: i32) {
+    use std::os::unix::process::CommandExt;
     let d = fake_tree();
-    let status = Command::new(std::env::current_exe().unwrap())
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    // The cleanup keeps an inherited SIG_IGN (nohup ignores SIGHUP, a
+    // non-interactive shell's background job SIGINT): the child starts with
+    // the signal at its default, as from a terminal, whatever the runner.
+    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(sig, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let status = cmd
         .args([
             "signal_child",
             "--exact",
