@@ -9,6 +9,7 @@
 //! measurement measure, launch, latency, speed, workload, compare
 //! rendering   render, report
 //! cli         pinsight
+//! test-support testkit                                  (dev-dependency only)
 //! ```
 //!
 //! A package may depend (normal dependencies, any target) only on packages
@@ -54,6 +55,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("rendering", &["pinsight-report"]),
     ("cli", &["pinsight"]),
+    // Test support: a dev-dependency of any suite, a normal dependency of
+    // nothing (being the top layer, no package may depend on it).
+    ("test-support", &["pinsight-testkit"]),
 ];
 
 /// Crates a pure package may not depend on: OS calls, terminals, files,

@@ -140,8 +140,7 @@ fn head_one_line_then_close() {
 #[test]
 fn full_disk_is_an_error_not_a_panic() {
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        eprintln!("skipped: no /dev/full here");
-        return;
+        pinsight_testkit::skip_test!("no /dev/full here");
     };
     let dir = tempfile::tempdir().unwrap();
     let out = cmd(dir.path(), &["topo", "--json"])
@@ -173,8 +172,7 @@ fn json_and_quiet_output_stay_whole() {
 #[test]
 fn launched_programs_keep_default_sigpipe() {
     if !Path::new("/usr/bin/yes").exists() && !Path::new("/bin/yes").exists() {
-        eprintln!("skipped: no yes(1) here");
-        return;
+        pinsight_testkit::skip_test!("no yes(1) here");
     }
     let dir = tempfile::tempdir().unwrap();
     let mut child = cmd(dir.path(), &["run", "os", "--", "yes"])

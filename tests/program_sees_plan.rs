@@ -366,8 +366,7 @@ fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
 #[test]
 fn a_forked_child_gets_the_whole_plan_not_the_next_places() {
     if cpu_count(&usable()) < 2 {
-        eprintln!("skipped: needs two CPUs to tell places apart; one usable here");
-        return;
+        pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
     }
     let (seen, _) = probe_run("cpus:0,1", &[], &probes().0, &["-t", "1", "-f"]);
     assert_eq!(seen.aff[&("fork".to_string(), 0)], "0-1", "{seen:?}");
@@ -378,8 +377,7 @@ fn a_forked_child_gets_the_whole_plan_not_the_next_places() {
 #[test]
 fn a_failed_pthread_create_takes_no_place() {
     if cpu_count(&usable()) < 2 {
-        eprintln!("skipped: needs two CPUs to tell places apart; one usable here");
-        return;
+        pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
     }
     let (seen, _) = probe_run("cpus:0,1", &[], &probes().0, &["-t", "1", "-F"]);
     assert!(seen.failed_create, "{seen:?}");

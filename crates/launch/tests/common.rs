@@ -160,7 +160,7 @@ pub fn usable() -> CpuSet {
 pub fn need_two_cpus() -> bool {
     let u = usable();
     if u.len() < 2 {
-        eprintln!("skipped: needs two usable CPUs (have {u})");
+        pinsight_testkit::skip(format!("needs two usable CPUs (have {u})"));
         return false;
     }
     true

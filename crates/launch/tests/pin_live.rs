@@ -204,8 +204,7 @@ fn eperm_on_another_users_process() {
     }
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to drop privileges to nobody");
-        return;
+        pinsight_testkit::skip_test!("needs root to drop privileges to nobody");
     }
     let mut target = Command::new("sleep").arg("10").spawn().unwrap();
     let me = std::env::current_exe().unwrap();

@@ -184,7 +184,7 @@ mod tests {
         let c = match open(&spec, 0) {
             Ok(c) => c,
             // Kernels built without perf events, or seccomp: nothing to test.
-            Err(e) => return eprintln!("skipped: perf_event_open: {e}"),
+            Err(e) => return pinsight_testkit::skip(format!("perf_event_open: {e}")),
         };
         // SAFETY: PERF_EVENT_IOC_ENABLE on our own fd, no argument.
         unsafe { libc::ioctl(c.fd.as_raw_fd(), 0x2400 as _, 0) };

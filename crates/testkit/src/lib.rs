@@ -1,0 +1,121 @@
+//! Test support shared by every suite of the workspace (a dev-dependency
+//! only; the layering check keeps it out of normal dependencies).
+//!
+//! A test that cannot check what it is about on this machine must not
+//! pass in silence. [`skip`] prints the reason to stderr *and* appends it
+//! to a log next to the test binaries (`target/<profile>/pinsight-skips.log`);
+//! `.ci/test` (README's test command) empties the log before the suite
+//! and prints the count and the reasons after it, so a skip is visible in
+//! every run, not only in captured output.
+#![forbid(unsafe_code)]
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The log every skip is appended to: `pinsight-skips.log` in the profile
+/// directory of the running test binary (`target/release/deps/x-HASH` →
+/// `target/release/`), or `$PINSIGHT_SKIP_LOG` when set.
+pub fn skip_log() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PINSIGHT_SKIP_LOG") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let deps = exe.parent()?;
+    let profile = if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent()?
+    } else {
+        deps
+    };
+    Some(profile.join("pinsight-skips.log"))
+}
+
+/// Records that the calling test did not check what it is about, and why:
+/// one line on stderr (`skipped: REASON`) and one in [`skip_log`]
+/// (`BINARY TEST: REASON`). The caller then returns from the test.
+///
+/// Writing the log is best effort (a read-only target directory must not
+/// fail the test a second time); stderr always gets the reason.
+pub fn skip(reason: impl std::fmt::Display) {
+    let reason = reason.to_string().replace('\n', " ");
+    eprintln!("skipped: {reason}");
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    let binary = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .map(|n| strip_hash(&n).to_string())
+        .unwrap_or_else(|| "?".into());
+    if let Some(log) = skip_log() {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            // One write per line: lines of parallel tests do not interleave
+            // (O_APPEND writes of a few hundred bytes are atomic on Linux).
+            let _ = f.write_all(format!("{binary} {test}: {reason}\n").as_bytes());
+        }
+    }
+}
+
+/// `layering-0123abcd` → `layering`.
+fn strip_hash(name: &str) -> &str {
+    match name.rsplit_once('-') {
+        Some((stem, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            stem
+        }
+        _ => name,
+    }
+}
+
+/// Skips the calling test (see [`skip`]) and returns from it.
+///
+/// ```
+/// fn needs_two_cpus(usable: usize) {
+///     if usable < 2 {
+///         pinsight_testkit::skip_test!("needs two usable CPUs (have {usable})");
+///     }
+///     // ...
+/// }
+/// # needs_two_cpus(4);
+/// ```
+#[macro_export]
+macro_rules! skip_test {
+    ($($arg:tt)*) => {{
+        $crate::skip(format!($($arg)*));
+        return;
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_stripped_from_binary_names() {
+        assert_eq!(strip_hash("layering-0123456789abcdef"), "layering");
+        assert_eq!(strip_hash("run-live"), "run-live");
+        assert_eq!(strip_hash("pinsight"), "pinsight");
+    }
+
+    #[test]
+    fn a_skip_reaches_the_log() {
+        let dir = tempfile_dir();
+        let log = dir.join("skips.log");
+        // Only this test sets the variable; the other test does not read it.
+        std::env::set_var("PINSIGHT_SKIP_LOG", &log);
+        skip("line one\nand two");
+        std::env::remove_var("PINSIGHT_SKIP_LOG");
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        // The test's name when the harness runs it on its own thread.
+        assert!(text.ends_with(": line one and two\n"), "{text}");
+        assert_eq!(text.lines().count(), 1, "{text}");
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pinsight-testkit-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
