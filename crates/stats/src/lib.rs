@@ -6,8 +6,10 @@
 //! - [`Summary::of`]: mean, sample standard deviation, median, quartiles, a
 //!   Student-t confidence interval of the mean and, for rates, the harmonic
 //!   mean with its interval (the statistic the ping-pong seed reports).
-//! - [`median_ci`]: a distribution-free interval for the median from binomial
-//!   order statistics (benchmark timings are rarely normal).
+//! - [`median`], [`median_ci`] and its ranks-only form [`median_ci_ranks`]:
+//!   the one median and the one distribution-free interval for it (exact
+//!   binomial order statistics at every n; benchmark timings are rarely
+//!   normal). Every crate of pinsight takes its medians from here.
 //! - [`speedup`]: ratio of mean times with a Fieller confidence interval.
 //! - [`welch`] and [`mann_whitney`]: the two tests; [`compare`] runs both and
 //!   says which one to believe ([`recommend_test`], [`is_skewed`]).
@@ -35,7 +37,7 @@ pub use compare::{compare, recommend_test, Comparison, TestKind, ALPHA, FEW_RUNS
 pub use energy::{energy_delay_product, energy_delay_squared_product};
 pub use error::StatsError;
 pub use mann_whitney::{mann_whitney, MannWhitney, MwMethod, EXACT_MAX_N};
-pub use median_ci::median_ci;
+pub use median_ci::{median, median_ci, median_ci_coverage, median_ci_ranks};
 pub use outliers::{Outliers, HYPERFINE_OUTLIER_THRESHOLD};
 pub use quantile::quantile_sorted;
 pub use shape::{is_skewed, skewness, SKEW_THRESHOLD};

@@ -21,20 +21,48 @@ pub fn median_ci(xs: &[f64], level: f64) -> Result<Interval, StatsError> {
     check_level(level)?;
     check_finite(xs)?;
     let n = xs.len();
-    let alpha = 1.0 - level;
-    let Some(j) = lower_rank(n, alpha) else {
+    let Some((lo, hi)) = median_ci_ranks(n, level) else {
         return Err(StatsError::NotEnoughRuns {
-            need: min_runs(alpha),
+            need: min_runs(1.0 - level),
             got: n,
         });
     };
     let s = sorted(xs);
-    let coverage = 1.0 - 2.0 * binomial_half_cdf(n, j - 1);
     Ok(Interval {
-        lo: s[j - 1],
-        hi: s[n - j],
-        level: coverage,
+        lo: s[lo],
+        hi: s[hi],
+        level: median_ci_coverage(n, lo),
     })
+}
+
+/// The ranks-only form of [`median_ci`], for callers that keep their own
+/// sorted samples (the latency stop rule, per-CPU speed samples): 0-based
+/// ranks `(lo, hi)` of the sorted samples bounding the distribution-free
+/// interval of the median at (at least) `level`, or `None` when `n` is too
+/// small for any interval to reach it (n < 6 at 95 %) or `level` is not in
+/// (0, 1). The same exact binomial rule as [`median_ci`] for every `n`:
+/// there is one median interval in pinsight.
+pub fn median_ci_ranks(n: usize, level: f64) -> Option<(usize, usize)> {
+    if !(level > 0.0 && level < 1.0) {
+        return None;
+    }
+    let j = lower_rank(n, 1.0 - level)?;
+    Some((j - 1, n - j))
+}
+
+/// The exact coverage of the interval between 0-based ranks `lo` and
+/// `n - 1 - lo` of `n` sorted samples: 1 − 2·P(B ≤ lo), B ~ Binomial(n, ½).
+pub fn median_ci_coverage(n: usize, lo: usize) -> f64 {
+    1.0 - 2.0 * binomial_half_cdf(n, lo)
+}
+
+/// The median of unsorted finite values (type 7: the mean of the two
+/// middle values when n is even), `None` for no values or a non-finite one.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || check_finite(xs).is_err() {
+        return None;
+    }
+    Some(crate::quantile_sorted(&sorted(xs), 0.5))
 }
 
 /// Largest 1-based rank j ≤ n/2 with 2·P(B ≤ j−1) ≤ alpha, if any.
@@ -92,6 +120,31 @@ mod tests {
         let ci = median_ci(&xs, 0.95).unwrap();
         assert_eq!((ci.lo, ci.hi), (10.0, 21.0));
         assert!((ci.level - 0.957226054742932).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ranks_match_the_interval_and_stay_exact_for_large_n() {
+        assert_eq!(median_ci_ranks(10, 0.95), Some((1, 8)));
+        assert_eq!(median_ci_ranks(30, 0.95), Some((9, 20)));
+        assert_eq!(median_ci_ranks(5, 0.95), None);
+        assert_eq!(median_ci_ranks(10, 1.0), None);
+        // Past the point where 2^-n underflows: still a valid, symmetric
+        // interval with coverage at least the level, and the next rank in
+        // would fall short of it.
+        for n in [1100, 5000, 100_000] {
+            let (lo, hi) = median_ci_ranks(n, 0.95).unwrap();
+            assert_eq!(lo + hi, n - 1);
+            assert!(median_ci_coverage(n, lo) >= 0.95, "n={n}");
+            assert!(median_ci_coverage(n, lo + 1) < 0.95, "n={n}");
+        }
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN]), None);
     }
 
     #[test]
