@@ -11,8 +11,8 @@ use pinsight_compare::experiment::{self, done_slots, LiveExecutor, Observer, Out
 use pinsight_compare::measure::{Measurer, Options};
 use pinsight_compare::setup::{self, machine, probe_governors, resolve_program, utc_now};
 use pinsight_compare::{
-    analyse, interrupt, render, Header, Journal, JournalWriter, Report, Request, RunLine,
-    SetupError, Slot, Status,
+    analyse, interrupt, render, Advice, Difference, ExperimentError, Field, Header, Journal,
+    JournalError, JournalWriter, ProgramError, Report, Request, RunLine, SetupError, Slot, Status,
 };
 use pinsight_cpuset::CpuSet;
 use pinsight_topology::FsRoot;
@@ -154,21 +154,24 @@ pub struct Args {
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     refuse_other_machine(g)?;
-    interrupt::install().map_err(CliError::runtime)?;
+    interrupt::install().map_err(|e| CliError::runtime(e.to_string()))?;
     let live = FsRoot::live();
     let fs = measurement_root()?;
 
     let previous = match &args.resume {
-        Some(p) => Some(Journal::read(p).map_err(CliError::usage)?),
+        Some(p) => Some(Journal::read(p).map_err(|e| journal_error(e, true))?),
         None => None,
     };
     let mut req = request(&args, previous.as_ref().map(|j| &j.header))?;
-    let (code, why) = match resolve_program(&req.command[0]) {
-        Ok(_) => (0, String::new()),
-        Err(e) => e,
-    };
-    if code != 0 {
-        return Err(CliError { code, message: why });
+    if let Err(e) = resolve_program(&req.command[0]) {
+        let code = match e {
+            ProgramError::NotFound { .. } => 127,
+            ProgramError::NotExecutable { .. } => 126,
+        };
+        return Err(CliError {
+            code,
+            message: e.to_string(),
+        });
     }
     // Nothing is measured (or a governor touched) before every output
     // file is known to be writable.
@@ -202,10 +205,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 
     let (journal_path, mut writer, previous_runs) = match (&args.resume, previous) {
         (Some(path), Some(j)) => {
-            if let Some(diff) = j.header.mismatch(&header) {
+            let diffs = j.header.mismatch(&header);
+            if !diffs.is_empty() {
+                let diff: Vec<String> = diffs.iter().map(difference).collect();
                 return Err(CliError::usage(format!(
-                    "cannot resume {}: it is a different experiment ({diff})",
-                    path.display()
+                    "cannot resume {}: it is a different experiment ({})",
+                    path.display(),
+                    diff.join("; ")
                 )));
             }
             for w in &j.warnings {
@@ -213,19 +219,21 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             }
             // The journal's header stays the experiment's identity.
             header = j.header.clone();
-            let w = JournalWriter::append_to(path).map_err(CliError::runtime)?;
+            let w = JournalWriter::append_to(path).map_err(|e| journal_error(e, false))?;
             (path.clone(), w, j.runs)
         }
         _ => {
             let w = match &args.journal {
                 // The user's path: a problem with it is a usage error.
-                Some(path) => JournalWriter::create(path, &header).map_err(CliError::usage)?,
+                Some(path) => {
+                    JournalWriter::create(path, &header).map_err(|e| journal_error(e, true))?
+                }
                 None => JournalWriter::create_unique(
                     Path::new("."),
                     &format!("pinsight-compare-{stamp}"),
                     &header,
                 )
-                .map_err(CliError::runtime)?,
+                .map_err(|e| journal_error(e, false))?,
             };
             let path = w.path().strip_prefix(".").unwrap_or(w.path()).to_path_buf();
             (path, w, Vec::new())
@@ -289,7 +297,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         fs.clone(),
         usable,
     )
-    .map_err(CliError::runtime)?;
+    .map_err(|e| CliError::runtime(e.to_string()))?;
 
     let total = header.arms.len() * (header.runs + header.warmup);
     let done = done_slots(&previous_runs, args.ignore_failure).len();
@@ -316,10 +324,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let restore = exec.finish();
     drop(exec);
     let mut outcome = outcome;
-    if outcome != Outcome::Interrupted && interrupt::interrupted() {
+    if interrupt::interrupted() {
         outcome = Outcome::Interrupted;
     }
-    if outcome == Outcome::Interrupted && !interrupt::wait_for_cleanup(Duration::from_secs(5)) {
+    if matches!(outcome, Outcome::Interrupted)
+        && !interrupt::wait_for_cleanup(Duration::from_secs(5))
+    {
         eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
     }
     if let Err(e) = restore {
@@ -327,7 +337,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
 
     // Everything shown is computed from the journal on disk.
-    let journal = Journal::read(&journal_path).map_err(CliError::runtime)?;
+    let journal = Journal::read(&journal_path).map_err(|e| journal_error(e, false))?;
     let status = match &outcome {
         Outcome::Complete => Status::Complete,
         Outcome::Interrupted => Status::Interrupted {
@@ -346,7 +356,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         g.print_json(&report)?;
     } else {
         let width = render::layout::effective_width(render::layout::terminal_columns());
-        print!("{}", render::text::render(&report, width));
+        print!("{}", render::text::render(&report, width, &advice));
     }
     written?;
 
@@ -380,9 +390,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             interrupt::main_finished();
             Ok(128 + sig)
         }
-        Outcome::Error { code, message } => {
+        Outcome::Error(e) => {
             resume_hint();
-            Err(CliError { code, message })
+            Err(experiment_error(e))
         }
     }
 }
@@ -586,10 +596,95 @@ fn random_seed() -> u64 {
     (nanos ^ (u64::from(std::process::id()) << 16)) % 1_000_000_000
 }
 
+/// A setup error in the command line's words: each names the flag it is about.
 fn setup_error(e: SetupError) -> CliError {
+    let message = match &e {
+        SetupError::NoCommand => {
+            "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...]".into()
+        }
+        SetupError::NoPolicies => "--policies: give at least one policy".into(),
+        SetupError::ZeroThreads => "--threads 0: the number of threads must be at least 1".into(),
+        SetupError::UnknownGovernor { .. } | SetupError::Policy(_) => {
+            let flag = if matches!(e, SetupError::Policy(_)) {
+                "--policies"
+            } else {
+                "--governors"
+            };
+            format!("{flag}: {e}")
+        }
+        SetupError::LatencyUnused { path } => format!(
+            "--latency {}: applies to latency-group/latency-pipeline only, and --policies has neither",
+            path.display()
+        ),
+        SetupError::WeightsUnused { path } => format!(
+            "--weights {}: applies to the balance policy only, and --policies has no balance",
+            path.display()
+        ),
+        _ => e.to_string(),
+    };
+    if e.is_usage() {
+        CliError::usage(message)
+    } else {
+        CliError::runtime(message)
+    }
+}
+
+/// A journal error: `usage` when the path is the user's (`--journal`,
+/// `--resume`), else a runtime error.
+fn journal_error(e: JournalError, usage: bool) -> CliError {
+    let message = match &e {
+        JournalError::Exists { path } => format!(
+            "journal {} already exists; continue it with --resume {0}, or choose another --journal",
+            path.display()
+        ),
+        _ => e.to_string(),
+    };
+    if usage {
+        CliError::usage(message)
+    } else {
+        CliError::runtime(message)
+    }
+}
+
+/// One difference between a journal and the command line, naming the flag.
+fn difference(d: &Difference) -> String {
+    let flag = match &d.field {
+        Field::Prepare => "--prepare",
+        Field::Threads => "--threads",
+        Field::Oversubscribe => "--oversubscribe",
+        Field::Runs => "--runs",
+        Field::Warmup => "--warmup",
+        Field::Seed => "--seed",
+        Field::Timeout => "--timeout",
+        _ => return d.to_string(),
+    };
+    format!("{flag}: journal has {}, now {}", d.journal, d.now)
+}
+
+/// Why the experiment stopped, with the shell's exit code for a program
+/// that cannot be started.
+fn experiment_error(e: ExperimentError) -> CliError {
     match e {
-        SetupError::Usage(m) => CliError::usage(m),
-        SetupError::Runtime(m) => CliError::runtime(m),
+        ExperimentError::Prepare { run, source } => {
+            CliError::runtime(format!("--prepare failed before run {run}: {source}"))
+        }
+        ExperimentError::Run(r) => CliError {
+            code: r.exit_code(),
+            message: r.to_string(),
+        },
+        e => CliError::runtime(e.to_string()),
+    }
+}
+
+/// Advice worded for this command line: it names the flags.
+fn advice(a: Advice) -> String {
+    match a {
+        Advice::WarmUp => "; consider warm-up runs (--warmup)".into(),
+        Advice::MoreRuns { at_least } => format!(": use --runs {at_least} or more"),
+        Advice::RunsForWelch { at_least } => {
+            format!("; --runs {at_least} or more also allows Welch's t-test on symmetric runs")
+        }
+        Advice::IgnoreFailures => " (use --ignore-failure to go on regardless)".into(),
     }
 }
 
@@ -611,10 +706,10 @@ fn export(args: &Args, report: &Report) -> Result<(), CliError> {
         write(&args.csv, render::csv::render(report))?;
     }
     if args.markdown.is_some() {
-        write(&args.markdown, render::markdown::render(report))?;
+        write(&args.markdown, render::markdown::render(report, &advice))?;
     }
     if args.html.is_some() {
-        write(&args.html, render::html::render(report))?;
+        write(&args.html, render::html::render(report, &advice))?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 use crate::design::Phase;
 use crate::journal::{ArmHeader, ArmPlan, Header, NotApplicable, RunLine};
 use crate::metrics::{self, MetricDef};
-use crate::verdict::{self, Verdict};
+use crate::verdict::{self, Advice, Caveat, Verdict};
 use pinsight_measure::Metric;
 use pinsight_stats::{compare, Comparison, Interval, Outliers, Summary};
 use serde::Serialize;
@@ -138,7 +138,7 @@ pub struct ArmReport {
     pub failed: Vec<FailedRun>,
     pub metrics: Vec<MetricStats>,
     /// hyperfine-style outlier warning on wall time.
-    pub outlier_warning: Option<String>,
+    pub outlier_warning: Option<Caveat>,
     /// Wall time against the baseline (absent for the baseline itself).
     pub time_vs_baseline: Option<Versus>,
     /// Package energy against the baseline, when measured on both.
@@ -229,7 +229,14 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         for a in arms.iter_mut().filter(|a| &a.id != b) {
             a.time_vs_baseline = Versus::of(&base_label, &base_time, &series(&a.id, "wall_s"));
             if let Some(v) = &mut a.time_vs_baseline {
-                after_warmups(&mut v.detail.notes, header.warmup);
+                after_warmups(
+                    &mut v.detail.notes,
+                    header.warmup,
+                    [
+                        ("baseline", &base_time[..]),
+                        ("candidate", &series(&a.id, "wall_s")[..]),
+                    ],
+                );
             }
             a.energy_vs_baseline =
                 Versus::of(&base_label, &base_energy, &series(&a.id, "energy_pkg_j"));
@@ -264,16 +271,50 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
     }
 }
 
-/// The stats crate advises warm-up runs when a first run is slow; after
-/// warm-ups that advice is wrong, so it is replaced by what it means then.
-fn after_warmups(notes: &mut [String], warmups: usize) {
+/// The stats crate advises warm-up runs when a side's first run is slow
+/// (its note is `"{side}: {Outliers::warning}"`); after warm-ups that
+/// advice is wrong, so the note is replaced by what it means then. The
+/// note is found by recomputing it from the side's runs, not by reading
+/// its words.
+fn after_warmups(notes: &mut [String], warmups: usize, sides: [(&str, &[f64]); 2]) {
     if warmups == 0 {
         return;
     }
-    for n in notes.iter_mut().filter(|n| n.contains("--warmup")) {
-        let who = n.split_once(": ").map_or("", |(w, _)| w);
-        *n = format!("{who}: {}", slow_first_after_warmups(warmups));
+    for (side, xs) in sides {
+        let Some(o) = Outliers::detect(xs).ok().filter(|o| o.slow_first_run) else {
+            continue;
+        };
+        let Some(w) = o.warning() else { continue };
+        let stats_note = format!("{side}: {w}");
+        for n in notes.iter_mut().filter(|n| **n == stats_note) {
+            *n = format!("{side}: {}", slow_first_after_warmups(warmups));
+        }
     }
+}
+
+/// The wall-time outlier caveat of an arm, from its successful runs.
+fn outlier_caveat(walls: &[f64], warmups: usize) -> Option<Caveat> {
+    let o = Outliers::detect(walls).ok()?;
+    if o.slow_first_run {
+        return Some(if warmups > 0 {
+            // Advising warm-ups would be wrong: there were warm-ups.
+            Caveat::new(slow_first_after_warmups(warmups))
+        } else {
+            Caveat {
+                text: "the first run was significantly slower than the rest: caches were probably cold"
+                    .into(),
+                advice: Some(Advice::WarmUp),
+            }
+        });
+    }
+    (!o.severe_z.is_empty()).then(|| {
+        Caveat::new(format!(
+            "statistical outliers were detected ({} of {} runs); consider re-running on a quiet \
+             system without interference from other programs",
+            o.severe_z.len(),
+            o.modified_z.len()
+        ))
+    })
 }
 
 fn slow_first_after_warmups(warmups: usize) -> String {
@@ -305,14 +346,7 @@ fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricD
     let warmups = mine.iter().filter(|r| r.phase == Phase::Warmup).count();
     let metrics: Vec<MetricStats> = defs.iter().map(|d| metric_stats(d, &ok)).collect();
     let walls: Vec<f64> = ok.iter().map(|r| r.record.wall_s).collect();
-    let outlier_warning = Outliers::detect(&walls).ok().and_then(|o| {
-        if o.slow_first_run && warmups > 0 {
-            // "Consider --warmup" would be wrong advice: there were warm-ups.
-            Some(slow_first_after_warmups(warmups))
-        } else {
-            o.warning()
-        }
-    });
+    let outlier_warning = outlier_caveat(&walls, warmups);
     ArmReport {
         id: a.id.clone(),
         label: arm_label(a),

@@ -52,11 +52,14 @@ pub struct PreparedArm {
 /// experiment drops it on every exit path, Ctrl-C included).
 pub struct Shim(ShimFile);
 
+/// The pinning shim could not be created.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create the pinning shim: {0}")]
+pub struct ShimError(#[source] pub std::io::Error);
+
 impl Shim {
-    pub fn create() -> Result<Shim, String> {
-        ShimFile::create()
-            .map(Shim)
-            .map_err(|e| format!("cannot create the pinning shim: {e}"))
+    pub fn create() -> Result<Shim, ShimError> {
+        ShimFile::create().map(Shim).map_err(ShimError)
     }
 }
 

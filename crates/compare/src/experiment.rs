@@ -7,12 +7,13 @@
 //! (skipping done slots, stopping on failure, interruption) are tested
 //! without timing noise.
 
+use crate::command::ShimError;
 use crate::command::{PreparedArm, Shim};
 use crate::design::{schedule, Phase, Slot};
-use crate::journal::{Header, JournalWriter, RunLine};
+use crate::journal::{Header, JournalError, JournalWriter, RunLine};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::watch::{WatchConfig, Watcher};
-use pinsight_measure::{GovernorGuard, Measurer, Options, RunError, RunRecord};
+use pinsight_measure::{GovernorError, GovernorGuard, Measurer, Options, RunError, RunRecord};
 use pinsight_topology::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -28,7 +29,35 @@ pub trait Executor {
     /// Runs `--prepare`, if any. Err: why it failed.
     fn prepare(&mut self) -> Result<(), RunError>;
     /// Puts `governor` in place (None: leave the machine as it is).
-    fn set_governor(&mut self, governor: Option<&str>) -> Result<(), String>;
+    fn set_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError>;
+}
+
+/// A governor could not be put in place or restored.
+#[derive(Debug, thiserror::Error)]
+pub enum SwitchError {
+    #[error(transparent)]
+    Set(#[from] GovernorError),
+    /// Restoring the previous governor failed (the reason).
+    #[error("{0}")]
+    Restore(String),
+}
+
+/// Why the experiment could not go on (a failed run is not an error: it
+/// is measured, see [`Outcome::StoppedOnFailure`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error(transparent)]
+    Governor(#[from] SwitchError),
+    /// The prepare command failed before run `run` (1-based slot).
+    #[error("the prepare command failed before run {run}: {source}")]
+    Prepare { run: usize, source: RunError },
+    /// The program could not be started or waited for.
+    #[error(transparent)]
+    Run(RunError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Shim(#[from] ShimError),
 }
 
 /// Sees the experiment progress (the progress bar).
@@ -44,7 +73,7 @@ pub struct Silent;
 impl Observer for Silent {}
 
 /// How [`execute`] ended.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug)]
 pub enum Outcome {
     Complete,
     /// A cleanup signal arrived; the run in flight was discarded.
@@ -55,11 +84,8 @@ pub enum Outcome {
         arm: String,
         why: String,
     },
-    /// The experiment could not go on (exit code, message).
-    Error {
-        code: i32,
-        message: String,
-    },
+    /// The experiment could not go on.
+    Error(ExperimentError),
 }
 
 /// Slots already done according to `runs`: the latest attempt succeeded,
@@ -102,19 +128,16 @@ pub fn execute(
         let arm = &header.arms[slot.arm];
         obs.starting(slot, &arm.id, finished, total);
         if let Err(e) = exec.set_governor(arm.governor.as_deref()) {
-            return Outcome::Error {
-                code: 1,
-                message: e,
-            };
+            return Outcome::Error(e.into());
         }
         match exec.prepare() {
             Ok(()) => {}
             Err(RunError::Interrupted) => return Outcome::Interrupted,
-            Err(e) => {
-                return Outcome::Error {
-                    code: 1,
-                    message: format!("--prepare failed before run {}: {e}", slot.index + 1),
-                }
+            Err(source) => {
+                return Outcome::Error(ExperimentError::Prepare {
+                    run: slot.index + 1,
+                    source,
+                })
             }
         }
         if interrupted() {
@@ -124,12 +147,7 @@ pub fn execute(
         let record = match exec.run(slot) {
             Ok(r) => r,
             Err(RunError::Interrupted) => return Outcome::Interrupted,
-            Err(e) => {
-                return Outcome::Error {
-                    code: e.exit_code(),
-                    message: e.to_string(),
-                }
-            }
+            Err(e) => return Outcome::Error(ExperimentError::Run(e)),
         };
         if interrupted() {
             // Cut short by the signal: not a measurement. Resume re-runs it.
@@ -144,10 +162,7 @@ pub fn execute(
             record,
         };
         if let Err(e) = journal.append(&line) {
-            return Outcome::Error {
-                code: 1,
-                message: e,
-            };
+            return Outcome::Error(e.into());
         }
         finished += 1;
         obs.finished(&line);
@@ -205,7 +220,7 @@ impl LiveExecutor {
         timeout: Option<Duration>,
         fs: FsRoot,
         governor_cpus: CpuSet,
-    ) -> Result<LiveExecutor, String> {
+    ) -> Result<LiveExecutor, ShimError> {
         let shim = if arms.iter().any(PreparedArm::needs_shim) {
             Some(Shim::create()?)
         } else {
@@ -237,9 +252,9 @@ impl LiveExecutor {
     }
 
     /// Restores the governor and removes the shim now (also done on drop).
-    pub fn finish(&mut self) -> Result<(), String> {
+    pub fn finish(&mut self) -> Result<(), SwitchError> {
         let r = match self.guard.take() {
-            Some(mut g) => g.restore_now(),
+            Some(mut g) => g.restore_now().map_err(SwitchError::Restore),
             None => Ok(()),
         };
         self.shim = None;
@@ -304,7 +319,7 @@ impl Executor for LiveExecutor {
         })
     }
 
-    fn set_governor(&mut self, governor: Option<&str>) -> Result<(), String> {
+    fn set_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError> {
         let current = self.guard.as_ref().map(|g| g.governor().to_string());
         if current.as_deref() == governor {
             return Ok(());
@@ -312,13 +327,10 @@ impl Executor for LiveExecutor {
         // Restore before setting the next one, so originals stay the
         // machine's own values.
         if let Some(mut g) = self.guard.take() {
-            g.restore_now()?;
+            g.restore_now().map_err(SwitchError::Restore)?;
         }
         if let Some(gov) = governor {
-            self.guard = Some(
-                GovernorGuard::set(&self.fs, &self.governor_cpus, gov)
-                    .map_err(|e| e.to_string())?,
-            );
+            self.guard = Some(GovernorGuard::set(&self.fs, &self.governor_cpus, gov)?);
         }
         Ok(())
     }

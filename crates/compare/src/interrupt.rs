@@ -21,9 +21,14 @@ static CHANGED: Condvar = Condvar::new();
 /// How long the hook lets the main thread finish its report.
 const MAIN_GRACE: Duration = Duration::from_secs(20);
 
+/// The signal cleanup could not be installed (the reason).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InstallError(pub String);
+
 /// Installs the cleanup (once per process).
-pub fn install() -> Result<(), String> {
-    pinsight_measure::install_signal_cleanup()?;
+pub fn install() -> Result<(), InstallError> {
+    pinsight_measure::install_signal_cleanup().map_err(InstallError)?;
     pinsight_measure::set_signal_hook(hook);
     Ok(())
 }

@@ -133,83 +133,170 @@ pub struct Header {
 }
 
 impl Header {
-    /// Why `other` (built from the current command line) is not the same
-    /// experiment as this journal's, or `None` when it is.
-    pub fn mismatch(&self, other: &Header) -> Option<String> {
+    /// What makes `other` (built from the current request) a different
+    /// experiment from this journal's; empty when it is the same one.
+    pub fn mismatch(&self, other: &Header) -> Vec<Difference> {
         let mut diffs = Vec::new();
-        let mut cmp = |what: &str, a: String, b: String| {
+        let mut cmp = |field: Field, a: String, b: String| {
             if a != b {
-                diffs.push(format!("{what}: journal has {a}, now {b}"));
+                diffs.push(Difference {
+                    field,
+                    journal: a,
+                    now: b,
+                });
             }
         };
-        cmp("schema", self.schema.clone(), other.schema.clone());
+        cmp(Field::Schema, self.schema.clone(), other.schema.clone());
         cmp(
-            "command",
+            Field::Command,
             format!("`{}`", self.command.join(" ")),
             format!("`{}`", other.command.join(" ")),
         );
         cmp(
-            "--prepare",
+            Field::Prepare,
             format!("{:?}", self.prepare),
             format!("{:?}", other.prepare),
         );
-        cmp(
-            "arms",
-            self.arms
+        let ids = |h: &Header| {
+            h.arms
                 .iter()
                 .map(|a| a.id.as_str())
                 .collect::<Vec<_>>()
-                .join(","),
-            other
-                .arms
-                .iter()
-                .map(|a| a.id.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-        );
+                .join(",")
+        };
+        cmp(Field::Arms, ids(self), ids(other));
         for (a, b) in self.arms.iter().zip(&other.arms) {
             if a.id == b.id && a.plan != b.plan {
                 cmp(
-                    &format!("placement of {}", a.id),
+                    Field::Placement(a.id.clone()),
                     a.plan.describe(),
                     b.plan.describe(),
                 );
             }
         }
         cmp(
-            "--threads",
+            Field::Threads,
             format!("{:?}", self.threads),
             format!("{:?}", other.threads),
         );
         cmp(
-            "--oversubscribe",
+            Field::Oversubscribe,
             self.oversubscribe.to_string(),
             other.oversubscribe.to_string(),
         );
-        cmp("--runs", self.runs.to_string(), other.runs.to_string());
+        cmp(Field::Runs, self.runs.to_string(), other.runs.to_string());
         cmp(
-            "--warmup",
+            Field::Warmup,
             self.warmup.to_string(),
             other.warmup.to_string(),
         );
-        cmp("--seed", self.seed.to_string(), other.seed.to_string());
+        cmp(Field::Seed, self.seed.to_string(), other.seed.to_string());
         cmp(
-            "--timeout",
+            Field::Timeout,
             format!("{:?}", self.timeout_s),
             format!("{:?}", other.timeout_s),
         );
         cmp(
-            "usable CPUs",
+            Field::UsableCpus,
             self.machine.usable_cpus.to_string(),
             other.machine.usable_cpus.to_string(),
         );
         cmp(
-            "CPU model",
+            Field::CpuModel,
             format!("{:?}", self.machine.model_name),
             format!("{:?}", other.machine.model_name),
         );
-        (!diffs.is_empty()).then(|| diffs.join("; "))
+        diffs
     }
+}
+
+/// A part of the experiment's identity (see [`Header::mismatch`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Field {
+    Schema,
+    Command,
+    /// The command run before every run.
+    Prepare,
+    /// Which arms run.
+    Arms,
+    /// Where the threads of this arm go.
+    Placement(String),
+    Threads,
+    Oversubscribe,
+    /// Measured runs per arm.
+    Runs,
+    /// Warm-up runs per arm.
+    Warmup,
+    Seed,
+    Timeout,
+    UsableCpus,
+    CpuModel,
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Field::Schema => f.write_str("schema"),
+            Field::Command => f.write_str("command"),
+            Field::Prepare => f.write_str("prepare command"),
+            Field::Arms => f.write_str("arms"),
+            Field::Placement(arm) => write!(f, "placement of {arm}"),
+            Field::Threads => f.write_str("threads"),
+            Field::Oversubscribe => f.write_str("oversubscribe"),
+            Field::Runs => f.write_str("runs per arm"),
+            Field::Warmup => f.write_str("warm-up runs per arm"),
+            Field::Seed => f.write_str("seed"),
+            Field::Timeout => f.write_str("timeout"),
+            Field::UsableCpus => f.write_str("usable CPUs"),
+            Field::CpuModel => f.write_str("CPU model"),
+        }
+    }
+}
+
+/// One way a request differs from a journal's experiment.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: journal has {journal}, now {now}")]
+pub struct Difference {
+    pub field: Field,
+    /// The journal's value, as shown.
+    pub journal: String,
+    /// The current request's value, as shown.
+    pub now: String,
+}
+
+/// Why a journal cannot be read, created or written.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("cannot read journal {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("journal {}: {problem}", path.display())]
+    Invalid { path: PathBuf, problem: ParseError },
+    /// A new journal would overwrite this file.
+    #[error("journal {} already exists", path.display())]
+    Exists { path: PathBuf },
+    #[error("cannot create journal {}: {source}", path.display())]
+    Create { path: PathBuf, source: io::Error },
+    #[error("cannot create a journal in {}: {stem}.jsonl and 10000 variants exist", dir.display())]
+    NoFreeName { dir: PathBuf, stem: String },
+    #[error("cannot append to journal {}: {source}", path.display())]
+    Append { path: PathBuf, source: io::Error },
+    #[error("cannot write journal {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+}
+
+/// Why journal text is not a journal.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("empty: no header line")]
+    Empty,
+    #[error("line 1 is a run, not the header")]
+    RunFirst,
+    #[error("line 1 is not a pinsight compare header ({reason}); expected {{\"type\":\"header\",\"schema\":\"{SCHEMA}\",...}}")]
+    NotHeader { reason: String },
+    #[error("schema '{found}' is not supported (this pinsight reads {SCHEMA})")]
+    Schema { found: String },
+    #[error("line {line}: not a run record: {reason}")]
+    BadRun { line: usize, reason: String },
 }
 
 /// One finished run.
@@ -284,33 +371,37 @@ pub struct Journal {
 impl Journal {
     /// Reads `path`. Errors (as one sentence naming the file) when it
     /// cannot be read or its first line is not a pinsight-compare header.
-    pub fn read(path: &Path) -> Result<Journal, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
-        Journal::parse(&text).map_err(|e| format!("journal {}: {e}", path.display()))
+    pub fn read(path: &Path) -> Result<Journal, JournalError> {
+        let text = std::fs::read_to_string(path).map_err(|source| JournalError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Journal::parse(&text).map_err(|problem| JournalError::Invalid {
+            path: path.to_path_buf(),
+            problem,
+        })
     }
 
     /// Parses journal text.
-    pub fn parse(text: &str) -> Result<Journal, String> {
+    pub fn parse(text: &str) -> Result<Journal, ParseError> {
         let complete = text.ends_with('\n');
         let lines: Vec<&str> = text.lines().collect();
         let Some(first) = lines.first() else {
-            return Err("empty: no header line".into());
+            return Err(ParseError::Empty);
         };
         let header = match serde_json::from_str::<Line>(first) {
             Ok(Line::Header(h)) => h,
-            Ok(Line::Run(_)) => return Err("line 1 is a run, not the header".into()),
+            Ok(Line::Run(_)) => return Err(ParseError::RunFirst),
             Err(e) => {
-                return Err(format!(
-                    "line 1 is not a pinsight compare header ({e}); expected {{\"type\":\"header\",\"schema\":\"{SCHEMA}\",...}}"
-                ))
+                return Err(ParseError::NotHeader {
+                    reason: e.to_string(),
+                })
             }
         };
         if header.schema != SCHEMA {
-            return Err(format!(
-                "schema '{}' is not supported (this pinsight reads {SCHEMA})",
-                header.schema
-            ));
+            return Err(ParseError::Schema {
+                found: header.schema,
+            });
         }
         let mut runs = Vec::new();
         let mut warnings = Vec::new();
@@ -328,7 +419,12 @@ impl Journal {
                     "line {}: cut short (the experiment was killed while writing it), ignored",
                     i + 1
                 )),
-                Err(e) => return Err(format!("line {}: not a run record: {e}", i + 1)),
+                Err(e) => {
+                    return Err(ParseError::BadRun {
+                        line: i + 1,
+                        reason: e.to_string(),
+                    })
+                }
             }
         }
         Ok(Journal {
@@ -349,24 +445,29 @@ pub struct JournalWriter {
 
 impl JournalWriter {
     /// Creates a new journal with `header`; refuses to overwrite a file.
-    pub fn create(path: &Path, header: &Header) -> Result<JournalWriter, String> {
+    pub fn create(path: &Path, header: &Header) -> Result<JournalWriter, JournalError> {
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(path)
             .map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => format!(
-                    "journal {} already exists; continue it with --resume {0}, or choose another --journal",
-                    path.display()
-                ),
-                _ => format!("cannot create journal {}: {e}", path.display()),
+                io::ErrorKind::AlreadyExists => JournalError::Exists {
+                    path: path.to_path_buf(),
+                },
+                _ => JournalError::Create {
+                    path: path.to_path_buf(),
+                    source: e,
+                },
             })?;
         let mut w = JournalWriter {
             file,
             path: path.to_path_buf(),
         };
         w.write_line(&Line::Header(header.clone()))
-            .map_err(|e| format!("cannot write journal {}: {e}", path.display()))?;
+            .map_err(|source| JournalError::Write {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Ok(w)
     }
 
@@ -374,7 +475,11 @@ impl JournalWriter {
     /// `{stem}-2.jsonl`, `{stem}-3.jsonl`, ... when that exists: each
     /// name is claimed atomically (`O_EXCL`), so two experiments started
     /// in the same second never share (or fail on) a journal.
-    pub fn create_unique(dir: &Path, stem: &str, header: &Header) -> Result<JournalWriter, String> {
+    pub fn create_unique(
+        dir: &Path,
+        stem: &str,
+        header: &Header,
+    ) -> Result<JournalWriter, JournalError> {
         for n in 1..=10_000u32 {
             let name = if n == 1 {
                 format!("{stem}.jsonl")
@@ -386,23 +491,29 @@ impl JournalWriter {
                 Ok(file) => {
                     let mut w = JournalWriter { file, path };
                     w.write_line(&Line::Header(header.clone()))
-                        .map_err(|e| format!("cannot write journal {}: {e}", w.path.display()))?;
+                        .map_err(|source| JournalError::Write {
+                            path: w.path.clone(),
+                            source,
+                        })?;
                     return Ok(w);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(format!("cannot create journal {}: {e}", path.display())),
+                Err(source) => return Err(JournalError::Create { path, source }),
             }
         }
-        Err(format!(
-            "cannot create a journal in {}: {stem}.jsonl and 10000 variants exist",
-            dir.display()
-        ))
+        Err(JournalError::NoFreeName {
+            dir: dir.to_path_buf(),
+            stem: stem.to_string(),
+        })
     }
 
     /// Opens an existing journal for appending, first trimming a last line
     /// cut short by a crash.
-    pub fn append_to(path: &Path) -> Result<JournalWriter, String> {
-        let err = |e: io::Error| format!("cannot append to journal {}: {e}", path.display());
+    pub fn append_to(path: &Path) -> Result<JournalWriter, JournalError> {
+        let err = |source: io::Error| JournalError::Append {
+            path: path.to_path_buf(),
+            source,
+        };
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -422,9 +533,12 @@ impl JournalWriter {
     }
 
     /// Appends one run and syncs it to disk.
-    pub fn append(&mut self, run: &RunLine) -> Result<(), String> {
+    pub fn append(&mut self, run: &RunLine) -> Result<(), JournalError> {
         self.write_line(&Line::Run(run.clone()))
-            .map_err(|e| format!("cannot write journal {}: {e}", self.path.display()))
+            .map_err(|source| JournalError::Write {
+                path: self.path.clone(),
+                source,
+            })
     }
 
     pub fn path(&self) -> &Path {
@@ -552,10 +666,7 @@ mod tests {
         assert!(j.warnings.is_empty());
         // Never overwritten.
         let e = JournalWriter::create(&p, &header()).unwrap_err();
-        assert!(
-            e.contains("already exists; continue it with --resume"),
-            "{e}"
-        );
+        assert!(matches!(e, JournalError::Exists { .. }), "{e}");
     }
 
     #[test]
@@ -571,32 +682,42 @@ mod tests {
 
     #[test]
     fn bad_journals_are_refused_with_the_reason() {
-        assert!(Journal::parse("").unwrap_err().contains("empty"));
+        assert_eq!(Journal::parse("").unwrap_err(), ParseError::Empty);
         assert!(Journal::parse("{\"a\":1}\n")
             .unwrap_err()
+            .to_string()
             .contains("line 1 is not a pinsight compare header"));
         let mut h = header();
         h.schema = "pinsight-compare/99".into();
         let text = serde_json::to_string(&Line::Header(h)).unwrap() + "\n";
-        assert!(Journal::parse(&text).unwrap_err().contains("not supported"));
+        assert!(matches!(
+            Journal::parse(&text).unwrap_err(),
+            ParseError::Schema { found } if found == "pinsight-compare/99"
+        ));
         let text = serde_json::to_string(&Line::Header(header())).unwrap() + "\ngarbage\n{}\n";
-        assert!(Journal::parse(&text)
-            .unwrap_err()
-            .starts_with("line 2: not a run record"));
+        assert!(matches!(
+            Journal::parse(&text).unwrap_err(),
+            ParseError::BadRun { line: 2, .. }
+        ));
     }
 
     #[test]
     fn mismatch_names_what_differs() {
         let a = header();
-        assert_eq!(a.mismatch(&a.clone()), None);
+        assert_eq!(a.mismatch(&a.clone()), vec![]);
         let mut b = a.clone();
         b.command = vec!["false".into()];
         b.runs = 5;
-        let m = a.mismatch(&b).unwrap();
-        assert!(
-            m.contains("command: journal has `true`, now `false`"),
-            "{m}"
+        let m = a.mismatch(&b);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!(m[0].to_string(), "command: journal has `true`, now `false`");
+        assert_eq!(
+            m[1],
+            Difference {
+                field: Field::Runs,
+                journal: "3".into(),
+                now: "5".into()
+            }
         );
-        assert!(m.contains("--runs: journal has 3, now 5"), "{m}");
     }
 }

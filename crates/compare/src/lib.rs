@@ -31,12 +31,15 @@ pub mod verdict;
 
 pub use analysis::{analyse, ArmReport, MetricStats, Report, Status, Versus};
 pub use design::{schedule, Phase, Slot};
-pub use experiment::{execute, Executor, LiveExecutor, Observer, Outcome};
-pub use journal::{
-    ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, NotApplicable, RunLine,
+pub use experiment::{
+    execute, Executor, ExperimentError, LiveExecutor, Observer, Outcome, SwitchError,
 };
-pub use setup::{setup, GovernorProbe, Request, Setup, SetupError};
-pub use verdict::{Decision, Verdict};
+pub use journal::{
+    ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,
+    NotApplicable, ParseError, RunLine,
+};
+pub use setup::{setup, GovernorProbe, ProgramError, Request, Setup, SetupError};
+pub use verdict::{Advice, Caveat, Decision, Verdict};
 
 /// Crates the command line needs, so it depends on this crate alone.
 pub use pinsight_measure as measure;

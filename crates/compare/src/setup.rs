@@ -7,7 +7,8 @@ use crate::journal::{ArmHeader, ArmPlan, Header, Machine, NotApplicable, SCHEMA}
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::{read_governors, GovernorError, GovernorGuard};
 use pinsight_plan::{
-    plan, BasePolicy, LatencyMatrix, Plan, PlanError, Policy, Request as PlanRequest, Weights,
+    plan, BasePolicy, LatencyMatrix, Plan, PlanError, Policy, PolicyParseError,
+    Request as PlanRequest, Weights,
 };
 use pinsight_topology::{FsRoot, Topology};
 use std::path::{Path, PathBuf};
@@ -50,11 +51,59 @@ pub struct Request {
     pub timeout: Option<Duration>,
 }
 
-/// A usage error (exit 2) or a runtime one (exit 1).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why the experiment cannot be set up. [`SetupError::is_usage`] tells
+/// the request's fault from the machine's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SetupError {
-    Usage(String),
-    Runtime(String),
+    #[error("no command to measure")]
+    NoCommand,
+    #[error("no policy to compare: give at least one")]
+    NoPolicies,
+    #[error("0 threads: the number of threads must be at least 1")]
+    ZeroThreads,
+    #[error("unknown governor '{name}'; known governors: {}", KNOWN_GOVERNORS.join(", "))]
+    UnknownGovernor { name: String },
+    #[error(transparent)]
+    Policy(#[from] PolicyParseError),
+    /// A latency matrix was given but no policy uses one.
+    #[error("{}: applies to latency-group/latency-pipeline only, and the policies have neither", path.display())]
+    LatencyUnused { path: PathBuf },
+    /// Weights were given but no policy uses them.
+    #[error("{}: applies to the balance policy only, and the policies have no balance", path.display())]
+    WeightsUnused { path: PathBuf },
+    #[error("{path}: cannot read: {reason}")]
+    ReadLatency { path: String, reason: String },
+    /// The latency matrix or the weights cannot be used (the reason names the file).
+    #[error("{0}")]
+    BadInput(String),
+    /// The request cannot be planned as given.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// Every requested arm is not applicable here.
+    #[error("none of the policies can run on this machine: {}", .0.iter().map(|n| format!("{}: {}", n.what, n.reason)).collect::<Vec<_>>().join("; "))]
+    NothingRuns(Vec<NotApplicable>),
+    /// A governor was set to probe it but could not be restored.
+    #[error("{0}")]
+    GovernorRestore(String),
+}
+
+impl SetupError {
+    /// The request's fault (a usage error), not the machine's.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, SetupError::GovernorRestore(_))
+    }
+}
+
+/// Why the program to measure cannot be run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProgramError {
+    #[error("{program}: command not found ({})", if *.searched_path { "searched PATH" } else { "no such file" })]
+    NotFound {
+        program: String,
+        searched_path: bool,
+    },
+    #[error("{program}: not an executable file")]
+    NotExecutable { program: String },
 }
 
 /// The experiment to run.
@@ -85,10 +134,7 @@ pub fn probe_governors(
 ) -> Result<GovernorProbe, SetupError> {
     for g in wanted {
         if !KNOWN_GOVERNORS.contains(&g.as_str()) {
-            return Err(SetupError::Usage(format!(
-                "--governors: unknown governor '{g}'; known governors: {}",
-                KNOWN_GOVERNORS.join(", ")
-            )));
+            return Err(SetupError::UnknownGovernor { name: g.clone() });
         }
     }
     let current = match read_governors(fs) {
@@ -116,7 +162,7 @@ pub fn probe_governors(
     for g in wanted {
         match GovernorGuard::set(fs, cpus, g) {
             Ok(mut guard) => {
-                guard.restore_now().map_err(SetupError::Runtime)?;
+                guard.restore_now().map_err(SetupError::GovernorRestore)?;
                 usable.push(g.clone());
             }
             Err(e @ GovernorError::UnknownGovernor { .. }) => not_applicable.push(NotApplicable {
@@ -158,27 +204,20 @@ pub fn setup(
     created: String,
 ) -> Result<Setup, SetupError> {
     if req.command.is_empty() {
-        return Err(SetupError::Usage(
-            "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...]".into(),
-        ));
+        return Err(SetupError::NoCommand);
     }
     if req.policies.is_empty() {
-        return Err(SetupError::Usage(
-            "--policies: give at least one policy".into(),
-        ));
+        return Err(SetupError::NoPolicies);
     }
     if req.threads == Some(0) {
-        return Err(SetupError::Usage(
-            "--threads 0: the number of threads must be at least 1".into(),
-        ));
+        return Err(SetupError::ZeroThreads);
     }
     // Every arm runs the same number of threads: the experiment compares
     // placements, not thread counts.
     let threads = req.threads.unwrap_or_else(|| topo.usable().len().max(1));
     let mut policies: Vec<(String, Policy)> = Vec::new();
     for text in &req.policies {
-        let p =
-            Policy::from_str(text).map_err(|e| SetupError::Usage(format!("--policies: {e}")))?;
+        let p = Policy::from_str(text)?;
         let canonical = p.to_string();
         if !policies.iter().any(|(c, _)| *c == canonical) {
             policies.push((canonical, p));
@@ -193,28 +232,24 @@ pub fn setup(
     let latency = match &req.latency {
         Some(path) => {
             if !policies.iter().any(|(_, p)| is_latency(p)) {
-                return Err(SetupError::Usage(format!(
-                    "--latency {}: applies to latency-group/latency-pipeline only, and --policies has neither",
-                    path.display()
-                )));
+                return Err(SetupError::LatencyUnused { path: path.clone() });
             }
             // The latency model reads no files: read it here, parse there.
             let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| SetupError::Usage(format!("{shown}: cannot read: {e}")))?;
-            Some(LatencyMatrix::parse(&text, &shown).map_err(SetupError::Usage)?)
+            let text = std::fs::read_to_string(path).map_err(|e| SetupError::ReadLatency {
+                path: shown.clone(),
+                reason: e.to_string(),
+            })?;
+            Some(LatencyMatrix::parse(&text, &shown).map_err(SetupError::BadInput)?)
         }
         None => None,
     };
     let weights = match &req.weights {
         Some(path) => {
             if !policies.iter().any(|(_, p)| p.base == BasePolicy::Balance) {
-                return Err(SetupError::Usage(format!(
-                    "--weights {}: applies to the balance policy only, and --policies has no balance",
-                    path.display()
-                )));
+                return Err(SetupError::WeightsUnused { path: path.clone() });
             }
-            Some(Weights::load(path).map_err(SetupError::Usage)?)
+            Some(Weights::load(path).map_err(SetupError::BadInput)?)
         }
         None => None,
     };
@@ -247,10 +282,8 @@ pub fn setup(
         };
         let p = match plan(topo, &r) {
             Ok(p) => p,
-            Err(e) if is_usage(&e) => return Err(SetupError::Usage(e.to_string())),
-            Err(e @ PlanError::TooManyThreads { .. }) if named => {
-                return Err(SetupError::Usage(e.to_string()))
-            }
+            Err(e) if is_usage(&e) => return Err(e.into()),
+            Err(e @ PlanError::TooManyThreads { .. }) if named => return Err(e.into()),
             Err(e) => {
                 not_applicable.push(NotApplicable {
                     what: name.clone(),
@@ -286,14 +319,7 @@ pub fn setup(
         plans.splice(0..0, os_plans);
     }
     if arms.is_empty() {
-        return Err(SetupError::Usage(format!(
-            "none of the policies can run on this machine: {}",
-            not_applicable
-                .iter()
-                .map(|n| format!("{}: {}", n.what, n.reason))
-                .collect::<Vec<_>>()
-                .join("; ")
-        )));
+        return Err(SetupError::NothingRuns(not_applicable));
     }
     let mut machine = machine;
     machine.capabilities.push(governors.note.clone());
@@ -370,7 +396,7 @@ pub fn machine(topo: &Topology, fs: &FsRoot, capabilities: Vec<String>) -> Machi
 /// Finds the program like a shell would, before anything runs: a missing
 /// program is one clear error (exit 127), not ten failed runs; a
 /// non-executable one exits 126.
-pub fn resolve_program(program: &str) -> Result<PathBuf, (i32, String)> {
+pub fn resolve_program(program: &str) -> Result<PathBuf, ProgramError> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -378,9 +404,14 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, (i32, String)> {
     if program.contains('/') {
         let p = Path::new(program);
         return if !p.exists() {
-            Err((127, format!("{program}: command not found (no such file)")))
+            Err(ProgramError::NotFound {
+                program: program.to_string(),
+                searched_path: false,
+            })
         } else if !executable(p) {
-            Err((126, format!("{program}: not an executable file")))
+            Err(ProgramError::NotExecutable {
+                program: program.to_string(),
+            })
         } else {
             Ok(p.to_path_buf())
         };
@@ -392,7 +423,10 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, (i32, String)> {
             return Ok(c);
         }
     }
-    Err((127, format!("{program}: command not found (searched PATH)")))
+    Err(ProgramError::NotFound {
+        program: program.to_string(),
+        searched_path: true,
+    })
 }
 
 /// UTC now as `2025-01-31T12:34:56Z` and `20250131-123456` (for file names).
@@ -431,13 +465,31 @@ mod tests {
     #[test]
     fn programs_are_found_like_a_shell_finds_them() {
         assert!(resolve_program("sh").is_ok());
-        let (code, msg) = resolve_program("pinsight-no-such-program").unwrap_err();
-        assert_eq!(code, 127);
-        assert!(msg.contains("command not found"), "{msg}");
-        assert_eq!(resolve_program("/no/such/file").unwrap_err().0, 127);
+        let e = resolve_program("pinsight-no-such-program").unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ProgramError::NotFound {
+                    searched_path: true,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("command not found"), "{e}");
+        assert!(matches!(
+            resolve_program("/no/such/file").unwrap_err(),
+            ProgramError::NotFound {
+                searched_path: false,
+                ..
+            }
+        ));
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("data.txt");
         std::fs::write(&f, "x").unwrap();
-        assert_eq!(resolve_program(f.to_str().unwrap()).unwrap_err().0, 126);
+        assert!(matches!(
+            resolve_program(f.to_str().unwrap()).unwrap_err(),
+            ProgramError::NotExecutable { .. }
+        ));
     }
 }

@@ -32,7 +32,77 @@ pub struct Verdict {
     /// One line per arm: the numbers behind the headline.
     pub evidence: Vec<String>,
     /// What limits the conclusion (few runs, arms not applicable, failures).
-    pub caveats: Vec<String>,
+    pub caveats: Vec<Caveat>,
+}
+
+/// What to do about a caveat, in the experiment's terms; a front end
+/// words it its own way (the command line names its flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    /// Run warm-up runs before the measured ones.
+    WarmUp,
+    /// At least this many measured runs per arm are needed.
+    MoreRuns { at_least: usize },
+    /// This many measured runs per arm also allow Welch's t-test.
+    RunsForWelch { at_least: usize },
+    /// Failed runs can be excluded instead of stopping the experiment.
+    IgnoreFailures,
+}
+
+impl Advice {
+    /// The advice in the experiment's terms, as a clause appended to the
+    /// caveat's text (the JSON report's wording).
+    pub fn clause(self) -> String {
+        match self {
+            Advice::WarmUp => "; consider warm-up runs".into(),
+            Advice::MoreRuns { at_least } => {
+                format!(": {at_least} or more runs per arm are needed")
+            }
+            Advice::RunsForWelch { at_least } => format!(
+                "; {at_least} or more runs per arm also allow Welch's t-test on symmetric runs"
+            ),
+            Advice::IgnoreFailures => " (failed runs can be ignored to go on regardless)".into(),
+        }
+    }
+}
+
+/// A caveat: what limits the conclusion, and optionally what to do about
+/// it. Serialised (and displayed) as one sentence with the advice in the
+/// experiment's terms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Caveat {
+    pub text: String,
+    pub advice: Option<Advice>,
+}
+
+impl Caveat {
+    pub fn new(text: impl Into<String>) -> Caveat {
+        Caveat {
+            text: text.into(),
+            advice: None,
+        }
+    }
+
+    /// The sentence with the advice worded by `word` (a front end's own
+    /// terms, e.g. naming its flags).
+    pub fn worded(&self, word: &dyn Fn(Advice) -> String) -> String {
+        match self.advice {
+            Some(a) => format!("{}{}", self.text, word(a)),
+            None => self.text.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for Caveat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.worded(&Advice::clause))
+    }
+}
+
+impl Serialize for Caveat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// Above this ratio (or below its inverse) differences read better as "×".
@@ -190,24 +260,27 @@ pub fn decide(
         }
     }
     for (what, reason) in groups {
-        caveats.push(format!(
+        caveats.push(Caveat::new(format!(
             "{}: not applicable here: {reason}",
             what.join(", ")
-        ));
+        )));
     }
     for a in arms {
         if !a.failed.is_empty() {
             let why = &a.failed[0].why;
-            caveats.push(format!(
+            caveats.push(Caveat::new(format!(
                 "{}: {} failed run{} ({why}{}), excluded from the statistics",
                 a.label,
                 a.failed.len(),
                 if a.failed.len() == 1 { "" } else { "s" },
                 if a.failed.len() > 1 { ", ..." } else { "" }
-            ));
+            )));
         }
         if let Some(w) = &a.outlier_warning {
-            caveats.push(format!("{}: {w}", a.label));
+            caveats.push(Caveat {
+                text: format!("{}: {}", a.label, w.text),
+                advice: w.advice,
+            });
         }
     }
     let base = baseline.and_then(|b| arms.iter().find(|a| a.id == b));
@@ -238,15 +311,22 @@ pub fn decide(
     }
     let min_n = arms.iter().map(|a| a.measured).min().unwrap_or(0);
     if min_n >= 2 && min_mann_whitney_p(min_n, min_n) >= ALPHA {
-        caveats.push(format!(
-            "with {min_n} runs per arm a rank test cannot reach p < {ALPHA} (smallest possible p = {:.2}): use --runs 5 or more",
-            min_mann_whitney_p(min_n, min_n)
-        ));
+        caveats.push(Caveat {
+            text: format!(
+                "with {min_n} runs per arm a rank test cannot reach p < {ALPHA} (smallest possible p = {:.2})",
+                min_mann_whitney_p(min_n, min_n)
+            ),
+            advice: Some(Advice::MoreRuns { at_least: 5 }),
+        });
     } else if runs_per_arm < pinsight_stats::FEW_RUNS {
-        caveats.push(format!(
-            "{runs_per_arm} runs per arm: the distribution-free Mann-Whitney test is used; --runs {} or more also allows Welch's t-test on symmetric runs",
-            pinsight_stats::FEW_RUNS
-        ));
+        caveats.push(Caveat {
+            text: format!(
+                "{runs_per_arm} runs per arm: the distribution-free Mann-Whitney test is used"
+            ),
+            advice: Some(Advice::RunsForWelch {
+                at_least: pinsight_stats::FEW_RUNS,
+            }),
+        });
     }
 
     let mut evidence = Vec::new();

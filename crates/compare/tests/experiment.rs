@@ -2,14 +2,14 @@
 //! resume gives exactly the uninterrupted result, failures stop or are
 //! ignored, and the verdict says what the numbers say.
 
-use pinsight_compare::experiment::{done_slots, execute, Executor, Outcome, Silent};
+use pinsight_compare::experiment::{done_slots, execute, Executor, Outcome, Silent, SwitchError};
 use pinsight_compare::journal::{
     ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, NotApplicable, SCHEMA,
 };
 use pinsight_compare::measure::{
     CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
 };
-use pinsight_compare::{analyse, render, Decision, Phase, Slot, Status};
+use pinsight_compare::{analyse, render, Advice, Decision, Phase, Slot, Status};
 use pinsight_cpuset::CpuSet;
 
 fn arm(id: &str) -> ArmHeader {
@@ -126,7 +126,7 @@ impl Executor for Fake {
     fn prepare(&mut self) -> Result<(), RunError> {
         Ok(())
     }
-    fn set_governor(&mut self, _: Option<&str>) -> Result<(), String> {
+    fn set_governor(&mut self, _: Option<&str>) -> Result<(), SwitchError> {
         Ok(())
     }
 }
@@ -173,24 +173,27 @@ fn resumed_experiment_gives_the_uninterrupted_result() {
     let (means, sds) = ([1.0, 0.93, 1.2], [0.01, 0.01, 0.02]);
 
     let whole = d.path().join("whole.jsonl");
-    assert_eq!(
+    assert!(matches!(
         run_all(&h, &whole, &mut fake(&means, &sds), None, false),
         Outcome::Complete
-    );
+    ));
 
     let parts = d.path().join("parts.jsonl");
     let mut f = fake(&means, &sds);
-    assert_eq!(
+    assert!(matches!(
         run_all(&h, &parts, &mut f, Some(5), false),
         Outcome::Interrupted
-    );
+    ));
     let partial = Journal::read(&parts).unwrap();
     assert_eq!(partial.runs.len(), 5, "5 runs done before the interruption");
-    assert_eq!(
+    assert!(matches!(
         run_all(&h, &parts, &mut f, Some(4), false),
         Outcome::Interrupted
-    );
-    assert_eq!(run_all(&h, &parts, &mut f, None, false), Outcome::Complete);
+    ));
+    assert!(matches!(
+        run_all(&h, &parts, &mut f, None, false),
+        Outcome::Complete
+    ));
     assert_eq!(f.calls, 21, "no slot ran twice");
 
     let a = Journal::read(&whole).unwrap();
@@ -229,7 +232,7 @@ fn a_failed_run_stops_the_experiment_and_is_retried_on_resume() {
         r.verdict
             .caveats
             .iter()
-            .any(|c| c.contains("1 failed run (exited with code 3)")),
+            .any(|c| c.text.contains("1 failed run (exited with code 3)")),
         "{:?}",
         r.verdict.caveats
     );
@@ -237,7 +240,10 @@ fn a_failed_run_stops_the_experiment_and_is_retried_on_resume() {
     // Resume: the failed slot runs again (and now succeeds).
     f.failing.clear();
     assert_eq!(done_slots(&j.runs, false).len(), 2);
-    assert_eq!(run_all(&h, &p, &mut f, None, false), Outcome::Complete);
+    assert!(matches!(
+        run_all(&h, &p, &mut f, None, false),
+        Outcome::Complete
+    ));
     let j = Journal::read(&p).unwrap();
     assert_eq!(j.runs.len(), 7, "the failed attempt stays in the journal");
     let r = analyse(&j.header, &j.runs, Status::Complete, vec![]);
@@ -254,7 +260,10 @@ fn ignored_failures_are_recorded_and_excluded() {
     let h = header(&["os", "compact"], 4, 1, 9);
     let mut f = fake(&[1.0, 1.0], &[0.01, 0.01]);
     f.failing = vec![0, 5];
-    assert_eq!(run_all(&h, &p, &mut f, None, true), Outcome::Complete);
+    assert!(matches!(
+        run_all(&h, &p, &mut f, None, true),
+        Outcome::Complete
+    ));
     let j = Journal::read(&p).unwrap();
     assert_eq!(j.runs.len(), 10);
     let r = analyse(&j.header, &j.runs, Status::Complete, vec![]);
@@ -280,7 +289,10 @@ fn report_for(
     let h = header(arms, runs, 0, 5);
     let mut f = fake(means, sds);
     f.energy = energy;
-    assert_eq!(run_all(&h, &p, &mut f, None, false), Outcome::Complete);
+    assert!(matches!(
+        run_all(&h, &p, &mut f, None, false),
+        Outcome::Complete
+    ));
     let j = Journal::read(&p).unwrap();
     analyse(&j.header, &j.runs, Status::Complete, vec![])
 }
@@ -313,9 +325,9 @@ fn verdict_picks_the_significantly_faster_placement_with_energy() {
     let v = r.arms[1].time_vs_baseline.as_ref().unwrap();
     assert!(v.significant && v.ratio_ci.unwrap().lo > 1.0);
     // Every export says it too.
-    assert!(render::text::render(&r, 80).contains("Verdict: Use p-pinned"));
-    assert!(render::markdown::render(&r).contains("**Verdict: Use p-pinned"));
-    let html = render::html::render(&r);
+    assert!(render::text::render(&r, 80, &Advice::clause).contains("Verdict: Use p-pinned"));
+    assert!(render::markdown::render(&r, &Advice::clause).contains("**Verdict: Use p-pinned"));
+    let html = render::html::render(&r, &Advice::clause);
     assert!(html.contains("Use p-pinned") && html.contains("<svg") && !html.contains("<script"));
     let csv = render::csv::render(&r);
     assert_eq!(
@@ -388,7 +400,7 @@ fn slow_first_measured_run(warmup: usize) -> pinsight_compare::Report {
         fn prepare(&mut self) -> Result<(), RunError> {
             Ok(())
         }
-        fn set_governor(&mut self, _: Option<&str>) -> Result<(), String> {
+        fn set_governor(&mut self, _: Option<&str>) -> Result<(), SwitchError> {
             Ok(())
         }
     }
@@ -398,7 +410,7 @@ fn slow_first_measured_run(warmup: usize) -> pinsight_compare::Report {
     let mut w = JournalWriter::create(&p, &h).unwrap();
     let mut ex = Slow(fake(&[1.0, 1.0], &[0.001, 0.001]), false);
     let o = execute(&h, &[], &mut w, &mut ex, &mut Silent, false, &|| false);
-    assert_eq!(o, Outcome::Complete);
+    assert!(matches!(o, Outcome::Complete));
     let j = Journal::read(&p).unwrap();
     analyse(&j.header, &j.runs, Status::Complete, vec![])
 }
@@ -406,17 +418,34 @@ fn slow_first_measured_run(warmup: usize) -> pinsight_compare::Report {
 #[test]
 fn the_warmup_advice_appears_only_without_warmups() {
     let cold = slow_first_measured_run(0);
-    let w = cold.arms[0].outlier_warning.as_deref().unwrap();
-    assert!(w.contains("--warmup"), "{w}");
+    let w = cold.arms[0].outlier_warning.as_ref().unwrap();
+    assert_eq!(w.advice, Some(Advice::WarmUp), "{w}");
+    // The report says it in its own terms; a front end names its flag.
+    assert!(w.to_string().ends_with("consider warm-up runs"), "{w}");
+    let flag = |a: Advice| match a {
+        Advice::WarmUp => " (--warmup)".to_string(),
+        a => a.clause(),
+    };
+    let text = render::text::render(&cold, 200, &flag);
+    assert!(
+        text.contains("caches were probably cold (--warmup)"),
+        "{text}"
+    );
     let warm = slow_first_measured_run(2);
-    let w = warm.arms[0].outlier_warning.as_deref().unwrap();
-    assert!(!w.contains("--warmup"), "{w}");
-    assert!(w.contains("even after 2 warm-up runs"), "{w}");
-    assert!(warm.verdict.caveats.iter().all(|c| !c.contains("--warmup")));
+    let w = warm.arms[0].outlier_warning.as_ref().unwrap();
+    assert_eq!(w.advice, None, "{w}");
+    assert!(w.text.contains("even after 2 warm-up runs"), "{w}");
+    assert!(warm
+        .verdict
+        .caveats
+        .iter()
+        .all(|c| c.advice != Some(Advice::WarmUp)));
+    let text = render::text::render(&warm, 200, &flag);
+    assert!(!text.contains("--warmup"), "{text}");
     // Nowhere in the report either (the statistics' own notes included).
     let json = serde_json::to_string(&warm).unwrap();
     assert!(!json.contains("--warmup"), "{json}");
-    assert!(serde_json::to_string(&cold).unwrap().contains("--warmup"));
+    assert!(json.contains("even after 2 warm-up runs"), "{json}");
 }
 
 #[test]
@@ -441,7 +470,7 @@ fn text_fits_80_columns_with_many_arms_and_long_names() {
     );
     for w in [80, 0] {
         let width = render::layout::effective_width(Some(w));
-        let text = render::text::render(&r, width);
+        let text = render::text::render(&r, width, &Advice::clause);
         for line in text.lines() {
             assert!(
                 line.width() <= 80,
@@ -551,7 +580,7 @@ fn three_runs_warn_that_no_rank_test_can_be_significant() {
         r.verdict
             .caveats
             .iter()
-            .any(|c| c.contains("smallest possible p = 0.10")),
+            .any(|c| c.text.contains("smallest possible p = 0.10")),
         "{:?}",
         r.verdict.caveats
     );
@@ -568,7 +597,7 @@ fn unavailable_metrics_say_why_and_are_never_zero() {
     let cycles = r.arms[0].metric("cycles").unwrap();
     assert!(cycles.summary.is_none());
     assert_eq!(cycles.unavailable.as_deref(), Some("no hardware PMU: test"));
-    let text = render::text::render(&r, 80);
+    let text = render::text::render(&r, 80, &Advice::clause);
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(text.contains("cycles, instructions, IPC, cache references, cache misses, average frequency: unavailable (no hardware PMU: test)"), "{text}");
     assert!(

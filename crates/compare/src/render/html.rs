@@ -16,7 +16,7 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}t
 .na{color:#777}.warn{color:#a50}code{background:#f4f4f4;padding:1px 4px}figure{margin:1em 0}figcaption{font-size:.9em;color:#555}";
 
 /// Renders the report as one HTML page.
-pub fn render(r: &Report) -> String {
+pub fn render(r: &Report, word: Word) -> String {
     let h = &r.header;
     let mut o = String::new();
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
@@ -41,13 +41,13 @@ pub fn render(r: &Report) -> String {
         o.push_str(&format!("<li>{}</li>", esc(e)));
     }
     for c in &r.verdict.caveats {
-        o.push_str(&format!("<li class=\"warn\">{}</li>", esc(c)));
+        o.push_str(&format!("<li class=\"warn\">{}</li>", esc(&c.worded(word))));
     }
     o.push_str("</ul></div>\n");
     o.push_str(&format!(
         "<p>{}. {}. Machine: {} — {} usable CPUs ({}){}; kernel {}. Started {}.</p>\n",
         esc(&design_line(r)),
-        esc(&status_line(r)),
+        esc(&status_line(r, word)),
         esc(h.machine.model_name.as_deref().unwrap_or("unknown CPU")),
         h.machine.usable_cpus.len(),
         h.machine.usable_cpus,

@@ -7,7 +7,7 @@ fn esc(s: &str) -> String {
 }
 
 /// Renders the report as Markdown.
-pub fn render(r: &Report) -> String {
+pub fn render(r: &Report, word: Word) -> String {
     let h = &r.header;
     let mut out = String::new();
     out.push_str(&format!(
@@ -19,12 +19,12 @@ pub fn render(r: &Report) -> String {
         out.push_str(&format!("- {}\n", esc(e)));
     }
     for c in &r.verdict.caveats {
-        out.push_str(&format!("- ⚠ {}\n", esc(c)));
+        out.push_str(&format!("- ⚠ {}\n", esc(&c.worded(word))));
     }
     out.push_str(&format!(
         "\n{}; {}. Machine: {} ({} usable CPUs: {}).\n\n",
         design_line(r),
-        status_line(r),
+        status_line(r, word),
         h.machine.model_name.as_deref().unwrap_or("unknown CPU"),
         h.machine.usable_cpus.len(),
         h.machine.usable_cpus

@@ -10,7 +10,11 @@ pub mod svg;
 pub mod text;
 
 use crate::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
-use crate::verdict::{describe_p, describe_time, not_significant_why};
+use crate::verdict::{describe_p, describe_time, not_significant_why, Advice};
+
+/// Words an [`Advice`] in a front end's terms (the command line names its
+/// flags); [`Advice::clause`] words it in the experiment's.
+pub type Word<'a> = &'a dyn Fn(Advice) -> String;
 
 /// Metrics shown in the per-metric table, after wall time.
 pub const DETAIL_KEYS: &[&str] = &[
@@ -148,7 +152,7 @@ pub fn not_applicable_groups(r: &Report) -> Vec<(String, String)> {
 }
 
 /// One line on how the experiment ended.
-pub fn status_line(r: &Report) -> String {
+pub fn status_line(r: &Report, word: Word) -> String {
     use crate::analysis::Status;
     match &r.status {
         Status::Complete => format!(
@@ -164,8 +168,10 @@ pub fn status_line(r: &Report) -> String {
             r.runs_done, r.runs_planned
         ),
         Status::StoppedOnFailure { why, .. } => format!(
-            "STOPPED after {} of {} runs: {why} (use --ignore-failure to go on regardless)",
-            r.runs_done, r.runs_planned
+            "STOPPED after {} of {} runs: {why}{}",
+            r.runs_done,
+            r.runs_planned,
+            word(Advice::IgnoreFailures)
         ),
         Status::Partial => format!(
             "partial journal: {} of {} runs",

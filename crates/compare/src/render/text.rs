@@ -10,7 +10,7 @@ use super::*;
 /// Renders the report as text (no colour codes), every line at most
 /// `width` columns (see [`super::layout::effective_width`]): tables have
 /// one column per arm and are cut into several when the arms do not fit.
-pub fn render(r: &Report, width: usize) -> String {
+pub fn render(r: &Report, width: usize, word: Word) -> String {
     let mut out = String::new();
     let h = &r.header;
     out.push_str(&hanging("Command:  ", &h.command.join(" "), 10, width));
@@ -18,7 +18,7 @@ pub fn render(r: &Report, width: usize) -> String {
         out.push_str(&hanging("Prepare:  ", p, 10, width));
     }
     out.push_str(&hanging("Design:   ", &design_line(r), 10, width));
-    out.push_str(&hanging("Status:   ", &status_line(r), 10, width));
+    out.push_str(&hanging("Status:   ", &status_line(r, word), 10, width));
     let m = &h.machine;
     out.push_str(&hanging(
         "Machine:  ",
@@ -138,19 +138,19 @@ pub fn render(r: &Report, width: usize) -> String {
     }
 
     out.push('\n');
-    out.push_str(&verdict_text(r, width));
+    out.push_str(&verdict_text(r, width, word));
     out
 }
 
 /// The verdict block: headline, evidence, caveats.
-pub fn verdict_text(r: &Report, width: usize) -> String {
+pub fn verdict_text(r: &Report, width: usize, word: Word) -> String {
     let v = &r.verdict;
     let mut out = hanging("Verdict: ", &v.headline, 9, width);
     for e in &v.evidence {
         out.push_str(&hanging("  • ", e, 4, width));
     }
     for c in &v.caveats {
-        out.push_str(&hanging("  ! ", c, 4, width));
+        out.push_str(&hanging("  ! ", &c.worded(word), 4, width));
     }
     out
 }
