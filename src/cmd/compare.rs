@@ -7,14 +7,13 @@
 //! the command-line edge: flags, the progress bar, files, exit codes.
 
 use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
-use pinsight_compare::experiment::{self, done_slots, LiveExecutor, Observer, Outcome};
-use pinsight_compare::measure::{Measurer, Options};
-use pinsight_compare::setup::{self, machine, probe_governors, resolve_program, utc_now};
+use pinsight_compare::experiment::{Observer, Outcome};
+use pinsight_compare::session::{Config, JournalTarget, Session, SessionError};
+use pinsight_compare::setup::{self, resolve_program};
 use pinsight_compare::{
-    analyse, interrupt, render, Advice, Difference, ExperimentError, Field, Header, Journal,
-    JournalError, JournalWriter, ProgramError, Report, Request, RunLine, SetupError, Slot, Status,
+    interrupt, render, Advice, Difference, ExperimentError, Field, Header, Journal, JournalError,
+    ProgramError, Report, Request, RunLine, SetupError, Slot,
 };
-use pinsight_cpuset::CpuSet;
 use pinsight_topology::FsRoot;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -155,14 +154,13 @@ pub struct Args {
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     refuse_other_machine(g)?;
     interrupt::install().map_err(|e| CliError::runtime(e.to_string()))?;
-    let live = FsRoot::live();
     let fs = measurement_root()?;
 
     let previous = match &args.resume {
         Some(p) => Some(Journal::read(p).map_err(|e| journal_error(e, true))?),
         None => None,
     };
-    let mut req = request(&args, previous.as_ref().map(|j| &j.header))?;
+    let req = request(&args, previous.as_ref().map(|j| &j.header))?;
     if let Err(e) = resolve_program(&req.command[0]) {
         let code = match e {
             ProgramError::NotFound { .. } => 127,
@@ -178,129 +176,39 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     check_outputs(&args)?;
 
     let topo = g.topology()?;
-    let usable = topo.usable();
-    if req.threads.is_none() {
-        req.threads = Some(default_threads(&usable));
-    }
-    let (measurer, mut capabilities) = Measurer::new(
-        &fs,
-        Options {
-            timeout: req.timeout,
-            ..Options::default()
+    let journal = match (&args.resume, previous) {
+        (Some(path), Some(previous)) => JournalTarget::Resume {
+            path: path.clone(),
+            previous: Box::new(previous),
         },
-    );
-    let probe = probe_governors(&fs, &usable, &req.governors).map_err(setup_error)?;
-    capabilities.retain(|c| !c.is_empty());
-    let (created, stamp) = utc_now();
-    let plan = setup::setup(
-        &topo,
-        &req,
-        &probe,
-        machine(&topo, &live, capabilities),
-        &|k| std::env::var_os(k).is_some(),
-        created,
-    )
-    .map_err(setup_error)?;
-    let mut header = plan.header;
-
-    let (journal_path, mut writer, previous_runs) = match (&args.resume, previous) {
-        (Some(path), Some(j)) => {
-            let diffs = j.header.mismatch(&header);
-            if !diffs.is_empty() {
-                let diff: Vec<String> = diffs.iter().map(difference).collect();
-                return Err(CliError::usage(format!(
-                    "cannot resume {}: it is a different experiment ({})",
-                    path.display(),
-                    diff.join("; ")
-                )));
-            }
-            for w in &j.warnings {
-                eprintln!("pinsight: warning: journal {}: {w}", path.display());
-            }
-            // The journal's header stays the experiment's identity.
-            header = j.header.clone();
-            let w = JournalWriter::append_to(path).map_err(|e| journal_error(e, false))?;
-            (path.clone(), w, j.runs)
-        }
-        _ => {
-            let w = match &args.journal {
-                // The user's path: a problem with it is a usage error.
-                Some(path) => {
-                    JournalWriter::create(path, &header).map_err(|e| journal_error(e, true))?
-                }
-                None => JournalWriter::create_unique(
-                    Path::new("."),
-                    &format!("pinsight-compare-{stamp}"),
-                    &header,
-                )
-                .map_err(|e| journal_error(e, false))?,
-            };
-            let path = w.path().strip_prefix(".").unwrap_or(w.path()).to_path_buf();
-            (path, w, Vec::new())
-        }
+        _ => match &args.journal {
+            Some(path) => JournalTarget::New(path.clone()),
+            None => JournalTarget::Unique {
+                dir: PathBuf::from("."),
+                stem_prefix: "pinsight-compare-".into(),
+            },
+        },
     };
-
+    let session = Session::open(Config {
+        request: req,
+        topology: &topo,
+        measure_fs: fs,
+        journal,
+        show_output: args.show_output,
+        ignore_failure: args.ignore_failure,
+        is_env_set: &|k| std::env::var_os(k).is_some(),
+    })
+    .map_err(session_error)?;
+    let journal_path = session.journal_path().to_path_buf();
+    for w in session.journal_warnings() {
+        eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
+    }
     if !g.quiet {
-        eprintln!("pinsight: journal: {}", journal_path.display());
-        for c in &header.machine.capabilities {
-            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {c}")));
-        }
-        let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
-        for na in &header.not_applicable {
-            match groups.iter_mut().find(|(_, r)| *r == na.reason) {
-                Some(g) => g.0.push(&na.what),
-                None => groups.push((vec![&na.what], &na.reason)),
-            }
-        }
-        for (what, reason) in groups {
-            eprintln!(
-                "{}",
-                crate::cli::wrap80(&format!(
-                    "pinsight: {}: not applicable here: {reason}",
-                    what.join(", ")
-                ))
-            );
-        }
+        notices(&session);
     }
 
-    let argv: Vec<OsString> = header.command.iter().map(OsString::from).collect();
-    let prepared: Vec<_> = plan
-        .plans
-        .iter()
-        .map(|p| {
-            pinsight_compare::command::PreparedArm::new(p, &argv[0], |k| {
-                std::env::var_os(k).is_some()
-            })
-        })
-        .collect();
-    // How each arm is applied, when it is not the plain rule (a program the
-    // shim cannot reach, variables the user set): said before the first run.
-    if !g.quiet {
-        let mut said: Vec<String> = Vec::new();
-        for (arm, prep) in header.arms.iter().zip(&prepared) {
-            for n in &prep.notes {
-                let line = format!("pinsight: {}: {n}", arm.policy);
-                if !said.contains(&line) {
-                    eprintln!("{}", crate::cli::wrap80(&line));
-                    said.push(line);
-                }
-            }
-        }
-    }
-    let mut exec = LiveExecutor::new(
-        measurer,
-        argv,
-        prepared,
-        args.show_output,
-        header.prepare.clone(),
-        req.timeout,
-        fs.clone(),
-        usable,
-    )
-    .map_err(|e| CliError::runtime(e.to_string()))?;
-
-    let total = header.arms.len() * (header.runs + header.warmup);
-    let done = done_slots(&previous_runs, args.ignore_failure).len();
+    let header = session.header();
+    let (total, done) = session.progress();
     let pb = progress_bar(g, total as u64, "compare");
     pb.set_position(done as u64);
     pb.reset_eta();
@@ -311,52 +219,23 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         runs: header.runs,
         warmup: header.warmup,
     };
-    let outcome = experiment::execute(
-        &header,
-        &previous_runs,
-        &mut writer,
-        &mut exec,
-        &mut obs,
-        args.ignore_failure,
-        &interrupt::interrupted,
-    );
+    let finished = session.run(&mut obs);
     pb.finish_and_clear();
-    let restore = exec.finish();
-    drop(exec);
-    let mut outcome = outcome;
-    if interrupt::interrupted() {
-        outcome = Outcome::Interrupted;
-    }
-    if matches!(outcome, Outcome::Interrupted)
-        && !interrupt::wait_for_cleanup(Duration::from_secs(5))
-    {
+    let finished = finished.map_err(session_error)?;
+    if finished.cleanup_late {
         eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
     }
-    if let Err(e) = restore {
+    if let Some(e) = &finished.restore_failed {
         eprintln!("pinsight: warning: {e}");
     }
 
-    // Everything shown is computed from the journal on disk.
-    let journal = Journal::read(&journal_path).map_err(|e| journal_error(e, false))?;
-    let status = match &outcome {
-        Outcome::Complete => Status::Complete,
-        Outcome::Interrupted => Status::Interrupted {
-            signal: interrupt::signal(),
-        },
-        Outcome::StoppedOnFailure { slot, arm, why } => Status::StoppedOnFailure {
-            slot: *slot,
-            arm: arm.clone(),
-            why: why.clone(),
-        },
-        Outcome::Error { .. } => Status::Partial,
-    };
-    let report = analyse(&header, &journal.runs, status, journal.warnings.clone());
-    let written = export(&args, &report);
+    let report = &finished.report;
+    let written = export(&args, report);
     if g.json {
-        g.print_json(&report)?;
+        g.print_json(report)?;
     } else {
         let width = render::layout::effective_width(render::layout::terminal_columns());
-        print!("{}", render::text::render(&report, width, &advice));
+        print!("{}", render::text::render(report, width, &advice));
     }
     written?;
 
@@ -369,7 +248,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             resume_command(&args, &journal_path)
         );
     };
-    match outcome {
+    match finished.outcome {
         Outcome::Complete => Ok(0),
         Outcome::StoppedOnFailure { why, .. } => {
             eprintln!(
@@ -384,7 +263,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             Ok(1)
         }
         Outcome::Interrupted => {
-            let sig = interrupt::signal();
+            let sig = finished.signal.unwrap_or_else(interrupt::signal);
             eprintln!("pinsight: interrupted: runs stopped, governors restored, journal intact");
             resume_hint();
             interrupt::main_finished();
@@ -394,6 +273,39 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             resume_hint();
             Err(experiment_error(e))
         }
+    }
+}
+
+/// What the experiment is about to do, before the first run: the journal,
+/// the machine's capabilities, arms that are not applicable here, and how
+/// arms are applied when it is not the plain rule.
+fn notices(session: &Session) {
+    let header = session.header();
+    eprintln!("pinsight: journal: {}", session.journal_path().display());
+    for c in &header.machine.capabilities {
+        eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {c}")));
+    }
+    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
+    for na in &header.not_applicable {
+        match groups.iter_mut().find(|(_, r)| *r == na.reason) {
+            Some(g) => g.0.push(&na.what),
+            None => groups.push((vec![&na.what], &na.reason)),
+        }
+    }
+    for (what, reason) in groups {
+        eprintln!(
+            "{}",
+            crate::cli::wrap80(&format!(
+                "pinsight: {}: not applicable here: {reason}",
+                what.join(", ")
+            ))
+        );
+    }
+    for (policy, note) in session.arm_notes() {
+        eprintln!(
+            "{}",
+            crate::cli::wrap80(&format!("pinsight: {policy}: {note}"))
+        );
     }
 }
 
@@ -519,16 +431,6 @@ fn measurement_root() -> Result<FsRoot, CliError> {
     }
 }
 
-/// Threads of every arm when `--threads` is not given: the CPUs this
-/// process may run on (its affinity mask) among the usable ones.
-fn default_threads(usable: &CpuSet) -> usize {
-    let n = match pinsight_compare::command::own_affinity() {
-        Some(mask) => mask.intersection(usable).len(),
-        None => usable.len(),
-    };
-    n.max(1)
-}
-
 /// Checks that every output file can be written, before anything runs:
 /// an existing file is opened for writing (not truncated), a new one is
 /// created and removed again. A problem is a usage error naming the path.
@@ -597,6 +499,22 @@ fn random_seed() -> u64 {
 }
 
 /// A setup error in the command line's words: each names the flag it is about.
+fn session_error(e: SessionError) -> CliError {
+    match e {
+        SessionError::Setup(e) => setup_error(e),
+        SessionError::Journal { error, users_path } => journal_error(error, users_path),
+        SessionError::DifferentExperiment { path, diffs } => {
+            let diff: Vec<String> = diffs.iter().map(difference).collect();
+            CliError::usage(format!(
+                "cannot resume {}: it is a different experiment ({})",
+                path.display(),
+                diff.join("; ")
+            ))
+        }
+        SessionError::Shim(e) => CliError::runtime(e.to_string()),
+    }
+}
+
 fn setup_error(e: SetupError) -> CliError {
     let message = match &e {
         SetupError::NoCommand => {

@@ -11,6 +11,8 @@
 //! - [`design::schedule`]: the seeded randomised-block run order.
 //! - [`journal`]: JSON-lines journal, one fsync'd line per run; `--resume`.
 //! - [`experiment::execute`]: the loop (live or fake [`experiment::Executor`]).
+//! - [`session::Session`]: one experiment end to end (setup, journal, live
+//!   runs, restore, report): the command line's one entry point.
 //! - [`analysis::analyse`]: journal → [`Report`] (summaries, comparisons
 //!   with the baseline, [`verdict::Verdict`]). Pure.
 //! - [`render`]: terminal table, CSV, Markdown, HTML (inline SVG).
@@ -26,6 +28,7 @@ pub mod journal;
 pub mod metrics;
 pub mod render;
 mod rng;
+pub mod session;
 pub mod setup;
 pub mod verdict;
 

@@ -1,0 +1,278 @@
+//! One experiment from start to report: set it up (or take it over from a
+//! journal), open the journal, run the missing slots with the live
+//! executor, restore the machine, and analyse what is on disk.
+//!
+//! The front end supplies the request, the files and a progress
+//! [`Observer`]; it prints the notices ([`Session::header`],
+//! [`Session::arm_notes`]) and the result in its own words.
+
+use crate::analysis::{analyse, Report, Status};
+use crate::command::{PreparedArm, ShimError};
+use crate::experiment::{self, done_slots, LiveExecutor, Observer, Outcome, SwitchError};
+use crate::journal::{Difference, Header, Journal, JournalError, JournalWriter, RunLine};
+use crate::setup::{self, machine, probe_governors, Request, SetupError};
+use crate::{interrupt, measure};
+use pinsight_topology::{FsRoot, Topology};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long to wait for the signal cleanup to report back after Ctrl-C.
+const CLEANUP_WAIT: Duration = Duration::from_secs(5);
+
+/// Where the journal goes.
+#[derive(Clone, Debug)]
+pub enum JournalTarget {
+    /// Continue this journal (already read: `previous`).
+    Resume {
+        path: PathBuf,
+        previous: Box<Journal>,
+    },
+    /// A new journal at the user's path.
+    New(PathBuf),
+    /// A new journal `{stem}[-N].jsonl` in `dir`; `stem` gets the UTC stamp.
+    Unique { dir: PathBuf, stem_prefix: String },
+}
+
+/// Everything an experiment needs from its front end.
+pub struct Config<'a> {
+    pub request: Request,
+    /// This machine.
+    pub topology: &'a Topology,
+    /// Where the measurement files (cpufreq, perf, RAPL) are read.
+    pub measure_fs: FsRoot,
+    pub journal: JournalTarget,
+    pub show_output: bool,
+    pub ignore_failure: bool,
+    /// Which environment variables the user already set.
+    pub is_env_set: &'a dyn Fn(&str) -> bool,
+}
+
+/// Why an experiment could not start or its journal could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// `users_path`: the file is one the user named (new or resumed), not
+    /// a default one.
+    #[error("{error}")]
+    Journal {
+        error: JournalError,
+        users_path: bool,
+    },
+    /// The journal to resume holds a different experiment.
+    #[error("cannot resume {}: it is a different experiment ({})", path.display(),
+        diffs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    DifferentExperiment {
+        path: PathBuf,
+        diffs: Vec<Difference>,
+    },
+    #[error(transparent)]
+    Shim(#[from] ShimError),
+}
+
+/// An experiment ready to run.
+pub struct Session {
+    header: Header,
+    journal_path: PathBuf,
+    writer: JournalWriter,
+    previous_runs: Vec<RunLine>,
+    journal_warnings: Vec<String>,
+    arm_notes: Vec<(String, String)>,
+    exec: LiveExecutor,
+    ignore_failure: bool,
+}
+
+/// How a session ended, with the report drawn from the journal on disk.
+#[derive(Debug)]
+pub struct Finished {
+    pub outcome: Outcome,
+    /// The signal that interrupted the experiment, if one did.
+    pub signal: Option<i32>,
+    pub report: Report,
+    /// Restoring the governor at the end failed.
+    pub restore_failed: Option<SwitchError>,
+    /// After an interruption, the signal cleanup did not report back in time.
+    pub cleanup_late: bool,
+}
+
+impl Session {
+    /// Sets the experiment up and opens its journal; nothing runs yet.
+    pub fn open(cfg: Config) -> Result<Session, SessionError> {
+        let mut req = cfg.request;
+        let usable = cfg.topology.usable();
+        let (measurer, mut capabilities) = measure::Measurer::new(
+            &cfg.measure_fs,
+            measure::Options {
+                timeout: req.timeout,
+                ..measure::Options::default()
+            },
+        );
+        let probe = probe_governors(&cfg.measure_fs, &usable, &req.governors)?;
+        capabilities.retain(|c| !c.is_empty());
+        let (created, stamp) = setup::utc_now();
+        if req.threads.is_none() {
+            req.threads = Some(default_threads(&usable));
+        }
+        let plan = setup::setup(
+            cfg.topology,
+            &req,
+            &probe,
+            machine(cfg.topology, &FsRoot::live(), capabilities),
+            cfg.is_env_set,
+            created,
+        )?;
+        let mut header = plan.header;
+        let jerr = |error, users_path| SessionError::Journal { error, users_path };
+        let (journal_path, writer, previous_runs, journal_warnings) = match cfg.journal {
+            JournalTarget::Resume { path, previous } => {
+                let diffs = previous.header.mismatch(&header);
+                if !diffs.is_empty() {
+                    return Err(SessionError::DifferentExperiment { path, diffs });
+                }
+                // The journal's header stays the experiment's identity.
+                let Journal {
+                    header: journal_header,
+                    runs,
+                    warnings,
+                } = *previous;
+                header = journal_header;
+                let w = JournalWriter::append_to(&path).map_err(|e| jerr(e, false))?;
+                (path, w, runs, warnings)
+            }
+            JournalTarget::New(path) => {
+                let w = JournalWriter::create(&path, &header).map_err(|e| jerr(e, true))?;
+                (path, w, Vec::new(), Vec::new())
+            }
+            JournalTarget::Unique { dir, stem_prefix } => {
+                let w =
+                    JournalWriter::create_unique(&dir, &format!("{stem_prefix}{stamp}"), &header)
+                        .map_err(|e| jerr(e, false))?;
+                let path = w.path().strip_prefix(".").unwrap_or(w.path()).to_path_buf();
+                (path, w, Vec::new(), Vec::new())
+            }
+        };
+        let argv: Vec<OsString> = header.command.iter().map(OsString::from).collect();
+        let prepared: Vec<PreparedArm> = plan
+            .plans
+            .iter()
+            .map(|p| PreparedArm::new(p, &argv[0], cfg.is_env_set))
+            .collect();
+        let mut arm_notes: Vec<(String, String)> = Vec::new();
+        for (arm, prep) in header.arms.iter().zip(&prepared) {
+            for n in &prep.notes {
+                let note = (arm.policy.clone(), n.clone());
+                if !arm_notes.contains(&note) {
+                    arm_notes.push(note);
+                }
+            }
+        }
+        let exec = LiveExecutor::new(
+            measurer,
+            argv,
+            prepared,
+            cfg.show_output,
+            header.prepare.clone(),
+            req.timeout,
+            cfg.measure_fs,
+            usable,
+        )?;
+        Ok(Session {
+            header,
+            journal_path,
+            writer,
+            previous_runs,
+            journal_warnings,
+            arm_notes,
+            exec,
+            ignore_failure: cfg.ignore_failure,
+        })
+    }
+
+    /// The experiment (the resumed journal's own header when resuming).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn journal_path(&self) -> &Path {
+        &self.journal_path
+    }
+
+    /// Lines of the resumed journal that could not be read.
+    pub fn journal_warnings(&self) -> &[String] {
+        &self.journal_warnings
+    }
+
+    /// How arms are applied when it is not the plain rule, as
+    /// (policy, note), each once.
+    pub fn arm_notes(&self) -> &[(String, String)] {
+        &self.arm_notes
+    }
+
+    /// Slots of the design, and those already done.
+    pub fn progress(&self) -> (usize, usize) {
+        let h = &self.header;
+        (
+            h.arms.len() * (h.runs + h.warmup),
+            done_slots(&self.previous_runs, self.ignore_failure).len(),
+        )
+    }
+
+    /// Runs the missing slots, restores the machine and analyses the
+    /// journal on disk. `Err` only when the journal cannot be read back.
+    pub fn run(mut self, obs: &mut dyn Observer) -> Result<Finished, SessionError> {
+        let outcome = experiment::execute(
+            &self.header,
+            &self.previous_runs,
+            &mut self.writer,
+            &mut self.exec,
+            obs,
+            self.ignore_failure,
+            &interrupt::interrupted,
+        );
+        let restore = self.exec.finish();
+        drop(self.exec);
+        let mut outcome = outcome;
+        if interrupt::interrupted() {
+            outcome = Outcome::Interrupted;
+        }
+        let interrupted = matches!(outcome, Outcome::Interrupted);
+        let cleanup_late = interrupted && !interrupt::wait_for_cleanup(CLEANUP_WAIT);
+        // Everything shown is computed from the journal on disk.
+        let journal = Journal::read(&self.journal_path).map_err(|error| SessionError::Journal {
+            error,
+            users_path: false,
+        })?;
+        let signal = interrupted.then(interrupt::signal);
+        let status = match &outcome {
+            Outcome::Complete => Status::Complete,
+            Outcome::Interrupted => Status::Interrupted {
+                signal: interrupt::signal(),
+            },
+            Outcome::StoppedOnFailure { slot, arm, why } => Status::StoppedOnFailure {
+                slot: *slot,
+                arm: arm.clone(),
+                why: why.clone(),
+            },
+            Outcome::Error(_) => Status::Partial,
+        };
+        let report = analyse(&self.header, &journal.runs, status, journal.warnings);
+        Ok(Finished {
+            outcome,
+            signal,
+            report,
+            restore_failed: restore.err(),
+            cleanup_late,
+        })
+    }
+}
+
+/// Threads of every arm when none are requested: the CPUs this process
+/// may run on (its affinity mask) among the usable ones.
+fn default_threads(usable: &pinsight_cpuset::CpuSet) -> usize {
+    let n = match crate::command::own_affinity() {
+        Some(mask) => mask.intersection(usable).len(),
+        None => usable.len(),
+    };
+    n.max(1)
+}
