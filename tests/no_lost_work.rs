@@ -197,13 +197,18 @@ fn launched_programs_keep_default_sigpipe() {
 
 // ---- report --out checked before measuring
 
+/// Generous bound for a command that should finish at once. The commands
+/// below are given a measuring budget well beyond it, so a refusal that
+/// came only after measuring fails here instead of passing late.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
 fn assert_refused_early(out: &Output, started: Instant, path: &str) {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(path), "the message names {path}: {err}");
     assert!(
-        started.elapsed() < Duration::from_secs(8),
+        started.elapsed() < HANG_GUARD,
         "refused only after {:?}: something was measured first",
         started.elapsed()
     );
@@ -213,10 +218,10 @@ fn assert_refused_early(out: &Output, started: Instant, path: &str) {
 fn report_out_in_a_missing_directory_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    // A 20 s budget would be spent measuring before today's failure.
+    // A 120 s budget would be spent measuring before a late failure.
     let out = run(
         dir.path(),
-        &["report", "--budget", "20s", "--out", "no/such/dir/box"],
+        &["report", "--budget", "120s", "--out", "no/such/dir/box"],
     );
     assert_refused_early(&out, started, "no/such/dir/box.html");
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
@@ -227,7 +232,7 @@ fn report_out_blocked_by_a_directory_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("box.json")).unwrap();
     let started = Instant::now();
-    let out = run(dir.path(), &["report", "--budget", "20s", "--out", "box"]);
+    let out = run(dir.path(), &["report", "--budget", "120s", "--out", "box"]);
     assert_refused_early(&out, started, "box.json");
     // The probe left nothing behind: no box.html either.
     let left: Vec<_> = std::fs::read_dir(dir.path())
@@ -244,7 +249,7 @@ fn report_out_checks_the_latency_file_when_latency_is_measured() {
     let started = Instant::now();
     let out = run(
         dir.path(),
-        &["report", "--budget", "20s", "--no-speed", "--out", "box"],
+        &["report", "--budget", "120s", "--no-speed", "--out", "box"],
     );
     assert_refused_early(&out, started, "box.latency.json");
 }
@@ -275,20 +280,19 @@ fn report_out_writable_keeps_existing_files_until_written() {
 fn speed_weights_unwritable_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    // Every usable CPU for 3 s each would be measured before today's failure.
+    // Every usable CPU for 40 s each would be measured before a late failure.
     let out = run(
         dir.path(),
         &[
             "speed",
             "--budget-per-cpu",
-            "3s",
+            "40s",
             "--weights",
             "no/dir/w.json",
         ],
     );
     assert_refused_early(&out, started, "no/dir/w.json");
     assert!(text(&out.stderr).contains("--weights"));
-    assert!(started.elapsed() < Duration::from_secs(2));
 }
 
 // ---- speed --mem-mib
@@ -315,7 +319,7 @@ fn speed_mem_mib_beyond_available_memory_is_refused() {
         assert!(err.contains(&format!("--mem-mib {mib}")), "{err}");
         assert!(err.contains("MiB are available"), "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < HANG_GUARD, "{:?}", started.elapsed());
     }
 }
 
@@ -344,8 +348,7 @@ fn kernel_thread() -> Option<(i32, String)> {
 #[test]
 fn pin_on_a_kernel_thread_says_what_einval_means() {
     let Some((pid, name)) = kernel_thread() else {
-        eprintln!("no per-CPU kernel thread visible: skipped");
-        return;
+        pinsight_testkit::skip_test!("no per-CPU kernel thread visible in /proc");
     };
     let dir = tempfile::tempdir().unwrap();
     let pid_s = pid.to_string();
