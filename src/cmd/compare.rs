@@ -11,9 +11,10 @@ use pinsight_compare::experiment::{Observer, Outcome};
 use pinsight_compare::session::{Config, JournalTarget, Session, SessionError};
 use pinsight_compare::setup::{self, resolve_program};
 use pinsight_compare::{
-    interrupt, render, Advice, Difference, ExperimentError, Field, Header, Journal, JournalError,
+    interrupt, Advice, Difference, ExperimentError, Field, Header, Journal, JournalError,
     ProgramError, Report, Request, RunLine, SetupError, Slot,
 };
+use pinsight_render::compare as render;
 use pinsight_topology::FsRoot;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -15,7 +15,9 @@
 //!   runs, restore, report): the command line's one entry point.
 //! - [`analysis::analyse`]: journal → [`Report`] (summaries, comparisons
 //!   with the baseline, [`verdict::Verdict`]). Pure.
-//! - [`render`]: terminal table, CSV, Markdown, HTML (inline SVG).
+//!
+//! The renderers (terminal table, CSV, Markdown, HTML with inline SVG)
+//! live in `pinsight-render` (`pinsight_render::compare`).
 //!
 //! The JSON formats (journal and report) are documented in `SCHEMA.md`.
 
@@ -26,7 +28,6 @@ pub mod experiment;
 pub mod interrupt;
 pub mod journal;
 pub mod metrics;
-pub mod render;
 mod rng;
 pub mod session;
 pub mod setup;

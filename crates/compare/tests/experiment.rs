@@ -9,8 +9,9 @@ use pinsight_compare::journal::{
 use pinsight_compare::measure::{
     CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
 };
-use pinsight_compare::{analyse, render, Advice, Decision, Phase, Slot, Status};
+use pinsight_compare::{analyse, Advice, Decision, Phase, Slot, Status};
 use pinsight_cpuset::CpuSet;
+use pinsight_render::compare as render;
 
 fn arm(id: &str) -> ArmHeader {
     ArmHeader {

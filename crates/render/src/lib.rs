@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compare;
 pub mod size;
 pub mod term;
 pub mod topo_text;

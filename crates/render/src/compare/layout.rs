@@ -8,7 +8,7 @@ use unicode_width::UnicodeWidthStr;
 
 /// The width used when the terminal's is unknown (not a terminal, or a
 /// terminal reporting 0 columns).
-pub const DEFAULT_WIDTH: usize = pinsight_render::DEFAULT_WIDTH;
+pub const DEFAULT_WIDTH: usize = crate::DEFAULT_WIDTH;
 
 /// Narrowest text width the renderers aim for; narrower terminals get this.
 pub const MIN_WIDTH: usize = 40;
@@ -25,7 +25,7 @@ pub fn effective_width(columns: Option<usize>) -> usize {
 /// Columns of the terminal: `COLUMNS` when it holds a positive number,
 /// else the size of the terminal on stdout; `None` when unknown. Pass the
 /// result to [`effective_width`]. (The one rule of `pinsight-render`.)
-pub use pinsight_render::terminal_columns;
+pub use crate::terminal_columns;
 
 /// Display width of `s`.
 pub fn width(s: &str) -> usize {

@@ -1,4 +1,4 @@
-//! Exports of a [`crate::Report`]: terminal tables (hyperfine-like), CSV,
+//! Exports of a [`pinsight_compare::Report`]: terminal tables (hyperfine-like), CSV,
 //! Markdown and a self-contained HTML page with inline SVG charts. JSON is
 //! the report itself (`serde_json`).
 
@@ -9,8 +9,8 @@ pub mod markdown;
 pub mod svg;
 pub mod text;
 
-use crate::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
-use crate::verdict::{describe_p, describe_time, not_significant_why, Advice};
+use pinsight_compare::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
+use pinsight_compare::verdict::{describe_p, describe_time, not_significant_why, Advice};
 
 /// Words an [`Advice`] in a front end's terms (the command line names its
 /// flags); [`Advice::clause`] words it in the experiment's.
@@ -113,8 +113,8 @@ pub fn range_cell(a: &ArmReport) -> String {
     match a.metric("wall_s").and_then(|m| m.summary.as_ref()) {
         Some(s) => format!(
             "{} … {}",
-            crate::metrics::format_seconds(s.min),
-            crate::metrics::format_seconds(s.max)
+            pinsight_compare::metrics::format_seconds(s.min),
+            pinsight_compare::metrics::format_seconds(s.max)
         ),
         None => String::new(),
     }
@@ -129,8 +129,8 @@ pub fn ci_cell(a: &ArmReport) -> String {
     {
         Some(ci) => format!(
             "{} – {}",
-            crate::metrics::format_seconds(ci.lo),
-            crate::metrics::format_seconds(ci.hi)
+            pinsight_compare::metrics::format_seconds(ci.lo),
+            pinsight_compare::metrics::format_seconds(ci.hi)
         ),
         None => "n/a (fewer than 2 runs or no spread)".into(),
     }
@@ -153,7 +153,7 @@ pub fn not_applicable_groups(r: &Report) -> Vec<(String, String)> {
 
 /// One line on how the experiment ended.
 pub fn status_line(r: &Report, word: Word) -> String {
-    use crate::analysis::Status;
+    use pinsight_compare::analysis::Status;
     match &r.status {
         Status::Complete => format!(
             "complete: {} runs ({} measured + {} warm-up per arm × {} arm{})",

@@ -1,8 +1,8 @@
 //! Inline SVG charts for the HTML export, drawn by hand: no JavaScript, no
 //! fonts to embed (the browser's sans-serif), no network.
 
-use crate::metrics::{format_value, Unit};
-use pinsight_stats::{quantile_sorted, Summary};
+use pinsight_compare::metrics::{format_value, Unit};
+use pinsight_stats::{median, quantile_sorted, Summary};
 use std::fmt::Write;
 
 const W: f64 = 720.0;
@@ -20,7 +20,7 @@ pub struct Series<'a> {
     pub highlight: bool,
 }
 
-use pinsight_render::escape as esc;
+use crate::escape as esc;
 
 /// An axis label: the value without trailing zeros ("30 s", "1.5 ms").
 fn tick_label(v: f64, unit: Unit) -> String {
@@ -137,9 +137,10 @@ pub fn box_plot(title: &str, unit: Unit, rows: &[Series]) -> String {
         }
         let mut v = s.values.to_vec();
         v.sort_by(f64::total_cmp);
+        // Sorted once: the quartiles need it, and so do the whiskers below.
         let (q1, med, q3) = (
             quantile_sorted(&v, 0.25),
-            quantile_sorted(&v, 0.5),
+            median(&v).unwrap_or(v[0]),
             quantile_sorted(&v, 0.75),
         );
         let iqr = q3 - q1;
