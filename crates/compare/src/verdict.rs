@@ -244,13 +244,9 @@ pub fn min_mann_whitney_p(n1: usize, n2: usize) -> f64 {
     (2.0 / c).min(1.0)
 }
 
-/// Decides. `arms` carry their comparisons with the baseline.
-pub fn decide(
-    arms: &[ArmReport],
-    baseline: Option<&str>,
-    not_applicable: &[NotApplicable],
-    runs_per_arm: usize,
-) -> Verdict {
+/// The caveats every verdict carries: arms not applicable here (grouped
+/// by reason), failed runs, and wall-time outliers.
+fn caveats(arms: &[ArmReport], not_applicable: &[NotApplicable]) -> Vec<Caveat> {
     let mut caveats = Vec::new();
     let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
     for na in not_applicable {
@@ -283,6 +279,17 @@ pub fn decide(
             });
         }
     }
+    caveats
+}
+
+/// Decides. `arms` carry their comparisons with the baseline.
+pub fn decide(
+    arms: &[ArmReport],
+    baseline: Option<&str>,
+    not_applicable: &[NotApplicable],
+    runs_per_arm: usize,
+) -> Verdict {
+    let mut caveats = caveats(arms, not_applicable);
     let base = baseline.and_then(|b| arms.iter().find(|a| a.id == b));
     let Some(base) = base else {
         return Verdict {
