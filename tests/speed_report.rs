@@ -278,11 +278,11 @@ fn report_finishes_within_its_budget() {
             // the report must say so rather than stay silent.
             let skipped = v["skipped"].as_array().unwrap();
             assert!(!skipped.is_empty(), "latency missing without a reason");
-            eprintln!(
-                "report_finishes_within_its_budget: latency not measured under load: {skipped:?}"
-            );
             assert!(!dir.path().join("box.latency.json").exists());
             assert!(!v["suggestions"].as_array().unwrap().is_empty());
+            pinsight_testkit::skip(format!(
+                "report_finishes_within_its_budget: latency not measured under load, its checks not made: {skipped:?}"
+            ));
             return;
         }
         assert!(page.matches("<svg").count() >= 2, "topology and heatmap");

@@ -6,7 +6,9 @@ use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdR
 use crate::cmd::speed::{default_mem_bytes, measure_report};
 use pinsight_latency::measure::{measure_with_progress, MeasureConfig};
 use pinsight_latency::{domains, LatencyMatrix, LoadMatrix};
-use pinsight_report::budget::{latency_rounds, split, BudgetInput, Want};
+use pinsight_report::budget::{
+    latency_rounds, secs, split, BudgetInput, NotWanted, Part, Skip, Want, MIN_SPEED_PER_CPU,
+};
 use pinsight_report::{html, suggestions_with, terminal_summary, ReportData};
 use pinsight_speed::Kernel;
 use pinsight_topology::Topology;
@@ -53,7 +55,7 @@ fn measure_latency(
     topo: &Topology,
     budget: Duration,
     g: &Globals,
-) -> Result<(LatencyMatrix, Option<String>), String> {
+) -> Result<(LatencyMatrix, Option<Skip>), String> {
     let cpus: Vec<usize> = topo.usable().iter().collect();
     let n = cpus.len();
     let pairs = n * (n - 1) / 2;
@@ -73,14 +75,13 @@ fn measure_latency(
     if m.skipped.is_empty() {
         return Ok((m.matrix, None));
     }
-    let note = format!(
-        "latency: budget ran out after {} of {} rounds; {} pairs unmeasured (raise --budget)",
-        m.rounds_run,
-        m.rounds_planned,
-        m.skipped.len()
-    );
+    let note = Skip::LatencyPartial {
+        rounds_run: m.rounds_run,
+        rounds_planned: m.rounds_planned,
+        unmeasured: m.skipped.len(),
+    };
     if m.rounds_run == 0 {
-        return Err(note);
+        return Err(skip_text(&note));
     }
     Ok((m.matrix, Some(note)))
 }
@@ -117,18 +118,18 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         speed_cpus: usable.len(),
         latency_cpus: usable.len(),
         speed: if args.no_speed {
-            Want::No("skipped (--no-speed)".into())
+            Want::No(NotWanted::Asked)
         } else if !live {
-            Want::No("not measured (the machine is recorded, not this one)".into())
+            Want::No(NotWanted::Recorded)
         } else {
             Want::Yes
         },
         latency: if latency.is_some() {
             Want::Given
         } else if args.no_latency {
-            Want::No("skipped (--no-latency)".into())
+            Want::No(NotWanted::Asked)
         } else if !live {
-            Want::No("not measured (the machine is recorded; pass --latency-from FILE)".into())
+            Want::No(NotWanted::Recorded)
         } else {
             Want::Yes
         },
@@ -142,12 +143,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if args.latency_from.is_none() && plan.latency.is_some() {
         check_output_file(&matrix_path, &flag)?;
     }
-    let mut skipped = plan.skipped.clone();
+    let mut skipped: Vec<String> = plan.skipped.iter().map(skip_text).collect();
     // Human output lists what was skipped; with --json stdout is for the
     // data, so a too-small budget is also said on stderr.
     if g.json && !g.quiet {
-        for s in skipped.iter().filter(|s| s.contains("--budget")) {
-            eprintln!("pinsight: warning: {s}");
+        for s in plan.skipped.iter().filter(|s| s.is_budget()) {
+            eprintln!("pinsight: warning: {}", skip_text(s));
         }
     }
 
@@ -173,17 +174,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         // than hand the latency measurement a zero time per pair.
         let min_useful = Duration::from_millis(10);
         if left < min_useful {
-            skipped.push(format!(
-                "latency: not measured: speed took {:.1} s of the {:.1} s budget, {} ms left (raise --budget)",
-                started.elapsed().as_secs_f64(),
-                args.budget.as_secs_f64(),
-                left.as_millis()
-            ));
+            skipped.push(skip_text(&Skip::LatencyNoTimeLeft {
+                spent: started.elapsed(),
+                budget: args.budget,
+                left,
+            }));
         } else {
             match measure_latency(&topo, left, g) {
                 Ok((m, note)) => {
                     latency = Some(m);
-                    skipped.extend(note);
+                    skipped.extend(note.as_ref().map(skip_text));
                 }
                 Err(e) => skipped.push(e),
             }
@@ -252,6 +252,180 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         )
     );
     Ok(0)
+}
+
+/// One line for a part not measured, naming the flags that would change it.
+pub fn skip_text(s: &Skip) -> String {
+    let part = match s.part() {
+        Part::Speed => "speed",
+        Part::Latency => "latency",
+    };
+    let least = |d: &Duration| format!("{:.1}s", d.as_secs_f64());
+    let why = match s {
+        Skip::NotWanted {
+            part: Part::Speed,
+            why: NotWanted::Asked,
+        } => "skipped (--no-speed)".to_string(),
+        Skip::NotWanted {
+            part: Part::Latency,
+            why: NotWanted::Asked,
+        } => "skipped (--no-latency)".to_string(),
+        Skip::NotWanted {
+            part: Part::Speed,
+            why: NotWanted::Recorded,
+        } => "not measured (the machine is recorded, not this one)".to_string(),
+        Skip::NotWanted {
+            part: Part::Latency,
+            why: NotWanted::Recorded,
+        } => "not measured (the machine is recorded; pass --latency-from FILE)".to_string(),
+        Skip::NoUsableCpu => "not measured (no usable CPU)".to_string(),
+        Skip::TooFewCpus { usable } => format!(
+            "needs at least 2 usable CPUs, there {}",
+            if *usable == 1 { "is 1" } else { "are none" }
+        ),
+        Skip::LatencyBudget {
+            budget,
+            measuring,
+            cpus,
+            needs,
+            least_budget,
+        } => format!(
+            "skipped — the {} budget leaves {} for measuring, latency over {cpus} CPUs needs at least {}; use --budget {} or more",
+            secs(*budget),
+            secs(*measuring),
+            secs(*needs),
+            least(least_budget)
+        ),
+        Skip::SpeedBudget {
+            budget,
+            measuring,
+            cpus,
+            needs,
+            least_budget,
+            with_latency,
+        } => format!(
+            "skipped — the {} budget leaves {} for measuring, speed needs at least {} ({} per CPU x {cpus} CPUs); use --budget {} or more{}",
+            secs(*budget),
+            secs(*measuring),
+            secs(*needs),
+            secs(MIN_SPEED_PER_CPU),
+            least(least_budget),
+            if *with_latency { " to measure both" } else { "" }
+        ),
+        Skip::SpeedAfterLatency {
+            budget,
+            latency,
+            left,
+            cpus,
+            needs,
+            least_budget,
+        } => format!(
+            "skipped — after latency ({}), the {} budget leaves {} for speed, which needs at least {} ({} per CPU x {cpus} CPUs); use --budget {} or more to measure both",
+            secs(*latency),
+            secs(*budget),
+            secs(*left),
+            secs(*needs),
+            secs(MIN_SPEED_PER_CPU),
+            least(least_budget)
+        ),
+        Skip::LatencyNoTimeLeft {
+            spent,
+            budget,
+            left,
+        } => format!(
+            "not measured: speed took {:.1} s of the {:.1} s budget, {} ms left (raise --budget)",
+            spent.as_secs_f64(),
+            budget.as_secs_f64(),
+            left.as_millis()
+        ),
+        Skip::LatencyPartial {
+            rounds_run,
+            rounds_planned,
+            unmeasured,
+        } => format!(
+            "budget ran out after {rounds_run} of {rounds_planned} rounds; {unmeasured} pairs unmeasured (raise --budget)"
+        ),
+    };
+    format!("{part}: {why}")
+}
+
+#[cfg(test)]
+mod skip_tests {
+    use super::*;
+    use pinsight_report::budget::{split, BudgetInput};
+
+    fn input(budget_ms: u64, cpus: usize) -> BudgetInput {
+        BudgetInput {
+            budget: Duration::from_millis(budget_ms),
+            spent: Duration::ZERO,
+            speed_cpus: cpus,
+            latency_cpus: cpus,
+            speed: Want::Yes,
+            latency: Want::Yes,
+        }
+    }
+
+    fn texts(i: &BudgetInput) -> Vec<String> {
+        split(i).skipped.iter().map(skip_text).collect()
+    }
+
+    #[test]
+    fn budget_skips_name_the_budget_flag() {
+        let t = texts(&input(100, 2));
+        assert_eq!(t, [
+            "latency: skipped — the 100 ms budget leaves 70 ms for measuring, latency over 2 CPUs needs at least 200 ms; use --budget 0.3s or more",
+            "speed: skipped — the 100 ms budget leaves 70 ms for measuring, speed needs at least 200 ms (100 ms per CPU x 2 CPUs); use --budget 0.5s or more to measure both",
+        ]);
+        let mut i = input(100, 2);
+        i.latency = Want::No(NotWanted::Asked);
+        let t = texts(&i);
+        assert_eq!(t[0], "latency: skipped (--no-latency)");
+        assert!(t[1].ends_with("use --budget 0.3s or more"), "{t:?}");
+        assert_eq!(texts(&input(300, 2)), [
+            "speed: skipped — after latency (200 ms), the 300 ms budget leaves 70 ms for speed, which needs at least 200 ms (100 ms per CPU x 2 CPUs); use --budget 0.5s or more to measure both",
+        ]);
+        let t = texts(&input(10_000, 256));
+        assert!(
+            t[0].contains("needs at least 26 s (100 ms per CPU x 256 CPUs)"),
+            "{t:?}"
+        );
+        let t = texts(&input(2_000, 256));
+        assert!(
+            t[0].contains("latency over 256 CPUs needs at least 2.5 s"),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn unwanted_parts_say_why() {
+        let mut i = input(5_000, 1);
+        i.speed = Want::No(NotWanted::Recorded);
+        i.latency = Want::No(NotWanted::Recorded);
+        assert_eq!(
+            texts(&i),
+            [
+                "speed: not measured (the machine is recorded, not this one)",
+                "latency: not measured (the machine is recorded; pass --latency-from FILE)",
+            ]
+        );
+        let mut i = input(5_000, 1);
+        i.speed = Want::No(NotWanted::Asked);
+        assert_eq!(
+            texts(&i),
+            [
+                "speed: skipped (--no-speed)",
+                "latency: needs at least 2 usable CPUs, there is 1",
+            ]
+        );
+        assert_eq!(
+            skip_text(&Skip::LatencyPartial {
+                rounds_run: 1,
+                rounds_planned: 3,
+                unmeasured: 2
+            }),
+            "latency: budget ran out after 1 of 3 rounds; 2 pairs unmeasured (raise --budget)"
+        );
+    }
 }
 
 /// Columns to wrap the summary at: the terminal's width

@@ -3,8 +3,8 @@
 
 use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdResult, Globals};
 use pinsight_speed::{
-    measure, schedule, select_cpus, speedups, unweighted, weights_file, Kernel, SlotPlan,
-    SpeedConfig, SpeedReport,
+    chase_buffer_bytes, select_cpus, unweighted, weights_file, Kernel, MemoryError, SelectError,
+    SlotPlan, SpeedReport, SpeedSession,
 };
 use pinsight_topology::{CpuSet, Topology};
 use std::fmt::Write;
@@ -53,7 +53,7 @@ pub struct Args {
     pub weights: Option<PathBuf>,
 }
 
-/// Measures and summarises (shared with `report`).
+/// Measures and summarises with a progress bar (shared with `report`).
 pub fn measure_report(
     topo: &Topology,
     cpus: CpuSet,
@@ -62,40 +62,19 @@ pub fn measure_report(
     mem_bytes: usize,
     g: &Globals,
 ) -> Result<SpeedReport, CliError> {
-    let sched = schedule(budget_per_cpu, &kernels, mem_bytes);
-    let cfg = SpeedConfig {
-        cpus: cpus.clone(),
-        kernels: kernels.clone(),
-        budget_per_cpu,
-        mem_bytes,
-    };
-    let total = cpus.len() * sched.slots_per_cpu();
+    let session = SpeedSession::new(cpus, kernels, budget_per_cpu, mem_bytes);
     let pb = progress_bar(
         g,
-        total as u64,
+        session.slots() as u64,
         &format!(
             "measuring CPU speed ({} passes over {} CPUs)",
-            sched.passes(),
-            cpus.len()
+            session.passes(),
+            session.cpus()
         ),
     );
-    let kind_of = |c: usize| topo.cpu(c).and_then(|c| c.kind);
-    let started = std::time::Instant::now();
-    let res = measure(&cfg, &kind_of, &mut |done, _| pb.set_position(done as u64));
+    let res = session.run(topo, &mut |done| pb.set_position(done as u64));
     pb.finish_and_clear();
-    let cpus = res.map_err(|e| CliError::runtime(e.to_string()))?;
-    let (kinds, pairs) = speedups(topo, &cpus, &kernels);
-    Ok(SpeedReport {
-        kernels,
-        budget_per_cpu_s: budget_per_cpu.as_secs_f64(),
-        passes: sched.passes(),
-        slots: SlotPlan::from_schedule(&sched),
-        elapsed_s: started.elapsed().as_secs_f64(),
-        mem_bytes,
-        cpus,
-        kinds,
-        speedups: pairs,
-    })
+    res.map_err(|e| CliError::runtime(e.to_string()))
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
@@ -120,7 +99,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             "--mem-mib 0: give a buffer size of at least 1 MiB",
         ));
     }
-    let cpus = select_cpus(&topo, args.cpus.as_deref(), args.per_kind).map_err(CliError::usage)?;
+    let cpus = select_cpus(&topo, args.cpus.as_deref(), args.per_kind)
+        .map_err(|e| CliError::usage(select_message(&e)))?;
     let mem_bytes = match args.mem_mib {
         // Only the mem kernel allocates the buffer.
         Some(mib) if args.kernels.contains(&Kernel::Mem) => checked_mem_bytes(mib, &g.fsroot()?)?,
@@ -164,23 +144,31 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 /// `--mem-mib MIB` in bytes, refused (usage error, before anything runs)
 /// when the buffer would not fit in the memory available now.
 fn checked_mem_bytes(mib: usize, fs: &pinsight_topology::FsRoot) -> Result<usize, CliError> {
-    let available = pinsight_speed::memory_available_bytes(fs);
-    let too_big = |avail: Option<u64>| {
-        let avail = match avail {
-            Some(a) => format!("{} MiB are available (MemAvailable)", a >> 20),
-            None => "more than this machine can address".to_string(),
-        };
-        CliError::usage(format!(
-            "--mem-mib {mib}: the pointer-chase buffer would not fit in memory: {avail}; \
-             give a smaller size or leave --mem-mib out (default: 4x the largest L2)"
-        ))
-    };
-    let bytes = mib.checked_mul(1 << 20).ok_or_else(|| too_big(available))?;
-    match available {
-        Some(avail) if pinsight_speed::chase_footprint_bytes(bytes) > avail => {
-            Err(too_big(Some(avail)))
+    chase_buffer_bytes(mib, fs).map_err(|e| match e {
+        MemoryError::TooBig { mib, available } => {
+            let avail = match available {
+                Some(a) => format!("{} MiB are available (MemAvailable)", a >> 20),
+                None => "more than this machine can address".to_string(),
+            };
+            CliError::usage(format!(
+                "--mem-mib {mib}: the pointer-chase buffer would not fit in memory: {avail}; \
+                 give a smaller size or leave --mem-mib out (default: 4x the largest L2)"
+            ))
         }
-        _ => Ok(bytes),
+    })
+}
+
+/// The usage message for a refused `--cpus` / `--per-kind` choice.
+fn select_message(e: &SelectError) -> String {
+    match e {
+        SelectError::BadList { list, error } => format!("--cpus {list}: {error}"),
+        SelectError::NoCpu { list, usable } => {
+            format!("--cpus '{list}': give at least one CPU (usable: {usable})")
+        }
+        SelectError::Unusable { list, bad, usable } => format!(
+            "--cpus {list}: CPU(s) {bad} are offline or not allowed for this process (usable: {usable})"
+        ),
+        SelectError::ZeroPerKind => "--per-kind 0: give at least 1 core per kind".to_string(),
     }
 }
 

@@ -31,40 +31,19 @@ pub struct CpuGovernor {
 }
 
 /// Why a governor could not be set.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum GovernorError {
     /// No cpufreq, CPU absent, file not writable: the machine cannot do it.
+    #[error("cannot set the cpufreq governor: {reason}")]
     Unavailable { reason: String },
     /// The governor is not offered by a CPU (usage error).
+    #[error("governor '{governor}' is not available on CPU {cpu} (available: {})", available.join(", "))]
     UnknownGovernor {
         governor: String,
         cpu: usize,
         available: Vec<String>,
     },
 }
-
-impl fmt::Display for GovernorError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GovernorError::Unavailable { reason } => {
-                write!(f, "cannot set the cpufreq governor: {reason}")
-            }
-            GovernorError::UnknownGovernor {
-                governor,
-                cpu,
-                available,
-            } => {
-                write!(
-                    f,
-                    "governor '{governor}' is not available on CPU {cpu} (available: {})",
-                    available.join(", ")
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for GovernorError {}
 
 fn governor_path(cpu: usize) -> String {
     format!("{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor")

@@ -28,7 +28,6 @@ use crate::record::{ExitStatusRecord, RunRecord};
 use crate::sys::perf::{self, Counter, OpenSpec};
 use crate::sys::proc;
 use pinsight_topology::FsRoot;
-use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -65,20 +64,24 @@ impl Default for Options {
 
 /// Why a run could not be measured at all (a run that fails or crashes is
 /// *measured*: see [`RunRecord::exit`]).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The program does not exist (a shell would exit 127).
+    #[error("{program}: command not found")]
     NotFound { program: String },
     /// It exists but cannot be executed (a shell would exit 126).
+    #[error("{program}: cannot execute: {source}")]
     NotExecutable { program: String, source: io::Error },
     /// fork/exec failed otherwise (includes the caller's `pre_exec` errors).
+    #[error("{program}: cannot start: {source}")]
     Spawn { program: String, source: io::Error },
     /// Waiting for the child failed.
-    Wait(io::Error),
+    #[error("waiting for the measured process failed: {0}")]
+    Wait(#[source] io::Error),
     /// A cleanup signal (SIGINT/SIGTERM/SIGHUP) arrived: no new runs.
+    #[error("interrupted by a signal")]
     Interrupted,
 }
-
 impl RunError {
     /// The exit code a command should use for this error (shell convention).
     pub fn exit_code(&self) -> i32 {
@@ -87,31 +90,6 @@ impl RunError {
             RunError::NotExecutable { .. } => 126,
             RunError::Interrupted => 130,
             _ => 1,
-        }
-    }
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::NotFound { program } => write!(f, "{program}: command not found"),
-            RunError::NotExecutable { program, source } => {
-                write!(f, "{program}: cannot execute: {source}")
-            }
-            RunError::Spawn { program, source } => write!(f, "{program}: cannot start: {source}"),
-            RunError::Wait(e) => write!(f, "waiting for the measured process failed: {e}"),
-            RunError::Interrupted => write!(f, "interrupted by a signal"),
-        }
-    }
-}
-
-impl std::error::Error for RunError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RunError::NotExecutable { source, .. }
-            | RunError::Spawn { source, .. }
-            | RunError::Wait(source) => Some(source),
-            _ => None,
         }
     }
 }

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Only a hang fails on time: a busy CI machine may be slow, never wrong.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
 const MODE: &str = "PINSIGHT_MEASURE_SIGNAL_CHILD";
 const TREE: &str = "PINSIGHT_MEASURE_SIGNAL_TREE";
 
@@ -80,7 +83,7 @@ fn signal_child() {
             .unwrap()
             .is_empty()
     {
-        assert!(t.elapsed() < Duration::from_secs(5));
+        assert!(t.elapsed() < HANG_GUARD);
         std::thread::sleep(Duration::from_millis(5));
     }
     // SAFETY: signalling ourselves.
@@ -149,7 +152,7 @@ fn check(sig: i32) {
             break;
         }
         assert!(
-            t.elapsed() < Duration::from_secs(2),
+            t.elapsed() < HANG_GUARD,
             "measured process {pid} survived the signal"
         );
         std::thread::sleep(Duration::from_millis(10));

@@ -8,6 +8,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Only a hang fails on time: a busy CI machine may be slow, never wrong.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
 const CHILD: &str = "PINSIGHT_MEASURE_CHILD";
 
 fn process_cpu_ns() -> u64 {
@@ -209,10 +212,7 @@ fn gone(pid: i32) -> bool {
 fn wait_gone(pids: &[i32]) {
     let t = Instant::now();
     while !pids.iter().all(|&p| gone(p)) {
-        assert!(
-            t.elapsed() < Duration::from_secs(2),
-            "leftover processes: {pids:?}"
-        );
+        assert!(t.elapsed() < HANG_GUARD, "leftover processes: {pids:?}");
         std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -16,7 +16,8 @@
 //! 4. If both floors do not fit, latency is kept (it is what placement of
 //!    communicating threads rests on, and is cheaper on small machines) and
 //!    speed is skipped; a part that does not fit alone is skipped too. Every
-//!    skip says how much it needed and what `--budget` would do.
+//!    skip ([`Skip`]) carries how much it needed and the least budget that
+//!    would do; the command line words it (and names its own flags).
 
 use std::time::Duration;
 
@@ -35,12 +36,113 @@ pub const MIN_LATENCY_ROUND: Duration = Duration::from_millis(10);
 /// The latency crate's default cap per pair: more adds nothing.
 pub const MAX_LATENCY_ROUND: Duration = Duration::from_millis(200);
 
+/// A part of the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Speed,
+    Latency,
+}
+
+/// Why a part is not wanted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotWanted {
+    /// The user asked to skip it.
+    Asked,
+    /// The machine is recorded (a file tree or hwloc XML), not this one.
+    Recorded,
+}
+
+/// Why a part of the report is not measured, or only partly: the data a
+/// sentence needs, worded by the caller.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Skip {
+    /// The part is not wanted.
+    NotWanted { part: Part, why: NotWanted },
+    /// Speed: no usable CPU.
+    NoUsableCpu,
+    /// Latency: fewer than 2 usable CPUs (`usable` of them).
+    TooFewCpus { usable: usize },
+    /// Latency does not fit: the `budget` leaves `measuring` time, latency
+    /// over `cpus` CPUs `needs` more; `least_budget` would do.
+    LatencyBudget {
+        budget: Duration,
+        measuring: Duration,
+        cpus: usize,
+        needs: Duration,
+        least_budget: Duration,
+    },
+    /// Speed does not fit: the `budget` leaves `measuring` time, speed needs
+    /// `needs` ([`MIN_SPEED_PER_CPU`] x `cpus`); `least_budget` would do,
+    /// for both parts when `with_latency`.
+    SpeedBudget {
+        budget: Duration,
+        measuring: Duration,
+        cpus: usize,
+        needs: Duration,
+        least_budget: Duration,
+        with_latency: bool,
+    },
+    /// Speed does not fit beside latency's floor `latency`: `left` remains
+    /// for it; `least_budget` would measure both.
+    SpeedAfterLatency {
+        budget: Duration,
+        latency: Duration,
+        left: Duration,
+        cpus: usize,
+        needs: Duration,
+        least_budget: Duration,
+    },
+    /// Latency: speed took `spent` of the `budget` (it may overrun on a busy
+    /// machine), `left` is too little to measure.
+    LatencyNoTimeLeft {
+        spent: Duration,
+        budget: Duration,
+        left: Duration,
+    },
+    /// Latency: the budget ran out after `rounds_run` of `rounds_planned`
+    /// rounds, `unmeasured` pairs missing (a partial matrix is kept unless
+    /// no round ran).
+    LatencyPartial {
+        rounds_run: usize,
+        rounds_planned: usize,
+        unmeasured: usize,
+    },
+}
+
+impl Skip {
+    /// The part left out (or partly measured).
+    pub fn part(&self) -> Part {
+        match self {
+            Skip::NotWanted { part, .. } => *part,
+            Skip::NoUsableCpu | Skip::SpeedBudget { .. } | Skip::SpeedAfterLatency { .. } => {
+                Part::Speed
+            }
+            Skip::TooFewCpus { .. }
+            | Skip::LatencyBudget { .. }
+            | Skip::LatencyNoTimeLeft { .. }
+            | Skip::LatencyPartial { .. } => Part::Latency,
+        }
+    }
+
+    /// True when a bigger budget would have measured it.
+    pub fn is_budget(&self) -> bool {
+        matches!(
+            self,
+            Skip::LatencyBudget { .. }
+                | Skip::SpeedBudget { .. }
+                | Skip::SpeedAfterLatency { .. }
+                | Skip::LatencyNoTimeLeft { .. }
+                | Skip::LatencyPartial { .. }
+        )
+    }
+}
+
 /// Whether a part is wanted, or why not.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Want {
     Yes,
-    /// Not measured, with the reason shown to the user.
-    No(String),
+    /// Not measured, and why.
+    No(NotWanted),
     /// Already known (a latency matrix from a file): nothing to measure and
     /// nothing missing.
     Given,
@@ -70,8 +172,8 @@ pub struct BudgetPlan {
     pub speed_per_cpu: Option<Duration>,
     /// Latency: total time, if measured.
     pub latency: Option<Duration>,
-    /// One sentence per part not measured: what and why.
-    pub skipped: Vec<String>,
+    /// One entry per part not measured: what and why.
+    pub skipped: Vec<Skip>,
 }
 
 /// Rounds of disjoint pairs among `n` CPUs (round-robin tournament).
@@ -111,12 +213,12 @@ pub fn secs(d: Duration) -> String {
     }
 }
 
-/// Least `--budget` that measures both: floors plus reserve, rounded up.
-fn least_budget(need: Duration) -> String {
+/// Least budget that measures `need`: it plus the reserve, rounded up to
+/// a tenth of a second.
+fn least_budget(need: Duration) -> Duration {
     // reserve is 5% (>= 30 ms): budget >= need / 0.95 and >= need + 30 ms.
     let b = need.div_f64(0.95).max(need + Duration::from_millis(30));
-    let tenths = (b.as_secs_f64() * 10.0).ceil() / 10.0;
-    format!("{tenths:.1}s")
+    Duration::from_millis(((b.as_secs_f64() * 10.0).ceil() as u64) * 100)
 }
 
 /// Splits the budget (see the module doc). Pure.
@@ -133,72 +235,73 @@ pub fn split(input: &BudgetInput) -> BudgetPlan {
     let speed_ceiling = MAX_SPEED_PER_CPU * n_speed as u32;
     let lat_floor = min_latency(n_lat);
     let lat_ceiling = MAX_LATENCY_ROUND * latency_rounds(n_lat) as u32;
-    let budget = secs(input.budget);
-    let room = secs(measuring);
+    let budget = input.budget;
 
     let mut want_speed = match &input.speed {
         Want::Yes if n_speed == 0 => {
-            skipped.push("speed: not measured (no usable CPU)".to_string());
+            skipped.push(Skip::NoUsableCpu);
             false
         }
         Want::Yes => true,
         Want::No(why) => {
-            skipped.push(format!("speed: {why}"));
+            skipped.push(Skip::NotWanted {
+                part: Part::Speed,
+                why: *why,
+            });
             false
         }
         Want::Given => false,
     };
     let want_latency = match &input.latency {
         Want::Yes if n_lat < 2 => {
-            skipped.push(format!(
-                "latency: needs at least 2 usable CPUs, there {}",
-                if n_lat == 1 { "is 1" } else { "are none" }
-            ));
+            skipped.push(Skip::TooFewCpus { usable: n_lat });
             false
         }
         Want::Yes => true,
         Want::No(why) => {
-            skipped.push(format!("latency: {why}"));
+            skipped.push(Skip::NotWanted {
+                part: Part::Latency,
+                why: *why,
+            });
             false
         }
         Want::Given => false,
     };
     let latency_fits = want_latency && measuring >= lat_floor;
     if want_latency && !latency_fits {
-        skipped.push(format!(
-            "latency: skipped — the {budget} budget leaves {room} for measuring, latency over {n_lat} CPUs needs at least {}; use --budget {} or more",
-            secs(lat_floor),
-            least_budget(lat_floor + input.spent)
-        ));
+        skipped.push(Skip::LatencyBudget {
+            budget,
+            measuring,
+            cpus: n_lat,
+            needs: lat_floor,
+            least_budget: least_budget(lat_floor + input.spent),
+        });
     }
     if want_speed && measuring < speed_floor {
-        let advice = if want_latency {
-            format!(
-                "use --budget {} or more to measure both",
-                least_budget(speed_floor + lat_floor + input.spent)
-            )
+        let least = if want_latency {
+            speed_floor + lat_floor + input.spent
         } else {
-            format!(
-                "use --budget {} or more",
-                least_budget(speed_floor + input.spent)
-            )
+            speed_floor + input.spent
         };
-        skipped.push(format!(
-            "speed: skipped — the {budget} budget leaves {room} for measuring, speed needs at least {} ({} per CPU x {n_speed} CPUs); {advice}",
-            secs(speed_floor),
-            secs(MIN_SPEED_PER_CPU),
-        ));
+        skipped.push(Skip::SpeedBudget {
+            budget,
+            measuring,
+            cpus: n_speed,
+            needs: speed_floor,
+            least_budget: least_budget(least),
+            with_latency: want_latency,
+        });
         want_speed = false;
     }
     if want_speed && latency_fits && measuring < speed_floor + lat_floor {
-        skipped.push(format!(
-            "speed: skipped — after latency ({}), the {budget} budget leaves {} for speed, which needs at least {} ({} per CPU x {n_speed} CPUs); use --budget {} or more to measure both",
-            secs(lat_floor),
-            secs(measuring.saturating_sub(lat_floor)),
-            secs(speed_floor),
-            secs(MIN_SPEED_PER_CPU),
-            least_budget(speed_floor + lat_floor + input.spent)
-        ));
+        skipped.push(Skip::SpeedAfterLatency {
+            budget,
+            latency: lat_floor,
+            left: measuring.saturating_sub(lat_floor),
+            cpus: n_speed,
+            needs: speed_floor,
+            least_budget: least_budget(speed_floor + lat_floor + input.spent),
+        });
         want_speed = false;
     }
 
@@ -249,30 +352,41 @@ mod tests {
     fn tiny_budget_skips_both_and_says_so() {
         let p = split(&input(100, 2));
         assert_eq!((p.speed_per_cpu, p.latency), (None, None));
-        assert_eq!(p.skipped.len(), 2, "{:?}", p.skipped);
-        let text = p.skipped.join("\n");
-        assert!(
-            text.contains("latency: skipped — the 100 ms budget leaves 70 ms for measuring"),
-            "{text}"
+        let d = Duration::from_millis;
+        assert_eq!(
+            p.skipped,
+            [
+                Skip::LatencyBudget {
+                    budget: d(100),
+                    measuring: d(70),
+                    cpus: 2,
+                    needs: d(200),
+                    least_budget: d(300),
+                },
+                Skip::SpeedBudget {
+                    budget: d(100),
+                    measuring: d(70),
+                    cpus: 2,
+                    needs: d(200),
+                    least_budget: d(500),
+                    with_latency: true,
+                }
+            ]
         );
-        assert!(
-            text.contains("needs at least 200 ms; use --budget 0.3s or more"),
-            "{text}"
-        );
-        assert!(
-            text.contains("speed: skipped")
-                && text.contains("needs at least 200 ms (100 ms per CPU x 2 CPUs); use --budget 0.5s or more to measure both"),
-            "{text}"
-        );
+        assert!(p.skipped.iter().all(Skip::is_budget));
         // Without latency, speed alone needs less.
         let mut i = input(100, 2);
-        i.latency = Want::No("skipped (--no-latency)".into());
+        i.latency = Want::No(NotWanted::Asked);
         let p = split(&i);
         assert!(
-            p.skipped[1].ends_with("use --budget 0.3s or more"),
+            matches!(
+                p.skipped[1],
+                Skip::SpeedBudget { least_budget, with_latency: false, .. } if least_budget == d(300)
+            ),
             "{:?}",
             p.skipped
         );
+        assert!(!p.skipped[0].is_budget());
     }
 
     #[test]
@@ -281,16 +395,17 @@ mod tests {
         let p = split(&input(300, 2));
         assert_eq!(p.speed_per_cpu, None);
         assert_eq!(ms(p.latency), Some(200));
-        assert_eq!(p.skipped.len(), 1);
-        assert!(
-            p.skipped[0].starts_with("speed: skipped — after latency (200 ms)"),
-            "{}",
-            p.skipped[0]
-        );
-        assert!(
-            p.skipped[0].contains("--budget 0.5s or more to measure both"),
-            "{}",
-            p.skipped[0]
+        let d = Duration::from_millis;
+        assert_eq!(
+            p.skipped,
+            [Skip::SpeedAfterLatency {
+                budget: d(300),
+                latency: d(200),
+                left: d(70),
+                cpus: 2,
+                needs: d(200),
+                least_budget: d(500),
+            }]
         );
         // ... and that advice holds.
         let p = split(&input(500, 2));
@@ -343,7 +458,7 @@ mod tests {
         assert_eq!(p.speed_per_cpu, None);
         assert!(p.latency.is_some());
         assert!(
-            p.skipped[0].contains("needs at least 26 s (100 ms per CPU x 256 CPUs)"),
+            matches!(p.skipped[0], Skip::SpeedBudget { cpus: 256, needs, with_latency: true, .. } if needs == Duration::from_millis(25_600)),
             "{:?}",
             p.skipped
         );
@@ -351,7 +466,7 @@ mod tests {
         let p = split(&input(2_000, 256));
         assert_eq!((p.speed_per_cpu, p.latency), (None, None));
         assert!(
-            p.skipped[0].contains("latency over 256 CPUs needs at least 2.5 s"),
+            matches!(p.skipped[0], Skip::LatencyBudget { cpus: 256, needs, .. } if needs == Duration::from_millis(2_550)),
             "{:?}",
             p.skipped
         );
@@ -397,24 +512,33 @@ mod tests {
     #[test]
     fn unwanted_parts_give_their_reason_and_their_time_away() {
         let mut i = input(5_000, 2);
-        i.latency =
-            Want::No("not measured (the machine is recorded; pass --latency-from FILE)".into());
+        i.latency = Want::No(NotWanted::Recorded);
         let p = split(&i);
         assert_eq!(p.latency, None);
         assert_eq!(ms(p.speed_per_cpu), Some(1000));
         assert_eq!(
             p.skipped,
-            ["latency: not measured (the machine is recorded; pass --latency-from FILE)"]
+            [Skip::NotWanted {
+                part: Part::Latency,
+                why: NotWanted::Recorded
+            }]
         );
         let mut i = input(5_000, 1);
-        i.speed = Want::No("skipped (--no-speed)".into());
+        i.speed = Want::No(NotWanted::Asked);
         let p = split(&i);
         assert_eq!(
             p.skipped,
             [
-                "speed: skipped (--no-speed)",
-                "latency: needs at least 2 usable CPUs, there is 1"
+                Skip::NotWanted {
+                    part: Part::Speed,
+                    why: NotWanted::Asked
+                },
+                Skip::TooFewCpus { usable: 1 }
             ]
+        );
+        assert_eq!(
+            p.skipped.iter().map(Skip::part).collect::<Vec<_>>(),
+            [Part::Speed, Part::Latency]
         );
         // A matrix from a file: all the time goes to speed, nothing is missing.
         let mut i = input(5_000, 2);

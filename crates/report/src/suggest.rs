@@ -176,8 +176,10 @@ fn spread(m: &LatencyMatrix) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     v.sort_by(|a, b| a.total_cmp(b));
-    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-    (at(0.05), at(0.95))
+    (
+        pinsight_stats::quantile_sorted(&v, 0.05),
+        pinsight_stats::quantile_sorted(&v, 0.95),
+    )
 }
 
 /// Concrete suggestions from the topology and whatever was measured.

@@ -109,7 +109,9 @@ fn apple_m1_pro_domains_appear_in_the_sentence() {
 
 /// A machine of `n` identical single-thread cores (only what suggestions need).
 fn synthetic_flat(n: usize) -> Topology {
-    let dir = tempfile_dir();
+    // Removed when the topology has been read from it.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
     for c in 0..n {
         let t = dir.join(format!("sys/devices/system/cpu/cpu{c}/topology"));
         std::fs::create_dir_all(&t).unwrap();
@@ -129,19 +131,6 @@ fn synthetic_flat(n: usize) -> Topology {
     )
     .unwrap();
     discover(&FsRoot::at(&dir).unwrap())
-}
-
-fn tempfile_dir() -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "pinsight-report-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 #[test]

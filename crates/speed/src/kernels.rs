@@ -43,12 +43,12 @@ impl Kernel {
     }
 
     /// Parses `int`, `fp` or `mem`.
-    pub fn parse(s: &str) -> Result<Kernel, String> {
+    pub fn parse(s: &str) -> Result<Kernel, crate::UnknownKernel> {
         match s {
             "int" => Ok(Kernel::Int),
             "fp" => Ok(Kernel::Fp),
             "mem" => Ok(Kernel::Mem),
-            _ => Err(format!("unknown kernel '{s}': expected int, fp or mem")),
+            _ => Err(crate::UnknownKernel(s.to_string())),
         }
     }
 }
@@ -200,7 +200,14 @@ mod tests {
         for k in Kernel::ALL {
             assert_eq!(Kernel::parse(k.name()).unwrap(), k);
         }
-        assert!(Kernel::parse("gpu").unwrap_err().contains("int, fp or mem"));
+        assert_eq!(
+            Kernel::parse("gpu"),
+            Err(crate::UnknownKernel("gpu".into()))
+        );
+        assert!(Kernel::parse("gpu")
+            .unwrap_err()
+            .to_string()
+            .contains("int, fp or mem"));
     }
 
     #[test]

@@ -11,15 +11,19 @@
 
 #![forbid(unsafe_code)]
 
+pub mod error;
 pub mod kernels;
 pub mod pin;
 pub mod run;
 pub mod select;
+pub mod session;
 pub mod summary;
 
+pub use error::{MemoryError, SelectError, UnknownKernel};
 pub use kernels::Kernel;
 pub use run::{
     measure, schedule, CpuSpeed, KernelResult, KernelSlots, Schedule, SpeedConfig, SpeedError,
 };
 pub use select::{chase_footprint_bytes, default_mem_bytes, memory_available_bytes, select_cpus};
+pub use session::{chase_buffer_bytes, SpeedSession};
 pub use summary::{speedups, unweighted, weights_file, KindPair, KindSpeed, SlotPlan, SpeedReport};

@@ -252,35 +252,7 @@ pub struct CpuSpeed {
     pub misplaced_chunks: usize,
 }
 
-/// Why measuring failed.
-#[derive(Debug)]
-pub enum SpeedError {
-    /// Could not pin to the CPU (offline, forbidden by the cgroup, ...).
-    Pin { cpu: usize, error: std::io::Error },
-    /// No CPU to measure.
-    NoCpus,
-    /// No kernel to run.
-    NoKernels,
-    /// The chase buffer could not be allocated.
-    Memory { bytes: usize },
-}
-
-impl std::fmt::Display for SpeedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SpeedError::Pin { cpu, error } => write!(f, "cannot run on CPU {cpu}: {error}"),
-            SpeedError::NoCpus => write!(f, "no CPU to measure"),
-            SpeedError::NoKernels => write!(f, "no kernel to run"),
-            SpeedError::Memory { bytes } => write!(
-                f,
-                "cannot allocate the {} MiB pointer-chase buffer: not enough memory",
-                bytes >> 20
-            ),
-        }
-    }
-}
-
-impl std::error::Error for SpeedError {}
+pub use crate::error::SpeedError;
 
 /// A kernel's running state, carried across its slots.
 struct Runner<'a> {
@@ -429,13 +401,12 @@ pub fn measure(
     Ok(out)
 }
 
-/// Ranks (0-based, inclusive) bounding a ~95% distribution-free CI of the
-/// median: the binomial(n, 1/2) order statistics, normal approximation.
+/// Ranks (0-based, inclusive) bounding the 95% distribution-free CI of the
+/// median: `pinsight-stats`' exact binomial rule (one median interval in
+/// pinsight). Below 6 samples no interval reaches 95%: the whole range,
+/// the widest there is, is given (its coverage is below 95%).
 fn median_ci_ranks(n: usize) -> (usize, usize) {
-    let half = 1.96 * (n as f64).sqrt() / 2.0;
-    let lo = ((n as f64 / 2.0 - half).floor().max(0.0)) as usize;
-    let hi = ((n as f64 / 2.0 + half).ceil() as usize).min(n - 1);
-    (lo.min(n - 1), hi)
+    pinsight_stats::median_ci_ranks(n, 0.95).unwrap_or((0, n.saturating_sub(1)))
 }
 
 /// Fills per-kernel relative speeds (1.0 = the fastest CPU on that kernel)
@@ -515,6 +486,17 @@ mod tests {
         assert!((v[0].relative - raw0 / raw1).abs() < 1e-12);
         // No valid mem figure: no made-up weight.
         assert!(v[2].relative.is_nan());
+    }
+
+    #[test]
+    fn ci_ranks_are_the_exact_binomial_ones() {
+        // Exact binomial ranks (0-based) of pinsight-stats at 95%.
+        assert_eq!(median_ci_ranks(10), (1, 8));
+        assert_eq!(median_ci_ranks(20), (5, 14));
+        assert_eq!(median_ci_ranks(50), (17, 32));
+        // Too few for 95%: the whole range.
+        assert_eq!(median_ci_ranks(3), (0, 2));
+        assert_eq!(median_ci_ranks(1), (0, 0));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Which CPUs to measure, and how big the pointer-chase buffer must be.
 //! Pure: topology in, choice out.
 
+use crate::error::SelectError;
 use pinsight_cpuset::CpuSet;
 use pinsight_topology::{CacheType, FsRoot, Topology};
 
@@ -14,26 +15,32 @@ use pinsight_topology::{CacheType, FsRoot, Topology};
 ///   per core. A kind with fewer cores gives all it has. A machine whose
 ///   kinds are unknown keeps the first hardware thread of its first `n` cores.
 ///
-/// Errors name the flag and what is allowed (usage errors).
+/// Errors say what is wrong and carry the choice and what is allowed.
 pub fn select_cpus(
     topo: &Topology,
     cpus: Option<&str>,
     per_kind: Option<usize>,
-) -> Result<CpuSet, String> {
+) -> Result<CpuSet, SelectError> {
     let usable = topo.usable();
     let chosen = match cpus {
         Some(list) => {
-            let want = CpuSet::parse_list(list).map_err(|e| format!("--cpus {list}: {e}"))?;
+            let want = CpuSet::parse_list(list).map_err(|error| SelectError::BadList {
+                list: list.to_string(),
+                error,
+            })?;
             if want.is_empty() {
-                return Err(format!(
-                    "--cpus '{list}': give at least one CPU (usable: {usable})"
-                ));
+                return Err(SelectError::NoCpu {
+                    list: list.to_string(),
+                    usable,
+                });
             }
             let bad = want.difference(&usable);
             if !bad.is_empty() {
-                return Err(format!(
-                    "--cpus {list}: CPU(s) {bad} are offline or not allowed for this process (usable: {usable})"
-                ));
+                return Err(SelectError::Unusable {
+                    list: list.to_string(),
+                    bad,
+                    usable,
+                });
             }
             want
         }
@@ -41,7 +48,7 @@ pub fn select_cpus(
     };
     let Some(n) = per_kind else { return Ok(chosen) };
     if n == 0 {
-        return Err("--per-kind 0: give at least 1 core per kind".to_string());
+        return Err(SelectError::ZeroPerKind);
     }
     let all = topo.online().union(&chosen);
     let kinds: Vec<CpuSet> = if topo.kinds.is_empty() {
@@ -151,16 +158,28 @@ mod tests {
     }
 
     #[test]
-    fn bad_choices_name_the_flag() {
+    fn bad_choices_carry_what_is_wrong() {
         let t = fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
-        assert!(select_cpus(&t, None, Some(0))
+        assert_eq!(
+            select_cpus(&t, None, Some(0)),
+            Err(SelectError::ZeroPerKind)
+        );
+        assert_eq!(
+            select_cpus(&t, Some("18-23"), None),
+            Err(SelectError::Unusable {
+                list: "18-23".into(),
+                bad: set("20-23"),
+                usable: set("0-19"),
+            })
+        );
+        let e = select_cpus(&t, Some("18-23"), None)
             .unwrap_err()
-            .starts_with("--per-kind 0"));
-        let e = select_cpus(&t, Some("18-23"), None).unwrap_err();
+            .to_string();
         assert!(e.contains("20-23") && e.contains("usable: 0-19"), "{e}");
-        assert!(select_cpus(&t, Some("x"), None)
-            .unwrap_err()
-            .starts_with("--cpus x"));
+        assert!(
+            matches!(select_cpus(&t, Some("x"), None), Err(SelectError::BadList { list, .. }) if list == "x")
+        );
+        assert!(!e.contains("--"), "no flag names in the library: {e}");
     }
 
     #[test]

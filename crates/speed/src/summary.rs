@@ -2,7 +2,6 @@
 
 use crate::kernels::Kernel;
 use crate::run::CpuSpeed;
-use pinsight_stats::quantile_sorted;
 use pinsight_topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -78,15 +77,6 @@ pub struct KindSpeed {
     pub median: Vec<(Kernel, f64)>,
 }
 
-/// Median of unsorted values, `None` when there are none.
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(quantile_sorted(&v, 0.5))
-}
-
 /// Per-kind medians and every kind pair's speedup factor.
 pub fn speedups(
     topo: &Topology,
@@ -107,8 +97,10 @@ pub fn speedups(
                         .iter()
                         .filter(|r| r.kernel == *kern)
                         .map(|r| r.median)
+                        // A CPU with no valid figure for this kernel is left out.
+                        .filter(|m| m.is_finite())
                 });
-                median(vals.collect()).map(|m| (*kern, m))
+                pinsight_stats::median(&vals.collect::<Vec<f64>>()).map(|m| (*kern, m))
             })
             .collect();
         kinds.push(KindSpeed {

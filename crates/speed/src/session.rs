@@ -1,0 +1,157 @@
+//! One whole speed measurement, as `pinsight speed` and `pinsight report`
+//! run it: plan the slots, measure every CPU, summarise per kind.
+
+use crate::error::{MemoryError, SpeedError};
+use crate::run::{measure, schedule, Schedule, SpeedConfig};
+use crate::select::{chase_footprint_bytes, memory_available_bytes};
+use crate::summary::{speedups, SlotPlan, SpeedReport};
+use crate::Kernel;
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::{FsRoot, Topology};
+use std::time::{Duration, Instant};
+
+/// A planned speed measurement: what will run, before it runs (so a
+/// caller can size a progress bar), then [`SpeedSession::run`].
+#[derive(Clone, Debug)]
+pub struct SpeedSession {
+    cfg: SpeedConfig,
+    sched: Schedule,
+}
+
+impl SpeedSession {
+    /// Plans `kernels` on `cpus`, `budget_per_cpu` each, with a chase
+    /// buffer of `mem_bytes`.
+    pub fn new(
+        cpus: CpuSet,
+        kernels: Vec<Kernel>,
+        budget_per_cpu: Duration,
+        mem_bytes: usize,
+    ) -> SpeedSession {
+        let sched = schedule(budget_per_cpu, &kernels, mem_bytes);
+        SpeedSession {
+            cfg: SpeedConfig {
+                cpus,
+                kernels,
+                budget_per_cpu,
+                mem_bytes,
+            },
+            sched,
+        }
+    }
+
+    /// Interleaved passes over the CPUs.
+    pub fn passes(&self) -> usize {
+        self.sched.passes()
+    }
+
+    /// CPUs measured.
+    pub fn cpus(&self) -> usize {
+        self.cfg.cpus.len()
+    }
+
+    /// Slots in all: the `total` of the progress.
+    pub fn slots(&self) -> usize {
+        self.cfg.cpus.len() * self.sched.slots_per_cpu()
+    }
+
+    /// Measures and summarises. `progress(done)` is called after each slot
+    /// (of [`SpeedSession::slots`]).
+    pub fn run(
+        self,
+        topo: &Topology,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<SpeedReport, SpeedError> {
+        let kind_of = |c: usize| topo.cpu(c).and_then(|c| c.kind);
+        let started = Instant::now();
+        let cpus = measure(&self.cfg, &kind_of, &mut |done, _| progress(done))?;
+        let SpeedConfig {
+            kernels,
+            budget_per_cpu,
+            mem_bytes,
+            ..
+        } = self.cfg;
+        let (kinds, pairs) = speedups(topo, &cpus, &kernels);
+        Ok(SpeedReport {
+            kernels,
+            budget_per_cpu_s: budget_per_cpu.as_secs_f64(),
+            passes: self.sched.passes(),
+            slots: SlotPlan::from_schedule(&self.sched),
+            elapsed_s: started.elapsed().as_secs_f64(),
+            mem_bytes,
+            cpus,
+            kinds,
+            speedups: pairs,
+        })
+    }
+}
+
+/// A chase buffer of `mib` MiB in bytes, refused when it would not fit in
+/// the memory available now (`MemAvailable` under `fs`): checked before
+/// anything runs, not after minutes of measuring.
+pub fn chase_buffer_bytes(mib: usize, fs: &FsRoot) -> Result<usize, MemoryError> {
+    let available = memory_available_bytes(fs);
+    let too_big = |available| MemoryError::TooBig { mib, available };
+    let bytes = mib.checked_mul(1 << 20).ok_or_else(|| too_big(available))?;
+    match available {
+        Some(avail) if chase_footprint_bytes(bytes) > avail => Err(too_big(Some(avail))),
+        _ => Ok(bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meminfo_root(text: &str) -> (tempfile::TempDir, FsRoot) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(dir.path().join("proc/meminfo"), text).unwrap();
+        let fs = FsRoot::at(dir.path()).unwrap();
+        (dir, fs)
+    }
+
+    #[test]
+    fn chase_buffer_must_fit_in_available_memory() {
+        // 1 GiB available.
+        let (_d, fs) = meminfo_root("MemAvailable:   1048576 kB\n");
+        assert_eq!(chase_buffer_bytes(8, &fs), Ok(8 << 20));
+        assert_eq!(
+            chase_buffer_bytes(4096, &fs),
+            Err(MemoryError::TooBig {
+                mib: 4096,
+                available: Some(1 << 30)
+            })
+        );
+        assert_eq!(
+            chase_buffer_bytes(usize::MAX, &fs),
+            Err(MemoryError::TooBig {
+                mib: usize::MAX,
+                available: Some(1 << 30)
+            })
+        );
+        // Unknown availability: only the address space limits it.
+        let (_d, fs) = meminfo_root("MemTotal: 1 kB\n");
+        assert_eq!(chase_buffer_bytes(4096, &fs), Ok(4096 << 20));
+        assert_eq!(
+            chase_buffer_bytes(usize::MAX, &fs),
+            Err(MemoryError::TooBig {
+                mib: usize::MAX,
+                available: None
+            })
+        );
+    }
+
+    #[test]
+    fn session_plans_slots_before_running() {
+        let s = SpeedSession::new(
+            CpuSet::parse_list("0-3").unwrap(),
+            vec![Kernel::Int, Kernel::Fp],
+            Duration::from_millis(200),
+            8 << 20,
+        );
+        assert_eq!(s.cpus(), 4);
+        assert!(s.passes() >= 1);
+        assert_eq!(s.slots() % 4, 0);
+        assert!(s.slots() >= 4 * 2, "{}", s.slots());
+    }
+}
