@@ -80,12 +80,13 @@ impl Outliers {
         })
     }
 
-    /// The hyperfine-style warning for these runs, if any.
+    /// The hyperfine-style warning for these runs, if any. It names no
+    /// command-line option: tools that have a warm-up flag add it.
     pub fn warning(&self) -> Option<String> {
         if self.slow_first_run {
             Some(
                 "the first run was significantly slower than the rest: caches were probably cold; \
-                 consider warm-up runs (--warmup)"
+                 consider warm-up runs"
                     .to_string(),
             )
         } else if !self.severe_z.is_empty() {
