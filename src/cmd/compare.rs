@@ -589,6 +589,7 @@ fn random_seed() -> u64 {
 fn setup_error(e: SetupError) -> CliError {
     match e {
         SetupError::Usage(m) => CliError::usage(m),
+        SetupError::Plan(e) => super::plan_args::plan_error(e),
         SetupError::Runtime(m) => CliError::runtime(m),
     }
 }

@@ -2,7 +2,7 @@
 //! thread (TID order, or by name with `--threads-by-name`); `--qemu` pins
 //! QEMU vCPU n to place n and the other QEMU threads to the rest.
 
-use super::plan_args::{make_request, parse_policy, PlanArgs};
+use super::plan_args::{make_request, parse_policy, plan_error, PlanArgs};
 use super::run::require_live;
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_launch::pin::{
@@ -77,9 +77,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                     ..req
                 },
             )
-            .map_err(|e| CliError::usage(e.to_string()))?
+            .map_err(plan_error)?
         }
-        other => other.map_err(|e| CliError::usage(e.to_string()))?,
+        other => other.map_err(plan_error)?,
     };
     let opts = PinOptions {
         order: if args.threads_by_name {

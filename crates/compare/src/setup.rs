@@ -51,9 +51,12 @@ pub struct Request {
 }
 
 /// A usage error (exit 2) or a runtime one (exit 1).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum SetupError {
     Usage(String),
+    /// A planner error that is the user's input (a usage error); the CLI
+    /// words it with the flags to change.
+    Plan(PlanError),
     Runtime(String),
 }
 
@@ -214,7 +217,7 @@ pub fn setup(
                     path.display()
                 )));
             }
-            Some(Weights::load(path).map_err(SetupError::Usage)?)
+            Some(Weights::load(path).map_err(|e| SetupError::Usage(e.to_string()))?)
         }
         None => None,
     };
@@ -247,10 +250,8 @@ pub fn setup(
         };
         let p = match plan(topo, &r) {
             Ok(p) => p,
-            Err(e) if is_usage(&e) => return Err(SetupError::Usage(e.to_string())),
-            Err(e @ PlanError::TooManyThreads { .. }) if named => {
-                return Err(SetupError::Usage(e.to_string()))
-            }
+            Err(e) if is_usage(&e) => return Err(SetupError::Plan(e)),
+            Err(e @ PlanError::TooManyThreads { .. }) if named => return Err(SetupError::Plan(e)),
             Err(e) => {
                 not_applicable.push(NotApplicable {
                     what: name.clone(),

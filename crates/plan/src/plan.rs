@@ -3,12 +3,11 @@
 use crate::balance::{apportion, capacities, CapacitySource};
 use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
-use crate::weights::Weights;
+use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency_model::LatencyMatrix;
 use pinsight_model::{Kind, RankSource, Topology};
 use serde::Serialize;
-use std::fmt;
 
 /// What to plan.
 ///
@@ -96,73 +95,78 @@ fn tasks_per_cpu_json<S: serde::Serializer>(
         .serialize(s)
 }
 
-/// Why a plan cannot be made. Every message names the input and what is
-/// allowed; all are usage errors (exit 2).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a plan cannot be made. Each variant carries the data; the message
+/// says what is wrong in planning terms (the CLI adds which flag to change).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum PlanError {
-    /// `--threads 0`.
+    /// Zero threads (or tasks) asked for.
+    #[error("0 threads: the number of threads must be at least 1")]
     ZeroThreads,
-    /// `--threads` and `--tasks` disagree.
+    /// A thread count and a task count that disagree.
+    #[error("{threads} threads and {tasks} tasks disagree; give one of them")]
     ThreadsTasksConflict { threads: usize, tasks: usize },
-    /// A pinned policy given more threads than CPUs without `--oversubscribe`.
+    /// A pinned policy given more threads than CPUs without
+    /// [`Request::oversubscribe`].
+    #[error("{policy}: {threads} threads but only {} CPUs ({cpus}) to pin them on, one each", cpus.len())]
     TooManyThreads {
         policy: String,
         threads: usize,
         cpus: CpuSet,
     },
     /// The policy needs several ranked core kinds.
+    #[error("{policy} needs at least two core kinds; {detail}")]
     NeedsKinds { policy: String, detail: String },
     /// `kind:X` names no kind of this machine.
+    #[error("no core kind '{wanted}' on this machine; kinds are: {available}")]
     NoSuchKind { wanted: String, available: String },
     /// The selected kind has no usable CPU.
+    #[error("{policy}: no usable CPU of kind {kind} (its CPUs {cpus} are offline or not allowed by the cgroup)")]
     KindUnusable {
         policy: String,
         kind: String,
         cpus: CpuSet,
     },
     /// An explicit CPU list names CPUs that cannot be used.
+    #[error("{policy}: {detail}")]
     CpusUnusable { policy: String, detail: String },
     /// The machine has no usable CPU at all.
+    #[error("this machine has no usable CPU (none online and allowed)")]
     NoUsableCpu,
     /// A modifier that makes no sense for this policy.
+    #[error("{policy}: {detail}")]
     Modifier { policy: String, detail: String },
-    /// Bad `--weights` for this machine.
-    Weights(String),
+    /// Weights that do not fit this machine.
+    #[error("weights: {0}")]
+    Weights(#[from] WeightsError),
     /// A latency policy without a usable matrix or thread count.
-    Latency { policy: String, detail: String },
+    #[error("{policy}: {problem}")]
+    Latency {
+        policy: String,
+        problem: LatencyProblem,
+    },
 }
 
-impl fmt::Display for PlanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PlanError::ZeroThreads => f.write_str("--threads 0: the number of threads must be at least 1"),
-            PlanError::ThreadsTasksConflict { threads, tasks } => {
-                write!(f, "--threads {threads} and --tasks {tasks} disagree; give one of them")
-            }
-            PlanError::TooManyThreads { policy, threads, cpus } => write!(
-                f,
-                "{policy}: {threads} threads but only {} CPUs ({cpus}) to pin them on, one each; use --threads {} or less, or --oversubscribe",
-                cpus.len(),
-                cpus.len()
-            ),
-            PlanError::NeedsKinds { policy, detail } => write!(f, "{policy} needs at least two core kinds; {detail}"),
-            PlanError::NoSuchKind { wanted, available } => {
-                write!(f, "no core kind '{wanted}' on this machine; kinds are: {available}")
-            }
-            PlanError::KindUnusable { policy, kind, cpus } => write!(
-                f,
-                "{policy}: no usable CPU of kind {kind} (its CPUs {cpus} are offline or not allowed by the cgroup)"
-            ),
-            PlanError::CpusUnusable { policy, detail } => write!(f, "{policy}: {detail}"),
-            PlanError::NoUsableCpu => f.write_str("this machine has no usable CPU (none online and allowed)"),
-            PlanError::Modifier { policy, detail } => write!(f, "{policy}: {detail}"),
-            PlanError::Weights(m) => write!(f, "--weights: {m}"),
-            PlanError::Latency { policy, detail } => write!(f, "{policy}: {detail}"),
-        }
-    }
+/// What a latency policy lacks (see [`PlanError::Latency`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LatencyProblem {
+    /// No core-to-core latency matrix was given.
+    #[error("needs a core-to-core latency matrix (CSV or JSON, e.g. from `pinsight latency`)")]
+    NoMatrix,
+    /// No thread count: the number of CPUs to choose.
+    #[error("needs a thread count K: the number of CPUs to choose")]
+    NoThreadCount,
+    /// The matrix covers fewer than two usable CPUs.
+    #[error(
+        "the matrix covers CPUs {matrix} but only {} of them {} usable here ({usable}); measure this machine",
+        covered.len(),
+        if covered.len() == 1 { "is" } else { "are" }
+    )]
+    TooFewCovered {
+        matrix: CpuSet,
+        covered: CpuSet,
+        usable: CpuSet,
+    },
 }
-
-impl std::error::Error for PlanError {}
 
 /// "1 thread" / "2 threads".
 pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
@@ -544,7 +548,7 @@ fn plan_balance(
     mut notes: Vec<String>,
 ) -> Result<Plan, PlanError> {
     let m = tasks.unwrap_or(usable.len());
-    let (caps, source) = capacities(topo, usable, weights).map_err(PlanError::Weights)?;
+    let (caps, source) = capacities(topo, usable, weights)?;
     if let Some(w) = weights {
         let ignored: CpuSet = w
             .by_cpu
@@ -564,9 +568,7 @@ fn plan_balance(
     let order = physical_first(&scatter_slots(&slots(topo, usable)));
     let cap_of: std::collections::BTreeMap<usize, f64> = caps.iter().copied().collect();
     let ordered: Vec<f64> = order.iter().map(|c| cap_of[c]).collect();
-    let counts = apportion(m, &ordered).ok_or_else(|| {
-        PlanError::Weights("every usable CPU has weight 0; at least one must be positive".into())
-    })?;
+    let counts = apportion(m, &ordered).ok_or(WeightsError::AllZero)?;
     let count_of: std::collections::BTreeMap<usize, usize> =
         order.iter().copied().zip(counts.iter().copied()).collect();
     notes.push(format!("capacity: {}", source.describe()));
@@ -638,22 +640,19 @@ fn plan_latency(
     matrix: Option<&LatencyMatrix>,
     name: String,
 ) -> Result<Plan, PlanError> {
-    let err = |detail: String| PlanError::Latency {
+    let err = |problem: LatencyProblem| PlanError::Latency {
         policy: name.clone(),
-        detail,
+        problem,
     };
-    let m = matrix.ok_or_else(|| {
-        err("needs a core-to-core latency matrix: --latency FILE (CSV or JSON, e.g. from `pinsight latency`)".into())
-    })?;
-    let k = threads.ok_or_else(|| err("needs --threads K: the number of CPUs to choose".into()))?;
+    let m = matrix.ok_or_else(|| err(LatencyProblem::NoMatrix))?;
+    let k = threads.ok_or_else(|| err(LatencyProblem::NoThreadCount))?;
     let covered = m.cpu_set().intersection(usable);
     if covered.len() < 2 {
-        return Err(err(format!(
-            "the matrix covers CPUs {} but only {} of them {} usable here ({usable}); measure this machine",
-            m.cpu_set(),
-            covered.len(),
-            if covered.len() == 1 { "is" } else { "are" }
-        )));
+        return Err(err(LatencyProblem::TooFewCovered {
+            matrix: m.cpu_set(),
+            covered,
+            usable: usable.clone(),
+        }));
     }
     let mut notes = Vec::new();
     let ignored = m.cpu_set().difference(usable);
