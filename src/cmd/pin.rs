@@ -6,7 +6,8 @@ use super::plan_args::{make_request, parse_policy, plan_error, PlanArgs};
 use super::run::require_live;
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_launch::pin::{
-    pin_process, threads_of, threads_to_plan, Outcome, PinError, PinOptions, ThreadOrder, ThreadPin,
+    pin_process, threads_of, threads_to_plan, AssignError, Outcome, PinError, PinOptions,
+    ThreadOrder, ThreadPin,
 };
 use pinsight_plan::{PlanError, Policy, Request};
 use pinsight_topology::FsRoot;
@@ -50,7 +51,17 @@ pub struct Args {
 
 fn pin_error(e: PinError) -> CliError {
     match e {
-        PinError::Plan(m) => CliError::usage(m),
+        PinError::Plan(AssignError::NoVcpus) => CliError::usage(
+            "--qemu: no QEMU vCPU threads (named 'CPU n/KVM' or 'CPU n/TCG') in this process",
+        ),
+        PinError::Plan(AssignError::VcpuWithoutPlace {
+            vcpu,
+            places,
+            vcpus,
+            needed,
+        }) => CliError::usage(format!(
+            "--qemu: vCPU {vcpu} has no place: the plan has {places} place(s) for {vcpus} vCPU(s); plan with --threads {needed}"
+        )),
         other => CliError::runtime(other.to_string()),
     }
 }

@@ -122,7 +122,14 @@ fn millis(flag: &str, ms: f64) -> Result<Duration, CliError> {
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     require_live(g, "run")?;
     let skip = match &args.skip {
-        Some(s) => pinsight_launch::parse_skip(s).map_err(CliError::usage)?,
+        Some(s) => pinsight_launch::parse_skip(s).map_err(|e| {
+            CliError::usage(format!(
+                "invalid --skip '{}': {} ({})",
+                e.text,
+                e.problem,
+                pinsight_launch::skip::EXPECTED
+            ))
+        })?,
         None => Vec::new(),
     };
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
