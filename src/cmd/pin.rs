@@ -248,18 +248,12 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::cmd::plan_args::test_cli;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        globals: Globals,
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = test_cli::Cli<Args>;
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("pin").chain(argv.iter().copied()))
+        test_cli::parse("pin", argv)
     }
 
     #[test]

@@ -121,15 +121,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{CommandFactory, Parser};
+    use crate::cmd::plan_args::test_cli;
+    use clap::CommandFactory;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        globals: Globals,
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = test_cli::Cli<Args>;
 
     /// The recorded i7-1370P (copied into the repository by the topology crate).
     fn hybrid() -> Globals {
@@ -145,7 +140,7 @@ mod tests {
     }
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("plan").chain(argv.iter().copied()))
+        test_cli::parse("plan", argv)
     }
 
     #[test]

@@ -163,3 +163,27 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
         ..Request::new(policy)
     })
 }
+
+/// The test harness `plan`, `run` and `pin` share: a command's `Args` with
+/// the global flags, parsed as clap would from the command line.
+#[cfg(test)]
+pub mod test_cli {
+    use crate::cli::Globals;
+
+    /// Global flags plus one command's arguments.
+    #[derive(clap::Parser, Debug)]
+    pub struct Cli<A: clap::Args> {
+        #[command(flatten)]
+        pub globals: Globals,
+        #[command(flatten)]
+        pub args: A,
+    }
+
+    /// Parses `argv` (without the program name) as command `cmd` would.
+    pub fn parse<A: clap::Args + std::fmt::Debug>(
+        cmd: &str,
+        argv: &[&str],
+    ) -> Result<Cli<A>, clap::Error> {
+        <Cli<A> as clap::Parser>::try_parse_from(std::iter::once(cmd).chain(argv.iter().copied()))
+    }
+}

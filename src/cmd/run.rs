@@ -313,18 +313,12 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
 mod tests {
     use super::*;
     use crate::cmd::plan_args::make_request;
-    use clap::Parser;
+    use crate::cmd::plan_args::test_cli;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        globals: Globals,
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = test_cli::Cli<Args>;
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("run").chain(argv.iter().copied()))
+        test_cli::parse("run", argv)
     }
 
     #[test]
