@@ -348,49 +348,17 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
     };
 
     // Set policies: one mask, threads float.
-    let set = match &policy.base {
-        BasePolicy::Os => Some(usable.clone()),
-        BasePolicy::KindSet(sel) => {
-            Some(kind_cpus(resolve_kind(topo, sel, &name)?, &usable, &name)?)
-        }
-        BasePolicy::CpusSet(list) => {
-            let set: CpuSet = list.resolve(&usable).into_iter().collect();
-            check_explicit(topo, &set, &usable, &name)?;
-            Some(set)
-        }
-        _ => None,
-    };
-    if let Some(set) = set {
+    if let Some(set) = set_of(topo, &policy.base, &usable, &name)? {
         if smt {
             return Err(modifier_pointless("threads float in this policy"));
         }
-        // Any number of threads: they float inside the set and the kernel
-        // shares its CPUs out, so a set plan never oversubscribes anything
-        // (no --oversubscribe needed, nothing to warn about).
-        let n = threads.unwrap_or(set.len());
-        let threads_text = count(n, "thread", "threads");
-        let over = if n > set.len() {
-            format!("{} ({set}), time-shared", count(set.len(), "CPU", "CPUs"))
-        } else {
-            format!("CPUs {set}")
-        };
-        if policy.base == BasePolicy::Os {
-            notes.push(format!(
-                "no pinning: the OS scheduler places {threads_text} on {over}"
-            ));
-        } else {
-            notes.push(format!("{threads_text} float over {over}"));
-        }
-        let os = policy.base == BasePolicy::Os;
-        return Ok(Plan {
-            policy: name,
-            threads: n,
-            places: if os { Vec::new() } else { vec![set.clone(); n] },
-            process_mask: set,
-            pinned: false,
-            tasks_per_cpu: None,
+        return Ok(plan_set(
+            policy.base == BasePolicy::Os,
+            set,
+            threads,
+            name,
             notes,
-        });
+        ));
     }
 
     if policy.base == BasePolicy::Balance {
@@ -422,11 +390,81 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
     }
 
     // Pinned policies: build the CPU order, then take `threads` of it.
-    let all = slots(topo, &usable);
-    let order: Vec<usize> = match &policy.base {
+    let order = pinned_order(topo, &policy, &usable, &name, &mut notes)?;
+    plan_pinned(topo, &order, threads, req.oversubscribe, name, notes)
+}
+
+/// The CPU set of a set policy (`os`, `*-set`, `cpus-set:`), `None` for
+/// the others.
+fn set_of(
+    topo: &Topology,
+    base: &BasePolicy,
+    usable: &CpuSet,
+    name: &str,
+) -> Result<Option<CpuSet>, PlanError> {
+    Ok(match base {
+        BasePolicy::Os => Some(usable.clone()),
+        BasePolicy::KindSet(sel) => Some(kind_cpus(resolve_kind(topo, sel, name)?, usable, name)?),
+        BasePolicy::CpusSet(list) => {
+            let set: CpuSet = list.resolve(usable).into_iter().collect();
+            check_explicit(topo, &set, usable, name)?;
+            Some(set)
+        }
+        _ => None,
+    })
+}
+
+/// A set policy's plan: every thread floats over `set` (`os`: no places).
+fn plan_set(
+    os: bool,
+    set: CpuSet,
+    threads: Option<usize>,
+    name: String,
+    mut notes: Vec<String>,
+) -> Plan {
+    // Any number of threads: they float inside the set and the kernel
+    // shares its CPUs out, so a set plan never oversubscribes anything
+    // (nothing to refuse, nothing to warn about).
+    let n = threads.unwrap_or(set.len());
+    let threads_text = count(n, "thread", "threads");
+    let over = if n > set.len() {
+        format!("{} ({set}), time-shared", count(set.len(), "CPU", "CPUs"))
+    } else {
+        format!("CPUs {set}")
+    };
+    if os {
+        notes.push(format!(
+            "no pinning: the OS scheduler places {threads_text} on {over}"
+        ));
+    } else {
+        notes.push(format!("{threads_text} float over {over}"));
+    }
+    Plan {
+        policy: name,
+        threads: n,
+        places: if os { Vec::new() } else { vec![set.clone(); n] },
+        process_mask: set,
+        pinned: false,
+        tasks_per_cpu: None,
+        notes,
+    }
+}
+
+/// The order in which a pinned policy hands out CPUs (thread i gets
+/// `order[i]`, round robin when oversubscribed).
+fn pinned_order(
+    topo: &Topology,
+    policy: &Policy,
+    usable: &CpuSet,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> Result<Vec<usize>, PlanError> {
+    let smt = policy.smt_physical_first;
+    let all = slots(topo, usable);
+    Ok(match &policy.base {
         BasePolicy::KindPinned(sel) => {
-            let kind = resolve_kind(topo, sel, &name)?;
-            let cpus = kind_cpus(kind, &usable, &name)?;
+            let kind = resolve_kind(topo, sel, name)?;
+            let cpus = kind_cpus(kind, usable, name)?;
             if smt {
                 notes.push(format!("{name}: already one PU per core before any sibling; +smt-physical-first changes nothing"));
             }
@@ -438,7 +476,7 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
             } else {
                 KindSel::Slowest
             };
-            resolve_kind(topo, &sel, &name)?;
+            resolve_kind(topo, &sel, name)?;
             let groups = by_kind(&all, policy.base == BasePolicy::PFirst);
             if smt {
                 physical_first(&groups.concat())
@@ -462,9 +500,9 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
         }
         BasePolicy::Cpus(list) => {
             // The user's order: thread i on the list's i-th CPU.
-            let order = list.resolve(&usable);
+            let order = list.resolve(usable);
             let set: CpuSet = order.iter().copied().collect();
-            check_explicit(topo, &set, &usable, &name)?;
+            check_explicit(topo, &set, usable, name)?;
             if smt {
                 physical_first(&slots(topo, &set))
             } else {
@@ -477,12 +515,24 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
         | BasePolicy::Balance
         | BasePolicy::LatencyGroup
         | BasePolicy::LatencyPipeline => {
-            unreachable!("handled above")
+            unreachable!("set, balance and latency policies are planned by plan()")
         }
-    };
+    })
+}
+
+/// Takes `threads` CPUs of `order` (all of them by default), round robin
+/// when `oversubscribe` allows more threads than CPUs.
+fn plan_pinned(
+    topo: &Topology,
+    order: &[usize],
+    threads: Option<usize>,
+    oversubscribe: bool,
+    name: String,
+    mut notes: Vec<String>,
+) -> Result<Plan, PlanError> {
     let n = threads.unwrap_or(order.len());
     if n > order.len() {
-        if !req.oversubscribe {
+        if !oversubscribe {
             return Err(PlanError::TooManyThreads {
                 policy: name,
                 threads: n,
