@@ -517,6 +517,9 @@ fn session_error(e: SessionError) -> CliError {
 }
 
 fn setup_error(e: SetupError) -> CliError {
+    if let SetupError::Plan(p) = e {
+        return super::plan_args::plan_error(p);
+    }
     let message = match &e {
         SetupError::NoCommand => {
             "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...]".into()

@@ -2,11 +2,12 @@
 //! thread (TID order, or by name with `--threads-by-name`); `--qemu` pins
 //! QEMU vCPU n to place n and the other QEMU threads to the rest.
 
-use super::plan_args::{make_request, parse_policy, PlanArgs};
+use super::plan_args::{make_request, parse_policy, plan_error, PlanArgs};
 use super::run::require_live;
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_launch::pin::{
-    pin_process, threads_of, threads_to_plan, Outcome, PinError, PinOptions, ThreadOrder, ThreadPin,
+    pin_process, threads_of, threads_to_plan, AssignError, Outcome, PinError, PinOptions,
+    ThreadOrder, ThreadPin,
 };
 use pinsight_plan::{PlanError, Policy, Request};
 use pinsight_topology::FsRoot;
@@ -50,7 +51,17 @@ pub struct Args {
 
 fn pin_error(e: PinError) -> CliError {
     match e {
-        PinError::Plan(m) => CliError::usage(m),
+        PinError::Plan(AssignError::NoVcpus) => CliError::usage(
+            "--qemu: no QEMU vCPU threads (named 'CPU n/KVM' or 'CPU n/TCG') in this process",
+        ),
+        PinError::Plan(AssignError::VcpuWithoutPlace {
+            vcpu,
+            places,
+            vcpus,
+            needed,
+        }) => CliError::usage(format!(
+            "--qemu: vCPU {vcpu} has no place: the plan has {places} place(s) for {vcpus} vCPU(s); plan with --threads {needed}"
+        )),
         other => CliError::runtime(other.to_string()),
     }
 }
@@ -77,9 +88,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                     ..req
                 },
             )
-            .map_err(|e| CliError::usage(e.to_string()))?
+            .map_err(plan_error)?
         }
-        other => other.map_err(|e| CliError::usage(e.to_string()))?,
+        other => other.map_err(plan_error)?,
     };
     let opts = PinOptions {
         order: if args.threads_by_name {
@@ -237,18 +248,12 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::cmd::plan_args::test_cli;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        globals: Globals,
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = test_cli::Cli<Args>;
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("pin").chain(argv.iter().copied()))
+        test_cli::parse("pin", argv)
     }
 
     #[test]

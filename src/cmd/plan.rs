@@ -2,7 +2,9 @@
 //! user's tool speaks. Pure: reads the topology, never pins anything (the
 //! planner is crate `pinsight-plan`; `pinsight run`/`pin` apply plans).
 
-use super::plan_args::{make_request, parse_policy, PlanArgs};
+use super::plan_args::{
+    caveat_message, format_error, make_request, parse_policy, plan_error, PlanArgs,
+};
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_plan::{format::FORMAT_NAMES, plan, render, Format, Policy};
 
@@ -84,7 +86,7 @@ pub struct Args {
 }
 
 fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse::<Format>()
+    s.parse::<Format>().map_err(|e| e.to_string())
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
@@ -100,8 +102,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let request = make_request(&args.policy, &args.plan)?;
     let topo = g.topology()?;
-    let plan = plan(&topo, &request).map_err(|e| CliError::usage(e.to_string()))?;
-    let rendered = render(&plan, &topo, format).map_err(CliError::usage)?;
+    let plan = plan(&topo, &request).map_err(plan_error)?;
+    let rendered = render(&plan, &topo, format).map_err(format_error)?;
     print!("{}", rendered.text);
     if !g.quiet {
         if !matches!(format, Format::Table | Format::Json) {
@@ -110,7 +112,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             }
         }
         for c in &rendered.caveats {
-            eprintln!("pinsight: caveat: {c}");
+            eprintln!("pinsight: caveat: {}", caveat_message(c));
         }
     }
     Ok(0)
@@ -119,15 +121,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{CommandFactory, Parser};
+    use crate::cmd::plan_args::test_cli;
+    use clap::CommandFactory;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        globals: Globals,
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = test_cli::Cli<Args>;
 
     /// The recorded i7-1370P (copied into the repository by the topology crate).
     fn hybrid() -> Globals {
@@ -143,7 +140,7 @@ mod tests {
     }
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("plan").chain(argv.iter().copied()))
+        test_cli::parse("plan", argv)
     }
 
     #[test]

@@ -5,7 +5,10 @@
 
 use crate::cli::CliError;
 use pinsight_latency::LoadMatrix;
-use pinsight_plan::{BasePolicy, LatencyMatrix, Plan, Policy, Request, Weights};
+use pinsight_plan::{
+    BasePolicy, Caveat, FormatError, LatencyMatrix, LatencyProblem, Plan, PlanError, Policy,
+    Request, Weights,
+};
 use pinsight_topology::Topology;
 use std::path::PathBuf;
 
@@ -46,7 +49,68 @@ pub fn parse_policy(s: &str) -> Result<Policy, String> {
 /// Plans `policy` on `topo`. Bad input is a usage error.
 pub fn make_plan(policy: &Policy, args: &PlanArgs, topo: &Topology) -> Result<Plan, CliError> {
     let req = make_request(policy, args)?;
-    pinsight_plan::plan(topo, &req).map_err(|e| CliError::usage(e.to_string()))
+    pinsight_plan::plan(topo, &req).map_err(plan_error)
+}
+
+/// A planner error as the CLI says it: a usage error (exit 2) naming the
+/// flag to change.
+pub fn plan_error(e: PlanError) -> CliError {
+    CliError::usage(plan_error_message(&e))
+}
+
+/// The one-line message for a planner error, naming the flags involved.
+pub fn plan_error_message(e: &PlanError) -> String {
+    match e {
+        PlanError::ZeroThreads => {
+            "--threads 0: the number of threads must be at least 1".to_string()
+        }
+        PlanError::ThreadsTasksConflict { threads, tasks } => {
+            format!("--threads {threads} and --tasks {tasks} disagree; give one of them")
+        }
+        PlanError::TooManyThreads { cpus, .. } => format!(
+            "{e}; use --threads {} or less, or --oversubscribe",
+            cpus.len()
+        ),
+        PlanError::Weights(w) => format!("--weights: {w}"),
+        PlanError::Latency {
+            policy,
+            problem: LatencyProblem::NoMatrix,
+        } => format!(
+            "{policy}: needs a core-to-core latency matrix: --latency FILE (CSV or JSON, e.g. from `pinsight latency`)"
+        ),
+        PlanError::Latency {
+            policy,
+            problem: LatencyProblem::NoThreadCount,
+        } => format!("{policy}: needs --threads K: the number of CPUs to choose"),
+        other => other.to_string(),
+    }
+}
+
+/// A rendering error as the CLI says it: a usage error naming the formats
+/// to use instead.
+pub fn format_error(e: FormatError) -> CliError {
+    CliError::usage(match &e {
+        FormatError::Floats {
+            format,
+            policy,
+            why,
+            mask,
+        } => format!(
+            "--format {format} cannot express {policy}: {why}, but this plan lets threads float over {mask}; use --format omp-places, kmp-affinity, taskset or numactl"
+        ),
+        FormatError::NotOneKind { policy } => format!(
+            "--format kmp-hw-subset describes one core kind (p-set, e-set, p-pinned, e-pinned, kind:, kind-set:); {policy} is not one; use --format kmp-affinity"
+        ),
+        FormatError::Unknown(_) => e.to_string(),
+    })
+}
+
+/// A rendering caveat as the CLI prints it (after `pinsight: caveat: `).
+pub fn caveat_message(c: &Caveat) -> String {
+    match c {
+        Caveat::ClosePlacesShared => "OpenMP 'close' puts consecutive threads on a shared place, not round robin; use --format gomp for the exact per-thread order".to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// The request for `policy` and the planning flags. A flag given to a policy
@@ -60,7 +124,7 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
                 "--weights applies to the balance policy only, not {policy}"
             )));
         }
-        Some(p) => Some(Weights::load(p).map_err(CliError::usage)?),
+        Some(p) => Some(Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?),
         None => None,
     };
     if args.pipeline {
@@ -98,4 +162,28 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
         latency,
         ..Request::new(policy)
     })
+}
+
+/// The test harness `plan`, `run` and `pin` share: a command's `Args` with
+/// the global flags, parsed as clap would from the command line.
+#[cfg(test)]
+pub mod test_cli {
+    use crate::cli::Globals;
+
+    /// Global flags plus one command's arguments.
+    #[derive(clap::Parser, Debug)]
+    pub struct Cli<A: clap::Args> {
+        #[command(flatten)]
+        pub globals: Globals,
+        #[command(flatten)]
+        pub args: A,
+    }
+
+    /// Parses `argv` (without the program name) as command `cmd` would.
+    pub fn parse<A: clap::Args + std::fmt::Debug>(
+        cmd: &str,
+        argv: &[&str],
+    ) -> Result<Cli<A>, clap::Error> {
+        <Cli<A> as clap::Parser>::try_parse_from(std::iter::once(cmd).chain(argv.iter().copied()))
+    }
 }

@@ -122,7 +122,14 @@ fn millis(flag: &str, ms: f64) -> Result<Duration, CliError> {
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     require_live(g, "run")?;
     let skip = match &args.skip {
-        Some(s) => pinsight_launch::parse_skip(s).map_err(CliError::usage)?,
+        Some(s) => pinsight_launch::parse_skip(s).map_err(|e| {
+            CliError::usage(format!(
+                "invalid --skip '{}': {} ({})",
+                e.text,
+                e.problem,
+                pinsight_launch::skip::EXPECTED
+            ))
+        })?,
         None => Vec::new(),
     };
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
@@ -306,18 +313,12 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
 mod tests {
     use super::*;
     use crate::cmd::plan_args::make_request;
-    use clap::Parser;
+    use crate::cmd::plan_args::test_cli;
 
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        globals: Globals,
-        #[command(flatten)]
-        args: Args,
-    }
+    type Cli = test_cli::Cli<Args>;
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("run").chain(argv.iter().copied()))
+        test_cli::parse("run", argv)
     }
 
     #[test]

@@ -9,7 +9,8 @@
 use crate::cli::{progress_bar, CliError, CmdResult, Globals};
 use pinsight_cpuset::CpuSet;
 use pinsight_workload::{
-    check, names, parse_size, run_with_progress, Outcome, Params, Schedule, WORKLOADS,
+    check, names, parse_size, run_with_progress, Outcome, Params, Schedule, WorkloadError,
+    WORKLOADS,
 };
 use std::fmt::Write;
 
@@ -62,14 +63,14 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         schedule: args.schedule,
         max_iter: args.max_iter,
     };
-    check(name, &params).map_err(CliError::usage)?;
+    check(name, &params).map_err(|e| CliError::usage(workload_error_message(&e)))?;
     let pb = progress_bar(g, 0, name);
     let outcome = run_with_progress(name, &params, &|p| {
         pb.set_length(p.total);
         pb.set_position(p.done);
     });
     pb.finish_and_clear();
-    let outcome = outcome.map_err(CliError::runtime)?;
+    let outcome = outcome.map_err(|e| CliError::runtime(workload_error_message(&e)))?;
     if g.json {
         g.print_json(&outcome)?;
     } else {
@@ -117,6 +118,39 @@ fn list(g: &Globals) -> CmdResult {
 }
 
 /// The human report: a hyperfine-like headline, then one row per worker.
+/// A workload error as the CLI says it, naming the flag to change.
+fn workload_error_message(e: &WorkloadError) -> String {
+    match e {
+        WorkloadError::ZeroThreads => "--threads must be at least 1".to_string(),
+        WorkloadError::TooManyThreads { threads, max } => {
+            format!("--threads {threads} is too many (at most {max})")
+        }
+        WorkloadError::SizeOutOfRange {
+            workload,
+            size,
+            meaning,
+            max,
+        } => format!("{workload}: --size {size} is out of range: {meaning} must be 1..={max}"),
+        WorkloadError::NoSchedule {
+            workload,
+            reason,
+            takers,
+            ..
+        } => format!(
+            "workload '{workload}' does not take --schedule ({reason}); --schedule applies to: {}",
+            takers.join(", ")
+        ),
+        WorkloadError::MaxIterNotApplicable { workload } => {
+            format!("--max-iter applies to mandelbrot only, not '{workload}'")
+        }
+        WorkloadError::ZeroMaxIter => "mandelbrot: --max-iter must be at least 1".to_string(),
+        WorkloadError::Singular => {
+            "lu: the generated matrix is singular (a zero pivot); try another --size".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 fn render(o: &Outcome) -> String {
     let mut out = String::new();
     let schedule = o

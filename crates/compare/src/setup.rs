@@ -53,7 +53,7 @@ pub struct Request {
 
 /// Why the experiment cannot be set up. [`SetupError::is_usage`] tells
 /// the request's fault from the machine's.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SetupError {
     #[error("no command to measure")]
     NoCommand,
@@ -249,7 +249,7 @@ pub fn setup(
             if !policies.iter().any(|(_, p)| p.base == BasePolicy::Balance) {
                 return Err(SetupError::WeightsUnused { path: path.clone() });
             }
-            Some(Weights::load(path).map_err(SetupError::BadInput)?)
+            Some(Weights::load(path).map_err(|e| SetupError::BadInput(e.to_string()))?)
         }
         None => None,
     };
@@ -287,7 +287,7 @@ pub fn setup(
             Err(e) => {
                 not_applicable.push(NotApplicable {
                     what: name.clone(),
-                    reason: without_policy_prefix(&e.to_string(), name),
+                    reason: e.reason(),
                 });
                 continue;
             }
@@ -346,17 +346,6 @@ pub fn setup(
         },
         plans,
     })
-}
-
-/// The planner starts its messages with the policy ("e-set needs ...",
-/// "cpus:7: CPU 7 is ..."); the policy is already in [`NotApplicable::what`],
-/// and without it identical reasons group into one line.
-fn without_policy_prefix(msg: &str, policy: &str) -> String {
-    msg.strip_prefix(policy)
-        .map(|r| r.trim_start_matches(':').trim_start())
-        .filter(|r| !r.is_empty())
-        .unwrap_or(msg)
-        .to_string()
 }
 
 /// Plan errors that are the user's input, not the machine's limits.

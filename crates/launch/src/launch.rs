@@ -359,7 +359,7 @@ impl Application {
             match program::preload_blocker(program) {
                 Some(b) => {
                     notes.push(format!(
-                        "{b}: threads are pinned by the /proc watcher instead of the shim (as with --follow)"
+                        "{b}: threads are pinned by the /proc watcher instead of the shim (the follow mechanism)"
                     ));
                     fallback = Some(b);
                     Some(Mechanism::Follow)
@@ -537,7 +537,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let threads = match watcher.map(Watcher::finish) {
         Some(Ok(records)) => records,
         Some(Err(e)) => {
-            notes.push(e);
+            notes.push(e.to_string());
             Vec::new()
         }
         None => Vec::new(),

@@ -33,5 +33,5 @@ pub use launch::{
     RunOptions, RunOutcome,
 };
 pub use pin::{pin_process, PinError, PinOptions, PinReport, ThreadOrder};
-pub use skip::parse_skip;
+pub use skip::{parse_skip, SkipError, SkipProblem};
 pub use watch::{FollowStats, ThreadRecord};

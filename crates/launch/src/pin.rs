@@ -104,7 +104,7 @@ pub fn assign(
     tasks: &[TaskInfo],
     plan: &Plan,
     opts: &PinOptions,
-) -> Result<Vec<Assignment>, String> {
+) -> Result<Vec<Assignment>, AssignError> {
     let mut tasks = tasks.to_vec();
     match opts.order {
         ThreadOrder::Tid => tasks.sort_by_key(|t| t.tid),
@@ -143,23 +143,21 @@ pub fn assign(
     }
     let vcpus: Vec<usize> = tasks.iter().filter_map(|t| vcpu_index(&t.name)).collect();
     if vcpus.is_empty() {
-        return Err(
-            "--qemu: no QEMU vCPU threads (named 'CPU n/KVM' or 'CPU n/TCG') in this process"
-                .into(),
-        );
+        return Err(AssignError::NoVcpus);
     }
-    let place_of_vcpu = |n: usize| -> Result<CpuSet, String> {
+    let place_of_vcpu = |n: usize| -> Result<CpuSet, AssignError> {
         if !plan.pinned {
             return Ok(plan.process_mask.clone());
         }
-        plan.places.get(n).cloned().ok_or_else(|| {
-            format!(
-                "--qemu: vCPU {n} has no place: the plan has {} place(s) for {} vCPU(s); plan with --threads {}",
-                plan.places.len(),
-                vcpus.len(),
-                vcpus.iter().max().map_or(0, |m| m + 1)
-            )
-        })
+        plan.places
+            .get(n)
+            .cloned()
+            .ok_or_else(|| AssignError::VcpuWithoutPlace {
+                vcpu: n,
+                places: plan.places.len(),
+                vcpus: vcpus.len(),
+                needed: vcpus.iter().max().map_or(0, |m| m + 1),
+            })
     };
     let mut vcpu_cpus = CpuSet::new();
     for &n in &vcpus {
@@ -241,38 +239,43 @@ pub struct PinReport {
     pub notes: Vec<String>,
 }
 
+/// Why the plan's places cannot be given to a QEMU process's threads.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AssignError {
+    /// QEMU mode, but no thread is named like a vCPU.
+    #[error("QEMU mode: no QEMU vCPU threads (named 'CPU n/KVM' or 'CPU n/TCG') in this process")]
+    NoVcpus,
+    /// A vCPU beyond the plan's places.
+    #[error("QEMU mode: vCPU {vcpu} has no place: the plan has {places} place(s) for {vcpus} vCPU(s); plan {needed} threads")]
+    VcpuWithoutPlace {
+        vcpu: usize,
+        places: usize,
+        vcpus: usize,
+        /// Threads to plan for: the highest vCPU number plus one.
+        needed: usize,
+    },
+}
+
 /// Why nothing could be pinned.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PinError {
     /// No such process (exit 1).
+    #[error("no process with PID {0}")]
     NoSuchProcess(i32),
     /// Not allowed to change another user's process (exit 1).
+    #[error(
+        "permission denied changing the affinity of PID {pid} (owned by {}, you are uid {me}): run as its owner or with CAP_SYS_NICE (e.g. sudo)",
+        owner.map_or("another user".to_string(), |u| format!("uid {u}"))
+    )]
     PermissionDenied {
         pid: i32,
         owner: Option<u32>,
         me: u32,
     },
     /// The plan does not fit the process (usage, exit 2).
-    Plan(String),
+    #[error(transparent)]
+    Plan(#[from] AssignError),
 }
-
-impl fmt::Display for PinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PinError::NoSuchProcess(pid) => write!(f, "no process with PID {pid}"),
-            PinError::PermissionDenied { pid, owner, me } => {
-                let owner = owner.map_or("another user".to_string(), |u| format!("uid {u}"));
-                write!(
-                    f,
-                    "permission denied changing the affinity of PID {pid} (owned by {owner}, you are uid {me}): run as its owner or with CAP_SYS_NICE (e.g. sudo)"
-                )
-            }
-            PinError::Plan(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for PinError {}
 
 /// `PF_NO_SETAFFINITY` in `/proc/PID/task/TID/stat`'s flags (field 9):
 /// the kernel refuses to change the thread's affinity.
@@ -617,17 +620,23 @@ mod tests {
             ..Default::default()
         };
         let e = assign(&[task(1, "bash")], &plan(&[0], true), &opts).unwrap_err();
-        assert!(e.contains("no QEMU vCPU threads"), "{e}");
+        assert_eq!(e, AssignError::NoVcpus);
         let e = assign(
             &[task(1, "CPU 0/KVM"), task(2, "CPU 3/KVM")],
             &plan(&[0, 1], true),
             &opts,
         )
         .unwrap_err();
-        assert!(
-            e.contains("vCPU 3 has no place") && e.contains("--threads 4"),
-            "{e}"
+        assert_eq!(
+            e,
+            AssignError::VcpuWithoutPlace {
+                vcpu: 3,
+                places: 2,
+                vcpus: 2,
+                needed: 4
+            }
         );
+        assert!(e.to_string().contains("vCPU 3 has no place"), "{e}");
     }
 
     #[test]

@@ -219,11 +219,12 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    fn tmpdir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("pinsight-program-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A fresh directory, removed when the returned guard drops.
+    fn tmpdir(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("pinsight-program-{tag}-"))
+            .tempdir()
+            .unwrap()
     }
 
     fn exe(path: &Path, body: &[u8], mode: u32) {
@@ -242,6 +243,7 @@ mod tests {
     #[test]
     fn resolve_searches_path_like_execvp() {
         let d = tmpdir("resolve");
+        let d = d.path();
         exe(&d.join("tool"), b"#!/bin/sh\n", 0o755);
         exe(&d.join("data"), b"x", 0o644);
         let pv = OsString::from(format!("/nonexistent:{}", d.display()));
@@ -252,12 +254,12 @@ mod tests {
             Some(PathBuf::from("./x/y"))
         );
         assert_eq!(resolve(OsStr::new(""), Some(&pv)), None);
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn setuid_of_another_user_blocks_and_own_does_not() {
         let d = tmpdir("setuid");
+        let d = d.path();
         let p = d.join("suid");
         std::fs::copy("/bin/true", &p).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
@@ -283,12 +285,12 @@ mod tests {
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o2745)).unwrap();
             assert_eq!(blocker_of(&p, None, 0), None);
         }
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn shebang_lines_lead_to_the_interpreter() {
         let d = tmpdir("shebang");
+        let d = d.path();
         // A fake "static" interpreter: an ELF header without program headers.
         let mut fake = vec![0u8; 64];
         fake[..4].copy_from_slice(&elf::ELFMAG);
@@ -330,18 +332,17 @@ mod tests {
         let sh = d.join("sh-script");
         exe(&sh, b"#!/bin/sh\ntrue\n", 0o755);
         assert_eq!(blocker_of(&sh, None, 0), None);
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn garbage_is_not_a_verdict() {
         let d = tmpdir("garbage");
+        let d = d.path();
         let p = d.join("junk");
         let mut junk = elf::ELFMAG.to_vec();
         junk.extend_from_slice(&[9; 40]);
         exe(&p, &junk, 0o755);
         assert_eq!(blocker_of(&p, None, 0), None);
         assert_eq!(blocker_of(&d.join("missing"), None, 0), None);
-        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -6,26 +6,56 @@
 //! never skipped: it always holds place 0). Skipped threads take no place
 //! and run on the plan's process-wide mask.
 
+/// A skip list that cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid skip list '{text}': {problem} ({EXPECTED})")]
+pub struct SkipError {
+    /// The text as given.
+    pub text: String,
+    pub problem: SkipProblem,
+}
+
+/// What the two spellings of a skip list look like (for messages).
+pub const EXPECTED: &str =
+    "expected a hex mask of created-thread indices like 0x1, or a list like 0,2-3";
+
+/// What is wrong with a skip list.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SkipProblem {
+    /// `0x` alone.
+    #[error("empty hex mask")]
+    EmptyHex,
+    /// A character of the hex mask that is not a hex digit.
+    #[error("'{0}' is not a hex digit")]
+    NotHexDigit(char),
+    /// An index the shim cannot hold.
+    #[error("index above 65535")]
+    TooLarge,
+    /// Not a list of indices.
+    #[error("{}", .0.reason)]
+    List(pinsight_cpuset::ParseError),
+}
+
 /// Parses `0x5` (hex mask: bit i = created thread i) or `0,2` / `1-3`
 /// (list). Returns the indices ascending, deduplicated.
-pub fn parse_skip(text: &str) -> Result<Vec<usize>, String> {
+pub fn parse_skip(text: &str) -> Result<Vec<usize>, SkipError> {
     let t = text.trim();
-    let bad = |why: &str| {
-        format!("invalid --skip '{text}': {why} (expected a hex mask of created-thread indices like 0x1, or a list like 0,2-3)")
+    let bad = |problem: SkipProblem| SkipError {
+        text: text.to_string(),
+        problem,
     };
     if t.is_empty() {
         return Ok(Vec::new());
     }
     if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         if hex.is_empty() {
-            return Err(bad("empty hex mask"));
+            return Err(bad(SkipProblem::EmptyHex));
         }
         let mut out = Vec::new();
         for (pos, c) in hex.chars().rev().enumerate() {
             let v = c
                 .to_digit(16)
-                .ok_or_else(|| bad(&format!("'{c}' is not a hex digit")))?
-                as usize;
+                .ok_or_else(|| bad(SkipProblem::NotHexDigit(c)))? as usize;
             for b in 0..4 {
                 if v & (1 << b) != 0 {
                     out.push(pos * 4 + b);
@@ -33,13 +63,13 @@ pub fn parse_skip(text: &str) -> Result<Vec<usize>, String> {
             }
         }
         if out.last().is_some_and(|&m| m > 65535) {
-            return Err(bad("index above 65535"));
+            return Err(bad(SkipProblem::TooLarge));
         }
         return Ok(out);
     }
-    let set = pinsight_cpuset::CpuSet::parse_list(t).map_err(|e| bad(&e.reason))?;
+    let set = pinsight_cpuset::CpuSet::parse_list(t).map_err(|e| bad(SkipProblem::List(e)))?;
     if set.last().is_some_and(|m| m > 65535) {
-        return Err(bad("index above 65535"));
+        return Err(bad(SkipProblem::TooLarge));
     }
     Ok(set.iter().collect())
 }
@@ -73,10 +103,16 @@ mod tests {
     #[test]
     fn bad_skip_names_input() {
         let e = parse_skip("0xg").unwrap_err();
-        assert!(e.contains("'0xg'") && e.contains("hex"), "{e}");
-        assert!(parse_skip("a,b").unwrap_err().contains("--skip 'a,b'"));
-        assert!(parse_skip("0x").is_err());
-        assert!(parse_skip("70000").is_err());
+        assert_eq!(e.problem, SkipProblem::NotHexDigit('g'));
+        assert!(e.to_string().contains("'0xg'"), "{e}");
+        let e = parse_skip("a,b").unwrap_err();
+        assert!(matches!(e.problem, SkipProblem::List(_)), "{e:?}");
+        assert_eq!(e.text, "a,b");
+        assert_eq!(parse_skip("0x").unwrap_err().problem, SkipProblem::EmptyHex);
+        assert_eq!(
+            parse_skip("70000").unwrap_err().problem,
+            SkipProblem::TooLarge
+        );
     }
 
     #[test]

@@ -127,13 +127,16 @@ impl Watcher {
     /// Stops the watcher (after one last look) and returns what it saw,
     /// in order of first sight. A watcher that crashed is an error, never
     /// an empty list that would read as "the program made no threads".
-    pub fn finish(self) -> Result<Vec<ThreadRecord>, String> {
+    pub fn finish(self) -> Result<Vec<ThreadRecord>, WatcherCrashed> {
         self.stop.store(true, Ordering::SeqCst);
-        self.handle
-            .join()
-            .map_err(|_| "the /proc watcher crashed: where threads ran is unknown".to_string())
+        self.handle.join().map_err(|_| WatcherCrashed)
     }
 }
+
+/// The /proc watcher's thread panicked: where threads ran is unknown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the /proc watcher crashed: where threads ran is unknown")]
+pub struct WatcherCrashed;
 
 fn planned_for(order: usize, planned: &[CpuSet], skip: &[usize]) -> Option<CpuSet> {
     if planned.is_empty() {
@@ -297,28 +300,20 @@ fn watch(
     out
 }
 
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(pinsight_stats::quantile_sorted(v, 0.5))
-}
-
 /// Summarises the follow pins in `records`.
 pub fn follow_stats(records: &[ThreadRecord], poll: Duration) -> FollowStats {
     let pins: Vec<&FollowPin> = records.iter().filter_map(|r| r.follow.as_ref()).collect();
-    let mut delays: Vec<f64> = pins.iter().filter_map(|p| p.delay_max_ms).collect();
-    let mut ran: Vec<f64> = pins.iter().filter_map(|p| p.ran_unpinned_us).collect();
+    let delays: Vec<f64> = pins.iter().filter_map(|p| p.delay_max_ms).collect();
+    let ran: Vec<f64> = pins.iter().filter_map(|p| p.ran_unpinned_us).collect();
     let max = |v: &[f64]| v.iter().copied().reduce(f64::max);
     FollowStats {
         pinned: pins.iter().filter(|p| p.error.is_none()).count(),
         failed: pins.iter().filter(|p| p.error.is_some()).count(),
         poll_interval_ms: poll.as_secs_f64() * 1e3,
         max_delay_max_ms: max(&delays),
-        median_delay_max_ms: median(&mut delays),
+        median_delay_max_ms: pinsight_stats::median(&delays),
         max_ran_unpinned_us: max(&ran),
-        median_ran_unpinned_us: median(&mut ran),
+        median_ran_unpinned_us: pinsight_stats::median(&ran),
     }
 }
 
@@ -335,13 +330,6 @@ mod tests {
         assert_eq!(planned_for(1, &places, &[0]), None);
         assert_eq!(planned_for(2, &places, &[0]), Some(CpuSet::single(1)));
         assert_eq!(planned_for(5, &[], &[]), None);
-    }
-
-    #[test]
-    fn median_of_even_and_odd() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
-        assert_eq!(median(&mut []), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! Counts are apportioned with the largest-remainder (Hamilton) method so
 //! they sum to M exactly.
 
-use crate::weights::Weights;
+use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
 use serde::Serialize;
@@ -62,7 +62,7 @@ pub fn capacities(
     topo: &Topology,
     cpus: &CpuSet,
     weights: Option<&Weights>,
-) -> Result<(Vec<(usize, f64)>, CapacitySource), String> {
+) -> Result<(Vec<(usize, f64)>, CapacitySource), WeightsError> {
     let list: Vec<usize> = cpus.iter().collect();
     if let Some(w) = weights {
         let missing: CpuSet = list
@@ -71,9 +71,10 @@ pub fn capacities(
             .filter(|c| !w.by_cpu.contains_key(c))
             .collect();
         if !missing.is_empty() {
-            return Err(format!(
-                "the weights file has no weight for usable CPU(s) {missing}; give every CPU in {cpus} a weight (0 = no tasks)"
-            ));
+            return Err(WeightsError::Missing {
+                missing,
+                cpus: cpus.clone(),
+            });
         }
         return Ok((
             list.iter().map(|c| (*c, w.by_cpu[c])).collect(),

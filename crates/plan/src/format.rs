@@ -21,6 +21,7 @@
 use crate::plan::Plan;
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{CoreType, Topology};
+use std::fmt;
 use std::fmt::Write as _;
 use std::str::FromStr;
 
@@ -56,8 +57,8 @@ pub const FORMAT_NAMES: &[&str] = &[
 ];
 
 impl FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Format, String> {
+    type Err = FormatError;
+    fn from_str(s: &str) -> Result<Format, FormatError> {
         Ok(match s.trim().to_ascii_lowercase().as_str() {
             "table" => Format::Table,
             "json" => Format::Json,
@@ -70,13 +71,61 @@ impl FromStr for Format {
             "kmp-hw-subset" => Format::KmpHwSubset,
             "libvirt" => Format::Libvirt,
             "slurm" => Format::Slurm,
-            other => {
-                return Err(format!(
-                    "unknown format '{other}'; valid formats: {}",
-                    FORMAT_NAMES.join(", ")
-                ))
-            }
+            other => return Err(FormatError::Unknown(other.to_string())),
         })
+    }
+}
+
+/// Why a plan cannot be rendered in a dialect (or the dialect is unknown).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    /// A format name that is not one of [`FORMAT_NAMES`].
+    #[error("unknown format '{0}'; valid formats: {list}", list = FORMAT_NAMES.join(", "))]
+    Unknown(String),
+    /// A per-thread dialect asked to express threads that float over a set.
+    #[error("format {format} cannot express {policy}: {why}, but this plan lets threads float over {mask}")]
+    Floats {
+        format: &'static str,
+        policy: String,
+        why: &'static str,
+        mask: CpuSet,
+    },
+    /// `kmp-hw-subset` for a policy that is not one core kind.
+    #[error("format kmp-hw-subset describes one core kind (p-set, e-set, p-pinned, e-pinned, kind:, kind-set:); {policy} is not one")]
+    NotOneKind { policy: String },
+}
+
+/// How a dialect falls short of the plan (printed on stderr).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caveat {
+    /// `taskset`/`numactl` set one mask: pinned threads will float over it.
+    OneMask { tool: &'static str, mask: CpuSet },
+    /// `omp-places` with places reused: OpenMP 'close' does not round robin.
+    ClosePlacesShared,
+    /// `kmp-hw-subset` with threads sharing cores.
+    SharedCores,
+    /// `kmp-hw-subset` when only part of the kind is usable.
+    PartOfKind { usable: CpuSet, kind: CpuSet },
+}
+
+impl fmt::Display for Caveat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Caveat::OneMask { tool, mask } => write!(
+                f,
+                "{tool} sets one mask for the whole process: threads will float over {mask} instead of one CPU each; use `pinsight run` or an OpenMP format to pin threads"
+            ),
+            Caveat::ClosePlacesShared => f.write_str(
+                "OpenMP 'close' puts consecutive threads on a shared place, not round robin; the gomp format gives the exact per-thread order",
+            ),
+            Caveat::SharedCores => {
+                f.write_str("threads share cores: libomp orders SMT siblings itself")
+            }
+            Caveat::PartOfKind { usable, kind } => write!(
+                f,
+                "only {usable} of the kind's CPUs {kind} are usable; libomp counts cores within the process mask"
+            ),
+        }
     }
 }
 
@@ -85,10 +134,10 @@ impl FromStr for Format {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rendered {
     pub text: String,
-    pub caveats: Vec<String>,
+    pub caveats: Vec<Caveat>,
 }
 
-fn ok(text: String) -> Result<Rendered, String> {
+fn ok(text: String) -> Result<Rendered, FormatError> {
     Ok(Rendered {
         text,
         caveats: Vec::new(),
@@ -97,7 +146,7 @@ fn ok(text: String) -> Result<Rendered, String> {
 
 /// Renders `plan` (made on `topo`) in `format`. Errors when the dialect
 /// cannot express the plan at all (e.g. `gomp` for a floating set).
-pub fn render(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, String> {
+pub fn render(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, FormatError> {
     let mask = &plan.process_mask;
     match format {
         Format::Table => ok(table(plan, topo)),
@@ -116,10 +165,7 @@ pub fn render(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, 
                 && plan.tasks_per_cpu.is_none()
                 && distinct_in_order(&plan.places).len() < plan.places.len()
             {
-                r.caveats.push(
-                    "OpenMP 'close' puts consecutive threads on a shared place, not round robin; use --format gomp for the exact per-thread order"
-                        .into(),
-                );
+                r.caveats.push(Caveat::ClosePlacesShared);
             }
             Ok(r)
         }
@@ -171,22 +217,28 @@ pub fn render(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, 
     }
 }
 
-fn with_mask_caveat(plan: &Plan, tool: &str, text: String) -> Result<Rendered, String> {
+fn with_mask_caveat(
+    plan: &Plan,
+    tool: &'static str,
+    text: String,
+) -> Result<Rendered, FormatError> {
     let mut caveats = Vec::new();
     if plan.pinned && plan.process_mask.len() > 1 {
-        caveats.push(format!(
-            "{tool} sets one mask for the whole process: threads will float over {} instead of one CPU each; use `pinsight run` or an OpenMP format to pin threads",
-            plan.process_mask
-        ));
+        caveats.push(Caveat::OneMask {
+            tool,
+            mask: plan.process_mask.clone(),
+        });
     }
     Ok(Rendered { text, caveats })
 }
 
-fn float_error(plan: &Plan, format: &str, why: &str) -> String {
-    format!(
-        "--format {format} cannot express {}: {why}, but this plan lets threads float over {}; use --format omp-places, kmp-affinity, taskset or numactl",
-        plan.policy, plan.process_mask
-    )
+fn float_error(plan: &Plan, format: &'static str, why: &'static str) -> FormatError {
+    FormatError::Floats {
+        format,
+        policy: plan.policy.clone(),
+        why,
+        mask: plan.process_mask.clone(),
+    }
 }
 
 /// Comma-separated CPU numbers, no ranges (OpenMP place members).
@@ -312,12 +364,9 @@ fn hex_mask(set: &CpuSet) -> String {
 /// `KMP_HW_SUBSET` for kind policies: `Nc:ATTR[,1t]`, where ATTR is
 /// `intel_core`/`intel_atom` when the kind's x86 core type is known (and
 /// unambiguous), else `effR` (libomp's efficiency index = our rank).
-fn kmp_hw_subset(plan: &Plan, topo: &Topology) -> Result<Rendered, String> {
-    let unsupported = || {
-        format!(
-            "--format kmp-hw-subset describes one core kind (p-set, e-set, p-pinned, e-pinned, kind:, kind-set:); {} is not one; use --format kmp-affinity",
-            plan.policy
-        )
+fn kmp_hw_subset(plan: &Plan, topo: &Topology) -> Result<Rendered, FormatError> {
+    let unsupported = || FormatError::NotOneKind {
+        policy: plan.policy.clone(),
     };
     let kind_policy = [
         "p-set",
@@ -376,7 +425,7 @@ fn kmp_hw_subset(plan: &Plan, topo: &Topology) -> Result<Rendered, String> {
     } else if plan.process_mask.len() == used_cores {
         format!("{used_cores}c:{attr},1t")
     } else {
-        caveats.push("threads share cores: libomp orders SMT siblings itself".into());
+        caveats.push(Caveat::SharedCores);
         format!("{used_cores}c:{attr}")
     };
     let mut vars = vec![
@@ -388,10 +437,10 @@ fn kmp_hw_subset(plan: &Plan, topo: &Topology) -> Result<Rendered, String> {
         vars.push(("OMP_PROC_BIND".into(), "close".into()));
     }
     if usable_kind != kind.cpus {
-        caveats.push(format!(
-            "only {usable_kind} of the kind's CPUs {} are usable; libomp counts cores within the process mask",
-            kind.cpus
-        ));
+        caveats.push(Caveat::PartOfKind {
+            usable: usable_kind.clone(),
+            kind: kind.cpus.clone(),
+        });
     }
     Ok(Rendered {
         text: exports(&vars),
@@ -602,6 +651,7 @@ mod tests {
         assert!("xml"
             .parse::<Format>()
             .unwrap_err()
+            .to_string()
             .contains("valid formats: table"));
     }
 }

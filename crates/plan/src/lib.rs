@@ -26,8 +26,8 @@ pub mod plan;
 pub mod policy;
 pub mod weights;
 
-pub use format::{omp_env, render, Format, Rendered};
+pub use format::{omp_env, render, Caveat, Format, FormatError, Rendered};
 pub use pinsight_latency_model::LatencyMatrix;
-pub use plan::{plan, Plan, PlanError, Request};
-pub use policy::{BasePolicy, KindSel, Policy, PolicyParseError};
-pub use weights::Weights;
+pub use plan::{plan, LatencyProblem, Plan, PlanError, Request};
+pub use policy::{BasePolicy, CpuListError, KindSel, Policy, PolicyParseError};
+pub use weights::{Weights, WeightsError};

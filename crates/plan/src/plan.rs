@@ -3,12 +3,11 @@
 use crate::balance::{apportion, capacities, CapacitySource};
 use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
-use crate::weights::Weights;
+use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency_model::LatencyMatrix;
 use pinsight_model::{Kind, RankSource, Topology};
 use serde::Serialize;
-use std::fmt;
 
 /// What to plan.
 ///
@@ -96,73 +95,103 @@ fn tasks_per_cpu_json<S: serde::Serializer>(
         .serialize(s)
 }
 
-/// Why a plan cannot be made. Every message names the input and what is
-/// allowed; all are usage errors (exit 2).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a plan cannot be made. Each variant carries the data; the message
+/// says what is wrong in planning terms (the CLI adds which flag to change).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum PlanError {
-    /// `--threads 0`.
+    /// Zero threads (or tasks) asked for.
+    #[error("0 threads: the number of threads must be at least 1")]
     ZeroThreads,
-    /// `--threads` and `--tasks` disagree.
+    /// A thread count and a task count that disagree.
+    #[error("{threads} threads and {tasks} tasks disagree; give one of them")]
     ThreadsTasksConflict { threads: usize, tasks: usize },
-    /// A pinned policy given more threads than CPUs without `--oversubscribe`.
+    /// A pinned policy given more threads than CPUs without
+    /// [`Request::oversubscribe`].
+    #[error("{policy}: {threads} threads but only {} CPUs ({cpus}) to pin them on, one each", cpus.len())]
     TooManyThreads {
         policy: String,
         threads: usize,
         cpus: CpuSet,
     },
     /// The policy needs several ranked core kinds.
+    #[error("{policy} needs at least two core kinds; {detail}")]
     NeedsKinds { policy: String, detail: String },
     /// `kind:X` names no kind of this machine.
+    #[error("no core kind '{wanted}' on this machine; kinds are: {available}")]
     NoSuchKind { wanted: String, available: String },
     /// The selected kind has no usable CPU.
+    #[error("{policy}: no usable CPU of kind {kind} (its CPUs {cpus} are offline or not allowed by the cgroup)")]
     KindUnusable {
         policy: String,
         kind: String,
         cpus: CpuSet,
     },
     /// An explicit CPU list names CPUs that cannot be used.
+    #[error("{policy}: {detail}")]
     CpusUnusable { policy: String, detail: String },
     /// The machine has no usable CPU at all.
+    #[error("this machine has no usable CPU (none online and allowed)")]
     NoUsableCpu,
     /// A modifier that makes no sense for this policy.
+    #[error("{policy}: {detail}")]
     Modifier { policy: String, detail: String },
-    /// Bad `--weights` for this machine.
-    Weights(String),
+    /// Weights that do not fit this machine.
+    #[error("weights: {0}")]
+    Weights(#[from] WeightsError),
     /// A latency policy without a usable matrix or thread count.
-    Latency { policy: String, detail: String },
+    #[error("{policy}: {problem}")]
+    Latency {
+        policy: String,
+        problem: LatencyProblem,
+    },
 }
 
-impl fmt::Display for PlanError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl PlanError {
+    /// What is wrong, without the policy name the message starts with: for
+    /// callers that already name the policy (compare's list of arms that
+    /// cannot run). Built from the variant's data, not from its message.
+    pub fn reason(&self) -> String {
         match self {
-            PlanError::ZeroThreads => f.write_str("--threads 0: the number of threads must be at least 1"),
-            PlanError::ThreadsTasksConflict { threads, tasks } => {
-                write!(f, "--threads {threads} and --tasks {tasks} disagree; give one of them")
-            }
-            PlanError::TooManyThreads { policy, threads, cpus } => write!(
-                f,
-                "{policy}: {threads} threads but only {} CPUs ({cpus}) to pin them on, one each; use --threads {} or less, or --oversubscribe",
-                cpus.len(),
+            PlanError::TooManyThreads { threads, cpus, .. } => format!(
+                "{threads} threads but only {} CPUs ({cpus}) to pin them on, one each",
                 cpus.len()
             ),
-            PlanError::NeedsKinds { policy, detail } => write!(f, "{policy} needs at least two core kinds; {detail}"),
-            PlanError::NoSuchKind { wanted, available } => {
-                write!(f, "no core kind '{wanted}' on this machine; kinds are: {available}")
+            PlanError::NeedsKinds { detail, .. } => {
+                format!("needs at least two core kinds; {detail}")
             }
-            PlanError::KindUnusable { policy, kind, cpus } => write!(
-                f,
-                "{policy}: no usable CPU of kind {kind} (its CPUs {cpus} are offline or not allowed by the cgroup)"
+            PlanError::KindUnusable { kind, cpus, .. } => format!(
+                "no usable CPU of kind {kind} (its CPUs {cpus} are offline or not allowed by the cgroup)"
             ),
-            PlanError::CpusUnusable { policy, detail } => write!(f, "{policy}: {detail}"),
-            PlanError::NoUsableCpu => f.write_str("this machine has no usable CPU (none online and allowed)"),
-            PlanError::Modifier { policy, detail } => write!(f, "{policy}: {detail}"),
-            PlanError::Weights(m) => write!(f, "--weights: {m}"),
-            PlanError::Latency { policy, detail } => write!(f, "{policy}: {detail}"),
+            PlanError::CpusUnusable { detail, .. } | PlanError::Modifier { detail, .. } => {
+                detail.clone()
+            }
+            PlanError::Latency { problem, .. } => problem.to_string(),
+            other => other.to_string(),
         }
     }
 }
 
-impl std::error::Error for PlanError {}
+/// What a latency policy lacks (see [`PlanError::Latency`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LatencyProblem {
+    /// No core-to-core latency matrix was given.
+    #[error("needs a core-to-core latency matrix (CSV or JSON, e.g. from `pinsight latency`)")]
+    NoMatrix,
+    /// No thread count: the number of CPUs to choose.
+    #[error("needs a thread count K: the number of CPUs to choose")]
+    NoThreadCount,
+    /// The matrix covers fewer than two usable CPUs.
+    #[error(
+        "the matrix covers CPUs {matrix} but only {} of them {} usable here ({usable}); measure this machine",
+        covered.len(),
+        if covered.len() == 1 { "is" } else { "are" }
+    )]
+    TooFewCovered {
+        matrix: CpuSet,
+        covered: CpuSet,
+        usable: CpuSet,
+    },
+}
 
 /// "1 thread" / "2 threads".
 pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
@@ -344,49 +373,17 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
     };
 
     // Set policies: one mask, threads float.
-    let set = match &policy.base {
-        BasePolicy::Os => Some(usable.clone()),
-        BasePolicy::KindSet(sel) => {
-            Some(kind_cpus(resolve_kind(topo, sel, &name)?, &usable, &name)?)
-        }
-        BasePolicy::CpusSet(list) => {
-            let set: CpuSet = list.resolve(&usable).into_iter().collect();
-            check_explicit(topo, &set, &usable, &name)?;
-            Some(set)
-        }
-        _ => None,
-    };
-    if let Some(set) = set {
+    if let Some(set) = set_of(topo, &policy.base, &usable, &name)? {
         if smt {
             return Err(modifier_pointless("threads float in this policy"));
         }
-        // Any number of threads: they float inside the set and the kernel
-        // shares its CPUs out, so a set plan never oversubscribes anything
-        // (no --oversubscribe needed, nothing to warn about).
-        let n = threads.unwrap_or(set.len());
-        let threads_text = count(n, "thread", "threads");
-        let over = if n > set.len() {
-            format!("{} ({set}), time-shared", count(set.len(), "CPU", "CPUs"))
-        } else {
-            format!("CPUs {set}")
-        };
-        if policy.base == BasePolicy::Os {
-            notes.push(format!(
-                "no pinning: the OS scheduler places {threads_text} on {over}"
-            ));
-        } else {
-            notes.push(format!("{threads_text} float over {over}"));
-        }
-        let os = policy.base == BasePolicy::Os;
-        return Ok(Plan {
-            policy: name,
-            threads: n,
-            places: if os { Vec::new() } else { vec![set.clone(); n] },
-            process_mask: set,
-            pinned: false,
-            tasks_per_cpu: None,
+        return Ok(plan_set(
+            policy.base == BasePolicy::Os,
+            set,
+            threads,
+            name,
             notes,
-        });
+        ));
     }
 
     if policy.base == BasePolicy::Balance {
@@ -418,11 +415,81 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
     }
 
     // Pinned policies: build the CPU order, then take `threads` of it.
-    let all = slots(topo, &usable);
-    let order: Vec<usize> = match &policy.base {
+    let order = pinned_order(topo, &policy, &usable, &name, &mut notes)?;
+    plan_pinned(topo, &order, threads, req.oversubscribe, name, notes)
+}
+
+/// The CPU set of a set policy (`os`, `*-set`, `cpus-set:`), `None` for
+/// the others.
+fn set_of(
+    topo: &Topology,
+    base: &BasePolicy,
+    usable: &CpuSet,
+    name: &str,
+) -> Result<Option<CpuSet>, PlanError> {
+    Ok(match base {
+        BasePolicy::Os => Some(usable.clone()),
+        BasePolicy::KindSet(sel) => Some(kind_cpus(resolve_kind(topo, sel, name)?, usable, name)?),
+        BasePolicy::CpusSet(list) => {
+            let set: CpuSet = list.resolve(usable).into_iter().collect();
+            check_explicit(topo, &set, usable, name)?;
+            Some(set)
+        }
+        _ => None,
+    })
+}
+
+/// A set policy's plan: every thread floats over `set` (`os`: no places).
+fn plan_set(
+    os: bool,
+    set: CpuSet,
+    threads: Option<usize>,
+    name: String,
+    mut notes: Vec<String>,
+) -> Plan {
+    // Any number of threads: they float inside the set and the kernel
+    // shares its CPUs out, so a set plan never oversubscribes anything
+    // (nothing to refuse, nothing to warn about).
+    let n = threads.unwrap_or(set.len());
+    let threads_text = count(n, "thread", "threads");
+    let over = if n > set.len() {
+        format!("{} ({set}), time-shared", count(set.len(), "CPU", "CPUs"))
+    } else {
+        format!("CPUs {set}")
+    };
+    if os {
+        notes.push(format!(
+            "no pinning: the OS scheduler places {threads_text} on {over}"
+        ));
+    } else {
+        notes.push(format!("{threads_text} float over {over}"));
+    }
+    Plan {
+        policy: name,
+        threads: n,
+        places: if os { Vec::new() } else { vec![set.clone(); n] },
+        process_mask: set,
+        pinned: false,
+        tasks_per_cpu: None,
+        notes,
+    }
+}
+
+/// The order in which a pinned policy hands out CPUs (thread i gets
+/// `order[i]`, round robin when oversubscribed).
+fn pinned_order(
+    topo: &Topology,
+    policy: &Policy,
+    usable: &CpuSet,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> Result<Vec<usize>, PlanError> {
+    let smt = policy.smt_physical_first;
+    let all = slots(topo, usable);
+    Ok(match &policy.base {
         BasePolicy::KindPinned(sel) => {
-            let kind = resolve_kind(topo, sel, &name)?;
-            let cpus = kind_cpus(kind, &usable, &name)?;
+            let kind = resolve_kind(topo, sel, name)?;
+            let cpus = kind_cpus(kind, usable, name)?;
             if smt {
                 notes.push(format!("{name}: already one PU per core before any sibling; +smt-physical-first changes nothing"));
             }
@@ -434,7 +501,7 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
             } else {
                 KindSel::Slowest
             };
-            resolve_kind(topo, &sel, &name)?;
+            resolve_kind(topo, &sel, name)?;
             let groups = by_kind(&all, policy.base == BasePolicy::PFirst);
             if smt {
                 physical_first(&groups.concat())
@@ -458,9 +525,9 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
         }
         BasePolicy::Cpus(list) => {
             // The user's order: thread i on the list's i-th CPU.
-            let order = list.resolve(&usable);
+            let order = list.resolve(usable);
             let set: CpuSet = order.iter().copied().collect();
-            check_explicit(topo, &set, &usable, &name)?;
+            check_explicit(topo, &set, usable, name)?;
             if smt {
                 physical_first(&slots(topo, &set))
             } else {
@@ -473,12 +540,24 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
         | BasePolicy::Balance
         | BasePolicy::LatencyGroup
         | BasePolicy::LatencyPipeline => {
-            unreachable!("handled above")
+            unreachable!("set, balance and latency policies are planned by plan()")
         }
-    };
+    })
+}
+
+/// Takes `threads` CPUs of `order` (all of them by default), round robin
+/// when `oversubscribe` allows more threads than CPUs.
+fn plan_pinned(
+    topo: &Topology,
+    order: &[usize],
+    threads: Option<usize>,
+    oversubscribe: bool,
+    name: String,
+    mut notes: Vec<String>,
+) -> Result<Plan, PlanError> {
     let n = threads.unwrap_or(order.len());
     if n > order.len() {
-        if !req.oversubscribe {
+        if !oversubscribe {
             return Err(PlanError::TooManyThreads {
                 policy: name,
                 threads: n,
@@ -544,7 +623,7 @@ fn plan_balance(
     mut notes: Vec<String>,
 ) -> Result<Plan, PlanError> {
     let m = tasks.unwrap_or(usable.len());
-    let (caps, source) = capacities(topo, usable, weights).map_err(PlanError::Weights)?;
+    let (caps, source) = capacities(topo, usable, weights)?;
     if let Some(w) = weights {
         let ignored: CpuSet = w
             .by_cpu
@@ -564,9 +643,7 @@ fn plan_balance(
     let order = physical_first(&scatter_slots(&slots(topo, usable)));
     let cap_of: std::collections::BTreeMap<usize, f64> = caps.iter().copied().collect();
     let ordered: Vec<f64> = order.iter().map(|c| cap_of[c]).collect();
-    let counts = apportion(m, &ordered).ok_or_else(|| {
-        PlanError::Weights("every usable CPU has weight 0; at least one must be positive".into())
-    })?;
+    let counts = apportion(m, &ordered).ok_or(WeightsError::AllZero)?;
     let count_of: std::collections::BTreeMap<usize, usize> =
         order.iter().copied().zip(counts.iter().copied()).collect();
     notes.push(format!("capacity: {}", source.describe()));
@@ -638,22 +715,19 @@ fn plan_latency(
     matrix: Option<&LatencyMatrix>,
     name: String,
 ) -> Result<Plan, PlanError> {
-    let err = |detail: String| PlanError::Latency {
+    let err = |problem: LatencyProblem| PlanError::Latency {
         policy: name.clone(),
-        detail,
+        problem,
     };
-    let m = matrix.ok_or_else(|| {
-        err("needs a core-to-core latency matrix: --latency FILE (CSV or JSON, e.g. from `pinsight latency`)".into())
-    })?;
-    let k = threads.ok_or_else(|| err("needs --threads K: the number of CPUs to choose".into()))?;
+    let m = matrix.ok_or_else(|| err(LatencyProblem::NoMatrix))?;
+    let k = threads.ok_or_else(|| err(LatencyProblem::NoThreadCount))?;
     let covered = m.cpu_set().intersection(usable);
     if covered.len() < 2 {
-        return Err(err(format!(
-            "the matrix covers CPUs {} but only {} of them {} usable here ({usable}); measure this machine",
-            m.cpu_set(),
-            covered.len(),
-            if covered.len() == 1 { "is" } else { "are" }
-        )));
+        return Err(err(LatencyProblem::TooFewCovered {
+            matrix: m.cpu_set(),
+            covered,
+            usable: usable.clone(),
+        }));
     }
     let mut notes = Vec::new();
     let ignored = m.cpu_set().difference(usable);

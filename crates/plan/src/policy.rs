@@ -100,9 +100,35 @@ pub struct CpuList {
     cpus: Option<Vec<usize>>,
 }
 
+/// Why a CPU LIST (of `cpus:`/`cpus-set:`) was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CpuListError {
+    /// Not a cpulist or mask.
+    #[error(transparent)]
+    Syntax(#[from] pinsight_cpuset::ParseError),
+    /// A CPU given twice.
+    #[error("CPU {cpu} is listed twice in '{text}'; each CPU may appear once")]
+    Twice { cpu: usize, text: String },
+    /// No CPU at all.
+    #[error("the CPU list is empty")]
+    Empty,
+    /// hwloc's `...` (infinite) mask form.
+    #[error("'{0}' is an infinite hwloc mask; use 'all' for every usable CPU")]
+    InfiniteMask(String),
+    /// `0x` not followed by hex digits.
+    #[error("'{0}' is not a hex mask (expected 0x followed by hex digits, e.g. 0xff)")]
+    NotHex(String),
+    /// A hex mask the cpuset parser rejected.
+    #[error("'{text}': {source}")]
+    Mask {
+        text: String,
+        source: pinsight_cpuset::ParseError,
+    },
+}
+
 impl CpuList {
     /// Parses a LIST; the error is the reason, for [`PolicyParseError`].
-    pub fn parse(text: &str) -> Result<CpuList, String> {
+    pub fn parse(text: &str) -> Result<CpuList, CpuListError> {
         let text = text.trim();
         if text.eq_ignore_ascii_case("all") {
             return Ok(CpuList {
@@ -115,16 +141,17 @@ impl CpuList {
         } else {
             // Validates the whole list first (stray commas, decreasing
             // ranges, bad strides), then expands it token by token in order.
-            CpuSet::parse_list(text).map_err(|e| e.to_string())?;
+            CpuSet::parse_list(text)?;
             let mut seen = CpuSet::new();
             let mut cpus = Vec::new();
             for token in text.split(',') {
-                let part = CpuSet::parse_list(token).map_err(|e| e.to_string())?;
+                let part = CpuSet::parse_list(token)?;
                 for c in part.iter() {
                     if !seen.insert(c) {
-                        return Err(format!(
-                            "CPU {c} is listed twice in '{text}'; each CPU may appear once"
-                        ));
+                        return Err(CpuListError::Twice {
+                            cpu: c,
+                            text: text.to_string(),
+                        });
                     }
                     cpus.push(c);
                 }
@@ -132,7 +159,7 @@ impl CpuList {
             cpus
         };
         if cpus.is_empty() {
-            return Err("the CPU list is empty".into());
+            return Err(CpuListError::Empty);
         }
         Ok(CpuList {
             text: text.split(',').map(str::trim).collect::<Vec<_>>().join(","),
@@ -163,20 +190,16 @@ impl CpuList {
 /// A hex mask starting with `0x`: one number of any length (`0xff`,
 /// `0x1ffff`) or comma-separated 32-bit words as hwloc prints them
 /// (`0x00000001,0x00000000`, `0x3,,0xf000`).
-fn parse_hex_mask(text: &str) -> Result<CpuSet, String> {
+fn parse_hex_mask(text: &str) -> Result<CpuSet, CpuListError> {
     if text.contains(',') {
         if text.contains("...") {
-            return Err(format!(
-                "'{text}' is an infinite hwloc mask; use 'all' for every usable CPU"
-            ));
+            return Err(CpuListError::InfiniteMask(text.to_string()));
         }
-        return CpuSet::parse_hwloc(text, 0).map_err(|e| e.to_string());
+        return Ok(CpuSet::parse_hwloc(text, 0)?);
     }
     let hex = &text[2..];
     if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "'{text}' is not a hex mask (expected 0x followed by hex digits, e.g. 0xff)"
-        ));
+        return Err(CpuListError::NotHex(text.to_string()));
     }
     // Split into 32-bit words, least significant last.
     let digits = hex.trim_start_matches('0');
@@ -191,7 +214,10 @@ fn parse_hex_mask(text: &str) -> Result<CpuSet, String> {
         return Ok(CpuSet::new());
     }
     words.reverse();
-    CpuSet::parse_mask(&words.join(",")).map_err(|e| format!("'{text}': {e}"))
+    CpuSet::parse_mask(&words.join(",")).map_err(|source| CpuListError::Mask {
+        text: text.to_string(),
+        source,
+    })
 }
 
 impl fmt::Display for CpuList {
@@ -349,7 +375,7 @@ impl FromStr for BasePolicy {
             reason,
         };
         if let Some((head, arg)) = input.split_once(':') {
-            let cpus = |arg: &str| CpuList::parse(arg).map_err(err);
+            let cpus = |arg: &str| CpuList::parse(arg).map_err(|e| err(e.to_string()));
             let kind = |arg: &str| {
                 parse_kind_sel(arg).ok_or_else(|| {
                     err("needs a kind rank or name after ':' (e.g. kind:0, kind:E-core)".into())

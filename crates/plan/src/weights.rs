@@ -16,6 +16,53 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+/// Why weights cannot be read or used. `origin` names the input (a path,
+/// with `:LINE` for CSV lines).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum WeightsError {
+    /// The file cannot be read.
+    #[error("cannot read weights file {path}: {reason}")]
+    Read { path: String, reason: String },
+    /// JSON that does not parse.
+    #[error("{origin}: not valid JSON: {reason}")]
+    Json { origin: String, reason: String },
+    /// JSON that is not an object of CPU numbers.
+    #[error("{origin}: expected a JSON object like {{\"0\": 1.0, \"12\": 0.6}}")]
+    NotAnObject { origin: String },
+    /// A JSON key that is not a CPU number.
+    #[error("{origin}: key '{key}' is not a CPU number")]
+    BadKey { origin: String, key: String },
+    /// A JSON weight that is not a number.
+    #[error("{origin}: weight of CPU {cpu} is not a number: {value}")]
+    NotANumber {
+        origin: String,
+        cpu: usize,
+        value: String,
+    },
+    /// A CSV line that is not `cpu,weight`.
+    #[error("{origin}: expected 'cpu,weight' (e.g. '12,0.6'), got '{line}'")]
+    BadLine { origin: String, line: String },
+    /// A negative or non-finite weight.
+    #[error("{origin}: weight of CPU {cpu} must be a finite number >= 0, got {weight}")]
+    BadWeight {
+        origin: String,
+        cpu: usize,
+        weight: f64,
+    },
+    /// A CPU given two weights.
+    #[error("{origin}: CPU {cpu} is listed twice")]
+    Duplicate { origin: String, cpu: usize },
+    /// Usable CPUs without a weight.
+    #[error("the weights file has no weight for usable CPU(s) {missing}; give every CPU in {cpus} a weight (0 = no tasks)")]
+    Missing {
+        missing: pinsight_cpuset::CpuSet,
+        cpus: pinsight_cpuset::CpuSet,
+    },
+    /// Every usable CPU weighs 0: no CPU can take a task.
+    #[error("every usable CPU has weight 0; at least one must be positive")]
+    AllZero,
+}
+
 /// Relative speed of CPUs, by CPU number.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Weights {
@@ -25,7 +72,7 @@ pub struct Weights {
 impl Weights {
     /// Parses either form (JSON when the text starts with `{` or `[`).
     /// `origin` names the input in errors (a path, or "weights").
-    pub fn parse(text: &str, origin: &str) -> Result<Weights, String> {
+    pub fn parse(text: &str, origin: &str) -> Result<Weights, WeightsError> {
         let trimmed = text.trim_start_matches('\u{feff}').trim();
         if trimmed.starts_with('{') || trimmed.starts_with('[') {
             Self::parse_json(trimmed, origin)
@@ -35,63 +82,76 @@ impl Weights {
     }
 
     /// Reads and parses a weights file.
-    pub fn load(path: &std::path::Path) -> Result<Weights, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read weights file {}: {e}", path.display()))?;
+    pub fn load(path: &std::path::Path) -> Result<Weights, WeightsError> {
+        let text = std::fs::read_to_string(path).map_err(|e| WeightsError::Read {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
         Self::parse(&text, &path.display().to_string())
     }
 
-    fn parse_json(text: &str, origin: &str) -> Result<Weights, String> {
+    fn parse_json(text: &str, origin: &str) -> Result<Weights, WeightsError> {
         let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("{origin}: not valid JSON: {e}"))?;
+            serde_json::from_str(text).map_err(|e| WeightsError::Json {
+                origin: origin.into(),
+                reason: e.to_string(),
+            })?;
         let obj = match value.get("weights") {
             Some(inner) => inner,
             None => &value,
         };
-        let obj = obj.as_object().ok_or_else(|| {
-            format!("{origin}: expected a JSON object like {{\"0\": 1.0, \"12\": 0.6}}")
+        let obj = obj.as_object().ok_or_else(|| WeightsError::NotAnObject {
+            origin: origin.into(),
         })?;
         let mut w = Weights::default();
         for (key, val) in obj {
-            let cpu = parse_cpu(key)
-                .ok_or_else(|| format!("{origin}: key '{key}' is not a CPU number"))?;
-            let weight = val
-                .as_f64()
-                .ok_or_else(|| format!("{origin}: weight of CPU {cpu} is not a number: {val}"))?;
+            let cpu = parse_cpu(key).ok_or_else(|| WeightsError::BadKey {
+                origin: origin.into(),
+                key: key.clone(),
+            })?;
+            let weight = val.as_f64().ok_or_else(|| WeightsError::NotANumber {
+                origin: origin.into(),
+                cpu,
+                value: val.to_string(),
+            })?;
             w.insert(cpu, weight, origin)?;
         }
         Ok(w)
     }
 
-    fn parse_csv(text: &str, origin: &str) -> Result<Weights, String> {
+    fn parse_csv(text: &str, origin: &str) -> Result<Weights, WeightsError> {
         let mut w = Weights::default();
         for (n, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() || line.eq_ignore_ascii_case("cpu,weight") {
                 continue;
             }
-            let bad = || {
-                format!(
-                    "{origin}:{}: expected 'cpu,weight' (e.g. '12,0.6'), got '{line}'",
-                    n + 1
-                )
+            let at = format!("{origin}:{}", n + 1);
+            let bad = || WeightsError::BadLine {
+                origin: at.clone(),
+                line: line.to_string(),
             };
             let (c, v) = line.split_once(',').ok_or_else(bad)?;
             let cpu = parse_cpu(c.trim()).ok_or_else(bad)?;
             let weight = v.trim().parse::<f64>().map_err(|_| bad())?;
-            w.insert(cpu, weight, &format!("{origin}:{}", n + 1))?;
+            w.insert(cpu, weight, &at)?;
         }
         Ok(w)
     }
 
-    fn insert(&mut self, cpu: usize, weight: f64, origin: &str) -> Result<(), String> {
+    fn insert(&mut self, cpu: usize, weight: f64, origin: &str) -> Result<(), WeightsError> {
         if !weight.is_finite() || weight < 0.0 {
-            return Err(format!(
-                "{origin}: weight of CPU {cpu} must be a finite number >= 0, got {weight}"
-            ));
+            return Err(WeightsError::BadWeight {
+                origin: origin.into(),
+                cpu,
+                weight,
+            });
         }
         if self.by_cpu.insert(cpu, weight).is_some() {
-            return Err(format!("{origin}: CPU {cpu} is listed twice"));
+            return Err(WeightsError::Duplicate {
+                origin: origin.into(),
+                cpu,
+            });
         }
         Ok(())
     }
@@ -156,7 +216,7 @@ mod tests {
             ("[1,2]", "expected a JSON object"),
             ("{", "not valid JSON"),
         ] {
-            let e = Weights::parse(text, "f.txt").unwrap_err();
+            let e = Weights::parse(text, "f.txt").unwrap_err().to_string();
             assert!(e.contains(needle) && e.starts_with("f.txt"), "{text}: {e}");
         }
     }

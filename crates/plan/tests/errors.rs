@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use pinsight_plan::{plan, PlanError, Policy, Request, Weights};
+use pinsight_plan::{plan, LatencyProblem, PlanError, Policy, Request, Weights, WeightsError};
 
 fn req(policy: &str, threads: Option<usize>) -> Request {
     Request {
@@ -36,7 +36,7 @@ fn unknown_policy_lists_valid_ones() {
 fn zero_threads() {
     let (e, m) = err(&i7_1370p(), req("p-pinned", Some(0)));
     assert_eq!(e, PlanError::ZeroThreads);
-    assert!(m.contains("--threads 0"), "{m}");
+    assert_eq!(m, "0 threads: the number of threads must be at least 1");
     let r = Request {
         tasks: Some(0),
         ..Request::new("balance".parse().unwrap())
@@ -70,9 +70,23 @@ fn threads_and_tasks_must_agree() {
 fn too_many_threads_without_oversubscribe() {
     let (e, m) = err(&i7_1370p(), req("p-pinned", Some(13)));
     assert!(matches!(e, PlanError::TooManyThreads { threads: 13, .. }));
-    assert_eq!(m, "p-pinned: 13 threads but only 12 CPUs (0-11) to pin them on, one each; use --threads 12 or less, or --oversubscribe");
-    let (_, m) = err(&i7_1370p(), req("cpus:1,0", Some(3)));
-    assert_eq!(m, "cpus:1,0: 3 threads but only 2 CPUs (0-1) to pin them on, one each; use --threads 2 or less, or --oversubscribe");
+    assert_eq!(
+        m,
+        "p-pinned: 13 threads but only 12 CPUs (0-11) to pin them on, one each"
+    );
+    let (e, m) = err(&i7_1370p(), req("cpus:1,0", Some(3)));
+    assert_eq!(
+        e,
+        PlanError::TooManyThreads {
+            policy: "cpus:1,0".into(),
+            threads: 3,
+            cpus: "0-1".parse().unwrap()
+        }
+    );
+    assert_eq!(
+        m,
+        "cpus:1,0: 3 threads but only 2 CPUs (0-1) to pin them on, one each"
+    );
     let over = Request {
         oversubscribe: true,
         ..req("p-pinned", Some(13))
@@ -240,9 +254,14 @@ fn weights_must_cover_usable_cpus() {
         weights: Some(w),
         ..Request::new("balance".parse().unwrap())
     };
-    let m = plan(&smt_machine(), &r).unwrap_err().to_string();
+    let e = plan(&smt_machine(), &r).unwrap_err();
     assert!(
-        m.starts_with("--weights: the weights file has no weight for usable CPU(s) 2-7"),
+        matches!(&e, PlanError::Weights(WeightsError::Missing { missing, .. }) if missing.to_string() == "2-7"),
+        "{e:?}"
+    );
+    let m = e.to_string();
+    assert!(
+        m.starts_with("weights: the weights file has no weight for usable CPU(s) 2-7"),
         "{m}"
     );
     let zero =
@@ -252,10 +271,10 @@ fn weights_must_cover_usable_cpus() {
         weights: Some(zero),
         ..Request::new("balance".parse().unwrap())
     };
-    assert!(plan(&smt_machine(), &r)
-        .unwrap_err()
-        .to_string()
-        .contains("weight 0"));
+    assert_eq!(
+        plan(&smt_machine(), &r).unwrap_err(),
+        PlanError::Weights(WeightsError::AllZero)
+    );
 }
 
 /// The brief's acceptance checks on the i7-1370P.
@@ -346,9 +365,15 @@ fn arm_balance_uses_cpu_capacity() {
 fn latency_policies_need_a_matrix_and_k() {
     let t = i7_1370p();
     let (e, m) = err(&t, req("latency-group", Some(4)));
-    assert!(matches!(e, PlanError::Latency { .. }));
+    assert_eq!(
+        e,
+        PlanError::Latency {
+            policy: "latency-group".into(),
+            problem: LatencyProblem::NoMatrix
+        }
+    );
     assert!(
-        m.starts_with("latency-group: needs a core-to-core latency matrix: --latency FILE"),
+        m.starts_with("latency-group: needs a core-to-core latency matrix"),
         "{m}"
     );
     let r = Request {
@@ -356,8 +381,11 @@ fn latency_policies_need_a_matrix_and_k() {
         ..req("latency-pipeline", None)
     };
     assert_eq!(
-        plan(&t, &r).unwrap_err().to_string(),
-        "latency-pipeline: needs --threads K: the number of CPUs to choose"
+        plan(&t, &r).unwrap_err(),
+        PlanError::Latency {
+            policy: "latency-pipeline".into(),
+            problem: LatencyProblem::NoThreadCount
+        }
     );
     let r = Request {
         latency: Some(i7_latency()),
@@ -374,6 +402,11 @@ fn latency_policies_need_a_matrix_and_k() {
         latency: Some(other),
         ..req("latency-group", Some(2))
     };
-    let m = plan(&t, &r).unwrap_err().to_string();
+    let e = plan(&t, &r).unwrap_err();
+    assert!(
+        matches!(&e, PlanError::Latency { problem: LatencyProblem::TooFewCovered { covered, .. }, .. } if covered.is_empty()),
+        "{e:?}"
+    );
+    let m = e.to_string();
     assert!(m.contains("but only 0 of them are usable here"), "{m}");
 }

@@ -1,8 +1,8 @@
-//! Golden files on recorded machines, discovered exactly as `pinsight
+//! Golden snapshots on recorded machines, discovered exactly as `pinsight
 //! --fsroot DIR` does (fixtures of crate pinsight-topology: hwloc's test
-//! suite dumps, BSD licence, and synthetic machines). Regenerate with
-//! `UPDATE_GOLDEN=1 cargo test -p pinsight-plan --test fixtures` and
-//! review the diff.
+//! suite dumps, BSD licence, and synthetic machines). Snapshots live in
+//! `tests/snapshots/` (insta): review a changed one with `cargo insta
+//! review`.
 
 mod common;
 

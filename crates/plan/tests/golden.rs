@@ -1,7 +1,7 @@
-//! Golden files: every policy on every test machine, and every output
-//! dialect on the hybrid laptop. Regenerate with
-//! `UPDATE_GOLDEN=1 cargo test -p pinsight-plan --test golden` and review
-//! the diff — a golden file is a claim that its content is right.
+//! Golden snapshots (insta, `tests/snapshots/`): every policy on every test
+//! machine, and every output dialect on the hybrid laptop. A changed output
+//! fails and leaves a `.snap.new`; review the diff and accept it with
+//! `cargo insta review` — a snapshot is a claim that its content is right.
 
 mod common;
 

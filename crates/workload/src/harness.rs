@@ -84,7 +84,7 @@ pub(crate) fn run_team<R: Send>(
     total: u64,
     progress: &dyn Fn(Progress),
     body: &(dyn Fn(&mut Worker) -> R + Sync),
-) -> Result<TeamRun<R>, String> {
+) -> Result<TeamRun<R>, crate::WorkloadError> {
     let gate = (Mutex::new(Gate::Closed), Condvar::new());
     let done_units = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
@@ -127,9 +127,11 @@ pub(crate) fn run_team<R: Send>(
                 Ok(h) => handles.push(h),
                 Err(e) => {
                     open_gate(gate, Gate::Abort);
-                    return Err(format!(
-                        "cannot create worker thread {index} of {threads}: {e}"
-                    ));
+                    return Err(crate::WorkloadError::Spawn {
+                        index,
+                        threads,
+                        reason: e.to_string(),
+                    });
                 }
             }
         }
@@ -149,7 +151,7 @@ pub(crate) fn run_team<R: Send>(
         for (index, h) in handles.into_iter().enumerate() {
             let (r, stat, start, end) = h
                 .join()
-                .map_err(|_| format!("worker thread {index} panicked"))?
+                .map_err(|_| crate::WorkloadError::Panicked { index })?
                 .expect("gate was opened");
             first = Some(first.map_or(start, |f| f.min(start)));
             last = Some(last.map_or(end, |l| l.max(end)));

@@ -21,6 +21,7 @@
 
 mod barrier;
 mod cpu;
+mod error;
 mod harness;
 mod lu;
 mod mandelbrot;
@@ -29,6 +30,7 @@ mod pingpong;
 mod sched;
 mod size;
 
+pub use error::{ScheduleError, SizeError, WorkloadError};
 pub use harness::{Progress, ThreadStat};
 pub use sched::Schedule;
 pub use size::parse_size;
@@ -122,7 +124,7 @@ impl Outcome {
 /// allowed (unknown workload, 0 threads, out-of-range size, a schedule the
 /// workload does not take); use [`check`] first to tell those apart from
 /// failures while running.
-pub fn run(name: &str, params: &Params) -> Result<Outcome, String> {
+pub fn run(name: &str, params: &Params) -> Result<Outcome, WorkloadError> {
     run_with_progress(name, params, &|_| {})
 }
 
@@ -132,7 +134,7 @@ pub fn run_with_progress(
     name: &str,
     params: &Params,
     progress: &dyn Fn(Progress),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, WorkloadError> {
     let r = resolve(name, params)?;
     match r.info.name {
         "pi" => pi::run(
@@ -156,7 +158,7 @@ pub fn run_with_progress(
 
 /// Validates `params` for workload `name` without running anything: the
 /// errors [`run`] would give for bad input (usage errors, exit code 2).
-pub fn check(name: &str, params: &Params) -> Result<(), String> {
+pub fn check(name: &str, params: &Params) -> Result<(), WorkloadError> {
     resolve(name, params).map(|_| ())
 }
 
@@ -169,46 +171,45 @@ struct Resolved {
     max_iter: Option<u32>,
 }
 
-fn resolve(name: &str, params: &Params) -> Result<Resolved, String> {
+fn resolve(name: &str, params: &Params) -> Result<Resolved, WorkloadError> {
     let Some(info) = info(name) else {
-        return Err(format!(
-            "unknown workload '{name}'; valid workloads: {}",
-            names()
-        ));
+        return Err(WorkloadError::Unknown {
+            name: name.to_string(),
+        });
     };
     let threads = resolve_threads(info, params.threads)?;
     let size = params.size.unwrap_or(info.default_size);
     if size < 1 || size > info.max_size {
-        return Err(format!(
-            "{}: --size {size} is out of range: {} must be 1..={}",
-            info.name, info.size_meaning, info.max_size
-        ));
+        return Err(WorkloadError::SizeOutOfRange {
+            workload: info.name,
+            size,
+            meaning: info.size_meaning,
+            max: info.max_size,
+        });
     }
     let schedule = match params.schedule {
         Some(s) if !info.schedules.contains(&s) => {
-            return Err(format!(
-                "workload '{}' does not take --schedule ({}); --schedule applies to: {}",
-                info.name,
-                fixed_split_reason(info.name),
-                WORKLOADS
+            return Err(WorkloadError::NoSchedule {
+                workload: info.name,
+                schedule: s,
+                reason: fixed_split_reason(info.name),
+                takers: WORKLOADS
                     .iter()
                     .filter(|w| !w.schedules.is_empty())
                     .map(|w| w.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+                    .collect(),
+            })
         }
         Some(s) => Some(s),
         None => info.default_schedule,
     };
     match params.max_iter {
         Some(_) if info.name != "mandelbrot" => {
-            return Err(format!(
-                "--max-iter applies to mandelbrot only, not '{}'",
-                info.name
-            ))
+            return Err(WorkloadError::MaxIterNotApplicable {
+                workload: info.name,
+            })
         }
-        Some(0) => return Err("mandelbrot: --max-iter must be at least 1".to_string()),
+        Some(0) => return Err(WorkloadError::ZeroMaxIter),
         _ => {}
     }
     Ok(Resolved {
@@ -233,20 +234,19 @@ pub fn names() -> String {
 /// low enough that a typo (`--threads 20000`) is caught instead of exhausting memory.
 pub const MAX_THREADS: usize = 1024;
 
-fn resolve_threads(info: &WorkloadInfo, threads: Option<usize>) -> Result<usize, String> {
+fn resolve_threads(info: &WorkloadInfo, threads: Option<usize>) -> Result<usize, WorkloadError> {
     if info.name == "pingpong" {
         return match threads {
             None | Some(2) => Ok(2),
-            Some(n) => Err(format!(
-                "pingpong runs exactly 2 threads (the communicating pair), not {n}"
-            )),
+            Some(n) => Err(WorkloadError::PingpongThreads(n)),
         };
     }
     match threads {
-        Some(0) => Err("--threads must be at least 1".to_string()),
-        Some(n) if n > MAX_THREADS => {
-            Err(format!("--threads {n} is too many (at most {MAX_THREADS})"))
-        }
+        Some(0) => Err(WorkloadError::ZeroThreads),
+        Some(n) if n > MAX_THREADS => Err(WorkloadError::TooManyThreads {
+            threads: n,
+            max: MAX_THREADS,
+        }),
         Some(n) => Ok(n),
         None => Ok(std::thread::available_parallelism()
             .map(|n| n.get())

@@ -38,7 +38,11 @@ pub(crate) const INFO: WorkloadInfo = WorkloadInfo {
     default_schedule: None,
 };
 
-pub(crate) fn run(threads: usize, n: u64, progress: &dyn Fn(Progress)) -> Result<Outcome, String> {
+pub(crate) fn run(
+    threads: usize,
+    n: u64,
+    progress: &dyn Fn(Progress),
+) -> Result<Outcome, crate::WorkloadError> {
     let n = n as usize;
     let matrix = random_matrix(n, 0x5eed_u64);
     let (factored, team) = factor(matrix, n, threads, progress)?;
@@ -46,9 +50,7 @@ pub(crate) fn run(threads: usize, n: u64, progress: &dyn Fn(Progress)) -> Result
     let perm = &team.results[0];
     let log_det: f64 = (0..n).map(|k| lu[perm[k] * n + k].abs().ln()).sum();
     if !log_det.is_finite() {
-        return Err(
-            "lu: the generated matrix is singular (a zero pivot); try another --size".to_string(),
-        );
+        return Err(crate::WorkloadError::Singular);
     }
     let secs = team.elapsed.as_secs_f64();
     let flops = flop_count(n);
@@ -168,7 +170,7 @@ pub(crate) fn factor(
     n: usize,
     threads: usize,
     progress: &dyn Fn(Progress),
-) -> Result<(Shared, crate::harness::TeamRun<Vec<usize>>), String> {
+) -> Result<(Shared, crate::harness::TeamRun<Vec<usize>>), crate::WorkloadError> {
     assert_eq!(matrix.len(), n * n);
     let a = Shared {
         cells: UnsafeCell::new(matrix),

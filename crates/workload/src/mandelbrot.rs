@@ -37,7 +37,7 @@ pub(crate) fn run(
     max_iter: Option<u32>,
     schedule: Schedule,
     progress: &dyn Fn(Progress),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, crate::WorkloadError> {
     let max_iter = max_iter.unwrap_or(DEFAULT_MAX_ITER);
     let n = size as usize;
     let inside = AtomicU64::new(0);

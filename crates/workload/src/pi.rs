@@ -37,7 +37,7 @@ pub(crate) fn run(
     steps: u64,
     schedule: Schedule,
     progress: &dyn Fn(Progress),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, crate::WorkloadError> {
     let chunk = chunk_len(steps);
     let chunks = steps.div_ceil(chunk) as usize;
     let h = 1.0 / steps as f64;

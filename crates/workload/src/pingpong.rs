@@ -44,7 +44,7 @@ pub(crate) fn run(
     threads: usize,
     round_trips: u64,
     progress: &dyn Fn(Progress),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, crate::WorkloadError> {
     debug_assert_eq!(threads, 2);
     let ping = Line(AtomicU64::new(0));
     let pong = Line(AtomicU64::new(0));

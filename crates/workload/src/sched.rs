@@ -51,14 +51,12 @@ impl fmt::Display for Schedule {
 }
 
 impl FromStr for Schedule {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::ScheduleError;
+    fn from_str(s: &str) -> Result<Self, crate::ScheduleError> {
         Schedule::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                format!("unknown schedule '{s}'; valid schedules: static, dynamic, steal")
-            })
+            .ok_or_else(|| crate::ScheduleError(s.to_string()))
     }
 }
 
@@ -272,9 +270,8 @@ mod tests {
         assert_eq!(static_range(10, 3, 1), (3, 6));
         assert_eq!(static_range(10, 3, 2), (6, 10));
         assert_eq!("steal".parse::<Schedule>(), Ok(Schedule::Steal));
-        assert!("guided"
-            .parse::<Schedule>()
-            .unwrap_err()
-            .contains("static, dynamic, steal"));
+        let e = "guided".parse::<Schedule>().unwrap_err();
+        assert_eq!(e, crate::ScheduleError("guided".into()));
+        assert!(e.to_string().contains("static, dynamic, steal"));
     }
 }

@@ -2,12 +2,8 @@
 
 /// Parses a positive count: a plain integer, scientific notation (`2e9`,
 /// `1.5e6`) or a decimal suffix k/M/G (×10³/10⁶/10⁹, case-insensitive).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let bad = || {
-        format!(
-            "invalid size '{text}': expected a positive count such as 1000000, 1e6, 500k, 2M or 1G"
-        )
-    };
+pub fn parse_size(text: &str) -> Result<u64, crate::SizeError> {
+    let bad = || crate::SizeError(text.to_string());
     let t = text.trim().replace('_', "");
     let (number, scale) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
         Some('k') => (&t[..t.len() - 1], 1e3),

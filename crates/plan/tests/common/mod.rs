@@ -8,7 +8,6 @@
 use pinsight_cpuset::CpuSet;
 use pinsight_plan::{plan, render, Format, Policy, Request};
 use pinsight_topology::*;
-use std::path::PathBuf;
 
 /// One PU of a machine under construction.
 #[derive(Clone, Debug)]
@@ -340,36 +339,17 @@ pub fn arm_phone() -> Topology {
     t
 }
 
-/// Compares `actual` with `tests/golden/<name>`, or rewrites the file
-/// when `UPDATE_GOLDEN=1`.
+/// Compares `actual` with the insta snapshot `tests/snapshots/<name>.snap`
+/// (`name` without `.txt`). A changed output fails the test and leaves a
+/// `.snap.new` beside it; accept it with `cargo insta review` after reading
+/// the diff — a snapshot is a claim that its content is right.
 pub fn golden(name: &str, actual: &str) {
-    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "golden", name]
-        .iter()
-        .collect();
-    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (run with UPDATE_GOLDEN=1 to create it, then review it)",
-            path.display()
-        )
-    });
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{} differs from the output at line {}:\n  golden: {:?}\n  actual: {:?}\n(rerun with UPDATE_GOLDEN=1 and review the diff)",
-            path.display(),
-            first + 1,
-            expected.lines().nth(first),
-            actual.lines().nth(first)
-        );
-    }
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    let name = name.trim_end_matches(".txt");
+    settings.bind(|| insta::assert_snapshot!(name, actual));
 }
 
 /// One invocation: policy text, threads/tasks, oversubscribe.
