@@ -5,8 +5,8 @@ use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
 use pinsight_latency::measure::{
     self, choose_cpus, usable_cpus, MeasureConfig, Measurement, Method,
 };
-use pinsight_latency::render::{self, ChartOptions, KindBand, TableStyle};
 use pinsight_latency::{domains, DomainTree, LatencyMatrix, LoadMatrix, RunToRun};
+use pinsight_render::latency::{self as render, ChartOptions, KindBand, TableStyle};
 use pinsight_topology::{CpuSet, FsRoot};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -231,10 +231,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             kinds: kinds(&args, g),
         };
         if let Some(path) = &args.svg {
-            render::write_svg(&matrix, &opts, path).map_err(CliError::runtime)?;
+            render::write_svg(&matrix, &opts, path)
+                .map_err(|e| CliError::runtime(e.to_string()))?;
         }
         if let Some(path) = &args.png {
-            render::write_png(&matrix, &opts, path).map_err(CliError::runtime)?;
+            render::write_png(&matrix, &opts, path)
+                .map_err(|e| CliError::runtime(e.to_string()))?;
         }
     }
 
