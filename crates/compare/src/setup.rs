@@ -202,7 +202,10 @@ pub fn setup(
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(path)
                 .map_err(|e| SetupError::Usage(format!("{shown}: cannot read: {e}")))?;
-            Some(LatencyMatrix::parse(&text, &shown).map_err(SetupError::Usage)?)
+            Some(
+                LatencyMatrix::parse(&text, &shown)
+                    .map_err(|e| SetupError::Usage(e.to_string()))?,
+            )
         }
         None => None,
     };

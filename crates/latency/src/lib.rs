@@ -11,7 +11,7 @@
 mod file;
 pub mod measure;
 
-pub use file::LoadMatrix;
+pub use file::{LoadError, LoadMatrix};
 pub use pinsight_latency_model::{cluster, group, matrix};
 
 pub use cluster::{domains, Basis, Domain, DomainTree, Level};
@@ -19,4 +19,7 @@ pub use group::{
     autopilot, best_group, best_pipeline, exhaustive_group, exhaustive_pipeline, Exact, Group,
     SearchLimits,
 };
-pub use matrix::{CsvMatrix, IntervalKind, LatencyMatrix, PairStat, RunToRun};
+pub use matrix::{
+    CpuListError, CsvMatrix, IntervalKind, InvalidMatrix, LatencyMatrix, MatrixError, PairStat,
+    RunToRun,
+};
