@@ -187,19 +187,11 @@ fn relative(part: f64, whole: f64) -> f64 {
     }
 }
 
-/// Median of some values (NaN for none).
+/// Median of some values (NaN for none or a non-finite one), from
+/// `pinsight-stats`: one median in pinsight.
 fn median_of(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    let v: Vec<f64> = values.collect();
+    pinsight_stats::median(&v).unwrap_or(f64::NAN)
 }
 
 /// A symmetric core-to-core latency matrix over an ordered list of CPU ids.
