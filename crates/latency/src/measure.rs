@@ -438,6 +438,9 @@ pub fn measure_with_progress(
 /// Matrix indices of a pair, ping side first.
 type Pair = (usize, usize);
 
+/// A pair's statistics, or why its threads could not be pinned.
+type PairOutcome = Result<PairStat, Vec<PinFailure>>;
+
 fn validate(c: &MeasureConfig) -> Result<(), MeasureError> {
     let distinct: CpuSet = c.cpus.iter().copied().collect();
     if distinct.len() != c.cpus.len() {
@@ -469,14 +472,14 @@ fn run_round(
     config: &MeasureConfig,
     pairs: &[(usize, usize)],
     deadline: Instant,
-    done: &mut dyn FnMut(Pair, &Result<PairStat, Vec<PinFailure>>),
+    done: &mut dyn FnMut(Pair, &PairOutcome),
 ) -> Result<Vec<(Pair, PairStat)>, MeasureError> {
     let lines: Vec<PairLines> = pairs.iter().map(|_| PairLines::default()).collect();
     let pin_failed: Vec<AtomicBool> = pairs.iter().map(|_| AtomicBool::new(false)).collect();
     let pin_errors: Vec<Mutex<Vec<PinFailure>>> =
         pairs.iter().map(|_| Mutex::new(Vec::new())).collect();
     let barrier = Barrier::new(2 * pairs.len());
-    let (tx, rx) = mpsc::channel::<(usize, Result<PairStat, Vec<PinFailure>>)>();
+    let (tx, rx) = mpsc::channel::<(usize, PairOutcome)>();
     let mut results = Vec::with_capacity(pairs.len());
     let mut first_error = None;
 

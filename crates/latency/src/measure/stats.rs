@@ -23,7 +23,9 @@ pub const LEVEL: f64 = 0.95;
 /// memoised per `n`: the stop rule asks after every sample, and each answer
 /// costs O(n).
 pub fn median_ci_ranks(n: usize) -> Option<(usize, usize)> {
-    static MEMO: Mutex<Vec<Option<Option<(usize, usize)>>>> = Mutex::new(Vec::new());
+    /// `memo[n]`: `None` until asked, then the answer for `n`.
+    type Ranks = Option<(usize, usize)>;
+    static MEMO: Mutex<Vec<Option<Ranks>>> = Mutex::new(Vec::new());
     let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
     if memo.len() <= n {
         memo.resize(n + 1, None);
