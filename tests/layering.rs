@@ -73,14 +73,10 @@ const IMPURE_CRATES: &[&str] = &[
     "tiny-skia",
 ];
 
-/// TEMPORARY: edges that break the layers today and are being removed by
-/// the split of issue 9 (the planner moves onto pinsight-model and
-/// pinsight-latency-model). Delete each line when its edge is gone; the
-/// check then keeps it gone. Never add to this list.
-const TEMPORARY_ALLOWED: &[(&str, &str)] = &[
-    // removed when latency's renderers move (helper H3)
-    ("pinsight-latency", "pinsight-render"),
-];
+/// Edges allowed to break the layers while a split is under way: empty
+/// since issue 9 ended (the planner on pure crates, compare's and
+/// latency's renderers in pinsight-render). Never add to this list.
+const TEMPORARY_ALLOWED: &[(&str, &str)] = &[];
 
 fn layer_of(name: &str) -> Option<(usize, &'static str)> {
     LAYERS

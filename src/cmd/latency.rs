@@ -3,10 +3,10 @@
 
 use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
 use pinsight_latency::measure::{
-    self, choose_cpus, usable_cpus, MeasureConfig, Measurement, Method,
+    self, choose_cpus, list_or_none, usable_cpus, MeasureConfig, Measurement, Method,
 };
-use pinsight_latency::render::{self, ChartOptions, KindBand, TableStyle};
 use pinsight_latency::{domains, DomainTree, LatencyMatrix, LoadMatrix, RunToRun};
+use pinsight_render::latency::{self as render, ChartOptions, KindBand, TableStyle};
 use pinsight_topology::{CpuSet, FsRoot};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -231,10 +231,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             kinds: kinds(&args, g),
         };
         if let Some(path) = &args.svg {
-            render::write_svg(&matrix, &opts, path).map_err(CliError::runtime)?;
+            render::write_svg(&matrix, &opts, path)
+                .map_err(|e| CliError::runtime(e.to_string()))?;
         }
         if let Some(path) = &args.png {
-            render::write_png(&matrix, &opts, path).map_err(CliError::runtime)?;
+            render::write_png(&matrix, &opts, path)
+                .map_err(|e| CliError::runtime(e.to_string()))?;
         }
     }
 
@@ -434,10 +436,13 @@ fn measure_here(
              (to draw a matrix recorded on that machine with its core kinds)",
         ));
     }
-    let (online, allowed) = usable_cpus(&FsRoot::live()).map_err(CliError::runtime)?;
-    let cpus = choose_cpus(requested, &online, &allowed).map_err(|e| CliError {
-        code: if e.usage { 2 } else { 1 },
-        message: e.message,
+    let (online, allowed) =
+        usable_cpus(&FsRoot::live()).map_err(|e| CliError::runtime(e.to_string()))?;
+    // The request at fault: the user's --cpus (exit 2); else the machine or
+    // the process (exit 1).
+    let cpus = choose_cpus(requested, &online, &allowed).map_err(|e| match e.requested() {
+        Some(req) => CliError::usage(format!("--cpus {}: {e}", list_or_none(req))),
+        None => CliError::runtime(e.to_string()),
     })?;
     let config = MeasureConfig {
         cpus,
@@ -471,7 +476,10 @@ fn measure_here(
         ));
     });
     pb.finish_and_clear();
-    Ok((measurement.map_err(CliError::runtime)?, config))
+    Ok((
+        measurement.map_err(|e| CliError::runtime(e.to_string()))?,
+        config,
+    ))
 }
 
 /// Core kinds to mark on charts: from this machine when it was measured

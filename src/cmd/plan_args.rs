@@ -150,7 +150,7 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
                 "--latency applies to latency-group/latency-pipeline only, not {policy}"
             )));
         }
-        Some(p) => Some(LatencyMatrix::load(p).map_err(CliError::usage)?),
+        Some(p) => Some(LatencyMatrix::load(p).map_err(|e| CliError::usage(e.to_string()))?),
         None => None,
     };
     Ok(Request {

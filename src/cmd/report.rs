@@ -71,7 +71,7 @@ fn measure_latency(
     let pb = progress_bar(g, pairs as u64, "measuring core-to-core latency");
     let m = measure_with_progress(&cfg, &mut |p| pb.set_position(p.pairs_done as u64));
     pb.finish_and_clear();
-    let m = m?;
+    let m = m.map_err(|e| e.to_string())?;
     if m.skipped.is_empty() {
         return Ok((m.matrix, None));
     }
@@ -101,7 +101,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // it takes latency out of the budget.
     let mut latency = None;
     if let Some(path) = &args.latency_from {
-        let m = LatencyMatrix::load(path).map_err(CliError::usage)?;
+        let m = LatencyMatrix::load(path).map_err(|e| CliError::usage(e.to_string()))?;
         let foreign = m.cpu_set().difference(&topo.online());
         if !foreign.is_empty() {
             return Err(CliError::usage(format!(

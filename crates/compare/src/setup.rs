@@ -240,7 +240,7 @@ pub fn setup(
                 path: shown.clone(),
                 reason: e.to_string(),
             })?;
-            Some(LatencyMatrix::parse(&text, &shown).map_err(SetupError::BadInput)?)
+            Some(LatencyMatrix::parse(&text, &shown).map_err(|e| SetupError::BadInput(e.to_string()))?)
         }
         None => None,
     };

@@ -449,16 +449,8 @@ fn nested_in(fine: &Level, coarse: &Level) -> bool {
 /// rule. Pure, O(n²): fine for thousands of CPUs.
 pub fn domains(m: &LatencyMatrix) -> DomainTree {
     let n = m.len();
-    let mut values: Vec<f64> = m.pair_values().collect();
-    values.sort_by(f64::total_cmp);
-    let median_pair_ns = (!values.is_empty()).then(|| {
-        let h = values.len() / 2;
-        if values.len() % 2 == 1 {
-            values[h]
-        } else {
-            (values[h - 1] + values[h]) / 2.0
-        }
-    });
+    let values: Vec<f64> = m.pair_values().collect();
+    let median_pair_ns = pinsight_stats::median(&values);
     let joins = average_linkage(m);
     // cut after `k` joins (1 ≤ k ≤ n-2): the groups then are domains when
     // the next join jumps.

@@ -12,10 +12,12 @@
 #![forbid(unsafe_code)]
 
 pub mod cluster;
+mod error;
 pub mod group;
 pub mod matrix;
 
 pub use cluster::{domains, Basis, Domain, DomainTree, Level};
+pub use error::{CpuListError, InvalidMatrix, MatrixError};
 pub use group::{
     autopilot, best_group, best_pipeline, exhaustive_group, exhaustive_pipeline, Exact, Group,
     SearchLimits,

@@ -22,6 +22,7 @@
 
 use std::fmt::Write as _;
 
+pub use crate::error::{CpuListError, InvalidMatrix, MatrixError};
 use pinsight_cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 
@@ -186,19 +187,11 @@ fn relative(part: f64, whole: f64) -> f64 {
     }
 }
 
-/// Median of some values (NaN for none).
+/// Median of some values (NaN for none or a non-finite one), from
+/// `pinsight-stats`: one median in pinsight.
 fn median_of(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    let v: Vec<f64> = values.collect();
+    pinsight_stats::median(&v).unwrap_or(f64::NAN)
 }
 
 /// A symmetric core-to-core latency matrix over an ordered list of CPU ids.
@@ -348,7 +341,7 @@ impl LatencyMatrix {
     /// the first matrix of the file (see [`LatencyMatrix::parse_csv_all`]
     /// for files holding several). `origin` names the input in errors,
     /// which look like `AMD.csv:4:3: 'abc' is not a number of nanoseconds`.
-    pub fn parse_csv(text: &str, origin: &str) -> Result<Self, String> {
+    pub fn parse_csv(text: &str, origin: &str) -> Result<Self, MatrixError> {
         let mut all = LatencyMatrix::parse_csv_all(text, origin)?;
         Ok(all.swap_remove(0).matrix)
     }
@@ -364,7 +357,7 @@ impl LatencyMatrix {
     /// `# cpus:` line before the data applies to every matrix.
     // Index loops: cells are addressed as (row, column) pairs.
     #[allow(clippy::needless_range_loop)]
-    pub fn parse_csv_all(text: &str, origin: &str) -> Result<Vec<CsvMatrix>, String> {
+    pub fn parse_csv_all(text: &str, origin: &str) -> Result<Vec<CsvMatrix>, MatrixError> {
         let mut cpus: Option<Vec<usize>> = None;
         let mut blocks: Vec<Block> = Vec::new();
         let mut current = Block::default();
@@ -377,12 +370,16 @@ impl LatencyMatrix {
             if let Some(comment) = line.trim_start().strip_prefix('#') {
                 if let Some(list) = comment.trim().strip_prefix("cpus:") {
                     if cpus.is_some() || seen_data {
-                        return Err(format!(
-                            "{origin}:{line_no}: '# cpus:' must come before the matrix, and be given once"
-                        ));
+                        return Err(MatrixError::CpusLinePlacement {
+                            origin: origin.to_string(),
+                            line: line_no,
+                        });
                     }
-                    cpus =
-                        Some(parse_id_list(list).map_err(|e| format!("{origin}:{line_no}: {e}"))?);
+                    cpus = Some(parse_id_list(list).map_err(|source| MatrixError::CpusLine {
+                        origin: origin.to_string(),
+                        line: line_no,
+                        source,
+                    })?);
                 }
                 continue;
             }
@@ -393,9 +390,11 @@ impl LatencyMatrix {
                 }
                 if let Some(t) = title {
                     if let Some((at, prev)) = pending.replace((line_no, t)) {
-                        return Err(format!(
-                            "{origin}:{at}: benchmark title '{prev}' is followed by no matrix"
-                        ));
+                        return Err(MatrixError::TitleWithoutMatrix {
+                            origin: origin.to_string(),
+                            line: at,
+                            title: prev,
+                        });
                     }
                     seen_data = true;
                 }
@@ -411,15 +410,16 @@ impl LatencyMatrix {
             blocks.push(current);
         }
         if let Some((at, t)) = pending {
-            return Err(format!(
-                "{origin}:{at}: benchmark title '{t}' is followed by no matrix"
-            ));
+            return Err(MatrixError::TitleWithoutMatrix {
+                origin: origin.to_string(),
+                line: at,
+                title: t,
+            });
         }
         if blocks.is_empty() {
-            return Err(format!(
-                "{origin}: found 0 matrix rows, expected at least 2 (one line per CPU, \
-                 comma-separated nanoseconds as written by core-to-core-latency --csv)"
-            ));
+            return Err(MatrixError::NoRows {
+                origin: origin.to_string(),
+            });
         }
         let mut out = Vec::new();
         for block in &blocks {
@@ -428,34 +428,40 @@ impl LatencyMatrix {
             for &(line_no, line) in &block.rows {
                 let k = line.split(',').count();
                 if k != n {
-                    return Err(format!(
-                        "{origin}:{line_no}: row has {k} fields, expected {n} (one per CPU, \
-                         like line {first_line})"
-                    ));
+                    return Err(MatrixError::RaggedRow {
+                        origin: origin.to_string(),
+                        line: line_no,
+                        fields: k,
+                        expected: n,
+                        first_line,
+                    });
                 }
             }
             let r = block.rows.len();
             if n < 2 || r < 2 {
-                return Err(format!(
-                    "{origin}:{first_line}: found {r} matrix row(s) of {n} field(s), expected \
-                     at least 2 (one line per CPU, comma-separated nanoseconds as written by \
-                     core-to-core-latency --csv)"
-                ));
+                return Err(MatrixError::TooSmall {
+                    origin: origin.to_string(),
+                    line: first_line,
+                    rows: r,
+                    fields: n,
+                });
             }
             if r % n != 0 {
-                let last_line = block.rows[r - 1].0;
-                return Err(format!(
-                    "{origin}:{first_line}-{last_line}: {r} rows of {n} fields: a matrix has one \
-                     row per CPU ({n}), or several matrices follow one another \
-                     (core-to-core-latency -b 1,2 --csv)"
-                ));
+                return Err(MatrixError::NotSquare {
+                    origin: origin.to_string(),
+                    first_line,
+                    last_line: block.rows[r - 1].0,
+                    rows: r,
+                    fields: n,
+                });
             }
             if let Some(c) = &cpus {
                 if c.len() != n {
-                    return Err(format!(
-                        "{origin}: '# cpus:' lists {} CPUs but the matrix has {n} rows",
-                        c.len()
-                    ));
+                    return Err(MatrixError::CpuCount {
+                        origin: origin.to_string(),
+                        listed: c.len(),
+                        rows: n,
+                    });
                 }
             }
             for (k, rows) in block.rows.chunks(n).enumerate() {
@@ -504,7 +510,7 @@ impl LatencyMatrix {
     /// character `{`) or CSV otherwise; the first matrix of a CSV holding
     /// several (see [`LatencyMatrix::parse_all`]). `origin` names the input
     /// in errors and becomes the matrix's `source`.
-    pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
+    pub fn parse(text: &str, origin: &str) -> Result<Self, MatrixError> {
         let mut all = LatencyMatrix::parse_all(text, origin)?;
         Ok(all.swap_remove(0).matrix)
     }
@@ -514,11 +520,17 @@ impl LatencyMatrix {
     /// [`LatencyMatrix::parse_csv_all`]). Never empty. Errors start with
     /// `origin`. Reading the file is the caller's business (the
     /// `pinsight-latency` crate's `LoadMatrix::load_all` does it).
-    pub fn parse_all(text: &str, origin: &str) -> Result<Vec<CsvMatrix>, String> {
+    pub fn parse_all(text: &str, origin: &str) -> Result<Vec<CsvMatrix>, MatrixError> {
         if text.trim_start().starts_with('{') {
-            let mut m: LatencyMatrix = serde_json::from_str(text)
-                .map_err(|e| format!("{origin}: not a pinsight latency matrix JSON: {e}"))?;
-            m.validate().map_err(|e| format!("{origin}: {e}"))?;
+            let mut m: LatencyMatrix =
+                serde_json::from_str(text).map_err(|source| MatrixError::Json {
+                    origin: origin.to_string(),
+                    source,
+                })?;
+            m.validate().map_err(|source| MatrixError::Invalid {
+                origin: origin.to_string(),
+                source,
+            })?;
             if m.source.is_none() || m.method.as_deref() == Some("csv") {
                 m.source = Some(origin.to_string());
             }
@@ -536,44 +548,40 @@ impl LatencyMatrix {
     /// Checks the invariants the rest of the crate relies on: square shape
     /// matching `cpus`, distinct ids, symmetric, zero diagonal, values
     /// non-negative or NaN, and `stats` (if any) of the same shape.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidMatrix> {
         let n = self.len();
         // Bound ids before building any CPU set: a hostile file naming CPU
         // 33388814825 would otherwise allocate gigabytes (found by fuzzing).
         if let Some(bad) = self.cpus.iter().find(|&&c| c > pinsight_cpuset::MAX_CPU) {
-            return Err(format!(
-                "CPU id {bad} in 'cpus' is above the limit of {}",
-                pinsight_cpuset::MAX_CPU
-            ));
+            return Err(InvalidMatrix::CpuAboveLimit {
+                cpu: *bad,
+                limit: pinsight_cpuset::MAX_CPU,
+            });
         }
         let distinct: CpuSet = self.cpus.iter().copied().collect();
         if distinct.len() != n {
-            return Err("CPU ids in 'cpus' are not distinct".to_string());
+            return Err(InvalidMatrix::RepeatedCpu);
         }
         if self.ns.len() != n || self.ns.iter().any(|r| r.len() != n) {
-            return Err(format!(
-                "'ns' must be a {n}x{n} matrix (one row and column per CPU in 'cpus')"
-            ));
+            return Err(InvalidMatrix::NsShape { n });
         }
         for i in 0..n {
             if self.ns[i][i] != 0.0 {
-                return Err(format!("diagonal entry {i} must be 0"));
+                return Err(InvalidMatrix::Diagonal { index: i });
             }
             for j in 0..i {
                 let (a, b) = (self.ns[i][j], self.ns[j][i]);
                 if !(a.is_nan() && b.is_nan()) && a != b {
-                    return Err(format!("'ns' is not symmetric at ({i},{j})"));
+                    return Err(InvalidMatrix::Asymmetric { i, j });
                 }
                 if a < 0.0 || a.is_infinite() {
-                    return Err(format!(
-                        "'ns' at ({i},{j}) is {a}, expected a finite non-negative latency"
-                    ));
+                    return Err(InvalidMatrix::BadLatency { i, j, value: a });
                 }
             }
         }
         if let Some(stats) = &self.stats {
             if stats.len() != n || stats.iter().any(|r| r.len() != n) {
-                return Err(format!("'stats' must be a {n}x{n} matrix like 'ns'"));
+                return Err(InvalidMatrix::StatsShape { n });
             }
         }
         Ok(())
@@ -669,7 +677,7 @@ fn matrix_from_rows(
     rows: &[(usize, &str)],
     cpus: Vec<usize>,
     origin: &str,
-) -> Result<LatencyMatrix, String> {
+) -> Result<LatencyMatrix, MatrixError> {
     let n = rows.len();
     let mut cells = vec![vec![None::<f64>; n]; n];
     for (r, (line_no, line)) in rows.iter().enumerate() {
@@ -682,12 +690,11 @@ fn matrix_from_rows(
                 .parse()
                 .ok()
                 .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| {
-                    format!(
-                        "{origin}:{line_no}:{}: '{field}' is not a number of nanoseconds \
-                         (expected a finite non-negative number or an empty field)",
-                        c + 1
-                    )
+                .ok_or_else(|| MatrixError::BadCell {
+                    origin: origin.to_string(),
+                    line: *line_no,
+                    column: c + 1,
+                    field: field.to_string(),
                 })?;
             cells[r][c] = Some(v);
         }
@@ -708,11 +715,12 @@ fn matrix_from_rows(
 
 /// The ids of a `# cpus:` line, in the order written (the matrix order):
 /// comma-separated ids or ranges `a-b`, each id at most once.
-fn parse_id_list(text: &str) -> Result<Vec<usize>, String> {
+fn parse_id_list(text: &str) -> Result<Vec<usize>, CpuListError> {
     let mut ids = Vec::new();
     let mut seen = CpuSet::new();
-    let bad =
-        |tok: &str| format!("'# cpus:' entry '{tok}' is not a CPU id or range (like 0,2,4-7)");
+    let bad = |tok: &str| CpuListError::BadEntry {
+        entry: tok.to_string(),
+    };
     for tok in text.split(',').map(str::trim) {
         let (a, b) = match tok.split_once('-') {
             Some((a, b)) => (a, b),
@@ -732,7 +740,7 @@ fn parse_id_list(text: &str) -> Result<Vec<usize>, String> {
         }
         for c in a..=b {
             if !seen.insert(c) {
-                return Err(format!("'# cpus:' lists CPU {c} twice"));
+                return Err(CpuListError::Repeated { cpu: c });
             }
             ids.push(c);
         }
@@ -822,7 +830,11 @@ mod tests {
     #[test]
     fn huge_cpu_ids_are_refused_not_allocated() {
         let m: LatencyMatrix = serde_json::from_str("[[33388814825],[],[]]").unwrap();
-        assert!(m.validate().unwrap_err().contains("33388814825"));
+        assert!(m
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("33388814825"));
     }
 
     #[test]
@@ -862,22 +874,60 @@ mod tests {
     }
 
     #[test]
+    fn errors_carry_their_data() {
+        match LatencyMatrix::parse_csv(",,\n1,,\n2,abc,\n", "AMD.csv").unwrap_err() {
+            MatrixError::BadCell {
+                origin,
+                line,
+                column,
+                field,
+            } => assert_eq!(
+                (origin.as_str(), line, column, field.as_str()),
+                ("AMD.csv", 3, 2, "abc")
+            ),
+            other => panic!("{other:?}"),
+        }
+        match LatencyMatrix::parse_csv("# cpus: 0,0\n,\n1,\n", "c.csv").unwrap_err() {
+            MatrixError::CpusLine { line, source, .. } => {
+                assert_eq!((line, source), (1, CpuListError::Repeated { cpu: 0 }))
+            }
+            other => panic!("{other:?}"),
+        }
+        match LatencyMatrix::parse("{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}", "m.json").unwrap_err() {
+            MatrixError::Invalid { source, .. } => {
+                assert_eq!(source, InvalidMatrix::Asymmetric { i: 1, j: 0 })
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn errors_name_origin_line_and_column() {
-        let e = LatencyMatrix::parse_csv(",,\n1,,\n2,abc,\n", "AMD.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv(",,\n1,,\n2,abc,\n", "AMD.csv")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("AMD.csv:3:2: 'abc' is not a number of nanoseconds"),
             "{e}"
         );
-        let e = LatencyMatrix::parse_csv(",,\n1,\n2,3,\n", "x.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv(",,\n1,\n2,3,\n", "x.csv")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("x.csv:2: row has 2 fields, expected 3"),
             "{e}"
         );
-        let e = LatencyMatrix::parse_csv(",,\n-1,,\n2,3,\n", "x.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv(",,\n-1,,\n2,3,\n", "x.csv")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("x.csv:2:1: '-1'"), "{e}");
-        let e = LatencyMatrix::parse_csv("", "empty.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv("", "empty.csv")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("empty.csv: found 0 matrix rows"), "{e}");
-        let e = LatencyMatrix::parse_csv("# cpus: 1-3\n,\n1,\n", "c.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv("# cpus: 1-3\n,\n1,\n", "c.csv")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lists 3 CPUs but the matrix has 2 rows"), "{e}");
     }
 
@@ -917,29 +967,42 @@ mod tests {
 
     #[test]
     fn multi_matrix_errors_say_what_is_expected() {
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n2,\n", "odd.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n2,\n", "odd.csv")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("odd.csv:1-3: 3 rows of 2 fields: a matrix has one row per CPU (2)"),
             "{e}"
         );
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n1) CAS\n", "t.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n1) CAS\n", "t.csv")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "t.csv:3: benchmark title '1) CAS' is followed by no matrix"
         );
-        let e = LatencyMatrix::parse_csv_all("1) A\n2) B\n,\n1,\n", "t.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv_all("1) A\n2) B\n,\n1,\n", "t.csv")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.csv:1: benchmark title '1) A'"), "{e}");
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n\n,,\n1,,\n", "t.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n\n,,\n1,,\n", "t.csv")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.csv:4-5: 2 rows of 3 fields"), "{e}");
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n\n1,2\n", "t.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n\n1,2\n", "t.csv")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("t.csv:4: found 1 matrix row(s) of 2 field(s)"),
             "{e}"
         );
         let e = LatencyMatrix::parse_csv_all("# cpus: 4,5\n,\n1,\n\n,,\n1,,\n2,3,\n", "t.csv")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lists 2 CPUs but the matrix has 3 rows"), "{e}");
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n# cpus: 0-1\n", "t.csv").unwrap_err();
+        let e = LatencyMatrix::parse_csv_all(",\n1,\n# cpus: 0-1\n", "t.csv")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must come before the matrix"), "{e}");
     }
 
@@ -1028,18 +1091,23 @@ mod tests {
         let all =
             LatencyMatrix::parse_all("  {\"cpus\":[0,1],\"ns\":[[0,1],[1,0]]}\n", "x").unwrap();
         assert_eq!((all.len(), all[0].first_line, all[0].last_line), (1, 1, 1));
-        let e =
-            LatencyMatrix::parse("{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}", "m.json").unwrap_err();
+        let e = LatencyMatrix::parse("{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}", "m.json")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("m.json: ") && e.contains("not symmetric"),
             "{e}"
         );
-        let e = LatencyMatrix::parse("{\"cpus\":", "m.json").unwrap_err();
+        let e = LatencyMatrix::parse("{\"cpus\":", "m.json")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("m.json: not a pinsight latency matrix JSON"),
             "{e}"
         );
-        let e = LatencyMatrix::parse("", "empty.csv").unwrap_err();
+        let e = LatencyMatrix::parse("", "empty.csv")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("empty.csv: found 0 matrix rows"), "{e}");
     }
 

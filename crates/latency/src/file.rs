@@ -2,9 +2,24 @@
 //! a matrix from disk. Parsing itself is pure and lives in
 //! `pinsight-latency-model` ([`LatencyMatrix::parse_all`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::matrix::{CsvMatrix, LatencyMatrix};
+use crate::matrix::{CsvMatrix, LatencyMatrix, MatrixError};
+
+/// Why a matrix file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not a matrix; the error names the path as its origin.
+    #[error(transparent)]
+    Parse(#[from] MatrixError),
+}
 
 /// `LatencyMatrix::load(path)` / `LatencyMatrix::load_all(path)`: read a
 /// matrix file (our JSON or `core-to-core-latency --csv`) and parse it.
@@ -13,25 +28,29 @@ pub trait LoadMatrix: Sized {
     /// Loads a matrix file: our JSON (first non-blank character `{`) or
     /// CSV otherwise; the first matrix of a CSV holding several (see
     /// [`LoadMatrix::load_all`]). Errors name the path.
-    fn load(path: &Path) -> Result<Self, String>;
+    fn load(path: &Path) -> Result<Self, LoadError>;
 
     /// Every matrix of a file, in file order: one for our JSON, one per
     /// benchmark for `core-to-core-latency -b 1,2 --csv` output (see
     /// [`LatencyMatrix::parse_csv_all`]). Never empty. Errors name the path.
-    fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, String>;
+    fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, LoadError>;
 }
 
 impl LoadMatrix for LatencyMatrix {
-    fn load(path: &Path) -> Result<Self, String> {
+    fn load(path: &Path) -> Result<Self, LoadError> {
         let mut all = LatencyMatrix::load_all(path)?;
         Ok(all.swap_remove(0).matrix)
     }
 
-    fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, String> {
-        let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
-        LatencyMatrix::parse_all(&text, &shown)
+    fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, LoadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(LatencyMatrix::parse_all(
+            &text,
+            &path.display().to_string(),
+        )?)
     }
 }
 
@@ -59,8 +78,13 @@ mod tests {
         assert_eq!(LatencyMatrix::load_all(&csv).unwrap().len(), 1);
         std::fs::write(&json, "{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}").unwrap();
         let e = LatencyMatrix::load(&json).unwrap_err();
-        assert!(e.contains("not symmetric"), "{e}");
+        assert!(
+            matches!(e, LoadError::Parse(MatrixError::Invalid { .. })),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("not symmetric"), "{e}");
         let e = LatencyMatrix::load(&dir.path().join("missing.csv")).unwrap_err();
-        assert!(e.contains("missing.csv: cannot read"), "{e}");
+        assert!(matches!(e, LoadError::Read { .. }), "{e:?}");
+        assert!(e.to_string().contains("missing.csv: cannot read"), "{e}");
     }
 }

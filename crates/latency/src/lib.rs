@@ -1,6 +1,6 @@
 //! Core-to-core latency: measuring the matrix on this machine
-//! ([`measure`]), loading matrix files ([`LoadMatrix`]) and showing them
-//! ([`render`]).
+//! ([`measure`]) and loading matrix files ([`LoadMatrix`]). Showing them
+//! (terminal heatmap, SVG/PNG charts) is `pinsight_render::latency`'s job.
 //!
 //! The pure model — the matrix and its file formats ([`matrix`]), latency
 //! domains derived from it ([`cluster`]) and latency-aware choice of CPU
@@ -10,9 +10,8 @@
 
 mod file;
 pub mod measure;
-pub mod render;
 
-pub use file::LoadMatrix;
+pub use file::{LoadError, LoadMatrix};
 pub use pinsight_latency_model::{cluster, group, matrix};
 
 pub use cluster::{domains, Basis, Domain, DomainTree, Level};
@@ -20,4 +19,7 @@ pub use group::{
     autopilot, best_group, best_pipeline, exhaustive_group, exhaustive_pipeline, Exact, Group,
     SearchLimits,
 };
-pub use matrix::{CsvMatrix, IntervalKind, LatencyMatrix, PairStat, RunToRun};
+pub use matrix::{
+    CpuListError, CsvMatrix, IntervalKind, InvalidMatrix, LatencyMatrix, MatrixError, PairStat,
+    RunToRun,
+};

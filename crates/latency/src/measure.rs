@@ -21,7 +21,7 @@
 //! ([`PairStat::run_medians_ns`]) and their spread.
 //!
 //! Entry points: [`choose_cpus`] (which CPUs, with the errors a user should
-//! see), then [`measure`] / [`measure_with_progress`].
+//! see, [`CpuChoiceError`]), then [`measure`] / [`measure_with_progress`].
 
 pub mod affinity;
 pub mod pingpong;
@@ -149,22 +149,68 @@ impl Measurement {
     }
 }
 
-/// Why CPUs could not be chosen; `usage` tells whether the user's
-/// `--cpus` is at fault (exit 2) or the machine/process is (exit 1).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuChoiceError {
-    pub message: String,
-    pub usage: bool,
+/// Why CPUs could not be chosen ([`choose_cpus`]). The first two are the
+/// request's fault ([`CpuChoiceError::requested`] gives it), the last the
+/// machine's or the process's. Messages speak of CPUs, never of options.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CpuChoiceError {
+    /// Requested CPUs that are offline or outside this process's affinity
+    /// (either set may be empty, not both).
+    #[error("{}", unusable(.offline, .online, .forbidden, .allowed))]
+    Unusable {
+        requested: CpuSet,
+        offline: CpuSet,
+        online: CpuSet,
+        forbidden: CpuSet,
+        allowed: CpuSet,
+    },
+    /// Fewer than 2 CPUs requested.
+    #[error("core-to-core latency needs at least 2 CPUs (usable here: {})", list_or_none(.usable))]
+    TooFewRequested { requested: CpuSet, usable: CpuSet },
+    /// Nothing requested, and this process may run on fewer than 2 CPUs.
+    #[error(
+        "core-to-core latency needs at least 2 CPUs, but this process may run only on {} \
+         (online: {}, affinity: {}); widen the affinity (taskset) or cpuset",
+        if .usable.is_empty() { "no CPU".to_string() } else { format!("CPU {}", .usable) },
+        list_or_none(.online),
+        list_or_none(.allowed)
+    )]
+    TooFewUsable {
+        usable: CpuSet,
+        online: CpuSet,
+        allowed: CpuSet,
+    },
 }
 
-impl std::fmt::Display for CpuChoiceError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+impl CpuChoiceError {
+    /// The requested CPUs, when the request is at fault (the user should
+    /// change it); `None` when the machine or the process is.
+    pub fn requested(&self) -> Option<&CpuSet> {
+        match self {
+            CpuChoiceError::Unusable { requested, .. }
+            | CpuChoiceError::TooFewRequested { requested, .. } => Some(requested),
+            CpuChoiceError::TooFewUsable { .. } => None,
+        }
     }
 }
 
-/// The CPUs to measure: `requested` (a `--cpus` list) or every online CPU
-/// this process may run on. Pure: `online` and `allowed` come from
+fn unusable(offline: &CpuSet, online: &CpuSet, forbidden: &CpuSet, allowed: &CpuSet) -> String {
+    let mut problems = Vec::new();
+    if !offline.is_empty() {
+        problems.push(format!("{} offline (online: {online})", cpus_are(offline)));
+    }
+    if !forbidden.is_empty() {
+        problems.push(format!(
+            "{} not allowed for this process (its affinity/cpuset allows {})",
+            cpus_are(forbidden),
+            list_or_none(allowed)
+        ));
+    }
+    problems.join("; ")
+}
+
+/// The CPUs to measure: `requested` (a list the user gave) or every online
+/// CPU this process may run on. Pure: `online` and `allowed` come from
 /// [`usable_cpus`]. Errors name the offending CPUs.
 pub fn choose_cpus(
     requested: Option<&CpuSet>,
@@ -176,47 +222,28 @@ pub fn choose_cpus(
         Some(req) => {
             let offline = req.difference(online);
             let forbidden = req.intersection(online).difference(allowed);
-            let mut problems = Vec::new();
-            if !offline.is_empty() {
-                problems.push(format!("{} offline (online: {online})", cpus_are(&offline)));
-            }
-            if !forbidden.is_empty() {
-                problems.push(format!(
-                    "{} not allowed for this process (its affinity/cpuset allows {})",
-                    cpus_are(&forbidden),
-                    list_or_none(allowed)
-                ));
-            }
-            if !problems.is_empty() {
-                return Err(CpuChoiceError {
-                    message: format!("--cpus {req}: {}", problems.join("; ")),
-                    usage: true,
+            if !offline.is_empty() || !forbidden.is_empty() {
+                return Err(CpuChoiceError::Unusable {
+                    requested: req.clone(),
+                    offline,
+                    online: online.clone(),
+                    forbidden,
+                    allowed: allowed.clone(),
                 });
             }
             if req.len() < 2 {
-                return Err(CpuChoiceError {
-                    message: format!(
-                        "--cpus {}: core-to-core latency needs at least 2 CPUs (usable here: {})",
-                        list_or_none(req),
-                        list_or_none(&usable)
-                    ),
-                    usage: true,
+                return Err(CpuChoiceError::TooFewRequested {
+                    requested: req.clone(),
+                    usable,
                 });
             }
             Ok(req.iter().collect())
         }
-        None if usable.len() < 2 => {
-            Err(CpuChoiceError {
-                message: format!(
-                "core-to-core latency needs at least 2 CPUs, but this process may run only on {} \
-                 (online: {}, affinity: {}); widen the affinity (taskset) or cpuset",
-                if usable.is_empty() { "no CPU".to_string() } else { format!("CPU {usable}") },
-                list_or_none(online),
-                list_or_none(allowed)
-            ),
-                usage: false,
-            })
-        }
+        None if usable.len() < 2 => Err(CpuChoiceError::TooFewUsable {
+            usable,
+            online: online.clone(),
+            allowed: allowed.clone(),
+        }),
         None => Ok(usable.iter().collect()),
     }
 }
@@ -230,7 +257,8 @@ fn cpus_are(s: &CpuSet) -> String {
     }
 }
 
-fn list_or_none(s: &CpuSet) -> String {
+/// The set as a cpulist, or "no CPU" when empty.
+pub fn list_or_none(s: &CpuSet) -> String {
     if s.is_empty() {
         "no CPU".to_string()
     } else {
@@ -238,20 +266,64 @@ fn list_or_none(s: &CpuSet) -> String {
     }
 }
 
+/// Why measuring could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    /// This thread's affinity could not be read.
+    #[error("sched_getaffinity: {0}")]
+    Affinity(#[source] std::io::Error),
+    /// The list of online CPUs could not be read or parsed.
+    #[error("/sys/devices/system/cpu/online: {reason}")]
+    OnlineCpus { reason: String },
+    /// [`MeasureConfig::cpus`] names a CPU twice.
+    #[error("CPU list {cpus:?} repeats a CPU")]
+    RepeatedCpu { cpus: Vec<usize> },
+    /// [`MeasureConfig::cpus`] has fewer than 2 CPUs.
+    #[error("core-to-core latency needs at least 2 CPUs, got {got}")]
+    TooFewCpus { got: usize },
+    /// [`MeasureConfig::target_rel_ci`] is not in (0, 1).
+    #[error("target relative CI {target} must be in (0, 1)")]
+    BadTarget { target: f64 },
+    /// [`MeasureConfig::repeats`] is 0.
+    #[error("the matrix must be measured at least once (repeats >= 1)")]
+    NoRun,
+    /// A zero [`MeasureConfig::max_time_per_pair`] or
+    /// [`MeasureConfig::sample_duration`].
+    #[error("max time per pair and sample duration must be positive")]
+    ZeroDuration,
+    /// The threads of a pair could not be pinned (CPU offline or not
+    /// allowed); one entry per thread that failed.
+    #[error("{}", .failures.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Pin { failures: Vec<PinFailure> },
+}
+
+/// One measuring thread that could not be pinned.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot pin a thread to CPU {cpu}: {source}")]
+pub struct PinFailure {
+    pub cpu: usize,
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// `(online, allowed)`: the online CPUs read through `fs` (all of the
 /// affinity when the file is missing) and this thread's affinity.
-pub fn usable_cpus(fs: &FsRoot) -> Result<(CpuSet, CpuSet), String> {
-    let allowed = affinity::current().map_err(|e| format!("sched_getaffinity: {e}"))?;
+pub fn usable_cpus(fs: &FsRoot) -> Result<(CpuSet, CpuSet), MeasureError> {
+    let allowed = affinity::current().map_err(MeasureError::Affinity)?;
     let online = match fs.read_cpulist("/sys/devices/system/cpu/online") {
         Some(Ok(set)) => set,
-        Some(Err(e)) => return Err(format!("/sys/devices/system/cpu/online: {e}")),
+        Some(Err(e)) => {
+            return Err(MeasureError::OnlineCpus {
+                reason: e.to_string(),
+            })
+        }
         None => allowed.clone(),
     };
     Ok((online, allowed))
 }
 
 /// Measures every pair of `config.cpus`. See [`measure_with_progress`].
-pub fn measure(config: &MeasureConfig) -> Result<Measurement, String> {
+pub fn measure(config: &MeasureConfig) -> Result<Measurement, MeasureError> {
     measure_with_progress(config, &mut |_| {})
 }
 
@@ -261,8 +333,12 @@ pub fn measure(config: &MeasureConfig) -> Result<Measurement, String> {
 pub fn measure_with_progress(
     config: &MeasureConfig,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<Measurement, String> {
+) -> Result<Measurement, MeasureError> {
     validate(config)?;
+    // The stop rule's ranks for the sample counts a pair may reach, computed
+    // before any pair's clock starts (about 0.1 s for 2000, once per process).
+    let reachable = config.max_time_per_pair.as_nanos() / config.sample_duration.as_nanos().max(1);
+    stats::warm_ranks((reachable as usize).saturating_add(1).min(2000));
     let started = Instant::now();
     let budget_end = config.budget.map(|b| started + b);
     let n = config.cpus.len();
@@ -362,28 +438,29 @@ pub fn measure_with_progress(
 /// Matrix indices of a pair, ping side first.
 type Pair = (usize, usize);
 
-fn validate(c: &MeasureConfig) -> Result<(), String> {
+/// A pair's statistics, or why its threads could not be pinned.
+type PairOutcome = Result<PairStat, Vec<PinFailure>>;
+
+fn validate(c: &MeasureConfig) -> Result<(), MeasureError> {
     let distinct: CpuSet = c.cpus.iter().copied().collect();
     if distinct.len() != c.cpus.len() {
-        return Err(format!("CPU list {:?} repeats a CPU", c.cpus));
+        return Err(MeasureError::RepeatedCpu {
+            cpus: c.cpus.clone(),
+        });
     }
     if c.cpus.len() < 2 {
-        return Err(format!(
-            "core-to-core latency needs at least 2 CPUs, got {}",
-            c.cpus.len()
-        ));
+        return Err(MeasureError::TooFewCpus { got: c.cpus.len() });
     }
     if !(c.target_rel_ci > 0.0 && c.target_rel_ci < 1.0) {
-        return Err(format!(
-            "target relative CI {} must be in (0, 1)",
-            c.target_rel_ci
-        ));
+        return Err(MeasureError::BadTarget {
+            target: c.target_rel_ci,
+        });
     }
     if c.repeats == 0 {
-        return Err("the matrix must be measured at least once (repeats >= 1)".to_string());
+        return Err(MeasureError::NoRun);
     }
     if c.max_time_per_pair.is_zero() || c.sample_duration.is_zero() {
-        return Err("max time per pair and sample duration must be positive".to_string());
+        return Err(MeasureError::ZeroDuration);
     }
     Ok(())
 }
@@ -395,14 +472,14 @@ fn run_round(
     config: &MeasureConfig,
     pairs: &[(usize, usize)],
     deadline: Instant,
-    done: &mut dyn FnMut(Pair, &Result<PairStat, String>),
-) -> Result<Vec<(Pair, PairStat)>, String> {
+    done: &mut dyn FnMut(Pair, &PairOutcome),
+) -> Result<Vec<(Pair, PairStat)>, MeasureError> {
     let lines: Vec<PairLines> = pairs.iter().map(|_| PairLines::default()).collect();
     let pin_failed: Vec<AtomicBool> = pairs.iter().map(|_| AtomicBool::new(false)).collect();
-    let pin_errors: Vec<Mutex<Vec<String>>> =
+    let pin_errors: Vec<Mutex<Vec<PinFailure>>> =
         pairs.iter().map(|_| Mutex::new(Vec::new())).collect();
     let barrier = Barrier::new(2 * pairs.len());
-    let (tx, rx) = mpsc::channel::<(usize, Result<PairStat, String>)>();
+    let (tx, rx) = mpsc::channel::<(usize, PairOutcome)>();
     let mut results = Vec::with_capacity(pairs.len());
     let mut first_error = None;
 
@@ -411,12 +488,9 @@ fn run_round(
             let (lines, failed, errors, barrier) =
                 (&lines[k], &pin_failed[k], &pin_errors[k], &barrier);
             let pin = move |cpu: usize| {
-                if let Err(e) = affinity::pin_current_thread(cpu) {
+                if let Err(source) = affinity::pin_current_thread(cpu) {
                     failed.store(true, Ordering::SeqCst);
-                    errors
-                        .lock()
-                        .unwrap()
-                        .push(format!("cannot pin a thread to CPU {cpu}: {e}"));
+                    errors.lock().unwrap().push(PinFailure { cpu, source });
                 }
             };
             let (cpu_a, cpu_b) = (config.cpus[a], config.cpus[b]);
@@ -432,7 +506,7 @@ fn run_round(
                 pin(cpu_a);
                 barrier.wait();
                 let outcome = if failed.load(Ordering::SeqCst) {
-                    Err(errors.lock().unwrap().join("; "))
+                    Err(std::mem::take(&mut *errors.lock().unwrap()))
                 } else {
                     let mut pinger = Pinger::new(lines, config.method);
                     let stat = sample_pair(&mut pinger, config, deadline);
@@ -454,7 +528,7 @@ fn run_round(
         }
     });
     match first_error {
-        Some(e) => Err(e),
+        Some(failures) => Err(MeasureError::Pin { failures }),
         None => Ok(results),
     }
 }
@@ -484,13 +558,19 @@ fn sample_pair(pinger: &mut Pinger, config: &MeasureConfig, deadline: Instant) -
     pinger.round_trips(round_trips); // warm-up sample, discarded
 
     let mut samples = SortedSamples::new();
+    // Each check of the stop rule costs O(n) (exact binomial ranks, memoised
+    // per n): past a few thousand samples, check every n/200-th sample
+    // (overshooting the rule by at most 0.5% of the samples).
+    let mut next_check = config.min_samples;
     loop {
         let t0 = Instant::now();
         pinger.round_trips(round_trips);
         let end = Instant::now();
         let one_way_ns = (end - t0).as_nanos() as f64 / round_trips as f64 / 2.0;
         samples.push(one_way_ns);
-        if samples.len() >= config.min_samples {
+        let n = samples.len();
+        if n >= next_check {
+            next_check = if n < 2000 { n + 1 } else { n + n / 200 };
             if let Some(s) = samples.summary() {
                 if s.within(config.target_rel_ci) {
                     break;
@@ -536,10 +616,15 @@ mod tests {
     #[test]
     fn offline_and_forbidden_cpus_are_named() {
         let e = choose_cpus(Some(&set("0-5")), &set("0-3"), &set("0-2")).unwrap_err();
-        assert!(e.usage);
+        assert_eq!(e.requested(), Some(&set("0-5")));
+        assert!(matches!(
+            &e,
+            CpuChoiceError::Unusable { offline, forbidden, .. }
+                if *offline == set("4-5") && *forbidden == set("3")
+        ));
         assert_eq!(
-            e.message,
-            "--cpus 0-5: CPUs 4-5 are offline (online: 0-3); CPU 3 is not allowed for this process \
+            e.to_string(),
+            "CPUs 4-5 are offline (online: 0-3); CPU 3 is not allowed for this process \
              (its affinity/cpuset allows 0-2)"
         );
     }
@@ -548,17 +633,16 @@ mod tests {
     fn fewer_than_two_cpus() {
         let e = choose_cpus(Some(&set("1")), &set("0-3"), &set("0-3")).unwrap_err();
         assert_eq!(
-            e.message,
-            "--cpus 1: core-to-core latency needs at least 2 CPUs (usable here: 0-3)"
+            e.to_string(),
+            "core-to-core latency needs at least 2 CPUs (usable here: 0-3)"
         );
-        assert!(e.usage);
+        assert_eq!(e.requested(), Some(&set("1")));
         let e = choose_cpus(None, &set("0-3"), &set("2")).unwrap_err();
-        assert!(!e.usage);
+        assert_eq!(e.requested(), None);
         assert!(
-            e.message
+            e.to_string()
                 .contains("may run only on CPU 2 (online: 0-3, affinity: 2)"),
-            "{}",
-            e.message
+            "{e}"
         );
     }
 
@@ -568,23 +652,31 @@ mod tests {
             cpus: vec![0],
             ..Default::default()
         };
-        assert!(measure(&c).unwrap_err().contains("at least 2 CPUs"));
+        assert!(matches!(
+            measure(&c).unwrap_err(),
+            MeasureError::TooFewCpus { got: 1 }
+        ));
         let c = MeasureConfig {
             cpus: vec![0, 0],
             ..Default::default()
         };
-        assert!(measure(&c).unwrap_err().contains("repeats"));
+        assert!(matches!(
+            measure(&c).unwrap_err(),
+            MeasureError::RepeatedCpu { .. }
+        ));
         let c = MeasureConfig {
             cpus: vec![0, 1],
             target_rel_ci: 0.0,
             ..Default::default()
         };
-        assert!(measure(&c).unwrap_err().contains("(0, 1)"));
+        let e = measure(&c).unwrap_err();
+        assert!(matches!(e, MeasureError::BadTarget { .. }), "{e:?}");
+        assert!(e.to_string().contains("(0, 1)"), "{e}");
         let c = MeasureConfig {
             cpus: vec![0, 1],
             repeats: 0,
             ..Default::default()
         };
-        assert!(measure(&c).unwrap_err().contains("at least once"));
+        assert!(matches!(measure(&c).unwrap_err(), MeasureError::NoRun));
     }
 }

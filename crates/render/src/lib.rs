@@ -1,14 +1,17 @@
 //! One rendering home for pinsight: the HTML/XML escaper ([`escape`]), the
 //! binary size units ([`size`]), the terminal width ([`terminal_width`]) and
 //! the topology tree ([`tree`]) that `pinsight topo` prints as text
-//! ([`topo_text`]) and `pinsight report` draws as SVG.
+//! ([`topo_text`]) and `pinsight report` draws as SVG, and the latency
+//! heatmaps ([`latency`]: terminal table, SVG/PNG charts).
 //!
 //! Pure except for [`terminal_columns`], which asks the terminal on
-//! standard output for its size (through the `terminal_size` crate).
+//! standard output for its size (through the `terminal_size` crate), and
+//! the chart writers of [`latency::chart`], which write files.
 
 #![forbid(unsafe_code)]
 
 pub mod compare;
+pub mod latency;
 pub mod size;
 pub mod term;
 pub mod topo_text;

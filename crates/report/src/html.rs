@@ -2,7 +2,7 @@
 //! so it can be mailed or attached to a bug report as one file.
 
 use crate::{esc, kind_colour, topology_svg, ReportData};
-use pinsight_latency::render::chart::{svg as heatmap_svg, ChartOptions, KindBand};
+use pinsight_render::latency::chart::{svg as heatmap_svg, ChartOptions, KindBand};
 use pinsight_speed::SpeedReport;
 use pinsight_topology::{Source, Topology};
 use std::fmt::Write;
@@ -159,7 +159,7 @@ pub fn html(r: &ReportData) -> String {
             match heatmap_svg(m, &opts) {
                 Ok(svg) => s.push_str(&svg),
                 Err(e) => {
-                    write!(s, "<p>Heatmap unavailable: {}</p>", esc(&e)).ok();
+                    write!(s, "<p>Heatmap unavailable: {}</p>", esc(&e.to_string())).ok();
                 }
             }
             if let Some(tree) = &r.domains {

@@ -61,15 +61,22 @@ impl Method {
     }
 
     /// Parses `cas`/`msg` (also the tool's bench numbers `1`/`2`).
-    pub fn parse(s: &str) -> Result<Method, String> {
+    pub fn parse(s: &str) -> Result<Method, UnknownMethod> {
         match s.trim().to_ascii_lowercase().as_str() {
             "cas" | "1" => Ok(Method::Cas),
             "msg" | "2" | "read-write" | "rw" => Ok(Method::Msg),
-            other => Err(format!(
-                "unknown latency method '{other}': expected 'cas' or 'msg'"
-            )),
+            other => Err(UnknownMethod {
+                given: other.to_string(),
+            }),
         }
     }
+}
+
+/// A method name [`Method::parse`] does not know (lower-cased, trimmed).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown latency method '{given}': expected 'cas' or 'msg'")]
+pub struct UnknownMethod {
+    pub given: String,
 }
 
 impl std::fmt::Display for Method {
@@ -214,6 +221,9 @@ mod tests {
         assert_eq!(Method::parse("CAS"), Ok(Method::Cas));
         assert_eq!(Method::parse("2"), Ok(Method::Msg));
         assert_eq!(Method::Msg.to_string(), "msg");
-        assert!(Method::parse("tsc").unwrap_err().contains("'tsc'"));
+        assert_eq!(
+            Method::parse("tsc").unwrap_err().to_string(),
+            "unknown latency method 'tsc': expected 'cas' or 'msg'"
+        );
     }
 }

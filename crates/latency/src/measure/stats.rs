@@ -8,45 +8,36 @@
 //! samples the number below the true median is Binomial(n, ½), so the
 //! sorted samples `x[k]` and `x[n-1-k]` (0-based) bracket the median with
 //! probability `1 - 2·P(B ≤ k)`; we take the largest `k` whose coverage is
-//! still at least the requested confidence.
+//! still at least the requested confidence — exactly, for every `n`, by
+//! `pinsight_stats::median_ci_ranks`.
 
-/// Two-sided 95% normal quantile, for the large-`n` approximation.
-const Z95: f64 = 1.959_963_984_540_054;
+use std::sync::Mutex;
 
-/// Above this many samples the binomial is replaced by its normal
-/// approximation (the exact sum would cost O(n) per check, and the two
-/// differ by less than one rank there).
-const EXACT_UP_TO: usize = 2000;
+/// The confidence the stop rule asks of a pair's median interval.
+pub const LEVEL: f64 = 0.95;
 
 /// 0-based ranks `(lo, hi)` of the sorted samples bounding a 95%
 /// confidence interval of the median of `n` samples; `None` when `n` is too
-/// small for any interval to reach 95% (n < 6).
+/// small for any interval to reach 95% (n < 6). The exact binomial ranks of
+/// `pinsight_stats::median_ci_ranks` (one median interval in pinsight),
+/// memoised per `n`: the stop rule asks after every sample, and each answer
+/// costs O(n).
 pub fn median_ci_ranks(n: usize) -> Option<(usize, usize)> {
-    if n < 6 {
-        return None;
+    /// `memo[n]`: `None` until asked, then the answer for `n`.
+    type Ranks = Option<(usize, usize)>;
+    static MEMO: Mutex<Vec<Option<Ranks>>> = Mutex::new(Vec::new());
+    let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
+    if memo.len() <= n {
+        memo.resize(n + 1, None);
     }
-    let alpha_half = 0.025;
-    let k = if n <= EXACT_UP_TO {
-        // Largest k with P(B <= k) <= alpha/2, B ~ Binomial(n, 1/2).
-        // Iterate the pmf in log space: 2^-n underflows past n = 1074.
-        let mut log_pmf = -(n as f64) * std::f64::consts::LN_2;
-        let mut cdf = 0.0;
-        let mut k = None;
-        for i in 0..=n / 2 {
-            cdf += log_pmf.exp();
-            if cdf > alpha_half {
-                break;
-            }
-            k = Some(i);
-            log_pmf += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
-        }
-        k?
-    } else {
-        let nf = n as f64;
-        // Continuity-corrected normal approximation of the same rank.
-        ((nf - 1.0) / 2.0 - Z95 * nf.sqrt() / 2.0).floor().max(0.0) as usize
-    };
-    Some((k, n - 1 - k))
+    *memo[n].get_or_insert_with(|| pinsight_stats::median_ci_ranks(n, LEVEL))
+}
+
+/// Fills the memo of [`median_ci_ranks`] for every `n` up to `up_to`.
+pub fn warm_ranks(up_to: usize) {
+    for n in 0..=up_to {
+        median_ci_ranks(n);
+    }
 }
 
 /// What the samples of one pair say.
@@ -158,12 +149,34 @@ mod tests {
     }
 
     #[test]
-    fn normal_approximation_joins_the_exact_ranks() {
-        let exact = median_ci_ranks(EXACT_UP_TO).unwrap().0 as i64;
-        let approx = median_ci_ranks(EXACT_UP_TO + 1).unwrap().0 as i64;
-        assert!((exact - approx).abs() <= 1, "{exact} vs {approx}");
-        let (lo, hi) = median_ci_ranks(1_000_000).unwrap();
-        assert!(lo < 500_000 && hi > 500_000 && lo + hi == 999_999);
+    fn ranks_are_the_exact_ones_of_pinsight_stats_for_large_n_too() {
+        for n in [6, 100, 2000, 2001, 5000] {
+            assert_eq!(
+                median_ci_ranks(n),
+                pinsight_stats::median_ci_ranks(n, 0.95),
+                "n={n}"
+            );
+        }
+        // Asked again: the memo answers the same.
+        assert_eq!(
+            median_ci_ranks(5000),
+            pinsight_stats::median_ci_ranks(5000, 0.95)
+        );
+        let (lo, hi) = median_ci_ranks(5000).unwrap();
+        assert!(lo < 2500 && hi > 2500 && lo + hi == 4999);
+    }
+
+    #[test]
+    #[ignore = "timing probe, run by hand"]
+    fn cost_of_the_stop_rule_ranks() {
+        let t0 = std::time::Instant::now();
+        for n in 0..=2000 {
+            let _ = pinsight_stats::median_ci_ranks(n, 0.95);
+        }
+        eprintln!("ranks for n = 0..=2000: {:?}", t0.elapsed());
+        let t0 = std::time::Instant::now();
+        let _ = pinsight_stats::median_ci_ranks(50_000, 0.95);
+        eprintln!("ranks for n = 50000: {:?}", t0.elapsed());
     }
 
     #[test]

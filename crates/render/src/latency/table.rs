@@ -9,9 +9,9 @@
 //! CPUs — and the full matrix is left to `--csv`/`--svg`.
 
 use super::colormap;
-use crate::cluster::DomainTree;
-use crate::{IntervalKind, LatencyMatrix};
 use pinsight_cpuset::CpuSet;
+use pinsight_latency_model::cluster::DomainTree;
+use pinsight_latency_model::{IntervalKind, LatencyMatrix};
 use std::fmt::Write as _;
 
 /// How to lay the table out.
@@ -409,7 +409,7 @@ mod tests {
                 .all(|l| l.chars().count() <= 40 || l.starts_with("64 CPUs")),
             "{t}"
         );
-        let tree = crate::cluster::domains(&m);
+        let tree = pinsight_latency_model::cluster::domains(&m);
         let t = heatmap(
             &m,
             Some(&tree),
@@ -429,7 +429,7 @@ mod tests {
     #[test]
     fn noisy_pairs_are_marked() {
         let mut m = matrix(2);
-        let stat = crate::PairStat {
+        let stat = pinsight_latency_model::PairStat {
             median_ns: 100.0,
             mean_ns: 120.0,
             ci_low_ns: 90.0,
@@ -451,10 +451,10 @@ mod tests {
     #[test]
     fn several_runs_show_the_run_to_run_spread_when_it_is_larger() {
         let mut m = LatencyMatrix::new(vec![0, 1, 2]);
-        let runs = |medians: &[f64]| -> Vec<crate::PairStat> {
+        let runs = |medians: &[f64]| -> Vec<pinsight_latency_model::PairStat> {
             medians
                 .iter()
-                .map(|&v| crate::PairStat {
+                .map(|&v| pinsight_latency_model::PairStat {
                     median_ns: v,
                     mean_ns: v,
                     ci_low_ns: v * 0.993,
@@ -465,8 +465,11 @@ mod tests {
                 })
                 .collect()
         };
-        let wide = crate::PairStat::combine(&runs(&[53.0, 64.0, 58.0, 55.0, 60.0])).unwrap();
-        let calm = crate::PairStat::combine(&runs(&[140.0, 140.2, 140.1])).unwrap();
+        let wide =
+            pinsight_latency_model::PairStat::combine(&runs(&[53.0, 64.0, 58.0, 55.0, 60.0]))
+                .unwrap();
+        let calm =
+            pinsight_latency_model::PairStat::combine(&runs(&[140.0, 140.2, 140.1])).unwrap();
         let mut stats = vec![vec![None; 3]; 3];
         m.set(1, 0, wide.median_ns);
         stats[1][0] = Some(wide.clone());

@@ -11,12 +11,12 @@
 
 use super::colormap;
 use super::table::format_ns;
-use crate::LatencyMatrix;
 use pinsight_cpuset::CpuSet;
+use pinsight_latency_model::LatencyMatrix;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// A run of CPUs of one kind, as the chart labels it.
@@ -38,15 +38,42 @@ pub struct ChartOptions {
 
 const FONT: &str = "sans-serif";
 
+/// Why a chart could not be drawn or written. Plotters' own error text is
+/// carried as `reason`; paths are the file asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    /// The DejaVu Sans font built into the binary was refused by plotters.
+    #[error("the embedded DejaVu Sans font could not be loaded")]
+    Font,
+    /// Drawing the SVG document failed.
+    #[error("drawing the SVG chart: {reason}")]
+    Svg { reason: String },
+    /// The SVG file could not be written.
+    #[error("{}: cannot write: {source}", path.display())]
+    WriteSvg {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Drawing the PNG picture failed.
+    #[error("{}: drawing the PNG chart: {reason}", path.display())]
+    Png { path: PathBuf, reason: String },
+    /// Encoding or writing the PNG file failed.
+    #[error("{}: cannot write PNG: {reason}", path.display())]
+    WritePng { path: PathBuf, reason: String },
+}
+
 /// Registers the embedded font once; every chart calls it first.
-fn ensure_font() -> Result<(), String> {
-    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
-    REGISTERED
-        .get_or_init(|| {
-            plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
-                .map_err(|_| "the embedded DejaVu Sans font could not be loaded".to_string())
-        })
-        .clone()
+fn ensure_font() -> Result<(), ChartError> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(ChartError::Font)
+    }
 }
 
 /// Pixel geometry, derived from the matrix size alone.
@@ -94,34 +121,43 @@ fn layout(m: &LatencyMatrix) -> Layout {
 }
 
 /// The heatmap as an SVG document.
-pub fn svg(m: &LatencyMatrix, opts: &ChartOptions) -> Result<String, String> {
+pub fn svg(m: &LatencyMatrix, opts: &ChartOptions) -> Result<String, ChartError> {
     ensure_font()?;
     let l = layout(m);
     let mut buf = String::new();
     {
+        let svg_error = |e: &dyn std::fmt::Display| ChartError::Svg {
+            reason: e.to_string(),
+        };
         let root = SVGBackend::with_string(&mut buf, (l.width, l.height)).into_drawing_area();
-        draw(&root, m, opts, &l).map_err(|e| format!("drawing the SVG chart: {e}"))?;
-        root.present()
-            .map_err(|e| format!("drawing the SVG chart: {e}"))?;
+        draw(&root, m, opts, &l).map_err(|e| svg_error(&e))?;
+        root.present().map_err(|e| svg_error(&e))?;
     }
     Ok(buf)
 }
 
 /// Writes the heatmap as an SVG file.
-pub fn write_svg(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<(), String> {
+pub fn write_svg(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<(), ChartError> {
     let text = svg(m, opts)?;
-    std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+    std::fs::write(path, text).map_err(|source| ChartError::WriteSvg {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Writes the heatmap as a PNG file.
-pub fn write_png(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<(), String> {
+pub fn write_png(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<(), ChartError> {
     ensure_font()?;
     let l = layout(m);
-    let shown = path.display();
     let root = BitMapBackend::new(path, (l.width, l.height)).into_drawing_area();
-    draw(&root, m, opts, &l).map_err(|e| format!("{shown}: drawing the PNG chart: {e}"))?;
-    root.present()
-        .map_err(|e| format!("{shown}: cannot write PNG: {e}"))
+    draw(&root, m, opts, &l).map_err(|e| ChartError::Png {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    root.present().map_err(|e| ChartError::WritePng {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
 }
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;

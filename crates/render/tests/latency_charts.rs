@@ -2,8 +2,8 @@
 //! core-to-core-latency's published results, MIT).
 
 use pinsight_cpuset::CpuSet;
-use pinsight_latency::render::{self, ChartOptions, KindBand, TableStyle};
-use pinsight_latency::{domains, LatencyMatrix, LoadMatrix};
+use pinsight_latency_model::{domains, LatencyMatrix};
+use pinsight_render::latency::{self as render, ChartOptions, KindBand, TableStyle};
 use std::path::Path;
 
 /// How plotters writes a text element's content.
@@ -12,10 +12,12 @@ fn text(s: &str) -> String {
 }
 
 fn fixture(name: &str) -> LatencyMatrix {
+    // The recorded matrices live with the latency crate's tests.
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("../latency/tests/fixtures")
         .join(name);
-    LatencyMatrix::load(&path).unwrap()
+    let text = std::fs::read_to_string(&path).unwrap();
+    LatencyMatrix::parse(&text, &path.display().to_string()).unwrap()
 }
 
 /// The i9-12900K: 8 P-cores with SMT (CPUs 0-15), 8 E-cores (16-23).
@@ -105,6 +107,7 @@ fn png_file_is_written() {
         &dir.path().join("no/such/dir.png"),
     )
     .unwrap_err();
+    let e = e.to_string();
     assert!(e.contains("no/such/dir.png"), "{e}");
 }
 
