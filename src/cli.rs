@@ -94,7 +94,8 @@ impl Globals {
     /// [`Globals::fsroot`]. Discovery warnings go to stderr unless `--quiet`.
     pub fn topology(&self) -> Result<Topology, CliError> {
         let topo = match &self.hwloc_xml {
-            Some(path) => pinsight_topology::hwloc_xml::load(path).map_err(CliError::usage)?,
+            Some(path) => pinsight_topology::hwloc_xml::load(path)
+                .map_err(|e| CliError::usage(e.to_string()))?,
             None => pinsight_topology::discover(&self.fsroot()?),
         };
         if !self.quiet {
