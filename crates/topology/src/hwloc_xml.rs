@@ -43,8 +43,8 @@ pub struct HwlocError {
     pub origin: String,
     /// The 1-based line and column of the element at fault, if any.
     pub position: Option<(u32, u32)>,
-    /// What is wrong.
-    pub kind: HwlocErrorKind,
+    /// What is wrong (boxed: errors stay small on the happy path).
+    pub kind: Box<HwlocErrorKind>,
 }
 
 impl fmt::Display for HwlocError {
@@ -62,7 +62,7 @@ impl fmt::Display for HwlocError {
 
 impl std::error::Error for HwlocError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.kind)
+        Some(&*self.kind)
     }
 }
 
@@ -156,7 +156,7 @@ pub fn load(path: &Path) -> Result<Topology, HwlocError> {
     let whole = |kind| HwlocError {
         origin: origin.clone(),
         position: None,
-        kind,
+        kind: Box::new(kind),
     };
     let bytes = std::fs::read(path).map_err(|e| whole(HwlocErrorKind::Read(e)))?;
     let text = String::from_utf8(bytes).map_err(|e| {
@@ -177,7 +177,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Topology, HwlocError> {
     let doc = Document::parse_with_options(text, opts).map_err(|e| HwlocError {
         origin: origin.to_string(),
         position: None,
-        kind: HwlocErrorKind::Malformed(e),
+        kind: Box::new(HwlocErrorKind::Malformed(e)),
     })?;
     Importer {
         origin,
@@ -248,7 +248,7 @@ impl<'a, 'input> Importer<'a, 'input> {
         HwlocError {
             origin: self.origin.to_string(),
             position: Some((p.row, p.col)),
-            kind,
+            kind: Box::new(kind),
         }
     }
 
@@ -256,7 +256,7 @@ impl<'a, 'input> Importer<'a, 'input> {
         HwlocError {
             origin: self.origin.to_string(),
             position: None,
-            kind,
+            kind: Box::new(kind),
         }
     }
 
