@@ -232,6 +232,15 @@ struct RawKind {
     capacity: Option<u32>,
 }
 
+/// What the second pass collects (see `Importer::objects`).
+struct Objects {
+    objs: Vec<Obj>,
+    /// NUMA node `gp_index` → os index (v2/v3 distances may use either).
+    numa_gp: HashMap<u64, u32>,
+    /// NUMA nodes in document order with their depth (v1 distances).
+    numa_doc_order: Vec<(u32, usize)>,
+}
+
 struct Importer<'a, 'input> {
     origin: &'a str,
     doc: &'a Document<'input>,
@@ -262,111 +271,19 @@ impl<'a, 'input> Importer<'a, 'input> {
 
     fn run(mut self) -> Result<Topology, HwlocError> {
         let top = self.doc.root_element();
-        if top.tag_name().name() != "topology" {
-            return Err(self.err_at(
-                top,
-                HwlocErrorKind::WrongRoot {
-                    found: top.tag_name().name().to_string(),
-                },
-            ));
-        }
-        let version = top.attribute("version");
-        if let Some(v) = version {
-            let major = v.split('.').next().unwrap_or("");
-            if !matches!(major, "1" | "2" | "3") {
-                return Err(self.err_at(
-                    top,
-                    HwlocErrorKind::UnsupportedVersion {
-                        version: v.to_string(),
-                    },
-                ));
-            }
-        }
-        let root = top
-            .children()
-            .find(|n| n.has_tag_name("object"))
-            .ok_or_else(|| self.err_at(top, HwlocErrorKind::NoRootObject))?;
-
-        // First pass: the highest CPU named anywhere finite, so that
-        // infinite sets (`0xf...f`) can be cut there.
-        let mut highest: Option<usize> = None;
-        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
-            if node.attribute("type") == Some("PU") {
-                let id = self.os_index(node)?.ok_or_else(|| {
-                    self.err_at(node, HwlocErrorKind::MissingOsIndex { object_type: "PU" })
-                })?;
-                highest = highest.max(Some(id as usize));
-            }
-        }
-        for attr in [
-            "complete_cpuset",
-            "cpuset",
-            "online_cpuset",
-            "allowed_cpuset",
-        ] {
-            if let Some(s) = self.cpuset_attr(root, attr)? {
-                highest = highest.max(s.last());
-            }
-        }
-        self.limit = highest.map_or(0, |h| h + 1);
+        let root = self.root_object(top)?;
+        self.set_limit(top, root)?;
 
         let online_root = self
             .cpuset_attr(root, "cpuset")?
             .ok_or_else(|| self.err_at(root, HwlocErrorKind::RootWithoutCpuset))?;
         let complete_root = self.cpuset_attr(root, "complete_cpuset")?;
 
-        // Second pass: the objects the model is built from.
-        let mut objs = Vec::new();
-        let mut numa_gp: HashMap<u64, u32> = HashMap::new();
-        let mut numa_doc_order: Vec<(u32, usize)> = Vec::new();
-        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
-            if node == root {
-                continue;
-            }
-            let Some(kind) = self.obj_kind(node)? else {
-                continue;
-            };
-            let os_index = self.os_index(node)?;
-            let cpuset = match self.cpuset_attr(node, "cpuset")? {
-                Some(s) => s,
-                None if matches!(kind, ObjKind::Pu) => {
-                    CpuSet::single(os_index.unwrap_or(0) as usize)
-                }
-                None => {
-                    let t = node.attribute("type").unwrap_or("?");
-                    return Err(self.err_at(
-                        node,
-                        HwlocErrorKind::ObjectWithoutCpuset {
-                            object_type: t.to_string(),
-                        },
-                    ));
-                }
-            };
-            if let ObjKind::Numa { .. } = kind {
-                let id = os_index.ok_or_else(|| {
-                    self.err_at(
-                        node,
-                        HwlocErrorKind::MissingOsIndex {
-                            object_type: "NUMANode",
-                        },
-                    )
-                })?;
-                if let Some(gp) = node.attribute("gp_index").and_then(|g| g.parse().ok()) {
-                    numa_gp.insert(gp, id);
-                }
-                let depth = node
-                    .ancestors()
-                    .filter(|a| a.has_tag_name("object"))
-                    .count()
-                    - 1;
-                numa_doc_order.push((id, depth));
-            }
-            objs.push(Obj {
-                kind,
-                os_index,
-                cpuset,
-            });
-        }
+        let Objects {
+            objs,
+            numa_gp,
+            numa_doc_order,
+        } = self.objects(top, root)?;
         let pu_ids: CpuSet = objs
             .iter()
             .filter(|o| matches!(o.kind, ObjKind::Pu))
@@ -473,55 +390,15 @@ impl<'a, 'input> Importer<'a, 'input> {
         )
         .map_err(|m| self.err(m))?;
 
-        let index_of = |groups: &[Group]| -> HashMap<usize, usize> {
-            groups
-                .iter()
-                .flat_map(|g| g.cpus.iter().map(move |c| (c, g.id)))
-                .collect()
-        };
-        let (core_of, package_of, die_of, cluster_of) = (
-            index_of(&cores),
-            index_of(&packages),
-            index_of(&dies),
-            index_of(&clusters),
+        let cpus = cpu_records(
+            &present,
+            &online,
+            &allowed,
+            [&cores, &packages, &dies, &clusters],
+            &numa_nodes,
+            &kinds,
+            &described,
         );
-        let mut numa_of: HashMap<usize, u32> = HashMap::new();
-        for n in numa_nodes.iter().rev() {
-            for c in &n.cpus {
-                numa_of.insert(c, n.id);
-            }
-        }
-        let mut kind_of: HashMap<usize, usize> = HashMap::new();
-        for k in &kinds {
-            for c in &k.cpus {
-                kind_of.insert(c, k.rank);
-            }
-        }
-        let cpus = present
-            .iter()
-            .map(|id| {
-                let kind = kind_of.get(&id).map(|&r| &kinds[r]);
-                // Per-CPU measures only for CPUs the cpukind itself lists.
-                let info = kind.filter(|k| described[k.rank].contains(id));
-                Cpu {
-                    id,
-                    online: online.contains(id),
-                    allowed: allowed.contains(id),
-                    core: core_of.get(&id).copied(),
-                    package: package_of.get(&id).copied(),
-                    die: die_of.get(&id).copied(),
-                    cluster: cluster_of.get(&id).copied(),
-                    numa: numa_of.get(&id).copied(),
-                    kind: kind.map(|k| k.rank),
-                    capacity: info.and_then(|k| k.capacity_raw),
-                    max_mhz: info.and_then(|k| k.max_mhz),
-                    base_mhz: info.and_then(|k| k.base_mhz),
-                    cppc: None,
-                    core_type: info.and_then(|k| k.core_type),
-                    midr: None,
-                }
-            })
-            .collect();
 
         Ok(Topology {
             source: Source::HwlocXml(self.origin.to_string()),
@@ -537,6 +414,123 @@ impl<'a, 'input> Importer<'a, 'input> {
             numa_distances,
             kinds,
             warnings: self.warnings.iter().map(|w| one_line(w)).collect(),
+        })
+    }
+
+    /// The root `<object>` (the Machine), after checking the root element
+    /// and the format version.
+    fn root_object(&self, top: Node<'a, 'input>) -> Result<Node<'a, 'input>, HwlocError> {
+        if top.tag_name().name() != "topology" {
+            return Err(self.err_at(
+                top,
+                HwlocErrorKind::WrongRoot {
+                    found: top.tag_name().name().to_string(),
+                },
+            ));
+        }
+        let version = top.attribute("version");
+        if let Some(v) = version {
+            let major = v.split('.').next().unwrap_or("");
+            if !matches!(major, "1" | "2" | "3") {
+                return Err(self.err_at(
+                    top,
+                    HwlocErrorKind::UnsupportedVersion {
+                        version: v.to_string(),
+                    },
+                ));
+            }
+        }
+        let root = top
+            .children()
+            .find(|n| n.has_tag_name("object"))
+            .ok_or_else(|| self.err_at(top, HwlocErrorKind::NoRootObject))?;
+        Ok(root)
+    }
+
+    /// First pass: the highest CPU named anywhere finite, so that infinite
+    /// sets (`0xf...f`) can be cut there (see `limit`).
+    fn set_limit(&mut self, top: Node, root: Node) -> Result<(), HwlocError> {
+        let mut highest: Option<usize> = None;
+        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
+            if node.attribute("type") == Some("PU") {
+                let id = self.os_index(node)?.ok_or_else(|| {
+                    self.err_at(node, HwlocErrorKind::MissingOsIndex { object_type: "PU" })
+                })?;
+                highest = highest.max(Some(id as usize));
+            }
+        }
+        for attr in [
+            "complete_cpuset",
+            "cpuset",
+            "online_cpuset",
+            "allowed_cpuset",
+        ] {
+            if let Some(s) = self.cpuset_attr(root, attr)? {
+                highest = highest.max(s.last());
+            }
+        }
+        self.limit = highest.map_or(0, |h| h + 1);
+        Ok(())
+    }
+
+    /// Second pass: the objects the model is built from, and the NUMA
+    /// nodes by `gp_index` and in document order (for the distances).
+    fn objects(&self, top: Node, root: Node) -> Result<Objects, HwlocError> {
+        let mut objs = Vec::new();
+        let mut numa_gp: HashMap<u64, u32> = HashMap::new();
+        let mut numa_doc_order: Vec<(u32, usize)> = Vec::new();
+        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
+            if node == root {
+                continue;
+            }
+            let Some(kind) = self.obj_kind(node)? else {
+                continue;
+            };
+            let os_index = self.os_index(node)?;
+            let cpuset = match self.cpuset_attr(node, "cpuset")? {
+                Some(s) => s,
+                None if matches!(kind, ObjKind::Pu) => {
+                    CpuSet::single(os_index.unwrap_or(0) as usize)
+                }
+                None => {
+                    let t = node.attribute("type").unwrap_or("?");
+                    return Err(self.err_at(
+                        node,
+                        HwlocErrorKind::ObjectWithoutCpuset {
+                            object_type: t.to_string(),
+                        },
+                    ));
+                }
+            };
+            if let ObjKind::Numa { .. } = kind {
+                let id = os_index.ok_or_else(|| {
+                    self.err_at(
+                        node,
+                        HwlocErrorKind::MissingOsIndex {
+                            object_type: "NUMANode",
+                        },
+                    )
+                })?;
+                if let Some(gp) = node.attribute("gp_index").and_then(|g| g.parse().ok()) {
+                    numa_gp.insert(gp, id);
+                }
+                let depth = node
+                    .ancestors()
+                    .filter(|a| a.has_tag_name("object"))
+                    .count()
+                    - 1;
+                numa_doc_order.push((id, depth));
+            }
+            objs.push(Obj {
+                kind,
+                os_index,
+                cpuset,
+            });
+        }
+        Ok(Objects {
+            objs,
+            numa_gp,
+            numa_doc_order,
         })
     }
 
@@ -836,6 +830,63 @@ impl<'a, 'input> Importer<'a, 'input> {
         }
         Ok(out)
     }
+}
+
+/// One [`Cpu`] record per present CPU, from the groups (cores, packages,
+/// dies, clusters, in that order), NUMA nodes and kinds built before.
+fn cpu_records(
+    present: &CpuSet,
+    online: &CpuSet,
+    allowed: &CpuSet,
+    groups: [&[Group]; 4],
+    numa_nodes: &[NumaNode],
+    kinds: &[Kind],
+    described: &[CpuSet],
+) -> Vec<Cpu> {
+    let index_of = |groups: &[Group]| -> HashMap<usize, usize> {
+        groups
+            .iter()
+            .flat_map(|g| g.cpus.iter().map(move |c| (c, g.id)))
+            .collect()
+    };
+    let [core_of, package_of, die_of, cluster_of] = groups.map(index_of);
+    let mut numa_of: HashMap<usize, u32> = HashMap::new();
+    for n in numa_nodes.iter().rev() {
+        for c in &n.cpus {
+            numa_of.insert(c, n.id);
+        }
+    }
+    let mut kind_of: HashMap<usize, usize> = HashMap::new();
+    for k in kinds {
+        for c in &k.cpus {
+            kind_of.insert(c, k.rank);
+        }
+    }
+    present
+        .iter()
+        .map(|id| {
+            let kind = kind_of.get(&id).map(|&r| &kinds[r]);
+            // Per-CPU measures only for CPUs the cpukind itself lists.
+            let info = kind.filter(|k| described[k.rank].contains(id));
+            Cpu {
+                id,
+                online: online.contains(id),
+                allowed: allowed.contains(id),
+                core: core_of.get(&id).copied(),
+                package: package_of.get(&id).copied(),
+                die: die_of.get(&id).copied(),
+                cluster: cluster_of.get(&id).copied(),
+                numa: numa_of.get(&id).copied(),
+                kind: kind.map(|k| k.rank),
+                capacity: info.and_then(|k| k.capacity_raw),
+                max_mhz: info.and_then(|k| k.max_mhz),
+                base_mhz: info.and_then(|k| k.base_mhz),
+                cppc: None,
+                core_type: info.and_then(|k| k.core_type),
+                midr: None,
+            }
+        })
+        .collect()
 }
 
 /// Errors are one line: control characters (a newline in an attribute, a
