@@ -7,7 +7,7 @@
 //! stdout pipe (`| head`) is no failure: output stops quietly and the
 //! command ends with its own status (see `out.rs`).
 
-use pinsight_topology::{FsRoot, Topology};
+use pinsight_topology::{FsRoot, FsRootError, Topology};
 use std::fmt;
 use std::path::PathBuf;
 
@@ -77,7 +77,7 @@ impl Globals {
         } else {
             "--fsroot"
         };
-        let fs = FsRoot::at(p).map_err(|e| CliError::usage(e.replacen("--fsroot", name, 1)))?;
+        let fs = FsRoot::at(p).map_err(|e| fsroot_usage(name, &e))?;
         // A directory without sys/ (a typo, one level too high) is not a
         // recorded machine: refuse it rather than show an empty one.
         if !p.join("sys/devices/system/cpu").is_dir() {
@@ -94,7 +94,8 @@ impl Globals {
     /// [`Globals::fsroot`]. Discovery warnings go to stderr unless `--quiet`.
     pub fn topology(&self) -> Result<Topology, CliError> {
         let topo = match &self.hwloc_xml {
-            Some(path) => pinsight_topology::hwloc_xml::load(path).map_err(CliError::usage)?,
+            Some(path) => pinsight_topology::hwloc_xml::load(path)
+                .map_err(|e| CliError::usage(e.to_string()))?,
             None => pinsight_topology::discover(&self.fsroot()?),
         };
         if !self.quiet {
@@ -143,6 +144,18 @@ pub fn check_output_file(path: &std::path::Path, what: &str) -> Result<(), CliEr
 }
 
 /// An I/O error as a short phrase, without Rust's "(os error N)" suffix.
+/// The usage error for a recorded-machine directory that cannot be opened,
+/// naming where it came from (`name`: `--fsroot`, `PINSIGHT_FSROOT`, ...).
+pub fn fsroot_usage(name: &str, e: &FsRootError) -> CliError {
+    match e {
+        FsRootError::NotADirectory { dir, source } => CliError::usage(format!(
+            "{name} '{}': {source} (expected a directory holding sys/ and proc/)",
+            dir.display()
+        )),
+        other => CliError::usage(format!("{name}: {other}")),
+    }
+}
+
 fn io_reason(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {

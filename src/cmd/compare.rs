@@ -426,8 +426,7 @@ const TEST_MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
 
 fn measurement_root() -> Result<FsRoot, CliError> {
     match std::env::var_os(TEST_MEASURE_ROOT).filter(|v| !v.is_empty()) {
-        Some(dir) => FsRoot::at(&dir)
-            .map_err(|e| CliError::usage(e.replacen("--fsroot", TEST_MEASURE_ROOT, 1))),
+        Some(dir) => FsRoot::at(&dir).map_err(|e| crate::cli::fsroot_usage(TEST_MEASURE_ROOT, &e)),
         None => Ok(FsRoot::live()),
     }
 }

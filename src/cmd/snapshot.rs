@@ -51,10 +51,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         pb.set_position(done);
     });
     pb.finish_and_clear();
-    let report = result.map_err(|e| match e {
-        Error::Destination(m) => CliError::usage(format!("snapshot: {m}")),
-        Error::Io(m) => CliError::runtime(format!("snapshot: {m}")),
-    })?;
+    let report = result.map_err(|e| cli_error(&e))?;
     if g.json {
         g.print_json(&report)?;
     } else {
@@ -66,6 +63,23 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         );
     }
     Ok(0)
+}
+
+/// The one-line message for a failed snapshot: a bad destination is a usage
+/// error (with the advice naming `--force` where it helps), the rest runtime.
+fn cli_error(e: &Error) -> CliError {
+    match e {
+        Error::ArchiveExists { path } => CliError::usage(format!(
+            "snapshot: '{}' exists; pass --force to replace it",
+            path.display()
+        )),
+        Error::DirectoryNotEmpty { path } => CliError::usage(format!(
+            "snapshot: '{}' is not empty; choose a new directory or pass --force to replace the snapshot in it",
+            path.display()
+        )),
+        e if e.is_destination() => CliError::usage(format!("snapshot: {e}")),
+        e => CliError::runtime(format!("snapshot: {e}")),
+    }
 }
 
 /// `187.3 KiB`, as the human summary prints sizes.

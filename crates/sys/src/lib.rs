@@ -14,14 +14,23 @@
 //!   cleanup handler, deferring signals around a critical write;
 //! - [`perf`]: `perf_event_open` in counting mode;
 //! - [`sched`]: the CPU a thread runs on, thread priority, clocks;
-//! - [`fs`]: file capabilities, close-on-exec, memfd mapping checks.
+//! - [`fs`]: file capabilities, close-on-exec, memfd mapping checks;
+//! - [`fsroot`]: [`FsRoot`], the root-relative reader of `/sys` and
+//!   `/proc` (live, or a recorded machine), through which every OS file
+//!   read goes;
+//! - [`procfs`]: what `/proc` says about a process's threads (task list,
+//!   `stat`, `status`, `schedstat`), read through [`FsRoot`].
 //!
-//! Depends only on `pinsight-cpuset`, `libc` and `nix`, so any crate
-//! (topology discovery included) may use it.
+//! Depends only on `pinsight-cpuset`, `libc`, `nix` and `thiserror`, so any
+//! crate (topology discovery included) may use it.
 
 pub mod affinity;
 pub mod fs;
+pub mod fsroot;
 pub mod perf;
 pub mod process;
+pub mod procfs;
 pub mod sched;
 pub mod signals;
+
+pub use fsroot::{FsRoot, FsRootError, FSROOT_ENV};

@@ -31,7 +31,119 @@ use crate::model::*;
 use pinsight_cpuset::{CpuSet, MAX_CPU};
 use roxmltree::{Document, Node, ParsingOptions};
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::path::Path;
+
+/// Why an hwloc XML export was refused: the file, where in it (when an
+/// element is to blame) and what. Displayed as one line: `hwloc XML 'FILE'
+/// line L, column C: WHAT`, control characters escaped.
+#[derive(Debug)]
+pub struct HwlocError {
+    /// The file (or the `origin` given to [`parse`]).
+    pub origin: String,
+    /// The 1-based line and column of the element at fault, if any.
+    pub position: Option<(u32, u32)>,
+    /// What is wrong (boxed: errors stay small on the happy path).
+    pub kind: Box<HwlocErrorKind>,
+}
+
+impl fmt::Display for HwlocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let raw = match self.position {
+            Some((line, column)) => format!(
+                "hwloc XML '{}' line {line}, column {column}: {}",
+                self.origin, self.kind
+            ),
+            None => format!("hwloc XML '{}': {}", self.origin, self.kind),
+        };
+        f.write_str(&one_line(&raw))
+    }
+}
+
+impl std::error::Error for HwlocError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.kind)
+    }
+}
+
+/// What is wrong with an hwloc XML export (see [`HwlocError`]). Quoted
+/// values are shortened to a readable length when displayed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HwlocErrorKind {
+    /// The file cannot be read.
+    #[error("{0}")]
+    Read(#[source] std::io::Error),
+    /// The file is not UTF-8; valid up to byte `valid_up_to`.
+    #[error("not UTF-8 text (byte {valid_up_to})")]
+    NotUtf8 { valid_up_to: usize },
+    /// The XML parser refused the text.
+    #[error("malformed XML: {0}")]
+    Malformed(#[source] roxmltree::Error),
+    /// The root element is not `<topology>`.
+    #[error("root element is <{found}>, expected <topology> (is this an lstopo XML export?)")]
+    WrongRoot { found: String },
+    /// A `version` this importer does not know.
+    #[error("unsupported format version '{version}' (this reads versions 1, 2 and 3)")]
+    UnsupportedVersion { version: String },
+    /// No Machine `<object>` under `<topology>`.
+    #[error("no root <object> (expected the Machine object)")]
+    NoRootObject,
+    /// A PU or NUMANode object without `os_index`.
+    #[error("{object_type} object without os_index")]
+    MissingOsIndex { object_type: &'static str },
+    /// The Machine object has no `cpuset`.
+    #[error("root object has no cpuset")]
+    RootWithoutCpuset,
+    /// An object the model needs has no `cpuset`.
+    #[error("{object_type} object has no cpuset")]
+    ObjectWithoutCpuset { object_type: String },
+    /// More CPUs than [`MAX_IMPORTED_CPUS`].
+    #[error("describes {cpus} CPUs, more than the {max} this import accepts")]
+    TooManyCpus { cpus: usize, max: usize },
+    /// A set attribute that does not parse.
+    #[error("attribute {attr}='{}': '{}' {reason}", shorten(.value), shorten(.token))]
+    BadCpuset {
+        attr: String,
+        value: String,
+        token: String,
+        reason: String,
+    },
+    /// An `os_index` that is not a CPU number.
+    #[error("os_index '{}' is not a CPU number from 0 to {max}", shorten(.value))]
+    BadOsIndex { value: String, max: usize },
+    /// A numeric attribute that does not parse.
+    #[error("attribute {attr}='{}' is not a valid number", shorten(.value))]
+    BadNumber { attr: String, value: String },
+    /// A v1 `Cache` object without `depth` (its level).
+    #[error("Cache object without depth")]
+    CacheWithoutDepth,
+    /// A `cpukind` element without `cpuset`.
+    #[error("cpukind without cpuset")]
+    CpukindWithoutCpuset,
+    /// A `distances2` element without `nbobjs`.
+    #[error("distances2 without nbobjs")]
+    DistancesWithoutCount,
+    /// A `distances2` matrix whose sizes disagree.
+    #[error("distances2 nbobjs={nbobjs} but {indexes} indexes and {values} values")]
+    DistancesMismatch {
+        nbobjs: usize,
+        indexes: usize,
+        values: usize,
+    },
+    /// A v1 latency that is not a finite non-negative number.
+    #[error("latency value is not a finite non-negative number")]
+    BadLatency,
+    /// A number list element holding something else.
+    #[error("<{element}> holds '{}', not a number", shorten(.token))]
+    BadListNumber { element: String, token: String },
+    /// Two objects of one type overlap without being equal.
+    #[error("two {what} objects share CPUs {shared}")]
+    OverlappingObjects { what: String, shared: CpuSet },
+    /// Two `cpukind` elements overlap.
+    #[error("two cpukind elements share CPUs {shared}")]
+    OverlappingKinds { shared: CpuSet },
+}
 
 /// The most CPUs an imported machine may have. Real machines stay far below
 /// (Linux's NR_CPUS tops out at 8192); the bound keeps a hostile file from
@@ -39,36 +151,34 @@ use std::path::Path;
 pub const MAX_IMPORTED_CPUS: usize = 1 << 16;
 
 /// Reads an hwloc XML export (`lstopo file.xml`).
-pub fn load(path: &Path) -> Result<Topology, String> {
-    load_inner(path).map_err(|e| one_line(&e))
-}
-
-fn load_inner(path: &Path) -> Result<Topology, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("hwloc XML '{}': {}", path.display(), e))?;
+pub fn load(path: &Path) -> Result<Topology, HwlocError> {
+    let origin = path.display().to_string();
+    let whole = |kind| HwlocError {
+        origin: origin.clone(),
+        position: None,
+        kind: Box::new(kind),
+    };
+    let bytes = std::fs::read(path).map_err(|e| whole(HwlocErrorKind::Read(e)))?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "hwloc XML '{}': not UTF-8 text (byte {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
+        whole(HwlocErrorKind::NotUtf8 {
+            valid_up_to: e.utf8_error().valid_up_to(),
+        })
     })?;
-    parse_inner(&text, &path.display().to_string())
+    parse(&text, &origin)
 }
 
 /// Parses the text of an hwloc XML export; `origin` names it in errors and
 /// becomes [`Source::HwlocXml`].
-pub fn parse(text: &str, origin: &str) -> Result<Topology, String> {
-    parse_inner(text, origin).map_err(|e| one_line(&e))
-}
-
-fn parse_inner(text: &str, origin: &str) -> Result<Topology, String> {
+pub fn parse(text: &str, origin: &str) -> Result<Topology, HwlocError> {
     let opts = ParsingOptions {
         allow_dtd: true,
         ..ParsingOptions::default()
     };
-    let doc = Document::parse_with_options(text, opts)
-        .map_err(|e| format!("hwloc XML '{origin}': malformed XML: {e}"))?;
+    let doc = Document::parse_with_options(text, opts).map_err(|e| HwlocError {
+        origin: origin.to_string(),
+        position: None,
+        kind: Box::new(HwlocErrorKind::Malformed(e)),
+    })?;
     Importer {
         origin,
         doc: &doc,
@@ -122,6 +232,15 @@ struct RawKind {
     capacity: Option<u32>,
 }
 
+/// What the second pass collects (see `Importer::objects`).
+struct Objects {
+    objs: Vec<Obj>,
+    /// NUMA node `gp_index` → os index (v2/v3 distances may use either).
+    numa_gp: HashMap<u64, u32>,
+    /// NUMA nodes in document order with their depth (v1 distances).
+    numa_doc_order: Vec<(u32, usize)>,
+}
+
 struct Importer<'a, 'input> {
     origin: &'a str,
     doc: &'a Document<'input>,
@@ -133,113 +252,38 @@ struct Importer<'a, 'input> {
 
 impl<'a, 'input> Importer<'a, 'input> {
     /// An error naming the file, and the element's position.
-    fn err_at(&self, node: Node, msg: impl std::fmt::Display) -> String {
+    fn err_at(&self, node: Node, kind: HwlocErrorKind) -> HwlocError {
         let p = self.doc.text_pos_at(node.range().start);
-        format!(
-            "hwloc XML '{}' line {}, column {}: {}",
-            self.origin, p.row, p.col, msg
-        )
+        HwlocError {
+            origin: self.origin.to_string(),
+            position: Some((p.row, p.col)),
+            kind: Box::new(kind),
+        }
     }
 
-    fn err(&self, msg: impl std::fmt::Display) -> String {
-        format!("hwloc XML '{}': {}", self.origin, msg)
+    fn err(&self, kind: HwlocErrorKind) -> HwlocError {
+        HwlocError {
+            origin: self.origin.to_string(),
+            position: None,
+            kind: Box::new(kind),
+        }
     }
 
-    fn run(mut self) -> Result<Topology, String> {
+    fn run(mut self) -> Result<Topology, HwlocError> {
         let top = self.doc.root_element();
-        if top.tag_name().name() != "topology" {
-            return Err(self.err_at(
-                top,
-                format!(
-                    "root element is <{}>, expected <topology> (is this an lstopo XML export?)",
-                    top.tag_name().name()
-                ),
-            ));
-        }
-        let version = top.attribute("version");
-        if let Some(v) = version {
-            let major = v.split('.').next().unwrap_or("");
-            if !matches!(major, "1" | "2" | "3") {
-                return Err(self.err_at(
-                    top,
-                    format!("unsupported format version '{v}' (this reads versions 1, 2 and 3)"),
-                ));
-            }
-        }
-        let root = top
-            .children()
-            .find(|n| n.has_tag_name("object"))
-            .ok_or_else(|| self.err_at(top, "no root <object> (expected the Machine object)"))?;
-
-        // First pass: the highest CPU named anywhere finite, so that
-        // infinite sets (`0xf...f`) can be cut there.
-        let mut highest: Option<usize> = None;
-        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
-            if node.attribute("type") == Some("PU") {
-                let id = self
-                    .os_index(node)?
-                    .ok_or_else(|| self.err_at(node, "PU object without os_index"))?;
-                highest = highest.max(Some(id as usize));
-            }
-        }
-        for attr in [
-            "complete_cpuset",
-            "cpuset",
-            "online_cpuset",
-            "allowed_cpuset",
-        ] {
-            if let Some(s) = self.cpuset_attr(root, attr)? {
-                highest = highest.max(s.last());
-            }
-        }
-        self.limit = highest.map_or(0, |h| h + 1);
+        let root = self.root_object(top)?;
+        self.set_limit(top, root)?;
 
         let online_root = self
             .cpuset_attr(root, "cpuset")?
-            .ok_or_else(|| self.err_at(root, "root object has no cpuset"))?;
+            .ok_or_else(|| self.err_at(root, HwlocErrorKind::RootWithoutCpuset))?;
         let complete_root = self.cpuset_attr(root, "complete_cpuset")?;
 
-        // Second pass: the objects the model is built from.
-        let mut objs = Vec::new();
-        let mut numa_gp: HashMap<u64, u32> = HashMap::new();
-        let mut numa_doc_order: Vec<(u32, usize)> = Vec::new();
-        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
-            if node == root {
-                continue;
-            }
-            let Some(kind) = self.obj_kind(node)? else {
-                continue;
-            };
-            let os_index = self.os_index(node)?;
-            let cpuset = match self.cpuset_attr(node, "cpuset")? {
-                Some(s) => s,
-                None if matches!(kind, ObjKind::Pu) => {
-                    CpuSet::single(os_index.unwrap_or(0) as usize)
-                }
-                None => {
-                    let t = node.attribute("type").unwrap_or("?");
-                    return Err(self.err_at(node, format!("{t} object has no cpuset")));
-                }
-            };
-            if let ObjKind::Numa { .. } = kind {
-                let id = os_index
-                    .ok_or_else(|| self.err_at(node, "NUMANode object without os_index"))?;
-                if let Some(gp) = node.attribute("gp_index").and_then(|g| g.parse().ok()) {
-                    numa_gp.insert(gp, id);
-                }
-                let depth = node
-                    .ancestors()
-                    .filter(|a| a.has_tag_name("object"))
-                    .count()
-                    - 1;
-                numa_doc_order.push((id, depth));
-            }
-            objs.push(Obj {
-                kind,
-                os_index,
-                cpuset,
-            });
-        }
+        let Objects {
+            objs,
+            numa_gp,
+            numa_doc_order,
+        } = self.objects(top, root)?;
         let pu_ids: CpuSet = objs
             .iter()
             .filter(|o| matches!(o.kind, ObjKind::Pu))
@@ -257,11 +301,10 @@ impl<'a, 'input> Importer<'a, 'input> {
         present.union_with(&online);
         present.union_with(&pu_ids);
         if present.len() > MAX_IMPORTED_CPUS {
-            return Err(self.err(format!(
-                "describes {} CPUs, more than the {} this import accepts",
-                present.len(),
-                MAX_IMPORTED_CPUS
-            )));
+            return Err(self.err(HwlocErrorKind::TooManyCpus {
+                cpus: present.len(),
+                max: MAX_IMPORTED_CPUS,
+            }));
         }
         let absent = present.difference(&online);
         if !absent.is_empty() {
@@ -274,15 +317,16 @@ impl<'a, 'input> Importer<'a, 'input> {
             .cpuset_attr(root, "allowed_cpuset")?
             .unwrap_or_else(|| online.clone());
 
-        let groups_of = |what: &str, want: fn(&ObjKind) -> bool| -> Result<Vec<Group>, String> {
-            make_groups(
-                what,
-                objs.iter()
-                    .filter(|o| want(&o.kind))
-                    .map(|o| (o.os_index, o.cpuset.intersection(&online))),
-            )
-            .map_err(|m| self.err(m))
-        };
+        let groups_of =
+            |what: &str, want: fn(&ObjKind) -> bool| -> Result<Vec<Group>, HwlocError> {
+                make_groups(
+                    what,
+                    objs.iter()
+                        .filter(|o| want(&o.kind))
+                        .map(|o| (o.os_index, o.cpuset.intersection(&online))),
+                )
+                .map_err(|m| self.err(m))
+            };
         let mut cores = groups_of("Core", |k| matches!(k, ObjKind::Core))?;
         let mut packages = groups_of("Package", |k| matches!(k, ObjKind::Package))?;
         let dies_all = groups_of("Die", |k| matches!(k, ObjKind::Die))?;
@@ -346,55 +390,15 @@ impl<'a, 'input> Importer<'a, 'input> {
         )
         .map_err(|m| self.err(m))?;
 
-        let index_of = |groups: &[Group]| -> HashMap<usize, usize> {
-            groups
-                .iter()
-                .flat_map(|g| g.cpus.iter().map(move |c| (c, g.id)))
-                .collect()
-        };
-        let (core_of, package_of, die_of, cluster_of) = (
-            index_of(&cores),
-            index_of(&packages),
-            index_of(&dies),
-            index_of(&clusters),
+        let cpus = cpu_records(
+            &present,
+            &online,
+            &allowed,
+            [&cores, &packages, &dies, &clusters],
+            &numa_nodes,
+            &kinds,
+            &described,
         );
-        let mut numa_of: HashMap<usize, u32> = HashMap::new();
-        for n in numa_nodes.iter().rev() {
-            for c in &n.cpus {
-                numa_of.insert(c, n.id);
-            }
-        }
-        let mut kind_of: HashMap<usize, usize> = HashMap::new();
-        for k in &kinds {
-            for c in &k.cpus {
-                kind_of.insert(c, k.rank);
-            }
-        }
-        let cpus = present
-            .iter()
-            .map(|id| {
-                let kind = kind_of.get(&id).map(|&r| &kinds[r]);
-                // Per-CPU measures only for CPUs the cpukind itself lists.
-                let info = kind.filter(|k| described[k.rank].contains(id));
-                Cpu {
-                    id,
-                    online: online.contains(id),
-                    allowed: allowed.contains(id),
-                    core: core_of.get(&id).copied(),
-                    package: package_of.get(&id).copied(),
-                    die: die_of.get(&id).copied(),
-                    cluster: cluster_of.get(&id).copied(),
-                    numa: numa_of.get(&id).copied(),
-                    kind: kind.map(|k| k.rank),
-                    capacity: info.and_then(|k| k.capacity_raw),
-                    max_mhz: info.and_then(|k| k.max_mhz),
-                    base_mhz: info.and_then(|k| k.base_mhz),
-                    cppc: None,
-                    core_type: info.and_then(|k| k.core_type),
-                    midr: None,
-                }
-            })
-            .collect();
 
         Ok(Topology {
             source: Source::HwlocXml(self.origin.to_string()),
@@ -413,8 +417,125 @@ impl<'a, 'input> Importer<'a, 'input> {
         })
     }
 
+    /// The root `<object>` (the Machine), after checking the root element
+    /// and the format version.
+    fn root_object(&self, top: Node<'a, 'input>) -> Result<Node<'a, 'input>, HwlocError> {
+        if top.tag_name().name() != "topology" {
+            return Err(self.err_at(
+                top,
+                HwlocErrorKind::WrongRoot {
+                    found: top.tag_name().name().to_string(),
+                },
+            ));
+        }
+        let version = top.attribute("version");
+        if let Some(v) = version {
+            let major = v.split('.').next().unwrap_or("");
+            if !matches!(major, "1" | "2" | "3") {
+                return Err(self.err_at(
+                    top,
+                    HwlocErrorKind::UnsupportedVersion {
+                        version: v.to_string(),
+                    },
+                ));
+            }
+        }
+        let root = top
+            .children()
+            .find(|n| n.has_tag_name("object"))
+            .ok_or_else(|| self.err_at(top, HwlocErrorKind::NoRootObject))?;
+        Ok(root)
+    }
+
+    /// First pass: the highest CPU named anywhere finite, so that infinite
+    /// sets (`0xf...f`) can be cut there (see `limit`).
+    fn set_limit(&mut self, top: Node, root: Node) -> Result<(), HwlocError> {
+        let mut highest: Option<usize> = None;
+        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
+            if node.attribute("type") == Some("PU") {
+                let id = self.os_index(node)?.ok_or_else(|| {
+                    self.err_at(node, HwlocErrorKind::MissingOsIndex { object_type: "PU" })
+                })?;
+                highest = highest.max(Some(id as usize));
+            }
+        }
+        for attr in [
+            "complete_cpuset",
+            "cpuset",
+            "online_cpuset",
+            "allowed_cpuset",
+        ] {
+            if let Some(s) = self.cpuset_attr(root, attr)? {
+                highest = highest.max(s.last());
+            }
+        }
+        self.limit = highest.map_or(0, |h| h + 1);
+        Ok(())
+    }
+
+    /// Second pass: the objects the model is built from, and the NUMA
+    /// nodes by `gp_index` and in document order (for the distances).
+    fn objects(&self, top: Node, root: Node) -> Result<Objects, HwlocError> {
+        let mut objs = Vec::new();
+        let mut numa_gp: HashMap<u64, u32> = HashMap::new();
+        let mut numa_doc_order: Vec<(u32, usize)> = Vec::new();
+        for node in top.descendants().filter(|n| n.has_tag_name("object")) {
+            if node == root {
+                continue;
+            }
+            let Some(kind) = self.obj_kind(node)? else {
+                continue;
+            };
+            let os_index = self.os_index(node)?;
+            let cpuset = match self.cpuset_attr(node, "cpuset")? {
+                Some(s) => s,
+                None if matches!(kind, ObjKind::Pu) => {
+                    CpuSet::single(os_index.unwrap_or(0) as usize)
+                }
+                None => {
+                    let t = node.attribute("type").unwrap_or("?");
+                    return Err(self.err_at(
+                        node,
+                        HwlocErrorKind::ObjectWithoutCpuset {
+                            object_type: t.to_string(),
+                        },
+                    ));
+                }
+            };
+            if let ObjKind::Numa { .. } = kind {
+                let id = os_index.ok_or_else(|| {
+                    self.err_at(
+                        node,
+                        HwlocErrorKind::MissingOsIndex {
+                            object_type: "NUMANode",
+                        },
+                    )
+                })?;
+                if let Some(gp) = node.attribute("gp_index").and_then(|g| g.parse().ok()) {
+                    numa_gp.insert(gp, id);
+                }
+                let depth = node
+                    .ancestors()
+                    .filter(|a| a.has_tag_name("object"))
+                    .count()
+                    - 1;
+                numa_doc_order.push((id, depth));
+            }
+            objs.push(Obj {
+                kind,
+                os_index,
+                cpuset,
+            });
+        }
+        Ok(Objects {
+            objs,
+            numa_gp,
+            numa_doc_order,
+        })
+    }
+
     /// Parses a set attribute; `None` when absent.
-    fn cpuset_attr(&self, node: Node, attr: &str) -> Result<Option<CpuSet>, String> {
+    fn cpuset_attr(&self, node: Node, attr: &str) -> Result<Option<CpuSet>, HwlocError> {
         match node.attribute(attr) {
             None => Ok(None),
             Some(text) => CpuSet::parse_hwloc(text, self.limit)
@@ -422,18 +543,18 @@ impl<'a, 'input> Importer<'a, 'input> {
                 .map_err(|e| {
                     self.err_at(
                         node,
-                        format!(
-                            "attribute {attr}='{}': '{}' {}",
-                            shorten(text),
-                            shorten(&e.token),
-                            e.reason
-                        ),
+                        HwlocErrorKind::BadCpuset {
+                            attr: attr.to_string(),
+                            value: text.to_string(),
+                            token: e.token,
+                            reason: e.reason,
+                        },
                     )
                 }),
         }
     }
 
-    fn os_index(&self, node: Node) -> Result<Option<u32>, String> {
+    fn os_index(&self, node: Node) -> Result<Option<u32>, HwlocError> {
         match node.attribute("os_index") {
             None => Ok(None),
             Some(t) => match t.trim().parse::<u32>() {
@@ -442,30 +563,37 @@ impl<'a, 'input> Importer<'a, 'input> {
                 }
                 _ => Err(self.err_at(
                     node,
-                    format!(
-                        "os_index '{}' is not a CPU number from 0 to {MAX_CPU}",
-                        shorten(t)
-                    ),
+                    HwlocErrorKind::BadOsIndex {
+                        value: t.to_string(),
+                        max: MAX_CPU,
+                    },
                 )),
             },
         }
     }
 
     /// A numeric attribute; absent is `None`, garbage an error naming it.
-    fn num_attr<T: std::str::FromStr>(&self, node: Node, attr: &str) -> Result<Option<T>, String> {
+    fn num_attr<T: std::str::FromStr>(
+        &self,
+        node: Node,
+        attr: &str,
+    ) -> Result<Option<T>, HwlocError> {
         match node.attribute(attr) {
             None => Ok(None),
             Some(t) => t.trim().parse::<T>().map(Some).map_err(|_| {
                 self.err_at(
                     node,
-                    format!("attribute {attr}='{}' is not a valid number", shorten(t)),
+                    HwlocErrorKind::BadNumber {
+                        attr: attr.to_string(),
+                        value: t.to_string(),
+                    },
                 )
             }),
         }
     }
 
     /// What an `<object>` is, or `None` for the types the model ignores.
-    fn obj_kind(&self, node: Node) -> Result<Option<ObjKind>, String> {
+    fn obj_kind(&self, node: Node) -> Result<Option<ObjKind>, HwlocError> {
         let t = node.attribute("type").unwrap_or("");
         Ok(Some(match t {
             "PU" => ObjKind::Pu,
@@ -484,7 +612,7 @@ impl<'a, 'input> Importer<'a, 'input> {
                 // v1: the level is the `depth` attribute.
                 let level = self
                     .num_attr::<u8>(node, "depth")?
-                    .ok_or_else(|| self.err_at(node, "Cache object without depth"))?;
+                    .ok_or_else(|| self.err_at(node, HwlocErrorKind::CacheWithoutDepth))?;
                 ObjKind::Cache(self.cache_attrs(node, level, CacheType::Unified)?)
             }
             _ => match cache_level_from_type(t) {
@@ -501,7 +629,7 @@ impl<'a, 'input> Importer<'a, 'input> {
         node: Node,
         level: u8,
         default_type: CacheType,
-    ) -> Result<CacheAttrs, String> {
+    ) -> Result<CacheAttrs, HwlocError> {
         let cache_type = match self.num_attr::<u8>(node, "cache_type")? {
             Some(0) => CacheType::Unified,
             Some(1) => CacheType::Data,
@@ -545,12 +673,12 @@ impl<'a, 'input> Importer<'a, 'input> {
             .filter(|s| !s.is_empty())
     }
 
-    fn raw_kinds(&self, top: Node, online: &CpuSet) -> Result<Vec<RawKind>, String> {
+    fn raw_kinds(&self, top: Node, online: &CpuSet) -> Result<Vec<RawKind>, HwlocError> {
         let mut out = Vec::new();
         for node in top.descendants().filter(|n| n.has_tag_name("cpukind")) {
             let set = self
                 .cpuset_attr(node, "cpuset")?
-                .ok_or_else(|| self.err_at(node, "cpukind without cpuset"))?;
+                .ok_or_else(|| self.err_at(node, HwlocErrorKind::CpukindWithoutCpuset))?;
             let info_num = |name: &str| -> Option<u32> {
                 info_child(node, name).and_then(|v| v.trim().parse().ok())
             };
@@ -580,7 +708,7 @@ impl<'a, 'input> Importer<'a, 'input> {
         nodes: &[NumaNode],
         gp_to_os: &HashMap<u64, u32>,
         doc_order: &[(u32, usize)],
-    ) -> Result<Option<Vec<Vec<u32>>>, String> {
+    ) -> Result<Option<Vec<Vec<u32>>>, HwlocError> {
         if nodes.is_empty() {
             return Ok(None);
         }
@@ -593,17 +721,17 @@ impl<'a, 'input> Importer<'a, 'input> {
         if let Some(d) = candidates.first() {
             let n: usize = self
                 .num_attr(*d, "nbobjs")?
-                .ok_or_else(|| self.err_at(*d, "distances2 without nbobjs"))?;
+                .ok_or_else(|| self.err_at(*d, HwlocErrorKind::DistancesWithoutCount))?;
             let indexes = self.u64_list(*d, "indexes")?;
             let values = self.u64_list(*d, "u64values")?;
             if indexes.len() != n || n.checked_mul(n) != Some(values.len()) {
                 return Err(self.err_at(
                     *d,
-                    format!(
-                        "distances2 nbobjs={n} but {} indexes and {} values",
-                        indexes.len(),
-                        values.len()
-                    ),
+                    HwlocErrorKind::DistancesMismatch {
+                        nbobjs: n,
+                        indexes: indexes.len(),
+                        values: values.len(),
+                    },
                 ));
             }
             let by_gp = d.attribute("indexing") == Some("gp");
@@ -630,7 +758,7 @@ impl<'a, 'input> Importer<'a, 'input> {
                 let v: f64 = self.num_attr(l, "value")?.unwrap_or(f64::NAN);
                 let scaled = (v * base).round();
                 if !(0.0..=u32::MAX as f64).contains(&scaled) {
-                    return Err(self.err_at(l, "latency value is not a finite non-negative number"));
+                    return Err(self.err_at(l, HwlocErrorKind::BadLatency));
                 }
                 values.push(scaled as u64);
             }
@@ -685,20 +813,80 @@ impl<'a, 'input> Importer<'a, 'input> {
 
     /// Whitespace-separated numbers of every `child` element of `node`,
     /// concatenated (hwloc splits long lists over several elements).
-    fn u64_list(&self, node: Node, child: &str) -> Result<Vec<u64>, String> {
+    fn u64_list(&self, node: Node, child: &str) -> Result<Vec<u64>, HwlocError> {
         let mut out = Vec::new();
         for c in node.children().filter(|c| c.has_tag_name(child)) {
             for tok in c.text().unwrap_or("").split_whitespace() {
                 out.push(tok.parse().map_err(|_| {
                     self.err_at(
                         c,
-                        format!("<{child}> holds '{}', not a number", shorten(tok)),
+                        HwlocErrorKind::BadListNumber {
+                            element: child.to_string(),
+                            token: tok.to_string(),
+                        },
                     )
                 })?);
             }
         }
         Ok(out)
     }
+}
+
+/// One [`Cpu`] record per present CPU, from the groups (cores, packages,
+/// dies, clusters, in that order), NUMA nodes and kinds built before.
+fn cpu_records(
+    present: &CpuSet,
+    online: &CpuSet,
+    allowed: &CpuSet,
+    groups: [&[Group]; 4],
+    numa_nodes: &[NumaNode],
+    kinds: &[Kind],
+    described: &[CpuSet],
+) -> Vec<Cpu> {
+    let index_of = |groups: &[Group]| -> HashMap<usize, usize> {
+        groups
+            .iter()
+            .flat_map(|g| g.cpus.iter().map(move |c| (c, g.id)))
+            .collect()
+    };
+    let [core_of, package_of, die_of, cluster_of] = groups.map(index_of);
+    let mut numa_of: HashMap<usize, u32> = HashMap::new();
+    for n in numa_nodes.iter().rev() {
+        for c in &n.cpus {
+            numa_of.insert(c, n.id);
+        }
+    }
+    let mut kind_of: HashMap<usize, usize> = HashMap::new();
+    for k in kinds {
+        for c in &k.cpus {
+            kind_of.insert(c, k.rank);
+        }
+    }
+    present
+        .iter()
+        .map(|id| {
+            let kind = kind_of.get(&id).map(|&r| &kinds[r]);
+            // Per-CPU measures only for CPUs the cpukind itself lists.
+            let info = kind.filter(|k| described[k.rank].contains(id));
+            Cpu {
+                id,
+                online: online.contains(id),
+                allowed: allowed.contains(id),
+                core: core_of.get(&id).copied(),
+                package: package_of.get(&id).copied(),
+                die: die_of.get(&id).copied(),
+                cluster: cluster_of.get(&id).copied(),
+                numa: numa_of.get(&id).copied(),
+                kind: kind.map(|k| k.rank),
+                capacity: info.and_then(|k| k.capacity_raw),
+                max_mhz: info.and_then(|k| k.max_mhz),
+                base_mhz: info.and_then(|k| k.base_mhz),
+                cppc: None,
+                core_type: info.and_then(|k| k.core_type),
+                midr: None,
+            }
+        })
+        .collect()
 }
 
 /// Errors are one line: control characters (a newline in an attribute, a
@@ -742,8 +930,6 @@ fn cache_level_from_type(t: &str) -> Option<(u8, CacheType)> {
     }
 }
 
-/// Groups from (os id, online cpus): empty ones dropped, duplicates merged,
-/// ordered by first CPU and numbered densely.
 /// Groups from (os id, online cpus): empty ones dropped, repeated ones
 /// merged, ordered by first CPU and numbered densely. Objects of one type
 /// that overlap without being equal make no sense as a partition of the
@@ -751,7 +937,7 @@ fn cache_level_from_type(t: &str) -> Option<(u8, CacheType)> {
 fn make_groups(
     what: &str,
     items: impl Iterator<Item = (Option<u32>, CpuSet)>,
-) -> Result<Vec<Group>, String> {
+) -> Result<Vec<Group>, HwlocErrorKind> {
     let mut v: Vec<Group> = Vec::new();
     let mut seen: std::collections::HashSet<CpuSet> = std::collections::HashSet::new();
     let mut covered = CpuSet::new();
@@ -760,10 +946,10 @@ fn make_groups(
             continue;
         }
         if covered.intersects(&cpus) {
-            return Err(format!(
-                "two {what} objects share CPUs {}",
-                covered.intersection(&cpus)
-            ));
+            return Err(HwlocErrorKind::OverlappingObjects {
+                what: what.to_string(),
+                shared: covered.intersection(&cpus),
+            });
         }
         covered.union_with(&cpus);
         seen.insert(cpus.clone());
@@ -930,7 +1116,7 @@ fn build_kinds(
     arch: Option<&str>,
     warnings: &mut Vec<String>,
     origin: &str,
-) -> Result<(Vec<Kind>, Vec<CpuSet>), String> {
+) -> Result<(Vec<Kind>, Vec<CpuSet>), HwlocErrorKind> {
     let mut raw: Vec<RawKind> = raw.into_iter().filter(|k| !k.cpus.is_empty()).collect();
     if raw.is_empty() {
         if online.is_empty() {
@@ -954,10 +1140,9 @@ fn build_kinds(
     let mut covered = CpuSet::new();
     for k in &raw {
         if covered.intersects(&k.cpus) {
-            return Err(format!(
-                "two cpukind elements share CPUs {}",
-                covered.intersection(&k.cpus)
-            ));
+            return Err(HwlocErrorKind::OverlappingKinds {
+                shared: covered.intersection(&k.cpus),
+            });
         }
         covered.union_with(&k.cpus);
     }

@@ -13,7 +13,7 @@ pub mod hwloc_xml;
 pub mod snapshot;
 
 pub use discover::discover;
-pub use fsroot::{FsRoot, FSROOT_ENV};
+pub use fsroot::{FsRoot, FsRootError, FSROOT_ENV};
 pub use pinsight_cpuset::CpuSet;
 pub use pinsight_model as model;
 pub use pinsight_model::*;

@@ -21,7 +21,6 @@
 use crate::{discover, FsRoot, Source};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -76,25 +75,72 @@ pub struct Metadata {
     pub bytes: u64,
 }
 
-/// Why a snapshot could not be written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a snapshot could not be written (or its metadata read). The first
+/// five concern the destination the caller chose ([`Error::is_destination`]);
+/// [`Options::force`] lifts [`Error::ArchiveExists`] and
+/// [`Error::DirectoryNotEmpty`].
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The destination is unsuitable (exists, not empty, not a directory):
-    /// the user must choose another or pass `--force`.
-    Destination(String),
-    /// Reading the machine or writing the snapshot failed.
-    Io(String),
+    /// An archive name (`.tar.gz`) that names an existing directory.
+    #[error("'{}' is a directory; an archive name must name a file", path.display())]
+    ArchiveIsDirectory { path: PathBuf },
+    /// The archive exists and replacing it was not asked for.
+    #[error("'{}' exists", path.display())]
+    ArchiveExists { path: PathBuf },
+    /// The directory holds files and replacing the snapshot in it was not
+    /// asked for.
+    #[error("'{}' is not empty", path.display())]
+    DirectoryNotEmpty { path: PathBuf },
+    /// The destination exists and is not a directory.
+    #[error("'{}' exists and is not a directory", path.display())]
+    NotADirectory { path: PathBuf },
+    /// The destination cannot be inspected.
+    #[error("'{}': {source}", path.display())]
+    Destination {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A recorded file or directory cannot be read back.
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the snapshot failed (what was written is removed again).
+    #[error("writing '{}': {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The metadata cannot be encoded.
+    #[error("snapshot metadata: {0}")]
+    EncodeMetadata(#[source] serde_json::Error),
+    /// A snapshot's metadata file cannot be decoded.
+    #[error("{}: {source}", path.display())]
+    Metadata {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Destination(m) | Error::Io(m) => f.write_str(m),
-        }
+impl Error {
+    /// Whether the destination the caller chose is at fault (rather than
+    /// reading the machine or writing).
+    pub fn is_destination(&self) -> bool {
+        matches!(
+            self,
+            Error::ArchiveIsDirectory { .. }
+                | Error::ArchiveExists { .. }
+                | Error::DirectoryNotEmpty { .. }
+                | Error::NotADirectory { .. }
+                | Error::Destination { .. }
+        )
     }
 }
-
-impl std::error::Error for Error {}
 
 /// Whether `out` names an archive (`.tar.gz` / `.tgz`) rather than a directory.
 pub fn is_archive(out: &Path) -> bool {
@@ -134,8 +180,7 @@ pub fn snapshot_with_progress(
         files,
         bytes,
     };
-    let json = serde_json::to_vec_pretty(&meta)
-        .map_err(|e| Error::Io(format!("snapshot metadata: {e}")))?;
+    let json = serde_json::to_vec_pretty(&meta).map_err(Error::EncodeMetadata)?;
     {
         // SIGINT/SIGTERM/SIGHUP wait until the archive is written or
         // cleaned up.
@@ -163,42 +208,37 @@ pub fn snapshot_with_progress(
 }
 
 /// Reads the metadata of a snapshot directory.
-pub fn read_metadata(dir: &Path) -> Result<Metadata, String> {
-    let p = dir.join(METADATA_FILE);
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
+    let path = dir.join(METADATA_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(source) => return Err(Error::Read { path, source }),
+    };
+    serde_json::from_str(&text).map_err(|source| Error::Metadata { path, source })
 }
 
 /// Refuses destinations we would clobber.
 fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
-    let shown = out.display();
+    let path = out.to_path_buf();
     if is_archive(out) {
         if out.is_dir() {
-            return Err(Error::Destination(format!(
-                "'{shown}' is a directory; an archive name must name a file"
-            )));
+            return Err(Error::ArchiveIsDirectory { path });
         }
         if out.exists() && !force {
-            return Err(Error::Destination(format!(
-                "'{shown}' exists; pass --force to replace it"
-            )));
+            return Err(Error::ArchiveExists { path });
         }
         return Ok(());
     }
     match std::fs::read_dir(out) {
         Ok(mut entries) => {
             if entries.next().is_some() && !force {
-                return Err(Error::Destination(format!(
-                    "'{shown}' is not empty; choose a new directory or pass --force to replace the snapshot in it"
-                )));
+                return Err(Error::DirectoryNotEmpty { path });
             }
             Ok(())
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(_) if out.exists() => Err(Error::Destination(format!(
-            "'{shown}' exists and is not a directory"
-        ))),
-        Err(e) => Err(Error::Destination(format!("'{shown}': {e}"))),
+        Err(_) if out.exists() => Err(Error::NotADirectory { path }),
+        Err(source) => Err(Error::Destination { path, source }),
     }
 }
 
@@ -287,16 +327,20 @@ fn collect(fs: &FsRoot, recorded: &[PathBuf]) -> Result<Tree, Error> {
     let recorded_set: BTreeSet<&PathBuf> = recorded.iter().collect();
     for abs in recorded {
         let src = fs.path(abs);
-        let meta =
-            std::fs::metadata(&src).map_err(|e| Error::Io(format!("{}: {e}", src.display())))?;
+        let meta = std::fs::metadata(&src).map_err(|source| Error::Read {
+            path: src.clone(),
+            source,
+        })?;
         if meta.is_dir() {
             tree.dirs.insert(abs.clone());
             if abs.starts_with("/sys") {
                 complete_listing(fs, abs, &recorded_set, &mut tree);
             }
         } else {
-            let content =
-                std::fs::read(&src).map_err(|e| Error::Io(format!("{}: {e}", src.display())))?;
+            let content = std::fs::read(&src).map_err(|source| Error::Read {
+                path: src.clone(),
+                source,
+            })?;
             tree.files.insert(abs.clone(), content);
         }
     }
@@ -390,7 +434,10 @@ fn write_dir(
             }
             let _ = std::fs::remove_file(out.join(METADATA_FILE));
         }
-        Error::Io(format!("writing '{}': {e}", out.display()))
+        Error::Write {
+            path: out.to_path_buf(),
+            source: e,
+        }
     })
 }
 
@@ -456,7 +503,10 @@ fn write_archive(
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&partial);
-        Error::Io(format!("writing '{}': {e}", out.display()))
+        Error::Write {
+            path: out.to_path_buf(),
+            source: e,
+        }
     })
 }
 

@@ -272,9 +272,10 @@ fn refuses_to_overwrite_without_force() {
     std::fs::write(dir.join("notes.txt"), "mine").unwrap();
     let e = snapshot::snapshot(&fs, &dir, &Options::default()).unwrap_err();
     assert!(
-        matches!(&e, Error::Destination(m) if m.contains("is not empty") && m.contains("--force")),
-        "{e}"
+        matches!(&e, Error::DirectoryNotEmpty { path } if path == &dir),
+        "{e:?}"
     );
+    assert!(e.is_destination());
     snapshot::snapshot(
         &fs,
         &dir,
@@ -311,16 +312,16 @@ fn refuses_to_overwrite_without_force() {
     )
     .unwrap_err();
     assert!(
-        matches!(&e, Error::Destination(m) if m.contains("not a directory")),
-        "{e}"
+        matches!(&e, Error::NotADirectory { path } if path == &file),
+        "{e:?}"
     );
 
     let archive = out.path().join("a.tgz");
     std::fs::write(&archive, "old").unwrap();
     let e = snapshot::snapshot(&fs, &archive, &Options::default()).unwrap_err();
     assert!(
-        matches!(&e, Error::Destination(m) if m.contains("exists")),
-        "{e}"
+        matches!(&e, Error::ArchiveExists { path } if path == &archive),
+        "{e:?}"
     );
     snapshot::snapshot(
         &fs,
@@ -340,8 +341,8 @@ fn refuses_to_overwrite_without_force() {
     )
     .unwrap_err();
     assert!(
-        matches!(&e, Error::Io(m) if m.contains("/proc/no/such/dir/x.tar.gz")),
-        "{e}"
+        matches!(&e, Error::Write { path, .. } if path == Path::new("/proc/no/such/dir/x.tar.gz")),
+        "{e:?}"
     );
 }
 

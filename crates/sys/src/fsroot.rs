@@ -1,0 +1,443 @@
+//! The one window on the OS: every read (and the few writes) of `/sys` and
+//! `/proc` goes through [`FsRoot`].
+//!
+//! Why: most machines our users own we will never sit at. Pointing the root
+//! at a recorded machine (`DIR/sys`, `DIR/proc`, the layout of
+//! `hwloc-gather-topology` dumps) lets every feature run, and be tested, on
+//! that machine. Live, the root is `/`.
+
+use pinsight_cpuset::{CpuSet, ParseError};
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Environment variable naming a recorded machine (the CLI's `--fsroot`
+/// flag names one too).
+pub const FSROOT_ENV: &str = "PINSIGHT_FSROOT";
+
+/// What can go wrong opening a root or parsing a CPU file under it.
+#[derive(Debug, thiserror::Error)]
+pub enum FsRootError {
+    /// The recorded machine's directory cannot be listed.
+    #[error("recorded machine '{}': {source} (expected a directory holding sys/ and proc/)", dir.display())]
+    NotADirectory {
+        /// The directory given.
+        dir: PathBuf,
+        /// Why listing it failed.
+        #[source]
+        source: io::Error,
+    },
+    /// A cpulist file (`0-3,8`) holds garbage.
+    #[error("{}: {source}", path.display())]
+    BadCpuList {
+        /// The OS path of the file (`/sys/...`).
+        path: PathBuf,
+        /// What the parser rejected.
+        #[source]
+        source: ParseError,
+    },
+    /// A hex CPU mask file (`ff,00000000`) holds garbage.
+    #[error("{}: {source}", path.display())]
+    BadMask {
+        /// The OS path of the file (`/sys/...`).
+        path: PathBuf,
+        /// What the parser rejected.
+        #[source]
+        source: ParseError,
+    },
+}
+
+/// A root-relative view of the OS files pinsight reads.
+#[derive(Clone, Debug)]
+pub struct FsRoot {
+    root: PathBuf,
+    /// When set, every OS path read or listed successfully is noted here, so
+    /// `pinsight snapshot` records exactly what discovery needs.
+    recorder: Option<Arc<Mutex<BTreeSet<PathBuf>>>>,
+    /// OS directory → its resolved place under the root. Discovery reads
+    /// tens of thousands of files in a few hundred directories; resolving
+    /// each path component by component (one `readlink` per component)
+    /// dominated its cost on big recorded machines.
+    dirs: Arc<Mutex<HashMap<PathBuf, PathBuf>>>,
+}
+
+impl PartialEq for FsRoot {
+    fn eq(&self, other: &FsRoot) -> bool {
+        self.root == other.root
+    }
+}
+
+impl FsRoot {
+    /// The running machine (`/`).
+    pub fn live() -> FsRoot {
+        FsRoot {
+            root: PathBuf::from("/"),
+            recorder: None,
+            dirs: Arc::default(),
+        }
+    }
+
+    /// A recorded machine at `dir`. Fails if `dir` is not a readable
+    /// directory, naming it; an empty directory is accepted (discovery will
+    /// warn about what is missing).
+    pub fn at(dir: impl AsRef<Path>) -> Result<FsRoot, FsRootError> {
+        let dir = dir.as_ref();
+        match std::fs::read_dir(dir) {
+            Ok(_) => Ok(FsRoot {
+                root: dir.to_path_buf(),
+                recorder: None,
+                dirs: Arc::default(),
+            }),
+            Err(source) => Err(FsRootError::NotADirectory {
+                dir: dir.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// `flag` if given, else `$PINSIGHT_FSROOT` if set and non-empty, else live.
+    pub fn from_flag_or_env(flag: Option<&Path>) -> Result<FsRoot, FsRootError> {
+        if let Some(p) = flag {
+            return FsRoot::at(p);
+        }
+        match std::env::var_os(FSROOT_ENV) {
+            Some(v) if !v.is_empty() => FsRoot::at(PathBuf::from(v)),
+            _ => Ok(FsRoot::live()),
+        }
+    }
+
+    /// The same root, noting every OS path successfully read or listed from
+    /// now on (see [`FsRoot::recorded`]).
+    pub fn recording(mut self) -> FsRoot {
+        self.recorder = Some(Arc::new(Mutex::new(BTreeSet::new())));
+        self
+    }
+
+    /// The OS paths (`/sys/...`) read or listed since [`FsRoot::recording`],
+    /// sorted; empty when not recording.
+    pub fn recorded(&self) -> Vec<PathBuf> {
+        match &self.recorder {
+            Some(r) => r
+                .lock()
+                .map(|s| s.iter().cloned().collect())
+                .unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    fn note(&self, abs: &Path) {
+        if let Some(r) = &self.recorder {
+            if let Ok(mut s) = r.lock() {
+                s.insert(abs.to_path_buf());
+            }
+        }
+    }
+
+    /// Whether this is the running machine (so syscalls and CPUID agree with
+    /// the files).
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Maps an absolute OS path (`/sys/...`) under the root. Absolute
+    /// symlinks inside a recorded tree are re-rooted too, so a dump never
+    /// leaks reads onto the live machine.
+    pub fn path(&self, abs: impl AsRef<Path>) -> PathBuf {
+        let abs = abs.as_ref();
+        if self.is_live() {
+            return abs.to_path_buf();
+        }
+        let plain = is_plain(abs);
+        match (plain, abs.parent(), abs.file_name()) {
+            (true, Some(parent), Some(name)) => self.child(abs, &self.dir(parent), name),
+            _ => self.resolve(abs, 0),
+        }
+    }
+
+    /// Full component-by-component resolution, re-rooting absolute links
+    /// (the slow path, taken only where such a link was seen).
+    fn resolve(&self, abs: &Path, depth: usize) -> PathBuf {
+        let mut out = self.root.clone();
+        let comps: Vec<Component> = abs.components().collect();
+        for (i, c) in comps.iter().enumerate() {
+            match c {
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+                Component::ParentDir => {
+                    if out != self.root {
+                        out.pop();
+                    }
+                }
+                Component::Normal(n) => {
+                    out.push(n);
+                    if depth < 16 {
+                        if let Ok(target) = std::fs::read_link(&out) {
+                            if target.is_absolute() {
+                                let mut rest = target.clone();
+                                for c in &comps[i + 1..] {
+                                    rest.push(c.as_os_str());
+                                }
+                                return self.resolve(&rest, depth + 1);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// `name` inside the resolved directory `parent` (`abs` is its OS path):
+    /// a plain join unless that entry is an absolute link to re-root.
+    fn child(&self, abs: &Path, parent: &Path, name: &std::ffi::OsStr) -> PathBuf {
+        let candidate = parent.join(name);
+        if std::fs::read_link(&candidate).is_ok_and(|t| t.is_absolute()) {
+            self.resolve(abs, 0)
+        } else {
+            candidate
+        }
+    }
+
+    /// The resolved place of an OS directory, memoised (see `dirs`).
+    fn dir(&self, abs: &Path) -> PathBuf {
+        if let Some(d) = self.dirs.lock().ok().and_then(|m| m.get(abs).cloned()) {
+            return d;
+        }
+        let resolved = match (abs.parent(), abs.file_name()) {
+            (Some(parent), Some(name)) => self.child(abs, &self.dir(parent), name),
+            _ => self.root.clone(),
+        };
+        if let Ok(mut m) = self.dirs.lock() {
+            m.insert(abs.to_path_buf(), resolved.clone());
+        }
+        resolved
+    }
+
+    /// Reads a file as text with trailing whitespace and NULs removed
+    /// (dumps often end files in `\n\0`).
+    pub fn read(&self, abs: impl AsRef<Path>) -> io::Result<String> {
+        let abs = abs.as_ref();
+        let bytes = self.read_bytes(abs)?;
+        self.note(abs);
+        let s = String::from_utf8_lossy(&bytes);
+        Ok(s.trim_end_matches(|c: char| c.is_whitespace() || c == '\0')
+            .to_string())
+    }
+
+    /// Opens a file for reading. On a recorded machine the file is opened
+    /// with `O_NOFOLLOW` under its cached parent directory, so the common
+    /// case (a plain file) costs no `readlink`; a link (ELOOP) takes the
+    /// full re-rooting path.
+    fn read_bytes(&self, abs: &Path) -> io::Result<Vec<u8>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let plain = is_plain(abs);
+        match (self.is_live() || !plain, abs.parent(), abs.file_name()) {
+            (false, Some(parent), Some(name)) => {
+                let candidate = self.dir(parent).join(name);
+                match std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&candidate)
+                {
+                    Ok(f) => read_small(f),
+                    Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                        read_small(std::fs::File::open(self.resolve(abs, 0))?)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => read_small(std::fs::File::open(self.path(abs))?),
+        }
+    }
+
+    /// Reads a file, `None` if it is absent or unreadable.
+    pub fn read_opt(&self, abs: impl AsRef<Path>) -> Option<String> {
+        self.read(abs).ok()
+    }
+
+    /// Reads a file holding one unsigned integer.
+    pub fn read_u64(&self, abs: impl AsRef<Path>) -> Option<u64> {
+        self.read_opt(abs)?.trim().parse().ok()
+    }
+
+    /// Reads a cpulist file (`0-3,8`). `None` if absent; `Some(Err)` if
+    /// garbage, naming the file.
+    pub fn read_cpulist(&self, abs: impl AsRef<Path>) -> Option<Result<CpuSet, FsRootError>> {
+        let abs = abs.as_ref();
+        let text = self.read_opt(abs)?;
+        Some(
+            CpuSet::parse_list(&text).map_err(|source| FsRootError::BadCpuList {
+                path: abs.to_path_buf(),
+                source,
+            }),
+        )
+    }
+
+    /// Reads a kernel hex-mask file (`ff,00000000`). `None` if absent;
+    /// `Some(Err)` if garbage, naming the file.
+    pub fn read_mask(&self, abs: impl AsRef<Path>) -> Option<Result<CpuSet, FsRootError>> {
+        let abs = abs.as_ref();
+        let text = self.read_opt(abs)?;
+        Some(
+            CpuSet::parse_mask(&text).map_err(|source| FsRootError::BadMask {
+                path: abs.to_path_buf(),
+                source,
+            }),
+        )
+    }
+
+    /// Names of the entries of a directory, sorted; empty if absent.
+    pub fn list_dir(&self, abs: impl AsRef<Path>) -> Vec<String> {
+        let abs = abs.as_ref();
+        let dir = if self.is_live() {
+            abs.to_path_buf()
+        } else {
+            self.dir(abs)
+        };
+        let mut v: Vec<String> = match std::fs::read_dir(dir) {
+            Ok(rd) => {
+                self.note(abs);
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        v.sort();
+        v
+    }
+
+    /// Whether the path exists (following links).
+    pub fn exists(&self, abs: impl AsRef<Path>) -> bool {
+        let abs = abs.as_ref();
+        let e = self.path(abs).exists();
+        if e {
+            self.note(abs);
+        }
+        e
+    }
+
+    /// Writes a file (cpufreq governors and the like). Goes through the
+    /// root so that restore paths can be tested on a fake tree.
+    pub fn write(&self, abs: impl AsRef<Path>, contents: &str) -> io::Result<()> {
+        std::fs::write(self.path(abs), contents)
+    }
+}
+
+/// Whether `abs` is `/a/b/c` with no `.` or `..`: the only paths the
+/// directory cache may resolve piecewise.
+fn is_plain(abs: &Path) -> bool {
+    abs.components()
+        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+}
+
+/// Reads a whole file with as few system calls as sysfs allows: open, one
+/// read into a page-sized buffer (sysfs hands a whole attribute over in one
+/// read), close. A full buffer means there may be more, so reading goes on
+/// to EOF. `std::fs::read` would add a `statx` and a final empty read per
+/// file, a third of discovery's system calls on big machines.
+fn read_small(mut f: std::fs::File) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 8192];
+    let n = loop {
+        match f.read(&mut buf) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    if n < buf.len() {
+        buf.truncate(n);
+        return Ok(buf);
+    }
+    f.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_under_root_and_reroots_absolute_links() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sys/devices/system/cpu/cpu0")).unwrap();
+        std::fs::write(d.path().join("sys/devices/system/cpu/online"), "0-3\n\0").unwrap();
+        std::fs::create_dir_all(d.path().join("sys/bus/cpu/devices")).unwrap();
+        std::os::unix::fs::symlink(
+            "/sys/devices/system/cpu/cpu0",
+            d.path().join("sys/bus/cpu/devices/cpu0"),
+        )
+        .unwrap();
+        std::fs::write(d.path().join("sys/devices/system/cpu/cpu0/x"), "7").unwrap();
+        let r = FsRoot::at(d.path()).unwrap();
+        assert_eq!(r.read("/sys/devices/system/cpu/online").unwrap(), "0-3");
+        assert_eq!(
+            r.read_cpulist("/sys/devices/system/cpu/online")
+                .unwrap()
+                .unwrap()
+                .len(),
+            4
+        );
+        assert_eq!(r.read_u64("/sys/bus/cpu/devices/cpu0/x"), Some(7));
+        assert!(r.read_opt("/sys/nothing").is_none());
+        assert_eq!(r.list_dir("/sys/bus/cpu/devices"), vec!["cpu0"]);
+    }
+
+    #[test]
+    fn recording_notes_successful_reads_only() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sys/a")).unwrap();
+        std::fs::write(d.path().join("sys/a/b"), "1").unwrap();
+        let r = FsRoot::at(d.path()).unwrap().recording();
+        r.read_opt("/sys/a/b");
+        r.read_opt("/sys/a/missing");
+        r.list_dir("/sys/a");
+        assert_eq!(
+            r.recorded(),
+            vec![PathBuf::from("/sys/a"), PathBuf::from("/sys/a/b")]
+        );
+    }
+
+    #[test]
+    fn symlinked_files_are_followed_inside_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        let cpu = d.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&cpu).unwrap();
+        std::fs::write(cpu.join("online"), "0-7").unwrap();
+        std::os::unix::fs::symlink("online", cpu.join("relative")).unwrap();
+        // Absolute: must be re-rooted, never read from the live machine.
+        std::os::unix::fs::symlink("/sys/devices/system/cpu/online", cpu.join("absolute")).unwrap();
+        let r = FsRoot::at(d.path()).unwrap();
+        assert_eq!(r.read("/sys/devices/system/cpu/relative").unwrap(), "0-7");
+        assert_eq!(r.read("/sys/devices/system/cpu/absolute").unwrap(), "0-7");
+        assert!(r.read("/sys/devices/system/cpu/missing").is_err());
+    }
+
+    #[test]
+    fn large_files_are_read_whole() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        let big = "x".repeat(100_000);
+        std::fs::write(d.path().join("proc/cpuinfo"), &big).unwrap();
+        std::fs::write(d.path().join("proc/exact"), "y".repeat(8192)).unwrap();
+        let r = FsRoot::at(d.path()).unwrap();
+        assert_eq!(r.read("/proc/cpuinfo").unwrap().len(), 100_000);
+        assert_eq!(r.read("/proc/exact").unwrap().len(), 8192);
+    }
+
+    #[test]
+    fn missing_root_is_an_error_naming_it() {
+        let e = FsRoot::at("/definitely/not/here").unwrap_err();
+        assert!(
+            matches!(&e, FsRootError::NotADirectory { dir, .. } if dir == Path::new("/definitely/not/here")),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("/definitely/not/here"), "{e}");
+    }
+}
