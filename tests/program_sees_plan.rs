@@ -123,6 +123,27 @@ fn cpu_count(list: &str) -> usize {
     pinsight_cpuset::CpuSet::parse_list(list).unwrap().len()
 }
 
+/// The CPUs this test may use, as ids.
+fn usable_ids() -> Vec<usize> {
+    pinsight_cpuset::CpuSet::parse_list(&usable())
+        .unwrap()
+        .iter()
+        .collect()
+}
+
+/// Two CPUs this test may use (the first two: any two do, CI machines
+/// differ) and the pair as the kernel lists it ("3-4" or "0,2").
+fn two_cpus() -> Option<(usize, usize, String)> {
+    let ids = usable_ids();
+    let (a, b) = (*ids.first()?, *ids.get(1)?);
+    let pair = if b == a + 1 {
+        format!("{a}-{b}")
+    } else {
+        format!("{a},{b}")
+    };
+    Some((a, b, pair))
+}
+
 fn usable() -> String {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     status
@@ -229,27 +250,39 @@ fn every_policy_gives_the_program_the_plan() {
         "smt-physical-first",
         "kind:0",
         "kind-set:0",
-        "cpus:0",
-        "cpus-set:0",
         "balance",
     ] {
         check_policy(policy);
     }
-    if cpu_count(&usable()) >= 2 {
-        for policy in [
-            "cpus:0,1",
-            "cpus:1,0",
-            "cpus:0x3",
-            "cpus:all",
-            "cpus-set:0-1",
-            "p-pinned+smt-physical-first",
-        ] {
+    let a = usable_ids()[0];
+    check_policy(&format!("cpus:{a}"));
+    check_policy(&format!("cpus-set:{a}"));
+    if let Some((a, b, _)) = two_cpus() {
+        let mut policies = vec![
+            format!("cpus:{a},{b}"),
+            format!("cpus:{b},{a}"),
+            "cpus:all".to_string(),
+            format!("cpus-set:{a},{b}"),
+            "p-pinned+smt-physical-first".to_string(),
+        ];
+        if b < 64 {
+            policies.push(format!("cpus:{:#x}", (1u64 << a) | (1u64 << b)));
+        }
+        for policy in &policies {
             check_policy(policy);
         }
-        // Lists keep their order: thread 0 (the main thread) on CPU 1.
-        let (seen, _) = probe_run("cpus:1,0", &[], &probes().0, &["-t", "1"]);
-        assert_eq!(seen.aff[&("created".to_string(), 0)], "1", "{seen:?}");
-        assert_eq!(seen.aff[&("start".to_string(), 1)], "0", "{seen:?}");
+        // Lists keep their order: thread 0 (the main thread) on the second.
+        let (seen, _) = probe_run(&format!("cpus:{b},{a}"), &[], &probes().0, &["-t", "1"]);
+        assert_eq!(
+            seen.aff[&("created".to_string(), 0)],
+            b.to_string(),
+            "{seen:?}"
+        );
+        assert_eq!(
+            seen.aff[&("start".to_string(), 1)],
+            a.to_string(),
+            "{seen:?}"
+        );
     }
 }
 
@@ -293,23 +326,32 @@ fn a_pinned_policy_reports_as_many_cpus_as_taskset() {
 
 #[test]
 fn pin_main_early_puts_the_main_thread_on_place_0_before_it_starts() {
-    if cpu_count(&usable()) < 2 {
-        println!("one usable CPU: early and lazy coincide; checked by the crate tests");
-    }
+    let Some((a, b, _)) = two_cpus() else {
+        pinsight_testkit::skip_test!("one usable CPU: early and lazy coincide");
+    };
     let (seen, _) = probe_run(
-        "cpus:0,1",
+        &format!("cpus:{a},{b}"),
         &["--pin-main", "early"],
         &probes().0,
         &["-e", "-t", "1"],
     );
-    assert_eq!(seen.aff[&("start".to_string(), 0)], "0", "{seen:?}");
+    assert_eq!(
+        seen.aff[&("start".to_string(), 0)],
+        a.to_string(),
+        "{seen:?}"
+    );
     assert_eq!(seen.ncpus, Some(1), "{seen:?}");
 }
 
 #[test]
 fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
-    let two = cpu_count(&usable()) >= 2;
-    let policy = if two { "cpus:0,1" } else { "cpus:0" };
+    let pair = two_cpus();
+    let two = pair.is_some();
+    let policy = match &pair {
+        Some((a, b, _)) => format!("cpus:{a},{b}"),
+        None => format!("cpus:{}", usable_ids()[0]),
+    };
+    let policy = policy.as_str();
     // -d: create threads after 30 ms, so the watcher's first look is in;
     // -p: each thread waits until it has been moved.
     let (seen, o) = probe_run(
@@ -332,8 +374,13 @@ fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
             "{}",
             o.stderr
         );
-        assert_eq!(seen.aff[&("start".to_string(), 0)], "0-1", "{seen:?}");
-        assert_eq!(seen.aff[&("start".to_string(), 1)], "1", "{seen:?}");
+        let (_, b, both) = pair.as_ref().unwrap();
+        assert_eq!(&seen.aff[&("start".to_string(), 0)], both, "{seen:?}");
+        assert_eq!(
+            seen.aff[&("start".to_string(), 1)],
+            b.to_string(),
+            "{seen:?}"
+        );
     }
     for line in o.stderr.lines() {
         assert!(line.chars().count() <= 80, "wider than 80 columns: {line}");
@@ -369,24 +416,46 @@ fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
 
 #[test]
 fn a_forked_child_gets_the_whole_plan_not_the_next_places() {
-    if cpu_count(&usable()) < 2 {
+    let Some((a, b, both)) = two_cpus() else {
         pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
-    }
-    let (seen, _) = probe_run("cpus:0,1", &[], &probes().0, &["-t", "1", "-f"]);
-    assert_eq!(seen.aff[&("fork".to_string(), 0)], "0-1", "{seen:?}");
-    assert_eq!(seen.aff[&("fork".to_string(), 1)], "0-1", "{seen:?}");
-    assert_eq!(seen.aff[&("start".to_string(), 1)], "1", "{seen:?}");
+    };
+    let (seen, _) = probe_run(
+        &format!("cpus:{a},{b}"),
+        &[],
+        &probes().0,
+        &["-t", "1", "-f"],
+    );
+    assert_eq!(seen.aff[&("fork".to_string(), 0)], both, "{seen:?}");
+    assert_eq!(seen.aff[&("fork".to_string(), 1)], both, "{seen:?}");
+    assert_eq!(
+        seen.aff[&("start".to_string(), 1)],
+        b.to_string(),
+        "{seen:?}"
+    );
 }
 
 #[test]
 fn a_failed_pthread_create_takes_no_place() {
-    if cpu_count(&usable()) < 2 {
+    let Some((a, b, _)) = two_cpus() else {
         pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
-    }
-    let (seen, _) = probe_run("cpus:0,1", &[], &probes().0, &["-t", "1", "-F"]);
+    };
+    let (seen, _) = probe_run(
+        &format!("cpus:{a},{b}"),
+        &[],
+        &probes().0,
+        &["-t", "1", "-F"],
+    );
     assert!(seen.failed_create, "{seen:?}");
-    assert_eq!(seen.aff[&("start".to_string(), 1)], "1", "{seen:?}");
-    assert_eq!(seen.aff[&("created".to_string(), 0)], "0", "{seen:?}");
+    assert_eq!(
+        seen.aff[&("start".to_string(), 1)],
+        b.to_string(),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.aff[&("created".to_string(), 0)],
+        a.to_string(),
+        "{seen:?}"
+    );
 }
 
 #[test]
@@ -452,11 +521,12 @@ fn seven_zip_runs_as_many_threads_as_under_taskset() {
 
 #[test]
 fn compare_pins_a_static_binary_through_the_watcher_and_says_so() {
-    let policy = if cpu_count(&usable()) >= 2 {
-        "cpus:1,0"
-    } else {
-        "cpus:0"
+    let pair = two_cpus();
+    let policy = match &pair {
+        Some((a, b, _)) => format!("cpus:{b},{a}"),
+        None => format!("cpus:{}", usable_ids()[0]),
     };
+    let policy = policy.as_str();
     let p = probes().1.display().to_string();
     let o = pinsight(&[
         "compare",
@@ -478,7 +548,7 @@ fn compare_pins_a_static_binary_through_the_watcher_and_says_so() {
     .writes("j.jsonl")
     .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
-    if policy == "cpus:1,0" {
+    if pair.is_some() {
         assert!(
             o.stderr.contains("statically linked") && o.stderr.contains("/proc watcher"),
             "{}",

@@ -126,7 +126,7 @@ fn speed_weights_feed_plan_balance() {
         dir.path(),
         &["plan", "balance", "--tasks", "200", "--weights", "w.json"],
     ));
-    assert!(plan.contains("capacity: from the --weights file"), "{plan}");
+    assert!(plan.contains("capacity: from the weights file"), "{plan}");
     let json = ok(&pinsight(
         dir.path(),
         &[

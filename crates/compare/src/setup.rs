@@ -240,7 +240,10 @@ pub fn setup(
                 path: shown.clone(),
                 reason: e.to_string(),
             })?;
-            Some(LatencyMatrix::parse(&text, &shown).map_err(|e| SetupError::BadInput(e.to_string()))?)
+            Some(
+                LatencyMatrix::parse(&text, &shown)
+                    .map_err(|e| SetupError::BadInput(e.to_string()))?,
+            )
         }
         None => None,
     };

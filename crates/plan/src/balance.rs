@@ -45,13 +45,18 @@ pub enum CapacitySource {
 }
 
 impl CapacitySource {
-    /// A phrase for the plan's notes.
+    /// A phrase for the plan's notes. It names no command-line option: the
+    /// command line's help says how to measure weights.
     pub fn describe(self) -> &'static str {
         match self {
-            CapacitySource::Weights => "from the --weights file",
+            CapacitySource::Weights => "from the weights file",
             CapacitySource::CpuCapacity => "from the kernel's cpu_capacity",
-            CapacitySource::KindMaxFrequency => "from each kind's maximum frequency (no cpu_capacity here)",
-            CapacitySource::KindRankDefault => "from kind rank only, x0.5 per rank (a guess: measure with `pinsight speed --weights`)",
+            CapacitySource::KindMaxFrequency => {
+                "from each kind's maximum frequency (no cpu_capacity here)"
+            }
+            CapacitySource::KindRankDefault => {
+                "from kind rank only, x0.5 per rank (a guess: measured per-CPU speeds replace it)"
+            }
             CapacitySource::Uniform => "all CPUs equal (one kind, no cpu_capacity)",
         }
     }
