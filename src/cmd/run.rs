@@ -11,7 +11,7 @@
 
 use super::plan_args::{make_plan, parse_policy, PlanArgs};
 use crate::cli::{CliError, CmdResult, Globals};
-use pinsight_launch::{Mechanism, PinMain, RunOptions, RunOutcome};
+use pinsight_launch::{LaunchError, Mechanism, PinMain, RunOptions, RunOutcome};
 use pinsight_plan::{Plan, Policy};
 use std::ffi::OsString;
 use std::time::Duration;
@@ -166,10 +166,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         pin_main: args.pin_main.into(),
         ..RunOptions::new(program, command.collect())
     };
-    let outcome = pinsight_launch::run(&plan, &opts).map_err(|e| CliError {
-        code: e.exit_code(),
-        message: e.to_string(),
-    })?;
+    let outcome = pinsight_launch::run(&plan, &opts).map_err(launch_error)?;
     if g.json {
         let doc = serde_json::json!({ "plan": plan, "run": outcome });
         let s = serde_json::to_string_pretty(&doc)
@@ -307,6 +304,20 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
         let _ = writeln!(out, "{}", crate::cli::wrap80(&format!("note: {n}")));
     }
     out
+}
+
+/// A launch failure with the exit code a shell would give: 127 for a
+/// program not found, 126 for one that cannot be executed, else 1.
+fn launch_error(e: LaunchError) -> CliError {
+    let code = match e {
+        LaunchError::NotFound { .. } => 127,
+        LaunchError::NotExecutable { .. } => 126,
+        _ => 1,
+    };
+    CliError {
+        code,
+        message: e.to_string(),
+    }
 }
 
 #[cfg(test)]

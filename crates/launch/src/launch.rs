@@ -30,7 +30,6 @@ use pinsight_plan::Plan;
 use pinsight_topology::FsRoot;
 use serde::Serialize;
 use std::ffi::OsString;
-use std::fmt;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
@@ -152,47 +151,40 @@ fn as_object<S: serde::Serializer>(pairs: &[(String, String)], s: S) -> Result<S
 }
 
 /// Why a program could not be run. Carries the shell's exit code.
-#[derive(Debug)]
+/// Why a launch failed. The command line turns each into its exit code
+/// (a shell's 127 and 126 for a program that cannot start, else 1).
+#[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
-    /// The program was not found (exit 127).
+    /// The program was not found.
+    #[error("cannot run '{program}': command not found")]
     NotFound { program: String },
-    /// Found but not executable (exit 126).
+    /// Found but not executable.
+    #[error("cannot run '{program}': {reason}")]
     NotExecutable { program: String, reason: String },
-    /// The plan's mask cannot be applied (exit 1).
+    /// The plan's mask cannot be applied.
+    #[error("cannot restrict the program to CPUs {mask}: {reason}")]
     Affinity { mask: CpuSet, reason: String },
-    /// Anything else (exit 1).
-    Other(String),
+    /// This process's own affinity could not be read (to restore it).
+    #[error("sched_getaffinity: {0}")]
+    OwnAffinity(#[source] io::Error),
+    /// The program could not be started for another reason.
+    #[error("cannot run '{program}': {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+    /// The pinning shim could not be created.
+    #[error("cannot create the pinning shim: {0}")]
+    Shim(#[source] io::Error),
+    /// Waiting for the program failed.
+    #[error("waiting for '{program}': {source}")]
+    Wait {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
 }
-
-impl LaunchError {
-    /// The exit code a shell would use.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            LaunchError::NotFound { .. } => 127,
-            LaunchError::NotExecutable { .. } => 126,
-            _ => 1,
-        }
-    }
-}
-
-impl fmt::Display for LaunchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LaunchError::NotFound { program } => {
-                write!(f, "cannot run '{program}': command not found")
-            }
-            LaunchError::NotExecutable { program, reason } => {
-                write!(f, "cannot run '{program}': {reason}")
-            }
-            LaunchError::Affinity { mask, reason } => {
-                write!(f, "cannot restrict the program to CPUs {mask}: {reason}")
-            }
-            LaunchError::Other(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for LaunchError {}
 
 /// Variables that bind OpenMP threads themselves. Exported alongside a
 /// per-thread mechanism they would bind twice (libgomp binds the initial
@@ -256,8 +248,7 @@ impl SpawnMask {
         let Some(mask) = mask else {
             return Ok(SpawnMask { saved: None });
         };
-        let saved = affinity::get_affinity(0)
-            .map_err(|e| LaunchError::Other(format!("sched_getaffinity: {e}")))?;
+        let saved = affinity::get_affinity(0).map_err(LaunchError::OwnAffinity)?;
         affinity::set_affinity(0, mask).map_err(|e| LaunchError::Affinity {
             mask: mask.clone(),
             reason: match e.raw_os_error() {
@@ -295,7 +286,10 @@ fn spawn_error(program: &str, e: io::Error) -> LaunchError {
                     reason: e.to_string(),
                 }
             }
-            _ => LaunchError::Other(format!("cannot run '{program}': {e}")),
+            _ => LaunchError::Spawn {
+                program: program.into(),
+                source: e,
+            },
         },
     }
 }
@@ -465,8 +459,7 @@ impl Application {
 
 /// The shim, created for a launch: a sealed memfd, else a private file.
 pub fn create_shim() -> Result<(ShimFile, Option<String>), LaunchError> {
-    let shim = ShimFile::create()
-        .map_err(|e| LaunchError::Other(format!("cannot create the pinning shim: {e}")))?;
+    let shim = ShimFile::create().map_err(LaunchError::Shim)?;
     let note = shim.fallback_reason.clone();
     Ok((shim, note))
 }
@@ -547,7 +540,12 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         match child.wait() {
             Ok(s) => break s,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(LaunchError::Other(format!("waiting for '{program}': {e}"))),
+            Err(source) => {
+                return Err(LaunchError::Wait {
+                    program: program.to_string(),
+                    source,
+                })
+            }
         }
     };
     let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
