@@ -299,11 +299,6 @@ pub fn decide(
             caveats,
         };
     };
-    let leave = if base.policy == "os" {
-        "leave it to the OS".to_string()
-    } else {
-        format!("keep {}", base.label)
-    };
     let others: Vec<&ArmReport> = arms.iter().filter(|a| a.id != base.id).collect();
     if others.is_empty() {
         return Verdict {
@@ -316,74 +311,8 @@ pub fn decide(
             caveats,
         };
     }
-    let min_n = arms.iter().map(|a| a.measured).min().unwrap_or(0);
-    if min_n >= 2 && min_mann_whitney_p(min_n, min_n) >= ALPHA {
-        caveats.push(Caveat {
-            text: format!(
-                "with {min_n} runs per arm a rank test cannot reach p < {ALPHA} (smallest possible p = {:.2})",
-                min_mann_whitney_p(min_n, min_n)
-            ),
-            advice: Some(Advice::MoreRuns { at_least: 5 }),
-        });
-    } else if runs_per_arm < pinsight_stats::FEW_RUNS {
-        caveats.push(Caveat {
-            text: format!(
-                "{runs_per_arm} runs per arm: the distribution-free Mann-Whitney test is used"
-            ),
-            advice: Some(Advice::RunsForWelch {
-                at_least: pinsight_stats::FEW_RUNS,
-            }),
-        });
-    }
-
-    let mut evidence = Vec::new();
-    let mut best: Option<(&ArmReport, &Versus)> = None;
-    let mut negligible_wins = Vec::new();
-    for a in &others {
-        let Some(v) = &a.time_vs_baseline else {
-            evidence.push(format!(
-                "{}: not compared ({} successful run{}; {} has {})",
-                a.label,
-                a.measured,
-                if a.measured == 1 { "" } else { "s" },
-                base.label,
-                base.measured
-            ));
-            continue;
-        };
-        let mut line = if v.significant {
-            let mut s = format!("{}: {}, {}", a.label, describe_time(v), describe_p(v));
-            if v.negligible {
-                s.push_str(&format!(", negligible (< {NEGLIGIBLE_PERCENT}%)"));
-            }
-            s
-        } else {
-            format!(
-                "{}: {}, {}",
-                a.label,
-                describe_time(v),
-                not_significant_why(v)
-            )
-        };
-        if let Some(e) = &a.energy_vs_baseline {
-            if e.significant && !e.negligible {
-                line.push_str(&format!(", {}", describe_energy(e)));
-            } else {
-                line.push_str(", energy: no significant difference");
-            }
-            if let Some(edp) = a.edp_change_percent {
-                line.push_str(&format!(", EDP {edp:+.0}%"));
-            }
-        }
-        evidence.push(line);
-        if v.significant && v.ratio > 1.0 {
-            if v.negligible {
-                negligible_wins.push(a.label.clone());
-            } else if best.is_none_or(|(_, b)| v.ratio > b.ratio) {
-                best = Some((a, v));
-            }
-        }
-    }
+    caveats.extend(run_count_caveat(arms, runs_per_arm));
+    let ev = evidence(base, &others);
     if base.measured < 2 {
         return Verdict {
             decision: Decision::NotEnoughData,
@@ -393,69 +322,172 @@ pub fn decide(
                 base.measured,
                 if base.measured == 1 { "" } else { "s" }
             ),
-            evidence,
+            evidence: ev.lines,
             caveats,
         };
     }
-    let (decision, headline) = match best {
-        Some((a, v)) => {
-            let mut h = format!("Use {}: {} than {}", a.label, describe_time(v), base.label);
-            if let Some(e) = &a.energy_vs_baseline {
-                if e.significant && !e.negligible {
-                    h.push_str(&format!(", {}", describe_energy(e)));
-                }
+    let (decision, headline) = headline(base, &others, ev.best, &ev.negligible_wins);
+    Verdict {
+        decision,
+        headline,
+        evidence: ev.lines,
+        caveats,
+    }
+}
+
+/// What the number of runs per arm allows: a rank test that cannot reach
+/// significance at all, or the rank test only (too few runs for Welch).
+fn run_count_caveat(arms: &[ArmReport], runs_per_arm: usize) -> Option<Caveat> {
+    let min_n = arms.iter().map(|a| a.measured).min().unwrap_or(0);
+    if min_n >= 2 && min_mann_whitney_p(min_n, min_n) >= ALPHA {
+        Some(Caveat {
+            text: format!(
+                "with {min_n} runs per arm a rank test cannot reach p < {ALPHA} (smallest possible p = {:.2})",
+                min_mann_whitney_p(min_n, min_n)
+            ),
+            advice: Some(Advice::MoreRuns { at_least: 5 }),
+        })
+    } else if runs_per_arm < pinsight_stats::FEW_RUNS {
+        Some(Caveat {
+            text: format!(
+                "{runs_per_arm} runs per arm: the distribution-free Mann-Whitney test is used"
+            ),
+            advice: Some(Advice::RunsForWelch {
+                at_least: pinsight_stats::FEW_RUNS,
+            }),
+        })
+    } else {
+        None
+    }
+}
+
+/// One evidence line per arm against the baseline, and the candidates
+/// for the headline.
+struct Evidence<'a> {
+    lines: Vec<String>,
+    /// The significantly and noticeably faster arm with the largest speed-up.
+    best: Option<(&'a ArmReport, &'a Versus)>,
+    /// Arms significantly but negligibly faster.
+    negligible_wins: Vec<String>,
+}
+
+fn evidence<'a>(base: &ArmReport, others: &[&'a ArmReport]) -> Evidence<'a> {
+    let mut ev = Evidence {
+        lines: Vec::new(),
+        best: None,
+        negligible_wins: Vec::new(),
+    };
+    for &a in others {
+        let Some(v) = &a.time_vs_baseline else {
+            ev.lines.push(format!(
+                "{}: not compared ({} successful run{}; {} has {})",
+                a.label,
+                a.measured,
+                if a.measured == 1 { "" } else { "s" },
+                base.label,
+                base.measured
+            ));
+            continue;
+        };
+        ev.lines.push(evidence_line(a, v));
+        if v.significant && v.ratio > 1.0 {
+            if v.negligible {
+                ev.negligible_wins.push(a.label.clone());
+            } else if ev.best.is_none_or(|(_, b)| v.ratio > b.ratio) {
+                ev.best = Some((a, v));
             }
-            h.push('.');
-            (Decision::Use { arm: a.id.clone() }, h)
         }
-        None if !negligible_wins.is_empty() => (
-            Decision::KeepBaseline {
-                arm: base.id.clone(),
-            },
+    }
+    ev
+}
+
+/// "p-pinned: 1.12× faster (…), p = 0.003 (Welch), energy …".
+fn evidence_line(a: &ArmReport, v: &Versus) -> String {
+    let mut line = if v.significant {
+        let mut s = format!("{}: {}, {}", a.label, describe_time(v), describe_p(v));
+        if v.negligible {
+            s.push_str(&format!(", negligible (< {NEGLIGIBLE_PERCENT}%)"));
+        }
+        s
+    } else {
+        format!(
+            "{}: {}, {}",
+            a.label,
+            describe_time(v),
+            not_significant_why(v)
+        )
+    };
+    if let Some(e) = &a.energy_vs_baseline {
+        if e.significant && !e.negligible {
+            line.push_str(&format!(", {}", describe_energy(e)));
+        } else {
+            line.push_str(", energy: no significant difference");
+        }
+        if let Some(edp) = a.edp_change_percent {
+            line.push_str(&format!(", EDP {edp:+.0}%"));
+        }
+    }
+    line
+}
+
+/// The decision and its one-sentence headline.
+fn headline(
+    base: &ArmReport,
+    others: &[&ArmReport],
+    best: Option<(&ArmReport, &Versus)>,
+    negligible_wins: &[String],
+) -> (Decision, String) {
+    let leave = if base.policy == "os" {
+        "leave it to the OS".to_string()
+    } else {
+        format!("keep {}", base.label)
+    };
+    let keep = Decision::KeepBaseline {
+        arm: base.id.clone(),
+    };
+    if let Some((a, v)) = best {
+        let mut h = format!("Use {}: {} than {}", a.label, describe_time(v), base.label);
+        if let Some(e) = &a.energy_vs_baseline {
+            if e.significant && !e.negligible {
+                h.push_str(&format!(", {}", describe_energy(e)));
+            }
+        }
+        h.push('.');
+        return (Decision::Use { arm: a.id.clone() }, h);
+    }
+    if !negligible_wins.is_empty() {
+        return (
+            keep,
             format!(
                 "No placement is noticeably faster — {leave}: {} {} significantly but negligibly faster (< {NEGLIGIBLE_PERCENT}%).",
                 negligible_wins.join(", "),
                 if negligible_wins.len() == 1 { "is" } else { "are" }
             ),
-        ),
-        None => {
-            let slower: Vec<&str> = others
-                .iter()
-                .filter(|a| {
-                    a.time_vs_baseline
-                        .as_ref()
-                        .is_some_and(|v| v.significant && v.ratio < 1.0)
-                })
-                .map(|a| a.label.as_str())
-                .collect();
-            let h = if slower.is_empty() {
-                format!("No significant difference — {leave}.")
-            } else {
-                let mut s = leave.clone();
-                if let Some(c) = s.get_mut(0..1) {
-                    c.make_ascii_uppercase();
-                }
-                format!(
-                    "{s}: no placement is significantly faster than {}; {} {} slower.",
-                    base.label,
-                    slower.join(", "),
-                    if slower.len() == 1 { "is" } else { "are" }
-                )
-            };
-            (
-                Decision::KeepBaseline {
-                    arm: base.id.clone(),
-                },
-                h,
-            )
-        }
-    };
-    Verdict {
-        decision,
-        headline,
-        evidence,
-        caveats,
+        );
     }
+    let slower: Vec<&str> = others
+        .iter()
+        .filter(|a| {
+            a.time_vs_baseline
+                .as_ref()
+                .is_some_and(|v| v.significant && v.ratio < 1.0)
+        })
+        .map(|a| a.label.as_str())
+        .collect();
+    if slower.is_empty() {
+        return (keep, format!("No significant difference — {leave}."));
+    }
+    let mut s = leave;
+    if let Some(c) = s.get_mut(0..1) {
+        c.make_ascii_uppercase();
+    }
+    let h = format!(
+        "{s}: no placement is significantly faster than {}; {} {} slower.",
+        base.label,
+        slower.join(", "),
+        if slower.len() == 1 { "is" } else { "are" }
+    );
+    (keep, h)
 }
 
 #[cfg(test)]
