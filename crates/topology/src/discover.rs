@@ -50,79 +50,21 @@ pub fn discover(fs: &FsRoot) -> Topology {
     let perf = freq::discover_perf(&mut r, &layout);
     let info = procinfo::read_cpuinfo(&mut r);
 
-    let dies = if groups_meaningful(&layout.dies, &layout.packages, &caches, &online) {
-        layout.dies.clone()
-    } else {
-        Vec::new()
-    };
-    let clusters = if groups_meaningful(&layout.clusters, &layout.packages, &caches, &online) {
-        layout.clusters.clone()
-    } else {
-        Vec::new()
-    };
-
-    let usable_mask = match allowed {
-        Some((a, path)) => {
-            if !a.intersects(&online) && !online.is_empty() {
-                r.warn(
-                    &path,
-                    format_args!("allows CPUs {a} but none of them is online ({online})"),
-                    "ignored the cgroup restriction",
-                );
-                None
-            } else {
-                Some(a)
-            }
-        }
-        None => None,
-    };
-
+    let dies = meaningful_or_empty(&layout.dies, &layout, &caches);
+    let clusters = meaningful_or_empty(&layout.clusters, &layout, &caches);
+    let usable_mask = usable_mask(&mut r, allowed, &online);
     let kinds = kinds::discover_kinds(&mut r, &layout, &perf);
-
-    let cpus: Vec<Cpu> = layout
-        .present
-        .iter()
-        .map(|id| {
-            let on = online.contains(id);
-            let p = perf.get(id);
-            Cpu {
-                id,
-                online: on,
-                allowed: !matches!(&usable_mask, Some(a) if !a.contains(id)),
-                core: if on {
-                    index_of(&layout.cores, id)
-                } else {
-                    None
-                },
-                package: if on {
-                    index_of(&layout.packages, id)
-                } else {
-                    None
-                },
-                die: if on { index_of(&dies, id) } else { None },
-                cluster: if on { index_of(&clusters, id) } else { None },
-                numa: if on {
-                    numa.nodes
-                        .iter()
-                        .find(|n| n.cpus.contains(id))
-                        .map(|n| n.id)
-                } else {
-                    None
-                },
-                kind: if on {
-                    kinds.iter().position(|k| k.cpus.contains(id))
-                } else {
-                    None
-                },
-                capacity: p.and_then(|p| p.capacity),
-                max_mhz: p.and_then(|p| p.max_mhz),
-                base_mhz: p.and_then(|p| p.base_mhz),
-                cppc: p.and_then(|p| p.cppc.clone()),
-                core_type: p.and_then(|p| p.core_type),
-                midr: p.and_then(|p| p.midr),
-            }
-        })
-        .collect();
+    let cpus = build_cpus(
+        &layout,
+        &CpuGroups {
+            dies: &dies,
+            clusters: &clusters,
+            numa: &numa.nodes,
+            kinds: &kinds,
+            usable_mask: usable_mask.as_ref(),
+        },
+        &perf,
+    );
 
     let mut topo = Topology {
         source,
@@ -146,6 +88,87 @@ pub fn discover(fs: &FsRoot) -> Topology {
     kinds::name_x86_hybrid(&mut topo);
     topo.warnings = r.into_warnings();
     topo
+}
+
+/// The die or cluster level `groups`, or no level at all when it adds
+/// nothing (see [`groups_meaningful`]).
+fn meaningful_or_empty(
+    groups: &[Group],
+    layout: &cpus::Layout,
+    caches: &[crate::Cache],
+) -> Vec<Group> {
+    if groups_meaningful(groups, &layout.packages, caches, &layout.online) {
+        groups.to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
+/// The cgroup's allowed CPUs, unless none of them is online (then the
+/// restriction is ignored with a warning naming the cgroup file).
+fn usable_mask(
+    r: &mut Reader,
+    allowed: Option<(CpuSet, String)>,
+    online: &CpuSet,
+) -> Option<CpuSet> {
+    let (a, path) = allowed?;
+    if !a.intersects(online) && !online.is_empty() {
+        r.warn(
+            &path,
+            format_args!("allows CPUs {a} but none of them is online ({online})"),
+            "ignored the cgroup restriction",
+        );
+        None
+    } else {
+        Some(a)
+    }
+}
+
+/// The groups a CPU is placed in, besides the layout's cores and packages.
+struct CpuGroups<'a> {
+    dies: &'a [Group],
+    clusters: &'a [Group],
+    numa: &'a [crate::NumaNode],
+    kinds: &'a [crate::Kind],
+    usable_mask: Option<&'a CpuSet>,
+}
+
+/// One [`Cpu`] per present CPU: offline ones belong to no group.
+fn build_cpus(layout: &cpus::Layout, g: &CpuGroups, perf: &freq::PerfMap) -> Vec<Cpu> {
+    layout
+        .present
+        .iter()
+        .map(|id| {
+            let on = layout.online.contains(id);
+            let p = perf.get(id);
+            Cpu {
+                id,
+                online: on,
+                allowed: !matches!(g.usable_mask, Some(a) if !a.contains(id)),
+                core: index_of(&layout.cores, id).filter(|_| on),
+                package: index_of(&layout.packages, id).filter(|_| on),
+                die: index_of(g.dies, id).filter(|_| on),
+                cluster: index_of(g.clusters, id).filter(|_| on),
+                numa: g
+                    .numa
+                    .iter()
+                    .find(|n| n.cpus.contains(id))
+                    .map(|n| n.id)
+                    .filter(|_| on),
+                kind: g
+                    .kinds
+                    .iter()
+                    .position(|k| k.cpus.contains(id))
+                    .filter(|_| on),
+                capacity: p.and_then(|p| p.capacity),
+                max_mhz: p.and_then(|p| p.max_mhz),
+                base_mhz: p.and_then(|p| p.base_mhz),
+                cppc: p.and_then(|p| p.cppc.clone()),
+                core_type: p.and_then(|p| p.core_type),
+                midr: p.and_then(|p| p.midr),
+            }
+        })
+        .collect()
 }
 
 /// Logical index of the group holding `cpu`.

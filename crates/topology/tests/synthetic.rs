@@ -46,45 +46,91 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// The committed trees are exactly what the generator writes. With
-/// `PINSIGHT_REGEN_FIXTURES=1` (only "1") they are rewritten and the test
-/// fails, so the new trees are reviewed (`git diff`) and never compared
-/// with the generator that just wrote them.
+/// How `generated` (what the generator writes) differs from `committed`
+/// (the tree in the repository): one line per path, at most `limit`.
+fn tree_diff(
+    generated: &[(String, Vec<u8>)],
+    committed: &[(String, Vec<u8>)],
+    limit: usize,
+) -> Vec<String> {
+    let committed: std::collections::BTreeMap<&str, &[u8]> = committed
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()))
+        .collect();
+    let generated_map: std::collections::BTreeMap<&str, &[u8]> = generated
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()))
+        .collect();
+    let mut out = Vec::new();
+    for (path, new) in &generated_map {
+        match committed.get(path) {
+            None => out.push(format!("  + {path} (generated, not committed)")),
+            Some(old) if old != new => out.push(format!(
+                "  ~ {path}: committed {:?}, generated {:?}",
+                String::from_utf8_lossy(old),
+                String::from_utf8_lossy(new)
+            )),
+            Some(_) => {}
+        }
+    }
+    for path in committed.keys() {
+        if !generated_map.contains_key(path) {
+            out.push(format!("  - {path} (committed, no longer generated)"));
+        }
+    }
+    let more = out.len().saturating_sub(limit);
+    out.truncate(limit);
+    if more > 0 {
+        out.push(format!("  ... and {more} more"));
+    }
+    out
+}
+
+/// The committed trees are exactly what the generator writes. The test
+/// only compares, never writes: after a deliberate generator change,
+/// rewrite the trees with the example named in the message, then review
+/// `git diff` and commit them.
 #[test]
 fn committed_synthetic_fixtures_are_generated() {
     let base = common::fixtures().join("synthetic");
-    if regenerate_requested(std::env::var_os("PINSIGHT_REGEN_FIXTURES").as_deref()) {
-        for (name, m) in synth::committed() {
-            let dest = base.join(name);
-            let _ = std::fs::remove_dir_all(&dest);
-            m.write(&dest);
-        }
-        panic!("synthetic fixtures rewritten: review `git diff`, then rerun without PINSIGHT_REGEN_FIXTURES");
-    }
+    let mut stale = Vec::new();
     for (name, m) in synth::committed() {
-        let dest = base.join(name);
         let tmp = common::tempdir();
         m.write(tmp.path());
-        assert!(
-            tree(tmp.path()) == tree(&dest),
-            "{name}: regenerate with PINSIGHT_REGEN_FIXTURES=1"
-        );
+        let diff = tree_diff(&tree(tmp.path()), &tree(&base.join(name)), 20);
+        if !diff.is_empty() {
+            stale.push(format!("{name}:\n{}", diff.join("\n")));
+        }
     }
-}
-
-fn regenerate_requested(v: Option<&std::ffi::OsStr>) -> bool {
-    v.is_some_and(|v| v == "1")
+    assert!(
+        stale.is_empty(),
+        "committed synthetic fixtures differ from what tests/common/synth.rs writes:\n{}\n\
+         if the generator change is intended, rewrite them with\n  \
+         cargo run -p pinsight-topology --example write_synthetic_fixtures\n\
+         then review `git diff` and commit the trees",
+        stale.join("\n")
+    );
 }
 
 #[test]
-fn only_regen_fixtures_1_regenerates() {
-    assert!(regenerate_requested(Some("1".as_ref())));
-    for no in [None, Some("0"), Some(""), Some("no")] {
-        assert!(
-            !regenerate_requested(no.map(std::ffi::OsStr::new)),
-            "{no:?}"
-        );
-    }
+fn tree_diff_names_added_changed_and_removed_files() {
+    let f = |p: &str, b: &str| (p.to_string(), b.as_bytes().to_vec());
+    let generated = [f("a", "1\n"), f("b", "2\n"), f("new", "x")];
+    let committed = [f("a", "1\n"), f("b", "3\n"), f("old", "y")];
+    assert_eq!(
+        tree_diff(&generated, &committed, 20),
+        [
+            "  ~ b: committed \"3\\n\", generated \"2\\n\"",
+            "  + new (generated, not committed)",
+            "  - old (committed, no longer generated)",
+        ]
+    );
+    assert!(tree_diff(&generated, &generated, 20).is_empty());
+    assert_eq!(
+        tree_diff(&generated, &committed, 1).len(),
+        2,
+        "one line and a count"
+    );
 }
 
 #[test]

@@ -221,19 +221,7 @@ fn build_level(
         let listing = topo_dirs.entry(c).or_insert_with(|| r.list(&base)).clone();
         let has = |name: &str| listing.binary_search_by(|e| e.as_str().cmp(name)).is_ok();
 
-        let mut mask = None;
-        for (m, l) in level.masks {
-            if has(m) || has(l) {
-                mask = r.cpuset(
-                    &format!("{base}/{m}"),
-                    &format!("{base}/{l}"),
-                    "used the other files of this CPU",
-                );
-                if mask.is_some() {
-                    break;
-                }
-            }
-        }
+        let mask = read_mask(r, level, &base, &has);
         let id = if has(level.id_file) {
             r.os_id(&format!("{base}/{}", level.id_file))
         } else {
@@ -241,33 +229,7 @@ fn build_level(
         };
 
         let members: CpuSet = match mask {
-            Some(m) => {
-                let mut set = m.intersection(online);
-                if !set.contains(c) {
-                    r.warn(
-                        &format!("{base}/{}", level.masks[0].0),
-                        format_args!(
-                            "the {} mask of cpu{c} does not list cpu{c} itself",
-                            level.what
-                        ),
-                        "added it",
-                    );
-                    set.insert(c);
-                }
-                let taken: CpuSet = set.iter().filter(|&x| owner[x].is_some()).collect();
-                if !taken.is_empty() {
-                    r.warn(
-                        &base,
-                        format_args!(
-                            "the {} of cpu{c} overlaps another {} on CPUs {taken}",
-                            level.what, level.what
-                        ),
-                        "kept those CPUs in the first one",
-                    );
-                    set = set.difference(&taken);
-                }
-                set
-            }
+            Some(m) => mask_members(r, level, &base, c, &m.intersection(online), &owner),
             None => match id {
                 Some(id) => {
                     // No mask: group by id within the package (ids repeat
@@ -307,37 +269,123 @@ fn build_level(
             },
         };
 
-        // Bulldozer compute units: siblings with different core ids are
-        // separate cores (hwloc's rule: compare with the next sibling).
-        if level.what == CORE.what && members.len() > 1 {
-            if let Some(other) = members.iter().find(|&x| x != c) {
-                let other_id = r.os_id(&format!("{CPU_DIR}/cpu{other}/topology/core_id"));
-                if let (Some(a), Some(b)) = (id, other_id) {
-                    if a != b {
-                        for x in members.iter() {
-                            let xid = if x == c {
-                                id
-                            } else if x == other {
-                                other_id
-                            } else {
-                                r.os_id(&format!("{CPU_DIR}/cpu{x}/topology/core_id"))
-                            };
-                            owner[x] = Some(groups.len());
-                            groups.push((CpuSet::single(x), xid));
-                        }
-                        continue;
-                    }
-                }
+        let split = if level.what == CORE.what {
+            split_compute_unit(r, c, id, &members)
+        } else {
+            None
+        };
+        for (set, os_id) in split.unwrap_or_else(|| vec![(members, id)]) {
+            for x in set.iter() {
+                owner[x] = Some(groups.len());
+            }
+            groups.push((set, os_id));
+        }
+    }
+    finish_level(r, level, groups, &lacking)
+}
+
+/// The first readable (mask, list) pair of `level` under `base`
+/// (`cpuN/topology`), among the files `has` says exist.
+fn read_mask(
+    r: &mut Reader,
+    level: &Level,
+    base: &str,
+    has: &dyn Fn(&str) -> bool,
+) -> Option<CpuSet> {
+    for (m, l) in level.masks {
+        if has(m) || has(l) {
+            let mask = r.cpuset(
+                &format!("{base}/{m}"),
+                &format!("{base}/{l}"),
+                "used the other files of this CPU",
+            );
+            if mask.is_some() {
+                return mask;
             }
         }
-
-        let g = groups.len();
-        for x in members.iter() {
-            owner[x] = Some(g);
-        }
-        groups.push((members, id));
     }
+    None
+}
 
+/// The members of cpu`c`'s group at `level`, from its mask (already
+/// limited to online CPUs): `c` itself is added if missing, CPUs another
+/// group already owns are left there, each fix with a warning.
+fn mask_members(
+    r: &mut Reader,
+    level: &Level,
+    base: &str,
+    c: usize,
+    mask: &CpuSet,
+    owner: &[Option<usize>],
+) -> CpuSet {
+    let mut set = mask.clone();
+    if !set.contains(c) {
+        r.warn(
+            &format!("{base}/{}", level.masks[0].0),
+            format_args!(
+                "the {} mask of cpu{c} does not list cpu{c} itself",
+                level.what
+            ),
+            "added it",
+        );
+        set.insert(c);
+    }
+    let taken: CpuSet = set.iter().filter(|&x| owner[x].is_some()).collect();
+    if !taken.is_empty() {
+        r.warn(
+            base,
+            format_args!(
+                "the {} of cpu{c} overlaps another {} on CPUs {taken}",
+                level.what, level.what
+            ),
+            "kept those CPUs in the first one",
+        );
+        set = set.difference(&taken);
+    }
+    set
+}
+
+/// AMD Bulldozer compute units: SMT siblings with different core ids are
+/// separate cores (hwloc's rule: compare cpu`c` with the next sibling).
+/// Returns one single-CPU core per member then, `None` for a real core.
+fn split_compute_unit(
+    r: &mut Reader,
+    c: usize,
+    id: Option<u32>,
+    members: &CpuSet,
+) -> Option<Vec<(CpuSet, Option<u32>)>> {
+    if members.len() <= 1 {
+        return None;
+    }
+    let other = members.iter().find(|&x| x != c)?;
+    let other_id = r.os_id(&format!("{CPU_DIR}/cpu{other}/topology/core_id"));
+    if id? == other_id? {
+        return None;
+    }
+    let cores = members
+        .iter()
+        .map(|x| {
+            let xid = if x == c {
+                id
+            } else if x == other {
+                other_id
+            } else {
+                r.os_id(&format!("{CPU_DIR}/cpu{x}/topology/core_id"))
+            };
+            (CpuSet::single(x), xid)
+        })
+        .collect();
+    Some(cores)
+}
+
+/// Warns about the online CPUs no file placed at `level`, then numbers the
+/// non-empty groups in order of their first CPU.
+fn finish_level(
+    r: &mut Reader,
+    level: &Level,
+    groups: Vec<(CpuSet, Option<u32>)>,
+    lacking: &CpuSet,
+) -> Vec<Group> {
     if !lacking.is_empty() {
         let what = if level.what == PACKAGE.what {
             "put them together in one package"

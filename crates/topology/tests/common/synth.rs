@@ -5,8 +5,10 @@
 //!
 //! The trees pinsight's other crates use are committed under
 //! `tests/fixtures/synthetic/<name>/`; `tests/synthetic.rs` checks they
-//! are what this generator writes (regenerate with
-//! `PINSIGHT_REGEN_FIXTURES=1 cargo test -p pinsight-topology --test synthetic`).
+//! are what this generator writes, and never rewrites them. After changing
+//! the generator, rewrite them deliberately with
+//! `cargo run -p pinsight-topology --example write_synthetic_fixtures`
+//! and review `git diff`.
 
 #![allow(dead_code)]
 
