@@ -13,6 +13,7 @@
 pub mod compare;
 pub mod latency;
 pub mod size;
+pub mod speed;
 pub mod term;
 pub mod topo_text;
 pub mod tree;
