@@ -117,6 +117,18 @@ pub struct EventPlan {
     pub hardware_unavailable: Option<String>,
 }
 
+/// Why hardware counters cannot be counted here.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CountersError {
+    /// No core PMU under `dir`; `found` lists what is there.
+    #[error(
+        "no hardware PMU: no core PMU (cpu, cpu_core, cpu_atom, armv*) in {dir} (found: {}); \
+         VMs often expose none",
+        if found.is_empty() { "none".to_string() } else { found.join(", ") }
+    )]
+    NoCorePmu { dir: String, found: Vec<String> },
+}
+
 /// The core PMUs the kernel registered, ordered by type number (so
 /// `cpu_core` comes before `cpu_atom`, as perf lists them). Err with the
 /// reason when there is none (VMs without a virtual PMU, containers).
@@ -124,7 +136,7 @@ pub struct EventPlan {
 /// A PMU is a core PMU when named `cpu`, `cpu_*` (x86 hybrid) or `cpum_cf`
 /// (s390), or when it has a `cpus` file (ARM core PMUs; uncore PMUs have
 /// `cpumask` instead) — the rule the perf tool uses.
-pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, String> {
+pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, CountersError> {
     let mut dir = EVENT_SOURCES;
     let mut names = fs.list_dir(dir);
     if names.is_empty() {
@@ -150,16 +162,10 @@ pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, String> {
         .collect();
     pmus.sort_by_key(|p| p.type_id);
     if pmus.is_empty() {
-        let seen = fs.list_dir(EVENT_SOURCES);
-        let seen = if seen.is_empty() {
-            "none".to_string()
-        } else {
-            seen.join(", ")
-        };
-        return Err(format!(
-            "no hardware PMU: no core PMU (cpu, cpu_core, cpu_atom, armv*) in {EVENT_SOURCES} (found: {seen}); \
-             VMs often expose none"
-        ));
+        return Err(CountersError::NoCorePmu {
+            dir: EVENT_SOURCES.to_string(),
+            found: fs.list_dir(EVENT_SOURCES),
+        });
     }
     Ok(pmus)
 }
@@ -171,7 +177,7 @@ pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, String> {
 ///   kernel, no extended type needed);
 /// - several core PMUs (hybrid): each hardware event once per PMU with
 ///   `config = (pmu_type << 32) | id`.
-pub fn plan(pmus: &Result<Vec<CorePmu>, String>) -> EventPlan {
+pub fn plan(pmus: &Result<Vec<CorePmu>, CountersError>) -> EventPlan {
     let mut events: Vec<PlannedEvent> = Event::SOFTWARE
         .iter()
         .map(|&e| PlannedEvent {
@@ -182,7 +188,7 @@ pub fn plan(pmus: &Result<Vec<CorePmu>, String>) -> EventPlan {
         })
         .collect();
     let (hybrid, hardware_unavailable) = match pmus {
-        Err(reason) => (false, Some(reason.clone())),
+        Err(reason) => (false, Some(reason.to_string())),
         Ok(p) if p.is_empty() => (false, Some("no hardware PMU".to_string())),
         Ok(p) => {
             let hybrid = p.len() > 1;
@@ -468,7 +474,7 @@ mod tests {
         let d = tree();
         let fs = FsRoot::at(d.path()).unwrap();
         let pmus = discover_core_pmus(&fs);
-        let reason = pmus.clone().unwrap_err();
+        let reason = pmus.clone().unwrap_err().to_string();
         assert!(reason.starts_with("no hardware PMU"), "{reason}");
         assert!(reason.contains("software"), "{reason}");
         let p = plan(&pmus);
@@ -482,7 +488,8 @@ mod tests {
         // An empty root (no /sys at all) says so too.
         let empty = tempfile::tempdir().unwrap();
         let e = discover_core_pmus(&FsRoot::at(empty.path()).unwrap()).unwrap_err();
-        assert!(e.contains("found: none"), "{e}");
+        assert!(matches!(&e, CountersError::NoCorePmu { found, .. } if found.is_empty()));
+        assert!(e.to_string().contains("found: none"), "{e}");
     }
 
     #[test]
@@ -714,7 +721,11 @@ mod tests {
 
     #[test]
     fn without_pmu_hardware_metrics_carry_the_discovery_reason() {
-        let p = plan(&Err("no hardware PMU: test".into()));
+        let err = CountersError::NoCorePmu {
+            dir: "/test".into(),
+            found: Vec::new(),
+        };
+        let p = plan(&Err(err.clone()));
         let rs: Vec<_> = p
             .events
             .iter()
@@ -729,7 +740,7 @@ mod tests {
             &m.cache_misses,
             &m.avg_ghz,
         ] {
-            assert_eq!(hwm.reason(), Some("no hardware PMU: test"));
+            assert_eq!(hwm.reason(), Some(err.to_string().as_str()));
         }
         assert!(m.per_pmu.is_empty());
     }
