@@ -9,6 +9,7 @@
 //! `attr.type = PERF_TYPE_HARDWARE`, `attr.config = (pmu_type << 32) | event`,
 //! and report each PMU separately and summed.
 
+use crate::error::IoError;
 use crate::metric::Metric;
 use crate::sys::perf::{self, Reading};
 use pinsight_topology::FsRoot;
@@ -115,6 +116,29 @@ pub struct EventPlan {
     pub hybrid: bool,
     /// Set when no hardware events are planned.
     pub hardware_unavailable: Option<String>,
+}
+
+/// Why one planned counter has no reading.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CounterError {
+    /// The probe could not open it on this process (`hardware`: a PMU
+    /// event; `paranoid`: `perf_event_paranoid` when known).
+    #[error("{}", crate::run::describe_open_error(label, *hardware, source.io(), *paranoid))]
+    Open {
+        label: String,
+        hardware: bool,
+        source: IoError,
+        paranoid: Option<i64>,
+    },
+    /// Opened on the child but reading it failed.
+    #[error("{label}: read failed: {source}")]
+    Read { label: String, source: IoError },
+    /// Opening it on the child failed.
+    #[error("{label}: perf_event_open on the child failed: {source}")]
+    Attach { label: String, source: IoError },
+    /// Never opened (the child did not reach the handshake).
+    #[error("not opened")]
+    NotOpened,
 }
 
 /// Why hardware counters cannot be counted here.
@@ -291,15 +315,15 @@ impl CounterMetrics {
 /// `readings` holds every planned event with its reading or the reason it
 /// has none; `hardware_unavailable` explains absent hardware events.
 pub fn derive(
-    readings: &[(PlannedEvent, Result<Reading, String>)],
+    readings: &[(PlannedEvent, Result<Reading, CounterError>)],
     hybrid: bool,
     hardware_unavailable: Option<&str>,
 ) -> CounterMetrics {
     let mut multiplexed = Vec::new();
-    let mut value_of = |p: &PlannedEvent, r: &Result<Reading, String>| -> Metric {
+    let mut value_of = |p: &PlannedEvent, r: &Result<Reading, CounterError>| -> Metric {
         let r = match r {
             Ok(r) => r,
-            Err(reason) => return Metric::unavailable(reason.clone()),
+            Err(reason) => return Metric::unavailable(reason.to_string()),
         };
         if hybrid && p.event.is_hardware() {
             return Metric::value(r.value as f64);
@@ -587,7 +611,7 @@ mod tests {
         );
     }
 
-    fn reading(value: u64, enabled: u64, running: u64) -> Result<Reading, String> {
+    fn reading(value: u64, enabled: u64, running: u64) -> Result<Reading, CounterError> {
         Ok(Reading {
             value,
             time_enabled_ns: enabled,
@@ -616,6 +640,10 @@ mod tests {
             },
         ]);
         let p = plan(&pmus);
+        let busy = CounterError::Read {
+            label: "cpu_atom/cache-misses".into(),
+            source: std::io::Error::from_raw_os_error(libc::EBUSY).into(),
+        };
         let rs = vec![
             (
                 find(&p, Event::TaskClock, None),
@@ -655,7 +683,7 @@ mod tests {
             ),
             (
                 find(&p, Event::CacheMisses, Some("cpu_atom")),
-                Err("cpu_atom/cache-misses: EBUSY".into()),
+                Err(busy.clone()),
             ),
         ];
         let m = derive(&rs, true, None);
@@ -665,10 +693,10 @@ mod tests {
         assert!((m.ipc.get().unwrap() - 8.25 / 4.5).abs() < 1e-12);
         assert!((m.avg_ghz.get().unwrap() - 4.5).abs() < 1e-12);
         assert_eq!(m.cache_references, Metric::Value(1500.0));
-        assert_eq!(
-            m.cache_misses.reason(),
-            Some("cpu_atom/cache-misses: EBUSY")
-        );
+        assert_eq!(m.cache_misses.reason(), Some(busy.to_string().as_str()));
+        assert!(busy
+            .to_string()
+            .starts_with("cpu_atom/cache-misses: read failed: "));
         assert!(m.multiplexed.is_empty());
         assert_eq!(m.per_pmu.len(), 2);
         let core = &m.per_pmu[0];

@@ -44,7 +44,7 @@ mod sys;
 pub use cleanup::{
     cleanup_now, install_signal_cleanup, is_shutting_down, set_signal_hook, SignalCleanupError,
 };
-pub use counters::{CounterMetrics, CountersError, Multiplexed, PmuCounts};
+pub use counters::{CounterError, CounterMetrics, CountersError, Multiplexed, PmuCounts};
 pub use energy::EnergyMetrics;
 pub use error::IoError;
 pub use governor::{
