@@ -37,9 +37,9 @@ pub trait Executor {
 pub enum SwitchError {
     #[error(transparent)]
     Set(#[from] GovernorError),
-    /// Restoring the previous governor failed (the reason).
-    #[error("{0}")]
-    Restore(String),
+    /// Restoring the previous governor failed.
+    #[error(transparent)]
+    Restore(pinsight_measure::RestoreError),
 }
 
 /// Why the experiment could not go on (a failed run is not an error: it

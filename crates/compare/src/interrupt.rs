@@ -21,10 +21,10 @@ static CHANGED: Condvar = Condvar::new();
 /// How long the hook lets the main thread finish its report.
 const MAIN_GRACE: Duration = Duration::from_secs(20);
 
-/// The signal cleanup could not be installed (the reason).
+/// The signal cleanup could not be installed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InstallError(pub String);
+#[error(transparent)]
+pub struct InstallError(pub pinsight_measure::SignalCleanupError);
 
 /// Installs the cleanup (once per process).
 pub fn install() -> Result<(), InstallError> {

@@ -5,7 +5,7 @@
 
 use crate::journal::{ArmHeader, ArmPlan, Header, Machine, NotApplicable, SCHEMA};
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::{read_governors, GovernorError, GovernorGuard};
+use pinsight_measure::{read_governors, GovernorError, GovernorGuard, RestoreError};
 use pinsight_plan::{
     plan, BasePolicy, LatencyMatrix, Plan, PlanError, Policy, PolicyParseError,
     Request as PlanRequest, Weights,
@@ -84,7 +84,7 @@ pub enum SetupError {
     NothingRuns(Vec<NotApplicable>),
     /// A governor was set to probe it but could not be restored.
     #[error("{0}")]
-    GovernorRestore(String),
+    GovernorRestore(RestoreError),
 }
 
 impl SetupError {
@@ -150,7 +150,7 @@ pub fn probe_governors(
                     .iter()
                     .map(|g| NotApplicable {
                         what: format!("governor {g}"),
-                        reason: reason.clone(),
+                        reason: reason.to_string(),
                     })
                     .collect(),
                 note: format!("governors: unavailable ({reason})"),
@@ -169,9 +169,9 @@ pub fn probe_governors(
                 what: format!("governor {g}"),
                 reason: e.to_string(),
             }),
-            Err(GovernorError::Unavailable { reason }) => not_applicable.push(NotApplicable {
+            Err(GovernorError::Unavailable(reason)) => not_applicable.push(NotApplicable {
                 what: format!("governor {g}"),
-                reason,
+                reason: reason.to_string(),
             }),
         }
     }

@@ -21,6 +21,8 @@
 //! the whole tree), which also means the terminal's Ctrl-C does not reach
 //! them directly: killing their groups here is what stops them.
 
+use crate::error::IoError;
+use crate::governor::RestoreFailure;
 use pinsight_sys::signals;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +31,18 @@ use std::sync::{Mutex, OnceLock};
 static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
 static ACTIVE_GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
 static HOOK: Mutex<Option<fn(i32)>> = Mutex::new(None);
-static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+static INSTALLED: OnceLock<Result<(), SignalCleanupError>> = OnceLock::new();
+
+/// Why the signal cleanup could not be installed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SignalCleanupError {
+    #[error("signal cleanup: pipe: {0}")]
+    Pipe(#[source] IoError),
+    #[error("signal cleanup: thread: {0}")]
+    Thread(#[source] IoError),
+    #[error("signal cleanup: sigaction({signal}): {source}")]
+    Sigaction { signal: i32, source: IoError },
+}
 
 /// The signals that trigger cleanup.
 pub const CLEANUP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
@@ -42,7 +55,7 @@ pub fn is_shutting_down() -> bool {
 /// Kills the process groups of runs in flight and restores all governors.
 /// Idempotent. Call from ordinary code, never from a signal handler.
 /// Returns the restore failures (empty when all went well).
-pub fn cleanup_now() -> Vec<String> {
+pub fn cleanup_now() -> Vec<RestoreFailure> {
     SHUTTING_DOWN.store(true, Ordering::SeqCst);
     let groups: Vec<libc::pid_t> = std::mem::take(&mut *lock(&ACTIVE_GROUPS));
     for g in groups {
@@ -61,22 +74,24 @@ pub fn set_signal_hook(hook: fn(signal: i32)) {
 /// Installs the SIGINT/SIGTERM/SIGHUP cleanup (once per process; later
 /// calls return the first result). Signals that were ignored when this is
 /// called (e.g. SIGHUP under `nohup`) stay ignored.
-pub fn install_signal_cleanup() -> Result<(), String> {
+pub fn install_signal_cleanup() -> Result<(), SignalCleanupError> {
     INSTALLED.get_or_init(install).clone()
 }
 
-fn install() -> Result<(), String> {
+fn install() -> Result<(), SignalCleanupError> {
     // The handler only writes the signal number to this pipe; the read end
     // belongs to the cleanup thread.
-    let r = signals::self_pipe().map_err(|e| format!("signal cleanup: pipe: {e}"))?;
+    let r = signals::self_pipe().map_err(|e| SignalCleanupError::Pipe(e.into()))?;
     std::thread::Builder::new()
         .name("pinsight-cleanup".into())
         .spawn(move || cleanup_thread(r))
-        .map_err(|e| format!("signal cleanup: thread: {e}"))?;
+        .map_err(|e| SignalCleanupError::Thread(e.into()))?;
     for sig in CLEANUP_SIGNALS {
         // A signal ignored now (e.g. SIGHUP under nohup) stays ignored.
-        signals::write_to_self_pipe_on(sig)
-            .map_err(|e| format!("signal cleanup: sigaction({sig}): {e}"))?;
+        signals::write_to_self_pipe_on(sig).map_err(|e| SignalCleanupError::Sigaction {
+            signal: sig,
+            source: e.into(),
+        })?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 //! `attr.type = PERF_TYPE_HARDWARE`, `attr.config = (pmu_type << 32) | event`,
 //! and report each PMU separately and summed.
 
+use crate::error::IoError;
 use crate::metric::Metric;
 use crate::sys::perf::{self, Reading};
 use pinsight_topology::FsRoot;
@@ -117,6 +118,41 @@ pub struct EventPlan {
     pub hardware_unavailable: Option<String>,
 }
 
+/// Why one planned counter has no reading.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CounterError {
+    /// The probe could not open it on this process (`hardware`: a PMU
+    /// event; `paranoid`: `perf_event_paranoid` when known).
+    #[error("{}", crate::run::describe_open_error(label, *hardware, source.io(), *paranoid))]
+    Open {
+        label: String,
+        hardware: bool,
+        source: IoError,
+        paranoid: Option<i64>,
+    },
+    /// Opened on the child but reading it failed.
+    #[error("{label}: read failed: {source}")]
+    Read { label: String, source: IoError },
+    /// Opening it on the child failed.
+    #[error("{label}: perf_event_open on the child failed: {source}")]
+    Attach { label: String, source: IoError },
+    /// Never opened (the child did not reach the handshake).
+    #[error("not opened")]
+    NotOpened,
+}
+
+/// Why hardware counters cannot be counted here.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CountersError {
+    /// No core PMU under `dir`; `found` lists what is there.
+    #[error(
+        "no hardware PMU: no core PMU (cpu, cpu_core, cpu_atom, armv*) in {dir} (found: {}); \
+         VMs often expose none",
+        if found.is_empty() { "none".to_string() } else { found.join(", ") }
+    )]
+    NoCorePmu { dir: String, found: Vec<String> },
+}
+
 /// The core PMUs the kernel registered, ordered by type number (so
 /// `cpu_core` comes before `cpu_atom`, as perf lists them). Err with the
 /// reason when there is none (VMs without a virtual PMU, containers).
@@ -124,7 +160,7 @@ pub struct EventPlan {
 /// A PMU is a core PMU when named `cpu`, `cpu_*` (x86 hybrid) or `cpum_cf`
 /// (s390), or when it has a `cpus` file (ARM core PMUs; uncore PMUs have
 /// `cpumask` instead) — the rule the perf tool uses.
-pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, String> {
+pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, CountersError> {
     let mut dir = EVENT_SOURCES;
     let mut names = fs.list_dir(dir);
     if names.is_empty() {
@@ -150,16 +186,10 @@ pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, String> {
         .collect();
     pmus.sort_by_key(|p| p.type_id);
     if pmus.is_empty() {
-        let seen = fs.list_dir(EVENT_SOURCES);
-        let seen = if seen.is_empty() {
-            "none".to_string()
-        } else {
-            seen.join(", ")
-        };
-        return Err(format!(
-            "no hardware PMU: no core PMU (cpu, cpu_core, cpu_atom, armv*) in {EVENT_SOURCES} (found: {seen}); \
-             VMs often expose none"
-        ));
+        return Err(CountersError::NoCorePmu {
+            dir: EVENT_SOURCES.to_string(),
+            found: fs.list_dir(EVENT_SOURCES),
+        });
     }
     Ok(pmus)
 }
@@ -171,7 +201,7 @@ pub fn discover_core_pmus(fs: &FsRoot) -> Result<Vec<CorePmu>, String> {
 ///   kernel, no extended type needed);
 /// - several core PMUs (hybrid): each hardware event once per PMU with
 ///   `config = (pmu_type << 32) | id`.
-pub fn plan(pmus: &Result<Vec<CorePmu>, String>) -> EventPlan {
+pub fn plan(pmus: &Result<Vec<CorePmu>, CountersError>) -> EventPlan {
     let mut events: Vec<PlannedEvent> = Event::SOFTWARE
         .iter()
         .map(|&e| PlannedEvent {
@@ -182,7 +212,7 @@ pub fn plan(pmus: &Result<Vec<CorePmu>, String>) -> EventPlan {
         })
         .collect();
     let (hybrid, hardware_unavailable) = match pmus {
-        Err(reason) => (false, Some(reason.clone())),
+        Err(reason) => (false, Some(reason.to_string())),
         Ok(p) if p.is_empty() => (false, Some("no hardware PMU".to_string())),
         Ok(p) => {
             let hybrid = p.len() > 1;
@@ -285,15 +315,15 @@ impl CounterMetrics {
 /// `readings` holds every planned event with its reading or the reason it
 /// has none; `hardware_unavailable` explains absent hardware events.
 pub fn derive(
-    readings: &[(PlannedEvent, Result<Reading, String>)],
+    readings: &[(PlannedEvent, Result<Reading, CounterError>)],
     hybrid: bool,
     hardware_unavailable: Option<&str>,
 ) -> CounterMetrics {
     let mut multiplexed = Vec::new();
-    let mut value_of = |p: &PlannedEvent, r: &Result<Reading, String>| -> Metric {
+    let mut value_of = |p: &PlannedEvent, r: &Result<Reading, CounterError>| -> Metric {
         let r = match r {
             Ok(r) => r,
-            Err(reason) => return Metric::unavailable(reason.clone()),
+            Err(reason) => return Metric::unavailable(reason.to_string()),
         };
         if hybrid && p.event.is_hardware() {
             return Metric::value(r.value as f64);
@@ -468,7 +498,7 @@ mod tests {
         let d = tree();
         let fs = FsRoot::at(d.path()).unwrap();
         let pmus = discover_core_pmus(&fs);
-        let reason = pmus.clone().unwrap_err();
+        let reason = pmus.clone().unwrap_err().to_string();
         assert!(reason.starts_with("no hardware PMU"), "{reason}");
         assert!(reason.contains("software"), "{reason}");
         let p = plan(&pmus);
@@ -482,7 +512,8 @@ mod tests {
         // An empty root (no /sys at all) says so too.
         let empty = tempfile::tempdir().unwrap();
         let e = discover_core_pmus(&FsRoot::at(empty.path()).unwrap()).unwrap_err();
-        assert!(e.contains("found: none"), "{e}");
+        assert!(matches!(&e, CountersError::NoCorePmu { found, .. } if found.is_empty()));
+        assert!(e.to_string().contains("found: none"), "{e}");
     }
 
     #[test]
@@ -580,7 +611,7 @@ mod tests {
         );
     }
 
-    fn reading(value: u64, enabled: u64, running: u64) -> Result<Reading, String> {
+    fn reading(value: u64, enabled: u64, running: u64) -> Result<Reading, CounterError> {
         Ok(Reading {
             value,
             time_enabled_ns: enabled,
@@ -609,6 +640,10 @@ mod tests {
             },
         ]);
         let p = plan(&pmus);
+        let busy = CounterError::Read {
+            label: "cpu_atom/cache-misses".into(),
+            source: std::io::Error::from_raw_os_error(libc::EBUSY).into(),
+        };
         let rs = vec![
             (
                 find(&p, Event::TaskClock, None),
@@ -648,7 +683,7 @@ mod tests {
             ),
             (
                 find(&p, Event::CacheMisses, Some("cpu_atom")),
-                Err("cpu_atom/cache-misses: EBUSY".into()),
+                Err(busy.clone()),
             ),
         ];
         let m = derive(&rs, true, None);
@@ -658,10 +693,10 @@ mod tests {
         assert!((m.ipc.get().unwrap() - 8.25 / 4.5).abs() < 1e-12);
         assert!((m.avg_ghz.get().unwrap() - 4.5).abs() < 1e-12);
         assert_eq!(m.cache_references, Metric::Value(1500.0));
-        assert_eq!(
-            m.cache_misses.reason(),
-            Some("cpu_atom/cache-misses: EBUSY")
-        );
+        assert_eq!(m.cache_misses.reason(), Some(busy.to_string().as_str()));
+        assert!(busy
+            .to_string()
+            .starts_with("cpu_atom/cache-misses: read failed: "));
         assert!(m.multiplexed.is_empty());
         assert_eq!(m.per_pmu.len(), 2);
         let core = &m.per_pmu[0];
@@ -671,10 +706,7 @@ mod tests {
         assert_eq!(core.active_fraction, Metric::Value(0.75));
         let atom = &m.per_pmu[1];
         assert!((atom.avg_ghz.get().unwrap() - 3.0).abs() < 1e-12);
-        assert_eq!(
-            atom.cache_misses.reason(),
-            Some("cpu_atom/cache-misses: EBUSY")
-        );
+        assert_eq!(atom.cache_misses.reason(), Some(busy.to_string().as_str()));
     }
 
     #[test]
@@ -714,7 +746,11 @@ mod tests {
 
     #[test]
     fn without_pmu_hardware_metrics_carry_the_discovery_reason() {
-        let p = plan(&Err("no hardware PMU: test".into()));
+        let err = CountersError::NoCorePmu {
+            dir: "/test".into(),
+            found: Vec::new(),
+        };
+        let p = plan(&Err(err.clone()));
         let rs: Vec<_> = p
             .events
             .iter()
@@ -729,7 +765,7 @@ mod tests {
             &m.cache_misses,
             &m.avg_ghz,
         ] {
-            assert_eq!(hwm.reason(), Some("no hardware PMU: test"));
+            assert_eq!(hwm.reason(), Some(err.to_string().as_str()));
         }
         assert!(m.per_pmu.is_empty());
     }

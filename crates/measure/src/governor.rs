@@ -12,6 +12,7 @@
 //! are recorded per CPU, so restore is correct either way.
 
 use crate::cleanup::lock;
+use crate::error::IoError;
 use pinsight_cpuset::CpuSet;
 use pinsight_topology::FsRoot;
 use std::fmt;
@@ -34,8 +35,8 @@ pub struct CpuGovernor {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum GovernorError {
     /// No cpufreq, CPU absent, file not writable: the machine cannot do it.
-    #[error("cannot set the cpufreq governor: {reason}")]
-    Unavailable { reason: String },
+    #[error("cannot set the cpufreq governor: {0}")]
+    Unavailable(#[source] GovernorUnavailable),
     /// The governor is not offered by a CPU (usage error).
     #[error("governor '{governor}' is not available on CPU {cpu} (available: {})", available.join(", "))]
     UnknownGovernor {
@@ -45,26 +46,72 @@ pub enum GovernorError {
     },
 }
 
+/// Why this machine cannot have its governor set.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GovernorUnavailable {
+    #[error("no CPUs given")]
+    NoCpus,
+    #[error(transparent)]
+    Read(#[from] GovernorReadError),
+    /// Writing `scaling_governor` failed (EACCES: needs root).
+    #[error("cannot write {path}: {source}{}", if source.io().kind() == std::io::ErrorKind::PermissionDenied { " (needs root)" } else { "" })]
+    Write { path: String, source: IoError },
+}
+
+/// Why the governor state of a CPU could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GovernorReadError {
+    #[error("CPU {cpu} does not exist ({dir} absent)")]
+    NoSuchCpu { cpu: usize, dir: String },
+    #[error("no cpufreq: {dir} absent (VM, or no cpufreq driver loaded)")]
+    NoCpufreq { dir: String },
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: IoError },
+    #[error("no CPUs listed in {dir}")]
+    NoCpusListed { dir: String },
+}
+
+/// One governor that could not be written back.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("could not restore governor '{governor}' on CPU {cpu} ({path}): {source}")]
+pub struct RestoreFailure {
+    pub governor: String,
+    pub cpu: usize,
+    pub path: String,
+    pub source: IoError,
+}
+
+/// Governors that could not be restored (at least one).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", failures.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct RestoreError {
+    pub failures: Vec<RestoreFailure>,
+}
+
 fn governor_path(cpu: usize) -> String {
     format!("{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor")
 }
 
 /// Reads one CPU's governor state.
-pub fn read_governor(fs: &FsRoot, cpu: usize) -> Result<CpuGovernor, String> {
+pub fn read_governor(fs: &FsRoot, cpu: usize) -> Result<CpuGovernor, GovernorReadError> {
     let cpu_dir = format!("{CPU_DIR}/cpu{cpu}");
     if !fs.exists(&cpu_dir) {
-        return Err(format!("CPU {cpu} does not exist ({cpu_dir} absent)"));
+        return Err(GovernorReadError::NoSuchCpu { cpu, dir: cpu_dir });
     }
     let freq_dir = format!("{cpu_dir}/cpufreq");
     if !fs.exists(&freq_dir) {
-        return Err(format!(
-            "no cpufreq: {freq_dir} absent (VM, or no cpufreq driver loaded)"
-        ));
+        return Err(GovernorReadError::NoCpufreq { dir: freq_dir });
     }
     let path = governor_path(cpu);
-    let current = fs
-        .read(&path)
-        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    let current = match fs.read(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(GovernorReadError::Read {
+                path,
+                source: e.into(),
+            })
+        }
+    };
     let available = fs
         .read_opt(format!("{freq_dir}/scaling_available_governors"))
         .map(|s| s.split_whitespace().map(str::to_string).collect())
@@ -78,7 +125,7 @@ pub fn read_governor(fs: &FsRoot, cpu: usize) -> Result<CpuGovernor, String> {
 
 /// Governor state of every CPU listed in `/sys/devices/system/cpu`
 /// (`cpuN` directories), or why there is none.
-pub fn read_governors(fs: &FsRoot) -> Result<Vec<CpuGovernor>, String> {
+pub fn read_governors(fs: &FsRoot) -> Result<Vec<CpuGovernor>, GovernorReadError> {
     let mut cpus: Vec<usize> = fs
         .list_dir(CPU_DIR)
         .iter()
@@ -86,7 +133,9 @@ pub fn read_governors(fs: &FsRoot) -> Result<Vec<CpuGovernor>, String> {
         .collect();
     cpus.sort_unstable();
     if cpus.is_empty() {
-        return Err(format!("no CPUs listed in {CPU_DIR}"));
+        return Err(GovernorReadError::NoCpusListed {
+            dir: CPU_DIR.to_string(),
+        });
     }
     cpus.into_iter().map(|c| read_governor(fs, c)).collect()
 }
@@ -102,7 +151,7 @@ struct Saved {
 static REGISTRY: Mutex<Vec<Saved>> = Mutex::new(Vec::new());
 static NEXT_GUARD: AtomicU64 = AtomicU64::new(1);
 
-fn restore(entries: Vec<Saved>) -> Vec<String> {
+fn restore(entries: Vec<Saved>) -> Vec<RestoreFailure> {
     let mut failures = Vec::new();
     // Reverse order: undo the last change first.
     for s in entries.into_iter().rev() {
@@ -111,10 +160,12 @@ fn restore(entries: Vec<Saved>) -> Vec<String> {
             continue;
         }
         if let Err(e) = s.fs.write(&path, &s.original) {
-            failures.push(format!(
-                "could not restore governor '{}' on CPU {} ({path}): {e}",
-                s.original, s.cpu
-            ));
+            failures.push(RestoreFailure {
+                governor: s.original,
+                cpu: s.cpu,
+                path,
+                source: e.into(),
+            });
         }
     }
     failures
@@ -122,7 +173,7 @@ fn restore(entries: Vec<Saved>) -> Vec<String> {
 
 /// Restores every governor changed by a live guard. Idempotent; guards
 /// dropped afterwards have nothing left to do. Returns failures.
-pub fn restore_all() -> Vec<String> {
+pub fn restore_all() -> Vec<RestoreFailure> {
     let mut reg = lock(&REGISTRY);
     let all = std::mem::take(&mut *reg);
     restore(all)
@@ -147,14 +198,12 @@ impl GovernorGuard {
     /// CPUs already changed are restored before returning the error.
     pub fn set(fs: &FsRoot, cpus: &CpuSet, governor: &str) -> Result<GovernorGuard, GovernorError> {
         if cpus.is_empty() {
-            return Err(GovernorError::Unavailable {
-                reason: "no CPUs given".into(),
-            });
+            return Err(GovernorError::Unavailable(GovernorUnavailable::NoCpus));
         }
         let mut states = Vec::new();
         for cpu in cpus.iter() {
-            let st =
-                read_governor(fs, cpu).map_err(|reason| GovernorError::Unavailable { reason })?;
+            let st = read_governor(fs, cpu)
+                .map_err(|e| GovernorError::Unavailable(GovernorUnavailable::Read(e)))?;
             if !st.available.is_empty() && !st.available.iter().any(|g| g == governor) {
                 return Err(GovernorError::UnknownGovernor {
                     governor: governor.to_string(),
@@ -189,12 +238,11 @@ impl GovernorGuard {
             }
             let path = governor_path(st.cpu);
             if let Err(e) = fs.write(&path, governor) {
-                let mut reason = format!("cannot write {path}: {e}");
-                if e.kind() == std::io::ErrorKind::PermissionDenied {
-                    reason.push_str(" (needs root)");
-                }
                 drop(guard); // restores the CPUs changed so far
-                return Err(GovernorError::Unavailable { reason });
+                return Err(GovernorError::Unavailable(GovernorUnavailable::Write {
+                    path,
+                    source: e.into(),
+                }));
             }
         }
         Ok(guard)
@@ -211,8 +259,8 @@ impl GovernorGuard {
     }
 
     /// Restores the originals now (idempotent); dropping afterwards does
-    /// nothing. Returns the failures as one message.
-    pub fn restore_now(&mut self) -> Result<(), String> {
+    /// nothing. Returns the failures.
+    pub fn restore_now(&mut self) -> Result<(), RestoreError> {
         let mine: Vec<Saved> = {
             let mut reg = lock(&REGISTRY);
             let (mine, rest): (Vec<Saved>, Vec<Saved>) = std::mem::take(&mut *reg)
@@ -225,7 +273,7 @@ impl GovernorGuard {
         if failures.is_empty() {
             Ok(())
         } else {
-            Err(failures.join("; "))
+            Err(RestoreError { failures })
         }
     }
 }
@@ -416,12 +464,18 @@ mod tests {
         let e = GovernorGuard::set(&fs, &CpuSet::single(0), "performance").unwrap_err();
         assert_eq!(
             e,
-            GovernorError::Unavailable {
-                reason: "no cpufreq: /sys/devices/system/cpu/cpu0/cpufreq absent (VM, or no cpufreq driver loaded)"
-                    .into()
-            }
+            GovernorError::Unavailable(GovernorUnavailable::Read(GovernorReadError::NoCpufreq {
+                dir: "/sys/devices/system/cpu/cpu0/cpufreq".into()
+            }))
         );
-        assert!(read_governors(&fs).unwrap_err().starts_with("no cpufreq"));
+        assert_eq!(
+            e.to_string(),
+            "cannot set the cpufreq governor: no cpufreq: /sys/devices/system/cpu/cpu0/cpufreq absent (VM, or no cpufreq driver loaded)"
+        );
+        assert!(matches!(
+            read_governors(&fs).unwrap_err(),
+            GovernorReadError::NoCpufreq { .. }
+        ));
         let e = GovernorGuard::set(&fs, &CpuSet::single(7), "performance").unwrap_err();
         assert!(e.to_string().contains("CPU 7 does not exist"), "{e}");
     }

@@ -34,16 +34,23 @@
 pub mod cleanup;
 pub mod counters;
 pub mod energy;
+mod error;
 pub mod governor;
 pub mod metric;
 pub mod record;
 mod run;
 mod sys;
 
-pub use cleanup::{cleanup_now, install_signal_cleanup, is_shutting_down, set_signal_hook};
-pub use counters::{CounterMetrics, Multiplexed, PmuCounts};
+pub use cleanup::{
+    cleanup_now, install_signal_cleanup, is_shutting_down, set_signal_hook, SignalCleanupError,
+};
+pub use counters::{CounterError, CounterMetrics, CountersError, Multiplexed, PmuCounts};
 pub use energy::EnergyMetrics;
-pub use governor::{read_governors, restore_all, CpuGovernor, GovernorError, GovernorGuard};
+pub use error::IoError;
+pub use governor::{
+    read_governors, restore_all, CpuGovernor, GovernorError, GovernorGuard, GovernorReadError,
+    GovernorUnavailable, RestoreError, RestoreFailure,
+};
 pub use metric::Metric;
 pub use record::{ExitStatusRecord, RunRecord};
 pub use run::{Measurer, Options, RunError};

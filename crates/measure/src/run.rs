@@ -22,7 +22,7 @@
 //! dies, the child sees EOF on `go` and the spawn fails: no hang either way.
 
 use crate::cleanup::{self, GroupRegistration};
-use crate::counters::{self, CounterMetrics, PlannedEvent};
+use crate::counters::{self, CounterError, CounterMetrics, PlannedEvent};
 use crate::energy::{EnergyMetrics, EnergySession, Rapl};
 use crate::record::{ExitStatusRecord, RunRecord};
 use crate::sys::perf::{self, Counter, OpenSpec};
@@ -100,7 +100,7 @@ pub struct Measurer {
     fs: FsRoot,
     opts: Options,
     /// Every planned counter with how to open it, or why it cannot be.
-    events: Vec<(PlannedEvent, Result<OpenSpec, String>)>,
+    events: Vec<(PlannedEvent, Result<OpenSpec, CounterError>)>,
     hybrid: bool,
     hardware_unavailable: Option<String>,
     rapl: Option<Rapl>,
@@ -417,21 +417,22 @@ impl Measurer {
             }
             Some(Ok(Some(v))) => v,
         };
-        let readings: Vec<(PlannedEvent, Result<perf::Reading, String>)> = self
+        let readings: Vec<(PlannedEvent, Result<perf::Reading, CounterError>)> = self
             .events
             .iter()
             .zip(opened)
             .map(|((p, spec), c)| {
                 let r = match (spec, c) {
                     (Err(reason), _) => Err(reason.clone()),
-                    (Ok(_), Some(Ok(c))) => c
-                        .read()
-                        .map_err(|e| format!("{}: read failed: {e}", p.label(self.hybrid))),
-                    (Ok(_), Some(Err(e))) => Err(format!(
-                        "{}: perf_event_open on the child failed: {e}",
-                        p.label(self.hybrid)
-                    )),
-                    (Ok(_), None) => Err("not opened".to_string()),
+                    (Ok(_), Some(Ok(c))) => c.read().map_err(|e| CounterError::Read {
+                        label: p.label(self.hybrid),
+                        source: e.into(),
+                    }),
+                    (Ok(_), Some(Err(e))) => Err(CounterError::Attach {
+                        label: p.label(self.hybrid),
+                        source: e.into(),
+                    }),
+                    (Ok(_), None) => Err(CounterError::NotOpened),
                 };
                 (p.clone(), r)
             })
@@ -442,7 +443,7 @@ impl Measurer {
 
 /// Tries to open `p` on this process to learn whether (and how) it can be
 /// opened: with the kernel counted, else user space only (paranoid >= 2).
-fn probe(p: &PlannedEvent, paranoid: Option<i64>, hybrid: bool) -> Result<OpenSpec, String> {
+fn probe(p: &PlannedEvent, paranoid: Option<i64>, hybrid: bool) -> Result<OpenSpec, CounterError> {
     let mut spec = OpenSpec {
         type_: p.attr_type,
         config: p.attr_config,
@@ -460,12 +461,12 @@ fn probe(p: &PlannedEvent, paranoid: Option<i64>, hybrid: bool) -> Result<OpenSp
             return Ok(spec);
         }
     }
-    Err(describe_open_error(
-        &p.label(hybrid),
-        p.pmu.is_some(),
-        &first,
+    Err(CounterError::Open {
+        label: p.label(hybrid),
+        hardware: p.pmu.is_some(),
+        source: first.into(),
         paranoid,
-    ))
+    })
 }
 
 /// A reason a user can act on for a failed `perf_event_open`.
@@ -531,7 +532,7 @@ impl Handshake {
 fn attach(
     ready_r: libc::c_int,
     go_w: libc::c_int,
-    events: &[(PlannedEvent, Result<OpenSpec, String>)],
+    events: &[(PlannedEvent, Result<OpenSpec, CounterError>)],
 ) -> Option<OpenedCounters> {
     let mut b = [0u8; std::mem::size_of::<libc::pid_t>()];
     match proc::read_exact_raw(ready_r, &mut b) {
