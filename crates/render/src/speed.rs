@@ -1,0 +1,194 @@
+//! `pinsight speed`'s human output: a row per CPU with each kernel's
+//! median and its confidence half-width, then the speedup factors between
+//! core kinds (measured, and as predicted by max frequency and capacity).
+
+use pinsight_speed::{Kernel, SlotPlan, SpeedReport};
+use pinsight_topology::Topology;
+use std::fmt::Write;
+
+/// Human output: a row per CPU, then the speedup factors.
+pub fn render(topo: &Topology, r: &SpeedReport) -> String {
+    let mut out = String::new();
+    let names: Vec<&str> = r.kernels.iter().map(|k| k.name()).collect();
+    writeln!(
+        out,
+        "Speed of {} CPU{}: kernels {}; {} per CPU in {} interleaved pass{} ({}){}; took {:.1} s",
+        r.cpus.len(),
+        if r.cpus.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        seconds(r.budget_per_cpu_s),
+        r.passes,
+        if r.passes == 1 { "" } else { "es" },
+        slots_text(&r.slots),
+        if r.kernels.contains(&Kernel::Mem) {
+            format!("; chase buffer {} MiB", r.mem_bytes >> 20)
+        } else {
+            String::new()
+        },
+        r.elapsed_s
+    )
+    .ok();
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    let mut header = vec!["CPU".to_string(), "kind".to_string()];
+    for k in &r.kernels {
+        header.push(format!("{} {}", k.name(), k.unit()));
+    }
+    header.push("relative".into());
+    table.set_header(header);
+    for c in &r.cpus {
+        let kind = c
+            .kind
+            .and_then(|k| topo.kinds.get(k))
+            .map(|k| k.name.clone())
+            .unwrap_or_else(|| "-".into());
+        let mut row = vec![c.cpu.to_string(), kind];
+        for res in &c.results {
+            row.push(if res.median.is_finite() {
+                format!(
+                    "{:.1} ± {}{}",
+                    res.median,
+                    pct(res.rel_ci_half()),
+                    if res.disturbed_included { " !" } else { "" }
+                )
+            } else {
+                "unavailable".to_string()
+            });
+        }
+        row.push(if c.relative.is_finite() {
+            format!("{:.2}", c.relative)
+        } else {
+            "-".into()
+        });
+        table.add_row(row);
+    }
+    for col in 2..table.column_count() {
+        if let Some(c) = table.column_mut(col) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    writeln!(out, "{}", table.trim_fmt()).ok();
+    let chunks: usize = r
+        .cpus
+        .iter()
+        .flat_map(|c| &c.results)
+        .map(|k| k.chunks)
+        .sum();
+    let disturbed: usize = r
+        .cpus
+        .iter()
+        .flat_map(|c| &c.results)
+        .map(|k| k.disturbed)
+        .sum();
+    if disturbed > 0 {
+        writeln!(
+            out,
+            "{disturbed} of {chunks} timed chunks ({:.0}%) were descheduled by other load and left out.",
+            disturbed as f64 * 100.0 / chunks.max(1) as f64
+        )
+        .ok();
+    }
+    if r.cpus
+        .iter()
+        .flat_map(|c| &c.results)
+        .any(|k| k.disturbed_included)
+    {
+        writeln!(out, "warning: '!' marks figures taken mostly from disturbed chunks (the machine is busy): read them as lower bounds").ok();
+    }
+    let misplaced: usize = r.cpus.iter().map(|c| c.misplaced_chunks).sum();
+    if misplaced > 0 {
+        writeln!(out, "warning: {misplaced} timed chunks ran on another CPU than asked (left out): pinning did not hold").ok();
+    }
+    if r.speedups.is_empty() {
+        let rel: Vec<f64> = r
+            .cpus
+            .iter()
+            .map(|c| c.relative)
+            .filter(|v| v.is_finite())
+            .collect();
+        let spread = (1.0 - rel.iter().cloned().fold(f64::INFINITY, f64::min)) * 100.0;
+        if rel.len() > 1 {
+            writeln!(
+                out,
+                "One core kind measured: no speedup factor to report. The slowest CPU is {spread:.1}% below the fastest."
+            )
+            .ok();
+        } else {
+            writeln!(out, "One core kind measured: no speedup factor to report.").ok();
+        }
+        return out;
+    }
+    writeln!(out, "Speedup factor (faster kind / slower kind):").ok();
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(vec![
+        "kinds",
+        "kernel",
+        "measured",
+        "by max frequency",
+        "by capacity",
+    ]);
+    for p in &r.speedups {
+        let f = &topo.kinds[p.fast_kind];
+        let s = &topo.kinds[p.slow_kind];
+        let pred = |v: Option<f64>| {
+            v.map(|x| format!("{x:.2}"))
+                .unwrap_or_else(|| "unknown".into())
+        };
+        table.add_row(vec![
+            format!("{} / {}", f.name, s.name),
+            p.kernel.name().to_string(),
+            format!("{:.2}", p.measured),
+            pred(p.predicted_by_frequency),
+            pred(p.predicted_by_capacity),
+        ]);
+    }
+    for col in 2..5 {
+        if let Some(c) = table.column_mut(col) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    for line in table.trim_fmt().lines() {
+        writeln!(out, "  {line}").ok();
+    }
+    out
+}
+
+/// `int 8 x 42 ms, fp 8 x 42 ms, mem 5 x 67 ms`.
+pub fn slots_text(slots: &[SlotPlan]) -> String {
+    slots
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} x {:.0} ms",
+                s.kernel.name(),
+                s.passes,
+                s.slot_s * 1e3
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `1 s`, `250 ms`.
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+            + " s"
+    } else {
+        format!("{:.0} ms", s * 1e3)
+    }
+}
+
+/// A confidence half-width as a percentage; below the last digit shown it
+/// says so instead of a misleading 0.0%.
+fn pct(rel: f64) -> String {
+    if rel < 0.0005 {
+        "<0.1%".to_string()
+    } else {
+        format!("{:.1}%", rel * 100.0)
+    }
+}
