@@ -3,15 +3,13 @@
 //! self-contained HTML page and its JSON, and prints what to do.
 
 use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdResult, Globals};
-use crate::cmd::speed::{default_mem_bytes, measure_report};
-use pinsight_latency::measure::{measure_with_progress, MeasureConfig};
-use pinsight_latency::{domains, LatencyMatrix, LoadMatrix};
+use pinsight_latency::{LatencyMatrix, LoadMatrix};
 use pinsight_report::budget::{
-    latency_rounds, secs, split, BudgetInput, NotWanted, Part, Skip, Want, MIN_SPEED_PER_CPU,
+    secs, split, BudgetInput, NotWanted, Part, Skip, Want, MIN_SPEED_PER_CPU,
 };
-use pinsight_report::{html, suggestions_with, terminal_summary, ReportData};
-use pinsight_speed::Kernel;
-use pinsight_topology::Topology;
+use pinsight_report::session::{self, Missing};
+use pinsight_report::{html, terminal_summary};
+use pinsight_speed::default_mem_bytes;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -49,41 +47,26 @@ fn hostname(g: &Globals) -> Option<String> {
     g.fsroot().ok()?.read_opt("/proc/sys/kernel/hostname")
 }
 
-/// Measures latency within `budget`. A partial matrix (budget ran out
-/// mid-way) is kept, with a note saying how much is missing.
-fn measure_latency(
-    topo: &Topology,
-    budget: Duration,
-    g: &Globals,
-) -> Result<(LatencyMatrix, Option<Skip>), String> {
-    let cpus: Vec<usize> = topo.usable().iter().collect();
-    let n = cpus.len();
-    let pairs = n * (n - 1) / 2;
-    let rounds = latency_rounds(n);
-    // Each round measures its pairs side by side: a round may take budget/rounds.
-    let per_pair = (budget / rounds.max(1) as u32).min(Duration::from_millis(200));
-    let cfg = MeasureConfig {
-        cpus,
-        max_time_per_pair: per_pair,
-        budget: Some(budget),
-        ..MeasureConfig::default()
-    };
-    let pb = progress_bar(g, pairs as u64, "measuring core-to-core latency");
-    let m = measure_with_progress(&cfg, &mut |p| pb.set_position(p.pairs_done as u64));
-    pb.finish_and_clear();
-    let m = m.map_err(|e| e.to_string())?;
-    if m.skipped.is_empty() {
-        return Ok((m.matrix, None));
+/// Progress bars for the session's measurements.
+struct Bars<'a> {
+    g: &'a Globals,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl session::Observer for Bars<'_> {
+    fn start(&mut self, what: &str, total: u64) {
+        self.bar = Some(progress_bar(self.g, total, what));
     }
-    let note = Skip::LatencyPartial {
-        rounds_run: m.rounds_run,
-        rounds_planned: m.rounds_planned,
-        unmeasured: m.skipped.len(),
-    };
-    if m.rounds_run == 0 {
-        return Err(skip_text(&note));
+    fn progress(&mut self, done: u64) {
+        if let Some(b) = &self.bar {
+            b.set_position(done);
+        }
     }
-    Ok((m.matrix, Some(note)))
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
@@ -152,77 +135,41 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
 
-    let mut speed = None;
-    if let Some(per_cpu) = plan.speed_per_cpu {
-        speed = Some(measure_report(
-            &topo,
-            usable.clone(),
-            Kernel::ALL.to_vec(),
-            per_cpu,
-            default_mem_bytes(&topo),
-            g,
-        )?);
+    let measured = session::measure(
+        &topo,
+        &plan,
+        args.budget,
+        started,
+        default_mem_bytes(&topo),
+        &mut Bars { g, bar: None },
+    )
+    .map_err(|e| CliError::runtime(e.to_string()))?;
+    for m in &measured.missing {
+        skipped.push(match m {
+            Missing::Skip(s) => skip_text(s),
+            Missing::LatencyFailed(e) => e.to_string(),
+        });
     }
-    if let Some(planned) = plan.latency {
-        // Speed may have overrun a little: never past the budget's end.
-        let left = args
-            .budget
-            .saturating_sub(started.elapsed())
-            .saturating_sub(plan.reserve)
-            .min(planned);
-        // Nothing left (speed overran on a busy machine): say that, rather
-        // than hand the latency measurement a zero time per pair.
-        let min_useful = Duration::from_millis(10);
-        if left < min_useful {
-            skipped.push(skip_text(&Skip::LatencyNoTimeLeft {
-                spent: started.elapsed(),
-                budget: args.budget,
-                left,
-            }));
-        } else {
-            match measure_latency(&topo, left, g) {
-                Ok((m, note)) => {
-                    latency = Some(m);
-                    skipped.extend(note.as_ref().map(skip_text));
-                }
-                Err(e) => skipped.push(e),
-            }
-        }
+    if measured.latency.is_some() {
+        latency = measured.latency;
     }
-    let tree = latency.as_ref().map(domains);
     // The matrix in a file of its own, for `pinsight run latency-group --latency`:
     // the one given with --latency-from, else the one just measured.
     let latency_file = match (&args.latency_from, &latency) {
-        (Some(path), _) => Some(path.clone()),
-        (None, Some(_)) => Some(matrix_path.clone()),
-        (None, None) => None,
+        (Some(path), _) => path.display().to_string(),
+        (None, Some(_)) => matrix_path.display().to_string(),
+        (None, None) => "FILE".into(),
     };
-    let sugg = suggestions_with(
-        &topo,
-        latency.as_ref(),
-        tree.as_ref(),
-        speed.as_ref(),
-        &latency_file
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "FILE".into()),
-    );
-    let data = ReportData {
-        pinsight_version: env!("CARGO_PKG_VERSION").to_string(),
-        generated_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        hostname: hostname(g),
-        budget_s: args.budget.as_secs_f64(),
-        elapsed_s: started.elapsed().as_secs_f64(),
-        topology: topo,
+    let data = session::assemble(
+        topo,
+        measured.speed,
         latency,
-        domains: tree,
-        speed,
         skipped,
-        suggestions: sugg,
-    };
+        &latency_file,
+        hostname(g),
+        args.budget,
+        started,
+    );
     let json =
         serde_json::to_string_pretty(&data).map_err(|e| CliError::runtime(format!("JSON: {e}")))?;
     std::fs::write(&json_path, json + "\n")

@@ -52,7 +52,7 @@ pub struct Args {
     pub weights: Option<PathBuf>,
 }
 
-/// Measures and summarises with a progress bar (shared with `report`).
+/// Measures and summarises with a progress bar.
 pub fn measure_report(
     topo: &Topology,
     cpus: CpuSet,

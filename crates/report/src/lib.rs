@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod html;
+pub mod session;
 pub mod suggest;
 pub mod terminal;
 pub mod topo_svg;

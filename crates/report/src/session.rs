@@ -1,0 +1,177 @@
+//! One `pinsight report` session: within the budget split of
+//! [`crate::budget::split`], measure speed and latency on this machine,
+//! then assemble the report's data (domains, suggestions).
+//!
+//! Nothing here prints, draws a progress bar or names a command-line
+//! flag: progress goes to an [`Observer`] (the command line draws bars),
+//! and what could not be measured comes back typed ([`Missing`]) for the
+//! command line to word.
+
+use crate::budget::{latency_rounds, BudgetPlan, Skip};
+use crate::{suggestions_with, ReportData};
+use pinsight_latency::measure::{measure_with_progress, MeasureConfig, MeasureError};
+use pinsight_latency::{domains, LatencyMatrix};
+use pinsight_speed::{Kernel, SpeedError, SpeedReport, SpeedSession};
+use pinsight_topology::Topology;
+use std::time::{Duration, Instant};
+
+/// Receives the progress of the measurements.
+pub trait Observer {
+    /// A measurement of `total` steps starts; `what` says which, in words.
+    fn start(&mut self, what: &str, total: u64);
+    /// `done` of its steps are done.
+    fn progress(&mut self, done: u64);
+    /// The measurement ended (finished, partial or failed).
+    fn finish(&mut self);
+}
+
+/// Below this much time left, latency is not measured at all (a zero time
+/// per pair would measure nothing and say so badly).
+pub const MIN_LATENCY_TIME: Duration = Duration::from_millis(10);
+
+/// What is missing from the report beside the plan's skips, and why.
+#[derive(Debug)]
+pub enum Missing {
+    /// A budget reason decided while measuring (speed overran, or latency
+    /// stopped before every pair was measured).
+    Skip(Skip),
+    /// The latency measurement failed.
+    LatencyFailed(MeasureError),
+}
+
+/// What one session measured.
+#[derive(Debug, Default)]
+pub struct Measured {
+    pub speed: Option<SpeedReport>,
+    pub latency: Option<LatencyMatrix>,
+    /// In the order they happened.
+    pub missing: Vec<Missing>,
+}
+
+/// Measures what `plan` allots, speed first, never past `budget` counted
+/// from `started`. `mem_bytes` is speed's pointer-chase buffer.
+pub fn measure(
+    topo: &Topology,
+    plan: &BudgetPlan,
+    budget: Duration,
+    started: Instant,
+    mem_bytes: usize,
+    observer: &mut dyn Observer,
+) -> Result<Measured, SpeedError> {
+    let mut out = Measured::default();
+    if let Some(per_cpu) = plan.speed_per_cpu {
+        let session = SpeedSession::new(topo.usable(), Kernel::ALL.to_vec(), per_cpu, mem_bytes);
+        observer.start(
+            &format!(
+                "measuring CPU speed ({} passes over {} CPUs)",
+                session.passes(),
+                session.cpus()
+            ),
+            session.slots() as u64,
+        );
+        let res = session.run(topo, &mut |done| observer.progress(done as u64));
+        observer.finish();
+        out.speed = Some(res?);
+    }
+    if let Some(planned) = plan.latency {
+        // Speed may have overrun a little: never past the budget's end.
+        let left = budget
+            .saturating_sub(started.elapsed())
+            .saturating_sub(plan.reserve)
+            .min(planned);
+        if left < MIN_LATENCY_TIME {
+            out.missing.push(Missing::Skip(Skip::LatencyNoTimeLeft {
+                spent: started.elapsed(),
+                budget,
+                left,
+            }));
+        } else {
+            match measure_latency(topo, left, observer) {
+                Ok((m, note)) => {
+                    out.latency = m;
+                    out.missing.extend(note.map(Missing::Skip));
+                }
+                Err(e) => out.missing.push(Missing::LatencyFailed(e)),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Measures latency within `budget`. A partial matrix (the budget ran out
+/// mid-way) is kept, with a skip saying how much is missing; a matrix with
+/// no round measured is no matrix.
+fn measure_latency(
+    topo: &Topology,
+    budget: Duration,
+    observer: &mut dyn Observer,
+) -> Result<(Option<LatencyMatrix>, Option<Skip>), MeasureError> {
+    let cpus: Vec<usize> = topo.usable().iter().collect();
+    let n = cpus.len();
+    let pairs = n * (n - 1) / 2;
+    let rounds = latency_rounds(n);
+    // Each round measures its pairs side by side: a round may take budget/rounds.
+    let per_pair = (budget / rounds.max(1) as u32).min(Duration::from_millis(200));
+    let cfg = MeasureConfig {
+        cpus,
+        max_time_per_pair: per_pair,
+        budget: Some(budget),
+        ..MeasureConfig::default()
+    };
+    observer.start("measuring core-to-core latency", pairs as u64);
+    let m = measure_with_progress(&cfg, &mut |p| observer.progress(p.pairs_done as u64));
+    observer.finish();
+    let m = m?;
+    if m.skipped.is_empty() {
+        return Ok((Some(m.matrix), None));
+    }
+    let note = Skip::LatencyPartial {
+        rounds_run: m.rounds_run,
+        rounds_planned: m.rounds_planned,
+        unmeasured: m.skipped.len(),
+    };
+    if m.rounds_run == 0 {
+        return Ok((None, Some(note)));
+    }
+    Ok((Some(m.matrix), Some(note)))
+}
+
+/// The report's data from what was measured (or given): latency domains
+/// and suggestions are derived here. `skipped` is already worded by the
+/// caller; `latency_file` is the matrix file suggestions point to.
+#[allow(clippy::too_many_arguments)]
+pub fn assemble(
+    topology: Topology,
+    speed: Option<SpeedReport>,
+    latency: Option<LatencyMatrix>,
+    skipped: Vec<String>,
+    latency_file: &str,
+    hostname: Option<String>,
+    budget: Duration,
+    started: Instant,
+) -> ReportData {
+    let tree = latency.as_ref().map(domains);
+    let suggestions = suggestions_with(
+        &topology,
+        latency.as_ref(),
+        tree.as_ref(),
+        speed.as_ref(),
+        latency_file,
+    );
+    ReportData {
+        pinsight_version: env!("CARGO_PKG_VERSION").to_string(),
+        generated_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        hostname,
+        budget_s: budget.as_secs_f64(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        topology,
+        latency,
+        domains: tree,
+        speed,
+        skipped,
+        suggestions,
+    }
+}
