@@ -533,6 +533,45 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
 /// Human output: what was measured, the matrix, min/max/mean, problems,
 /// latency domains, files written.
 fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> String {
+    let mut out = header(m, origin);
+    let stdout_tty = std::io::stdout().is_terminal();
+    let style = TableStyle {
+        color: stdout_tty && std::env::var_os("NO_COLOR").is_none(),
+        width: if stdout_tty {
+            pinsight_render::terminal_width()
+        } else {
+            200
+        },
+    };
+    out.push_str(&render::heatmap(m, Some(tree), &style));
+    out.push('\n');
+    out.push_str(&render::summary(m));
+    out.push_str(&interval_legend(m));
+    if let Origin::Measured {
+        measurement: r,
+        config: c,
+    } = origin
+    {
+        out.push_str(&measurement_notes(r, c));
+    }
+    out.push_str("\nLatency domains:\n");
+    for line in tree.describe().lines() {
+        out.push_str(&wrap(&format!("  {line}"), 80, "    "));
+    }
+    let written: Vec<String> = [&args.csv, &args.svg, &args.png]
+        .iter()
+        .filter_map(|p| p.as_ref())
+        .map(|p| p.display().to_string())
+        .collect();
+    if !written.is_empty() {
+        out.push('\n');
+        out.push_str(&wrap(&format!("Wrote {}", written.join(", ")), 80, "  "));
+    }
+    out
+}
+
+/// What was measured or loaded, and how: the lines above the heatmap.
+fn header(m: &LatencyMatrix, origin: &Origin) -> String {
     let mut out = String::new();
     match origin {
         Origin::Measured {
@@ -600,77 +639,51 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
             out.push('\n');
         }
     }
-    let stdout_tty = std::io::stdout().is_terminal();
-    let style = TableStyle {
-        color: stdout_tty && std::env::var_os("NO_COLOR").is_none(),
-        width: if stdout_tty {
-            pinsight_render::terminal_width()
-        } else {
-            200
-        },
-    };
-    out.push_str(&render::heatmap(m, Some(tree), &style));
-    out.push('\n');
-    out.push_str(&render::summary(m));
-    out.push_str(&interval_legend(m));
-    if let Origin::Measured {
-        measurement: r,
-        config: c,
-    } = origin
-    {
-        if !r.fewer_runs.is_empty() {
-            out.push_str(&wrap(
-                &format!(
-                    "{} pair(s) measured in fewer than {} runs: the --budget ran out: {}",
-                    r.fewer_runs.len(),
-                    c.repeats,
-                    pair_list(&r.fewer_runs)
-                ),
-                80,
-                "  ",
-            ));
-        }
-        let noisy = r.noisy();
-        if !noisy.is_empty() {
-            out.push_str(&wrap(
-                &format!(
-                    "{} noisy pair(s) (within-run interval wider than ±{}% after {} ms; \
-                     busy or virtualised machine?): {}",
-                    noisy.len(),
-                    c.target_rel_ci * 100.0,
-                    c.max_time_per_pair.as_millis(),
-                    pair_list(&noisy)
-                ),
-                80,
-                "  ",
-            ));
-        }
-        if !r.skipped.is_empty() {
-            out.push_str(&wrap(
-                &format!(
-                    "{} pair(s) not measured: the --budget ran out after {} of {} rounds: {}",
-                    r.skipped.len(),
-                    r.rounds_run,
-                    r.rounds_planned,
-                    pair_list(&r.skipped)
-                ),
-                80,
-                "  ",
-            ));
-        }
+    out
+}
+
+/// Pairs measured in fewer runs, noisy or not measured, after the summary.
+fn measurement_notes(r: &Measurement, c: &MeasureConfig) -> String {
+    let mut out = String::new();
+    if !r.fewer_runs.is_empty() {
+        out.push_str(&wrap(
+            &format!(
+                "{} pair(s) measured in fewer than {} runs: the --budget ran out: {}",
+                r.fewer_runs.len(),
+                c.repeats,
+                pair_list(&r.fewer_runs)
+            ),
+            80,
+            "  ",
+        ));
     }
-    out.push_str("\nLatency domains:\n");
-    for line in tree.describe().lines() {
-        out.push_str(&wrap(&format!("  {line}"), 80, "    "));
+    let noisy = r.noisy();
+    if !noisy.is_empty() {
+        out.push_str(&wrap(
+            &format!(
+                "{} noisy pair(s) (within-run interval wider than ±{}% after {} ms; \
+                 busy or virtualised machine?): {}",
+                noisy.len(),
+                c.target_rel_ci * 100.0,
+                c.max_time_per_pair.as_millis(),
+                pair_list(&noisy)
+            ),
+            80,
+            "  ",
+        ));
     }
-    let written: Vec<String> = [&args.csv, &args.svg, &args.png]
-        .iter()
-        .filter_map(|p| p.as_ref())
-        .map(|p| p.display().to_string())
-        .collect();
-    if !written.is_empty() {
-        out.push('\n');
-        out.push_str(&wrap(&format!("Wrote {}", written.join(", ")), 80, "  "));
+    if !r.skipped.is_empty() {
+        out.push_str(&wrap(
+            &format!(
+                "{} pair(s) not measured: the --budget ran out after {} of {} rounds: {}",
+                r.skipped.len(),
+                r.rounds_run,
+                r.rounds_planned,
+                pair_list(&r.skipped)
+            ),
+            80,
+            "  ",
+        ));
     }
     out
 }
