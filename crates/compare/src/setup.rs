@@ -215,47 +215,8 @@ pub fn setup(
     // Every arm runs the same number of threads: the experiment compares
     // placements, not thread counts.
     let threads = req.threads.unwrap_or_else(|| topo.usable().len().max(1));
-    let mut policies: Vec<(String, Policy)> = Vec::new();
-    for text in &req.policies {
-        let p = Policy::from_str(text)?;
-        let canonical = p.to_string();
-        if !policies.iter().any(|(c, _)| *c == canonical) {
-            policies.push((canonical, p));
-        }
-    }
-    let is_latency = |p: &Policy| {
-        matches!(
-            p.base,
-            BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
-        )
-    };
-    let latency = match &req.latency {
-        Some(path) => {
-            if !policies.iter().any(|(_, p)| is_latency(p)) {
-                return Err(SetupError::LatencyUnused { path: path.clone() });
-            }
-            // The latency model reads no files: read it here, parse there.
-            let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|e| SetupError::ReadLatency {
-                path: shown.clone(),
-                reason: e.to_string(),
-            })?;
-            Some(
-                LatencyMatrix::parse(&text, &shown)
-                    .map_err(|e| SetupError::BadInput(e.to_string()))?,
-            )
-        }
-        None => None,
-    };
-    let weights = match &req.weights {
-        Some(path) => {
-            if !policies.iter().any(|(_, p)| p.base == BasePolicy::Balance) {
-                return Err(SetupError::WeightsUnused { path: path.clone() });
-            }
-            Some(Weights::load(path).map_err(|e| SetupError::BadInput(e.to_string()))?)
-        }
-        None => None,
-    };
+    let policies = parse_policies(&req.policies)?;
+    let (latency, weights) = inputs(req, &policies)?;
     // Policies the user named must run as asked; those of the default list
     // that cannot (another core kind, too few CPUs) are reported instead.
     let named = req
@@ -313,14 +274,7 @@ pub fn setup(
         }
     }
     not_applicable.extend(governors.not_applicable.iter().cloned());
-    // The baseline (os, first governor) first: it is the reference row.
-    if let Some(i) = arms.iter().position(|a| a.policy == "os") {
-        let n = govs.len();
-        let os_arms: Vec<ArmHeader> = arms.drain(i..i + n).collect();
-        let os_plans: Vec<Plan> = plans.drain(i..i + n).collect();
-        arms.splice(0..0, os_arms);
-        plans.splice(0..0, os_plans);
-    }
+    baseline_first(&mut arms, &mut plans, govs.len());
     if arms.is_empty() {
         return Err(SetupError::NothingRuns(not_applicable));
     }
@@ -349,6 +303,73 @@ pub fn setup(
         },
         plans,
     })
+}
+
+/// The policies asked for, parsed, each once (by canonical name), in order.
+fn parse_policies(texts: &[String]) -> Result<Vec<(String, Policy)>, SetupError> {
+    let mut policies: Vec<(String, Policy)> = Vec::new();
+    for text in texts {
+        let p = Policy::from_str(text)?;
+        let canonical = p.to_string();
+        if !policies.iter().any(|(c, _)| *c == canonical) {
+            policies.push((canonical, p));
+        }
+    }
+    Ok(policies)
+}
+
+fn is_latency(p: &Policy) -> bool {
+    matches!(
+        p.base,
+        BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
+    )
+}
+
+/// The latency matrix and the weights the request names, read and parsed;
+/// refused when no policy would use them.
+fn inputs(
+    req: &Request,
+    policies: &[(String, Policy)],
+) -> Result<(Option<LatencyMatrix>, Option<Weights>), SetupError> {
+    let latency = match &req.latency {
+        Some(path) => {
+            if !policies.iter().any(|(_, p)| is_latency(p)) {
+                return Err(SetupError::LatencyUnused { path: path.clone() });
+            }
+            // The latency model reads no files: read it here, parse there.
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| SetupError::ReadLatency {
+                path: shown.clone(),
+                reason: e.to_string(),
+            })?;
+            Some(
+                LatencyMatrix::parse(&text, &shown)
+                    .map_err(|e| SetupError::BadInput(e.to_string()))?,
+            )
+        }
+        None => None,
+    };
+    let weights = match &req.weights {
+        Some(path) => {
+            if !policies.iter().any(|(_, p)| p.base == BasePolicy::Balance) {
+                return Err(SetupError::WeightsUnused { path: path.clone() });
+            }
+            Some(Weights::load(path).map_err(|e| SetupError::BadInput(e.to_string()))?)
+        }
+        None => None,
+    };
+    Ok((latency, weights))
+}
+
+/// The baseline (os, first governor) moves first: it is the reference row.
+/// `per_policy` arms (one per governor) move together.
+fn baseline_first(arms: &mut Vec<ArmHeader>, plans: &mut Vec<Plan>, per_policy: usize) {
+    if let Some(i) = arms.iter().position(|a| a.policy == "os") {
+        let os_arms: Vec<ArmHeader> = arms.drain(i..i + per_policy).collect();
+        let os_plans: Vec<Plan> = plans.drain(i..i + per_policy).collect();
+        arms.splice(0..0, os_arms);
+        plans.splice(0..0, os_plans);
+    }
 }
 
 /// Plan errors that are the user's input, not the machine's limits.
