@@ -335,10 +335,6 @@ pub fn measure_with_progress(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Measurement, MeasureError> {
     validate(config)?;
-    // The stop rule's ranks for the sample counts a pair may reach, computed
-    // before any pair's clock starts (about 0.1 s for 2000, once per process).
-    let reachable = config.max_time_per_pair.as_nanos() / config.sample_duration.as_nanos().max(1);
-    stats::warm_ranks((reachable as usize).saturating_add(1).min(2000));
     let started = Instant::now();
     let budget_end = config.budget.map(|b| started + b);
     let n = config.cpus.len();
@@ -558,9 +554,8 @@ fn sample_pair(pinger: &mut Pinger, config: &MeasureConfig, deadline: Instant) -
     pinger.round_trips(round_trips); // warm-up sample, discarded
 
     let mut samples = SortedSamples::new();
-    // Each check of the stop rule costs O(n) (exact binomial ranks, memoised
-    // per n): past a few thousand samples, check every n/200-th sample
-    // (overshooting the rule by at most 0.5% of the samples).
+    // Past 2000 samples the stop rule is checked every n/200-th sample
+    // (overshooting it by at most 0.5% of the samples).
     let mut next_check = config.min_samples;
     loop {
         let t0 = Instant::now();

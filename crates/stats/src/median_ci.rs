@@ -10,7 +10,6 @@
 //! beside the t interval of the mean.
 
 use crate::{check_finite, check_level, sorted, Interval, StatsError};
-use statrs::function::factorial::ln_binomial;
 
 /// Distribution-free interval of the median at (at least) `level`.
 ///
@@ -66,20 +65,32 @@ pub fn median(xs: &[f64]) -> Option<f64> {
 }
 
 /// Largest 1-based rank j ≤ n/2 with 2·P(B ≤ j−1) ≤ alpha, if any.
+///
+/// The cumulative probability is monotone in the rank, so the search starts
+/// at the normal approximation's rank and steps to the exact one: a few
+/// evaluations of [`binomial_half_cdf`] for any n, where summing the pmf
+/// from 0 costs O(n) per call (the latency stop rule asks after every
+/// sample).
 fn lower_rank(n: usize, alpha: f64) -> Option<usize> {
+    use statrs::distribution::{ContinuousCDF, Normal};
     if n == 0 {
         return None;
     }
-    let mut cdf = 0.0;
-    let mut best = None;
-    for k in 0..n.div_ceil(2) {
-        cdf += binomial_half_pmf(n, k);
-        if 2.0 * cdf > alpha * (1.0 + 1e-12) {
-            break;
-        }
-        best = Some(k + 1);
+    let ok = |k: usize| 2.0 * binomial_half_cdf(n, k) <= alpha * (1.0 + 1e-12);
+    // 0-based ranks below the middle: k < ceil(n/2).
+    let top = n.div_ceil(2) - 1;
+    let z = Normal::new(0.0, 1.0)
+        .expect("the standard normal exists")
+        .inverse_cdf(1.0 - alpha / 2.0);
+    let nf = n as f64;
+    let mut k = ((nf - z * nf.sqrt()) / 2.0).floor().clamp(0.0, top as f64) as usize;
+    while !ok(k) {
+        k = k.checked_sub(1)?;
     }
-    best
+    while k < top && ok(k + 1) {
+        k += 1;
+    }
+    Some(k + 1)
 }
 
 /// Fewest runs for which an interval at 1 − alpha exists: 2/2ⁿ ≤ alpha.
@@ -89,15 +100,14 @@ fn min_runs(alpha: f64) -> usize {
         .unwrap_or(64)
 }
 
-fn binomial_half_pmf(n: usize, k: usize) -> f64 {
-    (ln_binomial(n as u64, k as u64) - n as f64 * std::f64::consts::LN_2).exp()
-}
-
+/// P(B ≤ k) for B ~ Binomial(n, ½), exactly: the regularised incomplete
+/// beta function I_½(n − k, k + 1), a continued fraction whose cost does not
+/// grow with n.
 fn binomial_half_cdf(n: usize, k: usize) -> f64 {
-    (0..=k)
-        .map(|i| binomial_half_pmf(n, i))
-        .sum::<f64>()
-        .min(1.0)
+    if k >= n {
+        return 1.0;
+    }
+    statrs::function::beta::beta_reg((n - k) as f64, (k + 1) as f64, 0.5)
 }
 
 #[cfg(test)]
@@ -136,6 +146,35 @@ mod tests {
             assert_eq!(lo + hi, n - 1);
             assert!(median_ci_coverage(n, lo) >= 0.95, "n={n}");
             assert!(median_ci_coverage(n, lo + 1) < 0.95, "n={n}");
+        }
+    }
+
+    /// The rank by summing the binomial pmf from 0 (log-space recurrence):
+    /// slow, obviously right.
+    fn summed_lower_rank(n: usize, alpha: f64) -> Option<usize> {
+        let mut log_pmf = -(n as f64) * std::f64::consts::LN_2;
+        let (mut cdf, mut best) = (0.0, None);
+        for k in 0..n.div_ceil(2) {
+            cdf += log_pmf.exp();
+            if 2.0 * cdf > alpha * (1.0 + 1e-12) {
+                break;
+            }
+            best = Some(k + 1);
+            log_pmf += ((n - k) as f64).ln() - ((k + 1) as f64).ln();
+        }
+        best
+    }
+
+    #[test]
+    fn searched_ranks_equal_summed_ranks() {
+        for alpha in [0.05, 0.01, 0.1] {
+            for n in 0..3000 {
+                assert_eq!(
+                    lower_rank(n, alpha),
+                    summed_lower_rank(n, alpha),
+                    "n={n} alpha={alpha}"
+                );
+            }
         }
     }
 

@@ -11,8 +11,6 @@
 //! still at least the requested confidence — exactly, for every `n`, by
 //! `pinsight_stats::median_ci_ranks`.
 
-use std::sync::Mutex;
-
 /// The confidence the stop rule asks of a pair's median interval.
 pub const LEVEL: f64 = 0.95;
 
@@ -20,24 +18,9 @@ pub const LEVEL: f64 = 0.95;
 /// confidence interval of the median of `n` samples; `None` when `n` is too
 /// small for any interval to reach 95% (n < 6). The exact binomial ranks of
 /// `pinsight_stats::median_ci_ranks` (one median interval in pinsight),
-/// memoised per `n`: the stop rule asks after every sample, and each answer
-/// costs O(n).
+/// whose cost does not grow with `n`.
 pub fn median_ci_ranks(n: usize) -> Option<(usize, usize)> {
-    /// `memo[n]`: `None` until asked, then the answer for `n`.
-    type Ranks = Option<(usize, usize)>;
-    static MEMO: Mutex<Vec<Option<Ranks>>> = Mutex::new(Vec::new());
-    let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
-    if memo.len() <= n {
-        memo.resize(n + 1, None);
-    }
-    *memo[n].get_or_insert_with(|| pinsight_stats::median_ci_ranks(n, LEVEL))
-}
-
-/// Fills the memo of [`median_ci_ranks`] for every `n` up to `up_to`.
-pub fn warm_ranks(up_to: usize) {
-    for n in 0..=up_to {
-        median_ci_ranks(n);
-    }
+    pinsight_stats::median_ci_ranks(n, LEVEL)
 }
 
 /// What the samples of one pair say.
@@ -157,7 +140,7 @@ mod tests {
                 "n={n}"
             );
         }
-        // Asked again: the memo answers the same.
+        // Asked again: the same answer.
         assert_eq!(
             median_ci_ranks(5000),
             pinsight_stats::median_ci_ranks(5000, 0.95)
