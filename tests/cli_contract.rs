@@ -523,7 +523,7 @@ fn run_hands_on_the_programs_exit_status() {
         let o = pinsight(args).run();
         assert_eq!(o.code, *want, "{}: stderr {}", o.argv, o.stderr);
         if *want == 127 {
-            assert!(o.stderr.contains("not found"), "{}: {}", o.argv, o.stderr);
+            assert!(o.says("not found"), "{}: {}", o.argv, o.stderr);
         }
     }
 }

@@ -66,7 +66,7 @@ fn repeat_zero_and_repeat_with_a_file_are_usage_errors() {
     let o = pinsight(&["latency", "--repeat", "0"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
-        o.stderr.contains("--repeat") && o.stderr.contains("'0' is not a number of runs"),
+        o.stderr.contains("--repeat") && o.says("'0' is not a number of runs"),
         "{}",
         o.stderr
     );
@@ -128,7 +128,7 @@ fn unwritable_output_paths_fail_before_measuring() {
         assert!(
             o.first_err_line()
                 .contains(&format!("{flag} {}", missing.display()))
-                && !o.stderr.contains("measured on this machine"),
+                && !o.says("measured on this machine"),
             "{}",
             o.stderr
         );
@@ -140,7 +140,7 @@ fn unwritable_output_paths_fail_before_measuring() {
     // A directory given as the file.
     let o = pinsight(&["latency", "--png", s(dir.path())]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains("is a directory"), "{}", o.stderr);
+    assert!(o.says("is a directory"), "{}", o.stderr);
 }
 
 #[test]

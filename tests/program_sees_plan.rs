@@ -550,7 +550,7 @@ fn compare_pins_a_static_binary_through_the_watcher_and_says_so() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     if pair.is_some() {
         assert!(
-            o.stderr.contains("statically linked") && o.stderr.contains("/proc watcher"),
+            o.says("statically linked") && o.says("/proc watcher"),
             "{}",
             o.stderr
         );

@@ -85,6 +85,21 @@ impl Out {
     pub fn path(&self, name: &str) -> PathBuf {
         self.cwd.path().join(name)
     }
+
+    /// Whether stderr says `phrase`, read as prose: notes are wrapped to
+    /// the terminal width with a hanging indent, and where a line breaks
+    /// depends on the paths in it (a CI checkout lives deeper than a
+    /// developer's), so a phrase may straddle a break. Every line break
+    /// with its indentation reads as one space here.
+    pub fn says(&self, phrase: &str) -> bool {
+        let flat = self
+            .stderr
+            .lines()
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ");
+        flat.contains(phrase)
+    }
 }
 
 /// One invocation of `pinsight`, built up then [`Call::run`].
