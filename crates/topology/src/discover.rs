@@ -25,7 +25,7 @@ mod cgroup;
 mod cpuid;
 mod cpus;
 mod freq;
-mod kinds;
+pub(crate) mod kinds;
 mod numa;
 mod procinfo;
 mod reader;

@@ -292,7 +292,7 @@ fn rank(kinds: &mut [Kind]) {
 }
 
 /// Names and marks: identity names where known, else big/little style.
-fn name(kinds: &mut [Kind]) {
+pub(crate) fn name(kinds: &mut [Kind]) {
     let n = kinds.len();
     for k in kinds.iter_mut() {
         let rank = k.rank;
@@ -344,7 +344,7 @@ pub(crate) fn name_x86_hybrid(topo: &mut crate::Topology) {
     }
 }
 
-fn core_type_name(t: CoreType) -> &'static str {
+pub(crate) fn core_type_name(t: CoreType) -> &'static str {
     match t {
         CoreType::Core => "P-core",
         CoreType::Atom => "E-core",
@@ -352,7 +352,7 @@ fn core_type_name(t: CoreType) -> &'static str {
     }
 }
 
-fn core_type_mark(t: CoreType) -> &'static str {
+pub(crate) fn core_type_mark(t: CoreType) -> &'static str {
     match t {
         CoreType::Core => "P",
         CoreType::Atom => "E",
