@@ -13,6 +13,9 @@
 
 use crate::{CoreType, CpuSet};
 
+/// The Zen generation ("Zen5"), if known, and the core type per CPU.
+pub(super) type AmdCoreTypes = (Option<&'static str>, Vec<(usize, CoreType)>);
+
 /// Core type per CPU, or `None` when the processor is not hybrid, CPUID is
 /// unavailable, or no CPU could be queried.
 #[cfg(target_arch = "x86_64")]
@@ -51,9 +54,7 @@ pub(super) fn hybrid_core_types(cpus: &CpuSet) -> Option<Vec<(usize, CoreType)>>
 /// "efficiency"). Also returns the Zen generation from the family (0x19 =
 /// Zen 4, 0x1A = Zen 5) so the kinds can be named "Zen5"/"Zen5c".
 #[cfg(target_arch = "x86_64")]
-pub(super) fn amd_core_types(
-    cpus: &CpuSet,
-) -> Option<(Option<&'static str>, Vec<(usize, CoreType)>)> {
+pub(super) fn amd_core_types(cpus: &CpuSet) -> Option<AmdCoreTypes> {
     use std::arch::x86_64::__cpuid_count;
 
     // SAFETY: as above.
@@ -141,9 +142,7 @@ pub(super) fn hybrid_core_types(_cpus: &CpuSet) -> Option<Vec<(usize, CoreType)>
 
 /// Not an x86_64 build: no CPUID.
 #[cfg(not(target_arch = "x86_64"))]
-pub(super) fn amd_core_types(
-    _cpus: &CpuSet,
-) -> Option<(Option<&'static str>, Vec<(usize, CoreType)>)> {
+pub(super) fn amd_core_types(_cpus: &CpuSet) -> Option<AmdCoreTypes> {
     None
 }
 
