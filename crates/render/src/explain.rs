@@ -29,10 +29,12 @@ pub fn render(topo: &Topology) -> String {
         .ok();
     }
     let p = &topo.provenance;
-    if p.sources.is_empty() {
+    // Kinds not ranked by the chain (hwloc XML, or replaced after
+    // discovery) have no evidence that lines up with them.
+    if p.sources.is_empty() || p.sources.iter().any(|e| e.kinds.len() != topo.kinds.len()) {
         writeln!(
             out,
-            "No capacity chain: this model was not discovered from sysfs\n  \
+            "No capacity chain for these kinds: they were not ranked from sysfs\n  \
              (rank: {}).",
             rank_of(topo)
         )
@@ -177,8 +179,8 @@ fn disagreement_lines(out: &mut String, topo: &Topology) {
         let n = topo.kinds.len();
         let pair = (0..n)
             .flat_map(|lo| (lo + 1..n).map(move |hi| (lo, hi)))
-            .find(|&(lo, hi)| match (&e.kinds[lo], &e.kinds[hi]) {
-                (Some(a), Some(b)) => a.max > b.max,
+            .find(|&(lo, hi)| match (e.kinds.get(lo), e.kinds.get(hi)) {
+                (Some(Some(a)), Some(Some(b))) => a.max > b.max,
                 _ => false,
             });
         if let Some((lo, hi)) = pair {

@@ -280,3 +280,70 @@ fn provenance_is_part_of_the_topology_json() {
     let back: Topology = serde_json::from_value(old).unwrap();
     assert!(back.provenance.sources.is_empty());
 }
+
+mod chain_properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Per CPU: (cpu_capacity, AMD ranking, CPPC highest, max MHz), each
+    /// maybe absent, drawn from a few values so ties and flat sources occur.
+    fn cpu_values() -> impl Strategy<Value = Vec<[Option<u32>; 4]>> {
+        let v = || proptest::option::of(prop_oneof![Just(100u32), Just(400), Just(1024)]);
+        proptest::collection::vec([v(), v(), v(), v()], 8)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Whatever the sources say: the kinds partition the online CPUs,
+        /// every source has one value range per kind, the winner orders the
+        /// kinds strictly, and every CPU's deciding value is its own.
+        #[test]
+        fn the_chain_is_consistent(vals in cpu_values(), atom in 0usize..8) {
+            let mut m = synth::small_smt(|_| (3_000_000, 2_000_000));
+            for (c, v) in m.cpus.iter_mut().zip(&vals) {
+                c.capacity = v[0];
+                c.amd_pstate = v[1].map(|r| (r, r));
+                c.cppc = v[2].map(|h| (h, 50));
+                c.max_khz = v[3].map(|mhz| u64::from(mhz) * 10_000);
+            }
+            // Sometimes two core types.
+            if atom > 0 {
+                m.pmus = vec![
+                    ("cpu_core", CpuSet::parse_list(&format!("0-{}", atom - 1)).unwrap()),
+                    ("cpu_atom", CpuSet::parse_list(&format!("{atom}-7")).unwrap()),
+                ];
+            }
+            let dir = common::tempdir();
+            m.write(dir.path());
+            let t = discover(&FsRoot::at(dir.path()).unwrap());
+            let all = t.kinds.iter().fold(CpuSet::new(), |a, k| a.union(&k.cpus));
+            prop_assert_eq!(all, t.online());
+            let n = t.kinds.len();
+            for e in &t.provenance.sources {
+                prop_assert_eq!(e.kinds.len(), n);
+            }
+            if let (Some(w), true) = (t.provenance.winner, n > 1) {
+                let e = t.provenance.source(w).unwrap();
+                prop_assert_eq!(e.status, SourceStatus::Decided);
+                let maxes: Vec<u32> = e.kinds.iter().map(|r| r.unwrap().max).collect();
+                prop_assert!(maxes.windows(2).all(|p| p[0] < p[1]), "{:?}", maxes);
+                prop_assert!(t.kinds.iter().all(|k| k.rank_source == w.rank_source()));
+            }
+            for d in &t.provenance.cpus {
+                let c = t.cpu(d.cpu).unwrap();
+                prop_assert!(c.online);
+                let own = match d.source {
+                    CapacitySource::CpuCapacity => c.capacity,
+                    CapacitySource::CppcHighestPerf => c.cppc.as_ref().and_then(|p| p.highest_perf),
+                    CapacitySource::MaxFrequency => c.max_mhz,
+                    _ => Some(d.value),
+                };
+                prop_assert_eq!(own, Some(d.value));
+            }
+            for w in &t.warnings {
+                prop_assert!(w.contains("/sys/devices/"), "names a file: {}", w);
+            }
+        }
+    }
+}
