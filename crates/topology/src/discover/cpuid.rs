@@ -160,4 +160,18 @@ mod tests {
         assert_eq!(zen_generation(0x19), Some("Zen4"));
         assert_eq!(zen_generation(0x17), None);
     }
+
+    /// Live: querying every CPU leaves the caller's affinity alone, and
+    /// whatever CPUID answers covers only CPUs that were asked about.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn amd_query_keeps_the_callers_affinity() {
+        let tid = pinsight_sys::affinity::gettid();
+        let before = pinsight_sys::affinity::get_affinity(tid).unwrap();
+        let got = amd_core_types(&before);
+        assert_eq!(pinsight_sys::affinity::get_affinity(tid).unwrap(), before);
+        if let Some((_, types)) = got {
+            assert!(types.iter().all(|(c, _)| before.contains(*c)));
+        }
+    }
 }
