@@ -1,6 +1,7 @@
 //! `pinsight topo`: the machine as a compact tree in the spirit of
 //! `lstopo-no-graphics`, with core kinds marked, then one line per kind.
-//! The tree is built and rendered by `pinsight_render::topo_text`.
+//! The tree is built and rendered by `pinsight_render::topo_text`;
+//! `--explain` (capacity provenance) by `pinsight_render::explain`.
 
 use crate::cli::{CmdResult, Globals};
 
@@ -8,19 +9,41 @@ use crate::cli::{CmdResult, Globals};
 ///
 /// Kinds are ranked from least (0) to most performant. Each PU line carries its
 /// kind's mark (P, E, L, ...) and capacity. `--json` prints the full model
-/// (schema in the README).
+/// (schema in the README). `--explain` shows how the kinds were ranked.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo"
+    after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight topo --explain\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo"
 )]
 pub struct Args {
     /// Hide the per-CPU lines (show cores and above only).
     #[arg(long)]
     pub no_pus: bool,
+
+    /// Explain the kinds' order and capacities instead of the tree: every
+    /// source of the capacity chain (cpu_capacity, AMD preferred-core
+    /// ranking and highest_perf, ACPI CPPC highest/nominal perf, max and
+    /// base frequency) with its values per kind, which one decided and why,
+    /// skipped sources and disagreements. With --json: the kinds, the
+    /// provenance and the warnings (the same `provenance` object as in
+    /// `topo --json`).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let topo = g.topology()?;
+    if args.explain {
+        if g.json {
+            g.print_json(&serde_json::json!({
+                "kinds": topo.kinds,
+                "provenance": topo.provenance,
+                "warnings": topo.warnings,
+            }))?;
+        } else {
+            print!("{}", pinsight_render::explain::render(&topo));
+        }
+        return Ok(0);
+    }
     if g.json {
         g.print_json(&topo)?;
     } else {

@@ -173,6 +173,16 @@ pub enum RankSource {
     Capacity,
     MaxFrequency,
     CoreType,
+    /// AMD `amd_pstate_prefcore_ranking` (a ranking, not a capacity).
+    AmdPrefcoreRanking,
+    /// AMD `amd_pstate_highest_perf` (a ranking, not a capacity).
+    AmdHighestPerf,
+    /// ACPI CPPC `highest_perf`.
+    CppcHighestPerf,
+    /// ACPI CPPC `nominal_perf`.
+    CppcNominalPerf,
+    /// cpufreq `base_frequency`.
+    BaseFrequency,
     /// hwloc's efficiency value from XML.
     HwlocEfficiency,
     /// Only one kind: nothing to rank.
@@ -189,6 +199,11 @@ impl RankSource {
             RankSource::Capacity => "capacity",
             RankSource::MaxFrequency => "max-frequency",
             RankSource::CoreType => "core-type",
+            RankSource::AmdPrefcoreRanking => "amd-prefcore-ranking",
+            RankSource::AmdHighestPerf => "amd-highest-perf",
+            RankSource::CppcHighestPerf => "cppc-highest-perf",
+            RankSource::CppcNominalPerf => "cppc-nominal-perf",
+            RankSource::BaseFrequency => "base-frequency",
             RankSource::HwlocEfficiency => "hwloc-efficiency",
             RankSource::Uniform => "uniform",
             RankSource::Unranked => "unranked",
@@ -224,6 +239,197 @@ pub struct Kind {
     pub core_type: Option<CoreType>,
 }
 
+/// One source of the capacity chain: the per-CPU measures discovery
+/// consults, in this order, to rank kinds and give every CPU a capacity
+/// or rank. Kind identity (PMU lists, CPUID, MIDR) decides WHICH CPUs form
+/// a kind; the first source of the chain that separates the kinds decides
+/// their ORDER. A source identical on every CPU is skipped: it says
+/// nothing (laptop firmware that reports one max frequency everywhere made
+/// sched_ext rank E-cores above P-cores).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CapacitySource {
+    /// `cpuN/cpu_capacity`: the scheduler's capacity (1024 = biggest core).
+    CpuCapacity,
+    /// `cpuN/cpufreq/amd_pstate_prefcore_ranking`: AMD's preferred-core
+    /// ranking. A RANKING (higher = preferred), not a capacity: its ratios
+    /// mean nothing.
+    AmdPrefcoreRanking,
+    /// `cpuN/cpufreq/amd_pstate_highest_perf`: AMD's per-core highest
+    /// performance level, read as a ranking like the one above.
+    AmdHighestPerf,
+    /// `cpuN/acpi_cppc/highest_perf`: ACPI CPPC abstract performance,
+    /// proportional to capacity.
+    CppcHighestPerf,
+    /// `cpuN/acpi_cppc/nominal_perf`: CPPC sustained performance.
+    CppcNominalPerf,
+    /// `cpuinfo_max_freq` (MHz).
+    MaxFrequency,
+    /// `base_frequency` (MHz).
+    BaseFrequency,
+}
+
+impl CapacitySource {
+    /// The chain, in the order sources are consulted.
+    pub const CHAIN: [CapacitySource; 7] = [
+        CapacitySource::CpuCapacity,
+        CapacitySource::AmdPrefcoreRanking,
+        CapacitySource::AmdHighestPerf,
+        CapacitySource::CppcHighestPerf,
+        CapacitySource::CppcNominalPerf,
+        CapacitySource::MaxFrequency,
+        CapacitySource::BaseFrequency,
+    ];
+
+    /// The kebab-case name used in JSON and human output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapacitySource::CpuCapacity => "cpu-capacity",
+            CapacitySource::AmdPrefcoreRanking => "amd-prefcore-ranking",
+            CapacitySource::AmdHighestPerf => "amd-highest-perf",
+            CapacitySource::CppcHighestPerf => "cppc-highest-perf",
+            CapacitySource::CppcNominalPerf => "cppc-nominal-perf",
+            CapacitySource::MaxFrequency => "max-frequency",
+            CapacitySource::BaseFrequency => "base-frequency",
+        }
+    }
+
+    /// The file under `/sys/devices/system/cpu/cpuN/` it is read from (for
+    /// frequencies, also the shared `cpufreq/policyM/` directory).
+    pub fn file(self) -> &'static str {
+        match self {
+            CapacitySource::CpuCapacity => "cpu_capacity",
+            CapacitySource::AmdPrefcoreRanking => "cpufreq/amd_pstate_prefcore_ranking",
+            CapacitySource::AmdHighestPerf => "cpufreq/amd_pstate_highest_perf",
+            CapacitySource::CppcHighestPerf => "acpi_cppc/highest_perf",
+            CapacitySource::CppcNominalPerf => "acpi_cppc/nominal_perf",
+            CapacitySource::MaxFrequency => "cpufreq/cpuinfo_max_freq",
+            CapacitySource::BaseFrequency => "cpufreq/base_frequency",
+        }
+    }
+
+    /// What its values are: "capacity", "ranking", "performance" or "MHz".
+    pub fn unit(self) -> &'static str {
+        match self {
+            CapacitySource::CpuCapacity => "capacity",
+            CapacitySource::AmdPrefcoreRanking | CapacitySource::AmdHighestPerf => "ranking",
+            CapacitySource::CppcHighestPerf | CapacitySource::CppcNominalPerf => "performance",
+            CapacitySource::MaxFrequency | CapacitySource::BaseFrequency => "MHz",
+        }
+    }
+
+    /// Whether its ratios are capacity ratios (false for AMD's rankings).
+    pub fn is_proportional(self) -> bool {
+        self.unit() != "ranking"
+    }
+
+    /// The [`RankSource`] recorded on kinds ranked by it.
+    pub fn rank_source(self) -> RankSource {
+        match self {
+            CapacitySource::CpuCapacity => RankSource::Capacity,
+            CapacitySource::AmdPrefcoreRanking => RankSource::AmdPrefcoreRanking,
+            CapacitySource::AmdHighestPerf => RankSource::AmdHighestPerf,
+            CapacitySource::CppcHighestPerf => RankSource::CppcHighestPerf,
+            CapacitySource::CppcNominalPerf => RankSource::CppcNominalPerf,
+            CapacitySource::MaxFrequency => RankSource::MaxFrequency,
+            CapacitySource::BaseFrequency => RankSource::BaseFrequency,
+        }
+    }
+}
+
+/// What became of one source of the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceStatus {
+    /// No online CPU has it.
+    Absent,
+    /// The same value on every online CPU that has it: skipped.
+    Identical,
+    /// Some kind has no CPU with it: cannot order every kind; skipped.
+    Partial,
+    /// Two kinds share the same (highest) value: cannot order them; skipped.
+    Tied,
+    /// The first source that orders every kind: it decided.
+    Decided,
+    /// Orders every kind too, after the winner (see `agrees`).
+    Consulted,
+}
+
+impl SourceStatus {
+    /// The kebab-case name used in JSON and human output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceStatus::Absent => "absent",
+            SourceStatus::Identical => "identical",
+            SourceStatus::Partial => "partial",
+            SourceStatus::Tied => "tied",
+            SourceStatus::Decided => "decided",
+            SourceStatus::Consulted => "consulted",
+        }
+    }
+}
+
+/// Lowest and highest value of a source over a kind's online CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueRange {
+    pub min: u32,
+    pub max: u32,
+}
+
+/// One source's evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceEvidence {
+    pub source: CapacitySource,
+    pub status: SourceStatus,
+    /// Its values per kind (index = rank); `None` where no CPU of the kind
+    /// has it.
+    pub kinds: Vec<Option<ValueRange>>,
+    /// For a source that orders every kind: whether its order (by each
+    /// kind's highest value) is the chosen one. `None` otherwise.
+    pub agrees: Option<bool>,
+}
+
+/// Which source gave one CPU its capacity or rank, and the value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuDecision {
+    pub cpu: usize,
+    pub source: CapacitySource,
+    pub value: u32,
+}
+
+/// Where the kinds' order and every CPU's capacity came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// Every source of [`CapacitySource::CHAIN`], in chain order (empty
+    /// when the model was not discovered from sysfs).
+    pub sources: Vec<SourceEvidence>,
+    /// The source that ordered the kinds (on a one-kind machine: the first
+    /// that is not identical everywhere, which orders CPUs inside the kind,
+    /// e.g. AMD preferred cores). `None` when none did: the order then
+    /// comes from core type, or there is none (see [`Kind::rank_source`]).
+    pub winner: Option<CapacitySource>,
+    /// The source `Kind::capacity` was computed from: the winner when its
+    /// values are proportional to capacity, else the first later source
+    /// that orders the kinds the same way and is (AMD's rankings are not
+    /// capacities). `None`: no capacity ratio is known.
+    pub capacity_from: Option<CapacitySource>,
+    /// Per online CPU: the first source, from the winner on, it has a value
+    /// for.
+    pub cpus: Vec<CpuDecision>,
+}
+
+impl Provenance {
+    /// The evidence of one source, if recorded.
+    pub fn source(&self, s: CapacitySource) -> Option<&SourceEvidence> {
+        self.sources.iter().find(|e| e.source == s)
+    }
+
+    /// Which source decided `cpu`'s capacity or rank.
+    pub fn cpu(&self, cpu: usize) -> Option<&CpuDecision> {
+        self.cpus.iter().find(|d| d.cpu == cpu)
+    }
+}
+
 /// The whole model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Topology {
@@ -247,6 +453,12 @@ pub struct Topology {
     pub numa_distances: Option<Vec<Vec<u32>>>,
     /// Kinds in rank order (index = rank).
     pub kinds: Vec<Kind>,
+    /// Where the kinds' order and every CPU's capacity came from: each
+    /// source of the capacity chain, its values per kind, and the winner
+    /// (see [`Provenance`]). Empty when the model was not discovered from
+    /// sysfs (hwloc XML) or predates it.
+    #[serde(default)]
+    pub provenance: Provenance,
     /// What could not be read, each naming the file and what was done.
     pub warnings: Vec<String>,
 }
@@ -331,11 +543,23 @@ mod tests {
             RankSource::Capacity,
             RankSource::MaxFrequency,
             RankSource::CoreType,
+            RankSource::AmdPrefcoreRanking,
+            RankSource::AmdHighestPerf,
+            RankSource::CppcHighestPerf,
+            RankSource::CppcNominalPerf,
+            RankSource::BaseFrequency,
             RankSource::HwlocEfficiency,
             RankSource::Uniform,
             RankSource::Unranked,
         ] {
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
+        for c in CapacitySource::CHAIN {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+            assert_eq!(
+                serde_json::to_value(c.rank_source()).unwrap(),
+                c.as_str().replace("cpu-capacity", "capacity")
+            );
         }
     }
 }

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compare;
+pub mod explain;
 pub mod latency;
 pub mod size;
 pub mod speed;

@@ -9,7 +9,7 @@
 
 use crate::size::format_size_lstopo;
 use crate::tree::{self, Object, TreeNode};
-use pinsight_topology::{CacheType, CpuSet, Kind, RankSource, Topology};
+use pinsight_topology::{CacheType, CapacitySource, CpuSet, Kind, RankSource, Topology};
 use std::fmt::Write;
 
 /// The human tree, the offline/forbidden CPUs, the kind summary and the
@@ -176,14 +176,22 @@ fn mhz(v: Option<u32>) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-fn describe_kind(k: &Kind) -> String {
-    let cap = match (k.capacity, k.capacity_raw) {
-        (Some(c), Some(r)) => format!("capacity {c:.2} ({r})"),
-        (Some(c), None) => format!("capacity {c:.2}"),
+/// Three lines per kind (80 columns): rank, mark, name and CPUs; capacity
+/// (and which source it came from) and frequencies; identity and rank
+/// sources (`topo --explain` has the whole story).
+fn describe_kind(topo: &Topology, k: &Kind) -> String {
+    let from = topo.provenance.capacity_from;
+    let cap = match (k.capacity, k.capacity_raw, from) {
+        (Some(c), Some(r), Some(CapacitySource::CpuCapacity) | None) => {
+            format!("capacity {c:.2} (cpu_capacity {r})")
+        }
+        (Some(c), _, Some(s)) => format!("capacity {c:.2} ({})", s.file()),
+        (Some(c), _, None) => format!("capacity {c:.2}"),
         _ => "capacity ?".into(),
     };
     format!(
-        "  {} {:<2} {:<12} CPUs {:<16} {cap}, max {}, base {}  [identity: {}, rank: {}]",
+        "  {} {:<2} {:<12} CPUs {}\n       {cap}, max {}, base {}\n       \
+         identity: {}; rank: {}",
         k.rank,
         k.mark,
         k.name,
@@ -217,7 +225,7 @@ pub fn render_kinds(topo: &Topology) -> String {
     )
     .ok();
     for k in &topo.kinds {
-        writeln!(out, "{}", describe_kind(k)).ok();
+        writeln!(out, "{}", describe_kind(topo, k)).ok();
     }
     out
 }

@@ -53,7 +53,7 @@ pub fn discover(fs: &FsRoot) -> Topology {
     let dies = meaningful_or_empty(&layout.dies, &layout, &caches);
     let clusters = meaningful_or_empty(&layout.clusters, &layout, &caches);
     let usable_mask = usable_mask(&mut r, allowed, &online);
-    let kinds = kinds::discover_kinds(&mut r, &layout, &perf);
+    let (kinds, provenance) = kinds::discover_kinds(&mut r, &layout, &perf);
     let cpus = build_cpus(
         &layout,
         &CpuGroups {
@@ -83,6 +83,7 @@ pub fn discover(fs: &FsRoot) -> Topology {
         numa_nodes: numa.nodes,
         numa_distances: numa.distances,
         kinds,
+        provenance,
         warnings: Vec::new(),
     };
     kinds::name_x86_hybrid(&mut topo);

@@ -413,6 +413,7 @@ impl<'a, 'input> Importer<'a, 'input> {
             numa_nodes,
             numa_distances,
             kinds,
+            provenance: Default::default(),
             warnings: self.warnings.iter().map(|w| one_line(w)).collect(),
         })
     }

@@ -160,6 +160,7 @@ pub fn build(name: &str, pus: Vec<Pu>, kinds: Vec<KindDesc>) -> Topology {
             .collect(),
         numa_distances: None,
         kinds,
+        provenance: Default::default(),
         warnings: Vec::new(),
     }
 }

@@ -1,7 +1,9 @@
-//! Per-CPU performance facts: maximum and base frequency (cpufreq),
-//! `cpu_capacity`, ACPI CPPC levels, ARM `midr_el1`, and the x86 hybrid core
-//! type (from the `cpu_core`/`cpu_atom`/`cpu_lowpower` PMU lists, or CPUID
-//! on the live machine).
+//! Per-CPU performance facts: maximum and base frequency (cpufreq), AMD's
+//! `amd_pstate` preferred-core ranking and highest performance,
+//! `cpu_capacity`, ACPI CPPC levels, ARM `midr_el1`, and the core type
+//! (x86 hybrid: the `cpu_core`/`cpu_atom`/`cpu_lowpower` PMU lists, or
+//! CPUID leaf 0x1A on the live machine; AMD heterogeneous parts: CPUID
+//! leaf 0x80000026 on the live machine).
 //!
 //! Every value is keyed by the CPU's own number — never by its position in a
 //! list of online CPUs (hwloc reads `cpu_capacity` by position and, with
@@ -22,12 +24,19 @@ pub(super) struct Perf {
     pub cppc: Option<Cppc>,
     pub core_type: Option<CoreType>,
     pub midr: Option<u64>,
+    /// `cpufreq/amd_pstate_prefcore_ranking` (a ranking, not a capacity).
+    pub amd_prefcore_ranking: Option<u32>,
+    /// `cpufreq/amd_pstate_highest_perf` (read as a ranking).
+    pub amd_highest_perf: Option<u32>,
 }
 
 /// Performance facts by CPU number, plus where core types came from.
 pub(super) struct PerfMap {
     pub by_cpu: BTreeMap<usize, Perf>,
     pub core_type_source: Option<KindSource>,
+    /// AMD heterogeneous part seen through CPUID leaf 0x80000026: the Zen
+    /// generation ("Zen5"), so kinds are named "Zen5"/"Zen5c".
+    pub amd_zen: Option<&'static str>,
 }
 
 impl PerfMap {
@@ -104,9 +113,15 @@ pub(super) fn discover_perf(r: &mut Reader, layout: &Layout) -> PerfMap {
             }
         }
     }
+    let mut amd_zen = None;
     if core_type_source.is_none() && r.fs.is_live() {
         let cpus: CpuSet = layout.online.clone();
-        if let Some(types) = super::cpuid::hybrid_core_types(&cpus) {
+        let found = super::cpuid::hybrid_core_types(&cpus).or_else(|| {
+            let (zen, types) = super::cpuid::amd_core_types(&cpus)?;
+            amd_zen = zen;
+            Some(types)
+        });
+        if let Some(types) = found {
             core_type_source = Some(KindSource::Cpuid);
             for (c, ty) in types {
                 if let Some(p) = by_cpu.get_mut(&c) {
@@ -118,6 +133,7 @@ pub(super) fn discover_perf(r: &mut Reader, layout: &Layout) -> PerfMap {
     PerfMap {
         by_cpu,
         core_type_source,
+        amd_zen,
     }
 }
 
@@ -140,14 +156,13 @@ fn read_cpufreq(r: &mut Reader, layout: &Layout, by_cpu: &mut BTreeMap<usize, Pe
         else {
             continue;
         };
-        let (max, base) = read_freqs(r, &dir);
+        let f = read_freqs(r, &dir);
         for c in cpus.iter() {
             if !layout.has(c, "cpufreq") || done.contains(c) {
                 continue;
             }
             if let Some(p) = by_cpu.get_mut(&c) {
-                p.max_mhz = max;
-                p.base_mhz = base;
+                f.apply(p);
                 done.insert(c);
             }
         }
@@ -156,14 +171,31 @@ fn read_cpufreq(r: &mut Reader, layout: &Layout, by_cpu: &mut BTreeMap<usize, Pe
         if done.contains(c) || !layout.has(c, "cpufreq") {
             continue;
         }
-        let (max, base) = read_freqs(r, &format!("{CPU_DIR}/cpu{c}/cpufreq"));
-        p.max_mhz = max;
-        p.base_mhz = base;
+        read_freqs(r, &format!("{CPU_DIR}/cpu{c}/cpufreq")).apply(p);
     }
 }
 
-/// (`cpuinfo_max_freq`, `base_frequency`) of a cpufreq directory, in MHz.
-fn read_freqs(r: &mut Reader, dir: &str) -> (Option<u32>, Option<u32>) {
+/// What one cpufreq directory says.
+struct Freqs {
+    max_mhz: Option<u32>,
+    base_mhz: Option<u32>,
+    prefcore_ranking: Option<u32>,
+    highest_perf: Option<u32>,
+}
+
+impl Freqs {
+    fn apply(&self, p: &mut Perf) {
+        p.max_mhz = self.max_mhz;
+        p.base_mhz = self.base_mhz;
+        p.amd_prefcore_ranking = self.prefcore_ranking;
+        p.amd_highest_perf = self.highest_perf;
+    }
+}
+
+/// `cpuinfo_max_freq`, `base_frequency` (MHz) and, with the `amd_pstate`
+/// driver, `amd_pstate_prefcore_ranking` and `amd_pstate_highest_perf` of
+/// a cpufreq directory.
+fn read_freqs(r: &mut Reader, dir: &str) -> Freqs {
     let mut khz = |name: &str| {
         let path = format!("{dir}/{name}");
         let v = r.number(&path, "left the frequency unknown")?;
@@ -173,7 +205,26 @@ fn read_freqs(r: &mut Reader, dir: &str) -> (Option<u32>, Option<u32>) {
         }
         u32::try_from(v / 1000).ok()
     };
-    (khz("cpuinfo_max_freq"), khz("base_frequency"))
+    let max_mhz = khz("cpuinfo_max_freq");
+    let base_mhz = khz("base_frequency");
+    // Absent unless the driver is amd_pstate (one failed open each).
+    let mut level = |name: &str| {
+        let path = format!("{dir}/{name}");
+        let v = r.number(&path, "left this AMD ranking unknown")?;
+        if v == 0 {
+            r.warn(&path, "ranking 0", "left this AMD ranking unknown");
+            return None;
+        }
+        u32::try_from(v).ok()
+    };
+    let prefcore_ranking = level("amd_pstate_prefcore_ranking");
+    let highest_perf = level("amd_pstate_highest_perf");
+    Freqs {
+        max_mhz,
+        base_mhz,
+        prefcore_ranking,
+        highest_perf,
+    }
 }
 
 /// `related_cpus`/`affected_cpus`: CPU numbers separated by spaces (some

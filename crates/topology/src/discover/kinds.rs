@@ -14,14 +14,25 @@
 //! CPUs lacking the deciding data join the only other kind if there is
 //! exactly one (cpufreq present on cpu0 only), else form a kind of their own.
 //!
-//! Ranking: by capacity, else max frequency, else core type
-//! (Core > Atom > LowPower) — the first measure every kind has and no two
-//! kinds share. Without one, kinds are `Unranked` (ordered by first CPU).
+//! Ranking follows the capacity chain ([`CapacitySource::CHAIN`]):
+//! `cpu_capacity`, AMD `amd_pstate_prefcore_ranking` and
+//! `amd_pstate_highest_perf` (rankings, not capacities), ACPI CPPC
+//! `highest_perf` and `nominal_perf`, `cpuinfo_max_freq`, `base_frequency`.
+//! The first source every kind has, whose highest values differ between
+//! every two kinds, decides; a source identical on every CPU is skipped.
+//! Without one, core type (Core > Atom > LowPower) decides, else kinds are
+//! `Unranked` (ordered by first CPU). Every source's values per kind, and
+//! which one won, are kept in [`Provenance`]; later sources that order the
+//! kinds differently, and flat max frequencies on a machine with two core
+//! types, are warned about, naming the files.
 
-use super::cpus::Layout;
+use super::cpus::{Layout, CPU_DIR};
 use super::freq::{Perf, PerfMap};
 use super::reader::Reader;
-use crate::{CoreType, CpuSet, Kind, KindSource, RankSource};
+use crate::{
+    CapacitySource, CoreType, CpuDecision, CpuSet, Kind, KindSource, Provenance, RankSource,
+    SourceEvidence, SourceStatus, ValueRange,
+};
 use std::collections::BTreeMap;
 
 /// Capacities closer than this ratio belong to the same kind.
@@ -37,16 +48,20 @@ struct Class {
     identity_name: Option<String>,
 }
 
-pub(super) fn discover_kinds(r: &mut Reader, layout: &Layout, perf: &PerfMap) -> Vec<Kind> {
+pub(super) fn discover_kinds(
+    r: &mut Reader,
+    layout: &Layout,
+    perf: &PerfMap,
+) -> (Vec<Kind>, Provenance) {
     let online = &layout.online;
     if online.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Provenance::default());
     }
     let of = |c: usize| perf.get(c).cloned().unwrap_or_default();
 
     let classes = identify(online, perf, &of);
     let mut kinds: Vec<Kind> = classes.into_iter().map(|cl| summarize(cl, &of)).collect();
-    rank(&mut kinds);
+    let provenance = rank(r, &mut kinds, online, perf, &of);
     name(&mut kinds);
 
     let uncovered = kinds
@@ -58,7 +73,7 @@ pub(super) fn discover_kinds(r: &mut Reader, layout: &Layout, perf: &PerfMap) ->
             "core kinds: online CPUs {uncovered} ended up in no kind"
         ));
     }
-    kinds
+    (kinds, provenance)
 }
 
 /// Splits the online CPUs into classes by the strongest evidence available.
@@ -66,10 +81,16 @@ fn identify(online: &CpuSet, perf: &PerfMap, of: &dyn Fn(usize) -> Perf) -> Vec<
     // 1. x86 hybrid core types.
     if online.iter().any(|c| of(c).core_type.is_some()) {
         let source = perf.core_type_source.unwrap_or(KindSource::HybridPmu);
+        let zen = perf.amd_zen;
         return split(online, source, |c| {
-            of(c)
-                .core_type
-                .map(|t| (t as u8 as u64, Some(core_type_name(t).to_string())))
+            of(c).core_type.map(|t| {
+                let name = match (zen, t) {
+                    (Some(z), CoreType::Core) => z.to_string(),
+                    (Some(z), _) => format!("{z}c"),
+                    (None, _) => core_type_name(t).to_string(),
+                };
+                (t as u8 as u64, Some(name))
+            })
         });
     }
     // 2. ARM MIDR implementer/part.
@@ -244,51 +265,324 @@ fn summarize(class: Class, of: &dyn Fn(usize) -> Perf) -> Kind {
     }
 }
 
-/// Orders kinds from least to most performant and records how.
-fn rank(kinds: &mut [Kind]) {
-    let n = kinds.len();
-    let distinct = |vals: &[Option<u64>]| {
-        let mut v: Vec<u64> = match vals.iter().copied().collect::<Option<Vec<u64>>>() {
-            Some(v) => v,
-            None => return false,
-        };
-        v.sort_unstable();
-        v.windows(2).all(|w| w[0] != w[1])
+/// The value of chain source `s` on a CPU.
+pub(super) fn value(p: &Perf, s: CapacitySource) -> Option<u32> {
+    match s {
+        CapacitySource::CpuCapacity => p.capacity,
+        CapacitySource::AmdPrefcoreRanking => p.amd_prefcore_ranking,
+        CapacitySource::AmdHighestPerf => p.amd_highest_perf,
+        CapacitySource::CppcHighestPerf => p.cppc.as_ref().and_then(|c| c.highest_perf),
+        CapacitySource::CppcNominalPerf => p.cppc.as_ref().and_then(|c| c.nominal_perf),
+        CapacitySource::MaxFrequency => p.max_mhz,
+        CapacitySource::BaseFrequency => p.base_mhz,
+    }
+}
+
+/// Per kind: the range of `s` over its CPUs and the CPU holding the
+/// highest value (`None` where no CPU of the kind has it).
+fn ranges(
+    kinds: &[Kind],
+    s: CapacitySource,
+    of: &dyn Fn(usize) -> Perf,
+) -> Vec<Option<(ValueRange, usize)>> {
+    kinds
+        .iter()
+        .map(|k| {
+            let mut out: Option<(ValueRange, usize)> = None;
+            for c in k.cpus.iter() {
+                let Some(v) = value(&of(c), s) else { continue };
+                out = Some(match out {
+                    None => (ValueRange { min: v, max: v }, c),
+                    Some((r, at)) => (
+                        ValueRange {
+                            min: r.min.min(v),
+                            max: r.max.max(v),
+                        },
+                        if v > r.max { c } else { at },
+                    ),
+                });
+            }
+            out
+        })
+        .collect()
+}
+
+/// What `s` can say about the kinds as they stand.
+fn status_of(
+    kinds: &[Kind],
+    online: &CpuSet,
+    s: CapacitySource,
+    of: &dyn Fn(usize) -> Perf,
+) -> SourceStatus {
+    let mut vals = online.iter().filter_map(|c| value(&of(c), s));
+    let Some(first) = vals.next() else {
+        return SourceStatus::Absent;
     };
-    let caps: Vec<Option<u64>> = kinds
+    if vals.all(|v| v == first) {
+        return SourceStatus::Identical;
+    }
+    if kinds.len() < 2 {
+        return SourceStatus::Consulted;
+    }
+    let r = ranges(kinds, s, of);
+    let Some(mut maxes) = r
         .iter()
-        .map(|k| k.capacity_raw.map(u64::from))
-        .collect();
-    let freqs: Vec<Option<u64>> = kinds.iter().map(|k| k.max_mhz.map(u64::from)).collect();
-    let types: Vec<Option<u64>> = kinds
+        .map(|x| x.map(|(r, _)| r.max))
+        .collect::<Option<Vec<u32>>>()
+    else {
+        return SourceStatus::Partial;
+    };
+    maxes.sort_unstable();
+    if maxes.windows(2).all(|w| w[0] != w[1]) {
+        SourceStatus::Consulted
+    } else {
+        SourceStatus::Tied
+    }
+}
+
+/// Orders kinds from least to most performant along the capacity chain,
+/// records how, computes `Kind::capacity`, and returns the evidence.
+fn rank(
+    r: &mut Reader,
+    kinds: &mut [Kind],
+    online: &CpuSet,
+    perf: &PerfMap,
+    of: &dyn Fn(usize) -> Perf,
+) -> Provenance {
+    let n = kinds.len();
+    let mut statuses: Vec<(CapacitySource, SourceStatus)> = CapacitySource::CHAIN
         .iter()
-        .map(|k| k.core_type.map(|t| t as u64))
+        .map(|&s| (s, status_of(kinds, online, s, of)))
         .collect();
+    let winner = statuses
+        .iter_mut()
+        .find(|(_, st)| *st == SourceStatus::Consulted)
+        .map(|(s, st)| {
+            *st = SourceStatus::Decided;
+            *s
+        });
+    let types_distinct = {
+        let mut t: Vec<Option<CoreType>> = kinds.iter().map(|k| k.core_type).collect();
+        t.sort_unstable();
+        t.iter().all(Option::is_some) && t.windows(2).all(|w| w[0] != w[1])
+    };
 
     let how = if n <= 1 {
         RankSource::Uniform
-    } else if distinct(&caps) {
-        kinds.sort_by_key(|k| k.capacity_raw);
-        RankSource::Capacity
-    } else if distinct(&freqs) {
-        kinds.sort_by_key(|k| k.max_mhz);
-        RankSource::MaxFrequency
-    } else if distinct(&types) {
+    } else if let Some(w) = winner {
+        let key: Vec<u32> = ranges(kinds, w, of)
+            .iter()
+            .map(|x| x.map_or(0, |(r, _)| r.max))
+            .collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| key[i]);
+        permute(kinds, &order);
+        w.rank_source()
+    } else if types_distinct {
         kinds.sort_by_key(|k| k.core_type);
         RankSource::CoreType
     } else {
         kinds.sort_by_key(|k| k.cpus.first());
         RankSource::Unranked
     };
-    let top = kinds.iter().filter_map(|k| k.capacity_raw).max();
+
+    // The evidence, on the final order.
+    let mut sources = Vec::new();
+    for &(s, status) in &statuses {
+        let rs = ranges(kinds, s, of);
+        let ordering = matches!(status, SourceStatus::Decided | SourceStatus::Consulted) && n >= 2;
+        let agrees = ordering.then(|| {
+            rs.windows(2)
+                .all(|w| matches!((w[0], w[1]), (Some((a, _)), Some((b, _))) if a.max < b.max))
+        });
+        if agrees == Some(false) {
+            if let Some(w) = winner {
+                warn_disagreement(r, kinds, w, s, &ranges(kinds, w, of), &rs);
+            }
+        }
+        sources.push(SourceEvidence {
+            source: s,
+            status,
+            kinds: rs.iter().map(|x| x.map(|(r, _)| r)).collect(),
+            agrees,
+        });
+    }
+    if n >= 2 && types_distinct {
+        warn_flat_frequency(r, kinds, &statuses, winner, perf, online, of);
+    }
+
+    // Kind::capacity: from a source whose ratios are capacity ratios.
+    let capacity_from = if n >= 2 {
+        match winner {
+            Some(w) if w.is_proportional() => Some(w),
+            Some(_) => sources
+                .iter()
+                .find(|e| {
+                    e.status == SourceStatus::Consulted
+                        && e.agrees == Some(true)
+                        && e.source.is_proportional()
+                })
+                .map(|e| e.source),
+            None => None,
+        }
+    } else {
+        // One kind: 1.0 when it has a capacity, as always.
+        kinds
+            .first()
+            .and_then(|k| k.capacity_raw)
+            .map(|_| CapacitySource::CpuCapacity)
+    };
+    let per_kind: Vec<Option<u32>> = match capacity_from {
+        Some(s) => ranges(kinds, s, of)
+            .iter()
+            .map(|x| x.map(|(r, _)| r.max))
+            .collect(),
+        None => vec![None; n],
+    };
+    let top = per_kind.iter().flatten().max().copied();
     for (i, k) in kinds.iter_mut().enumerate() {
         k.rank = i;
         k.rank_source = how;
-        k.capacity = match (k.capacity_raw, top) {
+        k.capacity = match (per_kind[i], top) {
             (Some(c), Some(t)) if t > 0 => Some(c as f64 / t as f64),
             _ => None,
         };
     }
+
+    let cpus = match winner {
+        Some(w) => {
+            let from = CapacitySource::CHAIN
+                .iter()
+                .position(|&s| s == w)
+                .unwrap_or(0);
+            online
+                .iter()
+                .filter_map(|c| {
+                    let p = of(c);
+                    CapacitySource::CHAIN[from..].iter().find_map(|&s| {
+                        value(&p, s).map(|value| CpuDecision {
+                            cpu: c,
+                            source: s,
+                            value,
+                        })
+                    })
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Provenance {
+        sources,
+        winner,
+        capacity_from,
+        cpus,
+    }
+}
+
+/// Reorders `kinds` so that position i holds the kind that was at `order[i]`.
+fn permute(kinds: &mut [Kind], order: &[usize]) {
+    let old: Vec<Kind> = kinds.to_vec();
+    for (slot, &i) in kinds.iter_mut().zip(order) {
+        *slot = old[i].clone();
+    }
+}
+
+/// The sysfs path of source `s` on CPU `cpu`.
+pub(crate) fn source_path(s: CapacitySource, cpu: usize) -> String {
+    format!("{CPU_DIR}/cpu{cpu}/{}", s.file())
+}
+
+/// Warns that `s` orders two kinds against the winner `w`, naming both
+/// sources' files on the CPU holding each kind's highest value.
+fn warn_disagreement(
+    r: &mut Reader,
+    kinds: &[Kind],
+    w: CapacitySource,
+    s: CapacitySource,
+    wr: &[Option<(ValueRange, usize)>],
+    sr: &[Option<(ValueRange, usize)>],
+) {
+    // The first pair (lower, higher) in the chosen order that `s` inverts.
+    let n = kinds.len();
+    for lo in 0..n {
+        for hi in lo + 1..n {
+            let (Some((wl, wlc)), Some((wh, whc))) = (wr[lo], wr[hi]) else {
+                continue;
+            };
+            let (Some((sl, slc)), Some((sh, shc))) = (sr[lo], sr[hi]) else {
+                continue;
+            };
+            if sl.max <= sh.max {
+                continue;
+            }
+            r.warn_msg(format!(
+                "core kinds: {} ranks CPUs {} above CPUs {} ({} = {}, {} = {}) but {} ranks \
+                 them the other way ({} = {}, {} = {}); kept the order of {}, the first \
+                 source in the chain",
+                w.file(),
+                kinds[hi].cpus,
+                kinds[lo].cpus,
+                source_path(w, whc),
+                wh.max,
+                source_path(w, wlc),
+                wl.max,
+                s.file(),
+                source_path(s, shc),
+                sh.max,
+                source_path(s, slc),
+                sl.max,
+                w.file(),
+            ));
+            return;
+        }
+    }
+}
+
+/// Warns when every CPU reports one max frequency although the PMU lists
+/// or CPUID show several core types (the firmware that made sched_ext rank
+/// E-cores above P-cores), saying where the order came from instead.
+fn warn_flat_frequency(
+    r: &mut Reader,
+    kinds: &[Kind],
+    statuses: &[(CapacitySource, SourceStatus)],
+    winner: Option<CapacitySource>,
+    perf: &PerfMap,
+    online: &CpuSet,
+    of: &dyn Fn(usize) -> Perf,
+) {
+    let flat = statuses
+        .iter()
+        .any(|&(s, st)| s == CapacitySource::MaxFrequency && st == SourceStatus::Identical);
+    if !flat {
+        return;
+    }
+    let Some(mhz) = online.iter().find_map(|c| of(c).max_mhz) else {
+        return;
+    };
+    let evidence = match perf.core_type_source {
+        Some(KindSource::Cpuid) => "CPUID".to_string(),
+        _ => {
+            let mut files: Vec<&str> = Vec::new();
+            for k in kinds.iter().rev() {
+                files.push(match k.core_type {
+                    Some(CoreType::Core) => "/sys/devices/cpu_core/cpus",
+                    Some(CoreType::Atom) => "/sys/devices/cpu_atom/cpus",
+                    Some(CoreType::LowPower) => "/sys/devices/cpu_lowpower/cpus",
+                    None => continue,
+                });
+            }
+            files.join(" and ")
+        }
+    };
+    let by = match winner {
+        Some(w) => format!("by {} instead", w.file()),
+        None => "by core type instead (P-core above E-core above LP E-core)".to_string(),
+    };
+    r.warn_msg(format!(
+        "{CPU_DIR}/cpu*/cpufreq/cpuinfo_max_freq: every CPU reports {mhz} MHz while {evidence} \
+         show {} core types; ignored the max frequency and ranked the kinds {by}",
+        kinds.len()
+    ));
 }
 
 /// Names and marks: identity names where known, else big/little style.
@@ -335,13 +629,53 @@ pub(crate) fn name_x86_hybrid(topo: &mut crate::Topology) {
     if !x86 || topo.kinds.len() != 2 {
         return;
     }
+    let amd = topo.model_name.as_deref().and_then(amd_heterogeneous);
     for k in topo.kinds.iter_mut() {
         if matches!(k.source, KindSource::Capacity | KindSource::Frequency)
             && k.rank_source != RankSource::Unranked
         {
-            k.name = if k.rank == 0 { "E-core" } else { "P-core" }.to_string();
+            k.name = match amd {
+                Some(zen) if k.rank == 0 => format!("{zen}c"),
+                Some(zen) => zen.to_string(),
+                None if k.rank == 0 => "E-core".to_string(),
+                None => "P-core".to_string(),
+            };
         }
     }
+}
+
+/// AMD parts known to mix full and compact ("c") cores, by `/proc/cpuinfo`
+/// model name, and their Zen generation. Used to name the two kinds of a
+/// recorded machine ("Zen5" above "Zen5c"); live, CPUID leaf 0x80000026
+/// says it per CPU. Table (as of 2025):
+///
+/// | model name contains | cores |
+/// | --- | --- |
+/// | `Ryzen AI` (not `Ryzen AI Max`): Strix Point, Krackan Point (HX 370, 365, 350, 340, 330, ...) | Zen 5 + Zen 5c |
+/// | `Ryzen 5 8500G`, `Ryzen 3 8300G` (and GE), `Ryzen 5 8540U`, `Ryzen 3 8440U`, `Ryzen 5 7545U`, `Ryzen 3 7440U`, `Ryzen Z1` (not `Z1 Extreme`): Phoenix 2 | Zen 4 + Zen 4c |
+pub(crate) fn amd_heterogeneous(model: &str) -> Option<&'static str> {
+    if !model.contains("AMD") {
+        return None;
+    }
+    if model.contains("Ryzen AI") && !model.contains("Ryzen AI Max") {
+        return Some("Zen5");
+    }
+    const PHOENIX2: &[&str] = &[
+        "Ryzen 5 8500G",
+        "Ryzen 3 8300G",
+        "Ryzen 5 PRO 8500G",
+        "Ryzen 3 PRO 8300G",
+        "Ryzen 5 8540U",
+        "Ryzen 3 8440U",
+        "Ryzen 5 7545U",
+        "Ryzen 3 7440U",
+    ];
+    if PHOENIX2.iter().any(|p| model.contains(p))
+        || (model.contains("Ryzen Z1") && !model.contains("Z1 Extreme"))
+    {
+        return Some("Zen4");
+    }
+    None
 }
 
 pub(crate) fn core_type_name(t: CoreType) -> &'static str {
@@ -432,6 +766,28 @@ pub(crate) fn midr_name(implementer: u32, part: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amd_heterogeneous_parts_by_model_name() {
+        assert_eq!(
+            amd_heterogeneous("AMD Ryzen AI 9 HX 370 w/ Radeon 890M"),
+            Some("Zen5")
+        );
+        assert_eq!(
+            amd_heterogeneous("AMD Ryzen AI Max+ 395 w/ Radeon 8060S"),
+            None
+        );
+        assert_eq!(
+            amd_heterogeneous("AMD Ryzen 5 8500G w/ Radeon 740M Graphics"),
+            Some("Zen4")
+        );
+        assert_eq!(amd_heterogeneous("AMD Ryzen Z1 Extreme"), None);
+        assert_eq!(
+            amd_heterogeneous("AMD Ryzen Threadripper 7980X 64-Cores"),
+            None
+        );
+        assert_eq!(amd_heterogeneous("Intel(R) Core(TM) Ultra 7 155H"), None);
+    }
 
     #[test]
     fn midr_names() {

@@ -32,6 +32,10 @@ pub struct SCpu {
     pub base_khz: Option<u64>,
     pub midr: Option<u64>,
     pub node: usize,
+    /// `acpi_cppc/highest_perf` and `nominal_perf`.
+    pub cppc: Option<(u32, u32)>,
+    /// `cpufreq/amd_pstate_prefcore_ranking` and `amd_pstate_highest_perf`.
+    pub amd_pstate: Option<(u32, u32)>,
 }
 
 /// A whole synthetic machine.
@@ -153,6 +157,35 @@ impl Machine {
                     root,
                     &format!("{d}/cpufreq/related_cpus"),
                     &format!("{}\n", c.id),
+                );
+                if let Some((ranking, highest)) = c.amd_pstate {
+                    put(
+                        root,
+                        &format!("{d}/cpufreq/amd_pstate_prefcore_ranking"),
+                        &format!("{ranking}\n"),
+                    );
+                    put(
+                        root,
+                        &format!("{d}/cpufreq/amd_pstate_highest_perf"),
+                        &format!("{highest}\n"),
+                    );
+                    put(
+                        root,
+                        &format!("{d}/cpufreq/scaling_driver"),
+                        "amd-pstate-epp\n",
+                    );
+                }
+            }
+            if let Some((highest, nominal)) = c.cppc {
+                put(
+                    root,
+                    &format!("{d}/acpi_cppc/highest_perf"),
+                    &format!("{highest}\n"),
+                );
+                put(
+                    root,
+                    &format!("{d}/acpi_cppc/nominal_perf"),
+                    &format!("{nominal}\n"),
                 );
             }
             if !c.online {
@@ -344,6 +377,16 @@ fn x86_cpuinfo(n: usize, model: &str) -> String {
         .collect()
 }
 
+fn amd_cpuinfo(n: usize, model: &str, family: u32, model_id: u32) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "processor\t: {i}\nvendor_id\t: AuthenticAMD\ncpu family\t: {family}\nmodel\t\t: {model_id}\nmodel name\t: {model}\nflags\t\t: fpu lm cppc amd_lbr_v2\n\n"
+            )
+        })
+        .collect()
+}
+
 fn arm_cpuinfo(cpus: &[SCpu]) -> String {
     cpus.iter()
         .filter(|c| c.online)
@@ -527,6 +570,126 @@ pub fn gb10_low_offline() -> Machine {
     }
 }
 
+/// Raptor-Lake-P-like laptop (i7-1370P: 6 P-cores with SMT = CPUs 0-11,
+/// 8 E-cores in two 4-core modules = 12-19) whose firmware reports the
+/// same max (4800 MHz) and base (1900 MHz) frequency and the same CPPC
+/// levels on every CPU: every capacity source is flat, only the
+/// `cpu_core`/`cpu_atom` PMU lists tell the kinds apart (issue 10: warning,
+/// P above E).
+pub fn raptor_lake_flat_firmware() -> Machine {
+    let cpus: Vec<SCpu> = (0..20)
+        .map(|i| {
+            let (core, cluster) = if i < 12 {
+                (i / 2, i / 2)
+            } else {
+                (6 + (i - 12), 20 + (i - 12) / 4)
+            };
+            SCpu {
+                core,
+                cluster: Some(cluster),
+                max_khz: Some(4_800_000),
+                base_khz: Some(1_900_000),
+                cppc: Some((64, 24)),
+                ..cpu(i)
+            }
+        })
+        .collect();
+    Machine {
+        cpus,
+        pmus: vec![
+            ("cpu_core", CpuSet::parse_list("0-11").unwrap()),
+            ("cpu_atom", CpuSet::parse_list("12-19").unwrap()),
+        ],
+        cpuinfo: x86_cpuinfo(20, "13th Gen Intel(R) Core(TM) i7-1370P"),
+        l2_per_cluster: true,
+        l1: true,
+        nr_cpus: 64,
+        mem_mib_per_node: 31744,
+        lean: false,
+    }
+}
+
+/// Strix-Point-like AMD part (Ryzen AI 9 HX 370: 4 Zen 5 cores = CPUs
+/// 0-3 and 12-15, 8 Zen 5c cores = 4-11 and 16-23, SMT siblings `i` and
+/// `i + 12` as Linux numbers them on AMD), amd_pstate with preferred-core
+/// rankings and highest_perf that differ between the core types and a
+/// little within each, CPPC, and max frequencies 5.0-5.16 GHz vs 3.25-3.3
+/// GHz with one base frequency. No PMU lists: recorded, the kinds come from
+/// the frequencies and are named from the model name.
+pub fn amd_strix_point() -> Machine {
+    let cpus: Vec<SCpu> = (0..24)
+        .map(|i| {
+            let core = i % 12;
+            let (ranking, highest, khz) = if core < 4 {
+                (
+                    236 - 5 * core as u32,
+                    196 - 5 * (core as u32 / 2),
+                    [5_157_000, 5_100_000, 5_050_000, 5_000_000][core],
+                )
+            } else {
+                let j = (core - 4) as u32;
+                (
+                    166 - 5 * (j % 4),
+                    146 - 5 * (j % 2),
+                    [3_300_000, 3_250_000][(j % 2) as usize] as u64,
+                )
+            };
+            SCpu {
+                core,
+                max_khz: Some(khz),
+                base_khz: Some(2_000_000),
+                cppc: Some((highest, 118)),
+                amd_pstate: Some((ranking, highest)),
+                ..cpu(i)
+            }
+        })
+        .collect();
+    Machine {
+        cpus,
+        cpuinfo: amd_cpuinfo(24, "AMD Ryzen AI 9 HX 370 w/ Radeon 890M", 26, 36),
+        l2_per_cluster: false,
+        l1: true,
+        nr_cpus: 32,
+        mem_mib_per_node: 31744,
+        ..Default::default()
+    }
+}
+
+/// ARM big.LITTLE (4 Cortex-A55 = 0-3, 4 Cortex-A76 = 4-7) whose firmware
+/// contradicts itself: `cpu_capacity` and the max frequencies put the A76
+/// above the A55, ACPI CPPC `highest_perf`/`nominal_perf` the other way
+/// round (issue 10: warning naming both files; the chain's first source,
+/// `cpu_capacity`, decides).
+pub fn arm_capacity_cppc_disagree() -> Machine {
+    let cpus: Vec<SCpu> = (0..8)
+        .map(|i| {
+            let (midr, cap, khz, cppc, cl) = if i < 4 {
+                (A55, 400, 1_800_000, (260, 200), 0)
+            } else {
+                (A76, 1024, 2_400_000, (100, 90), 1)
+            };
+            SCpu {
+                cluster: Some(cl),
+                capacity: Some(cap),
+                max_khz: Some(khz),
+                midr: Some(midr),
+                cppc: Some(cppc),
+                ..cpu(i)
+            }
+        })
+        .collect();
+    let cpuinfo = arm_cpuinfo(&cpus);
+    Machine {
+        cpus,
+        cpuinfo,
+        l2_per_cluster: false,
+        l1: true,
+        nr_cpus: 8,
+        mem_mib_per_node: 7680,
+        ..Default::default()
+    }
+}
+
 /// The committed synthetic machines, by directory name.
 pub fn committed() -> Vec<(&'static str, Machine)> {
     vec![
@@ -534,6 +697,9 @@ pub fn committed() -> Vec<(&'static str, Machine)> {
         ("intel-hybrid-laptop", intel_hybrid_laptop()),
         ("meteorlake-lp-ecores", meteor_lake()),
         ("gb10-low-cpus-offline", gb10_low_offline()),
+        ("raptorlake-flat-firmware", raptor_lake_flat_firmware()),
+        ("amd-strix-point", amd_strix_point()),
+        ("arm-capacity-cppc-disagree", arm_capacity_cppc_disagree()),
     ]
 }
 
