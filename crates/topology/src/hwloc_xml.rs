@@ -237,8 +237,8 @@ struct Objects {
     objs: Vec<Obj>,
     /// NUMA node `gp_index` → os index (v2/v3 distances may use either).
     numa_gp: HashMap<u64, u32>,
-    /// NUMA nodes in document order with their depth (v1 distances).
-    numa_doc_order: Vec<(u32, usize)>,
+    /// NUMA node os indexes in document order (v1 distances).
+    numa_doc_order: Vec<u32>,
 }
 
 struct Importer<'a, 'input> {
@@ -478,7 +478,7 @@ impl<'a, 'input> Importer<'a, 'input> {
     fn objects(&self, top: Node, root: Node) -> Result<Objects, HwlocError> {
         let mut objs = Vec::new();
         let mut numa_gp: HashMap<u64, u32> = HashMap::new();
-        let mut numa_doc_order: Vec<(u32, usize)> = Vec::new();
+        let mut numa_doc_order: Vec<u32> = Vec::new();
         for node in top.descendants().filter(|n| n.has_tag_name("object")) {
             if node == root {
                 continue;
@@ -514,12 +514,7 @@ impl<'a, 'input> Importer<'a, 'input> {
                 if let Some(gp) = node.attribute("gp_index").and_then(|g| g.parse().ok()) {
                     numa_gp.insert(gp, id);
                 }
-                let depth = node
-                    .ancestors()
-                    .filter(|a| a.has_tag_name("object"))
-                    .count()
-                    - 1;
-                numa_doc_order.push((id, depth));
+                numa_doc_order.push(id);
             }
             objs.push(Obj {
                 kind,
@@ -707,7 +702,7 @@ impl<'a, 'input> Importer<'a, 'input> {
         root: Node,
         nodes: &[NumaNode],
         gp_to_os: &HashMap<u64, u32>,
-        doc_order: &[(u32, usize)],
+        doc_order: &[u32],
     ) -> Result<Option<Vec<Vec<u32>>>, HwlocError> {
         if nodes.is_empty() {
             return Ok(None);
@@ -747,36 +742,119 @@ impl<'a, 'input> Importer<'a, 'input> {
                 .collect();
             return Ok(self.reorder(&ids, &values, nodes));
         }
-        // v1: `<distances>` inside the root object, objects at
-        // `relative_depth` below it in document order.
-        if let Some(d) = root.children().find(|n| n.has_tag_name("distances")) {
-            let n: usize = self.num_attr(d, "nbobjs")?.unwrap_or(0);
-            let depth: usize = self.num_attr(d, "relative_depth")?.unwrap_or(usize::MAX);
-            let base: f64 = self.num_attr(d, "latency_base")?.unwrap_or(1.0);
-            let mut values = Vec::new();
-            for l in d.children().filter(|c| c.has_tag_name("latency")) {
-                let v: f64 = self.num_attr(l, "value")?.unwrap_or(f64::NAN);
-                let scaled = (v * base).round();
-                if !(0.0..=u32::MAX as f64).contains(&scaled) {
-                    return Err(self.err_at(l, HwlocErrorKind::BadLatency));
-                }
-                values.push(scaled as u64);
-            }
-            let ids: Vec<Option<u32>> = doc_order
-                .iter()
-                .filter(|(_, dep)| *dep == depth)
-                .map(|(id, _)| Some(*id))
-                .collect();
-            if ids.len() != n || n.checked_mul(n) != Some(values.len()) {
+        self.v1_distances(top, root, nodes, doc_order)
+    }
+
+    /// hwloc 1.x `<distances>`, as hwloc's own v1 importer reads them
+    /// (`hwloc__xml_v1import_distances` and the v1 pass of
+    /// `hwloc_look_xml` in hwloc's `topology-xml.c`):
+    /// - every `<distances>` element of the root object is read (hwloc
+    ///   ignores those of other objects; so do we, with a warning);
+    /// - a matrix is the NUMA nodes' when its `nbobjs` equals the number
+    ///   of NUMA node objects, which it lists in document order. The
+    ///   `relative_depth` attribute is not trusted to find them: hwloc 2's
+    ///   v1 exporter writes it relative to its own v2 tree, where NUMA
+    ///   nodes hang elsewhere. It only breaks ties: of several NUMA-sized
+    ///   matrices, the first whose `relative_depth` names the NUMA level of
+    ///   this file wins, else the first;
+    /// - values are `latency` × `latency_base`; when they are not all whole
+    ///   numbers they are scaled by 1000, as hwloc does.
+    ///
+    /// The model keeps the NUMA matrix only: matrices of other levels are
+    /// ignored with a warning.
+    fn v1_distances(
+        &mut self,
+        top: Node,
+        root: Node,
+        nodes: &[NumaNode],
+        doc_order: &[u32],
+    ) -> Result<Option<Vec<Vec<u32>>>, HwlocError> {
+        let numa_count = doc_order.len();
+        let mut levels: Option<Levels> = None;
+        // (relative_depth, values) of each NUMA-sized matrix.
+        let mut numa_sized: Vec<(usize, Vec<u64>)> = Vec::new();
+        for d in top.descendants().filter(|n| n.has_tag_name("distances")) {
+            let parent = d.parent_element();
+            if parent != Some(root) {
+                let what = parent
+                    .and_then(|p| p.attribute("type"))
+                    .unwrap_or("non-object");
                 self.warnings.push(format!(
-                    "{}: v1 distances (nbobjs={n}, relative_depth={depth}) do not match the NUMA nodes; ignored",
+                    "{}: v1 distances attached to a {what} element, not to the machine, are ignored (as hwloc does)",
                     self.origin
                 ));
-                return Ok(None);
+                continue;
             }
-            return Ok(self.reorder(&ids, &values, nodes));
+            let n: usize = self.num_attr(d, "nbobjs")?.unwrap_or(0);
+            let depth: usize = self.num_attr(d, "relative_depth")?.unwrap_or(0);
+            let base: f64 = self.num_attr(d, "latency_base")?.unwrap_or(0.0);
+            if n == 0 || depth == 0 || base == 0.0 {
+                self.warnings.push(format!(
+                    "{}: v1 distances without nbobjs, relative_depth or latency_base ignored (as hwloc does)",
+                    self.origin
+                ));
+                continue;
+            }
+            let mut floats = Vec::new();
+            for l in d.children().filter(|c| c.has_tag_name("latency")) {
+                let v: f64 = self.num_attr(l, "value")?.unwrap_or(f64::NAN);
+                let scaled = v * base;
+                if !(scaled.is_finite() && scaled >= 0.0) {
+                    return Err(self.err_at(l, HwlocErrorKind::BadLatency));
+                }
+                floats.push(scaled);
+            }
+            if n.checked_mul(n) != Some(floats.len()) {
+                self.warnings.push(format!(
+                    "{}: v1 distances nbobjs={n} but {} latency values; ignored",
+                    self.origin,
+                    floats.len()
+                ));
+                continue;
+            }
+            if n != numa_count {
+                self.warnings.push(format!(
+                    "{}: v1 distances between {n} objects ({}) are not between the {numa_count} NUMA nodes; ignored (only NUMA distances are kept)",
+                    self.origin,
+                    levels.get_or_insert_with(|| Levels::of(root)).describe(depth)
+                ));
+                continue;
+            }
+            let Some(values) = v1_distance_values(&floats) else {
+                return Err(self.err_at(d, HwlocErrorKind::BadLatency));
+            };
+            if values.scaled {
+                self.warnings.push(format!(
+                    "{}: v1 NUMA distances are not whole numbers; scaled by 1000 (as hwloc does)",
+                    self.origin
+                ));
+            }
+            numa_sized.push((depth, values.values));
         }
-        Ok(None)
+        if numa_sized.is_empty() {
+            return Ok(None);
+        }
+        let levels = levels.unwrap_or_else(|| Levels::of(root));
+        let names_numa = |depth: usize| levels.is_numa(depth, numa_count);
+        let chosen = numa_sized
+            .iter()
+            .position(|(depth, _)| names_numa(*depth))
+            .unwrap_or(0);
+        if numa_sized.len() > 1 {
+            self.warnings.push(format!(
+                "{}: {} v1 distance matrices have one row per NUMA node; kept the {}, ignored the others",
+                self.origin,
+                numa_sized.len(),
+                if names_numa(numa_sized[chosen].0) {
+                    "one whose relative_depth names the NUMA level"
+                } else {
+                    "first"
+                }
+            ));
+        }
+        let (_, values) = numa_sized.swap_remove(chosen);
+        let ids: Vec<Option<u32>> = doc_order.iter().map(|id| Some(*id)).collect();
+        Ok(self.reorder(&ids, &values, nodes))
     }
 
     /// Rearranges a row-major matrix over `ids` into `nodes` order.
@@ -830,6 +908,84 @@ impl<'a, 'input> Importer<'a, 'input> {
         }
         Ok(out)
     }
+}
+
+/// The object levels of a v1 tree: per depth below the root object (its
+/// children are at depth 1), how many objects and of which types. One pass
+/// in document order (a parent comes before its children).
+struct Levels(BTreeMap<usize, (usize, Vec<String>)>);
+
+impl Levels {
+    fn of(root: Node) -> Levels {
+        let mut depth_of: HashMap<roxmltree::NodeId, usize> = HashMap::new();
+        depth_of.insert(root.id(), 0);
+        let mut levels: BTreeMap<usize, (usize, Vec<String>)> = BTreeMap::new();
+        for n in root.descendants().skip(1).filter(|n| n.is_element()) {
+            let parent = n
+                .parent_element()
+                .and_then(|p| depth_of.get(&p.id()).copied())
+                .unwrap_or(0);
+            let depth = parent + usize::from(n.has_tag_name("object"));
+            depth_of.insert(n.id(), depth);
+            if n.has_tag_name("object") {
+                let e = levels.entry(depth).or_default();
+                e.0 += 1;
+                let t = n.attribute("type").unwrap_or("?");
+                if !e.1.iter().any(|x| x == t) {
+                    e.1.push(t.to_string());
+                }
+            }
+        }
+        Levels(levels)
+    }
+
+    /// Whether the objects at `depth` are exactly the `count` NUMA nodes.
+    fn is_numa(&self, depth: usize, count: usize) -> bool {
+        self.0
+            .get(&depth)
+            .is_some_and(|(n, types)| *n == count && types.iter().all(|t| t == "NUMANode"))
+    }
+
+    /// "relative_depth 2: 8 Socket objects", for warnings.
+    fn describe(&self, depth: usize) -> String {
+        match self.0.get(&depth) {
+            None => format!("relative_depth {depth} names no object"),
+            Some((n, types)) if types.len() == 1 => {
+                format!("relative_depth {depth}: {n} {} objects", types[0])
+            }
+            Some((n, _)) => format!("relative_depth {depth}: {n} objects of several types"),
+        }
+    }
+}
+
+/// v1 distance values as the model's integers.
+struct V1Values {
+    values: Vec<u64>,
+    /// Not all whole numbers: multiplied by 1000.
+    scaled: bool,
+}
+
+/// hwloc's rule (`hwloc_convert_from_v1dist_floats`): whole numbers
+/// (within 0.001) are kept, otherwise every value is multiplied by 1000.
+/// `None` when a value does not fit the model's `u32`.
+fn v1_distance_values(floats: &[f64]) -> Option<V1Values> {
+    let whole = floats.iter().all(|f| {
+        let frac = f.fract();
+        !(0.001..0.999).contains(&frac)
+    });
+    let (scale, scaled) = if whole { (1.0, false) } else { (1000.0, true) };
+    let values = floats
+        .iter()
+        .map(|f| {
+            let v = if whole {
+                (f * scale).round()
+            } else {
+                (f * scale).trunc()
+            };
+            (v <= f64::from(u32::MAX)).then_some(v as u64)
+        })
+        .collect::<Option<Vec<u64>>>()?;
+    Some(V1Values { values, scaled })
 }
 
 /// One [`Cpu`] record per present CPU, from the groups (cores, packages,

@@ -570,6 +570,282 @@ fn live_lstopo_export_matches_discovery() {
     assert_eq!(numa(&xml), numa(&sys));
 }
 
+/// hwloc v1 exports (`lstopo --export-xml-flags 1`, what hwloc 1.x reads)
+/// of recorded machines: every one must keep its NUMA latency matrix, the
+/// one sysfs discovery reads from the same recorded machine and the one the
+/// v2 export of the same machine carries. hwloc's own v1 exporter writes
+/// `relative_depth` relative to the v2 tree (NUMA nodes sit at depth 2 or
+/// more there, at depth 1 or next to sockets in the v1 tree), so a reader
+/// matching the depth loses the matrix; hwloc's importer matches by count.
+mod v1_distances {
+    use super::*;
+
+    /// (v1 export, v2 export of the same machine, recorded machine).
+    const MACHINES: &[(&str, &str, &str)] = &[
+        (
+            "16amd64-8n2c.v1.xml",
+            "16amd64-8n2c.hwloc29.xml",
+            "16amd64-8n2c",
+        ),
+        (
+            "16amd64-8n2c-cpusets.v1.xml",
+            "16amd64-8n2c-cpusets.hwloc29.xml",
+            "16amd64-8n2c-cpusets",
+        ),
+        (
+            "16amd64-4n4c-cgroup-distance-merge.v1.xml",
+            "16amd64-4n4c-cgroup-distance-merge.hwloc29.xml",
+            "16amd64-4n4c-cgroup-distance-merge",
+        ),
+        (
+            "32amd64-4s2n4c-cgroup2.v1.xml",
+            "32amd64-4s2n4c-cgroup2.xml",
+            "32amd64-4s2n4c-cgroup2",
+        ),
+        (
+            "32intel64-2p8co2t+8ve.v1.xml",
+            "32intel64-2p8co2t+8ve.hwloc29.xml",
+            "32intel64-2p8co2t+8ve",
+        ),
+    ];
+
+    fn recorded(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/hwloc")
+            .join(name)
+    }
+
+    /// The NUMA node ids and the latency matrix over them.
+    fn numa(t: &Topology) -> (Vec<u32>, Option<Vec<Vec<u32>>>) {
+        (
+            t.numa_nodes.iter().map(|n| n.id).collect(),
+            t.numa_distances.clone(),
+        )
+    }
+
+    /// `t`'s matrix restricted to the nodes `ids` (in that order).
+    fn sub_matrix(t: &Topology, ids: &[u32]) -> Option<Vec<Vec<u32>>> {
+        let d = t.numa_distances.as_ref()?;
+        let pos = |id: &u32| t.numa_nodes.iter().position(|n| n.id == *id);
+        let idx: Vec<usize> = ids.iter().map(pos).collect::<Option<_>>()?;
+        Some(
+            idx.iter()
+                .map(|&i| idx.iter().map(|&j| d[i][j]).collect())
+                .collect(),
+        )
+    }
+
+    /// The v1 export against its v2 export and sysfs discovery.
+    fn check(v1: &Topology, v2: &Topology, dir: &Path, what: &str) {
+        check_invariants(v1);
+        let (ids, matrix) = numa(v1);
+        assert!(ids.len() >= 2, "{what}: a NUMA machine");
+        assert!(
+            matrix.is_some(),
+            "{what}: v1 matrix lost ({:?})",
+            v1.warnings
+        );
+        assert_eq!((ids.clone(), matrix.clone()), numa(v2), "{what}: v1 vs v2");
+        let node_cpus = |t: &Topology| {
+            t.numa_nodes
+                .iter()
+                .map(|n| n.cpus.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            node_cpus(v1),
+            node_cpus(v2),
+            "{what}: NUMA node CPUs, v1 vs v2"
+        );
+        let sys = discover(&FsRoot::at(dir).unwrap());
+        assert_eq!(matrix, sub_matrix(&sys, &ids), "{what}: v1 vs discovery");
+        assert!(
+            !v1.warnings.iter().any(|w| w.contains("distances")),
+            "{what}: {:?}",
+            v1.warnings
+        );
+    }
+
+    #[test]
+    fn v1_exports_keep_the_numa_matrix() {
+        for (v1, v2, machine) in MACHINES {
+            check(&load(v1), &load(v2), &recorded(machine), v1);
+        }
+        // The recorded NUMA distances, for one machine in full.
+        let t = load("16amd64-8n2c.v1.xml");
+        let d = t.numa_distances.unwrap();
+        assert_eq!(d[0], vec![10, 20, 20, 20, 20, 20, 20, 20]);
+        assert_eq!(d.len(), 8);
+    }
+
+    /// `<distances>` with `rows` × `rows` values: `diag` on the diagonal,
+    /// `far` elsewhere.
+    fn matrix(rows: usize, depth: usize, base: &str, diag: &str, far: &str) -> String {
+        let mut m = format!(
+            "<distances nbobjs=\"{rows}\" relative_depth=\"{depth}\" latency_base=\"{base}\">"
+        );
+        for i in 0..rows * rows {
+            let v = if i / rows == i % rows { diag } else { far };
+            m.push_str(&format!("<latency value=\"{v}\"/>"));
+        }
+        m + "</distances>"
+    }
+
+    /// The real 8-node Opteron export with `extra` inserted before (or
+    /// after) its own NUMA matrix.
+    fn opteron_with(extra: &str, before: bool) -> Topology {
+        let text = std::fs::read_to_string(fixture("16amd64-8n2c.v1.xml")).unwrap();
+        let at = if before {
+            text.find("<distances ").unwrap()
+        } else {
+            text.find("</distances>").unwrap() + "</distances>".len()
+        };
+        let mut altered = text.clone();
+        altered.insert_str(at, extra);
+        hwloc_xml::parse(&altered, "altered.v1.xml").unwrap()
+    }
+
+    #[test]
+    fn every_distances_element_is_read() {
+        // A 16×16 matrix ahead of the NUMA one (hwloc 1.x exported any
+        // level's distances, e.g. PU distances set by the user); depth 3
+        // is this file's L2 level, 16 caches.
+        let t = opteron_with(&matrix(16, 3, "1", "1", "2"), true);
+        check_invariants(&t);
+        assert_eq!(
+            t.numa_distances.as_ref().unwrap()[0],
+            vec![10, 20, 20, 20, 20, 20, 20, 20]
+        );
+        assert!(
+            t.warnings.iter().any(|w| w.contains("between 16 objects")
+                && w.contains("relative_depth 3: 16 Cache objects")
+                && w.contains("ignored")),
+            "{:?}",
+            t.warnings
+        );
+    }
+
+    #[test]
+    fn relative_depth_breaks_ties_between_numa_sized_matrices() {
+        // A second 8×8 matrix whose relative_depth (1) names this file's
+        // NUMA level wins over the lstopo one (depth 2: the 8 sockets).
+        let t = opteron_with(&matrix(8, 1, "10", "1", "1.7"), false);
+        let d = t.numa_distances.as_ref().unwrap();
+        assert_eq!(d[0][0..2], [10, 17]);
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.contains("2 v1 distance matrices") && w.contains("relative_depth names")),
+            "{:?}",
+            t.warnings
+        );
+        // Neither naming the NUMA level: the first one.
+        let t = opteron_with(&matrix(8, 3, "10", "1", "1.7"), false);
+        assert_eq!(t.numa_distances.as_ref().unwrap()[0][1], 20);
+    }
+
+    #[test]
+    fn fractional_latencies_are_scaled_by_1000_as_hwloc_does() {
+        let text = std::fs::read_to_string(fixture("16amd64-8n2c.v1.xml")).unwrap();
+        let altered = text
+            .replace("latency_base=\"1.000000\"", "latency_base=\"0.5\"")
+            .replacen(
+                "<latency value=\"20.000000\"/>",
+                "<latency value=\"21.000000\"/>",
+                1,
+            );
+        let t = hwloc_xml::parse(&altered, "altered.v1.xml").unwrap();
+        let d = t.numa_distances.as_ref().unwrap();
+        assert_eq!(d[0][0..3], [5000, 10500, 10000]);
+        assert!(t.warnings.iter().any(|w| w.contains("scaled by 1000")));
+        // Whole numbers after latency_base: kept as they are.
+        let halved = text.replace("latency_base=\"1.000000\"", "latency_base=\"0.5\"");
+        let t = hwloc_xml::parse(&halved, "altered.v1.xml").unwrap();
+        assert_eq!(t.numa_distances.as_ref().unwrap()[0][0..2], [5, 10]);
+    }
+
+    #[test]
+    fn distances_of_other_objects_or_incomplete_are_ignored() {
+        let text = std::fs::read_to_string(fixture("16amd64-8n2c.v1.xml")).unwrap();
+        // Moved into the first NUMA node: hwloc reads root distances only.
+        let start = text.find("<distances ").unwrap();
+        let end = text.find("</distances>").unwrap() + "</distances>".len();
+        let block = text[start..end].to_string();
+        let mut moved = text.replace(&block, "");
+        let node = moved.find("<object type=\"NUMANode\"").unwrap();
+        let inside = node + moved[node..].find('>').unwrap() + 1;
+        moved.insert_str(inside, &block);
+        let t = hwloc_xml::parse(&moved, "moved.v1.xml").unwrap();
+        assert_eq!(t.numa_distances, None);
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.contains("attached to a NUMANode")),
+            "{:?}",
+            t.warnings
+        );
+        // One latency short.
+        let short = text.replacen("<latency value=\"10.000000\"/>", "", 1);
+        let t = hwloc_xml::parse(&short, "short.v1.xml").unwrap();
+        assert_eq!(t.numa_distances, None);
+        assert!(t.warnings.iter().any(|w| w.contains("nbobjs=8 but 63")));
+        // A negative latency is refused, naming the element.
+        let neg = text.replacen(
+            "<latency value=\"10.000000\"/>",
+            "<latency value=\"-1\"/>",
+            1,
+        );
+        let e = hwloc_xml::parse(&neg, "neg.v1.xml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 11") && e.contains("latency value"), "{e}");
+    }
+
+    /// Every recorded NUMA machine, exported by the installed lstopo in
+    /// both formats (the large ones are not committed as XML).
+    #[test]
+    fn every_recorded_numa_machine_through_lstopo() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hwloc");
+        let tmp = tempfile::tempdir().unwrap();
+        let export = |machine: &str, v1: bool| -> Option<Topology> {
+            let out = tmp
+                .path()
+                .join(format!("{machine}.{}.xml", if v1 { 1 } else { 2 }));
+            let mut cmd = std::process::Command::new("lstopo-no-graphics");
+            cmd.env("HWLOC_FSROOT", dir.join(machine))
+                .env("HWLOC_COMPONENTS", "-x86")
+                .args(["--of", "xml", "--no-io", "-f"]);
+            if v1 {
+                cmd.args(["--export-xml-flags", "1"]);
+            }
+            let status = cmd.arg(&out).output().ok()?.status;
+            assert!(status.success(), "lstopo on {machine}");
+            Some(hwloc_xml::load(&out).unwrap_or_else(|e| panic!("{e}")))
+        };
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.is_dir() {
+                continue;
+            }
+            let machine = path.file_name().unwrap().to_str().unwrap().to_string();
+            let Some(v2) = export(&machine, false) else {
+                pinsight_testkit::skip_test!(
+                    "lstopo-no-graphics not installed (.ci/deps installs hwloc)"
+                );
+            };
+            let v1 = export(&machine, true).unwrap();
+            if v2.numa_nodes.len() < 2 {
+                assert_eq!(numa(&v1), numa(&v2), "{machine}");
+                continue;
+            }
+            check(&v1, &v2, &path, &machine);
+            checked += 1;
+        }
+        assert!(checked >= 10, "{checked} NUMA machines");
+    }
+}
+
 mod errors {
     use super::*;
 
