@@ -19,7 +19,16 @@
 //!   (their `kind` attribute) and dies for Intel dies; other groups are
 //!   hwloc's own bookkeeping and are ignored, as are I/O and `Misc` objects.
 //! - `cpukind` elements become [`Kind`]s, ranked the way hwloc ranks them
-//!   (see `rank_kinds`); without any, one uniform kind holds every CPU.
+//!   (see `rank`); without any, one kind per ARM part the objects name, or
+//!   one uniform kind holding every CPU. Kinds are named and marked by
+//!   discovery's rule, with discovery's functions (see `name_kinds`): a
+//!   machine gets the same kind names from its XML export as from its sysfs.
+//! - `CoreType` infos of a cpukind give the kind's and its CPUs' core type;
+//!   `CPUImplementer`/`CPUPart`/`CPUVariant`/`CPURevision` infos (on a PU,
+//!   a Package or the Machine, hwloc's copy of `/proc/cpuinfo`) give each
+//!   PU's `midr_el1`.
+//! - v1 `<distances>` are matched to the NUMA nodes by count, as hwloc's
+//!   own importer does (see `v1_distances`).
 //!
 //! Hostile input: every number is checked, CPU numbers are bounded by
 //! [`pinsight_cpuset::MAX_CPU`] and the CPU count by [`MAX_IMPORTED_CPUS`],
@@ -27,6 +36,7 @@
 //! the file and, where it helps, the line and column.
 
 use crate::discover::groups_meaningful;
+use crate::discover::kinds::{self, core_type_name, midr_fields, midr_name};
 use crate::model::*;
 use pinsight_cpuset::{CpuSet, MAX_CPU};
 use roxmltree::{Document, Node, ParsingOptions};
@@ -230,6 +240,8 @@ struct RawKind {
     /// hwloc's own scale: 1 = IntelAtom, 2 = IntelCore.
     intel_core_type: Option<u8>,
     capacity: Option<u32>,
+    /// ARM identity from the cpukind's own `CPUImplementer`/`CPUPart`.
+    midr: Option<u64>,
 }
 
 /// What the second pass collects (see `Importer::objects`).
@@ -381,9 +393,11 @@ impl<'a, 'input> Importer<'a, 'input> {
 
         let raw_kinds = self.raw_kinds(top, &online)?;
         let arch = self.topology_info(top, root, "Architecture");
-        let (kinds, described) = build_kinds(
+        let midrs = cpu_midrs(top, root);
+        let named = build_kinds(
             raw_kinds,
             &online,
+            &midrs,
             arch.as_deref(),
             &mut self.warnings,
             self.origin,
@@ -396,11 +410,14 @@ impl<'a, 'input> Importer<'a, 'input> {
             &allowed,
             [&cores, &packages, &dies, &clusters],
             &numa_nodes,
-            &kinds,
-            &described,
+            &named,
+            &midrs,
         );
+        let Named {
+            kinds, identities, ..
+        } = named;
 
-        Ok(Topology {
+        let mut topo = Topology {
             source: Source::HwlocXml(self.origin.to_string()),
             model_name: self.model_name(top, root),
             arch,
@@ -414,7 +431,9 @@ impl<'a, 'input> Importer<'a, 'input> {
             numa_distances,
             kinds,
             warnings: self.warnings.iter().map(|w| one_line(w)).collect(),
-        })
+        };
+        name_kinds(&mut topo, &identities);
+        Ok(topo)
     }
 
     /// The root `<object>` (the Machine), after checking the root element
@@ -688,6 +707,7 @@ impl<'a, 'input> Importer<'a, 'input> {
                     _ => None,
                 },
                 capacity: info_num("LinuxCapacity").filter(|c| *c > 0),
+                midr: MidrInfo::of(node).midr(),
             });
         }
         Ok(out)
@@ -988,17 +1008,103 @@ fn v1_distance_values(floats: &[f64]) -> Option<V1Values> {
     Some(V1Values { values, scaled })
 }
 
+/// The ARM identity infos hwloc copies from `/proc/cpuinfo` onto an object
+/// (the Machine, a Package or a PU) or a cpukind.
+#[derive(Clone, Copy, Debug, Default)]
+struct MidrInfo {
+    implementer: Option<u32>,
+    part: Option<u32>,
+    variant: Option<u32>,
+    revision: Option<u32>,
+}
+
+impl MidrInfo {
+    fn of(node: Node) -> MidrInfo {
+        // /proc/cpuinfo spells implementer, part and variant in hex
+        // ("0x41", "0xd0b"), the revision in decimal; out-of-range values
+        // are ignored.
+        let field = |name: &str, max: u32| {
+            let v = info_child(node, name)?;
+            let v = v.trim();
+            let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => v.parse().ok()?,
+            };
+            (n <= max).then_some(n)
+        };
+        MidrInfo {
+            implementer: field("CPUImplementer", 0xff),
+            part: field("CPUPart", 0xfff),
+            variant: field("CPUVariant", 0xf),
+            revision: field("CPURevision", 0xf),
+        }
+    }
+
+    /// Fields this object does not give are its ancestors'.
+    fn over(self, parent: MidrInfo) -> MidrInfo {
+        MidrInfo {
+            implementer: self.implementer.or(parent.implementer),
+            part: self.part.or(parent.part),
+            variant: self.variant.or(parent.variant),
+            revision: self.revision.or(parent.revision),
+        }
+    }
+
+    /// `midr_el1` as an arm64 kernel shows it, when implementer and part
+    /// are known (the architecture field is 0xf, "by CPUID scheme", on
+    /// every core /proc/cpuinfo describes this way).
+    fn midr(self) -> Option<u64> {
+        let (implementer, part) = (self.implementer?, self.part?);
+        Some(
+            u64::from(implementer) << 24
+                | u64::from(self.variant.unwrap_or(0)) << 20
+                | 0xf << 16
+                | u64::from(part) << 4
+                | u64::from(self.revision.unwrap_or(0)),
+        )
+    }
+}
+
+/// Each PU's `midr_el1`, from the nearest object carrying ARM identity
+/// infos (the PU itself, a Package, the Machine, or the `<topology>`
+/// element). One pass in document order: a parent comes before its
+/// children.
+fn cpu_midrs(top: Node, root: Node) -> HashMap<usize, u64> {
+    let mut out = HashMap::new();
+    let base = MidrInfo::of(top);
+    let mut inherited: HashMap<roxmltree::NodeId, MidrInfo> = HashMap::new();
+    for n in root.descendants().filter(|n| n.has_tag_name("object")) {
+        let parent = n
+            .ancestors()
+            .skip(1)
+            .find(|a| a.has_tag_name("object"))
+            .and_then(|a| inherited.get(&a.id()).copied())
+            .unwrap_or(base);
+        let info = MidrInfo::of(n).over(parent);
+        if n.attribute("type") == Some("PU") {
+            let id = n.attribute("os_index").and_then(|i| i.trim().parse().ok());
+            if let (Some(id), Some(midr)) = (id, info.midr()) {
+                out.insert(id, midr);
+            }
+        }
+        inherited.insert(n.id(), info);
+    }
+    out
+}
+
 /// One [`Cpu`] record per present CPU, from the groups (cores, packages,
-/// dies, clusters, in that order), NUMA nodes and kinds built before.
+/// dies, clusters, in that order), NUMA nodes and kinds built before, and
+/// the ARM identity of each PU.
 fn cpu_records(
     present: &CpuSet,
     online: &CpuSet,
     allowed: &CpuSet,
     groups: [&[Group]; 4],
     numa_nodes: &[NumaNode],
-    kinds: &[Kind],
-    described: &[CpuSet],
+    named: &Named,
+    midrs: &HashMap<usize, u64>,
 ) -> Vec<Cpu> {
+    let (kinds, described) = (&named.kinds, &named.described);
     let index_of = |groups: &[Group]| -> HashMap<usize, usize> {
         groups
             .iter()
@@ -1039,7 +1145,7 @@ fn cpu_records(
                 base_mhz: info.and_then(|k| k.base_mhz),
                 cppc: None,
                 core_type: info.and_then(|k| k.core_type),
-                midr: None,
+                midr: midrs.get(&id).copied(),
             }
         })
         .collect()
@@ -1265,33 +1371,121 @@ fn rank(kinds: &[RawKindInfo], arch: Option<&str>) -> Ranking {
     }
 }
 
-/// The model's kinds from the XML's `cpukind`s (or one uniform kind).
+/// What a kind is, beyond its measures: the evidence discovery names kinds
+/// by (see [`name_kinds`]).
+#[derive(Clone, Debug, PartialEq)]
+enum Identity {
+    /// An Intel core type (`CoreType` info of the cpukind).
+    CoreType(CoreType),
+    /// An ARM part (`CPUImplementer`/`CPUPart`), by discovery's name.
+    Midr(String),
+    /// Nothing but measures.
+    Unknown,
+}
+
+/// The kinds with the CPUs each `cpukind` itself lists (the per-CPU
+/// measures are theirs only) and each kind's identity, all in rank order.
+struct Named {
+    kinds: Vec<Kind>,
+    described: Vec<CpuSet>,
+    identities: Vec<Identity>,
+}
+
+/// The common ARM part of `cpus`, when every one of them has one and it is
+/// the same.
+fn common_part(cpus: &CpuSet, midrs: &HashMap<usize, u64>) -> Option<(u32, u32)> {
+    let mut parts = cpus.iter().map(|c| midrs.get(&c).map(|m| midr_fields(*m)));
+    let first = parts.next()??;
+    parts.all(|p| p == Some(first)).then_some(first)
+}
+
+/// Kinds without any `cpukind`: one per ARM part when the objects name
+/// parts (CPUs without one join the only part, else form a kind of their
+/// own, as discovery does), else one uniform kind. Nothing ranks them.
+fn kinds_without_cpukinds(online: &CpuSet, midrs: &HashMap<usize, u64>) -> Named {
+    let blank = |cpus: CpuSet, source: KindSource| Kind {
+        rank: 0,
+        name: String::new(),
+        mark: String::new(),
+        cpus,
+        source,
+        rank_source: RankSource::Uniform,
+        capacity: None,
+        capacity_raw: None,
+        max_mhz: None,
+        base_mhz: None,
+        core_type: None,
+    };
+    let mut by_part: BTreeMap<(u32, u32), CpuSet> = BTreeMap::new();
+    let mut unknown = CpuSet::new();
+    for c in online.iter() {
+        match midrs.get(&c) {
+            Some(m) => {
+                by_part.entry(midr_fields(*m)).or_default().insert(c);
+            }
+            None => {
+                unknown.insert(c);
+            }
+        }
+    }
+    let mut found: Vec<(CpuSet, Identity)> = by_part
+        .into_iter()
+        .map(|((implementer, part), cpus)| (cpus, Identity::Midr(midr_name(implementer, part))))
+        .collect();
+    match found.len() {
+        0 => found.push((unknown, Identity::Unknown)),
+        1 => found[0].0.union_with(&unknown),
+        _ if !unknown.is_empty() => {
+            found.push((unknown, Identity::Midr("unidentified".to_string())))
+        }
+        _ => {}
+    }
+    found.sort_by_key(|(cpus, _)| cpus.first());
+    let n = found.len();
+    let mut named = Named {
+        kinds: Vec::new(),
+        described: Vec::new(),
+        identities: Vec::new(),
+    };
+    for (rank, (cpus, identity)) in found.into_iter().enumerate() {
+        let source = match identity {
+            Identity::Midr(_) => KindSource::Midr,
+            _ => KindSource::Uniform,
+        };
+        let mut k = blank(cpus, source);
+        k.rank = rank;
+        k.rank_source = if n == 1 {
+            RankSource::Uniform
+        } else {
+            RankSource::Unranked
+        };
+        named.kinds.push(k);
+        named.described.push(CpuSet::new());
+        named.identities.push(identity);
+    }
+    named
+}
+
+/// The model's kinds from the XML's `cpukind`s (or, without any, from the
+/// objects' ARM parts or one uniform kind), ranked, not yet named.
 fn build_kinds(
     raw: Vec<RawKind>,
     online: &CpuSet,
+    midrs: &HashMap<usize, u64>,
     arch: Option<&str>,
     warnings: &mut Vec<String>,
     origin: &str,
-) -> Result<(Vec<Kind>, Vec<CpuSet>), HwlocErrorKind> {
+) -> Result<Named, HwlocErrorKind> {
     let mut raw: Vec<RawKind> = raw.into_iter().filter(|k| !k.cpus.is_empty()).collect();
     if raw.is_empty() {
         if online.is_empty() {
-            return Ok((Vec::new(), Vec::new()));
+            return Ok(Named {
+                kinds: Vec::new(),
+                described: Vec::new(),
+                identities: Vec::new(),
+            });
         }
-        let uniform = Kind {
-            rank: 0,
-            name: UNIFORM_KIND_NAME.to_string(),
-            mark: "0".to_string(),
-            cpus: online.clone(),
-            source: KindSource::Uniform,
-            rank_source: RankSource::Uniform,
-            capacity: None,
-            capacity_raw: None,
-            max_mhz: None,
-            base_mhz: None,
-            core_type: None,
-        };
-        return Ok((vec![uniform], vec![CpuSet::new()]));
+        return Ok(kinds_without_cpukinds(online, midrs));
     }
     let mut covered = CpuSet::new();
     for k in &raw {
@@ -1332,6 +1526,7 @@ fn build_kinds(
     let max_capacity = raw.iter().filter_map(|k| k.capacity).max();
     let atoms = raw.iter().filter(|k| k.intel_core_type == Some(1)).count();
     let mut seen_atom = false;
+    let mut identities = Vec::with_capacity(raw.len());
     let kinds = order
         .iter()
         .enumerate()
@@ -1348,16 +1543,19 @@ fn build_kinds(
                 Some(1) => Some(CoreType::Atom),
                 _ => None,
             };
-            let (name, mark) = match core_type {
-                Some(CoreType::Core) => ("P-core".to_string(), "P".to_string()),
-                Some(CoreType::Atom) => ("E-core".to_string(), "E".to_string()),
-                Some(CoreType::LowPower) => ("LP E-core".to_string(), "L".to_string()),
-                None => (size_name(raw.len(), rank, source), rank.to_string()),
-            };
+            let part = k
+                .midr
+                .map(midr_fields)
+                .or_else(|| common_part(&described[i], midrs));
+            identities.push(match (core_type, part) {
+                (Some(t), _) => Identity::CoreType(t),
+                (None, Some((implementer, part))) => Identity::Midr(midr_name(implementer, part)),
+                (None, None) => Identity::Unknown,
+            });
             Kind {
                 rank,
-                name,
-                mark,
+                name: String::new(),
+                mark: String::new(),
                 cpus: k.cpus.clone(),
                 source: KindSource::HwlocXml,
                 rank_source: source,
@@ -1376,22 +1574,49 @@ fn build_kinds(
         .iter()
         .map(|&i| std::mem::take(&mut described[i]))
         .collect();
-    Ok((kinds, described))
+    Ok(Named {
+        kinds,
+        described,
+        identities,
+    })
 }
 
-/// Name of the single kind of a homogeneous machine (as discovery names it).
-const UNIFORM_KIND_NAME: &str = "uniform";
-
-/// Discovery's names for kinds without an identity: big/little by rank —
-/// but only when they are ranked; unranked kinds are just numbered.
-fn size_name(n: usize, rank: usize, source: RankSource) -> String {
-    match (n, rank) {
-        (1, _) => UNIFORM_KIND_NAME.to_string(),
-        _ if source == RankSource::Unranked => format!("kind {rank}"),
-        (2, 0) | (3, 0) => "little".to_string(),
-        (3, 1) => "medium".to_string(),
-        (2, _) | (3, _) => "big".to_string(),
-        _ => format!("kind {rank}"),
+/// Names and marks kinds by discovery's rule, with discovery's own
+/// functions (`discover::kinds`), so that a machine read from its XML
+/// export and from its sysfs gets the same names: "P-core"/"E-core" (and
+/// "LP E-core") from core types, the ARM part's name ("Cortex-A76"), and
+/// for kinds known by their measures only, big/little — or, on x86 with
+/// two ranked kinds, P-core/E-core.
+///
+/// Discovery's functions decide by a kind's source, so each kind is shown
+/// to them with the source discovery would have found the same evidence
+/// in (core type: the hybrid PMU lists; ARM part: `midr_el1`; otherwise
+/// capacity or frequency, by what ranked it), then given its own back.
+/// One difference is ours: kinds that nothing ranks (equal frequencies)
+/// are numbered ("kind 1"), not called big or little; discovery never has
+/// unranked kinds without an identity.
+fn name_kinds(topo: &mut Topology, identities: &[Identity]) {
+    let n = topo.kinds.len();
+    let own: Vec<KindSource> = topo.kinds.iter().map(|k| k.source).collect();
+    for (k, identity) in topo.kinds.iter_mut().zip(identities) {
+        let measured = if k.rank_source == RankSource::Capacity {
+            KindSource::Capacity
+        } else {
+            KindSource::Frequency
+        };
+        (k.name, k.source) = match identity {
+            Identity::CoreType(t) => (core_type_name(*t).to_string(), KindSource::HybridPmu),
+            Identity::Midr(name) => (name.clone(), KindSource::Midr),
+            Identity::Unknown if n > 1 && k.rank_source == RankSource::Unranked => {
+                (format!("kind {}", k.rank), measured)
+            }
+            Identity::Unknown => (String::new(), measured),
+        };
+    }
+    kinds::name(&mut topo.kinds);
+    kinds::name_x86_hybrid(topo);
+    for (k, source) in topo.kinds.iter_mut().zip(own) {
+        k.source = source;
     }
 }
 

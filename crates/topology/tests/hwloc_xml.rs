@@ -165,9 +165,15 @@ fn hybrid_raptor_lake_from_lstopo() {
     assert_eq!(t.kinds[0].cpus, set("12-19"));
     assert_eq!(t.kinds[1].cpus, set("0-11"));
     assert_eq!(t.kinds[0].rank_source, RankSource::MaxFrequency);
+    // Named as discovery names this machine's kinds (an Intel CPU with
+    // two kinds told apart by frequency): E-cores and P-cores.
     assert_eq!(
         (t.kinds[0].name.as_str(), t.kinds[1].name.as_str()),
-        ("little", "big")
+        ("E-core", "P-core")
+    );
+    assert_eq!(
+        (t.kinds[0].mark.as_str(), t.kinds[1].mark.as_str()),
+        ("E", "P")
     );
     assert_eq!(
         (t.kinds[1].max_mhz, t.kinds[1].base_mhz),
@@ -434,7 +440,9 @@ fn arm_with_partial_cpukind() {
     assert_eq!(t.kinds.len(), 1);
     assert_eq!(t.kinds[0].cpus, set("0-1"));
     assert_eq!(t.kinds[0].max_mhz, Some(800));
-    assert_eq!(t.kinds[0].name, "uniform");
+    // The Machine object carries /proc/cpuinfo's CPU part: a Cortex-A9.
+    assert_eq!(t.kinds[0].name, "Cortex-A9");
+    assert_eq!(t.cpu(1).unwrap().midr, Some(0x412f_c091));
     assert_eq!(
         (t.cpu(0).unwrap().max_mhz, t.cpu(1).unwrap().max_mhz),
         (Some(800), None)
@@ -846,6 +854,187 @@ mod v1_distances {
     }
 }
 
+/// One kind-naming rule for both paths: an XML export names, marks, orders
+/// and splits kinds as sysfs discovery does on the recorded machine it was
+/// exported from.
+mod kind_names {
+    use super::*;
+
+    fn recorded(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/hwloc")
+            .join(name)
+    }
+
+    /// (name, mark, CPUs) in rank order.
+    fn kinds(t: &Topology) -> Vec<(String, String, CpuSet)> {
+        t.kinds
+            .iter()
+            .map(|k| (k.name.clone(), k.mark.clone(), k.cpus.clone()))
+            .collect()
+    }
+
+    fn copy_tree(src: &Path, dst: &Path) {
+        for e in std::fs::read_dir(src).unwrap() {
+            let e = e.unwrap();
+            let (s, d) = (e.path(), dst.join(e.file_name()));
+            let ft = e.file_type().unwrap();
+            if ft.is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(&s).unwrap(), &d).unwrap();
+            } else if ft.is_dir() {
+                std::fs::create_dir_all(&d).unwrap();
+                copy_tree(&s, &d);
+            } else {
+                std::fs::copy(&s, &d).unwrap();
+            }
+        }
+    }
+
+    /// Every XML export of a recorded machine (the hwloc29 and v1 exports,
+    /// hwloc's own v3 output) against discovery of that machine.
+    #[test]
+    fn exports_name_kinds_as_discovery_does() {
+        let mut checked = 0;
+        for entry in std::fs::read_dir(fixture("")).unwrap() {
+            let file = entry.unwrap().file_name().into_string().unwrap();
+            let Some(machine) = [".hwloc29.xml", ".v1.xml", ".xml"]
+                .iter()
+                .find_map(|suffix| file.strip_suffix(suffix))
+            else {
+                continue;
+            };
+            // The 48-CPU machine's directory is named after its packages.
+            let machine = machine.replace("4d2n6c", "4pa2n6c");
+            if !recorded(&machine).is_dir() || machine == "2arm-2c" {
+                continue;
+            }
+            let xml = load(&file);
+            let sys = discover(&FsRoot::at(recorded(&machine)).unwrap());
+            // lstopo leaves CPUs outside its cgroup out of the machine's
+            // cpuset: compare over the CPUs the export calls online.
+            let online = xml.online();
+            let within = |t: &Topology| -> Vec<(String, String, CpuSet)> {
+                kinds(t)
+                    .into_iter()
+                    .map(|(n, m, c)| (n, m, c.intersection(&online)))
+                    .filter(|k| !k.2.is_empty())
+                    .collect()
+            };
+            assert_eq!(kinds(&xml), within(&sys), "{file}");
+            checked += 1;
+        }
+        assert!(checked >= 12, "{checked} exports checked");
+    }
+
+    /// The i7-1370P: lstopo's kinds carry frequencies only; discovery of
+    /// the same dump (no PMU lists) splits by frequency. Both: E-cores and
+    /// P-cores, marked E and P, E-cores ranked first.
+    #[test]
+    fn hybrid_without_core_types() {
+        let dir = recorded("20em64t-hybrid-1p6c2t+2ca4co1t");
+        let sys = discover(&FsRoot::at(&dir).unwrap());
+        let expected = vec![
+            ("E-core".to_string(), "E".to_string(), set("12-19")),
+            ("P-core".to_string(), "P".to_string(), set("0-11")),
+        ];
+        assert_eq!(kinds(&sys), expected);
+        assert_eq!(
+            kinds(&load("20em64t-hybrid-1p6c2t+2ca4co1t.hwloc29.xml")),
+            expected
+        );
+        // With CoreType infos and forced efficiencies (hwloc 3 with CPUID).
+        assert_eq!(kinds(&load("hybrid-i7-1370p-like.v3.xml")), expected);
+    }
+
+    /// Core types on both paths, with a low-power island (Meteor Lake
+    /// style): the recorded i7-1370P given the hybrid PMU lists (two of
+    /// its E-cores made LP E-cores, slower), and its lstopo export given
+    /// the `CoreType` infos hwloc's x86 backend writes, for the same split.
+    #[test]
+    fn core_types_and_low_power_island() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&recorded("20em64t-hybrid-1p6c2t+2ca4co1t"), tmp.path());
+        let sys_dir = tmp.path().join("sys/devices");
+        for (pmu, cpus) in [
+            ("cpu_core", "0-11"),
+            ("cpu_atom", "12-17"),
+            ("cpu_lowpower", "18-19"),
+        ] {
+            std::fs::create_dir_all(sys_dir.join(pmu)).unwrap();
+            std::fs::write(sys_dir.join(pmu).join("cpus"), format!("{cpus}\n")).unwrap();
+        }
+        for cpu in [18, 19] {
+            let f = sys_dir.join(format!("system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq"));
+            std::fs::write(f, "2500000\n").unwrap();
+        }
+        let sys = discover(&FsRoot::at(tmp.path()).unwrap());
+
+        let text =
+            std::fs::read_to_string(fixture("20em64t-hybrid-1p6c2t+2ca4co1t.hwloc29.xml")).unwrap();
+        let kinds_at = text.find("  <cpukind").unwrap();
+        let end = text.rfind("</cpukind>").unwrap() + "</cpukind>".len();
+        let cpukind = |set: &str, core_type: &str, max: u32, base: u32| {
+            format!(
+                "<cpukind cpuset=\"{set}\"><info name=\"FrequencyMaxMHz\" value=\"{max}\"/><info name=\"FrequencyBaseMHz\" value=\"{base}\"/><info name=\"CoreType\" value=\"{core_type}\"/></cpukind>"
+            )
+        };
+        let altered = format!(
+            "{}{}{}{}{}",
+            &text[..kinds_at],
+            cpukind("0x0003f000", "IntelAtom", 3900, 1400),
+            cpukind("0x000c0000", "IntelAtom", 2500, 1400),
+            cpukind("0x00000fff", "IntelCore", 5000, 1900),
+            &text[end..]
+        );
+        let xml = hwloc_xml::parse(&altered, "mtl-like.xml").unwrap();
+        check_invariants(&xml);
+        let expected = vec![
+            ("LP E-core".to_string(), "L".to_string(), set("18-19")),
+            ("E-core".to_string(), "E".to_string(), set("12-17")),
+            ("P-core".to_string(), "P".to_string(), set("0-11")),
+        ];
+        assert_eq!(kinds(&sys), expected);
+        assert_eq!(kinds(&xml), expected);
+        assert_eq!(
+            xml.kinds.iter().map(|k| k.core_type).collect::<Vec<_>>(),
+            sys.kinds.iter().map(|k| k.core_type).collect::<Vec<_>>()
+        );
+        assert!(xml.kinds.iter().all(|k| k.source == KindSource::HwlocXml));
+        assert_eq!(xml.cpu(18).unwrap().core_type, Some(CoreType::LowPower));
+    }
+
+    /// The ARMv7 dump lists its part in /proc/cpuinfo only, which
+    /// discovery does not read; an arm64 kernel also writes `midr_el1`.
+    /// With it added (the value /proc/cpuinfo spells out), discovery names
+    /// the kind after the part, as the export's `CPUPart` does.
+    #[test]
+    fn arm_part_names_the_kind() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&recorded("2arm-2c"), tmp.path());
+        for cpu in 0..2 {
+            let regs = tmp.path().join(format!(
+                "sys/devices/system/cpu/cpu{cpu}/regs/identification"
+            ));
+            std::fs::create_dir_all(&regs).unwrap();
+            // implementer 0x41, variant 0x2, architecture 0xf, part 0xc09,
+            // revision 1.
+            std::fs::write(regs.join("midr_el1"), "0x00000000412fc091\n").unwrap();
+        }
+        let sys = discover(&FsRoot::at(tmp.path()).unwrap());
+        let expected = vec![("Cortex-A9".to_string(), "0".to_string(), set("0-1"))];
+        assert_eq!(kinds(&sys), expected);
+        for file in ["2arm-2c.hwloc29.xml", "2arm-2c.v1.xml"] {
+            let t = load(file);
+            assert_eq!(kinds(&t), expected, "{file}");
+            assert_eq!(
+                t.cpus.iter().map(|c| c.midr).collect::<Vec<_>>(),
+                sys.cpus.iter().map(|c| c.midr).collect::<Vec<_>>(),
+                "{file}"
+            );
+        }
+    }
+}
+
 mod errors {
     use super::*;
 
@@ -967,6 +1156,9 @@ mod props {
         "forced_efficiency=\"2\" ", "cache_type=\"7\" ", "type=\"NUMANode\" ", "<!--", "-->", "&amp;", "&bogus;",
         "<distances2 type=\"NUMANode\" nbobjs=\"1\"><indexes>0</indexes><u64values>10</u64values></distances2>",
         "\u{0}", "é",
+        "<distances nbobjs=\"2\" relative_depth=\"1\" latency_base=\"0.5\"><latency value=\"1\"/><latency value=\"3\"/><latency value=\"3\"/><latency value=\"1\"/></distances>",
+        "<latency value=\"1e40\"/>", "relative_depth=\"0\" ", "<info name=\"CPUPart\" value=\"0xd0b\"/>",
+        "<info name=\"CPUImplementer\" value=\"0x41\"/>",
     ];
 
     fn base_texts() -> Vec<String> {
@@ -975,6 +1167,7 @@ mod props {
             "two-package-abbrev.v2.xml",
             "numa-first-v1.xml",
             "2arm-2c.hwloc29.xml",
+            "16amd64-4n4c-cgroup-distance-merge.v1.xml",
         ]
         .iter()
         .map(|n| std::fs::read_to_string(fixture(n)).unwrap())
@@ -1033,10 +1226,59 @@ mod props {
         s
     }
 
+    /// The 8-node Opteron's v1 export with its matrix replaced by one of
+    /// `n` × `n` values: kept exactly when it has one row per NUMA node
+    /// (whole values as they are, fractional ones × 1000), whatever its
+    /// `relative_depth`, and otherwise dropped with a warning.
+    fn v1_with_matrix(n: usize, depth: usize, base: f64, values: &[f64]) -> String {
+        let text = std::fs::read_to_string(fixture("16amd64-8n2c.v1.xml")).unwrap();
+        let start = text.find("<distances ").unwrap();
+        let end = text.find("</distances>").unwrap() + "</distances>".len();
+        let mut m = format!(
+            "<distances nbobjs=\"{n}\" relative_depth=\"{depth}\" latency_base=\"{base}\">"
+        );
+        for v in values {
+            m.push_str(&format!("<latency value=\"{v}\"/>"));
+        }
+        m.push_str("</distances>");
+        format!("{}{m}{}", &text[..start], &text[end..])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn v1_matrices_are_kept_exactly_when_numa_sized(
+            n in 1usize..11,
+            depth in 1usize..7,
+            halves in any::<bool>(),
+            raw in proptest::collection::vec(1u32..400, 100),
+        ) {
+            let base = if halves { 0.5 } else { 1.0 };
+            let values: Vec<f64> = raw.iter().take(n * n).map(|&v| f64::from(v)).collect();
+            let t = hwloc_xml::parse(&v1_with_matrix(n, depth, base, &values), "m.v1.xml").unwrap();
+            check_invariants(&t);
+            if n == 8 {
+                let fractional = values.iter().any(|v| (v * base).fract() != 0.0);
+                let expected: Vec<Vec<u32>> = values
+                    .chunks(8)
+                    .map(|row| {
+                        row.iter()
+                            .map(|v| if fractional { (v * base * 1000.0) as u32 } else { (v * base) as u32 })
+                            .collect()
+                    })
+                    .collect();
+                prop_assert_eq!(t.numa_distances, Some(expected));
+            } else {
+                prop_assert_eq!(t.numa_distances, None);
+                prop_assert!(t.warnings.iter().any(|w| w.contains(&format!("between {n} objects"))), "{:?}", t.warnings);
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
         #[test]
-        fn mutated_exports_never_panic(which in 0usize..4, muts in proptest::collection::vec(mutation(), 1..8)) {
+        fn mutated_exports_never_panic(which in 0usize..5, muts in proptest::collection::vec(mutation(), 1..8)) {
             let mut text = base_texts().swap_remove(which);
             for m in &muts {
                 text = apply(text, m);
