@@ -1428,30 +1428,32 @@ fn kinds_without_cpukinds(online: &CpuSet, midrs: &HashMap<usize, u64>) -> Named
             }
         }
     }
-    let mut found: Vec<(CpuSet, Identity)> = by_part
+    let mut found: Vec<(CpuSet, Identity, KindSource)> = by_part
         .into_iter()
-        .map(|((implementer, part), cpus)| (cpus, Identity::Midr(midr_name(implementer, part))))
+        .map(|((implementer, part), cpus)| {
+            let name = midr_name(implementer, part);
+            (cpus, Identity::Midr(name), KindSource::Midr)
+        })
         .collect();
     match found.len() {
-        0 => found.push((unknown, Identity::Unknown)),
+        0 => found.push((unknown, Identity::Unknown, KindSource::Uniform)),
         1 => found[0].0.union_with(&unknown),
-        _ if !unknown.is_empty() => {
-            found.push((unknown, Identity::Midr("unidentified".to_string())))
-        }
+        // Discovery's name for the CPUs no part was found for.
+        _ if !unknown.is_empty() => found.push((
+            unknown,
+            Identity::Midr("unidentified".to_string()),
+            KindSource::Uniform,
+        )),
         _ => {}
     }
-    found.sort_by_key(|(cpus, _)| cpus.first());
+    found.sort_by_key(|(cpus, _, _)| cpus.first());
     let n = found.len();
     let mut named = Named {
         kinds: Vec::new(),
         described: Vec::new(),
         identities: Vec::new(),
     };
-    for (rank, (cpus, identity)) in found.into_iter().enumerate() {
-        let source = match identity {
-            Identity::Midr(_) => KindSource::Midr,
-            _ => KindSource::Uniform,
-        };
+    for (rank, (cpus, identity, source)) in found.into_iter().enumerate() {
         let mut k = blank(cpus, source);
         k.rank = rank;
         k.rank_source = if n == 1 {

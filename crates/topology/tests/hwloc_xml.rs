@@ -946,6 +946,53 @@ mod kind_names {
         assert_eq!(kinds(&load("hybrid-i7-1370p-like.v3.xml")), expected);
     }
 
+    /// Two ARM parts and no cpukind (v1 has none): one kind per part, as
+    /// discovery splits by `midr_el1`; nothing ranks them. Built from the
+    /// recorded 2-CPU ARM and its v1 export, given a part per CPU.
+    #[test]
+    fn arm_parts_without_cpukinds_split_like_discovery() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&recorded("2arm-2c"), tmp.path());
+        let parts = [(0, "0xd03", "0x410fd034"), (1, "0xd08", "0x410fd083")];
+        for (cpu, _, midr) in parts {
+            let regs = tmp.path().join(format!(
+                "sys/devices/system/cpu/cpu{cpu}/regs/identification"
+            ));
+            std::fs::create_dir_all(&regs).unwrap();
+            std::fs::write(regs.join("midr_el1"), format!("{midr}\n")).unwrap();
+        }
+        let sys = discover(&FsRoot::at(tmp.path()).unwrap());
+
+        let text = std::fs::read_to_string(fixture("2arm-2c.v1.xml")).unwrap();
+        let mut altered = text.replace("<info name=\"CPUPart\" value=\"0xc09\"/>", "");
+        for (cpu, part, _) in parts {
+            let pu = format!("<object type=\"PU\" os_index=\"{cpu}\"");
+            let at = altered.find(&pu).unwrap();
+            let end = at + altered[at..].find("/>").unwrap();
+            altered.replace_range(
+                end..end + 2,
+                &format!("><info name=\"CPUPart\" value=\"{part}\"/></object>"),
+            );
+        }
+        let xml = hwloc_xml::parse(&altered, "two-parts.v1.xml").unwrap();
+        check_invariants(&xml);
+        let expected = vec![
+            ("Cortex-A53".to_string(), "0".to_string(), set("0")),
+            ("Cortex-A72".to_string(), "1".to_string(), set("1")),
+        ];
+        assert_eq!(kinds(&sys), expected);
+        assert_eq!(kinds(&xml), expected);
+        assert!(xml
+            .kinds
+            .iter()
+            .all(|k| k.source == KindSource::Midr && k.rank_source == RankSource::Unranked));
+        assert_eq!(
+            xml.cpu(1).unwrap().midr,
+            Some(0x412f_d081),
+            "variant and revision of the Machine"
+        );
+    }
+
     /// Core types on both paths, with a low-power island (Meteor Lake
     /// style): the recorded i7-1370P given the hybrid PMU lists (two of
     /// its E-cores made LP E-cores, slower), and its lstopo export given
