@@ -60,6 +60,8 @@ fn check(t: &Topology) {
     for (rank, k) in t.kinds.iter().enumerate() {
         assert_eq!(k.rank, rank);
         assert!(k.cpus.iter().all(|c| of(c).kind == Some(rank)));
+        // Named by discovery's rule: every kind has a name and a mark.
+        assert!(!k.name.is_empty() && !k.mark.is_empty(), "kind {rank} named");
     }
     for c in &t.caches {
         assert!(!c.cpus.is_empty() && c.cpus.is_subset(&online));

@@ -19,7 +19,16 @@
 //!   (their `kind` attribute) and dies for Intel dies; other groups are
 //!   hwloc's own bookkeeping and are ignored, as are I/O and `Misc` objects.
 //! - `cpukind` elements become [`Kind`]s, ranked the way hwloc ranks them
-//!   (see `rank_kinds`); without any, one uniform kind holds every CPU.
+//!   (see `rank`); without any, one kind per ARM part the objects name, or
+//!   one uniform kind holding every CPU. Kinds are named and marked by
+//!   discovery's rule, with discovery's functions (see `name_kinds`): a
+//!   machine gets the same kind names from its XML export as from its sysfs.
+//! - `CoreType` infos of a cpukind give the kind's and its CPUs' core type;
+//!   `CPUImplementer`/`CPUPart`/`CPUVariant`/`CPURevision` infos (on a PU,
+//!   a Package or the Machine, hwloc's copy of `/proc/cpuinfo`) give each
+//!   PU's `midr_el1`.
+//! - v1 `<distances>` are matched to the NUMA nodes by count, as hwloc's
+//!   own importer does (see `v1_distances`).
 //!
 //! Hostile input: every number is checked, CPU numbers are bounded by
 //! [`pinsight_cpuset::MAX_CPU`] and the CPU count by [`MAX_IMPORTED_CPUS`],
@@ -27,6 +36,7 @@
 //! the file and, where it helps, the line and column.
 
 use crate::discover::groups_meaningful;
+use crate::discover::kinds::{self, core_type_name, midr_fields, midr_name};
 use crate::model::*;
 use pinsight_cpuset::{CpuSet, MAX_CPU};
 use roxmltree::{Document, Node, ParsingOptions};
@@ -230,6 +240,8 @@ struct RawKind {
     /// hwloc's own scale: 1 = IntelAtom, 2 = IntelCore.
     intel_core_type: Option<u8>,
     capacity: Option<u32>,
+    /// ARM identity from the cpukind's own `CPUImplementer`/`CPUPart`.
+    midr: Option<u64>,
 }
 
 /// What the second pass collects (see `Importer::objects`).
@@ -237,8 +249,8 @@ struct Objects {
     objs: Vec<Obj>,
     /// NUMA node `gp_index` → os index (v2/v3 distances may use either).
     numa_gp: HashMap<u64, u32>,
-    /// NUMA nodes in document order with their depth (v1 distances).
-    numa_doc_order: Vec<(u32, usize)>,
+    /// NUMA node os indexes in document order (v1 distances).
+    numa_doc_order: Vec<u32>,
 }
 
 struct Importer<'a, 'input> {
@@ -381,9 +393,11 @@ impl<'a, 'input> Importer<'a, 'input> {
 
         let raw_kinds = self.raw_kinds(top, &online)?;
         let arch = self.topology_info(top, root, "Architecture");
-        let (kinds, described) = build_kinds(
+        let midrs = cpu_midrs(top, root);
+        let named = build_kinds(
             raw_kinds,
             &online,
+            &midrs,
             arch.as_deref(),
             &mut self.warnings,
             self.origin,
@@ -396,11 +410,14 @@ impl<'a, 'input> Importer<'a, 'input> {
             &allowed,
             [&cores, &packages, &dies, &clusters],
             &numa_nodes,
-            &kinds,
-            &described,
+            &named,
+            &midrs,
         );
+        let Named {
+            kinds, identities, ..
+        } = named;
 
-        Ok(Topology {
+        let mut topo = Topology {
             source: Source::HwlocXml(self.origin.to_string()),
             model_name: self.model_name(top, root),
             arch,
@@ -415,7 +432,9 @@ impl<'a, 'input> Importer<'a, 'input> {
             kinds,
             provenance: Default::default(),
             warnings: self.warnings.iter().map(|w| one_line(w)).collect(),
-        })
+        };
+        name_kinds(&mut topo, &identities);
+        Ok(topo)
     }
 
     /// The root `<object>` (the Machine), after checking the root element
@@ -479,7 +498,7 @@ impl<'a, 'input> Importer<'a, 'input> {
     fn objects(&self, top: Node, root: Node) -> Result<Objects, HwlocError> {
         let mut objs = Vec::new();
         let mut numa_gp: HashMap<u64, u32> = HashMap::new();
-        let mut numa_doc_order: Vec<(u32, usize)> = Vec::new();
+        let mut numa_doc_order: Vec<u32> = Vec::new();
         for node in top.descendants().filter(|n| n.has_tag_name("object")) {
             if node == root {
                 continue;
@@ -515,12 +534,7 @@ impl<'a, 'input> Importer<'a, 'input> {
                 if let Some(gp) = node.attribute("gp_index").and_then(|g| g.parse().ok()) {
                     numa_gp.insert(gp, id);
                 }
-                let depth = node
-                    .ancestors()
-                    .filter(|a| a.has_tag_name("object"))
-                    .count()
-                    - 1;
-                numa_doc_order.push((id, depth));
+                numa_doc_order.push(id);
             }
             objs.push(Obj {
                 kind,
@@ -694,6 +708,7 @@ impl<'a, 'input> Importer<'a, 'input> {
                     _ => None,
                 },
                 capacity: info_num("LinuxCapacity").filter(|c| *c > 0),
+                midr: MidrInfo::of(node).midr(),
             });
         }
         Ok(out)
@@ -708,7 +723,7 @@ impl<'a, 'input> Importer<'a, 'input> {
         root: Node,
         nodes: &[NumaNode],
         gp_to_os: &HashMap<u64, u32>,
-        doc_order: &[(u32, usize)],
+        doc_order: &[u32],
     ) -> Result<Option<Vec<Vec<u32>>>, HwlocError> {
         if nodes.is_empty() {
             return Ok(None);
@@ -748,36 +763,119 @@ impl<'a, 'input> Importer<'a, 'input> {
                 .collect();
             return Ok(self.reorder(&ids, &values, nodes));
         }
-        // v1: `<distances>` inside the root object, objects at
-        // `relative_depth` below it in document order.
-        if let Some(d) = root.children().find(|n| n.has_tag_name("distances")) {
-            let n: usize = self.num_attr(d, "nbobjs")?.unwrap_or(0);
-            let depth: usize = self.num_attr(d, "relative_depth")?.unwrap_or(usize::MAX);
-            let base: f64 = self.num_attr(d, "latency_base")?.unwrap_or(1.0);
-            let mut values = Vec::new();
-            for l in d.children().filter(|c| c.has_tag_name("latency")) {
-                let v: f64 = self.num_attr(l, "value")?.unwrap_or(f64::NAN);
-                let scaled = (v * base).round();
-                if !(0.0..=u32::MAX as f64).contains(&scaled) {
-                    return Err(self.err_at(l, HwlocErrorKind::BadLatency));
-                }
-                values.push(scaled as u64);
-            }
-            let ids: Vec<Option<u32>> = doc_order
-                .iter()
-                .filter(|(_, dep)| *dep == depth)
-                .map(|(id, _)| Some(*id))
-                .collect();
-            if ids.len() != n || n.checked_mul(n) != Some(values.len()) {
+        self.v1_distances(top, root, nodes, doc_order)
+    }
+
+    /// hwloc 1.x `<distances>`, as hwloc's own v1 importer reads them
+    /// (`hwloc__xml_v1import_distances` and the v1 pass of
+    /// `hwloc_look_xml` in hwloc's `topology-xml.c`):
+    /// - every `<distances>` element of the root object is read (hwloc
+    ///   ignores those of other objects; so do we, with a warning);
+    /// - a matrix is the NUMA nodes' when its `nbobjs` equals the number
+    ///   of NUMA node objects, which it lists in document order. The
+    ///   `relative_depth` attribute is not trusted to find them: hwloc 2's
+    ///   v1 exporter writes it relative to its own v2 tree, where NUMA
+    ///   nodes hang elsewhere. It only breaks ties: of several NUMA-sized
+    ///   matrices, the first whose `relative_depth` names the NUMA level of
+    ///   this file wins, else the first;
+    /// - values are `latency` × `latency_base`; when they are not all whole
+    ///   numbers they are scaled by 1000, as hwloc does.
+    ///
+    /// The model keeps the NUMA matrix only: matrices of other levels are
+    /// ignored with a warning.
+    fn v1_distances(
+        &mut self,
+        top: Node,
+        root: Node,
+        nodes: &[NumaNode],
+        doc_order: &[u32],
+    ) -> Result<Option<Vec<Vec<u32>>>, HwlocError> {
+        let numa_count = doc_order.len();
+        let mut levels: Option<Levels> = None;
+        // (relative_depth, values) of each NUMA-sized matrix.
+        let mut numa_sized: Vec<(usize, Vec<u64>)> = Vec::new();
+        for d in top.descendants().filter(|n| n.has_tag_name("distances")) {
+            let parent = d.parent_element();
+            if parent != Some(root) {
+                let what = parent
+                    .and_then(|p| p.attribute("type"))
+                    .unwrap_or("non-object");
                 self.warnings.push(format!(
-                    "{}: v1 distances (nbobjs={n}, relative_depth={depth}) do not match the NUMA nodes; ignored",
+                    "{}: v1 distances attached to a {what} element, not to the machine, are ignored (as hwloc does)",
                     self.origin
                 ));
-                return Ok(None);
+                continue;
             }
-            return Ok(self.reorder(&ids, &values, nodes));
+            let n: usize = self.num_attr(d, "nbobjs")?.unwrap_or(0);
+            let depth: usize = self.num_attr(d, "relative_depth")?.unwrap_or(0);
+            let base: f64 = self.num_attr(d, "latency_base")?.unwrap_or(0.0);
+            if n == 0 || depth == 0 || base == 0.0 {
+                self.warnings.push(format!(
+                    "{}: v1 distances without nbobjs, relative_depth or latency_base ignored (as hwloc does)",
+                    self.origin
+                ));
+                continue;
+            }
+            let mut floats = Vec::new();
+            for l in d.children().filter(|c| c.has_tag_name("latency")) {
+                let v: f64 = self.num_attr(l, "value")?.unwrap_or(f64::NAN);
+                let scaled = v * base;
+                if !(scaled.is_finite() && scaled >= 0.0) {
+                    return Err(self.err_at(l, HwlocErrorKind::BadLatency));
+                }
+                floats.push(scaled);
+            }
+            if n.checked_mul(n) != Some(floats.len()) {
+                self.warnings.push(format!(
+                    "{}: v1 distances nbobjs={n} but {} latency values; ignored",
+                    self.origin,
+                    floats.len()
+                ));
+                continue;
+            }
+            if n != numa_count {
+                self.warnings.push(format!(
+                    "{}: v1 distances between {n} objects ({}) are not between the {numa_count} NUMA nodes; ignored (only NUMA distances are kept)",
+                    self.origin,
+                    levels.get_or_insert_with(|| Levels::of(root)).describe(depth)
+                ));
+                continue;
+            }
+            let Some(values) = v1_distance_values(&floats) else {
+                return Err(self.err_at(d, HwlocErrorKind::BadLatency));
+            };
+            if values.scaled {
+                self.warnings.push(format!(
+                    "{}: v1 NUMA distances are not whole numbers; scaled by 1000 (as hwloc does)",
+                    self.origin
+                ));
+            }
+            numa_sized.push((depth, values.values));
         }
-        Ok(None)
+        if numa_sized.is_empty() {
+            return Ok(None);
+        }
+        let levels = levels.unwrap_or_else(|| Levels::of(root));
+        let names_numa = |depth: usize| levels.is_numa(depth, numa_count);
+        let chosen = numa_sized
+            .iter()
+            .position(|(depth, _)| names_numa(*depth))
+            .unwrap_or(0);
+        if numa_sized.len() > 1 {
+            self.warnings.push(format!(
+                "{}: {} v1 distance matrices have one row per NUMA node; kept the {}, ignored the others",
+                self.origin,
+                numa_sized.len(),
+                if names_numa(numa_sized[chosen].0) {
+                    "one whose relative_depth names the NUMA level"
+                } else {
+                    "first"
+                }
+            ));
+        }
+        let (_, values) = numa_sized.swap_remove(chosen);
+        let ids: Vec<Option<u32>> = doc_order.iter().map(|id| Some(*id)).collect();
+        Ok(self.reorder(&ids, &values, nodes))
     }
 
     /// Rearranges a row-major matrix over `ids` into `nodes` order.
@@ -833,17 +931,181 @@ impl<'a, 'input> Importer<'a, 'input> {
     }
 }
 
+/// The object levels of a v1 tree: per depth below the root object (its
+/// children are at depth 1), how many objects and of which types. One pass
+/// in document order (a parent comes before its children).
+struct Levels(BTreeMap<usize, (usize, Vec<String>)>);
+
+impl Levels {
+    fn of(root: Node) -> Levels {
+        let mut depth_of: HashMap<roxmltree::NodeId, usize> = HashMap::new();
+        depth_of.insert(root.id(), 0);
+        let mut levels: BTreeMap<usize, (usize, Vec<String>)> = BTreeMap::new();
+        for n in root.descendants().skip(1).filter(|n| n.is_element()) {
+            let parent = n
+                .parent_element()
+                .and_then(|p| depth_of.get(&p.id()).copied())
+                .unwrap_or(0);
+            let depth = parent + usize::from(n.has_tag_name("object"));
+            depth_of.insert(n.id(), depth);
+            if n.has_tag_name("object") {
+                let e = levels.entry(depth).or_default();
+                e.0 += 1;
+                let t = n.attribute("type").unwrap_or("?");
+                if !e.1.iter().any(|x| x == t) {
+                    e.1.push(t.to_string());
+                }
+            }
+        }
+        Levels(levels)
+    }
+
+    /// Whether the objects at `depth` are exactly the `count` NUMA nodes.
+    fn is_numa(&self, depth: usize, count: usize) -> bool {
+        self.0
+            .get(&depth)
+            .is_some_and(|(n, types)| *n == count && types.iter().all(|t| t == "NUMANode"))
+    }
+
+    /// "relative_depth 2: 8 Socket objects", for warnings.
+    fn describe(&self, depth: usize) -> String {
+        match self.0.get(&depth) {
+            None => format!("relative_depth {depth} names no object"),
+            Some((n, types)) if types.len() == 1 => {
+                format!("relative_depth {depth}: {n} {} objects", types[0])
+            }
+            Some((n, _)) => format!("relative_depth {depth}: {n} objects of several types"),
+        }
+    }
+}
+
+/// v1 distance values as the model's integers.
+struct V1Values {
+    values: Vec<u64>,
+    /// Not all whole numbers: multiplied by 1000.
+    scaled: bool,
+}
+
+/// hwloc's rule (`hwloc_convert_from_v1dist_floats`): whole numbers
+/// (within 0.001) are kept, otherwise every value is multiplied by 1000.
+/// `None` when a value does not fit the model's `u32`.
+fn v1_distance_values(floats: &[f64]) -> Option<V1Values> {
+    let whole = floats.iter().all(|f| {
+        let frac = f.fract();
+        !(0.001..0.999).contains(&frac)
+    });
+    let (scale, scaled) = if whole { (1.0, false) } else { (1000.0, true) };
+    let values = floats
+        .iter()
+        .map(|f| {
+            let v = if whole {
+                (f * scale).round()
+            } else {
+                (f * scale).trunc()
+            };
+            (v <= f64::from(u32::MAX)).then_some(v as u64)
+        })
+        .collect::<Option<Vec<u64>>>()?;
+    Some(V1Values { values, scaled })
+}
+
+/// The ARM identity infos hwloc copies from `/proc/cpuinfo` onto an object
+/// (the Machine, a Package or a PU) or a cpukind.
+#[derive(Clone, Copy, Debug, Default)]
+struct MidrInfo {
+    implementer: Option<u32>,
+    part: Option<u32>,
+    variant: Option<u32>,
+    revision: Option<u32>,
+}
+
+impl MidrInfo {
+    fn of(node: Node) -> MidrInfo {
+        // /proc/cpuinfo spells implementer, part and variant in hex
+        // ("0x41", "0xd0b"), the revision in decimal; out-of-range values
+        // are ignored.
+        let field = |name: &str, max: u32| {
+            let v = info_child(node, name)?;
+            let v = v.trim();
+            let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => v.parse().ok()?,
+            };
+            (n <= max).then_some(n)
+        };
+        MidrInfo {
+            implementer: field("CPUImplementer", 0xff),
+            part: field("CPUPart", 0xfff),
+            variant: field("CPUVariant", 0xf),
+            revision: field("CPURevision", 0xf),
+        }
+    }
+
+    /// Fields this object does not give are its ancestors'.
+    fn over(self, parent: MidrInfo) -> MidrInfo {
+        MidrInfo {
+            implementer: self.implementer.or(parent.implementer),
+            part: self.part.or(parent.part),
+            variant: self.variant.or(parent.variant),
+            revision: self.revision.or(parent.revision),
+        }
+    }
+
+    /// `midr_el1` as an arm64 kernel shows it, when implementer and part
+    /// are known (the architecture field is 0xf, "by CPUID scheme", on
+    /// every core /proc/cpuinfo describes this way).
+    fn midr(self) -> Option<u64> {
+        let (implementer, part) = (self.implementer?, self.part?);
+        Some(
+            u64::from(implementer) << 24
+                | u64::from(self.variant.unwrap_or(0)) << 20
+                | 0xf << 16
+                | u64::from(part) << 4
+                | u64::from(self.revision.unwrap_or(0)),
+        )
+    }
+}
+
+/// Each PU's `midr_el1`, from the nearest object carrying ARM identity
+/// infos (the PU itself, a Package, the Machine, or the `<topology>`
+/// element). One pass in document order: a parent comes before its
+/// children.
+fn cpu_midrs(top: Node, root: Node) -> HashMap<usize, u64> {
+    let mut out = HashMap::new();
+    let base = MidrInfo::of(top);
+    let mut inherited: HashMap<roxmltree::NodeId, MidrInfo> = HashMap::new();
+    for n in root.descendants().filter(|n| n.has_tag_name("object")) {
+        let parent = n
+            .ancestors()
+            .skip(1)
+            .find(|a| a.has_tag_name("object"))
+            .and_then(|a| inherited.get(&a.id()).copied())
+            .unwrap_or(base);
+        let info = MidrInfo::of(n).over(parent);
+        if n.attribute("type") == Some("PU") {
+            let id = n.attribute("os_index").and_then(|i| i.trim().parse().ok());
+            if let (Some(id), Some(midr)) = (id, info.midr()) {
+                out.insert(id, midr);
+            }
+        }
+        inherited.insert(n.id(), info);
+    }
+    out
+}
+
 /// One [`Cpu`] record per present CPU, from the groups (cores, packages,
-/// dies, clusters, in that order), NUMA nodes and kinds built before.
+/// dies, clusters, in that order), NUMA nodes and kinds built before, and
+/// the ARM identity of each PU.
 fn cpu_records(
     present: &CpuSet,
     online: &CpuSet,
     allowed: &CpuSet,
     groups: [&[Group]; 4],
     numa_nodes: &[NumaNode],
-    kinds: &[Kind],
-    described: &[CpuSet],
+    named: &Named,
+    midrs: &HashMap<usize, u64>,
 ) -> Vec<Cpu> {
+    let (kinds, described) = (&named.kinds, &named.described);
     let index_of = |groups: &[Group]| -> HashMap<usize, usize> {
         groups
             .iter()
@@ -884,7 +1146,7 @@ fn cpu_records(
                 base_mhz: info.and_then(|k| k.base_mhz),
                 cppc: None,
                 core_type: info.and_then(|k| k.core_type),
-                midr: None,
+                midr: midrs.get(&id).copied(),
             }
         })
         .collect()
@@ -1110,33 +1372,123 @@ fn rank(kinds: &[RawKindInfo], arch: Option<&str>) -> Ranking {
     }
 }
 
-/// The model's kinds from the XML's `cpukind`s (or one uniform kind).
+/// What a kind is, beyond its measures: the evidence discovery names kinds
+/// by (see [`name_kinds`]).
+#[derive(Clone, Debug, PartialEq)]
+enum Identity {
+    /// An Intel core type (`CoreType` info of the cpukind).
+    CoreType(CoreType),
+    /// An ARM part (`CPUImplementer`/`CPUPart`), by discovery's name.
+    Midr(String),
+    /// Nothing but measures.
+    Unknown,
+}
+
+/// The kinds with the CPUs each `cpukind` itself lists (the per-CPU
+/// measures are theirs only) and each kind's identity, all in rank order.
+struct Named {
+    kinds: Vec<Kind>,
+    described: Vec<CpuSet>,
+    identities: Vec<Identity>,
+}
+
+/// The common ARM part of `cpus`, when every one of them has one and it is
+/// the same.
+fn common_part(cpus: &CpuSet, midrs: &HashMap<usize, u64>) -> Option<(u32, u32)> {
+    let mut parts = cpus.iter().map(|c| midrs.get(&c).map(|m| midr_fields(*m)));
+    let first = parts.next()??;
+    parts.all(|p| p == Some(first)).then_some(first)
+}
+
+/// Kinds without any `cpukind`: one per ARM part when the objects name
+/// parts (CPUs without one join the only part, else form a kind of their
+/// own, as discovery does), else one uniform kind. Nothing ranks them.
+fn kinds_without_cpukinds(online: &CpuSet, midrs: &HashMap<usize, u64>) -> Named {
+    let blank = |cpus: CpuSet, source: KindSource| Kind {
+        rank: 0,
+        name: String::new(),
+        mark: String::new(),
+        cpus,
+        source,
+        rank_source: RankSource::Uniform,
+        capacity: None,
+        capacity_raw: None,
+        max_mhz: None,
+        base_mhz: None,
+        core_type: None,
+    };
+    let mut by_part: BTreeMap<(u32, u32), CpuSet> = BTreeMap::new();
+    let mut unknown = CpuSet::new();
+    for c in online.iter() {
+        match midrs.get(&c) {
+            Some(m) => {
+                by_part.entry(midr_fields(*m)).or_default().insert(c);
+            }
+            None => {
+                unknown.insert(c);
+            }
+        }
+    }
+    let mut found: Vec<(CpuSet, Identity, KindSource)> = by_part
+        .into_iter()
+        .map(|((implementer, part), cpus)| {
+            let name = midr_name(implementer, part);
+            (cpus, Identity::Midr(name), KindSource::Midr)
+        })
+        .collect();
+    match found.len() {
+        0 => found.push((unknown, Identity::Unknown, KindSource::Uniform)),
+        1 => found[0].0.union_with(&unknown),
+        // Discovery's name for the CPUs no part was found for.
+        _ if !unknown.is_empty() => found.push((
+            unknown,
+            Identity::Midr("unidentified".to_string()),
+            KindSource::Uniform,
+        )),
+        _ => {}
+    }
+    found.sort_by_key(|(cpus, _, _)| cpus.first());
+    let n = found.len();
+    let mut named = Named {
+        kinds: Vec::new(),
+        described: Vec::new(),
+        identities: Vec::new(),
+    };
+    for (rank, (cpus, identity, source)) in found.into_iter().enumerate() {
+        let mut k = blank(cpus, source);
+        k.rank = rank;
+        k.rank_source = if n == 1 {
+            RankSource::Uniform
+        } else {
+            RankSource::Unranked
+        };
+        named.kinds.push(k);
+        named.described.push(CpuSet::new());
+        named.identities.push(identity);
+    }
+    named
+}
+
+/// The model's kinds from the XML's `cpukind`s (or, without any, from the
+/// objects' ARM parts or one uniform kind), ranked, not yet named.
 fn build_kinds(
     raw: Vec<RawKind>,
     online: &CpuSet,
+    midrs: &HashMap<usize, u64>,
     arch: Option<&str>,
     warnings: &mut Vec<String>,
     origin: &str,
-) -> Result<(Vec<Kind>, Vec<CpuSet>), HwlocErrorKind> {
+) -> Result<Named, HwlocErrorKind> {
     let mut raw: Vec<RawKind> = raw.into_iter().filter(|k| !k.cpus.is_empty()).collect();
     if raw.is_empty() {
         if online.is_empty() {
-            return Ok((Vec::new(), Vec::new()));
+            return Ok(Named {
+                kinds: Vec::new(),
+                described: Vec::new(),
+                identities: Vec::new(),
+            });
         }
-        let uniform = Kind {
-            rank: 0,
-            name: UNIFORM_KIND_NAME.to_string(),
-            mark: "0".to_string(),
-            cpus: online.clone(),
-            source: KindSource::Uniform,
-            rank_source: RankSource::Uniform,
-            capacity: None,
-            capacity_raw: None,
-            max_mhz: None,
-            base_mhz: None,
-            core_type: None,
-        };
-        return Ok((vec![uniform], vec![CpuSet::new()]));
+        return Ok(kinds_without_cpukinds(online, midrs));
     }
     let mut covered = CpuSet::new();
     for k in &raw {
@@ -1177,6 +1529,7 @@ fn build_kinds(
     let max_capacity = raw.iter().filter_map(|k| k.capacity).max();
     let atoms = raw.iter().filter(|k| k.intel_core_type == Some(1)).count();
     let mut seen_atom = false;
+    let mut identities = Vec::with_capacity(raw.len());
     let kinds = order
         .iter()
         .enumerate()
@@ -1193,16 +1546,19 @@ fn build_kinds(
                 Some(1) => Some(CoreType::Atom),
                 _ => None,
             };
-            let (name, mark) = match core_type {
-                Some(CoreType::Core) => ("P-core".to_string(), "P".to_string()),
-                Some(CoreType::Atom) => ("E-core".to_string(), "E".to_string()),
-                Some(CoreType::LowPower) => ("LP E-core".to_string(), "L".to_string()),
-                None => (size_name(raw.len(), rank, source), rank.to_string()),
-            };
+            let part = k
+                .midr
+                .map(midr_fields)
+                .or_else(|| common_part(&described[i], midrs));
+            identities.push(match (core_type, part) {
+                (Some(t), _) => Identity::CoreType(t),
+                (None, Some((implementer, part))) => Identity::Midr(midr_name(implementer, part)),
+                (None, None) => Identity::Unknown,
+            });
             Kind {
                 rank,
-                name,
-                mark,
+                name: String::new(),
+                mark: String::new(),
                 cpus: k.cpus.clone(),
                 source: KindSource::HwlocXml,
                 rank_source: source,
@@ -1221,22 +1577,49 @@ fn build_kinds(
         .iter()
         .map(|&i| std::mem::take(&mut described[i]))
         .collect();
-    Ok((kinds, described))
+    Ok(Named {
+        kinds,
+        described,
+        identities,
+    })
 }
 
-/// Name of the single kind of a homogeneous machine (as discovery names it).
-const UNIFORM_KIND_NAME: &str = "uniform";
-
-/// Discovery's names for kinds without an identity: big/little by rank —
-/// but only when they are ranked; unranked kinds are just numbered.
-fn size_name(n: usize, rank: usize, source: RankSource) -> String {
-    match (n, rank) {
-        (1, _) => UNIFORM_KIND_NAME.to_string(),
-        _ if source == RankSource::Unranked => format!("kind {rank}"),
-        (2, 0) | (3, 0) => "little".to_string(),
-        (3, 1) => "medium".to_string(),
-        (2, _) | (3, _) => "big".to_string(),
-        _ => format!("kind {rank}"),
+/// Names and marks kinds by discovery's rule, with discovery's own
+/// functions (`discover::kinds`), so that a machine read from its XML
+/// export and from its sysfs gets the same names: "P-core"/"E-core" (and
+/// "LP E-core") from core types, the ARM part's name ("Cortex-A76"), and
+/// for kinds known by their measures only, big/little — or, on x86 with
+/// two ranked kinds, P-core/E-core.
+///
+/// Discovery's functions decide by a kind's source, so each kind is shown
+/// to them with the source discovery would have found the same evidence
+/// in (core type: the hybrid PMU lists; ARM part: `midr_el1`; otherwise
+/// capacity or frequency, by what ranked it), then given its own back.
+/// One difference is ours: kinds that nothing ranks (equal frequencies)
+/// are numbered ("kind 1"), not called big or little; discovery never has
+/// unranked kinds without an identity.
+fn name_kinds(topo: &mut Topology, identities: &[Identity]) {
+    let n = topo.kinds.len();
+    let own: Vec<KindSource> = topo.kinds.iter().map(|k| k.source).collect();
+    for (k, identity) in topo.kinds.iter_mut().zip(identities) {
+        let measured = if k.rank_source == RankSource::Capacity {
+            KindSource::Capacity
+        } else {
+            KindSource::Frequency
+        };
+        (k.name, k.source) = match identity {
+            Identity::CoreType(t) => (core_type_name(*t).to_string(), KindSource::HybridPmu),
+            Identity::Midr(name) => (name.clone(), KindSource::Midr),
+            Identity::Unknown if n > 1 && k.rank_source == RankSource::Unranked => {
+                (format!("kind {}", k.rank), measured)
+            }
+            Identity::Unknown => (String::new(), measured),
+        };
+    }
+    kinds::name(&mut topo.kinds);
+    kinds::name_x86_hybrid(topo);
+    for (k, source) in topo.kinds.iter_mut().zip(own) {
+        k.source = source;
     }
 }
 

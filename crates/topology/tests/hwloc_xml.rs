@@ -165,9 +165,15 @@ fn hybrid_raptor_lake_from_lstopo() {
     assert_eq!(t.kinds[0].cpus, set("12-19"));
     assert_eq!(t.kinds[1].cpus, set("0-11"));
     assert_eq!(t.kinds[0].rank_source, RankSource::MaxFrequency);
+    // Named as discovery names this machine's kinds (an Intel CPU with
+    // two kinds told apart by frequency): E-cores and P-cores.
     assert_eq!(
         (t.kinds[0].name.as_str(), t.kinds[1].name.as_str()),
-        ("little", "big")
+        ("E-core", "P-core")
+    );
+    assert_eq!(
+        (t.kinds[0].mark.as_str(), t.kinds[1].mark.as_str()),
+        ("E", "P")
     );
     assert_eq!(
         (t.kinds[1].max_mhz, t.kinds[1].base_mhz),
@@ -434,7 +440,9 @@ fn arm_with_partial_cpukind() {
     assert_eq!(t.kinds.len(), 1);
     assert_eq!(t.kinds[0].cpus, set("0-1"));
     assert_eq!(t.kinds[0].max_mhz, Some(800));
-    assert_eq!(t.kinds[0].name, "uniform");
+    // The Machine object carries /proc/cpuinfo's CPU part: a Cortex-A9.
+    assert_eq!(t.kinds[0].name, "Cortex-A9");
+    assert_eq!(t.cpu(1).unwrap().midr, Some(0x412f_c091));
     assert_eq!(
         (t.cpu(0).unwrap().max_mhz, t.cpu(1).unwrap().max_mhz),
         (Some(800), None)
@@ -570,6 +578,510 @@ fn live_lstopo_export_matches_discovery() {
     assert_eq!(numa(&xml), numa(&sys));
 }
 
+/// hwloc v1 exports (`lstopo --export-xml-flags 1`, what hwloc 1.x reads)
+/// of recorded machines: every one must keep its NUMA latency matrix, the
+/// one sysfs discovery reads from the same recorded machine and the one the
+/// v2 export of the same machine carries. hwloc's own v1 exporter writes
+/// `relative_depth` relative to the v2 tree (NUMA nodes sit at depth 2 or
+/// more there, at depth 1 or next to sockets in the v1 tree), so a reader
+/// matching the depth loses the matrix; hwloc's importer matches by count.
+mod v1_distances {
+    use super::*;
+
+    /// (v1 export, v2 export of the same machine, recorded machine).
+    const MACHINES: &[(&str, &str, &str)] = &[
+        (
+            "16amd64-8n2c.v1.xml",
+            "16amd64-8n2c.hwloc29.xml",
+            "16amd64-8n2c",
+        ),
+        (
+            "16amd64-8n2c-cpusets.v1.xml",
+            "16amd64-8n2c-cpusets.hwloc29.xml",
+            "16amd64-8n2c-cpusets",
+        ),
+        (
+            "16amd64-4n4c-cgroup-distance-merge.v1.xml",
+            "16amd64-4n4c-cgroup-distance-merge.hwloc29.xml",
+            "16amd64-4n4c-cgroup-distance-merge",
+        ),
+        (
+            "32amd64-4s2n4c-cgroup2.v1.xml",
+            "32amd64-4s2n4c-cgroup2.xml",
+            "32amd64-4s2n4c-cgroup2",
+        ),
+        (
+            "32intel64-2p8co2t+8ve.v1.xml",
+            "32intel64-2p8co2t+8ve.hwloc29.xml",
+            "32intel64-2p8co2t+8ve",
+        ),
+    ];
+
+    fn recorded(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/hwloc")
+            .join(name)
+    }
+
+    /// The NUMA node ids and the latency matrix over them.
+    fn numa(t: &Topology) -> (Vec<u32>, Option<Vec<Vec<u32>>>) {
+        (
+            t.numa_nodes.iter().map(|n| n.id).collect(),
+            t.numa_distances.clone(),
+        )
+    }
+
+    /// `t`'s matrix restricted to the nodes `ids` (in that order).
+    fn sub_matrix(t: &Topology, ids: &[u32]) -> Option<Vec<Vec<u32>>> {
+        let d = t.numa_distances.as_ref()?;
+        let pos = |id: &u32| t.numa_nodes.iter().position(|n| n.id == *id);
+        let idx: Vec<usize> = ids.iter().map(pos).collect::<Option<_>>()?;
+        Some(
+            idx.iter()
+                .map(|&i| idx.iter().map(|&j| d[i][j]).collect())
+                .collect(),
+        )
+    }
+
+    /// The v1 export against its v2 export and sysfs discovery.
+    fn check(v1: &Topology, v2: &Topology, dir: &Path, what: &str) {
+        check_invariants(v1);
+        let (ids, matrix) = numa(v1);
+        assert!(ids.len() >= 2, "{what}: a NUMA machine");
+        assert!(
+            matrix.is_some(),
+            "{what}: v1 matrix lost ({:?})",
+            v1.warnings
+        );
+        assert_eq!((ids.clone(), matrix.clone()), numa(v2), "{what}: v1 vs v2");
+        let node_cpus = |t: &Topology| {
+            t.numa_nodes
+                .iter()
+                .map(|n| n.cpus.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            node_cpus(v1),
+            node_cpus(v2),
+            "{what}: NUMA node CPUs, v1 vs v2"
+        );
+        let sys = discover(&FsRoot::at(dir).unwrap());
+        assert_eq!(matrix, sub_matrix(&sys, &ids), "{what}: v1 vs discovery");
+        assert!(
+            !v1.warnings.iter().any(|w| w.contains("distances")),
+            "{what}: {:?}",
+            v1.warnings
+        );
+    }
+
+    #[test]
+    fn v1_exports_keep_the_numa_matrix() {
+        for (v1, v2, machine) in MACHINES {
+            check(&load(v1), &load(v2), &recorded(machine), v1);
+        }
+        // The recorded NUMA distances, for one machine in full.
+        let t = load("16amd64-8n2c.v1.xml");
+        let d = t.numa_distances.unwrap();
+        assert_eq!(d[0], vec![10, 20, 20, 20, 20, 20, 20, 20]);
+        assert_eq!(d.len(), 8);
+    }
+
+    /// `<distances>` with `rows` × `rows` values: `diag` on the diagonal,
+    /// `far` elsewhere.
+    fn matrix(rows: usize, depth: usize, base: &str, diag: &str, far: &str) -> String {
+        let mut m = format!(
+            "<distances nbobjs=\"{rows}\" relative_depth=\"{depth}\" latency_base=\"{base}\">"
+        );
+        for i in 0..rows * rows {
+            let v = if i / rows == i % rows { diag } else { far };
+            m.push_str(&format!("<latency value=\"{v}\"/>"));
+        }
+        m + "</distances>"
+    }
+
+    /// The real 8-node Opteron export with `extra` inserted before (or
+    /// after) its own NUMA matrix.
+    fn opteron_with(extra: &str, before: bool) -> Topology {
+        let text = std::fs::read_to_string(fixture("16amd64-8n2c.v1.xml")).unwrap();
+        let at = if before {
+            text.find("<distances ").unwrap()
+        } else {
+            text.find("</distances>").unwrap() + "</distances>".len()
+        };
+        let mut altered = text.clone();
+        altered.insert_str(at, extra);
+        hwloc_xml::parse(&altered, "altered.v1.xml").unwrap()
+    }
+
+    #[test]
+    fn every_distances_element_is_read() {
+        // A 16×16 matrix ahead of the NUMA one (hwloc 1.x exported any
+        // level's distances, e.g. PU distances set by the user); depth 3
+        // is this file's L2 level, 16 caches.
+        let t = opteron_with(&matrix(16, 3, "1", "1", "2"), true);
+        check_invariants(&t);
+        assert_eq!(
+            t.numa_distances.as_ref().unwrap()[0],
+            vec![10, 20, 20, 20, 20, 20, 20, 20]
+        );
+        assert!(
+            t.warnings.iter().any(|w| w.contains("between 16 objects")
+                && w.contains("relative_depth 3: 16 Cache objects")
+                && w.contains("ignored")),
+            "{:?}",
+            t.warnings
+        );
+    }
+
+    #[test]
+    fn relative_depth_breaks_ties_between_numa_sized_matrices() {
+        // A second 8×8 matrix whose relative_depth (1) names this file's
+        // NUMA level wins over the lstopo one (depth 2: the 8 sockets).
+        let t = opteron_with(&matrix(8, 1, "10", "1", "1.7"), false);
+        let d = t.numa_distances.as_ref().unwrap();
+        assert_eq!(d[0][0..2], [10, 17]);
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.contains("2 v1 distance matrices") && w.contains("relative_depth names")),
+            "{:?}",
+            t.warnings
+        );
+        // Neither naming the NUMA level: the first one.
+        let t = opteron_with(&matrix(8, 3, "10", "1", "1.7"), false);
+        assert_eq!(t.numa_distances.as_ref().unwrap()[0][1], 20);
+    }
+
+    #[test]
+    fn fractional_latencies_are_scaled_by_1000_as_hwloc_does() {
+        let text = std::fs::read_to_string(fixture("16amd64-8n2c.v1.xml")).unwrap();
+        let altered = text
+            .replace("latency_base=\"1.000000\"", "latency_base=\"0.5\"")
+            .replacen(
+                "<latency value=\"20.000000\"/>",
+                "<latency value=\"21.000000\"/>",
+                1,
+            );
+        let t = hwloc_xml::parse(&altered, "altered.v1.xml").unwrap();
+        let d = t.numa_distances.as_ref().unwrap();
+        assert_eq!(d[0][0..3], [5000, 10500, 10000]);
+        assert!(t.warnings.iter().any(|w| w.contains("scaled by 1000")));
+        // Whole numbers after latency_base: kept as they are.
+        let halved = text.replace("latency_base=\"1.000000\"", "latency_base=\"0.5\"");
+        let t = hwloc_xml::parse(&halved, "altered.v1.xml").unwrap();
+        assert_eq!(t.numa_distances.as_ref().unwrap()[0][0..2], [5, 10]);
+    }
+
+    #[test]
+    fn distances_of_other_objects_or_incomplete_are_ignored() {
+        let text = std::fs::read_to_string(fixture("16amd64-8n2c.v1.xml")).unwrap();
+        // Moved into the first NUMA node: hwloc reads root distances only.
+        let start = text.find("<distances ").unwrap();
+        let end = text.find("</distances>").unwrap() + "</distances>".len();
+        let block = text[start..end].to_string();
+        let mut moved = text.replace(&block, "");
+        let node = moved.find("<object type=\"NUMANode\"").unwrap();
+        let inside = node + moved[node..].find('>').unwrap() + 1;
+        moved.insert_str(inside, &block);
+        let t = hwloc_xml::parse(&moved, "moved.v1.xml").unwrap();
+        assert_eq!(t.numa_distances, None);
+        assert!(
+            t.warnings
+                .iter()
+                .any(|w| w.contains("attached to a NUMANode")),
+            "{:?}",
+            t.warnings
+        );
+        // One latency short.
+        let short = text.replacen("<latency value=\"10.000000\"/>", "", 1);
+        let t = hwloc_xml::parse(&short, "short.v1.xml").unwrap();
+        assert_eq!(t.numa_distances, None);
+        assert!(t.warnings.iter().any(|w| w.contains("nbobjs=8 but 63")));
+        // A negative latency is refused, naming the element.
+        let neg = text.replacen(
+            "<latency value=\"10.000000\"/>",
+            "<latency value=\"-1\"/>",
+            1,
+        );
+        let e = hwloc_xml::parse(&neg, "neg.v1.xml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 11") && e.contains("latency value"), "{e}");
+    }
+
+    /// Every recorded NUMA machine, exported by the installed lstopo in
+    /// both formats (the large ones are not committed as XML).
+    #[test]
+    fn every_recorded_numa_machine_through_lstopo() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hwloc");
+        let tmp = tempfile::tempdir().unwrap();
+        let export = |machine: &str, v1: bool| -> Option<Topology> {
+            let out = tmp
+                .path()
+                .join(format!("{machine}.{}.xml", if v1 { 1 } else { 2 }));
+            let mut cmd = std::process::Command::new("lstopo-no-graphics");
+            cmd.env("HWLOC_FSROOT", dir.join(machine))
+                .env("HWLOC_COMPONENTS", "-x86")
+                .args(["--of", "xml", "--no-io", "-f"]);
+            if v1 {
+                cmd.args(["--export-xml-flags", "1"]);
+            }
+            let status = cmd.arg(&out).output().ok()?.status;
+            assert!(status.success(), "lstopo on {machine}");
+            Some(hwloc_xml::load(&out).unwrap_or_else(|e| panic!("{e}")))
+        };
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.is_dir() {
+                continue;
+            }
+            let machine = path.file_name().unwrap().to_str().unwrap().to_string();
+            let Some(v2) = export(&machine, false) else {
+                pinsight_testkit::skip_test!(
+                    "lstopo-no-graphics not installed (.ci/deps installs hwloc)"
+                );
+            };
+            let v1 = export(&machine, true).unwrap();
+            if v2.numa_nodes.len() < 2 {
+                assert_eq!(numa(&v1), numa(&v2), "{machine}");
+                continue;
+            }
+            check(&v1, &v2, &path, &machine);
+            checked += 1;
+        }
+        assert!(checked >= 10, "{checked} NUMA machines");
+    }
+}
+
+/// One kind-naming rule for both paths: an XML export names, marks, orders
+/// and splits kinds as sysfs discovery does on the recorded machine it was
+/// exported from.
+mod kind_names {
+    use super::*;
+
+    fn recorded(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/hwloc")
+            .join(name)
+    }
+
+    /// (name, mark, CPUs) in rank order.
+    fn kinds(t: &Topology) -> Vec<(String, String, CpuSet)> {
+        t.kinds
+            .iter()
+            .map(|k| (k.name.clone(), k.mark.clone(), k.cpus.clone()))
+            .collect()
+    }
+
+    fn copy_tree(src: &Path, dst: &Path) {
+        for e in std::fs::read_dir(src).unwrap() {
+            let e = e.unwrap();
+            let (s, d) = (e.path(), dst.join(e.file_name()));
+            let ft = e.file_type().unwrap();
+            if ft.is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(&s).unwrap(), &d).unwrap();
+            } else if ft.is_dir() {
+                std::fs::create_dir_all(&d).unwrap();
+                copy_tree(&s, &d);
+            } else {
+                std::fs::copy(&s, &d).unwrap();
+            }
+        }
+    }
+
+    /// Every XML export of a recorded machine (the hwloc29 and v1 exports,
+    /// hwloc's own v3 output) against discovery of that machine.
+    #[test]
+    fn exports_name_kinds_as_discovery_does() {
+        let mut checked = 0;
+        for entry in std::fs::read_dir(fixture("")).unwrap() {
+            let file = entry.unwrap().file_name().into_string().unwrap();
+            let Some(machine) = [".hwloc29.xml", ".v1.xml", ".xml"]
+                .iter()
+                .find_map(|suffix| file.strip_suffix(suffix))
+            else {
+                continue;
+            };
+            // The 48-CPU machine's directory is named after its packages.
+            let machine = machine.replace("4d2n6c", "4pa2n6c");
+            if !recorded(&machine).is_dir() || machine == "2arm-2c" {
+                continue;
+            }
+            let xml = load(&file);
+            let sys = discover(&FsRoot::at(recorded(&machine)).unwrap());
+            // lstopo leaves CPUs outside its cgroup out of the machine's
+            // cpuset: compare over the CPUs the export calls online.
+            let online = xml.online();
+            let within = |t: &Topology| -> Vec<(String, String, CpuSet)> {
+                kinds(t)
+                    .into_iter()
+                    .map(|(n, m, c)| (n, m, c.intersection(&online)))
+                    .filter(|k| !k.2.is_empty())
+                    .collect()
+            };
+            assert_eq!(kinds(&xml), within(&sys), "{file}");
+            checked += 1;
+        }
+        assert!(checked >= 12, "{checked} exports checked");
+    }
+
+    /// The i7-1370P: lstopo's kinds carry frequencies only; discovery of
+    /// the same dump (no PMU lists) splits by frequency. Both: E-cores and
+    /// P-cores, marked E and P, E-cores ranked first.
+    #[test]
+    fn hybrid_without_core_types() {
+        let dir = recorded("20em64t-hybrid-1p6c2t+2ca4co1t");
+        let sys = discover(&FsRoot::at(&dir).unwrap());
+        let expected = vec![
+            ("E-core".to_string(), "E".to_string(), set("12-19")),
+            ("P-core".to_string(), "P".to_string(), set("0-11")),
+        ];
+        assert_eq!(kinds(&sys), expected);
+        assert_eq!(
+            kinds(&load("20em64t-hybrid-1p6c2t+2ca4co1t.hwloc29.xml")),
+            expected
+        );
+        // With CoreType infos and forced efficiencies (hwloc 3 with CPUID).
+        assert_eq!(kinds(&load("hybrid-i7-1370p-like.v3.xml")), expected);
+    }
+
+    /// Two ARM parts and no cpukind (v1 has none): one kind per part, as
+    /// discovery splits by `midr_el1`; nothing ranks them. Built from the
+    /// recorded 2-CPU ARM and its v1 export, given a part per CPU.
+    #[test]
+    fn arm_parts_without_cpukinds_split_like_discovery() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&recorded("2arm-2c"), tmp.path());
+        let parts = [(0, "0xd03", "0x410fd034"), (1, "0xd08", "0x410fd083")];
+        for (cpu, _, midr) in parts {
+            let regs = tmp.path().join(format!(
+                "sys/devices/system/cpu/cpu{cpu}/regs/identification"
+            ));
+            std::fs::create_dir_all(&regs).unwrap();
+            std::fs::write(regs.join("midr_el1"), format!("{midr}\n")).unwrap();
+        }
+        let sys = discover(&FsRoot::at(tmp.path()).unwrap());
+
+        let text = std::fs::read_to_string(fixture("2arm-2c.v1.xml")).unwrap();
+        let mut altered = text.replace("<info name=\"CPUPart\" value=\"0xc09\"/>", "");
+        for (cpu, part, _) in parts {
+            let pu = format!("<object type=\"PU\" os_index=\"{cpu}\"");
+            let at = altered.find(&pu).unwrap();
+            let end = at + altered[at..].find("/>").unwrap();
+            altered.replace_range(
+                end..end + 2,
+                &format!("><info name=\"CPUPart\" value=\"{part}\"/></object>"),
+            );
+        }
+        let xml = hwloc_xml::parse(&altered, "two-parts.v1.xml").unwrap();
+        check_invariants(&xml);
+        let expected = vec![
+            ("Cortex-A53".to_string(), "0".to_string(), set("0")),
+            ("Cortex-A72".to_string(), "1".to_string(), set("1")),
+        ];
+        assert_eq!(kinds(&sys), expected);
+        assert_eq!(kinds(&xml), expected);
+        assert!(xml
+            .kinds
+            .iter()
+            .all(|k| k.source == KindSource::Midr && k.rank_source == RankSource::Unranked));
+        assert_eq!(
+            xml.cpu(1).unwrap().midr,
+            Some(0x412f_d081),
+            "variant and revision of the Machine"
+        );
+    }
+
+    /// Core types on both paths, with a low-power island (Meteor Lake
+    /// style): the recorded i7-1370P given the hybrid PMU lists (two of
+    /// its E-cores made LP E-cores, slower), and its lstopo export given
+    /// the `CoreType` infos hwloc's x86 backend writes, for the same split.
+    #[test]
+    fn core_types_and_low_power_island() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&recorded("20em64t-hybrid-1p6c2t+2ca4co1t"), tmp.path());
+        let sys_dir = tmp.path().join("sys/devices");
+        for (pmu, cpus) in [
+            ("cpu_core", "0-11"),
+            ("cpu_atom", "12-17"),
+            ("cpu_lowpower", "18-19"),
+        ] {
+            std::fs::create_dir_all(sys_dir.join(pmu)).unwrap();
+            std::fs::write(sys_dir.join(pmu).join("cpus"), format!("{cpus}\n")).unwrap();
+        }
+        for cpu in [18, 19] {
+            let f = sys_dir.join(format!("system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq"));
+            std::fs::write(f, "2500000\n").unwrap();
+        }
+        let sys = discover(&FsRoot::at(tmp.path()).unwrap());
+
+        let text =
+            std::fs::read_to_string(fixture("20em64t-hybrid-1p6c2t+2ca4co1t.hwloc29.xml")).unwrap();
+        let kinds_at = text.find("  <cpukind").unwrap();
+        let end = text.rfind("</cpukind>").unwrap() + "</cpukind>".len();
+        let cpukind = |set: &str, core_type: &str, max: u32, base: u32| {
+            format!(
+                "<cpukind cpuset=\"{set}\"><info name=\"FrequencyMaxMHz\" value=\"{max}\"/><info name=\"FrequencyBaseMHz\" value=\"{base}\"/><info name=\"CoreType\" value=\"{core_type}\"/></cpukind>"
+            )
+        };
+        let altered = format!(
+            "{}{}{}{}{}",
+            &text[..kinds_at],
+            cpukind("0x0003f000", "IntelAtom", 3900, 1400),
+            cpukind("0x000c0000", "IntelAtom", 2500, 1400),
+            cpukind("0x00000fff", "IntelCore", 5000, 1900),
+            &text[end..]
+        );
+        let xml = hwloc_xml::parse(&altered, "mtl-like.xml").unwrap();
+        check_invariants(&xml);
+        let expected = vec![
+            ("LP E-core".to_string(), "L".to_string(), set("18-19")),
+            ("E-core".to_string(), "E".to_string(), set("12-17")),
+            ("P-core".to_string(), "P".to_string(), set("0-11")),
+        ];
+        assert_eq!(kinds(&sys), expected);
+        assert_eq!(kinds(&xml), expected);
+        assert_eq!(
+            xml.kinds.iter().map(|k| k.core_type).collect::<Vec<_>>(),
+            sys.kinds.iter().map(|k| k.core_type).collect::<Vec<_>>()
+        );
+        assert!(xml.kinds.iter().all(|k| k.source == KindSource::HwlocXml));
+        assert_eq!(xml.cpu(18).unwrap().core_type, Some(CoreType::LowPower));
+    }
+
+    /// The ARMv7 dump lists its part in /proc/cpuinfo only, which
+    /// discovery does not read; an arm64 kernel also writes `midr_el1`.
+    /// With it added (the value /proc/cpuinfo spells out), discovery names
+    /// the kind after the part, as the export's `CPUPart` does.
+    #[test]
+    fn arm_part_names_the_kind() {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&recorded("2arm-2c"), tmp.path());
+        for cpu in 0..2 {
+            let regs = tmp.path().join(format!(
+                "sys/devices/system/cpu/cpu{cpu}/regs/identification"
+            ));
+            std::fs::create_dir_all(&regs).unwrap();
+            // implementer 0x41, variant 0x2, architecture 0xf, part 0xc09,
+            // revision 1.
+            std::fs::write(regs.join("midr_el1"), "0x00000000412fc091\n").unwrap();
+        }
+        let sys = discover(&FsRoot::at(tmp.path()).unwrap());
+        let expected = vec![("Cortex-A9".to_string(), "0".to_string(), set("0-1"))];
+        assert_eq!(kinds(&sys), expected);
+        for file in ["2arm-2c.hwloc29.xml", "2arm-2c.v1.xml"] {
+            let t = load(file);
+            assert_eq!(kinds(&t), expected, "{file}");
+            assert_eq!(
+                t.cpus.iter().map(|c| c.midr).collect::<Vec<_>>(),
+                sys.cpus.iter().map(|c| c.midr).collect::<Vec<_>>(),
+                "{file}"
+            );
+        }
+    }
+}
+
 mod errors {
     use super::*;
 
@@ -691,6 +1203,9 @@ mod props {
         "forced_efficiency=\"2\" ", "cache_type=\"7\" ", "type=\"NUMANode\" ", "<!--", "-->", "&amp;", "&bogus;",
         "<distances2 type=\"NUMANode\" nbobjs=\"1\"><indexes>0</indexes><u64values>10</u64values></distances2>",
         "\u{0}", "é",
+        "<distances nbobjs=\"2\" relative_depth=\"1\" latency_base=\"0.5\"><latency value=\"1\"/><latency value=\"3\"/><latency value=\"3\"/><latency value=\"1\"/></distances>",
+        "<latency value=\"1e40\"/>", "relative_depth=\"0\" ", "<info name=\"CPUPart\" value=\"0xd0b\"/>",
+        "<info name=\"CPUImplementer\" value=\"0x41\"/>",
     ];
 
     fn base_texts() -> Vec<String> {
@@ -699,6 +1214,7 @@ mod props {
             "two-package-abbrev.v2.xml",
             "numa-first-v1.xml",
             "2arm-2c.hwloc29.xml",
+            "16amd64-4n4c-cgroup-distance-merge.v1.xml",
         ]
         .iter()
         .map(|n| std::fs::read_to_string(fixture(n)).unwrap())
@@ -757,10 +1273,59 @@ mod props {
         s
     }
 
+    /// The 8-node Opteron's v1 export with its matrix replaced by one of
+    /// `n` × `n` values: kept exactly when it has one row per NUMA node
+    /// (whole values as they are, fractional ones × 1000), whatever its
+    /// `relative_depth`, and otherwise dropped with a warning.
+    fn v1_with_matrix(n: usize, depth: usize, base: f64, values: &[f64]) -> String {
+        let text = std::fs::read_to_string(fixture("16amd64-8n2c.v1.xml")).unwrap();
+        let start = text.find("<distances ").unwrap();
+        let end = text.find("</distances>").unwrap() + "</distances>".len();
+        let mut m = format!(
+            "<distances nbobjs=\"{n}\" relative_depth=\"{depth}\" latency_base=\"{base}\">"
+        );
+        for v in values {
+            m.push_str(&format!("<latency value=\"{v}\"/>"));
+        }
+        m.push_str("</distances>");
+        format!("{}{m}{}", &text[..start], &text[end..])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn v1_matrices_are_kept_exactly_when_numa_sized(
+            n in 1usize..11,
+            depth in 1usize..7,
+            halves in any::<bool>(),
+            raw in proptest::collection::vec(1u32..400, 100),
+        ) {
+            let base = if halves { 0.5 } else { 1.0 };
+            let values: Vec<f64> = raw.iter().take(n * n).map(|&v| f64::from(v)).collect();
+            let t = hwloc_xml::parse(&v1_with_matrix(n, depth, base, &values), "m.v1.xml").unwrap();
+            check_invariants(&t);
+            if n == 8 {
+                let fractional = values.iter().any(|v| (v * base).fract() != 0.0);
+                let expected: Vec<Vec<u32>> = values
+                    .chunks(8)
+                    .map(|row| {
+                        row.iter()
+                            .map(|v| if fractional { (v * base * 1000.0) as u32 } else { (v * base) as u32 })
+                            .collect()
+                    })
+                    .collect();
+                prop_assert_eq!(t.numa_distances, Some(expected));
+            } else {
+                prop_assert_eq!(t.numa_distances, None);
+                prop_assert!(t.warnings.iter().any(|w| w.contains(&format!("between {n} objects"))), "{:?}", t.warnings);
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
         #[test]
-        fn mutated_exports_never_panic(which in 0usize..4, muts in proptest::collection::vec(mutation(), 1..8)) {
+        fn mutated_exports_never_panic(which in 0usize..5, muts in proptest::collection::vec(mutation(), 1..8)) {
             let mut text = base_texts().swap_remove(which);
             for m in &muts {
                 text = apply(text, m);
