@@ -17,9 +17,14 @@ pub struct Args {
     /// Hide the per-CPU lines (show cores and above only).
     #[arg(long)]
     pub no_pus: bool,
+    #[command(flatten)]
+    pub watch: super::topo_watch::WatchArgs,
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
+    if args.watch.watch {
+        return super::topo_watch::run(&args.watch, g);
+    }
     let topo = g.topology()?;
     if g.json {
         g.print_json(&topo)?;
