@@ -115,8 +115,12 @@ fn ctrl_c_ends_a_watch_with_status_0() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Let it subscribe (the status line is written once it has).
-    std::thread::sleep(Duration::from_millis(700));
+    // Wait until it has subscribed: the status line comes after the
+    // signal handlers are in place and the group is joined.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    assert!(first.starts_with("pinsight: watching HFI"), "{first}");
     // SAFETY: kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
