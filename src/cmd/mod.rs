@@ -9,4 +9,5 @@ pub mod run;
 pub mod snapshot;
 pub mod speed;
 pub mod topo;
+pub mod topo_watch;
 pub mod workload;

@@ -12,7 +12,7 @@ use crate::cli::{CmdResult, Globals};
 /// (schema in the README). `--explain` shows how the kinds were ranked.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight topo --explain\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo"
+    after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight topo --explain\n  pinsight topo --watch --for 10m\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo"
 )]
 pub struct Args {
     /// Hide the per-CPU lines (show cores and above only).
@@ -26,11 +26,17 @@ pub struct Args {
     /// skipped sources and disagreements. With --json: the kinds, the
     /// provenance and the warnings (the same `provenance` object as in
     /// `topo --json`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "watch")]
     pub explain: bool,
+
+    #[command(flatten)]
+    pub watch: super::topo_watch::WatchArgs,
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
+    if args.watch.watch {
+        return super::topo_watch::run(&args.watch, g);
+    }
     let topo = g.topology()?;
     if args.explain {
         if g.json {

@@ -2,7 +2,8 @@
 //! binary size units ([`size`]), the terminal width ([`terminal_width`]) and
 //! the topology tree ([`tree`]) that `pinsight topo` prints as text
 //! ([`topo_text`]) and `pinsight report` draws as SVG, and the latency
-//! heatmaps ([`latency`]: terminal table, SVG/PNG charts).
+//! heatmaps ([`latency`]: terminal table, SVG/PNG charts), and the lines
+//! of `topo --watch` ([`hfi`]).
 //!
 //! Pure except for [`terminal_columns`], which asks the terminal on
 //! standard output for its size (through the `terminal_size` crate), and
@@ -12,6 +13,7 @@
 
 pub mod compare;
 pub mod explain;
+pub mod hfi;
 pub mod latency;
 pub mod size;
 pub mod speed;

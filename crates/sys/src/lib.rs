@@ -18,15 +18,20 @@
 //! - [`fsroot`]: [`FsRoot`], the root-relative reader of `/sys` and
 //!   `/proc` (live, or a recorded machine), through which every OS file
 //!   read goes;
+//! - [`netlink`]: generic netlink multicast subscriptions (the `thermal`
+//!   family's HFI events), socket and controller messages from the
+//!   `netlink-sys` / `netlink-packet-generic` crates;
 //! - [`procfs`]: what `/proc` says about a process's threads (task list,
 //!   `stat`, `status`, `schedstat`), read through [`FsRoot`].
 //!
-//! Depends only on `pinsight-cpuset`, `libc`, `nix` and `thiserror`, so any
+//! Depends only on `pinsight-cpuset`, `libc`, `nix`, `thiserror` and the
+//! three small `netlink-*` crates, so any
 //! crate (topology discovery included) may use it.
 
 pub mod affinity;
 pub mod fs;
 pub mod fsroot;
+pub mod netlink;
 pub mod perf;
 pub mod process;
 pub mod procfs;

@@ -5,10 +5,12 @@
 //! The object model itself ([`Topology`] and its parts) is the pure
 //! `pinsight-model` crate, re-exported here as [`model`] and at the crate
 //! root; this crate fills it in: [`discover`](mod@discover) (sysfs), [`hwloc_xml`]
-//! (hwloc XML import) and [`snapshot`] (recorded machines).
+//! (hwloc XML import) and [`snapshot`] (recorded machines); [`hfi`] parses
+//! and streams the kernel's dynamic capacity events (Intel HFI).
 
 pub mod discover;
 pub mod fsroot;
+pub mod hfi;
 pub mod hwloc_xml;
 pub mod snapshot;
 

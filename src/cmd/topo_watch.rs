@@ -1,0 +1,400 @@
+//! `pinsight topo --watch`: Intel HFI capability changes as they arrive
+//! (thermal generic netlink, `pinsight_topology::hfi`), one line per CPU
+//! (`pinsight_render::hfi`), or JSON Lines with `--json`.
+//!
+//! Stops after `--count N` changes, after `--for DURATION`, on Ctrl-C or
+//! SIGTERM (exit 0, output flushed), or when the reader of stdout goes
+//! away (`| head`: exit 0, as a closed pipe is no failure).
+
+use crate::cli::{parse_duration, wrap80, CliError, CmdResult, Globals};
+use pinsight_topology::hfi::{Batch, CapabilityTable, HfiError, HfiWatcher};
+use pinsight_topology::Topology;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// The `--watch` flags of `pinsight topo`.
+#[derive(clap::Args, Debug, Default)]
+pub struct WatchArgs {
+    /// Watch this machine's dynamic capacity (Intel HFI): print each CPU's
+    /// performance and efficiency capability change (0-1020; performance 0:
+    /// do not schedule here) as the kernel announces it, until Ctrl-C.
+    /// Listening turns HFI on (Linux 6.9+ enables it only while someone
+    /// listens). Needs the live machine and the kernel's "thermal" netlink
+    /// family.
+    #[arg(long)]
+    pub watch: bool,
+    /// With --watch: stop after N CPU changes.
+    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// With --watch: stop after DURATION (e.g. 30s, 5m).
+    #[arg(long = "for", value_name = "DURATION", requires = "watch", value_parser = parse_duration)]
+    pub for_duration: Option<Duration>,
+}
+
+/// Runs `topo --watch`.
+pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
+    let refuse = |flag: &str| {
+        CliError::usage(format!(
+            "topo --watch listens to this machine's kernel: it cannot run with {flag} \
+             (a recorded machine sends no events; drop {flag})"
+        ))
+    };
+    if g.hwloc_xml.is_some() {
+        return Err(refuse("--hwloc-xml"));
+    }
+    let fs = g.fsroot()?;
+    if !fs.is_live() {
+        return Err(refuse("--fsroot"));
+    }
+    let topo = g.topology()?;
+    let wake = stop_signals()?;
+    let watcher = match HfiWatcher::open(&fs) {
+        Ok(w) => w,
+        Err(HfiError::Recorded { .. }) => return Err(refuse("--fsroot")),
+        Err(e) => {
+            return Err(CliError::runtime(format!(
+                "topo --watch: HFI unavailable: {e}"
+            )))
+        }
+    };
+    if !g.quiet {
+        let fam = watcher.family();
+        eprintln!(
+            "{}",
+            wrap80(&format!(
+                "pinsight: watching HFI capability changes (netlink family \"thermal\", id {}, \
+                 group \"event\"; listening turns HFI on where the CPU has it). Ctrl-C stops.",
+                fam.id
+            ))
+        );
+        if let Some(why) = no_hfi_flag(&fs) {
+            eprintln!("{}", wrap80(&format!("pinsight: warning: {why}")));
+        }
+    }
+    let mut source = Live { watcher, wake };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let kind_of = |cpu: u32| kind_name(&topo, cpu);
+    watch(&mut source, &mut out, args, g.json, &kind_of, &mut |w| {
+        if !g.quiet {
+            eprintln!(
+                "{}",
+                wrap80(&format!("pinsight: warning: topo --watch: {w}"))
+            );
+        }
+    })?;
+    Ok(0)
+}
+
+/// Installs SIGINT/SIGTERM handlers writing to a self-pipe; returns its
+/// read end, which ends the watcher's waits.
+fn stop_signals() -> Result<OwnedFd, CliError> {
+    let pipe = pinsight_sys::signals::self_pipe().map_err(|e| {
+        CliError::runtime(format!("topo --watch: cannot set up Ctrl-C handling: {e}"))
+    })?;
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        pinsight_sys::signals::write_to_self_pipe_on(sig).map_err(|e| {
+            CliError::runtime(format!("topo --watch: cannot set up Ctrl-C handling: {e}"))
+        })?;
+    }
+    Ok(pipe)
+}
+
+/// Where batches come from: the live watcher, or recorded bytes in tests.
+trait Source {
+    fn next(&mut self, timeout: Duration) -> Result<Batch, HfiError>;
+}
+
+struct Live {
+    watcher: HfiWatcher,
+    wake: OwnedFd,
+}
+
+impl Source for Live {
+    fn next(&mut self, timeout: Duration) -> Result<Batch, HfiError> {
+        self.watcher.next_batch(timeout, Some(self.wake.as_fd()))
+    }
+}
+
+/// The name of `cpu`'s kind, when the model knows it.
+fn kind_name(topo: &Topology, cpu: u32) -> Option<String> {
+    let k = topo.cpu(cpu as usize)?.kind?;
+    topo.kinds.get(k).map(|k| k.name.clone())
+}
+
+/// On x86, a CPU without the `hfi` flag in /proc/cpuinfo never sends
+/// capability events: say so, so an empty watch is not a mystery.
+fn no_hfi_flag(fs: &pinsight_topology::FsRoot) -> Option<String> {
+    let text = fs.read_opt("/proc/cpuinfo")?;
+    let flags = text.lines().find(|l| l.starts_with("flags"))?;
+    if flags.split_whitespace().any(|f| f == "hfi") {
+        return None;
+    }
+    Some(
+        "/proc/cpuinfo lists no 'hfi' flag: this CPU has no Hardware Feedback Interface, \
+         so no capability change will come (only hybrid Intel parts, Alder Lake and later, have one)"
+            .to_string(),
+    )
+}
+
+/// The watch loop: prints each change, stops on count, deadline, wake-up
+/// or a closed stdout.
+fn watch(
+    source: &mut impl Source,
+    out: &mut impl Write,
+    args: &WatchArgs,
+    json: bool,
+    kind_of: &dyn Fn(u32) -> Option<String>,
+    warn: &mut dyn FnMut(String),
+) -> Result<(), CliError> {
+    let deadline = args.for_duration.map(|d| Instant::now() + d);
+    let mut table = CapabilityTable::new();
+    let mut seen = 0u64;
+    loop {
+        let timeout = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(());
+                }
+                left
+            }
+            None => Duration::from_secs(3600),
+        };
+        let changes = match source.next(timeout) {
+            Ok(Batch::Changes(c)) => c,
+            Ok(Batch::TimedOut) => continue,
+            Ok(Batch::Woken) => return Ok(()),
+            Ok(Batch::Lost) => {
+                warn(
+                    "the kernel dropped events (receive buffer full): some changes were missed"
+                        .into(),
+                );
+                continue;
+            }
+            Err(HfiError::Parse(e)) => {
+                warn(format!("skipped a malformed thermal message: {e}"));
+                continue;
+            }
+            Err(e) => return Err(CliError::runtime(format!("topo --watch: {e}"))),
+        };
+        for c in changes {
+            let previous = table.apply(c);
+            let kind = kind_of(c.cpu);
+            let text = if json {
+                pinsight_render::hfi::json(&c, previous.as_ref(), kind.as_deref())
+            } else {
+                pinsight_render::hfi::line(&c, previous.as_ref(), kind.as_deref())
+            };
+            match writeln!(out, "{text}").and_then(|()| out.flush()) {
+                Ok(()) => {}
+                // The reader has all it wanted (`| head`).
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+                Err(e) => {
+                    return Err(CliError::runtime(format!(
+                        "topo --watch: writing standard output: {e}"
+                    )))
+                }
+            }
+            seen += 1;
+            if args.count.is_some_and(|n| seen >= n) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinsight_topology::hfi::{self, CapabilityChange};
+    use std::collections::VecDeque;
+
+    /// Replays recorded datagrams, then reports `then` forever.
+    struct Replay {
+        datagrams: VecDeque<Vec<u8>>,
+        then: Batch,
+        waits: usize,
+    }
+
+    impl Source for Replay {
+        fn next(&mut self, _timeout: Duration) -> Result<Batch, HfiError> {
+            self.waits += 1;
+            match self.datagrams.pop_front() {
+                Some(d) => Ok(Batch::Changes(hfi::parse(&d)?)),
+                None => Ok(self.then.clone()),
+            }
+        }
+    }
+
+    fn c(cpu: u32, performance: u32, efficiency: u32) -> CapabilityChange {
+        CapabilityChange {
+            cpu,
+            performance,
+            efficiency,
+        }
+    }
+
+    fn replay(datagrams: Vec<Vec<u8>>, then: Batch) -> Replay {
+        Replay {
+            datagrams: datagrams.into(),
+            then,
+            waits: 0,
+        }
+    }
+
+    fn kinds(cpu: u32) -> Option<String> {
+        Some(if cpu < 2 { "P-core" } else { "E-core" }.to_string())
+    }
+
+    #[test]
+    fn prints_each_change_with_what_it_replaced_until_woken() {
+        let mut src = replay(
+            vec![
+                hfi::encode(0x1c, &[c(0, 1020, 400), c(2, 512, 1020)]),
+                hfi::encode(0x1c, &[c(0, 0, 0)]),
+            ],
+            Batch::Woken,
+        );
+        let mut out = Vec::new();
+        let mut warnings = Vec::new();
+        watch(
+            &mut src,
+            &mut out,
+            &WatchArgs::default(),
+            false,
+            &kinds,
+            &mut |w| warnings.push(w),
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "cpu 0  perf 1020  eff 400  (kind P-core)\n\
+             cpu 2  perf 512  eff 1020  (kind E-core)\n\
+             cpu 0  perf 1020 → 0  eff 400 → 0  do not schedule here  (kind P-core)\n"
+        );
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn count_stops_mid_datagram_and_json_is_one_object_per_line() {
+        let mut src = replay(
+            vec![hfi::encode(0x1c, &[c(0, 8, 8), c(1, 12, 12), c(2, 16, 16)])],
+            Batch::Woken,
+        );
+        let mut out = Vec::new();
+        let args = WatchArgs {
+            watch: true,
+            count: Some(2),
+            for_duration: None,
+        };
+        watch(&mut src, &mut out, &args, true, &|_| None, &mut |_| {}).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[1]["cpu"], 1);
+        assert_eq!(lines[1]["performance"], 12);
+        assert!(lines[1]["previous"].is_null());
+    }
+
+    #[test]
+    fn a_deadline_ends_a_quiet_watch() {
+        let mut src = replay(vec![], Batch::TimedOut);
+        let args = WatchArgs {
+            watch: true,
+            count: None,
+            for_duration: Some(Duration::from_millis(30)),
+        };
+        watch(
+            &mut src,
+            &mut Vec::new(),
+            &args,
+            false,
+            &|_| None,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(src.waits >= 1);
+    }
+
+    #[test]
+    fn lost_and_malformed_messages_are_warnings_not_the_end() {
+        let mut garbage = hfi::encode(0x1c, &[c(0, 8, 8)]);
+        garbage.truncate(garbage.len() - 3);
+        let mut src = replay(
+            vec![garbage, hfi::encode(0x1c, &[c(1, 4, 4)])],
+            Batch::Woken,
+        );
+        src.datagrams.push_front(Vec::new());
+        let mut out = Vec::new();
+        let mut warnings = Vec::new();
+        watch(
+            &mut src,
+            &mut out,
+            &WatchArgs::default(),
+            false,
+            &|_| None,
+            &mut |w| warnings.push(w),
+        )
+        .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "cpu 1  perf 4  eff 4\n");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0]
+                .starts_with("skipped a malformed thermal message: netlink message at byte 0"),
+            "{warnings:?}"
+        );
+
+        let mut src = replay(vec![], Batch::Lost);
+        src.datagrams.push_back(Vec::new());
+        let mut warnings = Vec::new();
+        let args = WatchArgs {
+            watch: true,
+            count: None,
+            for_duration: Some(Duration::from_millis(5)),
+        };
+        watch(
+            &mut src,
+            &mut Vec::new(),
+            &args,
+            false,
+            &|_| None,
+            &mut |w| warnings.push(w),
+        )
+        .unwrap();
+        assert!(warnings.iter().all(|w| w.contains("dropped events")) && !warnings.is_empty());
+    }
+
+    /// A writer whose reader has gone.
+    struct ClosedPipe;
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_pipe_ends_the_watch_quietly() {
+        let mut src = replay(
+            vec![hfi::encode(0x1c, &[c(0, 8, 8)])],
+            Batch::Changes(vec![c(1, 1, 1)]),
+        );
+        watch(
+            &mut src,
+            &mut ClosedPipe,
+            &WatchArgs::default(),
+            false,
+            &|_| None,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(src.waits, 1, "stopped at the first failed write");
+    }
+}
