@@ -7,6 +7,7 @@
 //! stdout pipe (`| head`) is no failure: output stops quietly and the
 //! command ends with its own status (see `out.rs`).
 
+use pinsight_topology::declared::{self, DeclaredError, KindSpec};
 use pinsight_topology::{FsRoot, FsRootError, Topology};
 use std::fmt;
 use std::path::PathBuf;
@@ -27,6 +28,16 @@ pub struct Globals {
     /// Hide progress bars and warnings.
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// Declare the core kinds and their order instead of discovering them, e.g.
+    /// "0-3:P,4-7:E" (a VM whose host pinned vCPUs 0-3 to P-cores). Groups are
+    /// CPULIST:NAME; P > E > L are known, other names are listed fastest first
+    /// ("0-3:big,4-7:little"). Every usable CPU needs a kind.
+    #[arg(long, global = true, value_name = "SPEC", env = "PINSIGHT_KINDS")]
+    pub kinds: Option<String>,
+    /// Whether `kinds` came from `$PINSIGHT_KINDS` (set by main; only the
+    /// messages care).
+    #[arg(skip)]
+    pub kinds_from_env: bool,
 }
 
 /// An error with the exit code it deserves.
@@ -91,19 +102,64 @@ impl Globals {
     }
 
     /// The machine model: from `--hwloc-xml`, else discovered through
-    /// [`Globals::fsroot`]. Discovery warnings go to stderr unless `--quiet`.
+    /// [`Globals::fsroot`]; with `--kinds`, its kinds replaced by the
+    /// declared ones (and a note saying so). Discovery warnings and the
+    /// note go to stderr unless `--quiet`.
     pub fn topology(&self) -> Result<Topology, CliError> {
-        let topo = match &self.hwloc_xml {
+        let spec = self.declared_kinds()?;
+        let mut topo = match &self.hwloc_xml {
             Some(path) => pinsight_topology::hwloc_xml::load(path)
                 .map_err(|e| CliError::usage(e.to_string()))?,
             None => pinsight_topology::discover(&self.fsroot()?),
         };
+        if let Some(spec) = &spec {
+            topo = declared::apply(&topo, spec).map_err(|e| self.kinds_usage(&e))?;
+        }
         if !self.quiet {
             for w in &topo.warnings {
                 eprintln!("pinsight: warning: {w}");
             }
+            if let Some(spec) = &spec {
+                eprintln!(
+                    "{}",
+                    wrap80(&format!(
+                        "pinsight: kinds declared by {}, not discovered: {spec}",
+                        self.kinds_name()
+                    ))
+                );
+            }
         }
         Ok(topo)
+    }
+
+    /// The `--kinds` declaration, parsed; `None` without one (an empty
+    /// `$PINSIGHT_KINDS` is none). A bad one is a usage error naming the
+    /// flag, or the variable when it came from there.
+    pub fn declared_kinds(&self) -> Result<Option<KindSpec>, CliError> {
+        match self.kinds.as_deref() {
+            None => Ok(None),
+            Some(text) if self.kinds_from_env && text.trim().is_empty() => Ok(None),
+            Some(text) => KindSpec::parse(text)
+                .map(Some)
+                .map_err(|e| self.kinds_usage(&e)),
+        }
+    }
+
+    /// Where the declaration came from, for messages.
+    pub fn kinds_name(&self) -> &'static str {
+        if self.kinds_from_env {
+            "PINSIGHT_KINDS"
+        } else {
+            "--kinds"
+        }
+    }
+
+    fn kinds_usage(&self, e: &DeclaredError) -> CliError {
+        CliError::usage(format!(
+            "{} '{}': {e}",
+            self.kinds_name(),
+            self.kinds.as_deref().unwrap_or_default()
+        ))
     }
 
     /// Prints a value as pretty JSON on stdout.

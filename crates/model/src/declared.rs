@@ -35,9 +35,12 @@
 //! [`apply`] replaces a topology's kinds: every named CPU must exist and be
 //! online, and every online CPU this process may use must be declared. The
 //! kinds' source and rank source become [`KindSource::Declared`] and
-//! [`RankSource::Declared`]; capacities are left unknown (a declaration
-//! says "faster", not "how much"), and per-CPU facts (`cpu_capacity`,
-//! frequencies) stay as read.
+//! [`RankSource::Declared`]; kind capacities are left unknown (a
+//! declaration says "faster", not "how much"). Per-CPU `cpu_capacity` and
+//! a kind's max frequency are kept only where they agree with the declared
+//! order (every CPU of a faster kind above every CPU of a slower one):
+//! plan's `balance` reads them as capacity, and a VM's equal values would
+//! silently undo the declaration.
 
 use crate::{CoreType, Kind, KindSource, RankSource, Topology};
 use pinsight_cpuset::{CpuSet, ParseError};
@@ -455,6 +458,26 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
     for cpu in &mut out.cpus {
         cpu.kind = out.kinds.iter().position(|k| k.cpus.contains(cpu.id));
     }
+    // Likewise per-CPU `cpu_capacity`, which `balance` prefers to anything:
+    // kept only when every CPU of a faster kind has more than every CPU of
+    // a slower one (a VM's 1024 everywhere would undo the declaration).
+    let range = |k: &Kind| -> Option<(u32, u32)> {
+        let caps: Option<Vec<u32>> = k
+            .cpus
+            .iter()
+            .map(|c| out.cpu(c).and_then(|c| c.capacity))
+            .collect();
+        let caps = caps?;
+        Some((*caps.iter().min()?, *caps.iter().max()?))
+    };
+    let ranges: Option<Vec<(u32, u32)>> = out.kinds.iter().map(range).collect();
+    let capacity_agrees =
+        ranges.is_some_and(|r| r.windows(2).all(|w| w[0].1 < w[1].0) && r.len() > 1);
+    if !capacity_agrees {
+        for cpu in &mut out.cpus {
+            cpu.capacity = None;
+        }
+    }
     debug_assert_eq!(out.kinds.len(), n);
     Ok(out)
 }
@@ -617,9 +640,16 @@ mod tests {
     fn frequencies_that_agree_with_the_order_are_kept() {
         let mut topo = machine(3);
         topo.cpus[0].max_mhz = Some(5000);
+        for (c, cap) in [(0, 1024), (1, 600)] {
+            topo.cpus[c].capacity = Some(cap);
+        }
         let out = apply(&topo, &KindSpec::parse("0:P,1:E").unwrap()).unwrap();
         assert_eq!(out.kinds[1].max_mhz, Some(5000));
         assert_eq!(out.kinds[0].max_mhz, Some(3000));
+        assert_eq!(out.cpus[0].capacity, Some(1024));
+        // Declared against the kernel's capacities: they are not used.
+        let out = apply(&topo, &KindSpec::parse("0:E,1:P").unwrap()).unwrap();
+        assert!(out.cpus.iter().all(|c| c.capacity.is_none()));
     }
 
     #[test]
