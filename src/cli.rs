@@ -16,8 +16,14 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct Globals {
     /// Read /sys and /proc under DIR instead of / (a recorded machine: DIR/sys, DIR/proc,
-    /// as made by `pinsight snapshot` or hwloc-gather-topology).
-    #[arg(long, global = true, value_name = "DIR", env = "PINSIGHT_FSROOT")]
+    /// as made by `pinsight snapshot` or hwloc-gather-topology), or from the .tar.gz
+    /// that `pinsight snapshot OUT.tar.gz` writes.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR|TAR.GZ",
+        env = "PINSIGHT_FSROOT"
+    )]
     pub fsroot: Option<PathBuf>,
     /// Read the machine from an hwloc XML export (`lstopo machine.xml`) instead of sysfs.
     #[arg(long, global = true, value_name = "FILE")]
@@ -91,7 +97,7 @@ impl Globals {
         let fs = FsRoot::at(p).map_err(|e| fsroot_usage(name, &e))?;
         // A directory without sys/ (a typo, one level too high) is not a
         // recorded machine: refuse it rather than show an empty one.
-        if !p.join("sys/devices/system/cpu").is_dir() {
+        if !fs.root().join("sys/devices/system/cpu").is_dir() {
             return Err(CliError::usage(format!(
                 "{name} '{}': no sys/devices/system/cpu in it (expected a recorded machine: DIR/sys and DIR/proc, \
                  as `pinsight snapshot` or hwloc-gather-topology write)",
@@ -110,7 +116,16 @@ impl Globals {
         let mut topo = match &self.hwloc_xml {
             Some(path) => pinsight_topology::hwloc_xml::load(path)
                 .map_err(|e| CliError::usage(e.to_string()))?,
-            None => pinsight_topology::discover(&self.fsroot()?),
+            None => {
+                let fs = self.fsroot()?;
+                let mut topo = pinsight_topology::discover(&fs);
+                if let Some(archive) = fs.archive() {
+                    // Name the user's file, not the private directory it
+                    // was unpacked into (removed when `fs` drops).
+                    topo.source = pinsight_topology::Source::Fsroot(archive.display().to_string());
+                }
+                topo
+            }
         };
         if let Some(spec) = &spec {
             topo = declared::apply(&topo, spec).map_err(|e| self.kinds_usage(&e))?;
