@@ -99,12 +99,15 @@ fn raw_archive(path: &Path, name: &str, kind: tar::EntryType, link: Option<&str>
     b.into_inner().unwrap().finish().unwrap().flush().unwrap();
 }
 
+/// Writes one test archive at the path given.
+type Maker = Box<dyn Fn(&Path)>;
+
 #[test]
 fn bad_archives_are_one_usage_line_naming_the_file() {
     let work = tempfile::tempdir().unwrap();
     let tmp = work.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
+    let cases: Vec<(&str, Maker, &str)> = vec![
         (
             "escape.tar.gz",
             Box::new(|p| raw_archive(p, "../../etc/evil", tar::EntryType::Regular, None)),
