@@ -127,7 +127,19 @@ impl Globals {
                 topo
             }
         };
+        // What discovery found, when it found several kinds: said beside
+        // the declaration, so a contradiction is visible.
+        let mut found = String::new();
         if let Some(spec) = &spec {
+            if topo.kinds.len() > 1 {
+                let kinds: Vec<String> = topo
+                    .kinds
+                    .iter()
+                    .rev()
+                    .map(|k| format!("{} ({})", k.name, k.cpus))
+                    .collect();
+                found = format!(" (discovery found {})", kinds.join(" > "));
+            }
             topo = declared::apply(&topo, spec).map_err(|e| self.kinds_usage(&e))?;
         }
         if !self.quiet {
@@ -138,7 +150,7 @@ impl Globals {
                 eprintln!(
                     "{}",
                     wrap80(&format!(
-                        "pinsight: kinds declared by {}, not discovered: {spec}",
+                        "pinsight: kinds declared by {}, not discovered: {spec}{found}",
                         self.kinds_name()
                     ))
                 );

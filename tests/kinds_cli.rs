@@ -122,7 +122,11 @@ fn a_declaration_overrides_discovery() {
     .concat();
     let o = ok(&argv);
     assert_eq!(o.json()["places"][0], "12", "{}", o.stdout);
-    assert!(o.says("P-core (12-19) > E-core (0-11)"), "{}", o.stderr);
+    assert!(
+        o.says("P-core (12-19) > E-core (0-11) (discovery found P-core (0-11) > E-core (12-19))"),
+        "{}",
+        o.stderr
+    );
     // Other names: listed fastest first.
     let argv = [
         &base[..],
