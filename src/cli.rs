@@ -7,6 +7,7 @@
 //! stdout pipe (`| head`) is no failure: output stops quietly and the
 //! command ends with its own status (see `out.rs`).
 
+use pinsight_topology::declared::{self, DeclaredError, KindSpec};
 use pinsight_topology::{FsRoot, FsRootError, Topology};
 use std::fmt;
 use std::path::PathBuf;
@@ -15,8 +16,14 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct Globals {
     /// Read /sys and /proc under DIR instead of / (a recorded machine: DIR/sys, DIR/proc,
-    /// as made by `pinsight snapshot` or hwloc-gather-topology).
-    #[arg(long, global = true, value_name = "DIR", env = "PINSIGHT_FSROOT")]
+    /// as made by `pinsight snapshot` or hwloc-gather-topology), or from the .tar.gz
+    /// that `pinsight snapshot OUT.tar.gz` writes.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR|TAR.GZ",
+        env = "PINSIGHT_FSROOT"
+    )]
     pub fsroot: Option<PathBuf>,
     /// Read the machine from an hwloc XML export (`lstopo machine.xml`) instead of sysfs.
     #[arg(long, global = true, value_name = "FILE")]
@@ -27,6 +34,16 @@ pub struct Globals {
     /// Hide progress bars and warnings.
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// Declare the core kinds and their order instead of discovering them, e.g.
+    /// "0-3:P,4-7:E" (a VM whose host pinned vCPUs 0-3 to P-cores). Groups are
+    /// CPULIST:NAME; P > E > L are known, other names are listed fastest first
+    /// ("0-3:big,4-7:little"). Every usable CPU needs a kind.
+    #[arg(long, global = true, value_name = "SPEC", env = "PINSIGHT_KINDS")]
+    pub kinds: Option<String>,
+    /// Whether `kinds` came from `$PINSIGHT_KINDS` (set by main; only the
+    /// messages care).
+    #[arg(skip)]
+    pub kinds_from_env: bool,
 }
 
 /// An error with the exit code it deserves.
@@ -80,7 +97,7 @@ impl Globals {
         let fs = FsRoot::at(p).map_err(|e| fsroot_usage(name, &e))?;
         // A directory without sys/ (a typo, one level too high) is not a
         // recorded machine: refuse it rather than show an empty one.
-        if !p.join("sys/devices/system/cpu").is_dir() {
+        if !fs.root().join("sys/devices/system/cpu").is_dir() {
             return Err(CliError::usage(format!(
                 "{name} '{}': no sys/devices/system/cpu in it (expected a recorded machine: DIR/sys and DIR/proc, \
                  as `pinsight snapshot` or hwloc-gather-topology write)",
@@ -91,19 +108,85 @@ impl Globals {
     }
 
     /// The machine model: from `--hwloc-xml`, else discovered through
-    /// [`Globals::fsroot`]. Discovery warnings go to stderr unless `--quiet`.
+    /// [`Globals::fsroot`]; with `--kinds`, its kinds replaced by the
+    /// declared ones (and a note saying so). Discovery warnings and the
+    /// note go to stderr unless `--quiet`.
     pub fn topology(&self) -> Result<Topology, CliError> {
-        let topo = match &self.hwloc_xml {
+        let spec = self.declared_kinds()?;
+        let mut topo = match &self.hwloc_xml {
             Some(path) => pinsight_topology::hwloc_xml::load(path)
                 .map_err(|e| CliError::usage(e.to_string()))?,
-            None => pinsight_topology::discover(&self.fsroot()?),
+            None => {
+                let fs = self.fsroot()?;
+                let mut topo = pinsight_topology::discover(&fs);
+                if let Some(archive) = fs.archive() {
+                    // Name the user's file, not the private directory it
+                    // was unpacked into (removed when `fs` drops).
+                    topo.source = pinsight_topology::Source::Fsroot(archive.display().to_string());
+                }
+                topo
+            }
         };
+        // What discovery found, when it found several kinds: said beside
+        // the declaration, so a contradiction is visible.
+        let mut found = String::new();
+        if let Some(spec) = &spec {
+            if topo.kinds.len() > 1 {
+                let kinds: Vec<String> = topo
+                    .kinds
+                    .iter()
+                    .rev()
+                    .map(|k| format!("{} ({})", k.name, k.cpus))
+                    .collect();
+                found = format!(" (discovery found {})", kinds.join(" > "));
+            }
+            topo = declared::apply(&topo, spec).map_err(|e| self.kinds_usage(&e))?;
+        }
         if !self.quiet {
             for w in &topo.warnings {
                 eprintln!("pinsight: warning: {w}");
             }
+            if let Some(spec) = &spec {
+                eprintln!(
+                    "{}",
+                    wrap80(&format!(
+                        "pinsight: kinds declared by {}, not discovered: {spec}{found}",
+                        self.kinds_name()
+                    ))
+                );
+            }
         }
         Ok(topo)
+    }
+
+    /// The `--kinds` declaration, parsed; `None` without one (an empty
+    /// `$PINSIGHT_KINDS` is none). A bad one is a usage error naming the
+    /// flag, or the variable when it came from there.
+    pub fn declared_kinds(&self) -> Result<Option<KindSpec>, CliError> {
+        match self.kinds.as_deref() {
+            None => Ok(None),
+            Some(text) if self.kinds_from_env && text.trim().is_empty() => Ok(None),
+            Some(text) => KindSpec::parse(text)
+                .map(Some)
+                .map_err(|e| self.kinds_usage(&e)),
+        }
+    }
+
+    /// Where the declaration came from, for messages.
+    pub fn kinds_name(&self) -> &'static str {
+        if self.kinds_from_env {
+            "PINSIGHT_KINDS"
+        } else {
+            "--kinds"
+        }
+    }
+
+    fn kinds_usage(&self, e: &DeclaredError) -> CliError {
+        CliError::usage(format!(
+            "{} '{}': {e}",
+            self.kinds_name(),
+            self.kinds.as_deref().unwrap_or_default()
+        ))
     }
 
     /// Prints a value as pretty JSON on stdout.

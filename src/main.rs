@@ -73,6 +73,10 @@ fn main() {
     if std::env::var_os("PINSIGHT_FSROOT").is_some_and(|v| v.is_empty()) {
         std::env::remove_var("PINSIGHT_FSROOT");
     }
+    // Likewise an empty PINSIGHT_KINDS declares nothing.
+    if std::env::var_os("PINSIGHT_KINDS").is_some_and(|v| v.is_empty()) {
+        std::env::remove_var("PINSIGHT_KINDS");
+    }
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
     let mut cli =
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -89,7 +93,27 @@ fn main() {
                 .exit();
         }
     }
+    cli.globals.kinds_from_env =
+        matches.value_source("kinds") == Some(clap::parser::ValueSource::EnvVariable);
     let g = &cli.globals;
+    // A bad --kinds is refused before any work, whatever the command.
+    let declared = match g.declared_kinds() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("pinsight: error: {}", e.message);
+            std::process::exit(out::finish(e.code));
+        }
+    };
+    if declared.is_some() && matches!(cli.command, Command::Snapshot(_)) && !g.quiet {
+        eprintln!(
+            "{}",
+            cli::wrap80(&format!(
+                "pinsight: note: {} is not recorded in a snapshot (it records files); \
+                 give it again when reading the snapshot",
+                g.kinds_name()
+            ))
+        );
+    }
     let result = match cli.command {
         Command::Topo(a) => cmd::topo::run(a, g),
         Command::Snapshot(a) => cmd::snapshot::run(a, g),

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Examples:\n  pinsight snapshot mybox/\n  pinsight snapshot mybox.tar.gz --extra\n  \
-                        pinsight --fsroot mybox/ topo\n  tar xzf mybox.tar.gz && pinsight --fsroot mybox topo"
+                        pinsight --fsroot mybox/ topo\n  pinsight --fsroot mybox.tar.gz topo"
 )]
 pub struct Args {
     /// Directory to write, or a file name ending in .tar.gz/.tgz for an archive

@@ -109,7 +109,7 @@ pub struct Call {
     may_write: BTreeSet<String>,
 }
 
-/// `pinsight ARGS...` with a clean environment (no PINSIGHT_FSROOT).
+/// `pinsight ARGS...` with a clean environment (no PINSIGHT_FSROOT, PINSIGHT_KINDS).
 pub fn pinsight<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Call {
     Call {
         args: args.iter().map(|a| a.as_ref().to_os_string()).collect(),
@@ -148,6 +148,7 @@ impl Call {
             .current_dir(cwd.path())
             .stdin(Stdio::null())
             .env_remove("PINSIGHT_FSROOT")
+            .env_remove("PINSIGHT_KINDS")
             .env("NO_COLOR", "1");
         for (k, v) in &self.env {
             cmd.env(k, v);

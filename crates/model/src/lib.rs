@@ -12,6 +12,8 @@
 //! `pinsight_topology::model::...`).
 #![forbid(unsafe_code)]
 
+pub mod declared;
+
 use pinsight_cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 
@@ -149,6 +151,8 @@ pub enum KindSource {
     Uniform,
     /// An hwloc XML `cpukind` element.
     HwlocXml,
+    /// Declared by the user (`declared::apply`), not discovered.
+    Declared,
 }
 
 impl KindSource {
@@ -162,6 +166,7 @@ impl KindSource {
             KindSource::Frequency => "frequency",
             KindSource::Uniform => "uniform",
             KindSource::HwlocXml => "hwloc-xml",
+            KindSource::Declared => "declared",
         }
     }
 }
@@ -190,6 +195,8 @@ pub enum RankSource {
     /// Kinds that cannot be told apart by any measure: order is by first CPU
     /// and means nothing.
     Unranked,
+    /// The order the user declared (`declared::apply`).
+    Declared,
 }
 
 impl RankSource {
@@ -207,6 +214,7 @@ impl RankSource {
             RankSource::HwlocEfficiency => "hwloc-efficiency",
             RankSource::Uniform => "uniform",
             RankSource::Unranked => "unranked",
+            RankSource::Declared => "declared",
         }
     }
 }
@@ -536,6 +544,7 @@ mod tests {
             KindSource::Frequency,
             KindSource::Uniform,
             KindSource::HwlocXml,
+            KindSource::Declared,
         ] {
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
         }
@@ -551,6 +560,7 @@ mod tests {
             RankSource::HwlocEfficiency,
             RankSource::Uniform,
             RankSource::Unranked,
+            RankSource::Declared,
         ] {
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }

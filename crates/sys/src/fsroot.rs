@@ -38,6 +38,9 @@ pub enum FsRootError {
         #[source]
         source: ParseError,
     },
+    /// A `.tar.gz` recording that cannot be used (see [`crate::archive`]).
+    #[error(transparent)]
+    Archive(#[from] crate::archive::ArchiveError),
     /// A hex CPU mask file (`ff,00000000`) holds garbage.
     #[error("{}: {source}", path.display())]
     BadMask {
@@ -61,6 +64,9 @@ pub struct FsRoot {
     /// each path component by component (one `readlink` per component)
     /// dominated its cost on big recorded machines.
     dirs: Arc<Mutex<HashMap<PathBuf, PathBuf>>>,
+    /// A `.tar.gz` recording unpacked for this root; removed from disk
+    /// when the last clone drops.
+    unpacked: Option<Arc<crate::archive::Unpacked>>,
 }
 
 impl PartialEq for FsRoot {
@@ -76,19 +82,32 @@ impl FsRoot {
             root: PathBuf::from("/"),
             recorder: None,
             dirs: Arc::default(),
+            unpacked: None,
         }
     }
 
     /// A recorded machine at `dir`. Fails if `dir` is not a readable
     /// directory, naming it; an empty directory is accepted (discovery will
-    /// warn about what is missing).
+    /// warn about what is missing). A file is read as a `.tar.gz` recording
+    /// (`pinsight snapshot OUT.tar.gz`), unpacked into a private temporary
+    /// directory (see [`crate::archive`]).
     pub fn at(dir: impl AsRef<Path>) -> Result<FsRoot, FsRootError> {
         let dir = dir.as_ref();
+        if crate::archive::is_archive_file(dir) {
+            let unpacked = crate::archive::unpack(dir)?;
+            return Ok(FsRoot {
+                root: unpacked.root().to_path_buf(),
+                recorder: None,
+                dirs: Arc::default(),
+                unpacked: Some(Arc::new(unpacked)),
+            });
+        }
         match std::fs::read_dir(dir) {
             Ok(_) => Ok(FsRoot {
                 root: dir.to_path_buf(),
                 recorder: None,
                 dirs: Arc::default(),
+                unpacked: None,
             }),
             Err(source) => Err(FsRootError::NotADirectory {
                 dir: dir.to_path_buf(),
@@ -139,6 +158,14 @@ impl FsRoot {
     /// the files).
     pub fn is_live(&self) -> bool {
         self.root == Path::new("/")
+    }
+
+    /// The `.tar.gz` this root was unpacked from, if any (name it to the
+    /// user: [`FsRoot::root`] is a private directory that vanishes).
+    pub fn archive(&self) -> Option<&Path> {
+        self.unpacked
+            .as_deref()
+            .map(crate::archive::Unpacked::archive)
     }
 
     /// The root directory.

@@ -18,17 +18,22 @@
 //! - [`fsroot`]: [`FsRoot`], the root-relative reader of `/sys` and
 //!   `/proc` (live, or a recorded machine), through which every OS file
 //!   read goes;
+//! - [`archive`]: a recorded machine packed as `.tar.gz`, unpacked
+//!   (hostile entries refused, size bounded) into a private temporary
+//!   directory that [`FsRoot`] holds;
 //! - [`netlink`]: generic netlink multicast subscriptions (the `thermal`
 //!   family's HFI events), socket and controller messages from the
 //!   `netlink-sys` / `netlink-packet-generic` crates;
 //! - [`procfs`]: what `/proc` says about a process's threads (task list,
 //!   `stat`, `status`, `schedstat`), read through [`FsRoot`].
 //!
-//! Depends only on `pinsight-cpuset`, `libc`, `nix`, `thiserror` and the
-//! three small `netlink-*` crates, so any
+//! Depends only on `pinsight-cpuset`, `libc`, `nix`, `thiserror`, the
+//! three small `netlink-*` crates and, for archives, `flate2`, `tar` and
+//! `tempfile`, so any
 //! crate (topology discovery included) may use it.
 
 pub mod affinity;
+pub mod archive;
 pub mod fs;
 pub mod fsroot;
 pub mod netlink;

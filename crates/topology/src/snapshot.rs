@@ -253,7 +253,11 @@ struct Recorded {
 /// Runs discovery (and the `--extra` readers) on a recording view of `fs`.
 fn record(fs: &FsRoot, extra: bool) -> Recorded {
     let rec = fs.clone().recording();
-    let topo = discover(&rec);
+    let mut topo = discover(&rec);
+    if let Some(archive) = fs.archive() {
+        // Re-recording a `.tar.gz`: name it, not where it was unpacked.
+        topo.source = Source::Fsroot(archive.display().to_string());
+    }
     let hostname = rec.read_opt("/proc/sys/kernel/hostname");
     let kernel = rec.read_opt("/proc/sys/kernel/osrelease");
     if extra {

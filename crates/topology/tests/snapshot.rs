@@ -435,3 +435,175 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Copies a directory tree (files, directories, symlinks as links).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// Files of the capacity and ranking sources (issue 10) present under
+/// `root`, as OS paths.
+fn capacity_source_files(root: &Path) -> Vec<PathBuf> {
+    const NAMES: &[&str] = &[
+        "cpu_capacity",
+        "highest_perf",
+        "nominal_perf",
+        "lowest_perf",
+        "nominal_freq",
+        "cpuinfo_max_freq",
+        "base_frequency",
+        "amd_pstate_prefcore_ranking",
+        "amd_pstate_highest_perf",
+    ];
+    walk(root)
+        .into_iter()
+        .filter(|p| p.starts_with(root.join("sys/devices/system/cpu")))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| NAMES.contains(&n.to_string_lossy().as_ref()))
+        })
+        .map(|p| Path::new("/").join(p.strip_prefix(root).unwrap()))
+        .collect()
+}
+
+/// `snapshot` records every file the capacity sources read: on the
+/// synthetic machines (`cpu_capacity`, cpufreq) and on the hybrid laptop
+/// given ACPI CPPC files, each such file is in the snapshot with its
+/// content, and the snapshot (directory and `.tar.gz`) replays to the same
+/// model.
+#[test]
+fn capacity_sources_are_recorded_and_replay() {
+    let synthetic = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/synthetic");
+    let work = scratch_dir();
+    let mut machines: Vec<PathBuf> = std::fs::read_dir(&synthetic)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("sys").is_dir())
+        .collect();
+    machines.sort();
+    assert!(!machines.is_empty());
+    // The laptop with CPPC levels added (P-cores 0-7 highest 70, the rest 40).
+    let laptop = synthetic.join("intel-hybrid-laptop");
+    let cppc = work.path().join("laptop-cppc");
+    copy_tree(&laptop, &cppc);
+    let cpus = cppc.join("sys/devices/system/cpu");
+    for e in std::fs::read_dir(&cpus).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(n) = name
+            .strip_prefix("cpu")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let d = cpus.join(&name).join("acpi_cppc");
+        std::fs::create_dir_all(&d).unwrap();
+        let highest = if n < 8 { 70 } else { 40 };
+        for (f, v) in [
+            ("highest_perf", highest),
+            ("nominal_perf", 30),
+            ("lowest_perf", 1),
+            ("nominal_freq", 2400),
+        ] {
+            std::fs::write(d.join(f), format!("{v}\n")).unwrap();
+        }
+    }
+    machines.push(cppc.clone());
+    let mut saw = std::collections::BTreeSet::new();
+    for m in &machines {
+        let fs = FsRoot::at(m).unwrap();
+        let snap = work.path().join("snap");
+        let _ = std::fs::remove_dir_all(&snap);
+        snapshot::snapshot(&fs, &snap, &Options::default()).unwrap();
+        let wanted = capacity_source_files(m);
+        for abs in &wanted {
+            let rel = abs.strip_prefix("/").unwrap();
+            let got = std::fs::read(snap.join(rel));
+            assert_eq!(
+                got.ok(),
+                Some(std::fs::read(m.join(rel)).unwrap()),
+                "{}: {} not recorded",
+                m.display(),
+                abs.display()
+            );
+            saw.insert(abs.file_name().unwrap().to_string_lossy().into_owned());
+        }
+        let original = discover(&fs);
+        let replayed = discover(&FsRoot::at(&snap).unwrap());
+        assert_eq!(
+            without_source(original.clone()),
+            without_source(replayed),
+            "{}",
+            m.display()
+        );
+        // And through a .tar.gz read directly by FsRoot.
+        let archive = work.path().join("snap.tar.gz");
+        let _ = std::fs::remove_file(&archive);
+        snapshot::snapshot(&fs, &archive, &Options::default()).unwrap();
+        let packed = FsRoot::at(&archive).unwrap();
+        assert_eq!(packed.archive(), Some(archive.as_path()));
+        assert_eq!(
+            without_source(original),
+            without_source(discover(&packed)),
+            "{} via .tar.gz",
+            m.display()
+        );
+    }
+    for source in ["cpu_capacity", "highest_perf", "cpuinfo_max_freq"] {
+        assert!(
+            saw.contains(source),
+            "no fixture exercised {source}: {saw:?}"
+        );
+    }
+    // The CPPC values were read, not just copied.
+    let t = discover(&FsRoot::at(&cppc).unwrap());
+    assert_eq!(
+        t.cpu(0)
+            .and_then(|c| c.cppc.as_ref())
+            .and_then(|c| c.highest_perf),
+        Some(70)
+    );
+}
+
+/// The private directory a `.tar.gz` is unpacked into goes when the last
+/// clone of its root drops, and re-snapshotting names the archive.
+#[test]
+fn archive_roots_clean_up_after_themselves() {
+    let src = tempfile::tempdir().unwrap();
+    fake_machine(src.path());
+    let out = scratch_dir();
+    let archive = out.path().join("box.tar.gz");
+    snapshot::snapshot(
+        &FsRoot::at(src.path()).unwrap(),
+        &archive,
+        &Options::default(),
+    )
+    .unwrap();
+    let fs = FsRoot::at(&archive).unwrap();
+    let unpacked = fs.root().to_path_buf();
+    assert!(unpacked.join("sys/devices/system/cpu/online").is_file());
+    assert!(unpacked.ends_with("box"), "{}", unpacked.display());
+    let again = out.path().join("again");
+    let clone = fs.clone();
+    drop(fs);
+    assert!(unpacked.is_dir(), "a clone still holds it");
+    snapshot::snapshot(&clone, &again, &Options::default()).unwrap();
+    assert_eq!(
+        snapshot::read_metadata(&again).unwrap().source,
+        Source::Fsroot(archive.display().to_string())
+    );
+    drop(clone);
+    assert!(!unpacked.exists(), "{} left behind", unpacked.display());
+    assert!(!unpacked.parent().unwrap().exists());
+}

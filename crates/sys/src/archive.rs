@@ -1,0 +1,525 @@
+//! A recorded machine packed as a `.tar.gz` (what `pinsight snapshot
+//! OUT.tar.gz` writes: one directory holding `sys/`, `proc/` and
+//! `pinsight-snapshot.json`), unpacked into a private temporary directory
+//! that lives as long as the [`crate::FsRoot`] reading it (and its clones).
+//!
+//! Why unpack rather than serve reads from memory: [`crate::FsRoot`]'s read
+//! path works on real files (cached directory resolution, `O_NOFOLLOW`
+//! opens, link re-rooting); a directory keeps that one path for both kinds
+//! of recording. The archive comes from elsewhere, so it is treated as
+//! hostile: absolute paths, `..`, entries below a symlink, symlinks leading
+//! out of the tree, hard links, devices and FIFOs are refused, and the
+//! unpacked size and entry count are bounded. Refusing, not skipping: a
+//! damaged or doctored recording is reported, never half read.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+
+/// Most bytes unpacked from one archive. A snapshot of a 256-CPU machine is
+/// a few MiB; this leaves room for `--extra` and hwloc's dumps while a
+/// decompression bomb stops early.
+pub const MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Most entries unpacked from one archive (a 256-CPU snapshot has ~20 000).
+pub const MAX_ENTRIES: usize = 1_000_000;
+
+/// Why an archive cannot serve as a recorded machine. Every variant names
+/// the archive.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// Not a readable gzip-compressed tar file.
+    #[error("{}: not a readable .tar.gz recording ({source})", path.display())]
+    Read {
+        /// The archive.
+        path: PathBuf,
+        /// What failed reading it.
+        #[source]
+        source: io::Error,
+    },
+    /// An entry that could lead outside the recording or is no file,
+    /// directory or link.
+    #[error("{}: refused entry '{entry}': {reason}", path.display())]
+    Hostile {
+        /// The archive.
+        path: PathBuf,
+        /// The entry's path as stored.
+        entry: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// More bytes or entries than any recording holds.
+    #[error("{}: unpacks to more than {limit} (a recording is a few MiB); refused", path.display())]
+    TooBig {
+        /// The archive.
+        path: PathBuf,
+        /// The bound exceeded, in words.
+        limit: String,
+    },
+    /// The private directory to unpack into cannot be made or written.
+    #[error("{}: cannot unpack into a temporary directory: {source}", path.display())]
+    Unpack {
+        /// The archive.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// An unpacked archive: removed from disk when dropped.
+#[derive(Debug)]
+pub struct Unpacked {
+    dir: tempfile::TempDir,
+    root: PathBuf,
+    archive: PathBuf,
+}
+
+impl Unpacked {
+    /// The recorded machine's root (holding `sys/`): the archive's single
+    /// top directory, or the unpack directory when the archive has `sys/`
+    /// at its top or several top entries.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The archive it came from.
+    pub fn archive(&self) -> &Path {
+        &self.archive
+    }
+
+    /// The private directory everything was unpacked into.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Whether `path` is a regular file (so `--fsroot` means an archive).
+pub fn is_archive_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// Unpacks `archive` (gzip-compressed tar) into a new private temporary
+/// directory (under `$TMPDIR`), with the default bounds.
+pub fn unpack(archive: &Path) -> Result<Unpacked, ArchiveError> {
+    unpack_bounded(archive, MAX_TOTAL_BYTES, MAX_ENTRIES)
+}
+
+/// [`unpack`] with explicit bounds (tests use small ones).
+pub fn unpack_bounded(
+    archive: &Path,
+    max_bytes: u64,
+    max_entries: usize,
+) -> Result<Unpacked, ArchiveError> {
+    unpack_in(archive, &std::env::temp_dir(), max_bytes, max_entries)
+}
+
+/// [`unpack_bounded`] into a new directory under `parent`.
+fn unpack_in(
+    archive: &Path,
+    parent: &Path,
+    max_bytes: u64,
+    max_entries: usize,
+) -> Result<Unpacked, ArchiveError> {
+    let path = archive.to_path_buf();
+    let read_err = |source: io::Error| ArchiveError::Read {
+        path: path.clone(),
+        source,
+    };
+    let file = File::open(archive).map_err(read_err)?;
+    let dir = tempfile::Builder::new()
+        .prefix("pinsight-fsroot-")
+        .tempdir_in(parent)
+        .map_err(|source| ArchiveError::Unpack {
+            path: path.clone(),
+            source,
+        })?;
+    // On any error `dir` is dropped, removing what was unpacked.
+    extract(file, dir.path(), &path, max_bytes, max_entries)?;
+    let root = choose_root(dir.path());
+    Ok(Unpacked {
+        dir,
+        root,
+        archive: path,
+    })
+}
+
+/// The recording's root inside the unpack directory.
+fn choose_root(dir: &Path) -> PathBuf {
+    if dir.join("sys").is_dir() {
+        return dir.to_path_buf();
+    }
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    match entries.as_slice() {
+        [only] if std::fs::symlink_metadata(only).is_ok_and(|m| m.is_dir()) => only.clone(),
+        _ => dir.to_path_buf(),
+    }
+}
+
+fn extract(
+    file: File,
+    dest: &Path,
+    archive: &Path,
+    max_bytes: u64,
+    max_entries: usize,
+) -> Result<(), ArchiveError> {
+    let read_err = |source: io::Error| ArchiveError::Read {
+        path: archive.to_path_buf(),
+        source,
+    };
+    let unpack_err = |source: io::Error| ArchiveError::Unpack {
+        path: archive.to_path_buf(),
+        source,
+    };
+    let hostile = |entry: &str, reason: &'static str| ArchiveError::Hostile {
+        path: archive.to_path_buf(),
+        entry: entry.to_string(),
+        reason,
+    };
+    let too_big = |limit: String| ArchiveError::TooBig {
+        path: archive.to_path_buf(),
+        limit,
+    };
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(file)));
+    // Relative paths of the links made so far: nothing may be written
+    // through one (a link to / followed by `link/etc/passwd`).
+    let mut links: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut relative_links: Vec<(PathBuf, String)> = Vec::new();
+    let mut total: u64 = 0;
+    let mut count: usize = 0;
+    for entry in tar.entries().map_err(read_err)? {
+        let mut entry = entry.map_err(read_err)?;
+        let raw = entry.path().map_err(read_err)?.into_owned();
+        let shown = raw.display().to_string();
+        count += 1;
+        if count > max_entries {
+            return Err(too_big(format!("{max_entries} entries")));
+        }
+        let rel = safe_relative(&raw).ok_or_else(|| {
+            hostile(
+                &shown,
+                "an absolute path or one with '..' leads outside the recording",
+            )
+        })?;
+        if rel.as_os_str().is_empty() {
+            continue; // "./"
+        }
+        if rel.ancestors().skip(1).any(|a| links.contains(a)) {
+            return Err(hostile(&shown, "it lies below a symbolic link"));
+        }
+        if links.contains(&rel) {
+            return Err(hostile(&shown, "it replaces a symbolic link"));
+        }
+        let out = dest.join(&rel);
+        let kind = entry.header().entry_type();
+        match kind {
+            tar::EntryType::Directory => {
+                std::fs::create_dir_all(&out).map_err(unpack_err)?;
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                if let Some(parent) = out.parent() {
+                    std::fs::create_dir_all(parent).map_err(unpack_err)?;
+                }
+                let left = max_bytes - total;
+                let mut f = create_nofollow(&out).map_err(unpack_err)?;
+                let copied =
+                    io::copy(&mut (&mut entry).take(left + 1), &mut f).map_err(read_err)?;
+                total += copied;
+                if copied > left {
+                    return Err(too_big(format!("{max_bytes} bytes")));
+                }
+            }
+            tar::EntryType::Symlink => {
+                let target = entry
+                    .link_name()
+                    .map_err(read_err)?
+                    .ok_or_else(|| hostile(&shown, "a symbolic link without a target"))?
+                    .into_owned();
+                // Absolute targets are re-rooted by FsRoot (hwloc's dumps
+                // hold some); relative ones must stay inside.
+                if !target.is_absolute() && !stays_inside(&rel, &target) {
+                    return Err(hostile(
+                        &shown,
+                        "a symbolic link leading outside the recording",
+                    ));
+                }
+                if let Some(parent) = out.parent() {
+                    std::fs::create_dir_all(parent).map_err(unpack_err)?;
+                }
+                std::os::unix::fs::symlink(&target, &out).map_err(unpack_err)?;
+                if !target.is_absolute() {
+                    relative_links.push((rel.clone(), shown.clone()));
+                }
+                links.insert(rel);
+            }
+            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => {}
+            tar::EntryType::Link => {
+                return Err(hostile(
+                    &shown,
+                    "a hard link (recordings hold files, directories and symbolic links only)",
+                ));
+            }
+            _ => {
+                return Err(hostile(&shown, "a device, FIFO or other special file (recordings hold files, directories and symbolic links only)"));
+            }
+        }
+    }
+    // The lexical check above cannot see chains (`a -> .`, `b -> a/../..`):
+    // now that the tree is complete, resolve every relative link for real.
+    let inside = dest.canonicalize().map_err(unpack_err)?;
+    for (rel, shown) in relative_links {
+        if let Ok(real) = dest.join(&rel).canonicalize() {
+            if !real.starts_with(&inside) {
+                return Err(hostile(
+                    &shown,
+                    "a symbolic link leading outside the recording",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `a/./b` → `a/b`; `None` for absolute paths and any `..`.
+fn safe_relative(p: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) | Component::ParentDir => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Whether the relative link at `link` (a path inside the tree) pointing
+/// at `target` stays inside the tree, read lexically.
+fn stays_inside(link: &Path, target: &Path) -> bool {
+    let mut depth: usize = link.components().count().saturating_sub(1);
+    for c in target.components() {
+        match c {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if depth == 0 {
+                    return false;
+                }
+                depth -= 1;
+            }
+            Component::RootDir | Component::Prefix(_) => return false,
+        }
+    }
+    true
+}
+
+/// Creates (or truncates) a file without following a link in its place.
+fn create_nofollow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// One raw entry: path bytes written as is (the tar crate's own path
+    /// setter refuses `..` and absolute paths, which is what we test).
+    struct E<'a> {
+        path: &'a str,
+        kind: tar::EntryType,
+        data: &'a [u8],
+        link: Option<&'a str>,
+    }
+
+    fn file<'a>(path: &'a str, data: &'a [u8]) -> E<'a> {
+        E {
+            path,
+            kind: tar::EntryType::Regular,
+            data,
+            link: None,
+        }
+    }
+
+    fn dir(path: &str) -> E<'_> {
+        E {
+            path,
+            kind: tar::EntryType::Directory,
+            data: b"",
+            link: None,
+        }
+    }
+
+    fn link<'a>(path: &'a str, target: &'a str) -> E<'a> {
+        E {
+            path,
+            kind: tar::EntryType::Symlink,
+            data: b"",
+            link: Some(target),
+        }
+    }
+
+    fn archive(at: &Path, entries: &[E]) -> PathBuf {
+        let p = at.join("x.tar.gz");
+        let gz =
+            flate2::write::GzEncoder::new(File::create(&p).unwrap(), flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        for e in entries {
+            let mut h = tar::Header::new_old();
+            h.as_old_mut().name[..e.path.len()].copy_from_slice(e.path.as_bytes());
+            if let Some(l) = e.link {
+                h.as_old_mut().linkname[..l.len()].copy_from_slice(l.as_bytes());
+            }
+            h.set_entry_type(e.kind);
+            h.set_size(e.data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append(&h, e.data).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap().flush().unwrap();
+        p
+    }
+
+    /// Unpacks under a private parent directory (returned, holding the
+    /// archive), so a test can check nothing was left behind there.
+    fn try_unpack(
+        entries: &[E],
+        max_bytes: u64,
+    ) -> (Result<Unpacked, ArchiveError>, tempfile::TempDir) {
+        let d = tempfile::tempdir().unwrap();
+        let a = archive(d.path(), entries);
+        (unpack_in(&a, d.path(), max_bytes, 100), d)
+    }
+
+    fn refused(entries: &[E], want: &str) {
+        let (r, d) = try_unpack(entries, 1 << 20);
+        let e = r.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ArchiveError::Hostile { .. } | ArchiveError::TooBig { .. }
+            ),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(text.contains("x.tar.gz") && text.contains(want), "{text}");
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["x.tar.gz"], "unpack directory left behind");
+    }
+
+    #[test]
+    fn a_recording_unpacks_to_its_top_directory() {
+        let (r, _d) = try_unpack(
+            &[
+                dir("box/"),
+                dir("box/sys/"),
+                file("box/sys/online", b"0-3\n"),
+                link("box/sys/l", "online"),
+            ],
+            1 << 20,
+        );
+        let u = r.unwrap();
+        assert!(u.root().ends_with("box"));
+        assert_eq!(std::fs::read(u.root().join("sys/l")).unwrap(), b"0-3\n");
+        let dir = u.dir().to_path_buf();
+        drop(u);
+        assert!(!dir.exists(), "removed on drop");
+        // sys/ at the top: the unpack directory is the root.
+        let (r, _d) = try_unpack(&[file("sys/online", b"0")], 1 << 20);
+        let u = r.unwrap();
+        assert_eq!(u.root(), u.dir());
+    }
+
+    #[test]
+    fn hostile_entries_are_refused() {
+        refused(&[file("/etc/evil", b"x")], "leads outside");
+        refused(&[file("box/../../evil", b"x")], "leads outside");
+        refused(&[link("box/l", "../../etc")], "leading outside");
+        // A chain the lexical check cannot see: a -> ., b -> a/../..
+        refused(
+            &[dir("box/"), link("box/a", "."), link("box/b", "a/../..")],
+            "leading outside",
+        );
+        refused(
+            &[link("box/l", "/etc"), file("box/l/passwd", b"x")],
+            "below a symbolic link",
+        );
+        refused(
+            &[link("box/l", "sys"), file("box/l", b"x")],
+            "replaces a symbolic link",
+        );
+        let hard = E {
+            path: "box/h",
+            kind: tar::EntryType::Link,
+            data: b"",
+            link: Some("box/f"),
+        };
+        refused(&[file("box/f", b"x"), hard], "hard link");
+        let dev = E {
+            path: "box/null",
+            kind: tar::EntryType::Char,
+            data: b"",
+            link: None,
+        };
+        refused(&[dev], "device");
+        let fifo = E {
+            path: "box/p",
+            kind: tar::EntryType::Fifo,
+            data: b"",
+            link: None,
+        };
+        refused(&[fifo], "FIFO");
+    }
+
+    #[test]
+    fn size_and_entry_count_are_bounded() {
+        let big = vec![b'x'; 5000];
+        let (r, _d) = try_unpack(&[file("a", &big[..3000]), file("b", &big[..3000])], 4096);
+        let e = r.unwrap_err();
+        assert!(matches!(e, ArchiveError::TooBig { .. }), "{e:?}");
+        assert!(e.to_string().contains("4096 bytes"), "{e}");
+        let many: Vec<String> = (0..101).map(|i| format!("f{i}")).collect();
+        let entries: Vec<E> = many.iter().map(|n| file(n, b"")).collect();
+        let (r, _d) = try_unpack(&entries, 1 << 20);
+        assert!(r.unwrap_err().to_string().contains("100 entries"));
+    }
+
+    #[test]
+    fn not_an_archive_names_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("notes.txt");
+        std::fs::write(&p, "hello").unwrap();
+        let e = unpack(&p).unwrap_err();
+        assert!(matches!(e, ArchiveError::Read { .. }), "{e:?}");
+        assert!(e.to_string().contains("notes.txt"), "{e}");
+    }
+
+    #[test]
+    fn relative_paths() {
+        assert_eq!(
+            safe_relative(Path::new("a/./b")),
+            Some(PathBuf::from("a/b"))
+        );
+        assert_eq!(safe_relative(Path::new("/etc/passwd")), None);
+        assert_eq!(safe_relative(Path::new("a/../../b")), None);
+        assert!(stays_inside(
+            Path::new("top/sys/bus/cpu0"),
+            Path::new("../../devices/cpu0")
+        ));
+        assert!(stays_inside(Path::new("top/a"), Path::new("../b")));
+        assert!(!stays_inside(Path::new("top/a"), Path::new("../../b")));
+        assert!(!stays_inside(Path::new("a"), Path::new("../b")));
+    }
+}

@@ -1,0 +1,162 @@
+//! `--fsroot X.tar.gz` (and `PINSIGHT_FSROOT`): the archive `pinsight
+//! snapshot` writes is a recorded machine without extracting it first.
+//! The model equals the directory's; hostile or broken archives are one
+//! usage line naming the file; nothing is left in the temporary directory.
+
+mod common_cli;
+
+use common_cli::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn hybrid() -> PathBuf {
+    hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t")
+}
+
+/// Entries of a private TMPDIR (where the archive is unpacked).
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `pinsight ARGS` with TMPDIR set to `tmp`, which must be empty afterwards.
+fn run_clean(args: &[&str], tmp: &Path) -> Out {
+    let o = pinsight(args).env("TMPDIR", tmp).run();
+    assert!(
+        entries(tmp).is_empty(),
+        "{}: left {:?} in TMPDIR",
+        o.argv,
+        entries(tmp)
+    );
+    o
+}
+
+fn without_source(mut v: serde_json::Value) -> serde_json::Value {
+    v["source"] = serde_json::Value::Null;
+    v
+}
+
+#[test]
+fn a_snapshot_archive_reads_like_its_directory() {
+    let work = tempfile::tempdir().unwrap();
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let archive = work.path().join("box.tar.gz");
+    let a = archive.to_str().unwrap();
+    let root = hybrid();
+    let r = root.to_str().unwrap();
+    ok(&["--fsroot", r, "snapshot", a]);
+    let from_dir = ok(&["--fsroot", r, "topo", "--json", "-q"]).json();
+    let o = run_clean(&["--fsroot", a, "topo", "--json", "-q"], &tmp);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let from_archive = o.json();
+    // The source names the archive, not where it was unpacked.
+    assert_eq!(from_archive["source"]["path"], a);
+    assert_eq!(without_source(from_archive), without_source(from_dir));
+    // Human output, plans and the environment variable too.
+    let o = run_clean(&["--fsroot", a, "topo"], &tmp);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("i7-1370P"), "{}", o.stdout);
+    let o = pinsight(&["plan", "p-pinned", "-t", "2", "--json", "-q"])
+        .env("PINSIGHT_FSROOT", a)
+        .env("TMPDIR", &tmp)
+        .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.json()["places"][0], "0");
+    assert!(entries(&tmp).is_empty());
+    // Re-snapshotting an archive gives the same machine.
+    let again = work.path().join("again");
+    let o = run_clean(&["--fsroot", a, "snapshot", again.to_str().unwrap()], &tmp);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = ok(&["--fsroot", again.to_str().unwrap(), "topo", "--json", "-q"]);
+    assert_eq!(
+        without_source(o.json()),
+        without_source(ok(&["--fsroot", r, "topo", "--json", "-q"]).json())
+    );
+}
+
+/// Writes a gzipped tar whose single entry has a raw (unchecked) path.
+fn raw_archive(path: &Path, name: &str, kind: tar::EntryType, link: Option<&str>) {
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut b = tar::Builder::new(gz);
+    let mut h = tar::Header::new_old();
+    h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+    if let Some(l) = link {
+        h.as_old_mut().linkname[..l.len()].copy_from_slice(l.as_bytes());
+    }
+    h.set_entry_type(kind);
+    h.set_size(1);
+    h.set_mode(0o644);
+    h.set_cksum();
+    b.append(&h, &b"x"[..]).unwrap();
+    b.into_inner().unwrap().finish().unwrap().flush().unwrap();
+}
+
+/// Writes one test archive at the path given.
+type Maker = Box<dyn Fn(&Path)>;
+
+#[test]
+fn bad_archives_are_one_usage_line_naming_the_file() {
+    let work = tempfile::tempdir().unwrap();
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let cases: Vec<(&str, Maker, &str)> = vec![
+        (
+            "escape.tar.gz",
+            Box::new(|p| raw_archive(p, "../../etc/evil", tar::EntryType::Regular, None)),
+            "leads outside",
+        ),
+        (
+            "absolute.tar.gz",
+            Box::new(|p| raw_archive(p, "/tmp/evil", tar::EntryType::Regular, None)),
+            "leads outside",
+        ),
+        (
+            "link.tar.gz",
+            Box::new(|p| raw_archive(p, "box/l", tar::EntryType::Symlink, Some("../../.."))),
+            "symbolic link leading outside",
+        ),
+        (
+            "device.tar.gz",
+            Box::new(|p| raw_archive(p, "box/null", tar::EntryType::Char, None)),
+            "device",
+        ),
+        (
+            "garbage.tar.gz",
+            Box::new(|p| std::fs::write(p, "not gzip at all").unwrap()),
+            "not a readable .tar.gz recording",
+        ),
+        (
+            "empty-machine.tar.gz",
+            Box::new(|p| raw_archive(p, "box/readme", tar::EntryType::Regular, None)),
+            "no sys/devices/system/cpu",
+        ),
+    ];
+    for (name, make, want) in cases {
+        let p = work.path().join(name);
+        make(&p);
+        let o = run_clean(&["--fsroot", p.to_str().unwrap(), "topo"], &tmp);
+        assert_eq!(o.code, 2, "{name}: {}", o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{name}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{name}: {}", o.stdout);
+        assert!(o.says(name), "{name}: {}", o.stderr);
+        assert!(o.says(want), "{name}: {} lacks {want}", o.stderr);
+        assert!(o.first_err_line().starts_with("pinsight: error: --fsroot"));
+    }
+    // From the environment, the variable is named.
+    let p = work.path().join("garbage.tar.gz");
+    let o = pinsight(&["topo"])
+        .env("PINSIGHT_FSROOT", &p)
+        .env("TMPDIR", &tmp)
+        .run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.says("PINSIGHT_FSROOT"), "{}", o.stderr);
+    assert!(entries(&tmp).is_empty());
+}
