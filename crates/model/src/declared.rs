@@ -420,6 +420,10 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
     }
     let n = spec.kinds.len();
     let mut out = topo.clone();
+    // The capacity chain's evidence describes the discovered kinds; it
+    // does not line up with declared ones (`topo --explain` then says the
+    // kinds were not ranked from sysfs).
+    out.provenance = Default::default();
     // Rank 0 is the least performant: the declaration's last kind.
     out.kinds = spec
         .kinds
@@ -582,6 +586,7 @@ mod tests {
 
     fn machine(n: usize) -> Topology {
         Topology {
+            provenance: Default::default(),
             source: Source::Live,
             model_name: None,
             arch: None,
