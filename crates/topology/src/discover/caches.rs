@@ -337,14 +337,18 @@ fn share_zero_maps(
     caches: &mut Vec<Cache>,
     zeros: Vec<(usize, String, Cache)>,
 ) {
+    // Instances made here, by (level, type, CPUs).
+    let mut made: Vec<(u8, CacheType, CpuSet)> = Vec::new();
     for (c, file, mut cache) in zeros {
         let same = |k: &Cache| k.level == cache.level && k.cache_type == cache.cache_type;
         let what = format!("L{} {}", cache.level, type_name(cache.cache_type));
         if let Some(k) = caches.iter().find(|k| same(k) && k.cpus.contains(c)) {
-            let action = format!(
-                "kept cpu{c} in the {what} of CPUs {} it is already in",
-                k.cpus
-            );
+            let by = if made.contains(&(k.level, k.cache_type, k.cpus.clone())) {
+                "already shared with its core"
+            } else {
+                "as other CPUs' maps say"
+            };
+            let action = format!("kept cpu{c} in the {what} of CPUs {}, {by}", k.cpus);
             r.warn(
                 &file,
                 "is all zeros (no CPU would share this cache)",
@@ -368,6 +372,7 @@ fn share_zero_maps(
             "is all zeros (no CPU would share this cache)",
             &action,
         );
+        made.push((cache.level, cache.cache_type, cpus.clone()));
         cache.cpus = cpus;
         caches.push(cache);
     }
