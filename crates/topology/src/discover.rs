@@ -6,6 +6,7 @@
 //!
 //! - `reader`: file reads that turn garbage into warnings naming the file;
 //! - `cpus`: present/online CPUs and their core/package/die/cluster groups;
+//! - `partition`: contradictory sharing masks settled by majority;
 //! - `caches`: cache instances, deduplicated by (level, type, CPU set);
 //! - `numa`: NUMA nodes, memory, distances, duplicate-node merging;
 //! - `cgroup`: the CPUs this process's cpuset cgroup allows;
@@ -27,6 +28,7 @@ mod cpus;
 mod freq;
 pub(crate) mod kinds;
 mod numa;
+mod partition;
 mod procinfo;
 mod reader;
 

@@ -250,6 +250,26 @@ machines! {
     offline_cpu0_node0 => "offline-cpu0-node0",
 }
 
+/// Every recorded machine shipped in the fixture directory (found by
+/// listing it, so a machine added later is covered without touching this
+/// file) conforms; the named tests above say which one failed faster.
+#[test]
+fn every_recorded_machine_conforms() {
+    let dir = common::fixtures().join("hwloc");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let f = e.unwrap().file_name().to_string_lossy().into_owned();
+            f.strip_suffix(".test").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 18, "fixtures missing: {names:?}");
+    for name in &names {
+        check(name);
+    }
+}
+
 /// Details hwloc's output does not show but the model must get right.
 #[test]
 fn hybrid_raptorlake_kinds_are_named_and_ranked_by_frequency() {

@@ -6,8 +6,15 @@
 //! read again, and an SMT sibling whose core-mate's caches all include it is
 //! not even listed: this keeps discovery of a 256-CPU machine to a few
 //! hundred small reads.
+//!
+//! The instances of one level and type partition the CPUs they cover: a
+//! map that omits its own CPU or overlaps another instance is settled by
+//! majority over the maps and lists of the CPUs involved (`partition`),
+//! and an all-zero map shares the cache among the core's SMT siblings (see
+//! [`share_zero_maps`]); both warn, naming the file.
 
 use super::cpus::{Layout, CPU_DIR};
+use super::partition;
 use super::reader::{shorten, Reader};
 use crate::{Cache, CacheType, CpuSet};
 use std::collections::HashMap;
@@ -22,6 +29,8 @@ pub(super) fn discover_caches(r: &mut Reader, layout: &Layout) -> Vec<Cache> {
     // core (by first CPU) → the index names its first CPU had.
     let mut core_indexes: HashMap<usize, Vec<String>> = HashMap::new();
     let mut geometry = Geometry::new();
+    // Instances whose map is all zeros: (CPU, the file, the instance).
+    let mut zeros: Vec<(usize, String, Cache)> = Vec::new();
 
     for c in online.iter() {
         let core_first = layout
@@ -59,20 +68,32 @@ pub(super) fn discover_caches(r: &mut Reader, layout: &Layout) -> Vec<Cache> {
                 continue;
             }
             let dir = format!("{base}/{idx}");
-            let Some(cache) = read_instance(r, &dir, idx, c, online, &mut geometry) else {
+            let Some((cache, zero)) = read_instance(r, &dir, idx, c, online, &mut geometry) else {
                 continue;
             };
+            if let Some(file) = zero {
+                zeros.push((c, file, cache));
+                continue;
+            }
+            let same = |k: &Cache| k.level == cache.level && k.cache_type == cache.cache_type;
+            if !cache.cpus.contains(c)
+                || caches
+                    .iter()
+                    .any(|k| same(k) && k.cpus != cache.cpus && k.cpus.intersects(&cache.cpus))
+            {
+                settle(r, layout, &mut caches, &mut covered, c, cache);
+                continue;
+            }
             covered
                 .entry(idx.clone())
                 .or_default()
                 .union_with(&cache.cpus);
-            if !caches.iter().any(|k| {
-                k.level == cache.level && k.cache_type == cache.cache_type && k.cpus == cache.cpus
-            }) {
+            if !caches.iter().any(|k| same(k) && k.cpus == cache.cpus) {
                 caches.push(cache);
             }
         }
     }
+    share_zero_maps(r, layout, &mut caches, zeros);
     caches.sort_by_key(|k| (k.level, type_order(k.cache_type), k.cpus.first()));
     caches
 }
@@ -97,7 +118,7 @@ fn read_instance(
     cpu: usize,
     online: &CpuSet,
     geometry: &mut Geometry,
-) -> Option<Cache> {
+) -> Option<(Cache, Option<String>)> {
     let level_path = format!("{dir}/level");
     let level = r.number(&level_path, "skipped this cache")?;
     if level == 0 || level > 255 {
@@ -159,21 +180,211 @@ fn read_instance(
             (line, ways)
         }
     };
-    let shared = r.cpuset(
-        &format!("{dir}/shared_cpu_map"),
-        &format!("{dir}/shared_cpu_list"),
-        "assumed the cache is private to this CPU",
+    let (map, list) = (
+        format!("{dir}/shared_cpu_map"),
+        format!("{dir}/shared_cpu_list"),
     );
-    let mut cpus = shared.unwrap_or_default().intersection(online);
-    cpus.insert(cpu);
-    Some(Cache {
+    let mut zero = None;
+    let cpus = match r.cpuset(&map, &list, "assumed the cache is private to this CPU") {
+        // Neither file, or garbage: private to the CPU that reads it.
+        None => CpuSet::single(cpu),
+        Some(s) if s.is_empty() => {
+            // An all-zero map: its list may still say more.
+            match r.cpulist(&list, "ignored it").filter(|l| !l.is_empty()) {
+                Some(l) => l,
+                None => {
+                    let named = if r.fs.exists(&map) { map } else { list };
+                    zero = Some(named);
+                    CpuSet::new()
+                }
+            }
+        }
+        Some(s) => s,
+    };
+    let cpus = cpus.intersection(online);
+    let cache = Cache {
         level: level as u8,
         cache_type,
         size_kib,
         line_size,
         ways,
         cpus,
-    })
+    };
+    Some((cache, zero))
+}
+
+/// Settles cpu`c`'s instance `cache`, whose map omits `c` or overlaps
+/// another instance of its level and type: reads the maps and lists of
+/// that level and type of every CPU involved, regroups them by majority
+/// (see `partition`) and warns about each file that lost.
+fn settle(
+    r: &mut Reader,
+    layout: &Layout,
+    caches: &mut Vec<Cache>,
+    covered: &mut HashMap<String, CpuSet>,
+    c: usize,
+    cache: Cache,
+) {
+    let same = |k: &Cache| k.level == cache.level && k.cache_type == cache.cache_type;
+    let mut start = cache.cpus.clone();
+    start.insert(c);
+    let mut index_of: HashMap<usize, String> = HashMap::new();
+    let (zone, votes) = partition::gather(
+        &start,
+        &layout.online,
+        |x| {
+            let (votes, idx) = cache_votes(r, layout, x, &cache);
+            if let Some(i) = idx {
+                index_of.insert(x, i);
+            }
+            votes
+        },
+        |x| {
+            caches
+                .iter()
+                .find(|k| same(k) && k.cpus.contains(x))
+                .map(|k| k.cpus.clone())
+                .unwrap_or_default()
+        },
+    );
+    let settled = partition::resolve(&zone, &votes);
+    let what = format!("L{} {}", cache.level, type_name(cache.cache_type));
+    for (file, said, used) in partition::dissent(&settled, &votes, &zone) {
+        r.warn(
+            file,
+            format_args!(
+                "says CPUs {said} share this {what}, against the other {what} maps of CPUs {zone}"
+            ),
+            &format!("used the majority's {what} {used}"),
+        );
+    }
+    // Take the zone out of the instances it touched, keeping their
+    // geometry for the settled ones.
+    let mut templates: Vec<Cache> = Vec::new();
+    caches.retain_mut(|k| {
+        if same(k) && k.cpus.intersects(&zone) {
+            templates.push(k.clone());
+            k.cpus = k.cpus.difference(&zone);
+        }
+        !k.cpus.is_empty()
+    });
+    for set in settled {
+        let mut inst = templates
+            .iter()
+            .find(|t| set.first().is_some_and(|f| t.cpus.contains(f)))
+            .cloned()
+            .unwrap_or_else(|| cache.clone());
+        inst.cpus = set;
+        caches.push(inst);
+    }
+    for (x, idx) in index_of {
+        covered.entry(idx).or_default().insert(x);
+    }
+}
+
+/// What cpu`x`'s map and list of `like`'s level and type say (one vote
+/// each), and the index they are under.
+fn cache_votes(
+    r: &mut Reader,
+    layout: &Layout,
+    x: usize,
+    like: &Cache,
+) -> (Vec<partition::Vote>, Option<String>) {
+    if !layout.has(x, "cache") {
+        return (Vec::new(), None);
+    }
+    let base = format!("{CPU_DIR}/cpu{x}/cache");
+    for idx in r.list(&base) {
+        let dir = format!("{base}/{idx}");
+        let level = r.text(&format!("{dir}/level"));
+        let ty = r.text(&format!("{dir}/type"));
+        if level.as_deref().map(str::trim) != Some(like.level.to_string().as_str())
+            || ty.as_deref().map(str::trim) != Some(type_name(like.cache_type))
+        {
+            continue;
+        }
+        let mut votes = Vec::new();
+        for (name, is_map) in [("shared_cpu_map", true), ("shared_cpu_list", false)] {
+            let file = format!("{dir}/{name}");
+            let Some(text) = r.text(&file) else { continue };
+            let parsed = if is_map {
+                CpuSet::parse_mask(&text)
+            } else {
+                CpuSet::parse_list(&text)
+            };
+            match parsed {
+                Ok(set) => votes.push(partition::Vote {
+                    cpu: x,
+                    file,
+                    set: set.intersection(&layout.online),
+                }),
+                Err(e) => r.warn(&file, e, "left it out of the majority vote"),
+            }
+        }
+        return (votes, Some(idx));
+    }
+    (Vec::new(), None)
+}
+
+/// Instances whose `shared_cpu_map` is all zeros (and list empty): the
+/// CPU joins the instance of that level and type another CPU's map puts it
+/// in, else the cache is shared among its core's SMT siblings, as hwloc
+/// does (topology-linux.c falls back to `thread_siblings`) and as the
+/// hardware does; either way with a warning naming the file.
+fn share_zero_maps(
+    r: &mut Reader,
+    layout: &Layout,
+    caches: &mut Vec<Cache>,
+    zeros: Vec<(usize, String, Cache)>,
+) {
+    // Instances made here, by (level, type, CPUs).
+    let mut made: Vec<(u8, CacheType, CpuSet)> = Vec::new();
+    for (c, file, mut cache) in zeros {
+        let same = |k: &Cache| k.level == cache.level && k.cache_type == cache.cache_type;
+        let what = format!("L{} {}", cache.level, type_name(cache.cache_type));
+        if let Some(k) = caches.iter().find(|k| same(k) && k.cpus.contains(c)) {
+            let by = if made.contains(&(k.level, k.cache_type, k.cpus.clone())) {
+                "already shared with its core"
+            } else {
+                "as other CPUs' maps say"
+            };
+            let action = format!("kept cpu{c} in the {what} of CPUs {}, {by}", k.cpus);
+            r.warn(
+                &file,
+                "is all zeros (no CPU would share this cache)",
+                &action,
+            );
+            continue;
+        }
+        let taken = caches
+            .iter()
+            .filter(|k| same(k))
+            .fold(CpuSet::new(), |acc, k| acc.union(&k.cpus));
+        let mut cpus = layout
+            .cores
+            .iter()
+            .find(|g| g.cpus.contains(c))
+            .map_or_else(|| CpuSet::single(c), |g| g.cpus.difference(&taken));
+        cpus.insert(c);
+        let action = format!("shared the {what} among cpu{c}'s core (CPUs {cpus}), as hwloc does");
+        r.warn(
+            &file,
+            "is all zeros (no CPU would share this cache)",
+            &action,
+        );
+        made.push((cache.level, cache.cache_type, cpus.clone()));
+        cache.cpus = cpus;
+        caches.push(cache);
+    }
+}
+
+/// The kernel's name of a cache type (`type` file).
+fn type_name(t: CacheType) -> &'static str {
+    match t {
+        CacheType::Data => "Data",
+        CacheType::Instruction => "Instruction",
+        CacheType::Unified => "Unified",
+    }
 }
 
 /// `32K` → 32, `16M` → 16384, `1G` → 1048576; a bare number is KiB (the

@@ -10,12 +10,20 @@
 //!   package, `physical_package_id` is `-1` on POWER). A CPU already placed
 //!   in a group of a level is not read again for that level: masks are
 //!   symmetric, and skipping them keeps discovery of big machines fast.
+//!   When a mask read contradicts the groups built so far (it omits its own
+//!   CPU, or names CPUs another group holds), every mask and list of the
+//!   CPUs involved is read and the groups are settled by majority
+//!   (`partition`), with a warning naming each file that lost: a level
+//!   always partitions the online CPUs. A contradicting mask of a CPU whose
+//!   group an earlier mask already settled is never read (it could only
+//!   lose the vote).
 //! - Old (`thread_siblings`, `core_siblings`) and new (`core_cpus`,
 //!   `package_cpus`) names, and their `*_list` forms, are all accepted.
 //! - AMD Bulldozer compute units: the two threads of a module are listed as
 //!   siblings but report different `core_id`s; like hwloc, each thread then
 //!   becomes its own core (the module shows up as the shared L2/L1i).
 
+use super::partition;
 use super::reader::Reader;
 use crate::{CpuSet, Group};
 use std::collections::{BTreeMap, HashMap};
@@ -213,6 +221,27 @@ fn build_level(
     let mut lacking = CpuSet::new();
     let mut fallback: Option<usize> = None;
 
+    // Dies and clusters: a kernel gives every CPU the same topology files,
+    // so when the CPUs listed so far have none of this level's, the others
+    // are not listed just to find that out (192 directory listings on the
+    // 256-CPU POWER7).
+    if !level.required {
+        let names = level
+            .masks
+            .iter()
+            .flat_map(|(m, l)| [*m, *l])
+            .chain([level.id_file]);
+        let listed: Vec<&Vec<String>> = online.iter().filter_map(|c| topo_dirs.get(&c)).collect();
+        let names: Vec<&str> = names.collect();
+        if !listed.is_empty()
+            && !listed
+                .iter()
+                .any(|l| names.iter().any(|n| l.iter().any(|e| e == n)))
+        {
+            return Vec::new();
+        }
+    }
+
     for c in online.iter() {
         if owner[c].is_some() {
             continue;
@@ -229,7 +258,23 @@ fn build_level(
         };
 
         let members: CpuSet = match mask {
-            Some(m) => mask_members(r, level, &base, c, &m.intersection(online), &owner),
+            Some(m) => {
+                let m = m.intersection(online);
+                if !m.contains(c) || m.iter().any(|x| owner[x].is_some()) {
+                    // The mask contradicts what is placed: settle the
+                    // whole neighbourhood by majority.
+                    let settled =
+                        settle(r, level, online, c, &m, &mut owner, &mut groups, topo_dirs);
+                    for (set, id) in settled {
+                        for x in set.iter() {
+                            owner[x] = Some(groups.len());
+                        }
+                        groups.push((set, id));
+                    }
+                    continue;
+                }
+                m
+            }
             None => match id {
                 Some(id) => {
                     // No mask: group by id within the package (ids repeat
@@ -307,42 +352,99 @@ fn read_mask(
     None
 }
 
-/// The members of cpu`c`'s group at `level`, from its mask (already
-/// limited to online CPUs): `c` itself is added if missing, CPUs another
-/// group already owns are left there, each fix with a warning.
-fn mask_members(
+/// Regroups the CPUs around cpu`c`, whose `level` mask (`mask`, already
+/// limited to online CPUs) omits `c` or overlaps groups already built: reads
+/// every mask and list of the CPUs involved, groups them by majority (see
+/// `partition`), and warns about each file that lost, naming it.
+#[allow(clippy::too_many_arguments)]
+fn settle(
     r: &mut Reader,
     level: &Level,
-    base: &str,
+    online: &CpuSet,
     c: usize,
     mask: &CpuSet,
-    owner: &[Option<usize>],
-) -> CpuSet {
-    let mut set = mask.clone();
-    if !set.contains(c) {
-        r.warn(
-            &format!("{base}/{}", level.masks[0].0),
-            format_args!(
-                "the {} mask of cpu{c} does not list cpu{c} itself",
-                level.what
-            ),
-            "added it",
-        );
-        set.insert(c);
+    owner: &mut [Option<usize>],
+    groups: &mut [(CpuSet, Option<u32>)],
+    topo_dirs: &mut HashMap<usize, Vec<String>>,
+) -> Vec<(CpuSet, Option<u32>)> {
+    let mut start = mask.clone();
+    start.insert(c);
+    let (zone, votes) = {
+        let (own, grp) = (&*owner, &*groups);
+        partition::gather(
+            &start,
+            online,
+            |x| level_votes(r, level, x, online, topo_dirs),
+            |x| own[x].map(|g| grp[g].0.clone()).unwrap_or_default(),
+        )
+    };
+    for x in zone.iter() {
+        if let Some(g) = owner[x].take() {
+            groups[g].0.remove(x);
+        }
     }
-    let taken: CpuSet = set.iter().filter(|&x| owner[x].is_some()).collect();
-    if !taken.is_empty() {
+    let settled = partition::resolve(&zone, &votes);
+    for (file, said, used) in partition::dissent(&settled, &votes, &zone) {
         r.warn(
-            base,
+            file,
             format_args!(
-                "the {} of cpu{c} overlaps another {} on CPUs {taken}",
+                "names CPUs {said} as one {}, against the other {} masks of CPUs {zone}",
                 level.what, level.what
             ),
-            "kept those CPUs in the first one",
+            &format!("used the majority's {} {used}", level.what),
         );
-        set = set.difference(&taken);
     }
-    set
+    settled
+        .into_iter()
+        .map(|set| {
+            let id = set.first().and_then(|f| {
+                let has = topo_dirs
+                    .get(&f)
+                    .is_some_and(|l| l.iter().any(|e| e == level.id_file));
+                has.then(|| r.os_id(&format!("{CPU_DIR}/cpu{f}/topology/{}", level.id_file)))
+                    .flatten()
+            });
+            (set, id)
+        })
+        .collect()
+}
+
+/// What cpu`x`'s files of `level` say (mask and list, each one vote).
+fn level_votes(
+    r: &mut Reader,
+    level: &Level,
+    x: usize,
+    online: &CpuSet,
+    topo_dirs: &mut HashMap<usize, Vec<String>>,
+) -> Vec<partition::Vote> {
+    let base = format!("{CPU_DIR}/cpu{x}/topology");
+    let listing = topo_dirs.entry(x).or_insert_with(|| r.list(&base)).clone();
+    let has = |name: &str| listing.binary_search_by(|e| e.as_str().cmp(name)).is_ok();
+    let Some((m, l)) = level.masks.iter().find(|(m, l)| has(m) || has(l)) else {
+        return Vec::new();
+    };
+    let mut votes = Vec::new();
+    for (name, is_mask) in [(m, true), (l, false)] {
+        if !has(name) {
+            continue;
+        }
+        let file = format!("{base}/{name}");
+        let Some(text) = r.text(&file) else { continue };
+        let parsed = if is_mask {
+            CpuSet::parse_mask(&text)
+        } else {
+            CpuSet::parse_list(&text)
+        };
+        match parsed {
+            Ok(set) => votes.push(partition::Vote {
+                cpu: x,
+                file,
+                set: set.intersection(online),
+            }),
+            Err(e) => r.warn(&file, e, "left it out of the majority vote"),
+        }
+    }
+    votes
 }
 
 /// AMD Bulldozer compute units: SMT siblings with different core ids are
