@@ -82,7 +82,7 @@ fn live_p_and_e_follow_the_declaration() {
     // topo marks them declared.
     let o = ok(&["--kinds", &spec, "topo"]);
     assert!(
-        o.stdout.contains("[identity: declared, rank: declared]"),
+        o.stdout.contains("identity: declared; rank: declared"),
         "{}",
         o.stdout
     );
@@ -291,4 +291,26 @@ fn syntax_is_checked_before_any_work() {
         "{}",
         o.stderr
     );
+}
+
+/// `latency` draws the kinds beside its charts: a declaration it cannot
+/// apply is refused before anything is loaded or written, not dropped.
+#[test]
+fn latency_charts_refuse_a_bad_declaration_first() {
+    let root = hybrid();
+    let csv = latency_fixture("Intel_Core_i9-12900K.csv");
+    let o = pinsight(&[
+        "--fsroot",
+        &root,
+        "--kinds",
+        "0-11:P,12-18:E",
+        "latency",
+        "--from-csv",
+        csv.to_str().unwrap(),
+        "--svg",
+        "m.svg",
+    ])
+    .run();
+    refused(&o, &["CPU 19 not declared"]);
+    assert!(!o.path("m.svg").exists());
 }

@@ -206,6 +206,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // Before anything is measured: a missing directory must not cost a
     // whole measurement.
     check_outputs(&args)?;
+    // Likewise the kind bands of the charts: a bad `--kinds` is refused
+    // before measuring, never dropped in silence afterwards.
+    let bands = if args.svg.is_some() || args.png.is_some() {
+        kinds(&args, g)?
+    } else {
+        Vec::new()
+    };
     let (matrix, origin) = match &args.from_csv {
         Some(path) => load(path, args.benchmark, requested.as_ref())?,
         None => {
@@ -228,7 +235,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if args.svg.is_some() || args.png.is_some() {
         let opts = ChartOptions {
             title: chart_title(&matrix, &origin),
-            kinds: kinds(&args, g),
+            kinds: bands,
         };
         if let Some(path) = &args.svg {
             render::write_svg(&matrix, &opts, path)
@@ -485,23 +492,26 @@ fn measure_here(
 /// Core kinds to mark on charts: from this machine when it was measured
 /// here, from --fsroot/--hwloc-xml for a file; none when there is only one
 /// kind or the machine the file came from is unknown.
-fn kinds(args: &Args, g: &Globals) -> Vec<KindBand> {
+/// The kind bands drawn beside a chart: none for a matrix loaded from a
+/// file with no machine named (it may come from another machine), else the
+/// kinds of the machine read (declared ones included; a bad declaration is
+/// an error).
+fn kinds(args: &Args, g: &Globals) -> Result<Vec<KindBand>, CliError> {
     if args.from_csv.is_some() && g.fsroot.is_none() && g.hwloc_xml.is_none() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    let Ok(topo) = g.topology() else {
-        return Vec::new();
-    };
+    let topo = g.topology()?;
     if topo.kinds.len() < 2 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    topo.kinds
+    Ok(topo
+        .kinds
         .iter()
         .map(|k| KindBand {
             name: k.name.clone(),
             cpus: k.cpus.clone(),
         })
-        .collect()
+        .collect())
 }
 
 fn chart_title(m: &LatencyMatrix, origin: &Origin) -> String {
