@@ -382,8 +382,13 @@ fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
             "{seen:?}"
         );
     }
+    // A word is never broken: a line may pass 80 columns only when it is
+    // one word, such as a probe path in a deep checkout.
     for line in o.stderr.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80 columns: {line}");
+        assert!(
+            line.chars().count() <= 80 || line.split_whitespace().count() == 1,
+            "wider than 80 columns: {line}"
+        );
     }
     // The same in JSON: the mechanism that actually placed the threads.
     let out = tempfile::NamedTempFile::new().unwrap();
