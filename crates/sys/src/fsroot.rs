@@ -446,32 +446,39 @@ impl FsRoot {
         };
         let mut links = Vec::new();
         if !self.is_live() {
-            let Some(mut listing) = self.anchor(&dir, false).and_then(|(fd, rel)| {
+            // rustix's `RawDir` is `getdents64` and nothing else: `opendir`
+            // adds an `fstat`, an `fcntl` and a rewinding `lseek` per listing.
+            let Some(fd) = self.anchor(&dir, false).and_then(|(fd, rel)| {
                 let rel = if rel.as_os_str().is_empty() {
                     PathBuf::from(".")
                 } else {
                     rel
                 };
-                nix::dir::Dir::openat(
+                rustix::fs::openat(
                     &*fd,
                     &rel,
-                    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                    Mode::empty(),
+                    rustix::fs::OFlags::RDONLY
+                        | rustix::fs::OFlags::DIRECTORY
+                        | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
                 )
                 .ok()
             }) else {
                 return Vec::new();
             };
             self.note(abs);
+            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16384];
+            let mut entries = rustix::fs::RawDir::new(fd, &mut buf);
             let mut v: Vec<String> = Vec::new();
-            for e in listing.iter().filter_map(|e| e.ok()) {
+            while let Some(Ok(e)) = entries.next() {
                 let name = e.file_name().to_bytes();
                 if name == b"." || name == b".." {
                     continue;
                 }
                 let name = std::ffi::OsStr::from_bytes(name);
                 // Unknown entry type: count it as a link (the careful path).
-                if e.file_type().is_none_or(|t| t == nix::dir::Type::Symlink) {
+                let t = e.file_type();
+                if t == rustix::fs::FileType::Symlink || t == rustix::fs::FileType::Unknown {
                     links.push(name.to_os_string());
                 }
                 v.push(name.to_string_lossy().into_owned());
