@@ -551,16 +551,18 @@ fn is_plain(abs: &Path) -> bool {
 /// to EOF. `std::fs::read` would add a `statx` and a final empty read per
 /// file, a third of discovery's system calls on big machines.
 fn read_small(mut f: std::fs::File) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; 8192];
+    const FIRST: usize = 8192;
+    // Read into the vector's spare capacity (rustix): no zeroing of a
+    // buffer that sysfs files fill a few bytes of.
+    let mut buf = Vec::with_capacity(FIRST);
     let n = loop {
-        match f.read(&mut buf) {
+        match rustix::io::read(&f, rustix::buffer::spare_capacity(&mut buf)) {
             Ok(n) => break n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     };
-    if n < buf.len() {
-        buf.truncate(n);
+    if n < FIRST {
         return Ok(buf);
     }
     f.read_to_end(&mut buf)?;
