@@ -1,0 +1,36 @@
+//! Calls `discover` in a loop on one recorded machine, for profiling
+//! (`perf record -e cpu-clock -g`, `strace -c -f`):
+//! `cargo run --release -p pinsight-topology --example discover_loop -- DIR [N]`.
+//! Prints the median time of one call.
+
+use pinsight_topology::{discover, FsRoot};
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(dir) = args.next() else {
+        eprintln!("usage: discover_loop DIR [N]");
+        std::process::exit(2);
+    };
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let fs = match FsRoot::at(&dir) {
+        Ok(fs) => fs,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let mut times: Vec<f64> = (0..n.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(discover(&fs));
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!(
+        "median {:.3} ms over {} runs",
+        times[times.len() / 2],
+        times.len()
+    );
+}
