@@ -107,14 +107,24 @@ fn ctrl_c_ends_a_watch_with_status_0() {
     if let Err(e) = live_watcher() {
         pinsight_testkit::skip_test!("HFI events cannot be heard here ({e}): nothing to interrupt");
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pinsight"))
-        .args(["topo", "--watch"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pinsight"));
+    cmd.args(["topo", "--watch"])
         .env_remove("PINSIGHT_FSROOT")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    // A user's Ctrl-C reaches a program whose SIGINT is at its default. A
+    // test run started in the background by a non-interactive shell (`cmd
+    // &`) inherits SIGINT ignored, and pinsight rightly keeps an ignored
+    // signal ignored: give the child the disposition a terminal gives it.
+    // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
     // Wait until it has subscribed: the status line comes after the
     // signal handlers are in place and the group is joined.
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
