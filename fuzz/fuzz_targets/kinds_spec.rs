@@ -43,6 +43,7 @@ fuzz_target!(|data: &[u8]| {
 fn machine(cpus: &pinsight_topology::CpuSet) -> pinsight_topology::Topology {
     use pinsight_topology::{Cpu, Source, Topology};
     Topology {
+        provenance: Default::default(),
         source: Source::Live,
         model_name: None,
         arch: None,
