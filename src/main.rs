@@ -44,7 +44,7 @@ use cli::Globals;
     name = "pinsight",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 80
 )]
 #[command(after_help = "Run `pinsight report` for a one-command overview of this machine.")]
 struct Cli {

@@ -75,6 +75,14 @@ fn every_command_has_useful_help_with_examples() {
             "`pinsight {c} --help` has no example:\n{}",
             o.stdout
         );
+        // Help is human output too: 80 columns, wider only for one word
+        // that cannot wrap (a long example value).
+        for line in o.stdout.lines() {
+            assert!(
+                line.chars().count() <= 80 || line.split_whitespace().count() == 1,
+                "`pinsight {c} --help` is wider than 80 columns: {line}"
+            );
+        }
         // The short form and `help CMD` work too.
         assert!(ok(&[c.as_str(), "-h"])
             .stdout
