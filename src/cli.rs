@@ -34,6 +34,11 @@ pub struct Globals {
     /// Hide progress bars and warnings.
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// The root [`Globals::fsroot`] opened, kept so a command that asks
+    /// twice (the topology, then a file such as the hostname) does not
+    /// open it twice: a `.tar.gz` recording would be unpacked again.
+    #[arg(skip)]
+    pub(crate) opened: std::sync::OnceLock<FsRoot>,
     /// Declare the core kinds and their order instead of discovering them, e.g.
     /// "0-3:P,4-7:E" (a VM whose host pinned vCPUs 0-3 to P-cores). Groups are
     /// CPULIST:NAME; P > E > L are known, other names are listed fastest first
@@ -84,6 +89,14 @@ pub type CmdResult = Result<i32, CliError>;
 impl Globals {
     /// The OS window these flags select (usage error if `--fsroot` is bad).
     pub fn fsroot(&self) -> Result<FsRoot, CliError> {
+        if let Some(fs) = self.opened.get() {
+            return Ok(fs.clone());
+        }
+        let fs = self.open_fsroot()?;
+        Ok(self.opened.get_or_init(|| fs).clone())
+    }
+
+    fn open_fsroot(&self) -> Result<FsRoot, CliError> {
         let Some(p) = &self.fsroot else {
             return Ok(FsRoot::live());
         };

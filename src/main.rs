@@ -133,5 +133,8 @@ fn main() {
             e.code
         }
     };
+    // The root the command opened may hold an unpacked `.tar.gz` recording:
+    // remove it now, as `process::exit` runs no destructors.
+    drop(cli.globals);
     std::process::exit(out::finish(code))
 }
