@@ -75,6 +75,7 @@ fn machine(cpus: &pinsight_topology::CpuSet) -> pinsight_topology::Topology {
         numa_nodes: vec![],
         numa_distances: None,
         kinds: vec![],
+        devices: Vec::new(),
         warnings: vec![],
     }
 }

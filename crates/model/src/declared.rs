@@ -617,6 +617,7 @@ mod tests {
             numa_nodes: vec![],
             numa_distances: None,
             kinds: vec![],
+            devices: Vec::new(),
             warnings: vec![],
         }
     }

@@ -13,6 +13,17 @@
 #![forbid(unsafe_code)]
 
 pub mod declared;
+pub mod device;
+pub mod memory;
+
+pub use device::{
+    find_device, DeviceClass, DeviceLocalitySource, DeviceLookupError, OsDevice, OsDeviceKind,
+    PciDevice,
+};
+pub use memory::{
+    HugePages, LocalitySource, MemoryAccess, MemoryKind, MemoryKindSource, MemorySideCache,
+    NodeMemory,
+};
 
 use pinsight_cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
@@ -131,6 +142,28 @@ pub struct NumaNode {
     pub cpus: CpuSet,
     /// Local memory in MiB.
     pub memory_mib: Option<u64>,
+    /// What the memory is, who reaches it best, whether this process may
+    /// allocate on it (see [`NodeMemory`]). Models from before these fields
+    /// load with the defaults (DRAM-like, allowed, local to its CPUs).
+    #[serde(default)]
+    pub memory: NodeMemory,
+}
+
+impl NumaNode {
+    /// A node holding `cpus` and `memory_mib`, with default memory facts
+    /// (allowed, holding memory, local to its own CPUs).
+    pub fn new(id: u32, cpus: CpuSet, memory_mib: Option<u64>) -> NumaNode {
+        let locality = cpus.clone();
+        NumaNode {
+            id,
+            cpus,
+            memory_mib,
+            memory: NodeMemory {
+                locality,
+                ..NodeMemory::default()
+            },
+        }
+    }
 }
 
 /// Where a kind's identity came from.
@@ -467,6 +500,11 @@ pub struct Topology {
     /// sysfs (hwloc XML) or predates it.
     #[serde(default)]
     pub provenance: Provenance,
+    /// PCI devices of the classes placement cares about (NICs, GPUs, NVMe,
+    /// InfiniBand, accelerators), in address order. Empty when none was
+    /// found or the source has none (older JSON models).
+    #[serde(default)]
+    pub devices: Vec<PciDevice>,
     /// What could not be read, each naming the file and what was done.
     pub warnings: Vec<String>,
 }
@@ -519,6 +557,27 @@ impl Topology {
     /// Whether the machine has more than one kind.
     pub fn is_heterogeneous(&self) -> bool {
         self.kinds.len() > 1
+    }
+
+    /// The NUMA node with this OS id.
+    pub fn node(&self, id: u32) -> Option<&NumaNode> {
+        self.numa_nodes.iter().find(|n| n.id == id)
+    }
+
+    /// Nodes this process may allocate memory on (the cgroup's
+    /// `cpuset.mems`), holding memory.
+    pub fn allowed_nodes(&self) -> Vec<u32> {
+        self.numa_nodes
+            .iter()
+            .filter(|n| n.memory.allowed && n.memory.has_memory)
+            .map(|n| n.id)
+            .collect()
+    }
+
+    /// The device a user names (`eth0`, `0000:3b:00.0`, `gpu0`; see
+    /// [`find_device`]).
+    pub fn device(&self, name: &str) -> Result<&PciDevice, DeviceLookupError> {
+        find_device(&self.devices, name)
     }
 
     /// The SMT siblings of `cpu` (its core's online CPUs), itself included.

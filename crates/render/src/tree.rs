@@ -301,11 +301,7 @@ mod tests {
 
     #[test]
     fn leaves_and_memory_never_hold_children() {
-        let node = NumaNode {
-            id: 0,
-            cpus: [0, 1].into_iter().collect(),
-            memory_mib: None,
-        };
+        let node = NumaNode::new(0, [0, 1].into_iter().collect(), None);
         let core = group(0, &[0, 1]);
         let pkg = group(0, &[0, 1]);
         let mut items = numa_nodes_of(&node);

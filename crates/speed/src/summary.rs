@@ -225,6 +225,7 @@ mod tests {
             numa_distances: None,
             kinds: vec![kind(0, "2-3", 512, 3000), kind(1, "0-1", 1024, 5000)],
             provenance: Default::default(),
+            devices: Vec::new(),
             warnings: vec![],
         };
         let mut cpus = vec![

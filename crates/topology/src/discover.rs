@@ -86,6 +86,7 @@ pub fn discover(fs: &FsRoot) -> Topology {
         numa_distances: numa.distances,
         kinds,
         provenance,
+        devices: Vec::new(),
         warnings: Vec::new(),
     };
     kinds::name_x86_hybrid(&mut topo);

@@ -431,6 +431,7 @@ impl<'a, 'input> Importer<'a, 'input> {
             numa_distances,
             kinds,
             provenance: Default::default(),
+            devices: Vec::new(),
             warnings: self.warnings.iter().map(|w| one_line(w)).collect(),
         };
         name_kinds(&mut topo, &identities);
@@ -1269,11 +1270,9 @@ fn make_numa(objs: &[Obj], online: &CpuSet) -> Vec<NumaNode> {
             continue;
         };
         let Some(id) = o.os_index else { continue };
-        let node = by_id.entry(id).or_insert(NumaNode {
-            id,
-            cpus: CpuSet::new(),
-            memory_mib: None,
-        });
+        let node = by_id
+            .entry(id)
+            .or_insert(NumaNode::new(id, CpuSet::new(), None));
         node.cpus.union_with(&o.cpuset.intersection(online));
         if let Some(m) = memory {
             node.memory_mib = Some(m / (1024 * 1024));

@@ -152,15 +152,12 @@ pub fn build(name: &str, pus: Vec<Pu>, kinds: Vec<KindDesc>) -> Topology {
         caches,
         numa_nodes: numas
             .iter()
-            .map(|(k, s)| NumaNode {
-                id: *k as u32,
-                cpus: s.clone(),
-                memory_mib: None,
-            })
+            .map(|(k, s)| NumaNode::new(*k as u32, s.clone(), None))
             .collect(),
         numa_distances: None,
         kinds,
         provenance: Default::default(),
+        devices: Vec::new(),
         warnings: Vec::new(),
     }
 }

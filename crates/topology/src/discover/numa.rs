@@ -39,11 +39,7 @@ pub(super) fn discover_numa(r: &mut Reader, online: &CpuSet) -> Numa {
         }
         let memory_mib = meminfo_total_mib(r, "/proc/meminfo", "MemTotal:");
         return Numa {
-            nodes: vec![NumaNode {
-                id: 0,
-                cpus: online.clone(),
-                memory_mib,
-            }],
+            nodes: vec![NumaNode::new(0, online.clone(), memory_mib)],
             distances: None,
         };
     }
@@ -101,11 +97,7 @@ pub(super) fn discover_numa(r: &mut Reader, online: &CpuSet) -> Numa {
         claimed.union_with(&cpus);
         let memory_mib = meminfo_total_mib(r, &format!("{dir}/meminfo"), "MemTotal:");
         rows.push(read_distances(r, &format!("{dir}/distance")));
-        nodes.push(NumaNode {
-            id,
-            cpus,
-            memory_mib,
-        });
+        nodes.push(NumaNode::new(id, cpus, memory_mib));
     }
     if !merged.is_empty() {
         let list: Vec<String> = merged
