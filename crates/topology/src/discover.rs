@@ -9,7 +9,8 @@
 //! - `partition`: contradictory sharing masks settled by majority;
 //! - `caches`: cache instances, deduplicated by (level, type, CPU set);
 //! - `numa`: NUMA nodes, memory, distances, duplicate-node merging;
-//! - `cgroup`: the CPUs this process's cpuset cgroup allows;
+//! - `cgroup`: the CPUs and memory nodes this process's cpuset cgroup allows;
+//! - `memory`: each node's memory: kind, tier, locality, HMAT, huge pages;
 //! - `freq`: frequencies, `cpu_capacity`, ACPI CPPC, ARM MIDR;
 //! - `kinds`: core kinds (the heart) and their ranking;
 //! - `procinfo`: model name and architecture from `/proc/cpuinfo`.
@@ -27,6 +28,7 @@ mod cpuid;
 mod cpus;
 mod freq;
 pub(crate) mod kinds;
+mod memory;
 mod numa;
 mod partition;
 mod procinfo;
@@ -47,8 +49,11 @@ pub fn discover(fs: &FsRoot) -> Topology {
     let layout = cpus::discover_cpus(&mut r);
     let online = layout.online.clone();
     let caches = caches::discover_caches(&mut r, &layout);
-    let numa = numa::discover_numa(&mut r, &online);
-    let allowed = cgroup::allowed_cpus(&mut r);
+    let mut numa = numa::discover_numa(&mut r, &online);
+    let group = cgroup::locate(&mut r);
+    let allowed = group.as_ref().and_then(|g| cgroup::allowed_cpus(&mut r, g));
+    let mems = group.as_ref().and_then(|g| cgroup::allowed_mems(&mut r, g));
+    memory::discover_memory(&mut r, &mut numa.nodes, numa.distances.as_deref(), mems);
     let perf = freq::discover_perf(&mut r, &layout);
     let info = procinfo::read_cpuinfo(&mut r);
 

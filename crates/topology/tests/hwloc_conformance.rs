@@ -80,12 +80,13 @@ fn check(name: &str) -> Topology {
     topo
 }
 
-/// Every NUMA node hwloc shows exists with the same usable CPUs. hwloc also
-/// hides nodes whose memory the cgroup disallows (`cpuset.mems`), even when
-/// they hold allowed CPUs (`16amd64-4n4c-cgroup-distance-merge`: node 0
-/// holds the allowed CPUs 0-3 but `mems` is 2-3). The model has no per-node
-/// "allowed" flag (the node and its CPUs are real: memory is just allocated
-/// elsewhere), so on cgroup-restricted machines our extra nodes are accepted.
+/// Every NUMA node hwloc shows exists, local to the same usable CPUs (the
+/// object hwloc nests it under: its own CPUs, or for a memory-only node
+/// those of its initiators or nearest nodes). hwloc hides nodes whose
+/// memory the cgroup disallows (`cpuset.mems`), even when they hold allowed
+/// CPUs (`16amd64-4n4c-cgroup-distance-merge`: node 0 holds the allowed
+/// CPUs 0-3 but `mems` is 2-3): pinsight keeps them listed, marked not
+/// allowed, and every node hwloc shows is allowed.
 fn check_numa(name: &str, topo: &Topology, exp: &Expected, usable: &CpuSet) {
     for (id, cpus) in &exp.numa {
         let ours = topo.numa_nodes.iter().find(|n| n.id == *id);
@@ -96,17 +97,21 @@ fn check_numa(name: &str, topo: &Topology, exp: &Expected, usable: &CpuSet) {
             )
         });
         assert_eq!(
-            &ours.cpus.intersection(usable),
+            &ours.memory.locality.intersection(usable),
             cpus,
-            "{name}: NUMA node {id} CPUs"
+            "{name}: NUMA node {id} locality ({:?})",
+            ours.memory.locality_source
         );
+        if !ours.cpus.is_empty() {
+            assert_eq!(&ours.cpus.intersection(usable), cpus, "{name}: node {id}");
+        }
+        assert!(ours.memory.allowed, "{name}: node {id} shown by hwloc");
     }
-    let restricted = topo.cpus.iter().any(|c| c.online && !c.allowed);
     for n in &topo.numa_nodes {
         if !exp.numa.iter().any(|(id, _)| *id == n.id) {
             assert!(
-                restricted,
-                "{name}: NUMA node {} ({}) is not in hwloc's output",
+                !n.memory.allowed,
+                "{name}: NUMA node {} ({}) is not in hwloc's output but allowed",
                 n.id, n.cpus
             );
         }
@@ -247,6 +252,7 @@ machines! {
     asymmetric_caches_8em64t => "8em64t-2s4c-asymcaches",
     cpuid1f_dies_64intel64 => "fakecpuid1f-64intel64-2p4d2n2c2t",
     memory_side_caches => "memorysidecaches",
+    heterogeneous_memory_tiers => "fakeheteromemtiers",
     offline_cpu0_node0 => "offline-cpu0-node0",
 }
 

@@ -1,4 +1,4 @@
-//! The CPUs this process's cpuset cgroup allows.
+//! The CPUs and memory nodes this process's cpuset cgroup allows.
 //!
 //! Containers and batch schedulers (Slurm, Kubernetes) confine a process
 //! with a cpuset cgroup; planning on CPUs we may not use would be wrong.
@@ -10,6 +10,10 @@
 //!   without the `cpuset.` prefix;
 //! - the legacy `cpuset` filesystem (`/dev/cpuset`): `effective_cpus`, else
 //!   `cpus`.
+//!
+//! The memory nodes come from the same group: `cpuset.mems.effective` (v2),
+//! `cpuset.effective_mems`, else `cpuset.mems` (v1; `effective_mems`,
+//! `mems` without the prefix and on the legacy filesystem).
 //!
 //! Mount points come from `/proc/mounts` (like hwloc), the process's group
 //! from `/proc/self/cgroup` (the `0::` line for v2, the line naming
@@ -25,9 +29,15 @@ enum Flavor {
     Legacy,
 }
 
-/// The allowed CPUs and the file that said so, `None` when no cpuset
-/// restriction could be found (the normal case outside containers).
-pub(super) fn allowed_cpus(r: &mut Reader) -> Option<(CpuSet, String)> {
+/// The process's cpuset cgroup directory and its hierarchy's flavor.
+pub(super) struct Group {
+    flavor: Flavor,
+    dir: String,
+}
+
+/// The cpuset cgroup this process is in, `None` when no cpuset hierarchy
+/// is mounted (the normal case outside containers).
+pub(super) fn locate(r: &mut Reader) -> Option<Group> {
     let mounts = r
         .text("/proc/mounts")
         .or_else(|| r.text("/proc/self/mounts"))?;
@@ -72,13 +82,35 @@ pub(super) fn allowed_cpus(r: &mut Reader) -> Option<(CpuSet, String)> {
         mnt.trim_end_matches('/'),
         if group == "/" { "" } else { group.as_str() }
     );
-    let names: &[&str] = match flavor {
+    Some(Group { flavor, dir })
+}
+
+/// The allowed CPUs and the file that said so, `None` when no cpuset
+/// restriction could be found.
+pub(super) fn allowed_cpus(r: &mut Reader, g: &Group) -> Option<(CpuSet, String)> {
+    let names: &[&str] = match g.flavor {
         Flavor::V2 => &["cpuset.cpus.effective"],
         Flavor::V1 { prefix: true } => &["cpuset.effective_cpus", "cpuset.cpus"],
         Flavor::V1 { prefix: false } | Flavor::Legacy => &["effective_cpus", "cpus"],
     };
+    first_set(r, g, names)
+}
+
+/// The allowed memory nodes (as a set of node ids) and the file that said
+/// so, `None` when no cpuset restriction could be found.
+pub(super) fn allowed_mems(r: &mut Reader, g: &Group) -> Option<(CpuSet, String)> {
+    let names: &[&str] = match g.flavor {
+        Flavor::V2 => &["cpuset.mems.effective"],
+        Flavor::V1 { prefix: true } => &["cpuset.effective_mems", "cpuset.mems"],
+        Flavor::V1 { prefix: false } | Flavor::Legacy => &["effective_mems", "mems"],
+    };
+    first_set(r, g, names)
+}
+
+/// The first of `names` in the group's directory holding a non-empty list.
+fn first_set(r: &mut Reader, g: &Group, names: &[&str]) -> Option<(CpuSet, String)> {
     for name in names {
-        let path = format!("{dir}/{name}");
+        let path = format!("{}/{name}", g.dir);
         if let Some(set) = r.cpulist(&path, "ignored the cgroup restriction") {
             if set.is_empty() {
                 // v1 effective files may be empty on cgroups that inherit;
