@@ -253,6 +253,7 @@ machines! {
     cpuid1f_dies_64intel64 => "fakecpuid1f-64intel64-2p4d2n2c2t",
     memory_side_caches => "memorysidecaches",
     heterogeneous_memory_tiers => "fakeheteromemtiers",
+    dax_nvme_32em64t => "32em64t-2n8c+dax+nvme+mic+dimms",
     offline_cpu0_node0 => "offline-cpu0-node0",
 }
 

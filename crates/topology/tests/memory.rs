@@ -1,0 +1,533 @@
+//! Memory in the model: every NUMA node's kind, locality, tier, DAX device,
+//! HMAT attributes, huge pages, side caches and cgroup permission, checked
+//! against hwloc's expected output for the recorded machines (parsed, not
+//! copied by hand), plus recorded machines with files altered for the
+//! cases hwloc's set lacks (memoryless CPU node, generic initiator, a
+//! cgroup restricting `mems`, kernel memory tiers, no initiators).
+
+mod common;
+
+use common::hwloc_expected::load;
+use pinsight_topology::{
+    discover, CpuSet, FsRoot, LocalitySource, MemoryKind, MemoryKindSource, NumaNode, Topology,
+};
+use std::path::Path;
+
+fn recorded(name: &str) -> Topology {
+    discover(&FsRoot::at(common::fixtures().join("hwloc").join(name)).unwrap())
+}
+
+fn node(t: &Topology, id: u32) -> &NumaNode {
+    t.numa_nodes
+        .iter()
+        .find(|n| n.id == id)
+        .unwrap_or_else(|| panic!("node {id} missing: {:?}", t.numa_nodes))
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let (s, d) = (e.path(), dst.join(e.file_name()));
+        let ft = e.file_type().unwrap();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&s).unwrap(), &d).unwrap();
+        } else if ft.is_dir() {
+            std::fs::create_dir_all(&d).unwrap();
+            copy_tree(&s, &d);
+        } else {
+            std::fs::copy(&s, &d).unwrap();
+        }
+    }
+}
+
+/// A writable copy of the recorded machine `name`.
+fn copy(name: &str) -> tempfile::TempDir {
+    let dir = common::tempdir();
+    copy_tree(&common::fixtures().join("hwloc").join(name), dir.path());
+    dir
+}
+
+fn put(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn at(dir: &Path) -> Topology {
+    discover(&FsRoot::at(dir).unwrap())
+}
+
+/// One `NUMANode(SUBTYPE) L#i (P#n ... key=value ...)` line of `lstopo -v`.
+#[derive(Debug)]
+struct ConsoleNode {
+    os: u32,
+    subtype: Option<String>,
+    attrs: Vec<(String, String)>,
+}
+
+impl ConsoleNode {
+    fn attr(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn console_nodes(text: &str) -> Vec<ConsoleNode> {
+    text.lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("NUMANode") && l.contains("(P#"))
+        .map(|l| {
+            let subtype = l
+                .strip_prefix("NUMANode(")
+                .and_then(|r| r.split(')').next())
+                .map(str::to_string);
+            let inner = &l[l.find("(P#").unwrap() + 1..l.rfind(')').unwrap()];
+            let attrs: Vec<(String, String)> = inner
+                .split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let os = inner[2..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect::<String>()
+                .parse()
+                .unwrap();
+            ConsoleNode { os, subtype, attrs }
+        })
+        .collect()
+}
+
+fn read_expected(name: &str) -> String {
+    std::fs::read_to_string(common::fixtures().join("hwloc").join(name)).unwrap()
+}
+
+/// Kinds and DAX devices equal hwloc's `NUMANode(KIND)` and `DAXDevice=`
+/// (DRAM, HBM, NVM: HBM from DAX "SPM" with HMAT bandwidth above DRAM's,
+/// NVM from DAX devices under an NVDIMM bus). hwloc's `memorytier=` is its
+/// own numbering computed from those kinds (there are no kernel memory
+/// tiers in this dump, so pinsight's `tier` stays unknown): we check that
+/// nodes hwloc puts in one tier have one kind, and that its tiers order
+/// HBM before DRAM before NVM.
+#[test]
+fn heterogeneous_tiers_kinds_equal_hwloc() {
+    let t = recorded("fakeheteromemtiers");
+    let exp = console_nodes(&read_expected("fakeheteromemtiers.console"));
+    assert_eq!(exp.len(), 7);
+    assert_eq!(t.numa_nodes.len(), exp.len());
+    let mut tiers: Vec<(u32, MemoryKind)> = Vec::new();
+    for e in &exp {
+        let n = node(&t, e.os);
+        let want = MemoryKind::from_hwloc_name(e.subtype.as_deref().unwrap()).unwrap();
+        assert_eq!(n.memory.kind, Some(want), "node {}: {:?}", e.os, n.memory);
+        assert_eq!(
+            n.memory.dax.as_deref(),
+            e.attr("DAXDevice"),
+            "node {}",
+            e.os
+        );
+        let src = n.memory.kind_source.unwrap();
+        match (e.attr("DAXType"), want) {
+            (Some("SPM"), MemoryKind::Hbm) => assert_eq!(src, MemoryKindSource::Hmat),
+            (Some(_), _) => assert_eq!(src, MemoryKindSource::Dax),
+            (None, _) => assert_eq!(src, MemoryKindSource::CpuNode),
+        }
+        assert!(n.memory.has_memory && n.memory.allowed && !n.memory.generic_initiator);
+        assert_eq!(n.memory.tier, None, "no kernel tiers in this dump");
+        let local: u64 = e
+            .attr("local")
+            .unwrap()
+            .trim_end_matches("MiB")
+            .parse()
+            .unwrap();
+        // hwloc rounds to the nearest MiB, pinsight keeps whole MiB.
+        let ours = n.memory_mib.unwrap();
+        assert!(ours <= local && local - ours <= 1, "node {}: {ours}", e.os);
+        tiers.push((e.attr("memorytier").unwrap().parse().unwrap(), want));
+    }
+    tiers.sort();
+    for w in tiers.windows(2) {
+        if w[0].0 == w[1].0 {
+            assert_eq!(w[0].1, w[1].1, "one hwloc tier, one kind");
+        } else {
+            assert!(w[0].1 != w[1].1);
+        }
+    }
+    let order: Vec<MemoryKind> = tiers.iter().map(|(_, k)| *k).collect();
+    assert_eq!(order.first(), Some(&MemoryKind::Hbm));
+    assert_eq!(order.last(), Some(&MemoryKind::Nvm));
+}
+
+/// Memory-only nodes hang under their `access1` initiators' CPUs, as hwloc
+/// nests them (the `.console` tree, parsed by `hwloc_expected`), and their
+/// HMAT attributes are read (latency files hold 0: unknown, not zero).
+#[test]
+fn heterogeneous_tiers_locality_and_hmat() {
+    let t = recorded("fakeheteromemtiers");
+    let (exp, _) = load(&common::fixtures().join("hwloc"), "fakeheteromemtiers");
+    for (id, cpus) in &exp.numa {
+        let n = node(&t, *id);
+        assert_eq!(&n.memory.locality, cpus, "node {id}");
+        let want = if n.cpus.is_empty() {
+            LocalitySource::Initiators
+        } else {
+            LocalitySource::OwnCpus
+        };
+        assert_eq!(n.memory.locality_source, want, "node {id}");
+        let a = &n.memory.access;
+        assert_eq!(a.len(), 1, "node {id}: access1 only");
+        assert_eq!(a[0].class, 1);
+        assert!(a[0].read_bandwidth_mbps.is_some() && a[0].write_bandwidth_mbps.is_some());
+        assert_eq!(a[0].read_latency_ns, None);
+        assert_eq!(n.memory.hugepages.len(), 1);
+        assert_eq!(n.memory.hugepages[0].size_kib, 2048);
+        assert_eq!(n.memory.hugepages[0].total, Some(0));
+    }
+    // hwloc's `Bandwidth` memory attribute lines give the same values.
+    let text = read_expected("fakeheteromemtiers.console");
+    let bw: Vec<u64> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Memory attribute #2 name `Bandwidth'"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  NUMANode"))
+        .map(|l| l.split_whitespace().nth(3).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(bw.len(), 7);
+    let mut ours: Vec<u64> = t
+        .numa_nodes
+        .iter()
+        .map(|n| n.memory.read_bandwidth_mbps().unwrap())
+        .collect();
+    let mut theirs = bw.clone();
+    ours.sort_unstable();
+    theirs.sort_unstable();
+    assert_eq!(ours, theirs);
+}
+
+/// The DAX devices of this machine target offline nodes (4, 5): its two
+/// CPU nodes stay DRAM without a DAX device. hwloc's XML (an older export)
+/// gives no subtype at all: hwloc names kinds only when several tiers
+/// exist, pinsight always names a CPU node's memory and says why
+/// (`kind_source: cpu-node`).
+#[test]
+fn dax_devices_on_offline_nodes_leave_cpu_nodes_dram() {
+    let name = "32em64t-2n8c+dax+nvme+mic+dimms";
+    let t = recorded(name);
+    let (exp, _) = load(&common::fixtures().join("hwloc"), name);
+    assert_eq!(t.numa_nodes.len(), exp.numa.len());
+    let xml = read_expected(&format!("{name}.xml"));
+    for (id, cpus) in &exp.numa {
+        let n = node(&t, *id);
+        assert_eq!(&n.memory.locality, cpus);
+        assert_eq!(n.memory.kind, Some(MemoryKind::Dram));
+        assert_eq!(n.memory.kind_source, Some(MemoryKindSource::CpuNode));
+        assert_eq!(n.memory.dax, None);
+        let line = xml
+            .lines()
+            .find(|l| l.contains("type=\"NUMANode\"") && l.contains(&format!("os_index=\"{id}\"")))
+            .unwrap();
+        assert!(!line.contains("subtype="));
+        let bytes: u64 = line
+            .split("local_memory=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(n.memory_mib, Some(bytes >> 20));
+    }
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+/// Memory-side caches equal hwloc's `MemCache` objects above each node.
+#[test]
+fn memory_side_caches_equal_hwloc_memcache() {
+    let t = recorded("memorysidecaches");
+    let text = read_expected("memorysidecaches.console");
+    let lines: Vec<&str> = text.lines().map(str::trim_start).collect();
+    let mut seen = 0;
+    for w in lines.windows(2) {
+        if !(w[0].starts_with("MemCache") && w[1].starts_with("NUMANode")) {
+            continue;
+        }
+        let e = &console_nodes(w[1])[0];
+        let attr = |k: &str| {
+            w[0].split_whitespace()
+                .find_map(|x| x.strip_prefix(&format!("{k}=")))
+                .unwrap()
+                .trim_end_matches(')')
+                .to_string()
+        };
+        let size_gib: u64 = attr("size").trim_end_matches("GiB").parse().unwrap();
+        let n = node(&t, e.os);
+        assert_eq!(n.memory.side_caches.len(), 1, "node {}", e.os);
+        let c = &n.memory.side_caches[0];
+        assert_eq!(c.level, 1);
+        assert_eq!(c.size_kib, Some(size_gib << 20));
+        assert_eq!(c.line_size, Some(attr("linesize").parse().unwrap()));
+        assert!(n.memory.hugepages.iter().any(|h| h.size_kib == 1 << 20));
+        seen += 1;
+    }
+    assert_eq!(seen, 4);
+}
+
+/// The nodes the cgroup allows are exactly those hwloc shows (hwloc hides
+/// the others); pinsight keeps every online node listed.
+#[test]
+fn cgroup_mems_equal_hwloc_nodesets() {
+    for name in [
+        "16amd64-8n2c-cpusets",
+        "32amd64-4s2n4c-cgroup2",
+        "16amd64-4n4c-cgroup-distance-merge",
+    ] {
+        let t = recorded(name);
+        let (exp, _) = load(&common::fixtures().join("hwloc"), name);
+        let mut want: Vec<u32> = exp.numa.iter().map(|(id, _)| *id).collect();
+        want.sort_unstable();
+        let allowed: Vec<u32> = t
+            .numa_nodes
+            .iter()
+            .filter(|n| n.memory.allowed)
+            .map(|n| n.id)
+            .collect();
+        assert_eq!(allowed, want, "{name}");
+        assert!(
+            t.numa_nodes.len() > allowed.len(),
+            "{name}: forbidden nodes stay listed"
+        );
+    }
+}
+
+/// `16amd64-8n2c` with node 3's memory gone (`has_memory` leaves it out):
+/// a memoryless CPU node keeps its CPUs but has no memory kind.
+#[test]
+fn memoryless_cpu_node() {
+    let dir = copy("16amd64-8n2c");
+    put(
+        dir.path(),
+        "sys/devices/system/node/has_memory",
+        "0-2,4-7\n",
+    );
+    let t = at(dir.path());
+    let n = node(&t, 3);
+    assert!(!n.cpus.is_empty());
+    assert!(!n.memory.has_memory);
+    assert_eq!(n.memory.kind, None);
+    assert_eq!(n.memory.locality, n.cpus);
+    let mut others = t.numa_nodes.iter().filter(|n| n.id != 3);
+    assert!(others.clone().all(|n| n.memory.has_memory));
+    assert!(others.all(|n| n.memory.kind == Some(MemoryKind::Dram)));
+
+    // Without `has_memory`, a zero MemTotal says the same.
+    std::fs::remove_file(dir.path().join("sys/devices/system/node/has_memory")).unwrap();
+    put(
+        dir.path(),
+        "sys/devices/system/node/node3/meminfo",
+        "Node 3 MemTotal:       0 kB\n",
+    );
+    let t = at(dir.path());
+    assert!(!node(&t, 3).memory.has_memory);
+    assert!(node(&t, 2).memory.has_memory);
+}
+
+/// Adds node `id` without CPUs to a copy of `16amd64-8n2c`, with distance
+/// row `row` (the other rows gain a column of 20... or `col`).
+fn add_cpuless_node(root: &Path, id: u32, row: &[u32], col: &[u32]) {
+    let base = root.join("sys/devices/system/node");
+    let n = 8;
+    for i in 0..n {
+        let p = base.join(format!("node{i}/distance"));
+        let mut d = std::fs::read_to_string(&p).unwrap().trim().to_string();
+        d.push_str(&format!(" {}", col[i]));
+        std::fs::write(&p, d + "\n").unwrap();
+    }
+    let dir = format!("sys/devices/system/node/node{id}");
+    put(root, &format!("{dir}/cpumap"), "00000000\n");
+    put(root, &format!("{dir}/cpulist"), "\n");
+    let row: Vec<String> = row.iter().map(u32::to_string).collect();
+    put(root, &format!("{dir}/distance"), &(row.join(" ") + "\n"));
+    put(
+        root,
+        &format!("{dir}/meminfo"),
+        &format!("Node {id} MemTotal:       1048576 kB\n"),
+    );
+    put(
+        root,
+        "sys/devices/system/node/online",
+        &format!("0-7,{id}\n"),
+    );
+}
+
+/// A generic initiator (an accelerator node: no CPU, no memory) is listed
+/// and flagged, without a memory kind.
+#[test]
+fn generic_initiator_node() {
+    let dir = copy("16amd64-8n2c");
+    let row = [20, 20, 20, 20, 20, 20, 20, 20, 10];
+    add_cpuless_node(dir.path(), 8, &row, &[20; 8]);
+    put(dir.path(), "sys/devices/system/node/has_memory", "0-7\n");
+    put(
+        dir.path(),
+        "sys/devices/system/node/has_generic_initiator",
+        "8\n",
+    );
+    let t = at(dir.path());
+    let gi = node(&t, 8);
+    assert!(gi.memory.generic_initiator && !gi.memory.has_memory);
+    assert_eq!(gi.memory.kind, None);
+    assert!(gi.cpus.is_empty());
+    // Equally far from everyone: no locality (the whole machine).
+    assert_eq!(gi.memory.locality_source, LocalitySource::Unknown);
+    assert!(gi.memory.locality.is_empty());
+    assert_eq!(
+        t.numa_nodes
+            .iter()
+            .filter(|n| n.memory.generic_initiator)
+            .count(),
+        1
+    );
+}
+
+/// A memory-only node without initiators is local to the CPU node(s)
+/// strictly nearest by distance (hwloc's fallback); it is never merged into
+/// another CPU-less node; without DAX, HMAT or tiers its kind is unknown;
+/// with a kernel memory tier shared with DRAM nodes it is DRAM.
+#[test]
+fn memory_only_node_without_initiators_uses_distances() {
+    let dir = copy("16amd64-8n2c");
+    let mut row = [30; 10];
+    row[2] = 15;
+    row[8] = 10;
+    let mut col = [30; 8];
+    col[2] = 15;
+    add_cpuless_node(dir.path(), 8, &row[..9], &col);
+    let t = at(dir.path());
+    let n = node(&t, 8);
+    assert_eq!(n.memory.locality_source, LocalitySource::Distance);
+    assert_eq!(n.memory.locality, node(&t, 2).cpus);
+    assert_eq!(n.memory.kind, None, "nothing tells");
+    assert!(n.memory.has_memory);
+
+    put(
+        dir.path(),
+        "sys/devices/virtual/memory_tiering/memory_tier4/nodelist",
+        "0-8\n",
+    );
+    let t = at(dir.path());
+    let n = node(&t, 8);
+    assert_eq!(n.memory.tier, Some(4));
+    assert_eq!(n.memory.kind, Some(MemoryKind::Dram));
+    assert_eq!(n.memory.kind_source, Some(MemoryKindSource::MemoryTier));
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+/// Two memory-only nodes (empty CPU sets) are two nodes, never duplicates.
+#[test]
+fn cpuless_nodes_are_not_merged() {
+    let t = recorded("fakeheteromemtiers");
+    let cpuless: Vec<u32> = t
+        .numa_nodes
+        .iter()
+        .filter(|n| n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect();
+    assert_eq!(cpuless, vec![4, 6, 8, 9]);
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+}
+
+/// `16amd64-8n2c` confined by a cgroup v2 whose `cpuset.mems.effective` is
+/// 1,3: the other nodes stay listed, not allowed; a v1 `cpuset.mems` and a
+/// set naming no node (ignored, with a warning naming the file) too.
+#[test]
+fn cgroup_mems_restriction() {
+    let dir = copy("16amd64-8n2c");
+    let root = dir.path();
+    put(
+        root,
+        "proc/mounts",
+        "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n",
+    );
+    put(root, "proc/self/cgroup", "0::/job\n");
+    put(
+        root,
+        "sys/fs/cgroup/cgroup.controllers",
+        "cpuset cpu memory\n",
+    );
+    put(root, "sys/fs/cgroup/job/cpuset.cpus.effective", "0-15\n");
+    put(root, "sys/fs/cgroup/job/cpuset.mems.effective", "1,3\n");
+    let t = at(root);
+    let allowed: Vec<u32> = t
+        .numa_nodes
+        .iter()
+        .filter(|n| n.memory.allowed)
+        .map(|n| n.id)
+        .collect();
+    assert_eq!(allowed, vec![1, 3]);
+    assert_eq!(t.numa_nodes.len(), 8);
+    assert!(t.cpus.iter().all(|c| c.allowed), "CPUs are not confined");
+
+    put(
+        root,
+        "proc/mounts",
+        "cgroup /dev/cpuset cgroup rw,cpuset 0 0\n",
+    );
+    put(root, "proc/self/cgroup", "3:cpuset:/\n");
+    put(root, "dev/cpuset/cpuset.effective_mems", "\n");
+    put(root, "dev/cpuset/cpuset.mems", "0-1\n");
+    let t = at(root);
+    let allowed: Vec<u32> = t
+        .numa_nodes
+        .iter()
+        .filter(|n| n.memory.allowed)
+        .map(|n| n.id)
+        .collect();
+    assert_eq!(allowed, vec![0, 1]);
+
+    put(root, "dev/cpuset/cpuset.mems", "12-13\n");
+    let t = at(root);
+    assert!(t.numa_nodes.iter().all(|n| n.memory.allowed));
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("dev/cpuset/cpuset.mems") && w.contains("none of them exists")),
+        "{:?}",
+        t.warnings
+    );
+}
+
+/// Generated garbage in the memory files never panics and never invents a
+/// value: an unreadable number is unknown, with a warning naming the file.
+#[test]
+fn garbage_memory_files_are_warnings() {
+    let dir = copy("fakeheteromemtiers");
+    let base = "sys/devices/system/node/node4";
+    put(
+        dir.path(),
+        &format!("{base}/access1/initiators/read_bandwidth"),
+        "fast\n",
+    );
+    put(
+        dir.path(),
+        &format!("{base}/hugepages/hugepages-2048kB/nr_hugepages"),
+        "-\n",
+    );
+    put(dir.path(), "sys/devices/system/node/has_memory", "zz\n");
+    let t = at(dir.path());
+    let n = node(&t, 4);
+    assert_eq!(n.memory.access[0].read_bandwidth_mbps, None);
+    assert_eq!(n.memory.hugepages[0].total, None);
+    // Without bandwidth the SPM DAX node is no longer known to be HBM.
+    assert_eq!(n.memory.kind, Some(MemoryKind::Spm));
+    for f in ["read_bandwidth", "nr_hugepages", "has_memory"] {
+        assert!(
+            t.warnings.iter().any(|w| w.contains(f)),
+            "{f}: {:?}",
+            t.warnings
+        );
+    }
+    assert_eq!(CpuSet::parse_list("2-3").unwrap(), n.memory.locality);
+}
