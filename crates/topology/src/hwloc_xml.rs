@@ -29,6 +29,17 @@
 //!   PU's `midr_el1`.
 //! - v1 `<distances>` are matched to the NUMA nodes by count, as hwloc's
 //!   own importer does (see `v1_distances`).
+//! - A NUMA node's `cpuset` is its locality (hwloc nests memory-only nodes
+//!   under the CPUs that reach them best). Of the nodes sharing one
+//!   cpuset, the first that is DRAM (or has no `subtype`) holds those
+//!   CPUs, else the first in document order; the others are memory-only
+//!   ([`LocalitySource::HwlocXml`]). `subtype` gives the memory kind
+//!   ([`MemoryKind::from_hwloc_name`]), the `memorytier` and `DAXDevice`
+//!   infos the tier and DAX device, the root's `allowed_nodeset` which
+//!   nodes the exporting process's cgroup allowed, and the `Bandwidth`,
+//!   `ReadBandwidth`, `WriteBandwidth`, `Latency`, `ReadLatency` and
+//!   `WriteLatency` memory attributes one CPU-initiator access class
+//!   (initiators: the nodes whose CPUs lie in `initiator_cpuset`).
 //!
 //! Hostile input: every number is checked, CPU numbers are bounded by
 //! [`pinsight_cpuset::MAX_CPU`] and the CPU count by [`MAX_IMPORTED_CPUS`],
@@ -212,8 +223,16 @@ enum ObjKind {
     Package,
     Die,
     Cluster,
-    Numa { memory: Option<u64> },
+    Numa(NumaAttrs),
     Cache(CacheAttrs),
+}
+
+/// What a `NUMANode` object says about its memory.
+struct NumaAttrs {
+    memory: Option<u64>,
+    kind: Option<MemoryKind>,
+    tier: Option<u32>,
+    dax: Option<String>,
 }
 
 struct CacheAttrs {
@@ -387,7 +406,16 @@ impl<'a, 'input> Importer<'a, 'input> {
             Vec::new()
         };
 
-        let numa_nodes = make_numa(&objs, &online);
+        let mut numa_nodes = make_numa(&objs, &online);
+        let allowed_nodes = self.cpuset_attr(root, "allowed_nodeset")?;
+        if let Some(a) =
+            allowed_nodes.filter(|a| numa_nodes.iter().any(|n| a.contains(n.id as usize)))
+        {
+            for n in &mut numa_nodes {
+                n.memory.allowed = a.contains(n.id as usize);
+            }
+        }
+        self.memattrs(top, &mut numa_nodes, &numa_gp)?;
         let numa_distances =
             self.numa_distances(top, root, &numa_nodes, &numa_gp, &numa_doc_order)?;
 
@@ -621,9 +649,14 @@ impl<'a, 'input> Importer<'a, 'input> {
                 Some(GROUP_KIND_INTEL_DIE) => ObjKind::Die,
                 _ => return Ok(None),
             },
-            "NUMANode" => ObjKind::Numa {
+            "NUMANode" => ObjKind::Numa(NumaAttrs {
                 memory: self.num_attr(node, "local_memory")?,
-            },
+                kind: node
+                    .attribute("subtype")
+                    .and_then(MemoryKind::from_hwloc_name),
+                tier: info_child(node, "memorytier").and_then(|t| t.trim().parse().ok()),
+                dax: info_child(node, "DAXDevice"),
+            }),
             "Cache" => {
                 // v1: the level is the `depth` attribute.
                 let level = self
@@ -713,6 +746,85 @@ impl<'a, 'input> Importer<'a, 'input> {
             });
         }
         Ok(out)
+    }
+
+    /// The bandwidth and latency memory attributes (v2/v3 `<memattr>`)
+    /// of each node, as one CPU-initiator access class. Values from an
+    /// initiator other than the node's locality (a remote view) are
+    /// skipped (the model keeps the local view only).
+    fn memattrs(
+        &self,
+        top: Node,
+        nodes: &mut [NumaNode],
+        numa_gp: &HashMap<u64, u32>,
+    ) -> Result<(), HwlocError> {
+        for m in top.children().filter(|n| n.has_tag_name("memattr")) {
+            let name = m.attribute("name").unwrap_or("");
+            if !matches!(
+                name,
+                "Bandwidth"
+                    | "ReadBandwidth"
+                    | "WriteBandwidth"
+                    | "Latency"
+                    | "ReadLatency"
+                    | "WriteLatency"
+            ) {
+                continue;
+            }
+            for v in m.children().filter(|n| n.has_tag_name("memattr_value")) {
+                let id = match self.num_attr::<u64>(v, "target_obj_gp_index")? {
+                    Some(gp) => numa_gp.get(&gp).copied(),
+                    None => self.num_attr::<u32>(v, "target_obj_os_index")?,
+                };
+                let Some(value) = self.num_attr::<u64>(v, "value")? else {
+                    continue;
+                };
+                let initiator = self.cpuset_attr(v, "initiator_cpuset")?;
+                let Some(i) = id.and_then(|id| nodes.iter().position(|n| n.id == id)) else {
+                    continue;
+                };
+                let loc = &nodes[i].memory.locality;
+                if initiator
+                    .as_ref()
+                    .is_some_and(|c| !loc.is_empty() && !c.intersects(loc))
+                {
+                    continue;
+                }
+                let initiators: Vec<u32> = match &initiator {
+                    Some(c) => nodes
+                        .iter()
+                        .filter(|n| !n.cpus.is_empty() && n.cpus.is_subset(c))
+                        .map(|n| n.id)
+                        .collect(),
+                    None => Vec::new(),
+                };
+                let mem = &mut nodes[i].memory;
+                if mem.access.is_empty() {
+                    mem.access.push(MemoryAccess {
+                        class: 1,
+                        initiators,
+                        ..Default::default()
+                    });
+                }
+                let a = &mut mem.access[0];
+                let value = Some(value).filter(|v| *v > 0);
+                match name {
+                    "Bandwidth" => {
+                        a.read_bandwidth_mbps = a.read_bandwidth_mbps.or(value);
+                        a.write_bandwidth_mbps = a.write_bandwidth_mbps.or(value);
+                    }
+                    "ReadBandwidth" => a.read_bandwidth_mbps = value,
+                    "WriteBandwidth" => a.write_bandwidth_mbps = value,
+                    "Latency" => {
+                        a.read_latency_ns = a.read_latency_ns.or(value);
+                        a.write_latency_ns = a.write_latency_ns.or(value);
+                    }
+                    "ReadLatency" => a.read_latency_ns = value,
+                    _ => a.write_latency_ns = value,
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The NUMA latency matrix in `nodes` order, from v2/v3 `distances2`
@@ -1262,21 +1374,46 @@ fn cache_type_order(t: CacheType) -> u8 {
     }
 }
 
-/// NUMA nodes by OS id; objects repeating an id are merged.
+/// NUMA nodes by OS id; objects repeating an id are merged. Which node
+/// holds the CPUs of a shared cpuset is decided as the module doc says.
 fn make_numa(objs: &[Obj], online: &CpuSet) -> Vec<NumaNode> {
+    let numa: Vec<(&NumaAttrs, u32, CpuSet)> = objs
+        .iter()
+        .filter_map(|o| match &o.kind {
+            ObjKind::Numa(a) => Some((a, o.os_index?, o.cpuset.intersection(online))),
+            _ => None,
+        })
+        .collect();
+    let dram_like = |a: &NumaAttrs| matches!(a.kind, None | Some(MemoryKind::Dram));
+    let owner = |set: &CpuSet| {
+        numa.iter()
+            .find(|(a, _, s)| s == set && dram_like(a))
+            .or_else(|| numa.iter().find(|(_, _, s)| s == set))
+            .map(|(_, id, _)| *id)
+    };
     let mut by_id: BTreeMap<u32, NumaNode> = BTreeMap::new();
-    for o in objs {
-        let ObjKind::Numa { memory } = &o.kind else {
-            continue;
-        };
-        let Some(id) = o.os_index else { continue };
-        let node = by_id
-            .entry(id)
-            .or_insert(NumaNode::new(id, CpuSet::new(), None));
-        node.cpus.union_with(&o.cpuset.intersection(online));
-        if let Some(m) = memory {
+    for (a, id, set) in &numa {
+        let node = by_id.entry(*id).or_insert_with(|| {
+            let mut n = NumaNode::new(*id, CpuSet::new(), None);
+            n.memory.locality_source = LocalitySource::HwlocXml;
+            n
+        });
+        if owner(set) == Some(*id) {
+            node.cpus.union_with(set);
+        }
+        node.memory.locality.union_with(set);
+        if let Some(m) = a.memory {
             node.memory_mib = Some(m / (1024 * 1024));
         }
+        if let Some(k) = a.kind {
+            node.memory.kind = Some(k);
+            node.memory.kind_source = Some(MemoryKindSource::HwlocXml);
+        }
+        node.memory.tier = a.tier.or(node.memory.tier);
+        if a.dax.is_some() {
+            node.memory.dax = a.dax.clone();
+        }
+        node.memory.has_memory = node.memory_mib != Some(0);
     }
     by_id.into_values().collect()
 }

@@ -926,6 +926,99 @@ mod kind_names {
         assert!(checked >= 12, "{checked} exports checked");
     }
 
+    /// Every XML export of a recorded machine carries the same NUMA nodes
+    /// as discovery of that machine: CPUs, locality (hwloc nests a
+    /// memory-only node under its initiators' CPUs), DAX device, and the
+    /// memory kind wherever hwloc names one (hwloc 2.9 names kinds only on
+    /// machines with several; discovery always names a CPU node's DRAM).
+    /// Nodes a cgroup hides from the export are the ones discovery marks
+    /// not allowed.
+    #[test]
+    fn exports_carry_memory_as_discovery_does() {
+        let mut checked = 0;
+        let mut kinds_seen = 0;
+        for entry in std::fs::read_dir(fixture("")).unwrap() {
+            let file = entry.unwrap().file_name().into_string().unwrap();
+            let Some(machine) = [".hwloc29.xml", ".v1.xml", ".xml"]
+                .iter()
+                .find_map(|suffix| file.strip_suffix(suffix))
+            else {
+                continue;
+            };
+            let machine = machine.replace("4d2n6c", "4pa2n6c");
+            if !recorded(&machine).is_dir() {
+                continue;
+            }
+            let xml = load(&file);
+            let sys = discover(&FsRoot::at(recorded(&machine)).unwrap());
+            let online = xml.online();
+            for x in &xml.numa_nodes {
+                let s = sys
+                    .numa_nodes
+                    .iter()
+                    .find(|n| n.id == x.id)
+                    .unwrap_or_else(|| panic!("{file}: node {} not discovered", x.id));
+                let ctx = format!("{file}: node {}", x.id);
+                assert_eq!(x.cpus, s.cpus.intersection(&online), "{ctx} CPUs");
+                assert_eq!(
+                    x.memory.locality,
+                    s.memory.locality.intersection(&online),
+                    "{ctx} locality"
+                );
+                assert_eq!(x.memory.locality_source, LocalitySource::HwlocXml);
+                assert!(s.memory.allowed, "{ctx} is shown, so allowed");
+                assert_eq!(x.memory.allowed, s.memory.allowed, "{ctx} allowed");
+                assert_eq!(x.memory.dax, s.memory.dax, "{ctx} DAX");
+                if let Some(k) = x.memory.kind {
+                    assert_eq!(Some(k), s.memory.kind, "{ctx} kind");
+                    assert_eq!(x.memory.kind_source, Some(MemoryKindSource::HwlocXml));
+                    kinds_seen += 1;
+                }
+            }
+            for s in &sys.numa_nodes {
+                if !xml.numa_nodes.iter().any(|x| x.id == s.id) {
+                    assert!(!s.memory.allowed, "{file}: node {} missing", s.id);
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked >= 12, "{checked} exports checked");
+        assert_eq!(kinds_seen, 7, "fakeheteromemtiers names its 7 nodes");
+    }
+
+    /// lstopo's export of the heterogeneous-memory machine: HBM and NVM
+    /// nodes hang under the CPUs of their initiators without taking them
+    /// (node 2, HBM, is the only node of CPUs 4-5 and keeps them), and the
+    /// bandwidth memory attributes give the same HMAT figures as sysfs.
+    #[test]
+    fn heterogeneous_memory_export() {
+        let xml = load("fakeheteromemtiers.hwloc29.xml");
+        let sys = discover(&FsRoot::at(recorded("fakeheteromemtiers")).unwrap());
+        let cpuless: Vec<u32> = xml
+            .numa_nodes
+            .iter()
+            .filter(|n| n.cpus.is_empty())
+            .map(|n| n.id)
+            .collect();
+        assert_eq!(cpuless, vec![4, 6, 8, 9]);
+        for (x, s) in xml.numa_nodes.iter().zip(&sys.numa_nodes) {
+            assert_eq!(x.id, s.id);
+            assert_eq!(
+                x.memory.read_bandwidth_mbps(),
+                s.memory.read_bandwidth_mbps(),
+                "node {}",
+                x.id
+            );
+            let xa = &x.memory.access[0];
+            let sa = &s.memory.access[0];
+            assert_eq!(xa.write_bandwidth_mbps, sa.write_bandwidth_mbps);
+            assert_eq!(xa.initiators, sa.initiators, "node {}", x.id);
+            assert!(x.memory.has_memory);
+        }
+        check_invariants(&xml);
+        assert!(xml.cpus.iter().all(|c| c.numa.is_some()));
+    }
+
     /// The i7-1370P: lstopo's kinds carry frequencies only; discovery of
     /// the same dump (no PMU lists) splits by frequency. Both: E-cores and
     /// P-cores, marked E and P, E-cores ranked first.
