@@ -9,7 +9,10 @@
 
 use crate::size::format_size_lstopo;
 use crate::tree::{self, Object, TreeNode};
-use pinsight_topology::{CacheType, CapacitySource, CpuSet, Kind, RankSource, Topology};
+use pinsight_topology::{
+    CacheType, CapacitySource, CpuSet, Kind, NumaNode, OsDeviceKind, PciDevice, RankSource,
+    Topology,
+};
 use std::fmt::Write;
 
 /// The human tree, the offline/forbidden CPUs, the kind summary and the
@@ -64,13 +67,9 @@ fn label(topo: &Topology, node: &TreeNode<'_>, n: &mut Counters) -> String {
             format!("Package L#{}{os}", p.id)
         }
         Object::Die(d) => format!("Die L#{}", d.id),
-        Object::Numa(m) => {
-            let mem = m
-                .memory_mib
-                .map(|m| format!(" {:.1}GB", m as f64 / 1024.0))
-                .unwrap_or_default();
-            format!("NUMANode P#{}{mem}", m.id)
-        }
+        Object::Numa(m) => numa_label(m),
+        Object::Device(d) => device_label(d),
+        Object::MemoryGroup => format!("Group (CPUs {})", node.cpus),
         Object::Cache(c) => format!(
             "{} ({})",
             cache_name(c.level, c.cache_type),
@@ -91,6 +90,59 @@ fn label(topo: &Topology, node: &TreeNode<'_>, n: &mut Counters) -> String {
             format!("PU L#{} (P#{}){}", n.pu - 1, c.id, kind_tag(topo, c.id))
         }
     }
+}
+
+/// `NUMANode P#4 HBM 0.5GB tier 1 (not allowed by cgroup)`: the kind
+/// ("unknown" when nothing tells), size, the kernel's memory tier, then
+/// what makes the node unusual.
+pub fn numa_label(m: &NumaNode) -> String {
+    let mem = &m.memory;
+    let mut s = format!("NUMANode P#{}", m.id);
+    if mem.has_memory {
+        let kind = mem.kind.map_or("unknown", |k| k.hwloc_name());
+        write!(s, " {kind}").ok();
+        if let Some(mib) = m.memory_mib {
+            write!(s, " {:.1}GB", mib as f64 / 1024.0).ok();
+        }
+    }
+    if let Some(t) = mem.tier {
+        write!(s, " tier {t}").ok();
+    }
+    let mut notes: Vec<&str> = Vec::new();
+    if !mem.has_memory {
+        notes.push("memoryless");
+    }
+    if mem.generic_initiator {
+        notes.push("generic initiator");
+    }
+    if !mem.allowed {
+        notes.push("not allowed by cgroup");
+    }
+    if !notes.is_empty() {
+        write!(s, " ({})", notes.join(", ")).ok();
+    }
+    s
+}
+
+/// `PCI 0000:02:00.0 Net eth0`, lstopo-like: the address, then each OS
+/// name with its kind (or the class when the OS gives it no name).
+pub fn device_label(d: &PciDevice) -> String {
+    let mut s = format!("PCI {}", d.address);
+    if d.os_devices.is_empty() {
+        write!(s, " ({})", d.class.as_str()).ok();
+    }
+    for o in &d.os_devices {
+        let kind = match o.kind {
+            OsDeviceKind::Net => "Net",
+            OsDeviceKind::Block => "Block",
+            OsDeviceKind::Drm => "GPU",
+            OsDeviceKind::Rdma => "RDMA",
+            OsDeviceKind::NvmeController => "NVMe",
+            OsDeviceKind::Other => "OS",
+        };
+        write!(s, " {kind} {}", o.name).ok();
+    }
+    s
 }
 
 /// "L2", "L1d", "L1i".
@@ -228,4 +280,118 @@ pub fn render_kinds(topo: &Topology) -> String {
         writeln!(out, "{}", describe_kind(topo, k)).ok();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinsight_topology::{
+        discover, DeviceClass, DeviceLocalitySource, FsRoot, MemoryKind, OsDevice,
+    };
+
+    fn recorded(name: &str) -> Topology {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../topology/tests/fixtures/hwloc")
+            .join(name);
+        discover(&FsRoot::at(dir).unwrap())
+    }
+
+    fn device(address: &str, cpus: &str, os: &[(&str, OsDeviceKind)]) -> PciDevice {
+        PciDevice {
+            address: address.into(),
+            class: DeviceClass::Network,
+            class_code: 0x020000,
+            vendor: 0x8086,
+            device: 0x1572,
+            numa_node: None,
+            local_cpus: CpuSet::parse_list(cpus).unwrap(),
+            locality_source: DeviceLocalitySource::LocalCpus,
+            os_devices: os
+                .iter()
+                .map(|(n, k)| OsDevice {
+                    name: n.to_string(),
+                    kind: *k,
+                })
+                .collect(),
+        }
+    }
+
+    /// The line of `needle` and the indentation of the nearest line above
+    /// it that is less indented (its parent in the tree).
+    fn parent_of<'a>(text: &'a str, needle: &str) -> (usize, &'a str) {
+        let lines: Vec<&str> = text.lines().collect();
+        let i = lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} missing:\n{text}"));
+        let ind = |l: &str| l.len() - l.trim_start().len();
+        let parent = lines[..i]
+            .iter()
+            .rev()
+            .find(|l| ind(l) < ind(lines[i]))
+            .unwrap();
+        (ind(lines[i]), parent.trim())
+    }
+
+    #[test]
+    fn memory_only_nodes_hang_under_their_initiators_cpus() {
+        let t = recorded("fakeheteromemtiers");
+        let text = render(&t, true);
+        assert_eq!(parent_of(&text, "NUMANode P#4 HBM").1, "Group (CPUs 2-3)");
+        assert_eq!(parent_of(&text, "NUMANode P#8 NVM").1, "Group (CPUs 0-1)");
+        assert_eq!(parent_of(&text, "NUMANode P#2 HBM").1, "Group (CPUs 4-5)");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
+
+    #[test]
+    fn devices_and_unusual_nodes() {
+        let mut t = recorded("fakeheteromemtiers");
+        t.devices = vec![
+            device("0000:02:00.0", "2-3", &[("eth0", OsDeviceKind::Net)]),
+            device(
+                "0000:3b:00.0",
+                "0-5",
+                &[("mlx5_0", OsDeviceKind::Rdma), ("ib0", OsDeviceKind::Net)],
+            ),
+            device("0000:05:00.0", "0-1", &[]),
+        ];
+        {
+            let n = &mut t.numa_nodes[0];
+            n.memory.allowed = false;
+        }
+        {
+            let n = t.numa_nodes.iter_mut().find(|n| n.id == 9).unwrap();
+            n.memory.kind = None;
+            n.memory.tier = Some(4);
+        }
+        {
+            let n = t.numa_nodes.iter_mut().find(|n| n.id == 6).unwrap();
+            n.memory.has_memory = false;
+            n.memory.generic_initiator = true;
+            n.memory.locality = CpuSet::new();
+        }
+        let text = render(&t, false);
+        assert_eq!(
+            parent_of(&text, "PCI 0000:02:00.0 Net eth0").1,
+            "Group (CPUs 2-3)"
+        );
+        let (_, p) = parent_of(&text, "PCI 0000:3b:00.0 RDMA mlx5_0 Net ib0");
+        assert!(p.starts_with("Package L#0"), "{p}");
+        assert_eq!(
+            parent_of(&text, "PCI 0000:05:00.0 (network)").1,
+            "Group (CPUs 0-1)"
+        );
+        assert!(text.contains("NUMANode P#0 DRAM 2.9GB (not allowed by cgroup)\n"));
+        assert!(text.contains("NUMANode P#9 unknown 0.4GB tier 4\n"));
+        // No locality: at machine level, first.
+        let (ind, p) = parent_of(&text, "NUMANode P#6 (memoryless, generic initiator)");
+        assert_eq!((ind, p.starts_with("Machine")), (2, true), "{text}");
+        // Devices come after the cores of their group.
+        let lines: Vec<&str> = text.lines().collect();
+        let eth = lines.iter().position(|l| l.contains("eth0")).unwrap();
+        let core3 = lines.iter().position(|l| l.contains("Core L#3")).unwrap();
+        assert!(eth > core3, "{text}");
+        assert_eq!(t.numa_nodes[1].memory.kind, Some(MemoryKind::Dram));
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
 }

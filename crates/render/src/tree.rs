@@ -6,8 +6,13 @@
 //! under the smallest object containing it, which is how hwloc itself
 //! decides parenthood. Objects covering the same CPUs form single-child
 //! chains that a renderer may show as one ([`TreeNode::chain`]).
+//!
+//! Memory hangs under the CPUs it is local to ([`memory`]: a memory-only
+//! node under its initiators' CPUs, as lstopo shows it), PCI devices under
+//! their local CPUs ([`devices`]); either without a locality (an empty
+//! set) sits at machine level.
 
-use pinsight_topology::{Cache, CacheType, Cpu, CpuSet, Group, NumaNode, Topology};
+use pinsight_topology::{Cache, CacheType, Cpu, CpuSet, Group, NumaNode, PciDevice, Topology};
 use std::cmp::Reverse;
 
 /// A topology object, borrowed from the model.
@@ -20,6 +25,11 @@ pub enum Object<'a> {
     Cluster(&'a Group),
     Core(&'a Group),
     Pu(&'a Cpu),
+    /// A PCI device (NIC, GPU, NVMe, ...), shown after everything else.
+    Device(&'a PciDevice),
+    /// The CPUs some memory is local to, when no other object covers
+    /// exactly them (lstopo's `Group`; see [`memory_groups`]).
+    MemoryGroup,
 }
 
 impl Object<'_> {
@@ -27,7 +37,7 @@ impl Object<'_> {
     pub fn depth(&self) -> u8 {
         match self {
             Object::Package(_) => 1,
-            Object::Die(_) => 2,
+            Object::Die(_) | Object::MemoryGroup => 2,
             Object::Numa(_) => 3,
             Object::Cache(c) => {
                 let instruction = u8::from(c.cache_type == CacheType::Instruction);
@@ -37,6 +47,7 @@ impl Object<'_> {
             Object::Cluster(_) => 13,
             Object::Core(_) => 30,
             Object::Pu(_) => 31,
+            Object::Device(_) => 32,
         }
     }
 }
@@ -127,6 +138,34 @@ pub fn numa_nodes(topo: &Topology) -> Vec<Placed<'_>> {
         .collect()
 }
 
+/// Every NUMA node placed by its memory's locality (the CPUs that reach
+/// it best: its own, or its initiators' for a memory-only node), as
+/// memory; a node without one (`locality` empty) sits at machine level.
+pub fn memory(topo: &Topology) -> Vec<Placed<'_>> {
+    let online = topo.online();
+    topo.numa_nodes
+        .iter()
+        .map(|n| Placed {
+            memory: true,
+            leaf: true,
+            ..Placed::new(Object::Numa(n), &n.memory.locality.intersection(&online))
+        })
+        .collect()
+}
+
+/// The PCI devices, placed by their local CPUs (the whole machine when
+/// unknown); leaves shown after the other children.
+pub fn devices(topo: &Topology) -> Vec<Placed<'_>> {
+    let online = topo.online();
+    topo.devices
+        .iter()
+        .map(|d| Placed {
+            leaf: true,
+            ..Placed::new(Object::Device(d), &d.local_cpus.intersection(&online))
+        })
+        .collect()
+}
+
 /// The caches, outer levels first, data before instruction, then by CPU.
 pub fn caches(topo: &Topology) -> Vec<Placed<'_>> {
     let mut caches: Vec<&Cache> = topo.caches.iter().collect();
@@ -152,16 +191,39 @@ pub fn pus(topo: &Topology) -> Vec<Placed<'_>> {
         .collect()
 }
 
-/// Every object of the model, PUs included when `with_pus`.
+/// Every object of the model, PUs included when `with_pus`: memory by
+/// locality ([`memory`]) and the PCI devices ([`devices`]).
 pub fn objects(topo: &Topology, with_pus: bool) -> Vec<Placed<'_>> {
     let mut out = packages(topo);
     out.extend(dies(topo));
-    out.extend(numa_nodes(topo));
+    out.extend(memory(topo));
+    out.extend(devices(topo));
     out.extend(caches(topo));
     out.extend(clusters(topo));
     out.extend(cores(topo));
     if with_pus {
         out.extend(pus(topo));
+    }
+    let groups = memory_groups(&out);
+    out.extend(groups.iter().map(|g| Placed::new(Object::MemoryGroup, g)));
+    out
+}
+
+/// The memory localities among `items` that no other non-leaf object
+/// covers exactly and that nest with every one of them (so the tree stays
+/// a tree): hwloc adds a `Group` there to hang the memory under (two DRAM
+/// nodes in one L3, an HBM node local to half a package).
+pub fn memory_groups(items: &[Placed<'_>]) -> Vec<CpuSet> {
+    let mut out: Vec<CpuSet> = Vec::new();
+    for m in items.iter().filter(|p| p.memory && !p.cpus.is_empty()) {
+        let l = &m.cpus;
+        let boxes = || items.iter().filter(|p| !p.leaf && !p.memory);
+        let covered = boxes().any(|p| &p.cpus == l);
+        let nests =
+            boxes().all(|p| !p.cpus.intersects(l) || p.cpus.is_subset(l) || l.is_subset(&p.cpus));
+        if !covered && nests && !out.contains(l) {
+            out.push(l.clone());
+        }
     }
     out
 }
@@ -190,32 +252,38 @@ fn sort_outer_first(items: &mut [Placed<'_>]) {
 }
 
 /// Nests `items` by CPU-set inclusion: each hangs under the innermost
-/// non-leaf object containing its CPUs; objects with the same CPUs chain,
-/// outer depth above. Children are ordered memory first, then by first CPU.
+/// non-leaf object containing its CPUs (an object without CPUs is a root);
+/// objects with the same CPUs chain, outer depth above. Children are
+/// ordered memory first, devices last, else by first CPU.
 pub fn nest(mut items: Vec<Placed<'_>>) -> Vec<TreeNode<'_>> {
     sort_outer_first(&mut items);
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
     let mut roots = Vec::new();
     for i in 0..items.len() {
         // The last (innermost) earlier object containing this one.
-        let parent = (0..i)
-            .rev()
-            .find(|&j| !items[j].leaf && items[i].cpus.is_subset(&items[j].cpus));
+        let parent = (0..i).rev().find(|&j| {
+            !items[i].cpus.is_empty() && !items[j].leaf && items[i].cpus.is_subset(&items[j].cpus)
+        });
         match parent {
             Some(p) => children[p].push(i),
             None => roots.push(i),
         }
     }
+    let group = |p: &Placed| match p.object {
+        _ if p.memory => 0,
+        Object::Device(_) => 2,
+        _ => 1,
+    };
     for ch in &mut children {
         ch.sort_by_key(|&i| {
             (
-                !items[i].memory,
+                group(&items[i]),
                 items[i].cpus.first(),
                 items[i].object.depth(),
             )
         });
     }
-    roots.sort_by_key(|&i| (!items[i].memory, items[i].cpus.first()));
+    roots.sort_by_key(|&i| (group(&items[i]), items[i].cpus.first()));
     let mut slots: Vec<Option<Placed>> = items.into_iter().map(Some).collect();
     roots
         .iter()

@@ -76,6 +76,7 @@ fn level_of(object: Object<'_>) -> Option<Level> {
         Object::Cache(c) if c.level == 3 => Some(Level::L3),
         Object::Cache(_) => Some(Level::L2),
         Object::Cluster(_) | Object::Core(_) | Object::Pu(_) => None,
+        Object::Device(_) | Object::MemoryGroup => None,
     }
 }
 
@@ -99,6 +100,8 @@ fn box_label(object: Object<'_>) -> String {
         },
         Object::Core(g) => format!("core {}", g.id),
         Object::Pu(c) => format!("CPU {}", c.id),
+        Object::Device(d) => d.label().to_string(),
+        Object::MemoryGroup => "group".to_string(),
     }
 }
 
