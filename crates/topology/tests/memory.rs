@@ -531,3 +531,47 @@ fn garbage_memory_files_are_warnings() {
     }
     assert_eq!(CpuSet::parse_list("2-3").unwrap(), n.memory.locality);
 }
+
+mod garbage {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FILES: &[&str] = &[
+        "sys/devices/system/node/has_memory",
+        "sys/devices/system/node/has_generic_initiator",
+        "sys/devices/system/node/node4/access1/initiators/read_bandwidth",
+        "sys/devices/system/node/node4/access1/initiators/write_latency",
+        "sys/devices/system/node/node2/hugepages/hugepages-2048kB/free_hugepages",
+        "sys/devices/system/node/node6/distance",
+        "sys/bus/dax/devices/dax1.0/target_node",
+        "sys/devices/virtual/memory_tiering/memory_tier4/nodelist",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Random bytes in any memory file never panic, never give a zero
+        /// bandwidth or latency, and leave every node listed.
+        #[test]
+        fn random_bytes_in_memory_files(
+            picks in proptest::collection::vec((0..FILES.len(), proptest::collection::vec(any::<u8>(), 0..24)), 1..4)
+        ) {
+            let dir = copy("fakeheteromemtiers");
+            for (i, bytes) in &picks {
+                let p = dir.path().join(FILES[*i]);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(&p, bytes).unwrap();
+            }
+            let t = at(dir.path());
+            prop_assert_eq!(t.numa_nodes.len(), 7);
+            for n in &t.numa_nodes {
+                for a in &n.memory.access {
+                    for v in [a.read_bandwidth_mbps, a.write_bandwidth_mbps, a.read_latency_ns, a.write_latency_ns] {
+                        prop_assert!(v != Some(0));
+                    }
+                }
+                prop_assert!(n.memory.locality.is_subset(&t.online()));
+            }
+        }
+    }
+}
