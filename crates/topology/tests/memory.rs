@@ -335,14 +335,13 @@ fn memoryless_cpu_node() {
 }
 
 /// Adds node `id` without CPUs to a copy of `16amd64-8n2c`, with distance
-/// row `row` (the other rows gain a column of 20... or `col`).
+/// row `row`; the other nodes' rows gain the column `col`.
 fn add_cpuless_node(root: &Path, id: u32, row: &[u32], col: &[u32]) {
     let base = root.join("sys/devices/system/node");
-    let n = 8;
-    for i in 0..n {
+    for (i, c) in col.iter().enumerate() {
         let p = base.join(format!("node{i}/distance"));
         let mut d = std::fs::read_to_string(&p).unwrap().trim().to_string();
-        d.push_str(&format!(" {}", col[i]));
+        d.push_str(&format!(" {c}"));
         std::fs::write(&p, d + "\n").unwrap();
     }
     let dir = format!("sys/devices/system/node/node{id}");
