@@ -8,8 +8,13 @@ use crate::cli::{CmdResult, Globals};
 /// Show the machine: packages, caches, cores, CPUs, NUMA nodes and core kinds.
 ///
 /// Kinds are ranked from least (0) to most performant. Each PU line carries its
-/// kind's mark (P, E, L, ...) and capacity. `--json` prints the full model
-/// (schema in the README). `--explain` shows how the kinds were ranked.
+/// kind's mark (P, E, L, ...) and capacity. Each NUMA node sits under the CPUs
+/// its memory is local to (memory-only HBM/NVM/CXL nodes under their
+/// initiators' CPUs, as lstopo shows them) with its kind (DRAM, HBM, NVM, ...,
+/// "unknown" when the kernel does not tell), size, memory tier and whether the
+/// cgroup allows it; PCI devices (NICs, GPUs, NVMe) sit under their local CPUs.
+/// `--json` prints the full model (schema in the README). `--explain` shows how
+/// the kinds were ranked.
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight topo --explain\n  pinsight topo --watch --for 10m\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo"
