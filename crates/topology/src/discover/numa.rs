@@ -3,7 +3,8 @@
 //! Node ids are sparse (`node33`), some nodes hold memory but no CPU, and
 //! buggy firmware lists several nodes with the same CPUs: those duplicates
 //! are merged into the first (hwloc does the same, keeping the first node's
-//! memory, since the copies describe the same memory). Offline nodes (absent
+//! memory, since the copies describe the same memory); nodes without CPUs
+//! (memory-only, generic initiators) are never duplicates. Offline nodes (absent
 //! from `node/online`) are skipped. Without any node directory (a kernel
 //! without NUMA) the machine is one node 0 holding every online CPU and the
 //! memory of `/proc/meminfo`.
