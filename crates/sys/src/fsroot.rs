@@ -516,6 +516,40 @@ impl FsRoot {
         v
     }
 
+    /// Where the symbolic link `abs` points, as an OS path (a relative
+    /// target is resolved against the link's directory, `..` lexically, as
+    /// sysfs links mean it); `None` if it is not a link. sysfs says what a
+    /// device hangs off only through such links (`/sys/bus/dax/devices/`).
+    pub fn read_link(&self, abs: impl AsRef<Path>) -> Option<PathBuf> {
+        let abs = abs.as_ref();
+        let at = if self.is_live() {
+            abs.to_path_buf()
+        } else {
+            match (abs.parent(), abs.file_name()) {
+                (Some(parent), Some(name)) => self.dir(parent).join(name),
+                _ => return None,
+            }
+        };
+        let target = std::fs::read_link(at).ok()?;
+        self.note(abs);
+        let mut out = PathBuf::from("/");
+        let base = if target.is_absolute() {
+            target
+        } else {
+            abs.parent()?.join(target)
+        };
+        for c in base.components() {
+            match c {
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::Normal(n) => out.push(n),
+                _ => {}
+            }
+        }
+        Some(out)
+    }
+
     /// Whether the path exists (following links).
     pub fn exists(&self, abs: impl AsRef<Path>) -> bool {
         let abs = abs.as_ref();
