@@ -171,18 +171,21 @@ fn em64t_2n8c_dax_matches_hwloc_but_for_the_narrower_nvme() {
     assert_eq!(t.device("accel0").unwrap().local_cpus, cpus("8-15"));
 }
 
+/// (address, class, node, CPUs, locality source, OS names)
+type Row<'a> = (
+    &'a str,
+    DeviceClass,
+    Option<u32>,
+    String,
+    DeviceLocalitySource,
+    Vec<&'a str>,
+);
+
 #[test]
 fn fake_device_tree() {
     let t = load("synthetic/fake-devices");
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
-    let got: Vec<(
-        &str,
-        DeviceClass,
-        Option<u32>,
-        String,
-        DeviceLocalitySource,
-        Vec<&str>,
-    )> = t
+    let got: Vec<Row> = t
         .devices
         .iter()
         .map(|d| {
