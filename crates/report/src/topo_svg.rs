@@ -138,11 +138,12 @@ fn memory_text(n: &pinsight_topology::NumaNode) -> Option<String> {
 }
 
 /// The chips: every PCI device, and every NUMA node with memory but no
-/// online CPU, each with the online CPUs it hangs under (empty: the top).
+/// CPU, each with the online CPUs it hangs under (empty: the top).
 fn chips(topo: &Topology, online: &CpuSet) -> Vec<Chip> {
     let mut out = Vec::new();
     for n in &topo.numa_nodes {
-        if n.cpus.intersects(online) || !n.memory.has_memory {
+        // Memory-only nodes; a node whose CPUs are all offline is not one.
+        if !n.cpus.is_empty() || !n.memory.has_memory {
             continue;
         }
         let label = match memory_text(n) {
