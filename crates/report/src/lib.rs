@@ -11,7 +11,7 @@ pub mod terminal;
 pub mod topo_svg;
 
 pub use html::html;
-pub use suggest::{suggestions, suggestions_with};
+pub use suggest::{device_sentences, suggestions, suggestions_with};
 pub use terminal::terminal_summary;
 pub use topo_svg::topology_svg;
 

@@ -3,7 +3,7 @@
 
 use pinsight_latency::{autopilot, best_group, DomainTree, LatencyMatrix};
 use pinsight_speed::{Kernel, SpeedReport};
-use pinsight_topology::Topology;
+use pinsight_topology::{CpuSet, DeviceLocalitySource, Topology};
 
 fn ns(v: f64) -> String {
     format!("{v:.1} ns")
@@ -290,6 +290,58 @@ pub fn suggestions_with(
         out.push(format!(
             "{nodes} NUMA nodes: keep a thread near its memory (`compact` fills one node first; `scatter` spreads for bandwidth)."
         ));
+        // `compact` starts on the node of the lowest usable CPU.
+        if let Some(first) = topo
+            .numa_nodes
+            .iter()
+            .filter(|n| n.cpus.intersects(&usable_set))
+            .min_by_key(|n| n.cpus.intersection(&usable_set).first())
+        {
+            let chosen = first.cpus.intersection(&usable_set);
+            out.extend(device_sentences(topo, &chosen, "`compact`"));
+        }
     }
     out
+}
+
+/// One sentence per device that sits away from the CPUs a plan chose
+/// (`chosen`, the plan named `plan`, e.g. "`compact`" or "policy p-pinned"):
+/// a device whose local CPUs (usable ones) share none with `chosen`. Devices
+/// local to no known CPUs, or to none this process may use, say nothing.
+pub fn device_sentences(topo: &Topology, chosen: &CpuSet, plan: &str) -> Vec<String> {
+    let usable = topo.usable();
+    let node_of = |cpus: &CpuSet| {
+        let nodes: Vec<u32> = topo
+            .numa_nodes
+            .iter()
+            .filter(|n| n.cpus.intersects(cpus))
+            .map(|n| n.id)
+            .collect();
+        match nodes.as_slice() {
+            [n] => format!("NUMA node {n}, "),
+            _ => String::new(),
+        }
+    };
+    topo.devices
+        .iter()
+        .filter(|d| d.locality_source != DeviceLocalitySource::Unknown)
+        .filter_map(|d| {
+            let local = d.local_cpus.intersection(&usable);
+            if local.is_empty() || local.intersects(chosen) || chosen.is_empty() {
+                return None;
+            }
+            let name = d.label();
+            let what = if d.os_devices.is_empty() {
+                d.class.as_str().to_string()
+            } else {
+                format!("{} {}", d.class.as_str(), d.address)
+            };
+            Some(format!(
+                "{name} ({what}) sits on {}CPUs {local}, away from the CPUs {plan} chose ({}CPUs {chosen}): \
+                 give the threads that feed it CPUs {local} (`--near {name}`).",
+                node_of(&local),
+                node_of(chosen),
+            ))
+        })
+        .collect()
 }

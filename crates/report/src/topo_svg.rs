@@ -10,12 +10,19 @@
 //! are drawn once with both labels ("Package 0 · L3 24 MiB"); an L2 is drawn
 //! only when several cores share it (E-core clusters). Children flow left to
 //! right and wrap, so big machines stay a page wide.
+//!
+//! Like lstopo's I/O and memory objects, two kinds of small boxes ("chips")
+//! hang inside the smallest box holding the CPUs they are local to: PCI
+//! devices (class, address, OS names: "network 0000:01:00.0 · eth0") and
+//! memory-only NUMA nodes (HBM, NVM, CXL, GPU memory: "NUMA node 2 · 16 GiB
+//! HBM"); a device local to no known CPUs hangs at the top. NUMA boxes name
+//! their memory's size and kind ("NUMA node 1 (64 GiB DRAM)").
 
 use crate::{esc, kind_colour};
 use pinsight_cpuset::CpuSet;
 use pinsight_render::format_size;
 use pinsight_render::tree::{self, Object, Placed, TreeNode};
-use pinsight_topology::{CacheType, Group, Topology};
+use pinsight_topology::{CacheType, DeviceLocalitySource, Group, Topology};
 use std::fmt::Write;
 
 /// Widest the picture may be (the HTML page is 1000 px wide).
@@ -65,7 +72,22 @@ struct Container<'a> {
 enum Item<'a> {
     Box(Container<'a>),
     Core(&'a Group),
+    Chip(Chip),
 }
+
+/// A device or a memory-only node, drawn as a small labelled box.
+struct Chip {
+    label: String,
+    /// The tooltip.
+    title: String,
+    /// (fill, stroke)
+    style: (&'static str, &'static str),
+    /// The online CPUs it is local to (where it hangs).
+    cpus: CpuSet,
+}
+
+const DEVICE_STYLE: (&str, &str) = ("#e9f2e4", "#5f7f52");
+const MEMORY_STYLE: (&str, &str) = ("#e3e9ef", "#6f7f90");
 
 /// The picture's level of a drawn object (cores are not boxes).
 fn level_of(object: Object<'_>) -> Option<Level> {
@@ -87,10 +109,9 @@ fn box_label(object: Object<'_>) -> String {
         Object::Die(g) => format!("Die {}", g.id),
         Object::Cluster(g) => format!("Cluster {}", g.id),
         Object::Numa(n) => {
-            let mem = match n.memory_mib {
-                Some(m) if m >= 1024 => format!(" ({:.0} GiB)", m as f64 / 1024.0),
-                Some(m) if m > 0 => format!(" ({m} MiB)"),
-                _ => String::new(),
+            let mem = match memory_text(n) {
+                Some(m) => format!(" ({m})"),
+                None => String::new(),
             };
             format!("NUMA node {}{mem}", n.id)
         }
@@ -103,6 +124,99 @@ fn box_label(object: Object<'_>) -> String {
         Object::Device(d) => d.label().to_string(),
         Object::MemoryGroup => "group".to_string(),
     }
+}
+
+/// A node's memory size and kind ("64 GiB DRAM", "HBM"), if known.
+fn memory_text(n: &pinsight_topology::NumaNode) -> Option<String> {
+    let size = match n.memory_mib {
+        Some(m) if m >= 1024 => Some(format!("{:.0} GiB", m as f64 / 1024.0)),
+        Some(m) if m > 0 => Some(format!("{m} MiB")),
+        _ => None,
+    };
+    let kind = n.memory.kind.map(|k| k.hwloc_name().to_string());
+    match (size, kind) {
+        (Some(s), Some(k)) => Some(format!("{s} {k}")),
+        (s, k) => s.or(k),
+    }
+}
+
+/// The chips: every PCI device, and every NUMA node with memory but no
+/// CPU, each with the online CPUs it hangs under (empty: the top).
+fn chips(topo: &Topology, online: &CpuSet) -> Vec<Chip> {
+    let mut out = Vec::new();
+    for n in &topo.numa_nodes {
+        // Memory-only nodes; a node whose CPUs are all offline is not one.
+        if !n.cpus.is_empty() || !n.memory.has_memory {
+            continue;
+        }
+        let label = match memory_text(n) {
+            Some(m) => format!("NUMA node {} · {m}", n.id),
+            None => format!("NUMA node {}", n.id),
+        };
+        let near = n.memory.locality.intersection(online);
+        let title = if near.is_empty() {
+            format!("{label}: memory only, no CPU known to be near")
+        } else {
+            format!("{label}: memory only, nearest CPUs {near}")
+        };
+        out.push(Chip {
+            label,
+            title,
+            style: MEMORY_STYLE,
+            cpus: near,
+        });
+    }
+    for d in &topo.devices {
+        let names: Vec<&str> = d.os_devices.iter().map(|o| o.name.as_str()).collect();
+        let label = if names.is_empty() {
+            format!("{} {}", d.class.as_str(), d.address)
+        } else {
+            format!("{} {} · {}", d.class.as_str(), d.address, names.join(", "))
+        };
+        let cpus = if d.locality_source == DeviceLocalitySource::Unknown {
+            CpuSet::new()
+        } else {
+            d.local_cpus.intersection(online)
+        };
+        let node = d
+            .numa_node
+            .map(|n| format!(", NUMA node {n}"))
+            .unwrap_or_default();
+        let title = if cpus.is_empty() {
+            format!(
+                "{label} [{:04x}:{:04x}]: locality unknown{node}",
+                d.vendor, d.device
+            )
+        } else {
+            format!(
+                "{label} [{:04x}:{:04x}]: local CPUs {cpus}{node}",
+                d.vendor, d.device
+            )
+        };
+        out.push(Chip {
+            label,
+            title,
+            style: DEVICE_STYLE,
+            cpus,
+        });
+    }
+    out
+}
+
+/// Hangs `chip` in the smallest box of `item` holding its CPUs (the top
+/// box when its CPUs are unknown or no box holds them all).
+fn attach<'a>(item: &mut Item<'a>, chip: Chip) {
+    let Item::Box(c) = item else { return };
+    if !chip.cpus.is_empty() {
+        if let Some(child) = c
+            .children
+            .iter_mut()
+            .find(|i| matches!(i, Item::Box(b) if chip.cpus.is_subset(&b.cpus)))
+        {
+            return attach(child, chip);
+        }
+    }
+    c.children.push(Item::Chip(chip));
 }
 
 /// What the picture draws, restricted to online CPUs: every grouping that
@@ -185,15 +299,23 @@ fn build_tree(topo: &Topology) -> Item<'_> {
     let online = topo.online();
     let roots = tree::nest(tree::laminar(drawn_objects(topo, &online)));
     let mut top: Vec<Item> = roots.iter().filter_map(item).collect();
-    if top.len() == 1 {
-        return top.pop().expect("one item");
+    let chips = chips(topo, &online);
+    // A lone core (a one-core machine) is the picture, unless chips need a
+    // box to hang in.
+    let mut root = if top.len() == 1 && (matches!(top[0], Item::Box(_)) || chips.is_empty()) {
+        top.pop().expect("one item")
+    } else {
+        Item::Box(Container {
+            level: Level::Machine,
+            label: format!("Machine ({} CPUs)", online.len()),
+            cpus: online.clone(),
+            children: top,
+        })
+    };
+    for chip in chips {
+        attach(&mut root, chip);
     }
-    Item::Box(Container {
-        level: Level::Machine,
-        label: format!("Machine ({} CPUs)", online.len()),
-        cpus: online,
-        children: top,
-    })
+    root
 }
 
 /// A laid-out item: its size and its SVG drawn at the origin.
@@ -211,7 +333,21 @@ fn layout(item: &Item, topo: &Topology, max_w: usize, pu_w: usize) -> Laid {
     match item {
         Item::Core(core) => layout_core(topo, core, pu_w),
         Item::Box(c) => layout_box(c, topo, max_w, pu_w),
+        Item::Chip(c) => layout_chip(c, max_w),
     }
+}
+
+fn layout_chip(c: &Chip, max_w: usize) -> Laid {
+    let w = (text_width(&c.label, 0.9) + 10).min(max_w.max(20));
+    let h = 18;
+    let (fill, stroke) = c.style;
+    let svg = format!(
+        r##"<g><rect width="{w}" height="{h}" rx="2" fill="{fill}" stroke="{stroke}"/><text x="5" y="13" class="ps-lbl">{}</text><title>{}</title></g>
+"##,
+        esc(&c.label),
+        esc(&c.title)
+    );
+    Laid { w, h, svg }
 }
 
 fn layout_core(topo: &Topology, core: &Group, pu_w: usize) -> Laid {
@@ -267,6 +403,7 @@ fn count_cores(c: &Container) -> usize {
         .map(|i| match i {
             Item::Core(_) => 1,
             Item::Box(b) => count_cores(b),
+            Item::Chip(_) => 0,
         })
         .sum()
 }

@@ -13,7 +13,8 @@
 //! - `memory`: each node's memory: kind, tier, locality, HMAT, huge pages;
 //! - `freq`: frequencies, `cpu_capacity`, ACPI CPPC, ARM MIDR;
 //! - `kinds`: core kinds (the heart) and their ranking;
-//! - `procinfo`: model name and architecture from `/proc/cpuinfo`.
+//! - `procinfo`: model name and architecture from `/proc/cpuinfo`;
+//! - `pci`: PCI devices of placement classes, their locality and OS names.
 //!
 //! Objects are identified by CPU sets, never by the OS's ids (sparse,
 //! repeated, sometimes `-1`). Groups hold online CPUs only; offline CPUs are
@@ -31,6 +32,7 @@ pub(crate) mod kinds;
 mod memory;
 mod numa;
 mod partition;
+pub mod pci;
 mod procinfo;
 mod reader;
 
@@ -56,6 +58,7 @@ pub fn discover(fs: &FsRoot) -> Topology {
     memory::discover_memory(&mut r, &mut numa.nodes, numa.distances.as_deref(), mems);
     let perf = freq::discover_perf(&mut r, &layout);
     let info = procinfo::read_cpuinfo(&mut r);
+    let devices = pci::discover_devices(&mut r, &online, &numa.nodes);
 
     let dies = meaningful_or_empty(&layout.dies, &layout, &caches);
     let clusters = meaningful_or_empty(&layout.clusters, &layout, &caches);
@@ -91,7 +94,7 @@ pub fn discover(fs: &FsRoot) -> Topology {
         numa_distances: numa.distances,
         kinds,
         provenance,
-        devices: Vec::new(),
+        devices,
         warnings: Vec::new(),
     };
     kinds::name_x86_hybrid(&mut topo);

@@ -12,7 +12,10 @@
 //! directory under /sys exists in the snapshot (subdirectories empty unless
 //! something below them was read; files with their content), because
 //! discovery enumerates `cpuN`, `nodeN`, `indexN` by listing. Symlinked
-//! directories (`/sys/bus/cpu/devices/cpuN`) become plain copies.
+//! directories read through (`/sys/bus/cpu/devices/cpuN/...`) become plain
+//! copies; a link discovery read as a link (`/sys/bus/pci/devices/*`, whose
+//! targets say which bridges a device hangs under) stays a link, with the
+//! same relative target, when nothing was read through it.
 //!
 //! Writing defers SIGINT/SIGTERM/SIGHUP, so an interrupted snapshot never
 //! leaves half a directory or a partial archive behind; on an error, what
@@ -168,7 +171,7 @@ pub fn snapshot_with_progress(
     check_destination(out, opts.force)?;
     let recorded = record(fs, opts.extra);
     let tree = collect(fs, &recorded.paths)?;
-    let files = tree.files.len();
+    let files = tree.files.len() + tree.links.len();
     let bytes: u64 = tree.files.values().map(|c| c.len() as u64).sum();
     let meta = Metadata {
         pinsight_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -187,7 +190,7 @@ pub fn snapshot_with_progress(
         let _deferred =
             pinsight_sys::signals::DeferSignals::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
         let dirs = all_dirs(&tree);
-        let total = (dirs.len() + tree.files.len() + 1) as u64;
+        let total = (dirs.len() + tree.files.len() + tree.links.len() + 1) as u64;
         progress(0, total);
         let mut done = 0u64;
         let mut tick = || {
@@ -318,11 +321,13 @@ fn is_regular_file(fs: &FsRoot, abs: &Path) -> bool {
     std::fs::metadata(fs.path(abs)).is_ok_and(|m| m.is_file())
 }
 
-/// The snapshot's content: OS paths (`/sys/...`) of directories and files.
+/// The snapshot's content: OS paths (`/sys/...`) of directories, files and
+/// symbolic links (with their targets as written).
 #[derive(Default)]
 struct Tree {
     dirs: BTreeSet<PathBuf>,
     files: BTreeMap<PathBuf, Vec<u8>>,
+    links: BTreeMap<PathBuf, PathBuf>,
 }
 
 /// Copies the recorded paths' current content, completing listings.
@@ -330,6 +335,10 @@ fn collect(fs: &FsRoot, recorded: &[PathBuf]) -> Result<Tree, Error> {
     let mut tree = Tree::default();
     let recorded_set: BTreeSet<&PathBuf> = recorded.iter().collect();
     for abs in recorded {
+        if let Some(target) = kept_link(fs, abs, &recorded_set) {
+            tree.links.insert(abs.clone(), target);
+            continue;
+        }
         let src = fs.path(abs);
         let meta = std::fs::metadata(&src).map_err(|source| Error::Read {
             path: src.clone(),
@@ -349,6 +358,33 @@ fn collect(fs: &FsRoot, recorded: &[PathBuf]) -> Result<Tree, Error> {
         }
     }
     Ok(tree)
+}
+
+/// The target of `abs` if it is a relative symbolic link under /sys that
+/// nothing was read through (no recorded path lies below it): such a link
+/// is kept as a link. Others (a link read through, an absolute target) are
+/// copied as what they lead to.
+fn kept_link(fs: &FsRoot, abs: &Path, recorded: &BTreeSet<&PathBuf>) -> Option<PathBuf> {
+    if !abs.starts_with("/sys") {
+        return None;
+    }
+    let at = if fs.is_live() {
+        abs.to_path_buf()
+    } else {
+        fs.path(abs.parent()?).join(abs.file_name()?)
+    };
+    let target = std::fs::read_link(at).ok()?;
+    if target.is_absolute() {
+        return None;
+    }
+    let below = recorded
+        .range::<PathBuf, _>((
+            std::ops::Bound::Excluded(abs.to_path_buf()),
+            std::ops::Bound::Unbounded,
+        ))
+        .next()
+        .is_some_and(|p| p.starts_with(abs));
+    (!below).then_some(target)
 }
 
 /// Adds every entry of a listed directory that nothing read: directories
@@ -387,7 +423,11 @@ fn relative(abs: &Path) -> PathBuf {
 /// Every directory the tree needs, parents first.
 fn all_dirs(tree: &Tree) -> BTreeSet<PathBuf> {
     let mut dirs = BTreeSet::new();
-    let parents = tree.files.keys().filter_map(|f| f.parent());
+    let parents = tree
+        .files
+        .keys()
+        .chain(tree.links.keys())
+        .filter_map(|f| f.parent());
     for d in tree.dirs.iter().map(PathBuf::as_path).chain(parents) {
         let rel = relative(d);
         for a in rel.ancestors() {
@@ -423,6 +463,10 @@ fn write_dir(
         }
         for (abs, content) in &tree.files {
             std::fs::write(out.join(relative(abs)), content)?;
+            tick();
+        }
+        for (abs, target) in &tree.links {
+            std::os::unix::fs::symlink(target, out.join(relative(abs)))?;
             tick();
         }
         std::fs::write(out.join(METADATA_FILE), json)?;
@@ -494,6 +538,11 @@ fn write_archive(
         for (abs, content) in &tree.files {
             let mut h = header(tar::EntryType::Regular, 0o644, content.len() as u64);
             tar.append_data(&mut h, top.join(relative(abs)), content.as_slice())?;
+            tick();
+        }
+        for (abs, target) in &tree.links {
+            let mut h = header(tar::EntryType::Symlink, 0o777, 0);
+            tar.append_link(&mut h, top.join(relative(abs)), target)?;
             tick();
         }
         let mut h = header(tar::EntryType::Regular, 0o644, json.len() as u64);

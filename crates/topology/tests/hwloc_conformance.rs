@@ -235,6 +235,7 @@ macro_rules! machines {
 }
 
 machines! {
+    pci_localities => "fakepcilocalities",
     cgroup_distance_merge_16amd64 => "16amd64-4n4c-cgroup-distance-merge",
     cpusets_16amd64_8n2c => "16amd64-8n2c-cpusets",
     numa_16amd64_8n2c => "16amd64-8n2c",

@@ -424,11 +424,14 @@ fn live_machine_snapshot_discovers_the_same() {
     );
 }
 
+/// Every path below `dir`, not following symbolic links (recorded trees
+/// hold loops: `node0/cpu0` -> `cpu0`, `cpu0/node0` -> `node0`).
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
+        let e = e.unwrap();
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
             out.extend(walk(&p));
         }
         out.push(p);
@@ -606,4 +609,54 @@ fn archive_roots_clean_up_after_themselves() {
     drop(clone);
     assert!(!unpacked.exists(), "{} left behind", unpacked.display());
     assert!(!unpacked.parent().unwrap().exists());
+}
+
+/// PCI devices (issue 11): a snapshot keeps `/sys/bus/pci/devices/*` as
+/// links (their targets name the upstream bridges a device inherits its
+/// node from) and rediscovers the same devices, as a directory and as a
+/// `.tar.gz`.
+#[test]
+fn devices_survive_a_snapshot_links_included() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let out = scratch_dir();
+    for (name, devices) in [
+        ("synthetic/fake-devices", 4),
+        ("hwloc/fakepcilocalities", 8),
+        ("hwloc/32em64t-2n8c+dax+nvme+mic+dimms", 7),
+    ] {
+        let fs = FsRoot::at(fixtures.join(name)).unwrap();
+        let original = discover(&fs);
+        assert_eq!(original.devices.len(), devices, "{name}");
+        let stem = name.replace('/', "-");
+        for snap in [
+            out.path().join(&stem),
+            out.path().join(format!("{stem}.tar.gz")),
+        ] {
+            snapshot::snapshot(&fs, &snap, &Options::default())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let again = discover(&FsRoot::at(&snap).unwrap());
+            assert_eq!(again.devices, original.devices, "{}", snap.display());
+            assert_eq!(again.warnings, original.warnings, "{}", snap.display());
+        }
+        let first = &original.devices[0].address;
+        let link = out
+            .path()
+            .join(&stem)
+            .join("sys/bus/pci/devices")
+            .join(first);
+        let target = std::fs::read_link(&link)
+            .unwrap_or_else(|e| panic!("{}: not a link: {e}", link.display()));
+        assert!(
+            target.to_string_lossy().starts_with("../../../devices/pci"),
+            "{target:?}"
+        );
+    }
+    // The inherited node needs the bridge: the InfiniBand card of the fake
+    // tree says -1 and gets node 3 from 0000:80:01.0 in the snapshot too.
+    let snap = FsRoot::at(out.path().join("synthetic-fake-devices")).unwrap();
+    let ib = discover(&snap)
+        .devices
+        .into_iter()
+        .find(|d| d.address == "0000:81:00.0");
+    assert_eq!(ib.and_then(|d| d.numa_node), Some(3));
 }
