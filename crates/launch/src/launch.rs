@@ -591,6 +591,8 @@ mod tests {
             pinned,
             tasks_per_cpu: None,
             notes: Vec::new(),
+            memory: None,
+            near: None,
         }
     }
 
