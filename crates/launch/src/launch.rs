@@ -287,6 +287,18 @@ impl Drop for SpawnMask {
     }
 }
 
+/// The kernel's `MPOL_*` mode and node set for a planned memory policy.
+pub fn kernel_policy(mem: &MemPlan) -> (i32, CpuSet) {
+    let mode = match mem.mode {
+        MemMode::Local => mempolicy::MPOL_LOCAL,
+        MemMode::Bind => mempolicy::MPOL_BIND,
+        MemMode::Interleave => mempolicy::MPOL_INTERLEAVE,
+        MemMode::Preferred => mempolicy::MPOL_PREFERRED,
+        MemMode::WeightedInterleave => mempolicy::MPOL_WEIGHTED_INTERLEAVE,
+    };
+    (mode, mem.nodes.iter().map(|n| *n as usize).collect())
+}
+
 /// Sets the calling thread's memory policy for the span of a spawn;
 /// restores the previous one on drop.
 struct SpawnMemPolicy {
@@ -304,14 +316,7 @@ impl SpawnMemPolicy {
         };
         let saved =
             mempolicy::get_mempolicy().map_err(|e| err(mempolicy::MemPolicyError::Get(e)))?;
-        let mode = match mem.mode {
-            MemMode::Local => mempolicy::MPOL_LOCAL,
-            MemMode::Bind => mempolicy::MPOL_BIND,
-            MemMode::Interleave => mempolicy::MPOL_INTERLEAVE,
-            MemMode::Preferred => mempolicy::MPOL_PREFERRED,
-            MemMode::WeightedInterleave => mempolicy::MPOL_WEIGHTED_INTERLEAVE,
-        };
-        let nodes: CpuSet = mem.nodes.iter().map(|n| *n as usize).collect();
+        let (mode, nodes) = kernel_policy(mem);
         mempolicy::set_mempolicy(mode, &nodes).map_err(err)?;
         Ok(SpawnMemPolicy { saved: Some(saved) })
     }
