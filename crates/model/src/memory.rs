@@ -99,7 +99,7 @@ pub enum MemoryKindSource {
     HwlocXml,
 }
 
-/// Where a node's [`locality`](crate::NumaNode::locality) came from.
+/// Where a node's [`locality`](crate::NodeMemory::locality) came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LocalitySource {
