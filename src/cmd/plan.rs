@@ -59,8 +59,8 @@ Examples:
   eval \"$(pinsight plan p-set --format kmp-hw-subset)\"     # KMP_HW_SUBSET='6c:intel_core'
   pinsight plan p-pinned -t 4 --format libvirt             # <cputune> with <vcpupin>s
   srun $(pinsight plan p-pinned -t 4 --format slurm) ./app # --cpu-bind=map_cpu:0,2,4,6
-  pinsight plan scatter --mem interleave:all --format numactl
-                      # numactl --interleave=0-1 --physcpubind=0,8,1,9
+  pinsight plan scatter -t 4 --mem interleave:all --format numactl
+                      # numactl --interleave=0 --physcpubind=0,2,4,6
   pinsight plan p-pinned -t 4 --near eth0 --mem local   # CPUs local to eth0, its node
 
 Memory (--mem): local (MPOL_LOCAL), bind:NODES (numactl --membind, libvirt
