@@ -168,7 +168,13 @@ fn a_node_that_does_not_exist_is_refused_before_the_run() {
     ])
     .run();
     assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains(&format!("node {absent} does not exist")));
+    assert_eq!(
+        o.first_err_line(),
+        format!(
+            "pinsight: error: --policies compact+mem:{spec}: node {absent} does not exist on this machine (nodes: {})",
+            online.trim()
+        )
+    );
 }
 
 #[test]

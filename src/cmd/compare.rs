@@ -568,6 +568,7 @@ fn setup_error(e: SetupError) -> CliError {
             path.display()
         ),
         SetupError::ArmMemory { policy, error } => format!("--policies {policy}: {error}"),
+        SetupError::ArmMemoryUnfit { policy, error } => format!("--policies {policy}: {error}"),
         SetupError::WeightsUnused { path } => format!(
             "--weights {}: applies to the balance policy only, and --policies has no balance",
             path.display()

@@ -621,6 +621,26 @@ mod tests {
     }
 
     #[test]
+    fn a_different_memory_policy_is_a_different_placement() {
+        let a = header();
+        let mut b = header();
+        b.arms[0].plan.memory = Some("bind:0".into());
+        assert_eq!(
+            b.arms[0].plan.describe(),
+            "CPUs 0-1 (OS decides), memory bind:0"
+        );
+        let d = a.mismatch(&b);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].field, Field::Placement("os".into()));
+        assert!(d[0].now.ends_with("memory bind:0"));
+        // Journals written before memory policies existed still load.
+        let line = serde_json::to_string(&a).unwrap();
+        assert!(!line.contains("\"memory\""));
+        let back: Header = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.arms[0].plan.memory, None);
+    }
+
+    #[test]
     fn default_names_never_collide() {
         let d = tempfile::tempdir().unwrap();
         let h = header();

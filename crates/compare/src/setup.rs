@@ -71,6 +71,13 @@ pub enum SetupError {
     UnknownGovernor { name: String },
     #[error(transparent)]
     Policy(#[from] PolicyParseError),
+    /// An arm's own `+mem:SPEC` does not fit this machine.
+    #[error("{policy}: {error}")]
+    ArmMemoryUnfit {
+        /// The arm (`compact+mem:bind:1`).
+        policy: String,
+        error: pinsight_plan::MemError,
+    },
     /// An arm's `+mem:SPEC` does not parse.
     #[error("{policy}: memory policy {error}")]
     ArmMemory {
@@ -262,6 +269,12 @@ pub fn setup(
         };
         let p = match plan(topo, &r) {
             Ok(p) => p,
+            Err(PlanError::Memory { error, .. }) if arm_mem.is_some() => {
+                return Err(SetupError::ArmMemoryUnfit {
+                    policy: name.clone(),
+                    error,
+                })
+            }
             Err(e) if is_usage(&e) => return Err(e.into()),
             Err(e @ PlanError::TooManyThreads { .. }) if named => return Err(e.into()),
             Err(e) => {
@@ -512,6 +525,32 @@ pub fn utc(secs: u64) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arms_carry_their_memory_policy_in_their_name() {
+        let texts: Vec<String> = [
+            "compact",
+            "compact+mem:interleave:all",
+            "compact+mem:Interleave:ALL",
+            "os+mem:bind:1,0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let p = parse_policies(&texts).unwrap();
+        let names: Vec<&str> = p.iter().map(|(n, _, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["compact", "compact+mem:interleave:all", "os+mem:bind:0-1"]
+        );
+        assert!(p[0].2.is_none());
+        assert_eq!(p[2].2.as_ref().unwrap().to_string(), "bind:0-1");
+        let e = parse_policies(&["os+mem:bogus".to_string()]).unwrap_err();
+        assert!(matches!(e, SetupError::ArmMemory { .. }), "{e}");
+        assert!(e
+            .to_string()
+            .starts_with("os+mem:bogus: memory policy 'bogus'"));
+    }
 
     #[test]
     fn utc_dates() {
