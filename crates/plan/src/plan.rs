@@ -355,11 +355,15 @@ fn check_explicit(
     let mut absent = CpuSet::new();
     let mut offline = CpuSet::new();
     let mut forbidden = CpuSet::new();
+    // Online and allowed, yet not usable: outside the device's CPUs
+    // (`Request::near` narrows the usable set).
+    let mut far = CpuSet::new();
     for c in bad.iter() {
         match topo.cpu(c) {
             None => absent.insert(c),
             Some(info) if !info.online => offline.insert(c),
-            Some(_) => forbidden.insert(c),
+            Some(info) if !info.allowed => forbidden.insert(c),
+            Some(_) => far.insert(c),
         };
     }
     let mut parts = Vec::new();
@@ -373,6 +377,12 @@ fn check_explicit(
         parts.push(format!(
             "{} not allowed by the cgroup",
             cpus_are(&forbidden)
+        ));
+    }
+    if !far.is_empty() {
+        parts.push(format!(
+            "{} not local to the device placed near",
+            cpus_are(&far)
         ));
     }
     Err(PlanError::CpusUnusable {

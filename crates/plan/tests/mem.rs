@@ -282,6 +282,12 @@ fn near_restricts_cpus_to_the_device() {
         plan(&t, &near("compact", Some(5), "eth0", None)),
         Err(PlanError::TooManyThreads { .. })
     ));
+    // An explicit list outside the device's CPUs says so.
+    let e = plan(&t, &near("cpus:1,2", None, "eth0", None)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "cpus:1,2: CPU 2 is not local to the device placed near; usable CPUs are 1,5,9,13"
+    );
     // Set policies float over the device's CPUs only.
     let p = plan(&t, &near("os", Some(8), "nvme0n1", None)).unwrap();
     assert_eq!(p.process_mask, CpuSet::parse_list("3,7,11,15").unwrap());
