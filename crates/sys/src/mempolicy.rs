@@ -251,6 +251,26 @@ mod tests {
     }
 
     #[test]
+    fn weights_are_read_through_the_fsroot() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("sys/kernel/mm/mempolicy/weighted_interleave");
+        std::fs::create_dir_all(&dir).unwrap();
+        for (f, v) in [
+            ("node1", "1\n"),
+            ("node0", "3\n"),
+            ("auto", "true\n"),
+            ("node2", "x\n"),
+        ] {
+            std::fs::write(dir.join(f), v).unwrap();
+        }
+        let root = FsRoot::at(d.path()).unwrap();
+        // node2's unreadable weight is left out (the kernel default applies).
+        assert_eq!(interleave_weights(&root), Some(vec![(0, 3), (1, 1)]));
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(interleave_weights(&FsRoot::at(empty.path()).unwrap()), None);
+    }
+
+    #[test]
     fn set_then_restore_round_trips() {
         let before = match get_mempolicy() {
             Ok(p) => p,
