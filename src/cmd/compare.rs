@@ -36,6 +36,10 @@ so drift hits all arms alike. Each finished run is appended to the journal and s
 disk; an interrupted experiment continues with --resume JOURNAL. Output files (journal and
 exports) are checked before the first run.
 
+Memory policies: --mem SPEC applies to every arm; an arm may carry its own, POLICY+mem:SPEC
+(--policies p-pinned,p-pinned+mem:interleave:all), which stays in its name and in the
+journal's identity of the arm. A policy the kernel refuses is reported before any run.
+
 compare measures this machine: --fsroot, PINSIGHT_FSROOT and --hwloc-xml are refused.
 
 Options go before the program: the first word that is not an option (or everything after
@@ -48,6 +52,7 @@ Examples:
   pinsight compare --runs 10 -- ./my-omp-app input.dat
   pinsight compare --policies os,p-pinned --threads 8 --html report.html -- make -j8
   pinsight compare --policies os,latency-group --latency lat.csv -- ./app
+  pinsight compare --policies p-pinned,p-pinned+mem:interleave:all -- ./stream
   pinsight compare --governors performance,powersave -- sysbench cpu run
   pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
 
@@ -60,9 +65,9 @@ fn parse_policies(text: &str) -> Result<Vec<String>, String> {
     for piece in text.split(',') {
         let piece = piece.trim();
         let continues = piece.starts_with(|c: char| c.is_ascii_digit())
-            && out
-                .last()
-                .is_some_and(|p| p.starts_with("cpus:") || p.starts_with("cpus-set:"));
+            && out.last().is_some_and(|p| {
+                p.starts_with("cpus:") || p.starts_with("cpus-set:") || p.contains("+mem:")
+            });
         if continues {
             let last = out.last_mut().expect("checked above");
             last.push(',');
@@ -98,6 +103,13 @@ pub struct Args {
     /// Per-CPU speed weights for balance: JSON {"cpu": weight} or `cpu,weight` lines.
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
+    /// Memory policy of every arm without its own +mem:SPEC (local, bind:NODES, interleave:NODES,
+    /// preferred:NODE, weighted-interleave[:NODES]; see `pinsight plan --help`).
+    #[arg(long, value_name = "SPEC", value_parser = super::plan_args::parse_mem)]
+    pub mem: Option<pinsight_plan::MemPolicy>,
+    /// Every arm only on the CPUs local to a device (eth0, nvme0n1, 0000:3b:00.0, gpu0).
+    #[arg(long, value_name = "DEVICE")]
+    pub near: Option<String>,
     /// Measured runs per arm [default: 10].
     #[arg(long, short = 'r', value_name = "N")]
     pub runs: Option<usize>,
@@ -348,6 +360,18 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
                 .weights
                 .clone()
                 .or_else(|| h.weights.as_ref().map(PathBuf::from)),
+            mem: match (&args.mem, &h.mem) {
+                (Some(m), _) => Some(m.clone()),
+                (None, Some(text)) => Some(
+                    text.parse()
+                        .map_err(|e| CliError::usage(format!("the journal's --mem {text}: {e}")))?,
+                ),
+                (None, None) => None,
+            },
+            near: args.near.clone().or_else(|| h.near.clone()),
+            interleave_weights: pinsight_sys::mempolicy::interleave_weights(
+                &pinsight_topology::FsRoot::live(),
+            ),
             runs: args.runs.unwrap_or(h.runs),
             warmup: args.warmup.unwrap_or(h.warmup),
             seed: args.seed.unwrap_or(h.seed),
@@ -385,6 +409,11 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
         oversubscribe: args.oversubscribe,
         latency: args.latency.clone(),
         weights: args.weights.clone(),
+        mem: args.mem.clone(),
+        near: args.near.clone(),
+        interleave_weights: pinsight_sys::mempolicy::interleave_weights(
+            &pinsight_topology::FsRoot::live(),
+        ),
         runs,
         warmup: args.warmup.unwrap_or(1),
         seed: args.seed.unwrap_or_else(random_seed),
@@ -512,6 +541,7 @@ fn session_error(e: SessionError) -> CliError {
             ))
         }
         SessionError::Shim(e) => CliError::runtime(e.to_string()),
+        SessionError::Memory { .. } => CliError::runtime(e.to_string()),
     }
 }
 
@@ -537,6 +567,8 @@ fn setup_error(e: SetupError) -> CliError {
             "--latency {}: applies to latency-group/latency-pipeline only, and --policies has neither",
             path.display()
         ),
+        SetupError::ArmMemory { policy, error } => format!("--policies {policy}: {error}"),
+        SetupError::ArmMemoryUnfit { policy, error } => format!("--policies {policy}: {error}"),
         SetupError::WeightsUnused { path } => format!(
             "--weights {}: applies to the balance policy only, and --policies has no balance",
             path.display()

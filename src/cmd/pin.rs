@@ -68,6 +68,11 @@ fn pin_error(e: PinError) -> CliError {
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     require_live(g, "pin")?;
+    if let Some(m) = &args.plan.mem {
+        return Err(CliError::usage(format!(
+            "--mem {m}: pin moves the threads of a running process and cannot change its memory policy (set_mempolicy acts on the calling thread only); start the program with `pinsight run --mem {m}`"
+        )));
+    }
     let fs = FsRoot::live();
     let tasks = threads_of(&fs, args.pid).map_err(pin_error)?;
     let topo = g.topology()?;

@@ -3,7 +3,8 @@
 //! planner is crate `pinsight-plan`; `pinsight run`/`pin` apply plans).
 
 use super::plan_args::{
-    caveat_message, format_error, make_request, parse_policy, plan_error, PlanArgs,
+    add_interleave_weights, caveat_message, format_error, make_request, parse_policy, plan_error,
+    PlanArgs,
 };
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_plan::{format::FORMAT_NAMES, plan, render, Format, Policy};
@@ -58,6 +59,19 @@ Examples:
   eval \"$(pinsight plan p-set --format kmp-hw-subset)\"     # KMP_HW_SUBSET='6c:intel_core'
   pinsight plan p-pinned -t 4 --format libvirt             # <cputune> with <vcpupin>s
   srun $(pinsight plan p-pinned -t 4 --format slurm) ./app # --cpu-bind=map_cpu:0,2,4,6
+  pinsight plan scatter -t 4 --mem interleave:all --format numactl
+                      # numactl --interleave=0 --physcpubind=0,2,4,6
+  pinsight plan p-pinned -t 4 --near eth0 --mem local   # CPUs local to eth0, its node
+
+Memory (--mem): local (MPOL_LOCAL), bind:NODES (numactl --membind, libvirt
+strict, Slurm mask_mem), interleave:NODES, preferred:NODE (one node),
+weighted-interleave[:NODES] (Linux 6.9+, numactl 2.0.19+; the kernel's weights
+in /sys/kernel/mm/mempolicy/weighted_interleave/ are shown, never written).
+NODES is a node list (0-1,3) or all (the nodes the cgroup allows that hold
+memory). Nodes that do not exist, hold no memory or that the cgroup forbids
+are refused. Slurm has no interleave and libvirt no weighted interleave: those
+formats refuse them; taskset, cpulist and the OpenMP formats say on stderr
+that they carry no memory policy.
 
 Weights file (--weights): JSON {\"0\": 1.0, \"12\": 0.6} (as `pinsight speed --weights` writes)
 or lines `cpu,weight`. Only ratios matter; 0 = no tasks on that CPU.";
@@ -100,7 +114,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         (None, true) => Format::Json,
         (None, false) => Format::Table,
     };
-    let request = make_request(&args.policy, &args.plan)?;
+    let mut request = make_request(&args.policy, &args.plan)?;
+    add_interleave_weights(&mut request, g)?;
     let topo = g.topology()?;
     let plan = plan(&topo, &request).map_err(plan_error)?;
     let rendered = render(&plan, &topo, format).map_err(format_error)?;

@@ -3,11 +3,11 @@
 //! is exactly the plan `run`/`pin` apply, with the same names, checks and
 //! error messages.
 
-use crate::cli::CliError;
+use crate::cli::{CliError, Globals};
 use pinsight_latency::LoadMatrix;
 use pinsight_plan::{
-    BasePolicy, Caveat, FormatError, LatencyMatrix, LatencyProblem, Plan, PlanError, Policy,
-    Request, Weights,
+    BasePolicy, Caveat, FormatError, LatencyMatrix, LatencyProblem, MemMode, MemPolicy, Plan,
+    PlanError, Policy, Request, Weights,
 };
 use pinsight_topology::Topology;
 use std::path::PathBuf;
@@ -39,6 +39,29 @@ pub struct PlanArgs {
     /// With latency-group: choose CPUs for a pipeline (same as policy latency-pipeline).
     #[arg(long)]
     pub pipeline: bool,
+    /// Memory policy: local, bind:NODES, interleave:NODES, preferred:NODE or
+    /// weighted-interleave[:NODES] (NODES: a node list such as 0-1,3, or all).
+    #[arg(long, value_name = "SPEC", value_parser = parse_mem)]
+    pub mem: Option<MemPolicy>,
+    /// Place only on the CPUs local to a device (eth0, nvme0n1, 0000:3b:00.0, gpu0, nic0);
+    /// with --mem local, memory goes to the device's NUMA node.
+    #[arg(long, value_name = "DEVICE")]
+    pub near: Option<String>,
+}
+
+/// `--mem SPEC` as clap parses it: errors list the accepted forms (exit 2).
+pub fn parse_mem(s: &str) -> Result<MemPolicy, String> {
+    s.parse::<MemPolicy>().map_err(|e| e.to_string())
+}
+
+/// The kernel's weighted-interleave weights when the request asks for
+/// weighted interleave (read through the one window on /sys, so a
+/// recorded machine shows its own).
+pub fn add_interleave_weights(req: &mut Request, g: &Globals) -> Result<(), CliError> {
+    if req.mem.as_ref().map(MemPolicy::mode) == Some(MemMode::WeightedInterleave) {
+        req.interleave_weights = pinsight_sys::mempolicy::interleave_weights(&g.fsroot()?);
+    }
+    Ok(())
 }
 
 /// POLICY as clap parses it: errors list the valid policies (exit 2).
@@ -47,8 +70,14 @@ pub fn parse_policy(s: &str) -> Result<Policy, String> {
 }
 
 /// Plans `policy` on `topo`. Bad input is a usage error.
-pub fn make_plan(policy: &Policy, args: &PlanArgs, topo: &Topology) -> Result<Plan, CliError> {
-    let req = make_request(policy, args)?;
+pub fn make_plan(
+    policy: &Policy,
+    args: &PlanArgs,
+    topo: &Topology,
+    g: &Globals,
+) -> Result<Plan, CliError> {
+    let mut req = make_request(policy, args)?;
+    add_interleave_weights(&mut req, g)?;
     pinsight_plan::plan(topo, &req).map_err(plan_error)
 }
 
@@ -82,6 +111,15 @@ pub fn plan_error_message(e: &PlanError) -> String {
             policy,
             problem: LatencyProblem::NoThreadCount,
         } => format!("{policy}: needs --threads K: the number of CPUs to choose"),
+        PlanError::Memory { spec, error } => format!("--mem {spec}: {error}"),
+        PlanError::Device(d) => format!("--near: {d}"),
+        PlanError::NearUnusable {
+            device,
+            local,
+            usable,
+        } => format!(
+            "--near {device}: no usable CPU is local to it (its CPUs {local}; usable CPUs {usable})"
+        ),
         other => other.to_string(),
     }
 }
@@ -100,6 +138,13 @@ pub fn format_error(e: FormatError) -> CliError {
         ),
         FormatError::NotOneKind { policy } => format!(
             "--format kmp-hw-subset describes one core kind (p-set, e-set, p-pinned, e-pinned, kind:, kind-set:); {policy} is not one; use --format kmp-affinity"
+        ),
+        FormatError::Memory {
+            format,
+            memory,
+            why,
+        } => format!(
+            "--format {format} cannot express --mem {memory}: {why}; use --format numactl or `pinsight run`"
         ),
         FormatError::Unknown(_) => e.to_string(),
     })
@@ -160,6 +205,8 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
         smt_physical_first: args.smt_physical_first,
         weights,
         latency,
+        mem: args.mem.clone(),
+        near: args.near.clone(),
         ..Request::new(policy)
     })
 }

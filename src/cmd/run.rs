@@ -43,8 +43,12 @@ pub fn require_live(g: &Globals, what: &str) -> Result<(), CliError> {
   Statically linked, set-user-ID/set-group-ID or file-capability programs ignore LD_PRELOAD: pinsight
   detects them before the start and pins through the /proc watcher instead (as --follow), saying so.
 
+  --mem SPEC: the program starts with that memory policy (set_mempolicy on the spawning thread, inherited
+  across exec, as numactl does; see `pinsight plan --help`); --near DEVICE: only the device's local CPUs.
+
 Examples:
   pinsight run p-pinned -- ./solver        one P-core per thread, in creation order
+  pinsight run scatter --mem interleave:all -- ./stream
   pinsight run cpus:0,2,4 --report -- ./app  pin, then show where each thread really ran
   pinsight run p-set -- make -j8            restrict to P-cores, threads float
   pinsight run compact --follow -- ./static-binary
@@ -135,7 +139,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
     let sample_interval = millis("--sample-interval", args.sample_interval)?;
     let topo = g.topology()?;
-    let plan = make_plan(&args.policy, &args.plan, &topo)?;
+    let plan = make_plan(&args.policy, &args.plan, &topo, g)?;
     // Plan notes (oversubscription, ignored modifiers) are shown with the
     // report: a plain `run` stays as quiet as taskset.
     if !g.quiet && (args.report || args.verbose) {
@@ -214,6 +218,9 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
         plan.policy, o.pid, o.wall_ms
     );
     let _ = writeln!(out, "placed by: {how}");
+    if let Some(m) = &o.memory {
+        let _ = writeln!(out, "memory: {m} (set_mempolicy before exec, inherited)");
+    }
     if let Some(m) = main {
         let _ = writeln!(out, "main thread: {m}");
     }

@@ -51,6 +51,8 @@ fn header(policy: &str, p: &pinsight_plan::Plan, runs: usize) -> Header {
         oversubscribe: false,
         latency: None,
         weights: None,
+        mem: None,
+        near: None,
         runs,
         warmup: 0,
         seed: 1,

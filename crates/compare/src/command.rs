@@ -45,6 +45,8 @@ pub struct PreparedArm {
     start_mask: Option<Vec<libc::c_ulong>>,
     /// The watcher's pinning job, when the watcher pins this arm's threads.
     follow: Option<FollowPlan>,
+    /// The memory policy (`MPOL_*`, nodes), set between fork and exec.
+    mem: Option<(i32, CpuSet)>,
 }
 
 /// The shim shared by all pinned arms of an experiment (a sealed memfd the
@@ -82,6 +84,7 @@ impl PreparedArm {
             notes: app.notes.clone(),
             start_mask: app.start_mask.as_ref().map(to_kernel_words),
             follow: app.follow_plan(plan, &[]),
+            mem: plan.memory.as_ref().map(pinsight_launch::kernel_policy),
             app,
         }
     }
@@ -111,6 +114,10 @@ impl PreparedArm {
             // One allocation-free syscall between fork and exec.
             set_affinity_words_before_exec(&mut cmd, words);
         }
+        if let Some((mode, nodes)) = &self.mem {
+            // The child inherits the policy across exec, as under numactl.
+            pinsight_sys::mempolicy::set_before_exec(&mut cmd, *mode, nodes);
+        }
         cmd
     }
 }
@@ -136,6 +143,8 @@ mod tests {
             pinned,
             tasks_per_cpu: None,
             notes: vec![],
+            memory: None,
+            near: None,
         }
     }
 

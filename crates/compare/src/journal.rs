@@ -31,6 +31,9 @@ pub struct ArmPlan {
     pub places: Vec<CpuSet>,
     /// Threads pinned one by one (LD_PRELOAD shim) rather than a mask.
     pub pinned: bool,
+    /// The memory policy, resolved (`bind:0`); absent: the kernel's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
 }
 
 impl ArmPlan {
@@ -41,11 +44,20 @@ impl ArmPlan {
             process_mask: p.process_mask.clone(),
             places: p.places.clone(),
             pinned: p.pinned,
+            memory: p.memory.as_ref().map(|m| m.policy.clone()),
         }
     }
 
-    /// "all CPUs (OS decides)", "CPUs 0-3 (threads float)", "0;1;2;3 (pinned)".
+    /// "all CPUs (OS decides)", "CPUs 0-3 (threads float)", "0;1;2;3 (pinned)",
+    /// followed by ", memory bind:0" when the arm has a memory policy.
     pub fn describe(&self) -> String {
+        match &self.memory {
+            Some(m) => format!("{}, memory {m}", self.describe_cpus()),
+            None => self.describe_cpus(),
+        }
+    }
+
+    fn describe_cpus(&self) -> String {
         if self.places.is_empty() {
             format!("CPUs {} (OS decides)", self.process_mask)
         } else if self.pinned {
@@ -122,6 +134,12 @@ pub struct Header {
     /// `--weights FILE`, as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights: Option<String>,
+    /// `--mem SPEC` (every arm without its own `+mem:`), as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<String>,
+    /// `--near DEVICE`, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near: Option<String>,
     pub runs: usize,
     pub warmup: usize,
     pub seed: u64,
@@ -573,6 +591,8 @@ mod tests {
             oversubscribe: false,
             latency: None,
             weights: None,
+            mem: None,
+            near: None,
             runs: 3,
             warmup: 1,
             seed: 1,
@@ -587,6 +607,7 @@ mod tests {
                     process_mask: CpuSet::parse_list("0-1").unwrap(),
                     places: vec![],
                     pinned: false,
+                    memory: None,
                 },
                 env: vec![("OMP_NUM_THREADS".into(), "2".into())],
                 notes: vec![],
@@ -597,6 +618,26 @@ mod tests {
             }],
             machine: Machine::default(),
         }
+    }
+
+    #[test]
+    fn a_different_memory_policy_is_a_different_placement() {
+        let a = header();
+        let mut b = header();
+        b.arms[0].plan.memory = Some("bind:0".into());
+        assert_eq!(
+            b.arms[0].plan.describe(),
+            "CPUs 0-1 (OS decides), memory bind:0"
+        );
+        let d = a.mismatch(&b);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].field, Field::Placement("os".into()));
+        assert!(d[0].now.ends_with("memory bind:0"));
+        // Journals written before memory policies existed still load.
+        let line = serde_json::to_string(&a).unwrap();
+        assert!(!line.contains("\"memory\""));
+        let back: Header = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.arms[0].plan.memory, None);
     }
 
     #[test]

@@ -69,6 +69,14 @@ pub enum SessionError {
     },
     #[error(transparent)]
     Shim(#[from] ShimError),
+    /// The kernel refuses an arm's memory policy (weighted interleave
+    /// before Linux 6.9, nodes outside the cgroup): found before any run.
+    #[error("{arm}: cannot apply memory policy {policy}: {error}")]
+    Memory {
+        arm: String,
+        policy: String,
+        error: pinsight_sys::mempolicy::MemPolicyError,
+    },
 }
 
 /// An experiment ready to run.
@@ -122,6 +130,18 @@ impl Session {
             cfg.is_env_set,
             created,
         )?;
+        for (arm, p) in plan.header.arms.iter().zip(&plan.plans) {
+            if let Some(m) = &p.memory {
+                let (mode, nodes) = pinsight_launch::kernel_policy(m);
+                pinsight_sys::mempolicy::probe(mode, &nodes).map_err(|error| {
+                    SessionError::Memory {
+                        arm: arm.id.clone(),
+                        policy: m.policy.clone(),
+                        error,
+                    }
+                })?;
+            }
+        }
         let mut header = plan.header;
         let jerr = |error, users_path| SessionError::Journal { error, users_path };
         let (journal_path, writer, previous_runs, journal_warnings) = match cfg.journal {

@@ -7,8 +7,8 @@ use crate::journal::{ArmHeader, ArmPlan, Header, Machine, NotApplicable, SCHEMA}
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::{read_governors, GovernorError, GovernorGuard, RestoreError};
 use pinsight_plan::{
-    plan, BasePolicy, LatencyMatrix, Plan, PlanError, Policy, PolicyParseError,
-    Request as PlanRequest, Weights,
+    plan, BasePolicy, LatencyMatrix, MemParseError, MemPolicy, Plan, PlanError, Policy,
+    PolicyParseError, Request as PlanRequest, Weights,
 };
 use pinsight_topology::{FsRoot, Topology};
 use std::path::{Path, PathBuf};
@@ -45,6 +45,12 @@ pub struct Request {
     pub latency: Option<PathBuf>,
     /// Per-CPU weights for `balance`.
     pub weights: Option<PathBuf>,
+    /// Memory policy of every arm that has no `+mem:` of its own.
+    pub mem: Option<MemPolicy>,
+    /// Restrict every arm to the CPUs local to this device.
+    pub near: Option<String>,
+    /// The kernel's weighted-interleave weights, shown in plans.
+    pub interleave_weights: Option<Vec<(u32, u32)>>,
     pub runs: usize,
     pub warmup: usize,
     pub seed: u64,
@@ -65,6 +71,20 @@ pub enum SetupError {
     UnknownGovernor { name: String },
     #[error(transparent)]
     Policy(#[from] PolicyParseError),
+    /// An arm's own `+mem:SPEC` does not fit this machine.
+    #[error("{policy}: {error}")]
+    ArmMemoryUnfit {
+        /// The arm (`compact+mem:bind:1`).
+        policy: String,
+        error: pinsight_plan::MemError,
+    },
+    /// An arm's `+mem:SPEC` does not parse.
+    #[error("{policy}: memory policy {error}")]
+    ArmMemory {
+        /// The arm as written.
+        policy: String,
+        error: MemParseError,
+    },
     /// A latency matrix was given but no policy uses one.
     #[error("{}: applies to latency-group/latency-pipeline only, and the policies have neither", path.display())]
     LatencyUnused { path: PathBuf },
@@ -232,8 +252,11 @@ pub fn setup(
     } else {
         governors.usable.iter().cloned().map(Some).collect()
     };
-    for (name, policy) in &policies {
+    for (name, policy, arm_mem) in &policies {
         let r = PlanRequest {
+            mem: arm_mem.clone().or_else(|| req.mem.clone()),
+            near: req.near.clone(),
+            interleave_weights: req.interleave_weights.clone(),
             threads: Some(threads),
             // Threads of a set policy float inside the set: more threads
             // than CPUs is time sharing, not a placement to refuse.
@@ -246,6 +269,12 @@ pub fn setup(
         };
         let p = match plan(topo, &r) {
             Ok(p) => p,
+            Err(PlanError::Memory { error, .. }) if arm_mem.is_some() => {
+                return Err(SetupError::ArmMemoryUnfit {
+                    policy: name.clone(),
+                    error,
+                })
+            }
             Err(e) if is_usage(&e) => return Err(e.into()),
             Err(e @ PlanError::TooManyThreads { .. }) if named => return Err(e.into()),
             Err(e) => {
@@ -293,6 +322,8 @@ pub fn setup(
             oversubscribe: req.oversubscribe,
             latency: req.latency.as_ref().map(|p| p.display().to_string()),
             weights: req.weights.as_ref().map(|p| p.display().to_string()),
+            mem: req.mem.as_ref().map(|m| m.to_string()),
+            near: req.near.clone(),
             runs: req.runs,
             warmup: req.warmup,
             seed: req.seed,
@@ -305,14 +336,35 @@ pub fn setup(
     })
 }
 
-/// The policies asked for, parsed, each once (by canonical name), in order.
-fn parse_policies(texts: &[String]) -> Result<Vec<(String, Policy)>, SetupError> {
-    let mut policies: Vec<(String, Policy)> = Vec::new();
+/// The policies asked for, parsed, each once (by canonical name), in
+/// order. An arm may carry its own memory policy, `POLICY+mem:SPEC`
+/// (`p-pinned+mem:interleave:all`); its name keeps it, so the journal's arm
+/// identity does too.
+#[allow(clippy::type_complexity)]
+fn parse_policies(
+    texts: &[String],
+) -> Result<Vec<(String, Policy, Option<MemPolicy>)>, SetupError> {
+    let mut policies: Vec<(String, Policy, Option<MemPolicy>)> = Vec::new();
     for text in texts {
-        let p = Policy::from_str(text)?;
-        let canonical = p.to_string();
-        if !policies.iter().any(|(c, _)| *c == canonical) {
-            policies.push((canonical, p));
+        let (ptext, mem) = match text.split_once("+mem:") {
+            Some((p, m)) => (
+                p,
+                Some(
+                    MemPolicy::from_str(m).map_err(|error| SetupError::ArmMemory {
+                        policy: text.clone(),
+                        error,
+                    })?,
+                ),
+            ),
+            None => (text.as_str(), None),
+        };
+        let p = Policy::from_str(ptext)?;
+        let canonical = match &mem {
+            Some(m) => format!("{p}+mem:{m}"),
+            None => p.to_string(),
+        };
+        if !policies.iter().any(|(c, _, _)| *c == canonical) {
+            policies.push((canonical, p, mem));
         }
     }
     Ok(policies)
@@ -329,11 +381,11 @@ fn is_latency(p: &Policy) -> bool {
 /// refused when no policy would use them.
 fn inputs(
     req: &Request,
-    policies: &[(String, Policy)],
+    policies: &[(String, Policy, Option<MemPolicy>)],
 ) -> Result<(Option<LatencyMatrix>, Option<Weights>), SetupError> {
     let latency = match &req.latency {
         Some(path) => {
-            if !policies.iter().any(|(_, p)| is_latency(p)) {
+            if !policies.iter().any(|(_, p, _)| is_latency(p)) {
                 return Err(SetupError::LatencyUnused { path: path.clone() });
             }
             // The latency model reads no files: read it here, parse there.
@@ -351,7 +403,10 @@ fn inputs(
     };
     let weights = match &req.weights {
         Some(path) => {
-            if !policies.iter().any(|(_, p)| p.base == BasePolicy::Balance) {
+            if !policies
+                .iter()
+                .any(|(_, p, _)| p.base == BasePolicy::Balance)
+            {
                 return Err(SetupError::WeightsUnused { path: path.clone() });
             }
             Some(Weights::load(path).map_err(|e| SetupError::BadInput(e.to_string()))?)
@@ -381,6 +436,9 @@ fn is_usage(e: &PlanError) -> bool {
             | PlanError::Modifier { .. }
             | PlanError::Weights(_)
             | PlanError::Latency { .. }
+            | PlanError::Memory { .. }
+            | PlanError::Device(_)
+            | PlanError::NearUnusable { .. }
     )
 }
 
@@ -467,6 +525,32 @@ pub fn utc(secs: u64) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arms_carry_their_memory_policy_in_their_name() {
+        let texts: Vec<String> = [
+            "compact",
+            "compact+mem:interleave:all",
+            "compact+mem:Interleave:ALL",
+            "os+mem:bind:1,0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let p = parse_policies(&texts).unwrap();
+        let names: Vec<&str> = p.iter().map(|(n, _, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["compact", "compact+mem:interleave:all", "os+mem:bind:0-1"]
+        );
+        assert!(p[0].2.is_none());
+        assert_eq!(p[2].2.as_ref().unwrap().to_string(), "bind:0-1");
+        let e = parse_policies(&["os+mem:bogus".to_string()]).unwrap_err();
+        assert!(matches!(e, SetupError::ArmMemory { .. }), "{e}");
+        assert!(e
+            .to_string()
+            .starts_with("os+mem:bogus: memory policy 'bogus'"));
+    }
 
     #[test]
     fn utc_dates() {

@@ -25,6 +25,8 @@ fn plan(policy: &str, pinned: bool, places: &[usize]) -> Plan {
         pinned,
         tasks_per_cpu: None,
         notes: vec![],
+        memory: None,
+        near: None,
     }
 }
 

@@ -16,6 +16,11 @@
 //!   binaries, see [`crate::program`]). Skipped threads get the process
 //!   mask.
 //!
+//! A memory policy ([`Plan::memory`]) is applied the same way as the
+//! start mask: `set_mempolicy` on the spawning thread just before the
+//! spawn, the previous policy restored right after (on every path), so
+//! the child inherits it across fork and exec and no numactl is needed.
+//!
 //! The launcher forwards signals, waits for the child (reaping it only
 //! after the watcher took its last look), removes the shim file, and
 //! returns the child's status: its exit code, or 128+N if killed by signal N.
@@ -26,7 +31,8 @@ use crate::shim::{self, ShimFile};
 use crate::signals::Forwarding;
 use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
 use pinsight_cpuset::CpuSet;
-use pinsight_plan::Plan;
+use pinsight_plan::{MemMode, MemPlan, Plan};
+use pinsight_sys::mempolicy;
 use pinsight_topology::FsRoot;
 use serde::Serialize;
 use std::ffi::OsString;
@@ -138,6 +144,9 @@ pub struct RunOutcome {
     pub threads: Vec<ThreadRecord>,
     /// Delay figures (with `Follow`).
     pub follow: Option<FollowStats>,
+    /// The memory policy the program started with (`bind:0`), when the
+    /// plan has one.
+    pub memory: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -167,6 +176,14 @@ pub enum LaunchError {
     /// This process's own affinity could not be read (to restore it).
     #[error("sched_getaffinity: {0}")]
     OwnAffinity(#[source] io::Error),
+    /// The plan's memory policy cannot be applied (weighted interleave
+    /// on a kernel older than 6.9, nodes the cgroup forbids).
+    #[error("cannot apply memory policy {policy}: {source}")]
+    MemPolicy {
+        policy: String,
+        #[source]
+        source: pinsight_sys::mempolicy::MemPolicyError,
+    },
     /// The program could not be started for another reason.
     #[error("cannot run '{program}': {source}")]
     Spawn {
@@ -266,6 +283,49 @@ impl Drop for SpawnMask {
     fn drop(&mut self) {
         if let Some(s) = &self.saved {
             let _ = affinity::set_affinity(0, s);
+        }
+    }
+}
+
+/// The kernel's `MPOL_*` mode and node set for a planned memory policy.
+pub fn kernel_policy(mem: &MemPlan) -> (i32, CpuSet) {
+    let mode = match mem.mode {
+        MemMode::Local => mempolicy::MPOL_LOCAL,
+        MemMode::Bind => mempolicy::MPOL_BIND,
+        MemMode::Interleave => mempolicy::MPOL_INTERLEAVE,
+        MemMode::Preferred => mempolicy::MPOL_PREFERRED,
+        MemMode::WeightedInterleave => mempolicy::MPOL_WEIGHTED_INTERLEAVE,
+    };
+    (mode, mem.nodes.iter().map(|n| *n as usize).collect())
+}
+
+/// Sets the calling thread's memory policy for the span of a spawn;
+/// restores the previous one on drop.
+struct SpawnMemPolicy {
+    saved: Option<mempolicy::ThreadPolicy>,
+}
+
+impl SpawnMemPolicy {
+    fn apply(mem: Option<&MemPlan>) -> Result<SpawnMemPolicy, LaunchError> {
+        let Some(mem) = mem else {
+            return Ok(SpawnMemPolicy { saved: None });
+        };
+        let err = |source| LaunchError::MemPolicy {
+            policy: mem.policy.clone(),
+            source,
+        };
+        let saved =
+            mempolicy::get_mempolicy().map_err(|e| err(mempolicy::MemPolicyError::Get(e)))?;
+        let (mode, nodes) = kernel_policy(mem);
+        mempolicy::set_mempolicy(mode, &nodes).map_err(err)?;
+        Ok(SpawnMemPolicy { saved: Some(saved) })
+    }
+}
+
+impl Drop for SpawnMemPolicy {
+    fn drop(&mut self) {
+        if let Some(s) = &self.saved {
+            let _ = mempolicy::restore(s);
         }
     }
 }
@@ -497,6 +557,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let t0 = Instant::now();
     let child = {
         let _mask = SpawnMask::apply(start_mask.as_ref())?;
+        let _mem = SpawnMemPolicy::apply(plan.memory.as_ref())?;
         cmd.spawn().map_err(|e| spawn_error(&program, e))?
     };
     let pid = child.id() as i32;
@@ -574,6 +635,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         wall_ms,
         threads,
         follow,
+        memory: plan.memory.as_ref().map(|m| m.policy.clone()),
         notes,
     })
 }
@@ -591,6 +653,8 @@ mod tests {
             pinned,
             tasks_per_cpu: None,
             notes: Vec::new(),
+            memory: None,
+            near: None,
         }
     }
 

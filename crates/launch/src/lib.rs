@@ -29,8 +29,8 @@ pub mod skip;
 pub mod watch;
 
 pub use launch::{
-    create_shim, env_exports, pins_per_thread, run, Application, LaunchError, Mechanism, PinMain,
-    RunOptions, RunOutcome,
+    create_shim, env_exports, kernel_policy, pins_per_thread, run, Application, LaunchError,
+    Mechanism, PinMain, RunOptions, RunOutcome,
 };
 pub use pin::{pin_process, PinError, PinOptions, PinReport, ThreadOrder};
 pub use skip::{parse_skip, SkipError, SkipProblem};

@@ -499,6 +499,8 @@ mod tests {
             pinned,
             tasks_per_cpu: None,
             notes: vec![],
+            memory: None,
+            near: None,
         }
     }
 

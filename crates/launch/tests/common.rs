@@ -87,6 +87,8 @@ pub fn pinned_plan(places: &[&str]) -> Plan {
         pinned: true,
         tasks_per_cpu: None,
         notes: vec![],
+        memory: None,
+        near: None,
     }
 }
 
@@ -99,6 +101,8 @@ pub fn set_plan(mask: &str, threads: usize) -> Plan {
         pinned: false,
         tasks_per_cpu: None,
         notes: vec![],
+        memory: None,
+        near: None,
     }
 }
 
@@ -111,6 +115,8 @@ pub fn os_plan() -> Plan {
         pinned: false,
         tasks_per_cpu: None,
         notes: vec![],
+        memory: None,
+        near: None,
     }
 }
 

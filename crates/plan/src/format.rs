@@ -14,10 +14,20 @@
 //! | `libvirt`       | a `<cputune>` block: one `<vcpupin>` per vCPU plus `<emulatorpin>`     |
 //! | `slurm`         | `--cpu-bind=map_cpu:0,2,4` (pinned) or `mask_cpu:0x…` (sets)           |
 //!
+//! A plan's memory policy ([`Plan::memory`]) is spoken by `numactl`
+//! (`--membind=`, `--interleave=`, `--preferred=`, `--localalloc`,
+//! `--weighted-interleave=` since numactl 2.0.19), `libvirt` (a
+//! `<numatune>` block: `strict`, `interleave`, `preferred`) and `slurm`
+//! (`--mem-bind=mask_mem:`, `prefer,map_mem:`, `local`). A policy a dialect
+//! cannot say is a [`FormatError::Memory`], never dropped; dialects with no
+//! memory options at all (taskset, cpulist, OpenMP variables) print the
+//! CPUs with a [`Caveat::MemoryNotExpressed`].
+//!
 //! Environment-variable formats print `export NAME='value'` lines for
 //! `eval "$(pinsight plan … --format omp-places)"`: the quotes matter,
 //! since bash would brace-expand an unquoted `{0,1,2,3}`.
 
+use crate::mem::{MemMode, MemPlan};
 use crate::plan::Plan;
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{CoreType, Topology};
@@ -93,6 +103,13 @@ pub enum FormatError {
     /// `kmp-hw-subset` for a policy that is not one core kind.
     #[error("format kmp-hw-subset describes one core kind (p-set, e-set, p-pinned, e-pinned, kind:, kind-set:); {policy} is not one")]
     NotOneKind { policy: String },
+    /// A memory policy the dialect has no form for.
+    #[error("format {format} cannot express memory policy {memory}: {why}")]
+    Memory {
+        format: &'static str,
+        memory: String,
+        why: &'static str,
+    },
 }
 
 /// How a dialect falls short of the plan (printed on stderr).
@@ -106,6 +123,14 @@ pub enum Caveat {
     SharedCores,
     /// `kmp-hw-subset` when only part of the kind is usable.
     PartOfKind { usable: CpuSet, kind: CpuSet },
+    /// The dialect has no memory options: the plan's memory policy is not
+    /// in the output.
+    MemoryNotExpressed {
+        format: &'static str,
+        memory: String,
+    },
+    /// `numactl --weighted-interleave` needs numactl 2.0.19 and Linux 6.9.
+    WeightedInterleaveVersions,
 }
 
 impl fmt::Display for Caveat {
@@ -124,6 +149,13 @@ impl fmt::Display for Caveat {
             Caveat::PartOfKind { usable, kind } => write!(
                 f,
                 "only {usable} of the kind's CPUs {kind} are usable; libomp counts cores within the process mask"
+            ),
+            Caveat::MemoryNotExpressed { format, memory } => write!(
+                f,
+                "{format} has no memory policy: memory policy {memory} is not in this output (numactl, libvirt and slurm formats carry it; pinsight run applies it)"
+            ),
+            Caveat::WeightedInterleaveVersions => f.write_str(
+                "--weighted-interleave needs numactl 2.0.19 or later and Linux 6.9 or later (older kernels refuse it)",
             ),
         }
     }
@@ -145,8 +177,133 @@ fn ok(text: String) -> Result<Rendered, FormatError> {
 }
 
 /// Renders `plan` (made on `topo`) in `format`. Errors when the dialect
-/// cannot express the plan at all (e.g. `gomp` for a floating set).
+/// cannot express the plan at all (e.g. `gomp` for a floating set, or a
+/// memory policy the dialect has no form for).
 pub fn render(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, FormatError> {
+    let Some(mem) = &plan.memory else {
+        return render_cpus(plan, topo, format);
+    };
+    match format {
+        Format::Table | Format::Json => render_cpus(plan, topo, format),
+        Format::Numactl => {
+            let mut r = render_cpus(plan, topo, format)?;
+            let (opt, weighted) = numactl_mem(mem);
+            r.text = r.text.replacen("numactl ", &format!("numactl {opt} "), 1);
+            if weighted {
+                r.caveats.push(Caveat::WeightedInterleaveVersions);
+            }
+            Ok(r)
+        }
+        Format::Libvirt => {
+            let mut r = render_cpus(plan, topo, format)?;
+            r.text.push_str(&libvirt_mem(mem)?);
+            Ok(r)
+        }
+        Format::Slurm => {
+            let mut r = render_cpus(plan, topo, format)?;
+            let line = r.text.trim_end().to_string();
+            r.text = format!("{line} {}\n", slurm_mem(mem)?);
+            Ok(r)
+        }
+        Format::Cpulist
+        | Format::Taskset
+        | Format::OmpPlaces
+        | Format::Gomp
+        | Format::KmpAffinity
+        | Format::KmpHwSubset => {
+            let mut r = render_cpus(plan, topo, format)?;
+            r.caveats.push(Caveat::MemoryNotExpressed {
+                format: format_name(format),
+                memory: mem.policy.clone(),
+            });
+            Ok(r)
+        }
+    }
+}
+
+/// The name a format is written with.
+fn format_name(format: Format) -> &'static str {
+    match format {
+        Format::Table => "table",
+        Format::Json => "json",
+        Format::Cpulist => "cpulist",
+        Format::Taskset => "taskset",
+        Format::Numactl => "numactl",
+        Format::OmpPlaces => "omp-places",
+        Format::Gomp => "gomp",
+        Format::KmpAffinity => "kmp-affinity",
+        Format::KmpHwSubset => "kmp-hw-subset",
+        Format::Libvirt => "libvirt",
+        Format::Slurm => "slurm",
+    }
+}
+
+/// Node ids as numactl and libvirt write them (`0-1,3`).
+fn nodes_text(mem: &MemPlan) -> String {
+    crate::mem::node_list(&mem.nodes)
+}
+
+/// numactl's memory option, and whether it is the weighted one.
+fn numactl_mem(mem: &MemPlan) -> (String, bool) {
+    let n = nodes_text(mem);
+    match mem.mode {
+        MemMode::Local => ("--localalloc".into(), false),
+        MemMode::Bind => (format!("--membind={n}"), false),
+        MemMode::Interleave => (format!("--interleave={n}"), false),
+        MemMode::Preferred => (format!("--preferred={n}"), false),
+        MemMode::WeightedInterleave => (format!("--weighted-interleave={n}"), true),
+    }
+}
+
+/// libvirt `<numatune>` (modes strict, interleave, preferred; the host's
+/// default, local allocation, needs no block).
+fn libvirt_mem(mem: &MemPlan) -> Result<String, FormatError> {
+    let mode = match mem.mode {
+        MemMode::Local => {
+            return Ok(
+                "<!-- memory: local (the host's default policy): no <numatune> needed -->\n"
+                    .into(),
+            )
+        }
+        MemMode::Bind => "strict",
+        MemMode::Interleave => "interleave",
+        MemMode::Preferred => "preferred",
+        MemMode::WeightedInterleave => {
+            return Err(FormatError::Memory {
+                format: "libvirt",
+                memory: mem.policy.clone(),
+                why: "libvirt's <numatune> modes are strict, interleave, preferred and restrictive; none is weighted",
+            })
+        }
+    };
+    Ok(format!(
+        "<numatune>\n  <memory mode='{mode}' nodeset='{}'/>\n</numatune>\n",
+        nodes_text(mem)
+    ))
+}
+
+/// Slurm's `--mem-bind=` (srun): `local`, `mask_mem:` (one mask, every
+/// task), `prefer,map_mem:` (the first node preferred).
+fn slurm_mem(mem: &MemPlan) -> Result<String, FormatError> {
+    Ok(match mem.mode {
+        MemMode::Local => "--mem-bind=local".into(),
+        MemMode::Bind => {
+            let set: CpuSet = mem.nodes.iter().map(|n| *n as usize).collect();
+            format!("--mem-bind=mask_mem:{}", hex_mask(&set))
+        }
+        MemMode::Preferred => format!("--mem-bind=prefer,map_mem:{}", nodes_text(mem)),
+        MemMode::Interleave | MemMode::WeightedInterleave => {
+            return Err(FormatError::Memory {
+                format: "slurm",
+                memory: mem.policy.clone(),
+                why: "srun --mem-bind has no interleave type (local, map_mem, mask_mem, prefer, rank only)",
+            })
+        }
+    })
+}
+
+/// [`render`] without the memory policy.
+fn render_cpus(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, FormatError> {
     let mask = &plan.process_mask;
     match format {
         Format::Table => ok(table(plan, topo)),
@@ -617,6 +774,12 @@ fn table(plan: &Plan, topo: &Topology) -> String {
     }
     for n in &plan.notes {
         let _ = writeln!(out, "note: {n}");
+    }
+    if let Some(m) = &plan.memory {
+        let _ = writeln!(out, "memory: {}", m.policy);
+        for n in &m.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
     }
     out
 }

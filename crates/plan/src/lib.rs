@@ -21,13 +21,15 @@
 
 pub mod balance;
 pub mod format;
+pub mod mem;
 mod order;
 pub mod plan;
 pub mod policy;
 pub mod weights;
 
 pub use format::{omp_env, render, Caveat, Format, FormatError, Rendered};
+pub use mem::{MemError, MemMode, MemParseError, MemPlan, MemPolicy, NodeSpec};
 pub use pinsight_latency_model::LatencyMatrix;
-pub use plan::{plan, LatencyProblem, Plan, PlanError, Request};
+pub use plan::{plan, LatencyProblem, NearPlan, Plan, PlanError, Request};
 pub use policy::{BasePolicy, CpuListError, KindSel, Policy, PolicyParseError};
 pub use weights::{Weights, WeightsError};

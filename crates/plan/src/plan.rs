@@ -1,12 +1,13 @@
 //! The planner: `plan(topology, request) -> Plan`. Pure: no OS access.
 
 use crate::balance::{apportion, capacities, CapacitySource};
+use crate::mem::{check_node, resolve, MemError, MemMode, MemPlan, MemPolicy};
 use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
 use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency_model::LatencyMatrix;
-use pinsight_model::{Kind, RankSource, Topology};
+use pinsight_model::{DeviceLookupError, Kind, RankSource, Topology};
 use serde::Serialize;
 
 /// What to plan.
@@ -33,6 +34,16 @@ pub struct Request {
     /// Core-to-core latency matrix for `latency-group`/`latency-pipeline`
     /// (`--latency FILE`, read with `pinsight_latency::LoadMatrix`).
     pub latency: Option<LatencyMatrix>,
+    /// Where the program's memory lives (`None`: the kernel's default,
+    /// first touch).
+    pub mem: Option<MemPolicy>,
+    /// The kernel's weighted-interleave weights `(node, weight)`
+    /// (`/sys/kernel/mm/mempolicy/weighted_interleave/nodeN`, read by the
+    /// caller), shown with a weighted-interleave policy.
+    pub interleave_weights: Option<Vec<(u32, u32)>>,
+    /// A device (`eth0`, `0000:3b:00.0`, `gpu0`) whose local CPUs are the
+    /// only ones placed on; with `mem: local`, memory goes to its node.
+    pub near: Option<String>,
 }
 
 impl Request {
@@ -46,8 +57,24 @@ impl Request {
             smt_physical_first: false,
             weights: None,
             latency: None,
+            mem: None,
+            interleave_weights: None,
+            near: None,
         }
     }
+}
+
+/// The device a plan was restricted to (`--near`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NearPlan {
+    /// The name asked for (`eth0`, `gpu0`, `0000:3b:00.0`).
+    pub device: String,
+    /// Its PCI address.
+    pub address: String,
+    /// Its NUMA node, when the kernel tells.
+    pub numa_node: Option<u32>,
+    /// Its local CPUs that are usable: the only CPUs placed on.
+    pub cpus: CpuSet,
 }
 
 /// Where each thread (or task) runs.
@@ -72,6 +99,11 @@ pub struct Plan {
     pub tasks_per_cpu: Option<Vec<(usize, usize)>>,
     /// Human explanations: oversubscription, ignored modifiers, capacity source.
     pub notes: Vec<String>,
+    /// The memory policy, resolved and checked (`None`: the kernel's
+    /// default, first touch on the node of the CPU that touches).
+    pub memory: Option<MemPlan>,
+    /// The device the CPUs were restricted to.
+    pub near: Option<NearPlan>,
 }
 
 fn tasks_per_cpu_json<S: serde::Serializer>(
@@ -144,6 +176,24 @@ pub enum PlanError {
         policy: String,
         problem: LatencyProblem,
     },
+    /// A memory policy that does not fit this machine.
+    #[error("memory policy {spec}: {error}")]
+    Memory {
+        /// The policy as written (`bind:1`).
+        spec: String,
+        /// What is wrong.
+        error: MemError,
+    },
+    /// The device to place near is unknown.
+    #[error("{0}")]
+    Device(DeviceLookupError),
+    /// The device's local CPUs hold no usable CPU.
+    #[error("no usable CPU is local to {device} (its CPUs {local}; usable CPUs {usable})")]
+    NearUnusable {
+        device: String,
+        local: CpuSet,
+        usable: CpuSet,
+    },
 }
 
 impl PlanError {
@@ -166,6 +216,7 @@ impl PlanError {
                 detail.clone()
             }
             PlanError::Latency { problem, .. } => problem.to_string(),
+            PlanError::Memory { error, .. } => error.to_string(),
             other => other.to_string(),
         }
     }
@@ -304,11 +355,15 @@ fn check_explicit(
     let mut absent = CpuSet::new();
     let mut offline = CpuSet::new();
     let mut forbidden = CpuSet::new();
+    // Online and allowed, yet not usable: outside the device's CPUs
+    // (`Request::near` narrows the usable set).
+    let mut far = CpuSet::new();
     for c in bad.iter() {
         match topo.cpu(c) {
             None => absent.insert(c),
             Some(info) if !info.online => offline.insert(c),
-            Some(_) => forbidden.insert(c),
+            Some(info) if !info.allowed => forbidden.insert(c),
+            Some(_) => far.insert(c),
         };
     }
     let mut parts = Vec::new();
@@ -322,6 +377,12 @@ fn check_explicit(
         parts.push(format!(
             "{} not allowed by the cgroup",
             cpus_are(&forbidden)
+        ));
+    }
+    if !far.is_empty() {
+        parts.push(format!(
+            "{} not local to the device placed near",
+            cpus_are(&far)
         ));
     }
     Err(PlanError::CpusUnusable {
@@ -345,7 +406,94 @@ fn by_kind(slots: &[Slot], desc: bool) -> Vec<Vec<Slot>> {
 }
 
 /// Makes a plan. Pure: the same topology and request give the same plan.
+///
+/// With [`Request::near`] only the device's usable local CPUs are placed
+/// on; with [`Request::mem`] the memory policy is checked against the
+/// machine (nodes present, holding memory, allowed by the cgroup) before
+/// any CPU is chosen.
 pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
+    let all = topo.usable();
+    let near = match &req.near {
+        None => None,
+        Some(name) => {
+            let dev = topo.device(name).map_err(PlanError::Device)?;
+            let cpus = dev.local_cpus.intersection(&all);
+            if cpus.is_empty() {
+                return Err(PlanError::NearUnusable {
+                    device: name.clone(),
+                    local: dev.local_cpus.clone(),
+                    usable: all,
+                });
+            }
+            Some(NearPlan {
+                device: name.clone(),
+                address: dev.address.clone(),
+                numa_node: dev.numa_node,
+                cpus,
+            })
+        }
+    };
+    let memory = match &req.mem {
+        None => None,
+        Some(m) => Some(memory_plan(topo, m, req, near.as_ref())?),
+    };
+    let usable = near.as_ref().map_or(all, |n| n.cpus.clone());
+    let mut p = plan_cpus(topo, req, usable)?;
+    if let Some(n) = &near {
+        let node = n.numa_node.map_or("NUMA node unknown".to_string(), |x| {
+            format!("NUMA node {x}")
+        });
+        p.notes.insert(
+            0,
+            format!("CPUs {}: local to {} ({node})", n.cpus, n.device),
+        );
+    }
+    p.memory = memory;
+    p.near = near;
+    Ok(p)
+}
+
+/// The memory policy on this machine; `local` near a device whose node is
+/// known binds to that node.
+fn memory_plan(
+    topo: &Topology,
+    m: &MemPolicy,
+    req: &Request,
+    near: Option<&NearPlan>,
+) -> Result<MemPlan, PlanError> {
+    let err = |error: MemError| PlanError::Memory {
+        spec: m.to_string(),
+        error,
+    };
+    if let (
+        MemPolicy::Local,
+        Some(NearPlan {
+            numa_node: Some(node),
+            device,
+            ..
+        }),
+    ) = (m, near)
+    {
+        check_node(topo, *node).map_err(err)?;
+        let mut mp = MemPlan::new(MemMode::Bind, vec![*node]);
+        mp.notes.push(format!(
+            "memory local to {device}: bound to its NUMA node {node}"
+        ));
+        return Ok(mp);
+    }
+    let mut mp = resolve(topo, m, req.interleave_weights.as_deref()).map_err(err)?;
+    if let (MemPolicy::Local, Some(n)) = (m, near) {
+        mp.notes.push(format!(
+            "{}'s NUMA node is unknown: memory stays local to the CPU that touches it",
+            n.device
+        ));
+    }
+    Ok(mp)
+}
+
+/// The CPU part of [`plan()`], over `usable` (the machine's usable CPUs,
+/// or those near a device).
+fn plan_cpus(topo: &Topology, req: &Request, usable: CpuSet) -> Result<Plan, PlanError> {
     let mut policy = req.policy.clone();
     policy.smt_physical_first |= req.smt_physical_first;
     let name = policy.to_string();
@@ -361,7 +509,6 @@ pub fn plan(topo: &Topology, req: &Request) -> Result<Plan, PlanError> {
     if threads == Some(0) {
         return Err(PlanError::ZeroThreads);
     }
-    let usable = topo.usable();
     if usable.is_empty() {
         return Err(PlanError::NoUsableCpu);
     }
@@ -472,6 +619,8 @@ fn plan_set(
         pinned: false,
         tasks_per_cpu: None,
         notes,
+        memory: None,
+        near: None,
     }
 }
 
@@ -590,6 +739,8 @@ fn plan_pinned(
         pinned: true,
         tasks_per_cpu: None,
         notes,
+        memory: None,
+        near: None,
     })
 }
 
@@ -702,6 +853,8 @@ fn plan_balance(
         pinned: true,
         tasks_per_cpu: Some(per),
         notes,
+        memory: None,
+        near: None,
     })
 }
 
@@ -788,5 +941,7 @@ fn plan_latency(
         pinned: true,
         tasks_per_cpu: None,
         notes,
+        memory: None,
+        near: None,
     })
 }

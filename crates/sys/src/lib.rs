@@ -13,6 +13,9 @@
 //! - [`signals`]: forwarding signals to launched children, the self-pipe
 //!   cleanup handler, deferring signals around a critical write;
 //! - [`perf`]: `perf_event_open` in counting mode;
+//! - [`mempolicy`]: the calling thread's NUMA memory policy
+//!   (`set_mempolicy`/`get_mempolicy`) and the kernel's weighted-interleave
+//!   weights;
 //! - [`sched`]: the CPU a thread runs on, thread priority, clocks;
 //! - [`fs`]: file capabilities, close-on-exec, memfd mapping checks;
 //! - [`fsroot`]: [`FsRoot`], the root-relative reader of `/sys` and
@@ -36,6 +39,7 @@ pub mod affinity;
 pub mod archive;
 pub mod fs;
 pub mod fsroot;
+pub mod mempolicy;
 pub mod netlink;
 pub mod perf;
 pub mod process;
