@@ -236,7 +236,7 @@ fn power7_picture_nests_one_core_packages_in_numa_nodes() {
         "{}",
         &svg[..3000]
     );
-    assert!(svg.contains("NUMA node 0 (56 GiB) · CPUs 0-31"));
+    assert!(svg.contains("NUMA node 0 (56 GiB DRAM) · CPUs 0-31"));
     for cpu in topo.online().iter() {
         assert!(
             svg.contains(&format!(">{cpu}</text><title>CPU {cpu}")),
