@@ -252,3 +252,35 @@ fn plan_numactl_golden_on_a_recorded_machine() {
         insta::assert_snapshot!("mem_policy_numactl_16amd64-8n2c", out);
     });
 }
+
+/// The issue's own command line, without a POLICY (as with numactl): the
+/// placement is `os` and the memory policy is in effect in the program.
+#[test]
+fn run_without_a_policy_applies_only_the_memory_policy() {
+    let Some(node) = a_node() else { return };
+    let spec = format!("bind:{node}");
+    let o = pinsight(&["run", "--mem", &spec, "--", "cat", "/proc/self/status"]).run();
+    assert_eq!(o.code, 0, "{}: {}", o.argv, o.stderr);
+    assert!(o.stdout.contains("Mems_allowed_list:"), "{}", o.stdout);
+    let o = pinsight(&[
+        "run",
+        "--mem",
+        &spec,
+        "--",
+        "sh",
+        "-c",
+        "grep -E ' (heap|stack) ' /proc/self/numa_maps",
+    ])
+    .run();
+    assert_eq!(o.code, 0, "{}: {}", o.argv, o.stderr);
+    assert!(
+        o.stdout.contains(&format!(" bind:{node} ")),
+        "{}: {}",
+        o.argv,
+        o.stdout
+    );
+    // No program at all is a usage error naming the form.
+    let o = pinsight(&["run", "--mem", &spec]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.says("no program given"), "{}", o.stderr);
+}

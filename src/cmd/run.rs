@@ -1,5 +1,7 @@
-//! `pinsight run POLICY [--threads N] -- CMD ARGS…`: run a program under a
-//! placement plan and hand on its exit status.
+//! `pinsight run [POLICY] [--threads N] -- CMD ARGS…`: run a program under a
+//! placement plan and hand on its exit status. Without POLICY (`pinsight run
+//! --mem bind:0 -- CMD`, as with numactl) the placement is `os`: only the
+//! other options (`--mem`, `--near`) apply.
 //!
 //! Set policies (`p-set`, `cpus-set:…`) restrict the whole process; pinned
 //! policies (`p-pinned`, `cpus:…`, `compact`, …) pin every thread the
@@ -61,8 +63,11 @@ Options go before the program; everything from the program's name on is the prog
 pub struct Args {
     /// Placement policy: os, p-set, e-set, p-pinned, e-pinned, p-first, e-first, compact, scatter,
     /// cpus:LIST, cpus-set:LIST, kind:K, kind-set:K, balance, ... (see `pinsight plan --help`).
-    #[arg(value_name = "POLICY", value_parser = parse_policy)]
-    pub policy: Policy,
+    /// Without it (`pinsight run --mem bind:0 -- CMD`): os.
+    // Kept as the word typed: clap gives the first word after a leading `--` to POLICY, and only
+    // the command line tells whether it is the program's name (see `Args::resolve`).
+    #[arg(value_name = "POLICY")]
+    pub policy: Option<String>,
     #[command(flatten)]
     pub plan: PlanArgs,
     /// Pin threads as a /proc watcher sees them instead of through the LD_PRELOAD shim
@@ -94,8 +99,48 @@ pub struct Args {
     pub verbose: bool,
     /// The program to run and its arguments (after `--`, or from the first word that is not an
     /// option: an unknown option before the program is an error, never the program).
-    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
+    #[arg(value_name = "CMD", trailing_var_arg = true)]
     pub command: Vec<OsString>,
+}
+
+impl Args {
+    /// The policy and the program, given the whole command line `argv`.
+    /// clap puts the first word after a leading `--` into POLICY
+    /// (`pinsight run --mem bind:0 -- cat FILE`): when that word follows the
+    /// first `--` and was not typed before it, it is the program's name and
+    /// the policy is `os`.
+    pub fn resolve(&self, argv: &[OsString]) -> Result<(Policy, Vec<OsString>), CliError> {
+        let os = || "os".parse::<Policy>().expect("os is a policy");
+        let (policy, command) = match &self.policy {
+            None => (os(), self.command.clone()),
+            Some(word) if after_dashes(argv, word) => {
+                let mut c = vec![OsString::from(word)];
+                c.extend(self.command.iter().cloned());
+                (os(), c)
+            }
+            Some(word) => {
+                let p = parse_policy(word).map_err(|e| {
+                    CliError::usage(format!("invalid value '{word}' for '<POLICY>': {e}"))
+                })?;
+                (p, self.command.clone())
+            }
+        };
+        if command.is_empty() {
+            return Err(CliError::usage(
+                "run: no program given: <CMD> is required (pinsight run [POLICY] [OPTIONS] -- <CMD> [ARGS]...)",
+            ));
+        }
+        Ok((policy, command))
+    }
+}
+
+/// Whether `word` is the first word after the first `--` of `argv` and was
+/// not typed before it.
+fn after_dashes(argv: &[OsString], word: &str) -> bool {
+    let Some(dd) = argv.iter().position(|a| a == "--") else {
+        return false;
+    };
+    argv.get(dd + 1).is_some_and(|a| a == word) && !argv[..dd].iter().any(|a| a == word)
 }
 
 /// `--pin-main` values.
@@ -125,6 +170,8 @@ fn millis(flag: &str, ms: f64) -> Result<Duration, CliError> {
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     require_live(g, "run")?;
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let (policy, command) = args.resolve(&argv)?;
     let skip = match &args.skip {
         Some(s) => pinsight_launch::parse_skip(s).map_err(|e| {
             CliError::usage(format!(
@@ -139,7 +186,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
     let sample_interval = millis("--sample-interval", args.sample_interval)?;
     let topo = g.topology()?;
-    let plan = make_plan(&args.policy, &args.plan, &topo, g)?;
+    let plan = make_plan(&policy, &args.plan, &topo, g)?;
     // Plan notes (oversubscription, ignored modifiers) are shown with the
     // report: a plain `run` stays as quiet as taskset.
     if !g.quiet && (args.report || args.verbose) {
@@ -147,7 +194,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             eprintln!("pinsight: note: {n}");
         }
     }
-    let mut command = args.command.into_iter();
+    let mut command = command.into_iter();
     let program = command
         .next()
         .ok_or_else(|| CliError::usage("no command to run"))?;
@@ -364,18 +411,32 @@ mod tests {
 
     #[test]
     fn usage_errors_exit_2_and_name_the_input() {
-        let e = parse(&["bogus", "--", "true"]).unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        let text = e.to_string();
+        let argv = |words: &[&str]| -> Vec<OsString> {
+            ["pinsight", "run"]
+                .iter()
+                .chain(words)
+                .map(OsString::from)
+                .collect()
+        };
+        let words = ["bogus", "--", "true"];
+        let e = parse(&words)
+            .unwrap()
+            .args
+            .resolve(&argv(&words))
+            .unwrap_err();
+        assert_eq!(e.code, 2);
         assert!(
-            text.contains("'bogus'") && text.contains("p-pinned") && text.contains("cpus:LIST"),
-            "{text}"
+            e.message.contains("'bogus'")
+                && e.message.contains("p-pinned")
+                && e.message.contains("cpus:LIST"),
+            "{}",
+            e.message
         );
-        assert_eq!(
-            parse(&["compact"]).unwrap_err().exit_code(),
-            2,
-            "a command is required"
-        );
+        let e = parse(&["compact"])
+            .unwrap()
+            .args
+            .resolve(&argv(&["compact"]));
+        assert_eq!(e.unwrap_err().code, 2, "a command is required");
         assert_eq!(
             parse(&["compact", "--threads", "x", "--", "true"])
                 .unwrap_err()
@@ -385,9 +446,40 @@ mod tests {
     }
 
     #[test]
+    fn without_a_policy_the_placement_is_os() {
+        let resolve = |words: &[&str]| {
+            let argv: Vec<OsString> = ["pinsight", "--quiet", "run"]
+                .iter()
+                .chain(words)
+                .map(OsString::from)
+                .collect();
+            let (p, c) = parse(words).unwrap().args.resolve(&argv).unwrap();
+            (p.to_string(), c)
+        };
+        // As numactl: `pinsight run --mem bind:0 -- cat /proc/self/status`.
+        let (p, c) = resolve(&["--mem", "bind:0", "--", "cat", "/proc/self/status"]);
+        assert_eq!(
+            (p.as_str(), c),
+            ("os", vec!["cat".into(), "/proc/self/status".into()])
+        );
+        // A program named like a policy, after a leading `--`, is the program.
+        let (p, c) = resolve(&["--", "compact", "x"]);
+        assert_eq!((p.as_str(), c), ("os", vec!["compact".into(), "x".into()]));
+        // A policy before `--` stays a policy, even when the program has its name.
+        let (p, c) = resolve(&["os", "--", "os"]);
+        assert_eq!((p.as_str(), c), ("os", vec![OsString::from("os")]));
+        let (p, c) = resolve(&["p-set", "--", "true"]);
+        assert_eq!((p.as_str(), c), ("p-set", vec![OsString::from("true")]));
+        let (p, c) = resolve(&["p-set", "sh", "-c", "x", "--", "y"]);
+        assert_eq!(p, "p-set");
+        assert_eq!(c, ["sh", "-c", "x", "--", "y"].map(OsString::from).to_vec());
+    }
+
+    #[test]
     fn planning_flags_are_checked_like_plan() {
         let c = parse(&["compact", "--weights", "w.json", "--", "true"]).unwrap();
-        let e = make_request(&c.args.policy, &c.args.plan).unwrap_err();
+        let (policy, _) = c.args.resolve(&[]).unwrap();
+        let e = make_request(&policy, &c.args.plan).unwrap_err();
         assert_eq!(e.code, 2);
         assert!(
             e.message
