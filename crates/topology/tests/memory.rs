@@ -531,6 +531,150 @@ fn garbage_memory_files_are_warnings() {
     assert_eq!(CpuSet::parse_list("2-3").unwrap(), n.memory.locality);
 }
 
+/// Moves the DAX device `name` of the copied machine under the parent path
+/// `parent` (relative to `/sys/devices`), as the kernel links it there.
+fn move_dax(root: &Path, name: &str, parent: &str, target_node: u32) {
+    let dev = format!("sys/devices/{parent}/{name}");
+    put(
+        root,
+        &format!("{dev}/target_node"),
+        &format!("{target_node}\n"),
+    );
+    let link = root.join(format!("sys/bus/dax/devices/{name}"));
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(format!("../../../devices/{parent}/{name}"), &link).unwrap();
+}
+
+/// Every node's kind and kind source, but `except`'s.
+fn kinds_but(
+    t: &Topology,
+    except: u32,
+) -> Vec<(u32, Option<MemoryKind>, Option<MemoryKindSource>)> {
+    t.numa_nodes
+        .iter()
+        .filter(|n| n.id != except)
+        .map(|n| (n.id, n.memory.kind, n.memory.kind_source))
+        .collect()
+}
+
+/// CXL RAM: the kernel links a CXL memory expander's DAX device under its
+/// region (`ACPI0017:00/root0/decoder0.0/region0/dax_region0/daxX.Y`) and
+/// the CXL bus lists the region's targets. hwloc calls that node CXL-DRAM
+/// even when HMAT says it is faster than DRAM (CXL clears SPM). Without
+/// the CXL bus entry the same path is not CXL; the other nodes keep their
+/// kinds.
+#[test]
+fn dax_under_cxl_ram_region_is_cxl_dram() {
+    let plain = recorded("fakeheteromemtiers");
+    assert_eq!(node(&plain, 4).memory.kind, Some(MemoryKind::Hbm));
+    let dir = copy("fakeheteromemtiers");
+    let region = "platform/ACPI0017:00/root0/decoder0.0/region0/dax_region0";
+    move_dax(dir.path(), "dax1.0", region, 4);
+    let no_bus = at(dir.path());
+    assert_ne!(node(&no_bus, 4).memory.kind, Some(MemoryKind::CxlDram));
+    put(
+        dir.path(),
+        "sys/bus/cxl/devices/region0/target0",
+        "decoder2.0\n",
+    );
+    let t = at(dir.path());
+    let n = node(&t, 4);
+    assert_eq!(n.memory.kind, Some(MemoryKind::CxlDram), "{:?}", n.memory);
+    assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));
+    assert_eq!(n.memory.dax.as_deref(), Some("dax1.0"));
+    assert_eq!(kinds_but(&t, 4), kinds_but(&plain, 4));
+    assert_eq!(t.warnings, plain.warnings);
+}
+
+/// CXL PMEM: the DAX device sits on an NVDIMM bus under the CXL root's
+/// `nvdimm-bridge0`, in a region the CXL bus lists: CXL-NVM. The recorded
+/// machine's own NVDIMM regions (`ndbus0/region7`, no CXL bus) stay NVM.
+#[test]
+fn dax_under_cxl_pmem_region_is_cxl_nvm() {
+    let plain = recorded("fakeheteromemtiers");
+    assert_eq!(node(&plain, 8).memory.kind, Some(MemoryKind::Nvm));
+    let dir = copy("fakeheteromemtiers");
+    let region = "platform/ACPI0017:00/root0/nvdimm-bridge0/ndbus0/region3/dax3.1";
+    move_dax(dir.path(), "dax7.0", region, 8);
+    put(
+        dir.path(),
+        "sys/bus/cxl/devices/region3/target0",
+        "decoder5.0\n",
+    );
+    let t = at(dir.path());
+    let n = node(&t, 8);
+    assert_eq!(n.memory.kind, Some(MemoryKind::CxlNvm), "{:?}", n.memory);
+    assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));
+    assert_eq!(kinds_but(&t, 8), kinds_but(&plain, 8));
+    for id in [6, 9] {
+        assert_eq!(node(&t, id).memory.kind, Some(MemoryKind::Nvm));
+    }
+}
+
+/// GPU memory (Grace-Hopper, POWER9 + V100): the NVIDIA driver's
+/// `numa_status` names the node (`Node: N`); `-1` (no node) is ignored,
+/// garbage is a warning naming the file. The other nodes keep their kinds.
+#[test]
+fn nvidia_numa_status_names_gpu_memory() {
+    let plain = recorded("fakeheteromemtiers");
+    let dir = copy("fakeheteromemtiers");
+    let gpus = "proc/driver/nvidia/gpus";
+    put(
+        dir.path(),
+        &format!("{gpus}/0009:01:00.0/numa_status"),
+        "Node:                          9\nOffline memory:\nStatus:                        online_movable\n",
+    );
+    put(
+        dir.path(),
+        &format!("{gpus}/0009:02:00.0/numa_status"),
+        "Node: -1\n",
+    );
+    put(
+        dir.path(),
+        &format!("{gpus}/0009:03:00.0/numa_status"),
+        "Node: nine\n",
+    );
+    put(
+        dir.path(),
+        &format!("{gpus}/0009:04:00.0/information"),
+        "Model: x\n",
+    );
+    let t = at(dir.path());
+    let n = node(&t, 9);
+    assert_eq!(n.memory.kind, Some(MemoryKind::Gpu), "{:?}", n.memory);
+    assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));
+    assert_eq!(kinds_but(&t, 9), kinds_but(&plain, 9));
+    let new: Vec<&String> = t
+        .warnings
+        .iter()
+        .filter(|w| !plain.warnings.contains(w))
+        .collect();
+    assert_eq!(new.len(), 1, "{:?}", t.warnings);
+    assert!(new[0].contains("0009:03:00.0/numa_status"), "{new:?}");
+}
+
+/// A machine whose nodes all have CPUs never reads the NVIDIA directory
+/// (discovery on big plain machines reads no extra file).
+#[test]
+fn gpu_memory_needs_a_cpuless_node() {
+    let dir = copy("16amd64-8n2c");
+    put(
+        dir.path(),
+        "proc/driver/nvidia/gpus/0000:01:00.0/numa_status",
+        "Node: 3\n",
+    );
+    let fs = FsRoot::at(dir.path()).unwrap().recording();
+    let t = discover(&fs);
+    assert_eq!(node(&t, 3).memory.kind, Some(MemoryKind::Dram));
+    assert!(
+        !fs.recorded()
+            .iter()
+            .any(|p| p.to_string_lossy().contains("nvidia")),
+        "{:?}",
+        fs.recorded()
+    );
+}
+
 mod garbage {
     use super::*;
     use proptest::prelude::*;
@@ -544,6 +688,8 @@ mod garbage {
         "sys/devices/system/node/node6/distance",
         "sys/bus/dax/devices/dax1.0/target_node",
         "sys/devices/virtual/memory_tiering/memory_tier4/nodelist",
+        "proc/driver/nvidia/gpus/0000:01:00.0/numa_status",
+        "sys/bus/cxl/devices/region7/target0",
     ];
 
     proptest! {

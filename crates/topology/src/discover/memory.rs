@@ -18,6 +18,25 @@
 //!
 //! Kinds follow hwloc 3.0's guess of memory tiers (`memattrs.c`), limited
 //! to what the kernel tells:
+//! - GPU memory: a node named by an NVIDIA GPU's
+//!   `/proc/driver/nvidia/gpus/<PCI address>/numa_status` (its `Node: N`
+//!   line; Grace-Hopper, and POWER9 + V100 where hwloc hides these nodes
+//!   by default) is GPU memory (hwloc's `look_sysfsnode` sets subtype
+//!   `GPUMemory`; `hwloc__group_memory_tiers` then ranks it first). The
+//!   directory is listed only when some node has no CPU. hwloc reads no
+//!   device tree for this (POWER9's `ibm,coherent-device-memory` nodes
+//!   only reach Linux through the same driver), so neither does pinsight;
+//! - CXL: hwloc's `annotate_dax_parent` looks for `/regionN` in the DAX
+//!   device's parent path (`../../../devices/platform/ACPI0017:00/root0/
+//!   decoder0.0/region0/dax_region0/dax0.0` for CXL RAM, `.../root0/
+//!   nvdimm-bridge0/ndbus0/region0/dax0.0/dax0.0` for CXL PMEM) and
+//!   `annotate_cxl_dax` follows `/sys/bus/cxl/devices/regionN/targetI`
+//!   (decoder names) to the memory devices; a node with such a device is
+//!   CXL-NVM when its parent is an NVDIMM bus, CXL-DRAM otherwise (CXL
+//!   clears SPM in `hwloc__group_memory_tiers`, so never HBM). pinsight
+//!   takes a region with a readable `target0` as the CXL evidence (it does
+//!   not resolve the memory devices' PCI addresses), and reads it only for
+//!   DAX devices of CPU-less nodes;
 //! - a DAX device (`/sys/bus/dax/devices/daxX.Y`, `target_node`) under an
 //!   NVDIMM bus (`ndbus`) is NVM; under `hmem` (EFI "specific purpose") it
 //!   is SPM, or HBM when its HMAT read bandwidth exceeds every DRAM node's;
@@ -39,6 +58,8 @@ use crate::{MemorySideCache, NumaNode};
 const NODE_DIR: &str = "/sys/devices/system/node";
 const DAX_DIR: &str = "/sys/bus/dax/devices";
 const TIER_DIR: &str = "/sys/devices/virtual/memory_tiering";
+const CXL_DIR: &str = "/sys/bus/cxl/devices";
+const NVIDIA_GPUS: &str = "/proc/driver/nvidia/gpus";
 
 /// Fills `nodes[..].memory`. `distances` is the matrix in `nodes` order;
 /// `mems` the cgroup's allowed node ids and the file that said so.
@@ -249,17 +270,61 @@ enum DaxType {
     Spm,
 }
 
+/// The CXL region (`regionN`) a DAX parent path passes through, when the
+/// CXL bus lists a target (a decoder) for it: hwloc's `annotate_cxl_dax`
+/// evidence, without resolving the decoders to PCI devices.
+fn cxl_region(r: &Reader, parent: &str) -> Option<String> {
+    parent.split('/').find_map(|part| {
+        let digits = part.strip_prefix("region")?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let target = r.text(&format!("{CXL_DIR}/{part}/target0"))?;
+        (!target.trim().is_empty()).then(|| part.to_string())
+    })
+}
+
+/// The nodes NVIDIA GPUs expose their memory as (`numa_status`'s `Node: N`
+/// line, `-1` when the GPU has none), read only when some node has no CPU.
+fn nvidia_gpu_nodes(r: &mut Reader, nodes: &[NumaNode]) -> Vec<u32> {
+    if nodes.iter().all(|n| !n.cpus.is_empty()) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for gpu in r.list(NVIDIA_GPUS) {
+        let path = format!("{NVIDIA_GPUS}/{gpu}/numa_status");
+        let Some(text) = r.text(&path) else {
+            continue;
+        };
+        let Some(value) = text
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("Node:"))
+        else {
+            continue;
+        };
+        // The value is written as a device's `numa_node` (-1: none), so
+        // the PCI parser (fuzzed in `pci_files`) reads it.
+        match super::pci::parse_numa_node(value) {
+            Ok(id) => out.extend(id),
+            Err(e) => r.warn(&path, e, "left that GPU's memory node unknown"),
+        }
+    }
+    out
+}
+
 fn set_kinds(r: &mut Reader, nodes: &mut [NumaNode]) {
-    // DAX devices onlined as system RAM: their target node and parent.
-    let mut dax: Vec<(u32, String, Option<DaxType>)> = Vec::new();
+    // DAX devices onlined as system RAM: their target node, parent type
+    // and whether a CXL region holds them.
+    let mut dax: Vec<(u32, String, Option<DaxType>, bool)> = Vec::new();
     for name in r.list(DAX_DIR) {
         let link = format!("{DAX_DIR}/{name}");
         let target = r.os_id(&format!("{link}/target_node"));
-        let Some(target) = target.filter(|t| nodes.iter().any(|n| n.id == *t)) else {
+        let Some(node) = target.and_then(|t| nodes.iter().find(|n| n.id == t)) else {
             continue;
         };
+        let (target, cpuless) = (node.id, node.cpus.is_empty());
         let parent = r.fs.read_link(&link).map(|p| p.display().to_string());
-        let ty = parent.and_then(|p| {
+        let ty = parent.as_deref().and_then(|p| {
             if p.contains("/ndbus") {
                 Some(DaxType::Nvm)
             } else if p.contains("/hmem") {
@@ -268,15 +333,17 @@ fn set_kinds(r: &mut Reader, nodes: &mut [NumaNode]) {
                 None
             }
         });
-        if !dax.iter().any(|(t, _, _)| *t == target) {
-            dax.push((target, name, ty));
+        let cxl = cpuless && parent.is_some_and(|p| cxl_region(r, &p).is_some());
+        if !dax.iter().any(|(t, _, _, _)| *t == target) {
+            dax.push((target, name, ty, cxl));
         }
     }
-    let dax_of = |id: u32| dax.iter().find(|(t, _, _)| *t == id);
+    let gpus = nvidia_gpu_nodes(r, nodes);
+    let dax_of = |id: u32| dax.iter().find(|(t, _, _, _)| *t == id);
     // DRAM reference: CPU nodes without a DAX device.
     let dram_bw = nodes
         .iter()
-        .filter(|n| !n.cpus.is_empty() && dax_of(n.id).is_none())
+        .filter(|n| !n.cpus.is_empty() && dax_of(n.id).is_none() && !gpus.contains(&n.id))
         .filter_map(|n| n.memory.read_bandwidth_mbps())
         .max();
     let dram_tiers: Vec<u32> = nodes
@@ -289,18 +356,27 @@ fn set_kinds(r: &mut Reader, nodes: &mut [NumaNode]) {
             (n.memory.read_bandwidth_mbps(), dram_bw),
             (Some(bw), Some(d)) if bw > d
         );
+        if let Some((_, name, _, _)) = dax_of(n.id) {
+            n.memory.dax = Some(name.clone());
+        }
         let (kind, source) = match dax_of(n.id) {
-            Some((_, name, ty)) => {
-                n.memory.dax = Some(name.clone());
-                match ty {
-                    Some(DaxType::Nvm) => (Some(MemoryKind::Nvm), Some(MemoryKindSource::Dax)),
-                    Some(DaxType::Spm) if faster_than_dram => {
-                        (Some(MemoryKind::Hbm), Some(MemoryKindSource::Hmat))
-                    }
-                    Some(DaxType::Spm) => (Some(MemoryKind::Spm), Some(MemoryKindSource::Dax)),
-                    None => (None, None),
-                }
+            // hwloc: a GPU's memory is GPUMemory whatever else is known.
+            _ if gpus.contains(&n.id) => (Some(MemoryKind::Gpu), Some(MemoryKindSource::Device)),
+            // hwloc: CXL keeps only NVM of the DAX type (never SPM/HBM).
+            Some((_, _, Some(DaxType::Nvm), true)) => {
+                (Some(MemoryKind::CxlNvm), Some(MemoryKindSource::Device))
             }
+            Some((_, _, _, true)) => (Some(MemoryKind::CxlDram), Some(MemoryKindSource::Device)),
+            Some((_, _, Some(DaxType::Nvm), _)) => {
+                (Some(MemoryKind::Nvm), Some(MemoryKindSource::Dax))
+            }
+            Some((_, _, Some(DaxType::Spm), _)) if faster_than_dram => {
+                (Some(MemoryKind::Hbm), Some(MemoryKindSource::Hmat))
+            }
+            Some((_, _, Some(DaxType::Spm), _)) => {
+                (Some(MemoryKind::Spm), Some(MemoryKindSource::Dax))
+            }
+            Some((_, _, None, _)) => (None, None),
             None if !n.memory.has_memory => (None, None),
             None if !n.cpus.is_empty() => (Some(MemoryKind::Dram), Some(MemoryKindSource::CpuNode)),
             None if faster_than_dram => (Some(MemoryKind::Hbm), Some(MemoryKindSource::Hmat)),
