@@ -111,6 +111,9 @@ pub enum LocalitySource {
     Initiators,
     /// The CPUs of the nearest CPU node(s) by the SLIT distance matrix.
     Distance,
+    /// The local CPUs of the device that owns the memory (an NVIDIA GPU's
+    /// `local_cpulist`, as hwloc attaches GPU memory nodes).
+    Device,
     /// An hwloc XML export's nesting.
     HwlocXml,
     /// Nothing tells: the node is attached to the whole machine.

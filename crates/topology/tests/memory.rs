@@ -639,10 +639,19 @@ fn nvidia_numa_status_names_gpu_memory() {
         &format!("{gpus}/0009:04:00.0/information"),
         "Model: x\n",
     );
+    // The GPU's own CPUs (2-3) win over node 9's initiators (node 2: 4-5).
+    put(
+        dir.path(),
+        "sys/bus/pci/devices/0009:01:00.0/local_cpulist",
+        "2-3\n",
+    );
     let t = at(dir.path());
     let n = node(&t, 9);
     assert_eq!(n.memory.kind, Some(MemoryKind::Gpu), "{:?}", n.memory);
     assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));
+    assert_eq!(n.memory.locality.to_string(), "2-3");
+    assert_eq!(n.memory.locality_source, LocalitySource::Device);
+    assert_eq!(node(&plain, 9).memory.locality.to_string(), "4-5");
     assert_eq!(kinds_but(&t, 9), kinds_but(&plain, 9));
     let new: Vec<&String> = t
         .warnings

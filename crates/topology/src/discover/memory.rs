@@ -25,7 +25,9 @@
 //!   `GPUMemory`; `hwloc__group_memory_tiers` then ranks it first). The
 //!   directory is listed only when some node has no CPU. hwloc reads no
 //!   device tree for this (POWER9's `ibm,coherent-device-memory` nodes
-//!   only reach Linux through the same driver), so neither does pinsight;
+//!   only reach Linux through the same driver), so neither does pinsight.
+//!   Such a node is local to the GPU's `local_cpus` (`LocalitySource::
+//!   Device`), as hwloc attaches it;
 //! - CXL: hwloc's `annotate_dax_parent` looks for `/regionN` in the DAX
 //!   device's parent path (`../../../devices/platform/ACPI0017:00/root0/
 //!   decoder0.0/region0/dax_region0/dax0.0` for CXL RAM, `.../root0/
@@ -285,8 +287,9 @@ fn cxl_region(r: &Reader, parent: &str) -> Option<String> {
 }
 
 /// The nodes NVIDIA GPUs expose their memory as (`numa_status`'s `Node: N`
-/// line, `-1` when the GPU has none), read only when some node has no CPU.
-fn nvidia_gpu_nodes(r: &mut Reader, nodes: &[NumaNode]) -> Vec<u32> {
+/// line, `-1` when the GPU has none), each with the GPU's PCI address; read
+/// only when some node has no CPU.
+fn nvidia_gpu_nodes(r: &mut Reader, nodes: &[NumaNode]) -> Vec<(u32, String)> {
     if nodes.iter().all(|n| !n.cpus.is_empty()) {
         return Vec::new();
     }
@@ -305,11 +308,37 @@ fn nvidia_gpu_nodes(r: &mut Reader, nodes: &[NumaNode]) -> Vec<u32> {
         // The value is written as a device's `numa_node` (-1: none), so
         // the PCI parser (fuzzed in `pci_files`) reads it.
         match super::pci::parse_numa_node(value) {
-            Ok(id) => out.extend(id),
+            Ok(id) => out.extend(id.map(|id| (id, gpu.clone()))),
             Err(e) => r.warn(&path, e, "left that GPU's memory node unknown"),
         }
     }
     out
+}
+
+/// A GPU memory node is local to its GPU's CPUs
+/// (`/sys/bus/pci/devices/ADDR/local_cpus`, else `local_cpulist`), as hwloc
+/// attaches it; a GPU without them keeps the initiator/distance locality.
+fn gpu_localities(r: &mut Reader, nodes: &mut [NumaNode], gpus: &[(u32, String)]) {
+    let online = nodes
+        .iter()
+        .fold(CpuSet::new(), |acc, n| acc.union(&n.cpus));
+    for (id, addr) in gpus {
+        let dev = format!("/sys/bus/pci/devices/{addr}");
+        let Some(cpus) = r.cpuset(
+            &format!("{dev}/local_cpus"),
+            &format!("{dev}/local_cpulist"),
+            "kept the node's locality from initiators or distances",
+        ) else {
+            continue;
+        };
+        let cpus = cpus.intersection(&online);
+        if let Some(n) = nodes.iter_mut().find(|n| n.id == *id && n.cpus.is_empty()) {
+            if !cpus.is_empty() {
+                n.memory.locality = cpus;
+                n.memory.locality_source = LocalitySource::Device;
+            }
+        }
+    }
 }
 
 fn set_kinds(r: &mut Reader, nodes: &mut [NumaNode]) {
@@ -338,7 +367,9 @@ fn set_kinds(r: &mut Reader, nodes: &mut [NumaNode]) {
             dax.push((target, name, ty, cxl));
         }
     }
-    let gpus = nvidia_gpu_nodes(r, nodes);
+    let gpu_nodes = nvidia_gpu_nodes(r, nodes);
+    gpu_localities(r, nodes, &gpu_nodes);
+    let gpus: Vec<u32> = gpu_nodes.iter().map(|(id, _)| *id).collect();
     let dax_of = |id: u32| dax.iter().find(|(t, _, _, _)| *t == id);
     // DRAM reference: CPU nodes without a DAX device.
     let dram_bw = nodes
