@@ -3,7 +3,8 @@
 //! Every workspace package sits in one layer (see README, "Layout"):
 //!
 //! ```text
-//! pure        cpuset, stats, model, latency-model, plan   (no I/O, no OS)
+//! pure        cpuset, stats, model, latency-model, plan,  (no I/O, no OS)
+//!             tune-model
 //! os          sys                                       (the only OS calls)
 //! discovery   topology                                  (reads /sys, hwloc XML)
 //! measurement measure, launch, latency, speed, workload, compare
@@ -33,6 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-model",
             "pinsight-latency-model",
             "pinsight-plan",
+            "pinsight-tune-model",
         ],
     ),
     ("os", &["pinsight-sys"]),

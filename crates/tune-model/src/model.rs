@@ -1,0 +1,98 @@
+//! The two asymmetric Amdahl models.
+
+use crate::Config;
+use serde::Serialize;
+
+/// Which model: how the program shares its parallel work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// Work-stealing / dynamic scheduling: every core works until the end,
+    /// so cores add their speeds. Seed "work-stealing-on-asymmetric-multicore"
+    /// eq. (3) `T_P >= sf·T1/(sf·P + E)` and eq. (4)
+    /// `Speedup = 1/(1 − f + sf·f/(sf·P + E))` against one P-core:
+    ///
+    /// `T = T1 · (s·(1 − f) + f·sf/(sf·P' + E')) · (1 + c·(P + E − 1))`
+    ///
+    /// with `P' = P + γ·smt_P`, `E' = E + γ·smt_E` (an SMT sibling adds γ of
+    /// its core), `s = 1` when a P-core runs the serial part and `s = sf`
+    /// when only E-cores are used (eqs. 5–6: against one E-core
+    /// `T1_E = sf·T1`), and `c` the per-active-core contention (0 unless
+    /// the fit needs it).
+    Dynamic,
+    /// Equal static split: every thread gets `f/threads` of the work and the
+    /// run ends with the slowest thread (the seed's "unfair work
+    /// distribution", §1):
+    ///
+    /// `T = T1 · (s·(1 − f) + f·slowest/threads) · (1 + c·(P + E − 1))`
+    ///
+    /// where a thread's slowness is 1 on a P-core, `sf` on an E-core, times
+    /// `2/(1 + γ)` when it shares its core with an SMT sibling. Without SMT,
+    /// adding E-cores to P-cores helps only when `E > P·(sf − 1)`.
+    Static,
+}
+
+impl ModelKind {
+    /// Both models, dynamic first (the tie-break order).
+    pub const ALL: [ModelKind; 2] = [ModelKind::Dynamic, ModelKind::Static];
+
+    /// Name as in the JSON contract: "dynamic" or "static".
+    pub const fn name(self) -> &'static str {
+        match self {
+            ModelKind::Dynamic => "dynamic",
+            ModelKind::Static => "static",
+        }
+    }
+
+    /// Predicted time of `config` under parameters `th` (see the variants'
+    /// formulas). Non-finite or non-positive when `th` is out of range
+    /// (contention making the slowdown ≤ 0, a configuration of no core).
+    pub fn time(self, th: &Theta, config: Config) -> f64 {
+        let (p, e) = (f64::from(config.p), f64::from(config.e));
+        let (smt_p, smt_e) = config.smt_split();
+        let (smt_p, smt_e) = (f64::from(smt_p), f64::from(smt_e));
+        let serial = if config.p > 0 { 1.0 } else { th.sf };
+        let parallel = match self {
+            ModelKind::Dynamic => {
+                let p_eff = p + th.smt_gain * smt_p;
+                let e_eff = e + th.smt_gain * smt_e;
+                th.sf / (th.sf * p_eff + e_eff)
+            }
+            ModelKind::Static => {
+                let shared = 2.0 / (1.0 + th.smt_gain);
+                let mut slowest: f64 = 0.0;
+                if p - smt_p > 0.0 {
+                    slowest = slowest.max(1.0);
+                }
+                if smt_p > 0.0 {
+                    slowest = slowest.max(shared);
+                }
+                if e - smt_e > 0.0 {
+                    slowest = slowest.max(th.sf);
+                }
+                if smt_e > 0.0 {
+                    slowest = slowest.max(th.sf * shared);
+                }
+                slowest / f64::from(config.threads())
+            }
+        };
+        let slowdown = 1.0 + th.contention * (p + e - 1.0);
+        th.t1 * (serial * (1.0 - th.f) + th.f * parallel) * slowdown
+    }
+}
+
+/// Parameter values of a model.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Theta {
+    /// Serial time on one P-core, seconds (on a machine or data of one kind:
+    /// on one core).
+    pub t1: f64,
+    /// Parallel fraction, 0..1.
+    pub f: f64,
+    /// Speed of a P-core relative to an E-core (1 on one kind).
+    pub sf: f64,
+    /// SMT gain γ: what an SMT sibling adds, as a fraction of its core, 0..1.
+    pub smt_gain: f64,
+    /// Per-active-core contention c: slowdown `1 + c·(cores − 1)`.
+    pub contention: f64,
+}
