@@ -531,10 +531,17 @@ pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (pos - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
-/// Bootstrap: resample the runs within each configuration (with
-/// replacement), each run taken as its fitted log time plus its residual
-/// scaled by √(n/(n − k)) (the usual correction for residuals shrunk by the
-/// fit), and refit from the point estimate.
+/// Bootstrap: each configuration keeps its runs count; each run is its
+/// fitted log time plus a residual drawn (with replacement) from the
+/// residuals of all runs, scaled by √(n/(n − k)) (the usual correction for
+/// residuals shrunk by the fit); then refit from the point estimate.
+///
+/// Residuals are pooled across configurations rather than resampled within
+/// each one: with the usual 3 runs per configuration, within-configuration
+/// resampling sees only 3 values and shrinks the spread by (n−1)/n, and the
+/// generated-data tests (tests/properties.rs) measured ~80% coverage of the
+/// 95% intervals that way against ≥ 90% pooled. Log time makes the noise
+/// roughly equal across configurations, which pooling assumes.
 fn bootstrap(
     model: ModelKind,
     layout: Layout,
@@ -556,12 +563,19 @@ fn bootstrap(
         .collect();
     let mut rng = XorShiftRng::seed_from_u64(opts.seed);
     let mut draws = Vec::with_capacity(opts.bootstrap);
+    let residuals: Vec<f64> = groups
+        .logs
+        .iter()
+        .zip(&fitted)
+        .flat_map(|(runs, fit)| runs.iter().map(move |y| y - fit))
+        .collect();
+    let centre = residuals.iter().sum::<f64>() / residuals.len().max(1) as f64;
     let mut logs: Vec<Vec<f64>> = groups.logs.clone();
     for _ in 0..opts.bootstrap {
-        for (g, runs) in groups.logs.iter().enumerate() {
-            for slot in logs[g].iter_mut() {
-                let pick = (rng.next_u64() % runs.len() as u64) as usize;
-                *slot = fitted[g] + scale * (runs[pick] - fitted[g]);
+        for (g, runs) in logs.iter_mut().enumerate() {
+            for slot in runs.iter_mut() {
+                let pick = (rng.next_u64() % residuals.len() as u64) as usize;
+                *slot = fitted[g] + scale * (residuals[pick] - centre);
             }
         }
         let m = means(&logs);

@@ -24,21 +24,35 @@ fn single_configuration_is_not_identifiable() {
         other => panic!("{other:?}"),
     }
     let msg = err.to_string();
-    assert!(msg.contains("1 configuration") && msg.contains("T1, f"), "{msg}");
+    assert!(
+        msg.contains("1 configuration") && msg.contains("T1, f"),
+        "{msg}"
+    );
     assert!(!msg.contains('\n'));
 }
 
 #[test]
 fn too_few_configurations_for_two_kinds_names_sf() {
     // 1P and 1E: T1, f, sf need 3 configurations.
-    let err = fit(&[obs(1, 0, 0, 2.0), obs(0, 1, 0, 4.0)], FitOptions::default()).unwrap_err();
+    let err = fit(
+        &[obs(1, 0, 0, 2.0), obs(0, 1, 0, 4.0)],
+        FitOptions::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("sf"), "{err}");
 }
 
 #[test]
 fn negative_time_is_refused_by_fit_and_parser() {
-    let err = fit(&[obs(1, 0, 0, 2.0), obs(2, 0, 0, -1.0)], FitOptions::default()).unwrap_err();
-    assert!(matches!(err, FitError::NonPositiveTime { index: 1, .. }), "{err:?}");
+    let err = fit(
+        &[obs(1, 0, 0, 2.0), obs(2, 0, 0, -1.0)],
+        FitOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, FitError::NonPositiveTime { index: 1, .. }),
+        "{err:?}"
+    );
     let err = parse_runs("p,e,smt,time_s\n1,0,0,2.0\n2,0,0,-1\n").unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -59,9 +73,15 @@ fn parser_errors_name_row_and_column() {
         ("", "empty"),
         ("p,e,smt,time_s\n", "no run"),
         ("p,e,smt,time_s,cores\n1,0,0,1\n", "'cores' is unknown"),
-        ("p,e,smt,time_s\n1,x,0,1\n", "line 2, column e: 'x' is not a non-negative integer"),
+        (
+            "p,e,smt,time_s\n1,x,0,1\n",
+            "line 2, column e: 'x' is not a non-negative integer",
+        ),
         ("p,e,smt,time_s\n0,0,0,1\n", "line 2: p + e is 0"),
-        ("p,e,smt,time_s\n1,0,0\n", "line 2: 3 fields, the header has 4"),
+        (
+            "p,e,smt,time_s\n1,0,0\n",
+            "line 2: 3 fields, the header has 4",
+        ),
         ("p,e,smt,time_s\n1,0,0,0\n", "column time_s: '0'"),
         ("p,e,smt,time_s,energy_j\n1,0,0,1,-3\n", "column energy_j"),
     ];
