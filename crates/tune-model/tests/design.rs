@@ -1,0 +1,128 @@
+//! The design, predictions over the machine, validation picks, one kind.
+
+use pinsight_tune_model::{
+    design, fit, predict, recommend, validation, Config, FitOptions, Goal, Machine, ModelKind,
+    Observation, ParamStatus, Theta,
+};
+
+const HYBRID: Machine = Machine {
+    p_cores: 4,
+    e_cores: 8,
+    smt_per_p_core: 1,
+    smt_per_e_core: 0,
+};
+
+const ONE_KIND: Machine = Machine {
+    p_cores: 8,
+    e_cores: 0,
+    smt_per_p_core: 1,
+    smt_per_e_core: 0,
+};
+
+fn simulate(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observation> {
+    configs
+        .iter()
+        .flat_map(|&c| {
+            [0.99, 1.0, 1.01].map(|k| Observation {
+                config: c,
+                time_s: model.time(th, c) * k,
+                energy_j: None,
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn hybrid_design_is_small_allowed_and_deduplicated() {
+    let d = design(&HYBRID);
+    let c = Config::new;
+    assert_eq!(
+        d,
+        vec![
+            c(1, 0, 0),
+            c(0, 1, 0),
+            c(4, 0, 0),
+            c(0, 8, 0),
+            c(4, 8, 0),
+            c(2, 0, 0),
+            c(0, 4, 0),
+            c(2, 4, 0),
+            c(1, 0, 1),
+            c(4, 0, 4),
+            c(4, 8, 4),
+        ]
+    );
+    assert!(d.iter().all(|&x| HYBRID.allows(x)));
+}
+
+#[test]
+fn one_kind_design_and_tiny_machines() {
+    let c = Config::new;
+    assert_eq!(
+        design(&ONE_KIND),
+        vec![c(1, 0, 0), c(4, 0, 0), c(8, 0, 0), c(8, 0, 8)]
+    );
+    // This build VM: 2 cores without SMT -> 1 and 2 (half = 1 deduplicated).
+    let vm = Machine {
+        p_cores: 2,
+        e_cores: 0,
+        smt_per_p_core: 0,
+        smt_per_e_core: 0,
+    };
+    assert_eq!(design(&vm), vec![c(1, 0, 0), c(2, 0, 0)]);
+    let none = Machine { p_cores: 0, ..vm };
+    assert!(design(&none).is_empty());
+    assert!(none.configs().is_empty());
+}
+
+#[test]
+fn machine_configs_count_and_bounds() {
+    // p in 0..=4 with 0..=p siblings, e in 0..=8, minus the empty config.
+    let n: u32 = (0..=4u32).map(|p| (p + 1) * 9).sum::<u32>() - 1;
+    assert_eq!(HYBRID.configs().len(), n as usize);
+    assert!(!HYBRID.allows(Config::new(1, 0, 2)));
+    assert!(!HYBRID.allows(Config::new(0, 0, 0)));
+}
+
+#[test]
+fn one_kind_fit_says_sf_is_not_identifiable() {
+    let th = Theta {
+        t1: 8.0,
+        f: 0.9,
+        sf: 1.0,
+        smt_gain: 0.2,
+        contention: 0.0,
+    };
+    let runs = simulate(ModelKind::Dynamic, &th, &design(&ONE_KIND));
+    let f = fit(&runs, FitOptions::default()).expect("fit");
+    assert!(f.one_kind());
+    assert_eq!(f.params.sf.status, ParamStatus::OneKind);
+    assert_eq!(f.params.sf.value, 1.0);
+    assert!((f.params.f.value - 0.9).abs() < 0.02, "{:?}", f.params.f);
+    let rec = recommend(&f, &ONE_KIND, Goal::Time).expect("configs");
+    assert_eq!(rec.best.config, Config::new(8, 0, 8));
+}
+
+#[test]
+fn static_program_avoids_e_cores_and_validation_skips_measured() {
+    // Static split: E-cores help only when E > P·(sf − 1); here
+    // 8 < 4·(3.5 − 1) = 10, so adding them hurts.
+    let th = Theta {
+        t1: 10.0,
+        f: 0.98,
+        sf: 3.5,
+        smt_gain: 0.2,
+        contention: 0.0,
+    };
+    let measured = simulate(ModelKind::Static, &th, &design(&HYBRID));
+    let f = fit(&measured, FitOptions::default()).expect("fit");
+    assert_eq!(f.model, ModelKind::Static);
+    let rec = recommend(&f, &HYBRID, Goal::Time).expect("configs");
+    assert_eq!(rec.best.config.e, 0, "{:?}", rec.best);
+    assert!(rec.gap >= 0.0);
+    let p = predict(&f, rec.best.config);
+    assert!(p.ci[0] <= p.predicted_s && p.predicted_s <= p.ci[1]);
+    let v = validation(&f, &HYBRID, &measured);
+    assert_eq!(v.len(), 2);
+    assert!(v.iter().all(|c| !measured.iter().any(|o| o.config == *c)));
+}
