@@ -76,11 +76,12 @@ pub(crate) fn minimize(
                 pts[n] = xc;
                 vals[n] = fc;
             } else {
-                for i in 1..=n {
-                    for j in 0..n {
-                        pts[i][j] = pts[0][j] + sigma * (pts[i][j] - pts[0][j]);
+                let best = pts[0].clone();
+                for (p, v) in pts.iter_mut().zip(vals.iter_mut()).skip(1) {
+                    for (x, b) in p.iter_mut().zip(&best) {
+                        *x = b + sigma * (*x - b);
                     }
-                    vals[i] = f(&pts[i]);
+                    *v = f(p);
                 }
                 evals += n;
             }
