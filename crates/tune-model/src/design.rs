@@ -78,7 +78,7 @@ pub fn predict(fit: &Fit, config: Config) -> Prediction {
     let ci = if v.is_empty() {
         [t, t]
     } else {
-        [quantile(&v, 0.025), quantile(&v, 0.975)]
+        [quantile(&v, fit.ci_tail), quantile(&v, 1.0 - fit.ci_tail)]
     };
     Prediction {
         config,

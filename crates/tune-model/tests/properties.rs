@@ -164,16 +164,16 @@ fn run(model: ModelKind, seed: u64) -> Tally {
     t
 }
 
-/// f and sf must be inside their 95% intervals in >= 90% of the cases.
-/// γ reaches that on static data (49/50) but not on dynamic data: 42/50
-/// (84%) with these seeds; the misses are near misses (just outside the
-/// interval; γ is seen through 3 SMT configurations only). The bound for γ is
-/// therefore 80%, below the 90% target (open: a studentized or
-/// model-reselecting bootstrap).
+/// Every parameter inside its 95% interval in >= 90% of the cases. Measured
+/// (these seeds, 200 draws): dynamic f 46/50, sf 48/50, γ 45/50; static
+/// f 47/50, sf 49/50, γ 49/50. Plain percentile intervals gave γ 42/50 on
+/// dynamic data; hence the expanded percentile interval in `fit`.
 fn check(t: &Tally) {
     let need = CASES * 9 / 10;
-    assert!(t.f >= need && t.sf >= need, "f/sf coverage below 90%");
-    assert!(t.smt >= CASES * 8 / 10, "smt_gain coverage below 80%");
+    assert!(
+        t.f >= need && t.sf >= need && t.smt >= need,
+        "coverage below 90%"
+    );
     assert_eq!(t.chosen_right, t.separated, "model choice");
     assert!(
         t.separated > 0,
