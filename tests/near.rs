@@ -12,22 +12,7 @@ mod common_cli;
 use common_cli::*;
 use std::path::{Path, PathBuf};
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let ty = e.file_type().unwrap();
-        let dest = to.join(e.file_name());
-        if ty.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &dest).unwrap();
-        } else if ty.is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
+use pinsight_testkit::copy_tree;
 /// The recorded machine plus `eth0` on node 2.
 fn machine_with_nic() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();

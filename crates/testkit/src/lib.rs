@@ -87,6 +87,29 @@ macro_rules! skip_test {
     }};
 }
 
+/// Copies the directory tree `from` into `to` (created if missing), links
+/// kept as links with their targets unchanged: recorded sysfs trees are
+/// full of relative links that discovery must see as links. Tests copy a
+/// recorded machine into a temporary directory with it and alter files.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    let entries = std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    for e in entries {
+        let e = e.expect("directory entry");
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let ty = e.file_type().expect("file type");
+        if ty.is_symlink() {
+            let target = std::fs::read_link(&src).expect("link target");
+            std::os::unix::fs::symlink(target, &dst)
+                .unwrap_or_else(|e| panic!("{}: {e}", dst.display()));
+        } else if ty.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -251,18 +251,4 @@ proptest! {
     }
 }
 
-fn copy_tree(src: &Path, dst: &Path) {
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let (s, d) = (e.path(), dst.join(e.file_name()));
-        let ft = e.file_type().unwrap();
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&s).unwrap(), &d).unwrap();
-        } else if ft.is_dir() {
-            std::fs::create_dir_all(&d).unwrap();
-            copy_tree(&s, &d);
-        } else {
-            std::fs::copy(&s, &d).unwrap();
-        }
-    }
-}
+use pinsight_testkit::copy_tree;

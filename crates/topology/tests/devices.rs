@@ -257,22 +257,7 @@ fn altered(edit: impl FnOnce(&std::path::Path)) -> Topology {
     discover(&FsRoot::at(dir.path()).unwrap())
 }
 
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let ty = e.file_type().unwrap();
-        if ty.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if ty.is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
-}
-
+use pinsight_testkit::copy_tree;
 const IB: &str = "sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0";
 const NIC: &str = "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
 

@@ -18,28 +18,20 @@ fn recorded(name: &str) -> Topology {
 }
 
 fn node(t: &Topology, id: u32) -> &NumaNode {
-    t.numa_nodes
-        .iter()
-        .find(|n| n.id == id)
+    t.node(id)
         .unwrap_or_else(|| panic!("node {id} missing: {:?}", t.numa_nodes))
 }
 
-fn copy_tree(src: &Path, dst: &Path) {
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let (s, d) = (e.path(), dst.join(e.file_name()));
-        let ft = e.file_type().unwrap();
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&s).unwrap(), &d).unwrap();
-        } else if ft.is_dir() {
-            std::fs::create_dir_all(&d).unwrap();
-            copy_tree(&s, &d);
-        } else {
-            std::fs::copy(&s, &d).unwrap();
-        }
-    }
+/// The ids of the nodes the cgroup allows (memory or not).
+fn allowed_ids(t: &Topology) -> Vec<u32> {
+    t.numa_nodes
+        .iter()
+        .filter(|n| n.memory.allowed)
+        .map(|n| n.id)
+        .collect()
 }
 
+use pinsight_testkit::copy_tree;
 /// A writable copy of the recorded machine `name`.
 fn copy(name: &str) -> tempfile::TempDir {
     let dir = common::tempdir();
@@ -288,12 +280,7 @@ fn cgroup_mems_equal_hwloc_nodesets() {
         let (exp, _) = load(&common::fixtures().join("hwloc"), name);
         let mut want: Vec<u32> = exp.numa.iter().map(|(id, _)| *id).collect();
         want.sort_unstable();
-        let allowed: Vec<u32> = t
-            .numa_nodes
-            .iter()
-            .filter(|n| n.memory.allowed)
-            .map(|n| n.id)
-            .collect();
+        let allowed = allowed_ids(&t);
         assert_eq!(allowed, want, "{name}");
         assert!(
             t.numa_nodes.len() > allowed.len(),
@@ -459,12 +446,7 @@ fn cgroup_mems_restriction() {
     put(root, "sys/fs/cgroup/job/cpuset.cpus.effective", "0-15\n");
     put(root, "sys/fs/cgroup/job/cpuset.mems.effective", "1,3\n");
     let t = at(root);
-    let allowed: Vec<u32> = t
-        .numa_nodes
-        .iter()
-        .filter(|n| n.memory.allowed)
-        .map(|n| n.id)
-        .collect();
+    let allowed = allowed_ids(&t);
     assert_eq!(allowed, vec![1, 3]);
     assert_eq!(t.numa_nodes.len(), 8);
     assert!(t.cpus.iter().all(|c| c.allowed), "CPUs are not confined");
@@ -478,12 +460,7 @@ fn cgroup_mems_restriction() {
     put(root, "dev/cpuset/cpuset.effective_mems", "\n");
     put(root, "dev/cpuset/cpuset.mems", "0-1\n");
     let t = at(root);
-    let allowed: Vec<u32> = t
-        .numa_nodes
-        .iter()
-        .filter(|n| n.memory.allowed)
-        .map(|n| n.id)
-        .collect();
+    let allowed = allowed_ids(&t);
     assert_eq!(allowed, vec![0, 1]);
 
     put(root, "dev/cpuset/cpuset.mems", "12-13\n");

@@ -12,7 +12,6 @@ use pinsight_topology::{
     discover, CapacitySource, CpuSet, FsRoot, KindSource, RankSource, SourceStatus, Topology,
     ValueRange,
 };
-use std::path::Path;
 
 fn set(s: &str) -> CpuSet {
     CpuSet::parse_list(s).unwrap()
@@ -199,22 +198,7 @@ fn capacity_and_cppc_disagreeing_is_warned_naming_both_files() {
     assert_eq!(t.warnings.len(), 2, "{:#?}", t.warnings);
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        let ty = e.file_type().unwrap();
-        if ty.is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else if ty.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &dest).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
+use pinsight_testkit::copy_tree as copy_dir;
 /// A homogeneous AMD server whose preferred-core rankings (and the max
 /// frequencies amd_pstate derives from them) spread 166..236 over its
 /// identical cores stays ONE kind (hwloc splits a Threadripper 7000 by

@@ -439,23 +439,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Copies a directory tree (files, directories, symlinks as links).
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let t = e.file_type().unwrap();
-        if t.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if t.is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
-}
-
+use pinsight_testkit::copy_tree;
 /// Files of the capacity and ranking sources (issue 10) present under
 /// `root`, as OS paths.
 fn capacity_source_files(root: &Path) -> Vec<PathBuf> {

@@ -226,24 +226,18 @@ fn read_device(
     };
     let list_path = format!("{dir}/local_cpulist");
     let mask_path = format!("{dir}/local_cpus");
-    let (own, own_path) = match r.text(&list_path) {
-        Some(t) => (Some(t), list_path),
+    // The list when there is one, else the mask (the file read names any
+    // warning below); parsed by the fuzzed `parse_local_cpus`.
+    let list = r.text(&list_path);
+    let (mask_text, own_path) = match list {
+        Some(_) => (None, list_path),
         None => (r.text(&mask_path), mask_path),
     };
-    let mask = match own {
-        Some(t) => {
-            let parsed = if own_path.ends_with("local_cpulist") {
-                CpuSet::parse_list(&t)
-            } else {
-                CpuSet::parse_mask(&t)
-            };
-            match parsed {
-                Ok(s) => Some(s.intersection(online)),
-                Err(e) => {
-                    r.warn(&own_path, e, "took the locality from numa_node");
-                    None
-                }
-            }
+    let mask = match parse_local_cpus(list.as_deref(), mask_text.as_deref()) {
+        Some(Ok(s)) => Some(s.intersection(online)),
+        Some(Err(e)) => {
+            r.warn(&own_path, e, "took the locality from numa_node");
+            None
         }
         None => None,
     };
