@@ -25,6 +25,7 @@ pub mod mem;
 mod order;
 pub mod plan;
 pub mod policy;
+pub mod tune;
 pub mod weights;
 
 pub use format::{omp_env, render, Caveat, Format, FormatError, Rendered};

@@ -60,7 +60,7 @@ impl Config {
     /// SMT siblings on P-cores and on E-cores: P-cores first, one per core,
     /// then E-cores; on a configuration without E-cores all are on P-cores
     /// (and vice versa), whatever the SMT width.
-    pub(crate) fn smt_split(&self) -> (u32, u32) {
+    pub fn smt_split(&self) -> (u32, u32) {
         if self.e == 0 {
             (self.smt, 0)
         } else if self.p == 0 {

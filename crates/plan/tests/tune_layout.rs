@@ -1,0 +1,113 @@
+//! `pinsight tune`'s layout (P/E cores, SMT width, the CPUs of a
+//! configuration) on recorded machines and hand-built ones.
+
+mod common;
+
+use common::*;
+use pinsight_cpuset::CpuSet;
+use pinsight_plan::tune::{Config, TuneLayout, TuneLayoutError};
+use pinsight_topology::{discover, FsRoot, Topology};
+
+fn fixture(rel: &str) -> Topology {
+    let dir = format!(
+        "{}/../topology/tests/fixtures/{rel}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{dir}: {e}")))
+}
+
+fn set(s: &str) -> CpuSet {
+    s.parse().unwrap()
+}
+
+#[test]
+fn recorded_hybrid_laptop_is_6p_8e_with_smt_on_p_cores() {
+    // i7-1370P: 6 P-cores with 2 threads (CPUs 0-11), 8 E-cores (12-19).
+    let t = fixture("hwloc/20em64t-hybrid-1p6c2t+2ca4co1t");
+    let l = TuneLayout::new(&t, &t.usable()).unwrap();
+    assert_eq!(
+        (l.machine.p_cores, l.machine.e_cores),
+        (6, 8),
+        "{:?}",
+        l.machine
+    );
+    assert_eq!((l.machine.smt_per_p_core, l.machine.smt_per_e_core), (1, 0));
+    assert_eq!(l.p_kind, "P-core");
+    assert_eq!(l.e_kind.as_deref(), Some("E-core"));
+    assert!(l.notes.is_empty(), "{:?}", l.notes);
+    assert_eq!(l.describe(), "6P+8E, 1 SMT sibling per P-core");
+    // One PU per P-core, then E-cores, then siblings of the used P-cores.
+    assert_eq!(
+        l.ordered_cpus(Config::new(2, 3, 2)).unwrap(),
+        vec![0, 2, 12, 13, 14, 1, 3]
+    );
+    assert_eq!(l.cpus(Config::new(6, 0, 0)).unwrap(), set("0,2,4,6,8,10"));
+    assert_eq!(l.cpus(Config::new(6, 8, 6)).unwrap(), set("0-19"));
+    assert_eq!(
+        l.policy(Config::new(1, 1, 1), false).unwrap(),
+        "cpus-set:0-1,12"
+    );
+    assert_eq!(l.policy(Config::new(1, 1, 1), true).unwrap(), "cpus:0,12,1");
+    // Every configuration the machine allows has exactly threads() CPUs.
+    for c in l.machine.configs() {
+        assert_eq!(l.cpus(c).unwrap().len(), c.threads() as usize, "{c}");
+    }
+    let e = l.cpus(Config::new(7, 0, 0)).unwrap_err();
+    assert!(matches!(e, TuneLayoutError::DoesNotFit { .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "7P+0E+0smt does not fit this machine (6P+8E, 1 SMT sibling per P-core)"
+    );
+}
+
+#[test]
+fn one_kind_machine_is_all_p_cores() {
+    // 16em64t-4s2c2t: 4 packages x 2 cores x 2 threads, one kind.
+    let t = fixture("hwloc/16em64t-4s2c2t");
+    let l = TuneLayout::new(&t, &t.usable()).unwrap();
+    assert!(l.machine.one_kind());
+    assert_eq!((l.machine.p_cores, l.machine.smt_per_p_core), (8, 1));
+    assert_eq!(l.e_kind, None);
+    assert_eq!(l.describe(), "8 cores (one kind), 1 SMT sibling per core");
+    let cpus = l.cpus(Config::new(8, 0, 0)).unwrap();
+    assert_eq!(cpus.len(), 8);
+    // No two of them share a core.
+    for a in cpus.iter() {
+        assert_eq!(t.siblings(a).intersection(&cpus).len(), 1, "{cpus}");
+    }
+}
+
+#[test]
+fn restricted_to_what_the_process_may_use() {
+    let t = i7_1370p();
+    // Only P-cores 0-1 (both threads) and E-cores 12-13.
+    let l = TuneLayout::new(&t, &set("0-3,12-13")).unwrap();
+    assert_eq!((l.machine.p_cores, l.machine.e_cores), (2, 2));
+    assert_eq!(l.cpus(Config::new(2, 2, 2)).unwrap(), set("0-3,12-13"));
+    // A core whose sibling is not usable makes the SMT width the fewest.
+    let l = TuneLayout::new(&t, &set("0-2,12")).unwrap();
+    assert_eq!(l.machine.smt_per_p_core, 0);
+    assert!(
+        l.notes[0].contains("1 to 2 usable hardware threads"),
+        "{:?}",
+        l.notes
+    );
+    let e = TuneLayout::new(&t, &set("100")).unwrap_err();
+    assert!(matches!(e, TuneLayoutError::NoUsableCpus { .. }), "{e}");
+}
+
+#[test]
+fn a_third_kind_is_left_out_and_said() {
+    // The ARM phone: three kinds (little, mid, big).
+    let t = arm_phone();
+    assert!(t.kinds.len() >= 3, "{:?}", t.kinds.len());
+    let l = TuneLayout::new(&t, &t.usable()).unwrap();
+    let fastest = t.fastest_kind().unwrap();
+    assert_eq!(l.p_kind, fastest.name);
+    assert_eq!(l.notes.len(), t.kinds.len() - 2, "{:?}", l.notes);
+    assert!(l.notes[0].contains("left out"), "{:?}", l.notes);
+    let used = l
+        .cpus(Config::new(l.machine.p_cores, l.machine.e_cores, 0))
+        .unwrap();
+    assert!(used.intersection(&t.kinds[0].cpus).is_empty(), "{used}");
+}
