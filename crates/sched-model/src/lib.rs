@@ -19,8 +19,14 @@
 
 pub mod policy;
 pub mod sf;
+pub mod sim;
+pub mod spec;
 
 pub use policy::{
     decide, Assignment, Capacity, Cpu, Kind, Observation, Policy, Scheduler, ThreadId, ThreadState,
 };
 pub use sf::{ControlMetrics, SfEstimator, SfParams, SfSample};
+pub use sim::{simulate, Metrics, PolicyResult, ProgramResult, SimConfig, SimError};
+pub use spec::{
+    parse_programs, Machine, MachineError, Phase, Program, ProgramsError, SfQuality, SfQualityError,
+};

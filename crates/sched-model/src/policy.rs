@@ -414,10 +414,7 @@ impl Scheduler {
                 None => need_cpu.push(*id),
             }
         }
-        for (id, c) in need_cpu
-            .into_iter()
-            .zip(free.to_vec())
-        {
+        for (id, c) in need_cpu.into_iter().zip(free.to_vec()) {
             free.retain(|&f| f != c);
             big.push((id, c));
         }
