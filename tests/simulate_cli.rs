@@ -220,3 +220,21 @@ fn bad_input_exits_2_naming_it() {
         assert!(o.stderr.contains(phrase), "{}: {}", o.argv, o.stderr);
     }
 }
+
+/// The human report of the acceptance mix (golden): the tables and the
+/// verdict, as users see them.
+#[test]
+fn human_report_golden() {
+    let o = ok(&[
+        "simulate",
+        "--machine",
+        "8P+8E",
+        "--programs",
+        mix(),
+        "--seed",
+        "1",
+    ]);
+    insta::with_settings!({ snapshot_path => "snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!("simulate_mix16_8p8e_exact", o.stdout);
+    });
+}
