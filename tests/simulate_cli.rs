@@ -238,3 +238,26 @@ fn human_report_golden() {
         insta::assert_snapshot!("simulate_mix16_8p8e_exact", o.stdout);
     });
 }
+
+#[test]
+fn endless_input_is_refused_not_simulated_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long.csv");
+    std::fs::write(&long, "name,instructions,sf\na,1e15,100\nb,1e15,100\n").unwrap();
+    let o = pinsight(&[
+        "simulate",
+        "--machine",
+        "1P+1E",
+        "--programs",
+        long.to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("long.csv: os (the run did not end within"),
+        "{}",
+        o.stderr
+    );
+}

@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
     if programs.len() <= 4 {
         let mut cfg = SimConfig::new(Machine { big: 1, small: 1 });
         cfg.quality = SfQuality::Mae(0.2);
-        cfg.max_steps = 2_000;
+        cfg.max_work = 8_000;
         cfg.repeat = 1;
         for policy in [Policy::Os, Policy::aarr(0.2), Policy::to(), Policy::acfs(0.2)] {
             match simulate(&cfg, &programs, policy) {

@@ -5,7 +5,9 @@
 //! pinsight-render.
 
 use crate::cli::{progress_bar, CliError, CmdResult, Globals};
-use pinsight_sched_model::{parse_programs, simulate, Machine, Policy, SfQuality, SimConfig};
+use pinsight_sched_model::{
+    parse_programs, simulate, Machine, Policy, SfQuality, SimConfig, SimError,
+};
 use std::path::PathBuf;
 
 /// Simulate schedulers (os, aarr, to, acfs) on a big/small machine.
@@ -138,8 +140,15 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let mut results = Vec::new();
     for p in policies {
         pb.set_message(format!("simulating {}", p.name()));
-        let r = simulate(&cfg, &programs, p)
-            .map_err(|e| CliError::runtime(format!("simulate {}: {e}", p.name())))?;
+        let r = simulate(&cfg, &programs, p).map_err(|e| match e {
+            // Too long for the step budget: the input's fault (exit 2).
+            SimError::TooLong { .. } => CliError::usage(format!(
+                "--programs {}: {} ({e})",
+                args.programs.display(),
+                p.name()
+            )),
+            other => CliError::runtime(format!("simulate {}: {other}", p.name())),
+        })?;
         results.push(r);
         pb.inc(1);
     }

@@ -57,8 +57,9 @@ pub struct SimConfig {
     pub period_s: f64,
     /// Instructions per second on a big core (default 10⁹).
     pub big_ips: f64,
-    /// Most steps before giving up (default 10⁷).
-    pub max_steps: u64,
+    /// Most program-steps (steps × programs) before giving up (default
+    /// 5·10⁷, some seconds of computing): bounds the work of any input.
+    pub max_work: u64,
 }
 
 impl SimConfig {
@@ -72,7 +73,7 @@ impl SimConfig {
             repeat: 3,
             period_s: 0.2,
             big_ips: 1e9,
-            max_steps: 10_000_000,
+            max_work: 50_000_000,
         }
     }
 }
@@ -87,7 +88,7 @@ pub enum SimError {
     #[error("{0}")]
     Config(&'static str),
     /// The run would not end within the step limit.
-    #[error("the run did not end within {steps} steps ({simulated_s:.0} s simulated): programs too long for the period; use fewer instructions or fewer repeats")]
+    #[error("the run did not end within {steps} steps ({simulated_s:.0} s simulated): programs too long for the period; use fewer instructions, fewer repeats or a longer period")]
     TooLong {
         /// Steps run.
         steps: u64,
@@ -294,7 +295,7 @@ pub fn simulate(
     let mut steps = 0u64;
     let mut last_completion: f64 = 0.0;
     loop {
-        if steps >= cfg.max_steps {
+        if steps.saturating_mul(n as u64) >= cfg.max_work {
             return Err(SimError::TooLong {
                 steps,
                 simulated_s: t,
@@ -563,8 +564,9 @@ mod tests {
     #[test]
     fn too_long_is_an_error() {
         let mut cfg = SimConfig::new(Machine { big: 1, small: 1 });
-        cfg.max_steps = 10;
-        let e = simulate(&cfg, &[prog("a", 1e12, 2.0)], Policy::Os).unwrap_err();
-        assert!(matches!(e, SimError::TooLong { steps: 10, .. }));
+        cfg.max_work = 20;
+        let ps = [prog("a", 1e12, 2.0), prog("b", 1e12, 2.0)];
+        let e = simulate(&cfg, &ps, Policy::Os).unwrap_err();
+        assert!(matches!(e, SimError::TooLong { steps: 10, .. }), "{e:?}");
     }
 }
