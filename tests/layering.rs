@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! pure        cpuset, stats, model, latency-model, plan,  (no I/O, no OS)
-//!             tune-model
+//!             tune-model, sched-model
 //! os          sys                                       (the only OS calls)
 //! discovery   topology                                  (reads /sys, hwloc XML)
 //! measurement measure, launch, latency, speed, workload, compare
@@ -35,6 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-latency-model",
             "pinsight-plan",
             "pinsight-tune-model",
+            "pinsight-sched-model",
         ],
     ),
     ("os", &["pinsight-sys"]),

@@ -1,0 +1,572 @@
+//! A seeded, deterministic discrete-time simulator of a big/small machine
+//! running single-threaded programs under one policy.
+//!
+//! **Machine.** `big` + `small` cores, one thread each at a time. A big
+//! core retires [`SimConfig::big_ips`] instructions per second (10⁹ by
+//! default) of every program; a small core `big_ips / SF` of a phase whose
+//! speedup factor is SF. A phase with memory-boundedness `m` runs at
+//! `1 / (1 + m · M)` of that speed, where `M` is the summed
+//! memory-boundedness of the other running programs per core (bandwidth
+//! contention; 0 when alone).
+//!
+//! **Time.** Steps of one scheduler period ([`SimConfig::period_s`],
+//! 200 ms). In a step each program runs on the kind the policy gave it:
+//! a big core to itself, or an equal share of the small cores
+//! (`min(1, small / waiting)`). Phases and completions fall inside a step
+//! at their exact time.
+//!
+//! **Policies.** AARR, TO and ACFS are [`crate::Scheduler`] itself, fed
+//! each step with the CPU times the simulator accounted and the SF
+//! estimate of the chosen [`SfQuality`] (see there for when it is drawn).
+//! The OS is modelled as Linux's fair share without asymmetry awareness: a
+//! program starting takes an idle big core first, then an idle small one,
+//! and stays on its core; with more programs than cores, every program
+//! gets `cores / programs` of a CPU, on big cores `big / cores` of it.
+//!
+//! **Run model** (the seed's, and `pinsight mix`'s): all programs start
+//! together (in a seeded random order, which decides the OS's initial
+//! placement); each one that finishes restarts at once, until every
+//! program has completed [`SimConfig::repeat`] times. A program's time in
+//! the mix is the geometric mean of its completed runs.
+//!
+//! **Metrics** ([`Metrics`]), with `Tᵢ` program i's time in the mix,
+//! `Bᵢ` and `Sᵢ` its time alone on a big and on a small core:
+//! slowdown `Tᵢ / Bᵢ`; unfairness `max slowdown / min slowdown`;
+//! STP `Σ Bᵢ / Tᵢ` (normalised progress); ANTT `mean of Tᵢ / Bᵢ`;
+//! aggregate speedup `Σ (Sᵢ / Tᵢ − 1)` (the seed's throughput metric).
+
+use crate::policy::{Assignment, Capacity, Observation, Policy, Scheduler, ThreadId};
+use crate::spec::{Machine, Program, SfQuality};
+use rand_core::{Rng, SeedableRng};
+use rand_xorshift::XorShiftRng;
+use serde::Serialize;
+use thiserror::Error;
+
+/// What a simulation runs on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimConfig {
+    /// The machine.
+    pub machine: Machine,
+    /// The SF estimates the policies see.
+    pub quality: SfQuality,
+    /// Seed of every random draw (start order, class and noise draws).
+    pub seed: u64,
+    /// Completions of every program before the run ends (default 3).
+    pub repeat: u32,
+    /// Step = scheduler period, seconds (default 0.2).
+    pub period_s: f64,
+    /// Instructions per second on a big core (default 10⁹).
+    pub big_ips: f64,
+    /// Most program-steps (steps × programs) before giving up (default
+    /// 5·10⁷, some seconds of computing): bounds the work of any input.
+    pub max_work: u64,
+}
+
+impl SimConfig {
+    /// The defaults for `machine`: exact SFs, seed 1, 3 completions,
+    /// 200 ms period, 10⁹ instructions/s on a big core.
+    pub fn new(machine: Machine) -> SimConfig {
+        SimConfig {
+            machine,
+            quality: SfQuality::Exact,
+            seed: 1,
+            repeat: 3,
+            period_s: 0.2,
+            big_ips: 1e9,
+            max_work: 50_000_000,
+        }
+    }
+}
+
+/// Why a simulation could not run.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SimError {
+    /// No program.
+    #[error("no program to simulate")]
+    NoPrograms,
+    /// Bad configuration.
+    #[error("{0}")]
+    Config(&'static str),
+    /// The run would not end within the step limit.
+    #[error("the run did not end within {steps} steps ({simulated_s:.0} s simulated): programs too long for the period; use fewer instructions, fewer repeats or a longer period")]
+    TooLong {
+        /// Steps run.
+        steps: u64,
+        /// Simulated seconds.
+        simulated_s: f64,
+    },
+}
+
+/// The seed's metrics for one policy.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Metrics {
+    /// `Σ (Sᵢ / Tᵢ − 1)`: speedup over each program alone on a small core.
+    pub aggregate_speedup: f64,
+    /// `Σ Bᵢ / Tᵢ`: system throughput (normalised progress).
+    pub stp: f64,
+    /// `mean(Tᵢ / Bᵢ)`: average normalised turnaround time.
+    pub antt: f64,
+    /// `max(Tᵢ / Bᵢ) / min(Tᵢ / Bᵢ)`.
+    pub unfairness: f64,
+}
+
+/// One program's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProgramResult {
+    /// Its name.
+    pub name: String,
+    /// Its true mean SF.
+    pub mean_sf: f64,
+    /// Completed runs.
+    pub runs: u32,
+    /// Geometric mean of its run times in the mix, seconds.
+    pub time_s: f64,
+    /// Alone on a big core, seconds.
+    pub alone_big_s: f64,
+    /// Alone on a small core, seconds.
+    pub alone_small_s: f64,
+    /// `time_s / alone_big_s`.
+    pub slowdown: f64,
+    /// Share of its CPU time spent on big cores.
+    pub big_share: f64,
+}
+
+/// One policy's simulation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyResult {
+    /// The policy's name.
+    pub policy: String,
+    /// Its metrics.
+    #[serde(flatten)]
+    pub metrics: Metrics,
+    /// Per program, in input order.
+    pub programs: Vec<ProgramResult>,
+    /// Simulated seconds until the slowest program's last completion.
+    pub simulated_s: f64,
+    /// Steps taken.
+    pub steps: u64,
+}
+
+/// A running instance of a program.
+#[derive(Debug, Clone)]
+struct Inst {
+    id: ThreadId,
+    phase: usize,
+    left: f64,
+    start: f64,
+    /// The policy's SF estimate per phase, drawn at start.
+    estimates: Vec<f64>,
+    /// OS model: its core (big cores first), when it holds one.
+    core: Option<usize>,
+}
+
+struct Draw(XorShiftRng);
+
+impl Draw {
+    fn unit(&mut self) -> f64 {
+        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: usize) -> usize {
+        ((self.unit() * n as f64) as usize).min(n.saturating_sub(1))
+    }
+    /// Standard normal, Box–Muller (hand-written: one line, and rand_distr
+    /// is not in the tree).
+    fn normal(&mut self) -> f64 {
+        let u1 = self.unit().max(f64::MIN_POSITIVE);
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+    fn estimate(&mut self, quality: &SfQuality, truth: f64) -> f64 {
+        match quality {
+            SfQuality::Exact => truth,
+            SfQuality::Classes(v) => v[self.below(v.len())],
+            SfQuality::Mae(e) => {
+                let sigma = e * (std::f64::consts::PI / 2.0).sqrt();
+                (truth + sigma * self.normal()).max(0.1)
+            }
+        }
+    }
+}
+
+/// Time alone on a big core and alone on a small core, seconds.
+pub fn alone_times(p: &Program, big_ips: f64) -> (f64, f64) {
+    let big: f64 = p.phases.iter().map(|f| f.instructions / big_ips).sum();
+    let small: f64 = p
+        .phases
+        .iter()
+        .map(|f| f.instructions * f.sf / big_ips)
+        .sum();
+    (big, small)
+}
+
+/// Simulates `programs` on `cfg.machine` under `policy` (see the module
+/// documentation for the model and the metrics).
+pub fn simulate(
+    cfg: &SimConfig,
+    programs: &[Program],
+    policy: Policy,
+) -> Result<PolicyResult, SimError> {
+    if programs.is_empty() || programs.iter().any(|p| p.phases.is_empty()) {
+        return Err(SimError::NoPrograms);
+    }
+    if !(cfg.period_s.is_finite() && cfg.period_s > 0.0) {
+        return Err(SimError::Config(
+            "the period must be a positive number of seconds",
+        ));
+    }
+    if !(cfg.big_ips.is_finite() && cfg.big_ips > 0.0) {
+        return Err(SimError::Config("big_ips must be positive"));
+    }
+    if cfg.machine.big == 0 || cfg.machine.small == 0 {
+        return Err(SimError::Config("the machine needs big and small cores"));
+    }
+    if cfg.repeat == 0 {
+        return Err(SimError::Config("repeat must be at least 1"));
+    }
+    let (nb, ns) = (cfg.machine.big, cfg.machine.small);
+    let cores = nb + ns;
+    let n = programs.len();
+    let dt = cfg.period_s;
+    let mut draw = Draw(XorShiftRng::seed_from_u64(cfg.seed));
+    let capacity = Capacity::uniform(nb, ns);
+    let mut sched = Scheduler::new(policy);
+    let managed = policy != Policy::Os;
+    let mut next_id = 0u64;
+    let mut core_used = vec![false; cores];
+
+    let mut start = |p: usize, t: f64, draw: &mut Draw, core_used: &mut [bool]| -> Inst {
+        let estimates = programs[p]
+            .phases
+            .iter()
+            .map(|f| draw.estimate(&cfg.quality, f.sf))
+            .collect();
+        // The OS model: an idle big core first, then an idle small one.
+        let core = if n <= cores {
+            core_used.iter().position(|u| !u)
+        } else {
+            None
+        };
+        if let Some(c) = core {
+            core_used[c] = true;
+        }
+        next_id += 1;
+        Inst {
+            id: ThreadId(next_id),
+            phase: 0,
+            left: programs[p].phases[0].instructions,
+            start: t,
+            estimates,
+            core,
+        }
+    };
+
+    // All start together, in a seeded random order (Fisher–Yates).
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = draw.below(i + 1);
+        order.swap(i, j);
+    }
+    let mut insts: Vec<Option<Inst>> = vec![None; n];
+    for &p in &order {
+        insts[p] = Some(start(p, 0.0, &mut draw, &mut core_used));
+    }
+    let observe_new = |insts: &[Option<Inst>]| -> Vec<Observation> {
+        insts
+            .iter()
+            .flatten()
+            .map(|i| Observation {
+                id: i.id,
+                big_time: 0.0,
+                small_time: 0.0,
+                sf: Some(i.estimates[i.phase]),
+            })
+            .collect()
+    };
+    let mut assignment: Assignment = if managed {
+        sched.step(&observe_new(&insts), &capacity)
+    } else {
+        Assignment::default()
+    };
+
+    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut big_time = vec![0.0; n];
+    let mut cpu_time = vec![0.0; n];
+    let mut t = 0.0;
+    let mut steps = 0u64;
+    let mut last_completion: f64 = 0.0;
+    loop {
+        if steps.saturating_mul(n as u64) >= cfg.max_work {
+            return Err(SimError::TooLong {
+                steps,
+                simulated_s: t,
+            });
+        }
+        steps += 1;
+        // Shares of this step on each kind.
+        let shares: Vec<(f64, f64)> = if managed {
+            let waiting = insts
+                .iter()
+                .flatten()
+                .filter(|i| !assignment.on_big(i.id))
+                .count();
+            let small_share = if waiting == 0 {
+                0.0
+            } else {
+                (ns as f64 / waiting as f64).min(1.0)
+            };
+            insts
+                .iter()
+                .map(|i| match i {
+                    Some(i) if assignment.on_big(i.id) => (1.0, 0.0),
+                    Some(_) => (0.0, small_share),
+                    None => (0.0, 0.0),
+                })
+                .collect()
+        } else if n <= cores {
+            insts
+                .iter()
+                .map(|i| match i.as_ref().and_then(|i| i.core) {
+                    Some(c) if c < nb => (1.0, 0.0),
+                    Some(_) => (0.0, 1.0),
+                    None => (0.0, 0.0),
+                })
+                .collect()
+        } else {
+            let share = cores as f64 / n as f64;
+            let b = share * nb as f64 / cores as f64;
+            vec![(b, share - b); n]
+        };
+        // Memory contention: others' memory-boundedness per core.
+        let mems: Vec<f64> = insts
+            .iter()
+            .zip(&shares)
+            .enumerate()
+            .map(|(p, (i, s))| match i {
+                Some(i) => programs[p].phases[i.phase].mem * (s.0 + s.1),
+                None => 0.0,
+            })
+            .collect();
+        let mem_total: f64 = mems.iter().sum();
+        let mut obs = Vec::with_capacity(n);
+        let mut finished = Vec::new();
+        for p in 0..n {
+            let Some(inst) = insts[p].as_mut() else {
+                continue;
+            };
+            let (b, s) = shares[p];
+            let mut remaining = dt;
+            let mut done = false;
+            while remaining > 0.0 {
+                let phase = &programs[p].phases[inst.phase];
+                let others = (mem_total - mems[p]) / cores as f64;
+                let c = 1.0 / (1.0 + phase.mem * others);
+                let rate = cfg.big_ips * c * (b + s / phase.sf);
+                if rate <= 0.0 {
+                    break;
+                }
+                let need = inst.left / rate;
+                if need > remaining {
+                    inst.left -= rate * remaining;
+                    remaining = 0.0;
+                } else {
+                    remaining -= need;
+                    inst.phase += 1;
+                    if inst.phase == programs[p].phases.len() {
+                        done = true;
+                        break;
+                    }
+                    inst.left = programs[p].phases[inst.phase].instructions;
+                }
+            }
+            let used = dt - remaining;
+            big_time[p] += b * used;
+            cpu_time[p] += (b + s) * used;
+            if done {
+                let end = t + used;
+                runs[p].push(end - inst.start);
+                last_completion = last_completion.max(end);
+                finished.push(p);
+            } else {
+                // Class estimates are read afresh every period, as Thread
+                // Director's class is read every tick; the others hold
+                // for the phase.
+                let sf = match &cfg.quality {
+                    SfQuality::Classes(_) => {
+                        draw.estimate(&cfg.quality, programs[p].phases[inst.phase].sf)
+                    }
+                    _ => inst.estimates[inst.phase],
+                };
+                obs.push(Observation {
+                    id: inst.id,
+                    big_time: b * used,
+                    small_time: s * used,
+                    sf: Some(sf),
+                });
+            }
+        }
+        t += dt;
+        if runs.iter().all(|r| r.len() >= cfg.repeat as usize) {
+            break;
+        }
+        for &p in &finished {
+            if let Some(c) = insts[p].take().and_then(|i| i.core) {
+                core_used[c] = false;
+            }
+        }
+        for &p in &finished {
+            let inst = start(p, t, &mut draw, &mut core_used);
+            obs.push(Observation {
+                id: inst.id,
+                big_time: 0.0,
+                small_time: 0.0,
+                sf: Some(inst.estimates[0]),
+            });
+            insts[p] = Some(inst);
+        }
+        if managed {
+            assignment = sched.step(&obs, &capacity);
+        }
+    }
+
+    let mut results = Vec::with_capacity(n);
+    for (p, prog) in programs.iter().enumerate() {
+        let (alone_big_s, alone_small_s) = alone_times(prog, cfg.big_ips);
+        let r = &runs[p];
+        let time_s = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
+        results.push(ProgramResult {
+            name: prog.name.clone(),
+            mean_sf: prog.mean_sf(),
+            runs: r.len() as u32,
+            time_s,
+            alone_big_s,
+            alone_small_s,
+            slowdown: time_s / alone_big_s,
+            big_share: if cpu_time[p] > 0.0 {
+                big_time[p] / cpu_time[p]
+            } else {
+                0.0
+            },
+        });
+    }
+    Ok(PolicyResult {
+        policy: policy.name().to_string(),
+        metrics: metrics(&results),
+        programs: results,
+        simulated_s: last_completion,
+        steps,
+    })
+}
+
+/// The seed's metrics over per-program results (see the module doc).
+pub fn metrics(programs: &[ProgramResult]) -> Metrics {
+    let sd: Vec<f64> = programs.iter().map(|p| p.slowdown).collect();
+    let max = sd.iter().copied().fold(f64::MIN, f64::max);
+    let min = sd.iter().copied().fold(f64::MAX, f64::min);
+    Metrics {
+        aggregate_speedup: programs
+            .iter()
+            .map(|p| p.alone_small_s / p.time_s - 1.0)
+            .sum(),
+        stp: sd.iter().map(|s| 1.0 / s).sum(),
+        antt: sd.iter().sum::<f64>() / sd.len().max(1) as f64,
+        unfairness: max / min,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Phase;
+
+    fn prog(name: &str, instr: f64, sf: f64) -> Program {
+        Program {
+            name: name.into(),
+            phases: vec![Phase {
+                instructions: instr,
+                sf,
+                mem: 0.0,
+            }],
+        }
+    }
+
+    #[test]
+    fn alone_on_a_big_core_is_the_reference() {
+        // One program, a machine with a free big core: slowdown 1 under
+        // every policy (completion inside a step at its exact time).
+        let cfg = SimConfig::new(Machine { big: 1, small: 1 });
+        for policy in [
+            Policy::Os,
+            Policy::aarr(0.2),
+            Policy::to(),
+            Policy::acfs(0.2),
+        ] {
+            let r = simulate(&cfg, &[prog("a", 1.05e9, 2.0)], policy).unwrap();
+            assert!(
+                (r.programs[0].slowdown - 1.0).abs() < 1e-9,
+                "{policy:?}: {r:?}"
+            );
+            assert_eq!(r.programs[0].runs, 3);
+            assert!((r.metrics.aggregate_speedup - 1.0).abs() < 1e-9);
+            assert!((r.metrics.stp - 1.0).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn deterministic_per_seed() {
+        let mut cfg = SimConfig::new(Machine { big: 1, small: 1 });
+        cfg.quality = SfQuality::Mae(0.3);
+        let ps = [
+            prog("a", 2e9, 2.0),
+            prog("b", 3e9, 1.5),
+            prog("c", 1e9, 1.2),
+        ];
+        let a = simulate(&cfg, &ps, Policy::to()).unwrap();
+        let b = simulate(&cfg, &ps, Policy::to()).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn two_programs_one_big_core_aarr_shares_it() {
+        // Same program twice, SF 2, 1 big + 1 small: AARR alternates, each
+        // gets half the big core: rate 0.5 + 0.5/2 = 0.75 → slowdown 4/3.
+        let cfg = SimConfig::new(Machine { big: 1, small: 1 });
+        let ps = [prog("a", 40e9, 2.0), prog("b", 40e9, 2.0)];
+        let r = simulate(&cfg, &ps, Policy::aarr(0.2)).unwrap();
+        for p in &r.programs {
+            assert!((p.slowdown - 4.0 / 3.0).abs() < 0.02, "{p:?}");
+            assert!((p.big_share - 0.5).abs() < 0.02, "{p:?}");
+        }
+        assert!(r.metrics.unfairness < 1.02);
+    }
+
+    #[test]
+    fn more_programs_than_cores() {
+        let cfg = SimConfig::new(Machine { big: 1, small: 1 });
+        let ps: Vec<Program> = (0..4).map(|i| prog(&format!("p{i}"), 2e9, 2.0)).collect();
+        for policy in [
+            Policy::Os,
+            Policy::aarr(0.2),
+            Policy::to(),
+            Policy::acfs(0.2),
+        ] {
+            let r = simulate(&cfg, &ps, policy).unwrap();
+            assert!(r.programs.iter().all(|p| p.runs >= 3));
+            // Four programs on two cores: the fair policies give each
+            // 0.5 × (0.5 + 0.5 / 2) = 0.375 of a big core.
+            if policy != Policy::to() {
+                for p in &r.programs {
+                    assert!((p.slowdown - 1.0 / 0.375).abs() < 0.35, "{policy:?}: {p:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn too_long_is_an_error() {
+        let mut cfg = SimConfig::new(Machine { big: 1, small: 1 });
+        cfg.max_work = 20;
+        let ps = [prog("a", 1e12, 2.0), prog("b", 1e12, 2.0)];
+        let e = simulate(&cfg, &ps, Policy::Os).unwrap_err();
+        assert!(matches!(e, SimError::TooLong { steps: 10, .. }), "{e:?}");
+    }
+}

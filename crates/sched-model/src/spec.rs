@@ -1,0 +1,512 @@
+//! The simulator's inputs as users write them: the machine (`8P+8E`), the
+//! SF-estimate quality (`exact`, `classes:1.67,1.97`, `mae:0.38`) and the
+//! programs CSV (`name,instructions,sf[,mem]`, one row per phase).
+//!
+//! Every error is one line naming the offending part and what is allowed.
+
+use serde::Serialize;
+use thiserror::Error;
+
+/// Most cores a machine spec may declare.
+pub const MAX_CORES: usize = 4096;
+/// Most programs a programs file may hold.
+pub const MAX_PROGRAMS: usize = 4096;
+/// Most phases (rows) a programs file may hold.
+pub const MAX_PHASES: usize = 100_000;
+/// Largest instruction count of a phase (10^15: days of simulated time).
+pub const MAX_INSTRUCTIONS: f64 = 1e15;
+/// Largest SF accepted anywhere.
+pub const MAX_SF: f64 = 100.0;
+
+/// A simulated machine: big cores and small cores (one thread each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Machine {
+    /// Cores of the fastest kind.
+    pub big: usize,
+    /// Cores of every other kind.
+    pub small: usize,
+}
+
+/// Why a machine spec was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MachineError {
+    /// Nothing given.
+    #[error("empty machine spec (expected e.g. 8P+8E: big cores first, then small ones)")]
+    Empty,
+    /// A term is not `<count><name>`.
+    #[error("'{0}' is not <count><kind> (expected e.g. 8P+8E or 4big+4little)")]
+    BadTerm(String),
+    /// Only one kind.
+    #[error("one kind only: a simulation needs big and small cores (e.g. 8P+8E)")]
+    OneKind,
+    /// A kind with no core.
+    #[error("'{0}': a kind needs at least one core")]
+    ZeroCores(String),
+    /// Two terms with the same name.
+    #[error("kind '{0}' given twice")]
+    Duplicate(String),
+    /// Too many cores.
+    #[error("{0} cores: at most {MAX_CORES}")]
+    TooMany(usize),
+}
+
+impl Machine {
+    /// Parses `8P+8E` (also `4big+4little`, `6P+8E+2L`): terms
+    /// `<count><name>` joined by `+`, fastest kind first; the first term's
+    /// cores are big, all others small.
+    pub fn parse(text: &str) -> Result<Machine, MachineError> {
+        // Hand-written: a two-token grammar no crate parses.
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(MachineError::Empty);
+        }
+        let mut counts = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        for term in t.split('+') {
+            let term = term.trim();
+            let digits = term.bytes().take_while(u8::is_ascii_digit).count();
+            let (n, name) = term.split_at(digits);
+            let name_ok = !name.is_empty()
+                && name.len() <= 32
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if digits == 0 || digits > 6 || !name_ok {
+                return Err(MachineError::BadTerm(term.chars().take(40).collect()));
+            }
+            let n: usize = n
+                .parse()
+                .map_err(|_| MachineError::BadTerm(term.to_string()))?;
+            if n == 0 {
+                return Err(MachineError::ZeroCores(term.to_string()));
+            }
+            if names.iter().any(|x| x.eq_ignore_ascii_case(name)) {
+                return Err(MachineError::Duplicate(name.to_string()));
+            }
+            names.push(name.to_string());
+            counts.push(n);
+        }
+        if counts.len() < 2 {
+            return Err(MachineError::OneKind);
+        }
+        let total: usize = counts.iter().sum();
+        if total > MAX_CORES {
+            return Err(MachineError::TooMany(total));
+        }
+        Ok(Machine {
+            big: counts[0],
+            small: total - counts[0],
+        })
+    }
+}
+
+impl std::fmt::Display for Machine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}big+{}small", self.big, self.small)
+    }
+}
+
+/// How good the simulated schedulers' SF estimates are.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "lowercase")]
+pub enum SfQuality {
+    /// The true SF of the thread's current phase.
+    Exact,
+    /// One of the listed values, drawn uniformly for every thread every
+    /// period, independently of the true SF (as the seed found Thread
+    /// Director's class readings, taken every tick, flipping between
+    /// classes and nearly uncorrelated with the truth).
+    Classes(Vec<f64>),
+    /// The true SF plus Gaussian noise drawn per program run and phase
+    /// (a model's error is systematic within a phase), with
+    /// this mean absolute error (σ = MAE·√(π/2)); floored at 0.1.
+    Mae(f64),
+}
+
+/// Why an SF-estimate spec was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SfQualityError {
+    /// Not one of the three forms.
+    #[error("'{0}' is not an SF estimate (expected exact, classes:1.67,1.97 or mae:0.38)")]
+    Unknown(String),
+    /// A class value that is not an SF.
+    #[error("class '{0}' is not an SF (a number in (0, {MAX_SF}])")]
+    BadClass(String),
+    /// `classes:` with nothing after it.
+    #[error("classes: needs at least one value (e.g. classes:1.67,1.97)")]
+    NoClasses,
+    /// A bad error size.
+    #[error("mae '{0}' is not a mean absolute error (a number in [0, 10])")]
+    BadMae(String),
+}
+
+impl SfQuality {
+    /// Parses `exact`, `classes:V[,V...]` or `mae:E`.
+    pub fn parse(text: &str) -> Result<SfQuality, SfQualityError> {
+        let t = text.trim();
+        let short = || t.chars().take(40).collect::<String>();
+        if t == "exact" {
+            return Ok(SfQuality::Exact);
+        }
+        if let Some(list) = t.strip_prefix("classes:") {
+            if list.trim().is_empty() {
+                return Err(SfQualityError::NoClasses);
+            }
+            let mut out = Vec::new();
+            for v in list.split(',') {
+                let v = v.trim();
+                match v.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x > 0.0 && x <= MAX_SF && out.len() < 64 => {
+                        out.push(x)
+                    }
+                    _ => return Err(SfQualityError::BadClass(v.chars().take(40).collect())),
+                }
+            }
+            return Ok(SfQuality::Classes(out));
+        }
+        if let Some(v) = t.strip_prefix("mae:") {
+            let v = v.trim();
+            return match v.parse::<f64>() {
+                Ok(x) if (0.0..=10.0).contains(&x) => Ok(SfQuality::Mae(x)),
+                _ => Err(SfQualityError::BadMae(v.chars().take(40).collect())),
+            };
+        }
+        Err(SfQualityError::Unknown(short()))
+    }
+}
+
+impl std::fmt::Display for SfQuality {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SfQuality::Exact => f.write_str("exact"),
+            SfQuality::Classes(v) => {
+                let v: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+                write!(f, "classes:{}", v.join(","))
+            }
+            SfQuality::Mae(e) => write!(f, "mae:{e}"),
+        }
+    }
+}
+
+/// One phase of a program.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Phase {
+    /// Instructions in the phase.
+    pub instructions: f64,
+    /// Its speedup factor: time on a small core / time on a big core.
+    pub sf: f64,
+    /// Memory-boundedness in [0, 1]: the share of its time stalled on
+    /// memory, which contention with other memory-bound programs stretches.
+    pub mem: f64,
+}
+
+/// A program: its phases, run in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Program {
+    /// Its name (the CSV's `name`).
+    pub name: String,
+    /// Its phases.
+    pub phases: Vec<Phase>,
+}
+
+impl Program {
+    /// Total instructions.
+    pub fn instructions(&self) -> f64 {
+        self.phases.iter().map(|p| p.instructions).sum()
+    }
+    /// Its average SF, weighted by each phase's small-core time.
+    pub fn mean_sf(&self) -> f64 {
+        let small: f64 = self.phases.iter().map(|p| p.instructions * p.sf).sum();
+        small / self.instructions()
+    }
+}
+
+/// Why a programs CSV was refused. Line numbers count from 1 in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProgramsError {
+    /// Not CSV, wrong field count, not UTF-8.
+    #[error("line {line}: {message}")]
+    Csv {
+        /// The line.
+        line: u64,
+        /// What is wrong, one line.
+        message: String,
+    },
+    /// No header or no data.
+    #[error("no programs (expected a header name,instructions,sf[,mem] and one row per phase)")]
+    Empty,
+    /// The header is not the expected one.
+    #[error("header '{0}': expected name,instructions,sf or name,instructions,sf,mem")]
+    Header(String),
+    /// A bad cell.
+    #[error("line {line}, column {column}: '{value}' {allowed}")]
+    Cell {
+        /// The line.
+        line: u64,
+        /// The column name.
+        column: &'static str,
+        /// The cell, shortened.
+        value: String,
+        /// What is allowed.
+        allowed: &'static str,
+    },
+    /// A program's rows are not consecutive.
+    #[error("line {line}: program '{name}' again after other programs (its phases must be consecutive rows)")]
+    Scattered {
+        /// The line.
+        line: u64,
+        /// The program.
+        name: String,
+    },
+    /// Too big.
+    #[error("more than {MAX_PROGRAMS} programs or {MAX_PHASES} phases")]
+    TooMany,
+}
+
+/// Parses the programs CSV: a header `name,instructions,sf` or
+/// `name,instructions,sf,mem`, then one row per phase; rows with the same
+/// name are consecutive phases of one program; `#` starts a comment line.
+/// `instructions` in (0, 10^15], `sf` in (0, 100], `mem` in [0, 1]
+/// (default 0).
+pub fn parse_programs(text: &str) -> Result<Vec<Program>, ProgramsError> {
+    // Comment lines are blanked rather than given to the csv crate's
+    // `comment` option, and lines are counted from byte offsets: the csv
+    // crate's own line numbers skip comment and empty lines, and the
+    // numbers in errors must be the file's.
+    let blanked: String = text
+        .split_inclusive('\n')
+        .map(|l| {
+            if l.trim_start().starts_with('#') {
+                if l.ends_with('\n') {
+                    "\n"
+                } else {
+                    ""
+                }
+            } else {
+                l
+            }
+        })
+        .collect();
+    let text = blanked.as_str();
+    let mut rdr = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .has_headers(true)
+        .from_reader(text.as_bytes());
+    let line_at = |pos: Option<&csv::Position>| {
+        pos.map_or(0, |p| {
+            let mut b = (p.byte() as usize).min(text.len());
+            // A record's offset is where the reader stood: before any
+            // empty lines it skipped.
+            while b < text.len() && matches!(text.as_bytes()[b], b'\n' | b'\r') {
+                b += 1;
+            }
+            text.as_bytes()[..b].iter().filter(|&&c| c == b'\n').count() as u64 + 1
+        })
+    };
+    let csv_err = |e: csv::Error| ProgramsError::Csv {
+        line: line_at(e.position()),
+        message: match e.kind() {
+            csv::ErrorKind::UnequalLengths {
+                expected_len, len, ..
+            } => format!("{len} fields, the header has {expected_len}"),
+            csv::ErrorKind::Utf8 { .. } => "not UTF-8".to_owned(),
+            _ => e.to_string().replace(['\n', '\r'], " "),
+        },
+    };
+    let header = rdr.headers().map_err(csv_err)?.clone();
+    if header.is_empty() || header.iter().all(str::is_empty) {
+        return Err(ProgramsError::Empty);
+    }
+    let cols: Vec<String> = header.iter().map(|h| h.to_ascii_lowercase()).collect();
+    let with_mem = match cols.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["name", "instructions", "sf"] => false,
+        ["name", "instructions", "sf", "mem"] => true,
+        _ => {
+            let h: String = cols.join(",").chars().take(60).collect();
+            return Err(ProgramsError::Header(h.replace(['\n', '\r'], " ")));
+        }
+    };
+    let mut programs: Vec<Program> = Vec::new();
+    let mut phases = 0usize;
+    for rec in rdr.records() {
+        let rec = rec.map_err(csv_err)?;
+        let line = line_at(rec.position());
+        let cell = |i: usize| rec.get(i).unwrap_or("");
+        let bad = |column: &'static str, value: &str, allowed: &'static str| ProgramsError::Cell {
+            line,
+            column,
+            value: value
+                .chars()
+                .take(40)
+                .collect::<String>()
+                .replace(['\n', '\r'], " "),
+            allowed,
+        };
+        let name = cell(0);
+        if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+            return Err(bad(
+                "name",
+                name,
+                "is not a name (1-64 printable characters)",
+            ));
+        }
+        let num = |i: usize| cell(i).parse::<f64>().ok().filter(|x| x.is_finite());
+        let instructions = match num(1) {
+            Some(x) if x > 0.0 && x <= MAX_INSTRUCTIONS => x,
+            _ => {
+                return Err(bad(
+                    "instructions",
+                    cell(1),
+                    "is not an instruction count in (0, 1e15]",
+                ))
+            }
+        };
+        let sf = match num(2) {
+            Some(x) if x > 0.0 && x <= MAX_SF => x,
+            _ => return Err(bad("sf", cell(2), "is not a speedup factor in (0, 100]")),
+        };
+        let mem = if with_mem && !cell(3).is_empty() {
+            match num(3) {
+                Some(x) if (0.0..=1.0).contains(&x) => x,
+                _ => return Err(bad("mem", cell(3), "is not a memory-boundedness in [0, 1]")),
+            }
+        } else {
+            0.0
+        };
+        let phase = Phase {
+            instructions,
+            sf,
+            mem,
+        };
+        phases += 1;
+        if phases > MAX_PHASES {
+            return Err(ProgramsError::TooMany);
+        }
+        match programs.last_mut() {
+            Some(p) if p.name == name => p.phases.push(phase),
+            _ => {
+                if programs.iter().any(|p| p.name == name) {
+                    return Err(ProgramsError::Scattered {
+                        line,
+                        name: name.chars().take(40).collect(),
+                    });
+                }
+                if programs.len() >= MAX_PROGRAMS {
+                    return Err(ProgramsError::TooMany);
+                }
+                programs.push(Program {
+                    name: name.to_string(),
+                    phases: vec![phase],
+                });
+            }
+        }
+    }
+    if programs.is_empty() {
+        return Err(ProgramsError::Empty);
+    }
+    Ok(programs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machines() {
+        assert_eq!(Machine::parse("8P+8E"), Ok(Machine { big: 8, small: 8 }));
+        assert_eq!(
+            Machine::parse(" 6P + 8E + 2L "),
+            Ok(Machine { big: 6, small: 10 })
+        );
+        assert_eq!(
+            Machine::parse("4big+4little"),
+            Ok(Machine { big: 4, small: 4 })
+        );
+        assert_eq!(Machine::parse("8P"), Err(MachineError::OneKind));
+        assert_eq!(Machine::parse(""), Err(MachineError::Empty));
+        assert_eq!(
+            Machine::parse("0P+8E"),
+            Err(MachineError::ZeroCores("0P".into()))
+        );
+        assert_eq!(
+            Machine::parse("8P+8P"),
+            Err(MachineError::Duplicate("P".into()))
+        );
+        assert!(matches!(
+            Machine::parse("P8+E8"),
+            Err(MachineError::BadTerm(_))
+        ));
+        assert_eq!(
+            Machine::parse("4000P+4000E"),
+            Err(MachineError::TooMany(8000))
+        );
+    }
+
+    #[test]
+    fn qualities() {
+        assert_eq!(SfQuality::parse("exact"), Ok(SfQuality::Exact));
+        assert_eq!(
+            SfQuality::parse("classes:1.67,1.97"),
+            Ok(SfQuality::Classes(vec![1.67, 1.97]))
+        );
+        assert_eq!(SfQuality::parse("mae:0.38"), Ok(SfQuality::Mae(0.38)));
+        assert_eq!(SfQuality::parse("classes:"), Err(SfQualityError::NoClasses));
+        assert_eq!(
+            SfQuality::parse("classes:1.6,x"),
+            Err(SfQualityError::BadClass("x".into()))
+        );
+        assert_eq!(
+            SfQuality::parse("mae:-1"),
+            Err(SfQualityError::BadMae("-1".into()))
+        );
+        assert!(matches!(
+            SfQuality::parse("td"),
+            Err(SfQualityError::Unknown(_))
+        ));
+        for s in ["exact", "classes:1.67,1.97", "mae:0.38"] {
+            assert_eq!(SfQuality::parse(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn programs() {
+        let p = parse_programs(
+            "# a mix\nname,instructions,sf,mem\na,1e9,2.0,0.1\na,2e9,1.5,\nb,5e8,1.3,0\n",
+        )
+        .unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].phases.len(), 2);
+        assert_eq!(p[0].phases[1].mem, 0.0);
+        assert!((p[0].mean_sf() - (2.0 + 3.0) / 3.0).abs() < 1e-12);
+        let p = parse_programs("name,instructions,sf\nx,1,1\n").unwrap();
+        assert_eq!(p[0].name, "x");
+    }
+
+    #[test]
+    fn program_errors_name_line_and_column() {
+        let e = |t: &str| parse_programs(t).unwrap_err().to_string();
+        assert_eq!(
+            e("name,instructions,sf\na,1e9,0\n"),
+            "line 2, column sf: '0' is not a speedup factor in (0, 100]"
+        );
+        assert_eq!(
+            e("name,instructions,sf\n# c\na,x,2\n"),
+            "line 3, column instructions: 'x' is not an instruction count in (0, 1e15]"
+        );
+        assert_eq!(
+            e("name,instructions,sf\na,1,2\nb,1,2\na,1,2\n"),
+            "line 4: program 'a' again after other programs (its phases must be consecutive rows)"
+        );
+        assert_eq!(
+            e("name,instructions,sf\na,1,2,3\n"),
+            "line 2: 4 fields, the header has 3"
+        );
+        assert_eq!(
+            e("a,1,2\n"),
+            "header 'a,1,2': expected name,instructions,sf or name,instructions,sf,mem"
+        );
+        assert!(e("").starts_with("no programs"));
+        assert!(e("name,instructions,sf\n").starts_with("no programs"));
+        assert!(e("name,instructions,sf,mem\na,1,2,1.5\n").contains("column mem"));
+    }
+}

@@ -1,0 +1,255 @@
+//! `pinsight simulate`: the seed's multi-program experiment on a simulated
+//! big/small machine (pinsight-sched-model), so schedulers can be compared
+//! for machines and mixes the user does not have. Thin: parses flags,
+//! reads the programs file, runs the pure simulator, prints through
+//! pinsight-render.
+
+use crate::cli::{progress_bar, CliError, CmdResult, Globals};
+use pinsight_sched_model::{
+    parse_programs, simulate, Machine, Policy, SfQuality, SimConfig, SimError,
+};
+use std::path::PathBuf;
+
+/// Simulate schedulers (os, aarr, to, acfs) on a big/small machine.
+///
+/// A seeded, deterministic discrete-time simulation of single-threaded
+/// programs described by phases (a CSV with the header
+/// name,instructions,sf[,mem]; rows with the same name are consecutive
+/// phases; # starts a comment). A big core runs 1e9 instructions/s, a small
+/// core 1e9/SF. All programs start together; each one that finishes
+/// restarts until every one has completed --repeat times; a program's time
+/// Tᵢ is the geometric mean of its runs. Policies: os (fair share, idle big
+/// cores first, no migration), aarr (big-core time shared equally), to
+/// (big cores to the highest estimated SFs), acfs (even out big-core-
+/// equivalent progress). Metrics, with Bᵢ and Sᵢ the time alone on a big
+/// and on a small core:
+///
+///   slowdown           Tᵢ / Bᵢ
+///   unfairness         max slowdown / min slowdown
+///   STP                Σ Bᵢ / Tᵢ (normalised progress)
+///   ANTT               mean of Tᵢ / Bᵢ
+///   aggregate speedup  Σ (Sᵢ / Tᵢ − 1) (the seed's throughput metric)
+///
+/// Without --machine the machine is this one (or --fsroot, --hwloc-xml,
+/// --kinds): the fastest kind's cores are big, all other kinds' small.
+#[derive(clap::Args, Debug)]
+#[command(
+    verbatim_doc_comment,
+    after_help = "Examples:\n  pinsight simulate --machine 8P+8E --programs mix.csv\n  \
+pinsight simulate --programs mix.csv --sf-estimate classes:1.67,1.97\n  \
+pinsight simulate --programs mix.csv --machine 6P+8E+2L --sf-estimate mae:0.38\n  \
+pinsight simulate --programs mix.csv --kinds 0-3:P,4-7:E --json"
+)]
+pub struct Args {
+    /// The machine: big cores first, e.g. 8P+8E, 4big+4little, 6P+8E+2L
+    /// (every kind after the first is small).
+    #[arg(long, value_name = "SPEC")]
+    pub machine: Option<String>,
+    /// The programs: CSV name,instructions,sf[,mem], one row per phase.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub programs: PathBuf,
+    /// Policies to simulate, comma-separated: os, aarr, to, acfs.
+    #[arg(long, value_name = "LIST", default_value = "os,aarr,to,acfs")]
+    pub policies: String,
+    /// The SF estimates the policies see: exact, classes:V,V,... (one of the
+    /// values, uncorrelated with the truth, as Thread Director) or mae:E
+    /// (noisy, with that mean absolute error).
+    #[arg(long, value_name = "SPEC", default_value = "exact")]
+    pub sf_estimate: String,
+    /// Seed of every random draw (start order, estimate draws).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Completions of every program before the run ends.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: u32,
+    /// Scheduler period (the simulation step); AARR's and ACFS's swap
+    /// threshold is one period.
+    #[arg(long, value_name = "DURATION", default_value = "200ms")]
+    pub period: String,
+}
+
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    machine: pinsight_sched_model::Machine,
+    machine_source: &'a str,
+    sf_estimate: String,
+    seed: u64,
+    repeat: u32,
+    period_s: f64,
+    policies: &'a [pinsight_sched_model::PolicyResult],
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    let quality = SfQuality::parse(&args.sf_estimate)
+        .map_err(|e| CliError::usage(format!("--sf-estimate '{}': {e}", args.sf_estimate)))?;
+    let period = crate::cli::parse_duration(&args.period)
+        .map_err(|e| CliError::usage(format!("--period: {e}")))?
+        .as_secs_f64();
+    if !(0.001..=60.0).contains(&period) {
+        return Err(CliError::usage(format!(
+            "--period '{}': between 1ms and 60s",
+            args.period
+        )));
+    }
+    if args.repeat == 0 || args.repeat > 1000 {
+        return Err(CliError::usage(format!(
+            "--repeat {}: between 1 and 1000",
+            args.repeat
+        )));
+    }
+    let mut policies = Vec::new();
+    for name in args.policies.split(',').map(str::trim) {
+        let p = Policy::by_name(name, period).ok_or_else(|| {
+            CliError::usage(format!(
+                "--policies: '{name}' is not a policy (allowed: os, aarr, to, acfs)"
+            ))
+        })?;
+        if !policies.contains(&p) {
+            policies.push(p);
+        }
+    }
+    let text = std::fs::read(&args.programs).map_err(|e| {
+        CliError::usage(format!(
+            "--programs {}: cannot read it: {}",
+            args.programs.display(),
+            io_reason(&e)
+        ))
+    })?;
+    let text = String::from_utf8(text).map_err(|_| {
+        CliError::usage(format!(
+            "--programs {}: not UTF-8 text",
+            args.programs.display()
+        ))
+    })?;
+    let programs = parse_programs(&text)
+        .map_err(|e| CliError::usage(format!("--programs {}: {e}", args.programs.display())))?;
+    let (machine, source) = match &args.machine {
+        Some(spec) => (
+            Machine::parse(spec)
+                .map_err(|e| CliError::usage(format!("--machine '{spec}': {e}")))?,
+            "--machine",
+        ),
+        None => (machine_from_topology(g)?, "topology"),
+    };
+    let mut cfg = SimConfig::new(machine);
+    cfg.quality = quality;
+    cfg.seed = args.seed;
+    cfg.repeat = args.repeat;
+    cfg.period_s = period;
+    let pb = progress_bar(g, policies.len() as u64, "simulating");
+    let mut results = Vec::new();
+    for p in policies {
+        pb.set_message(format!("simulating {}", p.name()));
+        let r = simulate(&cfg, &programs, p).map_err(|e| match e {
+            // Too long for the step budget: the input's fault (exit 2).
+            SimError::TooLong { .. } => CliError::usage(format!(
+                "--programs {}: {} ({e})",
+                args.programs.display(),
+                p.name()
+            )),
+            other => CliError::runtime(format!("simulate {}: {other}", p.name())),
+        })?;
+        results.push(r);
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    if g.json {
+        g.print_json(&Json {
+            machine: cfg.machine,
+            machine_source: source,
+            sf_estimate: cfg.quality.to_string(),
+            seed: cfg.seed,
+            repeat: cfg.repeat,
+            period_s: cfg.period_s,
+            policies: &results,
+        })?;
+    } else {
+        print!("{}", pinsight_render::sched::render(&cfg, &results));
+    }
+    Ok(0)
+}
+
+/// The machine from the topology: the fastest kind's CPUs big, the
+/// others' small; one kind is refused.
+fn machine_from_topology(g: &Globals) -> Result<Machine, CliError> {
+    let topo = g.topology()?;
+    let Some(fast) = topo.fastest_kind() else {
+        return Err(CliError::usage(
+            "simulate needs two core kinds or --machine: the machine's kinds are unknown",
+        ));
+    };
+    if topo.kinds.len() < 2 {
+        return Err(CliError::usage(format!(
+            "simulate needs two core kinds or --machine: this machine has one ({}); \
+             declare kinds with --kinds or give e.g. --machine 8P+8E",
+            fast.name
+        )));
+    }
+    // Cores, not CPUs: the simulator runs one thread per core (SMT
+    // siblings share one). Without core groups, or when declared kinds
+    // split a core's CPUs, each CPU counts as one (and the note says so).
+    let straddles = topo.cores.iter().any(|c| {
+        topo.kinds
+            .iter()
+            .filter(|k| c.cpus.intersects(&k.cpus))
+            .count()
+            > 1
+    });
+    let by_cpu = topo.cores.is_empty() || straddles;
+    let unit = if by_cpu { "CPUs" } else { "cores" };
+    let cores_of = |cpus: &pinsight_cpuset::CpuSet| {
+        if by_cpu {
+            cpus.len()
+        } else {
+            topo.cores
+                .iter()
+                .filter(|c| c.cpus.intersects(cpus))
+                .count()
+        }
+    };
+    let big = cores_of(&fast.cpus);
+    let small: usize = topo.kinds[..topo.kinds.len() - 1]
+        .iter()
+        .map(|k| cores_of(&k.cpus))
+        .sum();
+    if big == 0 || small == 0 {
+        return Err(CliError::usage(
+            "simulate needs two core kinds with online cores, or --machine",
+        ));
+    }
+    if !g.quiet {
+        let others: Vec<String> = topo.kinds[..topo.kinds.len() - 1]
+            .iter()
+            .rev()
+            .map(|k| format!("{} ({})", k.name, k.cpus))
+            .collect();
+        let note = if topo.kinds.len() > 2 {
+            format!(
+                "pinsight: note: {} kinds: {} ({}, {big} {unit}) simulated as big, {} \
+                 all as small ({small} {unit})",
+                topo.kinds.len(),
+                fast.name,
+                fast.cpus,
+                others.join(", ")
+            )
+        } else {
+            format!(
+                "pinsight: note: machine from the topology: {} ({}, {big} {unit}) big, \
+                 {} small ({small} {unit})",
+                fast.name,
+                fast.cpus,
+                others.join(", ")
+            )
+        };
+        eprintln!("{}", crate::cli::wrap80(&note));
+    }
+    Ok(Machine { big, small })
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
