@@ -133,11 +133,26 @@ impl FromStr for SimSpec {
             Some(v) => return Err(bad("model", v, "dynamic or static")),
         };
         let theta = Theta {
-            t1: num("t1", None, |x| x > 0.0, "seconds > 0")?,
+            t1: num(
+                "t1",
+                None,
+                |x| (1e-6..=1e9).contains(&x),
+                "seconds, 1e-6..1e9",
+            )?,
             f: num("f", None, |x| (0.0..=1.0).contains(&x), "a fraction 0..1")?,
-            sf: num("sf", Some(1.0), |x| x >= 1.0, "a speed factor >= 1")?,
+            sf: num(
+                "sf",
+                Some(1.0),
+                |x| (1.0..=1000.0).contains(&x),
+                "a speed factor 1..1000",
+            )?,
             smt_gain: num("smt_gain", Some(0.0), |x| (0.0..=1.0).contains(&x), "0..1")?,
-            contention: num("contention", Some(0.0), |x| x >= 0.0, "a number >= 0")?,
+            contention: num(
+                "contention",
+                Some(0.0),
+                |x| (0.0..=10.0).contains(&x),
+                "0..10",
+            )?,
         };
         let noise = num("noise", Some(0.0), |x| (0.0..=1.0).contains(&x), "0..1")?;
         let seed = match get("seed") {
@@ -146,7 +161,7 @@ impl FromStr for SimSpec {
                 .parse::<u64>()
                 .map_err(|_| bad("seed", v, "an integer >= 0"))?,
         };
-        let watts = |k| num(k, Some(-1.0), |x| x >= 0.0, "watts >= 0");
+        let watts = |k| num(k, Some(-1.0), |x| (0.0..=1e6).contains(&x), "watts, 0..1e6");
         let (base_w, p_w, e_w, smt_w) = (
             watts("watts_base")?,
             watts("watts_p")?,
@@ -170,6 +185,34 @@ impl FromStr for SimSpec {
             seed,
             power,
         })
+    }
+}
+
+impl std::fmt::Display for SimSpec {
+    /// The spec in the syntax [`SimSpec::from_str`] reads, every key given
+    /// (numbers in Rust's shortest round-trip form).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.theta;
+        write!(
+            f,
+            "model={},t1={},f={},sf={},smt_gain={},contention={},noise={},seed={}",
+            self.model.name(),
+            t.t1,
+            t.f,
+            t.sf,
+            t.smt_gain,
+            t.contention,
+            self.noise,
+            self.seed
+        )?;
+        if let Some(p) = &self.power {
+            write!(
+                f,
+                ",watts_base={},watts_p={},watts_e={},watts_smt={}",
+                p.base_w, p.p_w, p.e_w, p.smt_w
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -286,7 +329,11 @@ mod tests {
         let err = |s: &str| s.parse::<SimSpec>().unwrap_err().to_string();
         assert_eq!(err("t1=1,f=0.5"), "missing model=");
         assert_eq!(err("model=x,t1=1,f=1"), "model=x: dynamic or static");
-        assert_eq!(err("model=static,t1=-1,f=1"), "t1=-1: seconds > 0");
+        assert_eq!(err("model=static,t1=-1,f=1"), "t1=-1: seconds, 1e-6..1e9");
+        assert_eq!(
+            err("model=static,t1=1e300,f=1"),
+            "t1=1e300: seconds, 1e-6..1e9"
+        );
         assert_eq!(err("model=static,t1=1,f=1.5"), "f=1.5: a fraction 0..1");
         assert_eq!(err("model=static,t1=1,f=1,f=1"), "'f' given twice");
         assert_eq!(err("model=static,t1"), "'t1': expected KEY=VALUE");
@@ -329,11 +376,28 @@ mod props {
         /// Any text: a spec or a typed error, never a panic; a parsed
         /// spec always simulates positive, finite times.
         #[test]
-        fn any_text_parses_or_says_why(text in "[a-z_=0-9.,-]{0,60}") {
-            if let Ok(s) = text.parse::<SimSpec>() {
-                let t = s.model.time(&s.theta, Config::new(1, 0, 0));
-                prop_assert!(t.is_finite() && t > 0.0, "{t}");
+        fn any_text_parses_or_says_why(text in "(model=(static|dynamic),)?(t1=[0-9e.-]{1,6},)?(f=[0-9.]{1,4},)?[a-z_=0-9.e,-]{0,40}") {
+            match text.parse::<SimSpec>() {
+                Ok(s) => for c in [Config::new(1, 0, 0), Config::new(0, 1, 0), Config::new(6, 8, 6)] {
+                    let t = s.model.time(&s.theta, c);
+                    prop_assert!(t.is_finite() && t > 0.0, "{s}: {c} {t}");
+                },
+                Err(e) => prop_assert!(!e.to_string().contains('\n')),
             }
+        }
+
+        #[test]
+        fn printed_specs_parse_back(t1 in 0.001f64..100.0, f in 0.0f64..=1.0, gain in 0.0f64..=1.0,
+                                    c in 0.0f64..0.2, noise in 0.0f64..=1.0, seed: u64,
+                                    power in proptest::option::of((0.0f64..50.0, 0.0f64..20.0, 0.0f64..10.0, 0.0f64..5.0))) {
+            let spec = SimSpec {
+                model: ModelKind::Static,
+                theta: Theta { t1, f, sf: 1.0 + gain, smt_gain: gain, contention: c },
+                noise,
+                seed,
+                power: power.map(|(base_w, p_w, e_w, smt_w)| PowerModel { base_w, p_w, e_w, smt_w }),
+            };
+            prop_assert_eq!(spec.to_string().parse::<SimSpec>(), Ok(spec));
         }
 
         #[test]
