@@ -10,9 +10,12 @@ use pinsight_tune::model::Config;
 use pinsight_tune::{ExecutorKind, Silent, TuneConfig, TuneJournal, TuneRequest, TuneSession};
 use std::collections::BTreeSet;
 
+/// (threads, CPU list) of runs.
+type Seen = BTreeSet<(String, String)>;
+
 /// Runs a tune of a shell probe on `topo`; returns what each run saw as
 /// (threads, CPUs) and what the design expected.
-fn probe(topo: &Topology) -> (BTreeSet<(String, String)>, BTreeSet<(String, String)>) {
+fn probe(topo: &Topology) -> (Seen, Seen) {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("seen.txt");
     let script = format!(
