@@ -131,6 +131,20 @@ impl Session {
         ext: &Extension,
         executor: ExecutorChoice,
     ) -> Result<Session, SessionError> {
+        // Another kind's journal is refused before its arms are planned
+        // (they may not even plan as this kind's request).
+        if let JournalTarget::Resume { path, previous } = &cfg.journal {
+            if previous.header.kind != ext.kind {
+                let now = Header {
+                    kind: ext.kind.clone(),
+                    ..previous.header.clone()
+                };
+                return Err(SessionError::DifferentExperiment {
+                    path: path.clone(),
+                    diffs: previous.header.mismatch(&now),
+                });
+            }
+        }
         let mut req = cfg.request;
         let usable = cfg.topology.usable();
         let (measurer, mut capabilities) = measure::Measurer::new(
