@@ -67,6 +67,8 @@ fn header(policy: &str, p: &pinsight_plan::Plan, runs: usize) -> Header {
         }],
         not_applicable: vec![],
         machine: Machine::default(),
+        kind: None,
+        extension: None,
     }
 }
 

@@ -30,6 +30,11 @@ pub trait Executor {
     fn prepare(&mut self) -> Result<(), RunError>;
     /// Puts `governor` in place (None: leave the machine as it is).
     fn set_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError>;
+    /// Restores the machine (governor) and removes what the executor set
+    /// up; called once when the experiment ends, Ctrl-C included.
+    fn finish(&mut self) -> Result<(), SwitchError> {
+        Ok(())
+    }
 }
 
 /// A governor could not be put in place or restored.
@@ -66,6 +71,11 @@ pub trait Observer {
     fn starting(&mut self, _slot: &Slot, _arm: &str, _done: usize, _total: usize) {}
     /// A run was journaled.
     fn finished(&mut self, _line: &RunLine) {}
+    /// Whether to run `slot` now; false skips it (not run, not journaled:
+    /// a resume runs it). A run budget says no here; compare never does.
+    fn proceed(&mut self, _slot: &Slot, _arm: &str) -> bool {
+        true
+    }
 }
 
 /// No progress display.
@@ -126,6 +136,9 @@ pub fn execute(
             return Outcome::Interrupted;
         }
         let arm = &header.arms[slot.arm];
+        if !obs.proceed(slot, &arm.id) {
+            continue;
+        }
         obs.starting(slot, &arm.id, finished, total);
         if let Err(e) = exec.set_governor(arm.governor.as_deref()) {
             return Outcome::Error(e.into());
@@ -317,6 +330,10 @@ impl Executor for LiveExecutor {
             program: format!("`{text}`"),
             source: std::io::Error::other(why),
         })
+    }
+
+    fn finish(&mut self) -> Result<(), SwitchError> {
+        LiveExecutor::finish(self)
     }
 
     fn set_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError> {

@@ -148,6 +148,15 @@ pub struct Header {
     pub arms: Vec<ArmHeader>,
     pub not_applicable: Vec<NotApplicable>,
     pub machine: Machine,
+    /// The experiment built on compare's machinery that wrote this journal
+    /// (`"tune"`, `"tune-validate"`); absent: a compare experiment. Part of
+    /// the identity: one kind never resumes another's journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// That experiment's own identity (tune: the configuration of every
+    /// arm), compared as a whole on resume; absent for compare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<serde_json::Value>,
 }
 
 impl Header {
@@ -164,6 +173,15 @@ impl Header {
                 });
             }
         };
+        let kind = |h: &Header| match &h.kind {
+            Some(k) => format!("a {k} experiment"),
+            None => "a compare experiment".to_string(),
+        };
+        if self.kind != other.kind {
+            // Nothing else is comparable between two kinds of experiment.
+            cmp(Field::Kind, kind(self), kind(other));
+            return diffs;
+        }
         cmp(Field::Schema, self.schema.clone(), other.schema.clone());
         cmp(
             Field::Command,
@@ -184,7 +202,13 @@ impl Header {
         };
         cmp(Field::Arms, ids(self), ids(other));
         for (a, b) in self.arms.iter().zip(&other.arms) {
-            if a.id == b.id && a.plan != b.plan {
+            if a.id == b.id && a.plan.threads != b.plan.threads {
+                cmp(
+                    Field::ArmThreads(a.id.clone()),
+                    a.plan.threads.to_string(),
+                    b.plan.threads.to_string(),
+                );
+            } else if a.id == b.id && a.plan != b.plan {
                 cmp(
                     Field::Placement(a.id.clone()),
                     a.plan.describe(),
@@ -224,6 +248,12 @@ impl Header {
             format!("{:?}", self.machine.model_name),
             format!("{:?}", other.machine.model_name),
         );
+        let ext = |h: &Header| {
+            h.extension
+                .as_ref()
+                .map_or(String::new(), |v| v.to_string())
+        };
+        cmp(Field::Extension, ext(self), ext(other));
         diffs
     }
 }
@@ -231,6 +261,8 @@ impl Header {
 /// A part of the experiment's identity (see [`Header::mismatch`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Field {
+    /// Which kind of experiment (compare, tune, ...).
+    Kind,
     Schema,
     Command,
     /// The command run before every run.
@@ -249,11 +281,16 @@ pub enum Field {
     Timeout,
     UsableCpus,
     CpuModel,
+    /// The threads of this arm (experiments whose arms differ in threads).
+    ArmThreads(String),
+    /// The identity the experiment kind adds ([`Header::extension`]).
+    Extension,
 }
 
 impl std::fmt::Display for Field {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Field::Kind => f.write_str("experiment"),
             Field::Schema => f.write_str("schema"),
             Field::Command => f.write_str("command"),
             Field::Prepare => f.write_str("prepare command"),
@@ -267,6 +304,8 @@ impl std::fmt::Display for Field {
             Field::Timeout => f.write_str("timeout"),
             Field::UsableCpus => f.write_str("usable CPUs"),
             Field::CpuModel => f.write_str("CPU model"),
+            Field::ArmThreads(arm) => write!(f, "threads of {arm}"),
+            Field::Extension => f.write_str("experiment design"),
         }
     }
 }
@@ -617,6 +656,8 @@ mod tests {
                 reason: "one kind".into(),
             }],
             machine: Machine::default(),
+            kind: None,
+            extension: None,
         }
     }
 

@@ -42,7 +42,9 @@ pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,
     NotApplicable, ParseError, RunLine,
 };
-pub use setup::{setup, GovernorProbe, ProgramError, Request, Setup, SetupError};
+pub use setup::{
+    setup, setup_with, Extension, GovernorProbe, ProgramError, Request, Setup, SetupError,
+};
 pub use verdict::{Advice, Caveat, Decision, Verdict};
 
 /// Crates the command line needs, so it depends on this crate alone.

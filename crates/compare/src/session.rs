@@ -8,9 +8,9 @@
 
 use crate::analysis::{analyse, Report, Status};
 use crate::command::{PreparedArm, ShimError};
-use crate::experiment::{self, done_slots, LiveExecutor, Observer, Outcome, SwitchError};
+use crate::experiment::{self, done_slots, Executor, LiveExecutor, Observer, Outcome, SwitchError};
 use crate::journal::{Difference, Header, Journal, JournalError, JournalWriter, RunLine};
-use crate::setup::{self, machine, probe_governors, Request, SetupError};
+use crate::setup::{self, machine, probe_governors, Extension, Request, SetupError};
 use crate::{interrupt, measure};
 use pinsight_topology::{FsRoot, Topology};
 use std::ffi::OsString;
@@ -46,6 +46,18 @@ pub struct Config<'a> {
     pub ignore_failure: bool,
     /// Which environment variables the user already set.
     pub is_env_set: &'a dyn Fn(&str) -> bool,
+}
+
+/// Builds the executor of an experiment from its header (arms in header
+/// order): a simulation, a fake in tests.
+pub type MakeExecutor = Box<dyn FnOnce(&Header) -> Box<dyn Executor>>;
+
+/// What runs the programs.
+pub enum ExecutorChoice {
+    /// This machine ([`LiveExecutor`]).
+    Live,
+    /// Another executor, built once the header is known.
+    Custom(MakeExecutor),
 }
 
 /// Why an experiment could not start or its journal could not be read back.
@@ -87,7 +99,7 @@ pub struct Session {
     previous_runs: Vec<RunLine>,
     journal_warnings: Vec<String>,
     arm_notes: Vec<(String, String)>,
-    exec: LiveExecutor,
+    exec: Box<dyn Executor>,
     ignore_failure: bool,
 }
 
@@ -107,6 +119,32 @@ pub struct Finished {
 impl Session {
     /// Sets the experiment up and opens its journal; nothing runs yet.
     pub fn open(cfg: Config) -> Result<Session, SessionError> {
+        Session::open_with(cfg, &Extension::default(), ExecutorChoice::Live)
+    }
+
+    /// [`Session::open`] for an experiment built on compare: `ext` adds
+    /// per-arm threads and the experiment's kind and identity to the
+    /// header (a resumed journal must match them), `executor` chooses
+    /// what runs the programs.
+    pub fn open_with(
+        cfg: Config,
+        ext: &Extension,
+        executor: ExecutorChoice,
+    ) -> Result<Session, SessionError> {
+        // Another kind's journal is refused before its arms are planned
+        // (they may not even plan as this kind's request).
+        if let JournalTarget::Resume { path, previous } = &cfg.journal {
+            if previous.header.kind != ext.kind {
+                let now = Header {
+                    kind: ext.kind.clone(),
+                    ..previous.header.clone()
+                };
+                return Err(SessionError::DifferentExperiment {
+                    path: path.clone(),
+                    diffs: previous.header.mismatch(&now),
+                });
+            }
+        }
         let mut req = cfg.request;
         let usable = cfg.topology.usable();
         let (measurer, mut capabilities) = measure::Measurer::new(
@@ -122,13 +160,14 @@ impl Session {
         if req.threads.is_none() {
             req.threads = Some(default_threads(&usable));
         }
-        let plan = setup::setup(
+        let plan = setup::setup_with(
             cfg.topology,
             &req,
             &probe,
             machine(cfg.topology, &FsRoot::live(), capabilities),
             cfg.is_env_set,
             created,
+            ext,
         )?;
         for (arm, p) in plan.header.arms.iter().zip(&plan.plans) {
             if let Some(m) = &p.memory {
@@ -187,16 +226,19 @@ impl Session {
                 }
             }
         }
-        let exec = LiveExecutor::new(
-            measurer,
-            argv,
-            prepared,
-            cfg.show_output,
-            header.prepare.clone(),
-            req.timeout,
-            cfg.measure_fs,
-            usable,
-        )?;
+        let exec: Box<dyn Executor> = match executor {
+            ExecutorChoice::Live => Box::new(LiveExecutor::new(
+                measurer,
+                argv,
+                prepared,
+                cfg.show_output,
+                header.prepare.clone(),
+                req.timeout,
+                cfg.measure_fs,
+                usable,
+            )?),
+            ExecutorChoice::Custom(make) => make(&header),
+        };
         Ok(Session {
             header,
             journal_path,
@@ -240,15 +282,34 @@ impl Session {
 
     /// Runs the missing slots, restores the machine and analyses the
     /// journal on disk. `Err` only when the journal cannot be read back.
-    pub fn run(mut self, obs: &mut dyn Observer) -> Result<Finished, SessionError> {
+    pub fn run(self, obs: &mut dyn Observer) -> Result<Finished, SessionError> {
+        self.run_until(obs, &|| false)
+    }
+
+    /// [`Session::run`] that also stops, as on Ctrl-C, when `stop` says so
+    /// (polled between runs): the run in flight is discarded and the
+    /// machine restored, but no signal is waited for (`signal` is None).
+    pub fn run_until(
+        mut self,
+        obs: &mut dyn Observer,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Finished, SessionError> {
+        let stopped = std::cell::Cell::new(false);
         let outcome = experiment::execute(
             &self.header,
             &self.previous_runs,
             &mut self.writer,
-            &mut self.exec,
+            self.exec.as_mut(),
             obs,
             self.ignore_failure,
-            &interrupt::interrupted,
+            &|| {
+                if interrupt::interrupted() {
+                    return true;
+                }
+                let s = stop();
+                stopped.set(stopped.get() || s);
+                s
+            },
         );
         let restore = self.exec.finish();
         drop(self.exec);
@@ -257,17 +318,19 @@ impl Session {
             outcome = Outcome::Interrupted;
         }
         let interrupted = matches!(outcome, Outcome::Interrupted);
-        let cleanup_late = interrupted && !interrupt::wait_for_cleanup(CLEANUP_WAIT);
+        // Stopped by the caller, not by a signal: nothing to wait for.
+        let signalled = interrupted && (interrupt::interrupted() || !stopped.get());
+        let cleanup_late = signalled && !interrupt::wait_for_cleanup(CLEANUP_WAIT);
         // Everything shown is computed from the journal on disk.
         let journal = Journal::read(&self.journal_path).map_err(|error| SessionError::Journal {
             error,
             users_path: false,
         })?;
-        let signal = interrupted.then(interrupt::signal);
+        let signal = signalled.then(interrupt::signal);
         let status = match &outcome {
             Outcome::Complete => Status::Complete,
             Outcome::Interrupted => Status::Interrupted {
-                signal: interrupt::signal(),
+                signal: signal.unwrap_or(interrupt::signal()),
             },
             Outcome::StoppedOnFailure { slot, arm, why } => Status::StoppedOnFailure {
                 slot: *slot,

@@ -57,6 +57,20 @@ pub struct Request {
     pub timeout: Option<Duration>,
 }
 
+/// What an experiment built on compare's machinery (tune) adds to a
+/// [`Request`]; the default adds nothing (a compare experiment).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Extension {
+    /// Threads of each arm, one per [`Request::policies`] entry in order
+    /// (compare runs every arm with [`Request::threads`]); the header then
+    /// has no common `threads` and each arm's plan carries its own.
+    pub arm_threads: Option<Vec<usize>>,
+    /// [`Header::kind`].
+    pub kind: Option<String>,
+    /// [`Header::extension`].
+    pub extension: Option<serde_json::Value>,
+}
+
 /// Why the experiment cannot be set up. [`SetupError::is_usage`] tells
 /// the request's fault from the machine's.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -67,6 +81,16 @@ pub enum SetupError {
     NoPolicies,
     #[error("0 threads: the number of threads must be at least 1")]
     ZeroThreads,
+    /// Per-arm threads were given, but not one per policy.
+    #[error("{threads} per-arm thread counts for {policies} policies: give one per policy")]
+    ArmThreadsCount { threads: usize, policies: usize },
+    /// Two texts of the same policy ask for different threads.
+    #[error("{policy}: asked twice, with {first} and {second} threads")]
+    ArmThreadsConflict {
+        policy: String,
+        first: usize,
+        second: usize,
+    },
     #[error("unknown governor '{name}'; known governors: {}", KNOWN_GOVERNORS.join(", "))]
     UnknownGovernor { name: String },
     #[error(transparent)]
@@ -223,6 +247,28 @@ pub fn setup(
     is_env_set: &dyn Fn(&str) -> bool,
     created: String,
 ) -> Result<Setup, SetupError> {
+    setup_with(
+        topo,
+        req,
+        governors,
+        machine,
+        is_env_set,
+        created,
+        &Extension::default(),
+    )
+}
+
+/// [`setup`] for an experiment built on compare ([`Extension`]: per-arm
+/// threads, the experiment's kind and identity). Pure.
+pub fn setup_with(
+    topo: &Topology,
+    req: &Request,
+    governors: &GovernorProbe,
+    machine: Machine,
+    is_env_set: &dyn Fn(&str) -> bool,
+    created: String,
+    ext: &Extension,
+) -> Result<Setup, SetupError> {
     if req.command.is_empty() {
         return Err(SetupError::NoCommand);
     }
@@ -232,10 +278,11 @@ pub fn setup(
     if req.threads == Some(0) {
         return Err(SetupError::ZeroThreads);
     }
-    // Every arm runs the same number of threads: the experiment compares
-    // placements, not thread counts.
-    let threads = req.threads.unwrap_or_else(|| topo.usable().len().max(1));
+    // Every arm runs the same number of threads (the experiment compares
+    // placements, not thread counts) unless the extension gives each its own.
+    let threads_all = req.threads.unwrap_or_else(|| topo.usable().len().max(1));
     let policies = parse_policies(&req.policies)?;
+    let arm_threads = per_arm_threads(&req.policies, &policies, ext)?;
     let (latency, weights) = inputs(req, &policies)?;
     // Policies the user named must run as asked; those of the default list
     // that cannot (another core kind, too few CPUs) are reported instead.
@@ -252,7 +299,8 @@ pub fn setup(
     } else {
         governors.usable.iter().cloned().map(Some).collect()
     };
-    for (name, policy, arm_mem) in &policies {
+    for ((name, policy, arm_mem), threads) in policies.iter().zip(arm_threads) {
+        let threads = threads.unwrap_or(threads_all);
         let r = PlanRequest {
             mem: arm_mem.clone().or_else(|| req.mem.clone()),
             near: req.near.clone(),
@@ -318,7 +366,7 @@ pub fn setup(
             prepare: req.prepare.clone(),
             policies: req.policies.clone(),
             governors: req.governors.clone(),
-            threads: Some(threads),
+            threads: ext.arm_threads.is_none().then_some(threads_all),
             oversubscribe: req.oversubscribe,
             latency: req.latency.as_ref().map(|p| p.display().to_string()),
             weights: req.weights.as_ref().map(|p| p.display().to_string()),
@@ -331,6 +379,8 @@ pub fn setup(
             arms,
             not_applicable,
             machine,
+            kind: ext.kind.clone(),
+            extension: ext.extension.clone(),
         },
         plans,
     })
@@ -368,6 +418,46 @@ fn parse_policies(
         }
     }
     Ok(policies)
+}
+
+/// Each parsed policy's own thread count (None: the request's), from
+/// [`Extension::arm_threads`] aligned with the policy texts.
+fn per_arm_threads(
+    texts: &[String],
+    policies: &[(String, Policy, Option<MemPolicy>)],
+    ext: &Extension,
+) -> Result<Vec<Option<usize>>, SetupError> {
+    let Some(given) = &ext.arm_threads else {
+        return Ok(vec![None; policies.len()]);
+    };
+    if given.len() != texts.len() {
+        return Err(SetupError::ArmThreadsCount {
+            threads: given.len(),
+            policies: texts.len(),
+        });
+    }
+    if given.contains(&0) {
+        return Err(SetupError::ZeroThreads);
+    }
+    let mut out: Vec<Option<usize>> = vec![None; policies.len()];
+    for (text, &n) in texts.iter().zip(given) {
+        let canonical = parse_policies(std::slice::from_ref(text))?.remove(0).0;
+        let i = policies
+            .iter()
+            .position(|(c, _, _)| *c == canonical)
+            .expect("every text was parsed into the policies");
+        match out[i] {
+            Some(first) if first != n => {
+                return Err(SetupError::ArmThreadsConflict {
+                    policy: canonical,
+                    first,
+                    second: n,
+                })
+            }
+            _ => out[i] = Some(n),
+        }
+    }
+    Ok(out)
 }
 
 fn is_latency(p: &Policy) -> bool {

@@ -56,6 +56,8 @@ fn header(arms: &[&str], runs: usize, warmup: usize, seed: u64) -> Header {
             reason: "needs at least two core kinds; this machine has one kind".into(),
         }],
         machine: Machine::default(),
+        kind: None,
+        extension: None,
     }
 }
 
