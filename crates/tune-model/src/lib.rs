@@ -20,11 +20,16 @@ mod design;
 mod fit;
 mod model;
 mod nelder_mead;
+mod power;
 mod runs;
 
-pub use design::{design, predict, recommend, validation, Goal, Prediction, Recommendation};
+pub use design::{
+    design, predict, ranked, recommend, validation, validation_for, Goal, GoalParseError,
+    Prediction, Recommendation,
+};
 pub use fit::{fit, fit_model, Candidate, Fit, FitError, FitOptions, Param, ParamStatus, Params};
 pub use model::{ModelKind, Theta};
+pub use power::{Estimate, PowerFit, PowerParams};
 pub use runs::{parse_runs, RunsError};
 
 use serde::Serialize;
