@@ -66,6 +66,8 @@ enum Command {
     Report(cmd::report::Args),
     Compare(cmd::compare::Args),
     Workload(cmd::workload::Args),
+    Tune(cmd::tune::Args),
+    Model(cmd::model::Args),
 }
 
 fn main() {
@@ -125,6 +127,8 @@ fn main() {
         Command::Report(a) => cmd::report::run(a, g),
         Command::Compare(a) => cmd::compare::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
+        Command::Tune(a) => cmd::tune::run(a, g),
+        Command::Model(a) => cmd::model::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

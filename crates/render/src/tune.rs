@@ -52,6 +52,9 @@ fn sig3(x: f64) -> String {
         return "n/a".to_owned();
     }
     let a = x.abs();
+    if a == 0.0 {
+        return "0".to_owned();
+    }
     let d = if a >= 100.0 {
         0
     } else if a >= 10.0 {
@@ -419,6 +422,31 @@ fn fit_line(r: &TuneReport) -> String {
     s
 }
 
+/// `first` then `text`, wrapped to `max` columns as one paragraph, lines
+/// after the first indented by `indent` spaces.
+fn paragraph(first: &str, text: &str, indent: usize, max: usize) -> String {
+    let mut out = String::new();
+    let pad = " ".repeat(indent);
+    let lines = wrap(&format!("{first}{text}"), max);
+    let (head, rest) = lines
+        .split_first()
+        .map_or((None, &[][..]), |(h, r)| (Some(h), r));
+    if let Some(h) = head {
+        out.push_str(h);
+        out.push('\n');
+    }
+    // The rest re-wrapped to leave room for the indent.
+    let rest = rest.join(" ");
+    for l in wrap(&rest, max.saturating_sub(indent).max(10)) {
+        if !l.is_empty() {
+            out.push_str(&pad);
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The whole `pinsight tune` text.
 pub fn text(r: &TuneReport, v: &TuneView) -> String {
     let w = v.width.max(40);
@@ -450,9 +478,14 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
             out.push('\n');
         }
     }
-    out.push_str(&hanging("Recommendation: ", &recommendation_words(r), 2, w));
+    out.push_str(&paragraph(
+        "Recommendation: ",
+        &recommendation_words(r),
+        2,
+        w,
+    ));
     if let Some(ru) = &r.runner_up {
-        out.push_str(&hanging(
+        out.push_str(&paragraph(
             "Runner-up: ",
             &format!(
                 "{} ({} threads): predicted {}, {} worse.",
@@ -489,20 +522,20 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
         for d in &v.dialects {
             match &d.text {
                 Ok(t) => {
-                    let first = format!("  {:<14}", format!("{}:", d.name));
+                    let first = format!("  {:<16}", format!("{}:", d.name));
                     for (i, line) in t.lines().enumerate() {
                         let lead = if i == 0 {
                             first.clone()
                         } else {
-                            " ".repeat(16)
+                            " ".repeat(18)
                         };
-                        out.push_str(&hanging(&lead, line, 16, w));
+                        out.push_str(&hanging(&lead, line, 18, w));
                     }
                 }
                 Err(why) => out.push_str(&hanging(
-                    &format!("  {:<14}", format!("{}:", d.name)),
+                    &format!("  {:<16}", format!("{}:", d.name)),
                     &format!("cannot say it: {why}"),
-                    16,
+                    18,
                     w,
                 )),
             }
