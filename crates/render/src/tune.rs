@@ -68,7 +68,15 @@ fn sig3(x: f64) -> String {
     } else {
         return format!("{x:.2e}");
     };
-    format!("{x:.d$}")
+    let s = format!("{x:.d$}");
+    // 9.999 rounds to "10.00": one decimal fewer past the boundary.
+    match s.parse::<f64>() {
+        Ok(r) if d > 0 && r.abs() >= 10f64.powi(3 - d as i32) => {
+            let d = d - 1;
+            format!("{x:.d$}")
+        }
+        _ => s,
+    }
 }
 
 fn ci_text(ci: [f64; 2]) -> String {
@@ -165,6 +173,9 @@ fn r2_text(r: &TuneReport) -> String {
 
 fn model_words(r: &TuneReport) -> String {
     let mut s = match r.model {
+        // One kind: both models are Amdahl's law (they differ only in how
+        // SMT siblings pace a static split), so name neither.
+        _ if r.one_kind => format!("Amdahl's law fits ({})", r2_text(r)),
         ModelKind::Static => format!(
             "this program splits work statically (static model fits, {})",
             r2_text(r)
@@ -228,7 +239,7 @@ pub fn recommendation_words(r: &TuneReport) -> String {
             );
         }
         None => {
-            let _ = write!(s, "; {}", model_words(r).replacen("this program", "it", 1));
+            let _ = write!(s, "; {}", model_words(r));
         }
     }
     if let Some(a) = &r.evidence.smt {
@@ -287,7 +298,15 @@ fn params_table(r: &TuneReport, width: usize) -> Table {
     row(&mut t, "f (parallel fraction)", &p.f);
     row(&mut t, "sf (P-core / E-core)", &p.sf);
     row(&mut t, "smt_gain", &p.smt_gain);
-    row(&mut t, "t1 (1 P-core, s)", &p.t1);
+    row(
+        &mut t,
+        if r.one_kind {
+            "t1 (1 core, s)"
+        } else {
+            "t1 (1 P-core, s)"
+        },
+        &p.t1,
+    );
     row(&mut t, "contention", &p.contention);
     if let Some(pw) = &r.power {
         for (name, e) in [
@@ -522,14 +541,24 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
         for d in &v.dialects {
             match &d.text {
                 Ok(t) => {
+                    // Shell lines are never wrapped (they must paste as
+                    // they are): beside the name when they fit, else below
+                    // it, indented, as long as they need to be.
                     let first = format!("  {:<16}", format!("{}:", d.name));
-                    for (i, line) in t.lines().enumerate() {
-                        let lead = if i == 0 {
-                            first.clone()
-                        } else {
-                            " ".repeat(18)
-                        };
-                        out.push_str(&hanging(&lead, line, 18, w));
+                    let inline = t.lines().all(|l| 18 + text_width(l) <= w);
+                    if inline {
+                        for (i, line) in t.lines().enumerate() {
+                            out.push_str(if i == 0 { &first } else { "                  " });
+                            out.push_str(line);
+                            out.push('\n');
+                        }
+                    } else {
+                        out.push_str(&format!("  {}:\n", d.name));
+                        for line in t.lines() {
+                            out.push_str("    ");
+                            out.push_str(line);
+                            out.push('\n');
+                        }
                     }
                 }
                 Err(why) => out.push_str(&hanging(
