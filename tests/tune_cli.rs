@@ -353,3 +353,32 @@ fn help_says_what_tune_does_and_fits_80_columns() {
         assert!(l.chars().count() <= 80, "{l}");
     }
 }
+
+/// Runs with energy_j: the energy and EDP goals recommend other
+/// configurations than time does (generated power 12 W + 9 W/P-core +
+/// 2 W/E-core + 1.5 W/sibling: fewer P-cores save energy).
+#[test]
+fn energy_and_edp_goals_use_the_energy_column() {
+    let file = data("energy-6p8e.csv");
+    let get = |goal: &str| on(HYBRID, &["--from", &file, "--goal", goal, "--json"]).json();
+    let (t, e, d) = (get("time"), get("energy"), get("edp"));
+    let pick = |j: &serde_json::Value| {
+        let r = &j["recommended"];
+        (r["p"].as_u64(), r["e"].as_u64(), r["smt"].as_u64())
+    };
+    assert_eq!(pick(&t), (Some(6), Some(8), Some(6)));
+    assert_eq!(pick(&e), (Some(1), Some(8), Some(0)));
+    assert_ne!(pick(&d), pick(&t));
+    assert_eq!(e["goal"], "energy");
+    assert!(e["recommended"]["energy_j"]["value"].is_f64());
+    assert!(d["recommended"]["edp"]["value"].is_f64());
+    let per_p = e["power"]["params"]["per_p_w"]["value"].as_f64().unwrap();
+    assert!((per_p - 9.0).abs() < 0.3, "{per_p}");
+    let text = on(HYBRID, &["--from", &file, "--goal", "energy"]);
+    fits_80(&text);
+    assert!(
+        flat(&text.stdout).contains("more energy"),
+        "{}",
+        text.stdout
+    );
+}
