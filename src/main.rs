@@ -67,6 +67,8 @@ enum Command {
     Compare(cmd::compare::Args),
     Workload(cmd::workload::Args),
     Simulate(cmd::simulate::Args),
+    Tune(cmd::tune::Args),
+    Model(cmd::model::Args),
 }
 
 fn main() {
@@ -127,6 +129,8 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
         Command::Simulate(a) => cmd::simulate::run(a, g),
+        Command::Tune(a) => cmd::tune::run(a, g),
+        Command::Model(a) => cmd::model::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! One module per command; each exposes `Args` (clap) and `run`.
 pub mod compare;
 pub mod latency;
+pub mod model;
 pub mod pin;
 pub mod plan;
 pub mod plan_args;
@@ -11,4 +12,5 @@ pub mod snapshot;
 pub mod speed;
 pub mod topo;
 pub mod topo_watch;
+pub mod tune;
 pub mod workload;

@@ -21,6 +21,7 @@ pub mod speed;
 pub mod term;
 pub mod topo_text;
 pub mod tree;
+pub mod tune;
 
 pub use size::{format_size, format_size_lstopo, BinarySize, BinaryUnit};
 pub use term::{terminal_columns, terminal_width, DEFAULT_WIDTH};

@@ -1,6 +1,7 @@
 //! Which configurations to run, and what a fit says about all of them.
 
-use crate::fit::{quantile, Fit};
+use crate::fit::{quantile, Fit, FitError};
+use crate::power::{estimate, Estimate, PowerFit};
 use crate::{Config, Machine, Observation};
 use serde::Serialize;
 
@@ -52,9 +53,53 @@ pub fn design(machine: &Machine) -> Vec<Config> {
 pub enum Goal {
     /// Shortest wall time.
     Time,
+    /// Least energy (joules): predicted power × time; needs `energy_j`.
+    Energy,
+    /// Least energy-delay product (J·s): energy × time; needs `energy_j`.
+    Edp,
 }
 
-/// Predicted time of one configuration.
+impl Goal {
+    /// Every goal, in help order.
+    pub const ALL: [Goal; 3] = [Goal::Time, Goal::Energy, Goal::Edp];
+
+    /// Name as on the command line and in JSON: time, energy, edp.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Goal::Time => "time",
+            Goal::Energy => "energy",
+            Goal::Edp => "edp",
+        }
+    }
+
+    /// Whether the goal needs the runs' energy.
+    pub const fn needs_energy(self) -> bool {
+        !matches!(self, Goal::Time)
+    }
+}
+
+/// A goal name that is not time, energy or edp.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown goal '{0}'; valid goals: time, energy, edp")]
+pub struct GoalParseError(pub String);
+
+impl std::str::FromStr for Goal {
+    type Err = GoalParseError;
+    fn from_str(s: &str) -> Result<Goal, GoalParseError> {
+        Goal::ALL
+            .into_iter()
+            .find(|g| g.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| GoalParseError(s.chars().take(40).collect()))
+    }
+}
+
+impl std::fmt::Display for Goal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Predicted time (and energy, EDP) of one configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Prediction {
     /// The configuration.
@@ -63,27 +108,69 @@ pub struct Prediction {
     pub predicted_s: f64,
     /// 95% interval from the bootstrap draws (`[t, t]` without draws).
     pub ci: [f64; 2],
+    /// Predicted energy (J), when the fit has a power model.
+    pub energy_j: Option<Estimate>,
+    /// Predicted energy-delay product (J·s), when the fit has a power model.
+    pub edp: Option<Estimate>,
 }
 
-/// Predict `config` under `fit`, with an interval from its bootstrap draws.
+impl Prediction {
+    /// The value `goal` minimises; `None` when the goal needs energy and
+    /// the prediction has none.
+    pub fn score(&self, goal: Goal) -> Option<f64> {
+        match goal {
+            Goal::Time => Some(self.predicted_s),
+            Goal::Energy => self.energy_j.map(|e| e.value),
+            Goal::Edp => self.edp.map(|e| e.value),
+        }
+    }
+}
+
+/// Predict `config` under `fit`, with an interval from its bootstrap draws;
+/// energy and EDP too when the fit has a power model (time draw i paired
+/// with power draw i).
 pub fn predict(fit: &Fit, config: Config) -> Prediction {
     let t = fit.model.time(&fit.theta, config);
-    let mut v: Vec<f64> = fit
+    let times: Vec<f64> = fit
         .draws
         .iter()
         .map(|th| fit.model.time(th, config))
-        .filter(|x| x.is_finite())
         .collect();
+    let mut v: Vec<f64> = times.iter().copied().filter(|x| x.is_finite()).collect();
     v.sort_by(f64::total_cmp);
     let ci = if v.is_empty() {
         [t, t]
     } else {
         [quantile(&v, fit.ci_tail), quantile(&v, 1.0 - fit.ci_tail)]
     };
+    let (energy_j, edp) = match &fit.power {
+        None => (None, None),
+        Some(pw) => {
+            let w = pw.watts(config);
+            let pairs: Vec<(f64, f64)> = times
+                .iter()
+                .zip(&pw.draws)
+                .map(|(t, c)| (*t, PowerFit::watts_with(c, config)))
+                .collect();
+            let e = estimate(
+                w * t,
+                pairs.iter().map(|(t, w)| w * t).collect(),
+                fit.ci_tail,
+            );
+            let d = estimate(
+                w * t * t,
+                pairs.iter().map(|(t, w)| w * t * t).collect(),
+                fit.ci_tail,
+            );
+            (Some(e), Some(d))
+        }
+    };
     Prediction {
         config,
         predicted_s: t,
         ci,
+        energy_j,
+        edp,
     }
 }
 
@@ -96,35 +183,44 @@ pub struct Recommendation {
     pub best: Prediction,
     /// Next best, if the machine allows more than one configuration.
     pub runner_up: Option<Prediction>,
-    /// How much slower the runner-up is predicted to be, as a fraction of
-    /// the best (0.09 = 9%); 0 without a runner-up.
+    /// How much worse the runner-up is predicted to be on the goal, as a
+    /// fraction of the best (0.09 = 9%); 0 without a runner-up.
     pub gap: f64,
 }
 
-fn ranked(fit: &Fit, machine: &Machine) -> Vec<Prediction> {
-    let mut all: Vec<Prediction> = machine
+/// Every configuration `machine` allows, predicted, best first for `goal`.
+/// Ties: fewer threads first (cheaper), then the order of `configs()`.
+pub fn ranked(fit: &Fit, machine: &Machine, goal: Goal) -> Result<Vec<Prediction>, FitError> {
+    if goal.needs_energy() && fit.power.is_none() {
+        return Err(FitError::NoEnergy { goal: goal.name() });
+    }
+    let mut all: Vec<(f64, Prediction)> = machine
         .configs()
         .into_iter()
         .map(|c| predict(fit, c))
-        .filter(|p| p.predicted_s.is_finite())
+        .filter_map(|p| Some((p.score(goal)?, p)))
+        .filter(|(s, _)| s.is_finite())
         .collect();
-    // Ties: fewer threads first (cheaper), then the order of `configs()`.
-    all.sort_by(|a, b| {
-        a.predicted_s
-            .total_cmp(&b.predicted_s)
-            .then(a.config.threads().cmp(&b.config.threads()))
+    all.sort_by(|(a, pa), (b, pb)| {
+        a.total_cmp(b)
+            .then(pa.config.threads().cmp(&pb.config.threads()))
     });
-    all
+    Ok(all.into_iter().map(|(_, p)| p).collect())
 }
 
 /// Predict every configuration `machine` allows and recommend the best for
-/// `goal`. `None` when the machine allows no configuration.
-pub fn recommend(fit: &Fit, machine: &Machine, goal: Goal) -> Option<Recommendation> {
-    let all = ranked(fit, machine);
-    let best = *all.first()?;
+/// `goal`. Errors: [`FitError::NoEnergy`] for an energy or EDP goal when
+/// the runs carried no energy, [`FitError::NoConfiguration`] when the
+/// machine allows none.
+pub fn recommend(fit: &Fit, machine: &Machine, goal: Goal) -> Result<Recommendation, FitError> {
+    let all = ranked(fit, machine, goal)?;
+    let best = *all.first().ok_or(FitError::NoConfiguration)?;
     let runner_up = all.get(1).copied();
-    let gap = runner_up.map_or(0.0, |r| r.predicted_s / best.predicted_s - 1.0);
-    Some(Recommendation {
+    let gap = match (runner_up.and_then(|r| r.score(goal)), best.score(goal)) {
+        (Some(r), Some(b)) if b > 0.0 => r / b - 1.0,
+        _ => 0.0,
+    };
+    Ok(Recommendation {
         goal,
         best,
         runner_up,
@@ -132,13 +228,23 @@ pub fn recommend(fit: &Fit, machine: &Machine, goal: Goal) -> Option<Recommendat
     })
 }
 
-/// The best two predicted configurations that were not measured: run them
-/// to check the prediction.
+/// The best two predicted configurations (for the shortest time) that were
+/// not measured: run them to check the prediction.
 pub fn validation(fit: &Fit, machine: &Machine, measured: &[Observation]) -> Vec<Config> {
-    ranked(fit, machine)
+    validation_for(fit, machine, measured, Goal::Time).unwrap_or_default()
+}
+
+/// Like [`validation`], best for `goal`.
+pub fn validation_for(
+    fit: &Fit,
+    machine: &Machine,
+    measured: &[Observation],
+    goal: Goal,
+) -> Result<Vec<Config>, FitError> {
+    Ok(ranked(fit, machine, goal)?
         .into_iter()
         .map(|p| p.config)
         .filter(|c| !measured.iter().any(|o| o.config == *c))
         .take(2)
-        .collect()
+        .collect())
 }

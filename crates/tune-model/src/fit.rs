@@ -2,6 +2,7 @@
 
 use crate::model::{ModelKind, Theta};
 use crate::nelder_mead::minimize;
+use crate::power::{fit_power, PowerFit};
 use crate::{Config, Observation};
 use rand_core::{Rng, SeedableRng};
 use rand_xorshift::XorShiftRng;
@@ -35,6 +36,15 @@ pub enum FitError {
         /// Its configuration.
         config: Config,
     },
+    /// An energy or EDP goal, but no run carries energy.
+    #[error("goal {goal} needs energy, but no run carries energy_j (add an energy_j column in joules, or use goal time)")]
+    NoEnergy {
+        /// The goal asked for ("energy" or "edp").
+        goal: &'static str,
+    },
+    /// The machine allows no configuration to recommend.
+    #[error("the machine allows no configuration (it has no usable core)")]
+    NoConfiguration,
     /// Too few distinct configurations for the parameters to fit.
     #[error("not identifiable: runs at {configs} configuration(s), need at least {needed} to fit {params}")]
     NotIdentifiable {
@@ -153,6 +163,8 @@ pub struct Fit {
     /// (≤ 0.025: the expanded percentile interval, see `ci`).
     #[serde(skip)]
     pub ci_tail: f64,
+    /// The power model, when runs carry `energy_j` (energy and EDP goals).
+    pub power: Option<PowerFit>,
 }
 
 impl Fit {
@@ -524,6 +536,7 @@ fn fit_inner(
         candidates,
         draws,
         ci_tail: tail,
+        power: fit_power(runs, opts.bootstrap, opts.seed, tail),
     })
 }
 

@@ -12,20 +12,39 @@
 //! * [`design`], [`predict`], [`recommend`], [`validation`]: which
 //!   configurations to run, and what the fit says about all of them.
 //! * [`parse_runs`]: the `p,e,smt,time_s[,energy_j]` CSV of `tune --from`.
+//! * Energy and EDP ([`Goal`]): a power model fitted when runs carry energy.
+//! * [`analyse`]: the whole analysis as a [`TuneReport`] (the `--json`
+//!   contract of `pinsight tune`); [`speedup_curve`] for `pinsight model`.
+//! * Specs: [`Machine`] (`6P+8E+smt`), [`Config`] (`4P+8E+2smt`) and
+//!   [`ModelSpec`] (`f=0.95,sf=2,model=static`) parse from text.
 //!
 //! No I/O, no OS calls: everything here is a pure function of its input.
 #![forbid(unsafe_code)]
 
+mod curve;
 mod design;
 mod fit;
 mod model;
 mod nelder_mead;
+mod power;
+mod report;
 mod runs;
+mod spec;
 
-pub use design::{design, predict, recommend, validation, Goal, Prediction, Recommendation};
+pub use curve::{speedup_curve, CurvePoint, Order};
+pub use design::{
+    design, predict, ranked, recommend, validation, validation_for, Goal, GoalParseError,
+    Prediction, Recommendation,
+};
 pub use fit::{fit, fit_model, Candidate, Fit, FitError, FitOptions, Param, ParamStatus, Params};
 pub use model::{ModelKind, Theta};
+pub use power::{Estimate, PowerFit, PowerParams};
+pub use report::{
+    analyse, Alternative, Change, Choice, Evidence, FitQuality, PowerReport, TuneReport,
+    ValidationRow,
+};
 pub use runs::{parse_runs, RunsError};
+pub use spec::{ModelSpec, SpecError};
 
 use serde::Serialize;
 

@@ -1,0 +1,827 @@
+//! `pinsight tune` and `pinsight model` as text and SVG: the recommendation
+//! in plain words with its evidence, the parameters, the predictions, the
+//! validation runs, the recommendation in every dialect `plan` speaks, and
+//! the speedup curves P-first vs E-first (table and SVG line chart).
+//! Every text line fits the width given (80 columns by default).
+
+use crate::compare::layout::{hanging, width as text_width, wrap};
+use crate::compare::svg::ticks;
+use crate::escape as esc;
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use pinsight_tune_model::{
+    Alternative, Change, Choice, CurvePoint, Estimate, Goal, ModelKind, Param, ParamStatus,
+    TuneReport,
+};
+use std::fmt::Write;
+
+/// The recommendation in one dialect: its text, or why the dialect cannot
+/// say it (the planner's reason).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dialect {
+    /// Dialect name as `plan --format` spells it, or "pinsight".
+    pub name: String,
+    /// The rendered text, or the reason it cannot be expressed.
+    pub text: Result<String, String>,
+}
+
+/// What the text needs besides the report.
+#[derive(Clone, Debug, Default)]
+pub struct TuneView {
+    /// The machine in words (`6P+8E, 1 SMT sibling per P-core`).
+    pub machine: String,
+    /// Layout notes and warnings to show under the machine.
+    pub notes: Vec<String>,
+    /// Show every configuration instead of the measured ones, the best
+    /// [`TuneView::top`] and the runner-up.
+    pub all: bool,
+    /// How many of the best predictions to show without `all`.
+    pub top: usize,
+    /// The recommendation in each dialect.
+    pub dialects: Vec<Dialect>,
+    /// Text width (columns).
+    pub width: usize,
+}
+
+/// Seconds with three significant digits: 4.12 s, 0.323 s, 41.2 s, 412 s.
+pub fn seconds(s: f64) -> String {
+    format!("{} s", sig3(s))
+}
+
+fn sig3(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".to_owned();
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        return "0".to_owned();
+    }
+    let d = if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else if a >= 0.1 {
+        3
+    } else if a >= 0.01 {
+        4
+    } else {
+        return format!("{x:.2e}");
+    };
+    let s = format!("{x:.d$}");
+    // 9.999 rounds to "10.00": one decimal fewer past the boundary.
+    match s.parse::<f64>() {
+        Ok(r) if d > 0 && r.abs() >= 10f64.powi(3 - d as i32) => {
+            let d = d - 1;
+            format!("{x:.d$}")
+        }
+        _ => s,
+    }
+}
+
+fn ci_text(ci: [f64; 2]) -> String {
+    format!("{}–{}", sig3(ci[0]), sig3(ci[1]))
+}
+
+fn pct(x: f64) -> String {
+    let p = x * 100.0;
+    if p.abs() < 1.0 && p != 0.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
+fn plural(n: u32, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// "6 P-cores, no SMT, no E-cores" (or "8 cores, 8 SMT siblings" on one kind).
+fn cores_words(c: &Choice, one_kind: bool) -> String {
+    let smt = if c.smt == 0 {
+        "no SMT".to_owned()
+    } else {
+        plural(c.smt, "SMT sibling", "SMT siblings")
+    };
+    if one_kind {
+        return format!("{}, {smt}", plural(c.p, "core", "cores"));
+    }
+    let p = if c.p == 0 {
+        "no P-cores".to_owned()
+    } else {
+        plural(c.p, "P-core", "P-cores")
+    };
+    let e = if c.e == 0 {
+        "no E-cores".to_owned()
+    } else {
+        plural(c.e, "E-core", "E-cores")
+    };
+    if c.p == 0 {
+        format!("{e}, {smt}, {p}")
+    } else {
+        format!("{p}, {smt}, {e}")
+    }
+}
+
+fn config_label(c: &Choice, one_kind: bool) -> String {
+    if one_kind {
+        if c.smt == 0 {
+            format!("{}", c.p)
+        } else {
+            format!("{}+{}smt", c.p, c.smt)
+        }
+    } else {
+        format!("{}P+{}E+{}smt", c.p, c.e, c.smt)
+    }
+}
+
+fn goal_metric(goal: Goal) -> &'static str {
+    match goal {
+        Goal::Edp => " more energy × time",
+        Goal::Energy => " more energy",
+        _ => "",
+    }
+}
+
+fn alternative_words(a: &Alternative, goal: Goal) -> String {
+    let what = match a.change {
+        Change::AddE => format!("adding the {}", plural(a.config.e, "E-core", "E-cores")),
+        Change::AddP => format!("adding the {}", plural(a.config.p, "P-core", "P-cores")),
+        Change::DropE => "leaving out the E-cores".to_owned(),
+        Change::AddSmt => format!(
+            "adding the {}",
+            plural(a.config.smt, "SMT sibling", "SMT siblings")
+        ),
+        Change::DropSmt => "leaving out the SMT siblings".to_owned(),
+    };
+    if a.cost.abs() < 0.005 {
+        format!("{what} changes it by less than 0.5%")
+    } else {
+        format!("{what} costs {}{}", pct(a.cost), goal_metric(goal))
+    }
+}
+
+fn r2_text(r: &TuneReport) -> String {
+    r.fit
+        .r2
+        .map_or_else(|| "R² n/a".to_owned(), |v| format!("R² {v:.2}"))
+}
+
+fn model_words(r: &TuneReport) -> String {
+    let mut s = match r.model {
+        // One kind: both models are Amdahl's law (they differ only in how
+        // SMT siblings pace a static split), so name neither.
+        _ if r.one_kind => format!("Amdahl's law fits ({})", r2_text(r)),
+        ModelKind::Static => format!(
+            "this program splits work statically (static model fits, {})",
+            r2_text(r)
+        ),
+        ModelKind::Dynamic => format!(
+            "this program shares work dynamically, so every core adds its speed (dynamic model fits, {})",
+            r2_text(r)
+        ),
+    };
+    if r.contention_term {
+        let _ = write!(
+            s,
+            "; each added core slows all by {}",
+            pct(r.params.contention.value)
+        );
+    }
+    s
+}
+
+fn estimate_words(label: &str, e: &Option<Estimate>, unit: &str) -> String {
+    e.map_or_else(String::new, |e| {
+        format!(", {label} {} {unit} (CI {})", sig3(e.value), ci_text(e.ci))
+    })
+}
+
+/// The recommendation in words: what to use, the prediction and the
+/// measurement, and why (the cost of the other kind, the model, SMT).
+pub fn recommendation_words(r: &TuneReport) -> String {
+    let b = &r.recommended;
+    let mut s = format!(
+        "use {}: predicted {} (CI {})",
+        cores_words(b, r.one_kind),
+        seconds(b.predicted_s),
+        ci_text(b.ci)
+    );
+    if let Some(m) = b.measured_s {
+        let _ = write!(s, ", measured {}", seconds(m));
+    }
+    if r.goal != Goal::Time {
+        s.push_str(&estimate_words("energy", &b.energy_j, "J"));
+        if r.goal == Goal::Edp {
+            s.push_str(&estimate_words("EDP", &b.edp, "J·s"));
+        }
+    }
+    match &r.evidence.other_kind {
+        Some(a) => {
+            // "because" only where the model explains the cost: a static
+            // split is paced by the slowest core (adding a kind costs), a
+            // dynamic one adds every core's speed (leaving one out costs).
+            let explains = matches!(
+                (r.model, a.change),
+                (ModelKind::Static, Change::AddE | Change::AddP)
+                    | (ModelKind::Dynamic, Change::DropE)
+            );
+            let join = if explains { " because " } else { "; " };
+            let _ = write!(
+                s,
+                "; {}{join}{}",
+                alternative_words(a, r.goal),
+                model_words(r)
+            );
+        }
+        None => {
+            let _ = write!(s, "; {}", model_words(r));
+        }
+    }
+    if let Some(a) = &r.evidence.smt {
+        let _ = write!(s, "; {}", alternative_words(a, r.goal));
+    }
+    s.push('.');
+    s
+}
+
+fn status_text(s: ParamStatus) -> &'static str {
+    match s {
+        ParamStatus::Fitted => "fitted",
+        ParamStatus::OneKind => "held at 1: one kind",
+        ParamStatus::NoSmtRuns => "held at 0: no SMT runs",
+        ParamStatus::NotNeeded => "not needed",
+    }
+}
+
+fn table(width: usize, header: Vec<&str>, right_from: usize) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(u16::try_from(width).unwrap_or(u16::MAX));
+    let n = header.len();
+    t.set_header(header);
+    for i in right_from..n {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+fn push_table(out: &mut String, t: &Table) {
+    for line in t.to_string().lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+fn params_table(r: &TuneReport, width: usize) -> Table {
+    let mut t = table(width, vec!["parameter", "value", "95% CI", "status"], 1);
+    let p = &r.params;
+    let row = |t: &mut Table, name: &str, q: &Param| {
+        t.add_row(vec![
+            name.to_owned(),
+            sig3(q.value),
+            if q.status == ParamStatus::Fitted {
+                ci_text(q.ci)
+            } else {
+                "-".to_owned()
+            },
+            status_text(q.status).to_owned(),
+        ]);
+    };
+    row(&mut t, "f (parallel fraction)", &p.f);
+    row(&mut t, "sf (P-core / E-core)", &p.sf);
+    row(&mut t, "smt_gain", &p.smt_gain);
+    row(
+        &mut t,
+        if r.one_kind {
+            "t1 (1 core, s)"
+        } else {
+            "t1 (1 P-core, s)"
+        },
+        &p.t1,
+    );
+    row(&mut t, "contention", &p.contention);
+    if let Some(pw) = &r.power {
+        for (name, e) in [
+            ("power base (W)", pw.params.base_w),
+            ("power per P-core (W)", pw.params.per_p_w),
+            ("power per E-core (W)", pw.params.per_e_w),
+            ("power per SMT (W)", pw.params.per_smt_w),
+        ] {
+            t.add_row(vec![
+                name.to_owned(),
+                sig3(e.value),
+                ci_text(e.ci),
+                "fitted".to_owned(),
+            ]);
+        }
+    }
+    t
+}
+
+/// Which predictions the text shows: with `all` every one, else the
+/// measured ones, the best `top` and the runner-up; best first.
+pub fn shown_predictions(r: &TuneReport, all: bool, top: usize) -> Vec<Choice> {
+    let score = |c: &Choice| c.score(r.goal).unwrap_or(f64::INFINITY);
+    let mut v: Vec<Choice> = r.predictions.clone();
+    v.sort_by(|a, b| score(a).total_cmp(&score(b)));
+    if all {
+        return v;
+    }
+    let runner = r.runner_up.map(|c| c.config());
+    v.into_iter()
+        .enumerate()
+        .filter(|(i, c)| *i < top || c.runs > 0 || Some(c.config()) == runner)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+fn predictions_table(r: &TuneReport, v: &TuneView) -> Table {
+    let energy = r.power.is_some();
+    let mut head = vec!["config", "threads", "predicted", "95% CI", "measured"];
+    if energy {
+        head.push("energy J");
+    }
+    head.push("");
+    let mut t = table(v.width, head, 1);
+    let best = r.recommended.config();
+    let runner = r.runner_up.map(|c| c.config());
+    for c in shown_predictions(r, v.all, v.top) {
+        let mut row = vec![
+            config_label(&c, r.one_kind),
+            c.threads.to_string(),
+            seconds(c.predicted_s),
+            ci_text(c.ci),
+            c.measured_s.map_or_else(
+                || "-".to_owned(),
+                |m| format!("{} ({})", seconds(m), c.runs),
+            ),
+        ];
+        if energy {
+            row.push(c.energy_j.map_or_else(|| "-".to_owned(), |e| sig3(e.value)));
+        }
+        row.push(if c.config() == best {
+            "best".to_owned()
+        } else if Some(c.config()) == runner {
+            "runner-up".to_owned()
+        } else {
+            String::new()
+        });
+        t.add_row(row);
+    }
+    let last = t.column_count().saturating_sub(1);
+    if let Some(col) = t.column_mut(last) {
+        col.set_cell_alignment(CellAlignment::Left);
+    }
+    t
+}
+
+fn validation_table(r: &TuneReport, width: usize) -> Table {
+    let mut t = table(
+        width,
+        vec!["config", "predicted", "95% CI", "measured", "error"],
+        1,
+    );
+    for row in &r.validation {
+        let c = Choice {
+            p: row.p,
+            e: row.e,
+            smt: row.smt,
+            threads: row.p + row.e + row.smt,
+            predicted_s: row.predicted_s,
+            ci: row.ci,
+            measured_s: Some(row.measured_s),
+            runs: row.runs,
+            energy_j: None,
+            edp: None,
+        };
+        t.add_row(vec![
+            config_label(&c, r.one_kind),
+            seconds(row.predicted_s),
+            ci_text(row.ci),
+            format!("{} ({})", seconds(row.measured_s), row.runs),
+            format!("{:+.1}%", row.error * 100.0),
+        ]);
+    }
+    t
+}
+
+fn fit_line(r: &TuneReport) -> String {
+    let name =
+        |m: ModelKind, c: bool| format!("{}{}", m.name(), if c { " + contention" } else { "" });
+    let chosen = name(r.model, r.contention_term);
+    let mut s = format!("{chosen} fits best");
+    let mut others: Vec<String> = r
+        .fit
+        .candidates
+        .iter()
+        .map(|c| format!("{} {:.1}", name(c.model, c.contention), c.aicc))
+        .collect();
+    if !others.is_empty() {
+        others.sort();
+        let _ = write!(s, " (AICc: {})", others.join(", "));
+    }
+    let _ = write!(s, "; {}", r2_text(r));
+    if let Some(rse) = r.fit.rse {
+        let _ = write!(s, ", residual error {} per run", pct(rse));
+    }
+    let _ = write!(
+        s,
+        "; {} at {}.",
+        plural(r.fit.runs as u32, "run", "runs"),
+        plural(r.fit.configs as u32, "configuration", "configurations")
+    );
+    s
+}
+
+/// `first` then `text`, wrapped to `max` columns as one paragraph, lines
+/// after the first indented by `indent` spaces.
+fn paragraph(first: &str, text: &str, indent: usize, max: usize) -> String {
+    let mut out = String::new();
+    let pad = " ".repeat(indent);
+    let lines = wrap(&format!("{first}{text}"), max);
+    let (head, rest) = lines
+        .split_first()
+        .map_or((None, &[][..]), |(h, r)| (Some(h), r));
+    if let Some(h) = head {
+        out.push_str(h);
+        out.push('\n');
+    }
+    // The rest re-wrapped to leave room for the indent.
+    let rest = rest.join(" ");
+    for l in wrap(&rest, max.saturating_sub(indent).max(10)) {
+        if !l.is_empty() {
+            out.push_str(&pad);
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The whole `pinsight tune` text.
+pub fn text(r: &TuneReport, v: &TuneView) -> String {
+    let w = v.width.max(40);
+    let mut out = String::new();
+    out.push_str(&hanging("Machine:  ", &v.machine, 10, w));
+    out.push_str(&hanging("Goal:     ", r.goal.name(), 10, w));
+    out.push_str(&hanging("Model:    ", &fit_line(r), 10, w));
+    for n in &v.notes {
+        out.push_str(&hanging("Note:     ", n, 10, w));
+    }
+    for c in &r.outside_machine {
+        out.push_str(&hanging(
+            "Warning:  ",
+            &format!(
+                "runs at {}P+{}E+{}smt do not fit this machine: fitted, not predicted nor recommended",
+                c.p, c.e, c.smt
+            ),
+            10,
+            w,
+        ));
+    }
+    out.push('\n');
+    if r.one_kind {
+        for l in wrap(
+            "This machine has one kind of core, so tune chose the thread count and SMT only (Amdahl's law with a contention term).",
+            w,
+        ) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out.push_str(&paragraph(
+        "Recommendation: ",
+        &recommendation_words(r),
+        2,
+        w,
+    ));
+    if let Some(ru) = &r.runner_up {
+        out.push_str(&paragraph(
+            "Runner-up: ",
+            &format!(
+                "{} ({} threads): predicted {}, {} worse.",
+                cores_words(ru, r.one_kind),
+                ru.threads,
+                seconds(ru.predicted_s),
+                pct(r.gap)
+            ),
+            2,
+            w,
+        ));
+    }
+    out.push_str("\nParameters\n");
+    push_table(&mut out, &params_table(r, w));
+    out.push_str(&format!(
+        "\nPredictions ({})\n",
+        if v.all {
+            "every configuration".to_owned()
+        } else {
+            format!(
+                "measured, best {} and runner-up; --all for all {}",
+                v.top,
+                r.predictions.len()
+            )
+        }
+    ));
+    push_table(&mut out, &predictions_table(r, v));
+    if !r.validation.is_empty() {
+        out.push_str("\nValidation (predicted from the design runs only)\n");
+        push_table(&mut out, &validation_table(r, w));
+    }
+    if !v.dialects.is_empty() {
+        out.push_str("\nRun it\n");
+        for d in &v.dialects {
+            match &d.text {
+                Ok(t) => {
+                    // Shell lines are never wrapped (they must paste as
+                    // they are): beside the name when they fit, else below
+                    // it, indented, as long as they need to be.
+                    let first = format!("  {:<16}", format!("{}:", d.name));
+                    let inline = t.lines().all(|l| 18 + text_width(l) <= w);
+                    if inline {
+                        for (i, line) in t.lines().enumerate() {
+                            out.push_str(if i == 0 { &first } else { "                  " });
+                            out.push_str(line);
+                            out.push('\n');
+                        }
+                    } else {
+                        out.push_str(&format!("  {}:\n", d.name));
+                        for line in t.lines() {
+                            out.push_str("    ");
+                            out.push_str(line);
+                            out.push('\n');
+                        }
+                    }
+                }
+                Err(why) => out.push_str(&hanging(
+                    &format!("  {:<16}", format!("{}:", d.name)),
+                    &format!("cannot say it: {why}"),
+                    18,
+                    w,
+                )),
+            }
+        }
+    }
+    out
+}
+
+/// The speedup curves as a table: cores, then for each order the
+/// configuration and the speedup against one P-core (and one E-core on a
+/// machine of two kinds).
+pub fn curve_table(p_first: &[CurvePoint], e_first: &[CurvePoint], width: usize) -> String {
+    let two = p_first.iter().any(|c| c.vs_e.is_some());
+    let mut head = vec!["cores", "P-first", "vs 1P"];
+    if two {
+        head.extend(["vs 1E", "E-first", "vs 1P", "vs 1E"]);
+    }
+    let mut t = table(width, head, 0);
+    for (i, pf) in p_first.iter().enumerate() {
+        let mut row = vec![
+            pf.cores.to_string(),
+            format!("{}P+{}E", pf.config.p, pf.config.e),
+            format!("{:.2}", pf.vs_p),
+        ];
+        if two {
+            row.push(
+                pf.vs_e
+                    .map_or_else(|| "-".to_owned(), |x| format!("{x:.2}")),
+            );
+            if let Some(ef) = e_first.get(i) {
+                row.push(format!("{}P+{}E", ef.config.p, ef.config.e));
+                row.push(format!("{:.2}", ef.vs_p));
+                row.push(
+                    ef.vs_e
+                        .map_or_else(|| "-".to_owned(), |x| format!("{x:.2}")),
+                );
+            }
+        }
+        t.add_row(row);
+    }
+    let mut out = String::new();
+    push_table(&mut out, &t);
+    out
+}
+
+/// The speedup curves as an SVG line chart: x = cores used, y = speedup
+/// against one P-core; one path per order (P-first, E-first), axes
+/// labelled. On a machine of one kind one curve.
+pub fn curve_svg(title: &str, p_first: &[CurvePoint], e_first: &[CurvePoint]) -> String {
+    const W: f64 = 640.0;
+    const H: f64 = 400.0;
+    const L: f64 = 60.0;
+    const R: f64 = 20.0;
+    const T: f64 = 40.0;
+    const B: f64 = 50.0;
+    let two = p_first.iter().any(|c| c.vs_e.is_some());
+    let xmax = p_first.len().max(1) as f64;
+    let ymax = p_first
+        .iter()
+        .chain(if two { e_first } else { &[] })
+        .map(|c| c.vs_p)
+        .filter(|v| v.is_finite())
+        .fold(1.0f64, f64::max);
+    let x = |v: f64| L + (v - 0.0) / xmax * (W - L - R);
+    let y = |v: f64| H - B - v / (ymax * 1.05) * (H - T - B);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}" font-family="sans-serif" font-size="12">"##,
+        t = esc(title)
+    );
+    let _ = write!(
+        out,
+        r##"<text x="{:.1}" y="20" text-anchor="middle" font-size="14">{}</text>"##,
+        W / 2.0,
+        esc(title)
+    );
+    for tv in ticks(0.0, ymax * 1.05) {
+        let yy = y(tv);
+        let _ = write!(
+            out,
+            r##"<line x1="{L}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#444">{}</text>"##,
+            W - R,
+            L - 6.0,
+            yy + 4.0,
+            esc(&format!("{tv}"))
+        );
+    }
+    for tv in ticks(0.0, xmax) {
+        let xx = x(tv);
+        let _ = write!(
+            out,
+            r##"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#888"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle" fill="#444">{}</text>"##,
+            H - B,
+            H - B + 5.0,
+            H - B + 18.0,
+            esc(&format!("{tv}"))
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#444"/><line x1="{L}" y1="{T}" x2="{L}" y2="{:.1}" stroke="#444"/>"##,
+        H - B,
+        W - R,
+        H - B,
+        H - B
+    );
+    let _ = write!(
+        out,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">cores used</text><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">speedup vs 1 P-core</text>"##,
+        (L + W - R) / 2.0,
+        H - 12.0,
+        (T + H - B) / 2.0
+    );
+    let mut curves = vec![("P-first", p_first, "#1f77b4")];
+    if two {
+        curves.push(("E-first", e_first, "#d62728"));
+    }
+    for (i, (name, pts, colour)) in curves.iter().enumerate() {
+        let d: Vec<String> = pts
+            .iter()
+            .filter(|c| c.vs_p.is_finite())
+            .enumerate()
+            .map(|(k, c)| {
+                format!(
+                    "{}{:.1},{:.1}",
+                    if k == 0 { "M" } else { "L" },
+                    x(f64::from(c.cores)),
+                    y(c.vs_p)
+                )
+            })
+            .collect();
+        let _ = write!(
+            out,
+            r##"<path d="{}" fill="none" stroke="{colour}" stroke-width="2"><title>{}</title></path>"##,
+            d.join(" "),
+            esc(name)
+        );
+        let ly = T + 10.0 + 18.0 * i as f64;
+        let _ = write!(
+            out,
+            r##"<line x1="{:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="2"/><text x="{:.1}" y="{:.1}">{}</text>"##,
+            L + 10.0,
+            L + 34.0,
+            L + 40.0,
+            ly + 4.0,
+            esc(name)
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// True when every line of `s` fits `width` display columns (for tests).
+pub fn fits(s: &str, width: usize) -> bool {
+    s.lines().all(|l| text_width(l) <= width)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinsight_tune_model::{
+        analyse, design, speedup_curve, FitOptions, Machine, Observation, Order, Theta,
+    };
+
+    const M: Machine = Machine {
+        p_cores: 6,
+        e_cores: 8,
+        smt_per_p_core: 1,
+        smt_per_e_core: 0,
+    };
+
+    fn report(model: ModelKind, sf: f64) -> TuneReport {
+        let th = Theta {
+            t1: 20.0,
+            f: 0.99,
+            sf,
+            smt_gain: 0.1,
+            contention: 0.0,
+        };
+        let runs: Vec<Observation> = design(&M)
+            .into_iter()
+            .flat_map(|c| std::iter::repeat_n(c, 3))
+            .enumerate()
+            .map(|(i, c)| Observation {
+                config: c,
+                time_s: model.time(&th, c) * (1.0 + 0.004 * ((i % 3) as f64 - 1.0)),
+                energy_j: None,
+            })
+            .collect();
+        let opts = FitOptions {
+            bootstrap: 50,
+            seed: 1,
+        };
+        analyse(&runs, &[], &M, Goal::Time, opts).unwrap()
+    }
+
+    fn view() -> TuneView {
+        TuneView {
+            machine: "6P+8E, 1 SMT sibling per P-core".into(),
+            notes: vec![],
+            all: false,
+            top: 5,
+            dialects: vec![
+                Dialect {
+                    name: "taskset".into(),
+                    text: Ok("taskset -c 0,2,4,6,8,10 CMD".into()),
+                },
+                Dialect {
+                    name: "kmp-hw-subset".into(),
+                    text: Err("format kmp-hw-subset describes one core kind".into()),
+                },
+            ],
+            width: 80,
+        }
+    }
+
+    #[test]
+    fn static_and_dynamic_words_differ_and_fit_80_columns() {
+        let s = report(ModelKind::Static, 4.0);
+        let d = report(ModelKind::Dynamic, 2.0);
+        let ws = recommendation_words(&s);
+        let wd = recommendation_words(&d);
+        assert!(ws.contains("adding the 8 E-cores costs"), "{ws}");
+        assert!(ws.contains("splits work statically"), "{ws}");
+        assert!(wd.contains("leaving out the E-cores costs"), "{wd}");
+        assert!(wd.contains("shares work dynamically"), "{wd}");
+        for r in [&s, &d] {
+            let t = text(r, &view());
+            assert!(fits(&t, 80), "{t}");
+            assert!(t.contains("cannot say it: format kmp-hw-subset"), "{t}");
+            assert!(t.contains("best"), "{t}");
+        }
+        let mut all = view();
+        all.all = true;
+        let t = text(&s, &all);
+        assert!(t.lines().count() > M.configs().len(), "{t}");
+    }
+
+    #[test]
+    fn curve_svg_has_two_labelled_paths() {
+        let th = Theta {
+            t1: 1.0,
+            f: 0.99,
+            sf: 2.0,
+            smt_gain: 0.0,
+            contention: 0.0,
+        };
+        let pf = speedup_curve(ModelKind::Dynamic, &th, &M, Order::PFirst);
+        let ef = speedup_curve(ModelKind::Dynamic, &th, &M, Order::EFirst);
+        let svg = curve_svg("a <b> & c", &pf, &ef);
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert_eq!(svg.matches("<path ").count(), 2);
+        assert!(svg.contains("speedup vs 1 P-core") && svg.contains("cores used"));
+        assert!(svg.contains("a &lt;b&gt; &amp; c"));
+        let t = curve_table(&pf, &ef, 80);
+        assert!(fits(&t, 80), "{t}");
+        assert_eq!(t.lines().count(), 1 + 14);
+    }
+}

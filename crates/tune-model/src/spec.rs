@@ -1,0 +1,290 @@
+//! Text specs: a machine (`6P+8E+smt`), a configuration (`4P+8E+2smt`) and
+//! given model parameters (`f=0.95,sf=2,model=dynamic`).
+//!
+//! Hand-written: each grammar is a few `+`- or `,`-separated terms, which a
+//! parser-combinator crate would not make shorter or clearer.
+
+use crate::{Config, Machine, ModelKind, Theta};
+
+/// Why a spec was refused. One line, naming the spec and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// A machine spec that does not follow the grammar.
+    #[error("machine '{spec}': {why} (allowed: NP[+ME][+smt[N]], e.g. 6P+8E, 6P+8E+smt, 8P+smt2)")]
+    Machine {
+        /// The spec as written (escaped, cut).
+        spec: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A configuration spec that does not follow the grammar.
+    #[error("configuration '{spec}': {why} (allowed: terms NP, NE, Nsmt joined by +, e.g. 4P+8E+2smt, 4P, 8E)")]
+    Config {
+        /// The spec as written (escaped, cut).
+        spec: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A parameter spec that does not follow the grammar.
+    #[error("model parameters '{spec}': {why} (allowed: f=0..1 (required), sf>0, smt_gain=0..1, t1>0, contention>=0, model=dynamic|static, comma-separated)")]
+    Params {
+        /// The spec as written (escaped, cut).
+        spec: String,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+fn shown(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .take(40)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
+    if s.chars().count() > 40 {
+        out.push('…');
+    }
+    out
+}
+
+/// Split `NX` into (N, X): leading ASCII digits, then the rest.
+fn count_and_unit(term: &str) -> Option<(u32, &str)> {
+    let digits = term.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let n = term[..digits].parse().ok()?;
+    Some((n, &term[digits..]))
+}
+
+impl std::str::FromStr for Config {
+    type Err = SpecError;
+    /// `4P+8E+2smt`, `4P`, `8E`, `4P+2smt`: each of P, E, smt at most once,
+    /// any order, case-insensitive; at least one core.
+    fn from_str(s: &str) -> Result<Config, SpecError> {
+        let err = |why: &str| SpecError::Config {
+            spec: shown(s),
+            why: why.to_owned(),
+        };
+        let (mut p, mut e, mut smt) = (None, None, None);
+        for term in s.trim().split('+') {
+            let term = term.trim();
+            let (n, unit) = count_and_unit(term)
+                .ok_or_else(|| err(&format!("'{}' is not NP, NE or Nsmt", shown(term))))?;
+            let slot = match unit.to_ascii_lowercase().as_str() {
+                "p" => &mut p,
+                "e" => &mut e,
+                "smt" => &mut smt,
+                _ => return Err(err(&format!("'{}' is not NP, NE or Nsmt", shown(term)))),
+            };
+            if slot.replace(n).is_some() {
+                return Err(err(&format!(
+                    "'{}' is given twice",
+                    unit.to_ascii_lowercase()
+                )));
+            }
+        }
+        let c = Config::new(p.unwrap_or(0), e.unwrap_or(0), smt.unwrap_or(0));
+        if c.p.checked_add(c.e).is_none_or(|n| n == 0) {
+            return Err(err("it uses no core (P + E must be at least 1)"));
+        }
+        if c.p
+            .checked_add(c.e)
+            .and_then(|n| n.checked_add(c.smt))
+            .is_none()
+        {
+            return Err(err("too many threads"));
+        }
+        Ok(c)
+    }
+}
+
+impl std::fmt::Display for Machine {
+    /// The spec [`Machine::from_str`](std::str::FromStr) reads: `6P+8E+smt`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}P", self.p_cores)?;
+        if self.e_cores > 0 {
+            write!(f, "+{}E", self.e_cores)?;
+        }
+        match self.smt_per_p_core {
+            0 => {}
+            1 => f.write_str("+smt")?,
+            n => write!(f, "+smt{n}")?,
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Machine {
+    type Err = SpecError;
+    /// `NP[+ME][+smt[N]]`: N P-cores (all cores on a machine of one kind),
+    /// M E-cores, and `smt` for one SMT sibling per P-core (`smtN`: N
+    /// siblings, i.e. (N+1)-way SMT). E-cores have no SMT in a spec.
+    /// Case-insensitive; at least one P-core.
+    fn from_str(s: &str) -> Result<Machine, SpecError> {
+        let err = |why: String| SpecError::Machine {
+            spec: shown(s),
+            why,
+        };
+        let (mut p, mut e, mut smt) = (None, None, None);
+        for term in s.trim().split('+') {
+            let term = term.trim();
+            let lower = term.to_ascii_lowercase();
+            if let Some(rest) = lower.strip_prefix("smt") {
+                let n = if rest.is_empty() {
+                    1
+                } else {
+                    rest.parse::<u32>()
+                        .ok()
+                        .filter(|n| (1..=7).contains(n))
+                        .ok_or_else(|| {
+                            err(format!(
+                                "'{}': smt takes 1 to 7 siblings per core",
+                                shown(term)
+                            ))
+                        })?
+                };
+                if smt.replace(n).is_some() {
+                    return Err(err("smt is given twice".to_owned()));
+                }
+                continue;
+            }
+            let (n, unit) = count_and_unit(term)
+                .ok_or_else(|| err(format!("'{}' is not NP, ME or smt[N]", shown(term))))?;
+            let slot = match unit.to_ascii_lowercase().as_str() {
+                "p" => &mut p,
+                "e" => &mut e,
+                _ => return Err(err(format!("'{}' is not NP, ME or smt[N]", shown(term)))),
+            };
+            if slot.replace(n).is_some() {
+                return Err(err(format!("{} is given twice", unit.to_ascii_uppercase())));
+            }
+        }
+        let p = p.ok_or_else(|| err("no P-core count (NP)".to_owned()))?;
+        let e = e.unwrap_or(0);
+        if p == 0 {
+            return Err(err("at least one P-core is needed".to_owned()));
+        }
+        if p > 4096 || e > 4096 {
+            return Err(err("more than 4096 cores of a kind".to_owned()));
+        }
+        Ok(Machine {
+            p_cores: p,
+            e_cores: e,
+            smt_per_p_core: smt.unwrap_or(0),
+            smt_per_e_core: 0,
+        })
+    }
+}
+
+/// Given model parameters (`pinsight model --params`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelSpec {
+    /// The model.
+    pub model: ModelKind,
+    /// Its parameters.
+    pub theta: Theta,
+}
+
+impl std::fmt::Display for ModelSpec {
+    /// The spec [`ModelSpec::from_str`](std::str::FromStr) reads.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.theta;
+        write!(
+            f,
+            "f={},sf={},smt_gain={},t1={},contention={},model={}",
+            t.f,
+            t.sf,
+            t.smt_gain,
+            t.t1,
+            t.contention,
+            self.model.name()
+        )
+    }
+}
+
+impl std::str::FromStr for ModelSpec {
+    type Err = SpecError;
+    /// `f=0.95,sf=2,smt_gain=0.3,t1=10,contention=0,model=dynamic`: `f`
+    /// required; defaults sf=1, smt_gain=0, t1=1, contention=0,
+    /// model=dynamic; each key at most once.
+    fn from_str(s: &str) -> Result<ModelSpec, SpecError> {
+        let err = |why: String| SpecError::Params {
+            spec: shown(s),
+            why,
+        };
+        let mut seen: Vec<String> = Vec::new();
+        let mut f = None;
+        let mut th = Theta {
+            t1: 1.0,
+            f: 0.0,
+            sf: 1.0,
+            smt_gain: 0.0,
+            contention: 0.0,
+        };
+        let mut model = ModelKind::Dynamic;
+        for item in s.split(',') {
+            let item = item.trim();
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| err(format!("'{}' is not KEY=VALUE", shown(item))))?;
+            let key = key.trim().to_ascii_lowercase();
+            let value = value.trim();
+            if seen.contains(&key) {
+                return Err(err(format!("{} is given twice", shown(&key))));
+            }
+            seen.push(key.clone());
+            if key == "model" {
+                model = match value.to_ascii_lowercase().as_str() {
+                    "dynamic" => ModelKind::Dynamic,
+                    "static" => ModelKind::Static,
+                    _ => {
+                        return Err(err(format!(
+                            "model '{}' is not dynamic or static",
+                            shown(value)
+                        )))
+                    }
+                };
+                continue;
+            }
+            let x: f64 = value
+                .parse()
+                .ok()
+                .filter(|x: &f64| x.is_finite())
+                .ok_or_else(|| err(format!("{key}='{}' is not a number", shown(value))))?;
+            let range = |ok: bool, allowed: &str| {
+                if ok {
+                    Ok(())
+                } else {
+                    Err(err(format!("{key}={x} is out of range ({allowed})")))
+                }
+            };
+            match key.as_str() {
+                "f" => {
+                    range((0.0..=1.0).contains(&x), "0 to 1")?;
+                    f = Some(x);
+                }
+                "sf" => {
+                    range(x > 0.0 && x <= 1e6, "above 0")?;
+                    th.sf = x;
+                }
+                "smt_gain" => {
+                    range((0.0..=1.0).contains(&x), "0 to 1")?;
+                    th.smt_gain = x;
+                }
+                "t1" => {
+                    range(x > 0.0 && x <= 1e12, "above 0 seconds")?;
+                    th.t1 = x;
+                }
+                "contention" => {
+                    range((0.0..=1.0).contains(&x), "0 to 1")?;
+                    th.contention = x;
+                }
+                _ => return Err(err(format!("unknown key '{}'", shown(&key)))),
+            }
+        }
+        th.f = f.ok_or_else(|| err("f (the parallel fraction) is required".to_owned()))?;
+        Ok(ModelSpec { model, theta: th })
+    }
+}

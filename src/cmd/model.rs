@@ -1,0 +1,250 @@
+//! `pinsight model`: evaluate the asymmetric Amdahl model, fitted from runs
+//! (`--from`) or given (`--params`), for one configuration and as speedup
+//! curves P-first vs E-first (seed Figs. 3–8), as a table, SVG or JSON.
+
+use crate::cli::{check_output_file, CliError, CmdResult, Globals};
+use pinsight_plan::tune::TuneLayout;
+use pinsight_render::tune as view;
+use pinsight_tune_model::{
+    fit, parse_runs, predict, speedup_curve, Config, CurvePoint, FitOptions, Machine, ModelKind,
+    ModelSpec, Order, Params, Theta,
+};
+use serde::Serialize;
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+The models (seed \"work-stealing-on-asymmetric-multicore\"; see `pinsight tune --help`):
+  dynamic  T = T1 (1 - f + f sf/(sf P + E)): speedup vs 1 P-core 1/(1 - f + sf f/(sf P + E)),
+           vs 1 E-core 1/((1 - f)/sf + f/(sf P + E))
+  static   equal split paced by the slowest thread
+--params f=0.95,sf=2,smt_gain=0.3,t1=10,contention=0,model=dynamic (f required;
+defaults sf=1, smt_gain=0, t1=1, contention=0, model=dynamic). --config 4P+8E+2smt
+(terms NP, NE, Nsmt). The machine: --machine 6P+8E+smt, else the topology (this
+machine, --fsroot, --hwloc-xml, --kinds).
+
+JSON (--json): model, theta {t1, f, sf, smt_gain, contention}, params (with CIs,
+when fitted), machine, config {p, e, smt, predicted_s, ci, vs_1p, vs_1e} (with
+--config), curves {p_first, e_first: [{cores, config, time_s, vs_p, vs_e}]}.
+
+Examples:
+  pinsight model --params f=0.99,sf=2 --machine 4P+8E --svg curve.svg
+  pinsight model --from runs.csv --config 6P+0E+0smt";
+
+/// Evaluate the tuning model (fitted or given) for a configuration, and its speedup curves.
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["from", "params"])))]
+pub struct Args {
+    /// Fit the model to runs (CSV p,e,smt,time_s[,energy_j], as `tune --from`).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// Given parameters: f=0.95,sf=2,smt_gain=0.3,t1=10,model=dynamic.
+    #[arg(long, value_name = "SPEC")]
+    pub params: Option<String>,
+    /// One configuration to predict: 4P+8E+2smt, 4P, 8E.
+    #[arg(long, value_name = "CONFIG")]
+    pub config: Option<String>,
+    /// The machine for the curves, instead of the topology: 6P+8E, 6P+8E+smt, 8P+smt.
+    #[arg(long, value_name = "SPEC")]
+    pub machine: Option<String>,
+    /// Write the speedup curves (P-first, E-first) as an SVG line chart to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Seed of the bootstrap with --from [default: 12].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct One {
+    p: u32,
+    e: u32,
+    smt: u32,
+    predicted_s: f64,
+    ci: [f64; 2],
+    vs_1p: f64,
+    vs_1e: Option<f64>,
+    allowed: bool,
+}
+
+#[derive(Serialize)]
+struct Curves {
+    p_first: Vec<CurvePoint>,
+    e_first: Vec<CurvePoint>,
+}
+
+#[derive(Serialize)]
+struct Output {
+    model: ModelKind,
+    theta: Theta,
+    params: Option<Params>,
+    machine: Machine,
+    config: Option<One>,
+    curves: Curves,
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    let config: Option<Config> = match &args.config {
+        Some(s) => Some(
+            s.parse()
+                .map_err(|e| CliError::usage(format!("--config: {e}")))?,
+        ),
+        None => None,
+    };
+    let given: Option<Machine> = match &args.machine {
+        Some(s) => {
+            if g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some() {
+                return Err(CliError::usage(
+                    "--machine declares the machine; do not give --fsroot, --hwloc-xml or --kinds with it",
+                ));
+            }
+            Some(
+                s.parse()
+                    .map_err(|e| CliError::usage(format!("--machine: {e}")))?,
+            )
+        }
+        None => None,
+    };
+    if let Some(p) = &args.svg {
+        check_output_file(p, "--svg")?;
+    }
+    // The model: fitted (with intervals) or given.
+    let (model, theta, fitted) = match (&args.from, &args.params) {
+        (Some(path), _) => {
+            let name = format!("--from '{}'", path.display());
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::usage(format!("{name}: cannot read it: {e}")))?;
+            let runs = parse_runs(&text).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
+            let opts = FitOptions {
+                seed: args.seed.unwrap_or(FitOptions::default().seed),
+                ..FitOptions::default()
+            };
+            let f = fit(&runs, opts).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
+            (f.model, f.theta, Some(f))
+        }
+        (None, Some(spec)) => {
+            let s: ModelSpec = spec
+                .parse()
+                .map_err(|e| CliError::usage(format!("--params: {e}")))?;
+            (s.model, s.theta, None)
+        }
+        (None, None) => {
+            return Err(CliError::usage("give --from RUNS.csv or --params SPEC"));
+        }
+    };
+    let machine = match given {
+        Some(m) => m,
+        None => {
+            let topo = g.topology()?;
+            TuneLayout::new(&topo, &topo.usable())
+                .map_err(|e| CliError::runtime(e.to_string()))?
+                .machine
+        }
+    };
+    let p_first = speedup_curve(model, &theta, &machine, Order::PFirst);
+    let e_first = speedup_curve(model, &theta, &machine, Order::EFirst);
+    let one = config.map(|c| {
+        let (t, ci) = match &fitted {
+            Some(f) => {
+                let p = predict(f, c);
+                (p.predicted_s, p.ci)
+            }
+            None => {
+                let t = model.time(&theta, c);
+                (t, [t, t])
+            }
+        };
+        let t1p = model.time(&theta, Config::new(1, 0, 0));
+        let t1e = model.time(&theta, Config::new(0, 1, 0));
+        One {
+            p: c.p,
+            e: c.e,
+            smt: c.smt,
+            predicted_s: t,
+            ci,
+            vs_1p: t1p / t,
+            vs_1e: (!machine.one_kind() || c.e > 0).then_some(t1e / t),
+            allowed: machine.allows(c),
+        }
+    });
+    if let Some(o) = &one {
+        if !o.allowed && !g.quiet {
+            eprintln!(
+                "pinsight: warning: --config {}P+{}E+{}smt does not fit the machine ({machine}); predicted anyway",
+                o.p, o.e, o.smt
+            );
+        }
+    }
+    if let Some(path) = &args.svg {
+        let title = format!(
+            "Speedup P-first vs E-first on {machine} ({} model)",
+            model.name()
+        );
+        std::fs::write(path, view::curve_svg(&title, &p_first, &e_first)).map_err(|e| {
+            CliError::runtime(format!("--svg: cannot write {}: {e}", path.display()))
+        })?;
+    }
+    if g.json {
+        g.print_json(&Output {
+            model,
+            theta,
+            params: fitted.as_ref().map(|f| f.params),
+            machine,
+            config: one,
+            curves: Curves { p_first, e_first },
+        })?;
+        return Ok(0);
+    }
+    let width =
+        pinsight_render::compare::layout::effective_width(pinsight_render::terminal_columns())
+            .min(80);
+    let mut out = String::new();
+    let hang =
+        |first: &str, text: &str| pinsight_render::compare::layout::hanging(first, text, 10, width);
+    out.push_str(&hang(
+        "Model:    ",
+        &format!(
+            "{} (f {:.4}, sf {:.3}, smt_gain {:.3}, t1 {}, contention {:.4}){}",
+            model.name(),
+            theta.f,
+            theta.sf,
+            theta.smt_gain,
+            view::seconds(theta.t1),
+            theta.contention,
+            if fitted.is_some() {
+                ", fitted"
+            } else {
+                ", given"
+            }
+        ),
+    ));
+    out.push_str(&hang("Machine:  ", &machine.to_string()));
+    if let Some(o) = &one {
+        let mut s = format!(
+            "{}P+{}E+{}smt: predicted {}",
+            o.p,
+            o.e,
+            o.smt,
+            view::seconds(o.predicted_s)
+        );
+        if o.ci[0] != o.ci[1] {
+            s.push_str(&format!(
+                " (CI {}–{})",
+                view::seconds(o.ci[0]),
+                view::seconds(o.ci[1])
+            ));
+        }
+        s.push_str(&format!(", speedup {:.2}x vs 1 P-core", o.vs_1p));
+        if let Some(e) = o.vs_1e {
+            s.push_str(&format!(", {e:.2}x vs 1 E-core"));
+        }
+        out.push_str(&hang("Config:   ", &s));
+    }
+    out.push_str("\nSpeedup as cores are added (no SMT)\n");
+    out.push_str(&view::curve_table(&p_first, &e_first, width));
+    if let Some(p) = &args.svg {
+        out.push_str(&format!("\nSVG chart written to {}\n", p.display()));
+    }
+    print!("{out}");
+    Ok(0)
+}

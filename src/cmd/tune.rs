@@ -1,0 +1,435 @@
+//! `pinsight tune`: how many threads on which kinds of core, fitted from a
+//! handful of runs with the asymmetric Amdahl models (issue 12).
+//!
+//! Two ways in: `--from FILE` fits runs measured elsewhere and runs
+//! nothing ([`from_file`]); `-- CMD` runs the design live ([`live_runs`],
+//! the one seam the live runner fills). Both end in [`finish`]: analyse,
+//! the recommendation in every dialect `plan` speaks, text or JSON. The
+//! model is crate `pinsight-tune-model`, the words `pinsight-render`.
+
+use crate::cli::{parse_duration, CliError, CmdResult, Globals};
+use pinsight_plan::tune::TuneLayout;
+use pinsight_plan::{plan, render, Format, Policy, Request};
+use pinsight_render::tune::{self as view, Dialect, TuneView};
+use pinsight_topology::Topology;
+use pinsight_tune_model::{
+    analyse, design, parse_runs, FitError, FitOptions, Goal, Machine, Observation, TuneReport,
+};
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const AFTER_HELP: &str = "\
+What tune does: runs CMD at a small design of configurations (P-cores, E-cores, SMT
+siblings used: 1P, 1E, all P, all E, all P + all E, halves, with and without SMT;
+on one kind: 1 core, half, all, all with SMT), --runs times each, fits two models,
+predicts every configuration the machine allows, runs the best two it did not
+measure (--validate) to check the prediction, and recommends one in plain words
+and in every dialect `plan` speaks (OMP_NUM_THREADS + OMP_PLACES, KMP_HW_SUBSET,
+taskset, a pinsight run line).
+
+Models (seed \"work-stealing-on-asymmetric-multicore\"), T1 = time on one P-core,
+f = parallel fraction, sf = P-core speed / E-core speed, smt_gain = what an SMT
+sibling adds (fraction of its core), contention = slowdown per added core:
+  dynamic  work-stealing: T = T1 (1 - f + f sf/(sf P + E)); cores add their speeds
+  static   equal split: the slowest thread paces the run; E-cores help only when
+           E > P (sf - 1)
+Both are fitted on log time, with and without contention; the lowest AICc wins.
+Intervals: 95% bootstrap. On a machine of one kind sf is held at 1 and tune
+chooses the thread count and SMT only. With --kinds the declared kinds count.
+
+--from FILE fits runs measured elsewhere (CSV p,e,smt,time_s[,energy_j], one row
+per run, # comments) and runs nothing, so it works on a recorded machine
+(--fsroot, --hwloc-xml, --kinds) or on a declared one (--machine 6P+8E+smt: N
+P-cores, M E-cores, smt = 1 sibling per P-core, smtN = N). Runs at
+configurations the machine does not allow are fitted, listed as a warning
+(outside_machine in JSON), and never recommended. --goal energy|edp needs the
+energy_j column (energy = fitted power x time; EDP = energy x time).
+
+JSON (--json): goal, machine {p_cores, e_cores, smt_per_p_core, smt_per_e_core},
+one_kind, model (\"dynamic\"|\"static\"), contention_term, params {t1, f, sf,
+smt_gain, contention: {value, ci [lo, hi], status}}, power (or null), fit {rse,
+r2, runs, configs, candidates [{model, contention, k, rss, aicc, theta}]},
+recommended and runner_up {p, e, smt, threads, predicted_s, ci, measured_s, runs,
+energy_j, edp}, gap, evidence {other_kind, smt: {change, config, cost}},
+predictions [one per configuration], validation [{p, e, smt, predicted_s, ci,
+measured_s, runs, error}], outside_machine, design_runs, validation_runs,
+machine_words, notes, dialects [{name, text | error}].
+
+Exit status: 0 done; 1 runtime error; 2 usage (bad CSV line, unknown goal,
+--from with a command, too few configurations, energy goal without energy_j).
+
+Examples:
+  pinsight tune -- ./my-omp-app input.dat
+  pinsight tune --from runs.csv --machine 6P+8E+smt
+  pinsight tune --from runs.csv --fsroot recorded/ --goal edp --json";
+
+/// How many threads on which core kinds: fit the asymmetric Amdahl models
+/// to a few runs and recommend a configuration.
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// What to minimise: time, energy or edp (energy × time; energy needs RAPL or energy_j).
+    #[arg(long, value_name = "GOAL", default_value = "time", value_parser = parse_goal)]
+    pub goal: Goal,
+    /// Runs per design configuration [default: 3].
+    #[arg(long, short = 'r', value_name = "N")]
+    pub runs: Option<usize>,
+    /// Warm-up runs per configuration, not analysed [default: 1].
+    #[arg(long, short = 'w', value_name = "N")]
+    pub warmup: Option<usize>,
+    /// Stop starting runs after this long (e.g. 10m); what ran is fitted.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub budget: Option<Duration>,
+    /// Best predicted configurations not in the design to run as a check [default: 2].
+    #[arg(long, value_name = "N")]
+    pub validate: Option<usize>,
+    /// Pin thread i to the i-th CPU (policy cpus:LIST) instead of letting threads float (cpus-set:LIST).
+    #[arg(long)]
+    pub pinned: bool,
+    /// Seed of the run order and of the bootstrap [default: 12 for the bootstrap].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Journal file of the live runs.
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub journal: Option<PathBuf>,
+    /// Continue an interrupted tune from its journal.
+    #[arg(long, value_name = "JOURNAL")]
+    pub resume: Option<PathBuf>,
+    /// Fit runs measured elsewhere (CSV p,e,smt,time_s[,energy_j]); runs nothing.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["runs", "warmup", "budget", "validate", "journal", "resume"])]
+    pub from: Option<PathBuf>,
+    /// With --from: the machine to predict for, instead of a topology (6P+8E, 6P+8E+smt, 8P+smt).
+    #[arg(long, value_name = "SPEC", requires = "from")]
+    pub machine: Option<String>,
+    /// List every configuration, not only the measured ones, the best 5 and the runner-up.
+    #[arg(long)]
+    pub all: bool,
+    /// The program to tune and its arguments (after `--`). Threads: OMP_NUM_THREADS etc.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+fn parse_goal(s: &str) -> Result<Goal, String> {
+    s.parse::<Goal>().map_err(|e| e.to_string())
+}
+
+/// Runs measured by the live runner, handed to the analysis.
+#[derive(Debug, Default)]
+pub struct LiveRuns {
+    /// Runs of the design configurations.
+    pub design: Vec<Observation>,
+    /// Runs of the validation configurations.
+    pub validation: Vec<Observation>,
+    /// What the runner wants said (skipped configurations, budget reached).
+    pub notes: Vec<String>,
+}
+
+/// Why the live path did not produce runs.
+#[derive(Debug)]
+pub enum LiveError {
+    /// The live runner (crate `pinsight-tune`) is not in this build yet.
+    NotWired,
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LiveError::NotWired => f.write_str(
+                "live runs are not wired yet in this build: measure elsewhere and use `pinsight tune --from RUNS.csv`",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LiveError {}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    if let Some(path) = &args.from {
+        if !args.command.is_empty() {
+            return Err(CliError::usage(format!(
+                "--from '{}' fits runs measured elsewhere and runs nothing: give --from FILE or -- COMMAND, not both",
+                path.display()
+            )));
+        }
+        return from_file(&args, g, path);
+    }
+    if args.command.is_empty() {
+        return Err(CliError::usage(
+            "tune needs a program to run (pinsight tune -- CMD ARGS) or runs to fit (--from RUNS.csv)",
+        ));
+    }
+    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
+        return Err(CliError::usage(
+            "tune runs programs on this machine, but --fsroot/--hwloc-xml (or PINSIGHT_FSROOT) names another; \
+             use --from RUNS.csv to fit runs for a recorded machine",
+        ));
+    }
+    let topo = g.topology()?;
+    let layout = layout_of(&topo)?;
+    let runs = live_runs(&args, g, &topo, &layout).map_err(|e| CliError::runtime(e.to_string()))?;
+    let mut notes = layout.notes.clone();
+    notes.extend(runs.notes);
+    finish(
+        &args,
+        g,
+        &runs.design,
+        &runs.validation,
+        &layout.machine,
+        Some((&topo, &layout)),
+        layout.describe(),
+        notes,
+        "the live runs",
+    )
+}
+
+/// THE LIVE SEAM: run the design of `layout.machine` (and then the
+/// validation configurations) with `args.command`, through the machinery of
+/// `compare` (thread-count export, journal, resume, interleaving, Ctrl-C),
+/// and hand back the runs. Filled at the merge with crate `pinsight-tune`.
+fn live_runs(
+    _args: &Args,
+    _g: &Globals,
+    _topo: &Topology,
+    _layout: &TuneLayout,
+) -> Result<LiveRuns, LiveError> {
+    Err(LiveError::NotWired)
+}
+
+fn layout_of(topo: &Topology) -> Result<TuneLayout, CliError> {
+    TuneLayout::new(topo, &topo.usable()).map_err(|e| CliError::runtime(e.to_string()))
+}
+
+fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
+    let name = format!("--from '{}'", path.display());
+    let text =
+        std::fs::read(path).map_err(|e| CliError::usage(format!("{name}: cannot read it: {e}")))?;
+    let text = String::from_utf8(text).map_err(|_| {
+        CliError::usage(format!(
+            "{name}: not UTF-8 text (need a CSV p,e,smt,time_s[,energy_j])"
+        ))
+    })?;
+    let runs = parse_runs(&text).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
+    if args.goal.needs_energy() && !runs.iter().any(|o| o.energy_j.is_some()) {
+        return Err(CliError::usage(format!(
+            "{name}: goal {} needs the energy_j column (joules per run), which the file lacks; use --goal time",
+            args.goal
+        )));
+    }
+    match &args.machine {
+        Some(spec) => {
+            if g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some() {
+                return Err(CliError::usage(
+                    "--machine declares the machine; do not give --fsroot, --hwloc-xml or --kinds with it",
+                ));
+            }
+            let machine: Machine = spec
+                .parse()
+                .map_err(|e| CliError::usage(format!("--machine: {e}")))?;
+            let notes = vec![
+                "machine declared by --machine: no topology, so no placement lines (give --fsroot or --hwloc-xml for them)".to_owned(),
+            ];
+            finish(
+                args,
+                g,
+                &runs,
+                &[],
+                &machine,
+                None,
+                machine_words(&machine),
+                notes,
+                &name,
+            )
+        }
+        None => {
+            let topo = g.topology()?;
+            let layout = layout_of(&topo)?;
+            finish(
+                args,
+                g,
+                &runs,
+                &[],
+                &layout.machine,
+                Some((&topo, &layout)),
+                layout.describe(),
+                layout.notes.clone(),
+                &name,
+            )
+        }
+    }
+}
+
+fn machine_words(m: &Machine) -> String {
+    let smt = match m.smt_per_p_core {
+        0 => "no SMT".to_owned(),
+        1 => "1 SMT sibling per P-core".to_owned(),
+        n => format!("{n} SMT siblings per P-core"),
+    };
+    if m.one_kind() {
+        format!("{} cores (one kind), {smt} (--machine {m})", m.p_cores)
+    } else {
+        format!("{}P+{}E, {smt} (--machine {m})", m.p_cores, m.e_cores)
+    }
+}
+
+/// The JSON of `tune`: the report and what the text shows besides it.
+#[derive(Serialize)]
+struct Output<'a> {
+    #[serde(flatten)]
+    report: &'a TuneReport,
+    machine_words: &'a str,
+    notes: &'a [String],
+    dialects: Vec<DialectJson>,
+}
+
+#[derive(Serialize)]
+struct DialectJson {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+fn fit_error(e: FitError, source: &str, machine: &Machine) -> CliError {
+    match e {
+        FitError::NotIdentifiable { .. } | FitError::NoRuns { .. } => {
+            let d: Vec<String> = design(machine).iter().map(ToString::to_string).collect();
+            CliError::usage(format!(
+                "{source}: {e}; the design for this machine runs {}",
+                d.join(", ")
+            ))
+        }
+        FitError::NoConfiguration => CliError::runtime(format!("{source}: {e}")),
+        _ => CliError::usage(format!("{source}: {e}")),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    args: &Args,
+    g: &Globals,
+    design_runs: &[Observation],
+    validation: &[Observation],
+    machine: &Machine,
+    placed: Option<(&Topology, &TuneLayout)>,
+    machine_text: String,
+    notes: Vec<String>,
+    source: &str,
+) -> CmdResult {
+    let opts = FitOptions {
+        bootstrap: 200,
+        seed: args.seed.unwrap_or(FitOptions::default().seed),
+    };
+    let report = analyse(design_runs, validation, machine, args.goal, opts)
+        .map_err(|e| fit_error(e, source, machine))?;
+    let cmd: String = if args.command.is_empty() {
+        "CMD".to_owned()
+    } else {
+        args.command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let dialects = match placed {
+        Some((topo, layout)) => dialects(&report, topo, layout, args.pinned, &cmd),
+        None => Vec::new(),
+    };
+    if g.json {
+        let out = Output {
+            report: &report,
+            machine_words: &machine_text,
+            notes: &notes,
+            dialects: dialects
+                .iter()
+                .map(|d| DialectJson {
+                    name: d.name.clone(),
+                    text: d.text.as_ref().ok().cloned(),
+                    error: d.text.as_ref().err().cloned(),
+                })
+                .collect(),
+        };
+        g.print_json(&out)?;
+        return Ok(0);
+    }
+    let v = TuneView {
+        machine: machine_text,
+        notes,
+        all: args.all,
+        top: 5,
+        dialects,
+        width: pinsight_render::compare::layout::effective_width(
+            pinsight_render::terminal_columns(),
+        )
+        .min(80),
+    };
+    print!("{}", view::text(&report, &v));
+    Ok(0)
+}
+
+/// The recommendation planned and rendered in each dialect: OpenMP
+/// (OMP_NUM_THREADS + OMP_PLACES), KMP_HW_SUBSET, taskset, and a pinsight
+/// run line; where a dialect cannot express it, the planner's reason.
+fn dialects(
+    r: &TuneReport,
+    topo: &Topology,
+    layout: &TuneLayout,
+    pinned: bool,
+    cmd: &str,
+) -> Vec<Dialect> {
+    let c = r.recommended.config();
+    let threads = c.threads() as usize;
+    let policy_text = match layout.policy(c, pinned) {
+        Ok(p) => p,
+        Err(e) => {
+            return vec![Dialect {
+                name: "pinsight".into(),
+                text: Err(e.to_string()),
+            }]
+        }
+    };
+    let planned = policy_text
+        .parse::<Policy>()
+        .map_err(|e| e.to_string())
+        .and_then(|p| {
+            let req = Request {
+                threads: Some(threads),
+                ..Request::new(p)
+            };
+            plan(topo, &req).map_err(|e| e.to_string())
+        });
+    let mut out = Vec::new();
+    for (name, format) in [
+        ("omp-places", Format::OmpPlaces),
+        ("kmp-hw-subset", Format::KmpHwSubset),
+        ("taskset", Format::Taskset),
+    ] {
+        let text = match &planned {
+            Ok(p) => render(p, topo, format)
+                .map(|r| {
+                    let t = r.text.trim_end().to_owned();
+                    if format == Format::Taskset {
+                        format!("{t} {cmd}")
+                    } else {
+                        t
+                    }
+                })
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        out.push(Dialect {
+            name: name.into(),
+            text,
+        });
+    }
+    out.push(Dialect {
+        name: "pinsight".into(),
+        text: Ok(format!(
+            "pinsight run {policy_text} --threads {threads} -- {cmd}"
+        )),
+    });
+    out
+}

@@ -1,0 +1,162 @@
+//! `pinsight model`: a given or fitted model for one configuration, the
+//! speedup curves P-first vs E-first as a table, SVG and JSON, and bad
+//! specs as one-line usage errors.
+
+mod common_cli;
+
+use common_cli::*;
+
+fn data(name: &str) -> String {
+    repo()
+        .join("tests/data/tune")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn model(args: &[&str]) -> Out {
+    let mut argv = vec!["model"];
+    argv.extend_from_slice(args);
+    let o = pinsight(&argv).env("COLUMNS", "80").run();
+    assert_eq!(o.code, 0, "{}: exit {}\n{}", o.argv, o.code, o.stderr);
+    o
+}
+
+/// The seed's 4P+8E with f 0.99 and sf 2 (eqs. 4 and 6): 7.48x against one
+/// P-core and 14.95x against one E-core with every core.
+#[test]
+fn given_params_follow_the_seed_equations() {
+    let j = model(&[
+        "--params",
+        "f=0.99,sf=2",
+        "--machine",
+        "4P+8E",
+        "--config",
+        "4P+8E",
+        "--json",
+    ])
+    .json();
+    let (f, sf) = (0.99, 2.0);
+    let eq4 = 1.0 / (1.0 - f + sf * f / (sf * 4.0 + 8.0));
+    let eq6 = 1.0 / ((1.0 - f) / sf + f / (sf * 4.0 + 8.0));
+    assert!((j["config"]["vs_1p"].as_f64().unwrap() - eq4).abs() < 1e-9);
+    assert!((j["config"]["vs_1e"].as_f64().unwrap() - eq6).abs() < 1e-9);
+    let pf = j["curves"]["p_first"].as_array().unwrap();
+    let ef = j["curves"]["e_first"].as_array().unwrap();
+    assert_eq!((pf.len(), ef.len()), (12, 12));
+    assert_eq!(pf[3]["config"]["p"], 4);
+    assert_eq!(ef[7]["config"]["e"], 8);
+    assert_eq!(j["model"], "dynamic");
+}
+
+#[test]
+fn table_fits_80_columns_and_svg_has_two_curves() {
+    let o = pinsight(&[
+        "model",
+        "--params",
+        "f=0.99,sf=2",
+        "--machine",
+        "6P+8E+smt",
+        "--svg",
+        "curve.svg",
+    ])
+    .env("COLUMNS", "80")
+    .writes("curve.svg")
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for l in o.stdout.lines() {
+        assert!(l.chars().count() <= 80, "{l}");
+    }
+    assert!(o.stdout.contains("P-first") && o.stdout.contains("E-first"));
+    let rows = o
+        .stdout
+        .lines()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() == 7 && w[0].parse::<u32>().is_ok()
+        })
+        .count();
+    assert_eq!(rows, 14, "{}", o.stdout);
+    let svg = std::fs::read_to_string(o.path("curve.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+    assert_eq!(svg.matches("<path ").count(), 2);
+    assert!(svg.contains("cores used") && svg.contains("speedup vs 1 P-core"));
+}
+
+#[test]
+fn fitted_from_runs_gives_intervals() {
+    let j = model(&[
+        "--from",
+        &data("seed-runs.csv"),
+        "--machine",
+        "4P+8E",
+        "--config",
+        "4P+8E+0smt",
+        "--json",
+    ])
+    .json();
+    let ci = j["config"]["ci"].as_array().unwrap();
+    let t = j["config"]["predicted_s"].as_f64().unwrap();
+    assert!(ci[0].as_f64().unwrap() < t && t < ci[1].as_f64().unwrap());
+    assert!((t / 0.323 - 1.0).abs() < 0.05);
+    assert_eq!(j["params"]["sf"]["status"], "fitted");
+}
+
+#[test]
+fn one_kind_recorded_machine_has_one_curve() {
+    let root = hwloc_fixture("16em64t-4s2c2t");
+    let o = pinsight(&[
+        "--fsroot",
+        root.to_str().unwrap(),
+        "model",
+        "--params",
+        "f=0.9",
+        "--json",
+    ])
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let j = o.json();
+    assert_eq!(j["machine"]["e_cores"], 0);
+    assert!(j["curves"]["p_first"][0]["vs_e"].is_null());
+}
+
+#[test]
+fn bad_specs_exit_2_with_one_line() {
+    for (args, needle) in [
+        (
+            &["model", "--params", "sf=2", "--machine", "4P"][..],
+            "f (the parallel fraction) is required",
+        ),
+        (
+            &["model", "--params", "f=2", "--machine", "4P"],
+            "out of range",
+        ),
+        (
+            &[
+                "model",
+                "--params",
+                "f=0.9",
+                "--machine",
+                "4P",
+                "--config",
+                "4Q",
+            ],
+            "configuration '4Q'",
+        ),
+        (
+            &["model", "--params", "f=0.9", "--machine", "0P"],
+            "at least one P-core",
+        ),
+        (&["model", "--machine", "4P"], "--from"),
+    ] {
+        let o = pinsight(args).run();
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(o.stdout.is_empty());
+        let first = o.first_err_line();
+        assert!(o.stderr.contains(needle), "{args:?}: {}", o.stderr);
+        if first.starts_with("pinsight: error: ") {
+            assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+        }
+    }
+}
