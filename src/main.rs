@@ -66,6 +66,7 @@ enum Command {
     Report(cmd::report::Args),
     Compare(cmd::compare::Args),
     Workload(cmd::workload::Args),
+    Slice(cmd::slice::Args),
 }
 
 fn main() {
@@ -125,6 +126,7 @@ fn main() {
         Command::Report(a) => cmd::report::run(a, g),
         Command::Compare(a) => cmd::compare::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
+        Command::Slice(a) => cmd::slice::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@ pub mod plan;
 pub mod plan_args;
 pub mod report;
 pub mod run;
+pub mod slice;
 pub mod snapshot;
 pub mod speed;
 pub mod topo;

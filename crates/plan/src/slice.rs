@@ -258,7 +258,11 @@ pub fn slices(topo: &Topology, req: &SliceRequest) -> Result<Slicing, SliceError
             capacity: part.iter().map(|i| i.capacity).sum(),
         });
         if w[0] > 0 {
-            broken.extend(broken_at(topo, &items[w[0] - 1], &items[w[0]]));
+            for b in broken_at(topo, &items[w[0] - 1], &items[w[0]]) {
+                if !broken.contains(&b) {
+                    broken.push(b);
+                }
+            }
         }
     }
     let measure: Vec<f64> = cuts

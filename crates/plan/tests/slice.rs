@@ -232,3 +232,29 @@ proptest! {
         }
     }
 }
+
+/// Every launcher line for every rank count on recorded machines (goldens:
+/// tests/snapshots/slice__launcher_lines.snap).
+#[test]
+fn launcher_lines() {
+    use pinsight_plan::format::{launcher_line, Dialect, DIALECT_NAMES};
+    let mut out = String::new();
+    for (f, sizes) in [
+        (HYBRID, &[2usize, 4, 20][..]),
+        ("16amd64-8n2c", &[2, 4][..]),
+        ("16em64t-4s2c2t", &[2][..]),
+    ] {
+        let t = fixture(f);
+        for &n in sizes {
+            let s = slices(&t, &req(&t, n, SliceRule::EqualCapacity)).unwrap();
+            let cpus: Vec<CpuSet> = s.slices.iter().map(|x| x.cpus.clone()).collect();
+            out.push_str(&format!("== {f}, {n} ranks: {:?}\n", lists(&s)));
+            for name in DIALECT_NAMES {
+                let d: Dialect = name.parse().unwrap();
+                out.push_str(&format!("[{name}]\n{}", launcher_line(d, &cpus)));
+            }
+        }
+    }
+    assert!("mpich-x".parse::<Dialect>().is_err());
+    insta::assert_snapshot!("launcher_lines", out);
+}
