@@ -67,6 +67,7 @@ enum Command {
     Compare(cmd::compare::Args),
     Workload(cmd::workload::Args),
     Slice(cmd::slice::Args),
+    Gather(cmd::gather::Args),
 }
 
 fn main() {
@@ -127,6 +128,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
         Command::Slice(a) => cmd::slice::run(a, g),
+        Command::Gather(a) => cmd::gather::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

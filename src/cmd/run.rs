@@ -273,7 +273,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         } else {
             pinsight_plan::omp_env(&plan)
         },
-        report: args.report,
+        // The --report-dir file shows where threads ran: sample them.
+        report: args.report || report_path.is_some(),
         follow_interval,
         sample_interval,
         verbose: args.verbose,
