@@ -449,7 +449,8 @@ mod tests {
 
     #[test]
     fn each_launcher() {
-        let cases: [(&[(&str, &str)], Launcher, usize, usize); 8] = [
+        type Case<'a> = (&'a [(&'a str, &'a str)], Launcher, usize, usize);
+        let cases: [Case; 8] = [
             (
                 &[
                     ("SLURM_LOCALID", "1"),

@@ -486,7 +486,7 @@ pub fn restrict(topo: &Topology, cpus: &CpuSet) -> Topology {
                 .iter()
                 .zip(&keep)
                 .filter(|(_, k)| **k)
-                .map(|(v, _)| v.clone())
+                .map(|(v, _)| *v)
                 .collect();
         }
     }

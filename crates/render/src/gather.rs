@@ -177,7 +177,7 @@ mod tests {
                 rank(1, "9-19,20-39:2,41,43,45,47", 150.0),
             ],
         };
-        let t = text(&[n.clone()]);
+        let t = text(std::slice::from_ref(&n));
         assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
         assert!(
             t.contains("slowest 150.0 ms (rank 1), slowest/fastest 1.50"),
