@@ -114,7 +114,9 @@ pub fn local_rank(a: &SliceArgs) -> Result<LocalRank, CliError> {
 pub fn slice_error(e: SliceError) -> CliError {
     CliError::usage(match &e {
         SliceError::RankOutOfRange { .. } => format!("{e}; check --local-rank/--local-size"),
-        SliceError::TooManyRanks { .. } => format!("{e}; use fewer ranks per node"),
+        SliceError::TooManyRanks { .. } => format!(
+            "{e}; use fewer ranks per node, or let the launcher not bind each rank (mpirun --bind-to none, srun --cpu-bind=none): the CPUs sliced are those this process may use"
+        ),
         SliceError::Unequal { .. } => {
             format!("{e}; use --slice-rule equal-count, fewer ranks, or other --weights")
         }
