@@ -8,6 +8,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_plan::launcher::{detect, LauncherError, LocalRank};
 use pinsight_plan::slice::{slices, SliceError, SliceRequest, SliceRule, Slicing};
 use pinsight_plan::Weights;
+use pinsight_render::gather::{cap, slicing_text};
 use pinsight_topology::Topology;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -169,87 +170,6 @@ pub fn rank_slice(local: &LocalRank, s: &Slicing) -> Result<RankSlice, CliError>
     })
 }
 
-fn kinds_of(topo: &Topology, cpus: &CpuSet) -> String {
-    let k: Vec<String> = topo
-        .kinds
-        .iter()
-        .filter(|k| k.cpus.intersects(cpus))
-        .map(|k| format!("{}x{}", k.cpus.intersection(cpus).len(), k.mark))
-        .collect();
-    if k.is_empty() {
-        "-".into()
-    } else {
-        k.join(" ")
-    }
-}
-
-fn cap(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e12 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-/// The human table of a slicing (every rank, `mark` highlighting one).
-pub fn human(topo: &Topology, s: &Slicing, mark: Option<usize>) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{}",
-        crate::cli::wrap80(&format!(
-            "CPUs {} in {} {} slices; capacity {}",
-            s.cpus,
-            s.size,
-            s.rule,
-            s.capacity_source.describe()
-        ))
-    );
-    let _ = writeln!(
-        out,
-        "{:>5} {:<24} {:>4} {:>10}  KINDS",
-        "RANK", "CPUS", "N", "CAPACITY"
-    );
-    for x in &s.slices {
-        let list = x.cpus.to_list_string();
-        let list = if list.chars().count() > 24 {
-            format!("{}…", list.chars().take(23).collect::<String>())
-        } else {
-            list
-        };
-        let _ = writeln!(
-            out,
-            "{}{:>4} {:<24} {:>4} {:>10}  {}",
-            if mark == Some(x.rank) { '>' } else { ' ' },
-            x.rank,
-            list,
-            x.cpus.len(),
-            cap(x.capacity),
-            kinds_of(topo, &x.cpus)
-        );
-    }
-    let _ = writeln!(
-        out,
-        "spread {} (one CPU: {})",
-        cap(s.spread),
-        cap(s.cpu_capacity)
-    );
-    if !s.broken.is_empty() {
-        let mut b = s.broken.clone();
-        b.dedup();
-        let _ = writeln!(
-            out,
-            "{}",
-            crate::cli::wrap80(&format!("shared between ranks: {}", b.join(", ")))
-        );
-    }
-    for n in &s.notes {
-        let _ = writeln!(out, "{}", crate::cli::wrap80(&format!("note: {n}")));
-    }
-    out
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let topo = g.topology()?;
     let allowed = allowed_cpus(&topo)?;
@@ -282,7 +202,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         if g.json {
             println!("{}", json(&s)?);
         } else {
-            print!("{}", human(&topo, &s, None));
+            print!("{}", slicing_text(&topo, &s, None));
         }
         return Ok(0);
     }
@@ -301,7 +221,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             mine.cpus,
             cap(mine.capacity)
         );
-        print!("{}", human(&topo, &s, Some(mine.rank)));
+        print!("{}", slicing_text(&topo, &s, Some(mine.rank)));
         for n in &local.notes {
             println!("{}", crate::cli::wrap80(&format!("note: {n}")));
         }

@@ -5,6 +5,9 @@
 //! columns; [`html`] is one self-contained page.
 
 use crate::escape;
+use pinsight_cpuset::CpuSet;
+use pinsight_plan::slice::Slicing;
+use pinsight_topology::Topology;
 use std::fmt::Write;
 
 /// One rank's report.
@@ -51,14 +54,6 @@ fn cut(s: &str, n: usize) -> String {
         s.to_string()
     } else {
         format!("{}…", s.chars().take(n - 1).collect::<String>())
-    }
-}
-
-fn cap(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e12 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
     }
 }
 
@@ -148,6 +143,102 @@ pub fn html(nodes: &[Node]) -> String {
     }
     out.push_str("</body></html>\n");
     out
+}
+
+fn kinds_of(topo: &Topology, cpus: &CpuSet) -> String {
+    let k: Vec<String> = topo
+        .kinds
+        .iter()
+        .filter(|k| k.cpus.intersects(cpus))
+        .map(|k| format!("{}x{}", k.cpus.intersection(cpus).len(), k.mark))
+        .collect();
+    if k.is_empty() {
+        "-".into()
+    } else {
+        k.join(" ")
+    }
+}
+
+/// A capacity: whole numbers without decimals.
+pub fn cap(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e12 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The table of a node's slices (`pinsight slice`): every rank's CPUs,
+/// count, capacity and kinds, the spread, the groups shared between ranks;
+/// `mark` highlights one rank. 80 columns.
+pub fn slicing_text(topo: &Topology, s: &Slicing, mark: Option<usize>) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(&format!(
+            "CPUs {} in {} {} slices; capacity {}",
+            s.cpus,
+            s.size,
+            s.rule,
+            s.capacity_source.describe()
+        ))
+    );
+    let _ = writeln!(
+        out,
+        "{:>5} {:<24} {:>4} {:>10}  KINDS",
+        "RANK", "CPUS", "N", "CAPACITY"
+    );
+    for x in &s.slices {
+        let list = x.cpus.to_list_string();
+        let list = if list.chars().count() > 24 {
+            format!("{}…", list.chars().take(23).collect::<String>())
+        } else {
+            list
+        };
+        let _ = writeln!(
+            out,
+            "{}{:>4} {:<24} {:>4} {:>10}  {}",
+            if mark == Some(x.rank) { '>' } else { ' ' },
+            x.rank,
+            list,
+            x.cpus.len(),
+            cap(x.capacity),
+            kinds_of(topo, &x.cpus)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "spread {} (one CPU: {})",
+        cap(s.spread),
+        cap(s.cpu_capacity)
+    );
+    if !s.broken.is_empty() {
+        let mut b = s.broken.clone();
+        b.dedup();
+        let _ = writeln!(
+            out,
+            "{}",
+            wrap(&format!("shared between ranks: {}", b.join(", ")))
+        );
+    }
+    for n in &s.notes {
+        let _ = writeln!(out, "{}", wrap(&format!("note: {n}")));
+    }
+    out
+}
+
+/// `text` wrapped at 80 columns, continuation lines indented by two (as
+/// the CLI's notes).
+fn wrap(text: &str) -> String {
+    textwrap::fill(
+        text,
+        textwrap::Options::new(80)
+            .subsequent_indent("  ")
+            .break_words(false)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation),
+    )
 }
 
 #[cfg(test)]
