@@ -69,6 +69,8 @@ enum Command {
     Simulate(cmd::simulate::Args),
     Tune(cmd::tune::Args),
     Model(cmd::model::Args),
+    Slice(cmd::slice::Args),
+    Gather(cmd::gather::Args),
 }
 
 fn main() {
@@ -131,6 +133,8 @@ fn main() {
         Command::Simulate(a) => cmd::simulate::run(a, g),
         Command::Tune(a) => cmd::tune::run(a, g),
         Command::Model(a) => cmd::model::run(a, g),
+        Command::Slice(a) => cmd::slice::run(a, g),
+        Command::Gather(a) => cmd::gather::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

@@ -54,6 +54,8 @@ Examples:
   pinsight run cpus:0,2,4 --report -- ./app  pin, then show where each thread really ran
   pinsight run p-set -- make -j8            restrict to P-cores, threads float
   pinsight run compact --follow -- ./static-binary
+  srun -n 4 pinsight run --slice p-pinned -- ./solver     each rank on its equal-capacity slice
+  mpirun -np 2 --bind-to none pinsight run --slice compact --report-dir out -- ./app
 
 Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N.
 Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES,
@@ -97,6 +99,17 @@ pub struct Args {
     /// Print a line per pinned thread as it is pinned.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Run as one of several ranks on this node (under srun, mpirun, ...): split the CPUs this
+    /// process may use into one slice per local rank (equal capacity by default, see
+    /// `pinsight slice --help`) and plan POLICY inside this rank's slice.
+    #[arg(long, value_name = "POLICY")]
+    pub slice: Option<String>,
+    #[command(flatten)]
+    pub slicing: super::slice::SliceArgs,
+    /// With --slice: also write this rank's report as JSON to DIR/<host>/rank-<N>.json
+    /// (merge the ranks with `pinsight gather DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<std::path::PathBuf>,
     /// The program to run and its arguments (after `--`, or from the first word that is not an
     /// option: an unknown option before the program is an error, never the program).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
@@ -186,7 +199,57 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
     let sample_interval = millis("--sample-interval", args.sample_interval)?;
     let topo = g.topology()?;
-    let plan = make_plan(&policy, &args.plan, &topo, g)?;
+    let (plan, slice) = match &args.slice {
+        None => {
+            if args.slicing.rule.is_some()
+                || args.slicing.rank.is_some()
+                || args.slicing.size.is_some()
+                || args.report_dir.is_some()
+            {
+                return Err(CliError::usage(
+                    "--slice-rule, --local-rank, --local-size and --report-dir apply with --slice POLICY only",
+                ));
+            }
+            (make_plan(&policy, &args.plan, &topo, g)?, None)
+        }
+        Some(word) => {
+            if args
+                .policy
+                .as_ref()
+                .is_some_and(|w| !after_dashes(&argv, w))
+            {
+                return Err(CliError::usage(format!(
+                    "give the policy once: --slice {word} plans {word} inside this rank's slice; drop the POLICY before it"
+                )));
+            }
+            let policy = parse_policy(word).map_err(|e| {
+                CliError::usage(format!(
+                    "invalid value '{word}' for '--slice <POLICY>': {e}"
+                ))
+            })?;
+            let local = super::slice::local_rank(&args.slicing)?;
+            let allowed = super::slice::allowed_cpus(&topo)?;
+            let s = super::slice::make_slicing(
+                &topo,
+                allowed,
+                local.size,
+                args.slicing.rule.unwrap_or_default(),
+                args.plan.weights.as_ref(),
+            )?;
+            let mine = super::slice::rank_slice(&local, &s)?;
+            let inside = pinsight_plan::slice::restrict(&topo, &mine.cpus);
+            // --weights gave the slices' capacity; only balance also plans with it.
+            let mut plan_args = args.plan.clone();
+            if policy.base != pinsight_plan::BasePolicy::Balance {
+                plan_args.weights = None;
+            }
+            (make_plan(&policy, &plan_args, &inside, g)?, Some(mine))
+        }
+    };
+    let report_path = match (&args.report_dir, &slice) {
+        (Some(dir), Some(s)) => Some(report_path(g, dir, s.rank)?),
+        _ => None,
+    };
     // Plan notes (oversubscription, ignored modifiers) are shown with the
     // report: a plain `run` stays as quiet as taskset.
     if !g.quiet && (args.report || args.verbose) {
@@ -210,7 +273,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         } else {
             pinsight_plan::omp_env(&plan)
         },
-        report: args.report,
+        // The --report-dir file shows where threads ran: sample them.
+        report: args.report || report_path.is_some(),
         follow_interval,
         sample_interval,
         verbose: args.verbose,
@@ -218,12 +282,26 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         ..RunOptions::new(program, command.collect())
     };
     let outcome = pinsight_launch::run(&plan, &opts).map_err(launch_error)?;
+    if let (Some((host, path)), Some(s)) = (&report_path, &slice) {
+        let doc = serde_json::json!({ "host": host, "slice": s, "plan": plan, "run": outcome });
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
+        std::fs::write(path, text + "\n").map_err(|e| {
+            CliError::runtime(format!(
+                "--report-dir: cannot write {}: {e}",
+                path.display()
+            ))
+        })?;
+    }
     if g.json {
-        let doc = serde_json::json!({ "plan": plan, "run": outcome });
+        let doc = serde_json::json!({ "plan": plan, "slice": slice, "run": outcome });
         let s = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
         eprintln!("{s}");
     } else if args.report {
+        if let Some(s) = &slice {
+            eprint!("{}", slice_line(s));
+        }
         eprint!("{}", human_report(&plan, &outcome));
     } else if !g.quiet {
         for n in &outcome.notes {
@@ -231,6 +309,53 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
     Ok(outcome.exit_code)
+}
+
+/// `DIR/<host>/rank-<N>.json`, its directory created (before the program
+/// runs, so a bad directory fails first). The host name is the kernel's
+/// (`/proc/sys/kernel/hostname`, read through the one window on /proc).
+fn report_path(
+    g: &Globals,
+    dir: &std::path::Path,
+    rank: usize,
+) -> Result<(String, std::path::PathBuf), CliError> {
+    let host = g
+        .fsroot()?
+        .read_opt("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty() && !h.contains('/') && h != "." && h != "..")
+        .unwrap_or_else(|| "unknown-host".into());
+    let sub = dir.join(&host);
+    std::fs::create_dir_all(&sub).map_err(|e| {
+        CliError::runtime(format!(
+            "--report-dir: cannot create {}: {e}",
+            sub.display()
+        ))
+    })?;
+    Ok((host, sub.join(format!("rank-{rank}.json"))))
+}
+
+/// The slice lines of `--report`.
+fn slice_line(s: &super::slice::RankSlice) -> String {
+    let caps: Vec<String> = s.capacities.iter().map(|c| format!("{c:.3}")).collect();
+    let text = format!(
+        "slice: local rank {} of {} (from {}): CPUs {}, capacity {:.3}; {} slices {} (spread {:.3}, {})",
+        s.rank,
+        s.size,
+        s.launcher,
+        s.cpus,
+        s.capacity,
+        s.rule,
+        caps.join(" / "),
+        s.spread,
+        s.capacity_source.describe()
+    );
+    let mut out = format!("\n{}\n", crate::cli::wrap80(&text));
+    for n in &s.notes {
+        out.push_str(&crate::cli::wrap80(&format!("slice note: {n}")));
+        out.push('\n');
+    }
+    out
 }
 
 fn opt_set(s: &Option<pinsight_cpuset::CpuSet>) -> String {

@@ -818,3 +818,98 @@ mod tests {
             .contains("valid formats: table"));
     }
 }
+
+/// A launcher's way of binding every rank of a node to its slice
+/// (`pinsight slice --all --size N --format ...`), for users who keep the
+/// launcher doing the binding. Syntax, per launcher:
+/// - `slurm`: `srun --cpu-bind=mask_cpu:0x..,0x..`, one hex mask per task
+///   of the node, in local rank order (srun(1), `--cpu-bind`,
+///   <https://slurm.schedmd.com/srun.html#OPT_cpu-bind>);
+/// - `openmpi`: `--map-by pe-list=a,b:ordered --bind-to hwthread` when every
+///   slice is one CPU (Open MPI 5 mpirun(1), "pe-list"; the answer to Open
+///   MPI's "P vs E cores" question); larger slices need the rankfile;
+/// - `openmpi-rankfile`: `rank N=+n0 slot=LIST` lines (relative node `+n0`,
+///   so the same file serves every node), kernel CPU numbers: Open MPI 4.x
+///   reads them as such with `--mca rmaps_rank_file_physical 1`;
+/// - `hydra`: MPICH `mpiexec -bind-to user:0+1+2,3+4`: ranks separated by
+///   commas, a rank's CPUs joined by `+` (Hydra's user binding);
+/// - `intel-mpi`: `I_MPI_PIN_PROCESSOR_LIST=a,b` (the i-th rank on the
+///   i-th processor) when every slice is one CPU, else explicit domains
+///   `I_MPI_PIN_DOMAIN=[0x..,0x..]` (Intel MPI Developer Reference,
+///   "Environment Variables for Process Pinning").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Slurm,
+    OpenMpi,
+    OpenMpiRankfile,
+    Hydra,
+    IntelMpi,
+}
+
+/// A launcher dialect name that is not one of [`DIALECT_NAMES`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown launcher format '{0}'; formats are: slurm, openmpi, openmpi-rankfile, hydra, intel-mpi")]
+pub struct DialectError(pub String);
+
+/// The launcher dialects, as typed.
+pub const DIALECT_NAMES: &[&str] = &["slurm", "openmpi", "openmpi-rankfile", "hydra", "intel-mpi"];
+
+impl FromStr for Dialect {
+    type Err = DialectError;
+    fn from_str(s: &str) -> Result<Dialect, DialectError> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "slurm" | "srun" => Dialect::Slurm,
+            "openmpi" | "ompi" | "open-mpi" => Dialect::OpenMpi,
+            "openmpi-rankfile" | "rankfile" => Dialect::OpenMpiRankfile,
+            "hydra" | "mpich" => Dialect::Hydra,
+            "intel-mpi" | "impi" => Dialect::IntelMpi,
+            _ => return Err(DialectError(s.to_string())),
+        })
+    }
+}
+
+/// Every rank's slice (`slices[rank]`) in a launcher's binding syntax,
+/// ending with a newline; a line that the dialect cannot express for these
+/// slices starts with `#` and says which dialect to use instead.
+pub fn launcher_line(dialect: Dialect, slices: &[CpuSet]) -> String {
+    let single = slices.iter().all(|s| s.len() == 1);
+    let firsts = || {
+        slices
+            .iter()
+            .map(|s| s.first().map_or("-".into(), |c| c.to_string()))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    match dialect {
+        Dialect::Slurm => format!(
+            "--cpu-bind=mask_cpu:{}\n",
+            slices.iter().map(hex_mask).collect::<Vec<_>>().join(",")
+        ),
+        Dialect::OpenMpi if single => {
+            format!("--map-by pe-list={}:ordered --bind-to hwthread\n", firsts())
+        }
+        Dialect::OpenMpi => "# pe-list gives each rank one CPU; these slices hold several: use --format openmpi-rankfile\n".into(),
+        Dialect::OpenMpiRankfile => {
+            let mut out = String::from(
+                "# mpirun --map-by rankfile:file=FILE (Open MPI 5) or --rankfile FILE --mca rmaps_rank_file_physical 1 (4.x)\n",
+            );
+            for (rank, s) in slices.iter().enumerate() {
+                let _ = writeln!(out, "rank {rank}=+n0 slot={}", s.to_list_string());
+            }
+            out
+        }
+        Dialect::Hydra => format!(
+            "-bind-to user:{}\n",
+            slices
+                .iter()
+                .map(|s| s.to_list_string().replace(',', "+"))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Dialect::IntelMpi if single => format!("I_MPI_PIN_PROCESSOR_LIST={}\n", firsts()),
+        Dialect::IntelMpi => format!(
+            "I_MPI_PIN_DOMAIN=[{}]\n",
+            slices.iter().map(hex_mask).collect::<Vec<_>>().join(",")
+        ),
+    }
+}

@@ -21,16 +21,20 @@
 
 pub mod balance;
 pub mod format;
+pub mod launcher;
 pub mod mem;
 mod order;
 pub mod plan;
 pub mod policy;
 pub mod tune;
+pub mod slice;
 pub mod weights;
 
 pub use format::{omp_env, render, Caveat, Format, FormatError, Rendered};
+pub use launcher::{Launcher, LauncherError, LocalRank};
 pub use mem::{MemError, MemMode, MemParseError, MemPlan, MemPolicy, NodeSpec};
 pub use pinsight_latency_model::LatencyMatrix;
 pub use plan::{plan, LatencyProblem, NearPlan, Plan, PlanError, Request};
 pub use policy::{BasePolicy, CpuListError, KindSel, Policy, PolicyParseError};
+pub use slice::{Slice, SliceError, SliceRequest, SliceRule, Slicing};
 pub use weights::{Weights, WeightsError};
