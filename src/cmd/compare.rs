@@ -424,7 +424,7 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
 /// compare runs and measures programs here: a recorded machine (`--fsroot`,
 /// `PINSIGHT_FSROOT`, `--hwloc-xml`) would plan for one CPU and measure
 /// another, labelled as the recorded one.
-fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
+pub(crate) fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
     let from_env = g.fsroot.as_ref().is_some_and(|p| {
         std::env::var_os("PINSIGHT_FSROOT").is_some_and(|v| v == p.as_os_str())
             && !std::env::args_os()
@@ -453,7 +453,7 @@ fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
 /// machine's, and programs still run here.
 const TEST_MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
 
-fn measurement_root() -> Result<FsRoot, CliError> {
+pub(crate) fn measurement_root() -> Result<FsRoot, CliError> {
     match std::env::var_os(TEST_MEASURE_ROOT).filter(|v| !v.is_empty()) {
         Some(dir) => FsRoot::at(&dir).map_err(|e| crate::cli::fsroot_usage(TEST_MEASURE_ROOT, &e)),
         None => Ok(FsRoot::live()),
@@ -528,7 +528,7 @@ fn random_seed() -> u64 {
 }
 
 /// A setup error in the command line's words: each names the flag it is about.
-fn session_error(e: SessionError) -> CliError {
+pub(crate) fn session_error(e: SessionError) -> CliError {
     match e {
         SessionError::Setup(e) => setup_error(e),
         SessionError::Journal { error, users_path } => journal_error(error, users_path),
@@ -584,7 +584,7 @@ fn setup_error(e: SetupError) -> CliError {
 
 /// A journal error: `usage` when the path is the user's (`--journal`,
 /// `--resume`), else a runtime error.
-fn journal_error(e: JournalError, usage: bool) -> CliError {
+pub(crate) fn journal_error(e: JournalError, usage: bool) -> CliError {
     let message = match &e {
         JournalError::Exists { path } => format!(
             "journal {} already exists; continue it with --resume {0}, or choose another --journal",
@@ -616,7 +616,7 @@ fn difference(d: &Difference) -> String {
 
 /// Why the experiment stopped, with the shell's exit code for a program
 /// that cannot be started.
-fn experiment_error(e: ExperimentError) -> CliError {
+pub(crate) fn experiment_error(e: ExperimentError) -> CliError {
     match e {
         ExperimentError::Prepare { run, source } => {
             CliError::runtime(format!("--prepare failed before run {run}: {source}"))
@@ -691,7 +691,7 @@ fn resume_command(args: &Args, journal: &Path) -> String {
     parts.join(" ")
 }
 
-fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))

@@ -8,12 +8,15 @@
 //! model is crate `pinsight-tune-model`, the words `pinsight-render`.
 
 use crate::cli::{parse_duration, CliError, CmdResult, Globals};
+use pinsight_compare as compare;
 use pinsight_plan::tune::TuneLayout;
 use pinsight_plan::{plan, render, Format, Policy, Request};
 use pinsight_render::tune::{self as view, Dialect, TuneView};
 use pinsight_topology::Topology;
+use pinsight_tune::RunOutcome;
 use pinsight_tune_model::{
-    analyse, design, parse_runs, FitError, FitOptions, Goal, Machine, Observation, TuneReport,
+    analyse, design, parse_runs, Config, FitError, FitOptions, Goal, Machine, Observation,
+    TuneReport,
 };
 use serde::Serialize;
 use std::ffi::OsString;
@@ -116,36 +119,6 @@ fn parse_goal(s: &str) -> Result<Goal, String> {
     s.parse::<Goal>().map_err(|e| e.to_string())
 }
 
-/// Runs measured by the live runner, handed to the analysis.
-#[derive(Debug, Default)]
-pub struct LiveRuns {
-    /// Runs of the design configurations.
-    pub design: Vec<Observation>,
-    /// Runs of the validation configurations.
-    pub validation: Vec<Observation>,
-    /// What the runner wants said (skipped configurations, budget reached).
-    pub notes: Vec<String>,
-}
-
-/// Why the live path did not produce runs.
-#[derive(Debug)]
-pub enum LiveError {
-    /// The live runner (crate `pinsight-tune`) is not in this build yet.
-    NotWired,
-}
-
-impl std::fmt::Display for LiveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LiveError::NotWired => f.write_str(
-                "live runs are not wired yet in this build: measure elsewhere and use `pinsight tune --from RUNS.csv`",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LiveError {}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     if let Some(path) = &args.from {
         if !args.command.is_empty() {
@@ -156,46 +129,288 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
         return from_file(&args, g, path);
     }
-    if args.command.is_empty() {
+    if let Some(path) = &args.resume {
+        if !args.command.is_empty()
+            || args.runs.is_some()
+            || args.warmup.is_some()
+            || args.seed.is_some()
+            || args.pinned
+        {
+            return Err(CliError::usage(format!(
+                "--resume '{}' continues the journal's own command, runs, warm-ups, seed and placement; give only --resume (with --budget, --validate, --goal or --json)",
+                path.display()
+            )));
+        }
+    }
+    if args.command.is_empty() && args.resume.is_none() {
         return Err(CliError::usage(
             "tune needs a program to run (pinsight tune -- CMD ARGS) or runs to fit (--from RUNS.csv)",
         ));
     }
-    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
+    // A simulated tune (test only) runs nothing, so it may plan a recorded
+    // machine; a live one runs programs here and refuses another machine.
+    let simulated = std::env::var_os(TEST_SIM).is_some();
+    if !simulated && (g.fsroot.is_some() || g.hwloc_xml.is_some()) {
         return Err(CliError::usage(
             "tune runs programs on this machine, but --fsroot/--hwloc-xml (or PINSIGHT_FSROOT) names another; \
              use --from RUNS.csv to fit runs for a recorded machine",
         ));
     }
+    live(&args, g)
+}
+
+/// TEST ONLY, deliberately not in `--help`: `PINSIGHT_TEST_TUNE_SIM=SPEC`
+/// (`model=static,t1=10,f=0.95,sf=2,smt_gain=0.3,noise=0.02,seed=1`, see
+/// `pinsight_tune::sim`) runs nothing and journals times computed from that
+/// model for each configuration: hyperfine's mock-executor idea, so the
+/// whole command (design, journal, resume, validation, words) is tested
+/// deterministically.
+const TEST_SIM: &str = "PINSIGHT_TEST_TUNE_SIM";
+
+/// The live path: run the design (and then the validation configurations)
+/// through compare's machinery, crate `pinsight-tune`, and analyse.
+fn live(args: &Args, g: &Globals) -> CmdResult {
+    use pinsight_tune::{ExecutorKind, TuneConfig, TuneJournal, TuneRequest, TuneSession};
+    compare::interrupt::install().map_err(|e| CliError::runtime(e.to_string()))?;
+    let fs = super::compare::measurement_root()?;
+    let executor = match std::env::var(TEST_SIM) {
+        Ok(spec) => ExecutorKind::Simulated(
+            spec.parse()
+                .map_err(|e| CliError::usage(format!("{TEST_SIM}: {e}")))?,
+        ),
+        Err(_) => ExecutorKind::Live,
+    };
     let topo = g.topology()?;
-    let layout = layout_of(&topo)?;
-    let runs = live_runs(&args, g, &topo, &layout).map_err(|e| CliError::runtime(e.to_string()))?;
-    let mut notes = layout.notes.clone();
-    notes.extend(runs.notes);
-    finish(
-        &args,
+    let (request, journal) = match &args.resume {
+        Some(path) => {
+            let previous = pinsight_tune::read_request(path).map_err(tune_error)?;
+            let request = TuneRequest {
+                budget: args.budget,
+                validate: args.validate.unwrap_or(previous.validate),
+                ..previous
+            };
+            (request, TuneJournal::Resume(path.clone()))
+        }
+        None => {
+            let command: Vec<String> = args
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            if args.runs == Some(0) {
+                return Err(CliError::usage(
+                    "--runs 0: give at least 1 run per configuration",
+                ));
+            }
+            // The CPUs this process may use (taskset, a launcher's
+            // binding); a simulated tune runs nothing, so every usable CPU
+            // of the (perhaps recorded) machine.
+            let own = match &executor {
+                ExecutorKind::Live => compare::command::own_affinity(),
+                ExecutorKind::Simulated(_) => None,
+            };
+            let within = match own {
+                Some(mask) => mask.intersection(&topo.usable()),
+                None => topo.usable(),
+            };
+            let request = TuneRequest {
+                command,
+                within,
+                runs: args.runs.unwrap_or(3),
+                warmup: args.warmup.unwrap_or(1),
+                seed: args.seed.unwrap_or(FitOptions::default().seed),
+                timeout: None,
+                pinned: args.pinned,
+                budget: args.budget,
+                validate: args.validate.unwrap_or(2),
+            };
+            let journal = match &args.journal {
+                Some(p) if p.exists() => {
+                    return Err(CliError::usage(format!(
+                        "--journal '{}': the file exists; continue it with --resume, or name a new file",
+                        p.display()
+                    )))
+                }
+                Some(p) => TuneJournal::New(p.clone()),
+                None => TuneJournal::Unique {
+                    dir: PathBuf::from("."),
+                    stem_prefix: "pinsight-tune-".into(),
+                },
+            };
+            (request, journal)
+        }
+    };
+    if let Err(e) = compare::setup::resolve_program(&request.command[0]) {
+        let code = match e {
+            compare::setup::ProgramError::NotFound { .. } => 127,
+            compare::setup::ProgramError::NotExecutable { .. } => 126,
+        };
+        return Err(CliError {
+            code,
+            message: e.to_string(),
+        });
+    }
+    let simulated_energy = matches!(&executor, ExecutorKind::Simulated(s) if s.power.is_some());
+    if args.goal.needs_energy() && !simulated_energy {
+        let rapl = compare::measure::energy::Rapl::discover(&fs);
+        if let Some(reason) = rapl.unavailable {
+            return Err(CliError::runtime(format!(
+                "--goal {} needs the energy of every run, but RAPL is unavailable here ({reason}); use --goal time",
+                args.goal
+            )));
+        }
+    }
+    let session = TuneSession::open(TuneConfig {
+        request,
+        topology: &topo,
+        measure_fs: fs,
+        journal,
+        show_output: false,
+        is_env_set: &|k| std::env::var_os(k).is_some(),
+        executor,
+    })
+    .map_err(tune_error)?;
+    let layout = session.layout().clone();
+    if !g.quiet {
+        eprintln!("pinsight: journal: {}", session.journal_path().display());
+        eprintln!(
+            "{}",
+            crate::cli::wrap80(&format!(
+                "pinsight: tuning on {}: {} configurations ({})",
+                layout.describe(),
+                session.design().len(),
+                session
+                    .design()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        );
+    }
+    let (total, done) = session.progress();
+    let pb = crate::cli::progress_bar(g, total as u64, "tune");
+    pb.set_position(done as u64);
+    pb.enable_steady_tick(Duration::from_millis(250));
+    let mut obs = Bar { pb: pb.clone() };
+    let finished = session.run(&mut obs);
+    pb.finish_and_clear();
+    let f = finished.map_err(tune_error)?;
+    if f.cleanup_late {
+        eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
+    }
+    if let Some(e) = &f.restore_failed {
+        eprintln!("pinsight: warning: {e}");
+    }
+    let resume_hint = |f: &pinsight_tune::Finished| {
+        if let Some(p) = f.resume() {
+            eprintln!(
+                "pinsight: {} design and {} validation runs are journaled in {}; continue with:\n  pinsight tune --resume {}",
+                f.design_runs.len(),
+                f.validation_runs.len(),
+                p.display(),
+                super::compare::shell_quote(&p.display().to_string())
+            );
+        }
+    };
+    let mut notes = f.notes.clone();
+    for na in &f.not_applicable {
+        notes.push(format!("{}: not applicable here: {}", na.what, na.reason));
+    }
+    for cut in &f.budget_cuts {
+        notes.push(format!(
+            "budget: {} run{} of {} not started",
+            cut.runs,
+            if cut.runs == 1 { "" } else { "s" },
+            cut.config
+        ));
+    }
+    if let pinsight_tune::Energy::Unavailable { reason } = &f.energy {
+        if args.goal.needs_energy() {
+            resume_hint(&f);
+            return Err(CliError::runtime(format!(
+                "--goal {}: some runs have no energy ({reason})",
+                args.goal
+            )));
+        }
+    }
+    match &f.outcome {
+        RunOutcome::Complete => {}
+        RunOutcome::Interrupted => {
+            let sig = f.signal.unwrap_or_else(compare::interrupt::signal);
+            eprintln!("pinsight: interrupted: runs stopped, machine restored, journal intact");
+            resume_hint(&f);
+            compare::interrupt::main_finished();
+            return Ok(128 + sig);
+        }
+        RunOutcome::StoppedOnFailure { why, .. } => {
+            eprintln!("pinsight: error: stopped: {why}");
+            resume_hint(&f);
+            return Ok(1);
+        }
+        RunOutcome::Error(e) => {
+            resume_hint(&f);
+            return Err(CliError::runtime(e.to_string()));
+        }
+    }
+    let code = finish(
+        args,
         g,
-        &runs.design,
-        &runs.validation,
+        &f.design_runs,
+        &f.validation_runs,
         &layout.machine,
         Some((&topo, &layout)),
         layout.describe(),
         notes,
         "the live runs",
-    )
+    );
+    resume_hint(&f);
+    code
 }
 
-/// THE LIVE SEAM: run the design of `layout.machine` (and then the
-/// validation configurations) with `args.command`, through the machinery of
-/// `compare` (thread-count export, journal, resume, interleaving, Ctrl-C),
-/// and hand back the runs. Filled at the merge with crate `pinsight-tune`.
-fn live_runs(
-    _args: &Args,
-    _g: &Globals,
-    _topo: &Topology,
-    _layout: &TuneLayout,
-) -> Result<LiveRuns, LiveError> {
-    Err(LiveError::NotWired)
+fn tune_error(e: pinsight_tune::TuneError) -> CliError {
+    use pinsight_tune::TuneError;
+    match e {
+        TuneError::Session(s) => super::compare::session_error(s),
+        TuneError::Journal(j) => super::compare::journal_error(j, true),
+        TuneError::Layout(_) | TuneError::EmptyDesign { .. } => CliError::runtime(e.to_string()),
+        TuneError::NotTune { .. } | TuneError::BadIdentity { .. } => CliError::usage(e.to_string()),
+    }
+}
+
+/// The progress bar: one step per run, the configuration and stage shown.
+struct Bar {
+    pb: indicatif::ProgressBar,
+}
+
+impl pinsight_tune::TuneObserver for Bar {
+    fn stage(
+        &mut self,
+        stage: pinsight_tune::Stage,
+        _configs: &[Config],
+        slots: usize,
+        done: usize,
+    ) {
+        self.pb.set_length(slots as u64);
+        self.pb.set_position(done as u64);
+        self.pb.set_prefix(match stage {
+            pinsight_tune::Stage::Design => "tune design",
+            pinsight_tune::Stage::Validation => "tune check",
+        });
+    }
+
+    fn starting(&mut self, config: Config, done: usize, _total: usize) {
+        self.pb.set_position(done as u64);
+        self.pb.set_message(config.to_string());
+    }
+
+    fn finished(&mut self, config: Config, line: &compare::RunLine) {
+        self.pb.inc(1);
+        if let Some(why) = line.failure() {
+            self.pb
+                .println(format!("pinsight: run {} ({config}) {why}", line.slot + 1));
+        }
+    }
 }
 
 fn layout_of(topo: &Topology) -> Result<TuneLayout, CliError> {
@@ -407,6 +622,20 @@ fn dialects(
         ("kmp-hw-subset", Format::KmpHwSubset),
         ("taskset", Format::Taskset),
     ] {
+        if format == Format::KmpHwSubset {
+            // The planner says KMP_HW_SUBSET for whole kinds only; the
+            // layout says it for a count of cores of each kind.
+            out.push(Dialect {
+                name: name.into(),
+                text: layout
+                    .kmp_hw_subset(c)
+                    .map(|v| {
+                        format!("export OMP_NUM_THREADS='{threads}'\nexport KMP_HW_SUBSET='{v}'")
+                    })
+                    .map_err(|e| e.to_string()),
+            });
+            continue;
+        }
         let text = match &planned {
             Ok(p) => render(p, topo, format)
                 .map(|r| {

@@ -26,8 +26,8 @@ pub mod mem;
 mod order;
 pub mod plan;
 pub mod policy;
-pub mod tune;
 pub mod slice;
+pub mod tune;
 pub mod weights;
 
 pub use format::{omp_env, render, Caveat, Format, FormatError, Rendered};

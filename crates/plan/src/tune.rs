@@ -37,6 +37,16 @@ pub enum TuneLayoutError {
         /// What the machine allows, as text (`6P+8E, 1 SMT sibling per P-core`).
         machine: String,
     },
+    /// A tool's syntax cannot say this configuration.
+    #[error("{tool} cannot express {config}: {why}")]
+    NotExpressible {
+        /// The tool (`KMP_HW_SUBSET`).
+        tool: &'static str,
+        /// The configuration.
+        config: Config,
+        /// Why not, in words.
+        why: &'static str,
+    },
 }
 
 /// One kind's usable cores, each a list of usable PUs (compact order).
@@ -44,6 +54,9 @@ pub enum TuneLayoutError {
 struct KindCores {
     name: String,
     cores: Vec<Vec<usize>>,
+    /// libomp's KMP_HW_SUBSET attribute of the kind (`intel_core`,
+    /// `intel_atom`, `effN`); `None` on a machine of one kind.
+    omp_attr: Option<String>,
 }
 
 /// The machine as the tuning model sees it, and where each configuration runs.
@@ -111,6 +124,7 @@ impl TuneLayout {
             let p = KindCores {
                 name,
                 cores: group_cores(&slots(topo, &usable)),
+                omp_attr: None,
             };
             (p, None)
         } else {
@@ -134,6 +148,7 @@ impl TuneLayout {
             let mk = |(name, cpus): &(String, CpuSet)| KindCores {
                 name: name.clone(),
                 cores: group_cores(&slots(topo, cpus)),
+                omp_attr: omp_attr(topo, name),
             };
             (mk(&kinds[0]), Some(mk(&kinds[1])))
         };
@@ -226,6 +241,82 @@ impl TuneLayout {
         } else {
             Ok(format!("cpus-set:{}", self.cpus(config)?))
         }
+    }
+}
+
+/// libomp's KMP_HW_SUBSET core attribute for kind `name`: `intel_core` or
+/// `intel_atom` when it is the only kind of that core type, else
+/// `eff<rank>` (libomp numbers core efficiencies from 0, least performant
+/// first, as hwloc and pinsight rank kinds; LLVM D114901).
+fn omp_attr(topo: &Topology, name: &str) -> Option<String> {
+    use pinsight_model::CoreType;
+    let kind = topo.kinds.iter().find(|k| k.name == name)?;
+    let only = |t: CoreType| topo.kinds.iter().filter(|k| k.core_type == Some(t)).count() == 1;
+    Some(match kind.core_type {
+        Some(CoreType::Core) if only(CoreType::Core) => "intel_core".into(),
+        Some(CoreType::Atom)
+            if only(CoreType::Atom)
+                && !topo
+                    .kinds
+                    .iter()
+                    .any(|k| k.core_type == Some(CoreType::LowPower)) =>
+        {
+            "intel_atom".into()
+        }
+        _ => format!("eff{}", kind.rank),
+    })
+}
+
+impl TuneLayout {
+    /// `config` as libomp's `KMP_HW_SUBSET` (`4c:intel_core,8c:intel_atom,1t`;
+    /// `6c,2t` on one kind; `6c:intel_core,8c:intel_atom` for every thread
+    /// of each chosen core when the kinds' SMT widths differ). Threads per
+    /// core are one number for every core, or all of them, so a
+    /// configuration with siblings on only some of its cores cannot be said.
+    pub fn kmp_hw_subset(&self, config: Config) -> Result<String, TuneLayoutError> {
+        if !self.machine.allows(config) {
+            return Err(TuneLayoutError::DoesNotFit {
+                config,
+                machine: self.describe(),
+            });
+        }
+        let no = |why| TuneLayoutError::NotExpressible {
+            tool: "KMP_HW_SUBSET",
+            config,
+            why,
+        };
+        let (wp, we) = (self.machine.smt_per_p_core, self.machine.smt_per_e_core);
+        // Threads per core: one number for every core, or no thread level
+        // at all (every thread of each chosen core).
+        let threads = if config.smt == 0 {
+            Some(1)
+        } else if config.smt == config.p * wp + config.e * we {
+            match (config.p, config.e) {
+                (_, 0) => Some(wp + 1),
+                (0, _) => Some(we + 1),
+                _ if wp == we => Some(wp + 1),
+                _ => None,
+            }
+        } else {
+            return Err(no(
+                "it gives every core the same number of threads, or all of each core's, and this one uses SMT siblings on some cores only",
+            ));
+        };
+        let mut parts = Vec::new();
+        for (n, k) in [(config.p, Some(&self.p)), (config.e, self.e.as_ref())] {
+            if n == 0 {
+                continue;
+            }
+            let k = k.expect("allows() checked the E count");
+            parts.push(match &k.omp_attr {
+                Some(a) => format!("{n}c:{a}"),
+                None => format!("{n}c"),
+            });
+        }
+        if let Some(n) = threads {
+            parts.push(format!("{n}t"));
+        }
+        Ok(parts.join(","))
     }
 }
 

@@ -52,6 +52,21 @@ fn recorded_hybrid_laptop_is_6p_8e_with_smt_on_p_cores() {
     for c in l.machine.configs() {
         assert_eq!(l.cpus(c).unwrap().len(), c.threads() as usize, "{c}");
     }
+    let k = |p, e, s| l.kmp_hw_subset(Config::new(p, e, s));
+    // The recorded sysfs has no CPUID core types: libomp's efficiency
+    // numbers (0 = least performant), as `plan --format kmp-hw-subset`.
+    assert_eq!(k(6, 8, 0).unwrap(), "6c:eff1,8c:eff0,1t");
+    assert_eq!(k(0, 4, 0).unwrap(), "4c:eff0,1t");
+    assert_eq!(k(4, 0, 4).unwrap(), "4c:eff1,2t");
+    // Every thread of every chosen core: no thread level.
+    assert_eq!(k(6, 8, 6).unwrap(), "6c:eff1,8c:eff0");
+    let e = k(6, 8, 3).unwrap_err();
+    assert!(matches!(e, TuneLayoutError::NotExpressible { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("KMP_HW_SUBSET cannot express 6P+8E+3smt"),
+        "{e}"
+    );
     let e = l.cpus(Config::new(7, 0, 0)).unwrap_err();
     assert!(matches!(e, TuneLayoutError::DoesNotFit { .. }), "{e}");
     assert_eq!(
@@ -69,6 +84,9 @@ fn one_kind_machine_is_all_p_cores() {
     assert_eq!((l.machine.p_cores, l.machine.smt_per_p_core), (8, 1));
     assert_eq!(l.e_kind, None);
     assert_eq!(l.describe(), "8 cores (one kind), 1 SMT sibling per core");
+    assert_eq!(l.kmp_hw_subset(Config::new(8, 0, 8)).unwrap(), "8c,2t");
+    assert_eq!(l.kmp_hw_subset(Config::new(3, 0, 0)).unwrap(), "3c,1t");
+    assert!(l.kmp_hw_subset(Config::new(3, 0, 1)).is_err());
     let cpus = l.cpus(Config::new(8, 0, 0)).unwrap();
     assert_eq!(cpus.len(), 8);
     // No two of them share a core.
@@ -83,6 +101,11 @@ fn restricted_to_what_the_process_may_use() {
     // Only P-cores 0-1 (both threads) and E-cores 12-13.
     let l = TuneLayout::new(&t, &set("0-3,12-13")).unwrap();
     assert_eq!((l.machine.p_cores, l.machine.e_cores), (2, 2));
+    // Kinds with CPUID core types get libomp's core-type names.
+    assert_eq!(
+        l.kmp_hw_subset(Config::new(2, 2, 0)).unwrap(),
+        "2c:intel_core,2c:intel_atom,1t"
+    );
     assert_eq!(l.cpus(Config::new(2, 2, 2)).unwrap(), set("0-3,12-13"));
     // A core whose sibling is not usable makes the SMT width the fewest.
     let l = TuneLayout::new(&t, &set("0-2,12")).unwrap();

@@ -171,11 +171,36 @@ fn r2_text(r: &TuneReport) -> String {
         .map_or_else(|| "R² n/a".to_owned(), |v| format!("R² {v:.2}"))
 }
 
+/// True when the other model fits about as well as the chosen one (its
+/// best AICc within 2 of the chosen one's, the usual "no real difference"
+/// rule): the runs do not say how the program shares its work.
+fn models_tied(r: &TuneReport) -> bool {
+    let chosen = r
+        .fit
+        .candidates
+        .iter()
+        .filter(|c| c.model == r.model)
+        .map(|c| c.aicc)
+        .fold(f64::INFINITY, f64::min);
+    let other = r
+        .fit
+        .candidates
+        .iter()
+        .filter(|c| c.model != r.model)
+        .map(|c| c.aicc)
+        .fold(f64::INFINITY, f64::min);
+    !r.one_kind && chosen.is_finite() && other.is_finite() && (other - chosen).abs() < 2.0
+}
+
 fn model_words(r: &TuneReport) -> String {
     let mut s = match r.model {
         // One kind: both models are Amdahl's law (they differ only in how
         // SMT siblings pace a static split), so name neither.
         _ if r.one_kind => format!("Amdahl's law fits ({})", r2_text(r)),
+        _ if models_tied(r) => format!(
+            "the runs cannot tell whether this program shares work dynamically or splits it statically (both models fit, {})",
+            r2_text(r)
+        ),
         ModelKind::Static => format!(
             "this program splits work statically (static model fits, {})",
             r2_text(r)
@@ -225,11 +250,12 @@ pub fn recommendation_words(r: &TuneReport) -> String {
             // "because" only where the model explains the cost: a static
             // split is paced by the slowest core (adding a kind costs), a
             // dynamic one adds every core's speed (leaving one out costs).
-            let explains = matches!(
-                (r.model, a.change),
-                (ModelKind::Static, Change::AddE | Change::AddP)
-                    | (ModelKind::Dynamic, Change::DropE)
-            );
+            let explains = !models_tied(r)
+                && matches!(
+                    (r.model, a.change),
+                    (ModelKind::Static, Change::AddE | Change::AddP)
+                        | (ModelKind::Dynamic, Change::DropE)
+                );
             let join = if explains { " because " } else { "; " };
             let _ = write!(
                 s,
@@ -416,6 +442,25 @@ fn validation_table(r: &TuneReport, width: usize) -> Table {
 fn fit_line(r: &TuneReport) -> String {
     let name =
         |m: ModelKind, c: bool| format!("{}{}", m.name(), if c { " + contention" } else { "" });
+    if r.one_kind {
+        // One kind: the two models are both Amdahl's law; name neither.
+        let mut s =
+            format!(
+            "Amdahl's law{} fits (one kind of core: the dynamic and static models coincide); {}",
+            if r.contention_term { " + contention" } else { "" },
+            r2_text(r)
+        );
+        if let Some(rse) = r.fit.rse {
+            let _ = write!(s, ", residual error {} per run", pct(rse));
+        }
+        let _ = write!(
+            s,
+            "; {} at {}.",
+            plural(r.fit.runs as u32, "run", "runs"),
+            plural(r.fit.configs as u32, "configuration", "configurations")
+        );
+        return s;
+    }
     let chosen = name(r.model, r.contention_term);
     let mut s = format!("{chosen} fits best");
     let mut others: Vec<String> = r
@@ -507,9 +552,9 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
         out.push_str(&paragraph(
             "Runner-up: ",
             &format!(
-                "{} ({} threads): predicted {}, {} worse.",
+                "{} ({}): predicted {}, {} worse.",
                 cores_words(ru, r.one_kind),
-                ru.threads,
+                plural(ru.threads, "thread", "threads"),
                 seconds(ru.predicted_s),
                 pct(r.gap)
             ),
