@@ -271,6 +271,15 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
     })
     .map_err(tune_error)?;
     let layout = session.layout().clone();
+    // The journal's own command and placement (a resumed tune's too).
+    let command = session
+        .header()
+        .command
+        .iter()
+        .map(|a| super::compare::shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let pinned = session.header().arms.iter().any(|a| a.plan.pinned);
     if !g.quiet {
         eprintln!("pinsight: journal: {}", session.journal_path().display());
         eprintln!(
@@ -363,6 +372,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
         layout.describe(),
         notes,
         "the live runs",
+        (pinned, &command),
     );
     resume_hint(&f);
     code
@@ -456,6 +466,7 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
                 machine_words(&machine),
                 notes,
                 &name,
+                (args.pinned, "CMD"),
             )
         }
         None => {
@@ -471,6 +482,7 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
                 layout.describe(),
                 layout.notes.clone(),
                 &name,
+                (args.pinned, "CMD"),
             )
         }
     }
@@ -533,6 +545,7 @@ fn finish(
     machine_text: String,
     notes: Vec<String>,
     source: &str,
+    run_as: (bool, &str),
 ) -> CmdResult {
     let opts = FitOptions {
         bootstrap: 200,
@@ -540,17 +553,8 @@ fn finish(
     };
     let report = analyse(design_runs, validation, machine, args.goal, opts)
         .map_err(|e| fit_error(e, source, machine))?;
-    let cmd: String = if args.command.is_empty() {
-        "CMD".to_owned()
-    } else {
-        args.command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     let dialects = match placed {
-        Some((topo, layout)) => dialects(&report, topo, layout, args.pinned, &cmd),
+        Some((topo, layout)) => dialects(&report, topo, layout, run_as.0, run_as.1),
         None => Vec::new(),
     };
     if g.json {
