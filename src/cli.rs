@@ -317,17 +317,7 @@ pub fn progress_bar(g: &Globals, len: u64, what: &str) -> indicatif::ProgressBar
     pb
 }
 
-/// Wraps a line of human output (a note, a warning) at 80 columns, at
-/// spaces only, continuation lines indented by two.
-pub fn wrap80(text: &str) -> String {
-    textwrap::fill(
-        text,
-        textwrap::Options::new(80)
-            .subsequent_indent("  ")
-            .break_words(false)
-            .word_splitter(textwrap::WordSplitter::NoHyphenation),
-    )
-}
+pub use pinsight_render::term::wrap80;
 
 #[cfg(test)]
 mod tests {

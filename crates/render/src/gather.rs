@@ -177,7 +177,7 @@ pub fn slicing_text(topo: &Topology, s: &Slicing, mark: Option<usize>) -> String
     let _ = writeln!(
         out,
         "{}",
-        wrap(&format!(
+        crate::term::wrap80(&format!(
             "CPUs {} in {} {} slices; capacity {}",
             s.cpus,
             s.size,
@@ -220,25 +220,13 @@ pub fn slicing_text(topo: &Topology, s: &Slicing, mark: Option<usize>) -> String
         let _ = writeln!(
             out,
             "{}",
-            wrap(&format!("shared between ranks: {}", b.join(", ")))
+            crate::term::wrap80(&format!("shared between ranks: {}", b.join(", ")))
         );
     }
     for n in &s.notes {
-        let _ = writeln!(out, "{}", wrap(&format!("note: {n}")));
+        let _ = writeln!(out, "{}", crate::term::wrap80(&format!("note: {n}")));
     }
     out
-}
-
-/// `text` wrapped at 80 columns, continuation lines indented by two (as
-/// the CLI's notes).
-fn wrap(text: &str) -> String {
-    textwrap::fill(
-        text,
-        textwrap::Options::new(80)
-            .subsequent_indent("  ")
-            .break_words(false)
-            .word_splitter(textwrap::WordSplitter::NoHyphenation),
-    )
 }
 
 #[cfg(test)]

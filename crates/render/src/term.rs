@@ -29,6 +29,19 @@ pub fn columns_from(columns_env: Option<&str>, terminal: Option<u16>) -> Option<
         .or_else(|| terminal.map(usize::from).filter(|&c| c > 0))
 }
 
+/// Wraps a line of human output (a note, a warning) at 80 columns, at
+/// spaces only, continuation lines indented by two: the one wrapping rule
+/// of pinsight's notes.
+pub fn wrap80(text: &str) -> String {
+    textwrap::fill(
+        text,
+        textwrap::Options::new(80)
+            .subsequent_indent("  ")
+            .break_words(false)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,7 +54,7 @@ pub enum RunsError {
 
 /// A field as shown in a one-line message: control characters escaped,
 /// long fields cut.
-fn shown(s: &str) -> String {
+pub(crate) fn shown(s: &str) -> String {
     let mut out: String = s
         .chars()
         .take(40)

@@ -4,6 +4,7 @@
 //! Hand-written: each grammar is a few `+`- or `,`-separated terms, which a
 //! parser-combinator crate would not make shorter or clearer.
 
+use crate::runs::shown;
 use crate::{Config, Machine, ModelKind, Theta};
 
 /// Why a spec was refused. One line, naming the spec and what is allowed.
@@ -33,19 +34,6 @@ pub enum SpecError {
         /// What is wrong.
         why: String,
     },
-}
-
-fn shown(s: &str) -> String {
-    let mut out: String = s
-        .chars()
-        .take(40)
-        .collect::<String>()
-        .escape_debug()
-        .to_string();
-    if s.chars().count() > 40 {
-        out.push('…');
-    }
-    out
 }
 
 /// Split `NX` into (N, X): leading ASCII digits, then the rest.
