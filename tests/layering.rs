@@ -49,6 +49,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-speed",
             "pinsight-workload",
             "pinsight-compare",
+            "pinsight-sched",
         ],
     ),
     ("rendering", &["pinsight-render", "pinsight-report"]),
