@@ -15,6 +15,7 @@ pub mod compare;
 pub mod explain;
 pub mod hfi;
 pub mod latency;
+pub mod mix;
 pub mod sched;
 pub mod size;
 pub mod speed;

@@ -171,6 +171,11 @@ fn cut(name: &str) -> String {
 }
 
 /// Wraps at 80 columns on spaces, continuation lines indented by two.
+/// [`wrap`] for the other scheduling reports (`mix`).
+pub(crate) fn wrap80(text: &str) -> String {
+    wrap(text)
+}
+
 fn wrap(text: &str) -> String {
     let mut out = String::new();
     let mut line = String::new();

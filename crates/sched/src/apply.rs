@@ -92,15 +92,29 @@ impl Applier {
     /// Pins `tid` to `cpus` (nothing to do if that is already what we set).
     /// The first change saves the thread's affinity for [`Applier::restore_all`].
     pub fn set(&mut self, tid: i32, cpus: &CpuSet) -> Result<(), ApplyError> {
+        self.set_in(tid, &[], cpus)
+    }
+
+    /// [`Applier::set`] for a thread of a process whose other threads are
+    /// `siblings`. A thread created by a sibling we had pinned inherits
+    /// our pin, not the program's affinity: when the new thread's affinity
+    /// is exactly what we set on a sibling, its original is taken to be
+    /// that sibling's original, so restoring leaves no pin of ours behind.
+    pub fn set_in(&mut self, tid: i32, siblings: &[i32], cpus: &CpuSet) -> Result<(), ApplyError> {
         if let Some((_, last)) = self.threads.get(&tid) {
             if last == cpus {
                 return Ok(());
             }
         }
         if !self.threads.contains_key(&tid) {
-            let original =
+            let now =
                 affinity::get_affinity(tid).map_err(|source| ApplyError::Read { tid, source })?;
-            self.threads.insert(tid, (original.clone(), original));
+            let original = siblings
+                .iter()
+                .filter(|&&s| s != tid)
+                .find_map(|s| self.threads.get(s).filter(|(_, last)| *last == now))
+                .map_or_else(|| now.clone(), |(orig, _)| orig.clone());
+            self.threads.insert(tid, (original, now));
         }
         affinity::set_affinity(tid, cpus).map_err(|source| ApplyError::Set {
             tid,
@@ -111,6 +125,27 @@ impl Applier {
             entry.1 = cpus.clone();
         }
         Ok(())
+    }
+
+    /// Takes in a new thread of a process whose other threads are
+    /// `siblings` without changing it: if it carries a pin we set on a
+    /// sibling (it was created by that sibling), it is remembered with the
+    /// sibling's original affinity, to be restored like the others.
+    pub fn adopt(&mut self, tid: i32, siblings: &[i32]) {
+        if self.threads.contains_key(&tid) || self.threads.is_empty() {
+            return;
+        }
+        let Ok(now) = affinity::get_affinity(tid) else {
+            return;
+        };
+        let original = siblings
+            .iter()
+            .filter(|&&s| s != tid)
+            .find_map(|s| self.threads.get(s).filter(|(_, last)| *last == now))
+            .map(|(orig, _)| orig.clone());
+        if let Some(original) = original {
+            self.threads.insert(tid, (original, now));
+        }
     }
 
     /// What we last set on `tid`, if we changed it.

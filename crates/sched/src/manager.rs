@@ -67,6 +67,12 @@ pub enum ManageError {
 /// of their own). Performance is unknown (`None`) until a capacity source
 /// (HFI) says otherwise.
 pub fn capacity(topo: &Topology) -> Result<Capacity, ManageError> {
+    capacity_within(topo, &topo.usable())
+}
+
+/// [`capacity`] restricted to `allowed` (e.g. the CPUs this process may
+/// run on, as `taskset` set them).
+pub fn capacity_within(topo: &Topology, allowed: &CpuSet) -> Result<Capacity, ManageError> {
     let Some(fast) = topo.fastest_kind() else {
         return Err(ManageError::NoKinds);
     };
@@ -75,7 +81,7 @@ pub fn capacity(topo: &Topology) -> Result<Capacity, ManageError> {
             kind: fast.name.clone(),
         });
     }
-    let usable = topo.usable();
+    let usable = topo.usable().intersection(allowed);
     let big: CpuSet = fast.cpus.intersection(&usable);
     let mut others = CpuSet::new();
     for k in &topo.kinds[..topo.kinds.len() - 1] {
@@ -204,7 +210,10 @@ pub struct Report {
     pub resolution: Option<Resolution>,
     /// Per program.
     pub programs: Vec<ProgramReport>,
-    /// Threads put back to their own affinity, gone meanwhile, refused.
+    /// Threads whose affinity the scheduler changed at least once.
+    pub pinned_threads: usize,
+    /// At the end: threads put back to their own affinity, gone
+    /// meanwhile, refused (threads that ended earlier are not counted).
     pub restore: RestoreReport,
     /// Things that did not go as planned (one line each).
     pub warnings: Vec<String>,
@@ -225,6 +234,7 @@ pub struct Manager {
     sfs: BTreeMap<i32, f64>,
     children_unsupported: bool,
     last: Option<Instant>,
+    pinned: usize,
 }
 
 fn ns_s(ns: u64) -> f64 {
@@ -270,6 +280,7 @@ impl Manager {
             sfs: BTreeMap::new(),
             children_unsupported: false,
             last: None,
+            pinned: 0,
         };
         for &pid in pids {
             if m.procs.iter().any(|p| p.pid == pid) {
@@ -429,11 +440,15 @@ impl Manager {
             return;
         };
         let (pid, name) = (p.pid, p.name.clone());
+        let siblings: Vec<i32> = p.threads.keys().copied().collect();
         let th = p.threads.get_mut(&tid).expect("found");
-        match self.applier.set(tid, cpus) {
+        match self.applier.set_in(tid, &siblings, cpus) {
             Ok(()) => {
                 if th.last_kind.is_some_and(|k| k != kind) {
                     th.swaps += 1;
+                }
+                if th.last_kind.is_none() {
+                    self.pinned += 1;
                 }
                 th.last_kind = Some(kind);
                 th.placed = Some(kind);
@@ -489,6 +504,10 @@ impl Manager {
                 i += 1;
                 continue;
             }
+            // The name at first sight may be a fork's before its exec.
+            if let Some(name) = self.sampler.program_name(pid) {
+                self.procs[i].name = name;
+            }
             let p = &mut self.procs[i];
             for (tid, t) in p.threads.iter_mut() {
                 if t.alive && tids.binary_search(tid).is_err() {
@@ -496,7 +515,12 @@ impl Manager {
                     self.applier.forget(*tid);
                 }
             }
+            let siblings: Vec<i32> = p.threads.keys().copied().collect();
             for &tid in &tids {
+                if !p.threads.contains_key(&tid) {
+                    // Created by a thread we pinned, it carries our pin.
+                    self.applier.adopt(tid, &siblings);
+                }
                 p.threads.entry(tid).or_insert_with(|| Thread {
                     comm: String::new(),
                     last_runtime: 0,
@@ -516,6 +540,10 @@ impl Manager {
                         for c in children {
                             if !self.procs.iter().any(|p| p.pid == c) {
                                 self.add_process(c);
+                                // Forked by a thread we pinned: it carries our pin.
+                                for t in self.sampler.tids(c) {
+                                    self.applier.adopt(t, &tids);
+                                }
                             }
                         }
                     }
@@ -639,6 +667,7 @@ impl Manager {
             },
             resolution: self.sampler.resolution(),
             programs,
+            pinned_threads: self.pinned,
             restore,
             warnings: self.warnings.clone(),
         }

@@ -1,0 +1,215 @@
+//! Human output of the live scheduler (`pinsight sched`): what ran where,
+//! per program and, for programs with several busy threads, per thread.
+//! Fits 80 columns.
+
+use pinsight_sched::{ProgramReport, Report};
+use std::fmt::Write;
+
+/// Program names longer than this are cut (with `~`).
+const NAME_WIDTH: usize = 16;
+
+fn cut(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        name.to_string()
+    } else {
+        let mut s: String = name.chars().take(width - 1).collect();
+        s.push('~');
+        s
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    match x {
+        Some(v) => format!("{:.1}%", v * 100.0),
+        None => "-".into(),
+    }
+}
+
+fn sf(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |v| format!("{v:.2}"))
+}
+
+fn row(
+    out: &mut String,
+    label: &str,
+    pid: String,
+    sfv: String,
+    big: f64,
+    small: f64,
+    share: Option<f64>,
+    swaps: u32,
+) {
+    writeln!(
+        out,
+        "{:<21}{:>8}{:>6}{:>10.2}{:>10.2}{:>10}{:>7}",
+        label,
+        pid,
+        sfv,
+        big,
+        small,
+        pct(share),
+        swaps
+    )
+    .ok();
+}
+
+fn program(out: &mut String, p: &ProgramReport) {
+    let label = format!("#{} {}", p.position, cut(&p.name, NAME_WIDTH));
+    row(
+        out,
+        &label,
+        p.pid.to_string(),
+        sf(p.sf),
+        p.big_s,
+        p.small_s,
+        p.big_share,
+        p.swaps,
+    );
+    let busy: Vec<_> = p
+        .threads
+        .iter()
+        .filter(|t| t.big_s + t.small_s >= 0.005)
+        .collect();
+    if busy.len() > 1 {
+        for t in busy {
+            let label = format!("  {}", cut(&t.comm, NAME_WIDTH + 1));
+            row(
+                out,
+                &label,
+                t.tid.to_string(),
+                String::new(),
+                t.big_s,
+                t.small_s,
+                t.big_share,
+                t.swaps,
+            );
+        }
+    }
+}
+
+/// The whole human report of `pinsight sched`.
+pub fn sched(r: &Report) -> String {
+    let mut out = String::new();
+    let head = format!(
+        "Policy {}, period {} ms: big CPUs {}, small CPUs {}; {} periods in {:.1} s.",
+        r.policy,
+        (r.period_s * 1000.0).round(),
+        r.big_cpus,
+        r.small_cpus,
+        r.periods,
+        r.wall_s
+    );
+    writeln!(out, "{}\n", crate::sched::wrap80(&head)).ok();
+    writeln!(
+        out,
+        "{:<21}{:>8}{:>6}{:>10}{:>10}{:>10}{:>7}",
+        "program / thread", "pid/tid", "SF", "big s", "small s", "big share", "swaps"
+    )
+    .ok();
+    for p in &r.programs {
+        program(&mut out, p);
+    }
+    let mut notes = Vec::new();
+    if r.policy == "os" {
+        notes.push(
+            "os pins nothing: CPU time is counted on the kind of the CPU each thread was last \
+             seen on at each period's sample."
+                .to_string(),
+        );
+    } else {
+        notes.push(
+            "CPU time is counted on the kind each thread was pinned to for the period.".to_string(),
+        );
+    }
+    let rs = &r.restore;
+    if r.pinned_threads > 0 {
+        let ended = r
+            .pinned_threads
+            .saturating_sub(rs.restored + rs.failures.len());
+        notes.push(format!(
+            "Threads pinned: {}; at the end {} got their own affinity back, {} had ended{}.",
+            r.pinned_threads,
+            rs.restored,
+            ended,
+            if rs.failures.is_empty() {
+                String::new()
+            } else {
+                format!(", {} could not be restored", rs.failures.len())
+            }
+        ));
+    }
+    notes.push(format!(
+        "Scheduler cost: {:.0} µs of CPU per period ({:.3}% of one CPU).",
+        r.mean_step_s * 1e6,
+        if r.period_s > 0.0 {
+            100.0 * r.mean_step_s / r.period_s
+        } else {
+            0.0
+        }
+    ));
+    out.push('\n');
+    for n in notes {
+        writeln!(out, "{}", crate::sched::wrap80(&n)).ok();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinsight_sched::{RestoreReport, ThreadReport};
+
+    fn report() -> Report {
+        let t = |tid, b, s| ThreadReport {
+            tid,
+            comm: "worker-with-a-long-name".into(),
+            big_s: b,
+            small_s: s,
+            big_share: Some(b / (b + s)),
+            swaps: 3,
+        };
+        Report {
+            policy: "aarr".into(),
+            period_s: 0.2,
+            big_cpus: "0".into(),
+            small_cpus: "1".into(),
+            periods: 40,
+            wall_s: 8.0,
+            mean_step_s: 0.00012,
+            resolution: None,
+            programs: vec![ProgramReport {
+                position: 1,
+                pid: 4_194_303,
+                name: "a-very-long-program-name-indeed".into(),
+                sf: Some(2.5),
+                big_s: 4.0,
+                small_s: 4.0,
+                big_share: Some(0.5),
+                swaps: 6,
+                threads: vec![t(4_194_303, 2.0, 2.0), t(4_194_304, 2.0, 2.0)],
+            }],
+            pinned_threads: 3,
+            restore: RestoreReport {
+                restored: 2,
+                gone: 0,
+                failures: vec![],
+            },
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn fits_80_columns_and_shows_threads() {
+        let s = sched(&report());
+        for l in s.lines() {
+            assert!(l.chars().count() <= 80, "{l}");
+        }
+        assert!(s.contains("#1 a-very-long-pro~"), "{s}");
+        assert!(s.contains("50.0%"));
+        assert!(s.contains("4194304"));
+        assert!(
+            s.contains("Threads pinned: 3; at the end 2 got their own affinity back, 1 had ended."),
+            "{s}"
+        );
+    }
+}
