@@ -179,6 +179,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         period,
         capacity,
         follow_children: true,
+        group_children: false,
     };
     let fs = g.fsroot()?;
     let spinner = spinner(g, &format!("scheduling ({})", policy.name()));

@@ -180,6 +180,7 @@ mod tests {
             programs: vec![ProgramReport {
                 position: 1,
                 pid: 4_194_303,
+                root_pid: 4_194_303,
                 name: "a-very-long-program-name-indeed".into(),
                 sf: Some(2.5),
                 big_s: 4.0,

@@ -170,12 +170,12 @@ fn cut(name: &str) -> String {
     }
 }
 
-/// Wraps at 80 columns on spaces, continuation lines indented by two.
 /// [`wrap`] for the other scheduling reports (`mix`).
 pub(crate) fn wrap80(text: &str) -> String {
     wrap(text)
 }
 
+/// Wraps at 80 columns on spaces, continuation lines indented by two.
 fn wrap(text: &str) -> String {
     let mut out = String::new();
     let mut line = String::new();

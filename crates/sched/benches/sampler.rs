@@ -65,6 +65,7 @@ fn bench(c: &mut Criterion) {
         period: PERIOD,
         capacity,
         follow_children: false,
+        group_children: false,
     };
     let mut m = Manager::new(FsRoot::live(), cfg, &[pid], Box::new(NoSf)).expect("own process");
     c.bench_function("period_64_threads_aarr", |b| b.iter(|| black_box(m.step())));

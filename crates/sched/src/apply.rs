@@ -44,14 +44,8 @@ impl ApplyError {
         let e = match self {
             ApplyError::Read { source, .. } | ApplyError::Set { source, .. } => source,
         };
-        e.raw_os_error() == Some(libc_esrch())
+        e.raw_os_error() == Some(libc::ESRCH)
     }
-}
-
-/// ESRCH without a libc dependency here (the value is the same on every
-/// Linux architecture).
-const fn libc_esrch() -> i32 {
-    3
 }
 
 /// One thread whose affinity could not be restored.

@@ -8,6 +8,8 @@
 //! * [`manager`]: the loop — every period, sample → the pure
 //!   `pinsight_sched_model::Scheduler::step` → apply — with thread churn,
 //!   idle threads and restore on every exit path;
+//! * [`mix`]: the multi-program experiment of `pinsight mix` (reference
+//!   runs, one mix per scheduler, journal and resume, the seed's metrics);
 //! * [`sf`]: the [`sf::SfSource`] seam (SFs given per program today;
 //!   counters later).
 
@@ -15,6 +17,7 @@
 
 pub mod apply;
 pub mod manager;
+pub mod mix;
 pub mod sample;
 pub mod sf;
 

@@ -118,6 +118,10 @@ pub struct Config {
     pub capacity: Capacity,
     /// Also manage the processes the managed ones start.
     pub follow_children: bool,
+    /// Processes started by a managed one share its position (one
+    /// program = a process tree, as `mix` counts them); otherwise each
+    /// gets the next position.
+    pub group_children: bool,
 }
 
 /// A thread's record.
@@ -142,6 +146,8 @@ struct Thread {
 #[derive(Debug, Clone)]
 struct Process {
     pid: i32,
+    /// The managed process whose tree it belongs to (itself for roots).
+    root: i32,
     position: usize,
     name: String,
     alive: bool,
@@ -172,6 +178,9 @@ pub struct ProgramReport {
     pub position: usize,
     /// Process id.
     pub pid: i32,
+    /// The managed process whose tree it belongs to (its own pid for a
+    /// process given or started, its ancestor's for one it started).
+    pub root_pid: i32,
     /// Name (basename of argv[0], else comm).
     pub name: String,
     /// The SF the scheduler used for it (the last given), if any.
@@ -295,17 +304,31 @@ impl Manager {
     }
 
     fn add_process(&mut self, pid: i32) {
+        let position = self.procs.iter().map(|p| p.position).max().unwrap_or(0) + 1;
+        self.add_at(pid, pid, position);
+    }
+
+    fn add_at(&mut self, pid: i32, root: i32, position: usize) {
         let name = self
             .sampler
             .program_name(pid)
             .unwrap_or_else(|| format!("pid {pid}"));
         self.procs.push(Process {
             pid,
-            position: self.procs.len() + 1,
+            root,
+            position,
             name,
             alive: true,
             threads: BTreeMap::new(),
         });
+    }
+
+    /// Manages one more process (e.g. a program restarted by `mix`) at
+    /// `position` (several processes may share one).
+    pub fn add(&mut self, pid: i32, position: usize) {
+        if !self.procs.iter().any(|p| p.pid == pid) {
+            self.add_at(pid, pid, position);
+        }
     }
 
     /// Whether any managed process is still alive.
@@ -537,9 +560,14 @@ impl Manager {
             if self.cfg.follow_children && !self.children_unsupported {
                 match self.sampler.children(pid, &tids) {
                     Some(children) => {
+                        let (root, position) = (self.procs[i].root, self.procs[i].position);
                         for c in children {
                             if !self.procs.iter().any(|p| p.pid == c) {
-                                self.add_process(c);
+                                if self.cfg.group_children {
+                                    self.add_at(c, root, position);
+                                } else {
+                                    self.add_process(c);
+                                }
                                 // Forked by a thread we pinned: it carries our pin.
                                 for t in self.sampler.tids(c) {
                                     self.applier.adopt(t, &tids);
@@ -575,11 +603,17 @@ impl Manager {
                 break;
             }
         }
-        // Count the last stretch: one final sample, no new placement.
+        self.finish(t0.elapsed())
+    }
+
+    /// Ends management: counts the last stretch (one final sample, no new
+    /// placement), restores every changed affinity and reports. For
+    /// callers driving [`Manager::step`] themselves.
+    pub fn finish(&mut self, wall: Duration) -> Report {
         self.account_final();
         let restore = self.applier.restore_all();
         self.note_restore_failures(&restore);
-        self.report(t0.elapsed(), restore)
+        self.report(wall, restore)
     }
 
     /// Adds the CPU time since the last period to each live thread.
@@ -637,6 +671,7 @@ impl Manager {
                 ProgramReport {
                     position: p.position,
                     pid: p.pid,
+                    root_pid: p.root,
                     name: p.name.clone(),
                     sf: self.sfs.get(&p.pid).copied(),
                     big_s: b,

@@ -125,6 +125,29 @@ impl GivenSf {
         &self.entries
     }
 
+    /// The same SFs by position only: each name entry becomes one entry
+    /// per position whose program is called that (`names[i]` = position
+    /// i + 1's name), so they match whatever the process is called.
+    pub fn by_position(&self, names: &[String]) -> GivenSf {
+        // Positions given first: they win over names, as in `lookup`.
+        let mut out = GivenSf::new();
+        for (t, v) in &self.entries {
+            if let SfTarget::Position(p) = t {
+                out.entries.push((SfTarget::Position(*p), *v));
+            }
+        }
+        for (t, v) in &self.entries {
+            if let SfTarget::Name(n) = t {
+                for (i, name) in names.iter().enumerate() {
+                    if name == n {
+                        out.entries.push((SfTarget::Position(i + 1), *v));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The SF given for `program`, if any.
     pub fn lookup(&self, program: &ProgramRef<'_>) -> Option<f64> {
         let by_pos = self.entries.iter().find_map(|(t, v)| match t {
@@ -168,6 +191,10 @@ mod tests {
         assert_eq!(g.lookup(&prog(2, "a")), Some(1.2), "a position wins");
         assert_eq!(g.lookup(&prog(3, "a.out")), Some(1.9));
         assert_eq!(g.lookup(&prog(3, "b")), None);
+        let p = g.by_position(&["x".into(), "a".into(), "a.out".into()]);
+        assert_eq!(p.lookup(&prog(2, "sh")), Some(1.2), "#2 given first");
+        assert_eq!(p.lookup(&prog(3, "sh")), Some(1.9));
+        assert_eq!(p.lookup(&prog(1, "a")), None, "names no longer match");
     }
 
     #[test]
