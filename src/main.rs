@@ -68,6 +68,7 @@ enum Command {
     Workload(cmd::workload::Args),
     Simulate(cmd::simulate::Args),
     Sched(cmd::sched::Args),
+    Mix(cmd::mix::Args),
 }
 
 fn main() {
@@ -129,6 +130,7 @@ fn main() {
         Command::Workload(a) => cmd::workload::run(a, g),
         Command::Simulate(a) => cmd::simulate::run(a, g),
         Command::Sched(a) => cmd::sched::run(a, g),
+        Command::Mix(a) => cmd::mix::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! One module per command; each exposes `Args` (clap) and `run`.
 pub mod compare;
 pub mod latency;
+pub mod mix;
 pub mod pin;
 pub mod plan;
 pub mod plan_args;

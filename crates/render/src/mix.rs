@@ -2,7 +2,9 @@
 //! per program and, for programs with several busy threads, per thread.
 //! Fits 80 columns.
 
+use pinsight_sched::mix::MixResult;
 use pinsight_sched::{ProgramReport, Report};
+use pinsight_sched_model::PolicyResult;
 use std::fmt::Write;
 
 /// Program names longer than this are cut (with `~`).
@@ -151,6 +153,102 @@ pub fn sched(r: &Report) -> String {
     for n in notes {
         writeln!(out, "{}", crate::sched::wrap80(&n)).ok();
     }
+    out
+}
+
+/// `pinsight mix`'s live results as the simulator's, so its program table
+/// and verdict are shared.
+fn as_policy_results(r: &MixResult) -> Vec<PolicyResult> {
+    r.schedulers
+        .iter()
+        .map(|s| PolicyResult {
+            policy: s.policy.clone(),
+            metrics: s.metrics,
+            programs: s.programs.clone(),
+            simulated_s: s.wall_s,
+            steps: s.periods,
+        })
+        .collect()
+}
+
+fn pm(x: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!("{x:.2}±{:.2}", (hi - lo) / 2.0),
+        None => format!("{x:.2}"),
+    }
+}
+
+/// The plain verdict of a mix (the simulator's, over the live results),
+/// with a caution when intervals overlap.
+pub fn mix_verdict(r: &MixResult) -> String {
+    let results = as_policy_results(r);
+    let mut v = crate::sched::verdict(&results);
+    let best = r.schedulers.iter().max_by(|a, b| {
+        a.metrics
+            .aggregate_speedup
+            .total_cmp(&b.metrics.aggregate_speedup)
+    });
+    if let Some(best) = best {
+        let overlaps = r.schedulers.iter().any(|s| {
+            s.policy != best.policy
+                && match (s.ci.aggregate_speedup, best.ci.aggregate_speedup) {
+                    (Some((_, hi)), Some((lo, _))) => hi >= lo,
+                    _ => true,
+                }
+        });
+        if overlaps {
+            v.push_str(&format!(
+                " The aggregate-speedup intervals of {} and another scheduler overlap: \
+                 not a significant difference at 95%.",
+                best.policy
+            ));
+        }
+    }
+    v
+}
+
+/// The whole human report of `pinsight mix`.
+pub fn mix(r: &MixResult, repeat: u32) -> String {
+    let mut out = String::new();
+    let n = r.references.len();
+    let head = format!(
+        "{n} program{} run together under {} scheduler{}, each until every program \
+         completed {repeat} time{}; ± are 95% intervals over the repeats.",
+        if n == 1 { "" } else { "s" },
+        r.schedulers.len(),
+        if r.schedulers.len() == 1 { "" } else { "s" },
+        if repeat == 1 { "" } else { "s" },
+    );
+    writeln!(out, "{}\n", crate::sched::wrap80(&head)).ok();
+    writeln!(
+        out,
+        "{:<7}{:>14}{:>13}{:>13}{:>13}{:>10}",
+        "sched", "agg.speedup", "STP", "ANTT", "unfairness", "wall"
+    )
+    .ok();
+    for s in &r.schedulers {
+        let m = &s.metrics;
+        writeln!(
+            out,
+            "{:<7}{:>14}{:>13}{:>13}{:>13}{:>8.1} s",
+            s.policy,
+            pm(m.aggregate_speedup, s.ci.aggregate_speedup),
+            pm(m.stp, s.ci.stp),
+            pm(m.antt, s.ci.antt),
+            pm(m.unfairness, s.ci.unfairness),
+            s.wall_s
+        )
+        .ok();
+    }
+    out.push('\n');
+    let results = as_policy_results(r);
+    out.push_str(&crate::sched::program_table(&results));
+    writeln!(
+        out,
+        "(SF column: measured, time alone on a small CPU / on a big CPU.)\n"
+    )
+    .ok();
+    writeln!(out, "{}", crate::sched::wrap80(&mix_verdict(r))).ok();
     out
 }
 

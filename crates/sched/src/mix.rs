@@ -262,10 +262,26 @@ impl MixSpec {
         }
     }
 
-    /// A program's name: the basename of its command's first word.
-    pub fn name(&self, i: usize) -> String {
+    /// The basename of program i's command's first word (what `--sf
+    /// NAME=` matches).
+    pub fn base_name(&self, i: usize) -> String {
         let first = self.commands[i].split_whitespace().next().unwrap_or("");
         first.rsplit('/').next().unwrap_or(first).to_string()
+    }
+
+    /// Program i's name in reports: [`MixSpec::base_name`], with `#N`
+    /// appended when several programs share it.
+    pub fn name(&self, i: usize) -> String {
+        let base = self.base_name(i);
+        let shared = (0..self.commands.len())
+            .filter(|&j| self.base_name(j) == base)
+            .count()
+            > 1;
+        if shared {
+            format!("{base}#{}", i + 1)
+        } else {
+            base
+        }
     }
 }
 
@@ -630,7 +646,7 @@ fn one_mix(
             },
         ));
     }
-    let names: Vec<String> = (0..n).map(|i| spec.name(i)).collect();
+    let names: Vec<String> = (0..n).map(|i| spec.base_name(i)).collect();
     let sf: Box<dyn SfSource> = if spec.sf.entries().is_empty() {
         Box::new(NoSf)
     } else {
