@@ -31,42 +31,26 @@ fn sf(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |v| format!("{v:.2}"))
 }
 
-fn row(
-    out: &mut String,
-    label: &str,
-    pid: String,
-    sfv: String,
-    big: f64,
-    small: f64,
-    share: Option<f64>,
-    swaps: u32,
-) {
+/// One table row: label, pid/tid, SF, then big s, small s, big share, swaps.
+fn row(out: &mut String, label: &str, id: i32, sfv: String, t: (f64, f64, Option<f64>, u32)) {
     writeln!(
         out,
         "{:<21}{:>8}{:>6}{:>10.2}{:>10.2}{:>10}{:>7}",
         label,
-        pid,
+        id,
         sfv,
-        big,
-        small,
-        pct(share),
-        swaps
+        t.0,
+        t.1,
+        pct(t.2),
+        t.3
     )
     .ok();
 }
 
 fn program(out: &mut String, p: &ProgramReport) {
     let label = format!("#{} {}", p.position, cut(&p.name, NAME_WIDTH));
-    row(
-        out,
-        &label,
-        p.pid.to_string(),
-        sf(p.sf),
-        p.big_s,
-        p.small_s,
-        p.big_share,
-        p.swaps,
-    );
+    let figures = (p.big_s, p.small_s, p.big_share, p.swaps);
+    row(out, &label, p.pid, sf(p.sf), figures);
     let busy: Vec<_> = p
         .threads
         .iter()
@@ -75,16 +59,8 @@ fn program(out: &mut String, p: &ProgramReport) {
     if busy.len() > 1 {
         for t in busy {
             let label = format!("  {}", cut(&t.comm, NAME_WIDTH + 1));
-            row(
-                out,
-                &label,
-                t.tid.to_string(),
-                String::new(),
-                t.big_s,
-                t.small_s,
-                t.big_share,
-                t.swaps,
-            );
+            let figures = (t.big_s, t.small_s, t.big_share, t.swaps);
+            row(out, &label, t.tid, String::new(), figures);
         }
     }
 }

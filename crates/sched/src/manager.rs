@@ -181,7 +181,7 @@ pub struct ProgramReport {
     /// The managed process whose tree it belongs to (its own pid for a
     /// process given or started, its ancestor's for one it started).
     pub root_pid: i32,
-    /// Name (basename of argv[0], else comm).
+    /// Name (basename of `argv[0]`, else comm).
     pub name: String,
     /// The SF the scheduler used for it (the last given), if any.
     pub sf: Option<f64>,

@@ -515,9 +515,9 @@ pub fn run(
         }
     }
     let (tx, rx) = mpsc::channel();
-    for i in 0..n {
+    for (i, r) in refs.iter_mut().enumerate() {
         for (on, cpu) in [("big", big.first()), ("small", small.first())] {
-            let have = if on == "big" { refs[i].0 } else { refs[i].1 };
+            let have = if on == "big" { r.0 } else { r.1 };
             done += 1;
             if have.is_finite() {
                 continue;
@@ -559,9 +559,9 @@ pub fn run(
                 });
             }
             if on == "big" {
-                refs[i].0 = t;
+                r.0 = t;
             } else {
-                refs[i].1 = t;
+                r.1 = t;
             }
         }
     }

@@ -16,7 +16,7 @@ pub struct ProgramRef<'a> {
     /// Its position among the managed programs, from 1 (the order of
     /// `--pids`, else the order in which they were first seen).
     pub position: usize,
-    /// Its name (basename of argv[0], else comm).
+    /// Its name (basename of `argv[0]`, else comm).
     pub name: &'a str,
     /// Its process id.
     pub pid: i32,
