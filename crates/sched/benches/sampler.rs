@@ -3,7 +3,8 @@
 //! threads, printed as a fraction of one CPU at the default 200 ms period
 //! (target < 1%). No wall-clock assertion.
 //!
-//! The 64 threads are this bench's own, parked: sampling reads the same two
+//! The 64 threads are this bench's own, parked (waking every 50 ms, so each
+//! has run in every period, as busy threads): sampling reads the same two
 //! /proc files whether a thread runs or sleeps, and parked threads keep the
 //! bench from competing with itself for the CPUs it measures on.
 

@@ -139,6 +139,9 @@ struct Thread {
     alive: bool,
     /// Sampled at least once (its run time is a baseline).
     seen: bool,
+    /// Ran since the sample before the last (only such a thread can have
+    /// started a process since: the others' `children` are not re-read).
+    ran: bool,
     /// Left out of management after the kernel refused its affinity.
     excluded: bool,
 }
@@ -376,6 +379,7 @@ impl Manager {
                 let delta = s.runtime_ns.saturating_sub(th.last_runtime);
                 let first = !th.seen;
                 th.seen = true;
+                th.ran = first || delta > 0;
                 th.last_runtime = s.runtime_ns;
                 th.comm.clone_from(&s.comm);
                 if th.excluded {
@@ -554,11 +558,17 @@ impl Manager {
                     last_kind: None,
                     alive: true,
                     seen: false,
+                    ran: true,
                     excluded: false,
                 });
             }
             if self.cfg.follow_children && !self.children_unsupported {
-                match self.sampler.children(pid, &tids) {
+                let forkers: Vec<i32> = tids
+                    .iter()
+                    .copied()
+                    .filter(|t| p.threads.get(t).is_none_or(|t| t.ran))
+                    .collect();
+                match self.sampler.children(pid, &forkers) {
                     Some(children) => {
                         let (root, position) = (self.procs[i].root, self.procs[i].position);
                         for c in children {
