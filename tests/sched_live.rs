@@ -460,3 +460,45 @@ fn refusals() {
         );
     }
 }
+
+#[test]
+fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
+    let Some((big, small)) = two_cpus() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = named(dir.path(), "a");
+    // The shell starts `a` in the background and exits at once: `a` is
+    // reparented to pinsight (a child subreaper) and managed to its end.
+    let script = format!(
+        "{} workload pi -t 1 -s 4e8 >/dev/null & exit 0",
+        a.display()
+    );
+    let o = wait_with_guard(
+        pinsight(
+            &[big, small],
+            &[
+                "sched", "--policy", "aarr", "--json", "--", "sh", "-c", &script,
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = json(&o);
+    let a = r["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "a")
+        .unwrap_or_else(|| panic!("the orphan was not managed: {r}"));
+    let t = a["big_s"].as_f64().unwrap() + a["small_s"].as_f64().unwrap();
+    assert!(t > 0.1, "{a}");
+}

@@ -31,7 +31,9 @@ use std::time::Duration;
 /// ± are 95% Student intervals over the repeats (the metrics of every
 /// program's j-th run, j = 1..repeat). Every run is journaled (JSON Lines,
 /// synced per line); after Ctrl-C, `pinsight mix --resume FILE` continues
-/// (a scheduler cut short runs again from its start).
+/// (a scheduler cut short runs again from its start). Big CPUs are the
+/// fastest kind's, small CPUs every other kind's, within pinsight's own
+/// affinity; a machine of one kind (a VM) needs --kinds.
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,

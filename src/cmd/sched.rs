@@ -37,7 +37,11 @@ use std::time::Duration;
 /// thread gets its own affinity back and the report shows, per program and
 /// thread, CPU seconds on big and small CPUs, the big share and the swaps.
 /// A period's CPU time counts on the kind the thread was pinned to for it
-/// (under os: the kind of the CPU it was last seen on).
+/// (under os: the kind of the CPU it was last seen on). Big CPUs are the
+/// fastest kind's, small CPUs every other kind's, both within pinsight's
+/// own affinity (`taskset -c 0-7 pinsight sched ...`); a machine of one
+/// kind (a VM) needs --kinds. Affinities are restored on every exit but
+/// SIGKILL.
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
@@ -180,6 +184,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         capacity,
         follow_children: true,
         group_children: false,
+        orphans_of: None,
     };
     let fs = g.fsroot()?;
     let spinner = spinner(g, &format!("scheduling ({})", policy.name()));
@@ -228,7 +233,7 @@ type Outcome = (pinsight_sched::Report, i32, Option<i32>);
 
 fn run_command(
     fs: pinsight_sys::FsRoot,
-    cfg: Config,
+    mut cfg: Config,
     command: &[OsString],
     sf: Box<dyn SfSource>,
     spinner: &indicatif::ProgressBar,
@@ -239,6 +244,12 @@ fn run_command(
     // As `run` does: signals sent to pinsight with kill reach the program;
     // a terminal's Ctrl-C reaches it directly (same process group), and
     // pinsight keeps managing until the program has ended.
+    // Orphans of the program (started in the background by a parent that
+    // then exited) are reparented to pinsight, which keeps managing them.
+    let subreaper = pinsight_sys::process::set_child_subreaper().is_ok();
+    if subreaper {
+        cfg.orphans_of = Some(pinsight_sys::process::getpid());
+    }
     let mut forwarding = pinsight_sys::signals::Forwarding::install();
     let mut child = cmd.spawn().map_err(|e| spawn_error(&program, &e))?;
     let pid = child.id() as i32;
@@ -252,14 +263,26 @@ fn run_command(
     };
     let mut status = None;
     let report = manager.run(|d| {
-        std::thread::sleep(d);
         spinner.tick();
-        if status.is_none() {
+        if status.is_some() {
+            // The program has ended; processes it started still run.
+            std::thread::sleep(d);
+            return false;
+        }
+        // Sleep the period out, looking at the program every 10 ms so its
+        // end is seen at once (the next period finds what is left).
+        let until = std::time::Instant::now() + d;
+        loop {
             if let Ok(Some(s)) = child.try_wait() {
                 status = Some(s);
+                return false;
             }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
         }
-        false
     });
     let status = match status {
         Some(s) => s,

@@ -67,6 +67,7 @@ fn bench(c: &mut Criterion) {
         capacity,
         follow_children: false,
         group_children: false,
+        orphans_of: None,
     };
     let mut m = Manager::new(FsRoot::live(), cfg, &[pid], Box::new(NoSf)).expect("own process");
     c.bench_function("period_64_threads_aarr", |b| b.iter(|| black_box(m.step())));

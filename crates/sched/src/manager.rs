@@ -122,6 +122,9 @@ pub struct Config {
     /// program = a process tree, as `mix` counts them); otherwise each
     /// gets the next position.
     pub group_children: bool,
+    /// Also manage the children of this process (the caller, a child
+    /// subreaper: descendants orphaned by their parent's exit land there).
+    pub orphans_of: Option<i32>,
 }
 
 /// A thread's record.
@@ -427,6 +430,13 @@ impl Manager {
                 });
             }
         }
+        // A process whose threads have all exited (a zombie not yet
+        // reaped) has ended.
+        for p in &mut self.procs {
+            if p.alive && !p.threads.is_empty() && p.threads.values().all(|t| !t.alive) {
+                p.alive = false;
+            }
+        }
         let a = self.scheduler.step(&obs, &self.cfg.capacity);
         // Unpinned this period unless placed below.
         for p in &mut self.procs {
@@ -514,6 +524,7 @@ impl Manager {
 
     /// Lists the threads (and with `follow_children`, new processes).
     fn discover(&mut self) {
+        self.discover_orphans();
         let mut i = 0;
         while i < self.procs.len() {
             if !self.procs[i].alive {
@@ -595,6 +606,25 @@ impl Manager {
                 }
             }
             i += 1;
+        }
+    }
+
+    /// Takes in the orphans reparented to [`Config::orphans_of`].
+    fn discover_orphans(&mut self) {
+        let Some(me) = self.cfg.orphans_of else {
+            return;
+        };
+        let tids = self.sampler.tids(me);
+        let Some(children) = self.sampler.children(me, &tids) else {
+            return;
+        };
+        for c in children {
+            if self.procs.iter().any(|p| p.pid == c) {
+                continue;
+            }
+            // pinsight starts nothing else while it schedules: every
+            // other child of it is a managed program's orphan.
+            self.add_process(c);
         }
     }
 

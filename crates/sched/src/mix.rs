@@ -658,6 +658,7 @@ fn one_mix(
         capacity: spec.capacity.clone(),
         follow_children: true,
         group_children: true,
+        orphans_of: None,
     };
     let pids: Vec<i32> = running.iter().map(|(p, _)| *p).collect();
     let mut manager = Manager::new(fs.clone(), cfg, &pids, sf)?;
