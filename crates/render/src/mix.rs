@@ -287,4 +287,50 @@ mod tests {
             "{s}"
         );
     }
+
+    #[test]
+    fn mix_report_fits_80_columns_with_intervals() {
+        use pinsight_sched::mix::{MetricCis, MixResult, SchedulerResult};
+        use pinsight_sched_model::{Metrics, ProgramResult};
+        let prog = |name: &str, sd: f64| ProgramResult {
+            name: name.into(),
+            mean_sf: 1.8,
+            runs: 3,
+            time_s: 2.0 * sd,
+            alone_big_s: 2.0,
+            alone_small_s: 3.6,
+            slowdown: sd,
+            big_share: 0.5,
+        };
+        let sched = |policy: &str, a: f64| SchedulerResult {
+            policy: policy.into(),
+            metrics: Metrics {
+                aggregate_speedup: a,
+                stp: 1.2,
+                antt: 1.7,
+                unfairness: 1.3,
+            },
+            ci: MetricCis {
+                aggregate_speedup: Some((a - 0.1, a + 0.1)),
+                stp: Some((1.1, 1.3)),
+                antt: None,
+                unfairness: Some((1.0, 1.6)),
+            },
+            programs: vec![prog("a-rather-long-program-name", 1.5), prog("b", 2.0)],
+            wall_s: 123.4,
+            periods: 600,
+        };
+        let r = MixResult {
+            references: vec![(2.0, 3.6), (2.0, 3.6)],
+            schedulers: vec![sched("os", 0.2), sched("aarr", 0.5), sched("to", 0.55)],
+        };
+        let s = mix(&r, 3);
+        for l in s.lines() {
+            assert!(l.chars().count() <= 80, "{l}");
+        }
+        assert!(s.contains("0.55±0.10"), "{s}");
+        assert!(s.contains("1.70 "), "no interval shown without one: {s}");
+        assert!(s.contains("Verdict: highest throughput: to"), "{s}");
+        assert!(s.contains("overlap"), "to and aarr overlap: {s}");
+    }
 }

@@ -177,4 +177,37 @@ mod tests {
         assert!(s.sample(pid, i32::MAX).is_none());
         assert!(s.program_name(pid).is_some());
     }
+
+    #[test]
+    fn without_schedstat_the_stat_ticks_are_used() {
+        // This thread's real stat and schedstat, copied into a recorded
+        // /proc, then schedstat removed (kernels without CONFIG_SCHEDSTATS).
+        let pid = std::process::id() as i32;
+        let tid = pinsight_sys::affinity::gettid();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let task = dir.join(format!("proc/{pid}/task/{tid}"));
+        std::fs::create_dir_all(&task).unwrap();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap();
+        // utime 30 ticks, stime 12 ticks (fields 14 and 15).
+        let close = stat.rfind(')').unwrap();
+        let mut fields: Vec<String> = stat[close + 2..]
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        fields[14 - 3] = "30".into();
+        fields[15 - 3] = "12".into();
+        let altered = format!("{} {}\n", &stat[..=close], fields.join(" "));
+        std::fs::write(task.join("stat"), altered).unwrap();
+        let fs = FsRoot::at(dir).unwrap();
+        let mut s = Sampler::new(fs);
+        let got = s.sample(pid, tid).unwrap();
+        let ticks = procfs::clock_ticks();
+        assert_eq!(got.runtime_ns, 42 * (1_000_000_000 / ticks));
+        assert_eq!(s.resolution(), Some(Resolution::ClockTicks));
+        assert_eq!(s.tids(pid), vec![tid]);
+        // The thread's files gone: it has exited.
+        std::fs::remove_file(task.join("stat")).unwrap();
+        assert!(s.sample(pid, tid).is_none());
+    }
 }
