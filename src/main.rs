@@ -71,6 +71,8 @@ enum Command {
     Model(cmd::model::Args),
     Slice(cmd::slice::Args),
     Gather(cmd::gather::Args),
+    Sched(cmd::sched::Args),
+    Mix(cmd::mix::Args),
 }
 
 fn main() {
@@ -135,6 +137,8 @@ fn main() {
         Command::Model(a) => cmd::model::run(a, g),
         Command::Slice(a) => cmd::slice::run(a, g),
         Command::Gather(a) => cmd::gather::run(a, g),
+        Command::Sched(a) => cmd::sched::run(a, g),
+        Command::Mix(a) => cmd::mix::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

@@ -50,6 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-workload",
             "pinsight-compare",
             "pinsight-tune",
+            "pinsight-sched",
         ],
     ),
     ("rendering", &["pinsight-render", "pinsight-report"]),

@@ -2,12 +2,14 @@
 pub mod compare;
 pub mod gather;
 pub mod latency;
+pub mod mix;
 pub mod model;
 pub mod pin;
 pub mod plan;
 pub mod plan_args;
 pub mod report;
 pub mod run;
+pub mod sched;
 pub mod simulate;
 pub mod slice;
 pub mod snapshot;

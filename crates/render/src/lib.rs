@@ -16,6 +16,7 @@ pub mod explain;
 pub mod gather;
 pub mod hfi;
 pub mod latency;
+pub mod mix;
 pub mod sched;
 pub mod size;
 pub mod speed;

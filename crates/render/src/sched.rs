@@ -23,12 +23,12 @@ pub fn render(cfg: &SimConfig, results: &[PolicyResult]) -> String {
         cfg.repeat,
         (cfg.period_s * 1000.0).round()
     );
-    writeln!(out, "{}\n", wrap(&head)).ok();
+    writeln!(out, "{}\n", crate::term::wrap80(&head)).ok();
     out.push_str(&policy_table(results));
     out.push('\n');
     out.push_str(&program_table(results));
     out.push('\n');
-    writeln!(out, "{}", wrap(&verdict(results))).ok();
+    writeln!(out, "{}", crate::term::wrap80(&verdict(results))).ok();
     out
 }
 
@@ -168,26 +168,6 @@ fn cut(name: &str) -> String {
         s.push('~');
         s
     }
-}
-
-/// Wraps at 80 columns on spaces, continuation lines indented by two.
-fn wrap(text: &str) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > 80 {
-            out.push_str(&line);
-            out.push('\n');
-            line = format!("  {word}");
-        } else {
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-    }
-    out.push_str(&line);
-    out
 }
 
 #[cfg(test)]

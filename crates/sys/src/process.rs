@@ -127,6 +127,15 @@ pub fn poll_readable(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<bool
     }
 }
 
+/// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`, through
+/// nix): a descendant orphaned by its parent's exit is reparented here
+/// instead of to init, so `pinsight sched` still sees (in its own
+/// `/proc/self/task/*/children`) the processes a program started in the
+/// background before exiting.
+pub fn set_child_subreaper() -> io::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)
+}
+
 /// Sends `sig` to every process of group `pgid`. `Ok(false)`: no such group.
 pub fn kill_group(pgid: libc::pid_t, sig: libc::c_int) -> io::Result<bool> {
     // pgid > 1 is checked so we never signal "every process" (-1) or our

@@ -17,6 +17,9 @@ pub struct TaskStat {
     pub start_ticks: u64,
     /// CPU the thread last ran on (field 39).
     pub last_cpu: Option<usize>,
+    /// User plus system CPU time in clock ticks (fields 14 and 15;
+    /// [`clock_ticks`] per second), when present.
+    pub cpu_ticks: Option<u64>,
 }
 
 /// Parses a `stat` line. The name sits between the first '(' and the
@@ -34,11 +37,14 @@ pub fn parse_stat(text: &str) -> Option<TaskStat> {
     let state = field(3)?.chars().next()?;
     let start_ticks = field(22)?.parse().ok()?;
     let last_cpu = field(39).and_then(|s| s.parse().ok());
+    let ticks = |n: usize| field(n).and_then(|s| s.parse::<u64>().ok());
+    let cpu_ticks = ticks(14).zip(ticks(15)).map(|(u, s)| u.saturating_add(s));
     Some(TaskStat {
         comm,
         state,
         start_ticks,
         last_cpu,
+        cpu_ticks,
     })
 }
 
@@ -90,6 +96,25 @@ pub fn task_runtime_ns(fs: &FsRoot, pid: i32, tid: i32) -> Option<u64> {
         .ok()
 }
 
+/// The processes thread `tid` of `pid` started (`/proc/PID/task/TID/children`,
+/// kernels with `CONFIG_PROC_CHILDREN`); `None` when the file is missing.
+pub fn task_children(fs: &FsRoot, pid: i32, tid: i32) -> Option<Vec<i32>> {
+    let text = fs.read_opt(format!("/proc/{pid}/task/{tid}/children"))?;
+    Some(
+        text.split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect(),
+    )
+}
+
+/// The first word of a process's command line (`/proc/PID/cmdline` up to
+/// the first NUL); `None` when gone or empty (kernel threads, zombies).
+pub fn process_argv0(fs: &FsRoot, pid: i32) -> Option<String> {
+    let text = fs.read_opt(format!("/proc/{pid}/cmdline"))?;
+    let first = text.split('\0').next()?;
+    (!first.is_empty()).then(|| first.to_string())
+}
+
 /// The real uid owning process `pid`.
 pub fn process_uid(fs: &FsRoot, pid: i32) -> Option<u32> {
     parse_status_uid(&fs.read_opt(format!("/proc/{pid}/status"))?)
@@ -120,6 +145,7 @@ mod tests {
         assert_eq!(s.state, 'S');
         assert_eq!(s.start_ticks, 987654);
         assert_eq!(s.last_cpu, Some(1));
+        assert_eq!(s.cpu_ticks, Some(4));
     }
 
     #[test]
@@ -146,5 +172,8 @@ mod tests {
         let st = task_stat(&fs, pid, pid).unwrap();
         assert!(st.last_cpu.is_some());
         assert!(task_allowed(&fs, pid, pid).is_some());
+        assert!(st.cpu_ticks.is_some());
+        let argv0 = process_argv0(&fs, pid).unwrap();
+        assert!(!argv0.is_empty());
     }
 }

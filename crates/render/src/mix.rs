@@ -1,0 +1,336 @@
+//! Human output of the live scheduler (`pinsight sched`): what ran where,
+//! per program and, for programs with several busy threads, per thread.
+//! Fits 80 columns.
+
+use pinsight_sched::mix::MixResult;
+use pinsight_sched::{ProgramReport, Report};
+use pinsight_sched_model::PolicyResult;
+use std::fmt::Write;
+
+/// Program names longer than this are cut (with `~`).
+const NAME_WIDTH: usize = 16;
+
+fn cut(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        name.to_string()
+    } else {
+        let mut s: String = name.chars().take(width - 1).collect();
+        s.push('~');
+        s
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    match x {
+        Some(v) => format!("{:.1}%", v * 100.0),
+        None => "-".into(),
+    }
+}
+
+fn sf(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |v| format!("{v:.2}"))
+}
+
+/// One table row: label, pid/tid, SF, then big s, small s, big share, swaps.
+fn row(out: &mut String, label: &str, id: i32, sfv: String, t: (f64, f64, Option<f64>, u32)) {
+    writeln!(
+        out,
+        "{:<21}{:>8}{:>6}{:>10.2}{:>10.2}{:>10}{:>7}",
+        label,
+        id,
+        sfv,
+        t.0,
+        t.1,
+        pct(t.2),
+        t.3
+    )
+    .ok();
+}
+
+fn program(out: &mut String, p: &ProgramReport) {
+    let label = format!("#{} {}", p.position, cut(&p.name, NAME_WIDTH));
+    let figures = (p.big_s, p.small_s, p.big_share, p.swaps);
+    row(out, &label, p.pid, sf(p.sf), figures);
+    let busy: Vec<_> = p
+        .threads
+        .iter()
+        .filter(|t| t.big_s + t.small_s >= 0.005)
+        .collect();
+    if busy.len() > 1 {
+        for t in busy {
+            let label = format!("  {}", cut(&t.comm, NAME_WIDTH + 1));
+            let figures = (t.big_s, t.small_s, t.big_share, t.swaps);
+            row(out, &label, t.tid, String::new(), figures);
+        }
+    }
+}
+
+/// The whole human report of `pinsight sched`.
+pub fn sched(r: &Report) -> String {
+    let mut out = String::new();
+    let head = format!(
+        "Policy {}, period {} ms: big CPUs {}, small CPUs {}; {} periods in {:.1} s.",
+        r.policy,
+        (r.period_s * 1000.0).round(),
+        r.big_cpus,
+        r.small_cpus,
+        r.periods,
+        r.wall_s
+    );
+    writeln!(out, "{}\n", crate::term::wrap80(&head)).ok();
+    writeln!(
+        out,
+        "{:<21}{:>8}{:>6}{:>10}{:>10}{:>10}{:>7}",
+        "program / thread", "pid/tid", "SF", "big s", "small s", "big share", "swaps"
+    )
+    .ok();
+    for p in &r.programs {
+        program(&mut out, p);
+    }
+    let mut notes = Vec::new();
+    if r.policy == "os" {
+        notes.push(
+            "os pins nothing: CPU time is counted on the kind of the CPU each thread was last \
+             seen on at each period's sample."
+                .to_string(),
+        );
+    } else {
+        notes.push(
+            "CPU time is counted on the kind each thread was pinned to for the period.".to_string(),
+        );
+    }
+    let rs = &r.restore;
+    if r.pinned_threads > 0 {
+        let ended = r
+            .pinned_threads
+            .saturating_sub(rs.restored + rs.failures.len());
+        notes.push(format!(
+            "Threads pinned: {}; at the end {} got their own affinity back, {} had ended{}.",
+            r.pinned_threads,
+            rs.restored,
+            ended,
+            if rs.failures.is_empty() {
+                String::new()
+            } else {
+                format!(", {} could not be restored", rs.failures.len())
+            }
+        ));
+    }
+    notes.push(format!(
+        "Scheduler cost: {:.0} µs of CPU per period ({:.3}% of one CPU).",
+        r.mean_step_s * 1e6,
+        if r.period_s > 0.0 {
+            100.0 * r.mean_step_s / r.period_s
+        } else {
+            0.0
+        }
+    ));
+    out.push('\n');
+    for n in notes {
+        writeln!(out, "{}", crate::term::wrap80(&n)).ok();
+    }
+    out
+}
+
+/// `pinsight mix`'s live results as the simulator's, so its program table
+/// and verdict are shared.
+fn as_policy_results(r: &MixResult) -> Vec<PolicyResult> {
+    r.schedulers
+        .iter()
+        .map(|s| PolicyResult {
+            policy: s.policy.clone(),
+            metrics: s.metrics,
+            programs: s.programs.clone(),
+            simulated_s: s.wall_s,
+            steps: s.periods,
+        })
+        .collect()
+}
+
+fn pm(x: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!("{x:.2}±{:.2}", (hi - lo) / 2.0),
+        None => format!("{x:.2}"),
+    }
+}
+
+/// The plain verdict of a mix (the simulator's, over the live results),
+/// with a caution when intervals overlap.
+pub fn mix_verdict(r: &MixResult) -> String {
+    let results = as_policy_results(r);
+    let mut v = crate::sched::verdict(&results);
+    let best = r.schedulers.iter().max_by(|a, b| {
+        a.metrics
+            .aggregate_speedup
+            .total_cmp(&b.metrics.aggregate_speedup)
+    });
+    if let Some(best) = best {
+        let overlaps = r.schedulers.iter().any(|s| {
+            s.policy != best.policy
+                && match (s.ci.aggregate_speedup, best.ci.aggregate_speedup) {
+                    (Some((_, hi)), Some((lo, _))) => hi >= lo,
+                    _ => true,
+                }
+        });
+        if overlaps {
+            v.push_str(&format!(
+                " The aggregate-speedup intervals of {} and another scheduler overlap: \
+                 not a significant difference at 95%.",
+                best.policy
+            ));
+        }
+    }
+    v
+}
+
+/// The whole human report of `pinsight mix`.
+pub fn mix(r: &MixResult, repeat: u32) -> String {
+    let mut out = String::new();
+    let n = r.references.len();
+    let head = format!(
+        "{n} program{} run together under {} scheduler{}, each until every program \
+         completed {repeat} time{}; ± are 95% intervals over the repeats.",
+        if n == 1 { "" } else { "s" },
+        r.schedulers.len(),
+        if r.schedulers.len() == 1 { "" } else { "s" },
+        if repeat == 1 { "" } else { "s" },
+    );
+    writeln!(out, "{}\n", crate::term::wrap80(&head)).ok();
+    writeln!(
+        out,
+        "{:<7}{:>14}{:>13}{:>13}{:>13}{:>10}",
+        "sched", "agg.speedup", "STP", "ANTT", "unfairness", "wall"
+    )
+    .ok();
+    for s in &r.schedulers {
+        let m = &s.metrics;
+        writeln!(
+            out,
+            "{:<7}{:>14}{:>13}{:>13}{:>13}{:>8.1} s",
+            s.policy,
+            pm(m.aggregate_speedup, s.ci.aggregate_speedup),
+            pm(m.stp, s.ci.stp),
+            pm(m.antt, s.ci.antt),
+            pm(m.unfairness, s.ci.unfairness),
+            s.wall_s
+        )
+        .ok();
+    }
+    out.push('\n');
+    let results = as_policy_results(r);
+    out.push_str(&crate::sched::program_table(&results));
+    writeln!(
+        out,
+        "(SF column: measured, time alone on a small CPU / on a big CPU.)\n"
+    )
+    .ok();
+    writeln!(out, "{}", crate::term::wrap80(&mix_verdict(r))).ok();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinsight_sched::{RestoreReport, ThreadReport};
+
+    fn report() -> Report {
+        let t = |tid, b, s| ThreadReport {
+            tid,
+            comm: "worker-with-a-long-name".into(),
+            big_s: b,
+            small_s: s,
+            big_share: Some(b / (b + s)),
+            swaps: 3,
+        };
+        Report {
+            policy: "aarr".into(),
+            period_s: 0.2,
+            big_cpus: "0".into(),
+            small_cpus: "1".into(),
+            periods: 40,
+            wall_s: 8.0,
+            mean_step_s: 0.00012,
+            resolution: None,
+            programs: vec![ProgramReport {
+                position: 1,
+                pid: 4_194_303,
+                root_pid: 4_194_303,
+                name: "a-very-long-program-name-indeed".into(),
+                sf: Some(2.5),
+                big_s: 4.0,
+                small_s: 4.0,
+                big_share: Some(0.5),
+                swaps: 6,
+                threads: vec![t(4_194_303, 2.0, 2.0), t(4_194_304, 2.0, 2.0)],
+            }],
+            pinned_threads: 3,
+            restore: RestoreReport {
+                restored: 2,
+                gone: 0,
+                failures: vec![],
+            },
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn fits_80_columns_and_shows_threads() {
+        let s = sched(&report());
+        for l in s.lines() {
+            assert!(l.chars().count() <= 80, "{l}");
+        }
+        assert!(s.contains("#1 a-very-long-pro~"), "{s}");
+        assert!(s.contains("50.0%"));
+        assert!(s.contains("4194304"));
+        assert!(
+            s.contains("Threads pinned: 3; at the end 2 got their own affinity back, 1 had ended."),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn mix_report_fits_80_columns_with_intervals() {
+        use pinsight_sched::mix::{MetricCis, MixResult, SchedulerResult};
+        use pinsight_sched_model::{Metrics, ProgramResult};
+        let prog = |name: &str, sd: f64| ProgramResult {
+            name: name.into(),
+            mean_sf: 1.8,
+            runs: 3,
+            time_s: 2.0 * sd,
+            alone_big_s: 2.0,
+            alone_small_s: 3.6,
+            slowdown: sd,
+            big_share: 0.5,
+        };
+        let sched = |policy: &str, a: f64| SchedulerResult {
+            policy: policy.into(),
+            metrics: Metrics {
+                aggregate_speedup: a,
+                stp: 1.2,
+                antt: 1.7,
+                unfairness: 1.3,
+            },
+            ci: MetricCis {
+                aggregate_speedup: Some((a - 0.1, a + 0.1)),
+                stp: Some((1.1, 1.3)),
+                antt: None,
+                unfairness: Some((1.0, 1.6)),
+            },
+            programs: vec![prog("a-rather-long-program-name", 1.5), prog("b", 2.0)],
+            wall_s: 123.4,
+            periods: 600,
+        };
+        let r = MixResult {
+            references: vec![(2.0, 3.6), (2.0, 3.6)],
+            schedulers: vec![sched("os", 0.2), sched("aarr", 0.5), sched("to", 0.55)],
+        };
+        let s = mix(&r, 3);
+        for l in s.lines() {
+            assert!(l.chars().count() <= 80, "{l}");
+        }
+        assert!(s.contains("0.55±0.10"), "{s}");
+        assert!(s.contains("1.70 "), "no interval shown without one: {s}");
+        assert!(s.contains("Verdict: highest throughput: to"), "{s}");
+        assert!(s.contains("overlap"), "to and aarr overlap: {s}");
+    }
+}

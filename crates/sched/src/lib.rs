@@ -1,0 +1,29 @@
+//! The live asymmetry-aware scheduler (issue 13): `pinsight sched` and
+//! `pinsight mix` stand on it.
+//!
+//! * [`sample`]: per managed thread, its CPU time and last CPU from
+//!   `/proc` (schedstat, stat) through `FsRoot`;
+//! * [`apply`]: affinity per TID through pinsight-sys, with the originals
+//!   saved and restored;
+//! * [`manager`]: the loop — every period, sample → the pure
+//!   `pinsight_sched_model::Scheduler::step` → apply — with thread churn,
+//!   idle threads and restore on every exit path;
+//! * [`mix`]: the multi-program experiment of `pinsight mix` (reference
+//!   runs, one mix per scheduler, journal and resume, the seed's metrics);
+//! * [`sf`]: the [`sf::SfSource`] seam (SFs given per program today;
+//!   counters later).
+
+#![forbid(unsafe_code)]
+
+pub mod apply;
+pub mod manager;
+pub mod mix;
+pub mod sample;
+pub mod sf;
+
+pub use apply::{Applier, ApplyError, RestoreReport};
+pub use manager::{
+    capacity, capacity_within, Config, ManageError, Manager, ProgramReport, Report, ThreadReport,
+};
+pub use sample::{Resolution, Sampler, ThreadSample};
+pub use sf::{GivenSf, NoSf, ProgramRef, SfSource, SfSpecError, SfTarget, ThreadPeriod};

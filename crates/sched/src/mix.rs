@@ -1,0 +1,907 @@
+//! `pinsight mix`: the seed's multi-program experiment on the user's own
+//! programs, under each scheduler.
+//!
+//! 1. **Reference runs**: each program alone, pinned to one big CPU, then
+//!    alone on one small CPU (`Bᵢ`, `Sᵢ`: wall times, one run each).
+//! 2. **Per scheduler**: all programs start together (each `sh -c CMD` in a
+//!    process group of its own, on every big and small CPU); each one that
+//!    finishes restarts at once, until every program has completed
+//!    `repeat` times; the runs still going then are killed and not
+//!    counted. A [`Manager`] runs the scheduler over every instance (and
+//!    the processes it starts) the whole time.
+//! 3. **Metrics** (pinsight-sched-model's one definition,
+//!    [`pinsight_sched_model::sim::metrics`]): with `Tᵢ` the geometric mean
+//!    of program i's completed runs, slowdown `Tᵢ/Bᵢ`, unfairness, STP,
+//!    ANTT, aggregate speedup; 95% Student intervals over the repeats (the
+//!    metrics of the j-th completion of every program, j = 1..repeat).
+//!
+//! Every reference run and completed run is a line of a JSON Lines
+//! journal, synced to disk before the next starts; a stopped experiment
+//! resumes from it (a scheduler cut short is run again from its start).
+
+use crate::manager::{Config, Manager};
+use crate::sf::{GivenSf, NoSf, SfSource};
+use pinsight_cpuset::CpuSet;
+use pinsight_sched_model::sim::metrics;
+use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
+use pinsight_sys::FsRoot;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// One journal line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum Record {
+    /// What the experiment is (first line).
+    Header {
+        /// The programs' command lines.
+        commands: Vec<String>,
+        /// The schedulers, in order.
+        schedulers: Vec<String>,
+        /// Completions per program.
+        repeat: u32,
+        /// Scheduler period, seconds.
+        period_s: f64,
+        /// Big CPUs.
+        big_cpus: String,
+        /// Small CPUs.
+        small_cpus: String,
+        /// The `--sf` values given (`NAME=SF`), for a resume.
+        #[serde(default)]
+        sf: Vec<String>,
+    },
+    /// A program alone on one CPU.
+    Reference {
+        /// Program index (from 0).
+        program: usize,
+        /// "big" or "small".
+        on: String,
+        /// Wall seconds.
+        time_s: f64,
+        /// Exit code (128+N for signal N).
+        exit_code: i32,
+    },
+    /// A scheduler's mix begins (runs before it for that scheduler are void).
+    Start {
+        /// The scheduler.
+        scheduler: String,
+    },
+    /// One completed run in a mix.
+    Run {
+        /// The scheduler.
+        scheduler: String,
+        /// Program index.
+        program: usize,
+        /// Which completion (from 1).
+        completion: u32,
+        /// Wall seconds.
+        time_s: f64,
+        /// Exit code.
+        exit_code: i32,
+    },
+    /// A scheduler's mix ended complete.
+    Done {
+        /// The scheduler.
+        scheduler: String,
+        /// Share of the programs' CPU time on big CPUs, per program.
+        big_share: Vec<Option<f64>>,
+        /// Wall seconds of the mix.
+        wall_s: f64,
+        /// Periods run.
+        periods: u64,
+    },
+}
+
+/// Journal trouble.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// Reading or writing the file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// A line that is not a record.
+    #[error("{path} line {line}: not a mix journal record ({reason})")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Line number from 1.
+        line: usize,
+        /// What serde said.
+        reason: String,
+    },
+    /// No header first.
+    #[error("{path}: no mix journal header on its first line")]
+    NoHeader {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// An append-only JSON Lines journal, each record synced to disk
+/// (`fdatasync`) before the call returns.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+}
+
+impl Journal {
+    /// Creates `path` (it must not exist) with `header`.
+    pub fn create(path: &Path, header: &Record) -> Result<Journal, JournalError> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|source| JournalError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let mut j = Journal {
+            path: path.to_path_buf(),
+            file,
+        };
+        j.append(header)?;
+        Ok(j)
+    }
+
+    /// Opens an existing journal to append to.
+    pub fn append_to(path: &Path) -> Result<Journal, JournalError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|source| JournalError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Appends one record and syncs it.
+    pub fn append(&mut self, r: &Record) -> Result<(), JournalError> {
+        let mut line = serde_json::to_string(r).expect("records serialize");
+        line.push('\n');
+        let io = |source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        self.file.write_all(line.as_bytes()).map_err(io)?;
+        self.file.sync_data().map_err(|source| JournalError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Reads every record; a torn last line (cut by a crash) is dropped.
+    pub fn read(path: &Path) -> Result<Vec<Record>, JournalError> {
+        let text = std::fs::read_to_string(path).map_err(|source| JournalError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let records = parse(&text).map_err(|(line, reason)| JournalError::Parse {
+            path: path.to_path_buf(),
+            line,
+            reason,
+        })?;
+        if !matches!(records.first(), Some(Record::Header { .. })) {
+            return Err(JournalError::NoHeader {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(records)
+    }
+}
+
+/// Parses journal text: one record per line; a last line without its
+/// newline that does not parse was torn by a crash and is dropped.
+pub fn parse(text: &str) -> Result<Vec<Record>, (usize, String)> {
+    let mut out = Vec::new();
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(l) {
+            Ok(r) => out.push(r),
+            Err(_) if i + 1 == lines.len() && !complete => break,
+            Err(e) => return Err((i + 1, e.to_string())),
+        }
+    }
+    Ok(out)
+}
+
+/// The experiment.
+#[derive(Debug, Clone)]
+pub struct MixSpec {
+    /// Shell command lines, one per program.
+    pub commands: Vec<String>,
+    /// The schedulers.
+    pub schedulers: Vec<Policy>,
+    /// Completions per program.
+    pub repeat: u32,
+    /// Scheduler period.
+    pub period: Duration,
+    /// Big and small CPUs.
+    pub capacity: Capacity,
+    /// SFs given per program (`#N` = the N-th command; a name = the
+    /// basename of a command's first word).
+    pub sf: GivenSf,
+    /// The `NAME=SF` texts `sf` came from (journaled for a resume).
+    pub sf_specs: Vec<String>,
+}
+
+impl MixSpec {
+    /// The header record of this experiment.
+    pub fn header(&self) -> Record {
+        let (b, s) = cpu_sets(&self.capacity);
+        Record::Header {
+            commands: self.commands.clone(),
+            schedulers: self
+                .schedulers
+                .iter()
+                .map(|p| p.name().to_string())
+                .collect(),
+            repeat: self.repeat,
+            period_s: self.period.as_secs_f64(),
+            big_cpus: b.to_string(),
+            small_cpus: s.to_string(),
+            sf: self.sf_specs.clone(),
+        }
+    }
+
+    /// The basename of program i's command's first word (what `--sf
+    /// NAME=` matches).
+    pub fn base_name(&self, i: usize) -> String {
+        let first = self.commands[i].split_whitespace().next().unwrap_or("");
+        first.rsplit('/').next().unwrap_or(first).to_string()
+    }
+
+    /// Program i's name in reports: [`MixSpec::base_name`], with `#N`
+    /// appended when several programs share it.
+    pub fn name(&self, i: usize) -> String {
+        let base = self.base_name(i);
+        let shared = (0..self.commands.len())
+            .filter(|&j| self.base_name(j) == base)
+            .count()
+            > 1;
+        if shared {
+            format!("{base}#{}", i + 1)
+        } else {
+            base
+        }
+    }
+}
+
+fn cpu_sets(c: &Capacity) -> (CpuSet, CpuSet) {
+    (
+        c.big.iter().map(|x| x.id as usize).collect(),
+        c.small.iter().map(|x| x.id as usize).collect(),
+    )
+}
+
+/// Why the experiment stopped early or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MixError {
+    /// A signal asked to stop (the journal keeps what was done).
+    #[error("stopped by signal {0}")]
+    Interrupted(i32),
+    /// A program could not be started.
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// A reference run failed (non-zero exit): its time means nothing.
+    #[error("`{command}` alone on CPU {cpu} exited with status {code}")]
+    ReferenceFailed {
+        /// The command line.
+        command: String,
+        /// The CPU.
+        cpu: usize,
+        /// Its exit code.
+        code: i32,
+    },
+    /// The journal.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The journal belongs to another experiment.
+    #[error(
+        "the journal is of another experiment: {field} differs (journal {journal}, now {now})"
+    )]
+    Mismatch {
+        /// The differing field.
+        field: &'static str,
+        /// In the journal.
+        journal: String,
+        /// Asked now.
+        now: String,
+    },
+    /// Scheduling.
+    #[error(transparent)]
+    Manage(#[from] crate::ManageError),
+}
+
+/// What the experiment tells about the caller's progress.
+pub trait Observer {
+    /// A step began (`what`), `done` of `total` steps finished.
+    fn step(&mut self, what: &str, done: usize, total: usize);
+    /// Waits up to `d`; returns a signal number to stop.
+    fn wait(&mut self, d: Duration) -> Option<i32>;
+}
+
+/// A 95% interval of one metric over the repeats.
+pub type Ci = Option<(f64, f64)>;
+
+/// Intervals of each metric over the repeats (`None`: fewer than two
+/// repeats or no spread).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MetricCis {
+    /// Of the aggregate speedup.
+    pub aggregate_speedup: Ci,
+    /// Of STP.
+    pub stp: Ci,
+    /// Of ANTT.
+    pub antt: Ci,
+    /// Of unfairness.
+    pub unfairness: Ci,
+}
+
+/// One scheduler's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SchedulerResult {
+    /// The scheduler.
+    pub policy: String,
+    /// Its metrics (from the geometric-mean times).
+    #[serde(flatten)]
+    pub metrics: Metrics,
+    /// 95% intervals over the repeats.
+    pub ci: MetricCis,
+    /// Per program (in command order): name, `mean_sf` = Sᵢ/Bᵢ measured,
+    /// runs, time, references, slowdown, big share.
+    pub programs: Vec<ProgramResult>,
+    /// Wall seconds of the mix.
+    pub wall_s: f64,
+    /// Scheduler periods run.
+    pub periods: u64,
+}
+
+/// The whole outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MixResult {
+    /// Per program: alone on a big CPU, alone on a small CPU (seconds).
+    pub references: Vec<(f64, f64)>,
+    /// Per scheduler, in the order asked.
+    pub schedulers: Vec<SchedulerResult>,
+}
+
+/// A running instance.
+struct Instance {
+    program: usize,
+    pgid: i32,
+    start: Instant,
+}
+
+/// Exit of a child, from its waiter thread.
+struct Exit {
+    pid: i32,
+    code: i32,
+    at: Instant,
+}
+
+fn spawn(
+    command: &str,
+    cpus: &CpuSet,
+    tx: &mpsc::Sender<Exit>,
+) -> Result<(i32, Instant), MixError> {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .process_group(0);
+    pinsight_sys::affinity::set_affinity_before_exec(&mut c, cpus).map_err(|source| {
+        MixError::Spawn {
+            command: command.into(),
+            source,
+        }
+    })?;
+    let start = Instant::now();
+    let mut child = c.spawn().map_err(|source| MixError::Spawn {
+        command: command.into(),
+        source,
+    })?;
+    let pid = child.id() as i32;
+    let tx = tx.clone();
+    std::thread::spawn(move || {
+        use std::os::unix::process::ExitStatusExt;
+        let code = match child.wait() {
+            Ok(s) => s.code().or(s.signal().map(|n| 128 + n)).unwrap_or(1),
+            Err(_) => 1,
+        };
+        let _ = tx.send(Exit {
+            pid,
+            code,
+            at: Instant::now(),
+        });
+    });
+    Ok((pid, start))
+}
+
+fn kill_all(running: &[(i32, Instance)], rx: &mpsc::Receiver<Exit>) {
+    for (_, inst) in running {
+        let _ = pinsight_sys::process::kill_group(inst.pgid, libc::SIGKILL);
+    }
+    // Reap them (their waiter threads report), bounded.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut left = running.len();
+    while left > 0 {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(_) => left -= 1,
+            Err(_) => break,
+        }
+    }
+}
+
+/// Waits up to `d` for an exit, checking for a stop signal every 50 ms.
+fn next_exit(
+    rx: &mpsc::Receiver<Exit>,
+    d: Duration,
+    obs: &mut dyn Observer,
+) -> Result<Option<Exit>, i32> {
+    let deadline = Instant::now() + d;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ok(e) = rx.recv_timeout(left.min(Duration::from_millis(50))) {
+            return Ok(Some(e));
+        }
+        if let Some(sig) = obs.wait(Duration::ZERO) {
+            return Err(sig);
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+    }
+}
+
+/// Runs the experiment, journaling to `journal` (with `previous`, the
+/// records of a journal being resumed).
+pub fn run(
+    spec: &MixSpec,
+    fs: &FsRoot,
+    journal: &mut Journal,
+    previous: &[Record],
+    obs: &mut dyn Observer,
+) -> Result<MixResult, MixError> {
+    if let Some(h) = previous.first() {
+        check_header(h, &spec.header())?;
+    }
+    let n = spec.commands.len();
+    let (big, small) = cpu_sets(&spec.capacity);
+    let total = 2 * n + spec.schedulers.len();
+    let mut done = 0;
+    // 1. References.
+    let mut refs = vec![(f64::NAN, f64::NAN); n];
+    for r in previous {
+        if let Record::Reference {
+            program,
+            on,
+            time_s,
+            exit_code: 0,
+        } = r
+        {
+            if *program < n {
+                if on == "big" {
+                    refs[*program].0 = *time_s;
+                } else {
+                    refs[*program].1 = *time_s;
+                }
+            }
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    for (i, r) in refs.iter_mut().enumerate() {
+        for (on, cpu) in [("big", big.first()), ("small", small.first())] {
+            let have = if on == "big" { r.0 } else { r.1 };
+            done += 1;
+            if have.is_finite() {
+                continue;
+            }
+            let cpu = cpu.expect("capacity has both kinds");
+            obs.step(
+                &format!("{} alone on {on} CPU {cpu}", spec.name(i)),
+                done - 1,
+                total,
+            );
+            let (pid, start) = spawn(&spec.commands[i], &CpuSet::single(cpu), &tx)?;
+            let exit = loop {
+                match next_exit(&rx, Duration::from_secs(3600), obs) {
+                    Ok(Some(e)) if e.pid == pid => break e,
+                    Ok(_) => continue,
+                    Err(sig) => {
+                        let inst = Instance {
+                            program: i,
+                            pgid: pid,
+                            start,
+                        };
+                        kill_all(&[(pid, inst)], &rx);
+                        return Err(MixError::Interrupted(sig));
+                    }
+                }
+            };
+            let t = (exit.at - start).as_secs_f64();
+            journal.append(&Record::Reference {
+                program: i,
+                on: on.into(),
+                time_s: t,
+                exit_code: exit.code,
+            })?;
+            if exit.code != 0 {
+                return Err(MixError::ReferenceFailed {
+                    command: spec.commands[i].clone(),
+                    cpu,
+                    code: exit.code,
+                });
+            }
+            if on == "big" {
+                r.0 = t;
+            } else {
+                r.1 = t;
+            }
+        }
+    }
+    // 2. Schedulers.
+    let mut results = Vec::new();
+    for policy in &spec.schedulers {
+        let name = policy.name();
+        obs.step(&format!("mix under {name}"), done, total);
+        done += 1;
+        let res = match completed(previous, name, n) {
+            Some(r) => r,
+            None => {
+                journal.append(&Record::Start {
+                    scheduler: name.into(),
+                })?;
+                one_mix(spec, fs, *policy, journal, obs, &tx, &rx)?
+            }
+        };
+        results.push(result(spec, name, &refs, &res));
+    }
+    Ok(MixResult {
+        references: refs,
+        schedulers: results,
+    })
+}
+
+/// Per program its completed run times; big shares; wall; periods.
+type MixRuns = (Vec<Vec<f64>>, Vec<Option<f64>>, f64, u64);
+
+/// The runs of a scheduler the journal holds complete (after its last
+/// Start, followed by Done).
+fn completed(previous: &[Record], name: &str, n: usize) -> Option<MixRuns> {
+    let start = previous
+        .iter()
+        .rposition(|r| matches!(r, Record::Start { scheduler } if scheduler == name))?;
+    let mut times = vec![Vec::new(); n];
+    for r in &previous[start + 1..] {
+        match r {
+            Record::Run {
+                scheduler,
+                program,
+                time_s,
+                ..
+            } if scheduler == name && *program < n => times[*program].push(*time_s),
+            Record::Done {
+                scheduler,
+                big_share,
+                wall_s,
+                periods,
+            } if scheduler == name => {
+                return Some((times, big_share.clone(), *wall_s, *periods));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_mix(
+    spec: &MixSpec,
+    fs: &FsRoot,
+    policy: Policy,
+    journal: &mut Journal,
+    obs: &mut dyn Observer,
+    tx: &mpsc::Sender<Exit>,
+    rx: &mpsc::Receiver<Exit>,
+) -> Result<MixRuns, MixError> {
+    let n = spec.commands.len();
+    let (big, small) = cpu_sets(&spec.capacity);
+    let all = big.union(&small);
+    let t0 = Instant::now();
+    let mut running: Vec<(i32, Instance)> = Vec::new();
+    for i in 0..n {
+        let (pid, start) = spawn(&spec.commands[i], &all, tx)?;
+        running.push((
+            pid,
+            Instance {
+                program: i,
+                pgid: pid,
+                start,
+            },
+        ));
+    }
+    let names: Vec<String> = (0..n).map(|i| spec.base_name(i)).collect();
+    let sf: Box<dyn SfSource> = if spec.sf.entries().is_empty() {
+        Box::new(NoSf)
+    } else {
+        Box::new(spec.sf.by_position(&names))
+    };
+    let cfg = Config {
+        policy,
+        period: spec.period,
+        capacity: spec.capacity.clone(),
+        follow_children: true,
+        group_children: true,
+        orphans_of: None,
+    };
+    let pids: Vec<i32> = running.iter().map(|(p, _)| *p).collect();
+    let mut manager = Manager::new(fs.clone(), cfg, &pids, sf)?;
+    let mut times = vec![Vec::new(); n];
+    let mut stop = None;
+    'outer: loop {
+        let step_start = Instant::now();
+        manager.step();
+        loop {
+            let left = spec.period.saturating_sub(step_start.elapsed());
+            let e = match next_exit(rx, left, obs) {
+                Err(sig) => {
+                    stop = Some(sig);
+                    break 'outer;
+                }
+                Ok(None) => break,
+                Ok(Some(e)) => e,
+            };
+            let Some(k) = running.iter().position(|(p, _)| *p == e.pid) else {
+                continue;
+            };
+            let (_, inst) = running.remove(k);
+            let i = inst.program;
+            let t = (e.at - inst.start).as_secs_f64();
+            times[i].push(t);
+            journal.append(&Record::Run {
+                scheduler: policy.name().into(),
+                program: i,
+                completion: times[i].len() as u32,
+                time_s: t,
+                exit_code: e.code,
+            })?;
+            if times.iter().all(|t| t.len() >= spec.repeat as usize) {
+                break 'outer;
+            }
+            let (pid, start) = spawn(&spec.commands[i], &all, tx)?;
+            manager.add(pid, i + 1);
+            running.push((
+                pid,
+                Instance {
+                    program: i,
+                    pgid: pid,
+                    start,
+                },
+            ));
+        }
+    }
+    kill_all(&running, rx);
+    let report = manager.finish(t0.elapsed());
+    if let Some(sig) = stop {
+        return Err(MixError::Interrupted(sig));
+    }
+    let mut shares = vec![(0.0, 0.0); n];
+    for p in &report.programs {
+        let i = p.position - 1;
+        if i < n {
+            shares[i].0 += p.big_s;
+            shares[i].1 += p.small_s;
+        }
+    }
+    let big_share: Vec<Option<f64>> = shares
+        .iter()
+        .map(|&(b, s)| (b + s > 0.0).then(|| b / (b + s)))
+        .collect();
+    let wall = t0.elapsed().as_secs_f64();
+    journal.append(&Record::Done {
+        scheduler: policy.name().into(),
+        big_share: big_share.clone(),
+        wall_s: wall,
+        periods: report.periods,
+    })?;
+    Ok((times, big_share, wall, report.periods))
+}
+
+fn geomean(xs: &[f64]) -> f64 {
+    (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len().max(1) as f64).exp()
+}
+
+fn result(spec: &MixSpec, name: &str, refs: &[(f64, f64)], runs: &MixRuns) -> SchedulerResult {
+    let (times, shares, wall, periods) = runs;
+    let prog = |i: usize, t: f64, runs: usize| {
+        let (b, s) = refs[i];
+        ProgramResult {
+            name: spec.name(i),
+            mean_sf: s / b,
+            runs: runs as u32,
+            time_s: t,
+            alone_big_s: b,
+            alone_small_s: s,
+            slowdown: t / b,
+            big_share: shares.get(i).copied().flatten().unwrap_or(f64::NAN),
+        }
+    };
+    let programs: Vec<ProgramResult> = times
+        .iter()
+        .enumerate()
+        .map(|(i, t)| prog(i, geomean(t), t.len()))
+        .collect();
+    let m = metrics(&programs);
+    // Per completion index j: every program's j-th run.
+    let reps = times.iter().map(Vec::len).min().unwrap_or(0);
+    let per_rep: Vec<Metrics> = (0..reps)
+        .map(|j| {
+            let ps: Vec<ProgramResult> = times
+                .iter()
+                .enumerate()
+                .map(|(i, t)| prog(i, t[j], 1))
+                .collect();
+            metrics(&ps)
+        })
+        .collect();
+    let ci = |f: fn(&Metrics) -> f64| -> Ci {
+        let xs: Vec<f64> = per_rep.iter().map(f).collect();
+        pinsight_stats::mean_interval(&xs, 0.95)
+            .ok()
+            .map(|i| (i.lo, i.hi))
+    };
+    SchedulerResult {
+        policy: name.into(),
+        metrics: m,
+        ci: MetricCis {
+            aggregate_speedup: ci(|m| m.aggregate_speedup),
+            stp: ci(|m| m.stp),
+            antt: ci(|m| m.antt),
+            unfairness: ci(|m| m.unfairness),
+        },
+        programs,
+        wall_s: *wall,
+        periods: *periods,
+    }
+}
+
+fn check_header(journal: &Record, now: &Record) -> Result<(), MixError> {
+    let (
+        Record::Header {
+            commands: c1,
+            schedulers: s1,
+            repeat: r1,
+            period_s: p1,
+            big_cpus: b1,
+            small_cpus: sm1,
+            ..
+        },
+        Record::Header {
+            commands: c2,
+            schedulers: s2,
+            repeat: r2,
+            period_s: p2,
+            big_cpus: b2,
+            small_cpus: sm2,
+            ..
+        },
+    ) = (journal, now)
+    else {
+        return Ok(());
+    };
+    let diff = |field: &'static str, a: String, b: String| {
+        if a == b {
+            Ok(())
+        } else {
+            Err(MixError::Mismatch {
+                field,
+                journal: a,
+                now: b,
+            })
+        }
+    };
+    diff("commands", format!("{c1:?}"), format!("{c2:?}"))?;
+    diff("schedulers", s1.join(","), s2.join(","))?;
+    diff("repeat", r1.to_string(), r2.to_string())?;
+    diff("period", format!("{p1}s"), format!("{p2}s"))?;
+    diff("big CPUs", b1.clone(), b2.clone())?;
+    diff("small CPUs", sm1.clone(), sm2.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_round_trip_and_torn_line() {
+        let recs = vec![
+            Record::Header {
+                commands: vec!["a".into()],
+                schedulers: vec!["os".into()],
+                repeat: 2,
+                period_s: 0.2,
+                big_cpus: "0".into(),
+                small_cpus: "1".into(),
+                sf: vec![],
+            },
+            Record::Start {
+                scheduler: "os".into(),
+            },
+            Record::Run {
+                scheduler: "os".into(),
+                program: 0,
+                completion: 1,
+                time_s: 1.5,
+                exit_code: 0,
+            },
+        ];
+        let mut text: String = recs
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        assert_eq!(parse(&text).unwrap(), recs);
+        text.push_str("{\"record\":\"ru");
+        assert_eq!(parse(&text).unwrap(), recs, "a torn last line is dropped");
+        text.push('\n');
+        assert_eq!(
+            parse(&text).unwrap_err().0,
+            4,
+            "a bad complete line is an error"
+        );
+        assert!(completed(&recs, "os", 1).is_none(), "no Done: not complete");
+    }
+
+    #[test]
+    fn metrics_come_from_the_model_with_intervals() {
+        let spec = MixSpec {
+            commands: vec!["a".into(), "b x".into()],
+            schedulers: vec![Policy::Os],
+            repeat: 3,
+            period: Duration::from_millis(200),
+            capacity: Capacity::uniform(1, 1),
+            sf: GivenSf::new(),
+            sf_specs: vec![],
+        };
+        let refs = [(1.0, 2.0), (2.0, 3.0)];
+        let runs: MixRuns = (
+            vec![vec![2.0, 2.2, 1.8], vec![3.0, 3.3, 2.9]],
+            vec![Some(0.5), Some(0.5)],
+            10.0,
+            50,
+        );
+        let r = result(&spec, "os", &refs, &runs);
+        assert_eq!(r.programs[1].name, "b");
+        assert!((r.programs[0].mean_sf - 2.0).abs() < 1e-12);
+        let want = metrics(&r.programs);
+        assert_eq!(r.metrics, want);
+        let (lo, hi) = r.ci.aggregate_speedup.unwrap();
+        assert!(lo < hi);
+        assert!(r.ci.unfairness.is_some());
+    }
+}

@@ -1,0 +1,212 @@
+//! Where the scheduler's speedup factors come from: the [`SfSource`] seam.
+//!
+//! Today SFs are given per program ([`GivenSf`]: `--sf NAME=1.9`, NAME a
+//! program's name or its position `#N`). Per-thread SFs measured from
+//! counters (`pinsight sf`, an `SfEstimator` fed with per-kind IPS) plug in
+//! by implementing [`SfSource`]: the manager asks once per thread per
+//! period and passes the answer to `Scheduler::step` (`None` keeps the
+//! previous estimate; a thread never given one ranks at the mean of the
+//! known ones).
+
+use std::fmt;
+
+/// A managed program as SF sources see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramRef<'a> {
+    /// Its position among the managed programs, from 1 (the order of
+    /// `--pids`, else the order in which they were first seen).
+    pub position: usize,
+    /// Its name (basename of `argv[0]`, else comm).
+    pub name: &'a str,
+    /// Its process id.
+    pub pid: i32,
+}
+
+/// One period's sample of a thread, for sources that estimate from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThreadPeriod {
+    /// The thread.
+    pub tid: i32,
+    /// CPU seconds on the big kind this period.
+    pub big_s: f64,
+    /// CPU seconds on the small kinds this period.
+    pub small_s: f64,
+}
+
+/// Gives the scheduler an SF per thread each period.
+pub trait SfSource {
+    /// The SF of `thread` of `program` now; `None`: no new estimate.
+    fn sf(&mut self, program: &ProgramRef<'_>, thread: &ThreadPeriod) -> Option<f64>;
+}
+
+/// Never knows an SF (AARR and OS do not need one; TO and ACFS then treat
+/// every thread alike).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSf;
+
+impl SfSource for NoSf {
+    fn sf(&mut self, _: &ProgramRef<'_>, _: &ThreadPeriod) -> Option<f64> {
+        None
+    }
+}
+
+/// Which programs an SF given by the user applies to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SfTarget {
+    /// Programs with this name.
+    Name(String),
+    /// The program at this position (from 1).
+    Position(usize),
+}
+
+impl fmt::Display for SfTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SfTarget::Name(n) => f.write_str(n),
+            SfTarget::Position(p) => write!(f, "#{p}"),
+        }
+    }
+}
+
+/// A bad `NAME=SF` pair.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SfSpecError {
+    /// No `=`.
+    #[error("expected NAME=SF (NAME a program's name or its position #N, SF a number ≥ 1)")]
+    Shape,
+    /// An empty name or a bad position.
+    #[error("'{0}' is not a program name or a position #N (N from 1)")]
+    Target(String),
+    /// SF not a finite number ≥ 1 (a big core is never slower).
+    #[error("SF '{0}' is not a number between 1 and 100")]
+    Value(String),
+}
+
+/// SFs given per program; the first matching entry wins, a position
+/// before a name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GivenSf {
+    entries: Vec<(SfTarget, f64)>,
+}
+
+impl GivenSf {
+    /// No SF given.
+    pub fn new() -> GivenSf {
+        GivenSf::default()
+    }
+
+    /// Parses and adds one `NAME=SF` or `#N=SF`.
+    pub fn add_spec(&mut self, spec: &str) -> Result<(), SfSpecError> {
+        let (target, value) = spec.rsplit_once('=').ok_or(SfSpecError::Shape)?;
+        let target = target.trim();
+        let target = if let Some(n) = target.strip_prefix('#') {
+            match n.parse::<usize>() {
+                Ok(p) if p >= 1 => SfTarget::Position(p),
+                _ => return Err(SfSpecError::Target(target.to_string())),
+            }
+        } else if target.is_empty() || target.contains('/') {
+            return Err(SfSpecError::Target(target.to_string()));
+        } else {
+            SfTarget::Name(target.to_string())
+        };
+        let v: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| SfSpecError::Value(value.to_string()))?;
+        if !(v.is_finite() && (1.0..=100.0).contains(&v)) {
+            return Err(SfSpecError::Value(value.to_string()));
+        }
+        self.entries.push((target, v));
+        Ok(())
+    }
+
+    /// The entries, in the order given.
+    pub fn entries(&self) -> &[(SfTarget, f64)] {
+        &self.entries
+    }
+
+    /// The same SFs by position only: each name entry becomes one entry
+    /// per position whose program is called that (`names[i]` = position
+    /// i + 1's name), so they match whatever the process is called.
+    pub fn by_position(&self, names: &[String]) -> GivenSf {
+        // Positions given first: they win over names, as in `lookup`.
+        let mut out = GivenSf::new();
+        for (t, v) in &self.entries {
+            if let SfTarget::Position(p) = t {
+                out.entries.push((SfTarget::Position(*p), *v));
+            }
+        }
+        for (t, v) in &self.entries {
+            if let SfTarget::Name(n) = t {
+                for (i, name) in names.iter().enumerate() {
+                    if name == n {
+                        out.entries.push((SfTarget::Position(i + 1), *v));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The SF given for `program`, if any.
+    pub fn lookup(&self, program: &ProgramRef<'_>) -> Option<f64> {
+        let by_pos = self.entries.iter().find_map(|(t, v)| match t {
+            SfTarget::Position(p) if *p == program.position => Some(*v),
+            _ => None,
+        });
+        by_pos.or_else(|| {
+            self.entries.iter().find_map(|(t, v)| match t {
+                SfTarget::Name(n) if n == program.name => Some(*v),
+                _ => None,
+            })
+        })
+    }
+}
+
+impl SfSource for GivenSf {
+    fn sf(&mut self, program: &ProgramRef<'_>, _: &ThreadPeriod) -> Option<f64> {
+        self.lookup(program)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prog(position: usize, name: &str) -> ProgramRef<'_> {
+        ProgramRef {
+            position,
+            name,
+            pid: 1,
+        }
+    }
+
+    #[test]
+    fn specs_parse_and_match() {
+        let mut g = GivenSf::new();
+        g.add_spec("a=2.5").unwrap();
+        g.add_spec("#2=1.2").unwrap();
+        g.add_spec("a.out=1.9").unwrap();
+        assert_eq!(g.lookup(&prog(1, "a")), Some(2.5));
+        assert_eq!(g.lookup(&prog(2, "a")), Some(1.2), "a position wins");
+        assert_eq!(g.lookup(&prog(3, "a.out")), Some(1.9));
+        assert_eq!(g.lookup(&prog(3, "b")), None);
+        let p = g.by_position(&["x".into(), "a".into(), "a.out".into()]);
+        assert_eq!(p.lookup(&prog(2, "sh")), Some(1.2), "#2 given first");
+        assert_eq!(p.lookup(&prog(3, "sh")), Some(1.9));
+        assert_eq!(p.lookup(&prog(1, "a")), None, "names no longer match");
+    }
+
+    #[test]
+    fn bad_specs_are_refused() {
+        let mut g = GivenSf::new();
+        assert_eq!(g.add_spec("a"), Err(SfSpecError::Shape));
+        assert!(matches!(g.add_spec("=2"), Err(SfSpecError::Target(_))));
+        assert!(matches!(g.add_spec("#0=2"), Err(SfSpecError::Target(_))));
+        assert!(matches!(g.add_spec("#x=2"), Err(SfSpecError::Target(_))));
+        assert!(matches!(g.add_spec("a=0.5"), Err(SfSpecError::Value(_))));
+        assert!(matches!(g.add_spec("a=NaN"), Err(SfSpecError::Value(_))));
+        assert!(matches!(g.add_spec("a=x"), Err(SfSpecError::Value(_))));
+        assert!(g.entries().is_empty());
+    }
+}

@@ -1,0 +1,278 @@
+//! `pinsight mix --schedulers os,aarr,to,acfs [--repeat 3] -- 'CMD1' 'CMD2' …`:
+//! the seed's multi-program experiment on the user's programs
+//! (pinsight_sched::mix). Thin: flags, journal path, Ctrl-C, progress,
+//! output through pinsight-render.
+
+use super::sched::{given_sf, live_capacity, period};
+use crate::cli::{progress_bar, wrap80, CliError, CmdResult, Globals};
+use pinsight_sched::mix::{self, Journal, MixError, MixSpec, Observer, Record};
+use pinsight_sched::SfTarget;
+use pinsight_sched_model::Policy;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Compare schedulers on a mix of your programs run together.
+///
+/// Each program (a shell command line, quoted) first runs alone pinned to
+/// one big CPU (Bᵢ) and alone on one small CPU (Sᵢ). Then, per scheduler,
+/// all programs start together on the big and small CPUs, managed as by
+/// `pinsight sched`; each one that finishes restarts at once until every
+/// program has completed --repeat times (runs still going are then killed
+/// and not counted). Tᵢ is the geometric mean of program i's runs in the
+/// mix. Metrics (as `pinsight simulate`):
+///
+///   slowdown           Tᵢ / Bᵢ
+///   unfairness         max slowdown / min slowdown
+///   STP                Σ Bᵢ / Tᵢ (system throughput: normalised progress)
+///   ANTT               mean of Tᵢ / Bᵢ (average normalised turnaround)
+///   aggregate speedup  Σ (Sᵢ / Tᵢ − 1) (the seed's throughput metric)
+///
+/// ± are 95% Student intervals over the repeats (the metrics of every
+/// program's j-th run, j = 1..repeat). Every run is journaled (JSON Lines,
+/// synced per line); after Ctrl-C, `pinsight mix --resume FILE` continues
+/// (a scheduler cut short runs again from its start). Big CPUs are the
+/// fastest kind's, small CPUs every other kind's, within pinsight's own
+/// affinity; a machine of one kind (a VM) needs --kinds.
+#[derive(clap::Args, Debug)]
+#[command(
+    verbatim_doc_comment,
+    after_help = "Examples:\n  pinsight mix -- './a.out' 'python3 job.py' 'make -j1'\n  \
+pinsight mix --schedulers aarr,to --sf a.out=2.1 --repeat 5 -- './a.out' './b'\n  \
+pinsight mix --resume pinsight-mix.jsonl\n\n\
+Exit status: 0; 130 (128+N) when stopped by signal N (journal kept);\n\
+1 when a reference run fails. This machine only (exit 2 for --fsroot)."
+)]
+pub struct Args {
+    /// Schedulers to compare, comma-separated: os, aarr, to, acfs.
+    #[arg(long, value_name = "LIST", default_value = "os,aarr,to,acfs")]
+    pub schedulers: String,
+    /// Completions of every program per scheduler.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: u32,
+    /// Scheduler period.
+    #[arg(long, value_name = "DURATION", default_value = "200ms")]
+    pub period: String,
+    /// A program's speedup factor: NAME=SF (NAME the basename of the
+    /// command's first word, or #N for the N-th command). Repeatable.
+    #[arg(long = "sf", value_name = "NAME=SF")]
+    pub sf: Vec<String>,
+    /// The journal to write (must not exist).
+    #[arg(long, value_name = "FILE", default_value = "pinsight-mix.jsonl")]
+    pub journal: PathBuf,
+    /// Continue the experiment of this journal (its programs, schedulers,
+    /// repeat, period and SFs unless given again, which must then match).
+    #[arg(long, value_name = "FILE", conflicts_with = "journal")]
+    pub resume: Option<PathBuf>,
+    /// The programs: one shell command line each (quote them).
+    #[arg(value_name = "CMD", trailing_var_arg = true)]
+    pub commands: Vec<String>,
+}
+
+#[derive(serde::Serialize)]
+struct Reference<'a> {
+    name: String,
+    command: &'a str,
+    alone_big_s: f64,
+    alone_small_s: f64,
+}
+
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    big_cpus: String,
+    small_cpus: String,
+    repeat: u32,
+    period_s: f64,
+    journal: String,
+    references: Vec<Reference<'a>>,
+    schedulers: &'a [mix::SchedulerResult],
+    verdict: String,
+}
+
+struct Progress {
+    pb: indicatif::ProgressBar,
+    pipe: OwnedFd,
+}
+
+impl Observer for Progress {
+    fn step(&mut self, what: &str, done: usize, total: usize) {
+        self.pb.set_length(total as u64);
+        self.pb.set_position(done as u64);
+        self.pb.set_message(what.to_string());
+    }
+    fn wait(&mut self, d: Duration) -> Option<i32> {
+        self.pb.tick();
+        if pinsight_sys::process::poll_readable(&self.pipe, Some(d)).unwrap_or(false) {
+            return pinsight_sys::signals::next_signal(&self.pipe);
+        }
+        None
+    }
+}
+
+pub fn run(mut args: Args, g: &Globals) -> CmdResult {
+    let capacity = live_capacity(g, "mix")?;
+    // A resume takes what was not given again from the journal's header.
+    let mut previous = Vec::new();
+    if let Some(path) = &args.resume {
+        previous = Journal::read(path).map_err(|e| CliError::usage(format!("--resume: {e}")))?;
+        if let Some(Record::Header {
+            commands,
+            schedulers,
+            repeat,
+            period_s,
+            sf,
+            ..
+        }) = previous.first()
+        {
+            if args.commands.is_empty() {
+                args.commands = commands.clone();
+            }
+            if args.sf.is_empty() {
+                args.sf = sf.clone();
+            }
+            // Flags left at their defaults follow the journal.
+            if args.schedulers == "os,aarr,to,acfs" {
+                args.schedulers = schedulers.join(",");
+            }
+            if args.repeat == 3 {
+                args.repeat = *repeat;
+            }
+            if args.period == "200ms" {
+                args.period = format!("{}ms", (period_s * 1000.0).round());
+            }
+        }
+    }
+    let period = period(&args.period)?;
+    if args.repeat == 0 || args.repeat > 1000 {
+        return Err(CliError::usage(format!(
+            "--repeat {}: between 1 and 1000",
+            args.repeat
+        )));
+    }
+    let mut schedulers = Vec::new();
+    for name in args.schedulers.split(',').map(str::trim) {
+        let p = Policy::by_name(name, period.as_secs_f64()).ok_or_else(|| {
+            CliError::usage(format!(
+                "--schedulers: '{name}' is not a scheduler (allowed: os, aarr, to, acfs)"
+            ))
+        })?;
+        if !schedulers.contains(&p) {
+            schedulers.push(p);
+        }
+    }
+    if args.commands.is_empty() {
+        return Err(CliError::usage(
+            "mix needs programs: -- 'CMD1' 'CMD2' ... (one quoted command line each)",
+        ));
+    }
+    if let Some(c) = args.commands.iter().find(|c| c.trim().is_empty()) {
+        return Err(CliError::usage(format!(
+            "mix: empty program '{c}': each CMD is a command line"
+        )));
+    }
+    let sf = given_sf(&args.sf)?;
+    let spec = MixSpec {
+        commands: args.commands.clone(),
+        schedulers,
+        repeat: args.repeat,
+        period,
+        capacity,
+        sf,
+        sf_specs: args.sf.clone(),
+    };
+    for (t, _) in spec.sf.entries() {
+        let known = match t {
+            SfTarget::Position(p) => *p <= spec.commands.len(),
+            SfTarget::Name(n) => (0..spec.commands.len()).any(|i| &spec.base_name(i) == n),
+        };
+        if !known {
+            let names: Vec<String> = (0..spec.commands.len())
+                .map(|i| spec.base_name(i))
+                .collect();
+            return Err(CliError::usage(format!(
+                "--sf {t}=…: no such program (names: {}; positions #1-#{})",
+                names.join(", "),
+                names.len()
+            )));
+        }
+    }
+    let journal_path = args.resume.clone().unwrap_or(args.journal.clone());
+    let mut journal = if args.resume.is_some() {
+        Journal::append_to(&journal_path).map_err(|e| CliError::usage(format!("--resume: {e}")))?
+    } else {
+        if journal_path.exists() {
+            return Err(CliError::usage(format!(
+                "--journal {}: exists; continue it with --resume {0}, or choose another --journal",
+                journal_path.display()
+            )));
+        }
+        Journal::create(&journal_path, &spec.header())
+            .map_err(|e| CliError::usage(format!("--journal: {e}")))?
+    };
+    let pipe = pinsight_sys::signals::self_pipe()
+        .map_err(|e| CliError::runtime(format!("mix: cannot set up Ctrl-C handling: {e}")))?;
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        pinsight_sys::signals::write_to_self_pipe_on(sig)
+            .map_err(|e| CliError::runtime(format!("mix: cannot set up Ctrl-C handling: {e}")))?;
+    }
+    let mut progress = Progress {
+        pb: progress_bar(g, 1, "mix"),
+        pipe,
+    };
+    let fs = g.fsroot()?;
+    let outcome = mix::run(&spec, &fs, &mut journal, &previous, &mut progress);
+    progress.pb.finish_and_clear();
+    let result = match outcome {
+        Ok(r) => r,
+        Err(MixError::Interrupted(sig)) => {
+            eprintln!(
+                "{}",
+                wrap80(&format!(
+                    "pinsight: mix stopped by signal {sig}; every affinity restored, the journal \
+                     {} kept. Continue with: pinsight mix --resume {}",
+                    journal_path.display(),
+                    journal_path.display()
+                ))
+            );
+            return Ok(128 + sig);
+        }
+        Err(e @ MixError::Mismatch { .. }) => {
+            return Err(CliError::usage(format!("--resume: {e}")))
+        }
+        Err(e) => return Err(CliError::runtime(format!("mix: {e}"))),
+    };
+    let verdict = pinsight_render::mix::mix_verdict(&result);
+    if g.json {
+        let (b, s) = match spec.header() {
+            Record::Header {
+                big_cpus,
+                small_cpus,
+                ..
+            } => (big_cpus, small_cpus),
+            _ => unreachable!("header"),
+        };
+        g.print_json(&Json {
+            big_cpus: b,
+            small_cpus: s,
+            repeat: spec.repeat,
+            period_s: period.as_secs_f64(),
+            journal: journal_path.display().to_string(),
+            references: result
+                .references
+                .iter()
+                .enumerate()
+                .map(|(i, &(b, s))| Reference {
+                    name: spec.name(i),
+                    command: &spec.commands[i],
+                    alone_big_s: b,
+                    alone_small_s: s,
+                })
+                .collect(),
+            schedulers: &result.schedulers,
+            verdict,
+        })?;
+    } else {
+        print!("{}", pinsight_render::mix::mix(&result, spec.repeat));
+    }
+    Ok(0)
+}

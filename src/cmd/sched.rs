@@ -1,0 +1,346 @@
+//! `pinsight sched --policy os|aarr|to|acfs (-- CMD | --pids PID,…)`: the
+//! live asymmetry-aware scheduler (pinsight-sched). Thin: flags, the
+//! machine's big/small CPUs, starting CMD or finding the pids, signals,
+//! the report through pinsight-render.
+
+use crate::cli::{parse_duration, wrap80, CliError, CmdResult, Globals};
+use pinsight_sched::{capacity_within, Config, GivenSf, ManageError, Manager, NoSf, SfSource};
+use pinsight_sched_model::Policy;
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+/// Schedule programs' threads between the fastest core kind and the others.
+///
+/// Every period pinsight samples each thread of the managed programs (and
+/// of the processes they start) from /proc, asks the policy which threads
+/// get the big CPUs (the fastest kind's; one thread each) and pins them by
+/// affinity; the other threads share the other kinds' CPUs. Threads that
+/// ran less than a tenth of the period are left out of that period's
+/// decision. Policies:
+///
+///   os    pin nothing (the kernel decides); the report still shows where
+///         the time went
+///   aarr  asymmetry-aware round robin: big-core time shared equally; a
+///         big-core and a small-core thread swap when their big-core times
+///         differ by more than one period
+///   to    throughput-optimised: big CPUs to the highest speedup factors
+///         (SF: speed on a big core / speed on a small one), swapping only
+///         for a gain above 0.1
+///   acfs  fairness: progress +1 per second on a big core, +1/SF on a
+///         small one; the most-advanced big-core thread swaps with the
+///         least-advanced small-core thread beyond one period
+///
+/// SFs are given per program with --sf (no PMU-based estimate yet: see
+/// `pinsight sf`); a program without one counts at the mean of the others.
+/// Runs until every managed program has ended (or Ctrl-C), then every
+/// thread gets its own affinity back and the report shows, per program and
+/// thread, CPU seconds on big and small CPUs, the big share and the swaps.
+/// A period's CPU time counts on the kind the thread was pinned to for it
+/// (under os: the kind of the CPU it was last seen on). Big CPUs are the
+/// fastest kind's, small CPUs every other kind's, both within pinsight's
+/// own affinity (`taskset -c 0-7 pinsight sched ...`); a machine of one
+/// kind (a VM) needs --kinds. Affinities are restored on every exit but
+/// SIGKILL.
+#[derive(clap::Args, Debug)]
+#[command(
+    verbatim_doc_comment,
+    after_help = "Examples:\n  pinsight sched --policy aarr -- make -j8\n  \
+pinsight sched --policy to --sf solver=2.4 --sf io=1.2 -- ./run-both.sh\n  \
+pinsight sched --policy acfs --pids 4242,4243 --sf '#1=1.9'\n  \
+pinsight --kinds 0:P,1:E sched --policy aarr -- ./a   (a VM: declare the kinds)\n\n\
+Exit status: CMD's (128+N if killed by signal N; 127 not found, 126 not\n\
+executable); with --pids 0, or 128+N when stopped by signal N. This machine\n\
+only: --fsroot/--hwloc-xml are refused (exit 2)."
+)]
+pub struct Args {
+    /// The policy: os, aarr, to or acfs.
+    #[arg(long, value_name = "POLICY")]
+    pub policy: String,
+    /// How often threads are sampled and re-pinned (e.g. 200ms, 1s).
+    #[arg(long, value_name = "DURATION", default_value = "200ms")]
+    pub period: String,
+    /// A program's speedup factor: NAME=SF, NAME its name (argv[0]'s
+    /// basename) or its position #N (--pids order, else order of start).
+    /// Repeatable.
+    #[arg(long = "sf", value_name = "NAME=SF")]
+    pub sf: Vec<String>,
+    /// Manage these running processes (comma-separated) instead of CMD.
+    #[arg(long, value_name = "PID,...", value_delimiter = ',', num_args = 1..)]
+    pub pids: Vec<String>,
+    /// The program to run and manage, with its arguments (after `--`).
+    #[arg(value_name = "CMD", trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    #[serde(flatten)]
+    report: &'a pinsight_sched::Report,
+    exit_code: i32,
+    stopped_by_signal: Option<i32>,
+}
+
+/// The big/small CPUs from the topology, refusing a recorded machine and
+/// a machine of one kind (exit 2).
+pub fn live_capacity(g: &Globals, what: &str) -> Result<pinsight_sched_model::Capacity, CliError> {
+    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
+        return Err(CliError::usage(format!(
+            "'{what}' re-pins threads on this machine; --fsroot/--hwloc-xml (or PINSIGHT_FSROOT) \
+             describe another one (use `pinsight simulate` to compare schedulers there)"
+        )));
+    }
+    let topo = g.topology()?;
+    // The CPUs pinsight itself may run on (`taskset -c 0,1 pinsight sched`
+    // keeps the programs there too).
+    let own = pinsight_sys::affinity::get_affinity(0)
+        .map_err(|e| CliError::runtime(format!("{what}: sched_getaffinity: {e}")))?;
+    capacity_within(&topo, &own).map_err(|e| match e {
+        ManageError::OneKind { kind } => CliError::usage(format!(
+            "{what} needs two core kinds; this machine has one ({kind}): declare them with \
+             --kinds, e.g. --kinds 0-3:P,4-7:E (a VM's vCPUs on P- and E-cores)"
+        )),
+        other => CliError::usage(format!("{what}: {other}; declare kinds with --kinds")),
+    })
+}
+
+/// `--period`, checked.
+pub fn period(text: &str) -> Result<Duration, CliError> {
+    let d = parse_duration(text).map_err(|e| CliError::usage(format!("--period: {e}")))?;
+    if d < Duration::from_millis(10) || d > Duration::from_secs(60) {
+        return Err(CliError::usage(format!(
+            "--period '{text}': between 10ms and 60s"
+        )));
+    }
+    Ok(d)
+}
+
+/// `--sf` values, checked.
+pub fn given_sf(specs: &[String]) -> Result<GivenSf, CliError> {
+    let mut given = GivenSf::new();
+    for s in specs {
+        given
+            .add_spec(s)
+            .map_err(|e| CliError::usage(format!("--sf '{s}': {e}")))?;
+    }
+    Ok(given)
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    let period = period(&args.period)?;
+    let policy = Policy::by_name(&args.policy, period.as_secs_f64()).ok_or_else(|| {
+        CliError::usage(format!(
+            "--policy '{}': not a policy (allowed: os, aarr, to, acfs)",
+            args.policy
+        ))
+    })?;
+    let given = given_sf(&args.sf)?;
+    match (args.pids.is_empty(), args.command.is_empty()) {
+        (true, true) => {
+            return Err(CliError::usage(
+                "sched needs a program to run (-- CMD ARGS...) or --pids PID,...",
+            ))
+        }
+        (false, false) => {
+            return Err(CliError::usage(
+                "sched takes either a program (-- CMD) or --pids, not both",
+            ))
+        }
+        _ => {}
+    }
+    let mut pids = Vec::new();
+    for p in &args.pids {
+        match p.trim().parse::<i32>() {
+            Ok(n) if n > 0 => pids.push(n),
+            _ => {
+                return Err(CliError::usage(format!(
+                    "--pids: '{p}' is not a process id (a positive number)"
+                )))
+            }
+        }
+    }
+    let capacity = live_capacity(g, "sched")?;
+    if matches!(policy, Policy::To { .. } | Policy::Acfs { .. })
+        && given.entries().is_empty()
+        && !g.quiet
+    {
+        eprintln!(
+            "{}",
+            wrap80(&format!(
+                "pinsight: note: no --sf given: {} ranks every thread alike (SF unknown; \
+                 counters are not read yet)",
+                policy.name()
+            ))
+        );
+    }
+    let sf: Box<dyn SfSource> = if given.entries().is_empty() {
+        Box::new(NoSf)
+    } else {
+        Box::new(given)
+    };
+    let cfg = Config {
+        policy,
+        period,
+        capacity,
+        follow_children: true,
+        group_children: false,
+        orphans_of: None,
+    };
+    let fs = g.fsroot()?;
+    let spinner = spinner(g, &format!("scheduling ({})", policy.name()));
+    let (report, exit_code, signal) = if pids.is_empty() {
+        run_command(fs, cfg, &args.command, sf, &spinner)?
+    } else {
+        run_pids(fs, cfg, &pids, sf, &spinner)?
+    };
+    spinner.finish_and_clear();
+    if !g.quiet {
+        for w in &report.warnings {
+            eprintln!("{}", wrap80(&format!("pinsight: warning: {w}")));
+        }
+    }
+    if g.json {
+        g.print_json(&Json {
+            report: &report,
+            exit_code,
+            stopped_by_signal: signal,
+        })?;
+    } else {
+        // stdout may be the program's too: the report goes to stderr when
+        // a program ran, as `run --report` does.
+        let text = pinsight_render::mix::sched(&report);
+        if pids.is_empty() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    }
+    Ok(exit_code)
+}
+
+fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if g.quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_message(what.to_string());
+    pb.enable_steady_tick(Duration::from_millis(200));
+    pb
+}
+
+type Outcome = (pinsight_sched::Report, i32, Option<i32>);
+
+fn run_command(
+    fs: pinsight_sys::FsRoot,
+    mut cfg: Config,
+    command: &[OsString],
+    sf: Box<dyn SfSource>,
+    spinner: &indicatif::ProgressBar,
+) -> Result<Outcome, CliError> {
+    let program = command[0].to_string_lossy().into_owned();
+    let mut cmd = std::process::Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    // As `run` does: signals sent to pinsight with kill reach the program;
+    // a terminal's Ctrl-C reaches it directly (same process group), and
+    // pinsight keeps managing until the program has ended.
+    // Orphans of the program (started in the background by a parent that
+    // then exited) are reparented to pinsight, which keeps managing them.
+    let subreaper = pinsight_sys::process::set_child_subreaper().is_ok();
+    if subreaper {
+        cfg.orphans_of = Some(pinsight_sys::process::getpid());
+    }
+    let mut forwarding = pinsight_sys::signals::Forwarding::install();
+    let mut child = cmd.spawn().map_err(|e| spawn_error(&program, &e))?;
+    let pid = child.id() as i32;
+    forwarding.set_child(pid);
+    let mut manager = match Manager::new(fs, cfg, &[pid], sf) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = child.wait();
+            return Err(CliError::runtime(format!("sched: {e}")));
+        }
+    };
+    let mut status = None;
+    let report = manager.run(|d| {
+        spinner.tick();
+        if status.is_some() {
+            // The program has ended; processes it started still run.
+            std::thread::sleep(d);
+            return false;
+        }
+        // Sleep the period out, looking at the program every 10 ms so its
+        // end is seen at once (the next period finds what is left).
+        let until = std::time::Instant::now() + d;
+        loop {
+            if let Ok(Some(s)) = child.try_wait() {
+                status = Some(s);
+                return false;
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+        }
+    });
+    let status = match status {
+        Some(s) => s,
+        None => child
+            .wait()
+            .map_err(|e| CliError::runtime(format!("waiting for '{program}': {e}")))?,
+    };
+    drop(forwarding);
+    let code = match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        _ => 1,
+    };
+    Ok((report, code, None))
+}
+
+fn run_pids(
+    fs: pinsight_sys::FsRoot,
+    cfg: Config,
+    pids: &[i32],
+    sf: Box<dyn SfSource>,
+    spinner: &indicatif::ProgressBar,
+) -> Result<Outcome, CliError> {
+    let mut manager = Manager::new(fs, cfg, pids, sf).map_err(|e| match e {
+        ManageError::NoProcess { pid } => {
+            CliError::usage(format!("--pids: no process {pid} (it may have ended)"))
+        }
+        other => CliError::runtime(format!("sched: {other}")),
+    })?;
+    let pipe = pinsight_sys::signals::self_pipe()
+        .map_err(|e| CliError::runtime(format!("sched: cannot set up Ctrl-C handling: {e}")))?;
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        pinsight_sys::signals::write_to_self_pipe_on(sig)
+            .map_err(|e| CliError::runtime(format!("sched: cannot set up Ctrl-C handling: {e}")))?;
+    }
+    let mut stopped = None;
+    let report = manager.run(|d| {
+        spinner.tick();
+        if pinsight_sys::process::poll_readable(&pipe, Some(d)).unwrap_or(false) {
+            stopped = pinsight_sys::signals::next_signal(&pipe);
+            return true;
+        }
+        false
+    });
+    let code = stopped.map_or(0, |s| 128 + s);
+    Ok((report, code, stopped))
+}
+
+fn spawn_error(program: &str, e: &std::io::Error) -> CliError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => CliError {
+            code: 127,
+            message: format!("cannot run '{program}': command not found"),
+        },
+        std::io::ErrorKind::PermissionDenied => CliError {
+            code: 126,
+            message: format!("cannot run '{program}': permission denied"),
+        },
+        _ => CliError::runtime(format!("cannot run '{program}': {e}")),
+    }
+}

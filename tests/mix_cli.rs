@@ -1,0 +1,254 @@
+//! `pinsight mix` live on two usable CPUs declared P and E (pinsight
+//! restricted to them): three short built-in workloads complete under
+//! every scheduler with every metric reported; Ctrl-C keeps the journal
+//! and `--resume` completes; the refusals.
+
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
+/// Bound for what should end promptly: catches hangs, measures nothing.
+const HANG_GUARD: Duration = Duration::from_secs(300);
+
+fn usable_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list");
+    let allowed = pinsight_cpuset::CpuSet::parse_list(allowed.trim()).unwrap();
+    online().intersection(&allowed).iter().collect()
+}
+
+fn online() -> pinsight_cpuset::CpuSet {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
+        .expect("/sys/devices/system/cpu/online")
+}
+
+/// pinsight on two usable CPUs, the first declared P, every other E;
+/// `None` after a logged skip with fewer than two.
+fn pinsight(dir: &Path, args: &[&str]) -> Option<Command> {
+    let cpus = usable_cpus();
+    if cpus.len() < 2 {
+        pinsight_testkit::skip(format!(
+            "live mix needs two usable CPUs (have {})",
+            cpus.len()
+        ));
+        return None;
+    }
+    let mut c = Command::new(BIN);
+    let set: pinsight_cpuset::CpuSet = cpus[..2].iter().copied().collect();
+    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+    let mut rest = online();
+    rest.remove(cpus[0]);
+    c.current_dir(dir)
+        .stdin(Stdio::null())
+        .env_remove("PINSIGHT_FSROOT")
+        .env_remove("PINSIGHT_KINDS")
+        .env_remove("COLUMNS")
+        .args(["--kinds", &format!("{}:P,{rest}:E", cpus[0])])
+        .args(args);
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    Some(c)
+}
+
+fn programs(scale: u32) -> Vec<String> {
+    vec![
+        format!("{BIN} workload pi -t 1 -s {}e7", 2 * scale),
+        format!("{BIN} workload mandelbrot -t 1 -s {}", 150 * scale),
+        format!("{BIN} workload pi -t 1 -s {}e7", 4 * scale),
+    ]
+}
+
+fn wait_with_guard(mut child: std::process::Child) -> Output {
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t.elapsed() > HANG_GUARD {
+            let _ = child.kill();
+            panic!("pinsight mix did not end");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn check_complete(o: &Output, schedulers: &[&str]) -> Value {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = r["schedulers"].as_array().unwrap();
+    let names: Vec<&str> = s.iter().map(|x| x["policy"].as_str().unwrap()).collect();
+    assert_eq!(names, schedulers);
+    for x in s {
+        for m in ["aggregate_speedup", "stp", "antt", "unfairness"] {
+            assert!(x[m].as_f64().unwrap().is_finite(), "{m}: {x}");
+        }
+        let progs = x["programs"].as_array().unwrap();
+        assert_eq!(progs.len(), 3);
+        for p in progs {
+            let sd = p["slowdown"].as_f64().unwrap();
+            assert!(sd.is_finite() && sd > 0.0, "{p}");
+            assert!(p["runs"].as_u64().unwrap() >= 2, "{p}");
+        }
+        // STP and ANTT from the same slowdowns: STP = Σ 1/slowdown.
+        let stp: f64 = progs
+            .iter()
+            .map(|p| 1.0 / p["slowdown"].as_f64().unwrap())
+            .sum();
+        assert!((stp - x["stp"].as_f64().unwrap()).abs() < 1e-9);
+    }
+    assert_eq!(r["references"].as_array().unwrap().len(), 3);
+    assert!(r["verdict"].as_str().unwrap().starts_with("Verdict:"));
+    r
+}
+
+#[test]
+fn three_programs_under_every_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    let progs = programs(1);
+    let mut args = vec!["mix", "--repeat", "2", "--sf", "#3=2", "--json", "--"];
+    args.extend(progs.iter().map(String::as_str));
+    let Some(mut c) = pinsight(dir.path(), &args) else {
+        return;
+    };
+    let o = wait_with_guard(
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    check_complete(&o, &["os", "aarr", "to", "acfs"]);
+    // The human report fits 80 columns and defines nothing twice.
+    let j = dir.path().join("pinsight-mix.jsonl");
+    let lines = std::fs::read_to_string(&j).unwrap();
+    assert!(lines.lines().count() >= 1 + 6 + 4 * (2 + 6), "{lines}");
+}
+
+#[test]
+fn ctrl_c_keeps_the_journal_and_resume_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let progs = programs(3);
+    let mut args = vec!["mix", "--schedulers", "os,aarr", "--repeat", "2", "--"];
+    args.extend(progs.iter().map(String::as_str));
+    let Some(mut c) = pinsight(dir.path(), &args) else {
+        return;
+    };
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = dir.path().join("pinsight-mix.jsonl");
+    // Stop it inside the first mix (after the reference runs).
+    let t = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        if text.contains("\"record\":\"run\"") {
+            break;
+        }
+        assert!(t.elapsed() < HANG_GUARD, "no mix run journaled: {text}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = wait_with_guard(child);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    let kept = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        !kept.contains("\"record\":\"done\""),
+        "stopped before any mix ended"
+    );
+    // No program of the experiment is left running.
+    let leftover = Command::new("pgrep")
+        .args(["-f", &progs[2]])
+        .output()
+        .unwrap();
+    assert!(
+        leftover.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&leftover.stdout)
+    );
+    let Some(mut c) = pinsight(
+        dir.path(),
+        &["mix", "--resume", "pinsight-mix.jsonl", "--json"],
+    ) else {
+        return;
+    };
+    let o = c.output().unwrap();
+    check_complete(&o, &["os", "aarr"]);
+    let after = std::fs::read_to_string(&journal).unwrap();
+    assert!(after.starts_with(&kept), "the journal was appended to");
+    let refs_before = kept.matches("\"record\":\"reference\"").count();
+    assert_eq!(
+        after.matches("\"record\":\"reference\"").count(),
+        refs_before.max(6),
+        "reference runs already journaled are not run again"
+    );
+}
+
+#[test]
+fn refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (
+            vec!["mix", "--schedulers", "os,fast", "--", "true"],
+            "allowed: os, aarr, to, acfs",
+        ),
+        (vec!["mix"], "mix needs programs"),
+        (
+            vec!["mix", "--sf", "x=2", "--", "true"],
+            "--sf x=…: no such program",
+        ),
+        (vec!["mix", "--repeat", "0", "--", "true"], "--repeat 0"),
+        (vec!["mix", "--resume", "missing.jsonl"], "--resume"),
+    ] {
+        let Some(mut c) = pinsight(dir.path(), &args) else {
+            return;
+        };
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // An existing journal is not overwritten.
+    std::fs::write(dir.path().join("pinsight-mix.jsonl"), "x").unwrap();
+    let mut c = pinsight(dir.path(), &["mix", "--", "true"]).unwrap();
+    let o = c.output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exists"));
+    // A recorded machine: exit 2.
+    let o = Command::new(BIN)
+        .args([
+            "--fsroot",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/crates/topology/tests/fixtures/hwloc/16amd64-4n4c-cgroup-distance-merge"
+            ),
+            "mix",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

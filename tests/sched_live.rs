@@ -1,0 +1,504 @@
+//! `pinsight sched` live, on two usable CPUs declared as a P-core and an
+//! E-core (`--kinds A:P,B:E`, pinsight and the programs restricted to
+//! those two CPUs): AARR shares the big CPU's time equally, TO keeps the
+//! high-SF program on it, affinities come back after a stop, children of
+//! CMD are managed, and the refusals. Where each program ran is checked
+//! from /proc (schedstat run time attributed to the CPU `stat` reports,
+//! sampled every 5 ms), never from pinsight's own report.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
+/// Bound for what should end promptly: catches hangs, measures nothing.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// The CPUs this test may use (affinity ∩ online), ascending.
+fn usable_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list");
+    let allowed = pinsight_cpuset::CpuSet::parse_list(allowed.trim()).unwrap();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
+        .unwrap_or_else(|| allowed.clone());
+    allowed.intersection(&online).iter().collect()
+}
+
+/// Two usable CPUs (big, small), or `None` after a logged skip.
+fn two_cpus() -> Option<(usize, usize)> {
+    let cpus = usable_cpus();
+    if cpus.len() < 2 {
+        pinsight_testkit::skip(format!(
+            "live sched needs two usable CPUs (have {})",
+            cpus.len()
+        ));
+        return None;
+    }
+    Some((cpus[0], cpus[1]))
+}
+
+/// A command restricted to `cpus` from its start.
+fn on_cpus(program: impl AsRef<std::ffi::OsStr>, cpus: &[usize]) -> Command {
+    let mut c = Command::new(program);
+    let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
+    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+    c.stdin(Stdio::null())
+        .env_remove("PINSIGHT_FSROOT")
+        .env_remove("PINSIGHT_KINDS")
+        .env_remove("COLUMNS");
+    // SIGINT at its default, whatever the test harness inherited.
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    c
+}
+
+/// Online CPUs (every one needs a declared kind).
+fn online() -> pinsight_cpuset::CpuSet {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
+        .unwrap_or_else(|| usable_cpus().into_iter().collect())
+}
+
+/// pinsight restricted to `cpus` = [big, small], with `big` declared a
+/// P-core and every other online CPU an E-core (pinsight schedules within
+/// its own affinity: here the two).
+fn pinsight(cpus: &[usize], args: &[&str]) -> Command {
+    let mut c = on_cpus(BIN, cpus);
+    let mut rest = online();
+    rest.remove(cpus[0]);
+    c.args(["--kinds", &format!("{}:P,{rest}:E", cpus[0])]);
+    c.args(args);
+    c
+}
+
+/// Links `name` → the pinsight binary in `dir`, so a program's argv[0]
+/// basename (and comm) is `name`.
+fn named(dir: &Path, name: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::os::unix::fs::symlink(BIN, &p).unwrap();
+    p
+}
+
+/// A single-threaded CPU-bound program named `name` that runs far longer
+/// than any test (killed by the test).
+fn spinner(dir: &Path, name: &str, cpus: &[usize]) -> Child {
+    on_cpus(named(dir, name), cpus)
+        .args(["workload", "pi", "-t", "1", "-s", "1e12"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_with_guard(mut child: Child) -> Output {
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t.elapsed() > HANG_GUARD {
+            let _ = child.kill();
+            panic!("pinsight sched did not end");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill(mut c: Child) {
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
+/// CPU seconds of process `pid` per CPU over `window`, from /proc: every
+/// 5 ms each thread's schedstat run time since the last look is counted on
+/// the CPU its stat reports now.
+fn cpu_time_per_cpu(pids: &[u32], window: Duration) -> Vec<BTreeMap<usize, f64>> {
+    let mut last: BTreeMap<(u32, String), u64> = BTreeMap::new();
+    let mut out = vec![BTreeMap::new(); pids.len()];
+    let t = Instant::now();
+    while t.elapsed() < window {
+        for (i, &pid) in pids.iter().enumerate() {
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for e in dir.flatten() {
+                let tid = e.file_name().to_string_lossy().into_owned();
+                let base = format!("/proc/{pid}/task/{tid}");
+                let (Ok(ss), Ok(stat)) = (
+                    std::fs::read_to_string(format!("{base}/schedstat")),
+                    std::fs::read_to_string(format!("{base}/stat")),
+                ) else {
+                    continue;
+                };
+                let run: u64 = ss.split_whitespace().next().unwrap().parse().unwrap();
+                let after = &stat[stat.rfind(')').unwrap() + 1..];
+                // Field 39 (processor) is the 37th after the name.
+                let cpu: usize = after.split_whitespace().nth(36).unwrap().parse().unwrap();
+                if let Some(prev) = last.insert((pid, tid), run) {
+                    *out[i].entry(cpu).or_insert(0.0) += (run - prev) as f64 / 1e9;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    out
+}
+
+fn allowed(pid: u32) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let st = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        if let Some(l) = st
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        {
+            v.push(l.trim().to_string());
+        }
+    }
+    v
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {} stderr {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+#[test]
+fn aarr_gives_two_programs_equal_time_on_the_big_cpu() {
+    let Some((big, small)) = two_cpus() else {
+        return;
+    };
+    let cpus = [big, small];
+    let dir = tempfile::tempdir().unwrap();
+    let a = spinner(dir.path(), "a", &cpus);
+    let b = spinner(dir.path(), "b", &cpus);
+    let (pa, pb) = (a.id(), b.id());
+    let pids = format!("{pa},{pb}");
+    let sched = pinsight(
+        &cpus,
+        &[
+            "sched", "--policy", "aarr", "--period", "100ms", "--json", "--pids", &pids,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let per_cpu = cpu_time_per_cpu(&[pa, pb], Duration::from_secs(10));
+    kill(a);
+    kill(b);
+    let o = wait_with_guard(sched);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let on_big: Vec<f64> = per_cpu
+        .iter()
+        .map(|m| m.get(&big).copied().unwrap_or(0.0))
+        .collect();
+    let total: Vec<f64> = per_cpu.iter().map(|m| m.values().sum()).collect();
+    eprintln!(
+        "CPU {big} (big): a {:.2} s, b {:.2} s; totals {total:?}",
+        on_big[0], on_big[1]
+    );
+    assert!(on_big[0] > 0.5 && on_big[1] > 0.5, "{per_cpu:?}");
+    let (hi, lo) = (on_big[0].max(on_big[1]), on_big[0].min(on_big[1]));
+    assert!(
+        hi - lo <= 0.1 * hi,
+        "big-CPU time not equal within 10%: a {:.2} s, b {:.2} s",
+        on_big[0],
+        on_big[1]
+    );
+    // The report names both programs and saw them swap.
+    let r = json(&o);
+    let progs = r["programs"].as_array().unwrap();
+    let names: Vec<&str> = progs.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(
+        progs.iter().all(|p| p["swaps"].as_u64().unwrap() >= 2),
+        "{r}"
+    );
+}
+
+#[test]
+fn to_keeps_the_high_sf_program_on_the_big_cpu_and_restores_affinities() {
+    let Some((big, small)) = two_cpus() else {
+        return;
+    };
+    let cpus = [big, small];
+    let dir = tempfile::tempdir().unwrap();
+    let a = spinner(dir.path(), "a", &cpus);
+    let b = spinner(dir.path(), "b", &cpus);
+    let (pa, pb) = (a.id(), b.id());
+    // Their worker threads started (each program: main + one worker).
+    let t = Instant::now();
+    while (allowed(pa).len() < 2 || allowed(pb).len() < 2) && t.elapsed() < HANG_GUARD {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let before = (allowed(pa), allowed(pb));
+    let pids = format!("{pa},{pb}");
+    let sched = pinsight(
+        &cpus,
+        &[
+            "sched", "--policy", "to", "--sf", "a=2.5", "--sf", "b=1.2", "--json", "--pids", &pids,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Let the first period place them, then measure.
+    std::thread::sleep(Duration::from_millis(600));
+    let during = (allowed(pa), allowed(pb));
+    let per_cpu = cpu_time_per_cpu(&[pa, pb], Duration::from_secs(4));
+    // Ctrl-C: pinsight stops managing, restores, reports, exits 130.
+    nix_kill(sched.id(), libc::SIGINT);
+    let o = wait_with_guard(sched);
+    let after = (allowed(pa), allowed(pb));
+    kill(a);
+    kill(b);
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let share = |m: &BTreeMap<usize, f64>| {
+        let t: f64 = m.values().sum();
+        m.get(&big).copied().unwrap_or(0.0) / t.max(1e-9)
+    };
+    let (sa, sb) = (share(&per_cpu[0]), share(&per_cpu[1]));
+    eprintln!("share of CPU time on CPU {big}: a (SF 2.5) {sa:.3}, b (SF 1.2) {sb:.3}");
+    assert!(
+        sa > 0.9,
+        "a (SF 2.5) on the big CPU only {sa:.3} of its time"
+    );
+    assert!(sb < 0.1, "b (SF 1.2) on the big CPU {sb:.3} of its time");
+    // Pinned while managed, their own affinity back after.
+    let worker = |v: &Vec<String>| {
+        v.iter()
+            .any(|c| c == &big.to_string() || c == &small.to_string())
+    };
+    assert!(worker(&during.0) && worker(&during.1), "{during:?}");
+    assert_eq!(
+        after, before,
+        "affinities not restored (during: {during:?})"
+    );
+    let r = json(&o);
+    assert_eq!(r["stopped_by_signal"], 2);
+    assert_eq!(r["programs"][0]["sf"], 2.5);
+    assert!(r["restore"]["restored"].as_u64().unwrap() >= 2, "{r}");
+}
+
+fn nix_kill(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+#[test]
+fn a_command_and_the_processes_it_starts_are_managed() {
+    let Some((big, small)) = two_cpus() else {
+        return;
+    };
+    let cpus = [big, small];
+    let dir = tempfile::tempdir().unwrap();
+    let a = named(dir.path(), "a");
+    let script = format!(
+        "{a} workload pi -t 1 -s 4e8 >/dev/null & {a} workload pi -t 1 -s 4e8 >/dev/null; wait; exit 3",
+        a = a.display()
+    );
+    let o = wait_with_guard(
+        pinsight(
+            &cpus,
+            &[
+                "sched", "--policy", "acfs", "--sf", "a=2", "--json", "--", "sh", "-c", &script,
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "CMD's status: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = json(&o);
+    let progs = r["programs"].as_array().unwrap();
+    let busy: Vec<&Value> = progs.iter().filter(|p| p["name"] == "a").collect();
+    assert_eq!(busy.len(), 2, "{r}");
+    for p in busy {
+        assert_eq!(p["sf"], 2.0);
+        let t = p["big_s"].as_f64().unwrap() + p["small_s"].as_f64().unwrap();
+        assert!(t > 0.05, "{p}");
+    }
+    assert_eq!(r["exit_code"], 3);
+}
+
+#[test]
+fn refusals() {
+    let cpus = usable_cpus();
+    let one = [cpus[0]];
+    // One kind: exit 2, naming --kinds.
+    let o = on_cpus(BIN, &one)
+        .args([
+            "--kinds",
+            &format!("{}:P", online()),
+            "sched",
+            "--policy",
+            "aarr",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("needs two core kinds") && err.contains("--kinds"),
+        "{err}"
+    );
+    // A recorded machine: exit 2.
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/topology/tests/fixtures/hwloc"
+    );
+    let any = std::fs::read_dir(fixture)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().join("sys").is_dir())
+        .expect("a recorded machine")
+        .path();
+    let o = Command::new(BIN)
+        .args([
+            "--fsroot",
+            any.to_str().unwrap(),
+            "sched",
+            "--policy",
+            "aarr",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--fsroot"), "{err}");
+    if cpus.len() < 2 {
+        return pinsight_testkit::skip("the remaining refusals need two usable CPUs");
+    }
+    let two = [cpus[0], cpus[1]];
+    for (args, code, needle) in [
+        (
+            vec!["sched", "--policy", "fast", "--", "true"],
+            2,
+            "allowed: os, aarr, to, acfs",
+        ),
+        (
+            vec!["sched", "--policy", "to", "--sf", "a", "--", "true"],
+            2,
+            "--sf 'a'",
+        ),
+        (
+            vec!["sched", "--policy", "to", "--sf", "a=0.5", "--", "true"],
+            2,
+            "between 1 and 100",
+        ),
+        (vec!["sched", "--policy", "aarr"], 2, "--pids"),
+        (
+            vec!["sched", "--policy", "aarr", "--pids", "x"],
+            2,
+            "'x' is not a process id",
+        ),
+        (
+            vec!["sched", "--policy", "aarr", "--period", "1ms", "--", "true"],
+            2,
+            "10ms",
+        ),
+        (
+            vec!["sched", "--policy", "aarr", "--", "/nonexistent/prog"],
+            127,
+            "command not found",
+        ),
+    ] {
+        let o = pinsight(&two, &args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(
+            err.lines().filter(|l| l.contains("error")).count(),
+            1,
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
+    let Some((big, small)) = two_cpus() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = named(dir.path(), "a");
+    // The shell starts `a` in the background and exits at once: `a` is
+    // reparented to pinsight (a child subreaper) and managed to its end.
+    let script = format!(
+        "{} workload pi -t 1 -s 4e8 >/dev/null & exit 0",
+        a.display()
+    );
+    let o = wait_with_guard(
+        pinsight(
+            &[big, small],
+            &[
+                "sched", "--policy", "aarr", "--json", "--", "sh", "-c", &script,
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = json(&o);
+    let a = r["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "a")
+        .unwrap_or_else(|| panic!("the orphan was not managed: {r}"));
+    let t = a["big_s"].as_f64().unwrap() + a["small_s"].as_f64().unwrap();
+    assert!(t > 0.1, "{a}");
+}
