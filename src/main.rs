@@ -67,6 +67,7 @@ enum Command {
     Compare(cmd::compare::Args),
     Workload(cmd::workload::Args),
     Simulate(cmd::simulate::Args),
+    Sf(cmd::sf::Args),
 }
 
 fn main() {
@@ -127,6 +128,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
         Command::Simulate(a) => cmd::simulate::run(a, g),
+        Command::Sf(a) => cmd::sf::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

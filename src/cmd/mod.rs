@@ -6,6 +6,7 @@ pub mod plan;
 pub mod plan_args;
 pub mod report;
 pub mod run;
+pub mod sf;
 pub mod simulate;
 pub mod snapshot;
 pub mod speed;

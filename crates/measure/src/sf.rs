@@ -386,6 +386,21 @@ pub struct ThreadSfReport {
     pub control_metrics: bool,
 }
 
+/// One thread of a measured process, as `pinsight sf` reports it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThreadEntry {
+    pub tid: i32,
+    /// Its name (`comm`) when last seen.
+    pub name: String,
+    /// Whether it exited while measured.
+    pub exited: bool,
+    /// Why it has no counters (attach failed), if so.
+    pub error: Option<String>,
+    /// What was measured (absent when the counters could not be attached).
+    #[serde(flatten)]
+    pub report: Option<ThreadSfReport>,
+}
+
 /// Per-thread counter groups feeding one estimator per thread.
 pub struct SfSampler {
     pmus: SfPmus,

@@ -16,6 +16,7 @@ pub mod explain;
 pub mod hfi;
 pub mod latency;
 pub mod sched;
+pub mod sf;
 pub mod size;
 pub mod speed;
 pub mod term;
