@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 ///
 /// Ends when the program exits, after --duration, or on Ctrl-C (what was
 /// measured is printed, then exit 130). With -- CMD the exit status is
-/// the program's.
+/// the program's; 1 when no thread could be counted.
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
@@ -331,7 +331,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if interrupted.is_some() {
         return Ok(130);
     }
-    Ok(status.map_or(0, exit_code))
+    let code = status.map_or(0, exit_code);
+    if code == 0 && !entries.is_empty() && entries.iter().all(|t| t.report.is_none()) {
+        // Not one thread could be counted: the measurement failed.
+        return Ok(1);
+    }
+    Ok(code)
 }
 
 /// Attaches new threads, marks exited ones (their counts are kept).
