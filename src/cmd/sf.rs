@@ -360,7 +360,7 @@ fn refresh(
         if let Some(n) = name {
             t.name = n;
         }
-        if t.error.is_none() && !sampler.tids().contains(&tid) && !t.exited {
+        if t.error.is_none() && !sampler.is_attached(tid) && !t.exited {
             if let Err(e) = sampler.attach(tid) {
                 t.error = Some(e.to_string());
             }

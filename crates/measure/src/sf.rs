@@ -244,7 +244,27 @@ fn map_kinds(
 /// the control metrics when `control`).
 const GROUP_EVENTS: [&str; 4] = ["instructions", "cycles", "L1-dcache-loads", "branches"];
 
-fn group_specs(type_id: u32, control: bool, exclude_kernel: bool) -> Vec<OpenSpec> {
+fn group_specs(type_id: u32, control: bool, exclude_kernel: bool, stand_in: bool) -> Vec<OpenSpec> {
+    if stand_in {
+        // Software events in the hardware events' places (see
+        // `SfSampler::software_stand_in`).
+        let sw = |config| OpenSpec {
+            type_: perf::PERF_TYPE_SOFTWARE,
+            config,
+            exclude_kernel: false,
+            inherit: false,
+            enable_on_exec: false,
+        };
+        let mut v = vec![
+            sw(perf::PERF_COUNT_SW_TASK_CLOCK),
+            sw(perf::PERF_COUNT_SW_PAGE_FAULTS),
+        ];
+        if control {
+            v.push(sw(perf::PERF_COUNT_SW_CONTEXT_SWITCHES));
+            v.push(sw(perf::PERF_COUNT_SW_CPU_MIGRATIONS));
+        }
+        return v;
+    }
     let ext = u64::from(type_id) << perf::PERF_PMU_TYPE_SHIFT;
     let spec = |type_, id| OpenSpec {
         type_,
@@ -407,6 +427,7 @@ pub struct SfSampler {
     paranoid: Option<i64>,
     options: SfOptions,
     threads: BTreeMap<i32, ThreadSf>,
+    stand_in: bool,
 }
 
 impl SfSampler {
@@ -426,7 +447,31 @@ impl SfSampler {
             paranoid,
             options,
             threads: BTreeMap::new(),
+            stand_in: false,
         })
+    }
+
+    /// TESTS AND BENCHMARKS ONLY: a sampler over `pmus` whose groups count
+    /// software events in the hardware events' places (task-clock as
+    /// "instructions", page faults as "cycles", context switches and
+    /// migrations as the control metrics), on every kind alike. Its SFs
+    /// mean nothing; it runs the whole sampling path (per-thread groups,
+    /// group reads, windows, estimator, reports) on machines without a
+    /// PMU, so that path is tested and its cost measured everywhere.
+    #[doc(hidden)]
+    pub fn software_stand_in(pmus: SfPmus, options: SfOptions) -> SfSampler {
+        SfSampler {
+            pmus,
+            paranoid: None,
+            options,
+            threads: BTreeMap::new(),
+            stand_in: true,
+        }
+    }
+
+    /// Whether thread `tid` is attached.
+    pub fn is_attached(&self, tid: i32) -> bool {
+        self.threads.contains_key(&tid)
     }
 
     /// The PMUs and kinds in use.
@@ -489,7 +534,10 @@ impl SfSampler {
         let mut last = None;
         for with_control in [*control, false] {
             for exclude_kernel in [false, true] {
-                match perf::open_group(&group_specs(p.type_id, with_control, exclude_kernel), tid) {
+                match perf::open_group(
+                    &group_specs(p.type_id, with_control, exclude_kernel, self.stand_in),
+                    tid,
+                ) {
                     Ok(g) => {
                         *control = with_control;
                         return Ok(g);
