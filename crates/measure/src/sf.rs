@@ -33,7 +33,8 @@
 use crate::counters::{self, CorePmu, CountersError};
 use crate::error::IoError;
 use crate::metric::Metric;
-use crate::sys::perf::{self, GroupReading, OpenSpec};
+use crate::sys::perf::{self, OpenSpec};
+pub use pinsight_sys::perf::GroupReading;
 use pinsight_cpuset::CpuSet;
 pub use pinsight_sched_model::Kind as SfKind;
 use pinsight_sched_model::{ControlMetrics, SfEstimator, SfParams, SfSample};
