@@ -50,17 +50,33 @@ pub fn render(run: &SfRun<'_>, pmus: &SfPmus, threads: &[ThreadEntry]) -> String
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Speedup factors of {}: {} period{} of {:.0} ms ({:.1} s){}{}",
-        run.target,
+        "{}",
+        wrap(&format!("Speedup factors of {}", run.target))
+    );
+    let _ = writeln!(
+        out,
+        "{} period{} of {:.0} ms ({:.1} s){}{}",
         run.periods,
         if run.periods == 1 { "" } else { "s" },
         run.period_s * 1e3,
         run.elapsed_s,
-        if run.probe { ", probe" } else { "" },
+        if run.probe {
+            ", probe (alternating affinity)"
+        } else {
+            ""
+        },
         if run.interrupted { ", interrupted" } else { "" },
     );
-    let _ = writeln!(out, "big:   {}", kind_line(pmus, SfKind::Big));
-    let _ = writeln!(out, "small: {}", kind_line(pmus, SfKind::Small));
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(&format!("big:   {}", kind_line(pmus, SfKind::Big)))
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(&format!("small: {}", kind_line(pmus, SfKind::Small)))
+    );
     let _ = writeln!(
         out,
         "SF = IPS big / IPS small (running averages, >= {} samples per kind);",
@@ -76,11 +92,11 @@ pub fn render(run: &SfRun<'_>, pmus: &SfPmus, threads: &[ThreadEntry]) -> String
         "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8} {:>4}",
         "TID", "thread", "SF", "now", "on", "samples", "IPS big", "IPS sml", "phs"
     );
-    let _ = writeln!(
-        out,
-        "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8} {:>4}",
-        "", "", "", "", "", "big/sml", "G/s", "G/s", ""
+    let units = format!(
+        "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8}",
+        "", "", "", "", "", "big/sml", "G/s", "G/s"
     );
+    let _ = writeln!(out, "{}", units.trim_end());
     let mut notes = Vec::new();
     for t in threads {
         let mut name: String = t.name.chars().take(15).collect();
