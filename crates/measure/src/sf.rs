@@ -292,9 +292,10 @@ fn group_specs(type_id: u32, control: bool, exclude_kernel: bool, stand_in: bool
 }
 
 /// The sample one PMU group gives between two readings (values laid out
-/// as [`GROUP_EVENTS`]), or `None` while the thread has run less than
-/// `min_running` on that kind since `prev` (the caller then keeps `prev`,
-/// so short stays add up). Pure.
+/// as instructions, cycles, then optionally L1D loads and branches), or
+/// `None` while the thread has run less than `min_running` on that kind
+/// since `prev` (the caller then keeps `prev`, so short stays add up).
+/// Pure.
 pub fn window(
     kind: SfKind,
     prev: Option<&GroupReading>,
