@@ -272,3 +272,30 @@ fn ctrl_c_prints_what_was_measured_and_stops_the_program() {
     // The program was stopped too (reaped by sf: no /proc entry left).
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
 }
+
+#[test]
+fn after_duration_the_program_is_waited_for_and_its_status_is_ours() {
+    let Some((kinds, root)) = two_kinds() else {
+        return;
+    };
+    let o = pinsight(&[
+        "sf",
+        "--kinds",
+        &kinds,
+        "--period",
+        "20ms",
+        "--duration",
+        "60ms",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.4; exit 3",
+    ])
+    .env(MEASURE_ROOT, root.path())
+    .run();
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert!(o.says("waiting for the program to end"), "{}", o.stderr);
+    assert!(o
+        .stdout
+        .starts_with("Speedup factors of sh -c sleep 0.4; exit 3 (PID "));
+}

@@ -199,6 +199,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         (d.as_secs_f64() / period.as_secs_f64()).ceil() as u64
     });
     let pb = progress_bar(g, len, &format!("measuring {target}"));
+    if len == 0 {
+        // No --duration: the end is the program's; count periods instead.
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {msg}: {pos} periods ({elapsed})")
+                .expect("valid template"),
+        );
+    }
     let mut periods = 0u64;
     let mut interrupted = None;
     let mut status = None;
@@ -279,16 +286,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             t
         })
         .collect();
-    if let Some(sig) = interrupted {
-        if let Some(c) = child.as_mut() {
-            let _ = pinsight_sys::process::kill(c.id() as i32, sig);
-        }
-    }
-    if let Some(c) = child.as_mut() {
-        if status.is_none() {
-            status = c.wait().ok();
-        }
-    }
     if !g.quiet {
         for w in &warnings {
             eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
@@ -327,6 +324,21 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 &entries,
             )
         );
+    }
+    // The program: stopped on Ctrl-C (the signal passed on), else waited
+    // for (--duration ended before it), with its status as ours.
+    if let Some(c) = child.as_mut() {
+        if status.is_none() {
+            if let Some(sig) = interrupted {
+                let _ = pinsight_sys::process::kill(c.id() as i32, sig);
+            } else if !g.quiet {
+                eprintln!(
+                    "pinsight: note: measuring ended (--duration); waiting for the program \
+                     to end (Ctrl-C stops it)"
+                );
+            }
+            status = wait_child(c, &sig_read);
+        }
     }
     if interrupted.is_some() {
         return Ok(130);
@@ -426,6 +438,27 @@ fn unavailable(
         eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {hint}")));
     }
     Ok(1)
+}
+
+/// Waits for the program; a signal to pinsight meanwhile is passed on.
+fn wait_child(
+    c: &mut std::process::Child,
+    sig_read: &std::os::fd::OwnedFd,
+) -> Option<std::process::ExitStatus> {
+    loop {
+        match c.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        if let Ok(true) =
+            pinsight_sys::process::poll_readable(sig_read, Some(Duration::from_millis(100)))
+        {
+            if let Some(sig) = signals::next_signal(sig_read) {
+                let _ = pinsight_sys::process::kill(c.id() as i32, sig);
+            }
+        }
+    }
 }
 
 fn shorten(s: &str, max: usize) -> String {
