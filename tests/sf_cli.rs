@@ -189,7 +189,7 @@ fn report_and_json_carry_every_thread_on_fake_per_kind_pmus() {
     ];
     let o = pinsight(&args).env(MEASURE_ROOT, root.path()).run();
     assert!(
-        o.stdout.contains("big:   P-core (PMU cpu_core"),
+        o.stdout.contains("big: P-core (PMU cpu_core"),
         "{}",
         o.stdout
     );
