@@ -299,3 +299,79 @@ fn after_duration_the_program_is_waited_for_and_its_status_is_ours() {
         .stdout
         .starts_with("Speedup factors of sh -c sleep 0.4; exit 3 (PID "));
 }
+
+fn allowed_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Cpus_allowed_list:")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap()
+}
+
+const STAND_IN: &str = "PINSIGHT_TEST_SF_STAND_IN";
+
+#[test]
+fn probe_windows_pin_the_threads_and_restore_them_at_the_end_and_on_ctrl_c() {
+    let Some((kinds, root)) = two_kinds() else {
+        return;
+    };
+    let big = kinds.split(':').next().unwrap().to_string();
+    let all = allowed_of(std::process::id());
+    for interrupt in [false, true] {
+        let mut target = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = target.id().to_string();
+        let mut sf = Command::new(env!("CARGO_BIN_EXE_pinsight"))
+            .args([
+                "sf", "--json", "--probe", "--kinds", &kinds, "--period", "150ms",
+            ])
+            .args(["--pid", &pid, "--duration", "1500ms"])
+            .env(MEASURE_ROOT, root.path())
+            .env(STAND_IN, "1")
+            .env_remove("PINSIGHT_FSROOT")
+            .env_remove("PINSIGHT_KINDS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // During the first window the target is on the big CPU.
+        let t0 = Instant::now();
+        let mut seen_big = false;
+        while t0.elapsed() < Duration::from_millis(1000) && !seen_big {
+            seen_big = allowed_of(target.id()) == big;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(seen_big, "never pinned to {big}");
+        if interrupt {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(sf.id() as i32, libc::SIGINT) };
+        }
+        let t0 = Instant::now();
+        while sf.try_wait().unwrap().is_none() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "sf did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = sf.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(if interrupt { 130 } else { 0 }),
+            "{stderr}"
+        );
+        assert_eq!(allowed_of(target.id()), all, "affinity not restored");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["interrupted"], interrupt);
+        let t = &j["threads"][0];
+        assert_eq!(t["tid"].to_string(), pid);
+        assert!(t["error"].is_null(), "{t}");
+        // A sleeping thread runs on neither kind: no samples, no SF.
+        assert!(t["sf"]["unavailable"].is_string(), "{t}");
+        // The --pid target is not ours to stop: it still runs.
+        assert!(target.try_wait().unwrap().is_none());
+        target.kill().unwrap();
+        target.wait().unwrap();
+    }
+}

@@ -70,6 +70,12 @@ pub struct Args {
 /// PMU registry and `perf_event_paranoid` under DIR instead of /.
 const TEST_MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
 
+/// TEST ONLY, not in `--help`: `PINSIGHT_TEST_SF_STAND_IN=1` counts
+/// software events in the hardware events' places (meaningless SFs), so
+/// the measured path (probe windows, restore, Ctrl-C, reports) is tested
+/// through the binary on machines without a PMU.
+const TEST_STAND_IN: &str = "PINSIGHT_TEST_SF_STAND_IN";
+
 #[derive(serde::Serialize)]
 struct Json<'a> {
     available: bool,
@@ -151,7 +157,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             .map(|w| w.to_string_lossy().into_owned())
             .collect()
     });
-    let mut sampler = match SfSampler::new(&measure_root, &kinds, options) {
+    let sampler = if std::env::var_os(TEST_STAND_IN).is_some_and(|v| v == "1") {
+        pinsight_measure::sf::map_pmus(&measure_root, &kinds)
+            .map(|p| SfSampler::software_stand_in(p, options))
+    } else {
+        SfSampler::new(&measure_root, &kinds, options)
+    };
+    let mut sampler = match sampler {
         Ok(s) => s,
         Err(reason) => return unavailable(&args, g, &reason, command_words, period, options),
     };
