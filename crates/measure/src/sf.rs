@@ -109,6 +109,14 @@ pub enum SfUnavailable {
         "core PMU {pmu}: {path} is missing or unreadable, so which kind it counts on is unknown"
     )]
     PmuCpusUnknown { pmu: String, path: String },
+    /// A PMU counting on CPUs of both the big and the small kind (kinds
+    /// declared differently from the hardware's): its counts would mix
+    /// both kinds' speeds.
+    #[error(
+        "core PMU {pmu} counts on CPUs {cpus}, which span the big and the small kind: \
+         its counts would mix both kinds' speeds"
+    )]
+    PmuSpansKinds { pmu: String, cpus: String },
     /// A kind no PMU counts on.
     #[error("no core PMU counts on the {kind} CPUs ({cpus})")]
     KindWithoutPmu { kind: String, cpus: String },
@@ -185,14 +193,30 @@ fn pmu_cpus_path(fs: &FsRoot, p: &CorePmu) -> String {
 }
 
 /// The pure half of [`map_pmus`]: each PMU goes to the kind sharing the
-/// most CPUs with it; a PMU sharing none (offline CPUs) is left out.
+/// most CPUs with it; a PMU sharing none (offline CPUs) is left out; one
+/// spanning big and small CPUs is refused.
 fn map_kinds(
     pmus: Vec<(CorePmu, CpuSet)>,
     kinds: &[KindCpus],
     fast: &KindCpus,
 ) -> Result<SfPmus, SfUnavailable> {
+    let mut big = CpuSet::new();
+    let mut small = CpuSet::new();
+    for k in kinds {
+        if k.rank == fast.rank {
+            big.union_with(&k.cpus);
+        } else {
+            small.union_with(&k.cpus);
+        }
+    }
     let mut out = Vec::new();
     for (p, cpus) in pmus {
+        if cpus.intersects(&big) && cpus.intersects(&small) {
+            return Err(SfUnavailable::PmuSpansKinds {
+                pmu: p.name,
+                cpus: cpus.to_list_string(),
+            });
+        }
         let best = kinds
             .iter()
             .map(|k| (k.cpus.intersection(&cpus).len(), k))
@@ -210,15 +234,6 @@ fn map_kinds(
                 kind_name: k.name.clone(),
                 cpus,
             });
-        }
-    }
-    let mut big = CpuSet::new();
-    let mut small = CpuSet::new();
-    for k in kinds {
-        if k.rank == fast.rank {
-            big.union_with(&k.cpus);
-        } else {
-            small.union_with(&k.cpus);
         }
     }
     for (kind, want) in [(SfKind::Big, &big), (SfKind::Small, &small)] {

@@ -172,6 +172,29 @@ fn missing_pmus_files_and_kinds_are_typed_reasons() {
         "{e:?}"
     );
 
+    // Kinds declared across the PMUs: cpu_core spans P and E CPUs.
+    let split = vec![
+        KindCpus {
+            name: "E-core".into(),
+            rank: 0,
+            cpus: CpuSet::parse_list("8-19").unwrap(),
+        },
+        KindCpus {
+            name: "P-core".into(),
+            rank: 1,
+            cpus: CpuSet::parse_list("0-7").unwrap(),
+        },
+    ];
+    fs::write(d.path().join("sys/devices/cpu_atom/cpus"), "12-19\n").unwrap();
+    let e = map_pmus(&fsr, &split).unwrap_err();
+    assert_eq!(
+        e,
+        SfUnavailable::PmuSpansKinds {
+            pmu: "cpu_core".into(),
+            cpus: "0-11".into()
+        }
+    );
+
     // One kind only.
     let one = vec![KindCpus {
         name: "P-core".into(),
