@@ -260,50 +260,76 @@ fn map_kinds(
 /// the control metrics when `control`).
 const GROUP_EVENTS: [&str; 4] = ["instructions", "cycles", "L1-dcache-loads", "branches"];
 
-fn group_specs(type_id: u32, control: bool, exclude_kernel: bool, stand_in: bool) -> Vec<OpenSpec> {
-    if stand_in {
-        // Software events in the hardware events' places (see
-        // `SfSampler::software_stand_in`).
-        let sw = |config| OpenSpec {
-            type_: perf::PERF_TYPE_SOFTWARE,
-            config,
-            exclude_kernel: false,
-            inherit: false,
-            enable_on_exec: false,
-        };
-        let mut v = vec![
-            sw(perf::PERF_COUNT_SW_TASK_CLOCK),
-            sw(perf::PERF_COUNT_SW_PAGE_FAULTS),
-        ];
-        if control {
-            v.push(sw(perf::PERF_COUNT_SW_CONTEXT_SWITCHES));
-            v.push(sw(perf::PERF_COUNT_SW_CPU_MIGRATIONS));
+/// How a group's events are encoded for `perf_event_open`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Encoding {
+    /// Generic hardware events with the PMU's type in bits 32..63 of
+    /// `config` (the kernel's "extended type": x86 hybrid since Linux
+    /// 5.13, arm64 since 6.4 or so).
+    Extended,
+    /// `attr.type` = the PMU's own type and Armv8 PMUv3 architectural event
+    /// numbers in `config` (arm_pmu takes raw events on its own type): for
+    /// ARM kernels without the extended type.
+    ArmRaw,
+    /// Software events (see [`SfSampler::software_stand_in`]).
+    StandIn,
+}
+
+/// Armv8 PMUv3 common architectural events (Arm ARM, D17.10):
+/// INST_RETIRED, CPU_CYCLES, L1D_CACHE, BR_RETIRED.
+const ARMV8_EVENTS: [u64; 4] = [0x08, 0x11, 0x04, 0x21];
+
+/// Event `i` of a group ([`GROUP_EVENTS`] order) as `(attr.type, config)`.
+fn event(encoding: Encoding, type_id: u32, i: usize) -> (u32, u64) {
+    match encoding {
+        Encoding::StandIn => (
+            perf::PERF_TYPE_SOFTWARE,
+            [
+                perf::PERF_COUNT_SW_TASK_CLOCK,
+                perf::PERF_COUNT_SW_PAGE_FAULTS,
+                perf::PERF_COUNT_SW_CONTEXT_SWITCHES,
+                perf::PERF_COUNT_SW_CPU_MIGRATIONS,
+            ][i],
+        ),
+        Encoding::Extended => {
+            let ext = u64::from(type_id) << perf::PERF_PMU_TYPE_SHIFT;
+            let (t, id) = [
+                (perf::PERF_TYPE_HARDWARE, perf::PERF_COUNT_HW_INSTRUCTIONS),
+                (perf::PERF_TYPE_HARDWARE, perf::PERF_COUNT_HW_CPU_CYCLES),
+                (
+                    perf::PERF_TYPE_HW_CACHE,
+                    perf::PERF_COUNT_HW_CACHE_L1D_READ_ACCESS,
+                ),
+                (
+                    perf::PERF_TYPE_HARDWARE,
+                    perf::PERF_COUNT_HW_BRANCH_INSTRUCTIONS,
+                ),
+            ][i];
+            (t, ext | id)
         }
-        return v;
+        Encoding::ArmRaw => (type_id, ARMV8_EVENTS[i]),
     }
-    let ext = u64::from(type_id) << perf::PERF_PMU_TYPE_SHIFT;
-    let spec = |type_, id| OpenSpec {
-        type_,
-        config: ext | id,
-        exclude_kernel,
-        inherit: false,
-        enable_on_exec: false,
-    };
-    let mut v = vec![
-        spec(perf::PERF_TYPE_HARDWARE, perf::PERF_COUNT_HW_INSTRUCTIONS),
-        spec(perf::PERF_TYPE_HARDWARE, perf::PERF_COUNT_HW_CPU_CYCLES),
-    ];
-    if control {
-        v.push(spec(
-            perf::PERF_TYPE_HW_CACHE,
-            perf::PERF_COUNT_HW_CACHE_L1D_READ_ACCESS,
-        ));
-        v.push(spec(
-            perf::PERF_TYPE_HARDWARE,
-            perf::PERF_COUNT_HW_BRANCH_INSTRUCTIONS,
-        ));
-    }
-    v
+}
+
+fn group_specs(
+    type_id: u32,
+    control: bool,
+    exclude_kernel: bool,
+    encoding: Encoding,
+) -> Vec<OpenSpec> {
+    let n = if control { 4 } else { 2 };
+    (0..n)
+        .map(|i| {
+            let (type_, config) = event(encoding, type_id, i);
+            OpenSpec {
+                type_,
+                config,
+                exclude_kernel: exclude_kernel && encoding != Encoding::StandIn,
+                inherit: false,
+                enable_on_exec: false,
+            }
+        })
+        .collect()
 }
 
 /// The sample one PMU group gives between two readings (values laid out
@@ -548,24 +574,41 @@ impl SfSampler {
         tid: i32,
         control: &mut bool,
     ) -> Result<perf::Group, SfUnavailable> {
-        let mut last = None;
+        let encodings: &[Encoding] = if self.stand_in {
+            &[Encoding::StandIn]
+        } else if p.pmu.starts_with("armv8") || p.pmu.starts_with("armv9") {
+            &[Encoding::Extended, Encoding::ArmRaw]
+        } else {
+            &[Encoding::Extended]
+        };
+        // The error to report: that of the least demanding attempt in the
+        // first encoding (user space only, no control metrics), whose
+        // failure is the real obstacle; else the first.
+        let mut first_error = None;
+        let mut least_error = None;
         for with_control in [*control, false] {
-            for exclude_kernel in [false, true] {
-                match perf::open_group(
-                    &group_specs(p.type_id, with_control, exclude_kernel, self.stand_in),
-                    tid,
-                ) {
-                    Ok(g) => {
-                        *control = with_control;
-                        return Ok(g);
+            for (n, &encoding) in encodings.iter().enumerate() {
+                for exclude_kernel in [false, true] {
+                    let specs = group_specs(p.type_id, with_control, exclude_kernel, encoding);
+                    match perf::open_group(&specs, tid) {
+                        Ok(g) => {
+                            *control = with_control;
+                            return Ok(g);
+                        }
+                        Err(err) if n == 0 && exclude_kernel && !with_control => {
+                            least_error = Some(err);
+                        }
+                        Err(err) => {
+                            first_error.get_or_insert(err);
+                        }
                     }
-                    Err((i, e)) => last = Some((i, e)),
                 }
             }
             if !*control {
                 break;
             }
         }
+        let last = least_error.or(first_error);
         let (i, e) = last.expect("at least one attempt");
         Err(match e.raw_os_error() {
             Some(libc::ESRCH) => SfUnavailable::Exited { tid },
@@ -857,5 +900,32 @@ mod tests {
             window(SfKind::Big, Some(&prev), &reading(200, &[1_000, 9_000]), d),
             None
         );
+    }
+
+    #[test]
+    fn encodings_name_the_pmu_its_way() {
+        // x86 hybrid / arm64 with extended types: generic ids, PMU type in
+        // the high bits; L1D loads are a HW_CACHE event.
+        let g = group_specs(10, true, false, Encoding::Extended);
+        let tc: Vec<(u32, u64)> = g.iter().map(|s| (s.type_, s.config)).collect();
+        assert_eq!(
+            tc,
+            vec![
+                (0, 0xa_0000_0001),
+                (0, 0xa_0000_0000),
+                (3, 0xa_0000_0000),
+                (0, 0xa_0000_0004)
+            ]
+        );
+        // Older ARM kernels: the PMU's own type with PMUv3 event numbers.
+        let g = group_specs(8, false, true, Encoding::ArmRaw);
+        let tc: Vec<(u32, u64, bool)> = g
+            .iter()
+            .map(|s| (s.type_, s.config, s.exclude_kernel))
+            .collect();
+        assert_eq!(tc, vec![(8, 0x08, true), (8, 0x11, true)]);
+        assert!(group_specs(4, true, true, Encoding::StandIn)
+            .iter()
+            .all(|s| s.type_ == perf::PERF_TYPE_SOFTWARE && !s.exclude_kernel && !s.inherit));
     }
 }
