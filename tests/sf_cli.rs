@@ -375,3 +375,84 @@ fn probe_windows_pin_the_threads_and_restore_them_at_the_end_and_on_ctrl_c() {
         target.wait().unwrap();
     }
 }
+
+#[test]
+fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
+    let Some((kinds, _root)) = two_kinds() else {
+        return;
+    };
+    let o = pinsight(&[
+        "compare",
+        "-q",
+        "--kinds",
+        &kinds,
+        "--policies",
+        "p-set,e-set",
+        "-t",
+        "1",
+        "-r",
+        "2",
+        "-w",
+        "0",
+        "--seed",
+        "1",
+        "--journal",
+        "j.jsonl",
+        "--",
+        "true",
+    ])
+    .writes("j.jsonl")
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let journal = o.path("j.jsonl");
+    let j = pinsight(&["sf", "--json", "--from-compare", journal.to_str().unwrap()])
+        .run()
+        .json();
+    assert_eq!(j["source"], "compare");
+    assert_eq!(j["command"][0], "true");
+    assert_eq!(j["big"]["arm"], "p-set");
+    assert_eq!(j["small"]["arm"], "e-set");
+    assert_eq!(j["big"]["runs"], 2);
+    let (b, s) = (
+        j["big"]["mean_wall_s"].as_f64().unwrap(),
+        j["small"]["mean_wall_s"].as_f64().unwrap(),
+    );
+    assert!((j["sf"].as_f64().unwrap() - s / b).abs() < 1e-9, "{j}");
+
+    // A journal without arms confined to each kind: no SF, exit 1.
+    let o = pinsight(&[
+        "compare",
+        "-q",
+        "--kinds",
+        &kinds,
+        "--policies",
+        "os",
+        "-t",
+        "1",
+        "-r",
+        "2",
+        "-w",
+        "0",
+        "--journal",
+        "os.jsonl",
+        "--",
+        "true",
+    ])
+    .writes("os.jsonl")
+    .run();
+    let os = o.path("os.jsonl");
+    let o = pinsight(&["sf", "--from-compare", os.to_str().unwrap()]).run();
+    assert_eq!(o.code, 1);
+    assert!(o.says("no pair of arms"), "{}", o.stderr);
+
+    // Not a journal, and not with --pid: usage errors.
+    let o = pinsight(&["sf", "--from-compare", "/nonexistent.jsonl"]).run();
+    assert_eq!(o.code, 2);
+    assert!(
+        o.first_err_line().contains("--from-compare"),
+        "{}",
+        o.stderr
+    );
+    let o = pinsight(&["sf", "--from-compare", "x.jsonl", "--pid", "1"]).run();
+    assert_eq!(o.code, 2);
+}

@@ -34,8 +34,9 @@ use std::time::{Duration, Instant};
 /// Without per-kind counters (no PMU, as in most VMs; one kind;
 /// perf_event_paranoid) the reason is printed and nothing runs: give SFs
 /// per program instead (`pinsight simulate --programs`, and --sf NAME=X
-/// of the schedulers), or measure a program on each kind with
-/// `pinsight compare`.
+/// of the schedulers), or time a program on each kind with
+/// `pinsight compare` (arms confined to each kind, e.g. p-set and e-set)
+/// and read its SF from the journal with --from-compare.
 ///
 /// Ends when the program exits, after --duration, or on Ctrl-C (what was
 /// measured is printed, then exit 130). With -- CMD the exit status is
@@ -45,7 +46,8 @@ use std::time::{Duration, Instant};
     verbatim_doc_comment,
     after_help = "Examples:\n  pinsight sf --pid 1234 --duration 10s\n  \
 pinsight sf --probe -- ./render scene.txt\n  \
-pinsight sf --pid 1234 --probe --period 100ms --json"
+pinsight sf --pid 1234 --probe --period 100ms --json\n  \
+pinsight sf --from-compare compare-journal.jsonl"
 )]
 pub struct Args {
     /// Measure the threads of this running process.
@@ -61,6 +63,15 @@ pub struct Args {
     /// Stop after this long [default: when the process exits, or Ctrl-C].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
+    /// Instead of measuring: the SF of the program a `pinsight compare`
+    /// journal measured, from its arms confined to the big kind and to the
+    /// small kind (mean time on small / mean time on big, 95% interval).
+    #[arg(
+        long,
+        value_name = "JOURNAL",
+        conflicts_with_all = ["pid", "probe", "duration", "command"]
+    )]
+    pub from_compare: Option<std::path::PathBuf>,
     /// The program to run and measure (after `--`).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
     pub command: Vec<OsString>,
@@ -110,6 +121,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         ),
         None => None,
     };
+    if let Some(journal) = &args.from_compare {
+        return from_compare(journal, g);
+    }
     match (&args.pid, args.command.is_empty()) {
         (Some(_), false) => {
             return Err(CliError::usage(
@@ -416,8 +430,9 @@ fn unavailable(
 ) -> CmdResult {
     let hint = "without per-kind counters, give each program's SF to the schedulers \
                 (--sf NAME=X, e.g. --sf render=1.9), simulate mixes with \
-                `pinsight simulate --programs FILE`, or measure a program on each kind \
-                with `pinsight compare` (one plan per kind)";
+                `pinsight simulate --programs FILE`, or time a program on each kind \
+                with `pinsight compare` and read its SF with \
+                `pinsight sf --from-compare JOURNAL`";
     if g.json {
         g.print_json(&Json {
             available: false,
@@ -488,4 +503,171 @@ fn exit_code(s: std::process::ExitStatus) -> i32 {
         (None, Some(sig)) => 128 + sig,
         _ => 1,
     }
+}
+
+/// One side of a journal SF: an arm confined to one kind.
+#[derive(serde::Serialize, Debug, PartialEq)]
+struct JournalArm {
+    arm: String,
+    cpus: String,
+    threads: usize,
+    runs: usize,
+    mean_wall_s: f64,
+}
+
+#[derive(serde::Serialize, Debug, PartialEq)]
+struct JournalSf {
+    source: &'static str,
+    journal: String,
+    command: Vec<String>,
+    sf: f64,
+    /// 95% Fieller interval of the ratio of means, when bounded.
+    ci: Option<(f64, f64)>,
+    big: JournalArm,
+    small: JournalArm,
+}
+
+/// The SF of a compare journal's program: mean wall time of its successful
+/// measured runs on an arm confined to the small kinds over that on an arm
+/// confined to the fastest kind (same thread count). Kinds are the
+/// journal's own (`NAME: CPULIST`, slowest first), not this machine's.
+fn journal_sf(j: &pinsight_compare::journal::Journal) -> Result<(JournalSf, String), String> {
+    use pinsight_compare::Phase;
+    let kinds: Vec<pinsight_cpuset::CpuSet> = j
+        .header
+        .machine
+        .kinds
+        .iter()
+        .filter_map(|k| k.rsplit_once(": "))
+        .filter_map(|(_, l)| pinsight_cpuset::CpuSet::parse_list(l).ok())
+        .collect();
+    if kinds.len() < 2 {
+        return Err(format!(
+            "its machine has {} core kind{} ({}): no big and small kind to compare",
+            kinds.len(),
+            if kinds.len() == 1 { "" } else { "s" },
+            j.header.machine.kinds.join(", ")
+        ));
+    }
+    let big_cpus = kinds.last().expect("two kinds").clone();
+    let mut small_cpus = pinsight_cpuset::CpuSet::new();
+    for k in &kinds[..kinds.len() - 1] {
+        small_cpus.union_with(k);
+    }
+    let side = |arm: &pinsight_compare::journal::ArmHeader| -> Option<bool> {
+        let cpus = if arm.plan.places.is_empty() {
+            arm.plan.process_mask.clone()
+        } else {
+            let mut u = pinsight_cpuset::CpuSet::new();
+            for p in &arm.plan.places {
+                u.union_with(p);
+            }
+            u
+        };
+        if cpus.is_empty() {
+            None
+        } else if cpus.is_subset(&big_cpus) {
+            Some(true)
+        } else if cpus.is_subset(&small_cpus) {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let times = |id: &str| -> Vec<f64> {
+        j.runs
+            .iter()
+            .filter(|r| r.arm == id && r.phase == Phase::Measured && r.failure().is_none())
+            .map(|r| r.record.wall_s)
+            .collect()
+    };
+    for big in j.header.arms.iter().filter(|a| side(a) == Some(true)) {
+        for small in j.header.arms.iter().filter(|a| side(a) == Some(false)) {
+            if big.plan.threads != small.plan.threads {
+                continue;
+            }
+            let (tb, ts) = (times(&big.id), times(&small.id));
+            let Ok(s) = pinsight_stats::speedup(&ts, &tb) else {
+                continue;
+            };
+            let arm = |a: &pinsight_compare::journal::ArmHeader, t: &[f64]| JournalArm {
+                arm: a.id.clone(),
+                cpus: a.plan.describe(),
+                threads: a.plan.threads,
+                runs: t.len(),
+                mean_wall_s: t.iter().sum::<f64>() / t.len() as f64,
+            };
+            let mut note = String::new();
+            if s.ratio < 1.0 {
+                note = format!(
+                    "the small-kind arm {} was faster than the big-kind arm {}: SF < 1 \
+                     (schedulers clamp it to 1)",
+                    small.id, big.id
+                );
+            }
+            return Ok((
+                JournalSf {
+                    source: "compare",
+                    journal: String::new(),
+                    command: j.header.command.clone(),
+                    sf: s.ratio,
+                    ci: s.ci.map(|c| (c.lo, c.hi)),
+                    big: arm(big, &tb),
+                    small: arm(small, &ts),
+                },
+                note,
+            ));
+        }
+    }
+    Err(format!(
+        "no pair of arms with the same thread count, one confined to the big kind ({big_cpus}) \
+         and one to the small kinds ({small_cpus}), with two or more successful measured runs \
+         each (arms: {}); run compare with e.g. p-set and e-set",
+        j.header
+            .arms
+            .iter()
+            .map(|a| a.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
+    let j = pinsight_compare::journal::Journal::read(path)
+        .map_err(|e| CliError::usage(format!("--from-compare: {e}")))?;
+    let (mut sf, note) = journal_sf(&j)
+        .map_err(|e| CliError::runtime(format!("--from-compare {}: no SF: {e}", path.display())))?;
+    sf.journal = path.display().to_string();
+    if !g.quiet {
+        for w in &j.warnings {
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
+        }
+        if !note.is_empty() {
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {note}")));
+        }
+    }
+    if g.json {
+        g.print_json(&sf)?;
+    } else {
+        let ci = sf
+            .ci
+            .map_or_else(String::new, |(lo, hi)| format!(" (95% CI {lo:.2}-{hi:.2})"));
+        let text = format!(
+            "SF of {} from compare journal {}: {:.2}{ci}\n\
+             = mean time on small / on big: arm {} {:.3} s ({} runs) / arm {} {:.3} s ({} runs)",
+            sf.command.join(" "),
+            sf.journal,
+            sf.sf,
+            sf.small.arm,
+            sf.small.mean_wall_s,
+            sf.small.runs,
+            sf.big.arm,
+            sf.big.mean_wall_s,
+            sf.big.runs,
+        );
+        for line in text.lines() {
+            println!("{}", crate::cli::wrap80(line));
+        }
+    }
+    Ok(0)
 }
