@@ -73,6 +73,7 @@ enum Command {
     Gather(cmd::gather::Args),
     Sched(cmd::sched::Args),
     Mix(cmd::mix::Args),
+    Sf(cmd::sf::Args),
 }
 
 fn main() {
@@ -139,6 +140,7 @@ fn main() {
         Command::Gather(a) => cmd::gather::run(a, g),
         Command::Sched(a) => cmd::sched::run(a, g),
         Command::Mix(a) => cmd::mix::run(a, g),
+        Command::Sf(a) => cmd::sf::run(a, g),
     };
     let code = match result {
         Ok(code) => code,

@@ -10,6 +10,7 @@ pub mod plan_args;
 pub mod report;
 pub mod run;
 pub mod sched;
+pub mod sf;
 pub mod simulate;
 pub mod slice;
 pub mod snapshot;

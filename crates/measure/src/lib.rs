@@ -39,6 +39,7 @@ pub mod governor;
 pub mod metric;
 pub mod record;
 mod run;
+pub mod sf;
 mod sys;
 
 pub use cleanup::{

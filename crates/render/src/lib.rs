@@ -18,6 +18,7 @@ pub mod hfi;
 pub mod latency;
 pub mod mix;
 pub mod sched;
+pub mod sf;
 pub mod size;
 pub mod speed;
 pub mod term;

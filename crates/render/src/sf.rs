@@ -1,0 +1,164 @@
+//! `pinsight sf`'s human report: one line per thread (SF, the phase
+//! cache's current prediction, the kind of the last window, samples and
+//! IPS per kind, phases), then why any SF is unavailable. Fits 80 columns.
+
+use pinsight_measure::sf::{SfKind, SfPmus, ThreadEntry};
+use pinsight_measure::Metric;
+use std::fmt::Write;
+
+/// What the report says about the run as a whole.
+pub struct SfRun<'a> {
+    /// "PID 1234 (make)" or "sleep 3 (PID 1234)".
+    pub target: &'a str,
+    pub period_s: f64,
+    pub periods: u64,
+    pub elapsed_s: f64,
+    pub probe: bool,
+    /// Stopped by Ctrl-C (what was measured is still reported).
+    pub interrupted: bool,
+    /// The samples each kind needs before an SF is given.
+    pub min_samples: u32,
+}
+
+fn kind_line(pmus: &SfPmus, kind: SfKind) -> String {
+    let mut names: Vec<String> = Vec::new();
+    let mut pmu_names: Vec<&str> = Vec::new();
+    for p in pmus.pmus.iter().filter(|p| p.kind == kind) {
+        if !names.contains(&p.kind_name) {
+            names.push(p.kind_name.clone());
+        }
+        pmu_names.push(&p.pmu);
+    }
+    let cpus = match kind {
+        SfKind::Big => &pmus.big,
+        SfKind::Small => &pmus.small,
+    };
+    format!(
+        "{} (PMU {}, CPUs {})",
+        names.join("+"),
+        pmu_names.join(", "),
+        cpus.to_list_string()
+    )
+}
+
+fn num(m: &Metric, f: impl Fn(f64) -> String) -> String {
+    m.get().map_or_else(|| "-".to_string(), f)
+}
+
+/// The report.
+pub fn render(run: &SfRun<'_>, pmus: &SfPmus, threads: &[ThreadEntry]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(&format!("Speedup factors of {}", run.target))
+    );
+    let _ = writeln!(
+        out,
+        "{} period{} of {:.0} ms ({:.1} s){}{}",
+        run.periods,
+        if run.periods == 1 { "" } else { "s" },
+        run.period_s * 1e3,
+        run.elapsed_s,
+        if run.probe {
+            ", probe (alternating affinity)"
+        } else {
+            ""
+        },
+        if run.interrupted { ", interrupted" } else { "" },
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(&format!("big:   {}", kind_line(pmus, SfKind::Big)))
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        wrap(&format!("small: {}", kind_line(pmus, SfKind::Small)))
+    );
+    let _ = writeln!(
+        out,
+        "SF = IPS big / IPS small (running averages, >= {} samples per kind);",
+        run.min_samples
+    );
+    let _ = writeln!(
+        out,
+        "\"now\" is the phase cache's SF for the thread's current phase."
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8} {:>4}",
+        "TID", "thread", "SF", "now", "on", "samples", "IPS big", "IPS sml", "phs"
+    );
+    let units = format!(
+        "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8}",
+        "", "", "", "", "", "big/sml", "G/s", "G/s"
+    );
+    let _ = writeln!(out, "{}", units.trim_end());
+    let mut notes = Vec::new();
+    for t in threads {
+        let mut name: String = t.name.chars().take(15).collect();
+        if t.exited {
+            name = format!("{}*", name.chars().take(14).collect::<String>());
+        }
+        match &t.report {
+            Some(r) => {
+                let _ = writeln!(
+                    out,
+                    "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8} {:>4}",
+                    t.tid,
+                    name,
+                    num(&r.sf, |v| format!("{v:.2}")),
+                    num(&r.predicted_sf, |v| format!("{v:.2}")),
+                    match r.on {
+                        Some(SfKind::Big) => "big",
+                        Some(SfKind::Small) => "small",
+                        None => "-",
+                    },
+                    format!("{}/{}", r.big.samples, r.small.samples),
+                    num(&r.big.ips, |v| format!("{:.2}", v / 1e9)),
+                    num(&r.small.ips, |v| format!("{:.2}", v / 1e9)),
+                    if r.control_metrics {
+                        r.phases.to_string()
+                    } else {
+                        "-".to_string()
+                    },
+                );
+                if let Some(why) = r.sf.reason() {
+                    notes.push(format!("{}: SF unavailable: {why}", t.tid));
+                }
+            }
+            None => {
+                let _ = writeln!(out, "{:>7}  {:<15} unavailable", t.tid, name);
+                notes.push(format!(
+                    "{}: unavailable: {}",
+                    t.tid,
+                    t.error.as_deref().unwrap_or("not measured")
+                ));
+            }
+        }
+    }
+    if threads.iter().any(|t| t.exited) {
+        notes.push("* exited while measured".to_string());
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(out);
+        for n in notes {
+            let _ = writeln!(out, "{}", wrap(&n));
+        }
+    }
+    out
+}
+
+/// Wraps at 80 columns with the compare exports' wrapper (continuation
+/// lines indented by two).
+fn wrap(text: &str) -> String {
+    crate::compare::layout::wrap(text, 78)
+        .iter()
+        .enumerate()
+        .map(|(i, l)| if i == 0 { l.clone() } else { format!("  {l}") })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

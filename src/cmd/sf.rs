@@ -1,0 +1,673 @@
+//! `pinsight sf`: per-thread speedup factors of a running process or of a
+//! program it starts, from one counter group per core-kind PMU per thread
+//! (pinsight-measure's `sf`), optionally with alternating affinity windows.
+//! Thin: flags, the sampling loop, Ctrl-C, output through pinsight-render.
+
+use crate::cli::{progress_bar, CliError, CmdResult, Globals};
+use pinsight_measure::sf::{
+    AffinityProbe, KindCpus, SfOptions, SfSampler, SfUnavailable, ThreadEntry,
+};
+use pinsight_sys::{procfs, signals};
+use pinsight_topology::FsRoot;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+/// Measure each thread's speedup factor: SF = IPS on big / IPS on small.
+///
+/// Opens, on every thread of the process, one counter group per core-kind
+/// PMU (cpu_core, cpu_atom, cpu_lowpower; one per ARM cluster): each
+/// counts only while the thread runs on that kind, so every period gives
+/// the instructions per second (IPS) it reached on each kind it ran on.
+/// IPS rather than IPC × frequency, so turbo and frequency drops count.
+/// Per kind a running average (weight 0.35 per sample, as PMCTrack); an
+/// SF once each kind has 5 samples, clamped to [1, 4]. A phase cache keyed
+/// on L1 loads per 1K instructions and the branch fraction gives "now",
+/// the SF of the thread's current phase, also while it runs on the small
+/// kind. Big is the fastest kind (the topology's, or --kinds); every other
+/// kind is small.
+///
+/// --probe pins each thread to the big and the small CPUs in turn, one
+/// period each, so threads the OS keeps on one kind get samples on both;
+/// affinities are restored at the end, on Ctrl-C and on errors.
+///
+/// Without per-kind counters (no PMU, as in most VMs; one kind;
+/// perf_event_paranoid) the reason is printed and nothing runs: give SFs
+/// per program instead (`pinsight simulate --programs`, and --sf NAME=X
+/// of the schedulers), or time a program on each kind with
+/// `pinsight compare` (arms confined to each kind, e.g. p-set and e-set)
+/// and read its SF from the journal with --from-compare.
+///
+/// Ends when the program exits, after --duration, or on Ctrl-C (what was
+/// measured is printed, then exit 130). With -- CMD the exit status is
+/// the program's; 1 when no thread could be counted.
+#[derive(clap::Args, Debug)]
+#[command(
+    verbatim_doc_comment,
+    after_help = "Examples:\n  pinsight sf --pid 1234 --duration 10s\n  \
+pinsight sf --probe -- ./render scene.txt\n  \
+pinsight sf --pid 1234 --probe --period 100ms --json\n  \
+pinsight sf --from-compare compare-journal.jsonl"
+)]
+pub struct Args {
+    /// Measure the threads of this running process.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<i32>,
+    /// Alternate every thread between the big and the small CPUs, one
+    /// period on each (restored at the end).
+    #[arg(long)]
+    pub probe: bool,
+    /// Sampling period (the probe's window).
+    #[arg(long, value_name = "DURATION", default_value = "200ms")]
+    pub period: String,
+    /// Stop after this long [default: when the process exits, or Ctrl-C].
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Instead of measuring: the SF of the program a `pinsight compare`
+    /// journal measured, from its arms confined to the big kind and to the
+    /// small kind (mean time on small / mean time on big, 95% interval).
+    #[arg(
+        long,
+        value_name = "JOURNAL",
+        conflicts_with_all = ["pid", "probe", "duration", "command"]
+    )]
+    pub from_compare: Option<std::path::PathBuf>,
+    /// The program to run and measure (after `--`).
+    #[arg(value_name = "CMD", trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+/// TEST ONLY, deliberately not in `--help` (as `compare`'s): read the
+/// PMU registry and `perf_event_paranoid` under DIR instead of /.
+const TEST_MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
+
+/// TEST ONLY, not in `--help`: `PINSIGHT_TEST_SF_STAND_IN=1` counts
+/// software events in the hardware events' places (meaningless SFs), so
+/// the measured path (probe windows, restore, Ctrl-C, reports) is tested
+/// through the binary on machines without a PMU.
+const TEST_STAND_IN: &str = "PINSIGHT_TEST_SF_STAND_IN";
+
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    available: bool,
+    /// Why nothing could be measured (when `available` is false).
+    reason: Option<String>,
+    pid: Option<i32>,
+    command: Option<Vec<String>>,
+    probe: bool,
+    period_s: f64,
+    periods: u64,
+    elapsed_s: f64,
+    interrupted: bool,
+    min_samples: u32,
+    pmus: Option<&'a pinsight_measure::sf::SfPmus>,
+    threads: &'a [ThreadEntry],
+    warnings: &'a [String],
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    let period = crate::cli::parse_duration(&args.period)
+        .map_err(|e| CliError::usage(format!("--period: {e}")))?;
+    if !(Duration::from_millis(10)..=Duration::from_secs(60)).contains(&period) {
+        return Err(CliError::usage(format!(
+            "--period '{}': between 10ms and 60s",
+            args.period
+        )));
+    }
+    let duration = match &args.duration {
+        Some(d) => Some(
+            crate::cli::parse_duration(d)
+                .map_err(|e| CliError::usage(format!("--duration: {e}")))?,
+        ),
+        None => None,
+    };
+    if let Some(journal) = &args.from_compare {
+        return from_compare(journal, g);
+    }
+    match (&args.pid, args.command.is_empty()) {
+        (Some(_), false) => {
+            return Err(CliError::usage(
+                "give --pid PID or -- CMD, not both (sf measures one process)",
+            ))
+        }
+        (None, true) => {
+            return Err(CliError::usage(
+                "give the process to measure: --pid PID, or a program after --",
+            ))
+        }
+        _ => {}
+    }
+    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
+        let what = if g.fsroot.is_some() {
+            "--fsroot (or PINSIGHT_FSROOT) is set"
+        } else {
+            "--hwloc-xml is given"
+        };
+        return Err(CliError::usage(format!(
+            "sf measures threads on this machine, but {what} (another machine's description); \
+             unset it (--kinds declares this machine's kinds)"
+        )));
+    }
+    let live = FsRoot::live();
+    if let Some(pid) = args.pid {
+        if pid <= 0 || !procfs::process_exists(&live, pid) {
+            return Err(CliError::usage(format!(
+                "--pid {pid}: no such process (a running process's id is needed)"
+            )));
+        }
+    }
+    let measure_root = match std::env::var_os(TEST_MEASURE_ROOT).filter(|v| !v.is_empty()) {
+        Some(dir) => {
+            FsRoot::at(&dir).map_err(|e| crate::cli::fsroot_usage(TEST_MEASURE_ROOT, &e))?
+        }
+        None => FsRoot::live(),
+    };
+    let topo = g.topology()?;
+    let kinds: Vec<KindCpus> = topo.kinds.iter().map(KindCpus::from).collect();
+    let options = SfOptions::default();
+    let command_words: Option<Vec<String>> = (!args.command.is_empty()).then(|| {
+        args.command
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect()
+    });
+    let sampler = if std::env::var_os(TEST_STAND_IN).is_some_and(|v| v == "1") {
+        pinsight_measure::sf::map_pmus(&measure_root, &kinds)
+            .map(|p| SfSampler::software_stand_in(p, options))
+    } else {
+        SfSampler::new(&measure_root, &kinds, options)
+    };
+    let mut sampler = match sampler {
+        Ok(s) => s,
+        Err(reason) => return unavailable(&args, g, &reason, command_words, period, options),
+    };
+
+    // Ctrl-C, SIGTERM, SIGHUP: end the loop, restore, report.
+    let sig_read =
+        signals::self_pipe().map_err(|e| CliError::runtime(format!("sf: signal pipe: {e}")))?;
+    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        signals::write_to_self_pipe_on(s)
+            .map_err(|e| CliError::runtime(format!("sf: signal handler: {e}")))?;
+    }
+
+    let mut child = None;
+    let (pid, target) = match args.pid {
+        Some(pid) => {
+            let name = procfs::task_stat(&live, pid, pid).map_or_else(String::new, |s| s.comm);
+            (pid, format!("PID {pid} ({name})"))
+        }
+        None => {
+            let mut cmd = std::process::Command::new(&args.command[0]);
+            cmd.args(&args.command[1..]);
+            let c = cmd.spawn().map_err(|e| {
+                let code = if e.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
+                CliError {
+                    code,
+                    message: format!("cannot start {}: {e}", args.command[0].to_string_lossy()),
+                }
+            })?;
+            let pid = c.id() as i32;
+            child = Some(c);
+            let words = command_words.clone().unwrap_or_default().join(" ");
+            (pid, format!("{} (PID {pid})", shorten(&words, 30)))
+        }
+    };
+
+    let mut probe = args.probe.then(|| AffinityProbe::new(sampler.pmus()));
+    let mut threads: BTreeMap<i32, ThreadEntry> = BTreeMap::new();
+    let mut warnings: Vec<String> = Vec::new();
+    let start = Instant::now();
+    let len = duration.map_or(0, |d| {
+        (d.as_secs_f64() / period.as_secs_f64()).ceil() as u64
+    });
+    let pb = progress_bar(g, len, &format!("measuring {target}"));
+    if len == 0 {
+        // No --duration: the end is the program's; count periods instead.
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {msg}: {pos} periods ({elapsed})")
+                .expect("valid template"),
+        );
+    }
+    let mut periods = 0u64;
+    let mut interrupted = None;
+    let mut status = None;
+    loop {
+        refresh(&live, pid, &mut sampler, &mut threads, probe.as_mut());
+        if let Some(p) = probe.as_mut() {
+            let tids: Vec<i32> = threads
+                .values()
+                .filter(|t| !t.exited && t.error.is_none())
+                .map(|t| t.tid)
+                .collect();
+            let (_, errors) = p.pin_next(&tids);
+            for e in errors {
+                let w = format!("probe: {e}");
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+        }
+        let wait = match duration {
+            Some(d) => period.min(d.saturating_sub(start.elapsed())),
+            None => period,
+        };
+        if let Ok(true) = pinsight_sys::process::poll_readable(&sig_read, Some(wait)) {
+            interrupted = signals::next_signal(&sig_read);
+        }
+        for tid in sampler.tids() {
+            if threads.get(&tid).is_some_and(|t| t.exited) {
+                continue;
+            }
+            if let Err(e) = sampler.sample(tid) {
+                if let Some(t) = threads.get_mut(&tid) {
+                    t.error = Some(e.to_string());
+                }
+                sampler.detach(tid);
+            }
+        }
+        periods += 1;
+        pb.inc(1);
+        if interrupted.is_some() {
+            break;
+        }
+        if duration.is_some_and(|d| start.elapsed() >= d) {
+            break;
+        }
+        let gone = match child.as_mut() {
+            Some(c) => match c.try_wait() {
+                Ok(Some(s)) => {
+                    status = Some(s);
+                    true
+                }
+                Ok(None) => false,
+                Err(_) => true,
+            },
+            None => {
+                !procfs::process_exists(&live, pid)
+                    || procfs::task_stat(&live, pid, pid).is_some_and(|s| s.state == 'Z')
+            }
+        };
+        if gone {
+            break;
+        }
+    }
+    pb.finish_and_clear();
+    let elapsed_s = start.elapsed().as_secs_f64();
+    if let Some(mut p) = probe.take() {
+        for e in p.restore() {
+            warnings.push(format!("probe: restoring: {e}"));
+        }
+    }
+    // Final reports: every thread seen, exited ones included.
+    let entries: Vec<ThreadEntry> = threads
+        .into_values()
+        .map(|mut t| {
+            if t.error.is_none() {
+                t.report = sampler.report(t.tid);
+            }
+            t
+        })
+        .collect();
+    if !g.quiet {
+        for w in &warnings {
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
+        }
+    }
+    if g.json {
+        g.print_json(&Json {
+            available: true,
+            reason: None,
+            pid: Some(pid),
+            command: command_words,
+            probe: args.probe,
+            period_s: period.as_secs_f64(),
+            periods,
+            elapsed_s,
+            interrupted: interrupted.is_some(),
+            min_samples: options.params.min_samples,
+            pmus: Some(sampler.pmus()),
+            threads: &entries,
+            warnings: &warnings,
+        })?;
+    } else {
+        print!(
+            "{}",
+            pinsight_render::sf::render(
+                &pinsight_render::sf::SfRun {
+                    target: &target,
+                    period_s: period.as_secs_f64(),
+                    periods,
+                    elapsed_s,
+                    probe: args.probe,
+                    interrupted: interrupted.is_some(),
+                    min_samples: options.params.min_samples,
+                },
+                sampler.pmus(),
+                &entries,
+            )
+        );
+    }
+    // The program: stopped on Ctrl-C (the signal passed on), else waited
+    // for (--duration ended before it), with its status as ours.
+    if let Some(c) = child.as_mut() {
+        if status.is_none() {
+            if let Some(sig) = interrupted {
+                let _ = pinsight_sys::process::kill(c.id() as i32, sig);
+            } else if !g.quiet {
+                eprintln!(
+                    "pinsight: note: measuring ended (--duration); waiting for the program \
+                     to end (Ctrl-C stops it)"
+                );
+            }
+            status = wait_child(c, &sig_read);
+        }
+    }
+    if interrupted.is_some() {
+        return Ok(130);
+    }
+    let code = status.map_or(0, exit_code);
+    if code == 0 && !entries.is_empty() && entries.iter().all(|t| t.report.is_none()) {
+        // Not one thread could be counted: the measurement failed.
+        return Ok(1);
+    }
+    Ok(code)
+}
+
+/// Attaches new threads, marks exited ones (their counts are kept).
+fn refresh(
+    live: &FsRoot,
+    pid: i32,
+    sampler: &mut SfSampler,
+    threads: &mut BTreeMap<i32, ThreadEntry>,
+    probe: Option<&mut AffinityProbe>,
+) {
+    let now = procfs::tids(live, pid);
+    for &tid in &now {
+        let name = procfs::task_stat(live, pid, tid).map(|s| s.comm);
+        let t = threads.entry(tid).or_insert_with(|| ThreadEntry {
+            tid,
+            name: String::new(),
+            exited: false,
+            error: None,
+            report: None,
+        });
+        if let Some(n) = name {
+            t.name = n;
+        }
+        if t.error.is_none() && !sampler.is_attached(tid) && !t.exited {
+            if let Err(e) = sampler.attach(tid) {
+                t.error = Some(e.to_string());
+            }
+        }
+    }
+    let mut gone = Vec::new();
+    for t in threads.values_mut() {
+        if !t.exited && !now.contains(&t.tid) {
+            t.exited = true;
+            gone.push(t.tid);
+        }
+    }
+    if let Some(p) = probe {
+        for tid in gone {
+            p.forget(tid);
+        }
+    }
+}
+
+/// Counters cannot be had here: say why, point to the alternatives, and
+/// run nothing (exit 1).
+fn unavailable(
+    args: &Args,
+    g: &Globals,
+    reason: &SfUnavailable,
+    command: Option<Vec<String>>,
+    period: Duration,
+    options: SfOptions,
+) -> CmdResult {
+    let hint = "without per-kind counters, give each program's SF to the schedulers \
+                (--sf NAME=X, e.g. --sf render=1.9), simulate mixes with \
+                `pinsight simulate --programs FILE`, or time a program on each kind \
+                with `pinsight compare` and read its SF with \
+                `pinsight sf --from-compare JOURNAL`";
+    if g.json {
+        g.print_json(&Json {
+            available: false,
+            reason: Some(reason.to_string()),
+            pid: args.pid,
+            command,
+            probe: args.probe,
+            period_s: period.as_secs_f64(),
+            periods: 0,
+            elapsed_s: 0.0,
+            interrupted: false,
+            min_samples: options.params.min_samples,
+            pmus: None,
+            threads: &[],
+            warnings: &[],
+        })?;
+    }
+    let started = if args.command.is_empty() {
+        ""
+    } else {
+        " (the program was not started)"
+    };
+    eprintln!(
+        "{}",
+        crate::cli::wrap80(&format!(
+            "pinsight: error: speedup factors unavailable: {reason}{started}"
+        ))
+    );
+    if !g.quiet {
+        eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {hint}")));
+    }
+    Ok(1)
+}
+
+/// Waits for the program; a signal to pinsight meanwhile is passed on.
+fn wait_child(
+    c: &mut std::process::Child,
+    sig_read: &std::os::fd::OwnedFd,
+) -> Option<std::process::ExitStatus> {
+    loop {
+        match c.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        if let Ok(true) =
+            pinsight_sys::process::poll_readable(sig_read, Some(Duration::from_millis(100)))
+        {
+            if let Some(sig) = signals::next_signal(sig_read) {
+                let _ = pinsight_sys::process::kill(c.id() as i32, sig);
+            }
+        }
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(max - 3).collect::<String>())
+    }
+}
+
+fn exit_code(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        _ => 1,
+    }
+}
+
+/// One side of a journal SF: an arm confined to one kind.
+#[derive(serde::Serialize, Debug, PartialEq)]
+struct JournalArm {
+    arm: String,
+    cpus: String,
+    threads: usize,
+    runs: usize,
+    mean_wall_s: f64,
+}
+
+#[derive(serde::Serialize, Debug, PartialEq)]
+struct JournalSf {
+    source: &'static str,
+    journal: String,
+    command: Vec<String>,
+    sf: f64,
+    /// 95% Fieller interval of the ratio of means, when bounded.
+    ci: Option<(f64, f64)>,
+    big: JournalArm,
+    small: JournalArm,
+}
+
+/// The SF of a compare journal's program: mean wall time of its successful
+/// measured runs on an arm confined to the small kinds over that on an arm
+/// confined to the fastest kind (same thread count). Kinds are the
+/// journal's own (`NAME: CPULIST`, slowest first), not this machine's.
+fn journal_sf(j: &pinsight_compare::journal::Journal) -> Result<(JournalSf, String), String> {
+    use pinsight_compare::Phase;
+    let kinds: Vec<pinsight_cpuset::CpuSet> = j
+        .header
+        .machine
+        .kinds
+        .iter()
+        .filter_map(|k| k.rsplit_once(": "))
+        .filter_map(|(_, l)| pinsight_cpuset::CpuSet::parse_list(l).ok())
+        .collect();
+    if kinds.len() < 2 {
+        return Err(format!(
+            "its machine has {} core kind{} ({}): no big and small kind to compare",
+            kinds.len(),
+            if kinds.len() == 1 { "" } else { "s" },
+            j.header.machine.kinds.join(", ")
+        ));
+    }
+    let big_cpus = kinds.last().expect("two kinds").clone();
+    let mut small_cpus = pinsight_cpuset::CpuSet::new();
+    for k in &kinds[..kinds.len() - 1] {
+        small_cpus.union_with(k);
+    }
+    let side = |arm: &pinsight_compare::journal::ArmHeader| -> Option<bool> {
+        let cpus = if arm.plan.places.is_empty() {
+            arm.plan.process_mask.clone()
+        } else {
+            let mut u = pinsight_cpuset::CpuSet::new();
+            for p in &arm.plan.places {
+                u.union_with(p);
+            }
+            u
+        };
+        if cpus.is_empty() {
+            None
+        } else if cpus.is_subset(&big_cpus) {
+            Some(true)
+        } else if cpus.is_subset(&small_cpus) {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let times = |id: &str| -> Vec<f64> {
+        j.runs
+            .iter()
+            .filter(|r| r.arm == id && r.phase == Phase::Measured && r.failure().is_none())
+            .map(|r| r.record.wall_s)
+            .collect()
+    };
+    for big in j.header.arms.iter().filter(|a| side(a) == Some(true)) {
+        for small in j.header.arms.iter().filter(|a| side(a) == Some(false)) {
+            if big.plan.threads != small.plan.threads {
+                continue;
+            }
+            let (tb, ts) = (times(&big.id), times(&small.id));
+            let Ok(s) = pinsight_stats::speedup(&ts, &tb) else {
+                continue;
+            };
+            let arm = |a: &pinsight_compare::journal::ArmHeader, t: &[f64]| JournalArm {
+                arm: a.id.clone(),
+                cpus: a.plan.describe(),
+                threads: a.plan.threads,
+                runs: t.len(),
+                mean_wall_s: t.iter().sum::<f64>() / t.len() as f64,
+            };
+            let mut note = String::new();
+            if s.ratio < 1.0 {
+                note = format!(
+                    "the small-kind arm {} was faster than the big-kind arm {}: SF < 1 \
+                     (schedulers clamp it to 1)",
+                    small.id, big.id
+                );
+            }
+            return Ok((
+                JournalSf {
+                    source: "compare",
+                    journal: String::new(),
+                    command: j.header.command.clone(),
+                    sf: s.ratio,
+                    ci: s.ci.map(|c| (c.lo, c.hi)),
+                    big: arm(big, &tb),
+                    small: arm(small, &ts),
+                },
+                note,
+            ));
+        }
+    }
+    Err(format!(
+        "no pair of arms with the same thread count, one confined to the big kind ({big_cpus}) \
+         and one to the small kinds ({small_cpus}), with two or more successful measured runs \
+         each (arms: {}); run compare with e.g. p-set and e-set",
+        j.header
+            .arms
+            .iter()
+            .map(|a| a.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
+    let j = pinsight_compare::journal::Journal::read(path)
+        .map_err(|e| CliError::usage(format!("--from-compare: {e}")))?;
+    let (mut sf, note) = journal_sf(&j)
+        .map_err(|e| CliError::runtime(format!("--from-compare {}: no SF: {e}", path.display())))?;
+    sf.journal = path.display().to_string();
+    if !g.quiet {
+        for w in &j.warnings {
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
+        }
+        if !note.is_empty() {
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {note}")));
+        }
+    }
+    if g.json {
+        g.print_json(&sf)?;
+    } else {
+        let ci = sf
+            .ci
+            .map_or_else(String::new, |(lo, hi)| format!(" (95% CI {lo:.2}-{hi:.2})"));
+        let text = format!(
+            "SF of {} from compare journal {}: {:.2}{ci}\n\
+             = mean time on small / on big: arm {} {:.3} s ({} runs) / arm {} {:.3} s ({} runs)",
+            sf.command.join(" "),
+            sf.journal,
+            sf.sf,
+            sf.small.arm,
+            sf.small.mean_wall_s,
+            sf.small.runs,
+            sf.big.arm,
+            sf.big.mean_wall_s,
+            sf.big.runs,
+        );
+        for line in text.lines() {
+            println!("{}", crate::cli::wrap80(line));
+        }
+    }
+    Ok(0)
+}
