@@ -254,7 +254,10 @@ fn live_tune_of_workload_pi_and_its_resume_agree() {
     for k in ["model", "params", "recommended", "predictions", "dialects"] {
         assert_eq!(again[k], first[k], "{k} differs on resume");
     }
-    assert!(again["dialects"].to_string().contains("workload pi"), "{again}");
+    assert!(
+        again["dialects"].to_string().contains("workload pi"),
+        "{again}"
+    );
 }
 
 /// With kinds declared over two usable CPUs the design has one P-core,
