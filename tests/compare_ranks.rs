@@ -274,6 +274,37 @@ fn mpirun_interrupted_then_resumed_completes() {
 }
 
 #[test]
+fn mpirun_a_failing_rank_fails_the_run_naming_it() {
+    let Some((a, b, kinds)) = two_cpus() else {
+        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+    };
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("j.jsonl");
+    let line = mpirun_line(a, b);
+    let mut args: Vec<&str> = vec!["--launcher", &line];
+    args.extend(RANK_ARGS);
+    args.extend(["--journal", j.to_str().unwrap()]);
+    // Local rank 1 exits 3, rank 0 succeeds.
+    args.extend([
+        "--",
+        "sh",
+        "-c",
+        "[ \"${OMPI_COMM_WORLD_LOCAL_RANK}\" = 1 ] && exit 3; exit 0",
+    ]);
+    let out = compare(d.path(), &kinds, &args, &MPI_ENV).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("exited with code 3"), "{err}");
+    let lines = journal(&j);
+    assert_eq!(lines.len(), 2, "the first run stops the experiment");
+    let f = lines[1]["ranks"]["failure"].as_str().unwrap();
+    assert!(
+        f.starts_with("rank 1 on ") && f.ends_with("exited with code 3"),
+        "{f}"
+    );
+}
+
+#[test]
 fn refusals_are_one_line() {
     let d = tempfile::tempdir().unwrap();
     let kinds = two_cpus().map_or("0:P".to_string(), |t| t.2);
