@@ -42,15 +42,7 @@ Memory policies: --mem SPEC applies to every arm; an arm may carry its own, POLI
 (--policies p-pinned,p-pinned+mem:interleave:all), which stays in its name and in the
 journal's identity of the arm. A policy the kernel refuses is reported before any run.
 
-Across ranks: --launcher LINE --slice POLICY compares slicing rules instead of placements.
-Every run starts `LINE pinsight [--kinds SPEC] run --slice POLICY --slice-rule RULE
---report-dir DIR -- COMMAND` (one arm per rule of --slice-rules, default
-equal-count,equal-capacity,p-only; the first is the baseline), and its time is the SLOWEST
-rank's wall time, read from the ranks' reports (DIR = JOURNAL-ranks/run-N, kept). The
-launcher's own wall time and the slowest/fastest rank spread are kept too. A rank that
-fails (or writes no report) fails the run. --policies, --threads, --governors and the
-other placement options do not apply. Keep the launcher from binding each rank
-(--bind-to none, or Slurm's --cpu-bind=none) so every rank sees the CPUs to slice.
+Across ranks: --launcher LINE --slice POLICY compares slicing rules instead of placements. Every run starts `LINE pinsight [--kinds SPEC] run --slice POLICY --slice-rule RULE --report-dir DIR -- COMMAND` (one arm per rule of --slice-rules, default equal-count,equal-capacity,p-only; the first is the baseline), and its time is the SLOWEST rank's wall time, read from the ranks' reports (DIR = JOURNAL-ranks/run-N, kept). The launcher's own wall time and the slowest/fastest rank spread are kept too. A rank that fails (or writes no report) fails the run. --policies, --threads, --governors and the other placement options do not apply. Keep the launcher from binding each rank (--bind-to none, or Slurm's --cpu-bind=none) so every rank sees the CPUs to slice.
 
 compare measures this machine: --fsroot, PINSIGHT_FSROOT and --hwloc-xml are refused.
 
@@ -66,7 +58,7 @@ Examples:
   pinsight compare --policies os,latency-group --latency lat.csv -- ./app
   pinsight compare --policies p-pinned,p-pinned+mem:interleave:all -- ./stream
   pinsight compare --governors performance,powersave -- sysbench cpu run
-  pinsight compare --launcher 'mpirun -np 4 --bind-to none' --slice p-pinned -- ./solver
+  pinsight compare --launcher 'srun -n 4 --cpu-bind=none' --slice p-pinned -- ./solver
   pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
 
 /// Splits a `--policies` list at commas, except inside a CPU list: a piece
