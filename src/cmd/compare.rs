@@ -8,7 +8,9 @@
 
 use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
 use pinsight_compare::experiment::{Observer, Outcome};
-use pinsight_compare::session::{Config, JournalTarget, Session, SessionError};
+use pinsight_compare::ranks::{RanksExecutor, RanksIdentity};
+use pinsight_compare::session::{Config, ExecutorChoice, JournalTarget, Session, SessionError};
+use pinsight_compare::setup::Extension;
 use pinsight_compare::setup::{self, resolve_program};
 use pinsight_compare::{
     interrupt, Advice, Difference, ExperimentError, Field, Header, Journal, JournalError,
@@ -40,6 +42,8 @@ Memory policies: --mem SPEC applies to every arm; an arm may carry its own, POLI
 (--policies p-pinned,p-pinned+mem:interleave:all), which stays in its name and in the
 journal's identity of the arm. A policy the kernel refuses is reported before any run.
 
+Across ranks: --launcher LINE --slice POLICY compares slicing rules instead of placements. Every run starts `LINE pinsight [--kinds SPEC] run --slice POLICY --slice-rule RULE --report-dir DIR -- COMMAND` (one arm per rule of --slice-rules, default equal-count,equal-capacity,p-only; the first is the baseline), and its time is the SLOWEST rank's wall time, read from the ranks' reports (DIR = JOURNAL-ranks/run-N, kept). The launcher's own wall time and the slowest/fastest rank spread are kept too. A rank that fails (or writes no report) fails the run. --policies, --threads, --governors and the other placement options do not apply. Keep the launcher from binding each rank (--bind-to none, or Slurm's --cpu-bind=none) so every rank sees the CPUs to slice.
+
 compare measures this machine: --fsroot, PINSIGHT_FSROOT and --hwloc-xml are refused.
 
 Options go before the program: the first word that is not an option (or everything after
@@ -54,6 +58,7 @@ Examples:
   pinsight compare --policies os,latency-group --latency lat.csv -- ./app
   pinsight compare --policies p-pinned,p-pinned+mem:interleave:all -- ./stream
   pinsight compare --governors performance,powersave -- sysbench cpu run
+  pinsight compare --launcher 'srun -n 4 --cpu-bind=none' --slice p-pinned -- ./solver
   pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
 
 /// Splits a `--policies` list at commas, except inside a CPU list: a piece
@@ -131,6 +136,17 @@ pub struct Args {
     /// Journal file [default: pinsight-compare-<UTC timestamp>[-N].jsonl in the current directory].
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub journal: Option<PathBuf>,
+    /// Compare slicing rules across ranks: run every run under this launcher line (split as a
+    /// shell would), e.g. 'mpirun -np 4 --bind-to none' or 'srun -n 4'; needs --slice.
+    #[arg(long, value_name = "LINE")]
+    pub launcher: Option<String>,
+    /// With --launcher: the placement policy every rank applies inside its slice.
+    #[arg(long, value_name = "POLICY")]
+    pub slice: Option<String>,
+    /// With --launcher: the slicing rules to compare, comma-separated, the first is the baseline
+    /// [default: equal-count,equal-capacity,p-only].
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub slice_rules: Option<Vec<String>>,
     /// Continue an interrupted experiment from its journal (COMMAND and options may be omitted).
     #[arg(long, value_name = "JOURNAL")]
     pub resume: Option<PathBuf>,
@@ -173,17 +189,17 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         Some(p) => Some(Journal::read(p).map_err(|e| journal_error(e, true))?),
         None => None,
     };
-    let req = request(&args, previous.as_ref().map(|j| &j.header))?;
-    if let Err(e) = resolve_program(&req.command[0]) {
-        let code = match e {
-            ProgramError::NotFound { .. } => 127,
-            ProgramError::NotExecutable { .. } => 126,
-        };
-        return Err(CliError {
-            code,
-            message: e.to_string(),
-        });
+    let ranks = ranks_identity(&args, g, previous.as_ref().map(|j| &j.header))?;
+    let mut req = request(&args, previous.as_ref().map(|j| &j.header))?;
+    if ranks.is_some() {
+        // One "os" plan for every arm: the launcher's ranks place themselves.
+        req.policies = vec!["os".into()];
+        req.governors = Vec::new();
     }
+    if let Some(id) = &ranks {
+        program_exists(&id.launcher[0], "--launcher ")?;
+    }
+    program_exists(&req.command[0], "")?;
     // Nothing is measured (or a governor touched) before every output
     // file is known to be writable.
     check_outputs(&args)?;
@@ -202,22 +218,37 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             },
         },
     };
-    let session = Session::open(Config {
-        request: req,
-        topology: &topo,
-        measure_fs: fs,
-        journal,
-        show_output: args.show_output,
-        ignore_failure: args.ignore_failure,
-        is_env_set: &|k| std::env::var_os(k).is_some(),
-    })
+    let reports = std::rc::Rc::new(std::cell::OnceCell::new());
+    let (ext, executor) = match &ranks {
+        None => (Extension::default(), ExecutorChoice::Live),
+        Some(id) => ranks_executor(id, &req, &fs, &args, reports.clone())?,
+    };
+    let session = Session::open_with(
+        Config {
+            request: req,
+            topology: &topo,
+            measure_fs: fs,
+            journal,
+            show_output: args.show_output,
+            ignore_failure: args.ignore_failure,
+            is_env_set: &|k| std::env::var_os(k).is_some(),
+        },
+        &ext,
+        executor,
+    )
     .map_err(session_error)?;
     let journal_path = session.journal_path().to_path_buf();
+    if ranks.is_some() {
+        let _ = reports.set(ranks_dir(&journal_path));
+    }
     for w in session.journal_warnings() {
         eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
     }
     if !g.quiet {
         notices(&session);
+        if let Some(dir) = reports.get() {
+            eprintln!("pinsight: rank reports: {}/run-N", dir.display());
+        }
     }
 
     let header = session.header();
@@ -287,6 +318,204 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             Err(experiment_error(e))
         }
     }
+}
+
+/// `COMMAND` must exist here (126/127 otherwise); `what` names the flag.
+fn program_exists(program: &str, what: &str) -> Result<(), CliError> {
+    match resolve_program(program) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(CliError {
+            code: match e {
+                ProgramError::NotFound { .. } => 127,
+                ProgramError::NotExecutable { .. } => 126,
+            },
+            message: format!("{what}{e}"),
+        }),
+    }
+}
+
+/// The slicing rules compared when `--slice-rules` is not given; the
+/// first, what the launchers do, is the baseline.
+const DEFAULT_RULES: &str = "equal-count,equal-capacity,p-only";
+
+/// A compare across ranks from `--launcher`/`--slice`/`--slice-rules` (or
+/// a resumed journal of one); None for a plain compare. Refuses the
+/// flags that do not go together, each in one line.
+fn ranks_identity(
+    args: &Args,
+    g: &Globals,
+    resumed: Option<&Header>,
+) -> Result<Option<RanksIdentity>, CliError> {
+    let journal: Option<RanksIdentity> = resumed
+        .filter(|h| h.kind.as_deref() == Some(pinsight_compare::ranks::KIND))
+        .and_then(|h| h.extension.clone())
+        .and_then(|v| serde_json::from_value(v).ok());
+    if args.launcher.is_none() && journal.is_none() {
+        if args.slice_rules.is_some() {
+            return Err(CliError::usage(
+                "--slice-rules applies with --launcher LINE only (compare across ranks)",
+            ));
+        }
+        if args.slice.is_some() {
+            return Err(CliError::usage(
+                "--slice applies with --launcher LINE only (compare across ranks)",
+            ));
+        }
+        return Ok(None);
+    }
+    for (given, flag) in [
+        (args.policies.is_some(), "--policies"),
+        (args.threads.is_some(), "--threads"),
+        (args.governors.is_some(), "--governors"),
+        (args.oversubscribe, "--oversubscribe"),
+        (args.latency.is_some(), "--latency"),
+        (args.weights.is_some(), "--weights"),
+        (args.mem.is_some(), "--mem"),
+        (args.near.is_some(), "--near"),
+    ] {
+        if given {
+            return Err(CliError::usage(format!(
+                "{flag} does not apply with --launcher: each arm is a slicing rule (--slice-rules), \
+                 and each rank places its threads with --slice POLICY"
+            )));
+        }
+    }
+    let launcher = match &args.launcher {
+        Some(line) => {
+            let words = shlex::split(line).ok_or_else(|| {
+                CliError::usage(format!(
+                    "--launcher {}: unbalanced quotes or a trailing backslash",
+                    shell_quote(line)
+                ))
+            })?;
+            if words.is_empty() {
+                return Err(CliError::usage(
+                    "--launcher '': give the launcher line, e.g. 'mpirun -np 4 --bind-to none'",
+                ));
+            }
+            words
+        }
+        None => journal
+            .as_ref()
+            .map(|j| j.launcher.clone())
+            .unwrap_or_default(),
+    };
+    let slice = match (&args.slice, &journal) {
+        (Some(p), _) => {
+            p.parse::<pinsight_plan::Policy>()
+                .map_err(|e| CliError::usage(format!("--slice {p}: {e}")))?;
+            p.clone()
+        }
+        (None, Some(j)) => j.slice.clone(),
+        (None, None) => {
+            return Err(CliError::usage(
+                "--launcher needs --slice POLICY: the policy every rank applies inside its slice (e.g. --slice p-pinned)",
+            ))
+        }
+    };
+    let texts: Vec<String> = match (&args.slice_rules, &journal) {
+        (Some(r), _) => r.clone(),
+        (None, Some(j)) => j.rules.clone(),
+        (None, None) => DEFAULT_RULES.split(',').map(str::to_string).collect(),
+    };
+    let mut rules: Vec<String> = Vec::new();
+    for t in &texts {
+        let rule: pinsight_plan::slice::SliceRule = t.parse().map_err(|_| {
+            CliError::usage(format!(
+                "--slice-rules {t}: unknown slicing rule (expected {})",
+                pinsight_plan::slice::SliceRule::NAMES
+            ))
+        })?;
+        let name = rule.to_string();
+        if rules.contains(&name) {
+            return Err(CliError::usage(format!(
+                "--slice-rules {}: {name} is given twice",
+                texts.join(",")
+            )));
+        }
+        rules.push(name);
+    }
+    let rank_options = match (&g.kinds, &journal) {
+        (Some(k), _) => vec!["--kinds".to_string(), k.clone()],
+        (None, Some(j)) => j.rank_options.clone(),
+        (None, None) => Vec::new(),
+    };
+    Ok(Some(RanksIdentity {
+        launcher,
+        slice,
+        rules,
+        rank_options,
+    }))
+}
+
+/// Where the ranks of the experiment in `journal` write their reports:
+/// `JOURNAL` without `.jsonl`, plus `-ranks`.
+fn ranks_dir(journal: &Path) -> PathBuf {
+    let name = journal.file_name().map_or("pinsight-compare".into(), |n| {
+        n.to_string_lossy().into_owned()
+    });
+    let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
+    journal.with_file_name(format!("{stem}-ranks"))
+}
+
+/// The extension and the executor of a compare across ranks.
+fn ranks_executor(
+    id: &RanksIdentity,
+    req: &Request,
+    fs: &FsRoot,
+    args: &Args,
+    reports: std::rc::Rc<std::cell::OnceCell<PathBuf>>,
+) -> Result<(Extension, ExecutorChoice), CliError> {
+    use pinsight_compare::measure::{Measurer, Options};
+    let pinsight = std::env::current_exe()
+        .map_err(|e| CliError::runtime(format!("cannot find pinsight's own binary: {e}")))?;
+    let (measurer, _) = Measurer::new(
+        fs,
+        Options {
+            timeout: req.timeout,
+            ..Options::default()
+        },
+    );
+    let prepare = req.prepare.clone().map(|p| {
+        let (m, _) = Measurer::new(
+            fs,
+            Options {
+                timeout: req.timeout,
+                counters: false,
+                energy: false,
+                ..Options::default()
+            },
+        );
+        (m, p)
+    });
+    let ext = Extension {
+        kind: Some(pinsight_compare::ranks::KIND.into()),
+        extension: Some(
+            serde_json::to_value(id).map_err(|e| CliError::runtime(format!("journal: {e}")))?,
+        ),
+        arm_names: Some(id.rules.clone()),
+        ..Extension::default()
+    };
+    let show_output = args.show_output;
+    let built = id.clone();
+    let make = move |h: &Header| -> Box<dyn pinsight_compare::Executor> {
+        // A resumed experiment runs as its journal says.
+        let id = h
+            .extension
+            .clone()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or(built);
+        Box::new(RanksExecutor::new(
+            measurer,
+            id,
+            pinsight,
+            h.command.clone(),
+            reports,
+            show_output,
+            prepare,
+        ))
+    };
+    Ok((ext, ExecutorChoice::Custom(Box::new(make))))
 }
 
 /// What the experiment is about to do, before the first run: the journal,

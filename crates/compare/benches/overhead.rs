@@ -129,6 +129,7 @@ fn bench(c: &mut Criterion) {
         rep: 0,
         started_unix: 0.0,
         record: m.run(c0).unwrap(),
+        ranks: None,
     };
     let jpath = dir.path().join("append.jsonl");
     let mut jw = JournalWriter::create(&jpath, &header("os", &os_plan, 1)).unwrap();

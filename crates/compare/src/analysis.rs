@@ -145,6 +145,55 @@ pub struct ArmReport {
     pub energy_vs_baseline: Option<Versus>,
     /// EDP change in % of the baseline's mean EDP.
     pub edp_change_percent: Option<f64>,
+    /// Runs under a launcher (compare across ranks): the launcher's wall
+    /// time and the spread between ranks; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<RankSummary>,
+}
+
+/// The ranks of an arm's successful measured runs under a launcher.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RankSummary {
+    /// Runs with rank times.
+    pub runs: usize,
+    /// Ranks per run (the most seen).
+    pub ranks: usize,
+    /// Median of the launcher's own wall time (start-up included), s.
+    pub launcher_wall_median_s: f64,
+    /// Median and largest slowest/fastest rank ratio of a run.
+    pub spread_median: Option<f64>,
+    pub spread_max: Option<f64>,
+}
+
+impl RankSummary {
+    fn of(runs: &[&RunLine]) -> Option<RankSummary> {
+        let ks: Vec<&crate::journal::RankTimes> =
+            runs.iter().filter_map(|r| r.ranks.as_ref()).collect();
+        if ks.is_empty() {
+            return None;
+        }
+        let median = |mut v: Vec<f64>| -> Option<f64> {
+            if v.is_empty() {
+                return None;
+            }
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            Some(if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            })
+        };
+        let spreads: Vec<f64> = ks.iter().filter_map(|k| k.spread).collect();
+        Some(RankSummary {
+            runs: ks.len(),
+            ranks: ks.iter().map(|k| k.ranks.len()).max().unwrap_or(0),
+            launcher_wall_median_s: median(ks.iter().map(|k| k.launcher_wall_s).collect())
+                .unwrap_or(f64::NAN),
+            spread_max: spreads.iter().copied().reduce(f64::max),
+            spread_median: median(spreads),
+        })
+    }
 }
 
 impl ArmReport {
@@ -364,6 +413,7 @@ fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricD
         time_vs_baseline: None,
         energy_vs_baseline: None,
         edp_change_percent: None,
+        ranks: RankSummary::of(&ok),
     }
 }
 

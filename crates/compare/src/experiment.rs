@@ -10,7 +10,7 @@
 use crate::command::ShimError;
 use crate::command::{PreparedArm, Shim};
 use crate::design::{schedule, Phase, Slot};
-use crate::journal::{Header, JournalError, JournalWriter, RunLine};
+use crate::journal::{Header, JournalError, JournalWriter, RankTimes, RunLine};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::watch::{WatchConfig, Watcher};
 use pinsight_measure::{GovernorError, GovernorGuard, Measurer, Options, RunError, RunRecord};
@@ -26,6 +26,11 @@ pub trait Executor {
     /// Runs the measured program for `slot` (under arm `slot.arm`, an
     /// index into the header's arms).
     fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError>;
+    /// [`Executor::run`] with the ranks of a run under a launcher (the
+    /// journal keeps them); the default has none.
+    fn run_ranks(&mut self, slot: &Slot) -> Result<(RunRecord, Option<RankTimes>), RunError> {
+        self.run(slot).map(|r| (r, None))
+    }
     /// Runs `--prepare`, if any. Err: why it failed.
     fn prepare(&mut self) -> Result<(), RunError>;
     /// Puts `governor` in place (None: leave the machine as it is).
@@ -157,7 +162,7 @@ pub fn execute(
             return Outcome::Interrupted;
         }
         let started_unix = unix_now();
-        let record = match exec.run(slot) {
+        let (record, ranks) = match exec.run_ranks(slot) {
             Ok(r) => r,
             Err(RunError::Interrupted) => return Outcome::Interrupted,
             Err(e) => return Outcome::Error(ExperimentError::Run(e)),
@@ -173,6 +178,7 @@ pub fn execute(
             rep: slot.rep,
             started_unix,
             record,
+            ranks,
         };
         if let Err(e) = journal.append(&line) {
             return Outcome::Error(e.into());
@@ -307,29 +313,10 @@ impl Executor for LiveExecutor {
     }
 
     fn prepare(&mut self) -> Result<(), RunError> {
-        let Some((m, text)) = &self.prepare else {
-            return Ok(());
-        };
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(text).stdin(std::process::Stdio::null());
-        if !self.show_output {
-            cmd.stdout(std::process::Stdio::null());
+        match &self.prepare {
+            Some((m, text)) => run_prepare(m, text, self.show_output),
+            None => Ok(()),
         }
-        let r = m.run(cmd)?;
-        if r.exit.success() && !r.timed_out {
-            return Ok(());
-        }
-        let why = if r.timed_out {
-            "timed out".to_string()
-        } else if let Some(s) = r.exit.signal {
-            format!("killed by signal {s}")
-        } else {
-            format!("exited with code {}", r.exit.shell_code())
-        };
-        Err(RunError::Spawn {
-            program: format!("`{text}`"),
-            source: std::io::Error::other(why),
-        })
     }
 
     fn finish(&mut self) -> Result<(), SwitchError> {
@@ -351,4 +338,29 @@ impl Executor for LiveExecutor {
         }
         Ok(())
     }
+}
+
+/// Runs the `--prepare` command `text` (`sh -c`) measured by `m`; Err:
+/// why it failed.
+pub fn run_prepare(m: &Measurer, text: &str, show_output: bool) -> Result<(), RunError> {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(text).stdin(std::process::Stdio::null());
+    if !show_output {
+        cmd.stdout(std::process::Stdio::null());
+    }
+    let r = m.run(cmd)?;
+    if r.exit.success() && !r.timed_out {
+        return Ok(());
+    }
+    let why = if r.timed_out {
+        "timed out".to_string()
+    } else if let Some(s) = r.exit.signal {
+        format!("killed by signal {s}")
+    } else {
+        format!("exited with code {}", r.exit.shell_code())
+    };
+    Err(RunError::Spawn {
+        program: format!("`{text}`"),
+        source: std::io::Error::other(why),
+    })
 }

@@ -370,6 +370,38 @@ pub struct RunLine {
     pub started_unix: f64,
     #[serde(flatten)]
     pub record: RunRecord,
+    /// A run under a launcher (compare across ranks): each rank's wall
+    /// time; `record.wall_s` is then the slowest rank's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<RankTimes>,
+}
+
+/// The ranks of one run under a launcher, from their `--report-dir` files.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankTimes {
+    /// The launcher's own wall time (its start-up and wind-down included).
+    pub launcher_wall_s: f64,
+    /// Where the ranks wrote their reports.
+    pub report_dir: String,
+    /// Every rank that wrote a report, by host then rank.
+    pub ranks: Vec<RankTime>,
+    /// Slowest / fastest rank wall time (absent without two ranks).
+    pub spread: Option<f64>,
+    /// Why the run fails although the launcher may have exited 0: a rank
+    /// that failed (named, with its exit code) or wrote no report.
+    pub failure: Option<String>,
+}
+
+/// One rank of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankTime {
+    pub host: String,
+    /// Local rank on its host.
+    pub rank: usize,
+    /// Local ranks on its host.
+    pub size: usize,
+    pub wall_s: f64,
+    pub exit_code: i32,
 }
 
 impl RunLine {
@@ -378,6 +410,8 @@ impl RunLine {
         let r = &self.record;
         if r.timed_out {
             Some("timed out".to_string())
+        } else if let Some(why) = self.ranks.as_ref().and_then(|k| k.failure.clone()) {
+            Some(why)
         } else if let Some(s) = r.exit.signal {
             Some(format!("killed by signal {s} ({})", signal_name(s)))
         } else if r.exit.code != Some(0) {
@@ -701,6 +735,7 @@ mod tests {
             phase: Phase::Measured,
             rep: slot,
             started_unix: 1.0,
+            ranks: None,
             record: RunRecord {
                 wall_s: wall,
                 user_s: 0.001,

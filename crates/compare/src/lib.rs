@@ -28,19 +28,20 @@ pub mod experiment;
 pub mod interrupt;
 pub mod journal;
 pub mod metrics;
+pub mod ranks;
 mod rng;
 pub mod session;
 pub mod setup;
 pub mod verdict;
 
-pub use analysis::{analyse, ArmReport, MetricStats, Report, Status, Versus};
+pub use analysis::{analyse, ArmReport, MetricStats, RankSummary, Report, Status, Versus};
 pub use design::{schedule, Phase, Slot};
 pub use experiment::{
     execute, Executor, ExperimentError, LiveExecutor, Observer, Outcome, SwitchError,
 };
 pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,
-    NotApplicable, ParseError, RunLine,
+    NotApplicable, ParseError, RankTime, RankTimes, RunLine,
 };
 pub use setup::{
     setup, setup_with, Extension, GovernorProbe, ProgramError, Request, Setup, SetupError,

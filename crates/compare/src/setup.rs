@@ -69,6 +69,11 @@ pub struct Extension {
     pub kind: Option<String>,
     /// [`Header::extension`].
     pub extension: Option<serde_json::Value>,
+    /// Arms that differ in what the executor does, not in placement
+    /// (compare across ranks: one arm per slicing rule): each name becomes
+    /// an arm (id and policy) with the plan of the request's one policy,
+    /// no exported variables, the first name the baseline.
+    pub arm_names: Option<Vec<String>>,
 }
 
 /// Why the experiment cannot be set up. [`SetupError::is_usage`] tells
@@ -352,6 +357,23 @@ pub fn setup_with(
     }
     not_applicable.extend(governors.not_applicable.iter().cloned());
     baseline_first(&mut arms, &mut plans, govs.len());
+    if let (Some(names), Some(first), Some(first_plan)) = (
+        &ext.arm_names,
+        arms.first().cloned(),
+        plans.first().cloned(),
+    ) {
+        arms = names
+            .iter()
+            .map(|n| ArmHeader {
+                id: n.clone(),
+                policy: n.clone(),
+                governor: None,
+                env: Vec::new(),
+                ..first.clone()
+            })
+            .collect();
+        plans = vec![first_plan; names.len()];
+    }
     if arms.is_empty() {
         return Err(SetupError::NothingRuns(not_applicable));
     }

@@ -48,6 +48,7 @@ fn tune_ext(threads: Vec<usize>) -> Extension {
         arm_threads: Some(threads),
         kind: Some("tune".into()),
         extension: Some(serde_json::json!({"arms": ["2P", "2P+1E"]})),
+        ..Extension::default()
     }
 }
 

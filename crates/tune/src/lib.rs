@@ -646,6 +646,7 @@ fn open_stage(
             .to_string(),
         ),
         extension: Some(serde_json::to_value(&identity).expect("identity serialises")),
+        ..Extension::default()
     };
     let request = Request {
         command: r.command.clone(),

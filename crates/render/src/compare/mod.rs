@@ -192,3 +192,28 @@ pub fn design_line(r: &Report) -> String {
         h.seed
     )
 }
+
+/// Whether the report is a compare across ranks (each arm a slicing rule,
+/// timed as the slowest rank).
+pub fn is_ranks(r: &Report) -> bool {
+    r.header.kind.as_deref() == Some(pinsight_compare::ranks::KIND)
+}
+
+/// `mpirun -np 4 --bind-to none; each rank: run --slice p-pinned
+/// --slice-rule ARM` for a compare across ranks.
+pub fn launcher_line(r: &Report) -> Option<String> {
+    if !is_ranks(r) {
+        return None;
+    }
+    let id: pinsight_compare::ranks::RanksIdentity =
+        serde_json::from_value(r.header.extension.clone()?).ok()?;
+    let mut opts = id.rank_options.join(" ");
+    if !opts.is_empty() {
+        opts.push(' ');
+    }
+    Some(format!(
+        "{}; each rank: pinsight {opts}run --slice {} --slice-rule ARM; time = the slowest rank's",
+        id.launcher.join(" "),
+        id.slice
+    ))
+}

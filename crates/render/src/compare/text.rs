@@ -18,6 +18,9 @@ pub fn render(r: &Report, width: usize, word: Word) -> String {
         out.push_str(&hanging("Prepare:  ", p, 10, width));
     }
     out.push_str(&hanging("Design:   ", &design_line(r), 10, width));
+    if let Some(l) = launcher_line(r) {
+        out.push_str(&hanging("Launcher: ", &l, 10, width));
+    }
     out.push_str(&hanging("Status:   ", &status_line(r, word), 10, width));
     let m = &h.machine;
     out.push_str(&hanging(
@@ -51,16 +54,44 @@ pub fn render(r: &Report, width: usize, word: Word) -> String {
             cells: r.arms.iter().map(f).collect(),
             right,
         };
-        let rows = vec![
-            row("Placement", false, &|a| a.placement.clone()),
-            row("Threads", true, &|a| a.threads.to_string()),
-            row("Exports", false, &|a| {
-                a.env
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }),
+        let ranks = is_ranks(r);
+        let mut rows = if ranks {
+            // Each arm is a slicing rule: the launcher's ranks place
+            // themselves, and the time is the slowest rank's.
+            vec![
+                row("Ranks", true, &|a| {
+                    a.ranks
+                        .as_ref()
+                        .map_or(String::new(), |k| k.ranks.to_string())
+                }),
+                row("Launcher wall (median)", true, &|a| {
+                    a.ranks.as_ref().map_or(String::new(), |k| {
+                        pinsight_compare::metrics::format_seconds(k.launcher_wall_median_s)
+                    })
+                }),
+                row("Rank spread (med, max)", false, &|a| {
+                    a.ranks
+                        .as_ref()
+                        .and_then(|k| {
+                            Some(format!("{:.2}×, {:.2}×", k.spread_median?, k.spread_max?))
+                        })
+                        .unwrap_or_default()
+                }),
+            ]
+        } else {
+            vec![
+                row("Placement", false, &|a| a.placement.clone()),
+                row("Threads", true, &|a| a.threads.to_string()),
+                row("Exports", false, &|a| {
+                    a.env
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }),
+            ]
+        };
+        rows.extend([
             row("Runs", true, &|a| {
                 if a.failed.is_empty() {
                     a.measured.to_string()
@@ -68,12 +99,20 @@ pub fn render(r: &Report, width: usize, word: Word) -> String {
                     format!("{} ({} failed)", a.measured, a.failed.len())
                 }
             }),
-            row("Time (mean ± σ)", true, &time_cell),
+            row(
+                if ranks {
+                    "Slowest rank (mean ± σ)"
+                } else {
+                    "Time (mean ± σ)"
+                },
+                true,
+                &time_cell,
+            ),
             row("95% CI of mean", false, &ci_cell),
             row("Range (min … max)", false, &range_cell),
             row(&format!("vs {base}"), false, &|a| versus_cell(a, r)),
             row("Test", false, &p_cell),
-        ];
+        ]);
         out.push_str(&grid("Arm", &heads, &rows, width));
     }
     for (what, reason) in not_applicable_groups(r) {

@@ -1,0 +1,302 @@
+//! Compare across ranks: every run starts the user's launcher (`mpirun -np
+//! 4 --bind-to none`, `srun -n 4`) on `pinsight run --slice POLICY
+//! --slice-rule RULE --report-dir DIR -- COMMAND`, one arm per slicing
+//! rule, and is timed as its slowest rank (in a bulk-synchronous code the
+//! slowest rank sets the pace). The ranks' wall times come from the
+//! `DIR/<host>/rank-<N>.json` files each rank writes; the launcher's own
+//! wall time (start-up included) and the slowest/fastest spread are kept
+//! in the journal ([`RankTimes`]).
+
+use crate::design::Slot;
+use crate::experiment::{run_prepare, Executor, SwitchError};
+use crate::journal::{RankTime, RankTimes};
+use pinsight_measure::{Measurer, RunError, RunRecord};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::rc::Rc;
+
+/// [`crate::Header::kind`] of a compare-across-ranks journal.
+pub const KIND: &str = "compare-ranks";
+
+/// What a compare across ranks adds to the journal's identity
+/// ([`crate::Header::extension`]): a journal with another launcher line,
+/// slice policy or forwarded options is another experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RanksIdentity {
+    /// The launcher line, split into words.
+    pub launcher: Vec<String>,
+    /// The policy each rank applies inside its slice.
+    pub slice: String,
+    /// The slicing rules, one per arm, the first the baseline.
+    pub rules: Vec<String>,
+    /// pinsight's global options given to every rank (`--kinds SPEC`).
+    pub rank_options: Vec<String>,
+}
+
+/// Runs every slot under the launcher.
+pub struct RanksExecutor {
+    measurer: Measurer,
+    identity: RanksIdentity,
+    /// The pinsight binary the ranks run.
+    pinsight: PathBuf,
+    command: Vec<String>,
+    /// Where each run's `--report-dir` goes (`<dir>/run-<slot+1>`), known
+    /// once the journal is open.
+    reports: Rc<std::cell::OnceCell<PathBuf>>,
+    show_output: bool,
+    prepare: Option<(Measurer, String)>,
+}
+
+impl RanksExecutor {
+    /// `rules` are the arms in header order; `reports` is filled before
+    /// the first run.
+    pub fn new(
+        measurer: Measurer,
+        identity: RanksIdentity,
+        pinsight: PathBuf,
+        command: Vec<String>,
+        reports: Rc<std::cell::OnceCell<PathBuf>>,
+        show_output: bool,
+        prepare: Option<(Measurer, String)>,
+    ) -> RanksExecutor {
+        RanksExecutor {
+            measurer,
+            identity,
+            pinsight,
+            command,
+            reports,
+            show_output,
+            prepare,
+        }
+    }
+
+    /// The launcher command of one run of arm `rule`.
+    pub fn command(&self, rule: &str, dir: &Path) -> Command {
+        let id = &self.identity;
+        let mut cmd = Command::new(&id.launcher[0]);
+        cmd.args(&id.launcher[1..])
+            .arg(&self.pinsight)
+            .args(&id.rank_options)
+            .args(["run", "--slice", &id.slice, "--slice-rule", rule])
+            .arg("--report-dir")
+            .arg(dir)
+            .arg("--")
+            .args(&self.command)
+            .stdin(Stdio::null());
+        if !self.show_output {
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        }
+        cmd
+    }
+}
+
+fn dir_error(dir: &Path, source: std::io::Error) -> RunError {
+    RunError::Spawn {
+        program: format!("the report directory {}", dir.display()),
+        source,
+    }
+}
+
+impl Executor for RanksExecutor {
+    fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
+        self.run_ranks(slot).map(|(r, _)| r)
+    }
+
+    fn run_ranks(&mut self, slot: &Slot) -> Result<(RunRecord, Option<RankTimes>), RunError> {
+        let base = self
+            .reports
+            .get()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("pinsight-ranks"));
+        let dir = base.join(format!("run-{}", slot.index + 1));
+        // A retried slot starts from an empty directory: old reports would
+        // pass for this run's ranks.
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| dir_error(&dir, e))?;
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| dir_error(&dir, e))?;
+        let rule = self
+            .identity
+            .rules
+            .get(slot.arm)
+            .cloned()
+            .unwrap_or_default();
+        let cmd = self.command(&rule, &dir);
+        let mut record = self.measurer.run(cmd)?;
+        let launcher_failed = !record.exit.success() || record.timed_out;
+        let times = rank_times(&dir, record.wall_s, launcher_failed);
+        if times.failure.is_none() {
+            if let Some(slowest) = times.ranks.iter().map(|r| r.wall_s).reduce(f64::max) {
+                record.wall_s = slowest;
+            }
+        }
+        Ok((record, Some(times)))
+    }
+
+    fn prepare(&mut self) -> Result<(), RunError> {
+        match &self.prepare {
+            Some((m, text)) => run_prepare(m, text, self.show_output),
+            None => Ok(()),
+        }
+    }
+
+    /// Governors are not a dimension of a compare across ranks (the
+    /// command line refuses `--governors` with `--launcher`).
+    fn set_governor(&mut self, _governor: Option<&str>) -> Result<(), SwitchError> {
+        Ok(())
+    }
+}
+
+/// The ranks' reports in `dir` (`<host>/rank-<N>.json`), their spread and
+/// why the run fails if it does: a rank that exited non-zero, a rank
+/// without a report, or no report at all.
+pub fn rank_times(dir: &Path, launcher_wall_s: f64, launcher_failed: bool) -> RankTimes {
+    let mut ranks: Vec<RankTime> = Vec::new();
+    let mut unreadable: Vec<String> = Vec::new();
+    let mut hosts: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    hosts.retain(|p| p.is_dir());
+    hosts.sort();
+    for h in &hosts {
+        let host = h
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(h)
+            .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.retain(|f| {
+            f.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rank-") && n.ends_with(".json"))
+        });
+        for f in files {
+            match read_rank(&f, &host) {
+                Some(r) => ranks.push(r),
+                None => unreadable.push(f.display().to_string()),
+            }
+        }
+    }
+    ranks.sort_by(|a, b| (&a.host, a.rank).cmp(&(&b.host, b.rank)));
+    let failure = failure(&ranks, &unreadable, dir, launcher_failed);
+    let spread = if ranks.len() >= 2 {
+        let slowest = ranks.iter().map(|r| r.wall_s).fold(f64::MIN, f64::max);
+        let fastest = ranks.iter().map(|r| r.wall_s).fold(f64::MAX, f64::min);
+        (fastest > 0.0).then(|| slowest / fastest)
+    } else {
+        None
+    };
+    RankTimes {
+        launcher_wall_s,
+        report_dir: dir.display().to_string(),
+        ranks,
+        spread,
+        failure,
+    }
+}
+
+fn read_rank(path: &Path, host: &str) -> Option<RankTime> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let n = |x: &serde_json::Value| x.as_u64().map(|n| n as usize);
+    Some(RankTime {
+        host: v["host"].as_str().unwrap_or(host).to_string(),
+        rank: n(&v["slice"]["rank"])?,
+        size: n(&v["slice"]["size"])?,
+        wall_s: v["run"]["wall_ms"].as_f64()? / 1e3,
+        exit_code: v["run"]["exit_code"].as_i64().unwrap_or(-1) as i32,
+    })
+}
+
+fn failure(
+    ranks: &[RankTime],
+    unreadable: &[String],
+    dir: &Path,
+    launcher_failed: bool,
+) -> Option<String> {
+    if let Some(r) = ranks.iter().find(|r| r.exit_code != 0) {
+        return Some(format!(
+            "rank {} on {} exited with code {}",
+            r.rank, r.host, r.exit_code
+        ));
+    }
+    if let Some(f) = unreadable.first() {
+        return Some(format!("rank report {f} cannot be read"));
+    }
+    if ranks.is_empty() {
+        // The launcher's own failure says more (its exit code) than this.
+        return (!launcher_failed).then(|| format!("no rank wrote a report to {}", dir.display()));
+    }
+    let mut missing: Vec<String> = Vec::new();
+    let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
+    hosts.dedup();
+    for h in hosts {
+        let on: Vec<&RankTime> = ranks.iter().filter(|r| r.host == h).collect();
+        let size = on.iter().map(|r| r.size).max().unwrap_or(0);
+        for i in 0..size {
+            if !on.iter().any(|r| r.rank == i) {
+                missing.push(format!("{i} on {h}"));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Some(format!(
+            "rank {} wrote no report to {} (it failed before its program ran)",
+            missing.join(", rank "),
+            dir.display()
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, host: &str, rank: usize, size: usize, wall_ms: f64, code: i32) {
+        let d = dir.join(host);
+        std::fs::create_dir_all(&d).unwrap();
+        let v = serde_json::json!({
+            "host": host,
+            "slice": {"rank": rank, "size": size},
+            "run": {"wall_ms": wall_ms, "exit_code": code},
+        });
+        std::fs::write(d.join(format!("rank-{rank}.json")), v.to_string()).unwrap();
+    }
+
+    #[test]
+    fn slowest_rank_spread_and_failures() {
+        let t = tempfile::tempdir().unwrap();
+        write(t.path(), "n1", 0, 2, 100.0, 0);
+        write(t.path(), "n1", 1, 2, 250.0, 0);
+        let k = rank_times(t.path(), 0.5, false);
+        assert_eq!(k.ranks.len(), 2);
+        assert_eq!(k.failure, None);
+        assert!((k.spread.unwrap() - 2.5).abs() < 1e-12);
+        assert!((k.ranks[1].wall_s - 0.25).abs() < 1e-12);
+
+        write(t.path(), "n1", 1, 2, 250.0, 3);
+        let k = rank_times(t.path(), 0.5, true);
+        assert_eq!(
+            k.failure.as_deref(),
+            Some("rank 1 on n1 exited with code 3")
+        );
+
+        std::fs::remove_file(t.path().join("n1/rank-1.json")).unwrap();
+        let k = rank_times(t.path(), 0.5, true);
+        assert!(
+            k.failure
+                .as_deref()
+                .unwrap()
+                .starts_with("rank 1 on n1 wrote no report"),
+            "{k:?}"
+        );
+
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(rank_times(empty.path(), 0.5, true).failure, None);
+        assert!(rank_times(empty.path(), 0.5, false)
+            .failure
+            .unwrap()
+            .starts_with("no rank wrote a report"));
+    }
+}

@@ -1,0 +1,584 @@
+//! `pinsight compare --launcher LINE --slice POLICY`: each arm a slicing
+//! rule, each run started under a REAL launcher (Open MPI's `mpirun`, and
+//! `srun` of a one-node Slurm these tests start), timed as the slowest
+//! rank's wall time read from the ranks' `--report-dir` files.
+//!
+//! Every test runs 2 arms (equal-count, equal-capacity) × 2 runs of a
+//! short program over two CPUs with declared kinds (the first P, the rest
+//! E): the journal's run times must equal the slowest rank of each run
+//! (checked against the report files on disk), the header must name the
+//! launcher, an interrupted experiment must `--resume` to completion, and
+//! the flag combinations that make no sense are refused in one line.
+//!
+//! The launchers are test prerequisites (`.ci/deps`: `openmpi-bin`,
+//! `slurm-wlm`, `munge`): one that cannot start FAILS with the reason. The
+//! launcher line itself ends in `taskset -c A,B`, so every rank sees the
+//! same two CPUs on any machine (A, B: the first two this test may use).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn pinsight() -> &'static str {
+    env!("CARGO_BIN_EXE_pinsight")
+}
+
+const MPI_ENV: [(&str, &str); 2] = [
+    ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+];
+
+/// The first two CPUs this process may use and a `--kinds` spec declaring
+/// the first P and every other E. `None` with fewer than two CPUs.
+fn two_cpus() -> Option<(usize, usize, String)> {
+    let mask = pinsight_sys::affinity::get_affinity(0).expect("sched_getaffinity");
+    let cpus: Vec<usize> = mask.iter().collect();
+    if cpus.len() < 2 {
+        return None;
+    }
+    let rest: Vec<String> = cpus[1..].iter().map(|c| c.to_string()).collect();
+    Some((
+        cpus[0],
+        cpus[1],
+        format!("{}:P,{}:E", cpus[0], rest.join(",")),
+    ))
+}
+
+/// `pinsight -q --kinds KINDS compare ARGS`, in `dir`, bounded by timeout(1).
+fn compare(dir: &Path, kinds: &str, args: &[&str], envs: &[(&str, &str)]) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("60")
+        .arg(pinsight())
+        .args(["-q", "--kinds", kinds, "compare"])
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .env_remove("PINSIGHT_FSROOT")
+        .envs(envs.iter().copied());
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Journal lines as JSON.
+fn journal(p: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every run of the journal: two ranks with report files, and the run's
+/// time is the slowest of the ranks' wall times as their files say.
+fn check_journal(path: &Path, launcher_word: &str, runs: usize) {
+    let lines = journal(path);
+    let h = &lines[0];
+    assert_eq!(h["kind"], "compare-ranks", "{h}");
+    assert_eq!(h["extension"]["launcher"][0], launcher_word, "{h}");
+    assert_eq!(h["extension"]["slice"], "p-pinned");
+    let arms: Vec<&str> = h["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(arms, ["equal-count", "equal-capacity"]);
+    let mut slots: Vec<u64> = Vec::new();
+    for l in &lines[1..] {
+        let k = &l["ranks"];
+        let dir = PathBuf::from(k["report_dir"].as_str().expect("report_dir"));
+        let mut walls: Vec<f64> = Vec::new();
+        for host in std::fs::read_dir(&dir).unwrap() {
+            for f in std::fs::read_dir(host.unwrap().path()).unwrap() {
+                let v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(f.unwrap().path()).unwrap())
+                        .unwrap();
+                assert_eq!(v["run"]["exit_code"], 0, "{v}");
+                assert_eq!(v["slice"]["size"], 2, "{v}");
+                walls.push(v["run"]["wall_ms"].as_f64().unwrap() / 1e3);
+            }
+        }
+        assert_eq!(walls.len(), 2, "two rank reports in {}", dir.display());
+        let slowest = walls.iter().copied().fold(f64::MIN, f64::max);
+        let fastest = walls.iter().copied().fold(f64::MAX, f64::min);
+        let wall = l["wall_s"].as_f64().unwrap();
+        assert!(
+            (wall - slowest).abs() < 1e-9,
+            "run time {wall} is not the slowest rank's {slowest}: {l}"
+        );
+        assert_eq!(k["ranks"].as_array().unwrap().len(), 2, "{l}");
+        assert!(k["launcher_wall_s"].as_f64().unwrap() > 0.0, "{l}");
+        let spread = k["spread"].as_f64().unwrap();
+        assert!((spread - slowest / fastest).abs() < 1e-9, "{l}");
+        assert!(k["failure"].is_null(), "{l}");
+        slots.push(l["slot"].as_u64().unwrap());
+    }
+    slots.sort();
+    slots.dedup();
+    assert_eq!(slots.len(), runs, "every slot journaled once: {slots:?}");
+}
+
+/// The `--json` report: both arms, each with 2 measured runs and rank
+/// figures.
+fn check_report(out: &Output) {
+    assert!(
+        out.status.success(),
+        "compare failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let arms = v["arms"].as_array().unwrap();
+    assert_eq!(arms.len(), 2, "{v}");
+    for a in arms {
+        assert_eq!(a["measured"], 2, "{a}");
+        assert_eq!(a["ranks"]["ranks"], 2, "{a}");
+        assert!(a["ranks"]["spread_median"].as_f64().unwrap() >= 1.0, "{a}");
+    }
+    assert_eq!(v["baseline"], "equal-count");
+}
+
+fn mpirun_line(a: usize, b: usize) -> String {
+    format!("mpirun --oversubscribe --bind-to none -np 2 taskset -c {a},{b}")
+}
+
+const RANK_ARGS: [&str; 8] = [
+    "--slice",
+    "p-pinned",
+    "--slice-rules",
+    "equal-count,equal-capacity",
+    "--runs",
+    "2",
+    "--warmup",
+    "0",
+];
+
+#[test]
+fn mpirun_arms_are_slicing_rules_timed_by_the_slowest_rank() {
+    let Some((a, b, kinds)) = two_cpus() else {
+        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+    };
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("j.jsonl");
+    let line = mpirun_line(a, b);
+    let mut args: Vec<&str> = vec!["--launcher", &line];
+    args.extend(RANK_ARGS);
+    args.extend(["--json", "--journal", j.to_str().unwrap()]);
+    args.extend(["--", "sh", "-c", "sleep 0.1"]);
+    let out = compare(d.path(), &kinds, &args, &MPI_ENV).output().unwrap();
+    check_report(&out);
+    check_journal(&j, "mpirun", 4);
+    // The human report names the launcher and words the time.
+    let out = compare(
+        d.path(),
+        &kinds,
+        &["--resume", j.to_str().unwrap()],
+        &MPI_ENV,
+    )
+    .output()
+    .unwrap();
+    let human = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(human.contains("Launcher: mpirun"), "{human}");
+    assert!(human.contains("Slowest rank (mean ± σ)"), "{human}");
+    assert!(human.lines().all(|l| l.chars().count() <= 80), "{human}");
+}
+
+#[test]
+fn mpirun_interrupted_then_resumed_completes() {
+    let Some((a, b, kinds)) = two_cpus() else {
+        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+    };
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("j.jsonl");
+    let line = mpirun_line(a, b);
+    let mut args: Vec<&str> = vec!["--launcher", &line];
+    args.extend(RANK_ARGS);
+    args.extend(["--journal", j.to_str().unwrap()]);
+    args.extend(["--", "sh", "-c", "sleep 0.4"]);
+    // Not under timeout(1): the signal goes to compare itself.
+    let mut child = Command::new(pinsight())
+        .args(["-q", "--kinds", &kinds, "compare"])
+        .args(&args)
+        .current_dir(d.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .envs(MPI_ENV)
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::fs::read_to_string(&j).map_or(0, |s| s.lines().count()) < 2 {
+        assert!(t.elapsed() < Duration::from_secs(30), "no run journaled");
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("compare ended before the signal: {st}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The second run is in flight (each takes 0.4 s and more).
+    std::thread::sleep(Duration::from_millis(100));
+    let ok = Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let t = Instant::now();
+    let out = loop {
+        if child.try_wait().unwrap().is_some() {
+            break child.wait_with_output().unwrap();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    let done = journal(&j).len() - 1;
+    assert!((1..4).contains(&done), "{done} runs before the signal");
+    let out = compare(
+        d.path(),
+        &kinds,
+        &["--resume", j.to_str().unwrap(), "--json"],
+        &MPI_ENV,
+    )
+    .output()
+    .unwrap();
+    check_report(&out);
+    check_journal(&j, "mpirun", 4);
+    // Another experiment's flags are refused on resume.
+    let out = compare(
+        d.path(),
+        &kinds,
+        &[
+            "--resume",
+            j.to_str().unwrap(),
+            "--launcher",
+            "mpirun -np 3",
+            "--slice",
+            "p-pinned",
+        ],
+        &MPI_ENV,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("different experiment"));
+}
+
+#[test]
+fn mpirun_a_failing_rank_fails_the_run_naming_it() {
+    let Some((a, b, kinds)) = two_cpus() else {
+        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+    };
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("j.jsonl");
+    let line = mpirun_line(a, b);
+    let mut args: Vec<&str> = vec!["--launcher", &line];
+    args.extend(RANK_ARGS);
+    args.extend(["--journal", j.to_str().unwrap()]);
+    // Local rank 1 exits 3, rank 0 succeeds.
+    args.extend([
+        "--",
+        "sh",
+        "-c",
+        "[ \"${OMPI_COMM_WORLD_LOCAL_RANK}\" = 1 ] && exit 3; exit 0",
+    ]);
+    let out = compare(d.path(), &kinds, &args, &MPI_ENV).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("exited with code 3"), "{err}");
+    let lines = journal(&j);
+    assert_eq!(lines.len(), 2, "the first run stops the experiment");
+    let f = lines[1]["ranks"]["failure"].as_str().unwrap();
+    assert!(
+        f.starts_with("rank 1 on ") && f.ends_with("exited with code 3"),
+        "{f}"
+    );
+}
+
+#[test]
+fn refusals_are_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let kinds = two_cpus().map_or("0:P".to_string(), |t| t.2);
+    let cases: [(&[&str], i32, &str); 7] = [
+        (&["--launcher", "mpirun -np 2", "--", "true"], 2, "--slice"),
+        (
+            &["--slice-rules", "equal-count", "--", "true"],
+            2,
+            "--launcher",
+        ),
+        (&["--slice", "p-pinned", "--", "true"], 2, "--launcher"),
+        (
+            &[
+                "--launcher",
+                "mpirun -np 2",
+                "--slice",
+                "p-pinned",
+                "--slice-rules",
+                "equal-speed",
+                "--",
+                "true",
+            ],
+            2,
+            "equal-speed",
+        ),
+        (
+            &[
+                "--launcher",
+                "no-such-launcher-xyz -n 2",
+                "--slice",
+                "p-pinned",
+                "--",
+                "true",
+            ],
+            127,
+            "no-such-launcher-xyz",
+        ),
+        (
+            &[
+                "--launcher",
+                "mpirun -np 2",
+                "--slice",
+                "p-pinned",
+                "--policies",
+                "os",
+                "--",
+                "true",
+            ],
+            2,
+            "--policies",
+        ),
+        (
+            &[
+                "--launcher",
+                "mpirun 'np",
+                "--slice",
+                "p-pinned",
+                "--",
+                "true",
+            ],
+            2,
+            "quotes",
+        ),
+    ];
+    for (args, code, word) in cases {
+        let out = compare(d.path(), &kinds, args, &[]).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(word), "{args:?}: {err}");
+    }
+    // Nothing was journaled.
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+}
+
+/// Daemons started by the test, stopped (SIGTERM, then SIGKILL) on every path.
+struct Daemons {
+    children: Vec<(String, Child)>,
+}
+
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        for (_, c) in self.children.iter_mut().rev() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(c.id() as i32, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (_, c) in self.children.iter_mut().rev() {
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Daemons {
+    fn start(&mut self, name: &str, cmd: &mut Command, log: &Path) {
+        let f = std::fs::File::create(log).unwrap();
+        let child = cmd
+            .stdout(Stdio::from(f.try_clone().unwrap()))
+            .stderr(Stdio::from(f))
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {name}: {e} (Debian packages slurm-wlm and munge are test prerequisites)")
+            });
+        self.children.push((name.to_string(), child));
+    }
+
+    fn check_alive(&mut self, dir: &Path) {
+        for (name, c) in &mut self.children {
+            if let Ok(Some(st)) = c.try_wait() {
+                let log =
+                    std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default();
+                panic!("{name} exited ({st}):\n{log}");
+            }
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn command_text(program: &str, args: &[&str]) -> String {
+    let o = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A one-node Slurm in `d` (munged, slurmctld, slurmd, as tests/launchers.rs
+/// starts it), idle; returns the daemons and the `slurm.conf` path.
+fn start_slurm(d: &Path) -> (Daemons, String) {
+    for sub in ["state", "spool"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    let key = d.join("munge.key");
+    let mut bytes = vec![0u8; 1024];
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")
+        .unwrap()
+        .read_exact(&mut bytes)
+        .unwrap();
+    std::fs::write(&key, &bytes).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let sock = d.join("munge.sock");
+    let host = command_text("hostname", &["-s"]);
+    assert!(!host.is_empty(), "hostname -s printed nothing");
+    let ncpus = command_text("getconf", &["_NPROCESSORS_ONLN"]);
+    let (ctld_port, d_port) = (free_port(), free_port());
+    let p = |x: &str| d.join(x).display().to_string();
+    let conf = format!(
+        "ClusterName=pinsight\n\
+         SlurmctldHost={host}(127.0.0.1)\n\
+         SlurmctldPort={ctld_port}\n\
+         SlurmdPort={d_port}\n\
+         AuthType=auth/munge\n\
+         AuthInfo=socket={sock}\n\
+         CredType=cred/munge\n\
+         ProctrackType=proctrack/linuxproc\n\
+         TaskPlugin=task/none\n\
+         SelectType=select/cons_tres\n\
+         SelectTypeParameters=CR_CPU\n\
+         MpiDefault=none\n\
+         SlurmUser=root\n\
+         SlurmdUser=root\n\
+         StateSaveLocation={state}\n\
+         SlurmdSpoolDir={spool}\n\
+         SlurmctldPidFile={cpid}\n\
+         SlurmdPidFile={dpid}\n\
+         JobAcctGatherType=jobacct_gather/none\n\
+         AccountingStorageType=accounting_storage/none\n\
+         ReturnToService=2\n\
+         NodeName={host} NodeAddr=127.0.0.1 CPUs={ncpus} State=UNKNOWN\n\
+         PartitionName=pinsight Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+        sock = sock.display(),
+        state = p("state"),
+        spool = p("spool"),
+        cpid = p("slurmctld.pid"),
+        dpid = p("slurmd.pid"),
+    );
+    let conf_path = d.join("slurm.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let conf_s = conf_path.display().to_string();
+    let mut daemons = Daemons {
+        children: Vec::new(),
+    };
+    daemons.start(
+        "munged",
+        Command::new("munged").args([
+            "--foreground",
+            "--force",
+            &format!("--socket={}", sock.display()),
+            &format!("--key-file={}", key.display()),
+            &format!("--pid-file={}", p("munged.pid")),
+            &format!("--seed-file={}", p("munge.seed")),
+            &format!("--log-file={}", p("munged.file.log")),
+        ]),
+        &d.join("munged.log"),
+    );
+    let t0 = Instant::now();
+    while !sock.exists() {
+        daemons.check_alive(d);
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "munged made no socket in 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    daemons.start(
+        "slurmctld",
+        Command::new("slurmctld").args(["-D", "-i", "-f", &conf_s]),
+        &d.join("slurmctld.log"),
+    );
+    daemons.start(
+        "slurmd",
+        Command::new("slurmd").args(["-D", "-f", &conf_s, "-N", &host]),
+        &d.join("slurmd.log"),
+    );
+    let t0 = Instant::now();
+    loop {
+        daemons.check_alive(d);
+        let state = Command::new("sinfo")
+            .args(["-h", "-o", "%T"])
+            .env("SLURM_CONF", &conf_s)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        if state == "idle" {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the Slurm node is not idle after 30 s (sinfo: '{state}'):\n{}\n{}",
+            std::fs::read_to_string(d.join("slurmctld.log")).unwrap_or_default(),
+            std::fs::read_to_string(d.join("slurmd.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (daemons, conf_s)
+}
+
+#[test]
+fn srun_arms_are_slicing_rules_timed_by_the_slowest_rank() {
+    let Some((a, b, kinds)) = two_cpus() else {
+        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+    };
+    let d = tempfile::tempdir().unwrap();
+    let slurm = d.path().join("slurm");
+    std::fs::create_dir_all(&slurm).unwrap();
+    let (daemons, conf) = start_slurm(&slurm);
+    let j = d.path().join("j.jsonl");
+    let line = format!("srun -n 2 -N 1 taskset -c {a},{b}");
+    let mut args: Vec<&str> = vec!["--launcher", &line];
+    args.extend(RANK_ARGS);
+    args.extend(["--json", "--journal", j.to_str().unwrap()]);
+    args.extend(["--", "sh", "-c", "sleep 0.1"]);
+    let out = compare(d.path(), &kinds, &args, &[("SLURM_CONF", &conf)])
+        .output()
+        .unwrap();
+    check_report(&out);
+    check_journal(&j, "srun", 4);
+    drop(daemons);
+}
