@@ -261,6 +261,7 @@ fn run_command(
             return Err(CliError::runtime(format!("sched: {e}")));
         }
     };
+    feed_capacity(&mut manager);
     let mut status = None;
     let report = manager.run(|d| {
         spinner.tick();
@@ -312,6 +313,7 @@ fn run_pids(
         }
         other => CliError::runtime(format!("sched: {other}")),
     })?;
+    feed_capacity(&mut manager);
     let pipe = pinsight_sys::signals::self_pipe()
         .map_err(|e| CliError::runtime(format!("sched: cannot set up Ctrl-C handling: {e}")))?;
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
@@ -342,5 +344,41 @@ fn spawn_error(program: &str, e: &std::io::Error) -> CliError {
             message: format!("cannot run '{program}': permission denied"),
         },
         _ => CliError::runtime(format!("cannot run '{program}': {e}")),
+    }
+}
+
+/// Feeds the manager this machine's dynamic capacity: Intel HFI changes
+/// from the thermal netlink family (as `topo --watch` reads them), read on
+/// a thread of their own and applied at the start of each period; a CPU the
+/// hardware vacates (performance 0) gets no thread. Where there is no HFI
+/// (other CPUs, VMs, kernels without it) the report says why.
+fn feed_capacity(manager: &mut Manager) {
+    use pinsight_topology::hfi::{Batch, HfiWatcher};
+    let live = pinsight_topology::FsRoot::live();
+    if let Some(why) = super::topo_watch::no_hfi_flag(&live) {
+        manager.capacity_unavailable(&why);
+        return;
+    }
+    match HfiWatcher::open(&live) {
+        Ok(mut w) => {
+            let (tx, rx) = std::sync::mpsc::channel::<(u32, u32)>();
+            // Ends at the first error or once the manager is gone (its
+            // receiver dropped); the process does not wait for it.
+            std::thread::spawn(move || loop {
+                match w.next_batch(Duration::from_secs(1), None) {
+                    Ok(Batch::Changes(changes)) => {
+                        for c in changes {
+                            if tx.send((c.cpu, c.performance)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Ok(Batch::TimedOut | Batch::Woken | Batch::Lost) => {}
+                    Err(_) => return,
+                }
+            });
+            manager.capacity_updates(rx, "Intel HFI via thermal netlink");
+        }
+        Err(e) => manager.capacity_unavailable(&e.to_string()),
     }
 }

@@ -125,7 +125,7 @@ fn kind_name(topo: &Topology, cpu: u32) -> Option<String> {
 
 /// On x86, a CPU without the `hfi` flag in /proc/cpuinfo never sends
 /// capability events: say so, so an empty watch is not a mystery.
-fn no_hfi_flag(fs: &pinsight_topology::FsRoot) -> Option<String> {
+pub(crate) fn no_hfi_flag(fs: &pinsight_topology::FsRoot) -> Option<String> {
     let text = fs.read_opt("/proc/cpuinfo")?;
     let flags = text.lines().find(|l| l.starts_with("flags"))?;
     if flags.split_whitespace().any(|f| f == "hfi") {

@@ -99,6 +99,24 @@ pub fn sched(r: &Report) -> String {
             "CPU time is counted on the kind each thread was pinned to for the period.".to_string(),
         );
     }
+    let cap = &r.capacity;
+    match (&cap.source, &cap.unavailable) {
+        (Some(src), _) => notes.push(format!(
+            "Capacity changes ({src}): {} applied{}.",
+            cap.changes,
+            if cap.vacated.is_empty() {
+                String::new()
+            } else {
+                let ids: Vec<String> = cap.vacated.iter().map(ToString::to_string).collect();
+                format!(
+                    "; CPUs {} vacated at the end (no thread placed there)",
+                    ids.join(",")
+                )
+            }
+        )),
+        (None, Some(why)) => notes.push(format!("Capacity changes: unavailable ({why}).")),
+        (None, None) => {}
+    }
     let rs = &r.restore;
     if r.pinned_threads > 0 {
         let ended = r
@@ -270,6 +288,7 @@ mod tests {
                 failures: vec![],
             },
             warnings: vec![],
+            capacity: Default::default(),
         }
     }
 
@@ -284,6 +303,26 @@ mod tests {
         assert!(s.contains("4194304"));
         assert!(
             s.contains("Threads pinned: 3; at the end 2 got their own affinity back, 1 had ended."),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn capacity_feed_is_reported_or_its_absence_explained() {
+        let mut r = report();
+        assert!(!sched(&r).contains("Capacity changes"));
+        r.capacity.unavailable = Some("no hfi flag".into());
+        assert!(sched(&r).contains("Capacity changes: unavailable (no hfi flag)."));
+        r.capacity = pinsight_sched::CapacityFeed {
+            source: Some("Intel HFI via thermal netlink".into()),
+            unavailable: None,
+            changes: 3,
+            vacated: vec![4, 5],
+        };
+        let s = sched(&r);
+        let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("Capacity changes (Intel HFI via thermal netlink): 3 applied; CPUs 4,5 vacated at the end"),
             "{s}"
         );
     }

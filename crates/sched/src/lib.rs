@@ -23,7 +23,8 @@ pub mod sf;
 
 pub use apply::{Applier, ApplyError, RestoreReport};
 pub use manager::{
-    capacity, capacity_within, Config, ManageError, Manager, ProgramReport, Report, ThreadReport,
+    capacity, capacity_within, CapacityFeed, Config, ManageError, Manager, ProgramReport, Report,
+    ThreadReport,
 };
 pub use sample::{Resolution, Sampler, ThreadSample};
 pub use sf::{GivenSf, NoSf, ProgramRef, SfSource, SfSpecError, SfTarget, ThreadPeriod};

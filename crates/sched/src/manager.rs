@@ -29,6 +29,7 @@ use pinsight_sched_model::{Capacity, Cpu, Kind, Observation, Policy, Scheduler, 
 use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// Why the scheduler cannot manage this machine or these processes.
@@ -232,6 +233,8 @@ pub struct Report {
     pub restore: RestoreReport,
     /// Things that did not go as planned (one line each).
     pub warnings: Vec<String>,
+    /// Dynamic capacity (HFI): its source and the changes applied.
+    pub capacity: CapacityFeed,
 }
 
 /// The live scheduler.
@@ -250,6 +253,22 @@ pub struct Manager {
     children_unsupported: bool,
     last: Option<Instant>,
     pinned: usize,
+    capacity_rx: Option<Receiver<(u32, u32)>>,
+    capacity: CapacityFeed,
+}
+
+/// Where the big and small CPUs' performance comes from, and how often it
+/// changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CapacityFeed {
+    /// The source (`Intel HFI (thermal netlink)`), or `None`.
+    pub source: Option<String>,
+    /// Why there is none, when there is none.
+    pub unavailable: Option<String>,
+    /// Capability changes applied.
+    pub changes: u64,
+    /// CPUs whose performance was 0 (vacated) at the end.
+    pub vacated: Vec<u32>,
 }
 
 fn ns_s(ns: u64) -> f64 {
@@ -296,6 +315,8 @@ impl Manager {
             children_unsupported: false,
             last: None,
             pinned: 0,
+            capacity_rx: None,
+            capacity: CapacityFeed::default(),
         };
         for &pid in pids {
             if m.procs.iter().any(|p| p.pid == pid) {
@@ -347,6 +368,41 @@ impl Manager {
         self.procs.iter().map(|p| p.pid).collect()
     }
 
+    /// Feeds dynamic capacity: every `(cpu, performance)` received (Intel
+    /// HFI's 0–255 scale; 0 = the hardware vacates the CPU) is applied at
+    /// the start of the next period, so a CPU at 0 gets no thread until it
+    /// comes back. `source` names the feed in the report.
+    pub fn capacity_updates(&mut self, rx: Receiver<(u32, u32)>, source: &str) {
+        self.capacity_rx = Some(rx);
+        self.capacity.source = Some(source.to_string());
+        self.capacity.unavailable = None;
+    }
+
+    /// Records why no capacity feed could be had (shown in the report).
+    pub fn capacity_unavailable(&mut self, reason: &str) {
+        self.capacity.unavailable = Some(reason.to_string());
+    }
+
+    /// Applies the capacity changes that arrived since the last period.
+    fn drain_capacity(&mut self) {
+        let Some(rx) = &self.capacity_rx else {
+            return;
+        };
+        while let Ok((cpu, perf)) = rx.try_recv() {
+            for c in self
+                .cfg
+                .capacity
+                .big
+                .iter_mut()
+                .chain(self.cfg.capacity.small.iter_mut())
+                .filter(|c| c.id == cpu)
+            {
+                c.performance = Some(perf);
+            }
+            self.capacity.changes += 1;
+        }
+    }
+
     /// One period: discover threads, sample them, step the policy, apply.
     /// Returns whether any managed process is still alive.
     pub fn step(&mut self) -> bool {
@@ -354,6 +410,7 @@ impl Manager {
         let now = Instant::now();
         let elapsed = self.last.map(|l| now - l).unwrap_or(self.cfg.period);
         self.last = Some(now);
+        self.drain_capacity();
         // A tenth of the time that passed: less than that is idle.
         let busy_ns = (elapsed.as_nanos() / 10) as u64;
         self.discover();
@@ -745,6 +802,18 @@ impl Manager {
             pinned_threads: self.pinned,
             restore,
             warnings: self.warnings.clone(),
+            capacity: CapacityFeed {
+                vacated: self
+                    .cfg
+                    .capacity
+                    .big
+                    .iter()
+                    .chain(&self.cfg.capacity.small)
+                    .filter(|c| !c.usable())
+                    .map(|c| c.id)
+                    .collect(),
+                ..self.capacity.clone()
+            },
         }
     }
 }
