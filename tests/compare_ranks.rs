@@ -200,8 +200,20 @@ fn mpirun_interrupted_then_resumed_completes() {
     args.extend(RANK_ARGS);
     args.extend(["--journal", j.to_str().unwrap()]);
     args.extend(["--", "sh", "-c", "sleep 0.4"]);
-    // Not under timeout(1): the signal goes to compare itself.
-    let mut child = Command::new(pinsight())
+    // Not under timeout(1): the signal goes to compare itself. Ctrl-C as a
+    // terminal delivers it: SIGINT at its default in the child even when
+    // the suite runs under nohup (compare keeps an inherited SIG_IGN, as
+    // shells do).
+    let mut cmd = Command::new(pinsight());
+    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .args(["-q", "--kinds", &kinds, "compare"])
         .args(&args)
         .current_dir(d.path())

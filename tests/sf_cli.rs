@@ -58,6 +58,22 @@ fn two_kinds() -> Option<(String, tempfile::TempDir)> {
     Some((format!("{first}:P,{}:E", rest.to_list_string()), root))
 }
 
+/// `pinsight` with SIGINT at its default, as a terminal delivers Ctrl-C,
+/// even when the suite runs under nohup (pinsight keeps an inherited
+/// SIG_IGN, as shells do).
+fn pinsight_cmd() -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
+    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    c
+}
+
 #[test]
 fn help_explains_the_estimator_the_probe_and_the_fallbacks() {
     let o = ok(&["sf", "--help"]);
@@ -239,7 +255,7 @@ fn ctrl_c_prints_what_was_measured_and_stops_the_program() {
     let Some((kinds, root)) = two_kinds() else {
         return;
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pinsight"))
+    let mut child = pinsight_cmd()
         .args([
             "sf", "--json", "--kinds", &kinds, "--period", "20ms", "--", "sleep", "30",
         ])
@@ -323,7 +339,7 @@ fn probe_windows_pin_the_threads_and_restore_them_at_the_end_and_on_ctrl_c() {
     for interrupt in [false, true] {
         let mut target = Command::new("sleep").arg("30").spawn().unwrap();
         let pid = target.id().to_string();
-        let mut sf = Command::new(env!("CARGO_BIN_EXE_pinsight"))
+        let mut sf = pinsight_cmd()
             .args([
                 "sf", "--json", "--probe", "--kinds", &kinds, "--period", "150ms",
             ])

@@ -4,7 +4,9 @@
 //! the report through pinsight-render.
 
 use crate::cli::{parse_duration, wrap80, CliError, CmdResult, Globals};
-use pinsight_sched::{capacity_within, Config, GivenSf, ManageError, Manager, NoSf, SfSource};
+use pinsight_sched::{
+    capacity_within, Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource,
+};
 use pinsight_sched_model::Policy;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -91,11 +93,19 @@ pub fn live_capacity(g: &Globals, what: &str) -> Result<pinsight_sched_model::Ca
         )));
     }
     let topo = g.topology()?;
+    capacity_of(&topo, what)
+}
+
+/// [`live_capacity`] of an already discovered topology.
+pub fn capacity_of(
+    topo: &pinsight_topology::Topology,
+    what: &str,
+) -> Result<pinsight_sched_model::Capacity, CliError> {
     // The CPUs pinsight itself may run on (`taskset -c 0,1 pinsight sched`
     // keeps the programs there too).
     let own = pinsight_sys::affinity::get_affinity(0)
         .map_err(|e| CliError::runtime(format!("{what}: sched_getaffinity: {e}")))?;
-    capacity_within(&topo, &own).map_err(|e| match e {
+    capacity_within(topo, &own).map_err(|e| match e {
         ManageError::OneKind { kind } => CliError::usage(format!(
             "{what} needs two core kinds; this machine has one ({kind}): declare them with \
              --kinds, e.g. --kinds 0-3:P,4-7:E (a VM's vCPUs on P- and E-cores)"
@@ -159,25 +169,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             }
         }
     }
-    let capacity = live_capacity(g, "sched")?;
-    if matches!(policy, Policy::To { .. } | Policy::Acfs { .. })
-        && given.entries().is_empty()
-        && !g.quiet
-    {
-        eprintln!(
-            "{}",
-            wrap80(&format!(
-                "pinsight: note: no --sf given: {} ranks every thread alike (SF unknown; \
-                 counters are not read yet)",
-                policy.name()
-            ))
-        );
+    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
+        // The refusal, worded once.
+        live_capacity(g, "sched")?;
     }
-    let sf: Box<dyn SfSource> = if given.entries().is_empty() {
-        Box::new(NoSf)
-    } else {
-        Box::new(given)
-    };
+    let topo = g.topology()?;
+    let capacity = capacity_of(&topo, "sched")?;
+    let sf = sf_source(g, &topo, given, policy)?;
     let cfg = Config {
         policy,
         period,
@@ -380,5 +378,54 @@ fn feed_capacity(manager: &mut Manager) {
             manager.capacity_updates(rx, "Intel HFI via thermal netlink");
         }
         Err(e) => manager.capacity_unavailable(&e.to_string()),
+    }
+}
+
+/// Where TO and ACFS get their speedup factors: `--sf` values when given,
+/// else per-thread counters (`pinsight sf`'s sampler: one group per
+/// core-kind PMU) when this machine has them, else none — and a note says
+/// which, since TO and ACFS then rank every thread alike.
+fn sf_source(
+    g: &Globals,
+    topo: &pinsight_topology::Topology,
+    given: GivenSf,
+    policy: Policy,
+) -> Result<Box<dyn SfSource>, CliError> {
+    let needs_sf = matches!(policy, Policy::To { .. } | Policy::Acfs { .. });
+    if !given.entries().is_empty() {
+        return Ok(Box::new(given));
+    }
+    if !needs_sf {
+        return Ok(Box::new(NoSf));
+    }
+    let kinds: Vec<pinsight_measure::sf::KindCpus> = topo.kinds.iter().map(Into::into).collect();
+    let root = super::compare::measurement_root()?;
+    match pinsight_measure::sf::SfSampler::new(&root, &kinds, Default::default()) {
+        Ok(s) => {
+            if !g.quiet {
+                eprintln!(
+                    "{}",
+                    wrap80(&format!(
+                        "pinsight: note: no --sf given: {} measures each thread's SF from \
+                         per-kind counters (IPS on the big kind / IPS on the small kind)",
+                        policy.name()
+                    ))
+                );
+            }
+            Ok(Box::new(CounterSf::new(s)))
+        }
+        Err(why) => {
+            if !g.quiet {
+                eprintln!(
+                    "{}",
+                    wrap80(&format!(
+                        "pinsight: note: no --sf given and counters are unavailable ({why}): \
+                         {} ranks every thread alike; give --sf NAME=X",
+                        policy.name()
+                    ))
+                );
+            }
+            Ok(Box::new(NoSf))
+        }
     }
 }

@@ -27,4 +27,4 @@ pub use manager::{
     ThreadReport,
 };
 pub use sample::{Resolution, Sampler, ThreadSample};
-pub use sf::{GivenSf, NoSf, ProgramRef, SfSource, SfSpecError, SfTarget, ThreadPeriod};
+pub use sf::{CounterSf, GivenSf, NoSf, ProgramRef, SfSource, SfSpecError, SfTarget, ThreadPeriod};

@@ -1,12 +1,12 @@
 //! Where the scheduler's speedup factors come from: the [`SfSource`] seam.
 //!
-//! Today SFs are given per program ([`GivenSf`]: `--sf NAME=1.9`, NAME a
-//! program's name or its position `#N`). Per-thread SFs measured from
-//! counters (`pinsight sf`, an `SfEstimator` fed with per-kind IPS) plug in
-//! by implementing [`SfSource`]: the manager asks once per thread per
-//! period and passes the answer to `Scheduler::step` (`None` keeps the
-//! previous estimate; a thread never given one ranks at the mean of the
-//! known ones).
+//! SFs are given per program ([`GivenSf`]: `--sf NAME=1.9`, NAME a
+//! program's name or its position `#N`) or measured per thread from
+//! counters ([`CounterSf`]: `pinsight sf`'s sampler, one counter group per
+//! core-kind PMU, its estimator and phase cache). The manager asks once per
+//! thread per period and passes the answer to `Scheduler::step` (`None`
+//! keeps the previous estimate; a thread never given one ranks at the mean
+//! of the known ones).
 
 use std::fmt;
 
@@ -166,6 +166,64 @@ impl GivenSf {
 impl SfSource for GivenSf {
     fn sf(&mut self, program: &ProgramRef<'_>, _: &ThreadPeriod) -> Option<f64> {
         self.lookup(program)
+    }
+}
+
+/// Per-thread SFs from counters: `pinsight-measure`'s [`SfSampler`] (one
+/// counter group per core-kind PMU, IPS per kind, the running-average
+/// estimator with its phase cache). A thread is attached the first time
+/// the manager asks about it and sampled at every period after; its SF is
+/// the phase cache's prediction once each kind has enough samples. A thread
+/// whose counters cannot be opened or read is left without one (and
+/// counted in [`CounterSf::failed`]).
+///
+/// [`SfSampler`]: pinsight_measure::sf::SfSampler
+pub struct CounterSf {
+    sampler: pinsight_measure::sf::SfSampler,
+    failed: std::collections::BTreeSet<i32>,
+}
+
+impl CounterSf {
+    /// Over an opened sampler (`SfSampler::new`, which says why counters
+    /// are unavailable on this machine).
+    pub fn new(sampler: pinsight_measure::sf::SfSampler) -> CounterSf {
+        CounterSf {
+            sampler,
+            failed: Default::default(),
+        }
+    }
+
+    /// Threads whose counters could not be opened or read.
+    pub fn failed(&self) -> usize {
+        self.failed.len()
+    }
+}
+
+impl fmt::Debug for CounterSf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CounterSf")
+            .field("threads", &self.sampler.tids().len())
+            .field("failed", &self.failed.len())
+            .finish()
+    }
+}
+
+impl SfSource for CounterSf {
+    fn sf(&mut self, _: &ProgramRef<'_>, thread: &ThreadPeriod) -> Option<f64> {
+        let tid = thread.tid;
+        if self.failed.contains(&tid) {
+            return None;
+        }
+        if !self.sampler.is_attached(tid) && self.sampler.attach(tid).is_err() {
+            self.failed.insert(tid);
+            return None;
+        }
+        if self.sampler.sample(tid).is_err() {
+            self.sampler.detach(tid);
+            self.failed.insert(tid);
+            return None;
+        }
+        self.sampler.sf(tid)
     }
 }
 

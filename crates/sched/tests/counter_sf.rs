@@ -1,0 +1,100 @@
+//! TO fed by counters: `CounterSf` attaches `pinsight sf`'s sampler to each
+//! managed thread the first time the manager asks, samples it every period
+//! and hands the manager the estimator's SF once both kinds have enough
+//! samples. Run with the sampler's software stand-in (this machine may have
+//! no PMU): the SF means nothing, the path from counters to the scheduler
+//! is what is checked.
+
+use pinsight_cpuset::CpuSet;
+use pinsight_measure::sf::{KindPmu, SfKind, SfOptions, SfPmus, SfSampler};
+use pinsight_sched::{Config, CounterSf, Manager};
+use pinsight_sched_model::{Capacity, Cpu, Policy};
+use pinsight_sys::fsroot::FsRoot;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn usable_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap();
+    CpuSet::parse_list(allowed.trim()).unwrap().iter().collect()
+}
+
+#[test]
+fn to_gets_per_thread_sfs_from_counters() {
+    let cpus = usable_cpus();
+    if cpus.len() < 2 {
+        pinsight_testkit::skip("TO with counters needs two usable CPUs");
+        return;
+    }
+    let (big, small) = (cpus[0], cpus[1]);
+    let pmu = |name: &str, ty, kind, cpu| KindPmu {
+        pmu: name.into(),
+        type_id: ty,
+        kind,
+        kind_name: format!("{name} kind"),
+        cpus: CpuSet::single(cpu),
+    };
+    let pmus = SfPmus {
+        pmus: vec![
+            pmu("cpu_core", 4, SfKind::Big, big),
+            pmu("cpu_atom", 10, SfKind::Small, small),
+        ],
+        big: CpuSet::single(big),
+        small: CpuSet::single(small),
+    };
+    let sampler = SfSampler::software_stand_in(
+        pmus,
+        SfOptions {
+            min_running: Duration::from_millis(1),
+            ..SfOptions::default()
+        },
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cfg = Config {
+        policy: Policy::to(),
+        period: Duration::from_millis(50),
+        capacity: Capacity {
+            big: vec![Cpu::new(big as u32)],
+            small: vec![Cpu::new(small as u32)],
+        },
+        follow_children: false,
+        group_children: false,
+        orphans_of: None,
+    };
+    let mut m = Manager::new(
+        FsRoot::live(),
+        cfg,
+        &[child.id() as i32],
+        Box::new(CounterSf::new(sampler)),
+    )
+    .unwrap();
+    // The stand-in counts on both groups whatever the CPU: five samples
+    // of each kind take five periods; allow a loaded machine many more.
+    let mut sf = None;
+    for i in 0..100 {
+        std::thread::sleep(Duration::from_millis(60));
+        m.step();
+        sf = m
+            .report(Duration::from_secs(1), Default::default())
+            .programs[0]
+            .sf;
+        if i >= 6 && sf.is_some() {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    m.finish(Duration::from_secs(1));
+    let sf = sf.expect("no SF from counters after 100 periods");
+    assert!(
+        (1.0..=4.0).contains(&sf),
+        "SF {sf} outside the estimator's clamp"
+    );
+}
