@@ -252,3 +252,85 @@ fn refusals() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The same exports as compare: JSON, CSV, Markdown and HTML files with
+/// every scheduler's metrics and intervals and each program's slowdown;
+/// an export that cannot be written is refused before anything runs.
+#[test]
+fn exports_json_csv_markdown_and_html() {
+    let dir = tempfile::tempdir().unwrap();
+    let progs = programs(1);
+    let mut args = vec![
+        "mix",
+        "--schedulers",
+        "aarr,to",
+        "--repeat",
+        "1",
+        "--sf",
+        "#2=2",
+        "--export-json",
+        "m.json",
+        "--csv",
+        "m.csv",
+        "--markdown",
+        "m.md",
+        "--html",
+        "m.html",
+        "--",
+    ];
+    args.extend(progs[..2].iter().map(String::as_str));
+    let Some(mut c) = pinsight(dir.path(), &args) else {
+        return;
+    };
+    let o = wait_with_guard(
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).unwrap();
+    let j: Value = serde_json::from_str(&read("m.json")).unwrap();
+    assert_eq!(j["schedulers"].as_array().unwrap().len(), 2, "{j}");
+    let stp = j["schedulers"][0]["stp"].as_f64().unwrap();
+    let csv = read("m.csv");
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("scheduler,what,name,value,ci_lo,ci_hi"));
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("aarr,metric,stp,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    let v: f64 = row.split(',').nth(3).unwrap().parse().unwrap();
+    assert!((v - stp).abs() < 1e-9, "{row} vs {stp}");
+    assert_eq!(csv.lines().filter(|l| l.contains(",slowdown,")).count(), 4);
+    let md = read("m.md");
+    assert!(md.contains("| aarr |") && md.contains("| to |"), "{md}");
+    assert!(md.contains("Verdict:"), "{md}");
+    let html = read("m.html");
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("<td>aarr</td>"),
+        "{html}"
+    );
+    assert!(!html.contains("<script"), "self-contained, no script");
+
+    // Refused before any run: nothing journaled.
+    let d2 = tempfile::tempdir().unwrap();
+    let mut c = pinsight(
+        d2.path(),
+        &["mix", "--csv", "/nonexistent-dir/x.csv", "--", "true"],
+    )
+    .unwrap();
+    let o = c.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--csv /nonexistent-dir/x.csv: cannot write it"),
+        "{err}"
+    );
+    assert!(!d2.path().join("pinsight-mix.jsonl").exists());
+}

@@ -732,7 +732,7 @@ fn check_outputs(args: &Args) -> Result<(), CliError> {
     Ok(())
 }
 
-fn writable(path: &Path) -> std::io::Result<()> {
+pub(crate) fn writable(path: &Path) -> std::io::Result<()> {
     use std::fs::OpenOptions;
     if path.is_dir() {
         return Err(std::io::Error::other("it is a directory"));

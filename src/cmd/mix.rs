@@ -64,6 +64,19 @@ pub struct Args {
     /// repeat, period and SFs unless given again, which must then match).
     #[arg(long, value_name = "FILE", conflicts_with = "journal")]
     pub resume: Option<PathBuf>,
+    /// Write the JSON report (as --json prints it) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write a CSV (scheduler, metric or program slowdown, value, 95%
+    /// interval) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write a Markdown report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// The programs: one shell command line each (quote them).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
     pub commands: Vec<String>,
@@ -110,6 +123,12 @@ impl Observer for Progress {
 }
 
 pub fn run(mut args: Args, g: &Globals) -> CmdResult {
+    // Every export is known to be writable before anything runs.
+    for (flag, p) in exports(&args) {
+        super::compare::writable(p).map_err(|e| {
+            CliError::usage(format!("{flag} {}: cannot write it: {e}", p.display()))
+        })?;
+    }
     let capacity = live_capacity(g, "mix")?;
     // A resume takes what was not given again from the journal's header.
     let mut previous = Vec::new();
@@ -242,7 +261,8 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
         Err(e) => return Err(CliError::runtime(format!("mix: {e}"))),
     };
     let verdict = pinsight_render::mix::mix_verdict(&result);
-    if g.json {
+    let want_json = g.json || args.export_json.is_some();
+    if want_json {
         let (b, s) = match spec.header() {
             Record::Header {
                 big_cpus,
@@ -251,7 +271,7 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
             } => (big_cpus, small_cpus),
             _ => unreachable!("header"),
         };
-        g.print_json(&Json {
+        let json = Json {
             big_cpus: b,
             small_cpus: s,
             repeat: spec.repeat,
@@ -270,9 +290,45 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
                 .collect(),
             schedulers: &result.schedulers,
             verdict,
-        })?;
-    } else {
+        };
+        if let Some(p) = &args.export_json {
+            let text = serde_json::to_string_pretty(&json)
+                .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
+            write_export(p, text + "\n")?;
+        }
+        if g.json {
+            g.print_json(&json)?;
+        }
+    }
+    if !g.json {
         print!("{}", pinsight_render::mix::mix(&result, spec.repeat));
     }
+    if let Some(p) = &args.csv {
+        write_export(p, pinsight_render::mix::csv(&result))?;
+    }
+    if let Some(p) = &args.markdown {
+        write_export(p, pinsight_render::mix::markdown(&result, spec.repeat))?;
+    }
+    if let Some(p) = &args.html {
+        write_export(p, pinsight_render::mix::html(&result, spec.repeat))?;
+    }
     Ok(0)
+}
+
+/// The export files asked for, with their flags.
+fn exports(args: &Args) -> Vec<(&'static str, &std::path::Path)> {
+    [
+        ("--export-json", &args.export_json),
+        ("--csv", &args.csv),
+        ("--markdown", &args.markdown),
+        ("--html", &args.html),
+    ]
+    .into_iter()
+    .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+    .collect()
+}
+
+fn write_export(p: &std::path::Path, text: String) -> Result<(), CliError> {
+    std::fs::write(p, text)
+        .map_err(|e| CliError::runtime(format!("cannot write {}: {e}", p.display())))
 }

@@ -246,6 +246,189 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
     out
 }
 
+/// The four metrics of a scheduler as (name, value, 95% interval).
+fn metric_rows(
+    s: &pinsight_sched::mix::SchedulerResult,
+) -> [(&'static str, f64, Option<(f64, f64)>); 4] {
+    let m = &s.metrics;
+    [
+        (
+            "aggregate_speedup",
+            m.aggregate_speedup,
+            s.ci.aggregate_speedup,
+        ),
+        ("stp", m.stp, s.ci.stp),
+        ("antt", m.antt, s.ci.antt),
+        ("unfairness", m.unfairness, s.ci.unfairness),
+    ]
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or_else(String::new, |v| format!("{v}"))
+}
+
+/// `mix --csv`: one row per scheduler and metric (value and its 95%
+/// interval over the repeats), then one per scheduler and program (its
+/// slowdown), under one header: `scheduler,what,name,value,ci_lo,ci_hi`.
+pub fn csv(r: &MixResult) -> String {
+    // One quoting rule for every CSV pinsight writes (compare's).
+    let f = crate::compare::csv::field;
+    let mut out = String::from("scheduler,what,name,value,ci_lo,ci_hi\n");
+    for s in &r.schedulers {
+        for (name, v, ci) in metric_rows(s) {
+            let _ = writeln!(
+                out,
+                "{},metric,{name},{v},{},{}",
+                f(&s.policy),
+                opt(ci.map(|c| c.0)),
+                opt(ci.map(|c| c.1))
+            );
+        }
+        for p in &s.programs {
+            let _ = writeln!(
+                out,
+                "{},slowdown,{},{},,",
+                f(&s.policy),
+                f(&p.name),
+                p.slowdown
+            );
+        }
+    }
+    out
+}
+
+fn pm_md(v: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!("{v:.3} ({lo:.3}–{hi:.3})"),
+        None => format!("{v:.3}"),
+    }
+}
+
+/// `mix --markdown`: the schedulers' metrics with their 95% intervals, the
+/// per-program slowdowns and the verdict, as Markdown tables.
+pub fn markdown(r: &MixResult, repeat: u32) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# pinsight mix\n");
+    let _ = writeln!(
+        out,
+        "{} programs, each completed {repeat} time(s) per scheduler; intervals are 95% over the repeats.\n",
+        r.references.len()
+    );
+    let _ = writeln!(
+        out,
+        "| scheduler | aggregate speedup | STP | ANTT | unfairness | wall (s) |"
+    );
+    let _ = writeln!(out, "| --- | --- | --- | --- | --- | --- |");
+    for s in &r.schedulers {
+        let rows = metric_rows(s);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.1} |",
+            s.policy,
+            pm_md(rows[0].1, rows[0].2),
+            pm_md(rows[1].1, rows[1].2),
+            pm_md(rows[2].1, rows[2].2),
+            pm_md(rows[3].1, rows[3].2),
+            s.wall_s
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n| program | alone big (s) | alone small (s) | {} |",
+        r.schedulers
+            .iter()
+            .map(|s| format!("{} slowdown", s.policy))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let _ = writeln!(
+        out,
+        "| --- | --- | --- |{}",
+        " --- |".repeat(r.schedulers.len())
+    );
+    for (i, (b, sm)) in r.references.iter().enumerate() {
+        let name = r
+            .schedulers
+            .first()
+            .and_then(|s| s.programs.get(i))
+            .map_or_else(|| format!("#{}", i + 1), |p| p.name.replace('|', "\\|"));
+        let sds: Vec<String> = r
+            .schedulers
+            .iter()
+            .map(|s| {
+                s.programs
+                    .get(i)
+                    .map_or_else(String::new, |p| format!("{:.3}", p.slowdown))
+            })
+            .collect();
+        let _ = writeln!(out, "| {name} | {b:.3} | {sm:.3} | {} |", sds.join(" | "));
+    }
+    let _ = writeln!(out, "\n{}", mix_verdict(r));
+    out
+}
+
+/// `mix --html`: the Markdown report's tables as one self-contained page
+/// (no script, no external resource; every text escaped).
+pub fn html(r: &MixResult, repeat: u32) -> String {
+    let esc = crate::escape;
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pinsight mix</title>\n\
+         <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
+         td,th{border:1px solid #999;padding:.2em .6em;text-align:right}\
+         td:first-child,th:first-child{text-align:left}</style></head><body>\n<h1>pinsight mix</h1>\n",
+    );
+    let _ = writeln!(
+        out,
+        "<p>{} programs, each completed {repeat} time(s) per scheduler; intervals are 95% over the repeats.</p>",
+        r.references.len()
+    );
+    out.push_str("<table><tr><th>scheduler</th><th>aggregate speedup</th><th>STP</th><th>ANTT</th><th>unfairness</th><th>wall (s)</th></tr>\n");
+    for s in &r.schedulers {
+        let rows = metric_rows(s);
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td></tr>",
+            esc(&s.policy),
+            esc(&pm_md(rows[0].1, rows[0].2)),
+            esc(&pm_md(rows[1].1, rows[1].2)),
+            esc(&pm_md(rows[2].1, rows[2].2)),
+            esc(&pm_md(rows[3].1, rows[3].2)),
+            s.wall_s
+        );
+    }
+    out.push_str("</table>\n<h2>Slowdown per program</h2>\n<table><tr><th>program</th><th>alone big (s)</th><th>alone small (s)</th>");
+    for s in &r.schedulers {
+        let _ = write!(out, "<th>{}</th>", esc(&s.policy));
+    }
+    out.push_str("</tr>\n");
+    for (i, (b, sm)) in r.references.iter().enumerate() {
+        let name = r
+            .schedulers
+            .first()
+            .and_then(|s| s.programs.get(i))
+            .map_or_else(|| format!("#{}", i + 1), |p| p.name.clone());
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{b:.3}</td><td>{sm:.3}</td>",
+            esc(&name)
+        );
+        for s in &r.schedulers {
+            let v = s
+                .programs
+                .get(i)
+                .map_or_else(String::new, |p| format!("{:.3}", p.slowdown));
+            let _ = write!(out, "<td>{v}</td>");
+        }
+        out.push_str("</tr>\n");
+    }
+    let _ = writeln!(
+        out,
+        "</table>\n<p>{}</p>\n</body></html>",
+        esc(&mix_verdict(r))
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
