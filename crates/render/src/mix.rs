@@ -246,10 +246,11 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
     out
 }
 
-/// The four metrics of a scheduler as (name, value, 95% interval).
-fn metric_rows(
-    s: &pinsight_sched::mix::SchedulerResult,
-) -> [(&'static str, f64, Option<(f64, f64)>); 4] {
+/// A metric: its name, value and 95% interval over the repeats.
+type MetricRow = (&'static str, f64, Option<(f64, f64)>);
+
+/// The four metrics of a scheduler.
+fn metric_rows(s: &pinsight_sched::mix::SchedulerResult) -> [MetricRow; 4] {
     let m = &s.metrics;
     [
         (
