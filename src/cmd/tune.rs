@@ -60,8 +60,14 @@ predictions [one per configuration], validation [{p, e, smt, predicted_s, ci,
 measured_s, runs, error}], outside_machine, design_runs, validation_runs,
 machine_words, notes, dialects [{name, text | error}].
 
-Exit status: 0 done; 1 runtime error; 2 usage (bad CSV line, unknown goal,
---from with a command, too few configurations, energy goal without energy_j).
+Live runs: the design journal is pinsight-tune-STAMP.jsonl (or --journal), the
+validation runs go to STAMP.validate.jsonl beside it; --resume FILE (either one)
+continues an interrupted or budget-cut tune and gives the same answer.
+
+Exit status: 0 done; 1 runtime error (an energy goal without RAPL); 2 usage (bad
+CSV line, unknown goal, --from with a command, too few configurations, energy
+goal without energy_j); 126/127 CMD cannot run; 128+N stopped by signal N (the
+journal is kept: --resume).
 
 Examples:
   pinsight tune -- ./my-omp-app input.dat
