@@ -23,9 +23,6 @@ fn process_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Entry point when this binary is spawned as a workload: ignored in a
-/// normal run (it is not a test), run with `--ignored` by [`spin`].
-
 /// CPU time the hypervisor took from this machine (all CPUs: the `steal`
 /// column of /proc/stat), ms. perf's task-clock counts a task's stolen
 /// time and the kernel's CPU-time accounting does not (paravirt steal
@@ -43,6 +40,8 @@ fn steal_ms() -> f64 {
     ticks * 1000.0 / hz.max(1.0)
 }
 
+/// Entry point when this binary is spawned as a workload: ignored in a
+/// normal run (it is not a test), run with `--ignored` by [`spin`].
 #[test]
 #[ignore = "the spawned workload's entry point, not a test"]
 fn child_entry() {
