@@ -76,6 +76,33 @@ pub struct Extension {
     pub arm_names: Option<Vec<String>>,
 }
 
+impl Request {
+    /// `command` under `policies` with compare's defaults: 10 measured runs
+    /// and 1 warm-up per arm, seed 0, the usable CPUs' thread count, no
+    /// prepare command, governors, timeout, inputs or memory policy. Set
+    /// the rest with struct update syntax
+    /// (`Request { runs: 3, ..Request::new(cmd, policies) }`).
+    pub fn new(command: Vec<String>, policies: Vec<String>) -> Request {
+        Request {
+            command,
+            prepare: None,
+            policies,
+            governors: Vec::new(),
+            threads: None,
+            oversubscribe: false,
+            latency: None,
+            weights: None,
+            mem: None,
+            near: None,
+            interleave_weights: None,
+            runs: 10,
+            warmup: 1,
+            seed: 0,
+            timeout: None,
+        }
+    }
+}
+
 /// Why the experiment cannot be set up. [`SetupError::is_usage`] tells
 /// the request's fault from the machine's.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

@@ -17,21 +17,13 @@ fn laptop() -> Topology {
 
 fn request(policies: &[&str]) -> Request {
     Request {
-        command: vec!["true".into()],
-        prepare: None,
-        policies: policies.iter().map(|s| s.to_string()).collect(),
-        governors: vec![],
-        threads: None,
-        oversubscribe: false,
-        latency: None,
-        weights: None,
-        mem: None,
-        near: None,
-        interleave_weights: None,
         runs: 3,
         warmup: 0,
         seed: 7,
-        timeout: None,
+        ..Request::new(
+            vec!["true".into()],
+            policies.iter().map(|s| s.to_string()).collect(),
+        )
     }
 }
 

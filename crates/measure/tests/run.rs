@@ -23,23 +23,6 @@ fn process_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// CPU time the hypervisor took from this machine (all CPUs: the `steal`
-/// column of /proc/stat), ms. perf's task-clock counts a task's stolen
-/// time and the kernel's CPU-time accounting does not (paravirt steal
-/// accounting), so in a VM under host load the two differ by at most this.
-fn steal_ms() -> f64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let ticks: f64 = stat
-        .lines()
-        .next()
-        .and_then(|l| l.split_whitespace().nth(8))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    ticks * 1000.0 / hz.max(1.0)
-}
-
 /// Entry point when this binary is spawned as a workload: ignored in a
 /// normal run (it is not a test), run with `--ignored` by [`spin`].
 #[test]
@@ -94,9 +77,9 @@ fn value(m: &Metric) -> f64 {
 #[test]
 fn task_clock_agrees_with_user_plus_sys_on_a_cpu_bound_child() {
     let m = measurer(Options::default());
-    let s0 = steal_ms();
+    let s0 = pinsight_testkit::steal_ms();
     let r = m.run(spin(300)).unwrap();
-    let stolen = steal_ms() - s0;
+    let stolen = pinsight_testkit::steal_ms() - s0;
     assert_eq!(r.exit.code, Some(0), "{r:?}");
     let cpu_ms = (r.user_s + r.sys_s) * 1000.0;
     let task_ms = value(&r.counters.task_clock_ms);
@@ -144,9 +127,9 @@ fn counters_follow_the_whole_process_tree() {
     );
     let mut c = sh(&script);
     c.env(CHILD, "spin:150");
-    let s0 = steal_ms();
+    let s0 = pinsight_testkit::steal_ms();
     let r = m.run(c).unwrap();
-    let stolen = steal_ms() - s0;
+    let stolen = pinsight_testkit::steal_ms() - s0;
     let task_ms = value(&r.counters.task_clock_ms);
     assert!(
         task_ms >= 290.0,

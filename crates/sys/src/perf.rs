@@ -268,23 +268,6 @@ impl Counter {
 mod tests {
     use super::*;
 
-    /// CPU time the hypervisor took from this machine (all CPUs: the `steal`
-    /// column of /proc/stat), ms. perf's task-clock counts a task's stolen
-    /// time and the kernel's CPU-time accounting does not (paravirt steal
-    /// accounting), so in a VM under host load the two differ by at most this.
-    fn steal_ms() -> f64 {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let ticks: f64 = stat
-            .lines()
-            .next()
-            .and_then(|l| l.split_whitespace().nth(8))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        ticks * 1000.0 / hz.max(1.0)
-    }
-
     #[test]
     fn task_clock_counts_our_own_work() {
         let spec = OpenSpec {
@@ -312,14 +295,14 @@ mod tests {
             unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
             ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
         };
-        let s0 = steal_ms();
+        let s0 = pinsight_testkit::steal_ms();
         let start = cpu();
         while cpu() - start < 20_000_000 {
             std::hint::black_box(0);
         }
         let spent = cpu() - start;
         let r = c.read().unwrap();
-        let stolen_ns = (steal_ms() - s0) * 1e6;
+        let stolen_ns = (pinsight_testkit::steal_ms() - s0) * 1e6;
         // Within 10%, plus what the hypervisor stole meanwhile (task-clock
         // counts it, the thread's CPU clock does not).
         let v = r.value as f64;

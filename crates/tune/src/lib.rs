@@ -649,21 +649,11 @@ fn open_stage(
         ..Extension::default()
     };
     let request = Request {
-        command: r.command.clone(),
-        prepare: None,
-        policies,
-        governors: Vec::new(),
-        threads: None,
-        oversubscribe: false,
-        latency: None,
-        weights: None,
-        mem: None,
-        near: None,
-        interleave_weights: None,
         runs: r.runs,
         warmup: r.warmup,
         seed: r.seed,
         timeout: r.timeout,
+        ..Request::new(r.command.clone(), policies)
     };
     let executor = match &cfg.executor {
         ExecutorKind::Live => ExecutorChoice::Live,

@@ -311,21 +311,13 @@ fn a_journal_from_another_machine_or_command_is_refused() {
 
 fn compare_request(policies: &[&str]) -> Request {
     Request {
-        command: vec!["my-program".into()],
-        prepare: None,
-        policies: policies.iter().map(|s| s.to_string()).collect(),
-        governors: vec![],
-        threads: None,
-        oversubscribe: false,
-        latency: None,
-        weights: None,
-        mem: None,
-        near: None,
-        interleave_weights: None,
         runs: 1,
         warmup: 0,
         seed: 1,
-        timeout: None,
+        ..Request::new(
+            vec!["my-program".into()],
+            policies.iter().map(|s| s.to_string()).collect(),
+        )
     }
 }
 
