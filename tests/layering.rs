@@ -7,7 +7,7 @@
 //!             tune-model, sched-model
 //! os          sys                                       (the only OS calls)
 //! discovery   topology                                  (reads /sys, hwloc XML)
-//! measurement measure, launch, latency, speed, workload, compare
+//! measurement lifecycle, measure, launch, latency, speed, workload, compare
 //! rendering   render, report
 //! cli         pinsight
 //! test-support testkit                                  (dev-dependency only)
@@ -43,6 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "measurement",
         &[
+            "pinsight-lifecycle",
             "pinsight-measure",
             "pinsight-launch",
             "pinsight-latency",

@@ -1,0 +1,17 @@
+//! One program lifecycle for every measuring command (`compare`, `tune`,
+//! `mix`, `sched`, `sf`, `speed`, `latency`): the job "run a program,
+//! measure it, journal it, stop on a signal" written once.
+//!
+//! * [`exit`]: the one table from spawn error, exit status and signal to
+//!   the shell's exit code (126, 127, 128 + N).
+//! * [`journal`]: `Journal<Header, Record>`, fsync'd JSON Lines, created
+//!   exclusively, locked while in use, a cut last line handled one way,
+//!   every record checked against the header's design.
+//! * [`output`]: every file pinsight writes goes to a temporary name in
+//!   the same directory and is renamed into place; default names are
+//!   created with `O_EXCL | O_NOFOLLOW`.
+#![forbid(unsafe_code)]
+
+pub mod exit;
+pub mod journal;
+pub mod output;
