@@ -856,7 +856,7 @@ fn uint_or_null(v: &Value, what: &str) {
     );
 }
 
-/// The `topo --json` contract (issue): keys, types, and the invariants
+/// The `topo --json` contract: keys, types, and the invariants
 /// between them. Groups (cores, packages, dies, clusters, caches, NUMA
 /// nodes, kinds) list online CPUs only.
 fn check_topo_contract(doc: &Value, what: &str) {

@@ -803,7 +803,7 @@ fn pmu_less_machine_with_rapl_shows_reasons_energy_and_edp() {
     assert!(r["arms"][1]["edp_change_percent"].as_f64().is_some());
 }
 
-// ---- issue 8: every arm runs the same experiment ----
+// ---- every arm runs the same experiment ----
 
 #[test]
 fn every_arm_runs_the_same_thread_count_and_exports() {
@@ -997,7 +997,7 @@ fn latency_and_weights_files_reach_the_policies_that_need_them() {
     }
 }
 
-// ---- issue 8: no experiment on the wrong machine ----
+// ---- no experiment on the wrong machine ----
 
 #[test]
 fn recorded_machines_are_refused() {
@@ -1059,7 +1059,7 @@ fn recorded_machines_are_refused() {
     }
 }
 
-// ---- issue 8: a typo is an error, not a command ----
+// ---- a typo is an error, not a command ----
 
 #[test]
 fn a_mistyped_option_is_an_error_not_the_program() {
@@ -1108,7 +1108,7 @@ fn a_mistyped_option_is_an_error_not_the_program() {
     }
 }
 
-// ---- issue 8: no lost work ----
+// ---- no lost work ----
 
 #[test]
 fn output_paths_are_checked_before_anything_runs() {
@@ -1203,7 +1203,7 @@ fn default_journal_names_never_collide() {
     assert_eq!(journals.len(), 2, "{journals:?}");
 }
 
-// ---- issue 8: readable where users are ----
+// ---- readable where users are ----
 
 #[test]
 fn tables_fit_80_columns_also_when_the_terminal_reports_0() {

@@ -1,6 +1,6 @@
 //! The crate graph keeps its layers: a check over `cargo metadata`.
 //!
-//! Every workspace package sits in one layer (see README, "Layout"):
+//! Every workspace package sits in one layer (see docs/src/architecture.md):
 //!
 //! ```text
 //! pure        cpuset, stats, model, latency-model, plan,  (no I/O, no OS)
@@ -80,8 +80,8 @@ const IMPURE_CRATES: &[&str] = &[
 ];
 
 /// Edges allowed to break the layers while a split is under way: empty
-/// since issue 9 ended (the planner on pure crates, compare's and
-/// latency's renderers in pinsight-render). Never add to this list.
+/// since the planner moved onto pure crates and compare's and latency's
+/// renderers into pinsight-render. Never add to this list.
 const TEMPORARY_ALLOWED: &[(&str, &str)] = &[];
 
 fn layer_of(name: &str) -> Option<(usize, &'static str)> {

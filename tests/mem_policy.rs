@@ -253,7 +253,7 @@ fn plan_numactl_golden_on_a_recorded_machine() {
     });
 }
 
-/// The issue's own command line, without a POLICY (as with numactl): the
+/// `pinsight run --mem bind:N -- CMD` without a POLICY (as with numactl): the
 /// placement is `os` and the memory policy is in effect in the program.
 #[test]
 fn run_without_a_policy_applies_only_the_memory_policy() {

@@ -23,7 +23,7 @@ fn model(args: &[&str]) -> Out {
     o
 }
 
-/// The seed's 4P+8E with f 0.99 and sf 2 (eqs. 4 and 6): 7.48x against one
+/// Adnan 2023's 4P+8E (Array 19) with f 0.99 and sf 2 (eqs. 4 and 6): 7.48x against one
 /// P-core and 14.95x against one E-core with every core.
 #[test]
 fn given_params_follow_the_seed_equations() {

@@ -4,8 +4,8 @@
 //! `0000:02:00.0` (`eth0`) local to node 2 (CPUs 4-5), laid out as the
 //! kernel does (`sys/bus/pci/devices/ADDR` a link into `sys/devices/pci…`).
 //!
-//! Device discovery (PCI devices from `sys/bus/pci/devices`) is issue 11's
-//! item 2, built on another branch: these tests need it to find `eth0`.
+//! These tests need device discovery (PCI devices from
+//! `sys/bus/pci/devices`) to find `eth0`.
 
 mod common_cli;
 

@@ -1,4 +1,4 @@
-//! Issue 8, "no lost work, no panic": a closed stdout pipe ends nothing
+//! No lost work, no panic: a closed stdout pipe ends nothing
 //! badly, output files are checked before anything is measured, an
 //! impossible `speed --mem-mib` is refused, and `pin` on a per-CPU kernel
 //! thread says what EINVAL means (a dry run says the same).

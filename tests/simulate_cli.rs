@@ -1,4 +1,5 @@
-//! `pinsight simulate`: the seed's experiment on a simulated machine, end
+//! `pinsight simulate`: the multi-program experiment of Saez and
+//! Prieto-Matias (APSys '22, §5) on a simulated machine, end
 //! to end through the binary (help, human and JSON output, the machine
 //! from --machine or a recorded topology, one-line usage errors, exit 2).
 

@@ -1,5 +1,5 @@
-//! `pinsight topo --json` lists PCI devices with their locality (issue 11,
-//! item 2), on the hand-made device tree and on hwloc's recorded
+//! `pinsight topo --json` lists PCI devices with their locality, on the
+//! hand-made device tree and on hwloc's recorded
 //! `fakepcilocalities`, and `pinsight snapshot` keeps them.
 
 mod common_cli;

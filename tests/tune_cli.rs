@@ -1,4 +1,5 @@
-//! `pinsight tune --from FILE` end to end: the seed's own table, generated
+//! `pinsight tune --from FILE` end to end: the runs of Adnan, Array 19
+//! (2023), Tables 4–5, generated
 //! static and dynamic programs on the recorded i7-1370P (6P+8E, SMT on the
 //! P-cores), a one-kind recorded machine, the JSON contract, and every bad
 //! input as a one-line usage error (exit 2).
@@ -52,7 +53,7 @@ fn fits_80(o: &Out) {
     }
 }
 
-/// Issue 12 acceptance through the CLI: the seed's runs (4P+8E, i5-1240P)
+/// Through the CLI: the runs of Adnan, Array 19 (2023), Tables 4–5 (4P+8E, i5-1240P)
 /// fit sf ≈ 2 and the hybrid row, measured 0.323 s, is predicted within 5%.
 #[test]
 fn seed_table_through_from_on_a_declared_machine() {

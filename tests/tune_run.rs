@@ -5,8 +5,7 @@
 //!   model, nothing runs): the whole design and validation on the recorded
 //!   i7-1370P, the JSON contract, a budget cut resumed to the same answer
 //!   as an uninterrupted tune.
-//! - Live on this machine's CPUs: `pinsight workload pi` tuned (issue 12's
-//!   acceptance run) and resumed to the same answer, with declared kinds
+//! - Live on this machine's CPUs: `pinsight workload pi` tuned and resumed to the same answer, with declared kinds
 //!   over two usable CPUs, Ctrl-C then `--resume`, and the refusals.
 
 mod common_cli;
@@ -214,7 +213,7 @@ fn a_budget_cut_resumed_gives_the_uninterrupted_answer() {
     }
 }
 
-/// Issue 12's acceptance run, live: `pinsight tune -- pinsight workload pi`
+/// The acceptance run, live: `pinsight tune -- pinsight workload pi`
 /// on this machine's CPUs recommends a configuration, and resuming the
 /// finished journal gives the same answer.
 #[test]

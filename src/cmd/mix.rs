@@ -1,5 +1,6 @@
 //! `pinsight mix --schedulers os,aarr,to,acfs [--repeat 3] -- 'CMD1' 'CMD2' …`:
-//! the seed's multi-program experiment on the user's programs
+//! the multi-program experiment of Saez and Prieto-Matias (APSys '22, §5)
+//! on the user's programs
 //! (pinsight_sched::mix). Thin: flags, journal path, Ctrl-C, progress,
 //! output through pinsight-render.
 
@@ -26,7 +27,7 @@ use std::time::Duration;
 ///   unfairness         max slowdown / min slowdown
 ///   STP                Σ Bᵢ / Tᵢ (system throughput: normalised progress)
 ///   ANTT               mean of Tᵢ / Bᵢ (average normalised turnaround)
-///   aggregate speedup  Σ (Sᵢ / Tᵢ − 1) (the seed's throughput metric)
+///   aggregate speedup  Σ (Sᵢ / Tᵢ − 1) (throughput, APSys '22 §5)
 ///
 /// ± are 95% Student intervals over the repeats (the metrics of every
 /// program's j-th run, j = 1..repeat). Every run is journaled (JSON Lines,

@@ -1,6 +1,7 @@
 //! `pinsight model`: evaluate the asymmetric Amdahl model, fitted from runs
 //! (`--from`) or given (`--params`), for one configuration and as speedup
-//! curves P-first vs E-first (seed Figs. 3–8), as a table, SVG or JSON.
+//! curves P-first vs E-first (Adnan, Array 19 (2023), Figs. 3–8), as a
+//! table, SVG or JSON.
 
 use crate::cli::{check_output_file, CliError, CmdResult, Globals};
 use pinsight_plan::tune::TuneLayout;

@@ -33,8 +33,10 @@ use std::time::Duration;
 ///         small one; the most-advanced big-core thread swaps with the
 ///         least-advanced small-core thread beyond one period
 ///
-/// SFs are given per program with --sf (no PMU-based estimate yet: see
-/// `pinsight sf`); a program without one counts at the mean of the others.
+/// SFs are given per program with --sf; a program without one counts at
+/// the mean of the others. Without any --sf, to and acfs measure each
+/// thread's SF from per-kind counters as `pinsight sf` does, where the
+/// machine has them.
 /// Runs until every managed program has ended (or Ctrl-C), then every
 /// thread gets its own affinity back and the report shows, per program and
 /// thread, CPU seconds on big and small CPUs, the big share and the swaps.

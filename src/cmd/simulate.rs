@@ -1,4 +1,5 @@
-//! `pinsight simulate`: the seed's multi-program experiment on a simulated
+//! `pinsight simulate`: the multi-program experiment of Saez and
+//! Prieto-Matias (APSys '22, §5) on a simulated
 //! big/small machine (pinsight-sched-model), so schedulers can be compared
 //! for machines and mixes the user does not have. Thin: parses flags,
 //! reads the programs file, runs the pure simulator, prints through
@@ -28,7 +29,7 @@ use std::path::PathBuf;
 ///   unfairness         max slowdown / min slowdown
 ///   STP                Σ Bᵢ / Tᵢ (normalised progress)
 ///   ANTT               mean of Tᵢ / Bᵢ
-///   aggregate speedup  Σ (Sᵢ / Tᵢ − 1) (the seed's throughput metric)
+///   aggregate speedup  Σ (Sᵢ / Tᵢ − 1) (throughput, APSys '22 §5)
 ///
 /// Without --machine the machine is this one (or --fsroot, --hwloc-xml,
 /// --kinds): the fastest kind's cores are big, all other kinds' small.

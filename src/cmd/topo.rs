@@ -13,7 +13,7 @@ use crate::cli::{CmdResult, Globals};
 /// initiators' CPUs, as lstopo shows them) with its kind (DRAM, HBM, NVM, ...,
 /// "unknown" when the kernel does not tell), size, memory tier and whether the
 /// cgroup allows it; PCI devices (NICs, GPUs, NVMe) sit under their local CPUs.
-/// `--json` prints the full model (schema in the README). `--explain` shows how
+/// `--json` prints the full model (schema: docs/src/schemas/topo.md). `--explain` shows how
 /// the kinds were ranked.
 #[derive(clap::Args, Debug)]
 #[command(

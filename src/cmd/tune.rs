@@ -1,5 +1,6 @@
 //! `pinsight tune`: how many threads on which kinds of core, fitted from a
-//! handful of runs with the asymmetric Amdahl models (issue 12).
+//! handful of runs with the asymmetric Amdahl models (Adnan, Array 19,
+//! 2023, eqs. 3–6).
 //!
 //! Two ways in: `--from FILE` fits runs measured elsewhere and runs
 //! nothing ([`from_file`]); `-- CMD` runs the design live ([`live_runs`],

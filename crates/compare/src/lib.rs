@@ -19,7 +19,8 @@
 //! The renderers (terminal table, CSV, Markdown, HTML with inline SVG)
 //! live in `pinsight-render` (`pinsight_render::compare`).
 //!
-//! The JSON formats (journal and report) are documented in `SCHEMA.md`.
+//! The JSON formats (journal and report) are documented in
+//! `docs/src/schemas/compare.md`.
 
 pub mod analysis;
 pub mod command;

@@ -3,7 +3,8 @@
 //!
 //! Threads get places in TID order (≈ creation order) or by name then TID.
 //! With `qemu`, QEMU's vCPU threads (`CPU n/KVM`, `CPU n/TCG`) get place n —
-//! the seed paper (§4.3) measured 8 vCPUs on P-cores 1.8× faster than on
+//! Galante and Oyamada, "To Pin or not to Pin" (§4.3, Table 10 in §5.3),
+//! measured 8 vCPUs on P-cores 1.8× faster than on
 //! E-cores or mixed — and every other QEMU thread (I/O, emulator) gets the
 //! emulator set: the process mask minus the vCPU places, or the whole
 //! process mask if that leaves nothing.

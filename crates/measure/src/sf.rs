@@ -1,4 +1,4 @@
-//! Per-thread speedup factors (issue 13): SF = IPS(big) / IPS(small),
+//! Per-thread speedup factors: SF = IPS(big) / IPS(small),
 //! measured with one counter group per core-kind PMU per thread.
 //!
 //! Hybrid machines register one core PMU per core kind (`cpu_core`,

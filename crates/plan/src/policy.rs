@@ -21,8 +21,9 @@
 //!
 //! The `+smt-physical-first` suffix (or `--smt-physical-first`) re-orders
 //! pinned placements so every core gets one thread before any core gets a
-//! second: `p-first+smt-physical-first` is the seed paper's "hybrid SMT
-//! physical first" (P physical, then E, then the P siblings).
+//! second: `p-first+smt-physical-first` is the "hybrid SMT" scenario of
+//! Adnan 2023 (Array 19, §3.1), physical first (P physical, then E, then
+//! the P siblings).
 //!
 //! A LIST ([`CpuList`]) is a cpulist kept in the order written (`1,0`,
 //! `8-11,0-3`, `0-15:2`; a CPU listed twice is an error), a hex mask as

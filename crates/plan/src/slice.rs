@@ -3,7 +3,7 @@
 //! rank gets the same *capacity* rather than the same CPU count.
 //!
 //! Why: on a hybrid CPU, equal-count slices put some ranks on E-cores, and in
-//! a bulk-synchronous code the slowest rank sets the pace (issue 14). The
+//! a bulk-synchronous code the slowest rank sets the pace. The
 //! launchers themselves split by count (Slurm assumes uniform threads per
 //! core; Open MPI's only hybrid answer is a hand-written `--map-by pe-list`).
 //!

@@ -1,5 +1,5 @@
 //! `pinsight simulate`'s human output: what was simulated, a table of the
-//! seed's metrics per policy, a table of slowdowns per program, and a
+//! multi-program metrics (Saez and Prieto-Matias, APSys '22, §5) per policy, a table of slowdowns per program, and a
 //! plain verdict line. Fits 80 columns.
 
 use pinsight_sched_model::{PolicyResult, SimConfig};

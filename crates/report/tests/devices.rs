@@ -1,5 +1,5 @@
 //! The report's picture and suggestions with memory nodes and devices
-//! (issue 11, item 5), on models built by hand from the fake device tree
+//! on models built by hand from the fake device tree
 //! (`crates/topology/tests/fixtures/synthetic/fake-devices`: 8 NUMA nodes
 //! of 2 CPUs, eth0 on node 0, nvme0n1 on node 1, card0 on node 2, an
 //! InfiniBand card on node 3 through its bridge).

@@ -1,4 +1,6 @@
-//! The pure half of asymmetry-aware scheduling (issue 13).
+//! The pure half of asymmetry-aware scheduling (after Saez and
+//! Prieto-Matias, "Evaluation of the Intel Thread Director technology on an
+//! Alder Lake processor", APSys '22).
 //!
 //! * [`policy`]: per-thread state + observations per period → an
 //!   [`Assignment`] (which threads get the big cores; the rest share the
@@ -11,7 +13,7 @@
 //! * [`spec`]: the machine spec (`8P+8E`), the SF-estimate spec
 //!   (`exact`, `classes:1.67,1.97`, `mae:0.38`) and the programs CSV.
 //! * [`sim`]: a seeded, deterministic discrete-time simulator running the
-//!   same [`Scheduler`] and reporting the seed's metrics.
+//!   same [`Scheduler`] and reporting that paper's metrics (§5).
 //!
 //! No I/O, no clock, no OS: everything here is a function of its inputs.
 

@@ -2,19 +2,21 @@
 //!
 //! Instructions per second rather than IPC × frequency, so turbo and
 //! frequency drops are in it. Defaults after PMCTrack's IPC-sampling
-//! estimator, as issue 13 asks: each kind's IPS is a running average
+//! estimator (Saez et al., "PMCTrack", The Computer Journal 60(1), 2017):
+//! each kind's IPS is a running average
 //! `avg ← avg + 0.35 · (sample − avg)`, an SF is produced only once each
 //! kind has at least 5 samples, and it is clamped to `[1, max]`.
 //!
-//! A phase cache, as the seed's per-thread history table: each sample
+//! A phase cache, as the per-thread history table of Saez and
+//! Prieto-Matias (APSys '22, §4, "The TD-based method"): each sample
 //! carries cheap control metrics measured on the current kind (L1 accesses
-//! per 1K instructions and the fraction of branch instructions, which the
-//! seed found stable across kinds and under contention), bucketed into a
+//! per 1K instructions and the fraction of branch instructions, which that
+//! paper found stable across kinds and under contention), bucketed into a
 //! phase key. IPS averages are kept per phase and kind, so a phase's SF is
 //! built from samples of that phase only, and while a thread runs on the
 //! small kind its current phase's SF can be predicted from what was learnt
 //! earlier ([`SfEstimator::predict`]); a phase never seen falls back to
-//! the mean of the known phases' SFs (the seed's rule).
+//! the mean of the known phases' SFs (that paper's rule).
 
 use crate::policy::Kind;
 use serde::Serialize;
@@ -27,8 +29,9 @@ pub struct SfParams {
     pub factor: f64,
     /// Samples needed on each kind before an SF is produced (5).
     pub min_samples: u32,
-    /// Upper clamp (default 4). The seed's measured SFs on Alder Lake lie
-    /// in 1.3–2.6 and Thread Director's largest class is 2.62; published
+    /// Upper clamp (default 4). The SFs Saez and Prieto-Matias measured on
+    /// Alder Lake (APSys '22, §3, Fig. 2) lie in 1.3–2.6 and Thread
+    /// Director's largest class is 2.62; published
     /// big.LITTLE pairs (Cortex-A76 vs A55, ...) reach about 3–3.5 for
     /// compute-bound code. Anything above 4 is a window disturbed by an
     /// interrupt or a migration, not a real speedup, and would let one bad

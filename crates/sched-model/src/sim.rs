@@ -23,7 +23,8 @@
 //! and stays on its core; with more programs than cores, every program
 //! gets `cores / programs` of a CPU, on big cores `big / cores` of it.
 //!
-//! **Run model** (the seed's, and `pinsight mix`'s): all programs start
+//! **Run model** (that of Saez and Prieto-Matias, APSys '22, §5, and
+//! `pinsight mix`'s): all programs start
 //! together (in a seeded random order, which decides the OS's initial
 //! placement); each one that finishes restarts at once, until every
 //! program has completed [`SimConfig::repeat`] times. A program's time in
@@ -33,7 +34,8 @@
 //! `Bᵢ` and `Sᵢ` its time alone on a big and on a small core:
 //! slowdown `Tᵢ / Bᵢ`; unfairness `max slowdown / min slowdown`;
 //! STP `Σ Bᵢ / Tᵢ` (normalised progress); ANTT `mean of Tᵢ / Bᵢ`;
-//! aggregate speedup `Σ (Sᵢ / Tᵢ − 1)` (the seed's throughput metric).
+//! aggregate speedup `Σ (Sᵢ / Tᵢ − 1)` (the throughput metric of Saez and
+//! Prieto-Matias, APSys '22, §5).
 
 use crate::policy::{Assignment, Capacity, Observation, Policy, Scheduler, ThreadId};
 use crate::spec::{Machine, Program, SfQuality};
@@ -97,7 +99,7 @@ pub enum SimError {
     },
 }
 
-/// The seed's metrics for one policy.
+/// The multi-program metrics (see the module doc) for one policy.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Metrics {
     /// `Σ (Sᵢ / Tᵢ − 1)`: speedup over each program alone on a small core.
@@ -457,7 +459,7 @@ pub fn simulate(
     })
 }
 
-/// The seed's metrics over per-program results (see the module doc).
+/// The multi-program metrics over per-program results (see the module doc).
 pub fn metrics(programs: &[ProgramResult]) -> Metrics {
     let sd: Vec<f64> = programs.iter().map(|p| p.slowdown).collect();
     let max = sd.iter().copied().fold(f64::MIN, f64::max);

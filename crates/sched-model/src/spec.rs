@@ -113,9 +113,10 @@ pub enum SfQuality {
     /// The true SF of the thread's current phase.
     Exact,
     /// One of the listed values, drawn uniformly for every thread every
-    /// period, independently of the true SF (as the seed found Thread
-    /// Director's class readings, taken every tick, flipping between
-    /// classes and nearly uncorrelated with the truth).
+    /// period, independently of the true SF (as Saez and Prieto-Matias,
+    /// APSys '22, §3 and Fig. 2, found Thread Director's class readings,
+    /// taken every tick, flipping between classes and nearly uncorrelated
+    /// with the truth).
     Classes(Vec<f64>),
     /// The true SF plus Gaussian noise drawn per program run and phase
     /// (a model's error is systematic within a phase), with

@@ -1,11 +1,13 @@
-//! Issue 13's acceptance: the simulator reproduces the seed's qualitative
-//! findings on 8P+8E with 16 programs whose SFs spread over 1.3–2.6
-//! (tests/data/mix16.csv), on several seeds:
+//! The simulator reproduces the qualitative findings of Saez and
+//! Prieto-Matias, "Evaluation of the Intel Thread Director technology on an
+//! Alder Lake processor" (APSys '22, §5, Fig. 5) on 8P+8E with 16 programs
+//! whose SFs spread over 1.3–2.6 (tests/data/mix16.csv), on several random
+//! seeds:
 //!
 //! * exact SF: TO's aggregate speedup exceeds AARR's by ≥ 10%, and ACFS's
 //!   unfairness is below AARR's;
 //! * class-quantised SF with Thread Director's two common classes (read
-//!   from the seed's table, tests/data/thread-director.csv): TO's gain
+//!   from that paper's §3, tests/data/thread-director.csv): TO's gain
 //!   over AARR falls below a third of its exact-SF gain.
 //!
 //! Run with `--nocapture` to see the tables.
@@ -18,7 +20,8 @@ fn mix() -> Vec<pinsight_sched_model::Program> {
     parse_programs(include_str!("data/mix16.csv")).expect("mix16.csv parses")
 }
 
-/// Thread Director's classes 0 and 1 (99.9% of its readings in the seed).
+/// Thread Director's classes 0 and 1 (99.9% of its readings in the paper's
+/// §3).
 fn td_classes() -> Vec<f64> {
     let table = include_str!("data/thread-director.csv");
     let class = |k: &str| -> f64 {
@@ -120,7 +123,8 @@ fn class_quantised_sf_erases_tos_gain() {
     }
 }
 
-/// A counter-based model's accuracy (the seed: MAE 0.13–0.19) keeps most
+/// A counter-based model's accuracy (MAE 0.13–0.19 in the paper's §3B)
+/// keeps most
 /// of TO's gain and ACFS's fairness: noise of that size, unlike estimates
 /// uncorrelated with the truth, rarely reorders SFs 1.3 apart.
 #[test]

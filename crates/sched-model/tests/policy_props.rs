@@ -1,4 +1,4 @@
-//! The acceptance properties of the policies (issue 13), over random
+//! The properties every policy must keep, over random
 //! thread sets, capacities and SF changes.
 
 use pinsight_sched_model::{

@@ -1,4 +1,4 @@
-//! The live asymmetry-aware scheduler (issue 13): `pinsight sched` and
+//! The live asymmetry-aware scheduler: `pinsight sched` and
 //! `pinsight mix` stand on it.
 //!
 //! * [`sample`]: per managed thread, its CPU time and last CPU from
@@ -9,9 +9,10 @@
 //!   `pinsight_sched_model::Scheduler::step` → apply — with thread churn,
 //!   idle threads and restore on every exit path;
 //! * [`mix`]: the multi-program experiment of `pinsight mix` (reference
-//!   runs, one mix per scheduler, journal and resume, the seed's metrics);
-//! * [`sf`]: the [`sf::SfSource`] seam (SFs given per program today;
-//!   counters later).
+//!   runs, one mix per scheduler, journal and resume, the metrics of Saez
+//!   and Prieto-Matias, APSys '22, §5);
+//! * [`sf`]: the [`sf::SfSource`] seam (SFs given per program, or measured
+//!   per thread from per-kind counters).
 
 #![forbid(unsafe_code)]
 

@@ -1,4 +1,6 @@
-//! `pinsight mix`: the seed's multi-program experiment on the user's own
+//! `pinsight mix`: the multi-program experiment of Saez and Prieto-Matias,
+//! "Evaluation of the Intel Thread Director technology on an Alder Lake
+//! processor" (APSys '22, §5), on the user's own
 //! programs, under each scheduler.
 //!
 //! 1. **Reference runs**: each program alone, pinned to one big CPU, then

@@ -1,8 +1,8 @@
 //! How fast is each CPU, really? Per-CPU single-thread throughput on three
 //! small kernels, and the **speedup factor** between core kinds.
 //!
-//! Why measure: the seeds ("work-stealing-on-asymmetric-multicore",
-//! "thread-director-evaluation") show the P/E speedup factor ranges from
+//! Why measure: Adnan (Array 19, 2023, Table 4, Fig. 1) and Saez and
+//! Prieto-Matias (APSys '22, §3) show the P/E speedup factor ranges from
 //! 1.3 to 2.6 depending on the code, and that frequency ratios alone misjudge
 //! it. So we run three kernels with different bottlenecks — integer/branchy,
 //! floating point, memory-bound pointer chasing — pinned to each CPU, and

@@ -33,7 +33,8 @@ pub struct Summary {
     /// n / Σ(1/xᵢ): the right mean for rates.
     pub harmonic_mean: Option<f64>,
     /// 95 % interval of the harmonic mean, from the t interval of the mean of
-    /// reciprocals, inverted (the method behind the ping-pong seed's numbers).
+    /// reciprocals, inverted (how the post "CPU Affinity: Because Even A Single
+    /// Chip Is Nonuniform" summarises its ping-pong op/sec: a harmonic mean).
     pub harmonic_mean_ci: Option<Interval>,
 }
 

@@ -1,5 +1,5 @@
 //! Discovery speed on every recorded machine and the committed synthetic
-//! ones; target (issue 10): the 256-CPU POWER7 (`256ppc-8n8s4t`) in 5 ms
+//! ones; target: the 256-CPU POWER7 (`256ppc-8n8s4t`) in 5 ms
 //! or less, and in half of lstopo's median or better, on the same machine
 //! in the same run.
 //!

@@ -1,4 +1,4 @@
-//! PCI device discovery (issue 11, item 2) on recorded machines from
+//! PCI device discovery on recorded machines from
 //! hwloc's test set, checked against hwloc's expected XML, and on the
 //! hand-made `synthetic/fake-devices` tree (its README lists the devices).
 //!

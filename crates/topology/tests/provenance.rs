@@ -1,4 +1,4 @@
-//! Capacity provenance (issue 10): which source of the capacity chain
+//! Capacity provenance: which source of the capacity chain
 //! ranked the kinds, what every other source said, and the warnings when
 //! sources contradict each other or the max frequency is flat on a
 //! machine with two core types. Hand-made machines from `common/synth.rs`

@@ -1,5 +1,5 @@
-//! Hostile sharing masks on real recorded machines (issue 10, defects 1
-//! and 2): each test copies a machine from hwloc's test set into a
+//! Hostile sharing masks on real recorded machines (all-zero or foreign
+//! masks, overlapping caches): each test copies a machine from hwloc's test set into a
 //! temporary directory, alters the files in question and compares the
 //! model with the unaltered machine's.
 //!

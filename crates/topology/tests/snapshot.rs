@@ -440,7 +440,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 use pinsight_testkit::copy_tree;
-/// Files of the capacity and ranking sources (issue 10) present under
+/// Files of the capacity and ranking sources (the capacity chain) present under
 /// `root`, as OS paths.
 fn capacity_source_files(root: &Path) -> Vec<PathBuf> {
     const NAMES: &[&str] = &[
@@ -595,7 +595,7 @@ fn archive_roots_clean_up_after_themselves() {
     assert!(!unpacked.parent().unwrap().exists());
 }
 
-/// PCI devices (issue 11): a snapshot keeps `/sys/bus/pci/devices/*` as
+/// PCI devices: a snapshot keeps `/sys/bus/pci/devices/*` as
 /// links (their targets name the upstream bridges a device inherits its
 /// node from) and rediscovers the same devices, as a directory and as a
 /// `.tar.gz`.

@@ -186,7 +186,8 @@ fn intel_hybrid_with_flat_firmware_frequencies_uses_pmu_lists() {
         t.model_name.as_deref(),
         Some("12th Gen Intel(R) Core(TM) i7-1260P")
     );
-    // The flat max frequency is itself worth a warning (issue 10).
+    // The flat max frequency is itself worth a warning: firmware that
+    // reports one max frequency everywhere hides the kinds' order.
     assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
     assert!(t.warnings[0].contains("cpuinfo_max_freq: every CPU reports 4700 MHz"));
 }

@@ -1,5 +1,6 @@
-//! Speedup as cores are added P-first or E-first (seed
-//! "work-stealing-on-asymmetric-multicore", Figs. 3–8).
+//! Speedup as cores are added P-first or E-first (Adnan, "Performance
+//! evaluation on work-stealing featured parallel programs on asymmetric
+//! performance multicore processors", Array 19 (2023), Figs. 3–8).
 
 use crate::{Config, Machine, ModelKind, Theta};
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! Pure tuning model behind `pinsight tune` (issue 12): how many threads on
+//! Pure tuning model behind `pinsight tune`: how many threads on
 //! which kinds of core, fitted from a handful of runs.
 //!
 //! * [`Config`], [`Machine`], [`Observation`]: what was run, what the machine

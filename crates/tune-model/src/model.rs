@@ -8,8 +8,9 @@ use serde::Serialize;
 #[serde(rename_all = "snake_case")]
 pub enum ModelKind {
     /// Work-stealing / dynamic scheduling: every core works until the end,
-    /// so cores add their speeds. Seed "work-stealing-on-asymmetric-multicore"
-    /// eq. (3) `T_P >= sf·T1/(sf·P + E)` and eq. (4)
+    /// so cores add their speeds. Adnan, "Performance evaluation on
+    /// work-stealing featured parallel programs on asymmetric performance
+    /// multicore processors" (Array 19, 2023), eq. (3) `T_P >= sf·T1/(sf·P + E)` and eq. (4)
     /// `Speedup = 1/(1 − f + sf·f/(sf·P + E))` against one P-core:
     ///
     /// `T = T1 · (s·(1 − f) + f·sf/(sf·P' + E')) · (1 + c·(P + E − 1))`
@@ -21,8 +22,8 @@ pub enum ModelKind {
     /// the fit needs it).
     Dynamic,
     /// Equal static split: every thread gets `f/threads` of the work and the
-    /// run ends with the slowest thread (the seed's "unfair work
-    /// distribution", §1):
+    /// run ends with the slowest thread (the "unfair work distribution" of
+    /// Adnan 2023, §1):
     ///
     /// `T = T1 · (s·(1 − f) + f·slowest/threads) · (1 + c·(P + E − 1))`
     ///

@@ -153,7 +153,8 @@ fn json_carries_the_contract_fields() {
 }
 
 /// Eq. 4 at the last point of the P-first curve; E-first against one
-/// E-core is superlinear in cores when sf > 1 (seed: 15x on 4P+8E).
+/// E-core is superlinear in cores when sf > 1 (15x on 4P+8E: Adnan 2023,
+/// Figs. 7–8).
 #[test]
 fn speedup_curves_follow_the_seed_equations() {
     let m = Machine {

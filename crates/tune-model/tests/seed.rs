@@ -1,11 +1,13 @@
-//! Issue 12 acceptance: the seed's own figures
-//! (tests/data/work-stealing-amp.csv, seed "work-stealing-on-asymmetric-multicore").
+//! The model against a paper's own measurements: Adnan, "Performance
+//! evaluation on work-stealing featured parallel programs on asymmetric
+//! performance multicore processors", Array 19 (2023), Tables 4–5
+//! (tests/data/work-stealing-amp.csv).
 
 use pinsight_tune_model::{
     fit, fit_model, predict, Config, FitOptions, ModelKind, Observation, ParamStatus,
 };
 
-/// (table, kind, threads, GHz, time) rows of the seed table (comments and
+/// (table, kind, threads, GHz, time) rows of the paper's tables (comments and
 /// the IPC rows skipped).
 fn rows() -> Vec<(String, String, u32, String, f64)> {
     let text = include_str!("data/work-stealing-amp.csv");

@@ -1,4 +1,4 @@
-//! The live runner of `pinsight tune` (issue 12): runs a small design of
+//! The live runner of `pinsight tune`: runs a small design of
 //! configurations (P-cores, E-cores, SMT siblings) through compare's
 //! machinery — the same plans and thread-count export, the same crash-proof
 //! journal, interleaved blocks, resume, Ctrl-C safety — fits the model

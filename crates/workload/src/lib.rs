@@ -1,12 +1,12 @@
 //! Built-in workloads, so anyone can measure thread placement without a
-//! program of their own, and reproduce the findings of the seed papers:
+//! program of their own, and reproduce published findings:
 //!
-//! | name         | what it stresses                         | seed                              |
-//! |--------------|------------------------------------------|-----------------------------------|
-//! | `pi`         | compute; load balance (static vs steal)  | work stealing on asymmetric cores |
-//! | `mandelbrot` | compute, irregular rows                  | to pin or not to pin              |
-//! | `lu`         | memory bandwidth, a barrier per column   | to pin or not to pin              |
-//! | `pingpong`   | one cache line bouncing between 2 cores  | CPU affinity on non-uniform chips |
+//! | name         | what it stresses                         | after                                                        |
+//! |--------------|------------------------------------------|--------------------------------------------------------------|
+//! | `pi`         | compute; load balance (static vs steal)  | Adnan, Array 19 (2023): OpenCilk pi on an i5-1240P           |
+//! | `mandelbrot` | compute, irregular rows                  | Galante and Oyamada, "To Pin or not to Pin", §4.1–4.2        |
+//! | `lu`         | memory bandwidth, a barrier per column   | Galante and Oyamada, "To Pin or not to Pin", §4.1 (serial)   |
+//! | `pingpong`   | one cache line bouncing between 2 cores  | "CPU Affinity: Because Even A Single Chip Is Nonuniform"     |
 //!
 //! Every workload does a fixed amount of work (no `--duration`), so two
 //! placements are compared on identical work, and returns a checksum that is

@@ -92,7 +92,8 @@ pub(crate) fn run(
                 value: ns_per_round_trip / 2.0,
                 unit: "ns",
             },
-            // The seed's "op/sec": one op per message, two messages per round trip.
+            // "op/sec" as in the post "CPU Affinity: Because Even A Single Chip
+            // Is Nonuniform": one op per message, two messages per round trip.
             Detail {
                 name: "transfer rate",
                 value: 2.0 * round_trips as f64 / secs,

@@ -6,8 +6,8 @@
 //!   slowest core finishes its equal share: on a hybrid CPU the P-cores sit idle.
 //! - `dynamic`: one shared atomic counter; each worker takes the next chunk.
 //!   Balances perfectly, at the price of one contended cache line.
-//! - `steal`: work stealing over ranges (the OpenCilk behaviour the seed
-//!   measured). Each worker owns a range, initially the static split, and
+//! - `steal`: work stealing over ranges (the OpenCilk behaviour measured by
+//!   Adnan, Array 19 (2023), §3.2). Each worker owns a range, initially the static split, and
 //!   takes chunks from its front; an idle worker steals the back half of the
 //!   largest remaining range. Stealing half (Hendler & Shavit) means
 //!   O(log C) steals per imbalance instead of one per chunk.

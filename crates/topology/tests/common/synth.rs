@@ -574,8 +574,8 @@ pub fn gb10_low_offline() -> Machine {
 /// 8 E-cores in two 4-core modules = 12-19) whose firmware reports the
 /// same max (4800 MHz) and base (1900 MHz) frequency and the same CPPC
 /// levels on every CPU: every capacity source is flat, only the
-/// `cpu_core`/`cpu_atom` PMU lists tell the kinds apart (issue 10: warning,
-/// P above E).
+/// `cpu_core`/`cpu_atom` PMU lists tell the kinds apart (expected: a
+/// warning, P above E).
 pub fn raptor_lake_flat_firmware() -> Machine {
     let cpus: Vec<SCpu> = (0..20)
         .map(|i| {
@@ -658,8 +658,8 @@ pub fn amd_strix_point() -> Machine {
 /// ARM big.LITTLE (4 Cortex-A55 = 0-3, 4 Cortex-A76 = 4-7) whose firmware
 /// contradicts itself: `cpu_capacity` and the max frequencies put the A76
 /// above the A55, ACPI CPPC `highest_perf`/`nominal_perf` the other way
-/// round (issue 10: warning naming both files; the chain's first source,
-/// `cpu_capacity`, decides).
+/// round (expected: a warning naming both files; the chain's first
+/// source, `cpu_capacity`, decides).
 pub fn arm_capacity_cppc_disagree() -> Machine {
     let cpus: Vec<SCpu> = (0..8)
         .map(|i| {
