@@ -148,12 +148,14 @@ impl Args {
 }
 
 /// Whether `word` is the first word after the first `--` of `argv` and was
-/// not typed before it.
+/// not typed before it. `argv[0]` is pinsight's own name, not a typed word:
+/// `pinsight run -- pinsight topo` runs pinsight under the `os` policy.
 fn after_dashes(argv: &[OsString], word: &str) -> bool {
     let Some(dd) = argv.iter().position(|a| a == "--") else {
         return false;
     };
-    argv.get(dd + 1).is_some_and(|a| a == word) && !argv[..dd].iter().any(|a| a == word)
+    let typed = argv.get(1..dd).unwrap_or_default();
+    argv.get(dd + 1).is_some_and(|a| a == word) && !typed.iter().any(|a| a == word)
 }
 
 /// `--pin-main` values.
@@ -532,6 +534,18 @@ mod tests {
         let c = parse(&["compact", "prog", "--report"]).unwrap();
         assert!(!c.args.report);
         assert_eq!(c.args.command, vec!["prog", "--report"]);
+    }
+
+    #[test]
+    fn a_program_named_like_pinsight_itself_is_the_program() {
+        let argv: Vec<OsString> = ["pinsight", "run", "--", "pinsight", "topo"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let c = parse(&["--", "pinsight", "topo"]).unwrap();
+        let (policy, command) = c.args.resolve(&argv).unwrap();
+        assert_eq!(policy.to_string(), "os");
+        assert_eq!(command, vec!["pinsight", "topo"]);
     }
 
     #[test]
