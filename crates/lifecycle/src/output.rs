@@ -34,6 +34,26 @@ pub enum OutputError {
 }
 
 impl OutputError {
+    /// What is wrong, without the path: `it is a directory`, `directory
+    /// out does not exist`, `No space left on device` (an OS error's text
+    /// without its "(os error N)").
+    pub fn reason(&self) -> String {
+        match self {
+            OutputError::Directory { .. } => "it is a directory".into(),
+            OutputError::Exists { .. } => "it already exists".into(),
+            OutputError::NoDirectory { dir, .. } => {
+                format!("directory {} does not exist", dir.display())
+            }
+            OutputError::Write { source, .. } => {
+                let text = source.to_string();
+                match text.find(" (os error") {
+                    Some(i) => text[..i].to_string(),
+                    None => text,
+                }
+            }
+        }
+    }
+
     /// The file concerned.
     pub fn path(&self) -> &Path {
         match self {
@@ -85,9 +105,15 @@ fn temp_in(path: &Path) -> io::Result<tempfile::NamedTempFile> {
         Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
         _ => 0o666,
     };
+    // The extension is kept last: a library that picks the format by the
+    // name (the image crate's PNG encoder) sees the real one.
+    let suffix = match path.extension() {
+        Some(ext) => format!(".tmp.{}", ext.to_string_lossy()),
+        None => ".tmp".into(),
+    };
     tempfile::Builder::new()
         .prefix(&format!(".{name}."))
-        .suffix(".tmp")
+        .suffix(&suffix)
         .permissions(Permissions::from_mode(mode))
         .tempfile_in(dir_of(path))
 }
