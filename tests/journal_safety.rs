@@ -68,7 +68,11 @@ fn hold_lock(path: &Path) -> File {
 /// Every line is a whole JSON object and the file ends with a newline.
 fn assert_whole_journal(path: &Path) -> Vec<serde_json::Value> {
     let t = std::fs::read_to_string(path).unwrap();
-    assert!(t.ends_with('\n'), "{}: no final newline:\n{t}", path.display());
+    assert!(
+        t.ends_with('\n'),
+        "{}: no final newline:\n{t}",
+        path.display()
+    );
     t.lines()
         .map(|l| {
             serde_json::from_str(l)
@@ -98,6 +102,9 @@ fn usable_cpus() -> Vec<usize> {
     allowed.intersection(&online).iter().collect()
 }
 
+/// An edit of a journal's lines, and what its refusal names.
+type Edit = (Box<dyn Fn(&[String]) -> Vec<String>>, &'static str);
+
 /// The checks every kind of journal owes, given a journal `base` with
 /// `keep` complete lines that a resume (`resume`: the command line after
 /// `pinsight`) continues to the end. `edits` are (line to append or
@@ -108,10 +115,15 @@ fn journal_contract(
     base: &Path,
     keep: usize,
     resume: &dyn Fn(&str) -> Vec<String>,
-    edits: &[(Box<dyn Fn(&[String]) -> Vec<String>>, &str)],
+    edits: &[Edit],
 ) {
     let all = lines(base);
-    assert!(all.len() > keep, "{} has {} lines", base.display(), all.len());
+    assert!(
+        all.len() > keep,
+        "{} has {} lines",
+        base.display(),
+        all.len()
+    );
     let head = all[..keep].join("\n");
     let args = |name: &str| resume(name);
     let run_resume = |name: &str| cmd().args(args(name)).output().unwrap();
@@ -179,7 +191,7 @@ fn set(line: &str, key: &str, value: &str) -> String {
 }
 
 /// compare/tune run-line edits: unknown arm, a duplicate, negative time.
-fn run_edits() -> Vec<(Box<dyn Fn(&[String]) -> Vec<String>>, &'static str)> {
+fn run_edits() -> Vec<Edit> {
     vec![
         (
             Box::new(|l: &[String]| {
@@ -217,8 +229,17 @@ fn compare_journal_is_locked_cut_lines_one_rule_edits_refused() {
         d.path(),
         &[],
         &[
-            "compare", "--journal", "c.jsonl", "--runs", "3", "--warmup", "0", "--policies",
-            "os", "--", "true",
+            "compare",
+            "--journal",
+            "c.jsonl",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--policies",
+            "os",
+            "--",
+            "true",
         ],
     );
     ok(&o);
@@ -239,8 +260,18 @@ fn compare_resume_of_a_running_compare_is_refused() {
     let d = tempfile::tempdir().unwrap();
     let mut first = pinsight(d.path())
         .args([
-            "compare", "--journal", "j.jsonl", "--runs", "6", "--warmup", "0", "--policies",
-            "os", "--", "sleep", "0.5",
+            "compare",
+            "--journal",
+            "j.jsonl",
+            "--runs",
+            "6",
+            "--warmup",
+            "0",
+            "--policies",
+            "os",
+            "--",
+            "sleep",
+            "0.5",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -275,7 +306,14 @@ fn tune_journal_is_locked_cut_lines_one_rule_edits_refused() {
         d.path(),
         &env,
         &[
-            "--fsroot", &root, "tune", "--journal", "t.jsonl", "--json", "--", "true",
+            "--fsroot",
+            &root,
+            "tune",
+            "--journal",
+            "t.jsonl",
+            "--json",
+            "--",
+            "true",
         ],
     );
     ok(&o);
@@ -309,10 +347,11 @@ fn mix_cmd(dir: &Path) -> Option<Command> {
     let mut c = pinsight(dir);
     let set: pinsight_cpuset::CpuSet = cpus[..2].iter().copied().collect();
     pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
-    let mut rest: pinsight_cpuset::CpuSet = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
-        .unwrap_or_else(|| cpus.iter().copied().collect());
+    let mut rest: pinsight_cpuset::CpuSet =
+        std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
+            .unwrap_or_else(|| cpus.iter().copied().collect());
     rest.remove(cpus[0]);
     c.args(["--kinds", &format!("{}:P,{rest}:E", cpus[0])]);
     Some(c)
@@ -326,8 +365,16 @@ fn mix_journal_is_locked_cut_lines_one_rule_edits_refused() {
     };
     let o = c
         .args([
-            "mix", "--journal", "m.jsonl", "--repeat", "1", "--schedulers", "os,to", "--",
-            "sleep 0.2", "sleep 0.2",
+            "mix",
+            "--journal",
+            "m.jsonl",
+            "--repeat",
+            "1",
+            "--schedulers",
+            "os,to",
+            "--",
+            "sleep 0.2",
+            "sleep 0.2",
         ])
         .output()
         .unwrap();
@@ -424,10 +471,15 @@ fn links_at_output_names_are_never_followed() {
     for (n, t) in names.iter().zip(&targets) {
         let p = dir.join(n);
         assert_not_followed(&p, t);
-        assert!(p.symlink_metadata().unwrap().is_file(), "{n} is still a link");
+        assert!(
+            p.symlink_metadata().unwrap().is_file(),
+            "{n} is still a link"
+        );
     }
-    serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(dir.join("e.json")).unwrap())
-        .unwrap();
+    serde_json::from_str::<serde_json::Value>(
+        &std::fs::read_to_string(dir.join("e.json")).unwrap(),
+    )
+    .unwrap();
 
     // report's default names in the current directory.
     let fixture = common_cli::hwloc_fixture(HYBRID);
@@ -479,8 +531,17 @@ fn links_at_output_names_are_never_followed() {
     };
     let o = c
         .args([
-            "mix", "--journal", "m.jsonl", "--repeat", "1", "--schedulers", "os",
-            "--export-json", "m.json", "--", "sleep 0.2",
+            "mix",
+            "--journal",
+            "m.jsonl",
+            "--repeat",
+            "1",
+            "--schedulers",
+            "os",
+            "--export-json",
+            "m.json",
+            "--",
+            "sleep 0.2",
         ])
         .output()
         .unwrap();
@@ -646,7 +707,15 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
     };
     let mj = disk.path().join("m.jsonl");
     let o = c
-        .args(["mix", "--journal", mj.to_str().unwrap(), "--repeat", "1", "--schedulers", "os"])
+        .args([
+            "mix",
+            "--journal",
+            mj.to_str().unwrap(),
+            "--repeat",
+            "1",
+            "--schedulers",
+            "os",
+        ])
         .args(["--", "true"])
         .output()
         .unwrap();

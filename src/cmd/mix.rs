@@ -221,10 +221,7 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
         let resumed = Journal::resume(&journal_path)
             .map_err(|e| CliError::runtime(format!("--resume: {e}")))?;
         for w in &resumed.warnings {
-            eprintln!(
-                "pinsight: warning: journal {}: {w}",
-                journal_path.display()
-            );
+            eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
         }
         previous = resumed.records;
         resumed.journal

@@ -13,9 +13,9 @@
 
 use crate::design::Phase;
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::RunRecord;
-use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
 pub use pinsight_lifecycle::journal::JournalError;
+use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
+use pinsight_measure::RunRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;

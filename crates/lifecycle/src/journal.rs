@@ -175,10 +175,8 @@ fn parse_text<H: Design<R>, R: JsonLine>(
             reason: "empty; the header must be the first line".into(),
         });
     }
-    let header = H::from_line(first.trim_end()).map_err(|reason| JournalError::Header {
-        path: p(),
-        reason,
-    })?;
+    let header = H::from_line(first.trim_end())
+        .map_err(|reason| JournalError::Header { path: p(), reason })?;
     let mut seen = H::Seen::default();
     let mut records = Vec::new();
     let mut warnings = Vec::new();
@@ -291,7 +289,10 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
         if let Err(source) = written {
             // Leave no trace: the file is ours and holds nothing.
             let _ = std::fs::remove_file(&j.path);
-            return Err(JournalError::Write { path: j.path, source });
+            return Err(JournalError::Write {
+                path: j.path,
+                source,
+            });
         }
         // The new name itself survives a crash (fsync(2): syncing a file
         // does not sync its directory entry).
@@ -371,10 +372,11 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
             path: self.path.clone(),
             source: io::Error::other(e),
         })?;
-        self.write_line(&line).map_err(|source| JournalError::Write {
-            path: self.path.clone(),
-            source,
-        })
+        self.write_line(&line)
+            .map_err(|source| JournalError::Write {
+                path: self.path.clone(),
+                source,
+            })
     }
 
     pub fn path(&self) -> &Path {
@@ -609,7 +611,10 @@ mod tests {
         for (bad, why) in [
             (r#"{"slot":1,"arm":"zz","time":1}"#, "arm zz"),
             (r#"{"slot":9,"arm":"a","time":1}"#, "slot 9 is out of range"),
-            (r#"{"slot":0,"arm":"a","time":1}"#, "slot 0 is recorded twice"),
+            (
+                r#"{"slot":0,"arm":"a","time":1}"#,
+                "slot 0 is recorded twice",
+            ),
             (r#"{"slot":1,"arm":"a","time":-1}"#, "time -1"),
             (r#"{"slot":1}"#, "not a record"),
         ] {
@@ -618,7 +623,10 @@ mod tests {
             let e = J::resume(&p).unwrap_err();
             let msg = e.to_string();
             assert!(matches!(e, JournalError::Record { line: 3, .. }), "{msg}");
-            assert!(msg.contains("j.jsonl line 3: ") && msg.contains(why), "{msg}");
+            assert!(
+                msg.contains("j.jsonl line 3: ") && msg.contains(why),
+                "{msg}"
+            );
             // Refused: untouched.
             assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
         }
@@ -639,7 +647,10 @@ mod tests {
             J::create(&link, &h()),
             Err(JournalError::Exists { .. })
         ));
-        assert!(matches!(J::resume(&link), Err(JournalError::Symlink { .. })));
+        assert!(matches!(
+            J::resume(&link),
+            Err(JournalError::Symlink { .. })
+        ));
         // A dangling link too.
         let dangling = d.path().join("d.jsonl");
         std::os::unix::fs::symlink(d.path().join("nowhere"), &dangling).unwrap();

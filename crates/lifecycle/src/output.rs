@@ -240,7 +240,9 @@ mod tests {
             Err(io::Error::from_raw_os_error(libc::ENOSPC))
         })
         .unwrap_err();
-        assert!(e.to_string().starts_with(&format!("cannot write {}", p.display())));
+        assert!(e
+            .to_string()
+            .starts_with(&format!("cannot write {}", p.display())));
         assert_eq!(std::fs::read(&p).unwrap(), b"old");
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
     }

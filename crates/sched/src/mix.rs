@@ -25,11 +25,11 @@
 use crate::manager::{Config, Manager};
 use crate::sf::{GivenSf, NoSf, SfSource};
 use pinsight_cpuset::CpuSet;
+pub use pinsight_lifecycle::journal::JournalError;
+use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
 use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
 use pinsight_sys::FsRoot;
-use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
-pub use pinsight_lifecycle::journal::JournalError;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -991,7 +991,11 @@ mod tests {
         assert_eq!(Journal::read(&p).unwrap(), recs);
         let text = std::fs::read_to_string(&p).unwrap();
         std::fs::write(&p, format!("{text}{{\"record\":\"ru")).unwrap();
-        assert_eq!(Journal::read(&p).unwrap(), recs, "a torn last line is dropped");
+        assert_eq!(
+            Journal::read(&p).unwrap(),
+            recs,
+            "a torn last line is dropped"
+        );
         std::fs::write(&p, format!("{text}{{\"record\":\"ru\n")).unwrap();
         let e = Journal::read(&p).unwrap_err();
         assert!(
@@ -1050,11 +1054,17 @@ mod tests {
         h.check(&mut seen, &start).unwrap();
         h.check(&mut seen, &run("os", 0, 1, 1.0)).unwrap();
         let e = h.check(&mut seen, &run("os", 0, 1, 1.0)).unwrap_err();
-        assert!(e.contains("completion 1 of program 0 under os is recorded twice"), "{e}");
+        assert!(
+            e.contains("completion 1 of program 0 under os is recorded twice"),
+            "{e}"
+        );
         let e = h.check(&mut seen, &run("os", 2, 1, 1.0)).unwrap_err();
         assert!(e.contains("program 2 is not in the experiment"), "{e}");
         let e = h.check(&mut seen, &run("acfs", 0, 2, 1.0)).unwrap_err();
-        assert!(e.contains("scheduler 'acfs' is not in the experiment"), "{e}");
+        assert!(
+            e.contains("scheduler 'acfs' is not in the experiment"),
+            "{e}"
+        );
         let e = h.check(&mut seen, &run("os", 0, 2, -1.0)).unwrap_err();
         assert!(e.contains("time_s -1"), "{e}");
         // A new start of a scheduler voids its earlier runs.

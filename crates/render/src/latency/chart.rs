@@ -160,7 +160,8 @@ pub fn write_png(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<
             drawing = Some(e.to_string());
             return Err(std::io::Error::other("drawing failed"));
         }
-        root.present().map_err(|e| std::io::Error::other(e.to_string()))
+        root.present()
+            .map_err(|e| std::io::Error::other(e.to_string()))
     });
     match (drawing, written) {
         (Some(reason), _) => Err(ChartError::Png {
