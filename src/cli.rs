@@ -338,7 +338,7 @@ mod tests {
             e.message
         );
         assert!(
-            e.message.contains("no/x.html: No such file or directory"),
+            e.message.contains("no/x.html: directory ") && e.message.contains("does not exist"),
             "{}",
             e.message
         );
@@ -346,7 +346,7 @@ mod tests {
         std::fs::create_dir(d.join("dir.json")).unwrap();
         let e = check_output_file(&d.join("dir.json"), "--out dir").unwrap_err();
         assert!(
-            e.message.contains("dir.json: Is a directory"),
+            e.message.contains("dir.json: it is a directory"),
             "{}",
             e.message
         );
