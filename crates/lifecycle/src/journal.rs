@@ -16,9 +16,9 @@
 //!   `kill -9`), so it is never stale.
 //! * **A cut last line, one rule.** A last line without its newline (a
 //!   crash or a full disk mid-write, or a file edited by hand) is kept when
-//!   it is a complete record that fits the design (the newline is added
-//!   before the next append) and dropped otherwise, with a [`Warning`]; on
-//!   resume the file is truncated back to its last complete line. An
+//!   it reads as a complete record (the newline is added before the next
+//!   append) and dropped otherwise, with a [`Warning`]; on resume the file
+//!   is truncated back to its last complete line. An
 //!   append that fails part-way is cut back the same way at once.
 //! * **Checked against the design.** Every record is checked against the
 //!   header's [`Design`] (the arm or program exists, the slot is in range,
@@ -189,12 +189,19 @@ fn parse_text<H: Design<R>, R: JsonLine>(
             continue;
         }
         let last_cut = i + 1 == n && !complete(l);
-        let checked = R::from_line(body)
-            .map_err(|e| format!("not a record: {e}"))
-            .and_then(|r| header.check(&mut seen, &r).map(|()| r));
+        // A fragment is a last line without its newline that does not
+        // read as a record; a record that reads but breaks the design is
+        // refused wherever it is.
+        let checked = match R::from_line(body) {
+            Ok(r) => header
+                .check(&mut seen, &r)
+                .map(|()| r)
+                .map_err(|reason| (reason, false)),
+            Err(e) => Err((format!("not a record: {e}"), true)),
+        };
         match checked {
             Ok(r) => records.push(r),
-            Err(_) if last_cut => {
+            Err((_, true)) if last_cut => {
                 warnings.push(Warning {
                     line: i + 1,
                     what: "cut short (written when the experiment was stopped or the disk \
@@ -204,7 +211,7 @@ fn parse_text<H: Design<R>, R: JsonLine>(
                 keep = start;
                 needs_newline = false;
             }
-            Err(reason) => {
+            Err((reason, _)) => {
                 return Err(JournalError::Record {
                     path: p(),
                     line: i + 1,
@@ -630,6 +637,14 @@ mod tests {
             // Refused: untouched.
             assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
         }
+        // A last line without its newline that reads as a record is checked
+        // like any other.
+        let text = format!("{head}\n{}", r#"{"slot":1,"arm":"zz","time":1}"#);
+        std::fs::write(&p, &text).unwrap();
+        assert!(matches!(
+            J::read(&p),
+            Err(JournalError::Record { line: 2, .. })
+        ));
         std::fs::write(&p, "").unwrap();
         assert!(matches!(J::read(&p), Err(JournalError::Empty { .. })));
         std::fs::write(&p, "{\"x\":1}\n").unwrap();
