@@ -211,35 +211,22 @@ impl Globals {
     }
 }
 
-/// Checks, before any work, that `path` can be written: opens it for
-/// appending (creating it if needed, which is undone), so a missing
+/// Checks, before any work, that `path` can be written, so a missing
 /// directory, a directory in the way, a read-only file system or missing
 /// permission is found now rather than after minutes of measuring. An
 /// existing file is left untouched. `what` names the flag in the message.
 pub fn check_output_file(path: &std::path::Path, what: &str) -> Result<(), CliError> {
-    // Following links: a dangling link's target is created, then removed.
-    let existed = std::fs::metadata(path).is_ok();
-    let opened = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path);
-    match opened {
-        Ok(_) => {
-            if !existed {
-                let created = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-                let _ = std::fs::remove_file(created);
-            }
-            Ok(())
-        }
-        Err(e) => Err(CliError::usage(format!(
+    // As the write itself will be: a temporary file in the same directory
+    // (never following a link at `path`, leaving nothing behind).
+    pinsight_lifecycle::output::check(path).map_err(|e| {
+        CliError::usage(format!(
             "{what}: cannot write {}: {} (nothing was measured)",
             path.display(),
-            io_reason(&e)
-        ))),
-    }
+            e.reason()
+        ))
+    })
 }
 
-/// An I/O error as a short phrase, without Rust's "(os error N)" suffix.
 /// The usage error for a recorded-machine directory that cannot be opened,
 /// naming where it came from (`name`: `--fsroot`, `PINSIGHT_FSROOT`, ...).
 pub fn fsroot_usage(name: &str, e: &FsRootError) -> CliError {
@@ -249,14 +236,6 @@ pub fn fsroot_usage(name: &str, e: &FsRootError) -> CliError {
             dir.display()
         )),
         other => CliError::usage(format!("{name}: {other}")),
-    }
-}
-
-fn io_reason(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
     }
 }
 
@@ -359,7 +338,7 @@ mod tests {
             e.message
         );
         assert!(
-            e.message.contains("no/x.html: No such file or directory"),
+            e.message.contains("no/x.html: directory ") && e.message.contains("does not exist"),
             "{}",
             e.message
         );
@@ -367,7 +346,7 @@ mod tests {
         std::fs::create_dir(d.join("dir.json")).unwrap();
         let e = check_output_file(&d.join("dir.json"), "--out dir").unwrap_err();
         assert!(
-            e.message.contains("dir.json: Is a directory"),
+            e.message.contains("dir.json: it is a directory"),
             "{}",
             e.message
         );

@@ -732,20 +732,11 @@ fn check_outputs(args: &Args) -> Result<(), CliError> {
     Ok(())
 }
 
-pub(crate) fn writable(path: &Path) -> std::io::Result<()> {
-    use std::fs::OpenOptions;
-    if path.is_dir() {
-        return Err(std::io::Error::other("it is a directory"));
-    }
-    if path.exists() {
-        return OpenOptions::new().write(true).open(path).map(drop);
-    }
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map(drop)?;
-    std::fs::remove_file(path)
+/// Why `path` cannot be written (as pinsight_lifecycle::output writes:
+/// a temporary file in its directory renamed into place), if it cannot.
+/// Nothing is left behind; an existing file or link is not touched.
+pub(crate) fn writable(path: &Path) -> Result<(), String> {
+    pinsight_lifecycle::output::check(path).map_err(|e| e.reason())
 }
 
 /// A fresh seed (recorded in the journal, so any run order can be replayed).
@@ -874,8 +865,8 @@ fn advice(a: Advice) -> String {
 fn export(args: &Args, report: &Report) -> Result<(), CliError> {
     let write = |path: &Option<PathBuf>, text: String| -> Result<(), CliError> {
         match path {
-            Some(p) => std::fs::write(p, text)
-                .map_err(|e| CliError::runtime(format!("cannot write {}: {e}", p.display()))),
+            Some(p) => pinsight_lifecycle::output::write(p, text.as_bytes())
+                .map_err(|e| CliError::runtime(e.to_string())),
             None => Ok(()),
         }
     };

@@ -114,8 +114,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let mut warnings = Vec::new();
     let nodes = load(&args.dir, &mut warnings)?;
     if let Some(path) = &args.html {
-        std::fs::write(path, html(&nodes))
-            .map_err(|e| CliError::runtime(format!("--html {}: {e}", path.display())))?;
+        pinsight_lifecycle::output::write(path, html(&nodes).as_bytes())
+            .map_err(|e| CliError::runtime(format!("--html: {e}")))?;
     }
     if g.json {
         let doc = serde_json::json!({

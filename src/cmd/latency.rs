@@ -386,16 +386,8 @@ fn check_writable(path: &Path) -> Result<(), String> {
             parent.display()
         ));
     }
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| format!("cannot write: {e}"))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
+    // A temporary file in that directory, as the write itself makes.
+    pinsight_lifecycle::output::check(path).map_err(|e| format!("cannot write: {}", e.reason()))
 }
 
 /// The first line of a `--csv` file: what the values are (pinsight writes
@@ -536,8 +528,7 @@ fn chart_title(m: &LatencyMatrix, origin: &Origin) -> String {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    std::fs::write(path, bytes)
-        .map_err(|e| CliError::runtime(format!("{}: cannot write: {e}", path.display())))
+    pinsight_lifecycle::output::write(path, bytes).map_err(|e| CliError::runtime(e.to_string()))
 }
 
 /// Human output: what was measured, the matrix, min/max/mean, problems,

@@ -218,7 +218,14 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
     }
     let journal_path = args.resume.clone().unwrap_or(args.journal.clone());
     let mut journal = if args.resume.is_some() {
-        Journal::append_to(&journal_path).map_err(|e| CliError::usage(format!("--resume: {e}")))?
+        // Locked, and read again under the lock.
+        let resumed = Journal::resume(&journal_path)
+            .map_err(|e| CliError::runtime(format!("--resume: {e}")))?;
+        for w in &resumed.warnings {
+            eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
+        }
+        previous = resumed.records;
+        resumed.journal
     } else {
         if journal_path.exists() {
             return Err(CliError::usage(format!(
@@ -330,6 +337,6 @@ fn exports(args: &Args) -> Vec<(&'static str, &std::path::Path)> {
 }
 
 fn write_export(p: &std::path::Path, text: String) -> Result<(), CliError> {
-    std::fs::write(p, text)
-        .map_err(|e| CliError::runtime(format!("cannot write {}: {e}", p.display())))
+    pinsight_lifecycle::output::write(p, text.as_bytes())
+        .map_err(|e| CliError::runtime(e.to_string()))
 }

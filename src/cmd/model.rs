@@ -181,9 +181,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             "Speedup P-first vs E-first on {machine} ({} model)",
             model.name()
         );
-        std::fs::write(path, view::curve_svg(&title, &p_first, &e_first)).map_err(|e| {
-            CliError::runtime(format!("--svg: cannot write {}: {e}", path.display()))
-        })?;
+        let svg = view::curve_svg(&title, &p_first, &e_first);
+        pinsight_lifecycle::output::write(path, svg.as_bytes())
+            .map_err(|e| CliError::runtime(format!("--svg: {e}")))?;
     }
     if g.json {
         g.print_json(&Output {

@@ -172,16 +172,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     );
     let json =
         serde_json::to_string_pretty(&data).map_err(|e| CliError::runtime(format!("JSON: {e}")))?;
-    std::fs::write(&json_path, json + "\n")
-        .map_err(|e| CliError::runtime(format!("{}: {e}", json_path.display())))?;
+    let write = |path: &std::path::Path, bytes: &[u8]| {
+        pinsight_lifecycle::output::write(path, bytes).map_err(|e| CliError::runtime(e.to_string()))
+    };
+    write(&json_path, (json + "\n").as_bytes())?;
     if let (None, Some(m)) = (&args.latency_from, &data.latency) {
         let text =
             serde_json::to_string_pretty(m).map_err(|e| CliError::runtime(format!("JSON: {e}")))?;
-        std::fs::write(&matrix_path, text + "\n")
-            .map_err(|e| CliError::runtime(format!("{}: {e}", matrix_path.display())))?;
+        write(&matrix_path, (text + "\n").as_bytes())?;
     }
-    std::fs::write(&html_path, html(&data))
-        .map_err(|e| CliError::runtime(format!("{}: {e}", html_path.display())))?;
+    write(&html_path, html(&data).as_bytes())?;
     if g.json {
         g.print_json(&data)?;
         return Ok(0);

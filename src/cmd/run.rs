@@ -288,12 +288,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         let doc = serde_json::json!({ "host": host, "slice": s, "plan": plan, "run": outcome });
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
-        std::fs::write(path, text + "\n").map_err(|e| {
-            CliError::runtime(format!(
-                "--report-dir: cannot write {}: {e}",
-                path.display()
-            ))
-        })?;
+        pinsight_lifecycle::output::write(path, (text + "\n").as_bytes())
+            .map_err(|e| CliError::runtime(format!("--report-dir: {e}")))?;
     }
     if g.json {
         let doc = serde_json::json!({ "plan": plan, "slice": slice, "run": outcome });

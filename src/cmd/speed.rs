@@ -114,8 +114,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if let Some(path) = &args.weights {
         let text =
             serde_json::to_string_pretty(&weights_file(&report.cpus)).expect("weights serialise");
-        std::fs::write(path, text + "\n")
-            .map_err(|e| CliError::runtime(format!("--weights '{}': {e}", path.display())))?;
+        pinsight_lifecycle::output::write(path, (text + "\n").as_bytes())
+            .map_err(|e| CliError::runtime(format!("--weights: {e}")))?;
         let missing = unweighted(&report.cpus);
         if !missing.is_empty() && !g.quiet {
             let list: CpuSet = missing.into_iter().collect();

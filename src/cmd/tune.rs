@@ -287,6 +287,10 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
         .collect::<Vec<_>>()
         .join(" ");
     let pinned = session.header().arms.iter().any(|a| a.plan.pinned);
+    for w in session.journal_warnings() {
+        let path = session.journal_path().display();
+        eprintln!("pinsight: warning: journal {path}: {w}");
+    }
     if !g.quiet {
         eprintln!("pinsight: journal: {}", session.journal_path().display());
         eprintln!(

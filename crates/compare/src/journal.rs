@@ -4,16 +4,21 @@
 //! Line 1 is the [`Header`] (`"type": "header"`): everything needed to
 //! re-run the experiment and to refuse resuming a different one. Every
 //! further line is a [`RunLine`] (`"type": "run"`) holding one
-//! [`pinsight_measure::RunRecord`] flattened. A line cut short by a crash
-//! (no final newline) is reported and dropped; appending first trims it.
+//! [`pinsight_measure::RunRecord`] flattened. The file itself (created
+//! exclusively, locked while in use, fsync'd per line, a cut last line
+//! handled one way, every run checked against the header's design) is
+//! pinsight-lifecycle's [`pinsight_lifecycle::journal::Journal`]; this
+//! module says what a compare header and run are ([`Design`] for
+//! [`Header`]).
 
 use crate::design::Phase;
 use pinsight_cpuset::CpuSet;
+pub use pinsight_lifecycle::journal::JournalError;
+use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
 use pinsight_measure::RunRecord;
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 
 /// The journal format's name and version (bumped on incompatible change).
 pub const SCHEMA: &str = "pinsight-compare/1";
@@ -321,41 +326,6 @@ pub struct Difference {
     pub now: String,
 }
 
-/// Why a journal cannot be read, created or written.
-#[derive(Debug, thiserror::Error)]
-pub enum JournalError {
-    #[error("cannot read journal {}: {source}", path.display())]
-    Read { path: PathBuf, source: io::Error },
-    #[error("journal {}: {problem}", path.display())]
-    Invalid { path: PathBuf, problem: ParseError },
-    /// A new journal would overwrite this file.
-    #[error("journal {} already exists", path.display())]
-    Exists { path: PathBuf },
-    #[error("cannot create journal {}: {source}", path.display())]
-    Create { path: PathBuf, source: io::Error },
-    #[error("cannot create a journal in {}: {stem}.jsonl and 10000 variants exist", dir.display())]
-    NoFreeName { dir: PathBuf, stem: String },
-    #[error("cannot append to journal {}: {source}", path.display())]
-    Append { path: PathBuf, source: io::Error },
-    #[error("cannot write journal {}: {source}", path.display())]
-    Write { path: PathBuf, source: io::Error },
-}
-
-/// Why journal text is not a journal.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    #[error("empty: no header line")]
-    Empty,
-    #[error("line 1 is a run, not the header")]
-    RunFirst,
-    #[error("line 1 is not a pinsight compare header ({reason}); expected {{\"type\":\"header\",\"schema\":\"{SCHEMA}\",...}}")]
-    NotHeader { reason: String },
-    #[error("schema '{found}' is not supported (this pinsight reads {SCHEMA})")]
-    Schema { found: String },
-    #[error("line {line}: not a run record: {reason}")]
-    BadRun { line: usize, reason: String },
-}
-
 /// One finished run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunLine {
@@ -449,6 +419,133 @@ enum Line {
     Run(RunLine),
 }
 
+/// [`Line`] for writing, without a copy.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum LineRef<'a> {
+    Header(&'a Header),
+    Run(&'a RunLine),
+}
+
+impl JsonLine for Header {
+    fn to_line(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(&LineRef::Header(self))
+    }
+
+    fn from_line(line: &str) -> Result<Header, String> {
+        let header = match serde_json::from_str::<Line>(line) {
+            Ok(Line::Header(h)) => h,
+            Ok(Line::Run(_)) => return Err("a run, not the header".into()),
+            Err(e) => {
+                return Err(format!(
+                    "not a pinsight compare header ({e}); expected \
+                     {{\"type\":\"header\",\"schema\":\"{SCHEMA}\",...}}"
+                ))
+            }
+        };
+        if header.schema != SCHEMA {
+            return Err(format!(
+                "schema '{}' is not supported (this pinsight reads {SCHEMA})",
+                header.schema
+            ));
+        }
+        Ok(header)
+    }
+}
+
+impl JsonLine for RunLine {
+    fn to_line(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(&LineRef::Run(self))
+    }
+
+    fn from_line(line: &str) -> Result<RunLine, String> {
+        match serde_json::from_str::<Line>(line) {
+            Ok(Line::Run(r)) => Ok(r),
+            Ok(Line::Header(_)) => Err("a second header".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// The design's view of the runs read so far: per slot, whether its latest
+/// attempt succeeded (a failed slot is retried on resume; a slot that
+/// succeeded never runs again).
+#[derive(Default)]
+pub struct SlotsDone(HashMap<usize, bool>);
+
+impl Design<RunLine> for Header {
+    type Seen = SlotsDone;
+    type Difference = Difference;
+
+    /// A run belongs to this experiment when its arm is one of the
+    /// header's, its slot is in the design (`arms × (warmup + runs)`
+    /// slots, warm-up blocks first: phase and block follow from the slot),
+    /// the slot has no successful run yet, and its times are durations.
+    fn check(&self, seen: &mut SlotsDone, r: &RunLine) -> Result<(), String> {
+        let arms = self.arms.len();
+        if !self.arms.iter().any(|a| a.id == r.arm) {
+            let ids: Vec<&str> = self.arms.iter().map(|a| a.id.as_str()).collect();
+            return Err(format!(
+                "arm '{}' is not in the experiment (its arms: {})",
+                r.arm,
+                ids.join(", ")
+            ));
+        }
+        let slots = self
+            .runs
+            .checked_add(self.warmup)
+            .and_then(|n| n.checked_mul(arms))
+            .unwrap_or(usize::MAX);
+        if r.slot >= slots {
+            return Err(format!(
+                "slot {} is out of range (the design has slots 0-{})",
+                r.slot,
+                slots.saturating_sub(1)
+            ));
+        }
+        let block = r.slot / arms;
+        let (phase, rep) = if block < self.warmup {
+            (Phase::Warmup, block)
+        } else {
+            (Phase::Measured, block - self.warmup)
+        };
+        if r.phase != phase || r.rep != rep {
+            return Err(format!(
+                "slot {} is {phase:?} block {rep} in the design, the run says {:?} block {}",
+                r.slot, r.phase, r.rep
+            ));
+        }
+        let rec = &r.record;
+        let mut times = vec![
+            ("wall_s", rec.wall_s),
+            ("user_s", rec.user_s),
+            ("sys_s", rec.sys_s),
+        ];
+        if let Some(k) = &r.ranks {
+            times.push(("launcher_wall_s", k.launcher_wall_s));
+            times.extend(k.ranks.iter().map(|x| ("ranks wall_s", x.wall_s)));
+        }
+        if let Some((name, t)) = times.iter().find(|(_, t)| !(t.is_finite() && *t >= 0.0)) {
+            return Err(format!("{name} {t} is not a duration (finite, 0 or more)"));
+        }
+        if !r.started_unix.is_finite() {
+            return Err(format!("started_unix {} is not a time", r.started_unix));
+        }
+        if seen.0.get(&r.slot) == Some(&true) {
+            return Err(format!(
+                "slot {} ({}) is recorded twice: it already has a successful run",
+                r.slot, r.arm
+            ));
+        }
+        seen.0.insert(r.slot, r.failure().is_none());
+        Ok(())
+    }
+
+    fn mismatch(&self, now: &Header) -> Vec<Difference> {
+        Header::mismatch(self, now)
+    }
+}
+
 /// A journal read back.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Journal {
@@ -460,106 +557,33 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Reads `path`. Errors (as one sentence naming the file) when it
-    /// cannot be read or its first line is not a pinsight-compare header.
+    /// Reads `path` without locking it. Errors (as one sentence naming the
+    /// file and line) when it cannot be read, its first line is not a
+    /// pinsight-compare header, or a run is not of its design.
     pub fn read(path: &Path) -> Result<Journal, JournalError> {
-        let text = std::fs::read_to_string(path).map_err(|source| JournalError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Journal::parse(&text).map_err(|problem| JournalError::Invalid {
-            path: path.to_path_buf(),
-            problem,
-        })
-    }
-
-    /// Parses journal text.
-    pub fn parse(text: &str) -> Result<Journal, ParseError> {
-        let complete = text.ends_with('\n');
-        let lines: Vec<&str> = text.lines().collect();
-        let Some(first) = lines.first() else {
-            return Err(ParseError::Empty);
-        };
-        let header = match serde_json::from_str::<Line>(first) {
-            Ok(Line::Header(h)) => h,
-            Ok(Line::Run(_)) => return Err(ParseError::RunFirst),
-            Err(e) => {
-                return Err(ParseError::NotHeader {
-                    reason: e.to_string(),
-                })
-            }
-        };
-        if header.schema != SCHEMA {
-            return Err(ParseError::Schema {
-                found: header.schema,
-            });
-        }
-        let mut runs = Vec::new();
-        let mut warnings = Vec::new();
-        for (i, l) in lines.iter().enumerate().skip(1) {
-            if l.trim().is_empty() {
-                continue;
-            }
-            let last = i + 1 == lines.len();
-            match serde_json::from_str::<Line>(l) {
-                Ok(Line::Run(r)) => runs.push(r),
-                Ok(Line::Header(_)) => {
-                    warnings.push(format!("line {}: a second header, ignored", i + 1))
-                }
-                Err(_) if last && !complete => warnings.push(format!(
-                    "line {}: cut short (the experiment was killed while writing it), ignored",
-                    i + 1
-                )),
-                Err(e) => {
-                    return Err(ParseError::BadRun {
-                        line: i + 1,
-                        reason: e.to_string(),
-                    })
-                }
-            }
-        }
-        Ok(Journal {
-            header,
-            runs,
-            warnings,
-        })
+        lj::Journal::<Header, RunLine>::read(path).map(Journal::from)
     }
 }
 
-/// Appends run lines, each written whole and flushed to disk before
-/// [`JournalWriter::append`] returns.
+impl From<lj::Contents<Header, RunLine>> for Journal {
+    fn from(c: lj::Contents<Header, RunLine>) -> Journal {
+        Journal {
+            header: c.header,
+            runs: c.records,
+            warnings: c.warnings.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+/// Appends run lines to a locked journal, each written whole and flushed
+/// to disk before [`JournalWriter::append`] returns.
 #[derive(Debug)]
-pub struct JournalWriter {
-    file: File,
-    path: PathBuf,
-}
+pub struct JournalWriter(lj::Journal<Header, RunLine>);
 
 impl JournalWriter {
     /// Creates a new journal with `header`; refuses to overwrite a file.
     pub fn create(path: &Path, header: &Header) -> Result<JournalWriter, JournalError> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => JournalError::Exists {
-                    path: path.to_path_buf(),
-                },
-                _ => JournalError::Create {
-                    path: path.to_path_buf(),
-                    source: e,
-                },
-            })?;
-        let mut w = JournalWriter {
-            file,
-            path: path.to_path_buf(),
-        };
-        w.write_line(&Line::Header(header.clone()))
-            .map_err(|source| JournalError::Write {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        Ok(w)
+        lj::Journal::create(path, header).map(JournalWriter)
     }
 
     /// Creates a new journal named `{stem}.jsonl` in `dir`, or
@@ -571,78 +595,23 @@ impl JournalWriter {
         stem: &str,
         header: &Header,
     ) -> Result<JournalWriter, JournalError> {
-        for n in 1..=10_000u32 {
-            let name = if n == 1 {
-                format!("{stem}.jsonl")
-            } else {
-                format!("{stem}-{n}.jsonl")
-            };
-            let path = dir.join(name);
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => {
-                    let mut w = JournalWriter { file, path };
-                    w.write_line(&Line::Header(header.clone()))
-                        .map_err(|source| JournalError::Write {
-                            path: w.path.clone(),
-                            source,
-                        })?;
-                    return Ok(w);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(source) => return Err(JournalError::Create { path, source }),
-            }
-        }
-        Err(JournalError::NoFreeName {
-            dir: dir.to_path_buf(),
-            stem: stem.to_string(),
-        })
+        lj::Journal::create_unique(dir, stem, header).map(JournalWriter)
     }
 
-    /// Opens an existing journal for appending, first trimming a last line
-    /// cut short by a crash.
-    pub fn append_to(path: &Path) -> Result<JournalWriter, JournalError> {
-        let err = |source: io::Error| JournalError::Append {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(err)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(err)?;
-        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-            let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            file.set_len(keep as u64).map_err(err)?;
-        }
-        file.seek(SeekFrom::End(0)).map_err(err)?;
-        Ok(JournalWriter {
-            file,
-            path: path.to_path_buf(),
-        })
+    /// Continues an existing journal: locks it (refusing one another
+    /// process is writing, naming its pid), reads it under the lock and
+    /// cuts a fragment off its end.
+    pub fn resume(path: &Path) -> Result<(JournalWriter, Journal), JournalError> {
+        lj::Journal::resume(path).map(|(w, c)| (JournalWriter(w), Journal::from(c)))
     }
 
     /// Appends one run and syncs it to disk.
     pub fn append(&mut self, run: &RunLine) -> Result<(), JournalError> {
-        self.write_line(&Line::Run(run.clone()))
-            .map_err(|source| JournalError::Write {
-                path: self.path.clone(),
-                source,
-            })
+        self.0.append(run)
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn write_line(&mut self, line: &Line) -> io::Result<()> {
-        let mut s = serde_json::to_string(line).map_err(io::Error::other)?;
-        s.push('\n');
-        // One write call per line: a crash leaves whole lines plus at most
-        // one partial last line, which the reader drops.
-        self.file.write_all(s.as_bytes())?;
-        self.file.sync_data()
+        self.0.path()
     }
 }
 
@@ -732,8 +701,13 @@ mod tests {
         RunLine {
             slot,
             arm: "os".into(),
-            phase: Phase::Measured,
-            rep: slot,
+            // One arm, one warm-up block: slot 0 warms up.
+            phase: if slot == 0 {
+                Phase::Warmup
+            } else {
+                Phase::Measured
+            },
+            rep: slot.saturating_sub(1),
             started_unix: 1.0,
             ranks: None,
             record: RunRecord {
@@ -760,6 +734,11 @@ mod tests {
         let mut w = JournalWriter::create(&p, &header()).unwrap();
         w.append(&run(0, 0.5)).unwrap();
         w.append(&run(1, 0.6)).unwrap();
+        // Locked while written.
+        assert!(matches!(
+            JournalWriter::resume(&p),
+            Err(JournalError::Locked { pid: Some(_), .. })
+        ));
         drop(w);
         let j = Journal::read(&p).unwrap();
         assert_eq!(j.header, header());
@@ -776,7 +755,8 @@ mod tests {
             "{:?}",
             j.warnings
         );
-        let mut w = JournalWriter::append_to(&p).unwrap();
+        let (mut w, j) = JournalWriter::resume(&p).unwrap();
+        assert_eq!(j.warnings.len(), 1);
         w.append(&run(2, 0.7)).unwrap();
         let j = Journal::read(&p).unwrap();
         assert_eq!(j.runs.len(), 3);
@@ -784,6 +764,31 @@ mod tests {
         // Never overwritten.
         let e = JournalWriter::create(&p, &header()).unwrap_err();
         assert!(matches!(e, JournalError::Exists { .. }), "{e}");
+    }
+
+    #[test]
+    fn runs_outside_the_design_are_refused() {
+        let h = header();
+        let mut seen = SlotsDone::default();
+        h.check(&mut seen, &run(0, 0.5)).unwrap();
+        let e = h.check(&mut seen, &run(0, 0.5)).unwrap_err();
+        assert!(e.contains("slot 0 (os) is recorded twice"), "{e}");
+        // A failed attempt may be retried.
+        let mut failed = run(1, 0.5);
+        failed.record.exit.code = Some(1);
+        h.check(&mut seen, &failed).unwrap();
+        h.check(&mut seen, &run(1, 0.5)).unwrap();
+        let mut other = run(2, 0.5);
+        other.arm = "p-set".into();
+        let e = h.check(&mut seen, &other).unwrap_err();
+        assert!(e.contains("arm 'p-set' is not in the experiment"), "{e}");
+        // 1 arm x (3 runs + 1 warm-up): slots 0-3.
+        let e = h.check(&mut seen, &run(4, 0.5)).unwrap_err();
+        assert!(e.contains("slot 4 is out of range"), "{e}");
+        let e = h.check(&mut seen, &run(2, -0.5)).unwrap_err();
+        assert!(e.contains("wall_s -0.5"), "{e}");
+        let e = h.check(&mut seen, &run(2, f64::NAN)).unwrap_err();
+        assert!(e.contains("wall_s NaN"), "{e}");
     }
 
     #[test]
@@ -799,23 +804,23 @@ mod tests {
 
     #[test]
     fn bad_journals_are_refused_with_the_reason() {
-        assert_eq!(Journal::parse("").unwrap_err(), ParseError::Empty);
-        assert!(Journal::parse("{\"a\":1}\n")
-            .unwrap_err()
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let read = |text: &str| {
+            std::fs::write(&p, text).unwrap();
+            Journal::read(&p).unwrap_err()
+        };
+        assert!(matches!(read(""), JournalError::Empty { .. }));
+        assert!(read("{\"a\":1}\n")
             .to_string()
-            .contains("line 1 is not a pinsight compare header"));
+            .contains("line 1: not a pinsight compare header"));
         let mut h = header();
         h.schema = "pinsight-compare/99".into();
-        let text = serde_json::to_string(&Line::Header(h)).unwrap() + "\n";
-        assert!(matches!(
-            Journal::parse(&text).unwrap_err(),
-            ParseError::Schema { found } if found == "pinsight-compare/99"
-        ));
-        let text = serde_json::to_string(&Line::Header(header())).unwrap() + "\ngarbage\n{}\n";
-        assert!(matches!(
-            Journal::parse(&text).unwrap_err(),
-            ParseError::BadRun { line: 2, .. }
-        ));
+        assert!(read(&(h.to_line().unwrap() + "\n"))
+            .to_string()
+            .contains("schema 'pinsight-compare/99' is not supported"));
+        let text = header().to_line().unwrap() + "\ngarbage\n{}\n";
+        assert!(matches!(read(&text), JournalError::Record { line: 2, .. }));
     }
 
     #[test]

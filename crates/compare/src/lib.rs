@@ -42,7 +42,7 @@ pub use experiment::{
 };
 pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,
-    NotApplicable, ParseError, RankTime, RankTimes, RunLine,
+    NotApplicable, RankTime, RankTimes, RunLine,
 };
 pub use setup::{
     setup, setup_with, Extension, GovernorProbe, ProgramError, Request, Setup, SetupError,

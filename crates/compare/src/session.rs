@@ -189,14 +189,21 @@ impl Session {
                 if !diffs.is_empty() {
                     return Err(SessionError::DifferentExperiment { path, diffs });
                 }
+                // Locked, then read again through the lock: what another
+                // writer appended since `previous` was read counts, and a
+                // journal in use is refused here.
+                let (w, locked) = JournalWriter::resume(&path).map_err(|e| jerr(e, false))?;
+                let diffs = locked.header.mismatch(&header);
+                if !diffs.is_empty() {
+                    return Err(SessionError::DifferentExperiment { path, diffs });
+                }
                 // The journal's header stays the experiment's identity.
                 let Journal {
                     header: journal_header,
                     runs,
                     warnings,
-                } = *previous;
+                } = locked;
                 header = journal_header;
-                let w = JournalWriter::append_to(&path).map_err(|e| jerr(e, false))?;
                 (path, w, runs, warnings)
             }
             JournalTarget::New(path) => {

@@ -158,15 +158,11 @@ fn run_all(
     stop_after: Option<usize>,
     ignore: bool,
 ) -> Outcome {
-    let previous = if path.exists() {
-        Journal::read(path).unwrap().runs
+    let (mut w, previous) = if path.exists() {
+        let (w, j) = JournalWriter::resume(path).unwrap();
+        (w, j.runs)
     } else {
-        Vec::new()
-    };
-    let mut w = if path.exists() {
-        JournalWriter::append_to(path).unwrap()
-    } else {
-        JournalWriter::create(path, h).unwrap()
+        (JournalWriter::create(path, h).unwrap(), Vec::new())
     };
     exec.budget = stop_after;
     execute(h, &previous, &mut w, exec, &mut Silent, ignore, &|| false)

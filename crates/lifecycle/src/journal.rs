@@ -1,1 +1,688 @@
-//! (being written)
+//! The one experiment journal: JSON Lines, the header on line 1 and one
+//! record per further line, each appended whole and synced to disk
+//! (`fdatasync`) before [`Journal::append`] returns, so a crash, a power
+//! cut, a full disk or Ctrl-C never loses a measurement already made.
+//!
+//! Guarantees (what the docs promise users):
+//!
+//! * **Created exclusively.** A new journal is opened with `O_CREAT |
+//!   O_EXCL | O_NOFOLLOW`: an existing file is never overwritten and a
+//!   symbolic link planted at its name is never followed (open(2)). A
+//!   journal whose header cannot be written whole (a full disk) is removed.
+//! * **Locked while in use.** The writer holds an exclusive `flock(2)` on
+//!   the journal for as long as it lives; a second writer, or a second
+//!   resume of a live journal, is refused with [`JournalError::Locked`],
+//!   naming the holder's pid. The lock dies with the process (even under
+//!   `kill -9`), so it is never stale.
+//! * **A cut last line, one rule.** A last line without its newline (a
+//!   crash or a full disk mid-write, or a file edited by hand) is kept when
+//!   it reads as a complete record (the newline is added before the next
+//!   append) and dropped otherwise, with a [`Warning`]; on resume the file
+//!   is truncated back to its last complete line. An
+//!   append that fails part-way is cut back the same way at once.
+//! * **Checked against the design.** Every record is checked against the
+//!   header's [`Design`] (the arm or program exists, the slot is in range,
+//!   no slot is recorded twice, times are finite and non-negative); a
+//!   record that is not, or a line that is not a record, is refused naming
+//!   the file and the line.
+//! * **Resumed by identity.** [`Design::mismatch`] says how the journal's
+//!   experiment differs from the one asked for now; a caller refuses to
+//!   resume a different experiment.
+//!
+//! Why `flock(2)` and not POSIX record locks (`fcntl(F_SETLK)`): a POSIX
+//! lock is released when the process closes *any* descriptor of the file
+//! (fcntl(2), "the locks are released when any file descriptor referring
+//! to the file is closed"), so reading the journal for a report while the
+//! writer lives would silently unlock it. A `flock` lock belongs to the
+//! open file description and is released only when that closes; the
+//! journal is opened `O_CLOEXEC` (Rust's default), so programs the
+//! experiment runs never inherit it. `flock` does not tell who holds a
+//! lock, so the holder's pid is looked up in `/proc/locks` (proc(5)) by
+//! the file's device and inode.
+
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::marker::PhantomData;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// How a header or a record is written as one JSON line and read back.
+///
+/// Each journal keeps its own wire form (a tag field, a flattened
+/// struct), so existing journals stay readable byte for byte.
+pub trait JsonLine: Sized {
+    /// The line, without its newline.
+    fn to_line(&self) -> Result<String, serde_json::Error>;
+    /// Reads one line back; `Err` says why it is not one.
+    fn from_line(line: &str) -> Result<Self, String>;
+}
+
+/// The experiment a journal's header describes, and what each record
+/// must be to belong to it.
+pub trait Design<R>: JsonLine {
+    /// What the records seen so far imply for the next (the slots done,
+    /// to refuse a duplicate).
+    type Seen: Default;
+    /// One way two experiments differ (see [`Design::mismatch`]).
+    type Difference;
+
+    /// Checks `record` against the design, given what came before it, and
+    /// records it in `seen`. `Err` says, in a sentence, what is wrong.
+    fn check(&self, seen: &mut Self::Seen, record: &R) -> Result<(), String>;
+
+    /// What makes `now` (built from the current request) a different
+    /// experiment from this header's; empty when it is the same one.
+    fn mismatch(&self, now: &Self) -> Vec<Self::Difference>;
+}
+
+/// Something read that is not an error: a line dropped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// Line number, from 1.
+    pub line: usize,
+    /// What happened to it.
+    pub what: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.what)
+    }
+}
+
+/// Why a journal cannot be created, read, resumed or written.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// A new journal would overwrite this file (or a link planted there).
+    #[error("journal {} already exists", path.display())]
+    Exists { path: PathBuf },
+    #[error("cannot create journal {}: {source}", path.display())]
+    Create { path: PathBuf, source: io::Error },
+    #[error("cannot create a journal in {}: {stem}.jsonl and 10000 variants exist", dir.display())]
+    NoFreeName { dir: PathBuf, stem: String },
+    /// The journal to resume is a symbolic link (never followed).
+    #[error("journal {} is a symbolic link; name the journal file itself", path.display())]
+    Symlink { path: PathBuf },
+    #[error("cannot read journal {}: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    /// Another process holds the journal (it is being written).
+    #[error("journal {} is in use by {}; wait for it to end or stop it first", path.display(),
+        match pid { Some(p) => format!("pid {p}"), None => "another process".to_string() })]
+    Locked { path: PathBuf, pid: Option<i32> },
+    #[error("cannot lock journal {}: {source}", path.display())]
+    Lock { path: PathBuf, source: io::Error },
+    #[error("journal {} is empty: no header line", path.display())]
+    Empty { path: PathBuf },
+    /// Line 1 is not this kind of journal's header.
+    #[error("journal {} line 1: {reason}", path.display())]
+    Header { path: PathBuf, reason: String },
+    /// A line that is not a record, or a record outside the design.
+    #[error("journal {} line {line}: {reason}", path.display())]
+    Record {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    #[error("cannot write journal {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+}
+
+/// A journal read back: its header, every record in file order, and the
+/// lines dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contents<H, R> {
+    pub header: H,
+    pub records: Vec<R>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Parsed text plus where its valid part ends.
+struct Parsed<H, R> {
+    contents: Contents<H, R>,
+    /// Bytes of the text to keep (a dropped fragment excluded).
+    keep: usize,
+    /// The kept text ends without a newline (a complete last record).
+    needs_newline: bool,
+}
+
+/// Parses journal text (`path` only names the file in errors).
+pub fn parse<H: Design<R>, R: JsonLine>(
+    path: &Path,
+    text: &str,
+) -> Result<Contents<H, R>, JournalError> {
+    parse_text(path, text).map(|p| p.contents)
+}
+
+fn parse_text<H: Design<R>, R: JsonLine>(
+    path: &Path,
+    text: &str,
+) -> Result<Parsed<H, R>, JournalError> {
+    let p = || path.to_path_buf();
+    let mut lines = Vec::new();
+    let mut at = 0;
+    for l in text.split_inclusive('\n') {
+        lines.push((at, l));
+        at += l.len();
+    }
+    let complete = |l: &str| l.ends_with('\n');
+    let Some(&(_, first)) = lines.iter().find(|(_, l)| !l.trim().is_empty()) else {
+        return Err(JournalError::Empty { path: p() });
+    };
+    if lines[0].1.trim().is_empty() {
+        return Err(JournalError::Header {
+            path: p(),
+            reason: "empty; the header must be the first line".into(),
+        });
+    }
+    let header = H::from_line(first.trim_end())
+        .map_err(|reason| JournalError::Header { path: p(), reason })?;
+    let mut seen = H::Seen::default();
+    let mut records = Vec::new();
+    let mut warnings = Vec::new();
+    let mut keep = text.len();
+    let mut needs_newline = !text.ends_with('\n');
+    let n = lines.len();
+    for (i, &(start, l)) in lines.iter().enumerate().skip(1) {
+        let body = l.trim_end_matches('\n');
+        if body.trim().is_empty() {
+            continue;
+        }
+        let last_cut = i + 1 == n && !complete(l);
+        // A fragment is a last line without its newline that does not
+        // read as a record; a record that reads but breaks the design is
+        // refused wherever it is.
+        let checked = match R::from_line(body) {
+            Ok(r) => header
+                .check(&mut seen, &r)
+                .map(|()| r)
+                .map_err(|reason| (reason, false)),
+            Err(e) => Err((format!("not a record: {e}"), true)),
+        };
+        match checked {
+            Ok(r) => records.push(r),
+            Err((_, true)) if last_cut => {
+                warnings.push(Warning {
+                    line: i + 1,
+                    what: "cut short (written when the experiment was stopped or the disk \
+                           was full), dropped"
+                        .into(),
+                });
+                keep = start;
+                needs_newline = false;
+            }
+            Err((reason, _)) => {
+                return Err(JournalError::Record {
+                    path: p(),
+                    line: i + 1,
+                    reason,
+                })
+            }
+        }
+    }
+    Ok(Parsed {
+        contents: Contents {
+            header,
+            records,
+            warnings,
+        },
+        keep,
+        needs_newline,
+    })
+}
+
+/// An open, locked journal, appending records of type `R` under header `H`.
+#[derive(Debug)]
+pub struct Journal<H, R> {
+    file: Flock<File>,
+    path: PathBuf,
+    /// The file ends with a complete record but no newline.
+    needs_newline: bool,
+    _types: PhantomData<fn() -> (H, R)>,
+}
+
+impl<H: Design<R>, R: JsonLine> Journal<H, R> {
+    /// Creates a new journal at `path` with `header`; never overwrites a
+    /// file or follows a link.
+    pub fn create(path: &Path, header: &H) -> Result<Self, JournalError> {
+        let file = create_exclusive(path).map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => JournalError::Exists {
+                path: path.to_path_buf(),
+            },
+            _ => JournalError::Create {
+                path: path.to_path_buf(),
+                source: e,
+            },
+        })?;
+        Self::start(file, path.to_path_buf(), header)
+    }
+
+    /// Creates a new journal named `{stem}.jsonl` in `dir`, or
+    /// `{stem}-2.jsonl`, `{stem}-3.jsonl`, ... when that exists: each
+    /// name is claimed atomically (`O_EXCL`), so two experiments started
+    /// in the same second never share (or fail on) a journal.
+    pub fn create_unique(dir: &Path, stem: &str, header: &H) -> Result<Self, JournalError> {
+        for n in 1..=10_000u32 {
+            let name = if n == 1 {
+                format!("{stem}.jsonl")
+            } else {
+                format!("{stem}-{n}.jsonl")
+            };
+            let path = dir.join(name);
+            match create_exclusive(&path) {
+                Ok(file) => return Self::start(file, path, header),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(source) => return Err(JournalError::Create { path, source }),
+            }
+        }
+        Err(JournalError::NoFreeName {
+            dir: dir.to_path_buf(),
+            stem: stem.to_string(),
+        })
+    }
+
+    fn start(file: File, path: PathBuf, header: &H) -> Result<Self, JournalError> {
+        let file = lock(file, &path)?;
+        let mut j = Journal {
+            file,
+            path,
+            needs_newline: false,
+            _types: PhantomData,
+        };
+        let written = header
+            .to_line()
+            .map_err(io::Error::other)
+            .and_then(|line| j.write_line(&line));
+        if let Err(source) = written {
+            // Leave no trace: the file is ours and holds nothing.
+            let _ = std::fs::remove_file(&j.path);
+            return Err(JournalError::Write {
+                path: j.path,
+                source,
+            });
+        }
+        // The new name itself survives a crash (fsync(2): syncing a file
+        // does not sync its directory entry).
+        if let Some(dir) = j.path.parent() {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(j)
+    }
+
+    /// Opens an existing journal to continue it: locks it (refusing one
+    /// in use), reads it through the locked descriptor, checks every
+    /// record, and cuts a fragment off its end.
+    pub fn resume(path: &Path) -> Result<(Self, Contents<H, R>), JournalError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|source| match source.raw_os_error() {
+                Some(libc::ELOOP) => JournalError::Symlink {
+                    path: path.to_path_buf(),
+                },
+                _ => JournalError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                },
+            })?;
+        let mut file = lock(file, path)?;
+        let rerr = |source| JournalError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(rerr)?;
+        let parsed = parse_text::<H, R>(path, &text)?;
+        let werr = |source| JournalError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if parsed.keep < text.len() {
+            file.set_len(parsed.keep as u64).map_err(werr)?;
+            file.sync_data().map_err(werr)?;
+        }
+        file.seek(SeekFrom::End(0)).map_err(werr)?;
+        Ok((
+            Journal {
+                file,
+                path: path.to_path_buf(),
+                needs_newline: parsed.needs_newline,
+                _types: PhantomData,
+            },
+            parsed.contents,
+        ))
+    }
+
+    /// Reads a journal without locking or changing it (a report of a
+    /// journal being written, or before resuming it).
+    pub fn read(path: &Path) -> Result<Contents<H, R>, JournalError> {
+        let text = std::fs::read_to_string(path).map_err(|source| JournalError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        parse(path, &text)
+    }
+
+    /// Appends one record and syncs it to disk. On failure (a full disk)
+    /// the file is cut back to its last complete line.
+    pub fn append(&mut self, record: &R) -> Result<(), JournalError> {
+        let line = record.to_line().map_err(|e| JournalError::Write {
+            path: self.path.clone(),
+            source: io::Error::other(e),
+        })?;
+        self.write_line(&line)
+            .map_err(|source| JournalError::Write {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_line(&mut self, line: &str) -> io::Result<()> {
+        let before = self.file.seek(SeekFrom::End(0))?;
+        let mut s = String::with_capacity(line.len() + 2);
+        if self.needs_newline {
+            s.push('\n');
+        }
+        s.push_str(line);
+        s.push('\n');
+        // One write call per line: a crash leaves whole lines plus at
+        // most one partial last line, which a reader drops.
+        let result = self
+            .file
+            .write_all(s.as_bytes())
+            .and_then(|()| self.file.sync_data());
+        match result {
+            Ok(()) => {
+                self.needs_newline = false;
+                Ok(())
+            }
+            Err(e) => {
+                // Cut the partial line off so the journal stays whole.
+                let _ = self.file.set_len(before);
+                let _ = self.file.seek(SeekFrom::End(0));
+                let _ = self.file.sync_data();
+                Err(e)
+            }
+        }
+    }
+}
+
+/// `O_CREAT | O_EXCL | O_NOFOLLOW`, read-write (read: resume's checks).
+fn create_exclusive(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// Takes the journal's exclusive lock without waiting.
+fn lock(file: File, path: &Path) -> Result<Flock<File>, JournalError> {
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(f) => Ok(f),
+        Err((file, nix::errno::Errno::EWOULDBLOCK)) => Err(JournalError::Locked {
+            path: path.to_path_buf(),
+            pid: file.metadata().ok().and_then(|m| lock_holder(&m)),
+        }),
+        Err((_, errno)) => Err(JournalError::Lock {
+            path: path.to_path_buf(),
+            source: io::Error::from(errno),
+        }),
+    }
+}
+
+/// The pid holding a `flock` on this file, from `/proc/locks` (proc(5):
+/// `1: FLOCK  ADVISORY  WRITE 4242 08:01:131090 0 EOF`, the device as hex
+/// major:minor and the inode in decimal).
+fn lock_holder(m: &std::fs::Metadata) -> Option<i32> {
+    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    holder_in(&text, m.dev(), m.ino())
+}
+
+fn holder_in(text: &str, dev: u64, ino: u64) -> Option<i32> {
+    let want = format!(
+        "{:02x}:{:02x}:{ino}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev)
+    );
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // Waiters are listed as `1: -> FLOCK ...`: skip them.
+        match f.as_slice() {
+            [_, "FLOCK", _, "WRITE", pid, id, ..] if *id == want => pid.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::{Deserialize, Serialize};
+
+    /// A design of `slots` slots over named arms.
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct H {
+        arms: Vec<String>,
+        slots: usize,
+        seed: u64,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct R {
+        slot: usize,
+        arm: String,
+        time: f64,
+    }
+
+    impl JsonLine for H {
+        fn to_line(&self) -> Result<String, serde_json::Error> {
+            serde_json::to_string(self)
+        }
+        fn from_line(line: &str) -> Result<Self, String> {
+            serde_json::from_str(line).map_err(|e| e.to_string())
+        }
+    }
+    impl JsonLine for R {
+        fn to_line(&self) -> Result<String, serde_json::Error> {
+            serde_json::to_string(self)
+        }
+        fn from_line(line: &str) -> Result<Self, String> {
+            serde_json::from_str(line).map_err(|e| e.to_string())
+        }
+    }
+    impl Design<R> for H {
+        type Seen = std::collections::BTreeSet<usize>;
+        type Difference = String;
+        fn check(&self, seen: &mut Self::Seen, r: &R) -> Result<(), String> {
+            if !self.arms.contains(&r.arm) {
+                return Err(format!("arm {} is not in the design", r.arm));
+            }
+            if r.slot >= self.slots {
+                return Err(format!("slot {} is out of range", r.slot));
+            }
+            if !(r.time.is_finite() && r.time >= 0.0) {
+                return Err(format!("time {} is not a duration", r.time));
+            }
+            if !seen.insert(r.slot) {
+                return Err(format!("slot {} is recorded twice", r.slot));
+            }
+            Ok(())
+        }
+        fn mismatch(&self, now: &Self) -> Vec<String> {
+            let mut d = Vec::new();
+            if self.seed != now.seed {
+                d.push(format!("seed: journal has {}, now {}", self.seed, now.seed));
+            }
+            d
+        }
+    }
+
+    type J = Journal<H, R>;
+
+    fn h() -> H {
+        H {
+            arms: vec!["a".into(), "b".into()],
+            slots: 4,
+            seed: 1,
+        }
+    }
+    fn r(slot: usize, arm: &str) -> R {
+        R {
+            slot,
+            arm: arm.into(),
+            time: 0.5,
+        }
+    }
+
+    #[test]
+    fn round_trip_lock_and_resume() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let mut w = J::create(&p, &h()).unwrap();
+        w.append(&r(0, "a")).unwrap();
+        // A second writer of a live journal is refused, naming this pid.
+        match J::resume(&p).unwrap_err() {
+            JournalError::Locked { pid, .. } => assert_eq!(pid, Some(std::process::id() as i32)),
+            e => panic!("{e}"),
+        }
+        // Reading it (a report) neither blocks nor unlocks it.
+        assert_eq!(J::read(&p).unwrap().records, vec![r(0, "a")]);
+        assert!(matches!(J::resume(&p), Err(JournalError::Locked { .. })));
+        drop(w);
+        let (mut w, c) = J::resume(&p).unwrap();
+        assert_eq!(c.header, h());
+        assert_eq!(c.records, vec![r(0, "a")]);
+        assert!(c.warnings.is_empty());
+        assert!(c.header.mismatch(&h()).is_empty());
+        w.append(&r(1, "b")).unwrap();
+        drop(w);
+        assert_eq!(J::read(&p).unwrap().records.len(), 2);
+        assert!(matches!(
+            J::create(&p, &h()),
+            Err(JournalError::Exists { .. })
+        ));
+    }
+
+    #[test]
+    fn a_cut_and_a_newline_less_last_line_are_one_rule() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let mut w = J::create(&p, &h()).unwrap();
+        w.append(&r(0, "a")).unwrap();
+        drop(w);
+        let base = std::fs::read_to_string(&p).unwrap();
+        // A complete record without its newline is kept; the newline comes
+        // before the next append.
+        let whole = r(1, "b").to_line().unwrap();
+        std::fs::write(&p, format!("{base}{whole}")).unwrap();
+        let (mut w, c) = J::resume(&p).unwrap();
+        assert_eq!(c.records.len(), 2);
+        assert!(c.warnings.is_empty());
+        w.append(&r(2, "a")).unwrap();
+        drop(w);
+        let c = J::read(&p).unwrap();
+        assert_eq!(c.records, vec![r(0, "a"), r(1, "b"), r(2, "a")]);
+        // A fragment is dropped with a warning and cut off on resume.
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, format!("{text}{}", &whole[..9])).unwrap();
+        let c = J::read(&p).unwrap();
+        assert_eq!(c.records.len(), 3);
+        assert_eq!(c.warnings[0].line, 5);
+        let (mut w, c) = J::resume(&p).unwrap();
+        assert_eq!(c.warnings.len(), 1);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+        w.append(&r(3, "b")).unwrap();
+        assert_eq!(J::read(&p).unwrap().records.len(), 4);
+    }
+
+    #[test]
+    fn records_outside_the_design_are_refused_naming_the_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let head = h().to_line().unwrap();
+        for (bad, why) in [
+            (r#"{"slot":1,"arm":"zz","time":1}"#, "arm zz"),
+            (r#"{"slot":9,"arm":"a","time":1}"#, "slot 9 is out of range"),
+            (
+                r#"{"slot":0,"arm":"a","time":1}"#,
+                "slot 0 is recorded twice",
+            ),
+            (r#"{"slot":1,"arm":"a","time":-1}"#, "time -1"),
+            (r#"{"slot":1}"#, "not a record"),
+        ] {
+            let text = format!("{head}\n{}\n{bad}\n", r(0, "a").to_line().unwrap());
+            std::fs::write(&p, &text).unwrap();
+            let e = J::resume(&p).unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(e, JournalError::Record { line: 3, .. }), "{msg}");
+            assert!(
+                msg.contains("j.jsonl line 3: ") && msg.contains(why),
+                "{msg}"
+            );
+            // Refused: untouched.
+            assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+        }
+        // A last line without its newline that reads as a record is checked
+        // like any other.
+        let text = format!("{head}\n{}", r#"{"slot":1,"arm":"zz","time":1}"#);
+        std::fs::write(&p, &text).unwrap();
+        assert!(matches!(
+            J::read(&p),
+            Err(JournalError::Record { line: 2, .. })
+        ));
+        std::fs::write(&p, "").unwrap();
+        assert!(matches!(J::read(&p), Err(JournalError::Empty { .. })));
+        std::fs::write(&p, "{\"x\":1}\n").unwrap();
+        assert!(J::read(&p).unwrap_err().to_string().contains("line 1"));
+    }
+
+    #[test]
+    fn never_follows_a_planted_link() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        let link = d.path().join("j.jsonl");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(matches!(
+            J::create(&link, &h()),
+            Err(JournalError::Exists { .. })
+        ));
+        assert!(matches!(
+            J::resume(&link),
+            Err(JournalError::Symlink { .. })
+        ));
+        // A dangling link too.
+        let dangling = d.path().join("d.jsonl");
+        std::os::unix::fs::symlink(d.path().join("nowhere"), &dangling).unwrap();
+        assert!(J::create(&dangling, &h()).is_err());
+        assert!(!d.path().join("nowhere").exists());
+        let w = J::create_unique(d.path(), "j", &h()).unwrap();
+        assert!(w.path().ends_with("j-2.jsonl"));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn the_holder_is_found_in_proc_locks() {
+        let text = "1: POSIX  ADVISORY  WRITE 11 08:01:77 0 EOF\n\
+                    2: FLOCK  ADVISORY  WRITE 4242 fd:01:131090 0 EOF\n\
+                    2: -> FLOCK  ADVISORY  WRITE 5 fd:01:131090 0 EOF\n";
+        let dev = nix::sys::stat::makedev(0xfd, 1);
+        assert_eq!(holder_in(text, dev, 131090), Some(4242));
+        assert_eq!(holder_in(text, dev, 77), None);
+    }
+}

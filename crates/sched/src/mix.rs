@@ -20,18 +20,23 @@
 //! Every reference run and completed run is a line of a JSON Lines
 //! journal, synced to disk before the next starts; a stopped experiment
 //! resumes from it (a scheduler cut short is run again from its start).
+//! The file (created exclusively, locked while in use, a cut last line
+//! handled one way, every record checked against the header's design) is
+//! pinsight-lifecycle's [`pinsight_lifecycle::journal::Journal`].
 
 use crate::manager::{Config, Manager};
 use crate::sf::{GivenSf, NoSf, SfSource};
 use pinsight_cpuset::CpuSet;
+pub use pinsight_lifecycle::journal::JournalError;
+use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
 use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
 use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::collections::{HashMap, HashSet};
+use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -100,129 +105,228 @@ pub enum Record {
     },
 }
 
-/// Journal trouble.
-#[derive(Debug, thiserror::Error)]
-pub enum JournalError {
-    /// Reading or writing the file.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: io::Error,
-    },
-    /// A line that is not a record.
-    #[error("{path} line {line}: not a mix journal record ({reason})")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Line number from 1.
-        line: usize,
-        /// What serde said.
-        reason: String,
-    },
-    /// No header first.
-    #[error("{path}: no mix journal header on its first line")]
-    NoHeader {
-        /// The file.
-        path: PathBuf,
-    },
+impl JsonLine for Record {
+    fn to_line(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
+    }
+
+    fn from_line(line: &str) -> Result<Record, String> {
+        serde_json::from_str(line).map_err(|e| format!("not a mix journal record ({e})"))
+    }
 }
 
-/// An append-only JSON Lines journal, each record synced to disk
-/// (`fdatasync`) before the call returns.
-pub struct Journal {
-    path: PathBuf,
-    file: File,
+/// A journal's first line: a [`Record::Header`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeaderLine(pub Record);
+
+impl JsonLine for HeaderLine {
+    fn to_line(&self) -> Result<String, serde_json::Error> {
+        self.0.to_line()
+    }
+
+    fn from_line(line: &str) -> Result<HeaderLine, String> {
+        match Record::from_line(line) {
+            Ok(h @ Record::Header { .. }) => Ok(HeaderLine(h)),
+            _ => Err("no mix journal header on the first line".into()),
+        }
+    }
+}
+
+/// What the records read so far imply for the next.
+#[derive(Default)]
+pub struct Seen {
+    /// Reference runs that succeeded: (program, "big" or "small").
+    references: HashSet<(usize, String)>,
+    /// Per scheduler started and not done: the (program, completion)
+    /// runs since its start.
+    started: HashMap<String, HashSet<(usize, u32)>>,
+}
+
+/// One way a request differs from a journal's experiment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The field.
+    pub field: &'static str,
+    /// In the journal.
+    pub journal: String,
+    /// Asked now.
+    pub now: String,
+}
+
+fn duration(what: &str, t: f64) -> Result<(), String> {
+    if t.is_finite() && t >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{what} {t} is not a duration (finite, 0 or more)"))
+    }
+}
+
+impl Design<Record> for HeaderLine {
+    type Seen = Seen;
+    type Difference = Difference;
+
+    /// A record belongs to this experiment when its program and scheduler
+    /// are the header's, a run or end falls between its scheduler's start
+    /// and end, nothing is recorded twice (a successful reference run, a
+    /// completion of a program under one start) and times are durations.
+    fn check(&self, seen: &mut Seen, r: &Record) -> Result<(), String> {
+        let Record::Header {
+            commands,
+            schedulers,
+            ..
+        } = &self.0
+        else {
+            return Err("the journal has no header".into());
+        };
+        let program = |p: usize| {
+            if p < commands.len() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "program {p} is not in the experiment (it has programs 0-{})",
+                    commands.len().saturating_sub(1)
+                ))
+            }
+        };
+        let scheduler = |s: &str| {
+            if schedulers.iter().any(|x| x == s) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "scheduler '{s}' is not in the experiment (its schedulers: {})",
+                    schedulers.join(", ")
+                ))
+            }
+        };
+        match r {
+            Record::Header { .. } => Err("a second header".into()),
+            Record::Reference {
+                program: p,
+                on,
+                time_s,
+                exit_code,
+            } => {
+                program(*p)?;
+                if on != "big" && on != "small" {
+                    return Err(format!("reference on '{on}': expected big or small"));
+                }
+                duration("time_s", *time_s)?;
+                if seen.references.contains(&(*p, on.clone())) {
+                    return Err(format!(
+                        "the reference run of program {p} on {on} is recorded twice"
+                    ));
+                }
+                if *exit_code == 0 {
+                    seen.references.insert((*p, on.clone()));
+                }
+                Ok(())
+            }
+            Record::Start { scheduler: s } => {
+                scheduler(s)?;
+                seen.started.insert(s.clone(), HashSet::new());
+                Ok(())
+            }
+            Record::Run {
+                scheduler: s,
+                program: p,
+                completion,
+                time_s,
+                ..
+            } => {
+                scheduler(s)?;
+                program(*p)?;
+                duration("time_s", *time_s)?;
+                if *completion == 0 {
+                    return Err("completion 0: completions count from 1".into());
+                }
+                let Some(runs) = seen.started.get_mut(s) else {
+                    return Err(format!("a run under {s} outside a mix of {s} (no start)"));
+                };
+                if !runs.insert((*p, *completion)) {
+                    return Err(format!(
+                        "completion {completion} of program {p} under {s} is recorded twice"
+                    ));
+                }
+                Ok(())
+            }
+            Record::Done {
+                scheduler: s,
+                big_share,
+                wall_s,
+                ..
+            } => {
+                scheduler(s)?;
+                duration("wall_s", *wall_s)?;
+                if let Some(x) = big_share
+                    .iter()
+                    .flatten()
+                    .find(|x| !(0.0..=1.0).contains(*x))
+                {
+                    return Err(format!("big_share {x} is not a share (0 to 1)"));
+                }
+                if seen.started.remove(s).is_none() {
+                    return Err(format!("the end of a mix under {s} that did not start"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn mismatch(&self, now: &HeaderLine) -> Vec<Difference> {
+        differences(&self.0, &now.0)
+    }
+}
+
+/// An append-only JSON Lines journal, locked while open, each record
+/// synced to disk (`fdatasync`) before the call returns.
+pub struct Journal(lj::Journal<HeaderLine, Record>);
+
+/// A journal being continued: what it holds, read under its lock.
+pub struct Resumed {
+    /// The journal, locked, to append to.
+    pub journal: Journal,
+    /// Every record, the header first.
+    pub records: Vec<Record>,
+    /// Lines dropped (a fragment cut by a crash), as sentences.
+    pub warnings: Vec<String>,
 }
 
 impl Journal {
-    /// Creates `path` (it must not exist) with `header`.
+    /// Creates `path` (it must not exist, nor a link there) with `header`.
     pub fn create(path: &Path, header: &Record) -> Result<Journal, JournalError> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|source| JournalError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        let mut j = Journal {
-            path: path.to_path_buf(),
-            file,
-        };
-        j.append(header)?;
-        Ok(j)
+        lj::Journal::create(path, &HeaderLine(header.clone())).map(Journal)
     }
 
-    /// Opens an existing journal to append to.
-    pub fn append_to(path: &Path) -> Result<Journal, JournalError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|source| JournalError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        Ok(Journal {
-            path: path.to_path_buf(),
-            file,
+    /// Opens an existing journal to continue it: locked (refused while
+    /// another process writes it, naming its pid), read under the lock,
+    /// a fragment cut off its end.
+    pub fn resume(path: &Path) -> Result<Resumed, JournalError> {
+        let (j, c) = lj::Journal::<HeaderLine, Record>::resume(path)?;
+        Ok(Resumed {
+            journal: Journal(j),
+            records: records(c.header, c.records),
+            warnings: c.warnings.iter().map(ToString::to_string).collect(),
         })
     }
 
     /// Appends one record and syncs it.
     pub fn append(&mut self, r: &Record) -> Result<(), JournalError> {
-        let mut line = serde_json::to_string(r).expect("records serialize");
-        line.push('\n');
-        let io = |source| JournalError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        self.file.write_all(line.as_bytes()).map_err(io)?;
-        self.file.sync_data().map_err(|source| JournalError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        self.0.append(r)
     }
 
-    /// Reads every record; a torn last line (cut by a crash) is dropped.
+    /// Reads every record (the header first) without locking; a fragment
+    /// cut by a crash at the end is dropped.
     pub fn read(path: &Path) -> Result<Vec<Record>, JournalError> {
-        let text = std::fs::read_to_string(path).map_err(|source| JournalError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let records = parse(&text).map_err(|(line, reason)| JournalError::Parse {
-            path: path.to_path_buf(),
-            line,
-            reason,
-        })?;
-        if !matches!(records.first(), Some(Record::Header { .. })) {
-            return Err(JournalError::NoHeader {
-                path: path.to_path_buf(),
-            });
-        }
-        Ok(records)
+        let c = lj::Journal::<HeaderLine, Record>::read(path)?;
+        Ok(records(c.header, c.records))
     }
 }
 
-/// Parses journal text: one record per line; a last line without its
-/// newline that does not parse was torn by a crash and is dropped.
-pub fn parse(text: &str) -> Result<Vec<Record>, (usize, String)> {
-    let mut out = Vec::new();
-    let complete = text.ends_with('\n');
-    let lines: Vec<&str> = text.lines().collect();
-    for (i, l) in lines.iter().enumerate() {
-        if l.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Record>(l) {
-            Ok(r) => out.push(r),
-            Err(_) if i + 1 == lines.len() && !complete => break,
-            Err(e) => return Err((i + 1, e.to_string())),
-        }
-    }
-    Ok(out)
+fn records(header: HeaderLine, rest: Vec<Record>) -> Vec<Record> {
+    let mut all = Vec::with_capacity(rest.len() + 1);
+    all.push(header.0);
+    all.extend(rest);
+    all
 }
 
 /// The experiment.
@@ -794,6 +898,18 @@ fn result(spec: &MixSpec, name: &str, refs: &[(f64, f64)], runs: &MixRuns) -> Sc
 }
 
 fn check_header(journal: &Record, now: &Record) -> Result<(), MixError> {
+    match differences(journal, now).into_iter().next() {
+        None => Ok(()),
+        Some(d) => Err(MixError::Mismatch {
+            field: d.field,
+            journal: d.journal,
+            now: d.now,
+        }),
+    }
+}
+
+/// How `now` differs from the journal's experiment (empty: the same one).
+fn differences(journal: &Record, now: &Record) -> Vec<Difference> {
     let (
         Record::Header {
             commands: c1,
@@ -815,25 +931,25 @@ fn check_header(journal: &Record, now: &Record) -> Result<(), MixError> {
         },
     ) = (journal, now)
     else {
-        return Ok(());
+        return Vec::new();
     };
-    let diff = |field: &'static str, a: String, b: String| {
-        if a == b {
-            Ok(())
-        } else {
-            Err(MixError::Mismatch {
+    let mut out = Vec::new();
+    let mut diff = |field: &'static str, journal: String, now: String| {
+        if journal != now {
+            out.push(Difference {
                 field,
-                journal: a,
-                now: b,
-            })
+                journal,
+                now,
+            });
         }
     };
-    diff("commands", format!("{c1:?}"), format!("{c2:?}"))?;
-    diff("schedulers", s1.join(","), s2.join(","))?;
-    diff("repeat", r1.to_string(), r2.to_string())?;
-    diff("period", format!("{p1}s"), format!("{p2}s"))?;
-    diff("big CPUs", b1.clone(), b2.clone())?;
-    diff("small CPUs", sm1.clone(), sm2.clone())
+    diff("commands", format!("{c1:?}"), format!("{c2:?}"));
+    diff("schedulers", s1.join(","), s2.join(","));
+    diff("repeat", r1.to_string(), r2.to_string());
+    diff("period", format!("{p1}s"), format!("{p2}s"));
+    diff("big CPUs", b1.clone(), b2.clone());
+    diff("small CPUs", sm1.clone(), sm2.clone());
+    out
 }
 
 #[cfg(test)]
@@ -863,20 +979,99 @@ mod tests {
                 exit_code: 0,
             },
         ];
-        let mut text: String = recs
-            .iter()
-            .map(|r| serde_json::to_string(r).unwrap() + "\n")
-            .collect();
-        assert_eq!(parse(&text).unwrap(), recs);
-        text.push_str("{\"record\":\"ru");
-        assert_eq!(parse(&text).unwrap(), recs, "a torn last line is dropped");
-        text.push('\n');
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("mix.jsonl");
+        let mut j = Journal::create(&p, &recs[0]).unwrap();
+        for r in &recs[1..] {
+            j.append(r).unwrap();
+        }
+        assert!(matches!(
+            Journal::resume(&p),
+            Err(JournalError::Locked { .. })
+        ));
+        drop(j);
+        assert_eq!(Journal::read(&p).unwrap(), recs);
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, format!("{text}{{\"record\":\"ru")).unwrap();
         assert_eq!(
-            parse(&text).unwrap_err().0,
-            4,
-            "a bad complete line is an error"
+            Journal::read(&p).unwrap(),
+            recs,
+            "a torn last line is dropped"
         );
+        std::fs::write(&p, format!("{text}{{\"record\":\"ru\n")).unwrap();
+        let e = Journal::read(&p).unwrap_err();
+        assert!(
+            matches!(e, JournalError::Record { line: 4, .. }),
+            "a bad complete line is an error: {e}"
+        );
+        // A complete record without its newline is kept, the next append
+        // starts on a line of its own.
+        let start = serde_json::to_string(&Record::Start {
+            scheduler: "os".into(),
+        })
+        .unwrap();
+        std::fs::write(&p, format!("{text}{start}")).unwrap();
+        let mut r = Journal::resume(&p).unwrap();
+        assert_eq!(r.records.len(), 4);
+        assert!(r.warnings.is_empty());
+        r.journal.append(&recs[2]).unwrap();
+        drop(r);
+        assert_eq!(Journal::read(&p).unwrap().len(), 5);
         assert!(completed(&recs, "os", 1).is_none(), "no Done: not complete");
+    }
+
+    #[test]
+    fn records_outside_the_design_are_refused() {
+        let h = HeaderLine(Record::Header {
+            commands: vec!["a".into(), "b".into()],
+            schedulers: vec!["os".into(), "to".into()],
+            repeat: 2,
+            period_s: 0.2,
+            big_cpus: "0".into(),
+            small_cpus: "1".into(),
+            sf: vec![],
+        });
+        let mut seen = Seen::default();
+        let run = |s: &str, program, completion, time_s| Record::Run {
+            scheduler: s.into(),
+            program,
+            completion,
+            time_s,
+            exit_code: 0,
+        };
+        let reference = Record::Reference {
+            program: 1,
+            on: "big".into(),
+            time_s: 1.0,
+            exit_code: 0,
+        };
+        h.check(&mut seen, &reference).unwrap();
+        let e = h.check(&mut seen, &reference).unwrap_err();
+        assert!(e.contains("recorded twice"), "{e}");
+        let e = h.check(&mut seen, &run("os", 0, 1, 1.0)).unwrap_err();
+        assert!(e.contains("no start"), "{e}");
+        let start = Record::Start {
+            scheduler: "os".into(),
+        };
+        h.check(&mut seen, &start).unwrap();
+        h.check(&mut seen, &run("os", 0, 1, 1.0)).unwrap();
+        let e = h.check(&mut seen, &run("os", 0, 1, 1.0)).unwrap_err();
+        assert!(
+            e.contains("completion 1 of program 0 under os is recorded twice"),
+            "{e}"
+        );
+        let e = h.check(&mut seen, &run("os", 2, 1, 1.0)).unwrap_err();
+        assert!(e.contains("program 2 is not in the experiment"), "{e}");
+        let e = h.check(&mut seen, &run("acfs", 0, 2, 1.0)).unwrap_err();
+        assert!(
+            e.contains("scheduler 'acfs' is not in the experiment"),
+            "{e}"
+        );
+        let e = h.check(&mut seen, &run("os", 0, 2, -1.0)).unwrap_err();
+        assert!(e.contains("time_s -1"), "{e}");
+        // A new start of a scheduler voids its earlier runs.
+        h.check(&mut seen, &start).unwrap();
+        h.check(&mut seen, &run("os", 0, 1, 1.0)).unwrap();
     }
 
     #[test]

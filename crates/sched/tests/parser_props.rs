@@ -1,9 +1,11 @@
 //! Property tests of the parsers of outside input: `--sf NAME=SF` and the
 //! `mix` journal.
 
-use pinsight_sched::mix::{parse, Record};
+use pinsight_lifecycle::journal::parse;
+use pinsight_sched::mix::{HeaderLine, Record};
 use pinsight_sched::{GivenSf, ProgramRef, SfTarget};
 use proptest::prelude::*;
+use std::path::Path;
 
 proptest! {
     #[test]
@@ -36,21 +38,33 @@ proptest! {
 
     #[test]
     fn journals_round_trip(
-        runs in proptest::collection::vec((0usize..4, 1u32..5, 0.001f64..1e4, 0i32..256), 0..12),
+        runs in proptest::collection::vec((0usize..4, 0.001f64..1e4, 0i32..256), 0..12),
         torn in "\\PC{0,20}",
     ) {
+        let header = Record::Header {
+            commands: (0..4).map(|i| format!("p{i}")).collect(),
+            schedulers: vec!["aarr".into()],
+            repeat: 3,
+            period_s: 0.2,
+            big_cpus: "0".into(),
+            small_cpus: "1".into(),
+            sf: vec![],
+        };
         let mut recs = vec![Record::Start { scheduler: "aarr".into() }];
-        recs.extend(runs.iter().map(|&(program, completion, time_s, exit_code)| Record::Run {
-            scheduler: "aarr".into(), program, completion, time_s, exit_code,
+        recs.extend(runs.iter().enumerate().map(|(i, &(program, time_s, exit_code))| Record::Run {
+            scheduler: "aarr".into(), program, completion: i as u32 + 1, time_s, exit_code,
         }));
-        let text: String = recs.iter().map(|r| serde_json::to_string(r).unwrap() + "\n").collect();
-        prop_assert_eq!(&parse(&text).unwrap(), &recs);
+        let text: String = std::iter::once(&header).chain(&recs)
+            .map(|r| serde_json::to_string(r).unwrap() + "\n").collect();
+        let path = Path::new("j.jsonl");
+        let read = parse::<HeaderLine, Record>(path, &text).unwrap();
+        prop_assert_eq!(&read.header.0, &header);
+        prop_assert_eq!(&read.records, &recs);
         // Whatever a crash left after the last newline is dropped or read,
-        // never a panic; a line that is a record is kept.
+        // never a panic or an error; a line that is a record is kept.
         let with_tail = format!("{text}{}", torn.replace('\n', " "));
-        if let Ok(r) = parse(&with_tail) {
-            prop_assert!(r.len() >= recs.len());
-            prop_assert_eq!(&r[..recs.len()], &recs[..]);
-        }
+        let r = parse::<HeaderLine, Record>(path, &with_tail).unwrap();
+        prop_assert!(r.records.len() >= recs.len());
+        prop_assert_eq!(&r.records[..recs.len()], &recs[..]);
     }
 }

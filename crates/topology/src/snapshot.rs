@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The metadata file written at the top of every snapshot.
@@ -514,7 +515,13 @@ fn write_archive(
     let partial = PathBuf::from(partial);
     let top = archive_top(out);
     let result = (|| -> io::Result<()> {
-        let file = File::create(&partial)?;
+        // A name of its own, never a link planted there (O_EXCL |
+        // O_NOFOLLOW), renamed into place once whole and synced.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&partial)?;
         let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
         let mut tar = tar::Builder::new(gz);
         let mtime = std::time::SystemTime::now()

@@ -431,6 +431,12 @@ impl<'a> TuneSession<'a> {
         &self.journal
     }
 
+    /// Lines of the resumed design journal that were dropped (a fragment
+    /// cut by a crash), as sentences.
+    pub fn journal_warnings(&self) -> &[String] {
+        self.session.journal_warnings()
+    }
+
     /// The design journal's header (the resumed one's when resuming).
     pub fn header(&self) -> &Header {
         self.session.header()

@@ -139,9 +139,12 @@ pub fn svg(m: &LatencyMatrix, opts: &ChartOptions) -> Result<String, ChartError>
 /// Writes the heatmap as an SVG file.
 pub fn write_svg(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<(), ChartError> {
     let text = svg(m, opts)?;
-    std::fs::write(path, text).map_err(|source| ChartError::WriteSvg {
+    pinsight_lifecycle::output::write(path, text.as_bytes()).map_err(|e| ChartError::WriteSvg {
         path: path.to_path_buf(),
-        source,
+        source: match e {
+            pinsight_lifecycle::output::OutputError::Write { source, .. } => source,
+            e => std::io::Error::other(e.reason()),
+        },
     })
 }
 
@@ -149,15 +152,28 @@ pub fn write_svg(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<
 pub fn write_png(m: &LatencyMatrix, opts: &ChartOptions, path: &Path) -> Result<(), ChartError> {
     ensure_font()?;
     let l = layout(m);
-    let root = BitMapBackend::new(path, (l.width, l.height)).into_drawing_area();
-    draw(&root, m, opts, &l).map_err(|e| ChartError::Png {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    root.present().map_err(|e| ChartError::WritePng {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })
+    // Drawn into a temporary file next to `path`, renamed into place.
+    let mut drawing = None;
+    let written = pinsight_lifecycle::output::write_via(path, |tmp| {
+        let root = BitMapBackend::new(tmp, (l.width, l.height)).into_drawing_area();
+        if let Err(e) = draw(&root, m, opts, &l) {
+            drawing = Some(e.to_string());
+            return Err(std::io::Error::other("drawing failed"));
+        }
+        root.present()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    });
+    match (drawing, written) {
+        (Some(reason), _) => Err(ChartError::Png {
+            path: path.to_path_buf(),
+            reason,
+        }),
+        (None, Err(e)) => Err(ChartError::WritePng {
+            path: path.to_path_buf(),
+            reason: e.reason(),
+        }),
+        (None, Ok(())) => Ok(()),
+    }
 }
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
