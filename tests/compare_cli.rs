@@ -1005,11 +1005,10 @@ fn recorded_machines_are_refused() {
     let marker = d.path().join("ran");
     let script = format!("touch {}", marker.display());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/topology/tests/fixtures");
-    let fixture = std::fs::read_dir(root.join("hwloc"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.join("sys").is_dir())
-        .unwrap();
+    let fixture = pinsight_testkit::fixtures::hwloc_all()
+        .into_iter()
+        .next()
+        .expect("a recorded machine");
     let xml = std::fs::read_dir(root.join("xml"))
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -235,10 +235,9 @@ fn refusals() {
     let o = Command::new(BIN)
         .args([
             "--fsroot",
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/crates/topology/tests/fixtures/hwloc/16amd64-4n4c-cgroup-distance-merge"
-            ),
+            pinsight_testkit::fixtures::hwloc("16amd64-4n4c-cgroup-distance-merge")
+                .to_str()
+                .unwrap(),
             "mix",
             "--",
             "true",

@@ -387,16 +387,10 @@ fn refusals() {
         "{err}"
     );
     // A recorded machine: exit 2.
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/crates/topology/tests/fixtures/hwloc"
-    );
-    let any = std::fs::read_dir(fixture)
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().join("sys").is_dir())
-        .expect("a recorded machine")
-        .path();
+    let any = pinsight_testkit::fixtures::hwloc_all()
+        .into_iter()
+        .next()
+        .expect("a recorded machine");
     let o = Command::new(BIN)
         .args([
             "--fsroot",

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 
 fn fake_devices() -> PathBuf {
-    repo().join("crates/topology/tests/fixtures/synthetic/fake-devices")
+    pinsight_testkit::fixtures::synthetic("fake-devices")
 }
 
 /// The facts users place threads by, one object per device.

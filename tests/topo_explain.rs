@@ -9,9 +9,7 @@ use common_cli::*;
 use std::path::PathBuf;
 
 fn synthetic(name: &str) -> PathBuf {
-    repo()
-        .join("crates/topology/tests/fixtures/synthetic")
-        .join(name)
+    pinsight_testkit::fixtures::synthetic(name)
 }
 
 fn explain(fsroot: &std::path::Path) -> Out {

@@ -9,9 +9,7 @@ use common_cli::*;
 use std::path::PathBuf;
 
 fn recorded(name: &str) -> PathBuf {
-    repo()
-        .join("crates/topology/tests/fixtures/hwloc")
-        .join(name)
+    pinsight_testkit::fixtures::hwloc(name)
 }
 
 fn topo(name: &str, extra: &[&str]) -> Out {

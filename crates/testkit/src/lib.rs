@@ -9,6 +9,9 @@
 //! every run, not only in captured output.
 #![forbid(unsafe_code)]
 
+pub mod fixtures;
+pub mod synth;
+
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -237,7 +237,7 @@ proptest! {
     ) {
         let dir = common::tempdir();
         if recorded {
-            let src = common::fixtures().join("hwloc/16amd64-8n2c-cpusets");
+            let src = common::hwloc("16amd64-8n2c-cpusets");
             copy_tree(&src, dir.path());
         } else {
             hybrid().write(dir.path());

@@ -23,7 +23,7 @@ use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
 use std::collections::BTreeMap;
 
 fn load(rel: &str) -> Topology {
-    let fs = FsRoot::at(common::fixtures().join(rel)).expect("fixture");
+    let fs = FsRoot::at(common::machine(rel)).expect("fixture");
     discover(&fs)
 }
 
@@ -250,7 +250,7 @@ fn fake_device_tree() {
 fn altered(edit: impl FnOnce(&std::path::Path)) -> Topology {
     let dir = common::tempdir();
     copy_tree(
-        &common::fixtures().join("synthetic/fake-devices"),
+        &common::synthetic("fake-devices"),
         dir.path(),
     );
     edit(dir.path());

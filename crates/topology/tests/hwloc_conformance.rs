@@ -33,7 +33,7 @@ fn sorted(v: &[CpuSet]) -> Vec<CpuSet> {
 fn check(name: &str) -> Topology {
     let dir = common::fixtures().join("hwloc");
     let (exp, options) = load(&dir, name);
-    let fs = FsRoot::at(dir.join(name)).expect("fixture directory");
+    let fs = FsRoot::at(common::hwloc(name)).expect("fixture directory");
     let topo = discover(&fs);
     let usable = topo.usable();
     let ctx = |what: &str| format!("{name}: {what} (warnings: {:?})", topo.warnings);
@@ -342,7 +342,7 @@ fn clean_fixtures_give_no_warnings() {
         "64amd64-4s2n4ca2co",
         "256ppc-8n8s4t",
     ] {
-        let t = discover(&FsRoot::at(common::fixtures().join("hwloc").join(name)).unwrap());
+        let t = discover(&FsRoot::at(common::hwloc(name)).unwrap());
         assert!(t.warnings.is_empty(), "{name}: {:?}", t.warnings);
     }
 }

@@ -18,7 +18,7 @@ fn set(s: &str) -> CpuSet {
 }
 
 fn committed(name: &str) -> Topology {
-    discover(&FsRoot::at(common::fixtures().join("synthetic").join(name)).unwrap())
+    discover(&FsRoot::at(common::synthetic(name)).unwrap())
 }
 
 fn status(t: &Topology, s: CapacitySource) -> SourceStatus {
@@ -207,7 +207,7 @@ use pinsight_testkit::copy_tree as copy_dir;
 fn homogeneous_amd_with_preferred_cores_stays_one_kind() {
     let dir = common::tempdir();
     copy_dir(
-        &common::fixtures().join("hwloc/64amd64-4s2n4ca2co"),
+        &common::hwloc("64amd64-4s2n4ca2co"),
         dir.path(),
     );
     let cpu_dir = dir.path().join("sys/devices/system/cpu");
