@@ -7,7 +7,7 @@
 //! Device discovery (PCI devices from `sys/bus/pci/devices`) is issue 11's
 //! item 2, built on another branch: these tests need it to find `eth0`.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::{Path, PathBuf};

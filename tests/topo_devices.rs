@@ -2,7 +2,7 @@
 //! item 2), on the hand-made device tree and on hwloc's recorded
 //! `fakepcilocalities`, and `pinsight snapshot` keeps them.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use serde_json::{json, Value};

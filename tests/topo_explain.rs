@@ -3,7 +3,7 @@
 //! why, skipped sources, disagreements; 80 columns; `--json` carries the
 //! same facts.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::PathBuf;

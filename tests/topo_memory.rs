@@ -3,7 +3,7 @@
 //! `mems` restrictions, and `--json` carrying the same facts
 //! (`numa_nodes[].memory`).
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! `tests/snapshots/` (insta): review a changed one with `cargo insta
 //! review`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_plan::{plan, Request};

@@ -4,7 +4,7 @@
 //! libvirt `<numatune>` and Slurm `--mem-bind`), and the restriction to a
 //! device's CPUs.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_cpuset::CpuSet;

@@ -1,7 +1,7 @@
 //! `pinsight tune`'s layout (P/E cores, SMT width, the CPUs of a
 //! configuration) on recorded machines and hand-built ones.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_cpuset::CpuSet;

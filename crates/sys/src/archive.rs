@@ -33,7 +33,7 @@ pub const MAX_ENTRIES: usize = 1_000_000;
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
     /// Not a readable gzip- or bzip2-compressed tar file.
-    #[error("{}: not a readable .tar.gz or .tar.bz2 recording ({source})", path.display())]
+    #[error("{}: not a readable .tar.gz recording (nor .tar.bz2: {source})", path.display())]
     Read {
         /// The archive.
         path: PathBuf,
@@ -465,22 +465,31 @@ mod tests {
     fn a_bzip2_recording_unpacks_like_a_gzip_one() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("m.tar.bz2");
-        let bz = bzip2::write::BzEncoder::new(File::create(&p).unwrap(), bzip2::Compression::fast());
+        let bz =
+            bzip2::write::BzEncoder::new(File::create(&p).unwrap(), bzip2::Compression::fast());
         let mut b = tar::Builder::new(bz);
         let mut h = tar::Header::new_gnu();
         h.set_size(4);
         h.set_mode(0o644);
         h.set_cksum();
-        b.append_data(&mut h, "m/sys/online", &b"0-3\n"[..]).unwrap();
+        b.append_data(&mut h, "m/sys/online", &b"0-3\n"[..])
+            .unwrap();
         b.into_inner().unwrap().finish().unwrap();
         let u = unpack(&p).unwrap();
         assert!(u.root().ends_with("m"));
-        assert_eq!(std::fs::read(u.root().join("sys/online")).unwrap(), b"0-3\n");
+        assert_eq!(
+            std::fs::read(u.root().join("sys/online")).unwrap(),
+            b"0-3\n"
+        );
         // Neither gzip nor bzip2 nor tar: refused naming the file.
         let junk = d.path().join("junk.tar.bz2");
         std::fs::write(&junk, b"BZh9 not really").unwrap();
         let e = unpack(&junk).unwrap_err().to_string();
-        assert!(e.contains("junk.tar.bz2") && e.contains(".tar.bz2 recording"), "{e}");
+        assert!(
+            e.contains("junk.tar.bz2")
+                && e.contains("not a readable .tar.gz recording (nor .tar.bz2"),
+            "{e}"
+        );
     }
 
     #[test]

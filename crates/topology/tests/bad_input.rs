@@ -3,7 +3,7 @@
 //! and garbage in any file is a warning naming that file plus a best-effort
 //! model. A proptest writes random bytes into random files of a machine.
 
-mod common;
+use crate::common;
 
 use pinsight_topology::{discover, CpuSet, FsRoot, FsRootError, Topology};
 use proptest::prelude::*;

@@ -9,7 +9,7 @@
 //! objects without an allowed CPU disappear, except NUMA nodes kept for
 //! their allowed memory.
 
-mod common;
+use crate::common;
 
 use common::hwloc_expected::{load, Expected};
 use pinsight_topology::{discover, CpuSet, FsRoot, Topology};

@@ -5,7 +5,7 @@
 //! cases hwloc's set lacks (memoryless CPU node, generic initiator, a
 //! cgroup restricting `mems`, kernel memory tiers, no initiators).
 
-mod common;
+use crate::common;
 
 use common::hwloc_expected::load;
 use pinsight_topology::{

@@ -10,7 +10,7 @@
 //!   packages and each cache level/type still partition the CPUs, and a
 //!   warning names the file that lost.
 
-mod common;
+use crate::common;
 
 use pinsight_topology::{discover, CacheType, CpuSet, FsRoot, Topology};
 use proptest::prelude::*;

@@ -1,7 +1,7 @@
 //! Core kinds and topology on hand-made machines (see pinsight-testkit's `synth.rs`):
 //! the cases the recorded hwloc dumps do not cover.
 
-mod common;
+use crate::common;
 
 use common::synth::{self, Machine};
 use pinsight_topology::{discover, CoreType, CpuSet, FsRoot, KindSource, RankSource, Topology};
