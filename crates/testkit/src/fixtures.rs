@@ -49,7 +49,10 @@ pub fn hwloc_names() -> Vec<String> {
     names
 }
 
-/// The root (holding `sys/` and `proc/`) of the recorded machine `name`.
+/// The root (holding `sys/` and `proc/`) of the recorded machine `name`,
+/// named after the tarball: four of hwloc's tarballs hold a top directory
+/// of another name (`32amd64-4s2n4c-cgroup2.tar.bz2` holds
+/// `32amd64-4s2n4c-cgroup/`), as `.test` files name them.
 pub fn hwloc(name: &str) -> PathBuf {
     cached(&format!("hwloc/{name}"), || {
         let tarball = hwloc_dir().join(format!("{name}.tar.bz2"));

@@ -1,6 +1,16 @@
 //! Test support shared by every suite of the workspace (a dev-dependency
 //! only; the layering check keeps it out of normal dependencies).
 //!
+//! Layout of the suites: each package has one integration-test binary,
+//! `tests/tests.rs`, declaring every test file as a module (`autotests =
+//! false`, a `[[test]] name = "integration"`); a file that must run alone
+//! (it changes process-wide state) is a `[[test]]` of its own, with the
+//! reason beside it in `Cargo.toml`. [`assert_every_test_file_compiled`]
+//! fails for a test file no target compiles. The machines the suites read
+//! come from [`fixtures`] (recorded ones unpacked from hwloc's tarballs,
+//! synthetic ones written by [`synth`]); the CPUs a live test may use from
+//! [`usable_cpus`].
+//!
 //! A test that cannot check what it is about on this machine must not
 //! pass in silence. [`skip`] prints the reason to stderr *and* appends it
 //! to a log next to the test binaries (`target/<profile>/pinsight-skips.log`);
@@ -34,7 +44,9 @@ pub fn skip_log() -> Option<PathBuf> {
 
 /// Records that the calling test did not check what it is about, and why:
 /// one line on stderr (`skipped: REASON`) and one in [`skip_log`]
-/// (`BINARY TEST: REASON`). The caller then returns from the test.
+/// (`PACKAGE/BINARY TEST: REASON`, the package as `cargo test` names it in
+/// `CARGO_PKG_NAME`: every package's suite binary is `integration`). The
+/// caller then returns from the test.
 ///
 /// Writing the log is best effort (a read-only target directory must not
 /// fail the test a second time); stderr always gets the reason.
@@ -48,6 +60,10 @@ pub fn skip(reason: impl std::fmt::Display) {
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .map(|n| strip_hash(&n).to_string())
         .unwrap_or_else(|| "?".into());
+    let binary = match std::env::var("CARGO_PKG_NAME") {
+        Ok(package) => format!("{package}/{binary}"),
+        Err(_) => binary,
+    };
     if let Some(log) = skip_log() {
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
@@ -132,39 +148,6 @@ pub fn steal_ms() -> f64 {
         _ => 100.0,
     };
     ticks * 1000.0 / hz
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hashes_are_stripped_from_binary_names() {
-        assert_eq!(strip_hash("layering-0123456789abcdef"), "layering");
-        assert_eq!(strip_hash("run-live"), "run-live");
-        assert_eq!(strip_hash("pinsight"), "pinsight");
-    }
-
-    #[test]
-    fn a_skip_reaches_the_log() {
-        let dir = tempfile_dir();
-        let log = dir.join("skips.log");
-        // Only this test sets the variable; the other test does not read it.
-        std::env::set_var("PINSIGHT_SKIP_LOG", &log);
-        skip("line one\nand two");
-        std::env::remove_var("PINSIGHT_SKIP_LOG");
-        let text = std::fs::read_to_string(&log).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        // The test's name when the harness runs it on its own thread.
-        assert!(text.ends_with(": line one and two\n"), "{text}");
-        assert_eq!(text.lines().count(), 1, "{text}");
-    }
-
-    fn tempfile_dir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("pinsight-testkit-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
 }
 
 /// The CPUs `pid` may run on, as the kernel lists them
@@ -255,4 +238,37 @@ pub fn assert_every_test_file_compiled(manifest_dir: &str, tests_rs: &str) {
         "tests/{missing:?} compiled by no target: add `mod NAME;` to tests/tests.rs \
          (or a [[test]] with its path to Cargo.toml when it must run alone)"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_stripped_from_binary_names() {
+        assert_eq!(strip_hash("layering-0123456789abcdef"), "layering");
+        assert_eq!(strip_hash("run-live"), "run-live");
+        assert_eq!(strip_hash("pinsight"), "pinsight");
+    }
+
+    #[test]
+    fn a_skip_reaches_the_log() {
+        let dir = tempfile_dir();
+        let log = dir.join("skips.log");
+        // Only this test sets the variable; the other test does not read it.
+        std::env::set_var("PINSIGHT_SKIP_LOG", &log);
+        skip("line one\nand two");
+        std::env::remove_var("PINSIGHT_SKIP_LOG");
+        let text = std::fs::read_to_string(&log).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        // The test's name when the harness runs it on its own thread.
+        assert!(text.ends_with(": line one and two\n"), "{text}");
+        assert_eq!(text.lines().count(), 1, "{text}");
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pinsight-testkit-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
 }

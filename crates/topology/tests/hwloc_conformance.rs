@@ -1,5 +1,6 @@
 //! Conformance with hwloc's own test suite: for every recorded machine in
-//! `tests/fixtures/hwloc/` (hwloc, BSD licence: see COPYING-hwloc there),
+//! `tests/fixtures/hwloc/` (`NAME.tar.bz2` as hwloc ships it, unpacked by
+//! `pinsight_testkit::fixtures`; BSD licence: see COPYING-hwloc there),
 //! pinsight's discovery must find the same usable CPUs, cores, packages, L2
 //! and L3 sharing sets, NUMA nodes and kinds (in rank order) as hwloc's
 //! expected output (`NAME.console` or `NAME.xml`, named by `NAME.test`).
