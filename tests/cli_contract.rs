@@ -11,7 +11,7 @@
 //! `common_cli`). Measuring commands get tiny budgets: the file runs in a
 //! few seconds in release.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use pinsight_cpuset::CpuSet;

@@ -16,17 +16,7 @@ const HANG_GUARD: Duration = Duration::from_secs(30);
 /// The CPUs this test process may use (affinity mask ∩ online), in order:
 /// live tests pin to these, never to hard-coded ids.
 fn usable_cpus() -> Vec<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let allowed = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .expect("Cpus_allowed_list in /proc/self/status");
-    let allowed = pinsight_cpuset::CpuSet::parse_list(allowed.trim()).unwrap();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
-        .unwrap_or_else(|| allowed.clone());
-    allowed.intersection(&online).iter().collect()
+    pinsight_testkit::usable_cpus()
 }
 
 /// Redirects compare's measurement reads (cpufreq, PMUs, RAPL) to a fake
@@ -1005,11 +995,10 @@ fn recorded_machines_are_refused() {
     let marker = d.path().join("ran");
     let script = format!("touch {}", marker.display());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/topology/tests/fixtures");
-    let fixture = std::fs::read_dir(root.join("hwloc"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.join("sys").is_dir())
-        .unwrap();
+    let fixture = pinsight_testkit::fixtures::hwloc_all()
+        .into_iter()
+        .next()
+        .expect("a recorded machine");
     let xml = std::fs::read_dir(root.join("xml"))
         .unwrap()
         .map(|e| e.unwrap().path())

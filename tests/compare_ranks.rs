@@ -15,7 +15,7 @@
 //! launcher line itself ends in `taskset -c A,B`, so every rank sees the
 //! same two CPUs on any machine (A, B: the first two this test may use).
 
-mod common_launch;
+use crate::common_launch;
 
 use common_launch::*;
 use std::path::{Path, PathBuf};

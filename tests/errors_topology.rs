@@ -3,7 +3,7 @@
 //! words them, naming the flag or variable the user must change. These
 //! tests hold the exact wording the CLI has always printed.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::Path;

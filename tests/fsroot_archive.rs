@@ -3,7 +3,7 @@
 //! The model equals the directory's; hostile or broken archives are one
 //! usage line naming the file; nothing is left in the temporary directory.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::io::Write;

@@ -7,7 +7,7 @@
 //! tmpfs, mounted as root) leaves no half-written export, report or
 //! journal.
 
-mod common_cli;
+use crate::common_cli;
 
 use std::fs::File;
 use std::os::unix::io::AsRawFd;

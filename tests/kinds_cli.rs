@@ -4,7 +4,7 @@
 //! policies follow the declared order; a bad declaration is one usage line
 //! naming the flag (or the variable) and what is allowed.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! from `core-to-core-latency -b 1,2 --csv`), and output paths checked
 //! before anything is measured. Measurements get tiny caps.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use pinsight_latency::measure::{choose_cpus, usable_cpus};

@@ -24,7 +24,7 @@
 //! Each rank runs `taskset -c A,B pinsight ...` so that the two CPUs sliced
 //! are the same on any machine (A, B: the first two CPUs this test may use).
 
-mod common_launch;
+use crate::common_launch;
 
 use common_launch::*;
 use std::path::{Path, PathBuf};

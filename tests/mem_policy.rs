@@ -6,7 +6,7 @@
 //! speaks the policy in numactl's words (golden on hwloc's recorded
 //! 8-node machine).
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 

@@ -14,13 +14,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 const HANG_GUARD: Duration = Duration::from_secs(300);
 
 fn usable_cpus() -> Vec<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let allowed = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .expect("Cpus_allowed_list");
-    let allowed = pinsight_cpuset::CpuSet::parse_list(allowed.trim()).unwrap();
-    online().intersection(&allowed).iter().collect()
+    online()
+        .intersection(&pinsight_testkit::allowed_cpus())
+        .iter()
+        .collect()
 }
 
 fn online() -> pinsight_cpuset::CpuSet {
@@ -235,10 +232,9 @@ fn refusals() {
     let o = Command::new(BIN)
         .args([
             "--fsroot",
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/crates/topology/tests/fixtures/hwloc/16amd64-4n4c-cgroup-distance-merge"
-            ),
+            pinsight_testkit::fixtures::hwloc("16amd64-4n4c-cgroup-distance-merge")
+                .to_str()
+                .unwrap(),
             "mix",
             "--",
             "true",

@@ -2,7 +2,7 @@
 //! speedup curves P-first vs E-first as a table, SVG and JSON, and bad
 //! specs as one-line usage errors.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 

@@ -7,7 +7,7 @@
 //! These tests need device discovery (PCI devices from
 //! `sys/bus/pci/devices`) to find `eth0`.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::{Path, PathBuf};

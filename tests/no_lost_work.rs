@@ -15,9 +15,7 @@ fn repo() -> PathBuf {
 }
 
 fn fixture(name: &str) -> String {
-    repo()
-        .join("crates/topology/tests/fixtures/hwloc")
-        .join(name)
+    pinsight_testkit::fixtures::hwloc(name)
         .display()
         .to_string()
 }

@@ -3,7 +3,7 @@
 //! lists, hex masks and `all`, set policies with more threads than CPUs,
 //! and the thread counts every dialect exports.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 

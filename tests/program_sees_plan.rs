@@ -10,7 +10,7 @@
 //! `--report` says so), fork without exec, a failed `pthread_create`,
 //! `--pin-main early`, and options misspelt before the program.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use serde_json::Value;
@@ -145,13 +145,7 @@ fn two_cpus() -> Option<(usize, usize, String)> {
 }
 
 fn usable() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim()
-        .to_string()
+    pinsight_testkit::allowed_list_of("self")
 }
 
 /// The contract for one policy, with the plan's default thread count.

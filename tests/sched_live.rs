@@ -19,17 +19,7 @@ const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// The CPUs this test may use (affinity ∩ online), ascending.
 fn usable_cpus() -> Vec<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let allowed = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .expect("Cpus_allowed_list");
-    let allowed = pinsight_cpuset::CpuSet::parse_list(allowed.trim()).unwrap();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
-        .unwrap_or_else(|| allowed.clone());
-    allowed.intersection(&online).iter().collect()
+    pinsight_testkit::usable_cpus()
 }
 
 /// Two usable CPUs (big, small), or `None` after a logged skip.
@@ -387,16 +377,10 @@ fn refusals() {
         "{err}"
     );
     // A recorded machine: exit 2.
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/crates/topology/tests/fixtures/hwloc"
-    );
-    let any = std::fs::read_dir(fixture)
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().join("sys").is_dir())
-        .expect("a recorded machine")
-        .path();
+    let any = pinsight_testkit::fixtures::hwloc_all()
+        .into_iter()
+        .next()
+        .expect("a recorded machine");
     let o = Command::new(BIN)
         .args([
             "--fsroot",

@@ -4,7 +4,7 @@
 //! machine with per-kind PMUs added (PINSIGHT_TEST_MEASURE_ROOT), and
 //! Ctrl-C (what was measured is printed, exit 130, the program stopped).
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::Path;
@@ -35,15 +35,7 @@ fn add_pmu(root: &Path, name: &str, ty: u32, cpus: &str) {
 /// the rest E) and a measurement root whose cpu_core/cpu_atom PMUs count
 /// on them; `None` (skipped) with fewer than two CPUs.
 fn two_kinds() -> Option<(String, tempfile::TempDir)> {
-    let allowed = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("Cpus_allowed_list:")
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap();
-    let cpus = pinsight_cpuset::CpuSet::parse_list(&allowed).unwrap();
+    let cpus = pinsight_testkit::allowed_cpus();
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     let online = pinsight_cpuset::CpuSet::parse_list(online.trim()).unwrap();
     if cpus.len() < 2 || cpus != online {
@@ -317,14 +309,7 @@ fn after_duration_the_program_is_waited_for_and_its_status_is_ours() {
 }
 
 fn allowed_of(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("Cpus_allowed_list:")
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap()
+    pinsight_testkit::allowed_list_of(pid)
 }
 
 const STAND_IN: &str = "PINSIGHT_TEST_SF_STAND_IN";

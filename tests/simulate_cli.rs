@@ -3,7 +3,7 @@
 //! to end through the binary (help, human and JSON output, the machine
 //! from --machine or a recorded topology, one-line usage errors, exit 2).
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use serde_json::Value;

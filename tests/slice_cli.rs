@@ -30,8 +30,7 @@ const LAUNCHER_VARS: &[&str] = &[
 ];
 
 fn hybrid() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("crates/topology/tests/fixtures/hwloc/20em64t-hybrid-1p6c2t+2ca4co1t")
+    pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t")
 }
 
 /// `pinsight ARGS` with no launcher variable set except `env`.

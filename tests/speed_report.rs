@@ -62,9 +62,7 @@ fn ok(o: &Output) -> String {
 }
 
 fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("crates/topology/tests/fixtures/hwloc")
-        .join(name)
+    pinsight_testkit::fixtures::hwloc(name)
         .display()
         .to_string()
 }

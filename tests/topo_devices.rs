@@ -2,14 +2,14 @@
 //! hand-made device tree and on hwloc's recorded
 //! `fakepcilocalities`, and `pinsight snapshot` keeps them.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
 fn fake_devices() -> PathBuf {
-    repo().join("crates/topology/tests/fixtures/synthetic/fake-devices")
+    pinsight_testkit::fixtures::synthetic("fake-devices")
 }
 
 /// The facts users place threads by, one object per device.

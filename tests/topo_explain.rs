@@ -3,15 +3,13 @@
 //! why, skipped sources, disagreements; 80 columns; `--json` carries the
 //! same facts.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::PathBuf;
 
 fn synthetic(name: &str) -> PathBuf {
-    repo()
-        .join("crates/topology/tests/fixtures/synthetic")
-        .join(name)
+    pinsight_testkit::fixtures::synthetic(name)
 }
 
 fn explain(fsroot: &std::path::Path) -> Out {

@@ -3,15 +3,13 @@
 //! `mems` restrictions, and `--json` carrying the same facts
 //! (`numa_nodes[].memory`).
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::PathBuf;
 
 fn recorded(name: &str) -> PathBuf {
-    repo()
-        .join("crates/topology/tests/fixtures/hwloc")
-        .join(name)
+    pinsight_testkit::fixtures::hwloc(name)
 }
 
 fn topo(name: &str, extra: &[&str]) -> Out {

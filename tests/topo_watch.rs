@@ -2,7 +2,7 @@
 //! machine's kernel offers (a typed reason when HFI events cannot be
 //! heard), a clean Ctrl-C, and the lines printed for recorded bytes.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use pinsight_topology::hfi::{self, CapabilityChange, CapabilityTable, HfiError, HfiWatcher};

@@ -4,7 +4,7 @@
 //! P-cores), a one-kind recorded machine, the JSON contract, and every bad
 //! input as a one-line usage error (exit 2).
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use std::path::PathBuf;

@@ -8,7 +8,7 @@
 //! - Live on this machine's CPUs: `pinsight workload pi` tuned and resumed to the same answer, with declared kinds
 //!   over two usable CPUs, Ctrl-C then `--resume`, and the refusals.
 
-mod common_cli;
+use crate::common_cli;
 
 use common_cli::*;
 use serde_json::Value;
@@ -65,17 +65,7 @@ fn json_of(o: &Output) -> Value {
 
 /// The CPUs this test may use (affinity ∩ online), in order.
 fn usable_cpus() -> Vec<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let allowed = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap();
-    let allowed = pinsight_cpuset::CpuSet::parse_list(allowed.trim()).unwrap();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
-        .unwrap_or_else(|| allowed.clone());
-    allowed.intersection(&online).iter().collect()
+    pinsight_testkit::usable_cpus()
 }
 
 fn journal_runs(path: &Path) -> usize {

@@ -141,14 +141,11 @@ mod tests {
 
     type Cli = test_cli::Cli<Args>;
 
-    /// The recorded i7-1370P (copied into the repository by the topology crate).
+    /// The recorded i7-1370P (hwloc's dump, kept by the topology crate).
     fn hybrid() -> Globals {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/crates/topology/tests/fixtures/hwloc/20em64t-hybrid-1p6c2t+2ca4co1t"
-        );
+        let dir = pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t");
         Globals {
-            fsroot: Some(dir.into()),
+            fsroot: Some(dir),
             quiet: true,
             ..Globals::default()
         }
@@ -192,10 +189,6 @@ mod tests {
     #[test]
     fn planner_errors_are_usage_errors() {
         let g = hybrid();
-        if !g.fsroot.as_ref().unwrap().exists() {
-            eprintln!("skipped: topology fixtures not present yet");
-            return;
-        }
         let run_args = |argv: &[&str]| run(parse(argv).unwrap().args, &g);
         for argv in [
             &["p-pinned", "--threads", "0"][..],

@@ -14,23 +14,15 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A recorded machine from hwloc's test suite (`--fsroot` fixture).
+/// A recorded machine from hwloc's test suite (`--fsroot` fixture: its
+/// tarball unpacked once per build directory by pinsight-testkit).
 pub fn hwloc_fixture(name: &str) -> PathBuf {
-    repo()
-        .join("crates/topology/tests/fixtures/hwloc")
-        .join(name)
+    pinsight_testkit::fixtures::hwloc(name)
 }
 
-/// Every recorded machine directory (`--fsroot` fixtures).
+/// Every recorded machine directory (`--fsroot` fixtures), by name.
 pub fn hwloc_fixtures() -> Vec<PathBuf> {
-    let dir = repo().join("crates/topology/tests/fixtures/hwloc");
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("sys").is_dir())
-        .collect();
-    out.sort();
-    out
+    pinsight_testkit::fixtures::hwloc_all()
 }
 
 /// An hwloc XML export (`--hwloc-xml` fixture).

@@ -8,10 +8,7 @@ use pinsight_compare::Machine;
 use pinsight_topology::{discover, FsRoot, Topology};
 
 fn laptop() -> Topology {
-    let dir = format!(
-        "{}/../topology/tests/fixtures/hwloc/20em64t-hybrid-1p6c2t+2ca4co1t",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let dir = pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t");
     discover(&FsRoot::at(&dir).unwrap())
 }
 

@@ -1,6 +1,6 @@
 //! `pin::pin_process` on live processes.
 
-mod common;
+use crate::common;
 use common::*;
 use pinsight_launch::pin::{pin_process, threads_of, Outcome, PinError, PinOptions};
 use pinsight_launch::procfs;
@@ -209,13 +209,9 @@ fn eperm_on_another_users_process() {
     let mut target = Command::new("sleep").arg("10").spawn().unwrap();
     let me = std::env::current_exe().unwrap();
     let mut cmd = Command::new(me);
-    cmd.args([
-        "--exact",
-        "eperm_on_another_users_process",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("PINSIGHT_TEST_EPERM_PID", target.id().to_string());
+    let name = pinsight_testkit::test_path(module_path!(), "eperm_on_another_users_process");
+    cmd.args(["--exact", name.as_str(), "--nocapture", "--test-threads=1"])
+        .env("PINSIGHT_TEST_EPERM_PID", target.id().to_string());
     // SAFETY: only async-signal-safe syscalls between fork and exec.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {

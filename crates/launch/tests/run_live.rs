@@ -1,7 +1,7 @@
 //! `launch::run` on the live machine: the child's own view of its threads
 //! must match the plan.
 
-mod common;
+use crate::common;
 use common::*;
 use pinsight_launch::{run, LaunchError, Mechanism, RunOptions};
 use std::ffi::OsString;

@@ -107,9 +107,10 @@ fn check(sig: i32) {
             Ok(())
         });
     }
+    let name = pinsight_testkit::test_path(module_path!(), "signal_child");
     let status = cmd
         .args([
-            "signal_child",
+            name.as_str(),
             "--exact",
             "--ignored",
             "--test-threads=1",

@@ -47,7 +47,7 @@ fn child_entry() {
 fn spin(ms: u64) -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args([
-        "child_entry",
+        pinsight_testkit::test_path(module_path!(), "child_entry").as_str(),
         "--exact",
         "--ignored",
         "--test-threads=1",
@@ -122,8 +122,9 @@ fn counters_follow_the_whole_process_tree() {
     let m = measurer(Options::default());
     let exe = std::env::current_exe().unwrap();
     let script = format!(
-        "{0} child_entry --exact --ignored --test-threads=1 -q >/dev/null & {0} child_entry --exact --ignored --test-threads=1 -q >/dev/null; wait",
-        exe.display()
+        "{0} {1} --exact --ignored --test-threads=1 -q >/dev/null & {0} {1} --exact --ignored --test-threads=1 -q >/dev/null; wait",
+        exe.display(),
+        pinsight_testkit::test_path(module_path!(), "child_entry")
     );
     let mut c = sh(&script);
     c.env(CHILD, "spin:150");

@@ -18,9 +18,7 @@ use std::time::Duration;
 
 fn fixture(name: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../topology/tests/fixtures/hwloc")
-        .join(name);
+    let src = pinsight_testkit::fixtures::hwloc(name);
     pinsight_testkit::copy_tree(&src, d.path());
     d
 }

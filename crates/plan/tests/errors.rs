@@ -1,6 +1,6 @@
 //! Every refusal, with the message users will read.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_plan::{plan, LatencyProblem, PlanError, Policy, Request, Weights, WeightsError};

@@ -4,18 +4,15 @@
 //! `tests/snapshots/` (insta): review a changed one with `cargo insta
 //! review`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_plan::{plan, Request};
 use pinsight_topology::{discover, FsRoot, Topology};
 
 fn fixture(rel: &str) -> Topology {
-    let dir = format!(
-        "{}/../topology/tests/fixtures/{rel}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{dir}: {e}")))
+    let dir = pinsight_testkit::fixtures::machine(rel);
+    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! fails and leaves a `.snap.new`; review the diff and accept it with
 //! `cargo insta review` — a snapshot is a claim that its content is right.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_plan::{plan, render, Format, Request, Weights};

@@ -4,7 +4,7 @@
 //! libvirt `<numatune>` and Slurm `--mem-bind`), and the restriction to a
 //! device's CPUs.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_cpuset::CpuSet;
@@ -19,11 +19,8 @@ use proptest::prelude::*;
 
 /// hwloc's recorded 16amd64-8n2c: 8 NUMA nodes of 2 CPUs each.
 fn eight_nodes() -> Topology {
-    let dir = format!(
-        "{}/../topology/tests/fixtures/hwloc/16amd64-8n2c",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{dir}: {e}")))
+    let dir = pinsight_testkit::fixtures::hwloc("16amd64-8n2c");
+    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
 }
 
 fn req(policy: &str, threads: Option<usize>, mem: Option<&str>) -> Request {

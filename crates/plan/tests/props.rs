@@ -1,7 +1,7 @@
 //! Invariants every plan keeps, on every test machine, for any policy,
 //! thread count and modifier.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_cpuset::CpuSet;

@@ -9,11 +9,8 @@ use pinsight_topology::{discover, FsRoot, Topology};
 use proptest::prelude::*;
 
 fn fixture(rel: &str) -> Topology {
-    let dir = format!(
-        "{}/../topology/tests/fixtures/hwloc/{rel}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{dir}: {e}")))
+    let dir = pinsight_testkit::fixtures::hwloc(rel);
+    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
 }
 
 fn req(topo: &Topology, size: usize, rule: SliceRule) -> SliceRequest {

@@ -1,7 +1,7 @@
 //! `pinsight tune`'s layout (P/E cores, SMT width, the CPUs of a
 //! configuration) on recorded machines and hand-built ones.
 
-mod common;
+use crate::common;
 
 use common::*;
 use pinsight_cpuset::CpuSet;
@@ -9,11 +9,8 @@ use pinsight_plan::tune::{Config, TuneLayout, TuneLayoutError};
 use pinsight_topology::{discover, FsRoot, Topology};
 
 fn fixture(rel: &str) -> Topology {
-    let dir = format!(
-        "{}/../topology/tests/fixtures/{rel}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{dir}: {e}")))
+    let dir = pinsight_testkit::fixtures::machine(rel);
+    discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
 }
 
 fn set(s: &str) -> CpuSet {

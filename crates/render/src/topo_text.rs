@@ -290,10 +290,7 @@ mod tests {
     };
 
     fn recorded(name: &str) -> Topology {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../topology/tests/fixtures/hwloc")
-            .join(name);
-        discover(&FsRoot::at(dir).unwrap())
+        discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())
     }
 
     fn device(address: &str, cpus: &str, os: &[(&str, OsDeviceKind)]) -> PciDevice {

@@ -1,6 +1,6 @@
 //! The report's picture and suggestions with memory nodes and devices
 //! on models built by hand from the fake device tree
-//! (`crates/topology/tests/fixtures/synthetic/fake-devices`: 8 NUMA nodes
+//! (`crates/topology/tests/fixtures/synthetic/fake-devices.tar.gz`: 8 NUMA nodes
 //! of 2 CPUs, eth0 on node 0, nvme0n1 on node 1, card0 on node 2, an
 //! InfiniBand card on node 3 through its bridge).
 
@@ -9,11 +9,9 @@ use pinsight_topology::model::{
     DeviceClass, DeviceLocalitySource, MemoryKind, NumaNode, OsDevice, OsDeviceKind, PciDevice,
 };
 use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
-use std::path::PathBuf;
 
 fn fake_devices() -> Topology {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../topology/tests/fixtures/synthetic/fake-devices");
+    let dir = pinsight_testkit::fixtures::synthetic("fake-devices");
     discover(&FsRoot::at(dir).unwrap())
 }
 

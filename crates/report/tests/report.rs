@@ -9,10 +9,7 @@ use pinsight_topology::{discover, FsRoot, Topology};
 use std::path::PathBuf;
 
 fn fixture_topology(name: &str) -> Topology {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../topology/tests/fixtures/hwloc")
-        .join(name);
-    discover(&FsRoot::at(dir).unwrap())
+    discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())
 }
 
 fn matrix(name: &str) -> LatencyMatrix {

@@ -10,25 +10,11 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn usable_cpus() -> Vec<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let allowed = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap();
-    pinsight_cpuset::CpuSet::parse_list(allowed.trim())
-        .unwrap()
-        .iter()
-        .collect()
+    pinsight_testkit::allowed_cpus().iter().collect()
 }
 
 fn allowed_of(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim()
-        .to_string()
+    pinsight_testkit::allowed_list_of(pid)
 }
 
 fn periods(m: &mut Manager, n: usize) {

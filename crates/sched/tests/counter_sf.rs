@@ -14,12 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn usable_cpus() -> Vec<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let allowed = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap();
-    CpuSet::parse_list(allowed.trim()).unwrap().iter().collect()
+    pinsight_testkit::allowed_cpus().iter().collect()
 }
 
 #[test]

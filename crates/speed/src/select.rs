@@ -116,13 +116,9 @@ pub fn chase_footprint_bytes(bytes: usize) -> u64 {
 mod tests {
     use super::*;
     use pinsight_topology::{discover, FsRoot};
-    use std::path::PathBuf;
 
     fn fixture(name: &str) -> Topology {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../topology/tests/fixtures/hwloc")
-            .join(name);
-        discover(&FsRoot::at(dir).unwrap())
+        discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())
     }
 
     fn set(s: &str) -> CpuSet {

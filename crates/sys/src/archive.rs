@@ -1,7 +1,10 @@
 //! A recorded machine packed as a `.tar.gz` (what `pinsight snapshot
 //! OUT.tar.gz` writes: one directory holding `sys/`, `proc/` and
-//! `pinsight-snapshot.json`), unpacked into a private temporary directory
-//! that lives as long as the [`crate::FsRoot`] reading it (and its clones).
+//! `pinsight-snapshot.json`) or a `.tar.bz2` (how hwloc's test suite ships
+//! its Linux dumps, `tests/hwloc/linux/*.tar.bz2`), unpacked into a private
+//! temporary directory that lives as long as the [`crate::FsRoot`] reading
+//! it (and its clones). The compression is told by the file's first bytes
+//! (gzip `1f 8b`, bzip2 `BZh`), not by its name.
 //!
 //! Why unpack rather than serve reads from memory: [`crate::FsRoot`]'s read
 //! path works on real files (cached directory resolution, `O_NOFOLLOW`
@@ -29,8 +32,8 @@ pub const MAX_ENTRIES: usize = 1_000_000;
 /// the archive.
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
-    /// Not a readable gzip-compressed tar file.
-    #[error("{}: not a readable .tar.gz recording ({source})", path.display())]
+    /// Not a readable gzip- or bzip2-compressed tar file.
+    #[error("{}: not a readable .tar.gz recording (nor .tar.bz2: {source})", path.display())]
     Read {
         /// The archive.
         path: PathBuf,
@@ -100,7 +103,7 @@ pub fn is_archive_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
-/// Unpacks `archive` (gzip-compressed tar) into a new private temporary
+/// Unpacks `archive` (gzip- or bzip2-compressed tar) into a new private temporary
 /// directory (under `$TMPDIR`), with the default bounds.
 pub fn unpack(archive: &Path) -> Result<Unpacked, ArchiveError> {
     unpack_bounded(archive, MAX_TOTAL_BYTES, MAX_ENTRIES)
@@ -113,6 +116,13 @@ pub fn unpack_bounded(
     max_entries: usize,
 ) -> Result<Unpacked, ArchiveError> {
     unpack_in(archive, &std::env::temp_dir(), max_bytes, max_entries)
+}
+
+/// [`unpack`] into a new private directory under `parent` rather than
+/// `$TMPDIR` (so the caller can rename the unpacked tree within one file
+/// system, as the test kit's fixture cache does).
+pub fn unpack_under(archive: &Path, parent: &Path) -> Result<Unpacked, ArchiveError> {
+    unpack_in(archive, parent, MAX_TOTAL_BYTES, MAX_ENTRIES)
 }
 
 /// [`unpack_bounded`] into a new directory under `parent`.
@@ -183,7 +193,14 @@ fn extract(
         path: archive.to_path_buf(),
         limit,
     };
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(io::BufReader::new(file)));
+    let mut input = io::BufReader::new(file);
+    let magic = io::BufRead::fill_buf(&mut input).map_err(read_err)?;
+    let decoder: Box<dyn Read> = if magic.starts_with(b"BZh") {
+        Box::new(bzip2::read::MultiBzDecoder::new(input))
+    } else {
+        Box::new(flate2::read::GzDecoder::new(input))
+    };
+    let mut tar = tar::Archive::new(decoder);
     // Relative paths of the links made so far: nothing may be written
     // through one (a link to / followed by `link/etc/passwd`).
     let mut links: BTreeSet<PathBuf> = BTreeSet::new();
@@ -440,6 +457,39 @@ mod tests {
         let (r, _d) = try_unpack(&[file("sys/online", b"0")], 1 << 20);
         let u = r.unwrap();
         assert_eq!(u.root(), u.dir());
+    }
+
+    /// hwloc ships its recorded machines as `.tar.bz2`: the same reader
+    /// takes them, told apart by the first bytes, whatever the name.
+    #[test]
+    fn a_bzip2_recording_unpacks_like_a_gzip_one() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("m.tar.bz2");
+        let bz =
+            bzip2::write::BzEncoder::new(File::create(&p).unwrap(), bzip2::Compression::fast());
+        let mut b = tar::Builder::new(bz);
+        let mut h = tar::Header::new_gnu();
+        h.set_size(4);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, "m/sys/online", &b"0-3\n"[..])
+            .unwrap();
+        b.into_inner().unwrap().finish().unwrap();
+        let u = unpack(&p).unwrap();
+        assert!(u.root().ends_with("m"));
+        assert_eq!(
+            std::fs::read(u.root().join("sys/online")).unwrap(),
+            b"0-3\n"
+        );
+        // Neither gzip nor bzip2 nor tar: refused naming the file.
+        let junk = d.path().join("junk.tar.bz2");
+        std::fs::write(&junk, b"BZh9 not really").unwrap();
+        let e = unpack(&junk).unwrap_err().to_string();
+        assert!(
+            e.contains("junk.tar.bz2")
+                && e.contains("not a readable .tar.gz recording (nor .tar.bz2"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,6 +1,16 @@
 //! Test support shared by every suite of the workspace (a dev-dependency
 //! only; the layering check keeps it out of normal dependencies).
 //!
+//! Layout of the suites: each package has one integration-test binary,
+//! `tests/tests.rs`, declaring every test file as a module (`autotests =
+//! false`, a `[[test]] name = "integration"`); a file that must run alone
+//! (it changes process-wide state) is a `[[test]]` of its own, with the
+//! reason beside it in `Cargo.toml`. [`assert_every_test_file_compiled`]
+//! fails for a test file no target compiles. The machines the suites read
+//! come from [`fixtures`] (recorded ones unpacked from hwloc's tarballs,
+//! synthetic ones written by [`synth`]); the CPUs a live test may use from
+//! [`usable_cpus`].
+//!
 //! A test that cannot check what it is about on this machine must not
 //! pass in silence. [`skip`] prints the reason to stderr *and* appends it
 //! to a log next to the test binaries (`target/<profile>/pinsight-skips.log`);
@@ -8,6 +18,9 @@
 //! and prints the count and the reasons after it, so a skip is visible in
 //! every run, not only in captured output.
 #![forbid(unsafe_code)]
+
+pub mod fixtures;
+pub mod synth;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,7 +44,9 @@ pub fn skip_log() -> Option<PathBuf> {
 
 /// Records that the calling test did not check what it is about, and why:
 /// one line on stderr (`skipped: REASON`) and one in [`skip_log`]
-/// (`BINARY TEST: REASON`). The caller then returns from the test.
+/// (`PACKAGE/BINARY TEST: REASON`, the package as `cargo test` names it in
+/// `CARGO_PKG_NAME`: every package's suite binary is `integration`). The
+/// caller then returns from the test.
 ///
 /// Writing the log is best effort (a read-only target directory must not
 /// fail the test a second time); stderr always gets the reason.
@@ -45,6 +60,10 @@ pub fn skip(reason: impl std::fmt::Display) {
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .map(|n| strip_hash(&n).to_string())
         .unwrap_or_else(|| "?".into());
+    let binary = match std::env::var("CARGO_PKG_NAME") {
+        Ok(package) => format!("{package}/{binary}"),
+        Err(_) => binary,
+    };
     if let Some(log) = skip_log() {
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
@@ -129,6 +148,96 @@ pub fn steal_ms() -> f64 {
         _ => 100.0,
     };
     ticks * 1000.0 / hz
+}
+
+/// The CPUs `pid` may run on, as the kernel lists them
+/// (`Cpus_allowed_list:` of `/proc/PID/status`, trimmed); `pid` may be
+/// `"self"`.
+pub fn allowed_list_of(pid: impl std::fmt::Display) -> String {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or_else(|| panic!("no Cpus_allowed_list in {path}"))
+        .trim()
+        .to_string()
+}
+
+/// The CPUs this test process may run on (its affinity mask).
+pub fn allowed_cpus() -> pinsight_cpuset::CpuSet {
+    let list = allowed_list_of("self");
+    pinsight_cpuset::CpuSet::parse_list(&list).unwrap_or_else(|e| panic!("{list}: {e}"))
+}
+
+/// The online CPUs (`/sys/devices/system/cpu/online`), `None` where the
+/// file is missing or unreadable.
+pub fn online_cpus() -> Option<pinsight_cpuset::CpuSet> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
+}
+
+/// The CPUs this test may use, ascending: its affinity mask ∩ the online
+/// CPUs (the mask alone where the online list cannot be read). Live tests
+/// pin to these, never to hard-coded ids.
+pub fn usable_cpus() -> Vec<usize> {
+    let allowed = allowed_cpus();
+    let online = online_cpus().unwrap_or_else(|| allowed.clone());
+    allowed.intersection(&online).iter().collect()
+}
+
+/// The name libtest knows a test by, for re-running it alone
+/// (`current_exe() NAME --exact`): `module` is the caller's
+/// `module_path!()`, whose first segment is the test crate, so a test in a
+/// module of a suite's one binary (`tests/tests.rs`) and one in a binary of
+/// its own are both found.
+pub fn test_path(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, rest)) => format!("{rest}::{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// Fails unless every `tests/*.rs` of the package at `manifest_dir` is
+/// compiled: a module of the suite's binary (`mod NAME;` in `tests_rs`,
+/// the text of `tests/tests.rs`) or a `[[test]]` target of its own (a
+/// `path = "tests/NAME.rs"` line in `Cargo.toml`). With `autotests =
+/// false`, a test file nobody declared would otherwise never run.
+pub fn assert_every_test_file_compiled(manifest_dir: &str, tests_rs: &str) {
+    let root = std::path::Path::new(manifest_dir);
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let targets: Vec<String> = manifest
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("path"))
+        .filter_map(|l| l.trim().strip_prefix('='))
+        .map(|l| l.trim().trim_matches('"').to_string())
+        .collect();
+    let modules: Vec<&str> = tests_rs
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod "))
+        .filter_map(|l| l.strip_suffix(';'))
+        .collect();
+    let mut missing = Vec::new();
+    for e in std::fs::read_dir(root.join("tests")).expect("tests/") {
+        let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        if name == "tests.rs"
+            || modules.contains(&stem)
+            || targets.iter().any(|t| *t == format!("tests/{name}"))
+        {
+            continue;
+        }
+        missing.push(name);
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "tests/{missing:?} compiled by no target: add `mod NAME;` to tests/tests.rs \
+         (or a [[test]] with its path to Cargo.toml when it must run alone)"
+    );
 }
 
 #[cfg(test)]

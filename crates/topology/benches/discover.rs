@@ -18,30 +18,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-/// (name, directory) of every fixture machine, hwloc ones first.
+/// (name, directory) of every fixture machine, hwloc ones first (the
+/// recorded tarballs unpacked and the synthetic trees written once per
+/// build directory by `pinsight_testkit::fixtures`).
 fn machines() -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
-    for sub in ["hwloc", "synthetic"] {
-        let dir = fixtures().join(sub);
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .filter(|e| e.path().is_dir())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        out.extend(
-            names
-                .into_iter()
-                .map(|n| (format!("{sub}/{n}"), dir.join(&n))),
-        );
-    }
+    use pinsight_testkit::fixtures;
+    let mut out: Vec<(String, PathBuf)> = fixtures::hwloc_names()
+        .into_iter()
+        .map(|n| (format!("hwloc/{n}"), fixtures::hwloc(&n)))
+        .collect();
+    out.extend(
+        fixtures::synthetic_names()
+            .into_iter()
+            .map(|n| (format!("synthetic/{n}"), fixtures::synthetic(&n))),
+    );
     out
 }
 

@@ -3,7 +3,7 @@
 //! and garbage in any file is a warning naming that file plus a best-effort
 //! model. A proptest writes random bytes into random files of a machine.
 
-mod common;
+use crate::common;
 
 use pinsight_topology::{discover, CpuSet, FsRoot, FsRootError, Topology};
 use proptest::prelude::*;
@@ -237,7 +237,7 @@ proptest! {
     ) {
         let dir = common::tempdir();
         if recorded {
-            let src = common::fixtures().join("hwloc/16amd64-8n2c-cpusets");
+            let src = common::hwloc("16amd64-8n2c-cpusets");
             copy_tree(&src, dir.path());
         } else {
             hybrid().write(dir.path());

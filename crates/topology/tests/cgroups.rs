@@ -2,7 +2,7 @@
 //! hwloc machines cover legacy `/dev/cpuset`, v1 `noprefix` and v2 at
 //! `/cgroup/unified` (see hwloc_conformance.rs); these cover the rest.
 
-mod common;
+use crate::common;
 
 use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
 use std::path::Path;

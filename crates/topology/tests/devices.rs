@@ -16,14 +16,14 @@
 //!   `32em64t-2n8c+dax+nvme+mic+dimms`: CPUs 0-3, `numa_node` -1) keeps its own in
 //!   pinsight, a subset of hwloc's package.
 
-mod common;
+use crate::common;
 
 use pinsight_topology::model::{DeviceClass, DeviceLocalitySource, OsDeviceKind, PciDevice};
 use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
 use std::collections::BTreeMap;
 
 fn load(rel: &str) -> Topology {
-    let fs = FsRoot::at(common::fixtures().join(rel)).expect("fixture");
+    let fs = FsRoot::at(common::machine(rel)).expect("fixture");
     discover(&fs)
 }
 
@@ -249,10 +249,7 @@ fn fake_device_tree() {
 /// Copies the fake tree into a temporary directory to alter it.
 fn altered(edit: impl FnOnce(&std::path::Path)) -> Topology {
     let dir = common::tempdir();
-    copy_tree(
-        &common::fixtures().join("synthetic/fake-devices"),
-        dir.path(),
-    );
+    copy_tree(&common::synthetic("fake-devices"), dir.path());
     edit(dir.path());
     discover(&FsRoot::at(dir.path()).unwrap())
 }

@@ -1,5 +1,6 @@
 //! Conformance with hwloc's own test suite: for every recorded machine in
-//! `tests/fixtures/hwloc/` (hwloc, BSD licence: see COPYING-hwloc there),
+//! `tests/fixtures/hwloc/` (`NAME.tar.bz2` as hwloc ships it, unpacked by
+//! `pinsight_testkit::fixtures`; BSD licence: see COPYING-hwloc there),
 //! pinsight's discovery must find the same usable CPUs, cores, packages, L2
 //! and L3 sharing sets, NUMA nodes and kinds (in rank order) as hwloc's
 //! expected output (`NAME.console` or `NAME.xml`, named by `NAME.test`).
@@ -9,7 +10,7 @@
 //! objects without an allowed CPU disappear, except NUMA nodes kept for
 //! their allowed memory.
 
-mod common;
+use crate::common;
 
 use common::hwloc_expected::{load, Expected};
 use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
@@ -33,7 +34,7 @@ fn sorted(v: &[CpuSet]) -> Vec<CpuSet> {
 fn check(name: &str) -> Topology {
     let dir = common::fixtures().join("hwloc");
     let (exp, options) = load(&dir, name);
-    let fs = FsRoot::at(dir.join(name)).expect("fixture directory");
+    let fs = FsRoot::at(common::hwloc(name)).expect("fixture directory");
     let topo = discover(&fs);
     let usable = topo.usable();
     let ctx = |what: &str| format!("{name}: {what} (warnings: {:?})", topo.warnings);
@@ -342,7 +343,7 @@ fn clean_fixtures_give_no_warnings() {
         "64amd64-4s2n4ca2co",
         "256ppc-8n8s4t",
     ] {
-        let t = discover(&FsRoot::at(common::fixtures().join("hwloc").join(name)).unwrap());
+        let t = discover(&FsRoot::at(common::hwloc(name)).unwrap());
         assert!(t.warnings.is_empty(), "{name}: {:?}", t.warnings);
     }
 }

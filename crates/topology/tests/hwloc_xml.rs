@@ -617,10 +617,11 @@ mod v1_distances {
         ),
     ];
 
+    /// The recorded machine's root, or a path that is no directory when
+    /// no machine of that name is recorded.
     fn recorded(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/hwloc")
-            .join(name)
+        pinsight_testkit::fixtures::hwloc_if_recorded(name)
+            .unwrap_or_else(|| pinsight_testkit::fixtures::hwloc_dir().join(name))
     }
 
     /// The NUMA node ids and the latency matrix over them.
@@ -813,14 +814,13 @@ mod v1_distances {
     /// both formats (the large ones are not committed as XML).
     #[test]
     fn every_recorded_numa_machine_through_lstopo() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hwloc");
         let tmp = tempfile::tempdir().unwrap();
         let export = |machine: &str, v1: bool| -> Option<Topology> {
             let out = tmp
                 .path()
                 .join(format!("{machine}.{}.xml", if v1 { 1 } else { 2 }));
             let mut cmd = std::process::Command::new("lstopo-no-graphics");
-            cmd.env("HWLOC_FSROOT", dir.join(machine))
+            cmd.env("HWLOC_FSROOT", recorded(machine))
                 .env("HWLOC_COMPONENTS", "-x86")
                 .args(["--of", "xml", "--no-io", "-f"]);
             if v1 {
@@ -831,12 +831,8 @@ mod v1_distances {
             Some(hwloc_xml::load(&out).unwrap_or_else(|e| panic!("{e}")))
         };
         let mut checked = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if !path.is_dir() {
-                continue;
-            }
-            let machine = path.file_name().unwrap().to_str().unwrap().to_string();
+        for machine in pinsight_testkit::fixtures::hwloc_names() {
+            let path = recorded(&machine);
             let Some(v2) = export(&machine, false) else {
                 pinsight_testkit::skip_test!(
                     "lstopo-no-graphics not installed (.ci/deps installs hwloc)"
@@ -860,10 +856,11 @@ mod v1_distances {
 mod kind_names {
     use super::*;
 
+    /// The recorded machine's root, or a path that is no directory when
+    /// no machine of that name is recorded.
     fn recorded(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/hwloc")
-            .join(name)
+        pinsight_testkit::fixtures::hwloc_if_recorded(name)
+            .unwrap_or_else(|| pinsight_testkit::fixtures::hwloc_dir().join(name))
     }
 
     /// (name, mark, CPUs) in rank order.

@@ -2,7 +2,7 @@
 //! `lstopo-no-graphics` is installed — agreement with it on CPUs, cores,
 //! packages, every cache and NUMA nodes.
 
-mod common;
+use crate::common;
 
 use common::hwloc_expected::parse_xml;
 use pinsight_topology::{discover, CacheType, CpuSet, FsRoot, Source};

@@ -5,7 +5,7 @@
 //! cases hwloc's set lacks (memoryless CPU node, generic initiator, a
 //! cgroup restricting `mems`, kernel memory tiers, no initiators).
 
-mod common;
+use crate::common;
 
 use common::hwloc_expected::load;
 use pinsight_topology::{
@@ -14,7 +14,7 @@ use pinsight_topology::{
 use std::path::Path;
 
 fn recorded(name: &str) -> Topology {
-    discover(&FsRoot::at(common::fixtures().join("hwloc").join(name)).unwrap())
+    discover(&FsRoot::at(common::hwloc(name)).unwrap())
 }
 
 fn node(t: &Topology, id: u32) -> &NumaNode {
@@ -35,7 +35,7 @@ use pinsight_testkit::copy_tree;
 /// A writable copy of the recorded machine `name`.
 fn copy(name: &str) -> tempfile::TempDir {
     let dir = common::tempdir();
-    copy_tree(&common::fixtures().join("hwloc").join(name), dir.path());
+    copy_tree(&common::hwloc(name), dir.path());
     dir
 }
 

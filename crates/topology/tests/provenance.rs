@@ -5,7 +5,7 @@
 //! (committed under `fixtures/synthetic/`) and a recorded AMD server with
 //! amd_pstate files added.
 
-mod common;
+use crate::common;
 
 use common::synth;
 use pinsight_topology::{
@@ -18,7 +18,7 @@ fn set(s: &str) -> CpuSet {
 }
 
 fn committed(name: &str) -> Topology {
-    discover(&FsRoot::at(common::fixtures().join("synthetic").join(name)).unwrap())
+    discover(&FsRoot::at(common::synthetic(name)).unwrap())
 }
 
 fn status(t: &Topology, s: CapacitySource) -> SourceStatus {
@@ -206,10 +206,7 @@ use pinsight_testkit::copy_tree as copy_dir;
 #[test]
 fn homogeneous_amd_with_preferred_cores_stays_one_kind() {
     let dir = common::tempdir();
-    copy_dir(
-        &common::fixtures().join("hwloc/64amd64-4s2n4ca2co"),
-        dir.path(),
-    );
+    copy_dir(&common::hwloc("64amd64-4s2n4ca2co"), dir.path());
     let cpu_dir = dir.path().join("sys/devices/system/cpu");
     for c in 0..64u32 {
         let f = cpu_dir.join(format!("cpu{c}/cpufreq"));

@@ -10,7 +10,7 @@
 //!   packages and each cache level/type still partition the CPUs, and a
 //!   warning names the file that lost.
 
-mod common;
+use crate::common;
 
 use pinsight_topology::{discover, CacheType, CpuSet, FsRoot, Topology};
 use proptest::prelude::*;
@@ -21,7 +21,7 @@ const CPU: &str = "sys/devices/system/cpu";
 use pinsight_testkit::copy_tree;
 /// A copy of the recorded machine `name` and its unaltered model.
 fn copy(name: &str) -> (tempfile::TempDir, Topology) {
-    let src = common::fixtures().join("hwloc").join(name);
+    let src = common::hwloc(name);
     let dir = common::tempdir();
     copy_tree(&src, dir.path());
     let before = discover(&FsRoot::at(&src).unwrap());

@@ -353,7 +353,6 @@ fn refuses_to_overwrite_without_force() {
 /// on slow disks.)
 #[test]
 fn recorded_machines_survive_a_snapshot() {
-    let machines = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hwloc");
     let names = [
         "16amd64-8n2c-cpusets",
         "32amd64-4s2n4c-cgroup2",
@@ -366,7 +365,7 @@ fn recorded_machines_survive_a_snapshot() {
     ];
     let out = scratch_dir();
     for name in names {
-        let dir = machines.join(name);
+        let dir = pinsight_testkit::fixtures::hwloc(name);
         assert!(dir.join("sys").is_dir(), "{} missing", dir.display());
         let snap = out.path().join(name);
         let fs = FsRoot::at(&dir).unwrap();
@@ -472,17 +471,16 @@ fn capacity_source_files(root: &Path) -> Vec<PathBuf> {
 /// model.
 #[test]
 fn capacity_sources_are_recorded_and_replay() {
-    let synthetic = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/synthetic");
+    use pinsight_testkit::fixtures::{synthetic, synthetic_names};
     let work = scratch_dir();
-    let mut machines: Vec<PathBuf> = std::fs::read_dir(&synthetic)
-        .unwrap()
-        .map(|e| e.unwrap().path())
+    let mut machines: Vec<PathBuf> = synthetic_names()
+        .iter()
+        .map(|n| synthetic(n))
         .filter(|p| p.join("sys").is_dir())
         .collect();
-    machines.sort();
     assert!(!machines.is_empty());
     // The laptop with CPPC levels added (P-cores 0-7 highest 70, the rest 40).
-    let laptop = synthetic.join("intel-hybrid-laptop");
+    let laptop = synthetic("intel-hybrid-laptop");
     let cppc = work.path().join("laptop-cppc");
     copy_tree(&laptop, &cppc);
     let cpus = cppc.join("sys/devices/system/cpu");
@@ -601,14 +599,13 @@ fn archive_roots_clean_up_after_themselves() {
 /// `.tar.gz`.
 #[test]
 fn devices_survive_a_snapshot_links_included() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let out = scratch_dir();
     for (name, devices) in [
         ("synthetic/fake-devices", 4),
         ("hwloc/fakepcilocalities", 8),
         ("hwloc/32em64t-2n8c+dax+nvme+mic+dimms", 7),
     ] {
-        let fs = FsRoot::at(fixtures.join(name)).unwrap();
+        let fs = FsRoot::at(pinsight_testkit::fixtures::machine(name)).unwrap();
         let original = discover(&fs);
         assert_eq!(original.devices.len(), devices, "{name}");
         let stem = name.replace('/', "-");

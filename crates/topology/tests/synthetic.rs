@@ -1,7 +1,7 @@
-//! Core kinds and topology on hand-made machines (see `common/synth.rs`):
+//! Core kinds and topology on hand-made machines (see pinsight-testkit's `synth.rs`):
 //! the cases the recorded hwloc dumps do not cover.
 
-mod common;
+use crate::common;
 
 use common::synth::{self, Machine};
 use pinsight_topology::{discover, CoreType, CpuSet, FsRoot, KindSource, RankSource, Topology};
@@ -18,7 +18,7 @@ fn discover_machine(m: &Machine) -> Topology {
 }
 
 fn committed(name: &str) -> Topology {
-    discover(&FsRoot::at(common::fixtures().join("synthetic").join(name)).unwrap())
+    discover(&FsRoot::at(common::synthetic(name)).unwrap())
 }
 
 fn kind_sets(t: &Topology) -> Vec<CpuSet> {
@@ -86,28 +86,26 @@ fn tree_diff(
     out
 }
 
-/// The committed trees are exactly what the generator writes. The test
-/// only compares, never writes: after a deliberate generator change,
-/// rewrite the trees with the example named in the message, then review
-/// `git diff` and commit them.
+/// The shared trees every suite reads (written once per build directory
+/// by `pinsight_testkit::fixtures::synthetic`, kept across runs) are
+/// exactly what the generator writes now: a cached tree can never stand
+/// in for a changed generator or be altered by a test.
 #[test]
-fn committed_synthetic_fixtures_are_generated() {
-    let base = common::fixtures().join("synthetic");
+fn shared_synthetic_fixtures_are_generated() {
     let mut stale = Vec::new();
     for (name, m) in synth::committed() {
         let tmp = common::tempdir();
         m.write(tmp.path());
-        let diff = tree_diff(&tree(tmp.path()), &tree(&base.join(name)), 20);
+        let diff = tree_diff(&tree(tmp.path()), &tree(&common::synthetic(name)), 20);
         if !diff.is_empty() {
             stale.push(format!("{name}:\n{}", diff.join("\n")));
         }
     }
     assert!(
         stale.is_empty(),
-        "committed synthetic fixtures differ from what tests/common/synth.rs writes:\n{}\n\
-         if the generator change is intended, rewrite them with\n  \
-         cargo run -p pinsight-topology --example write_synthetic_fixtures\n\
-         then review `git diff` and commit the trees",
+        "shared synthetic trees (under {}) differ from what pinsight-testkit's synth.rs writes:\n{}\n\
+         a test wrote into one: tests must copy a machine before altering it",
+        pinsight_testkit::fixtures::cache_dir().display(),
         stale.join("\n")
     );
 }

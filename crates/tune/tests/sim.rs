@@ -22,10 +22,9 @@ const LAPTOP: &str = "hwloc/20em64t-hybrid-1p6c2t+2ca4co1t";
 const SPEC: &str = "model=static,t1=10,f=0.95,sf=2,smt_gain=0.3,noise=0.02,seed=1";
 
 fn fixture_dir(rel: &str) -> String {
-    format!(
-        "{}/../topology/tests/fixtures/{rel}",
-        env!("CARGO_MANIFEST_DIR")
-    )
+    pinsight_testkit::fixtures::machine(rel)
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn fixture(rel: &str) -> Topology {

@@ -2,11 +2,19 @@
 #![allow(dead_code)]
 
 pub mod hwloc_expected;
-pub mod synth;
+
+#[allow(unused_imports)]
+pub use pinsight_testkit::fixtures::{hwloc, machine, synthetic};
+#[allow(unused_imports)]
+pub use pinsight_testkit::synth;
 
 use std::path::PathBuf;
 
-/// `crates/topology/tests/fixtures`.
+/// `crates/topology/tests/fixtures`: hwloc's expected outputs and `.test`
+/// files beside the recorded machines' tarballs (`hwloc/`), XML files
+/// (`xml/`); the machines themselves are read through [`hwloc`],
+/// [`synthetic`] and [`machine`] (unpacked or generated once per build
+/// directory).
 pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }

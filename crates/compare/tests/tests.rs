@@ -1,0 +1,15 @@
+//! pinsight-compare's integration tests: one binary, a module per subject
+//! (`cargo test -p pinsight-compare --test integration`; one process links
+//! once and runs them all in parallel). A new test file is one `mod` line
+//! here; `every_test_file_is_compiled` fails for a file left out.
+
+mod arm_threads;
+mod experiment;
+
+#[test]
+fn every_test_file_is_compiled() {
+    pinsight_testkit::assert_every_test_file_compiled(
+        env!("CARGO_MANIFEST_DIR"),
+        include_str!("tests.rs"),
+    );
+}

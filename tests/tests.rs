@@ -1,0 +1,49 @@
+//! pinsight's integration tests: one binary, a module per subject
+//! (`cargo test -p pinsight --test integration`; one process links
+//! once and runs them all in parallel). A new test file is one `mod` line
+//! here; `every_test_file_is_compiled` fails for a file left out.
+//!
+//! Own binaries (a `[[test]]` each in Cargo.toml):
+//! - `layering.rs`: .ci/run runs it first, alone (`cargo test --release --test layering`): the crate layering gate.
+
+// Shared helpers.
+mod common_cli;
+mod common_launch;
+
+mod cli_contract;
+mod compare_cli;
+mod compare_ranks;
+mod compare_workload;
+mod errors_topology;
+mod fsroot_archive;
+mod journal_safety;
+mod kinds_cli;
+mod latency_cli;
+mod launchers;
+mod mem_policy;
+mod mix_cli;
+mod model_cli;
+mod near;
+mod no_lost_work;
+mod plan_cli;
+mod program_sees_plan;
+mod sched_live;
+mod sf_cli;
+mod simulate_cli;
+mod slice_cli;
+mod speed_report;
+mod topo_devices;
+mod topo_explain;
+mod topo_memory;
+mod topo_watch;
+mod tune_cli;
+mod tune_live;
+mod tune_run;
+
+#[test]
+fn every_test_file_is_compiled() {
+    pinsight_testkit::assert_every_test_file_compiled(
+        env!("CARGO_MANIFEST_DIR"),
+        include_str!("tests.rs"),
+    );
+}
