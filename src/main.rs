@@ -88,10 +88,11 @@ fn main() {
     if std::env::var_os("PINSIGHT_KINDS").is_some_and(|v| v.is_empty()) {
         std::env::remove_var("PINSIGHT_KINDS");
     }
-    let matches =
-        vocabulary::with_old_spellings(<Cli as clap::CommandFactory>::command()).get_matches();
+    let matches = vocabulary::with_old_spellings(<Cli as clap::CommandFactory>::command())
+        .try_get_matches()
+        .unwrap_or_else(|e| usage_exit(e));
     let mut cli =
-        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
     if let Some((name, sub)) = matches.subcommand() {
         vocabulary::notes(name, sub, cli.globals.quiet);
         take_old_spellings(&mut cli.command, sub);
@@ -209,4 +210,22 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
         Command::Model(a) => take_opt(m, "svg", &mut a.svg),
         _ => {}
     }
+}
+
+/// Ends on a clap error: help and version as clap prints them; a usage
+/// error with its control characters escaped (clap quotes the value it
+/// refuses as typed), exit 2.
+fn usage_exit(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    let text = e.render().to_string();
+    eprint!("{}", errors::safe_message(&text));
+    std::process::exit(out::finish(e.exit_code()))
 }

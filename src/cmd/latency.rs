@@ -105,9 +105,9 @@ fn parse_repeat(text: &str) -> Result<usize, String> {
 /// `--benchmark`: a 1-based matrix index.
 fn parse_benchmark(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
         _ => Err(format!(
-            "'{text}' is not a matrix number (1 for the first matrix of the file, 2 for the second, ...)"
+            "'{text}' is not a matrix number (1 for the first matrix of the file, 2 for the second, ... up to 1000)"
         )),
     }
 }

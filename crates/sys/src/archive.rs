@@ -102,8 +102,18 @@ mod on_signal {
     /// Set once a signal came: unpacking waits at the next entry.
     pub static STOPPING: AtomicBool = AtomicBool::new(false);
 
-    pub fn register(dir: &Path) {
+    /// The signals that remove the directories.
+    pub const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    /// Installs the handlers and the cleanup thread (once).
+    pub fn prepare() {
         INSTALL.call_once(install);
+    }
+
+    /// Adds `dir` to the directories removed on a signal. Called with the
+    /// signals blocked from before `dir` was made, so none can come
+    /// between the two.
+    pub fn register(dir: &Path) {
         DIRS.lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(dir.to_path_buf());
@@ -140,6 +150,10 @@ mod on_signal {
             );
         }
         WAKE.store(write.into_raw_fd(), Ordering::SeqCst);
+        // The thread inherits a mask blocking the signals: their handler
+        // runs on another thread, one that unblocks them only once the
+        // directory it makes is registered.
+        let blocked = crate::signals::DeferSignals::new(&SIGNALS);
         let spawned = std::thread::Builder::new()
             .name("fsroot-cleanup".into())
             .spawn(move || {
@@ -161,10 +175,11 @@ mod on_signal {
                 // Only if the signal could not end the process.
                 std::process::exit(128 + sig);
             });
+        drop(blocked);
         if spawned.is_err() {
             return;
         }
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        for sig in SIGNALS {
             // SAFETY: sigaction with zeroed, then filled, structs; the
             // handler is async-signal-safe.
             unsafe {
@@ -251,16 +266,21 @@ fn unpack_in(
         source,
     };
     let file = File::open(archive).map_err(read_err)?;
-    let dir = tempfile::Builder::new()
-        .prefix("pinsight-fsroot-")
-        .tempdir_in(parent)
-        .map_err(|source| ArchiveError::Unpack {
-            path: path.clone(),
-            source,
-        })?;
+    on_signal::prepare();
+    let dir = {
+        let _blocked = crate::signals::DeferSignals::new(&on_signal::SIGNALS);
+        let dir = tempfile::Builder::new()
+            .prefix("pinsight-fsroot-")
+            .tempdir_in(parent)
+            .map_err(|source| ArchiveError::Unpack {
+                path: path.clone(),
+                source,
+            })?;
+        on_signal::register(dir.path());
+        dir
+    };
     // On any error `dir` is dropped, removing what was unpacked; on a
     // signal, the cleanup thread removes it.
-    on_signal::register(dir.path());
     let extracted = extract(file, dir.path(), &path, max_bytes, max_entries);
     if let Err(e) = extracted {
         on_signal::unregister(dir.path());
