@@ -197,9 +197,10 @@ mod tests {
             return;
         }
         let run_args = |argv: &[&str]| run(parse(argv).unwrap().args, &g);
+        // A count out of range is refused while parsing.
+        assert!(parse(&["p-pinned", "--threads", "0"]).is_err());
         for argv in [
-            &["p-pinned", "--threads", "0"][..],
-            &["p-pinned", "--threads", "13"],
+            &["p-pinned", "--threads", "13"][..],
             &["cpus:40"],
             &["kind:Cortex-A55"],
             &["p-set", "--format", "gomp"],
