@@ -214,7 +214,7 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
 
 /// Ends on a clap error: help and version as clap prints them; a usage
 /// error with its control characters escaped (clap quotes the value it
-/// refuses as typed), exit 2.
+/// refuses as typed), a refused value in one line, exit 2.
 fn usage_exit(e: clap::Error) -> ! {
     use clap::error::ErrorKind;
     if matches!(
@@ -226,6 +226,14 @@ fn usage_exit(e: clap::Error) -> ! {
         e.exit()
     }
     let text = e.render().to_string();
+    // A refused value is one line (the value, the flag, what is allowed);
+    // other errors keep clap's usage lines and tips.
+    let text = match e.kind() {
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            format!("{}\n", text.lines().next().unwrap_or_default())
+        }
+        _ => text,
+    };
     eprint!("{}", errors::safe_message(&text));
     std::process::exit(out::finish(e.exit_code()))
 }

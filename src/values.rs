@@ -84,7 +84,8 @@ pub fn period(text: &str) -> Result<Duration, String> {
 fn count(text: &str, lo: usize, hi: usize, what: &str) -> Result<usize, String> {
     match text.trim().parse::<u128>() {
         Ok(n) if (lo as u128..=hi as u128).contains(&n) => Ok(n as usize),
-        Ok(_) => Err(format!("{what}: {lo} to {hi}")),
+        Ok(n) if n < lo as u128 => Err(format!("at least {lo} ({what}: {lo} to {hi})")),
+        Ok(_) => Err(format!("at most {hi} ({what}: {lo} to {hi})")),
         Err(_) => Err(format!(
             "'{}' is not a whole number ({what}: {lo} to {hi})",
             crate::errors::shown(text)
@@ -125,11 +126,6 @@ pub fn validate(text: &str) -> Result<usize, String> {
 /// `--per-kind`: CPUs per kind, 1 to 8192.
 pub fn per_kind(text: &str) -> Result<usize, String> {
     count(text, 1, 8192, "CPUs per kind")
-}
-
-/// `--mem-mib`: 1 MiB to 1 TiB (the memory available now is checked later).
-pub fn mem_mib(text: &str) -> Result<usize, String> {
-    count(text, 1, 1 << 20, "MiB")
 }
 
 /// A CPU list (`0-3,8`, strides `0-15:2`), at most [`MAX_THREADS`] CPUs.
@@ -213,9 +209,10 @@ pub fn machine(text: &str) -> Result<MachineSpec, String> {
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        let n = n.parse::<u32>().ok().filter(|_| digits <= 6 && name_ok).ok_or_else(|| {
+        let n = n.parse::<u32>().ok().filter(|_| digits <= 6 && name_ok);
+        let n = n.ok_or_else(|| {
             format!(
-                "'{shown}': '{}' is not <count><kind> or smt[N] (e.g. 6P+8E, 6P+8E+smt, 4big+4little)",
+                "'{}' is not <count><kind> or smt[N] (allowed: e.g. 6P+8E, 6P+8E+smt, 4big+4little)",
                 crate::errors::shown(term)
             )
         })?;

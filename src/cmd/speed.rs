@@ -44,7 +44,8 @@ pub struct Args {
     /// Pointer-chase buffer size in MiB (default: 4x the largest L2, at least 8).
     /// A size larger than the memory available now (MemAvailable in
     /// /proc/meminfo) is refused before anything runs (exit 2).
-    #[arg(long, value_name = "MIB", value_parser = crate::values::mem_mib)]
+    // Bounded by the memory available now (checked before anything runs).
+    #[arg(long, value_name = "MIB")]
     pub mem_mib: Option<usize>,
     /// Write per-CPU relative speeds to FILE, for `pinsight plan balance --weights FILE`.
     /// A FILE that cannot be written is refused before anything runs (exit 2).
