@@ -8,8 +8,7 @@
 //! command ends with its own status (see `out.rs`).
 
 use pinsight_topology::declared::{self, DeclaredError, KindSpec};
-use pinsight_topology::{FsRoot, FsRootError, Topology};
-use std::fmt;
+use pinsight_topology::{FsRoot, Topology};
 use std::path::PathBuf;
 
 /// Flags accepted by every command (before or after the command name).
@@ -49,42 +48,13 @@ pub struct Globals {
     /// messages care).
     #[arg(skip)]
     pub kinds_from_env: bool,
+    /// Whether `fsroot` came from `$PINSIGHT_FSROOT` (set by main from
+    /// clap's value source; only the messages care).
+    #[arg(skip)]
+    pub fsroot_from_env: bool,
 }
 
-/// An error with the exit code it deserves.
-#[derive(Debug)]
-pub struct CliError {
-    pub code: i32,
-    pub message: String,
-}
-
-impl CliError {
-    /// Bad input from the user: exit 2.
-    pub fn usage(message: impl Into<String>) -> CliError {
-        CliError {
-            code: 2,
-            message: message.into(),
-        }
-    }
-    /// Something failed while working: exit 1.
-    pub fn runtime(message: impl Into<String>) -> CliError {
-        CliError {
-            code: 1,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for CliError {}
-
-/// What a command returns: the process exit code, or an error.
-pub type CmdResult = Result<i32, CliError>;
+pub use crate::errors::{fsroot_usage, CliError, CmdResult};
 
 impl Globals {
     /// The OS window these flags select (usage error if `--fsroot` is bad).
@@ -102,7 +72,7 @@ impl Globals {
         };
         // Say where a bad DIR came from: a stale exported variable is
         // harder to spot than a typo on the command line.
-        let name = if fsroot_from_env(p) {
+        let name = if self.fsroot_from_env {
             "PINSIGHT_FSROOT"
         } else {
             "--fsroot"
@@ -114,7 +84,7 @@ impl Globals {
             return Err(CliError::usage(format!(
                 "{name} '{}': no sys/devices/system/cpu in it (expected a recorded machine: DIR/sys and DIR/proc, \
                  as `pinsight snapshot` or hwloc-gather-topology write)",
-                p.display()
+                crate::errors::shown_path(p)
             )));
         }
         Ok(fs)
@@ -128,7 +98,7 @@ impl Globals {
         let spec = self.declared_kinds()?;
         let mut topo = match &self.hwloc_xml {
             Some(path) => pinsight_topology::hwloc_xml::load(path)
-                .map_err(|e| CliError::usage(e.to_string()))?,
+                .map_err(|e| CliError::usage(crate::errors::shown(&e.to_string())))?,
             None => {
                 let fs = self.fsroot()?;
                 let mut topo = pinsight_topology::discover(&fs);
@@ -202,6 +172,23 @@ impl Globals {
         ))
     }
 
+    /// The one refusal of work done on this machine only (running,
+    /// pinning, measuring) when `--fsroot`, `$PINSIGHT_FSROOT` or
+    /// `--hwloc-xml` describes another: `what` says the work ("sched
+    /// re-pins threads"), `instead` what to do (may be empty).
+    pub fn require_live(&self, what: &str, instead: &str) -> Result<(), CliError> {
+        let source = if self.hwloc_xml.is_some() {
+            "--hwloc-xml"
+        } else if self.fsroot_from_env {
+            "PINSIGHT_FSROOT"
+        } else if self.fsroot.is_some() {
+            "--fsroot"
+        } else {
+            return Ok(());
+        };
+        Err(crate::errors::live_only(what, source, instead))
+    }
+
     /// Prints a value as pretty JSON on stdout.
     pub fn print_json<T: serde::Serialize>(&self, value: &T) -> Result<(), CliError> {
         let s = serde_json::to_string_pretty(value)
@@ -227,53 +214,10 @@ pub fn check_output_file(path: &std::path::Path, what: &str) -> Result<(), CliEr
     })
 }
 
-/// The usage error for a recorded-machine directory that cannot be opened,
-/// naming where it came from (`name`: `--fsroot`, `PINSIGHT_FSROOT`, ...).
-pub fn fsroot_usage(name: &str, e: &FsRootError) -> CliError {
-    match e {
-        FsRootError::NotADirectory { dir, source } => CliError::usage(format!(
-            "{name} '{}': {source} (expected a directory holding sys/ and proc/)",
-            dir.display()
-        )),
-        other => CliError::usage(format!("{name}: {other}")),
-    }
-}
-
-/// Whether `--fsroot`'s value came from `$PINSIGHT_FSROOT` rather than the
-/// command line (clap merges the two; only the messages care).
-fn fsroot_from_env(value: &std::path::Path) -> bool {
-    let from_env = std::env::var_os("PINSIGHT_FSROOT").is_some_and(|v| v == value.as_os_str());
-    let on_command_line = std::env::args_os()
-        .take_while(|a| a != "--")
-        .any(|a| a == "--fsroot" || a.to_string_lossy().starts_with("--fsroot="));
-    from_env && !on_command_line
-}
-
 /// Parses a duration as users type it: `1s`, `500ms`, `2.5s`, `2m`, `90`
-/// (seconds). Used by `--budget`, `--timeout` and friends.
+/// (seconds); see [`crate::values::duration`].
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let t = text.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e9 => {
-            Ok(std::time::Duration::from_secs_f64(v * scale))
-        }
-        _ => Err(format!(
-            "'{text}' is not a duration (examples: 500ms, 1s, 2.5s, 2m)"
-        )),
-    }
+    crate::values::duration(text)
 }
 
 /// A progress bar on stderr for work over a second; hidden with `--quiet`,

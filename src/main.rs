@@ -32,7 +32,10 @@ macro_rules! eprintln {
 
 mod cli;
 mod cmd;
+mod errors;
 mod out;
+mod values;
+mod vocabulary;
 
 use clap::{Parser, Subcommand};
 use cli::Globals;
@@ -85,9 +88,17 @@ fn main() {
     if std::env::var_os("PINSIGHT_KINDS").is_some_and(|v| v.is_empty()) {
         std::env::remove_var("PINSIGHT_KINDS");
     }
-    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let matches = vocabulary::with_old_spellings(<Cli as clap::CommandFactory>::command())
+        .try_get_matches()
+        .unwrap_or_else(|e| usage_exit(e));
     let mut cli =
-        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
+    if let Some((name, sub)) = matches.subcommand() {
+        vocabulary::notes(name, sub, cli.globals.quiet);
+        take_old_spellings(&mut cli.command, sub);
+    }
+    cli.globals.fsroot_from_env =
+        matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable);
     if cli.globals.fsroot.is_some() && cli.globals.hwloc_xml.is_some() {
         if matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable) {
             // An explicit --hwloc-xml beats the environment's default machine.
@@ -145,7 +156,7 @@ fn main() {
     let code = match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("pinsight: error: {}", e.message);
+            eprintln!("pinsight: error: {}", errors::safe_message(&e.message));
             e.code
         }
     };
@@ -153,4 +164,76 @@ fn main() {
     // remove it now, as `process::exit` runs no destructors.
     drop(cli.globals);
     std::process::exit(out::finish(code))
+}
+
+/// Moves each hidden old spelling's value into its new flag's field (see
+/// `vocabulary`): the command then reads one field whatever was typed.
+fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
+    use vocabulary::{take, take_opt};
+    match command {
+        Command::Compare(a) => {
+            take_opt(m, "csv", &mut a.csv);
+            take_opt(m, "markdown", &mut a.markdown);
+            take_opt(m, "html", &mut a.html);
+            if let Some(v) = m.get_many::<String>(&vocabulary::old_id("slice-rule")) {
+                a.slice_rules = Some(v.cloned().collect());
+            }
+        }
+        Command::Mix(a) => {
+            take(m, "repeat", &mut a.repeat);
+            take(m, "schedulers", &mut a.schedulers);
+            take_opt(m, "csv", &mut a.csv);
+            take_opt(m, "markdown", &mut a.markdown);
+            take_opt(m, "html", &mut a.html);
+        }
+        Command::Latency(a) => {
+            take(m, "repeat", &mut a.repeat);
+            take_opt(m, "from-csv", &mut a.from_csv);
+            take_opt(m, "csv", &mut a.csv);
+            take_opt(m, "svg", &mut a.svg);
+            take_opt(m, "png", &mut a.png);
+        }
+        Command::Simulate(a) => take(m, "repeat", &mut a.repeat),
+        Command::Sched(a) => take_opt(m, "policy", &mut a.policy),
+        Command::Report(a) => take_opt(m, "latency-from", &mut a.latency_from),
+        Command::Speed(a) => take_opt(m, "weights", &mut a.weights),
+        Command::Sf(a) => take_opt(m, "pid", &mut a.pid),
+        Command::Run(a) => {
+            take_opt(m, "slice-rule", &mut a.slicing.rule);
+            take_opt(m, "rule", &mut a.slicing.rule);
+        }
+        Command::Slice(a) => {
+            take_opt(m, "slice-rule", &mut a.slice.rule);
+            take_opt(m, "rule", &mut a.slice.rule);
+        }
+        Command::Gather(a) => take_opt(m, "html", &mut a.html),
+        Command::Model(a) => take_opt(m, "svg", &mut a.svg),
+        _ => {}
+    }
+}
+
+/// Ends on a clap error: help and version as clap prints them; a usage
+/// error with its control characters escaped (clap quotes the value it
+/// refuses as typed), a refused value in one line, exit 2.
+fn usage_exit(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    let text = e.render().to_string();
+    // A refused value is one line (the value, the flag, what is allowed);
+    // other errors keep clap's usage lines and tips.
+    let text = match e.kind() {
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            format!("{}\n", text.lines().next().unwrap_or_default())
+        }
+        _ => text,
+    };
+    eprint!("{}", errors::safe_message(&text));
+    std::process::exit(out::finish(e.exit_code()))
 }

@@ -183,7 +183,7 @@ fn bad_values_exit_2_naming_the_value_and_what_is_allowed() {
         ),
         (
             &["plan", "p-pinned", "--threads", "0"],
-            &["--threads 0", "at least 1"],
+            &["'0'", "--threads", "at least 1"],
         ),
         (
             &["plan", "p-pinned", "--threads", "x"],
@@ -208,7 +208,7 @@ fn bad_values_exit_2_naming_the_value_and_what_is_allowed() {
         (&["speed", "--kernels", "foo"], &["'foo'", "int, fp or mem"]),
         (
             &["speed", "--per-kind", "0"],
-            &["--per-kind 0", "at least 1"],
+            &["'0'", "--per-kind", "at least 1"],
         ),
         (&["latency", "--cpus", "99"], &["--cpus 99", "online: "]),
         (&["latency", "--cpus", "0-x"], &["--cpus", "'0-x'"]),
@@ -267,13 +267,13 @@ fn bad_input_files_exit_2_naming_the_file() {
     std::fs::write(&garbage, "not xml at all\n").unwrap();
     let bad_csv = dir.path().join("bad.csv");
     std::fs::write(&bad_csv, ",,\n12.5,,\n13,x7,\n").unwrap();
-    usage_error(&["latency", "--from-csv", s(&missing)], &["missing.csv"]);
+    usage_error(&["latency", "--latency", s(&missing)], &["missing.csv"]);
     usage_error(
-        &["latency", "--from-csv", s(&bad_csv)],
+        &["latency", "--latency", s(&bad_csv)],
         &["bad.csv:3:2", "'x7'"],
     );
     usage_error(
-        &["report", "--no-speed", "--latency-from", s(&missing)],
+        &["report", "--no-speed", "--latency", s(&missing)],
         &["missing.csv"],
     );
     usage_error(
@@ -447,9 +447,9 @@ fn runtime_failures_exit_1() {
     assert_usage_error(
         &pinsight(&[
             "latency",
-            "--from-csv",
+            "--latency",
             s(&latency_fixture("Apple_M1_Pro.csv")),
-            "--csv",
+            "--export-csv",
             s(&nodir.join("m.csv")),
         ])
         .run(),
@@ -462,8 +462,8 @@ fn runtime_failures_exit_1() {
             "report",
             "--no-latency",
             "--no-speed",
-            "--out",
-            s(&nodir.join("r")),
+            "--export-html",
+            s(&nodir.join("r.html")),
         ],
         &["no/such/dir/r.html"],
     );
@@ -476,7 +476,7 @@ fn runtime_failures_exit_1() {
             "int",
             "--budget-per-cpu",
             "10ms",
-            "--weights",
+            "--export-weights",
             s(&nodir.join("w.json")),
         ],
         &["no/such/dir/w.json"],
@@ -625,7 +625,7 @@ fn json_is_the_only_thing_on_stdout_for_every_command() {
     let lat = json_both_ways(
         &[
             "latency",
-            "--from-csv",
+            "--latency",
             s(&latency_fixture("Apple_M1_Pro.csv")),
             "--cpus",
             "0-3",
@@ -640,7 +640,15 @@ fn json_is_the_only_thing_on_stdout_for_every_command() {
     let snap = json_both_ways(&["snapshot", "snap"], &["snap"]);
     assert!(snap["files"].as_u64().unwrap() > 0);
     let rep = json_both_ways(
-        &["report", "--no-latency", "--no-speed", "--out", "r"],
+        &[
+            "report",
+            "--no-latency",
+            "--no-speed",
+            "--export-html",
+            "r.html",
+            "--export-json",
+            "r.json",
+        ],
         &["r.html", "r.json"],
     );
     assert!(rep["topology"]["cpus"].is_array() && rep["suggestions"].is_array());
@@ -1380,13 +1388,13 @@ fn commands_write_only_the_files_they_were_asked_to() {
     let m1 = latency_fixture("Apple_M1_Pro.csv");
     let o = pinsight(&[
         "latency",
-        "--from-csv",
+        "--latency",
         s(&m1),
-        "--csv",
+        "--export-csv",
         "m.csv",
-        "--svg",
+        "--export-svg",
         "m.svg",
-        "--png",
+        "--export-png",
         "m.png",
     ])
     .writes("m.csv")
@@ -1415,7 +1423,7 @@ fn commands_write_only_the_files_they_were_asked_to() {
         "int",
         "--budget-per-cpu",
         "20ms",
-        "--weights",
+        "--export-weights",
         "w.json",
     ])
     .writes("w.json")
@@ -1453,7 +1461,7 @@ fn commands_write_only_the_files_they_were_asked_to() {
         &["topo"][..],
         &["plan", "p-pinned", "-t", "2"],
         &["workload", "pi", "-t", "1", "--size", "1e4"],
-        &["latency", "--from-csv", s(&m1)],
+        &["latency", "--latency", s(&m1)],
         &["run", "os", "--report", "--", "true"],
         &["run", "compact", "--follow", "--", "true"],
     ] {
@@ -1463,10 +1471,19 @@ fn commands_write_only_the_files_they_were_asked_to() {
 
 #[test]
 fn report_json_on_stdout_is_the_json_file_it_writes() {
-    let o = pinsight(&["--json", "--fsroot", s(&hybrid()), "report", "--out", "box"])
-        .writes("box.html")
-        .writes("box.json")
-        .run();
+    let o = pinsight(&[
+        "--json",
+        "--fsroot",
+        s(&hybrid()),
+        "report",
+        "--export-html",
+        "box.html",
+        "--export-json",
+        "box.json",
+    ])
+    .writes("box.html")
+    .writes("box.json")
+    .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(o.path("box.json")).unwrap()).unwrap();

@@ -139,11 +139,11 @@ fn true_under_three_policies_gives_table_json_and_every_export() {
             "--json",
             "--export-json",
             "r.json",
-            "--csv",
+            "--export-csv",
             "r.csv",
-            "--markdown",
+            "--export-markdown",
             "r.md",
-            "--html",
+            "--export-html",
             "r.html",
             "-q",
             "--",
@@ -1106,11 +1106,11 @@ fn output_paths_are_checked_before_anything_runs() {
     let script = format!("touch {}", marker.display());
     for (flag, path) in [
         ("--export-json", "no/such/dir/r.json"),
-        ("--csv", "no/such/dir/r.csv"),
-        ("--markdown", "no/such/dir/r.md"),
-        ("--html", "no/such/dir/r.html"),
+        ("--export-csv", "no/such/dir/r.csv"),
+        ("--export-markdown", "no/such/dir/r.md"),
+        ("--export-html", "no/such/dir/r.html"),
         ("--journal", "no/such/dir/j.jsonl"),
-        ("--csv", "."),
+        ("--export-csv", "."),
     ] {
         let o = run(
             d.path(),

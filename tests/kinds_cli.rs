@@ -305,9 +305,9 @@ fn latency_charts_refuse_a_bad_declaration_first() {
         "--kinds",
         "0-11:P,12-18:E",
         "latency",
-        "--from-csv",
+        "--latency",
         csv.to_str().unwrap(),
-        "--svg",
+        "--export-svg",
         "m.svg",
     ])
     .run();

@@ -1,4 +1,4 @@
-//! `pinsight latency` end to end: honest precision (`--repeat`, what the ±
+//! `pinsight latency` end to end: honest precision (`--runs`, what the ±
 //! covers), the CSV it writes and the CSV files it reads (several matrices
 //! from `core-to-core-latency -b 1,2 --csv`), and output paths checked
 //! before anything is measured. Measurements get tiny caps.
@@ -43,7 +43,7 @@ fn help_says_what_the_interval_covers_and_what_the_csv_holds() {
     // Clap wraps to the terminal: compare with whitespace collapsed.
     let help = o.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     for needle in [
-        "--repeat <N>",
+        "--runs <N>",
         "within-run",
         "does not cover the variation between runs",
         "run-to-run",
@@ -63,26 +63,26 @@ fn help_says_what_the_interval_covers_and_what_the_csv_holds() {
 
 #[test]
 fn repeat_zero_and_repeat_with_a_file_are_usage_errors() {
-    let o = pinsight(&["latency", "--repeat", "0"]).run();
+    let o = pinsight(&["latency", "--runs", "0"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
-        o.stderr.contains("--repeat") && o.says("'0' is not a number of runs"),
+        o.stderr.contains("--runs") && o.says("'0' is not a number of runs"),
         "{}",
         o.stderr
     );
     let csv = latency_fixture("Apple_M1_Pro.csv");
-    let o = pinsight(&["latency", "--from-csv", s(&csv), "--repeat", "2"]).run();
+    let o = pinsight(&["latency", "--latency", s(&csv), "--runs", "2"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
 }
 
 #[test]
 fn live_measurement_still_refuses_a_recorded_machine_with_repeat() {
     let xml = repo().join("crates/topology/tests/fixtures/xml/hybrid-i7-1370p-like.v3.xml");
-    let o = pinsight(&["--hwloc-xml", s(&xml), "latency", "--repeat", "3"]).run();
+    let o = pinsight(&["--hwloc-xml", s(&xml), "latency", "--runs", "3"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("--hwloc-xml"), "{}", o.stderr);
     let f = hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
-    let o = pinsight(&["latency", "--repeat", "3"])
+    let o = pinsight(&["latency", "--runs", "3"])
         .env("PINSIGHT_FSROOT", f.as_os_str())
         .run();
     assert_eq!(o.code, 2, "{}", o.stderr);
@@ -95,7 +95,7 @@ fn live_measurement_still_refuses_a_recorded_machine_with_repeat() {
 fn unwritable_output_paths_fail_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-dir").join("x.csv");
-    for flag in ["--csv", "--svg", "--png"] {
+    for flag in ["--export-csv", "--export-svg", "--export-png"] {
         let t0 = Instant::now();
         let o = pinsight(&[
             "latency",
@@ -105,7 +105,7 @@ fn unwritable_output_paths_fail_before_measuring() {
             "0.001%",
             "--max-time-per-pair",
             "5s",
-            "--repeat",
+            "--runs",
             "3",
         ])
         .run();
@@ -134,11 +134,11 @@ fn unwritable_output_paths_fail_before_measuring() {
         );
     }
     // The bare path of the brief: a directory that does not exist at all.
-    let o = pinsight(&["latency", "--csv", "/nonexistent/x.csv"]).run();
+    let o = pinsight(&["latency", "--export-csv", "/nonexistent/x.csv"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("/nonexistent/x.csv"), "{}", o.stderr);
     // A directory given as the file.
-    let o = pinsight(&["latency", "--png", s(dir.path())]).run();
+    let o = pinsight(&["latency", "--export-png", s(dir.path())]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.says("is a directory"), "{}", o.stderr);
 }
@@ -151,7 +151,7 @@ fn repeat_reports_run_to_run_spread_in_text_and_json() {
         "latency",
         "--cpus",
         &cpus,
-        "--repeat",
+        "--runs",
         "3",
         "--max-time-per-pair",
         "20ms",
@@ -189,7 +189,7 @@ fn repeat_reports_run_to_run_spread_in_text_and_json() {
         "latency",
         "--cpus",
         &cpus,
-        "--repeat",
+        "--runs",
         "2",
         "--max-time-per-pair",
         "20ms",
@@ -218,7 +218,7 @@ fn one_run_says_its_interval_is_within_run_only() {
     assert!(
         o.stdout.contains(&format!("within-run  CPUs ({b},{a})"))
             && o.stdout.contains("does not")
-            && o.stdout.contains("see --repeat N"),
+            && o.stdout.contains("see --runs N"),
         "{}",
         o.stdout
     );
@@ -234,7 +234,7 @@ fn measured_csv_says_medians_and_reads_back() {
         &cpus,
         "--max-time-per-pair",
         "20ms",
-        "--csv",
+        "--export-csv",
         "m.csv",
     ])
     .writes("m.csv")
@@ -247,7 +247,7 @@ fn measured_csv_says_medians_and_reads_back() {
         ),
         "{text}"
     );
-    let back = ok(&["latency", "--from-csv", s(&o.path("m.csv")), "--json"]).json();
+    let back = ok(&["latency", "--latency", s(&o.path("m.csv")), "--json"]).json();
     assert_eq!(back["cpus"], serde_json::json!([a, b]));
 }
 
@@ -257,7 +257,7 @@ fn multi_benchmark_csv_shows_the_first_matrix_or_the_one_asked_for() {
     let path = dir.path().join("b12.csv");
     std::fs::write(&path, TWO_BENCHMARKS).unwrap();
 
-    let o = ok(&["latency", "--from-csv", s(&path)]);
+    let o = ok(&["latency", "--latency", s(&path)]);
     assert!(
         o.stdout
             .contains("Showing matrix 1 of 2 in the file (--benchmark N picks another)")
@@ -267,7 +267,7 @@ fn multi_benchmark_csv_shows_the_first_matrix_or_the_one_asked_for() {
     );
     let doc = ok(&[
         "latency",
-        "--from-csv",
+        "--latency",
         s(&path),
         "--benchmark",
         "2",
@@ -278,7 +278,7 @@ fn multi_benchmark_csv_shows_the_first_matrix_or_the_one_asked_for() {
     assert_eq!(doc["file"]["benchmark"], 2);
     assert_eq!(doc["file"]["benchmarks"].as_array().unwrap().len(), 2);
 
-    let o = pinsight(&["latency", "--from-csv", s(&path), "--benchmark", "3"]).run();
+    let o = pinsight(&["latency", "--latency", s(&path), "--benchmark", "3"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
         o.first_err_line()
@@ -293,11 +293,11 @@ fn multi_benchmark_csv_shows_the_first_matrix_or_the_one_asked_for() {
     // Re-exported: one matrix, with the comment line, which reads back.
     let o = pinsight(&[
         "latency",
-        "--from-csv",
+        "--latency",
         s(&path),
         "--benchmark",
         "2",
-        "--csv",
+        "--export-csv",
         "second.csv",
     ])
     .writes("second.csv")
@@ -308,6 +308,6 @@ fn multi_benchmark_csv_shows_the_first_matrix_or_the_one_asked_for() {
         text.starts_with("# pinsight latency: one-way ns as read from b12.csv"),
         "{text}"
     );
-    let again = ok(&["latency", "--from-csv", s(&o.path("second.csv")), "--json"]).json();
+    let again = ok(&["latency", "--latency", s(&o.path("second.csv")), "--json"]).json();
     assert_eq!(again["ns"][2][1], 100.0);
 }

@@ -116,7 +116,7 @@ fn check_complete(o: &Output, schedulers: &[&str]) -> Value {
 fn three_programs_under_every_scheduler() {
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
-    let mut args = vec!["mix", "--repeat", "2", "--sf", "#3=2", "--json", "--"];
+    let mut args = vec!["mix", "--runs", "2", "--sf", "#3=2", "--json", "--"];
     args.extend(progs.iter().map(String::as_str));
     let Some(mut c) = pinsight(dir.path(), &args) else {
         return;
@@ -138,7 +138,7 @@ fn three_programs_under_every_scheduler() {
 fn ctrl_c_keeps_the_journal_and_resume_completes() {
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(3);
-    let mut args = vec!["mix", "--schedulers", "os,aarr", "--repeat", "2", "--"];
+    let mut args = vec!["mix", "--policies", "os,aarr", "--runs", "2", "--"];
     args.extend(progs.iter().map(String::as_str));
     let Some(mut c) = pinsight(dir.path(), &args) else {
         return;
@@ -203,7 +203,7 @@ fn refusals() {
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
         (
-            vec!["mix", "--schedulers", "os,fast", "--", "true"],
+            vec!["mix", "--policies", "os,fast", "--", "true"],
             "allowed: os, aarr, to, acfs",
         ),
         (vec!["mix"], "mix needs programs"),
@@ -211,7 +211,10 @@ fn refusals() {
             vec!["mix", "--sf", "x=2", "--", "true"],
             "--sf x=…: no such program",
         ),
-        (vec!["mix", "--repeat", "0", "--", "true"], "--repeat 0"),
+        (
+            vec!["mix", "--runs", "0", "--", "true"],
+            "'0' for '--runs <N>'",
+        ),
         (vec!["mix", "--resume", "missing.jsonl"], "--resume"),
     ] {
         let Some(mut c) = pinsight(dir.path(), &args) else {
@@ -258,19 +261,19 @@ fn exports_json_csv_markdown_and_html() {
     let progs = programs(1);
     let mut args = vec![
         "mix",
-        "--schedulers",
+        "--policies",
         "aarr,to",
-        "--repeat",
+        "--runs",
         "1",
         "--sf",
         "#2=2",
         "--export-json",
         "m.json",
-        "--csv",
+        "--export-csv",
         "m.csv",
-        "--markdown",
+        "--export-markdown",
         "m.md",
-        "--html",
+        "--export-html",
         "m.html",
         "--",
     ];
@@ -318,14 +321,20 @@ fn exports_json_csv_markdown_and_html() {
     let d2 = tempfile::tempdir().unwrap();
     let mut c = pinsight(
         d2.path(),
-        &["mix", "--csv", "/nonexistent-dir/x.csv", "--", "true"],
+        &[
+            "mix",
+            "--export-csv",
+            "/nonexistent-dir/x.csv",
+            "--",
+            "true",
+        ],
     )
     .unwrap();
     let o = c.output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("--csv /nonexistent-dir/x.csv: cannot write it"),
+        err.contains("--export-csv /nonexistent-dir/x.csv: cannot write it"),
         "{err}"
     );
     assert!(!d2.path().join("pinsight-mix.jsonl").exists());

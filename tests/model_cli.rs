@@ -58,7 +58,7 @@ fn table_fits_80_columns_and_svg_has_two_curves() {
         "f=0.99,sf=2",
         "--machine",
         "6P+8E+smt",
-        "--svg",
+        "--export-svg",
         "curve.svg",
     ])
     .env("COLUMNS", "80")

@@ -66,7 +66,7 @@ fn printing_commands() -> Vec<Vec<String>> {
     let lat_arg;
     if let Some(p) = &lat {
         lat_arg = p.display().to_string();
-        v.push(vec!["latency", "--from-csv", &lat_arg]);
+        v.push(vec!["latency", "--latency", &lat_arg]);
     }
     v.into_iter()
         .map(|a| a.into_iter().map(String::from).collect())
@@ -219,7 +219,13 @@ fn report_out_in_a_missing_directory_is_refused_before_measuring() {
     // A 120 s budget would be spent measuring before a late failure.
     let out = run(
         dir.path(),
-        &["report", "--budget", "120s", "--out", "no/such/dir/box"],
+        &[
+            "report",
+            "--budget",
+            "120s",
+            "--export-html",
+            "no/such/dir/box.html",
+        ],
     );
     assert_refused_early(&out, started, "no/such/dir/box.html");
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
@@ -230,7 +236,18 @@ fn report_out_blocked_by_a_directory_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("box.json")).unwrap();
     let started = Instant::now();
-    let out = run(dir.path(), &["report", "--budget", "120s", "--out", "box"]);
+    let out = run(
+        dir.path(),
+        &[
+            "report",
+            "--budget",
+            "120s",
+            "--export-html",
+            "box.html",
+            "--export-json",
+            "box.json",
+        ],
+    );
     assert_refused_early(&out, started, "box.json");
     // The probe left nothing behind: no box.html either.
     let left: Vec<_> = std::fs::read_dir(dir.path())
@@ -247,7 +264,14 @@ fn report_out_checks_the_latency_file_when_latency_is_measured() {
     let started = Instant::now();
     let out = run(
         dir.path(),
-        &["report", "--budget", "120s", "--no-speed", "--out", "box"],
+        &[
+            "report",
+            "--budget",
+            "120s",
+            "--no-speed",
+            "--export-latency",
+            "box.latency.json",
+        ],
     );
     assert_refused_early(&out, started, "box.latency.json");
 }
@@ -285,12 +309,12 @@ fn speed_weights_unwritable_is_refused_before_measuring() {
             "speed",
             "--budget-per-cpu",
             "40s",
-            "--weights",
+            "--export-weights",
             "no/dir/w.json",
         ],
     );
     assert_refused_early(&out, started, "no/dir/w.json");
-    assert!(text(&out.stderr).contains("--weights"));
+    assert!(text(&out.stderr).contains("--export-weights"));
 }
 
 // ---- speed --mem-mib

@@ -189,7 +189,14 @@ fn aarr_gives_two_programs_equal_time_on_the_big_cpu() {
     let sched = pinsight(
         &cpus,
         &[
-            "sched", "--policy", "aarr", "--period", "100ms", "--json", "--pids", &pids,
+            "sched",
+            "--policies",
+            "aarr",
+            "--period",
+            "100ms",
+            "--json",
+            "--pids",
+            &pids,
         ],
     )
     .stdout(Stdio::piped())
@@ -254,7 +261,16 @@ fn to_keeps_the_high_sf_program_on_the_big_cpu_and_restores_affinities() {
     let sched = pinsight(
         &cpus,
         &[
-            "sched", "--policy", "to", "--sf", "a=2.5", "--sf", "b=1.2", "--json", "--pids", &pids,
+            "sched",
+            "--policies",
+            "to",
+            "--sf",
+            "a=2.5",
+            "--sf",
+            "b=1.2",
+            "--json",
+            "--pids",
+            &pids,
         ],
     )
     .stdout(Stdio::piped())
@@ -327,7 +343,16 @@ fn a_command_and_the_processes_it_starts_are_managed() {
         pinsight(
             &cpus,
             &[
-                "sched", "--policy", "acfs", "--sf", "a=2", "--json", "--", "sh", "-c", &script,
+                "sched",
+                "--policies",
+                "acfs",
+                "--sf",
+                "a=2",
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                &script,
             ],
         )
         .stdout(Stdio::piped())
@@ -363,7 +388,7 @@ fn refusals() {
             "--kinds",
             &format!("{}:P", online()),
             "sched",
-            "--policy",
+            "--policies",
             "aarr",
             "--",
             "true",
@@ -386,7 +411,7 @@ fn refusals() {
             "--fsroot",
             any.to_str().unwrap(),
             "sched",
-            "--policy",
+            "--policies",
             "aarr",
             "--",
             "true",
@@ -402,33 +427,41 @@ fn refusals() {
     let two = [cpus[0], cpus[1]];
     for (args, code, needle) in [
         (
-            vec!["sched", "--policy", "fast", "--", "true"],
+            vec!["sched", "--policies", "fast", "--", "true"],
             2,
             "allowed: os, aarr, to, acfs",
         ),
         (
-            vec!["sched", "--policy", "to", "--sf", "a", "--", "true"],
+            vec!["sched", "--policies", "to", "--sf", "a", "--", "true"],
             2,
             "--sf 'a'",
         ),
         (
-            vec!["sched", "--policy", "to", "--sf", "a=0.5", "--", "true"],
+            vec!["sched", "--policies", "to", "--sf", "a=0.5", "--", "true"],
             2,
             "between 1 and 100",
         ),
-        (vec!["sched", "--policy", "aarr"], 2, "--pids"),
+        (vec!["sched", "--policies", "aarr"], 2, "--pids"),
         (
-            vec!["sched", "--policy", "aarr", "--pids", "x"],
+            vec!["sched", "--policies", "aarr", "--pids", "x"],
             2,
             "'x' is not a process id",
         ),
         (
-            vec!["sched", "--policy", "aarr", "--period", "1ms", "--", "true"],
+            vec![
+                "sched",
+                "--policies",
+                "aarr",
+                "--period",
+                "1ms",
+                "--",
+                "true",
+            ],
             2,
             "10ms",
         ),
         (
-            vec!["sched", "--policy", "aarr", "--", "/nonexistent/prog"],
+            vec!["sched", "--policies", "aarr", "--", "/nonexistent/prog"],
             127,
             "command not found",
         ),
@@ -462,7 +495,14 @@ fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
         pinsight(
             &[big, small],
             &[
-                "sched", "--policy", "aarr", "--json", "--", "sh", "-c", &script,
+                "sched",
+                "--policies",
+                "aarr",
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                &script,
             ],
         )
         .stdout(Stdio::piped())

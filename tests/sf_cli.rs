@@ -76,7 +76,7 @@ fn help_explains_the_estimator_the_probe_and_the_fallbacks() {
         "clamped to [1, 4]",
         "--probe",
         "--sf NAME=X",
-        "--pid <PID>",
+        "--pids <PID>",
         "--duration <DURATION>",
     ] {
         assert!(o.stdout.contains(f), "help lacks {f}:\n{}", o.stdout);
@@ -89,24 +89,24 @@ fn bad_input_and_recorded_machines_are_refused_in_one_line() {
     let fixture = hwloc_fixture(I7);
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["sf"], "give the process to measure"),
-        (vec!["sf", "--pid", "1", "--", "true"], "not both"),
+        (vec!["sf", "--pids", "1", "--", "true"], "not both"),
         (
-            vec!["sf", "--pid", "999999999"],
-            "--pid 999999999: no such process",
+            vec!["sf", "--pids", "999999999"],
+            "--pids 999999999: no such process",
         ),
         (
-            vec!["sf", "--pid", "1", "--period", "1ms"],
+            vec!["sf", "--pids", "1", "--period", "1ms"],
             "between 10ms and 60s",
         ),
-        (vec!["sf", "--pid", "1", "--period", "soon"], "--period"),
-        (vec!["sf", "--pid", "1", "--duration", "x"], "--duration"),
+        (vec!["sf", "--pids", "1", "--period", "soon"], "--period"),
+        (vec!["sf", "--pids", "1", "--duration", "x"], "--duration"),
         (
-            vec!["sf", "--fsroot", fixture.to_str().unwrap(), "--pid", "1"],
+            vec!["sf", "--fsroot", fixture.to_str().unwrap(), "--pids", "1"],
             "sf measures threads on this machine",
         ),
         (
             vec!["sf", "--hwloc-xml", "/nonexistent.xml", "--", "true"],
-            "--hwloc-xml is given",
+            "--hwloc-xml describes another machine",
         ),
     ];
     for (args, phrase) in cases {
@@ -145,7 +145,7 @@ fn without_per_kind_pmus_it_says_why_and_starts_nothing() {
 
     // One core PMU (x86 without hybrid PMUs): counters cannot tell kinds apart.
     add_pmu(root.path(), "cpu", 4, "0-19");
-    let o = pinsight(&["sf", "--pid", "1", "--json"])
+    let o = pinsight(&["sf", "--pids", "1", "--json"])
         .env(MEASURE_ROOT, root.path())
         .run();
     assert_eq!(o.code, 1);
@@ -163,7 +163,7 @@ fn without_per_kind_pmus_it_says_why_and_starts_nothing() {
 
 #[test]
 fn this_machine_says_why_counters_are_unavailable() {
-    let o = pinsight(&["sf", "--pid", "1", "--duration", "50ms", "--json"]).run();
+    let o = pinsight(&["sf", "--pids", "1", "--duration", "50ms", "--json"]).run();
     let j = o.json();
     if j["available"] == true {
         return pinsight_testkit::skip("this machine has per-kind PMUs");
@@ -328,7 +328,7 @@ fn probe_windows_pin_the_threads_and_restore_them_at_the_end_and_on_ctrl_c() {
             .args([
                 "sf", "--json", "--probe", "--kinds", &kinds, "--period", "150ms",
             ])
-            .args(["--pid", &pid, "--duration", "1500ms"])
+            .args(["--pids", &pid, "--duration", "1500ms"])
             .env(MEASURE_ROOT, root.path())
             .env(STAND_IN, "1")
             .env_remove("PINSIGHT_FSROOT")
@@ -454,6 +454,6 @@ fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
         "{}",
         o.stderr
     );
-    let o = pinsight(&["sf", "--from-compare", "x.jsonl", "--pid", "1"]).run();
+    let o = pinsight(&["sf", "--from-compare", "x.jsonl", "--pids", "1"]).run();
     assert_eq!(o.code, 2);
 }

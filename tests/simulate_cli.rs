@@ -115,7 +115,7 @@ fn machine_from_a_recorded_hybrid_counts_cores() {
         mix(),
         "--policies",
         "aarr",
-        "--repeat",
+        "--runs",
         "1",
         "--json",
     ]);
@@ -140,7 +140,7 @@ fn declared_kinds_make_a_machine() {
         mix(),
         "--policies",
         "to",
-        "--repeat",
+        "--runs",
         "1",
         "--json",
     ]);
@@ -208,8 +208,8 @@ fn bad_input_exits_2_naming_it() {
             "line 4, column sf: 'zero' is not a speedup factor",
         ),
         (
-            vec!["--machine", "8P+8E", "--programs", mix(), "--repeat", "0"],
-            "--repeat 0: between 1 and 1000",
+            vec!["--machine", "8P+8E", "--programs", mix(), "--runs", "0"],
+            "invalid value '0' for '--runs <N>'",
         ),
     ];
     for (args, phrase) in cases {

@@ -94,7 +94,14 @@ fn all_slices_of_the_hybrid_laptop() {
     assert!(t.contains("spread 5200 (one CPU: 5200)"), "{t}");
     // Equal count puts rank 1 on every E-core.
     let o = on_hybrid(
-        &["slice", "--all", "--size", "2", "--rule", "equal-count"],
+        &[
+            "slice",
+            "--all",
+            "--size",
+            "2",
+            "--slice-rules",
+            "equal-count",
+        ],
         &[],
     );
     assert!(stdout(&o).contains("    1 10-19"), "{}", stdout(&o));
@@ -180,7 +187,10 @@ fn usage_errors_name_the_input() {
     );
     usage_error(&on_hybrid(&["slice", "--all"], &[]), &["--size"]);
     usage_error(
-        &on_hybrid(&["slice", "--all", "--size", "2", "--rule", "fair"], &[]),
+        &on_hybrid(
+            &["slice", "--all", "--size", "2", "--slice-rules", "fair"],
+            &[],
+        ),
         &["'fair'", "p-only"],
     );
     usage_error(
@@ -259,7 +269,7 @@ fn run_slice_as_the_only_rank_and_gather() {
         &[
             "gather",
             rd.to_str().unwrap(),
-            "--html",
+            "--export-html",
             html.to_str().unwrap(),
         ],
         &[],

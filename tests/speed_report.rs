@@ -1,6 +1,6 @@
 //! `pinsight speed` and `pinsight report` end to end: the weights round trip
 //! into `plan balance`, JSON outputs, the time budget and what is said when
-//! it is too small, recorded machines (`--fsroot`, `--latency-from`), and
+//! it is too small, recorded machines (`--fsroot`, `--latency`), and
 //! the exit codes of bad input. Live measurements use tiny budgets.
 
 use pinsight::latency::LoadMatrix;
@@ -208,12 +208,15 @@ fn speed_refuses_recorded_machines_and_bad_flags() {
     let o = pinsight(dir.path(), &["speed", "--fsroot", &fixture(HYBRID)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o.stderr).contains("speed measures this machine"),
+        text(&o.stderr).contains("speed measures on this machine only"),
         "{}",
         text(&o.stderr)
     );
     for (args, needle) in [
-        (&["speed", "--per-kind", "0"][..], "--per-kind 0"),
+        (
+            &["speed", "--per-kind", "0"][..],
+            "'0' for '--per-kind [<N>]'",
+        ),
         (&["speed", "--cpus", "4000"][..], "offline or not allowed"),
         (&["speed", "--kernels", "gpu"][..], "int, fp or mem"),
         (
@@ -350,7 +353,15 @@ fn recorded_hybrid_laptop_report() {
     let root = fixture(HYBRID);
     let out = ok(&pinsight(
         dir.path(),
-        &["report", "--fsroot", &root, "--out", "laptop"],
+        &[
+            "report",
+            "--fsroot",
+            &root,
+            "--export-html",
+            "laptop.html",
+            "--export-json",
+            "laptop.json",
+        ],
     ));
     assert!(
         out.starts_with("13th Gen Intel(R) Core(TM) i7-1370P\n"),
@@ -361,7 +372,7 @@ fn recorded_hybrid_laptop_report() {
         "{out}"
     );
     assert!(
-        out.contains("latency: not measured (the machine is recorded; pass --latency-from FILE)"),
+        out.contains("latency: not measured (the machine is recorded; pass --latency FILE)"),
         "{out}"
     );
     assert!(
@@ -398,7 +409,7 @@ fn latency_from_a_file_on_a_recorded_machine() {
             "report",
             "--fsroot",
             &root,
-            "--latency-from",
+            "--latency",
             csv.to_str().unwrap(),
         ],
     );
@@ -418,7 +429,7 @@ fn latency_from_a_file_on_a_recorded_machine() {
             "report",
             "--fsroot",
             &root,
-            "--latency-from",
+            "--latency",
             "m.csv",
             "--out",
             "lap",

@@ -13,6 +13,7 @@ mod common_launch;
 mod cli_contract;
 mod compare_cli;
 mod compare_ranks;
+mod bounds;
 mod compare_workload;
 mod errors_topology;
 mod fsroot_archive;
@@ -39,6 +40,7 @@ mod topo_watch;
 mod tune_cli;
 mod tune_live;
 mod tune_run;
+mod vocabulary;
 
 #[test]
 fn every_test_file_is_compiled() {

@@ -300,8 +300,8 @@ fn bad_input_exits_2_with_one_line() {
     );
     refuse(t(&["--from", &seed, m[0], m[1], "--", "ls"]), &["not both"]);
     refuse(
-        t(&["--from", &seed, "--machine", "4Q"]),
-        &["machine '4Q'", "allowed"],
+        t(&["--from", &seed, "--machine", "P4"]),
+        &["'P4'", "--machine", "allowed"],
     );
     refuse(
         t(&["--from", "/nonexistent/runs.csv", m[0], m[1]]),

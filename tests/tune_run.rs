@@ -389,7 +389,12 @@ type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], i32, &'a str);
 fn bad_requests_are_refused_before_anything_runs() {
     let d = tempfile::tempdir().unwrap();
     let cases: &[Case] = &[
-        (&[], &["tune", "--runs", "0", "--", "true"], 2, "--runs 0"),
+        (
+            &[],
+            &["tune", "--runs", "0", "--", "true"],
+            2,
+            "'0' for '--runs <N>'",
+        ),
         (
             &[(SIM, "model=static,f=2")],
             &["tune", "--", "true"],

@@ -6,7 +6,7 @@
 //! The experiment itself lives in crate `pinsight-compare`; this file is
 //! the command-line edge: flags, the progress bar, files, exit codes.
 
-use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{progress_bar, CliError, CmdResult, Globals};
 use pinsight_compare::experiment::{Observer, Outcome};
 use pinsight_compare::ranks::{RanksExecutor, RanksIdentity};
 use pinsight_compare::session::{Config, ExecutorChoice, JournalTarget, Session, SessionError};
@@ -42,7 +42,7 @@ Memory policies: --mem SPEC applies to every arm; an arm may carry its own, POLI
 (--policies p-pinned,p-pinned+mem:interleave:all), which stays in its name and in the
 journal's identity of the arm. A policy the kernel refuses is reported before any run.
 
-Across ranks: --launcher LINE --slice POLICY compares slicing rules instead of placements. Every run starts `LINE pinsight [--kinds SPEC] run --slice POLICY --slice-rule RULE --report-dir DIR -- COMMAND` (one arm per rule of --slice-rules, default equal-count,equal-capacity,p-only; the first is the baseline), and its time is the SLOWEST rank's wall time, read from the ranks' reports (DIR = JOURNAL-ranks/run-N, kept). The launcher's own wall time and the slowest/fastest rank spread are kept too. A rank that fails (or writes no report) fails the run. --policies, --threads, --governors and the other placement options do not apply. Keep the launcher from binding each rank (--bind-to none, or Slurm's --cpu-bind=none) so every rank sees the CPUs to slice.
+Across ranks: --launcher LINE --slice POLICY compares slicing rules instead of placements. Every run starts `LINE pinsight [--kinds SPEC] run --slice POLICY --slice-rules RULE --report-dir DIR -- COMMAND` (one arm per rule of --slice-rules, default equal-count,equal-capacity,p-only; the first is the baseline), and its time is the SLOWEST rank's wall time, read from the ranks' reports (DIR = JOURNAL-ranks/run-N, kept). The launcher's own wall time and the slowest/fastest rank spread are kept too. A rank that fails (or writes no report) fails the run. --policies, --threads, --governors and the other placement options do not apply. Keep the launcher from binding each rank (--bind-to none, or Slurm's --cpu-bind=none) so every rank sees the CPUs to slice.
 
 compare measures this machine: --fsroot, PINSIGHT_FSROOT and --hwloc-xml are refused.
 
@@ -54,7 +54,7 @@ Exit status: 0 done; 1 a run failed (without --ignore-failure) or a runtime erro
 
 Examples:
   pinsight compare --runs 10 -- ./my-omp-app input.dat
-  pinsight compare --policies os,p-pinned --threads 8 --html report.html -- make -j8
+  pinsight compare --policies os,p-pinned --threads 8 --export-html report.html -- make -j8
   pinsight compare --policies os,latency-group --latency lat.csv -- ./app
   pinsight compare --policies p-pinned,p-pinned+mem:interleave:all -- ./stream
   pinsight compare --governors performance,powersave -- sysbench cpu run
@@ -97,7 +97,7 @@ pub struct Args {
     #[arg(long, value_name = "LIST", action = clap::ArgAction::Append, value_parser = parse_policies)]
     pub policies: Option<Vec<Vec<String>>>,
     /// Threads of every arm (exported as OMP_NUM_THREADS etc.) [default: usable CPUs].
-    #[arg(long, short = 't', value_name = "N")]
+    #[arg(long, short = 't', value_name = "N", value_parser = crate::values::threads)]
     pub threads: Option<usize>,
     /// Let pinned policies place more threads than they have CPUs (round robin).
     #[arg(long)]
@@ -116,10 +116,10 @@ pub struct Args {
     #[arg(long, value_name = "DEVICE")]
     pub near: Option<String>,
     /// Measured runs per arm [default: 10].
-    #[arg(long, short = 'r', value_name = "N")]
+    #[arg(long, short = 'r', value_name = "N", value_parser = crate::values::runs)]
     pub runs: Option<usize>,
     /// Warm-up runs per arm, journaled but not analysed [default: 1].
-    #[arg(long, short = 'w', value_name = "N")]
+    #[arg(long, short = 'w', value_name = "N", value_parser = crate::values::warmup)]
     pub warmup: Option<usize>,
     /// Seed of the randomised run order [default: random, recorded in the journal].
     #[arg(long, value_name = "N")]
@@ -128,7 +128,7 @@ pub struct Args {
     #[arg(long, short = 'p', value_name = "CMD")]
     pub prepare: Option<String>,
     /// Kill a run (its whole process group) after this long; the run counts as failed.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::positive_duration)]
     pub timeout: Option<Duration>,
     /// cpufreq governors as a second dimension, comma-separated (needs writable cpufreq).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
@@ -160,17 +160,13 @@ pub struct Args {
     #[arg(long = "export-json", value_name = "FILE")]
     pub export_json: Option<PathBuf>,
     /// Write a CSV summary (one row per arm) to FILE; `#` lines first name metrics unavailable everywhere.
-    #[arg(long = "csv", visible_alias = "export-csv", value_name = "FILE")]
+    #[arg(long = "export-csv", value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write a Markdown report to FILE.
-    #[arg(
-        long = "markdown",
-        visible_alias = "export-markdown",
-        value_name = "FILE"
-    )]
+    #[arg(long = "export-markdown", value_name = "FILE")]
     pub markdown: Option<PathBuf>,
     /// Write a self-contained HTML report (box plots, CI bars, verdict) to FILE.
-    #[arg(long = "html", visible_alias = "export-html", value_name = "FILE")]
+    #[arg(long = "export-html", value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// The program to measure and its arguments: after `--`, or from the first word that is
     /// not an option (options of pinsight go before it; a mistyped one is an error).
@@ -654,25 +650,10 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
 /// `PINSIGHT_FSROOT`, `--hwloc-xml`) would plan for one CPU and measure
 /// another, labelled as the recorded one.
 pub(crate) fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
-    let from_env = g.fsroot.as_ref().is_some_and(|p| {
-        std::env::var_os("PINSIGHT_FSROOT").is_some_and(|v| v == p.as_os_str())
-            && !std::env::args_os()
-                .take_while(|a| a != "--")
-                .any(|a| a == "--fsroot" || a.to_string_lossy().starts_with("--fsroot="))
-    });
-    let what = if from_env {
-        "PINSIGHT_FSROOT is set"
-    } else if g.fsroot.is_some() {
-        "--fsroot was given"
-    } else if g.hwloc_xml.is_some() {
-        "--hwloc-xml was given"
-    } else {
-        return Ok(());
-    };
-    Err(CliError::usage(format!(
-        "compare runs and measures programs on this machine, but {what} (another machine's description); \
-         unset it, or use `pinsight plan` to plan for a recorded machine"
-    )))
+    g.require_live(
+        "compare runs and measures programs",
+        "unset it, or use `pinsight plan` to plan for a recorded machine",
+    )
 }
 
 /// TEST ONLY, deliberately not in `--help`: `PINSIGHT_TEST_MEASURE_ROOT=DIR`
@@ -707,9 +688,9 @@ fn check_outputs(args: &Args) -> Result<(), CliError> {
     }
     for (flag, p) in [
         ("--export-json", &args.export_json),
-        ("--csv", &args.csv),
-        ("--markdown", &args.markdown),
-        ("--html", &args.html),
+        ("--export-csv", &args.csv),
+        ("--export-markdown", &args.markdown),
+        ("--export-html", &args.html),
     ] {
         if let Some(p) = p {
             outputs.push((flag, p));
@@ -899,9 +880,9 @@ fn resume_command(args: &Args, journal: &Path) -> String {
     }
     for (flag, p) in [
         ("--export-json", &args.export_json),
-        ("--csv", &args.csv),
-        ("--markdown", &args.markdown),
-        ("--html", &args.html),
+        ("--export-csv", &args.csv),
+        ("--export-markdown", &args.markdown),
+        ("--export-html", &args.html),
     ] {
         if let Some(p) = p {
             parts.push(flag.into());

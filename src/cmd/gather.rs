@@ -16,14 +16,14 @@ wall time, and the spread between the fastest and the slowest rank.
 Examples:
   srun -n 4 pinsight run --slice p-pinned --report-dir out -- ./solver
   pinsight gather out
-  pinsight gather out --html ranks.html"
+  pinsight gather out --export-html ranks.html"
 )]
 pub struct Args {
     /// The --report-dir of the runs.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     /// Also write one HTML page.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
 
@@ -80,8 +80,8 @@ fn load(dir: &Path, warnings: &mut Vec<String>) -> Result<Vec<Node>, CliError> {
         });
         let mut ranks = Vec::new();
         for f in files {
-            let parsed = std::fs::read_to_string(&f)
-                .map_err(|e| format!("{}: {e}", f.display()))
+            let parsed = crate::errors::read_input("rank report", &f, 16 << 20)
+                .map_err(|e| e.message)
                 .and_then(|t| {
                     serde_json::from_str::<Value>(&t).map_err(|e| format!("{}: {e}", f.display()))
                 })
@@ -115,7 +115,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let nodes = load(&args.dir, &mut warnings)?;
     if let Some(path) = &args.html {
         pinsight_lifecycle::output::write(path, html(&nodes).as_bytes())
-            .map_err(|e| CliError::runtime(format!("--html: {e}")))?;
+            .map_err(|e| CliError::runtime(format!("--export-html: {e}")))?;
     }
     if g.json {
         let doc = serde_json::json!({

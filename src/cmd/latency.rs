@@ -26,24 +26,24 @@ use std::time::Duration;
 /// Precision: a pair's ± "within-run" is the 95% confidence interval of its
 /// median from the samples of one run. It does not cover the variation
 /// between runs (clock frequency, temperature, other load), which is often
-/// several times larger. --repeat N measures the whole matrix N times, each
+/// several times larger. --runs N measures the whole matrix N times, each
 /// run starting at a different round so that slow drifts hit all pairs
 /// alike; a pair's value is then the median of its N run medians, and its ±
 /// the larger of the within-run CI and the run-to-run spread (the farthest
 /// run median), labelled "run-to-run" when that is larger.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight latency\n  pinsight latency --cpus 0-7 --method msg --svg lat.svg\n  \
-                        pinsight latency --csv lat.csv && pinsight latency --from-csv lat.csv --png lat.png\n  \
-                        pinsight latency --repeat 5   (run-to-run spread)\n  \
-                        pinsight latency --from-csv results/AMD_Ryzen_9_5950X.csv   (core-to-core-latency's CSV)\n  \
-                        pinsight latency --from-csv b12.csv --benchmark 2   (core-to-core-latency -b 1,2 --csv)"
+    after_help = "Examples:\n  pinsight latency\n  pinsight latency --cpus 0-7 --method msg --export-svg lat.svg\n  \
+                        pinsight latency --export-csv lat.csv && pinsight latency --latency lat.csv --export-png lat.png\n  \
+                        pinsight latency --runs 5   (run-to-run spread)\n  \
+                        pinsight latency --latency results/AMD_Ryzen_9_5950X.csv   (core-to-core-latency's CSV)\n  \
+                        pinsight latency --latency b12.csv --benchmark 2   (core-to-core-latency -b 1,2 --csv)"
 )]
 pub struct Args {
     /// CPUs to measure (cpulist, e.g. 0-7,16); default: every online CPU this process may use.
-    /// With --from-csv: show only these CPUs of the matrix.
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
+    /// With --latency: show only these CPUs of the matrix.
+    #[arg(long, value_name = "LIST", value_parser = crate::values::cpu_list)]
+    pub cpus: Option<CpuSet>,
     /// cas: CAS round trips on one shared cache line (core-to-core-latency -b 1, spinlock-like);
     /// msg: single writer/single reader on two cache lines (-b 2, queue-like).
     #[arg(long, default_value = "cas", value_parser = Method::parse, conflicts_with = "from_csv")]
@@ -62,37 +62,37 @@ pub struct Args {
     /// Measure the whole matrix N times (runs interleaved: each starts at a different round)
     /// and report the run-to-run spread; the ± shown is then the larger of the within-run CI
     /// and the run-to-run spread. Takes about N times as long.
-    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_repeat, conflicts_with = "from_csv")]
+    #[arg(long = "runs", value_name = "N", default_value = "1", value_parser = parse_repeat, conflicts_with = "from_csv")]
     pub repeat: usize,
-    /// Stop starting new rounds after this long (over all --repeat runs); the pairs left are
+    /// Stop starting new rounds after this long (over all --runs runs); the pairs left are
     /// reported as not measured, or as measured in fewer runs.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "from_csv")]
     pub budget: Option<Duration>,
     /// Show a matrix measured elsewhere instead of measuring: core-to-core-latency's --csv
     /// output (also `-b 1,2 --csv`, one matrix per benchmark: see --benchmark), or this
-    /// command's --csv or --json output. Lines starting with '#' are skipped.
-    #[arg(long, value_name = "FILE")]
+    /// command's --export-csv or --json output. Lines starting with '#' are skipped.
+    #[arg(long = "latency", value_name = "FILE")]
     pub from_csv: Option<PathBuf>,
-    /// With --from-csv: show the N-th matrix of a file holding several (default 1, the first).
+    /// With --latency: show the N-th matrix of a file holding several (default 1, the first).
     /// core-to-core-latency -b 1,2 --csv writes one per benchmark, in the order given to -b.
     #[arg(long, value_name = "N", requires = "from_csv", value_parser = parse_benchmark)]
     pub benchmark: Option<usize>,
     /// Write the matrix in core-to-core-latency's CSV format (lower triangle, one-way ns).
-    /// The values are per-pair medians (with --repeat: the median of the run medians), where
+    /// The values are per-pair medians (with --runs: the median of the run medians), where
     /// core-to-core-latency writes means; the file's first line is a '#' comment saying so
-    /// (--from-csv skips it; in pandas use read_csv(..., comment='#')). Checked for
-    /// writability before anything is measured, like --svg and --png.
-    #[arg(long, value_name = "FILE")]
+    /// (--latency skips it; in pandas use read_csv(..., comment='#')). Checked for
+    /// writability before anything is measured, like --export-svg and --export-png.
+    #[arg(long = "export-csv", value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write a heatmap as SVG.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-svg", value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Write a heatmap as PNG.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-png", value_name = "FILE")]
     pub png: Option<PathBuf>,
 }
 
-/// `--repeat`: a whole number of runs, at least 1.
+/// `--runs`: a whole number of runs, at least 1.
 fn parse_repeat(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(n) if (1..=1000).contains(&n) => Ok(n),
@@ -105,9 +105,9 @@ fn parse_repeat(text: &str) -> Result<usize, String> {
 /// `--benchmark`: a 1-based matrix index.
 fn parse_benchmark(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
         _ => Err(format!(
-            "'{text}' is not a matrix number (1 for the first matrix of the file, 2 for the second, ...)"
+            "'{text}' is not a matrix number (1 for the first matrix of the file, 2 for the second, ... up to 1000)"
         )),
     }
 }
@@ -143,7 +143,7 @@ enum Origin {
 }
 
 /// `--json` output: the matrix itself at the top level (so the file loads
-/// back with `--from-csv`), plus how it was obtained and its domains.
+/// back with `--latency`), plus how it was obtained and its domains.
 #[derive(Serialize)]
 struct JsonReport<'a> {
     #[serde(flatten)]
@@ -156,7 +156,7 @@ struct JsonReport<'a> {
     domains: &'a DomainTree,
 }
 
-/// Which matrix of a --from-csv file this is.
+/// Which matrix of a --latency file this is.
 #[derive(Serialize)]
 struct JsonFile {
     /// 1-based index of the matrix shown (--benchmark).
@@ -177,7 +177,7 @@ struct JsonMeasured {
     noisy: Vec<(usize, usize)>,
     /// Pairs (CPU ids) not measured because the budget ran out.
     skipped: Vec<(usize, usize)>,
-    /// Runs of the whole matrix asked for (--repeat) and completed.
+    /// Runs of the whole matrix asked for (--runs) and completed.
     repeats: usize,
     runs_completed: usize,
     /// Pairs (CPU ids) measured in fewer runs than asked (budget).
@@ -186,7 +186,7 @@ struct JsonMeasured {
     /// run only. `run_medians_ns` (per pair, one per run) and `run_to_run`
     /// give the variation between runs.
     ci_covers: &'static str,
-    /// Run-to-run spread over the pairs (with --repeat 2 or more):
+    /// Run-to-run spread over the pairs (with --runs 2 or more):
     /// median and largest distance of a run median from the pair's median,
     /// relative to it, and the pair (CPU ids) of the largest.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -194,15 +194,10 @@ struct JsonMeasured {
 }
 
 const CI_COVERS: &str = "variation within one run only (the 95% CI of the median from that run's \
-     samples); not run-to-run variation: see run_medians_ns and run_to_run (--repeat)";
+     samples); not run-to-run variation: see run_medians_ns and run_to_run (--runs)";
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let requested = match &args.cpus {
-        Some(list) => {
-            Some(CpuSet::parse_list(list).map_err(|e| CliError::usage(format!("--cpus: {e}")))?)
-        }
-        None => None,
-    };
+    let requested = args.cpus.clone();
     // Before anything is measured: a missing directory must not cost a
     // whole measurement.
     check_outputs(&args)?;
@@ -293,7 +288,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
-/// Loads matrix number `benchmark` (1-based, default 1) of `--from-csv`,
+/// Loads matrix number `benchmark` (1-based, default 1) of `--latency`,
 /// restricted to `--cpus` if given. Any problem with the file is the
 /// user's input: exit 2.
 fn load(
@@ -302,7 +297,7 @@ fn load(
     requested: Option<&CpuSet>,
 ) -> Result<(LatencyMatrix, Origin), CliError> {
     let all =
-        LatencyMatrix::load_all(path).map_err(|e| CliError::usage(format!("--from-csv {e}")))?;
+        LatencyMatrix::load_all(path).map_err(|e| CliError::usage(format!("--latency {e}")))?;
     let benchmarks: Vec<String> = all.iter().map(|m| m.describe()).collect();
     let index = benchmark.unwrap_or(1);
     let Some(chosen) = all.into_iter().nth(index - 1) else {
@@ -353,15 +348,15 @@ fn load(
     Ok((sub, origin))
 }
 
-/// Every output file (`--csv`, `--svg`, `--png`) can be written: checked
+/// Every output file (`--export-csv`, `--export-svg`, `--export-png`) can be written: checked
 /// before measuring, so a typo in a directory name fails at once (exit 2,
 /// naming the path) instead of after the whole measurement. A file that
 /// does not exist yet is created and removed again.
 fn check_outputs(args: &Args) -> Result<(), CliError> {
     for (flag, path) in [
-        ("--csv", &args.csv),
-        ("--svg", &args.svg),
-        ("--png", &args.png),
+        ("--export-csv", &args.csv),
+        ("--export-svg", &args.svg),
+        ("--export-png", &args.png),
     ] {
         if let Some(path) = path {
             check_writable(path)
@@ -390,9 +385,9 @@ fn check_writable(path: &Path) -> Result<(), String> {
     pinsight_lifecycle::output::check(path).map_err(|e| format!("cannot write: {}", e.reason()))
 }
 
-/// The first line of a `--csv` file: what the values are (pinsight writes
+/// The first line of a `--export-csv` file: what the values are (pinsight writes
 /// medians where core-to-core-latency writes means). A `#` line, which
-/// `--from-csv` skips.
+/// `--latency` skips.
 fn csv_comment(m: &LatencyMatrix, origin: &Origin) -> String {
     match origin {
         Origin::Measured { config, .. } => format!(
@@ -429,12 +424,10 @@ fn measure_here(
     requested: Option<&CpuSet>,
     g: &Globals,
 ) -> Result<(Measurement, MeasureConfig), CliError> {
-    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
-        return Err(CliError::usage(
-            "latency is measured on this machine: --fsroot/--hwloc-xml only go with --from-csv \
-             (to draw a matrix recorded on that machine with its core kinds)",
-        ));
-    }
+    g.require_live(
+        "latency is measured",
+        "--fsroot and --hwloc-xml go with --latency FILE only (to draw a matrix recorded there with its core kinds)",
+    )?;
     let (online, allowed) =
         usable_cpus(&FsRoot::live()).map_err(|e| CliError::runtime(e.to_string()))?;
     // The request at fault: the user's --cpus (exit 2); else the machine or
@@ -699,7 +692,7 @@ fn interval_legend(m: &LatencyMatrix) -> String {
     if runs < 2 {
         return wrap(
             "± within-run: the 95% CI of the median from this one run's samples; it \
-             does not cover run-to-run variation (often larger): see --repeat N.",
+             does not cover run-to-run variation (often larger): see --runs N.",
             80,
             "",
         );
@@ -839,13 +832,13 @@ mod tests {
             dir.path().join("m.png"),
         );
         let code = run_with(&[
-            "--from-csv",
+            "--latency",
             &fixture("Apple_M1_Pro.csv"),
-            "--csv",
+            "--export-csv",
             csv.to_str().unwrap(),
-            "--svg",
+            "--export-svg",
             svg.to_str().unwrap(),
-            "--png",
+            "--export-png",
             png.to_str().unwrap(),
         ])
         .unwrap();
@@ -869,7 +862,7 @@ mod tests {
         .unwrap();
         assert_eq!(m.cpus, vec![2, 3, 4]);
         let e =
-            run_with(&["--from-csv", &fixture("Apple_M1_Pro.csv"), "--cpus", "6-9"]).unwrap_err();
+            run_with(&["--latency", &fixture("Apple_M1_Pro.csv"), "--cpus", "6-9"]).unwrap_err();
         assert_eq!(e.code, 2);
         assert!(e.message.contains("CPU(s) 8-9 are not in"), "{}", e.message);
     }
@@ -879,7 +872,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bad = dir.path().join("bad.csv");
         std::fs::write(&bad, ",,\n12.5,,\n13,x7,\n").unwrap();
-        let e = run_with(&["--from-csv", bad.to_str().unwrap()]).unwrap_err();
+        let e = run_with(&["--latency", bad.to_str().unwrap()]).unwrap_err();
         assert_eq!(e.code, 2);
         assert!(
             e.message.contains("bad.csv:3:2: 'x7' is not a number"),
@@ -887,7 +880,7 @@ mod tests {
             e.message
         );
         let e = run_with(&[
-            "--from-csv",
+            "--latency",
             dir.path().join("missing.csv").to_str().unwrap(),
         ])
         .unwrap_err();
@@ -901,13 +894,9 @@ mod tests {
 
     #[test]
     fn bad_cpu_lists_are_usage_errors() {
-        let e = run_with(&["--cpus", "0-x"]).unwrap_err();
-        assert_eq!(e.code, 2);
-        assert!(
-            e.message.starts_with("--cpus: invalid CPU set '0-x'"),
-            "{}",
-            e.message
-        );
+        // A list that is no CPU list is refused while parsing.
+        let e = parse(&["--cpus", "0-x"]).err().unwrap().to_string();
+        assert!(e.contains("'--cpus <LIST>'") && e.contains("'0-x'"), "{e}");
         let e = run_with(&["--cpus", "0,4000"]).unwrap_err();
         assert_eq!(e.code, 2);
         assert!(e.message.contains("CPU 4000 is offline"), "{}", e.message);
@@ -940,12 +929,12 @@ mod tests {
 
     #[test]
     fn measuring_flags_do_not_go_with_a_file_nor_a_recorded_machine() {
-        assert!(parse(&["--from-csv", "x.csv", "--sequential"]).is_err());
+        assert!(parse(&["--latency", "x.csv", "--sequential"]).is_err());
         let e = run_with(&["--fsroot", "/", "--max-time-per-pair", "1ms"]).unwrap_err();
         assert_eq!(e.code, 2);
         assert!(
             e.message
-                .contains("--fsroot/--hwloc-xml only go with --from-csv"),
+                .contains("--fsroot and --hwloc-xml go with --latency FILE only"),
             "{}",
             e.message
         );
@@ -1021,7 +1010,7 @@ mod tests {
                 && text.contains("   2: lines 4-6, 3 CPUs"),
             "{text}"
         );
-        let e = run_with(&["--from-csv", path.to_str().unwrap(), "--benchmark", "3"]).unwrap_err();
+        let e = run_with(&["--latency", path.to_str().unwrap(), "--benchmark", "3"]).unwrap_err();
         assert_eq!(e.code, 2);
         assert!(
             e.message.starts_with("--benchmark 3: ")
@@ -1033,9 +1022,9 @@ mod tests {
         );
         assert!(
             parse(&["--benchmark", "2"]).is_err(),
-            "--benchmark needs --from-csv"
+            "--benchmark needs --latency"
         );
-        assert!(parse(&["--from-csv", "x", "--benchmark", "0"]).is_err());
+        assert!(parse(&["--latency", "x", "--benchmark", "0"]).is_err());
     }
 
     #[test]
@@ -1043,9 +1032,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out.csv");
         run_with(&[
-            "--from-csv",
+            "--latency",
             &fixture("Apple_M1_Pro.csv"),
-            "--csv",
+            "--export-csv",
             out.to_str().unwrap(),
         ])
         .unwrap();
@@ -1092,7 +1081,7 @@ mod tests {
     fn unwritable_outputs_are_refused_before_measuring() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("no-such-dir/x.csv");
-        for flag in ["--csv", "--svg", "--png"] {
+        for flag in ["--export-csv", "--export-svg", "--export-png"] {
             let t0 = std::time::Instant::now();
             // A measurement this precise would take seconds per pair.
             let e = run_with(&[
@@ -1117,7 +1106,7 @@ mod tests {
                 "{flag}: measured first"
             );
         }
-        let e = run_with(&["--svg", dir.path().to_str().unwrap()]).unwrap_err();
+        let e = run_with(&["--export-svg", dir.path().to_str().unwrap()]).unwrap_err();
         assert_eq!(e.code, 2);
         assert!(e.message.contains("is a directory"), "{}", e.message);
         // A file that does not exist yet is not left behind by the check.
@@ -1137,8 +1126,8 @@ mod tests {
             .unwrap_err()
             .contains("'0' is not a number of runs"));
         assert!(parse_repeat("x").is_err());
-        assert!(parse(&["--repeat", "0"]).is_err());
-        assert!(parse(&["--from-csv", "x.csv", "--repeat", "2"]).is_err());
+        assert!(parse(&["--runs", "0"]).is_err());
+        assert!(parse(&["--latency", "x.csv", "--runs", "2"]).is_err());
         assert_eq!(parse(&[]).unwrap().0.repeat, 1);
     }
 
@@ -1167,7 +1156,7 @@ mod tests {
         assert!(
             one.contains("± within-run: the 95% CI of the median from this one run's")
                 && one.contains("cover run-to-run variation")
-                && one.contains("--repeat N"),
+                && one.contains("--runs N"),
             "{one}"
         );
         let s = stat(&[53.0, 64.0, 58.0, 55.0, 60.0]);

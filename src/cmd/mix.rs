@@ -1,10 +1,10 @@
-//! `pinsight mix --schedulers os,aarr,to,acfs [--repeat 3] -- 'CMD1' 'CMD2' …`:
+//! `pinsight mix --policies os,aarr,to,acfs [--runs 3] -- 'CMD1' 'CMD2' …`:
 //! the multi-program experiment of Saez and Prieto-Matias (APSys '22, §5)
 //! on the user's programs
 //! (pinsight_sched::mix). Thin: flags, journal path, Ctrl-C, progress,
 //! output through pinsight-render.
 
-use super::sched::{given_sf, live_capacity, period};
+use super::sched::{given_sf, live_capacity};
 use crate::cli::{progress_bar, wrap80, CliError, CmdResult, Globals};
 use pinsight_sched::mix::{self, Journal, MixError, MixSpec, Observer, Record};
 use pinsight_sched::SfTarget;
@@ -19,7 +19,7 @@ use std::time::Duration;
 /// one big CPU (Bᵢ) and alone on one small CPU (Sᵢ). Then, per scheduler,
 /// all programs start together on the big and small CPUs, managed as by
 /// `pinsight sched`; each one that finishes restarts at once until every
-/// program has completed --repeat times (runs still going are then killed
+/// program has completed --runs times (runs still going are then killed
 /// and not counted). Tᵢ is the geometric mean of program i's runs in the
 /// mix. Metrics (as `pinsight simulate`):
 ///
@@ -39,21 +39,26 @@ use std::time::Duration;
 #[command(
     verbatim_doc_comment,
     after_help = "Examples:\n  pinsight mix -- './a.out' 'python3 job.py' 'make -j1'\n  \
-pinsight mix --schedulers aarr,to --sf a.out=2.1 --repeat 5 -- './a.out' './b'\n  \
+pinsight mix --policies aarr,to --sf a.out=2.1 --runs 5 -- './a.out' './b'\n  \
 pinsight mix --resume pinsight-mix.jsonl\n\n\
 Exit status: 0; 130 (128+N) when stopped by signal N (journal kept);\n\
 1 when a reference run fails. This machine only (exit 2 for --fsroot)."
 )]
 pub struct Args {
     /// Schedulers to compare, comma-separated: os, aarr, to, acfs.
-    #[arg(long, value_name = "LIST", default_value = "os,aarr,to,acfs")]
+    #[arg(
+        long = "policies",
+        value_name = "LIST",
+        default_value = "os,aarr,to,acfs"
+    )]
     pub schedulers: String,
     /// Completions of every program per scheduler.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long = "runs", value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Scheduler period.
-    #[arg(long, value_name = "DURATION", default_value = "200ms")]
-    pub period: String,
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
+    pub period: std::time::Duration,
     /// A program's speedup factor: NAME=SF (NAME the basename of the
     /// command's first word, or #N for the N-th command). Repeatable.
     #[arg(long = "sf", value_name = "NAME=SF")]
@@ -70,13 +75,13 @@ pub struct Args {
     pub export_json: Option<PathBuf>,
     /// Write a CSV (scheduler, metric or program slowdown, value, 95%
     /// interval) to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-csv", value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write a Markdown report to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-markdown", value_name = "FILE")]
     pub markdown: Option<PathBuf>,
     /// Write a self-contained HTML report to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-html", value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// The programs: one shell command line each (quote them).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
@@ -157,15 +162,16 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
             if args.repeat == 3 {
                 args.repeat = *repeat;
             }
-            if args.period == "200ms" {
-                args.period = format!("{}ms", (period_s * 1000.0).round());
+            if args.period == std::time::Duration::from_millis(200) {
+                args.period = crate::values::period(&format!("{}ms", (period_s * 1000.0).round()))
+                    .map_err(|e| CliError::usage(format!("--resume: the journal's period {e}")))?;
             }
         }
     }
-    let period = period(&args.period)?;
+    let period = args.period;
     if args.repeat == 0 || args.repeat > 1000 {
         return Err(CliError::usage(format!(
-            "--repeat {}: between 1 and 1000",
+            "--runs {}: between 1 and 1000",
             args.repeat
         )));
     }
@@ -173,7 +179,7 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
     for name in args.schedulers.split(',').map(str::trim) {
         let p = Policy::by_name(name, period.as_secs_f64()).ok_or_else(|| {
             CliError::usage(format!(
-                "--schedulers: '{name}' is not a scheduler (allowed: os, aarr, to, acfs)"
+                "--policies: '{name}' is not a scheduler (allowed: os, aarr, to, acfs)"
             ))
         })?;
         if !schedulers.contains(&p) {
@@ -327,9 +333,9 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
 fn exports(args: &Args) -> Vec<(&'static str, &std::path::Path)> {
     [
         ("--export-json", &args.export_json),
-        ("--csv", &args.csv),
-        ("--markdown", &args.markdown),
-        ("--html", &args.html),
+        ("--export-csv", &args.csv),
+        ("--export-markdown", &args.markdown),
+        ("--export-html", &args.html),
     ]
     .into_iter()
     .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))

@@ -28,7 +28,7 @@ when fitted), machine, config {p, e, smt, predicted_s, ci, vs_1p, vs_1e} (with
 --config), curves {p_first, e_first: [{cores, config, time_s, vs_p, vs_e}]}.
 
 Examples:
-  pinsight model --params f=0.99,sf=2 --machine 4P+8E --svg curve.svg
+  pinsight model --params f=0.99,sf=2 --machine 4P+8E --export-svg curve.svg
   pinsight model --from runs.csv --config 6P+0E+0smt";
 
 /// Evaluate the tuning model (fitted or given) for a configuration, and its speedup curves.
@@ -46,10 +46,10 @@ pub struct Args {
     #[arg(long, value_name = "CONFIG")]
     pub config: Option<String>,
     /// The machine for the curves, instead of the topology: 6P+8E, 6P+8E+smt, 8P+smt.
-    #[arg(long, value_name = "SPEC")]
-    pub machine: Option<String>,
+    #[arg(long, value_name = "SPEC", value_parser = crate::values::machine)]
+    pub machine: Option<crate::values::MachineSpec>,
     /// Write the speedup curves (P-first, E-first) as an SVG line chart to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-svg", value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Seed of the bootstrap with --from [default: 12].
     #[arg(long, value_name = "N")]
@@ -100,21 +100,20 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 ));
             }
             Some(
-                s.parse()
-                    .map_err(|e| CliError::usage(format!("--machine: {e}")))?,
+                s.for_tune()
+                    .map_err(|e| CliError::usage(format!("--machine {e}")))?,
             )
         }
         None => None,
     };
     if let Some(p) = &args.svg {
-        check_output_file(p, "--svg")?;
+        check_output_file(p, "--export-svg")?;
     }
     // The model: fitted (with intervals) or given.
     let (model, theta, fitted) = match (&args.from, &args.params) {
         (Some(path), _) => {
             let name = format!("--from '{}'", path.display());
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::usage(format!("{name}: cannot read it: {e}")))?;
+            let text = crate::errors::read_input("--from", path, 16 << 20)?;
             let runs = parse_runs(&text).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
             let opts = FitOptions {
                 seed: args.seed.unwrap_or(FitOptions::default().seed),
@@ -183,7 +182,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         );
         let svg = view::curve_svg(&title, &p_first, &e_first);
         pinsight_lifecycle::output::write(path, svg.as_bytes())
-            .map_err(|e| CliError::runtime(format!("--svg: {e}")))?;
+            .map_err(|e| CliError::runtime(format!("--export-svg: {e}")))?;
     }
     if g.json {
         g.print_json(&Output {

@@ -190,9 +190,10 @@ mod tests {
     fn planner_errors_are_usage_errors() {
         let g = hybrid();
         let run_args = |argv: &[&str]| run(parse(argv).unwrap().args, &g);
+        // A count out of range is refused while parsing.
+        assert!(parse(&["p-pinned", "--threads", "0"]).is_err());
         for argv in [
-            &["p-pinned", "--threads", "0"][..],
-            &["p-pinned", "--threads", "13"],
+            &["p-pinned", "--threads", "13"][..],
             &["cpus:40"],
             &["kind:Cortex-A55"],
             &["p-set", "--format", "gomp"],

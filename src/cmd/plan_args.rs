@@ -19,10 +19,10 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct PlanArgs {
     /// Number of threads (default: every CPU of the policy); set policies take any number.
-    #[arg(long, short = 't', value_name = "N")]
+    #[arg(long, short = 't', value_name = "N", value_parser = crate::values::threads)]
     pub threads: Option<usize>,
     /// Number of tasks for `balance` (same as --threads).
-    #[arg(long, value_name = "M")]
+    #[arg(long, value_name = "M", value_parser = crate::values::tasks)]
     pub tasks: Option<usize>,
     /// Let a pinned policy place more threads than CPUs (round robin); set policies never need it.
     #[arg(long)]

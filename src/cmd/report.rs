@@ -19,21 +19,30 @@ use std::time::{Duration, Instant};
 /// of concrete suggestions in the terminal.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight report\n  pinsight report --budget 30s --out /tmp/box\n  pinsight report --latency-from measured.csv"
+    after_help = "Examples:\n  pinsight report\n  pinsight report --budget 30s --export-html /tmp/box.html\n  pinsight report --latency measured.csv"
 )]
 pub struct Args {
     /// Total time for the whole report (latency and speed share it; too small a
     /// budget skips them and says what --budget would do).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub budget: Duration,
-    /// Output prefix: writes PREFIX.html, PREFIX.json and, when latency is measured,
-    /// PREFIX.latency.json (for `pinsight run latency-group --latency`). These
-    /// files are checked before anything is measured: one that cannot be
-    /// written (missing directory, no permission) is refused at once (exit 2).
-    #[arg(long, default_value = "pinsight-report", value_name = "PREFIX")]
-    pub out: PathBuf,
-    /// Use a latency matrix measured elsewhere (core-to-core-latency CSV or pinsight JSON) instead of measuring.
+    /// Write the HTML page to FILE [default: pinsight-report.html]. Every file
+    /// is checked before anything is measured: one that cannot be written
+    /// (missing directory, no permission) is refused at once (exit 2).
     #[arg(long, value_name = "FILE")]
+    pub export_html: Option<PathBuf>,
+    /// Write the report as JSON to FILE [default: pinsight-report.json].
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write the measured latency matrix to FILE, when latency is measured (for
+    /// `pinsight run latency-group --latency FILE`) [default: pinsight-report.latency.json].
+    #[arg(long, value_name = "FILE")]
+    pub export_latency: Option<PathBuf>,
+    /// Deprecated: PREFIX.html, PREFIX.json and PREFIX.latency.json at once.
+    #[arg(long, hide = true, value_name = "PREFIX")]
+    pub out: Option<PathBuf>,
+    /// Use a latency matrix measured elsewhere (core-to-core-latency CSV or pinsight JSON) instead of measuring.
+    #[arg(long = "latency", value_name = "FILE")]
     pub latency_from: Option<PathBuf>,
     /// Skip the latency measurement.
     #[arg(long)]
@@ -71,6 +80,11 @@ impl session::Observer for Bars<'_> {
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let started = Instant::now();
+    if args.out.is_some() && !g.quiet {
+        eprintln!(
+            "pinsight: note: --out is deprecated; use --export-html, --export-json and --export-latency"
+        );
+    }
     if args.budget.is_zero() {
         return Err(CliError::usage(
             "--budget 0: give a positive duration, e.g. 30s or 2m",
@@ -88,7 +102,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         let foreign = m.cpu_set().difference(&topo.online());
         if !foreign.is_empty() {
             return Err(CliError::usage(format!(
-                "--latency-from {}: the matrix has CPU(s) {foreign} that this machine (online {}) lacks: was it measured on another machine?",
+                "--latency {}: the matrix has CPU(s) {foreign} that this machine (online {}) lacks: was it measured on another machine?",
                 path.display(),
                 topo.online()
             )));
@@ -119,12 +133,19 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     });
     // Every file this report may write is checked before anything is
     // measured: a typo in --out must not cost the whole budget.
-    let (html_path, json_path, matrix_path) = output_paths(&args.out);
-    let flag = format!("--out {}", args.out.display());
-    check_output_file(&html_path, &flag)?;
-    check_output_file(&json_path, &flag)?;
+    let prefix = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("pinsight-report"));
+    let (html_path, json_path, matrix_path) = output_paths(&prefix);
+    let html_path = args.export_html.clone().unwrap_or(html_path);
+    let json_path = args.export_json.clone().unwrap_or(json_path);
+    let matrix_path = args.export_latency.clone().unwrap_or(matrix_path);
+    let flag = |what: &str, p: &std::path::Path| format!("--export-{what} {}", p.display());
+    check_output_file(&html_path, &flag("html", &html_path))?;
+    check_output_file(&json_path, &flag("json", &json_path))?;
     if args.latency_from.is_none() && plan.latency.is_some() {
-        check_output_file(&matrix_path, &flag)?;
+        check_output_file(&matrix_path, &flag("latency", &matrix_path))?;
     }
     let mut skipped: Vec<String> = plan.skipped.iter().map(skip_text).collect();
     // Human output lists what was skipped; with --json stdout is for the
@@ -154,7 +175,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         latency = measured.latency;
     }
     // The matrix in a file of its own, for `pinsight run latency-group --latency`:
-    // the one given with --latency-from, else the one just measured.
+    // the one given with --latency, else the one just measured.
     let latency_file = match (&args.latency_from, &latency) {
         (Some(path), _) => path.display().to_string(),
         (None, Some(_)) => matrix_path.display().to_string(),
@@ -224,7 +245,7 @@ pub fn skip_text(s: &Skip) -> String {
         Skip::NotWanted {
             part: Part::Latency,
             why: NotWanted::Recorded,
-        } => "not measured (the machine is recorded; pass --latency-from FILE)".to_string(),
+        } => "not measured (the machine is recorded; pass --latency FILE)".to_string(),
         Skip::NoUsableCpu => "not measured (no usable CPU)".to_string(),
         Skip::TooFewCpus { usable } => format!(
             "needs at least 2 usable CPUs, there {}",
@@ -352,7 +373,7 @@ mod skip_tests {
             texts(&i),
             [
                 "speed: not measured (the machine is recorded, not this one)",
-                "latency: not measured (the machine is recorded; pass --latency-from FILE)",
+                "latency: not measured (the machine is recorded; pass --latency FILE)",
             ]
         );
         let mut i = input(5_000, 1);

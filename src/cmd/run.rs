@@ -20,12 +20,10 @@ use std::time::Duration;
 
 /// Plans apply to this machine: a recorded one cannot be pinned on.
 pub fn require_live(g: &Globals, what: &str) -> Result<(), CliError> {
-    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
-        return Err(CliError::usage(format!(
-            "'{what}' applies a plan to this machine; --fsroot/--hwloc-xml describe another one (use `pinsight plan` to plan for it)"
-        )));
-    }
-    Ok(())
+    g.require_live(
+        &format!("'{what}' applies a plan"),
+        "use `pinsight plan` to plan for it",
+    )
 }
 
 /// Run a program under a placement plan, pinning its threads as planned.
@@ -209,7 +207,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 || args.report_dir.is_some()
             {
                 return Err(CliError::usage(
-                    "--slice-rule, --local-rank, --local-size and --report-dir apply with --slice POLICY only",
+                    "--slice-rules, --local-rank, --local-size and --report-dir apply with --slice POLICY only",
                 ));
             }
             (make_plan(&policy, &args.plan, &topo, g)?, None)

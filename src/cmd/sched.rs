@@ -1,9 +1,9 @@
-//! `pinsight sched --policy os|aarr|to|acfs (-- CMD | --pids PID,…)`: the
+//! `pinsight sched --policies os|aarr|to|acfs (-- CMD | --pids PID,…)`: the
 //! live asymmetry-aware scheduler (pinsight-sched). Thin: flags, the
 //! machine's big/small CPUs, starting CMD or finding the pids, signals,
 //! the report through pinsight-render.
 
-use crate::cli::{parse_duration, wrap80, CliError, CmdResult, Globals};
+use crate::cli::{wrap80, CliError, CmdResult, Globals};
 use pinsight_sched::{
     capacity_within, Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource,
 };
@@ -49,21 +49,22 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
-    after_help = "Examples:\n  pinsight sched --policy aarr -- make -j8\n  \
-pinsight sched --policy to --sf solver=2.4 --sf io=1.2 -- ./run-both.sh\n  \
-pinsight sched --policy acfs --pids 4242,4243 --sf '#1=1.9'\n  \
-pinsight --kinds 0:P,1:E sched --policy aarr -- ./a   (a VM: declare the kinds)\n\n\
+    after_help = "Examples:\n  pinsight sched --policies aarr -- make -j8\n  \
+pinsight sched --policies to --sf solver=2.4 --sf io=1.2 -- ./run-both.sh\n  \
+pinsight sched --policies acfs --pids 4242,4243 --sf '#1=1.9'\n  \
+pinsight --kinds 0:P,1:E sched --policies aarr -- ./a   (a VM: declare the kinds)\n\n\
 Exit status: CMD's (128+N if killed by signal N; 127 not found, 126 not\n\
 executable); with --pids 0, or 128+N when stopped by signal N. This machine\n\
 only: --fsroot/--hwloc-xml are refused (exit 2)."
 )]
 pub struct Args {
     /// The policy: os, aarr, to or acfs.
-    #[arg(long, value_name = "POLICY")]
-    pub policy: String,
+    #[arg(long = "policies", value_name = "POLICY", required = true,
+          value_parser = crate::values::one_policy)]
+    pub policy: Option<String>,
     /// How often threads are sampled and re-pinned (e.g. 200ms, 1s).
-    #[arg(long, value_name = "DURATION", default_value = "200ms")]
-    pub period: String,
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
+    pub period: Duration,
     /// A program's speedup factor: NAME=SF, NAME its name (argv[0]'s
     /// basename) or its position #N (--pids order, else order of start).
     /// Repeatable.
@@ -88,12 +89,10 @@ struct Json<'a> {
 /// The big/small CPUs from the topology, refusing a recorded machine and
 /// a machine of one kind (exit 2).
 pub fn live_capacity(g: &Globals, what: &str) -> Result<pinsight_sched_model::Capacity, CliError> {
-    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
-        return Err(CliError::usage(format!(
-            "'{what}' re-pins threads on this machine; --fsroot/--hwloc-xml (or PINSIGHT_FSROOT) \
-             describe another one (use `pinsight simulate` to compare schedulers there)"
-        )));
-    }
+    g.require_live(
+        &format!("'{what}' re-pins threads"),
+        "use `pinsight simulate` to compare schedulers there",
+    )?;
     let topo = g.topology()?;
     capacity_of(&topo, what)
 }
@@ -116,17 +115,6 @@ pub fn capacity_of(
     })
 }
 
-/// `--period`, checked.
-pub fn period(text: &str) -> Result<Duration, CliError> {
-    let d = parse_duration(text).map_err(|e| CliError::usage(format!("--period: {e}")))?;
-    if d < Duration::from_millis(10) || d > Duration::from_secs(60) {
-        return Err(CliError::usage(format!(
-            "--period '{text}': between 10ms and 60s"
-        )));
-    }
-    Ok(d)
-}
-
 /// `--sf` values, checked.
 pub fn given_sf(specs: &[String]) -> Result<GivenSf, CliError> {
     let mut given = GivenSf::new();
@@ -139,11 +127,11 @@ pub fn given_sf(specs: &[String]) -> Result<GivenSf, CliError> {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let period = period(&args.period)?;
-    let policy = Policy::by_name(&args.policy, period.as_secs_f64()).ok_or_else(|| {
+    let period = args.period;
+    let name = args.policy.as_deref().unwrap_or_default();
+    let policy = Policy::by_name(name, period.as_secs_f64()).ok_or_else(|| {
         CliError::usage(format!(
-            "--policy '{}': not a policy (allowed: os, aarr, to, acfs)",
-            args.policy
+            "--policies '{name}': not a policy (allowed: os, aarr, to, acfs)"
         ))
     })?;
     let given = given_sf(&args.sf)?;

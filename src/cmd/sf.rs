@@ -44,25 +44,25 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
-    after_help = "Examples:\n  pinsight sf --pid 1234 --duration 10s\n  \
+    after_help = "Examples:\n  pinsight sf --pids 1234 --duration 10s\n  \
 pinsight sf --probe -- ./render scene.txt\n  \
-pinsight sf --pid 1234 --probe --period 100ms --json\n  \
+pinsight sf --pids 1234 --probe --period 100ms --json\n  \
 pinsight sf --from-compare compare-journal.jsonl"
 )]
 pub struct Args {
-    /// Measure the threads of this running process.
-    #[arg(long, value_name = "PID")]
+    /// Measure the threads of this running process (one pid).
+    #[arg(long = "pids", value_name = "PID", value_parser = crate::values::one_pid)]
     pub pid: Option<i32>,
     /// Alternate every thread between the big and the small CPUs, one
     /// period on each (restored at the end).
     #[arg(long)]
     pub probe: bool,
     /// Sampling period (the probe's window).
-    #[arg(long, value_name = "DURATION", default_value = "200ms")]
-    pub period: String,
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
+    pub period: Duration,
     /// Stop after this long [default: when the process exits, or Ctrl-C].
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::positive_duration)]
+    pub duration: Option<Duration>,
     /// Instead of measuring: the SF of the program a `pinsight compare`
     /// journal measured, from its arms confined to the big kind and to the
     /// small kind (mean time on small / mean time on big, 95% interval).
@@ -106,53 +106,32 @@ struct Json<'a> {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let period = crate::cli::parse_duration(&args.period)
-        .map_err(|e| CliError::usage(format!("--period: {e}")))?;
-    if !(Duration::from_millis(10)..=Duration::from_secs(60)).contains(&period) {
-        return Err(CliError::usage(format!(
-            "--period '{}': between 10ms and 60s",
-            args.period
-        )));
-    }
-    let duration = match &args.duration {
-        Some(d) => Some(
-            crate::cli::parse_duration(d)
-                .map_err(|e| CliError::usage(format!("--duration: {e}")))?,
-        ),
-        None => None,
-    };
+    let (period, duration) = (args.period, args.duration);
     if let Some(journal) = &args.from_compare {
         return from_compare(journal, g);
     }
     match (&args.pid, args.command.is_empty()) {
         (Some(_), false) => {
             return Err(CliError::usage(
-                "give --pid PID or -- CMD, not both (sf measures one process)",
+                "give --pids PID or -- CMD, not both (sf measures one process)",
             ))
         }
         (None, true) => {
             return Err(CliError::usage(
-                "give the process to measure: --pid PID, or a program after --",
+                "give the process to measure: --pids PID, or a program after --",
             ))
         }
         _ => {}
     }
-    if g.fsroot.is_some() || g.hwloc_xml.is_some() {
-        let what = if g.fsroot.is_some() {
-            "--fsroot (or PINSIGHT_FSROOT) is set"
-        } else {
-            "--hwloc-xml is given"
-        };
-        return Err(CliError::usage(format!(
-            "sf measures threads on this machine, but {what} (another machine's description); \
-             unset it (--kinds declares this machine's kinds)"
-        )));
-    }
+    g.require_live(
+        "sf measures threads",
+        "unset it (--kinds declares this machine's kinds)",
+    )?;
     let live = FsRoot::live();
     if let Some(pid) = args.pid {
         if pid <= 0 || !procfs::process_exists(&live, pid) {
             return Err(CliError::usage(format!(
-                "--pid {pid}: no such process (a running process's id is needed)"
+                "--pids {pid}: no such process (a running process's id is needed)"
             )));
         }
     }

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 /// name,instructions,sf[,mem]; rows with the same name are consecutive
 /// phases; # starts a comment). A big core runs 1e9 instructions/s, a small
 /// core 1e9/SF. All programs start together; each one that finishes
-/// restarts until every one has completed --repeat times; a program's time
+/// restarts until every one has completed --runs times; a program's time
 /// Tᵢ is the geometric mean of its runs. Policies: os (fair share, idle big
 /// cores first, no migration), aarr (big-core time shared equally), to
 /// (big cores to the highest estimated SFs), acfs (even out big-core-
@@ -44,8 +44,8 @@ pinsight simulate --programs mix.csv --kinds 0-3:P,4-7:E --json"
 pub struct Args {
     /// The machine: big cores first, e.g. 8P+8E, 4big+4little, 6P+8E+2L
     /// (every kind after the first is small).
-    #[arg(long, value_name = "SPEC")]
-    pub machine: Option<String>,
+    #[arg(long, value_name = "SPEC", value_parser = crate::values::machine)]
+    pub machine: Option<crate::values::MachineSpec>,
     /// The programs: CSV name,instructions,sf[,mem], one row per phase.
     #[arg(long, value_name = "FILE", required = true)]
     pub programs: PathBuf,
@@ -61,12 +61,13 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
     /// Completions of every program before the run ends.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long = "runs", value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Scheduler period (the simulation step); AARR's and ACFS's swap
     /// threshold is one period.
-    #[arg(long, value_name = "DURATION", default_value = "200ms")]
-    pub period: String,
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
+    pub period: std::time::Duration,
 }
 
 #[derive(serde::Serialize)]
@@ -80,21 +81,17 @@ struct Json<'a> {
     policies: &'a [pinsight_sched_model::PolicyResult],
 }
 
+/// Largest programs file read: 16 MiB, over 100 bytes for each of the
+/// most phases a file may hold (`pinsight_sched_model::MAX_PHASES`).
+const MAX_PROGRAMS_BYTES: u64 = 16 << 20;
+
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let quality = SfQuality::parse(&args.sf_estimate)
         .map_err(|e| CliError::usage(format!("--sf-estimate '{}': {e}", args.sf_estimate)))?;
-    let period = crate::cli::parse_duration(&args.period)
-        .map_err(|e| CliError::usage(format!("--period: {e}")))?
-        .as_secs_f64();
-    if !(0.001..=60.0).contains(&period) {
-        return Err(CliError::usage(format!(
-            "--period '{}': between 1ms and 60s",
-            args.period
-        )));
-    }
+    let period = args.period.as_secs_f64();
     if args.repeat == 0 || args.repeat > 1000 {
         return Err(CliError::usage(format!(
-            "--repeat {}: between 1 and 1000",
+            "--runs {}: between 1 and 1000",
             args.repeat
         )));
     }
@@ -109,25 +106,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             policies.push(p);
         }
     }
-    let text = std::fs::read(&args.programs).map_err(|e| {
-        CliError::usage(format!(
-            "--programs {}: cannot read it: {}",
-            args.programs.display(),
-            io_reason(&e)
-        ))
-    })?;
-    let text = String::from_utf8(text).map_err(|_| {
-        CliError::usage(format!(
-            "--programs {}: not UTF-8 text",
-            args.programs.display()
-        ))
-    })?;
+    let text = crate::errors::read_input("--programs", &args.programs, MAX_PROGRAMS_BYTES)?;
     let programs = parse_programs(&text)
         .map_err(|e| CliError::usage(format!("--programs {}: {e}", args.programs.display())))?;
     let (machine, source) = match &args.machine {
         Some(spec) => (
-            Machine::parse(spec)
-                .map_err(|e| CliError::usage(format!("--machine '{spec}': {e}")))?,
+            spec.for_simulate()
+                .map_err(|e| CliError::usage(format!("--machine {e}")))?,
             "--machine",
         ),
         None => (machine_from_topology(g)?, "topology"),
@@ -245,12 +230,4 @@ fn machine_from_topology(g: &Globals) -> Result<Machine, CliError> {
         eprintln!("{}", crate::cli::wrap80(&note));
     }
     Ok(Machine { big, small })
-}
-
-fn io_reason(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
 }

@@ -56,14 +56,15 @@ pub struct Args {
 /// The slicing options `run --slice` and `slice` share.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SliceArgs {
-    /// How to share the CPUs: equal-capacity (default), equal-count, p-only.
-    #[arg(long = "slice-rule", visible_alias = "rule", value_name = "RULE", value_parser = parse_rule)]
+    /// How to share the CPUs: equal-capacity (default), equal-count, p-only
+    /// (one rule; `compare --slice-rules` compares several).
+    #[arg(long = "slice-rules", value_name = "RULE", value_parser = parse_rule)]
     pub rule: Option<SliceRule>,
     /// This process's rank among the ranks of this node (default: from the launcher).
-    #[arg(long = "local-rank", visible_alias = "rank", value_name = "N")]
+    #[arg(long = "local-rank", visible_alias = "rank", value_name = "N", value_parser = crate::values::rank)]
     pub rank: Option<usize>,
     /// Number of ranks on this node (default: from the launcher).
-    #[arg(long = "local-size", visible_alias = "size", value_name = "N")]
+    #[arg(long = "local-size", visible_alias = "size", value_name = "N", value_parser = crate::values::rank)]
     pub size: Option<usize>,
 }
 
@@ -119,7 +120,7 @@ pub fn slice_error(e: SliceError) -> CliError {
             "{e}; use fewer ranks per node, or let the launcher not bind each rank (mpirun --bind-to none, srun --cpu-bind=none): the CPUs sliced are those this process may use"
         ),
         SliceError::Unequal { .. } => {
-            format!("{e}; use --slice-rule equal-count, fewer ranks, or other --weights")
+            format!("{e}; use --slice-rules equal-count, fewer ranks, or other --weights")
         }
         SliceError::Weights(w) => format!("--weights: {w}"),
         _ => e.to_string(),

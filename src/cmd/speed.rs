@@ -24,7 +24,7 @@ pub use pinsight_speed::default_mem_bytes;
 /// disagree.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight speed\n  pinsight speed --per-kind --budget-per-cpu 500ms\n  pinsight speed --weights speed.json && pinsight plan balance --tasks 200 --weights speed.json"
+    after_help = "Examples:\n  pinsight speed\n  pinsight speed --per-kind --budget-per-cpu 500ms\n  pinsight speed --export-weights speed.json && pinsight plan balance --tasks 200 --weights speed.json"
 )]
 pub struct Args {
     /// CPUs to measure (cpulist); default: every online CPU this process may use.
@@ -33,7 +33,7 @@ pub struct Args {
     /// Measure only N cores of each core kind instead of every CPU: the first
     /// hardware thread of each kind's N lowest-numbered cores (`--per-kind`
     /// alone means 1). Enough for the speedup factor on a big machine.
-    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1")]
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1", value_parser = crate::values::per_kind)]
     pub per_kind: Option<usize>,
     /// Kernels to run, comma separated.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "int,fp,mem", value_parser = Kernel::parse)]
@@ -44,11 +44,12 @@ pub struct Args {
     /// Pointer-chase buffer size in MiB (default: 4x the largest L2, at least 8).
     /// A size larger than the memory available now (MemAvailable in
     /// /proc/meminfo) is refused before anything runs (exit 2).
+    // Bounded by the memory available now (checked before anything runs).
     #[arg(long, value_name = "MIB")]
     pub mem_mib: Option<usize>,
     /// Write per-CPU relative speeds to FILE, for `pinsight plan balance --weights FILE`.
     /// A FILE that cannot be written is refused before anything runs (exit 2).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "export-weights", value_name = "FILE")]
     pub weights: Option<PathBuf>,
 }
 
@@ -77,12 +78,11 @@ pub fn measure_report(
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
+    g.require_live(
+        "speed measures",
+        "use `pinsight topo` to inspect a recorded machine",
+    )?;
     let topo = g.topology()?;
-    if !topo.source_is_live() {
-        return Err(CliError::usage(
-            "speed measures this machine: it cannot run with --fsroot or --hwloc-xml (use `pinsight topo` to inspect a recorded machine)",
-        ));
-    }
     if args.kernels.is_empty() {
         return Err(CliError::usage(
             "--kernels: give at least one of int, fp, mem",
@@ -108,14 +108,14 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     // Checked now, not after minutes of measuring.
     if let Some(path) = &args.weights {
-        check_output_file(path, "--weights")?;
+        check_output_file(path, "--export-weights")?;
     }
     let report = measure_report(&topo, cpus, args.kernels, args.budget_per_cpu, mem_bytes, g)?;
     if let Some(path) = &args.weights {
         let text =
             serde_json::to_string_pretty(&weights_file(&report.cpus)).expect("weights serialise");
         pinsight_lifecycle::output::write(path, (text + "\n").as_bytes())
-            .map_err(|e| CliError::runtime(format!("--weights: {e}")))?;
+            .map_err(|e| CliError::runtime(format!("--export-weights: {e}")))?;
         let missing = unweighted(&report.cpus);
         if !missing.is_empty() && !g.quiet {
             let list: CpuSet = missing.into_iter().collect();

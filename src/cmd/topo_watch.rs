@@ -25,7 +25,7 @@ pub struct WatchArgs {
     #[arg(long)]
     pub watch: bool,
     /// With --watch: stop after N CPU changes.
-    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub count: Option<u64>,
     /// With --watch: stop after DURATION (e.g. 30s, 5m).
     #[arg(long = "for", value_name = "DURATION", requires = "watch", value_parser = parse_duration)]

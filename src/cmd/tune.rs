@@ -8,7 +8,7 @@
 //! the recommendation in every dialect `plan` speaks, text or JSON. The
 //! model is crate `pinsight-tune-model`, the words `pinsight-render`.
 
-use crate::cli::{parse_duration, CliError, CmdResult, Globals};
+use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_compare as compare;
 use pinsight_plan::tune::TuneLayout;
 use pinsight_plan::{plan, render, Format, Policy, Request};
@@ -84,16 +84,16 @@ pub struct Args {
     #[arg(long, value_name = "GOAL", default_value = "time", value_parser = parse_goal)]
     pub goal: Goal,
     /// Runs per design configuration [default: 3].
-    #[arg(long, short = 'r', value_name = "N")]
+    #[arg(long, short = 'r', value_name = "N", value_parser = crate::values::runs)]
     pub runs: Option<usize>,
     /// Warm-up runs per configuration, not analysed [default: 1].
-    #[arg(long, short = 'w', value_name = "N")]
+    #[arg(long, short = 'w', value_name = "N", value_parser = crate::values::warmup)]
     pub warmup: Option<usize>,
     /// Stop starting runs after this long (e.g. 10m); what ran is fitted.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::positive_duration)]
     pub budget: Option<Duration>,
     /// Best predicted configurations not in the design to run as a check [default: 2].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::values::validate)]
     pub validate: Option<usize>,
     /// Pin thread i to the i-th CPU (policy cpus:LIST) instead of letting threads float (cpus-set:LIST).
     #[arg(long)]
@@ -112,8 +112,8 @@ pub struct Args {
           conflicts_with_all = ["runs", "warmup", "budget", "validate", "journal", "resume"])]
     pub from: Option<PathBuf>,
     /// With --from: the machine to predict for, instead of a topology (6P+8E, 6P+8E+smt, 8P+smt).
-    #[arg(long, value_name = "SPEC", requires = "from")]
-    pub machine: Option<String>,
+    #[arg(long, value_name = "SPEC", requires = "from", value_parser = crate::values::machine)]
+    pub machine: Option<crate::values::MachineSpec>,
     /// List every configuration, not only the measured ones, the best 5 and the runner-up.
     #[arg(long)]
     pub all: bool,
@@ -157,11 +157,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // A simulated tune (test only) runs nothing, so it may plan a recorded
     // machine; a live one runs programs here and refuses another machine.
     let simulated = std::env::var_os(TEST_SIM).is_some();
-    if !simulated && (g.fsroot.is_some() || g.hwloc_xml.is_some()) {
-        return Err(CliError::usage(
-            "tune runs programs on this machine, but --fsroot/--hwloc-xml (or PINSIGHT_FSROOT) names another; \
-             use --from RUNS.csv to fit runs for a recorded machine",
-        ));
+    if !simulated {
+        g.require_live(
+            "tune runs programs",
+            "use --from RUNS.csv to fit runs for a recorded machine",
+        )?;
     }
     live(&args, g)
 }
@@ -440,13 +440,7 @@ fn layout_of(topo: &Topology) -> Result<TuneLayout, CliError> {
 
 fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
     let name = format!("--from '{}'", path.display());
-    let text =
-        std::fs::read(path).map_err(|e| CliError::usage(format!("{name}: cannot read it: {e}")))?;
-    let text = String::from_utf8(text).map_err(|_| {
-        CliError::usage(format!(
-            "{name}: not UTF-8 text (need a CSV p,e,smt,time_s[,energy_j])"
-        ))
-    })?;
+    let text = crate::errors::read_input("--from", path, 16 << 20)?;
     let runs = parse_runs(&text).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
     if args.goal.needs_energy() && !runs.iter().any(|o| o.energy_j.is_some()) {
         return Err(CliError::usage(format!(
@@ -462,8 +456,8 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
                 ));
             }
             let machine: Machine = spec
-                .parse()
-                .map_err(|e| CliError::usage(format!("--machine: {e}")))?;
+                .for_tune()
+                .map_err(|e| CliError::usage(format!("--machine {e}")))?;
             let notes = vec![
                 "machine declared by --machine: no topology, so no placement lines (give --fsroot or --hwloc-xml for them)".to_owned(),
             ];

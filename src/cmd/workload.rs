@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["threads", "schedule", "size", "max_iter"])]
     pub list: bool,
     /// Worker threads [default: CPUs this process may use; pingpong: 2].
-    #[arg(long, short = 't', value_name = "N")]
+    #[arg(long, short = 't', value_name = "N", value_parser = crate::values::threads)]
     pub threads: Option<usize>,
     /// How pi and mandelbrot hand out work: static (equal contiguous
     /// splits), dynamic (shared counter) or steal (work stealing).
@@ -45,7 +45,7 @@ pub struct Args {
     #[arg(long, short = 's', value_name = "N", value_parser = parse_size)]
     pub size: Option<u64>,
     /// mandelbrot: iteration cap per pixel [default: 1000].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_iter: Option<u32>,
 }
 

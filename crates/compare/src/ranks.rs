@@ -1,6 +1,6 @@
 //! Compare across ranks: every run starts the user's launcher (`mpirun -np
 //! 4 --bind-to none`, `srun -n 4`) on `pinsight run --slice POLICY
-//! --slice-rule RULE --report-dir DIR -- COMMAND`, one arm per slicing
+//! --slice-rules RULE --report-dir DIR -- COMMAND`, one arm per slicing
 //! rule, and is timed as its slowest rank (in a bulk-synchronous code the
 //! slowest rank sets the pace). The ranks' wall times come from the
 //! `DIR/<host>/rank-<N>.json` files each rank writes; the launcher's own
@@ -78,7 +78,7 @@ impl RanksExecutor {
         cmd.args(&id.launcher[1..])
             .arg(&self.pinsight)
             .args(&id.rank_options)
-            .args(["run", "--slice", &id.slice, "--slice-rule", rule])
+            .args(["run", "--slice", &id.slice, "--slice-rules", rule])
             .arg("--report-dir")
             .arg(dir)
             .arg("--")

@@ -529,9 +529,15 @@ fn inputs(
             }
             // The latency model reads no files: read it here, parse there.
             let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|e| SetupError::ReadLatency {
+            let bytes = pinsight_sys::fs::read_bounded(path, 32 << 20).map_err(|e| {
+                SetupError::ReadLatency {
+                    path: shown.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+            let text = String::from_utf8(bytes).map_err(|_| SetupError::ReadLatency {
                 path: shown.clone(),
-                reason: e.to_string(),
+                reason: "not UTF-8 text".to_owned(),
             })?;
             Some(
                 LatencyMatrix::parse(&text, &shown)

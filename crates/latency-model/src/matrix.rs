@@ -9,7 +9,7 @@
 //! extra first line `# cpus: 8,9,10,11` (ids in matrix order) — only when
 //! the ids are not `0..n`, so files for whole machines stay byte-compatible
 //! with the tool and its plotting notebooks. [`LatencyMatrix::parse_csv`]
-//! accepts that line, any other `#` comment line (`pinsight latency --csv` starts its files with
+//! accepts that line, any other `#` comment line (`pinsight latency --export-csv` starts its files with
 //! one saying what the values are), blank lines, CRLF line ends, and full
 //! (square) matrices such as other tools write: when both `(i, j)` and
 //! `(j, i)` are given, their mean is used. A file may hold several

@@ -16,10 +16,17 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    /// The file is larger than [`MAX_MATRIX_BYTES`] (or never ends).
+    #[error("{}: larger than {limit} bytes: not a latency matrix", path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
     /// The text is not a matrix; the error names the path as its origin.
     #[error(transparent)]
     Parse(#[from] MatrixError),
 }
+
+/// Largest matrix file read: 32 MiB, a full 2048-CPU matrix in
+/// core-to-core-latency's CSV; the bound keeps `/dev/zero` out.
+pub const MAX_MATRIX_BYTES: u64 = 32 << 20;
 
 /// `LatencyMatrix::load(path)` / `LatencyMatrix::load_all(path)`: read a
 /// matrix file (our JSON or `core-to-core-latency --csv`) and parse it.
@@ -43,9 +50,20 @@ impl LoadMatrix for LatencyMatrix {
     }
 
     fn load_all(path: &Path) -> Result<Vec<CsvMatrix>, LoadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        use pinsight_sys::fs::{read_bounded, BoundedReadError};
+        let bytes = read_bounded(path, MAX_MATRIX_BYTES).map_err(|e| match e {
+            BoundedReadError::Io(source) => LoadError::Read {
+                path: path.to_path_buf(),
+                source,
+            },
+            BoundedReadError::TooLarge { limit } => LoadError::TooLarge {
+                path: path.to_path_buf(),
+                limit,
+            },
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| LoadError::Read {
             path: path.to_path_buf(),
-            source,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
         })?;
         Ok(LatencyMatrix::parse_all(
             &text,

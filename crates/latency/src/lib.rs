@@ -11,7 +11,7 @@
 mod file;
 pub mod measure;
 
-pub use file::{LoadError, LoadMatrix};
+pub use file::{LoadError, LoadMatrix, MAX_MATRIX_BYTES};
 pub use pinsight_latency_model::{cluster, group, matrix};
 
 pub use cluster::{domains, Basis, Domain, DomainTree, Level};

@@ -268,7 +268,7 @@ fn opt(x: Option<f64>) -> String {
     x.map_or_else(String::new, |v| format!("{v}"))
 }
 
-/// `mix --csv`: one row per scheduler and metric (value and its 95%
+/// `mix --export-csv`: one row per scheduler and metric (value and its 95%
 /// interval over the repeats), then one per scheduler and program (its
 /// slowdown), under one header: `scheduler,what,name,value,ci_lo,ci_hi`.
 pub fn csv(r: &MixResult) -> String {
@@ -305,7 +305,7 @@ fn pm_md(v: f64, ci: Option<(f64, f64)>) -> String {
     }
 }
 
-/// `mix --markdown`: the schedulers' metrics with their 95% intervals, the
+/// `mix --export-markdown`: the schedulers' metrics with their 95% intervals, the
 /// per-program slowdowns and the verdict, as Markdown tables.
 pub fn markdown(r: &MixResult, repeat: u32) -> String {
     let mut out = String::new();
@@ -368,7 +368,7 @@ pub fn markdown(r: &MixResult, repeat: u32) -> String {
     out
 }
 
-/// `mix --html`: the Markdown report's tables as one self-contained page
+/// `mix --export-html`: the Markdown report's tables as one self-contained page
 /// (no script, no external resource; every text escaped).
 pub fn html(r: &MixResult, repeat: u32) -> String {
     let esc = crate::escape;

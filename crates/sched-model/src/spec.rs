@@ -293,6 +293,11 @@ pub fn parse_programs(text: &str) -> Result<Vec<Program>, ProgramsError> {
         .trim(csv::Trim::All)
         .has_headers(true)
         .from_reader(text.as_bytes());
+    let newlines: Vec<usize> = text
+        .bytes()
+        .enumerate()
+        .filter_map(|(i, c)| (c == b'\n').then_some(i))
+        .collect();
     let line_at = |pos: Option<&csv::Position>| {
         pos.map_or(0, |p| {
             let mut b = (p.byte() as usize).min(text.len());
@@ -301,7 +306,9 @@ pub fn parse_programs(text: &str) -> Result<Vec<Program>, ProgramsError> {
             while b < text.len() && matches!(text.as_bytes()[b], b'\n' | b'\r') {
                 b += 1;
             }
-            text.as_bytes()[..b].iter().filter(|&&c| c == b'\n').count() as u64 + 1
+            // Newlines before b, by binary search: linear time over the
+            // whole file, however many rows it has.
+            newlines.partition_point(|&n| n < b) as u64 + 1
         })
     };
     let csv_err = |e: csv::Error| ProgramsError::Csv {
@@ -328,6 +335,7 @@ pub fn parse_programs(text: &str) -> Result<Vec<Program>, ProgramsError> {
         }
     };
     let mut programs: Vec<Program> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut phases = 0usize;
     for rec in rdr.records() {
         let rec = rec.map_err(csv_err)?;
@@ -386,7 +394,7 @@ pub fn parse_programs(text: &str) -> Result<Vec<Program>, ProgramsError> {
         match programs.last_mut() {
             Some(p) if p.name == name => p.phases.push(phase),
             _ => {
-                if programs.iter().any(|p| p.name == name) {
+                if !seen.insert(name.to_string()) {
                     return Err(ProgramsError::Scattered {
                         line,
                         name: name.chars().take(40).collect(),

@@ -43,7 +43,7 @@ pub enum ArchiveError {
     },
     /// An entry that could lead outside the recording or is no file,
     /// directory or link.
-    #[error("{}: refused entry '{entry}': {reason}", path.display())]
+    #[error("{}: refused entry '{}': {reason}", path.display(), escaped(entry))]
     Hostile {
         /// The archive.
         path: PathBuf,
@@ -71,12 +71,150 @@ pub enum ArchiveError {
     },
 }
 
+/// `text` with control characters written as escapes (`\u{1b}`), so an
+/// entry name never writes raw bytes to a terminal.
+fn escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Removal of the unpack directories when the process is stopped by
+/// SIGINT, SIGTERM or SIGHUP, where no destructor runs: a handler writes
+/// the signal's number to a pipe (async-signal-safe, signal-safety(7)), a
+/// thread reading the pipe removes every directory still registered, then
+/// dies by the same signal (`signals::die_by`), so the caller sees the
+/// status it would have seen. Installed at the first unpack, only for
+/// signals at their default action: a handler a command installs later
+/// replaces it for its own lifetime (and cleans up its own way).
+mod on_signal {
+    use std::os::fd::IntoRawFd;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+    use std::sync::{Mutex, Once};
+
+    static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    static WAKE: AtomicI32 = AtomicI32::new(-1);
+    static INSTALL: Once = Once::new();
+    /// Set once a signal came: unpacking waits at the next entry.
+    pub static STOPPING: AtomicBool = AtomicBool::new(false);
+
+    /// The signals that remove the directories.
+    pub const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    /// Installs the handlers and the cleanup thread (once).
+    pub fn prepare() {
+        INSTALL.call_once(install);
+    }
+
+    /// Adds `dir` to the directories removed on a signal. Called with the
+    /// signals blocked from before `dir` was made, so none can come
+    /// between the two.
+    pub fn register(dir: &Path) {
+        DIRS.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dir.to_path_buf());
+    }
+
+    pub fn unregister(dir: &Path) {
+        DIRS.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|d| d != dir);
+    }
+
+    extern "C" fn on_signal(sig: libc::c_int) {
+        // SAFETY: only write(2) on a non-blocking pipe; errno preserved.
+        unsafe {
+            let errno = *libc::__errno_location();
+            let fd = WAKE.load(Ordering::Relaxed);
+            if fd >= 0 {
+                let b = sig as u8;
+                libc::write(fd, (&b as *const u8).cast(), 1);
+            }
+            *libc::__errno_location() = errno;
+        }
+    }
+
+    fn install() {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let Ok((read, write)) = crate::process::pipe() else {
+            return;
+        };
+        if let Ok(flags) = fcntl(&write, FcntlArg::F_GETFL) {
+            let _ = fcntl(
+                &write,
+                FcntlArg::F_SETFL(OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK),
+            );
+        }
+        WAKE.store(write.into_raw_fd(), Ordering::SeqCst);
+        // The thread inherits a mask blocking the signals: their handler
+        // runs on another thread, one that unblocks them only once the
+        // directory it makes is registered.
+        let blocked = crate::signals::DeferSignals::new(&SIGNALS);
+        let spawned = std::thread::Builder::new()
+            .name("fsroot-cleanup".into())
+            .spawn(move || {
+                let Some(sig) = crate::signals::next_signal(&read) else {
+                    return;
+                };
+                STOPPING.store(true, Ordering::SeqCst);
+                let dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                for d in dirs {
+                    // The unpacking thread may still be adding an entry.
+                    for _ in 0..50 {
+                        if std::fs::remove_dir_all(&d).is_ok() || !d.exists() {
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                }
+                crate::signals::die_by(sig);
+                // Only if the signal could not end the process.
+                std::process::exit(128 + sig);
+            });
+        drop(blocked);
+        if spawned.is_err() {
+            return;
+        }
+        for sig in SIGNALS {
+            // SAFETY: sigaction with zeroed, then filled, structs; the
+            // handler is async-signal-safe.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                    || old.sa_sigaction != libc::SIG_DFL
+                {
+                    continue;
+                }
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as *const () as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
 /// An unpacked archive: removed from disk when dropped.
 #[derive(Debug)]
 pub struct Unpacked {
     dir: tempfile::TempDir,
     root: PathBuf,
     archive: PathBuf,
+}
+
+impl Drop for Unpacked {
+    fn drop(&mut self) {
+        // The directory goes with `dir` now; no signal must race for it.
+        on_signal::unregister(self.dir.path());
+    }
 }
 
 impl Unpacked {
@@ -138,15 +276,26 @@ fn unpack_in(
         source,
     };
     let file = File::open(archive).map_err(read_err)?;
-    let dir = tempfile::Builder::new()
-        .prefix("pinsight-fsroot-")
-        .tempdir_in(parent)
-        .map_err(|source| ArchiveError::Unpack {
-            path: path.clone(),
-            source,
-        })?;
-    // On any error `dir` is dropped, removing what was unpacked.
-    extract(file, dir.path(), &path, max_bytes, max_entries)?;
+    on_signal::prepare();
+    let dir = {
+        let _blocked = crate::signals::DeferSignals::new(&on_signal::SIGNALS);
+        let dir = tempfile::Builder::new()
+            .prefix("pinsight-fsroot-")
+            .tempdir_in(parent)
+            .map_err(|source| ArchiveError::Unpack {
+                path: path.clone(),
+                source,
+            })?;
+        on_signal::register(dir.path());
+        dir
+    };
+    // On any error `dir` is dropped, removing what was unpacked; on a
+    // signal, the cleanup thread removes it.
+    let extracted = extract(file, dir.path(), &path, max_bytes, max_entries);
+    if let Err(e) = extracted {
+        on_signal::unregister(dir.path());
+        return Err(e);
+    }
     let root = choose_root(dir.path());
     Ok(Unpacked {
         dir,
@@ -208,6 +357,14 @@ fn extract(
     let mut total: u64 = 0;
     let mut count: usize = 0;
     for entry in tar.entries().map_err(read_err)? {
+        if on_signal::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+            // The process is being stopped by a signal: wait here, adding
+            // nothing, while the cleanup thread removes the directory and
+            // ends the process.
+            loop {
+                std::thread::park();
+            }
+        }
         let mut entry = entry.map_err(read_err)?;
         let raw = entry.path().map_err(read_err)?.into_owned();
         let shown = raw.display().to_string();

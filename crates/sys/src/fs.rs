@@ -17,6 +17,47 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// Why [`read_bounded`] returned no bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum BoundedReadError {
+    /// Opening or reading failed.
+    #[error("cannot read it: {0}")]
+    Io(#[from] io::Error),
+    /// The file holds more than the limit (or never ends: `/dev/zero`).
+    #[error("larger than {limit} bytes (is it the right file?)")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+}
+
+/// The whole of the file at `path`, refused once it passes `limit` bytes:
+/// reads at most `limit + 1` bytes (`Read::take`), so `/dev/zero`, a FIFO
+/// fed forever or a huge file costs at most the limit in memory and time.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, BoundedReadError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    // Room for the whole file at once, so growing never copies (and never
+    // holds two buffers): its size when known, else the limit (pages
+    // never written cost nothing).
+    let meta = file.metadata()?;
+    let room = if meta.is_file() {
+        meta.len().min(limit)
+    } else {
+        limit
+    };
+    let mut bytes = Vec::with_capacity(
+        usize::try_from(room)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1),
+    );
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(BoundedReadError::TooLarge { limit });
+    }
+    Ok(bytes)
+}
+
 /// A close-on-exec memfd named `name` holding `bytes`, sealed against
 /// writes, growth and shrinking, moved to a descriptor number of 200 or
 /// more when the limit allows (shell scripts freely redirect 3–9), and
@@ -109,6 +150,28 @@ pub fn has_file_caps(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bounded_reads_stop_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"12345").unwrap();
+        assert_eq!(super::read_bounded(&p, 5).unwrap(), b"12345");
+        assert!(matches!(
+            super::read_bounded(&p, 4),
+            Err(super::BoundedReadError::TooLarge { limit: 4 })
+        ));
+        let t = std::time::Instant::now();
+        assert!(matches!(
+            super::read_bounded(std::path::Path::new("/dev/zero"), 1 << 20),
+            Err(super::BoundedReadError::TooLarge { .. })
+        ));
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        assert!(matches!(
+            super::read_bounded(&dir.path().join("none"), 4),
+            Err(super::BoundedReadError::Io(_))
+        ));
+    }
+
     use super::*;
 
     #[test]

@@ -95,6 +95,9 @@ pub enum HwlocErrorKind {
     /// The file cannot be read.
     #[error("{0}")]
     Read(#[source] std::io::Error),
+    /// The file is larger than [`MAX_XML_BYTES`] (or never ends: `/dev/zero`).
+    #[error("larger than {limit} bytes: not an hwloc XML export of one machine")]
+    TooLarge { limit: u64 },
     /// The file is not UTF-8; valid up to byte `valid_up_to`.
     #[error("not UTF-8 text (byte {valid_up_to})")]
     NotUtf8 { valid_up_to: usize },
@@ -171,6 +174,11 @@ pub enum HwlocErrorKind {
 /// making us build millions of CPU records.
 pub const MAX_IMPORTED_CPUS: usize = 1 << 16;
 
+/// Largest XML file read: 32 MiB, several times the export of a machine
+/// with thousands of CPUs and its PCI devices; the bound keeps `/dev/zero`
+/// or a wrong file from filling the memory.
+pub const MAX_XML_BYTES: u64 = 32 << 20;
+
 /// Reads an hwloc XML export (`lstopo file.xml`).
 pub fn load(path: &Path) -> Result<Topology, HwlocError> {
     let origin = path.display().to_string();
@@ -179,7 +187,14 @@ pub fn load(path: &Path) -> Result<Topology, HwlocError> {
         position: None,
         kind: Box::new(kind),
     };
-    let bytes = std::fs::read(path).map_err(|e| whole(HwlocErrorKind::Read(e)))?;
+    let bytes = pinsight_sys::fs::read_bounded(path, MAX_XML_BYTES).map_err(|e| {
+        whole(match e {
+            pinsight_sys::fs::BoundedReadError::Io(e) => HwlocErrorKind::Read(e),
+            pinsight_sys::fs::BoundedReadError::TooLarge { limit } => {
+                HwlocErrorKind::TooLarge { limit }
+            }
+        })
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         whole(HwlocErrorKind::NotUtf8 {
             valid_up_to: e.utf8_error().valid_up_to(),

@@ -200,7 +200,7 @@ pub fn is_ranks(r: &Report) -> bool {
 }
 
 /// `mpirun -np 4 --bind-to none; each rank: run --slice p-pinned
-/// --slice-rule ARM` for a compare across ranks.
+/// --slice-rules ARM` for a compare across ranks.
 pub fn launcher_line(r: &Report) -> Option<String> {
     if !is_ranks(r) {
         return None;
@@ -212,7 +212,7 @@ pub fn launcher_line(r: &Report) -> Option<String> {
         opts.push(' ');
     }
     Some(format!(
-        "{}; each rank: pinsight {opts}run --slice {} --slice-rule ARM; time = the slowest rank's",
+        "{}; each rank: pinsight {opts}run --slice {} --slice-rules ARM; time = the slowest rank's",
         id.launcher.join(" "),
         id.slice
     ))

@@ -6,7 +6,7 @@
 //! A matrix wider than the terminal is not wrapped (a wrapped matrix cannot
 //! be read): it is summarised as the mean latency between groups of CPUs —
 //! the latency domains when the matrix has them, else runs of consecutive
-//! CPUs — and the full matrix is left to `--csv`/`--svg`.
+//! CPUs — and the full matrix is left to `--export-csv`/`--export-svg`.
 
 use super::colormap;
 use pinsight_cpuset::CpuSet;
@@ -242,7 +242,7 @@ fn summarised(m: &LatencyMatrix, tree: Option<&DomainTree>, style: &TableStyle) 
     };
     let mut out = format!(
         "{} CPUs do not fit in {} columns: mean latency (ns) between groups, each group a {what}; \
-         the diagonal is the mean inside a group (all pairs: --csv, --svg)\n",
+         the diagonal is the mean inside a group (all pairs: --export-csv, --export-svg)\n",
         m.len(),
         style.width
     );

@@ -1,0 +1,133 @@
+//! The command line's one error type and its exit codes, and the wording of
+//! the typed errors the libraries return where several commands meet them.
+//!
+//! Exit codes: 0 success, 1 runtime failure, 2 usage error (bad flag, bad
+//! input file), and for commands that run a program, that program's status
+//! (126/127 when it cannot start, 128+N when killed by signal N).
+//!
+//! Every text that came from outside (an argument, a file name, an archive
+//! entry) goes through [`shown`] before it is printed, so a message never
+//! writes raw control bytes to the terminal.
+
+use pinsight_sys::fs::BoundedReadError;
+use pinsight_topology::FsRootError;
+use std::fmt;
+use std::path::Path;
+
+/// An error with the exit code it deserves.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl CliError {
+    /// Bad input from the user: exit 2.
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError {
+            code: 2,
+            message: message.into(),
+        }
+    }
+    /// Something failed while working: exit 1.
+    pub fn runtime(message: impl Into<String>) -> CliError {
+        CliError {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// What a command returns: the process exit code, or an error.
+pub type CmdResult = Result<i32, CliError>;
+
+/// `text` safe to print: control characters (C0, DEL, C1, and the
+/// terminal-affecting escape) written as Rust escapes (`\u{1b}`, `\n`), the
+/// rest unchanged.
+pub fn shown(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// A path safe to print (see [`shown`]).
+pub fn shown_path(path: &Path) -> String {
+    shown(&path.to_string_lossy())
+}
+
+/// A whole message safe to print: [`shown`], keeping the line breaks a
+/// message may hold on purpose (wrapped text).
+pub fn safe_message(text: &str) -> String {
+    text.split('\n').map(shown).collect::<Vec<_>>().join("\n")
+}
+
+/// The text of the input file `path`, given with `flag`, read with a size
+/// bound (`limit` bytes: `/dev/zero` and its friends end at once) and
+/// checked to be UTF-8. Every failure is a usage error naming the flag, the
+/// file and the bound.
+pub fn read_input(flag: &str, path: &Path, limit: u64) -> Result<String, CliError> {
+    let name = format!("{flag} '{}'", shown_path(path));
+    let bytes = pinsight_sys::fs::read_bounded(path, limit).map_err(|e| match e {
+        BoundedReadError::Io(e) => CliError::usage(format!("{name}: cannot read it: {e}")),
+        BoundedReadError::TooLarge { limit } => CliError::usage(format!(
+            "{name}: larger than {} MiB, the most read (is it the right file?)",
+            limit >> 20
+        )),
+    })?;
+    String::from_utf8(bytes).map_err(|_| CliError::usage(format!("{name}: not UTF-8 text")))
+}
+
+/// The usage error for a recorded-machine directory that cannot be opened,
+/// naming where it came from (`name`: `--fsroot`, `PINSIGHT_FSROOT`, ...).
+pub fn fsroot_usage(name: &str, e: &FsRootError) -> CliError {
+    match e {
+        FsRootError::NotADirectory { dir, source } => CliError::usage(format!(
+            "{name} '{}': {source} (expected a directory holding sys/ and proc/)",
+            shown_path(dir)
+        )),
+        other => CliError::usage(format!("{name}: {}", shown(&other.to_string()))),
+    }
+}
+
+/// The one refusal of work done on this machine only while `source`
+/// (`--fsroot`, `PINSIGHT_FSROOT`, `--hwloc-xml`) describes another.
+pub fn live_only(what: &str, source: &str, instead: &str) -> CliError {
+    let instead = if instead.is_empty() {
+        String::new()
+    } else {
+        format!("; {instead}")
+    };
+    CliError::usage(format!(
+        "{what} on this machine only, but {source} describes another machine{instead}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_bytes_are_escaped() {
+        assert_eq!(shown("a\u{1b}[31mb"), "a\\u{1b}[31mb");
+        assert_eq!(shown("x\ny\r"), "x\\ny\\r");
+        assert_eq!(shown("plain é"), "plain é");
+        assert_eq!(safe_message("a\u{7}\nb"), "a\\u{7}\nb");
+    }
+}

@@ -1,0 +1,314 @@
+//! Typed flag values: clap value parsers with their ranges, so a bad or
+//! huge value is a one-line usage error (exit 2) before any work, never an
+//! allocation that aborts or an overflow that panics.
+//!
+//! Every number flag has an upper bound here. The bounds are what a run
+//! can use, far below what would exhaust memory: a plan holds one entry
+//! per thread, a compare journal one record per run.
+
+use pinsight_cpuset::CpuSet;
+use std::time::Duration;
+
+/// Most threads a plan, a compare arm or a workload may ask for: 16 times
+/// the largest CPU count Linux supports (`CONFIG_NR_CPUS` ≤ 8192 on x86-64,
+/// arch/x86/Kconfig), so oversubscription stays possible.
+pub const MAX_THREADS: usize = 131_072;
+/// Most tasks `--tasks` may split work into.
+pub const MAX_TASKS: usize = 1_000_000;
+/// Most measured runs per arm (`--runs`), and warm-up runs (`--warmup`).
+pub const MAX_RUNS: usize = 100_000;
+/// The scheduler period's range (`sched`, `mix`, `sf`, `simulate`): under
+/// 10 ms the sampling of /proc costs more than it measures; over a minute
+/// no policy reacts to anything.
+pub const PERIOD_MIN: Duration = Duration::from_millis(10);
+/// See [`PERIOD_MIN`].
+pub const PERIOD_MAX: Duration = Duration::from_secs(60);
+/// Longest duration any flag takes (a week).
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A duration as users type it: `1s`, `500ms`, `2.5s`, `2m`, `1h`, `90`
+/// (seconds); 0 allowed, at most [`MAX_DURATION`].
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let bad = || {
+        format!(
+            "'{}' is not a duration (examples: 500ms, 1s, 2.5s, 2m; at most 7 days)",
+            crate::errors::shown(text)
+        )
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * scale <= MAX_DURATION.as_secs_f64() => {
+            Ok(Duration::from_secs_f64(v * scale))
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// A duration that must be positive: a timeout or a budget of 0 means nothing.
+pub fn positive_duration(text: &str) -> Result<Duration, String> {
+    let d = duration(text)?;
+    if d.is_zero() {
+        return Err(format!(
+            "'{}': a duration of 0 means nothing here; give a positive one (e.g. 30s)",
+            crate::errors::shown(text)
+        ));
+    }
+    Ok(d)
+}
+
+/// `--period`: the one scheduler period parser, [`PERIOD_MIN`] to [`PERIOD_MAX`].
+pub fn period(text: &str) -> Result<Duration, String> {
+    let d = duration(text)?;
+    if !(PERIOD_MIN..=PERIOD_MAX).contains(&d) {
+        return Err(format!(
+            "'{}': a period is between 10ms and 60s",
+            crate::errors::shown(text)
+        ));
+    }
+    Ok(d)
+}
+
+fn count(text: &str, lo: usize, hi: usize, what: &str) -> Result<usize, String> {
+    match text.trim().parse::<u128>() {
+        Ok(n) if (lo as u128..=hi as u128).contains(&n) => Ok(n as usize),
+        Ok(n) if n < lo as u128 => Err(format!("at least {lo} ({what}: {lo} to {hi})")),
+        Ok(_) => Err(format!("at most {hi} ({what}: {lo} to {hi})")),
+        Err(_) => Err(format!(
+            "'{}' is not a whole number ({what}: {lo} to {hi})",
+            crate::errors::shown(text)
+        )),
+    }
+}
+
+/// `--threads`: 1 to [`MAX_THREADS`].
+pub fn threads(text: &str) -> Result<usize, String> {
+    count(text, 1, MAX_THREADS, "threads")
+}
+
+/// `--tasks`: 1 to [`MAX_TASKS`].
+pub fn tasks(text: &str) -> Result<usize, String> {
+    count(text, 1, MAX_TASKS, "tasks")
+}
+
+/// `--runs` of compare and tune: 1 to [`MAX_RUNS`].
+pub fn runs(text: &str) -> Result<usize, String> {
+    count(text, 1, MAX_RUNS, "runs")
+}
+
+/// `--warmup`: 0 to [`MAX_RUNS`].
+pub fn warmup(text: &str) -> Result<usize, String> {
+    count(text, 0, MAX_RUNS, "warm-up runs")
+}
+
+/// A rank or rank count of one node: 0 to [`MAX_THREADS`].
+pub fn rank(text: &str) -> Result<usize, String> {
+    count(text, 0, MAX_THREADS, "ranks")
+}
+
+/// `--validate`: configurations to validate, 0 to 1000.
+pub fn validate(text: &str) -> Result<usize, String> {
+    count(text, 0, 1000, "validation configurations")
+}
+
+/// `--per-kind`: CPUs per kind, 1 to 8192.
+pub fn per_kind(text: &str) -> Result<usize, String> {
+    count(text, 1, 8192, "CPUs per kind")
+}
+
+/// A CPU list (`0-3,8`, strides `0-15:2`), at most [`MAX_THREADS`] CPUs.
+pub fn cpu_list(text: &str) -> Result<CpuSet, String> {
+    let set =
+        CpuSet::parse_list(text).map_err(|e| format!("'{}': {e}", crate::errors::shown(text)))?;
+    if set.last().is_some_and(|c| c >= MAX_THREADS) {
+        return Err(format!(
+            "'{}': CPU ids are below {MAX_THREADS}",
+            crate::errors::shown(text)
+        ));
+    }
+    Ok(set)
+}
+
+/// `sf --pids`: one process id (sf follows one process).
+pub fn one_pid(text: &str) -> Result<i32, String> {
+    if text.contains(',') {
+        return Err("sf measures one process: give one pid".to_owned());
+    }
+    match text.trim().parse::<i32>() {
+        Ok(p) if p >= 1 => Ok(p),
+        _ => Err(format!(
+            "'{}' is not a process id (a whole number from 1)",
+            crate::errors::shown(text)
+        )),
+    }
+}
+
+/// `sched --policies`: one policy (sched runs one at a time; `mix` compares several).
+pub fn one_policy(text: &str) -> Result<String, String> {
+    if text.contains(',') {
+        return Err(
+            "sched runs one policy at a time (os, aarr, to or acfs); `pinsight mix` compares several"
+                .to_owned(),
+        );
+    }
+    Ok(text.trim().to_owned())
+}
+
+/// A machine as `--machine` declares it, one grammar for `tune`, `model`
+/// and `simulate`: terms joined by `+`, each `<count><kind>` (a kind
+/// name: `P`, `E`, `L`, `big`, `little`, ...), fastest kind first, and
+/// optionally `smt` or `smtN` (N SMT siblings per core of the fastest
+/// kind, i.e. (N+1)-way SMT). Examples: `6P+8E`, `6P+8E+smt`, `8P+smt2`,
+/// `4big+4little`, `6P+8E+2L`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachineSpec {
+    /// The kinds, fastest first: (cores, name).
+    pub kinds: Vec<(u32, String)>,
+    /// SMT siblings per core of the fastest kind (0: none).
+    pub smt: u32,
+    /// The text as given (for messages).
+    pub text: String,
+}
+
+/// `--machine`: see [`MachineSpec`].
+pub fn machine(text: &str) -> Result<MachineSpec, String> {
+    let shown = crate::errors::shown(text);
+    let mut kinds: Vec<(u32, String)> = Vec::new();
+    let mut smt = None;
+    for term in text.trim().split('+').map(str::trim) {
+        if let Some(rest) = term.to_ascii_lowercase().strip_prefix("smt") {
+            let n = if rest.is_empty() {
+                1
+            } else {
+                rest.parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=7).contains(n))
+                    .ok_or_else(|| format!("'{shown}': smt takes 1 to 7 siblings per core"))?
+            };
+            if smt.replace(n).is_some() {
+                return Err(format!("'{shown}': smt is given twice"));
+            }
+            continue;
+        }
+        let digits = term.bytes().take_while(u8::is_ascii_digit).count();
+        let (n, name) = term.split_at(digits);
+        let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && name.len() <= 32
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let n = n.parse::<u32>().ok().filter(|_| digits <= 6 && name_ok);
+        let n = n.ok_or_else(|| {
+            format!(
+                "'{}' is not <count><kind> or smt[N] (allowed: e.g. 6P+8E, 6P+8E+smt, 4big+4little)",
+                crate::errors::shown(term)
+            )
+        })?;
+        if kinds.iter().any(|(_, k)| k.eq_ignore_ascii_case(name)) {
+            return Err(format!("'{shown}': kind {name} is given twice"));
+        }
+        kinds.push((n, name.to_owned()));
+    }
+    if kinds.is_empty() {
+        return Err(format!("'{shown}': no <count><kind> term (e.g. 6P+8E)"));
+    }
+    Ok(MachineSpec {
+        kinds,
+        smt: smt.unwrap_or(0),
+        text: text.to_owned(),
+    })
+}
+
+impl MachineSpec {
+    /// The machine `tune` and `model` fit on: the first kind is the P-cores,
+    /// a second the E-cores (named `P` and `E` they may come in any order).
+    pub fn for_tune(&self) -> Result<pinsight_tune_model::Machine, String> {
+        let (p, e) = match self.kinds.as_slice() {
+            [(p, _)] => (*p, 0),
+            [(a, an), (b, _)] if an.eq_ignore_ascii_case("e") => (*b, *a),
+            [(a, _), (b, _)] => (*a, *b),
+            more => {
+                return Err(format!(
+                    "'{}': tune and model know two kinds (P and E), {} given",
+                    crate::errors::shown(&self.text),
+                    more.len()
+                ))
+            }
+        };
+        let mut canonical = format!("{p}P+{e}E");
+        if self.smt > 0 {
+            canonical.push_str(&format!("+smt{}", self.smt));
+        }
+        canonical.parse().map_err(|e| format!("{e}"))
+    }
+
+    /// The machine `simulate` runs: the first kind big, every other small.
+    pub fn for_simulate(&self) -> Result<pinsight_sched_model::Machine, String> {
+        if self.smt > 0 {
+            return Err(format!(
+                "'{}': the simulator runs one thread per core; drop +smt",
+                crate::errors::shown(&self.text)
+            ));
+        }
+        let terms: Vec<String> = self.kinds.iter().map(|(n, k)| format!("{n}{k}")).collect();
+        pinsight_sched_model::Machine::parse(&terms.join("+"))
+            .map_err(|e| format!("'{}': {e}", crate::errors::shown(&self.text)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(duration("fast").unwrap_err().contains("'fast'"));
+        assert!(duration("-1s").is_err());
+        assert!(duration("99999999999999999").is_err());
+        assert!(positive_duration("0s").is_err());
+        assert!(period("5ms").is_err() && period("61s").is_err() && period("200ms").is_ok());
+    }
+
+    #[test]
+    fn counts_are_bounded() {
+        assert_eq!(threads("8"), Ok(8));
+        assert!(threads("0").is_err());
+        assert!(threads("99999999999").is_err());
+        assert!(runs("4294967295").is_err());
+        assert!(warmup("99999999999999999999999").is_err());
+        assert_eq!(warmup("0"), Ok(0));
+    }
+
+    #[test]
+    fn one_machine_grammar() {
+        let t = |s: &str| machine(s).unwrap().for_tune().map(|m| m.to_string());
+        assert_eq!(t("6P+8E+smt").unwrap(), "6P+8E+smt");
+        assert_eq!(t("8E+6P").unwrap(), "6P+8E");
+        assert_eq!(t("4big+4little").unwrap(), "4P+4E");
+        assert_eq!(t("8P+smt2").unwrap(), "8P+smt2");
+        assert!(t("6P+8E+2L").is_err());
+        let s = |s: &str| machine(s).unwrap().for_simulate();
+        assert_eq!(s("6P+8E+2L").unwrap().small, 10);
+        assert_eq!(s("4big+4little").unwrap().big, 4);
+        assert!(s("6P+8E+smt").is_err());
+        assert!(s("8P").is_err());
+        assert!(machine("P+E").is_err());
+        assert!(machine("6P+6p").is_err());
+    }
+}

@@ -1,0 +1,143 @@
+//! One vocabulary over every command (docs/vocabulary.md has the table).
+//!
+//! A concept has one flag wherever it appears: `--runs N` for repetitions,
+//! `--policies LIST` for policies and schedulers, `--latency FILE` for a
+//! latency matrix read, `--export-FORMAT FILE` for every file written,
+//! `--weights FILE` read only, `--pids LIST`, `--slice-rules LIST`, one
+//! `--machine` grammar. The spellings used before stay accepted as hidden
+//! flags: each is added here from [`RENAMED`] as a copy of the new flag
+//! (same value parser, no default, hidden, in conflict with it), and a use
+//! prints one note on stderr (`note: --repeat is deprecated; use --runs`).
+//! `main` then moves the value into the new flag's field.
+
+use clap::{ArgMatches, Command};
+
+/// A flag spelled differently before: in `command`, `--old` is now `--new`.
+pub struct Renamed {
+    /// The subcommand.
+    pub command: &'static str,
+    /// The spelling kept as a hidden alias.
+    pub old: &'static str,
+    /// The clap id of the flag that replaces it (the field name).
+    pub id: &'static str,
+    /// Its spelling now.
+    pub new: &'static str,
+    /// The clap id of the hidden flag that keeps `old`: `deprecated-OLD`.
+    pub hidden: &'static str,
+}
+
+macro_rules! r {
+    ($command:literal, $old:literal, $id:literal, $new:literal) => {
+        Renamed {
+            command: $command,
+            old: $old,
+            id: $id,
+            new: $new,
+            hidden: concat!("deprecated-", $old),
+        }
+    };
+}
+
+/// Every renamed flag. A row whose `id` has no flag in `command` is a bug
+/// caught by [`with_old_spellings`] (a debug assertion) and by the tests.
+pub const RENAMED: &[Renamed] = &[
+    r!("compare", "csv", "csv", "export-csv"),
+    r!("compare", "markdown", "markdown", "export-markdown"),
+    r!("compare", "html", "html", "export-html"),
+    r!("compare", "slice-rule", "slice_rules", "slice-rules"),
+    r!("mix", "repeat", "repeat", "runs"),
+    r!("mix", "schedulers", "schedulers", "policies"),
+    r!("mix", "csv", "csv", "export-csv"),
+    r!("mix", "markdown", "markdown", "export-markdown"),
+    r!("mix", "html", "html", "export-html"),
+    r!("latency", "repeat", "repeat", "runs"),
+    r!("latency", "from-csv", "from_csv", "latency"),
+    r!("latency", "csv", "csv", "export-csv"),
+    r!("latency", "svg", "svg", "export-svg"),
+    r!("latency", "png", "png", "export-png"),
+    r!("simulate", "repeat", "repeat", "runs"),
+    r!("sched", "policy", "policy", "policies"),
+    r!("report", "latency-from", "latency_from", "latency"),
+    r!("speed", "weights", "weights", "export-weights"),
+    r!("sf", "pid", "pid", "pids"),
+    r!("run", "slice-rule", "rule", "slice-rules"),
+    r!("run", "rule", "rule", "slice-rules"),
+    r!("slice", "slice-rule", "rule", "slice-rules"),
+    r!("slice", "rule", "rule", "slice-rules"),
+    r!("gather", "html", "html", "export-html"),
+    r!("model", "svg", "svg", "export-svg"),
+];
+
+/// The clap id of the hidden flag that keeps `old`.
+pub fn old_id(old: &str) -> String {
+    format!("deprecated-{old}")
+}
+
+/// `cmd` with every old spelling of [`RENAMED`] added as a hidden flag.
+pub fn with_old_spellings(mut cmd: Command) -> Command {
+    for row in RENAMED {
+        cmd = cmd.mut_subcommand(row.command, |sub| {
+            let Some(new) = sub.get_arguments().find(|a| a.get_id() == row.id).cloned() else {
+                debug_assert!(false, "{}: no flag {}", row.command, row.id);
+                return sub;
+            };
+            let required = new.is_required_set();
+            let old = new
+                .id(row.hidden)
+                .long(row.old)
+                .short(None)
+                .hide(true)
+                .required(false)
+                .default_value(None)
+                .default_missing_value(None)
+                .help(None)
+                .long_help(None)
+                .conflicts_with(row.id);
+            let sub = sub.arg(old);
+            if required {
+                // Either spelling satisfies the requirement (the field is
+                // an Option that `main` fills from the old one).
+                sub.mut_arg(row.id, |a| {
+                    a.required(false).required_unless_present(row.hidden)
+                })
+            } else {
+                sub
+            }
+        });
+    }
+    cmd
+}
+
+/// Prints one note for each old spelling used in `matches` (the
+/// subcommand's), and returns the rows used.
+pub fn notes(command: &str, matches: &ArgMatches, quiet: bool) -> Vec<&'static Renamed> {
+    let used: Vec<&Renamed> = RENAMED
+        .iter()
+        .filter(|r| r.command == command && matches.contains_id(r.hidden))
+        .collect();
+    if !quiet {
+        for r in &used {
+            eprintln!("pinsight: note: --{} is deprecated; use --{}", r.old, r.new);
+        }
+    }
+    used
+}
+
+/// Moves the value of the hidden old spelling `old` into `field` (the new
+/// flag's field, of the value parser's type `T`).
+pub fn take<T: Clone + Send + Sync + 'static>(m: &ArgMatches, old: &str, field: &mut T) {
+    if let Some(v) = m.get_one::<T>(&old_id(old)) {
+        *field = v.clone();
+    }
+}
+
+/// [`take`] for an optional field.
+pub fn take_opt<T: Clone + Send + Sync + 'static>(
+    m: &ArgMatches,
+    old: &str,
+    field: &mut Option<T>,
+) {
+    if let Some(v) = m.get_one::<T>(&old_id(old)) {
+        *field = Some(v.clone());
+    }
+}
