@@ -253,11 +253,12 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
                     journal_path.display()
                 ))
             );
-            return Ok(128 + sig);
+            return Ok(pinsight_lifecycle::exit::signal_code(sig));
         }
         Err(e @ MixError::Mismatch { .. }) => {
             return Err(CliError::usage(format!("--resume: {e}")))
         }
+        Err(MixError::Program(e)) => return Err(e.into()),
         Err(e) => return Err(CliError::runtime(format!("mix: {e}"))),
     };
     let verdict = pinsight_render::mix::mix_verdict(&result);

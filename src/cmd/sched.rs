@@ -9,7 +9,6 @@ use pinsight_sched::{
 };
 use pinsight_sched_model::Policy;
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 /// Schedule programs' threads between the fastest core kind and the others.
@@ -186,6 +185,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let fs = g.fsroot()?;
     let spinner = spinner(g, &format!("scheduling ({})", policy.name()));
+    // After a signal, this thread restores the affinities and prints the
+    // report before the process ends with 128 + N.
+    let _main = pinsight_lifecycle::interrupt::main_handles_exit();
     let (report, exit_code, signal) = if pids.is_empty() {
         run_command(fs, cfg, &args.command, sf, &spinner)?
     } else {
@@ -229,6 +231,16 @@ fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
 
 type Outcome = (pinsight_sched::Report, i32, Option<i32>);
 
+/// Runs CMD under the manager until it and every process it started have
+/// ended, or a signal stops the experiment.
+///
+/// SIGINT, SIGTERM and SIGHUP (the one lifecycle of
+/// [`pinsight_lifecycle::interrupt`]) stop scheduling, are passed on to
+/// every process of the program's tree (pinsight is their subreaper, so
+/// background children that outlived CMD are in it), and every affinity is
+/// restored; pinsight then exits with 128 + N. A process that ignores the
+/// signal (a non-interactive shell's background jobs ignore SIGINT) keeps
+/// running, unpinned.
 fn run_command(
     fs: pinsight_sys::FsRoot,
     mut cfg: Config,
@@ -236,22 +248,22 @@ fn run_command(
     sf: Box<dyn SfSource>,
     spinner: &indicatif::ProgressBar,
 ) -> Result<Outcome, CliError> {
+    use pinsight_lifecycle::{exit, interrupt};
     let program = command[0].to_string_lossy().into_owned();
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..]);
-    // As `run` does: signals sent to pinsight with kill reach the program;
-    // a terminal's Ctrl-C reaches it directly (same process group), and
-    // pinsight keeps managing until the program has ended.
     // Orphans of the program (started in the background by a parent that
     // then exited) are reparented to pinsight, which keeps managing them.
     let subreaper = pinsight_sys::process::set_child_subreaper().is_ok();
     if subreaper {
         cfg.orphans_of = Some(pinsight_sys::process::getpid());
     }
-    let mut forwarding = pinsight_sys::signals::Forwarding::install();
-    let mut child = cmd.spawn().map_err(|e| spawn_error(&program, &e))?;
+    interrupt::install().map_err(|e| CliError::runtime(format!("sched: {e}")))?;
+    let _tree = interrupt::watch_descendants();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| exit::SpawnError::from_io(program.as_str(), &e))?;
     let pid = child.id() as i32;
-    forwarding.set_child(pid);
     let mut manager = match Manager::new(fs, cfg, &[pid], sf) {
         Ok(m) => m,
         Err(e) => {
@@ -265,8 +277,7 @@ fn run_command(
         spinner.tick();
         if status.is_some() {
             // The program has ended; processes it started still run.
-            std::thread::sleep(d);
-            return false;
+            return interrupt::wait(d).is_some();
         }
         // Sleep the period out, looking at the program every 10 ms so its
         // end is seen at once (the next period finds what is left).
@@ -280,22 +291,40 @@ fn run_command(
             if left.is_zero() {
                 return false;
             }
-            std::thread::sleep(left.min(Duration::from_millis(10)));
+            if interrupt::wait(left.min(Duration::from_millis(10))).is_some() {
+                return true;
+            }
         }
     });
-    let status = match status {
-        Some(s) => s,
-        None => child
-            .wait()
-            .map_err(|e| CliError::runtime(format!("waiting for '{program}': {e}")))?,
+    // Affinities are restored (Manager::run); now the program's end.
+    let stopped = interrupt::stopped();
+    let code = match (stopped, status) {
+        (Some(sig), _) => {
+            // The signal has reached the whole tree before the watch ends.
+            interrupt::wait_for_cleanup(Duration::from_secs(5));
+            reap_briefly(&mut child);
+            exit::signal_code(sig)
+        }
+        (None, Some(s)) => exit::status_code(&s),
+        (None, None) => exit::status_code(
+            &child
+                .wait()
+                .map_err(|e| CliError::runtime(format!("waiting for '{program}': {e}")))?,
+        ),
     };
-    drop(forwarding);
-    let code = match (status.code(), status.signal()) {
-        (Some(c), _) => c,
-        (None, Some(sig)) => 128 + sig,
-        _ => 1,
-    };
-    Ok((report, code, None))
+    Ok((report, code, stopped))
+}
+
+/// Gives the program a moment to end after the signal was passed on, and
+/// reaps it if it did (a program that ignores the signal keeps running).
+fn reap_briefly(child: &mut std::process::Child) {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(1) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn run_pids(
@@ -305,6 +334,7 @@ fn run_pids(
     sf: Box<dyn SfSource>,
     spinner: &indicatif::ProgressBar,
 ) -> Result<Outcome, CliError> {
+    use pinsight_lifecycle::{exit, interrupt};
     let mut manager = Manager::new(fs, cfg, pids, sf).map_err(|e| match e {
         ManageError::NoProcess { pid } => {
             CliError::usage(format!("--pids: no process {pid} (it may have ended)"))
@@ -312,37 +342,15 @@ fn run_pids(
         other => CliError::runtime(format!("sched: {other}")),
     })?;
     feed_capacity(&mut manager);
-    let pipe = pinsight_sys::signals::self_pipe()
-        .map_err(|e| CliError::runtime(format!("sched: cannot set up Ctrl-C handling: {e}")))?;
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        pinsight_sys::signals::write_to_self_pipe_on(sig)
-            .map_err(|e| CliError::runtime(format!("sched: cannot set up Ctrl-C handling: {e}")))?;
-    }
-    let mut stopped = None;
+    interrupt::install().map_err(|e| CliError::runtime(format!("sched: {e}")))?;
     let report = manager.run(|d| {
         spinner.tick();
-        if pinsight_sys::process::poll_readable(&pipe, Some(d)).unwrap_or(false) {
-            stopped = pinsight_sys::signals::next_signal(&pipe);
-            return true;
-        }
-        false
+        interrupt::wait(d).is_some()
     });
-    let code = stopped.map_or(0, |s| 128 + s);
-    Ok((report, code, stopped))
-}
-
-fn spawn_error(program: &str, e: &std::io::Error) -> CliError {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => CliError {
-            code: 127,
-            message: format!("cannot run '{program}': command not found"),
-        },
-        std::io::ErrorKind::PermissionDenied => CliError {
-            code: 126,
-            message: format!("cannot run '{program}': permission denied"),
-        },
-        _ => CliError::runtime(format!("cannot run '{program}': {e}")),
-    }
+    // Processes given with --pids are not pinsight's: a signal stops the
+    // scheduling and restores their affinities, it is not passed on.
+    let stopped = interrupt::stopped();
+    Ok((report, stopped.map_or(0, exit::signal_code), stopped))
 }
 
 /// Feeds the manager this machine's dynamic capacity: Intel HFI changes

@@ -200,15 +200,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             let mut cmd = std::process::Command::new(&args.command[0]);
             cmd.args(&args.command[1..]);
             let c = cmd.spawn().map_err(|e| {
-                let code = if e.kind() == std::io::ErrorKind::NotFound {
-                    127
-                } else {
-                    126
-                };
-                CliError {
-                    code,
-                    message: format!("cannot start {}: {e}", args.command[0].to_string_lossy()),
-                }
+                pinsight_lifecycle::exit::SpawnError::from_io(args.command[0].to_string_lossy(), &e)
             })?;
             let pid = c.id() as i32;
             child = Some(c);
@@ -497,12 +489,7 @@ fn shorten(s: &str, max: usize) -> String {
 }
 
 fn exit_code(s: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(c), _) => c,
-        (None, Some(sig)) => 128 + sig,
-        _ => 1,
-    }
+    pinsight_lifecycle::exit::status_code(&s)
 }
 
 /// One side of a journal SF: an arm confined to one kind.
