@@ -8,7 +8,6 @@ use crate::cli::{progress_bar, wrap80, CliError, CmdResult, Globals};
 use pinsight_sched::mix::{self, Journal, MixError, MixSpec, Observer, Record};
 use pinsight_sched::SfTarget;
 use pinsight_sched_model::Policy;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -104,7 +103,6 @@ struct Json<'a> {
 
 struct Progress {
     pb: indicatif::ProgressBar,
-    pipe: OwnedFd,
 }
 
 impl Observer for Progress {
@@ -115,10 +113,7 @@ impl Observer for Progress {
     }
     fn wait(&mut self, d: Duration) -> Option<i32> {
         self.pb.tick();
-        if pinsight_sys::process::poll_readable(&self.pipe, Some(d)).unwrap_or(false) {
-            return pinsight_sys::signals::next_signal(&self.pipe);
-        }
-        None
+        pinsight_lifecycle::interrupt::wait(d)
     }
 }
 
@@ -228,15 +223,12 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
         Journal::create(&journal_path, &spec.header())
             .map_err(|e| CliError::usage(format!("--journal: {e}")))?
     };
-    let pipe = pinsight_sys::signals::self_pipe()
-        .map_err(|e| CliError::runtime(format!("mix: cannot set up Ctrl-C handling: {e}")))?;
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        pinsight_sys::signals::write_to_self_pipe_on(sig)
-            .map_err(|e| CliError::runtime(format!("mix: cannot set up Ctrl-C handling: {e}")))?;
-    }
+    // SIGINT/SIGTERM/SIGHUP: the one lifecycle; this thread stops the
+    // programs, restores the affinities and prints the resume line.
+    pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("mix: {e}")))?;
+    let _main = pinsight_lifecycle::interrupt::main_handles_exit();
     let mut progress = Progress {
         pb: progress_bar(g, 1, "mix"),
-        pipe,
     };
     let fs = g.fsroot()?;
     let outcome = mix::run(&spec, &fs, &mut journal, &previous, &mut progress);

@@ -53,7 +53,7 @@ pub fn status_code(status: &ExitStatus) -> i32 {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SpawnError {
     /// The program does not exist (a name searched in `PATH`, or a path).
-    #[error("{program}: {}", if *.searched_path { "command not found" } else { "no such file" })]
+    #[error("{program}: {}", if *.searched_path { "command not found" } else { "command not found (no such file)" })]
     NotFound {
         program: String,
         /// Whether `PATH` was searched (a name without a slash).
@@ -162,7 +162,7 @@ mod tests {
         assert_eq!(e(libc::EAGAIN).exit_code(), 1);
         assert_eq!(e(libc::EINVAL).exit_code(), 1);
         let p = SpawnError::from_io("./x", &io::Error::from_raw_os_error(libc::ENOENT));
-        assert_eq!(p.to_string(), "./x: no such file");
+        assert_eq!(p.to_string(), "./x: command not found (no such file)");
         assert_eq!(p.program(), "./x");
         let k = SpawnError::from_io("y", &io::Error::from(io::ErrorKind::PermissionDenied));
         assert_eq!(k.exit_code(), 126);
