@@ -4,6 +4,7 @@
 //! the report through pinsight-render.
 
 use crate::cli::{parse_duration, wrap80, CliError, CmdResult, Globals};
+use pinsight_sched::run::{Outcome, RunError, Target};
 use pinsight_sched::{
     capacity_within, Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource,
 };
@@ -188,12 +189,38 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // After a signal, this thread restores the affinities and prints the
     // report before the process ends with 128 + N.
     let _main = pinsight_lifecycle::interrupt::main_handles_exit();
-    let (report, exit_code, signal) = if pids.is_empty() {
-        run_command(fs, cfg, &args.command, sf, &spinner)?
+    let target = if pids.is_empty() {
+        Target::Command(&args.command)
     } else {
-        run_pids(fs, cfg, &pids, sf, &spinner)?
+        Target::Pids(&pids)
     };
+    let Outcome {
+        report,
+        exit_code,
+        signal,
+    } = pinsight_sched::run::run(fs, cfg, target, sf, feed_capacity, || spinner.tick()).map_err(
+        |e| match e {
+            RunError::Program(p) => p.into(),
+            RunError::Manage(ManageError::NoProcess { pid }) if !pids.is_empty() => {
+                CliError::usage(format!("--pids: no process {pid} (it may have ended)"))
+            }
+            other => CliError::runtime(format!("sched: {other}")),
+        },
+    )?;
     spinner.finish_and_clear();
+    print_report(g, &report, exit_code, signal, pids.is_empty())?;
+    Ok(exit_code)
+}
+
+/// The warnings, then the report (JSON, or the table: on stderr when a
+/// program ran, since stdout may be the program's too).
+fn print_report(
+    g: &Globals,
+    report: &pinsight_sched::Report,
+    exit_code: i32,
+    signal: Option<i32>,
+    program_ran: bool,
+) -> Result<(), CliError> {
     if !g.quiet {
         for w in &report.warnings {
             eprintln!("{}", wrap80(&format!("pinsight: warning: {w}")));
@@ -201,21 +228,21 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     if g.json {
         g.print_json(&Json {
-            report: &report,
+            report,
             exit_code,
             stopped_by_signal: signal,
         })?;
     } else {
         // stdout may be the program's too: the report goes to stderr when
         // a program ran, as `run --report` does.
-        let text = pinsight_render::mix::sched(&report);
-        if pids.is_empty() {
+        let text = pinsight_render::mix::sched(report);
+        if program_ran {
             eprint!("{text}");
         } else {
             print!("{text}");
         }
     }
-    Ok(exit_code)
+    Ok(())
 }
 
 fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
@@ -227,130 +254,6 @@ fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
     pb.set_message(what.to_string());
     pb.enable_steady_tick(Duration::from_millis(200));
     pb
-}
-
-type Outcome = (pinsight_sched::Report, i32, Option<i32>);
-
-/// Runs CMD under the manager until it and every process it started have
-/// ended, or a signal stops the experiment.
-///
-/// SIGINT, SIGTERM and SIGHUP (the one lifecycle of
-/// [`pinsight_lifecycle::interrupt`]) stop scheduling, are passed on to
-/// every process of the program's tree (pinsight is their subreaper, so
-/// background children that outlived CMD are in it), and every affinity is
-/// restored; pinsight then exits with 128 + N. A process that ignores the
-/// signal (a non-interactive shell's background jobs ignore SIGINT) keeps
-/// running, unpinned.
-fn run_command(
-    fs: pinsight_sys::FsRoot,
-    mut cfg: Config,
-    command: &[OsString],
-    sf: Box<dyn SfSource>,
-    spinner: &indicatif::ProgressBar,
-) -> Result<Outcome, CliError> {
-    use pinsight_lifecycle::{exit, interrupt};
-    let program = command[0].to_string_lossy().into_owned();
-    let mut cmd = std::process::Command::new(&command[0]);
-    cmd.args(&command[1..]);
-    // Orphans of the program (started in the background by a parent that
-    // then exited) are reparented to pinsight, which keeps managing them.
-    let subreaper = pinsight_sys::process::set_child_subreaper().is_ok();
-    if subreaper {
-        cfg.orphans_of = Some(pinsight_sys::process::getpid());
-    }
-    interrupt::install().map_err(|e| CliError::runtime(format!("sched: {e}")))?;
-    let _tree = interrupt::watch_descendants();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| exit::SpawnError::from_io(program.as_str(), &e))?;
-    let pid = child.id() as i32;
-    let mut manager = match Manager::new(fs, cfg, &[pid], sf) {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = child.wait();
-            return Err(CliError::runtime(format!("sched: {e}")));
-        }
-    };
-    feed_capacity(&mut manager);
-    let mut status = None;
-    let report = manager.run(|d| {
-        spinner.tick();
-        if status.is_some() {
-            // The program has ended; processes it started still run.
-            return interrupt::wait(d).is_some();
-        }
-        // Sleep the period out, looking at the program every 10 ms so its
-        // end is seen at once (the next period finds what is left).
-        let until = std::time::Instant::now() + d;
-        loop {
-            if let Ok(Some(s)) = child.try_wait() {
-                status = Some(s);
-                return false;
-            }
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            if interrupt::wait(left.min(Duration::from_millis(10))).is_some() {
-                return true;
-            }
-        }
-    });
-    // Affinities are restored (Manager::run); now the program's end.
-    let stopped = interrupt::stopped();
-    let code = match (stopped, status) {
-        (Some(sig), _) => {
-            // The signal has reached the whole tree before the watch ends.
-            interrupt::wait_for_cleanup(Duration::from_secs(5));
-            reap_briefly(&mut child);
-            exit::signal_code(sig)
-        }
-        (None, Some(s)) => exit::status_code(&s),
-        (None, None) => exit::status_code(
-            &child
-                .wait()
-                .map_err(|e| CliError::runtime(format!("waiting for '{program}': {e}")))?,
-        ),
-    };
-    Ok((report, code, stopped))
-}
-
-/// Gives the program a moment to end after the signal was passed on, and
-/// reaps it if it did (a program that ignores the signal keeps running).
-fn reap_briefly(child: &mut std::process::Child) {
-    let t0 = std::time::Instant::now();
-    while t0.elapsed() < Duration::from_secs(1) {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn run_pids(
-    fs: pinsight_sys::FsRoot,
-    cfg: Config,
-    pids: &[i32],
-    sf: Box<dyn SfSource>,
-    spinner: &indicatif::ProgressBar,
-) -> Result<Outcome, CliError> {
-    use pinsight_lifecycle::{exit, interrupt};
-    let mut manager = Manager::new(fs, cfg, pids, sf).map_err(|e| match e {
-        ManageError::NoProcess { pid } => {
-            CliError::usage(format!("--pids: no process {pid} (it may have ended)"))
-        }
-        other => CliError::runtime(format!("sched: {other}")),
-    })?;
-    feed_capacity(&mut manager);
-    interrupt::install().map_err(|e| CliError::runtime(format!("sched: {e}")))?;
-    let report = manager.run(|d| {
-        spinner.tick();
-        interrupt::wait(d).is_some()
-    });
-    // Processes given with --pids are not pinsight's: a signal stops the
-    // scheduling and restores their affinities, it is not passed on.
-    let stopped = interrupt::stopped();
-    Ok((report, stopped.map_or(0, exit::signal_code), stopped))
 }
 
 /// Feeds the manager this machine's dynamic capacity: Intel HFI changes

@@ -10,6 +10,8 @@
 //!   idle threads and restore on every exit path;
 //! * [`mix`]: the multi-program experiment of `pinsight mix` (reference
 //!   runs, one mix per scheduler, journal and resume, the seed's metrics);
+//! * [`run`]: one `pinsight sched` experiment start to end (start or
+//!   take the processes, manage, stop on their end or a signal, restore);
 //! * [`sf`]: the [`sf::SfSource`] seam (SFs given per program today;
 //!   counters later).
 
@@ -18,6 +20,7 @@
 pub mod apply;
 pub mod manager;
 pub mod mix;
+pub mod run;
 pub mod sample;
 pub mod sf;
 
