@@ -26,7 +26,7 @@
 
 use pinsight_sys::{procfs, signals, FsRoot};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -58,6 +58,8 @@ static DESCENDANTS: AtomicUsize = AtomicUsize::new(0);
 static MAIN: AtomicUsize = AtomicUsize::new(0);
 static RESTORERS: Mutex<Vec<Restorer>> = Mutex::new(Vec::new());
 static HOOK: Mutex<Option<fn(i32)>> = Mutex::new(None);
+/// The signal came from the terminal: pinsight's own process group got it.
+static FROM_TERMINAL: AtomicBool = AtomicBool::new(false);
 static INSTALLED: OnceLock<Result<(), InterruptError>> = OnceLock::new();
 
 /// Puts back what an experiment changed; returns one line per failure.
@@ -243,8 +245,15 @@ pub fn descendants() -> Vec<i32> {
     out
 }
 
+/// Sends `sig` to every descendant, but not twice: after a terminal's
+/// signal (Ctrl-C), those in pinsight's own process group got it already.
 fn signal_descendants(sig: i32) {
+    let own = pinsight_sys::process::getpgid(pinsight_sys::process::getpid());
+    let from_terminal = FROM_TERMINAL.load(Ordering::SeqCst);
     for pid in descendants() {
+        if from_terminal && own.is_some() && pinsight_sys::process::getpgid(pid) == own {
+            continue;
+        }
         let _ = pinsight_sys::process::kill(pid, sig);
     }
 }
@@ -303,9 +312,10 @@ fn pass_on(sig: i32) {
 fn cleanup_thread(read: OwnedFd) {
     // Blocks until the first signal; EOF or an error means the pipe is
     // gone and there is nothing to do.
-    let Some(sig) = signals::next_signal(&read) else {
+    let Some((sig, from_terminal)) = signals::next_signal_origin(&read) else {
         return;
     };
+    FROM_TERMINAL.store(from_terminal, Ordering::SeqCst);
     for failure in stop_now(sig) {
         eprintln!("pinsight: {failure}");
     }
