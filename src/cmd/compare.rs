@@ -16,6 +16,7 @@ use pinsight_compare::{
     interrupt, Advice, Difference, ExperimentError, Field, Header, Journal, JournalError, Report,
     Request, RunLine, SetupError, Slot,
 };
+use pinsight_lifecycle::interrupt::shell_quote;
 use pinsight_lifecycle::program::Program;
 use pinsight_render::compare as render;
 use pinsight_topology::FsRoot;
@@ -916,17 +917,6 @@ fn resume_command(args: &Args, journal: &Path) -> String {
         }
     }
     parts.join(" ")
-}
-
-pub(crate) fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// The progress bar: current arm, phase and ETA.

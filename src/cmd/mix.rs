@@ -242,7 +242,7 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
                     "pinsight: mix stopped by signal {sig}; every affinity restored, the journal \
                      {} kept. Continue with: pinsight mix --resume {}",
                     journal_path.display(),
-                    journal_path.display()
+                    pinsight_lifecycle::interrupt::shell_quote(&journal_path.display().to_string())
                 ))
             );
             return Ok(pinsight_lifecycle::exit::signal_code(sig));

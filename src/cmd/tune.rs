@@ -273,7 +273,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
         .header()
         .command
         .iter()
-        .map(|a| super::compare::shell_quote(a))
+        .map(|a| pinsight_lifecycle::interrupt::shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ");
     let pinned = session.header().arms.iter().any(|a| a.plan.pinned);
@@ -315,7 +315,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
                 f.design_runs.len(),
                 f.validation_runs.len(),
                 p.display(),
-                super::compare::shell_quote(&p.display().to_string())
+                pinsight_lifecycle::interrupt::shell_quote(&p.display().to_string())
             );
         }
     };

@@ -351,9 +351,32 @@ fn cleanup_thread(read: OwnedFd) {
     std::process::exit(crate::exit::signal_code(sig));
 }
 
+/// `s` as one word for a POSIX shell (XCU 2.2.2, single quotes), for the
+/// resume line printed after a stop: as is when it has only characters no
+/// shell treats specially.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_are_quoted_for_the_shell() {
+        assert_eq!(shell_quote("pinsight-x.jsonl"), "pinsight-x.jsonl");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote("$HOME;rm"), "'$HOME;rm'");
+    }
 
     #[test]
     fn descendants_are_found_through_proc() {
