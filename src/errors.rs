@@ -46,6 +46,17 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
+/// A program that cannot start exits as a shell would: 127 not found, 126
+/// not executable, 1 otherwise (the table of [`pinsight_lifecycle::exit`]).
+impl From<pinsight_lifecycle::exit::SpawnError> for CliError {
+    fn from(e: pinsight_lifecycle::exit::SpawnError) -> CliError {
+        CliError {
+            code: e.exit_code(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// What a command returns: the process exit code, or an error.
 pub type CmdResult = Result<i32, CliError>;
 

@@ -29,6 +29,7 @@ mod no_lost_work;
 mod plan_cli;
 mod program_sees_plan;
 mod sched_live;
+mod sched_signals;
 mod sf_cli;
 mod simulate_cli;
 mod slice_cli;

@@ -10,12 +10,14 @@ use crate::cli::{progress_bar, CliError, CmdResult, Globals};
 use pinsight_compare::experiment::{Observer, Outcome};
 use pinsight_compare::ranks::{RanksExecutor, RanksIdentity};
 use pinsight_compare::session::{Config, ExecutorChoice, JournalTarget, Session, SessionError};
+use pinsight_compare::setup;
 use pinsight_compare::setup::Extension;
-use pinsight_compare::setup::{self, resolve_program};
 use pinsight_compare::{
-    interrupt, Advice, Difference, ExperimentError, Field, Header, Journal, JournalError,
-    ProgramError, Report, Request, RunLine, SetupError, Slot,
+    interrupt, Advice, Difference, ExperimentError, Field, Header, Journal, JournalError, Report,
+    Request, RunLine, SetupError, Slot,
 };
+use pinsight_lifecycle::interrupt::shell_quote;
+use pinsight_lifecycle::program::Program;
 use pinsight_render::compare as render;
 use pinsight_topology::FsRoot;
 use std::ffi::OsString;
@@ -307,7 +309,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             eprintln!("pinsight: interrupted: runs stopped, governors restored, journal intact");
             resume_hint();
             interrupt::main_finished();
-            Ok(128 + sig)
+            Ok(pinsight_lifecycle::exit::signal_code(sig))
         }
         Outcome::Error(e) => {
             resume_hint();
@@ -318,13 +320,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 
 /// `COMMAND` must exist here (126/127 otherwise); `what` names the flag.
 fn program_exists(program: &str, what: &str) -> Result<(), CliError> {
-    match resolve_program(program) {
+    match Program::resolve(std::ffi::OsStr::new(program)) {
         Ok(_) => Ok(()),
         Err(e) => Err(CliError {
-            code: match e {
-                ProgramError::NotFound { .. } => 127,
-                ProgramError::NotExecutable { .. } => 126,
-            },
+            code: e.exit_code(),
             message: format!("{what}{e}"),
         }),
     }
@@ -890,17 +889,6 @@ fn resume_command(args: &Args, journal: &Path) -> String {
         }
     }
     parts.join(" ")
-}
-
-pub(crate) fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// The progress bar: current arm, phase and ETA.

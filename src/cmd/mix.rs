@@ -9,7 +9,6 @@ use crate::cli::{progress_bar, wrap80, CliError, CmdResult, Globals};
 use pinsight_sched::mix::{self, Journal, MixError, MixSpec, Observer, Record};
 use pinsight_sched::SfTarget;
 use pinsight_sched_model::Policy;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -110,7 +109,6 @@ struct Json<'a> {
 
 struct Progress {
     pb: indicatif::ProgressBar,
-    pipe: OwnedFd,
 }
 
 impl Observer for Progress {
@@ -121,10 +119,7 @@ impl Observer for Progress {
     }
     fn wait(&mut self, d: Duration) -> Option<i32> {
         self.pb.tick();
-        if pinsight_sys::process::poll_readable(&self.pipe, Some(d)).unwrap_or(false) {
-            return pinsight_sys::signals::next_signal(&self.pipe);
-        }
-        None
+        pinsight_lifecycle::interrupt::wait(d)
     }
 }
 
@@ -242,15 +237,12 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
         Journal::create(&journal_path, &spec.header())
             .map_err(|e| CliError::usage(format!("--journal: {e}")))?
     };
-    let pipe = pinsight_sys::signals::self_pipe()
-        .map_err(|e| CliError::runtime(format!("mix: cannot set up Ctrl-C handling: {e}")))?;
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        pinsight_sys::signals::write_to_self_pipe_on(sig)
-            .map_err(|e| CliError::runtime(format!("mix: cannot set up Ctrl-C handling: {e}")))?;
-    }
+    // SIGINT/SIGTERM/SIGHUP: the one lifecycle; this thread stops the
+    // programs, restores the affinities and prints the resume line.
+    pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("mix: {e}")))?;
+    let _main = pinsight_lifecycle::interrupt::main_handles_exit();
     let mut progress = Progress {
         pb: progress_bar(g, 1, "mix"),
-        pipe,
     };
     let fs = g.fsroot()?;
     let outcome = mix::run(&spec, &fs, &mut journal, &previous, &mut progress);
@@ -264,14 +256,15 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
                     "pinsight: mix stopped by signal {sig}; every affinity restored, the journal \
                      {} kept. Continue with: pinsight mix --resume {}",
                     journal_path.display(),
-                    journal_path.display()
+                    pinsight_lifecycle::interrupt::shell_quote(&journal_path.display().to_string())
                 ))
             );
-            return Ok(128 + sig);
+            return Ok(pinsight_lifecycle::exit::signal_code(sig));
         }
         Err(e @ MixError::Mismatch { .. }) => {
             return Err(CliError::usage(format!("--resume: {e}")))
         }
+        Err(MixError::Program(e)) => return Err(e.into()),
         Err(e) => return Err(CliError::runtime(format!("mix: {e}"))),
     };
     let verdict = pinsight_render::mix::mix_verdict(&result);

@@ -484,9 +484,8 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
 /// A launch failure with the exit code a shell would give: 127 for a
 /// program not found, 126 for one that cannot be executed, else 1.
 fn launch_error(e: LaunchError) -> CliError {
-    let code = match e {
-        LaunchError::NotFound { .. } => 127,
-        LaunchError::NotExecutable { .. } => 126,
+    let code = match &e {
+        LaunchError::Program(p) => p.exit_code(),
         _ => 1,
     };
     CliError {

@@ -4,12 +4,12 @@
 //! the report through pinsight-render.
 
 use crate::cli::{wrap80, CliError, CmdResult, Globals};
+use pinsight_sched::run::{Outcome, RunError, Target};
 use pinsight_sched::{
     capacity_within, Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource,
 };
 use pinsight_sched_model::Policy;
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 /// Schedule programs' threads between the fastest core kind and the others.
@@ -176,12 +176,41 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let fs = g.fsroot()?;
     let spinner = spinner(g, &format!("scheduling ({})", policy.name()));
-    let (report, exit_code, signal) = if pids.is_empty() {
-        run_command(fs, cfg, &args.command, sf, &spinner)?
+    // After a signal, this thread restores the affinities and prints the
+    // report before the process ends with 128 + N.
+    let _main = pinsight_lifecycle::interrupt::main_handles_exit();
+    let target = if pids.is_empty() {
+        Target::Command(&args.command)
     } else {
-        run_pids(fs, cfg, &pids, sf, &spinner)?
+        Target::Pids(&pids)
     };
+    let Outcome {
+        report,
+        exit_code,
+        signal,
+    } = pinsight_sched::run::run(fs, cfg, target, sf, feed_capacity, || spinner.tick()).map_err(
+        |e| match e {
+            RunError::Program(p) => p.into(),
+            RunError::Manage(ManageError::NoProcess { pid }) if !pids.is_empty() => {
+                CliError::usage(format!("--pids: no process {pid} (it may have ended)"))
+            }
+            other => CliError::runtime(format!("sched: {other}")),
+        },
+    )?;
     spinner.finish_and_clear();
+    print_report(g, &report, exit_code, signal, pids.is_empty())?;
+    Ok(exit_code)
+}
+
+/// The warnings, then the report (JSON, or the table: on stderr when a
+/// program ran, since stdout may be the program's too).
+fn print_report(
+    g: &Globals,
+    report: &pinsight_sched::Report,
+    exit_code: i32,
+    signal: Option<i32>,
+    program_ran: bool,
+) -> Result<(), CliError> {
     if !g.quiet {
         for w in &report.warnings {
             eprintln!("{}", wrap80(&format!("pinsight: warning: {w}")));
@@ -189,21 +218,21 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     if g.json {
         g.print_json(&Json {
-            report: &report,
+            report,
             exit_code,
             stopped_by_signal: signal,
         })?;
     } else {
         // stdout may be the program's too: the report goes to stderr when
         // a program ran, as `run --report` does.
-        let text = pinsight_render::mix::sched(&report);
-        if pids.is_empty() {
+        let text = pinsight_render::mix::sched(report);
+        if program_ran {
             eprint!("{text}");
         } else {
             print!("{text}");
         }
     }
-    Ok(exit_code)
+    Ok(())
 }
 
 fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
@@ -215,124 +244,6 @@ fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
     pb.set_message(what.to_string());
     pb.enable_steady_tick(Duration::from_millis(200));
     pb
-}
-
-type Outcome = (pinsight_sched::Report, i32, Option<i32>);
-
-fn run_command(
-    fs: pinsight_sys::FsRoot,
-    mut cfg: Config,
-    command: &[OsString],
-    sf: Box<dyn SfSource>,
-    spinner: &indicatif::ProgressBar,
-) -> Result<Outcome, CliError> {
-    let program = command[0].to_string_lossy().into_owned();
-    let mut cmd = std::process::Command::new(&command[0]);
-    cmd.args(&command[1..]);
-    // As `run` does: signals sent to pinsight with kill reach the program;
-    // a terminal's Ctrl-C reaches it directly (same process group), and
-    // pinsight keeps managing until the program has ended.
-    // Orphans of the program (started in the background by a parent that
-    // then exited) are reparented to pinsight, which keeps managing them.
-    let subreaper = pinsight_sys::process::set_child_subreaper().is_ok();
-    if subreaper {
-        cfg.orphans_of = Some(pinsight_sys::process::getpid());
-    }
-    let mut forwarding = pinsight_sys::signals::Forwarding::install();
-    let mut child = cmd.spawn().map_err(|e| spawn_error(&program, &e))?;
-    let pid = child.id() as i32;
-    forwarding.set_child(pid);
-    let mut manager = match Manager::new(fs, cfg, &[pid], sf) {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = child.wait();
-            return Err(CliError::runtime(format!("sched: {e}")));
-        }
-    };
-    feed_capacity(&mut manager);
-    let mut status = None;
-    let report = manager.run(|d| {
-        spinner.tick();
-        if status.is_some() {
-            // The program has ended; processes it started still run.
-            std::thread::sleep(d);
-            return false;
-        }
-        // Sleep the period out, looking at the program every 10 ms so its
-        // end is seen at once (the next period finds what is left).
-        let until = std::time::Instant::now() + d;
-        loop {
-            if let Ok(Some(s)) = child.try_wait() {
-                status = Some(s);
-                return false;
-            }
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            std::thread::sleep(left.min(Duration::from_millis(10)));
-        }
-    });
-    let status = match status {
-        Some(s) => s,
-        None => child
-            .wait()
-            .map_err(|e| CliError::runtime(format!("waiting for '{program}': {e}")))?,
-    };
-    drop(forwarding);
-    let code = match (status.code(), status.signal()) {
-        (Some(c), _) => c,
-        (None, Some(sig)) => 128 + sig,
-        _ => 1,
-    };
-    Ok((report, code, None))
-}
-
-fn run_pids(
-    fs: pinsight_sys::FsRoot,
-    cfg: Config,
-    pids: &[i32],
-    sf: Box<dyn SfSource>,
-    spinner: &indicatif::ProgressBar,
-) -> Result<Outcome, CliError> {
-    let mut manager = Manager::new(fs, cfg, pids, sf).map_err(|e| match e {
-        ManageError::NoProcess { pid } => {
-            CliError::usage(format!("--pids: no process {pid} (it may have ended)"))
-        }
-        other => CliError::runtime(format!("sched: {other}")),
-    })?;
-    feed_capacity(&mut manager);
-    let pipe = pinsight_sys::signals::self_pipe()
-        .map_err(|e| CliError::runtime(format!("sched: cannot set up Ctrl-C handling: {e}")))?;
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        pinsight_sys::signals::write_to_self_pipe_on(sig)
-            .map_err(|e| CliError::runtime(format!("sched: cannot set up Ctrl-C handling: {e}")))?;
-    }
-    let mut stopped = None;
-    let report = manager.run(|d| {
-        spinner.tick();
-        if pinsight_sys::process::poll_readable(&pipe, Some(d)).unwrap_or(false) {
-            stopped = pinsight_sys::signals::next_signal(&pipe);
-            return true;
-        }
-        false
-    });
-    let code = stopped.map_or(0, |s| 128 + s);
-    Ok((report, code, stopped))
-}
-
-fn spawn_error(program: &str, e: &std::io::Error) -> CliError {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => CliError {
-            code: 127,
-            message: format!("cannot run '{program}': command not found"),
-        },
-        std::io::ErrorKind::PermissionDenied => CliError {
-            code: 126,
-            message: format!("cannot run '{program}': permission denied"),
-        },
-        _ => CliError::runtime(format!("cannot run '{program}': {e}")),
-    }
 }
 
 /// Feeds the manager this machine's dynamic capacity: Intel HFI changes

@@ -4,10 +4,11 @@
 //! Thin: flags, the sampling loop, Ctrl-C, output through pinsight-render.
 
 use crate::cli::{progress_bar, CliError, CmdResult, Globals};
+use pinsight_lifecycle::interrupt;
 use pinsight_measure::sf::{
     AffinityProbe, KindCpus, SfOptions, SfSampler, SfUnavailable, ThreadEntry,
 };
-use pinsight_sys::{procfs, signals};
+use pinsight_sys::procfs;
 use pinsight_topology::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -161,13 +162,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         Err(reason) => return unavailable(&args, g, &reason, command_words, period, options),
     };
 
-    // Ctrl-C, SIGTERM, SIGHUP: end the loop, restore, report.
-    let sig_read =
-        signals::self_pipe().map_err(|e| CliError::runtime(format!("sf: signal pipe: {e}")))?;
-    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        signals::write_to_self_pipe_on(s)
-            .map_err(|e| CliError::runtime(format!("sf: signal handler: {e}")))?;
-    }
+    // Ctrl-C, SIGTERM, SIGHUP (the one lifecycle): end the loop, restore,
+    // report; the signal reaches the program and everything it started.
+    interrupt::install().map_err(|e| CliError::runtime(format!("sf: {e}")))?;
+    let _main = interrupt::main_handles_exit();
+    let _tree = interrupt::watch_descendants();
 
     let mut child = None;
     let (pid, target) = match args.pid {
@@ -179,15 +178,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             let mut cmd = std::process::Command::new(&args.command[0]);
             cmd.args(&args.command[1..]);
             let c = cmd.spawn().map_err(|e| {
-                let code = if e.kind() == std::io::ErrorKind::NotFound {
-                    127
-                } else {
-                    126
-                };
-                CliError {
-                    code,
-                    message: format!("cannot start {}: {e}", args.command[0].to_string_lossy()),
-                }
+                pinsight_lifecycle::exit::SpawnError::from_io(args.command[0].to_string_lossy(), &e)
             })?;
             let pid = c.id() as i32;
             child = Some(c);
@@ -234,8 +225,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             Some(d) => period.min(d.saturating_sub(start.elapsed())),
             None => period,
         };
-        if let Ok(true) = pinsight_sys::process::poll_readable(&sig_read, Some(wait)) {
-            interrupted = signals::next_signal(&sig_read);
+        if let Some(sig) = interrupt::wait(wait) {
+            interrupted = Some(sig);
         }
         for tid in sampler.tids() {
             if threads.get(&tid).is_some_and(|t| t.exited) {
@@ -330,23 +321,21 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             )
         );
     }
-    // The program: stopped on Ctrl-C (the signal passed on), else waited
-    // for (--duration ended before it), with its status as ours.
+    // The program: stopped on Ctrl-C (the signal was passed on), else
+    // waited for (--duration ended before it), with its status as ours.
     if let Some(c) = child.as_mut() {
         if status.is_none() {
-            if let Some(sig) = interrupted {
-                let _ = pinsight_sys::process::kill(c.id() as i32, sig);
-            } else if !g.quiet {
+            if interrupted.is_none() && !g.quiet {
                 eprintln!(
                     "pinsight: note: measuring ended (--duration); waiting for the program \
                      to end (Ctrl-C stops it)"
                 );
             }
-            status = wait_child(c, &sig_read);
+            status = wait_child(c);
         }
     }
-    if interrupted.is_some() {
-        return Ok(130);
+    if let Some(sig) = interrupted {
+        return Ok(pinsight_lifecycle::exit::signal_code(sig));
     }
     let code = status.map_or(0, exit_code);
     if code == 0 && !entries.is_empty() && entries.iter().all(|t| t.report.is_none()) {
@@ -446,24 +435,16 @@ fn unavailable(
     Ok(1)
 }
 
-/// Waits for the program; a signal to pinsight meanwhile is passed on.
-fn wait_child(
-    c: &mut std::process::Child,
-    sig_read: &std::os::fd::OwnedFd,
-) -> Option<std::process::ExitStatus> {
+/// Waits for the program; a signal to pinsight meanwhile reaches it
+/// through the lifecycle.
+fn wait_child(c: &mut std::process::Child) -> Option<std::process::ExitStatus> {
     loop {
         match c.try_wait() {
             Ok(Some(s)) => return Some(s),
             Ok(None) => {}
             Err(_) => return None,
         }
-        if let Ok(true) =
-            pinsight_sys::process::poll_readable(sig_read, Some(Duration::from_millis(100)))
-        {
-            if let Some(sig) = signals::next_signal(sig_read) {
-                let _ = pinsight_sys::process::kill(c.id() as i32, sig);
-            }
-        }
+        interrupt::wait(Duration::from_millis(100));
     }
 }
 
@@ -476,12 +457,7 @@ fn shorten(s: &str, max: usize) -> String {
 }
 
 fn exit_code(s: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(c), _) => c,
-        (None, Some(sig)) => 128 + sig,
-        _ => 1,
-    }
+    pinsight_lifecycle::exit::status_code(&s)
 }
 
 /// One side of a journal SF: an arm confined to one kind.

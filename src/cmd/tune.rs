@@ -247,16 +247,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
             (request, journal)
         }
     };
-    if let Err(e) = compare::setup::resolve_program(&request.command[0]) {
-        let code = match e {
-            compare::setup::ProgramError::NotFound { .. } => 127,
-            compare::setup::ProgramError::NotExecutable { .. } => 126,
-        };
-        return Err(CliError {
-            code,
-            message: e.to_string(),
-        });
-    }
+    pinsight_lifecycle::program::Program::resolve(std::ffi::OsStr::new(&request.command[0]))?;
     let simulated_energy = matches!(&executor, ExecutorKind::Simulated(s) if s.power.is_some());
     if args.goal.needs_energy() && !simulated_energy {
         let rapl = compare::measure::energy::Rapl::discover(&fs);
@@ -283,7 +274,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
         .header()
         .command
         .iter()
-        .map(|a| super::compare::shell_quote(a))
+        .map(|a| pinsight_lifecycle::interrupt::shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ");
     let pinned = session.header().arms.iter().any(|a| a.plan.pinned);
@@ -329,7 +320,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
                 f.design_runs.len(),
                 f.validation_runs.len(),
                 p.display(),
-                super::compare::shell_quote(&p.display().to_string())
+                pinsight_lifecycle::interrupt::shell_quote(&p.display().to_string())
             );
         }
     };
@@ -361,7 +352,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
             eprintln!("pinsight: interrupted: runs stopped, machine restored, journal intact");
             resume_hint(&f);
             compare::interrupt::main_finished();
-            return Ok(128 + sig);
+            return Ok(pinsight_lifecycle::exit::signal_code(sig));
         }
         RunOutcome::StoppedOnFailure { why, .. } => {
             eprintln!("pinsight: error: stopped: {why}");

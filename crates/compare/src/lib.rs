@@ -44,9 +44,7 @@ pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,
     NotApplicable, RankTime, RankTimes, RunLine,
 };
-pub use setup::{
-    setup, setup_with, Extension, GovernorProbe, ProgramError, Request, Setup, SetupError,
-};
+pub use setup::{setup, setup_with, Extension, GovernorProbe, Request, Setup, SetupError};
 pub use verdict::{Advice, Caveat, Decision, Verdict};
 
 /// Crates the command line needs, so it depends on this crate alone.

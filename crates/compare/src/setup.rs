@@ -11,7 +11,7 @@ use pinsight_plan::{
     PolicyParseError, Request as PlanRequest, Weights,
 };
 use pinsight_topology::{FsRoot, Topology};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -168,18 +168,6 @@ impl SetupError {
     pub fn is_usage(&self) -> bool {
         !matches!(self, SetupError::GovernorRestore(_))
     }
-}
-
-/// Why the program to measure cannot be run.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ProgramError {
-    #[error("{program}: command not found ({})", if *.searched_path { "searched PATH" } else { "no such file" })]
-    NotFound {
-        program: String,
-        searched_path: bool,
-    },
-    #[error("{program}: not an executable file")]
-    NotExecutable { program: String },
 }
 
 /// The experiment to run.
@@ -609,42 +597,6 @@ pub fn machine(topo: &Topology, fs: &FsRoot, capabilities: Vec<String>) -> Machi
     }
 }
 
-/// Finds the program like a shell would, before anything runs: a missing
-/// program is one clear error (exit 127), not ten failed runs; a
-/// non-executable one exits 126.
-pub fn resolve_program(program: &str) -> Result<PathBuf, ProgramError> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let p = Path::new(program);
-        return if !p.exists() {
-            Err(ProgramError::NotFound {
-                program: program.to_string(),
-                searched_path: false,
-            })
-        } else if !executable(p) {
-            Err(ProgramError::NotExecutable {
-                program: program.to_string(),
-            })
-        } else {
-            Ok(p.to_path_buf())
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let c = dir.join(program);
-        if executable(&c) {
-            return Ok(c);
-        }
-    }
-    Err(ProgramError::NotFound {
-        program: program.to_string(),
-        searched_path: true,
-    })
-}
-
 /// UTC now as `2025-01-31T12:34:56Z` and `20250131-123456` (for file names).
 pub fn utc_now() -> (String, String) {
     let secs = std::time::SystemTime::now()
@@ -702,36 +654,5 @@ mod tests {
         assert_eq!(utc(0).0, "1970-01-01T00:00:00Z");
         assert_eq!(utc(951_782_400).0, "2000-02-29T00:00:00Z");
         assert_eq!(utc(1_735_689_599).1, "20241231-235959");
-    }
-
-    #[test]
-    fn programs_are_found_like_a_shell_finds_them() {
-        assert!(resolve_program("sh").is_ok());
-        let e = resolve_program("pinsight-no-such-program").unwrap_err();
-        assert!(
-            matches!(
-                &e,
-                ProgramError::NotFound {
-                    searched_path: true,
-                    ..
-                }
-            ),
-            "{e}"
-        );
-        assert!(e.to_string().contains("command not found"), "{e}");
-        assert!(matches!(
-            resolve_program("/no/such/file").unwrap_err(),
-            ProgramError::NotFound {
-                searched_path: false,
-                ..
-            }
-        ));
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("data.txt");
-        std::fs::write(&f, "x").unwrap();
-        assert!(matches!(
-            resolve_program(f.to_str().unwrap()).unwrap_err(),
-            ProgramError::NotExecutable { .. }
-        ));
     }
 }

@@ -31,6 +31,7 @@ use crate::shim::{self, ShimFile};
 use crate::signals::Forwarding;
 use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
 use pinsight_cpuset::CpuSet;
+use pinsight_lifecycle::exit::SpawnError;
 use pinsight_plan::{MemMode, MemPlan, Plan};
 use pinsight_sys::mempolicy;
 use pinsight_topology::FsRoot;
@@ -159,17 +160,14 @@ fn as_object<S: serde::Serializer>(pairs: &[(String, String)], s: S) -> Result<S
     m.end()
 }
 
-/// Why a program could not be run. Carries the shell's exit code.
 /// Why a launch failed. The command line turns each into its exit code
 /// (a shell's 127 and 126 for a program that cannot start, else 1).
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
-    /// The program was not found.
-    #[error("cannot run '{program}': command not found")]
-    NotFound { program: String },
-    /// Found but not executable.
-    #[error("cannot run '{program}': {reason}")]
-    NotExecutable { program: String, reason: String },
+    /// The program cannot be started (not found: 127, not executable:
+    /// 126, fork failed: 1; [`SpawnError::exit_code`]).
+    #[error(transparent)]
+    Program(#[from] SpawnError),
     /// The plan's mask cannot be applied.
     #[error("cannot restrict the program to CPUs {mask}: {reason}")]
     Affinity { mask: CpuSet, reason: String },
@@ -183,13 +181,6 @@ pub enum LaunchError {
         policy: String,
         #[source]
         source: pinsight_sys::mempolicy::MemPolicyError,
-    },
-    /// The program could not be started for another reason.
-    #[error("cannot run '{program}': {source}")]
-    Spawn {
-        program: String,
-        #[source]
-        source: io::Error,
     },
     /// The pinning shim could not be created.
     #[error("cannot create the pinning shim: {0}")]
@@ -327,30 +318,6 @@ impl Drop for SpawnMemPolicy {
         if let Some(s) = &self.saved {
             let _ = mempolicy::restore(s);
         }
-    }
-}
-
-fn spawn_error(program: &str, e: io::Error) -> LaunchError {
-    match e.kind() {
-        io::ErrorKind::NotFound => LaunchError::NotFound {
-            program: program.into(),
-        },
-        io::ErrorKind::PermissionDenied => LaunchError::NotExecutable {
-            program: program.into(),
-            reason: "permission denied".into(),
-        },
-        _ => match e.raw_os_error() {
-            Some(libc::ENOEXEC) | Some(libc::EISDIR) | Some(libc::ETXTBSY) => {
-                LaunchError::NotExecutable {
-                    program: program.into(),
-                    reason: e.to_string(),
-                }
-            }
-            _ => LaunchError::Spawn {
-                program: program.into(),
-                source: e,
-            },
-        },
     }
 }
 
@@ -558,7 +525,8 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let child = {
         let _mask = SpawnMask::apply(start_mask.as_ref())?;
         let _mem = SpawnMemPolicy::apply(plan.memory.as_ref())?;
-        cmd.spawn().map_err(|e| spawn_error(&program, e))?
+        cmd.spawn()
+            .map_err(|e| SpawnError::from_io(program.as_str(), &e))?
     };
     let pid = child.id() as i32;
     forwarding.set_child(pid);
@@ -617,11 +585,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         }
     }
     let signal = status.signal();
-    let exit_code = match (status.code(), signal) {
-        (Some(c), _) => c,
-        (None, Some(sig)) => 128 + sig,
-        (None, None) => 1,
-    };
+    let exit_code = pinsight_lifecycle::exit::status_code(&status);
     let follow = (mechanism == Some(Mechanism::Follow))
         .then(|| follow_stats(&threads, opts.follow_interval));
     Ok(RunOutcome {

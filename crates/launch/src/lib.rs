@@ -22,7 +22,8 @@ pub use pinsight_sys::affinity;
 pub mod launch;
 pub mod pin;
 pub mod procfs;
-pub mod program;
+/// Resolving and checking programs lives in pinsight-lifecycle (one copy).
+pub use pinsight_lifecycle::program;
 pub mod shim;
 pub use pinsight_sys::signals;
 pub mod skip;

@@ -260,17 +260,22 @@ fn missing_or_unexecutable_commands_exit_like_a_shell() {
         &RunOptions::new("definitely-not-a-command-xyz", vec![]),
     )
     .unwrap_err();
-    assert!(matches!(e, LaunchError::NotFound { .. }), "{e:?}");
     assert!(
-        e.to_string().contains("'definitely-not-a-command-xyz'")
-            && e.to_string().contains("not found"),
-        "{e}"
+        matches!(&e, LaunchError::Program(p) if p.exit_code() == 127),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "definitely-not-a-command-xyz: command not found"
     );
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("data.txt");
     std::fs::write(&f, "not a program").unwrap();
     let e = run(&plan, &RunOptions::new(&f, vec![])).unwrap_err();
-    assert!(matches!(e, LaunchError::NotExecutable { .. }), "{e:?}");
+    assert!(
+        matches!(&e, LaunchError::Program(p) if p.exit_code() == 126),
+        "{e:?}"
+    );
 }
 
 #[test]

@@ -4,6 +4,9 @@
 //!
 //! * [`exit`]: the one table from spawn error, exit status and signal to
 //!   the shell's exit code (126, 127, 128 + N).
+//! * [`program`]: resolving a program like a shell ([`program::Program`])
+//!   and whether an LD_PRELOAD shim can reach it.
+//! * [`interrupt`]: one signal lifecycle (SIGINT, SIGTERM, SIGHUP).
 //! * [`journal`]: `Journal<Header, Record>`, fsync'd JSON Lines, created
 //!   exclusively, locked while in use, a cut last line handled one way,
 //!   every record checked against the header's design.
@@ -13,5 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod exit;
+pub mod interrupt;
 pub mod journal;
 pub mod output;
+pub mod program;

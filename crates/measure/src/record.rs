@@ -15,13 +15,9 @@ pub struct ExitStatusRecord {
 }
 
 impl ExitStatusRecord {
-    /// The status a shell would report: the code, or 128 + signal.
+    /// The status a shell would report ([`pinsight_lifecycle::exit`]).
     pub fn shell_code(&self) -> i32 {
-        match (self.code, self.signal) {
-            (Some(c), _) => c,
-            (None, Some(s)) => 128 + s,
-            (None, None) => 1,
-        }
+        pinsight_lifecycle::exit::code_of(self.code, self.signal)
     }
 
     /// Exited with code 0.

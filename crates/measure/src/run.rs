@@ -27,6 +27,7 @@ use crate::energy::{EnergyMetrics, EnergySession, Rapl};
 use crate::record::{ExitStatusRecord, RunRecord};
 use crate::sys::perf::{self, Counter, OpenSpec};
 use crate::sys::proc;
+use pinsight_lifecycle::exit::SpawnError;
 use pinsight_topology::FsRoot;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -66,13 +67,11 @@ impl Default for Options {
 /// *measured*: see [`RunRecord::exit`]).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The program does not exist (a shell would exit 127).
-    #[error("{program}: command not found")]
-    NotFound { program: String },
-    /// It exists but cannot be executed (a shell would exit 126).
-    #[error("{program}: cannot execute: {source}")]
-    NotExecutable { program: String, source: io::Error },
-    /// fork/exec failed otherwise (includes the caller's `pre_exec` errors).
+    /// The program cannot be started: not found (127), not executable
+    /// (126), or fork or the caller's `pre_exec` failed (1).
+    #[error(transparent)]
+    Program(#[from] SpawnError),
+    /// Setting up the run failed before the program could start.
     #[error("{program}: cannot start: {source}")]
     Spawn { program: String, source: io::Error },
     /// Waiting for the child failed.
@@ -86,9 +85,8 @@ impl RunError {
     /// The exit code a command should use for this error (shell convention).
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::NotFound { .. } => 127,
-            RunError::NotExecutable { .. } => 126,
-            RunError::Interrupted => 130,
+            RunError::Program(p) => p.exit_code(),
+            RunError::Interrupted => pinsight_lifecycle::exit::signal_code(libc::SIGINT),
             _ => 1,
         }
     }
@@ -549,13 +547,7 @@ fn attach(
 }
 
 fn spawn_error(program: String, e: io::Error) -> RunError {
-    match (e.kind(), e.raw_os_error()) {
-        (io::ErrorKind::NotFound, _) => RunError::NotFound { program },
-        (io::ErrorKind::PermissionDenied, _)
-        | (_, Some(libc::ENOEXEC))
-        | (_, Some(libc::EISDIR)) => RunError::NotExecutable { program, source: e },
-        _ => RunError::Spawn { program, source: e },
-    }
+    RunError::Program(SpawnError::from_io(program, &e))
 }
 
 #[cfg(test)]

@@ -173,7 +173,7 @@ fn missing_and_unexecutable_commands_are_distinct_errors() {
             .run(Command::new("pinsight-no-such-command-xyz"))
             .unwrap_err();
         assert!(
-            matches!(&e, RunError::NotFound { program } if program == "pinsight-no-such-command-xyz"),
+            matches!(&e, RunError::Program(p) if p.program() == "pinsight-no-such-command-xyz"),
             "{e:?}"
         );
         assert_eq!(e.exit_code(), 127);
@@ -199,7 +199,10 @@ fn callers_pre_exec_errors_surface_as_spawn_errors() {
     // SAFETY: the hook only returns an error.
     unsafe { c.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EINVAL))) };
     let e = m.run(c).unwrap_err();
-    assert!(matches!(e, RunError::Spawn { .. }), "{e:?}");
+    assert!(
+        matches!(&e, RunError::Program(p) if p.exit_code() == 1),
+        "{e:?}"
+    );
 }
 
 /// Whether `pid` is gone (or a zombie awaiting its new parent).

@@ -75,7 +75,14 @@ pub struct RestoreReport {
 pub struct Applier {
     /// Per changed thread: its original affinity and what we set last.
     threads: BTreeMap<i32, (CpuSet, CpuSet)>,
+    /// (original, what we set) of threads that exited while pinned: a
+    /// process they forked may outlive them carrying that pin (a shell's
+    /// background job, reparented to the subreaper).
+    departed: Vec<(CpuSet, CpuSet)>,
 }
+
+/// How many distinct departed pins are remembered.
+const DEPARTED: usize = 256;
 
 impl Applier {
     /// An applier that has changed nothing yet.
@@ -125,8 +132,13 @@ impl Applier {
     /// `siblings` without changing it: if it carries a pin we set on a
     /// sibling (it was created by that sibling), it is remembered with the
     /// sibling's original affinity, to be restored like the others.
+    ///
+    /// A thread of a new process (`siblings` its parent's threads, or none
+    /// for an orphan whose parent is gone) that carries a pin we set on
+    /// any thread, live or exited, is taken in the same way: a fork
+    /// inherits its parent thread's affinity (sched_setaffinity(2)).
     pub fn adopt(&mut self, tid: i32, siblings: &[i32]) {
-        if self.threads.contains_key(&tid) || self.threads.is_empty() {
+        if self.threads.contains_key(&tid) || self.threads.is_empty() && self.departed.is_empty() {
             return;
         }
         let Ok(now) = affinity::get_affinity(tid) else {
@@ -136,6 +148,8 @@ impl Applier {
             .iter()
             .filter(|&&s| s != tid)
             .find_map(|s| self.threads.get(s).filter(|(_, last)| *last == now))
+            .or_else(|| self.threads.values().find(|(_, last)| *last == now))
+            .or_else(|| self.departed.iter().find(|(_, last)| *last == now))
             .map(|(orig, _)| orig.clone());
         if let Some(original) = original {
             self.threads.insert(tid, (original, now));
@@ -154,7 +168,12 @@ impl Applier {
 
     /// Forgets a thread that exited.
     pub fn forget(&mut self, tid: i32) {
-        self.threads.remove(&tid);
+        if let Some(pair) = self.threads.remove(&tid) {
+            if pair.0 != pair.1 && !self.departed.contains(&pair) && self.departed.len() < DEPARTED
+            {
+                self.departed.push(pair);
+            }
+        }
     }
 
     /// Puts one thread back to its own affinity now (e.g. it left

@@ -11,6 +11,8 @@
 //! * [`mix`]: the multi-program experiment of `pinsight mix` (reference
 //!   runs, one mix per scheduler, journal and resume, the metrics of Saez
 //!   and Prieto-Matias, APSys '22, §5);
+//! * [`run`]: one `pinsight sched` experiment start to end (start or
+//!   take the processes, manage, stop on their end or a signal, restore);
 //! * [`sf`]: the [`sf::SfSource`] seam (SFs given per program, or measured
 //!   per thread from per-kind counters).
 
@@ -19,6 +21,7 @@
 pub mod apply;
 pub mod manager;
 pub mod mix;
+pub mod run;
 pub mod sample;
 pub mod sf;
 

@@ -680,8 +680,12 @@ impl Manager {
                 continue;
             }
             // pinsight starts nothing else while it schedules: every
-            // other child of it is a managed program's orphan.
+            // other child of it is a managed program's orphan. Forked by a
+            // thread we pinned (its parent may be gone), it carries our pin.
             self.add_process(c);
+            for t in self.sampler.tids(c) {
+                self.applier.adopt(t, &[]);
+            }
         }
     }
 
@@ -707,6 +711,9 @@ impl Manager {
     /// placement), restores every changed affinity and reports. For
     /// callers driving [`Manager::step`] themselves.
     pub fn finish(&mut self, wall: Duration) -> Report {
+        // Threads and processes created since the last period may carry a
+        // pin of ours (inherited): take them in so they are restored too.
+        self.discover();
         self.account_final();
         let restore = self.applier.restore_all();
         self.note_restore_failures(&restore);

@@ -29,6 +29,7 @@ use crate::sf::{GivenSf, NoSf, SfSource};
 use pinsight_cpuset::CpuSet;
 pub use pinsight_lifecycle::journal::JournalError;
 use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
+use pinsight_lifecycle::exit::SpawnError;
 use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
 use pinsight_sys::FsRoot;
@@ -404,7 +405,11 @@ pub enum MixError {
     /// A signal asked to stop (the journal keeps what was done).
     #[error("stopped by signal {0}")]
     Interrupted(i32),
-    /// A program could not be started.
+    /// The shell that runs the commands could not be started (126, 127
+    /// or 1 as [`SpawnError::exit_code`] says).
+    #[error(transparent)]
+    Program(#[from] SpawnError),
+    /// A program's CPUs could not be set up before its start.
     #[error("cannot start `{command}`: {source}")]
     Spawn {
         /// The command line.
@@ -528,17 +533,15 @@ fn spawn(
         }
     })?;
     let start = Instant::now();
-    let mut child = c.spawn().map_err(|source| MixError::Spawn {
-        command: command.into(),
-        source,
-    })?;
+    let mut child = c
+        .spawn()
+        .map_err(|e| MixError::Program(SpawnError::from_io("sh", &e)))?;
     let pid = child.id() as i32;
     let tx = tx.clone();
     std::thread::spawn(move || {
-        use std::os::unix::process::ExitStatusExt;
         let code = match child.wait() {
-            Ok(s) => s.code().or(s.signal().map(|n| 128 + n)).unwrap_or(1),
-            Err(_) => 1,
+            Ok(s) => pinsight_lifecycle::exit::status_code(&s),
+            Err(_) => pinsight_lifecycle::exit::FAILURE,
         };
         let _ = tx.send(Exit {
             pid,

@@ -234,6 +234,13 @@ pub fn getpid() -> libc::pid_t {
     nix::unistd::getpid().as_raw()
 }
 
+/// The process group of `pid` (`None` once it is gone).
+pub fn getpgid(pid: libc::pid_t) -> Option<libc::pid_t> {
+    nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid)))
+        .ok()
+        .map(|p| p.as_raw())
+}
+
 /// The calling process's effective user id.
 pub fn geteuid() -> u32 {
     nix::unistd::geteuid().as_raw()

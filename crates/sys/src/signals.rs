@@ -164,7 +164,7 @@ pub fn write_to_self_pipe_on(sig: libc::c_int) -> io::Result<bool> {
         }
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal_to_pipe as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
+        sa.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
         libc::sigemptyset(&mut sa.sa_mask);
         if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
             return Err(io::Error::last_os_error());
@@ -173,13 +173,24 @@ pub fn write_to_self_pipe_on(sig: libc::c_int) -> io::Result<bool> {
     Ok(true)
 }
 
-extern "C" fn on_signal_to_pipe(sig: libc::c_int) {
-    // SAFETY: only async-signal-safe calls; errno saved and restored.
+/// Set in a self-pipe byte when the kernel sent the signal (`SI_KERNEL`:
+/// a terminal's Ctrl-C, Ctrl-\ or hangup, which the whole foreground
+/// process group got), not a process with kill(2).
+const FROM_KERNEL: u8 = 0x80;
+
+extern "C" fn on_signal_to_pipe(
+    sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _ctx: *mut libc::c_void,
+) {
+    // SAFETY: only async-signal-safe calls; errno saved and restored; the
+    // kernel passes a valid siginfo to SA_SIGINFO handlers.
     unsafe {
         let errno = *libc::__errno_location();
         let fd = PIPE_WRITE.load(Ordering::Relaxed);
         if fd >= 0 {
-            let b = sig as u8;
+            let kernel = !info.is_null() && (*info).si_code == libc::SI_KERNEL;
+            let b = (sig as u8 & !FROM_KERNEL) | if kernel { FROM_KERNEL } else { 0 };
             libc::write(fd, (&b as *const u8).cast(), 1);
         }
         *libc::__errno_location() = errno;
@@ -189,10 +200,20 @@ extern "C" fn on_signal_to_pipe(sig: libc::c_int) {
 /// Blocks until a signal number arrives on the [`self_pipe`]'s read end;
 /// `None` on EOF or error (the pipe is gone: nothing to do).
 pub fn next_signal(read: &OwnedFd) -> Option<libc::c_int> {
+    next_signal_origin(read).map(|(sig, _)| sig)
+}
+
+/// [`next_signal`], with whether the kernel sent it (`si_code ==
+/// SI_KERNEL`: a terminal's signal, which the terminal's whole foreground
+/// process group got too).
+pub fn next_signal_origin(read: &OwnedFd) -> Option<(libc::c_int, bool)> {
     use std::os::fd::AsRawFd;
     let mut b = [0u8; 1];
     match crate::process::read_exact_raw(read.as_raw_fd(), &mut b) {
-        Ok(true) => Some(libc::c_int::from(b[0])),
+        Ok(true) => Some((
+            libc::c_int::from(b[0] & !FROM_KERNEL),
+            b[0] & FROM_KERNEL != 0,
+        )),
         _ => None,
     }
 }

@@ -27,6 +27,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::exit::SpawnError;
+
 /// Why an LD_PRELOAD shim would have no effect in a program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PreloadBlocker {
@@ -93,6 +95,55 @@ pub fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// A program found the way a shell finds it, before anything runs: a
+/// missing program is one clear error (exit 127), not ten failed runs; a
+/// non-executable one is refused with 126.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Program {
+    /// As the user gave it.
+    pub name: String,
+    /// Where it was found.
+    pub path: PathBuf,
+}
+
+impl Program {
+    /// Resolves `name` through `PATH` (a name with a slash is a path) and
+    /// checks that it is an executable regular file.
+    pub fn resolve(name: &OsStr) -> Result<Program, SpawnError> {
+        let shown = name.to_string_lossy().into_owned();
+        let searched_path = !name.as_bytes().contains(&b'/');
+        let path = if searched_path {
+            resolve(name, std::env::var_os("PATH").as_deref()).ok_or(SpawnError::NotFound {
+                program: shown.clone(),
+                searched_path,
+            })?
+        } else {
+            PathBuf::from(name)
+        };
+        let md = std::fs::metadata(&path).map_err(|e| SpawnError::from_io(shown.clone(), &e))?;
+        let errno = if md.is_dir() {
+            Some(libc::EISDIR)
+        } else if !md.is_file() || md.permissions().mode() & 0o111 == 0 {
+            Some(libc::EACCES)
+        } else {
+            None
+        };
+        match errno {
+            Some(errno) => Err(SpawnError::NotExecutable {
+                program: shown,
+                errno,
+            }),
+            None => Ok(Program { name: shown, path }),
+        }
+    }
+
+    /// Why an LD_PRELOAD shim would have no effect in this program (ELF
+    /// interpreter, set-id bits, file capabilities), `None` when it will.
+    pub fn preload_blocker(&self) -> Option<PreloadBlocker> {
+        blocker_of(&self.path, std::env::var_os("PATH").as_deref(), 0)
+    }
 }
 
 /// Why the shim would not take effect in `program` (resolved through
@@ -238,6 +289,38 @@ mod tests {
         let me = std::env::current_exe().unwrap();
         assert_eq!(preload_blocker(me.as_os_str()), None);
         assert_eq!(preload_blocker(OsStr::new("sh")), None);
+    }
+
+    #[test]
+    fn programs_are_found_like_a_shell_finds_them() {
+        assert!(Program::resolve(OsStr::new("sh")).is_ok());
+        let e = Program::resolve(OsStr::new("pinsight-no-such-program")).unwrap_err();
+        assert_eq!(e.exit_code(), 127);
+        assert!(e.to_string().contains("command not found"), "{e}");
+        let e = Program::resolve(OsStr::new("/no/such/file")).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SpawnError::NotFound {
+                    searched_path: false,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let d = tmpdir("program");
+        let f = d.path().join("data.txt");
+        std::fs::write(&f, "x").unwrap();
+        assert_eq!(
+            Program::resolve(f.as_os_str()).unwrap_err().exit_code(),
+            126
+        );
+        assert_eq!(
+            Program::resolve(d.path().as_os_str())
+                .unwrap_err()
+                .exit_code(),
+            126
+        );
     }
 
     #[test]

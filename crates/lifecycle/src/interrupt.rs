@@ -1,0 +1,407 @@
+//! One signal lifecycle for every command that runs programs: SIGINT,
+//! SIGTERM and SIGHUP stop the experiment, are passed on to the whole
+//! program tree, every registered restorer runs (governors, memory
+//! policies), the main thread finishes (restores affinities, keeps the
+//! journal, prints the resume line) and the process ends with 128 + N.
+//!
+//! How it works: the handler only writes the signal number to a self-pipe
+//! (the one async-signal-safe thing worth doing; signal-safety(7)); a
+//! dedicated thread reads it and does the rest with ordinary Rust code:
+//!
+//! 1. records the signal ([`stopped`], [`wait`] wake up at once);
+//! 2. passes it on to every watched program: process groups of their own
+//!    ([`watch_group`]; a terminal's Ctrl-C does not reach them), and,
+//!    while [`watch_descendants`] is held, every descendant of pinsight
+//!    (with `PR_SET_CHILD_SUBREAPER` the orphans of a program are
+//!    pinsight's children, so this is the whole tree; prctl(2));
+//! 3. SIGKILLs groups registered with a grace once it has passed;
+//! 4. runs the registered restorers ([`add_restorer`]) exactly once,
+//!    then the hook ([`set_hook`]);
+//! 5. if the main thread handles the exit ([`main_handles_exit`]), waits
+//!    (bounded) for [`main_finished`]; then dies by the same signal, so a
+//!    shell sees 128 + N.
+//!
+//! A signal ignored when [`install`] is called (SIGHUP under `nohup`, and
+//! SIGINT for a background job of a non-interactive shell) stays ignored.
+
+use pinsight_sys::{procfs, signals, FsRoot};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The signals that stop an experiment.
+pub const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// How long the main thread may take to finish its report once the
+/// cleanup is done.
+const MAIN_GRACE: Duration = Duration::from_secs(20);
+
+/// Why the signal lifecycle could not be installed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InterruptError {
+    #[error("signal handling: pipe: {0}")]
+    Pipe(String),
+    #[error("signal handling: thread: {0}")]
+    Thread(String),
+    #[error("signal handling: sigaction({signal}): {reason}")]
+    Sigaction { signal: i32, reason: String },
+}
+
+/// The signal that arrived (0: none).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// (cleanup done, main thread done); guards [`CHANGED`].
+static STATE: Mutex<(bool, bool)> = Mutex::new((false, false));
+static CHANGED: Condvar = Condvar::new();
+static GROUPS: Mutex<Vec<(libc::pid_t, Option<Duration>)>> = Mutex::new(Vec::new());
+static DESCENDANTS: AtomicUsize = AtomicUsize::new(0);
+static MAIN: AtomicUsize = AtomicUsize::new(0);
+static RESTORERS: Mutex<Vec<Restorer>> = Mutex::new(Vec::new());
+static HOOK: Mutex<Option<fn(i32)>> = Mutex::new(None);
+/// The signal came from the terminal: pinsight's own process group got it.
+static FROM_TERMINAL: AtomicBool = AtomicBool::new(false);
+static INSTALLED: OnceLock<Result<(), InterruptError>> = OnceLock::new();
+
+/// Puts back what an experiment changed; returns one line per failure.
+pub type Restorer = fn() -> Vec<String>;
+
+/// Locks ignoring poison: cleanup must work even after a panic elsewhere.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Installs the handlers and the cleanup thread (once per process; later
+/// calls return the first result).
+pub fn install() -> Result<(), InterruptError> {
+    INSTALLED.get_or_init(install_once).clone()
+}
+
+fn install_once() -> Result<(), InterruptError> {
+    let r = signals::self_pipe().map_err(|e| InterruptError::Pipe(e.to_string()))?;
+    std::thread::Builder::new()
+        .name("pinsight-interrupt".into())
+        .spawn(move || cleanup_thread(r))
+        .map_err(|e| InterruptError::Thread(e.to_string()))?;
+    for sig in SIGNALS {
+        signals::write_to_self_pipe_on(sig).map_err(|e| InterruptError::Sigaction {
+            signal: sig,
+            reason: e.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
+/// The signal that stopped the experiment, if one did.
+pub fn stopped() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Sleeps up to `timeout`, returning early with the signal when one
+/// arrives (or at once when one already did).
+pub fn wait(timeout: Duration) -> Option<i32> {
+    let deadline = Instant::now() + timeout;
+    let mut st = lock(&STATE);
+    loop {
+        if let Some(s) = stopped() {
+            return Some(s);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        st = CHANGED
+            .wait_timeout(st, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+/// Main thread: waits until the cleanup thread has passed the signal on,
+/// killed what had to be killed and run the restorers. False on timeout.
+pub fn wait_for_cleanup(timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut st = lock(&STATE);
+    while !st.0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        st = CHANGED
+            .wait_timeout(st, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    true
+}
+
+/// Registers a restorer, run once by the cleanup thread on a signal.
+pub fn add_restorer(r: Restorer) {
+    let mut rs = lock(&RESTORERS);
+    if !rs.contains(&r) {
+        rs.push(r);
+    }
+}
+
+/// A function the cleanup thread runs after the restorers and before the
+/// process ends (e.g. flush a journal, or hand over to the main thread).
+/// Replaces any previous hook.
+pub fn set_hook(hook: fn(signal: i32)) {
+    *lock(&HOOK) = Some(hook);
+}
+
+/// A program's own process group, watched while this lives.
+#[must_use = "the group is watched only while the guard lives"]
+pub struct GroupWatch(libc::pid_t);
+
+/// Watches process group `pgid`: a signal is passed on to it and, with
+/// `kill_after`, the group is SIGKILLed once that grace has passed. If a
+/// signal already arrived (it raced with the spawn), the group gets it now.
+pub fn watch_group(pgid: libc::pid_t, kill_after: Option<Duration>) -> GroupWatch {
+    lock(&GROUPS).push((pgid, kill_after));
+    if let Some(sig) = stopped() {
+        let _ = pinsight_sys::process::kill_group(pgid, sig);
+        if kill_after.is_some() {
+            let _ = pinsight_sys::process::kill_group(pgid, libc::SIGKILL);
+        }
+    }
+    GroupWatch(pgid)
+}
+
+impl Drop for GroupWatch {
+    fn drop(&mut self) {
+        let mut g = lock(&GROUPS);
+        if let Some(i) = g.iter().position(|&(p, _)| p == self.0) {
+            g.remove(i);
+        }
+    }
+}
+
+/// Every descendant of pinsight watched while this lives.
+#[must_use = "descendants are watched only while the guard lives"]
+pub struct DescendantsWatch(());
+
+/// Watches every descendant of this process: a signal is passed on to
+/// each (found through `/proc/PID/task/TID/children`). Make this process
+/// a child subreaper first so orphans stay in the tree.
+pub fn watch_descendants() -> DescendantsWatch {
+    DESCENDANTS.fetch_add(1, Ordering::SeqCst);
+    if let Some(sig) = stopped() {
+        signal_descendants(sig);
+    }
+    DescendantsWatch(())
+}
+
+impl Drop for DescendantsWatch {
+    fn drop(&mut self) {
+        DESCENDANTS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The main thread finishes the experiment itself after a signal (its
+/// report, the resume line, its exit code); the cleanup thread waits for
+/// [`main_finished`] (at most 20 s; dropping the guard counts as
+/// finished) before the process dies by the signal.
+#[must_use = "the main thread handles the exit only while the guard lives"]
+pub struct MainExit(());
+
+/// See [`MainExit`].
+pub fn main_handles_exit() -> MainExit {
+    MAIN.fetch_add(1, Ordering::SeqCst);
+    MainExit(())
+}
+
+impl Drop for MainExit {
+    /// The main thread is done (also on an error path): see [`main_finished`].
+    fn drop(&mut self) {
+        main_finished();
+        MAIN.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Main thread: the report is out; the process may end.
+pub fn main_finished() {
+    lock(&STATE).1 = true;
+    CHANGED.notify_all();
+}
+
+/// Every live descendant of this process (children first).
+pub fn descendants() -> Vec<i32> {
+    let fs = FsRoot::live();
+    let mut out: Vec<i32> = Vec::new();
+    let mut queue = vec![pinsight_sys::process::getpid()];
+    while let Some(pid) = queue.pop() {
+        for tid in procfs::tids(&fs, pid) {
+            for c in procfs::task_children(&fs, pid, tid).unwrap_or_default() {
+                if !out.contains(&c) && out.len() < 1 << 16 {
+                    out.push(c);
+                    queue.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Sends `sig` to every descendant, but not twice: after a terminal's
+/// signal (Ctrl-C), those in pinsight's own process group got it already.
+fn signal_descendants(sig: i32) {
+    let own = pinsight_sys::process::getpgid(pinsight_sys::process::getpid());
+    let from_terminal = FROM_TERMINAL.load(Ordering::SeqCst);
+    for pid in descendants() {
+        if from_terminal && own.is_some() && pinsight_sys::process::getpgid(pid) == own {
+            continue;
+        }
+        let _ = pinsight_sys::process::kill(pid, sig);
+    }
+}
+
+/// Stops the experiment now, as if `sig` had arrived, from ordinary code
+/// (never from a signal handler): passes it on, runs the restorers once.
+/// Returns the restore failures.
+pub fn stop_now(sig: i32) -> Vec<String> {
+    let first = SIGNAL
+        .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    // Taking the lock orders this after a waiter's check of the signal.
+    drop(lock(&STATE));
+    CHANGED.notify_all();
+    let sig = stopped().unwrap_or(sig);
+    if first {
+        pass_on(sig);
+    }
+    let restorers: Vec<Restorer> = std::mem::take(&mut *lock(&RESTORERS));
+    restorers.into_iter().flat_map(|r| r()).collect()
+}
+
+/// Passes `sig` on to the watched groups and descendants, then SIGKILLs
+/// the groups registered with a grace once it has passed.
+fn pass_on(sig: i32) {
+    let groups: Vec<(libc::pid_t, Option<Duration>)> = lock(&GROUPS).clone();
+    for &(g, _) in &groups {
+        let _ = pinsight_sys::process::kill_group(g, sig);
+    }
+    if DESCENDANTS.load(Ordering::SeqCst) > 0 {
+        signal_descendants(sig);
+    }
+    let Some(grace) = groups.iter().filter_map(|&(_, k)| k).max() else {
+        return;
+    };
+    let start = Instant::now();
+    loop {
+        // A group's registration ends once its run is reaped.
+        let live: Vec<(libc::pid_t, Option<Duration>)> = lock(&GROUPS)
+            .iter()
+            .copied()
+            .filter(|g| g.1.is_some() && groups.contains(g))
+            .collect();
+        for &(g, k) in &live {
+            if k.is_some_and(|k| start.elapsed() >= k) {
+                let _ = pinsight_sys::process::kill_group(g, libc::SIGKILL);
+            }
+        }
+        if live.is_empty() || start.elapsed() >= grace {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn cleanup_thread(read: OwnedFd) {
+    // Blocks until the first signal; EOF or an error means the pipe is
+    // gone and there is nothing to do.
+    let Some((sig, from_terminal)) = signals::next_signal_origin(&read) else {
+        return;
+    };
+    FROM_TERMINAL.store(from_terminal, Ordering::SeqCst);
+    for failure in stop_now(sig) {
+        eprintln!("pinsight: {failure}");
+    }
+    lock(&STATE).0 = true;
+    CHANGED.notify_all();
+    let hook = *lock(&HOOK);
+    if let Some(h) = hook {
+        h(sig);
+    }
+    let deadline = Instant::now() + MAIN_GRACE;
+    let waits_for_main = MAIN.load(Ordering::SeqCst) > 0;
+    let mut st = lock(&STATE);
+    while waits_for_main && !st.1 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        st = CHANGED
+            .wait_timeout(st, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    let main_done = waits_for_main && st.1;
+    drop(st);
+    if main_done {
+        // The main thread now exits with 128 + N; give it time to do so
+        // rather than racing it with the re-raised signal.
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    signals::die_by(sig);
+    // Only reached if the signal could not kill the process.
+    std::thread::sleep(Duration::from_secs(1));
+    std::process::exit(crate::exit::signal_code(sig));
+}
+
+/// `s` as one word for a POSIX shell (XCU 2.2.2, single quotes), for the
+/// resume line printed after a stop: as is when it has only characters no
+/// shell treats specially.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_for_the_shell() {
+        assert_eq!(shell_quote("pinsight-x.jsonl"), "pinsight-x.jsonl");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote("$HOME;rm"), "'$HOME;rm'");
+    }
+
+    #[test]
+    fn descendants_are_found_through_proc() {
+        use std::os::unix::process::CommandExt;
+        let mut c = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let me = c.id() as i32;
+        let fs = FsRoot::live();
+        let t0 = Instant::now();
+        let mut grandchildren = Vec::new();
+        while grandchildren.is_empty() && t0.elapsed() < Duration::from_secs(5) {
+            grandchildren = procfs::task_children(&fs, me, me).unwrap_or_default();
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let found = descendants();
+        // Only this test's group: other tests' children are not ours to kill.
+        let _ = pinsight_sys::process::kill_group(me, libc::SIGKILL);
+        let _ = c.wait();
+        assert!(found.contains(&me), "{found:?}");
+        assert!(!grandchildren.is_empty(), "sh never started sleep");
+        for g in &grandchildren {
+            assert!(found.contains(g), "{g} not in {found:?}");
+        }
+    }
+}
