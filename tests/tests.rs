@@ -10,10 +10,10 @@
 mod common_cli;
 mod common_launch;
 
+mod bounds;
 mod cli_contract;
 mod compare_cli;
 mod compare_ranks;
-mod bounds;
 mod compare_workload;
 mod errors_topology;
 mod fsroot_archive;

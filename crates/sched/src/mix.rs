@@ -27,9 +27,9 @@
 use crate::manager::{Config, Manager};
 use crate::sf::{GivenSf, NoSf, SfSource};
 use pinsight_cpuset::CpuSet;
+use pinsight_lifecycle::exit::SpawnError;
 pub use pinsight_lifecycle::journal::JournalError;
 use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
-use pinsight_lifecycle::exit::SpawnError;
 use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
 use pinsight_sys::FsRoot;
