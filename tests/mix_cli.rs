@@ -114,6 +114,7 @@ fn check_complete(o: &Output, schedulers: &[&str]) -> Value {
 
 #[test]
 fn three_programs_under_every_scheduler() {
+    let _serial = pinsight_testkit::serial();
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
     let mut args = vec!["mix", "--runs", "2", "--sf", "#3=2", "--json", "--"];
@@ -136,6 +137,7 @@ fn three_programs_under_every_scheduler() {
 
 #[test]
 fn ctrl_c_keeps_the_journal_and_resume_completes() {
+    let _serial = pinsight_testkit::serial();
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(3);
     let mut args = vec!["mix", "--policies", "os,aarr", "--runs", "2", "--"];
@@ -200,6 +202,7 @@ fn ctrl_c_keeps_the_journal_and_resume_completes() {
 
 #[test]
 fn refusals() {
+    let _serial = pinsight_testkit::serial();
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
         (
@@ -257,6 +260,7 @@ fn refusals() {
 /// an export that cannot be written is refused before anything runs.
 #[test]
 fn exports_json_csv_markdown_and_html() {
+    let _serial = pinsight_testkit::serial();
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
     let mut args = vec![

@@ -4,6 +4,10 @@
 //! here; `every_test_file_is_compiled` fails for a file left out.
 //!
 //! Own binaries (a `[[test]]` each in Cargo.toml):
+//! - `live.rs`: the live tests whose assertions are about time or CPU
+//!   shares (sched, mix, tune on this machine's CPUs), run one at a time
+//!   (`pinsight_testkit::serial`) in a binary of their own, so that no
+//!   other test's busy program competes for the CPUs they measure.
 //! - `layering.rs`: .ci/run runs it first, alone (`cargo test --release --test layering`): the crate layering gate.
 
 // Shared helpers.
@@ -22,14 +26,11 @@ mod kinds_cli;
 mod latency_cli;
 mod launchers;
 mod mem_policy;
-mod mix_cli;
 mod model_cli;
 mod near;
 mod no_lost_work;
 mod plan_cli;
 mod program_sees_plan;
-mod sched_live;
-mod sched_signals;
 mod sf_cli;
 mod simulate_cli;
 mod slice_cli;
@@ -39,7 +40,6 @@ mod topo_explain;
 mod topo_memory;
 mod topo_watch;
 mod tune_cli;
-mod tune_live;
 mod tune_run;
 mod vocabulary;
 
@@ -47,6 +47,6 @@ mod vocabulary;
 fn every_test_file_is_compiled() {
     pinsight_testkit::assert_every_test_file_compiled(
         env!("CARGO_MANIFEST_DIR"),
-        include_str!("tests.rs"),
+        &[include_str!("tests.rs"), include_str!("live.rs")].concat(),
     );
 }

@@ -199,6 +199,16 @@ pub fn test_path(module: &str, name: &str) -> String {
     }
 }
 
+/// A process-wide lock for tests whose assertions are about time or CPU
+/// shares (fair shares, prompt exits, speedups): holding it, a test runs
+/// alone in its binary, so its sibling tests' busy programs never compete
+/// for the CPUs it measures. A test that panicked while holding it does
+/// not poison the others.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Fails unless every `tests/*.rs` of the package at `manifest_dir` is
 /// compiled: a module of the suite's binary (`mod NAME;` in `tests_rs`,
 /// the text of `tests/tests.rs`) or a `[[test]]` target of its own (a
