@@ -64,18 +64,7 @@ pub type CmdResult = Result<i32, CliError>;
 /// terminal-affecting escape) written as Rust escapes (`\u{1b}`, `\n`), the
 /// rest unchanged.
 pub fn shown(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_owned();
-    }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    pinsight_sys::text::shown(text).into_owned()
 }
 
 /// A path safe to print (see [`shown`]).

@@ -43,7 +43,7 @@ pub enum ArchiveError {
     },
     /// An entry that could lead outside the recording or is no file,
     /// directory or link.
-    #[error("{}: refused entry '{}': {reason}", path.display(), escaped(entry))]
+    #[error("{}: refused entry '{}': {reason}", path.display(), crate::text::shown(entry))]
     Hostile {
         /// The archive.
         path: PathBuf,
@@ -69,20 +69,6 @@ pub enum ArchiveError {
         #[source]
         source: io::Error,
     },
-}
-
-/// `text` with control characters written as escapes (`\u{1b}`), so an
-/// entry name never writes raw bytes to a terminal.
-fn escaped(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// Removal of the unpack directories when the process is stopped by

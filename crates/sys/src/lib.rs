@@ -46,5 +46,6 @@ pub mod process;
 pub mod procfs;
 pub mod sched;
 pub mod signals;
+pub mod text;
 
 pub use fsroot::{FsRoot, FsRootError, FSROOT_ENV};

@@ -77,7 +77,7 @@ impl fmt::Display for HwlocError {
             ),
             None => format!("hwloc XML '{}': {}", self.origin, self.kind),
         };
-        f.write_str(&one_line(&raw))
+        f.write_str(&pinsight_sys::text::shown(&raw))
     }
 }
 
@@ -475,7 +475,11 @@ impl<'a, 'input> Importer<'a, 'input> {
             kinds,
             provenance: Default::default(),
             devices: Vec::new(),
-            warnings: self.warnings.iter().map(|w| one_line(w)).collect(),
+            warnings: self
+                .warnings
+                .iter()
+                .map(|w| pinsight_sys::text::shown(w).into_owned())
+                .collect(),
         };
         name_kinds(&mut topo, &identities);
         Ok(topo)
@@ -1275,20 +1279,6 @@ fn cpu_records(
                 cppc: None,
                 core_type: info.and_then(|k| k.core_type),
                 midr: midrs.get(&id).copied(),
-            }
-        })
-        .collect()
-}
-
-/// Errors are one line: control characters (a newline in an attribute, a
-/// NUL quoted by the XML parser) are shown escaped.
-fn one_line(msg: &str) -> String {
-    msg.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
             }
         })
         .collect()
