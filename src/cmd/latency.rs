@@ -35,10 +35,10 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Examples:\n  pinsight latency\n  pinsight latency --cpus 0-7 --method msg --export-svg lat.svg\n  \
-                        pinsight latency --export-csv lat.csv && pinsight latency --latency lat.csv --export-png lat.png\n  \
+                        pinsight latency --export-csv lat.csv\n  pinsight latency --latency lat.csv --export-png lat.png\n  \
                         pinsight latency --runs 5   (run-to-run spread)\n  \
-                        pinsight latency --latency results/AMD_Ryzen_9_5950X.csv   (core-to-core-latency's CSV)\n  \
-                        pinsight latency --latency b12.csv --benchmark 2   (core-to-core-latency -b 1,2 --csv)"
+                        # core-to-core-latency's CSV\n  pinsight latency --latency results/AMD_Ryzen_9_5950X.csv\n  \
+                        # from core-to-core-latency -b 1,2 --csv\n  pinsight latency --latency b12.csv --benchmark 2"
 )]
 pub struct Args {
     /// CPUs to measure (cpulist, e.g. 0-7,16); default: every online CPU this process may use.

@@ -16,9 +16,12 @@ use pinsight_topology::FsRoot;
 /// Re-pin a running process's threads according to a plan.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  pinsight pin 4242 p-pinned                 thread i (TID order) -> P-core place i
-  pinsight pin $(pgrep -f qemu) p-pinned --qemu   vCPU n -> place n, emulator threads elsewhere
-  pinsight pin 4242 cpus-set:0-7 --dry-run    show before/after masks, change nothing
+  # thread i (TID order) -> P-core place i
+  pinsight pin 4242 p-pinned
+  # vCPU n -> place n, emulator threads elsewhere
+  pinsight pin $(pgrep -f qemu) p-pinned --qemu
+  # show before/after masks, change nothing
+  pinsight pin 4242 cpus-set:0-7 --dry-run
 
 Without --threads the plan is made for as many threads as the process has (vCPUs with --qemu), \
 or for every CPU of the policy's set when that is fewer (places are then reused round robin).
