@@ -43,12 +43,7 @@ use cli::Globals;
 /// Where should my threads run? Topology, placement and measured evidence
 /// for hybrid (P/E-core) and chiplet CPUs.
 #[derive(Parser, Debug)]
-#[command(
-    name = "pinsight",
-    version,
-    propagate_version = true,
-    max_term_width = 80
-)]
+#[command(name = "pinsight", version, propagate_version = true)]
 #[command(after_help = "Run `pinsight report` for a one-command overview of this machine.")]
 struct Cli {
     #[command(flatten)]
@@ -88,7 +83,11 @@ fn main() {
     if std::env::var_os("PINSIGHT_KINDS").is_some_and(|v| v.is_empty()) {
         std::env::remove_var("PINSIGHT_KINDS");
     }
-    let matches = vocabulary::with_old_spellings(<Cli as clap::CommandFactory>::command())
+    // Help wraps at pinsight's one terminal width ($COLUMNS first), the
+    // epilogues' paragraphs filling it.
+    let command =
+        <Cli as clap::CommandFactory>::command().term_width(pinsight_render::terminal_width());
+    let matches = vocabulary::with_old_spellings(command)
         .try_get_matches()
         .unwrap_or_else(|e| usage_exit(e));
     let mut cli =

@@ -21,6 +21,7 @@ mod compare_ranks;
 mod compare_workload;
 mod errors_topology;
 mod fsroot_archive;
+mod help_wrap;
 mod journal_safety;
 mod kinds_cli;
 mod latency_cli;

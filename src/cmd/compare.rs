@@ -25,42 +25,28 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const AFTER_HELP: &str = "\
-Every arm runs the same experiment: the same program, the same number of threads (--threads,
-else the CPUs pinsight may use: its affinity mask ∩ online CPUs) and the same thread-count
-variables (OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS); only the placement differs.
-Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any thread count: threads float
-inside the set. A pinned policy with fewer CPUs than threads is refused before anything
-runs (one from the default list is reported as not applicable instead), unless
---oversubscribe lets it place threads round robin.
+Every arm runs the same experiment: the same program, the same number of threads (--threads, else the CPUs pinsight may use: its affinity mask ∩ online CPUs) and the same thread-count variables (OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS); only the placement differs. Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any thread count: threads float inside the set. A pinned policy with fewer CPUs than threads is refused before anything runs (one from the default list is reported as not applicable instead), unless --oversubscribe lets it place threads round robin.
 
-The baseline is `os` (no pinning). Policies that need a second core kind (p-*, e-* on a
-machine with one kind) are reported as \"not applicable here\" with the reason, and the
-applicable ones run. Runs are interleaved in randomised blocks (every arm once per block),
-so drift hits all arms alike. Each finished run is appended to the journal and synced to
-disk; an interrupted experiment continues with --resume JOURNAL. Output files (journal and
-exports) are checked before the first run.
+The baseline is `os` (no pinning). Policies that need a second core kind (p-*, e-* on a machine with one kind) are reported as \"not applicable here\" with the reason, and the applicable ones run. Runs are interleaved in randomised blocks (every arm once per block), so drift hits all arms alike. Each finished run is appended to the journal and synced to disk; an interrupted experiment continues with --resume JOURNAL. Output files (journal and exports) are checked before the first run.
 
-Memory policies: --mem SPEC applies to every arm; an arm may carry its own, POLICY+mem:SPEC
-(--policies p-pinned,p-pinned+mem:interleave:all), which stays in its name and in the
-journal's identity of the arm. A policy the kernel refuses is reported before any run.
+Memory policies: --mem SPEC applies to every arm; an arm may carry its own, POLICY+mem:SPEC (--policies p-pinned,p-pinned+mem:interleave:all), which stays in its name and in the journal's identity of the arm. A policy the kernel refuses is reported before any run.
 
 Across ranks: --launcher LINE --slice POLICY compares slicing rules instead of placements. Every run starts `LINE pinsight [--kinds SPEC] run --slice POLICY --slice-rules RULE --report-dir DIR -- COMMAND` (one arm per rule of --slice-rules, default equal-count,equal-capacity,p-only; the first is the baseline), and its time is the SLOWEST rank's wall time, read from the ranks' reports (DIR = JOURNAL-ranks/run-N, kept). The launcher's own wall time and the slowest/fastest rank spread are kept too. A rank that fails (or writes no report) fails the run. --policies, --threads, --governors and the other placement options do not apply. Keep the launcher from binding each rank (--bind-to none, or Slurm's --cpu-bind=none) so every rank sees the CPUs to slice.
 
 compare measures this machine: --fsroot, PINSIGHT_FSROOT and --hwloc-xml are refused.
 
-Options go before the program: the first word that is not an option (or everything after
-`--`) is the program, and the words after it are its own arguments.
+Options go before the program: the first word that is not an option (or everything after `--`) is the program, and the words after it are its own arguments.
 
-Exit status: 0 done; 1 a run failed (without --ignore-failure) or a runtime error; 2 usage;
-126/127 COMMAND cannot be executed / not found; 130 interrupted by Ctrl-C (143 SIGTERM).
+Exit status: 0 done; 1 a run failed (without --ignore-failure) or a runtime error; 2 usage; 126/127 COMMAND cannot be executed / not found; 130 interrupted by Ctrl-C (143 SIGTERM).
 
 Examples:
   pinsight compare --runs 10 -- ./my-omp-app input.dat
-  pinsight compare --policies os,p-pinned --threads 8 --export-html report.html -- make -j8
+  pinsight compare --policies os,p-pinned -t 8 --export-html r.html -- make -j8
   pinsight compare --policies os,latency-group --latency lat.csv -- ./app
   pinsight compare --policies p-pinned,p-pinned+mem:interleave:all -- ./stream
   pinsight compare --governors performance,powersave -- sysbench cpu run
-  pinsight compare --launcher 'srun -n 4 --cpu-bind=none' --slice p-pinned -- ./solver
+  pinsight compare --launcher 'srun -n 4 --cpu-bind=none' --slice p-pinned \\
+    -- ./solver
   pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
 
 /// Splits a `--policies` list at commas, except inside a CPU list: a piece

@@ -9,15 +9,13 @@ use std::path::{Path, PathBuf};
 
 /// Merge the rank reports of `run --slice --report-dir DIR`, node by node.
 #[derive(clap::Args, Debug)]
-#[command(
-    after_help = "Per node: each rank's slice and capacity, the CPUs its threads ran on, its
-wall time, and the spread between the fastest and the slowest rank.
+#[command(after_help = "\
+Per node: each rank's slice and capacity, the CPUs its threads ran on, its wall time, and the spread between the fastest and the slowest rank.
 
 Examples:
   srun -n 4 pinsight run --slice p-pinned --report-dir out -- ./solver
   pinsight gather out
-  pinsight gather out --export-html ranks.html"
-)]
+  pinsight gather out --export-html ranks.html")]
 pub struct Args {
     /// The --report-dir of the runs.
     #[arg(value_name = "DIR")]

@@ -7,6 +7,7 @@ use pinsight_latency::measure::{
 };
 use pinsight_latency::{domains, DomainTree, LatencyMatrix, LoadMatrix, RunToRun};
 use pinsight_render::latency::{self as render, ChartOptions, KindBand, TableStyle};
+use pinsight_render::term::{fill, Wrap};
 use pinsight_topology::{CpuSet, FsRoot};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -34,10 +35,10 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Examples:\n  pinsight latency\n  pinsight latency --cpus 0-7 --method msg --export-svg lat.svg\n  \
-                        pinsight latency --export-csv lat.csv && pinsight latency --latency lat.csv --export-png lat.png\n  \
+                        pinsight latency --export-csv lat.csv\n  pinsight latency --latency lat.csv --export-png lat.png\n  \
                         pinsight latency --runs 5   (run-to-run spread)\n  \
-                        pinsight latency --latency results/AMD_Ryzen_9_5950X.csv   (core-to-core-latency's CSV)\n  \
-                        pinsight latency --latency b12.csv --benchmark 2   (core-to-core-latency -b 1,2 --csv)"
+                        # core-to-core-latency's CSV\n  pinsight latency --latency results/AMD_Ryzen_9_5950X.csv\n  \
+                        # from core-to-core-latency -b 1,2 --csv\n  pinsight latency --latency b12.csv --benchmark 2"
 )]
 pub struct Args {
     /// CPUs to measure (cpulist, e.g. 0-7,16); default: every online CPU this process may use.
@@ -550,7 +551,12 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
     }
     out.push_str("\nLatency domains:\n");
     for line in tree.describe().lines() {
-        out.push_str(&wrap(&format!("  {line}"), 80, "    "));
+        // The tree's own indentation stays; continuation lines hang by four.
+        let lead = " ".repeat(2 + line.len() - line.trim_start().len());
+        out.push_str(&fill(
+            line.trim_start(),
+            Wrap::new(80).indent(&lead, "    "),
+        ));
     }
     let written: Vec<String> = [&args.csv, &args.svg, &args.png]
         .iter()
@@ -559,7 +565,10 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
         .collect();
     if !written.is_empty() {
         out.push('\n');
-        out.push_str(&wrap(&format!("Wrote {}", written.join(", ")), 80, "  "));
+        out.push_str(&fill(
+            &format!("Wrote {}", written.join(", ")),
+            Wrap::new(80).indent("", "  "),
+        ));
     }
     out
 }
@@ -586,7 +595,7 @@ fn header(m: &LatencyMatrix, origin: &Origin) -> String {
                 "the median of its samples"
             };
             out.push_str(&format!("{} ({})\n", c.method.describe(), c.method));
-            out.push_str(&wrap(
+            out.push_str(&fill(
                 &format!(
                     "One-way latency in ns; each pair is {value}, sampled until the 95% CI \
                      of its median within one run is ±{}% or for {} ms. {} CPUs, {rounds}, {}.",
@@ -595,8 +604,7 @@ fn header(m: &LatencyMatrix, origin: &Origin) -> String {
                     c.cpus.len(),
                     seconds(r.elapsed)
                 ),
-                80,
-                "",
+                Wrap::new(80).indent("", ""),
             ));
             out.push('\n');
         }
@@ -640,20 +648,19 @@ fn header(m: &LatencyMatrix, origin: &Origin) -> String {
 fn measurement_notes(r: &Measurement, c: &MeasureConfig) -> String {
     let mut out = String::new();
     if !r.fewer_runs.is_empty() {
-        out.push_str(&wrap(
+        out.push_str(&fill(
             &format!(
                 "{} pair(s) measured in fewer than {} runs: the --budget ran out: {}",
                 r.fewer_runs.len(),
                 c.repeats,
                 pair_list(&r.fewer_runs)
             ),
-            80,
-            "  ",
+            Wrap::new(80).indent("", "  "),
         ));
     }
     let noisy = r.noisy();
     if !noisy.is_empty() {
-        out.push_str(&wrap(
+        out.push_str(&fill(
             &format!(
                 "{} noisy pair(s) (within-run interval wider than ±{}% after {} ms; \
                  busy or virtualised machine?): {}",
@@ -662,12 +669,11 @@ fn measurement_notes(r: &Measurement, c: &MeasureConfig) -> String {
                 c.max_time_per_pair.as_millis(),
                 pair_list(&noisy)
             ),
-            80,
-            "  ",
+            Wrap::new(80).indent("", "  "),
         ));
     }
     if !r.skipped.is_empty() {
-        out.push_str(&wrap(
+        out.push_str(&fill(
             &format!(
                 "{} pair(s) not measured: the --budget ran out after {} of {} rounds: {}",
                 r.skipped.len(),
@@ -675,8 +681,7 @@ fn measurement_notes(r: &Measurement, c: &MeasureConfig) -> String {
                 r.rounds_planned,
                 pair_list(&r.skipped)
             ),
-            80,
-            "  ",
+            Wrap::new(80).indent("", "  "),
         ));
     }
     out
@@ -690,23 +695,21 @@ fn interval_legend(m: &LatencyMatrix) -> String {
     }
     let runs = m.runs();
     if runs < 2 {
-        return wrap(
+        return fill(
             "± within-run: the 95% CI of the median from this one run's samples; it \
              does not cover run-to-run variation (often larger): see --runs N.",
-            80,
-            "",
+            Wrap::new(80).indent("", ""),
         );
     }
-    let mut out = wrap(
+    let mut out = fill(
         &format!(
             "± is the larger of the within-run 95% CI and the run-to-run spread: how far \
              the farthest of the {runs} run medians lies from their median (the value shown)."
         ),
-        80,
-        "",
+        Wrap::new(80).indent("", ""),
     );
     if let Some(s) = m.run_to_run() {
-        out.push_str(&wrap(
+        out.push_str(&fill(
             &format!(
                 "Run-to-run spread over {} pair{}: median ±{}, max ±{} (CPUs {},{}).",
                 s.pairs,
@@ -716,38 +719,8 @@ fn interval_legend(m: &LatencyMatrix) -> String {
                 s.max_pair.0,
                 s.max_pair.1
             ),
-            80,
-            "",
+            Wrap::new(80).indent("", ""),
         ));
-    }
-    out
-}
-
-/// `text` broken at spaces into lines of at most `width` characters (a
-/// longer word stays whole), continuation lines starting with `indent`;
-/// each line ends in a newline.
-fn wrap(text: &str, width: usize, indent: &str) -> String {
-    let lead: String = text.chars().take_while(|c| *c == ' ').collect();
-    let mut out = String::new();
-    let mut line = lead.clone();
-    let mut empty = true;
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let need = line.chars().count() + usize::from(!empty) + word.chars().count();
-        if !empty && need > width {
-            out.push_str(&line);
-            out.push('\n');
-            line = indent.to_string();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
-    }
-    if !empty {
-        out.push_str(&line);
-        out.push('\n');
     }
     out
 }
@@ -1173,11 +1146,7 @@ mod tests {
     }
 
     #[test]
-    fn wrap_breaks_at_spaces_within_the_width() {
-        assert_eq!(wrap("a bb ccc dddd", 6, "  "), "a bb\n  ccc\n  dddd\n");
-        assert_eq!(wrap("  x y", 80, "    "), "  x y\n");
-        assert_eq!(wrap("unbreakablewordhere", 5, ""), "unbreakablewordhere\n");
-        assert_eq!(wrap("", 5, ""), "");
+    fn fit_cuts_with_an_ellipsis() {
         assert_eq!(fit("abcdef", 4), "abc…");
         assert_eq!(fit("abc", 4), "abc");
     }

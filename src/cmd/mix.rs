@@ -37,11 +37,13 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
-    after_help = "Examples:\n  pinsight mix -- './a.out' 'python3 job.py' 'make -j1'\n  \
-pinsight mix --policies aarr,to --sf a.out=2.1 --runs 5 -- './a.out' './b'\n  \
-pinsight mix --resume pinsight-mix.jsonl\n\n\
-Exit status: 0; 130 (128+N) when stopped by signal N (journal kept);\n\
-1 when a reference run fails. This machine only (exit 2 for --fsroot)."
+    after_help = "\
+Examples:
+  pinsight mix -- './a.out' 'python3 job.py' 'make -j1'
+  pinsight mix --policies aarr,to --sf a.out=2.1 --runs 5 -- './a.out' './b'
+  pinsight mix --resume pinsight-mix.jsonl
+
+Exit status: 0; 130 (128+N) when stopped by signal N (journal kept); 1 when a reference run fails. This machine only (exit 2 for --fsroot)."
 )]
 pub struct Args {
     /// Schedulers to compare, comma-separated: os, aarr, to, acfs.

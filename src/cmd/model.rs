@@ -15,17 +15,12 @@ use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
 The models (seed \"work-stealing-on-asymmetric-multicore\"; see `pinsight tune --help`):
-  dynamic  T = T1 (1 - f + f sf/(sf P + E)): speedup vs 1 P-core 1/(1 - f + sf f/(sf P + E)),
-           vs 1 E-core 1/((1 - f)/sf + f/(sf P + E))
+  dynamic  T = T1 (1 - f + f sf/(sf P + E)): speedup vs 1 P-core 1/(1 - f + sf
+           f/(sf P + E)), vs 1 E-core 1/((1 - f)/sf + f/(sf P + E))
   static   equal split paced by the slowest thread
---params f=0.95,sf=2,smt_gain=0.3,t1=10,contention=0,model=dynamic (f required;
-defaults sf=1, smt_gain=0, t1=1, contention=0, model=dynamic). --config 4P+8E+2smt
-(terms NP, NE, Nsmt). The machine: --machine 6P+8E+smt, else the topology (this
-machine, --fsroot, --hwloc-xml, --kinds).
+--params f=0.95,sf=2,smt_gain=0.3,t1=10,contention=0,model=dynamic (f required; defaults sf=1, smt_gain=0, t1=1, contention=0, model=dynamic). --config 4P+8E+2smt (terms NP, NE, Nsmt). The machine: --machine 6P+8E+smt, else the topology (this machine, --fsroot, --hwloc-xml, --kinds).
 
-JSON (--json): model, theta {t1, f, sf, smt_gain, contention}, params (with CIs,
-when fitted), machine, config {p, e, smt, predicted_s, ci, vs_1p, vs_1e} (with
---config), curves {p_first, e_first: [{cores, config, time_s, vs_p, vs_e}]}.
+JSON (--json): model, theta {t1, f, sf, smt_gain, contention}, params (with CIs, when fitted), machine, config {p, e, smt, predicted_s, ci, vs_1p, vs_1e} (with --config), curves {p_first, e_first: [{cores, config, time_s, vs_p, vs_e}]}.
 
 Examples:
   pinsight model --params f=0.99,sf=2 --machine 4P+8E --export-svg curve.svg

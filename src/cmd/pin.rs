@@ -10,14 +10,18 @@ use pinsight_launch::pin::{
     ThreadOrder, ThreadPin,
 };
 use pinsight_plan::{PlanError, Policy, Request};
+use pinsight_render::term::{fill, Wrap};
 use pinsight_topology::FsRoot;
 
 /// Re-pin a running process's threads according to a plan.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  pinsight pin 4242 p-pinned                 thread i (TID order) -> P-core place i
-  pinsight pin $(pgrep -f qemu) p-pinned --qemu   vCPU n -> place n, emulator threads elsewhere
-  pinsight pin 4242 cpus-set:0-7 --dry-run    show before/after masks, change nothing
+  # thread i (TID order) -> P-core place i
+  pinsight pin 4242 p-pinned
+  # vCPU n -> place n, emulator threads elsewhere
+  pinsight pin $(pgrep -f qemu) p-pinned --qemu
+  # show before/after masks, change nothing
+  pinsight pin 4242 cpus-set:0-7 --dry-run
 
 Without --threads the plan is made for as many threads as the process has (vCPUs with --qemu), \
 or for every CPU of the policy's set when that is fewer (places are then reused round robin).
@@ -158,9 +162,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             .filter(|t| t.error.as_deref().is_some_and(is_long))
         {
             let text = format!("TID {}: {}", t.tid, t.error.as_deref().unwrap_or("?"));
-            for line in wrap(&text, 78) {
-                println!("  {line}");
-            }
+            print!("{}", fill(&text, REASON));
         }
         for n in report.notes.iter().chain(plan.notes.iter()) {
             if !g.quiet {
@@ -228,27 +230,9 @@ fn short_error(e: &Option<String>) -> String {
     }
 }
 
-/// Word-wraps `text` to lines of at most `width` characters (a longer
-/// word stands alone); continuation lines are indented by two spaces.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    let mut cur = String::new();
-    for word in text.split_whitespace() {
-        let len = cur.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width {
-            lines.push(std::mem::take(&mut cur));
-            cur.push_str("  ");
-        }
-        if !cur.trim().is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(word);
-    }
-    if !cur.trim().is_empty() {
-        lines.push(cur);
-    }
-    lines
-}
+/// How a long reason is printed below the table: 80 columns, indented by
+/// two, continuation lines by four.
+const REASON: Wrap<'static> = Wrap::new(80).indent("  ", "    ");
 
 #[cfg(test)]
 mod tests {
@@ -287,9 +271,14 @@ mod tests {
         assert_eq!(short_error(&Some("ENOSYS".into())), "ENOSYS");
         assert_eq!(short_error(&Some("permission denied".into())), "see below");
         let text = format!("TID 22: {reason}");
-        let lines = wrap(&text, 78);
+        let lines = pinsight_render::term::wrap(&text, REASON);
         assert!(lines.len() >= 2, "{lines:?}");
-        assert!(lines.iter().all(|l| l.chars().count() <= 78), "{lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{lines:?}");
+        assert!(lines[0].starts_with("  TID 22:"), "{lines:?}");
+        assert!(
+            lines[1..].iter().all(|l| l.starts_with("    ")),
+            "{lines:?}"
+        );
         assert_eq!(
             lines.join(" ").split_whitespace().collect::<Vec<_>>(),
             text.split_whitespace().collect::<Vec<_>>()

@@ -12,33 +12,31 @@ use pinsight_plan::{format::FORMAT_NAMES, plan, render, Format, Policy};
 const AFTER_HELP: &str = "\
 Policies (append +smt-physical-first to any pinned one):
   os                   no pinning; the OS scheduler decides (baseline)
-  p-set, e-set         whole process on the fastest / slowest core kind; threads float
-  p-pinned, e-pinned   one CPU of that kind per thread, one per core before SMT siblings
+  p-set, e-set         whole process on the fastest / slowest core kind; threads
+                       float
+  p-pinned, e-pinned   one CPU of that kind per thread, one per core before SMT
+                       siblings
   p-first, e-first     fill the fastest (slowest) kind first, then the next
   smt-physical-first   every core's first hardware thread, then the siblings
   compact (close)      nearest CPUs first: siblings, then cores sharing caches
   scatter (spread)     spread over packages, NUMA nodes, L3 and L2 domains
-  kind:RANK|NAME       pinned on one kind (rank 0 = slowest; name or mark: E-core, E)
+  kind:RANK|NAME       pinned on one kind (rank 0 = slowest; name or mark:
+                       E-core, E)
   kind-set:RANK|NAME   process on one kind; threads float
   cpus:LIST            thread i on the i-th CPU of LIST, in your order (1,0:
                        thread 0 on CPU 1, as with likwid-pin -c or GOMP)
   cpus-set:LIST        process on the CPUs of LIST; threads float (taskset -c)
   balance              --tasks M over all usable CPUs in proportion to capacity
-                       (--weights FILE, else cpu_capacity, else kind max frequency)
-  latency-group        --threads K CPUs with the lowest mean pairwise latency (--latency FILE)
-  latency-pipeline     K CPUs in stage order, lowest neighbour latency (or --pipeline)
+                       (--weights FILE, else cpu_capacity, else kind max
+                       frequency)
+  latency-group        --threads K CPUs with the lowest mean pairwise latency
+                       (--latency FILE)
+  latency-pipeline     K CPUs in stage order, lowest neighbour latency (or
+                       --pipeline)
 
-LIST is a cpulist kept in the order written (1,0  8-11,0-3  0-15:2; a CPU may
-appear once), a hex mask as taskset and hwloc-calc print it (0xff, or 32-bit
-words 0x00000001,0x00000000; ascending), or all (every usable CPU, ascending).
-The plan keeps its name as written: cpus:1,0 stays cpus:1,0.
+LIST is a cpulist kept in the order written (1,0  8-11,0-3  0-15:2; a CPU may appear once), a hex mask as taskset and hwloc-calc print it (0xff, or 32-bit words 0x00000001,0x00000000; ascending), or all (every usable CPU, ascending). The plan keeps its name as written: cpus:1,0 stays cpus:1,0.
 
-Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any --threads: the
-threads float inside the set and the kernel time-shares its CPUs, so nothing
-is oversubscribed. Pinned policies refuse more threads than CPUs unless
---oversubscribe (places are then reused round robin). Exported counts
-(OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS) are always --threads, for
-balance --tasks; balance's omp-places output has one place per task.
+Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any --threads: the threads float inside the set and the kernel time-shares its CPUs, so nothing is oversubscribed. Pinned policies refuse more threads than CPUs unless --oversubscribe (places are then reused round robin). Exported counts (OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS) are always --threads, for balance --tasks; balance's omp-places output has one place per task.
 
 Examples:
   pinsight plan p-pinned --threads 6
@@ -46,35 +44,36 @@ Examples:
   pinsight plan p-first+smt-physical-first
   pinsight plan balance --tasks 200 --weights speed.json
   pinsight plan latency-group -t 4 --latency c2c.csv --pipeline
-  pinsight plan cpus:1,0 --format gomp     # export GOMP_CPU_AFFINITY='1 0'
-  pinsight plan cpus-set:0xff0 -t 16       # 16 threads floating over CPUs 4-11
-  pinsight plan e-set --format cpulist                     # 12-19
-  pinsight plan e-set --format taskset                     # taskset -c 12-19
-  pinsight plan scatter -t 4 --format numactl              # numactl --physcpubind=0,2,4,6
+  # export GOMP_CPU_AFFINITY='1 0'
+  pinsight plan cpus:1,0 --format gomp
+  # 16 threads floating over CPUs 4-11
+  pinsight plan cpus-set:0xff0 -t 16
+  # prints 12-19
+  pinsight plan e-set --format cpulist
+  # taskset -c 12-19
+  pinsight plan e-set --format taskset
+  # numactl --physcpubind=0,2,4,6
+  pinsight plan scatter -t 4 --format numactl
+  # export OMP_PLACES='{0},{2},{4},...' OMP_PROC_BIND='close'
   eval \"$(pinsight plan p-pinned -t 6 --format omp-places)\"
-                      # export OMP_PLACES='{0},{2},{4},...' OMP_PROC_BIND='close'
-  eval \"$(pinsight plan e-first -t 10 --format gomp)\"      # GOMP_CPU_AFFINITY='12-19 0 2'
+  # GOMP_CPU_AFFINITY='12-19 0 2'
+  eval \"$(pinsight plan e-first -t 10 --format gomp)\"
+  # KMP_AFFINITY='granularity=fine,explicit,proclist=[0,2,4,6,8,10]'
   eval \"$(pinsight plan p-pinned -t 6 --format kmp-affinity)\"
-                      # KMP_AFFINITY='granularity=fine,explicit,proclist=[0,2,4,6,8,10]'
-  eval \"$(pinsight plan p-set --format kmp-hw-subset)\"     # KMP_HW_SUBSET='6c:intel_core'
-  pinsight plan p-pinned -t 4 --format libvirt             # <cputune> with <vcpupin>s
-  srun $(pinsight plan p-pinned -t 4 --format slurm) ./app # --cpu-bind=map_cpu:0,2,4,6
+  # KMP_HW_SUBSET='6c:intel_core'
+  eval \"$(pinsight plan p-set --format kmp-hw-subset)\"
+  # <cputune> with <vcpupin>s
+  pinsight plan p-pinned -t 4 --format libvirt
+  # --cpu-bind=map_cpu:0,2,4,6
+  srun $(pinsight plan p-pinned -t 4 --format slurm) ./app
+  # numactl --interleave=0 --physcpubind=0,2,4,6
   pinsight plan scatter -t 4 --mem interleave:all --format numactl
-                      # numactl --interleave=0 --physcpubind=0,2,4,6
-  pinsight plan p-pinned -t 4 --near eth0 --mem local   # CPUs local to eth0, its node
+  # CPUs local to eth0, its node
+  pinsight plan p-pinned -t 4 --near eth0 --mem local
 
-Memory (--mem): local (MPOL_LOCAL), bind:NODES (numactl --membind, libvirt
-strict, Slurm mask_mem), interleave:NODES, preferred:NODE (one node),
-weighted-interleave[:NODES] (Linux 6.9+, numactl 2.0.19+; the kernel's weights
-in /sys/kernel/mm/mempolicy/weighted_interleave/ are shown, never written).
-NODES is a node list (0-1,3) or all (the nodes the cgroup allows that hold
-memory). Nodes that do not exist, hold no memory or that the cgroup forbids
-are refused. Slurm has no interleave and libvirt no weighted interleave: those
-formats refuse them; taskset, cpulist and the OpenMP formats say on stderr
-that they carry no memory policy.
+Memory (--mem): local (MPOL_LOCAL), bind:NODES (numactl --membind, libvirt strict, Slurm mask_mem), interleave:NODES, preferred:NODE (one node), weighted-interleave[:NODES] (Linux 6.9+, numactl 2.0.19+; the kernel's weights in /sys/kernel/mm/mempolicy/weighted_interleave/ are shown, never written). NODES is a node list (0-1,3) or all (the nodes the cgroup allows that hold memory). Nodes that do not exist, hold no memory or that the cgroup forbids are refused. Slurm has no interleave and libvirt no weighted interleave: those formats refuse them; taskset, cpulist and the OpenMP formats say on stderr that they carry no memory policy.
 
-Weights file (--weights): JSON {\"0\": 1.0, \"12\": 0.6} (as `pinsight speed --weights` writes)
-or lines `cpu,weight`. Only ratios matter; 0 = no tasks on that CPU.";
+Weights file (--weights): JSON {\"0\": 1.0, \"12\": 0.6} (as `pinsight speed --export-weights` writes) or lines `cpu,weight`. Only ratios matter; 0 = no tasks on that CPU.";
 
 /// `pinsight plan` explains `--latency` and `--pipeline` at more length than
 /// `run`/`pin` (whose help points here): the shared flags keep their names

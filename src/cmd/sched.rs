@@ -49,13 +49,15 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
-    after_help = "Examples:\n  pinsight sched --policies aarr -- make -j8\n  \
-pinsight sched --policies to --sf solver=2.4 --sf io=1.2 -- ./run-both.sh\n  \
-pinsight sched --policies acfs --pids 4242,4243 --sf '#1=1.9'\n  \
-pinsight --kinds 0:P,1:E sched --policies aarr -- ./a   (a VM: declare the kinds)\n\n\
-Exit status: CMD's (128+N if killed by signal N; 127 not found, 126 not\n\
-executable); with --pids 0, or 128+N when stopped by signal N. This machine\n\
-only: --fsroot/--hwloc-xml are refused (exit 2)."
+    after_help = "\
+Examples:
+  pinsight sched --policies aarr -- make -j8
+  pinsight sched --policies to --sf solver=2.4 --sf io=1.2 -- ./run-both.sh
+  pinsight sched --policies acfs --pids 4242,4243 --sf '#1=1.9'
+  # a VM: declare the kinds
+  pinsight --kinds 0:P,1:E sched --policies aarr -- ./a
+
+Exit status: CMD's (128+N if killed by signal N; 127 not found, 126 not executable); with --pids 0, or 128+N when stopped by signal N. This machine only: --fsroot/--hwloc-xml are refused (exit 2)."
 )]
 pub struct Args {
     /// The policy: os, aarr, to or acfs.

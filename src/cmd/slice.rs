@@ -15,29 +15,23 @@ use std::path::PathBuf;
 
 /// Print one rank's slice of this node's CPUs (equal capacity by default).
 #[derive(clap::Args, Debug)]
-#[command(
-    after_help = "The local rank and the number of ranks on this node come from --rank and
---size, else from the launcher's environment:
-  Slurm      SLURM_LOCALID + SLURM_STEP_TASKS_PER_NODE, SLURM_NTASKS_PER_NODE
-             or SLURM_TASKS_PER_NODE (2(x3),1 form) and SLURM_NODEID
+#[command(after_help = "\
+The local rank and the number of ranks on this node come from --rank and --size, else from the launcher's environment:
+  Slurm      SLURM_LOCALID + SLURM_STEP_TASKS_PER_NODE, SLURM_NTASKS_PER_NODE or
+             SLURM_TASKS_PER_NODE (2(x3),1 form) and SLURM_NODEID
   Open MPI   OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE
   MPICH/IMPI MPI_LOCALRANKID, MPI_LOCALNRANKS
   MVAPICH2   MV2_COMM_WORLD_LOCAL_RANK, MV2_COMM_WORLD_LOCAL_SIZE
   PMIx, PMI  PMIX_LOCAL_RANK/_SIZE, PMI_LOCAL_RANK/_SIZE
   Flux       FLUX_TASK_LOCAL_ID (with --size)
   torchrun   LOCAL_RANK, LOCAL_WORLD_SIZE
-The CPUs sliced are those this process may use (its affinity mask, so the
-launcher's own binding counts, and the cgroup), cut into contiguous slices in
-topology order keeping cores, then NUMA nodes, L3 and L2 groups whole where
-the slices stay equal within one CPU's capacity. Capacity: --weights
-(`pinsight speed --weights`), else cpu_capacity, kind max frequency or rank.
+The CPUs sliced are those this process may use (its affinity mask, so the launcher's own binding counts, and the cgroup), cut into contiguous slices in topology order keeping cores, then NUMA nodes, L3 and L2 groups whole where the slices stay equal within one CPU's capacity. Capacity: --weights (`pinsight speed --weights`), else cpu_capacity, kind max frequency or rank.
 
 Examples:
   pinsight slice --all --size 4             every rank's slice, its capacity
   pinsight slice --all --size 2 --format slurm
   srun -n 4 pinsight slice                  what each rank would get
-  pinsight slice --rank 1 --size 2 --rule p-only --json"
-)]
+  pinsight slice --rank 1 --size 2 --rule p-only --json")]
 pub struct Args {
     #[command(flatten)]
     pub slice: SliceArgs,

@@ -24,7 +24,7 @@ pub use pinsight_speed::default_mem_bytes;
 /// disagree.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight speed\n  pinsight speed --per-kind --budget-per-cpu 500ms\n  pinsight speed --export-weights speed.json && pinsight plan balance --tasks 200 --weights speed.json"
+    after_help = "Examples:\n  pinsight speed\n  pinsight speed --per-kind --budget-per-cpu 500ms\n  pinsight speed --export-weights speed.json\n  pinsight plan balance --tasks 200 --weights speed.json"
 )]
 pub struct Args {
     /// CPUs to measure (cpulist); default: every online CPU this process may use.

@@ -25,50 +25,22 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 const AFTER_HELP: &str = "\
-What tune does: runs CMD at a small design of configurations (P-cores, E-cores, SMT
-siblings used: 1P, 1E, all P, all E, all P + all E, halves, with and without SMT;
-on one kind: 1 core, half, all, all with SMT), --runs times each, fits two models,
-predicts every configuration the machine allows, runs the best two it did not
-measure (--validate) to check the prediction, and recommends one in plain words
-and in every dialect `plan` speaks (OMP_NUM_THREADS + OMP_PLACES, KMP_HW_SUBSET,
-taskset, a pinsight run line).
+What tune does: runs CMD at a small design of configurations (P-cores, E-cores, SMT siblings used: 1P, 1E, all P, all E, all P + all E, halves, with and without SMT; on one kind: 1 core, half, all, all with SMT), --runs times each, fits two models, predicts every configuration the machine allows, runs the best two it did not measure (--validate) to check the prediction, and recommends one in plain words and in every dialect `plan` speaks (OMP_NUM_THREADS + OMP_PLACES, KMP_HW_SUBSET, taskset, a pinsight run line).
 
-Models (seed \"work-stealing-on-asymmetric-multicore\"), T1 = time on one P-core,
-f = parallel fraction, sf = P-core speed / E-core speed, smt_gain = what an SMT
-sibling adds (fraction of its core), contention = slowdown per added core:
-  dynamic  work-stealing: T = T1 (1 - f + f sf/(sf P + E)); cores add their speeds
+Models (seed \"work-stealing-on-asymmetric-multicore\"), T1 = time on one P-core, f = parallel fraction, sf = P-core speed / E-core speed, smt_gain = what an SMT sibling adds (fraction of its core), contention = slowdown per added core:
+  dynamic  work-stealing: T = T1 (1 - f + f sf/(sf P + E)); cores add their
+           speeds
   static   equal split: the slowest thread paces the run; E-cores help only when
            E > P (sf - 1)
-Both are fitted on log time, with and without contention; the lowest AICc wins.
-Intervals: 95% bootstrap. On a machine of one kind sf is held at 1 and tune
-chooses the thread count and SMT only. With --kinds the declared kinds count.
+Both are fitted on log time, with and without contention; the lowest AICc wins. Intervals: 95% bootstrap. On a machine of one kind sf is held at 1 and tune chooses the thread count and SMT only. With --kinds the declared kinds count.
 
---from FILE fits runs measured elsewhere (CSV p,e,smt,time_s[,energy_j], one row
-per run, # comments) and runs nothing, so it works on a recorded machine
-(--fsroot, --hwloc-xml, --kinds) or on a declared one (--machine 6P+8E+smt: N
-P-cores, M E-cores, smt = 1 sibling per P-core, smtN = N). Runs at
-configurations the machine does not allow are fitted, listed as a warning
-(outside_machine in JSON), and never recommended. --goal energy|edp needs the
-energy_j column (energy = fitted power x time; EDP = energy x time).
+--from FILE fits runs measured elsewhere (CSV p,e,smt,time_s[,energy_j], one row per run, # comments) and runs nothing, so it works on a recorded machine (--fsroot, --hwloc-xml, --kinds) or on a declared one (--machine 6P+8E+smt: N P-cores, M E-cores, smt = 1 sibling per P-core, smtN = N). Runs at configurations the machine does not allow are fitted, listed as a warning (outside_machine in JSON), and never recommended. --goal energy|edp needs the energy_j column (energy = fitted power x time; EDP = energy x time).
 
-JSON (--json): goal, machine {p_cores, e_cores, smt_per_p_core, smt_per_e_core},
-one_kind, model (\"dynamic\"|\"static\"), contention_term, params {t1, f, sf,
-smt_gain, contention: {value, ci [lo, hi], status}}, power (or null), fit {rse,
-r2, runs, configs, candidates [{model, contention, k, rss, aicc, theta}]},
-recommended and runner_up {p, e, smt, threads, predicted_s, ci, measured_s, runs,
-energy_j, edp}, gap, evidence {other_kind, smt: {change, config, cost}},
-predictions [one per configuration], validation [{p, e, smt, predicted_s, ci,
-measured_s, runs, error}], outside_machine, design_runs, validation_runs,
-machine_words, notes, dialects [{name, text | error}].
+JSON (--json): goal, machine {p_cores, e_cores, smt_per_p_core, smt_per_e_core}, one_kind, model (\"dynamic\"|\"static\"), contention_term, params {t1, f, sf, smt_gain, contention: {value, ci [lo, hi], status}}, power (or null), fit {rse, r2, runs, configs, candidates [{model, contention, k, rss, aicc, theta}]}, recommended and runner_up {p, e, smt, threads, predicted_s, ci, measured_s, runs, energy_j, edp}, gap, evidence {other_kind, smt: {change, config, cost}}, predictions [one per configuration], validation [{p, e, smt, predicted_s, ci, measured_s, runs, error}], outside_machine, design_runs, validation_runs, machine_words, notes, dialects [{name, text | error}].
 
-Live runs: the design journal is pinsight-tune-STAMP.jsonl (or --journal), the
-validation runs go to STAMP.validate.jsonl beside it; --resume FILE (either one)
-continues an interrupted or budget-cut tune and gives the same answer.
+Live runs: the design journal is pinsight-tune-STAMP.jsonl (or --journal), the validation runs go to STAMP.validate.jsonl beside it; --resume FILE (either one) continues an interrupted or budget-cut tune and gives the same answer.
 
-Exit status: 0 done; 1 runtime error (an energy goal without RAPL); 2 usage (bad
-CSV line, unknown goal, --from with a command, too few configurations, energy
-goal without energy_j); 126/127 CMD cannot run; 128+N stopped by signal N (the
-journal is kept: --resume).
+Exit status: 0 done; 1 runtime error (an energy goal without RAPL); 2 usage (bad CSV line, unknown goal, --from with a command, too few configurations, energy goal without energy_j); 126/127 CMD cannot run; 128+N stopped by signal N (the journal is kept: --resume).
 
 Examples:
   pinsight tune -- ./my-omp-app input.dat

@@ -152,13 +152,14 @@ pub fn render(run: &SfRun<'_>, pmus: &SfPmus, threads: &[ThreadEntry]) -> String
     out
 }
 
-/// Wraps at 80 columns with the compare exports' wrapper (continuation
-/// lines indented by two).
+/// Wraps at 80 columns with the one wrapper, continuation lines indented
+/// by two, a long list of events broken at its commas.
 fn wrap(text: &str) -> String {
-    crate::compare::layout::wrap(text, 78)
-        .iter()
-        .enumerate()
-        .map(|(i, l)| if i == 0 { l.clone() } else { format!("  {l}") })
-        .collect::<Vec<_>>()
-        .join("\n")
+    crate::term::wrap(
+        text,
+        crate::term::Wrap::new(crate::DEFAULT_WIDTH)
+            .indent("", "  ")
+            .break_long_words(),
+    )
+    .join("\n")
 }

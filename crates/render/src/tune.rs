@@ -4,9 +4,10 @@
 //! the speedup curves P-first vs E-first (table and SVG line chart).
 //! Every text line fits the width given (80 columns by default).
 
-use crate::compare::layout::{hanging, width as text_width, wrap};
+use crate::compare::layout::{hanging, width as text_width};
 use crate::compare::svg::ticks;
 use crate::escape as esc;
+use crate::term::{self, Wrap};
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use pinsight_tune_model::{
     Alternative, Change, Choice, CurvePoint, Estimate, Goal, ModelKind, Param, ParamStatus,
@@ -489,26 +490,13 @@ fn fit_line(r: &TuneReport) -> String {
 /// `first` then `text`, wrapped to `max` columns as one paragraph, lines
 /// after the first indented by `indent` spaces.
 fn paragraph(first: &str, text: &str, indent: usize, max: usize) -> String {
-    let mut out = String::new();
     let pad = " ".repeat(indent);
-    let lines = wrap(&format!("{first}{text}"), max);
-    let (head, rest) = lines
-        .split_first()
-        .map_or((None, &[][..]), |(h, r)| (Some(h), r));
-    if let Some(h) = head {
-        out.push_str(h);
-        out.push('\n');
-    }
-    // The rest re-wrapped to leave room for the indent.
-    let rest = rest.join(" ");
-    for l in wrap(&rest, max.saturating_sub(indent).max(10)) {
-        if !l.is_empty() {
-            out.push_str(&pad);
-            out.push_str(&l);
-            out.push('\n');
-        }
-    }
-    out
+    term::fill(
+        text,
+        Wrap::new(max.max(indent + 10))
+            .indent(first, &pad)
+            .break_long_words(),
+    )
 }
 
 /// The whole `pinsight tune` text.
@@ -534,13 +522,10 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
     }
     out.push('\n');
     if r.one_kind {
-        for l in wrap(
+        out.push_str(&term::fill(
             "This machine has one kind of core, so tune chose the thread count and SMT only (Amdahl's law with a contention term).",
-            w,
-        ) {
-            out.push_str(&l);
-            out.push('\n');
-        }
+            Wrap::new(w).break_long_words(),
+        ));
     }
     out.push_str(&paragraph(
         "Recommendation: ",

@@ -3,30 +3,14 @@
 
 use crate::html::machine_line;
 use crate::ReportData;
+use pinsight_render::term::{fill, Wrap};
 use std::fmt::Write;
 
-/// Wraps `text` to `width` columns; the first line starts with `first`,
-/// the others with `rest` (hanging indent). Words longer than a line stay whole.
-pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
-    let mut out = String::new();
-    let mut line = first.to_string();
-    let mut empty = true;
-    for word in text.split_whitespace() {
-        if !empty && line.chars().count() + 1 + word.chars().count() > width {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = rest.to_string();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-    out
+/// `text` wrapped to `width` columns by the one wrapper; the first line
+/// starts with `first`, the others with `rest` (hanging indent). Words
+/// longer than a line stay whole.
+fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    fill(text, Wrap::new(width).indent(first, rest))
 }
 
 /// The terminal summary, `width` columns wide.
@@ -67,20 +51,4 @@ pub fn terminal_summary(
         "  ",
     ));
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::wrap;
-
-    #[test]
-    fn wraps_with_hanging_indent() {
-        let w = wrap("aaa bbb ccc ddd", 9, "  * ", "    ");
-        assert_eq!(w, "  * aaa\n    bbb\n    ccc\n    ddd\n");
-        assert_eq!(wrap("one two", 80, "- ", "  "), "- one two\n");
-        assert_eq!(
-            wrap("averyveryverylongword x", 8, "", ""),
-            "averyveryverylongword\nx\n"
-        );
-    }
 }

@@ -3,8 +3,8 @@
 //! tables (each repeating the row labels) when the arms do not fit side by
 //! side. Widths are display widths (`σ`, `…`, `×` count as one column).
 
+use crate::term::{self, Wrap};
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
-use unicode_width::UnicodeWidthStr;
 
 /// The width used when the terminal's is unknown (not a terminal, or a
 /// terminal reporting 0 columns).
@@ -29,130 +29,24 @@ pub use crate::terminal_columns;
 
 /// Display width of `s`.
 pub fn width(s: &str) -> usize {
-    UnicodeWidthStr::width(s)
+    term::display_width(s)
 }
 
-/// Wraps `text` into lines of at most `max` columns. Lines break at spaces;
-/// a single word wider than `max` (a long CPU list, `OMP_PLACES={0},{1},...`)
-/// breaks after one of `,;:/=` or before `(`, never inside a run of letters
-/// or digits, unless it has no such place at all. Existing newlines are kept.
-pub fn wrap(text: &str, max: usize) -> Vec<String> {
-    let max = max.max(1);
-    let mut out = Vec::new();
-    for para in text.split('\n') {
-        let mut line = String::new();
-        for word in glued_words(para) {
-            for (i, piece) in split_word(&word, max).into_iter().enumerate() {
-                let need = if line.is_empty() {
-                    width(&piece)
-                } else {
-                    width(&line) + 1 + width(&piece)
-                };
-                // The rest of a split word starts a line (never " " inside it).
-                if (need > max || i > 0) && !line.is_empty() {
-                    out.push(std::mem::take(&mut line));
-                }
-                if !line.is_empty() {
-                    line.push(' ');
-                }
-                line.push_str(&piece);
-            }
-        }
-        out.push(line);
-    }
-    out
-}
-
-/// Units that stay on the line of their number: "1.77 ms" never becomes
-/// "1.77" / "ms".
-const UNITS: &[&str] = &[
-    "ns", "µs", "us", "ms", "s", "min", "h", "B", "KiB", "MiB", "GiB", "TiB", "kB", "MB", "GB",
-    "Hz", "kHz", "MHz", "GHz", "J", "mJ", "kJ", "W", "mW", "%",
-];
-
-/// The words of `para` (split at spaces), a unit glued to the number before
-/// it.
-fn glued_words(para: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for word in para.split(' ').filter(|w| !w.is_empty()) {
-        let unit = UNITS.contains(&word.trim_end_matches([',', ';', ')']));
-        let after_number = out
-            .last()
-            .and_then(|w| w.chars().last())
-            .is_some_and(|c| c.is_ascii_digit());
-        match out.last_mut() {
-            Some(last) if unit && after_number => {
-                last.push(' ');
-                last.push_str(word);
-            }
-            _ => out.push(word.to_string()),
-        }
-    }
-    out
-}
-
-/// Splits a word wider than `max` at punctuation (see [`wrap`]); every
-/// piece but the last fills a line of its own.
-fn split_word(word: &str, max: usize) -> Vec<String> {
-    if width(word) <= max {
-        return vec![word.to_string()];
-    }
-    let mut pieces = Vec::new();
-    let mut rest = word;
-    while width(rest) > max {
-        // The last allowed break within `max` columns.
-        let mut cut = None;
-        let mut w = 0;
-        for (i, c) in rest.char_indices() {
-            let cw = width(c.encode_utf8(&mut [0; 4]));
-            if w + cw > max {
-                break;
-            }
-            w += cw;
-            let end = i + c.len_utf8();
-            if ",;:/=".contains(c) && end < rest.len() {
-                cut = Some(end);
-            } else if c == '(' && i > 0 {
-                cut = Some(i);
-            }
-        }
-        let end = match cut {
-            Some(e) => e,
-            // No place to break: only then cut at the width.
-            None => {
-                let mut w = 0;
-                let mut end = 0;
-                for (i, c) in rest.char_indices() {
-                    let cw = width(c.encode_utf8(&mut [0; 4]));
-                    if w + cw > max {
-                        break;
-                    }
-                    w += cw;
-                    end = i + c.len_utf8();
-                }
-                end.max(rest.chars().next().map_or(1, char::len_utf8))
-            }
-        };
-        pieces.push(rest[..end].to_string());
-        rest = &rest[end..];
-    }
-    if !rest.is_empty() {
-        pieces.push(rest.to_string());
-    }
-    pieces
+/// `text` wrapped into lines of at most `max` columns with the one
+/// wrapper ([`crate::term::wrap`]): breaks at spaces, a unit kept with its
+/// number, a word wider than `max` (a long CPU list) broken at punctuation.
+fn cells(text: &str, max: usize) -> Vec<String> {
+    term::wrap(text, Wrap::new(max).break_long_words())
 }
 
 /// `first` then `text` wrapped to `max`, continuation lines indented by
 /// `indent` spaces; each line ends with a newline.
 pub fn hanging(first: &str, text: &str, indent: usize, max: usize) -> String {
-    let mut out = String::new();
     let avail = max.saturating_sub(indent.max(width(first))).max(10);
-    for (i, l) in wrap(text, avail).iter().enumerate() {
-        if i == 0 {
-            out.push_str(first);
-        } else {
-            out.push_str(&" ".repeat(indent));
-        }
+    let pad = " ".repeat(indent);
+    let mut out = String::new();
+    for (i, l) in cells(text, avail).iter().enumerate() {
+        out.push_str(if i == 0 { first } else { &pad });
         out.push_str(l);
         out.push('\n');
     }
@@ -175,7 +69,7 @@ const MAX_LABEL: usize = 24;
 /// A table with row labels down the left and one column per entry of
 /// `heads`, fitting `max` columns: when the columns do not fit side by
 /// side they are split over several tables, each repeating the labels.
-/// Cells are wrapped at word boundaries ([`wrap`]).
+/// Cells are wrapped at word boundaries ([`cells`]).
 pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String {
     let label_natural = rows
         .iter()
@@ -189,8 +83,8 @@ pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String 
     let unbreakable: Vec<usize> = (0..heads.len())
         .map(|c| {
             rows.iter()
-                .map(|r| r.cells.get(c).map_or(0, |s| longest_piece(s)))
-                .chain([longest_piece(&heads[c])])
+                .map(|r| r.cells.get(c).map_or(0, |s| term::longest_unbreakable(s)))
+                .chain([term::longest_unbreakable(&heads[c])])
                 .max()
                 .unwrap_or(1)
         })
@@ -243,34 +137,6 @@ pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String 
     out
 }
 
-/// The widest piece of `s` that [`wrap`] cannot break (a word up to its
-/// last allowed break).
-fn longest_piece(s: &str) -> usize {
-    let mut longest = 0;
-    for word in s.split('\n').flat_map(glued_words) {
-        let word = word.as_str();
-        let mut piece = 0;
-        let mut chars = word.chars().peekable();
-        let mut first = true;
-        while let Some(c) = chars.next() {
-            // A break before '(' (not at the start of the word).
-            if c == '(' && !first {
-                longest = longest.max(piece);
-                piece = 0;
-            }
-            piece += width(c.encode_utf8(&mut [0; 4]));
-            // A break after ",;:/=" (not at the end of the word).
-            if ",;:/=".contains(c) && chars.peek().is_some() {
-                longest = longest.max(piece);
-                piece = 0;
-            }
-            first = false;
-        }
-        longest = longest.max(piece);
-    }
-    longest
-}
-
 fn longest_line(s: &str) -> usize {
     s.split('\n').map(width).max().unwrap_or(0)
 }
@@ -312,7 +178,7 @@ fn draw(
     label_w: usize,
     widths: &[usize],
 ) -> String {
-    let cell = |text: &str, w: usize| wrap(text, w).join("\n");
+    let cell = |text: &str, w: usize| cells(text, w).join("\n");
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED);
     t.set_content_arrangement(ContentArrangement::Disabled);
@@ -345,23 +211,23 @@ mod tests {
 
     #[test]
     fn words_are_never_split_when_they_fit() {
-        let lines = wrap("1.07× faster (95% CI 5.1–8.7%), p = 0.003", 12);
+        let lines = cells("1.07× faster (95% CI 5.1–8.7%), p = 0.003", 12);
         assert!(lines.iter().all(|l| width(l) <= 12), "{lines:?}");
         assert_eq!(lines.join(" "), "1.07× faster (95% CI 5.1–8.7%), p = 0.003");
     }
 
     #[test]
     fn units_stay_with_their_numbers() {
-        let lines = wrap("3.16 ms ± 1.77 ms", 14);
+        let lines = cells("3.16 ms ± 1.77 ms", 14);
         assert_eq!(lines, vec!["3.16 ms ±", "1.77 ms"]);
-        assert_eq!(longest_piece("3.16 ms ± 1.77 ms"), 7);
+        assert_eq!(term::longest_unbreakable("3.16 ms ± 1.77 ms"), 7);
         // A unit-like word after a non-number is an ordinary word.
-        assert_eq!(wrap("in ms", 2), vec!["in", "ms"]);
+        assert_eq!(cells("in ms", 2), vec!["in", "ms"]);
     }
 
     #[test]
     fn long_lists_break_after_punctuation() {
-        let lines = wrap("OMP_PLACES={0},{1},{2},{3},{4},{5}", 14);
+        let lines = cells("OMP_PLACES={0},{1},{2},{3},{4},{5}", 14);
         assert!(lines.iter().all(|l| width(l) <= 14), "{lines:?}");
         assert_eq!(lines[0], "OMP_PLACES=");
         assert!(lines[1].ends_with(','), "{lines:?}");
@@ -369,7 +235,10 @@ mod tests {
 
     #[test]
     fn columns_are_never_narrower_than_an_unbreakable_piece() {
-        assert_eq!(longest_piece("RAYON_NUM_THREADS=2 OMP_PLACES={0},{1}"), 18);
+        assert_eq!(
+            term::longest_unbreakable("RAYON_NUM_THREADS=2 OMP_PLACES={0},{1}"),
+            18
+        );
         let rows = vec![Row {
             label: "Exports".into(),
             cells: vec!["RAYON_NUM_THREADS=2".into(); 4],
