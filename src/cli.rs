@@ -296,3 +296,71 @@ mod tests {
         );
     }
 }
+
+/// The export files of an experiment (`compare`, `mix`), spelled as
+/// hyperfine spells them. One definition, flattened into each command, so
+/// the flags, their checks and the resume line agree everywhere.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ExportArgs {
+    /// Write the whole result as JSON (what --json prints: every raw run, the summaries and the
+    /// verdict) to FILE.
+    #[arg(long = "export-json", value_name = "FILE")]
+    pub export_json: Option<std::path::PathBuf>,
+    /// Write a CSV summary to FILE (compare: one row per arm, `#` lines first naming metrics
+    /// unavailable everywhere; mix: scheduler, metric or program slowdown, value, 95% interval).
+    #[arg(long = "export-csv", value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Write a Markdown report to FILE.
+    #[arg(long = "export-markdown", value_name = "FILE")]
+    pub markdown: Option<std::path::PathBuf>,
+    /// Write a self-contained HTML report (compare: box plots, CI bars, verdict) to FILE.
+    #[arg(long = "export-html", value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+}
+
+impl ExportArgs {
+    /// The files asked for, each with its flag and format, in the order
+    /// they are written.
+    pub fn files(
+        &self,
+    ) -> Vec<(
+        &'static str,
+        pinsight_render::export::ExportFormat,
+        &std::path::Path,
+    )> {
+        use pinsight_render::export::ExportFormat as F;
+        [
+            ("--export-json", F::Json, &self.export_json),
+            ("--export-csv", F::Csv, &self.csv),
+            ("--export-markdown", F::Markdown, &self.markdown),
+            ("--export-html", F::Html, &self.html),
+        ]
+        .into_iter()
+        .filter_map(|(flag, f, p)| p.as_deref().map(|p| (flag, f, p)))
+        .collect()
+    }
+
+    /// The flags and paths, as the resume line repeats them.
+    pub fn resume_words(&self) -> Vec<String> {
+        self.files()
+            .into_iter()
+            .flat_map(|(flag, _, p)| {
+                [
+                    flag.to_string(),
+                    pinsight_lifecycle::interrupt::shell_quote(&p.display().to_string()),
+                ]
+            })
+            .collect()
+    }
+
+    /// Writes every file asked for, crash-safe; a failure is a runtime
+    /// error naming the file.
+    pub fn write(&self, result: &dyn pinsight_render::export::Exportable) -> Result<(), CliError> {
+        let mut m = pinsight_render::export::ExportManager::new();
+        for (_, format, path) in self.files() {
+            m.add(format, path);
+        }
+        m.write_results(result)
+            .map_err(|e| CliError::runtime(e.to_string()))
+    }
+}

@@ -171,9 +171,9 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
     use vocabulary::{take, take_opt};
     match command {
         Command::Compare(a) => {
-            take_opt(m, "csv", &mut a.csv);
-            take_opt(m, "markdown", &mut a.markdown);
-            take_opt(m, "html", &mut a.html);
+            take_opt(m, "csv", &mut a.export.csv);
+            take_opt(m, "markdown", &mut a.export.markdown);
+            take_opt(m, "html", &mut a.export.html);
             if let Some(v) = m.get_many::<String>(&vocabulary::old_id("slice-rule")) {
                 a.slice_rules = Some(v.cloned().collect());
             }
@@ -181,9 +181,9 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
         Command::Mix(a) => {
             take(m, "repeat", &mut a.repeat);
             take(m, "schedulers", &mut a.schedulers);
-            take_opt(m, "csv", &mut a.csv);
-            take_opt(m, "markdown", &mut a.markdown);
-            take_opt(m, "html", &mut a.html);
+            take_opt(m, "csv", &mut a.export.csv);
+            take_opt(m, "markdown", &mut a.export.markdown);
+            take_opt(m, "html", &mut a.export.html);
         }
         Command::Latency(a) => {
             take(m, "repeat", &mut a.repeat);

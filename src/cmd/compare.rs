@@ -144,18 +144,8 @@ pub struct Args {
     /// Show the program's output (default: discarded, as hyperfine does).
     #[arg(long)]
     pub show_output: bool,
-    /// Write the report (every raw run + summaries + verdict) as JSON to FILE.
-    #[arg(long = "export-json", value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-    /// Write a CSV summary (one row per arm) to FILE; `#` lines first name metrics unavailable everywhere.
-    #[arg(long = "export-csv", value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Write a Markdown report to FILE.
-    #[arg(long = "export-markdown", value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// Write a self-contained HTML report (box plots, CI bars, verdict) to FILE.
-    #[arg(long = "export-html", value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub export: crate::cli::ExportArgs,
     /// The program to measure and its arguments: after `--`, or from the first word that is
     /// not an option (options of pinsight go before it; a mistyped one is an error).
     // No `allow_hyphen_values`: an unknown option before the program is a
@@ -671,15 +661,8 @@ fn check_outputs(args: &Args) -> Result<(), CliError> {
             outputs.push(("--journal", j));
         }
     }
-    for (flag, p) in [
-        ("--export-json", &args.export_json),
-        ("--export-csv", &args.csv),
-        ("--export-markdown", &args.markdown),
-        ("--export-html", &args.html),
-    ] {
-        if let Some(p) = p {
-            outputs.push((flag, p));
-        }
+    for (flag, _, p) in args.export.files() {
+        outputs.push((flag, p));
     }
     for (flag, path) in outputs {
         writable(path).map_err(|e| {
@@ -829,28 +812,10 @@ fn advice(a: Advice) -> String {
 
 /// Writes the requested export files.
 fn export(args: &Args, report: &Report) -> Result<(), CliError> {
-    let write = |path: &Option<PathBuf>, text: String| -> Result<(), CliError> {
-        match path {
-            Some(p) => pinsight_lifecycle::output::write(p, text.as_bytes())
-                .map_err(|e| CliError::runtime(e.to_string())),
-            None => Ok(()),
-        }
-    };
-    if args.export_json.is_some() {
-        let json = serde_json::to_string_pretty(report)
-            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
-        write(&args.export_json, json + "\n")?;
-    }
-    if args.csv.is_some() {
-        write(&args.csv, render::csv::render(report))?;
-    }
-    if args.markdown.is_some() {
-        write(&args.markdown, render::markdown::render(report, &advice))?;
-    }
-    if args.html.is_some() {
-        write(&args.html, render::html::render(report, &advice))?;
-    }
-    Ok(())
+    args.export.write(&render::Export {
+        report,
+        word: &advice,
+    })
 }
 
 /// The exact command that continues this experiment.
@@ -863,17 +828,7 @@ fn resume_command(args: &Args, journal: &Path) -> String {
     if args.show_output {
         parts.push("--show-output".into());
     }
-    for (flag, p) in [
-        ("--export-json", &args.export_json),
-        ("--export-csv", &args.csv),
-        ("--export-markdown", &args.markdown),
-        ("--export-html", &args.html),
-    ] {
-        if let Some(p) = p {
-            parts.push(flag.into());
-            parts.push(shell_quote(&p.display().to_string()));
-        }
-    }
+    parts.extend(args.export.resume_words());
     parts.join(" ")
 }
 

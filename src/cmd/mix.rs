@@ -71,19 +71,8 @@ pub struct Args {
     /// repeat, period and SFs unless given again, which must then match).
     #[arg(long, value_name = "FILE", conflicts_with = "journal")]
     pub resume: Option<PathBuf>,
-    /// Write the JSON report (as --json prints it) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-    /// Write a CSV (scheduler, metric or program slowdown, value, 95%
-    /// interval) to FILE.
-    #[arg(long = "export-csv", value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Write a Markdown report to FILE.
-    #[arg(long = "export-markdown", value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// Write a self-contained HTML report to FILE.
-    #[arg(long = "export-html", value_name = "FILE")]
-    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub export: crate::cli::ExportArgs,
     /// The programs: one shell command line each (quote them).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
     pub commands: Vec<String>,
@@ -127,7 +116,7 @@ impl Observer for Progress {
 
 pub fn run(mut args: Args, g: &Globals) -> CmdResult {
     // Every export is known to be writable before anything runs.
-    for (flag, p) in exports(&args) {
+    for (flag, _, p) in args.export.files() {
         super::compare::writable(p).map_err(|e| {
             CliError::usage(format!("{flag} {}: cannot write it: {e}", p.display()))
         })?;
@@ -270,7 +259,7 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
         Err(e) => return Err(CliError::runtime(format!("mix: {e}"))),
     };
     let verdict = pinsight_render::mix::mix_verdict(&result);
-    let want_json = g.json || args.export_json.is_some();
+    let want_json = g.json || !args.export.files().is_empty();
     if want_json {
         let (b, s) = match spec.header() {
             Record::Header {
@@ -300,11 +289,11 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
             schedulers: &result.schedulers,
             verdict,
         };
-        if let Some(p) = &args.export_json {
-            let text = serde_json::to_string_pretty(&json)
-                .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
-            write_export(p, text + "\n")?;
-        }
+        args.export.write(&pinsight_render::mix::Export {
+            result: &result,
+            repeat: spec.repeat,
+            json: &json,
+        })?;
         if g.json {
             g.print_json(&json)?;
         }
@@ -312,32 +301,5 @@ pub fn run(mut args: Args, g: &Globals) -> CmdResult {
     if !g.json {
         print!("{}", pinsight_render::mix::mix(&result, spec.repeat));
     }
-    if let Some(p) = &args.csv {
-        write_export(p, pinsight_render::mix::csv(&result))?;
-    }
-    if let Some(p) = &args.markdown {
-        write_export(p, pinsight_render::mix::markdown(&result, spec.repeat))?;
-    }
-    if let Some(p) = &args.html {
-        write_export(p, pinsight_render::mix::html(&result, spec.repeat))?;
-    }
     Ok(0)
-}
-
-/// The export files asked for, with their flags.
-fn exports(args: &Args) -> Vec<(&'static str, &std::path::Path)> {
-    [
-        ("--export-json", &args.export_json),
-        ("--export-csv", &args.csv),
-        ("--export-markdown", &args.markdown),
-        ("--export-html", &args.html),
-    ]
-    .into_iter()
-    .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-    .collect()
-}
-
-fn write_export(p: &std::path::Path, text: String) -> Result<(), CliError> {
-    pinsight_lifecycle::output::write(p, text.as_bytes())
-        .map_err(|e| CliError::runtime(e.to_string()))
 }

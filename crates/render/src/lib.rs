@@ -13,6 +13,7 @@
 
 pub mod compare;
 pub mod explain;
+pub mod export;
 pub mod gather;
 pub mod hfi;
 pub mod latency;

@@ -217,3 +217,28 @@ pub fn launcher_line(r: &Report) -> Option<String> {
         id.slice
     ))
 }
+
+/// compare's result in every export format (`--export-json`, `-csv`,
+/// `-markdown`, `-html`): the report and the words that advise the user
+/// (they name flags, so the command line supplies them).
+pub struct Export<'a> {
+    /// The experiment's report.
+    pub report: &'a Report,
+    /// The advice, worded by the command line.
+    pub word: Word<'a>,
+}
+
+impl crate::export::Exportable for Export<'_> {
+    fn serialize(
+        &self,
+        format: crate::export::ExportFormat,
+    ) -> Result<Vec<u8>, crate::export::ExportError> {
+        use crate::export::ExportFormat as F;
+        Ok(match format {
+            F::Json => return crate::export::json_bytes(self.report),
+            F::Csv => csv::render(self.report).into_bytes(),
+            F::Markdown => markdown::render(self.report, self.word).into_bytes(),
+            F::Html => html::render(self.report, self.word).into_bytes(),
+        })
+    }
+}
