@@ -12,9 +12,13 @@
 //!   once with [`PinMain::Early`]), and either the LD_PRELOAD shim pins
 //!   each new thread at creation ([`Mechanism::Shim`]), or the watcher pins
 //!   new threads as it sees them ([`Mechanism::Follow`]) — also, with a
-//!   note, when the shim cannot reach the program (static or set-id
-//!   binaries, see [`crate::program`]). Skipped threads get the process
-//!   mask.
+//!   note, when the shim cannot reach the program (static, set-id, 32-bit
+//!   or foreign-machine binaries, see [`crate::program`]). Skipped threads
+//!   get the process mask.
+//!
+//! Before anything is changed, the program is resolved and checked
+//! ([`Program::check`]): one whose ELF or `#!` interpreter is missing is
+//! refused with the reason (exit 127), not reported as "not found".
 //!
 //! A memory policy ([`Plan::memory`]) is applied the same way as the
 //! start mask: `set_mempolicy` on the spawning thread just before the
@@ -26,7 +30,7 @@
 //! returns the child's status: its exit code, or 128+N if killed by signal N.
 
 use crate::affinity;
-use crate::program::{self, PreloadBlocker};
+use crate::program::{self, PreloadBlocker, Program};
 use crate::shim::{self, ShimFile};
 use crate::signals::Forwarding;
 use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
@@ -371,13 +375,38 @@ impl Application {
         wanted_env: &[(String, String)],
         is_set: impl Fn(&str) -> bool,
     ) -> Application {
+        Application::decide(
+            plan,
+            || program::preload_blocker(program),
+            requested,
+            pin_main,
+            skip,
+            verbose,
+            wanted_env,
+            is_set,
+        )
+    }
+
+    /// [`Application::new`] for a program already checked: `blocker` says
+    /// (when asked) why the shim would not reach it.
+    #[allow(clippy::too_many_arguments)]
+    fn decide(
+        plan: &Plan,
+        blocker: impl FnOnce() -> Option<PreloadBlocker>,
+        requested: Mechanism,
+        pin_main: PinMain,
+        skip: &[usize],
+        verbose: bool,
+        wanted_env: &[(String, String)],
+        is_set: impl Fn(&str) -> bool,
+    ) -> Application {
         let per_thread = pins_per_thread(plan);
         let mut notes = Vec::new();
         let mut fallback = None;
         let mechanism = if !per_thread {
             None
         } else if requested == Mechanism::Shim {
-            match program::preload_blocker(program) {
+            match blocker() {
                 Some(b) => {
                     notes.push(format!(
                         "{b}: threads are pinned by the /proc watcher instead of the shim (the follow mechanism)"
@@ -494,9 +523,12 @@ pub fn create_shim() -> Result<(ShimFile, Option<String>), LaunchError> {
 /// Runs `opts.program` under `plan` and waits for it.
 pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let program = opts.program.to_string_lossy().into_owned();
-    let app = Application::new(
+    // Refused here, before any mask or policy is touched: a program that
+    // cannot be found or whose interpreter is missing.
+    let blocker = Program::resolve(&opts.program)?.check()?;
+    let app = Application::decide(
         plan,
-        &opts.program,
+        || blocker,
         opts.mechanism,
         opts.pin_main,
         &opts.skip,
