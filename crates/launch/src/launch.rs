@@ -382,38 +382,13 @@ impl Application {
         wanted_env: &[(String, String)],
         is_set: impl Fn(&str) -> bool,
     ) -> Application {
-        Application::decide(
-            plan,
-            || program::preload_blocker(program),
-            requested,
-            pin_main,
-            skip,
-            verbose,
-            wanted_env,
-            is_set,
-        )
-    }
-
-    /// [`Application::new`] for a program already checked: `blocker` says
-    /// (when asked) why the shim would not reach it.
-    #[allow(clippy::too_many_arguments)]
-    fn decide(
-        plan: &Plan,
-        blocker: impl FnOnce() -> Option<PreloadBlocker>,
-        requested: Mechanism,
-        pin_main: PinMain,
-        skip: &[usize],
-        verbose: bool,
-        wanted_env: &[(String, String)],
-        is_set: impl Fn(&str) -> bool,
-    ) -> Application {
         let per_thread = pins_per_thread(plan);
         let mut notes = Vec::new();
         let mut fallback = None;
         let mechanism = if !per_thread {
             None
         } else if requested == Mechanism::Shim {
-            match blocker() {
+            match program::preload_blocker(program) {
                 Some(b) => {
                     notes.push(format!(
                         "{b}: threads are pinned by the /proc watcher instead of the shim (the follow mechanism)"
@@ -532,10 +507,10 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let program = opts.program.to_string_lossy().into_owned();
     // Refused here, before any mask or policy is touched: a program that
     // cannot be found or whose interpreter is missing.
-    let blocker = Program::resolve(&opts.program)?.check()?;
-    let app = Application::decide(
+    Program::resolve(&opts.program)?.check()?;
+    let app = Application::new(
         plan,
-        || blocker,
+        &opts.program,
         opts.mechanism,
         opts.pin_main,
         &opts.skip,
