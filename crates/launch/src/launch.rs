@@ -12,26 +12,34 @@
 //!   once with [`PinMain::Early`]), and either the LD_PRELOAD shim pins
 //!   each new thread at creation ([`Mechanism::Shim`]), or the watcher pins
 //!   new threads as it sees them ([`Mechanism::Follow`]) — also, with a
-//!   note, when the shim cannot reach the program (static or set-id
-//!   binaries, see [`crate::program`]). Skipped threads get the process
-//!   mask.
+//!   note, when the shim cannot reach the program (static, set-id, 32-bit
+//!   or foreign-machine binaries, see [`crate::program`]). Skipped threads
+//!   get the process mask.
+//!
+//! Before anything is changed, the program is resolved and checked
+//! ([`Program::check`]): one whose ELF or `#!` interpreter is missing is
+//! refused with the reason (exit 127), not reported as "not found".
 //!
 //! A memory policy ([`Plan::memory`]) is applied the same way as the
 //! start mask: `set_mempolicy` on the spawning thread just before the
 //! spawn, the previous policy restored right after (on every path), so
 //! the child inherits it across fork and exec and no numactl is needed.
 //!
-//! The launcher forwards signals, waits for the child (reaping it only
-//! after the watcher took its last look), removes the shim file, and
-//! returns the child's status: its exit code, or 128+N if killed by signal N.
+//! The launcher passes SIGINT, SIGTERM and SIGHUP on to the program tree
+//! through the one signal lifecycle ([`pinsight_lifecycle::interrupt`],
+//! owning the exit: pinsight does not die of them, its program decides;
+//! a terminal's signal, which the program got too, is not sent twice),
+//! waits for the child (reaping it only after the watcher took its last
+//! look), removes the shim file, and returns the child's status: its exit
+//! code, or 128+N if killed by signal N.
 
 use crate::affinity;
-use crate::program::{self, PreloadBlocker};
+use crate::program::{self, PreloadBlocker, Program};
 use crate::shim::{self, ShimFile};
-use crate::signals::Forwarding;
 use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
+use pinsight_lifecycle::interrupt::{self, InterruptError};
 use pinsight_plan::{MemMode, MemPlan, Plan};
 use pinsight_sys::mempolicy;
 use pinsight_topology::FsRoot;
@@ -185,6 +193,9 @@ pub enum LaunchError {
     /// The pinning shim could not be created.
     #[error("cannot create the pinning shim: {0}")]
     Shim(#[source] io::Error),
+    /// The signal lifecycle could not be installed.
+    #[error(transparent)]
+    Signals(#[from] InterruptError),
     /// Waiting for the program failed.
     #[error("waiting for '{program}': {source}")]
     Wait {
@@ -494,6 +505,9 @@ pub fn create_shim() -> Result<(ShimFile, Option<String>), LaunchError> {
 /// Runs `opts.program` under `plan` and waits for it.
 pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let program = opts.program.to_string_lossy().into_owned();
+    // Refused here, before any mask or policy is touched: a program that
+    // cannot be found or whose interpreter is missing.
+    Program::resolve(&opts.program)?.check()?;
     let app = Application::new(
         plan,
         &opts.program,
@@ -520,7 +534,8 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let start_mask = app.start_mask.clone();
     let exported = app.exported.clone();
 
-    let mut forwarding = Forwarding::install();
+    interrupt::install()?;
+    let main = interrupt::main_owns_exit();
     let t0 = Instant::now();
     let child = {
         let _mask = SpawnMask::apply(start_mask.as_ref())?;
@@ -529,7 +544,9 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
             .map_err(|e| SpawnError::from_io(program.as_str(), &e))?
     };
     let pid = child.id() as i32;
-    forwarding.set_child(pid);
+    // From here a signal reaches the program (one that came since the
+    // install reaches it now).
+    let tree = interrupt::watch_descendants();
 
     let watcher = (opts.report || mechanism == Some(Mechanism::Follow)).then(|| {
         let follow = app.follow_plan(plan, &opts.skip);
@@ -578,7 +595,8 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         }
     };
     let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-    drop(forwarding);
+    drop(tree);
+    drop(main);
     if let Some(s) = shim {
         if let Err(e) = s.remove() {
             notes.push(format!("could not remove the pinning shim: {e}"));

@@ -5,7 +5,7 @@
 //! | --- | --- |
 //! | exited with code C | C |
 //! | killed by signal N (or pinsight stopped by it) | 128 + N |
-//! | cannot be found (`ENOENT`) | 127 |
+//! | cannot be found (`ENOENT`), or its interpreter cannot | 127 |
 //! | found but cannot be executed (permission, directory, bad ELF, ...) | 126 |
 //! | could not be started otherwise (fork failed, a `pre_exec` step failed) | 1 |
 //!
@@ -64,6 +64,15 @@ pub enum SpawnError {
     /// `ENOEXEC` for a file the kernel cannot load, ...).
     #[error("{program}: cannot execute: {}", errno_text(*.errno))]
     NotExecutable { program: String, errno: i32 },
+    /// It exists but its interpreter (an ELF's `PT_INTERP` loader, or a
+    /// script's `#!` program) does not: the exec would fail with `ENOENT`
+    /// and a shell would say the program is missing. Found before the
+    /// start by [`crate::program::Program::check`]; exit 127 as bash gives.
+    #[error("{program}: cannot execute: its interpreter {interpreter} does not exist")]
+    NoInterpreter {
+        program: String,
+        interpreter: String,
+    },
     /// fork failed, or a step run in the child before exec did.
     #[error("{program}: cannot start: {}", errno_text(*.errno))]
     Start { program: String, errno: i32 },
@@ -116,7 +125,7 @@ impl SpawnError {
     /// The shell's exit code: 127, 126, or 1.
     pub fn exit_code(&self) -> i32 {
         match self {
-            SpawnError::NotFound { .. } => NOT_FOUND,
+            SpawnError::NotFound { .. } | SpawnError::NoInterpreter { .. } => NOT_FOUND,
             SpawnError::NotExecutable { .. } => CANNOT_EXECUTE,
             SpawnError::Start { .. } => FAILURE,
         }
@@ -127,6 +136,7 @@ impl SpawnError {
         match self {
             SpawnError::NotFound { program, .. }
             | SpawnError::NotExecutable { program, .. }
+            | SpawnError::NoInterpreter { program, .. }
             | SpawnError::Start { program, .. } => program,
         }
     }

@@ -19,7 +19,11 @@
 //!    then the hook ([`set_hook`]);
 //! 5. if the main thread handles the exit ([`main_handles_exit`]), waits
 //!    (bounded) for [`main_finished`]; then dies by the same signal, so a
-//!    shell sees 128 + N.
+//!    shell sees 128 + N;
+//! 6. unless the main thread owns the exit ([`main_owns_exit`]: a
+//!    launcher that waits for its program and exits with the program's
+//!    status, as a shell does): then pinsight does not die of the signal,
+//!    and every later one is passed on too while the guard lives.
 //!
 //! A signal ignored when [`install`] is called (SIGHUP under `nohup`, and
 //! SIGINT for a background job of a non-interactive shell) stays ignored.
@@ -56,6 +60,8 @@ static CHANGED: Condvar = Condvar::new();
 static GROUPS: Mutex<Vec<(libc::pid_t, Option<Duration>)>> = Mutex::new(Vec::new());
 static DESCENDANTS: AtomicUsize = AtomicUsize::new(0);
 static MAIN: AtomicUsize = AtomicUsize::new(0);
+/// Live [`main_owns_exit`] guards.
+static OWNS: AtomicUsize = AtomicUsize::new(0);
 static RESTORERS: Mutex<Vec<Restorer>> = Mutex::new(Vec::new());
 static HOOK: Mutex<Option<fn(i32)>> = Mutex::new(None);
 /// The signal came from the terminal: pinsight's own process group got it.
@@ -205,18 +211,37 @@ impl Drop for DescendantsWatch {
 /// [`main_finished`] (at most 20 s; dropping the guard counts as
 /// finished) before the process dies by the signal.
 #[must_use = "the main thread handles the exit only while the guard lives"]
-pub struct MainExit(());
+pub struct MainExit {
+    /// From [`main_owns_exit`].
+    owns: bool,
+}
 
 /// See [`MainExit`].
 pub fn main_handles_exit() -> MainExit {
     MAIN.fetch_add(1, Ordering::SeqCst);
-    MainExit(())
+    MainExit { owns: false }
+}
+
+/// The main thread waits for its program and ends with the program's
+/// status (`pinsight run`, as a shell runs a command): a signal is passed
+/// on to the watched programs (every one while the guard lives, not only
+/// the first) and the restorers run, but pinsight does not die of it; its
+/// program decides. After the guard is dropped a signal ends pinsight as
+/// usual.
+pub fn main_owns_exit() -> MainExit {
+    OWNS.fetch_add(1, Ordering::SeqCst);
+    MAIN.fetch_add(1, Ordering::SeqCst);
+    MainExit { owns: true }
 }
 
 impl Drop for MainExit {
     /// The main thread is done (also on an error path): see [`main_finished`].
     fn drop(&mut self) {
-        main_finished();
+        if self.owns {
+            OWNS.fetch_sub(1, Ordering::SeqCst);
+        } else {
+            main_finished();
+        }
         MAIN.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -324,6 +349,19 @@ fn cleanup_thread(read: OwnedFd) {
     let hook = *lock(&HOOK);
     if let Some(h) = hook {
         h(sig);
+    }
+    if OWNS.load(Ordering::SeqCst) > 0 {
+        // The main thread ends the process with its program's status; pass
+        // later signals on while it waits, and die of one that comes after.
+        while let Some((sig, from_terminal)) = signals::next_signal_origin(&read) {
+            if OWNS.load(Ordering::SeqCst) == 0 {
+                signals::die_by(sig);
+                std::process::exit(crate::exit::signal_code(sig));
+            }
+            FROM_TERMINAL.store(from_terminal, Ordering::SeqCst);
+            pass_on(sig);
+        }
+        return;
     }
     let deadline = Instant::now() + MAIN_GRACE;
     let waits_for_main = MAIN.load(Ordering::SeqCst) > 0;

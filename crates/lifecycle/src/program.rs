@@ -10,7 +10,18 @@
 //!   changes the effective user or group (set-user-ID file owned by someone
 //!   else, set-group-ID file of another group) or grants file capabilities
 //!   (`security.capability`). In that mode glibc ignores preload paths that
-//!   contain a slash, which ours always does.
+//!   contain a slash, which ours always does;
+//! - the program's ELF class or machine is not the shim's (a 32-bit
+//!   program, or one built for another architecture and run by an
+//!   emulator): ld.so refuses a library of the wrong class or machine
+//!   ("wrong ELF class: ELFCLASS64 ... ignored", ld.so(8)) and runs the
+//!   program without it.
+//!
+//! [`Program::check`] also refuses, before anything runs, a program whose
+//! ELF interpreter (`PT_INTERP`) or `#!` interpreter does not exist: the
+//! exec would fail with `ENOENT` (execve(2), ERRORS: "An interpreter ...
+//! could not be found"), which a shell reports as the program itself
+//! missing.
 //!
 //! Scripts are followed through their `#!` line (and `/usr/bin/env NAME`)
 //! to the interpreter that will actually be loaded. Anything this module
@@ -40,6 +51,63 @@ pub enum PreloadBlocker {
     SetGid { path: PathBuf, group: u32 },
     /// File capabilities put the loader in secure-execution mode.
     FileCaps { path: PathBuf },
+    /// An ELF of another class (32-bit) or machine than the shim, which
+    /// the loader cannot preload into it.
+    ForeignElf {
+        path: PathBuf,
+        /// `e_ident[EI_CLASS]`: 1 for 32-bit, 2 for 64-bit.
+        class: u8,
+        /// `e_machine`.
+        machine: u16,
+    },
+}
+
+/// The ELF class of this build (and so of the shim built with it).
+const HOST_CLASS: u8 = if cfg!(target_pointer_width = "64") {
+    elf::ELFCLASS64
+} else {
+    elf::ELFCLASS32
+};
+
+/// The ELF machine of this build (and so of the shim built with it), and
+/// the 32-bit machine its kernel can also run natively (compat mode).
+const HOST_MACHINES: (u16, Option<u16>) = if cfg!(target_arch = "x86_64") {
+    (elf::EM_X86_64, Some(elf::EM_386))
+} else if cfg!(target_arch = "aarch64") {
+    (elf::EM_AARCH64, Some(elf::EM_ARM))
+} else if cfg!(target_arch = "powerpc64") {
+    (elf::EM_PPC64, Some(elf::EM_PPC))
+} else if cfg!(target_arch = "s390x") {
+    (elf::EM_S390, None)
+} else if cfg!(target_arch = "riscv64") {
+    (elf::EM_RISCV, None)
+} else if cfg!(target_arch = "loongarch64") {
+    (elf::EM_LOONGARCH, None)
+} else if cfg!(target_arch = "x86") {
+    (elf::EM_386, None)
+} else if cfg!(target_arch = "arm") {
+    (elf::EM_ARM, None)
+} else {
+    (elf::EM_NONE, None)
+};
+
+/// A readable name for an ELF `e_machine` (elf(5); the values are the
+/// System V gABI's).
+fn machine_name(machine: u16) -> String {
+    match machine {
+        elf::EM_386 => "i386".into(),
+        elf::EM_X86_64 => "x86-64".into(),
+        elf::EM_ARM => "32-bit Arm".into(),
+        elf::EM_AARCH64 => "AArch64".into(),
+        elf::EM_PPC => "PowerPC".into(),
+        elf::EM_PPC64 => "PowerPC64".into(),
+        elf::EM_S390 => "s390".into(),
+        elf::EM_RISCV => "RISC-V".into(),
+        elf::EM_LOONGARCH => "LoongArch".into(),
+        elf::EM_MIPS => "MIPS".into(),
+        elf::EM_SPARCV9 => "SPARC V9".into(),
+        m => format!("e_machine {m}"),
+    }
 }
 
 impl std::fmt::Display for PreloadBlocker {
@@ -65,6 +133,25 @@ impl std::fmt::Display for PreloadBlocker {
                 "{} has file capabilities, so the loader ignores LD_PRELOAD",
                 path.display()
             ),
+            PreloadBlocker::ForeignElf {
+                path,
+                class,
+                machine,
+            } => {
+                let bits = if *class == elf::ELFCLASS32 { 32 } else { 64 };
+                let shim_bits = if HOST_CLASS == elf::ELFCLASS32 {
+                    32
+                } else {
+                    64
+                };
+                write!(
+                    f,
+                    "{} is a {bits}-bit {} program and the pinning shim is a {shim_bits}-bit {} library, so the loader cannot preload it",
+                    path.display(),
+                    machine_name(*machine),
+                    machine_name(HOST_MACHINES.0)
+                )
+            }
         }
     }
 }
@@ -140,9 +227,29 @@ impl Program {
     }
 
     /// Why an LD_PRELOAD shim would have no effect in this program (ELF
-    /// interpreter, set-id bits, file capabilities), `None` when it will.
+    /// class and machine, interpreter, set-id bits, file capabilities),
+    /// `None` when it will.
     pub fn preload_blocker(&self) -> Option<PreloadBlocker> {
-        blocker_of(&self.path, std::env::var_os("PATH").as_deref(), 0)
+        match inspect(&self.path, std::env::var_os("PATH").as_deref(), 0) {
+            Verdict::Blocked(b) => Some(b),
+            Verdict::Takes | Verdict::NoInterpreter(_) => None,
+        }
+    }
+
+    /// Checks the program before it starts: an error when it cannot start
+    /// at all (its ELF or `#!` interpreter is missing:
+    /// [`SpawnError::NoInterpreter`], exit 127), else why an LD_PRELOAD
+    /// shim would not take effect in it (`Ok(None)`: it will, or this
+    /// cannot be known and the exec will tell).
+    pub fn check(&self) -> Result<Option<PreloadBlocker>, SpawnError> {
+        match inspect(&self.path, std::env::var_os("PATH").as_deref(), 0) {
+            Verdict::Takes => Ok(None),
+            Verdict::Blocked(b) => Ok(Some(b)),
+            Verdict::NoInterpreter(interpreter) => Err(SpawnError::NoInterpreter {
+                program: self.name.clone(),
+                interpreter: interpreter.display().to_string(),
+            }),
+        }
     }
 }
 
@@ -155,6 +262,25 @@ pub fn preload_blocker(program: &OsStr) -> Option<PreloadBlocker> {
     blocker_of(&path, path_var.as_deref(), 0)
 }
 
+/// What [`inspect`] found out about a program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The shim will take effect (or nothing could be read to say otherwise).
+    Takes,
+    /// The shim will not take effect.
+    Blocked(PreloadBlocker),
+    /// The exec will fail: this interpreter does not exist.
+    NoInterpreter(PathBuf),
+}
+
+/// [`inspect`] without the interpreter's presence.
+fn blocker_of(path: &Path, path_var: Option<&OsStr>, depth: usize) -> Option<PreloadBlocker> {
+    match inspect(path, path_var, depth) {
+        Verdict::Blocked(b) => Some(b),
+        Verdict::Takes | Verdict::NoInterpreter(_) => None,
+    }
+}
+
 /// The credentials an exec would compare set-id bits against.
 fn ids() -> (u32, u32) {
     (
@@ -163,29 +289,33 @@ fn ids() -> (u32, u32) {
     )
 }
 
-fn blocker_of(path: &Path, path_var: Option<&OsStr>, depth: usize) -> Option<PreloadBlocker> {
-    let md = std::fs::metadata(path).ok()?;
+fn inspect(path: &Path, path_var: Option<&OsStr>, depth: usize) -> Verdict {
+    let Ok(md) = std::fs::metadata(path) else {
+        return Verdict::Takes;
+    };
     let (uid, gid) = ids();
     let mode = md.mode();
     if mode & 0o4000 != 0 && md.uid() != uid {
-        return Some(PreloadBlocker::SetUid {
+        return Verdict::Blocked(PreloadBlocker::SetUid {
             path: path.to_path_buf(),
             owner: md.uid(),
         });
     }
     // Set-group-ID without group execute is mandatory locking, not set-id.
     if mode & 0o2010 == 0o2010 && md.gid() != gid {
-        return Some(PreloadBlocker::SetGid {
+        return Verdict::Blocked(PreloadBlocker::SetGid {
             path: path.to_path_buf(),
             group: md.gid(),
         });
     }
     if has_file_caps(path) {
-        return Some(PreloadBlocker::FileCaps {
+        return Verdict::Blocked(PreloadBlocker::FileCaps {
             path: path.to_path_buf(),
         });
     }
-    let mut file = File::open(path).ok()?;
+    let Ok(mut file) = File::open(path) else {
+        return Verdict::Takes;
+    };
     let mut head = [0u8; 256];
     let n = read_up_to(&mut file, &mut head);
     let head = &head[..n];
@@ -193,17 +323,43 @@ fn blocker_of(path: &Path, path_var: Option<&OsStr>, depth: usize) -> Option<Pre
         // The kernel loads the interpreter; set-id bits of scripts are ignored
         // by Linux, so only the interpreter's own properties matter.
         if depth >= 4 {
-            return None;
+            return Verdict::Takes;
         }
-        let interp = shebang_program(head, path_var)?;
-        return blocker_of(&interp, path_var, depth + 1);
+        return match shebang_program(head, path_var) {
+            Shebang::Program(interp) if !interp.exists() => Verdict::NoInterpreter(interp),
+            Shebang::Program(interp) => inspect(&interp, path_var, depth + 1),
+            Shebang::Unknown => Verdict::Takes,
+        };
     }
-    if head.starts_with(&elf::ELFMAG) && !elf_has_interp(file)? {
-        return Some(PreloadBlocker::Static {
+    if !head.starts_with(&elf::ELFMAG) {
+        return Verdict::Takes;
+    }
+    let Some(facts) = elf_facts(file) else {
+        return Verdict::Takes;
+    };
+    let (machine, compat) = HOST_MACHINES;
+    let native = facts.machine == machine || Some(facts.machine) == compat;
+    // The kernel opens PT_INTERP only for ELFs it loads itself; one for
+    // another machine runs (if at all) under a binfmt_misc emulator, which
+    // finds its loader elsewhere.
+    if let Some(interp) = facts.interp.as_ref().filter(|_| native) {
+        if !interp.exists() {
+            return Verdict::NoInterpreter(interp.clone());
+        }
+    }
+    if facts.class != HOST_CLASS || facts.machine != machine {
+        return Verdict::Blocked(PreloadBlocker::ForeignElf {
+            path: path.to_path_buf(),
+            class: facts.class,
+            machine: facts.machine,
+        });
+    }
+    if facts.interp.is_none() {
+        return Verdict::Blocked(PreloadBlocker::Static {
             path: path.to_path_buf(),
         });
     }
-    None
+    Verdict::Takes
 }
 
 fn read_up_to(file: &mut File, buf: &mut [u8]) -> usize {
@@ -219,45 +375,84 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> usize {
     n
 }
 
+/// What a `#!` line runs.
+enum Shebang {
+    /// This program (which may not exist).
+    Program(PathBuf),
+    /// Not known here: an empty line, or `env NAME` with NAME not in
+    /// `PATH` (env itself reports that, with its own exit code).
+    Unknown,
+}
+
 /// The program a `#!` line runs: the interpreter, or for
 /// `#!/usr/bin/env [-S] [VAR=x…] NAME` the NAME found in `PATH`.
-fn shebang_program(head: &[u8], path_var: Option<&OsStr>) -> Option<PathBuf> {
-    let line = head[2..].split(|&b| b == b'\n').next()?;
+fn shebang_program(head: &[u8], path_var: Option<&OsStr>) -> Shebang {
+    let line = head[2..].split(|&b| b == b'\n').next().unwrap_or_default();
     let mut words = line
         .split(|&b| b == b' ' || b == b'\t' || b == b'\r')
         .filter(|w| !w.is_empty());
-    let interp = PathBuf::from(OsString::from_vec(words.next()?.to_vec()));
-    if interp.file_name() != Some(OsStr::new("env")) {
-        return Some(interp);
+    let Some(first) = words.next() else {
+        return Shebang::Unknown;
+    };
+    let interp = PathBuf::from(OsString::from_vec(first.to_vec()));
+    if interp.file_name() != Some(OsStr::new("env")) || !interp.exists() {
+        return Shebang::Program(interp);
     }
     for w in words {
         if w.starts_with(b"-") || w.contains(&b'=') {
             continue; // env's options (-S, -i, -u NAME is rare) and assignments
         }
-        return resolve(OsStr::from_bytes(w), path_var);
+        return match resolve(OsStr::from_bytes(w), path_var) {
+            Some(p) => Shebang::Program(p),
+            None => Shebang::Unknown,
+        };
     }
-    Some(interp)
+    Shebang::Program(interp)
 }
 
-/// Whether the ELF file has a `PT_INTERP` program header (is dynamically
-/// linked). `None` when it cannot be parsed.
-fn elf_has_interp(file: File) -> Option<bool> {
+/// What the loader needs to know of an ELF file.
+struct ElfFacts {
+    /// `e_ident[EI_CLASS]`.
+    class: u8,
+    /// `e_machine`.
+    machine: u16,
+    /// The `PT_INTERP` path (`None`: statically linked).
+    interp: Option<PathBuf>,
+}
+
+/// Class, machine and interpreter of an ELF file; `None` when it cannot be
+/// parsed.
+fn elf_facts(file: File) -> Option<ElfFacts> {
     let cache = ReadCache::new(file);
     let data = &cache;
     // e_ident[EI_CLASS] (byte 4) selects the header layout.
     let ident = object::ReadRef::read_bytes_at(data, 0, 16).ok()?;
     match ident[4] {
-        elf::ELFCLASS64 => interp_in::<elf::FileHeader64<object::Endianness>>(data),
-        elf::ELFCLASS32 => interp_in::<elf::FileHeader32<object::Endianness>>(data),
+        elf::ELFCLASS64 => facts_of::<elf::FileHeader64<object::Endianness>>(data),
+        elf::ELFCLASS32 => facts_of::<elf::FileHeader32<object::Endianness>>(data),
         _ => None,
     }
 }
 
-fn interp_in<H: FileHeader<Endian = object::Endianness>>(data: &ReadCache<File>) -> Option<bool> {
+fn facts_of<H: FileHeader<Endian = object::Endianness>>(
+    data: &ReadCache<File>,
+) -> Option<ElfFacts> {
     let header = H::parse(data).ok()?;
     let endian = header.endian().ok()?;
     let phdrs = header.program_headers(endian, data).ok()?;
-    Some(phdrs.iter().any(|p| p.p_type(endian) == elf::PT_INTERP))
+    let interp = match phdrs.iter().find(|p| p.p_type(endian) == elf::PT_INTERP) {
+        None => None,
+        Some(p) => {
+            let bytes = p.data(endian, data).ok()?;
+            let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
+            Some(PathBuf::from(OsStr::from_bytes(bytes)))
+        }
+    };
+    Some(ElfFacts {
+        class: header.e_ident().class,
+        machine: header.e_machine(endian),
+        interp,
+    })
 }
 
 /// Whether `path` carries a `security.capability` extended attribute.
@@ -415,6 +610,240 @@ mod tests {
         let sh = d.join("sh-script");
         exe(&sh, b"#!/bin/sh\ntrue\n", 0o755);
         assert_eq!(blocker_of(&sh, None, 0), None);
+    }
+
+    /// A minimal little-endian ELF executable header of `class` for
+    /// `machine`, with one `PT_INTERP` program header naming `interp`
+    /// (none: a static program). Layouts from elf(5).
+    fn elf_file(class: u8, machine: u16, interp: Option<&str>) -> Vec<u8> {
+        let wide = class == elf::ELFCLASS64;
+        let (ehsize, phentsize) = if wide { (64usize, 56usize) } else { (52, 32) };
+        let mut f = vec![0u8; ehsize];
+        f[..4].copy_from_slice(&elf::ELFMAG);
+        f[4] = class;
+        f[5] = elf::ELFDATA2LSB;
+        f[6] = 1; // EI_VERSION
+        f[16..18].copy_from_slice(&elf::ET_EXEC.to_le_bytes());
+        f[18..20].copy_from_slice(&machine.to_le_bytes());
+        f[20..24].copy_from_slice(&1u32.to_le_bytes()); // e_version
+        let phnum = u16::from(interp.is_some());
+        let text = interp.map(|i| format!("{i}\0")).unwrap_or_default();
+        let text_at = ehsize + phentsize;
+        if wide {
+            f[32..40].copy_from_slice(&(ehsize as u64).to_le_bytes()); // e_phoff
+            f[52..54].copy_from_slice(&(ehsize as u16).to_le_bytes());
+            f[54..56].copy_from_slice(&(phentsize as u16).to_le_bytes());
+            f[56..58].copy_from_slice(&phnum.to_le_bytes());
+        } else {
+            f[28..32].copy_from_slice(&(ehsize as u32).to_le_bytes()); // e_phoff
+            f[40..42].copy_from_slice(&(ehsize as u16).to_le_bytes());
+            f[42..44].copy_from_slice(&(phentsize as u16).to_le_bytes());
+            f[44..46].copy_from_slice(&phnum.to_le_bytes());
+        }
+        if interp.is_some() {
+            let mut ph = vec![0u8; phentsize];
+            ph[..4].copy_from_slice(&elf::PT_INTERP.to_le_bytes());
+            let (off, len) = (text_at as u64, text.len() as u64);
+            if wide {
+                ph[8..16].copy_from_slice(&off.to_le_bytes()); // p_offset
+                ph[32..40].copy_from_slice(&len.to_le_bytes()); // p_filesz
+                ph[40..48].copy_from_slice(&len.to_le_bytes()); // p_memsz
+            } else {
+                ph[4..8].copy_from_slice(&(off as u32).to_le_bytes());
+                ph[16..20].copy_from_slice(&(len as u32).to_le_bytes());
+                ph[20..24].copy_from_slice(&(len as u32).to_le_bytes());
+            }
+            f.extend_from_slice(&ph);
+            f.extend_from_slice(text.as_bytes());
+        }
+        f
+    }
+
+    /// A program at `path` holding `body`, as [`Program::resolve`] finds it.
+    fn program_at(path: &Path, body: &[u8]) -> Program {
+        exe(path, body, 0o755);
+        Program::resolve(path.as_os_str()).unwrap()
+    }
+
+    /// The loader this test binary runs under: an interpreter that exists.
+    fn host_loader() -> String {
+        let me = std::fs::File::open(std::env::current_exe().unwrap()).unwrap();
+        let facts = elf_facts(me).expect("the test binary is an ELF");
+        let interp = facts.interp.expect("the test binary is dynamically linked");
+        interp.display().to_string()
+    }
+
+    #[test]
+    fn elf_facts_read_class_machine_and_interpreter() {
+        let me = std::fs::File::open(std::env::current_exe().unwrap()).unwrap();
+        let facts = elf_facts(me).unwrap();
+        assert_eq!(facts.class, HOST_CLASS);
+        assert_eq!(facts.machine, HOST_MACHINES.0);
+        assert!(facts.interp.unwrap().exists());
+        let d = tmpdir("facts");
+        let p = d.path().join("p32");
+        exe(
+            &p,
+            &elf_file(elf::ELFCLASS32, elf::EM_386, Some("/x/ld.so")),
+            0o755,
+        );
+        let facts = elf_facts(File::open(&p).unwrap()).unwrap();
+        assert_eq!(facts.class, elf::ELFCLASS32);
+        assert_eq!(facts.machine, elf::EM_386);
+        assert_eq!(facts.interp, Some(PathBuf::from("/x/ld.so")));
+    }
+
+    #[test]
+    fn a_dynamic_program_of_this_machine_takes_the_shim() {
+        let d = tmpdir("native");
+        let (machine, _) = HOST_MACHINES;
+        let prog = program_at(
+            &d.path().join("native"),
+            &elf_file(HOST_CLASS, machine, Some(&host_loader())),
+        );
+        assert_eq!(prog.check(), Ok(None));
+        assert_eq!(prog.preload_blocker(), None);
+        // The same without an interpreter is static.
+        let prog = program_at(
+            &d.path().join("static"),
+            &elf_file(HOST_CLASS, machine, None),
+        );
+        assert_eq!(
+            prog.check(),
+            Ok(Some(PreloadBlocker::Static {
+                path: d.path().join("static")
+            }))
+        );
+    }
+
+    #[test]
+    fn a_32_bit_program_cannot_take_the_64_bit_shim() {
+        let d = tmpdir("class32");
+        let path = d.path().join("prog32");
+        // Its loader exists (we name one that does), so it would run; the
+        // 64-bit shim would be ignored by the 32-bit ld.so.
+        let prog = program_at(
+            &path,
+            &elf_file(elf::ELFCLASS32, elf::EM_386, Some(&host_loader())),
+        );
+        let blocker = prog.check().unwrap().unwrap();
+        assert_eq!(
+            blocker,
+            PreloadBlocker::ForeignElf {
+                path: path.clone(),
+                class: elf::ELFCLASS32,
+                machine: elf::EM_386
+            }
+        );
+        let text = blocker.to_string();
+        assert!(text.contains("32-bit i386 program"), "{text}");
+        if HOST_CLASS == elf::ELFCLASS64 {
+            assert!(text.contains("64-bit"), "{text}");
+        }
+        // Static 32-bit programs are foreign first: the more useful reason.
+        let stat = program_at(&path, &elf_file(elf::ELFCLASS32, elf::EM_386, None));
+        assert!(matches!(
+            stat.check(),
+            Ok(Some(PreloadBlocker::ForeignElf { .. }))
+        ));
+    }
+
+    #[test]
+    fn a_program_for_another_machine_cannot_take_the_shim() {
+        let d = tmpdir("foreign");
+        let other = if HOST_MACHINES.0 == elf::EM_AARCH64 {
+            elf::EM_RISCV
+        } else {
+            elf::EM_AARCH64
+        };
+        let path = d.path().join("foreign");
+        // A loader that does not exist here: an emulator would bring its
+        // own, so that is no reason to refuse.
+        let prog = program_at(
+            &path,
+            &elf_file(elf::ELFCLASS64, other, Some("/nonexistent/ld-foreign.so")),
+        );
+        assert_eq!(
+            prog.check(),
+            Ok(Some(PreloadBlocker::ForeignElf {
+                path,
+                class: elf::ELFCLASS64,
+                machine: other
+            }))
+        );
+        let text = prog.preload_blocker().unwrap().to_string();
+        assert!(text.contains(&machine_name(other)), "{text}");
+    }
+
+    #[test]
+    fn a_missing_interpreter_is_refused_before_the_start() {
+        let d = tmpdir("nointerp");
+        let (machine, compat) = HOST_MACHINES;
+        let prog = program_at(
+            &d.path().join("dyn"),
+            &elf_file(HOST_CLASS, machine, Some("/nonexistent/ld-linux.so")),
+        );
+        let e = prog.check().unwrap_err();
+        assert_eq!(
+            e,
+            SpawnError::NoInterpreter {
+                program: prog.name.clone(),
+                interpreter: "/nonexistent/ld-linux.so".into()
+            }
+        );
+        assert_eq!(e.exit_code(), 127);
+        assert!(
+            e.to_string().ends_with(
+                "cannot execute: its interpreter /nonexistent/ld-linux.so does not exist"
+            ),
+            "{e}"
+        );
+        // preload_blocker has no verdict on it: the exec will fail anyway.
+        assert_eq!(prog.preload_blocker(), None);
+        // A 32-bit program this kernel runs natively needs its loader too.
+        if let Some(compat) = compat {
+            let p32 = program_at(
+                &d.path().join("p32"),
+                &elf_file(elf::ELFCLASS32, compat, Some("/nonexistent/ld-linux.so.2")),
+            );
+            assert!(matches!(p32.check(), Err(SpawnError::NoInterpreter { .. })));
+        }
+        // A script whose #! program is missing, directly or through env.
+        let script = program_at(&d.path().join("script"), b"#!/nonexistent/sh\ntrue\n");
+        assert!(matches!(
+            script.check(),
+            Err(SpawnError::NoInterpreter { ref interpreter, .. }) if interpreter == "/nonexistent/sh"
+        ));
+        let env = program_at(
+            &d.path().join("env-script"),
+            b"#!/usr/bin/env pinsight-no-such-tool\n",
+        );
+        // env reports a NAME it cannot find itself (exit 127): no verdict here.
+        assert_eq!(env.check(), Ok(None));
+    }
+
+    #[test]
+    fn set_id_programs_are_reported_by_check() {
+        let d = tmpdir("check-setid");
+        let p = d.path().join("suid");
+        let (machine, _) = HOST_MACHINES;
+        let prog = program_at(&p, &elf_file(HOST_CLASS, machine, Some(&host_loader())));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        // Owned by us: no change of credentials, the shim is loaded.
+        assert_eq!(prog.check(), Ok(None));
+        if pinsight_sys::process::geteuid() == 0 {
+            std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
+            assert_eq!(
+                prog.check(),
+                Ok(Some(PreloadBlocker::SetUid {
+                    path: p.clone(),
+                    owner: 65534
+                }))
+            );
+        } else {
+            pinsight_testkit::skip("chown to another user needs root");
+        }
     }
 
     #[test]
