@@ -300,7 +300,7 @@ fn sf_source(
         return Ok(Box::new(NoSf));
     }
     let kinds: Vec<pinsight_measure::sf::KindCpus> = topo.kinds.iter().map(Into::into).collect();
-    let root = super::compare::measurement_root()?;
+    let root = pinsight_measure::measurement_root()?;
     match pinsight_measure::sf::SfSampler::new(&root, &kinds, Default::default()) {
         Ok(s) => {
             if !g.quiet {
