@@ -255,6 +255,46 @@ pub fn tune_live_error(e: pinsight_tune::live::LiveError) -> CliError {
     }
 }
 
+/// Why `what` (a command that re-pins threads) has no big and small CPUs.
+pub fn capacity_error(what: &str, e: pinsight_sched::OwnCapacityError) -> CliError {
+    use pinsight_sched::{ManageError, OwnCapacityError};
+    match e {
+        OwnCapacityError::Affinity(e) => {
+            CliError::runtime(format!("{what}: sched_getaffinity: {e}"))
+        }
+        OwnCapacityError::Manage(ManageError::OneKind { kind }) => CliError::usage(format!(
+            "{what} needs two core kinds; this machine has one ({kind}): declare them with \
+             --kinds, e.g. --kinds 0-3:P,4-7:E (a VM's vCPUs on P- and E-cores)"
+        )),
+        OwnCapacityError::Manage(other) => {
+            CliError::usage(format!("{what}: {other}; declare kinds with --kinds"))
+        }
+    }
+}
+
+/// Why a mix cannot start, naming the flag to change.
+pub fn mix_open_error(e: pinsight_sched::mix::OpenError) -> CliError {
+    use pinsight_sched::mix::OpenError;
+    match e {
+        OpenError::ReadResume(_) | OpenError::JournalPeriod { .. } => {
+            CliError::usage(format!("--resume: {e}"))
+        }
+        OpenError::Resume(_) => CliError::runtime(format!("--resume: {e}")),
+        OpenError::Repeat(_) => CliError::usage(format!("--runs {e}")),
+        OpenError::UnknownScheduler(_) => CliError::usage(format!("--policies: {e}")),
+        OpenError::NoPrograms => CliError::usage(
+            "mix needs programs: -- 'CMD1' 'CMD2' ... (one quoted command line each)",
+        ),
+        OpenError::EmptyProgram(_) => CliError::usage(format!("mix: {e}")),
+        OpenError::Sf { .. } | OpenError::SfTarget { .. } => CliError::usage(format!("--sf {e}")),
+        OpenError::JournalExists { path } => CliError::usage(format!(
+            "--journal {}: exists; continue it with --resume {0}, or choose another --journal",
+            path.display()
+        )),
+        OpenError::Create(_) => CliError::usage(format!("--journal: {e}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
