@@ -213,7 +213,7 @@ fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
 fn feed_capacity(manager: &mut Manager) {
     use pinsight_topology::hfi::{Batch, HfiWatcher};
     let live = pinsight_topology::FsRoot::live();
-    if let Some(why) = super::topo_watch::no_hfi_flag(&live) {
+    if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&live) {
         manager.capacity_unavailable(&why);
         return;
     }
