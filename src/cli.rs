@@ -189,6 +189,17 @@ impl Globals {
         Err(crate::errors::live_only(what, source, instead))
     }
 
+    /// The big/small CPUs of this machine (those this process may use),
+    /// refusing a recorded machine and a machine of one kind (exit 2).
+    pub fn live_capacity(&self, what: &str) -> Result<pinsight_sched_model::Capacity, CliError> {
+        self.require_live(
+            &format!("'{what}' re-pins threads"),
+            "use `pinsight simulate` to compare schedulers there",
+        )?;
+        let topo = self.topology()?;
+        pinsight_sched::own_capacity(&topo).map_err(|e| crate::errors::capacity_error(what, e))
+    }
+
     /// Prints a value as pretty JSON on stdout.
     pub fn print_json<T: serde::Serialize>(&self, value: &T) -> Result<(), CliError> {
         let s = serde_json::to_string_pretty(value)

@@ -9,6 +9,8 @@
 //! entry) goes through [`shown`] before it is printed, so a message never
 //! writes raw control bytes to the terminal.
 
+use pinsight_compare::session::SessionError;
+use pinsight_compare::{Difference, Field, JournalError, SetupError};
 use pinsight_sys::fs::BoundedReadError;
 use pinsight_topology::FsRootError;
 use std::fmt;
@@ -54,6 +56,14 @@ impl From<pinsight_lifecycle::exit::SpawnError> for CliError {
             code: e.exit_code(),
             message: e.to_string(),
         }
+    }
+}
+
+/// A measurement root (`PINSIGHT_TEST_MEASURE_ROOT`) that cannot be opened:
+/// a usage error naming the variable.
+impl From<pinsight_measure::MeasureRootError> for CliError {
+    fn from(e: pinsight_measure::MeasureRootError) -> CliError {
+        fsroot_usage(e.var, &e.source)
     }
 }
 
@@ -117,6 +127,161 @@ pub fn live_only(what: &str, source: &str, instead: &str) -> CliError {
     CliError::usage(format!(
         "{what} on this machine only, but {source} describes another machine{instead}"
     ))
+}
+
+/// A setup error in the command line's words: each names the flag it is about.
+pub fn session_error(e: SessionError) -> CliError {
+    match e {
+        SessionError::Setup(e) => setup_error(e),
+        SessionError::Journal { error, users_path } => journal_error(error, users_path),
+        SessionError::DifferentExperiment { path, diffs } => {
+            let diff: Vec<String> = diffs.iter().map(difference).collect();
+            CliError::usage(format!(
+                "cannot resume {}: it is a different experiment ({})",
+                path.display(),
+                diff.join("; ")
+            ))
+        }
+        SessionError::Shim(e) => CliError::runtime(e.to_string()),
+        SessionError::Memory { .. } => CliError::runtime(e.to_string()),
+    }
+}
+
+fn setup_error(e: SetupError) -> CliError {
+    if let SetupError::Plan(p) = e {
+        return crate::cmd::plan_args::plan_error(p);
+    }
+    let message = match &e {
+        SetupError::NoCommand => {
+            "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...]".into()
+        }
+        SetupError::NoPolicies => "--policies: give at least one policy".into(),
+        SetupError::ZeroThreads => "--threads 0: the number of threads must be at least 1".into(),
+        SetupError::UnknownGovernor { .. } | SetupError::Policy(_) => {
+            let flag = if matches!(e, SetupError::Policy(_)) {
+                "--policies"
+            } else {
+                "--governors"
+            };
+            format!("{flag}: {e}")
+        }
+        SetupError::LatencyUnused { path } => format!(
+            "--latency {}: applies to latency-group/latency-pipeline only, and --policies has neither",
+            path.display()
+        ),
+        SetupError::ArmMemory { policy, error } => format!("--policies {policy}: {error}"),
+        SetupError::ArmMemoryUnfit { policy, error } => format!("--policies {policy}: {error}"),
+        SetupError::WeightsUnused { path } => format!(
+            "--weights {}: applies to the balance policy only, and --policies has no balance",
+            path.display()
+        ),
+        _ => e.to_string(),
+    };
+    if e.is_usage() {
+        CliError::usage(message)
+    } else {
+        CliError::runtime(message)
+    }
+}
+
+/// A journal error: `usage` when the path is the user's (`--journal`,
+/// `--resume`), else a runtime error.
+pub fn journal_error(e: JournalError, usage: bool) -> CliError {
+    let message = match &e {
+        JournalError::Exists { path } => format!(
+            "journal {} already exists; continue it with --resume {0}, or choose another --journal",
+            path.display()
+        ),
+        _ => e.to_string(),
+    };
+    if usage {
+        CliError::usage(message)
+    } else {
+        CliError::runtime(message)
+    }
+}
+
+/// One difference between a journal and the command line, naming the flag.
+fn difference(d: &Difference) -> String {
+    let flag = match &d.field {
+        Field::Prepare => "--prepare",
+        Field::Threads => "--threads",
+        Field::Oversubscribe => "--oversubscribe",
+        Field::Runs => "--runs",
+        Field::Warmup => "--warmup",
+        Field::Seed => "--seed",
+        Field::Timeout => "--timeout",
+        _ => return d.to_string(),
+    };
+    format!("{flag}: journal has {}, now {}", d.journal, d.now)
+}
+
+/// A tune error in the command line's words: the journal and setup ones
+/// as compare says them, the rest usage or runtime errors as they are.
+pub fn tune_error(e: pinsight_tune::TuneError) -> CliError {
+    use pinsight_tune::TuneError;
+    match e {
+        TuneError::Session(s) => session_error(s),
+        TuneError::Journal(j) => journal_error(j, true),
+        TuneError::Layout(_) | TuneError::EmptyDesign { .. } => CliError::runtime(e.to_string()),
+        TuneError::NotTune { .. } | TuneError::BadIdentity { .. } => CliError::usage(e.to_string()),
+    }
+}
+
+/// Why a live tune cannot start, naming the flag to change.
+pub fn tune_live_error(e: pinsight_tune::live::LiveError) -> CliError {
+    use pinsight_tune::live::LiveError;
+    match e {
+        LiveError::JournalExists { path } => CliError::usage(format!(
+            "--journal '{}': the file exists; continue it with --resume, or name a new file",
+            path.display()
+        )),
+        LiveError::Program(e) => e.into(),
+        LiveError::NoEnergy { goal, reason } => CliError::runtime(format!(
+            "--goal {goal} needs the energy of every run, but RAPL is unavailable here ({reason}); use --goal time"
+        )),
+        LiveError::Tune(e) => tune_error(e),
+    }
+}
+
+/// Why `what` (a command that re-pins threads) has no big and small CPUs.
+pub fn capacity_error(what: &str, e: pinsight_sched::OwnCapacityError) -> CliError {
+    use pinsight_sched::{ManageError, OwnCapacityError};
+    match e {
+        OwnCapacityError::Affinity(e) => {
+            CliError::runtime(format!("{what}: sched_getaffinity: {e}"))
+        }
+        OwnCapacityError::Manage(ManageError::OneKind { kind }) => CliError::usage(format!(
+            "{what} needs two core kinds; this machine has one ({kind}): declare them with \
+             --kinds, e.g. --kinds 0-3:P,4-7:E (a VM's vCPUs on P- and E-cores)"
+        )),
+        OwnCapacityError::Manage(other) => {
+            CliError::usage(format!("{what}: {other}; declare kinds with --kinds"))
+        }
+    }
+}
+
+/// Why a mix cannot start, naming the flag to change.
+pub fn mix_open_error(e: pinsight_sched::mix::OpenError) -> CliError {
+    use pinsight_sched::mix::OpenError;
+    match e {
+        OpenError::ReadResume(_) | OpenError::JournalPeriod { .. } => {
+            CliError::usage(format!("--resume: {e}"))
+        }
+        OpenError::Resume(_) => CliError::runtime(format!("--resume: {e}")),
+        OpenError::Repeat(_) => CliError::usage(format!("--runs {e}")),
+        OpenError::UnknownScheduler(_) => CliError::usage(format!("--policies: {e}")),
+        OpenError::NoPrograms => CliError::usage(
+            "mix needs programs: -- 'CMD1' 'CMD2' ... (one quoted command line each)",
+        ),
+        OpenError::EmptyProgram(_) => CliError::usage(format!("mix: {e}")),
+        OpenError::Sf { .. } | OpenError::SfTarget { .. } => CliError::usage(format!("--sf {e}")),
+        OpenError::JournalExists { path } => CliError::usage(format!(
+            "--journal {}: exists; continue it with --resume {0}, or choose another --journal",
+            path.display()
+        )),
+        OpenError::Create(_) => CliError::usage(format!("--journal: {e}")),
+    }
 }
 
 #[cfg(test)]

@@ -7,14 +7,14 @@
 //! the command-line edge: flags, the progress bar, files, exit codes.
 
 use crate::cli::{progress_bar, CliError, CmdResult, Globals};
+use crate::errors::{journal_error, session_error};
 use pinsight_compare::experiment::{Observer, Outcome};
 use pinsight_compare::ranks::{RanksExecutor, RanksIdentity};
-use pinsight_compare::session::{Config, ExecutorChoice, JournalTarget, Session, SessionError};
+use pinsight_compare::session::{Config, ExecutorChoice, JournalTarget, Session};
 use pinsight_compare::setup;
 use pinsight_compare::setup::Extension;
 use pinsight_compare::{
-    interrupt, Advice, Difference, ExperimentError, Field, Header, Journal, JournalError, Report,
-    Request, RunLine, SetupError, Slot,
+    interrupt, Advice, ExperimentError, Header, Journal, Report, Request, RunLine, Slot,
 };
 use pinsight_lifecycle::interrupt::shell_quote;
 use pinsight_lifecycle::program::Program;
@@ -157,7 +157,7 @@ pub struct Args {
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     refuse_other_machine(g)?;
     interrupt::install().map_err(|e| CliError::runtime(e.to_string()))?;
-    let fs = measurement_root()?;
+    let fs = pinsight_measure::measurement_root()?;
 
     let previous = match &args.resume {
         Some(p) => Some(Journal::read(p).map_err(|e| journal_error(e, true))?),
@@ -631,20 +631,6 @@ pub(crate) fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
     )
 }
 
-/// TEST ONLY, deliberately not in `--help`: `PINSIGHT_TEST_MEASURE_ROOT=DIR`
-/// reads the measurement files (cpufreq governors, perf PMUs and
-/// `perf_event_paranoid`, RAPL powercap zones) under DIR instead of /, so
-/// tests can fake and watch them. The topology and every plan stay this
-/// machine's, and programs still run here.
-const TEST_MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
-
-pub(crate) fn measurement_root() -> Result<FsRoot, CliError> {
-    match std::env::var_os(TEST_MEASURE_ROOT).filter(|v| !v.is_empty()) {
-        Some(dir) => FsRoot::at(&dir).map_err(|e| crate::cli::fsroot_usage(TEST_MEASURE_ROOT, &e)),
-        None => Ok(FsRoot::live()),
-    }
-}
-
 /// Checks that every output file can be written, before anything runs:
 /// an existing file is opened for writing (not truncated), a new one is
 /// created and removed again. A problem is a usage error naming the path.
@@ -694,93 +680,6 @@ fn random_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos() as u64 ^ d.as_secs());
     (nanos ^ (u64::from(std::process::id()) << 16)) % 1_000_000_000
-}
-
-/// A setup error in the command line's words: each names the flag it is about.
-pub(crate) fn session_error(e: SessionError) -> CliError {
-    match e {
-        SessionError::Setup(e) => setup_error(e),
-        SessionError::Journal { error, users_path } => journal_error(error, users_path),
-        SessionError::DifferentExperiment { path, diffs } => {
-            let diff: Vec<String> = diffs.iter().map(difference).collect();
-            CliError::usage(format!(
-                "cannot resume {}: it is a different experiment ({})",
-                path.display(),
-                diff.join("; ")
-            ))
-        }
-        SessionError::Shim(e) => CliError::runtime(e.to_string()),
-        SessionError::Memory { .. } => CliError::runtime(e.to_string()),
-    }
-}
-
-fn setup_error(e: SetupError) -> CliError {
-    if let SetupError::Plan(p) = e {
-        return super::plan_args::plan_error(p);
-    }
-    let message = match &e {
-        SetupError::NoCommand => {
-            "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...]".into()
-        }
-        SetupError::NoPolicies => "--policies: give at least one policy".into(),
-        SetupError::ZeroThreads => "--threads 0: the number of threads must be at least 1".into(),
-        SetupError::UnknownGovernor { .. } | SetupError::Policy(_) => {
-            let flag = if matches!(e, SetupError::Policy(_)) {
-                "--policies"
-            } else {
-                "--governors"
-            };
-            format!("{flag}: {e}")
-        }
-        SetupError::LatencyUnused { path } => format!(
-            "--latency {}: applies to latency-group/latency-pipeline only, and --policies has neither",
-            path.display()
-        ),
-        SetupError::ArmMemory { policy, error } => format!("--policies {policy}: {error}"),
-        SetupError::ArmMemoryUnfit { policy, error } => format!("--policies {policy}: {error}"),
-        SetupError::WeightsUnused { path } => format!(
-            "--weights {}: applies to the balance policy only, and --policies has no balance",
-            path.display()
-        ),
-        _ => e.to_string(),
-    };
-    if e.is_usage() {
-        CliError::usage(message)
-    } else {
-        CliError::runtime(message)
-    }
-}
-
-/// A journal error: `usage` when the path is the user's (`--journal`,
-/// `--resume`), else a runtime error.
-pub(crate) fn journal_error(e: JournalError, usage: bool) -> CliError {
-    let message = match &e {
-        JournalError::Exists { path } => format!(
-            "journal {} already exists; continue it with --resume {0}, or choose another --journal",
-            path.display()
-        ),
-        _ => e.to_string(),
-    };
-    if usage {
-        CliError::usage(message)
-    } else {
-        CliError::runtime(message)
-    }
-}
-
-/// One difference between a journal and the command line, naming the flag.
-fn difference(d: &Difference) -> String {
-    let flag = match &d.field {
-        Field::Prepare => "--prepare",
-        Field::Threads => "--threads",
-        Field::Oversubscribe => "--oversubscribe",
-        Field::Runs => "--runs",
-        Field::Warmup => "--warmup",
-        Field::Seed => "--seed",
-        Field::Timeout => "--timeout",
-        _ => return d.to_string(),
-    };
-    format!("{flag}: journal has {}, now {}", d.journal, d.now)
 }
 
 /// Why the experiment stopped, with the shell's exit code for a program

@@ -4,11 +4,8 @@
 //! (pinsight_sched::mix). Thin: flags, journal path, Ctrl-C, progress,
 //! output through pinsight-render.
 
-use super::sched::{given_sf, live_capacity};
 use crate::cli::{progress_bar, wrap80, CliError, CmdResult, Globals};
-use pinsight_sched::mix::{self, Journal, MixError, MixSpec, Observer, Record};
-use pinsight_sched::SfTarget;
-use pinsight_sched_model::Policy;
+use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest, Observer, Record};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,13 +34,11 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 #[command(
     verbatim_doc_comment,
-    after_help = "\
-Examples:
-  pinsight mix -- './a.out' 'python3 job.py' 'make -j1'
-  pinsight mix --policies aarr,to --sf a.out=2.1 --runs 5 -- './a.out' './b'
-  pinsight mix --resume pinsight-mix.jsonl
-
-Exit status: 0; 130 (128+N) when stopped by signal N (journal kept); 1 when a reference run fails. This machine only (exit 2 for --fsroot)."
+    after_help = "Examples:\n  pinsight mix -- './a.out' 'python3 job.py' 'make -j1'\n  \
+pinsight mix --policies aarr,to --sf a.out=2.1 --runs 5 -- './a.out' './b'\n  \
+pinsight mix --resume pinsight-mix.jsonl\n\n\
+Exit status: 0; 130 (128+N) when stopped by signal N (journal kept);\n\
+1 when a reference run fails. This machine only (exit 2 for --fsroot)."
 )]
 pub struct Args {
     /// Schedulers to compare, comma-separated: os, aarr, to, acfs.
@@ -114,120 +109,43 @@ impl Observer for Progress {
     }
 }
 
-pub fn run(mut args: Args, g: &Globals) -> CmdResult {
+pub fn run(args: Args, g: &Globals) -> CmdResult {
     // Every export is known to be writable before anything runs.
     for (flag, _, p) in args.export.files() {
-        super::compare::writable(p).map_err(|e| {
-            CliError::usage(format!("{flag} {}: cannot write it: {e}", p.display()))
-        })?;
-    }
-    let capacity = live_capacity(g, "mix")?;
-    // A resume takes what was not given again from the journal's header.
-    let mut previous = Vec::new();
-    if let Some(path) = &args.resume {
-        previous = Journal::read(path).map_err(|e| CliError::usage(format!("--resume: {e}")))?;
-        if let Some(Record::Header {
-            commands,
-            schedulers,
-            repeat,
-            period_s,
-            sf,
-            ..
-        }) = previous.first()
-        {
-            if args.commands.is_empty() {
-                args.commands = commands.clone();
-            }
-            if args.sf.is_empty() {
-                args.sf = sf.clone();
-            }
-            // Flags left at their defaults follow the journal.
-            if args.schedulers == "os,aarr,to,acfs" {
-                args.schedulers = schedulers.join(",");
-            }
-            if args.repeat == 3 {
-                args.repeat = *repeat;
-            }
-            if args.period == std::time::Duration::from_millis(200) {
-                args.period = crate::values::period(&format!("{}ms", (period_s * 1000.0).round()))
-                    .map_err(|e| CliError::usage(format!("--resume: the journal's period {e}")))?;
-            }
-        }
-    }
-    let period = args.period;
-    if args.repeat == 0 || args.repeat > 1000 {
-        return Err(CliError::usage(format!(
-            "--runs {}: between 1 and 1000",
-            args.repeat
-        )));
-    }
-    let mut schedulers = Vec::new();
-    for name in args.schedulers.split(',').map(str::trim) {
-        let p = Policy::by_name(name, period.as_secs_f64()).ok_or_else(|| {
+        pinsight_lifecycle::output::check(p).map_err(|e| {
             CliError::usage(format!(
-                "--policies: '{name}' is not a scheduler (allowed: os, aarr, to, acfs)"
+                "{flag} {}: cannot write it: {}",
+                p.display(),
+                e.reason()
             ))
         })?;
-        if !schedulers.contains(&p) {
-            schedulers.push(p);
-        }
     }
-    if args.commands.is_empty() {
-        return Err(CliError::usage(
-            "mix needs programs: -- 'CMD1' 'CMD2' ... (one quoted command line each)",
-        ));
-    }
-    if let Some(c) = args.commands.iter().find(|c| c.trim().is_empty()) {
-        return Err(CliError::usage(format!(
-            "mix: empty program '{c}': each CMD is a command line"
-        )));
-    }
-    let sf = given_sf(&args.sf)?;
-    let spec = MixSpec {
+    let capacity = g.live_capacity("mix")?;
+    // Flags left at their defaults follow a resumed journal.
+    let request = MixRequest {
         commands: args.commands.clone(),
-        schedulers,
-        repeat: args.repeat,
-        period,
+        schedulers: (args.schedulers != "os,aarr,to,acfs")
+            .then(|| args.schedulers.split(',').map(String::from).collect()),
+        repeat: (args.repeat != 3).then_some(args.repeat),
+        period: (args.period != Duration::from_millis(200)).then_some(args.period),
+        sf: args.sf.clone(),
+        journal: match &args.resume {
+            Some(p) => MixJournal::Resume(p.clone()),
+            None => MixJournal::New(args.journal.clone()),
+        },
         capacity,
-        sf,
-        sf_specs: args.sf.clone(),
     };
-    for (t, _) in spec.sf.entries() {
-        let known = match t {
-            SfTarget::Position(p) => *p <= spec.commands.len(),
-            SfTarget::Name(n) => (0..spec.commands.len()).any(|i| &spec.base_name(i) == n),
-        };
-        if !known {
-            let names: Vec<String> = (0..spec.commands.len())
-                .map(|i| spec.base_name(i))
-                .collect();
-            return Err(CliError::usage(format!(
-                "--sf {t}=…: no such program (names: {}; positions #1-#{})",
-                names.join(", "),
-                names.len()
-            )));
-        }
+    let opened = mix::open(request).map_err(crate::errors::mix_open_error)?;
+    let (spec, mut journal, journal_path, previous) = (
+        opened.spec,
+        opened.journal,
+        opened.journal_path,
+        opened.previous,
+    );
+    let period = spec.period;
+    for w in &opened.warnings {
+        eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
     }
-    let journal_path = args.resume.clone().unwrap_or(args.journal.clone());
-    let mut journal = if args.resume.is_some() {
-        // Locked, and read again under the lock.
-        let resumed = Journal::resume(&journal_path)
-            .map_err(|e| CliError::runtime(format!("--resume: {e}")))?;
-        for w in &resumed.warnings {
-            eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
-        }
-        previous = resumed.records;
-        resumed.journal
-    } else {
-        if journal_path.exists() {
-            return Err(CliError::usage(format!(
-                "--journal {}: exists; continue it with --resume {0}, or choose another --journal",
-                journal_path.display()
-            )));
-        }
-        Journal::create(&journal_path, &spec.header())
-            .map_err(|e| CliError::usage(format!("--journal: {e}")))?
-    };
     // SIGINT/SIGTERM/SIGHUP: the one lifecycle; this thread stops the
     // programs, restores the affinities and prints the resume line.
     pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("mix: {e}")))?;

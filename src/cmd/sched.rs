@@ -5,9 +5,7 @@
 
 use crate::cli::{wrap80, CliError, CmdResult, Globals};
 use pinsight_sched::run::{Outcome, RunError, Target};
-use pinsight_sched::{
-    capacity_within, Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource,
-};
+use pinsight_sched::{Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource};
 use pinsight_sched_model::Policy;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -88,46 +86,6 @@ struct Json<'a> {
     stopped_by_signal: Option<i32>,
 }
 
-/// The big/small CPUs from the topology, refusing a recorded machine and
-/// a machine of one kind (exit 2).
-pub fn live_capacity(g: &Globals, what: &str) -> Result<pinsight_sched_model::Capacity, CliError> {
-    g.require_live(
-        &format!("'{what}' re-pins threads"),
-        "use `pinsight simulate` to compare schedulers there",
-    )?;
-    let topo = g.topology()?;
-    capacity_of(&topo, what)
-}
-
-/// [`live_capacity`] of an already discovered topology.
-pub fn capacity_of(
-    topo: &pinsight_topology::Topology,
-    what: &str,
-) -> Result<pinsight_sched_model::Capacity, CliError> {
-    // The CPUs pinsight itself may run on (`taskset -c 0,1 pinsight sched`
-    // keeps the programs there too).
-    let own = pinsight_sys::affinity::get_affinity(0)
-        .map_err(|e| CliError::runtime(format!("{what}: sched_getaffinity: {e}")))?;
-    capacity_within(topo, &own).map_err(|e| match e {
-        ManageError::OneKind { kind } => CliError::usage(format!(
-            "{what} needs two core kinds; this machine has one ({kind}): declare them with \
-             --kinds, e.g. --kinds 0-3:P,4-7:E (a VM's vCPUs on P- and E-cores)"
-        )),
-        other => CliError::usage(format!("{what}: {other}; declare kinds with --kinds")),
-    })
-}
-
-/// `--sf` values, checked.
-pub fn given_sf(specs: &[String]) -> Result<GivenSf, CliError> {
-    let mut given = GivenSf::new();
-    for s in specs {
-        given
-            .add_spec(s)
-            .map_err(|e| CliError::usage(format!("--sf '{s}': {e}")))?;
-    }
-    Ok(given)
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let period = args.period;
     let name = args.policy.as_deref().unwrap_or_default();
@@ -136,7 +94,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             "--policies '{name}': not a policy (allowed: os, aarr, to, acfs)"
         ))
     })?;
-    let given = given_sf(&args.sf)?;
+    let given = pinsight_sched::mix::given_sf(&args.sf).map_err(crate::errors::mix_open_error)?;
     match (args.pids.is_empty(), args.command.is_empty()) {
         (true, true) => {
             return Err(CliError::usage(
@@ -163,10 +121,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     if g.fsroot.is_some() || g.hwloc_xml.is_some() {
         // The refusal, worded once.
-        live_capacity(g, "sched")?;
+        g.live_capacity("sched")?;
     }
     let topo = g.topology()?;
-    let capacity = capacity_of(&topo, "sched")?;
+    let capacity = pinsight_sched::own_capacity(&topo)
+        .map_err(|e| crate::errors::capacity_error("sched", e))?;
     let sf = sf_source(g, &topo, given, policy)?;
     let cfg = Config {
         policy,
@@ -256,7 +215,7 @@ fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
 fn feed_capacity(manager: &mut Manager) {
     use pinsight_topology::hfi::{Batch, HfiWatcher};
     let live = pinsight_topology::FsRoot::live();
-    if let Some(why) = super::topo_watch::no_hfi_flag(&live) {
+    if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&live) {
         manager.capacity_unavailable(&why);
         return;
     }
@@ -302,7 +261,7 @@ fn sf_source(
         return Ok(Box::new(NoSf));
     }
     let kinds: Vec<pinsight_measure::sf::KindCpus> = topo.kinds.iter().map(Into::into).collect();
-    let root = super::compare::measurement_root()?;
+    let root = pinsight_measure::measurement_root()?;
     match pinsight_measure::sf::SfSampler::new(&root, &kinds, Default::default()) {
         Ok(s) => {
             if !g.quiet {

@@ -78,10 +78,6 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-/// TEST ONLY, deliberately not in `--help` (as `compare`'s): read the
-/// PMU registry and `perf_event_paranoid` under DIR instead of /.
-const TEST_MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
-
 /// TEST ONLY, not in `--help`: `PINSIGHT_TEST_SF_STAND_IN=1` counts
 /// software events in the hardware events' places (meaningless SFs), so
 /// the measured path (probe windows, restore, Ctrl-C, reports) is tested
@@ -136,12 +132,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             )));
         }
     }
-    let measure_root = match std::env::var_os(TEST_MEASURE_ROOT).filter(|v| !v.is_empty()) {
-        Some(dir) => {
-            FsRoot::at(&dir).map_err(|e| crate::cli::fsroot_usage(TEST_MEASURE_ROOT, &e))?
-        }
-        None => FsRoot::live(),
-    };
+    let measure_root = pinsight_measure::measurement_root()?;
     let topo = g.topology()?;
     let kinds: Vec<KindCpus> = topo.kinds.iter().map(KindCpus::from).collect();
     let options = SfOptions::default();

@@ -68,7 +68,7 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
                 fam.id
             ))
         );
-        if let Some(why) = no_hfi_flag(&fs) {
+        if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&fs) {
             eprintln!("{}", wrap80(&format!("pinsight: warning: {why}")));
         }
     }
@@ -121,21 +121,6 @@ impl Source for Live {
 fn kind_name(topo: &Topology, cpu: u32) -> Option<String> {
     let k = topo.cpu(cpu as usize)?.kind?;
     topo.kinds.get(k).map(|k| k.name.clone())
-}
-
-/// On x86, a CPU without the `hfi` flag in /proc/cpuinfo never sends
-/// capability events: say so, so an empty watch is not a mystery.
-pub(crate) fn no_hfi_flag(fs: &pinsight_topology::FsRoot) -> Option<String> {
-    let text = fs.read_opt("/proc/cpuinfo")?;
-    let flags = text.lines().find(|l| l.starts_with("flags"))?;
-    if flags.split_whitespace().any(|f| f == "hfi") {
-        return None;
-    }
-    Some(
-        "/proc/cpuinfo lists no 'hfi' flag: this CPU has no Hardware Feedback Interface, \
-         so no capability change will come (only hybrid Intel parts, Alder Lake and later, have one)"
-            .to_string(),
-    )
 }
 
 /// The watch loop: prints each change, stops on count, deadline, wake-up

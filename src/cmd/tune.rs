@@ -149,107 +149,72 @@ const TEST_SIM: &str = "PINSIGHT_TEST_TUNE_SIM";
 /// The live path: run the design (and then the validation configurations)
 /// through compare's machinery, crate `pinsight-tune`, and analyse.
 fn live(args: &Args, g: &Globals) -> CmdResult {
-    use pinsight_tune::{ExecutorKind, TuneConfig, TuneJournal, TuneRequest, TuneSession};
+    use pinsight_tune::live::{self, LiveRequest, Start};
     compare::interrupt::install().map_err(|e| CliError::runtime(e.to_string()))?;
-    let fs = super::compare::measurement_root()?;
+    let fs = pinsight_measure::measurement_root()?;
     let executor = match std::env::var(TEST_SIM) {
-        Ok(spec) => ExecutorKind::Simulated(
+        Ok(spec) => pinsight_tune::ExecutorKind::Simulated(
             spec.parse()
                 .map_err(|e| CliError::usage(format!("{TEST_SIM}: {e}")))?,
         ),
-        Err(_) => ExecutorKind::Live,
+        Err(_) => pinsight_tune::ExecutorKind::Live,
     };
     let topo = g.topology()?;
-    let (request, journal) = match &args.resume {
-        Some(path) => {
-            let previous = pinsight_tune::read_request(path).map_err(tune_error)?;
-            let request = TuneRequest {
-                budget: args.budget,
-                validate: args.validate.unwrap_or(previous.validate),
-                ..previous
-            };
-            (request, TuneJournal::Resume(path.clone()))
-        }
-        None => {
-            let command: Vec<String> = args
+    let start = match &args.resume {
+        Some(path) => Start::Resume(path.clone()),
+        None => Start::New {
+            command: args
                 .command
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            if args.runs == Some(0) {
-                return Err(CliError::usage(
-                    "--runs 0: give at least 1 run per configuration",
-                ));
-            }
-            // The CPUs this process may use (taskset, a launcher's
-            // binding); a simulated tune runs nothing, so every usable CPU
-            // of the (perhaps recorded) machine.
-            let own = match &executor {
-                ExecutorKind::Live => compare::command::own_affinity(),
-                ExecutorKind::Simulated(_) => None,
-            };
-            let within = match own {
-                Some(mask) => mask.intersection(&topo.usable()),
-                None => topo.usable(),
-            };
-            let request = TuneRequest {
-                command,
-                within,
-                runs: args.runs.unwrap_or(3),
-                warmup: args.warmup.unwrap_or(1),
-                seed: args.seed.unwrap_or(FitOptions::default().seed),
-                timeout: None,
-                pinned: args.pinned,
-                budget: args.budget,
-                validate: args.validate.unwrap_or(2),
-            };
-            let journal = match &args.journal {
-                Some(p) if p.exists() => {
-                    return Err(CliError::usage(format!(
-                        "--journal '{}': the file exists; continue it with --resume, or name a new file",
-                        p.display()
-                    )))
-                }
-                Some(p) => TuneJournal::New(p.clone()),
-                None => TuneJournal::Unique {
-                    dir: PathBuf::from("."),
-                    stem_prefix: "pinsight-tune-".into(),
-                },
-            };
-            (request, journal)
-        }
+                .collect(),
+            runs: args.runs,
+            warmup: args.warmup,
+            seed: args.seed,
+            pinned: args.pinned,
+            journal: args.journal.clone(),
+        },
     };
-    pinsight_lifecycle::program::Program::resolve(std::ffi::OsStr::new(&request.command[0]))?;
-    let simulated_energy = matches!(&executor, ExecutorKind::Simulated(s) if s.power.is_some());
-    if args.goal.needs_energy() && !simulated_energy {
-        let rapl = compare::measure::energy::Rapl::discover(&fs);
-        if let Some(reason) = rapl.unavailable {
-            return Err(CliError::runtime(format!(
-                "--goal {} needs the energy of every run, but RAPL is unavailable here ({reason}); use --goal time",
-                args.goal
-            )));
-        }
-    }
-    let session = TuneSession::open(TuneConfig {
-        request,
-        topology: &topo,
-        measure_fs: fs,
-        journal,
-        show_output: false,
-        is_env_set: &|k| std::env::var_os(k).is_some(),
+    let request = LiveRequest {
+        start,
+        budget: args.budget,
+        validate: args.validate,
+        goal: args.goal,
         executor,
-    })
-    .map_err(tune_error)?;
+    };
+    let opened = live::open(request, &topo, fs).map_err(crate::errors::tune_live_error)?;
+    let session = opened.session;
     let layout = session.layout().clone();
-    // The journal's own command and placement (a resumed tune's too).
-    let command = session
-        .header()
-        .command
-        .iter()
-        .map(|a| pinsight_lifecycle::interrupt::shell_quote(a))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let pinned = session.header().arms.iter().any(|a| a.plan.pinned);
+    announce(&session, g);
+    let (total, done) = session.progress();
+    let pb = crate::cli::progress_bar(g, total as u64, "tune");
+    pb.set_position(done as u64);
+    pb.enable_steady_tick(Duration::from_millis(250));
+    let mut obs = Bar { pb: pb.clone() };
+    let finished = session.run(&mut obs);
+    pb.finish_and_clear();
+    let f = finished.map_err(crate::errors::tune_error)?;
+    if let Some(code) = stopped(args, &f)? {
+        return Ok(code);
+    }
+    let code = finish(
+        args,
+        g,
+        &f.design_runs,
+        &f.validation_runs,
+        &layout.machine,
+        Some((&topo, &layout)),
+        layout.describe(),
+        f.notes_all(),
+        "the live runs",
+        (opened.pinned, &opened.command_line),
+    );
+    resume_hint(&f);
+    code
+}
+
+/// The journal's warnings, its path and the design, on stderr.
+fn announce(session: &pinsight_tune::TuneSession<'_>, g: &Globals) {
     for w in session.journal_warnings() {
         let path = session.journal_path().display();
         eprintln!("pinsight: warning: journal {path}: {w}");
@@ -260,7 +225,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
             "{}",
             crate::cli::wrap80(&format!(
                 "pinsight: tuning on {}: {} configurations ({})",
-                layout.describe(),
+                session.layout().describe(),
                 session.design().len(),
                 session
                     .design()
@@ -271,46 +236,34 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
             ))
         );
     }
-    let (total, done) = session.progress();
-    let pb = crate::cli::progress_bar(g, total as u64, "tune");
-    pb.set_position(done as u64);
-    pb.enable_steady_tick(Duration::from_millis(250));
-    let mut obs = Bar { pb: pb.clone() };
-    let finished = session.run(&mut obs);
-    pb.finish_and_clear();
-    let f = finished.map_err(tune_error)?;
+}
+
+/// The line that continues an unfinished tune, on stderr.
+fn resume_hint(f: &pinsight_tune::Finished) {
+    if let Some(p) = f.resume() {
+        eprintln!(
+            "pinsight: {} design and {} validation runs are journaled in {}; continue with:\n  pinsight tune --resume {}",
+            f.design_runs.len(),
+            f.validation_runs.len(),
+            p.display(),
+            pinsight_lifecycle::interrupt::shell_quote(&p.display().to_string())
+        );
+    }
+}
+
+/// How a tune that did not end well ends: the warnings of the cleanup,
+/// then `Some(exit code)` or an error when the runs stopped short or lack
+/// the energy the goal needs; `None` to analyse.
+fn stopped(args: &Args, f: &pinsight_tune::Finished) -> Result<Option<i32>, CliError> {
     if f.cleanup_late {
         eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
     }
     if let Some(e) = &f.restore_failed {
         eprintln!("pinsight: warning: {e}");
     }
-    let resume_hint = |f: &pinsight_tune::Finished| {
-        if let Some(p) = f.resume() {
-            eprintln!(
-                "pinsight: {} design and {} validation runs are journaled in {}; continue with:\n  pinsight tune --resume {}",
-                f.design_runs.len(),
-                f.validation_runs.len(),
-                p.display(),
-                pinsight_lifecycle::interrupt::shell_quote(&p.display().to_string())
-            );
-        }
-    };
-    let mut notes = f.notes.clone();
-    for na in &f.not_applicable {
-        notes.push(format!("{}: not applicable here: {}", na.what, na.reason));
-    }
-    for cut in &f.budget_cuts {
-        notes.push(format!(
-            "budget: {} run{} of {} not started",
-            cut.runs,
-            if cut.runs == 1 { "" } else { "s" },
-            cut.config
-        ));
-    }
     if let pinsight_tune::Energy::Unavailable { reason } = &f.energy {
         if args.goal.needs_energy() {
-            resume_hint(&f);
+            resume_hint(f);
             return Err(CliError::runtime(format!(
                 "--goal {}: some runs have no energy ({reason})",
                 args.goal
@@ -318,47 +271,23 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
         }
     }
     match &f.outcome {
-        RunOutcome::Complete => {}
+        RunOutcome::Complete => Ok(None),
         RunOutcome::Interrupted => {
             let sig = f.signal.unwrap_or_else(compare::interrupt::signal);
             eprintln!("pinsight: interrupted: runs stopped, machine restored, journal intact");
-            resume_hint(&f);
+            resume_hint(f);
             compare::interrupt::main_finished();
-            return Ok(pinsight_lifecycle::exit::signal_code(sig));
+            Ok(Some(pinsight_lifecycle::exit::signal_code(sig)))
         }
         RunOutcome::StoppedOnFailure { why, .. } => {
             eprintln!("pinsight: error: stopped: {why}");
-            resume_hint(&f);
-            return Ok(1);
+            resume_hint(f);
+            Ok(Some(1))
         }
         RunOutcome::Error(e) => {
-            resume_hint(&f);
-            return Err(CliError::runtime(e.to_string()));
+            resume_hint(f);
+            Err(CliError::runtime(e.to_string()))
         }
-    }
-    let code = finish(
-        args,
-        g,
-        &f.design_runs,
-        &f.validation_runs,
-        &layout.machine,
-        Some((&topo, &layout)),
-        layout.describe(),
-        notes,
-        "the live runs",
-        (pinned, &command),
-    );
-    resume_hint(&f);
-    code
-}
-
-fn tune_error(e: pinsight_tune::TuneError) -> CliError {
-    use pinsight_tune::TuneError;
-    match e {
-        TuneError::Session(s) => super::compare::session_error(s),
-        TuneError::Journal(j) => super::compare::journal_error(j, true),
-        TuneError::Layout(_) | TuneError::EmptyDesign { .. } => CliError::runtime(e.to_string()),
-        TuneError::NotTune { .. } | TuneError::BadIdentity { .. } => CliError::usage(e.to_string()),
     }
 }
 

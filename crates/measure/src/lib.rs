@@ -38,6 +38,7 @@ mod error;
 pub mod governor;
 pub mod metric;
 pub mod record;
+pub mod root;
 mod run;
 pub mod sf;
 mod sys;
@@ -54,4 +55,5 @@ pub use governor::{
 };
 pub use metric::Metric;
 pub use record::{ExitStatusRecord, RunRecord};
+pub use root::{measurement_root, MeasureRootError, TEST_MEASURE_ROOT};
 pub use run::{Measurer, Options, RunError};

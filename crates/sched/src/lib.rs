@@ -27,8 +27,8 @@ pub mod sf;
 
 pub use apply::{Applier, ApplyError, RestoreReport};
 pub use manager::{
-    capacity, capacity_within, CapacityFeed, Config, ManageError, Manager, ProgramReport, Report,
-    ThreadReport,
+    capacity, capacity_within, own_capacity, CapacityFeed, Config, ManageError, Manager,
+    OwnCapacityError, ProgramReport, Report, ThreadReport,
 };
 pub use sample::{Resolution, Sampler, ThreadSample};
 pub use sf::{CounterSf, GivenSf, NoSf, ProgramRef, SfSource, SfSpecError, SfTarget, ThreadPeriod};

@@ -71,6 +71,23 @@ pub fn capacity(topo: &Topology) -> Result<Capacity, ManageError> {
     capacity_within(topo, &topo.usable())
 }
 
+/// Why [`own_capacity`] has no big and small CPUs.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnCapacityError {
+    /// This process's affinity cannot be read.
+    #[error("sched_getaffinity: {0}")]
+    Affinity(#[source] std::io::Error),
+    #[error(transparent)]
+    Manage(#[from] ManageError),
+}
+
+/// [`capacity_within`] the CPUs this process may run on (`taskset -c 0,1
+/// pinsight sched` keeps the programs there too).
+pub fn own_capacity(topo: &Topology) -> Result<Capacity, OwnCapacityError> {
+    let own = pinsight_sys::affinity::get_affinity(0).map_err(OwnCapacityError::Affinity)?;
+    Ok(capacity_within(topo, &own)?)
+}
+
 /// [`capacity`] restricted to `allowed` (e.g. the CPUs this process may
 /// run on, as `taskset` set them).
 pub fn capacity_within(topo: &Topology, allowed: &CpuSet) -> Result<Capacity, ManageError> {

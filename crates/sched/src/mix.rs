@@ -24,6 +24,10 @@
 //! handled one way, every record checked against the header's design) is
 //! pinsight-lifecycle's [`pinsight_lifecycle::journal::Journal`].
 
+mod open;
+
+pub use open::{given_sf, open, MixJournal, MixRequest, OpenError, Opened, PERIOD_RANGE};
+
 use crate::manager::{Config, Manager};
 use crate::sf::{GivenSf, NoSf, SfSource};
 use pinsight_cpuset::CpuSet;

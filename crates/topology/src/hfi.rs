@@ -474,6 +474,21 @@ impl HfiWatcher {
     }
 }
 
+/// On x86, a CPU without the `hfi` flag in /proc/cpuinfo never sends
+/// capability events: say so, so an empty watch is not a mystery.
+pub fn no_hfi_flag(fs: &FsRoot) -> Option<String> {
+    let text = fs.read_opt("/proc/cpuinfo")?;
+    let flags = text.lines().find(|l| l.starts_with("flags"))?;
+    if flags.split_whitespace().any(|f| f == "hfi") {
+        return None;
+    }
+    Some(
+        "/proc/cpuinfo lists no 'hfi' flag: this CPU has no Hardware Feedback Interface, \
+         so no capability change will come (only hybrid Intel parts, Alder Lake and later, have one)"
+            .to_string(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -523,5 +538,16 @@ mod tests {
             Err(HfiError::Recorded { root }) => assert_eq!(root, dir),
             other => panic!("expected Recorded, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn no_hfi_flag_names_a_cpu_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(dir.path().join("proc/cpuinfo"), "flags\t: fpu sse hfi\n").unwrap();
+        let fs = FsRoot::at(dir.path()).unwrap();
+        assert_eq!(no_hfi_flag(&fs), None);
+        std::fs::write(dir.path().join("proc/cpuinfo"), "flags\t: fpu sse\n").unwrap();
+        assert!(no_hfi_flag(&fs).unwrap().contains("no 'hfi' flag"));
     }
 }

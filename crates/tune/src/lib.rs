@@ -23,6 +23,7 @@
 //! the same runs and chooses the same validation configurations as an
 //! uninterrupted one.
 
+pub mod live;
 pub mod sim;
 
 use pinsight_compare::experiment::{Executor, Observer, Outcome, SwitchError};
