@@ -77,6 +77,13 @@ impl Globals {
         } else {
             "--fsroot"
         };
+        if p.is_file() {
+            // An archive is unpacked into a private directory: the one
+            // signal lifecycle removes it on SIGINT, SIGTERM and SIGHUP.
+            pinsight_lifecycle::interrupt::install()
+                .map_err(|e| CliError::runtime(format!("{name}: {e}")))?;
+            pinsight_lifecycle::interrupt::add_restorer(pinsight_sys::archive::remove_unpacked_now);
+        }
         let fs = FsRoot::at(p).map_err(|e| fsroot_usage(name, &e))?;
         // A directory without sys/ (a typo, one level too high) is not a
         // recorded machine: refuse it rather than show an empty one.

@@ -430,6 +430,33 @@ pub fn html(r: &MixResult, repeat: u32) -> String {
     out
 }
 
+/// mix's result in every export format: the JSON document is the one
+/// `--json` prints (built by the command line, which knows the journal and
+/// the period), the others are rendered from the result.
+pub struct Export<'a, J: serde::Serialize> {
+    /// The experiment's result.
+    pub result: &'a MixResult,
+    /// Completions per program and scheduler.
+    pub repeat: u32,
+    /// The JSON document.
+    pub json: &'a J,
+}
+
+impl<J: serde::Serialize> crate::export::Exportable for Export<'_, J> {
+    fn serialize(
+        &self,
+        format: crate::export::ExportFormat,
+    ) -> Result<Vec<u8>, crate::export::ExportError> {
+        use crate::export::ExportFormat as F;
+        Ok(match format {
+            F::Json => return crate::export::json_bytes(self.json),
+            F::Csv => csv(self.result).into_bytes(),
+            F::Markdown => markdown(self.result, self.repeat).into_bytes(),
+            F::Html => html(self.result, self.repeat).into_bytes(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,32 +582,5 @@ mod tests {
         assert!(s.contains("1.70 "), "no interval shown without one: {s}");
         assert!(s.contains("Verdict: highest throughput: to"), "{s}");
         assert!(s.contains("overlap"), "to and aarr overlap: {s}");
-    }
-}
-
-/// mix's result in every export format: the JSON document is the one
-/// `--json` prints (built by the command line, which knows the journal and
-/// the period), the others are rendered from the result.
-pub struct Export<'a, J: serde::Serialize> {
-    /// The experiment's result.
-    pub result: &'a MixResult,
-    /// Completions per program and scheduler.
-    pub repeat: u32,
-    /// The JSON document.
-    pub json: &'a J,
-}
-
-impl<J: serde::Serialize> crate::export::Exportable for Export<'_, J> {
-    fn serialize(
-        &self,
-        format: crate::export::ExportFormat,
-    ) -> Result<Vec<u8>, crate::export::ExportError> {
-        use crate::export::ExportFormat as F;
-        Ok(match format {
-            F::Json => return crate::export::json_bytes(self.json),
-            F::Csv => csv(self.result).into_bytes(),
-            F::Markdown => markdown(self.result, self.repeat).into_bytes(),
-            F::Html => html(self.result, self.repeat).into_bytes(),
-        })
     }
 }

@@ -71,37 +71,27 @@ pub enum ArchiveError {
     },
 }
 
-/// Removal of the unpack directories when the process is stopped by
-/// SIGINT, SIGTERM or SIGHUP, where no destructor runs: a handler writes
-/// the signal's number to a pipe (async-signal-safe, signal-safety(7)), a
-/// thread reading the pipe removes every directory still registered, then
-/// dies by the same signal (`signals::die_by`), so the caller sees the
-/// status it would have seen. Installed at the first unpack, only for
-/// signals at their default action: a handler a command installs later
-/// replaces it for its own lifetime (and cleans up its own way).
+/// The unpack directories still on disk, for removal when the process is
+/// stopped by SIGINT, SIGTERM or SIGHUP (where no destructor runs). This
+/// crate keeps only the registry; the one signal lifecycle
+/// (`pinsight_lifecycle::interrupt`, a layer up) calls
+/// [`remove_unpacked_now`] among its restorers, so the caller sees the
+/// status it would have seen and nothing is left in the temporary
+/// directory.
 mod on_signal {
-    use std::os::fd::IntoRawFd;
     use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-    use std::sync::{Mutex, Once};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
 
     static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-    static WAKE: AtomicI32 = AtomicI32::new(-1);
-    static INSTALL: Once = Once::new();
-    /// Set once a signal came: unpacking waits at the next entry.
+    /// Set once a signal came: unpacking stops at the next entry.
     pub static STOPPING: AtomicBool = AtomicBool::new(false);
 
-    /// The signals that remove the directories.
+    /// The signals whose lifecycle removes the directories (blocked while
+    /// a directory is made and registered, so none comes between the two).
     pub const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-    /// Installs the handlers and the cleanup thread (once).
-    pub fn prepare() {
-        INSTALL.call_once(install);
-    }
-
-    /// Adds `dir` to the directories removed on a signal. Called with the
-    /// signals blocked from before `dir` was made, so none can come
-    /// between the two.
+    /// Adds `dir` to the directories removed on a signal.
     pub fn register(dir: &Path) {
         DIRS.lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -114,78 +104,42 @@ mod on_signal {
             .retain(|d| d != dir);
     }
 
-    extern "C" fn on_signal(sig: libc::c_int) {
-        // SAFETY: only write(2) on a non-blocking pipe; errno preserved.
-        unsafe {
-            let errno = *libc::__errno_location();
-            let fd = WAKE.load(Ordering::Relaxed);
-            if fd >= 0 {
-                let b = sig as u8;
-                libc::write(fd, (&b as *const u8).cast(), 1);
-            }
-            *libc::__errno_location() = errno;
-        }
-    }
-
-    fn install() {
-        use nix::fcntl::{fcntl, FcntlArg, OFlag};
-        let Ok((read, write)) = crate::process::pipe() else {
-            return;
-        };
-        if let Ok(flags) = fcntl(&write, FcntlArg::F_GETFL) {
-            let _ = fcntl(
-                &write,
-                FcntlArg::F_SETFL(OFlag::from_bits_retain(flags) | OFlag::O_NONBLOCK),
-            );
-        }
-        WAKE.store(write.into_raw_fd(), Ordering::SeqCst);
-        // The thread inherits a mask blocking the signals: their handler
-        // runs on another thread, one that unblocks them only once the
-        // directory it makes is registered.
-        let blocked = crate::signals::DeferSignals::new(&SIGNALS);
-        let spawned = std::thread::Builder::new()
-            .name("fsroot-cleanup".into())
-            .spawn(move || {
-                let Some(sig) = crate::signals::next_signal(&read) else {
-                    return;
-                };
-                STOPPING.store(true, Ordering::SeqCst);
-                let dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                for d in dirs {
-                    // The unpacking thread may still be adding an entry.
-                    for _ in 0..50 {
-                        if std::fs::remove_dir_all(&d).is_ok() || !d.exists() {
-                            break;
-                        }
-                        std::thread::sleep(std::time::Duration::from_millis(10));
+    /// Stops unpacking and removes every registered directory; returns
+    /// the ones that could not be removed, in words.
+    pub fn remove_all() -> Vec<String> {
+        STOPPING.store(true, Ordering::SeqCst);
+        let dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut failed = Vec::new();
+        for d in dirs {
+            // The unpacking thread may still be adding an entry.
+            let mut last = None;
+            for _ in 0..50 {
+                match std::fs::remove_dir_all(&d) {
+                    Ok(()) => {
+                        last = None;
+                        break;
                     }
+                    Err(_) if !d.exists() => {
+                        last = None;
+                        break;
+                    }
+                    Err(e) => last = Some(e),
                 }
-                crate::signals::die_by(sig);
-                // Only if the signal could not end the process.
-                std::process::exit(128 + sig);
-            });
-        drop(blocked);
-        if spawned.is_err() {
-            return;
-        }
-        for sig in SIGNALS {
-            // SAFETY: sigaction with zeroed, then filled, structs; the
-            // handler is async-signal-safe.
-            unsafe {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-                    || old.sa_sigaction != libc::SIG_DFL
-                {
-                    continue;
-                }
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = on_signal as *const () as usize;
-                sa.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(sig, &sa, std::ptr::null_mut());
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            if let Some(e) = last {
+                failed.push(format!("{}: not removed: {e}", d.display()));
             }
         }
+        failed
     }
+}
+
+/// Removes every archive unpack directory still on disk and stops any
+/// unpacking in progress: the restorer the signal lifecycle runs on
+/// SIGINT, SIGTERM and SIGHUP. Returns what could not be removed.
+pub fn remove_unpacked_now() -> Vec<String> {
+    on_signal::remove_all()
 }
 
 /// An unpacked archive: removed from disk when dropped.
@@ -262,7 +216,6 @@ fn unpack_in(
         source,
     };
     let file = File::open(archive).map_err(read_err)?;
-    on_signal::prepare();
     let dir = {
         let _blocked = crate::signals::DeferSignals::new(&on_signal::SIGNALS);
         let dir = tempfile::Builder::new()
