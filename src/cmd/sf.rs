@@ -274,144 +274,17 @@ fn unavailable(args: &Args, g: &Globals, req: &Request<'_>, reason: &SfUnavailab
     Ok(1)
 }
 
-/// One side of a journal SF: an arm confined to one kind.
-#[derive(serde::Serialize, Debug, PartialEq)]
-struct JournalArm {
-    arm: String,
-    cpus: String,
-    threads: usize,
-    runs: usize,
-    mean_wall_s: f64,
-}
-
-#[derive(serde::Serialize, Debug, PartialEq)]
-struct JournalSf {
-    source: &'static str,
-    journal: String,
-    command: Vec<String>,
-    sf: f64,
-    /// 95% Fieller interval of the ratio of means, when bounded.
-    ci: Option<(f64, f64)>,
-    big: JournalArm,
-    small: JournalArm,
-}
-
-/// The SF of a compare journal's program: mean wall time of its successful
-/// measured runs on an arm confined to the small kinds over that on an arm
-/// confined to the fastest kind (same thread count). Kinds are the
-/// journal's own (`NAME: CPULIST`, slowest first), not this machine's.
-fn journal_sf(j: &pinsight_compare::journal::Journal) -> Result<(JournalSf, String), String> {
-    use pinsight_compare::Phase;
-    let kinds: Vec<pinsight_cpuset::CpuSet> = j
-        .header
-        .machine
-        .kinds
-        .iter()
-        .filter_map(|k| k.rsplit_once(": "))
-        .filter_map(|(_, l)| pinsight_cpuset::CpuSet::parse_list(l).ok())
-        .collect();
-    if kinds.len() < 2 {
-        return Err(format!(
-            "its machine has {} core kind{} ({}): no big and small kind to compare",
-            kinds.len(),
-            if kinds.len() == 1 { "" } else { "s" },
-            j.header.machine.kinds.join(", ")
-        ));
-    }
-    let big_cpus = kinds.last().expect("two kinds").clone();
-    let mut small_cpus = pinsight_cpuset::CpuSet::new();
-    for k in &kinds[..kinds.len() - 1] {
-        small_cpus.union_with(k);
-    }
-    let side = |arm: &pinsight_compare::journal::ArmHeader| -> Option<bool> {
-        let cpus = if arm.plan.places.is_empty() {
-            arm.plan.process_mask.clone()
-        } else {
-            let mut u = pinsight_cpuset::CpuSet::new();
-            for p in &arm.plan.places {
-                u.union_with(p);
-            }
-            u
-        };
-        if cpus.is_empty() {
-            None
-        } else if cpus.is_subset(&big_cpus) {
-            Some(true)
-        } else if cpus.is_subset(&small_cpus) {
-            Some(false)
-        } else {
-            None
-        }
-    };
-    let times = |id: &str| -> Vec<f64> {
-        j.runs
-            .iter()
-            .filter(|r| r.arm == id && r.phase == Phase::Measured && r.failure().is_none())
-            .map(|r| r.record.wall_s)
-            .collect()
-    };
-    for big in j.header.arms.iter().filter(|a| side(a) == Some(true)) {
-        for small in j.header.arms.iter().filter(|a| side(a) == Some(false)) {
-            if big.plan.threads != small.plan.threads {
-                continue;
-            }
-            let (tb, ts) = (times(&big.id), times(&small.id));
-            let Ok(s) = pinsight_stats::speedup(&ts, &tb) else {
-                continue;
-            };
-            let arm = |a: &pinsight_compare::journal::ArmHeader, t: &[f64]| JournalArm {
-                arm: a.id.clone(),
-                cpus: a.plan.describe(),
-                threads: a.plan.threads,
-                runs: t.len(),
-                mean_wall_s: t.iter().sum::<f64>() / t.len() as f64,
-            };
-            let mut note = String::new();
-            if s.ratio < 1.0 {
-                note = format!(
-                    "the small-kind arm {} was faster than the big-kind arm {}: SF < 1 \
-                     (schedulers clamp it to 1)",
-                    small.id, big.id
-                );
-            }
-            return Ok((
-                JournalSf {
-                    source: "compare",
-                    journal: String::new(),
-                    command: j.header.command.clone(),
-                    sf: s.ratio,
-                    ci: s.ci.map(|c| (c.lo, c.hi)),
-                    big: arm(big, &tb),
-                    small: arm(small, &ts),
-                },
-                note,
-            ));
-        }
-    }
-    Err(format!(
-        "no pair of arms with the same thread count, one confined to the big kind ({big_cpus}) \
-         and one to the small kinds ({small_cpus}), with two or more successful measured runs \
-         each (arms: {}); run compare with e.g. p-set and e-set",
-        j.header
-            .arms
-            .iter()
-            .map(|a| a.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
-}
-
 fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
     let j = pinsight_compare::journal::Journal::read(path)
         .map_err(|e| CliError::usage(format!("--from-compare: {e}")))?;
-    let (mut sf, note) = journal_sf(&j)
+    let mut sf = pinsight_compare::sf::journal_sf(&j)
         .map_err(|e| CliError::runtime(format!("--from-compare {}: no SF: {e}", path.display())))?;
     sf.journal = path.display().to_string();
     if !g.quiet {
         for w in &j.warnings {
             eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
         }
-        if !note.is_empty() {
+        if let Some(note) = &sf.note {
             eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {note}")));
         }
     }
