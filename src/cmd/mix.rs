@@ -142,7 +142,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         opened.journal_path,
         opened.previous,
     );
-    let period = spec.period;
     for w in &opened.warnings {
         eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
     }
@@ -158,55 +157,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     progress.pb.finish_and_clear();
     let result = match outcome {
         Ok(r) => r,
-        Err(MixError::Interrupted(sig)) => {
-            eprintln!(
-                "{}",
-                wrap80(&format!(
-                    "pinsight: mix stopped by signal {sig}; every affinity restored, the journal \
-                     {} kept. Continue with: pinsight mix --resume {}",
-                    journal_path.display(),
-                    pinsight_lifecycle::interrupt::shell_quote(&journal_path.display().to_string())
-                ))
-            );
-            return Ok(pinsight_lifecycle::exit::signal_code(sig));
-        }
-        Err(e @ MixError::Mismatch { .. }) => {
-            return Err(CliError::usage(format!("--resume: {e}")))
-        }
-        Err(MixError::Program(e)) => return Err(e.into()),
-        Err(e) => return Err(CliError::runtime(format!("mix: {e}"))),
+        Err(e) => return mix_error(e, &journal_path),
     };
-    let verdict = pinsight_render::mix::mix_verdict(&result);
     let want_json = g.json || !args.export.files().is_empty();
     if want_json {
-        let (b, s) = match spec.header() {
-            Record::Header {
-                big_cpus,
-                small_cpus,
-                ..
-            } => (big_cpus, small_cpus),
-            _ => unreachable!("header"),
-        };
-        let json = Json {
-            big_cpus: b,
-            small_cpus: s,
-            repeat: spec.repeat,
-            period_s: period.as_secs_f64(),
-            journal: journal_path.display().to_string(),
-            references: result
-                .references
-                .iter()
-                .enumerate()
-                .map(|(i, &(b, s))| Reference {
-                    name: spec.name(i),
-                    command: &spec.commands[i],
-                    alone_big_s: b,
-                    alone_small_s: s,
-                })
-                .collect(),
-            schedulers: &result.schedulers,
-            verdict,
-        };
+        let json = json(&spec, &result, &journal_path);
         args.export.write(&pinsight_render::mix::Export {
             result: &result,
             repeat: spec.repeat,
@@ -220,4 +175,63 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         print!("{}", pinsight_render::mix::mix(&result, spec.repeat));
     }
     Ok(0)
+}
+
+/// How a mix that did not finish ends: a signal (the resume line, 128 + N),
+/// a journal of another experiment (usage), the program, or a failure.
+fn mix_error(e: MixError, journal_path: &std::path::Path) -> CmdResult {
+    match e {
+        MixError::Interrupted(sig) => {
+            eprintln!(
+                "{}",
+                wrap80(&format!(
+                    "pinsight: mix stopped by signal {sig}; every affinity restored, the journal \
+                     {} kept. Continue with: pinsight mix --resume {}",
+                    journal_path.display(),
+                    pinsight_lifecycle::interrupt::shell_quote(&journal_path.display().to_string())
+                ))
+            );
+            Ok(pinsight_lifecycle::exit::signal_code(sig))
+        }
+        e @ MixError::Mismatch { .. } => Err(CliError::usage(format!("--resume: {e}"))),
+        MixError::Program(e) => Err(e.into()),
+        e => Err(CliError::runtime(format!("mix: {e}"))),
+    }
+}
+
+/// The JSON document: the machine's kinds, the settings, each program's
+/// times alone on each kind, every scheduler's results and the verdict.
+fn json<'a>(
+    spec: &'a mix::MixSpec,
+    result: &'a mix::MixResult,
+    journal_path: &std::path::Path,
+) -> Json<'a> {
+    let (big_cpus, small_cpus) = match spec.header() {
+        Record::Header {
+            big_cpus,
+            small_cpus,
+            ..
+        } => (big_cpus, small_cpus),
+        _ => unreachable!("header"),
+    };
+    Json {
+        big_cpus,
+        small_cpus,
+        repeat: spec.repeat,
+        period_s: spec.period.as_secs_f64(),
+        journal: journal_path.display().to_string(),
+        references: result
+            .references
+            .iter()
+            .enumerate()
+            .map(|(i, &(b, s))| Reference {
+                name: spec.name(i),
+                command: &spec.commands[i],
+                alone_big_s: b,
+                alone_small_s: s,
+            })
+            .collect(),
+        schedulers: &result.schedulers,
+        verdict: pinsight_render::mix::mix_verdict(result),
+    }
 }

@@ -1,18 +1,17 @@
 //! `pinsight sf`: per-thread speedup factors of a running process or of a
 //! program it starts, from one counter group per core-kind PMU per thread
 //! (pinsight-measure's `sf`), optionally with alternating affinity windows.
-//! Thin: flags, the sampling loop, Ctrl-C, output through pinsight-render.
+//! Thin: flags, then `pinsight_measure::sf::session::measure` (the
+//! sampling loop, probe, signals, restore), output through pinsight-render.
 
 use crate::cli::{progress_bar, CliError, CmdResult, Globals};
 use pinsight_lifecycle::interrupt;
-use pinsight_measure::sf::{
-    AffinityProbe, KindCpus, SfOptions, SfSampler, SfUnavailable, ThreadEntry,
-};
+use pinsight_measure::sf::session::{self, Event, Measured, Request, SessionError, Target};
+use pinsight_measure::sf::{KindCpus, SfOptions, SfUnavailable, ThreadEntry};
 use pinsight_sys::procfs;
 use pinsight_topology::FsRoot;
-use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Measure each thread's speedup factor: SF = IPS on big / IPS on small.
 ///
@@ -103,10 +102,49 @@ struct Json<'a> {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let (period, duration) = (args.period, args.duration);
     if let Some(journal) = &args.from_compare {
         return from_compare(journal, g);
     }
+    let target = target(&args, g)?;
+    let measure_root = pinsight_measure::measurement_root()?;
+    let topo = g.topology()?;
+    let kinds: Vec<KindCpus> = topo.kinds.iter().map(KindCpus::from).collect();
+    let req = Request {
+        target,
+        probe: args.probe,
+        period: args.period,
+        duration: args.duration,
+        options: SfOptions::default(),
+        software_stand_in: std::env::var_os(TEST_STAND_IN).is_some_and(|v| v == "1"),
+    };
+    // After a signal, this thread restores, reports, then exits 128 + N.
+    let _main = interrupt::main_handles_exit();
+    let mut pb = None;
+    let measured = session::measure(&measure_root, &kinds, req, |e| match e {
+        Event::Start { target, periods } => pb = Some(progress(g, target, periods)),
+        Event::Period => pb.iter().for_each(|p| p.inc(1)),
+        Event::End => pb.iter().for_each(|p| p.finish_and_clear()),
+    });
+    let mut m = match measured {
+        Ok(m) => m,
+        Err(SessionError::Unavailable(reason)) => return unavailable(&args, g, &req, &reason),
+        Err(SessionError::Program(e)) => return Err(e.into()),
+        Err(e @ SessionError::Interrupt(_)) => return Err(CliError::runtime(format!("sf: {e}"))),
+    };
+    report(&args, g, &req, &m)?;
+    // The program: stopped on a signal (it was passed on), else waited
+    // for (--duration ended before it), with its status as ours.
+    if m.program_running() && !g.quiet {
+        eprintln!(
+            "pinsight: note: measuring ended (--duration); waiting for the program \
+             to end (Ctrl-C stops it)"
+        );
+    }
+    Ok(m.finish())
+}
+
+/// What to measure: --pids PID or -- CMD, checked.
+fn target<'a>(args: &'a Args, g: &Globals) -> Result<Target<'a>, CliError> {
     match (&args.pid, args.command.is_empty()) {
         (Some(_), false) => {
             return Err(CliError::usage(
@@ -124,269 +162,79 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         "sf measures threads",
         "unset it (--kinds declares this machine's kinds)",
     )?;
-    let live = FsRoot::live();
-    if let Some(pid) = args.pid {
-        if pid <= 0 || !procfs::process_exists(&live, pid) {
-            return Err(CliError::usage(format!(
+    match args.pid {
+        Some(pid) if pid <= 0 || !procfs::process_exists(&FsRoot::live(), pid) => {
+            Err(CliError::usage(format!(
                 "--pids {pid}: no such process (a running process's id is needed)"
-            )));
+            )))
         }
+        Some(pid) => Ok(Target::Pid(pid)),
+        None => Ok(Target::Command(&args.command)),
     }
-    let measure_root = pinsight_measure::measurement_root()?;
-    let topo = g.topology()?;
-    let kinds: Vec<KindCpus> = topo.kinds.iter().map(KindCpus::from).collect();
-    let options = SfOptions::default();
-    let command_words: Option<Vec<String>> = (!args.command.is_empty()).then(|| {
-        args.command
-            .iter()
-            .map(|w| w.to_string_lossy().into_owned())
-            .collect()
-    });
-    let sampler = if std::env::var_os(TEST_STAND_IN).is_some_and(|v| v == "1") {
-        pinsight_measure::sf::map_pmus(&measure_root, &kinds)
-            .map(|p| SfSampler::software_stand_in(p, options))
-    } else {
-        SfSampler::new(&measure_root, &kinds, options)
-    };
-    let mut sampler = match sampler {
-        Ok(s) => s,
-        Err(reason) => return unavailable(&args, g, &reason, command_words, period, options),
-    };
+}
 
-    // Ctrl-C, SIGTERM, SIGHUP (the one lifecycle): end the loop, restore,
-    // report; the signal reaches the program and everything it started.
-    interrupt::install().map_err(|e| CliError::runtime(format!("sf: {e}")))?;
-    let _main = interrupt::main_handles_exit();
-    let _tree = interrupt::watch_descendants();
-
-    let mut child = None;
-    let (pid, target) = match args.pid {
-        Some(pid) => {
-            let name = procfs::task_stat(&live, pid, pid).map_or_else(String::new, |s| s.comm);
-            (pid, format!("PID {pid} ({name})"))
-        }
-        None => {
-            let mut cmd = std::process::Command::new(&args.command[0]);
-            cmd.args(&args.command[1..]);
-            let c = cmd.spawn().map_err(|e| {
-                pinsight_lifecycle::exit::SpawnError::from_io(args.command[0].to_string_lossy(), &e)
-            })?;
-            let pid = c.id() as i32;
-            child = Some(c);
-            let words = command_words.clone().unwrap_or_default().join(" ");
-            (pid, format!("{} (PID {pid})", shorten(&words, 30)))
-        }
-    };
-
-    let mut probe = args.probe.then(|| AffinityProbe::new(sampler.pmus()));
-    let mut threads: BTreeMap<i32, ThreadEntry> = BTreeMap::new();
-    let mut warnings: Vec<String> = Vec::new();
-    let start = Instant::now();
-    let len = duration.map_or(0, |d| {
-        (d.as_secs_f64() / period.as_secs_f64()).ceil() as u64
-    });
-    let pb = progress_bar(g, len, &format!("measuring {target}"));
-    if len == 0 {
+fn progress(g: &Globals, target: &str, periods: u64) -> indicatif::ProgressBar {
+    let pb = progress_bar(g, periods, &format!("measuring {target}"));
+    if periods == 0 {
         // No --duration: the end is the program's; count periods instead.
         pb.set_style(
             indicatif::ProgressStyle::with_template("{spinner} {msg}: {pos} periods ({elapsed})")
                 .expect("valid template"),
         );
     }
-    let mut periods = 0u64;
-    let mut interrupted = None;
-    let mut status = None;
-    loop {
-        refresh(&live, pid, &mut sampler, &mut threads, probe.as_mut());
-        if let Some(p) = probe.as_mut() {
-            let tids: Vec<i32> = threads
-                .values()
-                .filter(|t| !t.exited && t.error.is_none())
-                .map(|t| t.tid)
-                .collect();
-            let (_, errors) = p.pin_next(&tids);
-            for e in errors {
-                let w = format!("probe: {e}");
-                if !warnings.contains(&w) {
-                    warnings.push(w);
-                }
-            }
-        }
-        let wait = match duration {
-            Some(d) => period.min(d.saturating_sub(start.elapsed())),
-            None => period,
-        };
-        if let Some(sig) = interrupt::wait(wait) {
-            interrupted = Some(sig);
-        }
-        for tid in sampler.tids() {
-            if threads.get(&tid).is_some_and(|t| t.exited) {
-                continue;
-            }
-            if let Err(e) = sampler.sample(tid) {
-                if let Some(t) = threads.get_mut(&tid) {
-                    t.error = Some(e.to_string());
-                }
-                sampler.detach(tid);
-            }
-        }
-        periods += 1;
-        pb.inc(1);
-        if interrupted.is_some() {
-            break;
-        }
-        if duration.is_some_and(|d| start.elapsed() >= d) {
-            break;
-        }
-        let gone = match child.as_mut() {
-            Some(c) => match c.try_wait() {
-                Ok(Some(s)) => {
-                    status = Some(s);
-                    true
-                }
-                Ok(None) => false,
-                Err(_) => true,
-            },
-            None => {
-                !procfs::process_exists(&live, pid)
-                    || procfs::task_stat(&live, pid, pid).is_some_and(|s| s.state == 'Z')
-            }
-        };
-        if gone {
-            break;
-        }
-    }
-    pb.finish_and_clear();
-    let elapsed_s = start.elapsed().as_secs_f64();
-    if let Some(mut p) = probe.take() {
-        for e in p.restore() {
-            warnings.push(format!("probe: restoring: {e}"));
-        }
-    }
-    // Final reports: every thread seen, exited ones included.
-    let entries: Vec<ThreadEntry> = threads
-        .into_values()
-        .map(|mut t| {
-            if t.error.is_none() {
-                t.report = sampler.report(t.tid);
-            }
-            t
-        })
-        .collect();
+    pb
+}
+
+fn command_words(args: &Args) -> Option<Vec<String>> {
+    (!args.command.is_empty()).then(|| {
+        args.command
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect()
+    })
+}
+
+/// The warnings, then the report (JSON or text).
+fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(), CliError> {
     if !g.quiet {
-        for w in &warnings {
+        for w in &m.warnings {
             eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
         }
     }
+    let min_samples = req.options.params.min_samples;
     if g.json {
-        g.print_json(&Json {
+        return g.print_json(&Json {
             available: true,
             reason: None,
-            pid: Some(pid),
-            command: command_words,
+            pid: Some(m.pid),
+            command: command_words(args),
             probe: args.probe,
-            period_s: period.as_secs_f64(),
-            periods,
-            elapsed_s,
-            interrupted: interrupted.is_some(),
-            min_samples: options.params.min_samples,
-            pmus: Some(sampler.pmus()),
-            threads: &entries,
-            warnings: &warnings,
-        })?;
-    } else {
-        print!(
-            "{}",
-            pinsight_render::sf::render(
-                &pinsight_render::sf::SfRun {
-                    target: &target,
-                    period_s: period.as_secs_f64(),
-                    periods,
-                    elapsed_s,
-                    probe: args.probe,
-                    interrupted: interrupted.is_some(),
-                    min_samples: options.params.min_samples,
-                },
-                sampler.pmus(),
-                &entries,
-            )
-        );
-    }
-    // The program: stopped on Ctrl-C (the signal was passed on), else
-    // waited for (--duration ended before it), with its status as ours.
-    if let Some(c) = child.as_mut() {
-        if status.is_none() {
-            if interrupted.is_none() && !g.quiet {
-                eprintln!(
-                    "pinsight: note: measuring ended (--duration); waiting for the program \
-                     to end (Ctrl-C stops it)"
-                );
-            }
-            status = wait_child(c);
-        }
-    }
-    if let Some(sig) = interrupted {
-        return Ok(pinsight_lifecycle::exit::signal_code(sig));
-    }
-    let code = status.map_or(0, exit_code);
-    if code == 0 && !entries.is_empty() && entries.iter().all(|t| t.report.is_none()) {
-        // Not one thread could be counted: the measurement failed.
-        return Ok(1);
-    }
-    Ok(code)
-}
-
-/// Attaches new threads, marks exited ones (their counts are kept).
-fn refresh(
-    live: &FsRoot,
-    pid: i32,
-    sampler: &mut SfSampler,
-    threads: &mut BTreeMap<i32, ThreadEntry>,
-    probe: Option<&mut AffinityProbe>,
-) {
-    let now = procfs::tids(live, pid);
-    for &tid in &now {
-        let name = procfs::task_stat(live, pid, tid).map(|s| s.comm);
-        let t = threads.entry(tid).or_insert_with(|| ThreadEntry {
-            tid,
-            name: String::new(),
-            exited: false,
-            error: None,
-            report: None,
+            period_s: args.period.as_secs_f64(),
+            periods: m.periods,
+            elapsed_s: m.elapsed_s,
+            interrupted: m.signal.is_some(),
+            min_samples,
+            pmus: Some(&m.pmus),
+            threads: &m.threads,
+            warnings: &m.warnings,
         });
-        if let Some(n) = name {
-            t.name = n;
-        }
-        if t.error.is_none() && !sampler.is_attached(tid) && !t.exited {
-            if let Err(e) = sampler.attach(tid) {
-                t.error = Some(e.to_string());
-            }
-        }
     }
-    let mut gone = Vec::new();
-    for t in threads.values_mut() {
-        if !t.exited && !now.contains(&t.tid) {
-            t.exited = true;
-            gone.push(t.tid);
-        }
-    }
-    if let Some(p) = probe {
-        for tid in gone {
-            p.forget(tid);
-        }
-    }
+    let run = pinsight_render::sf::SfRun {
+        target: &m.target,
+        period_s: args.period.as_secs_f64(),
+        periods: m.periods,
+        elapsed_s: m.elapsed_s,
+        probe: args.probe,
+        interrupted: m.signal.is_some(),
+        min_samples,
+    };
+    print!("{}", pinsight_render::sf::render(&run, &m.pmus, &m.threads));
+    Ok(())
 }
 
 /// Counters cannot be had here: say why, point to the alternatives, and
 /// run nothing (exit 1).
-fn unavailable(
-    args: &Args,
-    g: &Globals,
-    reason: &SfUnavailable,
-    command: Option<Vec<String>>,
-    period: Duration,
-    options: SfOptions,
-) -> CmdResult {
+fn unavailable(args: &Args, g: &Globals, req: &Request<'_>, reason: &SfUnavailable) -> CmdResult {
     let hint = "without per-kind counters, give each program's SF to the schedulers \
                 (--sf NAME=X, e.g. --sf render=1.9), simulate mixes with \
                 `pinsight simulate --programs FILE`, or time a program on each kind \
@@ -397,13 +245,13 @@ fn unavailable(
             available: false,
             reason: Some(reason.to_string()),
             pid: args.pid,
-            command,
+            command: command_words(args),
             probe: args.probe,
-            period_s: period.as_secs_f64(),
+            period_s: req.period.as_secs_f64(),
             periods: 0,
             elapsed_s: 0.0,
             interrupted: false,
-            min_samples: options.params.min_samples,
+            min_samples: req.options.params.min_samples,
             pmus: None,
             threads: &[],
             warnings: &[],
@@ -426,169 +274,17 @@ fn unavailable(
     Ok(1)
 }
 
-/// Waits for the program; a signal to pinsight meanwhile reaches it
-/// through the lifecycle.
-fn wait_child(c: &mut std::process::Child) -> Option<std::process::ExitStatus> {
-    loop {
-        match c.try_wait() {
-            Ok(Some(s)) => return Some(s),
-            Ok(None) => {}
-            Err(_) => return None,
-        }
-        interrupt::wait(Duration::from_millis(100));
-    }
-}
-
-fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        format!("{}...", s.chars().take(max - 3).collect::<String>())
-    }
-}
-
-fn exit_code(s: std::process::ExitStatus) -> i32 {
-    pinsight_lifecycle::exit::status_code(&s)
-}
-
-/// One side of a journal SF: an arm confined to one kind.
-#[derive(serde::Serialize, Debug, PartialEq)]
-struct JournalArm {
-    arm: String,
-    cpus: String,
-    threads: usize,
-    runs: usize,
-    mean_wall_s: f64,
-}
-
-#[derive(serde::Serialize, Debug, PartialEq)]
-struct JournalSf {
-    source: &'static str,
-    journal: String,
-    command: Vec<String>,
-    sf: f64,
-    /// 95% Fieller interval of the ratio of means, when bounded.
-    ci: Option<(f64, f64)>,
-    big: JournalArm,
-    small: JournalArm,
-}
-
-/// The SF of a compare journal's program: mean wall time of its successful
-/// measured runs on an arm confined to the small kinds over that on an arm
-/// confined to the fastest kind (same thread count). Kinds are the
-/// journal's own (`NAME: CPULIST`, slowest first), not this machine's.
-fn journal_sf(j: &pinsight_compare::journal::Journal) -> Result<(JournalSf, String), String> {
-    use pinsight_compare::Phase;
-    let kinds: Vec<pinsight_cpuset::CpuSet> = j
-        .header
-        .machine
-        .kinds
-        .iter()
-        .filter_map(|k| k.rsplit_once(": "))
-        .filter_map(|(_, l)| pinsight_cpuset::CpuSet::parse_list(l).ok())
-        .collect();
-    if kinds.len() < 2 {
-        return Err(format!(
-            "its machine has {} core kind{} ({}): no big and small kind to compare",
-            kinds.len(),
-            if kinds.len() == 1 { "" } else { "s" },
-            j.header.machine.kinds.join(", ")
-        ));
-    }
-    let big_cpus = kinds.last().expect("two kinds").clone();
-    let mut small_cpus = pinsight_cpuset::CpuSet::new();
-    for k in &kinds[..kinds.len() - 1] {
-        small_cpus.union_with(k);
-    }
-    let side = |arm: &pinsight_compare::journal::ArmHeader| -> Option<bool> {
-        let cpus = if arm.plan.places.is_empty() {
-            arm.plan.process_mask.clone()
-        } else {
-            let mut u = pinsight_cpuset::CpuSet::new();
-            for p in &arm.plan.places {
-                u.union_with(p);
-            }
-            u
-        };
-        if cpus.is_empty() {
-            None
-        } else if cpus.is_subset(&big_cpus) {
-            Some(true)
-        } else if cpus.is_subset(&small_cpus) {
-            Some(false)
-        } else {
-            None
-        }
-    };
-    let times = |id: &str| -> Vec<f64> {
-        j.runs
-            .iter()
-            .filter(|r| r.arm == id && r.phase == Phase::Measured && r.failure().is_none())
-            .map(|r| r.record.wall_s)
-            .collect()
-    };
-    for big in j.header.arms.iter().filter(|a| side(a) == Some(true)) {
-        for small in j.header.arms.iter().filter(|a| side(a) == Some(false)) {
-            if big.plan.threads != small.plan.threads {
-                continue;
-            }
-            let (tb, ts) = (times(&big.id), times(&small.id));
-            let Ok(s) = pinsight_stats::speedup(&ts, &tb) else {
-                continue;
-            };
-            let arm = |a: &pinsight_compare::journal::ArmHeader, t: &[f64]| JournalArm {
-                arm: a.id.clone(),
-                cpus: a.plan.describe(),
-                threads: a.plan.threads,
-                runs: t.len(),
-                mean_wall_s: t.iter().sum::<f64>() / t.len() as f64,
-            };
-            let mut note = String::new();
-            if s.ratio < 1.0 {
-                note = format!(
-                    "the small-kind arm {} was faster than the big-kind arm {}: SF < 1 \
-                     (schedulers clamp it to 1)",
-                    small.id, big.id
-                );
-            }
-            return Ok((
-                JournalSf {
-                    source: "compare",
-                    journal: String::new(),
-                    command: j.header.command.clone(),
-                    sf: s.ratio,
-                    ci: s.ci.map(|c| (c.lo, c.hi)),
-                    big: arm(big, &tb),
-                    small: arm(small, &ts),
-                },
-                note,
-            ));
-        }
-    }
-    Err(format!(
-        "no pair of arms with the same thread count, one confined to the big kind ({big_cpus}) \
-         and one to the small kinds ({small_cpus}), with two or more successful measured runs \
-         each (arms: {}); run compare with e.g. p-set and e-set",
-        j.header
-            .arms
-            .iter()
-            .map(|a| a.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
-}
-
 fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
     let j = pinsight_compare::journal::Journal::read(path)
         .map_err(|e| CliError::usage(format!("--from-compare: {e}")))?;
-    let (mut sf, note) = journal_sf(&j)
+    let mut sf = pinsight_compare::sf::journal_sf(&j)
         .map_err(|e| CliError::runtime(format!("--from-compare {}: no SF: {e}", path.display())))?;
     sf.journal = path.display().to_string();
     if !g.quiet {
         for w in &j.warnings {
             eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
         }
-        if !note.is_empty() {
+        if let Some(note) = &sf.note {
             eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {note}")));
         }
     }

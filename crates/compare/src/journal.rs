@@ -112,6 +112,19 @@ pub struct Machine {
     pub capabilities: Vec<String>,
 }
 
+impl Machine {
+    /// The core kinds' CPU sets, slowest first, read back from
+    /// [`Machine::kinds`] (`NAME: CPULIST`, as setup writes them); an
+    /// entry that does not parse is left out.
+    pub fn kind_cpus(&self) -> Vec<CpuSet> {
+        self.kinds
+            .iter()
+            .filter_map(|k| k.rsplit_once(": "))
+            .filter_map(|(_, l)| CpuSet::parse_list(l).ok())
+            .collect()
+    }
+}
+
 /// Line 1 of a journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Header {

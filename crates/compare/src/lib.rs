@@ -33,6 +33,7 @@ pub mod ranks;
 mod rng;
 pub mod session;
 pub mod setup;
+pub mod sf;
 pub mod verdict;
 
 pub use analysis::{analyse, ArmReport, MetricStats, RankSummary, Report, Status, Versus};

@@ -43,6 +43,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod session;
+
 /// A core kind as the topology ranks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KindCpus {

@@ -1,0 +1,387 @@
+//! One `pinsight sf` measurement from start to end: the process (attached
+//! by pid, or a program started here), the sampling loop over its threads,
+//! the probe's affinity windows, the signal lifecycle
+//! (`pinsight_lifecycle::interrupt`: Ctrl-C ends the loop, affinities are
+//! restored, the report is still made) and the final per-thread reports.
+//!
+//! The caller holds `pinsight_lifecycle::interrupt::main_handles_exit`
+//! while it reports, then calls [`Measured::finish`] for the exit code
+//! (it waits for a started program that outlived the measurement).
+
+use super::{AffinityProbe, KindCpus, SfOptions, SfPmus, SfSampler, SfUnavailable, ThreadEntry};
+use pinsight_lifecycle::exit::{self, SpawnError};
+use pinsight_lifecycle::interrupt::{self, DescendantsWatch, InterruptError};
+use pinsight_sys::procfs;
+use pinsight_topology::FsRoot;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// What to measure.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// A running process.
+    Pid(i32),
+    /// Start this program (argv) and measure it.
+    Command(&'a [OsString]),
+}
+
+/// One measurement's settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    pub target: Target<'a>,
+    /// Alternate the threads between the big and the small CPUs.
+    pub probe: bool,
+    pub period: Duration,
+    /// Stop after this long (else when the process ends, or on a signal).
+    pub duration: Option<Duration>,
+    pub options: SfOptions,
+    /// Count software events in the hardware events' places (tests only:
+    /// meaningless SFs, but the whole path runs without a PMU).
+    pub software_stand_in: bool,
+}
+
+/// What the progress display hears.
+#[derive(Clone, Copy, Debug)]
+pub enum Event<'a> {
+    /// Measuring begins: the target's label, and the number of periods
+    /// when a duration bounds them (0: until the process ends).
+    Start { target: &'a str, periods: u64 },
+    /// One period was sampled.
+    Period,
+    /// The loop ended.
+    End,
+}
+
+/// Why nothing was measured.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// No per-kind counters here (the program was not started).
+    #[error(transparent)]
+    Unavailable(#[from] SfUnavailable),
+    /// The signal lifecycle could not be installed.
+    #[error(transparent)]
+    Interrupt(#[from] InterruptError),
+    /// The program cannot be started.
+    #[error(transparent)]
+    Program(#[from] SpawnError),
+}
+
+/// A finished measurement.
+pub struct Measured {
+    pub pid: i32,
+    /// `PID 12 (name)` or `cmd args (PID 12)`.
+    pub target: String,
+    pub periods: u64,
+    pub elapsed_s: f64,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    pub pmus: SfPmus,
+    /// Every thread seen, exited ones included.
+    pub threads: Vec<ThreadEntry>,
+    pub warnings: Vec<String>,
+    child: Option<RunningChild>,
+    /// Signals reach the started program's tree until the end.
+    _tree: DescendantsWatch,
+}
+
+struct RunningChild {
+    child: Child,
+    status: Option<ExitStatus>,
+}
+
+/// The sampling loop's state.
+struct Session {
+    live: FsRoot,
+    pid: i32,
+    sampler: SfSampler,
+    probe: Option<AffinityProbe>,
+    threads: BTreeMap<i32, ThreadEntry>,
+    warnings: Vec<String>,
+}
+
+/// Opens the counters (before anything starts), installs the signal
+/// lifecycle, starts or attaches to the process and measures it.
+pub fn measure(
+    root: &FsRoot,
+    kinds: &[KindCpus],
+    req: Request<'_>,
+    mut progress: impl FnMut(Event<'_>),
+) -> Result<Measured, SessionError> {
+    let sampler = if req.software_stand_in {
+        super::map_pmus(root, kinds).map(|p| SfSampler::software_stand_in(p, req.options))?
+    } else {
+        SfSampler::new(root, kinds, req.options)?
+    };
+    // Ctrl-C, SIGTERM, SIGHUP: end the loop, restore, report; the signal
+    // reaches the program and everything it started.
+    interrupt::install()?;
+    let tree = interrupt::watch_descendants();
+    let live = FsRoot::live();
+    let (pid, target, mut child) = start(&live, req.target)?;
+    let mut s = Session {
+        probe: req.probe.then(|| AffinityProbe::new(sampler.pmus())),
+        live,
+        pid,
+        sampler,
+        threads: BTreeMap::new(),
+        warnings: Vec::new(),
+    };
+    let start = Instant::now();
+    let periods = req.duration.map_or(0, |d| {
+        (d.as_secs_f64() / req.period.as_secs_f64()).ceil() as u64
+    });
+    progress(Event::Start {
+        target: &target,
+        periods,
+    });
+    let (periods, signal) = s.sample_loop(&req, start, child.as_mut(), &mut progress);
+    progress(Event::End);
+    let elapsed_s = start.elapsed().as_secs_f64();
+    let mut measured = s.finish(target, periods, elapsed_s, signal, tree);
+    measured.child = child;
+    Ok(measured)
+}
+
+/// Attaches to the process, or starts the program.
+fn start(
+    live: &FsRoot,
+    target: Target<'_>,
+) -> Result<(i32, String, Option<RunningChild>), SpawnError> {
+    match target {
+        Target::Pid(pid) => {
+            let name = procfs::task_stat(live, pid, pid).map_or_else(String::new, |s| s.comm);
+            Ok((pid, format!("PID {pid} ({name})"), None))
+        }
+        Target::Command(argv) => {
+            let Some((program, args)) = argv.split_first() else {
+                return Err(SpawnError::NotFound {
+                    program: String::new(),
+                    searched_path: true,
+                });
+            };
+            let child = std::process::Command::new(program)
+                .args(args)
+                .spawn()
+                .map_err(|e| SpawnError::from_io(program.to_string_lossy(), &e))?;
+            let pid = child.id() as i32;
+            let words: Vec<String> = argv
+                .iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect();
+            let label = format!("{} (PID {pid})", shorten(&words.join(" "), 30));
+            let running = RunningChild {
+                child,
+                status: None,
+            };
+            Ok((pid, label, Some(running)))
+        }
+    }
+}
+
+impl Session {
+    /// Samples every period until the duration, the process's end or a
+    /// signal; returns the periods sampled and the signal.
+    fn sample_loop(
+        &mut self,
+        req: &Request<'_>,
+        start: Instant,
+        mut child: Option<&mut RunningChild>,
+        progress: &mut impl FnMut(Event<'_>),
+    ) -> (u64, Option<i32>) {
+        let mut periods = 0u64;
+        loop {
+            self.refresh();
+            self.probe_next();
+            let wait = match req.duration {
+                Some(d) => req.period.min(d.saturating_sub(start.elapsed())),
+                None => req.period,
+            };
+            let signal = interrupt::wait(wait);
+            self.sample();
+            periods += 1;
+            progress(Event::Period);
+            if signal.is_some() {
+                return (periods, signal);
+            }
+            if req.duration.is_some_and(|d| start.elapsed() >= d) || self.gone(child.as_deref_mut())
+            {
+                return (periods, None);
+            }
+        }
+    }
+
+    /// Attaches new threads, marks exited ones (their counts are kept).
+    fn refresh(&mut self) {
+        let now = procfs::tids(&self.live, self.pid);
+        for &tid in &now {
+            let name = procfs::task_stat(&self.live, self.pid, tid).map(|s| s.comm);
+            let t = self.threads.entry(tid).or_insert_with(|| ThreadEntry {
+                tid,
+                name: String::new(),
+                exited: false,
+                error: None,
+                report: None,
+            });
+            if let Some(n) = name {
+                t.name = n;
+            }
+            if t.error.is_none() && !self.sampler.is_attached(tid) && !t.exited {
+                if let Err(e) = self.sampler.attach(tid) {
+                    t.error = Some(e.to_string());
+                }
+            }
+        }
+        for t in self.threads.values_mut() {
+            if !t.exited && !now.contains(&t.tid) {
+                t.exited = true;
+                if let Some(p) = self.probe.as_mut() {
+                    p.forget(t.tid);
+                }
+            }
+        }
+    }
+
+    /// Pins the live threads to the probe's next kind.
+    fn probe_next(&mut self) {
+        let Some(p) = self.probe.as_mut() else {
+            return;
+        };
+        let tids: Vec<i32> = self
+            .threads
+            .values()
+            .filter(|t| !t.exited && t.error.is_none())
+            .map(|t| t.tid)
+            .collect();
+        let (_, errors) = p.pin_next(&tids);
+        for e in errors {
+            let w = format!("probe: {e}");
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+    }
+
+    /// Reads every attached thread's counters; a failing thread is
+    /// detached with its error.
+    fn sample(&mut self) {
+        for tid in self.sampler.tids() {
+            if self.threads.get(&tid).is_some_and(|t| t.exited) {
+                continue;
+            }
+            if let Err(e) = self.sampler.sample(tid) {
+                if let Some(t) = self.threads.get_mut(&tid) {
+                    t.error = Some(e.to_string());
+                }
+                self.sampler.detach(tid);
+            }
+        }
+    }
+
+    /// Whether the process ended (a started program's status is kept).
+    fn gone(&self, child: Option<&mut RunningChild>) -> bool {
+        match child {
+            Some(c) => match c.child.try_wait() {
+                Ok(Some(s)) => {
+                    c.status = Some(s);
+                    true
+                }
+                Ok(None) => false,
+                Err(_) => true,
+            },
+            None => {
+                !procfs::process_exists(&self.live, self.pid)
+                    || procfs::task_stat(&self.live, self.pid, self.pid)
+                        .is_some_and(|s| s.state == 'Z')
+            }
+        }
+    }
+
+    /// Restores the probe's affinities and makes the final reports.
+    fn finish(
+        mut self,
+        target: String,
+        periods: u64,
+        elapsed_s: f64,
+        signal: Option<i32>,
+        tree: DescendantsWatch,
+    ) -> Measured {
+        if let Some(mut p) = self.probe.take() {
+            for e in p.restore() {
+                self.warnings.push(format!("probe: restoring: {e}"));
+            }
+        }
+        let sampler = &self.sampler;
+        let threads: Vec<ThreadEntry> = std::mem::take(&mut self.threads)
+            .into_values()
+            .map(|mut t| {
+                if t.error.is_none() {
+                    t.report = sampler.report(t.tid);
+                }
+                t
+            })
+            .collect();
+        Measured {
+            pid: self.pid,
+            target,
+            periods,
+            elapsed_s,
+            signal,
+            pmus: self.sampler.pmus().clone(),
+            threads,
+            warnings: self.warnings,
+            child: None,
+            _tree: tree,
+        }
+    }
+}
+
+impl Measured {
+    /// Whether a started program is still running after the measurement
+    /// (it ended by --duration, not by the program's end or a signal).
+    pub fn program_running(&self) -> bool {
+        self.signal.is_none() && self.child.as_ref().is_some_and(|c| c.status.is_none())
+    }
+
+    /// The exit code: 128 + N after signal N; else the started program's
+    /// status (waited for if it still runs: a signal meanwhile reaches it
+    /// through the lifecycle); 1 when not one thread could be counted.
+    pub fn finish(&mut self) -> i32 {
+        let status = self.child.as_mut().and_then(|c| match c.status {
+            Some(s) => Some(s),
+            None => wait_child(&mut c.child),
+        });
+        if let Some(sig) = self.signal {
+            return exit::signal_code(sig);
+        }
+        let code = status.map_or(0, |s| exit::status_code(&s));
+        let counted = self.threads.iter().any(|t| t.report.is_some());
+        if code == 0 && !self.threads.is_empty() && !counted {
+            // Not one thread could be counted: the measurement failed.
+            return 1;
+        }
+        code
+    }
+}
+
+/// Waits for the program; a signal to pinsight meanwhile reaches it
+/// through the lifecycle.
+fn wait_child(c: &mut Child) -> Option<ExitStatus> {
+    loop {
+        match c.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        interrupt::wait(Duration::from_millis(100));
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(max - 3).collect::<String>())
+    }
+}
