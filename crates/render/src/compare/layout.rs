@@ -69,7 +69,7 @@ const MAX_LABEL: usize = 24;
 /// A table with row labels down the left and one column per entry of
 /// `heads`, fitting `max` columns: when the columns do not fit side by
 /// side they are split over several tables, each repeating the labels.
-/// Cells are wrapped at word boundaries ([`cells`]).
+/// Cells are wrapped at word boundaries (`cells`).
 pub fn grid(corner: &str, heads: &[String], rows: &[Row], max: usize) -> String {
     let label_natural = rows
         .iter()
