@@ -74,7 +74,7 @@ fn dir_of(path: &Path) -> &Path {
 }
 
 /// Checks, before any work, that `path` can be written the way
-/// [`write`] writes it: not a directory, in an existing directory where a
+/// [`write()`] writes it: not a directory, in an existing directory where a
 /// file can be created. Nothing is left behind and an existing file (or a
 /// link, never followed) is not touched.
 pub fn check(path: &Path) -> Result<(), OutputError> {
@@ -124,7 +124,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     write_with(path, |f| f.write_all(bytes))
 }
 
-/// [`write`] for a writer that streams into the file.
+/// [`write()`] for a writer that streams into the file.
 pub fn write_with(
     path: &Path,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
@@ -147,7 +147,7 @@ pub fn write_with(
     Ok(())
 }
 
-/// [`write`] for a library that writes the file by name (plotters' PNG
+/// [`write()`] for a library that writes the file by name (plotters' PNG
 /// encoder): `fill` writes the temporary path given to it.
 pub fn write_via(
     path: &Path,
@@ -180,7 +180,7 @@ pub fn write_via(
 /// Writes `bytes` to `path`, a name pinsight chose itself (a default in
 /// the current directory): the name is claimed with `O_CREAT | O_EXCL |
 /// O_NOFOLLOW` (never replacing a file, never following a link) and then
-/// filled by rename as [`write`] does; on failure the claim is removed.
+/// filled by rename as [`write()`] does; on failure the claim is removed.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     OpenOptions::new()
         .write(true)
