@@ -339,7 +339,7 @@ fn a_command_and_the_processes_it_starts_are_managed() {
     let dir = tempfile::tempdir().unwrap();
     let a = named(dir.path(), "a");
     let script = format!(
-        "{a} workload pi -t 1 -s 4e8 >/dev/null & {a} workload pi -t 1 -s 4e8 >/dev/null; wait; exit 3",
+        "{a} workload pi -t 1 -s 2e9 >/dev/null & {a} workload pi -t 1 -s 2e9 >/dev/null; wait; exit 3",
         a = a.display()
     );
     let o = wait_with_guard(
@@ -493,7 +493,7 @@ fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
     // The shell starts `a` in the background and exits at once: `a` is
     // reparented to pinsight (a child subreaper) and managed to its end.
     let script = format!(
-        "{} workload pi -t 1 -s 4e8 >/dev/null & exit 0",
+        "{} workload pi -t 1 -s 2e9 >/dev/null & exit 0",
         a.display()
     );
     let o = wait_with_guard(
