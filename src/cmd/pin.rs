@@ -3,7 +3,6 @@
 //! QEMU vCPU n to place n and the other QEMU threads to the rest.
 
 use super::plan_args::{make_request, parse_policy, plan_error, PlanArgs};
-use super::run::require_live;
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_launch::pin::{
     pin_process, threads_of, threads_to_plan, AssignError, Outcome, PinError, PinOptions,
@@ -71,7 +70,7 @@ fn pin_error(e: PinError) -> CliError {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    require_live(g, "pin")?;
+    g.require_live("'pin' applies a plan", "use `pinsight plan` to plan for it")?;
     if let Some(m) = &args.plan.mem {
         return Err(CliError::usage(format!(
             "--mem {m}: pin moves the threads of a running process and cannot change its memory policy (set_mempolicy acts on the calling thread only); start the program with `pinsight run --mem {m}`"

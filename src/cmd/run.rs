@@ -18,14 +18,6 @@ use pinsight_plan::{Plan, Policy};
 use std::ffi::OsString;
 use std::time::Duration;
 
-/// Plans apply to this machine: a recorded one cannot be pinned on.
-pub fn require_live(g: &Globals, what: &str) -> Result<(), CliError> {
-    g.require_live(
-        &format!("'{what}' applies a plan"),
-        "use `pinsight plan` to plan for it",
-    )
-}
-
 /// Run a program under a placement plan, pinning its threads as planned.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -97,7 +89,7 @@ pub struct Args {
     #[arg(long, value_name = "POLICY")]
     pub slice: Option<String>,
     #[command(flatten)]
-    pub slicing: super::slice::SliceArgs,
+    pub slicing: super::plan_args::SliceArgs,
     /// With --slice: also write this rank's report as JSON to DIR/<host>/rank-<N>.json
     /// (merge the ranks with `pinsight gather DIR`).
     #[arg(long, value_name = "DIR")]
@@ -176,7 +168,7 @@ fn millis(flag: &str, ms: f64) -> Result<Duration, CliError> {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    require_live(g, "run")?;
+    g.require_live("'run' applies a plan", "use `pinsight plan` to plan for it")?;
     let argv: Vec<OsString> = std::env::args_os().collect();
     let (policy, command) = args.resolve(&argv)?;
     let skip = match &args.skip {
@@ -221,16 +213,17 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                     "invalid value '{word}' for '--slice <POLICY>': {e}"
                 ))
             })?;
-            let local = super::slice::local_rank(&args.slicing)?;
-            let allowed = super::slice::allowed_cpus(&topo)?;
-            let s = super::slice::make_slicing(
+            let local = super::plan_args::local_rank(&args.slicing)?;
+            let allowed = super::plan_args::allowed_cpus(&topo)?;
+            let s = super::plan_args::make_slicing(
                 &topo,
                 allowed,
                 local.size,
                 args.slicing.rule.unwrap_or_default(),
                 args.plan.weights.as_ref(),
             )?;
-            let mine = super::slice::rank_slice(&local, &s)?;
+            let mine =
+                pinsight_plan::slice::rank_slice(&local, &s).map_err(crate::errors::slice_error)?;
             let inside = pinsight_plan::slice::restrict(&topo, &mine.cpus);
             // --weights gave the slices' capacity; only balance also plans with it.
             let mut plan_args = args.plan.clone();
@@ -326,7 +319,7 @@ fn report_path(
 }
 
 /// The slice lines of `--report`.
-fn slice_line(s: &super::slice::RankSlice) -> String {
+fn slice_line(s: &pinsight_plan::slice::RankSlice) -> String {
     let caps: Vec<String> = s.capacities.iter().map(|c| format!("{c:.3}")).collect();
     let text = format!(
         "slice: local rank {} of {} (from {}): CPUs {}, capacity {:.3}; {} slices {} (spread {:.3}, {})",
