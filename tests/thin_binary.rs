@@ -37,9 +37,6 @@ const PENDING: &[&str] = &[
     "pin.rs::run",
     "report.rs::run",
     "report.rs::skip_text",
-    "run.rs::run",
-    "run.rs::human_report",
-    "main.rs::main",
 ];
 
 fn src_files(dir: &Path, out: &mut Vec<PathBuf>) {
