@@ -33,8 +33,6 @@ const PENDING: &[&str] = &[
     "compare.rs::ranks_identity",
     "compare.rs::request",
     "latency.rs::run",
-    "model.rs::run",
-    "pin.rs::run",
     "report.rs::run",
     "report.rs::skip_text",
 ];
