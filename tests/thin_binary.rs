@@ -32,9 +32,6 @@ const PENDING: &[&str] = &[
     "compare.rs::run",
     "compare.rs::ranks_identity",
     "compare.rs::request",
-    "latency.rs::run",
-    "report.rs::run",
-    "report.rs::skip_text",
 ];
 
 fn src_files(dir: &Path, out: &mut Vec<PathBuf>) {
