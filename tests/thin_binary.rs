@@ -314,6 +314,17 @@ fn the_binary_is_thin() {
             imports.join("\n")
         );
     }
+    let stale: Vec<&str> = PENDING
+        .iter()
+        .copied()
+        .filter(|p| !pending_seen.iter().any(|s| s == p))
+        .collect();
+    if !stale.is_empty() {
+        problems += &format!(
+            "PENDING names functions no longer over {MAX_FN_LINES} lines (or gone): remove {}\n",
+            stale.join(", ")
+        );
+    }
     assert!(problems.is_empty(), "{problems}");
     if !pending_seen.is_empty() {
         eprintln!(
