@@ -11,6 +11,7 @@
 
 use pinsight_compare::session::SessionError;
 use pinsight_compare::{Difference, Field, JournalError, SetupError};
+use pinsight_plan::slice::SliceError;
 use pinsight_sys::fs::BoundedReadError;
 use pinsight_topology::FsRootError;
 use std::fmt;
@@ -282,6 +283,21 @@ pub fn mix_open_error(e: pinsight_sched::mix::OpenError) -> CliError {
         )),
         OpenError::Create(_) => CliError::usage(format!("--journal: {e}")),
     }
+}
+
+/// The slicing error as the CLI says it (exit 2: input or flags to change).
+pub fn slice_error(e: SliceError) -> CliError {
+    CliError::usage(match &e {
+        SliceError::RankOutOfRange { .. } => format!("{e}; check --local-rank/--local-size"),
+        SliceError::TooManyRanks { .. } => format!(
+            "{e}; use fewer ranks per node, or let the launcher not bind each rank (mpirun --bind-to none, srun --cpu-bind=none): the CPUs sliced are those this process may use"
+        ),
+        SliceError::Unequal { .. } => {
+            format!("{e}; use --slice-rules equal-count, fewer ranks, or other --weights")
+        }
+        SliceError::Weights(w) => format!("--weights: {w}"),
+        _ => e.to_string(),
+    })
 }
 
 #[cfg(test)]

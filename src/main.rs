@@ -75,13 +75,12 @@ enum Command {
 }
 
 fn main() {
-    // An empty PINSIGHT_FSROOT means "this machine", as FsRoot::from_flag_or_env reads it.
-    if std::env::var_os("PINSIGHT_FSROOT").is_some_and(|v| v.is_empty()) {
-        std::env::remove_var("PINSIGHT_FSROOT");
-    }
-    // Likewise an empty PINSIGHT_KINDS declares nothing.
-    if std::env::var_os("PINSIGHT_KINDS").is_some_and(|v| v.is_empty()) {
-        std::env::remove_var("PINSIGHT_KINDS");
+    // An empty PINSIGHT_FSROOT means "this machine", as FsRoot::from_flag_or_env
+    // reads it; likewise an empty PINSIGHT_KINDS declares nothing.
+    for name in ["PINSIGHT_FSROOT", "PINSIGHT_KINDS"] {
+        if std::env::var_os(name).is_some_and(|v| v.is_empty()) {
+            std::env::remove_var(name);
+        }
     }
     // Help wraps at pinsight's one terminal width ($COLUMNS first), the
     // epilogues' paragraphs filling it.
@@ -132,7 +131,23 @@ fn main() {
             ))
         );
     }
-    let result = match cli.command {
+    let result = dispatch(cli.command, g);
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pinsight: error: {}", errors::safe_message(&e.message));
+            e.code
+        }
+    };
+    // The root the command opened may hold an unpacked `.tar.gz` recording:
+    // remove it now, as `process::exit` runs no destructors.
+    drop(cli.globals);
+    std::process::exit(out::finish(code))
+}
+
+/// Runs the command: each one parses, calls its library, renders.
+fn dispatch(command: Command, g: &cli::Globals) -> cli::CmdResult {
+    match command {
         Command::Topo(a) => cmd::topo::run(a, g),
         Command::Snapshot(a) => cmd::snapshot::run(a, g),
         Command::Plan(a) => cmd::plan::run(a, g),
@@ -151,18 +166,7 @@ fn main() {
         Command::Sched(a) => cmd::sched::run(a, g),
         Command::Mix(a) => cmd::mix::run(a, g),
         Command::Sf(a) => cmd::sf::run(a, g),
-    };
-    let code = match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("pinsight: error: {}", errors::safe_message(&e.message));
-            e.code
-        }
-    };
-    // The root the command opened may hold an unpacked `.tar.gz` recording:
-    // remove it now, as `process::exit` runs no destructors.
-    drop(cli.globals);
-    std::process::exit(out::finish(code))
+    }
 }
 
 /// Moves each hidden old spelling's value into its new flag's field (see

@@ -36,6 +36,7 @@ mod sf_cli;
 mod simulate_cli;
 mod slice_cli;
 mod speed_report;
+mod thin_binary;
 mod topo_devices;
 mod topo_explain;
 mod topo_memory;

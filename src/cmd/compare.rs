@@ -179,19 +179,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     check_outputs(&args)?;
 
     let topo = g.topology()?;
-    let journal = match (&args.resume, previous) {
-        (Some(path), Some(previous)) => JournalTarget::Resume {
-            path: path.clone(),
-            previous: Box::new(previous),
-        },
-        _ => match &args.journal {
-            Some(path) => JournalTarget::New(path.clone()),
-            None => JournalTarget::Unique {
-                dir: PathBuf::from("."),
-                stem_prefix: "pinsight-compare-".into(),
-            },
-        },
-    };
+    let journal = journal_target(&args, previous);
     let reports = std::rc::Rc::new(std::cell::OnceCell::new());
     let (ext, executor) = match &ranks {
         None => (Extension::default(), ExecutorChoice::Live),
@@ -225,6 +213,24 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
 
+    let finished = measure(session, g)?;
+
+    let report = &finished.report;
+    let written = export(&args, report);
+    if g.json {
+        g.print_json(report)?;
+    } else {
+        let width = render::layout::effective_width(render::layout::terminal_columns());
+        print!("{}", render::text::render(report, width, &advice));
+    }
+    written?;
+
+    ended(&args, finished, &journal_path)
+}
+
+/// Runs the experiment with a progress bar; warns of a late cleanup or a
+/// setting not restored.
+fn measure(session: Session, g: &Globals) -> Result<pinsight_compare::session::Finished, CliError> {
     let header = session.header();
     let (total, done) = session.progress();
     let pb = progress_bar(g, total as u64, "compare");
@@ -246,24 +252,40 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if let Some(e) = &finished.restore_failed {
         eprintln!("pinsight: warning: {e}");
     }
+    Ok(finished)
+}
 
-    let report = &finished.report;
-    let written = export(&args, report);
-    if g.json {
-        g.print_json(report)?;
-    } else {
-        let width = render::layout::effective_width(render::layout::terminal_columns());
-        print!("{}", render::text::render(report, width, &advice));
+/// Where the journal goes: the one resumed, `--journal`, else a new unique file here.
+fn journal_target(args: &Args, previous: Option<Journal>) -> JournalTarget {
+    match (&args.resume, previous) {
+        (Some(path), Some(previous)) => JournalTarget::Resume {
+            path: path.clone(),
+            previous: Box::new(previous),
+        },
+        _ => match &args.journal {
+            Some(path) => JournalTarget::New(path.clone()),
+            None => JournalTarget::Unique {
+                dir: PathBuf::from("."),
+                stem_prefix: "pinsight-compare-".into(),
+            },
+        },
     }
-    written?;
+}
 
+/// The exit of an experiment: 0 complete; else what stopped it and how to resume.
+fn ended(
+    args: &Args,
+    finished: pinsight_compare::session::Finished,
+    journal_path: &Path,
+) -> CmdResult {
+    let report = &finished.report;
     let resume_hint = || {
         eprintln!(
             "pinsight: {} of {} runs are in {}; continue with:\n  {}",
             report.runs_done,
             report.runs_planned,
             journal_path.display(),
-            resume_command(&args, &journal_path)
+            resume_command(args, journal_path)
         );
     };
     match finished.outcome {
@@ -334,6 +356,38 @@ fn ranks_identity(
         }
         return Ok(None);
     }
+    refuse_placement_flags(args)?;
+    let launcher = launcher_words(args, journal.as_ref())?;
+    let slice = match (&args.slice, &journal) {
+        (Some(p), _) => {
+            p.parse::<pinsight_plan::Policy>()
+                .map_err(|e| CliError::usage(format!("--slice {p}: {e}")))?;
+            p.clone()
+        }
+        (None, Some(j)) => j.slice.clone(),
+        (None, None) => {
+            return Err(CliError::usage(
+                "--launcher needs --slice POLICY: the policy every rank applies inside its slice (e.g. --slice p-pinned)",
+            ))
+        }
+    };
+    let rules = slice_rules(args, journal.as_ref())?;
+    let rank_options = match (&g.kinds, &journal) {
+        (Some(k), _) => vec!["--kinds".to_string(), k.clone()],
+        (None, Some(j)) => j.rank_options.clone(),
+        (None, None) => Vec::new(),
+    };
+    Ok(Some(RanksIdentity {
+        launcher,
+        slice,
+        rules,
+        rank_options,
+    }))
+}
+
+/// With `--launcher` each arm is a slicing rule: the flags that choose a
+/// placement in one process do not apply.
+fn refuse_placement_flags(args: &Args) -> Result<(), CliError> {
     for (given, flag) in [
         (args.policies.is_some(), "--policies"),
         (args.threads.is_some(), "--threads"),
@@ -351,7 +405,12 @@ fn ranks_identity(
             )));
         }
     }
-    let launcher = match &args.launcher {
+    Ok(())
+}
+
+/// The launcher line's words: `--launcher`, else the resumed journal's.
+fn launcher_words(args: &Args, journal: Option<&RanksIdentity>) -> Result<Vec<String>, CliError> {
+    Ok(match &args.launcher {
         Some(line) => {
             let words = shlex::split(line).ok_or_else(|| {
                 CliError::usage(format!(
@@ -366,25 +425,14 @@ fn ranks_identity(
             }
             words
         }
-        None => journal
-            .as_ref()
-            .map(|j| j.launcher.clone())
-            .unwrap_or_default(),
-    };
-    let slice = match (&args.slice, &journal) {
-        (Some(p), _) => {
-            p.parse::<pinsight_plan::Policy>()
-                .map_err(|e| CliError::usage(format!("--slice {p}: {e}")))?;
-            p.clone()
-        }
-        (None, Some(j)) => j.slice.clone(),
-        (None, None) => {
-            return Err(CliError::usage(
-                "--launcher needs --slice POLICY: the policy every rank applies inside its slice (e.g. --slice p-pinned)",
-            ))
-        }
-    };
-    let texts: Vec<String> = match (&args.slice_rules, &journal) {
+        None => journal.map(|j| j.launcher.clone()).unwrap_or_default(),
+    })
+}
+
+/// The slicing rules compared (`--slice-rules`, else the journal's, else
+/// the default), each named once.
+fn slice_rules(args: &Args, journal: Option<&RanksIdentity>) -> Result<Vec<String>, CliError> {
+    let texts: Vec<String> = match (&args.slice_rules, journal) {
         (Some(r), _) => r.clone(),
         (None, Some(j)) => j.rules.clone(),
         (None, None) => DEFAULT_RULES.split(',').map(str::to_string).collect(),
@@ -406,17 +454,7 @@ fn ranks_identity(
         }
         rules.push(name);
     }
-    let rank_options = match (&g.kinds, &journal) {
-        (Some(k), _) => vec!["--kinds".to_string(), k.clone()],
-        (None, Some(j)) => j.rank_options.clone(),
-        (None, None) => Vec::new(),
-    };
-    Ok(Some(RanksIdentity {
-        launcher,
-        slice,
-        rules,
-        rank_options,
-    }))
+    Ok(rules)
 }
 
 /// Where the ranks of the experiment in `journal` write their reports:
@@ -534,51 +572,7 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
         })?);
     }
     if let Some(h) = resumed {
-        return Ok(Request {
-            command: if command.is_empty() {
-                h.command.clone()
-            } else {
-                command
-            },
-            prepare: args.prepare.clone().or_else(|| h.prepare.clone()),
-            policies: args
-                .policies
-                .clone()
-                .map(|v| v.concat())
-                .unwrap_or_else(|| h.policies.clone()),
-            governors: args
-                .governors
-                .clone()
-                .unwrap_or_else(|| h.governors.clone()),
-            threads: args.threads.or(h.threads),
-            oversubscribe: args.oversubscribe || h.oversubscribe,
-            latency: args
-                .latency
-                .clone()
-                .or_else(|| h.latency.as_ref().map(PathBuf::from)),
-            weights: args
-                .weights
-                .clone()
-                .or_else(|| h.weights.as_ref().map(PathBuf::from)),
-            mem: match (&args.mem, &h.mem) {
-                (Some(m), _) => Some(m.clone()),
-                (None, Some(text)) => Some(
-                    text.parse()
-                        .map_err(|e| CliError::usage(format!("the journal's --mem {text}: {e}")))?,
-                ),
-                (None, None) => None,
-            },
-            near: args.near.clone().or_else(|| h.near.clone()),
-            interleave_weights: pinsight_sys::mempolicy::interleave_weights(
-                &pinsight_topology::FsRoot::live(),
-            ),
-            runs: args.runs.unwrap_or(h.runs),
-            warmup: args.warmup.unwrap_or(h.warmup),
-            seed: args.seed.unwrap_or(h.seed),
-            timeout: args
-                .timeout
-                .or_else(|| h.timeout_s.map(Duration::from_secs_f64)),
-        });
+        return resumed_request(args, command, h);
     }
     if command.is_empty() {
         return Err(CliError::usage(
@@ -618,6 +612,56 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
         warmup: args.warmup.unwrap_or(1),
         seed: args.seed.unwrap_or_else(random_seed),
         timeout: args.timeout,
+    })
+}
+
+/// The request of a resumed experiment: the journal's, each flag given
+/// again taking its place.
+fn resumed_request(args: &Args, command: Vec<String>, h: &Header) -> Result<Request, CliError> {
+    Ok(Request {
+        command: if command.is_empty() {
+            h.command.clone()
+        } else {
+            command
+        },
+        prepare: args.prepare.clone().or_else(|| h.prepare.clone()),
+        policies: args
+            .policies
+            .clone()
+            .map(|v| v.concat())
+            .unwrap_or_else(|| h.policies.clone()),
+        governors: args
+            .governors
+            .clone()
+            .unwrap_or_else(|| h.governors.clone()),
+        threads: args.threads.or(h.threads),
+        oversubscribe: args.oversubscribe || h.oversubscribe,
+        latency: args
+            .latency
+            .clone()
+            .or_else(|| h.latency.as_ref().map(PathBuf::from)),
+        weights: args
+            .weights
+            .clone()
+            .or_else(|| h.weights.as_ref().map(PathBuf::from)),
+        mem: match (&args.mem, &h.mem) {
+            (Some(m), _) => Some(m.clone()),
+            (None, Some(text)) => Some(
+                text.parse()
+                    .map_err(|e| CliError::usage(format!("the journal's --mem {text}: {e}")))?,
+            ),
+            (None, None) => None,
+        },
+        near: args.near.clone().or_else(|| h.near.clone()),
+        interleave_weights: pinsight_sys::mempolicy::interleave_weights(
+            &pinsight_topology::FsRoot::live(),
+        ),
+        runs: args.runs.unwrap_or(h.runs),
+        warmup: args.warmup.unwrap_or(h.warmup),
+        seed: args.seed.unwrap_or(h.seed),
+        timeout: args
+            .timeout
+            .or_else(|| h.timeout_s.map(Duration::from_secs_f64)),
     })
 }
 

@@ -244,38 +244,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
 
     if g.json {
-        let measured = match &origin {
-            Origin::Measured {
-                measurement: m,
-                config: c,
-            } => Some(JsonMeasured {
-                parallel: c.parallel,
-                target_rel_ci: c.target_rel_ci,
-                max_time_per_pair_s: c.max_time_per_pair.as_secs_f64(),
-                elapsed_s: m.elapsed.as_secs_f64(),
-                rounds_run: m.rounds_run,
-                rounds_planned: m.rounds_planned,
-                noisy: m.noisy(),
-                skipped: m.skipped.clone(),
-                repeats: m.runs_planned,
-                runs_completed: m.runs_completed,
-                fewer_runs: m.fewer_runs.clone(),
-                ci_covers: CI_COVERS,
-                run_to_run: m.run_to_run(),
-            }),
-            Origin::File { .. } => None,
-        };
-        let file = match &origin {
-            Origin::File {
-                benchmark,
-                benchmarks,
-                ..
-            } => Some(JsonFile {
-                benchmark: *benchmark,
-                benchmarks: benchmarks.clone(),
-            }),
-            Origin::Measured { .. } => None,
-        };
+        let (measured, file) = json_origin(&origin);
         g.print_json(&JsonReport {
             matrix: &matrix,
             unit: "ns one-way",
@@ -287,6 +256,44 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         print!("{}", human(&matrix, &origin, &tree, &args));
     }
     Ok(0)
+}
+
+/// How the matrix was obtained, for `--json`: the measurement's settings
+/// and quality, or which benchmark of the file.
+fn json_origin(origin: &Origin) -> (Option<JsonMeasured>, Option<JsonFile>) {
+    let measured = match origin {
+        Origin::Measured {
+            measurement: m,
+            config: c,
+        } => Some(JsonMeasured {
+            parallel: c.parallel,
+            target_rel_ci: c.target_rel_ci,
+            max_time_per_pair_s: c.max_time_per_pair.as_secs_f64(),
+            elapsed_s: m.elapsed.as_secs_f64(),
+            rounds_run: m.rounds_run,
+            rounds_planned: m.rounds_planned,
+            noisy: m.noisy(),
+            skipped: m.skipped.clone(),
+            repeats: m.runs_planned,
+            runs_completed: m.runs_completed,
+            fewer_runs: m.fewer_runs.clone(),
+            ci_covers: CI_COVERS,
+            run_to_run: m.run_to_run(),
+        }),
+        Origin::File { .. } => None,
+    };
+    let file = match origin {
+        Origin::File {
+            benchmark,
+            benchmarks,
+            ..
+        } => Some(JsonFile {
+            benchmark: *benchmark,
+            benchmarks: benchmarks.clone(),
+        }),
+        Origin::Measured { .. } => None,
+    };
+    (measured, file)
 }
 
 /// Loads matrix number `benchmark` (1-based, default 1) of `--latency`,

@@ -80,53 +80,12 @@ struct Output {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let config: Option<Config> = match &args.config {
-        Some(s) => Some(
-            s.parse()
-                .map_err(|e| CliError::usage(format!("--config: {e}")))?,
-        ),
-        None => None,
-    };
-    let given: Option<Machine> = match &args.machine {
-        Some(s) => {
-            if g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some() {
-                return Err(CliError::usage(
-                    "--machine declares the machine; do not give --fsroot, --hwloc-xml or --kinds with it",
-                ));
-            }
-            Some(
-                s.for_tune()
-                    .map_err(|e| CliError::usage(format!("--machine {e}")))?,
-            )
-        }
-        None => None,
-    };
+    let (config, given) = declared(&args, g)?;
     if let Some(p) = &args.svg {
         check_output_file(p, "--export-svg")?;
     }
     // The model: fitted (with intervals) or given.
-    let (model, theta, fitted) = match (&args.from, &args.params) {
-        (Some(path), _) => {
-            let name = format!("--from '{}'", path.display());
-            let text = crate::errors::read_input("--from", path, 16 << 20)?;
-            let runs = parse_runs(&text).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
-            let opts = FitOptions {
-                seed: args.seed.unwrap_or(FitOptions::default().seed),
-                ..FitOptions::default()
-            };
-            let f = fit(&runs, opts).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
-            (f.model, f.theta, Some(f))
-        }
-        (None, Some(spec)) => {
-            let s: ModelSpec = spec
-                .parse()
-                .map_err(|e| CliError::usage(format!("--params: {e}")))?;
-            (s.model, s.theta, None)
-        }
-        (None, None) => {
-            return Err(CliError::usage("give --from RUNS.csv or --params SPEC"));
-        }
-    };
+    let (model, theta, fitted) = the_model(&args)?;
     let machine = match given {
         Some(m) => m,
         None => {
@@ -138,30 +97,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let p_first = speedup_curve(model, &theta, &machine, Order::PFirst);
     let e_first = speedup_curve(model, &theta, &machine, Order::EFirst);
-    let one = config.map(|c| {
-        let (t, ci) = match &fitted {
-            Some(f) => {
-                let p = predict(f, c);
-                (p.predicted_s, p.ci)
-            }
-            None => {
-                let t = model.time(&theta, c);
-                (t, [t, t])
-            }
-        };
-        let t1p = model.time(&theta, Config::new(1, 0, 0));
-        let t1e = model.time(&theta, Config::new(0, 1, 0));
-        One {
-            p: c.p,
-            e: c.e,
-            smt: c.smt,
-            predicted_s: t,
-            ci,
-            vs_1p: t1p / t,
-            vs_1e: (!machine.one_kind() || c.e > 0).then_some(t1e / t),
-            allowed: machine.allows(c),
-        }
-    });
+    let one = config.map(|c| one_config(c, model, &theta, fitted.as_ref(), &machine));
     if let Some(o) = &one {
         if !o.allowed && !g.quiet {
             eprintln!(
@@ -190,6 +126,92 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         })?;
         return Ok(0);
     }
+    print!(
+        "{}",
+        human(
+            &args,
+            model,
+            &theta,
+            fitted.is_some(),
+            &machine,
+            one.as_ref(),
+            &p_first,
+            &e_first
+        )
+    );
+    Ok(0)
+}
+
+/// The model: fitted from `--from` runs (with intervals) or given by `--params`.
+fn the_model(
+    args: &Args,
+) -> Result<(ModelKind, Theta, Option<pinsight_tune_model::Fit>), CliError> {
+    match (&args.from, &args.params) {
+        (Some(path), _) => {
+            let name = format!("--from '{}'", path.display());
+            let text = crate::errors::read_input("--from", path, 16 << 20)?;
+            let runs = parse_runs(&text).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
+            let opts = FitOptions {
+                seed: args.seed.unwrap_or(FitOptions::default().seed),
+                ..FitOptions::default()
+            };
+            let f = fit(&runs, opts).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
+            Ok((f.model, f.theta, Some(f)))
+        }
+        (None, Some(spec)) => {
+            let s: ModelSpec = spec
+                .parse()
+                .map_err(|e| CliError::usage(format!("--params: {e}")))?;
+            Ok((s.model, s.theta, None))
+        }
+        (None, None) => Err(CliError::usage("give --from RUNS.csv or --params SPEC")),
+    }
+}
+
+/// The prediction for one configuration (`--config`).
+fn one_config(
+    c: Config,
+    model: ModelKind,
+    theta: &Theta,
+    fitted: Option<&pinsight_tune_model::Fit>,
+    machine: &Machine,
+) -> One {
+    let (t, ci) = match fitted {
+        Some(f) => {
+            let p = predict(f, c);
+            (p.predicted_s, p.ci)
+        }
+        None => {
+            let t = model.time(theta, c);
+            (t, [t, t])
+        }
+    };
+    let t1p = model.time(theta, Config::new(1, 0, 0));
+    let t1e = model.time(theta, Config::new(0, 1, 0));
+    One {
+        p: c.p,
+        e: c.e,
+        smt: c.smt,
+        predicted_s: t,
+        ci,
+        vs_1p: t1p / t,
+        vs_1e: (!machine.one_kind() || c.e > 0).then_some(t1e / t),
+        allowed: machine.allows(c),
+    }
+}
+
+/// The human output: the model, the machine, the configuration, the curves.
+#[allow(clippy::too_many_arguments)]
+fn human(
+    args: &Args,
+    model: ModelKind,
+    theta: &Theta,
+    fitted: bool,
+    machine: &Machine,
+    one: Option<&One>,
+    p_first: &[CurvePoint],
+    e_first: &[CurvePoint],
+) -> String {
     let width =
         pinsight_render::compare::layout::effective_width(pinsight_render::terminal_columns())
             .min(80);
@@ -206,15 +228,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             theta.smt_gain,
             view::seconds(theta.t1),
             theta.contention,
-            if fitted.is_some() {
-                ", fitted"
-            } else {
-                ", given"
-            }
+            if fitted { ", fitted" } else { ", given" }
         ),
     ));
     out.push_str(&hang("Machine:  ", &machine.to_string()));
-    if let Some(o) = &one {
+    if let Some(o) = one {
         let mut s = format!(
             "{}P+{}E+{}smt: predicted {}",
             o.p,
@@ -236,10 +254,35 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         out.push_str(&hang("Config:   ", &s));
     }
     out.push_str("\nSpeedup as cores are added (no SMT)\n");
-    out.push_str(&view::curve_table(&p_first, &e_first, width));
+    out.push_str(&view::curve_table(p_first, e_first, width));
     if let Some(p) = &args.svg {
         out.push_str(&format!("\nSVG chart written to {}\n", p.display()));
     }
-    print!("{out}");
-    Ok(0)
+    out
+}
+
+/// `--config` and `--machine`, checked before any work.
+fn declared(args: &Args, g: &Globals) -> Result<(Option<Config>, Option<Machine>), CliError> {
+    let config: Option<Config> = match &args.config {
+        Some(s) => Some(
+            s.parse()
+                .map_err(|e| CliError::usage(format!("--config: {e}")))?,
+        ),
+        None => None,
+    };
+    let given: Option<Machine> = match &args.machine {
+        Some(s) => {
+            if g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some() {
+                return Err(CliError::usage(
+                    "--machine declares the machine; do not give --fsroot, --hwloc-xml or --kinds with it",
+                ));
+            }
+            Some(
+                s.for_tune()
+                    .map_err(|e| CliError::usage(format!("--machine {e}")))?,
+            )
+        }
+        None => None,
+    };
+    Ok((config, given))
 }

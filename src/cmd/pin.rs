@@ -3,7 +3,6 @@
 //! QEMU vCPU n to place n and the other QEMU threads to the rest.
 
 use super::plan_args::{make_request, parse_policy, plan_error, PlanArgs};
-use super::run::require_live;
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_launch::pin::{
     pin_process, threads_of, threads_to_plan, AssignError, Outcome, PinError, PinOptions,
@@ -71,7 +70,7 @@ fn pin_error(e: PinError) -> CliError {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    require_live(g, "pin")?;
+    g.require_live("'pin' applies a plan", "use `pinsight plan` to plan for it")?;
     if let Some(m) = &args.plan.mem {
         return Err(CliError::usage(format!(
             "--mem {m}: pin moves the threads of a running process and cannot change its memory policy (set_mempolicy acts on the calling thread only); start the program with `pinsight run --mem {m}`"
@@ -80,27 +79,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let fs = FsRoot::live();
     let tasks = threads_of(&fs, args.pid).map_err(pin_error)?;
     let topo = g.topology()?;
-    let mut req = make_request(&args.policy, &args.plan)?;
-    if req.threads.is_none() && req.tasks.is_none() {
-        req.threads = Some(threads_to_plan(&tasks, args.qemu));
-    }
-    let plan = match pinsight_plan::plan(&topo, &req) {
-        // More threads than the policy's CPUs and no --threads: plan the
-        // whole set; places are reused round robin (pin_process notes it).
-        Err(PlanError::TooManyThreads { .. })
-            if args.plan.threads.is_none() && args.plan.tasks.is_none() =>
-        {
-            pinsight_plan::plan(
-                &topo,
-                &Request {
-                    threads: None,
-                    ..req
-                },
-            )
-            .map_err(plan_error)?
-        }
-        other => other.map_err(plan_error)?,
-    };
+    let plan = plan_for(&args, &tasks, &topo)?;
     let opts = PinOptions {
         order: if args.threads_by_name {
             ThreadOrder::Name
@@ -119,56 +98,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(&report)?;
     } else {
-        let set = |s: &Option<pinsight_cpuset::CpuSet>| {
-            s.as_ref().map_or("-".into(), |c| c.to_list_string())
-        };
-        println!(
-            "pinsight pin: PID {}, policy {}{}",
-            report.pid,
-            report.policy,
-            if report.dry_run {
-                " (dry run: nothing changed)"
-            } else {
-                ""
-            }
-        );
-        println!(
-            "{:>8}  {:<16} {:<10} {:<10} {:<10} result",
-            "TID", "NAME", "ROLE", "BEFORE", "AFTER"
-        );
-        for t in &report.threads {
-            let result = match (&t.outcome, &t.error) {
-                (Outcome::Changed, _) => "changed".to_string(),
-                (Outcome::Unchanged, _) => "unchanged".into(),
-                (Outcome::WouldChange, _) => "would change".into(),
-                (Outcome::LeftAlone, _) => "left alone (os)".into(),
-                (Outcome::Exited, _) => "exited".into(),
-                (Outcome::Failed, e) => format!("FAILED: {}", short_error(e)),
-                (Outcome::WouldFail, e) => format!("would fail: {}", short_error(e)),
-            };
-            println!(
-                "{:>8}  {:<16} {:<10} {:<10} {:<10} {result}",
-                t.tid,
-                t.name,
-                t.role.to_string(),
-                set(&t.before),
-                set(&t.after)
-            );
-        }
-        // Whole reasons below the table, which they would widen past 80
-        // columns.
-        for t in failed
-            .iter()
-            .filter(|t| t.error.as_deref().is_some_and(is_long))
-        {
-            let text = format!("TID {}: {}", t.tid, t.error.as_deref().unwrap_or("?"));
-            print!("{}", fill(&text, REASON));
-        }
-        for n in report.notes.iter().chain(plan.notes.iter()) {
-            if !g.quiet {
-                eprintln!("pinsight: note: {n}");
-            }
-        }
+        print_table(&report, &plan, &failed, g);
     }
     if report.process_exited {
         return Err(CliError::runtime(format!(
@@ -177,36 +107,134 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         )));
     }
     if !failed.is_empty() {
-        let fixed = failed
-            .iter()
-            .filter(|t| {
-                t.error
-                    .as_deref()
-                    .is_some_and(|e| e.contains("PF_NO_SETAFFINITY"))
-            })
-            .count();
-        let would = if args.dry_run {
-            "would refuse"
+        return Err(failure(&args, &report, &failed));
+    }
+    Ok(0)
+}
+
+/// The plan for the process's threads: `--threads`, else one place per
+/// thread found, else (more threads than CPUs) the policy's whole set.
+fn plan_for(
+    args: &Args,
+    tasks: &[pinsight_launch::pin::TaskInfo],
+    topo: &pinsight_topology::Topology,
+) -> Result<pinsight_plan::Plan, CliError> {
+    let mut req = make_request(&args.policy, &args.plan)?;
+    if req.threads.is_none() && req.tasks.is_none() {
+        req.threads = Some(threads_to_plan(tasks, args.qemu));
+    }
+    Ok(match pinsight_plan::plan(topo, &req) {
+        // More threads than the policy's CPUs and no --threads: plan the
+        // whole set; places are reused round robin (pin_process notes it).
+        Err(PlanError::TooManyThreads { .. })
+            if args.plan.threads.is_none() && args.plan.tasks.is_none() =>
+        {
+            pinsight_plan::plan(
+                topo,
+                &Request {
+                    threads: None,
+                    ..req
+                },
+            )
+            .map_err(plan_error)?
+        }
+        other => other.map_err(plan_error)?,
+    })
+}
+
+/// The human table of `pin`, the long reasons below it, the notes.
+fn print_table(
+    report: &pinsight_launch::pin::PinReport,
+    plan: &pinsight_plan::Plan,
+    failed: &[&ThreadPin],
+    g: &Globals,
+) {
+    let set =
+        |s: &Option<pinsight_cpuset::CpuSet>| s.as_ref().map_or("-".into(), |c| c.to_list_string());
+    println!(
+        "pinsight pin: PID {}, policy {}{}",
+        report.pid,
+        report.policy,
+        if report.dry_run {
+            " (dry run: nothing changed)"
         } else {
-            "refused"
+            ""
+        }
+    );
+    println!(
+        "{:>8}  {:<16} {:<10} {:<10} {:<10} result",
+        "TID", "NAME", "ROLE", "BEFORE", "AFTER"
+    );
+    for t in &report.threads {
+        let result = match (&t.outcome, &t.error) {
+            (Outcome::Changed, _) => "changed".to_string(),
+            (Outcome::Unchanged, _) => "unchanged".into(),
+            (Outcome::WouldChange, _) => "would change".into(),
+            (Outcome::LeftAlone, _) => "left alone (os)".into(),
+            (Outcome::Exited, _) => "exited".into(),
+            (Outcome::Failed, e) => format!("FAILED: {}", short_error(e)),
+            (Outcome::WouldFail, e) => format!("would fail: {}", short_error(e)),
         };
-        let cause = if fixed == failed.len() {
-            format!(
+        println!(
+            "{:>8}  {:<16} {:<10} {:<10} {:<10} {result}",
+            t.tid,
+            t.name,
+            t.role.to_string(),
+            set(&t.before),
+            set(&t.after)
+        );
+    }
+    // Whole reasons below the table, which they would widen past 80
+    // columns.
+    for t in failed
+        .iter()
+        .filter(|t| t.error.as_deref().is_some_and(is_long))
+    {
+        let text = format!("TID {}: {}", t.tid, t.error.as_deref().unwrap_or("?"));
+        print!("{}", fill(&text, REASON));
+    }
+    for n in report.notes.iter().chain(plan.notes.iter()) {
+        if !g.quiet {
+            eprintln!("pinsight: note: {n}");
+        }
+    }
+}
+
+/// The error for threads that could not be pinned, naming the kernel's
+/// reason when all of them are per-CPU kernel threads.
+fn failure(
+    args: &Args,
+    report: &pinsight_launch::pin::PinReport,
+    failed: &[&ThreadPin],
+) -> CliError {
+    let fixed = failed
+        .iter()
+        .filter(|t| {
+            t.error
+                .as_deref()
+                .is_some_and(|e| e.contains("PF_NO_SETAFFINITY"))
+        })
+        .count();
+    let would = if args.dry_run {
+        "would refuse"
+    } else {
+        "refused"
+    };
+    let cause = if fixed == failed.len() {
+        format!(
                 "the kernel {would} (EINVAL): per-CPU kernel thread{} (PF_NO_SETAFFINITY) cannot be moved",
                 if fixed == 1 { "" } else { "s" }
             )
-        } else {
-            "see above".to_string()
-        };
-        return Err(CliError::runtime(format!(
-            "{} of {} thread(s) of PID {} {} be pinned: {cause}",
-            failed.len(),
-            report.threads.len(),
-            args.pid,
-            if args.dry_run { "cannot" } else { "could not" },
-        )));
-    }
-    Ok(0)
+    } else {
+        "see above".to_string()
+    };
+    CliError::runtime(format!(
+        "{} of {} thread(s) of PID {} {} be pinned: {cause}",
+        failed.len(),
+        report.threads.len(),
+        args.pid,
+        if args.dry_run { "cannot" } else { "could not" },
+    ))
 }
 
 /// The widest result that keeps a table row within 80 columns.

@@ -1,10 +1,14 @@
 //! The planning flags `plan`, `run` and `pin` share, and the one way they
 //! become a planner request: written once so a plan shown by `pinsight plan`
 //! is exactly the plan `run`/`pin` apply, with the same names, checks and
-//! error messages.
+//! error messages; and the slicing flags and steps `slice` and `run --slice`
+//! share.
 
 use crate::cli::{CliError, Globals};
+use pinsight_cpuset::CpuSet;
 use pinsight_latency::LoadMatrix;
+use pinsight_plan::launcher::{detect, LauncherError, LocalRank};
+use pinsight_plan::slice::{slices, SliceRequest, SliceRule, Slicing};
 use pinsight_plan::{
     BasePolicy, Caveat, FormatError, LatencyMatrix, LatencyProblem, MemMode, MemPolicy, Plan,
     PlanError, Policy, Request, Weights,
@@ -213,6 +217,72 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
 
 /// The test harness `plan`, `run` and `pin` share: a command's `Args` with
 /// the global flags, parsed as clap would from the command line.
+/// The slicing options `run --slice` and `slice` share.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SliceArgs {
+    /// How to share the CPUs: equal-capacity (default), equal-count, p-only
+    /// (one rule; `compare --slice-rules` compares several).
+    #[arg(long = "slice-rules", value_name = "RULE", value_parser = parse_rule)]
+    pub rule: Option<SliceRule>,
+    /// This process's rank among the ranks of this node (default: from the launcher).
+    #[arg(long = "local-rank", visible_alias = "rank", value_name = "N", value_parser = crate::values::rank)]
+    pub rank: Option<usize>,
+    /// Number of ranks on this node (default: from the launcher).
+    #[arg(long = "local-size", visible_alias = "size", value_name = "N", value_parser = crate::values::rank)]
+    pub size: Option<usize>,
+}
+
+fn parse_rule(s: &str) -> Result<SliceRule, String> {
+    s.parse::<SliceRule>().map_err(|e| e.to_string())
+}
+
+/// The CPUs this process may use: the topology's usable CPUs, and on the
+/// live machine also this thread's affinity mask (the launcher's binding).
+pub fn allowed_cpus(topo: &Topology) -> Result<CpuSet, CliError> {
+    let usable = topo.usable();
+    if !topo.source_is_live() {
+        return Ok(usable);
+    }
+    let mask = pinsight_sys::affinity::get_affinity(0)
+        .map_err(|e| CliError::runtime(format!("sched_getaffinity: {e}")))?;
+    Ok(mask.intersection(&usable))
+}
+
+/// The local rank: from the flags, else the environment.
+pub fn local_rank(a: &SliceArgs) -> Result<LocalRank, CliError> {
+    let get = |k: &str| std::env::var(k).ok();
+    detect(&get, a.rank, a.size).map_err(|e| match e {
+        LauncherError::NotFound => CliError::usage(format!(
+            "{e}; give --local-rank N --local-size N, or run under a launcher (srun, mpirun, ...)"
+        )),
+        other => CliError::usage(other.to_string()),
+    })
+}
+
+/// Slices `allowed` for `size` ranks.
+pub fn make_slicing(
+    topo: &Topology,
+    allowed: CpuSet,
+    size: usize,
+    rule: SliceRule,
+    weights: Option<&PathBuf>,
+) -> Result<Slicing, CliError> {
+    let weights = match weights {
+        Some(p) => Some(Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?),
+        None => None,
+    };
+    slices(
+        topo,
+        &SliceRequest {
+            allowed,
+            size,
+            rule,
+            weights,
+        },
+    )
+    .map_err(crate::errors::slice_error)
+}
+
 #[cfg(test)]
 pub mod test_cli {
     use crate::cli::Globals;

@@ -96,57 +96,17 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 
     // A matrix from a file is loaded first: its errors are the user's, and
     // it takes latency out of the budget.
-    let mut latency = None;
-    if let Some(path) = &args.latency_from {
-        let m = LatencyMatrix::load(path).map_err(|e| CliError::usage(e.to_string()))?;
-        let foreign = m.cpu_set().difference(&topo.online());
-        if !foreign.is_empty() {
-            return Err(CliError::usage(format!(
-                "--latency {}: the matrix has CPU(s) {foreign} that this machine (online {}) lacks: was it measured on another machine?",
-                path.display(),
-                topo.online()
-            )));
-        }
-        latency = Some(m);
-    }
-    let plan = split(&BudgetInput {
-        budget: args.budget,
-        spent: started.elapsed(),
-        speed_cpus: usable.len(),
-        latency_cpus: usable.len(),
-        speed: if args.no_speed {
-            Want::No(NotWanted::Asked)
-        } else if !live {
-            Want::No(NotWanted::Recorded)
-        } else {
-            Want::Yes
-        },
-        latency: if latency.is_some() {
-            Want::Given
-        } else if args.no_latency {
-            Want::No(NotWanted::Asked)
-        } else if !live {
-            Want::No(NotWanted::Recorded)
-        } else {
-            Want::Yes
-        },
-    });
+    let mut latency = latency_from(&args, &topo)?;
+    let plan = split(&budget_input(
+        &args,
+        started,
+        usable.len(),
+        live,
+        latency.is_some(),
+    ));
     // Every file this report may write is checked before anything is
     // measured: a typo in --out must not cost the whole budget.
-    let prefix = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("pinsight-report"));
-    let (html_path, json_path, matrix_path) = output_paths(&prefix);
-    let html_path = args.export_html.clone().unwrap_or(html_path);
-    let json_path = args.export_json.clone().unwrap_or(json_path);
-    let matrix_path = args.export_latency.clone().unwrap_or(matrix_path);
-    let flag = |what: &str, p: &std::path::Path| format!("--export-{what} {}", p.display());
-    check_output_file(&html_path, &flag("html", &html_path))?;
-    check_output_file(&json_path, &flag("json", &json_path))?;
-    if args.latency_from.is_none() && plan.latency.is_some() {
-        check_output_file(&matrix_path, &flag("latency", &matrix_path))?;
-    }
+    let (html_path, json_path, matrix_path) = checked_paths(&args, plan.latency.is_some())?;
     let mut skipped: Vec<String> = plan.skipped.iter().map(skip_text).collect();
     // Human output lists what was skipped; with --json stdout is for the
     // data, so a too-small budget is also said on stderr.
@@ -191,20 +151,32 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         args.budget,
         started,
     );
+    write_and_show(&args, g, &data, [&html_path, &json_path, &matrix_path])
+}
+
+/// Writes the JSON, the matrix (when measured here) and the HTML, then
+/// prints the data (`--json`) or the terminal summary.
+fn write_and_show(
+    args: &Args,
+    g: &Globals,
+    data: &pinsight_report::ReportData,
+    paths: [&PathBuf; 3],
+) -> CmdResult {
+    let [html_path, json_path, matrix_path] = paths;
     let json =
         serde_json::to_string_pretty(&data).map_err(|e| CliError::runtime(format!("JSON: {e}")))?;
     let write = |path: &std::path::Path, bytes: &[u8]| {
         pinsight_lifecycle::output::write(path, bytes).map_err(|e| CliError::runtime(e.to_string()))
     };
-    write(&json_path, (json + "\n").as_bytes())?;
+    write(json_path, (json + "\n").as_bytes())?;
     if let (None, Some(m)) = (&args.latency_from, &data.latency) {
         let text =
             serde_json::to_string_pretty(m).map_err(|e| CliError::runtime(format!("JSON: {e}")))?;
-        write(&matrix_path, (text + "\n").as_bytes())?;
+        write(matrix_path, (text + "\n").as_bytes())?;
     }
-    write(&html_path, html(&data).as_bytes())?;
+    write(html_path, html(data).as_bytes())?;
     if g.json {
-        g.print_json(&data)?;
+        g.print_json(data)?;
         return Ok(0);
     }
     let written_matrix = (args.latency_from.is_none() && data.latency.is_some())
@@ -212,7 +184,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     print!(
         "{}",
         terminal_summary(
-            &data,
+            data,
             &html_path.display().to_string(),
             &json_path.display().to_string(),
             written_matrix.as_deref(),
@@ -222,13 +194,87 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
+/// The matrix of `--latency FILE`, refused when it names CPUs this machine lacks.
+fn latency_from(
+    args: &Args,
+    topo: &pinsight_topology::Topology,
+) -> Result<Option<LatencyMatrix>, CliError> {
+    let Some(path) = &args.latency_from else {
+        return Ok(None);
+    };
+    let m = LatencyMatrix::load(path).map_err(|e| CliError::usage(e.to_string()))?;
+    let foreign = m.cpu_set().difference(&topo.online());
+    if !foreign.is_empty() {
+        return Err(CliError::usage(format!(
+            "--latency {}: the matrix has CPU(s) {foreign} that this machine (online {}) lacks: was it measured on another machine?",
+            path.display(),
+            topo.online()
+        )));
+    }
+    Ok(Some(m))
+}
+
+/// What the budget is asked to fit: each part wanted, asked away, given,
+/// or impossible on a recorded machine.
+fn budget_input(
+    args: &Args,
+    started: Instant,
+    cpus: usize,
+    live: bool,
+    given_latency: bool,
+) -> BudgetInput {
+    BudgetInput {
+        budget: args.budget,
+        spent: started.elapsed(),
+        speed_cpus: cpus,
+        latency_cpus: cpus,
+        speed: if args.no_speed {
+            Want::No(NotWanted::Asked)
+        } else if !live {
+            Want::No(NotWanted::Recorded)
+        } else {
+            Want::Yes
+        },
+        latency: if given_latency {
+            Want::Given
+        } else if args.no_latency {
+            Want::No(NotWanted::Asked)
+        } else if !live {
+            Want::No(NotWanted::Recorded)
+        } else {
+            Want::Yes
+        },
+    }
+}
+
+/// The files this report writes, each checked before anything is measured.
+fn checked_paths(
+    args: &Args,
+    measures_latency: bool,
+) -> Result<(PathBuf, PathBuf, PathBuf), CliError> {
+    let prefix = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("pinsight-report"));
+    let (html_path, json_path, matrix_path) = output_paths(&prefix);
+    let html_path = args.export_html.clone().unwrap_or(html_path);
+    let json_path = args.export_json.clone().unwrap_or(json_path);
+    let matrix_path = args.export_latency.clone().unwrap_or(matrix_path);
+    let flag = |what: &str, p: &std::path::Path| format!("--export-{what} {}", p.display());
+    check_output_file(&html_path, &flag("html", &html_path))?;
+    check_output_file(&json_path, &flag("json", &json_path))?;
+    if args.latency_from.is_none() && measures_latency {
+        check_output_file(&matrix_path, &flag("latency", &matrix_path))?;
+    }
+    Ok((html_path, json_path, matrix_path))
+}
+
 /// One line for a part not measured, naming the flags that would change it.
 pub fn skip_text(s: &Skip) -> String {
     let part = match s.part() {
         Part::Speed => "speed",
         Part::Latency => "latency",
     };
-    let least = |d: &Duration| format!("{:.1}s", d.as_secs_f64());
     let why = match s {
         Skip::NotWanted {
             part: Part::Speed,
@@ -251,6 +297,32 @@ pub fn skip_text(s: &Skip) -> String {
             "needs at least 2 usable CPUs, there {}",
             if *usable == 1 { "is 1" } else { "are none" }
         ),
+        Skip::LatencyBudget { .. } | Skip::SpeedBudget { .. } | Skip::SpeedAfterLatency { .. } => budget_text(s),
+        Skip::LatencyNoTimeLeft {
+            spent,
+            budget,
+            left,
+        } => format!(
+            "not measured: speed took {:.1} s of the {:.1} s budget, {} ms left (raise --budget)",
+            spent.as_secs_f64(),
+            budget.as_secs_f64(),
+            left.as_millis()
+        ),
+        Skip::LatencyPartial {
+            rounds_run,
+            rounds_planned,
+            unmeasured,
+        } => format!(
+            "budget ran out after {rounds_run} of {rounds_planned} rounds; {unmeasured} pairs unmeasured (raise --budget)"
+        ),
+    };
+    format!("{part}: {why}")
+}
+
+/// Why a part did not fit the budget, and the budget that would fit it.
+fn budget_text(s: &Skip) -> String {
+    let least = |d: &Duration| format!("{:.1}s", d.as_secs_f64());
+    match s {
         Skip::LatencyBudget {
             budget,
             measuring,
@@ -296,25 +368,9 @@ pub fn skip_text(s: &Skip) -> String {
             secs(MIN_SPEED_PER_CPU),
             least(least_budget)
         ),
-        Skip::LatencyNoTimeLeft {
-            spent,
-            budget,
-            left,
-        } => format!(
-            "not measured: speed took {:.1} s of the {:.1} s budget, {} ms left (raise --budget)",
-            spent.as_secs_f64(),
-            budget.as_secs_f64(),
-            left.as_millis()
-        ),
-        Skip::LatencyPartial {
-            rounds_run,
-            rounds_planned,
-            unmeasured,
-        } => format!(
-            "budget ran out after {rounds_run} of {rounds_planned} rounds; {unmeasured} pairs unmeasured (raise --budget)"
-        ),
-    };
-    format!("{part}: {why}")
+        // skip_text sends only the three above here.
+        other => format!("{other:?}"),
+    }
 }
 
 #[cfg(test)]

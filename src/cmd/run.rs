@@ -18,14 +18,6 @@ use pinsight_plan::{Plan, Policy};
 use std::ffi::OsString;
 use std::time::Duration;
 
-/// Plans apply to this machine: a recorded one cannot be pinned on.
-pub fn require_live(g: &Globals, what: &str) -> Result<(), CliError> {
-    g.require_live(
-        &format!("'{what}' applies a plan"),
-        "use `pinsight plan` to plan for it",
-    )
-}
-
 /// Run a program under a placement plan, pinning its threads as planned.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -97,7 +89,7 @@ pub struct Args {
     #[arg(long, value_name = "POLICY")]
     pub slice: Option<String>,
     #[command(flatten)]
-    pub slicing: super::slice::SliceArgs,
+    pub slicing: super::plan_args::SliceArgs,
     /// With --slice: also write this rank's report as JSON to DIR/<host>/rank-<N>.json
     /// (merge the ranks with `pinsight gather DIR`).
     #[arg(long, value_name = "DIR")]
@@ -176,7 +168,7 @@ fn millis(flag: &str, ms: f64) -> Result<Duration, CliError> {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    require_live(g, "run")?;
+    g.require_live("'run' applies a plan", "use `pinsight plan` to plan for it")?;
     let argv: Vec<OsString> = std::env::args_os().collect();
     let (policy, command) = args.resolve(&argv)?;
     let skip = match &args.skip {
@@ -193,53 +185,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
     let sample_interval = millis("--sample-interval", args.sample_interval)?;
     let topo = g.topology()?;
-    let (plan, slice) = match &args.slice {
-        None => {
-            if args.slicing.rule.is_some()
-                || args.slicing.rank.is_some()
-                || args.slicing.size.is_some()
-                || args.report_dir.is_some()
-            {
-                return Err(CliError::usage(
-                    "--slice-rules, --local-rank, --local-size and --report-dir apply with --slice POLICY only",
-                ));
-            }
-            (make_plan(&policy, &args.plan, &topo, g)?, None)
-        }
-        Some(word) => {
-            if args
-                .policy
-                .as_ref()
-                .is_some_and(|w| !after_dashes(&argv, w))
-            {
-                return Err(CliError::usage(format!(
-                    "give the policy once: --slice {word} plans {word} inside this rank's slice; drop the POLICY before it"
-                )));
-            }
-            let policy = parse_policy(word).map_err(|e| {
-                CliError::usage(format!(
-                    "invalid value '{word}' for '--slice <POLICY>': {e}"
-                ))
-            })?;
-            let local = super::slice::local_rank(&args.slicing)?;
-            let allowed = super::slice::allowed_cpus(&topo)?;
-            let s = super::slice::make_slicing(
-                &topo,
-                allowed,
-                local.size,
-                args.slicing.rule.unwrap_or_default(),
-                args.plan.weights.as_ref(),
-            )?;
-            let mine = super::slice::rank_slice(&local, &s)?;
-            let inside = pinsight_plan::slice::restrict(&topo, &mine.cpus);
-            // --weights gave the slices' capacity; only balance also plans with it.
-            let mut plan_args = args.plan.clone();
-            if policy.base != pinsight_plan::BasePolicy::Balance {
-                plan_args.weights = None;
-            }
-            (make_plan(&policy, &plan_args, &inside, g)?, Some(mine))
-        }
-    };
+    let (plan, slice) = plan_and_slice(&args, &argv, &policy, &topo, g)?;
     let report_path = match (&args.report_dir, &slice) {
         (Some(dir), Some(s)) => Some(report_path(g, dir, s.rank)?),
         _ => None,
@@ -283,22 +229,89 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         pinsight_lifecycle::output::write(path, (text + "\n").as_bytes())
             .map_err(|e| CliError::runtime(format!("--report-dir: {e}")))?;
     }
+    show(&args, g, &plan, slice.as_ref(), &outcome)?;
+    Ok(outcome.exit_code)
+}
+
+/// The plan: for POLICY on the whole machine, or with `--slice POLICY`
+/// inside this rank's slice (returned for the report).
+fn plan_and_slice(
+    args: &Args,
+    argv: &[OsString],
+    policy: &Policy,
+    topo: &pinsight_topology::Topology,
+    g: &Globals,
+) -> Result<(Plan, Option<pinsight_plan::slice::RankSlice>), CliError> {
+    Ok(match &args.slice {
+        None => {
+            if args.slicing.rule.is_some()
+                || args.slicing.rank.is_some()
+                || args.slicing.size.is_some()
+                || args.report_dir.is_some()
+            {
+                return Err(CliError::usage(
+                    "--slice-rules, --local-rank, --local-size and --report-dir apply with --slice POLICY only",
+                ));
+            }
+            (make_plan(policy, &args.plan, topo, g)?, None)
+        }
+        Some(word) => {
+            if args.policy.as_ref().is_some_and(|w| !after_dashes(argv, w)) {
+                return Err(CliError::usage(format!(
+                    "give the policy once: --slice {word} plans {word} inside this rank's slice; drop the POLICY before it"
+                )));
+            }
+            let policy = parse_policy(word).map_err(|e| {
+                CliError::usage(format!(
+                    "invalid value '{word}' for '--slice <POLICY>': {e}"
+                ))
+            })?;
+            let local = super::plan_args::local_rank(&args.slicing)?;
+            let allowed = super::plan_args::allowed_cpus(topo)?;
+            let s = super::plan_args::make_slicing(
+                topo,
+                allowed,
+                local.size,
+                args.slicing.rule.unwrap_or_default(),
+                args.plan.weights.as_ref(),
+            )?;
+            let mine =
+                pinsight_plan::slice::rank_slice(&local, &s).map_err(crate::errors::slice_error)?;
+            let inside = pinsight_plan::slice::restrict(topo, &mine.cpus);
+            // --weights gave the slices' capacity; only balance also plans with it.
+            let mut plan_args = args.plan.clone();
+            if policy.base != pinsight_plan::BasePolicy::Balance {
+                plan_args.weights = None;
+            }
+            (make_plan(&policy, &plan_args, &inside, g)?, Some(mine))
+        }
+    })
+}
+
+/// What `run` says on stderr: JSON, the report, or the run's notes.
+fn show(
+    args: &Args,
+    g: &Globals,
+    plan: &Plan,
+    slice: Option<&pinsight_plan::slice::RankSlice>,
+    outcome: &RunOutcome,
+) -> Result<(), CliError> {
     if g.json {
         let doc = serde_json::json!({ "plan": plan, "slice": slice, "run": outcome });
         let s = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
         eprintln!("{s}");
     } else if args.report {
-        if let Some(s) = &slice {
+        if let Some(s) = slice {
             eprint!("{}", slice_line(s));
         }
-        eprint!("{}", human_report(&plan, &outcome));
+        eprint!("{}", human_report(plan, outcome));
     } else if !g.quiet {
         for n in &outcome.notes {
             eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {n}")));
         }
     }
-    Ok(outcome.exit_code)
+    Ok(())
 }
 
 /// `DIR/<host>/rank-<N>.json`, its directory created (before the program
@@ -326,7 +339,7 @@ fn report_path(
 }
 
 /// The slice lines of `--report`.
-fn slice_line(s: &super::slice::RankSlice) -> String {
+fn slice_line(s: &pinsight_plan::slice::RankSlice) -> String {
     let caps: Vec<String> = s.capacities.iter().map(|c| format!("{c:.3}")).collect();
     let text = format!(
         "slice: local rank {} of {} (from {}): CPUs {}, capacity {:.3}; {} slices {} (spread {:.3}, {})",
@@ -350,6 +363,65 @@ fn slice_line(s: &super::slice::RankSlice) -> String {
 
 fn opt_set(s: &Option<pinsight_cpuset::CpuSet>) -> String {
     s.as_ref().map_or("-".into(), |c| c.to_list_string())
+}
+
+/// One thread's row of the `--report` table, and whether it is `ok*`
+/// (placed as planned but seen elsewhere before it was pinned).
+fn thread_row(plan: &Plan, o: &RunOutcome, t: &pinsight_launch::ThreadRecord) -> (String, bool) {
+    let mut footnote = false;
+    let lazy_main = t.index == 0 && o.pin_main == Some(PinMain::Lazy);
+    // A lazily pinned main thread that never created a thread keeps
+    // the whole mask: that is the plan for a one-thread program.
+    let planned = if lazy_main && o.threads.len() == 1 {
+        Some(plan.process_mask.clone())
+    } else {
+        t.planned
+            .clone()
+            .or_else(|| (!plan.places.is_empty()).then(|| plan.process_mask.clone()))
+    };
+    let check = match (&planned, &t.affinity) {
+        (Some(p), Some(a)) if p == a && t.cpus_seen.is_subset(p) => "ok",
+        (Some(p), Some(a)) if p == a && lazy_main => "ok",
+        (Some(p), Some(a)) if p == a => {
+            footnote = true;
+            "ok*"
+        }
+        (Some(_), Some(_)) => "DIFFERS",
+        _ => "",
+    };
+    let row = format!(
+        "{:>3} {:>7} {:<15} {:<9} {:<9} {:>4} {:<9} {:>5} {check}",
+        t.index,
+        t.tid,
+        t.name.chars().take(15).collect::<String>(),
+        opt_set(&planned),
+        opt_set(&t.affinity),
+        t.last_cpu.map_or("-".into(), |c| c.to_string()),
+        t.cpus_seen.to_list_string(),
+        t.samples
+    );
+    (row + "\n", footnote)
+}
+
+/// The `follow:` line: how the /proc watcher pinned the threads.
+fn follow_line(f: &pinsight_launch::FollowStats) -> String {
+    let ms = |v: Option<f64>| v.map_or("unavailable".into(), |x| format!("{x:.1} ms"));
+    let us = |v: Option<f64>| {
+        v.map_or("unavailable (no schedstats)".into(), |x| {
+            format!("{x:.0} µs")
+        })
+    };
+    let text = format!(
+            "follow: {} thread(s) pinned, {} failed, polling every {} ms; CPU time run before pinning median {}, max {}; creation→pin at most {} (median bound {}; kernel start times have 10 ms ticks)",
+            f.pinned,
+            f.failed,
+            f.poll_interval_ms,
+            us(f.median_ran_unpinned_us),
+            us(f.max_ran_unpinned_us),
+            ms(f.max_delay_max_ms),
+            ms(f.median_delay_max_ms),
+        );
+    crate::cli::wrap80(&text)
 }
 
 /// The `--report` table (stderr).
@@ -393,38 +465,9 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
     );
     let mut footnote = false;
     for t in &o.threads {
-        let lazy_main = t.index == 0 && o.pin_main == Some(PinMain::Lazy);
-        // A lazily pinned main thread that never created a thread keeps
-        // the whole mask: that is the plan for a one-thread program.
-        let planned = if lazy_main && o.threads.len() == 1 {
-            Some(plan.process_mask.clone())
-        } else {
-            t.planned
-                .clone()
-                .or_else(|| (!plan.places.is_empty()).then(|| plan.process_mask.clone()))
-        };
-        let check = match (&planned, &t.affinity) {
-            (Some(p), Some(a)) if p == a && t.cpus_seen.is_subset(p) => "ok",
-            (Some(p), Some(a)) if p == a && lazy_main => "ok",
-            (Some(p), Some(a)) if p == a => {
-                footnote = true;
-                "ok*"
-            }
-            (Some(_), Some(_)) => "DIFFERS",
-            _ => "",
-        };
-        let _ = writeln!(
-            out,
-            "{:>3} {:>7} {:<15} {:<9} {:<9} {:>4} {:<9} {:>5} {check}",
-            t.index,
-            t.tid,
-            t.name.chars().take(15).collect::<String>(),
-            opt_set(&planned),
-            opt_set(&t.affinity),
-            t.last_cpu.map_or("-".into(), |c| c.to_string()),
-            t.cpus_seen.to_list_string(),
-            t.samples
-        );
+        let (row, seen_elsewhere) = thread_row(plan, o, t);
+        out.push_str(&row);
+        footnote |= seen_elsewhere;
     }
     if o.threads.is_empty() {
         let _ = writeln!(
@@ -443,23 +486,7 @@ fn human_report(plan: &Plan, o: &RunOutcome) -> String {
         );
     }
     if let Some(f) = &o.follow {
-        let ms = |v: Option<f64>| v.map_or("unavailable".into(), |x| format!("{x:.1} ms"));
-        let us = |v: Option<f64>| {
-            v.map_or("unavailable (no schedstats)".into(), |x| {
-                format!("{x:.0} µs")
-            })
-        };
-        let text = format!(
-            "follow: {} thread(s) pinned, {} failed, polling every {} ms; CPU time run before pinning median {}, max {}; creation→pin at most {} (median bound {}; kernel start times have 10 ms ticks)",
-            f.pinned,
-            f.failed,
-            f.poll_interval_ms,
-            us(f.median_ran_unpinned_us),
-            us(f.max_ran_unpinned_us),
-            ms(f.max_delay_max_ms),
-            ms(f.median_delay_max_ms),
-        );
-        let _ = writeln!(out, "{}", crate::cli::wrap80(&text));
+        let _ = writeln!(out, "{}", follow_line(f));
     }
     if !o.exported.is_empty() {
         let vars: Vec<String> = o.exported.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -1,15 +1,13 @@
 //! `pinsight slice`: this rank's share of the node's CPUs (or every rank's
-//! with `--all`), and the pieces `run --slice` shares with it: the local
-//! rank from the launcher's environment, the allowed CPUs (affinity ∩
-//! cgroup), the slicing and its errors as the CLI says them.
+//! with `--all`). The slicing flags and steps it shares with `run --slice`
+//! are in `plan_args`; the slice itself is `pinsight_plan::slice`.
 
+use super::plan_args::{allowed_cpus, local_rank, make_slicing, SliceArgs};
 use crate::cli::{CliError, CmdResult, Globals};
+use crate::errors::slice_error;
 use pinsight_cpuset::CpuSet;
-use pinsight_plan::launcher::{detect, LauncherError, LocalRank};
-use pinsight_plan::slice::{slices, SliceError, SliceRequest, SliceRule, Slicing};
-use pinsight_plan::Weights;
+use pinsight_plan::slice::rank_slice;
 use pinsight_render::gather::{cap, slicing_text};
-use pinsight_topology::Topology;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -45,124 +43,6 @@ pub struct Args {
     /// hydra, intel-mpi.
     #[arg(long, value_name = "LAUNCHER")]
     pub format: Option<String>,
-}
-
-/// The slicing options `run --slice` and `slice` share.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct SliceArgs {
-    /// How to share the CPUs: equal-capacity (default), equal-count, p-only
-    /// (one rule; `compare --slice-rules` compares several).
-    #[arg(long = "slice-rules", value_name = "RULE", value_parser = parse_rule)]
-    pub rule: Option<SliceRule>,
-    /// This process's rank among the ranks of this node (default: from the launcher).
-    #[arg(long = "local-rank", visible_alias = "rank", value_name = "N", value_parser = crate::values::rank)]
-    pub rank: Option<usize>,
-    /// Number of ranks on this node (default: from the launcher).
-    #[arg(long = "local-size", visible_alias = "size", value_name = "N", value_parser = crate::values::rank)]
-    pub size: Option<usize>,
-}
-
-fn parse_rule(s: &str) -> Result<SliceRule, String> {
-    s.parse::<SliceRule>().map_err(|e| e.to_string())
-}
-
-/// One rank's slice and how it was found (`run --report`/`--json`).
-#[derive(Clone, Debug, Serialize)]
-pub struct RankSlice {
-    pub rank: usize,
-    pub size: usize,
-    pub launcher: String,
-    pub vars: Vec<String>,
-    pub cpus: CpuSet,
-    pub capacity: f64,
-    pub rule: SliceRule,
-    pub capacity_source: pinsight_plan::balance::CapacitySource,
-    /// Every rank's capacity, for the spread.
-    pub capacities: Vec<f64>,
-    pub spread: f64,
-    pub notes: Vec<String>,
-}
-
-/// The CPUs this process may use: the topology's usable CPUs, and on the
-/// live machine also this thread's affinity mask (the launcher's binding).
-pub fn allowed_cpus(topo: &Topology) -> Result<CpuSet, CliError> {
-    let usable = topo.usable();
-    if !topo.source_is_live() {
-        return Ok(usable);
-    }
-    let mask = pinsight_sys::affinity::get_affinity(0)
-        .map_err(|e| CliError::runtime(format!("sched_getaffinity: {e}")))?;
-    Ok(mask.intersection(&usable))
-}
-
-/// The local rank: from the flags, else the environment.
-pub fn local_rank(a: &SliceArgs) -> Result<LocalRank, CliError> {
-    let get = |k: &str| std::env::var(k).ok();
-    detect(&get, a.rank, a.size).map_err(|e| match e {
-        LauncherError::NotFound => CliError::usage(format!(
-            "{e}; give --local-rank N --local-size N, or run under a launcher (srun, mpirun, ...)"
-        )),
-        other => CliError::usage(other.to_string()),
-    })
-}
-
-/// The slicing error as the CLI says it (exit 2: input or flags to change).
-pub fn slice_error(e: SliceError) -> CliError {
-    CliError::usage(match &e {
-        SliceError::RankOutOfRange { .. } => format!("{e}; check --local-rank/--local-size"),
-        SliceError::TooManyRanks { .. } => format!(
-            "{e}; use fewer ranks per node, or let the launcher not bind each rank (mpirun --bind-to none, srun --cpu-bind=none): the CPUs sliced are those this process may use"
-        ),
-        SliceError::Unequal { .. } => {
-            format!("{e}; use --slice-rules equal-count, fewer ranks, or other --weights")
-        }
-        SliceError::Weights(w) => format!("--weights: {w}"),
-        _ => e.to_string(),
-    })
-}
-
-/// Slices `allowed` for `size` ranks.
-pub fn make_slicing(
-    topo: &Topology,
-    allowed: CpuSet,
-    size: usize,
-    rule: SliceRule,
-    weights: Option<&PathBuf>,
-) -> Result<Slicing, CliError> {
-    let weights = match weights {
-        Some(p) => Some(Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?),
-        None => None,
-    };
-    slices(
-        topo,
-        &SliceRequest {
-            allowed,
-            size,
-            rule,
-            weights,
-        },
-    )
-    .map_err(slice_error)
-}
-
-/// This rank's slice, with what the report shows.
-pub fn rank_slice(local: &LocalRank, s: &Slicing) -> Result<RankSlice, CliError> {
-    let mine = s.slice(local.rank).map_err(slice_error)?;
-    let mut notes = local.notes.clone();
-    notes.extend(s.notes.iter().cloned());
-    Ok(RankSlice {
-        rank: local.rank,
-        size: local.size,
-        launcher: local.launcher.to_string(),
-        vars: local.vars.clone(),
-        cpus: mine.cpus.clone(),
-        capacity: mine.capacity,
-        rule: s.rule,
-        capacity_source: s.capacity_source,
-        capacities: s.slices.iter().map(|x| x.capacity).collect(),
-        spread: s.spread,
-        notes,
-    })
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
@@ -203,7 +83,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     let local = local_rank(&args.slice)?;
     let s = make_slicing(&topo, allowed, local.size, rule, args.weights.as_ref())?;
-    let mine = rank_slice(&local, &s)?;
+    let mine = rank_slice(&local, &s).map_err(slice_error)?;
     if g.json {
         let doc = serde_json::json!({ "slice": mine, "slicing": s });
         println!("{}", json(&doc)?);

@@ -178,6 +178,47 @@ fn fmt_caps(c: &[f64]) -> String {
         .join(", ")
 }
 
+/// One rank's slice and how it was found: the rank from the launcher, its
+/// CPUs and capacity, and every rank's capacity for the spread.
+#[derive(Clone, Debug, Serialize)]
+pub struct RankSlice {
+    pub rank: usize,
+    pub size: usize,
+    pub launcher: String,
+    pub vars: Vec<String>,
+    pub cpus: CpuSet,
+    pub capacity: f64,
+    pub rule: SliceRule,
+    pub capacity_source: CapacitySource,
+    /// Every rank's capacity, for the spread.
+    pub capacities: Vec<f64>,
+    pub spread: f64,
+    pub notes: Vec<String>,
+}
+
+/// The slice of `local.rank` in `s`, with the launcher's and the slicing's notes.
+pub fn rank_slice(
+    local: &crate::launcher::LocalRank,
+    s: &Slicing,
+) -> Result<RankSlice, SliceError> {
+    let mine = s.slice(local.rank)?;
+    let mut notes = local.notes.clone();
+    notes.extend(s.notes.iter().cloned());
+    Ok(RankSlice {
+        rank: local.rank,
+        size: local.size,
+        launcher: local.launcher.to_string(),
+        vars: local.vars.clone(),
+        cpus: mine.cpus.clone(),
+        capacity: mine.capacity,
+        rule: s.rule,
+        capacity_source: s.capacity_source,
+        capacities: s.slices.iter().map(|x| x.capacity).collect(),
+        spread: s.spread,
+        notes,
+    })
+}
+
 /// One CPU, with where it sits.
 struct Item {
     cpu: usize,
