@@ -142,6 +142,13 @@ pub fn remove_unpacked_now() -> Vec<String> {
     on_signal::remove_all()
 }
 
+/// Waits for the end a signal's cleanup is bringing (it ends the process).
+fn park_forever() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
 /// An unpacked archive: removed from disk when dropped.
 #[derive(Debug)]
 pub struct Unpacked {
@@ -231,6 +238,13 @@ fn unpack_in(
     // On any error `dir` is dropped, removing what was unpacked; on a
     // signal, the cleanup thread removes it.
     let extracted = extract(file, dir.path(), &path, max_bytes, max_entries);
+    if on_signal::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        // A signal's cleanup removed the directory under us (an entry may
+        // have failed half-written): the process is about to die by that
+        // signal; reporting the removal as an error would end it first,
+        // with another status.
+        park_forever();
+    }
     if let Err(e) = extracted {
         on_signal::unregister(dir.path());
         return Err(e);
@@ -300,9 +314,7 @@ fn extract(
             // The process is being stopped by a signal: wait here, adding
             // nothing, while the cleanup thread removes the directory and
             // ends the process.
-            loop {
-                std::thread::park();
-            }
+            park_forever();
         }
         let mut entry = entry.map_err(read_err)?;
         let raw = entry.path().map_err(read_err)?.into_owned();
