@@ -87,15 +87,17 @@ mod on_signal {
     /// Set once a signal came: unpacking stops at the next entry.
     pub static STOPPING: AtomicBool = AtomicBool::new(false);
 
-    /// The signals whose lifecycle removes the directories (blocked while
-    /// a directory is made and registered, so none comes between the two).
-    pub const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
-    /// Adds `dir` to the directories removed on a signal.
-    pub fn register(dir: &Path) {
-        DIRS.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(dir.to_path_buf());
+    /// Makes a directory with `make` and adds it to the directories
+    /// removed on a signal, both under the registry's lock: a signal's
+    /// cleanup, handled on any thread, waits for the two to be done, so
+    /// no directory exists unregistered.
+    pub fn make_registered<E>(
+        make: impl FnOnce() -> Result<tempfile::TempDir, E>,
+    ) -> Result<tempfile::TempDir, E> {
+        let mut dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = make()?;
+        dirs.push(dir.path().to_path_buf());
+        Ok(dir)
     }
 
     pub fn unregister(dir: &Path) {
@@ -223,18 +225,15 @@ fn unpack_in(
         source,
     };
     let file = File::open(archive).map_err(read_err)?;
-    let dir = {
-        let _blocked = crate::signals::DeferSignals::new(&on_signal::SIGNALS);
-        let dir = tempfile::Builder::new()
+    let dir = on_signal::make_registered(|| {
+        tempfile::Builder::new()
             .prefix("pinsight-fsroot-")
             .tempdir_in(parent)
             .map_err(|source| ArchiveError::Unpack {
                 path: path.clone(),
                 source,
-            })?;
-        on_signal::register(dir.path());
-        dir
-    };
+            })
+    })?;
     // On any error `dir` is dropped, removing what was unpacked; on a
     // signal, the cleanup thread removes it.
     let extracted = extract(file, dir.path(), &path, max_bytes, max_entries);
