@@ -238,24 +238,12 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     crate::values::duration(text)
 }
 
-/// A progress bar on stderr for work over a second; hidden with `--quiet`,
-/// `--json`-only runs still show it (it goes to stderr), hidden when stderr
-/// is not a terminal.
-pub fn progress_bar(g: &Globals, len: u64, what: &str) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if g.quiet || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let pb = indicatif::ProgressBar::new(len);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:30}] {pos}/{len} ({elapsed}, ETA {eta})",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    pb.set_message(what.to_string());
-    pb
+/// The progress bar on stderr (the one terminal drawing of
+/// `pinsight_lifecycle::progress::Progress`): shown past one second,
+/// hidden with `--quiet` and when stderr is not a terminal; `--json`-only
+/// runs still show it (it goes to stderr).
+pub fn progress(g: &Globals) -> pinsight_render::progress::Bar {
+    pinsight_render::progress::Bar::new(g.quiet)
 }
 
 pub use pinsight_render::term::wrap80;

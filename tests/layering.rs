@@ -7,8 +7,9 @@
 //!             tune-model, sched-model
 //! os          sys                                       (the only OS calls)
 //! discovery   topology                                  (reads /sys, hwloc XML)
-//! measurement lifecycle, measure, launch, latency, speed, workload, compare
-//! rendering   render, report
+//! measurement lifecycle, measure, launch, latency, speed, workload, compare,
+//!             tune, sched, report
+//! rendering   render
 //! cli         pinsight
 //! test-support testkit                                  (dev-dependency only)
 //! ```
@@ -52,9 +53,11 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-compare",
             "pinsight-tune",
             "pinsight-sched",
+            // Measures within a budget and words suggestions; draws nothing.
+            "pinsight-report",
         ],
     ),
-    ("rendering", &["pinsight-render", "pinsight-report"]),
+    ("rendering", &["pinsight-render"]),
     ("cli", &["pinsight"]),
     // Test support: a dev-dependency of any suite, a normal dependency of
     // nothing (being the top layer, no package may depend on it).

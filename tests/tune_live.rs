@@ -9,8 +9,8 @@ use pinsight_cpuset::CpuSet;
 use pinsight_topology::model::declared::{apply, KindSpec};
 use pinsight_topology::{discover, FsRoot, Topology};
 use pinsight_tune::{
-    model::Config, ExecutorKind, Identity, Silent, TuneConfig, TuneJournal, TuneRequest,
-    TuneSession, KIND_DESIGN,
+    model::Config, ExecutorKind, Identity, TuneConfig, TuneJournal, TuneRequest, TuneSession,
+    KIND_DESIGN,
 };
 use serde_json::Value;
 
@@ -46,7 +46,7 @@ fn tune_pi(topo: &Topology) {
     })
     .unwrap();
     let layout = s.layout().clone();
-    let f = s.run(&mut Silent).unwrap();
+    let f = s.run(&mut pinsight_lifecycle::progress::Silent).unwrap();
     assert!(
         matches!(f.outcome, pinsight_compare::Outcome::Complete),
         "{:?}",

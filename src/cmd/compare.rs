@@ -6,16 +6,14 @@
 //! The experiment itself lives in crate `pinsight-compare`; this file is
 //! the command-line edge: flags, the progress bar, files, exit codes.
 
-use crate::cli::{progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{CliError, CmdResult, Globals};
 use crate::errors::{journal_error, session_error};
-use pinsight_compare::experiment::{Observer, Outcome};
+use pinsight_compare::experiment::Outcome;
 use pinsight_compare::ranks::{RanksExecutor, RanksIdentity};
 use pinsight_compare::session::{Config, ExecutorChoice, JournalTarget, Session};
 use pinsight_compare::setup;
 use pinsight_compare::setup::Extension;
-use pinsight_compare::{
-    interrupt, Advice, ExperimentError, Header, Journal, Report, Request, RunLine, Slot,
-};
+use pinsight_compare::{interrupt, Advice, ExperimentError, Header, Journal, Report, Request};
 use pinsight_lifecycle::interrupt::shell_quote;
 use pinsight_lifecycle::program::Program;
 use pinsight_render::compare as render;
@@ -231,20 +229,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 /// Runs the experiment with a progress bar; warns of a late cleanup or a
 /// setting not restored.
 fn measure(session: Session, g: &Globals) -> Result<pinsight_compare::session::Finished, CliError> {
-    let header = session.header();
-    let (total, done) = session.progress();
-    let pb = progress_bar(g, total as u64, "compare");
-    pb.set_position(done as u64);
-    pb.reset_eta();
-    // Runs may take minutes: keep the spinner and elapsed time moving.
-    pb.enable_steady_tick(Duration::from_millis(250));
-    let mut obs = Bar {
-        pb: pb.clone(),
-        runs: header.runs,
-        warmup: header.warmup,
-    };
-    let finished = session.run(&mut obs);
-    pb.finish_and_clear();
+    let finished = session.run(&mut crate::cli::progress(g));
     let finished = finished.map_err(session_error)?;
     if finished.cleanup_late {
         eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
@@ -773,35 +758,6 @@ fn resume_command(args: &Args, journal: &Path) -> String {
     }
     parts.extend(args.export.resume_words());
     parts.join(" ")
-}
-
-/// The progress bar: current arm, phase and ETA.
-struct Bar {
-    pb: indicatif::ProgressBar,
-    runs: usize,
-    warmup: usize,
-}
-
-impl Observer for Bar {
-    fn starting(&mut self, slot: &Slot, arm: &str, done: usize, _total: usize) {
-        self.pb.set_position(done as u64);
-        let what = match slot.phase {
-            pinsight_compare::Phase::Warmup => format!("warm-up {}/{}", slot.rep + 1, self.warmup),
-            pinsight_compare::Phase::Measured => format!("run {}/{}", slot.rep + 1, self.runs),
-        };
-        self.pb.set_message(format!("{arm} {what}"));
-    }
-
-    fn finished(&mut self, line: &RunLine) {
-        self.pb.inc(1);
-        if let Some(why) = line.failure() {
-            self.pb.println(format!(
-                "pinsight: run {} ({}) {why}",
-                line.slot + 1,
-                line.arm
-            ));
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! `pinsight latency`: core-to-core latency of this machine (or of a matrix
 //! recorded elsewhere), its latency domains, and pictures of it.
 
-use crate::cli::{parse_duration, progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{parse_duration, CliError, CmdResult, Globals};
 use pinsight_latency::measure::{
     self, choose_cpus, list_or_none, usable_cpus, MeasureConfig, Measurement, Method,
 };
 use pinsight_latency::{domains, DomainTree, LatencyMatrix, LoadMatrix, RunToRun};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_render::latency::{self as render, ChartOptions, KindBand, TableStyle};
 use pinsight_render::term::{fill, Wrap};
 use pinsight_topology::{CpuSet, FsRoot};
@@ -456,26 +457,27 @@ fn measure_here(
     };
     let n = config.cpus.len();
     // Every run measures every pair: the bar counts them all.
-    let pb = progress_bar(
-        g,
-        (config.repeats * n * (n - 1) / 2) as u64,
+    let mut pb = crate::cli::progress(g);
+    pb.begin(
         "core-to-core latency",
+        (config.repeats * n * (n - 1) / 2) as u64,
+        0,
     );
     let measurement = measure::measure_with_progress(&config, &mut |p| {
-        pb.set_position(p.pairs_done as u64);
         let run = if p.runs_total > 1 {
             format!(", run {}/{}", p.run + 1, p.runs_total)
         } else {
             String::new()
         };
-        pb.set_message(format!(
+        let label = format!(
             "core-to-core latency ({}){run}, round {}/{}",
             config.method,
             p.rounds_done + 1,
             p.rounds_total
-        ));
+        );
+        pb.step(&label, p.pairs_done as u64);
     });
-    pb.finish_and_clear();
+    pb.end();
     Ok((
         measurement.map_err(|e| CliError::runtime(e.to_string()))?,
         config,

@@ -4,8 +4,8 @@
 //! (pinsight_sched::mix). Thin: flags, journal path, Ctrl-C, progress,
 //! output through pinsight-render.
 
-use crate::cli::{progress_bar, wrap80, CliError, CmdResult, Globals};
-use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest, Observer, Record};
+use crate::cli::{wrap80, CliError, CmdResult, Globals};
+use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest, Record};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -93,22 +93,6 @@ struct Json<'a> {
     verdict: String,
 }
 
-struct Progress {
-    pb: indicatif::ProgressBar,
-}
-
-impl Observer for Progress {
-    fn step(&mut self, what: &str, done: usize, total: usize) {
-        self.pb.set_length(total as u64);
-        self.pb.set_position(done as u64);
-        self.pb.set_message(what.to_string());
-    }
-    fn wait(&mut self, d: Duration) -> Option<i32> {
-        self.pb.tick();
-        pinsight_lifecycle::interrupt::wait(d)
-    }
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     // Every export is known to be writable before anything runs.
     for (flag, _, p) in args.export.files() {
@@ -149,12 +133,15 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // programs, restores the affinities and prints the resume line.
     pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("mix: {e}")))?;
     let _main = pinsight_lifecycle::interrupt::main_handles_exit();
-    let mut progress = Progress {
-        pb: progress_bar(g, 1, "mix"),
-    };
     let fs = g.fsroot()?;
-    let outcome = mix::run(&spec, &fs, &mut journal, &previous, &mut progress);
-    progress.pb.finish_and_clear();
+    let outcome = mix::run(
+        &spec,
+        &fs,
+        &mut journal,
+        &previous,
+        &mut crate::cli::progress(g),
+        &pinsight_lifecycle::interrupt::wait,
+    );
     let result = match outcome {
         Ok(r) => r,
         Err(e) => return mix_error(e, &journal_path),

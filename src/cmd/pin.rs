@@ -9,7 +9,6 @@ use pinsight_launch::pin::{
     ThreadOrder, ThreadPin,
 };
 use pinsight_plan::{PlanError, Policy, Request};
-use pinsight_render::term::{fill, Wrap};
 use pinsight_topology::FsRoot;
 
 /// Re-pin a running process's threads according to a plan.
@@ -142,57 +141,14 @@ fn plan_for(
     })
 }
 
-/// The human table of `pin`, the long reasons below it, the notes.
+/// The human table of `pin` (stdout), the notes (stderr).
 fn print_table(
     report: &pinsight_launch::pin::PinReport,
     plan: &pinsight_plan::Plan,
     failed: &[&ThreadPin],
     g: &Globals,
 ) {
-    let set =
-        |s: &Option<pinsight_cpuset::CpuSet>| s.as_ref().map_or("-".into(), |c| c.to_list_string());
-    println!(
-        "pinsight pin: PID {}, policy {}{}",
-        report.pid,
-        report.policy,
-        if report.dry_run {
-            " (dry run: nothing changed)"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "{:>8}  {:<16} {:<10} {:<10} {:<10} result",
-        "TID", "NAME", "ROLE", "BEFORE", "AFTER"
-    );
-    for t in &report.threads {
-        let result = match (&t.outcome, &t.error) {
-            (Outcome::Changed, _) => "changed".to_string(),
-            (Outcome::Unchanged, _) => "unchanged".into(),
-            (Outcome::WouldChange, _) => "would change".into(),
-            (Outcome::LeftAlone, _) => "left alone (os)".into(),
-            (Outcome::Exited, _) => "exited".into(),
-            (Outcome::Failed, e) => format!("FAILED: {}", short_error(e)),
-            (Outcome::WouldFail, e) => format!("would fail: {}", short_error(e)),
-        };
-        println!(
-            "{:>8}  {:<16} {:<10} {:<10} {:<10} {result}",
-            t.tid,
-            t.name,
-            t.role.to_string(),
-            set(&t.before),
-            set(&t.after)
-        );
-    }
-    // Whole reasons below the table, which they would widen past 80
-    // columns.
-    for t in failed
-        .iter()
-        .filter(|t| t.error.as_deref().is_some_and(is_long))
-    {
-        let text = format!("TID {}: {}", t.tid, t.error.as_deref().unwrap_or("?"));
-        print!("{}", fill(&text, REASON));
-    }
+    print!("{}", pinsight_render::pin::table(report, failed));
     for n in report.notes.iter().chain(plan.notes.iter()) {
         if !g.quiet {
             eprintln!("pinsight: note: {n}");
@@ -237,31 +193,6 @@ fn failure(
     ))
 }
 
-/// The widest result that keeps a table row within 80 columns.
-const RESULT_WIDTH: usize = 20;
-
-/// Whether a failure is said whole only below the table.
-fn is_long(e: &str) -> bool {
-    "would fail: ".len() + e.chars().count() > RESULT_WIDTH
-}
-
-/// A failure as it fits the table's last column: whole if short, else
-/// its first part (`EINVAL`), the whole text following the table.
-fn short_error(e: &Option<String>) -> String {
-    match e.as_deref() {
-        None => "?".into(),
-        Some(e) if !is_long(e) => e.to_string(),
-        Some(e) => match e.split_once(':') {
-            Some((head, _)) if !is_long(head) => head.to_string(),
-            _ => "see below".into(),
-        },
-    }
-}
-
-/// How a long reason is printed below the table: 80 columns, indented by
-/// two, continuation lines by four.
-const REASON: Wrap<'static> = Wrap::new(80).indent("  ", "    ");
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,27 +221,6 @@ mod tests {
         assert_eq!(c.args.plan.threads, Some(1));
         assert_eq!(parse(&["notapid", "compact"]).unwrap_err().exit_code(), 2);
         assert_eq!(parse(&["1", "bogus"]).unwrap_err().exit_code(), 2);
-    }
-
-    #[test]
-    fn long_reasons_wrap_and_shorten() {
-        let reason = pinsight_launch::pin::fixed_affinity_reason("ksoftirqd/1");
-        assert_eq!(short_error(&Some(reason.clone())), "EINVAL");
-        assert_eq!(short_error(&Some("ENOSYS".into())), "ENOSYS");
-        assert_eq!(short_error(&Some("permission denied".into())), "see below");
-        let text = format!("TID 22: {reason}");
-        let lines = pinsight_render::term::wrap(&text, REASON);
-        assert!(lines.len() >= 2, "{lines:?}");
-        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{lines:?}");
-        assert!(lines[0].starts_with("  TID 22:"), "{lines:?}");
-        assert!(
-            lines[1..].iter().all(|l| l.starts_with("    ")),
-            "{lines:?}"
-        );
-        assert_eq!(
-            lines.join(" ").split_whitespace().collect::<Vec<_>>(),
-            text.split_whitespace().collect::<Vec<_>>()
-        );
     }
 
     #[test]

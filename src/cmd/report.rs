@@ -2,13 +2,13 @@
 //! core-to-core latency and per-CPU speed within a time budget, writes one
 //! self-contained HTML page and its JSON, and prints what to do.
 
-use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{check_output_file, parse_duration, CliError, CmdResult, Globals};
 use pinsight_latency::{LatencyMatrix, LoadMatrix};
+use pinsight_render::report::{html, terminal_summary};
 use pinsight_report::budget::{
     secs, split, BudgetInput, NotWanted, Part, Skip, Want, MIN_SPEED_PER_CPU,
 };
 use pinsight_report::session::{self, Missing};
-use pinsight_report::{html, terminal_summary};
 use pinsight_speed::default_mem_bytes;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -56,28 +56,6 @@ fn hostname(g: &Globals) -> Option<String> {
     g.fsroot().ok()?.read_opt("/proc/sys/kernel/hostname")
 }
 
-/// Progress bars for the session's measurements.
-struct Bars<'a> {
-    g: &'a Globals,
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl session::Observer for Bars<'_> {
-    fn start(&mut self, what: &str, total: u64) {
-        self.bar = Some(progress_bar(self.g, total, what));
-    }
-    fn progress(&mut self, done: u64) {
-        if let Some(b) = &self.bar {
-            b.set_position(done);
-        }
-    }
-    fn finish(&mut self) {
-        if let Some(b) = self.bar.take() {
-            b.finish_and_clear();
-        }
-    }
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let started = Instant::now();
     if args.out.is_some() && !g.quiet {
@@ -122,7 +100,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         args.budget,
         started,
         default_mem_bytes(&topo),
-        &mut Bars { g, bar: None },
+        &mut crate::cli::progress(g),
     )
     .map_err(|e| CliError::runtime(e.to_string()))?;
     for m in &measured.missing {

@@ -4,6 +4,7 @@
 //! the report through pinsight-render.
 
 use crate::cli::{wrap80, CliError, CmdResult, Globals};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_sched::run::{Outcome, RunError, Target};
 use pinsight_sched::{Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource};
 use pinsight_sched_model::Policy;
@@ -136,7 +137,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         orphans_of: None,
     };
     let fs = g.fsroot()?;
-    let spinner = spinner(g, &format!("scheduling ({})", policy.name()));
+    let mut spinner = crate::cli::progress(g);
+    spinner.begin(&format!("scheduling ({})", policy.name()), 0, 0);
     // After a signal, this thread restores the affinities and prints the
     // report before the process ends with 128 + N.
     let _main = pinsight_lifecycle::interrupt::main_handles_exit();
@@ -149,7 +151,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         report,
         exit_code,
         signal,
-    } = pinsight_sched::run::run(fs, cfg, target, sf, feed_capacity, || spinner.tick()).map_err(
+    } = pinsight_sched::run::run(fs, cfg, target, sf, feed_capacity, || {}).map_err(
         |e| match e {
             RunError::Program(p) => p.into(),
             RunError::Manage(ManageError::NoProcess { pid }) if !pids.is_empty() => {
@@ -158,7 +160,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             other => CliError::runtime(format!("sched: {other}")),
         },
     )?;
-    spinner.finish_and_clear();
+    spinner.end();
     print_report(g, &report, exit_code, signal, pids.is_empty())?;
     Ok(exit_code)
 }
@@ -194,17 +196,6 @@ fn print_report(
         }
     }
     Ok(())
-}
-
-fn spinner(g: &Globals, what: &str) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if g.quiet || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let pb = indicatif::ProgressBar::new_spinner();
-    pb.set_message(what.to_string());
-    pb.enable_steady_tick(Duration::from_millis(200));
-    pb
 }
 
 /// Feeds the manager this machine's dynamic capacity: Intel HFI changes

@@ -4,8 +4,9 @@
 //! Thin: flags, then `pinsight_measure::sf::session::measure` (the
 //! sampling loop, probe, signals, restore), output through pinsight-render.
 
-use crate::cli::{progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_lifecycle::interrupt;
+use pinsight_lifecycle::progress::Progress;
 use pinsight_measure::sf::session::{self, Event, Measured, Request, SessionError, Target};
 use pinsight_measure::sf::{KindCpus, SfOptions, SfUnavailable, ThreadEntry};
 use pinsight_sys::procfs;
@@ -119,11 +120,25 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     // After a signal, this thread restores, reports, then exits 128 + N.
     let _main = interrupt::main_handles_exit();
-    let mut pb = None;
+    let mut pb = crate::cli::progress(g);
+    let (mut what, mut done, mut counted) = (String::new(), 0, false);
     let measured = session::measure(&measure_root, &kinds, req, |e| match e {
-        Event::Start { target, periods } => pb = Some(progress(g, target, periods)),
-        Event::Period => pb.iter().for_each(|p| p.inc(1)),
-        Event::End => pb.iter().for_each(|p| p.finish_and_clear()),
+        Event::Start { target, periods } => {
+            what = format!("measuring {target}");
+            // No --duration: the end is the program's; count periods instead.
+            counted = periods == 0;
+            pb.begin(&what, periods, 0);
+        }
+        Event::Period => {
+            done += 1;
+            let label = if counted {
+                format!("{what}: {done} periods")
+            } else {
+                String::new()
+            };
+            pb.step(&label, done);
+        }
+        Event::End => pb.end(),
     });
     let mut m = match measured {
         Ok(m) => m,
@@ -171,18 +186,6 @@ fn target<'a>(args: &'a Args, g: &Globals) -> Result<Target<'a>, CliError> {
         Some(pid) => Ok(Target::Pid(pid)),
         None => Ok(Target::Command(&args.command)),
     }
-}
-
-fn progress(g: &Globals, target: &str, periods: u64) -> indicatif::ProgressBar {
-    let pb = progress_bar(g, periods, &format!("measuring {target}"));
-    if periods == 0 {
-        // No --duration: the end is the program's; count periods instead.
-        pb.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {msg}: {pos} periods ({elapsed})")
-                .expect("valid template"),
-        );
-    }
-    pb
 }
 
 fn command_words(args: &Args) -> Option<Vec<String>> {

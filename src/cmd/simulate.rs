@@ -5,7 +5,8 @@
 //! reads the programs file, runs the pure simulator, prints through
 //! pinsight-render.
 
-use crate::cli::{progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{CliError, CmdResult, Globals};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_sched_model::{
     parse_programs, simulate, Machine, Policy, SfQuality, SimConfig, SimError,
 };
@@ -122,10 +123,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     cfg.seed = args.seed;
     cfg.repeat = args.repeat;
     cfg.period_s = period;
-    let pb = progress_bar(g, policies.len() as u64, "simulating");
+    let mut pb = crate::cli::progress(g);
+    pb.begin("simulating", policies.len() as u64, 0);
     let mut results = Vec::new();
-    for p in policies {
-        pb.set_message(format!("simulating {}", p.name()));
+    for (done, p) in policies.into_iter().enumerate() {
+        pb.step(&format!("simulating {}", p.name()), done as u64);
         let r = simulate(&cfg, &programs, p).map_err(|e| match e {
             // Too long for the step budget: the input's fault (exit 2).
             SimError::TooLong { .. } => CliError::usage(format!(
@@ -136,9 +138,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             other => CliError::runtime(format!("simulate {}: {other}", p.name())),
         })?;
         results.push(r);
-        pb.inc(1);
+        pb.step("", done as u64 + 1);
     }
-    pb.finish_and_clear();
+    pb.end();
     if g.json {
         g.print_json(&Json {
             machine: cfg.machine,

@@ -3,7 +3,8 @@
 //! `--fsroot OUT`. The work is in `pinsight_topology::snapshot`; this file
 //! is flags, messages and exit codes.
 
-use crate::cli::{progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{CliError, CmdResult, Globals};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_topology::snapshot::{self, Error, Options};
 use std::path::PathBuf;
 
@@ -45,12 +46,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         extra: args.extra,
         force: args.force,
     };
-    let pb = progress_bar(g, 0, "writing snapshot");
+    let mut pb = crate::cli::progress(g);
+    pb.begin("writing snapshot", 0, 0);
     let result = snapshot::snapshot_with_progress(&fs, &args.out, &opts, &mut |done, total| {
-        pb.set_length(total);
-        pb.set_position(done);
+        pb.resize(total);
+        pb.step("", done);
     });
-    pb.finish_and_clear();
+    pb.end();
     let report = result.map_err(|e| cli_error(&e))?;
     if g.json {
         g.print_json(&report)?;

@@ -1,7 +1,8 @@
 //! `pinsight speed`: per-CPU single-thread throughput and the speedup factor
 //! between core kinds.
 
-use crate::cli::{check_output_file, parse_duration, progress_bar, CliError, CmdResult, Globals};
+use crate::cli::{check_output_file, parse_duration, CliError, CmdResult, Globals};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_speed::{
     chase_buffer_bytes, select_cpus, unweighted, weights_file, Kernel, MemoryError, SelectError,
     SpeedReport, SpeedSession,
@@ -63,17 +64,18 @@ pub fn measure_report(
     g: &Globals,
 ) -> Result<SpeedReport, CliError> {
     let session = SpeedSession::new(cpus, kernels, budget_per_cpu, mem_bytes);
-    let pb = progress_bar(
-        g,
-        session.slots() as u64,
+    let mut pb = crate::cli::progress(g);
+    pb.begin(
         &format!(
             "measuring CPU speed ({} passes over {} CPUs)",
             session.passes(),
             session.cpus()
         ),
+        session.slots() as u64,
+        0,
     );
-    let res = session.run(topo, &mut |done| pb.set_position(done as u64));
-    pb.finish_and_clear();
+    let res = session.run(topo, &mut |done| pb.step("", done as u64));
+    pb.end();
     res.map_err(|e| CliError::runtime(e.to_string()))
 }
 

@@ -16,8 +16,7 @@ use pinsight_render::tune::{self as view, Dialect, TuneView};
 use pinsight_topology::Topology;
 use pinsight_tune::RunOutcome;
 use pinsight_tune_model::{
-    analyse, design, parse_runs, Config, FitError, FitOptions, Goal, Machine, Observation,
-    TuneReport,
+    analyse, design, parse_runs, FitError, FitOptions, Goal, Machine, Observation, TuneReport,
 };
 use serde::Serialize;
 use std::ffi::OsString;
@@ -186,13 +185,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
     let session = opened.session;
     let layout = session.layout().clone();
     announce(&session, g);
-    let (total, done) = session.progress();
-    let pb = crate::cli::progress_bar(g, total as u64, "tune");
-    pb.set_position(done as u64);
-    pb.enable_steady_tick(Duration::from_millis(250));
-    let mut obs = Bar { pb: pb.clone() };
-    let finished = session.run(&mut obs);
-    pb.finish_and_clear();
+    let finished = session.run(&mut crate::cli::progress(g));
     let f = finished.map_err(crate::errors::tune_error)?;
     if let Some(code) = stopped(args, &f)? {
         return Ok(code);
@@ -287,41 +280,6 @@ fn stopped(args: &Args, f: &pinsight_tune::Finished) -> Result<Option<i32>, CliE
         RunOutcome::Error(e) => {
             resume_hint(f);
             Err(CliError::runtime(e.to_string()))
-        }
-    }
-}
-
-/// The progress bar: one step per run, the configuration and stage shown.
-struct Bar {
-    pb: indicatif::ProgressBar,
-}
-
-impl pinsight_tune::TuneObserver for Bar {
-    fn stage(
-        &mut self,
-        stage: pinsight_tune::Stage,
-        _configs: &[Config],
-        slots: usize,
-        done: usize,
-    ) {
-        self.pb.set_length(slots as u64);
-        self.pb.set_position(done as u64);
-        self.pb.set_prefix(match stage {
-            pinsight_tune::Stage::Design => "tune design",
-            pinsight_tune::Stage::Validation => "tune check",
-        });
-    }
-
-    fn starting(&mut self, config: Config, done: usize, _total: usize) {
-        self.pb.set_position(done as u64);
-        self.pb.set_message(config.to_string());
-    }
-
-    fn finished(&mut self, config: Config, line: &compare::RunLine) {
-        self.pb.inc(1);
-        if let Some(why) = line.failure() {
-            self.pb
-                .println(format!("pinsight: run {} ({config}) {why}", line.slot + 1));
         }
     }
 }

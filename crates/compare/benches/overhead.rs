@@ -10,9 +10,10 @@
 
 use criterion::{Criterion, SamplingMode};
 use pinsight_compare::command::PreparedArm;
-use pinsight_compare::experiment::{execute, LiveExecutor, Outcome, Silent};
+use pinsight_compare::experiment::{execute, Always, LiveExecutor, Outcome};
 use pinsight_compare::journal::{ArmHeader, ArmPlan, Header, JournalWriter, Machine, SCHEMA};
 use pinsight_compare::measure::{Measurer, Options};
+use pinsight_lifecycle::progress::Silent;
 use pinsight_plan::{plan, Policy, Request};
 use pinsight_topology::FsRoot;
 use std::process::{Command, Stdio};
@@ -175,7 +176,16 @@ fn bench(c: &mut Criterion) {
                 )
                 .unwrap();
                 let t = Instant::now();
-                let out = execute(&h, &[], &mut w, &mut exec, &mut Silent, false, &|| false);
+                let out = execute(
+                    &h,
+                    &[],
+                    &mut w,
+                    &mut exec,
+                    &mut Silent,
+                    &mut Always,
+                    false,
+                    &|| false,
+                );
                 let d = t.elapsed();
                 assert!(matches!(out, Outcome::Complete));
                 SAMPLES

@@ -13,6 +13,7 @@ use crate::design::{schedule, Phase, Slot};
 use crate::journal::{Header, JournalError, JournalWriter, RankTimes, RunLine};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::watch::{WatchConfig, Watcher};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_measure::{GovernorError, GovernorGuard, Measurer, Options, RunError, RunRecord};
 use pinsight_topology::FsRoot;
 use std::collections::BTreeMap;
@@ -70,22 +71,25 @@ pub enum ExperimentError {
     Shim(#[from] ShimError),
 }
 
-/// Sees the experiment progress (the progress bar).
-pub trait Observer {
-    /// `done` slots of `total` are finished; `slot` starts now.
-    fn starting(&mut self, _slot: &Slot, _arm: &str, _done: usize, _total: usize) {}
-    /// A run was journaled.
-    fn finished(&mut self, _line: &RunLine) {}
+/// Steers the experiment run by run (a run budget); progress itself goes
+/// to a [`Progress`].
+pub trait Gate {
     /// Whether to run `slot` now; false skips it (not run, not journaled:
     /// a resume runs it). A run budget says no here; compare never does.
     fn proceed(&mut self, _slot: &Slot, _arm: &str) -> bool {
         true
     }
+    /// A run was journaled.
+    fn journaled(&mut self, _line: &RunLine) {}
+    /// How progress names arm `arm` (default: its id).
+    fn label(&self, arm: &str) -> String {
+        arm.to_string()
+    }
 }
 
-/// No progress display.
-pub struct Silent;
-impl Observer for Silent {}
+/// Runs every slot: compare's own gate.
+pub struct Always;
+impl Gate for Always {}
 
 /// How [`execute`] ended.
 #[derive(Debug)]
@@ -119,19 +123,21 @@ pub fn done_slots(runs: &[RunLine], ignore_failure: bool) -> BTreeMap<usize, boo
 
 /// Runs every slot of `header`'s design that `previous` (journal lines
 /// already written) does not cover, appending each run to `journal`.
-/// `interrupted` is polled between and after runs.
+/// `interrupted` is polled between and after runs; `progress` sees one
+/// step per run (begun and ended by the caller, who names the task).
+#[allow(clippy::too_many_arguments)] // the loop's whole state; a struct would only rename them
 pub fn execute(
     header: &Header,
     previous: &[RunLine],
     journal: &mut JournalWriter,
     exec: &mut dyn Executor,
-    obs: &mut dyn Observer,
+    progress: &mut dyn Progress,
+    gate: &mut dyn Gate,
     ignore_failure: bool,
     interrupted: &dyn Fn() -> bool,
 ) -> Outcome {
     let slots = schedule(header.arms.len(), header.runs, header.warmup, header.seed);
     let done = done_slots(previous, ignore_failure);
-    let total = slots.len();
     let mut finished = done.len();
     for slot in &slots {
         if done.contains_key(&slot.index) {
@@ -141,10 +147,15 @@ pub fn execute(
             return Outcome::Interrupted;
         }
         let arm = &header.arms[slot.arm];
-        if !obs.proceed(slot, &arm.id) {
+        if !gate.proceed(slot, &arm.id) {
             continue;
         }
-        obs.starting(slot, &arm.id, finished, total);
+        let label = gate.label(&arm.id);
+        let what = match slot.phase {
+            Phase::Warmup => format!("warm-up {}/{}", slot.rep + 1, header.warmup),
+            Phase::Measured => format!("run {}/{}", slot.rep + 1, header.runs),
+        };
+        progress.step(&format!("{label} {what}"), finished as u64);
         if let Err(e) = exec.set_governor(arm.governor.as_deref()) {
             return Outcome::Error(e.into());
         }
@@ -184,7 +195,11 @@ pub fn execute(
             return Outcome::Error(e.into());
         }
         finished += 1;
-        obs.finished(&line);
+        gate.journaled(&line);
+        progress.step("", finished as u64);
+        if let Some(why) = line.failure() {
+            progress.note(&format!("run {} ({label}) {why}", line.slot + 1));
+        }
         if let Some(why) = line.failure() {
             if !ignore_failure {
                 return Outcome::StoppedOnFailure {

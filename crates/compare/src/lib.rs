@@ -39,7 +39,7 @@ pub mod verdict;
 pub use analysis::{analyse, ArmReport, MetricStats, RankSummary, Report, Status, Versus};
 pub use design::{schedule, Phase, Slot};
 pub use experiment::{
-    execute, Executor, ExperimentError, LiveExecutor, Observer, Outcome, SwitchError,
+    execute, Always, Executor, ExperimentError, Gate, LiveExecutor, Outcome, SwitchError,
 };
 pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,

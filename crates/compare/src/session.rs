@@ -2,16 +2,19 @@
 //! journal), open the journal, run the missing slots with the live
 //! executor, restore the machine, and analyse what is on disk.
 //!
-//! The front end supplies the request, the files and a progress
-//! [`Observer`]; it prints the notices ([`Session::header`],
+//! The front end supplies the request, the files and a
+//! [`Progress`]; it prints the notices ([`Session::header`],
 //! [`Session::arm_notes`]) and the result in its own words.
 
 use crate::analysis::{analyse, Report, Status};
 use crate::command::{PreparedArm, ShimError};
-use crate::experiment::{self, done_slots, Executor, LiveExecutor, Observer, Outcome, SwitchError};
+use crate::experiment::{
+    self, done_slots, Always, Executor, Gate, LiveExecutor, Outcome, SwitchError,
+};
 use crate::journal::{Difference, Header, Journal, JournalError, JournalWriter, RunLine};
 use crate::setup::{self, machine, probe_governors, Extension, Request, SetupError};
 use crate::{interrupt, measure};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_topology::{FsRoot, Topology};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -289,16 +292,24 @@ impl Session {
 
     /// Runs the missing slots, restores the machine and analyses the
     /// journal on disk. `Err` only when the journal cannot be read back.
-    pub fn run(self, obs: &mut dyn Observer) -> Result<Finished, SessionError> {
-        self.run_until(obs, &|| false)
+    /// `progress` sees the task "compare", one step per run.
+    pub fn run(self, progress: &mut dyn Progress) -> Result<Finished, SessionError> {
+        let (total, done) = self.progress();
+        progress.begin("compare", total as u64, done as u64);
+        let finished = self.run_until(progress, &mut Always, &|| false);
+        progress.end();
+        finished
     }
 
     /// [`Session::run`] that also stops, as on Ctrl-C, when `stop` says so
     /// (polled between runs): the run in flight is discarded and the
     /// machine restored, but no signal is waited for (`signal` is None).
+    /// `gate` may skip runs; `progress` sees one step per run but is
+    /// neither begun nor ended here (the caller names the task).
     pub fn run_until(
         mut self,
-        obs: &mut dyn Observer,
+        progress: &mut dyn Progress,
+        gate: &mut dyn Gate,
         stop: &dyn Fn() -> bool,
     ) -> Result<Finished, SessionError> {
         let stopped = std::cell::Cell::new(false);
@@ -307,7 +318,8 @@ impl Session {
             &self.previous_runs,
             &mut self.writer,
             self.exec.as_mut(),
-            obs,
+            progress,
+            gate,
             self.ignore_failure,
             &|| {
                 if interrupt::interrupted() {

@@ -2,7 +2,7 @@
 //! resume gives exactly the uninterrupted result, failures stop or are
 //! ignored, and the verdict says what the numbers say.
 
-use pinsight_compare::experiment::{done_slots, execute, Executor, Outcome, Silent, SwitchError};
+use pinsight_compare::experiment::{done_slots, execute, Always, Executor, Outcome, SwitchError};
 use pinsight_compare::journal::{
     ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, NotApplicable, SCHEMA,
 };
@@ -11,6 +11,7 @@ use pinsight_compare::measure::{
 };
 use pinsight_compare::{analyse, Advice, Decision, Phase, Slot, Status};
 use pinsight_cpuset::CpuSet;
+use pinsight_lifecycle::progress::Silent;
 use pinsight_render::compare as render;
 
 fn arm(id: &str) -> ArmHeader {
@@ -165,7 +166,16 @@ fn run_all(
         (JournalWriter::create(path, h).unwrap(), Vec::new())
     };
     exec.budget = stop_after;
-    execute(h, &previous, &mut w, exec, &mut Silent, ignore, &|| false)
+    execute(
+        h,
+        &previous,
+        &mut w,
+        exec,
+        &mut Silent,
+        &mut Always,
+        ignore,
+        &|| false,
+    )
 }
 
 #[test]
@@ -411,7 +421,16 @@ fn slow_first_measured_run(warmup: usize) -> pinsight_compare::Report {
     let h = header(&["os", "compact"], 8, warmup, 5);
     let mut w = JournalWriter::create(&p, &h).unwrap();
     let mut ex = Slow(fake(&[1.0, 1.0], &[0.001, 0.001]), false);
-    let o = execute(&h, &[], &mut w, &mut ex, &mut Silent, false, &|| false);
+    let o = execute(
+        &h,
+        &[],
+        &mut w,
+        &mut ex,
+        &mut Silent,
+        &mut Always,
+        false,
+        &|| false,
+    );
     assert!(matches!(o, Outcome::Complete));
     let j = Journal::read(&p).unwrap();
     analyse(&j.header, &j.runs, Status::Complete, vec![])

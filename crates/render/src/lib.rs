@@ -3,11 +3,13 @@
 //! the topology tree ([`tree`]) that `pinsight topo` prints as text
 //! ([`topo_text`]) and `pinsight report` draws as SVG, and the latency
 //! heatmaps ([`latency`]: terminal table, SVG/PNG charts), and the lines
-//! of `topo --watch` ([`hfi`]).
+//! of `topo --watch` ([`hfi`]), and the progress bar every measuring
+//! command shows ([`progress`]).
 //!
 //! Pure except for [`terminal_columns`], which asks the terminal on
-//! standard output for its size (through the `terminal_size` crate), and
-//! the chart writers of [`latency::chart`], which write files.
+//! standard output for its size (through the `terminal_size` crate), the
+//! chart writers of [`latency::chart`], which write files, and the
+//! progress bar, which draws on standard error.
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +20,10 @@ pub mod gather;
 pub mod hfi;
 pub mod latency;
 pub mod mix;
+pub mod pin;
+pub mod progress;
+pub mod report;
+pub mod run;
 pub mod sched;
 pub mod sf;
 pub mod size;
@@ -26,6 +32,7 @@ pub mod term;
 pub mod topo_text;
 pub mod tree;
 pub mod tune;
+pub mod workload;
 
 pub use size::{format_size, format_size_lstopo, BinarySize, BinaryUnit};
 pub use term::{terminal_columns, terminal_width, DEFAULT_WIDTH};

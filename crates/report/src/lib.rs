@@ -1,19 +1,15 @@
-//! The machine report: everything pinsight knows about a machine on one
-//! self-contained HTML page, and the few sentences a user should act on.
+//! The machine report: everything pinsight knows about a machine, measured
+//! within a time budget ([`session`], [`budget`]), and the few sentences a
+//! user should act on ([`suggest`]).
 //!
-//! Pure: [`ReportData`] in, strings out. Measuring happens in the command.
+//! [`ReportData`] is what the report shows; pinsight-render draws it (the
+//! HTML page, the picture of the machine, the terminal summary).
 
 pub mod budget;
-pub mod html;
 pub mod session;
 pub mod suggest;
-pub mod terminal;
-pub mod topo_svg;
 
-pub use html::html;
 pub use suggest::{device_sentences, suggestions, suggestions_with};
-pub use terminal::terminal_summary;
-pub use topo_svg::topology_svg;
 
 use pinsight_latency::{DomainTree, LatencyMatrix};
 use pinsight_speed::SpeedReport;
@@ -37,21 +33,4 @@ pub struct ReportData {
     /// What was not measured and why (budget, too few CPUs, ...).
     pub skipped: Vec<String>,
     pub suggestions: Vec<String>,
-}
-
-/// Escapes text for HTML and SVG (the one escaper of `pinsight-render`).
-pub use pinsight_render::escape as esc;
-
-/// A colour per kind rank, slowest first: cool to warm.
-pub fn kind_colour(rank: usize, kinds: usize) -> &'static str {
-    const PALETTE: [&str; 5] = ["#4e9ac7", "#59b37a", "#e3a73b", "#e0663a", "#b8478f"];
-    if kinds <= 1 {
-        return "#7f8c9a";
-    }
-    let idx = if kinds >= PALETTE.len() {
-        rank.min(PALETTE.len() - 1)
-    } else {
-        rank * (PALETTE.len() - 1) / (kinds - 1)
-    };
-    PALETTE[idx]
 }

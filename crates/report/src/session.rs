@@ -3,7 +3,7 @@
 //! then assemble the report's data (domains, suggestions).
 //!
 //! Nothing here prints, draws a progress bar or names a command-line
-//! flag: progress goes to an [`Observer`] (the command line draws bars),
+//! flag: progress goes to a [`Progress`] (the command line draws bars),
 //! and what could not be measured comes back typed ([`Missing`]) for the
 //! command line to word.
 
@@ -11,19 +11,10 @@ use crate::budget::{latency_rounds, BudgetPlan, Skip};
 use crate::{suggestions_with, ReportData};
 use pinsight_latency::measure::{measure_with_progress, MeasureConfig, MeasureError};
 use pinsight_latency::{domains, LatencyMatrix};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_speed::{Kernel, SpeedError, SpeedReport, SpeedSession};
 use pinsight_topology::Topology;
 use std::time::{Duration, Instant};
-
-/// Receives the progress of the measurements.
-pub trait Observer {
-    /// A measurement of `total` steps starts; `what` says which, in words.
-    fn start(&mut self, what: &str, total: u64);
-    /// `done` of its steps are done.
-    fn progress(&mut self, done: u64);
-    /// The measurement ended (finished, partial or failed).
-    fn finish(&mut self);
-}
 
 /// Below this much time left, latency is not measured at all (a zero time
 /// per pair would measure nothing and say so badly).
@@ -56,21 +47,22 @@ pub fn measure(
     budget: Duration,
     started: Instant,
     mem_bytes: usize,
-    observer: &mut dyn Observer,
+    progress: &mut dyn Progress,
 ) -> Result<Measured, SpeedError> {
     let mut out = Measured::default();
     if let Some(per_cpu) = plan.speed_per_cpu {
         let session = SpeedSession::new(topo.usable(), Kernel::ALL.to_vec(), per_cpu, mem_bytes);
-        observer.start(
+        progress.begin(
             &format!(
                 "measuring CPU speed ({} passes over {} CPUs)",
                 session.passes(),
                 session.cpus()
             ),
             session.slots() as u64,
+            0,
         );
-        let res = session.run(topo, &mut |done| observer.progress(done as u64));
-        observer.finish();
+        let res = session.run(topo, &mut |done| progress.step("", done as u64));
+        progress.end();
         out.speed = Some(res?);
     }
     if let Some(planned) = plan.latency {
@@ -86,7 +78,7 @@ pub fn measure(
                 left,
             }));
         } else {
-            match measure_latency(topo, left, observer) {
+            match measure_latency(topo, left, progress) {
                 Ok((m, note)) => {
                     out.latency = m;
                     out.missing.extend(note.map(Missing::Skip));
@@ -104,7 +96,7 @@ pub fn measure(
 fn measure_latency(
     topo: &Topology,
     budget: Duration,
-    observer: &mut dyn Observer,
+    progress: &mut dyn Progress,
 ) -> Result<(Option<LatencyMatrix>, Option<Skip>), MeasureError> {
     let cpus: Vec<usize> = topo.usable().iter().collect();
     let n = cpus.len();
@@ -118,9 +110,9 @@ fn measure_latency(
         budget: Some(budget),
         ..MeasureConfig::default()
     };
-    observer.start("measuring core-to-core latency", pairs as u64);
-    let m = measure_with_progress(&cfg, &mut |p| observer.progress(p.pairs_done as u64));
-    observer.finish();
+    progress.begin("measuring core-to-core latency", pairs as u64, 0);
+    let m = measure_with_progress(&cfg, &mut |p| progress.step("", p.pairs_done as u64));
+    progress.end();
     let m = m?;
     if m.skipped.is_empty() {
         return Ok((Some(m.matrix), None));

@@ -4,7 +4,8 @@
 //! of 2 CPUs, eth0 on node 0, nvme0n1 on node 1, card0 on node 2, an
 //! InfiniBand card on node 3 through its bridge).
 
-use pinsight_report::{device_sentences, html, suggestions, topology_svg, ReportData};
+use pinsight_render::report::{html, topology_svg};
+use pinsight_report::{device_sentences, suggestions, ReportData};
 use pinsight_topology::model::{
     DeviceClass, DeviceLocalitySource, MemoryKind, NumaNode, OsDevice, OsDeviceKind, PciDevice,
 };

@@ -2,7 +2,8 @@
 //! and real measured latency matrices.
 
 use pinsight_latency::{domains, LatencyMatrix, LoadMatrix};
-use pinsight_report::{html, suggestions, topology_svg, ReportData};
+use pinsight_render::report::{html, topology_svg};
+use pinsight_report::{suggestions, ReportData};
 use pinsight_speed::run::{CpuSpeed, KernelResult};
 use pinsight_speed::{speedups, Kernel};
 use pinsight_topology::{discover, FsRoot, Topology};
@@ -218,7 +219,7 @@ fn hybrid_picture_shows_the_e_core_clusters_and_their_l2() {
     assert_eq!(svg.matches(">L2 ").count(), 2);
     assert!(svg.contains("Package 0 · L3 24 MiB · CPUs 0-19"));
     assert!(svg.contains("CPU 0, P-core") && svg.contains("CPU 19, E-core"));
-    assert!(svg_width(&svg) <= pinsight_report::topo_svg::MAX_WIDTH + 2);
+    assert!(svg_width(&svg) <= pinsight_render::report::topo_svg::MAX_WIDTH + 2);
 }
 
 #[test]
@@ -240,7 +241,7 @@ fn power7_picture_nests_one_core_packages_in_numa_nodes() {
             "CPU {cpu} missing"
         );
     }
-    assert!(svg_width(&svg) <= pinsight_report::topo_svg::MAX_WIDTH + 2);
+    assert!(svg_width(&svg) <= pinsight_render::report::topo_svg::MAX_WIDTH + 2);
 }
 
 #[test]
@@ -254,7 +255,7 @@ fn numa_nodes_outside_the_cgroup_are_not_counted() {
         s.contains("2 NUMA nodes: keep a thread near its memory"),
         "{s}"
     );
-    assert!(pinsight_report::html::machine_line(&topo).contains("2 NUMA nodes"));
+    assert!(pinsight_render::report::html::machine_line(&topo).contains("2 NUMA nodes"));
 }
 
 #[test]

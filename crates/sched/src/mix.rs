@@ -34,6 +34,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 pub use pinsight_lifecycle::journal::JournalError;
 use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
 use pinsight_sys::FsRoot;
@@ -460,13 +461,10 @@ pub enum MixError {
     Manage(#[from] crate::ManageError),
 }
 
-/// What the experiment tells about the caller's progress.
-pub trait Observer {
-    /// A step began (`what`), `done` of `total` steps finished.
-    fn step(&mut self, what: &str, done: usize, total: usize);
-    /// Waits up to `d`; returns a signal number to stop.
-    fn wait(&mut self, d: Duration) -> Option<i32>;
-}
+/// Waits up to the given time; returns a signal number to stop the
+/// experiment (the command line passes
+/// `pinsight_lifecycle::interrupt::wait`).
+pub type Wait<'a> = &'a dyn Fn(Duration) -> Option<i32>;
 
 /// A 95% interval of one metric over the repeats.
 pub type Ci = Option<(f64, f64)>;
@@ -580,18 +578,14 @@ fn kill_all(running: &[(i32, Instance)], rx: &mpsc::Receiver<Exit>) {
 }
 
 /// Waits up to `d` for an exit, checking for a stop signal every 50 ms.
-fn next_exit(
-    rx: &mpsc::Receiver<Exit>,
-    d: Duration,
-    obs: &mut dyn Observer,
-) -> Result<Option<Exit>, i32> {
+fn next_exit(rx: &mpsc::Receiver<Exit>, d: Duration, wait: Wait) -> Result<Option<Exit>, i32> {
     let deadline = Instant::now() + d;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if let Ok(e) = rx.recv_timeout(left.min(Duration::from_millis(50))) {
             return Ok(Some(e));
         }
-        if let Some(sig) = obs.wait(Duration::ZERO) {
+        if let Some(sig) = wait(Duration::ZERO) {
             return Err(sig);
         }
         if Instant::now() >= deadline {
@@ -601,20 +595,38 @@ fn next_exit(
 }
 
 /// Runs the experiment, journaling to `journal` (with `previous`, the
-/// records of a journal being resumed).
+/// records of a journal being resumed). `progress` sees the task "mix",
+/// one step per reference run and per scheduler; `wait` is polled while
+/// programs run and stops the experiment when it returns a signal.
 pub fn run(
     spec: &MixSpec,
     fs: &FsRoot,
     journal: &mut Journal,
     previous: &[Record],
-    obs: &mut dyn Observer,
+    progress: &mut dyn Progress,
+    wait: Wait,
 ) -> Result<MixResult, MixError> {
     if let Some(h) = previous.first() {
         check_header(h, &spec.header())?;
     }
+    let total = 2 * spec.commands.len() + spec.schedulers.len();
+    progress.begin("mix", total as u64, 0);
+    let result = run_steps(spec, fs, journal, previous, progress, wait);
+    progress.end();
+    result
+}
+
+/// [`run`] between the progress's begin and end.
+fn run_steps(
+    spec: &MixSpec,
+    fs: &FsRoot,
+    journal: &mut Journal,
+    previous: &[Record],
+    progress: &mut dyn Progress,
+    wait: Wait,
+) -> Result<MixResult, MixError> {
     let n = spec.commands.len();
     let (big, small) = cpu_sets(&spec.capacity);
-    let total = 2 * n + spec.schedulers.len();
     let mut done = 0;
     // 1. References.
     let mut refs = vec![(f64::NAN, f64::NAN); n];
@@ -644,14 +656,13 @@ pub fn run(
                 continue;
             }
             let cpu = cpu.expect("capacity has both kinds");
-            obs.step(
+            progress.step(
                 &format!("{} alone on {on} CPU {cpu}", spec.name(i)),
-                done - 1,
-                total,
+                done as u64 - 1,
             );
             let (pid, start) = spawn(&spec.commands[i], &CpuSet::single(cpu), &tx)?;
             let exit = loop {
-                match next_exit(&rx, Duration::from_secs(3600), obs) {
+                match next_exit(&rx, Duration::from_secs(3600), wait) {
                     Ok(Some(e)) if e.pid == pid => break e,
                     Ok(_) => continue,
                     Err(sig) => {
@@ -690,7 +701,7 @@ pub fn run(
     let mut results = Vec::new();
     for policy in &spec.schedulers {
         let name = policy.name();
-        obs.step(&format!("mix under {name}"), done, total);
+        progress.step(&format!("mix under {name}"), done as u64);
         done += 1;
         let res = match completed(previous, name, n) {
             Some(r) => r,
@@ -698,7 +709,7 @@ pub fn run(
                 journal.append(&Record::Start {
                     scheduler: name.into(),
                 })?;
-                one_mix(spec, fs, *policy, journal, obs, &tx, &rx)?
+                one_mix(spec, fs, *policy, journal, wait, &tx, &rx)?
             }
         };
         results.push(result(spec, name, &refs, &res));
@@ -747,7 +758,7 @@ fn one_mix(
     fs: &FsRoot,
     policy: Policy,
     journal: &mut Journal,
-    obs: &mut dyn Observer,
+    wait: Wait,
     tx: &mpsc::Sender<Exit>,
     rx: &mpsc::Receiver<Exit>,
 ) -> Result<MixRuns, MixError> {
@@ -790,7 +801,7 @@ fn one_mix(
         manager.step();
         loop {
             let left = spec.period.saturating_sub(step_start.elapsed());
-            let e = match next_exit(rx, left, obs) {
+            let e = match next_exit(rx, left, wait) {
                 Err(sig) => {
                     stop = Some(sig);
                     break 'outer;

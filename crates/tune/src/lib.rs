@@ -26,12 +26,13 @@
 pub mod live;
 pub mod sim;
 
-use pinsight_compare::experiment::{Executor, Observer, Outcome, SwitchError};
+use pinsight_compare::experiment::{Executor, Gate, Outcome, SwitchError};
 use pinsight_compare::journal::{Header, Journal, JournalError, NotApplicable, RunLine};
 use pinsight_compare::session::{self, ExecutorChoice, JournalTarget, Session, SessionError};
 use pinsight_compare::setup::{Extension, Request};
 use pinsight_compare::{Phase, Slot};
 use pinsight_cpuset::CpuSet;
+use pinsight_lifecycle::progress::Progress;
 use pinsight_plan::tune::{TuneLayout, TuneLayoutError};
 use pinsight_plan::Policy;
 use pinsight_topology::{FsRoot, Topology};
@@ -118,6 +119,16 @@ pub enum Stage {
     Design,
     /// The best predicted configurations not measured, to check it.
     Validation,
+}
+
+impl Stage {
+    /// The task progress shows while the stage runs.
+    pub fn task(self) -> &'static str {
+        match self {
+            Stage::Design => "tune design",
+            Stage::Validation => "tune check",
+        }
+    }
 }
 
 /// One arm of a tune journal: its compare arm id and configuration.
@@ -221,21 +232,6 @@ pub enum TuneError {
     #[error(transparent)]
     Session(#[from] SessionError),
 }
-
-/// Progress of a tune.
-pub trait TuneObserver {
-    /// A stage starts: `configs` run, `slots` runs in all, `done` already
-    /// journaled (resume).
-    fn stage(&mut self, _stage: Stage, _configs: &[Config], _slots: usize, _done: usize) {}
-    /// A run of `config` starts; `done` of `total` runs of the stage finished.
-    fn starting(&mut self, _config: Config, _done: usize, _total: usize) {}
-    /// A run of `config` was journaled.
-    fn finished(&mut self, _config: Config, _line: &RunLine) {}
-}
-
-/// No progress display.
-pub struct Silent;
-impl TuneObserver for Silent {}
 
 /// Runs of one configuration not started because of the budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -449,15 +445,17 @@ impl<'a> TuneSession<'a> {
     }
 
     /// Runs the design, fits, runs the validation; restores the machine.
-    pub fn run(self, obs: &mut dyn TuneObserver) -> Result<Finished, TuneError> {
-        self.run_until(obs, &|| false)
+    /// `progress` sees two tasks, "tune design" and "tune check" (the
+    /// validation), one step per run named by its configuration.
+    pub fn run(self, progress: &mut dyn Progress) -> Result<Finished, TuneError> {
+        self.run_until(progress, &|| false)
     }
 
     /// [`TuneSession::run`] that also stops, as on Ctrl-C, when `stop`
     /// says so (polled between runs).
     pub fn run_until(
         self,
-        obs: &mut dyn TuneObserver,
+        progress: &mut dyn Progress,
         stop: &dyn Fn() -> bool,
     ) -> Result<Finished, TuneError> {
         let TuneSession {
@@ -472,10 +470,12 @@ impl<'a> TuneSession<'a> {
         let mut budget = Budget::new(cfg.request.budget);
         let not_applicable = session.header().not_applicable.clone();
         let (total, done) = session.progress();
-        obs.stage(Stage::Design, &design, total, done);
+        progress.begin(Stage::Design.task(), total as u64, done as u64);
         let first = {
-            let mut adapter = Adapter::new(obs, &identity, &previous, &mut budget, Stage::Design);
-            session.run_until(&mut adapter, stop)?
+            let mut gate = StageGate::new(&identity, &previous, &mut budget, Stage::Design);
+            let run = session.run_until(progress, &mut gate, stop);
+            progress.end();
+            run?
         };
         let design_journal = Journal::read(&journal)?;
         let design_runs = observations(&design_journal.runs, &identity);
@@ -552,11 +552,12 @@ impl<'a> TuneSession<'a> {
         )?;
         budget.predict(&out.design_runs, &chosen, cfg.request.seed);
         let (total, done) = vsession.progress();
-        obs.stage(Stage::Validation, &chosen, total, done);
+        progress.begin(Stage::Validation.task(), total as u64, done as u64);
         let second = {
-            let mut adapter =
-                Adapter::new(obs, &videntity, &vprevious, &mut budget, Stage::Validation);
-            vsession.run_until(&mut adapter, stop)?
+            let mut gate = StageGate::new(&videntity, &vprevious, &mut budget, Stage::Validation);
+            let run = vsession.run_until(progress, &mut gate, stop);
+            progress.end();
+            run?
         };
         let vjournal = Journal::read(&vpath)?;
         out.validation_runs = observations(&vjournal.runs, &videntity);
@@ -856,49 +857,35 @@ impl Budget {
     }
 }
 
-/// Compare's observer for one stage: maps arms to configurations, keeps
-/// the budget, reports to the tune's observer.
-struct Adapter<'o, 'b> {
-    obs: &'o mut dyn TuneObserver,
+/// Compare's gate for one stage: keeps the budget, names arms by their
+/// configuration.
+struct StageGate<'b> {
     id: &'b Identity,
     budget: &'b mut Budget,
     stage: Stage,
 }
 
-impl<'o, 'b> Adapter<'o, 'b> {
+impl<'b> StageGate<'b> {
     fn new(
-        obs: &'o mut dyn TuneObserver,
         id: &'b Identity,
         previous: &[RunLine],
         budget: &'b mut Budget,
         stage: Stage,
-    ) -> Adapter<'o, 'b> {
+    ) -> StageGate<'b> {
         for r in previous {
             if let Some(c) = id.config_of(&r.arm) {
                 budget.learn(c, r);
             }
         }
-        Adapter {
-            obs,
-            id,
-            budget,
-            stage,
-        }
+        StageGate { id, budget, stage }
     }
 }
 
-impl Observer for Adapter<'_, '_> {
-    fn starting(&mut self, _slot: &Slot, arm: &str, done: usize, total: usize) {
-        if let Some(c) = self.id.config_of(arm) {
-            self.obs.starting(c, done, total);
-        }
-    }
-
-    fn finished(&mut self, line: &RunLine) {
+impl Gate for StageGate<'_> {
+    fn journaled(&mut self, line: &RunLine) {
         if let Some(c) = self.id.config_of(&line.arm) {
             self.budget.spent_s += line.record.wall_s;
             self.budget.learn(c, line);
-            self.obs.finished(c, line);
         }
     }
 
@@ -907,5 +894,11 @@ impl Observer for Adapter<'_, '_> {
             Some(c) => self.budget.allows(self.stage, slot, c),
             None => true,
         }
+    }
+
+    fn label(&self, arm: &str) -> String {
+        self.id
+            .config_of(arm)
+            .map_or_else(|| arm.to_string(), |c| c.to_string())
     }
 }

@@ -4,10 +4,11 @@
 //! declared kinds.
 
 use pinsight_cpuset::CpuSet;
+use pinsight_lifecycle::progress::Silent;
 use pinsight_topology::model::declared::{apply, KindSpec};
 use pinsight_topology::{discover, FsRoot, Topology};
 use pinsight_tune::model::Config;
-use pinsight_tune::{ExecutorKind, Silent, TuneConfig, TuneJournal, TuneRequest, TuneSession};
+use pinsight_tune::{ExecutorKind, TuneConfig, TuneJournal, TuneRequest, TuneSession};
 use std::collections::BTreeSet;
 
 /// (threads, CPU list) of runs.

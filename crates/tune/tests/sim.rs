@@ -6,12 +6,13 @@
 use pinsight_compare::journal::{Field, Journal};
 use pinsight_compare::session::{self, JournalTarget, Session, SessionError};
 use pinsight_compare::setup::Request;
+use pinsight_lifecycle::progress::Progress;
 use pinsight_topology::{discover, FsRoot, Topology};
 use pinsight_tune::model::{Config, ModelKind};
 use pinsight_tune::sim::SimSpec;
 use pinsight_tune::{
     read_request, validation_path, Energy, ExecutorKind, Finished, Identity, Stage, TuneConfig,
-    TuneError, TuneJournal, TuneObserver, TuneRequest, TuneSession, KIND_DESIGN, KIND_VALIDATION,
+    TuneError, TuneJournal, TuneRequest, TuneSession, KIND_DESIGN, KIND_VALIDATION,
 };
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -62,16 +63,21 @@ fn open<'a>(
     })
 }
 
-/// Counts journaled runs (both stages).
+/// Counts journaled runs (both stages: a step whose count went up) and
+/// the tasks begun.
 #[derive(Default)]
-struct Count(Rc<Cell<usize>>, Vec<Stage>);
+struct Count(Rc<Cell<usize>>, Vec<String>, u64);
 
-impl TuneObserver for Count {
-    fn stage(&mut self, stage: Stage, _: &[Config], _: usize, _: usize) {
-        self.1.push(stage);
+impl Progress for Count {
+    fn begin(&mut self, what: &str, _: u64, done: u64) {
+        self.1.push(what.to_string());
+        self.2 = done;
     }
-    fn finished(&mut self, _: Config, _: &pinsight_compare::RunLine) {
-        self.0.set(self.0.get() + 1);
+    fn step(&mut self, _: &str, done: u64) {
+        if done > self.2 {
+            self.0.set(self.0.get() + (done - self.2) as usize);
+            self.2 = done;
+        }
     }
 }
 
@@ -149,7 +155,7 @@ fn interrupted_then_resumed(
     let s = open(topo, request(topo, 2), TuneJournal::New(path.clone()), SPEC).unwrap();
     let c = count.clone();
     let first = s
-        .run_until(&mut Count(count.clone(), vec![]), &move || c.get() >= k)
+        .run_until(&mut Count(count.clone(), vec![], 0), &move || c.get() >= k)
         .unwrap();
     assert!(!first.complete);
     assert_eq!(first.signal, None);
@@ -168,7 +174,7 @@ fn interrupted_then_resumed(
     assert_eq!((total, done), (22, k.min(22)));
     let mut obs = Count::default();
     let f = s.run(&mut obs).unwrap();
-    assert_eq!(obs.1, [Stage::Design, Stage::Validation]);
+    assert_eq!(obs.1, [Stage::Design.task(), Stage::Validation.task()]);
     assert_eq!(obs.0.get() + k, 26, "no run twice, none lost");
     f
 }

@@ -1,9 +1,9 @@
 //! The few lines `pinsight report` prints: what the machine is, what to do,
 //! what was not measured, and where the page is.
 
-use crate::html::machine_line;
-use crate::ReportData;
-use pinsight_render::term::{fill, Wrap};
+use super::html::machine_line;
+use crate::term::{fill, Wrap};
+use pinsight_report::ReportData;
 use std::fmt::Write;
 
 /// `text` wrapped to `width` columns by the one wrapper; the first line
@@ -44,7 +44,7 @@ pub fn terminal_summary(
             "Report: {html_path} (open it in a browser), {json_path}{}; took {:.1} s of the {} budget.",
             latency_path.map(|p| format!(", latency matrix {p}")).unwrap_or_default(),
             r.elapsed_s,
-            crate::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
+            pinsight_report::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
         ),
         width,
         "",

@@ -18,10 +18,10 @@
 //! HBM"); a device local to no known CPUs hangs at the top. NUMA boxes name
 //! their memory's size and kind ("NUMA node 1 (64 GiB DRAM)").
 
-use crate::{esc, kind_colour};
+use super::{esc, kind_colour};
+use crate::format_size;
+use crate::tree::{self, Object, Placed, TreeNode};
 use pinsight_cpuset::CpuSet;
-use pinsight_render::format_size;
-use pinsight_render::tree::{self, Object, Placed, TreeNode};
 use pinsight_topology::{CacheType, DeviceLocalitySource, Group, Topology};
 use std::fmt::Write;
 

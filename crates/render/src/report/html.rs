@@ -1,8 +1,9 @@
 //! The self-contained HTML page: no external script, style, font or image,
 //! so it can be mailed or attached to a bug report as one file.
 
-use crate::{esc, kind_colour, topology_svg, ReportData};
-use pinsight_render::latency::chart::{svg as heatmap_svg, ChartOptions, KindBand};
+use super::{esc, kind_colour, topology_svg};
+use crate::latency::chart::{svg as heatmap_svg, ChartOptions, KindBand};
+use pinsight_report::ReportData;
 use pinsight_speed::SpeedReport;
 use pinsight_topology::{Source, Topology};
 use std::fmt::Write;
@@ -84,7 +85,7 @@ pub fn html(r: &ReportData) -> String {
     meta.push(format!(
         "took {:.1} s of a {} budget",
         r.elapsed_s,
-        crate::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
+        pinsight_report::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
     ));
     write!(
         s,
