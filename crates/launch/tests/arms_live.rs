@@ -1,0 +1,158 @@
+//! Arms that are what they say: a pinned launch never leaves a descendant
+//! naming a shim it cannot load, and the program itself stays pinned.
+
+use crate::common::*;
+use pinsight_launch::{run, RunOptions};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+fn os(v: &[&str]) -> Vec<OsString> {
+    v.iter().map(OsString::from).collect()
+}
+
+/// An installed program by name (`/usr/bin` first, so a version manager's
+/// wrapper script is not what runs), or a counted skip.
+fn installed(name: &str) -> Option<PathBuf> {
+    let found = ["/usr/bin", "/bin", "/usr/local/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        pinsight_testkit::skip(format!("{name} is not installed"));
+    }
+    found
+}
+
+/// The loader's complaint about a preload it cannot open or read
+/// (`ERROR: ld.so: object '…' from LD_PRELOAD cannot be preloaded`).
+fn assert_no_loader_error(stderr: &str) {
+    assert!(
+        !stderr.contains("cannot be preloaded"),
+        "a descendant named a shim it could not load:\n{stderr}"
+    );
+}
+
+#[test]
+fn python_subprocess_children_do_not_name_the_shim() {
+    if !need_two_cpus() {
+        return;
+    }
+    let Some(python) = installed("python3") else {
+        return;
+    };
+    // subprocess closes every descriptor but 0-2 in the child (close_fds),
+    // so /proc/self/fd/N names nothing there. The program's own created
+    // thread must still be on place 1.
+    let dir = tempfile::tempdir().unwrap();
+    let (err, out) = (dir.path().join("err"), dir.path().join("out"));
+    let code = format!(
+        "import os, subprocess, threading\n\
+         for _ in range(3): subprocess.run(['true'], check=True)\n\
+         subprocess.run(['sh', '-c', 'true'], check=True)\n\
+         res = []\n\
+         t = threading.Thread(target=lambda: res.append(sorted(os.sched_getaffinity(0))))\n\
+         t.start(); t.join()\n\
+         open({out:?}, 'w').write(','.join(map(str, res[0])))\n",
+        out = out.display().to_string()
+    );
+    let script = format!(
+        "exec 2>{err}; exec {py} -c \"$0\"",
+        err = err.display(),
+        py = python.display()
+    );
+    let plan = pinned_plan(&["1", "0"]);
+    let outcome = run(&plan, &RunOptions::new("sh", os(&["-c", &script, &code]))).unwrap();
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert_eq!(outcome.exit_code, 0, "{outcome:?}\n{stderr}");
+    assert_no_loader_error(&stderr);
+    let thread = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(thread, cpus("0").to_list_string(), "the created thread's CPUs");
+}
+
+#[test]
+fn a_script_that_reuses_descriptor_200_does_not_break_its_commands() {
+    if !need_two_cpus() {
+        return;
+    }
+    let Some(bash) = installed("bash") else {
+        return;
+    };
+    // The flock(1) idiom takes descriptor 200, where the shim's memfd is
+    // (or the next free number, when tests run side by side: the script
+    // takes the one the launch used): every command the script runs would
+    // find a lock file at /proc/self/fd/200 instead of the shim.
+    let dir = tempfile::tempdir().unwrap();
+    let (err, lock, out) = (
+        dir.path().join("err"),
+        dir.path().join("lock"),
+        dir.path().join("out"),
+    );
+    let script = format!(
+        "exec 2>{err}; eval \"exec $PINSIGHT_SHIM_FD>{lock}\"; flock $PINSIGHT_SHIM_FD; \
+         /bin/true; env true; \
+         sh -c 'true'; {PROBE} -t 1 -o {out}",
+        err = err.display(),
+        lock = lock.display(),
+        out = out.display()
+    );
+    let plan = pinned_plan(&["1", "0"]);
+    let outcome = run(&plan, &RunOptions::new(&bash, os(&["-c", &script]))).unwrap();
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert_eq!(outcome.exit_code, 0, "{outcome:?}\n{stderr}");
+    assert_no_loader_error(&stderr);
+    // A process the script forks gets the plan's whole mask (not pinned
+    // thread by thread), as before.
+    let probe = parse_probe(&std::fs::read_to_string(&out).unwrap());
+    assert_eq!(probe[&("start".to_string(), 1)].affinity, "0-1");
+}
+
+#[test]
+fn an_exec_in_place_after_descriptor_200_was_reused_does_not_break() {
+    if !need_two_cpus() {
+        return;
+    }
+    let Some(bash) = installed("bash") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (err, lock, out) = (
+        dir.path().join("err"),
+        dir.path().join("lock"),
+        dir.path().join("out"),
+    );
+    let script = format!(
+        "exec 2>{err}; eval \"exec $PINSIGHT_SHIM_FD>{lock}\"; exec {PROBE} -t 1 -o {out}",
+        err = err.display(),
+        lock = lock.display(),
+        out = out.display()
+    );
+    let plan = pinned_plan(&["1", "0"]);
+    let outcome = run(&plan, &RunOptions::new(&bash, os(&["-c", &script]))).unwrap();
+    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+    assert_eq!(outcome.exit_code, 0, "{outcome:?}\n{stderr}");
+    assert_no_loader_error(&stderr);
+    assert!(
+        stderr.contains("no longer holds the shim"),
+        "the shim says why the exec'd program is not pinned: {stderr}"
+    );
+    std::fs::read_to_string(&out).unwrap();
+}
+
+#[test]
+fn an_intact_shim_still_follows_an_exec_in_place_from_bash() {
+    if !need_two_cpus() {
+        return;
+    }
+    let Some(bash) = installed("bash") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let script = format!("/bin/true; exec {PROBE} -t 1 -o {}", out.display());
+    let plan = pinned_plan(&["1", "0"]);
+    let outcome = run(&plan, &RunOptions::new(&bash, os(&["-c", &script]))).unwrap();
+    assert_eq!(outcome.exit_code, 0, "{outcome:?}");
+    let probe = parse_probe(&std::fs::read_to_string(&out).unwrap());
+    assert_eq!(probe[&("start".to_string(), 1)].affinity, "0");
+    assert_eq!(probe[&("created".to_string(), 0)].affinity, "1");
+}
