@@ -43,6 +43,14 @@
  *                          still runs); see forget_self for why it stays
  *                          open in descendants.
  *   PINSIGHT_SHIM_VERBOSE  "1": one line on stderr per pinned thread.
+ *   PINSIGHT_THREAD_LOG_FD a memfd named "pinsight-threads" (with --report):
+ *                          one 16-byte record per pinned thread, appended
+ *                          with one write(2) each: tid, created-thread index
+ *                          (-1: the main thread moving to place 0), place
+ *                          (-1: skipped), errno of the pin (0: pinned). The
+ *                          launcher matches the threads it sampled to their
+ *                          places by tid with it (a thread that exited
+ *                          before it was sampled shifts nothing).
  *
  * Executing: the shim wraps execve, execv, execvp, execvpe, fexecve,
  * posix_spawn and posix_spawnp. Only an exec in place by the pinned program
@@ -77,6 +85,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -248,6 +258,7 @@ static void forget_self(void) {
     unsetenv("PINSIGHT_LAUNCHER_PID");
     unsetenv("PINSIGHT_SHIM_FD");
     unsetenv("PINSIGHT_SHIM_VERBOSE");
+    unsetenv("PINSIGHT_THREAD_LOG_FD");
     if (!pre || !dladdr((void *)forget_self, &info) || !info.dli_fname)
         return;
     size_t self_len = strlen(info.dli_fname);
@@ -282,6 +293,37 @@ static void forget_self(void) {
 static int cmp_long(const void *a, const void *b) {
     long x = *(const long *)a, y = *(const long *)b;
     return (x > y) - (x < y);
+}
+
+/* ---- the thread log (PINSIGHT_THREAD_LOG_FD) ---- */
+
+#define LOG_MAX (1L << 20)  /* records per image: 16 MiB at most */
+static int log_fd = -1;     /* a private close-on-exec copy */
+static long logged;         /* atomic */
+
+/* Opens the log when the descriptor still is the launcher's memfd (the
+ * program may have reused the number before an exec in place). */
+static void open_log(void) {
+    const char *e = getenv("PINSIGHT_THREAD_LOG_FD");
+    char path[40], link[64];
+    if (!e || !*e)
+        return;
+    snprintf(path, sizeof path, "/proc/self/fd/%ld", strtol(e, NULL, 10));
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0)
+        return;
+    link[n] = 0;
+    if (strncmp(link, "/memfd:pinsight-threads", 23) != 0)
+        return;
+    log_fd = fcntl((int)strtol(e, NULL, 10), F_DUPFD_CLOEXEC, 200);
+}
+
+static void log_thread(long tid, long index, long place, int err) {
+    if (log_fd < 0 || __atomic_fetch_add(&logged, 1, __ATOMIC_RELAXED) >= LOG_MAX)
+        return;
+    int32_t rec[4] = {(int32_t)tid, (int32_t)index, (int32_t)place, (int32_t)err};
+    ssize_t w = write(log_fd, rec, sizeof rec);
+    (void)w;
 }
 
 /* ---- pinning ---- */
@@ -356,6 +398,7 @@ static void pin_self(long index) {
     else if (process_mask)
         err = set_affinity(0, process_mask);
     report(index, place, err);
+    log_thread((long)syscall(SYS_gettid), index, place, err);
 }
 
 static void *trampoline(void *p) {
@@ -439,6 +482,7 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
         /* The main thread's tid is the pid; this works from any thread. */
         int err = set_affinity((long)getpid(), place_masks);
         report_main(" (first thread created)", err);
+        log_thread((long)getpid(), -1, 0, err);
     }
     return 0;
 }
@@ -462,6 +506,10 @@ static void after_fork_child(void) {
         return;
     pthread_mutex_init(&create_lock, NULL);
     __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+    if (log_fd >= 0) {
+        close(log_fd);
+        log_fd = -1;
+    }
     if (process_mask) {
         int err = set_affinity(0, process_mask);
         if (err) {
@@ -545,7 +593,7 @@ static int is_shim_var(const char *e) {
     static const char *const names[] = {
         "PINSIGHT_PLACES=",       "PINSIGHT_SKIP=",      "PINSIGHT_PROCESS_MASK=",
         "PINSIGHT_PIN_MAIN=",     "PINSIGHT_LAUNCHER_PID=", "PINSIGHT_SHIM_FD=",
-        "PINSIGHT_SHIM_VERBOSE=",
+        "PINSIGHT_SHIM_VERBOSE=", "PINSIGHT_THREAD_LOG_FD=",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strncmp(e, names[i], strlen(names[i])) == 0)
@@ -806,5 +854,6 @@ __attribute__((constructor)) static void pinsight_shim_init(void) {
         }
     }
     remember_shim_fd();
+    open_log();
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 }

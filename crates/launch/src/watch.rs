@@ -86,7 +86,10 @@ pub struct ThreadRecord {
     pub cpus_seen: CpuSet,
     /// Number of samples.
     pub samples: u64,
-    /// What the plan meant for it (by order of first sight), if pinned.
+    /// What the plan meant for it, if pinned: matched by tid through the
+    /// shim's thread log ([`crate::threadlog`]), else by order of first sight.
+    /// `None` with places: the process mask (skipped, or a lazily pinned
+    /// main thread that created no thread).
     pub planned: Option<CpuSet>,
     /// The follow pin, when `--follow` pinned it.
     pub follow: Option<FollowPin>,

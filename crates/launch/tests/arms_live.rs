@@ -156,3 +156,41 @@ fn an_intact_shim_still_follows_an_exec_in_place_from_bash() {
     assert_eq!(probe[&("start".to_string(), 1)].affinity, "0");
     assert_eq!(probe[&("created".to_string(), 0)].affinity, "1");
 }
+
+#[test]
+fn report_matches_threads_by_tid_when_an_earlier_thread_was_never_sampled() {
+    if !need_two_cpus() {
+        return;
+    }
+    let Some(python) = installed("python3") else {
+        return;
+    };
+    // Created thread 0 ends at once, long before the first sample; created
+    // thread 1 lives through many. By order of first sight the second
+    // would be planned on created thread 0's place.
+    let code = "import threading, time\n\
+                t = threading.Thread(target=lambda: None); t.start(); t.join()\n\
+                time.sleep(0.1)\n\
+                t = threading.Thread(target=time.sleep, args=(0.3,)); t.start(); t.join()\n";
+    let plan = pinned_plan(&["1", "0"]);
+    let mut opts = RunOptions::new(&python, os(&["-c", code]));
+    opts.report = true;
+    opts.sample_interval = std::time::Duration::from_millis(20);
+    let outcome = run(&plan, &opts).unwrap();
+    assert_eq!(outcome.exit_code, 0, "{outcome:?}");
+    let main = outcome
+        .threads
+        .iter()
+        .find(|t| t.tid == outcome.pid)
+        .expect("the main thread was sampled");
+    assert_eq!(main.planned, Some(cpus("1")), "{outcome:?}");
+    let second: Vec<_> = outcome
+        .threads
+        .iter()
+        .filter(|t| t.tid != outcome.pid && t.samples > 2)
+        .collect();
+    assert_eq!(second.len(), 1, "{outcome:?}");
+    // Created thread 1: place (1 + 1) % 2 = 0, CPU 1.
+    assert_eq!(second[0].affinity, Some(cpus("1")), "{outcome:?}");
+    assert_eq!(second[0].planned, second[0].affinity, "{outcome:?}");
+}
