@@ -312,3 +312,16 @@ mod tests {
         assert_eq!(safe_message("a\u{7}\nb"), "a\\u{7}\nb");
     }
 }
+
+/// `run` when the kernel refused a pin the plan asked for: the program
+/// ran, but not as planned, so the command fails (exit 1) with the reason
+/// and the program's own status.
+pub fn pin_refused(why: &str, exit_code: i32, signal: Option<i32>) -> CliError {
+    let status = match signal {
+        Some(s) => format!("killed by signal {s}"),
+        None => format!("exit {exit_code}"),
+    };
+    CliError::runtime(format!(
+        "{why}; the program ran ({status}) but not as planned"
+    ))
+}

@@ -45,7 +45,7 @@ Examples:
   mpirun -np 2 --bind-to none \\
     pinsight run --slice compact --report-dir out -- ./app
 
-Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N. Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set. When pinsight pins threads itself the binding variables are left out so the OpenMP runtime does not bind a second time. Options go before the program; everything from the program's name on is the program's.")]
+Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N; 1 if the kernel refused a pin the plan asked for (a thread with capabilities pinsight lacks, a CPU the cgroup forbids), with the reason. Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set. When pinsight pins threads itself the binding variables are left out so the OpenMP runtime does not bind a second time. Options go before the program; everything from the program's name on is the program's.")]
 pub struct Args {
     /// Placement policy: os, p-set, e-set, p-pinned, e-pinned, p-first, e-first, compact, scatter,
     /// cpus:LIST, cpus-set:LIST, kind:K, kind-set:K, balance, ... (see `pinsight plan --help`).
@@ -230,6 +230,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             .map_err(|e| CliError::runtime(format!("--report-dir: {e}")))?;
     }
     show(&args, g, &plan, slice.as_ref(), &outcome)?;
+    if let Some(why) = &outcome.refused {
+        return Err(crate::errors::pin_refused(
+            why,
+            outcome.exit_code,
+            outcome.signal,
+        ));
+    }
     Ok(outcome.exit_code)
 }
 

@@ -220,6 +220,27 @@ mod tests {
         );
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_32_bit_program_is_pinned_by_the_watcher_and_the_arm_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pinsight_testkit::elf::write_i386_exit7(dir.path(), "i386");
+        let a = PreparedArm::new(&plan(true, &["0", "1"], "0-1"), p.as_os_str(), |_| false);
+        assert!(!a.needs_shim(), "the 64-bit shim is never named for it");
+        let cmd = a.command(&[p.clone().into()], None, false);
+        assert!(
+            !cmd.get_envs().any(|(k, _)| k == "LD_PRELOAD"),
+            "no LD_PRELOAD in its environment"
+        );
+        assert!(a.follow().is_some());
+        assert!(
+            a.notes.iter().any(|n| n.contains("32-bit i386 program")
+                && n.contains("pinned by the /proc watcher instead of the shim")),
+            "{:?}",
+            a.notes
+        );
+    }
+
     #[test]
     fn set_policy_starts_the_process_on_its_mask() {
         let a = PreparedArm::new(&plan(false, &["1"], "1"), OsStr::new("sh"), |_| false);

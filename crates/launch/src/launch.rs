@@ -36,7 +36,7 @@
 use crate::affinity;
 use crate::program::{self, PreloadBlocker, Program};
 use crate::shim::{self, ShimFile};
-use crate::threadlog::{assign_planned, Expected, ThreadLog, ENV_THREAD_LOG_FD};
+use crate::threadlog::{assign_planned, refusal, Expected, ThreadLog, ENV_THREAD_LOG_FD};
 use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
@@ -157,6 +157,9 @@ pub struct RunOutcome {
     /// The memory policy the program started with (`bind:0`), when the
     /// plan has one.
     pub memory: Option<String>,
+    /// The first pin the kernel refused, in words: the program did not run
+    /// as planned, and `pinsight run` fails (exit 1) after it ends.
+    pub refused: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -533,10 +536,9 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     };
     app.apply(&mut cmd, shim.as_ref());
     // With the shim, the report matches threads to places by tid through
-    // the shim's log (a thread that ended unseen shifts nothing).
-    let log = match (opts.report && app.needs_shim() && shim.is_some())
-        .then(ThreadLog::create)
-    {
+    // the shim's log (a thread that ended unseen shifts nothing), which
+    // also carries the pins the kernel refused.
+    let log = match (app.needs_shim() && shim.is_some()).then(ThreadLog::create) {
         Some(Ok(log)) => {
             cmd.env(ENV_THREAD_LOG_FD, log.fd().to_string());
             pinsight_sys::fs::inherit_before_exec(&mut cmd, log.fd());
@@ -631,6 +633,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         };
         assign_planned(&mut threads, &logged, &expected);
     }
+    let refused = refusal(&threads, &logged, &plan.places, &plan.process_mask);
     drop(tree);
     drop(main);
     if let Some(s) = shim {
@@ -654,6 +657,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         threads,
         follow,
         memory: plan.memory.as_ref().map(|m| m.policy.clone()),
+        refused,
         notes,
     })
 }

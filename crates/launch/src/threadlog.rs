@@ -128,6 +128,49 @@ pub fn assign_planned(records: &mut [ThreadRecord], log: &[LoggedThread], e: &Ex
     }
 }
 
+/// The first pin the kernel refused, in words: from the watcher's pins
+/// (`records`) or the shim's log. A thread that had already exited is no
+/// refusal. `None`: every pin the plan asked for was made.
+pub fn refusal(
+    records: &[ThreadRecord],
+    log: &[LoggedThread],
+    places: &[CpuSet],
+    process_mask: &CpuSet,
+) -> Option<String> {
+    let target = |place: Option<usize>| {
+        place
+            .and_then(|p| places.get(p))
+            .unwrap_or(process_mask)
+            .to_list_string()
+    };
+    let who = |tid: i32, index: Option<usize>| match index {
+        None => format!("the main thread (tid {tid})"),
+        Some(i) => format!("created thread #{i} (tid {tid})"),
+    };
+    if let Some((r, pin)) = records
+        .iter()
+        .find_map(|r| r.follow.as_ref().filter(|p| p.refused).map(|p| (r, p)))
+    {
+        let index = (r.index > 0).then(|| r.index - 1);
+        return Some(format!(
+            "the kernel refused to pin {} to CPUs {}: {}",
+            who(r.tid, index),
+            target(pin.place),
+            pin.error.as_deref().unwrap_or("unknown error")
+        ));
+    }
+    log.iter()
+        .find(|t| t.errno != 0 && t.errno != libc::ESRCH)
+        .map(|t| {
+            format!(
+                "the kernel refused to pin {} to CPUs {}: {}",
+                who(t.tid, t.index),
+                target(t.place),
+                std::io::Error::from_raw_os_error(t.errno)
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +194,37 @@ mod tests {
         recs.iter()
             .flat_map(|r| r.iter().flat_map(|w| w.to_ne_bytes()))
             .collect()
+    }
+
+    #[test]
+    fn refusals_are_named_and_exited_threads_are_not_refusals() {
+        let places: Vec<CpuSet> = (0..2).map(CpuSet::single).collect();
+        let mask = CpuSet::parse_list("0-1").unwrap();
+        let mut r = rec(11, 1);
+        r.follow = Some(crate::watch::FollowPin {
+            place: Some(1),
+            delay_max_ms: None,
+            ran_unpinned_us: None,
+            error: Some("No such process (os error 3)".into()),
+            refused: false,
+        });
+        assert_eq!(refusal(std::slice::from_ref(&r), &[], &places, &mask), None);
+        r.follow.as_mut().unwrap().refused = true;
+        r.follow.as_mut().unwrap().error = Some("Operation not permitted (os error 1)".into());
+        let why = refusal(&[r], &[], &places, &mask).unwrap();
+        assert_eq!(
+            why,
+            "the kernel refused to pin created thread #0 (tid 11) to CPUs 1: Operation not permitted (os error 1)"
+        );
+        let log = parse(&bytes(&[
+            [12, 0, 1, libc::ESRCH],
+            [13, 1, -1, libc::EINVAL],
+        ]));
+        let why = refusal(&[], &log, &places, &mask).unwrap();
+        assert!(
+            why.starts_with("the kernel refused to pin created thread #1 (tid 13) to CPUs 0-1: "),
+            "{why}"
+        );
     }
 
     #[test]
@@ -180,7 +254,11 @@ mod tests {
         assert_eq!(seen[1].planned, None);
         assign_planned(&mut seen, &log, &e);
         assert_eq!(seen[0].planned, Some(CpuSet::single(0)), "main moved");
-        assert_eq!(seen[1].planned, Some(CpuSet::single(2)), "by tid, not order");
+        assert_eq!(
+            seen[1].planned,
+            Some(CpuSet::single(2)),
+            "by tid, not order"
+        );
         // Without a log: order of first sight (what the watcher pinned).
         assign_planned(&mut seen, &[], &e);
         assert_eq!(seen[1].planned, Some(CpuSet::single(1)));

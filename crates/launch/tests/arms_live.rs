@@ -2,7 +2,7 @@
 //! naming a shim it cannot load, and the program itself stays pinned.
 
 use crate::common::*;
-use pinsight_launch::{run, RunOptions};
+use pinsight_launch::{run, Mechanism, RunOptions};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -66,7 +66,11 @@ fn python_subprocess_children_do_not_name_the_shim() {
     assert_eq!(outcome.exit_code, 0, "{outcome:?}\n{stderr}");
     assert_no_loader_error(&stderr);
     let thread = std::fs::read_to_string(&out).unwrap();
-    assert_eq!(thread, cpus("0").to_list_string(), "the created thread's CPUs");
+    assert_eq!(
+        thread,
+        cpus("0").to_list_string(),
+        "the created thread's CPUs"
+    );
 }
 
 #[test]
@@ -193,4 +197,54 @@ fn report_matches_threads_by_tid_when_an_earlier_thread_was_never_sampled() {
     // Created thread 1: place (1 + 1) % 2 = 0, CPU 1.
     assert_eq!(second[0].affinity, Some(cpus("1")), "{outcome:?}");
     assert_eq!(second[0].planned, second[0].affinity, "{outcome:?}");
+}
+
+/// A pinned plan whose second place is a CPU no process here may use:
+/// the start mask (the union) is accepted, the pin to that place is not
+/// (`EINVAL`, sched_setaffinity(2): "the affinity bit mask contains no
+/// processors that are currently physically on the system and permitted
+/// to the thread").
+fn plan_with_a_forbidden_place() -> pinsight_plan::Plan {
+    let mut plan = pinned_plan(&["0", "0"]);
+    plan.places[1] = pinsight_cpuset::CpuSet::single(4000);
+    plan.process_mask.insert(4000);
+    plan
+}
+
+#[test]
+fn a_pin_the_kernel_refuses_fails_the_run_with_the_reason() {
+    if !need_two_cpus() {
+        return;
+    }
+    for mechanism in [Mechanism::Follow, Mechanism::Shim] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut opts = RunOptions::new(
+            PROBE,
+            os(&["-t", "1", "-l", "200", "-o", &out.display().to_string()]),
+        );
+        opts.mechanism = mechanism;
+        let outcome = run(&plan_with_a_forbidden_place(), &opts).unwrap();
+        let why = outcome.refused.as_deref().unwrap_or_default();
+        assert!(
+            why.starts_with("the kernel refused to pin created thread #0")
+                && why.contains("to CPUs 4000: Invalid argument"),
+            "{mechanism:?}: {outcome:?}"
+        );
+    }
+}
+
+#[test]
+fn pins_that_were_made_are_no_refusal() {
+    if !need_two_cpus() {
+        return;
+    }
+    for mechanism in [Mechanism::Follow, Mechanism::Shim] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut opts = RunOptions::new(PROBE, os(&["-t", "2", "-o", &out.display().to_string()]));
+        opts.mechanism = mechanism;
+        let outcome = run(&pinned_plan(&["1", "0"]), &opts).unwrap();
+        assert_eq!(outcome.refused, None, "{mechanism:?}: {outcome:?}");
+    }
 }
