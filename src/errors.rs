@@ -300,19 +300,6 @@ pub fn slice_error(e: SliceError) -> CliError {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_bytes_are_escaped() {
-        assert_eq!(shown("a\u{1b}[31mb"), "a\\u{1b}[31mb");
-        assert_eq!(shown("x\ny\r"), "x\\ny\\r");
-        assert_eq!(shown("plain é"), "plain é");
-        assert_eq!(safe_message("a\u{7}\nb"), "a\\u{7}\nb");
-    }
-}
-
 /// `run` when the kernel refused a pin the plan asked for: the program
 /// ran, but not as planned, so the command fails (exit 1) with the reason
 /// and the program's own status.
@@ -324,4 +311,17 @@ pub fn pin_refused(why: &str, exit_code: i32, signal: Option<i32>) -> CliError {
     CliError::runtime(format!(
         "{why}; the program ran ({status}) but not as planned"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_bytes_are_escaped() {
+        assert_eq!(shown("a\u{1b}[31mb"), "a\\u{1b}[31mb");
+        assert_eq!(shown("x\ny\r"), "x\\ny\\r");
+        assert_eq!(shown("plain é"), "plain é");
+        assert_eq!(safe_message("a\u{7}\nb"), "a\\u{7}\nb");
+    }
 }

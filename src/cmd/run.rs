@@ -27,7 +27,7 @@ Set policies (os, p-set, e-set, kind-set:, cpus-set:): the plan's CPUs as its af
 
 Pinned policies (p-pinned, cpus:LIST, compact, ...): the program also starts with the plan's whole mask, so sched_getaffinity, nproc, omp_get_num_procs, os.sched_getaffinity, GOMAXPROCS and available_parallelism report the planned CPUs and it starts as many threads as under taskset. When it creates its first thread, the main thread moves to place 0 and each created thread starts on the next place, before it runs any code (likwid-pin's rule); threads beyond the last place wrap. --pin-main early puts the main thread on place 0 before the program starts instead (it then sees one place only). A pthread_create that fails takes no place. Processes the program forks (with or without exec) get the plan's whole mask and are not pinned thread by thread; what the program execs in place (`sh -c 'exec prog'`) is pinned afresh.
 
-Statically linked, set-user-ID/set-group-ID or file-capability programs ignore LD_PRELOAD: pinsight detects them before the start and pins through the /proc watcher instead (as --follow), saying so.
+Statically linked, set-user-ID/set-group-ID or file-capability programs ignore LD_PRELOAD, and 32-bit (other ELF class or machine) programs cannot load the shim: pinsight detects them before the start and pins through the /proc watcher instead (as --follow), saying so. Only the program and what it execs in place get the shim; the other processes it starts get an environment without it.
 
 --mem SPEC: the program starts with that memory policy (set_mempolicy on the spawning thread, inherited across exec, as numactl does; see `pinsight plan --help`); --near DEVICE: only the device's local CPUs.
 

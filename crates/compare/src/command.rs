@@ -8,8 +8,10 @@
 //! - pinned policies: the process also starts with the plan's whole mask
 //!   (it sizes itself from the planned CPUs), the main thread moves to place
 //!   0 at its first thread, and the LD_PRELOAD shim pins each new thread at
-//!   creation — or, for programs the shim cannot reach (static, set-id),
-//!   the `/proc` watcher does, with a note on the arm;
+//!   creation — or, for programs the shim cannot reach (static, set-id,
+//!   file-capability, 32-bit), the `/proc` watcher does, with a note on
+//!   the arm (a pin the kernel refuses stops the experiment, see
+//!   [`crate::experiment::LiveExecutor`]);
 //! - OpenMP/rayon variables from [`pinsight_plan::omp_env`], filtered by
 //!   [`pinsight_launch::env_exports`] (user settings win; binding variables
 //!   are dropped when pinsight pins threads itself).
