@@ -14,6 +14,7 @@
 mod common_cli;
 mod common_launch;
 
+mod arms_cli;
 mod bounds;
 mod cli_contract;
 mod compare_cli;

@@ -27,7 +27,7 @@ Set policies (os, p-set, e-set, kind-set:, cpus-set:): the plan's CPUs as its af
 
 Pinned policies (p-pinned, cpus:LIST, compact, ...): the program also starts with the plan's whole mask, so sched_getaffinity, nproc, omp_get_num_procs, os.sched_getaffinity, GOMAXPROCS and available_parallelism report the planned CPUs and it starts as many threads as under taskset. When it creates its first thread, the main thread moves to place 0 and each created thread starts on the next place, before it runs any code (likwid-pin's rule); threads beyond the last place wrap. --pin-main early puts the main thread on place 0 before the program starts instead (it then sees one place only). A pthread_create that fails takes no place. Processes the program forks (with or without exec) get the plan's whole mask and are not pinned thread by thread; what the program execs in place (`sh -c 'exec prog'`) is pinned afresh.
 
-Statically linked, set-user-ID/set-group-ID or file-capability programs ignore LD_PRELOAD: pinsight detects them before the start and pins through the /proc watcher instead (as --follow), saying so.
+Statically linked, set-user-ID/set-group-ID or file-capability programs ignore LD_PRELOAD, and 32-bit (other ELF class or machine) programs cannot load the shim: pinsight detects them before the start and pins through the /proc watcher instead (as --follow), saying so. Only the program and what it execs in place get the shim; the other processes it starts get an environment without it.
 
 --mem SPEC: the program starts with that memory policy (set_mempolicy on the spawning thread, inherited across exec, as numactl does; see `pinsight plan --help`); --near DEVICE: only the device's local CPUs.
 
@@ -45,7 +45,7 @@ Examples:
   mpirun -np 2 --bind-to none \\
     pinsight run --slice compact --report-dir out -- ./app
 
-Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N. Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set. When pinsight pins threads itself the binding variables are left out so the OpenMP runtime does not bind a second time. Options go before the program; everything from the program's name on is the program's.")]
+Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N; 1 if the kernel refused a pin the plan asked for (a thread with capabilities pinsight lacks, a CPU the cgroup forbids), with the reason. Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set. When pinsight pins threads itself the binding variables are left out so the OpenMP runtime does not bind a second time. Options go before the program; everything from the program's name on is the program's.")]
 pub struct Args {
     /// Placement policy: os, p-set, e-set, p-pinned, e-pinned, p-first, e-first, compact, scatter,
     /// cpus:LIST, cpus-set:LIST, kind:K, kind-set:K, balance, ... (see `pinsight plan --help`).
@@ -230,6 +230,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             .map_err(|e| CliError::runtime(format!("--report-dir: {e}")))?;
     }
     show(&args, g, &plan, slice.as_ref(), &outcome)?;
+    if let Some(why) = &outcome.refused {
+        return Err(crate::errors::pin_refused(
+            why,
+            outcome.exit_code,
+            outcome.signal,
+        ));
+    }
     Ok(outcome.exit_code)
 }
 

@@ -8,8 +8,10 @@
 //! - pinned policies: the process also starts with the plan's whole mask
 //!   (it sizes itself from the planned CPUs), the main thread moves to place
 //!   0 at its first thread, and the LD_PRELOAD shim pins each new thread at
-//!   creation — or, for programs the shim cannot reach (static, set-id),
-//!   the `/proc` watcher does, with a note on the arm;
+//!   creation — or, for programs the shim cannot reach (static, set-id,
+//!   file-capability, 32-bit), the `/proc` watcher does, with a note on
+//!   the arm (a pin the kernel refuses stops the experiment, see
+//!   [`crate::experiment::LiveExecutor`]);
 //! - OpenMP/rayon variables from [`pinsight_plan::omp_env`], filtered by
 //!   [`pinsight_launch::env_exports`] (user settings win; binding variables
 //!   are dropped when pinsight pins threads itself).
@@ -215,6 +217,27 @@ mod tests {
         assert!(a.follow().is_some_and(|f| f.pin_main_lazily));
         assert!(
             a.notes.iter().any(|n| n.contains("statically linked")),
+            "{:?}",
+            a.notes
+        );
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_32_bit_program_is_pinned_by_the_watcher_and_the_arm_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pinsight_testkit::elf::write_i386_exit7(dir.path(), "i386");
+        let a = PreparedArm::new(&plan(true, &["0", "1"], "0-1"), p.as_os_str(), |_| false);
+        assert!(!a.needs_shim(), "the 64-bit shim is never named for it");
+        let cmd = a.command(&[p.clone().into()], None, false);
+        assert!(
+            !cmd.get_envs().any(|(k, _)| k == "LD_PRELOAD"),
+            "no LD_PRELOAD in its environment"
+        );
+        assert!(a.follow().is_some());
+        assert!(
+            a.notes.iter().any(|n| n.contains("32-bit i386 program")
+                && n.contains("pinned by the /proc watcher instead of the shim")),
             "{:?}",
             a.notes
         );

@@ -305,8 +305,13 @@ impl Executor for LiveExecutor {
         };
         // The shim cannot reach this program: the watcher pins its threads
         // as `pinsight run` does, from the spawn until the exit.
+        // A pin the kernel refuses (a thread with capabilities pinsight
+        // lacks, a CPU the cgroup forbids) makes the run another arm's:
+        // the experiment stops with the reason.
         let follow = follow.clone();
-        self.measurer.run_observed(
+        let (places, mask) = (follow.places.clone(), follow.process_mask.clone());
+        let mut refused = None;
+        let record = self.measurer.run_observed(
             cmd,
             |pid| {
                 Watcher::start(
@@ -322,9 +327,18 @@ impl Executor for LiveExecutor {
                 )
             },
             |w| {
-                let _ = w.finish();
+                if let Ok(records) = w.finish() {
+                    refused = pinsight_launch::threadlog::refusal(&records, &[], &places, &mask);
+                }
             },
-        )
+        )?;
+        match refused {
+            Some(why) => Err(RunError::NotPlaced {
+                program: self.argv[0].to_string_lossy().into_owned(),
+                why,
+            }),
+            None => Ok(record),
+        }
     }
 
     fn prepare(&mut self) -> Result<(), RunError> {

@@ -33,6 +33,60 @@ pub struct Verdict {
     pub evidence: Vec<String>,
     /// What limits the conclusion (few runs, arms not applicable, failures).
     pub caveats: Vec<Caveat>,
+    /// Groups of arms (ids) that run the same placement here (same CPU
+    /// sets, pinning, memory policy, governor and exported variables, e.g.
+    /// `p-pinned` and `compact` on a machine with one core kind): a
+    /// difference between them is noise, and they are never ranked apart.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_placement: Vec<Vec<String>>,
+}
+
+/// Whether two arms apply the same placement to the program: the same
+/// places and process mask, pinned thread by thread alike (a plan of one
+/// place equal to its mask is the mask), the same memory policy, governor
+/// and exported variables.
+pub fn same_placement(a: &ArmReport, b: &ArmReport) -> bool {
+    let per_thread = |p: &crate::journal::ArmPlan| {
+        p.pinned && !p.places.is_empty() && !p.places.iter().all(|x| *x == p.process_mask)
+    };
+    let env = |a: &ArmReport| {
+        let mut e = a.env.clone();
+        e.sort();
+        e
+    };
+    a.plan.places == b.plan.places
+        && a.plan.process_mask == b.plan.process_mask
+        && per_thread(&a.plan) == per_thread(&b.plan)
+        && a.plan.memory == b.plan.memory
+        && a.governor == b.governor
+        && env(a) == env(b)
+}
+
+/// The groups of two or more arms with the same placement, in arm order.
+fn identical_groups(arms: &[ArmReport]) -> Vec<Vec<&ArmReport>> {
+    let mut groups: Vec<Vec<&ArmReport>> = Vec::new();
+    for a in arms {
+        match groups.iter_mut().find(|g| same_placement(g[0], a)) {
+            Some(g) => g.push(a),
+            None => groups.push(vec![a]),
+        }
+    }
+    groups.retain(|g| g.len() > 1);
+    groups
+}
+
+/// The arms with the same placement as `a` (labels), `a` left out.
+fn twins<'a>(a: &ArmReport, groups: &[Vec<&'a ArmReport>]) -> Vec<&'a str> {
+    groups
+        .iter()
+        .find(|g| g.iter().any(|x| x.id == a.id))
+        .map(|g| {
+            g.iter()
+                .filter(|x| x.id != a.id)
+                .map(|x| x.label.as_str())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// What to do about a caveat, in the experiment's terms; a front end
@@ -290,6 +344,19 @@ pub fn decide(
     runs_per_arm: usize,
 ) -> Verdict {
     let mut caveats = caveats(arms, not_applicable);
+    let groups = identical_groups(arms);
+    let same_placement: Vec<Vec<String>> = groups
+        .iter()
+        .map(|g| g.iter().map(|a| a.id.clone()).collect())
+        .collect();
+    for g in &groups {
+        let labels: Vec<&str> = g.iter().map(|a| a.label.as_str()).collect();
+        caveats.push(Caveat::new(format!(
+            "{} run the same placement here ({}): a difference between them is noise, not placement",
+            join_and(&labels),
+            g[0].placement
+        )));
+    }
     let base = baseline.and_then(|b| arms.iter().find(|a| a.id == b));
     let Some(base) = base else {
         return Verdict {
@@ -297,6 +364,7 @@ pub fn decide(
             headline: "Nothing to compare: no placement could run on this machine.".into(),
             evidence: Vec::new(),
             caveats,
+            same_placement,
         };
     };
     let others: Vec<&ArmReport> = arms.iter().filter(|a| a.id != base.id).collect();
@@ -309,10 +377,11 @@ pub fn decide(
             ),
             evidence: Vec::new(),
             caveats,
+            same_placement,
         };
     }
     caveats.extend(run_count_caveat(arms, runs_per_arm));
-    let ev = evidence(base, &others);
+    let ev = evidence(base, &others, &groups);
     if base.measured < 2 {
         return Verdict {
             decision: Decision::NotEnoughData,
@@ -324,14 +393,28 @@ pub fn decide(
             ),
             evidence: ev.lines,
             caveats,
+            same_placement,
         };
     }
-    let (decision, headline) = headline(base, &others, ev.best, &ev.negligible_wins);
+    let (decision, mut headline) = headline(base, &others, ev.best, &ev.negligible_wins);
+    if let Decision::Use { arm } = &decision {
+        let chosen = arms.iter().find(|a| &a.id == arm).expect("the chosen arm");
+        let same = twins(chosen, &groups);
+        if !same.is_empty() {
+            headline = format!(
+                "{} {} {} the same placement: either will do.",
+                headline,
+                join_and(&same),
+                if same.len() == 1 { "runs" } else { "run" }
+            );
+        }
+    }
     Verdict {
         decision,
         headline,
         evidence: ev.lines,
         caveats,
+        same_placement,
     }
 }
 
@@ -371,13 +454,26 @@ struct Evidence<'a> {
     negligible_wins: Vec<String>,
 }
 
-fn evidence<'a>(base: &ArmReport, others: &[&'a ArmReport]) -> Evidence<'a> {
+fn evidence<'a>(
+    base: &ArmReport,
+    others: &[&'a ArmReport],
+    groups: &[Vec<&ArmReport>],
+) -> Evidence<'a> {
     let mut ev = Evidence {
         lines: Vec::new(),
         best: None,
         negligible_wins: Vec::new(),
     };
     for &a in others {
+        if same_placement(a, base) {
+            // The same placement as the baseline: any difference is noise,
+            // never a reason to choose it.
+            ev.lines.push(format!(
+                "{}: the same placement as {}: any difference is noise",
+                a.label, base.label
+            ));
+            continue;
+        }
         let Some(v) = &a.time_vs_baseline else {
             ev.lines.push(format!(
                 "{}: not compared ({} successful run{}; {} has {})",
@@ -389,7 +485,12 @@ fn evidence<'a>(base: &ArmReport, others: &[&'a ArmReport]) -> Evidence<'a> {
             ));
             continue;
         };
-        ev.lines.push(evidence_line(a, v));
+        let mut line = evidence_line(a, v);
+        let same = twins(a, groups);
+        if !same.is_empty() {
+            line.push_str(&format!(" (the same placement as {})", join_and(&same)));
+        }
+        ev.lines.push(line);
         if v.significant && v.ratio > 1.0 {
             if v.negligible {
                 ev.negligible_wins.push(a.label.clone());
@@ -467,6 +568,7 @@ fn headline(
     }
     let slower: Vec<&str> = others
         .iter()
+        .filter(|a| !same_placement(a, base))
         .filter(|a| {
             a.time_vs_baseline
                 .as_ref()
@@ -488,6 +590,15 @@ fn headline(
         if slower.len() == 1 { "is" } else { "are" }
     );
     (keep, h)
+}
+
+/// "a", "a and b", "a, b and c".
+fn join_and(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,14 @@ use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::progress::Silent;
 use pinsight_render::compare as render;
 
+/// An arm; each policy but `os` pins its two threads to a placement of
+/// its own (arms with the same placement are flagged by the verdict).
 fn arm(id: &str) -> ArmHeader {
+    let own = id.bytes().fold(0usize, |h, b| (h * 31 + b as usize) % 61) + 2;
+    let places = match id {
+        "os" => vec![],
+        _ => vec![CpuSet::single(own), CpuSet::single(own + 1)],
+    };
     ArmHeader {
         id: id.into(),
         policy: id.into(),
@@ -22,9 +29,9 @@ fn arm(id: &str) -> ArmHeader {
         plan: ArmPlan {
             policy: id.into(),
             threads: 2,
-            process_mask: CpuSet::parse_list("0-1").unwrap(),
-            places: vec![],
-            pinned: false,
+            process_mask: CpuSet::parse_list("0-63").unwrap(),
+            pinned: !places.is_empty(),
+            places,
             memory: None,
         },
         env: vec![],
@@ -641,4 +648,67 @@ fn unavailable_metrics_say_why_and_are_never_zero() {
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     let i = head.iter().position(|h| *h == "cycles_mean").unwrap();
     assert_eq!(row[i], "", "unavailable is an empty cell, not 0");
+}
+
+#[test]
+fn arms_with_the_same_placement_are_flagged_and_never_ranked_apart() {
+    // p-pinned and compact resolve to the same pinned CPUs (one core kind):
+    // compact came out faster by noise alone.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("j.jsonl");
+    let mut h = header(&["os", "p-pinned", "compact"], 10, 0, 5);
+    h.arms[2].plan.places = h.arms[1].plan.places.clone();
+    let mut f = fake(&[1.0, 1.0 / 1.37, 1.0 / 1.46], &[0.01, 0.01, 0.01]);
+    assert!(matches!(
+        run_all(&h, &p, &mut f, None, false),
+        Outcome::Complete
+    ));
+    let j = Journal::read(&p).unwrap();
+    let r = analyse(&j.header, &j.runs, Status::Complete, vec![]);
+    let v = &r.verdict;
+    assert_eq!(
+        v.same_placement,
+        vec![vec!["p-pinned".to_string(), "compact".into()]]
+    );
+    assert!(
+        v.headline.starts_with("Use compact: ")
+            && v.headline
+                .ends_with("p-pinned runs the same placement: either will do."),
+        "{}",
+        v.headline
+    );
+    assert!(
+        v.caveats.iter().any(|c| c
+            .text
+            .starts_with("p-pinned and compact run the same placement here (pinned")
+            && c.text
+                .ends_with("a difference between them is noise, not placement")),
+        "{:?}",
+        v.caveats
+    );
+    let e = v.evidence.join("\n");
+    assert!(e.contains("(the same placement as compact)"), "{e}");
+    assert!(e.contains("(the same placement as p-pinned)"), "{e}");
+    let text = render::text::render(&r, 80, &Advice::clause);
+    assert!(text.contains("either will do"), "{text}");
+    // An arm with the baseline's placement is noise, never the choice.
+    let mut h = header(&["cpus:2,3", "twin"], 10, 0, 5);
+    h.arms[1].plan = h.arms[0].plan.clone();
+    let p2 = d.path().join("k.jsonl");
+    let mut f = fake(&[1.0, 1.0 / 1.2], &[0.01, 0.01]);
+    run_all(&h, &p2, &mut f, None, false);
+    let j = Journal::read(&p2).unwrap();
+    let r = analyse(&j.header, &j.runs, Status::Complete, vec![]);
+    assert_eq!(
+        r.verdict.decision,
+        Decision::KeepBaseline {
+            arm: "cpus:2,3".into()
+        },
+        "{}",
+        r.verdict.headline
+    );
+    assert_eq!(
+        r.verdict.evidence,
+        vec!["twin: the same placement as cpus:2,3: any difference is noise".to_string()]
+    );
 }

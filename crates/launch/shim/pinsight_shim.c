@@ -43,6 +43,33 @@
  *                          still runs); see forget_self for why it stays
  *                          open in descendants.
  *   PINSIGHT_SHIM_VERBOSE  "1": one line on stderr per pinned thread.
+ *   PINSIGHT_THREAD_LOG_FD a memfd named "pinsight-threads" (with --report):
+ *                          one 16-byte record per pinned thread, appended
+ *                          with one write(2) each: tid, created-thread index
+ *                          (-1: the main thread moving to place 0), place
+ *                          (-1: skipped), errno of the pin (0: pinned). The
+ *                          launcher matches the threads it sampled to their
+ *                          places by tid with it (a thread that exited
+ *                          before it was sampled shifts nothing).
+ *
+ * Executing: the shim wraps execve, execv, execvp, execvpe, fexecve,
+ * posix_spawn and posix_spawnp. Only an exec in place by the pinned program
+ * itself passes the shim on (its next image is pinned afresh), and only
+ * while the descriptor of PINSIGHT_SHIM_FD still holds the shim. Every
+ * other exec (in a forked or vfork()ed child, from a process where the
+ * shim is off, every spawn) gets an environment without this shim in
+ * LD_PRELOAD and without the PINSIGHT_ variables. The loader of the new
+ * image reads LD_PRELOAD before any code of the shim could run there, so
+ * this is the last point where a stale name can be kept from it: a child
+ * that closed the descriptor (Python's subprocess, close_fds) or a script
+ * that reused it (`exec 200>lock; flock 200`) would otherwise get
+ * "ld.so: object '/proc/self/fd/200' ... cannot be preloaded" (ld.so(8))
+ * for every command it runs. Shells keep their own copy of the
+ * environment and pass it to execve, which is why the environment handed
+ * to the call is cleaned, not only environ. Not covered: execl, execlp and
+ * execle, and glibc's system and popen, which exec through glibc's
+ * internal entry points; their children still find the descriptor unless
+ * the program closed or reused it.
  *
  * Threads beyond the last place wrap around to place 0 (likwid-pin does the
  * same). Output uses write(2) only (no stdio, no strerror: neither is safe
@@ -54,11 +81,17 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #define POOL_SLOTS 256
 #define MAX_CPUS (1 << 20)
@@ -225,6 +258,7 @@ static void forget_self(void) {
     unsetenv("PINSIGHT_LAUNCHER_PID");
     unsetenv("PINSIGHT_SHIM_FD");
     unsetenv("PINSIGHT_SHIM_VERBOSE");
+    unsetenv("PINSIGHT_THREAD_LOG_FD");
     if (!pre || !dladdr((void *)forget_self, &info) || !info.dli_fname)
         return;
     size_t self_len = strlen(info.dli_fname);
@@ -259,6 +293,37 @@ static void forget_self(void) {
 static int cmp_long(const void *a, const void *b) {
     long x = *(const long *)a, y = *(const long *)b;
     return (x > y) - (x < y);
+}
+
+/* ---- the thread log (PINSIGHT_THREAD_LOG_FD) ---- */
+
+#define LOG_MAX (1L << 20)  /* records per image: 16 MiB at most */
+static int log_fd = -1;     /* a private close-on-exec copy */
+static long logged;         /* atomic */
+
+/* Opens the log when the descriptor still is the launcher's memfd (the
+ * program may have reused the number before an exec in place). */
+static void open_log(void) {
+    const char *e = getenv("PINSIGHT_THREAD_LOG_FD");
+    char path[40], link[64];
+    if (!e || !*e)
+        return;
+    snprintf(path, sizeof path, "/proc/self/fd/%ld", strtol(e, NULL, 10));
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0)
+        return;
+    link[n] = 0;
+    if (strncmp(link, "/memfd:pinsight-threads", 23) != 0)
+        return;
+    log_fd = fcntl((int)strtol(e, NULL, 10), F_DUPFD_CLOEXEC, 200);
+}
+
+static void log_thread(long tid, long index, long place, int err) {
+    if (log_fd < 0 || __atomic_fetch_add(&logged, 1, __ATOMIC_RELAXED) >= LOG_MAX)
+        return;
+    int32_t rec[4] = {(int32_t)tid, (int32_t)index, (int32_t)place, (int32_t)err};
+    ssize_t w = write(log_fd, rec, sizeof rec);
+    (void)w;
 }
 
 /* ---- pinning ---- */
@@ -333,6 +398,7 @@ static void pin_self(long index) {
     else if (process_mask)
         err = set_affinity(0, process_mask);
     report(index, place, err);
+    log_thread((long)syscall(SYS_gettid), index, place, err);
 }
 
 static void *trampoline(void *p) {
@@ -416,6 +482,7 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
         /* The main thread's tid is the pid; this works from any thread. */
         int err = set_affinity((long)getpid(), place_masks);
         report_main(" (first thread created)", err);
+        log_thread((long)getpid(), -1, 0, err);
     }
     return 0;
 }
@@ -439,6 +506,10 @@ static void after_fork_child(void) {
         return;
     pthread_mutex_init(&create_lock, NULL);
     __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+    if (log_fd >= 0) {
+        close(log_fd);
+        log_fd = -1;
+    }
     if (process_mask) {
         int err = set_affinity(0, process_mask);
         if (err) {
@@ -452,10 +523,230 @@ static void after_fork_child(void) {
     forget_self();
 }
 
+/* ---- exec: keeping the shim's name from processes that cannot load it ---- */
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
+
+/* Resolved in the constructor: a vfork()ed child must not call dlsym
+ * (it takes the loader's lock, which another thread may hold). */
+static execve_fn real_execve, real_execvpe;
+static fexecve_fn real_fexecve;
+static spawn_fn real_spawn, real_spawnp;
+static pid_t main_pid;          /* the pinned program (0: the shim is off) */
+static int shim_fd = -1;        /* PINSIGHT_SHIM_FD, -1 for a file shim */
+static dev_t shim_dev;
+static ino_t shim_ino;
+static char self_path[4096];    /* this shim's name in LD_PRELOAD */
+
+/* Environments larger than this are passed on unchanged (the cleaned copy
+ * lives on the stack: no malloc in a vfork()ed child). */
+#define CLEAN_MAX_VARS 8192
+#define CLEAN_MAX_PRELOAD 8192
+
+static void resolve_exec(void) {
+    Dl_info info;
+    real_execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
+    real_execvpe = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
+    real_fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
+    real_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
+    real_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
+    if (dladdr((void *)resolve_exec, &info) && info.dli_fname &&
+        strlen(info.dli_fname) < sizeof self_path)
+        strcpy(self_path, info.dli_fname);
+}
+
+/* Remembers which file the descriptor holds, to notice its reuse. */
+static void remember_shim_fd(void) {
+    const char *fd_env = getenv("PINSIGHT_SHIM_FD");
+    struct stat st;
+    main_pid = (pid_t)syscall(SYS_getpid);
+    if (!fd_env || !*fd_env)
+        return;
+    int fd = (int)strtol(fd_env, NULL, 10);
+    if (fstat(fd, &st) == 0) {
+        shim_fd = fd;
+        shim_dev = st.st_dev;
+        shim_ino = st.st_ino;
+    }
+}
+
+/* Whether an exec by this process may pass the shim on: an exec in place
+ * by the pinned program itself, while the descriptor still holds it. */
+static int keeps_shim_on_exec(void) {
+    struct stat st;
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || (pid_t)syscall(SYS_getpid) != main_pid)
+        return 0;
+    if (shim_fd < 0)
+        return 1;
+    if (fstat(shim_fd, &st) == 0 && st.st_dev == shim_dev && st.st_ino == shim_ino)
+        return 1;
+    put("pinsight-shim: descriptor ");
+    put_long(shim_fd);
+    put(" no longer holds the shim (the program reused or closed it): the program it executes is not pinned thread by thread\n");
+    return 0;
+}
+
+static int is_shim_var(const char *e) {
+    static const char *const names[] = {
+        "PINSIGHT_PLACES=",       "PINSIGHT_SKIP=",      "PINSIGHT_PROCESS_MASK=",
+        "PINSIGHT_PIN_MAIN=",     "PINSIGHT_LAUNCHER_PID=", "PINSIGHT_SHIM_FD=",
+        "PINSIGHT_SHIM_VERBOSE=", "PINSIGHT_THREAD_LOG_FD=",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(e, names[i], strlen(names[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static size_t env_len(char *const envp[]) {
+    size_t n = 0;
+    while (envp[n])
+        n++;
+    return n;
+}
+
+static size_t preload_len(char *const envp[]) {
+    for (size_t i = 0; envp[i]; i++)
+        if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0)
+            return strlen(envp[i]) + 1;
+    return 1;
+}
+
+/* Copies envp into out without the PINSIGHT_ variables and with this shim
+ * removed from LD_PRELOAD (rewritten into buf, which has room for the
+ * whole entry; the entry is dropped when nothing else is preloaded). */
+static void strip_env(char *const envp[], char **out, char *buf) {
+    size_t o = 0, self_len = strlen(self_path);
+    for (size_t i = 0; envp[i]; i++) {
+        const char *e = envp[i];
+        if (is_shim_var(e))
+            continue;
+        if (self_len == 0 || strncmp(e, "LD_PRELOAD=", 11) != 0) {
+            out[o++] = (char *)e;
+            continue;
+        }
+        size_t b = 11, kept = 0;
+        memcpy(buf, e, 11);
+        for (const char *p = e + 11; *p;) {
+            while (*p == ':' || *p == ' ')
+                p++;
+            const char *q = p;
+            while (*q && *q != ':' && *q != ' ')
+                q++;
+            size_t n = (size_t)(q - p);
+            if (n > 0 && !(n == self_len && memcmp(p, self_path, n) == 0)) {
+                if (kept++)
+                    buf[b++] = ':';
+                memcpy(buf + b, p, n);
+                b += n;
+            }
+            p = q;
+        }
+        buf[b] = 0;
+        if (kept)
+            out[o++] = buf;
+    }
+    out[o] = NULL;
+}
+
+enum call_kind { CALL_EXECVE, CALL_EXECVPE, CALL_FEXECVE, CALL_SPAWN, CALL_SPAWNP };
+
+struct exec_call {
+    enum call_kind kind;
+    const char *path;
+    int fd;
+    char *const *argv;
+    pid_t *pid;
+    const posix_spawn_file_actions_t *actions;
+    const posix_spawnattr_t *attr;
+};
+
+static int call_real(const struct exec_call *c, char *const envp[]) {
+    switch (c->kind) {
+    case CALL_EXECVE:
+    case CALL_EXECVPE: {
+        execve_fn f = c->kind == CALL_EXECVE ? real_execve : real_execvpe;
+        if (f)
+            return f(c->path, c->argv, envp);
+        break;
+    }
+    case CALL_FEXECVE:
+        if (real_fexecve)
+            return real_fexecve(c->fd, c->argv, envp);
+        break;
+    case CALL_SPAWN:
+    case CALL_SPAWNP: {
+        spawn_fn f = c->kind == CALL_SPAWN ? real_spawn : real_spawnp;
+        return f ? f(c->pid, c->path, c->actions, c->attr, c->argv, envp) : ENOSYS;
+    }
+    }
+    errno = ENOSYS;
+    return -1;
+}
+
+/* The call with the shim removed from its environment. */
+static int call_without_shim(const struct exec_call *c, char *const envp[]) {
+    if (!envp)
+        return call_real(c, envp);
+    size_t n = env_len(envp), p = preload_len(envp);
+    if (n >= CLEAN_MAX_VARS || p >= CLEAN_MAX_PRELOAD)
+        return call_real(c, envp);
+    char *clean[n + 1];
+    char buf[p];
+    strip_env(envp, clean, buf);
+    return call_real(c, clean);
+}
+
+static int exec_call(const struct exec_call *c, char *const envp[]) {
+    return keeps_shim_on_exec() ? call_real(c, envp) : call_without_shim(c, envp);
+}
+
+int execve(const char *path, char *const argv[], char *const envp[]) {
+    struct exec_call c = {CALL_EXECVE, path, -1, argv, NULL, NULL, NULL};
+    return exec_call(&c, envp);
+}
+
+int execv(const char *path, char *const argv[]) {
+    struct exec_call c = {CALL_EXECVE, path, -1, argv, NULL, NULL, NULL};
+    return exec_call(&c, environ);
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    struct exec_call c = {CALL_EXECVPE, file, -1, argv, NULL, NULL, NULL};
+    return exec_call(&c, envp);
+}
+
+int execvp(const char *file, char *const argv[]) {
+    struct exec_call c = {CALL_EXECVPE, file, -1, argv, NULL, NULL, NULL};
+    return exec_call(&c, environ);
+}
+
+int fexecve(int fd, char *const argv[], char *const envp[]) {
+    struct exec_call c = {CALL_FEXECVE, NULL, fd, argv, NULL, NULL, NULL};
+    return exec_call(&c, envp);
+}
+
+/* A spawned process is never the program executing in place. */
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    struct exec_call c = {CALL_SPAWN, path, -1, argv, pid, actions, attr};
+    return call_without_shim(&c, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    struct exec_call c = {CALL_SPAWNP, file, -1, argv, pid, actions, attr};
+    return call_without_shim(&c, envp);
+}
+
 /* ---- setup ---- */
 
 __attribute__((constructor)) static void pinsight_shim_init(void) {
     resolve();
+    resolve_exec();
     const char *places = getenv("PINSIGHT_PLACES");
     const char *launcher = getenv("PINSIGHT_LAUNCHER_PID");
     if (!places || !*places)
@@ -562,5 +853,7 @@ __attribute__((constructor)) static void pinsight_shim_init(void) {
             put("\n");
         }
     }
+    remember_shim_fd();
+    open_log();
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 }

@@ -36,6 +36,7 @@
 use crate::affinity;
 use crate::program::{self, PreloadBlocker, Program};
 use crate::shim::{self, ShimFile};
+use crate::threadlog::{assign_planned, refusal, Expected, ThreadLog, ENV_THREAD_LOG_FD};
 use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
@@ -156,6 +157,9 @@ pub struct RunOutcome {
     /// The memory policy the program started with (`bind:0`), when the
     /// plan has one.
     pub memory: Option<String>,
+    /// The first pin the kernel refused, in words: the program did not run
+    /// as planned, and `pinsight run` fails (exit 1) after it ends.
+    pub refused: Option<String>,
     pub notes: Vec<String>,
 }
 
@@ -531,6 +535,23 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         None
     };
     app.apply(&mut cmd, shim.as_ref());
+    // With the shim, the report matches threads to places by tid through
+    // the shim's log (a thread that ended unseen shifts nothing), which
+    // also carries the pins the kernel refused.
+    let log = match (app.needs_shim() && shim.is_some()).then(ThreadLog::create) {
+        Some(Ok(log)) => {
+            cmd.env(ENV_THREAD_LOG_FD, log.fd().to_string());
+            pinsight_sys::fs::inherit_before_exec(&mut cmd, log.fd());
+            Some(log)
+        }
+        Some(Err(e)) => {
+            notes.push(format!(
+                "no thread log ({e}): threads are matched to places in order of first sight"
+            ));
+            None
+        }
+        None => None,
+    };
     let start_mask = app.start_mask.clone();
     let exported = app.exported.clone();
 
@@ -573,7 +594,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     });
 
     pinsight_sys::process::wait_exited_keep(pid);
-    let threads = match watcher.map(Watcher::finish) {
+    let mut threads = match watcher.map(Watcher::finish) {
         Some(Ok(records)) => records,
         Some(Err(e)) => {
             notes.push(e.to_string());
@@ -595,6 +616,24 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         }
     };
     let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let logged = match log.as_ref().map(ThreadLog::read) {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => {
+            notes.push(format!("cannot read the thread log: {e}"));
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
+    if app.per_thread {
+        let expected = Expected {
+            places: &plan.places,
+            skip: &opts.skip,
+            lazy_main: app.pin_main == PinMain::Lazy,
+            pid,
+        };
+        assign_planned(&mut threads, &logged, &expected);
+    }
+    let refused = refusal(&threads, &logged, &plan.places, &plan.process_mask);
     drop(tree);
     drop(main);
     if let Some(s) = shim {
@@ -618,6 +657,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         threads,
         follow,
         memory: plan.memory.as_ref().map(|m| m.policy.clone()),
+        refused,
         notes,
     })
 }

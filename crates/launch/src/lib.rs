@@ -27,6 +27,7 @@ pub use pinsight_lifecycle::program;
 pub mod shim;
 pub use pinsight_sys::signals;
 pub mod skip;
+pub mod threadlog;
 pub mod watch;
 
 pub use launch::{

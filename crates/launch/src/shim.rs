@@ -7,12 +7,15 @@
 //! descriptor, whether or not pinsight still runs, so a descendant that
 //! outlives pinsight never inherits an `LD_PRELOAD` naming a deleted file;
 //! and nothing touches the file system, so a `noexec` `$TMPDIR` does not
-//! matter. Processes where the shim turns itself off (everything but the
-//! launched program and what it execs in place) drop `LD_PRELOAD` from
-//! their environment but keep the descriptor open: shells and make pass
-//! their own copy of the environment to what they run, so a descendant may
-//! still name the shim, and must then find it (it turns itself off there
-//! too). Where memfds cannot be executed (kernels before 3.17,
+//! matter. Only the launched program and what it execs in place keep the
+//! shim: every other exec or spawn gets an environment without it (the
+//! shim wraps the exec calls and cleans the environment each one passes,
+//! shells' own copies included), and an exec in place after the program
+//! reused or closed the descriptor (`exec 200>lock; flock 200`) drops it
+//! too, with a line on stderr, rather than let the loader of the next image
+//! print "cannot be preloaded". Processes where the shim turns itself off
+//! also keep the descriptor open, for what still names it through paths
+//! the shim does not wrap (glibc's `system`, `execl`). Where memfds cannot be executed (kernels before 3.17,
 //! or `vm.memfd_noexec = 2`), the shim falls back to a `0500` file in a
 //! fresh `0700` directory under `$TMPDIR`, removed when [`ShimFile`] drops.
 

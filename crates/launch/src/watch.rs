@@ -66,6 +66,16 @@ pub struct FollowPin {
     pub ran_unpinned_us: Option<f64>,
     /// Why pinning failed (e.g. the thread had already exited).
     pub error: Option<String>,
+    /// The kernel refused the pin (`EPERM`: a thread with capabilities
+    /// this process lacks, sched_setaffinity(2); `EINVAL`: no CPU of the
+    /// place is allowed), as opposed to a thread that had already exited.
+    pub refused: bool,
+}
+
+/// Whether a failed `sched_setaffinity` is the kernel's refusal, not a
+/// thread that ended before it could be pinned (`ESRCH`).
+fn is_refusal(e: &std::io::Error) -> bool {
+    e.raw_os_error() != Some(libc::ESRCH)
 }
 
 /// What was seen of one thread.
@@ -86,7 +96,10 @@ pub struct ThreadRecord {
     pub cpus_seen: CpuSet,
     /// Number of samples.
     pub samples: u64,
-    /// What the plan meant for it (by order of first sight), if pinned.
+    /// What the plan meant for it, if pinned: matched by tid through the
+    /// shim's thread log ([`crate::threadlog`]), else by order of first sight.
+    /// `None` with places: the process mask (skipped, or a lazily pinned
+    /// main thread that created no thread).
     pub planned: Option<CpuSet>,
     /// The follow pin, when `--follow` pinned it.
     pub follow: Option<FollowPin>,
@@ -186,11 +199,13 @@ fn follow_pin(fs: &FsRoot, pid: i32, tid: i32, created: usize, plan: &FollowPlan
             delay_max_ms: delay,
             ran_unpinned_us: ran,
             error: None,
+            refused: false,
         },
         Err(e) => FollowPin {
             place,
             delay_max_ms: None,
             ran_unpinned_us: None,
+            refused: is_refusal(&e),
             error: Some(e.to_string()),
         },
     }
@@ -204,6 +219,7 @@ fn pin_main(pid: i32, plan: &FollowPlan) -> FollowPin {
             delay_max_ms: None,
             ran_unpinned_us: None,
             error: Some("the plan has no place".into()),
+            refused: false,
         };
     };
     match affinity::set_affinity(pid, place0) {
@@ -213,11 +229,13 @@ fn pin_main(pid: i32, plan: &FollowPlan) -> FollowPin {
             // Not "unpinned": the main thread ran on the process mask by design.
             ran_unpinned_us: None,
             error: None,
+            refused: false,
         },
         Err(e) => FollowPin {
             place: Some(0),
             delay_max_ms: None,
             ran_unpinned_us: None,
+            refused: is_refusal(&e),
             error: Some(e.to_string()),
         },
     }

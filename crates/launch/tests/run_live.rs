@@ -450,34 +450,6 @@ fn a_missing_interpreter_is_refused_before_the_run() {
     assert_eq!(usable(), before, "the launcher's own mask is untouched");
 }
 
-/// A complete 32-bit i386 program (elf(5) layouts): one `PT_LOAD` segment
-/// whose code is `exit(7)` through `int 0x80` (the i386 system call
-/// gate; `__NR_exit` is 1 in arch/x86/entry/syscalls/syscall_32.tbl).
-#[cfg(target_arch = "x86_64")]
-fn i386_exit7() -> Vec<u8> {
-    let base: u32 = 0x0804_8000;
-    let code = [0xB8, 1, 0, 0, 0, 0xBB, 7, 0, 0, 0, 0xCD, 0x80];
-    let (eh, ph) = (52u32, 32u32);
-    let total = eh + ph + code.len() as u32;
-    let mut f = b"\x7fELF\x01\x01\x01".to_vec();
-    f.resize(16, 0);
-    for half in [2u16, 3] {
-        f.extend_from_slice(&half.to_le_bytes()); // e_type ET_EXEC, e_machine EM_386
-    }
-    for word in [1u32, base + eh + ph, eh, 0, 0] {
-        f.extend_from_slice(&word.to_le_bytes()); // version, entry, phoff, shoff, flags
-    }
-    for half in [eh as u16, ph as u16, 1, 0, 0, 0] {
-        f.extend_from_slice(&half.to_le_bytes()); // ehsize, phentsize, phnum, sh*
-    }
-    // PT_LOAD, offset 0, vaddr, paddr, filesz, memsz, R+X, align
-    for word in [1u32, 0, base, base, total, total, 5, 0x1000] {
-        f.extend_from_slice(&word.to_le_bytes());
-    }
-    f.extend_from_slice(&code);
-    f
-}
-
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn a_32_bit_program_is_pinned_by_the_watcher_and_says_why() {
@@ -485,9 +457,7 @@ fn a_32_bit_program_is_pinned_by_the_watcher_and_says_why() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let prog = dir.path().join("i386-exit7");
-    std::fs::write(&prog, i386_exit7()).unwrap();
-    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let prog = pinsight_testkit::elf::write_i386_exit7(dir.path(), "i386-exit7");
     let plan = pinned_plan(&["1", "0"]);
     let outcome = match run(&plan, &RunOptions::new(&prog, vec![])) {
         Ok(o) => o,

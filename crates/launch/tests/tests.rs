@@ -9,6 +9,7 @@
 // Shared helpers.
 mod common;
 
+mod arms_live;
 mod mempolicy_live;
 mod pin_live;
 mod run_live;

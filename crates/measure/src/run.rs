@@ -80,6 +80,10 @@ pub enum RunError {
     /// A cleanup signal (SIGINT/SIGTERM/SIGHUP) arrived: no new runs.
     #[error("interrupted by a signal")]
     Interrupted,
+    /// The run did not get the placement it was meant to measure (the
+    /// kernel refused a pin): its time would be another arm's.
+    #[error("{program}: not placed as planned: {why}")]
+    NotPlaced { program: String, why: String },
 }
 impl RunError {
     /// The exit code a command should use for this error (shell convention).

@@ -39,16 +39,14 @@ fn opt_set(s: &Option<CpuSet>) -> String {
 /// (placed as planned but seen elsewhere before it was pinned).
 fn thread_row(plan: &Plan, o: &RunOutcome, t: &ThreadRecord) -> (String, bool) {
     let mut footnote = false;
-    let lazy_main = t.index == 0 && o.pin_main == Some(PinMain::Lazy);
-    // A lazily pinned main thread that never created a thread keeps
-    // the whole mask: that is the plan for a one-thread program.
-    let planned = if lazy_main && o.threads.len() == 1 {
-        Some(plan.process_mask.clone())
-    } else {
-        t.planned
-            .clone()
-            .or_else(|| (!plan.places.is_empty()).then(|| plan.process_mask.clone()))
-    };
+    let lazy_main = t.tid == o.pid && o.pin_main == Some(PinMain::Lazy);
+    // `planned` is matched by tid (pinsight_launch::threadlog); none is
+    // the process mask (skipped threads, a lazily pinned main thread that
+    // never created a thread).
+    let planned = t
+        .planned
+        .clone()
+        .or_else(|| (!plan.places.is_empty()).then(|| plan.process_mask.clone()));
     let check = match (&planned, &t.affinity) {
         (Some(p), Some(a)) if p == a && t.cpus_seen.is_subset(p) => "ok",
         (Some(p), Some(a)) if p == a && lazy_main => "ok",

@@ -94,6 +94,15 @@ pub fn sealed_exec_memfd(name: &CStr, bytes: &[u8]) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// An empty, close-on-exec memfd named `name` whose writes append (a
+/// log a child writes with `write(2)`, one record per call, read back
+/// with `pread`), at descriptor 200 or more like the shim's.
+pub fn append_memfd(name: &CStr) -> io::Result<OwnedFd> {
+    let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC).map_err(io::Error::from)?;
+    fcntl(fd.as_fd(), FcntlArg::F_SETFL(nix::fcntl::OFlag::O_APPEND)).map_err(io::Error::from)?;
+    Ok(high_fd(fd))
+}
+
 /// Moves `fd` to a descriptor number of 200 or more (close-on-exec kept);
 /// keeps `fd` when the limit leaves no such room.
 fn high_fd(fd: OwnedFd) -> OwnedFd {

@@ -19,6 +19,7 @@
 //! every run, not only in captured output.
 #![forbid(unsafe_code)]
 
+pub mod elf;
 pub mod fixtures;
 pub mod synth;
 
