@@ -18,6 +18,10 @@ use std::time::{Duration, Instant};
 
 /// The `--watch` flags of `pinsight topo`.
 #[derive(clap::Args, Debug, Default)]
+// `--count` and `--for` require this group, not `--watch` itself: clap
+// lets a required flag be missing when it conflicts with one given
+// (`--explain`), a group it holds to.
+#[command(group(clap::ArgGroup::new("watching").args(["watch"])))]
 pub struct WatchArgs {
     /// Watch this machine's dynamic capacity (Intel HFI): print each CPU's
     /// performance and efficiency capability change (0-1020; performance 0:
@@ -28,10 +32,10 @@ pub struct WatchArgs {
     #[arg(long)]
     pub watch: bool,
     /// With --watch: stop after N CPU changes.
-    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long, value_name = "N", requires = "watching", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub count: Option<u64>,
     /// With --watch: stop after DURATION (e.g. 30s, 5m).
-    #[arg(long = "for", value_name = "DURATION", requires = "watch", value_parser = parse_duration)]
+    #[arg(long = "for", value_name = "DURATION", requires = "watching", value_parser = parse_duration)]
     pub for_duration: Option<Duration>,
 }
 
