@@ -50,8 +50,10 @@ pinsight sf --pids 1234 --probe --period 100ms --json\n  \
 pinsight sf --from-compare compare-journal.jsonl"
 )]
 // What to measure: a running process, a program to start, or a compare
-// journal; exactly one.
+// journal; exactly one. The usage is written out: clap's would list the
+// hidden old spelling (--pid) that the group holds too.
 #[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "command", "from_compare"])))]
+#[command(override_usage = "pinsight sf [OPTIONS] <--pids <PID>|CMD|--from-compare <JOURNAL>>")]
 pub struct Args {
     /// Measure the threads of this running process (one pid).
     #[arg(long = "pids", value_name = "PID", value_parser = crate::values::one_pid)]
