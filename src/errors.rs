@@ -117,6 +117,16 @@ pub fn fsroot_usage(name: &str, e: &FsRootError) -> CliError {
     }
 }
 
+/// The one wording of two inputs that do not go together where the parser
+/// cannot refuse them itself, because it depends on a value (a policy, a
+/// format) or on a resumed journal: names both, as clap's refusal of two
+/// flags does ("the argument '--a' cannot be used with '--b'"), and why.
+/// Flags that conflict whatever their values are declared to clap
+/// (`conflicts_with`, `requires`, groups) instead.
+pub fn conflict(flag: &str, other: &str, why: &str) -> CliError {
+    CliError::usage(format!("{flag} cannot be used with {other}: {why}"))
+}
+
 /// The one refusal of work done on this machine only while `source`
 /// (`--fsroot`, `PINSIGHT_FSROOT`, `--hwloc-xml`) describes another.
 pub fn live_only(what: &str, source: &str, instead: &str) -> CliError {

@@ -86,9 +86,11 @@ fn main() {
     // epilogues' paragraphs filling it.
     let command =
         <Cli as clap::CommandFactory>::command().term_width(pinsight_render::terminal_width());
-    let matches = vocabulary::with_old_spellings(command)
-        .try_get_matches()
+    let mut command = vocabulary::with_old_spellings(command);
+    let matches = command
+        .try_get_matches_from_mut(std::env::args_os())
         .unwrap_or_else(|e| usage_exit(e));
+    refuse_global_conflicts(&mut command, &matches);
     let mut cli =
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
     if let Some((name, sub)) = matches.subcommand() {
@@ -99,15 +101,12 @@ fn main() {
         matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable);
     if cli.globals.fsroot.is_some() && cli.globals.hwloc_xml.is_some() {
         if matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable) {
-            // An explicit --hwloc-xml beats the environment's default machine.
+            // An explicit --hwloc-xml beats the environment's default
+            // machine: a conflict of where a value came from, not of two
+            // flags, so clap cannot declare it.
             cli.globals.fsroot = None;
         } else {
-            <Cli as clap::CommandFactory>::command()
-                .error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    "--fsroot and --hwloc-xml both say which machine to read: give one",
-                )
-                .exit();
+            conflict_exit(&mut command, "fsroot", "hwloc_xml");
         }
     }
     cli.globals.kinds_from_env =
@@ -183,6 +182,11 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
             }
         }
         Command::Mix(a) => {
+            a.given = cmd::mix::Given {
+                schedulers: vocabulary::given("mix", m, "schedulers"),
+                repeat: vocabulary::given("mix", m, "repeat"),
+                period: vocabulary::given("mix", m, "period"),
+            };
             take(m, "repeat", &mut a.repeat);
             take(m, "schedulers", &mut a.schedulers);
             take_opt(m, "csv", &mut a.export.csv);
@@ -215,9 +219,60 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
     }
 }
 
+/// clap checks a subcommand's declared conflicts (`conflicts_with`) over
+/// the flags typed after its name: a global flag typed before it
+/// (`pinsight --fsroot DIR tune --machine 6P+8E`) reaches the subcommand
+/// only after that check. The same declarations, checked again over the
+/// subcommand's final matches, refused in clap's words.
+fn refuse_global_conflicts(command: &mut clap::Command, matches: &clap::ArgMatches) {
+    use clap::parser::ValueSource;
+    let Some((name, m)) = matches.subcommand() else {
+        return;
+    };
+    let Some(sub) = command.find_subcommand_mut(name) else {
+        return;
+    };
+    let typed = |a: &clap::Arg| {
+        matches!(
+            m.value_source(a.get_id().as_str()),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    };
+    let found = sub
+        .get_arguments()
+        .filter(|a| !a.is_global_set() && typed(a))
+        .find_map(|a| {
+            sub.get_arg_conflicts_with(a)
+                .into_iter()
+                .find(|o| o.is_global_set() && typed(o))
+                .map(|o| (a.get_id().clone(), o.get_id().clone()))
+        });
+    if let Some((a, b)) = found {
+        conflict_exit(sub, a.as_str(), b.as_str());
+    }
+}
+
+/// Ends with clap's refusal of two flags that do not go together (ids
+/// `a` and `b` of `command`), worded as clap words its own.
+fn conflict_exit(command: &mut clap::Command, a: &str, b: &str) -> ! {
+    let shown = |id: &str| {
+        command
+            .get_arguments()
+            .find(|x| x.get_id() == id)
+            .map_or(id.to_string(), ToString::to_string)
+    };
+    let message = format!(
+        "the argument '{}' cannot be used with '{}'",
+        shown(a),
+        shown(b)
+    );
+    usage_exit(command.error(clap::error::ErrorKind::ArgumentConflict, message))
+}
+
 /// Ends on a clap error: help and version as clap prints them; a usage
 /// error with its control characters escaped (clap quotes the value it
-/// refuses as typed), a refused value in one line, exit 2.
+/// refuses as typed), a refused value, a conflict or a missing input in one
+/// line, exit 2.
 fn usage_exit(e: clap::Error) -> ! {
     use clap::error::ErrorKind;
     if matches!(
@@ -232,8 +287,20 @@ fn usage_exit(e: clap::Error) -> ! {
     // A refused value is one line (the value, the flag, what is allowed);
     // other errors keep clap's usage lines and tips.
     let text = match e.kind() {
-        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+        // Two flags that do not go together: the first line names both.
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue | ErrorKind::ArgumentConflict => {
             format!("{}\n", text.lines().next().unwrap_or_default())
+        }
+        // "...were not provided:" then one indented line per input: one
+        // line naming them all.
+        ErrorKind::MissingRequiredArgument => {
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or_default();
+            let missing: Vec<String> = lines
+                .take_while(|l| l.starts_with("  "))
+                .map(|l| vocabulary::hide_old_spellings(l.trim()))
+                .collect();
+            format!("{first} {}\n", missing.join(", "))
         }
         _ => text,
     };

@@ -6,7 +6,8 @@
 //! `--weights FILE` read only, `--pids LIST`, `--slice-rules LIST`, one
 //! `--machine` grammar. The spellings used before stay accepted as hidden
 //! flags: each is added here from [`RENAMED`] as a copy of the new flag
-//! (same value parser, no default, hidden, in conflict with it), and a use
+//! (same value parser, conflicts and requirements, no default, hidden, in
+//! conflict with it, in the new flag's argument groups), and a use
 //! prints one note on stderr (`note: --repeat is deprecated; use --runs`).
 //! `main` then moves the value into the new flag's field.
 
@@ -75,7 +76,25 @@ pub fn old_id(old: &str) -> String {
 
 /// `cmd` with every old spelling of [`RENAMED`] added as a hidden flag.
 pub fn with_old_spellings(mut cmd: Command) -> Command {
+    // The flags in conflict with each renamed one, read from a built copy:
+    // only there do the subcommands hold the global flags a conflict may
+    // name (clap's conflict lookup panics on an unknown one).
+    let mut built = cmd.clone();
+    built.build();
     for row in RENAMED {
+        let conflicting: Vec<clap::Id> = built
+            .find_subcommand(row.command)
+            .map(|sub| {
+                sub.get_arguments()
+                    .filter(|a| {
+                        sub.get_arg_conflicts_with(a)
+                            .iter()
+                            .any(|c| c.get_id() == row.id)
+                    })
+                    .map(|a| a.get_id().clone())
+                    .collect()
+            })
+            .unwrap_or_default();
         cmd = cmd.mut_subcommand(row.command, |sub| {
             let Some(new) = sub.get_arguments().find(|a| a.get_id() == row.id).cloned() else {
                 debug_assert!(false, "{}: no flag {}", row.command, row.id);
@@ -93,7 +112,24 @@ pub fn with_old_spellings(mut cmd: Command) -> Command {
                 .help(None)
                 .long_help(None)
                 .conflicts_with(row.id);
-            let sub = sub.arg(old);
+            // A group of the new flag (one of several inputs) takes either
+            // spelling.
+            let groups: Vec<clap::Id> = sub
+                .get_groups()
+                .filter(|g| g.get_args().any(|a| a == row.id))
+                .map(|g| g.get_id().clone())
+                .collect();
+            let mut sub = sub.arg(old);
+            for g in groups {
+                sub = sub.mut_group(g, |g| g.arg(row.hidden));
+            }
+            // A flag in conflict with the new spelling is in conflict with
+            // the old one too.
+            for id in &conflicting {
+                if sub.get_arguments().any(|a| a.get_id() == id) {
+                    sub = sub.mut_arg(id, |a| a.conflicts_with(row.hidden));
+                }
+            }
             if required {
                 // Either spelling satisfies the requirement (the field is
                 // an Option that `main` fills from the old one).
@@ -106,6 +142,29 @@ pub fn with_old_spellings(mut cmd: Command) -> Command {
         });
     }
     cmd
+}
+
+/// A missing-input item of clap's refusal (`<--pids <PID>|CMD|--pid <PID>>`,
+/// an argument group) without the hidden old spellings beside their new
+/// one: the group holds both so that either satisfies it, but only the new
+/// one is shown.
+pub fn hide_old_spellings(item: &str) -> String {
+    let Some(inner) = item.strip_prefix('<').and_then(|i| i.strip_suffix('>')) else {
+        return item.to_string();
+    };
+    let parts: Vec<&str> = inner.split('|').collect();
+    let flag = |p: &str| p.split(' ').next().unwrap_or_default().to_string();
+    let shown: Vec<&str> = parts
+        .iter()
+        .copied()
+        .filter(|p| {
+            !RENAMED.iter().any(|r| {
+                flag(p) == format!("--{}", r.old)
+                    && parts.iter().any(|q| flag(q) == format!("--{}", r.new))
+            })
+        })
+        .collect();
+    format!("<{}>", shown.join("|"))
 }
 
 /// Prints one note for each old spelling used in `matches` (the
@@ -121,6 +180,19 @@ pub fn notes(command: &str, matches: &ArgMatches, quiet: bool) -> Vec<&'static R
         }
     }
     used
+}
+
+/// Whether flag `id` of `command` was given on the command line (or from
+/// its environment variable), in either spelling, rather than left at its
+/// default: clap's `ArgMatches::value_source`, not a comparison of values.
+pub fn given(command: &str, m: &ArgMatches, id: &str) -> bool {
+    use clap::parser::ValueSource;
+    matches!(
+        m.value_source(id),
+        Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+    ) || RENAMED
+        .iter()
+        .any(|r| r.command == command && r.id == id && m.contains_id(r.hidden))
 }
 
 /// Moves the value of the hidden old spelling `old` into `field` (the new

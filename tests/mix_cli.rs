@@ -200,6 +200,73 @@ fn ctrl_c_keeps_the_journal_and_resume_completes() {
     );
 }
 
+/// On `--resume`, a flag given is compared with the journal even when it
+/// equals its default (clap's value source, not the value, says it was
+/// given); a flag not given takes the journal's value.
+#[test]
+fn resume_compares_given_flags_even_at_their_defaults() {
+    let _serial = pinsight_testkit::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| -> Option<Output> {
+        let mut c = pinsight(dir.path(), args)?;
+        Some(wait_with_guard(
+            c.stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        ))
+    };
+    // The journal: 2 runs, a 100 ms period (neither the default).
+    let Some(o) = run(&[
+        "mix",
+        "--policies",
+        "os",
+        "--runs",
+        "2",
+        "--period",
+        "100ms",
+        "--",
+        "true",
+    ]) else {
+        return;
+    };
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let resume = ["mix", "--resume", "pinsight-mix.jsonl"];
+    for (given, field) in [
+        (["--runs", "3"], "repeat differs (journal 2, now 3)"),
+        (
+            ["--period", "200ms"],
+            "period differs (journal 0.1s, now 0.2s)",
+        ),
+        (["--policies", "os,aarr,to,acfs"], "schedulers differs"),
+        (["--repeat", "3"], "repeat differs (journal 2, now 3)"),
+    ] {
+        let args: Vec<&str> = resume.iter().chain(given.iter()).copied().collect();
+        let o = run(&args).unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--resume") && err.contains(field),
+            "{args:?}: {err}"
+        );
+    }
+    // Given equal to the journal's, or not given: the journal's experiment.
+    for extra in [&["--runs", "2", "--period", "100ms"][..], &[]] {
+        let args: Vec<&str> = resume.iter().chain(extra.iter()).copied().collect();
+        let o = run(&[&args[..], &["--json"]].concat()).unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["repeat"], 2, "{args:?}");
+        assert_eq!(r["period_s"], 0.1, "{args:?}");
+    }
+}
+
 #[test]
 fn refusals() {
     let _serial = pinsight_testkit::serial();

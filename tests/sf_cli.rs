@@ -88,8 +88,14 @@ fn help_explains_the_estimator_the_probe_and_the_fallbacks() {
 fn bad_input_and_recorded_machines_are_refused_in_one_line() {
     let fixture = hwloc_fixture(I7);
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["sf"], "give the process to measure"),
-        (vec!["sf", "--pids", "1", "--", "true"], "not both"),
+        (
+            vec!["sf"],
+            "required arguments were not provided: <--pids <PID>|CMD|",
+        ),
+        (
+            vec!["sf", "--pids", "1", "--", "true"],
+            "'--pids <PID>' cannot be used with '[CMD]...'",
+        ),
         (
             vec!["sf", "--pids", "999999999"],
             "--pids 999999999: no such process",

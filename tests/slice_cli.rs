@@ -185,7 +185,7 @@ fn usage_errors_name_the_input() {
         &on_hybrid(&["slice", "--all", "--size", "21"], &[]),
         &["21 ranks", "at most 20"],
     );
-    usage_error(&on_hybrid(&["slice", "--all"], &[]), &["--size"]);
+    usage_error(&on_hybrid(&["slice", "--all"], &[]), &["--local-size"]);
     usage_error(
         &on_hybrid(
             &["slice", "--all", "--size", "2", "--slice-rules", "fair"],

@@ -20,6 +20,7 @@ mod cli_contract;
 mod compare_cli;
 mod compare_ranks;
 mod compare_workload;
+mod conflicts;
 mod errors_topology;
 mod fsroot_archive;
 mod help_wrap;

@@ -1,6 +1,6 @@
 //! `pinsight topo --watch`: refusals on recorded machines, what this
 //! machine's kernel offers (a typed reason when HFI events cannot be
-//! heard), a clean Ctrl-C, and the lines printed for recorded bytes.
+//! heard), a clean Ctrl-C (exit 130), and the lines printed for recorded bytes.
 
 use crate::common_cli;
 
@@ -103,7 +103,7 @@ fn live_watch_is_available_or_says_why() {
 }
 
 #[test]
-fn ctrl_c_ends_a_watch_with_status_0() {
+fn ctrl_c_ends_a_watch_with_status_130() {
     if let Err(e) = live_watcher() {
         pinsight_testkit::skip_test!("HFI events cannot be heard here ({e}): nothing to interrupt");
     }
@@ -145,9 +145,10 @@ fn ctrl_c_ends_a_watch_with_status_0() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let out = child.wait_with_output().unwrap();
+    // The one signal lifecycle: 128 + SIGINT, by exit, not by dying.
     assert_eq!(
         status.code(),
-        Some(0),
+        Some(130),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

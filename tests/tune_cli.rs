@@ -298,7 +298,10 @@ fn bad_input_exits_2_with_one_line() {
         t(&["--from", &seed, "--goal", "energy", m[0], m[1]]),
         &["goal energy needs the energy_j column"],
     );
-    refuse(t(&["--from", &seed, m[0], m[1], "--", "ls"]), &["not both"]);
+    refuse(
+        t(&["--from", &seed, m[0], m[1], "--", "ls"]),
+        &["'--from <FILE>' cannot be used with '[COMMAND]...'"],
+    );
     refuse(
         t(&["--from", &seed, "--machine", "P4"]),
         &["'P4'", "--machine", "allowed"],
@@ -312,7 +315,10 @@ fn bad_input_exits_2_with_one_line() {
         &["--runs"],
     );
     refuse(t(&["--machine", "4P+8E"]), &["required arguments"]);
-    refuse(t(&[]), &["tune needs a program to run"]);
+    refuse(
+        t(&[]),
+        &["required arguments were not provided: <--from <FILE>|--resume <JOURNAL>|COMMAND>"],
+    );
     let root = fixture(HYBRID);
     refuse(
         vec![

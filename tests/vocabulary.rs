@@ -226,7 +226,11 @@ fn old_spellings_are_hidden_aliases_with_a_note() {
             "repeat",
             "runs",
         ),
-        (&["sched", "--policy", "aarr"], "policy", "policies"),
+        (
+            &["sched", "--policy", "aarr", "--pids", "999999999"],
+            "policy",
+            "policies",
+        ),
         (
             &["report", "--latency-from", missing],
             "latency-from",

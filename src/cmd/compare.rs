@@ -77,6 +77,9 @@ fn parse_policies(text: &str) -> Result<Vec<String>, String> {
 /// Compare thread placements (and governors) on your own program, with statistics and a verdict.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
+// A compare across ranks: started with --launcher, or continued with
+// --resume (whether that journal is one is known once it is read).
+#[command(group(clap::ArgGroup::new("ranks").multiple(true).args(["launcher", "resume"])))]
 pub struct Args {
     /// Placement policies to compare, comma-separated [default: os,p-set,p-pinned,e-set,e-pinned];
     /// CPU lists keep their commas (`--policies os,cpus:1,0,cpus-set:0x1,0x0`); may be repeated.
@@ -124,14 +127,14 @@ pub struct Args {
     pub journal: Option<PathBuf>,
     /// Compare slicing rules across ranks: run every run under this launcher line (split as a
     /// shell would), e.g. 'mpirun -np 4 --bind-to none' or 'srun -n 4'; needs --slice.
-    #[arg(long, value_name = "LINE")]
+    #[arg(long, value_name = "LINE", requires = "slice", conflicts_with_all = PLACEMENT_FLAGS)]
     pub launcher: Option<String>,
     /// With --launcher: the placement policy every rank applies inside its slice.
-    #[arg(long, value_name = "POLICY")]
+    #[arg(long, value_name = "POLICY", requires = "ranks")]
     pub slice: Option<String>,
     /// With --launcher: the slicing rules to compare, comma-separated, the first is the baseline
     /// [default: equal-count,equal-capacity,p-only].
-    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    #[arg(long, value_delimiter = ',', value_name = "LIST", requires = "ranks")]
     pub slice_rules: Option<Vec<String>>,
     /// Continue an interrupted experiment from its journal (COMMAND and options may be omitted).
     #[arg(long, value_name = "JOURNAL")]
@@ -329,19 +332,28 @@ fn ranks_identity(
         .and_then(|h| h.extension.clone())
         .and_then(|v| serde_json::from_value(v).ok());
     if args.launcher.is_none() && journal.is_none() {
-        if args.slice_rules.is_some() {
-            return Err(CliError::usage(
-                "--slice-rules applies with --launcher LINE only (compare across ranks)",
-            ));
-        }
-        if args.slice.is_some() {
-            return Err(CliError::usage(
-                "--slice applies with --launcher LINE only (compare across ranks)",
+        // The parser let --slice/--slice-rules through with --resume: of a
+        // journal that is not a compare across ranks, they do not apply.
+        if let Some(flag) = [
+            (args.slice_rules.is_some(), "--slice-rules"),
+            (args.slice.is_some(), "--slice"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+        {
+            return Err(crate::errors::conflict(
+                flag,
+                "--resume of a plain compare journal",
+                "it applies to a compare across ranks (--launcher LINE)",
             ));
         }
         return Ok(None);
     }
-    refuse_placement_flags(args)?;
+    if args.launcher.is_none() {
+        // The parser refuses them beside --launcher; a resumed journal's
+        // launcher is known only now.
+        refuse_placement_flags(args)?;
+    }
     let launcher = launcher_words(args, journal.as_ref())?;
     let slice = match (&args.slice, &journal) {
         (Some(p), _) => {
@@ -350,9 +362,12 @@ fn ranks_identity(
             p.clone()
         }
         (None, Some(j)) => j.slice.clone(),
+        // The parser requires --slice with --launcher.
         (None, None) => {
-            return Err(CliError::usage(
-                "--launcher needs --slice POLICY: the policy every rank applies inside its slice (e.g. --slice p-pinned)",
+            return Err(crate::errors::conflict(
+                "--launcher",
+                "no --slice POLICY",
+                "every rank applies that policy inside its slice (e.g. --slice p-pinned)",
             ))
         }
     };
@@ -370,8 +385,21 @@ fn ranks_identity(
     }))
 }
 
-/// With `--launcher` each arm is a slicing rule: the flags that choose a
-/// placement in one process do not apply.
+/// The clap ids of the flags that choose a placement in one process: with
+/// `--launcher` each arm is a slicing rule, so they do not apply.
+const PLACEMENT_FLAGS: [&str; 8] = [
+    "policies",
+    "threads",
+    "governors",
+    "oversubscribe",
+    "latency",
+    "weights",
+    "mem",
+    "near",
+];
+
+/// With a resumed compare across ranks each arm is a slicing rule: the
+/// flags that choose a placement in one process do not apply.
 fn refuse_placement_flags(args: &Args) -> Result<(), CliError> {
     for (given, flag) in [
         (args.policies.is_some(), "--policies"),
@@ -384,10 +412,12 @@ fn refuse_placement_flags(args: &Args) -> Result<(), CliError> {
         (args.near.is_some(), "--near"),
     ] {
         if given {
-            return Err(CliError::usage(format!(
-                "{flag} does not apply with --launcher: each arm is a slicing rule (--slice-rules), \
-                 and each rank places its threads with --slice POLICY"
-            )));
+            return Err(crate::errors::conflict(
+                flag,
+                "--resume of a compare across ranks",
+                "each arm is a slicing rule (--slice-rules), and each rank places its threads \
+                 with --slice POLICY",
+            ));
         }
     }
     Ok(())

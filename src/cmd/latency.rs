@@ -41,6 +41,9 @@ use std::time::Duration;
                         # core-to-core-latency's CSV\n  pinsight latency --latency results/AMD_Ryzen_9_5950X.csv\n  \
                         # from core-to-core-latency -b 1,2 --csv\n  pinsight latency --latency b12.csv --benchmark 2"
 )]
+// The matrix file, in either spelling of its flag (`vocabulary`), for
+// `--benchmark` to require.
+#[command(group(clap::ArgGroup::new("matrix").args(["from_csv"])))]
 pub struct Args {
     /// CPUs to measure (cpulist, e.g. 0-7,16); default: every online CPU this process may use.
     /// With --latency: show only these CPUs of the matrix.
@@ -77,7 +80,7 @@ pub struct Args {
     pub from_csv: Option<PathBuf>,
     /// With --latency: show the N-th matrix of a file holding several (default 1, the first).
     /// core-to-core-latency -b 1,2 --csv writes one per benchmark, in the order given to -b.
-    #[arg(long, value_name = "N", requires = "from_csv", value_parser = parse_benchmark)]
+    #[arg(long, value_name = "N", requires = "matrix", value_parser = parse_benchmark)]
     pub benchmark: Option<usize>,
     /// Write the matrix in core-to-core-latency's CSV format (lower triangle, one-way ns).
     /// The values are per-pair medians (with --runs: the median of the run medians), where

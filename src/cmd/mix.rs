@@ -71,6 +71,20 @@ pub struct Args {
     /// The programs: one shell command line each (quote them).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
     pub commands: Vec<String>,
+    /// Which of the flags with a default were typed (set by `main` from
+    /// clap's value source): with --resume, a typed one, even equal to its
+    /// default, must match the journal; an absent one follows it.
+    #[arg(skip)]
+    pub given: Given,
+}
+
+/// The flags of [`Args`] given on the command line, not left at their
+/// defaults (`clap::ArgMatches::value_source`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given {
+    pub schedulers: bool,
+    pub repeat: bool,
+    pub period: bool,
 }
 
 #[derive(serde::Serialize)]
@@ -105,13 +119,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         })?;
     }
     let capacity = g.live_capacity("mix")?;
-    // Flags left at their defaults follow a resumed journal.
+    // Flags not given follow a resumed journal (and take the library's
+    // defaults, the same as clap's, in a new one); given ones must match it.
     let request = MixRequest {
         commands: args.commands.clone(),
-        schedulers: (args.schedulers != "os,aarr,to,acfs")
+        schedulers: args
+            .given
+            .schedulers
             .then(|| args.schedulers.split(',').map(String::from).collect()),
-        repeat: (args.repeat != 3).then_some(args.repeat),
-        period: (args.period != Duration::from_millis(200)).then_some(args.period),
+        repeat: args.given.repeat.then_some(args.repeat),
+        period: args.given.period.then_some(args.period),
         sf: args.sf.clone(),
         journal: match &args.resume {
             Some(p) => MixJournal::Resume(p.clone()),

@@ -41,7 +41,8 @@ pub struct Args {
     #[arg(long, value_name = "CONFIG")]
     pub config: Option<String>,
     /// The machine for the curves, instead of the topology: 6P+8E, 6P+8E+smt, 8P+smt.
-    #[arg(long, value_name = "SPEC", value_parser = crate::values::machine)]
+    #[arg(long, value_name = "SPEC", value_parser = crate::values::machine,
+          conflicts_with_all = ["fsroot", "hwloc_xml", "kinds"])]
     pub machine: Option<crate::values::MachineSpec>,
     /// Write the speedup curves (P-first, E-first) as an SVG line chart to FILE.
     #[arg(long = "export-svg", value_name = "FILE")]
@@ -80,7 +81,7 @@ struct Output {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let (config, given) = declared(&args, g)?;
+    let (config, given) = declared(&args)?;
     if let Some(p) = &args.svg {
         check_output_file(p, "--export-svg")?;
     }
@@ -262,7 +263,7 @@ fn human(
 }
 
 /// `--config` and `--machine`, checked before any work.
-fn declared(args: &Args, g: &Globals) -> Result<(Option<Config>, Option<Machine>), CliError> {
+fn declared(args: &Args) -> Result<(Option<Config>, Option<Machine>), CliError> {
     let config: Option<Config> = match &args.config {
         Some(s) => Some(
             s.parse()
@@ -271,17 +272,10 @@ fn declared(args: &Args, g: &Globals) -> Result<(Option<Config>, Option<Machine>
         None => None,
     };
     let given: Option<Machine> = match &args.machine {
-        Some(s) => {
-            if g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some() {
-                return Err(CliError::usage(
-                    "--machine declares the machine; do not give --fsroot, --hwloc-xml or --kinds with it",
-                ));
-            }
-            Some(
-                s.for_tune()
-                    .map_err(|e| CliError::usage(format!("--machine {e}")))?,
-            )
-        }
+        Some(s) => Some(
+            s.for_tune()
+                .map_err(|e| CliError::usage(format!("--machine {e}")))?,
+        ),
         None => None,
     };
     Ok((config, given))

@@ -6,7 +6,7 @@ use super::plan_args::{
     add_interleave_weights, caveat_message, format_error, make_request, parse_policy, plan_error,
     PlanArgs,
 };
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::cli::{CmdResult, Globals};
 use pinsight_plan::{format::FORMAT_NAMES, plan, render, Format, Policy};
 
 const AFTER_HELP: &str = "\
@@ -105,8 +105,10 @@ fn parse_format(s: &str) -> Result<Format, String> {
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let format = match (args.format, g.json) {
         (Some(f), true) if f != Format::Json => {
-            return Err(CliError::usage(
-                "--json and --format disagree; give one of them",
+            return Err(crate::errors::conflict(
+                "--json",
+                "--format",
+                "give one of them (--format json is --json)",
             ));
         }
         (Some(f), _) => f,

@@ -169,9 +169,11 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
     let mut policy = policy.clone();
     let weights = match &args.weights {
         Some(_) if policy.base != BasePolicy::Balance => {
-            return Err(CliError::usage(format!(
-                "--weights applies to the balance policy only, not {policy}"
-            )));
+            return Err(crate::errors::conflict(
+                "--weights",
+                &format!("policy {policy}"),
+                "it applies to the balance policy only",
+            ));
         }
         Some(p) => Some(Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?),
         None => None,
@@ -182,9 +184,11 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
                 policy.base = BasePolicy::LatencyPipeline
             }
             _ => {
-                return Err(CliError::usage(format!(
-                    "--pipeline applies to latency-group only, not {policy}"
-                )))
+                return Err(crate::errors::conflict(
+                    "--pipeline",
+                    &format!("policy {policy}"),
+                    "it applies to latency-group only",
+                ))
             }
         }
     }
@@ -195,9 +199,11 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
                 BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
             ) =>
         {
-            return Err(CliError::usage(format!(
-                "--latency applies to latency-group/latency-pipeline only, not {policy}"
-            )));
+            return Err(crate::errors::conflict(
+                "--latency",
+                &format!("policy {policy}"),
+                "it applies to latency-group/latency-pipeline only",
+            ));
         }
         Some(p) => Some(LatencyMatrix::load(p).map_err(|e| CliError::usage(e.to_string()))?),
         None => None,

@@ -479,7 +479,7 @@ mod tests {
         assert_eq!(e.code, 2);
         assert!(
             e.message
-                .contains("--weights applies to the balance policy only"),
+                .contains("--weights cannot be used with policy compact: it applies to the balance policy only"),
             "{}",
             e.message
         );

@@ -58,6 +58,8 @@ Examples:
 
 Exit status: CMD's (128+N if killed by signal N; 127 not found, 126 not executable); with --pids 0, or 128+N when stopped by signal N. This machine only: --fsroot/--hwloc-xml are refused (exit 2)."
 )]
+// What to manage: running processes or a program to start; exactly one.
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pids", "command"])))]
 pub struct Args {
     /// The policy: os, aarr, to or acfs.
     #[arg(long = "policies", value_name = "POLICY", required = true,
@@ -96,19 +98,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         ))
     })?;
     let given = pinsight_sched::mix::given_sf(&args.sf).map_err(crate::errors::mix_open_error)?;
-    match (args.pids.is_empty(), args.command.is_empty()) {
-        (true, true) => {
-            return Err(CliError::usage(
-                "sched needs a program to run (-- CMD ARGS...) or --pids PID,...",
-            ))
-        }
-        (false, false) => {
-            return Err(CliError::usage(
-                "sched takes either a program (-- CMD) or --pids, not both",
-            ))
-        }
-        _ => {}
-    }
+    // The parser took --pids or CMD, not both.
     let mut pids = Vec::new();
     for p in &args.pids {
         match p.trim().parse::<i32>() {

@@ -50,6 +50,11 @@ pinsight sf --probe -- ./render scene.txt\n  \
 pinsight sf --pids 1234 --probe --period 100ms --json\n  \
 pinsight sf --from-compare compare-journal.jsonl"
 )]
+// What to measure: a running process, a program to start, or a compare
+// journal; exactly one. The usage is written out: clap's would list the
+// hidden old spelling (--pid) that the group holds too.
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "command", "from_compare"])))]
+#[command(override_usage = "pinsight sf [OPTIONS] <--pids <PID>|CMD|--from-compare <JOURNAL>>")]
 pub struct Args {
     /// Measure the threads of this running process (one pid).
     #[arg(long = "pids", value_name = "PID", value_parser = crate::values::one_pid)]
@@ -160,19 +165,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 
 /// What to measure: --pids PID or -- CMD, checked.
 fn target<'a>(args: &'a Args, g: &Globals) -> Result<Target<'a>, CliError> {
-    match (&args.pid, args.command.is_empty()) {
-        (Some(_), false) => {
-            return Err(CliError::usage(
-                "give --pids PID or -- CMD, not both (sf measures one process)",
-            ))
-        }
-        (None, true) => {
-            return Err(CliError::usage(
-                "give the process to measure: --pids PID, or a program after --",
-            ))
-        }
-        _ => {}
-    }
+    // The parser took --pids or CMD, not both.
     g.require_live(
         "sf measures threads",
         "unset it (--kinds declares this machine's kinds)",

@@ -34,14 +34,14 @@ pub struct Args {
     #[command(flatten)]
     pub slice: SliceArgs,
     /// Show every rank's slice (needs --size).
-    #[arg(long)]
+    #[arg(long, requires = "size")]
     pub all: bool,
     /// Per-CPU speed weights (JSON {"cpu": weight} or `cpu,weight` lines) as slice capacity.
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
     /// With --all: the slices as a launcher's binding option: slurm, openmpi, openmpi-rankfile,
     /// hydra, intel-mpi.
-    #[arg(long, value_name = "LAUNCHER")]
+    #[arg(long, value_name = "LAUNCHER", requires = "all")]
     pub format: Option<String>,
 }
 
@@ -49,11 +49,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let topo = g.topology()?;
     let allowed = allowed_cpus(&topo)?;
     let rule = args.slice.rule.unwrap_or_default();
-    if args.format.is_some() && !args.all {
-        return Err(CliError::usage(
-            "--format writes every rank's binding: give --all --size N",
-        ));
-    }
     if args.all {
         let size = args.slice.size.ok_or_else(|| {
             CliError::usage("--all needs --size N: the number of ranks on a node")

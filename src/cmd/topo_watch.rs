@@ -2,19 +2,26 @@
 //! (thermal generic netlink, `pinsight_topology::hfi`), one line per CPU
 //! (`pinsight_render::hfi`), or JSON Lines with `--json`.
 //!
-//! Stops after `--count N` changes, after `--for DURATION`, on Ctrl-C or
-//! SIGTERM (exit 0, output flushed), or when the reader of stdout goes
-//! away (`| head`: exit 0, as a closed pipe is no failure).
+//! Stops after `--count N` changes or after `--for DURATION` (exit 0), on
+//! SIGINT, SIGTERM or SIGHUP through the one signal lifecycle
+//! (`pinsight_lifecycle::interrupt`: output flushed, exit 128 + N, 130
+//! for Ctrl-C), or when the reader of stdout goes away (`| head`: exit 0,
+//! as a closed pipe is no failure).
 
 use crate::cli::{parse_duration, wrap80, CliError, CmdResult, Globals};
+use pinsight_lifecycle::interrupt;
 use pinsight_topology::hfi::{Batch, CapabilityTable, HfiError, HfiWatcher};
 use pinsight_topology::Topology;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 /// The `--watch` flags of `pinsight topo`.
 #[derive(clap::Args, Debug, Default)]
+// `--count` and `--for` require this group, not `--watch` itself: clap
+// lets a required flag be missing when it conflicts with one given
+// (`--explain`), a group it holds to.
+#[command(group(clap::ArgGroup::new("watching").args(["watch"])))]
 pub struct WatchArgs {
     /// Watch this machine's dynamic capacity (Intel HFI): print each CPU's
     /// performance and efficiency capability change (0-1020; performance 0:
@@ -25,10 +32,10 @@ pub struct WatchArgs {
     #[arg(long)]
     pub watch: bool,
     /// With --watch: stop after N CPU changes.
-    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long, value_name = "N", requires = "watching", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub count: Option<u64>,
     /// With --watch: stop after DURATION (e.g. 30s, 5m).
-    #[arg(long = "for", value_name = "DURATION", requires = "watch", value_parser = parse_duration)]
+    #[arg(long = "for", value_name = "DURATION", requires = "watching", value_parser = parse_duration)]
     pub for_duration: Option<Duration>,
 }
 
@@ -48,7 +55,12 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
         return Err(refuse("--fsroot"));
     }
     let topo = g.topology()?;
-    let wake = stop_signals()?;
+    // The one signal lifecycle: this thread ends the watch and the process
+    // (128 + N) once the signal's descriptor wakes the netlink wait.
+    let wake = interrupt::stopped_fd().map_err(|e| {
+        CliError::runtime(format!("topo --watch: cannot set up Ctrl-C handling: {e}"))
+    })?;
+    let _main = interrupt::main_handles_exit();
     let watcher = match HfiWatcher::open(&fs) {
         Ok(w) => w,
         Err(HfiError::Recorded { .. }) => return Err(refuse("--fsroot")),
@@ -76,7 +88,7 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let kind_of = |cpu: u32| kind_name(&topo, cpu);
-    watch(&mut source, &mut out, args, g.json, &kind_of, &mut |w| {
+    let woken = watch(&mut source, &mut out, args, g.json, &kind_of, &mut |w| {
         if !g.quiet {
             eprintln!(
                 "{}",
@@ -84,21 +96,11 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
             );
         }
     })?;
-    Ok(0)
-}
-
-/// Installs SIGINT/SIGTERM handlers writing to a self-pipe; returns its
-/// read end, which ends the watcher's waits.
-fn stop_signals() -> Result<OwnedFd, CliError> {
-    let pipe = pinsight_sys::signals::self_pipe().map_err(|e| {
-        CliError::runtime(format!("topo --watch: cannot set up Ctrl-C handling: {e}"))
-    })?;
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        pinsight_sys::signals::write_to_self_pipe_on(sig).map_err(|e| {
-            CliError::runtime(format!("topo --watch: cannot set up Ctrl-C handling: {e}"))
-        })?;
-    }
-    Ok(pipe)
+    drop(out);
+    Ok(match interrupt::stopped() {
+        Some(sig) if woken => pinsight_lifecycle::exit::signal_code(sig),
+        _ => 0,
+    })
 }
 
 /// Where batches come from: the live watcher, or recorded bytes in tests.
@@ -108,12 +110,13 @@ trait Source {
 
 struct Live {
     watcher: HfiWatcher,
-    wake: OwnedFd,
+    /// Readable once a stopping signal arrived ([`interrupt::stopped_fd`]).
+    wake: BorrowedFd<'static>,
 }
 
 impl Source for Live {
     fn next(&mut self, timeout: Duration) -> Result<Batch, HfiError> {
-        self.watcher.next_batch(timeout, Some(self.wake.as_fd()))
+        self.watcher.next_batch(timeout, Some(self.wake))
     }
 }
 
@@ -124,7 +127,7 @@ fn kind_name(topo: &Topology, cpu: u32) -> Option<String> {
 }
 
 /// The watch loop: prints each change, stops on count, deadline, wake-up
-/// or a closed stdout.
+/// or a closed stdout. True when a wake-up (a signal) ended it.
 fn watch(
     source: &mut impl Source,
     out: &mut impl Write,
@@ -132,7 +135,7 @@ fn watch(
     json: bool,
     kind_of: &dyn Fn(u32) -> Option<String>,
     warn: &mut dyn FnMut(String),
-) -> Result<(), CliError> {
+) -> Result<bool, CliError> {
     let deadline = args.for_duration.map(|d| Instant::now() + d);
     let mut table = CapabilityTable::new();
     let mut seen = 0u64;
@@ -141,7 +144,7 @@ fn watch(
             Some(d) => {
                 let left = d.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    return Ok(());
+                    return Ok(false);
                 }
                 left
             }
@@ -150,7 +153,7 @@ fn watch(
         let changes = match source.next(timeout) {
             Ok(Batch::Changes(c)) => c,
             Ok(Batch::TimedOut) => continue,
-            Ok(Batch::Woken) => return Ok(()),
+            Ok(Batch::Woken) => return Ok(true),
             Ok(Batch::Lost) => {
                 warn(
                     "the kernel dropped events (receive buffer full): some changes were missed"
@@ -175,7 +178,7 @@ fn watch(
             match writeln!(out, "{text}").and_then(|()| out.flush()) {
                 Ok(()) => {}
                 // The reader has all it wanted (`| head`).
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(false),
                 Err(e) => {
                     return Err(CliError::runtime(format!(
                         "topo --watch: writing standard output: {e}"
@@ -184,7 +187,7 @@ fn watch(
             }
             seen += 1;
             if args.count.is_some_and(|n| seen >= n) {
-                return Ok(());
+                return Ok(false);
             }
         }
     }
@@ -244,7 +247,7 @@ mod tests {
         );
         let mut out = Vec::new();
         let mut warnings = Vec::new();
-        watch(
+        let woken = watch(
             &mut src,
             &mut out,
             &WatchArgs::default(),
@@ -253,6 +256,7 @@ mod tests {
             &mut |w| warnings.push(w),
         )
         .unwrap();
+        assert!(woken, "a wake-up (a signal) ended it");
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "cpu 0  perf 1020  eff 400  (kind P-core)\n\
@@ -274,7 +278,7 @@ mod tests {
             count: Some(2),
             for_duration: None,
         };
-        watch(&mut src, &mut out, &args, true, &|_| None, &mut |_| {}).unwrap();
+        assert!(!watch(&mut src, &mut out, &args, true, &|_| None, &mut |_| {}).unwrap());
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<serde_json::Value> = text
             .lines()
@@ -371,7 +375,7 @@ mod tests {
             vec![hfi::encode(0x1c, &[c(0, 8, 8)])],
             Batch::Changes(vec![c(1, 1, 1)]),
         );
-        watch(
+        let woken = watch(
             &mut src,
             &mut ClosedPipe,
             &WatchArgs::default(),
@@ -380,6 +384,7 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
+        assert!(!woken);
         assert_eq!(src.waits, 1, "stopped at the first failed write");
     }
 }

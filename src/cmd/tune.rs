@@ -50,6 +50,9 @@ Examples:
 /// to a few runs and recommend a configuration.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
+// What to tune: a program, a journal to continue, or runs measured
+// elsewhere; exactly one.
+#[command(group(clap::ArgGroup::new("what").required(true).args(["from", "resume", "command"])))]
 pub struct Args {
     /// What to minimise: time, energy or edp (energy × time; energy needs RAPL or energy_j).
     #[arg(long, value_name = "GOAL", default_value = "time", value_parser = parse_goal)]
@@ -75,15 +78,19 @@ pub struct Args {
     /// Journal file of the live runs.
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub journal: Option<PathBuf>,
-    /// Continue an interrupted tune from its journal.
-    #[arg(long, value_name = "JOURNAL")]
+    /// Continue an interrupted tune from its journal (its own command, runs, warm-ups, seed and
+    /// placement).
+    #[arg(long, value_name = "JOURNAL", conflicts_with_all = ["runs", "warmup", "seed", "pinned"])]
     pub resume: Option<PathBuf>,
     /// Fit runs measured elsewhere (CSV p,e,smt,time_s[,energy_j]); runs nothing.
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["runs", "warmup", "budget", "validate", "journal", "resume"])]
     pub from: Option<PathBuf>,
     /// With --from: the machine to predict for, instead of a topology (6P+8E, 6P+8E+smt, 8P+smt).
-    #[arg(long, value_name = "SPEC", requires = "from", value_parser = crate::values::machine)]
+    // clap lets a requirement go unmet when it conflicts with a flag given
+    // (--from with --resume or COMMAND): those are declared here too.
+    #[arg(long, value_name = "SPEC", requires = "from", value_parser = crate::values::machine,
+          conflicts_with_all = ["fsroot", "hwloc_xml", "kinds", "resume", "command"])]
     pub machine: Option<crate::values::MachineSpec>,
     /// List every configuration, not only the measured ones, the best 5 and the runner-up.
     #[arg(long)]
@@ -98,32 +105,10 @@ fn parse_goal(s: &str) -> Result<Goal, String> {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
+    // The parser took exactly one of --from, --resume and COMMAND, and
+    // refused the flags that do not go with --from or --resume.
     if let Some(path) = &args.from {
-        if !args.command.is_empty() {
-            return Err(CliError::usage(format!(
-                "--from '{}' fits runs measured elsewhere and runs nothing: give --from FILE or -- COMMAND, not both",
-                path.display()
-            )));
-        }
         return from_file(&args, g, path);
-    }
-    if let Some(path) = &args.resume {
-        if !args.command.is_empty()
-            || args.runs.is_some()
-            || args.warmup.is_some()
-            || args.seed.is_some()
-            || args.pinned
-        {
-            return Err(CliError::usage(format!(
-                "--resume '{}' continues the journal's own command, runs, warm-ups, seed and placement; give only --resume (with --budget, --validate, --goal or --json)",
-                path.display()
-            )));
-        }
-    }
-    if args.command.is_empty() && args.resume.is_none() {
-        return Err(CliError::usage(
-            "tune needs a program to run (pinsight tune -- CMD ARGS) or runs to fit (--from RUNS.csv)",
-        ));
     }
     // A simulated tune (test only) runs nothing, so it may plan a recorded
     // machine; a live one runs programs here and refuses another machine.
@@ -300,11 +285,6 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
     }
     match &args.machine {
         Some(spec) => {
-            if g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some() {
-                return Err(CliError::usage(
-                    "--machine declares the machine; do not give --fsroot, --hwloc-xml or --kinds with it",
-                ));
-            }
             let machine: Machine = spec
                 .for_tune()
                 .map_err(|e| CliError::usage(format!("--machine {e}")))?;

@@ -106,22 +106,79 @@ pub struct Machine {
     pub arch: Option<String>,
     /// CPUs this process may use.
     pub usable_cpus: CpuSet,
-    /// Core kinds, slowest first: `E-core: 8-15`.
-    pub kinds: Vec<String>,
+    /// Core kinds, slowest first. Written typed
+    /// (`{"name": "E-core", "cpus": "8-15", "rank": 0}`); journals written
+    /// before hold `"E-core: 8-15"` text, read into the same form.
+    #[serde(deserialize_with = "kinds_either_form")]
+    pub kinds: Vec<MachineKind>,
     /// What can be measured here (`counters: ...`, `energy: ...`, `governors: ...`).
     pub capabilities: Vec<String>,
 }
 
+/// A core kind of the machine, as the header stores it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineKind {
+    /// The kind's name (`P-core`, `E-core`, `Cortex-A76`).
+    pub name: String,
+    /// Its online CPUs, a cpulist (`8-15`).
+    pub cpus: CpuSet,
+    /// 0 = least performant (the topology's kind rank).
+    pub rank: usize,
+}
+
+impl std::fmt::Display for MachineKind {
+    /// `NAME: CPULIST`, the form messages and reports show.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.name, self.cpus)
+    }
+}
+
+impl MachineKind {
+    /// The text form of journals written before kinds were typed:
+    /// `NAME: CPULIST`, at position `rank` of a list slowest first.
+    /// `None` when it does not parse.
+    pub fn from_text(text: &str, rank: usize) -> Option<MachineKind> {
+        let (name, list) = text.rsplit_once(": ")?;
+        Some(MachineKind {
+            name: name.to_string(),
+            cpus: CpuSet::parse_list(list).ok()?,
+            rank,
+        })
+    }
+}
+
+/// One entry of `machine.kinds`: typed, or the older `NAME: CPULIST` text.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum KindEntry {
+    Typed(MachineKind),
+    Text(String),
+}
+
+/// Reads `machine.kinds` in either form; a text entry that does not parse
+/// is left out (as reading it back always did), never a refused journal.
+fn kinds_either_form<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<MachineKind>, D::Error> {
+    let entries = Vec::<KindEntry>::deserialize(d)?;
+    Ok(entries
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            KindEntry::Typed(k) => Some(k),
+            KindEntry::Text(t) => MachineKind::from_text(&t, i),
+        })
+        .collect())
+}
+
 impl Machine {
-    /// The core kinds' CPU sets, slowest first, read back from
-    /// [`Machine::kinds`] (`NAME: CPULIST`, as setup writes them); an
-    /// entry that does not parse is left out.
+    /// The core kinds' CPU sets, slowest first.
     pub fn kind_cpus(&self) -> Vec<CpuSet> {
-        self.kinds
-            .iter()
-            .filter_map(|k| k.rsplit_once(": "))
-            .filter_map(|(_, l)| CpuSet::parse_list(l).ok())
-            .collect()
+        self.kinds.iter().map(|k| k.cpus.clone()).collect()
+    }
+
+    /// The kinds as `NAME: CPULIST, ...`, for messages.
+    pub fn kinds_text(&self) -> String {
+        let texts: Vec<String> = self.kinds.iter().map(ToString::to_string).collect();
+        texts.join(", ")
     }
 }
 

@@ -43,7 +43,7 @@ pub use experiment::{
 };
 pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,
-    NotApplicable, RankTime, RankTimes, RunLine,
+    MachineKind, NotApplicable, RankTime, RankTimes, RunLine,
 };
 pub use setup::{setup, setup_with, Extension, GovernorProbe, Request, Setup, SetupError};
 pub use verdict::{Advice, Caveat, Decision, Verdict};

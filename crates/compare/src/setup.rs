@@ -591,7 +591,11 @@ pub fn machine(topo: &Topology, fs: &FsRoot, capabilities: Vec<String>) -> Machi
         kinds: topo
             .kinds
             .iter()
-            .map(|k| format!("{}: {}", k.name, k.cpus))
+            .map(|k| crate::journal::MachineKind {
+                name: k.name.clone(),
+                cpus: k.cpus.clone(),
+                rank: k.rank,
+            })
             .collect(),
         capabilities,
     }

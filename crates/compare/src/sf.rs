@@ -62,7 +62,7 @@ pub fn journal_sf(j: &Journal) -> Result<JournalSf, JournalSfError> {
     let Some((big_cpus, slower)) = kinds.split_last().filter(|(_, s)| !s.is_empty()) else {
         return Err(JournalSfError::Kinds {
             count: kinds.len(),
-            kinds: j.header.machine.kinds.join(", "),
+            kinds: j.header.machine.kinds_text(),
         });
     };
     let mut small_cpus = CpuSet::new();

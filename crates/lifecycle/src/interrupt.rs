@@ -8,7 +8,8 @@
 //! (the one async-signal-safe thing worth doing; signal-safety(7)); a
 //! dedicated thread reads it and does the rest with ordinary Rust code:
 //!
-//! 1. records the signal ([`stopped`], [`wait`] wake up at once);
+//! 1. records the signal ([`stopped`], [`wait`] wake up at once, and
+//!    [`stopped_fd`] becomes readable);
 //! 2. passes it on to every watched program: process groups of their own
 //!    ([`watch_group`]; a terminal's Ctrl-C does not reach them), and,
 //!    while [`watch_descendants`] is held, every descendant of pinsight
@@ -29,7 +30,7 @@
 //! SIGINT for a background job of a non-interactive shell) stays ignored.
 
 use pinsight_sys::{procfs, signals, FsRoot};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -67,6 +68,8 @@ static HOOK: Mutex<Option<fn(i32)>> = Mutex::new(None);
 /// The signal came from the terminal: pinsight's own process group got it.
 static FROM_TERMINAL: AtomicBool = AtomicBool::new(false);
 static INSTALLED: OnceLock<Result<(), InterruptError>> = OnceLock::new();
+/// The pipe behind [`stopped_fd`]: (read end, write end).
+static STOPPED_PIPE: OnceLock<Result<(OwnedFd, OwnedFd), InterruptError>> = OnceLock::new();
 
 /// Puts back what an experiment changed; returns one line per failure.
 pub type Restorer = fn() -> Vec<String>;
@@ -102,6 +105,35 @@ pub fn stopped() -> Option<i32> {
     match SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),
+    }
+}
+
+/// A descriptor that becomes readable once a stopping signal has arrived
+/// (at once if one already did), for a wait on other descriptors too
+/// (`poll(2)` on a socket and this): the one lifecycle's signal, seen by
+/// code that cannot wait on [`wait`]'s condition variable. Installs the
+/// lifecycle first. Nothing reads it: it stays readable.
+pub fn stopped_fd() -> Result<BorrowedFd<'static>, InterruptError> {
+    install()?;
+    let pipe = STOPPED_PIPE
+        .get_or_init(|| {
+            pinsight_sys::process::pipe().map_err(|e| InterruptError::Pipe(e.to_string()))
+        })
+        .as_ref()
+        .map_err(Clone::clone)?;
+    if stopped().is_some() {
+        mark_stopped_fd();
+    }
+    Ok(pipe.0.as_fd())
+}
+
+/// Makes [`stopped_fd`] readable, if it was asked for (one byte, once).
+fn mark_stopped_fd() {
+    static MARKED: AtomicBool = AtomicBool::new(false);
+    if let Some(Ok((_, write))) = STOPPED_PIPE.get() {
+        if !MARKED.swap(true, Ordering::SeqCst) {
+            let _ = nix::unistd::write(write, &[1]);
+        }
     }
 }
 
@@ -295,6 +327,7 @@ pub fn stop_now(sig: i32) -> Vec<String> {
     CHANGED.notify_all();
     let sig = stopped().unwrap_or(sig);
     if first {
+        mark_stopped_fd();
         pass_on(sig);
     }
     let restorers: Vec<Restorer> = std::mem::take(&mut *lock(&RESTORERS));
@@ -414,6 +447,48 @@ mod tests {
         assert_eq!(shell_quote("a b"), "'a b'");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote("$HOME;rm"), "'$HOME;rm'");
+    }
+
+    /// The child side of [`a_signal_makes_stopped_fd_readable`]: in a
+    /// process of its own, since the signal ends the process.
+    const STOPPED_FD_CHILD: &str = "PINSIGHT_TEST_STOPPED_FD_CHILD";
+
+    #[test]
+    fn a_signal_makes_stopped_fd_readable() {
+        if std::env::var_os(STOPPED_FD_CHILD).is_some() {
+            let _main = main_handles_exit();
+            let fd = stopped_fd().unwrap();
+            let early = pinsight_sys::process::poll_readable(fd, Some(Duration::ZERO)).unwrap();
+            pinsight_sys::process::kill(pinsight_sys::process::getpid(), libc::SIGTERM).unwrap();
+            let woken =
+                pinsight_sys::process::poll_readable(fd, Some(Duration::from_secs(20))).unwrap();
+            println!(
+                "STOPPED_FD early={early} woken={woken} signal={:?}",
+                stopped()
+            );
+            // Still readable for a second look (nothing consumes it).
+            let again = pinsight_sys::process::poll_readable(fd, Some(Duration::ZERO)).unwrap();
+            println!("STOPPED_FD again={again}");
+            std::process::exit(crate::exit::signal_code(stopped().unwrap_or(0)));
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "interrupt::tests::a_signal_makes_stopped_fd_readable",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(STOPPED_FD_CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("STOPPED_FD early=false woken=true signal=Some(15)"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("STOPPED_FD again=true"), "{stdout}");
+        assert_eq!(out.status.code(), Some(143), "{stdout}");
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
 
 /// Waits until `fd` is readable or `timeout` passes (`None`: forever).
 /// Returns whether it became readable.
-pub fn poll_readable(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<bool> {
+pub fn poll_readable(fd: impl AsFd, timeout: Option<Duration>) -> io::Result<bool> {
     let ms: libc::c_int = match timeout {
         None => -1,
         // Round up so we never spin on a sub-millisecond remainder.

@@ -52,7 +52,7 @@ pub fn render(r: &Report, word: Word) -> String {
         h.machine.usable_cpus.len(),
         h.machine.usable_cpus,
         if h.machine.kinds.len() > 1 {
-            format!("; kinds {}", esc(&h.machine.kinds.join(", ")))
+            format!("; kinds {}", esc(&h.machine.kinds_text()))
         } else {
             String::new()
         },

@@ -31,7 +31,7 @@ pub fn render(r: &Report, width: usize, word: Word) -> String {
             m.usable_cpus.len(),
             m.usable_cpus,
             if m.kinds.len() > 1 {
-                format!("; kinds {}", m.kinds.join(", "))
+                format!("; kinds {}", m.kinds_text())
             } else {
                 String::new()
             }
