@@ -20,12 +20,33 @@
 //! If anything fails before the child writes its pid (the caller's own
 //! `pre_exec`, exec itself), the helper sees EOF and gives up; if the helper
 //! dies, the child sees EOF on `go` and the spawn fails: no hang either way.
+//!
+//! # The timer: from `execve` to the exit
+//!
+//! A run's `wall_s` starts when the child, as its very last step before
+//! `execve` (after the caller's hooks and the handshake), reads
+//! `CLOCK_MONOTONIC` and writes it to a close-on-exec pipe; the parent
+//! reads that stamp once `spawn` has returned. The fork, the caller's
+//! `pre_exec` work (affinity, memory policy) and the counters' handshake
+//! are therefore not timed, nor is the parent's wake-up after the exec.
+//! It ends when the parent sees the exit: the pidfd polls readable (or
+//! `waitid(WNOWAIT)` reports it) and the clock is read at once, before
+//! anything else (energy, the `on_exit` observer, reaping).
+//!
+//! What remains in the figure and is not the program's: the `execve`
+//! system call itself and the dynamic loader (as in hyperfine, whose
+//! timer also covers its own `posix_spawn` and `wait`), the write(2) of
+//! the stamp (about a microsecond), and the delay from the kernel's exit
+//! notification to the parent running again (a scheduler wake-up: a few
+//! to tens of microseconds on an idle CPU, more when every CPU is busy).
+//! Without a pidfd (Linux < 5.3) the exit is polled with a backoff of
+//! 50 µs doubling to 5 ms, which can add up to that much.
 
 use crate::cleanup::{self, GroupRegistration};
 use crate::counters::{self, CounterError, CounterMetrics, PlannedEvent};
 use crate::energy::{EnergyMetrics, EnergySession, Rapl};
 use crate::record::{ExitStatusRecord, RunRecord};
-use crate::sys::perf::{self, Counter, OpenSpec};
+use crate::sys::perf::{self, Counter, OpenSpec, PERF_TYPE_SOFTWARE};
 use crate::sys::proc;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_topology::FsRoot;
@@ -102,6 +123,14 @@ pub struct Measurer {
     hybrid: bool,
     hardware_unavailable: Option<String>,
     rapl: Option<Rapl>,
+    /// The software events of the probe, kept open (disabled, on this
+    /// process, not inherited) for the measurer's life. The kernel turns
+    /// the software-event hooks on when the first such event is created
+    /// and off when the last one is freed, each time patching kernel text
+    /// on every CPU (`perf_swevent_init` → `static_key_slow_inc`, with an
+    /// IPI to each CPU; kernel/events/core.c): without these, every run
+    /// paid that twice, the largest single cost of a short run.
+    _keep_hooks_on: Vec<Counter>,
 }
 
 impl Measurer {
@@ -114,6 +143,7 @@ impl Measurer {
         let mut events = Vec::new();
         let mut hybrid = false;
         let mut hardware_unavailable = None;
+        let mut keep_hooks_on = Vec::new();
         if opts.counters {
             let plan = counters::plan(&counters::discover_core_pmus(fs));
             hybrid = plan.hybrid;
@@ -124,6 +154,16 @@ impl Measurer {
             let mut user_only = false;
             for p in plan.events {
                 let r = probe(&p, paranoid, plan.hybrid);
+                if let Ok(spec) = &r {
+                    if spec.type_ == PERF_TYPE_SOFTWARE {
+                        let keep = OpenSpec {
+                            inherit: false,
+                            enable_on_exec: false,
+                            ..*spec
+                        };
+                        keep_hooks_on.extend(perf::open(&keep, 0).ok());
+                    }
+                }
                 if let Ok(s) = &r {
                     user_only |= s.exclude_kernel;
                 }
@@ -181,6 +221,7 @@ impl Measurer {
                 hybrid,
                 hardware_unavailable,
                 rapl,
+                _keep_hooks_on: keep_hooks_on,
             },
             notes,
         )
@@ -234,12 +275,19 @@ impl Measurer {
             let (ready_w, go_r) = (h.ready_w.as_raw_fd(), h.go_r.as_raw_fd());
             proc::handshake_before_exec(&mut cmd, ready_w, go_r);
         }
+        // Last of all the pre-exec steps: the start of the timed interval.
+        let (stamp_r, stamp_w) = proc::pipe().map_err(|source| RunError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        proc::stamp_before_exec(&mut cmd, stamp_w.as_raw_fd());
 
         let max_rss_floor_kib = proc::self_max_rss_kib();
         let energy = match &self.rapl {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
+        let parent_t0_ns = proc::monotonic_ns();
         let (spawned, opened, t0) = std::thread::scope(|s| {
             let helper = handshake.as_ref().map(|h| {
                 let (ready_r, go_w) = (h.ready_r.as_raw_fd(), h.go_w.as_raw_fd());
@@ -263,8 +311,17 @@ impl Measurer {
             };
             (spawned, opened, t0)
         });
+        drop(stamp_w);
         let child = spawned.map_err(|e| spawn_error(program, e))?;
         let pid = child.id() as libc::pid_t;
+        // The child wrote its stamp just before a successful execve (spawn
+        // returns Ok only then); the parent's own clock is the fallback.
+        let mut stamp = [0u8; 8];
+        let exec_ns = match proc::read_exact_raw(stamp_r.as_raw_fd(), &mut stamp) {
+            Ok(true) => u64::from_ne_bytes(stamp),
+            _ => parent_t0_ns,
+        };
+        drop(stamp_r);
         // We reap with wait4 ourselves; std's Child never waits (dropping it
         // only closes piped stdio).
         drop(child);
@@ -272,7 +329,7 @@ impl Measurer {
         let observer = on_spawn(pid);
 
         let mut energy = energy;
-        let (t_end, timed_out) = match self.wait(pid, t0, &mut energy, true) {
+        let (end_ns, timed_out) = match self.wait(pid, t0, &mut energy, true) {
             Ok(r) => r,
             Err(e) => {
                 let _ = proc::kill_group(pid, libc::SIGKILL);
@@ -305,7 +362,7 @@ impl Measurer {
         let counters = self.read_counters(opened);
         let (code, signal) = proc::decode_status(reaped.status);
         Ok(RunRecord {
-            wall_s: (t_end - t0).as_secs_f64(),
+            wall_s: end_ns.saturating_sub(exec_ns) as f64 * 1e-9,
             user_s: reaped.user.as_secs_f64(),
             sys_s: reaped.sys.as_secs_f64(),
             max_rss_kib: reaped.max_rss_kib,
@@ -318,14 +375,15 @@ impl Measurer {
     }
 
     /// Waits for `pid` to exit without reaping it, enforcing the timeout and
-    /// sampling energy on schedule. Returns (exit instant, timed out).
+    /// sampling energy on schedule. Returns (the exit, as
+    /// [`proc::monotonic_ns`] read the moment it was seen; timed out).
     fn wait(
         &self,
         pid: libc::pid_t,
         t0: Instant,
         energy: &mut Option<EnergySession>,
         use_pidfd: bool,
-    ) -> io::Result<(Instant, bool)> {
+    ) -> io::Result<(u64, bool)> {
         let pidfd = if use_pidfd {
             proc::pidfd_open(pid).ok()
         } else {
@@ -393,7 +451,7 @@ impl Measurer {
                 }
             };
             if exited {
-                return Ok((Instant::now(), timed_out));
+                return Ok((proc::monotonic_ns(), timed_out));
             }
         }
     }
