@@ -1,7 +1,7 @@
 //! Process syscalls std lacks: reaping with `rusage`, waiting for exit
 //! without reaping (so a zombie leader keeps its process-group id reserved
 //! while we kill the group, or its `/proc/PID` stays readable), pidfds,
-//! signalling a process group, CLOEXEC pipes and the pre-exec handshake.
+//! signalling a process group, CLOEXEC pipes and the pre-exec clock stamp.
 //!
 //! Through nix: the blocking `waitid(WNOWAIT)`, `killpg`, `kill`, `pipe2`,
 //! `getpid`, `geteuid`, `getrusage`, `poll`, `clock_gettime`. Hand-written,
@@ -252,21 +252,6 @@ pub fn getegid() -> u32 {
     nix::unistd::getegid().as_raw()
 }
 
-/// Makes `cmd`'s child, between `fork` and `exec`, write its pid to
-/// `ready_w` and wait for one byte on `go_r` (EOF: the exec is cancelled
-/// with ECANCELED). The parent opens what it needs on the pid meanwhile
-/// (e.g. perf counters with enable-on-exec). Both descriptors must stay
-/// open until `spawn` returns.
-pub fn handshake_before_exec(cmd: &mut std::process::Command, ready_w: RawFd, go_r: RawFd) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure only makes async-signal-safe syscalls (getpid,
-    // write, read) on descriptors that stay open until spawn() returns,
-    // and allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || child_handshake(ready_w, go_r));
-    }
-}
-
 /// `CLOCK_MONOTONIC` now, in nanoseconds: the clock of [`std::time::Instant`]
 /// on Linux, readable between `fork` and `exec` (clock_gettime(2) is
 /// async-signal-safe, signal-safety(7)). Comparable only with itself.
@@ -296,16 +281,6 @@ pub fn stamp_before_exec(cmd: &mut std::process::Command, stamp_w: RawFd) {
     // allocates nothing. Both are async-signal-safe (signal-safety(7)).
     unsafe {
         cmd.pre_exec(move || write_all_raw(stamp_w, &monotonic_ns().to_ne_bytes()));
-    }
-}
-
-fn child_handshake(ready_w: RawFd, go_r: RawFd) -> io::Result<()> {
-    write_all_raw(ready_w, &getpid().to_ne_bytes())?;
-    let mut b = [0u8; 1];
-    if read_exact_raw(go_r, &mut b)? {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(libc::ECANCELED))
     }
 }
 
