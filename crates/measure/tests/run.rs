@@ -164,7 +164,10 @@ fn every_run_of_a_series_is_counted_and_timed_on_its_own() {
             (10.0..5000.0).contains(&pf) && task_ms > 0.0 && task_ms < 50.0 + r.wall_s * 1e3,
             "run {i}: page faults {pf}, task-clock {task_ms} ms: {r:?}"
         );
-        assert!(r.wall_s > 0.0 && r.wall_s < HANG_GUARD.as_secs_f64(), "{r:?}");
+        assert!(
+            r.wall_s > 0.0 && r.wall_s < HANG_GUARD.as_secs_f64(),
+            "{r:?}"
+        );
     }
 }
 
