@@ -296,6 +296,71 @@ fn compare_resume_of_a_running_compare_is_refused() {
     assert_eq!(done.len(), 1 + 6, "every run journaled once");
 }
 
+/// Journal syncs are batched (lifecycle's `SYNC_INTERVAL`), but every
+/// record is written whole with one write(2) as its run ends: `kill -9`
+/// mid-way loses no record already seen in the file, leaves a journal
+/// that reads back, and `--resume` finishes it with every slot once.
+#[test]
+fn compare_killed_with_sigkill_mid_way_keeps_every_run_and_resumes() {
+    let _serial = pinsight_testkit::serial();
+    const RUNS: usize = 300;
+    let d = tempfile::tempdir().unwrap();
+    let runs = RUNS.to_string();
+    let mut first = pinsight(d.path())
+        .args([
+            "compare",
+            "--journal",
+            "j.jsonl",
+            "--runs",
+            &runs,
+            "--warmup",
+            "0",
+            "--policies",
+            "os",
+            "-q",
+            "--",
+            "true",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let j = d.path().join("j.jsonl");
+    let t = Instant::now();
+    let seen = loop {
+        let n = std::fs::read_to_string(&j).map_or(0, |t| t.matches('\n').count());
+        if n > 20 {
+            break n;
+        }
+        assert!(t.elapsed() < HANG_GUARD, "no journal lines");
+        assert!(first.try_wait().unwrap().is_none(), "compare ended first");
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    first.kill().unwrap(); // SIGKILL
+    first.wait().unwrap();
+    let kept = lines(&j);
+    assert!(kept.len() >= seen, "{} lines kept, {seen} seen", kept.len());
+    // Whole lines (a last line cut by the kill would be dropped by resume).
+    for l in &kept[..seen] {
+        serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{l:?}: {e}"));
+    }
+    assert!(
+        kept.len() < 1 + RUNS,
+        "the kill came too late to test anything"
+    );
+    let o = run(d.path(), &[], &["compare", "-q", "--resume", "j.jsonl"]);
+    ok(&o);
+    let done = assert_whole_journal(&j);
+    assert_eq!(done.len(), 1 + RUNS, "every run journaled");
+    let mut slots: Vec<u64> = done[1..]
+        .iter()
+        .map(|r| r["slot"].as_u64().unwrap())
+        .collect();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(slots.len(), RUNS, "every slot once");
+}
+
 #[test]
 fn tune_journal_is_locked_cut_lines_one_rule_edits_refused() {
     let d = tempfile::tempdir().unwrap();

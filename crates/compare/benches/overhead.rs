@@ -4,8 +4,9 @@
 //! "compare run" is one iteration of the experiment loop as the command
 //! runs it: build the arm's command, measure it with pinsight-measure
 //! (counters, rusage, process group), append the record to the journal
-//! and fdatasync it. Two arms: `os` (nothing to apply) and a pinned arm
-//! (start mask + LD_PRELOAD shim, which the dynamic loader must map).
+//! (synced in batches, as the journal does). Two arms: `os` (nothing to
+//! apply) and a pinned arm (start mask + LD_PRELOAD shim, which the
+//! dynamic loader must map).
 //! The counters' cost on a 1-second workload is pinsight-measure's bench.
 
 use criterion::{Criterion, SamplingMode};
@@ -134,7 +135,7 @@ fn bench(c: &mut Criterion) {
     };
     let jpath = dir.path().join("append.jsonl");
     let mut jw = JournalWriter::create(&jpath, &header("os", &os_plan, 1)).unwrap();
-    g.bench_function("journal append + fdatasync", |b| {
+    g.bench_function("journal append (batched fdatasync)", |b| {
         b.iter_custom(|n| {
             let t = Instant::now();
             for _ in 0..n {
@@ -200,7 +201,7 @@ fn bench(c: &mut Criterion) {
 
     let plain = median("plain");
     println!(
-        "parts: Measurer::run(true) median {:.3} ms (+{:.3} ms over plain exec); journal append + fdatasync median {:.3} ms",
+        "parts: Measurer::run(true) median {:.3} ms (+{:.3} ms over plain exec); journal append (batched fdatasync) median {:.3} ms",
         median("measure") * 1e3,
         (median("measure") - plain) * 1e3,
         median("journal") * 1e3

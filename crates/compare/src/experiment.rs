@@ -1,6 +1,7 @@
 //! Running the design: for every slot not yet in the journal, switch the
 //! governor if needed, run `--prepare`, run the program under the slot's
-//! arm, append the record to the journal (fsync'd) and report progress.
+//! arm, append the record to the journal (synced in batches, see
+//! [`pinsight_lifecycle::journal`]) and report progress.
 //!
 //! What actually runs a program is an [`Executor`]: [`LiveExecutor`] on
 //! this machine, or a deterministic fake in tests, so the loop's rules

@@ -645,8 +645,9 @@ impl From<lj::Contents<Header, RunLine>> for Journal {
     }
 }
 
-/// Appends run lines to a locked journal, each written whole and flushed
-/// to disk before [`JournalWriter::append`] returns.
+/// Appends run lines to a locked journal, each written whole before
+/// [`JournalWriter::append`] returns and synced to disk in batches (see
+/// [`pinsight_lifecycle::journal`]'s guarantees).
 #[derive(Debug)]
 pub struct JournalWriter(lj::Journal<Header, RunLine>);
 
@@ -675,9 +676,14 @@ impl JournalWriter {
         lj::Journal::resume(path).map(|(w, c)| (JournalWriter(w), Journal::from(c)))
     }
 
-    /// Appends one run and syncs it to disk.
+    /// Appends one run (synced with the batch it belongs to).
     pub fn append(&mut self, run: &RunLine) -> Result<(), JournalError> {
         self.0.append(run)
+    }
+
+    /// Syncs to disk every run not synced yet.
+    pub fn sync(&mut self) -> Result<(), JournalError> {
+        self.0.sync()
     }
 
     pub fn path(&self) -> &Path {

@@ -330,9 +330,14 @@ impl Session {
                 s
             },
         );
+        // The last batch of runs goes to disk however the loop ended.
+        let synced = self.writer.sync();
         let restore = self.exec.finish();
         drop(self.exec);
         let mut outcome = outcome;
+        if let (Err(e), Outcome::Complete) = (synced, &outcome) {
+            outcome = Outcome::Error(e.into());
+        }
         if interrupt::interrupted() {
             outcome = Outcome::Interrupted;
         }

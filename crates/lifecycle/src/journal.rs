@@ -1,10 +1,27 @@
 //! The one experiment journal: JSON Lines, the header on line 1 and one
-//! record per further line, each appended whole and synced to disk
-//! (`fdatasync`) before [`Journal::append`] returns, so a crash, a power
-//! cut, a full disk or Ctrl-C never loses a measurement already made.
+//! record per further line, each appended whole with one write(2) before
+//! [`Journal::append`] returns, and synced to disk (`fdatasync`) in
+//! batches: a finished measurement is never lost to Ctrl-C, `kill -9`, a
+//! crash of pinsight or a full disk, and at most the last
+//! [`SYNC_INTERVAL`] of them to a power cut or a kernel crash.
 //!
 //! Guarantees (what the docs promise users):
 //!
+//! * **Written at once, synced in batches.** A record is in the kernel's
+//!   page cache when `append` returns, so it survives the death of the
+//!   process however it dies (write(2): the data is visible to every later
+//!   reader; only the kernel or the machine going down can drop what is not
+//!   on disk). `fdatasync` is what makes it survive those, and it costs
+//!   from a fraction of a millisecond (an SSD) to tens (a disk, a network
+//!   file system) per call: more than a run of a short program. So an
+//!   append syncs when the previous sync is [`SYNC_INTERVAL`] old or more
+//!   (a run as long as that or longer is therefore synced the moment it is
+//!   appended), a resume's truncation is synced at once, a new journal's
+//!   header and name go with the first batch, and [`Journal::sync`] (called by the experiments when they end,
+//!   interrupted or not) and drop sync what is left. A power cut loses at
+//!   most the records appended within the last `SYNC_INTERVAL` of appends;
+//!   what survives is whole lines and at most one partial last line (the
+//!   "cut last line" rule below), so the journal stays valid and resumable.
 //! * **Created exclusively.** A new journal is opened with `O_CREAT |
 //!   O_EXCL | O_NOFOLLOW`: an existing file is never overwritten and a
 //!   symbolic link planted at its name is never followed (open(2)). A
@@ -46,6 +63,11 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::marker::PhantomData;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The longest an appended record waits for its `fdatasync` while appends
+/// keep coming (see the module's guarantees).
+pub const SYNC_INTERVAL: Duration = Duration::from_millis(100);
 
 /// How a header or a record is written as one JSON line and read back.
 ///
@@ -238,6 +260,12 @@ pub struct Journal<H, R> {
     path: PathBuf,
     /// The file ends with a complete record but no newline.
     needs_newline: bool,
+    /// Records written since the last `fdatasync`.
+    unsynced: bool,
+    /// When the last `fdatasync` was done.
+    last_sync: Instant,
+    /// The file is new: its directory entry is synced with the next batch.
+    new_name: bool,
     _types: PhantomData<fn() -> (H, R)>,
 }
 
@@ -287,6 +315,9 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
             file,
             path,
             needs_newline: false,
+            unsynced: false,
+            last_sync: Instant::now(),
+            new_name: false,
             _types: PhantomData,
         };
         let written = header
@@ -296,23 +327,15 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
         if let Err(source) = written {
             // Leave no trace: the file is ours and holds nothing.
             let _ = std::fs::remove_file(&j.path);
+            // Nothing left to sync in a file that is gone.
+            j.unsynced = false;
             return Err(JournalError::Write {
-                path: j.path,
+                path: j.path.clone(),
                 source,
             });
         }
-        // The new name itself survives a crash (fsync(2): syncing a file
-        // does not sync its directory entry).
-        if let Some(dir) = j.path.parent() {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
+        // The header and the new name are synced with the first batch.
+        j.new_name = true;
         Ok(j)
     }
 
@@ -356,6 +379,9 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
                 file,
                 path: path.to_path_buf(),
                 needs_newline: parsed.needs_newline,
+                unsynced: false,
+                last_sync: Instant::now(),
+                new_name: false,
                 _types: PhantomData,
             },
             parsed.contents,
@@ -372,18 +398,39 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
         parse(path, &text)
     }
 
-    /// Appends one record and syncs it to disk. On failure (a full disk)
-    /// the file is cut back to its last complete line.
+    /// Appends one record (one write(2)), and syncs it to disk with those
+    /// before it when the last sync is [`SYNC_INTERVAL`] old. On a failed
+    /// write (a full disk) the file is cut back to its last complete line.
     pub fn append(&mut self, record: &R) -> Result<(), JournalError> {
         let line = record.to_line().map_err(|e| JournalError::Write {
             path: self.path.clone(),
             source: io::Error::other(e),
         })?;
         self.write_line(&line)
+            .and_then(|()| {
+                if self.last_sync.elapsed() >= SYNC_INTERVAL {
+                    self.sync_now()
+                } else {
+                    Ok(())
+                }
+            })
             .map_err(|source| JournalError::Write {
                 path: self.path.clone(),
                 source,
             })
+    }
+
+    /// Syncs to disk every record not synced yet (nothing to do when all
+    /// are). Experiments call it when they end, by a signal too; drop does
+    /// it as well, ignoring a failure it could not report.
+    pub fn sync(&mut self) -> Result<(), JournalError> {
+        if !self.unsynced {
+            return Ok(());
+        }
+        self.sync_now().map_err(|source| JournalError::Write {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -400,13 +447,10 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
         s.push('\n');
         // One write call per line: a crash leaves whole lines plus at
         // most one partial last line, which a reader drops.
-        let result = self
-            .file
-            .write_all(s.as_bytes())
-            .and_then(|()| self.file.sync_data());
-        match result {
+        match self.file.write_all(s.as_bytes()) {
             Ok(()) => {
                 self.needs_newline = false;
+                self.unsynced = true;
                 Ok(())
             }
             Err(e) => {
@@ -416,6 +460,38 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
                 let _ = self.file.sync_data();
                 Err(e)
             }
+        }
+    }
+}
+
+impl<H, R> Journal<H, R> {
+    fn sync_now(&mut self) -> io::Result<()> {
+        self.file.sync_data()?;
+        if self.new_name {
+            // The new name itself survives a crash (fsync(2): syncing a
+            // file does not sync its directory entry).
+            if let Some(dir) = self.path.parent() {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                if let Ok(d) = File::open(dir) {
+                    let _ = d.sync_all();
+                }
+            }
+            self.new_name = false;
+        }
+        self.unsynced = false;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
+}
+
+impl<H, R> Drop for Journal<H, R> {
+    fn drop(&mut self) {
+        if self.unsynced {
+            let _ = self.sync_now();
         }
     }
 }

@@ -136,7 +136,7 @@ pub enum CounterError {
     /// Opening it on the child failed.
     #[error("{label}: perf_event_open on the child failed: {source}")]
     Attach { label: String, source: IoError },
-    /// Never opened (the child did not reach the handshake).
+    /// Never opened (the spawner thread could not open it).
     #[error("not opened")]
     NotOpened,
 }

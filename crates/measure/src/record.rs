@@ -33,8 +33,11 @@ impl ExitStatusRecord {
 /// and energy fields are flattened into this object in JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// Monotonic time from just before the fork to the moment the process
-    /// was seen to exit (includes fork + exec, ~0.1–0.5 ms).
+    /// Monotonic time (`CLOCK_MONOTONIC`) from the child's `execve` (the
+    /// child reads the clock as its last step before it) to the moment the
+    /// harness saw the process exit: the fork and the harness's pre-exec
+    /// work (affinity, counters) are not in it; the `execve` and the
+    /// dynamic loader are, as in hyperfine's figure.
     pub wall_s: f64,
     /// User CPU time (`wait4` rusage). Includes the descendants the process
     /// itself waited for; not those it left running or orphaned.

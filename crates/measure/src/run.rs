@@ -1,38 +1,82 @@
 //! [`Measurer`]: spawn, attach counters before exec, wait with a timeout,
 //! reap with rusage.
 //!
-//! Attaching counters to the whole process tree from its first instruction
-//! needs the child to pause between fork and exec while the parent opens
-//! `perf_event_open(pid = child, cpu = -1, inherit = 1, disabled = 1,
-//! enable_on_exec = 1)`. std's `Command::spawn` does not return until the
-//! child has exec'd, so the parent side of that handshake runs on a short
-//! helper thread:
+//! Counting the whole process tree from its first instruction, without
+//! stopping the child between fork and exec: the counters are opened once,
+//! per measurer, on a thread of their own, the *spawner*, with
+//! `perf_event_open(pid = 0 (that thread), cpu = -1, inherit = 1,
+//! disabled = 1, enable_on_exec = 1)`, and every run is spawned from that
+//! thread. A child inherits the spawner's events (disabled, so the
+//! pre-exec work counts nothing); its `execve` enables them
+//! (enable_on_exec); every thread and process it creates inherits them in
+//! turn; and when each of those tasks exits, the kernel adds its counts
+//! and enabled/running times to the spawner's event (perf_event_open(2),
+//! "inherit"; `perf_event_exit_task` → `sync_child_event` in
+//! kernel/events/core.c). A run's counts are the event's reading after
+//! the reap minus its reading just before the spawn. The spawner thread
+//! never execs nor creates threads, so nothing else ever enables or adds
+//! to its events; runs of one measurer with counters are serialised.
+//!
+//! One more event, a non-inherited dummy, stays open on the spawner. When
+//! a child inherits *every* event of its parent, the kernel marks the two
+//! contexts as clones and, at a context switch between them, swaps the
+//! contexts instead of switching their events (`context_equiv` and
+//! `perf_event_context_sched_out` in kernel/events/core.c): the child
+//! would then carry the spawner's own events through its `execve` and
+//! take them with it at its exit, and every later run would count
+//! nothing. An event that is not inherited makes the child's context no
+//! clone (`inherited_all` in `perf_event_init_context`), so no swap.
 //!
 //! ```text
-//! child (pre_exec, last)        helper thread                 caller thread
-//!                                                              spawn() ... blocks
-//! write(ready, getpid())  ───►  read pid
-//! read(go) ... waits            perf_event_open × N (pid)
-//!                         ◄───  write(go)
-//! execve                                                      spawn() returns
+//! caller thread                spawner thread              child
+//! read counters (before)
+//! send Command       ───────►  cmd.spawn(): fork  ──────►  pre_exec hooks
+//!                                                          stamp the clock
+//!                                                          execve: counters on
+//!                    ◄───────  Child
+//! wait (pidfd) ...                                         exit: counts folded
+//! reap, read counters (after)                              into the spawner's
 //! ```
 //!
-//! If anything fails before the child writes its pid (the caller's own
-//! `pre_exec`, exec itself), the helper sees EOF and gives up; if the helper
-//! dies, the child sees EOF on `go` and the spawn fails: no hang either way.
+//! This replaced a per-run handshake (a helper thread opening the counters
+//! on the child's pid while the child waited before exec), which cost a
+//! thread, two pipes, two context switches and N opens and closes per run.
+//!
+//! # The timer: from `execve` to the exit
+//!
+//! A run's `wall_s` starts when the child, as its very last step before
+//! `execve` (after the caller's hooks), reads
+//! `CLOCK_MONOTONIC` and writes it to a close-on-exec pipe; the parent
+//! reads that stamp once `spawn` has returned. The fork, the caller's
+//! `pre_exec` work (affinity, memory policy) and the spawner's hand-over
+//! are therefore not timed, nor is the parent's wake-up after the exec.
+//! It ends when the parent sees the exit: the pidfd polls readable (or
+//! `waitid(WNOWAIT)` reports it) and the clock is read at once, before
+//! anything else (energy, the `on_exit` observer, reaping).
+//!
+//! What remains in the figure and is not the program's: the `execve`
+//! system call itself and the dynamic loader (as in hyperfine, whose
+//! timer also covers its own `posix_spawn` and `wait`), the write(2) of
+//! the stamp (about a microsecond), and the delay from the kernel's exit
+//! notification to the parent running again (a scheduler wake-up: a few
+//! to tens of microseconds on an idle CPU, more when every CPU is busy).
+//! Without a pidfd (Linux < 5.3) the exit is polled with a backoff of
+//! 50 µs doubling to 5 ms, which can add up to that much.
 
 use crate::cleanup::{self, GroupRegistration};
 use crate::counters::{self, CounterError, CounterMetrics, PlannedEvent};
 use crate::energy::{EnergyMetrics, EnergySession, Rapl};
+use crate::error::IoError;
 use crate::record::{ExitStatusRecord, RunRecord};
-use crate::sys::perf::{self, Counter, OpenSpec};
+use crate::sys::perf::{self, Counter, OpenSpec, PERF_COUNT_SW_DUMMY, PERF_TYPE_SOFTWARE};
 use crate::sys::proc;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_topology::FsRoot;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::process::Command;
+use std::process::{Child, Command};
+use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// What to measure and how long to wait.
@@ -106,6 +150,14 @@ pub struct Measurer {
     hybrid: bool,
     hardware_unavailable: Option<String>,
     rapl: Option<Rapl>,
+    /// The spawner thread and its counters, started by the first run with
+    /// counters. Open for the measurer's life, the counters also keep the
+    /// kernel's software-event hooks on: the kernel turns them on when the
+    /// first such event is created and off when the last is freed, each
+    /// time patching kernel text on every CPU (`perf_swevent_init` →
+    /// `static_key_slow_inc`, an IPI to each CPU; kernel/events/core.c),
+    /// which opening counters per run paid twice a run.
+    spawner: Mutex<Option<Spawner>>,
 }
 
 impl Measurer {
@@ -185,6 +237,7 @@ impl Measurer {
                 hybrid,
                 hardware_unavailable,
                 rapl,
+                spawner: Mutex::new(None),
             },
             notes,
         )
@@ -199,8 +252,10 @@ impl Measurer {
     ///
     /// The caller owns the command's setup: arguments, environment,
     /// current dir, stdio, and `pre_exec` hooks (affinity, LD_PRELOAD...),
-    /// which run before the counters attach. This adds `process_group(0)`
-    /// and, with counters, a final `pre_exec` for the handshake. Stdio
+    /// which are neither counted nor timed. This adds `process_group(0)`
+    /// and a final `pre_exec` that stamps the start of the timer; with
+    /// counters, the command is spawned from the measurer's spawner
+    /// thread (see the module's doc). Stdio
     /// should be inherited, null or files: piped stdio is closed at once
     /// (the output is not returned). Runs in their own process group cannot
     /// read the terminal (SIGTTIN): give them `Stdio::null()` as stdin.
@@ -226,49 +281,42 @@ impl Measurer {
         cmd.process_group(0);
 
         let want_counters = self.opts.counters && self.events.iter().any(|(_, r)| r.is_ok());
-        let handshake = if want_counters {
-            Some(Handshake::new().map_err(|source| RunError::Spawn {
-                program: program.clone(),
-                source,
-            })?)
-        } else {
-            None
-        };
-        if let Some(h) = &handshake {
-            let (ready_w, go_r) = (h.ready_w.as_raw_fd(), h.go_r.as_raw_fd());
-            proc::handshake_before_exec(&mut cmd, ready_w, go_r);
-        }
+        // Held for the whole run: the spawner's counters count one run at
+        // a time.
+        let mut spawner = want_counters.then(|| self.spawner());
+        // Last of all the pre-exec steps: the start of the timed interval.
+        let (stamp_r, stamp_w) = proc::pipe().map_err(|source| RunError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+        proc::stamp_before_exec(&mut cmd, stamp_w.as_raw_fd());
 
         let max_rss_floor_kib = proc::self_max_rss_kib();
         let energy = match &self.rapl {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
-        let (spawned, opened, t0) = std::thread::scope(|s| {
-            let helper = handshake.as_ref().map(|h| {
-                let (ready_r, go_w) = (h.ready_r.as_raw_fd(), h.go_w.as_raw_fd());
-                let events = &self.events;
-                s.spawn(move || attach(ready_r, go_w, events))
-            });
-            let t0 = Instant::now();
-            let spawned = cmd.spawn();
-            // Close our copies of the child's ends so the helper sees EOF
-            // if the child never reached the handshake.
-            let opened = match handshake {
-                Some(h) => {
-                    drop(h.ready_w);
-                    drop(h.go_r);
-                    let r = helper.map(|t| t.join());
-                    drop(h.ready_r);
-                    drop(h.go_w);
-                    r
-                }
-                None => None,
-            };
-            (spawned, opened, t0)
-        });
+        let before = spawner
+            .as_deref()
+            .and_then(Option::as_ref)
+            .map(Spawner::read);
+        let parent_t0_ns = proc::monotonic_ns();
+        let t0 = Instant::now();
+        let spawned = match spawner.as_deref_mut().and_then(Option::as_mut) {
+            Some(sp) => sp.spawn(cmd),
+            None => cmd.spawn(),
+        };
+        drop(stamp_w);
         let child = spawned.map_err(|e| spawn_error(program, e))?;
         let pid = child.id() as libc::pid_t;
+        // The child wrote its stamp just before a successful execve (spawn
+        // returns Ok only then); the parent's own clock is the fallback.
+        let mut stamp = [0u8; 8];
+        let exec_ns = match proc::read_exact_raw(stamp_r.as_raw_fd(), &mut stamp) {
+            Ok(true) => u64::from_ne_bytes(stamp),
+            _ => parent_t0_ns,
+        };
+        drop(stamp_r);
         // We reap with wait4 ourselves; std's Child never waits (dropping it
         // only closes piped stdio).
         drop(child);
@@ -276,7 +324,7 @@ impl Measurer {
         let observer = on_spawn(pid);
 
         let mut energy = energy;
-        let (t_end, timed_out) = match self.wait(pid, t0, &mut energy, true) {
+        let (end_ns, timed_out) = match self.wait(pid, t0, &mut energy, true) {
             Ok(r) => r,
             Err(e) => {
                 let _ = proc::kill_group(pid, libc::SIGKILL);
@@ -306,10 +354,14 @@ impl Measurer {
         let reaped = proc::wait4(pid).map_err(RunError::Wait)?;
         drop(registration);
 
-        let counters = self.read_counters(opened);
+        let counters = match (before, spawner.as_deref().and_then(Option::as_ref)) {
+            (Some(before), Some(sp)) => self.read_counters(Some(before), Some(sp.read())),
+            _ => self.read_counters(None, None),
+        };
+        drop(spawner);
         let (code, signal) = proc::decode_status(reaped.status);
         Ok(RunRecord {
-            wall_s: (t_end - t0).as_secs_f64(),
+            wall_s: end_ns.saturating_sub(exec_ns) as f64 * 1e-9,
             user_s: reaped.user.as_secs_f64(),
             sys_s: reaped.sys.as_secs_f64(),
             max_rss_kib: reaped.max_rss_kib,
@@ -322,14 +374,15 @@ impl Measurer {
     }
 
     /// Waits for `pid` to exit without reaping it, enforcing the timeout and
-    /// sampling energy on schedule. Returns (exit instant, timed out).
+    /// sampling energy on schedule. Returns (the exit, as
+    /// [`proc::monotonic_ns`] read the moment it was seen; timed out).
     fn wait(
         &self,
         pid: libc::pid_t,
         t0: Instant,
         energy: &mut Option<EnergySession>,
         use_pidfd: bool,
-    ) -> io::Result<(Instant, bool)> {
+    ) -> io::Result<(u64, bool)> {
         let pidfd = if use_pidfd {
             proc::pidfd_open(pid).ok()
         } else {
@@ -397,44 +450,59 @@ impl Measurer {
                 }
             };
             if exited {
-                return Ok((Instant::now(), timed_out));
+                return Ok((proc::monotonic_ns(), timed_out));
             }
         }
     }
 
-    fn read_counters(
-        &self,
-        opened: Option<std::thread::Result<Option<OpenedCounters>>>,
-    ) -> CounterMetrics {
+    /// The spawner, started on first use (its counters opened).
+    fn spawner(&self) -> MutexGuard<'_, Option<Spawner>> {
+        let mut guard = self.spawner.lock().unwrap_or_else(PoisonError::into_inner);
+        if guard.is_none() {
+            let specs = self
+                .events
+                .iter()
+                .map(|(_, r)| r.as_ref().ok().copied())
+                .collect();
+            *guard = Spawner::start(specs);
+        }
+        guard
+    }
+
+    /// Each planned counter's count for one run: `after - before`.
+    fn read_counters(&self, before: Option<Readings>, after: Option<Readings>) -> CounterMetrics {
         if !self.opts.counters {
             return CounterMetrics::unavailable("counters off");
         }
-        let opened = match opened {
-            None => {
-                return CounterMetrics::unavailable("no perf counter can be opened on this machine")
-            }
-            Some(Err(_)) => return CounterMetrics::unavailable("counter attach thread panicked"),
-            Some(Ok(None)) => {
-                return CounterMetrics::unavailable("child exited before counters attached")
-            }
-            Some(Ok(Some(v))) => v,
+        let (Some(before), Some(after)) = (before, after) else {
+            return CounterMetrics::unavailable(
+                "no perf counter can be opened on this machine (or the spawner thread could not start)",
+            );
         };
         let readings: Vec<(PlannedEvent, Result<perf::Reading, CounterError>)> = self
             .events
             .iter()
-            .zip(opened)
-            .map(|((p, spec), c)| {
-                let r = match (spec, c) {
-                    (Err(reason), _) => Err(reason.clone()),
-                    (Ok(_), Some(Ok(c))) => c.read().map_err(|e| CounterError::Read {
-                        label: p.label(self.hybrid),
-                        source: e.into(),
+            .zip(before.into_iter().zip(after))
+            .map(|((p, spec), (b, a))| {
+                let label = || p.label(self.hybrid);
+                let r = match (spec, b, a) {
+                    (Err(reason), _, _) => Err(reason.clone()),
+                    (Ok(_), Some(Ok(b)), Some(Ok(a))) => Ok(perf::Reading {
+                        value: a.value.saturating_sub(b.value),
+                        time_enabled_ns: a.time_enabled_ns.saturating_sub(b.time_enabled_ns),
+                        time_running_ns: a.time_running_ns.saturating_sub(b.time_running_ns),
                     }),
-                    (Ok(_), Some(Err(e))) => Err(CounterError::Attach {
-                        label: p.label(self.hybrid),
-                        source: e.into(),
-                    }),
-                    (Ok(_), None) => Err(CounterError::NotOpened),
+                    (Ok(_), Some(Err(e)), _) | (Ok(_), _, Some(Err(e))) => match e {
+                        ReadError::Open(e) => Err(CounterError::Attach {
+                            label: label(),
+                            source: e,
+                        }),
+                        ReadError::Read(e) => Err(CounterError::Read {
+                            label: label(),
+                            source: e,
+                        }),
+                    },
+                    (Ok(_), _, _) => Err(CounterError::NotOpened),
                 };
                 (p.clone(), r)
             })
@@ -503,51 +571,121 @@ pub(crate) fn describe_open_error(
     }
 }
 
-/// Per planned event: `None` if the probe ruled it out, else the result of
-/// opening it on the child.
-type OpenedCounters = Vec<Option<io::Result<Counter>>>;
-
-/// The two pipes of the pre-exec handshake (all close-on-exec).
-struct Handshake {
-    ready_r: OwnedFd,
-    ready_w: OwnedFd,
-    go_r: OwnedFd,
-    go_w: OwnedFd,
+/// Why one counter has no reading.
+#[derive(Clone, Debug)]
+enum ReadError {
+    /// Opening it on the spawner thread failed.
+    Open(IoError),
+    /// Reading it failed.
+    Read(IoError),
 }
 
-impl Handshake {
-    fn new() -> io::Result<Handshake> {
-        let (ready_r, ready_w) = proc::pipe()?;
-        let (go_r, go_w) = proc::pipe()?;
-        Ok(Handshake {
-            ready_r,
-            ready_w,
-            go_r,
-            go_w,
+/// Per planned event: `None` if the probe ruled it out, else its reading.
+type Readings = Vec<Option<Result<perf::Reading, ReadError>>>;
+
+/// The event that keeps a child's perf context from being a clone of the
+/// spawner's (see the module's doc): counts nothing, never enabled.
+const NO_CLONE: OpenSpec = OpenSpec {
+    type_: PERF_TYPE_SOFTWARE,
+    config: PERF_COUNT_SW_DUMMY,
+    exclude_kernel: true,
+    inherit: false,
+    enable_on_exec: false,
+};
+
+/// The thread that spawns every counted run (see the module's doc), with
+/// its counters.
+struct Spawner {
+    /// Per planned event: `None` if the probe ruled it out, else the
+    /// counter opened on the spawner thread (or why it could not be).
+    counters: Vec<Option<Result<Counter, IoError>>>,
+    jobs: Option<mpsc::Sender<Command>>,
+    spawned: mpsc::Receiver<std::io::Result<Child>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Spawner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawner")
+            .field("counters", &self.counters)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Spawner {
+    /// Starts the thread and opens `specs` on it. `None` if the thread
+    /// cannot be started.
+    fn start(specs: Vec<Option<OpenSpec>>) -> Option<Spawner> {
+        let (opened_tx, opened_rx) = mpsc::channel();
+        let (jobs_tx, jobs_rx) = mpsc::channel::<Command>();
+        let (spawned_tx, spawned_rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("pinsight-spawn".into())
+            .spawn(move || {
+                // pid 0: this thread, the parent of every child below.
+                let no_clone = perf::open(&NO_CLONE, 0).map_err(IoError::from);
+                let counters: Vec<Option<Result<Counter, IoError>>> = specs
+                    .iter()
+                    .map(|s| {
+                        s.map(|s| match &no_clone {
+                            Ok(_) => perf::open(&s, 0).map_err(IoError::from),
+                            Err(e) => Err(e.clone()),
+                        })
+                    })
+                    .collect();
+                if opened_tx.send(counters).is_err() {
+                    return;
+                }
+                for mut cmd in jobs_rx {
+                    if spawned_tx.send(cmd.spawn()).is_err() {
+                        break;
+                    }
+                }
+                drop(no_clone);
+            })
+            .ok()?;
+        let counters = opened_rx.recv().ok()?;
+        Some(Spawner {
+            counters,
+            jobs: Some(jobs_tx),
+            spawned: spawned_rx,
+            thread: Some(thread),
         })
     }
+
+    /// Spawns `cmd` from the spawner thread.
+    fn spawn(&mut self, cmd: Command) -> std::io::Result<Child> {
+        let gone = || std::io::Error::other("the spawner thread is gone");
+        self.jobs
+            .as_ref()
+            .ok_or_else(gone)?
+            .send(cmd)
+            .map_err(|_| gone())?;
+        self.spawned.recv().map_err(|_| gone())?
+    }
+
+    /// Every counter's reading now.
+    fn read(&self) -> Readings {
+        self.counters
+            .iter()
+            .map(|c| {
+                c.as_ref().map(|c| match c {
+                    Ok(c) => c.read().map_err(|e| ReadError::Read(e.into())),
+                    Err(e) => Err(ReadError::Open(e.clone())),
+                })
+            })
+            .collect()
+    }
 }
 
-/// Child side, between fork and exec: announce our pid, wait for "go".
-/// Helper-thread side: read the child's pid, open the counters on it, let
-/// it exec. `None` if the child never reached the handshake.
-fn attach(
-    ready_r: libc::c_int,
-    go_w: libc::c_int,
-    events: &[(PlannedEvent, Result<OpenSpec, CounterError>)],
-) -> Option<OpenedCounters> {
-    let mut b = [0u8; std::mem::size_of::<libc::pid_t>()];
-    match proc::read_exact_raw(ready_r, &mut b) {
-        Ok(true) => {}
-        _ => return None,
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        // Closing the job channel ends the thread's loop.
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
-    let pid = libc::pid_t::from_ne_bytes(b);
-    let opened = events
-        .iter()
-        .map(|(_, spec)| spec.as_ref().ok().map(|s| perf::open(s, pid)))
-        .collect();
-    let _ = proc::write_all_raw(go_w, &[1]);
-    Some(opened)
 }
 
 fn spawn_error(program: String, e: io::Error) -> RunError {

@@ -146,6 +146,31 @@ fn counters_follow_the_whole_process_tree() {
     );
 }
 
+/// Counters live on the measurer's spawner thread and every run is
+/// counted as the difference of two readings: each of many short runs in a
+/// row (the kernel's context swap between a parent and a child that
+/// inherited all its events, if not prevented, leaves every run after the
+/// first at 0) counts its own work, none of the previous runs', and a
+/// wall time that starts at the exec, not at the fork.
+#[test]
+fn every_run_of_a_series_is_counted_and_timed_on_its_own() {
+    let m = measurer(Options::default());
+    for i in 0..25 {
+        let r = m.run(sh("true; true")).unwrap();
+        let pf = value(&r.counters.page_faults);
+        let task_ms = value(&r.counters.task_clock_ms);
+        // sh plus two builtins: dozens of page faults, well under 50 ms.
+        assert!(
+            (10.0..5000.0).contains(&pf) && task_ms > 0.0 && task_ms < 50.0 + r.wall_s * 1e3,
+            "run {i}: page faults {pf}, task-clock {task_ms} ms: {r:?}"
+        );
+        assert!(
+            r.wall_s > 0.0 && r.wall_s < HANG_GUARD.as_secs_f64(),
+            "{r:?}"
+        );
+    }
+}
+
 #[test]
 fn exit_codes_and_signals_are_recorded() {
     let m = measurer(Options::default());

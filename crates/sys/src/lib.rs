@@ -9,7 +9,7 @@
 //! - [`affinity`]: CPU affinity of any size (hand-written: nix's `CpuSet`
 //!   and libc's `cpu_set_t` stop at 1024 CPUs);
 //! - [`process`]: reaping with `rusage`, waiting without reaping, pidfds,
-//!   process-group kill, the pre-exec handshake pipes;
+//!   process-group kill, CLOEXEC pipes, the pre-exec clock stamp;
 //! - [`signals`]: forwarding signals to launched children, the self-pipe
 //!   cleanup handler, deferring signals around a critical write;
 //! - [`perf`]: `perf_event_open` in counting mode;

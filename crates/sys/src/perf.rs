@@ -41,6 +41,8 @@ pub const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
 pub const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
 pub const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
 pub const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
+/// Counts nothing (perf_event_open(2), "PERF_COUNT_SW_DUMMY", Linux 3.12).
+pub const PERF_COUNT_SW_DUMMY: u64 = 9;
 
 /// `read_format` bits.
 const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;

@@ -1,10 +1,11 @@
 //! Process syscalls std lacks: reaping with `rusage`, waiting for exit
 //! without reaping (so a zombie leader keeps its process-group id reserved
 //! while we kill the group, or its `/proc/PID` stays readable), pidfds,
-//! signalling a process group, CLOEXEC pipes and the pre-exec handshake.
+//! signalling a process group, CLOEXEC pipes and the pre-exec clock stamp.
 //!
 //! Through nix: the blocking `waitid(WNOWAIT)`, `killpg`, `kill`, `pipe2`,
-//! `getpid`, `geteuid`, `getrusage`, `poll`. Hand-written, and why:
+//! `getpid`, `geteuid`, `getrusage`, `poll`, `clock_gettime`. Hand-written,
+//! and why:
 //! - `wait4`: nix has no wait4, and its `waitpid` drops the `rusage`;
 //! - [`has_exited`]: nix's `waitid` decodes the status into a `Signal`,
 //!   which fails (EINVAL) for a child killed by a real-time signal, where
@@ -251,28 +252,35 @@ pub fn getegid() -> u32 {
     nix::unistd::getegid().as_raw()
 }
 
-/// Makes `cmd`'s child, between `fork` and `exec`, write its pid to
-/// `ready_w` and wait for one byte on `go_r` (EOF: the exec is cancelled
-/// with ECANCELED). The parent opens what it needs on the pid meanwhile
-/// (e.g. perf counters with enable-on-exec). Both descriptors must stay
-/// open until `spawn` returns.
-pub fn handshake_before_exec(cmd: &mut std::process::Command, ready_w: RawFd, go_r: RawFd) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure only makes async-signal-safe syscalls (getpid,
-    // write, read) on descriptors that stay open until spawn() returns,
-    // and allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || child_handshake(ready_w, go_r));
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock of [`std::time::Instant`]
+/// on Linux, readable between `fork` and `exec` (clock_gettime(2) is
+/// async-signal-safe, signal-safety(7)). Comparable only with itself.
+pub fn monotonic_ns() -> u64 {
+    use nix::time::{clock_gettime, ClockId};
+    match clock_gettime(ClockId::CLOCK_MONOTONIC) {
+        Ok(t) => (t.tv_sec() as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec() as u64),
+        // CLOCK_MONOTONIC cannot fail on Linux (clock_gettime(2): EINVAL only
+        // for an unknown clock); 0 reads as "no stamp".
+        Err(_) => 0,
     }
 }
 
-fn child_handshake(ready_w: RawFd, go_r: RawFd) -> io::Result<()> {
-    write_all_raw(ready_w, &getpid().to_ne_bytes())?;
-    let mut b = [0u8; 1];
-    if read_exact_raw(go_r, &mut b)? {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(libc::ECANCELED))
+/// Makes `cmd`'s child, as its last step before `exec` (register this
+/// after every other `pre_exec` hook), read [`monotonic_ns`] and write it
+/// to `stamp_w` (8 bytes, native endian). The parent reads it from the
+/// pipe's other end once `spawn` has returned: the moment the program's
+/// `execve` began, taken by the child itself so neither the pre-exec work
+/// (the caller's hooks, the counters' handshake) nor the parent's wake-up
+/// is counted. `stamp_w` must stay open until `spawn` returns.
+pub fn stamp_before_exec(cmd: &mut std::process::Command, stamp_w: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only reads the clock (vDSO or syscall) and calls
+    // write(2) on a descriptor that stays open until spawn() returns; it
+    // allocates nothing. Both are async-signal-safe (signal-safety(7)).
+    unsafe {
+        cmd.pre_exec(move || write_all_raw(stamp_w, &monotonic_ns().to_ne_bytes()));
     }
 }
 
@@ -284,6 +292,28 @@ mod tests {
     fn decodes_exit_and_signal_statuses() {
         assert_eq!(decode_status(3 << 8), (Some(3), None));
         assert_eq!(decode_status(libc::SIGKILL), (None, Some(libc::SIGKILL)));
+    }
+
+    #[test]
+    fn the_exec_stamp_is_taken_by_the_child_between_fork_and_exec() {
+        use std::os::fd::AsRawFd;
+        let (r, w) = pipe().unwrap();
+        let mut cmd = std::process::Command::new("true");
+        stamp_before_exec(&mut cmd, w.as_raw_fd());
+        let before = monotonic_ns();
+        let mut child = cmd.spawn().unwrap();
+        let after = monotonic_ns();
+        drop(w);
+        let mut b = [0u8; 8];
+        assert!(read_exact_raw(r.as_raw_fd(), &mut b).unwrap());
+        let stamp = u64::from_ne_bytes(b);
+        assert!(
+            before <= stamp && stamp <= after,
+            "{before} {stamp} {after}"
+        );
+        // Exactly one stamp, then EOF (the child's copy closed at exec).
+        assert!(!read_exact_raw(r.as_raw_fd(), &mut b).unwrap());
+        assert!(child.wait().unwrap().success());
     }
 
     #[test]
