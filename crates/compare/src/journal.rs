@@ -736,6 +736,7 @@ mod tests {
                 timed_out: false,
                 counters,
                 energy: EnergyMetrics::unavailable("no RAPL"),
+                disturbance: None,
             },
         }
     }

@@ -97,6 +97,7 @@ fn record(wall: f64, energy: Option<f64>, code: i32) -> RunRecord {
         timed_out: false,
         counters,
         energy: energy_m,
+        disturbance: None,
     }
 }
 

@@ -33,6 +33,7 @@
 
 pub mod cleanup;
 pub mod counters;
+pub mod disturbance;
 pub mod energy;
 mod error;
 pub mod governor;
@@ -47,6 +48,7 @@ pub use cleanup::{
     cleanup_now, install_signal_cleanup, is_shutting_down, set_signal_hook, SignalCleanupError,
 };
 pub use counters::{CounterError, CounterMetrics, CountersError, Multiplexed, PmuCounts};
+pub use disturbance::Disturbance;
 pub use energy::EnergyMetrics;
 pub use error::IoError;
 pub use governor::{

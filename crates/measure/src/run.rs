@@ -23,10 +23,12 @@
 
 use crate::cleanup::{self, GroupRegistration};
 use crate::counters::{self, CounterError, CounterMetrics, PlannedEvent};
+use crate::disturbance::{self, Sample};
 use crate::energy::{EnergyMetrics, EnergySession, Rapl};
 use crate::record::{ExitStatusRecord, RunRecord};
 use crate::sys::perf::{self, Counter, OpenSpec};
 use crate::sys::proc;
+use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_topology::FsRoot;
 use std::io;
@@ -49,6 +51,10 @@ pub struct Options {
     /// When the main process exits, SIGKILL whatever is left in its process
     /// group (daemons, stragglers) so the next run starts clean.
     pub kill_leftovers: bool,
+    /// Read `/proc/stat` before and after each run and record the
+    /// [`crate::Disturbance`], judged with this threshold (a share of a
+    /// CPU's time, e.g. 0.05); `None`: not measured.
+    pub disturbance: Option<f64>,
 }
 
 impl Default for Options {
@@ -59,6 +65,7 @@ impl Default for Options {
             counters: true,
             energy: true,
             kill_leftovers: true,
+            disturbance: Some(crate::disturbance::DEFAULT_THRESHOLD),
         }
     }
 }
@@ -201,17 +208,35 @@ impl Measurer {
     /// (the output is not returned). Runs in their own process group cannot
     /// read the terminal (SIGTTIN): give them `Stdio::null()` as stdin.
     pub fn run(&self, cmd: Command) -> Result<RunRecord, RunError> {
-        self.run_observed(cmd, |_| (), |()| ())
+        self.run_observed_on(cmd, None, |_| (), |()| ())
+    }
+
+    /// [`Measurer::run`] of a program placed on `plan_cpus`: the
+    /// disturbance is accounted on those CPUs (else on every CPU).
+    pub fn run_on(&self, cmd: Command, plan_cpus: &CpuSet) -> Result<RunRecord, RunError> {
+        self.run_observed_on(cmd, Some(plan_cpus), |_| (), |()| ())
+    }
+
+    /// [`Measurer::run_observed_on`] with the disturbance on every CPU.
+    pub fn run_observed<W>(
+        &self,
+        cmd: Command,
+        on_spawn: impl FnOnce(libc::pid_t) -> W,
+        on_exit: impl FnOnce(W),
+    ) -> Result<RunRecord, RunError> {
+        self.run_observed_on(cmd, None, on_spawn, on_exit)
     }
 
     /// [`Measurer::run`] with an observer of the running child:
     /// `on_spawn(pid)` right after the spawn, `on_exit` once the child has
     /// exited but before it is reaped (its `/proc/PID` is still there),
     /// on every path that spawned it. Used to pin the threads of programs
-    /// the LD_PRELOAD shim cannot reach with the `/proc` watcher.
-    pub fn run_observed<W>(
+    /// the LD_PRELOAD shim cannot reach with the `/proc` watcher. The
+    /// disturbance is accounted on `plan_cpus` (every CPU when `None`).
+    pub fn run_observed_on<W>(
         &self,
         mut cmd: Command,
+        plan_cpus: Option<&CpuSet>,
         on_spawn: impl FnOnce(libc::pid_t) -> W,
         on_exit: impl FnOnce(W),
     ) -> Result<RunRecord, RunError> {
@@ -240,6 +265,7 @@ impl Measurer {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
+        let before = self.opts.disturbance.and_then(|_| Sample::take(&self.fs));
         let (spawned, opened, t0) = std::thread::scope(|s| {
             let helper = handshake.as_ref().map(|h| {
                 let (ready_r, go_w) = (h.ready_r.as_raw_fd(), h.go_w.as_raw_fd());
@@ -281,6 +307,7 @@ impl Measurer {
                 return Err(RunError::Wait(e));
             }
         };
+        let after = before.as_ref().and_then(|_| Sample::take(&self.fs));
         on_exit(observer);
         // Final energy sample as close to the exit as we can.
         let energy = match (energy, &self.rapl) {
@@ -304,6 +331,17 @@ impl Measurer {
 
         let counters = self.read_counters(opened);
         let (code, signal) = proc::decode_status(reaped.status);
+        let disturbance = match (before, after, self.opts.disturbance) {
+            (Some(b), Some(a), Some(threshold)) => Some(disturbance::estimate(
+                &b,
+                &a,
+                plan_cpus,
+                (reaped.user + reaped.sys).as_secs_f64(),
+                pinsight_sys::procfs::clock_ticks(),
+                threshold,
+            )),
+            _ => None,
+        };
         Ok(RunRecord {
             wall_s: (t_end - t0).as_secs_f64(),
             user_s: reaped.user.as_secs_f64(),
@@ -314,6 +352,7 @@ impl Measurer {
             timed_out,
             counters,
             energy,
+            disturbance,
         })
     }
 
