@@ -44,6 +44,11 @@ pub struct Config<'a> {
     pub journal: JournalTarget,
     pub show_output: bool,
     pub ignore_failure: bool,
+    /// A run is disturbed when other work took more than this share of
+    /// one of its plan's CPUs ([`measure::disturbance`]).
+    pub disturbance_threshold: f64,
+    /// Run a disturbed slot again, up to this many times.
+    pub rerun_disturbed: usize,
     /// Which environment variables the user already set.
     pub is_env_set: &'a dyn Fn(&str) -> bool,
 }
@@ -101,6 +106,8 @@ pub struct Session {
     arm_notes: Vec<(String, String)>,
     exec: Box<dyn Executor>,
     ignore_failure: bool,
+    rerun_disturbed: usize,
+    virtual_machine: Option<String>,
 }
 
 /// How a session ended, with the report drawn from the journal on disk.
@@ -151,6 +158,7 @@ impl Session {
             &cfg.measure_fs,
             measure::Options {
                 timeout: req.timeout,
+                disturbance: Some(cfg.disturbance_threshold),
                 ..measure::Options::default()
             },
         );
@@ -233,6 +241,7 @@ impl Session {
                 }
             }
         }
+        let virtual_machine = pinsight_topology::vm::detect(&cfg.measure_fs).map(|vm| vm.note());
         let exec: Box<dyn Executor> = match executor {
             ExecutorChoice::Live => Box::new(LiveExecutor::new(
                 measurer,
@@ -255,6 +264,8 @@ impl Session {
             arm_notes,
             exec,
             ignore_failure: cfg.ignore_failure,
+            rerun_disturbed: cfg.rerun_disturbed,
+            virtual_machine,
         })
     }
 
@@ -276,6 +287,12 @@ impl Session {
     /// (policy, note), each once.
     pub fn arm_notes(&self) -> &[(String, String)] {
         &self.arm_notes
+    }
+
+    /// What shows this machine is virtual, and what that means; `None` on
+    /// bare metal (the front end says it once).
+    pub fn virtual_machine(&self) -> Option<&str> {
+        self.virtual_machine.as_deref()
     }
 
     /// Slots of the design, and those already done.
@@ -302,13 +319,14 @@ impl Session {
         stop: &dyn Fn() -> bool,
     ) -> Result<Finished, SessionError> {
         let stopped = std::cell::Cell::new(false);
-        let outcome = experiment::execute(
+        let outcome = experiment::execute_with(
             &self.header,
             &self.previous_runs,
             &mut self.writer,
             self.exec.as_mut(),
             obs,
             self.ignore_failure,
+            self.rerun_disturbed,
             &|| {
                 if interrupt::interrupted() {
                     return true;
@@ -346,7 +364,8 @@ impl Session {
             },
             Outcome::Error(_) => Status::Partial,
         };
-        let report = analyse(&self.header, &journal.runs, status, journal.warnings);
+        let mut report = analyse(&self.header, &journal.runs, status, journal.warnings);
+        report.virtual_machine = self.virtual_machine.clone();
         Ok(Finished {
             outcome,
             signal,
