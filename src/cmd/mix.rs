@@ -91,6 +91,8 @@ struct Json<'a> {
     references: Vec<Reference<'a>>,
     schedulers: &'a [mix::SchedulerResult],
     verdict: String,
+    /// Measurements disturbed by other work or the hypervisor.
+    notes: &'a [String],
 }
 
 struct Progress {
@@ -153,6 +155,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         pb: progress_bar(g, 1, "mix"),
     };
     let fs = g.fsroot()?;
+    if let (Some(vm), false) = (pinsight_topology::vm::detect(&fs), g.quiet) {
+        eprintln!(
+            "{}",
+            crate::cli::wrap80(&format!("pinsight: {}", vm.note()))
+        );
+    }
     let outcome = mix::run(&spec, &fs, &mut journal, &previous, &mut progress);
     progress.pb.finish_and_clear();
     let result = match outcome {
@@ -173,6 +181,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     if !g.json {
         print!("{}", pinsight_render::mix::mix(&result, spec.repeat));
+    }
+    if !g.quiet {
+        for n in &result.notes {
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {n}")));
+        }
     }
     Ok(0)
 }
@@ -233,5 +246,6 @@ fn json<'a>(
             .collect(),
         schedulers: &result.schedulers,
         verdict: pinsight_render::mix::mix_verdict(result),
+        notes: &result.notes,
     }
 }

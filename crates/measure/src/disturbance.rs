@@ -123,6 +123,26 @@ impl Disturbance {
             .map(|c| (c.cpu, c.share))
     }
 
+    /// One human sentence when this measurement was disturbed or the
+    /// hypervisor stole over the threshold; `None` otherwise.
+    pub fn note(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let (true, Some((cpu, share))) = (self.disturbed, self.worst()) {
+            parts.push(format!(
+                "other work took {:.0}% of CPU {cpu} (over {:.0}%)",
+                share * 100.0,
+                self.threshold * 100.0
+            ));
+        }
+        if let Some((cpu, st)) = self.worst_steal().filter(|s| s.1 > self.threshold) {
+            parts.push(format!(
+                "the hypervisor stole {:.0}% of CPU {cpu}",
+                st * 100.0
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("disturbance: {}", parts.join("; ")))
+    }
+
     /// The CPU the hypervisor stole most from, and that share.
     pub fn worst_steal(&self) -> Option<(usize, f64)> {
         self.cpus
@@ -280,8 +300,10 @@ impl Summary {
     }
 }
 
-/// Measures the disturbance of a stretch of work done in this process
-/// (speed and latency measurements): `start` before, `finish` after.
+/// Measures the disturbance of a stretch of work done by this process and
+/// the children it waits for meanwhile (speed and latency measurements,
+/// mix's programs): `start` before, `finish` after. Children still running
+/// at `finish`, or reaped by someone else, count as other work.
 #[derive(Debug)]
 pub struct Watch {
     fs: FsRoot,
@@ -295,14 +317,15 @@ impl Watch {
         Watch {
             fs: fs.clone(),
             before: Sample::take(fs),
-            self_before: pinsight_sys::process::self_cpu_s(),
+            self_before: own_cpu_s(),
         }
     }
 
     /// The disturbance since [`Watch::start`] on `plan`: this process's own
-    /// CPU time is the "program". `None` if `/proc/stat` cannot be read.
+    /// CPU time and its waited-for children's are the "program". `None` if
+    /// `/proc/stat` cannot be read.
     pub fn finish(self, plan: Option<&CpuSet>, threshold: f64) -> Option<Disturbance> {
-        let own = pinsight_sys::process::self_cpu_s() - self.self_before;
+        let own = own_cpu_s() - self.self_before;
         let mut after = Sample::take(&self.fs)?;
         let before = self.before?;
         // The process is the program here: do not count it twice.
@@ -316,6 +339,11 @@ impl Watch {
             threshold,
         ))
     }
+}
+
+/// This process's CPU time and its waited-for children's, s.
+fn own_cpu_s() -> f64 {
+    pinsight_sys::process::self_cpu_s() + pinsight_sys::process::children_cpu_s()
 }
 
 #[cfg(test)]
@@ -358,6 +386,10 @@ mod tests {
         assert!((d.other_s - 1.0).abs() < 1e-9);
         assert_eq!(d.plan_cpus, "0-1");
         assert_eq!((d.runnable_before, d.runnable_after), (Some(1), Some(2)));
+        assert_eq!(
+            d.note().as_deref(),
+            Some("disturbance: other work took 100% of CPU 1 (over 5%)")
+        );
     }
 
     #[test]

@@ -240,6 +240,17 @@ pub fn self_cpu_s() -> f64 {
     })
 }
 
+/// CPU time, user + system, in seconds, of this process's children that
+/// have been waited for (`getrusage(RUSAGE_CHILDREN)`); 0.0 if the call
+/// fails.
+pub fn children_cpu_s() -> f64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0.0, |ru| {
+        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 * 1e-6;
+        t(ru.user_time()) + t(ru.system_time())
+    })
+}
+
 /// The calling process's id (async-signal-safe).
 pub fn getpid() -> libc::pid_t {
     nix::unistd::getpid().as_raw()
