@@ -295,6 +295,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn shares_are_percentages_or_fractions() {
+        assert_eq!(share("5%"), Ok(0.05));
+        assert_eq!(share("0.2"), Ok(0.2));
+        assert_eq!(share("100%"), Ok(1.0));
+        for bad in ["0", "0%", "101%", "1.5", "-1%", "x", "nan", ""] {
+            let e = share(bad).unwrap_err();
+            assert!(e.contains("not a share of a CPU's time"), "{bad}: {e}");
+        }
+        assert_eq!(reruns("3"), Ok(3));
+        assert!(reruns("101").is_err());
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(duration("1s").unwrap(), Duration::from_secs(1));
         assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));

@@ -434,6 +434,25 @@ mod tests {
         assert_eq!(d.worst(), Some((0, 1.0)), "the estimate is clamped to 100%");
     }
 
+    /// What the two reads add to every run (`cargo test --release -p
+    /// pinsight-measure -- --ignored cost_of_the_reads --nocapture`).
+    #[test]
+    #[ignore = "timing probe, run by hand"]
+    fn cost_of_the_reads() {
+        let fs = FsRoot::live();
+        let n = 2000;
+        let t = Instant::now();
+        for _ in 0..n {
+            let b = Sample::take(&fs).unwrap();
+            let a = Sample::take(&fs).unwrap();
+            std::hint::black_box(estimate(&b, &a, None, 0.0, 100, 0.05));
+        }
+        eprintln!(
+            "two /proc/stat reads + estimate: {:.1} µs per run",
+            t.elapsed().as_secs_f64() / n as f64 * 1e6
+        );
+    }
+
     #[test]
     fn summary_counts_and_names_the_worst() {
         let mk = |disturbed, cpu, share, steal| Disturbance {

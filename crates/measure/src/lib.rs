@@ -6,6 +6,8 @@
 //!   exit status, perf counters on the whole process tree (software events
 //!   always; cycles/instructions/cache events per core PMU when the machine
 //!   has them) and RAPL energy; it enforces a timeout by killing the group.
+//!   It also records the run's [`Disturbance`]: other work on the plan's
+//!   CPUs and hypervisor steal, from `/proc/stat` before and after.
 //! - [`GovernorGuard`] sets a cpufreq governor and restores it on drop,
 //!   panic, or SIGINT/SIGTERM/SIGHUP ([`install_signal_cleanup`]).
 //!
