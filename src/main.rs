@@ -62,7 +62,9 @@ enum Command {
     Latency(cmd::latency::Args),
     Speed(cmd::speed::Args),
     Report(cmd::report::Args),
-    Compare(cmd::compare::Args),
+    // Boxed: compare has the most flags, and the enum is as large as its
+    // largest variant (clippy::large_enum_variant).
+    Compare(Box<cmd::compare::Args>),
     Workload(cmd::workload::Args),
     Simulate(cmd::simulate::Args),
     Tune(cmd::tune::Args),
@@ -155,7 +157,7 @@ fn dispatch(command: Command, g: &cli::Globals) -> cli::CmdResult {
         Command::Latency(a) => cmd::latency::run(a, g),
         Command::Speed(a) => cmd::speed::run(a, g),
         Command::Report(a) => cmd::report::run(a, g),
-        Command::Compare(a) => cmd::compare::run(a, g),
+        Command::Compare(a) => cmd::compare::run(*a, g),
         Command::Workload(a) => cmd::workload::run(a, g),
         Command::Simulate(a) => cmd::simulate::run(a, g),
         Command::Tune(a) => cmd::tune::run(a, g),

@@ -113,6 +113,28 @@ pub fn warmup(text: &str) -> Result<usize, String> {
     count(text, 0, MAX_RUNS, "warm-up runs")
 }
 
+/// `--rerun-disturbed`: 0 to 100 extra attempts of a disturbed run.
+pub fn reruns(text: &str) -> Result<usize, String> {
+    count(text, 0, 100, "reruns")
+}
+
+/// `--disturbance-threshold`: a share of one CPU's time, `5%` or `0.05`,
+/// above 0 and at most 100%. Returned as a fraction (0.05).
+pub fn share(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), 0.01),
+        None => (t, 1.0),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v * scale > 0.0 && v * scale <= 1.0 => Ok(v * scale),
+        _ => Err(format!(
+            "'{text}' is not a share of a CPU's time: give a percentage above 0 and at most \
+             100 (5%) or a fraction (0.05)"
+        )),
+    }
+}
+
 /// A rank or rank count of one node: 0 to [`MAX_THREADS`].
 pub fn rank(text: &str) -> Result<usize, String> {
     count(text, 0, MAX_THREADS, "ranks")
@@ -271,6 +293,19 @@ impl MachineSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shares_are_percentages_or_fractions() {
+        assert_eq!(share("5%"), Ok(0.05));
+        assert_eq!(share("0.2"), Ok(0.2));
+        assert_eq!(share("100%"), Ok(1.0));
+        for bad in ["0", "0%", "101%", "1.5", "-1%", "x", "nan", ""] {
+            let e = share(bad).unwrap_err();
+            assert!(e.contains("not a share of a CPU's time"), "{bad}: {e}");
+        }
+        assert_eq!(reruns("3"), Ok(3));
+        assert!(reruns("101").is_err());
+    }
 
     #[test]
     fn durations() {

@@ -145,6 +145,14 @@ pub struct Args {
     /// Show the program's output (default: discarded, as hyperfine does).
     #[arg(long)]
     pub show_output: bool,
+    /// A run is disturbed when other work (or the hypervisor) took more than this share of one
+    /// of its CPUs, from /proc/stat: a percentage (5%) or a fraction [default: 5%].
+    #[arg(long, value_name = "SHARE", value_parser = crate::values::share)]
+    pub disturbance_threshold: Option<f64>,
+    /// Run a disturbed run again, up to N times; every attempt stays in the journal and the
+    /// last one counts [default: 0].
+    #[arg(long, value_name = "N", value_parser = crate::values::reruns)]
+    pub rerun_disturbed: Option<usize>,
     #[command(flatten)]
     pub export: crate::cli::ExportArgs,
     /// The program to measure and its arguments: after `--`, or from the first word that is
@@ -194,6 +202,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             journal,
             show_output: args.show_output,
             ignore_failure: args.ignore_failure,
+            disturbance_threshold: args
+                .disturbance_threshold
+                .unwrap_or(pinsight_measure::disturbance::DEFAULT_THRESHOLD),
+            rerun_disturbed: args.rerun_disturbed.unwrap_or(0),
             is_env_set: &|k| std::env::var_os(k).is_some(),
         },
         &ext,
@@ -551,6 +563,9 @@ fn notices(session: &Session) {
     for c in &header.machine.capabilities {
         eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {c}")));
     }
+    if let Some(vm) = session.virtual_machine() {
+        eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {vm}")));
+    }
     let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
     for na in &header.not_applicable {
         match groups.iter_mut().find(|(_, r)| *r == na.reason) {
@@ -785,6 +800,12 @@ fn resume_command(args: &Args, journal: &Path) -> String {
     }
     if args.show_output {
         parts.push("--show-output".into());
+    }
+    if let Some(t) = args.disturbance_threshold {
+        parts.push(format!("--disturbance-threshold={}%", t * 100.0));
+    }
+    if let Some(n) = args.rerun_disturbed {
+        parts.push(format!("--rerun-disturbed={n}"));
     }
     parts.extend(args.export.resume_words());
     parts.join(" ")

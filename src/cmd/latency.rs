@@ -196,6 +196,10 @@ struct JsonMeasured {
     /// relative to it, and the pair (CPU ids) of the largest.
     #[serde(skip_serializing_if = "Option::is_none")]
     run_to_run: Option<RunToRun>,
+    /// This machine is a virtual machine: every pair is flagged noisy.
+    virtual_machine: bool,
+    /// Each run's other work on the measured CPUs and steal (/proc/stat).
+    disturbance: Vec<Option<pinsight_latency::measure::Disturbance>>,
 }
 
 const CI_COVERS: &str = "variation within one run only (the 95% CI of the median from that run's \
@@ -283,6 +287,8 @@ fn json_origin(origin: &Origin) -> (Option<JsonMeasured>, Option<JsonFile>) {
             fewer_runs: m.fewer_runs.clone(),
             ci_covers: CI_COVERS,
             run_to_run: m.run_to_run(),
+            virtual_machine: c.virtual_machine,
+            disturbance: m.disturbance.clone(),
         }),
         Origin::File { .. } => None,
     };
@@ -456,6 +462,7 @@ fn measure_here(
         max_time_per_pair: args.max_time_per_pair,
         budget: args.budget,
         repeats: args.repeat,
+        virtual_machine: vm_note(g),
         ..MeasureConfig::default()
     };
     let n = config.cpus.len();
@@ -656,6 +663,21 @@ fn header(m: &LatencyMatrix, origin: &Origin) -> String {
     out
 }
 
+/// Says once, on stderr, that this is a virtual machine and what it means;
+/// whether it is one.
+fn vm_note(g: &Globals) -> bool {
+    let Some(vm) = pinsight_topology::vm::detect(&FsRoot::live()) else {
+        return false;
+    };
+    if !g.quiet {
+        eprintln!(
+            "{}",
+            crate::cli::wrap80(&format!("pinsight: {}", vm.note()))
+        );
+    }
+    true
+}
+
 /// Pairs measured in fewer runs, noisy or not measured, after the summary.
 fn measurement_notes(r: &Measurement, c: &MeasureConfig) -> String {
     let mut out = String::new();
@@ -674,13 +696,20 @@ fn measurement_notes(r: &Measurement, c: &MeasureConfig) -> String {
     if !noisy.is_empty() {
         out.push_str(&fill(
             &format!(
-                "{} noisy pair(s) (within-run interval wider than ±{}% after {} ms; \
-                 busy or virtualised machine?): {}",
+                "{} noisy pair(s) (within-run interval wider than ±{}% after {} ms, \
+                 runs that disagree, or a virtual machine): {}",
                 noisy.len(),
                 c.target_rel_ci * 100.0,
                 c.max_time_per_pair.as_millis(),
                 pair_list(&noisy)
             ),
+            Wrap::new(80).indent("", "  "),
+        ));
+    }
+    let summary = pinsight_measure::disturbance::Summary::of(r.disturbance.iter().flatten());
+    if let Some(n) = summary.note() {
+        out.push_str(&fill(
+            &n.replace(" runs ", " runs of the matrix "),
             Wrap::new(80).indent("", "  "),
         ));
     }
@@ -1047,6 +1076,7 @@ mod tests {
             runs_planned: 5,
             runs_completed: 5,
             elapsed: Duration::from_millis(5),
+            disturbance: Vec::new(),
         };
         let c = csv_comment(
             &r.matrix.clone(),

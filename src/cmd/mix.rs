@@ -7,7 +7,6 @@
 use crate::cli::{wrap80, CliError, CmdResult, Globals};
 use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest, Record};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Compare schedulers on a mix of your programs run together.
 ///
@@ -105,6 +104,8 @@ struct Json<'a> {
     references: Vec<Reference<'a>>,
     schedulers: &'a [mix::SchedulerResult],
     verdict: String,
+    /// Measurements disturbed by other work or the hypervisor.
+    notes: &'a [String],
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
@@ -151,6 +152,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("mix: {e}")))?;
     let _main = pinsight_lifecycle::interrupt::main_handles_exit();
     let fs = g.fsroot()?;
+    if let (Some(vm), false) = (pinsight_topology::vm::detect(&fs), g.quiet) {
+        eprintln!(
+            "{}",
+            crate::cli::wrap80(&format!("pinsight: {}", vm.note()))
+        );
+    }
     let outcome = mix::run(
         &spec,
         &fs,
@@ -177,6 +184,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     if !g.json {
         print!("{}", pinsight_render::mix::mix(&result, spec.repeat));
+    }
+    if !g.quiet {
+        for n in &result.notes {
+            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {n}")));
+        }
     }
     Ok(0)
 }
@@ -237,5 +249,6 @@ fn json<'a>(
             .collect(),
         schedulers: &result.schedulers,
         verdict: pinsight_render::mix::mix_verdict(result),
+        notes: &result.notes,
     }
 }

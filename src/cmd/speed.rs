@@ -112,7 +112,24 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if let Some(path) = &args.weights {
         check_output_file(path, "--export-weights")?;
     }
+    if let (Some(vm), false) = (
+        pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live()),
+        g.quiet,
+    ) {
+        eprintln!(
+            "{}",
+            crate::cli::wrap80(&format!("pinsight: {}", vm.note()))
+        );
+    }
     let report = measure_report(&topo, cpus, args.kernels, args.budget_per_cpu, mem_bytes, g)?;
+    if let Some(note) = report.disturbance.as_ref().and_then(|d| d.note()) {
+        if !g.quiet {
+            eprintln!(
+                "{}",
+                crate::cli::wrap80(&format!("pinsight: warning: {note}"))
+            );
+        }
+    }
     if let Some(path) = &args.weights {
         let text =
             serde_json::to_string_pretty(&weights_file(&report.cpus)).expect("weights serialise");

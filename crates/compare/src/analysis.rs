@@ -224,6 +224,57 @@ pub struct Report {
     /// Every run line of the journal, in order (retries included).
     pub runs: Vec<RunLine>,
     pub warnings: Vec<String>,
+    /// Other work on the arms' CPUs during the measured runs (absent when
+    /// no run measured it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<DisturbanceReport>,
+    /// This machine is a virtual machine: what was seen, and what it means
+    /// (set by the session, which reads the machine; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virtual_machine: Option<String>,
+}
+
+/// How disturbed the measured runs were.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DisturbanceReport {
+    /// Over the runs the statistics use (the latest attempt of each
+    /// measured slot).
+    #[serde(flatten)]
+    pub summary: pinsight_measure::disturbance::Summary,
+    /// Disturbed runs that were run again (`--rerun-disturbed`): they stay
+    /// in the journal, their slot's latest attempt replaces them.
+    pub rerun: usize,
+}
+
+impl DisturbanceReport {
+    /// Of `runs` (every journal line), `latest` being each slot's latest.
+    fn of(runs: &[RunLine], latest: &BTreeMap<usize, &RunLine>) -> Option<DisturbanceReport> {
+        let summary = pinsight_measure::disturbance::Summary::of(
+            latest
+                .values()
+                .filter(|r| r.phase == Phase::Measured)
+                .filter_map(|r| r.record.disturbance.as_ref()),
+        );
+        let rerun = runs
+            .iter()
+            .filter(|r| !std::ptr::eq(*r, latest[&r.slot]))
+            .filter(|r| r.record.disturbance.as_ref().is_some_and(|d| d.disturbed))
+            .count();
+        (summary.measured > 0).then_some(DisturbanceReport { summary, rerun })
+    }
+
+    /// The sentence for the verdict's caveats, when runs were disturbed.
+    pub fn note(&self) -> Option<String> {
+        let mut n = self.summary.note()?;
+        if self.rerun > 0 {
+            n.push_str(&format!(
+                "; {} disturbed run{} rerun",
+                self.rerun,
+                if self.rerun == 1 { " was" } else { "s were" }
+            ));
+        }
+        Some(n)
+    }
 }
 
 /// `os` (first governor) if it ran, else the first arm.
@@ -299,12 +350,16 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         }
     }
 
-    let verdict = verdict::decide(
+    let mut verdict = verdict::decide(
         &arms,
         base_id.as_deref(),
         &header.not_applicable,
         header.runs,
     );
+    let disturbance = DisturbanceReport::of(runs, &latest);
+    if let Some(note) = disturbance.as_ref().and_then(DisturbanceReport::note) {
+        verdict.caveats.push(Caveat::new(note));
+    }
     Report {
         schema: REPORT_SCHEMA,
         status,
@@ -317,6 +372,8 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         verdict,
         runs: runs.to_vec(),
         warnings,
+        disturbance,
+        virtual_machine: None,
     }
 }
 

@@ -49,6 +49,9 @@ pub struct PreparedArm {
     follow: Option<FollowPlan>,
     /// The memory policy (`MPOL_*`, nodes), set between fork and exec.
     mem: Option<(i32, CpuSet)>,
+    /// The plan's CPUs (its process mask): where the disturbance of a run
+    /// is accounted.
+    cpus: CpuSet,
 }
 
 /// The shim shared by all pinned arms of an experiment (a sealed memfd the
@@ -87,6 +90,7 @@ impl PreparedArm {
             start_mask: app.start_mask.as_ref().map(to_kernel_words),
             follow: app.follow_plan(plan, &[]),
             mem: plan.memory.as_ref().map(pinsight_launch::kernel_policy),
+            cpus: plan.process_mask.clone(),
             app,
         }
     }
@@ -94,6 +98,11 @@ impl PreparedArm {
     /// Whether runs of this arm need the shim file.
     pub fn needs_shim(&self) -> bool {
         self.app.needs_shim()
+    }
+
+    /// The plan's CPUs (the process mask; every usable CPU under `os`).
+    pub fn cpus(&self) -> &CpuSet {
+        &self.cpus
     }
 
     /// The watcher's job for each run, when the watcher pins the threads.

@@ -137,10 +137,43 @@ pub fn execute(
     ignore_failure: bool,
     interrupted: &dyn Fn() -> bool,
 ) -> Outcome {
+    execute_with(
+        header,
+        previous,
+        journal,
+        exec,
+        progress,
+        gate,
+        ignore_failure,
+        0,
+        interrupted,
+    )
+}
+
+/// [`execute`] that runs a slot again, at once and up to `rerun_disturbed`
+/// times, while its run is flagged disturbed
+/// ([`pinsight_measure::Disturbance::disturbed`]): every attempt is
+/// journaled, and the latest attempt of a slot is the one analysed.
+#[allow(clippy::too_many_arguments)] // execute's arguments and the rerun limit
+pub fn execute_with(
+    header: &Header,
+    previous: &[RunLine],
+    journal: &mut JournalWriter,
+    exec: &mut dyn Executor,
+    progress: &mut dyn Progress,
+    gate: &mut dyn Gate,
+    ignore_failure: bool,
+    rerun_disturbed: usize,
+    interrupted: &dyn Fn() -> bool,
+) -> Outcome {
     let slots = schedule(header.arms.len(), header.runs, header.warmup, header.seed);
     let done = done_slots(previous, ignore_failure);
     let mut finished = done.len();
-    for slot in &slots {
+    let mut reruns: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut next = 0;
+    while next < slots.len() {
+        let slot = &slots[next];
+        next += 1;
         if done.contains_key(&slot.index) {
             continue;
         }
@@ -195,6 +228,14 @@ pub fn execute(
         if let Err(e) = journal.append(&line) {
             return Outcome::Error(e.into());
         }
+        if line.failure().is_none() && is_disturbed(&line) {
+            let n = reruns.entry(slot.index).or_default();
+            if *n < rerun_disturbed {
+                *n += 1;
+                next -= 1; // the same slot again
+                continue;
+            }
+        }
         finished += 1;
         gate.journaled(&line);
         progress.step("", finished as u64);
@@ -221,6 +262,13 @@ pub fn execute(
         }
     }
     Outcome::Complete
+}
+
+fn is_disturbed(line: &RunLine) -> bool {
+    line.record
+        .disturbance
+        .as_ref()
+        .is_some_and(|d| d.disturbed)
 }
 
 fn unix_now() -> f64 {
@@ -301,8 +349,9 @@ impl Executor for LiveExecutor {
     fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
         let arm = &self.arms[slot.arm];
         let cmd = arm.command(&self.argv, self.shim.as_ref(), self.show_output);
+        let cpus = arm.cpus().clone();
         let Some(follow) = arm.follow() else {
-            return self.measurer.run(cmd);
+            return self.measurer.run_on(cmd, &cpus);
         };
         // The shim cannot reach this program: the watcher pins its threads
         // as `pinsight run` does, from the spawn until the exit.
@@ -312,8 +361,9 @@ impl Executor for LiveExecutor {
         let follow = follow.clone();
         let (places, mask) = (follow.places.clone(), follow.process_mask.clone());
         let mut refused = None;
-        let record = self.measurer.run_observed(
+        let record = self.measurer.run_observed_on(
             cmd,
+            Some(&cpus),
             |pid| {
                 Watcher::start(
                     FsRoot::live(),

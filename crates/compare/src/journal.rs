@@ -550,7 +550,8 @@ impl Design<RunLine> for Header {
     /// A run belongs to this experiment when its arm is one of the
     /// header's, its slot is in the design (`arms × (warmup + runs)`
     /// slots, warm-up blocks first: phase and block follow from the slot),
-    /// the slot has no successful run yet, and its times are durations.
+    /// the slot has no successful run yet (a disturbed one may be rerun),
+    /// and its times are durations.
     fn check(&self, seen: &mut SlotsDone, r: &RunLine) -> Result<(), String> {
         let arms = self.arms.len();
         if !self.arms.iter().any(|a| a.id == r.arm) {
@@ -603,11 +604,13 @@ impl Design<RunLine> for Header {
         }
         if seen.0.get(&r.slot) == Some(&true) {
             return Err(format!(
-                "slot {} ({}) is recorded twice: it already has a successful run",
+                "slot {} ({}) is recorded twice: it already has a successful, undisturbed run",
                 r.slot, r.arm
             ));
         }
-        seen.0.insert(r.slot, r.failure().is_none());
+        // A disturbed run may be followed by its rerun (`--rerun-disturbed`).
+        let disturbed = r.record.disturbance.as_ref().is_some_and(|d| d.disturbed);
+        seen.0.insert(r.slot, r.failure().is_none() && !disturbed);
         Ok(())
     }
 
@@ -799,6 +802,7 @@ mod tests {
                 timed_out: false,
                 counters,
                 energy: EnergyMetrics::unavailable("no RAPL"),
+                disturbance: None,
             },
         }
     }

@@ -36,10 +36,13 @@ pub mod setup;
 pub mod sf;
 pub mod verdict;
 
-pub use analysis::{analyse, ArmReport, MetricStats, RankSummary, Report, Status, Versus};
+pub use analysis::{
+    analyse, ArmReport, DisturbanceReport, MetricStats, RankSummary, Report, Status, Versus,
+};
 pub use design::{schedule, Phase, Slot};
 pub use experiment::{
-    execute, Always, Executor, ExperimentError, Gate, LiveExecutor, Outcome, SwitchError,
+    execute, execute_with, Always, Executor, ExperimentError, Gate, LiveExecutor, Outcome,
+    SwitchError,
 };
 pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,

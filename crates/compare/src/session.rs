@@ -47,6 +47,11 @@ pub struct Config<'a> {
     pub journal: JournalTarget,
     pub show_output: bool,
     pub ignore_failure: bool,
+    /// A run is disturbed when other work took more than this share of
+    /// one of its plan's CPUs ([`measure::disturbance`]).
+    pub disturbance_threshold: f64,
+    /// Run a disturbed slot again, up to this many times.
+    pub rerun_disturbed: usize,
     /// Which environment variables the user already set.
     pub is_env_set: &'a dyn Fn(&str) -> bool,
 }
@@ -104,6 +109,8 @@ pub struct Session {
     arm_notes: Vec<(String, String)>,
     exec: Box<dyn Executor>,
     ignore_failure: bool,
+    rerun_disturbed: usize,
+    virtual_machine: Option<String>,
 }
 
 /// How a session ended, with the report drawn from the journal on disk.
@@ -154,6 +161,7 @@ impl Session {
             &cfg.measure_fs,
             measure::Options {
                 timeout: req.timeout,
+                disturbance: Some(cfg.disturbance_threshold),
                 ..measure::Options::default()
             },
         );
@@ -236,6 +244,7 @@ impl Session {
                 }
             }
         }
+        let virtual_machine = pinsight_topology::vm::detect(&cfg.measure_fs).map(|vm| vm.note());
         let exec: Box<dyn Executor> = match executor {
             ExecutorChoice::Live => Box::new(LiveExecutor::new(
                 measurer,
@@ -258,6 +267,8 @@ impl Session {
             arm_notes,
             exec,
             ignore_failure: cfg.ignore_failure,
+            rerun_disturbed: cfg.rerun_disturbed,
+            virtual_machine,
         })
     }
 
@@ -279,6 +290,12 @@ impl Session {
     /// (policy, note), each once.
     pub fn arm_notes(&self) -> &[(String, String)] {
         &self.arm_notes
+    }
+
+    /// What shows this machine is virtual, and what that means; `None` on
+    /// bare metal (the front end says it once).
+    pub fn virtual_machine(&self) -> Option<&str> {
+        self.virtual_machine.as_deref()
     }
 
     /// Slots of the design, and those already done.
@@ -313,7 +330,7 @@ impl Session {
         stop: &dyn Fn() -> bool,
     ) -> Result<Finished, SessionError> {
         let stopped = std::cell::Cell::new(false);
-        let outcome = experiment::execute(
+        let outcome = experiment::execute_with(
             &self.header,
             &self.previous_runs,
             &mut self.writer,
@@ -321,6 +338,7 @@ impl Session {
             progress,
             gate,
             self.ignore_failure,
+            self.rerun_disturbed,
             &|| {
                 if interrupt::interrupted() {
                     return true;
@@ -363,7 +381,8 @@ impl Session {
             },
             Outcome::Error(_) => Status::Partial,
         };
-        let report = analyse(&self.header, &journal.runs, status, journal.warnings);
+        let mut report = analyse(&self.header, &journal.runs, status, journal.warnings);
+        report.virtual_machine = self.virtual_machine.clone();
         Ok(Finished {
             outcome,
             signal,

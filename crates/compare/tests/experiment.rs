@@ -105,6 +105,7 @@ fn record(wall: f64, energy: Option<f64>, code: i32) -> RunRecord {
         timed_out: false,
         counters,
         energy: energy_m,
+        disturbance: None,
     }
 }
 
@@ -711,4 +712,117 @@ fn arms_with_the_same_placement_are_flagged_and_never_ranked_apart() {
         r.verdict.evidence,
         vec!["twin: the same placement as cpus:2,3: any difference is noise".to_string()]
     );
+}
+
+/// Runs of the slots in `disturbed` are flagged the first `times` times
+/// they run (other work took 60% of CPU 1).
+struct Disturbed {
+    disturbed: Vec<usize>,
+    times: usize,
+    seen: std::collections::BTreeMap<usize, usize>,
+}
+
+impl Executor for Disturbed {
+    fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
+        use pinsight_compare::measure::disturbance::{CpuDisturbance, Disturbance};
+        let n = self.seen.entry(slot.index).or_default();
+        *n += 1;
+        let hit = self.disturbed.contains(&slot.index) && *n <= self.times;
+        let mut r = record(1.0 + 0.01 * noise(slot.index, 3), None, 0);
+        r.disturbance = Some(Disturbance {
+            threshold: 0.05,
+            disturbed: hit,
+            plan_cpus: "0-1".into(),
+            interval_s: 1.0,
+            other_s: if hit { 0.6 } else { 0.0 },
+            steal_s: 0.0,
+            resolution_s: 0.01,
+            runnable_before: Some(1),
+            runnable_after: Some(2),
+            cpus: if hit {
+                vec![CpuDisturbance {
+                    cpu: 1,
+                    share: 0.6,
+                    share_min: 0.59,
+                    steal_share: 0.0,
+                }]
+            } else {
+                vec![]
+            },
+        });
+        Ok(r)
+    }
+    fn prepare(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+    fn set_governor(&mut self, _: Option<&str>) -> Result<(), SwitchError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn disturbed_runs_are_rerun_journaled_and_named_in_the_verdict() {
+    use pinsight_compare::experiment::execute_with;
+    let d = tempfile::tempdir().unwrap();
+    let h = header(&["os", "compact"], 5, 0, 9);
+    let run = |name: &str, rerun: usize, times: usize| {
+        let path = d.path().join(name);
+        let mut w = JournalWriter::create(&path, &h).unwrap();
+        let mut ex = Disturbed {
+            disturbed: vec![2, 7],
+            times,
+            seen: Default::default(),
+        };
+        let out = execute_with(
+            &h,
+            &[],
+            &mut w,
+            &mut ex,
+            &mut Silent,
+            &mut Always,
+            false,
+            rerun,
+            &|| false,
+        );
+        assert!(matches!(out, Outcome::Complete));
+        let j = Journal::read(&path).unwrap();
+        analyse(&h, &j.runs, Status::Complete, vec![])
+    };
+    // No rerun: two disturbed runs out of ten, worst CPU 1 at 60%.
+    let r = run("none.jsonl", 0, 1);
+    assert_eq!(r.runs.len(), 10);
+    let dist = r.disturbance.as_ref().unwrap();
+    assert_eq!((dist.summary.measured, dist.summary.disturbed), (10, 2));
+    assert_eq!(dist.summary.worst_cpu, Some(1));
+    assert_eq!(dist.rerun, 0);
+    let caveats: Vec<String> = r.verdict.caveats.iter().map(|c| c.to_string()).collect();
+    assert!(
+        caveats
+            .iter()
+            .any(|c| c.contains("2 of 10 runs disturbed") && c.contains("CPU 1, 60%")),
+        "{caveats:?}"
+    );
+    // One rerun each: the disturbed attempts stay in the journal, marked;
+    // the clean reruns fill their slots.
+    let r = run("once.jsonl", 3, 1);
+    assert_eq!(r.runs.len(), 12);
+    let marked: Vec<usize> = r
+        .runs
+        .iter()
+        .filter(|l| l.record.disturbance.as_ref().unwrap().disturbed)
+        .map(|l| l.slot)
+        .collect();
+    assert_eq!(marked, [2, 7]);
+    let dist = r.disturbance.as_ref().unwrap();
+    assert_eq!((dist.summary.disturbed, dist.rerun), (0, 2));
+    assert!(r
+        .verdict
+        .caveats
+        .iter()
+        .all(|c| !c.to_string().contains("disturb")));
+    // Still disturbed after the limit: the last attempt counts.
+    let r = run("limit.jsonl", 2, 10);
+    assert_eq!(r.runs.len(), 14, "two reruns of each of the two slots");
+    let dist = r.disturbance.as_ref().unwrap();
+    assert_eq!((dist.summary.disturbed, dist.rerun), (2, 4));
 }

@@ -113,8 +113,11 @@ impl PairStat {
     /// One pair's statistics over several runs of the matrix (`runs` in run
     /// order, each from one run): the median of the run medians, the
     /// median of the runs' CI bounds (widened to contain the median),
-    /// sample-weighted mean, all samples counted, noisy if any run was.
-    /// `None` for no runs.
+    /// sample-weighted mean, all samples counted; noisy if any run was, or
+    /// if the runs disagree beyond their within-run intervals (two runs'
+    /// 95% intervals do not overlap: the within-run interval does not
+    /// describe the value, the run-to-run spread does and is the one
+    /// [`PairStat::shown_interval`] shows). `None` for no runs.
     pub fn combine(runs: &[PairStat]) -> Option<PairStat> {
         let first = runs.first()?;
         let medians: Vec<f64> = runs.iter().map(|r| r.median_ns).collect();
@@ -140,10 +143,24 @@ impl PairStat {
             ci_low_ns: median_of(runs.iter().map(|r| r.ci_low_ns)).min(median),
             ci_high_ns: median_of(runs.iter().map(|r| r.ci_high_ns)).max(median),
             samples,
-            noisy: runs.iter().any(|r| r.noisy),
+            noisy: runs.iter().any(|r| r.noisy) || runs_disagree(runs),
             run_medians_ns: medians,
         })
     }
+}
+
+/// Whether two runs' within-run intervals are disjoint: the lowest upper
+/// bound lies below the highest lower bound.
+fn runs_disagree(runs: &[PairStat]) -> bool {
+    let lowest_high = runs
+        .iter()
+        .map(|r| r.ci_high_ns)
+        .fold(f64::INFINITY, f64::min);
+    let highest_low = runs
+        .iter()
+        .map(|r| r.ci_low_ns)
+        .fold(f64::NEG_INFINITY, f64::max);
+    lowest_high < highest_low
 }
 
 /// Summary of the run-to-run spread of a matrix measured several times
@@ -1056,6 +1073,23 @@ mod tests {
         let calm =
             PairStat::combine(&[stat(50.0, 49.0, 51.0, 10), stat(50.1, 49.1, 51.1, 10)]).unwrap();
         assert_eq!(calm.shown_interval().1, IntervalKind::WithinRun);
+        assert!(!calm.noisy, "overlapping intervals agree");
+        assert!(s.noisy, "53 ± 0.7% and 64 ± 0.7% disagree");
+    }
+
+    #[test]
+    fn a_disturbed_repeat_makes_the_pair_noisy() {
+        // Seen on a VM: three runs of one pair, each claiming ±1%.
+        let runs: Vec<PairStat> = [25.0, 25.5, 116.5]
+            .iter()
+            .map(|&m| stat(m, m * 0.99, m * 1.01, 200))
+            .collect();
+        assert!(runs.iter().all(|r| !r.noisy));
+        let s = PairStat::combine(&runs).unwrap();
+        assert!(s.noisy);
+        let (rel, kind) = s.shown_interval();
+        assert_eq!(kind, IntervalKind::RunToRun);
+        assert!(rel > 3.0, "the interval admits the 25-116 ns spread: {rel}");
     }
 
     #[test]

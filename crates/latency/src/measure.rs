@@ -34,6 +34,8 @@ pub use crate::matrix::RunToRun;
 use crate::{LatencyMatrix, PairStat};
 use pingpong::{PairLines, Pinger};
 use pinsight_cpuset::CpuSet;
+use pinsight_measure::disturbance::Watch;
+pub use pinsight_measure::Disturbance;
 use pinsight_topology::FsRoot;
 use stats::SortedSamples;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,6 +69,16 @@ pub struct MeasureConfig {
     /// How many times the whole matrix is measured (at least 1); see the
     /// module doc.
     pub repeats: usize,
+    /// Start run `k` no earlier than `k × spacing` after the first, so the
+    /// runs sample the drift of a whole budget rather than one moment
+    /// (never waiting past [`MeasureConfig::budget`]).
+    pub spacing: Option<Duration>,
+    /// This machine is a virtual machine: the host may move the vCPUs at
+    /// any time, so every pair is flagged noisy whatever its intervals.
+    pub virtual_machine: bool,
+    /// Judge each run's disturbance (other work on the measured CPUs,
+    /// steal) with this threshold; `None`: not measured.
+    pub disturbance: Option<f64>,
 }
 
 impl Default for MeasureConfig {
@@ -81,6 +93,9 @@ impl Default for MeasureConfig {
             min_samples: 16,
             budget: None,
             repeats: 1,
+            spacing: None,
+            virtual_machine: false,
+            disturbance: Some(pinsight_measure::disturbance::DEFAULT_THRESHOLD),
         }
     }
 }
@@ -123,6 +138,9 @@ pub struct Measurement {
     pub runs_planned: usize,
     pub runs_completed: usize,
     pub elapsed: Duration,
+    /// Each run's disturbance on the measured CPUs, in run order (`None`
+    /// where `/proc/stat` could not be read or it was not measured).
+    pub disturbance: Vec<Option<Disturbance>>,
 }
 
 impl Measurement {
@@ -355,7 +373,17 @@ pub fn measure_with_progress(
     // A round needs room for at least min_samples samples to mean anything.
     let least_useful = config.sample_duration * (2 * config.min_samples as u32);
 
+    let plan: CpuSet = config.cpus.iter().copied().collect();
+    let fs = FsRoot::live();
+    let mut disturbance = Vec::new();
     for run in 0..runs_total {
+        if let Some(gap) = config.spacing {
+            let start = started + gap * run as u32;
+            if budget_end.is_none_or(|end| start < end) {
+                std::thread::sleep(start.saturating_duration_since(Instant::now()));
+            }
+        }
+        let watch = config.disturbance.map(|_| Watch::start(&fs));
         let order = schedule::rotated(rounds.len(), run, runs_total);
         let mut complete = true;
         for (r, &round_idx) in order.iter().enumerate() {
@@ -393,6 +421,9 @@ pub fn measure_with_progress(
         if complete {
             runs_completed += 1;
         }
+        if let (Some(w), Some(t)) = (watch, config.disturbance) {
+            disturbance.push(w.finish(Some(&plan), t));
+        }
     }
 
     let mut matrix = LatencyMatrix::new(config.cpus.clone());
@@ -405,7 +436,8 @@ pub fn measure_with_progress(
             let runs = &per_run[a][b];
             match PairStat::combine(runs) {
                 None => skipped.push(ids),
-                Some(stat) => {
+                Some(mut stat) => {
+                    stat.noisy |= config.virtual_machine;
                     if runs.len() < runs_total {
                         fewer_runs.push(ids);
                     }
@@ -428,6 +460,7 @@ pub fn measure_with_progress(
         runs_planned: runs_total,
         runs_completed,
         elapsed: started.elapsed(),
+        disturbance,
     })
 }
 

@@ -225,3 +225,66 @@ fn repeats_measure_the_whole_matrix_again_and_keep_every_run_median() {
     let s = one.matrix.stats.as_ref().unwrap()[1][0].clone().unwrap();
     assert_eq!(s.run_medians_ns, vec![s.median_ns]);
 }
+
+/// A busy loop pinned to one of the pair's CPUs during the middle one of
+/// three runs (started and stopped from the progress callback, which runs
+/// between runs here: one pair per run) slows that run's round trips to
+/// the scheduler's time slices: the runs disagree and the pair is noisy,
+/// its shown interval the run-to-run spread.
+#[test]
+fn a_busy_loop_between_repeats_makes_the_pair_noisy() {
+    use std::process::{Command, Stdio};
+    let _turn = one_at_a_time();
+    let Some(cpus) = two_cpus() else { return };
+    let one: CpuSet = [cpus[1]].into_iter().collect();
+    let mut busy: Option<std::process::Child> = None;
+    let config = MeasureConfig {
+        repeats: 3,
+        ..quick(cpus.clone(), Method::Cas, true)
+    };
+    let r = measure::measure_with_progress(&config, &mut |p| {
+        if p.run == 0 {
+            let mut c = Command::new("sh");
+            c.args(["-c", "while :; do :; done"]).stdin(Stdio::null());
+            pinsight_sys::affinity::set_affinity_before_exec(&mut c, &one).unwrap();
+            busy = Some(c.spawn().unwrap());
+            std::thread::sleep(Duration::from_millis(50)); // let it start
+        } else if let Some(mut b) = busy.take() {
+            let _ = b.kill();
+            let _ = b.wait();
+        }
+    });
+    if let Some(mut b) = busy.take() {
+        let _ = b.kill();
+        let _ = b.wait();
+    }
+    let r = r.unwrap();
+    let s = r.matrix.stats.as_ref().unwrap()[1][0].clone().unwrap();
+    assert_eq!(s.run_medians_ns.len(), 3, "{s:?}");
+    assert!(s.noisy, "{s:?}");
+    assert_eq!(r.noisy(), vec![(cpus[1], cpus[0])]);
+    // One disturbance per run (a run of a few ms is below /proc/stat's
+    // 10 ms resolution: its shares are not judged here).
+    assert_eq!(r.disturbance.len(), 3);
+    assert!(r.disturbance.iter().all(Option::is_some));
+}
+
+/// `spacing`: run k starts no earlier than k × spacing after the first.
+#[test]
+fn spaced_runs_cover_the_time_asked() {
+    let _turn = one_at_a_time();
+    let Some(cpus) = two_cpus() else { return };
+    let mut starts: Vec<(usize, Instant)> = Vec::new();
+    let t0 = Instant::now();
+    let config = MeasureConfig {
+        repeats: 3,
+        spacing: Some(Duration::from_millis(150)),
+        max_time_per_pair: Duration::from_millis(20),
+        ..quick(cpus, Method::Cas, true)
+    };
+    let r = measure::measure_with_progress(&config, &mut |p| starts.push((p.run, Instant::now())))
+        .unwrap();
+    assert_eq!(r.runs_completed, 3);
+    let third = starts.iter().find(|s| s.0 == 2).unwrap().1;
+    assert!(third - t0 >= Duration::from_millis(300), "{:?}", third - t0);
+}

@@ -6,6 +6,8 @@
 //!   exit status, perf counters on the whole process tree (software events
 //!   always; cycles/instructions/cache events per core PMU when the machine
 //!   has them) and RAPL energy; it enforces a timeout by killing the group.
+//!   It also records the run's [`Disturbance`]: other work on the plan's
+//!   CPUs and hypervisor steal, from `/proc/stat` before and after.
 //! - [`GovernorGuard`] sets a cpufreq governor and restores it on drop,
 //!   panic, or SIGINT/SIGTERM/SIGHUP ([`install_signal_cleanup`]).
 //!
@@ -33,6 +35,7 @@
 
 pub mod cleanup;
 pub mod counters;
+pub mod disturbance;
 pub mod energy;
 mod error;
 pub mod governor;
@@ -47,6 +50,7 @@ pub use cleanup::{
     cleanup_now, install_signal_cleanup, is_shutting_down, set_signal_hook, SignalCleanupError,
 };
 pub use counters::{CounterError, CounterMetrics, CountersError, Multiplexed, PmuCounts};
+pub use disturbance::Disturbance;
 pub use energy::EnergyMetrics;
 pub use error::IoError;
 pub use governor::{

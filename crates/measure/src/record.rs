@@ -2,6 +2,7 @@
 //! Field names are part of the journal format: rename nothing.
 
 use crate::counters::CounterMetrics;
+use crate::disturbance::Disturbance;
 use crate::energy::EnergyMetrics;
 use serde::{Deserialize, Serialize};
 
@@ -63,4 +64,9 @@ pub struct RunRecord {
     pub counters: CounterMetrics,
     #[serde(flatten)]
     pub energy: EnergyMetrics,
+    /// Other work on the plan's CPUs and hypervisor steal during the run
+    /// ([`crate::disturbance`]); absent when `/proc/stat` could not be read,
+    /// when disturbance was not measured, and in journals written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<Disturbance>,
 }

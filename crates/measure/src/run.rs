@@ -65,11 +65,13 @@
 
 use crate::cleanup::{self, GroupRegistration};
 use crate::counters::{self, CounterError, CounterMetrics, PlannedEvent};
+use crate::disturbance::{self, Sample};
 use crate::energy::{EnergyMetrics, EnergySession, Rapl};
 use crate::error::IoError;
 use crate::record::{ExitStatusRecord, RunRecord};
 use crate::sys::perf::{self, Counter, OpenSpec, PERF_COUNT_SW_DUMMY, PERF_TYPE_SOFTWARE};
 use crate::sys::proc;
+use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_topology::FsRoot;
 use std::io;
@@ -93,6 +95,10 @@ pub struct Options {
     /// When the main process exits, SIGKILL whatever is left in its process
     /// group (daemons, stragglers) so the next run starts clean.
     pub kill_leftovers: bool,
+    /// Read `/proc/stat` before and after each run and record the
+    /// [`crate::Disturbance`], judged with this threshold (a share of a
+    /// CPU's time, e.g. 0.05); `None`: not measured.
+    pub disturbance: Option<f64>,
 }
 
 impl Default for Options {
@@ -103,6 +109,7 @@ impl Default for Options {
             counters: true,
             energy: true,
             kill_leftovers: true,
+            disturbance: Some(crate::disturbance::DEFAULT_THRESHOLD),
         }
     }
 }
@@ -260,17 +267,35 @@ impl Measurer {
     /// (the output is not returned). Runs in their own process group cannot
     /// read the terminal (SIGTTIN): give them `Stdio::null()` as stdin.
     pub fn run(&self, cmd: Command) -> Result<RunRecord, RunError> {
-        self.run_observed(cmd, |_| (), |()| ())
+        self.run_observed_on(cmd, None, |_| (), |()| ())
+    }
+
+    /// [`Measurer::run`] of a program placed on `plan_cpus`: the
+    /// disturbance is accounted on those CPUs (else on every CPU).
+    pub fn run_on(&self, cmd: Command, plan_cpus: &CpuSet) -> Result<RunRecord, RunError> {
+        self.run_observed_on(cmd, Some(plan_cpus), |_| (), |()| ())
+    }
+
+    /// [`Measurer::run_observed_on`] with the disturbance on every CPU.
+    pub fn run_observed<W>(
+        &self,
+        cmd: Command,
+        on_spawn: impl FnOnce(libc::pid_t) -> W,
+        on_exit: impl FnOnce(W),
+    ) -> Result<RunRecord, RunError> {
+        self.run_observed_on(cmd, None, on_spawn, on_exit)
     }
 
     /// [`Measurer::run`] with an observer of the running child:
     /// `on_spawn(pid)` right after the spawn, `on_exit` once the child has
     /// exited but before it is reaped (its `/proc/PID` is still there),
     /// on every path that spawned it. Used to pin the threads of programs
-    /// the LD_PRELOAD shim cannot reach with the `/proc` watcher.
-    pub fn run_observed<W>(
+    /// the LD_PRELOAD shim cannot reach with the `/proc` watcher. The
+    /// disturbance is accounted on `plan_cpus` (every CPU when `None`).
+    pub fn run_observed_on<W>(
         &self,
         mut cmd: Command,
+        plan_cpus: Option<&CpuSet>,
         on_spawn: impl FnOnce(libc::pid_t) -> W,
         on_exit: impl FnOnce(W),
     ) -> Result<RunRecord, RunError> {
@@ -296,6 +321,7 @@ impl Measurer {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
+        let stat_before = self.opts.disturbance.and_then(|_| Sample::take(&self.fs));
         let before = spawner
             .as_deref()
             .and_then(Option::as_ref)
@@ -333,6 +359,7 @@ impl Measurer {
                 return Err(RunError::Wait(e));
             }
         };
+        let stat_after = stat_before.as_ref().and_then(|_| Sample::take(&self.fs));
         on_exit(observer);
         // Final energy sample as close to the exit as we can.
         let energy = match (energy, &self.rapl) {
@@ -360,6 +387,17 @@ impl Measurer {
         };
         drop(spawner);
         let (code, signal) = proc::decode_status(reaped.status);
+        let disturbance = match (stat_before, stat_after, self.opts.disturbance) {
+            (Some(b), Some(a), Some(threshold)) => Some(disturbance::estimate(
+                &b,
+                &a,
+                plan_cpus,
+                (reaped.user + reaped.sys).as_secs_f64(),
+                pinsight_sys::procfs::clock_ticks(),
+                threshold,
+            )),
+            _ => None,
+        };
         Ok(RunRecord {
             wall_s: end_ns.saturating_sub(exec_ns) as f64 * 1e-9,
             user_s: reaped.user.as_secs_f64(),
@@ -370,6 +408,7 @@ impl Measurer {
             timed_out,
             counters,
             energy,
+            disturbance,
         })
     }
 

@@ -573,6 +573,7 @@ mod tests {
         let r = MixResult {
             references: vec![(2.0, 3.6), (2.0, 3.6)],
             schedulers: vec![sched("os", 0.2), sched("aarr", 0.5), sched("to", 0.55)],
+            notes: vec![],
         };
         let s = mix(&r, 3);
         for l in s.lines() {

@@ -90,6 +90,9 @@ pub fn measure(
     Ok(out)
 }
 
+/// Matrices measured within the latency budget, spaced over it.
+const LATENCY_RUNS: usize = 3;
+
 /// Measures latency within `budget`. A partial matrix (the budget ran out
 /// mid-way) is kept, with a skip saying how much is missing; a matrix with
 /// no round measured is no matrix.
@@ -102,15 +105,27 @@ fn measure_latency(
     let n = cpus.len();
     let pairs = n * (n - 1) / 2;
     let rounds = latency_rounds(n);
-    // Each round measures its pairs side by side: a round may take budget/rounds.
-    let per_pair = (budget / rounds.max(1) as u32).min(Duration::from_millis(200));
+    // At least three matrices, started a third of the budget apart: one
+    // matrix sees one moment, and on a shared or virtual machine latency
+    // drifts between moments (the run-to-run spread is then shown and the
+    // pair flagged noisy). Each round measures its pairs side by side: a
+    // round may take a third of budget/rounds.
+    let per_pair = (budget / (LATENCY_RUNS * rounds.max(1)) as u32).min(Duration::from_millis(200));
     let cfg = MeasureConfig {
         cpus,
         max_time_per_pair: per_pair,
         budget: Some(budget),
+        repeats: LATENCY_RUNS,
+        spacing: Some(budget / LATENCY_RUNS as u32),
+        virtual_machine: pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live())
+            .is_some(),
         ..MeasureConfig::default()
     };
-    progress.begin("measuring core-to-core latency", pairs as u64, 0);
+    progress.begin(
+        "measuring core-to-core latency",
+        (pairs * LATENCY_RUNS) as u64,
+        0,
+    );
     let m = measure_with_progress(&cfg, &mut |p| progress.step("", p.pairs_done as u64));
     progress.end();
     let m = m?;

@@ -68,6 +68,7 @@ fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
         cpus,
         kinds,
         speedups: pairs,
+        disturbance: None,
     };
     let s = suggestions(&topo, None, None, Some(&report));
     let text = s.join("\n");

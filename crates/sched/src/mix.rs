@@ -35,6 +35,8 @@ use pinsight_lifecycle::exit::SpawnError;
 pub use pinsight_lifecycle::journal::JournalError;
 use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
 use pinsight_lifecycle::progress::Progress;
+use pinsight_measure::disturbance::{Watch, DEFAULT_THRESHOLD};
+use pinsight_measure::Disturbance;
 use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
 use pinsight_sys::FsRoot;
@@ -79,6 +81,9 @@ pub enum Record {
         time_s: f64,
         /// Exit code (128+N for signal N).
         exit_code: i32,
+        /// Other work on that CPU and steal during the run (`/proc/stat`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        disturbance: Option<Disturbance>,
     },
     /// A scheduler's mix begins (runs before it for that scheduler are void).
     Start {
@@ -108,6 +113,9 @@ pub enum Record {
         wall_s: f64,
         /// Periods run.
         periods: u64,
+        /// Other work on the mix's CPUs and steal during it (`/proc/stat`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        disturbance: Option<Disturbance>,
     },
 }
 
@@ -211,6 +219,7 @@ impl Design<Record> for HeaderLine {
                 on,
                 time_s,
                 exit_code,
+                ..
             } => {
                 program(*p)?;
                 if on != "big" && on != "small" {
@@ -509,6 +518,9 @@ pub struct MixResult {
     pub references: Vec<(f64, f64)>,
     /// Per scheduler, in the order asked.
     pub schedulers: Vec<SchedulerResult>,
+    /// Measurements of this invocation that other work or the hypervisor
+    /// disturbed (`/proc/stat`), one sentence each.
+    pub notes: Vec<String>,
 }
 
 /// A running instance.
@@ -636,6 +648,7 @@ fn run_steps(
             on,
             time_s,
             exit_code: 0,
+            ..
         } = r
         {
             if *program < n {
@@ -648,6 +661,7 @@ fn run_steps(
         }
     }
     let (tx, rx) = mpsc::channel();
+    let mut notes = Vec::new();
     for (i, r) in refs.iter_mut().enumerate() {
         for (on, cpu) in [("big", big.first()), ("small", small.first())] {
             let have = if on == "big" { r.0 } else { r.1 };
@@ -660,6 +674,7 @@ fn run_steps(
                 &format!("{} alone on {on} CPU {cpu}", spec.name(i)),
                 done as u64 - 1,
             );
+            let watch = Watch::start(fs);
             let (pid, start) = spawn(&spec.commands[i], &CpuSet::single(cpu), &tx)?;
             let exit = loop {
                 match next_exit(&rx, Duration::from_secs(3600), wait) {
@@ -677,11 +692,16 @@ fn run_steps(
                 }
             };
             let t = (exit.at - start).as_secs_f64();
+            let disturbance = watch.finish(Some(&CpuSet::single(cpu)), DEFAULT_THRESHOLD);
+            if let Some(note) = disturbance.as_ref().and_then(Disturbance::note) {
+                notes.push(format!("{} alone on {on} CPU {cpu}: {note}", spec.name(i)));
+            }
             journal.append(&Record::Reference {
                 program: i,
                 on: on.into(),
                 time_s: t,
                 exit_code: exit.code,
+                disturbance,
             })?;
             if exit.code != 0 {
                 return Err(MixError::ReferenceFailed {
@@ -709,7 +729,11 @@ fn run_steps(
                 journal.append(&Record::Start {
                     scheduler: name.into(),
                 })?;
-                one_mix(spec, fs, *policy, journal, wait, &tx, &rx)?
+                let (runs, disturbance) = one_mix(spec, fs, *policy, journal, wait, &tx, &rx)?;
+                if let Some(note) = disturbance.as_ref().and_then(Disturbance::note) {
+                    notes.push(format!("mix under {name}: {note}"));
+                }
+                runs
             }
         };
         results.push(result(spec, name, &refs, &res));
@@ -717,6 +741,7 @@ fn run_steps(
     Ok(MixResult {
         references: refs,
         schedulers: results,
+        notes,
     })
 }
 
@@ -743,6 +768,7 @@ fn completed(previous: &[Record], name: &str, n: usize) -> Option<MixRuns> {
                 big_share,
                 wall_s,
                 periods,
+                ..
             } if scheduler == name => {
                 return Some((times, big_share.clone(), *wall_s, *periods));
             }
@@ -761,10 +787,11 @@ fn one_mix(
     wait: Wait,
     tx: &mpsc::Sender<Exit>,
     rx: &mpsc::Receiver<Exit>,
-) -> Result<MixRuns, MixError> {
+) -> Result<(MixRuns, Option<Disturbance>), MixError> {
     let n = spec.commands.len();
     let (big, small) = cpu_sets(&spec.capacity);
     let all = big.union(&small);
+    let watch = Watch::start(fs);
     let t0 = Instant::now();
     let mut running: Vec<(i32, Instance)> = Vec::new();
     for i in 0..n {
@@ -856,13 +883,15 @@ fn one_mix(
         .map(|&(b, s)| (b + s > 0.0).then(|| b / (b + s)))
         .collect();
     let wall = t0.elapsed().as_secs_f64();
+    let disturbance = watch.finish(Some(&all), DEFAULT_THRESHOLD);
     journal.append(&Record::Done {
         scheduler: policy.name().into(),
         big_share: big_share.clone(),
         wall_s: wall,
         periods: report.periods,
+        disturbance: disturbance.clone(),
     })?;
-    Ok((times, big_share, wall, report.periods))
+    Ok(((times, big_share, wall, report.periods), disturbance))
 }
 
 fn geomean(xs: &[f64]) -> f64 {
@@ -1070,6 +1099,7 @@ mod tests {
             on: "big".into(),
             time_s: 1.0,
             exit_code: 0,
+            disturbance: None,
         };
         h.check(&mut seen, &reference).unwrap();
         let e = h.check(&mut seen, &reference).unwrap_err();

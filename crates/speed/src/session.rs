@@ -63,7 +63,12 @@ impl SpeedSession {
     ) -> Result<SpeedReport, SpeedError> {
         let kind_of = |c: usize| topo.cpu(c).and_then(|c| c.kind);
         let started = Instant::now();
+        let watch = pinsight_measure::disturbance::Watch::start(&FsRoot::live());
         let cpus = measure(&self.cfg, &kind_of, &mut |done, _| progress(done))?;
+        let disturbance = watch.finish(
+            Some(&self.cfg.cpus),
+            pinsight_measure::disturbance::DEFAULT_THRESHOLD,
+        );
         let SpeedConfig {
             kernels,
             budget_per_cpu,
@@ -81,6 +86,7 @@ impl SpeedSession {
             cpus,
             kinds,
             speedups: pairs,
+            disturbance,
         })
     }
 }

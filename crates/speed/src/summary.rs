@@ -43,6 +43,10 @@ pub struct SpeedReport {
     pub kinds: Vec<KindSpeed>,
     /// Every ordered pair of measured kinds, every kernel.
     pub speedups: Vec<KindPair>,
+    /// Other work on the measured CPUs and hypervisor steal over the whole
+    /// measurement (`/proc/stat`; absent when it could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<pinsight_measure::Disturbance>,
 }
 
 /// One kernel's slots, as run on every CPU.

@@ -37,6 +37,7 @@
 
 pub mod affinity;
 pub mod archive;
+pub mod cpustat;
 pub mod fs;
 pub mod fsroot;
 pub mod mempolicy;

@@ -230,6 +230,28 @@ pub fn self_max_rss_kib() -> u64 {
     getrusage(UsageWho::RUSAGE_SELF).map_or(0, |ru| ru.max_rss().max(0) as u64)
 }
 
+/// The calling process's own CPU time so far, user + system, in seconds
+/// (`getrusage(RUSAGE_SELF)`: every thread of this process, not its
+/// children); 0.0 if the call fails.
+pub fn self_cpu_s() -> f64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_SELF).map_or(0.0, |ru| {
+        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 * 1e-6;
+        t(ru.user_time()) + t(ru.system_time())
+    })
+}
+
+/// CPU time, user + system, in seconds, of this process's children that
+/// have been waited for (`getrusage(RUSAGE_CHILDREN)`); 0.0 if the call
+/// fails.
+pub fn children_cpu_s() -> f64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0.0, |ru| {
+        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 * 1e-6;
+        t(ru.user_time()) + t(ru.system_time())
+    })
+}
+
 /// The calling process's id (async-signal-safe).
 pub fn getpid() -> libc::pid_t {
     nix::unistd::getpid().as_raw()

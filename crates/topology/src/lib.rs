@@ -13,6 +13,7 @@ pub mod fsroot;
 pub mod hfi;
 pub mod hwloc_xml;
 pub mod snapshot;
+pub mod vm;
 
 pub use discover::discover;
 pub use fsroot::{FsRoot, FsRootError, FSROOT_ENV};

@@ -480,6 +480,8 @@ impl<'a> TuneSession<'a> {
         let design_journal = Journal::read(&journal)?;
         let design_runs = observations(&design_journal.runs, &identity);
         let mut notes = layout.notes.clone();
+        notes.extend(first.report.virtual_machine.clone());
+        notes.extend(disturbance_note("design", &first.report));
         let mut energy = energy_of(&design_journal.runs);
         let mut out = Finished {
             layout,
@@ -559,6 +561,7 @@ impl<'a> TuneSession<'a> {
             progress.end();
             run?
         };
+        notes.extend(disturbance_note("validation", &second.report));
         let vjournal = Journal::read(&vpath)?;
         out.validation_runs = observations(&vjournal.runs, &videntity);
         if energy == Energy::Available {
@@ -575,6 +578,13 @@ impl<'a> TuneSession<'a> {
         budget.finish_into(&mut out, notes, energy);
         Ok(out)
     }
+}
+
+/// The stage's disturbance, when some run was disturbed: a fit over
+/// disturbed runs recommends from noise.
+fn disturbance_note(stage: &str, report: &pinsight_compare::Report) -> Option<String> {
+    let note = report.disturbance.as_ref()?.note()?;
+    Some(format!("{stage} runs: {note}"))
 }
 
 /// The validation configurations: `n` best predicted by a seeded fit
@@ -692,6 +702,8 @@ fn open_stage(
             journal: target,
             show_output: cfg.show_output,
             ignore_failure: false,
+            disturbance_threshold: pinsight_compare::measure::disturbance::DEFAULT_THRESHOLD,
+            rerun_disturbed: 0,
             is_env_set: cfg.is_env_set,
         },
         &ext,

@@ -274,6 +274,7 @@ impl SimExecutor {
             timed_out: false,
             counters: CounterMetrics::unavailable("simulated run"),
             energy,
+            disturbance: None,
         }
     }
 }

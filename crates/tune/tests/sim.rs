@@ -339,6 +339,8 @@ fn tune_and_compare_never_resume_each_others_journals() {
         journal,
         show_output: false,
         ignore_failure: false,
+        disturbance_threshold: 0.05,
+        rerun_disturbed: 0,
         is_env_set: &|_| false,
     };
     drop(Session::open(cfg(JournalTarget::New(cpath.clone()))).unwrap());

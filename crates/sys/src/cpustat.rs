@@ -1,0 +1,128 @@
+//! The system-wide CPU accounting of `/proc/stat`, read through [`FsRoot`]:
+//! per CPU, the time it was busy and the time the hypervisor stole from it,
+//! plus the number of runnable tasks.
+//!
+//! Format (proc(5), "/proc/stat"): one `cpuN` line per online CPU with
+//! `user nice system idle iowait irq softirq steal guest guest_nice`, in
+//! `USER_HZ` ticks ([`crate::procfs::clock_ticks`], 100 on every common
+//! kernel), and `procs_running N` (tasks runnable right now, the reader
+//! included). `guest` and `guest_nice` are already counted in `user` and
+//! `nice` (kernel `fs/proc/stat.c`), so they are not added again. Fields
+//! missing on old kernels (steal before 2.6.11) read as 0.
+
+use crate::fsroot::FsRoot;
+use std::collections::BTreeMap;
+
+/// One CPU's line of `/proc/stat`, in `USER_HZ` ticks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTicks {
+    /// user + nice + system + irq + softirq: time something ran there.
+    pub busy: u64,
+    /// Time the hypervisor ran something else while this vCPU wanted to run.
+    pub steal: u64,
+}
+
+/// What one read of `/proc/stat` says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Every `cpuN` line (the aggregate `cpu` line is left out).
+    pub cpus: BTreeMap<usize, CpuTicks>,
+    /// `procs_running`: runnable tasks at the moment of the read, the
+    /// reading task included.
+    pub procs_running: Option<u64>,
+}
+
+/// Parses the text of `/proc/stat`. `None` when no `cpuN` line can be
+/// read (not a `/proc/stat`); lines it does not know are skipped.
+pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
+    let mut out = ProcStat::default();
+    for line in text.lines() {
+        let mut words = line.split_ascii_whitespace();
+        let Some(key) = words.next() else { continue };
+        if key == "procs_running" {
+            out.procs_running = words.next().and_then(|w| w.parse().ok());
+            continue;
+        }
+        let Some(Ok(cpu)) = key
+            .strip_prefix("cpu")
+            .filter(|n| !n.is_empty())
+            .map(str::parse::<usize>)
+        else {
+            continue;
+        };
+        let mut f = [0u64; 8];
+        let mut n = 0;
+        for (slot, w) in f.iter_mut().zip(words) {
+            match w.parse() {
+                Ok(v) => *slot = v,
+                Err(_) => break,
+            }
+            n += 1;
+        }
+        // user nice system idle: the four fields every kernel has.
+        if n < 4 {
+            continue;
+        }
+        let [user, nice, system, _idle, _iowait, irq, softirq, steal] = f;
+        let busy = [user, nice, system, irq, softirq]
+            .into_iter()
+            .fold(0u64, u64::saturating_add);
+        out.cpus.insert(cpu, CpuTicks { busy, steal });
+    }
+    if out.cpus.is_empty() {
+        None
+    } else {
+        Some(out)
+    }
+}
+
+/// Reads and parses `/proc/stat` under `fs`; `None` if it is missing or
+/// unreadable.
+pub fn read_proc_stat(fs: &FsRoot) -> Option<ProcStat> {
+    parse_proc_stat(&fs.read_opt("/proc/stat")?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_busy_steal_and_runnable() {
+        let text = "cpu  10 20 30 40 50 60 70 80 90 100\n\
+                    cpu0 1 2 3 400 5 6 7 8 9 10\n\
+                    cpu3 100 0 50 9 9 0 0 25 0 0\n\
+                    intr 1 2 3\nctxt 5\nprocs_running 3\nprocs_blocked 0\n";
+        let s = parse_proc_stat(text).unwrap();
+        assert_eq!(s.cpus.len(), 2);
+        assert_eq!(
+            s.cpus[&0],
+            CpuTicks {
+                busy: 1 + 2 + 3 + 6 + 7,
+                steal: 8
+            }
+        );
+        assert_eq!(
+            s.cpus[&3],
+            CpuTicks {
+                busy: 150,
+                steal: 25
+            }
+        );
+        assert_eq!(s.procs_running, Some(3));
+    }
+
+    #[test]
+    fn old_kernels_and_garbage() {
+        // 2.4-style: four fields, no steal.
+        let s = parse_proc_stat("cpu0 1 2 3 4\n").unwrap();
+        assert_eq!(s.cpus[&0], CpuTicks { busy: 6, steal: 0 });
+        assert_eq!(s.procs_running, None);
+        assert_eq!(parse_proc_stat(""), None);
+        assert_eq!(
+            parse_proc_stat("cpu 1 2 3 4\ncpux 1 2 3 4\ncpu1 a b\n"),
+            None
+        );
+        let big = format!("cpu0 {} {} 0 0\n", u64::MAX, u64::MAX);
+        assert_eq!(parse_proc_stat(&big).unwrap().cpus[&0].busy, u64::MAX);
+    }
+}
