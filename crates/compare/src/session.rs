@@ -81,6 +81,9 @@ pub enum SessionError {
     },
     #[error(transparent)]
     Shim(#[from] ShimError),
+    /// The directory that keeps the runs' output cannot be made.
+    #[error(transparent)]
+    Output(#[from] crate::output::CaptureError),
     /// The kernel refuses an arm's memory policy (weighted interleave
     /// before Linux 6.9, nodes outside the cgroup): found before any run.
     #[error("{arm}: cannot apply memory policy {policy}: {error}")]
@@ -234,16 +237,22 @@ impl Session {
             }
         }
         let exec: Box<dyn Executor> = match executor {
-            ExecutorChoice::Live => Box::new(LiveExecutor::new(
-                measurer,
-                argv,
-                prepared,
-                cfg.show_output,
-                header.prepare.clone(),
-                req.timeout,
-                cfg.measure_fs,
-                usable,
-            )?),
+            ExecutorChoice::Live => Box::new(
+                LiveExecutor::new(
+                    measurer,
+                    argv,
+                    prepared,
+                    cfg.show_output,
+                    header.prepare.clone(),
+                    req.timeout,
+                    cfg.measure_fs,
+                    usable,
+                )?
+                .keep_output(
+                    crate::output::Capture::for_journal(&journal_path)?,
+                    header.arms.iter().map(|a| a.id.clone()).collect(),
+                ),
+            ),
             ExecutorChoice::Custom(make) => make(&header),
         };
         Ok(Session {
