@@ -5,6 +5,7 @@
 
 mod arm_threads;
 mod experiment;
+mod program_metrics;
 
 #[test]
 fn every_test_file_is_compiled() {
