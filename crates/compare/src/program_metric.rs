@@ -225,10 +225,7 @@ pub fn parse(text: &str, reserved: &[&str]) -> Result<Vec<MetricSpec>, SpecError
     let mut body = rest;
     let (mut unit, mut better) = (String::new(), Better::Lower);
     let mut better_given = false;
-    loop {
-        let Some((head, opt)) = body.rsplit_once(',') else {
-            break;
-        };
+    while let Some((head, opt)) = body.rsplit_once(',') {
         if let Some(u) = opt.strip_prefix("unit=") {
             unit = u.trim().to_string();
         } else if let Some(b) = opt.strip_prefix("better=") {

@@ -42,6 +42,7 @@ fn request(topo: &Topology, runs: usize) -> TuneRequest {
         pinned: false,
         budget: None,
         validate: 2,
+        metric: None,
     }
 }
 
