@@ -1285,15 +1285,32 @@ mod tests {
             capacity: Capacity::uniform(1, 1),
             sf: GivenSf::new(),
             sf_specs: vec![],
+            metrics: pinsight_compare::program_metric::parse("ops=ops: ([0-9]+),unit=op/s", &[])
+                .unwrap(),
         };
         let refs = [(1.0, 2.0), (2.0, 3.0)];
+        let fig = |v: Option<f64>| -> BTreeMap<String, Metric> {
+            let m = v.map_or_else(|| Metric::unavailable("no match"), Metric::value);
+            [("ops".to_string(), m)].into_iter().collect()
+        };
         let runs: MixRuns = (
             vec![vec![2.0, 2.2, 1.8], vec![3.0, 3.3, 2.9]],
             vec![Some(0.5), Some(0.5)],
             10.0,
             50,
+            vec![
+                vec![fig(Some(10.0)), fig(Some(12.0)), fig(Some(11.0))],
+                vec![fig(Some(5.0)), fig(None), fig(Some(5.0))],
+            ],
         );
         let r = result(&spec, "os", &refs, &runs);
+        // The program metric per program, a missing figure counted, not 0.
+        let pm = &r.program_metrics;
+        assert_eq!(pm.len(), 2);
+        assert_eq!(pm[0].summary.as_ref().unwrap().mean, 11.0);
+        assert!(pm[0].summary.as_ref().unwrap().mean_ci.is_some());
+        assert_eq!((pm[1].missing, pm[1].summary.as_ref().unwrap().n), (1, 2));
+        assert_eq!(pm[1].missing_why.as_deref(), Some("no match"));
         assert_eq!(r.programs[1].name, "b");
         assert!((r.programs[0].mean_sf - 2.0).abs() < 1e-12);
         let want = metrics(&r.programs);
