@@ -154,6 +154,7 @@ pub fn session_error(e: SessionError) -> CliError {
             ))
         }
         SessionError::Shim(e) => CliError::runtime(e.to_string()),
+        SessionError::Output(e) => CliError::runtime(e.to_string()),
         SessionError::Memory { .. } => CliError::runtime(e.to_string()),
     }
 }
@@ -222,6 +223,7 @@ fn difference(d: &Difference) -> String {
         Field::Warmup => "--warmup",
         Field::Seed => "--seed",
         Field::Timeout => "--timeout",
+        Field::Metrics => "--metric",
         _ => return d.to_string(),
     };
     format!("{flag}: journal has {}, now {}", d.journal, d.now)

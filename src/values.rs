@@ -57,6 +57,13 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// One `--metric` value: `NAME=REGEX[,unit=U][,better=higher|lower]`,
+/// `NAME=json:PATH[,...]` or a preset name (it may give several metrics).
+pub fn metric(text: &str) -> Result<Vec<pinsight_compare::program_metric::MetricSpec>, String> {
+    use pinsight_compare::{metrics::measured_keys, program_metric::parse};
+    parse(text, &measured_keys()).map_err(|e| e.to_string())
+}
+
 /// A duration that must be positive: a timeout or a budget of 0 means nothing.
 pub fn positive_duration(text: &str) -> Result<Duration, String> {
     let d = duration(text)?;

@@ -718,8 +718,10 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
     );
     let kept = assert_whole_journal(&journal);
     assert!(kept.len() >= 2, "the runs before the disk filled are kept");
-    assert_eq!(disk.files(), vec!["j.jsonl"]);
+    // The journal and the runs' output kept beside it.
+    assert_eq!(disk.files(), vec!["j.jsonl", "j.jsonl.out"]);
     std::fs::remove_file(&journal).unwrap();
+    std::fs::remove_dir_all(disk.path().join("j.jsonl.out")).unwrap();
 
     // An export and a report that do not fit: the old export stays whole,
     // no report file appears, no temporary file is left.

@@ -545,6 +545,7 @@ fn compare_pins_a_static_binary_through_the_watcher_and_says_so() {
         "/dev/null",
     ])
     .writes("j.jsonl")
+    .writes("j.jsonl.out")
     .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     if pair.is_some() {

@@ -409,6 +409,7 @@ fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
         "true",
     ])
     .writes("j.jsonl")
+    .writes("j.jsonl.out")
     .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     let journal = o.path("j.jsonl");
@@ -446,6 +447,7 @@ fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
         "true",
     ])
     .writes("os.jsonl")
+    .writes("os.jsonl.out")
     .run();
     let os = o.path("os.jsonl");
     let o = pinsight(&["sf", "--from-compare", os.to_str().unwrap()]).run();

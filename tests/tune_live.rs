@@ -36,6 +36,7 @@ fn tune_pi(topo: &Topology) {
             pinned: false,
             budget: None,
             validate: 2,
+            metric: None,
         },
         topology: topo,
         measure_fs: FsRoot::live(),

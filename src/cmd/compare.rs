@@ -31,6 +31,10 @@ Memory policies: --mem SPEC applies to every arm; an arm may carry its own, POLI
 
 Across ranks: --launcher LINE --slice POLICY compares slicing rules instead of placements. Every run starts `LINE pinsight [--kinds SPEC] run --slice POLICY --slice-rules RULE --report-dir DIR -- COMMAND` (one arm per rule of --slice-rules, default equal-count,equal-capacity,p-only; the first is the baseline), and its time is the SLOWEST rank's wall time, read from the ranks' reports (DIR = JOURNAL-ranks/run-N, kept). The launcher's own wall time and the slowest/fastest rank spread are kept too. A rank that fails (or writes no report) fails the run. --policies, --threads, --governors and the other placement options do not apply. Keep the launcher from binding each rank (--bind-to none, or Slurm's --cpu-bind=none) so every rank sees the CPUs to slice.
 
+Program metrics: --metric takes a figure from every run's output (stdout and stderr together) and analyses it beside wall time, with the same statistics; the first one given is what the verdict decides on (wall time stays in the tables). Forms: NAME=REGEX[,unit=U][,better=higher|lower] (one capture group, the number; its last match counts; better defaults to higher for a unit with '/', else lower), NAME=json:PATH[,...] (PATH a JSON pointer /results/0/mean or dotted results.0.mean, in the last JSON document of the output that has it), or a preset: sysbench (events_per_s, latency_avg_ms, latency_p95_ms), 7zip (rating_mips of `7zz b`), stress-ng (bogo_ops_per_s, with --metrics-brief), hyperfine (mean_s, with --export-json /dev/stdout --style none). A run whose output lacks the figure is a failed measurement of that metric, named in the verdict (never a zero). When every arm takes the same wall time (within 1%) but CPU time or the program's own figures differ, the verdict says the program probably runs for a set time and suggests --metric.
+
+Output: every run's stdout and stderr go to one file, JOURNAL.out/arm-ARM-run-SLOT.txt (cut to its first and last 512 KiB when longer), named in the run's journal line; --show-output prints each one after its run, under a line naming the arm and run. The program sees a regular file, not the terminal, on stdout and stderr: a program that checks isatty may buffer differently or drop colours.
+
 compare measures this machine: --fsroot, PINSIGHT_FSROOT and --hwloc-xml are refused.
 
 Options go before the program: the first word that is not an option (or everything after `--`) is the program, and the words after it are its own arguments.
@@ -43,6 +47,8 @@ Examples:
   pinsight compare --policies os,latency-group --latency lat.csv -- ./app
   pinsight compare --policies p-pinned,p-pinned+mem:interleave:all -- ./stream
   pinsight compare --governors performance,powersave -- sysbench cpu run
+  pinsight compare --metric sysbench -- sysbench cpu --threads=2 --time=1 run
+  pinsight compare --metric 'fps=([0-9.]+) fps,unit=frames/s' -- ./render
   pinsight compare --launcher 'srun -n 4 --cpu-bind=none' --slice p-pinned \\
     -- ./solver
   pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
@@ -142,7 +148,13 @@ pub struct Args {
     /// Keep going when a run fails (non-zero exit, signal, timeout); failed runs are excluded from the statistics.
     #[arg(long, short = 'i')]
     pub ignore_failure: bool,
-    /// Show the program's output (default: discarded, as hyperfine does).
+    /// A figure to read from every run's output and compare (may be repeated):
+    /// NAME=REGEX[,unit=U][,better=higher|lower], NAME=json:PATH[,...], or a preset
+    /// (sysbench, 7zip, stress-ng, hyperfine); the first decides the verdict.
+    #[arg(long, value_name = "SPEC", action = clap::ArgAction::Append, value_parser = crate::values::metric)]
+    pub metric: Option<Vec<Vec<pinsight_compare::program_metric::MetricSpec>>>,
+    /// Print each run's output after it, under a line naming the arm and run (it is kept
+    /// in JOURNAL.out/ either way; the program sees a file, not the terminal).
     #[arg(long)]
     pub show_output: bool,
     /// A run is disturbed when other work (or the hypervisor) took more than this share of one
@@ -226,7 +238,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
 
-    let finished = measure(session, g)?;
+    let finished = measure(session, g, args.show_output)?;
 
     let report = &finished.report;
     let written = export(&args, report);
@@ -243,8 +255,17 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 
 /// Runs the experiment with a progress bar; warns of a late cleanup or a
 /// setting not restored.
-fn measure(session: Session, g: &Globals) -> Result<pinsight_compare::session::Finished, CliError> {
-    let finished = session.run(&mut crate::cli::progress(g));
+fn measure(
+    session: Session,
+    g: &Globals,
+    show_output: bool,
+) -> Result<pinsight_compare::session::Finished, CliError> {
+    let mut bar = crate::cli::progress(g);
+    let mut gate = ShowOutput {
+        printer: bar.printer(),
+        show: show_output,
+    };
+    let finished = session.run_gated(&mut bar, &mut gate);
     let finished = finished.map_err(session_error)?;
     if finished.cleanup_late {
         eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
@@ -290,13 +311,19 @@ fn ended(
     };
     match finished.outcome {
         Outcome::Complete => Ok(0),
-        Outcome::StoppedOnFailure { why, .. } => {
+        Outcome::StoppedOnFailure { why, slot, .. } => {
+            let kept = report
+                .runs
+                .iter()
+                .rev()
+                .find(|r| r.slot == slot)
+                .and_then(|r| r.output.as_ref())
+                .map(|o| journal_path.with_file_name(&o.path));
             eprintln!(
                 "pinsight: error: stopped: {why}{}",
-                if args.show_output {
-                    ""
-                } else {
-                    " (re-run with --show-output to see its output)"
+                match kept {
+                    Some(p) if !args.show_output => format!(" (its output: {})", p.display()),
+                    _ => String::new(),
                 }
             );
             resume_hint();
@@ -642,6 +669,7 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
         warmup: args.warmup.unwrap_or(1),
         seed: args.seed.unwrap_or_else(random_seed),
         timeout: args.timeout,
+        metrics: metrics(args)?,
     })
 }
 
@@ -692,7 +720,26 @@ fn resumed_request(args: &Args, command: Vec<String>, h: &Header) -> Result<Requ
         timeout: args
             .timeout
             .or_else(|| h.timeout_s.map(Duration::from_secs_f64)),
+        metrics: match &args.metric {
+            Some(_) => metrics(args)?,
+            None => h.metrics.clone(),
+        },
     })
+}
+
+/// The program metrics of `--metric`, in order; a name given twice is a
+/// usage error.
+fn metrics(args: &Args) -> Result<Vec<pinsight_compare::program_metric::MetricSpec>, CliError> {
+    let all: Vec<_> = args.metric.clone().unwrap_or_default().concat();
+    for (i, m) in all.iter().enumerate() {
+        if all[..i].iter().any(|x| x.name == m.name) {
+            return Err(CliError::usage(format!(
+                "--metric: '{}' is given twice (each metric needs its own name)",
+                m.name
+            )));
+        }
+    }
+    Ok(all)
 }
 
 /// compare runs and measures programs here: a recorded machine (`--fsroot`,
@@ -780,6 +827,12 @@ fn advice(a: Advice) -> String {
             format!("; --runs {at_least} or more also allows Welch's t-test on symmetric runs")
         }
         Advice::IgnoreFailures => " (use --ignore-failure to go on regardless)".into(),
+        Advice::UseMetric { preset: Some(p) } => {
+            format!("; compare the program's own result: --metric {p}")
+        }
+        Advice::UseMetric { preset: None } => {
+            "; compare the program's own result: --metric NAME=REGEX (see --help)".into()
+        }
     }
 }
 
@@ -809,6 +862,28 @@ fn resume_command(args: &Args, journal: &Path) -> String {
     }
     parts.extend(args.export.resume_words());
     parts.join(" ")
+}
+
+/// Prints each run's kept output under a label naming arm and run
+/// (`--show-output`), around the progress bar.
+struct ShowOutput {
+    printer: pinsight_render::progress::Printer,
+    show: bool,
+}
+
+impl pinsight_compare::Gate for ShowOutput {
+    fn output(&mut self, label: &str, _line: &pinsight_compare::RunLine, text: &str) {
+        if self.show {
+            // On stderr, so a --json report on stdout stays parseable.
+            self.printer.print(|| {
+                eprintln!("── pinsight: output of {label} ──");
+                eprint!("{text}");
+                if !text.is_empty() && !text.ends_with('\n') {
+                    eprintln!();
+                }
+            });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -58,6 +58,11 @@ pub struct Args {
     /// command's first word, or #N for the N-th command). Repeatable.
     #[arg(long = "sf", value_name = "NAME=SF")]
     pub sf: Vec<String>,
+    /// A figure to read from every mix run's output, per program (may be repeated; as
+    /// compare's --metric: NAME=REGEX[,unit=U][,better=higher|lower], NAME=json:PATH or a
+    /// preset); the output is then kept in JOURNAL.out/.
+    #[arg(long, value_name = "SPEC", action = clap::ArgAction::Append, value_parser = crate::values::metric)]
+    pub metric: Option<Vec<Vec<pinsight_compare::program_metric::MetricSpec>>>,
     /// The journal to write (must not exist).
     #[arg(long, value_name = "FILE", default_value = "pinsight-mix.jsonl")]
     pub journal: PathBuf,
@@ -136,6 +141,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             None => MixJournal::New(args.journal.clone()),
         },
         capacity,
+        metrics: args.metric.clone().unwrap_or_default().concat(),
     };
     let opened = mix::open(request).map_err(crate::errors::mix_open_error)?;
     let (spec, mut journal, journal_path, previous) = (

@@ -75,6 +75,13 @@ pub struct Args {
     /// Seed of the run order and of the bootstrap [default: 12 for the bootstrap].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Optimise a figure the program prints instead of wall time (--metric of compare:
+    /// NAME=REGEX[,unit=U][,better=higher|lower], NAME=json:PATH or a preset; a preset's
+    /// first figure); a higher-is-better rate r is fitted as the time-like cost 1/r.
+    // One occurrence (a preset may give several figures: its first counts);
+    // the value type is compare's, a list per --metric.
+    #[arg(long, value_name = "SPEC", value_parser = crate::values::metric, conflicts_with_all = ["from", "resume"])]
+    pub metric: Option<Vec<Vec<pinsight_compare::program_metric::MetricSpec>>>,
     /// Journal file of the live runs.
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub journal: Option<PathBuf>,
@@ -157,6 +164,10 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
             seed: args.seed,
             pinned: args.pinned,
             journal: args.journal.clone(),
+            metric: args
+                .metric
+                .as_ref()
+                .and_then(|m| m.concat().into_iter().find(|x| !x.optional)),
         },
     };
     let request = LiveRequest {

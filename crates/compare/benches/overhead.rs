@@ -71,6 +71,7 @@ fn header(policy: &str, p: &pinsight_plan::Plan, runs: usize) -> Header {
         machine: Machine::default(),
         kind: None,
         extension: None,
+        metrics: Vec::new(),
     }
 }
 
@@ -132,6 +133,8 @@ fn bench(c: &mut Criterion) {
         started_unix: 0.0,
         record: m.run(c0).unwrap(),
         ranks: None,
+        output: None,
+        metrics: Default::default(),
     };
     let jpath = dir.path().join("append.jsonl");
     let mut jw = JournalWriter::create(&jpath, &header("os", &os_plan, 1)).unwrap();

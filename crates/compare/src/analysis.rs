@@ -3,8 +3,10 @@
 //! gives the same report, which is what makes `--resume` trustworthy.
 
 use crate::design::Phase;
+use crate::fixed;
 use crate::journal::{ArmHeader, ArmPlan, Header, NotApplicable, RunLine};
 use crate::metrics::{self, MetricDef};
+use crate::program_metric::Better;
 use crate::verdict::{self, Advice, Caveat, Verdict};
 use pinsight_measure::Metric;
 use pinsight_stats::{compare, Comparison, Interval, Outliers, Summary};
@@ -88,6 +90,22 @@ pub struct Versus {
 }
 
 impl Versus {
+    /// The same comparison read the other way round: for a metric where
+    /// higher is better, `ratio` = mean(arm) / mean(baseline), so > 1
+    /// still means the arm is better. The Fieller interval of the inverse
+    /// ratio is the inverse of the interval (Fieller 1954, §3: the
+    /// confidence set is defined by a quadratic in the ratio, which maps
+    /// onto itself under inversion when bounded).
+    fn flipped(mut self) -> Versus {
+        self.ratio = 1.0 / self.ratio;
+        self.ratio_ci = self.ratio_ci.filter(|c| c.lo > 0.0).map(|c| Interval {
+            lo: 1.0 / c.hi,
+            hi: 1.0 / c.lo,
+            ..c
+        });
+        self
+    }
+
     fn of(baseline: &str, base: &[f64], arm: &[f64]) -> Option<Versus> {
         let c = compare(base, arm).ok()?;
         let s = c.speedup?;
@@ -149,6 +167,21 @@ pub struct ArmReport {
     /// time and the spread between ranks; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<RankSummary>,
+    /// Each program metric (`--metric`) against the baseline, in the
+    /// header's order (absent for the baseline itself and without metrics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics_vs_baseline: Vec<MetricVersus>,
+}
+
+/// A program metric of an arm against the baseline.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricVersus {
+    /// The metric's key ([`MetricDef::key`]).
+    pub key: String,
+    pub better: Better,
+    /// `ratio` > 1: the arm is better (for a higher-is-better metric,
+    /// mean(arm) / mean(baseline); else mean(baseline) / mean(arm)).
+    pub versus: Versus,
 }
 
 /// The ranks of an arm's successful measured runs under a launcher.
@@ -232,6 +265,9 @@ pub struct Report {
     /// (set by the session, which reads the machine; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub virtual_machine: Option<String>,
+    /// One entry per arm in hyperfine's `--export-json` form, so scripts
+    /// written for hyperfine read this report unchanged.
+    pub results: Vec<HyperfineResult>,
 }
 
 /// How disturbed the measured runs were.
@@ -277,6 +313,32 @@ impl DisturbanceReport {
     }
 }
 
+/// An arm as hyperfine exports a command (hyperfine's
+/// `src/export/json.rs` and `BenchmarkResult` in
+/// `src/benchmark/benchmark_result.rs`): times in seconds over the
+/// successful measured runs; `times` and `exit_codes` are parallel.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HyperfineResult {
+    /// `ARM: COMMAND`.
+    pub command: String,
+    pub mean: f64,
+    /// Absent (null) with fewer than two runs, as hyperfine writes it.
+    pub stddev: Option<f64>,
+    pub median: f64,
+    /// Mean user and system CPU time.
+    pub user: f64,
+    pub system: f64,
+    pub min: f64,
+    pub max: f64,
+    pub times: Vec<f64>,
+    /// Null for a run ended by a signal.
+    pub exit_codes: Vec<Option<i32>>,
+    /// pinsight's own: the arm's id and its program metrics' means.
+    pub arm: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
+}
+
 /// `os` (first governor) if it ran, else the first arm.
 pub fn baseline_arm(arms: &[ArmHeader]) -> Option<&ArmHeader> {
     arms.iter().find(|a| a.policy == "os").or(arms.first())
@@ -299,7 +361,8 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         latest.insert(r.slot, r);
     }
     let planned = header.arms.len() * (header.runs + header.warmup);
-    let defs = metrics::metric_defs(latest.values().map(|r| &r.record));
+    let mut defs = metrics::metric_defs(latest.values().map(|r| &r.record));
+    defs.extend(header.metrics.iter().map(MetricDef::program));
     let base = baseline_arm(&header.arms);
     let base_id = base.map(|b| b.id.clone());
 
@@ -314,7 +377,7 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         latest
             .values()
             .filter(|r| r.arm == id && r.phase == Phase::Measured && r.failure().is_none())
-            .filter_map(|r| metrics::value(&r.record, key).get())
+            .filter_map(|r| line_value(r, key).get())
             .collect()
     };
     if let Some(b) = &base_id {
@@ -347,19 +410,53 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
                 (Some(e), Some(be)) if be > 0.0 => Some((e / be - 1.0) * 100.0),
                 _ => None,
             };
+            a.metrics_vs_baseline = header
+                .metrics
+                .iter()
+                .filter_map(|m| {
+                    let v = Versus::of(&base_label, &series(b, &m.name), &series(&a.id, &m.name))?;
+                    Some(MetricVersus {
+                        key: m.name.clone(),
+                        better: m.better,
+                        versus: match m.better {
+                            Better::Higher => v.flipped(),
+                            Better::Lower => v,
+                        },
+                    })
+                })
+                .collect();
         }
     }
 
+    let measured: Vec<&RunLine> = latest
+        .values()
+        .copied()
+        .filter(|r| r.phase == Phase::Measured && r.failure().is_none())
+        .collect();
+    let fixed = fixed::detect(header, &arms, base_id.as_deref(), &measured);
+    let objective = header
+        .metrics
+        .iter()
+        .find(|m| !m.optional)
+        .map(|m| m.name.as_str());
     let mut verdict = verdict::decide(
         &arms,
         base_id.as_deref(),
         &header.not_applicable,
         header.runs,
+        objective,
+        fixed,
     );
     let disturbance = DisturbanceReport::of(runs, &latest);
     if let Some(note) = disturbance.as_ref().and_then(DisturbanceReport::note) {
         verdict.caveats.push(Caveat::new(note));
     }
+    let results = header
+        .arms
+        .iter()
+        .zip(&arms)
+        .map(|(h, a)| hyperfine_result(header, h, a, &measured))
+        .collect();
     Report {
         schema: REPORT_SCHEMA,
         status,
@@ -374,6 +471,58 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         warnings,
         disturbance,
         virtual_machine: None,
+        results,
+    }
+}
+
+/// An arm in hyperfine's export form.
+fn hyperfine_result(
+    header: &Header,
+    h: &ArmHeader,
+    a: &ArmReport,
+    measured: &[&RunLine],
+) -> HyperfineResult {
+    let mine: Vec<&&RunLine> = measured.iter().filter(|r| r.arm == h.id).collect();
+    let times: Vec<f64> = mine.iter().map(|r| r.record.wall_s).collect();
+    let mean = |xs: &[f64]| {
+        if xs.is_empty() {
+            f64::NAN
+        } else {
+            xs.iter().sum::<f64>() / xs.len() as f64
+        }
+    };
+    let user: Vec<f64> = mine.iter().map(|r| r.record.user_s).collect();
+    let system: Vec<f64> = mine.iter().map(|r| r.record.sys_s).collect();
+    let wall = a.metric("wall_s").and_then(|m| m.summary.as_ref());
+    HyperfineResult {
+        command: format!("{}: {}", a.label, header.command.join(" ")),
+        mean: wall.map_or(f64::NAN, |s| s.mean),
+        stddev: wall.and_then(|s| s.stddev),
+        median: wall.map_or(f64::NAN, |s| s.median),
+        user: mean(&user),
+        system: mean(&system),
+        min: wall.map_or(f64::NAN, |s| s.min),
+        max: wall.map_or(f64::NAN, |s| s.max),
+        times,
+        exit_codes: mine.iter().map(|r| r.record.exit.code).collect(),
+        arm: h.id.clone(),
+        metrics: header
+            .metrics
+            .iter()
+            .filter_map(|m| {
+                let s = a.metric(&m.name)?.summary.as_ref()?;
+                Some((m.name.clone(), s.mean))
+            })
+            .collect(),
+    }
+}
+
+/// The value of metric `key` in one run: a program metric from the run
+/// line, a measured one from its record.
+pub fn line_value(line: &RunLine, key: &str) -> Metric {
+    match line.metrics.get(key) {
+        Some(m) => m.clone(),
+        None => metrics::value(&line.record, key),
     }
 }
 
@@ -471,13 +620,18 @@ fn arm_report(a: &ArmHeader, latest: &BTreeMap<usize, &RunLine>, defs: &[MetricD
         energy_vs_baseline: None,
         edp_change_percent: None,
         ranks: RankSummary::of(&ok),
+        metrics_vs_baseline: Vec::new(),
     }
 }
 
 fn metric_stats(def: &MetricDef, runs: &[&RunLine]) -> MetricStats {
     let vals: Vec<Metric> = runs
         .iter()
-        .map(|r| metrics::value(&r.record, &def.key))
+        .map(|r| match (&def.program, r.metrics.get(&def.key)) {
+            (_, Some(m)) => m.clone(),
+            (Some(_), None) => Metric::unavailable("not read from this run's output"),
+            (None, None) => metrics::value(&r.record, &def.key),
+        })
         .collect();
     let xs: Vec<f64> = vals.iter().filter_map(Metric::get).collect();
     let reason = most_common_reason(&vals);
@@ -553,13 +707,7 @@ pub fn show_mean(m: &MetricStats, with_sd: bool) -> String {
             } else {
                 s.mean
             };
-            let mut t = metrics::format_value(v, m.def.unit);
-            if with_sd {
-                if let Some(sd) = s.stddev {
-                    t.push_str(&format!(" ± {}", metrics::format_value(sd, m.def.unit)));
-                }
-            }
-            t
+            m.def.format_pm(v, if with_sd { s.stddev } else { None })
         }
         None => format!(
             "unavailable ({})",
@@ -578,6 +726,6 @@ pub fn measured_values(r: &Report, arm: &str, key: &str) -> Vec<f64> {
     latest
         .values()
         .filter(|l| l.arm == arm && l.phase == Phase::Measured && l.failure().is_none())
-        .filter_map(|l| metrics::value(&l.record, key).get())
+        .filter_map(|l| line_value(l, key).get())
         .collect()
 }

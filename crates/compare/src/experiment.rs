@@ -12,14 +12,18 @@ use crate::command::ShimError;
 use crate::command::{PreparedArm, Shim};
 use crate::design::{schedule, Phase, Slot};
 use crate::journal::{Header, JournalError, JournalWriter, RankTimes, RunLine};
+use crate::output::{Capture, CaptureError, Kept};
+use crate::program_metric::MetricSpec;
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::watch::{WatchConfig, Watcher};
 use pinsight_lifecycle::progress::Progress;
-use pinsight_measure::{GovernorError, GovernorGuard, Measurer, Options, RunError, RunRecord};
+use pinsight_measure::{
+    GovernorError, GovernorGuard, Measurer, Metric, Options, RunError, RunRecord,
+};
 use pinsight_topology::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Runs the program of one arm, the `--prepare` command, and switches
@@ -41,6 +45,11 @@ pub trait Executor {
     /// up; called once when the experiment ends, Ctrl-C included.
     fn finish(&mut self) -> Result<(), SwitchError> {
         Ok(())
+    }
+    /// The output of the run just done, when this executor keeps it
+    /// ([`crate::output`]); the default keeps none.
+    fn take_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        None
     }
 }
 
@@ -70,11 +79,18 @@ pub enum ExperimentError {
     Journal(#[from] JournalError),
     #[error(transparent)]
     Shim(#[from] ShimError),
+    /// A run's output could not be kept.
+    #[error(transparent)]
+    Output(#[from] CaptureError),
 }
 
 /// Steers the experiment run by run (a run budget); progress itself goes
 /// to a [`Progress`].
 pub trait Gate {
+    /// The output the run wrote (as kept: see [`crate::output`]), just
+    /// before [`Gate::journaled`]; `label` names the arm and run
+    /// (`--show-output` prints it).
+    fn output(&mut self, _label: &str, _line: &RunLine, _text: &str) {}
     /// Whether to run `slot` now; false skips it (not run, not journaled:
     /// a resume runs it). A run budget says no here; compare never does.
     fn proceed(&mut self, _slot: &Slot, _arm: &str) -> bool {
@@ -216,6 +232,10 @@ pub fn execute_with(
             // Cut short by the signal: not a measurement. Resume re-runs it.
             return Outcome::Interrupted;
         }
+        let kept = match exec.take_output().transpose() {
+            Ok(k) => k,
+            Err(e) => return Outcome::Error(e.into()),
+        };
         let line = RunLine {
             slot: slot.index,
             arm: arm.id.clone(),
@@ -224,9 +244,14 @@ pub fn execute_with(
             started_unix,
             record,
             ranks,
+            metrics: figures(&header.metrics, kept.as_ref().map(|k| k.text.as_str())),
+            output: kept.as_ref().map(|k| k.reference.clone()),
         };
         if let Err(e) = journal.append(&line) {
             return Outcome::Error(e.into());
+        }
+        if let Some(k) = &kept {
+            gate.output(&run_label(&line), &line, &k.text);
         }
         if line.failure().is_none() && is_disturbed(&line) {
             let n = reruns.entry(slot.index).or_default();
@@ -271,6 +296,38 @@ fn is_disturbed(line: &RunLine) -> bool {
         .is_some_and(|d| d.disturbed)
 }
 
+/// The program metrics of one run, from its kept output (none kept: each
+/// is unavailable with that reason).
+pub fn figures(specs: &[MetricSpec], output: Option<&str>) -> BTreeMap<String, Metric> {
+    specs
+        .iter()
+        .map(|m| {
+            let v = match output {
+                Some(text) => match m.extract(text) {
+                    Ok(v) => Metric::value(v),
+                    Err(why) => Metric::unavailable(why),
+                },
+                None => Metric::unavailable("the run's output was not kept"),
+            };
+            (m.name.clone(), v)
+        })
+        .collect()
+}
+
+/// `os, measured run 3 (slot 7)` / `p-pinned, warm-up run 1 (slot 0)`.
+pub fn run_label(line: &RunLine) -> String {
+    format!(
+        "{}, {} run {} (slot {})",
+        line.arm,
+        match line.phase {
+            Phase::Warmup => "warm-up",
+            Phase::Measured => "measured",
+        },
+        line.rep + 1,
+        line.slot
+    )
+}
+
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -288,6 +345,10 @@ pub struct LiveExecutor {
     fs: FsRoot,
     governor_cpus: CpuSet,
     guard: Option<GovernorGuard>,
+    /// Where each run's output is kept, and the arm ids (header order).
+    capture: Option<(Capture, Vec<String>)>,
+    /// The output of the run in flight or just done.
+    kept: Option<Result<Kept, CaptureError>>,
 }
 
 impl LiveExecutor {
@@ -331,7 +392,55 @@ impl LiveExecutor {
             fs,
             governor_cpus,
             guard: None,
+            capture: None,
+            kept: None,
         })
+    }
+
+    /// Keeps every run's output in `capture` (files named by `ids`, the
+    /// arms' ids in header order) instead of discarding it.
+    pub fn keep_output(mut self, capture: Capture, ids: Vec<String>) -> LiveExecutor {
+        self.capture = Some((capture, ids));
+        self
+    }
+
+    /// The command of `slot`: its output to a new file of the capture
+    /// (kept in `self.kept` once the run ends), else as `show_output` says.
+    fn command_for(&mut self, slot: &Slot) -> (Command, Option<crate::output::Open>) {
+        let arm = &self.arms[slot.arm];
+        let mut cmd = arm.command(&self.argv, self.shim.as_ref(), self.show_output);
+        let Some((capture, ids)) = &self.capture else {
+            return (cmd, None);
+        };
+        let id = ids.get(slot.arm).map_or("arm", String::as_str);
+        match capture.open(id, slot.index).and_then(|o| {
+            let err = o.file.try_clone().map_err(|source| CaptureError::Dir {
+                path: o.path.clone(),
+                source,
+            })?;
+            Ok((o, err))
+        }) {
+            Ok((o, err)) => {
+                let out = o.file.try_clone().map(Stdio::from);
+                match out {
+                    Ok(out) => {
+                        cmd.stdout(out).stderr(Stdio::from(err));
+                        (cmd, Some(o))
+                    }
+                    Err(source) => {
+                        self.kept = Some(Err(CaptureError::Dir {
+                            path: o.path.clone(),
+                            source,
+                        }));
+                        (cmd, None)
+                    }
+                }
+            }
+            Err(e) => {
+                self.kept = Some(Err(e));
+                (cmd, None)
+            }
+        }
     }
 
     /// Restores the governor and removes the shim now (also done on drop).
@@ -347,8 +456,38 @@ impl LiveExecutor {
 
 impl Executor for LiveExecutor {
     fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
+        self.kept = None;
+        let (cmd, open) = self.command_for(slot);
+        let r = self.run_command(slot, cmd);
+        if let Some(o) = open {
+            self.kept = Some(o.finish());
+        }
+        r
+    }
+
+    fn take_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        self.kept.take()
+    }
+
+    fn prepare(&mut self) -> Result<(), RunError> {
+        match &self.prepare {
+            Some((m, text)) => run_prepare(m, text, self.show_output),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), SwitchError> {
+        LiveExecutor::finish(self)
+    }
+
+    fn set_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError> {
+        self.switch_governor(governor)
+    }
+}
+
+impl LiveExecutor {
+    fn run_command(&mut self, slot: &Slot, cmd: Command) -> Result<RunRecord, RunError> {
         let arm = &self.arms[slot.arm];
-        let cmd = arm.command(&self.argv, self.shim.as_ref(), self.show_output);
         let cpus = arm.cpus().clone();
         let Some(follow) = arm.follow() else {
             return self.measurer.run_on(cmd, &cpus);
@@ -392,18 +531,7 @@ impl Executor for LiveExecutor {
         }
     }
 
-    fn prepare(&mut self) -> Result<(), RunError> {
-        match &self.prepare {
-            Some((m, text)) => run_prepare(m, text, self.show_output),
-            None => Ok(()),
-        }
-    }
-
-    fn finish(&mut self) -> Result<(), SwitchError> {
-        LiveExecutor::finish(self)
-    }
-
-    fn set_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError> {
+    fn switch_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError> {
         let current = self.guard.as_ref().map(|g| g.governor().to_string());
         if current.as_deref() == governor {
             return Ok(());

@@ -12,12 +12,13 @@
 //! [`Header`]).
 
 use crate::design::Phase;
+use crate::program_metric::MetricSpec;
 use pinsight_cpuset::CpuSet;
 pub use pinsight_lifecycle::journal::JournalError;
 use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
-use pinsight_measure::RunRecord;
+use pinsight_measure::{Metric, RunRecord};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// The journal format's name and version (bumped on incompatible change).
@@ -232,6 +233,10 @@ pub struct Header {
     /// arm), compared as a whole on resume; absent for compare.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extension: Option<serde_json::Value>,
+    /// Program metrics taken from every run's output (`--metric`), in
+    /// the order given; absent: none. Part of the identity.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricSpec>,
 }
 
 impl Header {
@@ -329,6 +334,14 @@ impl Header {
                 .map_or(String::new(), |v| v.to_string())
         };
         cmp(Field::Extension, ext(self), ext(other));
+        let specs = |h: &Header| {
+            h.metrics
+                .iter()
+                .map(|m| format!("{}={}", m.name, m.source_text()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        cmp(Field::Metrics, specs(self), specs(other));
         diffs
     }
 }
@@ -360,6 +373,8 @@ pub enum Field {
     ArmThreads(String),
     /// The identity the experiment kind adds ([`Header::extension`]).
     Extension,
+    /// The program metrics taken from the output.
+    Metrics,
 }
 
 impl std::fmt::Display for Field {
@@ -381,6 +396,7 @@ impl std::fmt::Display for Field {
             Field::CpuModel => f.write_str("CPU model"),
             Field::ArmThreads(arm) => write!(f, "threads of {arm}"),
             Field::Extension => f.write_str("experiment design"),
+            Field::Metrics => f.write_str("program metrics"),
         }
     }
 }
@@ -414,6 +430,36 @@ pub struct RunLine {
     /// time; `record.wall_s` is then the slowest rank's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<RankTimes>,
+    /// The run's output (stdout and stderr), kept beside the journal:
+    /// its path relative to the journal's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<RunOutputRef>,
+    /// Program metrics ([`Header::metrics`]) read from the output: a
+    /// value, or why the output has none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, Metric>,
+}
+
+/// Where a run's output is kept, and how much of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunOutputRef {
+    /// Relative to the journal's directory: `JOURNAL.out/arm-os-run-3.txt`.
+    pub path: String,
+    /// Bytes the program wrote.
+    pub bytes: u64,
+    /// Bytes left out of the middle of the file to keep it bounded (its
+    /// head and tail are kept); 0 when it is whole.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut_bytes: u64,
+    /// The last numbers the run printed, labelled
+    /// ([`crate::program_metric::figures_in`]): what the fixed-duration
+    /// check compares between runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<crate::program_metric::Figure>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The ranks of one run under a launcher, from their `--report-dir` files.
@@ -697,7 +743,7 @@ impl JournalWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric};
+    use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord};
 
     pub(crate) fn header() -> Header {
         Header {
@@ -740,6 +786,7 @@ mod tests {
             machine: Machine::default(),
             kind: None,
             extension: None,
+            metrics: Vec::new(),
         }
     }
 
@@ -789,6 +836,8 @@ mod tests {
             rep: slot.saturating_sub(1),
             started_unix: 1.0,
             ranks: None,
+            output: None,
+            metrics: BTreeMap::new(),
             record: RunRecord {
                 wall_s: wall,
                 user_s: 0.001,

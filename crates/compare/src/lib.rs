@@ -26,9 +26,12 @@ pub mod analysis;
 pub mod command;
 pub mod design;
 pub mod experiment;
+pub mod fixed;
 pub mod interrupt;
 pub mod journal;
 pub mod metrics;
+pub mod output;
+pub mod program_metric;
 pub mod ranks;
 mod rng;
 pub mod session;
@@ -46,7 +49,7 @@ pub use experiment::{
 };
 pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,
-    MachineKind, NotApplicable, RankTime, RankTimes, RunLine,
+    MachineKind, NotApplicable, RankTime, RankTimes, RunLine, RunOutputRef,
 };
 pub use setup::{setup, setup_with, Extension, GovernorProbe, Request, Setup, SetupError};
 pub use verdict::{Advice, Caveat, Decision, Verdict};

@@ -2,6 +2,7 @@
 //! unit. One table, so the terminal, CSV, Markdown, HTML and JSON outputs
 //! always agree on names.
 
+use crate::program_metric::{Better, MetricSpec};
 use pinsight_measure::{Metric, RunRecord};
 use serde::Serialize;
 
@@ -18,6 +19,8 @@ pub enum Unit {
     Gigahertz,
     Joules,
     JouleSeconds,
+    /// A program metric: the unit is its own text ([`ProgramDef::unit`]).
+    Program,
 }
 
 impl Unit {
@@ -31,6 +34,7 @@ impl Unit {
             Unit::Gigahertz => "GHz",
             Unit::Joules => "J",
             Unit::JouleSeconds => "J·s",
+            Unit::Program => "",
         }
     }
 }
@@ -45,6 +49,87 @@ pub struct MetricDef {
     pub unit: Unit,
     /// A rate (per-unit-of-something): its harmonic mean is the one to quote.
     pub rate: bool,
+    /// A figure the program printed (`--metric`): its unit and direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramDef>,
+}
+
+/// What a program metric is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProgramDef {
+    /// The unit as given (`events/s`), possibly empty.
+    pub unit: String,
+    pub better: Better,
+    /// Where it is read: `/REGEX/` or `json:PATH`.
+    pub source: String,
+    /// A preset's secondary figure: runs without it are not failures.
+    pub optional: bool,
+}
+
+impl MetricDef {
+    /// The definition of a program metric.
+    pub fn program(spec: &MetricSpec) -> MetricDef {
+        MetricDef {
+            key: spec.name.clone(),
+            label: spec.name.clone(),
+            unit: Unit::Program,
+            // Arithmetic mean: runs of a set duration (where these figures
+            // come from) weigh alike, so the mean rate is the total rate.
+            rate: false,
+            program: Some(ProgramDef {
+                unit: spec.unit.clone(),
+                better: spec.better,
+                source: spec.source_text(),
+                optional: spec.optional,
+            }),
+        }
+    }
+
+    /// A value of this metric for humans, with its unit.
+    pub fn format(&self, v: f64) -> String {
+        match &self.program {
+            Some(p) if p.unit.is_empty() => sig4(v),
+            Some(p) => format!("{} {}", sig4(v), p.unit),
+            None => format_value(v, self.unit),
+        }
+    }
+
+    /// `mean ± σ` for humans, the unit once at the end for a program metric.
+    pub fn format_pm(&self, mean: f64, sd: Option<f64>) -> String {
+        match (&self.program, sd) {
+            (Some(p), Some(sd)) => {
+                let t = format!("{} ± {}", sig4(mean), sig4(sd));
+                if p.unit.is_empty() {
+                    t
+                } else {
+                    format!("{t} {}", p.unit)
+                }
+            }
+            (_, Some(sd)) => format!("{} ± {}", self.format(mean), self.format(sd)),
+            (_, None) => self.format(mean),
+        }
+    }
+
+    /// Which way is better (wall time and the measured costs: lower).
+    pub fn better(&self) -> Better {
+        self.program.as_ref().map_or(Better::Lower, |p| p.better)
+    }
+}
+
+/// Four significant digits, without exponent for everyday magnitudes.
+fn sig4(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else if a >= 0.001 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.3e}")
+    }
 }
 
 /// The fixed metrics, in display order.
@@ -70,6 +155,11 @@ const FIXED: &[(&str, &str, Unit, bool)] = &[
     ("edp_js", "energy-delay product", Unit::JouleSeconds, false),
 ];
 
+/// The keys of the measured metrics (a program metric may not take one).
+pub fn measured_keys() -> Vec<&'static str> {
+    FIXED.iter().map(|f| f.0).collect()
+}
+
 /// Per-PMU fields reported on hybrid machines (`cycles@cpu_atom`, ...).
 const PER_PMU: &[(&str, &str, Unit, bool)] = &[
     ("cycles", "cycles", Unit::Count, false),
@@ -90,6 +180,7 @@ pub fn metric_defs<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> Vec<
             label: l.into(),
             unit: u,
             rate: r,
+            program: None,
         })
         .collect();
     let mut pmus: Vec<String> = Vec::new();
@@ -109,6 +200,7 @@ pub fn metric_defs<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> Vec<
                 label: format!("{l} on {pmu}"),
                 unit: u,
                 rate: r,
+                program: None,
             });
         }
     }
@@ -178,6 +270,7 @@ pub fn format_value(v: f64, unit: Unit) -> String {
         Unit::Gigahertz => format!("{v:.3} GHz"),
         Unit::Joules => format!("{} J", sig3(v)),
         Unit::JouleSeconds => format!("{} J·s", sig3(v)),
+        Unit::Program => sig4(v),
     }
 }
 

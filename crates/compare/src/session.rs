@@ -89,6 +89,9 @@ pub enum SessionError {
     },
     #[error(transparent)]
     Shim(#[from] ShimError),
+    /// The directory that keeps the runs' output cannot be made.
+    #[error(transparent)]
+    Output(#[from] crate::output::CaptureError),
     /// The kernel refuses an arm's memory policy (weighted interleave
     /// before Linux 6.9, nodes outside the cgroup): found before any run.
     #[error("{arm}: cannot apply memory policy {policy}: {error}")]
@@ -246,16 +249,22 @@ impl Session {
         }
         let virtual_machine = pinsight_topology::vm::detect(&cfg.measure_fs).map(|vm| vm.note());
         let exec: Box<dyn Executor> = match executor {
-            ExecutorChoice::Live => Box::new(LiveExecutor::new(
-                measurer,
-                argv,
-                prepared,
-                cfg.show_output,
-                header.prepare.clone(),
-                req.timeout,
-                cfg.measure_fs,
-                usable,
-            )?),
+            ExecutorChoice::Live => Box::new(
+                LiveExecutor::new(
+                    measurer,
+                    argv,
+                    prepared,
+                    cfg.show_output,
+                    header.prepare.clone(),
+                    req.timeout,
+                    cfg.measure_fs,
+                    usable,
+                )?
+                .keep_output(
+                    crate::output::Capture::for_journal(&journal_path)?,
+                    header.arms.iter().map(|a| a.id.clone()).collect(),
+                ),
+            ),
             ExecutorChoice::Custom(make) => make(&header),
         };
         Ok(Session {
@@ -311,9 +320,19 @@ impl Session {
     /// journal on disk. `Err` only when the journal cannot be read back.
     /// `progress` sees the task "compare", one step per run.
     pub fn run(self, progress: &mut dyn Progress) -> Result<Finished, SessionError> {
+        self.run_gated(progress, &mut Always)
+    }
+
+    /// [`Session::run`] through `gate` (which also sees each run's kept
+    /// output, for `--show-output`).
+    pub fn run_gated(
+        self,
+        progress: &mut dyn Progress,
+        gate: &mut dyn Gate,
+    ) -> Result<Finished, SessionError> {
         let (total, done) = self.progress();
         progress.begin("compare", total as u64, done as u64);
-        let finished = self.run_until(progress, &mut Always, &|| false);
+        let finished = self.run_until(progress, gate, &|| false);
         progress.end();
         finished
     }

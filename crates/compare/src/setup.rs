@@ -55,6 +55,8 @@ pub struct Request {
     pub warmup: usize,
     pub seed: u64,
     pub timeout: Option<Duration>,
+    /// Program metrics to read from every run's output (`--metric`).
+    pub metrics: Vec<crate::program_metric::MetricSpec>,
 }
 
 /// What an experiment built on compare's machinery (tune) adds to a
@@ -99,6 +101,7 @@ impl Request {
             warmup: 1,
             seed: 0,
             timeout: None,
+            metrics: Vec::new(),
         }
     }
 }
@@ -418,6 +421,7 @@ pub fn setup_with(
             machine,
             kind: ext.kind.clone(),
             extension: ext.extension.clone(),
+            metrics: req.metrics.clone(),
         },
         plans,
     })

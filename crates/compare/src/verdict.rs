@@ -7,7 +7,9 @@
 //! reason to pin).
 
 use crate::analysis::{ArmReport, Versus, NEGLIGIBLE_PERCENT};
+use crate::fixed::FixedDuration;
 use crate::journal::NotApplicable;
+use crate::program_metric::{Better, PRESETS};
 use pinsight_stats::{TestKind, ALPHA};
 use serde::Serialize;
 
@@ -39,6 +41,12 @@ pub struct Verdict {
     /// difference between them is noise, and they are never ranked apart.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub same_placement: Vec<Vec<String>>,
+    /// What the verdict is on: `wall_s`, or the first program metric.
+    pub objective: String,
+    /// Every arm took the same wall time while CPU time or the program's
+    /// own figures differ: the program probably runs for a set time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixed_duration: Option<FixedDuration>,
 }
 
 /// Whether two arms apply the same placement to the program: the same
@@ -101,6 +109,9 @@ pub enum Advice {
     RunsForWelch { at_least: usize },
     /// Failed runs can be excluded instead of stopping the experiment.
     IgnoreFailures,
+    /// Compare the program's own result (a program metric), with this
+    /// preset when one knows the program.
+    UseMetric { preset: Option<&'static str> },
 }
 
 impl Advice {
@@ -116,6 +127,13 @@ impl Advice {
                 "; {at_least} or more runs per arm also allow Welch's t-test on symmetric runs"
             ),
             Advice::IgnoreFailures => " (failed runs can be ignored to go on regardless)".into(),
+            Advice::UseMetric { preset: Some(p) } => {
+                format!("; compare the program's own result instead (program metric preset {p})")
+            }
+            Advice::UseMetric { preset: None } => {
+                "; compare the program's own result instead (a program metric read from its output)"
+                    .into()
+            }
         }
     }
 }
@@ -182,6 +200,30 @@ pub fn describe_energy(v: &Versus) -> String {
         format!(" (95% CI {})", pct_range(a.min(b), a.max(b)))
     });
     format!("{}% {word} energy{ci}", pct(sign * change))
+}
+
+/// "events_per_s 12% higher (95% CI 5.1–18%)": the change of the metric's
+/// mean, arm against baseline, whatever the direction (`v.ratio` > 1 is
+/// better: see [`crate::analysis::MetricVersus`]).
+pub fn describe_metric(key: &str, better: Better, v: &Versus) -> String {
+    // change = mean(arm) / mean(baseline) − 1.
+    let (change, ci) = match better {
+        Better::Higher => (v.ratio - 1.0, v.ratio_ci.map(|c| (c.lo - 1.0, c.hi - 1.0))),
+        Better::Lower => (
+            1.0 / v.ratio - 1.0,
+            v.ratio_ci.map(|c| (1.0 / c.hi - 1.0, 1.0 / c.lo - 1.0)),
+        ),
+    };
+    let (word, sign) = if change >= 0.0 {
+        ("higher", 1.0)
+    } else {
+        ("lower", -1.0)
+    };
+    let ci = ci.map_or(String::new(), |(a, b)| {
+        let (a, b) = (sign * a, sign * b);
+        format!(" (95% CI {})", pct_range(a.min(b), a.max(b)))
+    });
+    format!("{key} {}% {word}{ci}", pct(sign * change))
 }
 
 /// "5.1–8.7%", or "−47% to +153%" when the range crosses zero.
@@ -332,16 +374,83 @@ fn caveats(arms: &[ArmReport], not_applicable: &[NotApplicable]) -> Vec<Caveat> 
                 advice: w.advice,
             });
         }
+        for m in &a.metrics {
+            let Some(p) = &m.def.program else { continue };
+            if p.optional || m.missing_runs == 0 {
+                continue;
+            }
+            caveats.push(Caveat::new(format!(
+                "{}: {} failed measurement{} of {} ({}), left out of its statistics",
+                a.label,
+                m.missing_runs,
+                if m.missing_runs == 1 { "" } else { "s" },
+                m.def.key,
+                m.unavailable.as_deref().unwrap_or("no value")
+            )));
+        }
     }
     caveats
 }
 
+/// The fixed-duration caveat (see [`crate::fixed`]).
+fn fixed_caveat(f: &FixedDuration, objective: &str) -> Caveat {
+    let same = format!(
+        "every arm took the same wall time (within {:.1}%) but {}",
+        f.wall_spread_percent,
+        f.differs.join("; ")
+    );
+    if f.metric_used {
+        Caveat::new(format!(
+            "{same}: the program runs for a set time, so the verdict is on {objective}, not on wall time"
+        ))
+    } else {
+        let preset = f
+            .preset
+            .as_deref()
+            .and_then(|p| PRESETS.iter().find(|x| x.name == p))
+            .map(|p| p.name);
+        Caveat {
+            text: format!(
+                "{same}: the program probably runs for a set time (or until stopped), so wall time cannot rank the arms"
+            ),
+            advice: Some(Advice::UseMetric { preset }),
+        }
+    }
+}
+
 /// Decides. `arms` carry their comparisons with the baseline.
+/// `objective`: the program metric the verdict is on (None: wall time);
+/// `fixed`: what the fixed-duration check found.
 pub fn decide(
     arms: &[ArmReport],
     baseline: Option<&str>,
     not_applicable: &[NotApplicable],
     runs_per_arm: usize,
+    objective: Option<&str>,
+    fixed: Option<FixedDuration>,
+) -> Verdict {
+    let v = decide_on(
+        arms,
+        baseline,
+        not_applicable,
+        runs_per_arm,
+        objective,
+        fixed.as_ref(),
+    );
+    Verdict {
+        objective: objective.unwrap_or("wall_s").to_string(),
+        fixed_duration: fixed,
+        ..v
+    }
+}
+
+fn decide_on(
+    arms: &[ArmReport],
+    baseline: Option<&str>,
+    not_applicable: &[NotApplicable],
+    runs_per_arm: usize,
+    objective: Option<&str>,
+    fixed: Option<&FixedDuration>,
 ) -> Verdict {
     let mut caveats = caveats(arms, not_applicable);
     let groups = identical_groups(arms);
@@ -357,46 +466,56 @@ pub fn decide(
             g[0].placement
         )));
     }
+    if let Some(f) = fixed {
+        caveats.insert(0, fixed_caveat(f, objective.unwrap_or("wall time")));
+    }
+    let verdict = |decision, headline, evidence, caveats| Verdict {
+        decision,
+        headline,
+        evidence,
+        caveats,
+        objective: String::new(),
+        fixed_duration: None,
+        same_placement: same_placement.clone(),
+    };
     let base = baseline.and_then(|b| arms.iter().find(|a| a.id == b));
     let Some(base) = base else {
-        return Verdict {
-            decision: Decision::NotEnoughData,
-            headline: "Nothing to compare: no placement could run on this machine.".into(),
-            evidence: Vec::new(),
+        return verdict(
+            Decision::NotEnoughData,
+            "Nothing to compare: no placement could run on this machine.".into(),
+            Vec::new(),
             caveats,
-            same_placement,
-        };
+        );
     };
     let others: Vec<&ArmReport> = arms.iter().filter(|a| a.id != base.id).collect();
     if others.is_empty() {
-        return Verdict {
-            decision: Decision::NotEnoughData,
-            headline: format!(
+        return verdict(
+            Decision::NotEnoughData,
+            format!(
                 "Only {} could run here, so there is nothing to compare it with.",
                 base.label
             ),
-            evidence: Vec::new(),
+            Vec::new(),
             caveats,
-            same_placement,
-        };
+        );
     }
     caveats.extend(run_count_caveat(arms, runs_per_arm));
-    let ev = evidence(base, &others, &groups);
+    let obj = Objective::of(arms, objective);
+    let ev = evidence(base, &others, &groups, &obj);
     if base.measured < 2 {
-        return Verdict {
-            decision: Decision::NotEnoughData,
-            headline: format!(
+        return verdict(
+            Decision::NotEnoughData,
+            format!(
                 "Not enough data: the baseline {} has {} successful run{} (at least 2 are needed).",
                 base.label,
                 base.measured,
                 if base.measured == 1 { "" } else { "s" }
             ),
-            evidence: ev.lines,
+            ev.lines,
             caveats,
-            same_placement,
-        };
+        );
     }
-    let (decision, mut headline) = headline(base, &others, ev.best, &ev.negligible_wins);
+    let (decision, mut headline) = headline(base, &others, ev.best, &ev.negligible_wins, &obj);
     if let Decision::Use { arm } = &decision {
         let chosen = arms.iter().find(|a| &a.id == arm).expect("the chosen arm");
         let same = twins(chosen, &groups);
@@ -409,12 +528,52 @@ pub fn decide(
             );
         }
     }
-    Verdict {
-        decision,
-        headline,
-        evidence: ev.lines,
-        caveats,
-        same_placement,
+    if fixed.is_some_and(|f| !f.metric_used) {
+        headline = "Wall time cannot decide: every arm ran for the same time while CPU time or \
+                    the program's own figures differ (see below); it probably runs for a set time."
+            .to_string();
+    }
+    verdict(decision, headline, ev.lines, caveats)
+}
+
+/// What the verdict compares: wall time, or a program metric.
+enum Objective {
+    Wall,
+    Program { key: String, better: Better },
+}
+
+impl Objective {
+    fn of(arms: &[ArmReport], key: Option<&str>) -> Objective {
+        let Some(key) = key else {
+            return Objective::Wall;
+        };
+        let better = arms
+            .iter()
+            .find_map(|a| a.metric(key))
+            .map_or(Better::Lower, |m| m.def.better());
+        Objective::Program {
+            key: key.to_string(),
+            better,
+        }
+    }
+
+    /// The arm against the baseline on this objective (ratio > 1: better).
+    fn versus<'a>(&self, a: &'a ArmReport) -> Option<&'a Versus> {
+        match self {
+            Objective::Wall => a.time_vs_baseline.as_ref(),
+            Objective::Program { key, .. } => a
+                .metrics_vs_baseline
+                .iter()
+                .find(|m| &m.key == key)
+                .map(|m| &m.versus),
+        }
+    }
+
+    fn describe(&self, v: &Versus) -> String {
+        match self {
+            Objective::Wall => describe_time(v),
+            Objective::Program { key, better } => describe_metric(key, *better, v),
+        }
     }
 }
 
@@ -458,6 +617,7 @@ fn evidence<'a>(
     base: &ArmReport,
     others: &[&'a ArmReport],
     groups: &[Vec<&ArmReport>],
+    obj: &Objective,
 ) -> Evidence<'a> {
     let mut ev = Evidence {
         lines: Vec::new(),
@@ -474,7 +634,7 @@ fn evidence<'a>(
             ));
             continue;
         }
-        let Some(v) = &a.time_vs_baseline else {
+        let Some(v) = obj.versus(a) else {
             ev.lines.push(format!(
                 "{}: not compared ({} successful run{}; {} has {})",
                 a.label,
@@ -485,7 +645,7 @@ fn evidence<'a>(
             ));
             continue;
         };
-        let mut line = evidence_line(a, v);
+        let mut line = evidence_line(a, v, obj);
         let same = twins(a, groups);
         if !same.is_empty() {
             line.push_str(&format!(" (the same placement as {})", join_and(&same)));
@@ -503,9 +663,9 @@ fn evidence<'a>(
 }
 
 /// "p-pinned: 1.12× faster (…), p = 0.003 (Welch), energy …".
-fn evidence_line(a: &ArmReport, v: &Versus) -> String {
+fn evidence_line(a: &ArmReport, v: &Versus, obj: &Objective) -> String {
     let mut line = if v.significant {
-        let mut s = format!("{}: {}, {}", a.label, describe_time(v), describe_p(v));
+        let mut s = format!("{}: {}, {}", a.label, obj.describe(v), describe_p(v));
         if v.negligible {
             s.push_str(&format!(", negligible (< {NEGLIGIBLE_PERCENT}%)"));
         }
@@ -514,10 +674,13 @@ fn evidence_line(a: &ArmReport, v: &Versus) -> String {
         format!(
             "{}: {}, {}",
             a.label,
-            describe_time(v),
+            obj.describe(v),
             not_significant_why(v)
         )
     };
+    if let (Objective::Program { .. }, Some(t)) = (obj, &a.time_vs_baseline) {
+        line.push_str(&format!("; wall time {}", describe_time(t)));
+    }
     if let Some(e) = &a.energy_vs_baseline {
         if e.significant && !e.negligible {
             line.push_str(&format!(", {}", describe_energy(e)));
@@ -537,7 +700,12 @@ fn headline(
     others: &[&ArmReport],
     best: Option<(&ArmReport, &Versus)>,
     negligible_wins: &[String],
+    obj: &Objective,
 ) -> (Decision, String) {
+    let (faster, slower_word) = match obj {
+        Objective::Wall => ("faster", "slower"),
+        Objective::Program { .. } => ("better", "worse"),
+    };
     let leave = if base.policy == "os" {
         "leave it to the OS".to_string()
     } else {
@@ -547,7 +715,7 @@ fn headline(
         arm: base.id.clone(),
     };
     if let Some((a, v)) = best {
-        let mut h = format!("Use {}: {} than {}", a.label, describe_time(v), base.label);
+        let mut h = format!("Use {}: {} than {}", a.label, obj.describe(v), base.label);
         if let Some(e) = &a.energy_vs_baseline {
             if e.significant && !e.negligible {
                 h.push_str(&format!(", {}", describe_energy(e)));
@@ -560,7 +728,7 @@ fn headline(
         return (
             keep,
             format!(
-                "No placement is noticeably faster — {leave}: {} {} significantly but negligibly faster (< {NEGLIGIBLE_PERCENT}%).",
+                "No placement is noticeably {faster} — {leave}: {} {} significantly but negligibly {faster} (< {NEGLIGIBLE_PERCENT}%).",
                 negligible_wins.join(", "),
                 if negligible_wins.len() == 1 { "is" } else { "are" }
             ),
@@ -570,21 +738,24 @@ fn headline(
         .iter()
         .filter(|a| !same_placement(a, base))
         .filter(|a| {
-            a.time_vs_baseline
-                .as_ref()
+            obj.versus(a)
                 .is_some_and(|v| v.significant && v.ratio < 1.0)
         })
         .map(|a| a.label.as_str())
         .collect();
     if slower.is_empty() {
-        return (keep, format!("No significant difference — {leave}."));
+        let what = match obj {
+            Objective::Wall => String::new(),
+            Objective::Program { key, .. } => format!(" in {key}"),
+        };
+        return (keep, format!("No significant difference{what} — {leave}."));
     }
     let mut s = leave;
     if let Some(c) = s.get_mut(0..1) {
         c.make_ascii_uppercase();
     }
     let h = format!(
-        "{s}: no placement is significantly faster than {}; {} {} slower.",
+        "{s}: no placement is significantly {faster} than {}; {} {} {slower_word}.",
         base.label,
         slower.join(", "),
         if slower.len() == 1 { "is" } else { "are" }

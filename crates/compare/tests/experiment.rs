@@ -66,6 +66,7 @@ fn header(arms: &[&str], runs: usize, warmup: usize, seed: u64) -> Header {
         machine: Machine::default(),
         kind: None,
         extension: None,
+        metrics: Vec::new(),
     }
 }
 

@@ -6,6 +6,7 @@
 mod arm_threads;
 mod experiment;
 mod machine_kinds;
+mod program_metrics;
 
 #[test]
 fn every_test_file_is_compiled() {

@@ -182,10 +182,22 @@ pub fn write_via(
 /// O_NOFOLLOW` (never replacing a file, never following a link) and then
 /// filled by rename as [`write()`] does; on failure the claim is removed.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    create_new(path)?;
+    write(path, bytes).inspect_err(|_| {
+        let _ = std::fs::remove_file(path);
+    })
+}
+
+/// Creates `path`, a name pinsight chose itself, and opens it for
+/// writing: `O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC` (never replacing a
+/// file, never following a link). For a file filled as it goes (a run's
+/// output written by the program itself), where [`write_new`] cannot be
+/// used.
+pub fn create_new(path: &Path) -> Result<File, OutputError> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|source| match source.kind() {
             io::ErrorKind::AlreadyExists => OutputError::Exists {
@@ -195,10 +207,7 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
                 path: path.to_path_buf(),
                 source,
             },
-        })?;
-    write(path, bytes).inspect_err(|_| {
-        let _ = std::fs::remove_file(path);
-    })
+        })
 }
 
 /// Syncs the directory entry of a renamed file (fsync(2): syncing a file

@@ -242,6 +242,7 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
         "(SF column: measured, time alone on a small CPU / on a big CPU.)\n"
     )
     .ok();
+    out.push_str(&program_metrics(r));
     writeln!(out, "{}", crate::term::wrap80(&mix_verdict(r))).ok();
     out
 }
@@ -457,6 +458,42 @@ impl<J: serde::Serialize> crate::export::Exportable for Export<'_, J> {
     }
 }
 
+/// The program metrics (`--metric`) per scheduler and program: mean ± its
+/// 95% interval's half width over the completions, and the completions
+/// without the figure.
+fn program_metrics(r: &MixResult) -> String {
+    let mut out = String::new();
+    for s in &r.schedulers {
+        for m in &s.program_metrics {
+            let value = match &m.summary {
+                Some(x) => {
+                    let pm = x
+                        .mean_ci
+                        .map_or(String::new(), |c| format!(" ± {:.4}", c.half_width()));
+                    format!("{:.4}{pm} {} ({} better)", x.mean, m.unit, m.better.word())
+                }
+                None => "unavailable".to_string(),
+            };
+            let missing = if m.missing > 0 {
+                format!(
+                    "; {} run{} without it ({})",
+                    m.missing,
+                    if m.missing == 1 { "" } else { "s" },
+                    m.missing_why.as_deref().unwrap_or("no value")
+                )
+            } else {
+                String::new()
+            };
+            let line = format!("{} {} {}: {value}{missing}", s.policy, m.program, m.metric);
+            writeln!(out, "{}", crate::term::wrap80(&line)).ok();
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -569,6 +606,7 @@ mod tests {
             programs: vec![prog("a-rather-long-program-name", 1.5), prog("b", 2.0)],
             wall_s: 123.4,
             periods: 600,
+            program_metrics: vec![],
         };
         let r = MixResult {
             references: vec![(2.0, 3.6), (2.0, 3.6)],

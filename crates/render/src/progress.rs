@@ -22,6 +22,27 @@ pub struct Bar {
     /// Whether anything may be drawn: stderr is a terminal, not quiet.
     enabled: bool,
     task: Option<Task>,
+    /// The bar being drawn now, for [`Printer`]s.
+    current: Arc<Mutex<Option<ProgressBar>>>,
+}
+
+/// Prints to stderr around a [`Bar`] (the bar is cleared while the text
+/// is written and drawn again below it), from code that cannot hold the
+/// bar itself.
+#[derive(Clone)]
+pub struct Printer {
+    current: Arc<Mutex<Option<ProgressBar>>>,
+}
+
+impl Printer {
+    /// Runs `f` (which writes to stderr) with the bar, if any, suspended.
+    pub fn print(&self, f: impl FnOnce()) {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        match current.as_ref() {
+            Some(pb) => pb.suspend(f),
+            None => f(),
+        }
+    }
 }
 
 /// The task being shown.
@@ -49,6 +70,14 @@ impl Bar {
         Bar {
             enabled,
             task: None,
+            current: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// A [`Printer`] that writes around this bar.
+    pub fn printer(&self) -> Printer {
+        Printer {
+            current: self.current.clone(),
         }
     }
 
@@ -88,6 +117,7 @@ impl Progress for Bar {
                 }
             });
         }
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(pb.clone());
         self.task = Some(Task {
             pb,
             _cancel: cancel,
@@ -125,6 +155,7 @@ impl Progress for Bar {
 
     fn end(&mut self) {
         if let Some(t) = self.task.take() {
+            *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
             let mut ended = t.ended.lock().unwrap_or_else(|e| e.into_inner());
             *ended = true;
             t.pb.finish_and_clear();

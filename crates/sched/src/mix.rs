@@ -30,6 +30,8 @@ pub use open::{given_sf, open, MixJournal, MixRequest, OpenError, Opened, PERIOD
 
 use crate::manager::{Config, Manager};
 use crate::sf::{GivenSf, NoSf, SfSource};
+use pinsight_compare::output::{Capture, Open};
+use pinsight_compare::program_metric::MetricSpec;
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 pub use pinsight_lifecycle::journal::JournalError;
@@ -37,11 +39,12 @@ use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
 use pinsight_lifecycle::progress::Progress;
 use pinsight_measure::disturbance::{Watch, DEFAULT_THRESHOLD};
 use pinsight_measure::Disturbance;
+use pinsight_measure::Metric;
 use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
 use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -70,6 +73,9 @@ pub enum Record {
         /// The `--sf` values given (`NAME=SF`), for a resume.
         #[serde(default)]
         sf: Vec<String>,
+        /// Program metrics (`--metric`) read from every mix run's output.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        metrics: Vec<MetricSpec>,
     },
     /// A program alone on one CPU.
     Reference {
@@ -102,6 +108,12 @@ pub enum Record {
         time_s: f64,
         /// Exit code.
         exit_code: i32,
+        /// Program metrics read from the run's output (with `--metric`).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        metrics: BTreeMap<String, Metric>,
+        /// The run's output, relative to the journal's directory (with `--metric`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
     },
     /// A scheduler's mix ended complete.
     Done {
@@ -324,6 +336,11 @@ impl Journal {
         })
     }
 
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+
     /// Appends one record and syncs it.
     pub fn append(&mut self, r: &Record) -> Result<(), JournalError> {
         self.0.append(r)
@@ -370,6 +387,9 @@ pub struct MixSpec {
     pub sf: GivenSf,
     /// The `NAME=SF` texts `sf` came from (journaled for a resume).
     pub sf_specs: Vec<String>,
+    /// Program metrics read from every mix run's output (`--metric`); the
+    /// output is then kept in `JOURNAL.out/`.
+    pub metrics: Vec<MetricSpec>,
 }
 
 impl MixSpec {
@@ -388,6 +408,7 @@ impl MixSpec {
             big_cpus: b.to_string(),
             small_cpus: s.to_string(),
             sf: self.sf_specs.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 
@@ -432,6 +453,9 @@ pub enum MixError {
     #[error(transparent)]
     Program(#[from] SpawnError),
     /// A program's CPUs could not be set up before its start.
+    /// A run's output could not be kept (`--metric`).
+    #[error("{0}")]
+    Output(String),
     #[error("cannot start `{command}`: {source}")]
     Spawn {
         /// The command line.
@@ -509,6 +533,26 @@ pub struct SchedulerResult {
     pub wall_s: f64,
     /// Scheduler periods run.
     pub periods: u64,
+    /// Each program metric of each program over its completions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub program_metrics: Vec<ProgramMetric>,
+}
+
+/// A program metric of one program under one scheduler.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProgramMetric {
+    /// The program's name in reports.
+    pub program: String,
+    /// The metric's name.
+    pub metric: String,
+    pub unit: String,
+    pub better: pinsight_compare::program_metric::Better,
+    /// Over the completions whose output has the figure; absent: none has.
+    pub summary: Option<pinsight_stats::Summary>,
+    /// Completions without the figure (failed measurements of it).
+    pub missing: usize,
+    /// Why (the most recent), when some are missing.
+    pub missing_why: Option<String>,
 }
 
 /// The whole outcome.
@@ -530,6 +574,15 @@ struct Instance {
     start: Instant,
 }
 
+/// The output files of a mix's runs (with `--metric`): where they go and
+/// the next file number.
+struct Outputs {
+    capture: Option<Capture>,
+    next: usize,
+    /// Per running pid, its file.
+    open: HashMap<i32, Open>,
+}
+
 /// Exit of a child, from its waiter thread.
 struct Exit {
     pid: i32,
@@ -542,12 +595,31 @@ fn spawn(
     cpus: &CpuSet,
     tx: &mpsc::Sender<Exit>,
 ) -> Result<(i32, Instant), MixError> {
+    spawn_to(command, cpus, tx, None)
+}
+
+/// [`spawn`] with stdout and stderr to `out` (a kept output file).
+fn spawn_to(
+    command: &str,
+    cpus: &CpuSet,
+    tx: &mpsc::Sender<Exit>,
+    out: Option<&std::fs::File>,
+) -> Result<(i32, Instant), MixError> {
     let mut c = Command::new("sh");
     c.arg("-c")
         .arg(command)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .process_group(0);
+    if let Some(f) = out {
+        let dup = |f: &std::fs::File| {
+            f.try_clone().map_err(|source| MixError::Spawn {
+                command: command.into(),
+                source,
+            })
+        };
+        c.stdout(dup(f)?).stderr(dup(f)?);
+    }
     pinsight_sys::affinity::set_affinity_before_exec(&mut c, cpus).map_err(|source| {
         MixError::Spawn {
             command: command.into(),
@@ -745,8 +817,15 @@ fn run_steps(
     })
 }
 
-/// Per program its completed run times; big shares; wall; periods.
-type MixRuns = (Vec<Vec<f64>>, Vec<Option<f64>>, f64, u64);
+/// Per program its completed run times; big shares; wall; periods; per
+/// program the program metrics of each completion.
+type MixRuns = (
+    Vec<Vec<f64>>,
+    Vec<Option<f64>>,
+    f64,
+    u64,
+    Vec<Vec<BTreeMap<String, Metric>>>,
+);
 
 /// The runs of a scheduler the journal holds complete (after its last
 /// Start, followed by Done).
@@ -755,14 +834,19 @@ fn completed(previous: &[Record], name: &str, n: usize) -> Option<MixRuns> {
         .iter()
         .rposition(|r| matches!(r, Record::Start { scheduler } if scheduler == name))?;
     let mut times = vec![Vec::new(); n];
+    let mut figures = vec![Vec::new(); n];
     for r in &previous[start + 1..] {
         match r {
             Record::Run {
                 scheduler,
                 program,
                 time_s,
+                metrics,
                 ..
-            } if scheduler == name && *program < n => times[*program].push(*time_s),
+            } if scheduler == name && *program < n => {
+                times[*program].push(*time_s);
+                figures[*program].push(metrics.clone());
+            }
             Record::Done {
                 scheduler,
                 big_share,
@@ -770,7 +854,7 @@ fn completed(previous: &[Record], name: &str, n: usize) -> Option<MixRuns> {
                 periods,
                 ..
             } if scheduler == name => {
-                return Some((times, big_share.clone(), *wall_s, *periods));
+                return Some((times, big_share.clone(), *wall_s, *periods, figures));
             }
             _ => {}
         }
@@ -794,8 +878,21 @@ fn one_mix(
     let watch = Watch::start(fs);
     let t0 = Instant::now();
     let mut running: Vec<(i32, Instance)> = Vec::new();
+    let mut outs = Outputs {
+        capture: if spec.metrics.is_empty() {
+            None
+        } else {
+            Some(
+                Capture::for_journal(journal.path())
+                    .map_err(|e| MixError::Output(e.to_string()))?,
+            )
+        },
+        next: 0,
+        open: HashMap::new(),
+    };
+    let mut figures: Vec<Vec<BTreeMap<String, Metric>>> = vec![Vec::new(); n];
     for i in 0..n {
-        let (pid, start) = spawn(&spec.commands[i], &all, tx)?;
+        let (pid, start) = outs.spawn(spec, policy, i, &all, tx)?;
         running.push((
             pid,
             Instance {
@@ -843,17 +940,21 @@ fn one_mix(
             let i = inst.program;
             let t = (e.at - inst.start).as_secs_f64();
             times[i].push(t);
+            let (metrics, output) = outs.finish(e.pid, &spec.metrics)?;
+            figures[i].push(metrics.clone());
             journal.append(&Record::Run {
                 scheduler: policy.name().into(),
                 program: i,
                 completion: times[i].len() as u32,
                 time_s: t,
                 exit_code: e.code,
+                metrics,
+                output,
             })?;
             if times.iter().all(|t| t.len() >= spec.repeat as usize) {
                 break 'outer;
             }
-            let (pid, start) = spawn(&spec.commands[i], &all, tx)?;
+            let (pid, start) = outs.spawn(spec, policy, i, &all, tx)?;
             manager.add(pid, i + 1);
             running.push((
                 pid,
@@ -891,7 +992,79 @@ fn one_mix(
         periods: report.periods,
         disturbance: disturbance.clone(),
     })?;
-    Ok(((times, big_share, wall, report.periods), disturbance))
+    Ok((
+        (times, big_share, wall, report.periods, figures),
+        disturbance,
+    ))
+}
+
+impl Outputs {
+    /// Starts program `i` with its output to a new file when kept.
+    fn spawn(
+        &mut self,
+        spec: &MixSpec,
+        policy: Policy,
+        i: usize,
+        cpus: &CpuSet,
+        tx: &mpsc::Sender<Exit>,
+    ) -> Result<(i32, Instant), MixError> {
+        let Some(c) = &self.capture else {
+            return spawn(&spec.commands[i], cpus, tx);
+        };
+        let label = format!("{}-{}", policy.name(), spec.name(i));
+        let open = c
+            .open(&label, self.next)
+            .map_err(|e| MixError::Output(e.to_string()))?;
+        self.next += 1;
+        let r = spawn_to(&spec.commands[i], cpus, tx, Some(&open.file))?;
+        self.open.insert(r.0, open);
+        Ok(r)
+    }
+
+    /// The program metrics of the run of `pid` (just exited), and its file.
+    fn finish(
+        &mut self,
+        pid: i32,
+        specs: &[MetricSpec],
+    ) -> Result<(BTreeMap<String, Metric>, Option<String>), MixError> {
+        let Some(open) = self.open.remove(&pid) else {
+            return Ok((BTreeMap::new(), None));
+        };
+        let kept = open.finish().map_err(|e| MixError::Output(e.to_string()))?;
+        let m = pinsight_compare::experiment::figures(specs, Some(&kept.text));
+        Ok((m, Some(kept.reference.path)))
+    }
+}
+
+/// Each program metric of each program over its completions.
+fn program_metrics(
+    spec: &MixSpec,
+    figures: &[Vec<BTreeMap<String, Metric>>],
+) -> Vec<ProgramMetric> {
+    let mut out = Vec::new();
+    for (i, runs) in figures.iter().enumerate() {
+        for m in &spec.metrics {
+            let vals: Vec<Metric> = runs
+                .iter()
+                .map(|r| {
+                    r.get(&m.name)
+                        .cloned()
+                        .unwrap_or_else(|| Metric::unavailable("not read from this run's output"))
+                })
+                .collect();
+            let xs: Vec<f64> = vals.iter().filter_map(Metric::get).collect();
+            out.push(ProgramMetric {
+                program: spec.name(i),
+                metric: m.name.clone(),
+                unit: m.unit.clone(),
+                better: m.better,
+                summary: pinsight_stats::Summary::of(&xs).ok(),
+                missing: vals.len() - xs.len(),
+                missing_why: vals.iter().rev().find_map(|v| v.reason().map(String::from)),
+            });
+        }
+    }
+    out
 }
 
 fn geomean(xs: &[f64]) -> f64 {
@@ -899,7 +1072,7 @@ fn geomean(xs: &[f64]) -> f64 {
 }
 
 fn result(spec: &MixSpec, name: &str, refs: &[(f64, f64)], runs: &MixRuns) -> SchedulerResult {
-    let (times, shares, wall, periods) = runs;
+    let (times, shares, wall, periods, figures) = runs;
     let prog = |i: usize, t: f64, runs: usize| {
         let (b, s) = refs[i];
         ProgramResult {
@@ -949,6 +1122,7 @@ fn result(spec: &MixSpec, name: &str, refs: &[(f64, f64)], runs: &MixRuns) -> Sc
         programs,
         wall_s: *wall,
         periods: *periods,
+        program_metrics: program_metrics(spec, figures),
     }
 }
 
@@ -973,6 +1147,7 @@ fn differences(journal: &Record, now: &Record) -> Vec<Difference> {
             period_s: p1,
             big_cpus: b1,
             small_cpus: sm1,
+            metrics: m1,
             ..
         },
         Record::Header {
@@ -982,6 +1157,7 @@ fn differences(journal: &Record, now: &Record) -> Vec<Difference> {
             period_s: p2,
             big_cpus: b2,
             small_cpus: sm2,
+            metrics: m2,
             ..
         },
     ) = (journal, now)
@@ -1004,6 +1180,13 @@ fn differences(journal: &Record, now: &Record) -> Vec<Difference> {
     diff("period", format!("{p1}s"), format!("{p2}s"));
     diff("big CPUs", b1.clone(), b2.clone());
     diff("small CPUs", sm1.clone(), sm2.clone());
+    let names = |m: &[MetricSpec]| {
+        m.iter()
+            .map(|x| format!("{}={}", x.name, x.source_text()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    diff("metrics", names(m1), names(m2));
     out
 }
 
@@ -1022,6 +1205,7 @@ mod tests {
                 big_cpus: "0".into(),
                 small_cpus: "1".into(),
                 sf: vec![],
+                metrics: vec![],
             },
             Record::Start {
                 scheduler: "os".into(),
@@ -1032,6 +1216,8 @@ mod tests {
                 completion: 1,
                 time_s: 1.5,
                 exit_code: 0,
+                metrics: BTreeMap::new(),
+                output: None,
             },
         ];
         let d = tempfile::tempdir().unwrap();
@@ -1085,6 +1271,7 @@ mod tests {
             big_cpus: "0".into(),
             small_cpus: "1".into(),
             sf: vec![],
+            metrics: vec![],
         });
         let mut seen = Seen::default();
         let run = |s: &str, program, completion, time_s| Record::Run {
@@ -1093,6 +1280,8 @@ mod tests {
             completion,
             time_s,
             exit_code: 0,
+            metrics: BTreeMap::new(),
+            output: None,
         };
         let reference = Record::Reference {
             program: 1,
@@ -1140,15 +1329,32 @@ mod tests {
             capacity: Capacity::uniform(1, 1),
             sf: GivenSf::new(),
             sf_specs: vec![],
+            metrics: pinsight_compare::program_metric::parse("ops=ops: ([0-9]+),unit=op/s", &[])
+                .unwrap(),
         };
         let refs = [(1.0, 2.0), (2.0, 3.0)];
+        let fig = |v: Option<f64>| -> BTreeMap<String, Metric> {
+            let m = v.map_or_else(|| Metric::unavailable("no match"), Metric::value);
+            [("ops".to_string(), m)].into_iter().collect()
+        };
         let runs: MixRuns = (
             vec![vec![2.0, 2.2, 1.8], vec![3.0, 3.3, 2.9]],
             vec![Some(0.5), Some(0.5)],
             10.0,
             50,
+            vec![
+                vec![fig(Some(10.0)), fig(Some(12.0)), fig(Some(11.0))],
+                vec![fig(Some(5.0)), fig(None), fig(Some(5.0))],
+            ],
         );
         let r = result(&spec, "os", &refs, &runs);
+        // The program metric per program, a missing figure counted, not 0.
+        let pm = &r.program_metrics;
+        assert_eq!(pm.len(), 2);
+        assert_eq!(pm[0].summary.as_ref().unwrap().mean, 11.0);
+        assert!(pm[0].summary.as_ref().unwrap().mean_ci.is_some());
+        assert_eq!((pm[1].missing, pm[1].summary.as_ref().unwrap().n), (1, 2));
+        assert_eq!(pm[1].missing_why.as_deref(), Some("no match"));
         assert_eq!(r.programs[1].name, "b");
         assert!((r.programs[0].mean_sf - 2.0).abs() < 1e-12);
         let want = metrics(&r.programs);

@@ -49,10 +49,12 @@ proptest! {
             big_cpus: "0".into(),
             small_cpus: "1".into(),
             sf: vec![],
+            metrics: vec![],
         };
         let mut recs = vec![Record::Start { scheduler: "aarr".into() }];
         recs.extend(runs.iter().enumerate().map(|(i, &(program, time_s, exit_code))| Record::Run {
             scheduler: "aarr".into(), program, completion: i as u32 + 1, time_s, exit_code,
+            metrics: Default::default(), output: None,
         }));
         let text: String = std::iter::once(&header).chain(&recs)
             .map(|r| serde_json::to_string(r).unwrap() + "\n").collect();

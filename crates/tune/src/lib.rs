@@ -28,6 +28,7 @@ pub mod sim;
 
 use pinsight_compare::experiment::{Executor, Gate, Outcome, SwitchError};
 use pinsight_compare::journal::{Header, Journal, JournalError, NotApplicable, RunLine};
+use pinsight_compare::program_metric::{Better, MetricSpec};
 use pinsight_compare::session::{self, ExecutorChoice, JournalTarget, Session, SessionError};
 use pinsight_compare::setup::{Extension, Request};
 use pinsight_compare::{Phase, Slot};
@@ -76,6 +77,10 @@ pub struct TuneRequest {
     /// Validation configurations to run (the best predicted ones not
     /// measured); 0: none.
     pub validate: usize,
+    /// A program metric to optimise instead of wall time (`--metric`):
+    /// read from every run's output; a higher-is-better rate r becomes the
+    /// time-like cost 1/r (time per unit of work) the model fits.
+    pub metric: Option<MetricSpec>,
 }
 
 /// Where the design journal goes.
@@ -329,6 +334,7 @@ pub fn read_request(path: &Path) -> Result<TuneRequest, TuneError> {
         pinned: id.pinned,
         budget: None,
         validate: 2,
+        metric: h.metrics.first().cloned(),
     })
 }
 
@@ -478,10 +484,27 @@ impl<'a> TuneSession<'a> {
             run?
         };
         let design_journal = Journal::read(&journal)?;
-        let design_runs = observations(&design_journal.runs, &identity);
+        let metric = design_journal.header.metrics.first().cloned();
+        let design_runs = observations(&design_journal.runs, &identity, metric.as_ref());
         let mut notes = layout.notes.clone();
         notes.extend(first.report.virtual_machine.clone());
         notes.extend(disturbance_note("design", &first.report));
+        if let Some(m) = &metric {
+            notes.push(match m.better {
+                Better::Higher => format!(
+                    "objective: {} (higher is better), read from each run's output and fitted as its inverse 1/{} (time per unit of work); \
+                     the times shown are that inverse, in {}",
+                    m.name,
+                    m.name,
+                    inverse_unit(&m.unit)
+                ),
+                Better::Lower => format!(
+                    "objective: {} (lower is better), read from each run's output; the times shown are {}",
+                    m.name,
+                    if m.unit.is_empty() { "its values" } else { &m.unit }
+                ),
+            });
+        }
         let mut energy = energy_of(&design_journal.runs);
         let mut out = Finished {
             layout,
@@ -563,7 +586,7 @@ impl<'a> TuneSession<'a> {
         };
         notes.extend(disturbance_note("validation", &second.report));
         let vjournal = Journal::read(&vpath)?;
-        out.validation_runs = observations(&vjournal.runs, &videntity);
+        out.validation_runs = observations(&vjournal.runs, &videntity, metric.as_ref());
         if energy == Energy::Available {
             energy = energy_of(&vjournal.runs);
         }
@@ -671,6 +694,7 @@ fn open_stage(
         warmup: r.warmup,
         seed: r.seed,
         timeout: r.timeout,
+        metrics: r.metric.iter().cloned().collect(),
         ..Request::new(r.command.clone(), policies)
     };
     let executor = match &cfg.executor {
@@ -722,19 +746,46 @@ fn latest(runs: &[RunLine]) -> Vec<&RunLine> {
     by_slot.into_values().collect()
 }
 
-/// One observation per successful measured run, in slot order.
-fn observations(runs: &[RunLine], id: &Identity) -> Vec<Observation> {
+/// One observation per successful measured run, in slot order. With a
+/// program metric (the journal header's first), its time is the metric's
+/// time-like cost ([`metric_cost`]); a run without the figure is left out.
+fn observations(runs: &[RunLine], id: &Identity, metric: Option<&MetricSpec>) -> Vec<Observation> {
     latest(runs)
         .into_iter()
         .filter(|r| r.phase == Phase::Measured && r.failure().is_none())
         .filter_map(|r| {
+            let time_s = match metric {
+                None => r.record.wall_s,
+                Some(m) => metric_cost(m, r.metrics.get(&m.name)?.get()?)?,
+            };
             Some(Observation {
                 config: id.config_of(&r.arm)?,
-                time_s: r.record.wall_s,
+                time_s,
                 energy_j: r.record.energy.energy_pkg_j.get(),
             })
         })
         .collect()
+}
+
+/// `events/s` → `s/events`; `MIPS` → `1/MIPS`.
+fn inverse_unit(unit: &str) -> String {
+    match unit.split_once('/') {
+        Some((a, b)) => format!("{b}/{a}"),
+        None if unit.is_empty() => "1/value".into(),
+        None => format!("1/{unit}"),
+    }
+}
+
+/// A program metric's value as the cost the model minimises where it
+/// expects a time: a lower-is-better figure as it is (a time, a
+/// latency); a higher-is-better rate r as 1/r, the time one unit of work
+/// takes (Hennessy & Patterson's performance = 1 / execution time).
+/// None for a value that cannot be a cost (0 or negative).
+pub fn metric_cost(m: &MetricSpec, value: f64) -> Option<f64> {
+    (value.is_finite() && value > 0.0).then(|| match m.better {
+        Better::Higher => 1.0 / value,
+        Better::Lower => value,
+    })
 }
 
 /// Whether every successful measured run has a package energy.
@@ -912,5 +963,25 @@ impl Gate for StageGate<'_> {
         self.id
             .config_of(arm)
             .map_or_else(|| arm.to_string(), |c| c.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_becomes_a_time_like_cost() {
+        let parse = |t: &str| pinsight_compare::program_metric::parse(t, &[]).unwrap();
+        let rate = &parse("sysbench")[0];
+        assert_eq!(metric_cost(rate, 4000.0), Some(1.0 / 4000.0));
+        // Twice the rate is half the cost: the model's "faster" is the
+        // metric's "better".
+        assert!(metric_cost(rate, 8000.0) < metric_cost(rate, 4000.0));
+        let time = &parse("hyperfine")[0];
+        assert_eq!(metric_cost(time, 0.25), Some(0.25));
+        assert_eq!(metric_cost(rate, 0.0), None, "no cost from a zero rate");
+        assert_eq!(inverse_unit("events/s"), "s/events");
+        assert_eq!(inverse_unit("MIPS"), "1/MIPS");
     }
 }

@@ -29,6 +29,8 @@ pub enum Start {
         /// The design journal; `None`: a new `pinsight-tune-STAMP.jsonl`
         /// in the current directory.
         journal: Option<PathBuf>,
+        /// A program metric to optimise instead of wall time.
+        metric: Option<pinsight_compare::program_metric::MetricSpec>,
     },
     /// Continue the tune of this journal (design or validation), with its
     /// own command, runs, warm-ups, seed and placement.
@@ -144,6 +146,7 @@ fn request_of(
             seed,
             pinned,
             journal,
+            metric,
         } => {
             // The CPUs this process may use (taskset, a launcher's
             // binding); a simulated tune runs nothing, so every usable CPU
@@ -166,6 +169,7 @@ fn request_of(
                 pinned: *pinned,
                 budget: req.budget,
                 validate: req.validate.unwrap_or(2),
+                metric: metric.clone(),
             };
             let journal = match journal {
                 Some(p) if p.exists() => return Err(LiveError::JournalExists { path: p.clone() }),

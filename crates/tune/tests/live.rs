@@ -34,6 +34,7 @@ fn probe(topo: &Topology) -> (Seen, Seen) {
             pinned: false,
             budget: None,
             validate: 0,
+            metric: None,
         },
         topology: topo,
         measure_fs: FsRoot::live(),

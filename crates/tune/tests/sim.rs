@@ -43,6 +43,7 @@ fn request(topo: &Topology, runs: usize) -> TuneRequest {
         pinned: false,
         budget: None,
         validate: 2,
+        metric: None,
     }
 }
 

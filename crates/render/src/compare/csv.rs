@@ -63,6 +63,18 @@ pub fn render(r: &Report) -> String {
             head.push(format!("{k}_{s}"));
         }
     }
+    let programs = program_keys(r);
+    for k in &programs {
+        for s in [
+            "ratio_vs_baseline",
+            "ratio_ci_lo",
+            "ratio_ci_hi",
+            "p_value",
+            "significant",
+        ] {
+            head.push(format!("{k}_{s}"));
+        }
+    }
     let mut out = String::new();
     for (labels, reason) in unavailable_groups(r) {
         let line = format!("# {labels}: unavailable in every arm ({reason})");
@@ -112,6 +124,18 @@ pub fn render(r: &Report) -> String {
                     .filter(|_| !everywhere)
                     .unwrap_or(""),
             ));
+        }
+        for k in &programs {
+            let v = a
+                .metrics_vs_baseline
+                .iter()
+                .find(|m| &m.key == k)
+                .map(|m| &m.versus);
+            row.push(num(v.map(|v| v.ratio)));
+            row.push(num(v.and_then(|v| v.ratio_ci).map(|c| c.lo)));
+            row.push(num(v.and_then(|v| v.ratio_ci).map(|c| c.hi)));
+            row.push(num(v.and_then(|v| v.p)));
+            row.push(v.map_or(String::new(), |v| v.significant.to_string()));
         }
         out.push_str(&row.join(","));
         out.push('\n');

@@ -111,7 +111,11 @@ pub fn render(r: &Report, word: Word) -> String {
         if values.iter().all(Vec::is_empty) {
             continue;
         }
-        let unit_s = m0.def.unit.suffix();
+        let unit_s = m0
+            .def
+            .program
+            .as_ref()
+            .map_or(m0.def.unit.suffix(), |p| p.unit.as_str());
         o.push_str(&format!(
             "<h2>{}{}</h2>\n",
             esc(&m0.def.label),

@@ -44,7 +44,9 @@ pub fn shown_keys(r: &Report) -> Vec<String> {
     let Some(first) = r.arms.first() else {
         return Vec::new();
     };
-    let mut keys: Vec<String> = DETAIL_KEYS.iter().map(|k| k.to_string()).collect();
+    // Program metrics (`--metric`) first: the figures the user asked for.
+    let mut keys: Vec<String> = program_keys(r);
+    keys.extend(DETAIL_KEYS.iter().map(|k| k.to_string()));
     keys.extend(
         first
             .metrics
@@ -55,6 +57,44 @@ pub fn shown_keys(r: &Report) -> Vec<String> {
     keys.into_iter()
         .filter(|k| unavailable_everywhere(&r.arms, k).is_none())
         .collect()
+}
+
+/// Keys of the program metrics, in the header's order.
+pub fn program_keys(r: &Report) -> Vec<String> {
+    r.header.metrics.iter().map(|m| m.name.clone()).collect()
+}
+
+/// The "vs baseline" cell of program metric `key`: `events_per_s 12%
+/// higher (95% CI ...)`, `baseline`, or why not.
+pub fn metric_versus_cell(a: &ArmReport, r: &Report, key: &str) -> String {
+    if a.is_baseline(r.baseline.as_deref()) {
+        return "baseline".into();
+    }
+    match a.metrics_vs_baseline.iter().find(|m| m.key == key) {
+        Some(m) => {
+            let v = &m.versus;
+            let mut s = pinsight_compare::verdict::describe_metric(key, m.better, v);
+            s.push_str(", ");
+            if v.significant {
+                s.push_str(&describe_p(v));
+            } else {
+                s.push_str(&not_significant_why(v));
+            }
+            s
+        }
+        None => "not compared (too few values)".into(),
+    }
+}
+
+/// 95 % CI of the mean of metric `key`, in its unit.
+pub fn metric_ci_cell(a: &ArmReport, key: &str) -> String {
+    let Some(m) = a.metric(key) else {
+        return String::new();
+    };
+    match m.summary.as_ref().and_then(|s| s.mean_ci) {
+        Some(ci) => format!("{} – {}", m.def.format(ci.lo), m.def.format(ci.hi)),
+        None => "n/a (fewer than 2 values or no spread)".into(),
+    }
 }
 
 /// Metrics unavailable in every arm, grouped by reason:

@@ -113,6 +113,17 @@ pub fn render(r: &Report, width: usize, word: Word) -> String {
             row(&format!("vs {base}"), false, &|a| versus_cell(a, r)),
             row("Test", false, &p_cell),
         ]);
+        for k in program_keys(r) {
+            rows.extend([
+                row(&format!("{k} (mean ± σ)"), true, &|a| {
+                    a.metric(&k).map(|m| show_mean(m, true)).unwrap_or_default()
+                }),
+                row(&format!("{k} 95% CI"), false, &|a| metric_ci_cell(a, &k)),
+                row(&format!("{k} vs {base}"), false, &|a| {
+                    metric_versus_cell(a, r, &k)
+                }),
+            ]);
+        }
         out.push_str(&grid("Arm", &heads, &rows, width));
     }
     for (what, reason) in not_applicable_groups(r) {

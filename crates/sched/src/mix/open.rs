@@ -30,6 +30,8 @@ pub struct MixRequest {
     pub journal: MixJournal,
     /// Big and small CPUs.
     pub capacity: Capacity,
+    /// Program metrics (`--metric`); empty on resume: the journal's.
+    pub metrics: Vec<pinsight_compare::program_metric::MetricSpec>,
 }
 
 /// Where the journal goes.
@@ -151,11 +153,15 @@ fn from_header(req: &mut MixRequest, header: &Record) -> Result<(), OpenError> {
         repeat,
         period_s,
         sf,
+        metrics,
         ..
     } = header
     else {
         return Ok(());
     };
+    if req.metrics.is_empty() {
+        req.metrics = metrics.clone();
+    }
     if req.commands.is_empty() {
         req.commands = commands.clone();
     }
@@ -208,6 +214,7 @@ fn spec_of(req: &MixRequest) -> Result<MixSpec, OpenError> {
         capacity: req.capacity.clone(),
         sf: given_sf(&req.sf)?,
         sf_specs: req.sf.clone(),
+        metrics: req.metrics.clone(),
     };
     for (t, _) in spec.sf.entries() {
         let known = match t {

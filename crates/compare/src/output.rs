@@ -1,0 +1,226 @@
+//! Every run's output kept, labelled by arm and run: the program's stdout
+//! and stderr both go to one file, `JOURNAL.out/arm-<ARM>-run-<SLOT>.txt`
+//! beside the journal (the run line names it), in the order written (the
+//! two descriptors share one open file, as `>FILE 2>&1` does).
+//!
+//! What the program sees: stdin is /dev/null as before, stdout and stderr
+//! are a regular file instead of the terminal (a program that checks
+//! isatty(3) notices, e.g. it may buffer its output or drop colours). The
+//! program writes the file itself: no reader thread competes with it for
+//! the CPUs being measured. After the run a file over [`LIMIT`] bytes is
+//! cut to its first and last [`LIMIT`]/2 bytes with a line saying how
+//! much was cut (rewritten by rename, never in place).
+//!
+//! Files are created with `O_EXCL | O_NOFOLLOW`
+//! ([`pinsight_lifecycle::output::create_new`]): a retried slot gets
+//! `-2`, `-3`, ...; a link planted at a name is never followed.
+
+use crate::journal::RunOutputRef;
+use pinsight_lifecycle::output::{self, OutputError};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// Most bytes kept of one run's output (half from its start, half from its end).
+pub const LIMIT: u64 = 1024 * 1024;
+
+/// The output directory of a journal: `JOURNAL.out` (the journal's file
+/// name with `.out` appended).
+pub fn dir_for(journal: &Path) -> PathBuf {
+    let mut name = journal.file_name().unwrap_or_default().to_os_string();
+    name.push(".out");
+    journal.with_file_name(name)
+}
+
+/// Why a run's output cannot be kept.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("cannot keep the runs' output in {}: {source}", path.display())]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot keep the runs' output in {}: it is not a directory", path.display())]
+    NotDir { path: PathBuf },
+}
+
+/// Where the runs' output files go.
+#[derive(Clone, Debug)]
+pub struct Capture {
+    dir: PathBuf,
+    /// Prefix of the recorded paths (the directory's name, relative to
+    /// the journal's directory).
+    rel: String,
+}
+
+/// One run's output file, open for the program to write.
+pub struct Open {
+    pub file: File,
+    pub path: PathBuf,
+    rel: String,
+}
+
+/// One run's output, once the program has exited.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kept {
+    /// What the run line records.
+    pub reference: RunOutputRef,
+    /// The file's path.
+    pub path: PathBuf,
+    /// The kept text (UTF-8, invalid bytes replaced), cut as the file is.
+    pub text: String,
+}
+
+impl Capture {
+    /// Makes (or reuses, on resume) `JOURNAL.out`; a link there is refused.
+    pub fn for_journal(journal: &Path) -> Result<Capture, CaptureError> {
+        let dir = dir_for(journal);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let is_dir = dir.symlink_metadata().is_ok_and(|m| m.is_dir());
+                if !is_dir {
+                    return Err(CaptureError::NotDir { path: dir });
+                }
+            }
+            Err(source) => return Err(CaptureError::Dir { path: dir, source }),
+        }
+        let rel = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        Ok(Capture { dir, rel })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates the output file of `slot` (arm `arm`): `arm-ARM-run-SLOT.txt`,
+    /// or `-2`, `-3`, ... when a retry of the slot finds it taken.
+    pub fn open(&self, arm: &str, slot: usize) -> Result<Open, CaptureError> {
+        let stem = format!("arm-{}-run-{slot}", safe(arm));
+        for n in 1.. {
+            let name = if n == 1 {
+                format!("{stem}.txt")
+            } else {
+                format!("{stem}-{n}.txt")
+            };
+            let path = self.dir.join(&name);
+            match output::create_new(&path) {
+                Ok(file) => {
+                    return Ok(Open {
+                        file,
+                        path,
+                        rel: format!("{}/{name}", self.rel),
+                    })
+                }
+                Err(OutputError::Exists { .. }) if n < 1000 => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+}
+
+/// `p-pinned@powersave` → `p-pinned_powersave`: letters, digits, `-`,
+/// `.`, `_` kept, anything else `_`.
+fn safe(arm: &str) -> String {
+    arm.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-._".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+impl Open {
+    /// Bounds the file the program wrote (see [`LIMIT`]) and reads it back.
+    pub fn finish(self) -> Result<Kept, CaptureError> {
+        let werr = |source| OutputError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        drop(self.file);
+        let mut f = File::open(&self.path).map_err(werr)?;
+        let bytes = f.metadata().map_err(werr)?.len();
+        let mut kept = Vec::new();
+        let cut = bytes.saturating_sub(LIMIT);
+        if cut == 0 {
+            f.read_to_end(&mut kept).map_err(werr)?;
+        } else {
+            let half = LIMIT / 2;
+            (&mut f).take(half).read_to_end(&mut kept).map_err(werr)?;
+            kept.extend_from_slice(
+                format!(
+                    "\n[pinsight: {cut} bytes cut here to keep the file under {LIMIT} bytes; the run wrote {bytes}]\n"
+                )
+                .as_bytes(),
+            );
+            f.seek(SeekFrom::Start(bytes - half)).map_err(werr)?;
+            f.take(half).read_to_end(&mut kept).map_err(werr)?;
+            output::write(&self.path, &kept)?;
+        }
+        Ok(Kept {
+            reference: RunOutputRef {
+                path: self.rel,
+                bytes,
+                cut_bytes: cut,
+                figures: crate::program_metric::figures_in(&String::from_utf8_lossy(&kept)),
+            },
+            text: String::from_utf8_lossy(&kept).into_owned(),
+            path: self.path,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn files_are_named_by_arm_and_run_and_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let j = d.path().join("j.jsonl");
+        let c = Capture::for_journal(&j).unwrap();
+        assert!(c.dir().ends_with("j.jsonl.out"));
+        let mut o = c.open("p-pinned@powersave", 3).unwrap();
+        assert!(o.path.ends_with("arm-p-pinned_powersave-run-3.txt"));
+        o.file.write_all(b"hello\n").unwrap();
+        let k = o.finish().unwrap();
+        assert_eq!(k.text, "hello\n");
+        assert_eq!(
+            k.reference.path,
+            "j.jsonl.out/arm-p-pinned_powersave-run-3.txt"
+        );
+        // A retry of the slot (resume) keeps the first attempt's file.
+        let o = c.open("p-pinned@powersave", 3).unwrap();
+        assert!(o.path.ends_with("arm-p-pinned_powersave-run-3-2.txt"));
+        // Too long: head and tail kept.
+        let mut o = c.open("os", 4).unwrap();
+        let big = vec![b'x'; (LIMIT + 10) as usize];
+        o.file.write_all(b"START").unwrap();
+        o.file.write_all(&big).unwrap();
+        o.file.write_all(b"END").unwrap();
+        let k = o.finish().unwrap();
+        assert_eq!(k.reference.cut_bytes, 18);
+        assert!(k.text.starts_with("START") && k.text.ends_with("END"));
+        assert!(k.text.contains("18 bytes cut here"));
+        assert!(std::fs::metadata(&k.path).unwrap().len() < LIMIT + 200);
+        // Resume reuses the directory; a link in its place is refused.
+        Capture::for_journal(&j).unwrap();
+        let l = d.path().join("k.jsonl");
+        std::os::unix::fs::symlink(d.path(), dir_for(&l)).unwrap();
+        assert!(matches!(
+            Capture::for_journal(&l),
+            Err(CaptureError::NotDir { .. })
+        ));
+    }
+}
