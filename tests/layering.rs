@@ -55,6 +55,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-sched",
             // Measures within a budget and words suggestions; draws nothing.
             "pinsight-report",
+            // Slows CPUs to emulate core kinds (cpufreq caps, RT stealers).
+            "pinsight-emulate",
         ],
     ),
     ("rendering", &["pinsight-render"]),
@@ -232,6 +234,8 @@ fn allowed_edges_pass_and_absent_rule_crates_are_ignored() {
         ),
         package(
             "pinsight-report",
+            // Slows CPUs to emulate core kinds (cpufreq caps, RT stealers).
+            "pinsight-emulate",
             &[("pinsight-topology", None), ("pinsight-speed", None)],
         ),
         package(
