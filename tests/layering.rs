@@ -8,7 +8,7 @@
 //! os          sys                                       (the only OS calls)
 //! discovery   topology                                  (reads /sys, hwloc XML)
 //! measurement lifecycle, measure, launch, latency, speed, workload, compare,
-//!             tune, sched, report
+//!             tune, sched, report, emulate
 //! rendering   render
 //! cli         pinsight
 //! test-support testkit                                  (dev-dependency only)
