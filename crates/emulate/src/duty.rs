@@ -8,16 +8,17 @@
 //! refuses a deadline task whose affinity does not span its whole root
 //! domain (Documentation/scheduler/sched-deadline.rst, 5.1): a stealer
 //! pinned to one CPU is not admitted outside an exclusive cpuset, so
-//! `SCHED_FIFO` at the lowest real-time priority is used.
+//! `SCHED_FIFO` at priority 2 is used.
 
 use pinsight_sys::stealer::Stealer;
 use pinsight_topology::FsRoot;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-/// The real-time priority of a stealer: the lowest, above every normal
-/// task and below every real-time one.
-pub const PRIORITY: i32 = 1;
+/// The real-time priority of a stealer: one above the lowest (the
+/// calibration probe's, [`crate::probe::PROBE_PRIORITY`]), above every
+/// normal task and below almost every real-time one.
+pub const PRIORITY: i32 = 2;
 
 /// Never steal more than this share, even without throttling: the CPU
 /// must still run the kernel's own work and the emulated program.

@@ -253,6 +253,33 @@ impl Drop for Stealer {
     }
 }
 
+/// Puts the calling thread under `SCHED_FIFO` at `priority` (sched(7);
+/// needs `CAP_SYS_NICE`). Only that thread changes; a thread that ends
+/// leaves nothing behind.
+pub fn fifo_calling_thread(priority: i32) -> io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: plain scheduler syscall on the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sets the calling thread's nice value (setpriority(2) on its thread id:
+/// on Linux the nice value is per thread). Negative values need
+/// `CAP_SYS_NICE`; the error is the kernel's.
+pub fn nice_calling_thread(nice: i32) -> io::Result<()> {
+    let tid = crate::affinity::gettid();
+    // SAFETY: plain integer arguments.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A child process that writes files back when pinsight dies (see the
 /// module documentation). [`Watchdog::disarm`] (or drop) ends it without
 /// writing.
