@@ -5,6 +5,7 @@
 //! of the suite competes for the CPUs they measure. A new file is one
 //! `mod` line here; `tests.rs`' `every_test_file_is_compiled` covers it.
 
+mod emulate_live;
 mod mix_cli;
 mod sched_live;
 mod sched_signals;

@@ -33,6 +33,7 @@
 pub mod cpufreq;
 pub mod duty;
 pub mod probe;
+pub mod session;
 pub mod target;
 
 pub use target::{KindTarget, TargetError, Targets};
