@@ -37,7 +37,9 @@ fn children(pid: u32) -> Vec<i32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
             continue;
         };
-        let Some(close) = stat.rfind(')') else { continue };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
         let ppid = stat[close + 2..].split_whitespace().nth(1);
         if ppid == Some(pid.to_string().as_str()) {
             out.push(p);
@@ -50,7 +52,9 @@ fn children(pid: u32) -> Vec<i32> {
 fn dead(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(s) => s.rfind(')').is_some_and(|c| s[c + 2..].starts_with(['Z', 'X'])),
+        Ok(s) => s
+            .rfind(')')
+            .is_some_and(|c| s[c + 2..].starts_with(['Z', 'X'])),
     }
 }
 
@@ -59,7 +63,14 @@ fn sigkill_mid_emulation_leaves_no_stealer_within_a_second() {
     let _g = pinsight_testkit::serial();
     let Some(kinds) = kinds("0.5") else { return };
     let mut child = pinsight()
-        .args(["emulate", "--quiet", "--kinds", &kinds, "--mechanism", "duty-cycle"])
+        .args([
+            "emulate",
+            "--quiet",
+            "--kinds",
+            &kinds,
+            "--mechanism",
+            "duty-cycle",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -88,10 +99,19 @@ fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
     let Some(kinds) = kinds("0.5") else { return };
     let out = pinsight()
         .args(["emulate", "--json", "--kinds", &kinds, "--"])
-        .args(["sh", "-c", "echo \"$PINSIGHT_KINDS $PINSIGHT_EMULATING\"; exit 7"])
+        .args([
+            "sh",
+            "-c",
+            "echo \"$PINSIGHT_KINDS $PINSIGHT_EMULATING\"; exit 7",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.trim(), format!("{kinds} duty-cycle"));
     // The report (JSON on stderr with a program), after the kinds note.
@@ -101,11 +121,20 @@ fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
     assert_eq!(v["mechanism"], "duty-cycle");
     let achieved = v["kinds"][0]["achieved"]["median"].as_f64().unwrap();
     // Wide margins: the machine may be busy (the benchmark holds the 5% target).
-    assert!((0.35..0.65).contains(&achieved), "achieved {achieved} for 0.5");
+    assert!(
+        (0.35..0.65).contains(&achieved),
+        "achieved {achieved} for 0.5"
+    );
     assert!(v["limits"][0].as_str().unwrap().contains("time share"));
     // A nested emulation is refused.
     let nested = pinsight()
-        .args(["emulate", "--kinds", &kinds, "--", env!("CARGO_BIN_EXE_pinsight")])
+        .args([
+            "emulate",
+            "--kinds",
+            &kinds,
+            "--",
+            env!("CARGO_BIN_EXE_pinsight"),
+        ])
         .args(["emulate", "--kinds", &kinds])
         .output()
         .unwrap();

@@ -234,8 +234,6 @@ fn allowed_edges_pass_and_absent_rule_crates_are_ignored() {
         ),
         package(
             "pinsight-report",
-            // Slows CPUs to emulate core kinds (cpufreq caps, RT stealers).
-            "pinsight-emulate",
             &[("pinsight-topology", None), ("pinsight-speed", None)],
         ),
         package(

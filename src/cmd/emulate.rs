@@ -83,7 +83,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         ..Options::default()
     };
     let mut pb = crate::cli::progress(g);
-    let em = pinsight_emulate::start(&g.fsroot()?, &targets, &opts, &mut pb).map_err(start_error)?;
+    let em =
+        pinsight_emulate::start(&g.fsroot()?, &targets, &opts, &mut pb).map_err(start_error)?;
     let exported = g.kinds.clone().unwrap_or_default();
     let text = if g.json {
         serde_json::to_string_pretty(em.report())

@@ -34,10 +34,23 @@ fn main() {
         .unwrap_or(10);
     let (fast, slow) = (cpus[0], cpus[1]);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("emulate ratio bench: reference CPU {fast}, slowed CPU {slow}, {hold} s per speed, load {}", load.trim());
+    println!(
+        "emulate ratio bench: reference CPU {fast}, slowed CPU {slow}, {hold} s per speed, load {}",
+        load.trim()
+    );
     println!(
         "{:>6} {:>8} {:>8} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>9} {:>8}",
-        "asked", "calib", "median", "min", "max", "stdev", "err%", "period", "busy", "stealer", "ref rate"
+        "asked",
+        "calib",
+        "median",
+        "min",
+        "max",
+        "stdev",
+        "err%",
+        "period",
+        "busy",
+        "stealer",
+        "ref rate"
     );
     for asked in [0.25, 0.5, 0.75] {
         let before: Vec<f64> = (0..3).map(|_| rate(fast)).collect();
@@ -93,7 +106,9 @@ fn main() {
             ref_change,
         );
     }
-    println!("calib: achieved at the end of calibration; median..stdev: 200 ms windows over the hold;");
+    println!(
+        "calib: achieved at the end of calibration; median..stdev: 200 ms windows over the hold;"
+    );
     println!("busy: share the stealer is set to take; stealer: its measured CPU share (overhead = stealer - busy);");
     println!("ref rate: reference CPU's probe rate during / before (1.0 = no overhead on unslowed CPUs).");
     println!("target: |err%| <= 5 with the machine otherwise idle.");

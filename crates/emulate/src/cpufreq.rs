@@ -80,9 +80,11 @@ pub fn policies(fs: &FsRoot, cpus: &[(usize, f64)]) -> Result<Vec<(Policy, f64)>
                 .ok_or(CapError::Unreadable { path })
         };
         let num = |name: &str| {
-            read(name)?.parse::<u64>().map_err(|_| CapError::Unreadable {
-                path: file(cpu, name),
-            })
+            read(name)?
+                .parse::<u64>()
+                .map_err(|_| CapError::Unreadable {
+                    path: file(cpu, name),
+                })
         };
         let related = match fs.read_cpulist(file(cpu, "related_cpus")) {
             Some(Ok(set)) if !set.is_empty() => set,

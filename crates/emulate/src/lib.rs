@@ -391,7 +391,11 @@ fn calibrate(
     }
     let total = (opts.max_rounds + opts.confirm) as u64;
     progress.begin(
-        &format!("calibrating {} (window {:?})", mechanism_of(&knob).name(), opts.window),
+        &format!(
+            "calibrating {} (window {:?})",
+            mechanism_of(&knob).name(),
+            opts.window
+        ),
         total,
         0,
     );

@@ -12,7 +12,11 @@ fn tree(dir: &Path, n: usize, shared: bool) {
     for cpu in 0..n {
         let d = dir.join(format!("sys/devices/system/cpu/cpu{cpu}/cpufreq"));
         std::fs::create_dir_all(&d).unwrap();
-        let related = if shared && cpu < 2 { "0-1".to_string() } else { cpu.to_string() };
+        let related = if shared && cpu < 2 {
+            "0-1".to_string()
+        } else {
+            cpu.to_string()
+        };
         for (f, v) in [
             ("related_cpus", related.as_str()),
             ("cpuinfo_min_freq", "400000"),
@@ -25,10 +29,12 @@ fn tree(dir: &Path, n: usize, shared: bool) {
 }
 
 fn max_freq(dir: &Path, cpu: usize) -> String {
-    std::fs::read_to_string(dir.join(format!("sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_max_freq")))
-        .unwrap()
-        .trim()
-        .to_string()
+    std::fs::read_to_string(dir.join(format!(
+        "sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_max_freq"
+    )))
+    .unwrap()
+    .trim()
+    .to_string()
 }
 
 #[test]
@@ -39,15 +45,30 @@ fn caps_are_chosen_per_policy_and_refused_where_impossible() {
     let fs = FsRoot::at(dir.path()).unwrap();
     let p = cpufreq::policies(&fs, &[(2, 0.5), (3, 0.5)]).unwrap();
     assert_eq!(p.len(), 2);
-    assert_eq!((p[0].0.max_khz, p[0].0.min_khz, p[0].0.original.as_str()), (4_000_000, 400_000, "3900000"));
+    assert_eq!(
+        (p[0].0.max_khz, p[0].0.min_khz, p[0].0.original.as_str()),
+        (4_000_000, 400_000, "3900000")
+    );
     // CPUs 0-1 share a policy: both must be asked the same speed.
-    assert!(matches!(cpufreq::policies(&fs, &[(1, 0.5)]), Err(CapError::SharedPolicy { .. })));
-    assert_eq!(cpufreq::policies(&fs, &[(0, 0.5), (1, 0.5)]).unwrap().len(), 1);
-    assert!(matches!(cpufreq::policies(&fs, &[(2, 0.05)]), Err(CapError::BelowMin { khz: 200_000, .. })));
+    assert!(matches!(
+        cpufreq::policies(&fs, &[(1, 0.5)]),
+        Err(CapError::SharedPolicy { .. })
+    ));
+    assert_eq!(
+        cpufreq::policies(&fs, &[(0, 0.5), (1, 0.5)]).unwrap().len(),
+        1
+    );
+    assert!(matches!(
+        cpufreq::policies(&fs, &[(2, 0.05)]),
+        Err(CapError::BelowMin { khz: 200_000, .. })
+    ));
     let empty = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(empty.path().join("sys/devices/system/cpu/cpu0")).unwrap();
     let bare = FsRoot::at(empty.path()).unwrap();
-    assert!(matches!(cpufreq::policies(&bare, &[(0, 0.5)]), Err(CapError::NoCpufreq { .. })));
+    assert!(matches!(
+        cpufreq::policies(&bare, &[(0, 0.5)]),
+        Err(CapError::NoCpufreq { .. })
+    ));
 }
 
 #[test]
@@ -58,10 +79,20 @@ fn caps_are_written_and_restored_on_drop_and_by_the_restorer() {
     let fs = FsRoot::at(dir.path()).unwrap();
     let p = cpufreq::policies(&fs, &[(2, 0.5), (3, 0.25)]).unwrap();
     let caps = Caps::apply(&fs, &p).unwrap();
-    assert_eq!((max_freq(dir.path(), 2), max_freq(dir.path(), 3)), ("2000000".into(), "1000000".into()));
-    assert_eq!(caps.set(&fs, 3, 0.01).unwrap(), 400_000, "kept above the lowest frequency");
+    assert_eq!(
+        (max_freq(dir.path(), 2), max_freq(dir.path(), 3)),
+        ("2000000".into(), "1000000".into())
+    );
+    assert_eq!(
+        caps.set(&fs, 3, 0.01).unwrap(),
+        400_000,
+        "kept above the lowest frequency"
+    );
     drop(caps);
-    assert_eq!((max_freq(dir.path(), 2), max_freq(dir.path(), 3)), ("3900000".into(), "3900000".into()));
+    assert_eq!(
+        (max_freq(dir.path(), 2), max_freq(dir.path(), 3)),
+        ("3900000".into(), "3900000".into())
+    );
     // The signal lifecycle's restorer, then a drop that has nothing left.
     let caps = Caps::apply(&fs, &p).unwrap();
     assert!(cpufreq::restore_all().is_empty());
@@ -91,14 +122,21 @@ fn kill_9_restores_every_cap() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), 4, false);
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "cpufreq::hold_caps_until_killed", "--test-threads=1"])
+        .args([
+            "--exact",
+            "cpufreq::hold_caps_until_killed",
+            "--test-threads=1",
+        ])
         .env("PINSIGHT_EMULATE_TEST_HOLD", dir.path())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let start = Instant::now();
     while !dir.path().join("ready").exists() {
-        assert!(start.elapsed() < Duration::from_secs(30), "the holder never capped the tree");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the holder never capped the tree"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(max_freq(dir.path(), 1), "2000000");
@@ -110,6 +148,14 @@ fn kill_9_restores_every_cap() {
     while !restored() && killed.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert!(restored(), "caps left after kill -9: {:?}", (0..4).map(|c| max_freq(dir.path(), c)).collect::<Vec<_>>());
-    assert_eq!(max_freq(dir.path(), 0), "3900000", "an uncapped CPU is untouched");
+    assert!(
+        restored(),
+        "caps left after kill -9: {:?}",
+        (0..4).map(|c| max_freq(dir.path(), c)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        max_freq(dir.path(), 0),
+        "3900000",
+        "an uncapped CPU is untouched"
+    );
 }

@@ -36,7 +36,12 @@ fn duty_cycle_slows_a_cpu_and_leaves_nothing() {
         max_rounds: 8,
         ..Options::default()
     };
-    let em = match pinsight_emulate::start(&FsRoot::live(), &targets, &opts, &mut pinsight_lifecycle::progress::Silent) {
+    let em = match pinsight_emulate::start(
+        &FsRoot::live(),
+        &targets,
+        &opts,
+        &mut pinsight_lifecycle::progress::Silent,
+    ) {
         Ok(em) => em,
         Err(e) if e.to_string().contains("needs root") => {
             return pinsight_testkit::skip(format!("no SCHED_FIFO here: {e}"));

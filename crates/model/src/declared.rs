@@ -404,7 +404,12 @@ impl KindSpec {
             if marks[i].is_some() {
                 continue;
             }
-            let letter: String = g.name.chars().take(1).flat_map(char::to_uppercase).collect();
+            let letter: String = g
+                .name
+                .chars()
+                .take(1)
+                .flat_map(char::to_uppercase)
+                .collect();
             let taken = marks
                 .iter()
                 .flatten()
@@ -655,11 +660,20 @@ mod tests {
         assert_eq!(spec.kinds()[1].written, "1:E@0.5");
         assert!(spec.slows());
         assert_eq!(spec.to_string(), "P-core (0) > E-core (1) @0.5");
-        for (text, milli) in [("1", 1000), ("0.25", 250), (".75", 750), ("0.001", 1), ("1.000", 1000)] {
+        for (text, milli) in [
+            ("1", 1000),
+            ("0.25", 250),
+            (".75", 750),
+            ("0.001", 1),
+            ("1.000", 1000),
+        ] {
             assert_eq!(parse_speed(text), Some(milli), "{text}");
         }
         assert!(!KindSpec::parse("0:P,1:E@1").unwrap().slows());
-        assert_eq!(KindSpec::parse("0-1:big@0.8,2:little@0.4").unwrap().kinds()[0].speed(), 0.8);
+        assert_eq!(
+            KindSpec::parse("0-1:big@0.8,2:little@0.4").unwrap().kinds()[0].speed(),
+            0.8
+        );
     }
 
     #[test]
@@ -700,14 +714,20 @@ mod tests {
         ));
         assert!(matches!(e("0:P,1:E@0"), DeclaredError::BadSpeed { .. }));
         assert!(matches!(e("0:P,1:E@1.5"), DeclaredError::BadSpeed { .. }));
-        assert!(matches!(e("0:P,1:E@0.1234"), DeclaredError::BadSpeed { .. }));
+        assert!(matches!(
+            e("0:P,1:E@0.1234"),
+            DeclaredError::BadSpeed { .. }
+        ));
         assert!(matches!(e("0:P,1:E@x"), DeclaredError::BadSpeed { .. }));
         assert!(matches!(e("0:P,1:E@"), DeclaredError::BadSpeed { .. }));
         assert!(matches!(
             e("0:P@0.5,1:E@0.6"),
             DeclaredError::SpeedOrder { earlier, later } if earlier == "0:P@0.5" && later == "1:E@0.6"
         ));
-        assert!(matches!(e("0:big@0.5,1:little"), DeclaredError::SpeedOrder { .. }));
+        assert!(matches!(
+            e("0:big@0.5,1:little"),
+            DeclaredError::SpeedOrder { .. }
+        ));
         assert_eq!(e("0:P,,1:E"), DeclaredError::StrayComma);
         assert_eq!(e("0:P,1:E,"), DeclaredError::StrayComma);
         assert!(e("0-3:P,4:E,5").to_string().contains("CPULIST:NAME"));

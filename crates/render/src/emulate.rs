@@ -16,9 +16,17 @@ pub fn render(r: &Report, exported: &str) -> String {
             r.period_us.unwrap_or(0)
         ),
     };
-    let _ = writeln!(out, "{}", para(&format!("Emulated core kinds ({how})"), "", "  "));
+    let _ = writeln!(
+        out,
+        "{}",
+        para(&format!("Emulated core kinds ({how})"), "", "  ")
+    );
     if let Some(why) = &r.why_not_cpufreq {
-        let _ = writeln!(out, "{}", para(&format!("cpufreq caps not used: {why}"), "  ", "    "));
+        let _ = writeln!(
+            out,
+            "{}",
+            para(&format!("cpufreq caps not used: {why}"), "  ", "    ")
+        );
     }
     let _ = writeln!(
         out,
@@ -86,7 +94,11 @@ pub fn render(r: &Report, exported: &str) -> String {
     let _ = writeln!(
         out,
         "{}",
-        para(&format!("Nested pinsight commands get PINSIGHT_KINDS={exported}"), "", "  ")
+        para(
+            &format!("Nested pinsight commands get PINSIGHT_KINDS={exported}"),
+            "",
+            "  "
+        )
     );
     out
 }
@@ -130,7 +142,10 @@ mod tests {
             limits: Mechanism::DutyCycle.limits().iter().map(|s| s.to_string()).collect(),
         };
         let text = render(&r, "0:P,1:E@0.5");
-        assert!(text.lines().all(|l| crate::term::display_width(l) <= 80), "{text}");
+        assert!(
+            text.lines().all(|l| crate::term::display_width(l) <= 80),
+            "{text}"
+        );
         assert!(text.contains("duty-cycle"));
         assert!(text.contains("memory- and compute-bound"));
         assert!(text.contains("0.500"));

@@ -85,7 +85,13 @@ fn stealer_child(params: &Params, cpu: usize, priority: i32, parent: libc::pid_t
     // SAFETY: prctl, getppid, sched_*, clock_nanosleep and _exit are
     // async-signal-safe; the cpu_set_t lives on this stack.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
         if libc::getppid() != parent {
             libc::_exit(0);
         }
@@ -152,7 +158,12 @@ impl Stealer {
     /// `busy` of every `period`, and waits (up to a second) until it runs
     /// under `SCHED_FIFO` on that CPU. An error is the setup's (EPERM: no
     /// `CAP_SYS_NICE`; EINVAL: no such CPU).
-    pub fn spawn(cpu: usize, priority: i32, period: Duration, busy: Duration) -> io::Result<Stealer> {
+    pub fn spawn(
+        cpu: usize,
+        priority: i32,
+        period: Duration,
+        busy: Duration,
+    ) -> io::Result<Stealer> {
         if cpu >= libc::CPU_SETSIZE as usize {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
@@ -173,8 +184,12 @@ impl Stealer {
         let params = ptr.cast::<Params>();
         // SAFETY: the zeroed page is a valid `Params` (atomics of zero).
         let shared = unsafe { &*params };
-        shared.period_ns.store(period.as_nanos() as u64, Ordering::SeqCst);
-        shared.busy_ns.store(busy.as_nanos() as u64, Ordering::SeqCst);
+        shared
+            .period_ns
+            .store(period.as_nanos() as u64, Ordering::SeqCst);
+        shared
+            .busy_ns
+            .store(busy.as_nanos() as u64, Ordering::SeqCst);
         let parent = crate::process::getpid();
         // SAFETY: the child runs only `stealer_child` (async-signal-safe
         // calls, no allocation) and never returns.
@@ -188,11 +203,7 @@ impl Stealer {
         if pid == 0 {
             stealer_child(shared, cpu, priority, parent);
         }
-        let s = Stealer {
-            pid,
-            cpu,
-            params,
-        };
+        let s = Stealer { pid, cpu, params };
         for _ in 0..1000 {
             match shared.state.load(Ordering::SeqCst) {
                 0 => std::thread::sleep(Duration::from_millis(1)),
@@ -200,7 +211,10 @@ impl Stealer {
                 e => return Err(io::Error::from_raw_os_error((-e) as i32)),
             }
         }
-        Err(io::Error::new(io::ErrorKind::TimedOut, "the stealer did not start within 1 s"))
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the stealer did not start within 1 s",
+        ))
     }
 
     fn shared(&self) -> &Params {
@@ -221,14 +235,18 @@ impl Stealer {
     /// Changes period and busy time (taken at the next period).
     pub fn set(&self, period: Duration, busy: Duration) {
         let p = self.shared();
-        p.period_ns.store(period.as_nanos() as u64, Ordering::SeqCst);
+        p.period_ns
+            .store(period.as_nanos() as u64, Ordering::SeqCst);
         p.busy_ns.store(busy.as_nanos() as u64, Ordering::SeqCst);
     }
 
     /// (periods completed, periods woken too late for).
     pub fn counts(&self) -> (u64, u64) {
         let p = self.shared();
-        (p.periods.load(Ordering::Relaxed), p.late.load(Ordering::Relaxed))
+        (
+            p.periods.load(Ordering::Relaxed),
+            p.late.load(Ordering::Relaxed),
+        )
     }
 
     /// Stops the process and reaps it (idempotent through drop).
@@ -314,7 +332,10 @@ fn watchdog_child(read: libc::c_int, writes: &[(CString, Vec<u8>)]) -> ! {
             libc::_exit(0);
         }
         for (path, value) in writes {
-            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC);
+            let fd = libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC,
+            );
             if fd >= 0 {
                 libc::write(fd, value.as_ptr().cast(), value.len());
                 libc::close(fd);
