@@ -1,8 +1,8 @@
 //! `--kinds SPEC` / `PINSIGHT_KINDS` (declared core kinds): never panics;
 //! an accepted spec has disjoint non-empty groups with unique names and
 //! marks, parses again from its own groups (speeds included) to the same
-//! kinds, and applies
-//! to a machine holding exactly its CPUs with every CPU in its kind.
+//! kinds, and applies to a machine holding exactly its CPUs with every
+//! CPU in its kind.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
