@@ -141,3 +141,50 @@ fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
     assert_eq!(nested.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&nested.stderr).contains("already inside"));
 }
+
+/// `compare --policies p-pinned,e-pinned -t 1` on the emulated machine
+/// (CPU 1 at 0.5) finds e-pinned slower, significantly: the arm's speed
+/// against p-pinned near the achieved 0.5 (wide margins: ordinary load on
+/// a busy machine moves off the slowed CPU onto the fast one, which
+/// narrows the gap a nice-0 program sees; on an idle machine it is 0.5).
+#[test]
+fn compare_finds_the_emulated_p_e_difference_significant() {
+    let _g = pinsight_testkit::serial();
+    let Some(kinds) = kinds("0.5") else { return };
+    let bin = env!("CARGO_BIN_EXE_pinsight");
+    let out = pinsight()
+        .args(["emulate", "--quiet", "--kinds", &kinds, "--", bin])
+        .args([
+            "compare",
+            "--quiet",
+            "--json",
+            "--policies",
+            "p-pinned,e-pinned",
+        ])
+        .args([
+            "-t", "1", "--runs", "8", "--", bin, "workload", "pi", "--size", "1e8",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = v["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == "e-pinned")
+        .expect("an e-pinned arm");
+    let t = &e["time_vs_baseline"];
+    let ratio = t["ratio"].as_f64().unwrap();
+    let p = t["p"].as_f64().unwrap();
+    assert!(
+        (0.3..0.8).contains(&ratio),
+        "e-pinned speed vs p-pinned {ratio}: {t}"
+    );
+    assert!(p < 0.05, "not significant: p = {p}: {t}");
+}
