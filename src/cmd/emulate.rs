@@ -12,7 +12,7 @@ pub enum How {
     Auto,
     /// scaling_max_freq caps per cpufreq policy only.
     Cpufreq,
-    /// Real-time duty-cycle stealers only.
+    /// real-time duty-cycle stealers only.
     DutyCycle,
 }
 
@@ -33,13 +33,15 @@ pub enum How {
 /// microarchitecture: memory- and compute-bound programs slow alike, so
 /// per-program speed factors do not vary. With frequency caps,
 /// memory-bound programs slow less than compute-bound ones (closer to real
-/// hybrids). Nested pinsight commands get the declaration through
+/// hybrids). `pinsight speed` drops timing chunks descheduled part-way, so
+/// it sees a duty-cycled CPU unslowed: use a program's wall time (compare,
+/// tune) there. Nested pinsight commands get the declaration through
 /// PINSIGHT_KINDS. Caps are restored and stealers stopped on every exit,
 /// kill -9 of pinsight included. Needs root (or CAP_SYS_NICE for the
 /// stealers).
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight emulate --kinds 0:P,1:E@0.5\n  pinsight emulate --kinds 0:P,1:E@0.5 -- pinsight speed\n  pinsight emulate --kinds 0:P,1:E@0.5 -- pinsight compare --policies p-pinned,e-pinned -t 1 -- pinsight workload pi\n\nWith CMD the report goes to stderr (JSON with --json) and pinsight ends with CMD's exit status; without CMD it goes to stdout and the emulation lasts until Ctrl-C (exit 130)."
+    after_help = "Examples:\n  pinsight emulate --kinds 0:P,1:E@0.5\n  pinsight emulate --kinds 0:P,1:E@0.5 -- pinsight compare --policies p-pinned,e-pinned -t 1 -- pinsight workload pi\n\nWith CMD the report goes to stderr (JSON with --json) and pinsight ends with CMD's exit status; without CMD it goes to stdout and the emulation lasts until Ctrl-C (exit 130)."
 )]
 pub struct Args {
     /// How to slow the CPUs.
