@@ -33,9 +33,9 @@ pub enum How {
 /// microarchitecture: memory- and compute-bound programs slow alike, so
 /// per-program speed factors do not vary. With frequency caps,
 /// memory-bound programs slow less than compute-bound ones (closer to real
-/// hybrids). `pinsight speed` drops timing chunks descheduled part-way, so
-/// it sees a duty-cycled CPU unslowed: use a program's wall time (compare,
-/// tune) there. Nested pinsight commands get the declaration through
+/// hybrids). Under a duty-cycle emulation `pinsight speed` counts
+/// descheduled time (wall time over 20 ms blocks) instead of dropping those
+/// chunks. Nested pinsight commands get the declaration through
 /// PINSIGHT_KINDS. Caps are restored and stealers stopped on every exit,
 /// kill -9 of pinsight included. Needs root (or CAP_SYS_NICE for the
 /// stealers).
