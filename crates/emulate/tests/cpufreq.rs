@@ -159,3 +159,50 @@ fn kill_9_restores_every_cap() {
         "an uncapped CPU is untouched"
     );
 }
+
+/// `start` picks caps where every slowed CPU has a policy of its own,
+/// names the mechanism, writes a cap per CPU and restores it on stop. (On a
+/// fake tree the caps slow nothing: the calibration ends at its round limit
+/// and says the speed was not reached.)
+#[test]
+fn start_prefers_caps_and_stop_restores_them() {
+    let _g = pinsight_testkit::serial();
+    let cpus = pinsight_testkit::usable_cpus();
+    if cpus.len() < 2 {
+        return pinsight_testkit::skip("needs two usable CPUs for the probes");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), cpus[1] + 1, false);
+    let fs = FsRoot::at(dir.path()).unwrap();
+    let spec =
+        pinsight_topology::declared::KindSpec::parse(&format!("{}:P,{}:E@0.5", cpus[0], cpus[1]))
+            .unwrap();
+    let targets = pinsight_emulate::Targets::of(&spec).unwrap();
+    let opts = pinsight_emulate::Options {
+        window: Duration::from_millis(20),
+        confirm: 1,
+        max_rounds: 2,
+        ..Default::default()
+    };
+    let em = pinsight_emulate::start(
+        &fs,
+        &targets,
+        &opts,
+        &mut pinsight_lifecycle::progress::Silent,
+    )
+    .unwrap();
+    let r = em.report().clone();
+    assert_eq!(r.mechanism, pinsight_emulate::Mechanism::Cpufreq);
+    assert!(r.why_not_cpufreq.is_none() && r.period_us.is_none());
+    let khz = r.kinds[0].settings[0].max_khz.unwrap();
+    assert_eq!(max_freq(dir.path(), cpus[1]), khz.to_string());
+    assert!(r.limits[0].contains("memory-bound programs slow less"));
+    assert!(em.stealer_pids().is_empty());
+    assert!(em.stop().is_empty());
+    assert_eq!(max_freq(dir.path(), cpus[1]), "3900000");
+    assert_eq!(
+        max_freq(dir.path(), cpus[0]),
+        "3900000",
+        "the reference CPU is never capped"
+    );
+}
