@@ -154,7 +154,10 @@ fn compare_finds_the_emulated_p_e_difference_significant() {
     let _g = pinsight_testkit::serial();
     let Some(kinds) = kinds("0.5") else { return };
     let bin = env!("CARGO_BIN_EXE_pinsight");
+    // compare writes its journal in the working directory.
+    let d = tempfile::tempdir().unwrap();
     let out = pinsight()
+        .current_dir(d.path())
         .args(["emulate", "--quiet", "--kinds", &kinds, "--", bin])
         .args([
             "compare",
