@@ -41,7 +41,9 @@ pub struct Globals {
     /// Declare the core kinds and their order instead of discovering them, e.g.
     /// "0-3:P,4-7:E" (a VM whose host pinned vCPUs 0-3 to P-cores). Groups are
     /// CPULIST:NAME; P > E > L are known, other names are listed fastest first
-    /// ("0-3:big,4-7:little"). Every usable CPU needs a kind.
+    /// ("0-3:big,4-7:little"). Every usable CPU needs a kind. NAME@SPEED gives a
+    /// kind a relative speed in (0, 1] that `emulate` slows its CPUs to
+    /// ("0:P,1:E@0.5"); other commands ignore it.
     #[arg(long, global = true, value_name = "SPEC", env = "PINSIGHT_KINDS")]
     pub kinds: Option<String>,
     /// Whether `kinds` came from `$PINSIGHT_KINDS` (set by main; only the

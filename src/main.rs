@@ -74,6 +74,7 @@ enum Command {
     Sched(cmd::sched::Args),
     Mix(cmd::mix::Args),
     Sf(cmd::sf::Args),
+    Emulate(cmd::emulate::Args),
 }
 
 fn main() {
@@ -167,6 +168,7 @@ fn dispatch(command: Command, g: &cli::Globals) -> cli::CmdResult {
         Command::Sched(a) => cmd::sched::run(a, g),
         Command::Mix(a) => cmd::mix::run(a, g),
         Command::Sf(a) => cmd::sf::run(a, g),
+        Command::Emulate(a) => cmd::emulate::run(a, g),
     }
 }
 

@@ -8,7 +8,7 @@
 //! os          sys                                       (the only OS calls)
 //! discovery   topology                                  (reads /sys, hwloc XML)
 //! measurement lifecycle, measure, launch, latency, speed, workload, compare,
-//!             tune, sched, report
+//!             tune, sched, report, emulate
 //! rendering   render
 //! cli         pinsight
 //! test-support testkit                                  (dev-dependency only)
@@ -55,6 +55,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-sched",
             // Measures within a budget and words suggestions; draws nothing.
             "pinsight-report",
+            // Slows CPUs to emulate core kinds (cpufreq caps, RT stealers).
+            "pinsight-emulate",
         ],
     ),
     ("rendering", &["pinsight-render"]),

@@ -1,7 +1,8 @@
 //! `--kinds SPEC` / `PINSIGHT_KINDS` (declared core kinds): never panics;
 //! an accepted spec has disjoint non-empty groups with unique names and
-//! marks, parses again from its own groups to the same kinds, and applies
-//! to a machine holding exactly its CPUs with every CPU in its kind.
+//! marks, parses again from its own groups (speeds included) to the same
+//! kinds, and applies to a machine holding exactly its CPUs with every
+//! CPU in its kind.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,10 +21,14 @@ fuzz_target!(|data: &[u8]| {
             assert!(!o.mark.eq_ignore_ascii_case(&k.mark));
         }
     }
-    let again: Vec<String> = kinds.iter().map(|k| format!("{}:{}", k.cpus, k.name)).collect();
+    let again: Vec<String> =
+        kinds.iter().map(|k| format!("{}:{}@{}", k.cpus, k.name, k.speed())).collect();
     let reparsed = KindSpec::parse(&again.join(",")).expect("a spec's own groups must parse");
-    let pairs = |s: &KindSpec| -> Vec<(String, String, String)> {
-        s.kinds().iter().map(|k| (k.cpus.to_string(), k.name.clone(), k.mark.clone())).collect()
+    let pairs = |s: &KindSpec| -> Vec<(String, String, String, u32)> {
+        s.kinds()
+            .iter()
+            .map(|k| (k.cpus.to_string(), k.name.clone(), k.mark.clone(), k.speed_milli))
+            .collect()
     };
     assert_eq!(pairs(&reparsed), pairs(&spec));
     // Apply to a small machine only (CPU ids reach 2^20).

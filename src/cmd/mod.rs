@@ -1,5 +1,6 @@
 //! One module per command; each exposes `Args` (clap) and `run`.
 pub mod compare;
+pub mod emulate;
 pub mod gather;
 pub mod latency;
 pub mod mix;

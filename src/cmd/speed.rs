@@ -63,7 +63,21 @@ pub fn measure_report(
     mem_bytes: usize,
     g: &Globals,
 ) -> Result<SpeedReport, CliError> {
-    let session = SpeedSession::new(cpus, kernels, budget_per_cpu, mem_bytes);
+    // Under `pinsight emulate`'s duty-cycle stealers the descheduled time
+    // is the emulated slowness: count it rather than drop it.
+    let time_share = std::env::var_os(pinsight_emulate::EMULATING_ENV)
+        .is_some_and(|m| m == pinsight_emulate::Mechanism::DutyCycle.name());
+    if time_share && !g.quiet {
+        eprintln!(
+            "{}",
+            crate::cli::wrap80(
+                "pinsight: note: emulated machine (duty-cycle): throughput is counted \
+                 by wall time over 20 ms blocks, descheduled time included"
+            )
+        );
+    }
+    let session =
+        SpeedSession::new(cpus, kernels, budget_per_cpu, mem_bytes).time_share(time_share);
     let mut pb = crate::cli::progress(g);
     pb.begin(
         &format!(

@@ -15,6 +15,13 @@
 //! starts with a letter (so it is never mistaken for a stride) and holds
 //! letters, digits, spaces and `-_.+`, at most 24 characters.
 //!
+//! A name may end with `@SPEED`, the kind's relative speed: the fraction of
+//! its own CPUs' full speed it is to run at (`0:P,1:E@0.5`), a decimal in
+//! (0, 1] with at most three decimals, 1 when absent. Only `pinsight
+//! emulate` acts on it (it slows those CPUs); for every other command it is
+//! part of the declaration and changes nothing. Speeds may not rise along
+//! the order: a slower kind never runs faster than a faster one.
+//!
 //! # Order (the one rule)
 //!
 //! - `P`, `E` and `L` (also spelt `P-core`, `E-core`, `LP`, `LP E-core`,
@@ -90,6 +97,24 @@ pub enum DeclaredError {
         name: String,
         /// What is wrong with it.
         reason: &'static str,
+    },
+    /// A relative speed that is not a decimal in (0, 1].
+    #[error("group '{group}': speed '{speed}' is not a decimal in (0, 1] with at most three decimals (e.g. {name}@0.5)")]
+    BadSpeed {
+        /// The group as written.
+        group: String,
+        /// The speed as written.
+        speed: String,
+        /// The kind's name as written.
+        name: String,
+    },
+    /// A slower kind declared to run faster than a faster one.
+    #[error("'{later}' is a slower kind than '{earlier}' but runs faster; speeds may not rise from the fastest kind to the slowest")]
+    SpeedOrder {
+        /// The faster kind's group.
+        earlier: String,
+        /// The slower kind's group.
+        later: String,
     },
     /// Two groups name the same kind.
     #[error("kind '{name}' is declared twice (groups '{first}' and '{second}'); give each kind one group")]
@@ -201,6 +226,45 @@ pub struct DeclaredKind {
     pub name: String,
     /// Its one-letter (or rank) mark.
     pub mark: String,
+    /// Its relative speed in thousandths (`@0.5`: 500); 1000 when not given.
+    pub speed_milli: u32,
+}
+
+impl DeclaredKind {
+    /// Its relative speed, in (0, 1].
+    pub fn speed(&self) -> f64 {
+        f64::from(self.speed_milli) / 1000.0
+    }
+}
+
+/// `0.5` as 500 thousandths; `None` unless a decimal in (0, 1] with at most
+/// three decimals.
+fn parse_speed(text: &str) -> Option<u32> {
+    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
+    if (int.is_empty() && frac.is_empty())
+        || frac.len() > 3
+        || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit())
+        || int.len() > 4
+    {
+        return None;
+    }
+    let int: u32 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let mut milli = int.checked_mul(1000)?;
+    let mut scale = 100;
+    for c in frac.chars() {
+        milli += c.to_digit(10)? * scale;
+        scale /= 10;
+    }
+    (1..=1000).contains(&milli).then_some(milli)
+}
+
+/// One group while parsing.
+struct Group {
+    written: String,
+    cpus: CpuSet,
+    name: String,
+    known: Option<Known>,
+    speed_milli: u32,
 }
 
 /// A parsed declaration: kinds from the most to the least performant.
@@ -218,7 +282,7 @@ impl KindSpec {
         if text.trim().is_empty() {
             return Err(DeclaredError::Empty);
         }
-        let mut groups: Vec<(String, CpuSet, String, Option<Known>)> = Vec::new();
+        let mut groups: Vec<Group> = Vec::new();
         let mut pending: Vec<&str> = Vec::new();
         for element in text.split(',') {
             let element = element.trim();
@@ -229,12 +293,26 @@ impl KindSpec {
                 Some((list, name))
                     if name.trim_start().starts_with(|c: char| c.is_alphabetic()) =>
                 {
-                    let name = name.trim();
+                    let (name, speed) = match name.split_once('@') {
+                        Some((n, s)) => (n.trim(), Some(s.trim())),
+                        None => (name.trim(), None),
+                    };
                     pending.push(list.trim());
                     let cpus_text = pending.join(",");
-                    let written = format!("{cpus_text}:{name}");
+                    let written = match speed {
+                        Some(s) => format!("{cpus_text}:{name}@{s}"),
+                        None => format!("{cpus_text}:{name}"),
+                    };
                     pending.clear();
                     check_name(name)?;
+                    let speed_milli = match speed {
+                        None => 1000,
+                        Some(s) => parse_speed(s).ok_or_else(|| DeclaredError::BadSpeed {
+                            group: written.clone(),
+                            speed: s.to_string(),
+                            name: name.to_string(),
+                        })?,
+                    };
                     if cpus_text.trim().is_empty() {
                         return Err(DeclaredError::NoCpus { group: written });
                     }
@@ -247,7 +325,13 @@ impl KindSpec {
                     if cpus.is_empty() {
                         return Err(DeclaredError::NoCpus { group: written });
                     }
-                    groups.push((written, cpus, name.to_string(), Known::from_name(name)));
+                    groups.push(Group {
+                        written,
+                        cpus,
+                        name: name.to_string(),
+                        known: Known::from_name(name),
+                        speed_milli,
+                    });
                 }
                 _ => pending.push(element),
             }
@@ -258,40 +342,42 @@ impl KindSpec {
             });
         }
         // Duplicate kinds and shared CPUs.
-        for (i, (w2, c2, n2, k2)) in groups.iter().enumerate() {
-            for (w1, c1, n1, k1) in &groups[..i] {
-                let same = match (k1, k2) {
+        for (i, g2) in groups.iter().enumerate() {
+            for g1 in &groups[..i] {
+                let same = match (g1.known, g2.known) {
                     (Some(a), Some(b)) => a == b,
-                    _ => n1.eq_ignore_ascii_case(n2),
+                    _ => g1.name.eq_ignore_ascii_case(&g2.name),
                 };
                 if same {
                     return Err(DeclaredError::DuplicateName {
-                        name: k2.map_or_else(|| n2.clone(), |k| k.name().to_string()),
-                        first: w1.clone(),
-                        second: w2.clone(),
+                        name: g2
+                            .known
+                            .map_or_else(|| g2.name.clone(), |k| k.name().to_string()),
+                        first: g1.written.clone(),
+                        second: g2.written.clone(),
                     });
                 }
-                if let Some(cpu) = c1.intersection(c2).first() {
+                if let Some(cpu) = g1.cpus.intersection(&g2.cpus).first() {
                     return Err(DeclaredError::Overlap {
                         cpu,
-                        first: w1.clone(),
-                        second: w2.clone(),
+                        first: g1.written.clone(),
+                        second: g2.written.clone(),
                     });
                 }
             }
         }
         // The order rule.
-        if groups.iter().all(|g| g.3.is_some()) {
-            groups.sort_by_key(|g| g.3);
+        if groups.iter().all(|g| g.known.is_some()) {
+            groups.sort_by_key(|g| g.known);
         } else {
-            let mut last: Option<&(String, CpuSet, String, Option<Known>)> = None;
+            let mut last: Option<&Group> = None;
             for g in &groups {
-                if let Some(k) = g.3 {
+                if let Some(k) = g.known {
                     if let Some(prev) = last {
-                        if prev.3.is_some_and(|p| p > k) {
+                        if prev.known.is_some_and(|p| p > k) {
                             return Err(DeclaredError::Order {
-                                earlier: prev.0.clone(),
-                                later: g.0.clone(),
+                                earlier: prev.written.clone(),
+                                later: g.written.clone(),
                             });
                         }
                     }
@@ -299,17 +385,31 @@ impl KindSpec {
                 }
             }
         }
+        // Speeds never rise from the fastest kind to the slowest.
+        for pair in groups.windows(2) {
+            if pair[1].speed_milli > pair[0].speed_milli {
+                return Err(DeclaredError::SpeedOrder {
+                    earlier: pair[0].written.clone(),
+                    later: pair[1].written.clone(),
+                });
+            }
+        }
         // Names and marks: known kinds first, so their marks are taken.
         let n = groups.len();
         let mut marks: Vec<Option<String>> = groups
             .iter()
-            .map(|g| g.3.map(|k| k.mark().to_string()))
+            .map(|g| g.known.map(|k| k.mark().to_string()))
             .collect();
         for (i, g) in groups.iter().enumerate() {
             if marks[i].is_some() {
                 continue;
             }
-            let letter: String = g.2.chars().take(1).flat_map(char::to_uppercase).collect();
+            let letter: String = g
+                .name
+                .chars()
+                .take(1)
+                .flat_map(char::to_uppercase)
+                .collect();
             let taken = marks
                 .iter()
                 .flatten()
@@ -324,11 +424,12 @@ impl KindSpec {
         let kinds = groups
             .into_iter()
             .zip(marks)
-            .map(|((written, cpus, name, known), mark)| DeclaredKind {
-                written,
-                cpus,
-                name: known.map_or(name, |k| k.name().to_string()),
+            .map(|(g, mark)| DeclaredKind {
+                written: g.written,
+                cpus: g.cpus,
+                name: g.known.map_or(g.name, |k| k.name().to_string()),
                 mark: mark.unwrap_or_default(),
+                speed_milli: g.speed_milli,
             })
             .collect();
         Ok(KindSpec { kinds })
@@ -337,6 +438,11 @@ impl KindSpec {
     /// The declared kinds, most performant first.
     pub fn kinds(&self) -> &[DeclaredKind] {
         &self.kinds
+    }
+
+    /// Whether any kind runs below full speed (`@SPEED` under 1).
+    pub fn slows(&self) -> bool {
+        self.kinds.iter().any(|k| k.speed_milli < 1000)
     }
 
     /// All declared CPUs.
@@ -364,6 +470,9 @@ impl fmt::Display for KindSpec {
                 f.write_str(" > ")?;
             }
             write!(f, "{} ({})", k.name, k.cpus)?;
+            if k.speed_milli < 1000 {
+                write!(f, " @{}", k.speed())?;
+            }
         }
         Ok(())
     }
@@ -544,6 +653,30 @@ mod tests {
     }
 
     #[test]
+    fn speeds_are_thousandths_and_follow_their_kind() {
+        let spec = KindSpec::parse("1:E@0.5, 0:P").unwrap();
+        let speeds: Vec<u32> = spec.kinds().iter().map(|k| k.speed_milli).collect();
+        assert_eq!(speeds, [1000, 500]);
+        assert_eq!(spec.kinds()[1].written, "1:E@0.5");
+        assert!(spec.slows());
+        assert_eq!(spec.to_string(), "P-core (0) > E-core (1) @0.5");
+        for (text, milli) in [
+            ("1", 1000),
+            ("0.25", 250),
+            (".75", 750),
+            ("0.001", 1),
+            ("1.000", 1000),
+        ] {
+            assert_eq!(parse_speed(text), Some(milli), "{text}");
+        }
+        assert!(!KindSpec::parse("0:P,1:E@1").unwrap().slows());
+        assert_eq!(
+            KindSpec::parse("0-1:big@0.8,2:little@0.4").unwrap().kinds()[0].speed(),
+            0.8
+        );
+    }
+
+    #[test]
     fn cpulists_keep_their_commas_and_strides() {
         assert_eq!(
             names("0-3,8-11:P,4-7,12-15:2:E"),
@@ -578,6 +711,22 @@ mod tests {
         assert!(matches!(
             e(&format!("0:{}", "a".repeat(25))),
             DeclaredError::BadName { .. }
+        ));
+        assert!(matches!(e("0:P,1:E@0"), DeclaredError::BadSpeed { .. }));
+        assert!(matches!(e("0:P,1:E@1.5"), DeclaredError::BadSpeed { .. }));
+        assert!(matches!(
+            e("0:P,1:E@0.1234"),
+            DeclaredError::BadSpeed { .. }
+        ));
+        assert!(matches!(e("0:P,1:E@x"), DeclaredError::BadSpeed { .. }));
+        assert!(matches!(e("0:P,1:E@"), DeclaredError::BadSpeed { .. }));
+        assert!(matches!(
+            e("0:P@0.5,1:E@0.6"),
+            DeclaredError::SpeedOrder { earlier, later } if earlier == "0:P@0.5" && later == "1:E@0.6"
+        ));
+        assert!(matches!(
+            e("0:big@0.5,1:little"),
+            DeclaredError::SpeedOrder { .. }
         ));
         assert_eq!(e("0:P,,1:E"), DeclaredError::StrayComma);
         assert_eq!(e("0:P,1:E,"), DeclaredError::StrayComma);
@@ -682,7 +831,7 @@ mod tests {
         /// Any text: no panic; accepted specs are disjoint, non-empty,
         /// uniquely named and marked, and parse again from their own groups.
         #[test]
-        fn parse_never_panics_and_accepts_consistent_specs(text in "[0-9PpEeLlxbig:,/ -]{0,24}") {
+        fn parse_never_panics_and_accepts_consistent_specs(text in "[0-9PpEeLlxbig:,/ @.-]{0,24}") {
             if let Ok(spec) = KindSpec::parse(&text) {
                 let kinds = spec.kinds();
                 prop_assert!(!kinds.is_empty());
@@ -696,11 +845,12 @@ mod tests {
                         prop_assert!(!o.mark.eq_ignore_ascii_case(&k.mark));
                     }
                 }
-                let again = kinds.iter().map(|k| format!("{}:{}", k.cpus, k.name)).collect::<Vec<_>>().join(",");
+                let written = |k: &DeclaredKind| format!("{}:{}@{}", k.cpus, k.name, k.speed());
+                let again = kinds.iter().map(written).collect::<Vec<_>>().join(",");
                 let reparsed = KindSpec::parse(&again).unwrap();
                 let want: Vec<DeclaredKind> = kinds
                     .iter()
-                    .map(|k| DeclaredKind { written: format!("{}:{}", k.cpus, k.name), ..k.clone() })
+                    .map(|k| DeclaredKind { written: written(k), ..k.clone() })
                     .collect();
                 prop_assert_eq!(reparsed.kinds(), want.as_slice());
             }

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compare;
+pub mod emulate;
 pub mod explain;
 pub mod export;
 pub mod gather;

@@ -43,6 +43,11 @@ pub struct SpeedConfig {
     pub budget_per_cpu: Duration,
     /// Pointer-chase buffer size in bytes (should exceed the largest L2).
     pub mem_bytes: usize,
+    /// Count the time other tasks take from the measured thread (see
+    /// [`summarise_time_share`]): for a machine whose CPUs are slowed by
+    /// time share (`pinsight emulate`'s duty-cycle stealers), where the
+    /// descheduled time is the very slowness to measure.
+    pub time_share: bool,
 }
 
 /// Shortest slot worth having: room for a warm-up and a dozen chunks.
@@ -386,7 +391,13 @@ pub fn measure(
             let results = kernels
                 .iter()
                 .zip(&per_kernel)
-                .map(|(&k, ch)| summarise(k, chunk_units(k), ch))
+                .map(|(&k, ch)| {
+                    if cfg.time_share {
+                        summarise_time_share(k, chunk_units(k), ch)
+                    } else {
+                        summarise(k, chunk_units(k), ch)
+                    }
+                })
                 .collect();
             CpuSpeed {
                 cpu,
@@ -405,6 +416,55 @@ pub fn measure(
 /// median: `pinsight-stats`' exact binomial rule (one median interval in
 /// pinsight). Below 6 samples no interval reaches 95%: the whole range,
 /// the widest there is, is given (its coverage is below 95%).
+/// Shortest block of consecutive chunks in [`summarise_time_share`]:
+/// several periods of a duty-cycle stealer (2-5 ms).
+pub const TIME_SHARE_BLOCK_S: f64 = 0.02;
+
+/// Like [`summarise`], but counting descheduled time: consecutive chunks
+/// on the right CPU are grouped into blocks of at least
+/// [`TIME_SHARE_BLOCK_S`] wall time, each block's throughput is its units
+/// over its wall time, and the result is the median block with its
+/// confidence interval. A per-chunk median would be a chunk that happened
+/// to run between two stolen slices, i.e. the CPU unslowed. Pure.
+pub fn summarise_time_share(kernel: Kernel, units: u64, chunks: &[Chunk]) -> KernelResult {
+    let placed: Vec<&Chunk> = chunks
+        .iter()
+        .filter(|c| c.on_cpu && c.wall_s > 0.0)
+        .collect();
+    let mut rates: Vec<f64> = Vec::new();
+    let (mut n, mut wall) = (0u64, 0.0f64);
+    for c in &placed {
+        n += units;
+        wall += c.wall_s;
+        if wall >= TIME_SHARE_BLOCK_S {
+            rates.push(n as f64 / wall / 1e6);
+            (n, wall) = (0, 0.0);
+        }
+    }
+    if rates.is_empty() && wall > 0.0 {
+        rates.push(n as f64 / wall / 1e6);
+    }
+    rates.sort_by(|a, b| a.total_cmp(b));
+    let (median, ci_low, ci_high) = if rates.is_empty() {
+        (f64::NAN, f64::NAN, f64::NAN)
+    } else {
+        let (lo, hi) = median_ci_ranks(rates.len());
+        (quantile_sorted(&rates, 0.5), rates[lo], rates[hi])
+    };
+    KernelResult {
+        kernel,
+        median,
+        ci_low,
+        ci_high,
+        samples: rates.len(),
+        chunks: chunks.len(),
+        // Counted on purpose, not dropped: nothing to warn about.
+        disturbed: 0,
+        disturbed_included: false,
+        relative: f64::NAN,
+    }
+}
+
 fn median_ci_ranks(n: usize) -> (usize, usize) {
     pinsight_stats::median_ci_ranks(n, 0.95).unwrap_or((0, n.saturating_sub(1)))
 }
@@ -620,6 +680,30 @@ mod tests {
     }
 
     #[test]
+    fn time_share_counts_descheduled_time_in_blocks() {
+        // Every other 1 ms chunk lost 1 ms to a stealer: half speed.
+        let chunks: Vec<Chunk> = (0..80)
+            .map(|i| {
+                if i % 2 == 0 {
+                    chunk(1.0, 1.0, true)
+                } else {
+                    chunk(2.0, 1.0, true)
+                }
+            })
+            .collect();
+        let r = summarise_time_share(Kernel::Int, 1000, &chunks);
+        // Blocks of 14 chunks (21 ms, 14000 units): 0.667 M units/s; the
+        // last 10 chunks (15 ms) are too short for a block of their own.
+        assert!((r.median - 2.0 / 3.0).abs() < 0.02, "{r:?}");
+        assert_eq!(
+            (r.samples, r.disturbed, r.disturbed_included),
+            (5, 0, false)
+        );
+        // The per-chunk median would have said full speed.
+        assert_eq!(summarise(Kernel::Int, 1000, &chunks).median, 1.0);
+    }
+
+    #[test]
     fn summary_drops_disturbed_and_misplaced_chunks() {
         // 1000 units per chunk: 1 ms -> 1 M units/s.
         let mut chunks = vec![chunk(1.0, 1.0, true); 9];
@@ -672,6 +756,7 @@ mod tests {
             kernels: Kernel::ALL.to_vec(),
             budget_per_cpu: Duration::from_millis(90),
             mem_bytes: 1 << 20,
+            time_share: false,
         };
         let total =
             mine.len() * schedule(cfg.budget_per_cpu, &cfg.kernels, cfg.mem_bytes).slots_per_cpu();
@@ -713,6 +798,7 @@ mod tests {
             kernels: vec![Kernel::Int],
             budget_per_cpu: Duration::from_millis(10),
             mem_bytes: 1 << 16,
+            time_share: false,
         };
         let e = measure(&cfg, &|_| None, &mut |_, _| {}).unwrap_err();
         assert!(e.to_string().contains("CPU 4000"), "{e}");

@@ -34,9 +34,17 @@ impl SpeedSession {
                 kernels,
                 budget_per_cpu,
                 mem_bytes,
+                time_share: false,
             },
             sched,
         }
+    }
+
+    /// Counts the time other tasks take from the measured thread (on a
+    /// machine slowed by time share; see `SpeedConfig::time_share`).
+    pub fn time_share(mut self, on: bool) -> SpeedSession {
+        self.cfg.time_share = on;
+        self
     }
 
     /// Interleaved passes over the CPUs.

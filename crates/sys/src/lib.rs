@@ -28,7 +28,10 @@
 //!   family's HFI events), socket and controller messages from the
 //!   `netlink-sys` / `netlink-packet-generic` crates;
 //! - [`procfs`]: what `/proc` says about a process's threads (task list,
-//!   `stat`, `status`, `schedstat`), read through [`FsRoot`].
+//!   `stat`, `status`, `schedstat`), read through [`FsRoot`];
+//! - [`stealer`]: the forked children of `pinsight emulate`: a real-time
+//!   duty-cycle stealer pinned to one CPU, and a watchdog that writes
+//!   files back when pinsight dies (hand-written: fork without exec).
 //!
 //! Depends only on `pinsight-cpuset`, `libc`, `nix`, `thiserror`, the
 //! three small `netlink-*` crates and, for archives, `flate2`, `tar` and
@@ -47,6 +50,7 @@ pub mod process;
 pub mod procfs;
 pub mod sched;
 pub mod signals;
+pub mod stealer;
 pub mod text;
 
 pub use fsroot::{FsRoot, FsRootError, FSROOT_ENV};

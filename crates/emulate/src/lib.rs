@@ -1,0 +1,595 @@
+//! Emulated core kinds on any machine: the CPUs of the slower declared
+//! kinds (`--kinds 0:P,1:E@0.5`) run the given fraction of their speed
+//! while an [`Emulation`] lives, so the dynamic half of pinsight (speed
+//! factors, `tune`, `compare` between P and E arms, `balance`, the
+//! asymmetry-aware schedulers) can be tried on a homogeneous machine.
+//!
+//! Researchers have long emulated asymmetric multicores this way: by
+//! per-core frequency scaling (Annavaram, Grochowski and Shen, "Mitigating
+//! Amdahl's law through EPI throttling", ISCA 2005; Saez et al., "A
+//! comprehensive scheduler for asymmetric multicore systems", EuroSys
+//! 2010, §5) or by duty-cycle modulation of some cores.
+//!
+//! Two mechanisms, best first, chosen by [`start`]:
+//!
+//! 1. [`cpufreq`]: a `scaling_max_freq` cap per cpufreq policy. A capped
+//!    core is slower in clock only: memory-bound code slows less than
+//!    compute-bound code, as on real hybrids.
+//! 2. [`duty`]: a real-time stealer per slowed CPU taking the
+//!    complementary share of each short period. The core is slower by
+//!    time share only: memory- and compute-bound programs slow alike, and
+//!    per-program speed factors do not vary.
+//!
+//! Either way the knob is calibrated by measurement ([`probe`]: a
+//! CPU-bound loop on the reference CPU and every slowed CPU at once)
+//! until the achieved speed ratio is within the tolerance of the asked
+//! one, and the result is reported with its spread. Everything is put
+//! back on every exit path: drop, the signal lifecycle's restorers, and,
+//! for `kill -9`, the stealers' own parent check and the caps' watchdog
+//! process (see [`pinsight_sys::stealer`]).
+
+#![forbid(unsafe_code)]
+
+pub mod cpufreq;
+pub mod duty;
+pub mod probe;
+pub mod session;
+pub mod target;
+
+pub use target::{KindTarget, TargetError, Targets};
+
+use pinsight_lifecycle::progress::Progress;
+use pinsight_topology::FsRoot;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The environment variable that marks a process tree as emulated (its
+/// value: the mechanism); a nested `pinsight emulate` is refused.
+pub const EMULATING_ENV: &str = "PINSIGHT_EMULATING";
+
+/// How the CPUs are slowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// Per-policy `scaling_max_freq` caps.
+    Cpufreq,
+    /// Real-time duty-cycle stealers.
+    DutyCycle,
+}
+
+impl Mechanism {
+    /// Its name in output (`cpufreq`, `duty-cycle`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Cpufreq => "cpufreq",
+            Mechanism::DutyCycle => "duty-cycle",
+        }
+    }
+
+    /// What this mechanism does not emulate: said in the output and docs.
+    pub fn limits(self) -> &'static [&'static str] {
+        match self {
+            Mechanism::Cpufreq => &[
+                "A capped core is slower in clock only, not in microarchitecture: \
+                 memory-bound programs slow less than compute-bound ones (closer to \
+                 real hybrids, but the ratio printed is a CPU-bound loop's).",
+            ],
+            Mechanism::DutyCycle => &[
+                "A duty-cycled core is slower by time share, not by microarchitecture: \
+                 memory- and compute-bound programs slow alike, so per-program speed \
+                 factors do not vary.",
+                "The slowed CPU runs at full speed in short bursts (one period each): \
+                 latency-sensitive work sees pauses a real slow core would not.",
+            ],
+        }
+    }
+}
+
+/// Which mechanism to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Choice {
+    /// cpufreq caps where possible, else duty-cycle.
+    #[default]
+    Auto,
+    /// Only caps (an error where impossible).
+    Cpufreq,
+    /// Only duty-cycle.
+    DutyCycle,
+}
+
+/// Calibration settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Which mechanism.
+    pub choice: Choice,
+    /// Accepted relative error of the achieved speed (0.05: within 5%).
+    pub tolerance: f64,
+    /// One measurement window.
+    pub window: Duration,
+    /// Windows measured, without changes, to confirm the result and give
+    /// its spread.
+    pub confirm: usize,
+    /// Tuning windows at most before giving the best achieved.
+    pub max_rounds: usize,
+    /// The stealers' periods to try, in order.
+    pub periods: Vec<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            choice: Choice::Auto,
+            tolerance: 0.05,
+            window: Duration::from_millis(200),
+            confirm: 5,
+            max_rounds: 14,
+            periods: vec![Duration::from_millis(2), Duration::from_millis(5)],
+        }
+    }
+}
+
+/// Why the emulation could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulateError {
+    /// Caps were asked for and are impossible.
+    #[error("cpufreq caps: {0}")]
+    Cpufreq(#[from] cpufreq::CapError),
+    /// Stealers are impossible.
+    #[error("{0}")]
+    Duty(#[from] duty::DutyError),
+    /// The probe could not run on a CPU.
+    #[error("cannot measure CPU {cpu}: the probe could not run pinned there")]
+    Probe { cpu: usize },
+    /// A signal stopped the calibration.
+    #[error("stopped by signal {0}")]
+    Interrupted(i32),
+}
+
+/// Median, extremes and standard deviation of the achieved speeds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub stdev: f64,
+    /// Measurement windows behind these figures.
+    pub samples: usize,
+}
+
+impl Spread {
+    /// Of `xs` (at least one).
+    pub fn of(xs: &[f64]) -> Spread {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len().max(1);
+        let median = if v.is_empty() {
+            f64::NAN
+        } else if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n.max(2) - 1) as f64;
+        Spread {
+            median,
+            min: v.first().copied().unwrap_or(f64::NAN),
+            max: v.last().copied().unwrap_or(f64::NAN),
+            stdev: var.sqrt(),
+            samples: xs.len(),
+        }
+    }
+}
+
+/// One slowed CPU's setting after calibration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuSetting {
+    pub cpu: usize,
+    /// The knob: the share of time left to ordinary tasks (duty-cycle),
+    /// or the fraction of the max frequency (cpufreq).
+    pub knob: f64,
+    /// The cap written, kHz (cpufreq).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_khz: Option<u64>,
+    /// The stealer's own CPU time over the confirming windows, as a share
+    /// of wall time (duty-cycle); compare with `1 - knob`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stealer_cpu_share: Option<f64>,
+    /// The stealer's process id (duty-cycle).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stealer_pid: Option<i32>,
+}
+
+/// One emulated kind's result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KindResult {
+    pub name: String,
+    pub mark: String,
+    pub cpus: String,
+    /// The speed asked, relative to the reference CPU.
+    pub asked: f64,
+    /// The speed achieved over the confirming windows.
+    pub achieved: Spread,
+    /// Whether the median is within the tolerance of the asked speed.
+    pub within_tolerance: bool,
+    pub settings: Vec<CpuSetting>,
+}
+
+/// What the emulation is and how well it matches the declaration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub mechanism: Mechanism,
+    /// Why cpufreq caps were not used (duty-cycle chosen automatically).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_not_cpufreq: Option<String>,
+    /// The full-speed CPU speeds are measured against.
+    pub reference_cpu: usize,
+    /// The stealers' period, µs (duty-cycle).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period_us: Option<u64>,
+    /// The real-time share a stealer may take (duty-cycle).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rt_budget: Option<f64>,
+    pub tolerance: f64,
+    /// Measurement windows used by the calibration, confirmation included.
+    pub windows: usize,
+    pub kinds: Vec<KindResult>,
+    /// What the mechanism does not emulate.
+    pub limits: Vec<String>,
+}
+
+/// The knob being turned.
+#[derive(Debug)]
+enum Knob {
+    Caps(cpufreq::Caps, FsRoot),
+    Duty(duty::Stealers),
+}
+
+impl Knob {
+    fn set(&self, cpu: usize, fraction: f64) -> Result<Option<u64>, EmulateError> {
+        match self {
+            Knob::Caps(caps, fs) => Ok(Some(caps.set(fs, cpu, fraction)?)),
+            Knob::Duty(s) => {
+                s.set(cpu, 1.0 - fraction);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A running emulation: the CPUs stay slowed until it is dropped (or
+/// [`Emulation::stop`]ped).
+#[derive(Debug)]
+pub struct Emulation {
+    knob: Knob,
+    report: Report,
+}
+
+impl Emulation {
+    /// What was achieved.
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    /// The stealer processes, `(cpu, pid)` (empty with caps).
+    pub fn stealer_pids(&self) -> Vec<(usize, i32)> {
+        match &self.knob {
+            Knob::Duty(s) => s.pids(),
+            Knob::Caps(..) => Vec::new(),
+        }
+    }
+
+    /// Ends the emulation now, putting everything back; one line per
+    /// value that could not be restored.
+    pub fn stop(self) -> Vec<String> {
+        let failures = match &self.knob {
+            Knob::Caps(..) => cpufreq::restore_all(),
+            Knob::Duty(_) => duty::stop_all(),
+        };
+        drop(self);
+        failures
+    }
+}
+
+/// Starts the emulation of `targets` on this machine (`fs` live), calibrates
+/// it and returns it running. Call from the thread that lives as long as
+/// the emulation (stealers die with the thread that forked them).
+pub fn start(
+    fs: &FsRoot,
+    targets: &Targets,
+    opts: &Options,
+    progress: &mut dyn Progress,
+) -> Result<Emulation, EmulateError> {
+    // Restorers run on SIGINT/SIGTERM/SIGHUP once the lifecycle is in.
+    let _ = pinsight_lifecycle::interrupt::install();
+    let cpus = targets.cpus();
+    let mut why_not = None;
+    if opts.choice != Choice::DutyCycle {
+        let caps = cpufreq::policies(fs, &cpus).and_then(|p| cpufreq::Caps::apply(fs, &p));
+        match caps {
+            Ok(caps) => {
+                let knob = Knob::Caps(caps, fs.clone());
+                return calibrate(knob, fs, targets, opts, None, None, progress);
+            }
+            Err(e) if opts.choice == Choice::Cpufreq => return Err(e.into()),
+            Err(e) => why_not = Some(e.to_string()),
+        }
+    }
+    let budget = duty::rt_budget(fs);
+    for &(cpu, speed) in &cpus {
+        if 1.0 - speed > budget + 1e-9 {
+            return Err(duty::DutyError::OverBudget { cpu, speed, budget }.into());
+        }
+    }
+    let shares: Vec<(usize, f64)> = cpus.iter().map(|&(c, s)| (c, 1.0 - s)).collect();
+    let period = opts
+        .periods
+        .first()
+        .copied()
+        .unwrap_or(Duration::from_millis(2));
+    let stealers = duty::Stealers::start(&shares, period)?;
+    calibrate(
+        Knob::Duty(stealers),
+        fs,
+        targets,
+        opts,
+        why_not,
+        Some(budget),
+        progress,
+    )
+}
+
+/// Per slowed CPU: the knob now and the speeds it achieved.
+struct Tuning {
+    cpu: usize,
+    asked: f64,
+    knob: f64,
+    khz: Option<u64>,
+}
+
+/// One window: the achieved speed of every slowed CPU (reference = 1).
+fn window(reference: usize, tuning: &[Tuning], d: Duration) -> Result<Vec<f64>, EmulateError> {
+    if let Some(sig) = pinsight_lifecycle::interrupt::stopped() {
+        return Err(EmulateError::Interrupted(sig));
+    }
+    let mut cpus = vec![reference];
+    cpus.extend(tuning.iter().map(|t| t.cpu));
+    let rates = probe::rates(&cpus, d);
+    let base = rates[0].ok_or(EmulateError::Probe { cpu: reference })?;
+    tuning
+        .iter()
+        .zip(&rates[1..])
+        .map(|(t, r)| {
+            r.map(|r| r / base)
+                .ok_or(EmulateError::Probe { cpu: t.cpu })
+        })
+        .collect()
+}
+
+fn calibrate(
+    mut knob: Knob,
+    fs: &FsRoot,
+    targets: &Targets,
+    opts: &Options,
+    why_not: Option<String>,
+    budget: Option<f64>,
+    progress: &mut dyn Progress,
+) -> Result<Emulation, EmulateError> {
+    let lowest = budget.map_or(0.01, |b| 1.0 - b);
+    let mut tuning: Vec<Tuning> = targets
+        .cpus()
+        .into_iter()
+        .map(|(cpu, asked)| Tuning {
+            cpu,
+            asked,
+            knob: asked,
+            khz: None,
+        })
+        .collect();
+    for t in &mut tuning {
+        t.khz = knob.set(t.cpu, t.knob)?;
+    }
+    let total = (opts.max_rounds + opts.confirm) as u64;
+    progress.begin(
+        &format!(
+            "calibrating {} (window {:?})",
+            mechanism_of(&knob).name(),
+            opts.window
+        ),
+        total,
+        0,
+    );
+    let mut windows = 0usize;
+    let mut rounds = 0usize;
+    let mut period_index = 0usize;
+    let within = |a: f64, asked: f64, tol: f64| ((a / asked) - 1.0).abs() <= tol;
+    let (samples, shares) = loop {
+        // Tune until every CPU is well within the tolerance.
+        let achieved = window(targets.reference, &tuning, opts.window)?;
+        windows += 1;
+        rounds += 1;
+        progress.step("tuning", rounds as u64);
+        let close = tuning
+            .iter()
+            .zip(&achieved)
+            .all(|(t, &a)| within(a, t.asked, opts.tolerance * 0.6));
+        if !close && rounds < opts.max_rounds {
+            retune(&knob, &mut tuning, &achieved, lowest)?;
+            // Half-way without success: try the next period.
+            if rounds == opts.max_rounds / 2 && period_index + 1 < opts.periods.len() {
+                period_index += 1;
+                if let Knob::Duty(s) = &mut knob {
+                    let shares: Vec<_> = tuning.iter().map(|t| (t.cpu, 1.0 - t.knob)).collect();
+                    s.set_period(opts.periods[period_index], &shares);
+                }
+            }
+            continue;
+        }
+        // Confirm over several windows without changes.
+        let before = stealer_times(&knob, fs);
+        let started = std::time::Instant::now();
+        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); tuning.len()];
+        for i in 0..opts.confirm.max(1) {
+            let a = window(targets.reference, &tuning, opts.window)?;
+            windows += 1;
+            progress.step("confirming", (rounds + i + 1) as u64);
+            for (s, x) in samples.iter_mut().zip(a) {
+                s.push(x);
+            }
+        }
+        let shares = stealer_shares(&knob, fs, &before, started.elapsed());
+        let medians: Vec<f64> = samples.iter().map(|s| Spread::of(s).median).collect();
+        let ok = tuning
+            .iter()
+            .zip(&medians)
+            .all(|(t, &m)| within(m, t.asked, opts.tolerance));
+        if ok || rounds >= opts.max_rounds {
+            break (samples, shares);
+        }
+        retune(&knob, &mut tuning, &medians, lowest)?;
+    };
+    progress.end();
+    let period_us = match &knob {
+        Knob::Duty(s) => Some(s.period().as_micros() as u64),
+        Knob::Caps(..) => None,
+    };
+    let pids = match &knob {
+        Knob::Duty(s) => s.pids(),
+        Knob::Caps(..) => Vec::new(),
+    };
+    let kinds = targets
+        .slowed
+        .iter()
+        .map(|k| kind_result(k, &tuning, &samples, &shares, &pids, opts.tolerance))
+        .collect();
+    let mechanism = mechanism_of(&knob);
+    let report = Report {
+        mechanism,
+        why_not_cpufreq: why_not,
+        reference_cpu: targets.reference,
+        period_us,
+        rt_budget: budget,
+        tolerance: opts.tolerance,
+        windows,
+        kinds,
+        limits: mechanism.limits().iter().map(|s| s.to_string()).collect(),
+    };
+    Ok(Emulation { knob, report })
+}
+
+fn mechanism_of(knob: &Knob) -> Mechanism {
+    match knob {
+        Knob::Caps(..) => Mechanism::Cpufreq,
+        Knob::Duty(_) => Mechanism::DutyCycle,
+    }
+}
+
+/// Moves each knob by the ratio still missing (damped, to settle rather
+/// than oscillate on a noisy machine), within `[lowest, 1]`.
+fn retune(
+    knob: &Knob,
+    tuning: &mut [Tuning],
+    achieved: &[f64],
+    lowest: f64,
+) -> Result<(), EmulateError> {
+    for (t, &a) in tuning.iter_mut().zip(achieved) {
+        if a > 0.0 && a.is_finite() {
+            let step = (t.asked / a).powf(0.8).clamp(0.5, 2.0);
+            t.knob = (t.knob * step).clamp(lowest, 1.0);
+            t.khz = knob.set(t.cpu, t.knob)?;
+        }
+    }
+    Ok(())
+}
+
+/// Each stealer's CPU time so far (ns), by CPU.
+fn stealer_times(knob: &Knob, fs: &FsRoot) -> Vec<(usize, Option<u64>)> {
+    match knob {
+        Knob::Duty(s) => s
+            .pids()
+            .into_iter()
+            .map(|(cpu, pid)| (cpu, pinsight_sys::procfs::task_runtime_ns(fs, pid, pid)))
+            .collect(),
+        Knob::Caps(..) => Vec::new(),
+    }
+}
+
+fn stealer_shares(
+    knob: &Knob,
+    fs: &FsRoot,
+    before: &[(usize, Option<u64>)],
+    wall: Duration,
+) -> Vec<(usize, f64)> {
+    let after = stealer_times(knob, fs);
+    before
+        .iter()
+        .zip(after)
+        .filter_map(|(&(cpu, b), (_, a))| {
+            let used = a?.checked_sub(b?)?;
+            Some((cpu, used as f64 / wall.as_nanos().max(1) as f64))
+        })
+        .collect()
+}
+
+fn kind_result(
+    k: &KindTarget,
+    tuning: &[Tuning],
+    samples: &[Vec<f64>],
+    shares: &[(usize, f64)],
+    pids: &[(usize, i32)],
+    tolerance: f64,
+) -> KindResult {
+    let mine: Vec<usize> = (0..tuning.len())
+        .filter(|&i| k.cpus.contains(tuning[i].cpu))
+        .collect();
+    // Per window, the kind's mean over its CPUs.
+    let windows = samples.first().map_or(0, Vec::len);
+    let per_window: Vec<f64> = (0..windows)
+        .map(|w| mine.iter().map(|&i| samples[i][w]).sum::<f64>() / mine.len().max(1) as f64)
+        .collect();
+    let achieved = Spread::of(&per_window);
+    let settings = mine
+        .iter()
+        .map(|&i| {
+            let t = &tuning[i];
+            CpuSetting {
+                cpu: t.cpu,
+                knob: t.knob,
+                max_khz: t.khz,
+                stealer_cpu_share: shares.iter().find(|s| s.0 == t.cpu).map(|s| s.1),
+                stealer_pid: pids.iter().find(|p| p.0 == t.cpu).map(|p| p.1),
+            }
+        })
+        .collect();
+    KindResult {
+        name: k.name.clone(),
+        mark: k.mark.clone(),
+        cpus: k.cpus.to_string(),
+        asked: k.asked,
+        within_tolerance: ((achieved.median / k.asked) - 1.0).abs() <= tolerance,
+        achieved,
+        settings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_of_samples() {
+        let s = Spread::of(&[0.5, 0.4, 0.6]);
+        assert_eq!((s.median, s.min, s.max, s.samples), (0.5, 0.4, 0.6, 3));
+        assert!((s.stdev - 0.1).abs() < 1e-12);
+        assert_eq!(Spread::of(&[0.2, 0.4]).median, 0.30000000000000004);
+    }
+
+    #[test]
+    fn every_mechanism_states_its_limits() {
+        for m in [Mechanism::Cpufreq, Mechanism::DutyCycle] {
+            assert!(!m.limits().is_empty());
+        }
+        assert!(Mechanism::DutyCycle.limits()[0].contains("memory- and compute-bound"));
+        assert!(Mechanism::Cpufreq.limits()[0].contains("memory-bound programs slow less"));
+    }
+}

@@ -1,0 +1,52 @@
+//! Keeping an emulation while something runs: a program (ended with its
+//! status, as a shell ends with its command's) or nothing until a signal.
+
+use pinsight_lifecycle::exit::SpawnError;
+use pinsight_lifecycle::interrupt;
+use std::ffi::OsString;
+use std::time::Duration;
+
+/// Runs `program args` with `env` added, passing SIGINT/SIGTERM/SIGHUP on
+/// to it (the restorers end the emulation at the first one), and returns
+/// its exit code through the one exit table (128 + N when killed by N).
+pub fn run_program(
+    program: &OsString,
+    args: &[OsString],
+    env: &[(&str, String)],
+) -> Result<i32, SpawnError> {
+    let _ = interrupt::install();
+    let main = interrupt::main_owns_exit();
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let name = program.to_string_lossy().into_owned();
+    let mut child = cmd.spawn().map_err(|e| SpawnError::from_io(name, &e))?;
+    let tree = interrupt::watch_descendants();
+    let status = loop {
+        match child.wait() {
+            Ok(s) => break Some(s),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break None,
+        }
+    };
+    drop(tree);
+    drop(main);
+    Ok(status.map_or(1, |s| pinsight_lifecycle::exit::status_code(&s)))
+}
+
+/// Waits for SIGINT, SIGTERM or SIGHUP (the restorers end the emulation)
+/// and returns 128 + its number with the guard that keeps the process
+/// alive until it is dropped (say goodbye, then drop it and exit).
+/// `tick` runs about once a second.
+pub fn hold(tick: &mut dyn FnMut()) -> (i32, interrupt::MainExit) {
+    let _ = interrupt::install();
+    let main = interrupt::main_handles_exit();
+    loop {
+        if let Some(sig) = interrupt::wait(Duration::from_secs(1)) {
+            return (pinsight_lifecycle::exit::signal_code(sig), main);
+        }
+        tick();
+    }
+}

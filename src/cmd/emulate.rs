@@ -1,0 +1,146 @@
+//! `pinsight emulate`: a hybrid machine on any machine, the CPUs of the
+//! slower declared kinds slowed to their given speed.
+
+use crate::cli::{CliError, CmdResult, Globals};
+use pinsight_emulate::{session, Choice, EmulateError, Emulation, Options, Targets, EMULATING_ENV};
+use std::ffi::OsString;
+
+/// How to slow the CPUs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum How {
+    /// cpufreq caps where every slowed CPU has a policy of its own, else duty-cycle.
+    Auto,
+    /// scaling_max_freq caps per cpufreq policy only.
+    Cpufreq,
+    /// real-time duty-cycle stealers only.
+    DutyCycle,
+}
+
+/// Emulate a hybrid machine: the CPUs of the slower kinds run at the speed
+/// declared for them (`--kinds 0:P,1:E@0.5`: CPU 1 at half the speed of
+/// CPU 0) until CMD ends, or until Ctrl-C without CMD.
+///
+/// Mechanisms, best first, chosen automatically and named in the output:
+/// per-CPU frequency caps (cpufreq `scaling_max_freq`, where each slowed
+/// CPU's policy holds only CPUs of its speed), else a duty-cycle stealer: a
+/// SCHED_FIFO process pinned to each slowed CPU takes the complementary
+/// share of every short period (within the real-time throttling budget).
+/// The knob is calibrated by measuring a CPU-bound probe on the reference
+/// (full-speed) CPU and each slowed CPU until the achieved speed is within
+/// 5% of the asked one; the achieved speed and its spread are printed.
+///
+/// Limits: a duty-cycled CPU is slower by time share, not by
+/// microarchitecture: memory- and compute-bound programs slow alike, so
+/// per-program speed factors do not vary. With frequency caps,
+/// memory-bound programs slow less than compute-bound ones (closer to real
+/// hybrids). Under a duty-cycle emulation `pinsight speed` counts
+/// descheduled time (wall time over 20 ms blocks) instead of dropping those
+/// chunks. Nested pinsight commands get the declaration through
+/// PINSIGHT_KINDS. Caps are restored and stealers stopped on every exit,
+/// kill -9 of pinsight included. Needs root (or CAP_SYS_NICE for the
+/// stealers).
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  pinsight emulate --kinds 0:P,1:E@0.5\n  pinsight emulate --kinds 0:P,1:E@0.5 -- pinsight compare --policies p-pinned,e-pinned -t 1 -- pinsight workload pi\n\nWith CMD the report goes to stderr (JSON with --json) and pinsight ends with CMD's exit status; without CMD it goes to stdout and the emulation lasts until Ctrl-C (exit 130)."
+)]
+pub struct Args {
+    /// How to slow the CPUs.
+    #[arg(long, value_enum, value_name = "HOW", default_value = "auto")]
+    pub mechanism: How,
+    /// The program to run on the emulated machine, and its arguments (after `--`).
+    #[arg(value_name = "CMD", trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    g.require_live("emulate slows CPUs", "")?;
+    if let Some(m) = std::env::var_os(EMULATING_ENV) {
+        return Err(CliError::usage(format!(
+            "already inside `pinsight emulate` ({EMULATING_ENV}={}): a nested emulation would \
+             fight the running one; run pinsight commands directly under it",
+            m.to_string_lossy()
+        )));
+    }
+    let spec = g.declared_kinds()?.ok_or_else(|| {
+        CliError::usage(
+            "emulate needs the kinds to emulate: --kinds CPULIST:NAME@SPEED,... \
+             (e.g. --kinds 0:P,1:E@0.5; speeds relative to the kind at full speed)",
+        )
+    })?;
+    // Every usable CPU declared, present and online (as every command checks).
+    g.topology()?;
+    let targets = Targets::of(&spec).map_err(|e| {
+        CliError::usage(format!(
+            "{} '{}': {e}",
+            g.kinds_name(),
+            g.kinds.as_deref().unwrap_or_default()
+        ))
+    })?;
+    let opts = Options {
+        choice: match args.mechanism {
+            How::Auto => Choice::Auto,
+            How::Cpufreq => Choice::Cpufreq,
+            How::DutyCycle => Choice::DutyCycle,
+        },
+        ..Options::default()
+    };
+    let mut pb = crate::cli::progress(g);
+    let em =
+        pinsight_emulate::start(&g.fsroot()?, &targets, &opts, &mut pb).map_err(start_error)?;
+    let exported = g.kinds.clone().unwrap_or_default();
+    let text = if g.json {
+        serde_json::to_string_pretty(em.report())
+            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?
+    } else {
+        pinsight_render::emulate::render(em.report(), &exported)
+    };
+    match args.command.split_first() {
+        None => hold(em, &text, g),
+        Some((program, rest)) => {
+            if g.json || !g.quiet {
+                eprintln!("{}", text.trim_end());
+            }
+            let env = [
+                ("PINSIGHT_KINDS", exported),
+                (EMULATING_ENV, em.report().mechanism.name().to_string()),
+            ];
+            let code = session::run_program(program, rest, &env);
+            report_failures(em);
+            Ok(code?)
+        }
+    }
+}
+
+/// Without CMD: the report on stdout, then the emulation until a signal.
+fn hold(em: Emulation, text: &str, g: &Globals) -> CmdResult {
+    println!("{}", text.trim_end());
+    if !g.quiet && !g.json {
+        eprintln!("pinsight: emulating until Ctrl-C (or SIGTERM)");
+    }
+    let (code, main) = session::hold(&mut || {});
+    report_failures(em);
+    if !g.quiet && !g.json {
+        eprintln!("pinsight: emulation ended; every CPU is back to full speed");
+    }
+    drop(main);
+    Ok(code)
+}
+
+fn report_failures(em: Emulation) {
+    for f in em.stop() {
+        eprintln!("pinsight: {f}");
+    }
+}
+
+fn start_error(e: EmulateError) -> CliError {
+    match e {
+        EmulateError::Interrupted(sig) => CliError {
+            code: pinsight_lifecycle::exit::signal_code(sig),
+            message: "emulate: stopped during calibration; nothing is left slowed".into(),
+        },
+        e @ EmulateError::Duty(pinsight_emulate::duty::DutyError::OverBudget { .. }) => {
+            CliError::usage(format!("--kinds: {e}"))
+        }
+        e => CliError::runtime(format!("emulate: {e}")),
+    }
+}
