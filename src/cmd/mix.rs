@@ -124,25 +124,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             ))
         })?;
     }
-    let capacity = g.live_capacity("mix")?;
-    // Flags not given follow a resumed journal (and take the library's
-    // defaults, the same as clap's, in a new one); given ones must match it.
-    let request = MixRequest {
-        commands: args.commands.clone(),
-        schedulers: args
-            .given
-            .schedulers
-            .then(|| args.schedulers.split(',').map(String::from).collect()),
-        repeat: args.given.repeat.then_some(args.repeat),
-        period: args.given.period.then_some(args.period),
-        sf: args.sf.clone(),
-        journal: match &args.resume {
-            Some(p) => MixJournal::Resume(p.clone()),
-            None => MixJournal::New(args.journal.clone()),
-        },
-        capacity,
-        metrics: args.metric.clone().unwrap_or_default().concat(),
-    };
+    let request = request(&args, g.live_capacity("mix")?);
     let opened = mix::open(request).map_err(crate::errors::mix_open_error)?;
     let (spec, mut journal, journal_path, previous) = (
         opened.spec,
@@ -197,6 +179,28 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+/// The library's request: flags not given follow a resumed journal (and
+/// take the library's defaults, the same as clap's, in a new one); given
+/// ones must match it.
+fn request(args: &Args, capacity: pinsight_sched_model::Capacity) -> MixRequest {
+    MixRequest {
+        commands: args.commands.clone(),
+        schedulers: args
+            .given
+            .schedulers
+            .then(|| args.schedulers.split(',').map(String::from).collect()),
+        repeat: args.given.repeat.then_some(args.repeat),
+        period: args.given.period.then_some(args.period),
+        sf: args.sf.clone(),
+        journal: match &args.resume {
+            Some(p) => MixJournal::Resume(p.clone()),
+            None => MixJournal::New(args.journal.clone()),
+        },
+        capacity,
+        metrics: args.metric.clone().unwrap_or_default().concat(),
+    }
 }
 
 /// How a mix that did not finish ends: a signal (the resume line, 128 + N),
