@@ -261,8 +261,8 @@ fn speed_measures_the_emulated_ratio() {
 /// `speed --export-weights` on the emulated machine gives `plan balance`
 /// weights that put fewer tasks on the slowed CPU, about in the speed
 /// ratio (an equal split without them on this uniform machine; declared
-/// kinds alone would already tilt it). Applying the plan to busy tasks
-/// and timing each CPU's share is not tested here yet.
+/// kinds alone would already tilt it). The plan applied to busy tasks, with
+/// each CPU's busy time, is tested in `emulate_dynamic_live.rs`.
 #[test]
 fn balance_with_speed_weights_loads_the_slowed_cpu_less() {
     let _g = pinsight_testkit::serial();
