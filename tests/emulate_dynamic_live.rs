@@ -134,7 +134,7 @@ impl Drop for Emulation {
 /// slowed CPU onto the fast one and the gap they see narrows or vanishes
 /// (E/P 0.9-1.0 for 0.5 at a load average of 8 on two CPUs). Root is
 /// needed for the emulation anyway.
-fn at_high_priority(c: &mut Command) {
+pub(crate) fn at_high_priority(c: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: setsid(2), open(2), write(2), close(2) and setpriority(2)
     // are async-signal-safe; the path and value are static C strings.
