@@ -190,7 +190,7 @@ pub struct Recommendation {
 
 /// Every configuration `machine` allows, predicted, best first for `goal`.
 /// Ties: fewer threads first (cheaper), then the order of `configs()`.
-/// Scores equal to [`TIE_DIGITS`] significant digits tie: the models can
+/// Scores equal to 9 significant digits (`TIE_DIGITS`) tie: the models can
 /// predict two configurations the same time by different arithmetic (f = 0
 /// makes 1P and 1P+1E equal), which differ in the last bits.
 pub fn ranked(fit: &Fit, machine: &Machine, goal: Goal) -> Result<Vec<Prediction>, FitError> {
@@ -213,7 +213,7 @@ pub fn ranked(fit: &Fit, machine: &Machine, goal: Goal) -> Result<Vec<Prediction
 }
 
 /// Significant digits to which two scores are compared in [`ranked`].
-pub const TIE_DIGITS: i32 = 9;
+const TIE_DIGITS: i32 = 9;
 
 /// `s` rounded to [`TIE_DIGITS`] significant digits (a function of `s`
 /// alone, so the sort's order stays total).
