@@ -7,6 +7,7 @@
 
 mod compare_metrics;
 mod disturbance_live;
+mod emulate_dynamic_live;
 mod emulate_live;
 mod mix_cli;
 mod sched_live;

@@ -190,6 +190,9 @@ pub struct Recommendation {
 
 /// Every configuration `machine` allows, predicted, best first for `goal`.
 /// Ties: fewer threads first (cheaper), then the order of `configs()`.
+/// Scores equal to 9 significant digits (`TIE_DIGITS`) tie: the models can
+/// predict two configurations the same time by different arithmetic (f = 0
+/// makes 1P and 1P+1E equal), which differ in the last bits.
 pub fn ranked(fit: &Fit, machine: &Machine, goal: Goal) -> Result<Vec<Prediction>, FitError> {
     if goal.needs_energy() && fit.power.is_none() {
         return Err(FitError::NoEnergy { goal: goal.name() });
@@ -200,12 +203,26 @@ pub fn ranked(fit: &Fit, machine: &Machine, goal: Goal) -> Result<Vec<Prediction
         .map(|c| predict(fit, c))
         .filter_map(|p| Some((p.score(goal)?, p)))
         .filter(|(s, _)| s.is_finite())
+        .map(|(s, p)| (to_tie_digits(s), p))
         .collect();
     all.sort_by(|(a, pa), (b, pb)| {
         a.total_cmp(b)
             .then(pa.config.threads().cmp(&pb.config.threads()))
     });
     Ok(all.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Significant digits to which two scores are compared in [`ranked`].
+const TIE_DIGITS: i32 = 9;
+
+/// `s` rounded to [`TIE_DIGITS`] significant digits (a function of `s`
+/// alone, so the sort's order stays total).
+fn to_tie_digits(s: f64) -> f64 {
+    if s == 0.0 {
+        return 0.0;
+    }
+    let scale = 10f64.powi(TIE_DIGITS - 1 - s.abs().log10().floor() as i32);
+    (s * scale).round() / scale
 }
 
 /// Predict every configuration `machine` allows and recommend the best for

@@ -126,3 +126,37 @@ fn static_program_avoids_e_cores_and_validation_skips_measured() {
     assert_eq!(v.len(), 2);
     assert!(v.iter().all(|c| !measured.iter().any(|o| o.config == *c)));
 }
+
+/// Two configurations predicted equal up to floating-point rounding are a
+/// tie, and a tie goes to fewer threads. Runs measured by `tune` on an
+/// emulated 1P+1E machine (CPU 1 at half speed, static pi): two threads
+/// were slower than one, the best fit has f = 0, so 1P and 1P+1E are
+/// predicted the same time (1e-15 apart) and 1P must be recommended.
+#[test]
+fn a_rounding_tie_goes_to_fewer_threads() {
+    const TWO: Machine = Machine {
+        p_cores: 1,
+        e_cores: 1,
+        smt_per_p_core: 0,
+        smt_per_e_core: 0,
+    };
+    let runs: Vec<Observation> = [
+        (1, 0, 0.290),
+        (1, 0, 0.294),
+        (0, 1, 0.530),
+        (0, 1, 0.534),
+        (1, 1, 0.400),
+        (1, 1, 0.406),
+    ]
+    .into_iter()
+    .map(|(p, e, t)| Observation {
+        config: Config::new(p, e, 0),
+        time_s: t,
+        energy_j: None,
+    })
+    .collect();
+    let f = fit(&runs, FitOptions::default()).expect("fit");
+    let rec = recommend(&f, &TWO, Goal::Time).expect("configs");
+    assert!(rec.gap.abs() < 1e-9, "not a tie: {rec:?}");
+    assert_eq!(rec.best.config, Config::new(1, 0, 0), "{rec:?}");
+}

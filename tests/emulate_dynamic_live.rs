@@ -1,0 +1,636 @@
+//! The dynamic half of pinsight on the emulated machine: two CPUs, the
+//! second slowed to half its speed by `pinsight emulate` (a calibrated
+//! SCHED_FIFO duty-cycle stealer). Each test fails when the answer is
+//! wrong: `tune` recovers the speed factor and recommends what a
+//! brute-force measurement finds fastest; `plan balance` with `speed`'s
+//! weights, applied by `pinsight run`, evens out the CPUs' finish times;
+//! AARR shares the big CPU equally and `mix` orders the schedulers'
+//! unfairness as the literature predicts; `sf` says why it cannot count
+//! here and its compare route recovers the SF.
+//!
+//! Margins. The stealer is calibrated with SCHED_FIFO probes, so its
+//! reported ratio is what a real-time thread sees; an ordinary (nice 0)
+//! program on a machine loaded by other work sees a narrower gap, because
+//! the kernel moves that other load off the slowed CPU onto the fast one
+//! (0.68 instead of 0.5 with compilers on both CPUs, 0.9-1.0 at a load
+//! average of 8). The tests' programs therefore run at nice -20 (see
+//! [`at_high_priority`]), and every test measures the ratio its own
+//! programs see (a brute force, or `speed`) and compares pinsight's answer
+//! with that, checking the emulation's reported ratio only loosely. When
+//! they still see no clear gap (E/P above [`VISIBLE`]) the machine is too
+//! busy for the emulation to be visible: a counted skip, never a pass.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
+/// Above this E/P speed ratio, as the tests' programs see it, the slowed CPU
+/// is hidden by other load: the test is skipped (counted).
+const VISIBLE: f64 = 0.85;
+
+/// A running `pinsight emulate`, CPU `e` at 0.5. Its CMD is `cat` on a
+/// pipe from this test: closing it (on drop, or when the test process
+/// dies, however) ends `cat` and so the emulation; no stealer outlives
+/// the test.
+struct Emulation {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    kinds: String,
+    p: usize,
+    e: usize,
+    /// The speed ratio the stealer's calibration achieved (SCHED_FIFO probes).
+    achieved: f64,
+}
+
+impl Emulation {
+    /// Starts it and waits for its report (printed once the stealers run);
+    /// `None` after a counted skip (fewer than two CPUs, not root).
+    fn start() -> Option<Emulation> {
+        let cpus = pinsight_testkit::usable_cpus();
+        if cpus.len() < 2 {
+            pinsight_testkit::skip("emulation needs two usable CPUs");
+            return None;
+        }
+        if pinsight_sys::process::geteuid() != 0 {
+            pinsight_testkit::skip("duty-cycle stealers need root (SCHED_FIFO)");
+            return None;
+        }
+        let (p, e) = (cpus[0], cpus[1]);
+        let rest: pinsight_cpuset::CpuSet = cpus.iter().copied().filter(|&c| c != e).collect();
+        let kinds = format!("{rest}:P,{e}:E@0.5");
+        let mut child = Command::new(BIN)
+            .args(["emulate", "--json", "--kinds", &kinds])
+            .args(["--mechanism", "duty-cycle", "--", "cat"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        // With a CMD the report is on stderr, after the kinds note.
+        let mut text = String::new();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while err.read_line(&mut line).unwrap() > 0 {
+            if line.starts_with('{') || !text.is_empty() {
+                text.push_str(&line);
+            }
+            if line.trim_end() == "}" {
+                break;
+            }
+            line.clear();
+        }
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        let achieved = v["kinds"][0]["achieved"]["median"].as_f64().unwrap();
+        Some(Emulation {
+            child,
+            stdin,
+            kinds,
+            p,
+            e,
+            achieved,
+        })
+    }
+
+    /// A pinsight command on the emulated machine (the kinds exported as
+    /// `emulate -- CMD` does), in `dir`.
+    fn pinsight(&self, dir: &std::path::Path) -> Command {
+        let mut c = Command::new(BIN);
+        c.current_dir(dir)
+            .stdin(Stdio::null())
+            .env("PINSIGHT_KINDS", &self.kinds)
+            .env("PINSIGHT_EMULATING", "duty-cycle")
+            .env_remove("PINSIGHT_FSROOT")
+            .env_remove("COLUMNS");
+        at_high_priority(&mut c);
+        c
+    }
+}
+
+impl Drop for Emulation {
+    /// End of input ends `cat`, and with it the emulation.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let t = Instant::now();
+        while self.child.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The program and all it starts run at nice -20, in an autogroup of
+/// their own at nice -20 where the kernel groups by session
+/// (CONFIG_SCHED_AUTOGROUP: nice then only orders tasks within a session,
+/// and the autogroup's own nice, /proc/PID/autogroup, orders the groups;
+/// sched(7), "The autogroup feature"). Other nice-0 work on a shared
+/// machine (compilers) then takes next to nothing from them on either
+/// CPU, so they see the slowed CPU as the stealer's calibration does
+/// (SCHED_FIFO probes). At nice 0 the kernel moves that other load off the
+/// slowed CPU onto the fast one and the gap they see narrows or vanishes
+/// (E/P 0.9-1.0 for 0.5 at a load average of 8 on two CPUs). Root is
+/// needed for the emulation anyway.
+pub(crate) fn at_high_priority(c: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid(2), open(2), write(2), close(2) and setpriority(2)
+    // are async-signal-safe; the path and value are static C strings.
+    unsafe {
+        c.pre_exec(|| {
+            let group = c"/proc/self/autogroup";
+            if libc::access(group.as_ptr(), libc::W_OK) == 0 {
+                libc::setsid();
+                let fd = libc::open(group.as_ptr(), libc::O_WRONLY);
+                if fd >= 0 {
+                    libc::write(fd, c"-20".as_ptr().cast(), 3);
+                    libc::close(fd);
+                }
+            }
+            if libc::setpriority(libc::PRIO_PROCESS, 0, -20) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+fn ok(o: Output) -> Output {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {} stderr {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `pinsight workload pi` on `cpus` with one thread per CPU: its elapsed
+/// seconds (the workload's own figure).
+fn pi_on(em: &Emulation, dir: &std::path::Path, cpus: &[usize], schedule: &str, size: &str) -> f64 {
+    let mut c = em.pinsight(dir);
+    let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
+    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+    let threads = cpus.len().to_string();
+    let o = ok(c
+        .args(["workload", "pi", "--json", "-t", &threads])
+        .args(["--schedule", schedule, "--size", size])
+        .output()
+        .unwrap());
+    json(&o)["elapsed"].as_f64().unwrap()
+}
+
+/// `tune -- pinsight workload pi --schedule SCHEDULE` on the emulated
+/// machine against a brute force: every configuration this machine
+/// allows (1P, 1E, 1P+1E) timed directly, 5 runs each, interleaved.
+/// Margins: tune's sf within 15% of the brute force's own 1E/1P time
+/// ratio (what these nice-0 runs see, tune's runs being the same program
+/// under the same load), and between 1.3 and 1.15/achieved of the
+/// emulation's ratio; the recommendation is the brute force's fastest,
+/// unless its best two are within 10% of each other (a tie under noise:
+/// either is right).
+fn tune_against_brute_force(schedule: &str) {
+    let _g = pinsight_testkit::serial();
+    let Some(em) = Emulation::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let size = "3e8";
+    let configs: [(u64, u64, Vec<usize>); 3] = [
+        (1, 0, vec![em.p]),
+        (0, 1, vec![em.e]),
+        (1, 1, vec![em.p, em.e]),
+    ];
+    let mut times = vec![Vec::new(); 3];
+    for _ in 0..5 {
+        for (i, (_, _, cpus)) in configs.iter().enumerate() {
+            times[i].push(pi_on(&em, d.path(), cpus, schedule, size));
+        }
+    }
+    let measured: Vec<f64> = times.into_iter().map(median).collect();
+    let seen = measured[0] / measured[1]; // E/P speed as nice-0 runs see it
+    if seen > VISIBLE {
+        pinsight_testkit::skip(format!(
+            "tune {schedule}: machine too busy, nice-0 runs see E/P {seen:.2} \
+             (emulation achieved {:.2})",
+            em.achieved
+        ));
+        return;
+    }
+    let o = ok(em
+        .pinsight(d.path())
+        .args(["tune", "--quiet", "--json", "--runs", "3", "--"])
+        .args([
+            BIN,
+            "workload",
+            "pi",
+            "--schedule",
+            schedule,
+            "--size",
+            size,
+        ])
+        .output()
+        .unwrap());
+    let v = json(&o);
+    let sf = v["params"]["sf"]["value"].as_f64().unwrap();
+    let rec = (
+        v["recommended"]["p"].as_u64().unwrap(),
+        v["recommended"]["e"].as_u64().unwrap(),
+    );
+    eprintln!(
+        "{schedule}: achieved {:.3}, brute force 1P {:.3} s 1E {:.3} s 1P+1E {:.3} s \
+         (E/P {seen:.3}); tune sf {sf:.3}, recommends {rec:?}",
+        em.achieved, measured[0], measured[1], measured[2]
+    );
+    let sf_seen = 1.0 / seen;
+    assert!(
+        (sf / sf_seen - 1.0).abs() <= 0.15,
+        "{schedule}: tune sf {sf:.3}, the brute force's 1E/1P {sf_seen:.3}"
+    );
+    assert!(
+        sf > 1.3 && sf < 1.15 / em.achieved,
+        "{schedule}: tune sf {sf:.3}, emulation achieved {:.3}",
+        em.achieved
+    );
+    let mut order: Vec<usize> = (0..3).collect();
+    order.sort_by(|&a, &b| measured[a].total_cmp(&measured[b]));
+    let at = |i: usize| (configs[i].0, configs[i].1);
+    let tie = measured[order[1]] <= measured[order[0]] * 1.10;
+    assert!(
+        rec == at(order[0]) || (tie && rec == at(order[1])),
+        "{schedule}: tune recommends {rec:?}, the brute force's fastest is {:?} \
+         ({measured:?} s for 1P, 1E, 1P+1E)",
+        at(order[0])
+    );
+}
+
+#[test]
+fn tune_static_recovers_sf_and_recommends_the_brute_force_best() {
+    tune_against_brute_force("static");
+}
+
+#[test]
+fn tune_dynamic_recovers_sf_and_recommends_the_brute_force_best() {
+    tune_against_brute_force("dynamic");
+}
+
+/// `speed --export-weights` on the emulated machine, then `pinsight run
+/// balance --weights` of a 12-thread static `workload pi` (12 equal
+/// single-threaded tasks, each pinned to its planned CPU): each CPU's busy
+/// time (until its last task ended: the longest per-thread busy time of
+/// the threads seen only on it) is within 15% of the other's, where the
+/// equal split (6 and 6) leaves the slowed CPU busy 30% or more longer.
+/// 15% rather than 10%: 12 tasks round the weights' split to whole tasks
+/// (up to 1/12 of a CPU's load), and the machine is shared.
+#[test]
+fn balance_with_speed_weights_applied_evens_the_cpus_busy_time() {
+    let _g = pinsight_testkit::serial();
+    let Some(em) = Emulation::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let weights = d.path().join("w.json");
+    ok(em
+        .pinsight(d.path())
+        .args([
+            "speed",
+            "--quiet",
+            "--kernels",
+            "int",
+            "--budget-per-cpu",
+            "1s",
+        ])
+        .arg("--export-weights")
+        .arg(&weights)
+        .output()
+        .unwrap());
+    let w: Value = serde_json::from_str(&std::fs::read_to_string(&weights).unwrap()).unwrap();
+    let weight = |cpu: usize| {
+        w["weights"][cpu.to_string()]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no weight for CPU {cpu}: {w}"))
+    };
+    let seen = weight(em.e) / weight(em.p);
+    if seen > VISIBLE {
+        pinsight_testkit::skip(format!(
+            "balance: machine too busy, speed sees E/P {seen:.2}"
+        ));
+        return;
+    }
+    // Per-CPU busy time of a 12-task run placed by `balance`.
+    // `balance` without weights and without the declared kinds (which
+    // would tilt it by kind) splits equally.
+    let busy = |extra: &[&std::ffi::OsStr]| -> (f64, f64) {
+        let mut c = em.pinsight(d.path());
+        if extra.is_empty() {
+            c.env_remove("PINSIGHT_KINDS");
+        }
+        let o = ok(c
+            .args(["run", "balance", "--tasks", "12"])
+            .args(extra)
+            .args(["--", BIN, "workload", "pi", "--json", "-t", "12"])
+            .args(["--schedule", "static", "--size", "1.2e9"])
+            .output()
+            .unwrap());
+        let v = json(&o);
+        let (mut p, mut e) = (0.0f64, 0.0f64);
+        for t in v["per_thread"].as_array().unwrap() {
+            let seen: Vec<u64> = t["cpu_seen"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_u64().unwrap())
+                .collect();
+            let b = t["busy"].as_f64().unwrap();
+            match seen[..] {
+                [c] if c as usize == em.p => p = p.max(b),
+                [c] if c as usize == em.e => e = e.max(b),
+                _ => panic!("a task not pinned to one planned CPU: {t}"),
+            }
+        }
+        (p, e)
+    };
+    let even = busy(&[]);
+    let weighted = busy(&["--weights".as_ref(), weights.as_os_str()]);
+    eprintln!(
+        "speed's E/P {seen:.3} (achieved {:.3}); busy P/E: equal split {even:?}, \
+         weighted {weighted:?}",
+        em.achieved
+    );
+    let off = |(p, e): (f64, f64)| p.max(e) / p.min(e) - 1.0;
+    assert!(
+        off(weighted) <= 0.15,
+        "weighted plan leaves the CPUs' busy times {weighted:?} apart by {:.0}%",
+        100.0 * off(weighted)
+    );
+    assert!(
+        even.1 > even.0 * 1.3,
+        "the equal split should leave the slowed CPU busier: {even:?}"
+    );
+}
+
+/// Two spinners named `a` and `b` restricted to the two CPUs.
+fn spinners(em: &Emulation, dir: &std::path::Path) -> (Child, Child) {
+    let spin = |name: &str| {
+        let p = dir.join(name);
+        std::os::unix::fs::symlink(BIN, &p).unwrap();
+        let mut c = Command::new(p);
+        let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
+        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+        at_high_priority(&mut c);
+        c.args(["workload", "pi", "-t", "1", "-s", "1e12"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    (spin("a"), spin("b"))
+}
+
+/// Run time (schedstat) of each process's threads on `cpu` over
+/// `window`, sampled every 5 ms: the time since the last look counts on
+/// `cpu` when the thread's stat reports it there now.
+fn time_on(pids: [u32; 2], cpu: usize, window: Duration) -> [f64; 2] {
+    let mut last = std::collections::BTreeMap::<(usize, String), u64>::new();
+    let mut out = [0.0; 2];
+    let t = Instant::now();
+    while t.elapsed() < window {
+        for (i, pid) in pids.iter().enumerate() {
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for e in dir.flatten() {
+                let tid = e.file_name().to_string_lossy().into_owned();
+                let (Ok(ss), Ok(stat)) = (
+                    std::fs::read_to_string(e.path().join("schedstat")),
+                    std::fs::read_to_string(e.path().join("stat")),
+                ) else {
+                    continue;
+                };
+                let run: u64 = ss.split_whitespace().next().unwrap().parse().unwrap();
+                let after = &stat[stat.rfind(')').unwrap() + 1..];
+                // Field 39 (processor) is the 37th after the name.
+                let now: usize = after.split_whitespace().nth(36).unwrap().parse().unwrap();
+                if let Some(prev) = last.insert((i, tid), run) {
+                    if now == cpu {
+                        out[i] += (run - prev) as f64 / 1e9;
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    out
+}
+
+/// `sched --policies aarr` on the emulated machine: two equal spinners get
+/// big-CPU (the fast CPU's) time within 10% of each other, over 10 s,
+/// measured from /proc, not from pinsight's report.
+#[test]
+fn aarr_shares_the_fast_cpu_equally_on_the_emulated_machine() {
+    let _g = pinsight_testkit::serial();
+    let Some(em) = Emulation::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let (mut a, mut b) = spinners(&em, d.path());
+    let pids = format!("{},{}", a.id(), b.id());
+    let mut c = em.pinsight(d.path());
+    let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
+    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+    let sched = c
+        .args(["sched", "--policies", "aarr", "--period", "100ms", "--json"])
+        .args(["--pids", &pids])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let on_big = time_on([a.id(), b.id()], em.p, Duration::from_secs(10));
+    for s in [&mut a, &mut b] {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    let o = ok(sched.wait_with_output().unwrap());
+    eprintln!("fast CPU: a {:.2} s, b {:.2} s", on_big[0], on_big[1]);
+    let (hi, lo) = (on_big[0].max(on_big[1]), on_big[0].min(on_big[1]));
+    assert!(lo > 1.0, "{on_big:?}");
+    assert!(
+        hi - lo <= 0.1 * hi,
+        "fast-CPU time not equal within 10%: {on_big:?}"
+    );
+    let r = json(&o);
+    assert!(
+        r["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["swaps"].as_u64().unwrap() >= 2),
+        "{r}"
+    );
+}
+
+/// `mix` of two equal programs under os, aarr and acfs on the emulated
+/// machine. Expected order of unfairness (max slowdown / min slowdown):
+/// os highest — the kernel leaves one program on the slowed CPU
+/// (slowdowns about 1 and 1/ratio); AARR (equal big-core time, Van
+/// Craeynest et al., "Fairness-aware scheduling on single-ISA
+/// heterogeneous multi-cores", PACT 2013) and ACFS (equal progress, Saez
+/// et al., "ACFS: a completely fair scheduler for asymmetric single-ISA
+/// multicore systems", SAC 2015) near 1, ACFS no less fair than AARR
+/// (both papers, and crates/sched-model's simulator). Here every program
+/// has the same SF (a duty-cycled core slows all alike), so equal progress
+/// is equal big-core time and the two tie. Margins (one completion per
+/// program is noisy: AARR 1.00-1.08 and ACFS 1.04-1.25 over four runs,
+/// os 1.61-1.97): AARR and ACFS at most 1.3 and within 30% of each other
+/// (the tie); os at least 1.25 and 20% above both.
+/// One completion per program (--runs 1): with restarts, the kernel's
+/// placement of each new process (which counts the stealer's real-time
+/// share as lost capacity, scale_rt_capacity in kernel/sched/fair.c)
+/// spreads the programs over both CPUs and evens out os (1.01 with
+/// --runs 3). If os still shows no unfairness, its part is a counted skip.
+#[test]
+fn mix_finds_os_less_fair_than_aarr_and_acfs() {
+    let _g = pinsight_testkit::serial();
+    let Some(em) = Emulation::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let sf = format!("{:.2}", 1.0 / em.achieved);
+    let prog = format!("{BIN} workload pi -t 1 -s 1.5e9");
+    let mut c = em.pinsight(d.path());
+    let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
+    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+    let o = ok(c
+        .args(["mix", "--quiet", "--json", "--policies", "os,aarr,acfs"])
+        .args(["--runs", "1", "--period", "100ms"])
+        .args(["--sf", &format!("#1={sf}"), "--sf", &format!("#2={sf}")])
+        .args(["--", &prog, &prog])
+        .output()
+        .unwrap());
+    let r = json(&o);
+    let u = |policy: &str| {
+        r["schedulers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["policy"] == policy)
+            .and_then(|s| s["unfairness"].as_f64())
+            .unwrap_or_else(|| panic!("no {policy}: {r}"))
+    };
+    let (os, aarr, acfs) = (u("os"), u("aarr"), u("acfs"));
+    eprintln!(
+        "unfairness: os {os:.3}, aarr {aarr:.3}, acfs {acfs:.3} (achieved {:.3})",
+        em.achieved
+    );
+    assert!(aarr <= 1.3 && acfs <= 1.3, "aarr {aarr}, acfs {acfs}");
+    assert!(
+        (acfs / aarr - 1.0).abs() <= 0.3,
+        "acfs {acfs} vs aarr {aarr}: equal SFs, they should tie"
+    );
+    if os < 1.25 {
+        pinsight_testkit::skip(format!(
+            "mix: os unfairness {os:.2}: the kernel moved the programs \
+             between the CPUs, the os part of the order not checked"
+        ));
+        return;
+    }
+    assert!(
+        os > 1.2 * aarr.max(acfs),
+        "os {os}, aarr {aarr}, acfs {acfs}"
+    );
+}
+
+/// `sf` on the emulated machine: without a core PMU (VMs) it says why,
+/// runs nothing, and names the routes that work; the compare route
+/// (`compare --policies p-set,e-set`, then `sf --from-compare`) recovers
+/// the SF within 20% of the program's E/P time ratio measured directly
+/// (3 runs on each CPU; the noise of a shared machine) and no more than
+/// 15% beyond the emulation's ratio. With a core PMU the counters run instead (--probe).
+#[test]
+fn sf_says_why_without_a_pmu_and_its_compare_route_recovers_the_sf() {
+    let _g = pinsight_testkit::serial();
+    let Some(em) = Emulation::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let has_pmu = std::fs::read_dir("/sys/bus/event_source/devices")
+        .map(|r| {
+            r.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n == "cpu" || n.starts_with("cpu_") || n.starts_with("armv")
+            })
+        })
+        .unwrap_or(false);
+    let o = em
+        .pinsight(d.path())
+        .args(["sf", "--json", "--probe", "--duration", "2s", "--"])
+        .args([BIN, "workload", "pi", "-t", "1", "-s", "1e12"])
+        .output()
+        .unwrap();
+    // The message as words (the human output wraps at 80 columns).
+    let err = String::from_utf8_lossy(&o.stderr)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let v = json(&o);
+    if has_pmu {
+        assert_eq!(v["available"], true, "{err}");
+        assert!(!v["threads"].as_array().unwrap().is_empty(), "{v}");
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(v["available"], false);
+        let reason = v["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("no hardware PMU: no core PMU"),
+            "{reason}"
+        );
+        assert!(
+            err.contains("speedup factors unavailable: no hardware PMU"),
+            "{err}"
+        );
+        assert!(err.contains("(the program was not started)"), "{err}");
+        for route in ["--sf NAME=X", "pinsight sf --from-compare"] {
+            assert!(err.contains(route), "{route}: {err}");
+        }
+    }
+    // The compare route, against the same program timed directly.
+    let (mut p, mut e) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        p.push(pi_on(&em, d.path(), &[em.p], "static", "3e8"));
+        e.push(pi_on(&em, d.path(), &[em.e], "static", "3e8"));
+    }
+    let direct = median(e) / median(p);
+    if direct < 1.0 / VISIBLE {
+        pinsight_testkit::skip(format!(
+            "sf: machine too busy, E/P time {direct:.2} for nice-0 runs"
+        ));
+        return;
+    }
+    ok(em
+        .pinsight(d.path())
+        .args(["compare", "--quiet", "--json", "--policies", "p-set,e-set"])
+        .args(["--runs", "5", "--journal", "j.jsonl", "--"])
+        .args([BIN, "workload", "pi", "-t", "1", "--size", "3e8"])
+        .output()
+        .unwrap());
+    let o = ok(em
+        .pinsight(d.path())
+        .args(["sf", "--json", "--from-compare", "j.jsonl"])
+        .output()
+        .unwrap());
+    let s = json(&o);
+    eprintln!("sf --from-compare: {s}; timed directly {direct:.3}");
+    let sf = s["sf"].as_f64().unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        (sf / direct - 1.0).abs() <= 0.2 && sf < 1.15 / em.achieved,
+        "sf --from-compare {sf:.3}, timed directly {direct:.3}, emulation {:.3}",
+        em.achieved
+    );
+}
