@@ -117,7 +117,7 @@ fn hold(em: Emulation, text: &str, g: &Globals) -> CmdResult {
     if !g.quiet && !g.json {
         eprintln!("pinsight: emulating until Ctrl-C (or SIGTERM)");
     }
-    let (code, main) = session::hold(&mut || {});
+    let (code, main) = session::hold();
     report_failures(em);
     if !g.quiet && !g.json {
         eprintln!("pinsight: emulation ended; every CPU is back to full speed");

@@ -6,7 +6,6 @@ use pinsight_latency::measure::{
     self, choose_cpus, list_or_none, usable_cpus, MeasureConfig, Measurement, Method,
 };
 use pinsight_latency::{domains, DomainTree, LatencyMatrix, LoadMatrix, RunToRun};
-use pinsight_lifecycle::progress::Progress;
 use pinsight_render::latency::{self as render, ChartOptions, KindBand, TableStyle};
 use pinsight_render::term::{fill, Wrap};
 use pinsight_topology::{CpuSet, FsRoot};
@@ -465,29 +464,7 @@ fn measure_here(
         virtual_machine: vm_note(g),
         ..MeasureConfig::default()
     };
-    let n = config.cpus.len();
-    // Every run measures every pair: the bar counts them all.
-    let mut pb = crate::cli::progress(g);
-    pb.begin(
-        "core-to-core latency",
-        (config.repeats * n * (n - 1) / 2) as u64,
-        0,
-    );
-    let measurement = measure::measure_with_progress(&config, &mut |p| {
-        let run = if p.runs_total > 1 {
-            format!(", run {}/{}", p.run + 1, p.runs_total)
-        } else {
-            String::new()
-        };
-        let label = format!(
-            "core-to-core latency ({}){run}, round {}/{}",
-            config.method,
-            p.rounds_done + 1,
-            p.rounds_total
-        );
-        pb.step(&label, p.pairs_done as u64);
-    });
-    pb.end();
+    let measurement = measure::measure_with_progress(&config, &mut crate::cli::progress(g));
     Ok((
         measurement.map_err(|e| CliError::runtime(e.to_string()))?,
         config,

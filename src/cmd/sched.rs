@@ -4,7 +4,6 @@
 //! the report through pinsight-render.
 
 use crate::cli::{wrap80, CliError, CmdResult, Globals};
-use pinsight_lifecycle::progress::Progress;
 use pinsight_sched::run::{Outcome, RunError, Target};
 use pinsight_sched::{Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource};
 use pinsight_sched_model::Policy;
@@ -127,8 +126,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         orphans_of: None,
     };
     let fs = g.fsroot()?;
-    let mut spinner = crate::cli::progress(g);
-    spinner.begin(&format!("scheduling ({})", policy.name()), 0, 0);
     // After a signal, this thread restores the affinities and prints the
     // report before the process ends with 128 + N.
     let _main = pinsight_lifecycle::interrupt::main_handles_exit();
@@ -141,16 +138,21 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         report,
         exit_code,
         signal,
-    } = pinsight_sched::run::run(fs, cfg, target, sf, feed_capacity, || {}).map_err(
-        |e| match e {
-            RunError::Program(p) => p.into(),
-            RunError::Manage(ManageError::NoProcess { pid }) if !pids.is_empty() => {
-                CliError::usage(format!("--pids: no process {pid} (it may have ended)"))
-            }
-            other => CliError::runtime(format!("sched: {other}")),
-        },
-    )?;
-    spinner.end();
+    } = pinsight_sched::run::run(
+        fs,
+        cfg,
+        target,
+        sf,
+        feed_capacity,
+        &mut crate::cli::progress(g),
+    )
+    .map_err(|e| match e {
+        RunError::Program(p) => p.into(),
+        RunError::Manage(ManageError::NoProcess { pid }) if !pids.is_empty() => {
+            CliError::usage(format!("--pids: no process {pid} (it may have ended)"))
+        }
+        other => CliError::runtime(format!("sched: {other}")),
+    })?;
     print_report(g, &report, exit_code, signal, pids.is_empty())?;
     Ok(exit_code)
 }

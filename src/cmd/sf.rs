@@ -6,8 +6,7 @@
 
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_lifecycle::interrupt;
-use pinsight_lifecycle::progress::Progress;
-use pinsight_measure::sf::session::{self, Event, Measured, Request, SessionError, Target};
+use pinsight_measure::sf::session::{self, Measured, Request, SessionError, Target};
 use pinsight_measure::sf::{KindCpus, SfOptions, SfUnavailable, ThreadEntry};
 use pinsight_sys::procfs;
 use pinsight_topology::FsRoot;
@@ -125,26 +124,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     // After a signal, this thread restores, reports, then exits 128 + N.
     let _main = interrupt::main_handles_exit();
-    let mut pb = crate::cli::progress(g);
-    let (mut what, mut done, mut counted) = (String::new(), 0, false);
-    let measured = session::measure(&measure_root, &kinds, req, |e| match e {
-        Event::Start { target, periods } => {
-            what = format!("measuring {target}");
-            // No --duration: the end is the program's; count periods instead.
-            counted = periods == 0;
-            pb.begin(&what, periods, 0);
-        }
-        Event::Period => {
-            done += 1;
-            let label = if counted {
-                format!("{what}: {done} periods")
-            } else {
-                String::new()
-            };
-            pb.step(&label, done);
-        }
-        Event::End => pb.end(),
-    });
+    let measured = session::measure(&measure_root, &kinds, req, &mut crate::cli::progress(g));
     let mut m = match measured {
         Ok(m) => m,
         Err(SessionError::Unavailable(reason)) => return unavailable(&args, g, &req, &reason),

@@ -4,7 +4,6 @@
 //! is flags, messages and exit codes.
 
 use crate::cli::{CliError, CmdResult, Globals};
-use pinsight_lifecycle::progress::Progress;
 use pinsight_topology::snapshot::{self, Error, Options};
 use std::path::PathBuf;
 
@@ -46,14 +45,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         extra: args.extra,
         force: args.force,
     };
-    let mut pb = crate::cli::progress(g);
-    pb.begin("writing snapshot", 0, 0);
-    let result = snapshot::snapshot_with_progress(&fs, &args.out, &opts, &mut |done, total| {
-        pb.resize(total);
-        pb.step("", done);
-    });
-    pb.end();
-    let report = result.map_err(|e| cli_error(&e))?;
+    let report =
+        snapshot::snapshot_with_progress(&fs, &args.out, &opts, &mut crate::cli::progress(g))
+            .map_err(|e| cli_error(&e))?;
     if g.json {
         g.print_json(&report)?;
     } else {

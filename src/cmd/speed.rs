@@ -2,7 +2,6 @@
 //! between core kinds.
 
 use crate::cli::{check_output_file, parse_duration, CliError, CmdResult, Globals};
-use pinsight_lifecycle::progress::Progress;
 use pinsight_speed::{
     chase_buffer_bytes, select_cpus, unweighted, weights_file, Kernel, MemoryError, SelectError,
     SpeedReport, SpeedSession,
@@ -78,19 +77,9 @@ pub fn measure_report(
     }
     let session =
         SpeedSession::new(cpus, kernels, budget_per_cpu, mem_bytes).time_share(time_share);
-    let mut pb = crate::cli::progress(g);
-    pb.begin(
-        &format!(
-            "measuring CPU speed ({} passes over {} CPUs)",
-            session.passes(),
-            session.cpus()
-        ),
-        session.slots() as u64,
-        0,
-    );
-    let res = session.run(topo, &mut |done| pb.step("", done as u64));
-    pb.end();
-    res.map_err(|e| CliError::runtime(e.to_string()))
+    session
+        .run(topo, &mut crate::cli::progress(g))
+        .map_err(|e| CliError::runtime(e.to_string()))
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {

@@ -7,7 +7,6 @@
 //! thread, place 0, only waits).
 
 use crate::cli::{CliError, CmdResult, Globals};
-use pinsight_lifecycle::progress::Progress;
 use pinsight_workload::{
     check, names, parse_size, run_with_progress, Params, Schedule, WorkloadError, WORKLOADS,
 };
@@ -62,14 +61,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         max_iter: args.max_iter,
     };
     check(name, &params).map_err(|e| CliError::usage(workload_error_message(&e)))?;
-    let pb = std::cell::RefCell::new(crate::cli::progress(g));
-    pb.borrow_mut().begin(name, 0, 0);
-    let outcome = run_with_progress(name, &params, &|p| {
-        let mut pb = pb.borrow_mut();
-        pb.resize(p.total);
-        pb.step("", p.done);
-    });
-    pb.borrow_mut().end();
+    let outcome = run_with_progress(name, &params, &mut crate::cli::progress(g));
     let outcome = outcome.map_err(|e| CliError::runtime(workload_error_message(&e)))?;
     if g.json {
         g.print_json(&outcome)?;

@@ -389,66 +389,32 @@ fn calibrate(
     for t in &mut tuning {
         t.khz = knob.set(t.cpu, t.knob)?;
     }
-    let total = (opts.max_rounds + opts.confirm) as u64;
-    progress.begin(
-        &format!(
-            "calibrating {} (window {:?})",
-            mechanism_of(&knob).name(),
-            opts.window
-        ),
-        total,
-        0,
+    let what = format!(
+        "calibrating {} (window {:?})",
+        mechanism_of(&knob).name(),
+        opts.window
     );
-    let mut windows = 0usize;
-    let mut rounds = 0usize;
-    let mut period_index = 0usize;
-    let within = |a: f64, asked: f64, tol: f64| ((a / asked) - 1.0).abs() <= tol;
-    let (samples, shares) = loop {
-        // Tune until every CPU is well within the tolerance.
-        let achieved = window(targets.reference, &tuning, opts.window)?;
-        windows += 1;
-        rounds += 1;
-        progress.step("tuning", rounds as u64);
-        let close = tuning
-            .iter()
-            .zip(&achieved)
-            .all(|(t, &a)| within(a, t.asked, opts.tolerance * 0.6));
-        if !close && rounds < opts.max_rounds {
-            retune(&knob, &mut tuning, &achieved, lowest)?;
-            // Half-way without success: try the next period.
-            if rounds == opts.max_rounds / 2 && period_index + 1 < opts.periods.len() {
-                period_index += 1;
-                if let Knob::Duty(s) = &mut knob {
-                    let shares: Vec<_> = tuning.iter().map(|t| (t.cpu, 1.0 - t.knob)).collect();
-                    s.set_period(opts.periods[period_index], &shares);
-                }
-            }
-            continue;
-        }
-        // Confirm over several windows without changes.
-        let before = stealer_times(&knob, fs);
-        let started = std::time::Instant::now();
-        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); tuning.len()];
-        for i in 0..opts.confirm.max(1) {
-            let a = window(targets.reference, &tuning, opts.window)?;
-            windows += 1;
-            progress.step("confirming", (rounds + i + 1) as u64);
-            for (s, x) in samples.iter_mut().zip(a) {
-                s.push(x);
-            }
-        }
-        let shares = stealer_shares(&knob, fs, &before, started.elapsed());
-        let medians: Vec<f64> = samples.iter().map(|s| Spread::of(s).median).collect();
-        let ok = tuning
-            .iter()
-            .zip(&medians)
-            .all(|(t, &m)| within(m, t.asked, opts.tolerance));
-        if ok || rounds >= opts.max_rounds {
-            break (samples, shares);
-        }
-        retune(&knob, &mut tuning, &medians, lowest)?;
+    // Planned: every tuning round, then one confirmation.
+    let planned = (opts.max_rounds + opts.confirm.max(1)) as u64;
+    progress.begin(&what, planned, 0);
+    let mut counter = WindowCounter {
+        what: &what,
+        planned,
+        windows: 0,
+        progress,
     };
-    progress.end();
+    let tuned = tune_and_confirm(
+        &mut knob,
+        fs,
+        targets,
+        opts,
+        &mut tuning,
+        lowest,
+        &mut counter,
+    );
+    let windows = counter.windows;
+    counter.progress.end();
+    let Confirmed { samples, shares } = tuned?;
     let period_us = match &knob {
         Knob::Duty(s) => Some(s.period().as_micros() as u64),
         Knob::Caps(..) => None,
@@ -475,6 +441,96 @@ fn calibrate(
         limits: mechanism.limits().iter().map(|s| s.to_string()).collect(),
     };
     Ok(Emulation { knob, report })
+}
+
+/// Counts the calibration's windows on the progress task.
+struct WindowCounter<'a> {
+    what: &'a str,
+    planned: u64,
+    windows: usize,
+    progress: &'a mut dyn Progress,
+}
+
+impl WindowCounter<'_> {
+    /// One more window measured, while `doing` ("tuning", "confirming").
+    fn count(&mut self, doing: &str) {
+        self.windows += 1;
+        let done = self.windows as u64;
+        if done > self.planned {
+            // A confirmation failed and tuning went on.
+            self.planned = done;
+            self.progress.resize(done);
+        }
+        self.progress.step(&format!("{}: {doing}", self.what), done);
+    }
+}
+
+/// What the confirming windows found.
+struct Confirmed {
+    /// Per slowed CPU (in `tuning` order), the speed of each window.
+    samples: Vec<Vec<f64>>,
+    /// Per stealer's CPU, its share of the CPU over those windows.
+    shares: Vec<(usize, f64)>,
+}
+
+/// Tunes every knob until the achieved speeds are within the tolerance,
+/// then confirms over several windows without changes (tuning again when
+/// the confirmation fails, up to `opts.max_rounds` rounds).
+fn tune_and_confirm(
+    knob: &mut Knob,
+    fs: &FsRoot,
+    targets: &Targets,
+    opts: &Options,
+    tuning: &mut [Tuning],
+    lowest: f64,
+    counter: &mut WindowCounter<'_>,
+) -> Result<Confirmed, EmulateError> {
+    let mut rounds = 0usize;
+    let mut period_index = 0usize;
+    let within = |a: f64, asked: f64, tol: f64| ((a / asked) - 1.0).abs() <= tol;
+    loop {
+        // Tune until every CPU is well within the tolerance.
+        let achieved = window(targets.reference, tuning, opts.window)?;
+        rounds += 1;
+        counter.count("tuning");
+        let close = tuning
+            .iter()
+            .zip(&achieved)
+            .all(|(t, &a)| within(a, t.asked, opts.tolerance * 0.6));
+        if !close && rounds < opts.max_rounds {
+            retune(knob, tuning, &achieved, lowest)?;
+            // Half-way without success: try the next period.
+            if rounds == opts.max_rounds / 2 && period_index + 1 < opts.periods.len() {
+                period_index += 1;
+                if let Knob::Duty(s) = knob {
+                    let shares: Vec<_> = tuning.iter().map(|t| (t.cpu, 1.0 - t.knob)).collect();
+                    s.set_period(opts.periods[period_index], &shares);
+                }
+            }
+            continue;
+        }
+        // Confirm over several windows without changes.
+        let before = stealer_times(knob, fs);
+        let started = std::time::Instant::now();
+        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); tuning.len()];
+        for _ in 0..opts.confirm.max(1) {
+            let a = window(targets.reference, tuning, opts.window)?;
+            counter.count("confirming");
+            for (s, x) in samples.iter_mut().zip(a) {
+                s.push(x);
+            }
+        }
+        let shares = stealer_shares(knob, fs, &before, started.elapsed());
+        let medians: Vec<f64> = samples.iter().map(|s| Spread::of(s).median).collect();
+        let ok = tuning
+            .iter()
+            .zip(&medians)
+            .all(|(t, &m)| within(m, t.asked, opts.tolerance));
+        if ok || rounds >= opts.max_rounds {
+            return Ok(Confirmed { samples, shares });
+        }
+        retune(knob, tuning, &medians, lowest)?;
+    }
 }
 
 fn mechanism_of(knob: &Knob) -> Mechanism {

@@ -39,14 +39,12 @@ pub fn run_program(
 /// Waits for SIGINT, SIGTERM or SIGHUP (the restorers end the emulation)
 /// and returns 128 + its number with the guard that keeps the process
 /// alive until it is dropped (say goodbye, then drop it and exit).
-/// `tick` runs about once a second.
-pub fn hold(tick: &mut dyn FnMut()) -> (i32, interrupt::MainExit) {
+pub fn hold() -> (i32, interrupt::MainExit) {
     let _ = interrupt::install();
     let main = interrupt::main_handles_exit();
     loop {
         if let Some(sig) = interrupt::wait(Duration::from_secs(1)) {
             return (pinsight_lifecycle::exit::signal_code(sig), main);
         }
-        tick();
     }
 }

@@ -184,15 +184,20 @@ fn start_prefers_caps_and_stop_restores_them() {
         max_rounds: 2,
         ..Default::default()
     };
-    let em = pinsight_emulate::start(
-        &fs,
-        &targets,
-        &opts,
-        &mut pinsight_lifecycle::progress::Silent,
-    )
-    .unwrap();
+    let mut progress = pinsight_testkit::progress::Recorder::default();
+    let em = pinsight_emulate::start(&fs, &targets, &opts, &mut progress).unwrap();
     let r = em.report().clone();
     assert_eq!(r.mechanism, pinsight_emulate::Mechanism::Cpufreq);
+    // One task that counts every window: both rounds, then the confirmation.
+    let tasks = progress.tasks();
+    assert_eq!(tasks.len(), 1, "{progress:?}");
+    assert!(
+        tasks[0].what.starts_with("calibrating cpufreq"),
+        "{tasks:?}"
+    );
+    assert_eq!((tasks[0].done, tasks[0].total), (3, 3), "{tasks:?}");
+    assert_eq!(r.windows, 3);
+    assert!(tasks[0].labels[2].ends_with(": confirming"), "{tasks:?}");
     assert!(r.why_not_cpufreq.is_none() && r.period_us.is_none());
     let khz = r.kinds[0].settings[0].max_khz.unwrap();
     assert_eq!(max_freq(dir.path(), cpus[1]), khz.to_string());

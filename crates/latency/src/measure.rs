@@ -36,6 +36,7 @@ use pingpong::{PairLines, Pinger};
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::disturbance::Watch;
 pub use pinsight_measure::Disturbance;
+use pinsight_sys::progress::{Progress, Silent};
 use pinsight_topology::FsRoot;
 use stats::SortedSamples;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,24 +99,6 @@ impl Default for MeasureConfig {
             disturbance: Some(pinsight_measure::disturbance::DEFAULT_THRESHOLD),
         }
     }
-}
-
-/// Reported to the progress callback after each pair.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Progress {
-    /// The run under way (0-based) and how many there are (`repeats`).
-    pub run: usize,
-    pub runs_total: usize,
-    /// Rounds of this run completed so far (a round is one set of disjoint
-    /// pairs), and rounds per run.
-    pub rounds_done: usize,
-    pub rounds_total: usize,
-    /// Pair measurements done and planned, over all runs.
-    pub pairs_done: usize,
-    pub pairs_total: usize,
-    /// The pair just finished (CPU ids) and its median, NaN if it failed.
-    pub last_pair: (usize, usize),
-    pub last_ns: f64,
 }
 
 /// The result of [`measure`].
@@ -340,19 +323,41 @@ pub fn usable_cpus(fs: &FsRoot) -> Result<(CpuSet, CpuSet), MeasureError> {
     Ok((online, allowed))
 }
 
-/// Measures every pair of `config.cpus`. See [`measure_with_progress`].
+/// Measures every pair of `config.cpus`, showing nothing. See
+/// [`measure_with_progress`].
 pub fn measure(config: &MeasureConfig) -> Result<Measurement, MeasureError> {
-    measure_with_progress(config, &mut |_| {})
+    measure_with_progress(config, &mut Silent)
 }
 
-/// Measures every pair of `config.cpus`, calling `progress` on the calling
-/// thread after each pair. Errors: bad configuration, or a thread could not
-/// be pinned (CPU offline or not allowed).
+/// Measures every pair of `config.cpus`. `progress` sees one task,
+/// "core-to-core latency (METHOD)", of every pair of every run, stepped on
+/// the calling thread after each pair with the run and round under way.
+/// Errors: bad configuration, or a thread could not be pinned (CPU
+/// offline or not allowed).
 pub fn measure_with_progress(
     config: &MeasureConfig,
-    progress: &mut dyn FnMut(&Progress),
+    progress: &mut dyn Progress,
 ) -> Result<Measurement, MeasureError> {
     validate(config)?;
+    let what = format!("core-to-core latency ({})", config.method);
+    progress.begin(&what, pairs_planned(config), 0);
+    let measured = measure_pairs(config, &what, progress);
+    progress.end();
+    measured
+}
+
+/// Pair measurements in all runs: the progress task's total.
+fn pairs_planned(config: &MeasureConfig) -> u64 {
+    let n = config.cpus.len();
+    (config.repeats * (n * n.saturating_sub(1) / 2)) as u64
+}
+
+/// [`measure_with_progress`] between the progress task's begin and end.
+fn measure_pairs(
+    config: &MeasureConfig,
+    what: &str,
+    progress: &mut dyn Progress,
+) -> Result<Measurement, MeasureError> {
     let started = Instant::now();
     let budget_end = config.budget.map(|b| started + b);
     let n = config.cpus.len();
@@ -362,8 +367,6 @@ pub fn measure_with_progress(
         schedule::sequential(n)
     };
     let runs_total = config.repeats;
-    let pairs_per_run = n * (n - 1) / 2;
-    let pairs_total = pairs_per_run * runs_total;
 
     // Each pair's statistics, one entry per run that measured it.
     let mut per_run: Vec<Vec<Vec<PairStat>>> = vec![vec![Vec::new(); n]; n];
@@ -400,18 +403,15 @@ pub fn measure_with_progress(
                 Some(end) => (now + config.max_time_per_pair).min(end),
                 None => now + config.max_time_per_pair,
             };
-            let results = run_round(config, round, deadline, &mut |pair, outcome| {
+            let run_label = if runs_total > 1 {
+                format!(", run {}/{runs_total}", run + 1)
+            } else {
+                String::new()
+            };
+            let label = format!("{what}{run_label}, round {}/{}", r + 1, rounds.len());
+            let results = run_round(config, round, deadline, &mut |_, _| {
                 pairs_done += 1;
-                progress(&Progress {
-                    run,
-                    runs_total,
-                    rounds_done: r,
-                    rounds_total: rounds.len(),
-                    pairs_done,
-                    pairs_total,
-                    last_pair: (config.cpus[pair.0], config.cpus[pair.1]),
-                    last_ns: outcome.as_ref().map_or(f64::NAN, |s| s.median_ns),
-                });
+                progress.step(&label, pairs_done as u64);
             })?;
             for ((a, b), stat) in results {
                 per_run[a][b].push(stat);

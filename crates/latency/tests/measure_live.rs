@@ -6,12 +6,23 @@
 
 use pinsight_cpuset::CpuSet;
 use pinsight_latency::measure::{
-    self, choose_cpus, usable_cpus, CpuChoiceError, MeasureConfig, MeasureError, Method, Progress,
+    self, choose_cpus, usable_cpus, CpuChoiceError, MeasureConfig, MeasureError, Method,
 };
 use pinsight_latency::LatencyMatrix;
+use pinsight_sys::progress::Progress;
+use pinsight_testkit::progress::Recorder;
 use pinsight_topology::FsRoot;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// Calls `f(done)` at each step of the progress (between the pairs).
+struct OnStep<F: FnMut(u64)>(F);
+
+impl<F: FnMut(u64)> Progress for OnStep<F> {
+    fn step(&mut self, _: &str, done: u64) {
+        (self.0)(done)
+    }
+}
 
 /// Live tests take turns: two measurements at once on a 2-CPU machine
 /// would preempt each other and measure the scheduler instead.
@@ -51,12 +62,10 @@ fn measures_both_methods_on_two_cpus_with_statistics() {
     let _turn = one_at_a_time();
     let Some(cpus) = two_cpus() else { return };
     for method in [Method::Cas, Method::Msg] {
-        let mut seen: Vec<Progress> = Vec::new();
+        let mut seen = Recorder::default();
         let t0 = Instant::now();
-        let r = measure::measure_with_progress(&quick(cpus.clone(), method, true), &mut |p| {
-            seen.push(p.clone())
-        })
-        .unwrap();
+        let r =
+            measure::measure_with_progress(&quick(cpus.clone(), method, true), &mut seen).unwrap();
         assert!(
             t0.elapsed() < HANG_GUARD,
             "{method}: took {:?}",
@@ -81,15 +90,14 @@ fn measures_both_methods_on_two_cpus_with_statistics() {
         }
         assert!(r.skipped.is_empty());
         assert_eq!((r.rounds_run, r.rounds_planned), (1, 1));
-        assert_eq!(seen.len(), 1);
+        // One task named after the method, one step for the one pair.
+        let tasks = seen.tasks();
+        assert_eq!(tasks.len(), 1, "{seen:?}");
+        assert_eq!(tasks[0].what, format!("core-to-core latency ({method})"));
+        assert_eq!((tasks[0].total, tasks[0].done, tasks[0].steps), (1, 1, 1));
         assert_eq!(
-            (
-                seen[0].pairs_done,
-                seen[0].pairs_total,
-                seen[0].rounds_total,
-                seen[0].last_pair
-            ),
-            (1, 1, 1, (cpus[1], cpus[0]))
+            tasks[0].labels,
+            [format!("core-to-core latency ({method}), round 1/1")]
         );
     }
 }
@@ -198,17 +206,21 @@ fn repeats_measure_the_whole_matrix_again_and_keep_every_run_median() {
         max_time_per_pair: Duration::from_millis(30),
         ..quick(cpus.clone(), Method::Cas, true)
     };
-    let mut seen: Vec<Progress> = Vec::new();
-    let r = measure::measure_with_progress(&c, &mut |p| seen.push(p.clone())).unwrap();
+    let mut seen = Recorder::default();
+    let r = measure::measure_with_progress(&c, &mut seen).unwrap();
     assert_eq!((r.runs_planned, r.runs_completed), (3, 3));
     assert_eq!((r.rounds_run, r.rounds_planned), (3, 3));
     assert!(r.fewer_runs.is_empty() && r.skipped.is_empty());
     // The progress counts every run: the bar reaches its end once.
-    let runs: Vec<(usize, usize, usize, usize)> = seen
+    let tasks = seen.tasks();
+    assert_eq!(tasks.len(), 1, "{seen:?}");
+    assert_eq!((tasks[0].total, tasks[0].done, tasks[0].steps), (3, 3, 3));
+    let runs: Vec<&str> = tasks[0]
+        .labels
         .iter()
-        .map(|p| (p.run, p.runs_total, p.pairs_done, p.pairs_total))
+        .map(|l| l.split(", ").nth(1).unwrap_or(""))
         .collect();
-    assert_eq!(runs, vec![(0, 3, 1, 3), (1, 3, 2, 3), (2, 3, 3, 3)]);
+    assert_eq!(runs, ["run 1/3", "run 2/3", "run 3/3"]);
     let s = r.matrix.stats.as_ref().unwrap()[1][0].clone().unwrap();
     assert_eq!(s.run_medians_ns.len(), 3);
     let mut sorted = s.run_medians_ns.clone();
@@ -242,18 +254,22 @@ fn a_busy_loop_between_repeats_makes_the_pair_noisy() {
         repeats: 3,
         ..quick(cpus.clone(), Method::Cas, true)
     };
-    let r = measure::measure_with_progress(&config, &mut |p| {
-        if p.run == 0 {
-            let mut c = Command::new("sh");
-            c.args(["-c", "while :; do :; done"]).stdin(Stdio::null());
-            pinsight_sys::affinity::set_affinity_before_exec(&mut c, &one).unwrap();
-            busy = Some(c.spawn().unwrap());
-            std::thread::sleep(Duration::from_millis(50)); // let it start
-        } else if let Some(mut b) = busy.take() {
-            let _ = b.kill();
-            let _ = b.wait();
-        }
-    });
+    // Two CPUs: one pair per run, so step k ends run k (1-based).
+    let r = measure::measure_with_progress(
+        &config,
+        &mut OnStep(|done| {
+            if done == 1 {
+                let mut c = Command::new("sh");
+                c.args(["-c", "while :; do :; done"]).stdin(Stdio::null());
+                pinsight_sys::affinity::set_affinity_before_exec(&mut c, &one).unwrap();
+                busy = Some(c.spawn().unwrap());
+                std::thread::sleep(Duration::from_millis(50)); // let it start
+            } else if let Some(mut b) = busy.take() {
+                let _ = b.kill();
+                let _ = b.wait();
+            }
+        }),
+    );
     if let Some(mut b) = busy.take() {
         let _ = b.kill();
         let _ = b.wait();
@@ -274,7 +290,7 @@ fn a_busy_loop_between_repeats_makes_the_pair_noisy() {
 fn spaced_runs_cover_the_time_asked() {
     let _turn = one_at_a_time();
     let Some(cpus) = two_cpus() else { return };
-    let mut starts: Vec<(usize, Instant)> = Vec::new();
+    let mut starts: Vec<(u64, Instant)> = Vec::new();
     let t0 = Instant::now();
     let config = MeasureConfig {
         repeats: 3,
@@ -282,9 +298,13 @@ fn spaced_runs_cover_the_time_asked() {
         max_time_per_pair: Duration::from_millis(20),
         ..quick(cpus, Method::Cas, true)
     };
-    let r = measure::measure_with_progress(&config, &mut |p| starts.push((p.run, Instant::now())))
-        .unwrap();
+    // Two CPUs: one pair per run, so step 3 ends the third run.
+    let r = measure::measure_with_progress(
+        &config,
+        &mut OnStep(|done| starts.push((done, Instant::now()))),
+    )
+    .unwrap();
     assert_eq!(r.runs_completed, 3);
-    let third = starts.iter().find(|s| s.0 == 2).unwrap().1;
+    let third = starts.iter().find(|s| s.0 == 3).unwrap().1;
     assert!(third - t0 >= Duration::from_millis(300), "{:?}", third - t0);
 }

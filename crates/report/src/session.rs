@@ -52,18 +52,7 @@ pub fn measure(
     let mut out = Measured::default();
     if let Some(per_cpu) = plan.speed_per_cpu {
         let session = SpeedSession::new(topo.usable(), Kernel::ALL.to_vec(), per_cpu, mem_bytes);
-        progress.begin(
-            &format!(
-                "measuring CPU speed ({} passes over {} CPUs)",
-                session.passes(),
-                session.cpus()
-            ),
-            session.slots() as u64,
-            0,
-        );
-        let res = session.run(topo, &mut |done| progress.step("", done as u64));
-        progress.end();
-        out.speed = Some(res?);
+        out.speed = Some(session.run(topo, progress)?);
     }
     if let Some(planned) = plan.latency {
         // Speed may have overrun a little: never past the budget's end.
@@ -103,7 +92,6 @@ fn measure_latency(
 ) -> Result<(Option<LatencyMatrix>, Option<Skip>), MeasureError> {
     let cpus: Vec<usize> = topo.usable().iter().collect();
     let n = cpus.len();
-    let pairs = n * (n - 1) / 2;
     let rounds = latency_rounds(n);
     // At least three matrices, started a third of the budget apart: one
     // matrix sees one moment, and on a shared or virtual machine latency
@@ -121,14 +109,7 @@ fn measure_latency(
             .is_some(),
         ..MeasureConfig::default()
     };
-    progress.begin(
-        "measuring core-to-core latency",
-        (pairs * LATENCY_RUNS) as u64,
-        0,
-    );
-    let m = measure_with_progress(&cfg, &mut |p| progress.step("", p.pairs_done as u64));
-    progress.end();
-    let m = m?;
+    let m = measure_with_progress(&cfg, progress)?;
     if m.skipped.is_empty() {
         return Ok((Some(m.matrix), None));
     }

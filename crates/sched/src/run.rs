@@ -17,6 +17,7 @@ use crate::manager::{Config, ManageError, Manager, Report};
 use crate::sf::SfSource;
 use pinsight_lifecycle::exit::{self, SpawnError};
 use pinsight_lifecycle::interrupt::{self, InterruptError};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_sys::FsRoot;
 use std::ffi::OsString;
 use std::process::Child;
@@ -64,8 +65,8 @@ pub enum RunError {
 }
 
 /// Runs the experiment. `prepare` sets the manager up before the first
-/// period (e.g. a capacity feed); `tick` is called every period and while
-/// waiting (a spinner). The caller holds
+/// period (e.g. a capacity feed). `progress` sees one task of unknown
+/// length, "scheduling (POLICY)", stepped every period. The caller holds
 /// `pinsight_lifecycle::interrupt::main_handles_exit` while it reports.
 pub fn run(
     fs: FsRoot,
@@ -73,9 +74,30 @@ pub fn run(
     target: Target<'_>,
     sf: Box<dyn SfSource>,
     prepare: impl FnOnce(&mut Manager),
-    tick: impl FnMut(),
+    progress: &mut dyn Progress,
 ) -> Result<Outcome, RunError> {
     interrupt::install()?;
+    progress.begin(&format!("scheduling ({})", cfg.policy.name()), 0, 0);
+    let mut periods = 0;
+    let tick = || {
+        periods += 1;
+        progress.step("", periods);
+    };
+    let outcome = run_target(fs, cfg, target, sf, prepare, tick);
+    progress.end();
+    outcome
+}
+
+/// [`run`] between the progress task's begin and end; `tick` is called
+/// every period.
+fn run_target(
+    fs: FsRoot,
+    cfg: Config,
+    target: Target<'_>,
+    sf: Box<dyn SfSource>,
+    prepare: impl FnOnce(&mut Manager),
+    tick: impl FnMut(),
+) -> Result<Outcome, RunError> {
     match target {
         Target::Command(argv) => run_command(fs, cfg, argv, sf, prepare, tick),
         Target::Pids(pids) => {

@@ -29,6 +29,7 @@ use crate::kernels::{chunk_units, fp_chunk, int_chunk, ChaseBuffer, Kernel, MEM_
 use crate::pin;
 use pinsight_cpuset::CpuSet;
 use pinsight_stats::quantile_sorted;
+use pinsight_sys::progress::Progress;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -329,13 +330,14 @@ impl Runner<'_> {
 }
 
 /// Measures every CPU of `cfg.cpus` (see the module doc for the method).
-/// `kind_of` maps a CPU to its kind rank; `progress(done, total)` is called
-/// on the calling thread after each slot, `total` being
-/// `cpus x` [`Schedule::slots_per_cpu`] of [`schedule`].
+/// `kind_of` maps a CPU to its kind rank. `progress` sees one task,
+/// "measuring CPU speed (P passes over N CPUs)", of `cpus x`
+/// [`Schedule::slots_per_cpu`] of [`schedule`] slots, stepped on the
+/// calling thread after each slot.
 pub fn measure(
     cfg: &SpeedConfig,
     kind_of: &dyn Fn(usize) -> Option<usize>,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut dyn Progress,
 ) -> Result<Vec<CpuSpeed>, SpeedError> {
     if cfg.cpus.is_empty() {
         return Err(SpeedError::NoCpus);
@@ -355,6 +357,15 @@ pub fn measure(
         None
     };
     let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    progress.begin(
+        &format!(
+            "measuring CPU speed ({} passes over {} CPUs)",
+            sched.passes(),
+            cpus.len()
+        ),
+        total as u64,
+        0,
+    );
     let chunks = std::thread::scope(|s| {
         let worker = s.spawn(|| -> Result<Vec<Vec<Vec<Chunk>>>, SpeedError> {
             let tx = tx;
@@ -379,10 +390,12 @@ pub fn measure(
             Ok(chunks)
         });
         for done in rx.iter() {
-            progress(done, total);
+            progress.step("", done as u64);
         }
         worker.join().expect("speed worker panicked")
-    })?;
+    });
+    progress.end();
+    let chunks = chunks?;
     let mut out: Vec<CpuSpeed> = cpus
         .iter()
         .zip(chunks)
@@ -503,6 +516,7 @@ pub fn fill_relative(cpus: &mut [CpuSpeed]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pinsight_testkit::progress::Recorder;
 
     fn one(cpu: usize, medians: &[f64]) -> CpuSpeed {
         let results = medians
@@ -760,15 +774,21 @@ mod tests {
         };
         let total =
             mine.len() * schedule(cfg.budget_per_cpu, &cfg.kernels, cfg.mem_bytes).slots_per_cpu();
-        let mut calls = 0;
+        let mut progress = Recorder::default();
         let t = Instant::now();
-        let r = measure(&cfg, &|_| Some(0), &mut |d, t| {
-            calls += 1;
-            assert_eq!((d, t), (calls, total));
-        })
-        .unwrap();
+        let r = measure(&cfg, &|_| Some(0), &mut progress).unwrap();
         let wall = t.elapsed();
-        assert_eq!(calls, total);
+        // One task, a step per slot, one at a time, to the total.
+        let tasks = progress.tasks();
+        assert_eq!(tasks.len(), 1, "{progress:?}");
+        assert!(
+            tasks[0].what.starts_with("measuring CPU speed"),
+            "{tasks:?}"
+        );
+        assert_eq!(
+            (tasks[0].total, tasks[0].done, tasks[0].steps),
+            (total as u64, total as u64, total)
+        );
         assert_eq!(r.len(), mine.len());
         // The budget holds (plus one chunk per slot and thread start-up).
         assert!(
@@ -800,7 +820,10 @@ mod tests {
             mem_bytes: 1 << 16,
             time_share: false,
         };
-        let e = measure(&cfg, &|_| None, &mut |_, _| {}).unwrap_err();
+        let mut progress = Recorder::default();
+        let e = measure(&cfg, &|_| None, &mut progress).unwrap_err();
+        // The task ends on an error too.
+        assert_eq!(progress.tasks().len(), 1);
         assert!(e.to_string().contains("CPU 4000"), "{e}");
     }
 }

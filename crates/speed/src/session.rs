@@ -7,11 +7,12 @@ use crate::select::{chase_footprint_bytes, memory_available_bytes};
 use crate::summary::{speedups, SlotPlan, SpeedReport};
 use crate::Kernel;
 use pinsight_cpuset::CpuSet;
+use pinsight_sys::progress::Progress;
 use pinsight_topology::{FsRoot, Topology};
 use std::time::{Duration, Instant};
 
-/// A planned speed measurement: what will run, before it runs (so a
-/// caller can size a progress bar), then [`SpeedSession::run`].
+/// A planned speed measurement: what will run, before it runs, then
+/// [`SpeedSession::run`].
 #[derive(Clone, Debug)]
 pub struct SpeedSession {
     cfg: SpeedConfig,
@@ -57,22 +58,23 @@ impl SpeedSession {
         self.cfg.cpus.len()
     }
 
-    /// Slots in all: the `total` of the progress.
+    /// Slots in all: the `total` of the progress task.
     pub fn slots(&self) -> usize {
         self.cfg.cpus.len() * self.sched.slots_per_cpu()
     }
 
-    /// Measures and summarises. `progress(done)` is called after each slot
-    /// (of [`SpeedSession::slots`]).
+    /// Measures and summarises. `progress` sees one task, "measuring CPU
+    /// speed (P passes over N CPUs)", stepped after each of
+    /// [`SpeedSession::slots`].
     pub fn run(
         self,
         topo: &Topology,
-        progress: &mut dyn FnMut(usize),
+        progress: &mut dyn Progress,
     ) -> Result<SpeedReport, SpeedError> {
         let kind_of = |c: usize| topo.cpu(c).and_then(|c| c.kind);
         let started = Instant::now();
         let watch = pinsight_measure::disturbance::Watch::start(&FsRoot::live());
-        let cpus = measure(&self.cfg, &kind_of, &mut |done, _| progress(done))?;
+        let cpus = measure(&self.cfg, &kind_of, progress)?;
         let disturbance = watch.finish(
             Some(&self.cfg.cpus),
             pinsight_measure::disturbance::DEFAULT_THRESHOLD,

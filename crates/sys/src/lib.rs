@@ -29,6 +29,9 @@
 //!   `netlink-sys` / `netlink-packet-generic` crates;
 //! - [`procfs`]: what `/proc` says about a process's threads (task list,
 //!   `stat`, `status`, `schedstat`), read through [`FsRoot`];
+//! - [`progress`]: the one progress interface (no OS call: a trait with
+//!   no dependency, kept here so that every layer above may report through
+//!   it);
 //! - [`stealer`]: the forked children of `pinsight emulate`: a real-time
 //!   duty-cycle stealer pinned to one CPU, and a watchdog that writes
 //!   files back when pinsight dies (hand-written: fork without exec).
@@ -48,6 +51,7 @@ pub mod netlink;
 pub mod perf;
 pub mod process;
 pub mod procfs;
+pub mod progress;
 pub mod sched;
 pub mod signals;
 pub mod stealer;

@@ -22,6 +22,7 @@
 //! was written is removed again.
 
 use crate::{discover, FsRoot, Source};
+use pinsight_sys::progress::{Progress, Silent};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -158,18 +159,32 @@ pub fn is_archive(out: &Path) -> bool {
 /// Records the machine behind `fs` into `out` (a directory, or a gzipped
 /// tarball holding one directory named after the archive).
 pub fn snapshot(fs: &FsRoot, out: &Path, opts: &Options) -> Result<Report, Error> {
-    snapshot_with_progress(fs, out, opts, &mut |_, _| {})
+    snapshot_with_progress(fs, out, opts, &mut Silent)
 }
 
-/// [`snapshot`], calling `progress(done, total)` as entries are written
+/// [`snapshot`], with `progress` seeing one task, "writing snapshot": of
+/// unknown length while the machine is read, then of every entry to write
 /// (writing thousands of small files is the slow part on big machines).
 pub fn snapshot_with_progress(
     fs: &FsRoot,
     out: &Path,
     opts: &Options,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn Progress,
 ) -> Result<Report, Error> {
     check_destination(out, opts.force)?;
+    progress.begin("writing snapshot", 0, 0);
+    let written = record_and_write(fs, out, opts, progress);
+    progress.end();
+    written
+}
+
+/// [`snapshot_with_progress`] between the progress task's begin and end.
+fn record_and_write(
+    fs: &FsRoot,
+    out: &Path,
+    opts: &Options,
+    progress: &mut dyn Progress,
+) -> Result<Report, Error> {
     let recorded = record(fs, opts.extra);
     let tree = collect(fs, &recorded.paths)?;
     let files = tree.files.len() + tree.links.len();
@@ -192,11 +207,11 @@ pub fn snapshot_with_progress(
             pinsight_sys::signals::DeferSignals::new(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
         let dirs = all_dirs(&tree);
         let total = (dirs.len() + tree.files.len() + tree.links.len() + 1) as u64;
-        progress(0, total);
+        progress.resize(total);
         let mut done = 0u64;
         let mut tick = || {
             done += 1;
-            progress(done, total);
+            progress.step("", done);
         };
         if is_archive(out) {
             write_archive(out, &dirs, &tree, &json, &mut tick)?;

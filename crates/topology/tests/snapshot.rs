@@ -116,6 +116,29 @@ fn assert_same_model(original: &FsRoot, snap: &Path) {
     assert_eq!(without_source(a), without_source(b));
 }
 
+/// The progress is one task that counts every entry written, to its end.
+#[test]
+fn snapshot_reports_one_task_to_its_total() {
+    let src = tempfile::tempdir().unwrap();
+    fake_machine(src.path());
+    let fs = FsRoot::at(src.path()).unwrap();
+    let out = scratch_dir();
+    let mut progress = pinsight_testkit::progress::Recorder::default();
+    snapshot::snapshot_with_progress(
+        &fs,
+        &out.path().join("snap"),
+        &Options::default(),
+        &mut progress,
+    )
+    .unwrap();
+    let tasks = progress.tasks();
+    assert_eq!(tasks.len(), 1, "{progress:?}");
+    let t = &tasks[0];
+    assert_eq!(t.what, "writing snapshot");
+    assert!(t.total > 4, "{t:?}");
+    assert_eq!((t.done, t.steps as u64), (t.total, t.total), "{t:?}");
+}
+
 #[test]
 fn snapshot_of_fake_machine_discovers_the_same() {
     let src = tempfile::tempdir().unwrap();

@@ -6,18 +6,12 @@
 //! creation cost is not timed and no worker gets a head start.
 
 use crate::cpu::CpuSeen;
+use pinsight_sys::progress::Progress;
 use serde::{Serialize, Serializer};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// How far a run has got, for progress bars.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Progress {
-    pub done: u64,
-    pub total: u64,
-}
 
 /// What one worker did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,12 +71,13 @@ enum Gate {
     Abort,
 }
 
-/// Runs `body` on `threads` new workers and waits, reporting progress
-/// (out of `total`) from the calling thread.
+/// Runs `body` on `threads` new workers and waits, stepping `progress`
+/// (within the task its caller began; sized to `total` here) from the
+/// calling thread.
 pub(crate) fn run_team<R: Send>(
     threads: usize,
     total: u64,
-    progress: &dyn Fn(Progress),
+    progress: &mut dyn Progress,
     body: &(dyn Fn(&mut Worker) -> R + Sync),
 ) -> Result<TeamRun<R>, crate::WorkloadError> {
     let gate = (Mutex::new(Gate::Closed), Condvar::new());
@@ -135,15 +130,13 @@ pub(crate) fn run_team<R: Send>(
                 }
             }
         }
+        progress.resize(total);
         open_gate(&gate, Gate::Open);
         // The counter ends the wait promptly; `is_finished` catches a panicked worker.
         while finished.load(Ordering::Acquire) < threads && !handles.iter().all(|h| h.is_finished())
         {
             thread::park_timeout(Duration::from_millis(100));
-            progress(Progress {
-                done: done_units.load(Ordering::Relaxed).min(total),
-                total,
-            });
+            progress.step("", done_units.load(Ordering::Relaxed).min(total));
         }
         let mut results = Vec::with_capacity(threads);
         let mut stats = Vec::with_capacity(threads);
@@ -158,7 +151,7 @@ pub(crate) fn run_team<R: Send>(
             results.push(r);
             stats.push(stat);
         }
-        progress(Progress { done: total, total });
+        progress.step("", total);
         let elapsed = match (first, last) {
             (Some(f), Some(l)) => l - f,
             _ => Duration::ZERO,

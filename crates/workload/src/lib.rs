@@ -31,10 +31,11 @@ mod sched;
 mod size;
 
 pub use error::{ScheduleError, SizeError, WorkloadError};
-pub use harness::{Progress, ThreadStat};
+pub use harness::ThreadStat;
 pub use sched::Schedule;
 pub use size::parse_size;
 
+use pinsight_sys::progress::{Progress, Silent};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -125,17 +126,27 @@ impl Outcome {
 /// workload does not take); use [`check`] first to tell those apart from
 /// failures while running.
 pub fn run(name: &str, params: &Params) -> Result<Outcome, WorkloadError> {
-    run_with_progress(name, params, &|_| {})
+    run_with_progress(name, params, &mut Silent)
 }
 
-/// [`run`], calling `progress` from the calling (main) thread a few times a
-/// second while the workers compute. No thread is created for this.
+/// [`run`], with `progress` seeing one task named after the workload, of
+/// its units of work (steps, rows, columns, round trips), stepped from the
+/// calling (main) thread a few times a second while the workers compute.
+/// No thread is created for this.
 pub fn run_with_progress(
     name: &str,
     params: &Params,
-    progress: &dyn Fn(Progress),
+    progress: &mut dyn Progress,
 ) -> Result<Outcome, WorkloadError> {
     let r = resolve(name, params)?;
+    progress.begin(r.info.name, 0, 0);
+    let outcome = dispatch(&r, progress);
+    progress.end();
+    outcome
+}
+
+/// Runs the resolved workload (see [`run_with_progress`]).
+fn dispatch(r: &Resolved, progress: &mut dyn Progress) -> Result<Outcome, WorkloadError> {
     match r.info.name {
         "pi" => pi::run(
             r.threads,

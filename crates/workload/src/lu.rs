@@ -22,9 +22,10 @@
 //! bit-identical for every thread count and placement.
 
 use crate::barrier::SpinBarrier;
-use crate::harness::{run_team, Progress};
+use crate::harness::run_team;
 use crate::sched::static_range;
 use crate::{Detail, Outcome, WorkloadInfo};
+use pinsight_sys::progress::Progress;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,7 +42,7 @@ pub(crate) const INFO: WorkloadInfo = WorkloadInfo {
 pub(crate) fn run(
     threads: usize,
     n: u64,
-    progress: &dyn Fn(Progress),
+    progress: &mut dyn Progress,
 ) -> Result<Outcome, crate::WorkloadError> {
     let n = n as usize;
     let matrix = random_matrix(n, 0x5eed_u64);
@@ -169,7 +170,7 @@ pub(crate) fn factor(
     matrix: Vec<f64>,
     n: usize,
     threads: usize,
-    progress: &dyn Fn(Progress),
+    progress: &mut dyn Progress,
 ) -> Result<(Shared, crate::harness::TeamRun<Vec<usize>>), crate::WorkloadError> {
     assert_eq!(matrix.len(), n * n);
     let a = Shared {
@@ -271,7 +272,8 @@ mod tests {
         let n = 96;
         let a = random_matrix(n, 7);
         for threads in [1, 2, 3, 5] {
-            let (lu, team) = factor(a.clone(), n, threads, &|_| {}).unwrap();
+            let (lu, team) =
+                factor(a.clone(), n, threads, &mut pinsight_sys::progress::Silent).unwrap();
             let lu = lu.into_inner();
             assert!(
                 team.results.iter().all(|p| p == &team.results[0]),
@@ -291,7 +293,7 @@ mod tests {
         let b: Vec<f64> = (0..n)
             .map(|i| (0..n).map(|j| a[i * n + j] * x[j]).sum())
             .collect();
-        let (lu, team) = factor(a, n, 2, &|_| {}).unwrap();
+        let (lu, team) = factor(a, n, 2, &mut pinsight_sys::progress::Silent).unwrap();
         let (lu, perm) = (lu.into_inner(), &team.results[0]);
         let mut y: Vec<f64> = perm.iter().map(|&p| b[p]).collect();
         for i in 0..n {
@@ -332,7 +334,7 @@ mod tests {
                 }
             }
         }
-        let (lu, team) = factor(a, n, 2, &|_| {}).unwrap();
+        let (lu, team) = factor(a, n, 2, &mut pinsight_sys::progress::Silent).unwrap();
         let (lu, perm) = (lu.into_inner(), &team.results[0]);
         let log_det: f64 = (0..n).map(|k| lu[perm[k] * n + k].abs().ln()).sum();
         let want: f64 = (1..=n).map(|v| (v as f64).ln()).sum();

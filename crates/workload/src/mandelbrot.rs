@@ -8,9 +8,10 @@
 //! The checksum is the total iteration count: an integer, identical for
 //! every schedule and thread count.
 
-use crate::harness::{run_team, Progress};
+use crate::harness::run_team;
 use crate::sched::{Dispenser, Schedule};
 use crate::{Detail, Outcome, WorkloadInfo};
+use pinsight_sys::progress::Progress;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) const INFO: WorkloadInfo = WorkloadInfo {
@@ -36,7 +37,7 @@ pub(crate) fn run(
     size: u64,
     max_iter: Option<u32>,
     schedule: Schedule,
-    progress: &dyn Fn(Progress),
+    progress: &mut dyn Progress,
 ) -> Result<Outcome, crate::WorkloadError> {
     let max_iter = max_iter.unwrap_or(DEFAULT_MAX_ITER);
     let n = size as usize;

@@ -10,9 +10,10 @@
 //! and the slots are added in chunk order at the end. So the estimate is
 //! bit-identical for every schedule, thread count and placement.
 
-use crate::harness::{run_team, Progress};
+use crate::harness::run_team;
 use crate::sched::{Dispenser, Schedule};
 use crate::{Detail, Outcome, WorkloadInfo};
+use pinsight_sys::progress::Progress;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) const INFO: WorkloadInfo = WorkloadInfo {
@@ -36,7 +37,7 @@ pub(crate) fn run(
     threads: usize,
     steps: u64,
     schedule: Schedule,
-    progress: &dyn Fn(Progress),
+    progress: &mut dyn Progress,
 ) -> Result<Outcome, crate::WorkloadError> {
     let chunk = chunk_len(steps);
     let chunks = steps.div_ceil(chunk) as usize;

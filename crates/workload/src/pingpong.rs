@@ -12,8 +12,9 @@
 //! one CPU (a bad placement), the run still ends, just slowly, instead of
 //! burning whole scheduler slices.
 
-use crate::harness::{run_team, Progress};
+use crate::harness::run_team;
 use crate::{Detail, Outcome, WorkloadInfo};
+use pinsight_sys::progress::Progress;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -43,7 +44,7 @@ const SAMPLE_EVERY: u64 = 1 << 16;
 pub(crate) fn run(
     threads: usize,
     round_trips: u64,
-    progress: &dyn Fn(Progress),
+    progress: &mut dyn Progress,
 ) -> Result<Outcome, crate::WorkloadError> {
     debug_assert_eq!(threads, 2);
     let ping = Line(AtomicU64::new(0));

@@ -212,3 +212,24 @@ fn catalogue_and_json() {
     assert_eq!(v["schedule"], "dynamic");
     assert!(o.imbalance().unwrap() >= 1.0);
 }
+
+/// Every workload reports one task named after it, sized to its units of
+/// work and stepped to the end.
+#[test]
+fn every_workload_reports_one_task_to_its_end() {
+    let sizes = [
+        ("pi", 100_000),
+        ("mandelbrot", 64),
+        ("lu", 32),
+        ("pingpong", 1_000),
+    ];
+    for (name, size) in sizes {
+        let mut progress = pinsight_testkit::progress::Recorder::default();
+        pinsight_workload::run_with_progress(name, &params(2, size, None), &mut progress).unwrap();
+        let tasks = progress.tasks();
+        assert_eq!(tasks.len(), 1, "{name}: {progress:?}");
+        assert_eq!(tasks[0].what, name);
+        assert!(tasks[0].total > 0, "{name}: {tasks:?}");
+        assert_eq!(tasks[0].done, tasks[0].total, "{name}: {tasks:?}");
+    }
+}

@@ -11,6 +11,7 @@
 use super::{AffinityProbe, KindCpus, SfOptions, SfPmus, SfSampler, SfUnavailable, ThreadEntry};
 use pinsight_lifecycle::exit::{self, SpawnError};
 use pinsight_lifecycle::interrupt::{self, DescendantsWatch, InterruptError};
+use pinsight_lifecycle::progress::Progress;
 use pinsight_sys::procfs;
 use pinsight_topology::FsRoot;
 use std::collections::BTreeMap;
@@ -40,18 +41,6 @@ pub struct Request<'a> {
     /// Count software events in the hardware events' places (tests only:
     /// meaningless SFs, but the whole path runs without a PMU).
     pub software_stand_in: bool,
-}
-
-/// What the progress display hears.
-#[derive(Clone, Copy, Debug)]
-pub enum Event<'a> {
-    /// Measuring begins: the target's label, and the number of periods
-    /// when a duration bounds them (0: until the process ends).
-    Start { target: &'a str, periods: u64 },
-    /// One period was sampled.
-    Period,
-    /// The loop ended.
-    End,
 }
 
 /// Why nothing was measured.
@@ -103,11 +92,14 @@ struct Session {
 
 /// Opens the counters (before anything starts), installs the signal
 /// lifecycle, starts or attaches to the process and measures it.
+/// `progress` sees one task, "measuring TARGET", stepped each period: of
+/// the periods `req.duration` holds, or of an unknown count (the label
+/// then counts them) when the process's end ends it.
 pub fn measure(
     root: &FsRoot,
     kinds: &[KindCpus],
     req: Request<'_>,
-    mut progress: impl FnMut(Event<'_>),
+    progress: &mut dyn Progress,
 ) -> Result<Measured, SessionError> {
     let sampler = if req.software_stand_in {
         super::map_pmus(root, kinds).map(|p| SfSampler::software_stand_in(p, req.options))?
@@ -132,12 +124,24 @@ pub fn measure(
     let periods = req.duration.map_or(0, |d| {
         (d.as_secs_f64() / req.period.as_secs_f64()).ceil() as u64
     });
-    progress(Event::Start {
-        target: &target,
-        periods,
+    let what = format!("measuring {target}");
+    progress.begin(&what, periods, 0);
+    // No duration: the end is the program's; the label counts periods.
+    let label = |done: u64| {
+        if periods == 0 {
+            format!("{what}: {done} periods")
+        } else {
+            String::new()
+        }
+    };
+    let (periods, signal) = s.sample_loop(&req, start, child.as_mut(), &mut |done| {
+        if periods != 0 && done > periods {
+            // The clock's rounding gave one more period.
+            progress.resize(done);
+        }
+        progress.step(&label(done), done)
     });
-    let (periods, signal) = s.sample_loop(&req, start, child.as_mut(), &mut progress);
-    progress(Event::End);
+    progress.end();
     let elapsed_s = start.elapsed().as_secs_f64();
     let mut measured = s.finish(target, periods, elapsed_s, signal, tree);
     measured.child = child;
@@ -188,7 +192,7 @@ impl Session {
         req: &Request<'_>,
         start: Instant,
         mut child: Option<&mut RunningChild>,
-        progress: &mut impl FnMut(Event<'_>),
+        period_done: &mut dyn FnMut(u64),
     ) -> (u64, Option<i32>) {
         let mut periods = 0u64;
         loop {
@@ -201,7 +205,7 @@ impl Session {
             let signal = interrupt::wait(wait);
             self.sample();
             periods += 1;
-            progress(Event::Period);
+            period_done(periods);
             if signal.is_some() {
                 return (periods, signal);
             }
