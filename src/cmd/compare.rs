@@ -162,7 +162,7 @@ pub struct Args {
     #[arg(long, value_name = "SHARE", value_parser = crate::values::share)]
     pub disturbance_threshold: Option<f64>,
     /// Run a disturbed run again, up to N times; every attempt stays in the journal and the
-    /// last one counts [default: 0].
+    /// last one counts; --resume counts the journal's earlier attempts [default: 0].
     #[arg(long, value_name = "N", value_parser = crate::values::reruns)]
     pub rerun_disturbed: Option<usize>,
     #[command(flatten)]

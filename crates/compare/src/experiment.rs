@@ -127,15 +127,46 @@ pub enum Outcome {
 /// Slots already done according to `runs`: the latest attempt succeeded,
 /// or it failed and failures are ignored.
 pub fn done_slots(runs: &[RunLine], ignore_failure: bool) -> BTreeMap<usize, bool> {
+    done_slots_with(runs, ignore_failure, 0)
+}
+
+/// [`done_slots`] under a rerun limit: a slot whose latest attempt
+/// succeeded but was disturbed is not done while its disturbed attempts
+/// so far ([`disturbed_attempts`]) leave a rerun within `rerun_disturbed`
+/// (a resume after Ctrl-C between a disturbed run and its rerun reruns
+/// it, and never more often than one uninterrupted experiment would).
+pub fn done_slots_with(
+    runs: &[RunLine],
+    ignore_failure: bool,
+    rerun_disturbed: usize,
+) -> BTreeMap<usize, bool> {
+    let attempts = disturbed_attempts(runs);
     let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
     for r in runs {
         latest.insert(r.slot, r);
     }
     latest
         .into_iter()
-        .map(|(s, r)| (s, r.failure().is_none() || ignore_failure))
+        .map(|(s, r)| {
+            let done = match r.failure() {
+                Some(_) => ignore_failure,
+                None => !is_disturbed(r) || attempts.get(&s).copied().unwrap_or(0) > rerun_disturbed,
+            };
+            (s, done)
+        })
         .filter(|(_, done)| *done)
         .collect()
+}
+
+/// Per slot, how many of its journaled attempts succeeded but were
+/// flagged disturbed: the first is the slot's own run, each further one a
+/// rerun already spent.
+pub fn disturbed_attempts(runs: &[RunLine]) -> BTreeMap<usize, usize> {
+    let mut n: BTreeMap<usize, usize> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.failure().is_none() && is_disturbed(r)) {
+        *n.entry(r.slot).or_default() += 1;
+    }
+    n
 }
 
 /// Runs every slot of `header`'s design that `previous` (journal lines
@@ -169,7 +200,8 @@ pub fn execute(
 /// [`execute`] that runs a slot again, at once and up to `rerun_disturbed`
 /// times, while its run is flagged disturbed
 /// ([`pinsight_measure::Disturbance::disturbed`]): every attempt is
-/// journaled, and the latest attempt of a slot is the one analysed.
+/// journaled, and the latest attempt of a slot is the one analysed. On a
+/// resume the disturbed attempts in `previous` count against the limit.
 #[allow(clippy::too_many_arguments)] // execute's arguments and the rerun limit
 pub fn execute_with(
     header: &Header,
@@ -183,9 +215,11 @@ pub fn execute_with(
     interrupted: &dyn Fn() -> bool,
 ) -> Outcome {
     let slots = schedule(header.arms.len(), header.runs, header.warmup, header.seed);
-    let done = done_slots(previous, ignore_failure);
+    let done = done_slots_with(previous, ignore_failure, rerun_disturbed);
     let mut finished = done.len();
-    let mut reruns: BTreeMap<usize, usize> = BTreeMap::new();
+    // Reruns already spent on each slot by earlier sessions (a resume):
+    // the next attempt of a slot with k disturbed attempts is rerun k.
+    let mut reruns: BTreeMap<usize, usize> = disturbed_attempts(previous);
     let mut next = 0;
     while next < slots.len() {
         let slot = &slots[next];

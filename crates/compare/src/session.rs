@@ -9,7 +9,7 @@
 use crate::analysis::{analyse, Report, Status};
 use crate::command::{PreparedArm, ShimError};
 use crate::experiment::{
-    self, done_slots, Always, Executor, Gate, LiveExecutor, Outcome, SwitchError,
+    self, done_slots_with, Always, Executor, Gate, LiveExecutor, Outcome, SwitchError,
 };
 use crate::journal::{Difference, Header, Journal, JournalError, JournalWriter, RunLine};
 use crate::setup::{self, machine, probe_governors, Extension, Request, SetupError};
@@ -312,7 +312,7 @@ impl Session {
         let h = &self.header;
         (
             h.arms.len() * (h.runs + h.warmup),
-            done_slots(&self.previous_runs, self.ignore_failure).len(),
+            done_slots_with(&self.previous_runs, self.ignore_failure, self.rerun_disturbed).len(),
         )
     }
 
