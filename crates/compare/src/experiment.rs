@@ -39,6 +39,26 @@ pub trait Executor {
     }
     /// Runs `--prepare`, if any. Err: why it failed.
     fn prepare(&mut self) -> Result<(), RunError>;
+    /// [`Executor::prepare`] before the run of `slot`; an executor that
+    /// keeps output keeps the prepare command's too
+    /// ([`Executor::take_prepare_output`]). The default runs `prepare`.
+    fn prepare_for(&mut self, _slot: &Slot) -> Result<(), RunError> {
+        self.prepare()
+    }
+    /// The output of the `--prepare` command just run, when kept.
+    fn take_prepare_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        None
+    }
+    /// Keeps every run's output beside `journal` (files named by
+    /// `arm_ids`, header order) from now on; the default keeps none (a
+    /// simulation). The live executor is given its capture when built.
+    fn keep_output_in(
+        &mut self,
+        _journal: &std::path::Path,
+        _arm_ids: Vec<String>,
+    ) -> Result<(), CaptureError> {
+        Ok(())
+    }
     /// Puts `governor` in place (None: leave the machine as it is).
     fn set_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError>;
     /// Restores the machine (governor) and removes what the executor set
@@ -96,6 +116,9 @@ pub trait Gate {
     fn proceed(&mut self, _slot: &Slot, _arm: &str) -> bool {
         true
     }
+    /// The kept output of the `--prepare` command run before a slot;
+    /// `label` is `prepare before ARM, measured run N (slot S)`.
+    fn prepare_output(&mut self, _label: &str, _text: &str) {}
     /// A run was journaled.
     fn journaled(&mut self, _line: &RunLine) {}
     /// How progress names arm `arm` (default: its id).
@@ -243,7 +266,13 @@ pub fn execute_with(
         if let Err(e) = exec.set_governor(arm.governor.as_deref()) {
             return Outcome::Error(e.into());
         }
-        match exec.prepare() {
+        let prepared = exec.prepare_for(slot);
+        match exec.take_prepare_output().transpose() {
+            Ok(Some(k)) => gate.prepare_output(&format!("prepare before {}", slot_label(&arm.id, slot)), &k.text),
+            Ok(None) => {}
+            Err(e) => return Outcome::Error(e.into()),
+        }
+        match prepared {
             Ok(()) => {}
             Err(RunError::Interrupted) => return Outcome::Interrupted,
             Err(source) => {
@@ -350,15 +379,22 @@ pub fn figures(specs: &[MetricSpec], output: Option<&str>) -> BTreeMap<String, M
 
 /// `os, measured run 3 (slot 7)` / `p-pinned, warm-up run 1 (slot 0)`.
 pub fn run_label(line: &RunLine) -> String {
+    label(&line.arm, line.phase, line.rep, line.slot)
+}
+
+/// [`run_label`] of the run `slot` of arm `arm` (before it runs).
+pub fn slot_label(arm: &str, slot: &Slot) -> String {
+    label(arm, slot.phase, slot.rep, slot.index)
+}
+
+fn label(arm: &str, phase: Phase, rep: usize, slot: usize) -> String {
     format!(
-        "{}, {} run {} (slot {})",
-        line.arm,
-        match line.phase {
+        "{arm}, {} run {} (slot {slot})",
+        match phase {
             Phase::Warmup => "warm-up",
             Phase::Measured => "measured",
         },
-        line.rep + 1,
-        line.slot
+        rep + 1
     )
 }
 
@@ -383,6 +419,8 @@ pub struct LiveExecutor {
     capture: Option<(Capture, Vec<String>)>,
     /// The output of the run in flight or just done.
     kept: Option<Result<Kept, CaptureError>>,
+    /// The output of the `--prepare` command just run.
+    prepare_kept: Option<Result<Kept, CaptureError>>,
 }
 
 impl LiveExecutor {
@@ -428,6 +466,7 @@ impl LiveExecutor {
             guard: None,
             capture: None,
             kept: None,
+            prepare_kept: None,
         })
     }
 
@@ -510,6 +549,20 @@ impl Executor for LiveExecutor {
         }
     }
 
+    fn prepare_for(&mut self, slot: &Slot) -> Result<(), RunError> {
+        let Some((m, text)) = &self.prepare else {
+            return Ok(());
+        };
+        let capture = self.capture.as_ref().map(|c| &c.0);
+        let (r, kept) = run_prepare_kept(m, text, self.show_output, capture, slot);
+        self.prepare_kept = kept;
+        r
+    }
+
+    fn take_prepare_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        self.prepare_kept.take()
+    }
+
     fn finish(&mut self) -> Result<(), SwitchError> {
         LiveExecutor::finish(self)
     }
@@ -590,6 +643,38 @@ pub fn run_prepare(m: &Measurer, text: &str, show_output: bool) -> Result<(), Ru
     if !show_output {
         cmd.stdout(std::process::Stdio::null());
     }
+    prepare_result(m, cmd, text)
+}
+
+/// [`run_prepare`] before `slot` with its output (stdout and stderr) kept
+/// in `capture` as `prepare-before-run-SLOT.txt` (without one, as
+/// [`run_prepare`]); the kept output comes back beside the result, also
+/// when the command failed.
+#[allow(clippy::type_complexity)] // the result and the kept output
+pub fn run_prepare_kept(
+    m: &Measurer,
+    text: &str,
+    show_output: bool,
+    capture: Option<&Capture>,
+    slot: &Slot,
+) -> (Result<(), RunError>, Option<Result<Kept, CaptureError>>) {
+    let Some(capture) = capture else {
+        return (run_prepare(m, text, show_output), None);
+    };
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(text).stdin(std::process::Stdio::null());
+    let open = match capture.open_prepare(slot.index) {
+        Ok(o) => o,
+        Err(e) => return (Ok(()), Some(Err(e))),
+    };
+    if let Err(e) = open.redirect(&mut cmd) {
+        return (Ok(()), Some(Err(e)));
+    }
+    let r = prepare_result(m, cmd, text);
+    (r, Some(open.finish()))
+}
+
+fn prepare_result(m: &Measurer, cmd: Command, text: &str) -> Result<(), RunError> {
     let r = m.run(cmd)?;
     if r.exit.success() && !r.timed_out {
         return Ok(());

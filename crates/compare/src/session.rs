@@ -265,7 +265,14 @@ impl Session {
                     header.arms.iter().map(|a| a.id.clone()).collect(),
                 ),
             ),
-            ExecutorChoice::Custom(make) => make(&header),
+            ExecutorChoice::Custom(make) => {
+                let mut e = make(&header);
+                e.keep_output_in(
+                    &journal_path,
+                    header.arms.iter().map(|a| a.id.clone()).collect(),
+                )?;
+                e
+            }
         };
         Ok(Session {
             header,
