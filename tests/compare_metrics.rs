@@ -304,14 +304,19 @@ fn prepare_output_is_kept_and_labelled() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     for slot in 0..2 {
-        let kept =
-            std::fs::read_to_string(d.path().join(format!("j.jsonl.out/prepare-before-run-{slot}.txt")))
-                .unwrap();
+        let kept = std::fs::read_to_string(
+            d.path()
+                .join(format!("j.jsonl.out/prepare-before-run-{slot}.txt")),
+        )
+        .unwrap();
         assert_eq!(kept, "prepared\nto-stderr\n");
     }
     assert!(
         err.contains("output of prepare before os, measured run 1 (slot 0)"),
         "{err}"
     );
-    assert!(err.contains("output of os, measured run 2 (slot 1)"), "{err}");
+    assert!(
+        err.contains("output of os, measured run 2 (slot 1)"),
+        "{err}"
+    );
 }

@@ -156,7 +156,9 @@ fn mpirun_arms_are_slicing_rules_timed_by_the_slowest_rank() {
     check_journal(&j, "mpirun", 4);
     // Each run's launcher output (both ranks') is kept, named by arm and run.
     for l in &journal(&j)[1..] {
-        let rel = l["output"]["path"].as_str().expect("the run's output is kept");
+        let rel = l["output"]["path"]
+            .as_str()
+            .expect("the run's output is kept");
         let name = format!("arm-{}-run-{}", l["arm"].as_str().unwrap(), l["slot"]);
         assert!(rel.contains(&name), "{rel} is not {name}");
         let kept = std::fs::read_to_string(d.path().join(rel)).unwrap();

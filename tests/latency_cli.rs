@@ -333,13 +333,22 @@ fn a_virtual_machine_measures_three_spaced_matrices_unless_runs_is_given() {
     let cpus = format!("{a},{b}");
     let vm = pinsight_topology::vm::detect(&FsRoot::live()).is_some();
     let started = Instant::now();
-    let o = pinsight(&["latency", "--cpus", &cpus, "--max-time-per-pair", "20ms", "--json"]).run();
+    let o = pinsight(&[
+        "latency",
+        "--cpus",
+        &cpus,
+        "--max-time-per-pair",
+        "20ms",
+        "--json",
+    ])
+    .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     let m = &o.json()["measured"];
     if vm {
         assert_eq!(m["repeats"], 3, "{m}");
         assert!(
-            o.stderr.contains("measuring the matrix 3 times, started 1.0 s apart"),
+            o.stderr
+                .contains("measuring the matrix 3 times, started 1.0 s apart"),
             "{}",
             o.stderr
         );

@@ -487,7 +487,11 @@ fn tune_flags_and_reruns_disturbed_runs_with_its_own_threshold() {
     assert_eq!(lines.len(), slots.len());
     assert!(!out["notes"].to_string().contains("disturb"), "{out}");
     // Bad values are usage errors naming the flag.
-    let o = run(d.path(), &[], &["tune", "--rerun-disturbed", "x", "--", "true"]);
+    let o = run(
+        d.path(),
+        &[],
+        &["tune", "--rerun-disturbed", "x", "--", "true"],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("--rerun-disturbed"));
 }

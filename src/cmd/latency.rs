@@ -1191,7 +1191,10 @@ mod tests {
         let (n, gap, note) = runs_here(&args, true);
         assert_eq!((n, gap), (3, Some(Duration::from_secs(1))));
         let note = note.unwrap();
-        assert!(note.contains("3 times") && note.contains("--runs"), "{note}");
+        assert!(
+            note.contains("3 times") && note.contains("--runs"),
+            "{note}"
+        );
         assert!(note.len() < 100, "one line: {note}");
         let (args, _) = parse(&["--budget", "9s"]).unwrap();
         assert_eq!(runs_here(&args, true).1, Some(Duration::from_secs(3)));

@@ -173,7 +173,9 @@ pub fn done_slots_with(
         .map(|(s, r)| {
             let done = match r.failure() {
                 Some(_) => ignore_failure,
-                None => !is_disturbed(r) || attempts.get(&s).copied().unwrap_or(0) > rerun_disturbed,
+                None => {
+                    !is_disturbed(r) || attempts.get(&s).copied().unwrap_or(0) > rerun_disturbed
+                }
             };
             (s, done)
         })
@@ -186,7 +188,10 @@ pub fn done_slots_with(
 /// rerun already spent.
 pub fn disturbed_attempts(runs: &[RunLine]) -> BTreeMap<usize, usize> {
     let mut n: BTreeMap<usize, usize> = BTreeMap::new();
-    for r in runs.iter().filter(|r| r.failure().is_none() && is_disturbed(r)) {
+    for r in runs
+        .iter()
+        .filter(|r| r.failure().is_none() && is_disturbed(r))
+    {
         *n.entry(r.slot).or_default() += 1;
     }
     n
@@ -268,7 +273,10 @@ pub fn execute_with(
         }
         let prepared = exec.prepare_for(slot);
         match exec.take_prepare_output().transpose() {
-            Ok(Some(k)) => gate.prepare_output(&format!("prepare before {}", slot_label(&arm.id, slot)), &k.text),
+            Ok(Some(k)) => gate.prepare_output(
+                &format!("prepare before {}", slot_label(&arm.id, slot)),
+                &k.text,
+            ),
             Ok(None) => {}
             Err(e) => return Outcome::Error(e.into()),
         }

@@ -9,8 +9,8 @@
 
 use crate::design::Slot;
 use crate::experiment::{run_prepare, run_prepare_kept, Executor, SwitchError};
-use crate::output::{Capture, CaptureError, Kept};
 use crate::journal::{RankTime, RankTimes};
+use crate::output::{Capture, CaptureError, Kept};
 use pinsight_measure::{Measurer, RunError, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -138,7 +138,10 @@ impl Executor for RanksExecutor {
         let mut open = None;
         if let Some((capture, ids)) = &self.capture {
             let id = ids.get(slot.arm).map_or("arm", String::as_str);
-            match capture.open(id, slot.index).and_then(|o| o.redirect(&mut cmd).map(|()| o)) {
+            match capture
+                .open(id, slot.index)
+                .and_then(|o| o.redirect(&mut cmd).map(|()| o))
+            {
                 Ok(o) => open = Some(o),
                 Err(e) => self.kept = Some(Err(e)),
             }

@@ -319,7 +319,12 @@ impl Session {
         let h = &self.header;
         (
             h.arms.len() * (h.runs + h.warmup),
-            done_slots_with(&self.previous_runs, self.ignore_failure, self.rerun_disturbed).len(),
+            done_slots_with(
+                &self.previous_runs,
+                self.ignore_failure,
+                self.rerun_disturbed,
+            )
+            .len(),
         )
     }
 

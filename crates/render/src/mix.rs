@@ -753,11 +753,20 @@ mod tests {
             .unwrap_or_else(|| panic!("{c}"));
         let lo: f64 = row.split(',').nth(4).unwrap().parse().unwrap();
         assert!(lo < 4000.0, "{row}");
-        assert!(c.contains("aarr,program_metric,other:events/s,,,\n"), "never a zero: {c}");
+        assert!(
+            c.contains("aarr,program_metric,other:events/s,,,\n"),
+            "never a zero: {c}"
+        );
         let md = markdown(&r, 3);
         assert!(md.contains("## Program metrics"), "{md}");
-        assert!(md.contains("| aarr | sys\\|bench | events/s | 4000.000 ("), "{md}");
-        assert!(md.contains("| unavailable | events/s | higher | 3 (no match"), "{md}");
+        assert!(
+            md.contains("| aarr | sys\\|bench | events/s | 4000.000 ("),
+            "{md}"
+        );
+        assert!(
+            md.contains("| unavailable | events/s | higher | 3 (no match"),
+            "{md}"
+        );
         let page = html(&r, 3);
         assert!(page.contains("<h2>Program metrics</h2>"), "{page}");
         assert!(page.contains("<td>sys|bench</td>") && page.contains("<td>unavailable</td>"));

@@ -55,8 +55,8 @@ pub fn measure(
 ) -> Result<Measured, SpeedError> {
     let mut out = Measured::default();
     if plan.speed_per_cpu.is_some() || plan.latency.is_some() {
-        out.virtual_machine = pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live())
-            .map(|vm| vm.note());
+        out.virtual_machine =
+            pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live()).map(|vm| vm.note());
     }
     if let Some(per_cpu) = plan.speed_per_cpu {
         let session = SpeedSession::new(topo.usable(), Kernel::ALL.to_vec(), per_cpu, mem_bytes);

@@ -291,7 +291,7 @@ fn disturbance(cpu: usize, share: f64) -> pinsight_measure::Disturbance {
         runnable_before: Some(1),
         runnable_after: Some(2),
         cpus: (share > 0.0)
-            .then(|| CpuDisturbance {
+            .then_some(CpuDisturbance {
                 cpu,
                 share,
                 share_min: share - 0.005,
@@ -338,9 +338,13 @@ fn the_report_says_what_disturbed_speed_and_latency_and_the_vm() {
     );
     let c = data.conditions.join("\n");
     assert!(c.contains("virtual machine (test)"), "{c}");
-    assert!(c.contains("speed: disturbance: other work took 40% of CPU 3"), "{c}");
     assert!(
-        c.contains("latency matrices: disturbance: 1 of 2 matrices disturbed") && c.contains("CPU 1, 30%"),
+        c.contains("speed: disturbance: other work took 40% of CPU 3"),
+        "{c}"
+    );
+    assert!(
+        c.contains("latency matrices: disturbance: 1 of 2 matrices disturbed")
+            && c.contains("CPU 1, 30%"),
         "{c}"
     );
     let text = pinsight_render::report::terminal_summary(&data, "r.html", "r.json", None, 80);

@@ -1065,12 +1065,19 @@ mod tests {
         for rep in 0..3 {
             for (i, &(p, e)) in configs.iter().enumerate() {
                 let rate = 4000.0 * (p as f64 + 0.5 * e as f64) * (1.0 + 0.01 * rep as f64);
-                runs.push(fixed_run(rep * configs.len() + i, &format!("p{p}e{e}"), rate));
+                runs.push(fixed_run(
+                    rep * configs.len() + i,
+                    &format!("p{p}e{e}"),
+                    rate,
+                ));
             }
         }
         let metric = pinsight_compare::program_metric::parse("sysbench", &[]).unwrap();
         let costs = observations(&runs, &id, metric.first());
-        assert!(costs.iter().all(|o| o.time_s < 0.01), "the objective is 1/rate");
+        assert!(
+            costs.iter().all(|o| o.time_s < 0.01),
+            "the objective is 1/rate"
+        );
         let mut budget = Budget::new(Some(Duration::from_secs(60)));
         let unmeasured = Config::new(3, 1, 0);
         budget.predict(&runs, &id, &[unmeasured], 1);
