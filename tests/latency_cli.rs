@@ -225,7 +225,7 @@ fn one_run_says_its_interval_is_within_run_only() {
     ])
     .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(!o.stderr.contains("measuring the matrix"), "{}", o.stderr);
+    assert!(!o.stderr.contains("to show the drift"), "{}", o.stderr);
     assert!(
         o.stdout.contains(&format!("within-run  CPUs ({b},{a})"))
             && o.stdout.contains("does not")
@@ -348,7 +348,7 @@ fn a_virtual_machine_measures_three_spaced_matrices_unless_runs_is_given() {
         assert_eq!(m["repeats"], 3, "{m}");
         assert!(
             o.stderr
-                .contains("measuring the matrix 3 times, started 1.0 s apart"),
+                .contains("pinsight: virtual machine: 3 runs, 1.0 s apart, to show the drift"),
             "{}",
             o.stderr
         );
@@ -356,6 +356,6 @@ fn a_virtual_machine_measures_three_spaced_matrices_unless_runs_is_given() {
         assert!(started.elapsed() >= Duration::from_secs(2));
     } else {
         assert_eq!(m["repeats"], 1, "{m}");
-        assert!(!o.stderr.contains("measuring the matrix"), "{}", o.stderr);
+        assert!(!o.stderr.contains("to show the drift"), "{}", o.stderr);
     }
 }

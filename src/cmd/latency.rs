@@ -694,8 +694,7 @@ fn runs_here(args: &Args, vm: bool) -> (usize, Option<Duration>, Option<String>)
     }
     let gap = args.budget.map_or(VM_SPACING, |b| b / VM_RUNS as u32);
     let note = format!(
-        "virtual machine: measuring the matrix {VM_RUNS} times, started {:.1} s apart, \
-         to see how it drifts (--runs N to choose)",
+        "virtual machine: {VM_RUNS} runs, {:.1} s apart, to show the drift (--runs N)",
         gap.as_secs_f64()
     );
     (VM_RUNS, Some(gap), Some(note))
@@ -1192,10 +1191,10 @@ mod tests {
         assert_eq!((n, gap), (3, Some(Duration::from_secs(1))));
         let note = note.unwrap();
         assert!(
-            note.contains("3 times") && note.contains("--runs"),
+            note.contains("3 runs, 1.0 s apart") && note.contains("--runs"),
             "{note}"
         );
-        assert!(note.len() < 100, "one line: {note}");
+        assert!(note.len() + "pinsight: ".len() <= 80, "one line: {note}");
         let (args, _) = parse(&["--budget", "9s"]).unwrap();
         assert_eq!(runs_here(&args, true).1, Some(Duration::from_secs(3)));
         // Given, even at its default value: as asked, no note.
