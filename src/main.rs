@@ -198,6 +198,7 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
             take_opt(m, "html", &mut a.export.html);
         }
         Command::Latency(a) => {
+            a.runs_given = vocabulary::given("latency", m, "repeat");
             take(m, "repeat", &mut a.repeat);
             take_opt(m, "from-csv", &mut a.from_csv);
             take_opt(m, "csv", &mut a.csv);

@@ -275,3 +275,48 @@ fn export_json_has_every_field_of_hyperfines() {
     // pinsight's own export is all there beside it.
     assert!(ours["verdict"].is_object() && ours["arms"].is_array());
 }
+
+/// `--prepare`'s output is kept beside the runs' (`prepare-before-run-SLOT`)
+/// and `--show-output` prints it labelled by the run it comes before.
+#[test]
+fn prepare_output_is_kept_and_labelled() {
+    let d = tempfile::tempdir().unwrap();
+    let o = pinsight(
+        d.path(),
+        &[
+            "compare",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--policies",
+            "os",
+            "--journal",
+            "j.jsonl",
+            "--show-output",
+            "--prepare",
+            "echo prepared; echo to-stderr >&2",
+            "--",
+            "echo",
+            "measured",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    for slot in 0..2 {
+        let kept = std::fs::read_to_string(
+            d.path()
+                .join(format!("j.jsonl.out/prepare-before-run-{slot}.txt")),
+        )
+        .unwrap();
+        assert_eq!(kept, "prepared\nto-stderr\n");
+    }
+    assert!(
+        err.contains("output of prepare before os, measured run 1 (slot 0)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("output of os, measured run 2 (slot 1)"),
+        "{err}"
+    );
+}

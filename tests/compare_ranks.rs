@@ -150,10 +150,20 @@ fn mpirun_arms_are_slicing_rules_timed_by_the_slowest_rank() {
     let mut args: Vec<&str> = vec!["--launcher", &line];
     args.extend(RANK_ARGS);
     args.extend(["--json", "--journal", j.to_str().unwrap()]);
-    args.extend(["--", "sh", "-c", "sleep 0.1"]);
+    args.extend(["--", "sh", "-c", "echo rank-out; sleep 0.1"]);
     let out = compare(d.path(), &kinds, &args, &MPI_ENV).output().unwrap();
     check_report(&out);
     check_journal(&j, "mpirun", 4);
+    // Each run's launcher output (both ranks') is kept, named by arm and run.
+    for l in &journal(&j)[1..] {
+        let rel = l["output"]["path"]
+            .as_str()
+            .expect("the run's output is kept");
+        let name = format!("arm-{}-run-{}", l["arm"].as_str().unwrap(), l["slot"]);
+        assert!(rel.contains(&name), "{rel} is not {name}");
+        let kept = std::fs::read_to_string(d.path().join(rel)).unwrap();
+        assert_eq!(kept.matches("rank-out").count(), 2, "{rel}: {kept}");
+    }
     // The human report names the launcher and words the time.
     let out = compare(
         d.path(),

@@ -213,8 +213,19 @@ fn repeat_reports_run_to_run_spread_in_text_and_json() {
 fn one_run_says_its_interval_is_within_run_only() {
     let Some((a, b)) = two_cpus() else { return };
     let cpus = format!("{a},{b}");
-    let o = pinsight(&["latency", "--cpus", &cpus, "--max-time-per-pair", "20ms"]).run();
+    // --runs 1 given: one run even on a virtual machine.
+    let o = pinsight(&[
+        "latency",
+        "--cpus",
+        &cpus,
+        "--runs",
+        "1",
+        "--max-time-per-pair",
+        "20ms",
+    ])
+    .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("to show the drift"), "{}", o.stderr);
     assert!(
         o.stdout.contains(&format!("within-run  CPUs ({b},{a})"))
             && o.stdout.contains("does not")
@@ -232,6 +243,8 @@ fn measured_csv_says_medians_and_reads_back() {
         "latency",
         "--cpus",
         &cpus,
+        "--runs",
+        "1",
         "--max-time-per-pair",
         "20ms",
         "--export-csv",
@@ -310,4 +323,39 @@ fn multi_benchmark_csv_shows_the_first_matrix_or_the_one_asked_for() {
     );
     let again = ok(&["latency", "--latency", s(&o.path("second.csv")), "--json"]).json();
     assert_eq!(again["ns"][2][1], 100.0);
+}
+
+/// On a virtual machine, without --runs, the matrix is measured three times
+/// spaced apart and a line says so; on bare metal once, silently.
+#[test]
+fn a_virtual_machine_measures_three_spaced_matrices_unless_runs_is_given() {
+    let Some((a, b)) = two_cpus() else { return };
+    let cpus = format!("{a},{b}");
+    let vm = pinsight_topology::vm::detect(&FsRoot::live()).is_some();
+    let started = Instant::now();
+    let o = pinsight(&[
+        "latency",
+        "--cpus",
+        &cpus,
+        "--max-time-per-pair",
+        "20ms",
+        "--json",
+    ])
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let m = &o.json()["measured"];
+    if vm {
+        assert_eq!(m["repeats"], 3, "{m}");
+        assert!(
+            o.stderr
+                .contains("pinsight: virtual machine: 3 runs, 1.0 s apart, to show the drift"),
+            "{}",
+            o.stderr
+        );
+        // Three runs started a second apart: at least two seconds.
+        assert!(started.elapsed() >= Duration::from_secs(2));
+    } else {
+        assert_eq!(m["repeats"], 1, "{m}");
+        assert!(!o.stderr.contains("to show the drift"), "{}", o.stderr);
+    }
 }

@@ -37,6 +37,8 @@ fn tune_pi(topo: &Topology) {
             budget: None,
             validate: 2,
             metric: None,
+            disturbance_threshold: 0.05,
+            rerun_disturbed: 0,
         },
         topology: topo,
         measure_fs: FsRoot::live(),

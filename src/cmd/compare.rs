@@ -119,7 +119,8 @@ pub struct Args {
     /// Seed of the randomised run order [default: random, recorded in the journal].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Shell command run before every run (`sh -c`), e.g. to drop caches.
+    /// Shell command run before every run (`sh -c`), e.g. to drop caches; its output is kept in
+    /// JOURNAL.out/prepare-before-run-SLOT.txt.
     #[arg(long, short = 'p', value_name = "CMD")]
     pub prepare: Option<String>,
     /// Kill a run (its whole process group) after this long; the run counts as failed.
@@ -162,7 +163,7 @@ pub struct Args {
     #[arg(long, value_name = "SHARE", value_parser = crate::values::share)]
     pub disturbance_threshold: Option<f64>,
     /// Run a disturbed run again, up to N times; every attempt stays in the journal and the
-    /// last one counts [default: 0].
+    /// last one counts; --resume counts the journal's earlier attempts [default: 0].
     #[arg(long, value_name = "N", value_parser = crate::values::reruns)]
     pub rerun_disturbed: Option<usize>,
     #[command(flatten)]
@@ -871,8 +872,8 @@ struct ShowOutput {
     show: bool,
 }
 
-impl pinsight_compare::Gate for ShowOutput {
-    fn output(&mut self, label: &str, _line: &pinsight_compare::RunLine, text: &str) {
+impl ShowOutput {
+    fn output_of(&mut self, label: &str, text: &str) {
         if self.show {
             // On stderr, so a --json report on stdout stays parseable.
             self.printer.print(|| {
@@ -883,6 +884,16 @@ impl pinsight_compare::Gate for ShowOutput {
                 }
             });
         }
+    }
+}
+
+impl pinsight_compare::Gate for ShowOutput {
+    fn output(&mut self, label: &str, _line: &pinsight_compare::RunLine, text: &str) {
+        self.output_of(label, text);
+    }
+
+    fn prepare_output(&mut self, label: &str, text: &str) {
+        self.output_of(label, text);
     }
 }
 

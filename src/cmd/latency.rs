@@ -65,9 +65,14 @@ pub struct Args {
     pub max_time_per_pair: Duration,
     /// Measure the whole matrix N times (runs interleaved: each starts at a different round)
     /// and report the run-to-run spread; the ± shown is then the larger of the within-run CI
-    /// and the run-to-run spread. Takes about N times as long.
+    /// and the run-to-run spread. Takes about N times as long. [default: 1; on a virtual
+    /// machine 3, started 1 s apart (a third of --budget with one)]
     #[arg(long = "runs", value_name = "N", default_value = "1", value_parser = parse_repeat, conflicts_with = "from_csv")]
     pub repeat: usize,
+    /// Whether --runs was given (clap's value source, set by main): if not,
+    /// a virtual machine gets [`VM_RUNS`] spaced runs.
+    #[arg(skip)]
+    pub runs_given: bool,
     /// Stop starting new rounds after this long (over all --runs runs); the pairs left are
     /// reported as not measured, or as measured in fewer runs.
     #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "from_csv")]
@@ -460,9 +465,18 @@ fn measure_here(
         target_rel_ci: args.target_ci,
         max_time_per_pair: args.max_time_per_pair,
         budget: args.budget,
-        repeats: args.repeat,
-        virtual_machine: vm_note(g),
         ..MeasureConfig::default()
+    };
+    let vm = vm_note(g);
+    let (repeats, spacing, note) = runs_here(args, vm);
+    if let (Some(note), false) = (note, g.quiet) {
+        eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {note}")));
+    }
+    let config = MeasureConfig {
+        repeats,
+        spacing,
+        virtual_machine: vm,
+        ..config
     };
     let measurement = measure::measure_with_progress(&config, &mut crate::cli::progress(g));
     Ok((
@@ -638,6 +652,29 @@ fn header(m: &LatencyMatrix, origin: &Origin) -> String {
         }
     }
     out
+}
+
+/// Runs of the matrix on a virtual machine when --runs is not given: the
+/// host moves the virtual CPUs between moments, so one matrix sees one
+/// moment (the report measures three the same way).
+const VM_RUNS: usize = 3;
+/// How far apart those runs start without --budget.
+const VM_SPACING: Duration = Duration::from_secs(1);
+
+/// Runs of the matrix, the least time between their starts, and the line
+/// that says so when it is not what was asked: --runs as given, else on a
+/// virtual machine [`VM_RUNS`] runs started [`VM_SPACING`] (a third of
+/// --budget) apart.
+fn runs_here(args: &Args, vm: bool) -> (usize, Option<Duration>, Option<String>) {
+    if args.runs_given || !vm {
+        return (args.repeat, None, None);
+    }
+    let gap = args.budget.map_or(VM_SPACING, |b| b / VM_RUNS as u32);
+    let note = format!(
+        "virtual machine: {VM_RUNS} runs, {:.1} s apart, to show the drift (--runs N)",
+        gap.as_secs_f64()
+    );
+    (VM_RUNS, Some(gap), Some(note))
 }
 
 /// Says once, on stderr, that this is a virtual machine and what it means;
@@ -1121,6 +1158,26 @@ mod tests {
         assert!(parse(&["--runs", "0"]).is_err());
         assert!(parse(&["--latency", "x.csv", "--runs", "2"]).is_err());
         assert_eq!(parse(&[]).unwrap().0.repeat, 1);
+    }
+
+    #[test]
+    fn a_virtual_machine_gets_three_spaced_runs_unless_runs_is_given() {
+        let (args, _) = parse(&[]).unwrap();
+        assert_eq!(runs_here(&args, false), (1, None, None));
+        let (n, gap, note) = runs_here(&args, true);
+        assert_eq!((n, gap), (3, Some(Duration::from_secs(1))));
+        let note = note.unwrap();
+        assert!(
+            note.contains("3 runs, 1.0 s apart") && note.contains("--runs"),
+            "{note}"
+        );
+        assert!(note.len() + "pinsight: ".len() <= 80, "one line: {note}");
+        let (args, _) = parse(&["--budget", "9s"]).unwrap();
+        assert_eq!(runs_here(&args, true).1, Some(Duration::from_secs(3)));
+        // Given, even at its default value: as asked, no note.
+        let (mut args, _) = parse(&["--runs", "1"]).unwrap();
+        args.runs_given = true;
+        assert_eq!(runs_here(&args, true), (1, None, None));
     }
 
     #[test]

@@ -128,7 +128,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         hostname(g),
         args.budget,
         started,
-    );
+    )
+    .with_conditions(measured.virtual_machine, measured.latency_disturbance);
     write_and_show(&args, g, &data, [&html_path, &json_path, &matrix_path])
 }
 

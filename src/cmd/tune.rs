@@ -82,6 +82,15 @@ pub struct Args {
     // the value type is compare's, a list per --metric.
     #[arg(long, value_name = "SPEC", value_parser = crate::values::metric, conflicts_with_all = ["from", "resume"])]
     pub metric: Option<Vec<Vec<pinsight_compare::program_metric::MetricSpec>>>,
+    /// A run is disturbed when other work (or the hypervisor) took more than this share of one
+    /// of its CPUs, from /proc/stat: a percentage (5%) or a fraction [default: 5%]; the notes
+    /// name disturbed runs.
+    #[arg(long, value_name = "SHARE", value_parser = crate::values::share, conflicts_with = "from")]
+    pub disturbance_threshold: Option<f64>,
+    /// Run a disturbed run again, up to N times; every attempt stays in the journal and the
+    /// last one is fitted; --resume counts the journal's earlier attempts [default: 0].
+    #[arg(long, value_name = "N", value_parser = crate::values::reruns, conflicts_with = "from")]
+    pub rerun_disturbed: Option<usize>,
     /// Journal file of the live runs.
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     pub journal: Option<PathBuf>,
@@ -176,6 +185,8 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
         validate: args.validate,
         goal: args.goal,
         executor,
+        disturbance_threshold: args.disturbance_threshold,
+        rerun_disturbed: args.rerun_disturbed,
     };
     let opened = live::open(request, &topo, fs).map_err(crate::errors::tune_live_error)?;
     let session = opened.session;

@@ -39,6 +39,26 @@ pub trait Executor {
     }
     /// Runs `--prepare`, if any. Err: why it failed.
     fn prepare(&mut self) -> Result<(), RunError>;
+    /// [`Executor::prepare`] before the run of `slot`; an executor that
+    /// keeps output keeps the prepare command's too
+    /// ([`Executor::take_prepare_output`]). The default runs `prepare`.
+    fn prepare_for(&mut self, _slot: &Slot) -> Result<(), RunError> {
+        self.prepare()
+    }
+    /// The output of the `--prepare` command just run, when kept.
+    fn take_prepare_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        None
+    }
+    /// Keeps every run's output beside `journal` (files named by
+    /// `arm_ids`, header order) from now on; the default keeps none (a
+    /// simulation). The live executor is given its capture when built.
+    fn keep_output_in(
+        &mut self,
+        _journal: &std::path::Path,
+        _arm_ids: Vec<String>,
+    ) -> Result<(), CaptureError> {
+        Ok(())
+    }
     /// Puts `governor` in place (None: leave the machine as it is).
     fn set_governor(&mut self, governor: Option<&str>) -> Result<(), SwitchError>;
     /// Restores the machine (governor) and removes what the executor set
@@ -96,6 +116,9 @@ pub trait Gate {
     fn proceed(&mut self, _slot: &Slot, _arm: &str) -> bool {
         true
     }
+    /// The kept output of the `--prepare` command run before a slot;
+    /// `label` is `prepare before ARM, measured run N (slot S)`.
+    fn prepare_output(&mut self, _label: &str, _text: &str) {}
     /// A run was journaled.
     fn journaled(&mut self, _line: &RunLine) {}
     /// How progress names arm `arm` (default: its id).
@@ -127,15 +150,51 @@ pub enum Outcome {
 /// Slots already done according to `runs`: the latest attempt succeeded,
 /// or it failed and failures are ignored.
 pub fn done_slots(runs: &[RunLine], ignore_failure: bool) -> BTreeMap<usize, bool> {
+    done_slots_with(runs, ignore_failure, 0)
+}
+
+/// [`done_slots`] under a rerun limit: a slot whose latest attempt
+/// succeeded but was disturbed is not done while its disturbed attempts
+/// so far ([`disturbed_attempts`]) leave a rerun within `rerun_disturbed`
+/// (a resume after Ctrl-C between a disturbed run and its rerun reruns
+/// it, and never more often than one uninterrupted experiment would).
+pub fn done_slots_with(
+    runs: &[RunLine],
+    ignore_failure: bool,
+    rerun_disturbed: usize,
+) -> BTreeMap<usize, bool> {
+    let attempts = disturbed_attempts(runs);
     let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
     for r in runs {
         latest.insert(r.slot, r);
     }
     latest
         .into_iter()
-        .map(|(s, r)| (s, r.failure().is_none() || ignore_failure))
+        .map(|(s, r)| {
+            let done = match r.failure() {
+                Some(_) => ignore_failure,
+                None => {
+                    !is_disturbed(r) || attempts.get(&s).copied().unwrap_or(0) > rerun_disturbed
+                }
+            };
+            (s, done)
+        })
         .filter(|(_, done)| *done)
         .collect()
+}
+
+/// Per slot, how many of its journaled attempts succeeded but were
+/// flagged disturbed: the first is the slot's own run, each further one a
+/// rerun already spent.
+pub fn disturbed_attempts(runs: &[RunLine]) -> BTreeMap<usize, usize> {
+    let mut n: BTreeMap<usize, usize> = BTreeMap::new();
+    for r in runs
+        .iter()
+        .filter(|r| r.failure().is_none() && is_disturbed(r))
+    {
+        *n.entry(r.slot).or_default() += 1;
+    }
+    n
 }
 
 /// Runs every slot of `header`'s design that `previous` (journal lines
@@ -169,7 +228,8 @@ pub fn execute(
 /// [`execute`] that runs a slot again, at once and up to `rerun_disturbed`
 /// times, while its run is flagged disturbed
 /// ([`pinsight_measure::Disturbance::disturbed`]): every attempt is
-/// journaled, and the latest attempt of a slot is the one analysed.
+/// journaled, and the latest attempt of a slot is the one analysed. On a
+/// resume the disturbed attempts in `previous` count against the limit.
 #[allow(clippy::too_many_arguments)] // execute's arguments and the rerun limit
 pub fn execute_with(
     header: &Header,
@@ -183,9 +243,11 @@ pub fn execute_with(
     interrupted: &dyn Fn() -> bool,
 ) -> Outcome {
     let slots = schedule(header.arms.len(), header.runs, header.warmup, header.seed);
-    let done = done_slots(previous, ignore_failure);
+    let done = done_slots_with(previous, ignore_failure, rerun_disturbed);
     let mut finished = done.len();
-    let mut reruns: BTreeMap<usize, usize> = BTreeMap::new();
+    // Reruns already spent on each slot by earlier sessions (a resume):
+    // the next attempt of a slot with k disturbed attempts is rerun k.
+    let mut reruns: BTreeMap<usize, usize> = disturbed_attempts(previous);
     let mut next = 0;
     while next < slots.len() {
         let slot = &slots[next];
@@ -209,7 +271,16 @@ pub fn execute_with(
         if let Err(e) = exec.set_governor(arm.governor.as_deref()) {
             return Outcome::Error(e.into());
         }
-        match exec.prepare() {
+        let prepared = exec.prepare_for(slot);
+        match exec.take_prepare_output().transpose() {
+            Ok(Some(k)) => gate.prepare_output(
+                &format!("prepare before {}", slot_label(&arm.id, slot)),
+                &k.text,
+            ),
+            Ok(None) => {}
+            Err(e) => return Outcome::Error(e.into()),
+        }
+        match prepared {
             Ok(()) => {}
             Err(RunError::Interrupted) => return Outcome::Interrupted,
             Err(source) => {
@@ -316,15 +387,22 @@ pub fn figures(specs: &[MetricSpec], output: Option<&str>) -> BTreeMap<String, M
 
 /// `os, measured run 3 (slot 7)` / `p-pinned, warm-up run 1 (slot 0)`.
 pub fn run_label(line: &RunLine) -> String {
+    label(&line.arm, line.phase, line.rep, line.slot)
+}
+
+/// [`run_label`] of the run `slot` of arm `arm` (before it runs).
+pub fn slot_label(arm: &str, slot: &Slot) -> String {
+    label(arm, slot.phase, slot.rep, slot.index)
+}
+
+fn label(arm: &str, phase: Phase, rep: usize, slot: usize) -> String {
     format!(
-        "{}, {} run {} (slot {})",
-        line.arm,
-        match line.phase {
+        "{arm}, {} run {} (slot {slot})",
+        match phase {
             Phase::Warmup => "warm-up",
             Phase::Measured => "measured",
         },
-        line.rep + 1,
-        line.slot
+        rep + 1
     )
 }
 
@@ -349,6 +427,8 @@ pub struct LiveExecutor {
     capture: Option<(Capture, Vec<String>)>,
     /// The output of the run in flight or just done.
     kept: Option<Result<Kept, CaptureError>>,
+    /// The output of the `--prepare` command just run.
+    prepare_kept: Option<Result<Kept, CaptureError>>,
 }
 
 impl LiveExecutor {
@@ -394,6 +474,7 @@ impl LiveExecutor {
             guard: None,
             capture: None,
             kept: None,
+            prepare_kept: None,
         })
     }
 
@@ -476,6 +557,20 @@ impl Executor for LiveExecutor {
         }
     }
 
+    fn prepare_for(&mut self, slot: &Slot) -> Result<(), RunError> {
+        let Some((m, text)) = &self.prepare else {
+            return Ok(());
+        };
+        let capture = self.capture.as_ref().map(|c| &c.0);
+        let (r, kept) = run_prepare_kept(m, text, self.show_output, capture, slot);
+        self.prepare_kept = kept;
+        r
+    }
+
+    fn take_prepare_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        self.prepare_kept.take()
+    }
+
     fn finish(&mut self) -> Result<(), SwitchError> {
         LiveExecutor::finish(self)
     }
@@ -556,6 +651,38 @@ pub fn run_prepare(m: &Measurer, text: &str, show_output: bool) -> Result<(), Ru
     if !show_output {
         cmd.stdout(std::process::Stdio::null());
     }
+    prepare_result(m, cmd, text)
+}
+
+/// [`run_prepare`] before `slot` with its output (stdout and stderr) kept
+/// in `capture` as `prepare-before-run-SLOT.txt` (without one, as
+/// [`run_prepare`]); the kept output comes back beside the result, also
+/// when the command failed.
+#[allow(clippy::type_complexity)] // the result and the kept output
+pub fn run_prepare_kept(
+    m: &Measurer,
+    text: &str,
+    show_output: bool,
+    capture: Option<&Capture>,
+    slot: &Slot,
+) -> (Result<(), RunError>, Option<Result<Kept, CaptureError>>) {
+    let Some(capture) = capture else {
+        return (run_prepare(m, text, show_output), None);
+    };
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(text).stdin(std::process::Stdio::null());
+    let open = match capture.open_prepare(slot.index) {
+        Ok(o) => o,
+        Err(e) => return (Ok(()), Some(Err(e))),
+    };
+    if let Err(e) = open.redirect(&mut cmd) {
+        return (Ok(()), Some(Err(e)));
+    }
+    let r = prepare_result(m, cmd, text);
+    (r, Some(open.finish()))
+}
+
+fn prepare_result(m: &Measurer, cmd: Command, text: &str) -> Result<(), RunError> {
     let r = m.run(cmd)?;
     if r.exit.success() && !r.timed_out {
         return Ok(());

@@ -102,7 +102,16 @@ impl Capture {
     /// Creates the output file of `slot` (arm `arm`): `arm-ARM-run-SLOT.txt`,
     /// or `-2`, `-3`, ... when a retry of the slot finds it taken.
     pub fn open(&self, arm: &str, slot: usize) -> Result<Open, CaptureError> {
-        let stem = format!("arm-{}-run-{slot}", safe(arm));
+        self.open_stem(&format!("arm-{}-run-{slot}", safe(arm)))
+    }
+
+    /// Creates the output file of the `--prepare` command run before
+    /// `slot`: `prepare-before-run-SLOT.txt` (`-2`, ... on a retry).
+    pub fn open_prepare(&self, slot: usize) -> Result<Open, CaptureError> {
+        self.open_stem(&format!("prepare-before-run-{slot}"))
+    }
+
+    fn open_stem(&self, stem: &str) -> Result<Open, CaptureError> {
         for n in 1.. {
             let name = if n == 1 {
                 format!("{stem}.txt")
@@ -141,6 +150,19 @@ fn safe(arm: &str) -> String {
 }
 
 impl Open {
+    /// Points `cmd`'s stdout and stderr at this file (one open file, as
+    /// `>FILE 2>&1`).
+    pub fn redirect(&self, cmd: &mut std::process::Command) -> Result<(), CaptureError> {
+        let dup = || {
+            self.file.try_clone().map_err(|source| CaptureError::Dir {
+                path: self.path.clone(),
+                source,
+            })
+        };
+        cmd.stdout(dup()?).stderr(dup()?);
+        Ok(())
+    }
+
     /// Bounds the file the program wrote (see [`LIMIT`]) and reads it back.
     pub fn finish(self) -> Result<Kept, CaptureError> {
         let werr = |source| OutputError::Write {

@@ -8,8 +8,9 @@
 //! in the journal ([`RankTimes`]).
 
 use crate::design::Slot;
-use crate::experiment::{run_prepare, Executor, SwitchError};
+use crate::experiment::{run_prepare, run_prepare_kept, Executor, SwitchError};
 use crate::journal::{RankTime, RankTimes};
+use crate::output::{Capture, CaptureError, Kept};
 use pinsight_measure::{Measurer, RunError, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -46,6 +47,11 @@ pub struct RanksExecutor {
     reports: Rc<std::cell::OnceCell<PathBuf>>,
     show_output: bool,
     prepare: Option<(Measurer, String)>,
+    /// Where each run's launcher output is kept, and the arm ids.
+    capture: Option<(Capture, Vec<String>)>,
+    /// The output of the run just done, and of the prepare command.
+    kept: Option<Result<Kept, CaptureError>>,
+    prepare_kept: Option<Result<Kept, CaptureError>>,
 }
 
 impl RanksExecutor {
@@ -68,6 +74,9 @@ impl RanksExecutor {
             reports,
             show_output,
             prepare,
+            capture: None,
+            kept: None,
+            prepare_kept: None,
         }
     }
 
@@ -122,8 +131,26 @@ impl Executor for RanksExecutor {
             .get(slot.arm)
             .cloned()
             .unwrap_or_default();
-        let cmd = self.command(&rule, &dir);
-        let mut record = self.measurer.run(cmd)?;
+        let mut cmd = self.command(&rule, &dir);
+        // The launcher's output (every rank's, as the launcher forwards
+        // it) kept like a run's, in a file named by arm and run.
+        self.kept = None;
+        let mut open = None;
+        if let Some((capture, ids)) = &self.capture {
+            let id = ids.get(slot.arm).map_or("arm", String::as_str);
+            match capture
+                .open(id, slot.index)
+                .and_then(|o| o.redirect(&mut cmd).map(|()| o))
+            {
+                Ok(o) => open = Some(o),
+                Err(e) => self.kept = Some(Err(e)),
+            }
+        }
+        let record = self.measurer.run(cmd);
+        if let Some(o) = open {
+            self.kept = Some(o.finish());
+        }
+        let mut record = record?;
         let launcher_failed = !record.exit.success() || record.timed_out;
         let times = rank_times(&dir, record.wall_s, launcher_failed);
         if times.failure.is_none() {
@@ -139,6 +166,29 @@ impl Executor for RanksExecutor {
             Some((m, text)) => run_prepare(m, text, self.show_output),
             None => Ok(()),
         }
+    }
+
+    fn prepare_for(&mut self, slot: &Slot) -> Result<(), RunError> {
+        let Some((m, text)) = &self.prepare else {
+            return Ok(());
+        };
+        let capture = self.capture.as_ref().map(|c| &c.0);
+        let (r, kept) = run_prepare_kept(m, text, self.show_output, capture, slot);
+        self.prepare_kept = kept;
+        r
+    }
+
+    fn take_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        self.kept.take()
+    }
+
+    fn take_prepare_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        self.prepare_kept.take()
+    }
+
+    fn keep_output_in(&mut self, journal: &Path, arm_ids: Vec<String>) -> Result<(), CaptureError> {
+        self.capture = Some((Capture::for_journal(journal)?, arm_ids));
+        Ok(())
     }
 
     /// Governors are not a dimension of a compare across ranks (the

@@ -9,7 +9,7 @@
 use crate::analysis::{analyse, Report, Status};
 use crate::command::{PreparedArm, ShimError};
 use crate::experiment::{
-    self, done_slots, Always, Executor, Gate, LiveExecutor, Outcome, SwitchError,
+    self, done_slots_with, Always, Executor, Gate, LiveExecutor, Outcome, SwitchError,
 };
 use crate::journal::{Difference, Header, Journal, JournalError, JournalWriter, RunLine};
 use crate::setup::{self, machine, probe_governors, Extension, Request, SetupError};
@@ -265,7 +265,14 @@ impl Session {
                     header.arms.iter().map(|a| a.id.clone()).collect(),
                 ),
             ),
-            ExecutorChoice::Custom(make) => make(&header),
+            ExecutorChoice::Custom(make) => {
+                let mut e = make(&header);
+                e.keep_output_in(
+                    &journal_path,
+                    header.arms.iter().map(|a| a.id.clone()).collect(),
+                )?;
+                e
+            }
         };
         Ok(Session {
             header,
@@ -312,7 +319,12 @@ impl Session {
         let h = &self.header;
         (
             h.arms.len() * (h.runs + h.warmup),
-            done_slots(&self.previous_runs, self.ignore_failure).len(),
+            done_slots_with(
+                &self.previous_runs,
+                self.ignore_failure,
+                self.rerun_disturbed,
+            )
+            .len(),
         )
     }
 

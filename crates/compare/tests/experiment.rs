@@ -827,3 +827,61 @@ fn disturbed_runs_are_rerun_journaled_and_named_in_the_verdict() {
     let dist = r.disturbance.as_ref().unwrap();
     assert_eq!((dist.summary.disturbed, dist.rerun), (2, 4));
 }
+
+#[test]
+fn resume_reruns_a_disturbed_slot_within_the_limit_counting_earlier_attempts() {
+    use pinsight_compare::experiment::{done_slots_with, execute_with};
+    let d = tempfile::tempdir().unwrap();
+    let h = header(&["os", "compact"], 5, 0, 9);
+    let path = d.path().join("j.jsonl");
+    // One session of `ex` over what the journal holds; how many it ran.
+    let session = |rerun: usize, times: usize| {
+        let previous = Journal::read(&path).map(|j| j.runs).unwrap_or_default();
+        let mut w = if previous.is_empty() {
+            JournalWriter::create(&path, &h).unwrap()
+        } else {
+            JournalWriter::resume(&path).unwrap().0
+        };
+        let mut ex = Disturbed {
+            disturbed: vec![2, 7],
+            times,
+            seen: Default::default(),
+        };
+        let out = execute_with(
+            &h,
+            &previous,
+            &mut w,
+            &mut ex,
+            &mut Silent,
+            &mut Always,
+            false,
+            rerun,
+            &|| false,
+        );
+        assert!(matches!(out, Outcome::Complete));
+        drop(w);
+        ex.seen.values().sum::<usize>()
+    };
+    // Without reruns slots 2 and 7 end disturbed (one attempt each).
+    assert_eq!(session(0, 1), 10);
+    let runs = Journal::read(&path).unwrap().runs;
+    assert_eq!(done_slots_with(&runs, false, 0).len(), 10);
+    assert_eq!(done_slots_with(&runs, false, 1).len(), 8);
+    // Resumed with one rerun allowed: only those two run again (clean).
+    assert_eq!(session(1, 0), 2);
+    let j = Journal::read(&path).unwrap();
+    let r = analyse(&h, &j.runs, Status::Complete, vec![]);
+    let dist = r.disturbance.as_ref().unwrap();
+    assert_eq!((dist.summary.disturbed, dist.rerun), (0, 2));
+    // Done now under any limit: a clean latest attempt.
+    assert_eq!(session(5, 10), 0);
+
+    // Still disturbed: each resume spends what is left of the limit, never
+    // more than one uninterrupted experiment would.
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(session(1, 10), 12, "ten slots and one rerun each of 2, 7");
+    assert_eq!(session(1, 10), 0, "the limit is spent: nothing reruns");
+    assert_eq!(session(3, 10), 4, "two more reruns each of 2 and 7");
+    let runs = Journal::read(&path).unwrap().runs;
+    assert_eq!(runs.iter().filter(|l| l.slot == 2).count(), 4);
+}

@@ -98,8 +98,14 @@ fn arm(id: &str) -> ArmHeader {
             policy: id.into(),
             threads: 2,
             process_mask: CpuSet::parse_list("0-1").unwrap(),
-            places: vec![],
-            pinned: false,
+            // A pinned arm is pinned thread by thread: not os's placement
+            // (arms with the same placement are never ranked apart).
+            places: if id == "os" {
+                vec![]
+            } else {
+                vec![CpuSet::single(0), CpuSet::single(1)]
+            },
+            pinned: id != "os",
             memory: None,
         },
         env: vec![],

@@ -271,7 +271,11 @@ fn opt(x: Option<f64>) -> String {
 
 /// `mix --export-csv`: one row per scheduler and metric (value and its 95%
 /// interval over the repeats), then one per scheduler and program (its
-/// slowdown), under one header: `scheduler,what,name,value,ci_lo,ci_hi`.
+/// slowdown), then one per scheduler, program and program metric
+/// (`--metric`: `what` is `program_metric`, `name` `PROGRAM:METRIC`, the
+/// mean and its 95% interval over the completions; an empty value when no
+/// completion had the figure), under one header:
+/// `scheduler,what,name,value,ci_lo,ci_hi`.
 pub fn csv(r: &MixResult) -> String {
     // One quoting rule for every CSV pinsight writes (compare's).
     let f = crate::compare::csv::field;
@@ -295,9 +299,62 @@ pub fn csv(r: &MixResult) -> String {
                 p.slowdown
             );
         }
+        for m in &s.program_metrics {
+            let x = m.summary.as_ref();
+            let ci = x.and_then(|x| x.mean_ci);
+            let _ = writeln!(
+                out,
+                "{},program_metric,{},{},{},{}",
+                f(&s.policy),
+                f(&format!("{}:{}", m.program, m.metric)),
+                opt(x.map(|x| x.mean)),
+                opt(ci.map(|c| c.lo)),
+                opt(ci.map(|c| c.hi))
+            );
+        }
     }
     out
 }
+
+/// The program metrics as table rows: scheduler, program, metric, mean
+/// (95% interval), unit, which direction is better, completions without
+/// the figure (and why).
+fn program_metric_rows(r: &MixResult) -> Vec<[String; 7]> {
+    let mut rows = Vec::new();
+    for s in &r.schedulers {
+        for m in &s.program_metrics {
+            let value = match &m.summary {
+                Some(x) => pm_md(x.mean, x.mean_ci.map(|c| (c.lo, c.hi))),
+                None => "unavailable".into(),
+            };
+            let missing = match (m.missing, &m.missing_why) {
+                (0, _) => "0".to_string(),
+                (n, Some(why)) => format!("{n} ({why})"),
+                (n, None) => n.to_string(),
+            };
+            rows.push([
+                s.policy.clone(),
+                m.program.clone(),
+                m.metric.clone(),
+                value,
+                m.unit.clone(),
+                m.better.word().to_string(),
+                missing,
+            ]);
+        }
+    }
+    rows
+}
+
+const PROGRAM_METRIC_HEADS: [&str; 7] = [
+    "scheduler",
+    "program",
+    "metric",
+    "mean (95% CI)",
+    "unit",
+    "better",
+    "runs without it",
+];
 
 fn pm_md(v: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
@@ -365,6 +422,19 @@ pub fn markdown(r: &MixResult, repeat: u32) -> String {
             .collect();
         let _ = writeln!(out, "| {name} | {b:.3} | {sm:.3} | {} |", sds.join(" | "));
     }
+    let rows = program_metric_rows(r);
+    if !rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Program metrics\n\n| {} |\n|{}",
+            PROGRAM_METRIC_HEADS.join(" | "),
+            " --- |".repeat(PROGRAM_METRIC_HEADS.len())
+        );
+        for row in rows {
+            let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
     let _ = writeln!(out, "\n{}", mix_verdict(r));
     out
 }
@@ -423,11 +493,24 @@ pub fn html(r: &MixResult, repeat: u32) -> String {
         }
         out.push_str("</tr>\n");
     }
-    let _ = writeln!(
-        out,
-        "</table>\n<p>{}</p>\n</body></html>",
-        esc(&mix_verdict(r))
-    );
+    out.push_str("</table>\n");
+    let rows = program_metric_rows(r);
+    if !rows.is_empty() {
+        out.push_str("<h2>Program metrics</h2>\n<table><tr>");
+        for h in PROGRAM_METRIC_HEADS {
+            let _ = write!(out, "<th>{h}</th>");
+        }
+        out.push_str("</tr>\n");
+        for row in rows {
+            out.push_str("<tr>");
+            for c in row {
+                let _ = write!(out, "<td>{}</td>", esc(&c));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+    }
+    let _ = writeln!(out, "<p>{}</p>\n</body></html>", esc(&mix_verdict(r)));
     out
 }
 
@@ -621,5 +704,71 @@ mod tests {
         assert!(s.contains("1.70 "), "no interval shown without one: {s}");
         assert!(s.contains("Verdict: highest throughput: to"), "{s}");
         assert!(s.contains("overlap"), "to and aarr overlap: {s}");
+    }
+
+    #[test]
+    fn program_metrics_are_in_every_export() {
+        use pinsight_compare::program_metric::Better;
+        use pinsight_sched::mix::{MetricCis, MixResult, ProgramMetric, SchedulerResult};
+        use pinsight_sched_model::Metrics;
+        let metric = |program: &str, xs: &[f64], missing: usize| ProgramMetric {
+            program: program.into(),
+            metric: "events/s".into(),
+            unit: "events/s".into(),
+            better: Better::Higher,
+            summary: pinsight_stats::Summary::of(xs).ok(),
+            missing,
+            missing_why: (missing > 0).then(|| "no match for 'events per second'".into()),
+        };
+        let r = MixResult {
+            references: vec![],
+            schedulers: vec![SchedulerResult {
+                policy: "aarr".into(),
+                metrics: Metrics {
+                    aggregate_speedup: 1.0,
+                    stp: 1.0,
+                    antt: 1.0,
+                    unfairness: 1.0,
+                },
+                ci: MetricCis {
+                    aggregate_speedup: None,
+                    stp: None,
+                    antt: None,
+                    unfairness: None,
+                },
+                programs: vec![],
+                wall_s: 10.0,
+                periods: 10,
+                program_metrics: vec![
+                    metric("sys|bench", &[3900.0, 4000.0, 4100.0], 0),
+                    metric("other", &[], 3),
+                ],
+            }],
+            notes: vec![],
+        };
+        let c = csv(&r);
+        let row = c
+            .lines()
+            .find(|l| l.starts_with("aarr,program_metric,sys|bench:events/s,4000,"))
+            .unwrap_or_else(|| panic!("{c}"));
+        let lo: f64 = row.split(',').nth(4).unwrap().parse().unwrap();
+        assert!(lo < 4000.0, "{row}");
+        assert!(
+            c.contains("aarr,program_metric,other:events/s,,,\n"),
+            "never a zero: {c}"
+        );
+        let md = markdown(&r, 3);
+        assert!(md.contains("## Program metrics"), "{md}");
+        assert!(
+            md.contains("| aarr | sys\\|bench | events/s | 4000.000 ("),
+            "{md}"
+        );
+        assert!(
+            md.contains("| unavailable | events/s | higher | 3 (no match"),
+            "{md}"
+        );
+        let page = html(&r, 3);
+        assert!(page.contains("<h2>Program metrics</h2>"), "{page}");
+        assert!(page.contains("<td>sys|bench</td>") && page.contains("<td>unavailable</td>"));
     }
 }

@@ -33,4 +33,54 @@ pub struct ReportData {
     /// What was not measured and why (budget, too few CPUs, ...).
     pub skipped: Vec<String>,
     pub suggestions: Vec<String>,
+    /// What shows this machine is virtual and what that means for latency
+    /// and speed; only when something was measured here on a VM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virtual_machine: Option<String>,
+    /// Each latency matrix run's disturbance on the measured CPUs (other
+    /// work, hypervisor steal; `/proc/stat`), in run order: `null` where it
+    /// could not be read; empty when latency was not measured here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub latency_disturbance: Vec<Option<pinsight_measure::Disturbance>>,
+    /// The sentences on how trustworthy the measurements are: the virtual
+    /// machine, speed's and latency's disturbance ([`ReportData::with_conditions`]).
+    pub conditions: Vec<String>,
+}
+
+impl ReportData {
+    /// Adds what the measurements were taken under: the virtual machine
+    /// (`vm`, its note) and each latency matrix run's disturbance; words
+    /// them, with speed's own disturbance, in [`ReportData::conditions`].
+    pub fn with_conditions(
+        mut self,
+        vm: Option<String>,
+        latency_disturbance: Vec<Option<pinsight_measure::Disturbance>>,
+    ) -> ReportData {
+        self.virtual_machine = vm;
+        self.latency_disturbance = latency_disturbance;
+        let mut c: Vec<String> = self.virtual_machine.iter().cloned().collect();
+        if let Some(d) = self.speed.as_ref().and_then(|s| s.disturbance.as_ref()) {
+            c.push(match d.note() {
+                Some(n) => format!("speed: {n}: its figures may be low"),
+                None => format!(
+                    "speed: no other work over {:.0}% of a measured CPU",
+                    d.threshold * 100.0
+                ),
+            });
+        }
+        let runs: Vec<&pinsight_measure::Disturbance> =
+            self.latency_disturbance.iter().flatten().collect();
+        if !runs.is_empty() {
+            let summary = pinsight_measure::disturbance::Summary::of(runs.iter().copied());
+            c.push(match summary.note() {
+                Some(n) => format!("latency matrices: {}", n.replace(" runs ", " matrices ")),
+                None => format!(
+                    "latency: no matrix disturbed by other work (of {})",
+                    summary.measured
+                ),
+            });
+        }
+        self.conditions = c;
+        self
+    }
 }

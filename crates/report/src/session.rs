@@ -35,6 +35,10 @@ pub enum Missing {
 pub struct Measured {
     pub speed: Option<SpeedReport>,
     pub latency: Option<LatencyMatrix>,
+    /// Each latency matrix run's disturbance, in run order.
+    pub latency_disturbance: Vec<Option<pinsight_measure::Disturbance>>,
+    /// This machine is virtual (its note), when anything was measured.
+    pub virtual_machine: Option<String>,
     /// In the order they happened.
     pub missing: Vec<Missing>,
 }
@@ -50,6 +54,10 @@ pub fn measure(
     progress: &mut dyn Progress,
 ) -> Result<Measured, SpeedError> {
     let mut out = Measured::default();
+    if plan.speed_per_cpu.is_some() || plan.latency.is_some() {
+        out.virtual_machine =
+            pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live()).map(|vm| vm.note());
+    }
     if let Some(per_cpu) = plan.speed_per_cpu {
         let session = SpeedSession::new(topo.usable(), Kernel::ALL.to_vec(), per_cpu, mem_bytes);
         out.speed = Some(session.run(topo, progress)?);
@@ -68,8 +76,9 @@ pub fn measure(
             }));
         } else {
             match measure_latency(topo, left, progress) {
-                Ok((m, note)) => {
+                Ok((m, disturbance, note)) => {
                     out.latency = m;
+                    out.latency_disturbance = disturbance;
                     out.missing.extend(note.map(Missing::Skip));
                 }
                 Err(e) => out.missing.push(Missing::LatencyFailed(e)),
@@ -84,12 +93,20 @@ const LATENCY_RUNS: usize = 3;
 
 /// Measures latency within `budget`. A partial matrix (the budget ran out
 /// mid-way) is kept, with a skip saying how much is missing; a matrix with
-/// no round measured is no matrix.
+/// no round measured is no matrix. With it, each matrix run's disturbance.
+#[allow(clippy::type_complexity)] // the three parts, named in the doc
 fn measure_latency(
     topo: &Topology,
     budget: Duration,
     progress: &mut dyn Progress,
-) -> Result<(Option<LatencyMatrix>, Option<Skip>), MeasureError> {
+) -> Result<
+    (
+        Option<LatencyMatrix>,
+        Vec<Option<pinsight_measure::Disturbance>>,
+        Option<Skip>,
+    ),
+    MeasureError,
+> {
     let cpus: Vec<usize> = topo.usable().iter().collect();
     let n = cpus.len();
     let rounds = latency_rounds(n);
@@ -111,7 +128,7 @@ fn measure_latency(
     };
     let m = measure_with_progress(&cfg, progress)?;
     if m.skipped.is_empty() {
-        return Ok((Some(m.matrix), None));
+        return Ok((Some(m.matrix), m.disturbance, None));
     }
     let note = Skip::LatencyPartial {
         rounds_run: m.rounds_run,
@@ -119,9 +136,9 @@ fn measure_latency(
         unmeasured: m.skipped.len(),
     };
     if m.rounds_run == 0 {
-        return Ok((None, Some(note)));
+        return Ok((None, m.disturbance, Some(note)));
     }
-    Ok((Some(m.matrix), Some(note)))
+    Ok((Some(m.matrix), m.disturbance, Some(note)))
 }
 
 /// The report's data from what was measured (or given): latency domains
@@ -161,5 +178,8 @@ pub fn assemble(
         speed,
         skipped,
         suggestions,
+        virtual_machine: None,
+        latency_disturbance: Vec::new(),
+        conditions: Vec::new(),
     }
 }

@@ -106,6 +106,9 @@ fn html_report_escapes_device_names() {
         speed: None,
         skipped: vec![],
         suggestions: suggestions(&t, None, None, None),
+        virtual_machine: None,
+        latency_disturbance: vec![],
+        conditions: vec![],
         topology: t,
     };
     let page = html(&data);

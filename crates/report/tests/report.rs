@@ -148,6 +148,9 @@ fn html_is_self_contained_and_escaped() {
         speed: None,
         skipped: vec!["speed: skipped (--no-speed)".into()],
         suggestions: vec!["use <CPUs> 0,1".into()],
+        virtual_machine: None,
+        latency_disturbance: vec![],
+        conditions: vec![],
         topology: topo,
     };
     let page = html(&data);
@@ -272,4 +275,88 @@ fn picture_and_topo_text_name_cache_sizes_alike() {
     let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
     assert!(topology_svg(&topo).contains("L3 24 MiB"));
     assert!(pinsight_render::topo_text::render(&topo, false).contains("L3 (24MB)"));
+}
+
+/// A disturbance on `cpu` of `share` of the run (none when 0).
+fn disturbance(cpu: usize, share: f64) -> pinsight_measure::Disturbance {
+    use pinsight_measure::disturbance::CpuDisturbance;
+    pinsight_measure::Disturbance {
+        threshold: 0.05,
+        disturbed: share > 0.05,
+        plan_cpus: "0-11".into(),
+        interval_s: 2.0,
+        other_s: 2.0 * share,
+        steal_s: 0.0,
+        resolution_s: 0.01,
+        runnable_before: Some(1),
+        runnable_after: Some(2),
+        cpus: (share > 0.0)
+            .then_some(CpuDisturbance {
+                cpu,
+                share,
+                share_min: share - 0.005,
+                steal_share: 0.0,
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Speed's disturbance, the latency matrices' and the virtual machine are
+/// said in the terminal summary, the page and the JSON.
+#[test]
+fn the_report_says_what_disturbed_speed_and_latency_and_the_vm() {
+    let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
+    let cpus = speeds(&topo);
+    let (kinds, pairs) = speedups(&topo, &cpus, &[Kernel::Int]);
+    let speed = pinsight_speed::SpeedReport {
+        kernels: vec![Kernel::Int],
+        budget_per_cpu_s: 1.0,
+        passes: 8,
+        slots: vec![],
+        elapsed_s: 20.0,
+        mem_bytes: 1 << 23,
+        cpus,
+        kinds,
+        speedups: pairs,
+        disturbance: Some(disturbance(3, 0.4)),
+    };
+    let m = matrix("Apple_M1_Pro.csv");
+    let data = pinsight_report::session::assemble(
+        topo,
+        Some(speed),
+        Some(m),
+        vec![],
+        "m.json",
+        None,
+        std::time::Duration::from_secs(20),
+        std::time::Instant::now(),
+    )
+    .with_conditions(
+        Some("virtual machine (test): the host may move the virtual CPUs".into()),
+        vec![Some(disturbance(0, 0.0)), None, Some(disturbance(1, 0.3))],
+    );
+    let c = data.conditions.join("\n");
+    assert!(c.contains("virtual machine (test)"), "{c}");
+    assert!(
+        c.contains("speed: disturbance: other work took 40% of CPU 3"),
+        "{c}"
+    );
+    assert!(
+        c.contains("latency matrices: disturbance: 1 of 2 matrices disturbed")
+            && c.contains("CPU 1, 30%"),
+        "{c}"
+    );
+    let text = pinsight_render::report::terminal_summary(&data, "r.html", "r.json", None, 80);
+    assert!(text.contains("Measured under:"), "{text}");
+    assert!(text.contains("! speed: disturbance"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    assert!(html(&data).contains("Measured under:"));
+    let json = serde_json::to_value(&data).unwrap();
+    assert_eq!(json["speed"]["disturbance"]["cpus"][0]["cpu"], 3);
+    assert_eq!(json["latency_disturbance"].as_array().unwrap().len(), 3);
+    assert!(json["latency_disturbance"][1].is_null());
+    assert_eq!(json["latency_disturbance"][2]["disturbed"], true);
+    assert!(json["virtual_machine"].as_str().unwrap().contains("test"));
+    assert_eq!(json["conditions"].as_array().unwrap().len(), 3);
 }

@@ -81,6 +81,13 @@ pub struct TuneRequest {
     /// read from every run's output; a higher-is-better rate r becomes the
     /// time-like cost 1/r (time per unit of work) the model fits.
     pub metric: Option<MetricSpec>,
+    /// A run is disturbed when other work (or the hypervisor) took more
+    /// than this share of one of its CPUs (compare's
+    /// `--disturbance-threshold`).
+    pub disturbance_threshold: f64,
+    /// Run a disturbed run again, up to this many times (compare's
+    /// `--rerun-disturbed`; a resume counts the journal's attempts).
+    pub rerun_disturbed: usize,
 }
 
 /// Where the design journal goes.
@@ -335,6 +342,9 @@ pub fn read_request(path: &Path) -> Result<TuneRequest, TuneError> {
         budget: None,
         validate: 2,
         metric: h.metrics.first().cloned(),
+        // Not part of the experiment: each invocation gives its own.
+        disturbance_threshold: pinsight_compare::measure::disturbance::DEFAULT_THRESHOLD,
+        rerun_disturbed: 0,
     })
 }
 
@@ -575,7 +585,7 @@ impl<'a> TuneSession<'a> {
             target,
             design_name,
         )?;
-        budget.predict(&out.design_runs, &chosen, cfg.request.seed);
+        budget.predict(&design_journal.runs, &identity, &chosen, cfg.request.seed);
         let (total, done) = vsession.progress();
         progress.begin(Stage::Validation.task(), total as u64, done as u64);
         let second = {
@@ -603,10 +613,19 @@ impl<'a> TuneSession<'a> {
     }
 }
 
-/// The stage's disturbance, when some run was disturbed: a fit over
-/// disturbed runs recommends from noise.
+/// The stage's disturbance, when some run was disturbed (a fit over
+/// disturbed runs recommends from noise) or rerun because it was.
 fn disturbance_note(stage: &str, report: &pinsight_compare::Report) -> Option<String> {
-    let note = report.disturbance.as_ref()?.note()?;
+    let d = report.disturbance.as_ref()?;
+    let note = match d.note() {
+        Some(n) => n,
+        None if d.rerun > 0 => format!(
+            "{} disturbed run{} rerun, none left disturbed",
+            d.rerun,
+            if d.rerun == 1 { " was" } else { "s were" }
+        ),
+        None => return None,
+    };
     Some(format!("{stage} runs: {note}"))
 }
 
@@ -726,8 +745,8 @@ fn open_stage(
             journal: target,
             show_output: cfg.show_output,
             ignore_failure: false,
-            disturbance_threshold: pinsight_compare::measure::disturbance::DEFAULT_THRESHOLD,
-            rerun_disturbed: 0,
+            disturbance_threshold: r.disturbance_threshold,
+            rerun_disturbed: r.rerun_disturbed,
             is_env_set: cfg.is_env_set,
         },
         &ext,
@@ -839,13 +858,17 @@ impl Budget {
         }
     }
 
-    /// The fit's prediction stands for validation configurations' times
-    /// until they have run (no bootstrap: point estimates).
-    fn predict(&mut self, runs: &[Observation], configs: &[Config], seed: u64) {
+    /// A fit of the journal's measured wall times predicts validation
+    /// configurations' run times until they have run (no bootstrap: point
+    /// estimates). Wall times, never the objective: with `--metric` the
+    /// model of the objective is in cost units (1/rate), not seconds, and
+    /// a fixed-duration program's wall time does not follow its rate.
+    fn predict(&mut self, journal: &[RunLine], id: &Identity, configs: &[Config], seed: u64) {
         if self.limit_s.is_none() {
             return;
         }
-        if let Ok(fit) = pinsight_tune_model::fit(runs, FitOptions { bootstrap: 0, seed }) {
+        let walls = observations(journal, id, None);
+        if let Ok(fit) = pinsight_tune_model::fit(&walls, FitOptions { bootstrap: 0, seed }) {
             for &c in configs {
                 self.predicted.insert(c, fit.model.time(&fit.theta, c));
             }
@@ -983,5 +1006,86 @@ mod tests {
         assert_eq!(metric_cost(rate, 0.0), None, "no cost from a zero rate");
         assert_eq!(inverse_unit("events/s"), "s/events");
         assert_eq!(inverse_unit("MIPS"), "1/MIPS");
+    }
+
+    /// A run of `c` of one second (a fixed-duration program) that reads
+    /// `rate` events/s.
+    fn fixed_run(slot: usize, arm: &str, rate: f64) -> RunLine {
+        use pinsight_compare::measure::{
+            CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunRecord,
+        };
+        RunLine {
+            slot,
+            arm: arm.into(),
+            phase: Phase::Measured,
+            rep: 0,
+            started_unix: 0.0,
+            record: RunRecord {
+                wall_s: 1.0 + 0.001 * (slot % 3) as f64,
+                user_s: 1.0,
+                sys_s: 0.0,
+                max_rss_kib: 1,
+                max_rss_floor_kib: 1,
+                exit: ExitStatusRecord {
+                    code: Some(0),
+                    signal: None,
+                },
+                timed_out: false,
+                counters: CounterMetrics::unavailable("test"),
+                energy: EnergyMetrics::unavailable("test"),
+                disturbance: None,
+            },
+            ranks: None,
+            metrics: [("events/s".to_string(), Metric::Value(rate))].into(),
+            output: None,
+        }
+    }
+
+    #[test]
+    fn the_budget_predicts_seconds_from_wall_times_not_the_metrics_cost() {
+        let configs = [(1, 0), (2, 0), (4, 0), (1, 1), (2, 2), (4, 4), (0, 2)];
+        let id = Identity {
+            stage: Stage::Design,
+            machine: MachineCounts {
+                p_cores: 4,
+                e_cores: 4,
+                smt_per_p_core: 1,
+                smt_per_e_core: 1,
+            },
+            layout: "test".into(),
+            within: CpuSet::default(),
+            pinned: true,
+            arms: configs
+                .iter()
+                .map(|&(p, e)| (format!("p{p}e{e}"), ArmConfig { p, e, smt: 0 }))
+                .collect(),
+            design_journal: None,
+        };
+        let mut runs = Vec::new();
+        for rep in 0..3 {
+            for (i, &(p, e)) in configs.iter().enumerate() {
+                let rate = 4000.0 * (p as f64 + 0.5 * e as f64) * (1.0 + 0.01 * rep as f64);
+                runs.push(fixed_run(
+                    rep * configs.len() + i,
+                    &format!("p{p}e{e}"),
+                    rate,
+                ));
+            }
+        }
+        let metric = pinsight_compare::program_metric::parse("sysbench", &[]).unwrap();
+        let costs = observations(&runs, &id, metric.first());
+        assert!(
+            costs.iter().all(|o| o.time_s < 0.01),
+            "the objective is 1/rate"
+        );
+        let mut budget = Budget::new(Some(Duration::from_secs(60)));
+        let unmeasured = Config::new(3, 1, 0);
+        budget.predict(&runs, &id, &[unmeasured], 1);
+        let t = budget.predicted.get(&unmeasured).copied();
+        assert!(
+            t.is_some_and(|t| (0.8..1.25).contains(&t)),
+            "a one-second program is predicted at about one second: {t:?}"
+        );
+        assert!((0.8..1.25).contains(&budget.estimate(unmeasured)));
     }
 }

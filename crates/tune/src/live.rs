@@ -48,6 +48,11 @@ pub struct LiveRequest {
     /// What the caller will minimise; an energy goal needs RAPL.
     pub goal: Goal,
     pub executor: ExecutorKind,
+    /// A run is disturbed over this share of one of its CPUs; `None`:
+    /// compare's default (5%).
+    pub disturbance_threshold: Option<f64>,
+    /// Reruns of a disturbed run; `None`: 0.
+    pub rerun_disturbed: Option<usize>,
 }
 
 /// Why a live tune cannot start.
@@ -135,6 +140,8 @@ fn request_of(
             let request = TuneRequest {
                 budget: req.budget,
                 validate: req.validate.unwrap_or(previous.validate),
+                disturbance_threshold: threshold(req),
+                rerun_disturbed: req.rerun_disturbed.unwrap_or(0),
                 ..previous
             };
             Ok((request, TuneJournal::Resume(path.clone())))
@@ -170,6 +177,8 @@ fn request_of(
                 budget: req.budget,
                 validate: req.validate.unwrap_or(2),
                 metric: metric.clone(),
+                disturbance_threshold: threshold(req),
+                rerun_disturbed: req.rerun_disturbed.unwrap_or(0),
             };
             let journal = match journal {
                 Some(p) if p.exists() => return Err(LiveError::JournalExists { path: p.clone() }),
@@ -182,6 +191,12 @@ fn request_of(
             Ok((request, journal))
         }
     }
+}
+
+/// The disturbance threshold asked for, or compare's default.
+fn threshold(req: &LiveRequest) -> f64 {
+    req.disturbance_threshold
+        .unwrap_or(pinsight_compare::measure::disturbance::DEFAULT_THRESHOLD)
 }
 
 impl Finished {

@@ -35,6 +35,8 @@ fn probe(topo: &Topology) -> (Seen, Seen) {
             budget: None,
             validate: 0,
             metric: None,
+            disturbance_threshold: 0.05,
+            rerun_disturbed: 0,
         },
         topology: topo,
         measure_fs: FsRoot::live(),

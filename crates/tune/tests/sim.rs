@@ -44,6 +44,8 @@ fn request(topo: &Topology, runs: usize) -> TuneRequest {
         budget: None,
         validate: 2,
         metric: None,
+        disturbance_threshold: 0.05,
+        rerun_disturbed: 0,
     }
 }
 

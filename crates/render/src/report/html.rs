@@ -109,6 +109,14 @@ pub fn html(r: &ReportData) -> String {
         s.push_str("</ul>\n");
     }
 
+    if !r.conditions.is_empty() {
+        s.push_str("<p><b>Measured under:</b></p><ul class=\"skip\">");
+        for line in &r.conditions {
+            write!(s, "<li>{}</li>", esc(line)).ok();
+        }
+        s.push_str("</ul>\n");
+    }
+
     write!(s, "<h2>Machine</h2>\n<p>{}.</p>\n", esc(&machine_line(t))).ok();
     s.push_str(&topology_svg(t));
     s.push_str("\n<table><tr><th>rank</th><th class=l>kind</th><th class=l>CPUs</th><th>capacity</th><th>max</th><th>base</th><th class=l>identified by</th></tr>");

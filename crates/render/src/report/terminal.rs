@@ -38,6 +38,12 @@ pub fn terminal_summary(
             out.push_str(&wrap(s, width, "  - ", "    "));
         }
     }
+    if !r.conditions.is_empty() {
+        out.push_str("\nMeasured under:\n");
+        for s in &r.conditions {
+            out.push_str(&wrap(s, width, "  ! ", "    "));
+        }
+    }
     out.push('\n');
     out.push_str(&wrap(
         &format!(
