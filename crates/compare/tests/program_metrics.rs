@@ -7,7 +7,6 @@
 //! `results[]` has every field of hyperfine's JSON export with its type.
 
 use pinsight_compare::experiment::{execute, Always, Executor, SwitchError};
-use pinsight_lifecycle::progress::Silent;
 use pinsight_compare::journal::{
     ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, RunOutputRef, SCHEMA,
 };
@@ -18,6 +17,7 @@ use pinsight_compare::output::{CaptureError, Kept};
 use pinsight_compare::program_metric::{self, figures_in, Better, MetricSpec};
 use pinsight_compare::{analyse, Advice, Decision, Slot, Status};
 use pinsight_cpuset::CpuSet;
+use pinsight_lifecycle::progress::Silent;
 
 fn fixture(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -196,7 +196,16 @@ fn experiment(h: &Header, blank: Vec<usize>) -> pinsight_compare::Report {
     let p = d.path().join("j.jsonl");
     let mut w = JournalWriter::create(&p, h).unwrap();
     let mut exec = FixedTime { blank, last: None };
-    execute(h, &[], &mut w, &mut exec, &mut Silent, &mut Always, false, &|| false);
+    execute(
+        h,
+        &[],
+        &mut w,
+        &mut exec,
+        &mut Silent,
+        &mut Always,
+        false,
+        &|| false,
+    );
     let j = Journal::read(&p).unwrap();
     analyse(&j.header, &j.runs, Status::Complete, vec![])
 }
