@@ -30,8 +30,8 @@
 //! ```text
 //! caller thread                spawner thread              child
 //! read counters (before)
-//! send Command       ───────►  cmd.spawn(): fork  ──────►  pre_exec hooks
-//!                                                          stamp the clock
+//! send Program       ───────►  spawn: vfork-style ──────►  placement steps
+//!                              clone (or fork)             stamp the clock
 //!                                                          execve: counters on
 //!                    ◄───────  Child
 //! wait (pidfd) ...                                         exit: counts folded
@@ -45,9 +45,11 @@
 //! # The timer: from `execve` to the exit
 //!
 //! A run's `wall_s` starts when the child, as its very last step before
-//! `execve` (after the caller's hooks), reads
-//! `CLOCK_MONOTONIC` and writes it to a close-on-exec pipe; the parent
-//! reads that stamp once `spawn` has returned. The fork, the caller's
+//! `execve` (after the placement steps), reads `CLOCK_MONOTONIC` and
+//! stores it in memory it shares with the parent (a [`Spawn`]: the child
+//! runs in our address space until the exec), or writes it to a
+//! close-on-exec pipe (a `Command`, forked); the parent reads that stamp
+//! once the spawn has returned. The fork, the caller's
 //! `pre_exec` work (affinity, memory policy) and the spawner's hand-over
 //! are therefore not timed, nor is the parent's wake-up after the exec.
 //! It ends when the parent sees the exit: the pidfd polls readable (or
@@ -314,7 +316,8 @@ impl Measurer {
     /// The caller owns the command's setup: arguments, environment,
     /// current dir, stdio, and `pre_exec` hooks (affinity, LD_PRELOAD...),
     /// which are neither counted nor timed. This adds `process_group(0)`
-    /// and a final `pre_exec` that stamps the start of the timer; with
+    /// and the stamp of the timer's start (a final `pre_exec` on a
+    /// `Command`; built into a [`Spawn`], the cheaper of the two); with
     /// counters, the command is spawned from the measurer's spawner
     /// thread (see the module's doc). Stdio
     /// should be inherited, null or files: piped stdio is closed at once

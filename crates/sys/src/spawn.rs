@@ -87,7 +87,7 @@ pub struct Spawned {
 }
 
 impl Spawn {
-    /// `program` (searched in `PATH` when it has no `/`), as argv[0].
+    /// `program` (searched in `PATH` when it has no `/`), as `argv[0]`.
     pub fn new(program: impl AsRef<OsStr>) -> Spawn {
         Spawn {
             program: program.as_ref().to_owned(),
