@@ -221,6 +221,8 @@ pub struct Measurer {
     /// `static_key_slow_inc`, an IPI to each CPU; kernel/events/core.c),
     /// which opening counters per run paid twice a run.
     spawner: Mutex<Option<Spawner>>,
+    /// `/proc/stat`, open for the measurer's life (read twice a run).
+    stat: Mutex<pinsight_sys::cpustat::StatFile>,
 }
 
 impl Measurer {
@@ -301,6 +303,7 @@ impl Measurer {
                 hardware_unavailable,
                 rapl,
                 spawner: Mutex::new(None),
+                stat: Mutex::new(pinsight_sys::cpustat::StatFile::open(fs)),
             },
             notes,
         )
@@ -393,7 +396,7 @@ impl Measurer {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
-        let stat_before = self.opts.disturbance.and_then(|_| Sample::take(&self.fs));
+        let stat_before = self.opts.disturbance.and_then(|_| self.stat_sample());
         let before = spawner
             .as_deref()
             .and_then(Option::as_ref)
@@ -435,7 +438,7 @@ impl Measurer {
                 return Err(RunError::Wait(e));
             }
         };
-        let stat_after = stat_before.as_ref().and_then(|_| Sample::take(&self.fs));
+        let stat_after = stat_before.as_ref().and_then(|_| self.stat_sample());
         on_exit(observer);
         // Final energy sample as close to the exit as we can.
         let energy = match (energy, &self.rapl) {
@@ -568,6 +571,12 @@ impl Measurer {
                 return Ok((proc::monotonic_ns(), timed_out));
             }
         }
+    }
+
+    /// A disturbance sample through the open `/proc/stat`.
+    fn stat_sample(&self) -> Option<Sample> {
+        let mut stat = self.stat.lock().unwrap_or_else(PoisonError::into_inner);
+        Sample::take_from(&self.fs, &mut stat)
     }
 
     /// The spawner, started on first use (its counters opened).
