@@ -134,6 +134,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_open_stat_file_reads_again_and_again() {
+        let fs = FsRoot::live();
+        let mut f = StatFile::open(&fs);
+        let a = f.read(&fs).expect("live /proc/stat");
+        let b = f.read(&fs).expect("read twice");
+        assert_eq!(
+            a.cpus.keys().collect::<Vec<_>>(),
+            b.cpus.keys().collect::<Vec<_>>()
+        );
+        let fresh = read_proc_stat(&fs).unwrap();
+        assert_eq!(a.cpus.len(), fresh.cpus.len());
+        for (cpu, t) in &b.cpus {
+            assert!(t.busy >= a.cpus[cpu].busy, "ticks only grow");
+        }
+    }
+
+    #[test]
     fn reads_busy_steal_and_runnable() {
         let text = "cpu  10 20 30 40 50 60 70 80 90 100\n\
                     cpu0 1 2 3 400 5 6 7 8 9 10\n\
