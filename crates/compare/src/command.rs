@@ -20,19 +20,20 @@
 //! reaps it itself, while a measured run must be spawned and reaped by
 //! [`pinsight_measure::Measurer`] (counters attach between fork and exec,
 //! rusage comes from its `wait4`). So this adapter applies the
-//! [`Application`] to a `Command`, sets the start mask in a `pre_exec` hook
-//! (the child is forked from a multi-threaded process, so the hook only
-//! makes one syscall on a buffer prepared beforehand), and hands the
-//! watcher's job ([`PreparedArm::follow`]) to the executor.
+//! [`Application`] to a [`Spawn`] (started without copying pinsight's
+//! memory, see [`pinsight_sys::spawn`]), with the start mask and memory
+//! policy as data the child applies before `execve` (one syscall each, on
+//! buffers prepared beforehand), and hands the watcher's job
+//! ([`PreparedArm::follow`]) to the executor.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_launch::affinity::{set_affinity_words_before_exec, to_kernel_words};
+use pinsight_launch::affinity::to_kernel_words;
 use pinsight_launch::shim::ShimFile;
 use pinsight_launch::watch::FollowPlan;
 use pinsight_launch::{Application, Mechanism, PinMain};
 use pinsight_plan::Plan;
+use pinsight_sys::spawn::{Spawn, Stdio};
 use std::ffi::{OsStr, OsString};
-use std::process::{Command, Stdio};
 
 /// One arm, ready to spawn many times.
 #[derive(Clone, Debug)]
@@ -113,21 +114,21 @@ impl PreparedArm {
     /// The command for one run. Output goes to /dev/null unless
     /// `show_output`; stdin is always /dev/null (runs live in their own
     /// process group and must not read the terminal).
-    pub fn command(&self, argv: &[OsString], shim: Option<&Shim>, show_output: bool) -> Command {
-        let mut cmd = Command::new(&argv[0]);
+    pub fn command(&self, argv: &[OsString], shim: Option<&Shim>, show_output: bool) -> Spawn {
+        let mut cmd = Spawn::new(&argv[0]);
         cmd.args(&argv[1..]);
-        self.app.apply(&mut cmd, shim.map(|s| &s.0));
-        cmd.stdin(Stdio::null());
+        self.app.apply_spawn(&mut cmd, shim.map(|s| &s.0));
+        cmd.stdin(Stdio::Null);
         if !show_output {
-            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            cmd.stdout(Stdio::Null).stderr(Stdio::Null);
         }
         if let Some(words) = self.start_mask.clone() {
-            // One allocation-free syscall between fork and exec.
-            set_affinity_words_before_exec(&mut cmd, words);
+            // One allocation-free syscall between the spawn and the exec.
+            cmd.affinity_words(words);
         }
         if let Some((mode, nodes)) = &self.mem {
             // The child inherits the policy across exec, as under numactl.
-            pinsight_sys::mempolicy::set_before_exec(&mut cmd, *mode, nodes);
+            cmd.mempolicy(*mode, nodes);
         }
         cmd
     }
@@ -264,9 +265,13 @@ mod tests {
             None,
             true,
         );
-        cmd.stdout(Stdio::piped());
-        let out = cmd.output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
+        let (r, w) = pinsight_sys::process::pipe().unwrap();
+        cmd.stdout(Stdio::Fd(w));
+        let child = cmd.spawn().unwrap();
+        drop(cmd);
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut text).unwrap();
+        pinsight_sys::process::wait4(child.pid).unwrap();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         if cpus >= 2 {
             assert!(text.trim().ends_with("\t1"), "{text}");

@@ -20,10 +20,11 @@ use pinsight_lifecycle::progress::Progress;
 use pinsight_measure::{
     GovernorError, GovernorGuard, Measurer, Metric, Options, RunError, RunRecord,
 };
+use pinsight_sys::spawn::{Spawn, Stdio as SpawnStdio};
 use pinsight_topology::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Runs the program of one arm, the `--prepare` command, and switches
@@ -487,7 +488,7 @@ impl LiveExecutor {
 
     /// The command of `slot`: its output to a new file of the capture
     /// (kept in `self.kept` once the run ends), else as `show_output` says.
-    fn command_for(&mut self, slot: &Slot) -> (Command, Option<crate::output::Open>) {
+    fn command_for(&mut self, slot: &Slot) -> (Spawn, Option<crate::output::Open>) {
         let arm = &self.arms[slot.arm];
         let mut cmd = arm.command(&self.argv, self.shim.as_ref(), self.show_output);
         let Some((capture, ids)) = &self.capture else {
@@ -502,10 +503,10 @@ impl LiveExecutor {
             Ok((o, err))
         }) {
             Ok((o, err)) => {
-                let out = o.file.try_clone().map(Stdio::from);
+                let out = o.file.try_clone().map(|f| SpawnStdio::Fd(f.into()));
                 match out {
                     Ok(out) => {
-                        cmd.stdout(out).stderr(Stdio::from(err));
+                        cmd.stdout(out).stderr(SpawnStdio::Fd(err.into()));
                         (cmd, Some(o))
                     }
                     Err(source) => {
@@ -581,7 +582,7 @@ impl Executor for LiveExecutor {
 }
 
 impl LiveExecutor {
-    fn run_command(&mut self, slot: &Slot, cmd: Command) -> Result<RunRecord, RunError> {
+    fn run_command(&mut self, slot: &Slot, cmd: Spawn) -> Result<RunRecord, RunError> {
         let arm = &self.arms[slot.arm];
         let cpus = arm.cpus().clone();
         let Some(follow) = arm.follow() else {

@@ -371,7 +371,11 @@ pub struct Figure(pub String, pub f64);
 /// [`Figure`]); a label that repeats gets ` (2)`, ` (3)`, .... Numbers in
 /// square brackets (process ids in log prefixes) are left out.
 pub fn figures_in(output: &str) -> Vec<Figure> {
-    let num = Regex::new(r"[-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?").expect("valid");
+    // Compiled once per process: this runs on every run's output.
+    static NUM: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"[-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?").expect("valid")
+    });
+    let num = &*NUM;
     let mut out: Vec<Figure> = Vec::new();
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for line in output.lines() {

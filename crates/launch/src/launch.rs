@@ -47,6 +47,7 @@ use pinsight_topology::FsRoot;
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -478,24 +479,47 @@ impl Application {
     /// to `cmd`, and makes the child inherit the shim's memfd. The start
     /// mask is the caller's to apply (see [`Application::start_mask`]).
     pub fn apply(&self, cmd: &mut Command, shim_file: Option<&ShimFile>) {
-        for (k, v) in &self.exported {
-            cmd.env(k, v);
-        }
-        let Some(shim_file) = shim_file.filter(|_| self.needs_shim()) else {
-            return;
-        };
-        let existing = std::env::var("LD_PRELOAD").ok();
-        cmd.env(
-            "LD_PRELOAD",
-            shim::preload_value(shim_file.path(), existing.as_deref()),
-        );
-        for (k, v) in &self.shim_env {
-            cmd.env(k, v);
-        }
-        if let Some(fd) = shim_file.inherit_fd() {
-            cmd.env(shim::ENV_SHIM_FD, fd.to_string());
+        let (env, fd) = self.child_setup(shim_file);
+        cmd.envs(env);
+        if let Some(fd) = fd {
             pinsight_sys::fs::inherit_before_exec(cmd, fd);
         }
+    }
+
+    /// [`Application::apply`] for a [`pinsight_sys::spawn::Spawn`] (the
+    /// measured runs of `compare`): the same variables and descriptor.
+    pub fn apply_spawn(
+        &self,
+        spawn: &mut pinsight_sys::spawn::Spawn,
+        shim_file: Option<&ShimFile>,
+    ) {
+        let (env, fd) = self.child_setup(shim_file);
+        for (k, v) in env {
+            spawn.env(k, v);
+        }
+        if let Some(fd) = fd {
+            spawn.inherit_fd(fd);
+        }
+    }
+
+    /// The variables to set, in order, and the shim's descriptor to
+    /// inherit.
+    fn child_setup(&self, shim_file: Option<&ShimFile>) -> (Vec<(String, String)>, Option<RawFd>) {
+        let mut env = self.exported.clone();
+        let Some(shim_file) = shim_file.filter(|_| self.needs_shim()) else {
+            return (env, None);
+        };
+        let existing = std::env::var("LD_PRELOAD").ok();
+        env.push((
+            "LD_PRELOAD".to_string(),
+            shim::preload_value(shim_file.path(), existing.as_deref()),
+        ));
+        env.extend(self.shim_env.iter().cloned());
+        let fd = shim_file.inherit_fd();
+        if let Some(fd) = fd {
+            env.push((shim::ENV_SHIM_FD.to_string(), fd.to_string()));
+        }
+        (env, fd)
     }
 }
 

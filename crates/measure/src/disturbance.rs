@@ -57,8 +57,14 @@ impl Sample {
     /// Reads `/proc/stat` under `fs` (`None` if it cannot be read: the
     /// record then has no disturbance, never a fake zero).
     pub fn take(fs: &FsRoot) -> Option<Sample> {
+        Sample::take_from(fs, &mut cpustat::StatFile::open(fs))
+    }
+
+    /// [`Sample::take`] through a `/proc/stat` kept open (`stat`, opened
+    /// on `fs`): what the measurer does before and after each run.
+    pub fn take_from(fs: &FsRoot, stat: &mut cpustat::StatFile) -> Option<Sample> {
         let harness_s = pinsight_sys::process::self_cpu_s();
-        let stat = cpustat::read_proc_stat(fs)?;
+        let stat = stat.read(fs)?;
         Some(Sample {
             stat,
             at: Instant::now(),

@@ -58,6 +58,7 @@ pub use governor::{
     GovernorUnavailable, RestoreError, RestoreFailure,
 };
 pub use metric::Metric;
+pub use pinsight_sys::spawn::{Spawn, Stdio as SpawnStdio};
 pub use record::{ExitStatusRecord, RunRecord};
 pub use root::{measurement_root, MeasureRootError, TEST_MEASURE_ROOT};
-pub use run::{Measurer, Options, RunError};
+pub use run::{Measurer, Options, Program, RunError};

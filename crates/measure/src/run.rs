@@ -30,8 +30,8 @@
 //! ```text
 //! caller thread                spawner thread              child
 //! read counters (before)
-//! send Command       ───────►  cmd.spawn(): fork  ──────►  pre_exec hooks
-//!                                                          stamp the clock
+//! send Program       ───────►  spawn: vfork-style ──────►  placement steps
+//!                              clone (or fork)             stamp the clock
 //!                                                          execve: counters on
 //!                    ◄───────  Child
 //! wait (pidfd) ...                                         exit: counts folded
@@ -45,9 +45,11 @@
 //! # The timer: from `execve` to the exit
 //!
 //! A run's `wall_s` starts when the child, as its very last step before
-//! `execve` (after the caller's hooks), reads
-//! `CLOCK_MONOTONIC` and writes it to a close-on-exec pipe; the parent
-//! reads that stamp once `spawn` has returned. The fork, the caller's
+//! `execve` (after the placement steps), reads `CLOCK_MONOTONIC` and
+//! stores it in memory it shares with the parent (a [`Spawn`]: the child
+//! runs in our address space until the exec), or writes it to a
+//! close-on-exec pipe (a `Command`, forked); the parent reads that stamp
+//! once the spawn has returned. The fork, the caller's
 //! `pre_exec` work (affinity, memory policy) and the spawner's hand-over
 //! are therefore not timed, nor is the parent's wake-up after the exec.
 //! It ends when the parent sees the exit: the pidfd polls readable (or
@@ -71,13 +73,14 @@ use crate::error::IoError;
 use crate::record::{ExitStatusRecord, RunRecord};
 use crate::sys::perf::{self, Counter, OpenSpec, PERF_COUNT_SW_DUMMY, PERF_TYPE_SOFTWARE};
 use crate::sys::proc;
+use crate::sys::spawn::Spawn;
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_topology::FsRoot;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -110,6 +113,59 @@ impl Default for Options {
             energy: true,
             kill_leftovers: true,
             disturbance: Some(crate::disturbance::DEFAULT_THRESHOLD),
+        }
+    }
+}
+
+/// What a run starts.
+///
+/// - [`Spawn`] (what `compare` gives): started with
+///   `clone(CLONE_VM | CLONE_VFORK)` (see [`pinsight_sys::spawn`]), so
+///   pinsight's memory is not copied for each run; the placement steps
+///   are data (CPU mask, memory policy, inherited descriptors) and the
+///   child stamps the timer's start itself just before `execve`.
+/// - A `std::process::Command` with any `pre_exec` hooks: forked by std;
+///   the stamp is a last `pre_exec` hook writing to a close-on-exec pipe.
+///
+/// Both measure the same interval (see the module's doc).
+#[derive(Debug)]
+pub enum Program {
+    Command(Command),
+    Spawn(Spawn),
+}
+
+impl From<Command> for Program {
+    fn from(c: Command) -> Program {
+        Program::Command(c)
+    }
+}
+
+impl From<Spawn> for Program {
+    fn from(s: Spawn) -> Program {
+        Program::Spawn(s)
+    }
+}
+
+impl Program {
+    fn name(&self) -> String {
+        match self {
+            Program::Command(c) => c.get_program(),
+            Program::Spawn(s) => s.get_program(),
+        }
+        .to_string_lossy()
+        .into_owned()
+    }
+
+    /// Starts it: (pid, the child's own stamp when it took one here).
+    fn start(self) -> io::Result<(libc::pid_t, Option<u64>)> {
+        match self {
+            Program::Command(mut c) => {
+                // We reap with wait4 ourselves; std's Child never waits
+                // (dropping it only closes piped stdio).
+                let child = c.spawn()?;
+                Ok((child.id() as libc::pid_t, None))
+            }
+            Program::Spawn(s) => s.spawn().map(|sp| (sp.pid, Some(sp.exec_ns))),
         }
     }
 }
@@ -165,6 +221,8 @@ pub struct Measurer {
     /// `static_key_slow_inc`, an IPI to each CPU; kernel/events/core.c),
     /// which opening counters per run paid twice a run.
     spawner: Mutex<Option<Spawner>>,
+    /// `/proc/stat`, open for the measurer's life (read twice a run).
+    stat: Mutex<pinsight_sys::cpustat::StatFile>,
 }
 
 impl Measurer {
@@ -245,6 +303,7 @@ impl Measurer {
                 hardware_unavailable,
                 rapl,
                 spawner: Mutex::new(None),
+                stat: Mutex::new(pinsight_sys::cpustat::StatFile::open(fs)),
             },
             notes,
         )
@@ -260,26 +319,31 @@ impl Measurer {
     /// The caller owns the command's setup: arguments, environment,
     /// current dir, stdio, and `pre_exec` hooks (affinity, LD_PRELOAD...),
     /// which are neither counted nor timed. This adds `process_group(0)`
-    /// and a final `pre_exec` that stamps the start of the timer; with
+    /// and the stamp of the timer's start (a final `pre_exec` on a
+    /// `Command`; built into a [`Spawn`], the cheaper of the two); with
     /// counters, the command is spawned from the measurer's spawner
     /// thread (see the module's doc). Stdio
     /// should be inherited, null or files: piped stdio is closed at once
     /// (the output is not returned). Runs in their own process group cannot
     /// read the terminal (SIGTTIN): give them `Stdio::null()` as stdin.
-    pub fn run(&self, cmd: Command) -> Result<RunRecord, RunError> {
+    pub fn run(&self, cmd: impl Into<Program>) -> Result<RunRecord, RunError> {
         self.run_observed_on(cmd, None, |_| (), |()| ())
     }
 
     /// [`Measurer::run`] of a program placed on `plan_cpus`: the
     /// disturbance is accounted on those CPUs (else on every CPU).
-    pub fn run_on(&self, cmd: Command, plan_cpus: &CpuSet) -> Result<RunRecord, RunError> {
+    pub fn run_on(
+        &self,
+        cmd: impl Into<Program>,
+        plan_cpus: &CpuSet,
+    ) -> Result<RunRecord, RunError> {
         self.run_observed_on(cmd, Some(plan_cpus), |_| (), |()| ())
     }
 
     /// [`Measurer::run_observed_on`] with the disturbance on every CPU.
     pub fn run_observed<W>(
         &self,
-        cmd: Command,
+        cmd: impl Into<Program>,
         on_spawn: impl FnOnce(libc::pid_t) -> W,
         on_exit: impl FnOnce(W),
     ) -> Result<RunRecord, RunError> {
@@ -294,7 +358,7 @@ impl Measurer {
     /// disturbance is accounted on `plan_cpus` (every CPU when `None`).
     pub fn run_observed_on<W>(
         &self,
-        mut cmd: Command,
+        cmd: impl Into<Program>,
         plan_cpus: Option<&CpuSet>,
         on_spawn: impl FnOnce(libc::pid_t) -> W,
         on_exit: impl FnOnce(W),
@@ -302,26 +366,37 @@ impl Measurer {
         if cleanup::is_shutting_down() {
             return Err(RunError::Interrupted);
         }
-        let program = cmd.get_program().to_string_lossy().into_owned();
-        cmd.process_group(0);
+        let mut cmd = cmd.into();
+        let program = cmd.name();
 
         let want_counters = self.opts.counters && self.events.iter().any(|(_, r)| r.is_ok());
         // Held for the whole run: the spawner's counters count one run at
         // a time.
         let mut spawner = want_counters.then(|| self.spawner());
-        // Last of all the pre-exec steps: the start of the timed interval.
-        let (stamp_r, stamp_w) = proc::pipe().map_err(|source| RunError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
-        proc::stamp_before_exec(&mut cmd, stamp_w.as_raw_fd());
+        // Last of all the pre-exec steps: the start of the timed interval
+        // (a Spawn's child stamps shared memory itself).
+        let mut stamp_pipe = None;
+        match &mut cmd {
+            Program::Command(c) => {
+                c.process_group(0);
+                let (stamp_r, stamp_w) = proc::pipe().map_err(|source| RunError::Spawn {
+                    program: program.clone(),
+                    source,
+                })?;
+                proc::stamp_before_exec(c, stamp_w.as_raw_fd());
+                stamp_pipe = Some((stamp_r, stamp_w));
+            }
+            Program::Spawn(s) => {
+                s.process_group(0);
+            }
+        }
 
         let max_rss_floor_kib = proc::self_max_rss_kib();
         let energy = match &self.rapl {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
-        let stat_before = self.opts.disturbance.and_then(|_| Sample::take(&self.fs));
+        let stat_before = self.opts.disturbance.and_then(|_| self.stat_sample());
         let before = spawner
             .as_deref()
             .and_then(Option::as_ref)
@@ -330,22 +405,26 @@ impl Measurer {
         let t0 = Instant::now();
         let spawned = match spawner.as_deref_mut().and_then(Option::as_mut) {
             Some(sp) => sp.spawn(cmd),
-            None => cmd.spawn(),
+            None => cmd.start(),
         };
-        drop(stamp_w);
-        let child = spawned.map_err(|e| spawn_error(program, e))?;
-        let pid = child.id() as libc::pid_t;
+        let stamp_r = stamp_pipe.map(|(r, w)| {
+            drop(w);
+            r
+        });
+        let (pid, child_stamp) = spawned.map_err(|e| spawn_error(program, e))?;
         // The child wrote its stamp just before a successful execve (spawn
         // returns Ok only then); the parent's own clock is the fallback.
-        let mut stamp = [0u8; 8];
-        let exec_ns = match proc::read_exact_raw(stamp_r.as_raw_fd(), &mut stamp) {
-            Ok(true) => u64::from_ne_bytes(stamp),
+        let exec_ns = match (child_stamp, stamp_r) {
+            (Some(ns), _) if ns > 0 => ns,
+            (_, Some(r)) => {
+                let mut stamp = [0u8; 8];
+                match proc::read_exact_raw(r.as_raw_fd(), &mut stamp) {
+                    Ok(true) => u64::from_ne_bytes(stamp),
+                    _ => parent_t0_ns,
+                }
+            }
             _ => parent_t0_ns,
         };
-        drop(stamp_r);
-        // We reap with wait4 ourselves; std's Child never waits (dropping it
-        // only closes piped stdio).
-        drop(child);
         let registration = GroupRegistration::new(pid);
         let observer = on_spawn(pid);
 
@@ -359,7 +438,7 @@ impl Measurer {
                 return Err(RunError::Wait(e));
             }
         };
-        let stat_after = stat_before.as_ref().and_then(|_| Sample::take(&self.fs));
+        let stat_after = stat_before.as_ref().and_then(|_| self.stat_sample());
         on_exit(observer);
         // Final energy sample as close to the exit as we can.
         let energy = match (energy, &self.rapl) {
@@ -492,6 +571,12 @@ impl Measurer {
                 return Ok((proc::monotonic_ns(), timed_out));
             }
         }
+    }
+
+    /// A disturbance sample through the open `/proc/stat`.
+    fn stat_sample(&self) -> Option<Sample> {
+        let mut stat = self.stat.lock().unwrap_or_else(PoisonError::into_inner);
+        Sample::take_from(&self.fs, &mut stat)
     }
 
     /// The spawner, started on first use (its counters opened).
@@ -638,8 +723,8 @@ struct Spawner {
     /// Per planned event: `None` if the probe ruled it out, else the
     /// counter opened on the spawner thread (or why it could not be).
     counters: Vec<Option<Result<Counter, IoError>>>,
-    jobs: Option<mpsc::Sender<Command>>,
-    spawned: mpsc::Receiver<std::io::Result<Child>>,
+    jobs: Option<mpsc::Sender<Program>>,
+    spawned: mpsc::Receiver<std::io::Result<(libc::pid_t, Option<u64>)>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -656,7 +741,7 @@ impl Spawner {
     /// cannot be started.
     fn start(specs: Vec<Option<OpenSpec>>) -> Option<Spawner> {
         let (opened_tx, opened_rx) = mpsc::channel();
-        let (jobs_tx, jobs_rx) = mpsc::channel::<Command>();
+        let (jobs_tx, jobs_rx) = mpsc::channel::<Program>();
         let (spawned_tx, spawned_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("pinsight-spawn".into())
@@ -675,8 +760,8 @@ impl Spawner {
                 if opened_tx.send(counters).is_err() {
                     return;
                 }
-                for mut cmd in jobs_rx {
-                    if spawned_tx.send(cmd.spawn()).is_err() {
+                for cmd in jobs_rx {
+                    if spawned_tx.send(cmd.start()).is_err() {
                         break;
                     }
                 }
@@ -693,7 +778,7 @@ impl Spawner {
     }
 
     /// Spawns `cmd` from the spawner thread.
-    fn spawn(&mut self, cmd: Command) -> std::io::Result<Child> {
+    fn spawn(&mut self, cmd: Program) -> std::io::Result<(libc::pid_t, Option<u64>)> {
         let gone = || std::io::Error::other("the spawner thread is gone");
         self.jobs
             .as_ref()

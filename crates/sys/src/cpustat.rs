@@ -82,9 +82,73 @@ pub fn read_proc_stat(fs: &FsRoot) -> Option<ProcStat> {
     parse_proc_stat(&fs.read_opt("/proc/stat")?)
 }
 
+/// `/proc/stat` kept open for repeated reads (the measurer reads it before
+/// and after every run): one `pread` from offset 0 into a reused buffer
+/// instead of open, read, close and a new `String` each time. On a
+/// recorded machine (or a recording [`FsRoot`]) every read goes through
+/// [`read_proc_stat`] as before.
+#[derive(Debug)]
+pub struct StatFile {
+    file: Option<std::fs::File>,
+    buf: Vec<u8>,
+}
+
+impl StatFile {
+    /// Opens `/proc/stat` of `fs` when it is the live machine.
+    pub fn open(fs: &FsRoot) -> StatFile {
+        let file = if fs.is_live() && !fs.is_recording() {
+            std::fs::File::open(fs.path("/proc/stat")).ok()
+        } else {
+            None
+        };
+        StatFile {
+            file,
+            buf: Vec::with_capacity(16 * 1024),
+        }
+    }
+
+    /// What `/proc/stat` says now (`fs`: the root this was opened on).
+    pub fn read(&mut self, fs: &FsRoot) -> Option<ProcStat> {
+        let Some(f) = &self.file else {
+            return read_proc_stat(fs);
+        };
+        use std::os::unix::fs::FileExt;
+        self.buf.clear();
+        let mut chunk = [0u8; 4096];
+        loop {
+            // proc files are generated at offset 0 and read through to EOF
+            // (fs/proc: seq_file).
+            match f.read_at(&mut chunk, self.buf.len() as u64) {
+                Ok(0) => break,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return read_proc_stat(fs),
+            }
+        }
+        parse_proc_stat(std::str::from_utf8(&self.buf).ok()?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_open_stat_file_reads_again_and_again() {
+        let fs = FsRoot::live();
+        let mut f = StatFile::open(&fs);
+        let a = f.read(&fs).expect("live /proc/stat");
+        let b = f.read(&fs).expect("read twice");
+        assert_eq!(
+            a.cpus.keys().collect::<Vec<_>>(),
+            b.cpus.keys().collect::<Vec<_>>()
+        );
+        let fresh = read_proc_stat(&fs).unwrap();
+        assert_eq!(a.cpus.len(), fresh.cpus.len());
+        for (cpu, t) in &b.cpus {
+            assert!(t.busy >= a.cpus[cpu].busy, "ticks only grow");
+        }
+    }
 
     #[test]
     fn reads_busy_steal_and_runnable() {

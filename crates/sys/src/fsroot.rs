@@ -180,6 +180,11 @@ impl FsRoot {
 
     /// The OS paths (`/sys/...`) read or listed since [`FsRoot::recording`],
     /// sorted; empty when not recording.
+    /// Whether reads are being recorded ([`FsRoot::recording`]).
+    pub fn is_recording(&self) -> bool {
+        self.recorder.is_some()
+    }
+
     pub fn recorded(&self) -> Vec<PathBuf> {
         match &self.recorder {
             Some(r) => r

@@ -10,6 +10,9 @@
 //!   and libc's `cpu_set_t` stop at 1024 CPUs);
 //! - [`process`]: reaping with `rusage`, waiting without reaping, pidfds,
 //!   process-group kill, CLOEXEC pipes, the pre-exec clock stamp;
+//! - [`spawn`]: starting a program without copying this process
+//!   (hand-written `clone(CLONE_VM | CLONE_VFORK)`, as glibc's
+//!   `posix_spawn`), with the placement steps and the exec stamp;
 //! - [`signals`]: forwarding signals to launched children, the self-pipe
 //!   cleanup handler, deferring signals around a critical write;
 //! - [`perf`]: `perf_event_open` in counting mode;
@@ -54,6 +57,7 @@ pub mod procfs;
 pub mod progress;
 pub mod sched;
 pub mod signals;
+pub mod spawn;
 pub mod stealer;
 pub mod text;
 

@@ -86,6 +86,16 @@ pub fn mode_name(mode: i32) -> &'static str {
 
 /// Words and `maxnode` for a node set: one spare bit beyond the highest
 /// node, since the kernel reads `maxnode - 1` bits.
+/// The node mask and `maxnode` that `set_mempolicy(2)` takes for `mode`
+/// on `nodes` (none for `MPOL_DEFAULT` and `MPOL_LOCAL`).
+pub(crate) fn kernel_mask(mode: i32, nodes: &CpuSet) -> (Vec<libc::c_ulong>, usize) {
+    if matches!(mode & 0xff, MPOL_DEFAULT | MPOL_LOCAL) {
+        (Vec::new(), 0)
+    } else {
+        mask_for(nodes)
+    }
+}
+
 fn mask_for(nodes: &CpuSet) -> (Vec<libc::c_ulong>, usize) {
     if nodes.is_empty() {
         return (Vec::new(), 0);
@@ -101,7 +111,7 @@ fn mask_for(nodes: &CpuSet) -> (Vec<libc::c_ulong>, usize) {
     (words, maxnode)
 }
 
-fn raw_set(mode: i32, words: &[libc::c_ulong], maxnode: usize) -> io::Result<()> {
+pub(crate) fn raw_set(mode: i32, words: &[libc::c_ulong], maxnode: usize) -> io::Result<()> {
     let ptr = if words.is_empty() {
         std::ptr::null()
     } else {
@@ -160,11 +170,7 @@ pub fn set_mempolicy(mode: i32, nodes: &CpuSet) -> Result<(), MemPolicyError> {
 /// check the policy first with [`probe`] to report it before anything runs.
 pub fn set_before_exec(cmd: &mut std::process::Command, mode: i32, nodes: &CpuSet) {
     use std::os::unix::process::CommandExt;
-    let (words, maxnode) = if matches!(mode & 0xff, MPOL_DEFAULT | MPOL_LOCAL) {
-        (Vec::new(), 0)
-    } else {
-        mask_for(nodes)
-    };
+    let (words, maxnode) = kernel_mask(mode, nodes);
     // SAFETY: one raw syscall on a buffer allocated before the fork;
     // nothing is allocated or locked in the child.
     unsafe {

@@ -2,4 +2,4 @@
 //! wait4 with rusage, waitid, pidfds, process-group kill, the spawn
 //! handshake pipes); these are the names it uses for them.
 
-pub(crate) use pinsight_sys::{perf, process as proc};
+pub(crate) use pinsight_sys::{perf, process as proc, spawn};

@@ -1,0 +1,690 @@
+//! Spawning a program without copying this process: [`Spawn`], a
+//! description of the child (argv, environment, cwd, stdio, process
+//! group, CPU mask, memory policy, inherited descriptors), started with
+//! `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)` on a small stack of its own.
+//!
+//! Why: `std::process::Command` forks (copying the page tables, then
+//! taking a copy-on-write fault for every page either side touches) as
+//! soon as a `pre_exec` hook is set, and uses `posix_spawn` (a vfork)
+//! only without one; the timer's stamp and the placement hooks need one.
+//! A vfork-style child shares our memory until its `execve`, so nothing is
+//! copied and the page tables are never torn down; the parent (only the
+//! calling thread) is suspended until the child execs or exits (clone(2),
+//! `CLONE_VFORK`).
+//!
+//! The model is glibc's `posix_spawn` (sysdeps/unix/sysv/linux/spawni.c):
+//! - everything the child needs (argv, envp, the `PATH` candidates, the
+//!   kernel masks) is built by the parent beforehand; the child allocates
+//!   nothing, takes no lock and calls only async-signal-safe functions
+//!   (signal-safety(7)): `dup2`, `fcntl`, `chdir`, `setpgid`,
+//!   `sigaction`, `sigprocmask`, `sched_setaffinity`, `set_mempolicy`,
+//!   `clock_gettime`, `execve`, `_exit`;
+//! - the parent blocks every signal around the `clone`, and the child
+//!   resets every signal that has a handler to `SIG_DFL` before
+//!   unblocking: a handler of ours must never run on the child's stack in
+//!   our memory (vfork(2), "the child must not ... call any other
+//!   function"; spawni.c does the same);
+//! - the child reports a failure by writing the errno into memory the
+//!   parent reads once `clone` returns (shared: `CLONE_VM`), then
+//!   `_exit(127)`; the parent reaps it and returns the error, exactly as
+//!   std's `Command::spawn` does through its close-on-exec pipe;
+//! - success: the child's last step before `execve` stamps
+//!   `CLOCK_MONOTONIC` into that memory (see [`Spawned::exec_ns`]).
+//!
+//! What the child sees is what `Command` (fork path) gives it, in the same
+//! order: stdio (`dup2`), cwd, process group, `SIGPIPE` and every handled
+//! signal back to `SIG_DFL` and an empty signal mask (std's child does
+//! this too), then the hooks (inherited descriptors, CPU mask, memory
+//! policy), then `execvp`'s search (glibc posix/execvpe.c: each `PATH`
+//! entry of the child's environment, `EACCES` remembered, a file without
+//! `#!` run by `/bin/sh`). The environment is std's: the parent's,
+//! changed as asked (sorted by name once changed, as `CommandEnv` does).
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+
+/// One of the child's standard streams.
+#[derive(Debug, Default)]
+pub enum Stdio {
+    /// Ours (the default).
+    #[default]
+    Inherit,
+    /// `/dev/null` (read-only for stdin, write-only for the others, as
+    /// `std::process::Stdio::null`).
+    Null,
+    /// This descriptor (duplicated onto the stream in the child).
+    Fd(OwnedFd),
+}
+
+/// A program to start, built like a `std::process::Command`, plus the
+/// placement steps that `Command` can only take as `pre_exec` closures.
+#[derive(Debug)]
+pub struct Spawn {
+    program: OsString,
+    args: Vec<OsString>,
+    env: BTreeMap<OsString, Option<OsString>>,
+    env_clear: bool,
+    cwd: Option<PathBuf>,
+    stdio: [Stdio; 3],
+    process_group: Option<libc::pid_t>,
+    inherit_fds: Vec<RawFd>,
+    affinity: Option<Vec<libc::c_ulong>>,
+    mempolicy: Option<(i32, Vec<libc::c_ulong>, usize)>,
+}
+
+/// A started child: it has called `execve` successfully.
+#[derive(Clone, Copy, Debug)]
+pub struct Spawned {
+    pub pid: libc::pid_t,
+    /// `CLOCK_MONOTONIC` (as [`crate::process::monotonic_ns`]) read by the
+    /// child as its very last step before `execve`.
+    pub exec_ns: u64,
+}
+
+impl Spawn {
+    /// `program` (searched in `PATH` when it has no `/`), as `argv[0]`.
+    pub fn new(program: impl AsRef<OsStr>) -> Spawn {
+        Spawn {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            env_clear: false,
+            cwd: None,
+            stdio: Default::default(),
+            process_group: None,
+            inherit_fds: Vec::new(),
+            affinity: None,
+            mempolicy: None,
+        }
+    }
+    pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Spawn {
+        self.args.push(a.as_ref().to_owned());
+        self
+    }
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(&mut self, args: I) -> &mut Spawn {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+    pub fn env(&mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> &mut Spawn {
+        self.env
+            .insert(k.as_ref().to_owned(), Some(v.as_ref().to_owned()));
+        self
+    }
+    pub fn env_remove(&mut self, k: impl AsRef<OsStr>) -> &mut Spawn {
+        self.env.insert(k.as_ref().to_owned(), None);
+        self
+    }
+    /// Starts from an empty environment instead of ours.
+    pub fn env_clear(&mut self) -> &mut Spawn {
+        self.env.clear();
+        self.env_clear = true;
+        self
+    }
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Spawn {
+        self.cwd = Some(dir.as_ref().to_owned());
+        self
+    }
+    pub fn stdin(&mut self, s: Stdio) -> &mut Spawn {
+        self.stdio[0] = s;
+        self
+    }
+    pub fn stdout(&mut self, s: Stdio) -> &mut Spawn {
+        self.stdio[1] = s;
+        self
+    }
+    pub fn stderr(&mut self, s: Stdio) -> &mut Spawn {
+        self.stdio[2] = s;
+        self
+    }
+    /// `setpgid(0, pgid)` in the child (0: a group of its own).
+    pub fn process_group(&mut self, pgid: libc::pid_t) -> &mut Spawn {
+        self.process_group = Some(pgid);
+        self
+    }
+    /// Clears close-on-exec on `fd` in the child only; `fd` must stay open
+    /// until [`Spawn::spawn`] returns.
+    pub fn inherit_fd(&mut self, fd: RawFd) -> &mut Spawn {
+        self.inherit_fds.push(fd);
+        self
+    }
+    /// The child's CPU mask (kernel words, see
+    /// [`crate::affinity::to_kernel_words`]), set before `execve`.
+    pub fn affinity_words(&mut self, words: Vec<libc::c_ulong>) -> &mut Spawn {
+        self.affinity = Some(words);
+        self
+    }
+    /// The child's memory policy (`MPOL_*` on `nodes`), set before
+    /// `execve` and inherited across it, as under numactl.
+    pub fn mempolicy(&mut self, mode: i32, nodes: &pinsight_cpuset::CpuSet) -> &mut Spawn {
+        let (words, maxnode) = crate::mempolicy::kernel_mask(mode, nodes);
+        self.mempolicy = Some((mode, words, maxnode));
+        self
+    }
+    pub fn get_program(&self) -> &OsStr {
+        &self.program
+    }
+    pub fn get_args(&self) -> impl Iterator<Item = &OsStr> {
+        self.args.iter().map(OsString::as_os_str)
+    }
+    /// The explicit changes to the environment (`None`: removed).
+    pub fn get_envs(&self) -> impl Iterator<Item = (&OsStr, Option<&OsStr>)> {
+        self.env.iter().map(|(k, v)| (k.as_os_str(), v.as_deref()))
+    }
+    pub fn get_current_dir(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+
+    /// Starts the program; returns once it has called `execve` (or failed
+    /// to). Errors: the errno of the step that failed (`ENOENT`: not
+    /// found, `EACCES`: not executable, ...), as `Command::spawn`.
+    pub fn spawn(&self) -> io::Result<Spawned> {
+        let prepared = Prepared::new(self)?;
+        let stack = Stack::new(STACK_BYTES)?;
+        // SAFETY: sigset_t is plain old data; sigfillset/sigemptyset
+        // initialise it.
+        let (mut all, mut old): (libc::sigset_t, libc::sigset_t) =
+            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        // SAFETY: valid pointers to the sets above.
+        unsafe {
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        }
+        // SAFETY: `child` runs on `stack` (ours, unused by anything else,
+        // the top passed as the stack grows down on every Linux target we
+        // build for) and reads `prepared`, which outlives the call: with
+        // CLONE_VFORK this thread is suspended until the child has called
+        // execve or _exit (clone(2)), and only then does clone return. The
+        // child follows the vfork(2) rules (see the module's doc).
+        let pid = unsafe {
+            libc::clone(
+                child,
+                stack.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (&prepared as *const Prepared).cast_mut().cast(),
+            )
+        };
+        let clone_err = io::Error::last_os_error();
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        drop(stack);
+        if pid < 0 {
+            return Err(clone_err);
+        }
+        let err = prepared.err.load(Ordering::Acquire);
+        if err != 0 {
+            // The child _exit()ed: reap it so no zombie is left.
+            let _ = crate::process::wait4(pid);
+            return Err(io::Error::from_raw_os_error(err));
+        }
+        Ok(Spawned {
+            pid,
+            exec_ns: prepared.stamp.load(Ordering::Acquire),
+        })
+    }
+}
+
+/// The child's stack: argv/envp live in the parent's heap, so the child
+/// only needs frames for a few libc calls.
+const STACK_BYTES: usize = 64 * 1024;
+
+/// An anonymous mapping with a guard page below it (an overflow faults
+/// instead of writing over our memory).
+struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Stack {
+    fn new(bytes: usize) -> io::Result<Stack> {
+        // SAFETY: sysconf has no preconditions.
+        let page = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as usize;
+        let len = bytes.div_ceil(page) * page + page;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // touched.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = Stack { base, len };
+        // SAFETY: the lowest page of our own mapping becomes the guard.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+    fn top(&self) -> *mut libc::c_void {
+        // 16-byte aligned: the mapping's end is page aligned.
+        self.base.wrapping_byte_add(self.len)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, no longer used (the child has exec'd or
+        // exited before clone returned).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// Everything the child reads, built before the clone.
+struct Prepared {
+    /// `execve` paths to try in order (one when the program has a `/`).
+    candidates: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    /// `/bin/sh FILE args...` for a file without `#!` (ENOEXEC); slot 1
+    /// is written by the child (a pointer into `candidates`).
+    sh_argv: std::cell::UnsafeCell<Vec<*const libc::c_char>>,
+    cwd: Option<CString>,
+    /// Descriptor to put on stdin/stdout/stderr (`None`: inherited).
+    stdio: [Option<RawFd>; 3],
+    process_group: Option<libc::pid_t>,
+    inherit_fds: Vec<RawFd>,
+    affinity: Option<Vec<libc::c_ulong>>,
+    mempolicy: Option<(i32, Vec<libc::c_ulong>, usize)>,
+    /// Signals 1..nsig are reset.
+    nsig: libc::c_int,
+    /// Written by the child: the errno of a failed step (0: exec'd).
+    err: AtomicI32,
+    /// Written by the child just before `execve`.
+    stamp: AtomicU64,
+    // Owners of what the pointers above point at.
+    _strings: Vec<CString>,
+    _null_fds: Vec<OwnedFd>,
+}
+
+const SH: &CStr = c"/bin/sh";
+use std::ffi::CStr;
+
+fn cstring(s: &OsStr) -> io::Result<CString> {
+    CString::new(s.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in provided data",
+        )
+    })
+}
+
+impl Prepared {
+    fn new(s: &Spawn) -> io::Result<Prepared> {
+        let mut strings = Vec::new();
+        let prog = cstring(&s.program)?;
+        let mut argv_s = vec![prog.clone()];
+        for a in &s.args {
+            argv_s.push(cstring(a)?);
+        }
+        // The environment as std builds it: ours in order when unchanged,
+        // else ours changed as asked, sorted by name (CommandEnv).
+        let env: Vec<(OsString, OsString)> = if s.env.is_empty() && !s.env_clear {
+            std::env::vars_os().collect()
+        } else {
+            let mut m: BTreeMap<OsString, OsString> = if s.env_clear {
+                BTreeMap::new()
+            } else {
+                std::env::vars_os().collect()
+            };
+            for (k, v) in &s.env {
+                match v {
+                    Some(v) => m.insert(k.clone(), v.clone()),
+                    None => m.remove(k),
+                };
+            }
+            m.into_iter().collect()
+        };
+        let mut path = None;
+        let mut envp_s = Vec::with_capacity(env.len());
+        for (k, v) in &env {
+            if k == "PATH" {
+                path = Some(v.clone());
+            }
+            let mut kv = k.clone().into_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            // A variable with a NUL cannot be passed: std skips nothing
+            // but fails the spawn the same way.
+            envp_s.push(CString::new(kv).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "nul byte found in provided data",
+                )
+            })?);
+        }
+        let candidates = candidates(&prog, path.as_deref())?;
+        let cwd = s
+            .cwd
+            .as_deref()
+            .map(|d| cstring(d.as_os_str()))
+            .transpose()?;
+        let mut null_fds = Vec::new();
+        let mut stdio = [None; 3];
+        for (i, st) in s.stdio.iter().enumerate() {
+            stdio[i] = match st {
+                Stdio::Inherit => None,
+                Stdio::Fd(fd) => Some(fd.as_raw_fd()),
+                Stdio::Null => {
+                    let f = std::fs::OpenOptions::new()
+                        .read(i == 0)
+                        .write(i != 0)
+                        .open("/dev/null")?;
+                    let fd = OwnedFd::from(f);
+                    let raw = fd.as_raw_fd();
+                    null_fds.push(fd);
+                    Some(raw)
+                }
+            };
+        }
+        let ptrs = |v: &[CString]| {
+            v.iter()
+                .map(|c| c.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        let argv = ptrs(&argv_s);
+        let envp = ptrs(&envp_s);
+        let mut sh_argv = vec![SH.as_ptr(), std::ptr::null()];
+        sh_argv.extend(argv_s[1..].iter().map(|c| c.as_ptr()));
+        sh_argv.push(std::ptr::null());
+        strings.extend(argv_s);
+        strings.extend(envp_s);
+        Ok(Prepared {
+            candidates,
+            argv,
+            envp,
+            sh_argv: std::cell::UnsafeCell::new(sh_argv),
+            cwd,
+            stdio,
+            process_group: s.process_group,
+            inherit_fds: s.inherit_fds.clone(),
+            affinity: s.affinity.clone(),
+            mempolicy: s.mempolicy.clone(),
+            nsig: (libc::SIGRTMAX() + 1).max(32),
+            err: AtomicI32::new(0),
+            stamp: AtomicU64::new(0),
+            _strings: strings,
+            _null_fds: null_fds,
+        })
+    }
+}
+
+/// The paths `execvp` tries for `prog` (glibc posix/execvpe.c): `prog`
+/// itself if it has a `/`, else each `PATH` entry (default
+/// `/bin:/usr/bin`, an empty entry meaning the current directory)
+/// joined with it. An empty name is ENOENT, as there.
+fn candidates(prog: &CStr, path: Option<&OsStr>) -> io::Result<Vec<CString>> {
+    let bytes = prog.to_bytes();
+    if bytes.is_empty() {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
+    }
+    if bytes.contains(&b'/') {
+        return Ok(vec![prog.to_owned()]);
+    }
+    let path = path.map_or(&b"/bin:/usr/bin"[..], |p| p.as_bytes());
+    let mut out = Vec::new();
+    for dir in path.split(|b| *b == b':') {
+        let mut p = dir.to_vec();
+        if !dir.is_empty() {
+            p.push(b'/');
+        }
+        p.extend_from_slice(bytes);
+        // PATH entries with a NUL cannot come from an environment string.
+        if let Ok(c) = CString::new(p) {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// The errno of the last failed call (glibc keeps it per thread; the
+/// child runs on the parent thread's TLS, which is suspended, as in
+/// spawni.c's child).
+fn errno() -> libc::c_int {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+/// The child: runs on its own stack in our memory until `execve`.
+extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's `Prepared`, alive and unchanged until
+    // this child execs or exits (the parent is suspended: CLONE_VFORK).
+    let p = unsafe { &*(arg as *const Prepared) };
+    let e = prepare_and_exec(p);
+    p.err
+        .store(if e == 0 { libc::EIO } else { e }, Ordering::Release);
+    // SAFETY: _exit is async-signal-safe and never returns; 127 as std's
+    // child when its exec fails.
+    unsafe { libc::_exit(127) }
+}
+
+/// The steps, in std's order; returns the errno of the one that failed.
+fn prepare_and_exec(p: &Prepared) -> libc::c_int {
+    // SAFETY (every block below): async-signal-safe libc calls on
+    // descriptors, strings and buffers prepared by the parent, which stay
+    // valid until execve or _exit.
+    for (target, src) in p.stdio.iter().enumerate() {
+        let Some(src) = *src else { continue };
+        let target = target as RawFd;
+        let r = if src == target {
+            // dup2 onto itself keeps close-on-exec set: clear it.
+            unsafe { libc::fcntl(src, libc::F_SETFD, 0) }
+        } else {
+            unsafe { libc::dup2(src, target) }
+        };
+        if r < 0 {
+            return errno();
+        }
+    }
+    if let Some(cwd) = &p.cwd {
+        if unsafe { libc::chdir(cwd.as_ptr()) } != 0 {
+            return errno();
+        }
+    }
+    if let Some(pgid) = p.process_group {
+        if unsafe { libc::setpgid(0, pgid) } != 0 {
+            return errno();
+        }
+    }
+    // Every handled signal back to the default (our handlers must not run
+    // here, spawni.c), SIGPIPE too (std's child: Rust ignores it in the
+    // parent), then an empty mask (std's child).
+    for sig in 1..p.nsig {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+            continue; // glibc's reserved signals: not ours to touch
+        }
+        if sig != libc::SIGPIPE
+            && (old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN)
+        {
+            continue;
+        }
+        let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
+        dfl.sa_sigaction = libc::SIG_DFL;
+        if unsafe { libc::sigaction(sig, &dfl, std::ptr::null_mut()) } != 0 {
+            return errno();
+        }
+    }
+    let mut empty: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::sigemptyset(&mut empty) };
+    if unsafe { libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) } != 0 {
+        return errno();
+    }
+    for &fd in &p.inherit_fds {
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+            return errno();
+        }
+    }
+    if let Some(words) = &p.affinity {
+        if crate::affinity::set_affinity_words(0, words).is_err() {
+            return errno();
+        }
+    }
+    if let Some((mode, words, maxnode)) = &p.mempolicy {
+        if crate::mempolicy::raw_set(*mode, words, *maxnode).is_err() {
+            return errno();
+        }
+    }
+    let envp = p.envp.as_ptr();
+    let mut eacces = false;
+    let mut last = libc::ENOENT;
+    for cand in &p.candidates {
+        // Last of all: the start of the timed interval.
+        p.stamp
+            .store(crate::process::monotonic_ns(), Ordering::Release);
+        unsafe { libc::execve(cand.as_ptr(), p.argv.as_ptr(), envp) };
+        let mut e = errno();
+        if e == libc::ENOEXEC {
+            // A file without `#!`: run it with the shell, as execvp.
+            // SAFETY: only this child touches sh_argv (the parent is
+            // suspended); slot 1 exists (built with two entries first).
+            let sh = unsafe { &mut *p.sh_argv.get() };
+            if let Some(slot) = sh.get_mut(1) {
+                *slot = cand.as_ptr();
+            }
+            p.stamp
+                .store(crate::process::monotonic_ns(), Ordering::Release);
+            unsafe { libc::execve(SH.as_ptr(), sh.as_ptr(), envp) };
+            e = errno();
+        }
+        match e {
+            libc::EACCES => eacces = true,
+            libc::ENOENT | libc::ESTALE | libc::ENOTDIR | libc::ENODEV | libc::ETIMEDOUT => {}
+            _ => return e,
+        }
+        last = e;
+    }
+    if eacces {
+        libc::EACCES
+    } else {
+        last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::{decode_status, monotonic_ns, wait4};
+
+    fn output(mut s: Spawn) -> (String, i32) {
+        let (r, w) = crate::process::pipe().unwrap();
+        s.stdout(Stdio::Fd(w));
+        let sp = s.spawn().unwrap();
+        drop(s);
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut out).unwrap();
+        let code = decode_status(wait4(sp.pid).unwrap().status).0.unwrap();
+        (out, code)
+    }
+
+    #[test]
+    fn runs_with_args_env_cwd_and_group() {
+        let mut s = Spawn::new("sh");
+        s.arg("-c")
+            .arg("echo \"$1 $FOO $(pwd) $(ps -o pgid= $$ | tr -d ' ') $$\"; exit 3")
+            .arg("x")
+            .arg("one")
+            .env("FOO", "bar")
+            .current_dir("/tmp")
+            .process_group(0);
+        let before = monotonic_ns();
+        let (out, code) = output(s);
+        assert_eq!(code, 3);
+        let f: Vec<&str> = out.split_whitespace().collect();
+        assert_eq!(&f[..3], &["one", "bar", "/tmp"], "{out}");
+        assert_eq!(f[3], f[4], "own process group: {out}");
+        assert!(before > 0);
+    }
+
+    #[test]
+    fn environment_changes_apply() {
+        std::env::set_var("PINSIGHT_SPAWN_TEST_GONE", "1");
+        let mut s = Spawn::new("sh");
+        s.arg("-c")
+            .arg("echo ${PINSIGHT_SPAWN_TEST_GONE:-unset} ${A:-none}")
+            .env_remove("PINSIGHT_SPAWN_TEST_GONE")
+            .env("A", "a");
+        assert_eq!(output(s).0.trim(), "unset a");
+        let mut s = Spawn::new("/bin/sh");
+        s.arg("-c").arg("env | wc -l").env_clear().env("ONLY", "1");
+        // sh may add PWD/SHLVL/_ itself; far fewer than ours.
+        assert!(output(s).0.trim().parse::<usize>().unwrap() <= 4);
+    }
+
+    #[test]
+    fn errors_map_like_command() {
+        let e = Spawn::new("pinsight-no-such-program").spawn().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        // Not executable (mode 0644): EACCES, for root too (execve(2)).
+        let f = std::env::temp_dir().join(format!("pinsight-spawn-x-{}", std::process::id()));
+        std::fs::write(&f, "true\n").unwrap();
+        let e = Spawn::new(&f).spawn().unwrap_err();
+        let std_e = std::process::Command::new(&f).spawn().unwrap_err();
+        std::fs::remove_file(&f).unwrap();
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES));
+        assert_eq!(e.raw_os_error(), std_e.raw_os_error());
+        let e = Spawn::new("/nonexistent/x").spawn().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        let mut s = Spawn::new("true");
+        s.current_dir("/nonexistent-dir");
+        assert_eq!(s.spawn().unwrap_err().raw_os_error(), Some(libc::ENOENT));
+        assert!(Spawn::new("a\0b").spawn().is_err());
+    }
+
+    #[test]
+    fn a_script_without_shebang_runs_with_sh() {
+        let dir = std::env::temp_dir().join(format!("pinsight-spawn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("script");
+        std::fs::write(&f, "echo from-sh \"$1\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut s = Spawn::new(&f);
+        s.arg("z");
+        assert_eq!(output(s).0.trim(), "from-sh z");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn stamp_mask_and_inherited_fd() {
+        let (r, w) = crate::process::pipe().unwrap();
+        let keep = crate::process::pipe().unwrap();
+        let mut s = Spawn::new("sh");
+        s.arg("-c")
+            .arg(format!(
+                "grep Cpus_allowed_list /proc/self/status | cut -f2; [ -e /proc/self/fd/{} ] && echo kept",
+                keep.1.as_raw_fd()
+            ))
+            .affinity_words(vec![1])
+            .inherit_fd(keep.1.as_raw_fd())
+            .stdout(Stdio::Fd(w));
+        let before = monotonic_ns();
+        let sp = s.spawn().unwrap();
+        let after = monotonic_ns();
+        drop(s);
+        assert!(before <= sp.exec_ns && sp.exec_ns <= after);
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut out).unwrap();
+        wait4(sp.pid).unwrap();
+        assert_eq!(out.lines().next(), Some("0"), "{out}");
+        assert!(out.contains("kept"), "{out}");
+        // Our descriptor is still close-on-exec here.
+        assert!(crate::fs::is_cloexec(&keep.1));
+    }
+}
