@@ -453,7 +453,10 @@ fn bad_requests_are_refused_before_anything_runs() {
 fn tune_flags_and_reruns_disturbed_runs_with_its_own_threshold() {
     let _serial = pinsight_testkit::serial();
     let d = tempfile::tempdir().unwrap();
-    let program = r#"timeout 0.3 sh -c "while :; do :; done" & sleep 0.4"#;
+    // Other work on the plan's CPUs: a busy loop the test starts itself,
+    // pinned to CPU 0 (in every configuration's CPUs), outside the program
+    // (a loop the program starts and waits for is the program's own time).
+    let program = "sleep 0.3";
     let tune = |journal: &str, extra: &[&str]| {
         let mut args = vec!["tune", "--runs", "1", "--warmup", "0", "--validate", "0"];
         args.extend_from_slice(extra);
@@ -468,7 +471,13 @@ fn tune_flags_and_reruns_disturbed_runs_with_its_own_threshold() {
         (out, lines)
     };
     let disturbed = |l: &Value| l["disturbance"]["disturbed"] == true;
+    let mut busy = std::process::Command::new("taskset")
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset runs a busy loop");
     let (out, lines) = tune("rerun.jsonl", &["--rerun-disturbed", "1"]);
+    let _ = busy.kill();
+    let _ = busy.wait();
     let notes = out["notes"].to_string();
     let slots: std::collections::BTreeSet<u64> =
         lines.iter().map(|l| l["slot"].as_u64().unwrap()).collect();
@@ -478,8 +487,9 @@ fn tune_flags_and_reruns_disturbed_runs_with_its_own_threshold() {
         assert!(notes.contains("runs disturbed"), "{notes}");
         assert!(notes.contains("rerun"), "{notes}");
     } else if !lines.iter().any(disturbed) {
-        // The loop got no CPU time inside the runs (a machine loaded by
-        // other tests): nothing to check the rerun on; a counted skip.
+        // The loop got no CPU time inside the runs (the scheduler kept it
+        // off CPU 0 while the program slept): nothing to check the rerun
+        // on; a counted skip.
         pinsight_testkit::skip("tune rerun: the busy loop was not scheduled inside any run");
     }
     let (out, lines) = tune("never.jsonl", &["--disturbance-threshold", "100%"]);
