@@ -294,7 +294,7 @@ impl DisturbanceReport {
         let rerun = runs
             .iter()
             .filter(|r| !std::ptr::eq(*r, latest[&r.slot]))
-            .filter(|r| r.record.disturbance.as_ref().is_some_and(|d| d.disturbed))
+            .filter(|r| r.record.disturbed())
             .count();
         (summary.measured > 0).then_some(DisturbanceReport { summary, rerun })
     }

@@ -175,7 +175,8 @@ pub fn done_slots_with(
             let done = match r.failure() {
                 Some(_) => ignore_failure,
                 None => {
-                    !is_disturbed(r) || attempts.get(&s).copied().unwrap_or(0) > rerun_disturbed
+                    !r.record.disturbed()
+                        || attempts.get(&s).copied().unwrap_or(0) > rerun_disturbed
                 }
             };
             (s, done)
@@ -191,7 +192,7 @@ pub fn disturbed_attempts(runs: &[RunLine]) -> BTreeMap<usize, usize> {
     let mut n: BTreeMap<usize, usize> = BTreeMap::new();
     for r in runs
         .iter()
-        .filter(|r| r.failure().is_none() && is_disturbed(r))
+        .filter(|r| r.failure().is_none() && r.record.disturbed())
     {
         *n.entry(r.slot).or_default() += 1;
     }
@@ -325,7 +326,7 @@ pub fn execute_with(
         if let Some(k) = &kept {
             gate.output(&run_label(&line), &line, &k.text);
         }
-        if line.failure().is_none() && is_disturbed(&line) {
+        if line.failure().is_none() && line.record.disturbed() {
             let n = reruns.entry(slot.index).or_default();
             if *n < rerun_disturbed {
                 *n += 1;
@@ -359,13 +360,6 @@ pub fn execute_with(
         }
     }
     Outcome::Complete
-}
-
-fn is_disturbed(line: &RunLine) -> bool {
-    line.record
-        .disturbance
-        .as_ref()
-        .is_some_and(|d| d.disturbed)
 }
 
 /// The program metrics of one run, from its kept output (none kept: each

@@ -655,7 +655,7 @@ impl Design<RunLine> for Header {
             ));
         }
         // A disturbed run may be followed by its rerun (`--rerun-disturbed`).
-        let disturbed = r.record.disturbance.as_ref().is_some_and(|d| d.disturbed);
+        let disturbed = r.record.disturbed();
         seen.0.insert(r.slot, r.failure().is_none() && !disturbed);
         Ok(())
     }

@@ -70,3 +70,11 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbance: Option<Disturbance>,
 }
+
+impl RunRecord {
+    /// Whether other work or the hypervisor took more than the threshold of
+    /// one of the run's CPUs (false when the disturbance was not measured).
+    pub fn disturbed(&self) -> bool {
+        self.disturbance.as_ref().is_some_and(|d| d.disturbed)
+    }
+}

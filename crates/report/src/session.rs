@@ -54,10 +54,11 @@ pub fn measure(
     progress: &mut dyn Progress,
 ) -> Result<Measured, SpeedError> {
     let mut out = Measured::default();
-    if plan.speed_per_cpu.is_some() || plan.latency.is_some() {
-        out.virtual_machine =
-            pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live()).map(|vm| vm.note());
-    }
+    // Read once: said in the report and used by the latency measurement.
+    let vm = (plan.speed_per_cpu.is_some() || plan.latency.is_some())
+        .then(|| pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live()))
+        .flatten();
+    out.virtual_machine = vm.as_ref().map(|vm| vm.note());
     if let Some(per_cpu) = plan.speed_per_cpu {
         let session = SpeedSession::new(topo.usable(), Kernel::ALL.to_vec(), per_cpu, mem_bytes);
         out.speed = Some(session.run(topo, progress)?);
@@ -75,7 +76,7 @@ pub fn measure(
                 left,
             }));
         } else {
-            match measure_latency(topo, left, progress) {
+            match measure_latency(topo, left, vm.is_some(), progress) {
                 Ok((m, disturbance, note)) => {
                     out.latency = m;
                     out.latency_disturbance = disturbance;
@@ -98,6 +99,7 @@ const LATENCY_RUNS: usize = 3;
 fn measure_latency(
     topo: &Topology,
     budget: Duration,
+    virtual_machine: bool,
     progress: &mut dyn Progress,
 ) -> Result<
     (
@@ -122,8 +124,7 @@ fn measure_latency(
         budget: Some(budget),
         repeats: LATENCY_RUNS,
         spacing: Some(budget / LATENCY_RUNS as u32),
-        virtual_machine: pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live())
-            .is_some(),
+        virtual_machine,
         ..MeasureConfig::default()
     };
     let m = measure_with_progress(&cfg, progress)?;

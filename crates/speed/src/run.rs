@@ -222,25 +222,8 @@ pub fn summarise(kernel: Kernel, units: u64, chunks: &[Chunk]) -> KernelResult {
     let disturbed = placed.len() - clean.len();
     let disturbed_included = clean.len() < MIN_UNDISTURBED && disturbed > 0;
     let used = if disturbed_included { placed } else { clean };
-    let mut rates: Vec<f64> = used.iter().map(|c| units as f64 / c.wall_s / 1e6).collect();
-    rates.sort_by(|a, b| a.total_cmp(b));
-    let (median, ci_low, ci_high) = if rates.is_empty() {
-        (f64::NAN, f64::NAN, f64::NAN)
-    } else {
-        let (lo, hi) = median_ci_ranks(rates.len());
-        (quantile_sorted(&rates, 0.5), rates[lo], rates[hi])
-    };
-    KernelResult {
-        kernel,
-        median,
-        ci_low,
-        ci_high,
-        samples: rates.len(),
-        chunks: chunks.len(),
-        disturbed,
-        disturbed_included,
-        relative: f64::NAN,
-    }
+    let rates: Vec<f64> = used.iter().map(|c| units as f64 / c.wall_s / 1e6).collect();
+    result(kernel, rates, chunks.len(), disturbed, disturbed_included)
 }
 
 /// All kernels on one CPU.
@@ -425,10 +408,6 @@ pub fn measure(
     Ok(out)
 }
 
-/// Ranks (0-based, inclusive) bounding the 95% distribution-free CI of the
-/// median: `pinsight-stats`' exact binomial rule (one median interval in
-/// pinsight). Below 6 samples no interval reaches 95%: the whole range,
-/// the widest there is, is given (its coverage is below 95%).
 /// Shortest block of consecutive chunks in [`summarise_time_share`]:
 /// several periods of a duty-cycle stealer (2-5 ms).
 pub const TIME_SHARE_BLOCK_S: f64 = 0.02;
@@ -457,6 +436,21 @@ pub fn summarise_time_share(kernel: Kernel, units: u64, chunks: &[Chunk]) -> Ker
     if rates.is_empty() && wall > 0.0 {
         rates.push(n as f64 / wall / 1e6);
     }
+    // Descheduled time is counted on purpose, not dropped: nothing to warn
+    // about.
+    result(kernel, rates, chunks.len(), 0, false)
+}
+
+/// A kernel's result from its throughput samples (MB or Munits/s): the
+/// median with its distribution-free 95% interval (no samples: NaN, which
+/// the renderers show as unavailable).
+fn result(
+    kernel: Kernel,
+    mut rates: Vec<f64>,
+    chunks: usize,
+    disturbed: usize,
+    disturbed_included: bool,
+) -> KernelResult {
     rates.sort_by(|a, b| a.total_cmp(b));
     let (median, ci_low, ci_high) = if rates.is_empty() {
         (f64::NAN, f64::NAN, f64::NAN)
@@ -470,14 +464,17 @@ pub fn summarise_time_share(kernel: Kernel, units: u64, chunks: &[Chunk]) -> Ker
         ci_low,
         ci_high,
         samples: rates.len(),
-        chunks: chunks.len(),
-        // Counted on purpose, not dropped: nothing to warn about.
-        disturbed: 0,
-        disturbed_included: false,
+        chunks,
+        disturbed,
+        disturbed_included,
         relative: f64::NAN,
     }
 }
 
+/// Ranks (0-based, inclusive) bounding the 95% distribution-free CI of the
+/// median: `pinsight-stats`' exact binomial rule (one median interval in
+/// pinsight). Below 6 samples no interval reaches 95%: the whole range,
+/// the widest there is, is given (its coverage is below 95%).
 fn median_ci_ranks(n: usize) -> (usize, usize) {
     pinsight_stats::median_ci_ranks(n, 0.95).unwrap_or((0, n.saturating_sub(1)))
 }
