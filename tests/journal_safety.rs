@@ -103,7 +103,9 @@ fn usable_cpus() -> Vec<usize> {
 }
 
 /// An edit of a journal's lines, and what its refusal names.
-type Edit = (Box<dyn Fn(&[String]) -> Vec<String>>, &'static str);
+/// Rewrites a journal's lines.
+type Rewrite = Box<dyn Fn(&[String]) -> Vec<String>>;
+type Edit = (Rewrite, &'static str);
 
 /// The checks every kind of journal owes, given a journal `base` with
 /// `keep` complete lines that a resume (`resume`: the command line after
@@ -184,6 +186,25 @@ fn journal_contract(
 }
 
 /// Replaces the first `"key":VALUE` of a JSON line.
+/// An edit setting `key` of the journal's last line to `value` (JSON).
+fn set_last(key: &'static str, value: &'static str) -> Rewrite {
+    Box::new(move |l: &[String]| {
+        let mut l = l.to_vec();
+        let last = l.len() - 1;
+        l[last] = set(&l[last], key, value);
+        l
+    })
+}
+
+/// An edit writing the journal's last line twice.
+fn repeat_last() -> Rewrite {
+    Box::new(|l: &[String]| {
+        let mut l = l.to_vec();
+        l.push(l[l.len() - 1].clone());
+        l
+    })
+}
+
 fn set(line: &str, key: &str, value: &str) -> String {
     let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
     v[key] = serde_json::from_str(value).unwrap();
@@ -194,31 +215,11 @@ fn set(line: &str, key: &str, value: &str) -> String {
 fn run_edits() -> Vec<Edit> {
     vec![
         (
-            Box::new(|l: &[String]| {
-                let mut l = l.to_vec();
-                let last = l.len() - 1;
-                l[last] = set(&l[last], "arm", "\"no-such-arm\"");
-                l
-            }),
+            set_last("arm", "\"no-such-arm\""),
             "arm 'no-such-arm' is not in the experiment",
         ),
-        (
-            Box::new(|l: &[String]| {
-                let mut l = l.to_vec();
-                l.push(l[l.len() - 1].clone());
-                l
-            }),
-            "is recorded twice",
-        ),
-        (
-            Box::new(|l: &[String]| {
-                let mut l = l.to_vec();
-                let last = l.len() - 1;
-                l[last] = set(&l[last], "wall_s", "-1.5");
-                l
-            }),
-            "wall_s -1.5 is not a duration",
-        ),
+        (repeat_last(), "is recorded twice"),
+        (set_last("wall_s", "-1.5"), "wall_s -1.5 is not a duration"),
     ]
 }
 
@@ -454,31 +455,11 @@ fn mix_journal_is_locked_cut_lines_one_rule_edits_refused() {
         &|name| ["mix", "--resume", name].map(String::from).to_vec(),
         &[
             (
-                Box::new(|l: &[String]| {
-                    let mut l = l.to_vec();
-                    let last = l.len() - 1;
-                    l[last] = set(&l[last], "program", "7");
-                    l
-                }),
+                set_last("program", "7"),
                 "program 7 is not in the experiment",
             ),
-            (
-                Box::new(|l: &[String]| {
-                    let mut l = l.to_vec();
-                    l.push(l[l.len() - 1].clone());
-                    l
-                }),
-                "is recorded twice",
-            ),
-            (
-                Box::new(|l: &[String]| {
-                    let mut l = l.to_vec();
-                    let last = l.len() - 1;
-                    l[last] = set(&l[last], "time_s", "-2");
-                    l
-                }),
-                "time_s -2 is not a duration",
-            ),
+            (repeat_last(), "is recorded twice"),
+            (set_last("time_s", "-2"), "time_s -2 is not a duration"),
         ],
     );
 }
