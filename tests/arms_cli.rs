@@ -88,7 +88,11 @@ fn capability_copy(dir: &Path) -> Option<PathBuf> {
     }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let copy = dir.join("python3");
-    std::fs::copy(python, &copy).unwrap();
+    // Copied by cp, not std::fs::copy: a test thread forking meanwhile
+    // would hold our writable descriptor until its exec, and executing the
+    // copy then fails with ETXTBSY.
+    let cp = Command::new("cp").arg(python).arg(&copy).status().unwrap();
+    assert!(cp.success());
     let ok = Command::new("/usr/sbin/setcap")
         .args(["cap_net_raw+ep"])
         .arg(&copy)

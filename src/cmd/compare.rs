@@ -319,6 +319,7 @@ fn ended(
                 .rev()
                 .find(|r| r.slot == slot)
                 .and_then(|r| r.output.as_ref())
+                .filter(|o| !o.path.is_empty())
                 .map(|o| journal_path.with_file_name(&o.path));
             eprintln!(
                 "pinsight: error: stopped: {why}{}",

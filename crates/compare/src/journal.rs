@@ -443,7 +443,9 @@ pub struct RunLine {
 /// Where a run's output is kept, and how much of it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunOutputRef {
-    /// Relative to the journal's directory: `JOURNAL.out/arm-os-run-3.txt`.
+    /// Relative to the journal's directory: `JOURNAL.out/arm-os-run-3.txt`;
+    /// empty (and left out) when the run wrote nothing: no file is made.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
     /// Bytes the program wrote.
     pub bytes: u64,

@@ -4,12 +4,20 @@
 //! two descriptors share one open file, as `>FILE 2>&1` does).
 //!
 //! What the program sees: stdin is /dev/null as before, stdout and stderr
-//! are a regular file instead of the terminal (a program that checks
-//! isatty(3) notices, e.g. it may buffer its output or drop colours). The
-//! program writes the file itself: no reader thread competes with it for
-//! the CPUs being measured. After the run a file over [`LIMIT`] bytes is
-//! cut to its first and last [`LIMIT`]/2 bytes with a line saying how
-//! much was cut (rewritten by rename, never in place).
+//! are a regular file (a memfd, `/memfd:pinsight-run-output`) instead of
+//! the terminal (a program that checks isatty(3) notices, e.g. it may
+//! buffer its output or drop colours). The program writes that file
+//! itself: no reader thread competes with it for the CPUs being measured.
+//!
+//! After the run the memfd's content is copied into the named file, cut
+//! to its first and last [`LIMIT`]/2 bytes with a line saying how much
+//! was cut when it is longer than [`LIMIT`]. A run that wrote nothing gets
+//! no file (its run line records 0 bytes and no path): creating and
+//! journalling an inode per run was the largest part of pinsight's own
+//! cost per run of a short program (`compare --runs 200 -- true`). The
+//! output lives in memory (or swap) while the program runs, as on a tmpfs
+//! /tmp; each run has its own memfd, so a process the run left behind
+//! cannot write into a later run's output.
 //!
 //! Files are created with `O_EXCL | O_NOFOLLOW`
 //! ([`pinsight_lifecycle::output::create_new`]): a retried slot gets
@@ -18,7 +26,8 @@
 use crate::journal::RunOutputRef;
 use pinsight_lifecycle::output::{self, OutputError};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Most bytes kept of one run's output (half from its start, half from its end).
@@ -55,11 +64,16 @@ pub struct Capture {
     rel: String,
 }
 
-/// One run's output file, open for the program to write.
+/// One run's output, open for the program to write (a memfd), and the
+/// file it will be kept in.
 pub struct Open {
+    /// What the program writes to.
     pub file: File,
+    /// The file the output will be kept in (its name may get `-2`, ...
+    /// if it is taken when the run ends).
     pub path: PathBuf,
-    rel: String,
+    capture: Capture,
+    stem: String,
 }
 
 /// One run's output, once the program has exited.
@@ -112,6 +126,24 @@ impl Capture {
     }
 
     fn open_stem(&self, stem: &str) -> Result<Open, CaptureError> {
+        let path = self.dir.join(format!("{stem}.txt"));
+        let file = pinsight_sys::fs::scratch_memfd(c"pinsight-run-output").map_err(|source| {
+            OutputError::Write {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        Ok(Open {
+            file,
+            path,
+            capture: self.clone(),
+            stem: stem.to_string(),
+        })
+    }
+
+    /// Creates the kept file of `stem` (`-2`, `-3`, ... when taken):
+    /// its path and its path relative to the journal's directory.
+    fn create(&self, stem: &str) -> Result<(File, PathBuf, String), CaptureError> {
         for n in 1.. {
             let name = if n == 1 {
                 format!("{stem}.txt")
@@ -120,13 +152,7 @@ impl Capture {
             };
             let path = self.dir.join(&name);
             match output::create_new(&path) {
-                Ok(file) => {
-                    return Ok(Open {
-                        file,
-                        path,
-                        rel: format!("{}/{name}", self.rel),
-                    })
-                }
+                Ok(file) => return Ok((file, path, format!("{}/{name}", self.rel))),
                 Err(OutputError::Exists { .. }) if n < 1000 => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -163,41 +189,62 @@ impl Open {
         Ok(())
     }
 
-    /// Bounds the file the program wrote (see [`LIMIT`]) and reads it back.
+    /// Keeps what the program wrote (bounded, see [`LIMIT`]) in the named
+    /// file, and returns it. Nothing is created for a run that wrote
+    /// nothing.
     pub fn finish(self) -> Result<Kept, CaptureError> {
-        let werr = |source| OutputError::Write {
-            path: self.path.clone(),
+        let werr = |path: &Path, source| OutputError::Write {
+            path: path.to_path_buf(),
             source,
         };
-        drop(self.file);
-        let mut f = File::open(&self.path).map_err(werr)?;
-        let bytes = f.metadata().map_err(werr)?.len();
-        let mut kept = Vec::new();
+        let f = self.file;
+        let bytes = f.metadata().map_err(|e| werr(&self.path, e))?.len();
+        if bytes == 0 {
+            return Ok(Kept {
+                reference: RunOutputRef {
+                    path: String::new(),
+                    bytes: 0,
+                    cut_bytes: 0,
+                    figures: Vec::new(),
+                },
+                path: PathBuf::new(),
+                text: String::new(),
+            });
+        }
         let cut = bytes.saturating_sub(LIMIT);
-        if cut == 0 {
-            f.read_to_end(&mut kept).map_err(werr)?;
+        let read = |offset: u64, len: u64| -> Result<Vec<u8>, CaptureError> {
+            let mut buf = vec![0u8; len as usize];
+            f.read_exact_at(&mut buf, offset)
+                .map_err(|e| werr(&self.path, e))?;
+            Ok(buf)
+        };
+        let kept = if cut == 0 {
+            read(0, bytes)?
         } else {
             let half = LIMIT / 2;
-            (&mut f).take(half).read_to_end(&mut kept).map_err(werr)?;
+            let mut kept = read(0, half)?;
             kept.extend_from_slice(
                 format!(
                     "\n[pinsight: {cut} bytes cut here to keep the file under {LIMIT} bytes; the run wrote {bytes}]\n"
                 )
                 .as_bytes(),
             );
-            f.seek(SeekFrom::Start(bytes - half)).map_err(werr)?;
-            f.take(half).read_to_end(&mut kept).map_err(werr)?;
-            output::write(&self.path, &kept)?;
-        }
+            kept.extend(read(bytes - half, half)?);
+            kept
+        };
+        drop(f);
+        let (mut file, path, rel) = self.capture.create(&self.stem)?;
+        file.write_all(&kept).map_err(|e| werr(&path, e))?;
+        let text = String::from_utf8_lossy(&kept).into_owned();
         Ok(Kept {
             reference: RunOutputRef {
-                path: self.rel,
+                path: rel,
                 bytes,
                 cut_bytes: cut,
-                figures: crate::program_metric::figures_in(&String::from_utf8_lossy(&kept)),
+                figures: crate::program_metric::figures_in(&text),
             },
-            text: String::from_utf8_lossy(&kept).into_owned(),
-            path: self.path,
+            text,
+            path,
         })
     }
 }
@@ -223,8 +270,16 @@ mod tests {
             "j.jsonl.out/arm-p-pinned_powersave-run-3.txt"
         );
         // A retry of the slot (resume) keeps the first attempt's file.
-        let o = c.open("p-pinned@powersave", 3).unwrap();
-        assert!(o.path.ends_with("arm-p-pinned_powersave-run-3-2.txt"));
+        let mut o = c.open("p-pinned@powersave", 3).unwrap();
+        o.file.write_all(b"again\n").unwrap();
+        let k = o.finish().unwrap();
+        assert!(k.path.ends_with("arm-p-pinned_powersave-run-3-2.txt"));
+        assert_eq!(std::fs::read_to_string(&k.path).unwrap(), "again\n");
+        // A run that wrote nothing gets no file.
+        let o = c.open("os", 5).unwrap();
+        let k = o.finish().unwrap();
+        assert_eq!((k.reference.bytes, k.reference.path.as_str()), (0, ""));
+        assert!(!c.dir().join("arm-os-run-5.txt").exists());
         // Too long: head and tail kept.
         let mut o = c.open("os", 4).unwrap();
         let big = vec![b'x'; (LIMIT + 10) as usize];

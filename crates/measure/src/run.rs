@@ -3,19 +3,24 @@
 //!
 //! Counting the whole process tree from its first instruction, without
 //! stopping the child between fork and exec: the counters are opened once,
-//! per measurer, on a thread of their own, the *spawner*, with
+//! per measurer, on the thread that spawns every run, the *spawner*, with
 //! `perf_event_open(pid = 0 (that thread), cpu = -1, inherit = 1,
-//! disabled = 1, enable_on_exec = 1)`, and every run is spawned from that
-//! thread. A child inherits the spawner's events (disabled, so the
-//! pre-exec work counts nothing); its `execve` enables them
-//! (enable_on_exec); every thread and process it creates inherits them in
-//! turn; and when each of those tasks exits, the kernel adds its counts
-//! and enabled/running times to the spawner's event (perf_event_open(2),
-//! "inherit"; `perf_event_exit_task` → `sync_child_event` in
-//! kernel/events/core.c). A run's counts are the event's reading after
-//! the reap minus its reading just before the spawn. The spawner thread
-//! never execs nor creates threads, so nothing else ever enables or adds
-//! to its events; runs of one measurer with counters are serialised.
+//! disabled = 1, enable_on_exec = 1)`. A child inherits the spawner's
+//! events (disabled, so the pre-exec work counts nothing); its `execve`
+//! enables them (enable_on_exec); every thread and process it creates
+//! inherits them in turn; and when each of those tasks exits, the kernel
+//! adds its counts and enabled/running times to the spawner's event
+//! (perf_event_open(2), "inherit"; `perf_event_exit_task` →
+//! `sync_child_event` in kernel/events/core.c). A run's counts are the
+//! event's reading after the reap minus its reading just before the
+//! spawn. The spawner never execs, so its own events stay disabled; runs
+//! of one measurer with counters are serialised.
+//!
+//! The spawner is the thread of the first counted run itself (compare,
+//! tune and `run` ask from one thread): it clones the child directly, with
+//! no hand-over. Once a run is asked for from another thread, the
+//! measurer moves its counters to a thread of its own (`pinsight-spawn`)
+//! that spawns on request.
 //!
 //! One more event, a non-inherited dummy, stays open on the spawner. When
 //! a child inherits *every* event of its parent, the kernel marks the two
@@ -28,19 +33,20 @@
 //! clone (`inherited_all` in `perf_event_init_context`), so no swap.
 //!
 //! ```text
-//! caller thread                spawner thread              child
+//! caller thread (the spawner)                    child
 //! read counters (before)
-//! send Program       ───────►  spawn: vfork-style ──────►  placement steps
-//!                              clone (or fork)             stamp the clock
-//!                                                          execve: counters on
-//!                    ◄───────  Child
-//! wait (pidfd) ...                                         exit: counts folded
-//! reap, read counters (after)                              into the spawner's
+//! spawn: vfork-style clone (or fork) ────────►   placement steps
+//!                                                stamp the clock
+//!                                                execve: counters on
+//! wait (pidfd) ...                               exit: counts folded
+//! reap, read counters (after)                    into the spawner's
 //! ```
 //!
 //! This replaced a per-run handshake (a helper thread opening the counters
 //! on the child's pid while the child waited before exec), which cost a
-//! thread, two pipes, two context switches and N opens and closes per run.
+//! thread, two pipes, two context switches and N opens and closes per run,
+//! and then a spawner thread of its own for every measurer, which cost a
+//! hand-over and back per run.
 //!
 //! # The timer: from `execve` to the exit
 //!
@@ -50,8 +56,8 @@
 //! runs in our address space until the exec), or writes it to a
 //! close-on-exec pipe (a `Command`, forked); the parent reads that stamp
 //! once the spawn has returned. The fork, the caller's
-//! `pre_exec` work (affinity, memory policy) and the spawner's hand-over
-//! are therefore not timed, nor is the parent's wake-up after the exec.
+//! `pre_exec` work (affinity, memory policy) and any hand-over to the
+//! spawner are therefore not timed, nor is the parent's wake-up after the exec.
 //! It ends when the parent sees the exit: the pidfd polls readable (or
 //! `waitid(WNOWAIT)` reports it) and the clock is read at once, before
 //! anything else (energy, the `on_exit` observer, reaping).
@@ -213,7 +219,7 @@ pub struct Measurer {
     hybrid: bool,
     hardware_unavailable: Option<String>,
     rapl: Option<Rapl>,
-    /// The spawner thread and its counters, started by the first run with
+    /// The spawner and its counters, made by the first run with
     /// counters. Open for the measurer's life, the counters also keep the
     /// kernel's software-event hooks on: the kernel turns them on when the
     /// first such event is created and off when the last is freed, each
@@ -221,6 +227,11 @@ pub struct Measurer {
     /// `static_key_slow_inc`, an IPI to each CPU; kernel/events/core.c),
     /// which opening counters per run paid twice a run.
     spawner: Mutex<Option<Spawner>>,
+    /// The counters the probe opened, kept open until the spawner's are:
+    /// closing the last software event of a kind and opening it again
+    /// patches kernel text twice more (see `spawner`), milliseconds in a
+    /// VM.
+    probes: Mutex<Vec<Counter>>,
     /// `/proc/stat`, open for the measurer's life (read twice a run).
     stat: Mutex<pinsight_sys::cpustat::StatFile>,
 }
@@ -235,6 +246,7 @@ impl Measurer {
         let mut events = Vec::new();
         let mut hybrid = false;
         let mut hardware_unavailable = None;
+        let mut probes = Vec::new();
         if opts.counters {
             let plan = counters::plan(&counters::discover_core_pmus(fs));
             hybrid = plan.hybrid;
@@ -244,7 +256,10 @@ impl Measurer {
                 .and_then(|s| s.trim().parse::<i64>().ok());
             let mut user_only = false;
             for p in plan.events {
-                let r = probe(&p, paranoid, plan.hybrid);
+                let r = probe(&p, paranoid, plan.hybrid).map(|(spec, c)| {
+                    probes.push(c);
+                    spec
+                });
                 if let Ok(s) = &r {
                     user_only |= s.exclude_kernel;
                 }
@@ -303,6 +318,7 @@ impl Measurer {
                 hardware_unavailable,
                 rapl,
                 spawner: Mutex::new(None),
+                probes: Mutex::new(probes),
                 stat: Mutex::new(pinsight_sys::cpustat::StatFile::open(fs)),
             },
             notes,
@@ -579,17 +595,29 @@ impl Measurer {
         Sample::take_from(&self.fs, &mut stat)
     }
 
-    /// The spawner, started on first use (its counters opened).
+    /// The spawner, made on first use (its counters opened): the calling
+    /// thread itself, until a run is asked for from another thread; from
+    /// then on a thread of its own.
     fn spawner(&self) -> MutexGuard<'_, Option<Spawner>> {
         let mut guard = self.spawner.lock().unwrap_or_else(PoisonError::into_inner);
-        if guard.is_none() {
-            let specs = self
-                .events
+        let specs = || -> Vec<Option<OpenSpec>> {
+            self.events
                 .iter()
                 .map(|(_, r)| r.as_ref().ok().copied())
-                .collect();
-            *guard = Spawner::start(specs);
+                .collect()
+        };
+        match guard.as_ref() {
+            None => *guard = Some(Spawner::on_caller(&specs())),
+            Some(s) if !s.serves_this_thread() => {
+                *guard = None; // its counters closed first
+                *guard = Spawner::on_thread(specs());
+            }
+            Some(_) => {}
         }
+        self.probes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         guard
     }
 
@@ -635,9 +663,15 @@ impl Measurer {
     }
 }
 
-/// Tries to open `p` on this process to learn whether (and how) it can be
+/// Tries to open `p` on this thread to learn whether (and how) it can be
 /// opened: with the kernel counted, else user space only (paranoid >= 2).
-fn probe(p: &PlannedEvent, paranoid: Option<i64>, hybrid: bool) -> Result<OpenSpec, CounterError> {
+/// The counter opened is returned too, to be kept open until the
+/// spawner's are (see [`Measurer::probes`]).
+fn probe(
+    p: &PlannedEvent,
+    paranoid: Option<i64>,
+    hybrid: bool,
+) -> Result<(OpenSpec, Counter), CounterError> {
     let mut spec = OpenSpec {
         type_: p.attr_type,
         config: p.attr_config,
@@ -646,13 +680,13 @@ fn probe(p: &PlannedEvent, paranoid: Option<i64>, hybrid: bool) -> Result<OpenSp
         enable_on_exec: true,
     };
     let first = match perf::open(&spec, 0) {
-        Ok(_) => return Ok(spec),
+        Ok(c) => return Ok((spec, c)),
         Err(e) => e,
     };
     if matches!(first.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) {
         spec.exclude_kernel = true;
-        if perf::open(&spec, 0).is_ok() {
-            return Ok(spec);
+        if let Ok(c) = perf::open(&spec, 0) {
+            return Ok((spec, c));
         }
     }
     Err(CounterError::Open {
@@ -717,15 +751,31 @@ const NO_CLONE: OpenSpec = OpenSpec {
     enable_on_exec: false,
 };
 
-/// The thread that spawns every counted run (see the module's doc), with
+/// Where every counted run is spawned from (see the module's doc), with
 /// its counters.
 struct Spawner {
     /// Per planned event: `None` if the probe ruled it out, else the
-    /// counter opened on the spawner thread (or why it could not be).
+    /// counter opened on the spawning thread (or why it could not be).
     counters: Vec<Option<Result<Counter, IoError>>>,
-    jobs: Option<mpsc::Sender<Program>>,
-    spawned: mpsc::Receiver<std::io::Result<(libc::pid_t, Option<u64>)>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    how: How,
+}
+
+/// The spawning thread: the caller's own, or a thread of its own.
+enum How {
+    /// The counters are open on this thread (the first to run a counted
+    /// program), which spawns its runs itself: no hand-over.
+    Caller {
+        thread: std::thread::ThreadId,
+        /// Keeps the children's contexts from being clones (see the
+        /// module's doc).
+        _no_clone: Option<Counter>,
+    },
+    /// A thread of its own, for runs asked for from several threads.
+    Thread {
+        jobs: Option<mpsc::Sender<Program>>,
+        spawned: mpsc::Receiver<std::io::Result<(libc::pid_t, Option<u64>)>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    },
 }
 
 impl std::fmt::Debug for Spawner {
@@ -736,27 +786,61 @@ impl std::fmt::Debug for Spawner {
     }
 }
 
+/// Opens `specs` on the calling thread, after the event that keeps its
+/// children's contexts from being clones.
+fn open_here(
+    specs: &[Option<OpenSpec>],
+) -> (Option<Counter>, Vec<Option<Result<Counter, IoError>>>) {
+    // pid 0: this thread, the parent of every child it spawns.
+    let no_clone = perf::open(&NO_CLONE, 0).map_err(IoError::from);
+    let counters = specs
+        .iter()
+        .map(|s| {
+            s.map(|s| match &no_clone {
+                Ok(_) => perf::open(&s, 0).map_err(IoError::from),
+                Err(e) => Err(e.clone()),
+            })
+        })
+        .collect();
+    (no_clone.ok(), counters)
+}
+
 impl Spawner {
-    /// Starts the thread and opens `specs` on it. `None` if the thread
+    /// Opens `specs` on the calling thread, which will spawn the runs.
+    ///
+    /// The caller's thread is as good a parent as a thread of its own:
+    /// its events are disabled and only an `execve` enables them, which
+    /// this thread never does; a thread it creates later inherits them
+    /// disabled and never execs either. What it saves is the hand-over to
+    /// another thread and back on every run (two wake-ups, each an
+    /// inter-processor interrupt when the other thread sleeps on another
+    /// CPU; a VM exit in a guest), most of pinsight's cost per run of a
+    /// short program after the output files. One thing is shared: another
+    /// program this thread starts and that exits *during* a counted run
+    /// (between its two readings) adds its counts to that run; pinsight
+    /// starts none then (a `--prepare` command is reaped before the run's
+    /// first reading).
+    fn on_caller(specs: &[Option<OpenSpec>]) -> Spawner {
+        let (no_clone, counters) = open_here(specs);
+        Spawner {
+            counters,
+            how: How::Caller {
+                thread: std::thread::current().id(),
+                _no_clone: no_clone,
+            },
+        }
+    }
+
+    /// Starts a thread and opens `specs` on it. `None` if the thread
     /// cannot be started.
-    fn start(specs: Vec<Option<OpenSpec>>) -> Option<Spawner> {
+    fn on_thread(specs: Vec<Option<OpenSpec>>) -> Option<Spawner> {
         let (opened_tx, opened_rx) = mpsc::channel();
         let (jobs_tx, jobs_rx) = mpsc::channel::<Program>();
         let (spawned_tx, spawned_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("pinsight-spawn".into())
             .spawn(move || {
-                // pid 0: this thread, the parent of every child below.
-                let no_clone = perf::open(&NO_CLONE, 0).map_err(IoError::from);
-                let counters: Vec<Option<Result<Counter, IoError>>> = specs
-                    .iter()
-                    .map(|s| {
-                        s.map(|s| match &no_clone {
-                            Ok(_) => perf::open(&s, 0).map_err(IoError::from),
-                            Err(e) => Err(e.clone()),
-                        })
-                    })
-                    .collect();
+                let (no_clone, counters) = open_here(&specs);
                 if opened_tx.send(counters).is_err() {
                     return;
                 }
@@ -771,21 +855,35 @@ impl Spawner {
         let counters = opened_rx.recv().ok()?;
         Some(Spawner {
             counters,
-            jobs: Some(jobs_tx),
-            spawned: spawned_rx,
-            thread: Some(thread),
+            how: How::Thread {
+                jobs: Some(jobs_tx),
+                spawned: spawned_rx,
+                thread: Some(thread),
+            },
         })
     }
 
-    /// Spawns `cmd` from the spawner thread.
+    /// Whether a run asked for on the calling thread can be spawned here.
+    fn serves_this_thread(&self) -> bool {
+        match &self.how {
+            How::Caller { thread, .. } => *thread == std::thread::current().id(),
+            How::Thread { .. } => true,
+        }
+    }
+
+    /// Spawns `cmd` from the spawning thread.
     fn spawn(&mut self, cmd: Program) -> std::io::Result<(libc::pid_t, Option<u64>)> {
         let gone = || std::io::Error::other("the spawner thread is gone");
-        self.jobs
-            .as_ref()
-            .ok_or_else(gone)?
-            .send(cmd)
-            .map_err(|_| gone())?;
-        self.spawned.recv().map_err(|_| gone())?
+        match &mut self.how {
+            How::Caller { .. } => cmd.start(),
+            How::Thread { jobs, spawned, .. } => {
+                jobs.as_ref()
+                    .ok_or_else(gone)?
+                    .send(cmd)
+                    .map_err(|_| gone())?;
+                spawned.recv().map_err(|_| gone())?
+            }
+        }
     }
 
     /// Every counter's reading now.
@@ -804,10 +902,12 @@ impl Spawner {
 
 impl Drop for Spawner {
     fn drop(&mut self) {
-        // Closing the job channel ends the thread's loop.
-        self.jobs = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let How::Thread { jobs, thread, .. } = &mut self.how {
+            // Closing the job channel ends the thread's loop.
+            *jobs = None;
+            if let Some(t) = thread.take() {
+                let _ = t.join();
+            }
         }
     }
 }

@@ -1032,7 +1032,8 @@ impl Outputs {
         };
         let kept = open.finish().map_err(|e| MixError::Output(e.to_string()))?;
         let m = pinsight_compare::experiment::figures(specs, Some(&kept.text));
-        Ok((m, Some(kept.reference.path)))
+        let path = kept.reference.path;
+        Ok((m, (!path.is_empty()).then_some(path)))
     }
 }
 

@@ -103,6 +103,13 @@ pub fn append_memfd(name: &CStr) -> io::Result<OwnedFd> {
     Ok(high_fd(fd))
 }
 
+/// A plain memfd (close-on-exec, not appending, not sealed) named `name`:
+/// a scratch file in memory that a child can be given as its stdout.
+pub fn scratch_memfd(name: &CStr) -> io::Result<std::fs::File> {
+    let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC).map_err(io::Error::from)?;
+    Ok(std::fs::File::from(fd))
+}
+
 /// Moves `fd` to a descriptor number of 200 or more (close-on-exec kept);
 /// keeps `fd` when the limit leaves no such room.
 fn high_fd(fd: OwnedFd) -> OwnedFd {

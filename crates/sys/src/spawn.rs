@@ -46,7 +46,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 /// One of the child's standard streams.
 #[derive(Debug, Default)]
@@ -185,7 +185,13 @@ impl Spawn {
     /// found, `EACCES`: not executable, ...), as `Command::spawn`.
     pub fn spawn(&self) -> io::Result<Spawned> {
         let prepared = Prepared::new(self)?;
-        let stack = Stack::new(STACK_BYTES)?;
+        // This thread's stack for its children, mapped once: a fresh
+        // mapping per spawn cost three system calls and a page fault per
+        // page the child touches.
+        let stack = match SPARE_STACK.with(|s| s.take()) {
+            Some(s) => s,
+            None => Stack::new(STACK_BYTES)?,
+        };
         // SAFETY: sigset_t is plain old data; sigfillset/sigemptyset
         // initialise it.
         let (mut all, mut old): (libc::sigset_t, libc::sigset_t) =
@@ -212,7 +218,8 @@ impl Spawn {
         let clone_err = io::Error::last_os_error();
         // SAFETY: restores the mask saved above.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-        drop(stack);
+        // Free again: the child has exec'd or exited (CLONE_VFORK).
+        SPARE_STACK.with(|s| s.set(Some(stack)));
         if pid < 0 {
             return Err(clone_err);
         }
@@ -222,11 +229,17 @@ impl Spawn {
             let _ = crate::process::wait4(pid);
             return Err(io::Error::from_raw_os_error(err));
         }
+        remember_found(&prepared);
         Ok(Spawned {
             pid,
             exec_ns: prepared.stamp.load(Ordering::Acquire),
         })
     }
+}
+
+thread_local! {
+    /// The stack this thread's last child ran on, for the next one.
+    static SPARE_STACK: std::cell::Cell<Option<Stack>> = const { std::cell::Cell::new(None) };
 }
 
 /// The child's stack: argv/envp live in the parent's heap, so the child
@@ -303,6 +316,14 @@ struct Prepared {
     err: AtomicI32,
     /// Written by the child just before `execve`.
     stamp: AtomicU64,
+    /// Written by the child: the index in `candidates` it execs last
+    /// (after a successful spawn, the one that ran).
+    tried: AtomicUsize,
+    /// `candidates[0]` was moved there from this index (see
+    /// [`found_first`]).
+    found_first: usize,
+    /// The child's `PATH` (`None`: unset).
+    path: Option<OsString>,
     // Owners of what the pointers above point at.
     _strings: Vec<CString>,
     _null_fds: Vec<OwnedFd>,
@@ -364,7 +385,8 @@ impl Prepared {
                 )
             })?);
         }
-        let candidates = candidates(&prog, path.as_deref())?;
+        let mut candidates = candidates(&prog, path.as_deref())?;
+        let found_first = found_first(&prog, path.as_deref(), &mut candidates);
         let cwd = s
             .cwd
             .as_deref()
@@ -415,6 +437,9 @@ impl Prepared {
             nsig: (libc::SIGRTMAX() + 1).max(32),
             err: AtomicI32::new(0),
             stamp: AtomicU64::new(0),
+            tried: AtomicUsize::new(0),
+            found_first,
+            path,
             _strings: strings,
             _null_fds: null_fds,
         })
@@ -447,6 +472,58 @@ fn candidates(prog: &CStr, path: Option<&OsStr>) -> io::Result<Vec<CString>> {
         }
     }
     Ok(out)
+}
+
+/// The program a `PATH` search last found: (name, `PATH`, index among
+/// the candidates).
+type Found = (CString, Option<OsString>, usize);
+static FOUND: std::sync::Mutex<Option<Found>> = std::sync::Mutex::new(None);
+
+/// Moves the candidate that the last spawn of the same name under the
+/// same `PATH` executed to the front, and returns where it was (0: no
+/// move). Running one program many times (compare, tune) then costs one
+/// `execve` per run instead of one per `PATH` entry before it (each
+/// failed one is a path lookup inside the timed interval). The others are
+/// still tried, in order, if it fails; what is lost is only `execvp`'s
+/// first-match rule for a program of that name added to an earlier
+/// `PATH` entry while the runs go on.
+fn found_first(prog: &CStr, path: Option<&OsStr>, candidates: &mut [CString]) -> usize {
+    let found = FOUND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match &*found {
+        Some((p, pa, i))
+            if p.as_c_str() == prog && pa.as_deref() == path && *i < candidates.len() =>
+        {
+            candidates[..=*i].rotate_right(1);
+            *i
+        }
+        _ => 0,
+    }
+}
+
+/// Records which candidate a successful spawn executed (see
+/// [`found_first`]).
+fn remember_found(p: &Prepared) {
+    if p.candidates.len() < 2 {
+        return;
+    }
+    let tried = p.tried.load(Ordering::Acquire);
+    // Undo found_first's rotation: the original index.
+    let original = match tried {
+        0 => p.found_first,
+        t if t <= p.found_first => t - 1,
+        t => t,
+    };
+    let Some(prog) = p.argv.first().copied() else {
+        return;
+    };
+    // SAFETY: argv[0] points into `_strings`, alive as long as `p`.
+    let prog = unsafe { CStr::from_ptr(prog) }.to_owned();
+    let mut found = FOUND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *found = Some((prog, p.path.clone(), original));
 }
 
 /// The errno of the last failed call (glibc keeps it per thread; the
@@ -544,7 +621,8 @@ fn prepare_and_exec(p: &Prepared) -> libc::c_int {
     let envp = p.envp.as_ptr();
     let mut eacces = false;
     let mut last = libc::ENOENT;
-    for cand in &p.candidates {
+    for (i, cand) in p.candidates.iter().enumerate() {
+        p.tried.store(i, Ordering::Relaxed);
         // Last of all: the start of the timed interval.
         p.stamp
             .store(crate::process::monotonic_ns(), Ordering::Release);
@@ -591,6 +669,33 @@ mod tests {
         std::io::Read::read_to_string(&mut std::fs::File::from(r), &mut out).unwrap();
         let code = decode_status(wait4(sp.pid).unwrap().status).0.unwrap();
         (out, code)
+    }
+
+    #[test]
+    fn a_path_search_remembers_its_find_and_still_finds_the_others() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let write = |dir: &Path, says: &str| {
+            let f = dir.join("pinsight-found-prog");
+            std::fs::write(&f, format!("#!/bin/sh\necho {says}\n")).unwrap();
+            std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        };
+        let path = std::env::join_paths([&a, &b]).unwrap();
+        let run = || {
+            let mut s = Spawn::new("pinsight-found-prog");
+            s.env("PATH", &path);
+            output(s).0
+        };
+        write(&b, "b");
+        assert_eq!(run(), "b\n");
+        assert_eq!(run(), "b\n"); // from the remembered candidate
+        std::fs::remove_file(b.join("pinsight-found-prog")).unwrap();
+        write(&a, "a");
+        assert_eq!(run(), "a\n"); // the remembered one is gone: searched
+        assert_eq!(run(), "a\n");
     }
 
     #[test]
