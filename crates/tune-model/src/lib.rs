@@ -26,6 +26,7 @@ mod design;
 mod fit;
 mod model;
 mod nelder_mead;
+mod projection;
 mod power;
 mod report;
 mod runs;
@@ -36,8 +37,11 @@ pub use design::{
     design, predict, ranked, recommend, validation, validation_for, Goal, GoalParseError,
     Prediction, Recommendation,
 };
-pub use fit::{fit, fit_model, Candidate, Fit, FitError, FitOptions, Param, ParamStatus, Params};
-pub use model::{ModelKind, Theta};
+pub use fit::{
+    fit, fit_model, objective, Bound, Candidate, Fit, FitError, FitOptions, Param, ParamStatus,
+    Params, SF_MAX,
+};
+pub use model::{Basis, ModelKind, Theta};
 pub use power::{Estimate, PowerFit, PowerParams};
 pub use report::{
     analyse, Alternative, Change, Choice, Evidence, FitQuality, PowerReport, TuneReport,

@@ -8,6 +8,7 @@ mod design;
 mod energy;
 mod errors;
 mod properties;
+mod regressions;
 mod report;
 mod seed;
 mod specs;
