@@ -188,6 +188,9 @@ pub struct Fit {
     pub runs: usize,
     /// Distinct configurations fitted.
     pub configs: usize,
+    /// The largest P, E and SMT counts any run used: a configuration beyond
+    /// them in some dimension is predicted by extrapolation.
+    pub span: Config,
     /// Every model tried (the chosen one has the lowest `aicc`).
     pub candidates: Vec<Candidate>,
     /// Bootstrap draws of the parameters (for prediction intervals).
@@ -819,6 +822,11 @@ fn fit_inner(
         spread,
         runs: n,
         configs: groups.configs.len(),
+        span: Config::new(
+            groups.configs.iter().map(|c| c.p).max().unwrap_or(0),
+            groups.configs.iter().map(|c| c.e).max().unwrap_or(0),
+            groups.configs.iter().map(|c| c.smt).max().unwrap_or(0),
+        ),
         candidates,
         draws,
         ci_tail: tail,

@@ -5,7 +5,8 @@
 //! generated here from a known model with seeded noise.
 
 use pinsight_tune_model::{
-    analyse, fit, objective, Config, FitOptions, Goal, Machine, ModelKind, Observation, Theta,
+    analyse, analyse_with, fit, objective, Caveat, Config, FitOptions, Goal, Machine, ModelKind,
+    Observation, RecommendedBy, Theta,
 };
 use rand_core::{Rng, SeedableRng};
 use rand_xorshift::XorShiftRng;
@@ -108,4 +109,75 @@ fn work_stealing_data_recover_the_generating_model() {
         );
         assert_ne!(r.recommended.config(), Config::new(6, 0, 0));
     }
+}
+
+/// A static split whose E-cores slow it down (sf 3 > 1 + 6/8), no SMT run:
+/// nothing measured says what SMT siblings do, so no configuration with
+/// them is recommended or used as evidence, and every one is marked
+/// extrapolated.
+#[test]
+fn no_smt_run_means_no_smt_recommendation() {
+    let truth = Theta {
+        t1: 8.0,
+        f: 0.95,
+        sf: 3.0,
+        smt_gain: 0.3,
+        contention: 0.0,
+    };
+    let configs: Vec<Config> = ten().into_iter().filter(|c| c.smt == 0).collect();
+    for seed in 1..=3 {
+        let runs = generate(ModelKind::Static, &truth, &configs, 0.01, seed);
+        let r = analyse(&runs, &[], &I7_1370P, Goal::Time, OPTS).expect("analyse");
+        assert_eq!(r.recommended.smt, 0, "seed {seed}: {:?}", r.recommended);
+        assert_eq!(r.recommended.config(), Config::new(6, 0, 0), "seed {seed}");
+        assert!(!r.recommended.extrapolated);
+        assert!(r.evidence.smt.is_none(), "{:?}", r.evidence.smt);
+        for p in &r.predictions {
+            assert_eq!(p.extrapolated, p.smt > 0, "{p:?}");
+        }
+        let ok = r.evidence.other_kind.expect("adding E-cores priced");
+        assert!(ok.cost > 0.0, "the E-cores cost: {ok:?}");
+        // With --extrapolate the model may say more, marked as such.
+        let x = analyse_with(&runs, &[], &I7_1370P, Goal::Time, OPTS, true).expect("analyse");
+        assert!(x.extrapolate);
+        assert!(x.recommended.smt == 0 || x.recommended.extrapolated);
+    }
+}
+
+/// Times with no structure the models know (each configuration its own
+/// random factor, as on a busy VM): the fit explains little, so tune says
+/// so and recommends the best measured configuration.
+#[test]
+fn a_bad_fit_falls_back_to_the_best_measured() {
+    let mut rng = XorShiftRng::seed_from_u64(11);
+    let mut runs = Vec::new();
+    for c in ten() {
+        let level = 1.0 + 0.4 * gauss(&mut rng).abs();
+        for _ in 0..3 {
+            runs.push(Observation {
+                config: c,
+                time_s: level * (0.01 * gauss(&mut rng)).exp(),
+                energy_j: None,
+            });
+        }
+    }
+    let r = analyse(&runs, &[], &I7_1370P, Goal::Time, OPTS).expect("analyse");
+    assert_eq!(r.recommended_by, RecommendedBy::BestMeasured, "{:?}", r.caveats);
+    assert!(!r.caveats.is_empty());
+    assert!(
+        r.caveats
+            .iter()
+            .any(|c| matches!(c, Caveat::LowR2 { .. } | Caveat::ResidualAboveSpread { .. })),
+        "{:?}",
+        r.caveats
+    );
+    let best = r
+        .predictions
+        .iter()
+        .filter_map(|p| Some((p.measured_s?, p.config())))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap()
+        .1;
+    assert_eq!(r.recommended.config(), best);
+    assert!(r.recommended.measured_s.is_some());
 }
