@@ -6,6 +6,7 @@
 mod csv_props;
 mod design;
 mod energy;
+mod grid;
 mod errors;
 mod properties;
 mod regressions;
