@@ -320,7 +320,7 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
             spec.for_tune()
                 .map_err(|e| CliError::usage(format!("--machine {e}")))?,
             "machine declared by --machine: no topology, so no placement lines (give --fsroot or --hwloc-xml for them)".to_owned(),
-            "--machine",
+            "--machine ",
         )),
         Some(TuneMachine::Live) => None,
         None if recorded => None,
@@ -330,7 +330,7 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
             Some((
                 m,
                 format!("machine inferred from the runs (the largest P, E and SMT counts they used): {m}; --machine SPEC or --machine live to predict for another"),
-                "inferred from the runs",
+                "inferred from the runs: ",
             ))
         }
     };
@@ -372,9 +372,9 @@ fn machine_words(m: &Machine, how: &str) -> String {
         n => format!("{n} SMT siblings per P-core"),
     };
     if m.one_kind() {
-        format!("{} cores (one kind), {smt} ({how} {m})", m.p_cores)
+        format!("{} cores (one kind), {smt} ({how}{m})", m.p_cores)
     } else {
-        format!("{}P+{}E, {smt} ({how} {m})", m.p_cores, m.e_cores)
+        format!("{}P+{}E, {smt} ({how}{m})", m.p_cores, m.e_cores)
     }
 }
 

@@ -231,11 +231,19 @@ fn fallback_words(r: &TuneReport) -> String {
     let b = &r.recommended;
     let mut s = format!("use {}, the best measured", cores_words(b, r.one_kind));
     if let Some(m) = b.measured_s {
-        let _ = write!(s, " ({} over {})", seconds(m), plural(b.runs as u32, "run", "runs"));
+        let _ = write!(
+            s,
+            " ({} over {})",
+            seconds(m),
+            plural(b.runs as u32, "run", "runs")
+        );
     }
     let why: Vec<String> = r.caveats.iter().map(|c| caveat_words(c, r)).collect();
     let _ = write!(s, "; the model is not trusted: {}", why.join("; "));
-    for a in [&r.evidence.other_kind, &r.evidence.smt].into_iter().flatten() {
+    for a in [&r.evidence.other_kind, &r.evidence.smt]
+        .into_iter()
+        .flatten()
+    {
         let _ = write!(s, "; measured, {}", alternative_words(a, r.goal));
     }
     s.push('.');

@@ -515,7 +515,7 @@ fn jacobian(model: ModelKind, layout: Layout, th: &Theta, data: &Data) -> (f64, 
     // A column that moves nothing: that parameter is not identified.
     for (col, &w) in cols.iter().enumerate() {
         let norm = j[col].iter().map(|x| x * x).sum::<f64>().sqrt();
-        if !(norm > 1e-10) {
+        if norm.is_nan() || norm <= 1e-10 {
             return (f64::INFINITY, Some(w));
         }
         for x in &mut j[col] {
@@ -554,7 +554,9 @@ fn jacobian(model: ModelKind, layout: Layout, th: &Theta, data: &Data) -> (f64, 
 
 /// Eigenvalues and eigenvectors (columns) of a small symmetric matrix by
 /// cyclic Jacobi rotations (Golub & Van Loan, "Matrix Computations", 4th
-/// ed., §8.5).
+/// ed., §8.5). Indexed loops: the rotations read two rows or two columns
+/// at once, as the book writes them.
+#[allow(clippy::needless_range_loop)]
 fn jacobi_eigen(mut a: Vec<Vec<f64>>) -> (Vec<f64>, Vec<Vec<f64>>) {
     let n = a.len();
     let mut v = vec![vec![0.0; n]; n];
@@ -771,7 +773,11 @@ fn fit_inner(
         };
         Param {
             value,
-            ci: if fitted { ci(get, value) } else { [value, value] },
+            ci: if fitted {
+                ci(get, value)
+            } else {
+                [value, value]
+            },
             status,
             bound,
         }

@@ -31,8 +31,8 @@ mod design;
 mod fit;
 mod model;
 mod nelder_mead;
-mod projection;
 mod power;
+mod projection;
 mod report;
 mod runs;
 mod spec;
@@ -40,8 +40,7 @@ mod spec;
 pub use curve::{speedup_curve, CurvePoint, Order};
 pub use design::{
     design, extrapolated, predict, ranked, recommend, validation, validation_for, Goal,
-    GoalParseError,
-    Prediction, Recommendation,
+    GoalParseError, Prediction, Recommendation,
 };
 pub use fit::{
     fit, fit_model, objective, Bound, Candidate, Fit, FitError, FitOptions, Param, ParamStatus,
@@ -50,8 +49,8 @@ pub use fit::{
 pub use model::{Basis, ModelKind, Theta};
 pub use power::{Estimate, PowerFit, PowerParams};
 pub use report::{
-    analyse, analyse_with, Alternative, Caveat, Change, Choice, Evidence, FitQuality,
-    PowerReport, RecommendedBy, TuneReport, ValidationRow, R2_MIN, RESIDUAL_MAX_RATIO,
+    analyse, analyse_with, Alternative, Caveat, Change, Choice, Evidence, FitQuality, PowerReport,
+    RecommendedBy, TuneReport, ValidationRow, R2_MIN, RESIDUAL_MAX_RATIO,
 };
 pub use runs::{parse_runs, RunsError};
 pub use spec::{ModelSpec, SpecError};

@@ -42,7 +42,13 @@ pub(crate) struct Linear {
     pub ss: f64,
 }
 
-fn rows(model: ModelKind, sf: f64, gamma: f64, contention: bool, configs: &[Config]) -> Vec<[f64; 3]> {
+fn rows(
+    model: ModelKind,
+    sf: f64,
+    gamma: f64,
+    contention: bool,
+    configs: &[Config],
+) -> Vec<[f64; 3]> {
     configs
         .iter()
         .map(|c| {
@@ -66,7 +72,9 @@ fn loss(x: &[[f64; 3]], beta: &[f64; 3], data: &Data) -> f64 {
 }
 
 /// Solves `g·β = h` (k ≤ 3) by Gaussian elimination with partial
-/// pivoting; `None` when singular.
+/// pivoting; `None` when singular. Indexed loops: elimination reads two
+/// rows at once.
+#[allow(clippy::needless_range_loop)]
 fn solve_small(mut g: [[f64; 3]; 3], mut h: [f64; 3], k: usize) -> Option<[f64; 3]> {
     let scale = (0..k).map(|i| g[i][i].abs()).fold(0.0, f64::max);
     if scale <= 0.0 {
@@ -142,7 +150,13 @@ fn nnls(x: &[[f64; 3]], z: &[f64], w: &[f64], cols: usize) -> Option<[f64; 3]> {
 
 /// The exact linear part for fixed `sf` and `gamma` (see the module
 /// documentation). `ss` is infinite when no positive solution exists.
-pub(crate) fn solve(model: ModelKind, sf: f64, gamma: f64, contention: bool, data: &Data) -> Linear {
+pub(crate) fn solve(
+    model: ModelKind,
+    sf: f64,
+    gamma: f64,
+    contention: bool,
+    data: &Data,
+) -> Linear {
     let x = rows(model, sf, gamma, contention, data.configs);
     let cols = if contention { 3 } else { 2 };
     let none = Linear {
@@ -243,7 +257,11 @@ mod tests {
     #[test]
     fn a_parallel_fraction_beyond_one_stops_at_the_bound() {
         // Times falling faster than 1/P: f would exceed 1; it stops at 1.
-        let configs = [Config::new(1, 0, 0), Config::new(2, 0, 0), Config::new(4, 0, 0)];
+        let configs = [
+            Config::new(1, 0, 0),
+            Config::new(2, 0, 0),
+            Config::new(4, 0, 0),
+        ];
         let y: Vec<f64> = [1.0f64, 0.45, 0.2].iter().map(|t| t.ln()).collect();
         let n = [1.0; 3];
         let d = Data {

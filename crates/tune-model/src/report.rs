@@ -459,7 +459,9 @@ fn caveats(
         if their_pick == pick.config {
             continue;
         }
-        let cost_mine = mine(their_pick).zip(mine(pick.config)).map(|(a, b)| a / b - 1.0);
+        let cost_mine = mine(their_pick)
+            .zip(mine(pick.config))
+            .map(|(a, b)| a / b - 1.0);
         let cost_theirs = theirs(pick.config)
             .zip(theirs(their_pick))
             .map(|(a, b)| a / b - 1.0);

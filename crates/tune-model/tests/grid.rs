@@ -10,8 +10,8 @@
 //! `GRID_VERBOSE=1` prints every miss.
 
 use pinsight_tune_model::{
-    analyse, design, Config, FitOptions, Goal, Machine, ModelKind, Observation, Param,
-    ParamStatus, RecommendedBy, Theta,
+    analyse, design, Config, FitOptions, Goal, Machine, ModelKind, Observation, Param, ParamStatus,
+    RecommendedBy, Theta,
 };
 use rand_core::{Rng, SeedableRng};
 use rand_xorshift::XorShiftRng;
@@ -56,8 +56,14 @@ fn designs(m: &Machine) -> [(&'static str, Vec<Config>); 4] {
             "no-smt",
             design(m).into_iter().filter(|c| c.smt == 0).collect(),
         ),
-        ("few", vec![c(1, 0, 0), c(0, 1, 0), c(p, 0, 0), c(0, e, 0), c(p, e, 0)]),
-        ("few+smt", vec![c(1, 0, 0), c(0, 1, 0), c(p, 0, 0), c(p, e, 0), c(p, 0, p)]),
+        (
+            "few",
+            vec![c(1, 0, 0), c(0, 1, 0), c(p, 0, 0), c(0, e, 0), c(p, e, 0)],
+        ),
+        (
+            "few+smt",
+            vec![c(1, 0, 0), c(0, 1, 0), c(p, 0, 0), c(p, e, 0), c(p, 0, p)],
+        ),
     ]
 }
 

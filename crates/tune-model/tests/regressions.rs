@@ -162,7 +162,12 @@ fn a_bad_fit_falls_back_to_the_best_measured() {
         }
     }
     let r = analyse(&runs, &[], &I7_1370P, Goal::Time, OPTS).expect("analyse");
-    assert_eq!(r.recommended_by, RecommendedBy::BestMeasured, "{:?}", r.caveats);
+    assert_eq!(
+        r.recommended_by,
+        RecommendedBy::BestMeasured,
+        "{:?}",
+        r.caveats
+    );
     assert!(!r.caveats.is_empty());
     assert!(
         r.caveats

@@ -6,8 +6,8 @@
 mod csv_props;
 mod design;
 mod energy;
-mod grid;
 mod errors;
+mod grid;
 mod properties;
 mod regressions;
 mod report;
