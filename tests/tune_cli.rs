@@ -379,3 +379,28 @@ fn energy_and_edp_goals_use_the_energy_column() {
         text.stdout
     );
 }
+
+/// `--from` without `--machine`: the machine the runs imply (the largest P,
+/// E and SMT counts), named on the Machine line, in a note and in JSON.
+#[test]
+fn from_without_machine_names_the_machine_it_inferred() {
+    let o = tune(&["--from", &data("static-6p8e.csv")]);
+    fits_80(&o);
+    let first = o.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("inferred from the runs: 6P+8E+smt"),
+        "{}",
+        o.stdout
+    );
+    let j = tune(&["--from", &data("static-6p8e.csv"), "--json"]).json();
+    assert_eq!(j["machine"]["p_cores"], 6);
+    assert_eq!(j["machine"]["e_cores"], 8);
+    assert_eq!(j["machine"]["smt_per_p_core"], 1);
+    assert!(j["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("inferred from the runs"));
+    assert_eq!(j["recommended_by"], "model");
+    assert!(j["caveats"].as_array().unwrap().is_empty());
+    assert_eq!(j["recommended"]["extrapolated"], false);
+}

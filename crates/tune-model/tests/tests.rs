@@ -8,6 +8,7 @@ mod design;
 mod energy;
 mod errors;
 mod grid;
+mod identify;
 mod properties;
 mod regressions;
 mod report;
