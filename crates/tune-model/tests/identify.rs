@@ -84,3 +84,43 @@ fn a_parallel_fraction_pushed_past_one_is_at_its_bound() {
     assert_eq!(f.params.f.bound, Some(Bound::Upper));
     assert_eq!(f.params.t1.bound, None);
 }
+
+/// The design identifies every parameter of every candidate model: on
+/// 6P+8E with SMT, both models with the contention term fit T1, f, sf, γ
+/// and c, with a well-conditioned Jacobian.
+#[test]
+fn the_design_identifies_every_candidate() {
+    let m = pinsight_tune_model::Machine {
+        p_cores: 6,
+        e_cores: 8,
+        smt_per_p_core: 1,
+        smt_per_e_core: 0,
+    };
+    let th = Theta {
+        t1: 10.0,
+        f: 0.95,
+        sf: 2.0,
+        smt_gain: 0.25,
+        contention: 0.003,
+    };
+    for model in ModelKind::ALL {
+        let data = runs(model, &th, &pinsight_tune_model::design(&m));
+        let f = fit_model(&data, model, true, OPTS).expect("fit");
+        assert!(
+            f.contention,
+            "{}: the contention term is kept",
+            model.name()
+        );
+        for (name, q) in [
+            ("f", &f.params.f),
+            ("sf", &f.params.sf),
+            ("smt_gain", &f.params.smt_gain),
+            ("contention", &f.params.contention),
+        ] {
+            assert_eq!(q.status, ParamStatus::Fitted, "{} {name}", model.name());
+        }
+        let cond = f.candidates[0].condition;
+        assert!(cond < 1e3, "{}: condition {cond}", model.name());
+        eprintln!("{}: Jacobian condition {cond:.0}", model.name());
+    }
+}
