@@ -404,3 +404,26 @@ fn from_without_machine_names_the_machine_it_inferred() {
     assert!(j["caveats"].as_array().unwrap().is_empty());
     assert_eq!(j["recommended"]["extrapolated"], false);
 }
+
+/// Runs the models cannot explain: tune says why it does not trust the
+/// fit and recommends the best measured configuration, in 80 columns.
+#[test]
+fn an_unexplained_program_gets_the_best_measured_and_the_reasons() {
+    let csv = data("unexplained-6p8e.csv");
+    let o = tune(&["--from", &csv, "--machine", "6P+8E+smt"]);
+    fits_80(&o);
+    let text = flat(&o.stdout);
+    assert!(text.contains("the best measured"), "{}", o.stdout);
+    assert!(text.contains("the model is not trusted"), "{}", o.stdout);
+    assert!(text.contains("not well enough to trust"), "{}", o.stdout);
+    let j = tune(&["--from", &csv, "--machine", "6P+8E+smt", "--json"]).json();
+    assert_eq!(j["recommended_by"], "best_measured");
+    let kinds: Vec<&str> = j["caveats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"low_r2"), "{kinds:?}");
+    assert!(j["recommended"]["measured_s"].is_f64());
+}

@@ -546,8 +546,13 @@ fn fit_line(r: &TuneReport) -> String {
         // One kind: the two models are both Amdahl's law; name neither.
         let mut s =
             format!(
-            "Amdahl's law{} fits (one kind of core: the dynamic and static models coincide); {}",
+            "Amdahl's law{} fits{} (one kind of core: the dynamic and static models coincide); {}",
             if r.contention_term { " + contention" } else { "" },
+            if r.recommended_by == RecommendedBy::BestMeasured {
+                " least badly, not well enough to trust"
+            } else {
+                ""
+            },
             r2_text(r)
         );
         if let Some(rse) = r.fit.rse {
