@@ -480,7 +480,12 @@ fn caveats(
         .iter()
         .filter(|(c, _)| machine.allows(**c))
         .min_by(|a, b| a.1.total_cmp(b.1));
-    let model_value = scores.get(&pick.config).copied().or(pick.score(goal));
+    // Measured against measured: the run-to-run noise; against a
+    // prediction: that, or the model's own error when larger.
+    let (model_value, sigma) = match scores.get(&pick.config) {
+        Some(v) => (Some(*v), sigma),
+        None => (pick.score(goal), sigma.max(fit.rse.unwrap_or(0.0))),
+    };
     if let (Some((&config, &measured)), Some(model_value)) = (best_measured, model_value) {
         if config != pick.config && measured < model_value * (-2.0 * sigma).exp() {
             out.push(Caveat::MeasuredBeatsModel {
