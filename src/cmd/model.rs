@@ -175,9 +175,7 @@ fn machine_of(
     }) {
         return Ok((m, "config"));
     }
-    Err(CliError::usage(
-        "model: which machine? give --machine SPEC (e.g. 6P+8E+smt), --machine live for this one, or --config",
-    ))
+    Err(crate::errors::model_needs_machine())
 }
 
 /// `--machine` as given: declared, or `live`.
