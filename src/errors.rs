@@ -257,6 +257,14 @@ pub fn tune_live_error(e: pinsight_tune::live::LiveError) -> CliError {
     }
 }
 
+/// `model` with given parameters and nothing that names a machine: it
+/// never takes this one unasked.
+pub fn model_needs_machine() -> CliError {
+    CliError::usage(
+        "model: which machine? give --machine SPEC (e.g. 6P+8E+smt), --machine live for this one, or --config",
+    )
+}
+
 /// Why `what` (a command that re-pins threads) has no big and small CPUs.
 pub fn capacity_error(what: &str, e: pinsight_sched::OwnCapacityError) -> CliError {
     use pinsight_sched::{ManageError, OwnCapacityError};

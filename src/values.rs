@@ -260,6 +260,27 @@ pub fn machine(text: &str) -> Result<MachineSpec, String> {
     })
 }
 
+/// `--machine` of `tune --from` and `model`: a declared machine, or `live`
+/// for this one.
+#[derive(Clone, Debug)]
+pub enum TuneMachine {
+    /// This machine's topology (`--machine live`).
+    Live,
+    /// A declared machine (`6P+8E+smt`).
+    Declared(MachineSpec),
+}
+
+/// `--machine` of `tune --from` and `model`: `live`, or a machine spec
+/// (see [`machine`]).
+pub fn tune_machine(text: &str) -> Result<TuneMachine, String> {
+    if text.trim().eq_ignore_ascii_case("live") {
+        return Ok(TuneMachine::Live);
+    }
+    machine(text)
+        .map(TuneMachine::Declared)
+        .map_err(|e| format!("{e}; or live for this machine"))
+}
+
 impl MachineSpec {
     /// The machine `tune` and `model` fit on: the first kind is the P-cores,
     /// a second the E-cores (named `P` and `E` they may come in any order).

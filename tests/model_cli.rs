@@ -160,3 +160,41 @@ fn bad_specs_exit_2_with_one_line() {
         }
     }
 }
+
+/// Without --machine, the machine comes from the --config (or the runs),
+/// never from this machine: the curves of 4P+8E run to 12 cores on a
+/// 2-CPU VM, and the output says where the machine came from.
+#[test]
+fn the_machine_comes_from_the_config_or_the_runs_not_this_machine() {
+    let j = model(&["--params", "f=0.99,sf=2", "--config", "4P+8E", "--json"]).json();
+    assert_eq!(j["machine_source"], "config");
+    assert_eq!(j["curves"]["p_first"].as_array().unwrap().len(), 12);
+    let o = pinsight(&[
+        "model",
+        "--params",
+        "f=0.99,sf=2",
+        "--config",
+        "4P+8E",
+        "--export-svg",
+        "c.svg",
+    ])
+    .env("COLUMNS", "80")
+    .writes("c.svg")
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("4P+8E (the --config's"), "{}", o.stdout);
+    let svg = std::fs::read_to_string(o.path("c.svg")).unwrap();
+    assert!(svg.contains("4P+8E"), "the title names the machine");
+    let r = model(&["--from", &data("seed-runs.csv"), "--json"]).json();
+    assert_eq!(r["machine_source"], "runs");
+    assert_eq!(
+        (
+            r["machine"]["p_cores"].as_u64(),
+            r["machine"]["e_cores"].as_u64()
+        ),
+        (Some(4), Some(8))
+    );
+    let o = pinsight(&["model", "--params", "f=0.9"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--machine live"), "{}", o.stderr);
+}

@@ -379,3 +379,51 @@ fn energy_and_edp_goals_use_the_energy_column() {
         text.stdout
     );
 }
+
+/// `--from` without `--machine`: the machine the runs imply (the largest P,
+/// E and SMT counts), named on the Machine line, in a note and in JSON.
+#[test]
+fn from_without_machine_names_the_machine_it_inferred() {
+    let o = tune(&["--from", &data("static-6p8e.csv")]);
+    fits_80(&o);
+    let first = o.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("inferred from the runs: 6P+8E+smt"),
+        "{}",
+        o.stdout
+    );
+    let j = tune(&["--from", &data("static-6p8e.csv"), "--json"]).json();
+    assert_eq!(j["machine"]["p_cores"], 6);
+    assert_eq!(j["machine"]["e_cores"], 8);
+    assert_eq!(j["machine"]["smt_per_p_core"], 1);
+    assert!(j["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("inferred from the runs"));
+    assert_eq!(j["recommended_by"], "model");
+    assert!(j["caveats"].as_array().unwrap().is_empty());
+    assert_eq!(j["recommended"]["extrapolated"], false);
+}
+
+/// Runs the models cannot explain: tune says why it does not trust the
+/// fit and recommends the best measured configuration, in 80 columns.
+#[test]
+fn an_unexplained_program_gets_the_best_measured_and_the_reasons() {
+    let csv = data("unexplained-6p8e.csv");
+    let o = tune(&["--from", &csv, "--machine", "6P+8E+smt"]);
+    fits_80(&o);
+    let text = flat(&o.stdout);
+    assert!(text.contains("the best measured"), "{}", o.stdout);
+    assert!(text.contains("the model is not trusted"), "{}", o.stdout);
+    assert!(text.contains("not well enough to trust"), "{}", o.stdout);
+    let j = tune(&["--from", &csv, "--machine", "6P+8E+smt", "--json"]).json();
+    assert_eq!(j["recommended_by"], "best_measured");
+    let kinds: Vec<&str> = j["caveats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"low_r2"), "{kinds:?}");
+    assert!(j["recommended"]["measured_s"].is_f64());
+}

@@ -18,9 +18,9 @@ The models (seed \"work-stealing-on-asymmetric-multicore\"; see `pinsight tune -
   dynamic  T = T1 (1 - f + f sf/(sf P + E)): speedup vs 1 P-core 1/(1 - f + sf
            f/(sf P + E)), vs 1 E-core 1/((1 - f)/sf + f/(sf P + E))
   static   equal split paced by the slowest thread
---params f=0.95,sf=2,smt_gain=0.3,t1=10,contention=0,model=dynamic (f required; defaults sf=1, smt_gain=0, t1=1, contention=0, model=dynamic). --config 4P+8E+2smt (terms NP, NE, Nsmt). The machine: --machine 6P+8E+smt, else the topology (this machine, --fsroot, --hwloc-xml, --kinds).
+--params f=0.95,sf=2,smt_gain=0.3,t1=10,contention=0,model=dynamic (f required; defaults sf=1, smt_gain=0, t1=1, contention=0, model=dynamic; contention c: each core beyond the first adds c T1 of time, the coherency term of Gunther's Universal Scalability Law). --config 4P+8E+2smt (terms NP, NE, Nsmt). The machine, said on the Machine line: --machine 6P+8E+smt (or live for this machine); else a recorded topology (--fsroot, --hwloc-xml, --kinds); else with --from the largest P, E and SMT counts the runs used; else the --config. Never this machine unless asked.
 
-JSON (--json): model, theta {t1, f, sf, smt_gain, contention}, params (with CIs, when fitted), machine, config {p, e, smt, predicted_s, ci, vs_1p, vs_1e} (with --config), curves {p_first, e_first: [{cores, config, time_s, vs_p, vs_e}]}.
+JSON (--json): model, theta {t1, f, sf, smt_gain, contention}, params (with CIs and bound, when fitted), machine, machine_source (declared|live|recorded|runs|config), config {p, e, smt, predicted_s, ci, vs_1p, vs_1e, allowed, extrapolated} (with --config), curves {p_first, e_first: [{cores, config, time_s, vs_p, vs_e}]}.
 
 Examples:
   pinsight model --params f=0.99,sf=2 --machine 4P+8E --export-svg curve.svg
@@ -40,10 +40,11 @@ pub struct Args {
     /// One configuration to predict: 4P+8E+2smt, 4P, 8E.
     #[arg(long, value_name = "CONFIG")]
     pub config: Option<String>,
-    /// The machine for the curves, instead of the topology: 6P+8E, 6P+8E+smt, 8P+smt.
-    #[arg(long, value_name = "SPEC", value_parser = crate::values::machine,
+    /// The machine for the curves: 6P+8E, 6P+8E+smt, 8P+smt, or live for this one [default: a
+    /// recorded topology, else the runs' largest counts (--from), else the --config].
+    #[arg(long, value_name = "SPEC", value_parser = crate::values::tune_machine,
           conflicts_with_all = ["fsroot", "hwloc_xml", "kinds"])]
-    pub machine: Option<crate::values::MachineSpec>,
+    pub machine: Option<crate::values::TuneMachine>,
     /// Write the speedup curves (P-first, E-first) as an SVG line chart to FILE.
     #[arg(long = "export-svg", value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -62,6 +63,9 @@ struct One {
     vs_1p: f64,
     vs_1e: Option<f64>,
     allowed: bool,
+    /// Predicted beyond what the fitted runs measured (false for given
+    /// parameters: nothing was measured, nothing extrapolated from it).
+    extrapolated: bool,
 }
 
 #[derive(Serialize)]
@@ -76,6 +80,7 @@ struct Output {
     theta: Theta,
     params: Option<Params>,
     machine: Machine,
+    machine_source: &'static str,
     config: Option<One>,
     curves: Curves,
 }
@@ -86,16 +91,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         check_output_file(p, "--export-svg")?;
     }
     // The model: fitted (with intervals) or given.
-    let (model, theta, fitted) = the_model(&args)?;
-    let machine = match given {
-        Some(m) => m,
-        None => {
-            let topo = g.topology()?;
-            TuneLayout::new(&topo, &topo.usable())
-                .map_err(|e| CliError::runtime(e.to_string()))?
-                .machine
-        }
-    };
+    let (model, theta, fitted, runs) = the_model(&args)?;
+    let (machine, machine_source) = machine_of(g, given, config, runs.as_deref())?;
     let p_first = speedup_curve(model, &theta, &machine, Order::PFirst);
     let e_first = speedup_curve(model, &theta, &machine, Order::EFirst);
     let one = config.map(|c| one_config(c, model, &theta, fitted.as_ref(), &machine));
@@ -122,6 +119,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             theta,
             params: fitted.as_ref().map(|f| f.params),
             machine,
+            machine_source,
             config: one,
             curves: Curves { p_first, e_first },
         })?;
@@ -134,7 +132,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             model,
             &theta,
             fitted.is_some(),
-            &machine,
+            (&machine, machine_source),
             one.as_ref(),
             &p_first,
             &e_first
@@ -143,10 +141,63 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
-/// The model: fitted from `--from` runs (with intervals) or given by `--params`.
+/// The machine of the curves and where it came from: `--machine`
+/// (declared, or `live`), a recorded topology, the runs' largest counts,
+/// the `--config`; never this machine unless asked.
+fn machine_of(
+    g: &Globals,
+    given: Option<Given>,
+    config: Option<Config>,
+    runs: Option<&[pinsight_tune_model::Observation]>,
+) -> Result<(Machine, &'static str), CliError> {
+    let recorded = g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some();
+    let topology = || -> Result<Machine, CliError> {
+        let topo = g.topology()?;
+        Ok(TuneLayout::new(&topo, &topo.usable())
+            .map_err(|e| CliError::runtime(e.to_string()))?
+            .machine)
+    };
+    match given {
+        Some(Given::Declared(m)) => return Ok((m, "declared")),
+        Some(Given::Live) => return Ok((topology()?, "live")),
+        None if recorded => return Ok((topology()?, "recorded")),
+        None => {}
+    }
+    if let Some(m) = runs.and_then(Machine::spanned) {
+        return Ok((m, "runs"));
+    }
+    if let Some(m) = config.and_then(|c| {
+        Machine::spanned(&[pinsight_tune_model::Observation {
+            config: c,
+            time_s: 1.0,
+            energy_j: None,
+        }])
+    }) {
+        return Ok((m, "config"));
+    }
+    Err(crate::errors::model_needs_machine())
+}
+
+/// `--machine` as given: declared, or `live`.
+enum Given {
+    Declared(Machine),
+    Live,
+}
+
+/// The model: fitted from `--from` runs (with intervals, and the runs) or
+/// given by `--params`.
+#[allow(clippy::type_complexity)]
 fn the_model(
     args: &Args,
-) -> Result<(ModelKind, Theta, Option<pinsight_tune_model::Fit>), CliError> {
+) -> Result<
+    (
+        ModelKind,
+        Theta,
+        Option<pinsight_tune_model::Fit>,
+        Option<Vec<pinsight_tune_model::Observation>>,
+    ),
+    CliError,
+> {
     match (&args.from, &args.params) {
         (Some(path), _) => {
             let name = format!("--from '{}'", path.display());
@@ -157,13 +208,13 @@ fn the_model(
                 ..FitOptions::default()
             };
             let f = fit(&runs, opts).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
-            Ok((f.model, f.theta, Some(f)))
+            Ok((f.model, f.theta, Some(f), Some(runs)))
         }
         (None, Some(spec)) => {
             let s: ModelSpec = spec
                 .parse()
                 .map_err(|e| CliError::usage(format!("--params: {e}")))?;
-            Ok((s.model, s.theta, None))
+            Ok((s.model, s.theta, None, None))
         }
         (None, None) => Err(CliError::usage("give --from RUNS.csv or --params SPEC")),
     }
@@ -177,14 +228,14 @@ fn one_config(
     fitted: Option<&pinsight_tune_model::Fit>,
     machine: &Machine,
 ) -> One {
-    let (t, ci) = match fitted {
+    let (t, ci, extrapolated) = match fitted {
         Some(f) => {
             let p = predict(f, c);
-            (p.predicted_s, p.ci)
+            (p.predicted_s, p.ci, p.extrapolated)
         }
         None => {
             let t = model.time(theta, c);
-            (t, [t, t])
+            (t, [t, t], false)
         }
     };
     let t1p = model.time(theta, Config::new(1, 0, 0));
@@ -198,6 +249,7 @@ fn one_config(
         vs_1p: t1p / t,
         vs_1e: (!machine.one_kind() || c.e > 0).then_some(t1e / t),
         allowed: machine.allows(c),
+        extrapolated,
     }
 }
 
@@ -208,7 +260,7 @@ fn human(
     model: ModelKind,
     theta: &Theta,
     fitted: bool,
-    machine: &Machine,
+    (machine, source): (&Machine, &str),
     one: Option<&One>,
     p_first: &[CurvePoint],
     e_first: &[CurvePoint],
@@ -232,7 +284,14 @@ fn human(
             if fitted { ", fitted" } else { ", given" }
         ),
     ));
-    out.push_str(&hang("Machine:  ", &machine.to_string()));
+    let how = match source {
+        "declared" => "declared by --machine",
+        "live" => "this machine (--machine live)",
+        "recorded" => "the recorded topology",
+        "runs" => "inferred from the runs: the largest P, E and SMT counts they used",
+        _ => "the --config's; --machine SPEC for another",
+    };
+    out.push_str(&hang("Machine:  ", &format!("{machine} ({how})")));
     if let Some(o) = one {
         let mut s = format!(
             "{}P+{}E+{}smt: predicted {}",
@@ -252,6 +311,9 @@ fn human(
         if let Some(e) = o.vs_1e {
             s.push_str(&format!(", {e:.2}x vs 1 E-core"));
         }
+        if o.extrapolated {
+            s.push_str("; extrapolated beyond the runs");
+        }
         out.push_str(&hang("Config:   ", &s));
     }
     out.push_str("\nSpeedup as cores are added (no SMT)\n");
@@ -263,7 +325,7 @@ fn human(
 }
 
 /// `--config` and `--machine`, checked before any work.
-fn declared(args: &Args) -> Result<(Option<Config>, Option<Machine>), CliError> {
+fn declared(args: &Args) -> Result<(Option<Config>, Option<Given>), CliError> {
     let config: Option<Config> = match &args.config {
         Some(s) => Some(
             s.parse()
@@ -271,11 +333,12 @@ fn declared(args: &Args) -> Result<(Option<Config>, Option<Machine>), CliError> 
         ),
         None => None,
     };
-    let given: Option<Machine> = match &args.machine {
-        Some(s) => Some(
+    let given = match &args.machine {
+        Some(crate::values::TuneMachine::Declared(s)) => Some(Given::Declared(
             s.for_tune()
                 .map_err(|e| CliError::usage(format!("--machine {e}")))?,
-        ),
+        )),
+        Some(crate::values::TuneMachine::Live) => Some(Given::Live),
         None => None,
     };
     Ok((config, given))

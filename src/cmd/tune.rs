@@ -16,7 +16,7 @@ use pinsight_render::tune::{self as view, Dialect, TuneView};
 use pinsight_topology::Topology;
 use pinsight_tune::RunOutcome;
 use pinsight_tune_model::{
-    analyse, design, parse_runs, FitError, FitOptions, Goal, Machine, Observation, TuneReport,
+    analyse_with, design, parse_runs, FitError, FitOptions, Goal, Machine, Observation, TuneReport,
 };
 use serde::Serialize;
 use std::ffi::OsString;
@@ -26,16 +26,18 @@ use std::time::Duration;
 const AFTER_HELP: &str = "\
 What tune does: runs CMD at a small design of configurations (P-cores, E-cores, SMT siblings used: 1P, 1E, all P, all E, all P + all E, halves, with and without SMT; on one kind: 1 core, half, all, all with SMT), --runs times each, fits two models, predicts every configuration the machine allows, runs the best two it did not measure (--validate) to check the prediction, and recommends one in plain words and in every dialect `plan` speaks (OMP_NUM_THREADS + OMP_PLACES, KMP_HW_SUBSET, taskset, a pinsight run line).
 
-Models (seed \"work-stealing-on-asymmetric-multicore\"), T1 = time on one P-core, f = parallel fraction, sf = P-core speed / E-core speed, smt_gain = what an SMT sibling adds (fraction of its core), contention = slowdown per added core:
+Models (seed \"work-stealing-on-asymmetric-multicore\"), T1 = time on one P-core, f = parallel fraction, sf = P-core speed / E-core speed, smt_gain = what an SMT sibling adds (fraction of its core), contention c = time each core beyond the first adds, as a share of T1 (the coherency term of Gunther's Universal Scalability Law: a slowdown beyond Amdahl's law):
   dynamic  work-stealing: T = T1 (1 - f + f sf/(sf P + E)); cores add their
            speeds
   static   equal split: the slowest thread paces the run; E-cores help only when
            E > P (sf - 1)
-Both are fitted on log time, with and without contention; the lowest AICc wins. Intervals: 95% bootstrap. On a machine of one kind sf is held at 1 and tune chooses the thread count and SMT only. With --kinds the declared kinds count.
+Both are fitted on log time, with and without contention, each to its global optimum (T1, f and c solved exactly for every sf and smt_gain, which are searched over their whole range: 0 <= f <= 1, 1 <= sf <= 16, 0 <= smt_gain <= 1); the lowest AICc wins. A parameter the runs do not identify is held and said so; one at a bound is marked. Intervals: 95% bootstrap. On a machine of one kind sf is held at 1 and tune chooses the thread count and SMT only. With --kinds the declared kinds count.
 
---from FILE fits runs measured elsewhere (CSV p,e,smt,time_s[,energy_j], one row per run, # comments) and runs nothing, so it works on a recorded machine (--fsroot, --hwloc-xml, --kinds) or on a declared one (--machine 6P+8E+smt: N P-cores, M E-cores, smt = 1 sibling per P-core, smtN = N). Runs at configurations the machine does not allow are fitted, listed as a warning (outside_machine in JSON), and never recommended. --goal energy|edp needs the energy_j column (energy = fitted power x time; EDP = energy x time).
+Trust: configurations beyond what the runs used (more P-cores, E-cores or SMT siblings than any run) are marked extrapolated and not recommended unless --extrapolate. When R² is below 0.8, the residual error exceeds 3x the run-to-run spread, an equally good model recommends differently, or a measured configuration beats the model's pick beyond the noise, tune says why and recommends the best measured configuration.
 
-JSON (--json): goal, machine {p_cores, e_cores, smt_per_p_core, smt_per_e_core}, one_kind, model (\"dynamic\"|\"static\"), contention_term, params {t1, f, sf, smt_gain, contention: {value, ci [lo, hi], status}}, power (or null), fit {rse, r2, runs, configs, candidates [{model, contention, k, rss, aicc, theta}]}, recommended and runner_up {p, e, smt, threads, predicted_s, ci, measured_s, runs, energy_j, edp}, gap, evidence {other_kind, smt: {change, config, cost}}, predictions [one per configuration], validation [{p, e, smt, predicted_s, ci, measured_s, runs, error}], outside_machine, design_runs, validation_runs, machine_words, notes, dialects [{name, text | error}].
+--from FILE fits runs measured elsewhere (CSV p,e,smt,time_s[,energy_j], one row per run, # comments) and runs nothing. The machine it predicts for, named in the output: --machine 6P+8E+smt (N P-cores, M E-cores, smt = 1 sibling per P-core, smtN = N), --machine live (this machine), a recorded one (--fsroot, --hwloc-xml, --kinds), else the one the runs imply (the largest P, E and SMT counts they used); never this machine unless asked. Runs at configurations the machine does not allow are fitted, listed as a warning (outside_machine in JSON), and never recommended. --goal energy|edp needs the energy_j column (energy = fitted power x time; EDP = energy x time).
+
+JSON (--json): goal, machine {p_cores, e_cores, smt_per_p_core, smt_per_e_core}, one_kind, model (\"dynamic\"|\"static\"), contention_term, params {t1, f, sf, smt_gain, contention: {value, ci [lo, hi], status, bound}}, power (or null), fit {rse, r2, runs, configs, objective, spread, candidates [{model, contention, k, rss, aicc, theta, condition}]}, recommended_by (\"model\"|\"best_measured\"), caveats [{kind, ...}], extrapolate, span {p, e, smt}, recommended and runner_up {p, e, smt, threads, predicted_s, ci, measured_s, runs, energy_j, edp, extrapolated}, gap, evidence {other_kind, smt: {change, config, cost}}, predictions [one per configuration], validation [{p, e, smt, predicted_s, ci, measured_s, runs, error}], outside_machine, design_runs, validation_runs, machine_words, notes, dialects [{name, text | error}].
 
 Live runs: the design journal is pinsight-tune-STAMP.jsonl (or --journal), the validation runs go to STAMP.validate.jsonl beside it; --resume FILE (either one) continues an interrupted or budget-cut tune and gives the same answer.
 
@@ -102,12 +104,18 @@ pub struct Args {
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["runs", "warmup", "budget", "validate", "journal", "resume"])]
     pub from: Option<PathBuf>,
-    /// With --from: the machine to predict for, instead of a topology (6P+8E, 6P+8E+smt, 8P+smt).
+    /// With --from: the machine to predict for (6P+8E, 6P+8E+smt, 8P+smt, or live for this
+    /// one) [default: a recorded topology if --fsroot, --hwloc-xml or --kinds is given, else
+    /// inferred from the runs: the largest P, E and SMT counts they used].
     // clap lets a requirement go unmet when it conflicts with a flag given
     // (--from with --resume or COMMAND): those are declared here too.
-    #[arg(long, value_name = "SPEC", requires = "from", value_parser = crate::values::machine,
+    #[arg(long, value_name = "SPEC", requires = "from", value_parser = crate::values::tune_machine,
           conflicts_with_all = ["fsroot", "hwloc_xml", "kinds", "resume", "command"])]
-    pub machine: Option<crate::values::MachineSpec>,
+    pub machine: Option<crate::values::TuneMachine>,
+    /// Let the recommendation be a configuration predicted by extrapolation (more P-cores,
+    /// E-cores or SMT siblings than any run used); marked extrapolated either way.
+    #[arg(long)]
+    pub extrapolate: bool,
     /// List every configuration, not only the measured ones, the best 5 and the runner-up.
     #[arg(long)]
     pub all: bool,
@@ -305,56 +313,68 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
             args.goal
         )));
     }
-    match &args.machine {
-        Some(spec) => {
-            let machine: Machine = spec
-                .for_tune()
-                .map_err(|e| CliError::usage(format!("--machine {e}")))?;
-            let notes = vec![
-                "machine declared by --machine: no topology, so no placement lines (give --fsroot or --hwloc-xml for them)".to_owned(),
-            ];
-            finish(
-                args,
-                g,
-                &runs,
-                &[],
-                &machine,
-                None,
-                machine_words(&machine),
-                notes,
-                &name,
-                (args.pinned, "CMD"),
-            )
-        }
+    use crate::values::TuneMachine;
+    let recorded = g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some();
+    let declared = match &args.machine {
+        Some(TuneMachine::Declared(spec)) => Some((
+            spec.for_tune()
+                .map_err(|e| CliError::usage(format!("--machine {e}")))?,
+            "machine declared by --machine: no topology, so no placement lines (give --fsroot or --hwloc-xml for them)".to_owned(),
+            "--machine ",
+        )),
+        Some(TuneMachine::Live) => None,
+        None if recorded => None,
         None => {
-            let topo = g.topology()?;
-            let layout = layout_of(&topo)?;
-            finish(
-                args,
-                g,
-                &runs,
-                &[],
-                &layout.machine,
-                Some((&topo, &layout)),
-                layout.describe(),
-                layout.notes.clone(),
-                &name,
-                (args.pinned, "CMD"),
-            )
+            // Never this machine unless asked: the runs name the machine.
+            let m = Machine::spanned(&runs).ok_or_else(|| CliError::usage(format!("{name}: no runs")))?;
+            Some((
+                m,
+                format!("machine inferred from the runs (the largest P, E and SMT counts they used): {m}; --machine SPEC or --machine live to predict for another"),
+                "inferred from the runs: ",
+            ))
         }
+    };
+    if let Some((machine, note, how)) = declared {
+        return finish(
+            args,
+            g,
+            &runs,
+            &[],
+            &machine,
+            None,
+            machine_words(&machine, how),
+            vec![note],
+            &name,
+            (args.pinned, "CMD"),
+        );
     }
+    let topo = g.topology()?;
+    let layout = layout_of(&topo)?;
+    finish(
+        args,
+        g,
+        &runs,
+        &[],
+        &layout.machine,
+        Some((&topo, &layout)),
+        layout.describe(),
+        layout.notes.clone(),
+        &name,
+        (args.pinned, "CMD"),
+    )
 }
 
-fn machine_words(m: &Machine) -> String {
+/// The machine in words, and where it came from (`how`).
+fn machine_words(m: &Machine, how: &str) -> String {
     let smt = match m.smt_per_p_core {
         0 => "no SMT".to_owned(),
         1 => "1 SMT sibling per P-core".to_owned(),
         n => format!("{n} SMT siblings per P-core"),
     };
     if m.one_kind() {
-        format!("{} cores (one kind), {smt} (--machine {m})", m.p_cores)
+        format!("{} cores (one kind), {smt} ({how}{m})", m.p_cores)
     } else {
-        format!("{}P+{}E, {smt} (--machine {m})", m.p_cores, m.e_cores)
+        format!("{}P+{}E, {smt} ({how}{m})", m.p_cores, m.e_cores)
     }
 }
 
@@ -408,8 +428,15 @@ fn finish(
         bootstrap: 200,
         seed: args.seed.unwrap_or(FitOptions::default().seed),
     };
-    let report = analyse(design_runs, validation, machine, args.goal, opts)
-        .map_err(|e| fit_error(e, source, machine))?;
+    let report = analyse_with(
+        design_runs,
+        validation,
+        machine,
+        args.goal,
+        opts,
+        args.extrapolate,
+    )
+    .map_err(|e| fit_error(e, source, machine))?;
     let dialects = match placed {
         Some((topo, layout)) => dialects(&report, topo, layout, run_as.0, run_as.1),
         None => Vec::new(),

@@ -10,8 +10,8 @@ use crate::escape as esc;
 use crate::term::{self, Wrap};
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use pinsight_tune_model::{
-    Alternative, Change, Choice, CurvePoint, Estimate, Goal, ModelKind, Param, ParamStatus,
-    TuneReport,
+    Alternative, Bound, Caveat, Change, Choice, CurvePoint, Estimate, Goal, ModelKind, Param,
+    ParamStatus, RecommendedBy, TuneReport,
 };
 use std::fmt::Write;
 
@@ -159,11 +159,95 @@ fn alternative_words(a: &Alternative, goal: Goal) -> String {
         ),
         Change::DropSmt => "leaving out the SMT siblings".to_owned(),
     };
-    if a.cost.abs() < 0.005 {
-        format!("{what} changes it by less than 0.5%")
+    let mark = if a.config.extrapolated {
+        " (extrapolated)"
     } else {
-        format!("{what} costs {}{}", pct(a.cost), goal_metric(goal))
+        ""
+    };
+    if a.cost.abs() < 0.005 {
+        format!("{what} changes it by less than 0.5%{mark}")
+    } else {
+        format!("{what} costs {}{}{mark}", pct(a.cost), goal_metric(goal))
     }
+}
+
+fn goal_value(goal: Goal, v: f64) -> String {
+    match goal {
+        Goal::Energy => format!("{} J", sig3(v)),
+        Goal::Edp => format!("{} J·s", sig3(v)),
+        _ => seconds(v),
+    }
+}
+
+fn short_config(c: pinsight_tune_model::Config, one_kind: bool) -> String {
+    if one_kind {
+        format!("{}+{}smt", c.p, c.smt)
+    } else {
+        c.to_string()
+    }
+}
+
+/// One reason the model is not trusted, in words.
+pub fn caveat_words(c: &Caveat, r: &TuneReport) -> String {
+    match c {
+        Caveat::LowR2 { r2, min } => {
+            format!("the model explains little of the runs (R² {r2:.2}, below {min:.2})")
+        }
+        Caveat::ResidualAboveSpread { rse, spread } => format!(
+            "the model misses the runs by {} while they vary by {} among themselves",
+            pct(*rse),
+            pct(*spread)
+        ),
+        Caveat::ModelsDisagree {
+            model,
+            contention,
+            picks,
+            cost,
+        } => format!(
+            "the {}{} model fits as well and recommends {} instead ({} apart)",
+            model.name(),
+            if *contention { " + contention" } else { "" },
+            short_config(*picks, r.one_kind),
+            pct(*cost)
+        ),
+        Caveat::MeasuredBeatsModel {
+            config,
+            measured,
+            model_pick,
+            model_value,
+        } => format!(
+            "{} measured {}, better than the model's pick {} at {}: fit and measurements disagree",
+            short_config(*config, r.one_kind),
+            goal_value(r.goal, *measured),
+            short_config(*model_pick, r.one_kind),
+            goal_value(r.goal, *model_value)
+        ),
+    }
+}
+
+/// The recommendation when the model is not trusted: the best measured
+/// configuration, and why.
+fn fallback_words(r: &TuneReport) -> String {
+    let b = &r.recommended;
+    let mut s = format!("use {}, the best measured", cores_words(b, r.one_kind));
+    if let Some(m) = b.measured_s {
+        let _ = write!(
+            s,
+            " ({} over {})",
+            seconds(m),
+            plural(b.runs as u32, "run", "runs")
+        );
+    }
+    let why: Vec<String> = r.caveats.iter().map(|c| caveat_words(c, r)).collect();
+    let _ = write!(s, "; the model is not trusted: {}", why.join("; "));
+    for a in [&r.evidence.other_kind, &r.evidence.smt]
+        .into_iter()
+        .flatten()
+    {
+        let _ = write!(s, "; measured, {}", alternative_words(a, r.goal));
+    }
+    s.push('.');
+    s
 }
 
 fn r2_text(r: &TuneReport) -> String {
@@ -214,7 +298,7 @@ fn model_words(r: &TuneReport) -> String {
     if r.contention_term {
         let _ = write!(
             s,
-            "; each added core slows all by {}",
+            "; each added core adds {} of the one-core time (contention)",
             pct(r.params.contention.value)
         );
     }
@@ -230,12 +314,20 @@ fn estimate_words(label: &str, e: &Option<Estimate>, unit: &str) -> String {
 /// The recommendation in words: what to use, the prediction and the
 /// measurement, and why (the cost of the other kind, the model, SMT).
 pub fn recommendation_words(r: &TuneReport) -> String {
+    if r.recommended_by == RecommendedBy::BestMeasured {
+        return fallback_words(r);
+    }
     let b = &r.recommended;
     let mut s = format!(
-        "use {}: predicted {} (CI {})",
+        "use {}: predicted {} (CI {}){}",
         cores_words(b, r.one_kind),
         seconds(b.predicted_s),
-        ci_text(b.ci)
+        ci_text(b.ci),
+        if b.extrapolated {
+            ", extrapolated beyond the runs"
+        } else {
+            ""
+        }
     );
     if let Some(m) = b.measured_s {
         let _ = write!(s, ", measured {}", seconds(m));
@@ -276,12 +368,15 @@ pub fn recommendation_words(r: &TuneReport) -> String {
     s
 }
 
-fn status_text(s: ParamStatus) -> &'static str {
-    match s {
-        ParamStatus::Fitted => "fitted",
-        ParamStatus::OneKind => "held at 1: one kind",
-        ParamStatus::NoSmtRuns => "held at 0: no SMT runs",
-        ParamStatus::NotNeeded => "not needed",
+fn status_text(q: &Param) -> &'static str {
+    match (q.status, q.bound) {
+        (ParamStatus::Fitted, Some(Bound::Lower)) => "fitted, at lower bound",
+        (ParamStatus::Fitted, Some(Bound::Upper)) => "fitted, at upper bound",
+        (ParamStatus::Fitted, None) => "fitted",
+        (ParamStatus::OneKind, _) => "held at 1: one kind",
+        (ParamStatus::NoSmtRuns, _) => "held at 0: no SMT runs",
+        (ParamStatus::NotNeeded, _) => "not needed",
+        (ParamStatus::NotIdentified, _) => "held: runs do not identify it",
     }
 }
 
@@ -319,7 +414,7 @@ fn params_table(r: &TuneReport, width: usize) -> Table {
             } else {
                 "-".to_owned()
             },
-            status_text(q.status).to_owned(),
+            status_text(q).to_owned(),
         ]);
     };
     row(&mut t, "f (parallel fraction)", &p.f);
@@ -394,13 +489,16 @@ fn predictions_table(r: &TuneReport, v: &TuneView) -> Table {
         if energy {
             row.push(c.energy_j.map_or_else(|| "-".to_owned(), |e| sig3(e.value)));
         }
-        row.push(if c.config() == best {
-            "best".to_owned()
+        let mut mark: Vec<&str> = Vec::new();
+        if c.config() == best {
+            mark.push("best");
         } else if Some(c.config()) == runner {
-            "runner-up".to_owned()
-        } else {
-            String::new()
-        });
+            mark.push("runner-up");
+        }
+        if c.extrapolated {
+            mark.push("extrap.");
+        }
+        row.push(mark.join(", "));
         t.add_row(row);
     }
     let last = t.column_count().saturating_sub(1);
@@ -428,6 +526,7 @@ fn validation_table(r: &TuneReport, width: usize) -> Table {
             runs: row.runs,
             energy_j: None,
             edp: None,
+            extrapolated: false,
         };
         t.add_row(vec![
             config_label(&c, r.one_kind),
@@ -447,8 +546,13 @@ fn fit_line(r: &TuneReport) -> String {
         // One kind: the two models are both Amdahl's law; name neither.
         let mut s =
             format!(
-            "Amdahl's law{} fits (one kind of core: the dynamic and static models coincide); {}",
+            "Amdahl's law{} fits{} (one kind of core: the dynamic and static models coincide); {}",
             if r.contention_term { " + contention" } else { "" },
+            if r.recommended_by == RecommendedBy::BestMeasured {
+                " least badly, not well enough to trust"
+            } else {
+                ""
+            },
             r2_text(r)
         );
         if let Some(rse) = r.fit.rse {
@@ -463,7 +567,11 @@ fn fit_line(r: &TuneReport) -> String {
         return s;
     }
     let chosen = name(r.model, r.contention_term);
-    let mut s = format!("{chosen} fits best");
+    let mut s = if r.recommended_by == RecommendedBy::BestMeasured {
+        format!("{chosen} fits least badly, not well enough to trust")
+    } else {
+        format!("{chosen} fits best")
+    };
     let mut others: Vec<String> = r
         .fit
         .candidates
@@ -534,14 +642,39 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
         w,
     ));
     if let Some(ru) = &r.runner_up {
+        let (how, value) = match (r.recommended_by, ru.measured_s) {
+            (RecommendedBy::BestMeasured, Some(m)) => ("measured", m),
+            _ => ("predicted", ru.predicted_s),
+        };
         out.push_str(&paragraph(
             "Runner-up: ",
             &format!(
-                "{} ({}): predicted {}, {} worse.",
+                "{} ({}): {how} {}, {} worse.",
                 cores_words(ru, r.one_kind),
                 plural(ru.threads, "thread", "threads"),
-                seconds(ru.predicted_s),
+                seconds(value),
                 pct(r.gap)
+            ),
+            2,
+            w,
+        ));
+    }
+    if r.predictions.iter().any(|c| c.extrapolated) {
+        let s = r.span;
+        let dims = if r.one_kind {
+            format!("{} cores, {} SMT siblings", s.p, s.smt)
+        } else {
+            format!("{} P-cores, {} E-cores, {} SMT siblings", s.p, s.e, s.smt)
+        };
+        let tail = if r.extrapolate {
+            "and may be recommended (--extrapolate)"
+        } else {
+            "and are not recommended (--extrapolate allows them)"
+        };
+        out.push_str(&paragraph(
+            "Extrapolated: ",
+            &format!(
+                "configurations beyond what the runs used (at most {dims}, or SMT without a fitted SMT gain) are predicted by the model's form alone, marked extrap., {tail}."
             ),
             2,
             w,

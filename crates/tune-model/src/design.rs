@@ -1,6 +1,6 @@
 //! Which configurations to run, and what a fit says about all of them.
 
-use crate::fit::{quantile, Fit, FitError};
+use crate::fit::{quantile, Fit, FitError, ParamStatus};
 use crate::power::{estimate, Estimate, PowerFit};
 use crate::{Config, Machine, Observation};
 use serde::Serialize;
@@ -112,6 +112,20 @@ pub struct Prediction {
     pub energy_j: Option<Estimate>,
     /// Predicted energy-delay product (J·s), when the fit has a power model.
     pub edp: Option<Estimate>,
+    /// Predicted beyond what the runs measured (see [`extrapolated`]).
+    pub extrapolated: bool,
+}
+
+/// Whether predicting `config` needs a dimension the fitted runs did not
+/// measure: more P-cores, E-cores or SMT siblings than any run used (a kind
+/// never used is a count above 0), or SMT siblings while the SMT gain was
+/// not fitted. Such a prediction rests on the model's form alone.
+pub fn extrapolated(fit: &Fit, config: Config) -> bool {
+    let s = fit.span;
+    config.p > s.p
+        || config.e > s.e
+        || config.smt > s.smt
+        || (config.smt > 0 && fit.params.smt_gain.status != ParamStatus::Fitted)
 }
 
 impl Prediction {
@@ -171,6 +185,7 @@ pub fn predict(fit: &Fit, config: Config) -> Prediction {
         ci,
         energy_j,
         edp,
+        extrapolated: extrapolated(fit, config),
     }
 }
 
@@ -226,11 +241,15 @@ fn to_tie_digits(s: f64) -> f64 {
 }
 
 /// Predict every configuration `machine` allows and recommend the best for
-/// `goal`. Errors: [`FitError::NoEnergy`] for an energy or EDP goal when
+/// `goal` among those predicted from measured dimensions (not
+/// [`extrapolated`]; all of them when every one is). Errors: [`FitError::NoEnergy`] for an energy or EDP goal when
 /// the runs carried no energy, [`FitError::NoConfiguration`] when the
 /// machine allows none.
 pub fn recommend(fit: &Fit, machine: &Machine, goal: Goal) -> Result<Recommendation, FitError> {
-    let all = ranked(fit, machine, goal)?;
+    let mut all = ranked(fit, machine, goal)?;
+    if all.iter().any(|p| !p.extrapolated) {
+        all.retain(|p| !p.extrapolated);
+    }
     let best = *all.first().ok_or(FitError::NoConfiguration)?;
     let runner_up = all.get(1).copied();
     let gap = match (runner_up.and_then(|r| r.score(goal)), best.score(goal)) {

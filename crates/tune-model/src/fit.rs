@@ -1,8 +1,13 @@
-//! Least-squares fit on log time, model choice by AICc, bootstrap intervals.
+//! Least-squares fit on log time, global and deterministic: the linear
+//! part exactly (variable projection, see `projection`), sf and γ by a grid
+//! over their whole admissible range refined by Nelder–Mead; which
+//! parameters the runs identify from the Jacobian at the optimum; model
+//! choice by AICc; bootstrap intervals.
 
 use crate::model::{ModelKind, Theta};
 use crate::nelder_mead::minimize;
 use crate::power::{fit_power, PowerFit};
+use crate::projection::{solve, Data};
 use crate::{Config, Observation};
 use rand_core::{Rng, SeedableRng};
 use rand_xorshift::XorShiftRng;
@@ -88,7 +93,24 @@ pub enum ParamStatus {
     NoSmtRuns,
     /// Contention: the chosen model does without it; held at 0.
     NotNeeded,
+    /// The runs do not identify it (the fit's Jacobian at the optimum is
+    /// singular or ill-conditioned along it): held at its neutral value
+    /// (sf 1, γ 0).
+    NotIdentified,
 }
+
+/// Which bound of its admissible range a parameter sits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The lower bound (f 0, sf 1, γ 0, contention 0).
+    Lower,
+    /// The upper bound (f 1, sf [`SF_MAX`], γ 1).
+    Upper,
+}
+
+/// The largest sf the fit considers (a P-core 16 times an E-core).
+pub const SF_MAX: f64 = 16.0;
 
 /// One parameter: value, 95% bootstrap interval, status.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -100,6 +122,9 @@ pub struct Param {
     pub ci: [f64; 2],
     /// Fitted or why not.
     pub status: ParamStatus,
+    /// A fitted parameter at a bound of its admissible range (the runs
+    /// push it there: e.g. f = 1 for times falling faster than 1/P).
+    pub bound: Option<Bound>,
 }
 
 /// All parameters of a fit.
@@ -132,6 +157,10 @@ pub struct Candidate {
     pub aicc: f64,
     /// The fitted values.
     pub theta: Theta,
+    /// Condition number of the fit's Jacobian at the optimum (columns
+    /// scaled to unit length; parameters at a bound left out); large means
+    /// the runs barely tell some parameters apart.
+    pub condition: f64,
 }
 
 /// A fitted model.
@@ -150,10 +179,18 @@ pub struct Fit {
     pub rse: Option<f64>,
     /// R² of log time; `None` when all runs took the same time.
     pub r2: Option<f64>,
+    /// The minimised objective: residual sum of squares of log time.
+    pub objective: f64,
+    /// Run-to-run spread: pooled standard deviation of log time within
+    /// configurations (≈ relative); `None` without repeated runs.
+    pub spread: Option<f64>,
     /// Runs fitted.
     pub runs: usize,
     /// Distinct configurations fitted.
     pub configs: usize,
+    /// The largest P, E and SMT counts any run used: a configuration beyond
+    /// them in some dimension is predicted by extrapolation.
+    pub span: Config,
     /// Every model tried (the chosen one has the lowest `aicc`).
     pub candidates: Vec<Candidate>,
     /// Bootstrap draws of the parameters (for prediction intervals).
@@ -186,58 +223,18 @@ impl Groups {
     }
 }
 
-/// Which parameters are free, and how a vector maps to [`Theta`]:
-/// t1 = exp(x), f = logistic(x), sf = exp(x), γ = logistic(x), c = x.
-#[derive(Clone, Copy)]
+/// Which parameters are free. T1 and f always are (through the linear
+/// part); sf and γ are searched; contention is linear.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Layout {
     sf: bool,
     smt: bool,
     contention: bool,
 }
 
-fn logistic(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
-
-fn logit(p: f64) -> f64 {
-    let p = p.clamp(1e-9, 1.0 - 1e-9);
-    (p / (1.0 - p)).ln()
-}
-
 impl Layout {
     fn k(&self) -> usize {
         2 + usize::from(self.sf) + usize::from(self.smt) + usize::from(self.contention)
-    }
-
-    fn theta(&self, x: &[f64]) -> Theta {
-        let mut it = x.iter().copied();
-        let mut next = || it.next().unwrap_or(0.0);
-        let t1 = next().exp();
-        let f = logistic(next());
-        let sf = if self.sf { next().exp() } else { 1.0 };
-        let smt_gain = if self.smt { logistic(next()) } else { 0.0 };
-        let contention = if self.contention { next() } else { 0.0 };
-        Theta {
-            t1,
-            f,
-            sf,
-            smt_gain,
-            contention,
-        }
-    }
-
-    fn vector(&self, th: &Theta) -> Vec<f64> {
-        let mut x = vec![th.t1.ln(), logit(th.f)];
-        if self.sf {
-            x.push(th.sf.ln());
-        }
-        if self.smt {
-            x.push(logit(th.smt_gain));
-        }
-        if self.contention {
-            x.push(th.contention);
-        }
-        x
     }
 
     fn names(&self) -> String {
@@ -255,25 +252,139 @@ impl Layout {
     }
 }
 
-/// Sum over configurations of runs·(mean log time − log model)², i.e. the
-/// RSS less the within-configuration part (which no model changes).
-fn between_ss(model: ModelKind, th: &Theta, configs: &[Config], means: &[(f64, f64)]) -> f64 {
-    let mut s = 0.0;
-    for (c, &(n, mean)) in configs.iter().zip(means) {
-        let t = model.time(th, *c);
-        if !(t.is_finite() && t > 0.0) {
-            return f64::INFINITY;
-        }
-        let d = mean - t.ln();
-        s += n * d * d;
-    }
-    s
+/// The nonlinear coordinates searched, scaled to [0, 1]: ln sf / ln
+/// [`SF_MAX`] and γ.
+fn to_theta_nl(layout: Layout, u: &[f64]) -> (f64, f64) {
+    let mut it = u.iter().map(|x| x.clamp(0.0, 1.0));
+    let sf = if layout.sf {
+        SF_MAX.powf(it.next().unwrap_or(0.0))
+    } else {
+        1.0
+    };
+    let gamma = if layout.smt {
+        it.next().unwrap_or(0.0)
+    } else {
+        0.0
+    };
+    (sf, gamma)
 }
 
-fn means(logs: &[Vec<f64>]) -> Vec<(f64, f64)> {
+fn to_coords(layout: Layout, th: &Theta) -> Vec<f64> {
+    let mut u = Vec::new();
+    if layout.sf {
+        u.push((th.sf.max(1.0).ln() / SF_MAX.ln()).clamp(0.0, 1.0));
+    }
+    if layout.smt {
+        u.push(th.smt_gain.clamp(0.0, 1.0));
+    }
+    u
+}
+
+/// The fit at fixed (sf, γ): the exact linear part, as parameters, and
+/// the between-configuration loss.
+fn at(model: ModelKind, layout: Layout, sf: f64, gamma: f64, data: &Data) -> (Theta, f64) {
+    let l = solve(model, sf, gamma, layout.contention, data);
+    let t1 = l.a + l.b;
+    if !(t1 > 0.0 && l.ss.is_finite()) {
+        let th = Theta {
+            t1: 1.0,
+            f: 0.0,
+            sf,
+            smt_gain: gamma,
+            contention: 0.0,
+        };
+        return (th, f64::INFINITY);
+    }
+    let th = Theta {
+        t1,
+        f: l.b / t1,
+        sf,
+        smt_gain: gamma,
+        contention: l.d / t1,
+    };
+    (th, l.ss)
+}
+
+/// Refines from `u0` by Nelder–Mead in the scaled box (a point outside is
+/// evaluated at its projection, plus the squared distance, so the simplex
+/// comes back).
+fn refine(
+    model: ModelKind,
+    layout: Layout,
+    data: &Data,
+    u0: &[f64],
+    max_evals: usize,
+) -> (Theta, f64) {
+    if u0.is_empty() {
+        return at(model, layout, 1.0, 0.0, data);
+    }
+    let mut objective = |u: &[f64]| {
+        let (sf, gamma) = to_theta_nl(layout, u);
+        let out: f64 = u.iter().map(|x| (x - x.clamp(0.0, 1.0)).powi(2)).sum();
+        at(model, layout, sf, gamma, data).1 + out
+    };
+    let (u, _) = minimize(&mut objective, u0, 0.02, 1e-14, max_evals);
+    let (sf, gamma) = to_theta_nl(layout, &u);
+    let refined = at(model, layout, sf, gamma, data);
+    let (sf0, g0) = to_theta_nl(layout, u0);
+    let start = at(model, layout, sf0, g0, data);
+    if start.1 < refined.1 {
+        start
+    } else {
+        refined
+    }
+}
+
+/// Grid points of a scaled coordinate: 0 to 1 in `steps` steps.
+fn grid(free: bool, steps: usize) -> Vec<f64> {
+    if free {
+        (0..=steps).map(|i| i as f64 / steps as f64).collect()
+    } else {
+        vec![]
+    }
+}
+
+/// The global minimum over sf in [1, SF_MAX] and γ in [0, 1]: every point
+/// of a grid over the whole box (sf geometric, 48 steps, ≈6% apart; γ
+/// 0.05 apart), the best four refined; deterministic.
+fn global(model: ModelKind, layout: Layout, data: &Data) -> (Theta, f64) {
+    let sfs = grid(layout.sf, 48);
+    let gammas = grid(layout.smt, 20);
+    let mut points: Vec<Vec<f64>> = Vec::new();
+    match (sfs.is_empty(), gammas.is_empty()) {
+        (true, true) => points.push(vec![]),
+        (false, true) => points.extend(sfs.iter().map(|s| vec![*s])),
+        (true, false) => points.extend(gammas.iter().map(|g| vec![*g])),
+        (false, false) => {
+            for s in &sfs {
+                for g in &gammas {
+                    points.push(vec![*s, *g]);
+                }
+            }
+        }
+    }
+    let mut scored: Vec<(f64, Vec<f64>)> = points
+        .into_iter()
+        .map(|u| {
+            let (sf, gamma) = to_theta_nl(layout, &u);
+            (at(model, layout, sf, gamma, data).1, u)
+        })
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut best: Option<(Theta, f64)> = None;
+    for (_, u) in scored.iter().take(4) {
+        let r = refine(model, layout, data, u, 600);
+        if best.as_ref().is_none_or(|b| r.1 < b.1) {
+            best = Some(r);
+        }
+    }
+    best.unwrap_or_else(|| at(model, layout, 1.0, 0.0, data))
+}
+
+fn means(logs: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
     logs.iter()
         .map(|v| (v.len() as f64, v.iter().sum::<f64>() / v.len() as f64))
-        .collect()
+        .unzip()
 }
 
 fn within_ss(logs: &[Vec<f64>]) -> f64 {
@@ -283,61 +394,6 @@ fn within_ss(logs: &[Vec<f64>]) -> f64 {
             v.iter().map(|x| (x - m) * (x - m)).sum::<f64>()
         })
         .sum()
-}
-
-/// Minimise from each start; best result.
-fn optimise(
-    model: ModelKind,
-    layout: Layout,
-    configs: &[Config],
-    means: &[(f64, f64)],
-    starts: &[Theta],
-) -> (Theta, f64) {
-    let mut best: Option<(Vec<f64>, f64)> = None;
-    let mut objective = |x: &[f64]| between_ss(model, &layout.theta(x), configs, means);
-    for s in starts {
-        let x0 = layout.vector(s);
-        let (x, v) = minimize(&mut objective, &x0, 0.5, 1e-13, 3000);
-        // Restart once from the result: Nelder–Mead can stall on a ridge.
-        let (x, v2) = minimize(&mut objective, &x, 0.1, 1e-15, 2000);
-        let v = v.min(v2);
-        if best.as_ref().is_none_or(|(_, b)| v < *b) {
-            best = Some((x, v));
-        }
-    }
-    let (x, v) = best.unwrap_or_else(|| (layout.vector(&starts[0]), f64::INFINITY));
-    (layout.theta(&x), v)
-}
-
-fn starts(layout: Layout, groups: &Groups) -> Vec<Theta> {
-    // T1 from the configuration with fewest cores (P-cores preferred).
-    let (i, _) = groups
-        .configs
-        .iter()
-        .enumerate()
-        .min_by_key(|(_, c)| (c.cores(), c.p == 0, c.smt))
-        .unwrap_or((0, &Config::new(1, 0, 0)));
-    let m = groups.logs[i].iter().sum::<f64>() / groups.logs[i].len() as f64;
-    let c = groups.configs[i];
-    let mut out = Vec::new();
-    for &f in &[0.5, 0.9, 0.99] {
-        for &sf in if layout.sf {
-            &[1.5, 3.0][..]
-        } else {
-            &[1.0][..]
-        } {
-            let serial = if c.p > 0 { 1.0 } else { sf };
-            let share = (1.0 - f) * serial + f * serial / f64::from(c.cores().max(1));
-            out.push(Theta {
-                t1: m.exp() / share,
-                f,
-                sf,
-                smt_gain: 0.3,
-                contention: 0.0,
-            });
-        }
-    }
-    out
 }
 
 fn group(runs: &[Observation]) -> Result<Groups, FitError> {
@@ -399,14 +455,209 @@ fn score(rss: f64, n: usize, k: usize) -> f64 {
     }
 }
 
+/// Which parameter a [`Jacobian`] column is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    T1,
+    F,
+    Sf,
+    Smt,
+    Contention,
+}
+
+/// Largest condition number of the scaled Jacobian at which every
+/// parameter counts as identified: beyond it a direction of the
+/// parameters moves the fitted times 10⁴ times less than the best-
+/// determined one, i.e. the runs leave it to the noise.
+const COND_MAX: f64 = 1e4;
+
+/// The Jacobian of the fitted log times (rows weighted by √runs) in the
+/// free parameters not at a bound, by central differences; its condition
+/// number and the parameter most aligned with its weakest direction.
+fn jacobian(model: ModelKind, layout: Layout, th: &Theta, data: &Data) -> (f64, Option<Which>) {
+    let mut cols: Vec<Which> = vec![Which::T1];
+    if th.f > 1e-9 && th.f < 1.0 - 1e-9 {
+        cols.push(Which::F);
+    }
+    if layout.sf && th.sf > 1.0 + 1e-9 && th.sf < SF_MAX * (1.0 - 1e-9) {
+        cols.push(Which::Sf);
+    }
+    if layout.smt && th.smt_gain > 1e-9 && th.smt_gain < 1.0 - 1e-9 {
+        cols.push(Which::Smt);
+    }
+    if layout.contention && th.contention > 1e-12 {
+        cols.push(Which::Contention);
+    }
+    let shift = |w: Which, h: f64| {
+        let mut t = *th;
+        match w {
+            Which::T1 => t.t1 *= h.exp(),
+            Which::F => t.f += h,
+            Which::Sf => t.sf *= h.exp(),
+            Which::Smt => t.smt_gain += h,
+            Which::Contention => t.contention += h,
+        }
+        t
+    };
+    let k = cols.len();
+    let mut j: Vec<Vec<f64>> = vec![Vec::with_capacity(data.configs.len()); k];
+    for (col, &w) in cols.iter().enumerate() {
+        let h = match w {
+            Which::Contention => 1e-6 * th.contention.max(1e-6),
+            _ => 1e-6,
+        };
+        for (c, n) in data.configs.iter().zip(data.n) {
+            let up = model.time(&shift(w, h), *c).ln();
+            let down = model.time(&shift(w, -h), *c).ln();
+            j[col].push(n.sqrt() * (up - down) / (2.0 * h));
+        }
+    }
+    // A column that moves nothing: that parameter is not identified.
+    for (col, &w) in cols.iter().enumerate() {
+        let norm = j[col].iter().map(|x| x * x).sum::<f64>().sqrt();
+        if norm.is_nan() || norm <= 1e-10 {
+            return (f64::INFINITY, Some(w));
+        }
+        for x in &mut j[col] {
+            *x /= norm;
+        }
+    }
+    let mut g = vec![vec![0.0; k]; k];
+    for a in 0..k {
+        for b in 0..k {
+            g[a][b] = j[a].iter().zip(&j[b]).map(|(x, y)| x * y).sum();
+        }
+    }
+    let (vals, vecs) = jacobi_eigen(g);
+    let (imin, lmin) = vals
+        .iter()
+        .copied()
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0, 0.0));
+    let lmax = vals.iter().copied().fold(0.0, f64::max);
+    let cond = if lmin > 0.0 {
+        (lmax / lmin).sqrt()
+    } else {
+        f64::INFINITY
+    };
+    // The weakest direction's largest component among the parameters that
+    // can be held (sf, γ, contention).
+    let culprit = cols
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| matches!(w, Which::Sf | Which::Smt | Which::Contention))
+        .max_by(|a, b| vecs[a.0][imin].abs().total_cmp(&vecs[b.0][imin].abs()))
+        .map(|(_, w)| *w);
+    (cond, culprit)
+}
+
+/// Eigenvalues and eigenvectors (columns) of a small symmetric matrix by
+/// cyclic Jacobi rotations (Golub & Van Loan, "Matrix Computations", 4th
+/// ed., §8.5). Indexed loops: the rotations read two rows or two columns
+/// at once, as the book writes them.
+#[allow(clippy::needless_range_loop)]
+fn jacobi_eigen(mut a: Vec<Vec<f64>>) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let n = a.len();
+    let mut v = vec![vec![0.0; n]; n];
+    for (i, row) in v.iter_mut().enumerate() {
+        row[i] = 1.0;
+    }
+    for _sweep in 0..60 {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| a[i][j] * a[i][j])
+            .sum();
+        if off < 1e-30 {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                if a[p][q].abs() < 1e-300 {
+                    continue;
+                }
+                let theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let s = t * c;
+                for k in 0..n {
+                    let (akp, akq) = (a[k][p], a[k][q]);
+                    a[k][p] = c * akp - s * akq;
+                    a[k][q] = s * akp + c * akq;
+                }
+                for k in 0..n {
+                    let (apk, aqk) = (a[p][k], a[q][k]);
+                    a[p][k] = c * apk - s * aqk;
+                    a[q][k] = s * apk + c * aqk;
+                }
+                for row in v.iter_mut() {
+                    let (vkp, vkq) = (row[p], row[q]);
+                    row[p] = c * vkp - s * vkq;
+                    row[q] = s * vkp + c * vkq;
+                }
+            }
+        }
+    }
+    ((0..n).map(|i| a[i][i]).collect(), v)
+}
+
+/// One candidate fitted: the global optimum of `model` with the free
+/// parameters of `layout`, less any the runs do not identify (held and
+/// refitted, at most twice). `None` when the contention term itself is
+/// not identified (the candidate is then the one without it).
+fn candidate(
+    model: ModelKind,
+    mut layout: Layout,
+    data: &Data,
+    within: f64,
+    n: usize,
+) -> Option<(Candidate, Layout)> {
+    for _ in 0..3 {
+        let (theta, between) = global(model, layout, data);
+        let (cond, culprit) = jacobian(model, layout, &theta, data);
+        if cond > COND_MAX {
+            match culprit {
+                Some(Which::Contention) => return None,
+                Some(Which::Sf) => {
+                    layout.sf = false;
+                    continue;
+                }
+                Some(Which::Smt) => {
+                    layout.smt = false;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let rss = between + within;
+        return Some((
+            Candidate {
+                model,
+                contention: layout.contention,
+                k: layout.k(),
+                rss,
+                aicc: score(rss, n, layout.k()),
+                theta,
+                condition: cond,
+            },
+            layout,
+        ));
+    }
+    None
+}
+
 /// Fit both models (dynamic and static split), each without and — when the
 /// runs have more configurations than the base parameters — with the
-/// contention term, by least squares on log time; choose the lowest AICc
-/// (ties: dynamic, then without contention); bootstrap the chosen one.
+/// contention term, by least squares on log time, each to its global
+/// optimum; choose the lowest AICc (ties: dynamic, then without
+/// contention); bootstrap the chosen one.
 ///
 /// sf is fitted only when the runs use both kinds (else
 /// [`ParamStatus::OneKind`], held at 1), γ only when some run uses SMT
-/// siblings ([`ParamStatus::NoSmtRuns`], held at 0).
+/// siblings ([`ParamStatus::NoSmtRuns`], held at 0); either is held
+/// ([`ParamStatus::NotIdentified`]) when the Jacobian at the optimum says
+/// the runs do not identify it.
 pub fn fit(runs: &[Observation], opts: FitOptions) -> Result<Fit, FitError> {
     fit_inner(runs, opts, None)
 }
@@ -422,6 +673,19 @@ pub fn fit_model(
     fit_inner(runs, opts, Some((model, contention)))
 }
 
+/// The objective [`fit`] minimises — the residual sum of squares of log
+/// time — at given parameters: to compare a fit with the parameters that
+/// generated the runs.
+pub fn objective(runs: &[Observation], model: ModelKind, theta: &Theta) -> Result<f64, FitError> {
+    let groups = group(runs)?;
+    let mut s = 0.0;
+    for (c, logs) in groups.configs.iter().zip(&groups.logs) {
+        let t = model.time(theta, *c).ln();
+        s += logs.iter().map(|y| (y - t) * (y - t)).sum::<f64>();
+    }
+    Ok(s)
+}
+
 fn fit_inner(
     runs: &[Observation],
     opts: FitOptions,
@@ -435,7 +699,12 @@ fn fit_inner(
     }
     check_identifiable(&groups, needed_layout)?;
     let n = groups.n();
-    let m = means(&groups.logs);
+    let (counts, ys) = means(&groups.logs);
+    let data = Data {
+        configs: &groups.configs,
+        n: &counts,
+        y: &ys,
+    };
     let within = within_ss(&groups.logs);
     let mut tries: Vec<(ModelKind, bool)> = Vec::new();
     match forced {
@@ -455,30 +724,30 @@ fn fit_inner(
             }
         }
     }
-    let mut candidates = Vec::new();
+    let mut fitted: Vec<(Candidate, Layout)> = Vec::new();
     for (model, contention) in tries {
         let layout = Layout { contention, ..base };
-        let (theta, between) =
-            optimise(model, layout, &groups.configs, &m, &starts(layout, &groups));
-        let rss = between + within;
-        candidates.push(Candidate {
-            model,
-            contention,
-            k: layout.k(),
-            rss,
-            aicc: score(rss, n, layout.k()),
-            theta,
-        });
+        match candidate(model, layout, &data, within, n) {
+            Some(c) => fitted.push(c),
+            None if forced.is_some() => {
+                // The forced contention term is not identified: fit without.
+                let layout = Layout {
+                    contention: false,
+                    ..base
+                };
+                if let Some(c) = candidate(model, layout, &data, within, n) {
+                    fitted.push(c);
+                }
+            }
+            None => {}
+        }
     }
-    let chosen = candidates
+    let (chosen, layout) = fitted
         .iter()
         .copied()
-        .reduce(|a, b| if b.aicc < a.aicc - 1e-9 { b } else { a })
+        .reduce(|a, b| if b.0.aicc < a.0.aicc - 1e-9 { b } else { a })
         .ok_or(FitError::NoRuns { needed: base.k() })?;
-    let layout = Layout {
-        contention: chosen.contention,
-        ..base
-    };
+    let candidates: Vec<Candidate> = fitted.iter().map(|c| c.0).collect();
     let draws = bootstrap(chosen.model, layout, &groups, &chosen.theta, n, opts);
     let tail = expanded_tail(n, layout.k());
     let ci = |get: fn(&Theta) -> f64, value: f64| -> [f64; 2] {
@@ -490,33 +759,55 @@ fn fit_inner(
         [quantile(&v, tail), quantile(&v, 1.0 - tail)]
     };
     let th = chosen.theta;
-    let param = |get: fn(&Theta) -> f64, status: ParamStatus| Param {
-        value: get(&th),
-        ci: if status == ParamStatus::Fitted {
-            ci(get, get(&th))
+    let param = |get: fn(&Theta) -> f64, status: ParamStatus, range: (f64, f64)| {
+        let value = get(&th);
+        let fitted = status == ParamStatus::Fitted;
+        let bound = if !fitted {
+            None
+        } else if value <= range.0 + 1e-9 * range.0.abs().max(1.0) {
+            Some(Bound::Lower)
+        } else if value >= range.1 - 1e-9 * range.1.abs().max(1.0) {
+            Some(Bound::Upper)
         } else {
-            [get(&th), get(&th)]
-        },
-        status,
+            None
+        };
+        Param {
+            value,
+            ci: if fitted {
+                ci(get, value)
+            } else {
+                [value, value]
+            },
+            status,
+            bound,
+        }
     };
-    let fitted_or = |free: bool, why: ParamStatus| {
+    let status = |free: bool, structural: bool, why: ParamStatus| {
         if free {
             ParamStatus::Fitted
+        } else if structural {
+            ParamStatus::NotIdentified
         } else {
             why
         }
     };
     let params = Params {
-        t1: param(|t| t.t1, ParamStatus::Fitted),
-        f: param(|t| t.f, ParamStatus::Fitted),
-        sf: param(|t| t.sf, fitted_or(layout.sf, ParamStatus::OneKind)),
+        t1: param(|t| t.t1, ParamStatus::Fitted, (0.0, f64::INFINITY)),
+        f: param(|t| t.f, ParamStatus::Fitted, (0.0, 1.0)),
+        sf: param(
+            |t| t.sf,
+            status(layout.sf, base.sf, ParamStatus::OneKind),
+            (1.0, SF_MAX),
+        ),
         smt_gain: param(
             |t| t.smt_gain,
-            fitted_or(layout.smt, ParamStatus::NoSmtRuns),
+            status(layout.smt, base.smt, ParamStatus::NoSmtRuns),
+            (0.0, 1.0),
         ),
         contention: param(
             |t| t.contention,
-            fitted_or(layout.contention, ParamStatus::NotNeeded),
+            status(layout.contention, false, ParamStatus::NotNeeded),
+            (0.0, f64::INFINITY),
         ),
     };
     let all: Vec<f64> = groups.logs.iter().flatten().copied().collect();
@@ -524,6 +815,8 @@ fn fit_inner(
     let tss: f64 = all.iter().map(|x| (x - mean) * (x - mean)).sum();
     let r2 = (tss > 0.0).then(|| 1.0 - chosen.rss / tss);
     let rse = (n > layout.k()).then(|| (chosen.rss / (n - layout.k()) as f64).sqrt());
+    let repeats = n - groups.configs.len();
+    let spread = (repeats > 0).then(|| (within / repeats as f64).sqrt());
     Ok(Fit {
         model: chosen.model,
         contention: chosen.contention,
@@ -531,8 +824,15 @@ fn fit_inner(
         theta: th,
         rse,
         r2,
+        objective: chosen.rss,
+        spread,
         runs: n,
         configs: groups.configs.len(),
+        span: Config::new(
+            groups.configs.iter().map(|c| c.p).max().unwrap_or(0),
+            groups.configs.iter().map(|c| c.e).max().unwrap_or(0),
+            groups.configs.iter().map(|c| c.smt).max().unwrap_or(0),
+        ),
         candidates,
         draws,
         ci_tail: tail,
@@ -580,7 +880,8 @@ pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
 /// Bootstrap: each configuration keeps its runs count; each run is its
 /// fitted log time plus a residual drawn (with replacement) from the
 /// residuals of all runs, scaled by √(n/(n − k)) (the usual correction for
-/// residuals shrunk by the fit); then refit from the point estimate.
+/// residuals shrunk by the fit); then refit (the linear part exactly, sf and
+/// γ refined from the point estimate).
 ///
 /// Residuals are pooled across configurations rather than resampled within
 /// each one: with the usual 3 runs per configuration, within-configuration
@@ -617,6 +918,7 @@ fn bootstrap(
         .collect();
     let centre = residuals.iter().sum::<f64>() / residuals.len().max(1) as f64;
     let mut logs: Vec<Vec<f64>> = groups.logs.clone();
+    let u0 = to_coords(layout, theta);
     for _ in 0..opts.bootstrap {
         for (g, runs) in logs.iter_mut().enumerate() {
             for slot in runs.iter_mut() {
@@ -624,8 +926,13 @@ fn bootstrap(
                 *slot = fitted[g] + scale * (residuals[pick] - centre);
             }
         }
-        let m = means(&logs);
-        let (th, _) = optimise(model, layout, &groups.configs, &m, &[*theta]);
+        let (counts, ys) = means(&logs);
+        let data = Data {
+            configs: &groups.configs,
+            n: &counts,
+            y: &ys,
+        };
+        let (th, _) = refine(model, layout, &data, &u0, 200);
         draws.push(th);
     }
     draws

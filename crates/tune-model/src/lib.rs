@@ -8,13 +8,18 @@
 //!   ([`ModelKind::Dynamic`]) and an equal static split paced by the slowest
 //!   thread ([`ModelKind::Static`]).
 //! * [`fit`]: least squares on log time for both models, with and without a
-//!   contention term, chosen by AICc, with bootstrap intervals.
+//!   contention term, each to its global optimum (the linear part solved
+//!   exactly, sf and γ searched over their whole range), parameters the
+//!   runs do not identify held, chosen by AICc, with bootstrap intervals.
 //! * [`design`], [`predict`], [`recommend`], [`validation`]: which
 //!   configurations to run, and what the fit says about all of them.
 //! * [`parse_runs`]: the `p,e,smt,time_s[,energy_j]` CSV of `tune --from`.
 //! * Energy and EDP ([`Goal`]): a power model fitted when runs carry energy.
 //! * [`analyse`]: the whole analysis as a [`TuneReport`] (the `--json`
-//!   contract of `pinsight tune`); [`speedup_curve`] for `pinsight model`.
+//!   contract of `pinsight tune`): configurations predicted by
+//!   extrapolation marked and not recommended, quality gates that fall back
+//!   to the best measured configuration; [`speedup_curve`] for
+//!   `pinsight model`; [`Machine::spanned`] for the machine the runs imply.
 //! * Specs: [`Machine`] (`6P+8E+smt`), [`Config`] (`4P+8E+2smt`) and
 //!   [`ModelSpec`] (`f=0.95,sf=2,model=static`) parse from text.
 //!
@@ -27,21 +32,25 @@ mod fit;
 mod model;
 mod nelder_mead;
 mod power;
+mod projection;
 mod report;
 mod runs;
 mod spec;
 
 pub use curve::{speedup_curve, CurvePoint, Order};
 pub use design::{
-    design, predict, ranked, recommend, validation, validation_for, Goal, GoalParseError,
-    Prediction, Recommendation,
+    design, extrapolated, predict, ranked, recommend, validation, validation_for, Goal,
+    GoalParseError, Prediction, Recommendation,
 };
-pub use fit::{fit, fit_model, Candidate, Fit, FitError, FitOptions, Param, ParamStatus, Params};
-pub use model::{ModelKind, Theta};
+pub use fit::{
+    fit, fit_model, objective, Bound, Candidate, Fit, FitError, FitOptions, Param, ParamStatus,
+    Params, SF_MAX,
+};
+pub use model::{Basis, ModelKind, Theta};
 pub use power::{Estimate, PowerFit, PowerParams};
 pub use report::{
-    analyse, Alternative, Change, Choice, Evidence, FitQuality, PowerReport, TuneReport,
-    ValidationRow,
+    analyse, analyse_with, Alternative, Caveat, Change, Choice, Evidence, FitQuality, PowerReport,
+    RecommendedBy, TuneReport, ValidationRow, R2_MIN, RESIDUAL_MAX_RATIO,
 };
 pub use runs::{parse_runs, RunsError};
 pub use spec::{ModelSpec, SpecError};
@@ -122,6 +131,32 @@ impl Machine {
             && c.p <= self.p_cores
             && c.e <= self.e_cores
             && c.smt <= c.p * self.smt_per_p_core + c.e * self.smt_per_e_core
+    }
+
+    /// The smallest machine that allows every run: the largest P and E
+    /// counts seen, and SMT siblings per core as the runs used them.
+    /// `None` without runs.
+    pub fn spanned(runs: &[Observation]) -> Option<Machine> {
+        let first = runs.first()?;
+        let mut m = Machine {
+            p_cores: first.config.p,
+            e_cores: first.config.e,
+            smt_per_p_core: 0,
+            smt_per_e_core: 0,
+        };
+        for o in runs {
+            let c = o.config;
+            let (on_p, on_e) = c.smt_split();
+            m.p_cores = m.p_cores.max(c.p);
+            m.e_cores = m.e_cores.max(c.e);
+            if c.p > 0 {
+                m.smt_per_p_core = m.smt_per_p_core.max(on_p.div_ceil(c.p));
+            }
+            if c.e > 0 {
+                m.smt_per_e_core = m.smt_per_e_core.max(on_e.div_ceil(c.e));
+            }
+        }
+        (m.p_cores + m.e_cores > 0).then_some(m)
     }
 
     /// Every configuration the machine allows (at least one core), ordered

@@ -3,6 +3,7 @@
 
 use crate::design::{predict, ranked, Goal, Prediction};
 use crate::fit::{fit, Candidate, Fit, FitError, FitOptions, Params};
+use crate::power::PowerFit;
 use crate::power::{Estimate, PowerParams};
 use crate::{Config, Machine, ModelKind, Observation};
 use serde::Serialize;
@@ -19,6 +20,11 @@ pub struct FitQuality {
     pub runs: usize,
     /// Distinct configurations fitted.
     pub configs: usize,
+    /// The minimised objective: residual sum of squares of log time.
+    pub objective: f64,
+    /// Run-to-run spread: pooled standard deviation of log time within
+    /// configurations (≈ relative); `None` without repeated runs.
+    pub spread: Option<f64>,
     /// Every model tried with its AICc (lowest chosen).
     pub candidates: Vec<Candidate>,
 }
@@ -57,6 +63,10 @@ pub struct Choice {
     pub energy_j: Option<Estimate>,
     /// Predicted energy-delay product (J·s), when the runs carried energy.
     pub edp: Option<Estimate>,
+    /// Predicted beyond the dimensions the runs measured (more P-cores,
+    /// E-cores or SMT siblings than any run used, or SMT without a fitted
+    /// SMT gain): the model's form alone says it.
+    pub extrapolated: bool,
 }
 
 impl Choice {
@@ -135,6 +145,77 @@ pub struct ValidationRow {
     pub error: f64,
 }
 
+/// Where the recommendation comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecommendedBy {
+    /// The fitted model's best prediction.
+    Model,
+    /// The best measured configuration: the model is not trusted (see
+    /// [`TuneReport::caveats`]).
+    BestMeasured,
+}
+
+/// Why the model's recommendation is not trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Caveat {
+    /// The model explains too little of the variation between runs.
+    LowR2 {
+        /// R² of log time.
+        r2: f64,
+        /// The least R² trusted ([`R2_MIN`]).
+        min: f64,
+    },
+    /// The model misses the runs by far more than they vary among
+    /// themselves: its form does not fit this program.
+    ResidualAboveSpread {
+        /// Residual error of the fit (≈ relative).
+        rse: f64,
+        /// Run-to-run spread (≈ relative).
+        spread: f64,
+    },
+    /// Another model fits as well (AICc within 2) and recommends a
+    /// configuration that differs by more than the noise.
+    ModelsDisagree {
+        /// The other model.
+        model: ModelKind,
+        /// Whether it has the contention term.
+        contention: bool,
+        /// What it recommends.
+        picks: Config,
+        /// How much worse one model finds the other's pick (0.09: 9%).
+        cost: f64,
+    },
+    /// A measured configuration beats the model's recommendation by more
+    /// than the noise: fit and measurements disagree.
+    MeasuredBeatsModel {
+        /// The measured configuration.
+        config: Config,
+        /// Its median measured value on the goal.
+        measured: f64,
+        /// The model's recommendation.
+        model_pick: Config,
+        /// Its value on the goal (measured when it was, else predicted).
+        model_value: f64,
+    },
+}
+
+/// The least R² of log time at which the model is trusted.
+pub const R2_MIN: f64 = 0.8;
+
+/// The residual error may reach this many times the run-to-run spread.
+pub const RESIDUAL_MAX_RATIO: f64 = 3.0;
+
+/// A residual error (≈ relative) below this is always accepted: a model
+/// within 2% of every run is good enough to rank configurations.
+const RESIDUAL_FLOOR: f64 = 0.02;
+
+/// Two models within this AICc fit equally well (Burnham & Anderson,
+/// "Model Selection and Multimodel Inference", 2nd ed. 2002, §2.6: Δ ≤ 2,
+/// substantial support for both).
+const AICC_TIE: f64 = 2.0;
+
 /// Everything `pinsight tune` found (the `--json` contract).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TuneReport {
@@ -155,6 +236,16 @@ pub struct TuneReport {
     pub power: Option<PowerReport>,
     /// Fit quality and the candidates tried.
     pub fit: FitQuality,
+    /// Where the recommendation comes from: the model, or the best
+    /// measured configuration when the model is not trusted.
+    pub recommended_by: RecommendedBy,
+    /// Why the model is not trusted (empty: it is).
+    pub caveats: Vec<Caveat>,
+    /// Whether configurations predicted by extrapolation could be
+    /// recommended (`--extrapolate`).
+    pub extrapolate: bool,
+    /// The largest P, E and SMT counts any run used.
+    pub span: Config,
     /// The recommended configuration.
     pub recommended: Choice,
     /// The next best, when there is one.
@@ -209,9 +300,37 @@ fn choice(p: &Prediction, seen: &BTreeMap<Config, (f64, usize)>) -> Choice {
         runs: m.map_or(0, |x| x.1),
         energy_j: p.energy_j,
         edp: p.edp,
+        extrapolated: p.extrapolated,
     }
 }
 
+/// Median measured value on `goal` of every configuration run (energy and
+/// EDP from the runs that carry energy).
+fn measured_scores(runs: &[Observation], goal: Goal) -> BTreeMap<Config, f64> {
+    let mut by: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
+    for o in runs {
+        let v = match goal {
+            Goal::Time => Some(o.time_s),
+            Goal::Energy => o.energy_j,
+            Goal::Edp => o.energy_j.map(|e| e * o.time_s),
+        };
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            by.entry(o.config).or_default().push(v);
+        }
+    }
+    by.into_iter()
+        .map(|(c, mut v)| (c, median(&mut v)))
+        .collect()
+}
+
+/// How the evidence prices an alternative: by the model, or (when the
+/// model is not trusted) by the measurements only.
+enum Pricing<'a> {
+    Model { extrapolate: bool },
+    Measured(&'a BTreeMap<Config, f64>),
+}
+
+#[allow(clippy::too_many_arguments)]
 fn alternative(
     fit: &Fit,
     machine: &Machine,
@@ -220,16 +339,25 @@ fn alternative(
     change: Change,
     alt: Config,
     seen: &BTreeMap<Config, (f64, usize)>,
+    pricing: &Pricing,
 ) -> Option<Alternative> {
     if alt == best.config() || !machine.allows(alt) {
         return None;
     }
     let c = choice(&predict(fit, alt), seen);
-    let (a, b) = (c.score(goal)?, best.score(goal)?);
+    let cost = match pricing {
+        Pricing::Model { extrapolate } => {
+            if c.extrapolated && !extrapolate {
+                return None;
+            }
+            c.score(goal)? / best.score(goal)? - 1.0
+        }
+        Pricing::Measured(m) => m.get(&alt)? / m.get(&best.config())? - 1.0,
+    };
     Some(Alternative {
         change,
         config: c,
-        cost: a / b - 1.0,
+        cost,
     })
 }
 
@@ -239,65 +367,148 @@ fn evidence(
     goal: Goal,
     best: &Choice,
     seen: &BTreeMap<Config, (f64, usize)>,
+    pricing: &Pricing,
 ) -> Evidence {
     let b = best.config();
+    let alt = |change, c| alternative(fit, machine, goal, best, change, c, seen, pricing);
     let other_kind = if machine.one_kind() {
         None
     } else if b.e == 0 {
-        alternative(
-            fit,
-            machine,
-            goal,
-            best,
-            Change::AddE,
-            Config::new(b.p, machine.e_cores, b.smt),
-            seen,
-        )
+        alt(Change::AddE, Config::new(b.p, machine.e_cores, b.smt))
     } else if b.p == 0 {
-        alternative(
-            fit,
-            machine,
-            goal,
-            best,
-            Change::AddP,
-            Config::new(machine.p_cores, b.e, b.smt),
-            seen,
-        )
+        alt(Change::AddP, Config::new(machine.p_cores, b.e, b.smt))
     } else {
         let smt = b.smt.min(b.p * machine.smt_per_p_core);
-        alternative(
-            fit,
-            machine,
-            goal,
-            best,
-            Change::DropE,
-            Config::new(b.p, 0, smt),
-            seen,
-        )
+        alt(Change::DropE, Config::new(b.p, 0, smt))
     };
     let all_smt = b.p * machine.smt_per_p_core + b.e * machine.smt_per_e_core;
     let smt = if b.smt == 0 {
-        alternative(
-            fit,
-            machine,
-            goal,
-            best,
-            Change::AddSmt,
-            Config::new(b.p, b.e, all_smt),
-            seen,
-        )
+        alt(Change::AddSmt, Config::new(b.p, b.e, all_smt))
     } else {
-        alternative(
-            fit,
-            machine,
-            goal,
-            best,
-            Change::DropSmt,
-            Config::new(b.p, b.e, 0),
-            seen,
-        )
+        alt(Change::DropSmt, Config::new(b.p, b.e, 0))
     };
     Evidence { other_kind, smt }
+}
+
+/// A point prediction of `config` on `goal` under `model` and `theta`
+/// (energy from the fit's power model).
+fn point(
+    model: ModelKind,
+    theta: &crate::Theta,
+    power: Option<&PowerFit>,
+    config: Config,
+    goal: Goal,
+) -> Option<f64> {
+    let t = model.time(theta, config);
+    let v = match goal {
+        Goal::Time => t,
+        Goal::Energy => power?.watts(config) * t,
+        Goal::Edp => power?.watts(config) * t * t,
+    };
+    v.is_finite().then_some(v)
+}
+
+/// The run-to-run noise (≈ relative) the gates compare against: the
+/// spread of repeated runs, else the residual error, else 5%.
+fn noise(fit: &Fit) -> f64 {
+    fit.spread.or(fit.rse).unwrap_or(0.05).max(0.002)
+}
+
+/// The quality gates: why the model's pick `pick` (among `eligible`) is not
+/// to be trusted, if it is not.
+fn caveats(
+    fit: &Fit,
+    goal: Goal,
+    pick: &Prediction,
+    eligible: &[Prediction],
+    scores: &BTreeMap<Config, f64>,
+    machine: &Machine,
+) -> Vec<Caveat> {
+    let mut out = Vec::new();
+    let sigma = noise(fit);
+    if let Some(r2) = fit.r2.filter(|r| *r < R2_MIN) {
+        out.push(Caveat::LowR2 { r2, min: R2_MIN });
+    }
+    if let (Some(rse), Some(spread)) = (fit.rse, fit.spread) {
+        if rse > RESIDUAL_FLOOR && rse > RESIDUAL_MAX_RATIO * spread {
+            out.push(Caveat::ResidualAboveSpread { rse, spread });
+        }
+    }
+    let chosen_aicc = fit
+        .candidates
+        .iter()
+        .find(|c| c.model == fit.model && c.contention == fit.contention)
+        .map_or(f64::INFINITY, |c| c.aicc);
+    let power = fit.power.as_ref();
+    let mine = |c: Config| point(fit.model, &fit.theta, power, c, goal);
+    for other in &fit.candidates {
+        if (other.model, other.contention) == (fit.model, fit.contention)
+            || other.aicc - chosen_aicc >= AICC_TIE
+        {
+            continue;
+        }
+        let theirs = |c: Config| point(other.model, &other.theta, power, c, goal);
+        let Some(their_pick) = eligible
+            .iter()
+            .filter_map(|p| Some((theirs(p.config)?, p.config)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|x| x.1)
+        else {
+            continue;
+        };
+        if their_pick == pick.config {
+            continue;
+        }
+        let cost_mine = mine(their_pick)
+            .zip(mine(pick.config))
+            .map(|(a, b)| a / b - 1.0);
+        let cost_theirs = theirs(pick.config)
+            .zip(theirs(their_pick))
+            .map(|(a, b)| a / b - 1.0);
+        let cost = cost_mine.unwrap_or(0.0).max(cost_theirs.unwrap_or(0.0));
+        if cost > 2.0 * sigma {
+            out.push(Caveat::ModelsDisagree {
+                model: other.model,
+                contention: other.contention,
+                picks: their_pick,
+                cost,
+            });
+            break;
+        }
+    }
+    let best_measured = scores
+        .iter()
+        .filter(|(c, _)| machine.allows(**c))
+        .min_by(|a, b| a.1.total_cmp(b.1));
+    // Measured against measured: the run-to-run noise; against a
+    // prediction: that, or the model's own error when larger.
+    let (model_value, sigma) = match scores.get(&pick.config) {
+        Some(v) => (Some(*v), sigma),
+        None => (pick.score(goal), sigma.max(fit.rse.unwrap_or(0.0))),
+    };
+    if let (Some((&config, &measured)), Some(model_value)) = (best_measured, model_value) {
+        if config != pick.config && measured < model_value * (-2.0 * sigma).exp() {
+            out.push(Caveat::MeasuredBeatsModel {
+                config,
+                measured,
+                model_pick: pick.config,
+                model_value,
+            });
+        }
+    }
+    out
+}
+
+/// Fit, check and recommend; configurations predicted by extrapolation are
+/// never recommended (see [`analyse_with`]).
+pub fn analyse(
+    design: &[Observation],
+    validation: &[Observation],
+    machine: &Machine,
+    goal: Goal,
+    opts: FitOptions,
+) -> Result<TuneReport, FitError> {
+    analyse_with(design, validation, machine, goal, opts, false)
 }
 
 /// Fit, check and recommend.
@@ -309,16 +520,25 @@ fn evidence(
 ///   a fit on all runs (design and validation): the validation runs sit
 ///   where the optimum is predicted to be, so they sharpen the answer
 ///   exactly where it matters. With no validation runs both fits are one.
+/// * The model recommends among the configurations it predicts from
+///   measured dimensions (every configuration with `extrapolate`).
+/// * Quality gates ([`Caveat`]): a low R², a residual error far above the
+///   run-to-run spread, an equally good model recommending differently, or
+///   a measured configuration beating the model's pick beyond the noise
+///   make the recommendation the best measured configuration instead
+///   ([`RecommendedBy::BestMeasured`]), its evidence priced by the
+///   measurements alone.
 ///
 /// Errors: [`FitError::NoEnergy`] when `goal` needs energy and no run
 /// carries `energy_j` (checked before fitting), the fit's errors, and
 /// [`FitError::NoConfiguration`] when the machine allows no configuration.
-pub fn analyse(
+pub fn analyse_with(
     design: &[Observation],
     validation: &[Observation],
     machine: &Machine,
     goal: Goal,
     opts: FitOptions,
+    extrapolate: bool,
 ) -> Result<TuneReport, FitError> {
     let all: Vec<Observation> = design.iter().chain(validation).copied().collect();
     if goal.needs_energy() && !all.iter().any(|o| o.energy_j.is_some()) {
@@ -347,16 +567,50 @@ pub fn analyse(
         fit(&all, opts)?
     };
     let seen = measured(&all);
+    let scores = measured_scores(&all, goal);
     let ranking = ranked(&final_fit, machine, goal)?;
-    let best = choice(ranking.first().ok_or(FitError::NoConfiguration)?, &seen);
-    let runner_up = ranking.get(1).map(|p| choice(p, &seen));
-    let gap = match (runner_up.and_then(|r| r.score(goal)), best.score(goal)) {
-        (Some(r), Some(b)) if b > 0.0 => r / b - 1.0,
-        _ => 0.0,
+    let mut eligible: Vec<Prediction> = ranking
+        .iter()
+        .filter(|p| extrapolate || !p.extrapolated)
+        .copied()
+        .collect();
+    if eligible.is_empty() {
+        eligible = ranking.clone();
+    }
+    let pick = *eligible.first().ok_or(FitError::NoConfiguration)?;
+    let caveats = caveats(&final_fit, goal, &pick, &eligible, &scores, machine);
+    // The best measured configurations the machine allows, best first.
+    let mut by_measure: Vec<(Config, f64)> = scores
+        .iter()
+        .filter(|(c, _)| machine.allows(**c))
+        .map(|(c, v)| (*c, *v))
+        .collect();
+    by_measure.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let fallback = !caveats.is_empty() && !by_measure.is_empty();
+    let (best, runner_up, gap, pricing) = if fallback {
+        let at = |i: usize| {
+            by_measure
+                .get(i)
+                .map(|(c, _)| choice(&predict(&final_fit, *c), &seen))
+        };
+        let gap = match (by_measure.first(), by_measure.get(1)) {
+            (Some(a), Some(b)) if a.1 > 0.0 => b.1 / a.1 - 1.0,
+            _ => 0.0,
+        };
+        let best = at(0).ok_or(FitError::NoConfiguration)?;
+        (best, at(1), gap, Pricing::Measured(&scores))
+    } else {
+        let best = choice(&pick, &seen);
+        let runner_up = eligible.get(1).map(|p| choice(p, &seen));
+        let gap = match (runner_up.and_then(|r| r.score(goal)), best.score(goal)) {
+            (Some(r), Some(b)) if b > 0.0 => r / b - 1.0,
+            _ => 0.0,
+        };
+        (best, runner_up, gap, Pricing::Model { extrapolate })
     };
     let mut predictions: Vec<Choice> = ranking.iter().map(|p| choice(p, &seen)).collect();
     predictions.sort_by_key(Choice::config);
-    let evidence = evidence(&final_fit, machine, goal, &best, &seen);
+    let evidence = evidence(&final_fit, machine, goal, &best, &seen, &pricing);
     let outside_machine = seen
         .keys()
         .copied()
@@ -379,8 +633,18 @@ pub fn analyse(
             r2: final_fit.r2,
             runs: final_fit.runs,
             configs: final_fit.configs,
+            objective: final_fit.objective,
+            spread: final_fit.spread,
             candidates: final_fit.candidates.clone(),
         },
+        recommended_by: if fallback {
+            RecommendedBy::BestMeasured
+        } else {
+            RecommendedBy::Model
+        },
+        caveats,
+        extrapolate,
+        span: final_fit.span,
         recommended: best,
         runner_up,
         gap,

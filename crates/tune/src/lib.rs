@@ -630,7 +630,8 @@ fn disturbance_note(stage: &str, report: &pinsight_compare::Report) -> Option<St
 }
 
 /// The validation configurations: `n` best predicted by a seeded fit
-/// (no bootstrap: only the point estimates rank) that were not measured,
+/// (no bootstrap: only the point estimates rank) that were not measured
+/// (nor extrapolated, unless every configuration is),
 /// ranked as [`pinsight_tune_model::validation`] ranks them (time, then
 /// fewer threads, then the order of [`Machine::configs`]). `Err`: why
 /// there is none, in words.
@@ -651,6 +652,14 @@ pub fn choose_validation(
         .map(|c| (c, fit.model.time(&fit.theta, c)))
         .filter(|(_, t)| t.is_finite())
         .collect();
+    // Check what the analysis may recommend: configurations predicted from
+    // measured dimensions, when there are any.
+    if all
+        .iter()
+        .any(|(c, _)| !pinsight_tune_model::extrapolated(&fit, *c))
+    {
+        all.retain(|(c, _)| !pinsight_tune_model::extrapolated(&fit, *c));
+    }
     all.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.threads().cmp(&b.0.threads())));
     let chosen: Vec<Config> = all
         .into_iter()
