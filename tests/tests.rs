@@ -34,6 +34,7 @@ mod near;
 mod no_lost_work;
 mod plan_cli;
 mod program_sees_plan;
+mod run_balance_env;
 mod sf_cli;
 mod simulate_cli;
 mod slice_cli;
