@@ -25,6 +25,20 @@ pub enum Selector {
     Cgroup(String),
 }
 
+/// Compiles a `Match` pattern (the regex crate's syntax, unanchored).
+pub fn pattern(text: &str) -> Result<regex::Regex, RebalanceError> {
+    regex::Regex::new(text).map_err(|e| RebalanceError::BadRegex {
+        text: text.to_string(),
+        reason: e
+            .to_string()
+            .lines()
+            .last()
+            .unwrap_or("invalid")
+            .trim()
+            .to_string(),
+    })
+}
+
 /// Where cgroup v2 is mounted (the kernel's cgroup-v2 documentation,
 /// "Mounting"; systemd mounts it there).
 pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";

@@ -71,6 +71,28 @@ pub struct RestoreReport {
     pub threads: Vec<Restored>,
 }
 
+/// Where a state file goes when none is named: `balance-SECONDS-PID.json`
+/// in `$XDG_STATE_HOME/pinsight` (XDG Base Directory Specification), else
+/// `$HOME/.local/state/pinsight`, else the temporary directory; the
+/// directory is created when missing.
+pub fn default_path() -> std::io::Result<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })
+        .map(|d| d.join("pinsight"))
+        .unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&base)?;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(base.join(format!("balance-{secs}-{}.json", std::process::id())))
+}
+
 /// Writes the current affinity of every thread of `tasks` to `path`
 /// (crash-safe: a temporary file renamed over it).
 pub fn save(fs: &FsRoot, tasks: &[Task], path: &Path) -> Result<State, RebalanceError> {
