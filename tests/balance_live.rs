@@ -105,7 +105,10 @@ fn balance_by_capacity_evens_the_normalised_load() {
         .map(|c| (c["before"].as_u64().unwrap(), c["after"].as_u64().unwrap()))
         .collect();
     assert_eq!(per, vec![(3, 4), (3, 2)], "{doc:#}");
-    assert!(before > 1.5, "evenly pinned tasks should be uneven against capacity: {before:.2}");
+    assert!(
+        before > 1.5,
+        "evenly pinned tasks should be uneven against capacity: {before:.2}"
+    );
     assert!(
         after <= 1.15,
         "after balance the normalised imbalance is {after:.2}, more than 15% from even"
@@ -116,7 +119,11 @@ fn balance_by_capacity_evens_the_normalised_load() {
         .arg(&state)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for (i, c) in tasks.0.iter().enumerate() {
         let want = if i % 2 == 0 { p } else { e };
         assert_eq!(

@@ -15,7 +15,11 @@ const LAUNCHER: &str = "for i in 1 2 3; do \
 #[test]
 fn a_launchers_children_never_get_the_task_count() {
     let o = ok(&["run", "balance", "--tasks", "3", "--", "sh", "-c", LAUNCHER]);
-    let lines: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("child ")).collect();
+    let lines: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("child "))
+        .collect();
     assert_eq!(lines.len(), 3, "{}", o.stdout);
     for l in lines {
         for var in ["omp", "rayon", "cilk"] {

@@ -15,6 +15,7 @@ mod common_cli;
 mod common_launch;
 
 mod arms_cli;
+mod balance_cli;
 mod bounds;
 mod cli_contract;
 mod compare_cli;

@@ -99,7 +99,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     } else {
         print!("{}", pinsight_render::balance::report(&report));
         if let Some(p) = &report.state {
-            println!("put them back with: pinsight balance --restore {}", p.display());
+            println!(
+                "put them back with: pinsight balance --restore {}",
+                p.display()
+            );
         }
     }
     Ok(0)
@@ -110,17 +113,20 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 fn request(args: &Args) -> Result<rebalance::Request, CliError> {
     let selector = match (&args.pids, &args.pattern, &args.cgroup) {
         (Some(p), _, _) => Selector::Pids(p.clone()),
-        (_, Some(re), _) => Selector::Match(
-            rebalance::select::pattern(re)
-                .map_err(|e| CliError::usage(format!("--match: {}", crate::errors::shown(&e.to_string()))))?,
-        ),
+        (_, Some(re), _) => Selector::Match(rebalance::select::pattern(re).map_err(|e| {
+            CliError::usage(format!("--match: {}", crate::errors::shown(&e.to_string())))
+        })?),
         (_, _, Some(c)) => Selector::Cgroup(c.clone()),
-        _ => return Err(CliError::usage("give --pids, --match, --cgroup or --restore")),
+        _ => {
+            return Err(CliError::usage(
+                "give --pids, --match, --cgroup or --restore",
+            ))
+        }
     };
     let weights = match &args.weights {
-        Some(p) => Some(
-            pinsight_plan::Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?,
-        ),
+        Some(p) => {
+            Some(pinsight_plan::Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?)
+        }
         None => None,
     };
     let state = if args.dry_run {
@@ -129,7 +135,9 @@ fn request(args: &Args) -> Result<rebalance::Request, CliError> {
         let path = match &args.state {
             Some(p) => p.clone(),
             None => rebalance::state::default_path().map_err(|e| {
-                CliError::runtime(format!("cannot make a directory for the state file: {e}; give --state FILE"))
+                CliError::runtime(format!(
+                    "cannot make a directory for the state file: {e}; give --state FILE"
+                ))
             })?,
         };
         // As the write itself will be: a temporary file beside it.
@@ -188,7 +196,16 @@ mod tests {
 
     #[test]
     fn flags_parse_and_conflict() {
-        let c = parse(&["--pids", "1,2", "--threads", "--cpus", "0-1", "--interval", "0"]).unwrap();
+        let c = parse(&[
+            "--pids",
+            "1,2",
+            "--threads",
+            "--cpus",
+            "0-1",
+            "--interval",
+            "0",
+        ])
+        .unwrap();
         assert_eq!(c.args.pids, Some(vec![1, 2]));
         assert!(c.args.threads && c.args.interval.is_zero());
         for bad in [

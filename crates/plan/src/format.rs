@@ -355,7 +355,10 @@ fn systemd_mem(mem: &MemPlan) -> Result<String, FormatError> {
             })
         }
     };
-    Ok(format!("NUMAPolicy={mode} and NUMAMask={}", nodes_text(mem)))
+    Ok(format!(
+        "NUMAPolicy={mode} and NUMAMask={}",
+        nodes_text(mem)
+    ))
 }
 
 /// [`render`] without the memory policy.

@@ -185,7 +185,11 @@ pub fn restore(r: &RestoreReport) -> String {
         count(RestoreOutcome::Gone),
         count(RestoreOutcome::Failed),
     );
-    for t in r.threads.iter().filter(|t| t.outcome == RestoreOutcome::Failed) {
+    for t in r
+        .threads
+        .iter()
+        .filter(|t| t.outcome == RestoreOutcome::Failed)
+    {
         let _ = writeln!(
             out,
             "  thread {} ('{}') of PID {}: {}",

@@ -138,9 +138,8 @@ fn task_times(fs: &FsRoot, tasks: &[Task]) -> BTreeMap<(i32, i32), (usize, u64)>
             let Some(cpu) = pinned.or(st.last_cpu) else {
                 continue;
             };
-            let ns = procfs::task_runtime_ns(fs, t.pid, tid).or_else(|| {
-                st.cpu_ticks.map(|k| (k as f64 * ns_per_tick) as u64)
-            });
+            let ns = procfs::task_runtime_ns(fs, t.pid, tid)
+                .or_else(|| st.cpu_ticks.map(|k| (k as f64 * ns_per_tick) as u64));
             if let Some(ns) = ns {
                 out.insert((t.pid, tid), (cpu, ns));
             }

@@ -174,7 +174,10 @@ pub enum RebalanceError {
 }
 
 fn list(v: &[i32]) -> String {
-    v.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn refused_text(
@@ -217,10 +220,7 @@ pub fn rebalance(
         Some(asked) => {
             let bad = asked.difference(&usable);
             if !bad.is_empty() {
-                return Err(RebalanceError::CpusNotUsable {
-                    asked: bad,
-                    usable,
-                });
+                return Err(RebalanceError::CpusNotUsable { asked: bad, usable });
             }
             asked.clone()
         }
@@ -243,7 +243,11 @@ pub fn rebalance(
         },
     )?;
     let (caps, source) = pinsight_plan::balance::capacities(&inside, &cpus, req.weights.as_ref())?;
-    let max = caps.iter().map(|(_, w)| *w).fold(0.0f64, f64::max).max(1e-12);
+    let max = caps
+        .iter()
+        .map(|(_, w)| *w)
+        .fold(0.0f64, f64::max)
+        .max(1e-12);
     let rel: Vec<(usize, f64)> = caps.iter().map(|(c, w)| (*c, w / max)).collect();
     let targets = assign(&tasks, &plan);
     let steps = if req.interval.is_some() { 3 } else { 1 };
@@ -397,11 +401,16 @@ fn apply(fs: &FsRoot, tasks: &[Task], targets: &[CpuSet]) -> Result<Vec<Move>, R
                     let restored = roll_back(&changed);
                     let eperm = e.raw_os_error() == Some(libc::EPERM);
                     let reason = match e.raw_os_error() {
-                        Some(libc::EPERM) => "permission denied (EPERM): run as its owner or with CAP_SYS_NICE".to_string(),
+                        Some(libc::EPERM) => {
+                            "permission denied (EPERM): run as its owner or with CAP_SYS_NICE"
+                                .to_string()
+                        }
                         Some(libc::EINVAL) if crate::pin::affinity_is_fixed(fs, t.pid, tid) => {
                             "EINVAL: a per-CPU kernel thread (PF_NO_SETAFFINITY)".to_string()
                         }
-                        Some(libc::EINVAL) => format!("EINVAL: CPUs {target} are not allowed by its cgroup"),
+                        Some(libc::EINVAL) => {
+                            format!("EINVAL: CPUs {target} are not allowed by its cgroup")
+                        }
                         _ => e.to_string(),
                     };
                     return Err(RebalanceError::Refused {
@@ -410,7 +419,11 @@ fn apply(fs: &FsRoot, tasks: &[Task], targets: &[CpuSet]) -> Result<Vec<Move>, R
                         name: procfs::task_stat(fs, t.pid, tid)
                             .map_or_else(|| t.name.clone(), |s| s.comm),
                         reason,
-                        owner: if eperm { procfs::process_uid(fs, t.pid) } else { None },
+                        owner: if eperm {
+                            procfs::process_uid(fs, t.pid)
+                        } else {
+                            None
+                        },
                         restored,
                     });
                 }
@@ -470,9 +483,14 @@ fn notes(moves: &[Move], plan: &Plan) -> Vec<String> {
         .filter(|n| n.starts_with("relative capacity") || n.contains(" over "))
         .cloned()
         .collect();
-    let exited = moves.iter().filter(|m| m.outcome == Outcome::Exited).count();
+    let exited = moves
+        .iter()
+        .filter(|m| m.outcome == Outcome::Exited)
+        .count();
     if exited > 0 {
-        notes.push(format!("{exited} task(s) exited before they could be moved"));
+        notes.push(format!(
+            "{exited} task(s) exited before they could be moved"
+        ));
     }
     notes
 }
@@ -495,7 +513,11 @@ mod tests {
         Plan {
             policy: "balance".into(),
             threads: places.len(),
-            process_mask: per.iter().filter(|(_, n)| *n > 0).map(|(c, _)| *c).collect(),
+            process_mask: per
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(c, _)| *c)
+                .collect(),
             places: places.iter().map(|c| CpuSet::single(*c)).collect(),
             pinned: true,
             tasks_per_cpu: Some(per.to_vec()),
@@ -516,7 +538,11 @@ mod tests {
         let t = assign(&tasks, &p);
         let on = |c: usize| t.iter().filter(|s| s.first() == Some(c)).count();
         assert_eq!((on(0), on(1)), (4, 2));
-        let moved = tasks.iter().zip(&t).filter(|(a, b)| &a.before != *b).count();
+        let moved = tasks
+            .iter()
+            .zip(&t)
+            .filter(|(a, b)| &a.before != *b)
+            .count();
         assert_eq!(moved, 1);
     }
 

@@ -93,9 +93,7 @@ pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>
         Selector::Cgroup(path) => cgroup_members(fs, path, "cgroup.procs")?,
     };
     let cgroup_threads = match sel {
-        Selector::Cgroup(path) if per_thread => {
-            Some(cgroup_members(fs, path, "cgroup.threads")?)
-        }
+        Selector::Cgroup(path) if per_thread => Some(cgroup_members(fs, path, "cgroup.threads")?),
         _ => None,
     };
     let mut tasks = Vec::new();
@@ -219,12 +217,14 @@ fn is_kernel_thread(fs: &FsRoot, pid: i32) -> bool {
     if pid == 2 {
         return true;
     }
-    let ppid = fs
-        .read_opt(format!("/proc/{pid}/stat"))
-        .and_then(|t| {
-            let close = t.rfind(')')?;
-            t[close + 1..].split_whitespace().nth(1)?.parse::<i32>().ok()
-        });
+    let ppid = fs.read_opt(format!("/proc/{pid}/stat")).and_then(|t| {
+        let close = t.rfind(')')?;
+        t[close + 1..]
+            .split_whitespace()
+            .nth(1)?
+            .parse::<i32>()
+            .ok()
+    });
     ppid == Some(2)
 }
 
@@ -234,7 +234,10 @@ mod tests {
 
     #[test]
     fn cgroup_paths_are_under_the_mount() {
-        assert_eq!(cgroup_dir("system.slice/x.service"), "/sys/fs/cgroup/system.slice/x.service");
+        assert_eq!(
+            cgroup_dir("system.slice/x.service"),
+            "/sys/fs/cgroup/system.slice/x.service"
+        );
         assert_eq!(cgroup_dir("/sys/fs/cgroup/a/b/"), "/sys/fs/cgroup/a/b");
         assert_eq!(cgroup_dir("/a"), "/sys/fs/cgroup/a");
         assert_eq!(cgroup_dir("/"), "/sys/fs/cgroup");
@@ -244,7 +247,10 @@ mod tests {
     fn selection_errors_name_the_input() {
         let fs = FsRoot::live();
         let e = select(&fs, &Selector::Pids(vec![999_999_999]), false).unwrap_err();
-        assert!(matches!(e, RebalanceError::UnknownPids(ref p) if p == &[999_999_999]), "{e}");
+        assert!(
+            matches!(e, RebalanceError::UnknownPids(ref p) if p == &[999_999_999]),
+            "{e}"
+        );
         let re = regex::Regex::new("^no-such-process-name-xyz$").unwrap();
         let e = select(&fs, &Selector::Match(re), false).unwrap_err();
         assert!(matches!(e, RebalanceError::NoMatch(_)), "{e}");

@@ -99,8 +99,10 @@ pub fn save(fs: &FsRoot, tasks: &[Task], path: &Path) -> Result<State, Rebalance
     let mut threads = Vec::new();
     for t in tasks {
         for &tid in &t.threads {
-            let (Some(st), Ok(aff)) = (procfs::task_stat(fs, t.pid, tid), affinity::get_affinity(tid))
-            else {
+            let (Some(st), Ok(aff)) = (
+                procfs::task_stat(fs, t.pid, tid),
+                affinity::get_affinity(tid),
+            ) else {
                 continue; // exited: nothing to put back
             };
             threads.push(SavedThread {
@@ -224,7 +226,11 @@ mod tests {
         assert_eq!(r.threads[0].outcome, RestoreOutcome::Unchanged);
         std::fs::write(&path, "{\"weights\": {}}").unwrap();
         assert!(matches!(load(&path), Err(RebalanceError::BadState { .. })));
-        std::fs::write(&path, "{\"format\": \"x\", \"version\": 1, \"threads\": []}").unwrap();
+        std::fs::write(
+            &path,
+            "{\"format\": \"x\", \"version\": 1, \"threads\": []}",
+        )
+        .unwrap();
         assert!(matches!(load(&path), Err(RebalanceError::BadState { .. })));
         assert!(matches!(
             load(&dir.path().join("missing")),
