@@ -244,7 +244,7 @@ fn match_with_threads_moves_each_thread() {
     };
     assert_eq!((on(a), on(b)), (2, 2));
     ok(&["balance", "--restore", state.to_str().unwrap()]);
-    let all = format!("{}", pinsight_testkit::allowed_list_of("self"));
+    let all = pinsight_testkit::allowed_list_of("self");
     for t in &tids {
         assert_eq!(
             affinity(&format!("{pid}/task/{t}")),

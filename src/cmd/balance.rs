@@ -11,6 +11,9 @@ use std::time::Duration;
 
 /// Rebalance running processes or threads over CPUs by capacity.
 #[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "pinsight balance [OPTIONS] --pids LIST | --match REGEX | --cgroup PATH\n       pinsight balance --restore FILE"
+)]
 #[command(group = clap::ArgGroup::new("what").required(true).args(["pids", "pattern", "cgroup", "restore"]))]
 #[command(after_help = "\
 What moves: each selected process is one task (all its threads get the task's CPUs, as taskset -a -p does), or with --threads each thread is one. The tasks are spread over the CPUs (--cpus, else every CPU their affinities allow) with the planner's balance policy: in proportion to each CPU's capacity (--weights FILE, else the kernel's cpu_capacity, else each kind's maximum frequency, else the kind's rank; see `pinsight plan --help`). A task pinned to one CPU stays there while the plan leaves that CPU room.
