@@ -30,7 +30,7 @@ Examples:
   # the threads of a service, over CPUs 0-7
   pinsight balance --cgroup system.slice/app.service --threads --cpus 0-7
   # put the saved affinities back
-  pinsight balance --restore ~/.local/state/pinsight/balance-1764140000-99.json
+  pinsight balance --restore ~/.local/state/pinsight/balance-1795678403-5079.json
 
 Exit status: 0 done; 1 refused by the kernel (nothing changed) or the load could not be read; 2 bad input (unknown PID, a pattern matching nothing, no such cgroup, CPUs that are not usable).")]
 pub struct Args {
