@@ -325,3 +325,73 @@ fn a_refused_move_puts_back_what_was_moved() {
         assert_eq!(affinity(p), want, "PID {p} was left moved");
     }
 }
+
+/// A cgroup v2 directory made for the test, removed on every exit path
+/// (its processes are killed first: a cgroup with members cannot go).
+struct TestCgroup {
+    dir: std::path::PathBuf,
+    procs: Procs,
+}
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for c in &mut self.procs.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Where cgroup v2 is mounted: `/sys/fs/cgroup` (unified) or
+/// `/sys/fs/cgroup/unified` (hybrid).
+fn cgroup2_root() -> Option<std::path::PathBuf> {
+    ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|d| d.join("cgroup.controllers").exists())
+}
+
+#[test]
+fn a_cgroups_processes_are_spread() {
+    let Some((a, b)) = two_cpus() else {
+        pinsight_testkit::skip_test!("needs two usable CPUs");
+    };
+    let Some(root) = cgroup2_root() else {
+        pinsight_testkit::skip_test!("no cgroup v2 mount");
+    };
+    let dir = root.join(format!("pinsight-balance-test-{}", std::process::id()));
+    if std::fs::create_dir(&dir).is_err() {
+        pinsight_testkit::skip_test!(
+            "cannot create a cgroup under {} (not root?)",
+            root.display()
+        );
+    }
+    let cg = TestCgroup {
+        dir: dir.clone(),
+        procs: sleepers(2, &a.to_string()),
+    };
+    for p in cg.procs.pids() {
+        std::fs::write(dir.join("cgroup.procs"), &p).expect("move into the test cgroup");
+    }
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().join("s.json");
+    let cpus = format!("{a},{b}");
+    let o = ok(&[
+        "balance",
+        "--cgroup",
+        dir.to_str().unwrap(),
+        "--cpus",
+        &cpus,
+        "--interval",
+        "0",
+        "--state",
+        state.to_str().unwrap(),
+    ]);
+    let mut got: Vec<String> = cg.procs.pids().iter().map(|p| affinity(p)).collect();
+    got.sort();
+    assert_eq!(got, vec![a.to_string(), b.to_string()], "{}", o.stdout);
+    ok(&["balance", "--restore", state.to_str().unwrap()]);
+    for p in cg.procs.pids() {
+        assert_eq!(affinity(&p), a.to_string());
+    }
+}

@@ -169,7 +169,9 @@ fn balance_error(e: RebalanceError) -> CliError {
     let message = match &e {
         RebalanceError::UnknownPids(_) | RebalanceError::OwnProcess(_) => format!("--pids: {e}"),
         RebalanceError::NoMatch(_) | RebalanceError::BadRegex { .. } => format!("--match: {e}"),
-        RebalanceError::NoCgroup(_) | RebalanceError::EmptyCgroup(_) => format!("--cgroup: {e}"),
+        RebalanceError::NoCgroup { .. } | RebalanceError::EmptyCgroup(_) => {
+            format!("--cgroup: {e}")
+        }
         RebalanceError::CpusNotUsable { .. } => format!("--cpus: {e}"),
         RebalanceError::NoCpus { .. } => format!("{e}; give --cpus LIST"),
         RebalanceError::Weights(_) => format!("--weights: {e}"),

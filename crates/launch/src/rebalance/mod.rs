@@ -129,9 +129,9 @@ pub enum RebalanceError {
     /// A pattern that does not compile (usage).
     #[error("'{text}' is not a regular expression: {reason}")]
     BadRegex { text: String, reason: String },
-    /// No such cgroup (usage).
-    #[error("no cgroup {0} (no cgroup.procs there)")]
-    NoCgroup(String),
+    /// No such cgroup, or not one with `file` (usage).
+    #[error("no cgroup {dir} (no {file} there)")]
+    NoCgroup { dir: String, file: String },
     /// A cgroup with no live member (usage).
     #[error("cgroup {0} has no process in it")]
     EmptyCgroup(String),
@@ -270,7 +270,7 @@ pub fn rebalance(
         capacity_source: source.describe().to_string(),
         per_cpu,
         state: (!req.dry_run).then(|| req.state.clone()).flatten(),
-        notes: notes(&moves, &plan),
+        notes: notes(fs, &moves, &plan, req.dry_run),
         moves,
         load_before,
         load_after,
@@ -476,7 +476,7 @@ fn per_cpu(tasks: &[Task], plan: &Plan) -> Vec<CpuTasks> {
         .collect()
 }
 
-fn notes(moves: &[Move], plan: &Plan) -> Vec<String> {
+fn notes(fs: &FsRoot, moves: &[Move], plan: &Plan, dry_run: bool) -> Vec<String> {
     let mut notes: Vec<String> = plan
         .notes
         .iter()
@@ -491,6 +491,28 @@ fn notes(moves: &[Move], plan: &Plan) -> Vec<String> {
         notes.push(format!(
             "{exited} task(s) exited before they could be moved"
         ));
+    }
+    let me = pinsight_sys::process::geteuid();
+    let moving = || moves.iter().filter(|m| m.outcome == Outcome::WouldMove);
+    if dry_run && me != 0 {
+        let others = moving()
+            .filter(|m| procfs::process_uid(fs, m.pid).is_some_and(|u| u != me))
+            .count();
+        if others > 0 {
+            notes.push(format!(
+                "dry run: {others} task(s) to move belong to another user; moving them needs CAP_SYS_NICE"
+            ));
+        }
+    }
+    if dry_run {
+        let fixed = moving()
+            .filter(|m| crate::pin::affinity_is_fixed(fs, m.pid, m.tid.unwrap_or(m.pid)))
+            .count();
+        if fixed > 0 {
+            notes.push(format!(
+                "dry run: {fixed} task(s) are per-CPU kernel threads (PF_NO_SETAFFINITY): the kernel would refuse"
+            ));
+        }
     }
     notes
 }

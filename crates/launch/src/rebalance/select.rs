@@ -177,12 +177,14 @@ pub fn cgroup_dir(path: &str) -> String {
 /// The PIDs (or TIDs) listed in a cgroup's `file`.
 fn cgroup_members(fs: &FsRoot, path: &str, file: &str) -> Result<Vec<i32>, RebalanceError> {
     let dir = cgroup_dir(path);
+    let missing = || RebalanceError::NoCgroup {
+        dir: dir.clone(),
+        file: file.to_string(),
+    };
     if path.split('/').any(|part| part == "..") {
-        return Err(RebalanceError::NoCgroup(dir));
+        return Err(missing());
     }
-    let text = fs
-        .read_opt(format!("{dir}/{file}"))
-        .ok_or_else(|| RebalanceError::NoCgroup(dir.clone()))?;
+    let text = fs.read_opt(format!("{dir}/{file}")).ok_or_else(missing)?;
     let mut v: Vec<i32> = text
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
@@ -255,9 +257,9 @@ mod tests {
         let e = select(&fs, &Selector::Match(re), false).unwrap_err();
         assert!(matches!(e, RebalanceError::NoMatch(_)), "{e}");
         let e = select(&fs, &Selector::Cgroup("no/such/cgroup-xyz".into()), false).unwrap_err();
-        assert!(matches!(e, RebalanceError::NoCgroup(_)), "{e}");
+        assert!(matches!(e, RebalanceError::NoCgroup { .. }), "{e}");
         let e = select(&fs, &Selector::Cgroup("../etc".into()), false).unwrap_err();
-        assert!(matches!(e, RebalanceError::NoCgroup(_)), "{e}");
+        assert!(matches!(e, RebalanceError::NoCgroup { .. }), "{e}");
     }
 
     #[test]
