@@ -1,6 +1,6 @@
 //! `balance` over running work: spread processes (or threads) that already
 //! run over CPUs in proportion to capacity, with the planner's `balance`
-//! policy ([`pinsight_plan::plan`], used as it is), and put them back on
+//! policy ([`pinsight_plan::plan()`], used as it is), and put them back on
 //! request.
 //!
 //! Steps of [`rebalance`]: select the tasks ([`select`]); the CPUs are the
