@@ -26,9 +26,9 @@ impl Procs {
     }
 }
 
-/// `n` sleeping processes on `cpus` (a taskset list).
+/// `n` sleeping processes on `cpus` (a taskset list), their mask set.
 fn sleepers(n: usize, cpus: &str) -> Procs {
-    Procs(
+    let p = Procs(
         (0..n)
             .map(|_| {
                 Command::new("taskset")
@@ -37,7 +37,10 @@ fn sleepers(n: usize, cpus: &str) -> Procs {
                     .expect("taskset starts")
             })
             .collect(),
-    )
+    );
+    // taskset sets the mask, then execs sleep: let it.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    p
 }
 
 fn affinity(pid: &str) -> String {
@@ -285,6 +288,7 @@ fn a_refused_move_puts_back_what_was_moved() {
         .spawn()
         .unwrap();
     let procs = Procs(vec![mine, roots]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
     let pids = procs.pids();
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(

@@ -577,6 +577,21 @@ mod tests {
     }
 
     #[test]
+    fn a_task_that_exited_is_reported_not_fatal() {
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id() as i32;
+        gone.wait().unwrap();
+        let tasks = vec![task(pid, "0")];
+        let moves = apply(
+            &FsRoot::live(),
+            &tasks,
+            &[CpuSet::parse_list("0-1").unwrap()],
+        )
+        .unwrap();
+        assert_eq!(moves[0].outcome, Outcome::Exited);
+    }
+
+    #[test]
     fn usage_and_runtime_errors() {
         assert!(RebalanceError::NoMatch("x".into()).is_usage());
         assert!(!RebalanceError::Refused {
