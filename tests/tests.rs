@@ -15,6 +15,7 @@ mod common_cli;
 mod common_launch;
 
 mod arms_cli;
+mod balance_cli;
 mod bounds;
 mod cli_contract;
 mod compare_cli;
@@ -34,6 +35,7 @@ mod near;
 mod no_lost_work;
 mod plan_cli;
 mod program_sees_plan;
+mod run_balance_env;
 mod sf_cli;
 mod simulate_cli;
 mod slice_cli;

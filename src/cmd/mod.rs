@@ -1,4 +1,5 @@
 //! One module per command; each exposes `Args` (clap) and `run`.
+pub mod balance;
 pub mod compare;
 pub mod emulate;
 pub mod gather;

@@ -36,7 +36,7 @@ Policies (append +smt-physical-first to any pinned one):
 
 LIST is a cpulist kept in the order written (1,0  8-11,0-3  0-15:2; a CPU may appear once), a hex mask as taskset and hwloc-calc print it (0xff, or 32-bit words 0x00000001,0x00000000; ascending), or all (every usable CPU, ascending). The plan keeps its name as written: cpus:1,0 stays cpus:1,0.
 
-Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any --threads: the threads float inside the set and the kernel time-shares its CPUs, so nothing is oversubscribed. Pinned policies refuse more threads than CPUs unless --oversubscribe (places are then reused round robin). Exported counts (OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS) are always --threads, for balance --tasks; balance's omp-places output has one place per task.
+Set policies (os, p-set, e-set, kind-set:, cpus-set:) take any --threads: the threads float inside the set and the kernel time-shares its CPUs, so nothing is oversubscribed. Pinned policies refuse more threads than CPUs unless --oversubscribe (places are then reused round robin). Exported counts (OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS) are always --threads, for balance --tasks; balance's omp-places output has one place per task. The per-task formats (taskset-per-task, cpulist-per-task, systemd) print one line per task, task i on line i+1 (every task gets the whole set when threads float), for tasks that are separate processes.
 
 Examples:
   pinsight plan p-pinned --threads 6
@@ -66,6 +66,12 @@ Examples:
   pinsight plan p-pinned -t 4 --format libvirt
   # --cpu-bind=map_cpu:0,2,4,6
   srun $(pinsight plan p-pinned -t 4 --format slurm) ./app
+  # one `taskset -c CPU` line per task: start worker i with line i+1
+  pinsight plan balance --tasks 200 --format taskset-per-task
+  # one cpulist per line (task i on line i+1), for scripts
+  pinsight plan balance --tasks 200 --format cpulist-per-task
+  # CPUAffinity= per line, one unit per task (a drop-in each)
+  pinsight plan balance --tasks 20 --format systemd
   # numactl --interleave=0 --physcpubind=0,2,4,6
   pinsight plan scatter -t 4 --mem interleave:all --format numactl
   # CPUs local to eth0, its node

@@ -45,7 +45,7 @@ Examples:
   mpirun -np 2 --bind-to none \\
     pinsight run --slice compact --report-dir out -- ./app
 
-Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N; 1 if the kernel refused a pin the plan asked for (a thread with capabilities pinsight lacks, a CPU the cgroup forbids), with the reason. Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set. When pinsight pins threads itself the binding variables are left out so the OpenMP runtime does not bind a second time. Options go before the program; everything from the program's name on is the program's.")]
+Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N; 1 if the kernel refused a pin the plan asked for (a thread with capabilities pinsight lacks, a CPU the cgroup forbids), with the reason. Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set; a balance plan exports no thread count (its tasks are usually processes a launcher starts, and each would inherit the one count). When pinsight pins threads itself the binding variables are left out so the OpenMP runtime does not bind a second time. Options go before the program; everything from the program's name on is the program's.")]
 pub struct Args {
     /// Placement policy: os, p-set, e-set, p-pinned, e-pinned, p-first, e-first, compact, scatter,
     /// cpus:LIST, cpus-set:LIST, kind:K, kind-set:K, balance, ... (see `pinsight plan --help`).
@@ -211,7 +211,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         env: if args.no_env {
             Vec::new()
         } else {
-            pinsight_plan::omp_env(&plan)
+            pinsight_plan::launch_env(&plan)
         },
         // The --report-dir file shows where threads ran: sample them.
         report: args.report || report_path.is_some(),

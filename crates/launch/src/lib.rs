@@ -11,6 +11,9 @@
 //!   reports where every thread actually ran.
 //! - [`pin::pin_process`] re-pins a running process thread by thread,
 //!   QEMU vCPU threads by vCPU number.
+//! - [`rebalance::rebalance`] spreads running processes or threads over
+//!   CPUs by capacity (the planner's `balance`), saving the previous
+//!   affinities for [`rebalance::state::restore`].
 //!
 //! Every OS file read goes through [`pinsight_topology::FsRoot`]; affinity
 //! every OS call (affinity, signals, waiting, memfds) is in `pinsight-sys`,
@@ -22,6 +25,7 @@ pub use pinsight_sys::affinity;
 pub mod launch;
 pub mod pin;
 pub mod procfs;
+pub mod rebalance;
 /// Resolving and checking programs lives in pinsight-lifecycle (one copy).
 pub use pinsight_lifecycle::program;
 pub mod shim;

@@ -12,6 +12,7 @@ mod common;
 mod arms_live;
 mod mempolicy_live;
 mod pin_live;
+mod rebalance_live;
 mod run_live;
 
 #[test]

@@ -13,6 +13,15 @@
 //! | `kmp-hw-subset` | `export KMP_HW_SUBSET='6c:intel_core,1t'` (LLVM/Intel libomp, kind policies) |
 //! | `libvirt`       | a `<cputune>` block: one `<vcpupin>` per vCPU plus `<emulatorpin>`     |
 //! | `slurm`         | `--cpu-bind=map_cpu:0,2,4` (pinned) or `mask_cpu:0x…` (sets)           |
+//! | `taskset-per-task` | `taskset -c 3` per task, line i+1 for task i (processes started one by one) |
+//! | `cpulist-per-task` | one cpulist per line, line i+1 for task i (for scripts)            |
+//! | `systemd`       | `CPUAffinity=3` per line, line i+1 for task i (one unit per task)      |
+//!
+//! The per-task formats give task i the plan's place i (every task the
+//! process mask when threads float, and for `os` every usable CPU): a
+//! `balance` plan's tasks are usually separate processes, each started by
+//! its own `taskset -c` or unit (systemd.exec(5): `CPUAffinity=` takes CPU
+//! indices and ranges separated by commas or whitespace).
 //!
 //! A plan's memory policy ([`Plan::memory`]) is spoken by `numactl`
 //! (`--membind=`, `--interleave=`, `--preferred=`, `--localalloc`,
@@ -49,6 +58,9 @@ pub enum Format {
     KmpHwSubset,
     Libvirt,
     Slurm,
+    TasksetPerTask,
+    CpulistPerTask,
+    Systemd,
 }
 
 /// Format names, in help order.
@@ -64,6 +76,9 @@ pub const FORMAT_NAMES: &[&str] = &[
     "kmp-hw-subset",
     "libvirt",
     "slurm",
+    "taskset-per-task",
+    "cpulist-per-task",
+    "systemd",
 ];
 
 impl FromStr for Format {
@@ -81,6 +96,9 @@ impl FromStr for Format {
             "kmp-hw-subset" => Format::KmpHwSubset,
             "libvirt" => Format::Libvirt,
             "slurm" => Format::Slurm,
+            "taskset-per-task" => Format::TasksetPerTask,
+            "cpulist-per-task" => Format::CpulistPerTask,
+            "systemd" => Format::Systemd,
             other => return Err(FormatError::Unknown(other.to_string())),
         })
     }
@@ -131,6 +149,9 @@ pub enum Caveat {
     },
     /// `numactl --weighted-interleave` needs numactl 2.0.19 and Linux 6.9.
     WeightedInterleaveVersions,
+    /// `systemd`: the memory policy is the same for every unit, so it is
+    /// given once (stderr) rather than on each task's line.
+    SystemdMemory { settings: String },
 }
 
 impl fmt::Display for Caveat {
@@ -153,6 +174,10 @@ impl fmt::Display for Caveat {
             Caveat::MemoryNotExpressed { format, memory } => write!(
                 f,
                 "{format} has no memory policy: memory policy {memory} is not in this output (numactl, libvirt and slurm formats carry it; pinsight run applies it)"
+            ),
+            Caveat::SystemdMemory { settings } => write!(
+                f,
+                "memory: add {settings} beside every unit's CPUAffinity= (systemd.exec(5), systemd 243 or later)"
             ),
             Caveat::WeightedInterleaveVersions => f.write_str(
                 "--weighted-interleave needs numactl 2.0.19 or later and Linux 6.9 or later (older kernels refuse it)",
@@ -205,12 +230,21 @@ pub fn render(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, 
             r.text = format!("{line} {}\n", slurm_mem(mem)?);
             Ok(r)
         }
+        Format::Systemd => {
+            let mut r = render_cpus(plan, topo, format)?;
+            r.caveats.push(Caveat::SystemdMemory {
+                settings: systemd_mem(mem)?,
+            });
+            Ok(r)
+        }
         Format::Cpulist
         | Format::Taskset
         | Format::OmpPlaces
         | Format::Gomp
         | Format::KmpAffinity
-        | Format::KmpHwSubset => {
+        | Format::KmpHwSubset
+        | Format::TasksetPerTask
+        | Format::CpulistPerTask => {
             let mut r = render_cpus(plan, topo, format)?;
             r.caveats.push(Caveat::MemoryNotExpressed {
                 format: format_name(format),
@@ -235,6 +269,9 @@ fn format_name(format: Format) -> &'static str {
         Format::KmpHwSubset => "kmp-hw-subset",
         Format::Libvirt => "libvirt",
         Format::Slurm => "slurm",
+        Format::TasksetPerTask => "taskset-per-task",
+        Format::CpulistPerTask => "cpulist-per-task",
+        Format::Systemd => "systemd",
     }
 }
 
@@ -302,6 +339,28 @@ fn slurm_mem(mem: &MemPlan) -> Result<String, FormatError> {
     })
 }
 
+/// systemd's `NUMAPolicy=` and `NUMAMask=` (systemd.exec(5): default,
+/// preferred, bind, interleave, local; no weighted interleave).
+fn systemd_mem(mem: &MemPlan) -> Result<String, FormatError> {
+    let mode = match mem.mode {
+        MemMode::Local => return Ok("NUMAPolicy=local".into()),
+        MemMode::Bind => "bind",
+        MemMode::Interleave => "interleave",
+        MemMode::Preferred => "preferred",
+        MemMode::WeightedInterleave => {
+            return Err(FormatError::Memory {
+                format: "systemd",
+                memory: mem.policy.clone(),
+                why: "systemd's NUMAPolicy= has default, preferred, bind, interleave and local; none is weighted",
+            })
+        }
+    };
+    Ok(format!(
+        "NUMAPolicy={mode} and NUMAMask={}",
+        nodes_text(mem)
+    ))
+}
+
 /// [`render`] without the memory policy.
 fn render_cpus(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered, FormatError> {
     let mask = &plan.process_mask;
@@ -357,6 +416,9 @@ fn render_cpus(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered,
             ok(exports(&[("KMP_AFFINITY".into(), value)]))
         }
         Format::KmpHwSubset => kmp_hw_subset(plan, topo),
+        Format::TasksetPerTask => ok(per_task(plan, "taskset -c ")),
+        Format::CpulistPerTask => ok(per_task(plan, "")),
+        Format::Systemd => ok(per_task(plan, "CPUAffinity=")),
         Format::Libvirt => ok(libvirt(plan, topo)),
         Format::Slurm => ok(if plan.places.is_empty() {
             "--cpu-bind=none\n".into()
@@ -437,6 +499,25 @@ fn gomp_list(cpus: &[usize]) -> String {
     parts.join(" ")
 }
 
+/// The CPUs of each task, in task order: place i for pinned plans, the
+/// process mask for every task of a plan whose threads float (`os`: every
+/// usable CPU, which is its mask).
+pub fn task_places(plan: &Plan) -> Vec<CpuSet> {
+    if plan.pinned && !plan.places.is_empty() {
+        plan.places.clone()
+    } else {
+        vec![plan.process_mask.clone(); plan.threads.max(1)]
+    }
+}
+
+/// One line per task: `prefix` and the task's cpulist.
+fn per_task(plan: &Plan, prefix: &str) -> String {
+    task_places(plan)
+        .iter()
+        .map(|p| format!("{prefix}{p}\n"))
+        .collect()
+}
+
 /// `export NAME='value'` lines.
 fn exports(vars: &[(String, String)]) -> String {
     vars.iter()
@@ -502,6 +583,28 @@ pub fn omp_env(plan: &Plan) -> Vec<(String, String)> {
     let n = plan.threads.to_string();
     v.push(("RAYON_NUM_THREADS".into(), n.clone()));
     v.push(("CILK_NWORKERS".into(), n));
+    v
+}
+
+/// The thread-count variables of [`omp_env`]: each names how many threads
+/// one process should start.
+pub const THREAD_COUNT_VARS: &[&str] = &["OMP_NUM_THREADS", "RAYON_NUM_THREADS", "CILK_NWORKERS"];
+
+/// The environment a launcher of one command (`pinsight run`) exports:
+/// [`omp_env`], except that a `balance` plan gets no thread count.
+///
+/// A balance plan's tasks are usually processes that the command starts
+/// (a launcher script forking one worker per task), and every child
+/// inherits the environment (execve(2): the environment passes to the new
+/// program unchanged): `OMP_NUM_THREADS=N` would ask each of the N tasks
+/// for N threads. Each task's place is one CPU; a count for all of them
+/// cannot be said in one variable, so none is exported and each task's
+/// runtime sizes itself from its own affinity.
+pub fn launch_env(plan: &Plan) -> Vec<(String, String)> {
+    let mut v = omp_env(plan);
+    if plan.tasks_per_cpu.is_some() {
+        v.retain(|(k, _)| !THREAD_COUNT_VARS.contains(&k.as_str()));
+    }
     v
 }
 

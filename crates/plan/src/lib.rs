@@ -30,7 +30,7 @@ pub mod slice;
 pub mod tune;
 pub mod weights;
 
-pub use format::{omp_env, render, Caveat, Format, FormatError, Rendered};
+pub use format::{launch_env, omp_env, render, Caveat, Format, FormatError, Rendered};
 pub use launcher::{Launcher, LauncherError, LocalRank};
 pub use mem::{MemError, MemMode, MemParseError, MemPlan, MemPolicy, NodeSpec};
 pub use pinsight_latency_model::LatencyMatrix;

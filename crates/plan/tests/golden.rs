@@ -99,7 +99,8 @@ fn formats_on_hybrid() {
         };
         let p = plan(&t, &req).unwrap();
         for f in pinsight_plan::format::FORMAT_NAMES {
-            if *f == "table" {
+            // The per-task formats have their own golden (per_task_formats).
+            if *f == "table" || f.ends_with("-per-task") || *f == "systemd" {
                 continue;
             }
             out.push_str(&format!(
@@ -132,6 +133,46 @@ fn formats_on_hybrid() {
         out.push('\n');
     }
     golden("formats-i7-1370p.txt", &out);
+}
+
+/// The per-task formats (one line per task) for a balance plan and for a
+/// pinned, a set and an `os` plan on the hybrid laptop and on the SMT
+/// machine.
+#[test]
+fn per_task_formats() {
+    let mut out = String::new();
+    let machines = [("i7-1370p", i7_1370p()), ("1s4c2t-smt", smt_machine())];
+    let cases: &[(&str, Option<usize>, Option<&str>)] = &[
+        ("balance", Some(30), None),
+        ("balance", Some(5), Some("bind:0")),
+        ("compact", Some(3), None),
+        ("cpus-set:0-3", Some(2), None),
+        ("os", Some(2), None),
+    ];
+    for (name, t) in &machines {
+        for (policy, n, mem) in cases {
+            let req = Request {
+                tasks: *n,
+                mem: mem.map(|m| m.parse().unwrap()),
+                ..Request::new(policy.parse().unwrap())
+            };
+            let p = plan(t, &req).unwrap();
+            for f in ["taskset-per-task", "cpulist-per-task", "systemd"] {
+                out.push_str(&format!(
+                    "== {name}: pinsight plan {policy} --tasks {}{} --format {f}\n",
+                    n.unwrap_or(0),
+                    mem.map(|m| format!(" --mem {m}")).unwrap_or_default()
+                ));
+                let r = render(&p, t, f.parse::<Format>().unwrap()).unwrap();
+                assert_eq!(r.text.lines().count(), p.threads.max(1), "{f}");
+                out.push_str(&r.text);
+                for c in r.caveats {
+                    out.push_str(&format!("(stderr) caveat: {c}\n"));
+                }
+            }
+        }
+    }
+    golden("per-task-formats.txt", &out);
 }
 
 /// `balance` with a weights file on the hybrid laptop.

@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod balance;
 pub mod compare;
 pub mod emulate;
 pub mod explain;

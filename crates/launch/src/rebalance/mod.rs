@@ -1,0 +1,611 @@
+//! `balance` over running work: spread processes (or threads) that already
+//! run over CPUs in proportion to capacity, with the planner's `balance`
+//! policy ([`pinsight_plan::plan()`], used as it is), and put them back on
+//! request.
+//!
+//! Steps of [`rebalance`]: select the tasks ([`select`]); the CPUs are the
+//! ones asked for, else the union of the tasks' current affinities, both
+//! within the usable CPUs; plan `balance` for as many tasks on the
+//! topology restricted to those CPUs; give each task a place, keeping a
+//! task where it already sits when its CPU still has room there (fewer
+//! migrations, warm caches); measure the load; save every thread's
+//! affinity to the state file ([`state`]) *before* changing anything;
+//! apply all or nothing (a refused change puts back what was changed);
+//! measure again.
+
+pub mod load;
+pub mod select;
+pub mod state;
+
+use crate::affinity;
+use crate::procfs;
+use load::{LoadError, LoadView};
+use pinsight_cpuset::CpuSet;
+use pinsight_plan::{Plan, PlanError, Request as PlanRequest, Weights, WeightsError};
+use pinsight_sys::progress::Progress;
+use pinsight_topology::{FsRoot, Topology};
+use select::{Selector, Task};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to rebalance and how.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub selector: Selector,
+    /// One task per thread (else one per process, all its threads
+    /// sharing the task's CPUs).
+    pub per_thread: bool,
+    /// The CPUs to spread over (`None`: the union of the tasks' current
+    /// affinities); always within the usable CPUs.
+    pub cpus: Option<CpuSet>,
+    /// Measured per-CPU speed for the plan (as `plan balance` takes it).
+    pub weights: Option<Weights>,
+    /// Compute and show, change nothing, write no state.
+    pub dry_run: bool,
+    /// How long to measure the load before and after (`None`: do not).
+    pub interval: Option<Duration>,
+    /// Where the previous affinities are saved (needed unless `dry_run`).
+    pub state: Option<PathBuf>,
+}
+
+/// What happened to one task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Given its new CPUs.
+    Moved,
+    /// It already had them.
+    Unchanged,
+    /// Dry run: it would be moved.
+    WouldMove,
+    /// It exited before it could be moved (or some of its threads did).
+    Exited,
+}
+
+/// One task and where it goes.
+#[derive(Clone, Debug, Serialize)]
+pub struct Move {
+    pub pid: i32,
+    pub tid: Option<i32>,
+    pub name: String,
+    pub threads: usize,
+    pub before: CpuSet,
+    pub target: CpuSet,
+    pub outcome: Outcome,
+}
+
+/// The result of [`rebalance`].
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub dry_run: bool,
+    pub per_thread: bool,
+    /// The CPUs spread over.
+    pub cpus: CpuSet,
+    /// Each CPU's relative capacity as the plan used it (fastest = 1.0).
+    pub capacity: Vec<CpuCapacity>,
+    /// Where the capacities came from (the planner's words).
+    pub capacity_source: String,
+    /// `(cpu, tasks)` before (tasks pinned to that one CPU) and planned.
+    pub per_cpu: Vec<CpuTasks>,
+    pub moves: Vec<Move>,
+    /// The state file written (`None` on a dry run).
+    pub state: Option<PathBuf>,
+    pub load_before: Option<LoadView>,
+    pub load_after: Option<LoadView>,
+    pub notes: Vec<String>,
+}
+
+/// A CPU's relative capacity.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuCapacity {
+    pub cpu: usize,
+    pub capacity: f64,
+}
+
+/// Tasks on one CPU before and after.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CpuTasks {
+    pub cpu: usize,
+    /// Tasks pinned to this CPU alone before.
+    pub before: usize,
+    /// Tasks the plan gives it.
+    pub after: usize,
+}
+
+/// Why nothing was changed (or everything was put back).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RebalanceError {
+    /// PIDs with no live process (usage).
+    #[error("no process with PID {}", list(.0))]
+    UnknownPids(Vec<i32>),
+    /// pinsight's own process was named (usage).
+    #[error("PID {0} is this pinsight process itself")]
+    OwnProcess(i32),
+    /// A pattern that matches no process or thread (usage).
+    #[error("no process or thread matches '{0}'")]
+    NoMatch(String),
+    /// A pattern that does not compile (usage).
+    #[error("'{text}' is not a regular expression: {reason}")]
+    BadRegex { text: String, reason: String },
+    /// No such cgroup, or not one with `file` (usage).
+    #[error("no cgroup {dir} (no {file} there)")]
+    NoCgroup { dir: String, file: String },
+    /// A cgroup with no live member (usage).
+    #[error("cgroup {0} has no process in it")]
+    EmptyCgroup(String),
+    /// CPUs asked for that are not usable (usage).
+    #[error("CPUs {asked} are not usable here (usable: {usable})")]
+    CpusNotUsable { asked: CpuSet, usable: CpuSet },
+    /// The tasks' affinities have no usable CPU (usage).
+    #[error("the selected tasks may run on {allowed}, none of which is usable (usable: {usable})")]
+    NoCpus { allowed: CpuSet, usable: CpuSet },
+    /// The planner refused (usage).
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The weights do not cover the CPUs (usage).
+    #[error(transparent)]
+    Weights(#[from] WeightsError),
+    /// The load could not be measured (runtime).
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The state file could not be written: nothing was changed (runtime).
+    #[error("cannot save the current affinities to {path}: {reason}; nothing was changed")]
+    SaveState { path: PathBuf, reason: String },
+    /// The kernel refused a change: what was changed was put back (runtime).
+    #[error("{}", refused_text(.pid, .tid, .name, .reason, .owner, .restored))]
+    Refused {
+        pid: i32,
+        tid: i32,
+        name: String,
+        reason: String,
+        /// The owner's uid when the refusal is EPERM.
+        owner: Option<u32>,
+        /// Threads put back to their previous affinity.
+        restored: usize,
+    },
+    /// A state file that cannot be read (usage).
+    #[error("cannot read state file {path}: {reason}")]
+    ReadState { path: PathBuf, reason: String },
+    /// A file that is not a state file (usage).
+    #[error("{path} is not a pinsight balance state file: {reason}")]
+    BadState { path: PathBuf, reason: String },
+}
+
+fn list(v: &[i32]) -> String {
+    v.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn refused_text(
+    pid: &i32,
+    tid: &i32,
+    name: &str,
+    reason: &str,
+    owner: &Option<u32>,
+    restored: &usize,
+) -> String {
+    let who = owner.map_or(String::new(), |u| format!(" (owned by uid {u})"));
+    format!(
+        "the kernel refused to move thread {tid} ('{name}') of PID {pid}{who}: {reason}; {restored} thread(s) already moved were put back, nothing is changed"
+    )
+}
+
+impl RebalanceError {
+    /// Whether the error is the input's (exit 2) rather than the machine's (1).
+    pub fn is_usage(&self) -> bool {
+        !matches!(
+            self,
+            RebalanceError::Load(_)
+                | RebalanceError::SaveState { .. }
+                | RebalanceError::Refused { .. }
+        )
+    }
+}
+
+/// Selects, plans, measures, saves, applies and measures again (see the
+/// module's documentation). Live machine only: affinity is a syscall.
+pub fn rebalance(
+    fs: &FsRoot,
+    topo: &Topology,
+    req: &Request,
+    progress: &mut dyn Progress,
+) -> Result<Report, RebalanceError> {
+    let tasks = select::select(fs, &req.selector, req.per_thread)?;
+    let usable = topo.usable();
+    let cpus = match &req.cpus {
+        Some(asked) => {
+            let bad = asked.difference(&usable);
+            if !bad.is_empty() {
+                return Err(RebalanceError::CpusNotUsable { asked: bad, usable });
+            }
+            asked.clone()
+        }
+        None => {
+            let allowed = tasks.iter().fold(CpuSet::new(), |a, t| a.union(&t.before));
+            let cpus = allowed.intersection(&usable);
+            if cpus.is_empty() {
+                return Err(RebalanceError::NoCpus { allowed, usable });
+            }
+            cpus
+        }
+    };
+    let inside = pinsight_plan::slice::restrict(topo, &cpus);
+    let plan = pinsight_plan::plan(
+        &inside,
+        &PlanRequest {
+            tasks: Some(tasks.len()),
+            weights: req.weights.clone(),
+            ..PlanRequest::new("balance".parse().expect("balance is a policy"))
+        },
+    )?;
+    let (caps, source) = pinsight_plan::balance::capacities(&inside, &cpus, req.weights.as_ref())?;
+    let max = caps
+        .iter()
+        .map(|(_, w)| *w)
+        .fold(0.0f64, f64::max)
+        .max(1e-12);
+    let rel: Vec<(usize, f64)> = caps.iter().map(|(c, w)| (*c, w / max)).collect();
+    let targets = assign(&tasks, &plan);
+    let steps = if req.interval.is_some() { 3 } else { 1 };
+    progress.begin("balance", steps, 0);
+    let result = apply_measured(fs, req, &tasks, &targets, &rel, progress);
+    progress.end();
+    let (moves, load_before, load_after) = result?;
+    let per_cpu = per_cpu(&tasks, &plan);
+    Ok(Report {
+        dry_run: req.dry_run,
+        per_thread: req.per_thread,
+        cpus,
+        capacity: rel
+            .iter()
+            .map(|(cpu, capacity)| CpuCapacity {
+                cpu: *cpu,
+                capacity: *capacity,
+            })
+            .collect(),
+        capacity_source: source.describe().to_string(),
+        per_cpu,
+        state: (!req.dry_run).then(|| req.state.clone()).flatten(),
+        notes: notes(fs, &moves, &plan, req.dry_run),
+        moves,
+        load_before,
+        load_after,
+    })
+}
+
+type Applied = (Vec<Move>, Option<LoadView>, Option<LoadView>);
+
+/// Measure, apply (or not), measure again.
+fn apply_measured(
+    fs: &FsRoot,
+    req: &Request,
+    tasks: &[Task],
+    targets: &[CpuSet],
+    caps: &[(usize, f64)],
+    progress: &mut dyn Progress,
+) -> Result<Applied, RebalanceError> {
+    let measure = |tasks: &[Task]| -> Result<Option<LoadView>, RebalanceError> {
+        match req.interval {
+            None => Ok(None),
+            Some(d) => Ok(Some(load::measure(fs, caps, tasks, d)?)),
+        }
+    };
+    progress.step("measuring the load before", 0);
+    let before = measure(tasks)?;
+    let done = u64::from(req.interval.is_some());
+    progress.step("moving", done);
+    let moves = if req.dry_run {
+        dry_moves(tasks, targets)
+    } else {
+        let path = req.state.clone().ok_or_else(|| RebalanceError::SaveState {
+            path: PathBuf::new(),
+            reason: "no state file given".into(),
+        })?;
+        state::save(fs, tasks, &path)?;
+        apply(fs, tasks, targets)?
+    };
+    if req.interval.is_none() {
+        progress.step("", 1);
+        return Ok((moves, before, None));
+    }
+    progress.step("measuring the load after", 2);
+    let after = if req.dry_run { None } else { measure(tasks)? };
+    progress.step("", 3);
+    Ok((moves, before, after))
+}
+
+/// Each task's CPUs: a task pinned to one CPU stays there while that CPU
+/// has room in the plan; the others take the plan's remaining places in
+/// the plan's order.
+pub fn assign(tasks: &[Task], plan: &Plan) -> Vec<CpuSet> {
+    let mut room: BTreeMap<usize, usize> = plan
+        .tasks_per_cpu
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let mut out: Vec<Option<CpuSet>> = vec![None; tasks.len()];
+    for (i, t) in tasks.iter().enumerate() {
+        if t.before.len() != 1 {
+            continue;
+        }
+        let Some(c) = t.before.first() else { continue };
+        if let Some(n) = room.get_mut(&c).filter(|n| **n > 0) {
+            *n -= 1;
+            out[i] = Some(CpuSet::single(c));
+        }
+    }
+    let mut free = Vec::new();
+    for p in &plan.places {
+        if let Some(n) = p.first().and_then(|c| room.get_mut(&c)).filter(|n| **n > 0) {
+            *n -= 1;
+            free.push(p.clone());
+        }
+    }
+    let mut free = free.into_iter();
+    out.into_iter()
+        .map(|o| {
+            o.or_else(|| free.next())
+                .unwrap_or_else(|| plan.process_mask.clone())
+        })
+        .collect()
+}
+
+fn dry_moves(tasks: &[Task], targets: &[CpuSet]) -> Vec<Move> {
+    tasks
+        .iter()
+        .zip(targets)
+        .map(|(t, target)| Move {
+            pid: t.pid,
+            tid: t.tid,
+            name: t.name.clone(),
+            threads: t.threads.len(),
+            before: t.before.clone(),
+            target: target.clone(),
+            outcome: if &t.before == target {
+                Outcome::Unchanged
+            } else {
+                Outcome::WouldMove
+            },
+        })
+        .collect()
+}
+
+/// Gives every thread its task's CPUs; on a refusal (anything but a
+/// thread that exited) puts back every thread changed so far.
+fn apply(fs: &FsRoot, tasks: &[Task], targets: &[CpuSet]) -> Result<Vec<Move>, RebalanceError> {
+    let mut changed: Vec<(i32, CpuSet)> = Vec::new();
+    let mut moves = Vec::with_capacity(tasks.len());
+    for (t, target) in tasks.iter().zip(targets) {
+        let mut gone = 0;
+        let mut moved = false;
+        for &tid in &t.threads {
+            let Ok(before) = affinity::get_affinity(tid) else {
+                gone += 1;
+                continue;
+            };
+            if &before == target {
+                continue;
+            }
+            match affinity::set_affinity(tid, target) {
+                Ok(()) => {
+                    changed.push((tid, before));
+                    moved = true;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => gone += 1,
+                Err(e) => {
+                    let restored = roll_back(&changed);
+                    let eperm = e.raw_os_error() == Some(libc::EPERM);
+                    let reason = match e.raw_os_error() {
+                        Some(libc::EPERM) => {
+                            "permission denied (EPERM): run as its owner or with CAP_SYS_NICE"
+                                .to_string()
+                        }
+                        Some(libc::EINVAL) if crate::pin::affinity_is_fixed(fs, t.pid, tid) => {
+                            "EINVAL: a per-CPU kernel thread (PF_NO_SETAFFINITY)".to_string()
+                        }
+                        Some(libc::EINVAL) => {
+                            format!("EINVAL: CPUs {target} are not allowed by its cgroup")
+                        }
+                        _ => e.to_string(),
+                    };
+                    return Err(RebalanceError::Refused {
+                        pid: t.pid,
+                        tid,
+                        name: procfs::task_stat(fs, t.pid, tid)
+                            .map_or_else(|| t.name.clone(), |s| s.comm),
+                        reason,
+                        owner: if eperm {
+                            procfs::process_uid(fs, t.pid)
+                        } else {
+                            None
+                        },
+                        restored,
+                    });
+                }
+            }
+        }
+        moves.push(Move {
+            pid: t.pid,
+            tid: t.tid,
+            name: t.name.clone(),
+            threads: t.threads.len(),
+            before: t.before.clone(),
+            target: target.clone(),
+            outcome: if gone == t.threads.len() || (gone > 0 && !moved) {
+                Outcome::Exited
+            } else if moved {
+                Outcome::Moved
+            } else {
+                Outcome::Unchanged
+            },
+        });
+    }
+    Ok(moves)
+}
+
+/// Puts every changed thread back; returns how many were put back.
+fn roll_back(changed: &[(i32, CpuSet)]) -> usize {
+    changed
+        .iter()
+        .rev()
+        .filter(|(tid, before)| affinity::set_affinity(*tid, before).is_ok())
+        .count()
+}
+
+fn per_cpu(tasks: &[Task], plan: &Plan) -> Vec<CpuTasks> {
+    let mut before: BTreeMap<usize, usize> = BTreeMap::new();
+    for t in tasks.iter().filter(|t| t.before.len() == 1) {
+        if let Some(c) = t.before.first() {
+            *before.entry(c).or_default() += 1;
+        }
+    }
+    plan.tasks_per_cpu
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(cpu, after)| CpuTasks {
+            cpu,
+            before: before.get(&cpu).copied().unwrap_or(0),
+            after,
+        })
+        .collect()
+}
+
+fn notes(fs: &FsRoot, moves: &[Move], plan: &Plan, dry_run: bool) -> Vec<String> {
+    let mut notes: Vec<String> = plan
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("relative capacity") || n.contains(" over "))
+        .cloned()
+        .collect();
+    let exited = moves
+        .iter()
+        .filter(|m| m.outcome == Outcome::Exited)
+        .count();
+    if exited > 0 {
+        notes.push(format!(
+            "{exited} task(s) exited before they could be moved"
+        ));
+    }
+    let me = pinsight_sys::process::geteuid();
+    let moving = || moves.iter().filter(|m| m.outcome == Outcome::WouldMove);
+    if dry_run && me != 0 {
+        let others = moving()
+            .filter(|m| procfs::process_uid(fs, m.pid).is_some_and(|u| u != me))
+            .count();
+        if others > 0 {
+            notes.push(format!(
+                "dry run: {others} task(s) to move belong to another user; moving them needs CAP_SYS_NICE"
+            ));
+        }
+    }
+    if dry_run {
+        let fixed = moving()
+            .filter(|m| crate::pin::affinity_is_fixed(fs, m.pid, m.tid.unwrap_or(m.pid)))
+            .count();
+        if fixed > 0 {
+            notes.push(format!(
+                "dry run: {fixed} task(s) are per-CPU kernel threads (PF_NO_SETAFFINITY): the kernel would refuse"
+            ));
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(pid: i32, before: &str) -> Task {
+        Task {
+            pid,
+            tid: None,
+            name: format!("t{pid}"),
+            threads: vec![pid],
+            before: CpuSet::parse_list(before).unwrap(),
+        }
+    }
+
+    fn plan(per: &[(usize, usize)], places: &[usize]) -> Plan {
+        Plan {
+            policy: "balance".into(),
+            threads: places.len(),
+            process_mask: per
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(c, _)| *c)
+                .collect(),
+            places: places.iter().map(|c| CpuSet::single(*c)).collect(),
+            pinned: true,
+            tasks_per_cpu: Some(per.to_vec()),
+            notes: vec![],
+            memory: None,
+            near: None,
+        }
+    }
+
+    #[test]
+    fn tasks_stay_where_the_plan_has_room() {
+        // 6 tasks, 3 on each CPU; the plan wants 4 on CPU 0 and 2 on CPU 1:
+        // one task of CPU 1 moves, the others stay.
+        let tasks: Vec<Task> = (1..=6)
+            .map(|p| task(p, if p % 2 == 1 { "0" } else { "1" }))
+            .collect();
+        let p = plan(&[(0, 4), (1, 2)], &[0, 1, 0, 1, 0, 0]);
+        let t = assign(&tasks, &p);
+        let on = |c: usize| t.iter().filter(|s| s.first() == Some(c)).count();
+        assert_eq!((on(0), on(1)), (4, 2));
+        let moved = tasks
+            .iter()
+            .zip(&t)
+            .filter(|(a, b)| &a.before != *b)
+            .count();
+        assert_eq!(moved, 1);
+    }
+
+    #[test]
+    fn floating_tasks_take_the_places_left_in_plan_order() {
+        let tasks = vec![task(1, "0-1"), task(2, "0-1"), task(3, "1")];
+        let p = plan(&[(0, 2), (1, 1)], &[0, 1, 0]);
+        let t: Vec<String> = assign(&tasks, &p).iter().map(|s| s.to_string()).collect();
+        assert_eq!(t, vec!["0", "0", "1"]);
+    }
+
+    #[test]
+    fn a_task_that_exited_is_reported_not_fatal() {
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id() as i32;
+        gone.wait().unwrap();
+        let tasks = vec![task(pid, "0")];
+        let moves = apply(
+            &FsRoot::live(),
+            &tasks,
+            &[CpuSet::parse_list("0-1").unwrap()],
+        )
+        .unwrap();
+        assert_eq!(moves[0].outcome, Outcome::Exited);
+    }
+
+    #[test]
+    fn usage_and_runtime_errors() {
+        assert!(RebalanceError::NoMatch("x".into()).is_usage());
+        assert!(!RebalanceError::Refused {
+            pid: 1,
+            tid: 1,
+            name: "init".into(),
+            reason: "EPERM".into(),
+            owner: Some(0),
+            restored: 2
+        }
+        .is_usage());
+        assert_eq!(
+            RebalanceError::UnknownPids(vec![7, 9]).to_string(),
+            "no process with PID 7, 9"
+        );
+    }
+}

@@ -1,0 +1,272 @@
+//! Which running work to rebalance: processes (or their threads) named by
+//! PID, by a regular expression over names, or by a cgroup v2 directory.
+//!
+//! Everything is read through [`FsRoot`]: `/proc/PID/comm` and `cmdline`
+//! (proc(5)), `/proc/PID/task/TID/stat` for thread names, and a cgroup's
+//! `cgroup.procs` / `cgroup.threads` (the kernel's cgroup-v2 documentation,
+//! "Processes" and "Threads": one PID or TID per line).
+
+use super::RebalanceError;
+use crate::procfs;
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::FsRoot;
+use serde::Serialize;
+
+/// What to select.
+#[derive(Clone, Debug)]
+pub enum Selector {
+    /// These processes (every one must exist).
+    Pids(Vec<i32>),
+    /// Processes whose `comm` or command line matches, or (per thread)
+    /// threads whose name matches or whose process matches.
+    Match(regex::Regex),
+    /// The members of a cgroup v2 directory: a path under the cgroup mount
+    /// (`/sys/fs/cgroup/...`) or relative to it (`system.slice/x.service`).
+    Cgroup(String),
+}
+
+/// Compiles a `Match` pattern (the regex crate's syntax, unanchored).
+pub fn pattern(text: &str) -> Result<regex::Regex, RebalanceError> {
+    regex::Regex::new(text).map_err(|e| RebalanceError::BadRegex {
+        text: text.to_string(),
+        reason: e
+            .to_string()
+            .lines()
+            .last()
+            .unwrap_or("invalid")
+            .trim()
+            .to_string(),
+    })
+}
+
+/// Where cgroup v2 is mounted (the kernel's cgroup-v2 documentation,
+/// "Mounting"; systemd mounts it there).
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// One unit of work the plan places: a whole process (every thread gets
+/// the task's CPUs, as `taskset -a -p` does) or one thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Task {
+    pub pid: i32,
+    /// The thread, when tasks are threads; `None` for a whole process.
+    pub tid: Option<i32>,
+    /// The process's (or thread's) name.
+    pub name: String,
+    /// The threads the task's CPUs are given to, ascending.
+    pub threads: Vec<i32>,
+    /// The affinity before (the union over its threads).
+    pub before: CpuSet,
+}
+
+/// The tasks `sel` names on `fs`, ascending by PID then TID; never
+/// pinsight's own process. `per_thread`: one task per thread.
+pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>, RebalanceError> {
+    let me = std::process::id() as i32;
+    let pids: Vec<i32> = match sel {
+        Selector::Pids(pids) => {
+            let missing: Vec<i32> = pids
+                .iter()
+                .copied()
+                .filter(|p| *p <= 0 || !alive(fs, *p))
+                .collect();
+            if !missing.is_empty() {
+                return Err(RebalanceError::UnknownPids(missing));
+            }
+            if pids.contains(&me) {
+                return Err(RebalanceError::OwnProcess(me));
+            }
+            let mut v = pids.clone();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+        Selector::Match(_) => {
+            let mut v: Vec<i32> = fs
+                .list_dir("/proc")
+                .iter()
+                .filter_map(|n| n.parse::<i32>().ok())
+                .filter(|p| *p != me && !is_kernel_thread(fs, *p))
+                .collect();
+            v.sort_unstable();
+            v
+        }
+        Selector::Cgroup(path) => cgroup_members(fs, path, "cgroup.procs")?,
+    };
+    let cgroup_threads = match sel {
+        Selector::Cgroup(path) if per_thread => Some(cgroup_members(fs, path, "cgroup.threads")?),
+        _ => None,
+    };
+    let mut tasks = Vec::new();
+    for pid in pids.into_iter().filter(|p| *p != me) {
+        let Some(comm) = process_name(fs, pid) else {
+            continue; // exited while listing
+        };
+        let threads: Vec<(i32, String)> = procfs::tids(fs, pid)
+            .into_iter()
+            .filter_map(|t| procfs::task_stat(fs, pid, t).map(|s| (t, s.comm)))
+            .collect();
+        let process_matches = match sel {
+            Selector::Match(re) => {
+                re.is_match(&comm) || cmdline(fs, pid).is_some_and(|c| re.is_match(&c))
+            }
+            _ => true,
+        };
+        if per_thread {
+            for (tid, name) in threads {
+                let keep = match (sel, &cgroup_threads) {
+                    (Selector::Match(re), _) => process_matches || re.is_match(&name),
+                    (_, Some(members)) => members.contains(&tid),
+                    _ => true,
+                };
+                if let (true, Some(before)) = (keep, procfs::task_allowed(fs, pid, tid)) {
+                    tasks.push(Task {
+                        pid,
+                        tid: Some(tid),
+                        name,
+                        threads: vec![tid],
+                        before,
+                    });
+                }
+            }
+        } else {
+            let keep = match sel {
+                Selector::Match(re) => {
+                    process_matches || threads.iter().any(|(_, n)| re.is_match(n))
+                }
+                _ => true,
+            };
+            let tids: Vec<i32> = threads.iter().map(|(t, _)| *t).collect();
+            let before = tids
+                .iter()
+                .filter_map(|t| procfs::task_allowed(fs, pid, *t))
+                .fold(CpuSet::new(), |a, s| a.union(&s));
+            if keep && !tids.is_empty() && !before.is_empty() {
+                tasks.push(Task {
+                    pid,
+                    tid: None,
+                    name: comm,
+                    threads: tids,
+                    before,
+                });
+            }
+        }
+    }
+    if tasks.is_empty() {
+        return Err(match sel {
+            Selector::Match(re) => RebalanceError::NoMatch(re.as_str().to_string()),
+            Selector::Cgroup(path) => RebalanceError::EmptyCgroup(cgroup_dir(path)),
+            Selector::Pids(p) => RebalanceError::UnknownPids(p.clone()),
+        });
+    }
+    Ok(tasks)
+}
+
+/// A cgroup path as an absolute directory under [`CGROUP_ROOT`].
+pub fn cgroup_dir(path: &str) -> String {
+    let rel = path
+        .strip_prefix(CGROUP_ROOT)
+        .unwrap_or(path)
+        .trim_matches('/');
+    if rel.is_empty() {
+        CGROUP_ROOT.to_string()
+    } else {
+        format!("{CGROUP_ROOT}/{rel}")
+    }
+}
+
+/// The PIDs (or TIDs) listed in a cgroup's `file`.
+fn cgroup_members(fs: &FsRoot, path: &str, file: &str) -> Result<Vec<i32>, RebalanceError> {
+    let dir = cgroup_dir(path);
+    let missing = || RebalanceError::NoCgroup {
+        dir: dir.clone(),
+        file: file.to_string(),
+    };
+    if path.split('/').any(|part| part == "..") {
+        return Err(missing());
+    }
+    let text = fs.read_opt(format!("{dir}/{file}")).ok_or_else(missing)?;
+    let mut v: Vec<i32> = text
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+/// Whether the process exists and is not a zombie.
+fn alive(fs: &FsRoot, pid: i32) -> bool {
+    procfs::task_stat(fs, pid, pid).is_some_and(|s| s.state != 'Z' && s.state != 'X')
+}
+
+/// The process's name (`comm`); `None` when it is gone.
+fn process_name(fs: &FsRoot, pid: i32) -> Option<String> {
+    procfs::task_stat(fs, pid, pid)
+        .filter(|s| s.state != 'Z' && s.state != 'X')
+        .map(|s| s.comm)
+}
+
+/// The command line, arguments joined by spaces; `None` when empty.
+fn cmdline(fs: &FsRoot, pid: i32) -> Option<String> {
+    let text = fs.read_opt(format!("/proc/{pid}/cmdline"))?;
+    let words: Vec<&str> = text.split('\0').filter(|w| !w.is_empty()).collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// Kernel threads have an empty command line and are children of
+/// kthreadd (PID 2) or kthreadd itself; `--match` never selects them.
+fn is_kernel_thread(fs: &FsRoot, pid: i32) -> bool {
+    if pid == 2 {
+        return true;
+    }
+    let ppid = fs.read_opt(format!("/proc/{pid}/stat")).and_then(|t| {
+        let close = t.rfind(')')?;
+        t[close + 1..]
+            .split_whitespace()
+            .nth(1)?
+            .parse::<i32>()
+            .ok()
+    });
+    ppid == Some(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_paths_are_under_the_mount() {
+        assert_eq!(
+            cgroup_dir("system.slice/x.service"),
+            "/sys/fs/cgroup/system.slice/x.service"
+        );
+        assert_eq!(cgroup_dir("/sys/fs/cgroup/a/b/"), "/sys/fs/cgroup/a/b");
+        assert_eq!(cgroup_dir("/a"), "/sys/fs/cgroup/a");
+        assert_eq!(cgroup_dir("/"), "/sys/fs/cgroup");
+    }
+
+    #[test]
+    fn selection_errors_name_the_input() {
+        let fs = FsRoot::live();
+        let e = select(&fs, &Selector::Pids(vec![999_999_999]), false).unwrap_err();
+        assert!(
+            matches!(e, RebalanceError::UnknownPids(ref p) if p == &[999_999_999]),
+            "{e}"
+        );
+        let re = regex::Regex::new("^no-such-process-name-xyz$").unwrap();
+        let e = select(&fs, &Selector::Match(re), false).unwrap_err();
+        assert!(matches!(e, RebalanceError::NoMatch(_)), "{e}");
+        let e = select(&fs, &Selector::Cgroup("no/such/cgroup-xyz".into()), false).unwrap_err();
+        assert!(matches!(e, RebalanceError::NoCgroup { .. }), "{e}");
+        let e = select(&fs, &Selector::Cgroup("../etc".into()), false).unwrap_err();
+        assert!(matches!(e, RebalanceError::NoCgroup { .. }), "{e}");
+    }
+
+    #[test]
+    fn own_process_is_never_selected() {
+        let fs = FsRoot::live();
+        let me = std::process::id() as i32;
+        let e = select(&fs, &Selector::Pids(vec![me]), true).unwrap_err();
+        assert!(matches!(e, RebalanceError::OwnProcess(_)), "{e}");
+    }
+}

@@ -1,0 +1,240 @@
+//! The state file of a rebalance: every selected thread's affinity before
+//! it was changed, so that it can be put back.
+//!
+//! JSON: `{"format": "pinsight-balance-state", "version": 1, "threads":
+//! [{"pid": 4242, "tid": 4243, "start_ticks": 12345, "name": "worker",
+//! "affinity": "0-19"}, ...]}`. `start_ticks` (field 22 of
+//! `/proc/PID/task/TID/stat`, proc(5)) tells a thread from a later one
+//! that reuses its TID: such a thread is left alone on restore.
+
+use super::select::Task;
+use super::RebalanceError;
+use crate::affinity;
+use crate::procfs;
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::FsRoot;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The `format` field of a state file.
+pub const FORMAT: &str = "pinsight-balance-state";
+
+/// Largest state file read (far above the threads of any machine).
+pub const MAX_STATE_BYTES: u64 = 64 << 20;
+
+/// The saved affinities.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub format: String,
+    pub version: u32,
+    pub threads: Vec<SavedThread>,
+}
+
+/// One thread's affinity before the change.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SavedThread {
+    pub pid: i32,
+    pub tid: i32,
+    pub start_ticks: u64,
+    pub name: String,
+    pub affinity: CpuSet,
+}
+
+/// What restoring did to one thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestoreOutcome {
+    Restored,
+    /// It had that affinity already.
+    Unchanged,
+    /// It exited (or its TID now belongs to another thread): left alone.
+    Gone,
+    /// The kernel refused (see the error).
+    Failed,
+}
+
+/// One thread of a restore.
+#[derive(Clone, Debug, Serialize)]
+pub struct Restored {
+    pub pid: i32,
+    pub tid: i32,
+    pub name: String,
+    pub affinity: CpuSet,
+    pub outcome: RestoreOutcome,
+    pub error: Option<String>,
+}
+
+/// The result of [`restore`].
+#[derive(Clone, Debug, Serialize)]
+pub struct RestoreReport {
+    pub state: PathBuf,
+    pub threads: Vec<Restored>,
+}
+
+/// Where a state file goes when none is named: `balance-SECONDS-PID.json`
+/// in `$XDG_STATE_HOME/pinsight` (XDG Base Directory Specification), else
+/// `$HOME/.local/state/pinsight`, else the temporary directory; the
+/// directory is created when missing.
+pub fn default_path() -> std::io::Result<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })
+        .map(|d| d.join("pinsight"))
+        .unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&base)?;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(base.join(format!("balance-{secs}-{}.json", std::process::id())))
+}
+
+/// Writes the current affinity of every thread of `tasks` to `path`
+/// (crash-safe: a temporary file renamed over it).
+pub fn save(fs: &FsRoot, tasks: &[Task], path: &Path) -> Result<State, RebalanceError> {
+    let mut threads = Vec::new();
+    for t in tasks {
+        for &tid in &t.threads {
+            let (Some(st), Ok(aff)) = (
+                procfs::task_stat(fs, t.pid, tid),
+                affinity::get_affinity(tid),
+            ) else {
+                continue; // exited: nothing to put back
+            };
+            threads.push(SavedThread {
+                pid: t.pid,
+                tid,
+                start_ticks: st.start_ticks,
+                name: st.comm,
+                affinity: aff,
+            });
+        }
+    }
+    let state = State {
+        format: FORMAT.into(),
+        version: 1,
+        threads,
+    };
+    let text = serde_json::to_string_pretty(&state).expect("a state serializes") + "\n";
+    pinsight_lifecycle::output::write(path, text.as_bytes()).map_err(|e| {
+        RebalanceError::SaveState {
+            path: path.to_path_buf(),
+            reason: e.reason(),
+        }
+    })?;
+    Ok(state)
+}
+
+/// Reads and checks a state file.
+pub fn load(path: &Path) -> Result<State, RebalanceError> {
+    use std::io::Read;
+    let read = |reason: String| RebalanceError::ReadState {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(|e| read(e.to_string()))?
+        .take(MAX_STATE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| read(e.to_string()))?;
+    if bytes.len() as u64 > MAX_STATE_BYTES {
+        return Err(read(format!("larger than {MAX_STATE_BYTES} bytes")));
+    }
+    let bad = |reason: String| RebalanceError::BadState {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let state: State = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+    if state.format != FORMAT || state.version != 1 {
+        return Err(bad(format!(
+            "format '{}' version {}, expected '{FORMAT}' version 1",
+            state.format, state.version
+        )));
+    }
+    Ok(state)
+}
+
+/// Puts back every saved thread that still runs (same TID and start time).
+pub fn restore(fs: &FsRoot, path: &Path) -> Result<RestoreReport, RebalanceError> {
+    let state = load(path)?;
+    let threads = state
+        .threads
+        .into_iter()
+        .map(|s| {
+            let same = procfs::task_stat(fs, s.pid, s.tid)
+                .is_some_and(|st| st.start_ticks == s.start_ticks && st.state != 'Z');
+            let mut r = Restored {
+                pid: s.pid,
+                tid: s.tid,
+                name: s.name,
+                affinity: s.affinity,
+                outcome: RestoreOutcome::Gone,
+                error: None,
+            };
+            if !same {
+                return r;
+            }
+            let now = affinity::get_affinity(s.tid).ok();
+            if now.as_ref() == Some(&r.affinity) {
+                r.outcome = RestoreOutcome::Unchanged;
+                return r;
+            }
+            match affinity::set_affinity(s.tid, &r.affinity) {
+                Ok(()) => r.outcome = RestoreOutcome::Restored,
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => {
+                    r.outcome = RestoreOutcome::Failed;
+                    r.error = Some(e.to_string());
+                }
+            }
+            r
+        })
+        .collect();
+    Ok(RestoreReport {
+        state: path.to_path_buf(),
+        threads,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_round_trips_and_other_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let me = std::process::id() as i32;
+        let tid = pinsight_sys::affinity::gettid();
+        let task = Task {
+            pid: me,
+            tid: Some(tid),
+            name: "me".into(),
+            threads: vec![tid],
+            before: affinity::get_affinity(tid).unwrap(),
+        };
+        let fs = FsRoot::live();
+        let saved = save(&fs, &[task], &path).unwrap();
+        assert_eq!(load(&path).unwrap(), saved);
+        let r = restore(&fs, &path).unwrap();
+        assert_eq!(r.threads.len(), 1);
+        assert_eq!(r.threads[0].outcome, RestoreOutcome::Unchanged);
+        std::fs::write(&path, "{\"weights\": {}}").unwrap();
+        assert!(matches!(load(&path), Err(RebalanceError::BadState { .. })));
+        std::fs::write(
+            &path,
+            "{\"format\": \"x\", \"version\": 1, \"threads\": []}",
+        )
+        .unwrap();
+        assert!(matches!(load(&path), Err(RebalanceError::BadState { .. })));
+        assert!(matches!(
+            load(&dir.path().join("missing")),
+            Err(RebalanceError::ReadState { .. })
+        ));
+    }
+}

@@ -1,0 +1,203 @@
+//! The terminal view of `balance`: each CPU's capacity, tasks and
+//! normalised load before and after, the imbalance, the moves; and the
+//! view of a restore. Every line fits 80 columns.
+
+use pinsight_launch::rebalance::load::LoadView;
+use pinsight_launch::rebalance::state::{RestoreOutcome, RestoreReport};
+use pinsight_launch::rebalance::{Outcome, Report};
+use std::fmt::Write as _;
+
+/// Rows of the moves table shown; the JSON output has them all.
+pub const MAX_MOVES_SHOWN: usize = 20;
+
+/// Names longer than this are cut (with `…`).
+const NAME_WIDTH: usize = 16;
+
+fn cut(name: &str) -> String {
+    if name.chars().count() <= NAME_WIDTH {
+        name.to_string()
+    } else {
+        let head: String = name.chars().take(NAME_WIDTH - 1).collect();
+        format!("{head}…")
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.0}%", v * 100.0)
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+/// The report of a rebalance (or of a dry run).
+pub fn report(r: &Report) -> String {
+    let mut out = String::new();
+    let n = r.moves.len();
+    let what = match (r.per_thread, n == 1) {
+        (true, true) => "thread",
+        (true, false) => "threads",
+        (false, true) => "process",
+        (false, false) => "processes",
+    };
+    let _ = writeln!(
+        out,
+        "pinsight balance: {n} {what} over CPUs {}{}",
+        r.cpus,
+        if r.dry_run {
+            " (dry run: nothing changed)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        crate::term::wrap80(&format!("capacity: {}", r.capacity_source))
+    );
+    out.push_str(&cpu_table(r));
+    let (b, a) = (r.load_before.as_ref(), r.load_after.as_ref());
+    if b.is_some() || a.is_some() {
+        let _ = writeln!(
+            out,
+            "imbalance (max/min load): {} -> {}; the selected tasks alone: {} -> {}",
+            ratio(b.and_then(|v| v.imbalance)),
+            ratio(a.and_then(|v| v.imbalance)),
+            ratio(b.and_then(|v| v.tasks_imbalance)),
+            ratio(a.and_then(|v| v.tasks_imbalance)),
+        );
+    }
+    out.push_str(&moves_table(r));
+    for note in &r.notes {
+        let _ = writeln!(out, "{}", crate::term::wrap80(&format!("note: {note}")));
+    }
+    if let Some(p) = &r.state {
+        let _ = writeln!(out, "previous affinities saved to {}", p.display());
+    }
+    out
+}
+
+/// Per CPU: capacity, tasks before → after, busy share and normalised
+/// load before and after.
+fn cpu_table(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>5} {:>5} {:>9}  {:>6} {:>6} {:>6}  {:>6} {:>6} {:>6}",
+        "CPU", "CAP", "TASKS", "BUSY", "LOAD", "MINE", "BUSY", "LOAD", "MINE"
+    );
+    let cell = |v: Option<&LoadView>, cpu: usize| -> [String; 3] {
+        match v.and_then(|v| v.cpus.iter().find(|c| c.cpu == cpu)) {
+            Some(c) => [
+                pct(c.busy),
+                format!("{:.2}", c.normalised),
+                format!("{:.2}", c.tasks_normalised),
+            ],
+            None => ["-".into(), "-".into(), "-".into()],
+        }
+    };
+    for c in &r.per_cpu {
+        let cap = r
+            .capacity
+            .iter()
+            .find(|k| k.cpu == c.cpu)
+            .map_or("-".into(), |k| format!("{:.2}", k.capacity));
+        let [b1, b2, b3] = cell(r.load_before.as_ref(), c.cpu);
+        let [a1, a2, a3] = cell(r.load_after.as_ref(), c.cpu);
+        let _ = writeln!(
+            out,
+            "{:>5} {:>5} {:>9}  {b1:>6} {b2:>6} {b3:>6}  {a1:>6} {a2:>6} {a3:>6}",
+            c.cpu,
+            cap,
+            format!("{} -> {}", c.before, c.after),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "      (before | after; LOAD = busy / capacity, MINE = the selected tasks')"
+    );
+    out
+}
+
+/// The tasks that move (or would), at most [`MAX_MOVES_SHOWN`].
+fn moves_table(r: &Report) -> String {
+    let mut out = String::new();
+    let moving: Vec<_> = r
+        .moves
+        .iter()
+        .filter(|m| m.outcome != Outcome::Unchanged)
+        .collect();
+    if moving.is_empty() {
+        let _ = writeln!(out, "no task needs to move");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{:>8} {:>8}  {:<NAME_WIDTH$} {:<12} {:<12} result",
+        "PID", "TID", "NAME", "FROM", "TO"
+    );
+    for m in moving.iter().take(MAX_MOVES_SHOWN) {
+        let result = match m.outcome {
+            Outcome::Moved => "moved",
+            Outcome::WouldMove => "would move",
+            Outcome::Exited => "exited",
+            Outcome::Unchanged => "unchanged",
+        };
+        let _ = writeln!(
+            out,
+            "{:>8} {:>8}  {:<NAME_WIDTH$} {:<12} {:<12} {result}",
+            m.pid,
+            m.tid.map_or("-".into(), |t| t.to_string()),
+            cut(&m.name),
+            cut12(&m.before.to_string()),
+            cut12(&m.target.to_string()),
+        );
+    }
+    if moving.len() > MAX_MOVES_SHOWN {
+        let _ = writeln!(
+            out,
+            "… and {} more (all of them in the JSON output)",
+            moving.len() - MAX_MOVES_SHOWN
+        );
+    }
+    out
+}
+
+fn cut12(s: &str) -> String {
+    if s.chars().count() <= 12 {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(11).collect();
+        format!("{head}…")
+    }
+}
+
+/// What a restore put back.
+pub fn restore(r: &RestoreReport) -> String {
+    let mut out = String::new();
+    let count = |o: RestoreOutcome| r.threads.iter().filter(|t| t.outcome == o).count();
+    let _ = writeln!(
+        out,
+        "pinsight balance: restored {} thread(s) from {}; {} unchanged, {} gone, {} failed",
+        count(RestoreOutcome::Restored),
+        r.state.display(),
+        count(RestoreOutcome::Unchanged),
+        count(RestoreOutcome::Gone),
+        count(RestoreOutcome::Failed),
+    );
+    for t in r
+        .threads
+        .iter()
+        .filter(|t| t.outcome == RestoreOutcome::Failed)
+    {
+        let _ = writeln!(
+            out,
+            "  thread {} ('{}') of PID {}: {}",
+            t.tid,
+            cut(&t.name),
+            t.pid,
+            t.error.as_deref().unwrap_or("refused")
+        );
+    }
+    out
+}

@@ -1,0 +1,226 @@
+//! `pinsight balance`: spread running processes (or threads) over CPUs in
+//! proportion to capacity, with before/after load; `--restore FILE` puts
+//! the saved affinities back.
+
+use crate::cli::{CliError, CmdResult, Globals};
+use pinsight_cpuset::CpuSet;
+use pinsight_launch::rebalance::{self, select::Selector, RebalanceError};
+use pinsight_topology::FsRoot;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Rebalance running processes or threads over CPUs by capacity.
+#[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "pinsight balance [OPTIONS] --pids LIST | --match REGEX | --cgroup PATH\n       pinsight balance --restore FILE"
+)]
+#[command(group = clap::ArgGroup::new("what").required(true).args(["pids", "pattern", "cgroup", "restore"]))]
+#[command(after_help = "\
+What moves: each selected process is one task (all its threads get the task's CPUs, as taskset -a -p does), or with --threads each thread is one. The tasks are spread over the CPUs (--cpus, else every CPU their affinities allow) with the planner's balance policy: in proportion to each CPU's capacity (--weights FILE, else the kernel's cpu_capacity, else each kind's maximum frequency, else the kind's rank; see `pinsight plan --help`). A task pinned to one CPU stays there while the plan leaves that CPU room.
+
+Before anything changes, every selected thread's affinity is saved to a state file (--state FILE, else $XDG_STATE_HOME/pinsight/balance-SECONDS-PID.json, else ~/.local/state/pinsight/...); its path is printed, and --restore FILE puts those affinities back (threads that exited, or whose TID was reused, are left alone). All or nothing: if the kernel refuses one change (another user's process without CAP_SYS_NICE, a CPU the cgroup forbids), every change made is put back and the exit status is 1. A task that exits meanwhile is reported, not an error.
+
+Load: each CPU's busy share from /proc/stat over --interval, before and after, divided by its relative capacity (LOAD), and the share the selected tasks took (MINE); the imbalance is the largest load over the smallest among CPUs that carry any (1.00 = even).
+
+Examples:
+  # every process named worker, spread by capacity
+  pinsight balance --match '^worker$'
+  # show the moves, change nothing
+  pinsight balance --pids 4242,4243 --dry-run
+  # the threads of a service, over CPUs 0-7
+  pinsight balance --cgroup system.slice/app.service --threads --cpus 0-7
+  # put the saved affinities back
+  pinsight balance --restore ~/.local/state/pinsight/balance-1795678403-5079.json
+
+Exit status: 0 done; 1 refused by the kernel (nothing changed) or the load could not be read; 2 bad input (unknown PID, a pattern matching nothing, no such cgroup, CPUs that are not usable).")]
+pub struct Args {
+    /// Processes by PID: a comma-separated list (4242,4243).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = clap::value_parser!(i32).range(1..))]
+    pub pids: Option<Vec<i32>>,
+    /// Processes whose name (comm) or command line matches this regular expression, or (with
+    /// --threads) threads whose name matches.
+    #[arg(long = "match", value_name = "REGEX")]
+    pub pattern: Option<String>,
+    /// The processes of a cgroup v2 directory (with --threads: its cgroup.threads), absolute
+    /// under /sys/fs/cgroup or relative to it.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// One task per thread instead of one per process.
+    #[arg(long)]
+    pub threads: bool,
+    /// The CPUs to spread over [default: the union of the tasks' current affinities].
+    #[arg(long, value_name = "LIST", value_parser = crate::values::cpu_list)]
+    pub cpus: Option<CpuSet>,
+    /// Per-CPU speed weights: JSON {"cpu": weight} or `cpu,weight` lines (as for `plan balance`).
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
+    /// How long to measure the load before and after (0 = do not measure).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::duration)]
+    pub interval: Duration,
+    /// Show the moves, change nothing, write no state file.
+    #[arg(long, conflicts_with = "restore")]
+    pub dry_run: bool,
+    /// Where to save the previous affinities.
+    #[arg(long, value_name = "FILE", conflicts_with = "restore")]
+    pub state: Option<PathBuf>,
+    /// Put back the affinities saved in FILE by an earlier balance.
+    #[arg(long, value_name = "FILE")]
+    pub restore: Option<PathBuf>,
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    g.require_live(
+        "'balance' moves running processes",
+        "use `pinsight plan balance --tasks N` to plan for it",
+    )?;
+    let fs = FsRoot::live();
+    if let Some(path) = &args.restore {
+        let r = rebalance::state::restore(&fs, path).map_err(balance_error)?;
+        if g.json {
+            g.print_json(&r)?;
+        } else if !g.quiet {
+            print!("{}", pinsight_render::balance::restore(&r));
+        }
+        let failed = r
+            .threads
+            .iter()
+            .filter(|t| t.outcome == rebalance::state::RestoreOutcome::Failed)
+            .count();
+        if failed > 0 {
+            return Err(CliError::runtime(format!(
+                "{failed} thread(s) could not be put back (see above)"
+            )));
+        }
+        return Ok(0);
+    }
+    let req = request(&args)?;
+    let topo = g.topology()?;
+    let mut bar = crate::cli::progress(g);
+    let report = rebalance::rebalance(&fs, &topo, &req, &mut bar).map_err(balance_error)?;
+    if g.json {
+        g.print_json(&report)?;
+    } else {
+        print!("{}", pinsight_render::balance::report(&report));
+        if let Some(p) = &report.state {
+            println!(
+                "put them back with: pinsight balance --restore {}",
+                p.display()
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// The library's request from the flags (the state file's default path
+/// made, and its directory checked, before anything moves).
+fn request(args: &Args) -> Result<rebalance::Request, CliError> {
+    let selector = match (&args.pids, &args.pattern, &args.cgroup) {
+        (Some(p), _, _) => Selector::Pids(p.clone()),
+        (_, Some(re), _) => Selector::Match(rebalance::select::pattern(re).map_err(|e| {
+            CliError::usage(format!("--match: {}", crate::errors::shown(&e.to_string())))
+        })?),
+        (_, _, Some(c)) => Selector::Cgroup(c.clone()),
+        _ => {
+            return Err(CliError::usage(
+                "give --pids, --match, --cgroup or --restore",
+            ))
+        }
+    };
+    let weights = match &args.weights {
+        Some(p) => {
+            Some(pinsight_plan::Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?)
+        }
+        None => None,
+    };
+    let state = if args.dry_run {
+        None
+    } else {
+        let path = match &args.state {
+            Some(p) => p.clone(),
+            None => rebalance::state::default_path().map_err(|e| {
+                CliError::runtime(format!(
+                    "cannot make a directory for the state file: {e}; give --state FILE"
+                ))
+            })?,
+        };
+        // As the write itself will be: a temporary file beside it.
+        pinsight_lifecycle::output::check(&path).map_err(|e| {
+            CliError::usage(format!(
+                "--state: cannot write {}: {} (nothing was changed)",
+                path.display(),
+                e.reason()
+            ))
+        })?;
+        Some(path)
+    };
+    Ok(rebalance::Request {
+        selector,
+        per_thread: args.threads,
+        cpus: args.cpus.clone(),
+        weights,
+        dry_run: args.dry_run,
+        interval: (!args.interval.is_zero()).then_some(args.interval),
+        state,
+    })
+}
+
+/// The library's errors, worded with the flag to change.
+fn balance_error(e: RebalanceError) -> CliError {
+    let message = match &e {
+        RebalanceError::UnknownPids(_) | RebalanceError::OwnProcess(_) => format!("--pids: {e}"),
+        RebalanceError::NoMatch(_) | RebalanceError::BadRegex { .. } => format!("--match: {e}"),
+        RebalanceError::NoCgroup { .. } | RebalanceError::EmptyCgroup(_) => {
+            format!("--cgroup: {e}")
+        }
+        RebalanceError::CpusNotUsable { .. } => format!("--cpus: {e}"),
+        RebalanceError::NoCpus { .. } => format!("{e}; give --cpus LIST"),
+        RebalanceError::Weights(_) => format!("--weights: {e}"),
+        RebalanceError::Plan(p) => super::plan_args::plan_error_message(p),
+        RebalanceError::ReadState { .. } | RebalanceError::BadState { .. } => {
+            format!("--restore: {e}")
+        }
+        _ => e.to_string(),
+    };
+    if e.is_usage() {
+        CliError::usage(message)
+    } else {
+        CliError::runtime(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::plan_args::test_cli;
+
+    type Cli = test_cli::Cli<Args>;
+
+    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+        test_cli::parse("balance", argv)
+    }
+
+    #[test]
+    fn flags_parse_and_conflict() {
+        let c = parse(&[
+            "--pids",
+            "1,2",
+            "--threads",
+            "--cpus",
+            "0-1",
+            "--interval",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(c.args.pids, Some(vec![1, 2]));
+        assert!(c.args.threads && c.args.interval.is_zero());
+        for bad in [
+            &[][..],
+            &["--pids", "x"],
+            &["--pids", "1", "--match", "a"],
+            &["--restore", "f", "--dry-run"],
+            &["--pids", "0"],
+        ] {
+            assert_eq!(parse(bad).unwrap_err().exit_code(), 2, "{bad:?}");
+        }
+    }
+}
