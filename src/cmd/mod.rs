@@ -2,7 +2,9 @@
 pub mod compare;
 pub mod emulate;
 pub mod gather;
+pub mod irq;
 pub mod latency;
+pub mod load;
 pub mod mix;
 pub mod model;
 pub mod pin;

@@ -1,0 +1,2 @@
+//! The integration tests of pinsight-load, one binary.
+mod parsers;
