@@ -175,7 +175,8 @@ pub struct LoadReport {
     pub cores: Vec<CoreLoad>,
     pub imbalance: Option<Imbalance>,
     pub hot_cpus: Vec<HotCpu>,
-    pub suggestion: Suggestion,
+    /// What to do, most pressing first: move IRQs, rebalance, or nothing.
+    pub suggestions: Vec<Suggestion>,
     /// What could not be measured, each with the reason.
     pub unavailable: Vec<String>,
 }
@@ -315,7 +316,7 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
     let cores = core_loads(&cpus);
     let imbalance = imbalance(&cpus);
     let hot_cpus = hot_cpus(&cpus, after, irq_rates.as_ref(), soft_rates.as_ref());
-    let suggestion = suggest(&cpus, &kinds, imbalance.as_ref(), &hot_cpus);
+    let suggestions = suggest(&kinds, imbalance.as_ref(), &hot_cpus);
     LoadReport {
         interval_s,
         capacity_source: machine.capacity_source.clone(),
@@ -324,7 +325,7 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
         cores,
         imbalance,
         hot_cpus,
-        suggestion,
+        suggestions,
         unavailable,
     }
 }
@@ -499,7 +500,7 @@ fn hot_cpus(
                     .filter(|(_, v)| *v > 0.0)
                     .collect();
                 lines.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                for (idx, v) in lines.into_iter().take(3) {
+                for (idx, v) in lines.into_iter().filter(|(_, v)| *v >= per_s * 0.01).take(3) {
                     let Some(l) = i.lines.get(idx) else { continue };
                     irqs.push(IrqShare {
                         irq: l.name.clone(),
@@ -543,15 +544,10 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
-fn suggest(
-    cpus: &[CpuLoad],
-    kinds: &[KindLoad],
-    imb: Option<&Imbalance>,
-    hot: &[HotCpu],
-) -> Suggestion {
-    if !hot.is_empty() {
+fn suggest(kinds: &[KindLoad], imb: Option<&Imbalance>, hot: &[HotCpu]) -> Vec<Suggestion> {
+    let mut out = Vec::new();
+    if let Some(h) = hot.first() {
         let set: CpuSet = hot.iter().map(|h| h.cpu).collect();
-        let h = &hot[0];
         let top = h
             .irqs
             .iter()
@@ -562,12 +558,7 @@ fn suggest(
                 } else {
                     format!(" {}", i.handlers.join(","))
                 };
-                format!(
-                    ", IRQ {}{} {} of its interrupts",
-                    i.irq,
-                    names,
-                    pct(i.share)
-                )
+                format!(" (IRQ {}{}: {} of them)", i.irq, names, pct(i.share))
             })
             .unwrap_or_default();
         let text = format!(
@@ -577,44 +568,52 @@ fn suggest(
             pct(h.irq_share),
             set.to_list_string()
         );
-        return Suggestion::MoveIrqs { cpus: set, text };
+        out.push(Suggestion::MoveIrqs { cpus: set, text });
     }
     let Some(imb) = imb else {
-        return Suggestion::None {
-            text: "Fewer than two CPUs were busy: no imbalance to measure.".into(),
-        };
+        if out.is_empty() {
+            out.push(Suggestion::None {
+                text: "Fewer than two CPUs were busy: no imbalance to measure.".into(),
+            });
+        }
+        return out;
     };
     if imb.ratio < IMBALANCE_SUGGEST {
-        return Suggestion::None {
-            text: format!(
-                "Balanced: max/min normalised load {:.2} over {} busy CPUs.",
-                imb.ratio, imb.busy_cpus
-            ),
-        };
+        if out.is_empty() {
+            out.push(Suggestion::None {
+                text: format!(
+                    "Balanced: max/min normalised load {:.2} over {} busy CPUs.",
+                    imb.ratio, imb.busy_cpus
+                ),
+            });
+        }
+        return out;
     }
-    // Load follows capacity when the least capable kind carries more
+    // Load follows capacity when the least capable busy kind carries more
     // normalised load than the most capable one.
     let busy_kinds: Vec<&KindLoad> = kinds.iter().filter(|k| k.busy >= BUSY_SHARE).collect();
-    if let (Some(big), Some(small)) = (busy_kinds.first(), busy_kinds.last()) {
-        if big.kind != small.kind && small.normalised >= big.normalised * IMBALANCE_SUGGEST {
-            return Suggestion::Rebalance {
-                text: format!(
-                    "Load follows capacity: the {}s carry {:.2}x the normalised load of the {}s. \
-                     Give each CPU work in proportion to its capacity with `pinsight balance` \
-                     (`--pids`, `--match` or `--cgroup`).",
-                    small.kind,
-                    small.normalised / big.normalised.max(f64::MIN_POSITIVE),
-                    big.kind
-                ),
-            };
+    let follows = match (busy_kinds.first(), busy_kinds.last()) {
+        (Some(big), Some(small))
+            if big.kind != small.kind && small.normalised >= big.normalised * IMBALANCE_SUGGEST =>
+        {
+            Some(format!(
+                "Load follows capacity: the {}s carry {:.2}x the normalised load of the {}s. \
+                 Give each CPU work in proportion to its capacity with `pinsight balance` \
+                 (`--pids`, `--match` or `--cgroup`).",
+                small.kind,
+                small.normalised / big.normalised.max(f64::MIN_POSITIVE),
+                big.kind
+            ))
         }
-    }
-    let _ = cpus;
-    Suggestion::Rebalance {
-        text: format!(
+        _ => None,
+    };
+    let text = follows.unwrap_or_else(|| {
+        format!(
             "Uneven: CPU {} carries {:.2}x the normalised load of CPU {}. Spread the work by \
              capacity with `pinsight balance` (`--pids`, `--match` or `--cgroup`).",
             imb.max_cpu, imb.ratio, imb.min_cpu
-        ),
-    }
+        )
+    });
+    out.push(Suggestion::Rebalance { text });
+    out
 }

@@ -113,12 +113,13 @@ fn hot_lines(r: &LoadReport) -> Vec<String> {
                 rate(h.interrupts_per_s)
             );
             for i in &h.irqs {
-                let names = if i.handlers.is_empty() {
+                let names = if i.handlers.is_empty() || i.irq.parse::<u32>().is_err() {
                     String::new()
                 } else {
                     format!(" {}", i.handlers.join(","))
                 };
-                let _ = write!(s, "; IRQ {}{} {}", i.irq, names, pct(i.share));
+                let what = if i.irq.parse::<u32>().is_ok() { "IRQ " } else { "" };
+                let _ = write!(s, "; {what}{}{} {}", i.irq, names, pct(i.share));
                 if let Some(a) = &i.affinity {
                     let _ = write!(s, " (affinity {a}");
                     if let Some(e) = &i.effective {
@@ -135,12 +136,15 @@ fn hot_lines(r: &LoadReport) -> Vec<String> {
         .collect()
 }
 
-fn suggestion_text(r: &LoadReport) -> &str {
-    match &r.suggestion {
-        Suggestion::MoveIrqs { text, .. }
-        | Suggestion::Rebalance { text }
-        | Suggestion::None { text } => text,
-    }
+fn suggestion_texts(r: &LoadReport) -> Vec<&str> {
+    r.suggestions
+        .iter()
+        .map(|s| match s {
+            Suggestion::MoveIrqs { text, .. }
+            | Suggestion::Rebalance { text }
+            | Suggestion::None { text } => text.as_str(),
+        })
+        .collect()
 }
 
 /// The whole view (`load --once`): every CPU in order, the kinds, the
@@ -165,15 +169,10 @@ pub fn load_full(r: &LoadReport) -> String {
             .cores
             .iter()
             .map(|c| {
-                format!(
-                    "{} ({}) {:.2}",
-                    c.core,
-                    c.cpus.to_list_string(),
-                    c.normalised
-                )
+                format!("{}[{}]={:.2}", c.core, c.cpus.to_list_string(), c.normalised)
             })
             .collect();
-        out.push_str("\nCores (CPUs, mean normalised load):\n");
+        out.push_str("\nCores (core[CPUs]=mean normalised load):\n");
         out.push_str(&fill(&cores.join(", "), Wrap::new(80).indent("  ", "  ")));
     }
     out.push('\n');
@@ -221,7 +220,9 @@ pub fn load_full(r: &LoadReport) -> String {
         out.push_str(&fill(&format!("unavailable: {u}"), w));
     }
     out.push('\n');
-    out.push_str(&fill(suggestion_text(r), w));
+    for t in suggestion_texts(r) {
+        out.push_str(&fill(t, w));
+    }
     out
 }
 
@@ -242,7 +243,9 @@ pub fn load_screen(r: &LoadReport, height: usize) -> String {
                 .take(2),
         );
     }
-    tail.extend(wrap(suggestion_text(r), w).into_iter().take(3));
+    for t in suggestion_texts(r) {
+        tail.extend(wrap(t, w).into_iter().take(3));
+    }
     let head = [cut(&title(r), 80), HEADER.to_string()];
     let room = height.saturating_sub(head.len() + tail.len() + 1).max(1);
     let mut order: Vec<&CpuLoad> = r.cpus.iter().collect();
@@ -367,14 +370,27 @@ pub fn irq_moves(moves: &[Move], dry_run: bool, kept: &[PerCpuThread]) -> String
         }
     }
     if !kept.is_empty() {
-        let names: Vec<String> = kept
+        // Per CPU: how many, and the first few names (the JSON has all).
+        let mut by: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
+        for t in kept {
+            by.entry(t.cpu).or_default().push(&t.comm);
+        }
+        let parts: Vec<String> = by
             .iter()
-            .map(|t| format!("{} (CPU {})", t.comm, t.cpu))
+            .map(|(cpu, names)| {
+                let more = if names.len() > 3 {
+                    format!(", {} more", names.len() - 3)
+                } else {
+                    String::new()
+                };
+                let shown: Vec<&str> = names.iter().take(3).copied().collect();
+                format!("CPU {cpu}: {}{more}", shown.join(", "))
+            })
             .collect();
         out.push_str(&fill(
             &format!(
                 "Per-CPU kernel threads stay (never moved): {}",
-                names.join(", ")
+                parts.join("; ")
             ),
             w,
         ));
