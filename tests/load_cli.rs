@@ -87,7 +87,14 @@ fn irq_list_and_dry_run_on_the_recorded_machine() {
     let o = ok(&["--fsroot", s(m.path()), "irq", "--off", "3", "--dry-run"]);
     golden("irq_hot_irq_off_3_dry_run", &o.stdout);
     assert!(o.stdout.contains("CPU 3: ksoftirqd/3"), "{}", o.stdout);
-    let o = ok(&["--fsroot", s(m.path()), "--json", "irq", "--spread", "--dry-run"]);
+    let o = ok(&[
+        "--fsroot",
+        s(m.path()),
+        "--json",
+        "irq",
+        "--spread",
+        "--dry-run",
+    ]);
     let v = o.json();
     let moves = v["moves"].as_array().unwrap();
     assert!(!moves.is_empty());
@@ -106,12 +113,24 @@ fn bad_input_is_one_line_and_changes_nothing() {
     let m = machine();
     let root = s(m.path());
     let cases: &[(&[&str], i32, &str)] = &[
-        (&["irq", "--off", "3", "--irq", "9999", "--dry-run"], 2, "no IRQ 9999"),
+        (
+            &["irq", "--off", "3", "--irq", "9999", "--dry-run"],
+            2,
+            "no IRQ 9999",
+        ),
         (&["irq", "--off", "x-y"], 2, "--off"),
-        (&["irq", "--off", "40", "--dry-run"], 2, "CPU 40 is not online"),
+        (
+            &["irq", "--off", "40", "--dry-run"],
+            2,
+            "CPU 40 is not online",
+        ),
         (&["irq", "--off", "0-19", "--dry-run"], 2, "no CPU left"),
         (&["irq", "--off", "3"], 2, "describes another machine"),
-        (&["irq", "--restore", "/nonexistent/state.json"], 2, "describes another machine"),
+        (
+            &["irq", "--restore", "/nonexistent/state.json"],
+            2,
+            "describes another machine",
+        ),
         (&["irq", "--irq", "36"], 2, "--irq chooses"),
         (&["load"], 2, "--after"),
     ];
@@ -135,14 +154,22 @@ fn bad_input_is_one_line_and_changes_nothing() {
     let empty = tempfile::tempdir().unwrap();
     let o = pinsight(&["--fsroot", root, "load", "--after", s(empty.path())]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.first_err_line().contains("no readable proc/stat"), "{}", o.stderr);
+    assert!(
+        o.first_err_line().contains("no readable proc/stat"),
+        "{}",
+        o.stderr
+    );
     // A state file that is not one: exit 2, naming it (checked live,
     // before anything is written).
     let bad = empty.path().join("state.json");
     std::fs::write(&bad, "{}").unwrap();
     let o = pinsight(&["irq", "--restore", s(&bad), "--dry-run"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.first_err_line().contains("not a saved IRQ state"), "{}", o.stderr);
+    assert!(
+        o.first_err_line().contains("not a saved IRQ state"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]

@@ -500,7 +500,11 @@ fn hot_cpus(
                     .filter(|(_, v)| *v > 0.0)
                     .collect();
                 lines.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                for (idx, v) in lines.into_iter().filter(|(_, v)| *v >= per_s * 0.01).take(3) {
+                for (idx, v) in lines
+                    .into_iter()
+                    .filter(|(_, v)| *v >= per_s * 0.01)
+                    .take(3)
+                {
                     let Some(l) = i.lines.get(idx) else { continue };
                     irqs.push(IrqShare {
                         irq: l.name.clone(),

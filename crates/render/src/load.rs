@@ -118,7 +118,11 @@ fn hot_lines(r: &LoadReport) -> Vec<String> {
                 } else {
                     format!(" {}", i.handlers.join(","))
                 };
-                let what = if i.irq.parse::<u32>().is_ok() { "IRQ " } else { "" };
+                let what = if i.irq.parse::<u32>().is_ok() {
+                    "IRQ "
+                } else {
+                    ""
+                };
                 let _ = write!(s, "; {what}{}{} {}", i.irq, names, pct(i.share));
                 if let Some(a) = &i.affinity {
                     let _ = write!(s, " (affinity {a}");
@@ -169,7 +173,12 @@ pub fn load_full(r: &LoadReport) -> String {
             .cores
             .iter()
             .map(|c| {
-                format!("{}[{}]={:.2}", c.core, c.cpus.to_list_string(), c.normalised)
+                format!(
+                    "{}[{}]={:.2}",
+                    c.core,
+                    c.cpus.to_list_string(),
+                    c.normalised
+                )
             })
             .collect();
         out.push_str("\nCores (core[CPUs]=mean normalised load):\n");
