@@ -102,7 +102,15 @@ pub enum LoadError {
 }
 
 fn read_or_fail(fs: &FsRoot, parts: Parts) -> Result<Sample, LoadError> {
-    sample::read(fs, parts).ok_or_else(|| LoadError::NoStat {
+    read_or_fail_with(fs, parts, &mut sample::ThreadReader::default())
+}
+
+fn read_or_fail_with(
+    fs: &FsRoot,
+    parts: Parts,
+    threads: &mut sample::ThreadReader,
+) -> Result<Sample, LoadError> {
+    sample::read_with(fs, parts, threads).ok_or_else(|| LoadError::NoStat {
         root: match fs.archive() {
             Some(a) => a.display().to_string(),
             None => fs.root().display().to_string(),
@@ -133,6 +141,7 @@ pub struct Watch {
     opts: Options,
     parts: Parts,
     before: Sample,
+    threads: sample::ThreadReader,
 }
 
 impl Watch {
@@ -143,13 +152,15 @@ impl Watch {
         opts: Options,
         parts: Parts,
     ) -> Result<Watch, LoadError> {
-        let before = read_or_fail(&fs, parts)?;
+        let mut threads = sample::ThreadReader::default();
+        let before = read_or_fail_with(&fs, parts, &mut threads)?;
         Ok(Watch {
             fs,
             machine,
             opts,
             parts,
             before,
+            threads,
         })
     }
 
@@ -166,7 +177,7 @@ impl Watch {
             progress.step("", i);
         }
         progress.end();
-        let after = read_or_fail(&self.fs, self.parts)?;
+        let after = read_or_fail_with(&self.fs, self.parts, &mut self.threads)?;
         let r = load_between(&self.machine, &self.before, &after, &self.fs, self.opts);
         self.before = after;
         Ok(r)

@@ -83,6 +83,12 @@ impl Default for Parts {
 /// Reads a [`Sample`] under `fs`. `/proc/stat` is required: `None` when
 /// it is missing or holds no `cpuN` line.
 pub fn read(fs: &FsRoot, parts: Parts) -> Option<Sample> {
+    read_with(fs, parts, &mut ThreadReader::default())
+}
+
+/// [`read`], the threads read through `threads` (which skips the threads
+/// of processes that did not run since its last reading).
+pub fn read_with(fs: &FsRoot, parts: Parts, threads: &mut ThreadReader) -> Option<Sample> {
     let stat = parse_cpu_fields(&fs.read_opt("/proc/stat")?);
     if stat.is_empty() {
         return None;
@@ -94,7 +100,7 @@ pub fn read(fs: &FsRoot, parts: Parts) -> Option<Sample> {
         .read_opt("/proc/softirqs")
         .and_then(|t| parse_softirqs(&t));
     let threads = if parts.threads {
-        read_threads(fs)
+        threads.read(fs)
     } else {
         Vec::new()
     };
@@ -108,17 +114,72 @@ pub fn read(fs: &FsRoot, parts: Parts) -> Option<Sample> {
 
 /// Every thread of every process under `/proc`.
 pub fn read_threads(fs: &FsRoot) -> Vec<ThreadTick> {
-    let mut out = Vec::new();
-    for p in fs.list_dir("/proc") {
-        let Ok(pid) = p.parse::<i32>() else { continue };
-        for t in fs.list_dir(format!("/proc/{pid}/task")) {
-            let Ok(tid) = t.parse::<i32>() else { continue };
-            let Some(text) = fs.read_opt(format!("/proc/{pid}/task/{tid}/stat")) else {
-                continue;
+    fs.list_dir("/proc")
+        .iter()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .flat_map(|pid| process_threads(fs, pid))
+        .collect()
+}
+
+/// Utime + stime (fields 14 and 15) of a `stat` line: for
+/// `/proc/PID/stat`, the whole process's (every thread, the exited ones
+/// included: kernel `fs/proc/array.c`, `do_task_stat` with `whole`).
+pub fn stat_ticks(text: &str) -> Option<u64> {
+    let close = text.rfind(')')?;
+    let mut w = text[close + 1..].split_ascii_whitespace().skip(11);
+    let u: u64 = w.next()?.parse().ok()?;
+    let s: u64 = w.next()?.parse().ok()?;
+    Some(u.saturating_add(s))
+}
+
+/// Reads every thread, again and again, cheaply: a process whose CPU
+/// time (`/proc/PID/stat`, one read) has not moved since the previous
+/// reading had no thread run long enough to count a tick, so its threads
+/// are taken from that reading instead of read one by one. On a machine
+/// of a thousand mostly sleeping threads this turns a thousand reads per
+/// interval into one per process.
+#[derive(Debug, Default)]
+pub struct ThreadReader {
+    /// PID → (its CPU ticks, its threads) at the previous reading.
+    prev: std::collections::HashMap<i32, (u64, Vec<ThreadTick>)>,
+}
+
+impl ThreadReader {
+    /// Every thread of every process under `/proc` now.
+    pub fn read(&mut self, fs: &FsRoot) -> Vec<ThreadTick> {
+        let mut out = Vec::new();
+        let mut next = std::collections::HashMap::new();
+        for p in fs.list_dir("/proc") {
+            let Ok(pid) = p.parse::<i32>() else { continue };
+            // Without a readable process line (a recorded tree that kept
+            // only the threads), the threads are read one by one.
+            let ticks = fs
+                .read_opt(format!("/proc/{pid}/stat"))
+                .and_then(|t| stat_ticks(&t));
+            let threads = match (ticks, self.prev.remove(&pid)) {
+                (Some(now), Some((was, threads))) if was == now => threads,
+                _ => process_threads(fs, pid),
             };
-            if let Some(t) = thread(pid, tid, &text) {
-                out.push(t);
+            out.extend(threads.iter().cloned());
+            if let Some(now) = ticks {
+                next.insert(pid, (now, threads));
             }
+        }
+        self.prev = next;
+        out
+    }
+}
+
+/// The threads of process `pid`.
+fn process_threads(fs: &FsRoot, pid: i32) -> Vec<ThreadTick> {
+    let mut out = Vec::new();
+    for t in fs.list_dir(format!("/proc/{pid}/task")) {
+        let Ok(tid) = t.parse::<i32>() else { continue };
+        let Some(text) = fs.read_opt(format!("/proc/{pid}/task/{tid}/stat")) else {
+            continue;
+        };
+        if let Some(t) = thread(pid, tid, &text) {
+            out.push(t);
         }
     }
     out
@@ -151,6 +212,7 @@ mod tests {
         assert!(t.is_kernel() && t.is_percpu_kernel());
         assert_eq!(t.last_cpu, Some(3));
         assert_eq!(t.ticks, 1234);
+        assert_eq!(stat_ticks(text), Some(1234));
         let user = "7 (a b) c) R 1 7 7 0 -1 4194560 0 0 0 0 50 25 0 0 20 0 1 0 \
                     99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
         let t = thread(7, 7, user).unwrap();
