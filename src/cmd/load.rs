@@ -44,7 +44,7 @@ proc/softirqs, proc/irq/N/ and proc/PID/task/TID/stat); the interval is read fro
 own tick counts.")]
 pub struct Args {
     /// How long each measurement lasts (1s, 500ms, 2m).
-    #[arg(long, default_value = "1s", value_parser = crate::values::positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::positive_duration)]
     pub interval: Duration,
     /// Measure one interval, print the whole view and exit.
     #[arg(long)]

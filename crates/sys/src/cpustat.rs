@@ -242,6 +242,22 @@ mod tests {
     }
 
     #[test]
+    fn every_field_of_every_cpu() {
+        let text = "cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 400 5 6 7 8 9 10\ncpu2 1 0 0 4\nprocs_running 1\n";
+        let f = parse_cpu_fields(text);
+        assert_eq!(f.len(), 2);
+        let c0 = f[&0];
+        assert_eq!(
+            (c0.user, c0.nice, c0.system, c0.idle, c0.iowait, c0.irq, c0.softirq, c0.steal),
+            (1, 2, 3, 400, 5, 6, 7, 8)
+        );
+        assert_eq!(c0.total(), 1 + 2 + 3 + 400 + 5 + 6 + 7 + 8);
+        assert_eq!(c0.ticks(), parse_proc_stat(text).unwrap().cpus[&0]);
+        assert_eq!(f[&2].steal, 0);
+        assert!(parse_cpu_fields("procs_running 3\n").is_empty());
+    }
+
+    #[test]
     fn old_kernels_and_garbage() {
         // 2.4-style: four fields, no steal.
         let s = parse_proc_stat("cpu0 1 2 3 4\n").unwrap();
