@@ -222,3 +222,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_running_irqbalance_is_found_by_its_comm() {
+    let d = tempfile::tempdir().unwrap();
+    fake(d.path(), &[(24, [1, 0, 0, 0], "0")]);
+    let fs = FsRoot::at(d.path()).unwrap();
+    assert_eq!(irq::view(&fs).unwrap().irqbalance, None);
+    std::fs::create_dir_all(d.path().join("proc/812")).unwrap();
+    std::fs::write(d.path().join("proc/812/comm"), "irqbalance\n").unwrap();
+    std::fs::create_dir_all(d.path().join("proc/900")).unwrap();
+    std::fs::write(d.path().join("proc/900/comm"), "irqbalancer\n").unwrap();
+    let fs = FsRoot::at(d.path()).unwrap();
+    assert_eq!(irq::view(&fs).unwrap().irqbalance, Some(812));
+}
