@@ -244,7 +244,13 @@ pub fn load_screen(r: &LoadReport, height: usize) -> String {
     let w = Wrap::new(80).indent("", "  ");
     let mut tail: Vec<String> = Vec::new();
     tail.extend(kind_lines(r).into_iter().map(|k| cut(&k, 80)));
-    tail.push(cut(&imbalance_line(r), 80));
+    tail.push(match &r.imbalance {
+        Some(i) => format!(
+            "Imbalance {:.2}: CPU {} {:.2} / CPU {} {:.2} ({} busy CPUs)",
+            i.ratio, i.max_cpu, i.max, i.min_cpu, i.min, i.busy_cpus
+        ),
+        None => "Imbalance: fewer than two busy CPUs".into(),
+    });
     if let Some(h) = hot_lines(r).first() {
         tail.extend(
             wrap(h, Wrap::new(80).indent("", "  ").break_long_words())
@@ -255,7 +261,14 @@ pub fn load_screen(r: &LoadReport, height: usize) -> String {
     for t in suggestion_texts(r) {
         tail.extend(wrap(t, w).into_iter().take(3));
     }
-    let head = [cut(&title(r), 80), HEADER.to_string()];
+    let head = [
+        format!(
+            "pinsight load: {} CPUs over {:.1} s (NORM = busy / capacity)",
+            r.cpus.len(),
+            r.interval_s
+        ),
+        HEADER.to_string(),
+    ];
     let room = height.saturating_sub(head.len() + tail.len() + 1).max(1);
     let mut order: Vec<&CpuLoad> = r.cpus.iter().collect();
     order.sort_by(|a, b| {

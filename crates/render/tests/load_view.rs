@@ -23,6 +23,7 @@ fn report() -> pinsight_load::LoadReport {
 fn the_screen_fits_80_by_24_most_loaded_first() {
     let r = report();
     let s = load_screen(&r, 24);
+    insta::assert_snapshot!(s);
     let lines: Vec<&str> = s.lines().collect();
     assert!(lines.len() <= 24, "{} lines:\n{s}", lines.len());
     for l in &lines {
