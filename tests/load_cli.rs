@@ -147,6 +147,24 @@ fn bad_input_is_one_line_and_changes_nothing() {
         std::fs::read_to_string(m.path().join("proc/irq/36/smp_affinity_list")).unwrap(),
         "3\n"
     );
+    // An IRQ without smp_affinity_list (a per-CPU interrupt): a runtime
+    // refusal naming it, exit 1.
+    std::fs::remove_file(m.path().join("proc/irq/41/smp_affinity_list")).unwrap();
+    let o = pinsight(&[
+        "--fsroot",
+        root,
+        "irq",
+        "--off",
+        "3",
+        "--irq",
+        "36,41",
+        "--dry-run",
+    ])
+    .run();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.contains("IRQ 41 cannot be moved"), "{}", o.stderr);
+    assert!(o.stdout.is_empty());
     // --after without --fsroot; --after naming no reading.
     let o = pinsight(&["load", "--after", "/tmp"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
