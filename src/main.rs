@@ -76,6 +76,8 @@ enum Command {
     Mix(cmd::mix::Args),
     Sf(cmd::sf::Args),
     Emulate(cmd::emulate::Args),
+    Load(cmd::load::Args),
+    Irq(cmd::irq::Args),
 }
 
 fn main() {
@@ -171,6 +173,8 @@ fn dispatch(command: Command, g: &cli::Globals) -> cli::CmdResult {
         Command::Mix(a) => cmd::mix::run(a, g),
         Command::Sf(a) => cmd::sf::run(a, g),
         Command::Emulate(a) => cmd::emulate::run(a, g),
+        Command::Load(a) => cmd::load::run(a, g),
+        Command::Irq(a) => cmd::irq::run(a, g),
     }
 }
 

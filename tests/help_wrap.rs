@@ -7,7 +7,7 @@ use std::process::Command;
 
 const SUBCOMMANDS: &[&str] = &[
     "topo", "snapshot", "plan", "run", "pin", "latency", "speed", "report", "compare", "workload",
-    "simulate", "tune", "model", "slice", "gather", "sched", "mix", "sf",
+    "simulate", "tune", "model", "slice", "gather", "sched", "mix", "sf", "load", "irq",
 ];
 
 /// `pinsight [SUB] --help` with `COLUMNS=columns`, stdout a pipe.

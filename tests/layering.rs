@@ -8,7 +8,7 @@
 //! os          sys                                       (the only OS calls)
 //! discovery   topology                                  (reads /sys, hwloc XML)
 //! measurement lifecycle, measure, launch, latency, speed, workload, compare,
-//!             tune, sched, report, emulate
+//!             tune, sched, report, emulate, load
 //! rendering   render
 //! cli         pinsight
 //! test-support testkit                                  (dev-dependency only)
@@ -57,6 +57,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-report",
             // Slows CPUs to emulate core kinds (cpufreq caps, RT stealers).
             "pinsight-emulate",
+            // Per-CPU load by capacity and IRQ placement (`load`, `irq`).
+            "pinsight-load",
         ],
     ),
     ("rendering", &["pinsight-render"]),

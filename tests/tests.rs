@@ -29,6 +29,7 @@ mod journal_safety;
 mod kinds_cli;
 mod latency_cli;
 mod launchers;
+mod load_cli;
 mod mem_policy;
 mod model_cli;
 mod near;

@@ -21,6 +21,7 @@ pub mod export;
 pub mod gather;
 pub mod hfi;
 pub mod latency;
+pub mod load;
 pub mod mix;
 pub mod pin;
 pub mod progress;

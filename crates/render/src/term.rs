@@ -20,6 +20,15 @@ pub fn terminal_width() -> usize {
     terminal_columns().unwrap_or(DEFAULT_WIDTH)
 }
 
+/// Lines a full-screen view may use: `$LINES` when it holds a positive
+/// number, else the height of the terminal on standard output, else 24
+/// (the classic terminal's).
+pub fn terminal_rows() -> usize {
+    let env = std::env::var("LINES").ok();
+    let tty = terminal_size::terminal_size_of(std::io::stdout()).map(|(_, h)| h.0);
+    columns_from(env.as_deref(), tty).unwrap_or(24)
+}
+
 /// The rule of [`terminal_columns`] given what `$COLUMNS` holds and what
 /// the terminal reports: a positive `$COLUMNS` wins; 0 means unknown.
 pub fn columns_from(columns_env: Option<&str>, terminal: Option<u16>) -> Option<usize> {

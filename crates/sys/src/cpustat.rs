@@ -32,42 +32,108 @@ pub struct ProcStat {
     pub procs_running: Option<u64>,
 }
 
+/// One CPU's line of `/proc/stat`, every field, in `USER_HZ` ticks
+/// (`guest` and `guest_nice` left out: already inside `user` and `nice`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuFields {
+    /// Each field as proc(5) names it.
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+}
+
+impl CpuFields {
+    /// The busy and steal times of [`CpuTicks`].
+    pub fn ticks(&self) -> CpuTicks {
+        let busy = [self.user, self.nice, self.system, self.irq, self.softirq]
+            .into_iter()
+            .fold(0u64, u64::saturating_add);
+        CpuTicks {
+            busy,
+            steal: self.steal,
+        }
+    }
+
+    /// Every field added up: the CPU's whole time since boot.
+    pub fn total(&self) -> u64 {
+        [
+            self.user,
+            self.nice,
+            self.system,
+            self.idle,
+            self.iowait,
+            self.irq,
+            self.softirq,
+            self.steal,
+        ]
+        .into_iter()
+        .fold(0u64, u64::saturating_add)
+    }
+}
+
+/// One `cpuN` line, `None` for any other line (the aggregate `cpu` line
+/// included) or one with fewer than the four fields every kernel has.
+fn cpu_line(line: &str) -> Option<(usize, CpuFields)> {
+    let mut words = line.split_ascii_whitespace();
+    let cpu = words
+        .next()?
+        .strip_prefix("cpu")
+        .filter(|n| !n.is_empty())?
+        .parse::<usize>()
+        .ok()?;
+    let mut f = [0u64; 8];
+    let mut n = 0;
+    for (slot, w) in f.iter_mut().zip(words) {
+        match w.parse() {
+            Ok(v) => *slot = v,
+            Err(_) => break,
+        }
+        n += 1;
+    }
+    // user nice system idle: the four fields every kernel has.
+    if n < 4 {
+        return None;
+    }
+    let [user, nice, system, idle, iowait, irq, softirq, steal] = f;
+    Some((
+        cpu,
+        CpuFields {
+            user,
+            nice,
+            system,
+            idle,
+            iowait,
+            irq,
+            softirq,
+            steal,
+        },
+    ))
+}
+
+/// Every `cpuN` line of a `/proc/stat` text with all its fields; empty
+/// when there is none.
+pub fn parse_cpu_fields(text: &str) -> BTreeMap<usize, CpuFields> {
+    text.lines().filter_map(cpu_line).collect()
+}
+
 /// Parses the text of `/proc/stat`. `None` when no `cpuN` line can be
 /// read (not a `/proc/stat`); lines it does not know are skipped.
 pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
     let mut out = ProcStat::default();
     for line in text.lines() {
         let mut words = line.split_ascii_whitespace();
-        let Some(key) = words.next() else { continue };
-        if key == "procs_running" {
+        if words.next() == Some("procs_running") {
             out.procs_running = words.next().and_then(|w| w.parse().ok());
             continue;
         }
-        let Some(Ok(cpu)) = key
-            .strip_prefix("cpu")
-            .filter(|n| !n.is_empty())
-            .map(str::parse::<usize>)
-        else {
-            continue;
-        };
-        let mut f = [0u64; 8];
-        let mut n = 0;
-        for (slot, w) in f.iter_mut().zip(words) {
-            match w.parse() {
-                Ok(v) => *slot = v,
-                Err(_) => break,
-            }
-            n += 1;
+        if let Some((cpu, f)) = cpu_line(line) {
+            out.cpus.insert(cpu, f.ticks());
         }
-        // user nice system idle: the four fields every kernel has.
-        if n < 4 {
-            continue;
-        }
-        let [user, nice, system, _idle, _iowait, irq, softirq, steal] = f;
-        let busy = [user, nice, system, irq, softirq]
-            .into_iter()
-            .fold(0u64, u64::saturating_add);
-        out.cpus.insert(cpu, CpuTicks { busy, steal });
     }
     if out.cpus.is_empty() {
         None
@@ -173,6 +239,22 @@ mod tests {
             }
         );
         assert_eq!(s.procs_running, Some(3));
+    }
+
+    #[test]
+    fn every_field_of_every_cpu() {
+        let text = "cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 400 5 6 7 8 9 10\ncpu2 1 0 0 4\nprocs_running 1\n";
+        let f = parse_cpu_fields(text);
+        assert_eq!(f.len(), 2);
+        let c0 = f[&0];
+        assert_eq!(
+            (c0.user, c0.nice, c0.system, c0.idle, c0.iowait, c0.irq, c0.softirq, c0.steal),
+            (1, 2, 3, 400, 5, 6, 7, 8)
+        );
+        assert_eq!(c0.total(), 1 + 2 + 3 + 400 + 5 + 6 + 7 + 8);
+        assert_eq!(c0.ticks(), parse_proc_stat(text).unwrap().cpus[&0]);
+        assert_eq!(f[&2].steal, 0);
+        assert!(parse_cpu_fields("procs_running 3\n").is_empty());
     }
 
     #[test]

@@ -1,0 +1,623 @@
+//! The load of every CPU between two [`Sample`]s, against its capacity:
+//! pure arithmetic over the two readings and the machine's description.
+//!
+//! Each CPU's time is split as `/proc/stat` splits it (proc(5)): user
+//! (`user` + `nice`), system, irq, softirq, steal, and idle (`idle` +
+//! `iowait`), as shares of all the ticks that CPU counted over the
+//! interval. Busy is user + system + irq + softirq (steal is time the
+//! CPU did not have). The capacity-normalised load is busy ÷ capacity
+//! (capacity relative to the most capable CPU, 1.0): an E-core of
+//! capacity 0.6 busy 60% of the time is as loaded as a P-core busy 100%.
+
+use crate::sample::{Sample, ThreadTick};
+use pinsight_cpuset::CpuSet;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// A CPU counts as busy for the imbalance when busy at least this share
+/// of the interval (an idle CPU's ratio would be noise over noise).
+pub const BUSY_SHARE: f64 = 0.05;
+/// A CPU spending at least this share of its time in hard and soft
+/// interrupt handlers is an interrupt-hot CPU.
+pub const HOT_IRQ_SHARE: f64 = 0.10;
+/// Imbalance (max/min normalised load) from which a rebalance is
+/// suggested.
+pub const IMBALANCE_SUGGEST: f64 = 1.25;
+
+/// One CPU of the machine as the load view needs it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuInfo {
+    pub cpu: usize,
+    /// Its kind's name and mark (`P-core`, `P`), when the machine has kinds.
+    pub kind: Option<String>,
+    pub mark: Option<String>,
+    /// Logical core index (SMT siblings share it).
+    pub core: Option<usize>,
+    /// Capacity relative to the most capable CPU (1.0).
+    pub capacity: f64,
+}
+
+/// The machine: its CPUs and where their capacities came from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Machine {
+    pub cpus: Vec<CpuInfo>,
+    /// A phrase: "from the kernel's cpu_capacity", ...
+    pub capacity_source: String,
+}
+
+/// One thread's CPU use over the interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThreadLoad {
+    pub pid: i32,
+    pub tid: i32,
+    pub comm: String,
+    /// A kernel thread.
+    pub kernel: bool,
+    /// Share of one CPU over the interval (utime + stime).
+    pub share: f64,
+}
+
+/// One CPU over the interval: shares of its time (0..1).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuLoad {
+    pub cpu: usize,
+    pub kind: Option<String>,
+    pub mark: Option<String>,
+    pub core: Option<usize>,
+    pub capacity: f64,
+    pub user: f64,
+    pub system: f64,
+    pub irq: f64,
+    pub softirq: f64,
+    pub steal: f64,
+    pub idle: f64,
+    /// user + system + irq + softirq.
+    pub busy: f64,
+    /// busy ÷ capacity.
+    pub normalised: f64,
+    /// Hardware interrupts per second on it (every line of
+    /// `/proc/interrupts`); `None` when unreadable.
+    pub interrupts_per_s: Option<f64>,
+    /// Softirqs per second run on it; `None` when unreadable.
+    pub softirqs_per_s: Option<f64>,
+    /// The threads that used it most (by the CPU they last ran on).
+    pub top_threads: Vec<ThreadLoad>,
+}
+
+/// Per kind: its CPUs' mean busy share and normalised load.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KindLoad {
+    pub kind: String,
+    pub mark: String,
+    pub cpus: CpuSet,
+    /// Mean capacity of its CPUs.
+    pub capacity: f64,
+    pub busy: f64,
+    pub normalised: f64,
+}
+
+/// Per core: its CPUs (SMT siblings) together.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoreLoad {
+    pub core: usize,
+    pub cpus: CpuSet,
+    pub kind: Option<String>,
+    /// Sum of its CPUs' busy shares (2.0 = both siblings always busy).
+    pub busy: f64,
+    /// Mean of its CPUs' normalised loads.
+    pub normalised: f64,
+}
+
+/// Max over min normalised load, over the busy CPUs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Imbalance {
+    pub ratio: f64,
+    pub max_cpu: usize,
+    pub max: f64,
+    pub min_cpu: usize,
+    pub min: f64,
+    /// CPUs busy at least [`BUSY_SHARE`] of the interval.
+    pub busy_cpus: usize,
+}
+
+/// One IRQ's part of a hot CPU's interrupts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IrqShare {
+    /// The `/proc/interrupts` name: a number, or `LOC`, `NMI`, ...
+    pub irq: String,
+    pub per_s: f64,
+    /// Share of that CPU's interrupts.
+    pub share: f64,
+    /// Handler names (`virtio0-input.0`, `eth0-TxRx-3`).
+    pub handlers: Vec<String>,
+    /// Those of them that look like NIC queues.
+    pub queues: Vec<String>,
+    /// `smp_affinity_list`, when readable (numbered IRQs only).
+    pub affinity: Option<String>,
+    /// `effective_affinity_list`, when readable.
+    pub effective: Option<String>,
+}
+
+/// A CPU that spends [`HOT_IRQ_SHARE`] or more of its time in interrupt
+/// handlers, and what lands on it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HotCpu {
+    pub cpu: usize,
+    /// irq + softirq share of its time.
+    pub irq_share: f64,
+    pub interrupts_per_s: f64,
+    /// The IRQs that dominate it, most first (at most 3).
+    pub irqs: Vec<IrqShare>,
+    /// Its busiest softirqs per second (`NET_RX`, `TIMER`, ...), at most 3.
+    pub softirqs: Vec<(String, f64)>,
+}
+
+/// What the view suggests.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Suggestion {
+    /// Interrupts make CPUs hot: move IRQs off them.
+    MoveIrqs { cpus: CpuSet, text: String },
+    /// Load follows capacity (or is uneven): rebalance by capacity.
+    Rebalance { text: String },
+    /// Nothing worth acting on.
+    None { text: String },
+}
+
+/// The load view of one interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoadReport {
+    /// The interval, from the CPUs' own tick counts.
+    pub interval_s: f64,
+    pub capacity_source: String,
+    pub cpus: Vec<CpuLoad>,
+    pub kinds: Vec<KindLoad>,
+    pub cores: Vec<CoreLoad>,
+    pub imbalance: Option<Imbalance>,
+    pub hot_cpus: Vec<HotCpu>,
+    /// What to do, most pressing first: move IRQs, rebalance, or nothing.
+    pub suggestions: Vec<Suggestion>,
+    /// What could not be measured, each with the reason.
+    pub unavailable: Vec<String>,
+}
+
+/// Options of [`analyse`].
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Threads listed per CPU.
+    pub top: usize,
+    /// Clock ticks per second (`USER_HZ`).
+    pub hz: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { top: 3, hz: 100 }
+    }
+}
+
+fn share(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 / total as f64
+    }
+}
+
+/// The load between `before` and `after` on `machine`.
+pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options) -> LoadReport {
+    let hz = opts.hz.max(1) as f64;
+    let mut unavailable = Vec::new();
+    // Per CPU deltas; the interval is the mean of the CPUs' tick totals.
+    let mut deltas = BTreeMap::new();
+    for (cpu, b) in &after.stat {
+        if let Some(a) = before.stat.get(cpu) {
+            let d = pinsight_sys::cpustat::CpuFields {
+                user: b.user.saturating_sub(a.user) + b.nice.saturating_sub(a.nice),
+                nice: 0,
+                system: b.system.saturating_sub(a.system),
+                idle: b.idle.saturating_sub(a.idle),
+                iowait: b.iowait.saturating_sub(a.iowait),
+                irq: b.irq.saturating_sub(a.irq),
+                softirq: b.softirq.saturating_sub(a.softirq),
+                steal: b.steal.saturating_sub(a.steal),
+            };
+            deltas.insert(*cpu, d);
+        }
+    }
+    let totals: Vec<u64> = deltas.values().map(|d| d.total()).collect();
+    let interval_ticks = if totals.is_empty() {
+        0.0
+    } else {
+        totals.iter().sum::<u64>() as f64 / totals.len() as f64
+    };
+    let interval_s = interval_ticks / hz;
+    let irq_rates = match (&before.interrupts, &after.interrupts) {
+        (Some(a), Some(b)) => Some(rates(
+            &a.cpus,
+            &a.lines
+                .iter()
+                .map(|l| (l.name.as_str(), l.counts.as_slice()))
+                .collect::<Vec<_>>(),
+            &b.cpus,
+            &b.lines
+                .iter()
+                .map(|l| (l.name.as_str(), l.counts.as_slice()))
+                .collect::<Vec<_>>(),
+            interval_s,
+        )),
+        _ => None,
+    };
+    if irq_rates.is_none() {
+        unavailable.push("interrupts per CPU: /proc/interrupts unreadable".to_string());
+    }
+    let soft_rates = match (&before.softirqs, &after.softirqs) {
+        (Some(a), Some(b)) => Some(rates(
+            &a.cpus,
+            &a.rows
+                .iter()
+                .map(|r| (r.0.as_str(), r.1.as_slice()))
+                .collect::<Vec<_>>(),
+            &b.cpus,
+            &b.rows
+                .iter()
+                .map(|r| (r.0.as_str(), r.1.as_slice()))
+                .collect::<Vec<_>>(),
+            interval_s,
+        )),
+        _ => None,
+    };
+    if soft_rates.is_none() {
+        unavailable.push("softirqs per CPU: /proc/softirqs unreadable".to_string());
+    }
+    let threads = thread_loads(before, after, interval_ticks);
+    if after.threads.is_empty() {
+        unavailable.push("threads per CPU: no /proc/PID/task/TID/stat readable".to_string());
+    }
+    let info: HashMap<usize, &CpuInfo> = machine.cpus.iter().map(|c| (c.cpu, c)).collect();
+    let mut cpus = Vec::new();
+    for (cpu, d) in &deltas {
+        let total = d.total();
+        let i = info.get(cpu);
+        let capacity = i.map_or(1.0, |i| i.capacity).max(f64::MIN_POSITIVE);
+        let busy = share(d.user + d.system + d.irq + d.softirq, total);
+        let mut top: Vec<ThreadLoad> = threads
+            .iter()
+            .filter(|(c, _)| *c == *cpu)
+            .map(|(_, t)| t.clone())
+            .filter(|t| t.share > 0.0)
+            .collect();
+        top.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.tid.cmp(&b.tid)));
+        top.truncate(opts.top);
+        cpus.push(CpuLoad {
+            cpu: *cpu,
+            kind: i.and_then(|i| i.kind.clone()),
+            mark: i.and_then(|i| i.mark.clone()),
+            core: i.and_then(|i| i.core),
+            capacity,
+            user: share(d.user, total),
+            system: share(d.system, total),
+            irq: share(d.irq, total),
+            softirq: share(d.softirq, total),
+            steal: share(d.steal, total),
+            idle: share(d.idle + d.iowait, total),
+            busy,
+            normalised: busy / capacity,
+            interrupts_per_s: irq_rates
+                .as_ref()
+                .map(|r| r.get(cpu).map_or(0.0, |v| v.iter().sum())),
+            softirqs_per_s: soft_rates
+                .as_ref()
+                .map(|r| r.get(cpu).map_or(0.0, |v| v.iter().sum())),
+            top_threads: top,
+        });
+    }
+    let kinds = kind_loads(&cpus);
+    let cores = core_loads(&cpus);
+    let imbalance = imbalance(&cpus);
+    let hot_cpus = hot_cpus(&cpus, after, irq_rates.as_ref(), soft_rates.as_ref());
+    let suggestions = suggest(&kinds, imbalance.as_ref(), &hot_cpus);
+    LoadReport {
+        interval_s,
+        capacity_source: machine.capacity_source.clone(),
+        cpus,
+        kinds,
+        cores,
+        imbalance,
+        hot_cpus,
+        suggestions,
+        unavailable,
+    }
+}
+
+/// A counted file's lines: (name, one count per column).
+type Lines<'a> = [(&'a str, &'a [u64])];
+
+/// Per CPU of the later reading, per line of it, the rate between two
+/// readings. Lines are matched by name and CPUs by column header (an IRQ
+/// or a CPU may come or go between reads); a line or CPU new since the
+/// first reading counts from 0.
+fn rates(
+    a_cpus: &[usize],
+    a: &Lines,
+    b_cpus: &[usize],
+    b: &Lines,
+    secs: f64,
+) -> BTreeMap<usize, Vec<f64>> {
+    let secs = if secs > 0.0 { secs } else { 1.0 };
+    let was: HashMap<&str, &[u64]> = a.iter().copied().collect();
+    b_cpus
+        .iter()
+        .enumerate()
+        .map(|(col, cpu)| {
+            let a_col = a_cpus.iter().position(|c| c == cpu);
+            let v = b
+                .iter()
+                .map(|(name, counts)| {
+                    let now = counts.get(col).copied().unwrap_or(0);
+                    let then = a_col
+                        .and_then(|ac| was.get(name).and_then(|w| w.get(ac)))
+                        .copied()
+                        .unwrap_or(0);
+                    now.saturating_sub(then) as f64 / secs
+                })
+                .collect();
+            (*cpu, v)
+        })
+        .collect()
+}
+
+/// Per CPU (the one each thread last ran on), each thread's share of one
+/// CPU over the interval. A thread new since `before` counts all its ticks.
+fn thread_loads(before: &Sample, after: &Sample, interval_ticks: f64) -> Vec<(usize, ThreadLoad)> {
+    let was: HashMap<(i32, i32), &ThreadTick> =
+        before.threads.iter().map(|t| ((t.pid, t.tid), t)).collect();
+    after
+        .threads
+        .iter()
+        .filter_map(|t| {
+            let cpu = t.last_cpu?;
+            let d = match was.get(&(t.pid, t.tid)) {
+                Some(w) => t.ticks.saturating_sub(w.ticks),
+                None => t.ticks,
+            };
+            let share = if interval_ticks > 0.0 {
+                (d as f64 / interval_ticks).min(1.0)
+            } else {
+                0.0
+            };
+            Some((
+                cpu,
+                ThreadLoad {
+                    pid: t.pid,
+                    tid: t.tid,
+                    comm: t.comm.clone(),
+                    kernel: t.is_kernel(),
+                    share,
+                },
+            ))
+        })
+        .collect()
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+fn kind_loads(cpus: &[CpuLoad]) -> Vec<KindLoad> {
+    let mut by: BTreeMap<(String, String), Vec<&CpuLoad>> = BTreeMap::new();
+    for c in cpus {
+        if let (Some(k), Some(m)) = (&c.kind, &c.mark) {
+            by.entry((k.clone(), m.clone())).or_default().push(c);
+        }
+    }
+    let mut v: Vec<KindLoad> = by
+        .into_iter()
+        .map(|((kind, mark), cs)| KindLoad {
+            kind,
+            mark,
+            cpus: cs.iter().map(|c| c.cpu).collect(),
+            capacity: mean(cs.iter().map(|c| c.capacity)),
+            busy: mean(cs.iter().map(|c| c.busy)),
+            normalised: mean(cs.iter().map(|c| c.normalised)),
+        })
+        .collect();
+    // Most capable first, as `topo` lists kinds.
+    v.sort_by(|a, b| b.capacity.total_cmp(&a.capacity).then(a.kind.cmp(&b.kind)));
+    v
+}
+
+fn core_loads(cpus: &[CpuLoad]) -> Vec<CoreLoad> {
+    let mut by: BTreeMap<usize, Vec<&CpuLoad>> = BTreeMap::new();
+    for c in cpus {
+        if let Some(core) = c.core {
+            by.entry(core).or_default().push(c);
+        }
+    }
+    by.into_iter()
+        .map(|(core, cs)| CoreLoad {
+            core,
+            cpus: cs.iter().map(|c| c.cpu).collect(),
+            kind: cs[0].kind.clone(),
+            busy: cs.iter().map(|c| c.busy).sum(),
+            normalised: mean(cs.iter().map(|c| c.normalised)),
+        })
+        .collect()
+}
+
+fn imbalance(cpus: &[CpuLoad]) -> Option<Imbalance> {
+    let busy: Vec<&CpuLoad> = cpus.iter().filter(|c| c.busy >= BUSY_SHARE).collect();
+    if busy.len() < 2 {
+        return None;
+    }
+    let max = busy.iter().max_by(|a, b| {
+        a.normalised
+            .total_cmp(&b.normalised)
+            .then(b.cpu.cmp(&a.cpu))
+    })?;
+    let min = busy.iter().min_by(|a, b| {
+        a.normalised
+            .total_cmp(&b.normalised)
+            .then(b.cpu.cmp(&a.cpu))
+    })?;
+    Some(Imbalance {
+        ratio: max.normalised / min.normalised,
+        max_cpu: max.cpu,
+        max: max.normalised,
+        min_cpu: min.cpu,
+        min: min.normalised,
+        busy_cpus: busy.len(),
+    })
+}
+
+fn hot_cpus(
+    cpus: &[CpuLoad],
+    after: &Sample,
+    irq_rates: Option<&BTreeMap<usize, Vec<f64>>>,
+    soft_rates: Option<&BTreeMap<usize, Vec<f64>>>,
+) -> Vec<HotCpu> {
+    let mut hot: Vec<&CpuLoad> = cpus
+        .iter()
+        .filter(|c| c.irq + c.softirq >= HOT_IRQ_SHARE)
+        .collect();
+    hot.sort_by(|a, b| (b.irq + b.softirq).total_cmp(&(a.irq + a.softirq)));
+    hot.truncate(3);
+    hot.into_iter()
+        .map(|c| {
+            let mut irqs = Vec::new();
+            let mut per_s = 0.0;
+            if let (Some(r), Some(i)) = (irq_rates.and_then(|r| r.get(&c.cpu)), &after.interrupts) {
+                per_s = r.iter().sum();
+                let mut lines: Vec<(usize, f64)> = r
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .filter(|(_, v)| *v > 0.0)
+                    .collect();
+                lines.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                for (idx, v) in lines
+                    .into_iter()
+                    .filter(|(_, v)| *v >= per_s * 0.01)
+                    .take(3)
+                {
+                    let Some(l) = i.lines.get(idx) else { continue };
+                    irqs.push(IrqShare {
+                        irq: l.name.clone(),
+                        per_s: v,
+                        share: if per_s > 0.0 { v / per_s } else { 0.0 },
+                        handlers: if l.number().is_some() {
+                            l.handlers()
+                        } else {
+                            vec![l.desc.clone()]
+                        },
+                        queues: l.queues(),
+                        affinity: None,
+                        effective: None,
+                    });
+                }
+            }
+            let mut softirqs = Vec::new();
+            if let (Some(r), Some(s)) = (soft_rates.and_then(|r| r.get(&c.cpu)), &after.softirqs) {
+                let mut rows: Vec<(String, f64)> = r
+                    .iter()
+                    .zip(&s.rows)
+                    .filter(|(v, _)| **v > 0.0)
+                    .map(|(v, row)| (row.0.clone(), *v))
+                    .collect();
+                rows.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                rows.truncate(3);
+                softirqs = rows;
+            }
+            HotCpu {
+                cpu: c.cpu,
+                irq_share: c.irq + c.softirq,
+                interrupts_per_s: per_s,
+                irqs,
+                softirqs,
+            }
+        })
+        .collect()
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn suggest(kinds: &[KindLoad], imb: Option<&Imbalance>, hot: &[HotCpu]) -> Vec<Suggestion> {
+    let mut out = Vec::new();
+    if let Some(h) = hot.first() {
+        let set: CpuSet = hot.iter().map(|h| h.cpu).collect();
+        let top = h
+            .irqs
+            .iter()
+            .find(|i| i.irq.parse::<u32>().is_ok())
+            .map(|i| {
+                let names = if i.handlers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", i.handlers.join(","))
+                };
+                format!(" (IRQ {}{}: {} of them)", i.irq, names, pct(i.share))
+            })
+            .unwrap_or_default();
+        let text = format!(
+            "CPU {} spends {} of its time on interrupts{top}: move IRQs off it with \
+             `pinsight irq --off {}`, or spread them by capacity with `pinsight irq --spread`.",
+            h.cpu,
+            pct(h.irq_share),
+            set.to_list_string()
+        );
+        out.push(Suggestion::MoveIrqs { cpus: set, text });
+    }
+    let Some(imb) = imb else {
+        if out.is_empty() {
+            out.push(Suggestion::None {
+                text: "Fewer than two CPUs were busy: no imbalance to measure.".into(),
+            });
+        }
+        return out;
+    };
+    if imb.ratio < IMBALANCE_SUGGEST {
+        if out.is_empty() {
+            out.push(Suggestion::None {
+                text: format!(
+                    "Balanced: max/min normalised load {:.2} over {} busy CPUs.",
+                    imb.ratio, imb.busy_cpus
+                ),
+            });
+        }
+        return out;
+    }
+    // Load follows capacity when the least capable busy kind carries more
+    // normalised load than the most capable one.
+    let busy_kinds: Vec<&KindLoad> = kinds.iter().filter(|k| k.busy >= BUSY_SHARE).collect();
+    let follows = match (busy_kinds.first(), busy_kinds.last()) {
+        (Some(big), Some(small))
+            if big.kind != small.kind && small.normalised >= big.normalised * IMBALANCE_SUGGEST =>
+        {
+            Some(format!(
+                "Load follows capacity: the {}s carry {:.2}x the normalised load of the {}s. \
+                 Give each CPU work in proportion to its capacity with `pinsight balance` \
+                 (`--pids`, `--match` or `--cgroup`).",
+                small.kind,
+                small.normalised / big.normalised.max(f64::MIN_POSITIVE),
+                big.kind
+            ))
+        }
+        _ => None,
+    };
+    let text = follows.unwrap_or_else(|| {
+        format!(
+            "Uneven: CPU {} carries {:.2}x the normalised load of CPU {}. Spread the work by \
+             capacity with `pinsight balance` (`--pids`, `--match` or `--cgroup`).",
+            imb.max_cpu, imb.ratio, imb.min_cpu
+        )
+    });
+    out.push(Suggestion::Rebalance { text });
+    out
+}

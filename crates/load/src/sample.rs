@@ -1,0 +1,223 @@
+//! One reading of the machine's counters at a point in time: `/proc/stat`
+//! per CPU, `/proc/interrupts`, `/proc/softirqs` and every thread's
+//! `/proc/PID/task/TID/stat` (its last CPU and its CPU ticks), all read
+//! through [`FsRoot`] so a recorded tree reads as the live one.
+
+use crate::interrupts::{parse_interrupts, parse_softirqs, Interrupts, Softirqs};
+use pinsight_sys::cpustat::{parse_cpu_fields, CpuFields};
+use pinsight_sys::procfs::parse_stat;
+use pinsight_sys::FsRoot;
+use std::collections::BTreeMap;
+
+/// `PF_KTHREAD` (include/linux/sched.h): the task is a kernel thread.
+pub const PF_KTHREAD: u64 = 0x0020_0000;
+/// `PF_NO_SETAFFINITY` (include/linux/sched.h): userland may not change
+/// the task's affinity (per-CPU kernel threads: `ksoftirqd/N`, `kworker/N`).
+pub const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
+
+/// One thread as its `stat` file shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadTick {
+    pub pid: i32,
+    pub tid: i32,
+    /// `comm` (at most 15 bytes).
+    pub comm: String,
+    /// The CPU it last ran on (field 39).
+    pub last_cpu: Option<usize>,
+    /// utime + stime (fields 14, 15) in clock ticks.
+    pub ticks: u64,
+    /// The task's `flags` (field 9).
+    pub flags: u64,
+}
+
+impl ThreadTick {
+    /// A kernel thread (`PF_KTHREAD`).
+    pub fn is_kernel(&self) -> bool {
+        self.flags & PF_KTHREAD != 0
+    }
+
+    /// A kernel thread bound to its CPU (`PF_KTHREAD` and
+    /// `PF_NO_SETAFFINITY`): it stays where it is.
+    pub fn is_percpu_kernel(&self) -> bool {
+        self.is_kernel() && self.flags & PF_NO_SETAFFINITY != 0
+    }
+}
+
+/// Field 9 (`flags`) of a `stat` line: the third word after the name's
+/// closing parenthesis.
+pub fn stat_flags(text: &str) -> Option<u64> {
+    let close = text.rfind(')')?;
+    text[close + 1..]
+        .split_ascii_whitespace()
+        .nth(6)?
+        .parse()
+        .ok()
+}
+
+/// What was read at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Sample {
+    /// Every `cpuN` line of `/proc/stat`.
+    pub stat: BTreeMap<usize, CpuFields>,
+    /// `/proc/interrupts`, when readable.
+    pub interrupts: Option<Interrupts>,
+    /// `/proc/softirqs`, when readable.
+    pub softirqs: Option<Softirqs>,
+    /// Every thread that could be read (threads that exit meanwhile are
+    /// skipped).
+    pub threads: Vec<ThreadTick>,
+}
+
+/// What can be read of what; each part may be left out (cheaper rounds).
+#[derive(Clone, Copy, Debug)]
+pub struct Parts {
+    pub threads: bool,
+}
+
+impl Default for Parts {
+    fn default() -> Self {
+        Parts { threads: true }
+    }
+}
+
+/// Reads a [`Sample`] under `fs`. `/proc/stat` is required: `None` when
+/// it is missing or holds no `cpuN` line.
+pub fn read(fs: &FsRoot, parts: Parts) -> Option<Sample> {
+    read_with(fs, parts, &mut ThreadReader::default())
+}
+
+/// [`read`], the threads read through `threads` (which skips the threads
+/// of processes that did not run since its last reading).
+pub fn read_with(fs: &FsRoot, parts: Parts, threads: &mut ThreadReader) -> Option<Sample> {
+    let stat = parse_cpu_fields(&fs.read_opt("/proc/stat")?);
+    if stat.is_empty() {
+        return None;
+    }
+    let interrupts = fs
+        .read_opt("/proc/interrupts")
+        .and_then(|t| parse_interrupts(&t));
+    let softirqs = fs
+        .read_opt("/proc/softirqs")
+        .and_then(|t| parse_softirqs(&t));
+    let threads = if parts.threads {
+        threads.read(fs)
+    } else {
+        Vec::new()
+    };
+    Some(Sample {
+        stat,
+        interrupts,
+        softirqs,
+        threads,
+    })
+}
+
+/// Every thread of every process under `/proc`.
+pub fn read_threads(fs: &FsRoot) -> Vec<ThreadTick> {
+    fs.list_dir("/proc")
+        .iter()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .flat_map(|pid| process_threads(fs, pid))
+        .collect()
+}
+
+/// Utime + stime (fields 14 and 15) of a `stat` line: for
+/// `/proc/PID/stat`, the whole process's (every thread, the exited ones
+/// included: kernel `fs/proc/array.c`, `do_task_stat` with `whole`).
+pub fn stat_ticks(text: &str) -> Option<u64> {
+    let close = text.rfind(')')?;
+    let mut w = text[close + 1..].split_ascii_whitespace().skip(11);
+    let u: u64 = w.next()?.parse().ok()?;
+    let s: u64 = w.next()?.parse().ok()?;
+    Some(u.saturating_add(s))
+}
+
+/// Reads every thread, again and again, cheaply: a process whose CPU
+/// time (`/proc/PID/stat`, one read) has not moved since the previous
+/// reading had no thread run long enough to count a tick, so its threads
+/// are taken from that reading instead of read one by one. On a machine
+/// of a thousand mostly sleeping threads this turns a thousand reads per
+/// interval into one per process.
+#[derive(Debug, Default)]
+pub struct ThreadReader {
+    /// PID → (its CPU ticks, its threads) at the previous reading.
+    prev: std::collections::HashMap<i32, (u64, Vec<ThreadTick>)>,
+}
+
+impl ThreadReader {
+    /// Every thread of every process under `/proc` now.
+    pub fn read(&mut self, fs: &FsRoot) -> Vec<ThreadTick> {
+        let mut out = Vec::new();
+        let mut next = std::collections::HashMap::new();
+        for p in fs.list_dir("/proc") {
+            let Ok(pid) = p.parse::<i32>() else { continue };
+            // Without a readable process line (a recorded tree that kept
+            // only the threads), the threads are read one by one.
+            let ticks = fs
+                .read_opt(format!("/proc/{pid}/stat"))
+                .and_then(|t| stat_ticks(&t));
+            let threads = match (ticks, self.prev.remove(&pid)) {
+                (Some(now), Some((was, threads))) if was == now => threads,
+                _ => process_threads(fs, pid),
+            };
+            out.extend(threads.iter().cloned());
+            if let Some(now) = ticks {
+                next.insert(pid, (now, threads));
+            }
+        }
+        self.prev = next;
+        out
+    }
+}
+
+/// The threads of process `pid`.
+fn process_threads(fs: &FsRoot, pid: i32) -> Vec<ThreadTick> {
+    let mut out = Vec::new();
+    for t in fs.list_dir(format!("/proc/{pid}/task")) {
+        let Ok(tid) = t.parse::<i32>() else { continue };
+        let Some(text) = fs.read_opt(format!("/proc/{pid}/task/{tid}/stat")) else {
+            continue;
+        };
+        if let Some(t) = thread(pid, tid, &text) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// One thread from its `stat` text.
+pub fn thread(pid: i32, tid: i32, text: &str) -> Option<ThreadTick> {
+    let s = parse_stat(text)?;
+    Some(ThreadTick {
+        pid,
+        tid,
+        comm: s.comm,
+        last_cpu: s.last_cpu,
+        ticks: s.cpu_ticks.unwrap_or(0),
+        flags: stat_flags(text).unwrap_or(0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_and_kernel_threads() {
+        // ksoftirqd/3: PF_KTHREAD | PF_NO_SETAFFINITY | others.
+        let text = "30 (ksoftirqd/3) S 2 0 0 0 -1 69238848 0 0 0 0 0 1234 0 0 20 0 1 0 \
+                    12 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 3 0 0 0 0 0";
+        let t = thread(30, 30, text).unwrap();
+        assert_eq!(t.flags, 69238848);
+        assert!(t.is_kernel() && t.is_percpu_kernel());
+        assert_eq!(t.last_cpu, Some(3));
+        assert_eq!(t.ticks, 1234);
+        assert_eq!(stat_ticks(text), Some(1234));
+        let user = "7 (a b) c) R 1 7 7 0 -1 4194560 0 0 0 0 50 25 0 0 20 0 1 0 \
+                    99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        let t = thread(7, 7, user).unwrap();
+        assert_eq!(t.comm, "a b) c");
+        assert!(!t.is_kernel());
+        assert_eq!(t.ticks, 75);
+    }
+}

@@ -1,0 +1,238 @@
+//! IRQ moves on a fake /proc: the plan's properties (off: no IRQ keeps a
+//! CPU of the set; spread: one CPU each, outside it), the saved state and
+//! its restore, and the all-or-nothing rule (a refused write puts back
+//! every IRQ already written).
+
+use pinsight_cpuset::CpuSet;
+use pinsight_load::irq::{self, IrqError, SavedState, Target};
+use pinsight_sys::FsRoot;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A fake /proc with IRQs `irqs` (number, counts on CPUs 0-3, affinity).
+fn fake(dir: &Path, irqs: &[(u32, [u64; 4], &str)]) {
+    let mut text = String::from("           CPU0       CPU1       CPU2       CPU3\n");
+    for (n, c, _) in irqs {
+        text.push_str(&format!(
+            "{n:>4}: {:>10} {:>10} {:>10} {:>10}  PCI-MSI {n}-edge  dev{n}\n",
+            c[0], c[1], c[2], c[3]
+        ));
+    }
+    text.push_str(" LOC:  1 1 1 1   Local timer interrupts\n");
+    std::fs::create_dir_all(dir.join("proc")).unwrap();
+    std::fs::write(dir.join("proc/interrupts"), text).unwrap();
+    for (n, _, aff) in irqs {
+        let d = dir.join(format!("proc/irq/{n}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("smp_affinity_list"), format!("{aff}\n")).unwrap();
+    }
+}
+
+fn caps() -> BTreeMap<usize, f64> {
+    [(0, 1.0), (1, 1.0), (2, 0.5), (3, 0.5)]
+        .into_iter()
+        .collect()
+}
+
+fn affinity(dir: &Path, n: u32) -> String {
+    std::fs::read_to_string(dir.join(format!("proc/irq/{n}/smp_affinity_list")))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn off_moves_apply_save_and_restore() {
+    let d = tempfile::tempdir().unwrap();
+    fake(
+        d.path(),
+        &[
+            (24, [0, 900, 0, 0], "1"),
+            (25, [5, 5, 5, 5], "0-3"),
+            (26, [0, 0, 0, 7], "3"),
+        ],
+    );
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    assert_eq!(v.irqs.len(), 3);
+    assert_eq!(v.per_cpu, vec!["LOC"]);
+    let off = CpuSet::parse_list("1").unwrap();
+    let moves = irq::plan(&v, None, &Target::Off(off), &caps()).unwrap();
+    // 24 (only on 1) gets every other CPU; 25 keeps 0,2-3; 26 is left.
+    assert_eq!(moves.len(), 2);
+    assert_eq!(moves[0].after.to_list_string(), "0,2-3");
+    assert_eq!(moves[1].after.to_list_string(), "0,2-3");
+    let state = SavedState::of(&moves);
+    let path = d.path().join("state.json");
+    irq::save_state(&state, &path).unwrap();
+    // A second save never replaces the first one's undo.
+    assert!(irq::save_state(&state, &path).is_err());
+    irq::apply(&fs, &moves).unwrap();
+    assert_eq!(affinity(d.path(), 24), "0,2-3");
+    let back = SavedState::load(&path)
+        .unwrap()
+        .moves(&irq::view(&fs).unwrap())
+        .unwrap();
+    irq::apply(&fs, &back).unwrap();
+    assert_eq!(affinity(d.path(), 24), "1");
+    assert_eq!(affinity(d.path(), 25), "0-3");
+}
+
+#[test]
+fn a_refused_write_rolls_back_every_irq_already_moved() {
+    let d = tempfile::tempdir().unwrap();
+    fake(
+        d.path(),
+        &[
+            (24, [1, 0, 0, 0], "0"),
+            (25, [1, 0, 0, 0], "0"),
+            (26, [1, 0, 0, 0], "0"),
+        ],
+    );
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    let moves = irq::plan(&v, None, &Target::Off(CpuSet::single(0)), &caps()).unwrap();
+    assert_eq!(moves.len(), 3);
+    // IRQ 26's file becomes a directory: its write fails (EISDIR).
+    let f = d.path().join("proc/irq/26/smp_affinity_list");
+    std::fs::remove_file(&f).unwrap();
+    std::fs::create_dir(&f).unwrap();
+    let e = irq::apply(&fs, &moves).unwrap_err();
+    assert!(matches!(e, IrqError::Write { irq: 26, .. }), "{e}");
+    assert!(
+        e.to_string().starts_with("IRQ 26 cannot be moved to 1-3: "),
+        "{e}"
+    );
+    assert_eq!(affinity(d.path(), 24), "0");
+    assert_eq!(affinity(d.path(), 25), "0");
+}
+
+#[test]
+fn unknown_unmovable_and_no_cpu_left_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    fake(d.path(), &[(24, [1, 0, 0, 0], "0")]);
+    // IRQ 30 is counted but has no smp_affinity_list.
+    let mut text = std::fs::read_to_string(d.path().join("proc/interrupts")).unwrap();
+    text.push_str("  30:  1 0 0 0  GICv3 30 Level arch_timer\n");
+    std::fs::write(d.path().join("proc/interrupts"), text).unwrap();
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    let off = Target::Off(CpuSet::single(0));
+    assert!(matches!(
+        irq::plan(&v, Some(&[99]), &off, &caps()),
+        Err(IrqError::Unknown { irq: 99 })
+    ));
+    assert!(matches!(
+        irq::plan(&v, Some(&[30]), &off, &caps()),
+        Err(IrqError::NotMovable { irq: 30 })
+    ));
+    let all = Target::Off(CpuSet::parse_list("0-3").unwrap());
+    assert!(matches!(
+        irq::plan(&v, None, &all, &caps()),
+        Err(IrqError::NoCpuLeft { .. })
+    ));
+    // Without the list, the unmovable one is simply left out.
+    assert_eq!(irq::plan(&v, None, &off, &caps()).unwrap().len(), 1);
+}
+
+#[test]
+fn spread_weighs_by_capacity() {
+    let d = tempfile::tempdir().unwrap();
+    // Four equal IRQs over CPUs 0,1 (capacity 1) and 2,3 (0.5): the
+    // big CPUs take two each before a small one takes any... LPT: each
+    // small CPU reaches the big ones' load per capacity with half the count.
+    fake(
+        d.path(),
+        &[
+            (24, [100, 0, 0, 0], "0-3"),
+            (25, [100, 0, 0, 0], "0-3"),
+            (26, [100, 0, 0, 0], "0-3"),
+            (27, [100, 0, 0, 0], "0-3"),
+            (28, [100, 0, 0, 0], "0-3"),
+            (29, [100, 0, 0, 0], "0-3"),
+        ],
+    );
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    let moves = irq::plan(&v, None, &Target::Spread { off: CpuSet::new() }, &caps()).unwrap();
+    let mut per: BTreeMap<usize, usize> = BTreeMap::new();
+    for m in &moves {
+        assert_eq!(m.after.len(), 1);
+        *per.entry(m.after.first().unwrap()).or_default() += 1;
+    }
+    assert_eq!(per, [(0, 2), (1, 2), (2, 1), (3, 1)].into_iter().collect());
+}
+
+#[test]
+fn saved_state_files_are_checked() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.json");
+    for bad in [
+        "",
+        "{}",
+        r#"{"format":"other","irqs":{}}"#,
+        r#"{"format":"pinsight-irq-state","irqs":{"3":"x"}}"#,
+    ] {
+        std::fs::write(&p, bad).unwrap();
+        let e = SavedState::load(&p).unwrap_err();
+        assert!(e.to_string().contains("s.json"), "{e}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn plans_keep_irqs_off_the_set_and_on_online_cpus(
+        affs in prop::collection::vec(1u8..16, 1..8),
+        counts in prop::collection::vec(0u64..1000, 8),
+        off in 1u8..15,
+        spread in any::<bool>(),
+    ) {
+        let d = tempfile::tempdir().unwrap();
+        let list = |m: u8| CpuSet::from_words(vec![m as u64]).to_list_string();
+        let irqs: Vec<(u32, [u64; 4], String)> = affs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (24 + i as u32, [counts[i], 0, 0, 0], list(*a)))
+            .collect();
+        let refs: Vec<(u32, [u64; 4], &str)> = irqs.iter().map(|(n, c, a)| (*n, *c, a.as_str())).collect();
+        fake(d.path(), &refs);
+        let fs = FsRoot::at(d.path()).unwrap();
+        let v = irq::view(&fs).unwrap();
+        let off = CpuSet::from_words(vec![off as u64]);
+        let target = if spread { Target::Spread { off: off.clone() } } else { Target::Off(off.clone()) };
+        let moves = irq::plan(&v, None, &target, &caps()).unwrap();
+        let online = CpuSet::parse_list("0-3").unwrap();
+        for m in &moves {
+            prop_assert!(!m.after.is_empty());
+            prop_assert!(!m.after.intersects(&off), "{m:?}");
+            prop_assert!(m.after.is_subset(&online));
+            prop_assert!(m.after != m.before);
+            if spread {
+                prop_assert_eq!(m.after.len(), 1);
+            }
+        }
+        // Off: every IRQ not moved already avoids the set.
+        if !spread {
+            for i in &v.irqs {
+                if !moves.iter().any(|m| m.irq == i.irq) {
+                    prop_assert!(!i.affinity.as_ref().unwrap().intersects(&off));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_running_irqbalance_is_found_by_its_comm() {
+    let d = tempfile::tempdir().unwrap();
+    fake(d.path(), &[(24, [1, 0, 0, 0], "0")]);
+    let fs = FsRoot::at(d.path()).unwrap();
+    assert_eq!(irq::view(&fs).unwrap().irqbalance, None);
+    std::fs::create_dir_all(d.path().join("proc/812")).unwrap();
+    std::fs::write(d.path().join("proc/812/comm"), "irqbalance\n").unwrap();
+    std::fs::create_dir_all(d.path().join("proc/900")).unwrap();
+    std::fs::write(d.path().join("proc/900/comm"), "irqbalancer\n").unwrap();
+    let fs = FsRoot::at(d.path()).unwrap();
+    assert_eq!(irq::view(&fs).unwrap().irqbalance, Some(812));
+}

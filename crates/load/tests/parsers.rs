@@ -1,0 +1,133 @@
+//! Properties of the parsers of outside input (`/proc/interrupts`,
+//! `/proc/softirqs`, `/proc/stat`) and of what is computed from them:
+//! well-formed files read back exactly; any text is refused or read
+//! without a panic; the load's shares stay in [0, 1] and finite.
+
+use pinsight_load::interrupts::{parse_interrupts, parse_softirqs};
+use pinsight_load::report::{analyse, CpuInfo, Machine, Options};
+use pinsight_load::sample::Sample;
+use pinsight_sys::cpustat::parse_cpu_fields;
+use proptest::prelude::*;
+
+fn header(cpus: &[usize]) -> String {
+    let mut h = String::from("          ");
+    for c in cpus {
+        h.push_str(&format!("CPU{c:<8}"));
+    }
+    h
+}
+
+/// Distinct CPU numbers, ascending (offline CPUs leave gaps).
+fn cpu_columns() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::btree_set(0usize..64, 1..8).prop_map(|s| s.into_iter().collect())
+}
+
+proptest! {
+    #[test]
+    fn well_formed_interrupts_read_back(
+        cpus in cpu_columns(),
+        lines in prop::collection::vec(
+            (0u32..4096, prop::collection::vec(any::<u64>(), 8), "[a-z][a-z0-9_]{0,8}(-TxRx-[0-9])?"),
+            0..10,
+        ),
+    ) {
+        let mut text = header(&cpus);
+        text.push('\n');
+        for (n, counts, name) in &lines {
+            text.push_str(&format!("{n:>4}:"));
+            for c in &counts[..cpus.len()] {
+                text.push_str(&format!(" {c:>10}"));
+            }
+            text.push_str(&format!("   PCI-MSI {n}-edge      {name}\n"));
+        }
+        let i = parse_interrupts(&text).unwrap();
+        prop_assert_eq!(&i.cpus, &cpus);
+        prop_assert_eq!(i.lines.len(), lines.len());
+        for (l, (n, counts, name)) in i.lines.iter().zip(&lines) {
+            prop_assert_eq!(l.number(), Some(*n));
+            prop_assert_eq!(&l.counts[..], &counts[..cpus.len()]);
+            prop_assert_eq!(l.handlers(), vec![name.clone()]);
+            prop_assert_eq!(!l.queues().is_empty(), name.contains("TxRx"));
+        }
+    }
+
+    #[test]
+    fn well_formed_softirqs_read_back(
+        cpus in cpu_columns(),
+        rows in prop::collection::vec(("[A-Z_]{2,8}", prop::collection::vec(any::<u64>(), 8)), 0..10),
+    ) {
+        let mut text = header(&cpus);
+        text.push('\n');
+        for (name, counts) in &rows {
+            text.push_str(&format!("{name:>12}:"));
+            for c in &counts[..cpus.len()] {
+                text.push_str(&format!(" {c:>10}"));
+            }
+            text.push('\n');
+        }
+        let s = parse_softirqs(&text).unwrap();
+        prop_assert_eq!(&s.cpus, &cpus);
+        for (r, (name, counts)) in s.rows.iter().zip(&rows) {
+            prop_assert_eq!(&r.0, name);
+            prop_assert_eq!(&r.1[..], &counts[..cpus.len()]);
+        }
+    }
+
+    #[test]
+    fn any_text_is_read_or_refused_without_a_panic(text in "(CPU[0-9] |[0-9]{1,3}: |[ a-zA-Z0-9:,.-]|\n){0,200}") {
+        if let Some(i) = parse_interrupts(&text) {
+            prop_assert!(!i.cpus.is_empty());
+            for l in &i.lines {
+                prop_assert!(l.counts.len() <= i.cpus.len());
+                let _ = (l.handlers(), l.queues(), l.number());
+            }
+        }
+        if let Some(s) = parse_softirqs(&text) {
+            for r in &s.rows {
+                prop_assert!(r.1.len() <= s.cpus.len());
+            }
+        }
+    }
+
+    #[test]
+    fn shares_stay_in_the_unit_interval(
+        a in prop::collection::vec(prop::collection::vec(0u64..1_000_000, 8), 1..6),
+        d in prop::collection::vec(prop::collection::vec(0u64..1_000, 8), 1..6),
+        caps in prop::collection::vec(0.05f64..1.0, 6),
+    ) {
+        let line = |c: usize, f: &[u64]| format!(
+            "cpu{c} {} 0 0\n",
+            f.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")
+        );
+        let n = a.len().min(d.len());
+        let before: String = (0..n).map(|c| line(c, &a[c])).collect();
+        // A counter that goes backwards (a CPU that went offline and came
+        // back) is read as no time, never as a negative share.
+        let after: String = (0..n)
+            .map(|c| {
+                let f: Vec<u64> = a[c].iter().zip(&d[c]).enumerate()
+                    .map(|(k, (x, y))| if k == 2 && c == 0 { x / 2 } else { x + y })
+                    .collect();
+                line(c, &f)
+            })
+            .collect();
+        let sample = |t: &str| Sample { stat: parse_cpu_fields(t), ..Sample::default() };
+        let m = Machine {
+            cpus: (0..n).map(|c| CpuInfo { cpu: c, kind: None, mark: None, core: Some(c), capacity: caps[c] }).collect(),
+            capacity_source: "test".into(),
+        };
+        let r = analyse(&m, &sample(&before), &sample(&after), Options::default());
+        prop_assert_eq!(r.cpus.len(), n);
+        prop_assert!(r.interval_s.is_finite() && r.interval_s >= 0.0);
+        for c in &r.cpus {
+            for s in [c.user, c.system, c.irq, c.softirq, c.steal, c.idle, c.busy] {
+                prop_assert!(s.is_finite() && (0.0..=1.0).contains(&s), "{c:?}");
+            }
+            prop_assert!(c.normalised.is_finite() && c.normalised >= 0.0);
+        }
+        if let Some(i) = &r.imbalance {
+            prop_assert!(i.ratio.is_finite() && i.ratio >= 1.0);
+        }
+        prop_assert!(!r.suggestions.is_empty());
+    }
+}

@@ -1,0 +1,3 @@
+//! The integration tests of pinsight-load, one binary.
+mod irq;
+mod parsers;

@@ -1,0 +1,421 @@
+//! The terminal views of `pinsight load` (per-CPU load against capacity)
+//! and `pinsight irq` (which IRQs land where, and a move), within 80
+//! columns. `load`'s refreshing view also fits a given height (24 lines
+//! on a classic terminal): the most loaded CPUs first, the rest counted.
+
+use crate::term::{fill, wrap, Wrap};
+use pinsight_load::irq::{IrqView, Move, PerCpuThread};
+use pinsight_load::report::{CpuLoad, LoadReport, Suggestion};
+use std::fmt::Write;
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+/// A rate as a short number: `950`, `1.2k`, `45k`, `1.3M`.
+pub fn rate(x: f64) -> String {
+    if x < 1000.0 {
+        format!("{x:.0}")
+    } else if x < 10_000.0 {
+        format!("{:.1}k", x / 1e3)
+    } else if x < 1e6 {
+        format!("{:.0}k", x / 1e3)
+    } else {
+        format!("{:.1}M", x / 1e6)
+    }
+}
+
+/// `s` cut to `n` characters.
+fn cut(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+const HEADER: &str = "CPU KIND  CAP  USR  SYS  IRQ SIRQ STEAL IDLE BUSY NORM  IRQ/s  TOP THREAD";
+
+fn cpu_row(c: &CpuLoad) -> String {
+    let top = c
+        .top_threads
+        .first()
+        .map(|t| {
+            let name = if t.kernel {
+                format!("[{}]", cut(&t.comm, 9))
+            } else {
+                cut(&t.comm, 11)
+            };
+            format!("{name} {}", pct(t.share))
+        })
+        .unwrap_or_default();
+    let irqs = c.interrupts_per_s.map_or("-".into(), rate);
+    format!(
+        "{:>3} {:<4} {:>4.2} {:>4} {:>4} {:>4} {:>4} {:>5} {:>4} {:>4} {:>4.2} {:>6}  {}",
+        c.cpu,
+        cut(c.mark.as_deref().unwrap_or("-"), 4),
+        c.capacity,
+        pct(c.user),
+        pct(c.system),
+        pct(c.irq),
+        pct(c.softirq),
+        pct(c.steal),
+        pct(c.idle),
+        pct(c.busy),
+        c.normalised,
+        irqs,
+        top
+    )
+    .trim_end()
+    .to_string()
+}
+
+fn title(r: &LoadReport) -> String {
+    format!(
+        "pinsight load: {} CPUs over {:.1} s; capacity {}",
+        r.cpus.len(),
+        r.interval_s,
+        r.capacity_source
+    )
+}
+
+fn imbalance_line(r: &LoadReport) -> String {
+    match &r.imbalance {
+        Some(i) => format!(
+            "Imbalance {:.2} (max/min normalised load over {} busy CPUs: CPU {} {:.2}, CPU {} {:.2})",
+            i.ratio, i.busy_cpus, i.max_cpu, i.max, i.min_cpu, i.min
+        ),
+        None => "Imbalance: fewer than two busy CPUs".into(),
+    }
+}
+
+fn kind_lines(r: &LoadReport) -> Vec<String> {
+    r.kinds
+        .iter()
+        .map(|k| {
+            format!(
+                "{} ({}) CPUs {}: capacity {:.2}, busy {}, normalised {:.2}",
+                k.kind,
+                k.mark,
+                k.cpus.to_list_string(),
+                k.capacity,
+                pct(k.busy),
+                k.normalised
+            )
+        })
+        .collect()
+}
+
+fn hot_lines(r: &LoadReport) -> Vec<String> {
+    r.hot_cpus
+        .iter()
+        .map(|h| {
+            let mut s = format!(
+                "CPU {}: {} of its time in interrupts, {} IRQ/s",
+                h.cpu,
+                pct(h.irq_share),
+                rate(h.interrupts_per_s)
+            );
+            for i in &h.irqs {
+                let names = if i.handlers.is_empty() || i.irq.parse::<u32>().is_err() {
+                    String::new()
+                } else {
+                    format!(" {}", i.handlers.join(","))
+                };
+                let what = if i.irq.parse::<u32>().is_ok() {
+                    "IRQ "
+                } else {
+                    ""
+                };
+                let _ = write!(s, "; {what}{}{} {}", i.irq, names, pct(i.share));
+                if let Some(a) = &i.affinity {
+                    let _ = write!(s, " (affinity {a}");
+                    if let Some(e) = &i.effective {
+                        let _ = write!(s, ", effective {e}");
+                    }
+                    s.push(')');
+                }
+            }
+            for (name, v) in &h.softirqs {
+                let _ = write!(s, "; {name} {}/s", rate(*v));
+            }
+            s
+        })
+        .collect()
+}
+
+fn suggestion_texts(r: &LoadReport) -> Vec<&str> {
+    r.suggestions
+        .iter()
+        .map(|s| match s {
+            Suggestion::MoveIrqs { text, .. }
+            | Suggestion::Rebalance { text }
+            | Suggestion::None { text } => text.as_str(),
+        })
+        .collect()
+}
+
+/// The whole view (`load --once`): every CPU in order, the kinds, the
+/// cores, the imbalance, the interrupt-hot CPUs, the top threads per
+/// busy CPU and the suggestion.
+pub fn load_full(r: &LoadReport) -> String {
+    let mut out = String::new();
+    let w = Wrap::new(80).indent("", "  ");
+    out.push_str(&fill(&title(r), w));
+    let _ = writeln!(out, "{HEADER}");
+    for c in &r.cpus {
+        let _ = writeln!(out, "{}", cpu_row(c));
+    }
+    if !r.kinds.is_empty() {
+        out.push_str("\nKinds:\n");
+        for k in kind_lines(r) {
+            out.push_str(&fill(&k, Wrap::new(80).indent("  ", "    ")));
+        }
+    }
+    if r.cores.iter().any(|c| c.cpus.len() > 1) {
+        let cores: Vec<String> = r
+            .cores
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}[{}]={:.2}",
+                    c.core,
+                    c.cpus.to_list_string(),
+                    c.normalised
+                )
+            })
+            .collect();
+        out.push_str("\nCores (core[CPUs]=mean normalised load):\n");
+        out.push_str(&fill(&cores.join(", "), Wrap::new(80).indent("  ", "  ")));
+    }
+    out.push('\n');
+    out.push_str(&fill(&imbalance_line(r), w));
+    let hot = hot_lines(r);
+    if !hot.is_empty() {
+        out.push_str("\nInterrupt-hot CPUs:\n");
+        for h in hot {
+            out.push_str(&fill(
+                &h,
+                Wrap::new(80).indent("  ", "    ").break_long_words(),
+            ));
+        }
+    }
+    let busy: Vec<&CpuLoad> = r
+        .cpus
+        .iter()
+        .filter(|c| c.top_threads.iter().any(|t| t.share >= 0.01))
+        .collect();
+    if !busy.is_empty() {
+        out.push_str("\nTop threads (by the CPU they last ran on):\n");
+        for c in busy {
+            let ts: Vec<String> = c
+                .top_threads
+                .iter()
+                .map(|t| {
+                    let name = if t.kernel {
+                        format!("[{}]", t.comm)
+                    } else {
+                        t.comm.clone()
+                    };
+                    format!("{name} {} {}", t.tid, pct(t.share))
+                })
+                .collect();
+            let first = format!("  CPU {:>3}: ", c.cpu);
+            out.push_str(&fill(
+                &ts.join(", "),
+                Wrap::new(80)
+                    .indent(&first, "             ")
+                    .break_long_words(),
+            ));
+        }
+    }
+    for u in &r.unavailable {
+        out.push_str(&fill(&format!("unavailable: {u}"), w));
+    }
+    out.push('\n');
+    for t in suggestion_texts(r) {
+        out.push_str(&fill(t, w));
+    }
+    out
+}
+
+/// The refreshing view within `height` lines (at least 12) and 80
+/// columns: the CPUs most loaded first (normalised), as many as fit, the
+/// others counted on one line; kinds, imbalance, the hottest interrupt
+/// CPU and the suggestion below.
+pub fn load_screen(r: &LoadReport, height: usize) -> String {
+    let height = height.max(12);
+    let w = Wrap::new(80).indent("", "  ");
+    let mut tail: Vec<String> = Vec::new();
+    tail.extend(kind_lines(r).into_iter().map(|k| cut(&k, 80)));
+    tail.push(match &r.imbalance {
+        Some(i) => format!(
+            "Imbalance {:.2}: CPU {} {:.2} / CPU {} {:.2} ({} busy CPUs)",
+            i.ratio, i.max_cpu, i.max, i.min_cpu, i.min, i.busy_cpus
+        ),
+        None => "Imbalance: fewer than two busy CPUs".into(),
+    });
+    if let Some(h) = hot_lines(r).first() {
+        tail.extend(
+            wrap(h, Wrap::new(80).indent("", "  ").break_long_words())
+                .into_iter()
+                .take(2),
+        );
+    }
+    for t in suggestion_texts(r) {
+        tail.extend(wrap(t, w).into_iter().take(3));
+    }
+    let head = [
+        format!(
+            "pinsight load: {} CPUs over {:.1} s (NORM = busy / capacity)",
+            r.cpus.len(),
+            r.interval_s
+        ),
+        HEADER.to_string(),
+    ];
+    let room = height.saturating_sub(head.len() + tail.len() + 1).max(1);
+    let mut order: Vec<&CpuLoad> = r.cpus.iter().collect();
+    order.sort_by(|a, b| {
+        b.normalised
+            .total_cmp(&a.normalised)
+            .then(a.cpu.cmp(&b.cpu))
+    });
+    let mut out = String::new();
+    for l in head {
+        let _ = writeln!(out, "{l}");
+    }
+    let shown = if order.len() > room {
+        room - 1
+    } else {
+        order.len()
+    };
+    for c in &order[..shown] {
+        let _ = writeln!(out, "{}", cpu_row(c));
+    }
+    if shown < order.len() {
+        let rest = &order[shown..];
+        let max = rest.first().map_or(0.0, |c| c.normalised);
+        let _ = writeln!(
+            out,
+            "... {} more CPUs, normalised load {:.2} or less",
+            rest.len(),
+            max
+        );
+    }
+    for l in tail {
+        let _ = writeln!(out, "{l}");
+    }
+    out
+}
+
+/// `pinsight irq`'s list: each numbered IRQ that has fired, its CPUs,
+/// affinity and names; then the per-CPU lines and irqbalance.
+pub fn irq_table(v: &IrqView, all: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>5} {:>10}  {:<10} {:<10} {:<10} NAMES",
+        "IRQ", "COUNT", "LANDS ON", "AFFINITY", "EFFECTIVE"
+    );
+    let mut quiet = 0;
+    for i in &v.irqs {
+        if !all && i.total == 0 {
+            quiet += 1;
+            continue;
+        }
+        let set = |s: &Option<pinsight_cpuset::CpuSet>| {
+            s.as_ref()
+                .map_or("-".to_string(), |s| cut(&s.to_list_string(), 10))
+        };
+        let names = if i.handlers.is_empty() {
+            "-".to_string()
+        } else {
+            i.handlers.join(",")
+        };
+        let line = format!(
+            "{:>5} {:>10}  {:<10} {:<10} {:<10} {}",
+            i.irq,
+            i.total,
+            cut(&i.lands_on().to_list_string(), 10),
+            set(&i.affinity),
+            set(&i.effective),
+            names
+        );
+        let _ = writeln!(out, "{}", cut(&line, 80));
+    }
+    let w = Wrap::new(80).indent("", "  ");
+    if quiet > 0 {
+        out.push_str(&fill(
+            &format!("({quiet} IRQs that never fired not shown)"),
+            w,
+        ));
+    }
+    if !v.per_cpu.is_empty() {
+        out.push_str(&fill(
+            &format!("Per-CPU interrupts, never moved: {}", v.per_cpu.join(", ")),
+            w,
+        ));
+    }
+    match v.irqbalance {
+        Some(pid) => out.push_str(&fill(
+            &format!("irqbalance runs (PID {pid}): it may move IRQs back"),
+            w,
+        )),
+        None => out.push_str("irqbalance: not running\n"),
+    }
+    out
+}
+
+/// A move (planned or made): one line per IRQ, then the per-CPU kernel
+/// threads left on the CPUs moved off.
+pub fn irq_moves(moves: &[Move], dry_run: bool, kept: &[PerCpuThread]) -> String {
+    let mut out = String::new();
+    let w = Wrap::new(80).indent("", "  ");
+    if moves.is_empty() {
+        out.push_str("Nothing to move: every IRQ is already in place.\n");
+    } else {
+        let verb = if dry_run { "would move" } else { "moved" };
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<14} {:<14} NAMES ({verb})",
+            "IRQ", "BEFORE", "AFTER"
+        );
+        for m in moves {
+            let line = format!(
+                "{:>5}  {:<14} {:<14} {}",
+                m.irq,
+                cut(&m.before.to_list_string(), 14),
+                cut(&m.after.to_list_string(), 14),
+                if m.handlers.is_empty() {
+                    "-".into()
+                } else {
+                    m.handlers.join(",")
+                }
+            );
+            let _ = writeln!(out, "{}", cut(&line, 80));
+        }
+    }
+    if !kept.is_empty() {
+        // Per CPU: how many, and the first few names (the JSON has all).
+        let mut by: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
+        for t in kept {
+            by.entry(t.cpu).or_default().push(&t.comm);
+        }
+        let parts: Vec<String> = by
+            .iter()
+            .map(|(cpu, names)| {
+                let more = if names.len() > 3 {
+                    format!(", {} more", names.len() - 3)
+                } else {
+                    String::new()
+                };
+                let shown: Vec<&str> = names.iter().take(3).copied().collect();
+                format!("CPU {cpu}: {}{more}", shown.join(", "))
+            })
+            .collect();
+        out.push_str(&fill(
+            &format!(
+                "Per-CPU kernel threads stay (never moved): {}",
+                parts.join("; ")
+            ),
+            w,
+        ));
+    }
+    out
+}

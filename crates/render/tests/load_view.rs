@@ -1,0 +1,53 @@
+//! `pinsight load`'s views fit the terminal: the whole view in 80
+//! columns, the refreshing one in 80×24 (and in a taller window, more
+//! CPUs) on the recorded 20-CPU hybrid laptop with a hot IRQ CPU.
+
+use pinsight_render::load::{load_full, load_screen};
+use std::path::PathBuf;
+
+fn report() -> pinsight_load::LoadReport {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/load/hot-irq");
+    let d = tempfile::tempdir().unwrap();
+    pinsight_testkit::copy_tree(
+        &pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t"),
+        d.path(),
+    );
+    pinsight_testkit::copy_tree(&data.join("before"), d.path());
+    let fs = pinsight_topology::FsRoot::at(d.path()).unwrap();
+    let m = pinsight_load::machine(&pinsight_topology::discover(&fs));
+    let after = pinsight_topology::FsRoot::at(data.join("after")).unwrap();
+    pinsight_load::recorded(&m, &fs, &after, pinsight_load::Options::default()).unwrap()
+}
+
+#[test]
+fn the_screen_fits_80_by_24_most_loaded_first() {
+    let r = report();
+    let s = load_screen(&r, 24);
+    insta::assert_snapshot!(s);
+    let lines: Vec<&str> = s.lines().collect();
+    assert!(lines.len() <= 24, "{} lines:\n{s}", lines.len());
+    for l in &lines {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+    // The E-cores (normalised 1.07) come first, the rest counted.
+    assert!(lines[2].trim_start().starts_with("12 E"), "{s}");
+    assert!(s.contains("more CPUs, normalised load"), "{s}");
+    assert!(s.contains("pinsight irq --off 3"), "{s}");
+    // A taller window shows every CPU.
+    let tall = load_screen(&r, 60);
+    assert!(!tall.contains("more CPUs"), "{tall}");
+    assert_eq!(
+        tall.lines()
+            .filter(|l| l.contains(" 1.00 ") || l.contains(" 0.75 "))
+            .count(),
+        20
+    );
+}
+
+#[test]
+fn the_whole_view_fits_80_columns() {
+    let s = load_full(&report());
+    for l in s.lines() {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+}

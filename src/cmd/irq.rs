@@ -1,0 +1,221 @@
+//! `pinsight irq`: which IRQs land on which CPUs; move them off a CPU set
+//! or spread them by capacity through `smp_affinity_list`, with a saved
+//! state and `--restore` (library: `pinsight_load::irq`; views:
+//! `pinsight_render::load`).
+
+use crate::cli::{CliError, CmdResult, Globals};
+use pinsight_cpuset::CpuSet;
+use pinsight_load::irq::{self, IrqError, IrqView, Move, PerCpuThread, SavedState, Target};
+use std::path::{Path, PathBuf};
+
+/// Show which IRQs land on which CPUs; move them off CPUs or spread them by capacity.
+///
+/// Without --off, --spread or --restore: every numbered IRQ that has fired,
+/// with its count, the CPUs it lands on, its smp_affinity_list and
+/// effective affinity and its handler names (NIC queues among them), then
+/// the per-CPU interrupts (LOC, NMI, IPIs) that never move, and whether
+/// irqbalance runs. `--off CPULIST` takes those CPUs out of every IRQ's
+/// affinity (an IRQ left with none gets every other online CPU), e.g. the
+/// CPUs a latency-critical plan uses; `--spread` gives each IRQ one CPU,
+/// busiest IRQs first, on the CPU whose interrupt count per unit of
+/// capacity stays lowest. A move saves each IRQ's affinity first (--save,
+/// default a new file in $TMPDIR) and is all or nothing: if the kernel
+/// refuses one IRQ (EIO: an IRQ whose affinity the kernel manages) every
+/// IRQ already written is put back and the command exits 1. Per-CPU kernel
+/// threads (ksoftirqd/N, kworker/N) on the CPUs moved off are reported,
+/// never moved.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  pinsight irq
+  pinsight irq --off 2-3 --dry-run
+  sudo pinsight irq --off 2-3
+  sudo pinsight irq --spread --irq 25,26
+  sudo pinsight irq --restore /tmp/pinsight-irq-1764140000-4242.json
+
+Writing smp_affinity_list needs root. While irqbalance runs it moves IRQs back within \
+seconds: the command refuses, naming its PID, unless --force (or stop it first: \
+systemctl stop irqbalance).
+
+Exit status: 0 done (or nothing to do), 1 when the kernel refused an IRQ (nothing changed) \
+or irqbalance runs, 2 for bad input (an unknown IRQ, a CPU that is not online, a recorded \
+machine for a move).")]
+pub struct Args {
+    /// Move IRQs off these CPUs (a cpulist: 2-3, 0,8-15).
+    #[arg(long, value_name = "CPULIST", value_parser = crate::values::cpu_list)]
+    pub off: Option<CpuSet>,
+    /// Give each IRQ one CPU, spread by capacity (over the CPUs not in --off).
+    #[arg(long)]
+    pub spread: bool,
+    /// Only these IRQs (numbers, comma separated); default every movable one.
+    #[arg(long = "irq", value_name = "N,...", value_delimiter = ',', value_parser = clap::value_parser!(u32))]
+    pub irqs: Option<Vec<u32>>,
+    /// Show what would move; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Move IRQs even while irqbalance runs (it may move them back).
+    #[arg(long)]
+    pub force: bool,
+    /// Where to save the affinities before a move (a new file; default
+    /// $TMPDIR/pinsight-irq-TIME-PID.json).
+    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
+    pub save: Option<PathBuf>,
+    /// Put back the affinities a move saved in FILE.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["off", "spread", "irqs", "save"])]
+    pub restore: Option<PathBuf>,
+    /// List IRQs that never fired too.
+    #[arg(long)]
+    pub all: bool,
+}
+
+fn irq_error(e: IrqError) -> CliError {
+    let msg = crate::errors::shown(&e.to_string());
+    match e {
+        IrqError::Unknown { .. } | IrqError::NoCpuLeft { .. } | IrqError::State { .. } => {
+            CliError::usage(msg)
+        }
+        IrqError::NotMovable { .. } | IrqError::Write { .. } | IrqError::NoInterrupts => {
+            CliError::runtime(msg)
+        }
+    }
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    let acting = args.off.is_some() || args.spread || args.restore.is_some();
+    if args.irqs.is_some() && args.off.is_none() && !args.spread {
+        return Err(CliError::usage(
+            "--irq chooses the IRQs to move: give --off CPULIST or --spread with it",
+        ));
+    }
+    if acting && !args.dry_run {
+        g.require_live(
+            "'irq' writes IRQ affinities",
+            "add --dry-run to see the plan for it",
+        )?;
+    }
+    let fs = g.fsroot()?;
+    let view = irq::view(&fs).map_err(irq_error)?;
+    if !acting {
+        if g.json {
+            g.print_json(&view)?;
+        } else {
+            print!("{}", pinsight_render::load::irq_table(&view, args.all));
+        }
+        return Ok(0);
+    }
+    let (moves, kept) = match &args.restore {
+        Some(file) => {
+            let state = SavedState::load(file).map_err(irq_error)?;
+            (state.moves(&view).map_err(irq_error)?, Vec::new())
+        }
+        None => plan(&args, g, &fs, &view)?,
+    };
+    refuse_irqbalance(&args, g, &view)?;
+    let saved = if args.dry_run || args.restore.is_some() || moves.is_empty() {
+        None
+    } else {
+        let path = args.save.clone().unwrap_or_else(default_state_path);
+        irq::save_state(&SavedState::of(&moves), &path).map_err(irq_error)?;
+        Some(path)
+    };
+    if !args.dry_run {
+        if let Err(e) = irq::apply(&fs, &moves) {
+            // Nothing changed: the undo file has nothing to undo.
+            if let Some(p) = &saved {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(irq_error(e));
+        }
+    }
+    report(g, &args, &moves, &kept, saved.as_deref())
+}
+
+/// The moves asked for by --off/--spread, and the per-CPU kernel
+/// threads left on the CPUs moved off.
+fn plan(
+    args: &Args,
+    g: &Globals,
+    fs: &pinsight_sys::FsRoot,
+    view: &IrqView,
+) -> Result<(Vec<Move>, Vec<PerCpuThread>), CliError> {
+    let m = pinsight_load::machine(&g.topology()?);
+    let caps = pinsight_load::capacities(&m);
+    let online: CpuSet = caps.keys().copied().collect();
+    let off = args.off.clone().unwrap_or_default();
+    let missing = off.difference(&online);
+    if !missing.is_empty() {
+        return Err(CliError::usage(format!(
+            "--off {}: CPU {} is not online (online: {})",
+            off.to_list_string(),
+            missing.to_list_string(),
+            online.to_list_string()
+        )));
+    }
+    let target = if args.spread {
+        Target::Spread { off: off.clone() }
+    } else {
+        Target::Off(off.clone())
+    };
+    let moves = irq::plan(view, args.irqs.as_deref(), &target, &caps).map_err(irq_error)?;
+    Ok((moves, irq::per_cpu_threads(fs, &off)))
+}
+
+fn refuse_irqbalance(args: &Args, g: &Globals, view: &IrqView) -> Result<(), CliError> {
+    let Some(pid) = view.irqbalance else {
+        return Ok(());
+    };
+    if args.dry_run || args.force {
+        if !g.quiet {
+            eprintln!(
+                "{}",
+                crate::cli::wrap80(&format!(
+                    "pinsight: warning: irqbalance runs (PID {pid}): it may move these IRQs back"
+                ))
+            );
+        }
+        return Ok(());
+    }
+    Err(CliError::runtime(format!(
+        "irqbalance runs (PID {pid}) and would move the IRQs back: stop it \
+         (systemctl stop irqbalance) or give --force; nothing changed"
+    )))
+}
+
+fn default_state_path() -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    std::env::temp_dir().join(format!("pinsight-irq-{secs}-{}.json", std::process::id()))
+}
+
+fn report(
+    g: &Globals,
+    args: &Args,
+    moves: &[Move],
+    kept: &[PerCpuThread],
+    saved: Option<&Path>,
+) -> CmdResult {
+    if g.json {
+        g.print_json(&serde_json::json!({
+            "dry_run": args.dry_run,
+            "restore": args.restore.is_some(),
+            "moves": moves,
+            "per_cpu_threads": kept,
+            "state_file": saved,
+        }))?;
+        return Ok(0);
+    }
+    print!(
+        "{}",
+        pinsight_render::load::irq_moves(moves, args.dry_run, kept)
+    );
+    if let Some(p) = saved {
+        let shown = crate::errors::shown_path(p);
+        println!(
+            "{}",
+            crate::cli::wrap80(&format!(
+                "Saved the affinities before the move in {shown}; undo with: pinsight irq --restore {shown}"
+            ))
+        );
+    }
+    Ok(0)
+}

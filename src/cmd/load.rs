@@ -1,0 +1,137 @@
+//! `pinsight load`: per-CPU utilisation over an interval beside each
+//! CPU's kind and capacity, the capacity-normalised load, the imbalance,
+//! the top threads and the interrupts per CPU (library:
+//! `pinsight_load`; views: `pinsight_render::load`).
+
+use crate::cli::{CliError, CmdResult, Globals};
+use pinsight_load::{LoadError, Options, Parts, Watch};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Show each CPU's load against its capacity, the interrupts it takes and the threads on it.
+///
+/// Per CPU: user, system, IRQ, softirq, steal and idle shares of the
+/// interval (/proc/stat), the CPU's kind and capacity (relative to the most
+/// capable CPU, as `plan balance` weighs CPUs), busy time, and the
+/// capacity-normalised load NORM = busy / capacity (an E-core of capacity
+/// 0.6 busy 60% is as loaded as a P-core busy 100%); interrupts per second
+/// (/proc/interrupts) and the thread that used it most. Below: per kind and
+/// per core summaries, the imbalance (max/min NORM over CPUs busy at least
+/// 5%), the CPUs that spend 10% or more of their time in interrupt handlers
+/// with the IRQs that dominate them (handler and NIC queue names,
+/// smp_affinity_list), and a suggestion: move IRQs (`pinsight irq`) or
+/// rebalance by capacity (`pinsight balance`).
+///
+/// On a terminal the view refreshes every interval and fits the window
+/// (most loaded CPUs first); `--once` prints one whole view and exits.
+/// `--json` prints one object (schema: docs/src/schemas/load.md), or one
+/// line per interval without `--once`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  pinsight load
+  pinsight load --once --interval 5s
+  pinsight load --json --once
+  # two readings of a recorded machine, taken an interval apart
+  mkdir -p after/proc; pinsight snapshot before/
+  cp /proc/stat /proc/interrupts /proc/softirqs before/proc/
+  sleep 5; cp /proc/stat /proc/interrupts /proc/softirqs after/proc/
+  pinsight --fsroot before/ load --after after/
+
+A recorded machine holds one reading: --fsroot names the first (with its sys/ tree for the \
+kinds), --after DIR the second (DIR/proc/stat, and where recorded proc/interrupts, \
+proc/softirqs, proc/irq/N/ and proc/PID/task/TID/stat); the interval is read from the CPUs' \
+own tick counts.")]
+pub struct Args {
+    /// How long each measurement lasts (1s, 500ms, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::positive_duration)]
+    pub interval: Duration,
+    /// Measure one interval, print the whole view and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Stop after N intervals (default: until interrupted, or one with --once).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "once")]
+    pub count: Option<u64>,
+    /// Threads listed per CPU.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=50))]
+    pub top: u64,
+    /// The second reading of a recorded machine (a directory holding proc/stat), taken an
+    /// interval after the one --fsroot names.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["count", "interval"])]
+    pub after: Option<PathBuf>,
+}
+
+fn load_error(e: LoadError) -> CliError {
+    CliError::runtime(crate::errors::shown(&e.to_string()))
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    let opts = Options {
+        top: args.top as usize,
+        hz: pinsight_sys::procfs::clock_ticks(),
+    };
+    if let Some(after) = &args.after {
+        if g.fsroot.is_none() {
+            return Err(CliError::usage(
+                "--after needs --fsroot: it names the second reading of a recorded machine, \
+                 --fsroot the first",
+            ));
+        }
+        let before = g.fsroot()?;
+        let after_fs = pinsight_sys::FsRoot::at(after)
+            .map_err(|e| crate::errors::fsroot_usage("--after", &e))?;
+        let m = pinsight_load::machine(&g.topology()?);
+        let r = pinsight_load::recorded(&m, &before, &after_fs, opts).map_err(|e| {
+            CliError::usage(crate::errors::shown(&format!("--fsroot/--after: {e}")))
+        })?;
+        return show(g, &r, true);
+    }
+    g.require_live(
+        "'load' measures the counters",
+        "give a second reading of it with --after DIR",
+    )?;
+    let m = pinsight_load::machine(&g.topology()?);
+    let fs = g.fsroot()?;
+    let mut w = Watch::start(fs, m, opts, Parts::default()).map_err(load_error)?;
+    let count = if args.once {
+        1
+    } else {
+        args.count.unwrap_or(u64::MAX)
+    };
+    let screen = !args.once && !g.json && std::io::stdout().is_terminal();
+    let mut bar = crate::cli::progress(g);
+    let mut silent = pinsight_sys::progress::Silent;
+    for n in 0..count {
+        let progress: &mut dyn pinsight_sys::progress::Progress =
+            if args.once { &mut bar } else { &mut silent };
+        let r = w.next(args.interval, progress).map_err(load_error)?;
+        if screen {
+            // Home the cursor and clear the screen (ECMA-48 CUP, ED).
+            print!(
+                "\x1b[H\x1b[2J{}",
+                pinsight_render::load::load_screen(&r, pinsight_render::term::terminal_rows())
+            );
+        } else {
+            if n > 0 && !g.json {
+                println!();
+            }
+            show(g, &r, args.once)?;
+        }
+    }
+    Ok(0)
+}
+
+fn show(g: &Globals, r: &pinsight_load::LoadReport, pretty: bool) -> CmdResult {
+    if g.json {
+        if pretty {
+            g.print_json(r)?;
+        } else {
+            let s = serde_json::to_string(r)
+                .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
+            println!("{s}");
+        }
+    } else {
+        print!("{}", pinsight_render::load::load_full(r));
+    }
+    Ok(0)
+}

@@ -1,0 +1,315 @@
+//! `pinsight load` and `pinsight irq` on a recorded machine with a hot
+//! interrupt CPU (hwloc's 20-CPU hybrid laptop, 6 P-cores with SMT + 8
+//! E-cores, with the two /proc readings of `tests/data/load/hot-irq`, made
+//! by `make_hot_irq.py` there): golden outputs of `load` (human and JSON),
+//! `irq` and `irq --off --dry-run`; the bad inputs (one line, exit 2 or 1,
+//! nothing changed); and live runs of `load` and `irq --dry-run`.
+
+use crate::common_cli;
+
+use common_cli::*;
+use std::path::{Path, PathBuf};
+
+fn data() -> PathBuf {
+    repo().join("tests/data/load/hot-irq")
+}
+
+/// The recorded machine (sys/ of the hybrid laptop, proc/ of the first
+/// reading) in a temporary directory.
+fn machine() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    pinsight_testkit::copy_tree(&hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t"), d.path());
+    pinsight_testkit::copy_tree(&data().join("before"), d.path());
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn golden(name: &str, actual: &str) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.bind(|| insta::assert_snapshot!(name, actual));
+}
+
+fn recorded_load(json: bool) -> Out {
+    let m = machine();
+    let after = data().join("after");
+    let mut a = vec!["--fsroot", s(m.path()), "load", "--after", s(&after)];
+    if json {
+        a.push("--json");
+    }
+    ok(&a)
+}
+
+#[test]
+fn recorded_load_is_the_golden() {
+    let o = recorded_load(false);
+    golden("load_hot_irq", &o.stdout);
+    for line in o.stdout.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80: {line}");
+    }
+    let flat = o.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("pinsight irq --off 3"), "{}", o.stdout);
+    assert!(flat.contains("pinsight balance"), "{}", o.stdout);
+    assert!(flat.contains("eth0-TxRx-0"), "{}", o.stdout);
+}
+
+#[test]
+fn recorded_load_json_is_the_golden() {
+    let o = recorded_load(true);
+    golden("load_hot_irq_json", &o.stdout);
+    let v = o.json();
+    assert_eq!(v["interval_s"], 2.0);
+    assert_eq!(v["cpus"].as_array().unwrap().len(), 20);
+    let hot = &v["hot_cpus"][0];
+    assert_eq!(hot["cpu"], 3);
+    assert_eq!(hot["irqs"][0]["irq"], "36");
+    assert_eq!(hot["irqs"][0]["queues"][0], "eth0-TxRx-0");
+    assert_eq!(hot["irqs"][0]["affinity"], "3");
+    assert_eq!(v["suggestions"][0]["kind"], "move-irqs");
+    assert_eq!(v["suggestions"][1]["kind"], "rebalance");
+    // E-cores (capacity 0.75) busy 80% carry normalised 1.07.
+    let e = &v["cpus"][12];
+    assert!((e["normalised"].as_f64().unwrap() - 0.8 / 0.75).abs() < 1e-9);
+    let imb = v["imbalance"]["ratio"].as_f64().unwrap();
+    assert!((imb - (0.8 / 0.75) / 0.6).abs() < 1e-9, "{imb}");
+}
+
+#[test]
+fn irq_list_and_dry_run_on_the_recorded_machine() {
+    let m = machine();
+    let o = ok(&["--fsroot", s(m.path()), "irq"]);
+    golden("irq_hot_irq", &o.stdout);
+    let o = ok(&["--fsroot", s(m.path()), "irq", "--off", "3", "--dry-run"]);
+    golden("irq_hot_irq_off_3_dry_run", &o.stdout);
+    assert!(o.stdout.contains("CPU 3: ksoftirqd/3"), "{}", o.stdout);
+    let o = ok(&[
+        "--fsroot",
+        s(m.path()),
+        "--json",
+        "irq",
+        "--spread",
+        "--dry-run",
+    ]);
+    let v = o.json();
+    let moves = v["moves"].as_array().unwrap();
+    assert!(!moves.is_empty());
+    for mv in moves {
+        assert!(!mv["after"].as_str().unwrap().contains([',', '-']), "{mv}");
+    }
+    // Nothing was written.
+    assert_eq!(
+        std::fs::read_to_string(m.path().join("proc/irq/36/smp_affinity_list")).unwrap(),
+        "3\n"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_changes_nothing() {
+    let m = machine();
+    let root = s(m.path());
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["irq", "--off", "3", "--irq", "9999", "--dry-run"],
+            2,
+            "no IRQ 9999",
+        ),
+        (&["irq", "--off", "x-y"], 2, "--off"),
+        (
+            &["irq", "--off", "40", "--dry-run"],
+            2,
+            "CPU 40 is not online",
+        ),
+        (&["irq", "--off", "0-19", "--dry-run"], 2, "no CPU left"),
+        (&["irq", "--off", "3"], 2, "describes another machine"),
+        (
+            &["irq", "--restore", "/nonexistent/state.json"],
+            2,
+            "describes another machine",
+        ),
+        (&["irq", "--irq", "36"], 2, "--irq chooses"),
+        (&["load"], 2, "--after"),
+    ];
+    for (args, code, needle) in cases {
+        let mut a = vec!["--fsroot", root];
+        a.extend_from_slice(args);
+        let o = pinsight(&a).run();
+        assert_eq!(o.code, *code, "{}: {}", o.argv, o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
+        assert!(o.stderr.contains(needle), "{}: {}", o.argv, o.stderr);
+        assert!(o.stdout.is_empty(), "{}: {}", o.argv, o.stdout);
+    }
+    assert_eq!(
+        std::fs::read_to_string(m.path().join("proc/irq/36/smp_affinity_list")).unwrap(),
+        "3\n"
+    );
+    // An IRQ without smp_affinity_list (a per-CPU interrupt): a runtime
+    // refusal naming it, exit 1.
+    std::fs::remove_file(m.path().join("proc/irq/41/smp_affinity_list")).unwrap();
+    let o = pinsight(&[
+        "--fsroot",
+        root,
+        "irq",
+        "--off",
+        "3",
+        "--irq",
+        "36,41",
+        "--dry-run",
+    ])
+    .run();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.contains("IRQ 41 cannot be moved"), "{}", o.stderr);
+    assert!(o.stdout.is_empty());
+    // --after without --fsroot; --after naming no reading.
+    let o = pinsight(&["load", "--after", "/tmp"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.first_err_line().contains("--after needs --fsroot"));
+    let empty = tempfile::tempdir().unwrap();
+    let o = pinsight(&["--fsroot", root, "load", "--after", s(empty.path())]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.first_err_line().contains("no readable proc/stat"),
+        "{}",
+        o.stderr
+    );
+    // A state file that is not one: exit 2, naming it (checked live,
+    // before anything is written).
+    let bad = empty.path().join("state.json");
+    std::fs::write(&bad, "{}").unwrap();
+    let o = pinsight(&["irq", "--restore", s(&bad), "--dry-run"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.first_err_line().contains("not a saved IRQ state"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn live_load_once_and_json() {
+    let o = ok(&["load", "--once", "--interval", "300ms"]);
+    assert!(o.stdout.starts_with("pinsight load: "), "{}", o.stdout);
+    for line in o.stdout.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80: {line}");
+    }
+    let o = ok(&["--json", "load", "--once", "--interval", "300ms"]);
+    let v = o.json();
+    let cpus = v["cpus"].as_array().unwrap();
+    assert!(!cpus.is_empty());
+    for c in cpus {
+        let sum: f64 = ["user", "system", "irq", "softirq", "steal", "idle"]
+            .iter()
+            .map(|k| c[k].as_f64().unwrap())
+            .sum();
+        // Shares add up to the whole interval (iowait inside idle).
+        assert!(sum == 0.0 || (sum - 1.0).abs() < 1e-6, "{c}");
+    }
+    // Without --once: one JSON line per interval.
+    let o = ok(&["--json", "load", "--count", "2", "--interval", "200ms"]);
+    assert_eq!(o.stdout.lines().count(), 2, "{}", o.stdout);
+    for l in o.stdout.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
+}
+
+#[test]
+fn live_irq_list_and_dry_run() {
+    let o = pinsight(&["irq"]).run();
+    if o.code != 0 && o.stderr.contains("/proc/interrupts") {
+        pinsight_testkit::skip_test!("no readable /proc/interrupts here: {}", o.stderr);
+    }
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("IRQ"), "{}", o.stdout);
+    let first = pinsight_testkit::usable_cpus()[0];
+    let o = pinsight(&["--json", "irq", "--off", &first.to_string(), "--dry-run"]).run();
+    if o.code == 2 && o.stderr.contains("no CPU left") {
+        pinsight_testkit::skip_test!("one CPU only: no CPU to move IRQs to");
+    }
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v = o.json();
+    assert_eq!(v["dry_run"], true);
+    assert!(v["state_file"].is_null());
+    for mv in v["moves"].as_array().unwrap() {
+        let after = pinsight_cpuset::CpuSet::parse_list(mv["after"].as_str().unwrap()).unwrap();
+        assert!(!after.contains(first), "{mv}");
+    }
+}
+
+#[test]
+fn live_irq_move_and_restore_or_the_refusal() {
+    let _guard = pinsight_testkit::serial();
+    let o = pinsight(&["--json", "irq", "--all"]).run();
+    if o.code != 0 {
+        pinsight_testkit::skip_test!("irq list unavailable here: {}", o.stderr);
+    }
+    let v = o.json();
+    let cpus = pinsight_testkit::usable_cpus();
+    if cpus.len() < 2 {
+        pinsight_testkit::skip_test!("one CPU only: no CPU to move an IRQ to");
+    }
+    let off = cpus[0];
+    // The quietest IRQ whose affinity holds `off` (a serial port, an ACPI
+    // event): moving it for a moment disturbs nothing.
+    let Some(irq) = v["irqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| {
+            i["affinity"].as_str().is_some_and(|a| {
+                let set = pinsight_cpuset::CpuSet::parse_list(a).unwrap();
+                set.contains(off) && set.len() > 1
+            })
+        })
+        .min_by_key(|i| i["total"].as_u64().unwrap_or(0))
+        .cloned()
+    else {
+        pinsight_testkit::skip_test!("no IRQ whose affinity holds CPU {off} and another CPU");
+    };
+    let n = irq["irq"].as_u64().unwrap();
+    let file = format!("/proc/irq/{n}/smp_affinity_list");
+    let before = std::fs::read_to_string(&file).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let o = pinsight(&[
+        "irq",
+        "--off",
+        &off.to_string(),
+        "--irq",
+        &n.to_string(),
+        "--force",
+        "--save",
+        s(&state),
+    ])
+    .run();
+    if o.code != 0 {
+        // Refused (not root, or the kernel manages this IRQ): one line,
+        // exit 1, the reason named, nothing changed, no state left.
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+        assert!(
+            o.stderr.contains(&format!("IRQ {n} cannot be moved")),
+            "{}",
+            o.stderr
+        );
+        assert!(
+            o.stderr.contains("root") || o.stderr.contains("EIO") || o.stderr.contains("error"),
+            "{}",
+            o.stderr
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+        assert!(!state.exists());
+        return;
+    }
+    let moved = std::fs::read_to_string(&file).unwrap();
+    let set = pinsight_cpuset::CpuSet::parse_list(moved.trim()).unwrap();
+    assert!(!set.contains(off), "{moved}");
+    assert!(o.stdout.contains("--restore"), "{}", o.stdout);
+    let o = ok(&["irq", "--restore", s(&state)]);
+    assert!(o.stdout.contains("moved"), "{}", o.stdout);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+}
