@@ -80,7 +80,15 @@ impl Stealers {
                 Ok(s) => lock(&STEALERS).push(s),
                 Err(e) => {
                     let reason = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                        format!("{e} (needs root or CAP_SYS_NICE for SCHED_FIFO)")
+                        if pinsight_sys::process::geteuid() == 0 {
+                            format!(
+                                "{e} (as root: real-time group scheduling gives this cgroup no \
+                                 real-time budget (cpu.rt_runtime_us), and the stealer could not \
+                                 join the root cgroup (/sys/fs/cgroup/cgroup.procs))"
+                            )
+                        } else {
+                            format!("{e} (needs root or CAP_SYS_NICE for SCHED_FIFO)")
+                        }
                     } else {
                         e.to_string()
                     };
@@ -110,6 +118,12 @@ impl Stealers {
         for &(cpu, share) in shares {
             self.set(cpu, share);
         }
+    }
+
+    /// Whether any stealer had to move to the root cgroup (see
+    /// [`Stealer::in_root_cgroup`]).
+    pub fn in_root_cgroup(&self) -> bool {
+        lock(&STEALERS).iter().any(Stealer::in_root_cgroup)
     }
 
     /// (cpu, pid) of every stealer.

@@ -230,6 +230,10 @@ pub struct Report {
     /// The real-time share a stealer may take (duty-cycle).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rt_budget: Option<f64>,
+    /// The stealers run in the root cgroup: real-time group scheduling
+    /// gave pinsight's cgroup no real-time budget (duty-cycle).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stealers_in_root_cgroup: bool,
     pub tolerance: f64,
     /// Measurement windows used by the calibration, confirmation included.
     pub windows: usize,
@@ -423,6 +427,10 @@ fn calibrate(
         Knob::Duty(s) => s.pids(),
         Knob::Caps(..) => Vec::new(),
     };
+    let stealers_in_root_cgroup = match &knob {
+        Knob::Duty(s) => s.in_root_cgroup(),
+        Knob::Caps(..) => false,
+    };
     let kinds = targets
         .slowed
         .iter()
@@ -435,6 +443,7 @@ fn calibrate(
         reference_cpu: targets.reference,
         period_us,
         rt_budget: budget,
+        stealers_in_root_cgroup,
         tolerance: opts.tolerance,
         windows,
         kinds,

@@ -28,6 +28,18 @@ pub fn render(r: &Report, exported: &str) -> String {
             para(&format!("cpufreq caps not used: {why}"), "  ", "    ")
         );
     }
+    if r.stealers_in_root_cgroup {
+        let _ = writeln!(
+            out,
+            "{}",
+            para(
+                "stealers moved to the root cgroup: real-time group scheduling gives \
+                 this cgroup no real-time budget (they end with the emulation)",
+                "  ",
+                "    "
+            )
+        );
+    }
     let _ = writeln!(
         out,
         "  speeds relative to CPU {} (full speed), {} windows measured",
@@ -122,6 +134,7 @@ mod tests {
             reference_cpu: 0,
             period_us: Some(2000),
             rt_budget: Some(0.95),
+            stealers_in_root_cgroup: true,
             tolerance: 0.05,
             windows: 7,
             kinds: vec![KindResult {

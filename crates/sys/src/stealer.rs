@@ -80,6 +80,30 @@ fn close_from(first: libc::c_uint) {
     unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) };
 }
 
+/// `Params::state`: running under `SCHED_FIFO` in its own cgroup.
+const STARTED: i64 = 1;
+/// `Params::state`: running under `SCHED_FIFO`, moved to the root cgroup.
+const STARTED_IN_ROOT_CGROUP: i64 = 2;
+
+/// Writes this process's id into the root cgroup's `cgroup.procs`
+/// (cgroup v2 at its usual mount point, `/sys/fs/cgroup`; a live write,
+/// as the stealer runs only on the live machine). Async-signal-safe:
+/// open, write and close with a stack buffer. `true` once written.
+fn move_to_root_cgroup() -> bool {
+    const PROCS: &std::ffi::CStr = c"/sys/fs/cgroup/cgroup.procs";
+    // "0": the writing process itself (cgroup-v2.rst, "cgroup.procs").
+    // SAFETY: a NUL-terminated path; a two-byte buffer on this stack.
+    unsafe {
+        let fd = libc::open(PROCS.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let ok = libc::write(fd, b"0\n".as_ptr().cast(), 2) == 2;
+        libc::close(fd);
+        ok
+    }
+}
+
 /// The stealer's life after fork: no allocation, raw syscalls only.
 fn stealer_child(params: &Params, cpu: usize, priority: i32, parent: libc::pid_t) -> ! {
     // SAFETY: prctl, getppid, sched_*, clock_nanosleep and _exit are
@@ -112,13 +136,26 @@ fn stealer_child(params: &Params, cpu: usize, priority: i32, parent: libc::pid_t
         let p = libc::sched_param {
             sched_priority: priority,
         };
+        let mut started = STARTED;
         if libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) != 0 {
-            params
-                .state
-                .store(-i64::from(*libc::__errno_location()), Ordering::SeqCst);
-            libc::_exit(1);
+            let e = *libc::__errno_location();
+            // With real-time group scheduling (CONFIG_RT_GROUP_SCHED), a
+            // cgroup other than the root one gets no real-time budget
+            // unless given one, and SCHED_FIFO there is EPERM even for
+            // root (sched-rt-group.rst, "2.3 Basis for grouping tasks";
+            // `__sched_setscheduler` in kernel/sched/core.c). The root
+            // cgroup has the system's budget: move this stealer (only it;
+            // it dies with the emulation) there and try again.
+            if e != libc::EPERM
+                || !move_to_root_cgroup()
+                || libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) != 0
+            {
+                params.state.store(-i64::from(e), Ordering::SeqCst);
+                libc::_exit(1);
+            }
+            started = STARTED_IN_ROOT_CGROUP;
         }
-        params.state.store(1, Ordering::SeqCst);
+        params.state.store(started, Ordering::SeqCst);
         let mut start = now_ns();
         loop {
             if params.stop.load(Ordering::Relaxed) != 0 || libc::getppid() != parent {
@@ -156,8 +193,11 @@ fn stealer_child(params: &Params, cpu: usize, priority: i32, parent: libc::pid_t
 impl Stealer {
     /// Forks a stealer for `cpu` at real-time `priority` (1-99), stealing
     /// `busy` of every `period`, and waits (up to a second) until it runs
-    /// under `SCHED_FIFO` on that CPU. An error is the setup's (EPERM: no
-    /// `CAP_SYS_NICE`; EINVAL: no such CPU).
+    /// under `SCHED_FIFO` on that CPU. Where real-time group scheduling
+    /// gives pinsight's cgroup no real-time budget, the stealer moves
+    /// itself to the root cgroup first ([`Stealer::in_root_cgroup`]). An
+    /// error is the setup's (EPERM: no `CAP_SYS_NICE`, or no real-time
+    /// budget and no way into the root cgroup; EINVAL: no such CPU).
     pub fn spawn(
         cpu: usize,
         priority: i32,
@@ -207,7 +247,7 @@ impl Stealer {
         for _ in 0..1000 {
             match shared.state.load(Ordering::SeqCst) {
                 0 => std::thread::sleep(Duration::from_millis(1)),
-                1 => return Ok(s),
+                STARTED | STARTED_IN_ROOT_CGROUP => return Ok(s),
                 e => return Err(io::Error::from_raw_os_error((-e) as i32)),
             }
         }
@@ -220,6 +260,13 @@ impl Stealer {
     fn shared(&self) -> &Params {
         // SAFETY: the mapping lives until drop.
         unsafe { &*self.params }
+    }
+
+    /// Whether the stealer had to leave pinsight's cgroup for the root
+    /// one to run under `SCHED_FIFO` (real-time group scheduling gave
+    /// pinsight's cgroup no real-time budget).
+    pub fn in_root_cgroup(&self) -> bool {
+        self.shared().state.load(Ordering::SeqCst) == STARTED_IN_ROOT_CGROUP
     }
 
     /// The stealer's process id.
