@@ -79,7 +79,15 @@ fn balance_by_capacity_evens_the_normalised_load() {
     let mut tasks = Tasks(Vec::new());
     // As root, the tasks run SCHED_FIFO (chrt(1)): other work on the
     // machine then delays none of them, and only they share their CPUs.
-    let rt = pinsight_sys::process::geteuid() == 0 && on_path("chrt");
+    // Not everywhere: with real-time group scheduling a cgroup without a
+    // real-time budget is refused SCHED_FIFO even as root.
+    let rt = pinsight_sys::process::geteuid() == 0
+        && on_path("chrt")
+        && Command::new("chrt")
+            .args(["-f", "1", "true"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
     for i in 0..6 {
         let cpu = if i % 2 == 0 { p } else { e };
         let mut cmd = if rt {

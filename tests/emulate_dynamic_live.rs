@@ -105,6 +105,11 @@ impl Emulation {
             .env("PINSIGHT_EMULATING", "duty-cycle")
             .env_remove("PINSIGHT_FSROOT")
             .env_remove("COLUMNS");
+        // Only the two emulated CPUs: the experiments are designed for
+        // one P and one E CPU, and on a bigger machine the other CPUs
+        // (declared P) would take tasks and configurations too.
+        let two: pinsight_cpuset::CpuSet = [self.p, self.e].into_iter().collect();
+        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &two).unwrap();
         at_high_priority(&mut c);
         c
     }
