@@ -24,6 +24,13 @@ pub const WALL_AGREEMENT: f64 = 0.01;
 /// set time, whatever its means say.
 pub const WALL_STEADY: f64 = 0.05;
 
+/// On a loaded machine other work stretches some runs, and means drift
+/// apart by more than [`WALL_AGREEMENT`]; a program that runs for a set
+/// time still has fastest runs that agree (each is the set time plus
+/// start-up). The arms "took the same time" also when their fastest runs
+/// agree within [`WALL_AGREEMENT`] and their means within this.
+pub const WALL_AGREEMENT_LOADED: f64 = 0.05;
+
 /// A figure varies "beyond noise" when its range over the runs is at
 /// least this fraction of its median, and [`FIGURE_VS_WALL`] times the
 /// wall time's own relative range.
@@ -33,8 +40,12 @@ pub const FIGURE_VS_WALL: f64 = 3.0;
 /// What the check found.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FixedDuration {
-    /// Largest / smallest arm mean wall time − 1, in %.
+    /// Largest / smallest arm mean wall time − 1, in % (of the arms'
+    /// fastest runs when `by_fastest`).
     pub wall_spread_percent: f64,
+    /// The means drifted apart (other work stretched some runs) and the
+    /// arms' fastest runs agree ([`WALL_AGREEMENT_LOADED`]).
+    pub by_fastest: bool,
     /// What differs although wall time does not, one clause each.
     pub differs: Vec<String>,
     /// The `--metric` preset that reads this program's result, if known.
@@ -58,17 +69,27 @@ pub fn detect(
     if walls.len() < 2 {
         return None;
     }
-    let lo = walls
-        .iter()
-        .map(|(_, s)| s.mean)
-        .fold(f64::INFINITY, f64::min);
-    let hi = walls.iter().map(|(_, s)| s.mean).fold(0.0, f64::max);
+    let spread = |f: fn(&Summary) -> f64| {
+        let lo = walls
+            .iter()
+            .map(|(_, s)| f(s))
+            .fold(f64::INFINITY, f64::min);
+        let hi = walls.iter().map(|(_, s)| f(s)).fold(0.0, f64::max);
+        (lo > 0.0).then(|| hi / lo - 1.0)
+    };
+    let (Some(means), Some(fastest)) = (spread(|s| s.mean), spread(|s| s.min)) else {
+        return None;
+    };
     let steady = walls
         .iter()
         .all(|(_, s)| s.stddev.unwrap_or(0.0) <= WALL_STEADY * s.mean);
-    if !(lo > 0.0 && hi / lo - 1.0 <= WALL_AGREEMENT && steady) {
+    let by_fastest = if means <= WALL_AGREEMENT && steady {
+        false
+    } else if fastest <= WALL_AGREEMENT && means <= WALL_AGREEMENT_LOADED {
+        true
+    } else {
         return None;
-    }
+    };
     let mut differs = Vec::new();
     differs.extend(cpu_differs(arms, base, measured));
     for a in arms {
@@ -87,7 +108,8 @@ pub fn detect(
         return None;
     }
     Some(FixedDuration {
-        wall_spread_percent: (hi / lo - 1.0) * 100.0,
+        wall_spread_percent: if by_fastest { fastest } else { means } * 100.0,
+        by_fastest,
         differs,
         preset: header
             .command

@@ -395,7 +395,12 @@ fn caveats(arms: &[ArmReport], not_applicable: &[NotApplicable]) -> Vec<Caveat> 
 /// The fixed-duration caveat (see [`crate::fixed`]).
 fn fixed_caveat(f: &FixedDuration, objective: &str) -> Caveat {
     let same = format!(
-        "every arm took the same wall time (within {:.1}%) but {}",
+        "every arm{} took the same wall time (within {:.1}%) but {}",
+        if f.by_fastest {
+            "'s fastest run (other work stretched some runs)"
+        } else {
+            ""
+        },
         f.wall_spread_percent,
         f.differs.join("; ")
     );

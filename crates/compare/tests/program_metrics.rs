@@ -145,6 +145,8 @@ fn header(metrics: Vec<MetricSpec>) -> Header {
 /// events per second. `blank` slots print nothing.
 struct FixedTime {
     blank: Vec<usize>,
+    /// Other work stretches every third run of arm 1 by 6%.
+    loaded: bool,
     last: Option<Kept>,
 }
 
@@ -170,8 +172,9 @@ impl Executor for FixedTime {
             path: "unused".into(),
             text,
         });
+        let stretched = self.loaded && slot.arm == 1 && slot.index % 3 == 0;
         Ok(RunRecord {
-            wall_s: 1.0 + 0.001 * jitter,
+            wall_s: (1.0 + 0.001 * jitter) * if stretched { 1.06 } else { 1.0 },
             user_s: 1.9,
             sys_s: 0.01,
             max_rss_kib: 5000,
@@ -198,10 +201,18 @@ impl Executor for FixedTime {
 }
 
 fn experiment(h: &Header, blank: Vec<usize>) -> pinsight_compare::Report {
+    experiment_on(h, blank, false)
+}
+
+fn experiment_on(h: &Header, blank: Vec<usize>, loaded: bool) -> pinsight_compare::Report {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("j.jsonl");
     let mut w = JournalWriter::create(&p, h).unwrap();
-    let mut exec = FixedTime { blank, last: None };
+    let mut exec = FixedTime {
+        blank,
+        loaded,
+        last: None,
+    };
     execute(
         h,
         &[],
@@ -268,6 +279,17 @@ fn fixed_duration_is_named_without_a_metric() {
         })
     );
     assert!(c.text.contains("\"events per second:\""), "{}", c.text);
+}
+
+#[test]
+fn fixed_duration_is_named_on_a_loaded_machine_by_the_fastest_runs() {
+    // Arm 1's mean is 2% above arm 0's (stretched runs); its fastest runs
+    // still take the set time.
+    let r = experiment_on(&header(vec![]), vec![], true);
+    let f = r.verdict.fixed_duration.as_ref().expect("fixed duration");
+    assert!(f.by_fastest && f.wall_spread_percent < 1.0, "{f:?}");
+    let c = &r.verdict.caveats[0];
+    assert!(c.text.contains("fastest run"), "{}", c.text);
 }
 
 #[test]
