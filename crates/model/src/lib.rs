@@ -230,6 +230,9 @@ pub enum RankSource {
     Unranked,
     /// The order the user declared (`declared::apply`).
     Declared,
+    /// Arm cores without a kernel capacity: the per-microarchitecture
+    /// big/little table (by MIDR part) times each kind's maximum clock.
+    MicroarchTable,
 }
 
 impl RankSource {
@@ -248,6 +251,7 @@ impl RankSource {
             RankSource::Uniform => "uniform",
             RankSource::Unranked => "unranked",
             RankSource::Declared => "declared",
+            RankSource::MicroarchTable => "microarch-table",
         }
     }
 }
@@ -457,6 +461,12 @@ pub struct Provenance {
     /// Per online CPU: the first source, from the winner on, it has a value
     /// for.
     pub cpus: Vec<CpuDecision>,
+    /// How the kinds' CPUs were found, one line per step (identity by core
+    /// type or MIDR part, then the split of one microarchitecture by clock
+    /// or capacity, then a microarchitecture-table ranking), for
+    /// `topo --explain`.
+    #[serde(default)]
+    pub identity: Vec<String>,
 }
 
 impl Provenance {
@@ -484,6 +494,10 @@ pub enum CapacityOrigin {
     /// hwloc XML efficiency, a declaration): each rank below the top one
     /// multiplies capacity by [`RANK_DEFAULT_FACTOR`], a round guess.
     RankDefault,
+    /// Arm kinds without a kernel capacity: the per-microarchitecture
+    /// table's factor times the kind's maximum clock, over the top kind's
+    /// ([`RankSource::MicroarchTable`]).
+    MicroarchTable,
 }
 
 impl CapacityOrigin {
@@ -493,6 +507,7 @@ impl CapacityOrigin {
             CapacityOrigin::Chain(s) => s.file(),
             CapacityOrigin::OneKind => "one kind",
             CapacityOrigin::RankDefault => "rank default x0.5",
+            CapacityOrigin::MicroarchTable => "core table x clock",
         }
     }
 }
@@ -654,6 +669,12 @@ impl Topology {
             });
         }
         let kind = self.kinds.get(c.kind?)?;
+        if let (Some(value), RankSource::MicroarchTable) = (kind.capacity, kind.rank_source) {
+            return Some(Capacity {
+                value,
+                source: CapacityOrigin::MicroarchTable,
+            });
+        }
         if let (Some(value), Some(s)) = (kind.capacity, self.provenance.capacity_from) {
             return Some(Capacity {
                 value,
@@ -796,6 +817,7 @@ mod tests {
             RankSource::Uniform,
             RankSource::Unranked,
             RankSource::Declared,
+            RankSource::MicroarchTable,
         ] {
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }
