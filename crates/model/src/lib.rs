@@ -655,7 +655,9 @@ impl Topology {
     ///    decided; per kind, so that favoured cores of one kind (5.2 vs
     ///    5.0 GHz) do not skew a split);
     /// 2. one kind: 1.0;
-    /// 3. ranked kinds without a proportional measure:
+    /// 3. models without provenance: each kind's `capacity_raw`, else
+    ///    `max_mhz`, over the top kind's, when they rise with the rank;
+    /// 4. ranked kinds without a proportional measure:
     ///    [`RANK_DEFAULT_FACTOR`] per rank below the top;
     ///
     /// `None` for an offline or unknown CPU, and for kinds that no measure
@@ -683,6 +685,22 @@ impl Topology {
         }
         if kind.rank_source == RankSource::Unranked {
             return None;
+        }
+        // Models without provenance (built by hand, imported from hwloc
+        // XML, saved before it existed): the kinds' own numbers, the
+        // kernel's capacity first, when they rise with the rank.
+        let raw = |f: fn(&Kind) -> Option<u32>, s: CapacitySource| -> Option<Capacity> {
+            let v: Vec<u32> = self.kinds.iter().map(f).collect::<Option<Vec<u32>>>()?;
+            let top = *v.last()?;
+            (top > 0 && v.windows(2).all(|w| w[0] <= w[1])).then(|| Capacity {
+                value: v[kind.rank.min(v.len() - 1)] as f64 / top as f64,
+                source: CapacityOrigin::Chain(s),
+            })
+        };
+        if let Some(c) = raw(|k| k.capacity_raw, CapacitySource::CpuCapacity)
+            .or_else(|| raw(|k| k.max_mhz, CapacitySource::MaxFrequency))
+        {
+            return Some(c);
         }
         let top = self.kinds.len() - 1;
         Some(Capacity {

@@ -1,6 +1,6 @@
 //! The planner: `plan(topology, request) -> Plan`. Pure: no OS access.
 
-use crate::balance::{apportion, capacities, CapacitySource};
+use crate::balance::{apportion, capacities, smt_shared, CapacitySource, DEFAULT_SMT_YIELD};
 use crate::mem::{check_node, resolve, MemError, MemMode, MemPlan, MemPolicy};
 use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
@@ -44,6 +44,14 @@ pub struct Request {
     /// A device (`eth0`, `0000:3b:00.0`, `gpu0`) whose local CPUs are the
     /// only ones placed on; with `mem: local`, memory goes to its node.
     pub near: Option<String>,
+    /// What a second busy SMT thread adds to a core, for `balance`
+    /// (measured, e.g. 0.3); `None`: [`crate::balance::DEFAULT_SMT_YIELD`]
+    /// on the topology's capacities, no sharing on a weights file's
+    /// (measured per CPU under load).
+    pub smt_yield: Option<f64>,
+    /// Accept a latency matrix that covers only part of the plan's CPUs
+    /// (`latency-group`, `latency-pipeline`); by default it is refused.
+    pub latency_partial: bool,
 }
 
 impl Request {
@@ -60,6 +68,8 @@ impl Request {
             mem: None,
             interleave_weights: None,
             near: None,
+            smt_yield: None,
+            latency_partial: false,
         }
     }
 }
@@ -539,7 +549,7 @@ fn plan_cpus(topo: &Topology, req: &Request, usable: CpuSet) -> Result<Plan, Pla
                 "balance places tasks by capacity, not by order",
             ));
         }
-        return plan_balance(topo, &usable, threads, req.weights.as_ref(), name, notes);
+        return plan_balance(topo, &usable, threads, req, name, notes);
     }
 
     if matches!(
@@ -769,12 +779,32 @@ fn plan_balance(
     topo: &Topology,
     usable: &CpuSet,
     tasks: Option<usize>,
-    weights: Option<&Weights>,
+    req: &Request,
     name: String,
     mut notes: Vec<String>,
 ) -> Result<Plan, PlanError> {
+    let weights = req.weights.as_ref();
     let m = tasks.unwrap_or(usable.len());
-    let (caps, source) = capacities(topo, usable, weights)?;
+    let (raw, source) = capacities(topo, usable, weights)?;
+    let smt_yield = match (weights, req.smt_yield) {
+        (_, Some(y)) => Some((y, "measured")),
+        (None, None) => Some((DEFAULT_SMT_YIELD, "default")),
+        (Some(_), None) => None,
+    };
+    let caps = match smt_yield {
+        Some((y, how)) => {
+            let (shared, cores) = smt_shared(topo, &raw, y);
+            if cores > 0 {
+                notes.push(format!(
+                    "SMT: the siblings of {} share the core's capacity x{:.2} ({how} SMT yield {y:.2})",
+                    count(cores, "core", "cores"),
+                    1.0 + y
+                ));
+            }
+            shared
+        }
+        None => raw.clone(),
+    };
     if let Some(w) = weights {
         let ignored: CpuSet = w
             .by_cpu
@@ -799,9 +829,9 @@ fn plan_balance(
         order.iter().copied().zip(counts.iter().copied()).collect();
     notes.push(format!("capacity: {}", source.describe()));
     if source != CapacitySource::Uniform {
-        let max = caps.iter().map(|(_, w)| *w).fold(0.0f64, f64::max);
+        let max = raw.iter().map(|(_, w)| *w).fold(0.0f64, f64::max);
         let mut groups: Vec<(String, CpuSet)> = Vec::new();
-        for (c, w) in &caps {
+        for (c, w) in &raw {
             let rel = if max > 0.0 {
                 format!("{:.2}", w / max)
             } else {
