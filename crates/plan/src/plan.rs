@@ -252,6 +252,20 @@ pub enum LatencyProblem {
         covered: CpuSet,
         usable: CpuSet,
     },
+    /// The matrix leaves usable CPUs out, or names CPUs this machine does
+    /// not have online (another machine's matrix): refused unless
+    /// [`Request::latency_partial`].
+    #[error(
+        "the matrix covers CPUs {matrix}, not the plan's CPUs {usable}{}{}; measure this machine",
+        if missing.is_empty() { String::new() } else { format!(" (missing {missing})") },
+        if foreign.is_empty() { String::new() } else { format!(" (CPUs {foreign} are not online here)") }
+    )]
+    Partial {
+        matrix: CpuSet,
+        usable: CpuSet,
+        missing: CpuSet,
+        foreign: CpuSet,
+    },
 }
 
 /// "1 thread" / "2 threads".
@@ -561,14 +575,7 @@ fn plan_cpus(topo: &Topology, req: &Request, usable: CpuSet) -> Result<Plan, Pla
                 "the latency matrix alone decides which CPUs are used",
             ));
         }
-        return plan_latency(
-            &policy.base,
-            &usable,
-            threads,
-            req.oversubscribe,
-            req.latency.as_ref(),
-            name,
-        );
+        return plan_latency(&policy.base, &usable, &topo.online(), threads, req, name);
     }
 
     // Pinned policies: build the CPU order, then take `threads` of it.
@@ -893,11 +900,13 @@ fn plan_balance(
 fn plan_latency(
     base: &BasePolicy,
     usable: &CpuSet,
+    online: &CpuSet,
     threads: Option<usize>,
-    oversubscribe: bool,
-    matrix: Option<&LatencyMatrix>,
+    req: &Request,
     name: String,
 ) -> Result<Plan, PlanError> {
+    let oversubscribe = req.oversubscribe;
+    let matrix = req.latency.as_ref();
     let err = |problem: LatencyProblem| PlanError::Latency {
         policy: name.clone(),
         problem,
@@ -910,6 +919,16 @@ fn plan_latency(
             matrix: m.cpu_set(),
             covered,
             usable: usable.clone(),
+        }));
+    }
+    let missing = usable.difference(&m.cpu_set());
+    let foreign = m.cpu_set().difference(online);
+    if (!missing.is_empty() || !foreign.is_empty()) && !req.latency_partial {
+        return Err(err(LatencyProblem::Partial {
+            matrix: m.cpu_set(),
+            usable: usable.clone(),
+            missing,
+            foreign,
         }));
     }
     let mut notes = Vec::new();

@@ -417,3 +417,59 @@ fn latency_policies_need_a_matrix_and_k() {
     let m = e.to_string();
     assert!(m.contains("but only 0 of them are usable here"), "{m}");
 }
+
+#[test]
+fn a_latency_matrix_not_covering_the_plan_is_refused_unless_partial() {
+    let t = common::i7_1370p();
+    // Another machine's matrix: CPUs 0-23 on the 20-CPU laptop.
+    let mut other = pinsight_plan::LatencyMatrix::new((0..24).collect());
+    for a in 0..24 {
+        for b in 0..a {
+            other.set(a, b, 30.0 + (a + b) as f64);
+        }
+    }
+    let r = Request {
+        latency: Some(other.clone()),
+        ..req("latency-group", Some(4))
+    };
+    let e = plan(&t, &r).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            PlanError::Latency {
+                problem: LatencyProblem::Partial { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("CPUs 20-23 are not online here"),
+        "{e}"
+    );
+    // A matrix missing usable CPUs 16-19.
+    let mut part = pinsight_plan::LatencyMatrix::new((0..16).collect());
+    for a in 0..16 {
+        for b in 0..a {
+            part.set(a, b, 30.0);
+        }
+    }
+    let r = Request {
+        latency: Some(part),
+        ..req("latency-group", Some(4))
+    };
+    let e = plan(&t, &r).unwrap_err().to_string();
+    assert!(e.contains("(missing 16-19)"), "{e}");
+    // Accepted explicitly: only covered CPUs are chosen, said in the notes.
+    let r = Request {
+        latency: Some(other),
+        latency_partial: true,
+        ..req("latency-group", Some(4))
+    };
+    let p = plan(&t, &r).unwrap();
+    assert!(
+        p.notes.iter().any(|n| n.contains("20-23 ignored")),
+        "{:?}",
+        p.notes
+    );
+}
