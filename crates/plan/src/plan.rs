@@ -782,6 +782,45 @@ fn shared_cores(topo: &Topology, used: &CpuSet) -> usize {
     n
 }
 
+/// SMT-aware apportioning: tasks go to PHYSICAL cores in proportion to
+/// each core's capacity (the sum of its siblings' shared capacities), then
+/// round robin over the core's CPUs in `order` (scatter order, one thread
+/// per core first). So a few tasks take idle E-cores before second
+/// siblings of P-cores, and many follow the cores' capacities.
+fn per_core_counts(
+    topo: &Topology,
+    order: &[usize],
+    weights: &[f64],
+    m: usize,
+) -> Result<Vec<usize>, WeightsError> {
+    let mut index: std::collections::BTreeMap<Option<usize>, usize> = Default::default();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, c) in order.iter().enumerate() {
+        match topo.cpu(*c).and_then(|x| x.core) {
+            Some(core) => {
+                let g = *index.entry(Some(core)).or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                });
+                groups[g].push(i);
+            }
+            None => groups.push(vec![i]),
+        }
+    }
+    let gw: Vec<f64> = groups
+        .iter()
+        .map(|g| g.iter().map(|&i| weights[i]).sum())
+        .collect();
+    let gc = apportion(m, &gw).ok_or(WeightsError::AllZero)?;
+    let mut counts = vec![0; order.len()];
+    for (g, n) in groups.iter().zip(gc) {
+        for k in 0..n {
+            counts[g[k % g.len()]] += 1;
+        }
+    }
+    Ok(counts)
+}
+
 fn plan_balance(
     topo: &Topology,
     usable: &CpuSet,
@@ -831,7 +870,11 @@ fn plan_balance(
     let order = physical_first(&scatter_slots(&slots(topo, usable)));
     let cap_of: std::collections::BTreeMap<usize, f64> = caps.iter().copied().collect();
     let ordered: Vec<f64> = order.iter().map(|c| cap_of[c]).collect();
-    let counts = apportion(m, &ordered).ok_or(WeightsError::AllZero)?;
+    let counts = if smt_yield.is_some() {
+        per_core_counts(topo, &order, &ordered, m)?
+    } else {
+        apportion(m, &ordered).ok_or(WeightsError::AllZero)?
+    };
     let count_of: std::collections::BTreeMap<usize, usize> =
         order.iter().copied().zip(counts.iter().copied()).collect();
     notes.push(format!("capacity: {}", source.describe()));
