@@ -541,7 +541,7 @@ fn merge_cluster_packages(
             || members.iter().all(|&i| {
                 !clusters
                     .iter()
-                    .any(|c| c.cpus.intersection(&packages[i].cpus).len() > 0)
+                    .any(|c| c.cpus.intersects(&packages[i].cpus))
             })
         {
             for &i in members {
