@@ -2,7 +2,7 @@
 
 use crate::balance::{apportion, capacities, smt_shared, CapacitySource, DEFAULT_SMT_YIELD};
 use crate::mem::{check_node, resolve, MemError, MemMode, MemPlan, MemPolicy};
-use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
+use crate::order::{compact, distrib, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
 use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
@@ -579,7 +579,7 @@ fn plan_cpus(topo: &Topology, req: &Request, usable: CpuSet) -> Result<Plan, Pla
     }
 
     // Pinned policies: build the CPU order, then take `threads` of it.
-    let order = pinned_order(topo, &policy, &usable, &name, &mut notes)?;
+    let order = pinned_order(topo, &policy, &usable, threads, &name, &mut notes)?;
     plan_pinned(topo, &order, threads, req.oversubscribe, name, notes)
 }
 
@@ -647,6 +647,7 @@ fn pinned_order(
     topo: &Topology,
     policy: &Policy,
     usable: &CpuSet,
+    threads: Option<usize>,
     name: &str,
     notes: &mut Vec<String>,
 ) -> Result<Vec<usize>, PlanError> {
@@ -687,7 +688,33 @@ fn pinned_order(
             if smt {
                 notes.push("scatter already places one PU per core before any sibling; +smt-physical-first changes nothing".into());
             }
-            physical_first(&scatter_slots(&all))
+            // hwloc-distrib's spread for the threads asked, then the
+            // scatter order for the rest (oversubscription, round robin).
+            let total: usize = all.iter().map(|s| s.pus.len()).sum();
+            let rest = physical_first(&scatter_slots(&all));
+            match threads {
+                Some(n) if n <= total => {
+                    // Tree order, but every chosen core's first PU before
+                    // any second sibling (threads 0.. open cores first).
+                    let chosen = distrib(&all, n);
+                    let taken: CpuSet = chosen.iter().copied().collect();
+                    let round = |c: usize| {
+                        topo.siblings(c)
+                            .intersection(&taken)
+                            .iter()
+                            .position(|x| x == c)
+                            .unwrap_or(0)
+                    };
+                    let mut first: Vec<usize> = Vec::with_capacity(chosen.len());
+                    let depth = chosen.iter().map(|&c| round(c)).max().unwrap_or(0);
+                    for r in 0..=depth {
+                        first.extend(chosen.iter().copied().filter(|&c| round(c) == r));
+                    }
+                    first.extend(rest.into_iter().filter(|c| !taken.contains(*c)));
+                    first
+                }
+                _ => rest,
+            }
         }
         BasePolicy::Cpus(list) => {
             // The user's order: thread i on the list's i-th CPU.

@@ -44,6 +44,10 @@ fn i7_1370p_recorded() {
     };
     assert_eq!(cpus("p-pinned", 6), [0, 2, 4, 6, 8, 10]);
     assert_eq!(cpus("e-first", 10), [12, 13, 14, 15, 16, 17, 18, 19, 0, 2]);
+    // As `hwloc-distrib --single 4` spreads them (PU-weighted chunks down
+    // the tree: six P-core L2s of 2 PUs, two E-module L2s of 4).
+    assert_eq!(cpus("scatter", 4), [0, 4, 10, 12]);
+    assert_eq!(cpus("scatter", 8), [0, 2, 4, 6, 10, 12, 14, 16]);
     let r = Request {
         tasks: Some(200),
         ..Request::new("balance".parse().unwrap())
