@@ -900,8 +900,35 @@ fn a_pinned_policy_with_too_few_cpus_is_refused_before_any_run() {
 #[test]
 fn latency_and_weights_files_reach_the_policies_that_need_them() {
     let d = tempfile::tempdir().unwrap();
-    let lat = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("crates/latency/tests/fixtures/AMD_Ryzen_9_5950X_3.40_GHz.csv");
+    // A matrix of THIS machine's CPUs (another machine's is refused): the
+    // lower-triangular CSV `pinsight latency` and core-to-core-latency
+    // write, 20 ns between every two CPUs.
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let n: usize = online
+        .trim()
+        .rsplit([',', '-'])
+        .next()
+        .unwrap()
+        .parse::<usize>()
+        .unwrap()
+        + 1;
+    let csv: String = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if j < i {
+                        "20".to_string()
+                    } else {
+                        String::new()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+                + "\n"
+        })
+        .collect();
+    let lat = d.path().join("lat.csv");
+    std::fs::write(&lat, csv).unwrap();
     let base = [
         "compare",
         "--threads",

@@ -43,6 +43,10 @@ pub struct PlanArgs {
     /// With latency-group: choose CPUs for a pipeline (same as policy latency-pipeline).
     #[arg(long)]
     pub pipeline: bool,
+    /// Accept a --latency matrix that leaves usable CPUs out or names CPUs this machine
+    /// lacks (refused by default: it was measured elsewhere); only covered CPUs are chosen.
+    #[arg(long)]
+    pub latency_partial: bool,
     /// Memory policy: local, bind:NODES, interleave:NODES, preferred:NODE or
     /// weighted-interleave[:NODES] (NODES: a node list such as 0-1,3, or all).
     #[arg(long, value_name = "SPEC", value_parser = parse_mem)]
@@ -115,6 +119,10 @@ pub fn plan_error_message(e: &PlanError) -> String {
             policy,
             problem: LatencyProblem::NoThreadCount,
         } => format!("{policy}: needs --threads K: the number of CPUs to choose"),
+        PlanError::Latency {
+            policy,
+            problem: problem @ LatencyProblem::Partial { .. },
+        } => format!("{policy}: --latency: {problem}, or accept it with --latency-partial"),
         PlanError::Memory { spec, error } => format!("--mem {spec}: {error}"),
         PlanError::Device(d) => format!("--near: {d}"),
         PlanError::NearUnusable {
@@ -217,6 +225,7 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
         latency,
         mem: args.mem.clone(),
         near: args.near.clone(),
+        latency_partial: args.latency_partial,
         ..Request::new(policy)
     })
 }

@@ -54,6 +54,13 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
     if !fs.is_live() {
         return Err(refuse("--fsroot"));
     }
+    // No event can ever come (no HFI): say so and stop at once, rather
+    // than wait forever (`--count 1` would never be reached).
+    if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&fs) {
+        return Err(CliError::runtime(format!(
+            "topo --watch: no capacity event can arrive: {why}"
+        )));
+    }
     let topo = g.topology()?;
     // The one signal lifecycle: this thread ends the watch and the process
     // (128 + N) once the signal's descriptor wakes the netlink wait.
@@ -80,9 +87,6 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
                 fam.id
             ))
         );
-        if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&fs) {
-            eprintln!("{}", wrap80(&format!("pinsight: warning: {why}")));
-        }
     }
     let mut source = Live { watcher, wake };
     let stdout = io::stdout();

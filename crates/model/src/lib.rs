@@ -230,6 +230,9 @@ pub enum RankSource {
     Unranked,
     /// The order the user declared (`declared::apply`).
     Declared,
+    /// Arm cores without a kernel capacity: the per-microarchitecture
+    /// big/little table (by MIDR part) times each kind's maximum clock.
+    MicroarchTable,
 }
 
 impl RankSource {
@@ -248,6 +251,7 @@ impl RankSource {
             RankSource::Uniform => "uniform",
             RankSource::Unranked => "unranked",
             RankSource::Declared => "declared",
+            RankSource::MicroarchTable => "microarch-table",
         }
     }
 }
@@ -457,6 +461,12 @@ pub struct Provenance {
     /// Per online CPU: the first source, from the winner on, it has a value
     /// for.
     pub cpus: Vec<CpuDecision>,
+    /// How the kinds' CPUs were found, one line per step (identity by core
+    /// type or MIDR part, then the split of one microarchitecture by clock
+    /// or capacity, then a microarchitecture-table ranking), for
+    /// `topo --explain`.
+    #[serde(default)]
+    pub identity: Vec<String>,
 }
 
 impl Provenance {
@@ -470,6 +480,63 @@ impl Provenance {
         self.cpus.iter().find(|d| d.cpu == cpu)
     }
 }
+
+/// Where a CPU's capacity ([`Topology::capacity`]) came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "source", rename_all = "kebab-case")]
+pub enum CapacityOrigin {
+    /// A source of the capacity chain, read by discovery: the kind's
+    /// highest value over the top kind's (see [`Provenance::capacity_from`]).
+    Chain(CapacitySource),
+    /// The machine has one kind: every CPU is 1.0.
+    OneKind,
+    /// Kinds ranked without a proportional measure (core type only, an
+    /// hwloc XML efficiency, a declaration): each rank below the top one
+    /// multiplies capacity by [`RANK_DEFAULT_FACTOR`], a round guess.
+    RankDefault,
+    /// Arm kinds without a kernel capacity: the per-microarchitecture
+    /// table's factor times the kind's maximum clock, over the top kind's
+    /// ([`RankSource::MicroarchTable`]).
+    MicroarchTable,
+}
+
+impl CapacityOrigin {
+    /// A short name for human output: the sysfs file, or what was assumed.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CapacityOrigin::Chain(s) => s.file(),
+            CapacityOrigin::OneKind => "one kind",
+            CapacityOrigin::RankDefault => "rank default x0.5",
+            CapacityOrigin::MicroarchTable => "core table x clock",
+        }
+    }
+}
+
+/// Capacity of each rank relative to the next faster one when no
+/// proportional measure is known. 0.5 is deliberately round: a Gracemont
+/// E-core at 3.9 GHz against a Golden Cove P-core at 5.2 GHz lands near
+/// 0.55 on single-thread throughput, and Arm's little cores sit well below
+/// that. Measured per-CPU speeds (`pinsight speed`) replace it.
+pub const RANK_DEFAULT_FACTOR: f64 = 0.5;
+
+/// One CPU's capacity: relative to the most capable kind (1.0), and where
+/// it came from. Every command (topo, balance, slice, sched, tune, load)
+/// reads it through [`Topology::capacity`], so all print the same number.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Capacity {
+    /// In (0, 1]: 1.0 is the most capable kind.
+    pub value: f64,
+    /// Where it came from.
+    pub source: CapacityOrigin,
+}
+
+/// What a second busy SMT thread adds to a core's throughput when nothing
+/// was measured: 0.25. Intel reports gains "as high as 30%" on server
+/// benchmarks for Hyper-Threading (Marr et al., *Hyper-Threading Technology
+/// Architecture and Microarchitecture*, Intel Technology Journal 6(1),
+/// 2002); 0.25 is a round value below that. Two busy siblings therefore
+/// share 1.25 of one core's capacity.
+pub const DEFAULT_SMT_YIELD: f64 = 0.25;
 
 /// The whole model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -580,6 +647,77 @@ impl Topology {
         find_device(&self.devices, name)
     }
 
+    /// The capacity of online CPU `cpu`: ONE number per CPU, the same for
+    /// every CPU of a kind, and the same in every command. In order:
+    /// 1. the kind's capacity ([`Kind::capacity`]: its highest value of
+    ///    [`Provenance::capacity_from`] over the top kind's — the kernel's
+    ///    `cpu_capacity`, else CPPC `highest_perf`, ... as discovery
+    ///    decided; per kind, so that favoured cores of one kind (5.2 vs
+    ///    5.0 GHz) do not skew a split);
+    /// 2. one kind: 1.0;
+    /// 3. models without provenance: each kind's `capacity_raw`, else
+    ///    `max_mhz`, over the top kind's, when they rise with the rank;
+    /// 4. ranked kinds without a proportional measure:
+    ///    [`RANK_DEFAULT_FACTOR`] per rank below the top;
+    ///
+    /// `None` for an offline or unknown CPU, and for kinds that no measure
+    /// orders ([`RankSource::Unranked`]).
+    pub fn capacity(&self, cpu: usize) -> Option<Capacity> {
+        let c = self.cpu(cpu).filter(|c| c.online)?;
+        if self.kinds.len() <= 1 {
+            return Some(Capacity {
+                value: 1.0,
+                source: CapacityOrigin::OneKind,
+            });
+        }
+        let kind = self.kinds.get(c.kind?)?;
+        if let (Some(value), RankSource::MicroarchTable) = (kind.capacity, kind.rank_source) {
+            return Some(Capacity {
+                value,
+                source: CapacityOrigin::MicroarchTable,
+            });
+        }
+        if let (Some(value), Some(s)) = (kind.capacity, self.provenance.capacity_from) {
+            return Some(Capacity {
+                value,
+                source: CapacityOrigin::Chain(s),
+            });
+        }
+        if kind.rank_source == RankSource::Unranked {
+            return None;
+        }
+        // Models without provenance (built by hand, imported from hwloc
+        // XML, saved before it existed): the kinds' own numbers, the
+        // kernel's capacity first, when they rise with the rank.
+        let raw = |f: fn(&Kind) -> Option<u32>, s: CapacitySource| -> Option<Capacity> {
+            let v: Vec<u32> = self.kinds.iter().map(f).collect::<Option<Vec<u32>>>()?;
+            let top = *v.last()?;
+            (top > 0 && v.windows(2).all(|w| w[0] <= w[1])).then(|| Capacity {
+                value: v[kind.rank.min(v.len() - 1)] as f64 / top as f64,
+                source: CapacityOrigin::Chain(s),
+            })
+        };
+        if let Some(c) = raw(|k| k.capacity_raw, CapacitySource::CpuCapacity)
+            .or_else(|| raw(|k| k.max_mhz, CapacitySource::MaxFrequency))
+        {
+            return Some(c);
+        }
+        let top = self.kinds.len() - 1;
+        Some(Capacity {
+            value: RANK_DEFAULT_FACTOR.powi((top - kind.rank.min(top)) as i32),
+            source: CapacityOrigin::RankDefault,
+        })
+    }
+
+    /// The capacity of a physical core when `busy` of its SMT siblings run
+    /// at once: the CPU's capacity times `1 + smt_yield × (busy − 1)`.
+    /// `smt_yield` is what a second thread adds to a core (measured by
+    /// `pinsight speed`, else [`DEFAULT_SMT_YIELD`]).
+    pub fn core_capacity(&self, cpu: usize, busy: usize, smt_yield: f64) -> Option<f64> {
+        let c = self.capacity(cpu)?;
+        Some(c.value * (1.0 + smt_yield * busy.saturating_sub(1) as f64))
+    }
+
     /// The SMT siblings of `cpu` (its core's online CPUs), itself included.
     pub fn siblings(&self, cpu: usize) -> CpuSet {
         match self.cpu(cpu).and_then(|c| c.core) {
@@ -592,6 +730,83 @@ impl Topology {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn two_kinds(capacity: Option<f64>, rank_source: RankSource) -> Topology {
+        let kind = |rank: usize, cpu: usize, cap: Option<f64>| Kind {
+            rank,
+            name: String::new(),
+            mark: String::new(),
+            cpus: CpuSet::single(cpu),
+            source: KindSource::Frequency,
+            rank_source,
+            capacity: cap,
+            capacity_raw: None,
+            max_mhz: None,
+            base_mhz: None,
+            core_type: None,
+        };
+        let cpu = |id: usize, kind: usize| Cpu {
+            id,
+            online: true,
+            allowed: true,
+            core: Some(id),
+            package: Some(0),
+            die: None,
+            cluster: None,
+            numa: None,
+            kind: Some(kind),
+            capacity: None,
+            max_mhz: None,
+            base_mhz: None,
+            cppc: None,
+            core_type: None,
+            midr: None,
+        };
+        Topology {
+            source: Source::Live,
+            model_name: None,
+            arch: None,
+            cpus: vec![cpu(0, 1), cpu(1, 0)],
+            cores: vec![],
+            packages: vec![],
+            dies: vec![],
+            clusters: vec![],
+            caches: vec![],
+            numa_nodes: vec![],
+            numa_distances: None,
+            kinds: vec![kind(0, 1, capacity), kind(1, 0, capacity.map(|_| 1.0))],
+            provenance: Provenance {
+                capacity_from: capacity.map(|_| CapacitySource::CppcHighestPerf),
+                ..Provenance::default()
+            },
+            devices: vec![],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn one_capacity_per_cpu() {
+        let t = two_kinds(Some(0.58), RankSource::CppcHighestPerf);
+        let c = t.capacity(1).unwrap();
+        assert_eq!(c.value, 0.58);
+        assert_eq!(
+            c.source,
+            CapacityOrigin::Chain(CapacitySource::CppcHighestPerf)
+        );
+        assert_eq!(t.capacity(0).unwrap().value, 1.0);
+        assert_eq!(t.capacity(7), None);
+        // Two busy siblings of a 1.0 core: 1.25 with the default yield.
+        assert_eq!(t.core_capacity(0, 2, DEFAULT_SMT_YIELD), Some(1.25));
+        let r = two_kinds(None, RankSource::CoreType);
+        assert_eq!(
+            r.capacity(1),
+            Some(Capacity {
+                value: 0.5,
+                source: CapacityOrigin::RankDefault
+            })
+        );
+        assert_eq!(two_kinds(None, RankSource::Unranked).capacity(1), None);
+    }
 
     #[test]
     fn as_str_is_the_serde_name() {
@@ -620,6 +835,7 @@ mod tests {
             RankSource::Uniform,
             RankSource::Unranked,
             RankSource::Declared,
+            RankSource::MicroarchTable,
         ] {
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }

@@ -9,30 +9,31 @@
 //! Capacity comes from the best source available, in this order:
 //! 1. `--weights FILE` ([`Weights`]): measured, the only source that knows
 //!    the workload;
-//! 2. the kernel's per-CPU `cpu_capacity` (ARM, recent x86), when every
-//!    CPU has one;
-//! 3. each CPU's kind's maximum frequency (that post's method), when the
-//!    machine has several kinds and every kind has one — per kind rather
-//!    than per CPU so that favoured cores (5.2 vs 5.0 GHz on one kind) do
-//!    not skew the split;
-//! 4. kind rank alone: each rank below the fastest multiplies capacity by
-//!    [`DEFAULT_RANK_FACTOR`] — a round guess, flagged in the plan's notes;
-//! 5. otherwise all CPUs are equal.
+//! 2. the topology's one capacity per CPU ([`Topology::capacity`]): the
+//!    same number `topo` prints for the CPU's kind, from the source
+//!    discovery decided (`cpu_capacity`, CPPC `highest_perf`, max
+//!    frequency, the Arm core table, or rank alone x0.5 per rank — a
+//!    round guess, flagged in the plan's notes);
+//! 3. otherwise all CPUs are equal.
+//!
+//! SMT: two busy siblings share one core. [`smt_shared`] gives each of
+//! the `n` siblings placed on a core `capacity x (1 + yield x (n - 1)) / n`,
+//! so tasks per physical core follow the core's capacity rather than
+//! counting every sibling as a whole CPU. The yield is measured (a
+//! request's `smt_yield`) or [`DEFAULT_SMT_YIELD`].
 //!
 //! Counts are apportioned with the largest-remainder (Hamilton) method so
 //! they sum to M exactly.
 
 use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
-use pinsight_model::Topology;
+pub use pinsight_model::DEFAULT_SMT_YIELD;
+use pinsight_model::{CapacityOrigin, Topology};
 use serde::Serialize;
 
 /// Capacity of each rank relative to the next faster one when nothing
-/// better is known. 0.5 is deliberately round: a Gracemont E-core at
-/// 3.9 GHz against a Golden Cove P-core at 5.2 GHz lands near 0.55 on
-/// single-thread throughput, and ARM little cores sit well below that.
-/// Measure with `pinsight speed --weights` when it matters.
-pub const DEFAULT_RANK_FACTOR: f64 = 0.5;
+/// better is known (the topology's [`pinsight_model::RANK_DEFAULT_FACTOR`]).
+pub const DEFAULT_RANK_FACTOR: f64 = pinsight_model::RANK_DEFAULT_FACTOR;
 
 /// Where the capacities came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -43,6 +44,14 @@ pub enum CapacitySource {
     KindMaxFrequency,
     KindRankDefault,
     Uniform,
+    /// ACPI CPPC `highest_perf`, per kind.
+    CppcHighestPerf,
+    /// ACPI CPPC `nominal_perf`, per kind.
+    CppcNominalPerf,
+    /// `base_frequency`, per kind.
+    KindBaseFrequency,
+    /// The Arm core table times each kind's max clock.
+    MicroarchTable,
 }
 
 impl CapacitySource {
@@ -59,11 +68,35 @@ impl CapacitySource {
                 "from kind rank only, x0.5 per rank (a guess: measured per-CPU speeds replace it)"
             }
             CapacitySource::Uniform => "all CPUs equal (one kind, no cpu_capacity)",
+            CapacitySource::CppcHighestPerf => "from each kind's ACPI CPPC highest_perf",
+            CapacitySource::CppcNominalPerf => "from each kind's ACPI CPPC nominal_perf",
+            CapacitySource::KindBaseFrequency => "from each kind's base frequency",
+            CapacitySource::MicroarchTable => {
+                "from the Arm core table times each kind's max clock (no cpu_capacity here)"
+            }
+        }
+    }
+
+    fn of(origin: CapacityOrigin) -> CapacitySource {
+        use pinsight_model::CapacitySource as Chain;
+        match origin {
+            CapacityOrigin::Chain(Chain::CpuCapacity) => CapacitySource::CpuCapacity,
+            CapacityOrigin::Chain(Chain::CppcHighestPerf) => CapacitySource::CppcHighestPerf,
+            CapacityOrigin::Chain(Chain::CppcNominalPerf) => CapacitySource::CppcNominalPerf,
+            CapacityOrigin::Chain(Chain::BaseFrequency) => CapacitySource::KindBaseFrequency,
+            // Rankings never become capacities (Provenance::capacity_from).
+            CapacityOrigin::Chain(_) => CapacitySource::KindMaxFrequency,
+            CapacityOrigin::OneKind => CapacitySource::Uniform,
+            CapacityOrigin::RankDefault => CapacitySource::KindRankDefault,
+            CapacityOrigin::MicroarchTable => CapacitySource::MicroarchTable,
         }
     }
 }
 
-/// Capacity of each CPU of `cpus` (ascending), and where it came from.
+/// Capacity of each CPU of `cpus` (ascending), and where it came from:
+/// the weights file when given, else [`Topology::capacity`] (one number
+/// per CPU, the one `topo` prints), else all equal. No SMT sharing: see
+/// [`smt_shared`].
 pub fn capacities(
     topo: &Topology,
     cpus: &CpuSet,
@@ -87,45 +120,51 @@ pub fn capacities(
             CapacitySource::Weights,
         ));
     }
-    let caps: Option<Vec<(usize, f64)>> = list
+    let caps: Option<Vec<(usize, f64, CapacityOrigin)>> = list
         .iter()
-        .map(|c| {
-            topo.cpu(*c)
-                .and_then(|i| i.capacity)
-                .map(|v| (*c, v as f64))
-        })
+        .map(|c| topo.capacity(*c).map(|k| (*c, k.value, k.source)))
         .collect();
     if let Some(caps) = caps {
-        return Ok((caps, CapacitySource::CpuCapacity));
-    }
-    let kind_of = |c: usize| {
-        topo.cpu(c)
-            .and_then(|i| i.kind)
-            .and_then(|k| topo.kinds.get(k))
-    };
-    if topo.is_heterogeneous() {
-        let mhz: Option<Vec<(usize, f64)>> = list
-            .iter()
-            .map(|c| kind_of(*c).and_then(|k| k.max_mhz).map(|m| (*c, m as f64)))
-            .collect();
-        if let Some(mhz) = mhz {
-            return Ok((mhz, CapacitySource::KindMaxFrequency));
-        }
-        let top = topo.kinds.len() - 1;
-        let ranks: Option<Vec<(usize, f64)>> = list
-            .iter()
-            .map(|c| {
-                kind_of(*c).map(|k| (*c, DEFAULT_RANK_FACTOR.powi((top - k.rank.min(top)) as i32)))
-            })
-            .collect();
-        if let Some(ranks) = ranks {
-            return Ok((ranks, CapacitySource::KindRankDefault));
+        if let Some(&(_, _, origin)) = caps.first() {
+            if caps.iter().all(|x| x.2 == origin) {
+                let source = CapacitySource::of(origin);
+                return Ok((caps.into_iter().map(|(c, v, _)| (c, v)).collect(), source));
+            }
         }
     }
     Ok((
         list.iter().map(|c| (*c, 1.0)).collect(),
         CapacitySource::Uniform,
     ))
+}
+
+/// SMT sharing: each CPU of `caps` whose core has `n` > 1 CPUs in `caps`
+/// gets `capacity x (1 + smt_yield x (n - 1)) / n`, so the siblings of one
+/// core together carry the core's capacity under `n` busy threads
+/// ([`Topology::core_capacity`]). Returns the new capacities and the
+/// number of cores shared.
+pub fn smt_shared(
+    topo: &Topology,
+    caps: &[(usize, f64)],
+    smt_yield: f64,
+) -> (Vec<(usize, f64)>, usize) {
+    let placed: CpuSet = caps.iter().map(|(c, _)| *c).collect();
+    let mut shared = CpuSet::new();
+    let out = caps
+        .iter()
+        .map(|&(c, w)| {
+            let n = topo.siblings(c).intersection(&placed).len().max(1);
+            if n > 1 {
+                shared.insert(c);
+            }
+            (c, w * (1.0 + smt_yield * (n - 1) as f64) / n as f64)
+        })
+        .collect();
+    let cores: std::collections::BTreeSet<usize> = shared
+        .iter()
+        .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
+        .collect();
+    (out, cores.len())
 }
 
 /// Splits `total` into integer counts proportional to `weights` (Hamilton /

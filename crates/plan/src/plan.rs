@@ -1,8 +1,8 @@
 //! The planner: `plan(topology, request) -> Plan`. Pure: no OS access.
 
-use crate::balance::{apportion, capacities, CapacitySource};
+use crate::balance::{apportion, capacities, smt_shared, CapacitySource, DEFAULT_SMT_YIELD};
 use crate::mem::{check_node, resolve, MemError, MemMode, MemPlan, MemPolicy};
-use crate::order::{compact, physical_first, scatter_slots, slots, Slot};
+use crate::order::{compact, distrib, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
 use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
@@ -44,6 +44,14 @@ pub struct Request {
     /// A device (`eth0`, `0000:3b:00.0`, `gpu0`) whose local CPUs are the
     /// only ones placed on; with `mem: local`, memory goes to its node.
     pub near: Option<String>,
+    /// What a second busy SMT thread adds to a core, for `balance`
+    /// (measured, e.g. 0.3); `None`: [`crate::balance::DEFAULT_SMT_YIELD`]
+    /// on the topology's capacities, no sharing on a weights file's
+    /// (measured per CPU under load).
+    pub smt_yield: Option<f64>,
+    /// Accept a latency matrix that covers only part of the plan's CPUs
+    /// (`latency-group`, `latency-pipeline`); by default it is refused.
+    pub latency_partial: bool,
 }
 
 impl Request {
@@ -60,6 +68,8 @@ impl Request {
             mem: None,
             interleave_weights: None,
             near: None,
+            smt_yield: None,
+            latency_partial: false,
         }
     }
 }
@@ -241,6 +251,20 @@ pub enum LatencyProblem {
         matrix: CpuSet,
         covered: CpuSet,
         usable: CpuSet,
+    },
+    /// The matrix leaves usable CPUs out, or names CPUs this machine does
+    /// not have online (another machine's matrix): refused unless
+    /// [`Request::latency_partial`].
+    #[error(
+        "the matrix covers CPUs {matrix}, not the plan's CPUs {usable}{}{}; measure this machine",
+        if missing.is_empty() { String::new() } else { format!(" (missing {missing})") },
+        if foreign.is_empty() { String::new() } else { format!(" (CPUs {foreign} are not online here)") }
+    )]
+    Partial {
+        matrix: CpuSet,
+        usable: CpuSet,
+        missing: CpuSet,
+        foreign: CpuSet,
     },
 }
 
@@ -539,7 +563,7 @@ fn plan_cpus(topo: &Topology, req: &Request, usable: CpuSet) -> Result<Plan, Pla
                 "balance places tasks by capacity, not by order",
             ));
         }
-        return plan_balance(topo, &usable, threads, req.weights.as_ref(), name, notes);
+        return plan_balance(topo, &usable, threads, req, name, notes);
     }
 
     if matches!(
@@ -551,18 +575,11 @@ fn plan_cpus(topo: &Topology, req: &Request, usable: CpuSet) -> Result<Plan, Pla
                 "the latency matrix alone decides which CPUs are used",
             ));
         }
-        return plan_latency(
-            &policy.base,
-            &usable,
-            threads,
-            req.oversubscribe,
-            req.latency.as_ref(),
-            name,
-        );
+        return plan_latency(&policy.base, &usable, &topo.online(), threads, req, name);
     }
 
     // Pinned policies: build the CPU order, then take `threads` of it.
-    let order = pinned_order(topo, &policy, &usable, &name, &mut notes)?;
+    let order = pinned_order(topo, &policy, &usable, threads, &name, &mut notes)?;
     plan_pinned(topo, &order, threads, req.oversubscribe, name, notes)
 }
 
@@ -630,6 +647,7 @@ fn pinned_order(
     topo: &Topology,
     policy: &Policy,
     usable: &CpuSet,
+    threads: Option<usize>,
     name: &str,
     notes: &mut Vec<String>,
 ) -> Result<Vec<usize>, PlanError> {
@@ -670,7 +688,33 @@ fn pinned_order(
             if smt {
                 notes.push("scatter already places one PU per core before any sibling; +smt-physical-first changes nothing".into());
             }
-            physical_first(&scatter_slots(&all))
+            // hwloc-distrib's spread for the threads asked, then the
+            // scatter order for the rest (oversubscription, round robin).
+            let total: usize = all.iter().map(|s| s.pus.len()).sum();
+            let rest = physical_first(&scatter_slots(&all));
+            match threads {
+                Some(n) if n <= total => {
+                    // Tree order, but every chosen core's first PU before
+                    // any second sibling (threads 0.. open cores first).
+                    let chosen = distrib(&all, n);
+                    let taken: CpuSet = chosen.iter().copied().collect();
+                    let round = |c: usize| {
+                        topo.siblings(c)
+                            .intersection(&taken)
+                            .iter()
+                            .position(|x| x == c)
+                            .unwrap_or(0)
+                    };
+                    let mut first: Vec<usize> = Vec::with_capacity(chosen.len());
+                    let depth = chosen.iter().map(|&c| round(c)).max().unwrap_or(0);
+                    for r in 0..=depth {
+                        first.extend(chosen.iter().copied().filter(|&c| round(c) == r));
+                    }
+                    first.extend(rest.into_iter().filter(|c| !taken.contains(*c)));
+                    first
+                }
+                _ => rest,
+            }
         }
         BasePolicy::Cpus(list) => {
             // The user's order: thread i on the list's i-th CPU.
@@ -765,16 +809,75 @@ fn shared_cores(topo: &Topology, used: &CpuSet) -> usize {
     n
 }
 
+/// SMT-aware apportioning: tasks go to PHYSICAL cores in proportion to
+/// each core's capacity (the sum of its siblings' shared capacities), then
+/// round robin over the core's CPUs in `order` (scatter order, one thread
+/// per core first). So a few tasks take idle E-cores before second
+/// siblings of P-cores, and many follow the cores' capacities.
+fn per_core_counts(
+    topo: &Topology,
+    order: &[usize],
+    weights: &[f64],
+    m: usize,
+) -> Result<Vec<usize>, WeightsError> {
+    let mut index: std::collections::BTreeMap<Option<usize>, usize> = Default::default();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, c) in order.iter().enumerate() {
+        match topo.cpu(*c).and_then(|x| x.core) {
+            Some(core) => {
+                let g = *index.entry(Some(core)).or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                });
+                groups[g].push(i);
+            }
+            None => groups.push(vec![i]),
+        }
+    }
+    let gw: Vec<f64> = groups
+        .iter()
+        .map(|g| g.iter().map(|&i| weights[i]).sum())
+        .collect();
+    let gc = apportion(m, &gw).ok_or(WeightsError::AllZero)?;
+    let mut counts = vec![0; order.len()];
+    for (g, n) in groups.iter().zip(gc) {
+        for k in 0..n {
+            counts[g[k % g.len()]] += 1;
+        }
+    }
+    Ok(counts)
+}
+
 fn plan_balance(
     topo: &Topology,
     usable: &CpuSet,
     tasks: Option<usize>,
-    weights: Option<&Weights>,
+    req: &Request,
     name: String,
     mut notes: Vec<String>,
 ) -> Result<Plan, PlanError> {
+    let weights = req.weights.as_ref();
     let m = tasks.unwrap_or(usable.len());
-    let (caps, source) = capacities(topo, usable, weights)?;
+    let (raw, source) = capacities(topo, usable, weights)?;
+    let smt_yield = match (weights, req.smt_yield) {
+        (_, Some(y)) => Some((y, "measured")),
+        (None, None) => Some((DEFAULT_SMT_YIELD, "default")),
+        (Some(_), None) => None,
+    };
+    let caps = match smt_yield {
+        Some((y, how)) => {
+            let (shared, cores) = smt_shared(topo, &raw, y);
+            if cores > 0 {
+                notes.push(format!(
+                    "SMT: the siblings of {} share the core's capacity x{:.2} ({how} SMT yield {y:.2})",
+                    count(cores, "core", "cores"),
+                    1.0 + y
+                ));
+            }
+            shared
+        }
+        None => raw.clone(),
+    };
     if let Some(w) = weights {
         let ignored: CpuSet = w
             .by_cpu
@@ -794,14 +897,18 @@ fn plan_balance(
     let order = physical_first(&scatter_slots(&slots(topo, usable)));
     let cap_of: std::collections::BTreeMap<usize, f64> = caps.iter().copied().collect();
     let ordered: Vec<f64> = order.iter().map(|c| cap_of[c]).collect();
-    let counts = apportion(m, &ordered).ok_or(WeightsError::AllZero)?;
+    let counts = if smt_yield.is_some() {
+        per_core_counts(topo, &order, &ordered, m)?
+    } else {
+        apportion(m, &ordered).ok_or(WeightsError::AllZero)?
+    };
     let count_of: std::collections::BTreeMap<usize, usize> =
         order.iter().copied().zip(counts.iter().copied()).collect();
     notes.push(format!("capacity: {}", source.describe()));
     if source != CapacitySource::Uniform {
-        let max = caps.iter().map(|(_, w)| *w).fold(0.0f64, f64::max);
+        let max = raw.iter().map(|(_, w)| *w).fold(0.0f64, f64::max);
         let mut groups: Vec<(String, CpuSet)> = Vec::new();
-        for (c, w) in &caps {
+        for (c, w) in &raw {
             let rel = if max > 0.0 {
                 format!("{:.2}", w / max)
             } else {
@@ -863,11 +970,13 @@ fn plan_balance(
 fn plan_latency(
     base: &BasePolicy,
     usable: &CpuSet,
+    online: &CpuSet,
     threads: Option<usize>,
-    oversubscribe: bool,
-    matrix: Option<&LatencyMatrix>,
+    req: &Request,
     name: String,
 ) -> Result<Plan, PlanError> {
+    let oversubscribe = req.oversubscribe;
+    let matrix = req.latency.as_ref();
     let err = |problem: LatencyProblem| PlanError::Latency {
         policy: name.clone(),
         problem,
@@ -880,6 +989,16 @@ fn plan_latency(
             matrix: m.cpu_set(),
             covered,
             usable: usable.clone(),
+        }));
+    }
+    let missing = usable.difference(&m.cpu_set());
+    let foreign = m.cpu_set().difference(online);
+    if (!missing.is_empty() || !foreign.is_empty()) && !req.latency_partial {
+        return Err(err(LatencyProblem::Partial {
+            matrix: m.cpu_set(),
+            usable: usable.clone(),
+            missing,
+            foreign,
         }));
     }
     let mut notes = Vec::new();

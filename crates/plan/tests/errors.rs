@@ -296,7 +296,10 @@ fn i7_acceptance() {
         "8 E-cores then 2 P-cores"
     );
 
-    // balance --tasks 200, fallback capacity (kind max frequency 5200 vs 3900 MHz).
+    // balance --tasks 200, fallback capacity (kind max frequency 5200 vs
+    // 3900 MHz: E = 0.75), SMT-aware: the two siblings of a P-core share
+    // 1.25 of its capacity (default SMT yield), so tasks per PHYSICAL
+    // core follow 1.25 (P-core) vs 0.75 (E-core).
     let r = Request {
         tasks: Some(200),
         ..Request::new("balance".parse().unwrap())
@@ -313,12 +316,16 @@ fn i7_acceptance() {
         .filter(|(c, _)| *c >= 12)
         .map(|(_, n)| *n)
         .collect();
-    assert!(p_tasks.iter().all(|n| *n == 11), "{p_tasks:?}");
-    assert!(e_tasks.iter().all(|n| *n == 8 || *n == 9), "{e_tasks:?}");
-    // In proportion: E/P ≈ 0.75 (quota 8.33 vs 11.1).
-    let ratio =
-        e_tasks.iter().sum::<usize>() as f64 / 8.0 / (p_tasks.iter().sum::<usize>() as f64 / 12.0);
-    assert!((ratio - 0.75).abs() < 0.03, "{ratio}");
+    // Quotas: 200 x 0.625 / 13.5 = 9.26 per P sibling, 11.1 per E-core.
+    assert!(p_tasks.iter().all(|n| *n == 9 || *n == 10), "{p_tasks:?}");
+    assert!(e_tasks.iter().all(|n| *n == 11 || *n == 12), "{e_tasks:?}");
+    let per_p_core = p_tasks.iter().sum::<usize>() as f64 / 6.0;
+    let per_e_core = e_tasks.iter().sum::<usize>() as f64 / 8.0;
+    assert!(
+        (per_e_core / per_p_core - 0.75 / 1.25).abs() < 0.03,
+        "{per_p_core} {per_e_core}"
+    );
+    assert!(p.notes.iter().any(|n| n.contains("SMT")), "{:?}", p.notes);
 
     // With a weights file saying E-CPUs are half as fast.
     let w = Weights::parse(
@@ -409,4 +416,60 @@ fn latency_policies_need_a_matrix_and_k() {
     );
     let m = e.to_string();
     assert!(m.contains("but only 0 of them are usable here"), "{m}");
+}
+
+#[test]
+fn a_latency_matrix_not_covering_the_plan_is_refused_unless_partial() {
+    let t = common::i7_1370p();
+    // Another machine's matrix: CPUs 0-23 on the 20-CPU laptop.
+    let mut other = pinsight_plan::LatencyMatrix::new((0..24).collect());
+    for a in 0..24 {
+        for b in 0..a {
+            other.set(a, b, 30.0 + (a + b) as f64);
+        }
+    }
+    let r = Request {
+        latency: Some(other.clone()),
+        ..req("latency-group", Some(4))
+    };
+    let e = plan(&t, &r).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            PlanError::Latency {
+                problem: LatencyProblem::Partial { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("CPUs 20-23 are not online here"),
+        "{e}"
+    );
+    // A matrix missing usable CPUs 16-19.
+    let mut part = pinsight_plan::LatencyMatrix::new((0..16).collect());
+    for a in 0..16 {
+        for b in 0..a {
+            part.set(a, b, 30.0);
+        }
+    }
+    let r = Request {
+        latency: Some(part),
+        ..req("latency-group", Some(4))
+    };
+    let e = plan(&t, &r).unwrap_err().to_string();
+    assert!(e.contains("(missing 16-19)"), "{e}");
+    // Accepted explicitly: only covered CPUs are chosen, said in the notes.
+    let r = Request {
+        latency: Some(other),
+        latency_partial: true,
+        ..req("latency-group", Some(4))
+    };
+    let p = plan(&t, &r).unwrap();
+    assert!(
+        p.notes.iter().any(|n| n.contains("20-23 ignored")),
+        "{:?}",
+        p.notes
+    );
 }

@@ -44,24 +44,59 @@ fn i7_1370p_recorded() {
     };
     assert_eq!(cpus("p-pinned", 6), [0, 2, 4, 6, 8, 10]);
     assert_eq!(cpus("e-first", 10), [12, 13, 14, 15, 16, 17, 18, 19, 0, 2]);
+    // As `hwloc-distrib --single 4` spreads them (PU-weighted chunks down
+    // the tree: six P-core L2s of 2 PUs, two E-module L2s of 4).
+    assert_eq!(cpus("scatter", 4), [0, 4, 10, 12]);
+    assert_eq!(cpus("scatter", 8), [0, 2, 4, 6, 10, 12, 14, 16]);
     let r = Request {
         tasks: Some(200),
         ..Request::new("balance".parse().unwrap())
     };
-    let per = plan(&t, &r).unwrap().tasks_per_cpu.unwrap();
-    let min_p = per
-        .iter()
-        .filter(|(c, _)| *c < 12)
-        .map(|(_, n)| *n)
-        .min()
-        .unwrap();
-    let max_e = per
-        .iter()
-        .filter(|(c, _)| *c >= 12)
-        .map(|(_, n)| *n)
-        .max()
-        .unwrap();
-    assert!(max_e < min_p, "E-CPUs get fewer tasks than P-CPUs: {per:?}");
+    let p = plan(&t, &r).unwrap();
+    let per = p.tasks_per_cpu.clone().unwrap();
+    // SMT-aware: tasks per PHYSICAL core follow the core's capacity. A
+    // P-core's two busy siblings carry 1.25 (default SMT yield) of its
+    // capacity 1.0; an E-core (one thread) carries 0.58, the capacity
+    // `topo` prints for it (CPPC highest_perf 39 over 67).
+    let cap = |c: usize| t.capacity(c).unwrap().value;
+    assert_eq!(format!("{:.2}", cap(12)), "0.58");
+    assert_eq!(cap(0), 1.0);
+    let mut table = String::from("core  kind  CPUs   tasks  core capacity  tasks/capacity\n");
+    let mut ratios = Vec::new();
+    for core in &t.cores {
+        let tasks: usize = per
+            .iter()
+            .filter(|(c, _)| core.cpus.contains(*c))
+            .map(|(_, n)| *n)
+            .sum();
+        let first = core.cpus.first().unwrap();
+        let busy = core.cpus.len();
+        let capacity = t
+            .core_capacity(first, busy, pinsight_plan::balance::DEFAULT_SMT_YIELD)
+            .unwrap();
+        let kind = &t.kinds[t.cpu(first).unwrap().kind.unwrap()].mark;
+        table.push_str(&format!(
+            "{:<5} {:<5} {:<6} {:>5}  {:>13.2}  {:>14.1}\n",
+            core.id,
+            kind,
+            core.cpus.to_list_string(),
+            tasks,
+            capacity,
+            tasks as f64 / capacity
+        ));
+        ratios.push(tasks as f64 / capacity);
+    }
+    println!("balance --tasks 200 on the i7-1370P, per physical core:\n{table}");
+    // Every core's tasks per unit of capacity within one task of the
+    // others' (Hamilton rounding on 20 CPUs).
+    let lo = ratios.iter().cloned().fold(f64::MAX, f64::min);
+    let hi = ratios.iter().cloned().fold(0.0f64, f64::max);
+    assert!(hi - lo <= 1.0 / 0.58 + 1e-9, "{table}");
+    assert!(
+        p.notes.iter().any(|n| n.contains("0.58 on 12-19")),
+        "{:?}",
+        p.notes
+    );
 }
 
 #[test]

@@ -40,13 +40,14 @@ fn check_cover(t: &Topology, s: &pinsight_plan::Slicing, allowed: &CpuSet) {
 
 #[test]
 fn hybrid_laptop_two_and_four_ways_equal_capacity() {
-    // i7-1370P: 6 P-cores x 2 threads (CPUs 0-11, 5.2 GHz) + 8 E-cores (12-19, 3.9 GHz).
+    // i7-1370P: 6 P-cores x 2 threads (CPUs 0-11) + 8 E-cores (12-19) at
+    // 0.58 of a P-core (the topology's one capacity: CPPC highest_perf
+    // 39 vs 67, as `topo` prints it).
     let t = fixture(HYBRID);
     let s = slices(&t, &req(&t, 2, SliceRule::EqualCapacity)).unwrap();
-    assert_eq!(lists(&s), ["0-8", "9-19"]);
-    assert_eq!(s.spread, 0.0);
-    // Equal halves need 4.5 P-cores each side: one core is shared, said so.
-    assert!(s.cores_split && s.broken.contains(&"core (CPUs 8-9)".to_string()));
+    assert_eq!(lists(&s), ["0-7", "8-19"]);
+    assert!(s.spread <= s.cpu_capacity, "spread {}", s.spread);
+    assert!(!s.cores_split, "{:?}", s.broken);
     let s4 = slices(&t, &req(&t, 4, SliceRule::EqualCapacity)).unwrap();
     assert!(
         s4.spread <= s4.cpu_capacity,
@@ -54,13 +55,13 @@ fn hybrid_laptop_two_and_four_ways_equal_capacity() {
         lists(&s4),
         s4.spread
     );
-    assert_eq!(s4.cpu_capacity, 5200.0);
+    assert_eq!(s4.cpu_capacity, 1.0);
     check_cover(&t, &s, &t.usable());
     check_cover(&t, &s4, &t.usable());
     // Equal count: 10 CPUs each, so rank 1 gets all the E-cores.
     let c = slices(&t, &req(&t, 2, SliceRule::EqualCount)).unwrap();
     assert_eq!(lists(&c), ["0-9", "10-19"]);
-    assert!(c.spread > 5200.0, "equal count is unequal in capacity");
+    assert!(c.spread > 1.0, "equal count is unequal in capacity");
     assert!(!c.cores_split);
     // P only: three whole P-cores each, the E-cores left out with a note.
     let p = slices(&t, &req(&t, 2, SliceRule::POnly)).unwrap();
@@ -212,7 +213,11 @@ proptest! {
                 } else {
                     check_cover(&t, &s, &allowed);
                 }
-                prop_assert!(s.spread <= s.cpu_capacity * (size as f64) + 1e-9);
+                // Relative capacities (0.58 ...) add up with float error.
+                // Equal COUNT promises counts, not capacity: with E-cores
+                // at 0.58 (CPPC, the one capacity) a masked i7 can differ
+                // by more than a CPU per slice.
+                prop_assert!(rule == SliceRule::EqualCount || s.spread <= s.cpu_capacity * (size as f64) + 1e-6, "{} > {} x {}", s.spread, s.cpu_capacity, size);
                 if rule == SliceRule::EqualCount || !t.is_heterogeneous() {
                     // Equal CPUs: counts always within one.
                     let n: Vec<usize> = s.slices.iter().map(|x| x.cpus.len()).collect();

@@ -29,6 +29,16 @@ pub fn render(topo: &Topology) -> String {
         .ok();
     }
     let p = &topo.provenance;
+    if !p.identity.is_empty() {
+        out.push_str("Identity, step by step:\n");
+        for step in &p.identity {
+            let wrapped =
+                textwrap::wrap(step, textwrap::Options::new(78).subsequent_indent("    "));
+            for line in wrapped {
+                writeln!(out, "  {line}").ok();
+            }
+        }
+    }
     // Kinds not ranked by the chain (hwloc XML, or replaced after
     // discovery) have no evidence that lines up with them.
     if p.sources.is_empty() || p.sources.iter().any(|e| e.kinds.len() != topo.kinds.len()) {
@@ -120,6 +130,15 @@ fn decision_lines(out: &mut String, topo: &Topology) {
                 "Order: by core type (P-core above E-core above LP E-core): no source\n  \
                  of the chain orders every kind.\n",
             );
+        }
+        (Some(RankSource::MicroarchTable), _) => {
+            out.push_str(
+                "Order: by the Arm core table (little 0.45, big 1.0, prime 1.06 per MHz,\n  \
+                 from the kernel's capacity-dmips-mhz device-tree values) times each\n  \
+                 kind's max clock: no cpu_capacity orders every kind. Capacity ratios:\n  \
+                 each kind's score over the top kind's.\n",
+            );
+            return;
         }
         (Some(RankSource::Unranked), _) => {
             out.push_str(

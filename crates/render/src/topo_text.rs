@@ -10,8 +10,8 @@
 use crate::size::format_size_lstopo;
 use crate::tree::{self, Object, TreeNode};
 use pinsight_topology::{
-    CacheType, CapacitySource, CpuSet, Kind, NumaNode, OsDeviceKind, PciDevice, RankSource,
-    Topology,
+    CacheType, CapacityOrigin, CapacitySource, CpuSet, Kind, NumaNode, OsDeviceKind, PciDevice,
+    RankSource, Topology,
 };
 use std::fmt::Write;
 
@@ -232,14 +232,19 @@ fn mhz(v: Option<u32>) -> String {
 /// (and which source it came from) and frequencies; identity and rank
 /// sources (`topo --explain` has the whole story).
 fn describe_kind(topo: &Topology, k: &Kind) -> String {
-    let from = topo.provenance.capacity_from;
-    let cap = match (k.capacity, k.capacity_raw, from) {
-        (Some(c), Some(r), Some(CapacitySource::CpuCapacity) | None) => {
-            format!("capacity {c:.2} (cpu_capacity {r})")
+    // The one capacity per CPU every command uses (Topology::capacity).
+    let one = k.cpus.first().and_then(|c| topo.capacity(c));
+    let cap = match (one, k.capacity_raw) {
+        (Some(c), Some(r))
+            if matches!(
+                c.source,
+                CapacityOrigin::Chain(CapacitySource::CpuCapacity) | CapacityOrigin::OneKind
+            ) =>
+        {
+            format!("capacity {:.2} (cpu_capacity {r})", c.value)
         }
-        (Some(c), _, Some(s)) => format!("capacity {c:.2} ({})", s.file()),
-        (Some(c), _, None) => format!("capacity {c:.2}"),
-        _ => "capacity ?".into(),
+        (Some(c), _) => format!("capacity {:.2} ({})", c.value, c.source.describe()),
+        (None, _) => "capacity ?".into(),
     };
     format!(
         "  {} {:<2} {:<12} CPUs {}\n       {cap}, max {}, base {}\n       \
@@ -328,6 +333,90 @@ mod tests {
             .find(|l| ind(l) < ind(lines[i]))
             .unwrap();
         (ind(lines[i]), parent.trim())
+    }
+
+    /// hwloc's type of a console line ("L3Cache L#0 (...)" -> "L3Cache"),
+    /// with numbered groups and node kinds folded ("Group1" -> "Group",
+    /// "NUMANode(DRAM)" -> "NUMANode").
+    fn hwloc_type(line: &str) -> String {
+        let word = line.split_whitespace().next().unwrap_or("");
+        let word = word.split('(').next().unwrap_or("");
+        word.trim_end_matches(|c: char| c.is_ascii_digit())
+            .to_string()
+    }
+
+    /// pinsight's tree line in hwloc's words: the last object of a chain
+    /// ("Package L#0 P#0 + L3 (8MB)" -> "L3Cache").
+    fn pinsight_type(line: &str) -> String {
+        let last = line.rsplit(" + ").next().unwrap_or(line);
+        let word = last.split_whitespace().next().unwrap_or("");
+        match word {
+            "L1d" | "L1i" | "L2" | "L3" | "L4" => {
+                format!("{word}Cache").replace("L1dCache", "L1dCache")
+            }
+            w => w.to_string(),
+        }
+    }
+
+    /// NUMA parent golden: on every recorded machine with hwloc's expected
+    /// console output, each NUMA node's parent in `pinsight topo` is the
+    /// object type lstopo puts it under (memory-side caches, which pinsight
+    /// prints on the node's own line, are skipped on hwloc's side).
+    #[test]
+    fn numa_parents_match_hwlocs_expected_console() {
+        let dir = pinsight_testkit::fixtures::hwloc_dir();
+        let mut checked = 0;
+        for name in pinsight_testkit::fixtures::hwloc_names() {
+            let console = dir.join(format!("{name}.console"));
+            let Ok(expected) = std::fs::read_to_string(&console) else {
+                continue;
+            };
+            let lines: Vec<&str> = expected
+                .lines()
+                .take_while(|l| !l.starts_with("depth"))
+                .collect();
+            let ind = |l: &str| l.len() - l.trim_start().len();
+            let text = render(&recorded(&name), false);
+            for (i, l) in lines.iter().enumerate() {
+                if !l.trim_start().starts_with("NUMANode") {
+                    continue;
+                }
+                let Some(os) = l
+                    .split("(P#")
+                    .nth(1)
+                    .and_then(|r| r.split([' ', ')']).next())
+                else {
+                    continue;
+                };
+                let mut want_ind = ind(l);
+                let mut parent = String::new();
+                for p in lines[..i].iter().rev() {
+                    if ind(p) < want_ind {
+                        let t = hwloc_type(p);
+                        if t == "MemCache" {
+                            want_ind = ind(p);
+                            continue;
+                        }
+                        parent = t;
+                        break;
+                    }
+                }
+                let needle = format!("NUMANode P#{os} ");
+                let needle_end = format!("NUMANode P#{os}\n");
+                let mine = if text.contains(&needle) {
+                    parent_of(&text, &needle).1
+                } else {
+                    parent_of(&text, needle_end.trim_end()).1
+                };
+                assert_eq!(
+                    pinsight_type(mine),
+                    parent,
+                    "{name}: parent of NUMA node {os}\n{text}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 20, "only {checked} NUMA nodes checked");
     }
 
     #[test]

@@ -215,8 +215,16 @@ pub fn objects(topo: &Topology, with_pus: bool) -> Vec<Placed<'_>> {
 /// nodes in one L3, an HBM node local to half a package).
 pub fn memory_groups(items: &[Placed<'_>]) -> Vec<CpuSet> {
     let mut out: Vec<CpuSet> = Vec::new();
+    // Memory local to every CPU hangs under the Machine, as in lstopo.
+    let machine: CpuSet = items
+        .iter()
+        .filter(|p| !p.memory && !p.leaf)
+        .fold(CpuSet::new(), |acc, p| acc.union(&p.cpus));
     for m in items.iter().filter(|p| p.memory && !p.cpus.is_empty()) {
         let l = &m.cpus;
+        if *l == machine {
+            continue;
+        }
         let boxes = || items.iter().filter(|p| !p.leaf && !p.memory);
         let covered = boxes().any(|p| &p.cpus == l);
         let nests =
@@ -260,9 +268,24 @@ pub fn nest(mut items: Vec<Placed<'_>>) -> Vec<TreeNode<'_>> {
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); items.len()];
     let mut roots = Vec::new();
     for i in 0..items.len() {
-        // The last (innermost) earlier object containing this one.
-        let parent = (0..i).rev().find(|&j| {
-            !items[i].cpus.is_empty() && !items[j].leaf && items[i].cpus.is_subset(&items[j].cpus)
+        // Memory hangs under the OUTERMOST object covering exactly its CPUs,
+        // as hwloc attaches a NUMA node (lstopo prints a node whose CPUs
+        // equal an L3's inside that L3, and one equal to a whole package
+        // under the package); else, like everything, under the last
+        // (innermost) earlier object containing it.
+        let exact = if items[i].memory && !items[i].cpus.is_empty() {
+            (0..items.len()).find(|&j| {
+                j != i && !items[j].leaf && !items[j].memory && items[j].cpus == items[i].cpus
+            })
+        } else {
+            None
+        };
+        let parent = exact.or_else(|| {
+            (0..i).rev().find(|&j| {
+                !items[i].cpus.is_empty()
+                    && !items[j].leaf
+                    && items[i].cpus.is_subset(&items[j].cpus)
+            })
         });
         match parent {
             Some(p) => children[p].push(i),

@@ -478,7 +478,21 @@ impl HfiWatcher {
 /// capability events: say so, so an empty watch is not a mystery.
 pub fn no_hfi_flag(fs: &FsRoot) -> Option<String> {
     let text = fs.read_opt("/proc/cpuinfo")?;
-    let flags = text.lines().find(|l| l.starts_with("flags"))?;
+    let Some(flags) = text.lines().find(|l| l.starts_with("flags")) else {
+        // Arm and POWER list "Features"/"cpu" lines, never x86 "flags":
+        // HFI is Intel's (Intel SDM vol. 3B, "Hardware Feedback Interface").
+        if text
+            .lines()
+            .any(|l| l.starts_with("CPU implementer") || l.starts_with("Features"))
+        {
+            return Some(
+                "/proc/cpuinfo describes a non-x86 CPU (no 'flags' line): the Hardware Feedback \
+                 Interface is Intel's, so no capability change will come"
+                    .to_string(),
+            );
+        }
+        return None;
+    };
     if flags.split_whitespace().any(|f| f == "hfi") {
         return None;
     }

@@ -1054,7 +1054,19 @@ mod kind_names {
             ("Cortex-A53".to_string(), "0".to_string(), set("0")),
             ("Cortex-A72".to_string(), "1".to_string(), set("1")),
         ];
-        assert_eq!(kinds(&sys), expected);
+        // Discovery ranks them by the Arm core table (A72 big above A53
+        // little, no clock here), hence the E/P marks; the XML carries no
+        // efficiency, so its two kinds stay unranked.
+        let ranked: Vec<(String, String, CpuSet)> = expected
+            .iter()
+            .zip(["E", "P"])
+            .map(|((n, _, c), m)| (n.clone(), m.to_string(), c.clone()))
+            .collect();
+        assert_eq!(kinds(&sys), ranked);
+        assert!(sys
+            .kinds
+            .iter()
+            .all(|k| k.rank_source == RankSource::MicroarchTable));
         assert_eq!(kinds(&xml), expected);
         assert!(xml
             .kinds

@@ -89,21 +89,29 @@ fn a_source_identical_on_every_cpu_is_skipped_even_first_in_the_chain() {
         status(&t, CapacitySource::CpuCapacity),
         SourceStatus::Identical
     );
-    assert_eq!(t.provenance.winner, Some(CapacitySource::MaxFrequency));
+    // No kernel capacity orders the kinds, so the Arm core table times
+    // each kind's max clock does (X1 prime, A76 big, A55 little); max
+    // frequency, consulted after it, agrees.
+    assert_eq!(t.provenance.winner, None);
     assert_eq!(t.kinds[2].name, "Cortex-X1");
     assert_eq!(t.kinds[0].name, "Cortex-A55");
     assert!(t
         .kinds
         .iter()
-        .all(|k| k.rank_source == RankSource::MaxFrequency));
-    assert_eq!(
-        t.provenance.capacity_from,
-        Some(CapacitySource::MaxFrequency)
-    );
+        .all(|k| k.rank_source == RankSource::MicroarchTable));
+    assert_eq!(t.provenance.capacity_from, None);
     let cap0 = t.kinds[0].capacity.unwrap();
-    assert!((cap0 - 1804.0 / 2841.0).abs() < 1e-9, "{cap0}");
-    let d = t.provenance.cpu(0).unwrap();
-    assert_eq!((d.source, d.value), (CapacitySource::MaxFrequency, 1804));
+    let want = 0.45 * 1804.0 / (1.06 * 2841.0);
+    assert!((cap0 - want).abs() < 1e-9, "{cap0}");
+    let c = t.capacity(0).unwrap();
+    assert_eq!(c.source, pinsight_topology::CapacityOrigin::MicroarchTable);
+    assert_eq!(c.value, cap0);
+    assert_eq!(
+        t.provenance
+            .source(CapacitySource::MaxFrequency)
+            .and_then(|e| e.agrees),
+        Some(true)
+    );
 }
 
 #[test]

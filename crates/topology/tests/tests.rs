@@ -12,6 +12,7 @@ mod devices;
 mod hfi;
 mod hwloc_conformance;
 mod hwloc_xml;
+mod kind_shapes;
 mod live;
 mod memory;
 mod provenance;

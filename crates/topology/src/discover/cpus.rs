@@ -162,7 +162,8 @@ pub(super) fn discover_cpus(r: &mut Reader) -> Layout {
     let cores = build_level(r, &CORE, &online, &mut topo_dirs);
     let packages = build_level(r, &PACKAGE, &online, &mut topo_dirs);
     let dies = build_level(r, &DIE, &online, &mut topo_dirs);
-    let clusters = build_level(r, &CLUSTER, &online, &mut topo_dirs);
+    let mut clusters = build_level(r, &CLUSTER, &online, &mut topo_dirs);
+    let packages = merge_cluster_packages(r, packages, &mut clusters);
 
     Layout {
         present,
@@ -482,6 +483,93 @@ fn split_compute_unit(
 
 /// Warns about the online CPUs no file placed at `level`, then numbers the
 /// non-empty groups in order of their first CPU.
+/// Android-style kernels report each cluster as its own package: every
+/// CPU has the same `physical_package_id` but a `core_siblings_list`
+/// (`package_cpus_list`) naming only its cluster. The ids and the masks
+/// contradict; lstopo shows no package per cluster there, and neither does
+/// pinsight: the groups sharing an id become one package, and their masks
+/// become clusters when `cluster_cpus` gave none. Warns naming the files.
+fn merge_cluster_packages(
+    r: &mut Reader,
+    packages: Vec<Group>,
+    clusters: &mut Vec<Group>,
+) -> Vec<Group> {
+    let mut by_id: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, g) in packages.iter().enumerate() {
+        if let Some(id) = g.os_id {
+            by_id.entry(id).or_default().push(i);
+        }
+    }
+    if by_id.values().all(|v| v.len() < 2) {
+        return packages;
+    }
+    let mut merged: Vec<(CpuSet, Option<u32>)> = Vec::new();
+    let mut taken = vec![false; packages.len()];
+    for (id, members) in &by_id {
+        if members.len() < 2 {
+            continue;
+        }
+        let sets: Vec<String> = members
+            .iter()
+            .map(|&i| packages[i].cpus.to_list_string())
+            .collect();
+        let first = packages[members[0]].cpus.first().unwrap_or(0);
+        let second = packages[members[1]].cpus.first().unwrap_or(0);
+        let action = if clusters.is_empty() {
+            "built one package of them, with those sets as clusters (as lstopo shows clusters, \
+             not one package per cluster)"
+        } else {
+            "built one package of them, with clusters from cluster_cpus (as lstopo shows \
+             clusters, not one package per cluster)"
+        };
+        r.warn(
+            &format!("{CPU_DIR}/cpu{first}/topology/physical_package_id"),
+            format_args!(
+                "reports package {id} as cpu{second}/topology/physical_package_id does, but their \
+                 core_siblings_list (package_cpus_list) name different CPU sets ({})",
+                sets.join(" | ")
+            ),
+            action,
+        );
+        let mut all = CpuSet::new();
+        for &i in members {
+            all.union_with(&packages[i].cpus);
+            taken[i] = true;
+        }
+        merged.push((all, Some(*id)));
+        if clusters.is_empty()
+            || members.iter().all(|&i| {
+                !clusters
+                    .iter()
+                    .any(|c| c.cpus.intersects(&packages[i].cpus))
+            })
+        {
+            for &i in members {
+                clusters.push(Group {
+                    id: 0,
+                    os_id: None,
+                    cpus: packages[i].cpus.clone(),
+                });
+            }
+        }
+    }
+    for (i, g) in packages.into_iter().enumerate() {
+        if !taken[i] {
+            merged.push((g.cpus, g.os_id));
+        }
+    }
+    merged.sort_by_key(|(s, _)| s.first());
+    clusters.sort_by_key(|g| g.cpus.first());
+    for (i, g) in clusters.iter_mut().enumerate() {
+        g.id = i;
+    }
+    merged
+        .into_iter()
+        .enumerate()
+        .map(|(i, (cpus, os_id))| Group { id: i, os_id, cpus })
+        .collect()
+}
+
 fn finish_level(
     r: &mut Reader,
     level: &Level,

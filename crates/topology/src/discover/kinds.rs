@@ -59,9 +59,11 @@ pub(super) fn discover_kinds(
     }
     let of = |c: usize| perf.get(c).cloned().unwrap_or_default();
 
-    let classes = identify(online, perf, &of);
+    let mut steps = Vec::new();
+    let classes = identify(online, perf, &of, &mut steps);
     let mut kinds: Vec<Kind> = classes.into_iter().map(|cl| summarize(cl, &of)).collect();
-    let provenance = rank(r, &mut kinds, online, perf, &of);
+    let mut provenance = rank(r, &mut kinds, online, perf, &of, &mut steps);
+    provenance.identity = steps;
     name(&mut kinds);
 
     let uncovered = kinds
@@ -77,12 +79,17 @@ pub(super) fn discover_kinds(
 }
 
 /// Splits the online CPUs into classes by the strongest evidence available.
-fn identify(online: &CpuSet, perf: &PerfMap, of: &dyn Fn(usize) -> Perf) -> Vec<Class> {
+fn identify(
+    online: &CpuSet,
+    perf: &PerfMap,
+    of: &dyn Fn(usize) -> Perf,
+    steps: &mut Vec<String>,
+) -> Vec<Class> {
     // 1. x86 hybrid core types.
     if online.iter().any(|c| of(c).core_type.is_some()) {
         let source = perf.core_type_source.unwrap_or(KindSource::HybridPmu);
         let zen = perf.amd_zen;
-        return split(online, source, |c| {
+        let classes = split(online, source, |c| {
             of(c).core_type.map(|t| {
                 let name = match (zen, t) {
                     (Some(z), CoreType::Core) => z.to_string(),
@@ -92,10 +99,12 @@ fn identify(online: &CpuSet, perf: &PerfMap, of: &dyn Fn(usize) -> Perf) -> Vec<
                 (t as u8 as u64, Some(name))
             })
         });
+        identity_step(steps, "core type", &classes);
+        return split_by_clock(classes, of, steps);
     }
     // 2. ARM MIDR implementer/part.
     if online.iter().any(|c| of(c).midr.is_some()) {
-        return split(online, KindSource::Midr, |c| {
+        let classes = split(online, KindSource::Midr, |c| {
             of(c).midr.map(|m| {
                 let (implementer, part) = midr_fields(m);
                 (
@@ -104,6 +113,8 @@ fn identify(online: &CpuSet, perf: &PerfMap, of: &dyn Fn(usize) -> Perf) -> Vec<
                 )
             })
         });
+        identity_step(steps, "MIDR part (regs/identification/midr_el1)", &classes);
+        return split_by_clock(classes, of, steps);
     }
     // 3. Capacity, then frequencies.
     if online.iter().any(|c| of(c).capacity.is_some()) {
@@ -163,6 +174,107 @@ fn identify(online: &CpuSet, perf: &PerfMap, of: &dyn Fn(usize) -> Perf) -> Vec<
         source: KindSource::Uniform,
         identity_name: None,
     }]
+}
+
+/// Records one identity step: which classes `how` found.
+fn identity_step(steps: &mut Vec<String>, how: &str, classes: &[Class]) {
+    let list: Vec<String> = classes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} on CPUs {}",
+                c.identity_name.as_deref().unwrap_or("?"),
+                c.cpus
+            )
+        })
+        .collect();
+    steps.push(format!("by {how}: {}", list.join("; ")));
+}
+
+/// Measures that split one microarchitecture into kinds, in order: the
+/// first that every CPU of the class has decides. Capacities within 5%
+/// are one kind (identical cores read 718 vs 731 from their device
+/// tree); clocks within 10% are one kind (Intel Turbo Boost Max 3.0
+/// "favoured cores" report 5200 vs 5000 MHz, AMD's two CCDs of a Ryzen 9
+/// 7950X3D 5700 vs 5250 MHz). Beyond that, the kernel's own capacity
+/// separates them (arm64 scales `capacity-dmips-mhz` by each cluster's
+/// maximum clock: Documentation/devicetree/bindings/cpu/cpu-capacity.txt)
+/// and so does hwloc, which registers one cpukind per max frequency
+/// (hwloc 2.9, `hwloc_linux_cpukinds`).
+const CLOCK_SPLIT: [(CapacitySource, f64); 3] = [
+    (CapacitySource::CpuCapacity, CAPACITY_TOLERANCE),
+    (CapacitySource::MaxFrequency, FREQUENCY_TOLERANCE),
+    (CapacitySource::CppcHighestPerf, FREQUENCY_TOLERANCE),
+];
+
+/// Splits each class (one core type or MIDR part) whose CPUs' capacity or
+/// clock differ beyond [`CLOCK_SPLIT`]'s tolerance: one microarchitecture
+/// at two clocks is two kinds.
+fn split_by_clock(
+    classes: Vec<Class>,
+    of: &dyn Fn(usize) -> Perf,
+    steps: &mut Vec<String>,
+) -> Vec<Class> {
+    let mut out = Vec::new();
+    for class in classes {
+        let pick = CLOCK_SPLIT
+            .iter()
+            .find(|(s, _)| class.cpus.iter().all(|c| value(&of(c), *s).is_some()));
+        let Some(&(s, tolerance)) = pick else {
+            out.push(class);
+            continue;
+        };
+        let keys = tolerant_keys(
+            class
+                .cpus
+                .iter()
+                .filter_map(|c| value(&of(c), s).map(|v| (c, v))),
+            tolerance,
+        );
+        let mut groups: BTreeMap<u64, CpuSet> = BTreeMap::new();
+        for (c, k) in keys {
+            groups.entry(k).or_default().insert(c);
+        }
+        if groups.len() <= 1 {
+            out.push(class);
+            continue;
+        }
+        let base = class.identity_name.clone().unwrap_or_default();
+        let mut parts = Vec::new();
+        for cpus in groups.into_values() {
+            let top = cpus
+                .iter()
+                .filter_map(|c| value(&of(c), s))
+                .max()
+                .unwrap_or(0);
+            let mhz = cpus.iter().filter_map(|c| of(c).max_mhz).max();
+            let tag = match mhz {
+                Some(m) => format!("{:.1}G", m as f64 / 1000.0),
+                None => format!("{} {top}", s.unit()),
+            };
+            parts.push(format!("CPUs {cpus} at {top} {}", s.unit()));
+            out.push(Class {
+                cpus,
+                source: class.source,
+                identity_name: Some(if base.is_empty() {
+                    String::new()
+                } else {
+                    format!("{base} {tag}")
+                })
+                .filter(|n| !n.is_empty()),
+            });
+        }
+        steps.push(format!(
+            "split {} (CPUs {}) by {} beyond {:.0}%: {}",
+            if base.is_empty() { "a kind" } else { &base },
+            class.cpus,
+            s.file(),
+            (tolerance - 1.0) * 100.0,
+            parts.join(", ")
+        ));
+    }
+    out.sort_by_key(|c| c.cpus.first());
+    out
 }
 
 fn sub_first(keys: &BTreeMap<usize, u64>, members: &[(usize, u32)]) -> u64 {
@@ -348,19 +460,33 @@ fn rank(
     online: &CpuSet,
     perf: &PerfMap,
     of: &dyn Fn(usize) -> Perf,
+    steps: &mut Vec<String>,
 ) -> Provenance {
     let n = kinds.len();
     let mut statuses: Vec<(CapacitySource, SourceStatus)> = CapacitySource::CHAIN
         .iter()
         .map(|&s| (s, status_of(kinds, online, s, of)))
         .collect();
-    let winner = statuses
-        .iter_mut()
-        .find(|(_, st)| *st == SourceStatus::Consulted)
-        .map(|(s, st)| {
-            *st = SourceStatus::Decided;
-            *s
-        });
+    // Arm kinds the kernel gives no capacity for: the core table decides.
+    let kernel_capacity = statuses
+        .iter()
+        .any(|&(s, st)| s == CapacitySource::CpuCapacity && st == SourceStatus::Consulted);
+    let table = if n >= 2 && !kernel_capacity {
+        table_scores(kinds, of)
+    } else {
+        None
+    };
+    let winner = if table.is_some() {
+        None
+    } else {
+        statuses
+            .iter_mut()
+            .find(|(_, st)| *st == SourceStatus::Consulted)
+            .map(|(s, st)| {
+                *st = SourceStatus::Decided;
+                *s
+            })
+    };
     let types_distinct = {
         let mut t: Vec<Option<CoreType>> = kinds.iter().map(|k| k.core_type).collect();
         t.sort_unstable();
@@ -369,6 +495,27 @@ fn rank(
 
     let how = if n <= 1 {
         RankSource::Uniform
+    } else if let Some(scores) = &table {
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| {
+            scores[a]
+                .0
+                .total_cmp(&scores[b].0)
+                .then(scores[a].1.cmp(&scores[b].1))
+        });
+        let top = scores.iter().map(|s| s.0).fold(0.0f64, f64::max);
+        for &i in &order {
+            let k = &mut kinds[i];
+            k.capacity = (top > 0.0).then(|| scores[i].0 / top);
+            steps.push(format!(
+                "rank {}: {} = {}",
+                k.name,
+                scores[i].2,
+                fmt_score(scores[i].0)
+            ));
+        }
+        permute(kinds, &order);
+        RankSource::MicroarchTable
     } else if let Some(w) = winner {
         let key: Vec<u32> = ranges(kinds, w, of)
             .iter()
@@ -443,6 +590,9 @@ fn rank(
     for (i, k) in kinds.iter_mut().enumerate() {
         k.rank = i;
         k.rank_source = how;
+        if how == RankSource::MicroarchTable {
+            continue;
+        }
         k.capacity = match (per_kind[i], top) {
             (Some(c), Some(t)) if t > 0 => Some(c as f64 / t as f64),
             _ => None,
@@ -476,7 +626,38 @@ fn rank(
         winner,
         capacity_from,
         cpus,
+        identity: Vec::new(),
     }
+}
+
+fn fmt_score(x: f64) -> String {
+    format!("{x:.0}")
+}
+
+/// Per kind, when every kind is an Arm core the table knows: (score,
+/// table position, how it was computed). The score is the class factor
+/// ([`microarch_class`]) times the kind's highest `cpuinfo_max_freq` when
+/// every kind has one, else the factor alone (times 1000).
+fn table_scores(kinds: &[Kind], of: &dyn Fn(usize) -> Perf) -> Option<Vec<(f64, usize, String)>> {
+    let clocks = kinds.iter().all(|k| k.max_mhz.is_some());
+    kinds
+        .iter()
+        .map(|k| {
+            if k.source != KindSource::Midr {
+                return None;
+            }
+            let midr = k.cpus.iter().find_map(|c| of(c).midr)?;
+            let (implementer, part) = midr_fields(midr);
+            let (class, factor, pos) = microarch_class(implementer, part)?;
+            let mhz = if clocks { k.max_mhz? } else { 1000 };
+            let how = if clocks {
+                format!("{class} factor {factor:.2} x {mhz} MHz")
+            } else {
+                format!("{class} factor {factor:.2} x 1000 (no clock)")
+            };
+            Some((factor * mhz as f64, pos, how))
+        })
+        .collect()
 }
 
 /// Reorders `kinds` so that position i holds the kind that was at `order[i]`.
@@ -694,6 +875,122 @@ pub(crate) fn core_type_mark(t: CoreType) -> &'static str {
     }
 }
 
+/// Big/little class of an Arm core by MIDR (implementer, part): ("little",
+/// "big" or "prime", its per-MHz factor, and its position in the table,
+/// which breaks ties: later = newer = ranked higher). `None`: unknown.
+///
+/// The factors are per-MHz throughput relative to a big out-of-order core
+/// (1.0), taken from the kernel's own `capacity-dmips-mhz` device-tree
+/// values (Documentation/devicetree/bindings/cpu/cpu-capacity.txt), which
+/// give both classes on one SoC: Cortex-A53 578 vs A57 1024 (arm/juno.dts),
+/// A53 485 vs A72 1024 (rockchip/rk3399.dtsi), A55 448 vs A77 1024
+/// (qcom/sm8250.dtsi), A510 1024 vs A715 1792 vs X3 1894
+/// (qcom/sm8550.dtsi): little in-order cores 0.45, prime cores 1.06. They
+/// only order kinds that the kernel gives no `cpu_capacity`; the score is
+/// the factor times the kind's maximum clock, so one part at two clocks
+/// ranks by clock and two parts at one clock rank by class.
+pub(crate) fn microarch_class(implementer: u32, part: u32) -> Option<(&'static str, f64, usize)> {
+    const LITTLE: &[(u32, u32)] = &[
+        (0x41, 0xc05), // Cortex-A5
+        (0x41, 0xc07), // Cortex-A7
+        (0x41, 0xc08), // Cortex-A8
+        (0x41, 0xd01), // Cortex-A32
+        (0x41, 0xd02), // Cortex-A34
+        (0x41, 0xd04), // Cortex-A35
+        (0x41, 0xd03), // Cortex-A53
+        (0x41, 0xd05), // Cortex-A55
+        (0x41, 0xd06), // Cortex-A65
+        (0x41, 0xd43), // Cortex-A65AE
+        (0x41, 0xd4a), // Neoverse-E1
+        (0x41, 0xd46), // Cortex-A510
+        (0x41, 0xd80), // Cortex-A520
+        (0x41, 0xd88), // Cortex-A520AE
+        (0x51, 0x801), // Kryo 2XX Silver
+        (0x51, 0x803), // Kryo 3XX Silver
+        (0x51, 0x805), // Kryo 4XX Silver
+        (0x61, 0x020), // Icestorm (A14)
+        (0x61, 0x022), // Icestorm (M1)
+        (0x61, 0x024), // Icestorm (M1 Pro)
+        (0x61, 0x028), // Icestorm (M1 Max)
+        (0x61, 0x030), // Blizzard (A15)
+        (0x61, 0x032), // Blizzard (M2)
+        (0x61, 0x034), // Blizzard (M2 Pro)
+        (0x61, 0x036), // Sawtooth (A16)
+        (0x61, 0x038), // Blizzard (M2 Max)
+    ];
+    const BIG: &[(u32, u32)] = &[
+        (0x41, 0xc09), // Cortex-A9
+        (0x41, 0xc0d), // Cortex-A12
+        (0x41, 0xc0e), // Cortex-A17
+        (0x41, 0xc0f), // Cortex-A15
+        (0x41, 0xd07), // Cortex-A57
+        (0x41, 0xd08), // Cortex-A72
+        (0x41, 0xd09), // Cortex-A73
+        (0x41, 0xd0a), // Cortex-A75
+        (0x41, 0xd0b), // Cortex-A76
+        (0x41, 0xd0e), // Cortex-A76AE
+        (0x41, 0xd0c), // Neoverse-N1
+        (0x41, 0xd0d), // Cortex-A77
+        (0x41, 0xd41), // Cortex-A78
+        (0x41, 0xd42), // Cortex-A78AE
+        (0x41, 0xd4b), // Cortex-A78C
+        (0x41, 0xd40), // Neoverse-V1
+        (0x41, 0xd47), // Cortex-A710
+        (0x41, 0xd49), // Neoverse-N2
+        (0x41, 0xd4d), // Cortex-A715
+        (0x41, 0xd4f), // Neoverse-V2
+        (0x41, 0xd81), // Cortex-A720
+        (0x41, 0xd89), // Cortex-A720AE
+        (0x41, 0xd87), // Cortex-A725
+        (0x41, 0xd8e), // Neoverse-N3
+        (0x41, 0xd84), // Neoverse-V3
+        (0x41, 0xd83), // Neoverse-V3AE
+        (0x4e, 0x000), // NVIDIA Denver
+        (0x4e, 0x003), // NVIDIA Denver 2
+        (0x4e, 0x004), // NVIDIA Carmel
+        (0x51, 0x800), // Kryo 2XX Gold
+        (0x51, 0x802), // Kryo 3XX Gold
+        (0x51, 0x804), // Kryo 4XX Gold
+        (0x53, 0x001), // Samsung Exynos-M1
+        (0x53, 0x002), // Samsung Exynos-M3
+        (0x53, 0x003), // Samsung Exynos-M4
+        (0x53, 0x004), // Samsung Exynos-M5
+        (0xc0, 0xac3), // Ampere-1
+        (0xc0, 0xac4), // Ampere-1a
+    ];
+    const PRIME: &[(u32, u32)] = &[
+        (0x41, 0xd44), // Cortex-X1
+        (0x41, 0xd4c), // Cortex-X1C
+        (0x41, 0xd48), // Cortex-X2
+        (0x41, 0xd4e), // Cortex-X3
+        (0x41, 0xd82), // Cortex-X4
+        (0x41, 0xd85), // Cortex-X925
+        (0x51, 0x001), // Qualcomm Oryon
+        (0x61, 0x021), // Firestorm (A14)
+        (0x61, 0x023), // Firestorm (M1)
+        (0x61, 0x025), // Firestorm (M1 Pro)
+        (0x61, 0x029), // Firestorm (M1 Max)
+        (0x61, 0x031), // Avalanche (A15)
+        (0x61, 0x033), // Avalanche (M2)
+        (0x61, 0x035), // Avalanche (M2 Pro)
+        (0x61, 0x037), // Everest (A16)
+        (0x61, 0x039), // Avalanche (M2 Max)
+    ];
+    let key = (implementer, part);
+    let mut base = 0;
+    for (class, factor, table) in [
+        ("little", 0.45, LITTLE),
+        ("big", 1.0, BIG),
+        ("prime", 1.06, PRIME),
+    ] {
+        if let Some(i) = table.iter().position(|&k| k == key) {
+            return Some((class, factor, base + i));
+        }
+        base += table.len();
+    }
+    None
+}
+
 /// (implementer, part number) of a `midr_el1` value.
 pub(crate) fn midr_fields(midr: u64) -> (u32, u32) {
     (((midr >> 24) & 0xff) as u32, ((midr >> 4) & 0xfff) as u32)
@@ -701,7 +998,41 @@ pub(crate) fn midr_fields(midr: u64) -> (u32, u32) {
 
 /// A readable name for an ARM core, from the implementer and part number.
 pub(crate) fn midr_name(implementer: u32, part: u32) -> String {
+    // Names as util-linux's lscpu prints them (sys-utils/lscpu-arm.c,
+    // tables arm_part, qcom_part, samsung_part, apple_part, nvidia_part),
+    // which hwloc's Linux backend follows for `CPUModel`; pinsight's older
+    // names ("Apple Icestorm", "Kryo 4XX Gold") are kept.
     let known = match (implementer, part) {
+        (0x41, 0xc05) => "Cortex-A5",
+        (0x41, 0xc08) => "Cortex-A8",
+        (0x41, 0xc0d) => "Cortex-A12",
+        (0x41, 0xc0e) => "Cortex-A17",
+        (0x41, 0xd02) => "Cortex-A34",
+        (0x41, 0xd83) => "Neoverse-V3AE",
+        (0x41, 0xd88) => "Cortex-A520AE",
+        (0x41, 0xd89) => "Cortex-A720AE",
+        (0x4e, 0x000) => "Denver",
+        (0x4e, 0x003) => "Denver 2",
+        (0x51, 0x00f) | (0x51, 0x02d) => "Scorpion",
+        (0x51, 0x04d) | (0x51, 0x06f) => "Krait",
+        (0x51, 0x201) | (0x51, 0x205) | (0x51, 0x211) => "Kryo",
+        (0x51, 0xc00) => "Falkor",
+        (0x51, 0xc01) => "Saphira",
+        (0x53, 0x001) => "exynos-m1",
+        (0x53, 0x002) => "exynos-m3",
+        (0x53, 0x003) => "exynos-m4",
+        (0x53, 0x004) => "exynos-m5",
+        (0x61, 0x020) => "Apple Icestorm",
+        (0x61, 0x021) => "Apple Firestorm",
+        (0x61, 0x030) | (0x61, 0x032) | (0x61, 0x034) | (0x61, 0x038) => "Apple Blizzard",
+        (0x61, 0x031) | (0x61, 0x033) | (0x61, 0x035) | (0x61, 0x039) => "Apple Avalanche",
+        (0x61, 0x036) => "Apple Sawtooth",
+        (0x61, 0x037) => "Apple Everest",
+        (0x48, 0xd01) => "TaiShan-v110",
+        (0x48, 0xd02) => "TaiShan-v120",
+        (0x43, 0x0a1) => "ThunderX 88XX",
+        (0x43, 0x0af) => "ThunderX2 99xx",
+        (0x46, 0x001) => "A64FX",
         (0x41, 0xc07) => "Cortex-A7",
         (0x41, 0xc09) => "Cortex-A9",
         (0x41, 0xc0f) => "Cortex-A15",

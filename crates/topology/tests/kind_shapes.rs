@@ -1,0 +1,168 @@
+//! The three shapes on which core kinds used to go wrong, each built as an
+//! altered copy of a recorded machine from hwloc's test suite (the 2-CPU
+//! Arm board `2arm-2c`): one microarchitecture at two clocks, two parts at
+//! one clock, and Android-style sysfs where every cluster is its own
+//! package with one package id.
+
+use crate::common;
+
+use pinsight_topology::{discover, CapacityOrigin, CpuSet, FsRoot, RankSource, Topology};
+use std::path::Path;
+
+const CPU: &str = "sys/devices/system/cpu";
+
+/// A copy of the recorded Arm board in a temporary directory.
+fn board() -> tempfile::TempDir {
+    let tmp = common::tempdir();
+    pinsight_testkit::copy_tree(&common::hwloc("2arm-2c"), tmp.path());
+    tmp
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// Gives CPU `cpu` a MIDR and a maximum clock (kHz, as cpufreq writes it).
+fn core(root: &Path, cpu: usize, midr: u64, khz: u64) {
+    write(
+        root,
+        &format!("{CPU}/cpu{cpu}/regs/identification/midr_el1"),
+        &format!("0x{midr:016x}\n"),
+    );
+    write(
+        root,
+        &format!("{CPU}/cpu{cpu}/cpufreq/cpuinfo_max_freq"),
+        &format!("{khz}\n"),
+    );
+    write(
+        root,
+        &format!("{CPU}/cpu{cpu}/cpufreq/related_cpus"),
+        &format!("{cpu}\n"),
+    );
+}
+
+fn set(s: &str) -> CpuSet {
+    s.parse().unwrap()
+}
+
+fn names(t: &Topology) -> Vec<(String, CpuSet)> {
+    t.kinds
+        .iter()
+        .map(|k| (k.name.clone(), k.cpus.clone()))
+        .collect()
+}
+
+#[test]
+fn one_microarchitecture_at_two_clocks_is_two_kinds() {
+    let tmp = board();
+    // Two Cortex-A78 (MIDR part 0xd41), at 1.9 and 2.6 GHz.
+    core(tmp.path(), 0, 0x411f_d411, 1_900_000);
+    core(tmp.path(), 1, 0x411f_d411, 2_600_000);
+    let t = discover(&FsRoot::at(tmp.path()).unwrap());
+    assert_eq!(
+        names(&t),
+        vec![
+            ("Cortex-A78 1.9G".to_string(), set("0")),
+            ("Cortex-A78 2.6G".to_string(), set("1")),
+        ],
+        "warnings: {:?}",
+        t.warnings
+    );
+    assert!(t
+        .kinds
+        .iter()
+        .all(|k| k.rank_source == RankSource::MicroarchTable));
+    let slow = t.capacity(0).unwrap();
+    assert!((slow.value - 1900.0 / 2600.0).abs() < 1e-9, "{slow:?}");
+    assert_eq!(slow.source, CapacityOrigin::MicroarchTable);
+    assert_eq!(t.capacity(1).unwrap().value, 1.0);
+    let steps = t.provenance.identity.join("\n");
+    assert!(
+        steps.contains("split Cortex-A78 (CPUs 0-1) by cpufreq/cpuinfo_max_freq beyond 10%"),
+        "{steps}"
+    );
+}
+
+#[test]
+fn close_clocks_of_one_microarchitecture_stay_one_kind() {
+    let tmp = board();
+    // 2.0 and 2.1 GHz: within the 10% tolerance (favoured cores).
+    core(tmp.path(), 0, 0x411f_d411, 2_000_000);
+    core(tmp.path(), 1, 0x411f_d411, 2_100_000);
+    let t = discover(&FsRoot::at(tmp.path()).unwrap());
+    assert_eq!(names(&t), vec![("Cortex-A78".to_string(), set("0-1"))]);
+}
+
+#[test]
+fn two_parts_at_one_clock_are_ranked_by_the_core_table() {
+    let tmp = board();
+    // Cortex-A55 (0xd05) and Cortex-A76 (0xd0b), both at 2.0 GHz, no
+    // cpu_capacity: only the part tells them apart.
+    core(tmp.path(), 0, 0x411f_d0b0, 2_000_000);
+    core(tmp.path(), 1, 0x411f_d050, 2_000_000);
+    let t = discover(&FsRoot::at(tmp.path()).unwrap());
+    assert_eq!(
+        names(&t),
+        vec![
+            ("Cortex-A55".to_string(), set("1")),
+            ("Cortex-A76".to_string(), set("0")),
+        ]
+    );
+    assert_eq!(t.kinds[1].mark, "P");
+    assert!(t
+        .kinds
+        .iter()
+        .all(|k| k.rank_source == RankSource::MicroarchTable));
+    assert!((t.capacity(1).unwrap().value - 0.45).abs() < 1e-9);
+}
+
+#[test]
+fn kryo_gold_and_silver_at_close_clocks_are_two_kinds() {
+    let tmp = board();
+    // Qualcomm Kryo 4XX Silver (0x805) at 1.9 GHz, Gold (0x804) at 2.0 GHz:
+    // under 10% apart, but different parts.
+    core(tmp.path(), 0, 0x517f_8050, 1_900_000);
+    core(tmp.path(), 1, 0x517f_8040, 2_000_000);
+    let t = discover(&FsRoot::at(tmp.path()).unwrap());
+    assert_eq!(
+        names(&t),
+        vec![
+            ("Kryo 4XX Silver".to_string(), set("0")),
+            ("Kryo 4XX Gold".to_string(), set("1")),
+        ]
+    );
+    let c = t.capacity(0).unwrap().value;
+    assert!((c - 0.45 * 1900.0 / 2000.0).abs() < 1e-9, "{c}");
+}
+
+#[test]
+fn package_per_cluster_siblings_build_clusters_not_packages() {
+    let tmp = board();
+    // Each CPU its own "package" by core_siblings, both with package id 3.
+    for cpu in 0..2 {
+        let d = format!("{CPU}/cpu{cpu}/topology");
+        write(
+            tmp.path(),
+            &format!("{d}/core_siblings_list"),
+            &format!("{cpu}\n"),
+        );
+        write(
+            tmp.path(),
+            &format!("{d}/core_siblings"),
+            &format!("{:x}\n", 1 << cpu),
+        );
+    }
+    let t = discover(&FsRoot::at(tmp.path()).unwrap());
+    assert_eq!(t.packages.len(), 1, "{:?}", t.packages);
+    assert_eq!(t.packages[0].cpus, set("0-1"));
+    assert_eq!(t.packages[0].os_id, Some(3));
+    let w = t.warnings.join("\n");
+    assert!(
+        w.contains("cpu0/topology/physical_package_id")
+            && w.contains("cpu1/topology/physical_package_id")
+            && w.contains("core_siblings_list"),
+        "{w}"
+    );
+}
