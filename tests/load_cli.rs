@@ -72,11 +72,14 @@ fn recorded_load_json_is_the_golden() {
     assert_eq!(hot["irqs"][0]["affinity"], "3");
     assert_eq!(v["suggestions"][0]["kind"], "move-irqs");
     assert_eq!(v["suggestions"][1]["kind"], "rebalance");
-    // E-cores (capacity 0.75) busy 80% carry normalised 1.07.
+    // E-cores busy 80% at the one capacity topo shows (CPPC highest_perf,
+    // 39/67 of a P-core's) carry normalised 1.37.
     let e = &v["cpus"][12];
-    assert!((e["normalised"].as_f64().unwrap() - 0.8 / 0.75).abs() < 1e-9);
+    let cap = e["capacity"].as_f64().unwrap();
+    assert!((cap - 39.0 / 67.0).abs() < 1e-9, "{cap}");
+    assert!((e["normalised"].as_f64().unwrap() - 0.8 / cap).abs() < 1e-9);
     let imb = v["imbalance"]["ratio"].as_f64().unwrap();
-    assert!((imb - (0.8 / 0.75) / 0.6).abs() < 1e-9, "{imb}");
+    assert!((imb - (0.8 / cap) / 0.6).abs() < 1e-9, "{imb}");
 }
 
 #[test]
