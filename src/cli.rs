@@ -104,13 +104,19 @@ impl Globals {
     /// declared ones (and a note saying so). Discovery warnings and the
     /// note go to stderr unless `--quiet`.
     pub fn topology(&self) -> Result<Topology, CliError> {
+        self.topology_with(pinsight_topology::Needs::ALL)
+    }
+
+    /// [`Globals::topology`], discovering only what `needs` asks for
+    /// beyond the CPUs (see [`pinsight_topology::discover_with`]).
+    pub fn topology_with(&self, needs: pinsight_topology::Needs) -> Result<Topology, CliError> {
         let spec = self.declared_kinds()?;
         let mut topo = match &self.hwloc_xml {
             Some(path) => pinsight_topology::hwloc_xml::load(path)
                 .map_err(|e| CliError::usage(crate::errors::shown(&e.to_string())))?,
             None => {
                 let fs = self.fsroot()?;
-                let mut topo = pinsight_topology::discover(&fs);
+                let mut topo = pinsight_topology::discover_with(&fs, needs);
                 if let Some(archive) = fs.archive() {
                     // Name the user's file, not the private directory it
                     // was unpacked into (removed when `fs` drops).

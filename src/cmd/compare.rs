@@ -200,7 +200,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // file is known to be writable.
     check_outputs(&args)?;
 
-    let topo = g.topology()?;
+    let topo = g.topology_with(needs(&args, previous.is_some()))?;
     let journal = journal_target(&args, previous);
     let reports = std::rc::Rc::new(std::cell::OnceCell::new());
     let (ext, executor) = match &ranks {
@@ -895,6 +895,23 @@ impl pinsight_compare::Gate for ShowOutput {
 
     fn prepare_output(&mut self, label: &str, text: &str) {
         self.output_of(label, text);
+    }
+}
+
+/// What discovery must read beyond the CPUs: memory details only for a
+/// memory policy (`--mem`, or an arm's `+mem:`; a resumed experiment's
+/// arms carry theirs in their names, so everything then), devices only
+/// for `--near`.
+fn needs(args: &Args, resumed: bool) -> pinsight_topology::Needs {
+    let arm_mem = args
+        .policies
+        .iter()
+        .flatten()
+        .flatten()
+        .any(|p| p.contains("+mem:"));
+    pinsight_topology::Needs {
+        devices: args.near.is_some() || resumed,
+        memory: args.mem.is_some() || arm_mem || resumed,
     }
 }
 

@@ -77,7 +77,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     let fs = FsRoot::live();
     let tasks = threads_of(&fs, args.pid).map_err(pin_error)?;
-    let topo = g.topology()?;
+    let topo = g.topology_with(args.plan.needs())?;
     let plan = plan_for(&args, &tasks, &topo)?;
     let opts = PinOptions {
         order: if args.threads_by_name {

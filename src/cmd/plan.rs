@@ -123,7 +123,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let mut request = make_request(&args.policy, &args.plan)?;
     add_interleave_weights(&mut request, g)?;
-    let topo = g.topology()?;
+    let topo = g.topology_with(args.plan.needs())?;
     let plan = plan(&topo, &request).map_err(plan_error)?;
     let rendered = render(&plan, &topo, format).map_err(format_error)?;
     print!("{}", rendered.text);

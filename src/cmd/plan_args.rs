@@ -298,6 +298,17 @@ pub fn make_slicing(
     .map_err(crate::errors::slice_error)
 }
 
+impl PlanArgs {
+    /// What discovery must read for this plan beyond the CPUs: devices
+    /// for `--near`, memory details for `--mem`.
+    pub fn needs(&self) -> pinsight_topology::Needs {
+        pinsight_topology::Needs {
+            devices: self.near.is_some(),
+            memory: self.mem.is_some(),
+        }
+    }
+}
+
 #[cfg(test)]
 pub mod test_cli {
     use crate::cli::Globals;

@@ -15,7 +15,7 @@ pub mod hwloc_xml;
 pub mod snapshot;
 pub mod vm;
 
-pub use discover::discover;
+pub use discover::{discover, discover_with, Needs};
 pub use fsroot::{FsRoot, FsRootError, FSROOT_ENV};
 pub use pinsight_cpuset::CpuSet;
 pub use pinsight_model as model;
