@@ -100,6 +100,47 @@ impl RanksExecutor {
     }
 }
 
+/// The empty report directory of run `n`: `run-N`. A retried slot starts
+/// from an empty directory (old reports would pass for this run's
+/// ranks). Ranks of an interrupted attempt may still be writing there
+/// for a moment (a launcher's daemons outlive it briefly), so removing it
+/// is tried for up to a second; if it still fills, the run gets
+/// `run-N-2`, `run-N-3`, ... instead.
+fn fresh_dir(base: &Path, n: usize) -> Result<PathBuf, RunError> {
+    let dir = base.join(format!("run-{n}"));
+    if !dir.exists() {
+        std::fs::create_dir_all(&dir).map_err(|e| dir_error(&dir, e))?;
+        return Ok(dir);
+    }
+    let mut last = None;
+    for _ in 0..20 {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {
+                std::fs::create_dir_all(&dir).map_err(|e| dir_error(&dir, e))?;
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&dir).map_err(|e| dir_error(&dir, e))?;
+                return Ok(dir);
+            }
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for k in 2..1000 {
+        let other = base.join(format!("run-{n}-{k}"));
+        match std::fs::create_dir(&other) {
+            Ok(()) => return Ok(other),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(dir_error(&other, e)),
+        }
+    }
+    Err(dir_error(
+        &dir,
+        last.unwrap_or_else(|| std::io::Error::other("no free report directory")),
+    ))
+}
+
 fn dir_error(dir: &Path, source: std::io::Error) -> RunError {
     RunError::Spawn {
         program: format!("the report directory {}", dir.display()),
@@ -118,13 +159,7 @@ impl Executor for RanksExecutor {
             .get()
             .cloned()
             .unwrap_or_else(|| PathBuf::from("pinsight-ranks"));
-        let dir = base.join(format!("run-{}", slot.index + 1));
-        // A retried slot starts from an empty directory: old reports would
-        // pass for this run's ranks.
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| dir_error(&dir, e))?;
-        }
-        std::fs::create_dir_all(&dir).map_err(|e| dir_error(&dir, e))?;
+        let dir = fresh_dir(&base, slot.index + 1)?;
         let rule = self
             .identity
             .rules
