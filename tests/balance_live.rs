@@ -13,7 +13,9 @@
 //! 0.6 of its capacity, E 0.6 of half of it (1.2), an imbalance of 2; the
 //! plan by capacity puts four on P and two on E: 0.8 and 0.8, even. The
 //! imbalance asserted is that of the selected tasks' own CPU time (MINE),
-//! which the machine's other load does not change.
+//! which the machine's other load does not change, and, as an operator
+//! reads it, `pinsight load`'s busy ÷ capacity of the two CPUs before and
+//! after.
 
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
@@ -44,6 +46,33 @@ impl Drop for Tasks {
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// `pinsight load`'s normalised load of `e` over that of `p`, read over
+/// `secs` with the declared kinds.
+fn load_ratio(kinds: &str, p: usize, e: usize, secs: u32) -> f64 {
+    let out = Command::new(BIN)
+        .args(["--json", "load", "--once", "--interval"])
+        .arg(format!("{secs}s"))
+        .env("PINSIGHT_KINDS", kinds)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "load failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let norm = |cpu: usize| {
+        doc["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cpu"].as_u64() == Some(cpu as u64))
+            .and_then(|c| c["normalised"].as_f64())
+            .unwrap_or_else(|| panic!("no normalised load of CPU {cpu} in {doc:#}"))
+    };
+    norm(e) / norm(p)
 }
 
 fn has_python() -> bool {
@@ -105,6 +134,8 @@ fn balance_by_capacity_evens_the_normalised_load() {
         tasks.0.push(child);
     }
     std::thread::sleep(Duration::from_millis(800));
+    // What an operator sees first: `pinsight load`.
+    let load_before = load_ratio(&kinds, p, e, 2);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
     let out = Command::new(BIN)
@@ -151,6 +182,18 @@ fn balance_by_capacity_evens_the_normalised_load() {
     assert!(
         after <= 1.15,
         "after balance the normalised imbalance is {after:.2}, more than 15% from even"
+    );
+    // And `pinsight load` (busy / capacity, other work included) sees the
+    // same: E twice as loaded as P before, even after.
+    let load_after = load_ratio(&kinds, p, e, 2);
+    eprintln!("pinsight load, E/P normalised: {load_before:.2} before, {load_after:.2} after");
+    assert!(
+        load_before > 1.5,
+        "load should show the E CPU carrying more than P against capacity: {load_before:.2}"
+    );
+    assert!(
+        (load_after - 1.0).abs() <= 0.15,
+        "after balance load's normalised E/P is {load_after:.2}, more than 15% from even"
     );
     // And the saved state puts them back where they were.
     let out = Command::new(BIN)
