@@ -606,14 +606,16 @@ impl Measurer {
                 .map(|(_, r)| r.as_ref().ok().copied())
                 .collect()
         };
-        match guard.as_ref() {
-            None => *guard = Some(Spawner::on_caller(&specs())),
+        let made = match guard.as_ref() {
+            None => Some(Spawner::on_caller(&specs())),
             Some(s) if !s.serves_this_thread() => {
                 *guard = None; // its counters closed first
-                *guard = Spawner::on_thread(specs());
+                Spawner::on_thread(specs())
             }
-            Some(_) => {}
-        }
+            Some(_) => return guard,
+        };
+        *guard = made;
+        // The spawner's counters are open: the probe's may close now.
         self.probes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -322,6 +322,8 @@ struct Prepared {
     /// `candidates[0]` was moved there from this index (see
     /// [`found_first`]).
     found_first: usize,
+    /// The program as named (before the `PATH` search).
+    prog: CString,
     /// The child's `PATH` (`None`: unset).
     path: Option<OsString>,
     // Owners of what the pointers above point at.
@@ -439,6 +441,7 @@ impl Prepared {
             stamp: AtomicU64::new(0),
             tried: AtomicUsize::new(0),
             found_first,
+            prog,
             path,
             _strings: strings,
             _null_fds: null_fds,
@@ -515,15 +518,10 @@ fn remember_found(p: &Prepared) {
         t if t <= p.found_first => t - 1,
         t => t,
     };
-    let Some(prog) = p.argv.first().copied() else {
-        return;
-    };
-    // SAFETY: argv[0] points into `_strings`, alive as long as `p`.
-    let prog = unsafe { CStr::from_ptr(prog) }.to_owned();
     let mut found = FOUND
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    *found = Some((prog, p.path.clone(), original));
+    *found = Some((p.prog.clone(), p.path.clone(), original));
 }
 
 /// The errno of the last failed call (glibc keeps it per thread; the

@@ -19,7 +19,8 @@ const ONE_KIND: Machine = Machine {
     smt_per_e_core: 0,
 };
 
-fn simulate(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observation> {
+/// Runs of `configs` from `model` with `th`: three each, at -1%, 0, +1%.
+pub(crate) fn simulate(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observation> {
     configs
         .iter()
         .flat_map(|&c| {

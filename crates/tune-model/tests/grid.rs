@@ -13,19 +13,15 @@ use pinsight_tune_model::{
     analyse, design, Config, FitOptions, Goal, Machine, ModelKind, Observation, Param, ParamStatus,
     RecommendedBy, Theta,
 };
-use rand_core::{Rng, SeedableRng};
+use rand_core::SeedableRng;
 use rand_xorshift::XorShiftRng;
 
 const CASES: usize = 192;
 
-fn uniform(rng: &mut XorShiftRng, lo: f64, hi: f64) -> f64 {
-    lo + (hi - lo) * ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
-}
+use crate::properties::gauss;
 
-fn gauss(rng: &mut XorShiftRng) -> f64 {
-    let u = uniform(rng, 0.0, 1.0).max(1e-300);
-    let v = uniform(rng, 0.0, 1.0);
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+fn uniform(rng: &mut XorShiftRng, lo: f64, hi: f64) -> f64 {
+    lo + (hi - lo) * crate::properties::uniform(rng)
 }
 
 fn machines() -> [Machine; 2] {

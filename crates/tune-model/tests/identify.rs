@@ -12,18 +12,7 @@ const OPTS: FitOptions = FitOptions {
     seed: 5,
 };
 
-fn runs(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observation> {
-    configs
-        .iter()
-        .flat_map(|&c| {
-            [0.99, 1.0, 1.01].map(|k| Observation {
-                config: c,
-                time_s: model.time(th, c) * k,
-                energy_j: None,
-            })
-        })
-        .collect()
-}
+use crate::design::simulate as runs;
 
 /// A static split whose only SMT run also uses E-cores three times slower
 /// than a P-core: the E-core threads pace the run whatever an SMT sibling

@@ -22,11 +22,11 @@ const MACHINE: Machine = Machine {
     smt_per_e_core: 0,
 };
 
-fn uniform(rng: &mut XorShiftRng) -> f64 {
+pub(crate) fn uniform(rng: &mut XorShiftRng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-fn gauss(rng: &mut XorShiftRng) -> f64 {
+pub(crate) fn gauss(rng: &mut XorShiftRng) -> f64 {
     // Box–Muller.
     let u = uniform(rng).max(1e-300);
     let v = uniform(rng);
