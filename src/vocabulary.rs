@@ -81,7 +81,12 @@ pub fn with_old_spellings(mut cmd: Command) -> Command {
     // name (clap's conflict lookup panics on an unknown one).
     let mut built = cmd.clone();
     built.build();
+    // Only the subcommands offered (all, or the one typed: see main's
+    // `Typed`).
     for row in RENAMED {
+        if cmd.find_subcommand(row.command).is_none() {
+            continue;
+        }
         let conflicting: Vec<clap::Id> = built
             .find_subcommand(row.command)
             .map(|sub| {
