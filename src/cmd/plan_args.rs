@@ -305,6 +305,16 @@ impl PlanArgs {
         pinsight_topology::Needs {
             devices: self.near.is_some(),
             memory: self.mem.is_some(),
+            caches: true,
+        }
+    }
+
+    /// [`PlanArgs::needs`] for planning `policy` and nothing else (`run`
+    /// without `--slice`): the caches only when the policy orders by them.
+    pub fn needs_for(&self, policy: &pinsight_plan::Policy) -> pinsight_topology::Needs {
+        pinsight_topology::Needs {
+            caches: policy.uses_caches(),
+            ..self.needs()
         }
     }
 }

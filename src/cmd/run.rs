@@ -184,7 +184,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
     let sample_interval = millis("--sample-interval", args.sample_interval)?;
-    let topo = g.topology_with(args.plan.needs())?;
+    // With --slice the slices are cut along the caches.
+    let needs = match &args.slice {
+        None => args.plan.needs_for(&policy),
+        Some(_) => args.plan.needs(),
+    };
+    let topo = g.topology_with(needs)?;
     let (plan, slice) = plan_and_slice(&args, &argv, &policy, &topo, g)?;
     let report_path = match (&args.report_dir, &slice) {
         (Some(dir), Some(s)) => Some(report_path(g, dir, s.rank)?),

@@ -166,3 +166,62 @@ fn meteor_lake_three_x86_kinds() {
     ];
     golden("fixture-meteorlake-lp-ecores.txt", &run_cases(&t, &extra));
 }
+
+/// Discovery without the caches (what `pinsight run` reads for a policy
+/// that does not order CPUs by the hierarchy, `Policy::uses_caches`)
+/// plans each such policy exactly as full discovery does, on every
+/// recorded machine.
+#[test]
+fn policies_without_caches_plan_the_same_without_them() {
+    use pinsight_topology::{discover_with, Needs};
+    let policies = [
+        "os",
+        "p-set",
+        "e-set",
+        "kind-set:0",
+        "cpus:0",
+        "cpus:all",
+        "cpus-set:0-1",
+        "cpus-set:all",
+    ];
+    for name in pinsight_testkit::fixtures::hwloc_names() {
+        let fs = FsRoot::at(pinsight_testkit::fixtures::hwloc(&name)).unwrap();
+        let full = discover(&fs);
+        let lean = discover_with(
+            &fs,
+            Needs {
+                caches: false,
+                ..Needs::CPUS
+            },
+        );
+        assert!(lean.caches.is_empty() && lean.dies.is_empty() && lean.clusters.is_empty());
+        assert_eq!(lean.kinds, full.kinds, "{name}");
+        for p in policies {
+            let policy: pinsight_plan::Policy = p.parse().unwrap();
+            assert!(!policy.uses_caches(), "{p}");
+            for threads in [None, Some(3)] {
+                let r = Request {
+                    threads,
+                    ..Request::new(policy.clone())
+                };
+                assert_eq!(
+                    format!("{:?}", plan(&lean, &r)),
+                    format!("{:?}", plan(&full, &r)),
+                    "{name}: {p} -t {threads:?}"
+                );
+            }
+        }
+    }
+    for p in [
+        "compact",
+        "scatter",
+        "p-pinned",
+        "balance",
+        "cpus:0+smt-physical-first",
+    ] {
+        assert!(
+            p.parse::<pinsight_plan::Policy>().unwrap().uses_caches(),
+            "{p}"
+        );
+    }
+}
