@@ -696,7 +696,7 @@ fn pinned_order(
                 Some(n) if n <= total => {
                     // Tree order, but every chosen core's first PU before
                     // any second sibling (threads 0.. open cores first).
-                    let chosen = distrib(&all, n);
+                    let chosen = distrib(topo, usable, n);
                     let taken: CpuSet = chosen.iter().copied().collect();
                     let round = |c: usize| {
                         topo.siblings(c)

@@ -225,3 +225,80 @@ fn policies_without_caches_plan_the_same_without_them() {
         );
     }
 }
+
+/// `scatter -t N` takes the CPUs `hwloc-distrib --single N` gives, on
+/// every recorded machine where hwloc-distrib runs (hwloc's tree:
+/// distance groups of NUMA nodes, NUMA nodes above or below packages as
+/// they nest, caches, cores; zero chunks joining the output before them),
+/// for N up to 24 (all of a smaller machine). The places are in scatter's
+/// own order (every chosen core's first PU first), so the sets are
+/// compared. A missing hwloc-distrib is a counted skip.
+#[test]
+fn scatter_takes_the_cpus_hwloc_distrib_gives() {
+    use std::process::Command;
+    let probe = Command::new("hwloc-distrib").arg("--version").output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        pinsight_testkit::skip("hwloc-distrib is not installed (apt-get install hwloc)");
+        return;
+    }
+    // A mask as hwloc prints it: 32-bit words, most significant first, an
+    // empty word zero; `--single` leaves one bit.
+    let cpu_of = |line: &str| -> usize {
+        let words: Vec<u64> = line
+            .trim()
+            .split(',')
+            .map(|w| {
+                let w = w.trim_start_matches("0x");
+                if w.is_empty() {
+                    0
+                } else {
+                    u64::from_str_radix(w, 16).unwrap()
+                }
+            })
+            .collect();
+        let mut bit = None;
+        for (i, w) in words.iter().rev().enumerate() {
+            if *w != 0 {
+                assert!(w.is_power_of_two() && bit.is_none(), "{line}");
+                bit = Some(i * 32 + w.trailing_zeros() as usize);
+            }
+        }
+        bit.unwrap()
+    };
+    let mut checked = 0;
+    for name in pinsight_testkit::fixtures::hwloc_names() {
+        let dir = pinsight_testkit::fixtures::hwloc(&name);
+        let t = discover(&FsRoot::at(&dir).unwrap());
+        let usable = t.usable().len();
+        for n in 1..=usable.min(24) {
+            let out = Command::new("hwloc-distrib")
+                .arg("--single")
+                .arg("-i")
+                .arg(&dir)
+                .arg(n.to_string())
+                .env_remove("HWLOC_COMPONENTS")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{name}: hwloc-distrib {n} failed");
+            let mut theirs: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(cpu_of)
+                .collect();
+            let r = Request {
+                threads: Some(n),
+                ..Request::new("scatter".parse().unwrap())
+            };
+            let mut ours: Vec<usize> = plan(&t, &r)
+                .unwrap()
+                .places
+                .iter()
+                .map(|p| p.first().unwrap())
+                .collect();
+            theirs.sort_unstable();
+            ours.sort_unstable();
+            assert_eq!(ours, theirs, "{name}: scatter -t {n}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}
