@@ -775,6 +775,14 @@ fn plan_pinned(
             count(shared, "core runs", "cores run")
         ));
     }
+    let units = shared_compute_units(topo, &process_mask);
+    if units > 0 && n <= order.len() {
+        notes.push(format!(
+            "{} two threads or more (their cores share an instruction cache and L2, \
+             as in AMD Bulldozer's modules; not SMT siblings)",
+            count(units, "compute unit runs", "compute units run")
+        ));
+    }
     Ok(Plan {
         policy: name,
         threads: n,
@@ -786,6 +794,29 @@ fn plan_pinned(
         memory: None,
         near: None,
     })
+}
+
+/// Number of compute units holding placed CPUs (`used`) of two cores or
+/// more: a level-1 instruction cache shared by several cores is the mark
+/// of one (AMD Bulldozer's modules: two cores with one front end, L1i, L2
+/// and FPU; the kernel lists them as thread siblings with different core
+/// ids, and discovery makes each its own core, as hwloc does).
+fn shared_compute_units(topo: &Topology, used: &CpuSet) -> usize {
+    topo.caches
+        .iter()
+        .filter(|c| c.level == 1 && c.cache_type == pinsight_model::CacheType::Instruction)
+        .filter(|c| {
+            let mut cores: Vec<usize> = c
+                .cpus
+                .intersection(used)
+                .iter()
+                .filter_map(|x| topo.cpu(x).and_then(|i| i.core))
+                .collect();
+            cores.sort_unstable();
+            cores.dedup();
+            cores.len() > 1
+        })
+        .count()
 }
 
 /// Number of cores holding more than one CPU of `used` (the placed CPUs).

@@ -293,7 +293,8 @@ impl Policy {
     /// cluster levels): the hierarchy orders of the pinned policies and
     /// balance do; a set (`os`, `kind-set:`, `cpus-set:`), an explicit
     /// list without `+smt-physical-first`, and the latency policies (the
-    /// matrix decides) do not. Discovery may skip them then.
+    /// matrix decides) do not. Discovery may skip them then; the plan then
+    /// lacks only the compute-unit note (read from the caches).
     pub fn uses_caches(&self) -> bool {
         match &self.base {
             BasePolicy::Os

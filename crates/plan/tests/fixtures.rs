@@ -168,9 +168,10 @@ fn meteor_lake_three_x86_kinds() {
 }
 
 /// Discovery without the caches (what `pinsight run` reads for a policy
-/// that does not order CPUs by the hierarchy, `Policy::uses_caches`)
-/// plans each such policy exactly as full discovery does, on every
-/// recorded machine.
+/// that does not order CPUs by the hierarchy, `Policy::uses_caches`, when
+/// it shows no notes) plans each such policy as full discovery does, on
+/// every recorded machine: the same plan, but for the compute-unit note
+/// (read from the caches), which only full discovery can give.
 #[test]
 fn policies_without_caches_plan_the_same_without_them() {
     use pinsight_topology::{discover_with, Needs};
@@ -204,9 +205,15 @@ fn policies_without_caches_plan_the_same_without_them() {
                     threads,
                     ..Request::new(policy.clone())
                 };
+                let without_unit_note = |p: Result<pinsight_plan::Plan, _>| {
+                    p.map(|mut p| {
+                        p.notes.retain(|n| !n.contains("compute unit"));
+                        p
+                    })
+                };
                 assert_eq!(
                     format!("{:?}", plan(&lean, &r)),
-                    format!("{:?}", plan(&full, &r)),
+                    format!("{:?}", without_unit_note(plan(&full, &r))),
                     "{name}: {p} -t {threads:?}"
                 );
             }
@@ -301,4 +308,43 @@ fn scatter_takes_the_cpus_hwloc_distrib_gives() {
         }
     }
     assert!(checked > 100, "{checked}");
+}
+
+/// On AMD Bulldozer (the recorded Opteron 6276: two cores per compute
+/// unit, one L1i and L2 each), `compact -t 4` takes cores 0-3: two compute
+/// units with two threads each, which the note says; no core holds two
+/// threads, so no SMT note. `scatter -t 4` uses four units: no note.
+#[test]
+fn compute_unit_note_tells_the_truth_on_bulldozer() {
+    let t = fixture("hwloc/64amd64-4s2n4ca2co");
+    let notes = |policy: &str| {
+        let r = Request {
+            threads: Some(4),
+            ..Request::new(policy.parse().unwrap())
+        };
+        plan(&t, &r).unwrap().notes
+    };
+    let compact = notes("compact");
+    assert!(
+        compact
+            .iter()
+            .any(|n| n.starts_with("2 compute units run two threads or more")),
+        "{compact:?}"
+    );
+    assert!(
+        !compact
+            .iter()
+            .any(|n| n.contains("SMT siblings;") || n.contains("on SMT siblings")),
+        "{compact:?}"
+    );
+    assert!(!notes("scatter").iter().any(|n| n.contains("compute unit")));
+    // An SMT machine: siblings, not compute units.
+    let smt = fixture("hwloc/16em64t-4s2c2t");
+    let r = Request {
+        threads: Some(4),
+        ..Request::new("compact".parse().unwrap())
+    };
+    let n = plan(&smt, &r).unwrap().notes;
+    assert!(n.iter().any(|x| x.contains("on SMT siblings")), "{n:?}");
+    assert!(!n.iter().any(|x| x.contains("compute unit")), "{n:?}");
 }
