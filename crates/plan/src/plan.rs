@@ -45,9 +45,10 @@ pub struct Request {
     /// only ones placed on; with `mem: local`, memory goes to its node.
     pub near: Option<String>,
     /// What a second busy SMT thread adds to a core, for `balance`
-    /// (measured, e.g. 0.3); `None`: [`crate::balance::DEFAULT_SMT_YIELD`]
-    /// on the topology's capacities, no sharing on a weights file's
-    /// (measured per CPU under load).
+    /// (measured, e.g. 0.3, `--smt-yield`); it applies to a weights file's
+    /// capacities too. `None`: [`crate::balance::DEFAULT_SMT_YIELD`] on the
+    /// topology's capacities, no sharing on a weights file's (measured per
+    /// CPU under load).
     pub smt_yield: Option<f64>,
     /// Accept a latency matrix that covers only part of the plan's CPUs
     /// (`latency-group`, `latency-pipeline`); by default it is refused.
@@ -891,7 +892,7 @@ fn plan_balance(
     let m = tasks.unwrap_or(usable.len());
     let (raw, source) = capacities(topo, usable, weights)?;
     let smt_yield = match (weights, req.smt_yield) {
-        (_, Some(y)) => Some((y, "measured")),
+        (_, Some(y)) => Some((y, "given")),
         (None, None) => Some((DEFAULT_SMT_YIELD, "default")),
         (Some(_), None) => None,
     };
