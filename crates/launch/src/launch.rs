@@ -589,7 +589,9 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let start_mask = app.start_mask.clone();
     let exported = app.exported.clone();
 
-    interrupt::install()?;
+    // The handlers now; the cleanup thread only if a signal comes (or a
+    // watcher needs it): `run` of a short program starts no thread.
+    interrupt::install_handlers()?;
     let main = interrupt::main_owns_exit();
     let t0 = Instant::now();
     let child = {
@@ -627,7 +629,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         Watcher::start(FsRoot::live(), cfg, planned, opts.skip.clone())
     });
 
-    pinsight_sys::process::wait_exited_keep(pid);
+    interrupt::wait_exited(pid);
     let mut threads = match watcher.map(Watcher::finish) {
         Some(Ok(records)) => records,
         Some(Err(e)) => {
