@@ -146,7 +146,8 @@ pub fn share(text: &str) -> Result<f64, String> {
 /// throughput (two busy siblings together give `1 + Y` times one thread
 /// alone), a number from 0 (no gain) to 1 (two whole cores); or a file
 /// holding one: the number alone, or JSON with a number `smt_yield` at the
-/// top (`{"smt_yield": 0.3}`).
+/// top (`{"smt_yield": 0.3}`) or `smt_yield.value` (`pinsight speed
+/// --json`'s output).
 pub fn smt_yield(text: &str) -> Result<f64, String> {
     const ALLOWED: &str = "a number from 0 to 1 (what a second busy SMT thread adds to a core: \
                            0.25 = two siblings give 1.25 times one) or a file holding one";
@@ -170,11 +171,24 @@ pub fn smt_yield(text: &str) -> Result<f64, String> {
     }
     let doc: serde_json::Value = serde_json::from_str(&body)
         .map_err(|e| format!("'{text}': neither a number nor JSON ({e}); give {ALLOWED}"))?;
-    match doc.get("smt_yield").and_then(serde_json::Value::as_f64) {
+    // `pinsight speed --json` writes {"smt_yield": {"value": Y, ...}}.
+    let y = doc.get("smt_yield");
+    let value = y.and_then(serde_json::Value::as_f64).or_else(|| {
+        y.and_then(|y| y.get("value"))
+            .and_then(serde_json::Value::as_f64)
+    });
+    match value {
         Some(v) => check(v, " (its smt_yield)"),
-        None => Err(format!(
-            "'{text}': no number \"smt_yield\" at the top of the JSON; give {ALLOWED}"
-        )),
+        None => {
+            let why = y
+                .and_then(|y| y.get("unavailable"))
+                .and_then(serde_json::Value::as_str)
+                .map(|w| format!(" (speed: unavailable: {w})"))
+                .unwrap_or_default();
+            Err(format!(
+                "'{text}': no number \"smt_yield\" (or smt_yield.value) at the top of the JSON{why}; give {ALLOWED}"
+            ))
+        }
     }
 }
 

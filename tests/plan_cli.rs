@@ -223,7 +223,14 @@ fn smt_yield_sets_balance_per_core_share_and_is_checked() {
     std::fs::write(&json, r#"{"smt_yield": 1.0, "other": 3}"#).unwrap();
     let plain = dir.path().join("yield.txt");
     std::fs::write(&plain, "1\n").unwrap();
-    for file in [&json, &plain] {
+    // As `pinsight speed --json` writes it.
+    let speed = dir.path().join("speed-out.json");
+    std::fs::write(
+        &speed,
+        r#"{"cpus": [], "smt_yield": {"value": 1.0, "cpus": "0,1"}}"#,
+    )
+    .unwrap();
+    for file in [&json, &plain, &speed] {
         assert_eq!(
             per_core(&["--smt-yield", file.to_str().unwrap()]),
             (p_one, e_one)

@@ -38,8 +38,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
     /// For balance: what a second busy SMT thread adds to a core's throughput, measured (two
-    /// busy siblings give 1+Y times one thread), 0 to 1, or a file holding it (the number, or
-    /// JSON {"smt_yield": Y}); default 0.25 on the topology's capacities.
+    /// busy siblings give 1+Y times one thread), 0 to 1, or a file holding it (the number, JSON
+    /// {"smt_yield": Y}, or `pinsight speed --json` output); default 0.25.
     #[arg(long, value_name = "Y|FILE", value_parser = crate::values::smt_yield)]
     pub smt_yield: Option<f64>,
     /// Core-to-core latency matrix for latency-group/latency-pipeline (CSV or JSON).
