@@ -49,7 +49,7 @@ pub struct Needs {
     /// and the cgroup's allowed nodes (`--mem`, `topo`).
     pub memory: bool,
     /// The caches, and the die and cluster levels (kept or dropped beside
-    /// the caches, see [`groups_meaningful`]): every plan that orders CPUs
+    /// the caches: a level equal to an L2 or L3 adds nothing): every plan that orders CPUs
     /// by the hierarchy. Without them `caches`, `dies` and `clusters` are
     /// empty: a plan on an explicit list or a set (`run cpus:0`, `run
     /// p-set`) skips the cache files, half of what discovery opens on a

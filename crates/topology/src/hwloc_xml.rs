@@ -1622,13 +1622,17 @@ fn kinds_without_cpukinds(online: &CpuSet, midrs: &HashMap<usize, u64>) -> Named
         _ => {}
     }
     if by_table {
-        let mut paired: Vec<((f64, usize), (CpuSet, Identity, KindSource))> = table
-            .into_iter()
-            .map(|t| t.unwrap_or((0.0, 0)))
-            .zip(found)
-            .collect();
-        paired.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0).then(a.0 .1.cmp(&b.0 .1)));
-        found = paired.into_iter().map(|(_, k)| k).collect();
+        let keys: Vec<(f64, usize)> = table.into_iter().map(|t| t.unwrap_or((0.0, 0))).collect();
+        let mut order: Vec<usize> = (0..found.len()).collect();
+        order.sort_by(|&a, &b| {
+            keys[a]
+                .0
+                .total_cmp(&keys[b].0)
+                .then(keys[a].1.cmp(&keys[b].1))
+        });
+        let mut slots: Vec<Option<(CpuSet, Identity, KindSource)>> =
+            found.into_iter().map(Some).collect();
+        found = order.iter().filter_map(|&i| slots[i].take()).collect();
     } else {
         found.sort_by_key(|(cpus, _, _)| cpus.first());
     }

@@ -1103,7 +1103,7 @@ mod kind_names {
         }
         let xml = hwloc_xml::parse(&altered, "two-parts.v1.xml").unwrap();
         check_invariants(&xml);
-        let expected = vec![
+        let expected = [
             ("Cortex-A53".to_string(), "0".to_string(), set("0")),
             ("Cortex-A72".to_string(), "1".to_string(), set("1")),
         ];
