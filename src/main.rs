@@ -193,7 +193,11 @@ fn main() {
     }
     let command =
         <Cli as clap::CommandFactory>::command().term_width(pinsight_render::terminal_width());
-    let mut command = vocabulary::with_old_spellings(command);
+    let mut command = if vocabulary::typed(TYPED.get().copied(), &argv) {
+        vocabulary::with_old_spellings(command)
+    } else {
+        command
+    };
     let matches = command
         .try_get_matches_from_mut(argv)
         .unwrap_or_else(|e| usage_exit(e));
@@ -288,7 +292,7 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
             take_opt(m, "csv", &mut a.export.csv);
             take_opt(m, "markdown", &mut a.export.markdown);
             take_opt(m, "html", &mut a.export.html);
-            if let Some(v) = m.get_many::<String>(&vocabulary::old_id("slice-rule")) {
+            if let Ok(Some(v)) = m.try_get_many::<String>(&vocabulary::old_id("slice-rule")) {
                 a.slice_rules = Some(v.cloned().collect());
             }
         }
