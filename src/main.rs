@@ -49,7 +49,7 @@ struct Cli {
     #[command(flatten)]
     globals: Globals,
     #[command(subcommand)]
-    command: Command,
+    command: Typed,
 }
 
 #[derive(Subcommand, Debug)]
@@ -80,6 +80,103 @@ enum Command {
     Irq(cmd::irq::Args),
 }
 
+/// [`Command`], offering clap only the subcommand typed on the command
+/// line when there is one (see [`typed_subcommand`]): building all of them
+/// (every flag of every command, the global flags copied into each, the
+/// old spellings' copies) took 0.7 ms of a 3 ms `pinsight run cpus:0 --
+/// true`. Without a known name (`pinsight --help`, `pinsight help X`, a
+/// typo for clap to suggest a name for) clap gets them all.
+#[derive(Debug)]
+struct Typed(Command);
+
+/// The subcommand `main` found on the command line, set once before clap
+/// builds the command.
+static TYPED: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+impl clap::FromArgMatches for Typed {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        <Command as clap::FromArgMatches>::from_arg_matches(m).map(Typed)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+}
+
+impl clap::Subcommand for Typed {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        match TYPED.get().and_then(|name| one_subcommand(name)) {
+            Some(sub) => cmd.subcommand(sub),
+            None => Command::augment_subcommands(cmd),
+        }
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Command::augment_subcommands_for_update(cmd)
+    }
+    fn has_subcommand(name: &str) -> bool {
+        Command::has_subcommand(name)
+    }
+}
+
+/// Subcommand `name` as `#[derive(Subcommand)]` builds it for [`Command`]
+/// (a newtype variant: `Command::new(NAME)` then the variant's
+/// `Args::augment_args`); `None` for a name that is none of them. The test
+/// `each_subcommand_alone_is_the_derived_one` holds the two together.
+fn one_subcommand(name: &str) -> Option<clap::Command> {
+    macro_rules! one {
+        ($($lit:literal => $ty:ty),* $(,)?) => {
+            match name {
+                $($lit => Some(<$ty as clap::Args>::augment_args(clap::Command::new($lit))),)*
+                _ => None,
+            }
+        };
+    }
+    one! {
+        "topo" => cmd::topo::Args,
+        "snapshot" => cmd::snapshot::Args,
+        "plan" => cmd::plan::Args,
+        "run" => cmd::run::Args,
+        "pin" => cmd::pin::Args,
+        "balance" => cmd::balance::Args,
+        "latency" => cmd::latency::Args,
+        "speed" => cmd::speed::Args,
+        "report" => cmd::report::Args,
+        "compare" => Box<cmd::compare::Args>,
+        "workload" => cmd::workload::Args,
+        "simulate" => cmd::simulate::Args,
+        "tune" => cmd::tune::Args,
+        "model" => cmd::model::Args,
+        "slice" => cmd::slice::Args,
+        "gather" => cmd::gather::Args,
+        "sched" => cmd::sched::Args,
+        "mix" => cmd::mix::Args,
+        "sf" => cmd::sf::Args,
+        "emulate" => cmd::emulate::Args,
+        "load" => cmd::load::Args,
+        "irq" => cmd::irq::Args,
+    }
+}
+
+/// The global flags that take a value (the next word is theirs).
+const GLOBAL_VALUED: [&str; 3] = ["--fsroot", "--hwloc-xml", "--kinds"];
+
+/// The first word of `argv` (after the program's name) that is neither a
+/// flag nor a global flag's value: the subcommand's name when one is
+/// typed, as clap will read it.
+fn typed_subcommand(argv: &[std::ffi::OsString]) -> Option<&str> {
+    let mut words = argv.iter().skip(1);
+    while let Some(w) = words.next() {
+        let w = w.to_str()?;
+        if GLOBAL_VALUED.contains(&w) {
+            words.next();
+        } else if w == "--" {
+            return None;
+        } else if !w.starts_with('-') {
+            return Some(w);
+        }
+    }
+    None
+}
+
 fn main() {
     // An empty PINSIGHT_FSROOT means "this machine", as FsRoot::from_flag_or_env
     // reads it; likewise an empty PINSIGHT_KINDS declares nothing.
@@ -90,18 +187,26 @@ fn main() {
     }
     // Help wraps at pinsight's one terminal width ($COLUMNS first), the
     // epilogues' paragraphs filling it.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(name) = typed_subcommand(&argv).filter(|n| Command::has_subcommand(n)) {
+        let _ = TYPED.set(name.to_string().leak());
+    }
     let command =
         <Cli as clap::CommandFactory>::command().term_width(pinsight_render::terminal_width());
-    let mut command = vocabulary::with_old_spellings(command);
+    let mut command = if vocabulary::typed(TYPED.get().copied(), &argv) {
+        vocabulary::with_old_spellings(command)
+    } else {
+        command
+    };
     let matches = command
-        .try_get_matches_from_mut(std::env::args_os())
+        .try_get_matches_from_mut(argv)
         .unwrap_or_else(|e| usage_exit(e));
     refuse_global_conflicts(&mut command, &matches);
     let mut cli =
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
     if let Some((name, sub)) = matches.subcommand() {
         vocabulary::notes(name, sub, cli.globals.quiet);
-        take_old_spellings(&mut cli.command, sub);
+        take_old_spellings(&mut cli.command.0, sub);
     }
     cli.globals.fsroot_from_env =
         matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable);
@@ -126,7 +231,7 @@ fn main() {
             std::process::exit(out::finish(e.code));
         }
     };
-    if declared.is_some() && matches!(cli.command, Command::Snapshot(_)) && !g.quiet {
+    if declared.is_some() && matches!(cli.command.0, Command::Snapshot(_)) && !g.quiet {
         eprintln!(
             "{}",
             cli::wrap80(&format!(
@@ -136,7 +241,7 @@ fn main() {
             ))
         );
     }
-    let result = dispatch(cli.command, g);
+    let result = dispatch(cli.command.0, g);
     let code = match result {
         Ok(code) => code,
         Err(e) => {
@@ -187,7 +292,7 @@ fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
             take_opt(m, "csv", &mut a.export.csv);
             take_opt(m, "markdown", &mut a.export.markdown);
             take_opt(m, "html", &mut a.export.html);
-            if let Some(v) = m.get_many::<String>(&vocabulary::old_id("slice-rule")) {
+            if let Ok(Some(v)) = m.try_get_many::<String>(&vocabulary::old_id("slice-rule")) {
                 a.slice_rules = Some(v.cloned().collect());
             }
         }
@@ -317,4 +422,88 @@ fn usage_exit(e: clap::Error) -> ! {
     };
     eprint!("{}", errors::safe_message(&text));
     std::process::exit(out::finish(e.exit_code()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn argv(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn each_subcommand_alone_is_the_derived_one() {
+        let all = Command::augment_subcommands(clap::Command::new("pinsight"));
+        let names: Vec<String> = all
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .collect();
+        assert_eq!(names.len(), 22, "{names:?}");
+        for name in names {
+            let mut derived = all.find_subcommand(&name).unwrap().clone();
+            let mut alone =
+                one_subcommand(&name).unwrap_or_else(|| panic!("{name}: not in one_subcommand"));
+            assert_eq!(
+                alone.render_long_help().to_string(),
+                derived.render_long_help().to_string(),
+                "{name}"
+            );
+            let ids = |c: &clap::Command| {
+                c.get_arguments()
+                    .map(|a| format!("{a:?}"))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(ids(&alone), ids(&derived), "{name}");
+        }
+        assert!(one_subcommand("nope").is_none());
+    }
+
+    #[test]
+    fn the_typed_subcommand_is_found_past_global_flags_and_their_values() {
+        let t = |w: &[&str]| typed_subcommand(&argv(w)).map(str::to_string);
+        assert_eq!(
+            t(&["pinsight", "run", "cpus:0", "--", "true"]).as_deref(),
+            Some("run")
+        );
+        assert_eq!(
+            t(&["pinsight", "-q", "--json", "topo"]).as_deref(),
+            Some("topo")
+        );
+        assert_eq!(
+            t(&["pinsight", "--fsroot", "run", "topo"]).as_deref(),
+            Some("topo")
+        );
+        assert_eq!(
+            t(&["pinsight", "--kinds=0:P", "plan", "x"]).as_deref(),
+            Some("plan")
+        );
+        assert_eq!(
+            t(&["pinsight", "--hwloc-xml", "m.xml", "topo"]).as_deref(),
+            Some("topo")
+        );
+        assert_eq!(t(&["pinsight", "--version"]), None);
+        assert_eq!(t(&["pinsight", "--", "run"]), None);
+        assert_eq!(t(&["pinsight"]), None);
+    }
+
+    #[test]
+    fn global_valued_flags_are_the_ones_clap_knows() {
+        let cmd = <Cli as clap::CommandFactory>::command();
+        let mut valued: Vec<String> = cmd
+            .get_arguments()
+            .filter(|a| a.is_global_set() && a.get_action().takes_values())
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        valued.sort();
+        let mut ours: Vec<String> = GLOBAL_VALUED.iter().map(|s| s.to_string()).collect();
+        ours.sort();
+        assert_eq!(valued, ours);
+        // No global short flag takes a value (`-x VALUE` would hide a word).
+        assert!(cmd
+            .get_arguments()
+            .filter(|a| a.is_global_set() && a.get_action().takes_values())
+            .all(|a| a.get_short().is_none()));
+    }
 }

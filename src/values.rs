@@ -142,6 +142,56 @@ pub fn share(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--smt-yield Y|FILE`: what a second busy SMT thread adds to its core's
+/// throughput (two busy siblings together give `1 + Y` times one thread
+/// alone), a number from 0 (no gain) to 1 (two whole cores); or a file
+/// holding one: the number alone, or JSON with a number `smt_yield` at the
+/// top (`{"smt_yield": 0.3}`) or `smt_yield.value` (`pinsight speed
+/// --json`'s output).
+pub fn smt_yield(text: &str) -> Result<f64, String> {
+    const ALLOWED: &str = "a number from 0 to 1 (what a second busy SMT thread adds to a core: \
+                           0.25 = two siblings give 1.25 times one) or a file holding one";
+    let check = |v: f64, from: &str| {
+        if v.is_finite() && (0.0..=1.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!(
+                "'{text}'{from}: SMT yield {v} is out of range; give {ALLOWED}"
+            ))
+        }
+    };
+    if let Ok(v) = text.trim().parse::<f64>() {
+        return check(v, "");
+    }
+    let body = std::fs::read_to_string(text).map_err(|e| {
+        format!("'{text}' is neither a number nor a readable file ({e}); give {ALLOWED}")
+    })?;
+    if let Ok(v) = body.trim().parse::<f64>() {
+        return check(v, "");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&body)
+        .map_err(|e| format!("'{text}': neither a number nor JSON ({e}); give {ALLOWED}"))?;
+    // `pinsight speed --json` writes {"smt_yield": {"value": Y, ...}}.
+    let y = doc.get("smt_yield");
+    let value = y.and_then(serde_json::Value::as_f64).or_else(|| {
+        y.and_then(|y| y.get("value"))
+            .and_then(serde_json::Value::as_f64)
+    });
+    match value {
+        Some(v) => check(v, " (its smt_yield)"),
+        None => {
+            let why = y
+                .and_then(|y| y.get("unavailable"))
+                .and_then(serde_json::Value::as_str)
+                .map(|w| format!(" (speed: unavailable: {w})"))
+                .unwrap_or_default();
+            Err(format!(
+                "'{text}': no number \"smt_yield\" (or smt_yield.value) at the top of the JSON{why}; give {ALLOWED}"
+            ))
+        }
+    }
+}
+
 /// A rank or rank count of one node: 0 to [`MAX_THREADS`].
 pub fn rank(text: &str) -> Result<usize, String> {
     count(text, 0, MAX_THREADS, "ranks")

@@ -74,6 +74,32 @@ pub fn old_id(old: &str) -> String {
     format!("deprecated-{old}")
 }
 
+/// Whether the matches hold `id` (false for a hidden old spelling that
+/// was not added: see [`typed`]).
+fn has(m: &ArgMatches, id: &str) -> bool {
+    m.try_contains_id(id).unwrap_or(false)
+}
+
+/// Whether `argv` types an old spelling of subcommand `command` (any
+/// command's when `None`): `--old` or `--old=VALUE`. Only then are the
+/// hidden flags added ([`with_old_spellings`]): clap would parse every
+/// other command line the same without them, and adding them (a built
+/// copy of the command to find their conflicts) was a fifth of clap's
+/// share of `pinsight run`'s start-up.
+pub fn typed(command: Option<&str>, argv: &[std::ffi::OsString]) -> bool {
+    RENAMED
+        .iter()
+        .filter(|r| command.is_none_or(|c| c == r.command))
+        .any(|r| {
+            let flag = format!("--{}", r.old);
+            argv.iter().filter_map(|a| a.to_str()).any(|a| {
+                a == flag
+                    || a.strip_prefix(flag.as_str())
+                        .is_some_and(|rest| rest.starts_with('='))
+            })
+        })
+}
+
 /// `cmd` with every old spelling of [`RENAMED`] added as a hidden flag.
 pub fn with_old_spellings(mut cmd: Command) -> Command {
     // The flags in conflict with each renamed one, read from a built copy:
@@ -81,7 +107,12 @@ pub fn with_old_spellings(mut cmd: Command) -> Command {
     // name (clap's conflict lookup panics on an unknown one).
     let mut built = cmd.clone();
     built.build();
+    // Only the subcommands offered (all, or the one typed: see main's
+    // `Typed`).
     for row in RENAMED {
+        if cmd.find_subcommand(row.command).is_none() {
+            continue;
+        }
         let conflicting: Vec<clap::Id> = built
             .find_subcommand(row.command)
             .map(|sub| {
@@ -172,7 +203,7 @@ pub fn hide_old_spellings(item: &str) -> String {
 pub fn notes(command: &str, matches: &ArgMatches, quiet: bool) -> Vec<&'static Renamed> {
     let used: Vec<&Renamed> = RENAMED
         .iter()
-        .filter(|r| r.command == command && matches.contains_id(r.hidden))
+        .filter(|r| r.command == command && has(matches, r.hidden))
         .collect();
     if !quiet {
         for r in &used {
@@ -192,13 +223,13 @@ pub fn given(command: &str, m: &ArgMatches, id: &str) -> bool {
         Some(ValueSource::CommandLine | ValueSource::EnvVariable)
     ) || RENAMED
         .iter()
-        .any(|r| r.command == command && r.id == id && m.contains_id(r.hidden))
+        .any(|r| r.command == command && r.id == id && has(m, r.hidden))
 }
 
 /// Moves the value of the hidden old spelling `old` into `field` (the new
 /// flag's field, of the value parser's type `T`).
 pub fn take<T: Clone + Send + Sync + 'static>(m: &ArgMatches, old: &str, field: &mut T) {
-    if let Some(v) = m.get_one::<T>(&old_id(old)) {
+    if let Ok(Some(v)) = m.try_get_one::<T>(&old_id(old)) {
         *field = v.clone();
     }
 }
@@ -209,7 +240,43 @@ pub fn take_opt<T: Clone + Send + Sync + 'static>(
     old: &str,
     field: &mut Option<T>,
 ) {
-    if let Some(v) = m.get_one::<T>(&old_id(old)) {
+    if let Ok(Some(v)) = m.try_get_one::<T>(&old_id(old)) {
         *field = Some(v.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::typed;
+    use std::ffi::OsString;
+
+    fn argv(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn old_spellings_are_added_only_when_typed() {
+        let run = |w: &[&str]| typed(Some("run"), &argv(w));
+        assert!(!run(&["pinsight", "run", "cpus:0", "--", "true"]));
+        assert!(!run(&[
+            "pinsight",
+            "run",
+            "--slice-rules",
+            "equal",
+            "--",
+            "true"
+        ]));
+        assert!(run(&["pinsight", "run", "--rule", "equal", "--", "true"]));
+        assert!(run(&[
+            "pinsight",
+            "run",
+            "--slice-rule=equal",
+            "--",
+            "true"
+        ]));
+        assert!(!run(&["pinsight", "run", "--ruler", "--", "true"]));
+        // Another command's old spelling does not count for this one.
+        assert!(!run(&["pinsight", "run", "--csv", "x"]));
+        assert!(typed(None, &argv(&["pinsight", "compare", "--csv", "x"])));
     }
 }

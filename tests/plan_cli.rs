@@ -173,3 +173,89 @@ fn help_documents_lists_masks_all_and_set_policies() {
         assert!(help.contains(needle), "plan --help lacks {needle:?}");
     }
 }
+
+/// `--smt-yield` replaces balance's default 0.25: tasks per physical
+/// P-core (two siblings) follow its capacity x (1 + Y) against an E-core's
+/// 0.58; as a number or a file (a number, or JSON `smt_yield`); refused
+/// out of [0, 1], unreadable, or with another policy (exit 2, one line).
+#[test]
+fn smt_yield_sets_balance_per_core_share_and_is_checked() {
+    let per_core = |extra: &[&str]| -> (usize, usize) {
+        let mut args = vec!["balance", "--tasks", "200", "--json"];
+        args.extend_from_slice(extra);
+        let doc = plan(&args).json();
+        let tasks = |cpu: u64| {
+            doc["tasks_per_cpu"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["cpu"] == cpu)
+                .map_or(0, |t| t["tasks"].as_u64().unwrap() as usize)
+        };
+        // P-core 0 (CPUs 0 and 1) and E-core CPU 12.
+        (tasks(0) + tasks(1), tasks(12))
+    };
+    let (p_default, e_default) = per_core(&[]);
+    let (p_one, e_one) = per_core(&["--smt-yield", "1"]);
+    let (p_zero, e_zero) = per_core(&["--smt-yield", "0"]);
+    // Core capacity 1.25 / 2.0 / 1.0 against 0.58, within a task's rounding.
+    for (p, e, cap) in [
+        (p_default, e_default, 1.25),
+        (p_one, e_one, 2.0),
+        (p_zero, e_zero, 1.0),
+    ] {
+        let ratio = p as f64 / e as f64;
+        assert!(
+            (ratio - cap / 0.58).abs() < 0.5,
+            "P {p} E {e}: {ratio} vs {}",
+            cap / 0.58
+        );
+    }
+    assert!(p_one > p_default && p_default > p_zero);
+    let doc = plan(&["balance", "--smt-yield", "0.4", "--json"]).json();
+    assert!(doc["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("given SMT yield 0.40"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("speed.json");
+    std::fs::write(&json, r#"{"smt_yield": 1.0, "other": 3}"#).unwrap();
+    let plain = dir.path().join("yield.txt");
+    std::fs::write(&plain, "1\n").unwrap();
+    // As `pinsight speed --json` writes it.
+    let speed = dir.path().join("speed-out.json");
+    std::fs::write(
+        &speed,
+        r#"{"cpus": [], "smt_yield": {"value": 1.0, "cpus": "0,1"}}"#,
+    )
+    .unwrap();
+    for file in [&json, &plain, &speed] {
+        assert_eq!(
+            per_core(&["--smt-yield", file.to_str().unwrap()]),
+            (p_one, e_one)
+        );
+    }
+    refused(
+        &["balance", "--smt-yield", "1.5"],
+        &["--smt-yield", "out of range", "0 to 1"],
+    );
+    refused(
+        &["balance", "--smt-yield=-0.1"],
+        &["--smt-yield", "out of range"],
+    );
+    refused(
+        &["balance", "--smt-yield", "/nonexistent/y"],
+        &["neither a number nor a readable file"],
+    );
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"smt": 1}"#).unwrap();
+    refused(
+        &["balance", "--smt-yield", bad.to_str().unwrap()],
+        &["no number \"smt_yield\""],
+    );
+    refused(
+        &["compact", "--smt-yield", "0.3"],
+        &["--smt-yield", "balance policy only"],
+    );
+}

@@ -200,6 +200,25 @@ fn speed_json_carries_the_method_and_every_chunk_count() {
         );
     }
     assert_eq!(c["misplaced_chunks"], 0);
+    // One CPU measured: no sibling pair, so no SMT yield, and why.
+    assert!(v["smt_yield"]["value"].is_null(), "{}", v["smt_yield"]);
+    assert_eq!(
+        v["smt_yield"]["unavailable"],
+        "no SMT siblings among the measured CPUs"
+    );
+    // Handed to balance, that file is refused with speed's reason.
+    let file = dir.path().join("speed.json");
+    std::fs::write(&file, &out).unwrap();
+    let o = pinsight(
+        dir.path(),
+        &["plan", "balance", "--smt-yield", file.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("speed: unavailable: no SMT siblings"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

@@ -37,6 +37,11 @@ pub struct PlanArgs {
     /// Per-CPU speed weights for `balance`: JSON {"cpu": weight} or `cpu,weight` lines.
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
+    /// For balance: what a second busy SMT thread adds to a core's throughput, measured (two
+    /// busy siblings give 1+Y times one thread), 0 to 1, or a file holding it (the number, JSON
+    /// {"smt_yield": Y}, or `pinsight speed --json` output); default 0.25.
+    #[arg(long, value_name = "Y|FILE", value_parser = crate::values::smt_yield)]
+    pub smt_yield: Option<f64>,
     /// Core-to-core latency matrix for latency-group/latency-pipeline (CSV or JSON).
     #[arg(long, value_name = "FILE")]
     pub latency: Option<PathBuf>,
@@ -186,6 +191,13 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
         Some(p) => Some(Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?),
         None => None,
     };
+    if args.smt_yield.is_some() && policy.base != BasePolicy::Balance {
+        return Err(crate::errors::conflict(
+            "--smt-yield",
+            &format!("policy {policy}"),
+            "it applies to the balance policy only",
+        ));
+    }
     if args.pipeline {
         match policy.base {
             BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline => {
@@ -226,6 +238,7 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
         mem: args.mem.clone(),
         near: args.near.clone(),
         latency_partial: args.latency_partial,
+        smt_yield: args.smt_yield,
         ..Request::new(policy)
     })
 }
@@ -305,6 +318,16 @@ impl PlanArgs {
         pinsight_topology::Needs {
             devices: self.near.is_some(),
             memory: self.mem.is_some(),
+            caches: true,
+        }
+    }
+
+    /// [`PlanArgs::needs`] for planning `policy` and nothing else (`run`
+    /// without `--slice`): the caches only when the policy orders by them.
+    pub fn needs_for(&self, policy: &pinsight_plan::Policy) -> pinsight_topology::Needs {
+        pinsight_topology::Needs {
+            caches: policy.uses_caches(),
+            ..self.needs()
         }
     }
 }

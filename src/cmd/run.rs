@@ -184,7 +184,15 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
     let sample_interval = millis("--sample-interval", args.sample_interval)?;
-    let topo = g.topology_with(args.plan.needs())?;
+    // With --slice the slices are cut along the caches; the plan's notes
+    // (shown with --report, --verbose, --json) include the compute-unit
+    // one, read from the caches.
+    let needs = if args.slice.is_some() || args.report || args.verbose || g.json {
+        args.plan.needs()
+    } else {
+        args.plan.needs_for(&policy)
+    };
+    let topo = g.topology_with(needs)?;
     let (plan, slice) = plan_and_slice(&args, &argv, &policy, &topo, g)?;
     let report_path = match (&args.report_dir, &slice) {
         (Some(dir), Some(s)) => Some(report_path(g, dir, s.rank)?),

@@ -535,7 +535,8 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let program = opts.program.to_string_lossy().into_owned();
     // Refused here, before any mask or policy is touched: a program that
     // cannot be found or whose interpreter is missing.
-    Program::resolve(&opts.program)?.check()?;
+    let resolved = Program::resolve(&opts.program)?;
+    resolved.check()?;
     let app = Application::new(
         plan,
         &opts.program,
@@ -549,7 +550,16 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let mechanism = app.mechanism;
     let mut notes = app.notes.clone();
 
-    let mut cmd = Command::new(&opts.program);
+    // The file the PATH search found, named as typed (argv[0], as execvp
+    // gives it): the child then makes one execve, not one per PATH entry.
+    let mut cmd = match resolved.exec_path() {
+        Some(path) => {
+            let mut c = Command::new(path);
+            std::os::unix::process::CommandExt::arg0(&mut c, &opts.program);
+            c
+        }
+        None => Command::new(&opts.program),
+    };
     cmd.args(&opts.args);
     let shim = if app.needs_shim() {
         let (shim, note) = create_shim()?;
@@ -579,7 +589,9 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let start_mask = app.start_mask.clone();
     let exported = app.exported.clone();
 
-    interrupt::install()?;
+    // The handlers now; the cleanup thread only if a signal comes (or a
+    // watcher needs it): `run` of a short program starts no thread.
+    interrupt::install_handlers()?;
     let main = interrupt::main_owns_exit();
     let t0 = Instant::now();
     let child = {
@@ -617,7 +629,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         Watcher::start(FsRoot::live(), cfg, planned, opts.skip.clone())
     });
 
-    pinsight_sys::process::wait_exited_keep(pid);
+    interrupt::wait_exited(pid);
     let mut threads = match watcher.map(Watcher::finish) {
         Some(Ok(records)) => records,
         Some(Err(e)) => {

@@ -241,6 +241,19 @@ impl Program {
     /// [`SpawnError::NoInterpreter`], exit 127), else why an LD_PRELOAD
     /// shim would not take effect in it (`Ok(None)`: it will, or this
     /// cannot be known and the exec will tell).
+    /// The file to start instead of the name, when the name was searched
+    /// in `PATH` and this process may execute what the search found
+    /// (access(2), `X_OK`): what `execvp` would execute (posix/execvpe.c
+    /// takes the first entry whose `execve` succeeds), without the failed
+    /// `execve` per `PATH` entry before it that the child would otherwise
+    /// repeat inside the start-up. `None` (start the name) for a path as
+    /// typed, or a file whose execution `execvp` may skip for a later one.
+    pub fn exec_path(&self) -> Option<&Path> {
+        let searched = !self.name.as_bytes().contains(&b'/');
+        (searched && nix::unistd::access(&self.path, nix::unistd::AccessFlags::X_OK).is_ok())
+            .then_some(self.path.as_path())
+    }
+
     pub fn check(&self) -> Result<Option<PreloadBlocker>, SpawnError> {
         match inspect(&self.path, std::env::var_os("PATH").as_deref(), 0) {
             Verdict::Takes => Ok(None),

@@ -113,54 +113,220 @@ fn spread(slots: &[Slot], idx: Vec<usize>, level: usize) -> Vec<usize> {
     out
 }
 
-/// `n` CPUs spread as hwloc-distrib spreads `n` items (`hwloc_distrib`,
-/// hwloc/helper.h): down the hierarchy (package, NUMA node, L3, L2, core,
-/// PU), each child gets a chunk proportional to its number of PUs, with
-/// ceil-rounded cumulative shares (`ceil((before + w) n / W) - ceil(before
-/// n / W)`); a chunk of one takes the child's first PU. In tree order. On
-/// the i7-1370P, 4 threads land on CPUs 0, 4, 10 and 12 as
-/// `hwloc-distrib 4` says. `n` must not exceed the slots' PUs.
-pub(crate) fn distrib(slots: &[Slot], n: usize) -> Vec<usize> {
-    let mut out = Vec::with_capacity(n);
-    let idx: Vec<usize> = (0..slots.len()).collect();
-    distrib_level(slots, &idx, 0, n, &mut out);
-    out
+/// `n` CPUs spread over `usable` as `hwloc-distrib --single n` spreads
+/// them (`hwloc_distrib`, hwloc's include/hwloc/helper.h; `--single` is
+/// `hwloc_bitmap_singlify`), in tree order. The tree is lstopo's: every
+/// set of CPUs that hwloc makes an object of ([`hwloc_tree`]). Down from
+/// the root, each child gets a chunk proportional to its number of PUs,
+/// with ceil-rounded cumulative shares (`ceil((before + w) n / W) -
+/// ceil(before n / W)`); a child given one item (or a PU) is one output,
+/// all its CPUs; a child given none joins the output before it (so that
+/// it is not ignored, helper.h). Each output is then its lowest CPU. On
+/// the i7-1370P, 4 threads land on CPUs 0, 4, 10 and 12 as `hwloc-distrib
+/// --single 4` says. `n` must not exceed the usable CPUs.
+pub(crate) fn distrib(topo: &Topology, usable: &CpuSet, n: usize) -> Vec<usize> {
+    let tree = hwloc_tree(topo, usable);
+    let mut out: Vec<CpuSet> = Vec::with_capacity(n);
+    distrib_node(&tree, std::slice::from_ref(&tree.root()), n, &mut out);
+    out.iter().filter_map(CpuSet::first).collect()
 }
 
-fn distrib_level(slots: &[Slot], idx: &[usize], level: usize, n: usize, out: &mut Vec<usize>) {
-    if n == 0 || idx.is_empty() {
-        return;
+/// hwloc's objects over `usable` as nested CPU sets: the machine, groups
+/// of NUMA nodes closer to each other than to the rest ([`distance_groups`],
+/// hwloc's grouping by distances), each NUMA node's CPUs (a Group where
+/// they are no other object's), packages, dies, clusters, caches, cores,
+/// and the PUs. Sets are inserted largest first; one that overlaps an
+/// inserted set without nesting in it is left out (hwloc cannot nest it
+/// either); equal sets are one node (a chain of one child changes no
+/// chunk). Children are in order of their first CPU, as hwloc sorts them.
+pub(crate) struct Tree {
+    /// Node sets; node 0 is the root (`usable`).
+    sets: Vec<CpuSet>,
+    children: Vec<Vec<usize>>,
+}
+
+impl Tree {
+    fn root(&self) -> usize {
+        0
     }
-    let groups: Vec<Vec<usize>> = if level == 4 {
-        idx.iter().map(|&i| vec![i]).collect()
-    } else {
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for &i in idx {
-            match groups.last_mut() {
-                Some(g) if slots[g[0]].key[level] == slots[i].key[level] => g.push(i),
-                _ => groups.push(vec![i]),
-            }
-        }
-        groups
+}
+pub(crate) fn hwloc_tree(topo: &Topology, usable: &CpuSet) -> Tree {
+    let mut tree = Tree {
+        sets: vec![usable.clone()],
+        children: vec![Vec::new()],
     };
-    if level < 4 && groups.len() == 1 {
-        return distrib_level(slots, idx, level + 1, n, out);
+    let within = |s: &CpuSet| Some(s.intersection(usable)).filter(|s| !s.is_empty());
+    // The CPU hierarchy first (nested by construction), largest first.
+    let mut cpu_sets: Vec<CpuSet> = Vec::new();
+    for level in [&topo.packages, &topo.dies, &topo.clusters, &topo.cores] {
+        cpu_sets.extend(level.iter().filter_map(|g| within(&g.cpus)));
     }
-    let weight = |g: &[usize]| g.iter().map(|&i| slots[i].pus.len()).sum::<usize>();
-    let total: usize = groups.iter().map(|g| weight(g)).sum();
+    cpu_sets.extend(topo.caches.iter().filter_map(|c| within(&c.cpus)));
+    cpu_sets.extend(usable.iter().map(CpuSet::single));
+    cpu_sets.sort_by(|a, b| b.len().cmp(&a.len()).then(a.first().cmp(&b.first())));
+    cpu_sets.dedup();
+    for s in cpu_sets {
+        tree.insert(s);
+    }
+    // Then the memory side: NUMA nodes and their distance groups, where
+    // they nest with the CPU hierarchy (largest first, so a group goes
+    // above its nodes).
+    let mut mem_sets: Vec<CpuSet> = distance_groups(topo)
+        .iter()
+        .chain(topo.numa_nodes.iter().map(|n| &n.cpus))
+        .filter_map(within)
+        .collect();
+    mem_sets.sort_by(|a, b| b.len().cmp(&a.len()).then(a.first().cmp(&b.first())));
+    for s in mem_sets {
+        tree.insert(s);
+    }
+    for i in 0..tree.children.len() {
+        let mut kids = std::mem::take(&mut tree.children[i]);
+        kids.sort_by_key(|&c| tree.sets[c].first());
+        tree.children[i] = kids;
+    }
+    tree
+}
+
+impl Tree {
+    /// Adds `s` under the smallest node holding it, above the children it
+    /// holds; nothing when it equals a node or overlaps one without
+    /// nesting.
+    fn insert(&mut self, s: CpuSet) {
+        let mut at = 0;
+        'down: loop {
+            if self.sets[at] == s {
+                return;
+            }
+            for &c in &self.children[at] {
+                let cs = &self.sets[c];
+                if s.is_subset(cs) {
+                    at = c;
+                    continue 'down;
+                }
+                if s.intersects(cs) && !cs.is_subset(&s) {
+                    return;
+                }
+            }
+            break;
+        }
+        let id = self.sets.len();
+        let (inside, outside): (Vec<usize>, Vec<usize>) = self.children[at]
+            .iter()
+            .partition(|&&c| self.sets[c].is_subset(&s));
+        self.sets.push(s);
+        self.children.push(inside);
+        self.children[at] = outside;
+        self.children[at].push(id);
+    }
+}
+
+/// `hwloc_distrib` over the nodes `roots` of `tree`, `n` items.
+fn distrib_node(tree: &Tree, roots: &[usize], n: usize, out: &mut Vec<CpuSet>) {
+    let total: usize = roots.iter().map(|&r| tree.sets[r].len()).sum();
     if total == 0 {
         return;
     }
     let share = |w: usize| (w * n).div_ceil(total);
     let mut before = 0;
-    for g in &groups {
-        let w = weight(g);
+    for &r in roots {
+        let set = &tree.sets[r];
+        let w = set.len();
         let chunk = share(before + w) - share(before);
         before += w;
-        if level == 4 {
-            out.extend(slots[g[0]].pus.iter().take(chunk).copied());
+        let kids = &tree.children[r];
+        if kids.is_empty() || chunk <= 1 {
+            if chunk > 0 {
+                out.extend(std::iter::repeat_n(set.clone(), chunk));
+            } else if let Some(last) = out.last_mut() {
+                *last = last.union(set);
+            }
         } else {
-            distrib_level(slots, g, level + 1, chunk, out);
+            distrib_node(tree, kids, chunk, out);
         }
     }
+}
+
+/// Groups of NUMA nodes by distance, as hwloc groups them (hwloc's
+/// topology-distances: `hwloc__groups_by_distances`, exact values): the
+/// nodes linked, directly or through each other, by the smallest distance
+/// between two different nodes form a group; when that makes more than
+/// one group and not every node alone, the groups are kept (their CPUs)
+/// and grouped again over the averaged distances between groups, until
+/// one group or none remains.
+pub(crate) fn distance_groups(topo: &Topology) -> Vec<CpuSet> {
+    let Some(d) = topo.numa_distances.as_ref() else {
+        return Vec::new();
+    };
+    let n = topo.numa_nodes.len();
+    if n < 3 || d.len() != n || d.iter().any(|r| r.len() != n) {
+        return Vec::new();
+    }
+    let mut members: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
+    let mut dist: Vec<Vec<f64>> = d
+        .iter()
+        .map(|r| r.iter().map(|&v| f64::from(v)).collect())
+        .collect();
+    let mut out = Vec::new();
+    loop {
+        let m = members.len();
+        let min = (0..m)
+            .flat_map(|i| (0..m).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| dist[i][j])
+            .fold(f64::INFINITY, f64::min);
+        if !min.is_finite() {
+            break;
+        }
+        // Connected components of the "at the minimal distance" relation.
+        let mut group = vec![usize::MAX; m];
+        let mut count = 0;
+        for i in 0..m {
+            if group[i] != usize::MAX {
+                continue;
+            }
+            let mut stack = vec![i];
+            group[i] = count;
+            while let Some(x) = stack.pop() {
+                for y in 0..m {
+                    if y != x && group[y] == usize::MAX && (dist[x][y] == min || dist[y][x] == min)
+                    {
+                        group[y] = count;
+                        stack.push(y);
+                    }
+                }
+            }
+            count += 1;
+        }
+        if count <= 1 || count == m {
+            break;
+        }
+        let mut next: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for (i, &g) in group.iter().enumerate() {
+            next[g].extend(members[i].iter().copied());
+        }
+        let mut nd = vec![vec![0.0; count]; count];
+        let mut sizes = vec![vec![0.0; count]; count];
+        for i in 0..m {
+            for j in 0..m {
+                nd[group[i]][group[j]] += dist[i][j];
+                sizes[group[i]][group[j]] += 1.0;
+            }
+        }
+        for (row, srow) in nd.iter_mut().zip(&sizes) {
+            for (v, s) in row.iter_mut().zip(srow) {
+                *v /= s;
+            }
+        }
+        for g in &next {
+            if g.len() > 1 {
+                let cpus = g
+                    .iter()
+                    .fold(CpuSet::new(), |acc, &i| acc.union(&topo.numa_nodes[i].cpus));
+                out.push(cpus);
+            }
+        }
+        members = next;
+        dist = nd;
+    }
+    out
 }

@@ -45,9 +45,10 @@ pub struct Request {
     /// only ones placed on; with `mem: local`, memory goes to its node.
     pub near: Option<String>,
     /// What a second busy SMT thread adds to a core, for `balance`
-    /// (measured, e.g. 0.3); `None`: [`crate::balance::DEFAULT_SMT_YIELD`]
-    /// on the topology's capacities, no sharing on a weights file's
-    /// (measured per CPU under load).
+    /// (measured, e.g. 0.3, `--smt-yield`); it applies to a weights file's
+    /// capacities too. `None`: [`crate::balance::DEFAULT_SMT_YIELD`] on the
+    /// topology's capacities, no sharing on a weights file's (measured per
+    /// CPU under load).
     pub smt_yield: Option<f64>,
     /// Accept a latency matrix that covers only part of the plan's CPUs
     /// (`latency-group`, `latency-pipeline`); by default it is refused.
@@ -696,7 +697,7 @@ fn pinned_order(
                 Some(n) if n <= total => {
                     // Tree order, but every chosen core's first PU before
                     // any second sibling (threads 0.. open cores first).
-                    let chosen = distrib(&all, n);
+                    let chosen = distrib(topo, usable, n);
                     let taken: CpuSet = chosen.iter().copied().collect();
                     let round = |c: usize| {
                         topo.siblings(c)
@@ -775,6 +776,14 @@ fn plan_pinned(
             count(shared, "core runs", "cores run")
         ));
     }
+    let units = shared_compute_units(topo, &process_mask);
+    if units > 0 && n <= order.len() {
+        notes.push(format!(
+            "{} two threads or more (their cores share an instruction cache and L2, \
+             as in AMD Bulldozer's modules; not SMT siblings)",
+            count(units, "compute unit runs", "compute units run")
+        ));
+    }
     Ok(Plan {
         policy: name,
         threads: n,
@@ -786,6 +795,29 @@ fn plan_pinned(
         memory: None,
         near: None,
     })
+}
+
+/// Number of compute units holding placed CPUs (`used`) of two cores or
+/// more: a level-1 instruction cache shared by several cores is the mark
+/// of one (AMD Bulldozer's modules: two cores with one front end, L1i, L2
+/// and FPU; the kernel lists them as thread siblings with different core
+/// ids, and discovery makes each its own core, as hwloc does).
+fn shared_compute_units(topo: &Topology, used: &CpuSet) -> usize {
+    topo.caches
+        .iter()
+        .filter(|c| c.level == 1 && c.cache_type == pinsight_model::CacheType::Instruction)
+        .filter(|c| {
+            let mut cores: Vec<usize> = c
+                .cpus
+                .intersection(used)
+                .iter()
+                .filter_map(|x| topo.cpu(x).and_then(|i| i.core))
+                .collect();
+            cores.sort_unstable();
+            cores.dedup();
+            cores.len() > 1
+        })
+        .count()
 }
 
 /// Number of cores holding more than one CPU of `used` (the placed CPUs).
@@ -860,7 +892,7 @@ fn plan_balance(
     let m = tasks.unwrap_or(usable.len());
     let (raw, source) = capacities(topo, usable, weights)?;
     let smt_yield = match (weights, req.smt_yield) {
-        (_, Some(y)) => Some((y, "measured")),
+        (_, Some(y)) => Some((y, "given")),
         (None, None) => Some((DEFAULT_SMT_YIELD, "default")),
         (Some(_), None) => None,
     };

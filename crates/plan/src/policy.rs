@@ -289,6 +289,24 @@ impl fmt::Display for PolicyParseError {
 impl std::error::Error for PolicyParseError {}
 
 impl Policy {
+    /// Whether planning this policy reads the caches (and the die and
+    /// cluster levels): the hierarchy orders of the pinned policies and
+    /// balance do; a set (`os`, `kind-set:`, `cpus-set:`), an explicit
+    /// list without `+smt-physical-first`, and the latency policies (the
+    /// matrix decides) do not. Discovery may skip them then; the plan then
+    /// lacks only the compute-unit note (read from the caches).
+    pub fn uses_caches(&self) -> bool {
+        match &self.base {
+            BasePolicy::Os
+            | BasePolicy::KindSet(_)
+            | BasePolicy::CpusSet(_)
+            | BasePolicy::LatencyGroup
+            | BasePolicy::LatencyPipeline => false,
+            BasePolicy::Cpus(_) => self.smt_physical_first,
+            _ => true,
+        }
+    }
+
     /// A policy without modifiers.
     pub fn new(base: BasePolicy) -> Policy {
         Policy {

@@ -166,3 +166,185 @@ fn meteor_lake_three_x86_kinds() {
     ];
     golden("fixture-meteorlake-lp-ecores.txt", &run_cases(&t, &extra));
 }
+
+/// Discovery without the caches (what `pinsight run` reads for a policy
+/// that does not order CPUs by the hierarchy, `Policy::uses_caches`, when
+/// it shows no notes) plans each such policy as full discovery does, on
+/// every recorded machine: the same plan, but for the compute-unit note
+/// (read from the caches), which only full discovery can give.
+#[test]
+fn policies_without_caches_plan_the_same_without_them() {
+    use pinsight_topology::{discover_with, Needs};
+    let policies = [
+        "os",
+        "p-set",
+        "e-set",
+        "kind-set:0",
+        "cpus:0",
+        "cpus:all",
+        "cpus-set:0-1",
+        "cpus-set:all",
+    ];
+    for name in pinsight_testkit::fixtures::hwloc_names() {
+        let fs = FsRoot::at(pinsight_testkit::fixtures::hwloc(&name)).unwrap();
+        let full = discover(&fs);
+        let lean = discover_with(
+            &fs,
+            Needs {
+                caches: false,
+                ..Needs::CPUS
+            },
+        );
+        assert!(lean.caches.is_empty() && lean.dies.is_empty() && lean.clusters.is_empty());
+        assert_eq!(lean.kinds, full.kinds, "{name}");
+        for p in policies {
+            let policy: pinsight_plan::Policy = p.parse().unwrap();
+            assert!(!policy.uses_caches(), "{p}");
+            for threads in [None, Some(3)] {
+                let r = Request {
+                    threads,
+                    ..Request::new(policy.clone())
+                };
+                let without_unit_note = |p: Result<pinsight_plan::Plan, _>| {
+                    p.map(|mut p| {
+                        p.notes.retain(|n| !n.contains("compute unit"));
+                        p
+                    })
+                };
+                assert_eq!(
+                    format!("{:?}", plan(&lean, &r)),
+                    format!("{:?}", without_unit_note(plan(&full, &r))),
+                    "{name}: {p} -t {threads:?}"
+                );
+            }
+        }
+    }
+    for p in [
+        "compact",
+        "scatter",
+        "p-pinned",
+        "balance",
+        "cpus:0+smt-physical-first",
+    ] {
+        assert!(
+            p.parse::<pinsight_plan::Policy>().unwrap().uses_caches(),
+            "{p}"
+        );
+    }
+}
+
+/// `scatter -t N` takes the CPUs `hwloc-distrib --single N` gives, on
+/// every recorded machine where hwloc-distrib runs (hwloc's tree:
+/// distance groups of NUMA nodes, NUMA nodes above or below packages as
+/// they nest, caches, cores; zero chunks joining the output before them),
+/// for N up to 24 (all of a smaller machine). The places are in scatter's
+/// own order (every chosen core's first PU first), so the sets are
+/// compared. A missing hwloc-distrib is a counted skip.
+#[test]
+fn scatter_takes_the_cpus_hwloc_distrib_gives() {
+    use std::process::Command;
+    let probe = Command::new("hwloc-distrib").arg("--version").output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        pinsight_testkit::skip("hwloc-distrib is not installed (apt-get install hwloc)");
+        return;
+    }
+    // A mask as hwloc prints it: 32-bit words, most significant first, an
+    // empty word zero; `--single` leaves one bit.
+    let cpu_of = |line: &str| -> usize {
+        let words: Vec<u64> = line
+            .trim()
+            .split(',')
+            .map(|w| {
+                let w = w.trim_start_matches("0x");
+                if w.is_empty() {
+                    0
+                } else {
+                    u64::from_str_radix(w, 16).unwrap()
+                }
+            })
+            .collect();
+        let mut bit = None;
+        for (i, w) in words.iter().rev().enumerate() {
+            if *w != 0 {
+                assert!(w.is_power_of_two() && bit.is_none(), "{line}");
+                bit = Some(i * 32 + w.trailing_zeros() as usize);
+            }
+        }
+        bit.unwrap()
+    };
+    let mut checked = 0;
+    for name in pinsight_testkit::fixtures::hwloc_names() {
+        let dir = pinsight_testkit::fixtures::hwloc(&name);
+        let t = discover(&FsRoot::at(&dir).unwrap());
+        let usable = t.usable().len();
+        for n in 1..=usable.min(24) {
+            let out = Command::new("hwloc-distrib")
+                .arg("--single")
+                .arg("-i")
+                .arg(&dir)
+                .arg(n.to_string())
+                .env_remove("HWLOC_COMPONENTS")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{name}: hwloc-distrib {n} failed");
+            let mut theirs: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(cpu_of)
+                .collect();
+            let r = Request {
+                threads: Some(n),
+                ..Request::new("scatter".parse().unwrap())
+            };
+            let mut ours: Vec<usize> = plan(&t, &r)
+                .unwrap()
+                .places
+                .iter()
+                .map(|p| p.first().unwrap())
+                .collect();
+            theirs.sort_unstable();
+            ours.sort_unstable();
+            assert_eq!(ours, theirs, "{name}: scatter -t {n}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+/// On AMD Bulldozer (the recorded Opteron 6276: two cores per compute
+/// unit, one L1i and L2 each), `compact -t 4` takes cores 0-3: two compute
+/// units with two threads each, which the note says; no core holds two
+/// threads, so no SMT note. `scatter -t 4` uses four units: no note.
+#[test]
+fn compute_unit_note_tells_the_truth_on_bulldozer() {
+    let t = fixture("hwloc/64amd64-4s2n4ca2co");
+    let notes = |policy: &str| {
+        let r = Request {
+            threads: Some(4),
+            ..Request::new(policy.parse().unwrap())
+        };
+        plan(&t, &r).unwrap().notes
+    };
+    let compact = notes("compact");
+    assert!(
+        compact
+            .iter()
+            .any(|n| n.starts_with("2 compute units run two threads or more")),
+        "{compact:?}"
+    );
+    assert!(
+        !compact
+            .iter()
+            .any(|n| n.contains("SMT siblings;") || n.contains("on SMT siblings")),
+        "{compact:?}"
+    );
+    assert!(!notes("scatter").iter().any(|n| n.contains("compute unit")));
+    // An SMT machine: siblings, not compute units.
+    let smt = fixture("hwloc/16em64t-4s2c2t");
+    let r = Request {
+        threads: Some(4),
+        ..Request::new("compact".parse().unwrap())
+    };
+    let n = plan(&smt, &r).unwrap().notes;
+    assert!(n.iter().any(|x| x.contains("on SMT siblings")), "{n:?}");
+    assert!(!n.iter().any(|x| x.contains("compute unit")), "{n:?}");
+}

@@ -95,6 +95,19 @@ pub fn render(topo: &Topology, r: &SpeedReport) -> String {
     {
         writeln!(out, "warning: '!' marks figures taken mostly from disturbed chunks (the machine is busy): read them as lower bounds").ok();
     }
+    if let Some(y) = &r.smt_yield {
+        match (y.value, &y.unavailable) {
+            (Some(v), _) => writeln!(
+                out,
+                "SMT yield {v:.2}: two busy siblings (CPUs {}) run {:.2} times one thread's work (plan balance --smt-yield {v:.2})",
+                y.cpus.as_deref().unwrap_or("?"),
+                1.0 + v
+            )
+            .ok(),
+            (None, Some(why)) => writeln!(out, "SMT yield: unavailable: {why}").ok(),
+            (None, None) => None,
+        };
+    }
     let misplaced: usize = r.cpus.iter().map(|c| c.misplaced_chunks).sum();
     if misplaced > 0 {
         writeln!(out, "warning: {misplaced} timed chunks ran on another CPU than asked (left out): pinning did not hold").ok();

@@ -69,6 +69,7 @@ fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
         kinds,
         speedups: pairs,
         disturbance: None,
+        smt_yield: None,
     };
     let s = suggestions(&topo, None, None, Some(&report));
     let text = s.join("\n");
@@ -320,6 +321,7 @@ fn the_report_says_what_disturbed_speed_and_latency_and_the_vm() {
         kinds,
         speedups: pairs,
         disturbance: Some(disturbance(3, 0.4)),
+        smt_yield: None,
     };
     let m = matrix("Apple_M1_Pro.csv");
     let data = pinsight_report::session::assemble(

@@ -17,6 +17,7 @@ pub mod pin;
 pub mod run;
 pub mod select;
 pub mod session;
+pub mod smt;
 pub mod summary;
 
 pub use error::{MemoryError, SelectError, UnknownKernel};
@@ -26,4 +27,5 @@ pub use run::{
 };
 pub use select::{chase_footprint_bytes, default_mem_bytes, memory_available_bytes, select_cpus};
 pub use session::{chase_buffer_bytes, SpeedSession};
+pub use smt::{measure_smt_yield, SmtYield};
 pub use summary::{speedups, unweighted, weights_file, KindPair, KindSpeed, SlotPlan, SpeedReport};

@@ -86,6 +86,13 @@ impl SpeedSession {
             ..
         } = self.cfg;
         let (kinds, pairs) = speedups(topo, &cpus, &kernels);
+        // Five rounds of 2 x 20 ms: 0.2 s, after the per-CPU passes.
+        let smt_yield = Some(crate::smt::measure_smt_yield(
+            topo,
+            &self.cfg.cpus,
+            Duration::from_millis(20),
+            5,
+        ));
         Ok(SpeedReport {
             kernels,
             budget_per_cpu_s: budget_per_cpu.as_secs_f64(),
@@ -97,6 +104,7 @@ impl SpeedSession {
             kinds,
             speedups: pairs,
             disturbance,
+            smt_yield,
         })
     }
 }

@@ -47,6 +47,11 @@ pub struct SpeedReport {
     /// measurement (`/proc/stat`; absent when it could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbance: Option<pinsight_measure::Disturbance>,
+    /// What a second busy SMT thread adds to a core (`smt_yield.value`,
+    /// for `plan balance --smt-yield`), or why it was not measured
+    /// (`smt_yield.unavailable`: no SMT siblings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt_yield: Option<crate::smt::SmtYield>,
 }
 
 /// One kernel's slots, as run on every CPU.

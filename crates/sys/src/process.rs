@@ -128,6 +128,25 @@ pub fn poll_readable(fd: impl AsFd, timeout: Option<Duration>) -> io::Result<boo
     }
 }
 
+/// Waits until one of `fds` is readable (no timeout); returns which, by
+/// position (the first when several are). EINTR (a handler ran) and
+/// errors return `None`.
+pub fn poll_first_readable(fds: &[std::os::fd::BorrowedFd<'_>]) -> Option<usize> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut p: Vec<PollFd> = fds
+        .iter()
+        .map(|f| PollFd::new(*f, PollFlags::POLLIN))
+        .collect();
+    match poll(&mut p, PollTimeout::NONE) {
+        Ok(n) if n > 0 => p.iter().position(|f| {
+            f.revents().is_some_and(|r| {
+                r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+            })
+        }),
+        _ => None,
+    }
+}
+
 /// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`, through
 /// nix): a descendant orphaned by its parent's exit is reparented here
 /// instead of to init, so `pinsight sched` still sees (in its own

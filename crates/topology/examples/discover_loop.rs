@@ -1,9 +1,11 @@
 //! Calls `discover` in a loop on one recorded machine, for profiling
 //! (`perf record -e cpu-clock -g`, `strace -c -f`):
-//! `cargo run --release -p pinsight-topology --example discover_loop -- DIR [N]`.
-//! Prints the median time of one call.
+//! `cargo run --release -p pinsight-topology --example discover_loop -- DIR [N] [cpus]`.
+//! DIR `live` is this machine; `cpus` discovers only what `run`, `plan`
+//! and `pin` read without `--near` or `--mem` (`Needs::CPUS`). Prints the
+//! median time of one call.
 
-use pinsight_topology::{discover, FsRoot};
+use pinsight_topology::{discover_with, FsRoot, Needs};
 use std::time::Instant;
 
 fn main() {
@@ -13,7 +15,16 @@ fn main() {
         std::process::exit(2);
     };
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(200);
-    let fs = match FsRoot::at(&dir) {
+    let needs = if args.next().as_deref() == Some("cpus") {
+        Needs::CPUS
+    } else {
+        Needs::ALL
+    };
+    let fs = match if dir == "live" {
+        Ok(FsRoot::live())
+    } else {
+        FsRoot::at(&dir)
+    } {
         Ok(fs) => fs,
         Err(e) => {
             eprintln!("{e}");
@@ -23,7 +34,7 @@ fn main() {
     let mut times: Vec<f64> = (0..n.max(1))
         .map(|_| {
             let t = Instant::now();
-            std::hint::black_box(discover(&fs));
+            std::hint::black_box(discover_with(&fs, needs));
             t.elapsed().as_secs_f64() * 1000.0
         })
         .collect();

@@ -39,8 +39,8 @@ mod reader;
 use crate::{CacheType, Cpu, CpuSet, FsRoot, Group, Source, Topology};
 use reader::Reader;
 
-/// What discovery reads beyond CPUs, caches, NUMA nodes and kinds, which
-/// every command needs.
+/// What discovery reads beyond CPUs, cores, packages, NUMA nodes and
+/// kinds, which every command needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Needs {
     /// PCI devices, their locality and OS names (`--near`, `topo`).
@@ -48,6 +48,13 @@ pub struct Needs {
     /// Each NUMA node's memory details: tiers, access classes, huge pages
     /// and the cgroup's allowed nodes (`--mem`, `topo`).
     pub memory: bool,
+    /// The caches, and the die and cluster levels (kept or dropped beside
+    /// the caches: a level equal to an L2 or L3 adds nothing): every plan that orders CPUs
+    /// by the hierarchy. Without them `caches`, `dies` and `clusters` are
+    /// empty: a plan on an explicit list or a set (`run cpus:0`, `run
+    /// p-set`) skips the cache files, half of what discovery opens on a
+    /// small machine.
+    pub caches: bool,
 }
 
 impl Needs {
@@ -55,11 +62,13 @@ impl Needs {
     pub const ALL: Needs = Needs {
         devices: true,
         memory: true,
+        caches: true,
     };
     /// What a plan without `--near` or `--mem` needs.
     pub const CPUS: Needs = Needs {
         devices: false,
         memory: false,
+        caches: true,
     };
 }
 
@@ -84,7 +93,11 @@ pub fn discover_with(fs: &FsRoot, needs: Needs) -> Topology {
 
     let layout = cpus::discover_cpus(&mut r);
     let online = layout.online.clone();
-    let caches = caches::discover_caches(&mut r, &layout);
+    let caches = if needs.caches {
+        caches::discover_caches(&mut r, &layout)
+    } else {
+        Vec::new()
+    };
     let mut numa = numa::discover_numa(&mut r, &online);
     let group = cgroup::locate(&mut r);
     let allowed = group.as_ref().and_then(|g| cgroup::allowed_cpus(&mut r, g));
@@ -100,8 +113,16 @@ pub fn discover_with(fs: &FsRoot, needs: Needs) -> Topology {
         Vec::new()
     };
 
-    let dies = meaningful_or_empty(&layout.dies, &layout, &caches);
-    let clusters = meaningful_or_empty(&layout.clusters, &layout, &caches);
+    // Whether a die or cluster level adds anything is judged beside the
+    // caches: without them, neither level.
+    let (dies, clusters) = if needs.caches {
+        (
+            meaningful_or_empty(&layout.dies, &layout, &caches),
+            meaningful_or_empty(&layout.clusters, &layout, &caches),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let usable_mask = usable_mask(&mut r, allowed, &online);
     let (kinds, provenance) = kinds::discover_kinds(&mut r, &layout, &perf);
     let cpus = build_cpus(

@@ -1433,6 +1433,8 @@ struct RawKindInfo {
     max_mhz: Option<u32>,
     base_mhz: Option<u32>,
     capacity: Option<u32>,
+    /// The Arm part (implementer, part) of the kind's CPUs, when known.
+    part: Option<(u32, u32)>,
 }
 
 /// How a set of kinds was ordered.
@@ -1447,10 +1449,14 @@ struct Ranking {
 /// 1. `forced_efficiency` (set by the user or the OS, e.g. Windows);
 /// 2. Intel core type (Core above Atom), then base (else max) frequency —
 ///    not on ARM, where hwloc goes straight to frequency;
-/// 3. maximum frequency;
-/// 4. Linux `cpu_capacity` (`LinuxCapacity`, written by hwloc 3).
+/// 3. Arm parts the core table knows (discovery's [`RankSource::MicroarchTable`]),
+///    when not every kind has a kernel capacity: class factor times maximum
+///    clock, so the XML and sysfs of one machine rank alike (hwloc 2.14
+///    ranks Arm kinds by MIDR part too);
+/// 4. maximum frequency;
+/// 5. Linux `cpu_capacity` (`LinuxCapacity`, written by hwloc 3).
 ///
-/// hwloc itself prefers base to max frequency in step 3; we rank by max
+/// hwloc itself prefers base to max frequency in step 4; we rank by max
 /// frequency, the measure the model has a name for ([`RankSource`]), and
 /// report kinds that only base frequency separates as unranked.
 /// Kinds nothing separates keep their order by first CPU, unranked.
@@ -1492,6 +1498,25 @@ fn rank(kinds: &[RawKindInfo], arch: Option<&str>) -> Ranking {
             return Ranking {
                 order,
                 source: RankSource::CoreType,
+            };
+        }
+    }
+    // Arm parts the core table knows, without a kernel capacity on every
+    // kind: the table's class factor times the maximum clock (the factor
+    // alone without a clock on every kind), as discovery ranks them
+    // (`kinds::microarch_class`): two parts at one clock rank by class.
+    if kinds.iter().any(|k| k.capacity.is_none()) {
+        let clocks = kinds.iter().all(|k| k.max_mhz.is_some());
+        if let Some(order) = try_key(&|k| {
+            let (implementer, part) = k.part?;
+            let (_, factor, pos) = kinds::microarch_class(implementer, part)?;
+            let mhz = if clocks { k.max_mhz? } else { 1000 };
+            // Score to a thousandth, then the table position.
+            Some(((factor * f64::from(mhz) * 1000.0).round() as i128) * 1000 + pos as i128)
+        }) {
+            return Ranking {
+                order,
+                source: RankSource::MicroarchTable,
             };
         }
     }
@@ -1570,13 +1595,21 @@ fn kinds_without_cpukinds(online: &CpuSet, midrs: &HashMap<usize, u64>) -> Named
             }
         }
     }
+    // Each part's place in the Arm core table (its class factor, then its
+    // position), when the table knows it.
+    let mut table: Vec<Option<(f64, usize)>> = Vec::new();
     let mut found: Vec<(CpuSet, Identity, KindSource)> = by_part
         .into_iter()
         .map(|((implementer, part), cpus)| {
             let name = midr_name(implementer, part);
+            table.push(kinds::microarch_class(implementer, part).map(|(_, f, pos)| (f, pos)));
             (cpus, Identity::Midr(name), KindSource::Midr)
         })
         .collect();
+    // Several parts the Arm core table all knows, and no CPU left without
+    // a part: ranked by the table, as discovery ranks them without a
+    // kernel capacity (no clock here: the class factor alone).
+    let by_table = found.len() >= 2 && unknown.is_empty() && table.iter().all(Option::is_some);
     match found.len() {
         0 => found.push((unknown, Identity::Unknown, KindSource::Uniform)),
         1 => found[0].0.union_with(&unknown),
@@ -1588,7 +1621,21 @@ fn kinds_without_cpukinds(online: &CpuSet, midrs: &HashMap<usize, u64>) -> Named
         )),
         _ => {}
     }
-    found.sort_by_key(|(cpus, _, _)| cpus.first());
+    if by_table {
+        let keys: Vec<(f64, usize)> = table.into_iter().map(|t| t.unwrap_or((0.0, 0))).collect();
+        let mut order: Vec<usize> = (0..found.len()).collect();
+        order.sort_by(|&a, &b| {
+            keys[a]
+                .0
+                .total_cmp(&keys[b].0)
+                .then(keys[a].1.cmp(&keys[b].1))
+        });
+        let mut slots: Vec<Option<(CpuSet, Identity, KindSource)>> =
+            found.into_iter().map(Some).collect();
+        found = order.iter().filter_map(|&i| slots[i].take()).collect();
+    } else {
+        found.sort_by_key(|(cpus, _, _)| cpus.first());
+    }
     let n = found.len();
     let mut named = Named {
         kinds: Vec::new(),
@@ -1600,6 +1647,8 @@ fn kinds_without_cpukinds(online: &CpuSet, midrs: &HashMap<usize, u64>) -> Named
         k.rank = rank;
         k.rank_source = if n == 1 {
             RankSource::Uniform
+        } else if by_table {
+            RankSource::MicroarchTable
         } else {
             RankSource::Unranked
         };
@@ -1664,6 +1713,10 @@ fn build_kinds(
             max_mhz: k.max_mhz,
             base_mhz: k.base_mhz,
             capacity: k.capacity,
+            part: k
+                .midr
+                .map(midr_fields)
+                .or_else(|| common_part(&k.cpus, midrs)),
         })
         .collect();
     let Ranking { order, source } = rank(&infos, arch);

@@ -459,6 +459,59 @@ fn arm_with_partial_cpukind() {
     assert_eq!(t.arch.as_deref(), Some("arm"));
 }
 
+/// Two cpukinds at one maximum clock whose PUs name different Arm parts
+/// (a Cortex-A55 little and a Cortex-A78 big, made up: no recorded Arm
+/// XML has two parts): ranked by the Arm core table as sysfs discovery
+/// ranks them, not left unranked by the equal clocks; the big core first
+/// even when its CPUs come first. With a kernel capacity on every kind
+/// the capacity decides, as in discovery.
+#[test]
+fn arm_cpukinds_at_one_clock_rank_by_the_core_table() {
+    let xml = |caps: [&str; 2]| {
+        format!(
+            r#"<topology version="2.0">
+      <object type="Machine" cpuset="0x0000000f">
+        <info name="Architecture" value="aarch64"/>
+        <object type="PU" os_index="0"><info name="CPUImplementer" value="0x41"/><info name="CPUPart" value="0xd41"/></object>
+        <object type="PU" os_index="1"><info name="CPUImplementer" value="0x41"/><info name="CPUPart" value="0xd41"/></object>
+        <object type="PU" os_index="2"><info name="CPUImplementer" value="0x41"/><info name="CPUPart" value="0xd05"/></object>
+        <object type="PU" os_index="3"><info name="CPUImplementer" value="0x41"/><info name="CPUPart" value="0xd05"/></object>
+      </object>
+      <cpukind cpuset="0x00000003"><info name="FrequencyMaxMHz" value="2000"/>{}</cpukind>
+      <cpukind cpuset="0x0000000c"><info name="FrequencyMaxMHz" value="2000"/>{}</cpukind>
+    </topology>"#,
+            caps[0], caps[1]
+        )
+    };
+    let t = hwloc_xml::parse(&xml(["", ""]), "arm-two-parts.xml").unwrap();
+    check_invariants(&t);
+    let names: Vec<(String, CpuSet)> = t
+        .kinds
+        .iter()
+        .map(|k| (k.name.clone(), k.cpus.clone()))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("Cortex-A55".to_string(), set("2-3")),
+            ("Cortex-A78".to_string(), set("0-1"))
+        ]
+    );
+    assert!(t
+        .kinds
+        .iter()
+        .all(|k| k.rank_source == RankSource::MicroarchTable));
+    // A kernel capacity on every kind decides instead (it says the A55s
+    // are faster here; the table is not consulted).
+    let cap = |v: u32| format!(r#"<info name="LinuxCapacity" value="{v}"/>"#);
+    let t = hwloc_xml::parse(&xml([&cap(400), &cap(1024)]), "arm-two-parts-cap.xml").unwrap();
+    assert_eq!(t.kinds[0].cpus, set("0-1"), "{:?}", t.kinds);
+    assert!(t
+        .kinds
+        .iter()
+        .all(|k| k.rank_source != RankSource::MicroarchTable));
+}
+
 #[test]
 fn cpus_outside_every_kind_of_several() {
     let xml = r#"<topology version="2.0">
@@ -1050,13 +1103,13 @@ mod kind_names {
         }
         let xml = hwloc_xml::parse(&altered, "two-parts.v1.xml").unwrap();
         check_invariants(&xml);
-        let expected = vec![
+        let expected = [
             ("Cortex-A53".to_string(), "0".to_string(), set("0")),
             ("Cortex-A72".to_string(), "1".to_string(), set("1")),
         ];
         // Discovery ranks them by the Arm core table (A72 big above A53
-        // little, no clock here), hence the E/P marks; the XML carries no
-        // efficiency, so its two kinds stay unranked.
+        // little, no clock here), hence the E/P marks; the XML import uses
+        // the same table, so both rank alike.
         let ranked: Vec<(String, String, CpuSet)> = expected
             .iter()
             .zip(["E", "P"])
@@ -1067,11 +1120,11 @@ mod kind_names {
             .kinds
             .iter()
             .all(|k| k.rank_source == RankSource::MicroarchTable));
-        assert_eq!(kinds(&xml), expected);
+        assert_eq!(kinds(&xml), ranked);
         assert!(xml
             .kinds
             .iter()
-            .all(|k| k.source == KindSource::Midr && k.rank_source == RankSource::Unranked));
+            .all(|k| k.source == KindSource::Midr && k.rank_source == RankSource::MicroarchTable));
         assert_eq!(
             xml.cpu(1).unwrap().midr,
             Some(0x412f_d081),

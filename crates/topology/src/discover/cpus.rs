@@ -36,10 +36,13 @@ pub(super) struct Layout {
     pub present: CpuSet,
     /// Online CPUs.
     pub online: CpuSet,
-    /// Entry names of each present CPU's `cpuN/` directory, so later steps
-    /// open only files that exist (a failing open per CPU per file adds up
-    /// on big machines).
+    /// Entry names of the `cpuN/` directories listed (every offline CPU,
+    /// the first and last online ones), so later steps open only files that exist (a
+    /// failing open per CPU per file adds up on big machines).
     pub dirs: BTreeMap<usize, Vec<String>>,
+    /// The entries of the online CPUs listed (sorted): what an online CPU
+    /// not listed is taken to have.
+    pub template: Vec<String>,
     pub cores: Vec<Group>,
     pub packages: Vec<Group>,
     /// All die groups found (meaningfulness is decided by the caller).
@@ -51,9 +54,12 @@ pub(super) struct Layout {
 impl Layout {
     /// Whether `cpuN/` has an entry `name`.
     pub fn has(&self, cpu: usize, name: &str) -> bool {
-        self.dirs
-            .get(&cpu)
-            .is_some_and(|d| d.binary_search_by(|e| e.as_str().cmp(name)).is_ok())
+        let entries = match self.dirs.get(&cpu) {
+            Some(d) => d,
+            None if self.online.contains(cpu) => &self.template,
+            None => return false,
+        };
+        entries.binary_search_by(|e| e.as_str().cmp(name)).is_ok()
     }
 }
 
@@ -120,12 +126,8 @@ pub(super) fn discover_cpus(r: &mut Reader) -> Layout {
         }
     }
 
-    let mut dirs = BTreeMap::new();
-    for c in present.iter() {
-        dirs.insert(c, r.list(&format!("{CPU_DIR}/cpu{c}")));
-    }
-
     let global = format!("{CPU_DIR}/online");
+    let mut dirs = BTreeMap::new();
     let online = match r.cpulist(&global, "used each CPU's own online file instead") {
         Some(s) if present.is_empty() => {
             // No cpuN directories at all: the online list is all we have.
@@ -145,8 +147,34 @@ pub(super) fn discover_cpus(r: &mut Reader) -> Layout {
             }
             s.intersection(&present)
         }
-        None => per_cpu_online(r, &present, &dirs),
+        None => per_cpu_online(r, &present),
     };
+    // The online CPUs' directories hold the same entries (the kernel makes
+    // each CPU's attributes alike; offline ones lack `cache/` and
+    // `topology/`): list the first and the last online CPU and every
+    // offline one, not all 256 of a big machine (a listing costs as much
+    // as reading two files). An entry in the sample is then looked for on
+    // every online CPU: where it is missing the read finds nothing, as it
+    // would have without the listing.
+    let offline = present.difference(&online);
+    let sample: Vec<usize> = online
+        .first()
+        .into_iter()
+        .chain(online.last())
+        .chain(offline.iter())
+        .collect();
+    for c in sample {
+        dirs.entry(c)
+            .or_insert_with(|| r.list(&format!("{CPU_DIR}/cpu{c}")));
+    }
+    let mut template: Vec<String> = online
+        .iter()
+        .filter_map(|c| dirs.get(&c))
+        .flatten()
+        .cloned()
+        .collect();
+    template.sort();
+    template.dedup();
 
     if present.is_empty() {
         r.warn(
@@ -169,6 +197,7 @@ pub(super) fn discover_cpus(r: &mut Reader) -> Layout {
         present,
         online,
         dirs,
+        template,
         cores,
         packages,
         dies,
@@ -177,16 +206,11 @@ pub(super) fn discover_cpus(r: &mut Reader) -> Layout {
 }
 
 /// Online CPUs from each CPU's `online` file; missing means online.
-fn per_cpu_online(r: &mut Reader, present: &CpuSet, dirs: &BTreeMap<usize, Vec<String>>) -> CpuSet {
+/// (Read directly: a missing file costs one failed open, less than the
+/// listing that would say it is missing.)
+fn per_cpu_online(r: &mut Reader, present: &CpuSet) -> CpuSet {
     let mut online = CpuSet::new();
     for c in present.iter() {
-        let has_file = dirs
-            .get(&c)
-            .is_some_and(|d| d.iter().any(|e| e == "online"));
-        if !has_file {
-            online.insert(c);
-            continue;
-        }
         let path = format!("{CPU_DIR}/cpu{c}/online");
         match r.text(&path).as_deref().map(str::trim) {
             Some("0") => {}

@@ -1,0 +1,138 @@
+//! The SMT yield: what a second busy hardware thread adds to a core's
+//! throughput. `balance` shares a core's capacity among its busy
+//! siblings as `1 + yield x (n - 1)`; its default yield (0.25) is a round
+//! value below the "up to 30%" Intel reports for Hyper-Threading (Marr et
+//! al., Intel Technology Journal 6(1), 2002). Measured here on one core:
+//! the integer kernel pinned to one sibling alone, then to two siblings
+//! at once, alternating, over equal windows; the yield is the pair's
+//! total over the single thread's, minus one (median of the rounds).
+
+use crate::kernels::int_chunk;
+use crate::pin::set_affinity;
+use pinsight_cpuset::CpuSet;
+use pinsight_topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// A measured SMT yield, or why there is none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SmtYield {
+    /// The yield, clamped to [0, 1]; `None` when unavailable.
+    pub value: Option<f64>,
+    /// The two siblings measured (`"0,1"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Why there is no value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// The first core among `cpus` with two siblings in `cpus`.
+pub fn sibling_pair(topo: &Topology, cpus: &CpuSet) -> Option<(usize, usize)> {
+    cpus.iter().find_map(|c| {
+        let s: Vec<usize> = topo.siblings(c).intersection(cpus).iter().collect();
+        (s.len() >= 2).then(|| (s[0], s[1]))
+    })
+}
+
+/// Measures the SMT yield on the first core of `cpus` with two usable
+/// siblings, `rounds` rounds of `window` alone then `window` in pairs.
+pub fn measure_smt_yield(
+    topo: &Topology,
+    cpus: &CpuSet,
+    window: Duration,
+    rounds: usize,
+) -> SmtYield {
+    let Some((a, b)) = sibling_pair(topo, cpus) else {
+        return SmtYield {
+            value: None,
+            cpus: None,
+            unavailable: Some("no SMT siblings among the measured CPUs".into()),
+        };
+    };
+    let mut ratios = Vec::new();
+    for _ in 0..rounds.max(1) {
+        let alone = run_on(&[a], window);
+        let pair = run_on(&[a, b], window);
+        if alone > 0.0 {
+            ratios.push(pair / alone - 1.0);
+        }
+    }
+    if ratios.is_empty() {
+        return SmtYield {
+            value: None,
+            cpus: Some(format!("{a},{b}")),
+            unavailable: Some("the measuring threads could not be pinned".into()),
+        };
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    SmtYield {
+        value: Some(median.clamp(0.0, 1.0)),
+        cpus: Some(format!("{a},{b}")),
+        unavailable: None,
+    }
+}
+
+/// Chunks per second that threads pinned one on each of `cpus` complete
+/// together in `window` (0 when a pin fails).
+fn run_on(cpus: &[usize], window: Duration) -> f64 {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let counts: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = cpus
+            .iter()
+            .map(|&c| {
+                let stop = &stop;
+                s.spawn(move || {
+                    if set_affinity(&CpuSet::single(c)).is_err() {
+                        return 0;
+                    }
+                    let mut n = 0u64;
+                    let mut seed = c as u64 + 1;
+                    while !stop.load(Ordering::Relaxed) {
+                        seed = std::hint::black_box(int_chunk(seed));
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        std::thread::sleep(window);
+        stop.store(true, Ordering::Relaxed);
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).collect()
+    });
+    let secs = start.elapsed().as_secs_f64();
+    if counts.contains(&0) || secs <= 0.0 {
+        return 0.0;
+    }
+    counts.iter().sum::<u64>() as f64 / secs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinsight_topology::{discover, FsRoot};
+
+    fn recorded(name: &str) -> Topology {
+        discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())
+    }
+
+    #[test]
+    fn the_pair_is_two_siblings_of_one_core_among_the_measured_cpus() {
+        // Xeon 4s2c2t: core 0 is CPUs 0 and 8.
+        let t = recorded("16em64t-4s2c2t");
+        assert_eq!(sibling_pair(&t, &t.usable()), Some((0, 8)));
+        assert_eq!(sibling_pair(&t, &CpuSet::parse_list("0-7").unwrap()), None);
+        // Bulldozer compute units are cores of their own: no SMT pair.
+        let t = recorded("64amd64-4s2n4ca2co");
+        assert_eq!(sibling_pair(&t, &t.usable()), None);
+        let y = measure_smt_yield(&t, &t.usable(), Duration::from_millis(1), 1);
+        assert_eq!(y.value, None);
+        assert_eq!(
+            y.unavailable.as_deref(),
+            Some("no SMT siblings among the measured CPUs")
+        );
+    }
+}
