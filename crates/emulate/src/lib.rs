@@ -47,6 +47,21 @@ use std::time::Duration;
 /// value: the mechanism); a nested `pinsight emulate` is refused.
 pub const EMULATING_ENV: &str = "PINSIGHT_EMULATING";
 
+/// The environment variable that names a duty-cycle emulation's stealers
+/// to the programs run under it (`CPU:PID,...`, see [`stealers_value`]):
+/// `pinsight load` and `pinsight balance` leave their run time out of the
+/// CPU's busy time, so a slowed CPU shows less capacity, not more load.
+pub const STEALERS_ENV: &str = "PINSIGHT_EMULATION_STEALERS";
+
+/// The value of [`STEALERS_ENV`]: each stealer as `CPU:PID`, comma
+/// separated (`1:4425,3:4426`); empty with cpufreq caps.
+pub fn stealers_value(pids: &[(usize, i32)]) -> String {
+    pids.iter()
+        .map(|(cpu, pid)| format!("{cpu}:{pid}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// How the CPUs are slowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
