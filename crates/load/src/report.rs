@@ -615,26 +615,32 @@ fn core_loads(cpus: &[CpuLoad]) -> Vec<CoreLoad> {
 }
 
 fn imbalance(cpus: &[CpuLoad]) -> Option<Imbalance> {
-    let busy: Vec<&CpuLoad> = cpus.iter().filter(|c| c.busy >= BUSY_SHARE).collect();
+    imbalance_of(cpus.iter().map(|c| (c.cpu, c.busy, c.normalised)))
+}
+
+/// The imbalance of `(cpu, busy share, normalised load)` values: the
+/// largest normalised load over the smallest among the CPUs busy at least
+/// [`BUSY_SHARE`] of the interval (an idle CPU's ratio would be noise over
+/// noise); `None` with fewer than two. The one definition `load` and
+/// `balance` use.
+pub fn imbalance_of(values: impl IntoIterator<Item = (usize, f64, f64)>) -> Option<Imbalance> {
+    let busy: Vec<(usize, f64)> = values
+        .into_iter()
+        .filter(|v| v.1 >= BUSY_SHARE)
+        .map(|v| (v.0, v.2))
+        .collect();
     if busy.len() < 2 {
         return None;
     }
-    let max = busy.iter().max_by(|a, b| {
-        a.normalised
-            .total_cmp(&b.normalised)
-            .then(b.cpu.cmp(&a.cpu))
-    })?;
-    let min = busy.iter().min_by(|a, b| {
-        a.normalised
-            .total_cmp(&b.normalised)
-            .then(b.cpu.cmp(&a.cpu))
-    })?;
+    let order = |a: &&(usize, f64), b: &&(usize, f64)| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0));
+    let max = busy.iter().max_by(order)?;
+    let min = busy.iter().min_by(order)?;
     Some(Imbalance {
-        ratio: max.normalised / min.normalised,
-        max_cpu: max.cpu,
-        max: max.normalised,
-        min_cpu: min.cpu,
-        min: min.normalised,
+        ratio: max.1 / min.1,
+        max_cpu: max.0,
+        max: max.1,
+        min_cpu: min.0,
+        min: min.1,
         busy_cpus: busy.len(),
     })
 }
