@@ -297,9 +297,14 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
         (None, None) => BusySource::Ticks,
     };
     if sched.is_none() {
-        unavailable.push(
-            "run queue per CPU: no /proc/schedstat (kernel without CONFIG_SCHEDSTATS)".to_string(),
-        );
+        unavailable.push(if after.sched.is_none() {
+            "run queue per CPU: /proc/schedstat unreadable (a kernel without CONFIG_SCHEDSTATS, \
+             or not recorded)"
+                .to_string()
+        } else {
+            "run queue per CPU: /proc/uptime unreadable (the interval of /proc/schedstat's times)"
+                .to_string()
+        });
     }
     let irq_rates = match (&before.interrupts, &after.interrupts) {
         (Some(a), Some(b)) => Some(rates(
