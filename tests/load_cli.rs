@@ -335,7 +335,7 @@ fn emulated_load(m: &Path, extra: &[&str]) -> Out {
     pinsight(&a).env("PINSIGHT_KINDS", "0:P,1:E@0.5").run()
 }
 
-fn cpu<'a>(v: &'a serde_json::Value, n: u64) -> &'a serde_json::Value {
+fn cpu(v: &serde_json::Value, n: u64) -> &serde_json::Value {
     v["cpus"]
         .as_array()
         .unwrap()
