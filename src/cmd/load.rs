@@ -41,14 +41,14 @@ use std::time::Duration;
   pinsight load --json --once
   # two readings of a recorded machine, taken an interval apart
   mkdir -p after/proc; pinsight snapshot before/
-  cp /proc/stat /proc/interrupts /proc/softirqs before/proc/
-  sleep 5; cp /proc/stat /proc/interrupts /proc/softirqs after/proc/
+  cp /proc/stat /proc/uptime /proc/schedstat /proc/interrupts /proc/softirqs before/proc/
+  sleep 5; cp /proc/stat /proc/uptime /proc/schedstat /proc/interrupts /proc/softirqs after/proc/
   pinsight --fsroot before/ load --after after/
 
 A recorded machine holds one reading: --fsroot names the first (with its sys/ tree for the \
-kinds), --after DIR the second (DIR/proc/stat, and where recorded proc/interrupts, \
-proc/softirqs, proc/irq/N/ and proc/PID/task/TID/stat); the interval is read from the CPUs' \
-own tick counts.")]
+kinds), --after DIR the second (DIR/proc/stat, and where recorded proc/uptime, \
+proc/schedstat, proc/interrupts, proc/softirqs, proc/irq/N/ and proc/PID/task/TID/stat); the \
+interval is read from proc/uptime, else from the CPUs' own tick counts.")]
 pub struct Args {
     /// How long each measurement lasts (1s, 500ms, 2m).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::positive_duration)]

@@ -665,6 +665,12 @@ mod tests {
     }
 
     #[test]
+    fn the_stealers_variable_names_each_cpu_and_pid() {
+        assert_eq!(stealers_value(&[(1, 4425), (3, 4426)]), "1:4425,3:4426");
+        assert_eq!(stealers_value(&[]), "");
+    }
+
+    #[test]
     fn every_mechanism_states_its_limits() {
         for m in [Mechanism::Cpufreq, Mechanism::DutyCycle] {
             assert!(!m.limits().is_empty());
