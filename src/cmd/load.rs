@@ -41,8 +41,9 @@ use std::time::Duration;
   pinsight load --json --once
   # two readings of a recorded machine, taken an interval apart
   mkdir -p after/proc; pinsight snapshot before/
-  cp /proc/stat /proc/uptime /proc/schedstat /proc/interrupts /proc/softirqs before/proc/
-  sleep 5; cp /proc/stat /proc/uptime /proc/schedstat /proc/interrupts /proc/softirqs after/proc/
+  f='stat uptime schedstat interrupts softirqs'
+  for x in $f; do cp /proc/$x before/proc/; done
+  sleep 5; for x in $f; do cp /proc/$x after/proc/; done
   pinsight --fsroot before/ load --after after/
 
 A recorded machine holds one reading: --fsroot names the first (with its sys/ tree for the \
