@@ -452,3 +452,18 @@ fn bad_stealers_are_one_line_exit_2() {
         assert!(o.stderr.contains("CPU:PID"), "{bad}: {}", o.stderr);
     }
 }
+
+#[test]
+fn a_stealer_that_cannot_be_read_is_said_not_ignored() {
+    let m = emulated();
+    let v = emulated_load(m.path(), &["--stealers", "1:4999", "--json"]).json();
+    let said = v["unavailable"].as_array().unwrap();
+    assert!(
+        said.iter().any(|u| u
+            .as_str()
+            .unwrap()
+            .starts_with("stealer 1:4999: /proc/4999/task unreadable")),
+        "{said:?}"
+    );
+    assert!(close(cpu(&v, 1)["busy"].as_f64().unwrap(), 0.88));
+}

@@ -344,6 +344,13 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
     if soft_rates.is_none() {
         unavailable.push("softirqs per CPU: /proc/softirqs unreadable".to_string());
     }
+    for e in &after.excluded_unread {
+        unavailable.push(format!(
+            "stealer {}:{}: /proc/{}/task unreadable (ended, or not recorded); its time, if any, \
+             counts as busy",
+            e.cpu, e.pid, e.pid
+        ));
+    }
     let threads = thread_loads(before, after, interval_s * hz);
     if after.threads.is_empty() {
         unavailable.push("threads per CPU: no /proc/PID/task/TID/stat readable".to_string());

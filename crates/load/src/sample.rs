@@ -145,6 +145,8 @@ pub struct Sample {
     /// it (every thread's `/proc/PID/task/TID/schedstat` field 1, else
     /// its `stat` ticks); a process that cannot be read is missing.
     pub excluded_ns: BTreeMap<usize, u64>,
+    /// The excluded processes none of whose threads could be read.
+    pub excluded_unread: Vec<Excluded>,
     /// `/proc/interrupts`, when readable.
     pub interrupts: Option<Interrupts>,
     /// `/proc/softirqs`, when readable.
@@ -189,6 +191,12 @@ pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Opti
         .and_then(|t| parse_schedstat(&t));
     let uptime_s = fs.read_opt("/proc/uptime").and_then(|t| parse_uptime(&t));
     let excluded_ns = excluded_ns(fs, &parts.exclude);
+    let excluded_unread = parts
+        .exclude
+        .iter()
+        .copied()
+        .filter(|e| pinsight_sys::procfs::tids(fs, e.pid).is_empty())
+        .collect();
     let interrupts = fs
         .read_opt("/proc/interrupts")
         .and_then(|t| parse_interrupts(&t));
@@ -205,6 +213,7 @@ pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Opti
         sched,
         uptime_s,
         excluded_ns,
+        excluded_unread,
         interrupts,
         softirqs,
         threads,
