@@ -14,8 +14,9 @@
 //! tasks run SCHED_FIFO priority 1 where allowed (below the stealer's 2),
 //! so other work does not delay them, and the balance's own figure of the
 //! tasks' run time (MINE) is asserted always; `load`'s figure counts
-//! everything that runs, so when other work keeps these CPUs busier than
-//! the tasks explain, that half is a counted skip, never a pass.
+//! everything that runs, so when other work keeps one of these CPUs more
+//! than 4% busier than the tasks' own run time explains, that half is a
+//! counted skip, never a pass.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -40,8 +41,10 @@ while True:
         nxt = time.monotonic()
 "#;
 
-/// Each task's share of a CPU.
-const TASK_SHARE: f64 = 0.12;
+/// Other work (busy time beyond the tasks' own) above which `load`'s
+/// figure is not compared: on the slowed CPU it counts twice (capacity
+/// 0.5), so 0.04 there moves E/P by about 0.15.
+const QUIET: f64 = 0.04;
 
 /// A running `pinsight emulate … -- sh -c 'echo $STEALERS; exec cat'`:
 /// closing its input ends `cat` and so the emulation, also when the test
@@ -168,10 +171,15 @@ fn has_python() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Other work than the tasks on a CPU: busy beyond what `tasks` of them
-/// explain.
-fn other(busy: f64, tasks: usize) -> f64 {
-    busy - tasks as f64 * TASK_SHARE
+/// The selected tasks' own share of `cpu` in balance's measure `when`
+/// (their schedstat run time; the tasks keep their pace, so it is their
+/// share during `load`'s reading of the same placement too).
+fn tasks_busy(doc: &Value, when: &str, cpu: usize) -> f64 {
+    doc[when]["cpus"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(cpu as u64)))
+        .and_then(|c| c["tasks_busy"].as_f64())
+        .unwrap_or_else(|| panic!("no {when} tasks_busy of CPU {cpu} in {doc:#}"))
 }
 
 #[test]
@@ -288,16 +296,16 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
     }
     // What `load` shows includes every other program on these CPUs.
     let busiest = [
-        other(before.p_busy, 3),
-        other(before.e_busy, 3),
-        other(after.p_busy, 4),
-        other(after.e_busy, 2),
+        before.p_busy - tasks_busy(&doc, "load_before", p),
+        before.e_busy - tasks_busy(&doc, "load_before", e),
+        after.p_busy - tasks_busy(&doc, "load_after", p),
+        after.e_busy - tasks_busy(&doc, "load_after", e),
     ]
     .into_iter()
     .fold(f64::MIN, f64::max);
-    if busiest > 0.15 {
+    if busiest > QUIET {
         pinsight_testkit::skip_test!(
-            "other work kept a CPU {:.0}% busier than the tasks explain: load's E/P \
+            "other work kept a CPU {:.0}% busier than the tasks' run time: load's E/P \
              ({:.2} before, {:.2} after) cannot be compared",
             busiest * 100.0,
             before.ratio,
