@@ -220,6 +220,39 @@ pub fn cpu_list(text: &str) -> Result<CpuSet, String> {
     Ok(set)
 }
 
+/// `--stealers` (env `PINSIGHT_EMULATION_STEALERS`): `CPU:PID,...`, the
+/// processes whose run time on CPU is not load (an emulation's stealers);
+/// empty for none.
+pub fn stealers(text: &str) -> Result<Stealers, String> {
+    let v: Result<Vec<_>, String> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let parsed = w.split_once(':').and_then(|(c, p)| {
+                let cpu = c
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|c| *c < MAX_THREADS)?;
+                let pid = p.trim().parse::<i32>().ok().filter(|p| *p >= 1)?;
+                Some(pinsight_load::Excluded { cpu, pid })
+            });
+            parsed.ok_or_else(|| {
+                format!(
+                    "'{}' is not CPU:PID (a CPU id and a process id from 1, e.g. 1:4425)",
+                    crate::errors::shown(w)
+                )
+            })
+        })
+        .collect();
+    Ok(Stealers(v?))
+}
+
+/// The processes `--stealers` names.
+#[derive(Clone, Debug, Default)]
+pub struct Stealers(pub Vec<pinsight_load::Excluded>);
+
 /// `sf --pids`: one process id (sf follows one process).
 pub fn one_pid(text: &str) -> Result<i32, String> {
     if text.contains(',') {

@@ -99,6 +99,11 @@ fn bad_input_is_one_line_and_exit_2() {
         2,
         "--restore: cannot read state file",
     );
+    refused(
+        &["--pids", "1", "--dry-run", "--stealers", "1:x"],
+        2,
+        "'1:x' is not CPU:PID",
+    );
     let o = pinsight(&["balance", "--pids", "1", "--dry-run", "--restore", "x"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     let hybrid = hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t");

@@ -8,10 +8,11 @@
 //! so the test runs on any machine with two usable CPUs, a 2-vCPU VM
 //! included, and only the first two CPUs are used (`--cpus`). The CPUs are
 //! the same silicon, so a task's CPU time is its work: each task spins for
-//! 10 ms of its own CPU time (`time.process_time`) then sleeps 40 ms, about
-//! 20% of a CPU, whatever else runs. Six tasks, three on each CPU: P carries
-//! 0.6 of its capacity, E 0.6 of half of it (1.2), an imbalance of 2; the
-//! plan by capacity puts four on P and two on E: 0.8 and 0.8, even. The
+//! 6 ms of its own CPU time (`time.process_time`) then sleeps 44 ms, about
+//! 12% of a CPU, whatever else runs. Six tasks, three on each CPU: P carries
+//! 0.36 of its capacity, E 0.36 of half of it (0.72), an imbalance of 2;
+//! the plan by capacity puts four on P and two on E: 0.48 and 0.48, even.
+//! The
 //! imbalance asserted is that of the selected tasks' own CPU time (MINE),
 //! which the machine's other load does not change, and, as an operator
 //! reads it, `pinsight load`'s busy ÷ capacity of the two CPUs before and
@@ -49,8 +50,8 @@ fn on_path(program: &str) -> bool {
 }
 
 /// `pinsight load`'s normalised load of `e` over that of `p`, read over
-/// `secs` with the declared kinds.
-fn load_ratio(kinds: &str, p: usize, e: usize, secs: u32) -> f64 {
+/// `secs` with the declared kinds, and the busy shares of `p` and `e`.
+fn load_ratio(kinds: &str, p: usize, e: usize, secs: u32) -> (f64, f64, f64) {
     let out = Command::new(BIN)
         .args(["--json", "load", "--once", "--interval"])
         .arg(format!("{secs}s"))
@@ -63,16 +64,20 @@ fn load_ratio(kinds: &str, p: usize, e: usize, secs: u32) -> f64 {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let norm = |cpu: usize| {
+    let get = |cpu: usize, key: &str| {
         doc["cpus"]
             .as_array()
             .unwrap()
             .iter()
             .find(|c| c["cpu"].as_u64() == Some(cpu as u64))
-            .and_then(|c| c["normalised"].as_f64())
-            .unwrap_or_else(|| panic!("no normalised load of CPU {cpu} in {doc:#}"))
+            .and_then(|c| c[key].as_f64())
+            .unwrap_or_else(|| panic!("no {key} of CPU {cpu} in {doc:#}"))
     };
-    norm(e) / norm(p)
+    (
+        get(e, "normalised") / get(p, "normalised"),
+        get(p, "busy"),
+        get(e, "busy"),
+    )
 }
 
 fn has_python() -> bool {
@@ -135,7 +140,7 @@ fn balance_by_capacity_evens_the_normalised_load() {
     }
     std::thread::sleep(Duration::from_millis(800));
     // What an operator sees first: `pinsight load`.
-    let load_before = load_ratio(&kinds, p, e, 2);
+    let (load_before, p_before, e_before) = load_ratio(&kinds, p, e, 2);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
     let out = Command::new(BIN)
@@ -185,16 +190,8 @@ fn balance_by_capacity_evens_the_normalised_load() {
     );
     // And `pinsight load` (busy / capacity, other work included) sees the
     // same: E twice as loaded as P before, even after.
-    let load_after = load_ratio(&kinds, p, e, 2);
+    let (load_after, p_after, e_after) = load_ratio(&kinds, p, e, 2);
     eprintln!("pinsight load, E/P normalised: {load_before:.2} before, {load_after:.2} after");
-    assert!(
-        load_before > 1.5,
-        "load should show the E CPU carrying more than P against capacity: {load_before:.2}"
-    );
-    assert!(
-        (load_after - 1.0).abs() <= 0.15,
-        "after balance load's normalised E/P is {load_after:.2}, more than 15% from even"
-    );
     // And the saved state puts them back where they were.
     let out = Command::new(BIN)
         .args(["--json", "balance", "--restore"])
@@ -214,4 +211,37 @@ fn balance_by_capacity_evens_the_normalised_load() {
             "task {i} not restored"
         );
     }
+    // Other work on these CPUs, beyond the tasks' own run time as balance
+    // measured it (the tasks keep their pace), which load counts too: on
+    // E it counts twice (capacity 0.5), so 0.04 there moves E/P by 0.15.
+    let mine = |when: &str, cpu: usize| -> f64 {
+        doc[when]["cpus"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(cpu as u64)))
+            .and_then(|c| c["tasks_busy"].as_f64())
+            .unwrap_or_else(|| panic!("no {when} tasks_busy of CPU {cpu} in {doc:#}"))
+    };
+    let beyond = [
+        p_before - mine("load_before", p),
+        e_before - mine("load_before", e),
+        p_after - mine("load_after", p),
+        e_after - mine("load_after", e),
+    ]
+    .into_iter()
+    .fold(f64::MIN, f64::max);
+    if beyond > 0.04 {
+        pinsight_testkit::skip_test!(
+            "other work kept a CPU {:.0}% busier than the tasks' run time: load's E/P \
+             ({load_before:.2} before, {load_after:.2} after) cannot be compared",
+            beyond * 100.0
+        );
+    }
+    assert!(
+        load_before > 1.5,
+        "load should show the E CPU carrying more than P against capacity: {load_before:.2}"
+    );
+    assert!(
+        (load_after - 1.0).abs() <= 0.15,
+        "after balance load's normalised E/P is {load_after:.2}, more than 15% from even"
+    );
 }

@@ -5,6 +5,7 @@
 //! of the suite competes for the CPUs they measure. A new file is one
 //! `mod` line here; `tests.rs`' `every_test_file_is_compiled` covers it.
 
+mod balance_emulated_live;
 mod balance_live;
 mod compare_metrics;
 mod disturbance_live;

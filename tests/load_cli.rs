@@ -316,3 +316,154 @@ fn live_irq_move_and_restore_or_the_refusal() {
     assert!(o.stdout.contains("moved"), "{}", o.stdout);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
 }
+
+/// The emulated hybrid of `tests/data/load/emulated` (made by
+/// `make_emulated.py` there): hwloc's 2-CPU ARM board with CPU 1 declared
+/// E at half speed, a duty-cycle stealer (pid 4425) taking half of it, and
+/// three tasks of 12% on each CPU; `/proc/schedstat` gives the run times.
+fn emulated() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    pinsight_testkit::copy_tree(&hwloc_fixture("2arm-2c"), d.path());
+    pinsight_testkit::copy_tree(&repo().join("tests/data/load/emulated/before"), d.path());
+    d
+}
+
+fn emulated_load(m: &Path, extra: &[&str]) -> Out {
+    let after = repo().join("tests/data/load/emulated/after");
+    let mut a = vec!["--fsroot", s(m), "load", "--after", s(&after)];
+    a.extend_from_slice(extra);
+    pinsight(&a).env("PINSIGHT_KINDS", "0:P,1:E@0.5").run()
+}
+
+fn cpu(v: &serde_json::Value, n: u64) -> &serde_json::Value {
+    v["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cpu"] == n)
+        .unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn recorded_emulated_load_counts_the_stealer_as_steal() {
+    let m = emulated();
+    let o = emulated_load(m.path(), &["--stealers", "1:4425"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    golden("load_emulated", &o.stdout);
+    for line in o.stdout.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80: {line}");
+    }
+    let o = emulated_load(m.path(), &["--stealers", "1:4425", "--json"]);
+    golden("load_emulated_json", &o.stdout);
+    let v = o.json();
+    assert_eq!(v["busy_source"], "schedstat");
+    assert!(close(v["interval_s"].as_f64().unwrap(), 2.0));
+    let (p, e) = (cpu(&v, 0), cpu(&v, 1));
+    // schedstat: CPU 0 ran 0.76 s of 2, CPU 1 1.76 s, 1.0 s of it the
+    // stealer's: 38% busy each, E normalised twice P's.
+    assert!(close(p["busy"].as_f64().unwrap(), 0.38), "{p}");
+    assert!(close(e["busy"].as_f64().unwrap(), 0.38), "{e}");
+    assert!(close(e["emulated"].as_f64().unwrap(), 0.5), "{e}");
+    assert!(close(e["steal"].as_f64().unwrap(), 0.5), "{e}");
+    assert!(close(e["idle"].as_f64().unwrap(), 0.12), "{e}");
+    assert!(close(v["imbalance"]["ratio"].as_f64().unwrap(), 2.0));
+    // The run queue: wait time over the interval.
+    assert!(close(p["run_queue"].as_f64().unwrap(), 0.015), "{p}");
+    assert!(close(e["run_queue"].as_f64().unwrap(), 0.2), "{e}");
+    // The variable `pinsight emulate` exports does the same as the flag.
+    let after = repo().join("tests/data/load/emulated/after");
+    let o = pinsight(&[
+        "--fsroot",
+        s(m.path()),
+        "--json",
+        "load",
+        "--after",
+        s(&after),
+    ])
+    .env("PINSIGHT_KINDS", "0:P,1:E@0.5")
+    .env("PINSIGHT_EMULATION_STEALERS", "1:4425")
+    .run();
+    assert_eq!(o.json()["cpus"], v["cpus"]);
+}
+
+#[test]
+fn recorded_emulated_load_without_stealers_or_schedstat() {
+    let m = emulated();
+    // Not told of the stealer: its time is busy, E reads 88%.
+    let v = emulated_load(m.path(), &["--json"]).json();
+    let e = cpu(&v, 1);
+    assert!(close(e["busy"].as_f64().unwrap(), 0.88), "{e}");
+    assert_eq!(e["emulated"], 0.0);
+    // Without /proc/schedstat: the uptime interval less the idle time
+    // (CPU 0 idle 1.24 s of 2, CPU 1 0.24 s), the same figures.
+    std::fs::remove_file(m.path().join("proc/schedstat")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    pinsight_testkit::copy_tree(&repo().join("tests/data/load/emulated/after"), dir.path());
+    std::fs::remove_file(dir.path().join("proc/schedstat")).unwrap();
+    let o = pinsight(&[
+        "--fsroot",
+        s(m.path()),
+        "--json",
+        "load",
+        "--after",
+        s(dir.path()),
+        "--stealers",
+        "1:4425",
+    ])
+    .env("PINSIGHT_KINDS", "0:P,1:E@0.5")
+    .run();
+    let v = o.json();
+    assert_eq!(v["busy_source"], "idle");
+    assert!(close(cpu(&v, 0)["busy"].as_f64().unwrap(), 0.38));
+    assert!(close(cpu(&v, 1)["busy"].as_f64().unwrap(), 0.38));
+    assert!(cpu(&v, 1)["run_queue"].is_null());
+    // Without /proc/uptime either: /proc/stat's tick samples, which alias
+    // with the stealer's period (CPU 1: 192 busy ticks of 216).
+    for root in [m.path(), dir.path()] {
+        std::fs::remove_file(root.join("proc/uptime")).unwrap();
+    }
+    let o = pinsight(&[
+        "--fsroot",
+        s(m.path()),
+        "--json",
+        "load",
+        "--after",
+        s(dir.path()),
+    ])
+    .env("PINSIGHT_KINDS", "0:P,1:E@0.5")
+    .run();
+    let v = o.json();
+    assert_eq!(v["busy_source"], "ticks");
+    assert!(close(cpu(&v, 1)["busy"].as_f64().unwrap(), 192.0 / 216.0));
+}
+
+#[test]
+fn bad_stealers_are_one_line_exit_2() {
+    let m = emulated();
+    for bad in ["1", "x:4425", "1:0", "1:-3", "1:4425,2"] {
+        let o = emulated_load(m.path(), &["--stealers", bad]);
+        assert_eq!(o.code, 2, "{bad}: {}", o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{bad}: {}", o.stderr);
+        assert!(o.stderr.contains("--stealers"), "{bad}: {}", o.stderr);
+        assert!(o.stderr.contains("CPU:PID"), "{bad}: {}", o.stderr);
+    }
+}
+
+#[test]
+fn a_stealer_that_cannot_be_read_is_said_not_ignored() {
+    let m = emulated();
+    let v = emulated_load(m.path(), &["--stealers", "1:4999", "--json"]).json();
+    let said = v["unavailable"].as_array().unwrap();
+    assert!(
+        said.iter().any(|u| u
+            .as_str()
+            .unwrap()
+            .starts_with("stealer 1:4999: /proc/4999/task unreadable")),
+        "{said:?}"
+    );
+    assert!(close(cpu(&v, 1)["busy"].as_f64().unwrap(), 0.88));
+}

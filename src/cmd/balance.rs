@@ -20,7 +20,7 @@ What moves: each selected process is one task (all its threads get the task's CP
 
 Before anything changes, every selected thread's affinity is saved to a state file (--state FILE, else $XDG_STATE_HOME/pinsight/balance-SECONDS-PID.json, else ~/.local/state/pinsight/...); its path is printed, and --restore FILE puts those affinities back (threads that exited, or whose TID was reused, are left alone). All or nothing: if the kernel refuses one change (another user's process without CAP_SYS_NICE, a CPU the cgroup forbids), every change made is put back and the exit status is 1. A task that exits meanwhile is reported, not an error.
 
-Load: each CPU's busy share from /proc/stat over --interval, before and after, divided by its relative capacity (LOAD), and the share the selected tasks took (MINE); the imbalance is the largest load over the smallest among CPUs that carry any (1.00 = even).
+Load: each CPU's busy share over --interval, before and after, measured as `pinsight load` measures it (run time from /proc/schedstat, else the interval less /proc/stat's idle time, else /proc/stat's tick samples; an emulation's stealers, --stealers, count as steal), divided by its relative capacity (LOAD), and the share the selected tasks took (MINE); the imbalance is load's: the largest load over the smallest among CPUs busy at least 5% of the interval (1.00 = even).
 
 Examples:
   # every process named worker, spread by capacity
@@ -66,6 +66,10 @@ pub struct Args {
     /// Put back the affinities saved in FILE by an earlier balance.
     #[arg(long, value_name = "FILE")]
     pub restore: Option<PathBuf>,
+    /// Processes whose run time is not load but missing capacity, as CPU:PID,... (an
+    /// emulation's stealers; `pinsight emulate` sets the variable for its command).
+    #[arg(long, value_name = "CPU:PID,...", env = "PINSIGHT_EMULATION_STEALERS", value_parser = crate::values::stealers)]
+    pub stealers: Option<crate::values::Stealers>,
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
@@ -161,6 +165,7 @@ fn request(args: &Args) -> Result<rebalance::Request, CliError> {
         dry_run: args.dry_run,
         interval: (!args.interval.is_zero()).then_some(args.interval),
         state,
+        exclude: args.stealers.clone().unwrap_or_default().0,
     })
 }
 

@@ -2,7 +2,9 @@
 //! slower declared kinds slowed to their given speed.
 
 use crate::cli::{CliError, CmdResult, Globals};
-use pinsight_emulate::{session, Choice, EmulateError, Emulation, Options, Targets, EMULATING_ENV};
+use pinsight_emulate::{
+    session, Choice, EmulateError, Emulation, Options, Targets, EMULATING_ENV, STEALERS_ENV,
+};
 use std::ffi::OsString;
 
 /// How to slow the CPUs.
@@ -36,7 +38,8 @@ pub enum How {
 /// hybrids). Under a duty-cycle emulation `pinsight speed` counts
 /// descheduled time (wall time over 20 ms blocks) instead of dropping those
 /// chunks. Nested pinsight commands get the declaration through
-/// PINSIGHT_KINDS. Caps are restored and stealers stopped on every exit,
+/// PINSIGHT_KINDS and the stealers through PINSIGHT_EMULATION_STEALERS
+/// (CPU:PID,...; `load` and `balance` count their time as steal, not busy). Caps are restored and stealers stopped on every exit,
 /// kill -9 of pinsight included. Needs root (or CAP_SYS_NICE for the
 /// stealers).
 #[derive(clap::Args, Debug)]
@@ -103,6 +106,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             let env = [
                 ("PINSIGHT_KINDS", exported),
                 (EMULATING_ENV, em.report().mechanism.name().to_string()),
+                (
+                    STEALERS_ENV,
+                    pinsight_emulate::stealers_value(&em.stealer_pids()),
+                ),
             ];
             let code = session::run_program(program, rest, &env);
             report_failures(em);

@@ -12,10 +12,17 @@ use std::time::Duration;
 /// Show each CPU's load against its capacity, the interrupts it takes and the threads on it.
 ///
 /// Per CPU: user, system, IRQ, softirq, steal and idle shares of the
-/// interval (/proc/stat), the CPU's kind and capacity (relative to the most
-/// capable CPU, as `plan balance` weighs CPUs), busy time, and the
-/// capacity-normalised load NORM = busy / capacity (an E-core of capacity
-/// 0.6 busy 60% is as loaded as a P-core busy 100%); interrupts per second
+/// interval, the CPU's kind and capacity (relative to the most capable CPU,
+/// as `plan balance` weighs CPUs), busy time, and the capacity-normalised
+/// load NORM = busy / capacity (an E-core of capacity 0.6 busy 60% is as
+/// loaded as a P-core busy 100%). Busy is the CPU's run time from
+/// /proc/schedstat where the kernel has it, else the interval
+/// (/proc/uptime) less /proc/stat's idle time, else /proc/stat's tick
+/// samples; the split into user, system, IRQ and softirq is /proc/stat's.
+/// The run time of an emulation's stealers (--stealers, set by `pinsight
+/// emulate`) counts as steal, not busy. With /proc/schedstat the JSON also
+/// gives each CPU's run queue (mean tasks waiting to run), shown for the
+/// saturated CPUs, whose busy time cannot rise. Interrupts per second
 /// (/proc/interrupts) and the thread that used it most. Below: per kind and
 /// per core summaries, the imbalance (max/min NORM over CPUs busy at least
 /// 5%), the CPUs that spend 10% or more of their time in interrupt handlers
@@ -34,14 +41,15 @@ use std::time::Duration;
   pinsight load --json --once
   # two readings of a recorded machine, taken an interval apart
   mkdir -p after/proc; pinsight snapshot before/
-  cp /proc/stat /proc/interrupts /proc/softirqs before/proc/
-  sleep 5; cp /proc/stat /proc/interrupts /proc/softirqs after/proc/
+  f='stat uptime schedstat interrupts softirqs'
+  for x in $f; do cp /proc/$x before/proc/; done
+  sleep 5; for x in $f; do cp /proc/$x after/proc/; done
   pinsight --fsroot before/ load --after after/
 
 A recorded machine holds one reading: --fsroot names the first (with its sys/ tree for the \
-kinds), --after DIR the second (DIR/proc/stat, and where recorded proc/interrupts, \
-proc/softirqs, proc/irq/N/ and proc/PID/task/TID/stat); the interval is read from the CPUs' \
-own tick counts.")]
+kinds), --after DIR the second (DIR/proc/stat, and where recorded proc/uptime, \
+proc/schedstat, proc/interrupts, proc/softirqs, proc/irq/N/ and proc/PID/task/TID/stat); the \
+interval is read from proc/uptime, else from the CPUs' own tick counts.")]
 pub struct Args {
     /// How long each measurement lasts (1s, 500ms, 2m).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::positive_duration)]
@@ -59,6 +67,10 @@ pub struct Args {
     /// interval after the one --fsroot names.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["count", "interval"])]
     pub after: Option<PathBuf>,
+    /// Processes whose run time is not load but missing capacity, as CPU:PID,... (an
+    /// emulation's stealers; `pinsight emulate` sets the variable for its command).
+    #[arg(long, value_name = "CPU:PID,...", env = "PINSIGHT_EMULATION_STEALERS", value_parser = crate::values::stealers)]
+    pub stealers: Option<crate::values::Stealers>,
 }
 
 fn load_error(e: LoadError) -> CliError {
@@ -69,6 +81,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let opts = Options {
         top: args.top as usize,
         hz: pinsight_sys::procfs::clock_ticks(),
+    };
+    let parts = Parts {
+        threads: true,
+        exclude: args.stealers.clone().unwrap_or_default().0,
     };
     if let Some(after) = &args.after {
         if g.fsroot.is_none() {
@@ -81,7 +97,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         let after_fs = pinsight_sys::FsRoot::at(after)
             .map_err(|e| crate::errors::fsroot_usage("--after", &e))?;
         let m = pinsight_load::machine(&g.topology()?);
-        let r = pinsight_load::recorded(&m, &before, &after_fs, opts).map_err(|e| {
+        let r = pinsight_load::recorded(&m, &before, &after_fs, opts, &parts).map_err(|e| {
             CliError::usage(crate::errors::shown(&format!("--fsroot/--after: {e}")))
         })?;
         return show(g, &r, true);
@@ -92,7 +108,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     )?;
     let m = pinsight_load::machine(&g.topology()?);
     let fs = g.fsroot()?;
-    let mut w = Watch::start(fs, m, opts, Parts::default()).map_err(load_error)?;
+    let mut w = Watch::start(fs, m, opts, parts).map_err(load_error)?;
     let count = if args.once {
         1
     } else {

@@ -101,7 +101,8 @@ pub struct Call {
     may_write: BTreeSet<String>,
 }
 
-/// `pinsight ARGS...` with a clean environment (no PINSIGHT_FSROOT, PINSIGHT_KINDS).
+/// `pinsight ARGS...` with a clean environment (no PINSIGHT_FSROOT, PINSIGHT_KINDS,
+/// PINSIGHT_EMULATION_STEALERS).
 pub fn pinsight<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Call {
     Call {
         args: args.iter().map(|a| a.as_ref().to_os_string()).collect(),
@@ -141,6 +142,7 @@ impl Call {
             .stdin(Stdio::null())
             .env_remove("PINSIGHT_FSROOT")
             .env_remove("PINSIGHT_KINDS")
+            .env_remove("PINSIGHT_EMULATION_STEALERS")
             .env("NO_COLOR", "1");
         for (k, v) in &self.env {
             cmd.env(k, v);

@@ -47,6 +47,21 @@ use std::time::Duration;
 /// value: the mechanism); a nested `pinsight emulate` is refused.
 pub const EMULATING_ENV: &str = "PINSIGHT_EMULATING";
 
+/// The environment variable that names a duty-cycle emulation's stealers
+/// to the programs run under it (`CPU:PID,...`, see [`stealers_value`]):
+/// `pinsight load` and `pinsight balance` leave their run time out of the
+/// CPU's busy time, so a slowed CPU shows less capacity, not more load.
+pub const STEALERS_ENV: &str = "PINSIGHT_EMULATION_STEALERS";
+
+/// The value of [`STEALERS_ENV`]: each stealer as `CPU:PID`, comma
+/// separated (`1:4425,3:4426`); empty with cpufreq caps.
+pub fn stealers_value(pids: &[(usize, i32)]) -> String {
+    pids.iter()
+        .map(|(cpu, pid)| format!("{cpu}:{pid}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// How the CPUs are slowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -647,6 +662,12 @@ mod tests {
         assert_eq!((s.median, s.min, s.max, s.samples), (0.5, 0.4, 0.6, 3));
         assert!((s.stdev - 0.1).abs() < 1e-12);
         assert_eq!(Spread::of(&[0.2, 0.4]).median, 0.30000000000000004);
+    }
+
+    #[test]
+    fn the_stealers_variable_names_each_cpu_and_pid() {
+        assert_eq!(stealers_value(&[(1, 4425), (3, 4426)]), "1:4425,3:4426");
+        assert_eq!(stealers_value(&[]), "");
     }
 
     #[test]

@@ -50,6 +50,7 @@ fn progress_dry_run_apply_and_restore() {
         dry_run: true,
         interval: Some(Duration::from_millis(100)),
         state: Some(dir.path().join("s.json")),
+        exclude: Vec::new(),
     };
     let mut seen = Recorder::default();
     let r = rebalance::rebalance(&fs, &topo, &req, &mut seen).unwrap();

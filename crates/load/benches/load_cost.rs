@@ -31,7 +31,14 @@ fn cpu_seconds() -> f64 {
 }
 
 fn machine(fs: &FsRoot) -> Machine {
-    let s = sample::read(fs, Parts { threads: false }).expect("/proc/stat");
+    let s = sample::read(
+        fs,
+        &Parts {
+            threads: false,
+            exclude: Vec::new(),
+        },
+    )
+    .expect("/proc/stat");
     Machine {
         cpus: s
             .stat
@@ -82,10 +89,10 @@ fn bench(c: &mut Criterion) {
     println!("threads on this machine: {n} ({THREADS} of them parked in the bench's child)");
     let m = machine(&fs);
     c.bench_function("one_reading", |b| {
-        b.iter(|| black_box(sample::read(&fs, Parts::default())))
+        b.iter(|| black_box(sample::read(&fs, &Parts::default())))
     });
-    let a = sample::read(&fs, Parts::default()).unwrap();
-    let z = sample::read(&fs, Parts::default()).unwrap();
+    let a = sample::read(&fs, &Parts::default()).unwrap();
+    let z = sample::read(&fs, &Parts::default()).unwrap();
     c.bench_function("one_analysis", |b| {
         b.iter(|| black_box(analyse(&m, &a, &z, Options::default())))
     });

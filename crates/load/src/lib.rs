@@ -17,7 +17,7 @@ pub mod sample;
 use pinsight_model::Topology;
 use pinsight_sys::FsRoot;
 pub use report::{analyse, LoadReport, Machine, Options};
-pub use sample::{Parts, Sample};
+pub use sample::{Excluded, Parts, Sample};
 use std::collections::BTreeMap;
 
 /// The machine as the load view needs it: every online CPU with its
@@ -101,13 +101,13 @@ pub enum LoadError {
     NoStat { root: String },
 }
 
-fn read_or_fail(fs: &FsRoot, parts: Parts) -> Result<Sample, LoadError> {
+fn read_or_fail(fs: &FsRoot, parts: &Parts) -> Result<Sample, LoadError> {
     read_or_fail_with(fs, parts, &mut sample::ThreadReader::default())
 }
 
 fn read_or_fail_with(
     fs: &FsRoot,
-    parts: Parts,
+    parts: &Parts,
     threads: &mut sample::ThreadReader,
 ) -> Result<Sample, LoadError> {
     sample::read_with(fs, parts, threads).ok_or_else(|| LoadError::NoStat {
@@ -120,16 +120,18 @@ fn read_or_fail_with(
 
 /// The load between two recorded readings: `before` and `after` are two
 /// roots holding `proc/stat` (and, where recorded, `proc/interrupts`,
-/// `proc/softirqs`, `proc/irq/N/*` and `proc/PID/task/TID/stat`) taken an
-/// interval apart. The interval is read from the CPUs' own tick counts.
+/// `proc/softirqs`, `proc/schedstat`, `proc/uptime`, `proc/irq/N/*` and
+/// `proc/PID/task/TID/stat`) taken an interval apart. The interval is
+/// read from `proc/uptime`, else from the CPUs' own tick counts.
 pub fn recorded(
     m: &Machine,
     before: &FsRoot,
     after: &FsRoot,
     opts: Options,
+    parts: &Parts,
 ) -> Result<LoadReport, LoadError> {
-    let a = read_or_fail(before, Parts::default())?;
-    let b = read_or_fail(after, Parts::default())?;
+    let a = read_or_fail(before, parts)?;
+    let b = read_or_fail(after, parts)?;
     Ok(load_between(m, &a, &b, after, opts))
 }
 
@@ -153,7 +155,7 @@ impl Watch {
         parts: Parts,
     ) -> Result<Watch, LoadError> {
         let mut threads = sample::ThreadReader::default();
-        let before = read_or_fail_with(&fs, parts, &mut threads)?;
+        let before = read_or_fail_with(&fs, &parts, &mut threads)?;
         Ok(Watch {
             fs,
             machine,
@@ -177,7 +179,7 @@ impl Watch {
             progress.step("", i);
         }
         progress.end();
-        let after = read_or_fail_with(&self.fs, self.parts, &mut self.threads)?;
+        let after = read_or_fail_with(&self.fs, &self.parts, &mut self.threads)?;
         let r = load_between(&self.machine, &self.before, &after, &self.fs, self.opts);
         self.before = after;
         Ok(r)

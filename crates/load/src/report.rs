@@ -1,13 +1,29 @@
 //! The load of every CPU between two [`Sample`]s, against its capacity:
 //! pure arithmetic over the two readings and the machine's description.
 //!
-//! Each CPU's time is split as `/proc/stat` splits it (proc(5)): user
-//! (`user` + `nice`), system, irq, softirq, steal, and idle (`idle` +
-//! `iowait`), as shares of all the ticks that CPU counted over the
-//! interval. Busy is user + system + irq + softirq (steal is time the
-//! CPU did not have). The capacity-normalised load is busy ÷ capacity
-//! (capacity relative to the most capable CPU, 1.0): an E-core of
-//! capacity 0.6 busy 60% of the time is as loaded as a P-core busy 100%.
+//! Each CPU's busy time (time some task ran there) is measured, best
+//! first ([`BusySource`]):
+//! 1. `/proc/schedstat`'s run time of the CPU's tasks, in ns (field 7 of
+//!    the `cpuN` lines, Documentation/scheduler/sched-stats.rst, version
+//!    15 and later), over the interval of `/proc/uptime`;
+//! 2. else the interval (`/proc/uptime`) less `/proc/stat`'s idle, iowait
+//!    and steal: with the tickless idle of every current kernel the idle
+//!    time is measured at each idle entry and exit (`get_cpu_idle_time_us`,
+//!    kernel/time/tick-sched.c), not sampled;
+//! 3. else `/proc/stat`'s user + nice + system + irq + softirq ticks over
+//!    all the ticks the CPU counted. These are sampled at each timer tick
+//!    (100 to 1000 Hz): work that runs in step with the tick (a duty-cycle
+//!    stealer of a 2 ms period) is over- or under-counted.
+//!
+//! Time taken by excluded processes ([`crate::sample::Excluded`]: an
+//! emulation's stealers) is not busy: it counts as steal, time the CPU
+//! did not have (as a hypervisor's), and [`CpuLoad::emulated`] gives it.
+//! The split of busy into user (`user` + `nice`), system, irq and softirq
+//! keeps `/proc/stat`'s proportions (proc(5)), scaled to the measured
+//! busy; idle is what is left. The capacity-normalised load is busy ÷
+//! capacity (capacity relative to the most capable CPU, 1.0): an E-core
+//! of capacity 0.6 busy 60% of the time is as loaded as a P-core busy
+//! 100%.
 
 use crate::sample::{Sample, ThreadTick};
 use pinsight_cpuset::CpuSet;
@@ -57,6 +73,29 @@ pub struct ThreadLoad {
     pub share: f64,
 }
 
+/// Where the busy time of every CPU came from (see the module's text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BusySource {
+    /// `/proc/schedstat`'s run time per CPU.
+    Schedstat,
+    /// The `/proc/uptime` interval less `/proc/stat`'s idle time.
+    Idle,
+    /// `/proc/stat`'s busy ticks.
+    Ticks,
+}
+
+impl BusySource {
+    /// A phrase for the view: "run time from /proc/schedstat".
+    pub fn describe(self) -> &'static str {
+        match self {
+            BusySource::Schedstat => "run time from /proc/schedstat",
+            BusySource::Idle => "the interval less idle time (/proc/uptime, /proc/stat)",
+            BusySource::Ticks => "tick samples of /proc/stat",
+        }
+    }
+}
+
 /// One CPU over the interval: shares of its time (0..1).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CpuLoad {
@@ -69,12 +108,22 @@ pub struct CpuLoad {
     pub system: f64,
     pub irq: f64,
     pub softirq: f64,
+    /// Time the CPU did not have: the hypervisor's steal and
+    /// [`CpuLoad::emulated`].
     pub steal: f64,
     pub idle: f64,
-    /// user + system + irq + softirq.
+    /// user + system + irq + softirq: time tasks ran, less the excluded
+    /// processes' time.
     pub busy: f64,
     /// busy ÷ capacity.
     pub normalised: f64,
+    /// Share taken by the excluded processes (an emulation's stealers);
+    /// 0 when none run here.
+    pub emulated: f64,
+    /// Mean number of tasks waiting to run on it (`/proc/schedstat`
+    /// wait time over the interval): the demand a saturated CPU cannot
+    /// show as busy. `None` without `/proc/schedstat`.
+    pub run_queue: Option<f64>,
     /// Hardware interrupts per second on it (every line of
     /// `/proc/interrupts`); `None` when unreadable.
     pub interrupts_per_s: Option<f64>,
@@ -167,9 +216,11 @@ pub enum Suggestion {
 /// The load view of one interval.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LoadReport {
-    /// The interval, from the CPUs' own tick counts.
+    /// The interval, from `/proc/uptime`, else the CPUs' own tick counts.
     pub interval_s: f64,
     pub capacity_source: String,
+    /// Where the busy times came from.
+    pub busy_source: BusySource,
     pub cpus: Vec<CpuLoad>,
     pub kinds: Vec<KindLoad>,
     pub cores: Vec<CoreLoad>,
@@ -231,7 +282,30 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
     } else {
         totals.iter().sum::<u64>() as f64 / totals.len() as f64
     };
-    let interval_s = interval_ticks / hz;
+    let uptime = match (before.uptime_s, after.uptime_s) {
+        (Some(a), Some(b)) if b > a => Some(b - a),
+        _ => None,
+    };
+    let interval_s = uptime.unwrap_or(interval_ticks / hz);
+    let sched = match (&before.sched, &after.sched) {
+        (Some(a), Some(b)) if uptime.is_some() => Some((a, b)),
+        _ => None,
+    };
+    let busy_source = match (sched, uptime) {
+        (Some(_), _) => BusySource::Schedstat,
+        (None, Some(_)) => BusySource::Idle,
+        (None, None) => BusySource::Ticks,
+    };
+    if sched.is_none() {
+        unavailable.push(if after.sched.is_none() {
+            "run queue per CPU: /proc/schedstat unreadable (a kernel without CONFIG_SCHEDSTATS, \
+             or not recorded)"
+                .to_string()
+        } else {
+            "run queue per CPU: /proc/uptime unreadable (the interval of /proc/schedstat's times)"
+                .to_string()
+        });
+    }
     let irq_rates = match (&before.interrupts, &after.interrupts) {
         (Some(a), Some(b)) => Some(rates(
             &a.cpus,
@@ -270,17 +344,23 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
     if soft_rates.is_none() {
         unavailable.push("softirqs per CPU: /proc/softirqs unreadable".to_string());
     }
-    let threads = thread_loads(before, after, interval_ticks);
+    for e in &after.excluded_unread {
+        unavailable.push(format!(
+            "stealer {}:{}: /proc/{}/task unreadable (ended, or not recorded); its time, if any, \
+             counts as busy",
+            e.cpu, e.pid, e.pid
+        ));
+    }
+    let threads = thread_loads(before, after, interval_s * hz);
     if after.threads.is_empty() {
         unavailable.push("threads per CPU: no /proc/PID/task/TID/stat readable".to_string());
     }
     let info: HashMap<usize, &CpuInfo> = machine.cpus.iter().map(|c| (c.cpu, c)).collect();
     let mut cpus = Vec::new();
     for (cpu, d) in &deltas {
-        let total = d.total();
         let i = info.get(cpu);
         let capacity = i.map_or(1.0, |i| i.capacity).max(f64::MIN_POSITIVE);
-        let busy = share(d.user + d.system + d.irq + d.softirq, total);
+        let t = Times::of(*cpu, d, before, after, sched, interval_s, hz);
         let mut top: Vec<ThreadLoad> = threads
             .iter()
             .filter(|(c, _)| *c == *cpu)
@@ -295,14 +375,16 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
             mark: i.and_then(|i| i.mark.clone()),
             core: i.and_then(|i| i.core),
             capacity,
-            user: share(d.user, total),
-            system: share(d.system, total),
-            irq: share(d.irq, total),
-            softirq: share(d.softirq, total),
-            steal: share(d.steal, total),
-            idle: share(d.idle + d.iowait, total),
-            busy,
-            normalised: busy / capacity,
+            user: t.user,
+            system: t.system,
+            irq: t.irq,
+            softirq: t.softirq,
+            steal: t.steal,
+            idle: t.idle,
+            busy: t.busy,
+            normalised: t.busy / capacity,
+            emulated: t.emulated,
+            run_queue: t.run_queue,
             interrupts_per_s: irq_rates
                 .as_ref()
                 .map(|r| r.get(cpu).map_or(0.0, |v| v.iter().sum())),
@@ -320,6 +402,7 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
     LoadReport {
         interval_s,
         capacity_source: machine.capacity_source.clone(),
+        busy_source,
         cpus,
         kinds,
         cores,
@@ -327,6 +410,99 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
         hot_cpus,
         suggestions,
         unavailable,
+    }
+}
+
+type SchedPair<'a> = (
+    &'a BTreeMap<usize, crate::sample::CpuSched>,
+    &'a BTreeMap<usize, crate::sample::CpuSched>,
+);
+
+/// One CPU's shares of the interval.
+struct Times {
+    user: f64,
+    system: f64,
+    irq: f64,
+    softirq: f64,
+    steal: f64,
+    idle: f64,
+    busy: f64,
+    emulated: f64,
+    run_queue: Option<f64>,
+}
+
+impl Times {
+    /// CPU `cpu`'s shares: busy from the best source there is, less the
+    /// excluded processes' run time; its split and steal from the ticks
+    /// of `d` (the `/proc/stat` deltas, `nice` folded into `user`).
+    fn of(
+        cpu: usize,
+        d: &pinsight_sys::cpustat::CpuFields,
+        before: &Sample,
+        after: &Sample,
+        sched: Option<SchedPair>,
+        interval_s: f64,
+        hz: f64,
+    ) -> Times {
+        let total = d.total();
+        let parts = d.user + d.system + d.irq + d.softirq;
+        let secs = interval_s.max(1e-9);
+        let steal_ticks = share(d.steal, total);
+        let per_s = |ns: u64| ns as f64 / 1e9 / secs;
+        let sched_cpu = sched.and_then(|(a, b)| a.get(&cpu).zip(b.get(&cpu)));
+        let raw = match (sched, sched_cpu) {
+            (Some(_), Some((a, b))) => per_s(b.running_ns.saturating_sub(a.running_ns)),
+            // A CPU missing from /proc/schedstat (it came online meanwhile)
+            // ran nothing the scheduler counted there.
+            (Some(_), None) => 0.0,
+            (None, _) if before.uptime_s.is_some() && after.uptime_s.is_some() => {
+                let idle = (d.idle + d.iowait + d.steal) as f64 / hz;
+                1.0 - idle / secs
+            }
+            (None, _) => share(parts, total),
+        }
+        .clamp(0.0, 1.0);
+        let excluded = match (before.excluded_ns.get(&cpu), after.excluded_ns.get(&cpu)) {
+            (Some(a), Some(b)) => per_s(b.saturating_sub(*a)),
+            _ => 0.0,
+        };
+        let emulated = excluded.clamp(0.0, raw);
+        let busy = raw - emulated;
+        if sched.is_none() && after.uptime_s.is_none() && emulated == 0.0 {
+            // /proc/stat alone: its own shares, as it splits them.
+            return Times {
+                user: share(d.user, total),
+                system: share(d.system, total),
+                irq: share(d.irq, total),
+                softirq: share(d.softirq, total),
+                steal: steal_ticks,
+                idle: share(d.idle + d.iowait, total),
+                busy,
+                emulated,
+                run_queue: None,
+            };
+        }
+        let split = |x: u64| {
+            if parts == 0 {
+                0.0
+            } else {
+                busy * x as f64 / parts as f64
+            }
+        };
+        // With no tick in any busy field, all of busy counts as user.
+        let user = if parts == 0 { busy } else { split(d.user) };
+        let steal = (steal_ticks + emulated).min(1.0 - busy);
+        Times {
+            user,
+            system: split(d.system),
+            irq: split(d.irq),
+            softirq: split(d.softirq),
+            steal,
+            idle: (1.0 - busy - steal).max(0.0),
+            busy,
+            emulated,
+            run_queue: sched_cpu.map(|(a, b)| per_s(b.waiting_ns.saturating_sub(a.waiting_ns))),
+        }
     }
 }
 
@@ -451,26 +627,32 @@ fn core_loads(cpus: &[CpuLoad]) -> Vec<CoreLoad> {
 }
 
 fn imbalance(cpus: &[CpuLoad]) -> Option<Imbalance> {
-    let busy: Vec<&CpuLoad> = cpus.iter().filter(|c| c.busy >= BUSY_SHARE).collect();
+    imbalance_of(cpus.iter().map(|c| (c.cpu, c.busy, c.normalised)))
+}
+
+/// The imbalance of `(cpu, busy share, normalised load)` values: the
+/// largest normalised load over the smallest among the CPUs busy at least
+/// [`BUSY_SHARE`] of the interval (an idle CPU's ratio would be noise over
+/// noise); `None` with fewer than two. The one definition `load` and
+/// `balance` use.
+pub fn imbalance_of(values: impl IntoIterator<Item = (usize, f64, f64)>) -> Option<Imbalance> {
+    let busy: Vec<(usize, f64)> = values
+        .into_iter()
+        .filter(|v| v.1 >= BUSY_SHARE)
+        .map(|v| (v.0, v.2))
+        .collect();
     if busy.len() < 2 {
         return None;
     }
-    let max = busy.iter().max_by(|a, b| {
-        a.normalised
-            .total_cmp(&b.normalised)
-            .then(b.cpu.cmp(&a.cpu))
-    })?;
-    let min = busy.iter().min_by(|a, b| {
-        a.normalised
-            .total_cmp(&b.normalised)
-            .then(b.cpu.cmp(&a.cpu))
-    })?;
+    let order = |a: &&(usize, f64), b: &&(usize, f64)| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0));
+    let max = busy.iter().max_by(order)?;
+    let min = busy.iter().min_by(order)?;
     Some(Imbalance {
-        ratio: max.normalised / min.normalised,
-        max_cpu: max.cpu,
-        max: max.normalised,
-        min_cpu: min.cpu,
-        min: min.normalised,
+        ratio: max.1 / min.1,
+        max_cpu: max.0,
+        max: max.1,
+        min_cpu: min.0,
+        min: min.1,
         busy_cpus: busy.len(),
     })
 }

@@ -1,6 +1,9 @@
 //! One reading of the machine's counters at a point in time: `/proc/stat`
-//! per CPU, `/proc/interrupts`, `/proc/softirqs` and every thread's
-//! `/proc/PID/task/TID/stat` (its last CPU and its CPU ticks), all read
+//! per CPU, `/proc/schedstat` (each CPU's run and wait time in ns, where
+//! the kernel keeps scheduler statistics), `/proc/uptime`,
+//! `/proc/interrupts`, `/proc/softirqs`, every thread's
+//! `/proc/PID/task/TID/stat` (its last CPU and its CPU ticks) and the run
+//! time of the threads to leave out (an emulation's stealers), all read
 //! through [`FsRoot`] so a recorded tree reads as the live one.
 
 use crate::interrupts::{parse_interrupts, parse_softirqs, Interrupts, Softirqs};
@@ -54,11 +57,96 @@ pub fn stat_flags(text: &str) -> Option<u64> {
         .ok()
 }
 
+/// One CPU's line of `/proc/schedstat` (Documentation/scheduler/
+/// sched-stats.rst, version 15 and later): its fields 7 to 9.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuSched {
+    /// Time spent running by tasks on this processor, ns (`rq_cpu_time`;
+    /// the idle task excluded). The kernel adds a task's time when it
+    /// leaves the CPU (`sched_info_depart`, kernel/sched/stats.h).
+    pub running_ns: u64,
+    /// Time spent waiting to run by tasks on this processor, ns
+    /// (`run_delay`).
+    pub waiting_ns: u64,
+    /// Timeslices run on this processor (`pcount`).
+    pub timeslices: u64,
+}
+
+/// The `cpuN` lines of `/proc/schedstat`; `None` without a `version`
+/// line of 15 or later (older formats put other counters in those
+/// places) or without any `cpuN` line of nine numbers.
+pub fn parse_schedstat(text: &str) -> Option<BTreeMap<usize, CpuSched>> {
+    let mut lines = text.lines();
+    let version: u32 = lines
+        .next()?
+        .strip_prefix("version ")?
+        .trim()
+        .parse()
+        .ok()?;
+    if version < 15 {
+        return None;
+    }
+    let mut out = BTreeMap::new();
+    for line in lines {
+        let mut w = line.split_ascii_whitespace();
+        let Some(cpu) = w
+            .next()
+            .and_then(|n| n.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let f: Vec<u64> = w.take(9).map_while(|x| x.parse().ok()).collect();
+        if f.len() == 9 {
+            out.insert(
+                cpu,
+                CpuSched {
+                    running_ns: f[6],
+                    waiting_ns: f[7],
+                    timeslices: f[8],
+                },
+            );
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The first field of `/proc/uptime`: seconds since boot, to 1/100 s
+/// (proc(5)).
+pub fn parse_uptime(text: &str) -> Option<f64> {
+    text.split_ascii_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+}
+
+/// A process whose threads' run time is not the machine's load: an
+/// emulation's stealer, pinned to `cpu` (`pinsight emulate`'s
+/// duty-cycle mechanism takes a share of that CPU's time to slow it; that
+/// time is the CPU's lower capacity, not work on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Excluded {
+    pub cpu: usize,
+    pub pid: i32,
+}
+
 /// What was read at one moment.
 #[derive(Clone, Debug, Default)]
 pub struct Sample {
     /// Every `cpuN` line of `/proc/stat`.
     pub stat: BTreeMap<usize, CpuFields>,
+    /// Every `cpuN` line of `/proc/schedstat`, where the kernel has it
+    /// (`CONFIG_SCHEDSTATS`) in a known format.
+    pub sched: Option<BTreeMap<usize, CpuSched>>,
+    /// `/proc/uptime`'s seconds since boot, when readable.
+    pub uptime_s: Option<f64>,
+    /// Per CPU, the run time so far (ns) of the [`Excluded`] processes on
+    /// it (every thread's `/proc/PID/task/TID/schedstat` field 1, else
+    /// its `stat` ticks); a process that cannot be read is missing.
+    pub excluded_ns: BTreeMap<usize, u64>,
+    /// The excluded processes none of whose threads could be read.
+    pub excluded_unread: Vec<Excluded>,
     /// `/proc/interrupts`, when readable.
     pub interrupts: Option<Interrupts>,
     /// `/proc/softirqs`, when readable.
@@ -69,30 +157,46 @@ pub struct Sample {
 }
 
 /// What can be read of what; each part may be left out (cheaper rounds).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Parts {
     pub threads: bool,
+    /// Processes whose run time is left out of their CPU's busy time.
+    pub exclude: Vec<Excluded>,
 }
 
 impl Default for Parts {
     fn default() -> Self {
-        Parts { threads: true }
+        Parts {
+            threads: true,
+            exclude: Vec::new(),
+        }
     }
 }
 
 /// Reads a [`Sample`] under `fs`. `/proc/stat` is required: `None` when
 /// it is missing or holds no `cpuN` line.
-pub fn read(fs: &FsRoot, parts: Parts) -> Option<Sample> {
+pub fn read(fs: &FsRoot, parts: &Parts) -> Option<Sample> {
     read_with(fs, parts, &mut ThreadReader::default())
 }
 
 /// [`read`], the threads read through `threads` (which skips the threads
 /// of processes that did not run since its last reading).
-pub fn read_with(fs: &FsRoot, parts: Parts, threads: &mut ThreadReader) -> Option<Sample> {
+pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Option<Sample> {
     let stat = parse_cpu_fields(&fs.read_opt("/proc/stat")?);
     if stat.is_empty() {
         return None;
     }
+    let sched = fs
+        .read_opt("/proc/schedstat")
+        .and_then(|t| parse_schedstat(&t));
+    let uptime_s = fs.read_opt("/proc/uptime").and_then(|t| parse_uptime(&t));
+    let excluded_ns = excluded_ns(fs, &parts.exclude);
+    let excluded_unread = parts
+        .exclude
+        .iter()
+        .copied()
+        .filter(|e| pinsight_sys::procfs::tids(fs, e.pid).is_empty())
+        .collect();
     let interrupts = fs
         .read_opt("/proc/interrupts")
         .and_then(|t| parse_interrupts(&t));
@@ -106,10 +210,35 @@ pub fn read_with(fs: &FsRoot, parts: Parts, threads: &mut ThreadReader) -> Optio
     };
     Some(Sample {
         stat,
+        sched,
+        uptime_s,
+        excluded_ns,
+        excluded_unread,
         interrupts,
         softirqs,
         threads,
     })
+}
+
+/// Per CPU, the run time so far (ns) of every thread of the `exclude`
+/// processes pinned to it: `/proc/PID/task/TID/schedstat` field 1 (the
+/// scheduler's exact `sum_exec_runtime`), else `utime + stime` ticks at
+/// 100 per second.
+pub fn excluded_ns(fs: &FsRoot, exclude: &[Excluded]) -> BTreeMap<usize, u64> {
+    let mut out = BTreeMap::new();
+    for e in exclude {
+        for tid in pinsight_sys::procfs::tids(fs, e.pid) {
+            let ns = pinsight_sys::procfs::task_runtime_ns(fs, e.pid, tid).or_else(|| {
+                pinsight_sys::procfs::task_stat(fs, e.pid, tid)
+                    .and_then(|s| s.cpu_ticks)
+                    .map(|t| t.saturating_mul(10_000_000))
+            });
+            if let Some(ns) = ns {
+                *out.entry(e.cpu).or_insert(0u64) += ns;
+            }
+        }
+    }
+    out
 }
 
 /// Every thread of every process under `/proc`.

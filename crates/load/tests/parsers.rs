@@ -5,7 +5,7 @@
 
 use pinsight_load::interrupts::{parse_interrupts, parse_softirqs};
 use pinsight_load::report::{analyse, CpuInfo, Machine, Options};
-use pinsight_load::sample::Sample;
+use pinsight_load::sample::{parse_schedstat, parse_uptime, Sample};
 use pinsight_sys::cpustat::parse_cpu_fields;
 use proptest::prelude::*;
 
@@ -130,4 +130,82 @@ proptest! {
         }
         prop_assert!(!r.suggestions.is_empty());
     }
+}
+
+proptest! {
+    #[test]
+    fn any_schedstat_or_uptime_text_is_read_or_refused_without_a_panic(
+        text in "(version 1[4-7]\n|cpu[0-9] |[0-9]{1,12} |domain0 |timestamp |\n){0,60}"
+    ) {
+        if let Some(m) = parse_schedstat(&text) {
+            prop_assert!(!m.is_empty());
+        }
+        if let Some(u) = parse_uptime(&text) {
+            prop_assert!(u.is_finite() && u >= 0.0);
+        }
+    }
+
+    /// With run times, an uptime interval and excluded processes (any
+    /// values, counters going backwards included) every share stays in
+    /// [0, 1], and busy + steal + idle never pass 1.
+    #[test]
+    fn schedstat_and_excluded_shares_stay_in_the_unit_interval(
+        ticks in prop::collection::vec((0u64..500, 0u64..500, 0u64..500), 1..4),
+        run in prop::collection::vec((0u64..10_000_000_000, 0u64..5_000_000_000), 4),
+        excluded in prop::collection::vec(0u64..5_000_000_000, 4),
+        up in (0.0f64..10.0, 0.0f64..10.0),
+        use_sched in any::<bool>(),
+    ) {
+        let n = ticks.len();
+        let stat = |k: u64| -> String {
+            (0..n).map(|c| {
+                let (u, s, i) = ticks[c];
+                format!("cpu{c} {} 0 {} {} 0 0 0 0 0 0\n", u * k, s * k, i * k)
+            }).collect()
+        };
+        let sched = |k: u64| -> String {
+            let mut t = String::from("version 15\ntimestamp 1\n");
+            for (c, (r, w)) in run.iter().enumerate().take(n) {
+                t.push_str(&format!("cpu{c} 0 0 0 0 0 0 {} {} 5\n", r * k, w * k));
+            }
+            t
+        };
+        let sample = |k: u64, uptime: f64| Sample {
+            stat: parse_cpu_fields(&stat(k)),
+            sched: if use_sched { parse_schedstat(&sched(k)) } else { None },
+            uptime_s: Some(uptime),
+            excluded_ns: (0..n).map(|c| (c, excluded[c] * k)).collect(),
+            ..Sample::default()
+        };
+        let m = Machine {
+            cpus: (0..n).map(|c| CpuInfo { cpu: c, kind: None, mark: None, core: Some(c), capacity: 0.5 }).collect(),
+            capacity_source: "test".into(),
+        };
+        let r = analyse(&m, &sample(1, up.0), &sample(2, up.1), Options::default());
+        for c in &r.cpus {
+            for s in [c.user, c.system, c.irq, c.softirq, c.steal, c.idle, c.busy, c.emulated] {
+                prop_assert!(s.is_finite() && (0.0..=1.0).contains(&s), "{c:?}");
+            }
+            prop_assert!(c.busy + c.steal + c.idle <= 1.0 + 1e-9, "{c:?}");
+            prop_assert!(c.user + c.system + c.irq + c.softirq <= c.busy + 1e-9, "{c:?}");
+            if let Some(q) = c.run_queue {
+                prop_assert!(q.is_finite() && q >= 0.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn schedstat_versions_before_15_and_short_lines_are_refused() {
+    let v15 = "version 15\ntimestamp 4295\ncpu0 0 0 10 2 8 4 1000 200 30\ndomain0 3 0 0\n";
+    let m = parse_schedstat(v15).unwrap();
+    assert_eq!(m[&0].running_ns, 1000);
+    assert_eq!(m[&0].waiting_ns, 200);
+    assert_eq!(m[&0].timeslices, 30);
+    // Version 14 put other counters in those places.
+    assert!(parse_schedstat(&v15.replace("version 15", "version 14")).is_none());
+    assert!(parse_schedstat("version 15\ncpu0 1 2 3\n").is_none());
+    assert!(parse_schedstat("").is_none());
+    assert_eq!(parse_uptime("1002.37 3000.10\n"), Some(1002.37));
+    assert_eq!(parse_uptime("-1 0"), None);
 }

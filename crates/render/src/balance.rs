@@ -66,6 +66,23 @@ pub fn report(r: &Report) -> String {
             ratio(b.and_then(|v| v.tasks_imbalance)),
             ratio(a.and_then(|v| v.tasks_imbalance)),
         );
+        if let Some(v) = b.or(a) {
+            let slowed: Vec<String> = v
+                .cpus
+                .iter()
+                .filter(|c| c.emulated > 0.0)
+                .map(|c| format!("CPU {} {:.0}%", c.cpu, c.emulated * 100.0))
+                .collect();
+            let mut line = format!("busy: {}", v.busy_source.describe());
+            if !slowed.is_empty() {
+                let _ = write!(
+                    line,
+                    "; the emulation's stealers are not counted ({})",
+                    slowed.join(", ")
+                );
+            }
+            let _ = writeln!(out, "{}", crate::term::wrap80(&line));
+        }
     }
     out.push_str(&moves_table(r));
     for note in &r.notes {

@@ -103,16 +103,29 @@ pub fn render(r: &Report, exported: &str) -> String {
     for l in &r.limits {
         let _ = writeln!(out, "{}", para(&format!("- {l}"), "  ", "    "));
     }
-    let _ = writeln!(
-        out,
-        "{}",
-        para(
-            &format!("Nested pinsight commands get PINSIGHT_KINDS={exported}"),
-            "",
-            "  "
-        )
-    );
+    let _ = writeln!(out, "{}", para(&nested_line(r, exported), "", "  "));
     out
+}
+
+/// What nested commands get: the kinds and, with stealers, their `CPU:PID`
+/// list (`pinsight load` and `balance` count their time as steal).
+fn nested_line(r: &Report, exported: &str) -> String {
+    let stealers: Vec<String> = r
+        .kinds
+        .iter()
+        .flat_map(|k| &k.settings)
+        .filter_map(|s| s.stealer_pid.map(|p| format!("{}:{p}", s.cpu)))
+        .collect();
+    if stealers.is_empty() {
+        format!("Nested pinsight commands get PINSIGHT_KINDS={exported}")
+    } else {
+        format!(
+            "Nested pinsight commands get PINSIGHT_KINDS={exported} and \
+             PINSIGHT_EMULATION_STEALERS={} (load and balance count the stealers' time as \
+             steal, not busy)",
+            stealers.join(",")
+        )
+    }
 }
 
 /// `text` wrapped at 80 columns, `first` before its first line and `rest`

@@ -75,6 +75,47 @@ fn title(r: &LoadReport) -> String {
     )
 }
 
+/// Where busy came from, and the emulation's share of the CPUs it slows.
+fn source_line(r: &LoadReport) -> String {
+    let mut s = format!("Busy: {}", r.busy_source.describe());
+    let slowed: Vec<String> = r
+        .cpus
+        .iter()
+        .filter(|c| c.emulated > 0.0)
+        .map(|c| format!("CPU {} {}", c.cpu, pct(c.emulated)))
+        .collect();
+    if !slowed.is_empty() {
+        let _ = write!(
+            s,
+            "; STEAL includes the emulation's stealers ({})",
+            slowed.join(", ")
+        );
+    }
+    s.push('.');
+    s
+}
+
+/// A CPU busy at least this share of the interval is saturated: its run
+/// queue, not its busy time, shows how much more it is asked.
+const SATURATED: f64 = 0.95;
+
+/// The run queues of the saturated CPUs (`None` when none is saturated
+/// or the run queue was not measured).
+fn run_queue_line(r: &LoadReport) -> Option<String> {
+    let q: Vec<String> = r
+        .cpus
+        .iter()
+        .filter(|c| c.busy >= SATURATED)
+        .filter_map(|c| c.run_queue.map(|q| format!("CPU {} {q:.1}", c.cpu)))
+        .collect();
+    (!q.is_empty()).then(|| {
+        format!(
+            "Run queue of the saturated CPUs (tasks waiting): {}",
+            q.join(", ")
+        )
+    })
+}
+
 fn imbalance_line(r: &LoadReport) -> String {
     match &r.imbalance {
         Some(i) => format!(
@@ -158,6 +199,7 @@ pub fn load_full(r: &LoadReport) -> String {
     let mut out = String::new();
     let w = Wrap::new(80).indent("", "  ");
     out.push_str(&fill(&title(r), w));
+    out.push_str(&fill(&source_line(r), w));
     let _ = writeln!(out, "{HEADER}");
     for c in &r.cpus {
         let _ = writeln!(out, "{}", cpu_row(c));
@@ -186,6 +228,9 @@ pub fn load_full(r: &LoadReport) -> String {
     }
     out.push('\n');
     out.push_str(&fill(&imbalance_line(r), w));
+    if let Some(q) = run_queue_line(r) {
+        out.push_str(&fill(&q, w));
+    }
     let hot = hot_lines(r);
     if !hot.is_empty() {
         out.push_str("\nInterrupt-hot CPUs:\n");
@@ -251,6 +296,9 @@ pub fn load_screen(r: &LoadReport, height: usize) -> String {
         ),
         None => "Imbalance: fewer than two busy CPUs".into(),
     });
+    if let Some(q) = run_queue_line(r) {
+        tail.push(cut(&q, 80));
+    }
     if let Some(h) = hot_lines(r).first() {
         tail.extend(
             wrap(h, Wrap::new(80).indent("", "  ").break_long_words())

@@ -16,7 +16,14 @@ fn report() -> pinsight_load::LoadReport {
     let fs = pinsight_topology::FsRoot::at(d.path()).unwrap();
     let m = pinsight_load::machine(&pinsight_topology::discover(&fs));
     let after = pinsight_topology::FsRoot::at(data.join("after")).unwrap();
-    pinsight_load::recorded(&m, &fs, &after, pinsight_load::Options::default()).unwrap()
+    pinsight_load::recorded(
+        &m,
+        &fs,
+        &after,
+        pinsight_load::Options::default(),
+        &pinsight_load::Parts::default(),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -48,6 +55,43 @@ fn the_screen_fits_80_by_24_most_loaded_first() {
 fn the_whole_view_fits_80_columns() {
     let s = load_full(&report());
     for l in s.lines() {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+}
+
+/// Saturated CPUs read 100% busy whatever the placement: their run queue
+/// (mean tasks waiting, from /proc/schedstat) is shown in both views, and
+/// the screen still fits 80x24; an emulation's stealers are named.
+#[test]
+fn saturated_cpus_show_their_run_queue_within_80_by_24() {
+    let mut r = report();
+    for (i, c) in r.cpus.iter_mut().enumerate() {
+        c.run_queue = Some(0.1 * i as f64);
+        if i >= 12 {
+            c.busy = 1.0;
+            c.normalised = 1.0 / c.capacity;
+        }
+    }
+    r.cpus[19].emulated = 0.5;
+    let s = load_screen(&r, 24);
+    let lines: Vec<&str> = s.lines().collect();
+    assert!(lines.len() <= 24, "{} lines:\n{s}", lines.len());
+    for l in &lines {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+    assert!(
+        s.contains("Run queue of the saturated CPUs (tasks waiting): CPU 12 1.2, CPU 13 1.3"),
+        "{s}"
+    );
+    let full = load_full(&r);
+    let flat = full.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("CPU 19 1.9"), "{full}");
+    assert!(!flat.contains("CPU 11 1.1"), "{full}");
+    assert!(
+        flat.contains("STEAL includes the emulation's stealers (CPU 19 50%)"),
+        "{full}"
+    );
+    for l in full.lines() {
         assert!(l.chars().count() <= 80, "wider than 80: {l}");
     }
 }

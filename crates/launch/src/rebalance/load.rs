@@ -1,31 +1,29 @@
-//! The per-CPU load before and after a rebalance, normalised by capacity.
-//!
-//! One function, [`measure`], reads the counters twice, `interval` apart:
-//! - each CPU's busy share from `/proc/stat` (user + nice + system + irq +
-//!   softirq ticks over the elapsed ticks; proc(5), through
-//!   [`pinsight_sys::cpustat`]): everything that ran there;
-//! - the selected tasks' own share on each CPU: their run time
-//!   (`/proc/PID/task/TID/schedstat` field 1, ns; else `utime + stime`
-//!   ticks of `stat`), credited to the CPU the task is pinned to (else the
-//!   CPU it last ran on).
+//! The per-CPU load before and after a rebalance, normalised by capacity,
+//! as `pinsight load` measures it: one reading of the counters before and
+//! one after, through [`pinsight_load::sample`], and the load between
+//! them from [`pinsight_load::analyse`] (each CPU's busy time from
+//! `/proc/schedstat`, else the `/proc/uptime` interval less `/proc/stat`'s
+//! idle time, else its tick samples; an emulation's stealers counted as
+//! steal). Beside it, the selected tasks' own share on each CPU: their run
+//! time (`/proc/PID/task/TID/schedstat` field 1, ns; else `utime + stime`
+//! ticks of `stat`), credited to the CPU the task is pinned to (else the
+//! CPU it last ran on).
 //!
 //! Normalised load is share ÷ relative capacity (the fastest CPU = 1.0):
 //! a CPU of capacity 0.5 that is 40% busy carries 0.8. The imbalance is
-//! the largest normalised load over the smallest, among CPUs that carry
-//! any (1.0 = even). On a machine whose CPUs are the same silicon and
-//! whose kinds are declared, busy time is work done, so this is the load
-//! each CPU carries against its declared capacity.
+//! `load`'s ([`pinsight_load::report::imbalance_of`]): the largest
+//! normalised load over the smallest among the CPUs busy at least 5% of
+//! the interval (1.0 = even).
 
 use super::select::Task;
 use crate::procfs;
 use pinsight_cpuset::CpuSet;
+use pinsight_load::report::{imbalance_of, BusySource, CpuInfo, Machine};
+use pinsight_load::{Excluded, Parts};
 use pinsight_topology::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
-
-/// Below this normalised load a CPU counts as idle for the imbalance.
-pub const IDLE_BELOW: f64 = 0.02;
+use std::time::Duration;
 
 /// One CPU's load over the interval.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -33,10 +31,13 @@ pub struct CpuLoad {
     pub cpu: usize,
     /// Relative capacity (the fastest CPU considered = 1.0).
     pub capacity: f64,
-    /// Share of the interval the CPU was busy (0..1), anything running.
+    /// Share of the interval the CPU was busy (0..1), anything running
+    /// but an emulation's stealers.
     pub busy: f64,
     /// `busy` ÷ `capacity`.
     pub normalised: f64,
+    /// Share of the interval an emulation's stealers took (0 without).
+    pub emulated: f64,
     /// Share of the interval the selected tasks ran there.
     pub tasks_busy: f64,
     /// `tasks_busy` ÷ `capacity`.
@@ -47,9 +48,11 @@ pub struct CpuLoad {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LoadView {
     pub interval_s: f64,
+    /// Where the busy times came from (as in `pinsight load`).
+    pub busy_source: BusySource,
     pub cpus: Vec<CpuLoad>,
-    /// Max ÷ min of `normalised` over CPUs above [`IDLE_BELOW`]; `None`
-    /// when fewer than two CPUs carry load.
+    /// Max ÷ min of `normalised` over the CPUs busy at least 5% of the
+    /// interval; `None` when fewer than two are.
     pub imbalance: Option<f64>,
     /// The same over `tasks_normalised`: the selected work alone.
     pub tasks_imbalance: Option<f64>,
@@ -63,21 +66,43 @@ pub enum LoadError {
 }
 
 /// The per-CPU load over `interval` of the CPUs in `caps` (`(cpu,
-/// relative capacity)`), and the share `tasks` took on each.
+/// relative capacity)`), and the share `tasks` took on each; the run time
+/// of the `exclude` processes (an emulation's stealers) is not busy.
 pub fn measure(
     fs: &FsRoot,
     caps: &[(usize, f64)],
     tasks: &[Task],
+    exclude: &[Excluded],
     interval: Duration,
 ) -> Result<LoadView, LoadError> {
-    let hz = procfs::clock_ticks().max(1) as f64;
-    let a = pinsight_sys::cpustat::read_proc_stat(fs).ok_or(LoadError::NoProcStat)?;
+    let parts = Parts {
+        threads: false,
+        exclude: exclude.to_vec(),
+    };
+    let machine = Machine {
+        cpus: caps
+            .iter()
+            .map(|&(cpu, capacity)| CpuInfo {
+                cpu,
+                kind: None,
+                mark: None,
+                core: None,
+                capacity,
+            })
+            .collect(),
+        capacity_source: String::new(),
+    };
+    let a = pinsight_load::sample::read(fs, &parts).ok_or(LoadError::NoProcStat)?;
     let ta = task_times(fs, tasks);
-    let t0 = Instant::now();
     std::thread::sleep(interval);
-    let b = pinsight_sys::cpustat::read_proc_stat(fs).ok_or(LoadError::NoProcStat)?;
+    let b = pinsight_load::sample::read(fs, &parts).ok_or(LoadError::NoProcStat)?;
     let tb = task_times(fs, tasks);
-    let secs = t0.elapsed().as_secs_f64().max(1e-3);
+    let opts = pinsight_load::Options {
+        top: 0,
+        hz: procfs::clock_ticks(),
+    };
+    let r = pinsight_load::analyse(&machine, &a, &b, opts);
+    let secs = r.interval_s.max(1e-3);
     let mut on_cpu: BTreeMap<usize, f64> = BTreeMap::new();
     for (key, (cpu, ns_b)) in &tb {
         if let Some((_, ns_a)) = ta.get(key) {
@@ -87,11 +112,8 @@ pub fn measure(
     let cpus: Vec<CpuLoad> = caps
         .iter()
         .map(|&(cpu, capacity)| {
-            let ticks = match (a.cpus.get(&cpu), b.cpus.get(&cpu)) {
-                (Some(x), Some(y)) => y.busy.saturating_sub(x.busy) as f64,
-                _ => 0.0,
-            };
-            let busy = (ticks / hz / secs).min(1.0);
+            let c = r.cpus.iter().find(|c| c.cpu == cpu);
+            let busy = c.map_or(0.0, |c| c.busy);
             let tasks_busy = (on_cpu.get(&cpu).copied().unwrap_or(0.0) / secs).min(1.0);
             let cap = capacity.max(1e-9);
             CpuLoad {
@@ -99,6 +121,7 @@ pub fn measure(
                 capacity,
                 busy,
                 normalised: busy / cap,
+                emulated: c.map_or(0.0, |c| c.emulated),
                 tasks_busy,
                 tasks_normalised: tasks_busy / cap,
             }
@@ -106,21 +129,16 @@ pub fn measure(
         .collect();
     Ok(LoadView {
         interval_s: secs,
-        imbalance: imbalance(cpus.iter().map(|c| c.normalised)),
-        tasks_imbalance: imbalance(cpus.iter().map(|c| c.tasks_normalised)),
+        busy_source: r.busy_source,
+        imbalance: imbalance_of(cpus.iter().map(|c| (c.cpu, c.busy, c.normalised)))
+            .map(|i| i.ratio),
+        tasks_imbalance: imbalance_of(
+            cpus.iter()
+                .map(|c| (c.cpu, c.tasks_busy, c.tasks_normalised)),
+        )
+        .map(|i| i.ratio),
         cpus,
     })
-}
-
-/// Max ÷ min over the values above [`IDLE_BELOW`] (at least two).
-pub fn imbalance(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let busy: Vec<f64> = values.filter(|v| *v > IDLE_BELOW).collect();
-    if busy.len() < 2 {
-        return None;
-    }
-    let max = busy.iter().copied().fold(f64::MIN, f64::max);
-    let min = busy.iter().copied().fold(f64::MAX, f64::min);
-    Some(max / min)
 }
 
 /// Each thread's run time so far (ns) and the CPU it is credited to.
@@ -153,16 +171,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn imbalance_is_max_over_min_of_loaded_cpus() {
-        assert_eq!(imbalance([0.5, 1.0, 0.0].into_iter()), Some(2.0));
-        assert_eq!(imbalance([0.5, 0.001].into_iter()), None);
-        assert_eq!(imbalance(std::iter::empty()), None);
-    }
-
-    #[test]
     fn a_short_live_measure_covers_every_cpu_asked() {
         let fs = FsRoot::live();
-        let v = measure(&fs, &[(0, 1.0)], &[], Duration::from_millis(50)).unwrap();
+        let v = measure(&fs, &[(0, 1.0)], &[], &[], Duration::from_millis(50)).unwrap();
         assert_eq!(v.cpus.len(), 1);
         assert!((0.0..=1.0).contains(&v.cpus[0].busy));
         assert_eq!(v.cpus[0].tasks_busy, 0.0);

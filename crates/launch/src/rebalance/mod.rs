@@ -48,6 +48,8 @@ pub struct Request {
     pub interval: Option<Duration>,
     /// Where the previous affinities are saved (needed unless `dry_run`).
     pub state: Option<PathBuf>,
+    /// Processes whose run time is not load (an emulation's stealers).
+    pub exclude: Vec<pinsight_load::Excluded>,
 }
 
 /// What happened to one task.
@@ -291,7 +293,7 @@ fn apply_measured(
     let measure = |tasks: &[Task]| -> Result<Option<LoadView>, RebalanceError> {
         match req.interval {
             None => Ok(None),
-            Some(d) => Ok(Some(load::measure(fs, caps, tasks, d)?)),
+            Some(d) => Ok(Some(load::measure(fs, caps, tasks, &req.exclude, d)?)),
         }
     };
     progress.step("measuring the load before", 0);

@@ -1,0 +1,326 @@
+//! The operator's experiment on the emulated hybrid machine: `pinsight
+//! emulate --kinds P:P,E:E@0.5` slows the second usable CPU to half speed
+//! with a SCHED_FIFO duty-cycle stealer (2 ms period); six single-threaded
+//! tasks pinned evenly, three per CPU, each asking the same work per unit
+//! of wall time (6 ms of its own CPU time every 50 ms: 12% of a CPU on
+//! either, the stealer only delays it), load the slowed CPU twice as much
+//! against its capacity. `pinsight load` (with the stealer's time counted
+//! as steal, from `PINSIGHT_EMULATION_STEALERS`) reads E/P normalised 2.0;
+//! `pinsight balance --match` moves them four on P and two on E, and load
+//! reads 1.0 (within 15%).
+//!
+//! Only the two CPUs are used (`--cpus`), so it runs on a 2-vCPU VM. Needs
+//! root (real-time stealers) and python3: otherwise a counted skip. The
+//! tasks run SCHED_FIFO priority 1 where allowed (below the stealer's 2),
+//! so other work does not delay them, and the balance's own figure of the
+//! tasks' run time (MINE) is asserted always; `load`'s figure counts
+//! everything that runs, so when other work keeps one of these CPUs more
+//! than 4% busier than the tasks' own run time explains, that half is a
+//! counted skip, never a pass.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
+
+/// 6 ms of CPU time every 50 ms of wall time, on an absolute schedule.
+const TASK: &str = r#"
+import time
+nxt = time.monotonic()
+while True:
+    t = time.process_time()
+    while time.process_time() - t < 0.006:
+        pass
+    nxt += 0.05
+    d = nxt - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+    else:
+        nxt = time.monotonic()
+"#;
+
+/// Other work (busy time beyond the tasks' own) above which `load`'s
+/// figure is not compared: on the slowed CPU it counts twice (capacity
+/// 0.5), so 0.04 there moves E/P by about 0.15.
+const QUIET: f64 = 0.04;
+
+/// A running `pinsight emulate … -- sh -c 'echo $STEALERS; exec cat'`:
+/// closing its input ends `cat` and so the emulation, also when the test
+/// dies.
+struct Emulation {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    kinds: String,
+    stealers: String,
+}
+
+impl Drop for Emulation {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let t = Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The tasks, killed on every exit path.
+struct Tasks(Vec<Child>);
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn start_emulation(p: usize, e: usize) -> Emulation {
+    let kinds = format!("{p}:P,{e}:E@0.5");
+    let mut child = Command::new(BIN)
+        .args(["emulate", "--json", "--kinds", &kinds])
+        .args(["--mechanism", "duty-cycle", "--", "sh", "-c"])
+        .arg("echo \"stealers=$PINSIGHT_EMULATION_STEALERS\"; exec cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let stealers = line
+        .trim()
+        .strip_prefix("stealers=")
+        .unwrap_or_else(|| panic!("no stealers line from the emulated command: {line:?}"))
+        .to_string();
+    Emulation {
+        child,
+        stdin,
+        kinds,
+        stealers,
+    }
+}
+
+/// What `pinsight load` shows of the two CPUs.
+#[derive(Debug)]
+struct Reading {
+    /// E's normalised load over P's.
+    ratio: f64,
+    p_busy: f64,
+    e_busy: f64,
+    e_emulated: f64,
+    source: String,
+}
+
+fn read_load(em: &Emulation, p: usize, e: usize) -> Reading {
+    let out = Command::new(BIN)
+        .args(["--json", "load", "--once", "--interval", "2s"])
+        .env("PINSIGHT_KINDS", &em.kinds)
+        .env("PINSIGHT_EMULATION_STEALERS", &em.stealers)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "load failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cpu = |n: usize| -> Value {
+        doc["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cpu"].as_u64() == Some(n as u64))
+            .cloned()
+            .unwrap_or_else(|| panic!("no CPU {n} in {doc:#}"))
+    };
+    let (cp, ce) = (cpu(p), cpu(e));
+    let f = |c: &Value, k: &str| c[k].as_f64().unwrap_or_else(|| panic!("no {k} in {c}"));
+    Reading {
+        ratio: f(&ce, "normalised") / f(&cp, "normalised"),
+        p_busy: f(&cp, "busy"),
+        e_busy: f(&ce, "busy"),
+        e_emulated: f(&ce, "emulated"),
+        source: doc["busy_source"].as_str().unwrap_or("?").to_string(),
+    }
+}
+
+fn can_fifo() -> bool {
+    Command::new("chrt")
+        .args(["-f", "1", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn has_python() -> bool {
+    Command::new("python3")
+        .args(["-c", "pass"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The selected tasks' own share of `cpu` in balance's measure `when`
+/// (their schedstat run time; the tasks keep their pace, so it is their
+/// share during `load`'s reading of the same placement too).
+fn tasks_busy(doc: &Value, when: &str, cpu: usize) -> f64 {
+    doc[when]["cpus"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(cpu as u64)))
+        .and_then(|c| c["tasks_busy"].as_f64())
+        .unwrap_or_else(|| panic!("no {when} tasks_busy of CPU {cpu} in {doc:#}"))
+}
+
+#[test]
+fn balance_evens_the_load_of_the_emulated_hybrid() {
+    let _serial = pinsight_testkit::serial();
+    let usable = pinsight_testkit::usable_cpus();
+    if usable.len() < 2 {
+        pinsight_testkit::skip_test!("needs two usable CPUs (have {})", usable.len());
+    }
+    if pinsight_sys::process::geteuid() != 0 {
+        pinsight_testkit::skip_test!("the emulation's stealers need root (SCHED_FIFO)");
+    }
+    if !has_python() {
+        pinsight_testkit::skip_test!("python3 is not installed (the tasks are python3 loops)");
+    }
+    let (p, e) = (usable[0], usable[1]);
+    let em = start_emulation(p, e);
+    assert!(
+        em.stealers.starts_with(&format!("{e}:")),
+        "the emulated command should get the stealer of CPU {e}: {:?}",
+        em.stealers
+    );
+    let marker = format!("pinsight-emulated-balance-{}", std::process::id());
+    let rt = can_fifo();
+    let mut tasks = Tasks(Vec::new());
+    for i in 0..6 {
+        let cpu = if i % 2 == 0 { p } else { e };
+        let mut cmd = if rt {
+            let mut c = Command::new("chrt");
+            c.args(["-f", "1", "taskset"]);
+            c
+        } else {
+            Command::new("taskset")
+        };
+        let child = cmd
+            .args(["-c", &cpu.to_string(), "python3", "-c", TASK, &marker])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("taskset starts");
+        tasks.0.push(child);
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    let before = read_load(&em, p, e);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let out = Command::new(BIN)
+        .args(["--json", "balance", "--match", &marker, "--cpus"])
+        .arg(format!("{p},{e}"))
+        .args(["--interval", "2s", "--state"])
+        .arg(&state)
+        .env("PINSIGHT_KINDS", &em.kinds)
+        .env("PINSIGHT_EMULATION_STEALERS", &em.stealers)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "balance failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let after = read_load(&em, p, e);
+    // The saved state puts the tasks back.
+    let restored = Command::new(BIN)
+        .args(["--json", "balance", "--restore"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(
+        restored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
+    eprintln!(
+        "emulated E@0.5, pinsight load E/P normalised: {:.2} before, {:.2} after \
+         (busy from {}; P {:.2} -> {:.2}, E {:.2} -> {:.2}, stealer {:.2} -> {:.2})",
+        before.ratio,
+        after.ratio,
+        before.source,
+        before.p_busy,
+        after.p_busy,
+        before.e_busy,
+        after.e_busy,
+        before.e_emulated,
+        after.e_emulated
+    );
+    let per: Vec<(u64, u64)> = doc["per_cpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["before"].as_u64().unwrap(), c["after"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(per, vec![(3, 4), (3, 2)], "{doc:#}");
+    // The stealer's time is measured exactly and shown as steal: about
+    // half of E whatever else runs (it has the higher priority).
+    for r in [&before, &after] {
+        assert!(
+            (0.35..0.65).contains(&r.e_emulated),
+            "the stealer took {:.2} of CPU {e}, asked 0.5: {r:?}",
+            r.e_emulated
+        );
+    }
+    // The tasks' own run time, as balance measured it.
+    let tasks_imb = |when: &str| {
+        doc[when]["tasks_imbalance"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no {when}.tasks_imbalance in {doc:#}"))
+    };
+    let (tb, ta) = (tasks_imb("load_before"), tasks_imb("load_after"));
+    eprintln!("balance's figure of the tasks alone: {tb:.2} before, {ta:.2} after");
+    if rt {
+        assert!(tb > 1.5, "evenly pinned tasks should be uneven: {tb:.2}");
+        assert!(ta <= 1.15, "tasks' imbalance after balance {ta:.2}");
+    }
+    // What `load` shows includes every other program on these CPUs.
+    let busiest = [
+        before.p_busy - tasks_busy(&doc, "load_before", p),
+        before.e_busy - tasks_busy(&doc, "load_before", e),
+        after.p_busy - tasks_busy(&doc, "load_after", p),
+        after.e_busy - tasks_busy(&doc, "load_after", e),
+    ]
+    .into_iter()
+    .fold(f64::MIN, f64::max);
+    if busiest > QUIET {
+        pinsight_testkit::skip_test!(
+            "other work kept a CPU {:.0}% busier than the tasks' run time: load's E/P \
+             ({:.2} before, {:.2} after) cannot be compared",
+            busiest * 100.0,
+            before.ratio,
+            after.ratio
+        );
+    }
+    assert!(
+        (before.ratio - 2.0).abs() <= 0.3,
+        "evenly pinned, E should carry twice P's normalised load: {before:?}"
+    );
+    assert!(
+        (after.ratio - 1.0).abs() <= 0.15,
+        "after balance load's E/P is {:.2}, more than 15% from even: {after:?}",
+        after.ratio
+    );
+    drop(tasks);
+    drop(em);
+}
