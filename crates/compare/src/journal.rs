@@ -732,9 +732,15 @@ impl JournalWriter {
         self.0.append(run)
     }
 
-    /// Syncs to disk every run not synced yet.
+    /// Syncs to disk every run not synced yet, and waits for it.
     pub fn sync(&mut self) -> Result<(), JournalError> {
         self.0.sync()
+    }
+
+    /// Starts syncing every run not synced yet without waiting
+    /// ([`JournalWriter::sync`] waits).
+    pub fn start_sync(&mut self) -> Result<(), JournalError> {
+        self.0.start_sync()
     }
 
     pub fn path(&self) -> &Path {

@@ -87,6 +87,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -232,9 +233,17 @@ pub struct Measurer {
     /// patches kernel text twice more (see `spawner`), milliseconds in a
     /// VM.
     probes: Mutex<Vec<Counter>>,
-    /// `/proc/stat`, open for the measurer's life (read twice a run).
-    stat: Mutex<pinsight_sys::cpustat::StatFile>,
+    /// `/proc/stat`, open for the measurer's life, and the sample taken
+    /// after the last run with the spawn count it was taken at (see
+    /// [`Measurer::sample_before`]).
+    stat: Mutex<(pinsight_sys::cpustat::StatFile, Option<(Sample, u64)>)>,
 }
+
+/// Programs started by any measurer of this process so far: a sample
+/// taken after a run is reused as the next run's "before" only when no
+/// other program started in between.
+static SPAWNS: AtomicU64 = AtomicU64::new(0);
+
 
 impl Measurer {
     /// Probes what this machine can measure. The PMU list and RAPL zones
@@ -319,7 +328,7 @@ impl Measurer {
                 rapl,
                 spawner: Mutex::new(None),
                 probes: Mutex::new(probes),
-                stat: Mutex::new(pinsight_sys::cpustat::StatFile::open(fs)),
+                stat: Mutex::new((pinsight_sys::cpustat::StatFile::open(fs), None)),
             },
             notes,
         )
@@ -412,7 +421,8 @@ impl Measurer {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
-        let stat_before = self.opts.disturbance.and_then(|_| self.stat_sample());
+        let stat_before = self.opts.disturbance.and_then(|_| self.sample_before());
+        SPAWNS.fetch_add(1, Ordering::Relaxed);
         let before = spawner
             .as_deref()
             .and_then(Option::as_ref)
@@ -454,7 +464,7 @@ impl Measurer {
                 return Err(RunError::Wait(e));
             }
         };
-        let stat_after = stat_before.as_ref().and_then(|_| self.stat_sample());
+        let stat_after = stat_before.as_ref().and_then(|_| self.sample_after());
         on_exit(observer);
         // Final energy sample as close to the exit as we can.
         let energy = match (energy, &self.rapl) {
@@ -589,10 +599,33 @@ impl Measurer {
         }
     }
 
-    /// A disturbance sample through the open `/proc/stat`.
-    fn stat_sample(&self) -> Option<Sample> {
+    /// The disturbance sample before a run: the one taken after this
+    /// measurer's previous run when that is at most
+    /// [`disturbance::SHARED_SAMPLE_MAX_AGE`] old and no program was started since (by
+    /// any measurer of this process: a `--prepare` command's CPU time
+    /// must not count as other work), else a fresh read of `/proc/stat`.
+    /// Sharing halves the reads of `/proc/stat` (whose generation sums
+    /// every interrupt on every CPU: fs/proc/stat.c `show_stat`) for
+    /// back-to-back runs; the run's interval then also covers the gap
+    /// since the previous run's exit (pinsight's own CPU time in it is
+    /// subtracted as in the run), at most that age.
+    fn sample_before(&self) -> Option<Sample> {
         let mut stat = self.stat.lock().unwrap_or_else(PoisonError::into_inner);
-        Sample::take_from(&self.fs, &mut stat)
+        if let Some((s, at)) = stat.1.take() {
+            if at == SPAWNS.load(Ordering::Relaxed) && s.age() <= disturbance::SHARED_SAMPLE_MAX_AGE {
+                return Some(s);
+            }
+        }
+        Sample::take_from(&self.fs, &mut stat.0)
+    }
+
+    /// The disturbance sample after a run, kept for the next run's
+    /// [`Measurer::sample_before`].
+    fn sample_after(&self) -> Option<Sample> {
+        let mut stat = self.stat.lock().unwrap_or_else(PoisonError::into_inner);
+        let s = Sample::take_from(&self.fs, &mut stat.0)?;
+        stat.1 = Some((s.clone(), SPAWNS.load(Ordering::Relaxed)));
+        Some(s)
     }
 
     /// The spawner, made on first use (its counters opened): the calling
