@@ -196,6 +196,7 @@ impl Session {
             }
         }
         let mut header = plan.header;
+        header.unavailable = measurer.unavailable_in_every_run();
         let jerr = |error, users_path| SessionError::Journal { error, users_path };
         let (journal_path, writer, previous_runs, journal_warnings) = match cfg.journal {
             JournalTarget::Resume { path, previous } => {

@@ -95,6 +95,12 @@ pub trait Design<R>: JsonLine {
     /// One way two experiments differ (see [`Design::mismatch`]).
     type Difference;
 
+    /// Completes a record read back with what its line leaves to the
+    /// header (a journal that writes values common to every record once,
+    /// in its header); called on every record before [`Design::check`].
+    /// Nothing by default.
+    fn complete(&self, _record: &mut R) {}
+
     /// Checks `record` against the design, given what came before it, and
     /// records it in `seen`. `Err` says, in a sentence, what is wrong.
     fn check(&self, seen: &mut Self::Seen, record: &R) -> Result<(), String>;
@@ -220,7 +226,10 @@ fn parse_text<H: Design<R>, R: JsonLine>(
         // A fragment is a last line without its newline that does not
         // read as a record; a record that reads but breaks the design is
         // refused wherever it is.
-        let checked = match R::from_line(body) {
+        let checked = match R::from_line(body).map(|mut r| {
+            header.complete(&mut r);
+            r
+        }) {
             Ok(r) => header
                 .check(&mut seen, &r)
                 .map(|()| r)

@@ -339,6 +339,68 @@ impl Measurer {
         &self.opts
     }
 
+    /// The counter and energy metrics no run of this measurer can have,
+    /// by JSON name, each with the reason every run's record gives (no
+    /// PMU, no RAPL zone, counters off...): what a journal can write once
+    /// in its header instead of in every run line. A run whose record
+    /// says otherwise (a counter that failed to read) has its own value.
+    pub fn unavailable_in_every_run(&self) -> std::collections::BTreeMap<String, String> {
+        // The record of a run in which every counter that opens counted:
+        // what is unavailable then is unavailable in every run.
+        let counters = if self.opts.counters && self.events.iter().any(|(_, r)| r.is_ok()) {
+            let readings: Vec<(PlannedEvent, Result<perf::Reading, CounterError>)> = self
+                .events
+                .iter()
+                .map(|(p, spec)| {
+                    let r = match spec {
+                        Ok(_) => Ok(perf::Reading {
+                            value: 1,
+                            time_enabled_ns: 1,
+                            time_running_ns: 1,
+                        }),
+                        Err(e) => Err(e.clone()),
+                    };
+                    (p.clone(), r)
+                })
+                .collect();
+            counters::derive(&readings, self.hybrid, self.hardware_unavailable.as_deref())
+        } else {
+            self.read_counters(None, None)
+        };
+        let energy = match &self.rapl {
+            Some(Rapl {
+                unavailable: Some(reason),
+                ..
+            }) => EnergyMetrics::unavailable(reason),
+            Some(_) => EnergyMetrics::unavailable(""),
+            None => EnergyMetrics::unavailable("energy measurement off"),
+        };
+        let mut record = RunRecord {
+            wall_s: 0.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            max_rss_kib: 0,
+            max_rss_floor_kib: 0,
+            exit: ExitStatusRecord {
+                code: Some(0),
+                signal: None,
+            },
+            timed_out: false,
+            counters,
+            energy,
+            disturbance: None,
+        };
+        record
+            .metrics_mut()
+            .into_iter()
+            .filter_map(|(name, m)| match m.reason() {
+                // Energy read per run: its reasons are the run's own.
+                Some(r) if !r.is_empty() => Some((name.to_string(), r.to_string())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Runs `cmd` once and measures it.
     ///
     /// The caller owns the command's setup: arguments, environment,

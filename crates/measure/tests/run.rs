@@ -335,6 +335,23 @@ fn counters_off_still_measures_times() {
         r.energy.energy_pkg_j.reason(),
         Some("energy measurement off")
     );
+    // Every metric is unavailable in every run, for the run's reason.
+    let table = m.unavailable_in_every_run();
+    assert_eq!(table.len(), 14, "{table:?}");
+    assert_same_reasons(&table, r);
+}
+
+/// Each metric `table` names is unavailable in `r` for that reason (what a
+/// journal leaves out of `r`'s line and gives back when reading it).
+fn assert_same_reasons(table: &std::collections::BTreeMap<String, String>, mut r: RunRecord) {
+    let mut named = 0;
+    for (name, m) in r.metrics_mut() {
+        if let Some(reason) = table.get(name) {
+            assert_eq!(m.reason(), Some(reason.as_str()), "{name}");
+            named += 1;
+        }
+    }
+    assert_eq!(named, table.len(), "{table:?}");
 }
 
 #[test]
@@ -375,6 +392,12 @@ fn pmu_less_fake_machine_measures_software_events_and_says_why_not_hardware() {
         .reason()
         .unwrap()
         .starts_with("no RAPL"));
+    // The hardware counters, IPC and GHz and every energy domain: never
+    // the software counters, which count.
+    let table = m.unavailable_in_every_run();
+    assert!(table.contains_key("cycles") && table.contains_key("energy_psys_j"));
+    assert!(!table.contains_key("task_clock_ms") && !table.contains_key("page_faults"));
+    assert_same_reasons(&table, r);
 }
 
 #[test]
