@@ -767,7 +767,8 @@ impl JournalWriter {
         stem: &str,
         header: &Header,
     ) -> Result<JournalWriter, JournalError> {
-        lj::Journal::create_unique(dir, stem, header).map(|j| JournalWriter(j, header.unavailable.clone()))
+        lj::Journal::create_unique(dir, stem, header)
+            .map(|j| JournalWriter(j, header.unavailable.clone()))
     }
 
     /// Continues an existing journal: locks it (refusing one another
@@ -993,7 +994,8 @@ mod tests {
         let mut h = header();
         h.unavailable = no_pmu_no_rapl();
         // A reason the table does not give stays in the line.
-        h.unavailable.insert("task_clock_ms".into(), "counters off".into());
+        h.unavailable
+            .insert("task_clock_ms".into(), "counters off".into());
         let mut w = JournalWriter::create(&p, &h).unwrap();
         let mut odd = run(2, 0.7);
         odd.record.counters.cycles = Metric::unavailable("read failed");
@@ -1003,13 +1005,26 @@ mod tests {
         drop(w);
         let text = std::fs::read_to_string(&p).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].contains(r#""unavailable":{"avg_ghz":"no PMU""#), "{}", lines[0]);
+        assert!(
+            lines[0].contains(r#""unavailable":{"avg_ghz":"no PMU""#),
+            "{}",
+            lines[0]
+        );
         assert!(!lines[1].contains("no RAPL"), "{}", lines[1]);
         assert!(!lines[1].contains("\"cycles\""), "{}", lines[1]);
         // Measured values are always written.
         assert!(lines[1].contains(r#""task_clock_ms":1.5"#), "{}", lines[1]);
-        assert!(lines[3].contains(r#""cycles":{"unavailable":"read failed"}"#), "{}", lines[3]);
-        assert!(lines[1].len() * 2 < serde_json::to_string(&Line::Run(run(0, 0.5))).unwrap().len());
+        assert!(
+            lines[3].contains(r#""cycles":{"unavailable":"read failed"}"#),
+            "{}",
+            lines[3]
+        );
+        assert!(
+            lines[1].len() * 2
+                < serde_json::to_string(&Line::Run(run(0, 0.5)))
+                    .unwrap()
+                    .len()
+        );
         // Read back: every record exactly as measured.
         let j = Journal::read(&p).unwrap();
         assert_eq!(j.runs, vec![run(0, 0.5), run(1, 0.6), odd]);
@@ -1038,7 +1053,11 @@ mod tests {
         w.append(&run(1, 0.6)).unwrap();
         drop(w);
         let text = std::fs::read_to_string(&p).unwrap();
-        assert!(text.lines().nth(2).unwrap().contains(r#""cycles":{"unavailable":"no PMU"}"#));
+        assert!(text
+            .lines()
+            .nth(2)
+            .unwrap()
+            .contains(r#""cycles":{"unavailable":"no PMU"}"#));
         // A metric missing from a line with no table entry is said to be
         // missing, never a number.
         let cut = full.replace(r#""cycles":{"unavailable":"no PMU"},"#, "");

@@ -452,11 +452,10 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
     /// Starts syncing every record not synced yet, without waiting for
     /// it ([`Journal::sync`] waits); reports a failed earlier sync.
     pub fn start_sync(&mut self) -> Result<(), JournalError> {
-        self.start_sync_now()
-            .map_err(|source| JournalError::Write {
-                path: self.path.clone(),
-                source,
-            })
+        self.start_sync_now().map_err(|source| JournalError::Write {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -623,10 +622,14 @@ impl Drop for Syncer {
 /// (one `fdatasync` covers every batch asked for meanwhile).
 fn sync_loop(file: &File, shared: &(std::sync::Mutex<SyncState>, std::sync::Condvar)) {
     let (lock, cv) = shared;
-    let mut st = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut st = lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     loop {
         while st.done == st.requested && !st.stop {
-            st = cv.wait(st).unwrap_or_else(std::sync::PoisonError::into_inner);
+            st = cv
+                .wait(st)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         if st.done == st.requested && st.stop {
             return;
@@ -641,7 +644,9 @@ fn sync_loop(file: &File, shared: &(std::sync::Mutex<SyncState>, std::sync::Cond
             // cannot sync a directory is no reason to fail the journal.
             let _ = File::open(dir).and_then(|d| d.sync_all());
         }
-        st = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        st = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(e) = r {
             st.error.get_or_insert(e);
         }
@@ -820,7 +825,10 @@ mod tests {
         w.last_sync -= SYNC_INTERVAL;
         w.append(&r(1, "b")).unwrap();
         assert!(w.syncer.is_some());
-        assert!(!w.unsynced && !w.new_name, "the batch (and the name) handed over");
+        assert!(
+            !w.unsynced && !w.new_name,
+            "the batch (and the name) handed over"
+        );
         // Every record is readable at once, synced or not.
         assert_eq!(J::read(&p).unwrap().records.len(), 2);
         w.append(&r(2, "a")).unwrap();

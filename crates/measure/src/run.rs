@@ -244,7 +244,6 @@ pub struct Measurer {
 /// other program started in between.
 static SPAWNS: AtomicU64 = AtomicU64::new(0);
 
-
 impl Measurer {
     /// Probes what this machine can measure. The PMU list and RAPL zones
     /// are read through `fs`; counters are tried live on this process (runs
@@ -674,7 +673,8 @@ impl Measurer {
     fn sample_before(&self) -> Option<Sample> {
         let mut stat = self.stat.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((s, at)) = stat.1.take() {
-            if at == SPAWNS.load(Ordering::Relaxed) && s.age() <= disturbance::SHARED_SAMPLE_MAX_AGE {
+            if at == SPAWNS.load(Ordering::Relaxed) && s.age() <= disturbance::SHARED_SAMPLE_MAX_AGE
+            {
                 return Some(s);
             }
         }

@@ -462,3 +462,56 @@ fn records_round_trip_through_json_with_stable_names() {
     let back: RunRecord = serde_json::from_value(j).unwrap();
     assert_eq!(back, r);
 }
+
+/// What each part of the measuring adds to a run of `true`, wall and CPU
+/// time per run (`cargo test --release -p pinsight-measure --test
+/// integration -- --ignored cost_of_a_run_by_part --nocapture`).
+#[test]
+#[ignore = "timing probe, run by hand"]
+fn cost_of_a_run_by_part() {
+    fn cpu_s() -> f64 {
+        let t = |who| {
+            // SAFETY: getrusage fills the struct.
+            let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrusage(who, &mut r) };
+            r.ru_utime.tv_sec as f64
+                + r.ru_utime.tv_usec as f64 * 1e-6
+                + r.ru_stime.tv_sec as f64
+                + r.ru_stime.tv_usec as f64 * 1e-6
+        };
+        t(libc::RUSAGE_SELF) + t(libc::RUSAGE_CHILDREN)
+    }
+    let n = 400;
+    let variants: [(&str, bool, Option<f64>); 4] = [
+        ("everything", true, Some(0.05)),
+        ("no counters", false, Some(0.05)),
+        ("no disturbance", true, None),
+        ("neither", false, None),
+    ];
+    for (name, counters, disturbance) in variants {
+        let m = measurer(Options {
+            counters,
+            disturbance,
+            energy: false,
+            ..Options::default()
+        });
+        let (mut times, mut timed) = (Vec::new(), Vec::new());
+        let c0 = cpu_s();
+        for _ in 0..n {
+            let mut s = pinsight_measure::Spawn::new("true");
+            s.stdin(pinsight_measure::SpawnStdio::Null);
+            let t = Instant::now();
+            let r = m.run(s).unwrap();
+            times.push(t.elapsed().as_secs_f64());
+            timed.push(r.wall_s);
+        }
+        times.sort_by(f64::total_cmp);
+        timed.sort_by(f64::total_cmp);
+        eprintln!(
+            "{name:>15}: {:7.1} µs a run (median wall; {:7.1} µs of it timed), {:7.1} µs CPU a run",
+            times[n / 2] * 1e6,
+            timed[n / 2] * 1e6,
+            (cpu_s() - c0) / n as f64 * 1e6
+        );
+    }
+}

@@ -578,11 +578,7 @@ static FOUND: std::sync::Mutex<Option<Found>> = std::sync::Mutex::new(None);
 /// still tried, in order, if it fails; what is lost is only `execvp`'s
 /// first-match rule for a program of that name added to an earlier
 /// `PATH` entry while the runs go on.
-fn found_first(
-    prog: &CStr,
-    path: Option<&OsStr>,
-    candidates: &mut [*const libc::c_char],
-) -> usize {
+fn found_first(prog: &CStr, path: Option<&OsStr>, candidates: &mut [*const libc::c_char]) -> usize {
     let found = FOUND
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
