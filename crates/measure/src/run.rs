@@ -58,8 +58,9 @@
 //! once the spawn has returned. The fork, the caller's
 //! `pre_exec` work (affinity, memory policy) and any hand-over to the
 //! spawner are therefore not timed, nor is the parent's wake-up after the exec.
-//! It ends when the parent sees the exit: the pidfd polls readable (or
-//! `waitid(WNOWAIT)` reports it) and the clock is read at once, before
+//! It ends when the parent sees the exit: `waitid(WNOWAIT)` returns (or,
+//! with a timeout or energy to sample meanwhile, the pidfd polls
+//! readable) and the clock is read at once, before
 //! anything else (energy, the `on_exit` observer, reaping).
 //!
 //! What remains in the figure and is not the program's: the `execve`
@@ -588,15 +589,23 @@ impl Measurer {
         energy: &mut Option<EnergySession>,
         use_pidfd: bool,
     ) -> io::Result<(u64, bool)> {
-        let pidfd = if use_pidfd {
-            proc::pidfd_open(pid).ok()
-        } else {
-            None
-        };
         let deadline = self.opts.timeout.map(|t| t0 + t);
         let interval = self.rapl.as_ref().map(|r| r.sample_interval());
         let mut next_sample = if energy.is_some() {
             interval.map(|i| Instant::now() + i)
+        } else {
+            None
+        };
+        // Nothing to do before the exit (no timeout, no energy to
+        // sample): block in waitid(WEXITED | WNOWAIT) (waitid(2)), one
+        // system call where a pidfd costs three (open, poll, close); the
+        // clock is read the moment it returns, as after the poll.
+        if use_pidfd && deadline.is_none() && next_sample.is_none() {
+            proc::wait_exited(pid)?;
+            return Ok((proc::monotonic_ns(), false));
+        }
+        let pidfd = if use_pidfd {
+            proc::pidfd_open(pid).ok()
         } else {
             None
         };
