@@ -515,3 +515,43 @@ fn cost_of_a_run_by_part() {
         );
     }
 }
+
+/// Back-to-back runs share a `/proc/stat` read, but never across another
+/// program: CPU time a command run in between takes (a `--prepare`) is
+/// not the next run's disturbance. On a fake `/proc/stat` the programs
+/// themselves move the counters.
+#[test]
+fn a_program_run_between_two_runs_is_not_their_disturbance() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("proc")).unwrap();
+    let stat = d.path().join("proc/stat");
+    let text = |cpu1_busy: u64| {
+        format!("cpu  0 0 0 0\ncpu0 100 0 100 5000 0 0 0 0\ncpu1 {cpu1_busy} 0 100 5000 0 0 0 0\nprocs_running 1\n")
+    };
+    std::fs::write(&stat, text(100)).unwrap();
+    let fs = FsRoot::at(d.path()).unwrap();
+    let opts = Options {
+        counters: false,
+        energy: false,
+        ..Options::default()
+    };
+    let writes = |busy: u64| {
+        sh(&format!(
+            "printf '{}' > {}",
+            text(busy).replace('\n', "\\n"),
+            stat.display()
+        ))
+    };
+    let (m, _) = Measurer::new(&fs, opts.clone());
+    let (prepare, _) = Measurer::new(&fs, opts);
+    // 5 s of other work on CPU 1 during the first run.
+    let r1 = m.run(writes(600)).unwrap();
+    let d1 = r1.disturbance.expect("fake /proc/stat read");
+    assert!((d1.other_s - 5.0).abs() < 0.1, "{d1:?}");
+    assert!(d1.disturbed && d1.worst().unwrap().0 == 1, "{d1:?}");
+    // 3 s more while another program ran between the runs.
+    prepare.run(writes(900)).unwrap();
+    let r2 = m.run(Command::new("true")).unwrap();
+    let d2 = r2.disturbance.expect("fake /proc/stat read");
+    assert!(d2.other_s < 0.1 && !d2.disturbed, "{d2:?}");
+}
