@@ -3,7 +3,8 @@
 //! [`Journal::append`] returns, and synced to disk (`fdatasync`) in
 //! batches: a finished measurement is never lost to Ctrl-C, `kill -9`, a
 //! crash of pinsight or a full disk, and at most the last
-//! [`SYNC_INTERVAL`] of them to a power cut or a kernel crash.
+//! [`SYNC_INTERVAL`] of them (and the batch being synced) to a power cut
+//! or a kernel crash.
 //!
 //! Guarantees (what the docs promise users):
 //!
