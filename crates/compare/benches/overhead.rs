@@ -72,6 +72,7 @@ fn header(policy: &str, p: &pinsight_plan::Plan, runs: usize) -> Header {
         kind: None,
         extension: None,
         metrics: Vec::new(),
+        unavailable: Default::default(),
     }
 }
 

@@ -20,7 +20,7 @@ use pinsight_lifecycle::progress::Progress;
 use pinsight_measure::{
     GovernorError, GovernorGuard, Measurer, Metric, Options, RunError, RunRecord,
 };
-use pinsight_sys::spawn::{Spawn, Stdio as SpawnStdio};
+use pinsight_sys::spawn::{Prebuilt, Spawn, Stdio as SpawnStdio};
 use pinsight_topology::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -424,6 +424,9 @@ pub struct LiveExecutor {
     kept: Option<Result<Kept, CaptureError>>,
     /// The output of the `--prepare` command just run.
     prepare_kept: Option<Result<Kept, CaptureError>>,
+    /// Each arm's argv and environment, built by its first run and
+    /// reused by the others ([`Prebuilt`]).
+    prebuilt: Vec<Option<Prebuilt>>,
 }
 
 impl LiveExecutor {
@@ -470,6 +473,7 @@ impl LiveExecutor {
             capture: None,
             kept: None,
             prepare_kept: None,
+            prebuilt: Vec::new(),
         })
     }
 
@@ -485,6 +489,17 @@ impl LiveExecutor {
     fn command_for(&mut self, slot: &Slot) -> (Spawn, Option<crate::output::Open>) {
         let arm = &self.arms[slot.arm];
         let mut cmd = arm.command(&self.argv, self.shim.as_ref(), self.show_output);
+        if self.prebuilt.len() <= slot.arm {
+            self.prebuilt.resize_with(slot.arm + 1, || None);
+        }
+        let prebuilt = &mut self.prebuilt[slot.arm];
+        if prebuilt.is_none() {
+            // A failure here (a NUL in an argument) is the spawn's to report.
+            *prebuilt = cmd.prebuild().ok();
+        }
+        if let Some(p) = prebuilt {
+            cmd.reuse(p);
+        }
         let Some((capture, ids)) = &self.capture else {
             return (cmd, None);
         };

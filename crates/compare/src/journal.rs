@@ -237,9 +237,25 @@ pub struct Header {
     /// the order given; absent: none. Part of the identity.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<MetricSpec>,
+    /// Counter and energy metrics that no run on this machine can have,
+    /// by name, with the reason (`{"cycles": "no hardware PMU: ..."}`),
+    /// as the measurer knew before the first run: a run line leaves out
+    /// each one that is unavailable for exactly this reason, and reads
+    /// back with it ([`Design::complete`]). Absent (and every metric in
+    /// every line) in journals written before it. Not part of the
+    /// identity: a resumed journal keeps its own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: BTreeMap<String, String>,
 }
 
 impl Header {
+    /// `line` as its journal line holds it: each metric the header gives
+    /// for every run ([`Header::unavailable`]) left out; `None` when it
+    /// leaves nothing out.
+    pub fn compact(&self, line: &RunLine) -> Option<RunLine> {
+        compact(&self.unavailable, line)
+    }
+
     /// What makes `other` (built from the current request) a different
     /// experiment from this journal's; empty when it is the same one.
     pub fn mismatch(&self, other: &Header) -> Vec<Difference> {
@@ -585,6 +601,26 @@ impl JsonLine for RunLine {
     }
 }
 
+/// [`Header::compact`] with the header's `unavailable` table.
+fn compact(unavailable: &BTreeMap<String, String>, line: &RunLine) -> Option<RunLine> {
+    let same = |line: &RunLine| {
+        let mut line = line.clone();
+        let mut any = false;
+        for (name, m) in line.record.metrics_mut() {
+            if m.reason().is_some() && unavailable.get(name).map(String::as_str) == m.reason() {
+                *m = Metric::omitted();
+                any = true;
+            }
+        }
+        any.then_some(line)
+    };
+    if unavailable.is_empty() {
+        None
+    } else {
+        same(line)
+    }
+}
+
 /// The design's view of the runs read so far: per slot, whether its latest
 /// attempt succeeded (a failed slot is retried on resume; a slot that
 /// succeeded never runs again).
@@ -600,6 +636,20 @@ impl Design<RunLine> for Header {
     /// slots, warm-up blocks first: phase and block follow from the slot),
     /// the slot has no successful run yet (a disturbed one may be rerun),
     /// and its times are durations.
+    /// A metric the line leaves out takes the header's reason
+    /// ([`Header::unavailable`]); one the header does not give either (a
+    /// line edited by hand) is unavailable, saying so.
+    fn complete(&self, r: &mut RunLine) {
+        for (name, m) in r.record.metrics_mut() {
+            if m.is_omitted() {
+                *m = Metric::unavailable(match self.unavailable.get(name) {
+                    Some(reason) => reason.as_str(),
+                    None => "not in the journal's run line",
+                });
+            }
+        }
+    }
+
     fn check(&self, seen: &mut SlotsDone, r: &RunLine) -> Result<(), String> {
         let arms = self.arms.len();
         if !self.arms.iter().any(|a| a.id == r.arm) {
@@ -700,12 +750,12 @@ impl From<lj::Contents<Header, RunLine>> for Journal {
 /// [`JournalWriter::append`] returns and synced to disk in batches (see
 /// [`pinsight_lifecycle::journal`]'s guarantees).
 #[derive(Debug)]
-pub struct JournalWriter(lj::Journal<Header, RunLine>);
+pub struct JournalWriter(lj::Journal<Header, RunLine>, BTreeMap<String, String>);
 
 impl JournalWriter {
     /// Creates a new journal with `header`; refuses to overwrite a file.
     pub fn create(path: &Path, header: &Header) -> Result<JournalWriter, JournalError> {
-        lj::Journal::create(path, header).map(JournalWriter)
+        lj::Journal::create(path, header).map(|j| JournalWriter(j, header.unavailable.clone()))
     }
 
     /// Creates a new journal named `{stem}.jsonl` in `dir`, or
@@ -717,24 +767,38 @@ impl JournalWriter {
         stem: &str,
         header: &Header,
     ) -> Result<JournalWriter, JournalError> {
-        lj::Journal::create_unique(dir, stem, header).map(JournalWriter)
+        lj::Journal::create_unique(dir, stem, header)
+            .map(|j| JournalWriter(j, header.unavailable.clone()))
     }
 
     /// Continues an existing journal: locks it (refusing one another
     /// process is writing, naming its pid), reads it under the lock and
     /// cuts a fragment off its end.
     pub fn resume(path: &Path) -> Result<(JournalWriter, Journal), JournalError> {
-        lj::Journal::resume(path).map(|(w, c)| (JournalWriter(w), Journal::from(c)))
+        lj::Journal::resume(path).map(|(w, c)| {
+            let j = Journal::from(c);
+            (JournalWriter(w, j.header.unavailable.clone()), j)
+        })
     }
 
-    /// Appends one run (synced with the batch it belongs to).
+    /// Appends one run (synced with the batch it belongs to), leaving out
+    /// what the header gives for every run ([`Header::compact`]).
     pub fn append(&mut self, run: &RunLine) -> Result<(), JournalError> {
-        self.0.append(run)
+        match compact(&self.1, run) {
+            Some(line) => self.0.append(&line),
+            None => self.0.append(run),
+        }
     }
 
-    /// Syncs to disk every run not synced yet.
+    /// Syncs to disk every run not synced yet, and waits for it.
     pub fn sync(&mut self) -> Result<(), JournalError> {
         self.0.sync()
+    }
+
+    /// Starts syncing every run not synced yet without waiting
+    /// ([`JournalWriter::sync`] waits).
+    pub fn start_sync(&mut self) -> Result<(), JournalError> {
+        self.0.start_sync()
     }
 
     pub fn path(&self) -> &Path {
@@ -789,6 +853,7 @@ mod tests {
             kind: None,
             extension: None,
             metrics: Vec::new(),
+            unavailable: BTreeMap::new(),
         }
     }
 
@@ -895,6 +960,113 @@ mod tests {
         // Never overwritten.
         let e = JournalWriter::create(&p, &header()).unwrap_err();
         assert!(matches!(e, JournalError::Exists { .. }), "{e}");
+    }
+
+    /// The `unavailable` table a measurer without PMU or RAPL gives
+    /// (the reasons of [`run`]'s record).
+    fn no_pmu_no_rapl() -> BTreeMap<String, String> {
+        let mut t = BTreeMap::new();
+        for k in [
+            "cycles",
+            "instructions",
+            "ipc",
+            "cache_references",
+            "cache_misses",
+            "avg_ghz",
+        ] {
+            t.insert(k.to_string(), "no PMU".to_string());
+        }
+        for k in [
+            "energy_pkg_j",
+            "energy_core_j",
+            "energy_dram_j",
+            "energy_psys_j",
+        ] {
+            t.insert(k.to_string(), "no RAPL".to_string());
+        }
+        t
+    }
+
+    #[test]
+    fn run_lines_leave_the_headers_reasons_out_and_read_back_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let mut h = header();
+        h.unavailable = no_pmu_no_rapl();
+        // A reason the table does not give stays in the line.
+        h.unavailable
+            .insert("task_clock_ms".into(), "counters off".into());
+        let mut w = JournalWriter::create(&p, &h).unwrap();
+        let mut odd = run(2, 0.7);
+        odd.record.counters.cycles = Metric::unavailable("read failed");
+        for r in [run(0, 0.5), run(1, 0.6), odd.clone()] {
+            w.append(&r).unwrap();
+        }
+        drop(w);
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains(r#""unavailable":{"avg_ghz":"no PMU""#),
+            "{}",
+            lines[0]
+        );
+        assert!(!lines[1].contains("no RAPL"), "{}", lines[1]);
+        assert!(!lines[1].contains("\"cycles\""), "{}", lines[1]);
+        // Measured values are always written.
+        assert!(lines[1].contains(r#""task_clock_ms":1.5"#), "{}", lines[1]);
+        assert!(
+            lines[3].contains(r#""cycles":{"unavailable":"read failed"}"#),
+            "{}",
+            lines[3]
+        );
+        assert!(
+            lines[1].len() * 2
+                < serde_json::to_string(&Line::Run(run(0, 0.5)))
+                    .unwrap()
+                    .len()
+        );
+        // Read back: every record exactly as measured.
+        let j = Journal::read(&p).unwrap();
+        assert_eq!(j.runs, vec![run(0, 0.5), run(1, 0.6), odd]);
+        // Resumed, the journal's own table is used.
+        let (mut w, j) = JournalWriter::resume(&p).unwrap();
+        assert_eq!(j.header.unavailable, h.unavailable);
+        w.append(&run(3, 0.8)).unwrap();
+        drop(w);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(!text.lines().last().unwrap().contains("\"cycles\""));
+        assert_eq!(Journal::read(&p).unwrap().runs[3], run(3, 0.8));
+    }
+
+    #[test]
+    fn journals_without_the_table_keep_and_read_every_metric() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        // A journal written before the table: full lines, read as ever.
+        let full = serde_json::to_string(&Line::Run(run(0, 0.5))).unwrap();
+        let old_header = header().to_line().unwrap();
+        assert!(!old_header.contains("\"unavailable\""));
+        std::fs::write(&p, format!("{old_header}\n{full}\n")).unwrap();
+        assert_eq!(Journal::read(&p).unwrap().runs, vec![run(0, 0.5)]);
+        // Appending to it writes full lines too.
+        let (mut w, _) = JournalWriter::resume(&p).unwrap();
+        w.append(&run(1, 0.6)).unwrap();
+        drop(w);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text
+            .lines()
+            .nth(2)
+            .unwrap()
+            .contains(r#""cycles":{"unavailable":"no PMU"}"#));
+        // A metric missing from a line with no table entry is said to be
+        // missing, never a number.
+        let cut = full.replace(r#""cycles":{"unavailable":"no PMU"},"#, "");
+        std::fs::write(&p, format!("{old_header}\n{cut}\n")).unwrap();
+        let j = Journal::read(&p).unwrap();
+        assert_eq!(
+            j.runs[0].record.counters.cycles,
+            Metric::unavailable("not in the journal's run line")
+        );
     }
 
     #[test]

@@ -196,6 +196,7 @@ impl Session {
             }
         }
         let mut header = plan.header;
+        header.unavailable = measurer.unavailable_in_every_run();
         let jerr = |error, users_path| SessionError::Journal { error, users_path };
         let (journal_path, writer, previous_runs, journal_warnings) = match cfg.journal {
             JournalTarget::Resume { path, previous } => {
@@ -379,10 +380,14 @@ impl Session {
                 s
             },
         );
-        // The last batch of runs goes to disk however the loop ended.
-        let synced = self.writer.sync();
+        // The last batch of runs goes to disk however the loop ended: the
+        // sync starts now and is waited for once the machine is restored
+        // and the journal read back (from the page cache meanwhile).
+        let started = self.writer.start_sync();
         let restore = self.exec.finish();
         drop(self.exec);
+        let read = Journal::read(&self.journal_path);
+        let synced = started.and_then(|()| self.writer.sync());
         let mut outcome = outcome;
         if let (Err(e), Outcome::Complete) = (synced, &outcome) {
             outcome = Outcome::Error(e.into());
@@ -395,7 +400,7 @@ impl Session {
         let signalled = interrupted && (interrupt::interrupted() || !stopped.get());
         let cleanup_late = signalled && !interrupt::wait_for_cleanup(CLEANUP_WAIT);
         // Everything shown is computed from the journal on disk.
-        let journal = Journal::read(&self.journal_path).map_err(|error| SessionError::Journal {
+        let journal = read.map_err(|error| SessionError::Journal {
             error,
             users_path: false,
         })?;

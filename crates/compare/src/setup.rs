@@ -422,6 +422,8 @@ pub fn setup_with(
             kind: ext.kind.clone(),
             extension: ext.extension.clone(),
             metrics: req.metrics.clone(),
+            // The session fills it from its measurer.
+            unavailable: Default::default(),
         },
         plans,
     })

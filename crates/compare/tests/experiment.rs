@@ -67,6 +67,7 @@ fn header(arms: &[&str], runs: usize, warmup: usize, seed: u64) -> Header {
         kind: None,
         extension: None,
         metrics: Vec::new(),
+        unavailable: Default::default(),
     }
 }
 

@@ -138,6 +138,7 @@ fn header(metrics: Vec<MetricSpec>) -> Header {
         kind: None,
         extension: None,
         metrics,
+        unavailable: Default::default(),
     }
 }
 

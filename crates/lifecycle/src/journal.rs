@@ -3,7 +3,8 @@
 //! [`Journal::append`] returns, and synced to disk (`fdatasync`) in
 //! batches: a finished measurement is never lost to Ctrl-C, `kill -9`, a
 //! crash of pinsight or a full disk, and at most the last
-//! [`SYNC_INTERVAL`] of them to a power cut or a kernel crash.
+//! [`SYNC_INTERVAL`] of them (and the batch being synced) to a power cut
+//! or a kernel crash.
 //!
 //! Guarantees (what the docs promise users):
 //!
@@ -14,12 +15,18 @@
 //!   on disk). `fdatasync` is what makes it survive those, and it costs
 //!   from a fraction of a millisecond (an SSD) to tens (a disk, a network
 //!   file system) per call: more than a run of a short program. So an
-//!   append syncs when the previous sync is [`SYNC_INTERVAL`] old or more
-//!   (a run as long as that or longer is therefore synced the moment it is
-//!   appended), a resume's truncation is synced at once, a new journal's
-//!   header and name go with the first batch, and [`Journal::sync`] (called by the experiments when they end,
-//!   interrupted or not) and drop sync what is left. A power cut loses at
-//!   most the records appended within the last `SYNC_INTERVAL` of appends;
+//!   append starts a sync when the previous one started [`SYNC_INTERVAL`]
+//!   ago or more (a run as long as that or longer is therefore synced the
+//!   moment it is appended), a resume's truncation is synced at once, a
+//!   new journal's header and name go with the first batch, and
+//!   [`Journal::sync`] (called by the experiments when they end,
+//!   interrupted or not) and drop sync what is left and wait for it.
+//!   The batch syncs run on a thread of the journal's own (`fdatasync`
+//!   waits for the disk, not the CPU), so the runs go on meanwhile;
+//!   [`Journal::start_sync`] starts the last one early, for a caller with
+//!   other work before it waits. A failed sync is reported by the next
+//!   append or sync. A power cut loses at most the records appended within
+//!   the last `SYNC_INTERVAL` of appends plus the one sync in flight;
 //!   what survives is whole lines and at most one partial last line (the
 //!   "cut last line" rule below), so the journal stays valid and resumable.
 //! * **Created exclusively.** A new journal is opened with `O_CREAT |
@@ -88,6 +95,12 @@ pub trait Design<R>: JsonLine {
     type Seen: Default;
     /// One way two experiments differ (see [`Design::mismatch`]).
     type Difference;
+
+    /// Completes a record read back with what its line leaves to the
+    /// header (a journal that writes values common to every record once,
+    /// in its header); called on every record before [`Design::check`].
+    /// Nothing by default.
+    fn complete(&self, _record: &mut R) {}
 
     /// Checks `record` against the design, given what came before it, and
     /// records it in `seen`. `Err` says, in a sentence, what is wrong.
@@ -214,7 +227,10 @@ fn parse_text<H: Design<R>, R: JsonLine>(
         // A fragment is a last line without its newline that does not
         // read as a record; a record that reads but breaks the design is
         // refused wherever it is.
-        let checked = match R::from_line(body) {
+        let checked = match R::from_line(body).map(|mut r| {
+            header.complete(&mut r);
+            r
+        }) {
             Ok(r) => header
                 .check(&mut seen, &r)
                 .map(|()| r)
@@ -260,12 +276,14 @@ pub struct Journal<H, R> {
     path: PathBuf,
     /// The file ends with a complete record but no newline.
     needs_newline: bool,
-    /// Records written since the last `fdatasync`.
+    /// Records written since the last `fdatasync` was started.
     unsynced: bool,
-    /// When the last `fdatasync` was done.
+    /// When the last `fdatasync` was started.
     last_sync: Instant,
     /// The file is new: its directory entry is synced with the next batch.
     new_name: bool,
+    /// The thread that syncs batches, started with the first one.
+    syncer: Option<Syncer>,
     _types: PhantomData<fn() -> (H, R)>,
 }
 
@@ -318,6 +336,7 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
             unsynced: false,
             last_sync: Instant::now(),
             new_name: false,
+            syncer: None,
             _types: PhantomData,
         };
         let written = header
@@ -382,6 +401,7 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
                 unsynced: false,
                 last_sync: Instant::now(),
                 new_name: false,
+                syncer: None,
                 _types: PhantomData,
             },
             parsed.contents,
@@ -409,7 +429,7 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
         self.write_line(&line)
             .and_then(|()| {
                 if self.last_sync.elapsed() >= SYNC_INTERVAL {
-                    self.sync_now()
+                    self.start_sync_now()
                 } else {
                     Ok(())
                 }
@@ -424,10 +444,16 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
     /// are). Experiments call it when they end, by a signal too; drop does
     /// it as well, ignoring a failure it could not report.
     pub fn sync(&mut self) -> Result<(), JournalError> {
-        if !self.unsynced {
-            return Ok(());
-        }
         self.sync_now().map_err(|source| JournalError::Write {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Starts syncing every record not synced yet, without waiting for
+    /// it ([`Journal::sync`] waits); reports a failed earlier sync.
+    pub fn start_sync(&mut self) -> Result<(), JournalError> {
+        self.start_sync_now().map_err(|source| JournalError::Write {
             path: self.path.clone(),
             source,
         })
@@ -465,34 +491,168 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
 }
 
 impl<H, R> Journal<H, R> {
-    fn sync_now(&mut self) -> io::Result<()> {
-        self.file.sync_data()?;
-        if self.new_name {
-            // The new name itself survives a crash (fsync(2): syncing a
-            // file does not sync its directory entry).
-            if let Some(dir) = self.path.parent() {
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                if let Ok(d) = File::open(dir) {
-                    let _ = d.sync_all();
-                }
-            }
-            self.new_name = false;
+    /// Hands the records written so far to the syncer (started on first
+    /// use) and returns at once; the error of an earlier sync, if any.
+    fn start_sync_now(&mut self) -> io::Result<()> {
+        if !self.unsynced {
+            return self.syncer.as_ref().map_or(Ok(()), Syncer::take_error);
         }
+        if self.syncer.is_none() {
+            // A descriptor of its own on the same open file: syncing
+            // either syncs the file (fsync(2)); the lock is the open
+            // file's and stays with it (flock(2)).
+            self.syncer = Some(Syncer::start(self.file.try_clone()?)?);
+        }
+        let dir = std::mem::take(&mut self.new_name).then(|| dir_of(&self.path));
         self.unsynced = false;
         self.last_sync = Instant::now();
-        Ok(())
+        match &self.syncer {
+            Some(s) => s.request(dir),
+            None => Ok(()),
+        }
+    }
+
+    /// Syncs everything written so far and waits until it is on disk.
+    fn sync_now(&mut self) -> io::Result<()> {
+        self.start_sync_now()?;
+        match &self.syncer {
+            Some(s) => s.wait(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The directory holding `path` (`.` for a bare name).
+fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
     }
 }
 
 impl<H, R> Drop for Journal<H, R> {
     fn drop(&mut self) {
-        if self.unsynced {
-            let _ = self.sync_now();
+        let _ = self.sync_now();
+    }
+}
+
+/// The thread that runs a journal's `fdatasync`s, one batch at a time.
+#[derive(Debug)]
+struct Syncer {
+    shared: std::sync::Arc<(std::sync::Mutex<SyncState>, std::sync::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct SyncState {
+    /// Batches asked for, and synced (or failed), so far.
+    requested: u64,
+    done: u64,
+    /// A directory whose entry is to be synced with the next batch.
+    dir: Option<PathBuf>,
+    /// The first failure not yet reported.
+    error: Option<io::Error>,
+    stop: bool,
+}
+
+impl Syncer {
+    fn start(file: File) -> io::Result<Syncer> {
+        let shared = std::sync::Arc::new((
+            std::sync::Mutex::new(SyncState::default()),
+            std::sync::Condvar::new(),
+        ));
+        let theirs = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("pinsight-jsync".into())
+            .spawn(move || sync_loop(&file, &theirs))?;
+        Ok(Syncer {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, SyncState> {
+        self.shared
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Asks for one more batch (and `dir`'s entry with it).
+    fn request(&self, dir: Option<PathBuf>) -> io::Result<()> {
+        let mut st = self.state();
+        st.requested += 1;
+        if dir.is_some() {
+            st.dir = dir;
         }
+        self.shared.1.notify_all();
+        st.error.take().map_or(Ok(()), Err)
+    }
+
+    /// Waits until every batch asked for is synced.
+    fn wait(&self) -> io::Result<()> {
+        let mut st = self.state();
+        while st.done < st.requested {
+            st = self
+                .shared
+                .1
+                .wait(st)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        st.error.take().map_or(Ok(()), Err)
+    }
+
+    /// The failure of an earlier batch, once.
+    fn take_error(&self) -> io::Result<()> {
+        self.state().error.take().map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        let _ = self.wait();
+        self.state().stop = true;
+        self.shared.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The syncer thread: each wake-up syncs everything written before it
+/// (one `fdatasync` covers every batch asked for meanwhile).
+fn sync_loop(file: &File, shared: &(std::sync::Mutex<SyncState>, std::sync::Condvar)) {
+    let (lock, cv) = shared;
+    let mut st = lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        while st.done == st.requested && !st.stop {
+            st = cv
+                .wait(st)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if st.done == st.requested && st.stop {
+            return;
+        }
+        let upto = st.requested;
+        let dir = st.dir.take();
+        drop(st);
+        let r = file.sync_data();
+        if let (Ok(()), Some(dir)) = (&r, dir) {
+            // The new name itself survives a crash (fsync(2): syncing a
+            // file does not sync its directory entry); a file system that
+            // cannot sync a directory is no reason to fail the journal.
+            let _ = File::open(dir).and_then(|d| d.sync_all());
+        }
+        st = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = r {
+            st.error.get_or_insert(e);
+        }
+        st.done = upto;
+        cv.notify_all();
     }
 }
 
@@ -652,6 +812,43 @@ mod tests {
             J::create(&p, &h()),
             Err(JournalError::Exists { .. })
         ));
+    }
+
+    #[test]
+    fn batches_sync_in_the_background_and_the_end_waits() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let mut w = J::create(&p, &h()).unwrap();
+        assert!(w.syncer.is_none(), "nothing to sync before the first batch");
+        w.append(&r(0, "a")).unwrap();
+        // An append once the interval has passed starts a batch and
+        // returns without waiting for the disk.
+        w.last_sync -= SYNC_INTERVAL;
+        w.append(&r(1, "b")).unwrap();
+        assert!(w.syncer.is_some());
+        assert!(
+            !w.unsynced && !w.new_name,
+            "the batch (and the name) handed over"
+        );
+        // Every record is readable at once, synced or not.
+        assert_eq!(J::read(&p).unwrap().records.len(), 2);
+        w.append(&r(2, "a")).unwrap();
+        assert!(w.unsynced);
+        w.start_sync().unwrap();
+        w.sync().unwrap();
+        {
+            let st = w.syncer.as_ref().unwrap().state();
+            assert_eq!(st.done, st.requested, "sync waits for every batch");
+            assert!(st.error.is_none());
+        }
+        // A failure of a background batch is reported by the next call.
+        w.syncer.as_ref().unwrap().state().error = Some(io::Error::other("disk gone"));
+        w.append(&r(3, "b")).unwrap();
+        let e = w.sync().unwrap_err();
+        assert!(e.to_string().contains("disk gone"), "{e}");
+        w.sync().unwrap();
+        drop(w);
+        assert_eq!(J::read(&p).unwrap().records.len(), 4);
     }
 
     #[test]

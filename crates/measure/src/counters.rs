@@ -274,16 +274,56 @@ pub struct Multiplexed {
 /// Everything the counters say about one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CounterMetrics {
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub task_clock_ms: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub context_switches: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub cpu_migrations: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub page_faults: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub cycles: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub instructions: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub ipc: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub cache_references: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub cache_misses: Metric,
     /// cycles / task-clock, as perf stat's "GHz" column.
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub avg_ghz: Metric,
     pub per_pmu: Vec<PmuCounts>,
     pub multiplexed: Vec<Multiplexed>,

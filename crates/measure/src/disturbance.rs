@@ -2,7 +2,12 @@
 //! measured program took during a run, and how much the hypervisor stole.
 //!
 //! Source: `/proc/stat` read once just before the spawn and once just
-//! after the exit ([`pinsight_sys::cpustat`]). For the plan's CPUs `C`:
+//! after the exit ([`pinsight_sys::cpustat`]). Back-to-back runs of one
+//! measurer share a read: the read after a run is the next run's "before"
+//! when that run starts within [`SHARED_SAMPLE_MAX_AGE`] and
+//! no other program was started in between, so the next run's interval
+//! also covers that gap (what pinsight did in it is its own time,
+//! subtracted below). For the plan's CPUs `C`:
 //!
 //! ```text
 //! other(C) = Σ_c∈C busy_c − (program user+sys from wait4) − (pinsight's own CPU time)
@@ -42,6 +47,13 @@ use std::time::Instant;
 /// unless the command line says otherwise.
 pub const DEFAULT_THRESHOLD: f64 = 0.05;
 
+/// How old the read of `/proc/stat` after a run may be to serve as the
+/// next run's "before" read (see the module's doc): the most a run's
+/// interval can grow by, so the most a share can be diluted by is this
+/// over the run's length (3% for a 30 ms run, the shortest a 100 Hz tick
+/// can flag).
+pub const SHARED_SAMPLE_MAX_AGE: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Per-CPU entries below this share (1%) are left out of the record.
 const KEEP_SHARE: f64 = 0.01;
 
@@ -70,6 +82,11 @@ impl Sample {
             at: Instant::now(),
             harness_s,
         })
+    }
+
+    /// Time since this sample was taken.
+    pub fn age(&self) -> std::time::Duration {
+        self.at.elapsed()
     }
 
     /// A sample from parts (tests, recorded machines).

@@ -86,9 +86,25 @@ pub struct Rapl {
 /// Energy of one run, joules per domain (sum over sockets).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EnergyMetrics {
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub energy_pkg_j: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub energy_core_j: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub energy_dram_j: Metric,
+    #[serde(
+        default = "Metric::omitted",
+        skip_serializing_if = "Metric::is_omitted"
+    )]
     pub energy_psys_j: Metric,
 }
 

@@ -42,6 +42,22 @@ impl Metric {
         }
     }
 
+    /// The stand-in a journal writer puts for a metric its header already
+    /// gives for every run (an unavailable metric with an empty reason,
+    /// which no measurement has): it is left out of the JSON line
+    /// ([`Metric::is_omitted`]), and a metric missing from a line reads
+    /// back as it, for the journal's reader to fill from its header.
+    pub fn omitted() -> Metric {
+        Metric::Unavailable {
+            reason: String::new(),
+        }
+    }
+
+    /// Whether this is [`Metric::omitted`].
+    pub fn is_omitted(&self) -> bool {
+        matches!(self, Metric::Unavailable { reason } if reason.is_empty())
+    }
+
     /// The value, if measured.
     pub fn get(&self) -> Option<f64> {
         match self {

@@ -72,6 +72,30 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// Every counter and energy metric with its JSON name, for a journal
+    /// that writes some of them once in its header (see
+    /// [`crate::Metric::omitted`]).
+    pub fn metrics_mut(&mut self) -> [(&'static str, &mut crate::Metric); 14] {
+        let c = &mut self.counters;
+        let e = &mut self.energy;
+        [
+            ("task_clock_ms", &mut c.task_clock_ms),
+            ("context_switches", &mut c.context_switches),
+            ("cpu_migrations", &mut c.cpu_migrations),
+            ("page_faults", &mut c.page_faults),
+            ("cycles", &mut c.cycles),
+            ("instructions", &mut c.instructions),
+            ("ipc", &mut c.ipc),
+            ("cache_references", &mut c.cache_references),
+            ("cache_misses", &mut c.cache_misses),
+            ("avg_ghz", &mut c.avg_ghz),
+            ("energy_pkg_j", &mut e.energy_pkg_j),
+            ("energy_core_j", &mut e.energy_core_j),
+            ("energy_dram_j", &mut e.energy_dram_j),
+            ("energy_psys_j", &mut e.energy_psys_j),
+        ]
+    }
+
     /// Whether other work or the hypervisor took more than the threshold of
     /// one of the run's CPUs (false when the disturbance was not measured).
     pub fn disturbed(&self) -> bool {

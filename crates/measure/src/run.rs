@@ -58,8 +58,9 @@
 //! once the spawn has returned. The fork, the caller's
 //! `pre_exec` work (affinity, memory policy) and any hand-over to the
 //! spawner are therefore not timed, nor is the parent's wake-up after the exec.
-//! It ends when the parent sees the exit: the pidfd polls readable (or
-//! `waitid(WNOWAIT)` reports it) and the clock is read at once, before
+//! It ends when the parent sees the exit: `waitid(WNOWAIT)` returns (or,
+//! with a timeout or energy to sample meanwhile, the pidfd polls
+//! readable) and the clock is read at once, before
 //! anything else (energy, the `on_exit` observer, reaping).
 //!
 //! What remains in the figure and is not the program's: the `execve`
@@ -87,6 +88,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -232,9 +234,16 @@ pub struct Measurer {
     /// patches kernel text twice more (see `spawner`), milliseconds in a
     /// VM.
     probes: Mutex<Vec<Counter>>,
-    /// `/proc/stat`, open for the measurer's life (read twice a run).
-    stat: Mutex<pinsight_sys::cpustat::StatFile>,
+    /// `/proc/stat`, open for the measurer's life, and the sample taken
+    /// after the last run with the spawn count it was taken at (see
+    /// [`Measurer::sample_before`]).
+    stat: Mutex<(pinsight_sys::cpustat::StatFile, Option<(Sample, u64)>)>,
 }
+
+/// Programs started by any measurer of this process so far: a sample
+/// taken after a run is reused as the next run's "before" only when no
+/// other program started in between.
+static SPAWNS: AtomicU64 = AtomicU64::new(0);
 
 impl Measurer {
     /// Probes what this machine can measure. The PMU list and RAPL zones
@@ -319,7 +328,7 @@ impl Measurer {
                 rapl,
                 spawner: Mutex::new(None),
                 probes: Mutex::new(probes),
-                stat: Mutex::new(pinsight_sys::cpustat::StatFile::open(fs)),
+                stat: Mutex::new((pinsight_sys::cpustat::StatFile::open(fs), None)),
             },
             notes,
         )
@@ -328,6 +337,68 @@ impl Measurer {
     /// The options this measurer was built with.
     pub fn options(&self) -> &Options {
         &self.opts
+    }
+
+    /// The counter and energy metrics no run of this measurer can have,
+    /// by JSON name, each with the reason every run's record gives (no
+    /// PMU, no RAPL zone, counters off...): what a journal can write once
+    /// in its header instead of in every run line. A run whose record
+    /// says otherwise (a counter that failed to read) has its own value.
+    pub fn unavailable_in_every_run(&self) -> std::collections::BTreeMap<String, String> {
+        // The record of a run in which every counter that opens counted:
+        // what is unavailable then is unavailable in every run.
+        let counters = if self.opts.counters && self.events.iter().any(|(_, r)| r.is_ok()) {
+            let readings: Vec<(PlannedEvent, Result<perf::Reading, CounterError>)> = self
+                .events
+                .iter()
+                .map(|(p, spec)| {
+                    let r = match spec {
+                        Ok(_) => Ok(perf::Reading {
+                            value: 1,
+                            time_enabled_ns: 1,
+                            time_running_ns: 1,
+                        }),
+                        Err(e) => Err(e.clone()),
+                    };
+                    (p.clone(), r)
+                })
+                .collect();
+            counters::derive(&readings, self.hybrid, self.hardware_unavailable.as_deref())
+        } else {
+            self.read_counters(None, None)
+        };
+        let energy = match &self.rapl {
+            Some(Rapl {
+                unavailable: Some(reason),
+                ..
+            }) => EnergyMetrics::unavailable(reason),
+            Some(_) => EnergyMetrics::unavailable(""),
+            None => EnergyMetrics::unavailable("energy measurement off"),
+        };
+        let mut record = RunRecord {
+            wall_s: 0.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            max_rss_kib: 0,
+            max_rss_floor_kib: 0,
+            exit: ExitStatusRecord {
+                code: Some(0),
+                signal: None,
+            },
+            timed_out: false,
+            counters,
+            energy,
+            disturbance: None,
+        };
+        record
+            .metrics_mut()
+            .into_iter()
+            .filter_map(|(name, m)| match m.reason() {
+                // Energy read per run: its reasons are the run's own.
+                Some(r) if !r.is_empty() => Some((name.to_string(), r.to_string())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Runs `cmd` once and measures it.
@@ -412,7 +483,8 @@ impl Measurer {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
-        let stat_before = self.opts.disturbance.and_then(|_| self.stat_sample());
+        let stat_before = self.opts.disturbance.and_then(|_| self.sample_before());
+        SPAWNS.fetch_add(1, Ordering::Relaxed);
         let before = spawner
             .as_deref()
             .and_then(Option::as_ref)
@@ -454,7 +526,7 @@ impl Measurer {
                 return Err(RunError::Wait(e));
             }
         };
-        let stat_after = stat_before.as_ref().and_then(|_| self.stat_sample());
+        let stat_after = stat_before.as_ref().and_then(|_| self.sample_after());
         on_exit(observer);
         // Final energy sample as close to the exit as we can.
         let energy = match (energy, &self.rapl) {
@@ -517,15 +589,23 @@ impl Measurer {
         energy: &mut Option<EnergySession>,
         use_pidfd: bool,
     ) -> io::Result<(u64, bool)> {
-        let pidfd = if use_pidfd {
-            proc::pidfd_open(pid).ok()
-        } else {
-            None
-        };
         let deadline = self.opts.timeout.map(|t| t0 + t);
         let interval = self.rapl.as_ref().map(|r| r.sample_interval());
         let mut next_sample = if energy.is_some() {
             interval.map(|i| Instant::now() + i)
+        } else {
+            None
+        };
+        // Nothing to do before the exit (no timeout, no energy to
+        // sample): block in waitid(WEXITED | WNOWAIT) (waitid(2)), one
+        // system call where a pidfd costs three (open, poll, close); the
+        // clock is read the moment it returns, as after the poll.
+        if use_pidfd && deadline.is_none() && next_sample.is_none() {
+            proc::wait_exited(pid)?;
+            return Ok((proc::monotonic_ns(), false));
+        }
+        let pidfd = if use_pidfd {
+            proc::pidfd_open(pid).ok()
         } else {
             None
         };
@@ -589,10 +669,34 @@ impl Measurer {
         }
     }
 
-    /// A disturbance sample through the open `/proc/stat`.
-    fn stat_sample(&self) -> Option<Sample> {
+    /// The disturbance sample before a run: the one taken after this
+    /// measurer's previous run when that is at most
+    /// [`disturbance::SHARED_SAMPLE_MAX_AGE`] old and no program was started since (by
+    /// any measurer of this process: a `--prepare` command's CPU time
+    /// must not count as other work), else a fresh read of `/proc/stat`.
+    /// Sharing halves the reads of `/proc/stat` (whose generation sums
+    /// every interrupt on every CPU: fs/proc/stat.c `show_stat`) for
+    /// back-to-back runs; the run's interval then also covers the gap
+    /// since the previous run's exit (pinsight's own CPU time in it is
+    /// subtracted as in the run), at most that age.
+    fn sample_before(&self) -> Option<Sample> {
         let mut stat = self.stat.lock().unwrap_or_else(PoisonError::into_inner);
-        Sample::take_from(&self.fs, &mut stat)
+        if let Some((s, at)) = stat.1.take() {
+            if at == SPAWNS.load(Ordering::Relaxed) && s.age() <= disturbance::SHARED_SAMPLE_MAX_AGE
+            {
+                return Some(s);
+            }
+        }
+        Sample::take_from(&self.fs, &mut stat.0)
+    }
+
+    /// The disturbance sample after a run, kept for the next run's
+    /// [`Measurer::sample_before`].
+    fn sample_after(&self) -> Option<Sample> {
+        let mut stat = self.stat.lock().unwrap_or_else(PoisonError::into_inner);
+        let s = Sample::take_from(&self.fs, &mut stat.0)?;
+        stat.1 = Some((s.clone(), SPAWNS.load(Ordering::Relaxed)));
+        Some(s)
     }
 
     /// The spawner, made on first use (its counters opened): the calling

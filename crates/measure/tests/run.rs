@@ -335,6 +335,23 @@ fn counters_off_still_measures_times() {
         r.energy.energy_pkg_j.reason(),
         Some("energy measurement off")
     );
+    // Every metric is unavailable in every run, for the run's reason.
+    let table = m.unavailable_in_every_run();
+    assert_eq!(table.len(), 14, "{table:?}");
+    assert_same_reasons(&table, r);
+}
+
+/// Each metric `table` names is unavailable in `r` for that reason (what a
+/// journal leaves out of `r`'s line and gives back when reading it).
+fn assert_same_reasons(table: &std::collections::BTreeMap<String, String>, mut r: RunRecord) {
+    let mut named = 0;
+    for (name, m) in r.metrics_mut() {
+        if let Some(reason) = table.get(name) {
+            assert_eq!(m.reason(), Some(reason.as_str()), "{name}");
+            named += 1;
+        }
+    }
+    assert_eq!(named, table.len(), "{table:?}");
 }
 
 #[test]
@@ -375,6 +392,12 @@ fn pmu_less_fake_machine_measures_software_events_and_says_why_not_hardware() {
         .reason()
         .unwrap()
         .starts_with("no RAPL"));
+    // The hardware counters, IPC and GHz and every energy domain: never
+    // the software counters, which count.
+    let table = m.unavailable_in_every_run();
+    assert!(table.contains_key("cycles") && table.contains_key("energy_psys_j"));
+    assert!(!table.contains_key("task_clock_ms") && !table.contains_key("page_faults"));
+    assert_same_reasons(&table, r);
 }
 
 #[test]
@@ -438,4 +461,97 @@ fn records_round_trip_through_json_with_stable_names() {
     assert_eq!(j["exit"], serde_json::json!({"code": 0, "signal": null}));
     let back: RunRecord = serde_json::from_value(j).unwrap();
     assert_eq!(back, r);
+}
+
+/// What each part of the measuring adds to a run of `true`, wall and CPU
+/// time per run (`cargo test --release -p pinsight-measure --test
+/// integration -- --ignored cost_of_a_run_by_part --nocapture`).
+#[test]
+#[ignore = "timing probe, run by hand"]
+fn cost_of_a_run_by_part() {
+    fn cpu_s() -> f64 {
+        let t = |who| {
+            // SAFETY: getrusage fills the struct.
+            let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrusage(who, &mut r) };
+            r.ru_utime.tv_sec as f64
+                + r.ru_utime.tv_usec as f64 * 1e-6
+                + r.ru_stime.tv_sec as f64
+                + r.ru_stime.tv_usec as f64 * 1e-6
+        };
+        t(libc::RUSAGE_SELF) + t(libc::RUSAGE_CHILDREN)
+    }
+    let n = 400;
+    let variants: [(&str, bool, Option<f64>); 4] = [
+        ("everything", true, Some(0.05)),
+        ("no counters", false, Some(0.05)),
+        ("no disturbance", true, None),
+        ("neither", false, None),
+    ];
+    for (name, counters, disturbance) in variants {
+        let m = measurer(Options {
+            counters,
+            disturbance,
+            energy: false,
+            ..Options::default()
+        });
+        let (mut times, mut timed) = (Vec::new(), Vec::new());
+        let c0 = cpu_s();
+        for _ in 0..n {
+            let mut s = pinsight_measure::Spawn::new("true");
+            s.stdin(pinsight_measure::SpawnStdio::Null);
+            let t = Instant::now();
+            let r = m.run(s).unwrap();
+            times.push(t.elapsed().as_secs_f64());
+            timed.push(r.wall_s);
+        }
+        times.sort_by(f64::total_cmp);
+        timed.sort_by(f64::total_cmp);
+        eprintln!(
+            "{name:>15}: {:7.1} µs a run (median wall; {:7.1} µs of it timed), {:7.1} µs CPU a run",
+            times[n / 2] * 1e6,
+            timed[n / 2] * 1e6,
+            (cpu_s() - c0) / n as f64 * 1e6
+        );
+    }
+}
+
+/// Back-to-back runs share a `/proc/stat` read, but never across another
+/// program: CPU time a command run in between takes (a `--prepare`) is
+/// not the next run's disturbance. On a fake `/proc/stat` the programs
+/// themselves move the counters.
+#[test]
+fn a_program_run_between_two_runs_is_not_their_disturbance() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("proc")).unwrap();
+    let stat = d.path().join("proc/stat");
+    let text = |cpu1_busy: u64| {
+        format!("cpu  0 0 0 0\ncpu0 100 0 100 5000 0 0 0 0\ncpu1 {cpu1_busy} 0 100 5000 0 0 0 0\nprocs_running 1\n")
+    };
+    std::fs::write(&stat, text(100)).unwrap();
+    let fs = FsRoot::at(d.path()).unwrap();
+    let opts = Options {
+        counters: false,
+        energy: false,
+        ..Options::default()
+    };
+    let writes = |busy: u64| {
+        sh(&format!(
+            "printf '{}' > {}",
+            text(busy).replace('\n', "\\n"),
+            stat.display()
+        ))
+    };
+    let (m, _) = Measurer::new(&fs, opts.clone());
+    let (prepare, _) = Measurer::new(&fs, opts);
+    // 5 s of other work on CPU 1 during the first run.
+    let r1 = m.run(writes(600)).unwrap();
+    let d1 = r1.disturbance.expect("fake /proc/stat read");
+    assert!((d1.other_s - 5.0).abs() < 0.1, "{d1:?}");
+    assert!(d1.disturbed && d1.worst().unwrap().0 == 1, "{d1:?}");
+    // 3 s more while another program ran between the runs.
+    prepare.run(writes(900)).unwrap();
+    let r2 = m.run(Command::new("true")).unwrap();
+    let d2 = r2.disturbance.expect("fake /proc/stat read");
+    assert!(d2.other_s < 0.1 && !d2.disturbed, "{d2:?}");
 }

@@ -99,6 +99,21 @@ pub fn wait_exited_keep(pid: libc::pid_t) {
     while let Err(nix::errno::Errno::EINTR) = waitid(Id::Pid(Pid::from_raw(pid)), flags) {}
 }
 
+/// Blocks until `pid` (a child) has exited, without reaping it
+/// (`waitid(P_PID, pid, WEXITED | WNOWAIT)`, EINTR retried); unlike
+/// [`wait_exited_keep`], says why it could not wait.
+pub fn wait_exited(pid: libc::pid_t) -> io::Result<()> {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+    loop {
+        match waitid(Id::Pid(Pid::from_raw(pid)), flags) {
+            Ok(_) => return Ok(()),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// A pidfd for `pid` (Linux 5.3+): becomes readable when the process exits.
 pub fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
     // SAFETY: plain integer arguments.

@@ -14,7 +14,9 @@
 //!
 //! The model is glibc's `posix_spawn` (sysdeps/unix/sysv/linux/spawni.c):
 //! - everything the child needs (argv, envp, the `PATH` candidates, the
-//!   kernel masks) is built by the parent beforehand; the child allocates
+//!   kernel masks) is built by the parent beforehand (argv, envp and the
+//!   candidates once per command when the caller keeps them: see
+//!   [`Prebuilt`]; `/dev/null` opened once per process); the child allocates
 //!   nothing, takes no lock and calls only async-signal-safe functions
 //!   (signal-safety(7)): `dup2`, `fcntl`, `chdir`, `setpgid`,
 //!   `sigaction`, `sigprocmask`, `sched_setaffinity`, `set_mempolicy`,
@@ -47,6 +49,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// One of the child's standard streams.
 #[derive(Debug, Default)]
@@ -75,6 +78,43 @@ pub struct Spawn {
     inherit_fds: Vec<RawFd>,
     affinity: Option<Vec<libc::c_ulong>>,
     mempolicy: Option<(i32, Vec<libc::c_ulong>, usize)>,
+    /// What an earlier spawn of the same command built (see
+    /// [`Spawn::prebuild`]).
+    prebuilt: Option<Arc<Built>>,
+}
+
+/// The argv, environment and `PATH` candidates a spawn builds from the
+/// program, its arguments, the environment changes and this process's
+/// environment, kept to be reused by later spawns of the same command
+/// ([`Spawn::prebuild`], [`Spawn::reuse`]): running one program hundreds
+/// of times (compare, tune) then copies this process's environment once
+/// instead of once per run.
+#[derive(Debug)]
+pub struct Prebuilt(Arc<Built>);
+
+impl Clone for Prebuilt {
+    fn clone(&self) -> Prebuilt {
+        Prebuilt(Arc::clone(&self.0))
+    }
+}
+
+/// What [`Prebuilt`] holds.
+#[derive(Debug)]
+struct Built {
+    /// The command it was built for: a spawn reuses it only if its own
+    /// program, arguments and environment changes are these.
+    program: OsString,
+    args: Vec<OsString>,
+    env: BTreeMap<OsString, Option<OsString>>,
+    env_clear: bool,
+    /// The program as named (before the `PATH` search).
+    prog: CString,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+    /// The child's `PATH` (`None`: unset).
+    path: Option<OsString>,
+    /// `execve` paths to try in order (one when the program has a `/`).
+    candidates: Vec<CString>,
 }
 
 /// A started child: it has called `execve` successfully.
@@ -100,6 +140,7 @@ impl Spawn {
             inherit_fds: Vec::new(),
             affinity: None,
             mempolicy: None,
+            prebuilt: None,
         }
     }
     pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Spawn {
@@ -178,6 +219,23 @@ impl Spawn {
     }
     pub fn get_current_dir(&self) -> Option<&Path> {
         self.cwd.as_deref()
+    }
+
+    /// Builds what a spawn of this command needs from the program, the
+    /// arguments and the environment (this process's, changed as asked),
+    /// to be given to later spawns of the same command with
+    /// [`Spawn::reuse`]. It holds this process's environment as it is
+    /// now: a spawn reusing it does not see later changes to it (the
+    /// experiments change none while they run programs).
+    pub fn prebuild(&self) -> io::Result<Prebuilt> {
+        build(self).map(|b| Prebuilt(Arc::new(b)))
+    }
+
+    /// Spawns with `p` when it was built for this same program, arguments
+    /// and environment changes (else builds them afresh, as without it).
+    pub fn reuse(&mut self, p: &Prebuilt) -> &mut Spawn {
+        self.prebuilt = Some(Arc::clone(&p.0));
+        self
     }
 
     /// Starts the program; returns once it has called `execve` (or failed
@@ -296,8 +354,8 @@ impl Drop for Stack {
 
 /// Everything the child reads, built before the clone.
 struct Prepared {
-    /// `execve` paths to try in order (one when the program has a `/`).
-    candidates: Vec<CString>,
+    /// `execve` paths to try in order (pointers into `built`).
+    candidates: Vec<*const libc::c_char>,
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     /// `/bin/sh FILE args...` for a file without `#!` (ENOEXEC); slot 1
@@ -322,13 +380,8 @@ struct Prepared {
     /// `candidates[0]` was moved there from this index (see
     /// [`found_first`]).
     found_first: usize,
-    /// The program as named (before the `PATH` search).
-    prog: CString,
-    /// The child's `PATH` (`None`: unset).
-    path: Option<OsString>,
-    // Owners of what the pointers above point at.
-    _strings: Vec<CString>,
-    _null_fds: Vec<OwnedFd>,
+    /// The owner of every string the pointers above point at (but `cwd`).
+    built: Arc<Built>,
 }
 
 const SH: &CStr = c"/bin/sh";
@@ -343,73 +396,112 @@ fn cstring(s: &OsStr) -> io::Result<CString> {
     })
 }
 
+/// Builds argv, envp and the `PATH` candidates of `s`.
+fn build(s: &Spawn) -> io::Result<Built> {
+    let prog = cstring(&s.program)?;
+    let mut argv = vec![prog.clone()];
+    for a in &s.args {
+        argv.push(cstring(a)?);
+    }
+    // The environment as std builds it: ours in order when unchanged,
+    // else ours changed as asked, sorted by name (CommandEnv).
+    let env: Vec<(OsString, OsString)> = if s.env.is_empty() && !s.env_clear {
+        std::env::vars_os().collect()
+    } else {
+        let mut m: BTreeMap<OsString, OsString> = if s.env_clear {
+            BTreeMap::new()
+        } else {
+            std::env::vars_os().collect()
+        };
+        for (k, v) in &s.env {
+            match v {
+                Some(v) => m.insert(k.clone(), v.clone()),
+                None => m.remove(k),
+            };
+        }
+        m.into_iter().collect()
+    };
+    let mut path = None;
+    let mut envp = Vec::with_capacity(env.len());
+    for (k, v) in &env {
+        if k == "PATH" {
+            path = Some(v.clone());
+        }
+        let mut kv = k.clone().into_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        // A variable with a NUL cannot be passed: std skips nothing
+        // but fails the spawn the same way.
+        envp.push(CString::new(kv).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "nul byte found in provided data",
+            )
+        })?);
+    }
+    let candidates = candidates(&prog, path.as_deref())?;
+    Ok(Built {
+        program: s.program.clone(),
+        args: s.args.clone(),
+        env: s.env.clone(),
+        env_clear: s.env_clear,
+        prog,
+        argv,
+        envp,
+        path,
+        candidates,
+    })
+}
+
+impl Built {
+    /// Built for `s`'s program, arguments and environment changes.
+    fn fits(&self, s: &Spawn) -> bool {
+        self.program == s.program
+            && self.args == s.args
+            && self.env_clear == s.env_clear
+            && self.env == s.env
+    }
+}
+
+/// `/dev/null` open for reading (`write` false) or for writing, opened
+/// once and kept open for every later spawn (close-on-exec; the child
+/// gets a `dup2` of it).
+fn dev_null(write: bool) -> io::Result<RawFd> {
+    static NULLS: std::sync::Mutex<[Option<OwnedFd>; 2]> = std::sync::Mutex::new([None, None]);
+    let mut nulls = NULLS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let slot = &mut nulls[usize::from(write)];
+    if let Some(fd) = slot {
+        return Ok(fd.as_raw_fd());
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .open("/dev/null")?;
+    Ok(slot.insert(OwnedFd::from(f)).as_raw_fd())
+}
+
 impl Prepared {
     fn new(s: &Spawn) -> io::Result<Prepared> {
-        let mut strings = Vec::new();
-        let prog = cstring(&s.program)?;
-        let mut argv_s = vec![prog.clone()];
-        for a in &s.args {
-            argv_s.push(cstring(a)?);
-        }
-        // The environment as std builds it: ours in order when unchanged,
-        // else ours changed as asked, sorted by name (CommandEnv).
-        let env: Vec<(OsString, OsString)> = if s.env.is_empty() && !s.env_clear {
-            std::env::vars_os().collect()
-        } else {
-            let mut m: BTreeMap<OsString, OsString> = if s.env_clear {
-                BTreeMap::new()
-            } else {
-                std::env::vars_os().collect()
-            };
-            for (k, v) in &s.env {
-                match v {
-                    Some(v) => m.insert(k.clone(), v.clone()),
-                    None => m.remove(k),
-                };
-            }
-            m.into_iter().collect()
+        let built = match &s.prebuilt {
+            Some(b) if b.fits(s) => Arc::clone(b),
+            _ => Arc::new(build(s)?),
         };
-        let mut path = None;
-        let mut envp_s = Vec::with_capacity(env.len());
-        for (k, v) in &env {
-            if k == "PATH" {
-                path = Some(v.clone());
-            }
-            let mut kv = k.clone().into_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            // A variable with a NUL cannot be passed: std skips nothing
-            // but fails the spawn the same way.
-            envp_s.push(CString::new(kv).map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "nul byte found in provided data",
-                )
-            })?);
-        }
-        let mut candidates = candidates(&prog, path.as_deref())?;
-        let found_first = found_first(&prog, path.as_deref(), &mut candidates);
+        let mut candidates: Vec<*const libc::c_char> =
+            built.candidates.iter().map(|c| c.as_ptr()).collect();
+        let found_first = found_first(&built.prog, built.path.as_deref(), &mut candidates);
         let cwd = s
             .cwd
             .as_deref()
             .map(|d| cstring(d.as_os_str()))
             .transpose()?;
-        let mut null_fds = Vec::new();
         let mut stdio = [None; 3];
         for (i, st) in s.stdio.iter().enumerate() {
             stdio[i] = match st {
                 Stdio::Inherit => None,
                 Stdio::Fd(fd) => Some(fd.as_raw_fd()),
-                Stdio::Null => {
-                    let f = std::fs::OpenOptions::new()
-                        .read(i == 0)
-                        .write(i != 0)
-                        .open("/dev/null")?;
-                    let fd = OwnedFd::from(f);
-                    let raw = fd.as_raw_fd();
-                    null_fds.push(fd);
-                    Some(raw)
-                }
+                Stdio::Null => Some(dev_null(i != 0)?),
             };
         }
         let ptrs = |v: &[CString]| {
@@ -418,13 +510,12 @@ impl Prepared {
                 .chain(std::iter::once(std::ptr::null()))
                 .collect::<Vec<_>>()
         };
-        let argv = ptrs(&argv_s);
-        let envp = ptrs(&envp_s);
-        let mut sh_argv = vec![SH.as_ptr(), std::ptr::null()];
-        sh_argv.extend(argv_s[1..].iter().map(|c| c.as_ptr()));
+        let argv = ptrs(&built.argv);
+        let envp = ptrs(&built.envp);
+        let mut sh_argv = Vec::with_capacity(built.argv.len() + 2);
+        sh_argv.extend([SH.as_ptr(), std::ptr::null()]);
+        sh_argv.extend(built.argv[1..].iter().map(|c| c.as_ptr()));
         sh_argv.push(std::ptr::null());
-        strings.extend(argv_s);
-        strings.extend(envp_s);
         Ok(Prepared {
             candidates,
             argv,
@@ -441,10 +532,7 @@ impl Prepared {
             stamp: AtomicU64::new(0),
             tried: AtomicUsize::new(0),
             found_first,
-            prog,
-            path,
-            _strings: strings,
-            _null_fds: null_fds,
+            built,
         })
     }
 }
@@ -490,7 +578,7 @@ static FOUND: std::sync::Mutex<Option<Found>> = std::sync::Mutex::new(None);
 /// still tried, in order, if it fails; what is lost is only `execvp`'s
 /// first-match rule for a program of that name added to an earlier
 /// `PATH` entry while the runs go on.
-fn found_first(prog: &CStr, path: Option<&OsStr>, candidates: &mut [CString]) -> usize {
+fn found_first(prog: &CStr, path: Option<&OsStr>, candidates: &mut [*const libc::c_char]) -> usize {
     let found = FOUND
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -521,7 +609,10 @@ fn remember_found(p: &Prepared) {
     let mut found = FOUND
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    *found = Some((p.prog.clone(), p.path.clone(), original));
+    let b = &p.built;
+    if !matches!(&*found, Some((pr, pa, i)) if *i == original && *pr == b.prog && *pa == b.path) {
+        *found = Some((b.prog.clone(), b.path.clone(), original));
+    }
 }
 
 /// The errno of the last failed call (glibc keeps it per thread; the
@@ -619,12 +710,12 @@ fn prepare_and_exec(p: &Prepared) -> libc::c_int {
     let envp = p.envp.as_ptr();
     let mut eacces = false;
     let mut last = libc::ENOENT;
-    for (i, cand) in p.candidates.iter().enumerate() {
+    for (i, &cand) in p.candidates.iter().enumerate() {
         p.tried.store(i, Ordering::Relaxed);
         // Last of all: the start of the timed interval.
         p.stamp
             .store(crate::process::monotonic_ns(), Ordering::Release);
-        unsafe { libc::execve(cand.as_ptr(), p.argv.as_ptr(), envp) };
+        unsafe { libc::execve(cand, p.argv.as_ptr(), envp) };
         let mut e = errno();
         if e == libc::ENOEXEC {
             // A file without `#!`: run it with the shell, as execvp.
@@ -632,7 +723,7 @@ fn prepare_and_exec(p: &Prepared) -> libc::c_int {
             // suspended); slot 1 exists (built with two entries first).
             let sh = unsafe { &mut *p.sh_argv.get() };
             if let Some(slot) = sh.get_mut(1) {
-                *slot = cand.as_ptr();
+                *slot = cand;
             }
             p.stamp
                 .store(crate::process::monotonic_ns(), Ordering::Release);
@@ -694,6 +785,32 @@ mod tests {
         write(&a, "a");
         assert_eq!(run(), "a\n"); // the remembered one is gone: searched
         assert_eq!(run(), "a\n");
+    }
+
+    #[test]
+    fn a_prebuilt_command_is_reused_only_for_the_same_command() {
+        let make = |word: &str, var: &str| {
+            let mut s = Spawn::new("sh");
+            s.args(["-c", &format!("echo {word} $PINSIGHT_PREBUILT_TEST")])
+                .env("PINSIGHT_PREBUILT_TEST", var)
+                .stdin(Stdio::Null);
+            s
+        };
+        let p = make("one", "x").prebuild().unwrap();
+        for _ in 0..3 {
+            let mut s = make("one", "x");
+            s.reuse(&p);
+            assert_eq!(output(s), ("one x\n".to_string(), 0));
+        }
+        // Another argument or another variable: built afresh, never the
+        // prebuilt command.
+        let mut s = make("two", "x");
+        s.reuse(&p);
+        assert_eq!(output(s).0, "two x\n");
+        let mut s = make("one", "y");
+        s.reuse(&p);
+        assert_eq!(output(s).0, "one y\n");
+        assert!(Arc::ptr_eq(&p.clone().0, &p.0));
     }
 
     #[test]
