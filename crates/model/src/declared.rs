@@ -18,9 +18,12 @@
 //! A name may end with `@SPEED`, the kind's relative speed: the fraction of
 //! its own CPUs' full speed it is to run at (`0:P,1:E@0.5`), a decimal in
 //! (0, 1] with at most three decimals, 1 when absent. Only `pinsight
-//! emulate` acts on it (it slows those CPUs); for every other command it is
-//! part of the declaration and changes nothing. Speeds may not rise along
-//! the order: a slower kind never runs faster than a faster one.
+//! emulate` acts on it (it slows those CPUs). On a machine discovered as
+//! one kind, the speeds (over the fastest kind's) are also the kinds'
+//! capacities, which `balance`, `load`, `slice` and `topo` read: what
+//! `emulate` makes true of identical CPUs. On a machine with kinds of its
+//! own they change nothing else. Speeds may not rise along the order: a
+//! slower kind never runs faster than a faster one.
 //!
 //! # Order (the one rule)
 //!
@@ -43,7 +46,8 @@
 //! online, and every online CPU this process may use must be declared. The
 //! kinds' source and rank source become [`KindSource::Declared`] and
 //! [`RankSource::Declared`]; kind capacities are left unknown (a
-//! declaration says "faster", not "how much"). Per-CPU `cpu_capacity` and
+//! declaration says "faster", not "how much") unless speeds were declared
+//! on a one-kind machine (above). Per-CPU `cpu_capacity` and
 //! a kind's max frequency are kept only where they agree with the declared
 //! order (every CPU of a faster kind above every CPU of a slower one):
 //! plan's `balance` reads them as capacity, and a VM's equal values would
@@ -528,6 +532,13 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
         return Err(DeclaredError::Undeclared { cpus: left, usable });
     }
     let n = spec.kinds.len();
+    // On a machine discovered as one kind, declared speeds are the kinds'
+    // capacities: the CPUs are alike, and `pinsight emulate` slows each
+    // kind's CPUs to its speed. On a machine with kinds of its own the
+    // speed multiplies a native capacity the declaration has replaced, so
+    // the rank default stays (see `Topology::capacity`).
+    let top_speed = spec.kinds.iter().map(DeclaredKind::speed).fold(0.0, f64::max);
+    let speeds_are_capacity = topo.kinds.len() <= 1 && spec.slows() && top_speed > 0.0;
     let mut out = topo.clone();
     // The capacity chain's evidence describes the discovered kinds; it
     // does not line up with declared ones (`topo --explain` then says the
@@ -549,7 +560,7 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
                 cpus: d.cpus.clone(),
                 source: KindSource::Declared,
                 rank_source: RankSource::Declared,
-                capacity: None,
+                capacity: speeds_are_capacity.then(|| d.speed() / top_speed),
                 capacity_raw: None,
                 max_mhz: cpus.iter().filter_map(|c| c.max_mhz).max(),
                 base_mhz: cpus.iter().filter_map(|c| c.base_mhz).max(),
@@ -769,6 +780,53 @@ mod tests {
             devices: Vec::new(),
             warnings: vec![],
         }
+    }
+
+    #[test]
+    fn declared_speeds_are_capacities_on_a_one_kind_machine() {
+        use crate::CapacityOrigin;
+        let topo = machine(5); // CPUs 0-3 online, one (empty) kind
+        let out = apply(&topo, &KindSpec::parse("0-1:P,2:mid@0.8,3:E@0.25").unwrap()).unwrap();
+        let cap = |cpu| out.capacity(cpu).unwrap();
+        assert_eq!(cap(0).value, 1.0);
+        assert_eq!(cap(2).value, 0.8);
+        assert_eq!(cap(3).value, 0.25);
+        assert_eq!(cap(3).source, CapacityOrigin::DeclaredSpeed);
+        // Without speeds: the rank default, as before.
+        let out = apply(&topo, &KindSpec::parse("0-1:P,2-3:E").unwrap()).unwrap();
+        assert_eq!(out.capacity(3).unwrap().source, CapacityOrigin::RankDefault);
+        assert_eq!(out.capacity(3).unwrap().value, 0.5);
+        // A top kind below full speed: relative to it.
+        let out = apply(&topo, &KindSpec::parse("0-1:P@0.8,2-3:E@0.4").unwrap()).unwrap();
+        assert_eq!(out.capacity(0).unwrap().value, 1.0);
+        assert_eq!(out.capacity(2).unwrap().value, 0.5);
+    }
+
+    #[test]
+    fn declared_speeds_leave_a_hybrid_machines_capacity_alone() {
+        use crate::CapacityOrigin;
+        let mut topo = machine(5);
+        let mut big = Kind {
+            rank: 1,
+            name: "P-core".into(),
+            mark: "P".into(),
+            cpus: "0-1".parse().unwrap(),
+            source: KindSource::Capacity,
+            rank_source: RankSource::Capacity,
+            capacity: Some(1.0),
+            capacity_raw: None,
+            max_mhz: None,
+            base_mhz: None,
+            core_type: None,
+        };
+        let mut little = big.clone();
+        little.rank = 0;
+        little.cpus = "2-3".parse().unwrap();
+        little.capacity = Some(0.6);
+        big.name = "P-core".into();
+        topo.kinds = vec![little, big];
+        let out = apply(&topo, &KindSpec::parse("0-1:P,2-3:E@0.5").unwrap()).unwrap();
+        assert_eq!(out.capacity(3).unwrap().source, CapacityOrigin::RankDefault);
     }
 
     #[test]

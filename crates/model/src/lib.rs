@@ -498,6 +498,10 @@ pub enum CapacityOrigin {
     /// table's factor times the kind's maximum clock, over the top kind's
     /// ([`RankSource::MicroarchTable`]).
     MicroarchTable,
+    /// Declared kinds with `@SPEED` on a machine discovered as one kind
+    /// (`declared::apply`): each kind's speed over the fastest kind's, which
+    /// is what `pinsight emulate` makes true of identical CPUs.
+    DeclaredSpeed,
 }
 
 impl CapacityOrigin {
@@ -508,6 +512,7 @@ impl CapacityOrigin {
             CapacityOrigin::OneKind => "one kind",
             CapacityOrigin::RankDefault => "rank default x0.5",
             CapacityOrigin::MicroarchTable => "core table x clock",
+            CapacityOrigin::DeclaredSpeed => "declared @speed",
         }
     }
 }
@@ -649,15 +654,18 @@ impl Topology {
 
     /// The capacity of online CPU `cpu`: ONE number per CPU, the same for
     /// every CPU of a kind, and the same in every command. In order:
-    /// 1. the kind's capacity ([`Kind::capacity`]: its highest value of
+    /// 1. one kind: 1.0;
+    /// 2. declared kinds with speeds on a machine discovered as one kind:
+    ///    the declared speed over the fastest kind's
+    ///    ([`CapacityOrigin::DeclaredSpeed`]);
+    /// 3. the kind's capacity ([`Kind::capacity`]: its highest value of
     ///    [`Provenance::capacity_from`] over the top kind's — the kernel's
     ///    `cpu_capacity`, else CPPC `highest_perf`, ... as discovery
     ///    decided; per kind, so that favoured cores of one kind (5.2 vs
-    ///    5.0 GHz) do not skew a split);
-    /// 2. one kind: 1.0;
-    /// 3. models without provenance: each kind's `capacity_raw`, else
+    ///    5.0 GHz) do not skew a split), or the Arm core table's;
+    /// 4. models without provenance: each kind's `capacity_raw`, else
     ///    `max_mhz`, over the top kind's, when they rise with the rank;
-    /// 4. ranked kinds without a proportional measure:
+    /// 5. ranked kinds without a proportional measure:
     ///    [`RANK_DEFAULT_FACTOR`] per rank below the top;
     ///
     /// `None` for an offline or unknown CPU, and for kinds that no measure
@@ -671,6 +679,12 @@ impl Topology {
             });
         }
         let kind = self.kinds.get(c.kind?)?;
+        if let (Some(value), RankSource::Declared) = (kind.capacity, kind.rank_source) {
+            return Some(Capacity {
+                value,
+                source: CapacityOrigin::DeclaredSpeed,
+            });
+        }
         if let (Some(value), RankSource::MicroarchTable) = (kind.capacity, kind.rank_source) {
             return Some(Capacity {
                 value,

@@ -52,6 +52,8 @@ pub enum CapacitySource {
     KindBaseFrequency,
     /// The Arm core table times each kind's max clock.
     MicroarchTable,
+    /// Declared kinds' `@SPEED` on a machine discovered as one kind.
+    DeclaredSpeed,
 }
 
 impl CapacitySource {
@@ -74,6 +76,7 @@ impl CapacitySource {
             CapacitySource::MicroarchTable => {
                 "from the Arm core table times each kind's max clock (no cpu_capacity here)"
             }
+            CapacitySource::DeclaredSpeed => "from the declared kinds' speeds (@SPEED)",
         }
     }
 
@@ -89,6 +92,7 @@ impl CapacitySource {
             CapacityOrigin::OneKind => CapacitySource::Uniform,
             CapacityOrigin::RankDefault => CapacitySource::KindRankDefault,
             CapacityOrigin::MicroarchTable => CapacitySource::MicroarchTable,
+            CapacityOrigin::DeclaredSpeed => CapacitySource::DeclaredSpeed,
         }
     }
 }
