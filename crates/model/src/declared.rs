@@ -537,7 +537,11 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
     // kind's CPUs to its speed. On a machine with kinds of its own the
     // speed multiplies a native capacity the declaration has replaced, so
     // the rank default stays (see `Topology::capacity`).
-    let top_speed = spec.kinds.iter().map(DeclaredKind::speed).fold(0.0, f64::max);
+    let top_speed = spec
+        .kinds
+        .iter()
+        .map(DeclaredKind::speed)
+        .fold(0.0, f64::max);
     let speeds_are_capacity = topo.kinds.len() <= 1 && spec.slows() && top_speed > 0.0;
     let mut out = topo.clone();
     // The capacity chain's evidence describes the discovered kinds; it
