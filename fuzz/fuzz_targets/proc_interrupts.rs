@@ -38,8 +38,8 @@ fuzz_target!(|data: &[u8]| {
         assert!(s.rows.iter().all(|r| r.1.len() <= s.cpus.len()));
     }
     let stat = |busy: u64| parse_cpu_fields(&format!("cpu0 {busy} 0 0 100 0 5 5 0\ncpu1 1 0 0 100 0 0 0 0\n"));
-    let before = Sample { stat: stat(10), interrupts: ints.0, softirqs: softs.0, threads: Vec::new() };
-    let after = Sample { stat: stat(60), interrupts: ints.1, softirqs: softs.1, threads: Vec::new() };
+    let before = Sample { stat: stat(10), interrupts: ints.0, softirqs: softs.0, ..Default::default() };
+    let after = Sample { stat: stat(60), interrupts: ints.1, softirqs: softs.1, ..Default::default() };
     let m = Machine {
         cpus: (0..2).map(|c| CpuInfo { cpu: c, kind: None, mark: None, core: Some(c), capacity: 0.5 + c as f64 * 0.5 }).collect(),
         capacity_source: "fuzz".into(),

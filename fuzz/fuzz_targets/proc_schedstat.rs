@@ -1,0 +1,52 @@
+//! The readers of `/proc/schedstat` and `/proc/uptime` behind `pinsight
+//! load`'s busy time: arbitrary text, split at NULs into a "before" and an
+//! "after" `/proc/schedstat` and a "before" and an "after" `/proc/uptime`,
+//! goes through `pinsight_load::sample::parse_schedstat` and
+//! `parse_uptime`, then through `pinsight_load::report::analyse` with a
+//! two-CPU `/proc/stat`. Checks: an accepted schedstat names each CPU once
+//! (a map) and only with a `version` of 15 or later; an uptime is finite
+//! and non-negative; every share of the load lies in [0, 1] and every run
+//! queue is finite and non-negative, whatever the two readings say (a
+//! counter that went backwards, an interval of zero).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use pinsight_load::report::{analyse, CpuInfo, Machine, Options};
+use pinsight_load::sample::{parse_schedstat, parse_uptime, Sample};
+use pinsight_sys::cpustat::parse_cpu_fields;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let mut parts = text.split('\0');
+    let mut next = || parts.next().unwrap_or("");
+    let (sa, sb, ua, ub) = (next(), next(), next(), next());
+    let sched = (parse_schedstat(sa), parse_schedstat(sb));
+    for (s, t) in [(&sched.0, sa), (&sched.1, sb)] {
+        if s.is_some() {
+            let v: u32 = t.lines().next().unwrap().trim_start_matches("version ").trim().parse().unwrap();
+            assert!(v >= 15);
+        }
+    }
+    let up = (parse_uptime(ua), parse_uptime(ub));
+    for u in [up.0, up.1].into_iter().flatten() {
+        assert!(u.is_finite() && u >= 0.0);
+    }
+    let stat = |busy: u64| parse_cpu_fields(&format!("cpu0 {busy} 0 0 100 0 5 5 3\ncpu1 1 0 0 100 0 0 0 0\n"));
+    let before = Sample { stat: stat(10), sched: sched.0, uptime_s: up.0, ..Default::default() };
+    let after = Sample { stat: stat(60), sched: sched.1, uptime_s: up.1, ..Default::default() };
+    let m = Machine {
+        cpus: (0..2).map(|c| CpuInfo { cpu: c, kind: None, mark: None, core: Some(c), capacity: 0.5 + c as f64 * 0.5 }).collect(),
+        capacity_source: "fuzz".into(),
+    };
+    let r = analyse(&m, &before, &after, Options::default());
+    for c in &r.cpus {
+        for s in [c.user, c.system, c.irq, c.softirq, c.steal, c.idle, c.busy] {
+            assert!(s.is_finite() && (0.0..=1.0).contains(&s), "{c:?}");
+        }
+        if let Some(q) = c.run_queue {
+            assert!(q.is_finite() && q >= 0.0, "{c:?}");
+        }
+    }
+});
