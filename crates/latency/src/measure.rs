@@ -18,7 +18,11 @@
 //! a different round of the schedule ([`schedule::rotated`]) so a slow
 //! drift (clock frequency, temperature, other load) does not always land
 //! on the same pairs; every pair then carries its N run medians
-//! ([`PairStat::run_medians_ns`]) and their spread.
+//! ([`PairStat::run_medians_ns`]) and their spread. A pair is also noisy
+//! when, in any run, other work took either of its CPUs over the
+//! disturbance threshold ([`MeasureConfig::disturbance`]): a median is
+//! robust to the few round trips a shared CPU's time slices spoil, so the
+//! figure can look steady while the pair was not measured alone.
 //!
 //! Entry points: [`choose_cpus`] (which CPUs, with the errors a user should
 //! see, [`CpuChoiceError`]), then [`measure`] / [`measure_with_progress`].
@@ -78,7 +82,8 @@ pub struct MeasureConfig {
     /// any time, so every pair is flagged noisy whatever its intervals.
     pub virtual_machine: bool,
     /// Judge each run's disturbance (other work on the measured CPUs,
-    /// steal) with this threshold; `None`: not measured.
+    /// steal) with this threshold; `None`: not measured. A pair whose CPU
+    /// was disturbed over it in any run is noisy.
     pub disturbance: Option<f64>,
 }
 
@@ -438,6 +443,15 @@ fn measure_pairs(
                 None => skipped.push(ids),
                 Some(mut stat) => {
                     stat.noisy |= config.virtual_machine;
+                    // A run in which other work took a share over the
+                    // threshold of either CPU: its figures were taken
+                    // while the pair shared its CPUs, whatever the median
+                    // says (a median is robust to the few round trips a
+                    // time slice spoils; the pair's latency is not).
+                    stat.noisy |= disturbance
+                        .iter()
+                        .flatten()
+                        .any(|d| d.disturbed_cpu(ids.0) || d.disturbed_cpu(ids.1));
                     if runs.len() < runs_total {
                         fewer_runs.push(ids);
                     }

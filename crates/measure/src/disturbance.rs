@@ -138,6 +138,15 @@ pub struct Disturbance {
 }
 
 impl Disturbance {
+    /// Whether other work took `cpu` over the threshold in this run.
+    pub fn disturbed_cpu(&self, cpu: usize) -> bool {
+        self.disturbed
+            && self
+                .cpus
+                .iter()
+                .any(|c| c.cpu == cpu && c.share >= self.threshold)
+    }
+
     /// The most disturbed CPU and its estimated share.
     pub fn worst(&self) -> Option<(usize, f64)> {
         self.cpus
