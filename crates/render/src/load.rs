@@ -299,6 +299,9 @@ pub fn load_screen(r: &LoadReport, height: usize) -> String {
     if let Some(q) = run_queue_line(r) {
         tail.push(cut(&q, 80));
     }
+    // Where busy came from (and the emulation's stealers): one line, as
+    // the whole view says it.
+    tail.push(cut(&source_line(r), 80));
     if let Some(h) = hot_lines(r).first() {
         tail.extend(
             wrap(h, Wrap::new(80).indent("", "  ").break_long_words())

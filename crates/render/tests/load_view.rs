@@ -40,6 +40,7 @@ fn the_screen_fits_80_by_24_most_loaded_first() {
     assert!(lines[2].trim_start().starts_with("12 E"), "{s}");
     assert!(s.contains("more CPUs, normalised load"), "{s}");
     assert!(s.contains("pinsight irq --off 3"), "{s}");
+    assert!(s.contains("Busy: "), "{s}");
     // A taller window shows every CPU.
     let tall = load_screen(&r, 60);
     assert!(!tall.contains("more CPUs"), "{tall}");
