@@ -18,6 +18,7 @@
 //! than 4% busier than the tasks' own run time explains, that half is a
 //! counted skip, never a pass.
 
+use crate::operator_tasks::{can_fifo, has_python, load_cpu, start};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -66,17 +67,6 @@ impl Drop for Emulation {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// The tasks, killed on every exit path.
-struct Tasks(Vec<Child>);
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -133,42 +123,15 @@ fn read_load(em: &Emulation, p: usize, e: usize) -> Reading {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let cpu = |n: usize| -> Value {
-        doc["cpus"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["cpu"].as_u64() == Some(n as u64))
-            .cloned()
-            .unwrap_or_else(|| panic!("no CPU {n} in {doc:#}"))
-    };
-    let (cp, ce) = (cpu(p), cpu(e));
+    let (cp, ce) = (load_cpu(&doc, p), load_cpu(&doc, e));
     let f = |c: &Value, k: &str| c[k].as_f64().unwrap_or_else(|| panic!("no {k} in {c}"));
     Reading {
-        ratio: f(&ce, "normalised") / f(&cp, "normalised"),
-        p_busy: f(&cp, "busy"),
-        e_busy: f(&ce, "busy"),
-        e_emulated: f(&ce, "emulated"),
+        ratio: f(ce, "normalised") / f(cp, "normalised"),
+        p_busy: f(cp, "busy"),
+        e_busy: f(ce, "busy"),
+        e_emulated: f(ce, "emulated"),
         source: doc["busy_source"].as_str().unwrap_or("?").to_string(),
     }
-}
-
-fn can_fifo() -> bool {
-    Command::new("chrt")
-        .args(["-f", "1", "true"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn has_python() -> bool {
-    Command::new("python3")
-        .args(["-c", "pass"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// The selected tasks' own share of `cpu` in balance's measure `when`
@@ -204,23 +167,7 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
     );
     let marker = format!("pinsight-emulated-balance-{}", std::process::id());
     let rt = can_fifo();
-    let mut tasks = Tasks(Vec::new());
-    for i in 0..6 {
-        let cpu = if i % 2 == 0 { p } else { e };
-        let mut cmd = if rt {
-            let mut c = Command::new("chrt");
-            c.args(["-f", "1", "taskset"]);
-            c
-        } else {
-            Command::new("taskset")
-        };
-        let child = cmd
-            .args(["-c", &cpu.to_string(), "python3", "-c", TASK, &marker])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("taskset starts");
-        tasks.0.push(child);
-    }
+    let tasks = start(p, e, TASK, &marker, rt);
     std::thread::sleep(Duration::from_millis(800));
     let before = read_load(&em, p, e);
     let dir = tempfile::tempdir().unwrap();

@@ -18,8 +18,9 @@
 //! reads it, `pinsight load`'s busy ÷ capacity of the two CPUs before and
 //! after.
 
+use crate::operator_tasks::{can_fifo, has_python, load_cpu, start};
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
@@ -32,22 +33,6 @@ while True:
         pass
     time.sleep(0.044)
 "#;
-
-/// The tasks, killed on every exit path.
-struct Tasks(Vec<Child>);
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-}
 
 /// `pinsight load`'s normalised load of `e` over that of `p`, read over
 /// `secs` with the declared kinds, and the busy shares of `p` and `e`.
@@ -65,12 +50,8 @@ fn load_ratio(kinds: &str, p: usize, e: usize, secs: u32) -> (f64, f64, f64) {
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let get = |cpu: usize, key: &str| {
-        doc["cpus"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["cpu"].as_u64() == Some(cpu as u64))
-            .and_then(|c| c[key].as_f64())
+        load_cpu(&doc, cpu)[key]
+            .as_f64()
             .unwrap_or_else(|| panic!("no {key} of CPU {cpu} in {doc:#}"))
     };
     (
@@ -78,16 +59,6 @@ fn load_ratio(kinds: &str, p: usize, e: usize, secs: u32) -> (f64, f64, f64) {
         get(p, "busy"),
         get(e, "busy"),
     )
-}
-
-fn has_python() -> bool {
-    Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 fn tasks_imbalance(doc: &Value, when: &str) -> f64 {
@@ -110,34 +81,12 @@ fn balance_by_capacity_evens_the_normalised_load() {
     let others: Vec<String> = usable[1..].iter().map(|c| c.to_string()).collect();
     let kinds = format!("{p}:P,{}:E", others.join(","));
     let marker = format!("pinsight-balance-live-{}", std::process::id());
-    let mut tasks = Tasks(Vec::new());
     // As root, the tasks run SCHED_FIFO (chrt(1)): other work on the
     // machine then delays none of them, and only they share their CPUs.
     // Not everywhere: with real-time group scheduling a cgroup without a
     // real-time budget is refused SCHED_FIFO even as root.
-    let rt = pinsight_sys::process::geteuid() == 0
-        && on_path("chrt")
-        && Command::new("chrt")
-            .args(["-f", "1", "true"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    for i in 0..6 {
-        let cpu = if i % 2 == 0 { p } else { e };
-        let mut cmd = if rt {
-            let mut c = Command::new("chrt");
-            c.args(["-f", "1", "taskset"]);
-            c
-        } else {
-            Command::new("taskset")
-        };
-        let child = cmd
-            .args(["-c", &cpu.to_string(), "python3", "-c", TASK, &marker])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("taskset starts");
-        tasks.0.push(child);
-    }
+    let rt = can_fifo();
+    let tasks = start(p, e, TASK, &marker, rt);
     std::thread::sleep(Duration::from_millis(800));
     // What an operator sees first: `pinsight load`.
     let (load_before, p_before, e_before) = load_ratio(&kinds, p, e, 2);
@@ -203,10 +152,10 @@ fn balance_by_capacity_evens_the_normalised_load() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for (i, c) in tasks.0.iter().enumerate() {
+    for (i, pid) in tasks.pids().enumerate() {
         let want = if i % 2 == 0 { p } else { e };
         assert_eq!(
-            pinsight_testkit::allowed_list_of(c.id()),
+            pinsight_testkit::allowed_list_of(pid),
             want.to_string(),
             "task {i} not restored"
         );

@@ -12,6 +12,7 @@ mod disturbance_live;
 mod emulate_dynamic_live;
 mod emulate_live;
 mod mix_cli;
+mod operator_tasks;
 mod sched_live;
 mod sched_signals;
 mod tune_live;

@@ -190,13 +190,7 @@ pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Opti
         .read_opt("/proc/schedstat")
         .and_then(|t| parse_schedstat(&t));
     let uptime_s = fs.read_opt("/proc/uptime").and_then(|t| parse_uptime(&t));
-    let excluded_ns = excluded_ns(fs, &parts.exclude);
-    let excluded_unread = parts
-        .exclude
-        .iter()
-        .copied()
-        .filter(|e| pinsight_sys::procfs::tids(fs, e.pid).is_empty())
-        .collect();
+    let (excluded_ns, excluded_unread) = excluded_ns(fs, &parts.exclude);
     let interrupts = fs
         .read_opt("/proc/interrupts")
         .and_then(|t| parse_interrupts(&t));
@@ -221,24 +215,24 @@ pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Opti
 }
 
 /// Per CPU, the run time so far (ns) of every thread of the `exclude`
-/// processes pinned to it: `/proc/PID/task/TID/schedstat` field 1 (the
-/// scheduler's exact `sum_exec_runtime`), else `utime + stime` ticks at
-/// 100 per second.
-pub fn excluded_ns(fs: &FsRoot, exclude: &[Excluded]) -> BTreeMap<usize, u64> {
+/// processes pinned to it ([`pinsight_sys::procfs::task_run_ns`]:
+/// `schedstat` field 1, else `stat`'s ticks), and the processes none of
+/// whose threads could be listed.
+pub fn excluded_ns(fs: &FsRoot, exclude: &[Excluded]) -> (BTreeMap<usize, u64>, Vec<Excluded>) {
     let mut out = BTreeMap::new();
+    let mut unread = Vec::new();
     for e in exclude {
-        for tid in pinsight_sys::procfs::tids(fs, e.pid) {
-            let ns = pinsight_sys::procfs::task_runtime_ns(fs, e.pid, tid).or_else(|| {
-                pinsight_sys::procfs::task_stat(fs, e.pid, tid)
-                    .and_then(|s| s.cpu_ticks)
-                    .map(|t| t.saturating_mul(10_000_000))
-            });
-            if let Some(ns) = ns {
+        let tids = pinsight_sys::procfs::tids(fs, e.pid);
+        if tids.is_empty() {
+            unread.push(*e);
+        }
+        for tid in tids {
+            if let Some(ns) = pinsight_sys::procfs::task_run_ns(fs, e.pid, tid, None) {
                 *out.entry(e.cpu).or_insert(0u64) += ns;
             }
         }
     }
-    out
+    (out, unread)
 }
 
 /// Every thread of every process under `/proc`.

@@ -96,6 +96,22 @@ pub fn task_runtime_ns(fs: &FsRoot, pid: i32, tid: i32) -> Option<u64> {
         .ok()
 }
 
+/// A thread's run time so far, ns: `schedstat` field 1 (the scheduler's
+/// exact `sum_exec_runtime`) where the kernel keeps schedstats, else the
+/// `utime + stime` ticks of its `stat` (`stat` when the caller has read
+/// it, else read here) at [`clock_ticks`] per second; `None` when the
+/// thread is gone.
+pub fn task_run_ns(fs: &FsRoot, pid: i32, tid: i32, stat: Option<&TaskStat>) -> Option<u64> {
+    if let Some(ns) = task_runtime_ns(fs, pid, tid) {
+        return Some(ns);
+    }
+    let ticks = match stat {
+        Some(s) => s.cpu_ticks,
+        None => task_stat(fs, pid, tid)?.cpu_ticks,
+    }?;
+    Some(ticks.saturating_mul(1_000_000_000 / clock_ticks().max(1)))
+}
+
 /// The processes thread `tid` of `pid` started (`/proc/PID/task/TID/children`,
 /// kernels with `CONFIG_PROC_CHILDREN`); `None` when the file is missing.
 pub fn task_children(fs: &FsRoot, pid: i32, tid: i32) -> Option<Vec<i32>> {

@@ -143,7 +143,6 @@ pub fn measure(
 
 /// Each thread's run time so far (ns) and the CPU it is credited to.
 fn task_times(fs: &FsRoot, tasks: &[Task]) -> BTreeMap<(i32, i32), (usize, u64)> {
-    let ns_per_tick = 1e9 / procfs::clock_ticks().max(1) as f64;
     let mut out = BTreeMap::new();
     for t in tasks {
         for &tid in &t.threads {
@@ -156,9 +155,7 @@ fn task_times(fs: &FsRoot, tasks: &[Task]) -> BTreeMap<(i32, i32), (usize, u64)>
             let Some(cpu) = pinned.or(st.last_cpu) else {
                 continue;
             };
-            let ns = procfs::task_runtime_ns(fs, t.pid, tid)
-                .or_else(|| st.cpu_ticks.map(|k| (k as f64 * ns_per_tick) as u64));
-            if let Some(ns) = ns {
+            if let Some(ns) = procfs::task_run_ns(fs, t.pid, tid, Some(&st)) {
                 out.insert((t.pid, tid), (cpu, ns));
             }
         }

@@ -1,0 +1,81 @@
+//! What the operator's experiments (`balance_live`, `balance_emulated_live`)
+//! share: six single-threaded python3 tasks pinned alternately on a P and an
+//! E CPU, killed on every exit path, and the lookup of one CPU in
+//! `pinsight load --json`.
+
+use serde_json::Value;
+use std::process::{Child, Command, Stdio};
+
+/// The tasks, killed on every exit path.
+pub struct Tasks(Vec<Child>);
+
+impl Tasks {
+    /// Their PIDs, in start order (even: on `p`, odd: on `e`).
+    pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().map(Child::id)
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Whether python3 runs here (the tasks are python3 loops).
+pub fn has_python() -> bool {
+    Command::new("python3")
+        .args(["-c", "pass"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether this process may start a SCHED_FIFO task (chrt(1)): root, chrt
+/// installed, and not refused by real-time group scheduling (a cgroup
+/// without a real-time budget refuses it even to root).
+pub fn can_fifo() -> bool {
+    Command::new("chrt")
+        .args(["-f", "1", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Six copies of `python3 -c task marker` (the marker is what `balance
+/// --match` selects), three pinned to `p` and three to `e` with
+/// taskset(1), SCHED_FIFO when `rt` (other work on the machine then
+/// delays none of them).
+pub fn start(p: usize, e: usize, task: &str, marker: &str, rt: bool) -> Tasks {
+    let mut tasks = Tasks(Vec::new());
+    for i in 0..6 {
+        let cpu = if i % 2 == 0 { p } else { e };
+        let mut cmd = if rt {
+            let mut c = Command::new("chrt");
+            c.args(["-f", "1", "taskset"]);
+            c
+        } else {
+            Command::new("taskset")
+        };
+        let child = cmd
+            .args(["-c", &cpu.to_string(), "python3", "-c", task, marker])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("taskset starts");
+        tasks.0.push(child);
+    }
+    tasks
+}
+
+/// CPU `n`'s entry in a `pinsight load --json` document.
+pub fn load_cpu(doc: &Value, n: usize) -> &Value {
+    doc["cpus"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(n as u64)))
+        .unwrap_or_else(|| panic!("no CPU {n} in {doc:#}"))
+}
