@@ -111,6 +111,15 @@ impl Globals {
     /// beyond the CPUs (see [`pinsight_topology::discover_with`]).
     pub fn topology_with(&self, needs: pinsight_topology::Needs) -> Result<Topology, CliError> {
         let spec = self.declared_kinds()?;
+        // A declaration is applied to (and said beside) the kinds found.
+        let needs = if spec.is_some() {
+            pinsight_topology::Needs {
+                kinds: true,
+                ..needs
+            }
+        } else {
+            needs
+        };
         let mut topo = match &self.hwloc_xml {
             Some(path) => pinsight_topology::hwloc_xml::load(path)
                 .map_err(|e| CliError::usage(crate::errors::shown(&e.to_string())))?,

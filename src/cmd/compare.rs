@@ -913,6 +913,7 @@ fn needs(args: &Args, resumed: bool) -> pinsight_topology::Needs {
         devices: args.near.is_some() || resumed,
         memory: args.mem.is_some() || arm_mem || resumed,
         caches: true,
+        kinds: true,
     }
 }
 

@@ -319,14 +319,17 @@ impl PlanArgs {
             devices: self.near.is_some(),
             memory: self.mem.is_some(),
             caches: true,
+            kinds: true,
         }
     }
 
     /// [`PlanArgs::needs`] for planning `policy` and nothing else (`run`
-    /// without `--slice`): the caches only when the policy orders by them.
+    /// without `--slice`): the caches only when the policy orders by them,
+    /// the kinds only when it chooses CPUs by them.
     pub fn needs_for(&self, policy: &pinsight_plan::Policy) -> pinsight_topology::Needs {
         pinsight_topology::Needs {
             caches: policy.uses_caches(),
+            kinds: policy.uses_kinds(),
             ..self.needs()
         }
     }

@@ -307,6 +307,19 @@ impl Policy {
         }
     }
 
+    /// Whether planning this policy reads the core kinds: every policy but
+    /// the OS's, a CPU set and an explicit list (`os`, `cpus-set:`,
+    /// `cpus:` without `+smt-physical-first`), which take the CPUs as
+    /// named and whose plan (notes included) never looks at a kind.
+    /// Discovery may skip the kinds then.
+    pub fn uses_kinds(&self) -> bool {
+        match &self.base {
+            BasePolicy::Os | BasePolicy::CpusSet(_) => false,
+            BasePolicy::Cpus(_) => self.smt_physical_first,
+            _ => true,
+        }
+    }
+
     /// A policy without modifiers.
     pub fn new(base: BasePolicy) -> Policy {
         Policy {

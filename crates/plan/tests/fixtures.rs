@@ -233,6 +233,75 @@ fn policies_without_caches_plan_the_same_without_them() {
     }
 }
 
+/// Discovery without the kinds (nor the caches: what `pinsight run`
+/// reads for `os`, `cpus:` and `cpus-set:`, `Policy::uses_kinds`, when it
+/// shows no notes) plans each such policy exactly as full discovery does,
+/// notes included, on every recorded machine; and every other policy says
+/// it needs them.
+#[test]
+fn policies_without_kinds_plan_the_same_without_them() {
+    use pinsight_topology::{discover_with, Needs};
+    let policies = [
+        "os",
+        "cpus:0",
+        "cpus:1,0",
+        "cpus:all",
+        "cpus-set:0-1",
+        "cpus-set:all",
+    ];
+    for name in pinsight_testkit::fixtures::hwloc_names() {
+        let fs = FsRoot::at(pinsight_testkit::fixtures::hwloc(&name)).unwrap();
+        let full = discover(&fs);
+        let lean = discover_with(
+            &fs,
+            Needs {
+                caches: false,
+                kinds: false,
+                ..Needs::CPUS
+            },
+        );
+        assert!(lean.kinds.is_empty(), "{name}");
+        assert_eq!(lean.cpus.len(), full.cpus.len(), "{name}");
+        for p in policies {
+            let policy: pinsight_plan::Policy = p.parse().unwrap();
+            assert!(!policy.uses_kinds() && !policy.uses_caches(), "{p}");
+            for threads in [None, Some(1), Some(3)] {
+                let r = Request {
+                    threads,
+                    ..Request::new(policy.clone())
+                };
+                let without_unit_note = |p: Result<pinsight_plan::Plan, _>| {
+                    p.map(|mut p| {
+                        p.notes.retain(|n| !n.contains("compute unit"));
+                        p
+                    })
+                };
+                assert_eq!(
+                    format!("{:?}", plan(&lean, &r)),
+                    format!("{:?}", without_unit_note(plan(&full, &r))),
+                    "{name}: {p} -t {threads:?}"
+                );
+            }
+        }
+    }
+    for p in [
+        "p-set",
+        "e-pinned",
+        "kind-set:0",
+        "p-first",
+        "compact",
+        "scatter",
+        "balance",
+        "latency-group",
+        "cpus:0+smt-physical-first",
+    ] {
+        assert!(
+            p.parse::<pinsight_plan::Policy>().unwrap().uses_kinds(),
+            "{p}"
+        );
+    }
+}
+
 /// `scatter -t N` takes the CPUs `hwloc-distrib --single N` gives, on
 /// every recorded machine where hwloc-distrib runs (hwloc's tree:
 /// distance groups of NUMA nodes, NUMA nodes above or below packages as

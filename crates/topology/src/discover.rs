@@ -55,6 +55,16 @@ pub struct Needs {
     /// p-set`) skips the cache files, half of what discovery opens on a
     /// small machine.
     pub caches: bool,
+    /// The core kinds and what they are made of: cpufreq, `cpu_capacity`,
+    /// CPPC, MIDR, the hybrid PMU lists, CPUID (on the live machine a
+    /// query on each CPU in turn) and `/proc/cpuinfo` (the model name).
+    /// Without them `kinds` and `provenance` are empty, each CPU has no
+    /// kind and no performance facts, and `model_name` is unknown: a plan
+    /// that names CPUs itself or leaves them to the OS (`run cpus:0`,
+    /// `run os`) skips the files and the CPUID traps (each one a
+    /// hypervisor exit in a VM), and `/proc/cpuinfo`, which the kernel
+    /// writes out for every CPU (milliseconds on a few hundred).
+    pub kinds: bool,
 }
 
 impl Needs {
@@ -63,12 +73,14 @@ impl Needs {
         devices: true,
         memory: true,
         caches: true,
+        kinds: true,
     };
     /// What a plan without `--near` or `--mem` needs.
     pub const CPUS: Needs = Needs {
         devices: false,
         memory: false,
         caches: true,
+        kinds: true,
     };
 }
 
@@ -105,8 +117,18 @@ pub fn discover_with(fs: &FsRoot, needs: Needs) -> Topology {
         let mems = group.as_ref().and_then(|g| cgroup::allowed_mems(&mut r, g));
         memory::discover_memory(&mut r, &mut numa.nodes, numa.distances.as_deref(), mems);
     }
-    let perf = freq::discover_perf(&mut r, &layout);
-    let info = procinfo::read_cpuinfo(&mut r);
+    let perf = if needs.kinds {
+        freq::discover_perf(&mut r, &layout)
+    } else {
+        freq::PerfMap::unread(&layout)
+    };
+    // A recorded machine's architecture is read from its cpuinfo (the
+    // live one's is the build's): kept whatever `needs` says.
+    let info = if needs.kinds || !fs.is_live() {
+        procinfo::read_cpuinfo(&mut r)
+    } else {
+        procinfo::CpuInfo::default()
+    };
     let devices = if needs.devices {
         pci::discover_devices(&mut r, &online, &numa.nodes)
     } else {
@@ -124,7 +146,11 @@ pub fn discover_with(fs: &FsRoot, needs: Needs) -> Topology {
         (Vec::new(), Vec::new())
     };
     let usable_mask = usable_mask(&mut r, allowed, &online);
-    let (kinds, provenance) = kinds::discover_kinds(&mut r, &layout, &perf);
+    let (kinds, provenance) = if needs.kinds {
+        kinds::discover_kinds(&mut r, &layout, &perf)
+    } else {
+        (Vec::new(), Default::default())
+    };
     let cpus = build_cpus(
         &layout,
         &CpuGroups {

@@ -40,6 +40,20 @@ pub(super) struct PerfMap {
 }
 
 impl PerfMap {
+    /// No fact read: every present CPU with nothing known (discovery
+    /// without kinds, [`crate::Needs::kinds`]).
+    pub fn unread(layout: &Layout) -> PerfMap {
+        PerfMap {
+            by_cpu: layout
+                .present
+                .iter()
+                .map(|c| (c, Perf::default()))
+                .collect(),
+            core_type_source: None,
+            amd_zen: None,
+        }
+    }
+
     pub fn get(&self, cpu: usize) -> Option<&Perf> {
         self.by_cpu.get(&cpu)
     }

@@ -7,6 +7,7 @@
 
 use super::reader::Reader;
 
+#[derive(Default)]
 pub(super) struct CpuInfo {
     pub model_name: Option<String>,
     pub arch: Option<String>,
