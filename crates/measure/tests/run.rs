@@ -463,9 +463,14 @@ fn records_round_trip_through_json_with_stable_names() {
     assert_eq!(back, r);
 }
 
-/// What each part of the measuring adds to a run of `true`, wall and CPU
-/// time per run (`cargo test --release -p pinsight-measure --test
-/// integration -- --ignored cost_of_a_run_by_part --nocapture`).
+/// What each part of the measuring adds to a run of `true`: the median,
+/// over rounds, of each way's wall time a run (a round runs every way
+/// `n` times, in a rotating order), from a bare start up to everything a
+/// measured run does (`cargo test --release -p pinsight-measure --test
+/// integration -- --ignored cost_of_a_run_by_part --nocapture`). The two
+/// bare ways are the floor: `std::process::Command` (glibc's
+/// `posix_spawn`, hyperfine's way) and pinsight's own spawn reaped with
+/// `wait4`.
 #[test]
 #[ignore = "timing probe, run by hand"]
 fn cost_of_a_run_by_part() {
@@ -481,37 +486,78 @@ fn cost_of_a_run_by_part() {
         };
         t(libc::RUSAGE_SELF) + t(libc::RUSAGE_CHILDREN)
     }
-    let n = 400;
-    let variants: [(&str, bool, Option<f64>); 4] = [
-        ("everything", true, Some(0.05)),
-        ("no counters", false, Some(0.05)),
-        ("no disturbance", true, None),
-        ("neither", false, None),
+    let (n, rounds) = (200, 7);
+    // (counters, disturbance threshold) of a measurer; `None`: bare.
+    type Way = Option<(bool, Option<f64>)>;
+    let variants: [(&str, Way); 6] = [
+        ("std Command", None),
+        ("bare spawn", None),
+        ("neither", Some((false, None))),
+        ("no counters", Some((false, Some(0.05)))),
+        ("no disturbance", Some((true, None))),
+        ("everything", Some((true, Some(0.05)))),
     ];
-    for (name, counters, disturbance) in variants {
-        let m = measurer(Options {
-            counters,
-            disturbance,
-            energy: false,
-            ..Options::default()
-        });
-        let (mut times, mut timed) = (Vec::new(), Vec::new());
-        let c0 = cpu_s();
-        for _ in 0..n {
-            let mut s = pinsight_measure::Spawn::new("true");
-            s.stdin(pinsight_measure::SpawnStdio::Null);
-            let t = Instant::now();
-            let r = m.run(s).unwrap();
-            times.push(t.elapsed().as_secs_f64());
-            timed.push(r.wall_s);
+    let measurers: Vec<Option<Measurer>> = variants
+        .iter()
+        .map(|(_, v)| {
+            v.map(|(counters, disturbance)| {
+                measurer(Options {
+                    counters,
+                    disturbance,
+                    energy: false,
+                    ..Options::default()
+                })
+            })
+        })
+        .collect();
+    let mut spawn = pinsight_measure::Spawn::new("true");
+    spawn.stdin(pinsight_measure::SpawnStdio::Null);
+    let prebuilt = spawn.prebuild().unwrap();
+    let command = || {
+        let mut s = pinsight_measure::Spawn::new("true");
+        s.stdin(pinsight_measure::SpawnStdio::Null);
+        s.reuse(&prebuilt);
+        s
+    };
+    let mut wall = vec![Vec::new(); variants.len()];
+    let mut cpu = vec![Vec::new(); variants.len()];
+    for round in 0..rounds {
+        for k in 0..variants.len() {
+            let i = (k + round) % variants.len();
+            let (t, c0) = (Instant::now(), cpu_s());
+            for _ in 0..n {
+                match (i, &measurers[i]) {
+                    (0, _) => {
+                        let st = Command::new("true").stdin(Stdio::null()).status().unwrap();
+                        assert!(st.success());
+                    }
+                    (_, None) => {
+                        let child = command().spawn().unwrap();
+                        let (mut status, mut ru) = (0, unsafe { std::mem::zeroed() });
+                        // SAFETY: our child; status and rusage are filled in.
+                        unsafe { libc::wait4(child.pid, &mut status, 0, &mut ru) };
+                    }
+                    (_, Some(m)) => {
+                        m.run(command()).unwrap();
+                    }
+                }
+            }
+            wall[i].push(t.elapsed().as_secs_f64() / n as f64);
+            cpu[i].push((cpu_s() - c0) / n as f64);
         }
-        times.sort_by(f64::total_cmp);
-        timed.sort_by(f64::total_cmp);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let floor = median(&mut wall[1].clone());
+    for (i, (name, _)) in variants.iter().enumerate() {
+        let w = median(&mut wall[i]);
         eprintln!(
-            "{name:>15}: {:7.1} µs a run (median wall; {:7.1} µs of it timed), {:7.1} µs CPU a run",
-            times[n / 2] * 1e6,
-            timed[n / 2] * 1e6,
-            (cpu_s() - c0) / n as f64 * 1e6
+            "{name:>15}: {:7.1} µs a run ({:+6.1} µs beside the bare spawn), {:7.1} µs CPU a run",
+            w * 1e6,
+            (w - floor) * 1e6,
+            median(&mut cpu[i]) * 1e6
         );
     }
 }
