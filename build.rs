@@ -35,7 +35,8 @@
 //!
 //! Where the C compiler cannot find `libgcc_eh.a` (libgcc-N-dev, a
 //! dependency of Debian's gcc) the unwinder stays shared, with a build
-//! warning: slower to start, same behaviour. `PINSIGHT_SHARED_LIBGCC=1`
+//! warning: slower to start, same behaviour. A cross build (target other
+//! than the host) keeps it shared too: `cc` is the host's compiler. `PINSIGHT_SHARED_LIBGCC=1`
 //! in the build environment asks for the shared one.
 
 use std::path::PathBuf;
@@ -49,7 +50,10 @@ fn main() {
         return;
     }
     println!("cargo:rustc-link-arg-bins=-no-pie");
+    // `cc` is asked where the archive is: the host's compiler, so only
+    // for a build for the host (a cross build keeps the shared unwinder).
     if std::env::var("CARGO_CFG_TARGET_ENV").as_deref() != Ok("gnu")
+        || std::env::var("TARGET").ok() != std::env::var("HOST").ok()
         || std::env::var_os("PINSIGHT_SHARED_LIBGCC").is_some_and(|v| v != "0")
     {
         return;
