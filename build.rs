@@ -63,9 +63,13 @@ fn main() {
             let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
             let dir = out.join("static-libgcc");
             std::fs::create_dir_all(&dir).expect("OUT_DIR is writable");
+            // Quoted: a linker script's file name may hold spaces or
+            // parentheses only between double quotes (ld(1), "File
+            // Commands"); a name with a quote in it is left to the
+            // shared unwinder (below).
             std::fs::write(
                 dir.join("libgcc_s.so"),
-                format!("INPUT({})\n", path.display()),
+                format!("INPUT(\"{}\")\n", path.display()),
             )
             .expect("OUT_DIR is writable");
             println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
@@ -86,7 +90,11 @@ fn archive(name: &str) -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("cannot run the C compiler `{cc}`: {e}"))?;
     let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    if out.status.success() && path.is_absolute() && path.exists() {
+    if out.status.success()
+        && path.is_absolute()
+        && path.exists()
+        && !path.to_string_lossy().contains('"')
+    {
         Ok(path)
     } else {
         Err(format!(
