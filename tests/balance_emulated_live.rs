@@ -18,7 +18,7 @@
 //! than 4% busier than the tasks' own run time explains, that half is a
 //! counted skip, never a pass.
 
-use crate::operator_tasks::{can_fifo, has_python, load_cpu, start};
+use crate::operator_tasks::{can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -111,18 +111,13 @@ struct Reading {
 }
 
 fn read_load(em: &Emulation, p: usize, e: usize) -> Reading {
-    let out = Command::new(BIN)
-        .args(["--json", "load", "--once", "--interval", "2s"])
-        .env("PINSIGHT_KINDS", &em.kinds)
-        .env("PINSIGHT_EMULATION_STEALERS", &em.stealers)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "load failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let doc = ok_json(
+        Command::new(BIN)
+            .args(["--json", "load", "--once", "--interval", "2s"])
+            .env("PINSIGHT_KINDS", &em.kinds)
+            .env("PINSIGHT_EMULATION_STEALERS", &em.stealers),
+        "load",
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let (cp, ce) = (load_cpu(&doc, p), load_cpu(&doc, e));
     let f = |c: &Value, k: &str| c[k].as_f64().unwrap_or_else(|| panic!("no {k} in {c}"));
     Reading {
@@ -172,33 +167,24 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
     let before = read_load(&em, p, e);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
-    let out = Command::new(BIN)
-        .args(["--json", "balance", "--match", &marker, "--cpus"])
-        .arg(format!("{p},{e}"))
-        .args(["--interval", "2s", "--state"])
-        .arg(&state)
-        .env("PINSIGHT_KINDS", &em.kinds)
-        .env("PINSIGHT_EMULATION_STEALERS", &em.stealers)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "balance failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let doc = ok_json(
+        Command::new(BIN)
+            .args(["--json", "balance", "--match", &marker, "--cpus"])
+            .arg(format!("{p},{e}"))
+            .args(["--interval", "2s", "--state"])
+            .arg(&state)
+            .env("PINSIGHT_KINDS", &em.kinds)
+            .env("PINSIGHT_EMULATION_STEALERS", &em.stealers),
+        "balance",
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let after = read_load(&em, p, e);
     // The saved state puts the tasks back.
-    let restored = Command::new(BIN)
-        .args(["--json", "balance", "--restore"])
-        .arg(&state)
-        .output()
-        .unwrap();
-    assert!(
-        restored.status.success(),
-        "{}",
-        String::from_utf8_lossy(&restored.stderr)
+    ok_json(
+        Command::new(BIN)
+            .args(["--json", "balance", "--restore"])
+            .arg(&state),
+        "balance --restore",
     );
     eprintln!(
         "emulated E@0.5, pinsight load E/P normalised: {:.2} before, {:.2} after \
@@ -230,12 +216,10 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
         );
     }
     // The tasks' own run time, as balance measured it.
-    let tasks_imb = |when: &str| {
-        doc[when]["tasks_imbalance"]
-            .as_f64()
-            .unwrap_or_else(|| panic!("no {when}.tasks_imbalance in {doc:#}"))
-    };
-    let (tb, ta) = (tasks_imb("load_before"), tasks_imb("load_after"));
+    let (tb, ta) = (
+        tasks_imbalance(&doc, "load_before"),
+        tasks_imbalance(&doc, "load_after"),
+    );
     eprintln!("balance's figure of the tasks alone: {tb:.2} before, {ta:.2} after");
     if rt {
         assert!(tb > 1.5, "evenly pinned tasks should be uneven: {tb:.2}");

@@ -18,8 +18,7 @@
 //! reads it, `pinsight load`'s busy ÷ capacity of the two CPUs before and
 //! after.
 
-use crate::operator_tasks::{can_fifo, has_python, load_cpu, start};
-use serde_json::Value;
+use crate::operator_tasks::{can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance};
 use std::process::Command;
 use std::time::Duration;
 
@@ -37,18 +36,13 @@ while True:
 /// `pinsight load`'s normalised load of `e` over that of `p`, read over
 /// `secs` with the declared kinds, and the busy shares of `p` and `e`.
 fn load_ratio(kinds: &str, p: usize, e: usize, secs: u32) -> (f64, f64, f64) {
-    let out = Command::new(BIN)
-        .args(["--json", "load", "--once", "--interval"])
-        .arg(format!("{secs}s"))
-        .env("PINSIGHT_KINDS", kinds)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "load failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let doc = ok_json(
+        Command::new(BIN)
+            .args(["--json", "load", "--once", "--interval"])
+            .arg(format!("{secs}s"))
+            .env("PINSIGHT_KINDS", kinds),
+        "load",
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let get = |cpu: usize, key: &str| {
         load_cpu(&doc, cpu)[key]
             .as_f64()
@@ -59,12 +53,6 @@ fn load_ratio(kinds: &str, p: usize, e: usize, secs: u32) -> (f64, f64, f64) {
         get(p, "busy"),
         get(e, "busy"),
     )
-}
-
-fn tasks_imbalance(doc: &Value, when: &str) -> f64 {
-    doc[when]["tasks_imbalance"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no {when}.tasks_imbalance in {doc:#}"))
 }
 
 #[test]
@@ -92,17 +80,15 @@ fn balance_by_capacity_evens_the_normalised_load() {
     let (load_before, p_before, e_before) = load_ratio(&kinds, p, e, 2);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
-    let out = Command::new(BIN)
-        .args(["--json", "balance", "--match", &marker, "--cpus"])
-        .arg(format!("{p},{e}"))
-        .args(["--interval", "3s", "--state"])
-        .arg(&state)
-        .env("PINSIGHT_KINDS", &kinds)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "balance failed: {stderr}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = ok_json(
+        Command::new(BIN)
+            .args(["--json", "balance", "--match", &marker, "--cpus"])
+            .arg(format!("{p},{e}"))
+            .args(["--interval", "3s", "--state"])
+            .arg(&state)
+            .env("PINSIGHT_KINDS", &kinds),
+        "balance",
+    );
     // Other work on these CPUs competes with the tasks unevenly (more of
     // them wait behind it where more of them are): then the figures say
     // nothing about the plan.
@@ -142,15 +128,11 @@ fn balance_by_capacity_evens_the_normalised_load() {
     let (load_after, p_after, e_after) = load_ratio(&kinds, p, e, 2);
     eprintln!("pinsight load, E/P normalised: {load_before:.2} before, {load_after:.2} after");
     // And the saved state puts them back where they were.
-    let out = Command::new(BIN)
-        .args(["--json", "balance", "--restore"])
-        .arg(&state)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    ok_json(
+        Command::new(BIN)
+            .args(["--json", "balance", "--restore"])
+            .arg(&state),
+        "balance --restore",
     );
     for (i, pid) in tasks.pids().enumerate() {
         let want = if i % 2 == 0 { p } else { e };

@@ -1,7 +1,7 @@
 //! What the operator's experiments (`balance_live`, `balance_emulated_live`)
 //! share: six single-threaded python3 tasks pinned alternately on a P and an
-//! E CPU, killed on every exit path, and the lookup of one CPU in
-//! `pinsight load --json`.
+//! E CPU, killed on every exit path, running pinsight for its JSON, and
+//! the lookups in what `pinsight load --json` and `balance --json` print.
 
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
@@ -78,4 +78,23 @@ pub fn load_cpu(doc: &Value, n: usize) -> &Value {
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(n as u64)))
         .unwrap_or_else(|| panic!("no CPU {n} in {doc:#}"))
+}
+
+/// Runs `c` (a pinsight command with `--json`), which must succeed, and
+/// returns what it printed; `what` names it in the failure.
+pub fn ok_json(c: &mut Command, what: &str) -> Value {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// The selected tasks' imbalance in `balance --json`'s measure `when`.
+pub fn tasks_imbalance(doc: &Value, when: &str) -> f64 {
+    doc[when]["tasks_imbalance"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {when}.tasks_imbalance in {doc:#}"))
 }

@@ -10,10 +10,11 @@
 //! counter that went backwards, an interval of zero).
 #![no_main]
 
+#[path = "load_common.rs"]
+mod load_common;
+
 use libfuzzer_sys::fuzz_target;
-use pinsight_load::report::{analyse, CpuInfo, Machine, Options};
 use pinsight_load::sample::{parse_schedstat, parse_uptime, Sample};
-use pinsight_sys::cpustat::parse_cpu_fields;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -33,20 +34,10 @@ fuzz_target!(|data: &[u8]| {
     for u in [up.0, up.1].into_iter().flatten() {
         assert!(u.is_finite() && u >= 0.0);
     }
-    let stat = |busy: u64| parse_cpu_fields(&format!("cpu0 {busy} 0 0 100 0 5 5 3\ncpu1 1 0 0 100 0 0 0 0\n"));
-    let before = Sample { stat: stat(10), sched: sched.0, uptime_s: up.0, ..Default::default() };
-    let after = Sample { stat: stat(60), sched: sched.1, uptime_s: up.1, ..Default::default() };
-    let m = Machine {
-        cpus: (0..2).map(|c| CpuInfo { cpu: c, kind: None, mark: None, core: Some(c), capacity: 0.5 + c as f64 * 0.5 }).collect(),
-        capacity_source: "fuzz".into(),
-    };
-    let r = analyse(&m, &before, &after, Options::default());
-    for c in &r.cpus {
-        for s in [c.user, c.system, c.irq, c.softirq, c.steal, c.idle, c.busy] {
-            assert!(s.is_finite() && (0.0..=1.0).contains(&s), "{c:?}");
-        }
-        if let Some(q) = c.run_queue {
-            assert!(q.is_finite() && q >= 0.0, "{c:?}");
-        }
+    let before = Sample { sched: sched.0, uptime_s: up.0, ..Default::default() };
+    let after = Sample { sched: sched.1, uptime_s: up.1, ..Default::default() };
+    let r = load_common::analysed(3, before, after);
+    for q in r.cpus.iter().filter_map(|c| c.run_queue) {
+        assert!(q.is_finite() && q >= 0.0, "{q}");
     }
 });

@@ -76,8 +76,15 @@ impl RunRecord {
     /// that writes some of them once in its header (see
     /// [`crate::Metric::omitted`]).
     pub fn metrics_mut(&mut self) -> [(&'static str, &mut crate::Metric); 14] {
-        let c = &mut self.counters;
-        let e = &mut self.energy;
+        RunRecord::metrics_of(&mut self.counters, &mut self.energy)
+    }
+
+    /// [`RunRecord::metrics_mut`] of a run's counters and energy alone
+    /// (what a measurer can tell before any run).
+    pub fn metrics_of<'a>(
+        c: &'a mut CounterMetrics,
+        e: &'a mut EnergyMetrics,
+    ) -> [(&'static str, &'a mut crate::Metric); 14] {
         [
             ("task_clock_ms", &mut c.task_clock_ms),
             ("context_switches", &mut c.context_switches),

@@ -345,9 +345,9 @@ impl Measurer {
     /// in its header instead of in every run line. A run whose record
     /// says otherwise (a counter that failed to read) has its own value.
     pub fn unavailable_in_every_run(&self) -> std::collections::BTreeMap<String, String> {
-        // The record of a run in which every counter that opens counted:
+        // The metrics of a run in which every counter that opens counted:
         // what is unavailable then is unavailable in every run.
-        let counters = if self.opts.counters && self.events.iter().any(|(_, r)| r.is_ok()) {
+        let mut counters = if self.opts.counters && self.events.iter().any(|(_, r)| r.is_ok()) {
             let readings: Vec<(PlannedEvent, Result<perf::Reading, CounterError>)> = self
                 .events
                 .iter()
@@ -367,7 +367,7 @@ impl Measurer {
         } else {
             self.read_counters(None, None)
         };
-        let energy = match &self.rapl {
+        let mut energy = match &self.rapl {
             Some(Rapl {
                 unavailable: Some(reason),
                 ..
@@ -375,23 +375,7 @@ impl Measurer {
             Some(_) => EnergyMetrics::unavailable(""),
             None => EnergyMetrics::unavailable("energy measurement off"),
         };
-        let mut record = RunRecord {
-            wall_s: 0.0,
-            user_s: 0.0,
-            sys_s: 0.0,
-            max_rss_kib: 0,
-            max_rss_floor_kib: 0,
-            exit: ExitStatusRecord {
-                code: Some(0),
-                signal: None,
-            },
-            timed_out: false,
-            counters,
-            energy,
-            disturbance: None,
-        };
-        record
-            .metrics_mut()
+        RunRecord::metrics_of(&mut counters, &mut energy)
             .into_iter()
             .filter_map(|(name, m)| match m.reason() {
                 // Energy read per run: its reasons are the run's own.

@@ -167,40 +167,25 @@ fn meteor_lake_three_x86_kinds() {
     golden("fixture-meteorlake-lp-ecores.txt", &run_cases(&t, &extra));
 }
 
-/// Discovery without the caches (what `pinsight run` reads for a policy
-/// that does not order CPUs by the hierarchy, `Policy::uses_caches`, when
-/// it shows no notes) plans each such policy as full discovery does, on
-/// every recorded machine: the same plan, but for the compute-unit note
-/// (read from the caches), which only full discovery can give.
-#[test]
-fn policies_without_caches_plan_the_same_without_them() {
-    use pinsight_topology::{discover_with, Needs};
-    let policies = [
-        "os",
-        "p-set",
-        "e-set",
-        "kind-set:0",
-        "cpus:0",
-        "cpus:all",
-        "cpus-set:0-1",
-        "cpus-set:all",
-    ];
+/// On every recorded machine, each of `policies` (with each of
+/// `threads`) plans on discovery with `lean` needs as on full discovery:
+/// the same plan, notes included, but for the compute-unit note (read
+/// from the caches, which only full discovery has when `lean` skips
+/// them). `check` looks at the lean topology first.
+fn lean_discovery_plans_the_same(
+    lean: pinsight_topology::Needs,
+    policies: &[&str],
+    threads: &[Option<usize>],
+    check: impl Fn(&str, &pinsight_topology::Topology, &pinsight_topology::Topology),
+) {
     for name in pinsight_testkit::fixtures::hwloc_names() {
         let fs = FsRoot::at(pinsight_testkit::fixtures::hwloc(&name)).unwrap();
         let full = discover(&fs);
-        let lean = discover_with(
-            &fs,
-            Needs {
-                caches: false,
-                ..Needs::CPUS
-            },
-        );
-        assert!(lean.caches.is_empty() && lean.dies.is_empty() && lean.clusters.is_empty());
-        assert_eq!(lean.kinds, full.kinds, "{name}");
+        let topo = pinsight_topology::discover_with(&fs, lean);
+        check(&name, &topo, &full);
         for p in policies {
             let policy: pinsight_plan::Policy = p.parse().unwrap();
-            assert!(!policy.uses_caches(), "{p}");
-            for threads in [None, Some(3)] {
+            for &threads in threads {
                 let r = Request {
                     threads,
                     ..Request::new(policy.clone())
@@ -212,13 +197,50 @@ fn policies_without_caches_plan_the_same_without_them() {
                     })
                 };
                 assert_eq!(
-                    format!("{:?}", plan(&lean, &r)),
+                    format!("{:?}", plan(&topo, &r)),
                     format!("{:?}", without_unit_note(plan(&full, &r))),
                     "{name}: {p} -t {threads:?}"
                 );
             }
         }
     }
+}
+
+/// Discovery without the caches (what `pinsight run` reads for a policy
+/// that does not order CPUs by the hierarchy, `Policy::uses_caches`, when
+/// it shows no notes) plans each such policy as full discovery does, on
+/// every recorded machine: the same plan, but for the compute-unit note
+/// (read from the caches), which only full discovery can give.
+#[test]
+fn policies_without_caches_plan_the_same_without_them() {
+    let policies = [
+        "os",
+        "p-set",
+        "e-set",
+        "kind-set:0",
+        "cpus:0",
+        "cpus:all",
+        "cpus-set:0-1",
+        "cpus-set:all",
+    ];
+    for p in policies {
+        assert!(
+            !p.parse::<pinsight_plan::Policy>().unwrap().uses_caches(),
+            "{p}"
+        );
+    }
+    lean_discovery_plans_the_same(
+        pinsight_topology::Needs {
+            caches: false,
+            ..pinsight_topology::Needs::CPUS
+        },
+        &policies,
+        &[None, Some(3)],
+        |name, lean, full| {
+            assert!(lean.caches.is_empty() && lean.dies.is_empty() && lean.clusters.is_empty());
+            assert_eq!(lean.kinds, full.kinds, "{name}");
+        },
+    );
     for p in [
         "compact",
         "scatter",
@@ -235,12 +257,11 @@ fn policies_without_caches_plan_the_same_without_them() {
 
 /// Discovery without the kinds (nor the caches: what `pinsight run`
 /// reads for `os`, `cpus:` and `cpus-set:`, `Policy::uses_kinds`, when it
-/// shows no notes) plans each such policy exactly as full discovery does,
-/// notes included, on every recorded machine; and every other policy says
-/// it needs them.
+/// shows no notes) plans each such policy as full discovery does, on
+/// every recorded machine (but for the compute-unit note, as above); and
+/// every other policy says it needs them.
 #[test]
 fn policies_without_kinds_plan_the_same_without_them() {
-    use pinsight_topology::{discover_with, Needs};
     let policies = [
         "os",
         "cpus:0",
@@ -249,41 +270,23 @@ fn policies_without_kinds_plan_the_same_without_them() {
         "cpus-set:0-1",
         "cpus-set:all",
     ];
-    for name in pinsight_testkit::fixtures::hwloc_names() {
-        let fs = FsRoot::at(pinsight_testkit::fixtures::hwloc(&name)).unwrap();
-        let full = discover(&fs);
-        let lean = discover_with(
-            &fs,
-            Needs {
-                caches: false,
-                kinds: false,
-                ..Needs::CPUS
-            },
-        );
-        assert!(lean.kinds.is_empty(), "{name}");
-        assert_eq!(lean.cpus.len(), full.cpus.len(), "{name}");
-        for p in policies {
-            let policy: pinsight_plan::Policy = p.parse().unwrap();
-            assert!(!policy.uses_kinds() && !policy.uses_caches(), "{p}");
-            for threads in [None, Some(1), Some(3)] {
-                let r = Request {
-                    threads,
-                    ..Request::new(policy.clone())
-                };
-                let without_unit_note = |p: Result<pinsight_plan::Plan, _>| {
-                    p.map(|mut p| {
-                        p.notes.retain(|n| !n.contains("compute unit"));
-                        p
-                    })
-                };
-                assert_eq!(
-                    format!("{:?}", plan(&lean, &r)),
-                    format!("{:?}", without_unit_note(plan(&full, &r))),
-                    "{name}: {p} -t {threads:?}"
-                );
-            }
-        }
+    for p in policies {
+        let policy: pinsight_plan::Policy = p.parse().unwrap();
+        assert!(!policy.uses_kinds() && !policy.uses_caches(), "{p}");
     }
+    lean_discovery_plans_the_same(
+        pinsight_topology::Needs {
+            caches: false,
+            kinds: false,
+            ..pinsight_topology::Needs::CPUS
+        },
+        &policies,
+        &[None, Some(1), Some(3)],
+        |name, lean, full| {
+            assert!(lean.kinds.is_empty(), "{name}");
+            assert_eq!(lean.cpus.len(), full.cpus.len(), "{name}");
+        },
+    );
     for p in [
         "p-set",
         "e-pinned",
