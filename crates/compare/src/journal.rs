@@ -790,15 +790,11 @@ impl JournalWriter {
         }
     }
 
-    /// Syncs to disk every run not synced yet, and waits for it.
-    pub fn sync(&mut self) -> Result<(), JournalError> {
-        self.0.sync()
-    }
-
-    /// Starts syncing every run not synced yet without waiting
-    /// ([`JournalWriter::sync`] waits).
-    pub fn start_sync(&mut self) -> Result<(), JournalError> {
-        self.0.start_sync()
+    /// The end of the experiment: waits for the batch of runs being
+    /// synced, starts none ([`Journal::finish`]: what is left was
+    /// appended within the last `SYNC_INTERVAL`).
+    pub fn finish(&mut self) -> Result<(), JournalError> {
+        self.0.finish()
     }
 
     pub fn path(&self) -> &Path {

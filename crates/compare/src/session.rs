@@ -380,14 +380,14 @@ impl Session {
                 s
             },
         );
-        // The last batch of runs goes to disk however the loop ended: the
-        // sync starts now and is waited for once the machine is restored
-        // and the journal read back (from the page cache meanwhile).
-        let started = self.writer.start_sync();
+        // However the loop ended, the batch being synced is waited for
+        // (once the machine is restored and the journal read back) and a
+        // failed sync reported; the runs of the last sync interval are
+        // left to the kernel's writeback (the journal's bounded policy).
         let restore = self.exec.finish();
         drop(self.exec);
         let read = Journal::read(&self.journal_path);
-        let synced = started.and_then(|()| self.writer.sync());
+        let synced = self.writer.finish();
         let mut outcome = outcome;
         if let (Err(e), Outcome::Complete) = (synced, &outcome) {
             outcome = Outcome::Error(e.into());

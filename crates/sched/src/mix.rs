@@ -305,7 +305,8 @@ impl Design<Record> for HeaderLine {
 }
 
 /// An append-only JSON Lines journal, locked while open, each record
-/// synced to disk (`fdatasync`) before the call returns.
+/// written whole before the call returns and synced to disk in batches
+/// (the lifecycle journal's guarantees).
 pub struct Journal(lj::Journal<HeaderLine, Record>);
 
 /// A journal being continued: what it holds, read under its lock.
