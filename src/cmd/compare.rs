@@ -200,7 +200,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // file is known to be writable.
     check_outputs(&args)?;
 
-    let topo = g.topology_with(needs(&args, previous.is_some()))?;
+    let topo = g.topology_with(needs(&args, &req.policies, previous.is_some()))?;
     let journal = journal_target(&args, previous);
     let reports = std::rc::Rc::new(std::cell::OnceCell::new());
     let (ext, executor) = match &ranks {
@@ -901,18 +901,24 @@ impl pinsight_compare::Gate for ShowOutput {
 /// What discovery must read beyond the CPUs: memory details only for a
 /// memory policy (`--mem`, or an arm's `+mem:`; a resumed experiment's
 /// arms carry theirs in their names, so everything then), devices only
-/// for `--near`.
-fn needs(args: &Args, resumed: bool) -> pinsight_topology::Needs {
-    let arm_mem = args
-        .policies
-        .iter()
-        .flatten()
-        .flatten()
-        .any(|p| p.contains("+mem:"));
+/// for `--near`, the caches only when an arm's policy orders CPUs by them
+/// ([`pinsight_plan::Policy::uses_caches`]; `--slice` and a policy that
+/// does not parse read them, the error coming from the planner). The
+/// kinds always: the journal's machine identity names them.
+fn needs(args: &Args, policies: &[String], resumed: bool) -> pinsight_topology::Needs {
+    let arm_mem = policies.iter().any(|p| p.contains("+mem:"));
+    let caches = resumed
+        || args.slice.is_some()
+        || policies.iter().any(|p| {
+            let policy = p.split_once("+mem:").map_or(p.as_str(), |(p, _)| p);
+            policy
+                .parse::<pinsight_plan::Policy>()
+                .map_or(true, |p| p.uses_caches())
+        });
     pinsight_topology::Needs {
         devices: args.near.is_some() || resumed,
         memory: args.mem.is_some() || arm_mem || resumed,
-        caches: true,
+        caches,
         kinds: true,
     }
 }
