@@ -16,6 +16,16 @@
 //! spawn. The spawner never execs, so its own events stay disabled; runs
 //! of one measurer with counters are serialised.
 //!
+//! The perf counters are task-clock, CPU migrations and the hardware
+//! events; context switches and page faults come from the reaped run's
+//! rusage (`wait4`, [`counters::Usage`]), which the kernel keeps for every
+//! task anyway: no counter to inherit, copy at each fork and fold back at
+//! each exit, and no static key for the kernel to patch in and out.
+//! rusage counts from the fork (the exec and the few pre-exec steps
+//! included) and covers the children the program waited for; a descendant
+//! never reaped (a daemon, or one killed with the run's process group) is
+//! in perf's counts but not in rusage's.
+//!
 //! The spawner is the thread of the first counted run itself (compare,
 //! tune and `run` ask from one thread): it clones the child directly, with
 //! no hand-over. Once a run is asked for from another thread, the
@@ -366,7 +376,9 @@ impl Measurer {
             counters::derive(&readings, self.hybrid, self.hardware_unavailable.as_deref())
         } else {
             self.read_counters(None, None)
-        };
+        }
+        // Every reaped run has its rusage.
+        .with_usage(counters::Usage::default());
         let mut energy = match &self.rapl {
             Some(Rapl {
                 unavailable: Some(reason),
@@ -535,7 +547,11 @@ impl Measurer {
         let counters = match (before, spawner.as_deref().and_then(Option::as_ref)) {
             (Some(before), Some(sp)) => self.read_counters(Some(before), Some(sp.read())),
             _ => self.read_counters(None, None),
-        };
+        }
+        .with_usage(counters::Usage {
+            context_switches: reaped.context_switches,
+            page_faults: reaped.page_faults,
+        });
         drop(spawner);
         let (code, signal) = proc::decode_status(reaped.status);
         let disturbance = match (stat_before, stat_after, self.opts.disturbance) {

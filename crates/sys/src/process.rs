@@ -29,6 +29,10 @@ pub struct Reaped {
     pub sys: Duration,
     /// `ru_maxrss`, KiB on Linux.
     pub max_rss_kib: u64,
+    /// `ru_nvcsw + ru_nivcsw`: context switches, voluntary and not.
+    pub context_switches: u64,
+    /// `ru_minflt + ru_majflt`: page faults, minor and major.
+    pub page_faults: u64,
 }
 
 /// `(exit code, signal)` from a raw wait status.
@@ -67,6 +71,8 @@ pub fn wait4(pid: libc::pid_t) -> io::Result<Reaped> {
         user: timeval(ru.ru_utime),
         sys: timeval(ru.ru_stime),
         max_rss_kib: ru.ru_maxrss.max(0) as u64,
+        context_switches: (ru.ru_nvcsw.max(0) + ru.ru_nivcsw.max(0)) as u64,
+        page_faults: (ru.ru_minflt.max(0) + ru.ru_majflt.max(0)) as u64,
     })
 }
 
