@@ -504,28 +504,13 @@ impl LiveExecutor {
             return (cmd, None);
         };
         let id = ids.get(slot.arm).map_or("arm", String::as_str);
-        match capture.open(id, slot.index).and_then(|o| {
-            let err = o.file.try_clone().map_err(|source| CaptureError::Dir {
-                path: o.path.clone(),
-                source,
-            })?;
-            Ok((o, err))
-        }) {
-            Ok((o, err)) => {
-                let out = o.file.try_clone().map(|f| SpawnStdio::Fd(f.into()));
-                match out {
-                    Ok(out) => {
-                        cmd.stdout(out).stderr(SpawnStdio::Fd(err.into()));
-                        (cmd, Some(o))
-                    }
-                    Err(source) => {
-                        self.kept = Some(Err(CaptureError::Dir {
-                            path: o.path.clone(),
-                            source,
-                        }));
-                        (cmd, None)
-                    }
-                }
+        match capture.open(id, slot.index) {
+            Ok(o) => {
+                // One open file for both streams (`>FILE 2>&1`), shared
+                // with the spawn: no descriptor duplicated for a run.
+                cmd.stdout(SpawnStdio::Shared(o.file.clone()))
+                    .stderr(SpawnStdio::Shared(o.file.clone()));
+                (cmd, Some(o))
             }
             Err(e) => {
                 self.kept = Some(Err(e));

@@ -67,8 +67,9 @@ pub struct Capture {
 /// One run's output, open for the program to write (a memfd), and the
 /// file it will be kept in.
 pub struct Open {
-    /// What the program writes to.
-    pub file: File,
+    /// What the program writes to (shared with the run's spawn, which
+    /// points both stdout and stderr at it).
+    pub file: std::sync::Arc<File>,
     /// The file the output will be kept in (its name may get `-2`, ...
     /// if it is taken when the run ends).
     pub path: PathBuf,
@@ -134,7 +135,7 @@ impl Capture {
             }
         })?;
         Ok(Open {
-            file,
+            file: std::sync::Arc::new(file),
             path,
             capture: self.clone(),
             stem: stem.to_string(),
@@ -260,9 +261,9 @@ mod tests {
         let j = d.path().join("j.jsonl");
         let c = Capture::for_journal(&j).unwrap();
         assert!(c.dir().ends_with("j.jsonl.out"));
-        let mut o = c.open("p-pinned@powersave", 3).unwrap();
+        let o = c.open("p-pinned@powersave", 3).unwrap();
         assert!(o.path.ends_with("arm-p-pinned_powersave-run-3.txt"));
-        o.file.write_all(b"hello\n").unwrap();
+        (&*o.file).write_all(b"hello\n").unwrap();
         let k = o.finish().unwrap();
         assert_eq!(k.text, "hello\n");
         assert_eq!(
@@ -270,8 +271,8 @@ mod tests {
             "j.jsonl.out/arm-p-pinned_powersave-run-3.txt"
         );
         // A retry of the slot (resume) keeps the first attempt's file.
-        let mut o = c.open("p-pinned@powersave", 3).unwrap();
-        o.file.write_all(b"again\n").unwrap();
+        let o = c.open("p-pinned@powersave", 3).unwrap();
+        (&*o.file).write_all(b"again\n").unwrap();
         let k = o.finish().unwrap();
         assert!(k.path.ends_with("arm-p-pinned_powersave-run-3-2.txt"));
         assert_eq!(std::fs::read_to_string(&k.path).unwrap(), "again\n");
@@ -281,11 +282,11 @@ mod tests {
         assert_eq!((k.reference.bytes, k.reference.path.as_str()), (0, ""));
         assert!(!c.dir().join("arm-os-run-5.txt").exists());
         // Too long: head and tail kept.
-        let mut o = c.open("os", 4).unwrap();
+        let o = c.open("os", 4).unwrap();
         let big = vec![b'x'; (LIMIT + 10) as usize];
-        o.file.write_all(b"START").unwrap();
-        o.file.write_all(&big).unwrap();
-        o.file.write_all(b"END").unwrap();
+        (&*o.file).write_all(b"START").unwrap();
+        (&*o.file).write_all(&big).unwrap();
+        (&*o.file).write_all(b"END").unwrap();
         let k = o.finish().unwrap();
         assert_eq!(k.reference.cut_bytes, 18);
         assert!(k.text.starts_with("START") && k.text.ends_with("END"));

@@ -62,6 +62,11 @@ pub enum Stdio {
     Null,
     /// This descriptor (duplicated onto the stream in the child).
     Fd(OwnedFd),
+    /// This file, shared: several streams may name one (stdout and stderr
+    /// on one file, as `>FILE 2>&1`) and the caller keeps it, with no
+    /// descriptor duplicated in the parent (duplicated onto the stream in
+    /// the child, as [`Stdio::Fd`]).
+    Shared(Arc<std::fs::File>),
 }
 
 /// A program to start, built like a `std::process::Command`, plus the
@@ -501,6 +506,7 @@ impl Prepared {
             stdio[i] = match st {
                 Stdio::Inherit => None,
                 Stdio::Fd(fd) => Some(fd.as_raw_fd()),
+                Stdio::Shared(f) => Some(f.as_raw_fd()),
                 Stdio::Null => Some(dev_null(i != 0)?),
             };
         }
