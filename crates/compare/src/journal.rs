@@ -791,7 +791,7 @@ impl JournalWriter {
     }
 
     /// The end of the experiment: waits for the batch of runs being
-    /// synced, starts none ([`Journal::finish`]: what is left was
+    /// synced, starts none ([`pinsight_lifecycle::journal::Journal::finish`]: what is left was
     /// appended within the last `SYNC_INTERVAL`).
     pub fn finish(&mut self) -> Result<(), JournalError> {
         self.0.finish()
