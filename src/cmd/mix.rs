@@ -26,7 +26,8 @@ use std::path::PathBuf;
 ///
 /// ± are 95% Student intervals over the repeats (the metrics of every
 /// program's j-th run, j = 1..repeat). Every run is journaled (JSON Lines,
-/// synced per line); after Ctrl-C, `pinsight mix --resume FILE` continues
+/// each line written as it ends, synced in batches); after Ctrl-C,
+/// `pinsight mix --resume FILE` continues
 /// (a scheduler cut short runs again from its start). Big CPUs are the
 /// fastest kind's, small CPUs every other kind's, within pinsight's own
 /// affinity; a machine of one kind (a VM) needs --kinds.
