@@ -41,13 +41,13 @@ pub enum Event {
 impl Event {
     /// The software events (always attempted). Context switches and page
     /// faults are not among them: they come from the reaped run's rusage
-    /// ([`Usage`]), which counts them without a counter. Each software
-    /// event type perf counts flips a static key in the kernel (code
-    /// patched on all CPUs, an inter-processor interrupt each: a fraction
-    /// of a millisecond in a VM) when first opened and last closed, and
-    /// every inherited counter is copied into each child at fork and
-    /// folded back at its exit: two fewer halved what counting cost a
-    /// short run.
+    /// ([`Usage`]), which counts them without a counter. perf counts
+    /// those two through its software-event hooks, each behind a static
+    /// key the kernel patches in when the first such counter opens and
+    /// out when the last closes (code patched on all CPUs with
+    /// inter-processor interrupts: 0.1 to 0.8 ms each way in a VM), and
+    /// every inherited counter is copied into each child at its fork and
+    /// folded back at its exit.
     pub const SOFTWARE: [Event; 2] = [Event::TaskClock, Event::CpuMigrations];
     /// The hardware events (attempted once per core PMU).
     pub const HARDWARE: [Event; 4] = [

@@ -2,10 +2,11 @@
 //! and `hyperfine` do, cheaply enough to run thousands of times.
 //!
 //! - [`Measurer::run`] spawns a caller-built [`std::process::Command`] in its
-//!   own process group and records wall time, rusage (user, sys, max RSS),
-//!   exit status, perf counters on the whole process tree (software events
-//!   always; cycles/instructions/cache events per core PMU when the machine
-//!   has them) and RAPL energy; it enforces a timeout by killing the group.
+//!   own process group and records wall time, rusage (user, sys, max RSS,
+//!   context switches, page faults), exit status, perf counters on the
+//!   whole process tree (task-clock and CPU migrations always;
+//!   cycles/instructions/cache events per core PMU when the machine has
+//!   them) and RAPL energy; it enforces a timeout by killing the group.
 //!   It also records the run's [`Disturbance`]: other work on the plan's
 //!   CPUs and hypervisor steal, from `/proc/stat` before and after.
 //! - [`GovernorGuard`] sets a cpufreq governor and restores it on drop,
