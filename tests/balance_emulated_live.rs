@@ -18,7 +18,9 @@
 //! than 4% busier than the tasks' own run time explains, that half is a
 //! counted skip, never a pass.
 
-use crate::operator_tasks::{can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance};
+use crate::operator_tasks::{
+    balance_command, can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance,
+};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -168,11 +170,7 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
     let doc = ok_json(
-        Command::new(BIN)
-            .args(["--json", "balance", "--match", &marker, "--cpus"])
-            .arg(format!("{p},{e}"))
-            .args(["--interval", "2s", "--state"])
-            .arg(&state)
+        balance_command(&marker, (p, e), "2s", &state)
             .env("PINSIGHT_KINDS", &em.kinds)
             .env("PINSIGHT_EMULATION_STEALERS", &em.stealers),
         "balance",

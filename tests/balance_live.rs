@@ -18,7 +18,9 @@
 //! reads it, `pinsight load`'s busy ÷ capacity of the two CPUs before and
 //! after.
 
-use crate::operator_tasks::{can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance};
+use crate::operator_tasks::{
+    balance_command, can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance,
+};
 use std::process::Command;
 use std::time::Duration;
 
@@ -81,12 +83,7 @@ fn balance_by_capacity_evens_the_normalised_load() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
     let doc = ok_json(
-        Command::new(BIN)
-            .args(["--json", "balance", "--match", &marker, "--cpus"])
-            .arg(format!("{p},{e}"))
-            .args(["--interval", "3s", "--state"])
-            .arg(&state)
-            .env("PINSIGHT_KINDS", &kinds),
+        balance_command(&marker, (p, e), "3s", &state).env("PINSIGHT_KINDS", &kinds),
         "balance",
     );
     // Other work on these CPUs competes with the tasks unevenly (more of

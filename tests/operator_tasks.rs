@@ -92,6 +92,22 @@ pub fn ok_json(c: &mut Command, what: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
+/// `pinsight --json balance --match MARKER --cpus P,E --interval
+/// INTERVAL --state STATE`, for the caller to add its environment to.
+pub fn balance_command(
+    marker: &str,
+    (p, e): (usize, usize),
+    interval: &str,
+    state: &std::path::Path,
+) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
+    c.args(["--json", "balance", "--match", marker, "--cpus"])
+        .arg(format!("{p},{e}"))
+        .args(["--interval", interval, "--state"])
+        .arg(state);
+    c
+}
+
 /// The selected tasks' imbalance in `balance --json`'s measure `when`.
 pub fn tasks_imbalance(doc: &Value, when: &str) -> f64 {
     doc[when]["tasks_imbalance"]

@@ -909,12 +909,8 @@ fn needs(args: &Args, policies: &[String], resumed: bool) -> pinsight_topology::
     let arm_mem = policies.iter().any(|p| p.contains("+mem:"));
     let caches = resumed
         || args.slice.is_some()
-        || policies.iter().any(|p| {
-            let policy = p.split_once("+mem:").map_or(p.as_str(), |(p, _)| p);
-            policy
-                .parse::<pinsight_plan::Policy>()
-                .map_or(true, |p| p.uses_caches())
-        });
+        || pinsight_compare::setup::parse_policies(policies)
+            .map_or(true, |ps| ps.iter().any(|(_, p, _)| p.uses_caches()));
     pinsight_topology::Needs {
         devices: args.near.is_some() || resumed,
         memory: args.mem.is_some() || arm_mem || resumed,

@@ -434,7 +434,7 @@ pub fn setup_with(
 /// (`p-pinned+mem:interleave:all`); its name keeps it, so the journal's arm
 /// identity does too.
 #[allow(clippy::type_complexity)]
-fn parse_policies(
+pub fn parse_policies(
     texts: &[String],
 ) -> Result<Vec<(String, Policy, Option<MemPolicy>)>, SetupError> {
     let mut policies: Vec<(String, Policy, Option<MemPolicy>)> = Vec::new();

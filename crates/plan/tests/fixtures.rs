@@ -241,17 +241,22 @@ fn policies_without_caches_plan_the_same_without_them() {
             assert_eq!(lean.kinds, full.kinds, "{name}");
         },
     );
-    for p in [
-        "compact",
-        "scatter",
-        "p-pinned",
-        "balance",
-        "cpus:0+smt-physical-first",
-    ] {
-        assert!(
-            p.parse::<pinsight_plan::Policy>().unwrap().uses_caches(),
-            "{p}"
-        );
+    every_policy(
+        &[
+            "compact",
+            "scatter",
+            "p-pinned",
+            "balance",
+            "cpus:0+smt-physical-first",
+        ],
+        pinsight_plan::Policy::uses_caches,
+    );
+}
+
+/// Asserts `says` of every policy named in `names`.
+fn every_policy(names: &[&str], says: fn(&pinsight_plan::Policy) -> bool) {
+    for p in names {
+        assert!(says(&p.parse().unwrap()), "{p}");
     }
 }
 
@@ -287,22 +292,20 @@ fn policies_without_kinds_plan_the_same_without_them() {
             assert_eq!(lean.cpus.len(), full.cpus.len(), "{name}");
         },
     );
-    for p in [
-        "p-set",
-        "e-pinned",
-        "kind-set:0",
-        "p-first",
-        "compact",
-        "scatter",
-        "balance",
-        "latency-group",
-        "cpus:0+smt-physical-first",
-    ] {
-        assert!(
-            p.parse::<pinsight_plan::Policy>().unwrap().uses_kinds(),
-            "{p}"
-        );
-    }
+    every_policy(
+        &[
+            "p-set",
+            "e-pinned",
+            "kind-set:0",
+            "p-first",
+            "compact",
+            "scatter",
+            "balance",
+            "latency-group",
+            "cpus:0+smt-physical-first",
+        ],
+        pinsight_plan::Policy::uses_kinds,
+    );
 }
 
 /// `scatter -t N` takes the CPUs `hwloc-distrib --single N` gives, on
