@@ -11,9 +11,18 @@
 //! opens, link re-rooting); a directory keeps that one path for both kinds
 //! of recording. The archive comes from elsewhere, so it is treated as
 //! hostile: absolute paths, `..`, entries below a symlink, symlinks leading
-//! out of the tree, hard links, devices and FIFOs are refused, and the
-//! unpacked size and entry count are bounded. Refusing, not skipping: a
-//! damaged or doctored recording is reported, never half read.
+//! out of the tree (an absolute target such as `sys -> /sys` included: it
+//! would read the live machine as the recording), hard links, devices and
+//! FIFOs are refused, and the unpacked size and entry count are bounded.
+//! Refusing, not skipping: a damaged or doctored recording is reported,
+//! never half read.
+//!
+//! The unpack directory is removed when the [`crate::FsRoot`] is dropped,
+//! on SIGINT, SIGTERM and SIGHUP ([`remove_unpacked_now`]), and, when its
+//! process was killed outright (`kill -9`), by the next unpack under the
+//! same parent: the directory is named `pinsight-fsroot-PID-*` and its
+//! owner holds an exclusive `flock(2)` on it while it lives, so a
+//! directory whose lock is free and whose PID is gone is stale.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -86,6 +95,11 @@ mod on_signal {
     static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     /// Set once a signal came: unpacking stops at the next entry.
     pub static STOPPING: AtomicBool = AtomicBool::new(false);
+    /// Held while one entry is written: the removal waits for the entry
+    /// in progress, which could otherwise recreate the directory it just
+    /// removed (`create_dir_all` of an entry's parents makes the unpack
+    /// directory again).
+    pub static WRITING: Mutex<()> = Mutex::new(());
 
     /// Makes a directory with `make` and adds it to the directories
     /// removed on a signal, both under the registry's lock: a signal's
@@ -110,6 +124,9 @@ mod on_signal {
     /// the ones that could not be removed, in words.
     pub fn remove_all() -> Vec<String> {
         STOPPING.store(true, Ordering::SeqCst);
+        // Kept until the process ends: no entry is written after this.
+        let writing = WRITING.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::forget(writing);
         let dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut failed = Vec::new();
         for d in dirs {
@@ -157,6 +174,9 @@ pub struct Unpacked {
     dir: tempfile::TempDir,
     root: PathBuf,
     archive: PathBuf,
+    /// The directory, open and `flock`ed while this lives: what tells a
+    /// later sweep ([`remove_stale`]) that its owner is alive.
+    _lock: std::os::fd::OwnedFd,
 }
 
 impl Drop for Unpacked {
@@ -225,15 +245,28 @@ fn unpack_in(
         source,
     };
     let file = File::open(archive).map_err(read_err)?;
+    remove_stale(parent);
+    let unpack_err = |source: io::Error| ArchiveError::Unpack {
+        path: path.clone(),
+        source,
+    };
     let dir = on_signal::make_registered(|| {
         tempfile::Builder::new()
-            .prefix("pinsight-fsroot-")
+            .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .tempdir_in(parent)
-            .map_err(|source| ArchiveError::Unpack {
-                path: path.clone(),
-                source,
-            })
+            .map_err(unpack_err)
     })?;
+    let lock = match lock_dir(dir.path(), false) {
+        Ok(Some(fd)) => fd,
+        Ok(None) => {
+            on_signal::unregister(dir.path());
+            return Err(unpack_err(io::Error::from_raw_os_error(libc::EWOULDBLOCK)));
+        }
+        Err(e) => {
+            on_signal::unregister(dir.path());
+            return Err(unpack_err(e));
+        }
+    };
     // On any error `dir` is dropped, removing what was unpacked; on a
     // signal, the cleanup thread removes it.
     let extracted = extract(file, dir.path(), &path, max_bytes, max_entries);
@@ -253,7 +286,87 @@ fn unpack_in(
         dir,
         root,
         archive: path,
+        _lock: lock,
     })
+}
+
+/// The start of every unpack directory's name (`pinsight-fsroot-PID-`
+/// and a random part).
+const PREFIX: &str = "pinsight-fsroot-";
+
+/// Opens directory `dir` and takes an exclusive `flock(2)` on it (held as
+/// long as the descriptor lives, and not passed to programs: close on
+/// exec). `Ok(None)` when another process holds it (only with
+/// `nonblocking`; else it is waited for).
+fn lock_dir(dir: &Path, nonblocking: bool) -> io::Result<Option<std::os::fd::OwnedFd>> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)?;
+    let op = libc::LOCK_EX | if nonblocking { libc::LOCK_NB } else { 0 };
+    loop {
+        // SAFETY: a descriptor this function owns; plain integer arguments.
+        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+            return Ok(Some(f.into()));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return Ok(None),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// The PID in an unpack directory's name (`pinsight-fsroot-PID-xxxx`).
+fn owner_pid(name: &str) -> Option<libc::pid_t> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let (pid, _) = rest.split_once('-')?;
+    pid.parse().ok().filter(|&p: &libc::pid_t| p > 0)
+}
+
+/// Removes the unpack directories under `parent` that a killed process
+/// left (`kill -9`, where nothing of its own could run): this user's,
+/// named after a PID that no longer runs, and whose `flock` nobody holds
+/// (a live owner, even in another PID namespace, holds it). Best effort:
+/// what cannot be removed is left for the next time. Returns the
+/// directories removed.
+pub fn remove_stale(parent: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let me = crate::process::geteuid();
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(owner_pid) else {
+            continue;
+        };
+        let path = e.path();
+        let Ok(md) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !md.is_dir() || md.uid() != me || pid_alive(pid) {
+            continue;
+        }
+        // Held while removing, so two sweeps do not race each other.
+        if let Ok(Some(_held)) = lock_dir(&path, true) {
+            if std::fs::remove_dir_all(&path).is_ok() {
+                removed.push(path);
+            }
+        }
+    }
+    removed
+}
+
+/// Whether process `pid` exists (`kill(pid, 0)`: EPERM means it does).
+fn pid_alive(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks; plain integer arguments.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// The recording's root inside the unpack directory.
@@ -309,10 +422,12 @@ fn extract(
     let mut total: u64 = 0;
     let mut count: usize = 0;
     for entry in tar.entries().map_err(read_err)? {
+        let writing = on_signal::WRITING.lock().unwrap_or_else(|e| e.into_inner());
         if on_signal::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
             // The process is being stopped by a signal: wait here, adding
             // nothing, while the cleanup thread removes the directory and
             // ends the process.
+            drop(writing);
             park_forever();
         }
         let mut entry = entry.map_err(read_err)?;
@@ -362,9 +477,17 @@ fn extract(
                     .map_err(read_err)?
                     .ok_or_else(|| hostile(&shown, "a symbolic link without a target"))?
                     .into_owned();
-                // Absolute targets are re-rooted by FsRoot (hwloc's dumps
-                // hold some); relative ones must stay inside.
-                if !target.is_absolute() && !stays_inside(&rel, &target) {
+                // An absolute target names the reading machine's files
+                // (`sys -> /sys` would show the live machine as the
+                // recording): neither `pinsight snapshot` nor hwloc's
+                // dumps hold one. Relative ones must stay inside.
+                if target.is_absolute() {
+                    return Err(hostile(
+                        &shown,
+                        "a symbolic link leading outside the recording (an absolute target)",
+                    ));
+                }
+                if !stays_inside(&rel, &target) {
                     return Err(hostile(
                         &shown,
                         "a symbolic link leading outside the recording",
@@ -374,9 +497,7 @@ fn extract(
                     std::fs::create_dir_all(parent).map_err(unpack_err)?;
                 }
                 std::os::unix::fs::symlink(&target, &out).map_err(unpack_err)?;
-                if !target.is_absolute() {
-                    relative_links.push((rel.clone(), shown.clone()));
-                }
+                relative_links.push((rel.clone(), shown.clone()));
                 links.insert(rel);
             }
             tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => {}
@@ -610,9 +731,17 @@ mod tests {
             "leading outside",
         );
         refused(
-            &[link("box/l", "/etc"), file("box/l/passwd", b"x")],
+            &[
+                dir("box/sys/"),
+                link("box/l", "sys"),
+                file("box/l/passwd", b"x"),
+            ],
             "below a symbolic link",
         );
+        // An absolute target would read the reading machine's own files:
+        // `s/sys -> /sys` showed the live machine as the recording.
+        refused(&[dir("s/"), link("s/sys", "/sys")], "an absolute target");
+        refused(&[link("box/l", "/etc")], "leading outside the recording");
         refused(
             &[link("box/l", "sys"), file("box/l", b"x")],
             "replaces a symbolic link",
@@ -638,6 +767,45 @@ mod tests {
             link: None,
         };
         refused(&[fifo], "FIFO");
+    }
+
+    /// A tree left by a process killed outright (`kill -9`): removed by
+    /// the next unpack under the same parent once its PID is gone; a live
+    /// owner's tree (its flock held) and other names are kept.
+    #[test]
+    fn trees_of_dead_owners_are_removed_by_the_next_unpack() {
+        let d = tempfile::tempdir().unwrap();
+        // A PID that ran and is gone: a reaped child's.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = d.path().join(format!("{PREFIX}{dead}-abc123"));
+        std::fs::create_dir_all(stale.join("box/sys/devices")).unwrap();
+        std::fs::write(stale.join("box/sys/online"), "0").unwrap();
+        let other = d.path().join("pinsight-fsroot-notapid-x");
+        std::fs::create_dir(&other).unwrap();
+        // This process is alive: its tree stays, and so does a dead PID's
+        // tree whose lock a live process holds.
+        let mine = d
+            .path()
+            .join(format!("{PREFIX}{}-live", std::process::id()));
+        std::fs::create_dir(&mine).unwrap();
+        let held = d.path().join(format!("{PREFIX}{dead}-held"));
+        std::fs::create_dir(&held).unwrap();
+        let lock = lock_dir(&held, true).unwrap().expect("free lock");
+        let a = archive(d.path(), &[file("box/sys/online", b"0")]);
+        let u = unpack_in(&a, d.path(), 1 << 20, 100).unwrap();
+        assert!(!stale.exists(), "a dead owner's tree is left");
+        assert!(other.exists() && mine.exists() && held.exists());
+        // The new tree is named after this process and locked.
+        let name = u.dir().file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(owner_pid(&name), Some(std::process::id() as libc::pid_t));
+        assert!(lock_dir(u.dir(), true).unwrap().is_none(), "not locked");
+        drop(lock);
+        assert_eq!(remove_stale(d.path()), [held.clone()]);
+        assert_eq!(owner_pid("pinsight-fsroot-12-x"), Some(12));
+        assert_eq!(owner_pid("pinsight-fsroot-x"), None);
+        assert_eq!(owner_pid("pinsight-fsroot-0-x"), None);
     }
 
     #[test]
