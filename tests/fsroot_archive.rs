@@ -256,3 +256,37 @@ fn a_tree_left_by_kill_9_is_removed_by_the_next_run() {
     let o = run_clean(&["--fsroot", small.to_str().unwrap(), "topo", "-q"], &tmp);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+/// `snapshot x.tar.bz2` writes a bzip2 archive (it wrote a directory of
+/// that name), which `--fsroot` reads like the gzip one; an archive name
+/// of a format not written is one usage line naming the allowed ones.
+#[test]
+fn snapshot_writes_the_compression_the_name_asks_for() {
+    let work = tempfile::tempdir().unwrap();
+    let r = hybrid();
+    let r = r.to_str().unwrap();
+    let gz = work.path().join("box.tar.gz");
+    ok(&["--fsroot", r, "snapshot", gz.to_str().unwrap()]);
+    for name in ["box.tar.bz2", "box.tbz2"] {
+        let bz = work.path().join(name);
+        ok(&["--fsroot", r, "snapshot", bz.to_str().unwrap()]);
+        assert!(bz.is_file(), "{name}: not a file");
+        let head = std::fs::read(&bz).unwrap();
+        assert!(head.starts_with(b"BZh"), "{name}: not bzip2");
+        let a = ok(&["--fsroot", bz.to_str().unwrap(), "topo", "--json", "-q"]).json();
+        let b = ok(&["--fsroot", gz.to_str().unwrap(), "topo", "--json", "-q"]).json();
+        assert_eq!(without_source(a), without_source(b), "{name}");
+    }
+    for name in ["box.tar.xz", "box.tar", "box.zip", "box.tar.zst"] {
+        let out = work.path().join(name);
+        let o = pinsight(&["--fsroot", r, "snapshot", out.to_str().unwrap()]).run();
+        assert_eq!(o.code, 2, "{name}: {}", o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{name}: {}", o.stderr);
+        assert!(
+            o.says(name) && o.says(".tar.gz, .tgz, .tar.bz2, .tbz2"),
+            "{name}: {}",
+            o.stderr
+        );
+        assert!(!out.exists(), "{name}: written anyway");
+    }
+}

@@ -7,8 +7,8 @@ use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_topology::snapshot::{self, Error, Options};
 use std::path::PathBuf;
 
-/// Record the /sys and /proc files pinsight reads into a directory (or a .tar.gz)
-/// that `--fsroot` accepts.
+/// Record the /sys and /proc files pinsight reads into a directory (or a .tar.gz or
+/// .tar.bz2) that `--fsroot` accepts.
 ///
 /// Exactly what topology discovery reads is recorded (plus the full listing of
 /// each directory it enumerates) and a `pinsight-snapshot.json` with the version,
@@ -19,8 +19,9 @@ use std::path::PathBuf;
                         pinsight --fsroot mybox/ topo\n  pinsight --fsroot mybox.tar.gz topo"
 )]
 pub struct Args {
-    /// Directory to write, or a file name ending in .tar.gz/.tgz for an archive
-    /// (holding one directory named after it).
+    /// Directory to write, or a file name ending in .tar.gz/.tgz (gzip) or
+    /// .tar.bz2/.tbz2 (bzip2) for an archive (holding one directory named after it);
+    /// other archive names (.tar, .tar.xz, .zip...) are refused.
     #[arg(value_name = "OUT")]
     pub out: PathBuf,
     /// Also record cpufreq (/sys/devices/system/cpu/cpu*/cpufreq/*) and powercap/RAPL

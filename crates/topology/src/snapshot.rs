@@ -1,5 +1,5 @@
 //! `pinsight snapshot`: record the part of a machine's /sys and /proc that
-//! pinsight reads, as a directory (or `.tar.gz`) that `--fsroot` accepts.
+//! pinsight reads, as a directory (or a `.tar.gz` / `.tar.bz2`) that `--fsroot` accepts.
 //!
 //! Why record by *watching discovery* rather than by a fixed list of globs
 //! (like `hwloc-gather-topology`)? The list would drift from the code. Here
@@ -86,6 +86,14 @@ pub struct Metadata {
 /// [`Error::DirectoryNotEmpty`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A name that asks for an archive format that is not written (nor
+    /// read back by `--fsroot`): `.tar`, `.tar.xz`, `.zip`...
+    #[error("'{}': cannot write a {ext} archive; an archive name ends in {} (or give a directory)", path.display(), ARCHIVE_SUFFIXES.join(", "))]
+    UnsupportedArchive {
+        path: PathBuf,
+        /// The suffix asked for (`.tar.xz`).
+        ext: String,
+    },
     /// An archive name (`.tar.gz`) that names an existing directory.
     #[error("'{}' is a directory; an archive name must name a file", path.display())]
     ArchiveIsDirectory { path: PathBuf },
@@ -139,6 +147,7 @@ impl Error {
         matches!(
             self,
             Error::ArchiveIsDirectory { .. }
+                | Error::UnsupportedArchive { .. }
                 | Error::ArchiveExists { .. }
                 | Error::DirectoryNotEmpty { .. }
                 | Error::NotADirectory { .. }
@@ -147,17 +156,83 @@ impl Error {
     }
 }
 
-/// Whether `out` names an archive (`.tar.gz` / `.tgz`) rather than a directory.
-pub fn is_archive(out: &Path) -> bool {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    name.ends_with(".tar.gz") || name.ends_with(".tgz")
+/// The archive names written, with their compression: the two `--fsroot`
+/// reads (gzip, what `pinsight snapshot` always wrote, and bzip2, how
+/// hwloc ships its recorded machines).
+const ARCHIVES: [(&str, Compression); 4] = [
+    (".tar.gz", Compression::Gzip),
+    (".tgz", Compression::Gzip),
+    (".tar.bz2", Compression::Bzip2),
+    (".tbz2", Compression::Bzip2),
+];
+
+/// The suffixes of [`ARCHIVES`], for messages.
+pub const ARCHIVE_SUFFIXES: [&str; 4] = [".tar.gz", ".tgz", ".tar.bz2", ".tbz2"];
+
+/// Archive suffixes that are not written: refused rather than taken for a
+/// directory name (`snapshot x.tar.xz` made a directory of that name).
+const OTHER_ARCHIVES: [&str; 14] = [
+    ".tar",
+    ".tar.xz",
+    ".txz",
+    ".tar.zst",
+    ".tzst",
+    ".tar.lz4",
+    ".tar.lzma",
+    ".tlz",
+    ".tar.lz",
+    ".tar.Z",
+    ".tbz",
+    ".zip",
+    ".7z",
+    ".gz",
+];
+
+/// How an archive is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// gzip (`.tar.gz`, `.tgz`).
+    Gzip,
+    /// bzip2 (`.tar.bz2`, `.tbz2`).
+    Bzip2,
 }
 
-/// Records the machine behind `fs` into `out` (a directory, or a gzipped
-/// tarball holding one directory named after the archive).
+fn file_name(out: &Path) -> String {
+    out.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The compression `out`'s name asks for, `None` for a directory name.
+pub fn archive_kind(out: &Path) -> Option<Compression> {
+    let name = file_name(out);
+    ARCHIVES
+        .iter()
+        .find(|(suffix, _)| name.ends_with(suffix))
+        .map(|&(_, c)| c)
+}
+
+/// Whether `out` names an archive ([`ARCHIVE_SUFFIXES`]) rather than a directory.
+pub fn is_archive(out: &Path) -> bool {
+    archive_kind(out).is_some()
+}
+
+/// The archive suffix of `out` that is not written, if it has one.
+fn unsupported_archive(out: &Path) -> Option<&'static str> {
+    if is_archive(out) {
+        return None;
+    }
+    let name = file_name(out);
+    OTHER_ARCHIVES
+        .iter()
+        .filter(|s| name.len() > s.len() && name.ends_with(*s))
+        .max_by_key(|s| s.len())
+        .copied()
+}
+
+/// Records the machine behind `fs` into `out` (a directory, or a gzip- or
+/// bzip2-compressed tarball, as its name asks, holding one directory
+/// named after the archive).
 pub fn snapshot(fs: &FsRoot, out: &Path, opts: &Options) -> Result<Report, Error> {
     snapshot_with_progress(fs, out, opts, &mut Silent)
 }
@@ -229,9 +304,18 @@ fn record_and_write(
 /// Reads the metadata of a snapshot directory.
 pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
     let path = dir.join(METADATA_FILE);
-    let text = match std::fs::read_to_string(&path) {
+    // A recorded machine's metadata: a few hundred bytes, never a FIFO.
+    let text = match pinsight_sys::fs::read_bounded_string(&path, 1 << 20) {
         Ok(text) => text,
-        Err(source) => return Err(Error::Read { path, source }),
+        Err(pinsight_sys::fs::BoundedReadError::Io(source)) => {
+            return Err(Error::Read { path, source })
+        }
+        Err(e) => {
+            return Err(Error::Read {
+                path,
+                source: std::io::Error::other(e),
+            })
+        }
     };
     serde_json::from_str(&text).map_err(|source| Error::Metadata { path, source })
 }
@@ -239,6 +323,12 @@ pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
 /// Refuses destinations we would clobber.
 fn check_destination(out: &Path, force: bool) -> Result<(), Error> {
     let path = out.to_path_buf();
+    if let Some(ext) = unsupported_archive(out) {
+        return Err(Error::UnsupportedArchive {
+            path,
+            ext: ext.to_string(),
+        });
+    }
     if is_archive(out) {
         if out.is_dir() {
             return Err(Error::ArchiveIsDirectory { path });
@@ -505,15 +595,16 @@ fn write_dir(
     })
 }
 
-/// The directory name inside an archive: its file name without `.tar.gz`.
+/// The directory name inside an archive: its file name without `.tar.gz`
+/// (or the other archive suffix).
 fn archive_top(out: &Path) -> PathBuf {
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let stem = name
-        .strip_suffix(".tar.gz")
-        .or_else(|| name.strip_suffix(".tgz"))
+    let stem = ARCHIVE_SUFFIXES
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
         .unwrap_or(&name);
     PathBuf::from(if stem.is_empty() { "snapshot" } else { stem })
 }
@@ -537,8 +628,17 @@ fn write_archive(
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&partial)?;
-        let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-        let mut tar = tar::Builder::new(gz);
+        let compressed: Box<dyn Finish> = match archive_kind(out) {
+            Some(Compression::Bzip2) => Box::new(bzip2::write::BzEncoder::new(
+                file,
+                bzip2::Compression::default(),
+            )),
+            _ => Box::new(flate2::write::GzEncoder::new(
+                file,
+                flate2::Compression::default(),
+            )),
+        };
+        let mut tar = tar::Builder::new(compressed);
         let mtime = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -569,7 +669,7 @@ fn write_archive(
         }
         let mut h = header(tar::EntryType::Regular, 0o644, json.len() as u64);
         tar.append_data(&mut h, top.join(METADATA_FILE), json)?;
-        let mut file = tar.into_inner()?.finish()?;
+        let mut file = tar.into_inner()?.finish_file()?;
         file.flush()?;
         file.sync_all()?;
         std::fs::rename(&partial, out)?;
@@ -583,6 +683,24 @@ fn write_archive(
             source: e,
         }
     })
+}
+
+/// A compressing writer over the archive file, finished explicitly (the
+/// trailer written, the file handed back to be synced).
+trait Finish: io::Write {
+    fn finish_file(self: Box<Self>) -> io::Result<std::fs::File>;
+}
+
+impl Finish for flate2::write::GzEncoder<std::fs::File> {
+    fn finish_file(self: Box<Self>) -> io::Result<std::fs::File> {
+        (*self).finish()
+    }
+}
+
+impl Finish for bzip2::write::BzEncoder<std::fs::File> {
+    fn finish_file(self: Box<Self>) -> io::Result<std::fs::File> {
+        (*self).finish()
+    }
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for a system time (civil-from-days, proleptic
@@ -631,6 +749,22 @@ mod tests {
     fn archive_names() {
         assert!(is_archive(Path::new("x/box.tar.gz")) && is_archive(Path::new("box.tgz")));
         assert!(!is_archive(Path::new("box.tar")) && !is_archive(Path::new("box")));
+        assert_eq!(
+            archive_kind(Path::new("box.tar.bz2")),
+            Some(Compression::Bzip2)
+        );
+        assert_eq!(
+            archive_kind(Path::new("box.tbz2")),
+            Some(Compression::Bzip2)
+        );
+        assert_eq!(archive_kind(Path::new("box.tgz")), Some(Compression::Gzip));
+        assert_eq!(archive_top(Path::new("b.tar.bz2")), PathBuf::from("b"));
+        assert_eq!(unsupported_archive(Path::new("b.tar.xz")), Some(".tar.xz"));
+        assert_eq!(unsupported_archive(Path::new("b.tar")), Some(".tar"));
+        assert_eq!(unsupported_archive(Path::new("b.zip")), Some(".zip"));
+        assert_eq!(unsupported_archive(Path::new("b.tar.gz")), None);
+        assert_eq!(unsupported_archive(Path::new("mybox")), None);
+        assert_eq!(unsupported_archive(Path::new(".tar")), None);
         assert_eq!(
             archive_top(Path::new("/tmp/box.tar.gz")),
             PathBuf::from("box")
