@@ -18,13 +18,14 @@
 //! than 4% busier than the tasks' own run time explains, that half is a
 //! counted skip, never a pass.
 
+use crate::emulation::Emulation;
 use crate::operator_tasks::{
     balance_command, can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance,
 };
+use pinsight_testkit::premise;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 
@@ -48,58 +49,6 @@ while True:
 /// figure is not compared: on the slowed CPU it counts twice (capacity
 /// 0.5), so 0.04 there moves E/P by about 0.15.
 const QUIET: f64 = 0.04;
-
-/// A running `pinsight emulate … -- sh -c 'echo $STEALERS; exec cat'`:
-/// closing its input ends `cat` and so the emulation, also when the test
-/// dies.
-struct Emulation {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    kinds: String,
-    stealers: String,
-}
-
-impl Drop for Emulation {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let t = Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5)
-        {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_emulation(p: usize, e: usize) -> Emulation {
-    let kinds = format!("{p}:P,{e}:E@0.5");
-    let mut child = Command::new(BIN)
-        .args(["emulate", "--json", "--kinds", &kinds])
-        .args(["--mechanism", "duty-cycle", "--", "sh", "-c"])
-        .arg("echo \"stealers=$PINSIGHT_EMULATION_STEALERS\"; exec cat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let stealers = line
-        .trim()
-        .strip_prefix("stealers=")
-        .unwrap_or_else(|| panic!("no stealers line from the emulated command: {line:?}"))
-        .to_string();
-    Emulation {
-        child,
-        stdin,
-        kinds,
-        stealers,
-    }
-}
 
 /// What `pinsight load` shows of the two CPUs.
 #[derive(Debug)]
@@ -144,7 +93,6 @@ fn tasks_busy(doc: &Value, when: &str, cpu: usize) -> f64 {
 
 #[test]
 fn balance_evens_the_load_of_the_emulated_hybrid() {
-    let _serial = pinsight_testkit::serial();
     let usable = pinsight_testkit::usable_cpus();
     if usable.len() < 2 {
         pinsight_testkit::skip_test!("needs two usable CPUs (have {})", usable.len());
@@ -156,7 +104,13 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
         pinsight_testkit::skip_test!("python3 is not installed (the tasks are python3 loops)");
     }
     let (p, e) = (usable[0], usable[1]);
-    let em = start_emulation(p, e);
+    // Refused beside another real-time task (another emulation's stealer).
+    let Some(_live) = premise::live(&[p, e]) else {
+        return;
+    };
+    let Some(em) = Emulation::start(p, e, 0.5) else {
+        return;
+    };
     assert!(
         em.stealers.starts_with(&format!("{e}:")),
         "the emulated command should get the stealer of CPU {e}: {:?}",
@@ -204,6 +158,11 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
         .map(|c| (c["before"].as_u64().unwrap(), c["after"].as_u64().unwrap()))
         .collect();
     assert_eq!(per, vec![(3, 4), (3, 2)], "{doc:#}");
+    // The premise of what follows: the stealer took half of E all along,
+    // by its own CPU time (not pinsight's figure).
+    if let Err(why) = em.held() {
+        pinsight_testkit::skip_test!("{why}");
+    }
     // The stealer's time is measured exactly and shown as steal: about
     // half of E whatever else runs (it has the higher priority).
     for r in [&before, &after] {

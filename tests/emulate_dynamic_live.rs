@@ -20,146 +20,46 @@
 //! they still see no clear gap (E/P above [`VISIBLE`]) the machine is too
 //! busy for the emulation to be visible: a counted skip, never a pass.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use crate::emulation::Emulation;
+use pinsight_testkit::premise::{self, Live};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 /// Above this E/P speed ratio, as the tests' programs see it, the slowed CPU
 /// is hidden by other load: the test is skipped (counted).
 const VISIBLE: f64 = 0.85;
 
-/// A running `pinsight emulate`, CPU `e` at 0.5. Its CMD is `cat` on a
-/// pipe from this test: closing it (on drop, or when the test process
-/// dies, however) ends `cat` and so the emulation; no stealer outlives
-/// the test.
-struct Emulation {
-    child: Child,
-    stdin: Option<std::process::ChildStdin>,
-    kinds: String,
-    p: usize,
-    e: usize,
-    /// The speed ratio the stealer's calibration achieved (SCHED_FIFO probes).
-    achieved: f64,
+pub(crate) use crate::emulation::at_high_priority;
+
+/// A live timing test on the emulated machine: the serial lock and the
+/// other-load sampler (refused beside another real-time task), then the
+/// emulation, the second usable CPU at 0.5; `None` after a counted skip.
+fn begin() -> Option<(Live, Emulation)> {
+    let cpus = pinsight_testkit::usable_cpus();
+    if cpus.len() < 2 {
+        pinsight_testkit::skip("emulation needs two usable CPUs");
+        return None;
+    }
+    let live = premise::live(&cpus[..2])?;
+    let em = Emulation::start(cpus[0], cpus[1], 0.5)?;
+    Some((live, em))
 }
 
-impl Emulation {
-    /// Starts it and waits for its report (printed once the stealers run);
-    /// `None` after a counted skip (fewer than two CPUs, not root).
-    fn start() -> Option<Emulation> {
-        let cpus = pinsight_testkit::usable_cpus();
-        if cpus.len() < 2 {
-            pinsight_testkit::skip("emulation needs two usable CPUs");
-            return None;
+/// Skips (counted) and returns from the test when its premises failed
+/// while it measured: the emulation drifted from 0.5, or other work took
+/// more than [`premise::QUIET`] of either CPU. Prints the figures either way.
+macro_rules! require_premises {
+    ($live:expr, $em:expr) => {
+        match $em.held() {
+            Ok(figures) => eprintln!("premise held: {figures}"),
+            Err(why) => pinsight_testkit::skip_test!("{why}"),
         }
-        if pinsight_sys::process::geteuid() != 0 {
-            pinsight_testkit::skip("duty-cycle stealers need root (SCHED_FIFO)");
-            return None;
-        }
-        let (p, e) = (cpus[0], cpus[1]);
-        let rest: pinsight_cpuset::CpuSet = cpus.iter().copied().filter(|&c| c != e).collect();
-        let kinds = format!("{rest}:P,{e}:E@0.5");
-        let mut child = Command::new(BIN)
-            .args(["emulate", "--json", "--kinds", &kinds])
-            .args(["--mechanism", "duty-cycle", "--", "cat"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        // With a CMD the report is on stderr, after the kinds note.
-        let mut text = String::new();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        while err.read_line(&mut line).unwrap() > 0 {
-            if line.starts_with('{') || !text.is_empty() {
-                text.push_str(&line);
-            }
-            if line.trim_end() == "}" {
-                break;
-            }
-            line.clear();
-        }
-        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
-        let achieved = v["kinds"][0]["achieved"]["median"].as_f64().unwrap();
-        Some(Emulation {
-            child,
-            stdin,
-            kinds,
-            p,
-            e,
-            achieved,
-        })
-    }
-
-    /// A pinsight command on the emulated machine (the kinds exported as
-    /// `emulate -- CMD` does), in `dir`.
-    fn pinsight(&self, dir: &std::path::Path) -> Command {
-        let mut c = Command::new(BIN);
-        c.current_dir(dir)
-            .stdin(Stdio::null())
-            .env("PINSIGHT_KINDS", &self.kinds)
-            .env("PINSIGHT_EMULATING", "duty-cycle")
-            .env_remove("PINSIGHT_FSROOT")
-            .env_remove("COLUMNS");
-        // Only the two emulated CPUs: the experiments are designed for
-        // one P and one E CPU, and on a bigger machine the other CPUs
-        // (declared P) would take tasks and configurations too.
-        let two: pinsight_cpuset::CpuSet = [self.p, self.e].into_iter().collect();
-        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &two).unwrap();
-        at_high_priority(&mut c);
-        c
-    }
-}
-
-impl Drop for Emulation {
-    /// End of input ends `cat`, and with it the emulation.
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let t = Instant::now();
-        while self.child.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The program and all it starts run at nice -20, in an autogroup of
-/// their own at nice -20 where the kernel groups by session
-/// (CONFIG_SCHED_AUTOGROUP: nice then only orders tasks within a session,
-/// and the autogroup's own nice, /proc/PID/autogroup, orders the groups;
-/// sched(7), "The autogroup feature"). Other nice-0 work on a shared
-/// machine (compilers) then takes next to nothing from them on either
-/// CPU, so they see the slowed CPU as the stealer's calibration does
-/// (SCHED_FIFO probes). At nice 0 the kernel moves that other load off the
-/// slowed CPU onto the fast one and the gap they see narrows or vanishes
-/// (E/P 0.9-1.0 for 0.5 at a load average of 8 on two CPUs). Root is
-/// needed for the emulation anyway.
-pub(crate) fn at_high_priority(c: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setsid(2), open(2), write(2), close(2) and setpriority(2)
-    // are async-signal-safe; the path and value are static C strings.
-    unsafe {
-        c.pre_exec(|| {
-            let group = c"/proc/self/autogroup";
-            if libc::access(group.as_ptr(), libc::W_OK) == 0 {
-                libc::setsid();
-                let fd = libc::open(group.as_ptr(), libc::O_WRONLY);
-                if fd >= 0 {
-                    libc::write(fd, c"-20".as_ptr().cast(), 3);
-                    libc::close(fd);
-                }
-            }
-            if libc::setpriority(libc::PRIO_PROCESS, 0, -20) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+        pinsight_testkit::require_quiet!($live, premise::QUIET);
+    };
 }
 
 fn ok(o: Output) -> Output {
@@ -212,8 +112,7 @@ fn pi_on(em: &Emulation, dir: &std::path::Path, cpus: &[usize], schedule: &str, 
 /// unless its best two are within 10% of each other (a tie under noise:
 /// either is right).
 fn tune_against_brute_force(schedule: &str) {
-    let _g = pinsight_testkit::serial();
-    let Some(em) = Emulation::start() else { return };
+    let Some((live, em)) = begin() else { return };
     let d = tempfile::tempdir().unwrap();
     let size = "3e8";
     let configs: [(u64, u64, Vec<usize>); 3] = [
@@ -262,6 +161,7 @@ fn tune_against_brute_force(schedule: &str) {
          (E/P {seen:.3}); tune sf {sf:.3}, recommends {rec:?}",
         em.achieved, measured[0], measured[1], measured[2]
     );
+    require_premises!(live, em);
     let sf_seen = 1.0 / seen;
     assert!(
         (sf / sf_seen - 1.0).abs() <= 0.10,
@@ -304,7 +204,6 @@ fn tune_dynamic_recovers_sf_and_recommends_the_brute_force_best() {
 /// (up to 1/12 of a CPU's load), and the machine is shared.
 #[test]
 fn balance_with_speed_weights_applied_evens_the_cpus_busy_time() {
-    let _g = pinsight_testkit::serial();
     // `run balance` plans over the usable CPUs (the cgroup's, as hwloc's
     // allowed set), not over pinsight's own affinity: on a bigger machine
     // the other CPUs would take tasks too.
@@ -315,7 +214,7 @@ fn balance_with_speed_weights_applied_evens_the_cpus_busy_time() {
         ));
         return;
     }
-    let Some(em) = Emulation::start() else { return };
+    let Some((live, em)) = begin() else { return };
     let d = tempfile::tempdir().unwrap();
     let weights = d.path().join("w.json");
     ok(em
@@ -385,6 +284,7 @@ fn balance_with_speed_weights_applied_evens_the_cpus_busy_time() {
          weighted {weighted:?}",
         em.achieved
     );
+    require_premises!(live, em);
     let off = |(p, e): (f64, f64)| p.max(e) / p.min(e) - 1.0;
     assert!(
         off(weighted) <= 0.15,
@@ -456,8 +356,7 @@ fn time_on(pids: [u32; 2], cpu: usize, window: Duration) -> [f64; 2] {
 /// measured from /proc, not from pinsight's report.
 #[test]
 fn aarr_shares_the_fast_cpu_equally_on_the_emulated_machine() {
-    let _g = pinsight_testkit::serial();
-    let Some(em) = Emulation::start() else { return };
+    let Some((live, em)) = begin() else { return };
     let d = tempfile::tempdir().unwrap();
     let (mut a, mut b) = spinners(&em, d.path());
     let pids = format!("{},{}", a.id(), b.id());
@@ -478,6 +377,7 @@ fn aarr_shares_the_fast_cpu_equally_on_the_emulated_machine() {
     }
     let o = ok(sched.wait_with_output().unwrap());
     eprintln!("fast CPU: a {:.2} s, b {:.2} s", on_big[0], on_big[1]);
+    require_premises!(live, em);
     let (hi, lo) = (on_big[0].max(on_big[1]), on_big[0].min(on_big[1]));
     assert!(lo > 1.0, "{on_big:?}");
     assert!(
@@ -521,8 +421,7 @@ fn aarr_shares_the_fast_cpu_equally_on_the_emulated_machine() {
 /// on noise alone.
 #[test]
 fn mix_finds_os_less_fair_than_aarr_and_acfs() {
-    let _g = pinsight_testkit::serial();
-    let Some(em) = Emulation::start() else { return };
+    let Some((live, em)) = begin() else { return };
     let d = tempfile::tempdir().unwrap();
     let sf = format!("{:.2}", 1.0 / em.achieved);
     let prog = format!("{BIN} workload pi -t 1 -s 1.5e9");
@@ -556,6 +455,7 @@ fn mix_finds_os_less_fair_than_aarr_and_acfs() {
         "unfairness: os {os:.3}, aarr {aarr:.3}, acfs {acfs:.3} (achieved {:.3})",
         em.achieved
     );
+    require_premises!(live, em);
     assert!(aarr <= 1.3 && acfs <= 1.3, "aarr {aarr}, acfs {acfs}");
     assert!(
         (acfs / aarr - 1.0).abs() <= 0.3,
@@ -582,8 +482,7 @@ fn mix_finds_os_less_fair_than_aarr_and_acfs() {
 /// 15% beyond the emulation's ratio. With a core PMU the counters run instead (--probe).
 #[test]
 fn sf_says_why_without_a_pmu_and_its_compare_route_recovers_the_sf() {
-    let _g = pinsight_testkit::serial();
-    let Some(em) = Emulation::start() else { return };
+    let Some((live, em)) = begin() else { return };
     let d = tempfile::tempdir().unwrap();
     let has_pmu = std::fs::read_dir("/sys/bus/event_source/devices")
         .map(|r| {
@@ -653,6 +552,7 @@ fn sf_says_why_without_a_pmu_and_its_compare_route_recovers_the_sf() {
     let s = json(&o);
     eprintln!("sf --from-compare: {s}; timed directly {direct:.3}");
     let sf = s["sf"].as_f64().unwrap_or_else(|| panic!("{s}"));
+    require_premises!(live, em);
     assert!(
         (sf / direct - 1.0).abs() <= 0.2 && sf < 1.15 / em.achieved,
         "sf --from-compare {sf:.3}, timed directly {direct:.3}, emulation {:.3}",

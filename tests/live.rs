@@ -11,6 +11,7 @@ mod compare_metrics;
 mod disturbance_live;
 mod emulate_dynamic_live;
 mod emulate_live;
+mod emulation;
 mod mix_cli;
 mod operator_tasks;
 mod sched_live;

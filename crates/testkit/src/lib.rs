@@ -21,6 +21,7 @@
 
 pub mod elf;
 pub mod fixtures;
+pub mod premise;
 pub mod progress;
 pub mod synth;
 

@@ -1,0 +1,230 @@
+//! One running `pinsight emulate` for the live tests on the emulated
+//! hybrid (`emulate_dynamic_live`, `balance_emulated_live`), with the
+//! premise each test checks before it asserts: the speed the emulation
+//! actually took away *during the test*, measured outside pinsight as
+//! the stealer's own CPU time over the test's window (`/proc/PID/stat`),
+//! beside the speed asked.
+//!
+//! Why measured: the stealer is calibrated once at the start; a host that
+//! moves the vCPUs, or another real-time task, can change what it takes
+//! later (a balance test once failed with the "slowed" CPU running faster
+//! than the fast one). A test whose emulation drifted beyond
+//! [`DRIFT`] is a counted skip with the figures, never a failure or a
+//! pass by luck. Another emulation running beside the test is refused
+//! before it starts ([`pinsight_testkit::premise::live`]).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
+
+/// Largest allowed difference between the share of the slowed CPU the
+/// stealer took during a test and the share asked (1 − speed).
+pub const DRIFT: f64 = 0.05;
+
+/// A running `pinsight emulate --kinds P:P,E:E@SPEED -- sh -c 'echo
+/// stealers; exec cat'`. Closing its input (on drop, or when the test
+/// process dies, however) ends `cat` and so the emulation: no stealer
+/// outlives the test.
+pub struct Emulation {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// The `--kinds` declaration (`PINSIGHT_KINDS` of the emulated commands).
+    pub kinds: String,
+    /// `CPU:PID,…` of the stealers (`PINSIGHT_EMULATION_STEALERS`).
+    pub stealers: String,
+    /// The fast CPU and the slowed one.
+    pub p: usize,
+    pub e: usize,
+    /// The speed asked of `e`.
+    pub asked: f64,
+    /// The speed ratio the stealer's calibration achieved (SCHED_FIFO
+    /// probes), as `emulate --json` reports it.
+    pub achieved: f64,
+    stealer: u32,
+    mark: (Instant, f64),
+}
+
+impl Emulation {
+    /// Slows `e` to `speed` (`p` stays fast) and waits for the report
+    /// (printed once the stealers run); `None` after a counted skip (not
+    /// root: the stealers are SCHED_FIFO).
+    pub fn start(p: usize, e: usize, speed: f64) -> Option<Emulation> {
+        if pinsight_sys::process::geteuid() != 0 {
+            pinsight_testkit::skip("duty-cycle stealers need root (SCHED_FIFO)");
+            return None;
+        }
+        let kinds = format!("{p}:P,{e}:E@{speed}");
+        let mut child = Command::new(BIN)
+            .args(["emulate", "--json", "--kinds", &kinds])
+            .args(["--mechanism", "duty-cycle", "--", "sh", "-c"])
+            .arg("echo \"stealers=$PINSIGHT_EMULATION_STEALERS\"; exec cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        // With a CMD the report is on stderr, after the kinds note; the
+        // command's first line, on stdout, names the stealers.
+        let mut text = String::new();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while err.read_line(&mut line).unwrap() > 0 {
+            if line.starts_with('{') || !text.is_empty() {
+                text.push_str(&line);
+            }
+            if line.trim_end() == "}" {
+                break;
+            }
+            line.clear();
+        }
+        // Keep draining stderr, so a late warning never blocks emulate.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut err, &mut sink);
+        });
+        let v: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("emulate's report: {e}: {text:?}"));
+        let achieved = v["kinds"][0]["achieved"]["median"].as_f64().unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let stealers = first
+            .trim()
+            .strip_prefix("stealers=")
+            .unwrap_or_else(|| panic!("no stealers line from the emulated command: {first:?}"))
+            .to_string();
+        let stealer = stealers
+            .split(',')
+            .find_map(|s| {
+                let (cpu, pid) = s.split_once(':')?;
+                (cpu.parse::<usize>().ok()? == e).then(|| pid.parse::<u32>().ok())?
+            })
+            .unwrap_or_else(|| panic!("no stealer of CPU {e} in {stealers:?}"));
+        let mark = (Instant::now(), cpu_seconds(stealer));
+        Some(Emulation {
+            child,
+            stdin,
+            kinds,
+            stealers,
+            p,
+            e,
+            asked: speed,
+            achieved,
+            stealer,
+            mark,
+        })
+    }
+
+    /// The share of the slowed CPU the stealer took since the emulation
+    /// started: its own CPU seconds over the wall time.
+    pub fn taken(&self) -> f64 {
+        let secs = self.mark.0.elapsed().as_secs_f64().max(1e-3);
+        (cpu_seconds(self.stealer) - self.mark.1) / secs
+    }
+
+    /// The speed the slowed CPU had since it started (1 − [`Self::taken`]).
+    pub fn speed_seen(&self) -> f64 {
+        1.0 - self.taken()
+    }
+
+    /// `Err(reason)` when the emulation drifted more than [`DRIFT`] from
+    /// the speed asked since it started; `Ok` with a line of the figures.
+    pub fn held(&self) -> Result<String, String> {
+        let seen = self.speed_seen();
+        let figures = format!(
+            "emulated speed of CPU {}: asked {:.2}, calibrated {:.3}, held {:.3} \
+             over {:.1} s (the stealer's own CPU time)",
+            self.e,
+            self.asked,
+            self.achieved,
+            seen,
+            self.mark.0.elapsed().as_secs_f64()
+        );
+        if (seen - self.asked).abs() > DRIFT {
+            Err(format!("premise failed: {figures}, beyond {DRIFT}"))
+        } else {
+            Ok(figures)
+        }
+    }
+
+    /// A pinsight command on the emulated machine (the kinds and stealers
+    /// exported as `emulate -- CMD` does), in `dir`, restricted to the two
+    /// emulated CPUs and at nice -20 ([`at_high_priority`]).
+    pub fn pinsight(&self, dir: &std::path::Path) -> Command {
+        let mut c = Command::new(BIN);
+        c.current_dir(dir)
+            .stdin(Stdio::null())
+            .env("PINSIGHT_KINDS", &self.kinds)
+            .env("PINSIGHT_EMULATING", "duty-cycle")
+            .env("PINSIGHT_EMULATION_STEALERS", &self.stealers)
+            .env_remove("PINSIGHT_FSROOT")
+            .env_remove("COLUMNS");
+        // Only the two emulated CPUs: the experiments are designed for
+        // one P and one E CPU, and on a bigger machine the other CPUs
+        // (declared P) would take tasks and configurations too.
+        let two: pinsight_cpuset::CpuSet = [self.p, self.e].into_iter().collect();
+        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &two).unwrap();
+        at_high_priority(&mut c);
+        c
+    }
+}
+
+/// The stealer's CPU seconds; a stealer that is gone took nothing more,
+/// and the drift check then fails the premise.
+fn cpu_seconds(pid: u32) -> f64 {
+    pinsight_testkit::premise::cpu_seconds(pid).unwrap_or(f64::NAN)
+}
+
+impl Drop for Emulation {
+    /// End of input ends `cat`, and with it the emulation.
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let t = Instant::now();
+        while self.child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The program and all it starts run at nice -20, in an autogroup of
+/// their own at nice -20 where the kernel groups by session
+/// (CONFIG_SCHED_AUTOGROUP: nice then only orders tasks within a session,
+/// and the autogroup's own nice, /proc/PID/autogroup, orders the groups;
+/// sched(7), "The autogroup feature"). Other nice-0 work on a shared
+/// machine (compilers) then takes next to nothing from them on either
+/// CPU, so they see the slowed CPU as the stealer's calibration does
+/// (SCHED_FIFO probes). At nice 0 the kernel moves that other load off the
+/// slowed CPU onto the fast one and the gap they see narrows or vanishes
+/// (E/P 0.9-1.0 for 0.5 at a load average of 8 on two CPUs). Root is
+/// needed for the emulation anyway.
+pub(crate) fn at_high_priority(c: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid(2), open(2), write(2), close(2) and setpriority(2)
+    // are async-signal-safe; the path and value are static C strings.
+    unsafe {
+        c.pre_exec(|| {
+            let group = c"/proc/self/autogroup";
+            if libc::access(group.as_ptr(), libc::W_OK) == 0 {
+                libc::setsid();
+                let fd = libc::open(group.as_ptr(), libc::O_WRONLY);
+                if fd >= 0 {
+                    libc::write(fd, c"-20".as_ptr().cast(), 3);
+                    libc::close(fd);
+                }
+            }
+            if libc::setpriority(libc::PRIO_PROCESS, 0, -20) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
