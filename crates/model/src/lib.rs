@@ -71,7 +71,9 @@ pub struct Cpu {
     pub cppc: Option<Cppc>,
     /// x86 hybrid core type, when known.
     pub core_type: Option<CoreType>,
-    /// ARM `midr_el1`, when exposed.
+    /// ARM `midr_el1`, when exposed; else, when `/proc/cpuinfo` gives
+    /// every online processor's `CPU implementer`/`variant`/`part`/
+    /// `revision`, the register rebuilt from them (architecture field 0xf).
     pub midr: Option<u64>,
 }
 
@@ -174,7 +176,8 @@ pub enum KindSource {
     HybridPmu,
     /// CPUID leaf 0x1A core type (live only).
     Cpuid,
-    /// ARM `midr_el1` implementer/part.
+    /// ARM MIDR implementer/part: `midr_el1`, else the per-processor
+    /// fields of `/proc/cpuinfo` (`Provenance::identity` says which).
     Midr,
     /// `cpu_capacity` differences (no identity information).
     Capacity,

@@ -398,18 +398,25 @@ fn amd_cpuinfo(n: usize, model: &str, family: u32, model_id: u32) -> String {
         .collect()
 }
 
-fn arm_cpuinfo(cpus: &[SCpu]) -> String {
+/// An arm64 `/proc/cpuinfo`: one block per online CPU, with the MIDR
+/// fields (`CPU implementer`, `CPU variant`, `CPU part`, `CPU revision`)
+/// of the CPUs that have a MIDR, as the kernel prints them.
+pub fn arm_cpuinfo(cpus: &[SCpu]) -> String {
     cpus.iter()
         .filter(|c| c.online)
         .map(|c| {
-            let m = c.midr.unwrap_or(0);
+            let ident = c.midr.map_or(String::new(), |m| {
+                format!(
+                    "CPU implementer\t: 0x{:02x}\nCPU architecture: 8\nCPU variant\t: 0x{:x}\nCPU part\t: 0x{:03x}\nCPU revision\t: {}\n",
+                    (m >> 24) & 0xff,
+                    (m >> 20) & 0xf,
+                    (m >> 4) & 0xfff,
+                    m & 0xf
+                )
+            });
             format!(
-                "processor\t: {}\nBogoMIPS\t: 38.40\nFeatures\t: fp asimd\nCPU implementer\t: 0x{:02x}\nCPU architecture: 8\nCPU variant\t: 0x{:x}\nCPU part\t: 0x{:03x}\nCPU revision\t: {}\n\n",
-                c.id,
-                (m >> 24) & 0xff,
-                (m >> 20) & 0xf,
-                (m >> 4) & 0xfff,
-                m & 0xf
+                "processor\t: {}\nBogoMIPS\t: 38.40\nFeatures\t: fp asimd\n{ident}\n",
+                c.id
             )
         })
         .collect()
@@ -419,6 +426,9 @@ pub const A55: u64 = 0x412f_d050;
 pub const A76: u64 = 0x414f_d0b1;
 pub const X1: u64 = 0x411f_d440;
 pub const A72: u64 = 0x410f_d083;
+pub const A510: u64 = 0x410f_d461;
+pub const A710: u64 = 0x412f_d471;
+pub const X2: u64 = 0x410f_d480;
 pub const A725: u64 = 0x410f_d870;
 pub const X925: u64 = 0x410f_d850;
 
@@ -765,6 +775,35 @@ pub fn small_smt(frequencies: impl Fn(usize) -> (u64, u64)) -> Machine {
         l1: true,
         nr_cpus: 8,
         mem_mib_per_node: 16384,
+        ..Default::default()
+    }
+}
+
+/// An Arm hybrid whose two microarchitectures run at one clock and
+/// report no capacity: CPUs 0-3 are `little`, 4-7 `big` (MIDRs), every
+/// CPU at `khz`, one cluster each. `midr_el1`: whether sysfs has
+/// `regs/identification/midr_el1`; `/proc/cpuinfo` always gives each
+/// processor's MIDR fields (a kernel without the `regs` directory).
+pub fn arm_one_clock(little: u64, big: u64, khz: u64, midr_el1: bool) -> Machine {
+    let mut cpus: Vec<SCpu> = (0..8)
+        .map(|i| SCpu {
+            midr: Some(if i < 4 { little } else { big }),
+            max_khz: Some(khz),
+            cluster: Some(i / 4),
+            ..cpu(i)
+        })
+        .collect();
+    let cpuinfo = arm_cpuinfo(&cpus);
+    if !midr_el1 {
+        cpus.iter_mut().for_each(|c| c.midr = None);
+    }
+    Machine {
+        cpus,
+        cpuinfo,
+        l2_per_cluster: false,
+        l1: true,
+        nr_cpus: 8,
+        mem_mib_per_node: 8192,
         ..Default::default()
     }
 }

@@ -11,9 +11,10 @@
 //! - `numa`: NUMA nodes, memory, distances, duplicate-node merging;
 //! - `cgroup`: the CPUs and memory nodes this process's cpuset cgroup allows;
 //! - `memory`: each node's memory: kind, tier, locality, HMAT, huge pages;
-//! - `freq`: frequencies, `cpu_capacity`, ACPI CPPC, ARM MIDR;
+//! - `freq`: frequencies, `cpu_capacity`, ACPI CPPC, ARM MIDR (from
+//!   `midr_el1`, else `/proc/cpuinfo`);
 //! - `kinds`: core kinds (the heart) and their ranking;
-//! - `procinfo`: model name and architecture from `/proc/cpuinfo`;
+//! - `procinfo`: model name, architecture and Arm MIDRs from `/proc/cpuinfo`;
 //! - `pci`: PCI devices of placement classes, their locality and OS names.
 //!
 //! Objects are identified by CPU sets, never by the OS's ids (sparse,
@@ -33,7 +34,7 @@ mod memory;
 mod numa;
 mod partition;
 pub mod pci;
-mod procinfo;
+pub mod procinfo;
 mod reader;
 
 use crate::{CacheType, Cpu, CpuSet, FsRoot, Group, Source, Topology};
@@ -117,18 +118,23 @@ pub fn discover_with(fs: &FsRoot, needs: Needs) -> Topology {
         let mems = group.as_ref().and_then(|g| cgroup::allowed_mems(&mut r, g));
         memory::discover_memory(&mut r, &mut numa.nodes, numa.distances.as_deref(), mems);
     }
+    // A recorded machine's architecture is read from its cpuinfo (the
+    // live one's is the build's): kept whatever `needs` says. Read once:
+    // the kinds take each Arm processor's MIDR from it when sysfs has none.
+    let cpuinfo = if needs.kinds || !fs.is_live() {
+        r.text("/proc/cpuinfo")
+    } else {
+        None
+    };
     let perf = if needs.kinds {
-        freq::discover_perf(&mut r, &layout)
+        freq::discover_perf(&mut r, &layout, cpuinfo.as_deref())
     } else {
         freq::PerfMap::unread(&layout)
     };
-    // A recorded machine's architecture is read from its cpuinfo (the
-    // live one's is the build's): kept whatever `needs` says.
-    let info = if needs.kinds || !fs.is_live() {
-        procinfo::read_cpuinfo(&mut r)
-    } else {
-        procinfo::CpuInfo::default()
-    };
+    let info = cpuinfo
+        .as_deref()
+        .map(procinfo::read_cpuinfo)
+        .unwrap_or_default();
     let devices = if needs.devices {
         pci::discover_devices(&mut r, &online, &numa.nodes)
     } else {

@@ -216,9 +216,11 @@ fn gb10_capacity_is_read_by_cpu_number_not_position() {
     assert_eq!(t.cpu(5).unwrap().capacity, Some(470));
     assert_eq!(t.cpu(10).unwrap().capacity, Some(1017), "cpu10's own file");
     assert!(t.cpu(0).unwrap().kind.is_none());
-    // Without MIDRs, capacities alone still give the same two kinds.
+    // Without MIDRs (neither `midr_el1` nor the fields of
+    // `/proc/cpuinfo`), capacities alone still give the same two kinds.
     let mut m = synth::gb10_low_offline();
     m.cpus.iter_mut().for_each(|c| c.midr = None);
+    m.cpuinfo = synth::arm_cpuinfo(&m.cpus);
     let t = discover_machine(&m);
     assert_eq!(kind_sets(&t), vec![set("5-9"), set("10-19")]);
     assert!(t.kinds.iter().all(|k| k.source == KindSource::Capacity));

@@ -8,6 +8,7 @@ mod common;
 
 mod bad_input;
 mod cgroups;
+mod cpuinfo_midr;
 mod devices;
 mod hfi;
 mod hwloc_conformance;

@@ -1,6 +1,7 @@
 //! Per-CPU performance facts: maximum and base frequency (cpufreq), AMD's
 //! `amd_pstate` preferred-core ranking and highest performance,
-//! `cpu_capacity`, ACPI CPPC levels, ARM `midr_el1`, and the core type
+//! `cpu_capacity`, ACPI CPPC levels, ARM `midr_el1` (else each processor's
+//! MIDR fields in `/proc/cpuinfo`), and the core type
 //! (x86 hybrid: the `cpu_core`/`cpu_atom`/`cpu_lowpower` PMU lists, or
 //! CPUID leaf 0x1A on the live machine; AMD heterogeneous parts: CPUID
 //! leaf 0x80000026 on the live machine).
@@ -37,6 +38,9 @@ pub(super) struct PerfMap {
     /// AMD heterogeneous part seen through CPUID leaf 0x80000026: the Zen
     /// generation ("Zen5"), so kinds are named "Zen5"/"Zen5c".
     pub amd_zen: Option<&'static str>,
+    /// The MIDRs came from `/proc/cpuinfo` (no online CPU has a readable
+    /// `regs/identification/midr_el1`), not from sysfs.
+    pub midr_from_cpuinfo: bool,
 }
 
 impl PerfMap {
@@ -51,6 +55,7 @@ impl PerfMap {
                 .collect(),
             core_type_source: None,
             amd_zen: None,
+            midr_from_cpuinfo: false,
         }
     }
 
@@ -67,8 +72,10 @@ const HYBRID_PMUS: &[(&str, CoreType)] = &[
 ];
 
 /// Reads the performance facts of every present CPU (offline ones keep
-/// what their files say: it is still true of the silicon).
-pub(super) fn discover_perf(r: &mut Reader, layout: &Layout) -> PerfMap {
+/// what their files say: it is still true of the silicon). `cpuinfo` is
+/// the text of `/proc/cpuinfo`, if read: the MIDRs come from it when no
+/// online CPU has one in sysfs.
+pub(super) fn discover_perf(r: &mut Reader, layout: &Layout, cpuinfo: Option<&str>) -> PerfMap {
     let mut by_cpu: BTreeMap<usize, Perf> = layout
         .present
         .iter()
@@ -116,6 +123,12 @@ pub(super) fn discover_perf(r: &mut Reader, layout: &Layout) -> PerfMap {
         }
     }
 
+    let midr_from_cpuinfo = !layout
+        .online
+        .iter()
+        .any(|c| by_cpu.get(&c).is_some_and(|p| p.midr.is_some()))
+        && cpuinfo.is_some_and(|text| midrs_from_cpuinfo(r, layout, text, &mut by_cpu));
+
     let mut core_type_source = None;
     for (path, ty) in HYBRID_PMUS {
         if let Some(set) = r.cpulist(path, "ignored this hybrid core list") {
@@ -148,7 +161,51 @@ pub(super) fn discover_perf(r: &mut Reader, layout: &Layout) -> PerfMap {
         by_cpu,
         core_type_source,
         amd_zen,
+        midr_from_cpuinfo,
     }
+}
+
+/// Gives every online CPU the MIDR its `/proc/cpuinfo` block describes
+/// (lscpu and pytorch/cpuinfo read it there too: kernels built without
+/// the `regs/identification` directory, Android vendor kernels among
+/// them, still print it). All or nothing: a file whose blocks are
+/// garbled, or do not describe exactly the online CPUs, leaves every
+/// identity unknown with a warning (kinds then come from capacity or
+/// clock, as without it). True when the MIDRs were taken.
+fn midrs_from_cpuinfo(
+    r: &mut Reader,
+    layout: &Layout,
+    text: &str,
+    by_cpu: &mut BTreeMap<usize, Perf>,
+) -> bool {
+    const PATH: &str = "/proc/cpuinfo";
+    const ACTION: &str = "left the core identity unknown (no regs/identification/midr_el1 either)";
+    let midrs = match super::procinfo::parse_midrs(text) {
+        Ok(Some(m)) => m,
+        Ok(None) => return false,
+        Err(e) => {
+            r.warn(PATH, e, ACTION);
+            return false;
+        }
+    };
+    let described: CpuSet = midrs.keys().copied().collect();
+    if described != layout.online {
+        r.warn(
+            PATH,
+            format_args!(
+                "describes processors {described} but CPUs {} are online",
+                layout.online
+            ),
+            ACTION,
+        );
+        return false;
+    }
+    for (c, m) in midrs {
+        if let Some(p) = by_cpu.get_mut(&c) {
+            p.midr = Some(m);
+        }
+    }
+    true
 }
 
 /// cpufreq: first the shared `cpufreq/policyN` directories (one read per

@@ -4,8 +4,10 @@
 //! Identity first, performance second (NOTES 5-7):
 //! 1. x86 hybrid: the `cpu_core`/`cpu_atom`/`cpu_lowpower` PMU lists (or
 //!    CPUID 0x1A live) say which CPU is a P-, E- or LP E-core.
-//! 2. ARM: one kind per MIDR implementer/part. Capacities that differ a
-//!    little between identical cores (718 vs 731) do not split a kind.
+//! 2. ARM: one kind per MIDR implementer/part (`midr_el1`, else each
+//!    processor's `CPU implementer`/`CPU part` in `/proc/cpuinfo`).
+//!    Capacities that differ a little between identical cores (718 vs
+//!    731) do not split a kind.
 //! 3. Otherwise `cpu_capacity` (values within 5% are one kind), then
 //!    frequencies: equal base frequency and max frequencies within 10% are
 //!    one kind (TurboBoost Max 3.0 "favoured cores" report 5200 vs 5000 MHz).
@@ -113,7 +115,12 @@ fn identify(
                 )
             })
         });
-        identity_step(steps, "MIDR part (regs/identification/midr_el1)", &classes);
+        let how = if perf.midr_from_cpuinfo {
+            "MIDR part (/proc/cpuinfo CPU implementer/part; no regs/identification/midr_el1)"
+        } else {
+            "MIDR part (regs/identification/midr_el1)"
+        };
+        identity_step(steps, how, &classes);
         return split_by_clock(classes, of, steps);
     }
     // 3. Capacity, then frequencies.
