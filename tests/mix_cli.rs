@@ -114,7 +114,9 @@ fn check_complete(o: &Output, schedulers: &[&str]) -> Value {
 
 #[test]
 fn three_programs_under_every_scheduler() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
     let mut args = vec!["mix", "--runs", "2", "--sf", "#3=2", "--json", "--"];
@@ -137,7 +139,9 @@ fn three_programs_under_every_scheduler() {
 
 #[test]
 fn ctrl_c_keeps_the_journal_and_resume_completes() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(3);
     let mut args = vec!["mix", "--policies", "os,aarr", "--runs", "2", "--"];
@@ -205,7 +209,9 @@ fn ctrl_c_keeps_the_journal_and_resume_completes() {
 /// given); a flag not given takes the journal's value.
 #[test]
 fn resume_compares_given_flags_even_at_their_defaults() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| -> Option<Output> {
         let mut c = pinsight(dir.path(), args)?;
@@ -269,7 +275,9 @@ fn resume_compares_given_flags_even_at_their_defaults() {
 
 #[test]
 fn refusals() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
         (
@@ -327,7 +335,9 @@ fn refusals() {
 /// an export that cannot be written is refused before anything runs.
 #[test]
 fn exports_json_csv_markdown_and_html() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
     let mut args = vec![

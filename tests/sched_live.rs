@@ -249,7 +249,9 @@ fn aarr_gives_two_programs_equal_time_on_the_big_cpu() {
 
 #[test]
 fn to_keeps_the_high_sf_program_on_the_big_cpu_and_restores_affinities() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some((big, small)) = two_cpus() else {
         return;
     };
@@ -336,7 +338,9 @@ fn nix_kill(pid: u32, sig: i32) {
 
 #[test]
 fn a_command_and_the_processes_it_starts_are_managed() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some((big, small)) = two_cpus() else {
         return;
     };
@@ -388,7 +392,9 @@ fn a_command_and_the_processes_it_starts_are_managed() {
 
 #[test]
 fn refusals() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let cpus = usable_cpus();
     let one = [cpus[0]];
     // One kind: exit 2, naming --kinds.
@@ -489,7 +495,9 @@ fn refusals() {
 
 #[test]
 fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some((big, small)) = two_cpus() else {
         return;
     };

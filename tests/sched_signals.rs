@@ -203,18 +203,24 @@ fn stopped_by(sig: libc::c_int) {
 
 #[test]
 fn sigterm_stops_the_experiment_and_restores_every_affinity() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     stopped_by(libc::SIGTERM);
 }
 
 #[test]
 fn sigint_stops_the_experiment_and_restores_every_affinity() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     stopped_by(libc::SIGINT);
 }
 
 #[test]
 fn sighup_stops_the_experiment_and_restores_every_affinity() {
-    let _serial = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     stopped_by(libc::SIGHUP);
 }

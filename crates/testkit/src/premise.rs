@@ -356,8 +356,34 @@ impl Drop for OtherLoad {
 }
 
 /// Real-time tasks (SCHED_FIFO, SCHED_RR) of anyone but this test, not
-/// kernel threads, allowed on any of `cpus`: `PID/TID comm (policy prio)`.
-pub fn foreign_realtime(cpus: &[usize]) -> Vec<String> {
+/// kernel threads, allowed on any of `cpus`, that ran during a look of
+/// `over` (an idle one, such as an audio server waiting, disturbs
+/// nothing): `PID/TID comm (policy prio, CPU seconds in the look)`.
+pub fn foreign_realtime(cpus: &[usize], over: Duration) -> Vec<String> {
+    let first = realtime_tasks(cpus);
+    if first.is_empty() {
+        return Vec::new();
+    }
+    std::thread::sleep(over);
+    let hz = clock_ticks();
+    realtime_tasks(cpus)
+        .into_iter()
+        .filter_map(|(tid, (name, ticks))| {
+            let before = first.get(&tid)?.1;
+            (ticks > before).then(|| {
+                format!(
+                    "{name}, {:.2} s in {:.1} s",
+                    (ticks - before) as f64 / hz,
+                    over.as_secs_f64()
+                )
+            })
+        })
+        .collect()
+}
+
+/// The foreign real-time tasks on `cpus` by TID: their description and
+/// CPU ticks.
+fn realtime_tasks(cpus: &[usize]) -> BTreeMap<u32, (String, u64)> {
     let me = std::process::id();
     let all: Vec<(u32, Stat)> = pids()
         .into_iter()
@@ -365,7 +391,7 @@ pub fn foreign_realtime(cpus: &[usize]) -> Vec<String> {
         .collect();
     let parent: HashMap<u32, u32> = all.iter().map(|(p, s)| (*p, s.ppid)).collect();
     let mut books = Books::default();
-    let mut found = Vec::new();
+    let mut found = BTreeMap::new();
     for (pid, stat) in &all {
         if stat.kernel || books.is_ours(*pid, me, &parent) {
             continue;
@@ -397,11 +423,12 @@ pub fn foreign_realtime(cpus: &[usize]) -> Vec<String> {
                 } else {
                     "SCHED_RR"
                 };
-                found.push(format!(
+                let name = format!(
                     "{pid}/{tid} {} ({policy} {})",
                     ts.comm.escape_debug(),
                     ts.rt_priority
-                ));
+                );
+                found.insert(tid, (name, ts.ticks));
             }
         }
     }
@@ -421,12 +448,12 @@ pub struct Live {
 /// `None`), then the sampler.
 pub fn live(cpus: &[usize]) -> Option<Live> {
     let serial = crate::serial();
-    let rt = foreign_realtime(cpus);
+    let rt = foreign_realtime(cpus, Duration::from_millis(250));
     if !rt.is_empty() {
         crate::skip(format!(
-            "another real-time task may run on CPUs {cpus:?} (another pinsight \
+            "another real-time task runs on CPUs {cpus:?} (another pinsight \
              emulate?): {}; live timing tests refuse to start beside it",
-            rt.join(", ")
+            rt.join("; ")
         ));
         return None;
     }
@@ -435,6 +462,13 @@ pub fn live(cpus: &[usize]) -> Option<Live> {
         watch: OtherLoad::start(),
         _serial: serial,
     })
+}
+
+/// [`live`] on every usable CPU: for live tests that use the machine as
+/// a whole (every CPU they may run on is one a foreign real-time task
+/// would disturb).
+pub fn live_on_usable() -> Option<Live> {
+    live(&crate::usable_cpus())
 }
 
 impl Live {
@@ -505,6 +539,39 @@ mod tests {
         assert_eq!(s.rt_priority, 2);
         assert_eq!(s.policy, 1);
         assert!(!s.kernel);
+    }
+
+    #[test]
+    fn a_foreign_real_time_spinner_is_named_and_an_idle_one_is_not() {
+        let chrt = std::process::Command::new("chrt")
+            .args(["-f", "1", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !chrt {
+            crate::skip_test!("cannot start a SCHED_FIFO task here (not root, or no chrt)");
+        }
+        let cpu = *crate::usable_cpus().last().unwrap();
+        // Detached (its parent exits at once): not the test's own. One
+        // spins for 1.5 s, one sleeps.
+        let script = format!(
+            "(timeout 1.5 taskset -c {cpu} chrt -f 1 sh -c 'while :; do :; done' &); \
+             (timeout 1.5 taskset -c {cpu} chrt -f 2 sleep 5 &)"
+        );
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .status()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let found = foreign_realtime(&[cpu], Duration::from_millis(250));
+        assert!(
+            found.iter().any(|f| f.contains("(SCHED_FIFO 1)")),
+            "{found:?}"
+        );
+        assert!(
+            !found.iter().any(|f| f.contains("(SCHED_FIFO 2)")),
+            "an idle real-time task was named: {found:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1500));
     }
 
     #[test]
