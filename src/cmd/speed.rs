@@ -62,21 +62,18 @@ pub fn measure_report(
     mem_bytes: usize,
     g: &Globals,
 ) -> Result<SpeedReport, CliError> {
-    // Under `pinsight emulate`'s duty-cycle stealers the descheduled time
-    // is the emulated slowness: count it rather than drop it.
-    let time_share = std::env::var_os(pinsight_emulate::EMULATING_ENV)
-        .is_some_and(|m| m == pinsight_emulate::Mechanism::DutyCycle.name());
-    if time_share && !g.quiet {
+    // The session picks the method (under `pinsight emulate`'s duty-cycle
+    // stealers it counts descheduled time), as it does for `report`.
+    let session = SpeedSession::new(cpus, kernels, budget_per_cpu, mem_bytes);
+    if session.time_share() && !g.quiet {
         eprintln!(
             "{}",
-            crate::cli::wrap80(
-                "pinsight: note: emulated machine (duty-cycle): throughput is counted \
-                 by wall time over 20 ms blocks, descheduled time included"
-            )
+            crate::cli::wrap80(&format!(
+                "pinsight: note: {}",
+                pinsight_speed::TIME_SHARE_NOTE
+            ))
         );
     }
-    let session =
-        SpeedSession::new(cpus, kernels, budget_per_cpu, mem_bytes).time_share(time_share);
     session
         .run(topo, &mut crate::cli::progress(g))
         .map_err(|e| CliError::runtime(e.to_string()))

@@ -43,7 +43,8 @@ pub struct ReportData {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub latency_disturbance: Vec<Option<pinsight_measure::Disturbance>>,
     /// The sentences on how trustworthy the measurements are: the virtual
-    /// machine, speed's and latency's disturbance ([`ReportData::with_conditions`]).
+    /// machine, speed's method on an emulated machine slowed by time share,
+    /// speed's and latency's disturbance ([`ReportData::with_conditions`]).
     pub conditions: Vec<String>,
 }
 
@@ -59,6 +60,9 @@ impl ReportData {
         self.virtual_machine = vm;
         self.latency_disturbance = latency_disturbance;
         let mut c: Vec<String> = self.virtual_machine.iter().cloned().collect();
+        if self.speed.as_ref().is_some_and(|s| s.time_share) {
+            c.push(format!("speed: {}", pinsight_speed::TIME_SHARE_NOTE));
+        }
         if let Some(d) = self.speed.as_ref().and_then(|s| s.disturbance.as_ref()) {
             c.push(match d.note() {
                 Some(n) => format!("speed: {n}: its figures may be low"),

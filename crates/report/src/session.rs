@@ -60,8 +60,7 @@ pub fn measure(
         .flatten();
     out.virtual_machine = vm.as_ref().map(|vm| vm.note());
     if let Some(per_cpu) = plan.speed_per_cpu {
-        let session = SpeedSession::new(topo.usable(), Kernel::ALL.to_vec(), per_cpu, mem_bytes);
-        out.speed = Some(session.run(topo, progress)?);
+        out.speed = Some(speed_session(topo, per_cpu, mem_bytes).run(topo, progress)?);
     }
     if let Some(planned) = plan.latency {
         // Speed may have overrun a little: never past the budget's end.
@@ -87,6 +86,15 @@ pub fn measure(
         }
     }
     Ok(out)
+}
+
+/// The report's speed measurement: `pinsight speed` with its defaults
+/// (every usable CPU, every kernel) at `per_cpu` a CPU, through the one
+/// [`SpeedSession`]: the method (on an emulated machine slowed by time
+/// share, descheduled time counted, not dropped as disturbed) is the
+/// session's, so `report`'s speedup factor is `speed`'s.
+pub fn speed_session(topo: &Topology, per_cpu: Duration, mem_bytes: usize) -> SpeedSession {
+    SpeedSession::new(topo.usable(), Kernel::ALL.to_vec(), per_cpu, mem_bytes)
 }
 
 /// Matrices measured within the latency budget, spaced over it.

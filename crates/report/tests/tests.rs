@@ -5,6 +5,7 @@
 
 mod devices;
 mod report;
+mod speed;
 
 #[test]
 fn every_test_file_is_compiled() {

@@ -26,6 +26,6 @@ pub use run::{
     measure, schedule, CpuSpeed, KernelResult, KernelSlots, Schedule, SpeedConfig, SpeedError,
 };
 pub use select::{chase_footprint_bytes, default_mem_bytes, memory_available_bytes, select_cpus};
-pub use session::{chase_buffer_bytes, SpeedSession};
+pub use session::{chase_buffer_bytes, time_share_under, SpeedSession, TIME_SHARE_NOTE};
 pub use smt::{measure_smt_yield, SmtYield};
 pub use summary::{speedups, unweighted, weights_file, KindPair, KindSpeed, SlotPlan, SpeedReport};

@@ -1,5 +1,12 @@
 //! One whole speed measurement, as `pinsight speed` and `pinsight report`
 //! run it: plan the slots, measure every CPU, summarise per kind.
+//!
+//! Both commands measure through [`SpeedSession`] alone, and the session
+//! decides the method from the machine, not from its caller: under
+//! `pinsight emulate`'s duty-cycle stealers (see [`time_share_under`]) it
+//! counts the descheduled time instead of dropping those chunks as
+//! disturbed. So `report`'s speedup factor and `speed`'s are one
+//! measurement that differs only in its budget.
 
 use crate::error::{MemoryError, SpeedError};
 use crate::run::{measure, schedule, Schedule, SpeedConfig};
@@ -9,7 +16,22 @@ use crate::Kernel;
 use pinsight_cpuset::CpuSet;
 use pinsight_sys::progress::Progress;
 use pinsight_topology::{FsRoot, Topology};
+use std::ffi::OsStr;
 use std::time::{Duration, Instant};
+
+/// What a time-share measurement ([`SpeedSession::time_share`]) means,
+/// said by `speed` on stderr and by `report` among its conditions.
+pub const TIME_SHARE_NOTE: &str = "emulated machine (duty-cycle): throughput is counted \
+     by wall time over 20 ms blocks, descheduled time included";
+
+/// Whether a process whose `PINSIGHT_EMULATING` variable
+/// ([`pinsight_emulate::EMULATING_ENV`]) is `emulating` runs on CPUs slowed
+/// by time share: `pinsight emulate`'s duty-cycle stealers, whose run time
+/// is the very slowness to measure (cpufreq caps slow the clock instead,
+/// and a chunk descheduled there is other work, as on any machine). Pure.
+pub fn time_share_under(emulating: Option<&OsStr>) -> bool {
+    emulating.is_some_and(|m| m == pinsight_emulate::Mechanism::DutyCycle.name())
+}
 
 /// A planned speed measurement: what will run, before it runs, then
 /// [`SpeedSession::run`].
@@ -21,7 +43,10 @@ pub struct SpeedSession {
 
 impl SpeedSession {
     /// Plans `kernels` on `cpus`, `budget_per_cpu` each, with a chase
-    /// buffer of `mem_bytes`.
+    /// buffer of `mem_bytes`. On an emulated machine slowed by time share
+    /// (this process's environment, [`time_share_under`]) the session
+    /// counts descheduled time ([`SpeedSession::time_share`]); every caller
+    /// gets the same method.
     pub fn new(
         cpus: CpuSet,
         kernels: Vec<Kernel>,
@@ -35,17 +60,20 @@ impl SpeedSession {
                 kernels,
                 budget_per_cpu,
                 mem_bytes,
-                time_share: false,
+                time_share: time_share_under(
+                    std::env::var_os(pinsight_emulate::EMULATING_ENV).as_deref(),
+                ),
             },
             sched,
         }
     }
 
-    /// Counts the time other tasks take from the measured thread (on a
-    /// machine slowed by time share; see `SpeedConfig::time_share`).
-    pub fn time_share(mut self, on: bool) -> SpeedSession {
-        self.cfg.time_share = on;
-        self
+    /// True when the session counts the time other tasks take from the
+    /// measured thread (an emulated machine slowed by time share; see
+    /// `SpeedConfig::time_share`), false when it drops those chunks as
+    /// disturbed.
+    pub fn time_share(&self) -> bool {
+        self.cfg.time_share
     }
 
     /// Interleaved passes over the CPUs.
@@ -83,6 +111,7 @@ impl SpeedSession {
             kernels,
             budget_per_cpu,
             mem_bytes,
+            time_share,
             ..
         } = self.cfg;
         let (kinds, pairs) = speedups(topo, &cpus, &kernels);
@@ -100,6 +129,7 @@ impl SpeedSession {
             slots: SlotPlan::from_schedule(&self.sched),
             elapsed_s: started.elapsed().as_secs_f64(),
             mem_bytes,
+            time_share,
             cpus,
             kinds,
             speedups: pairs,
@@ -163,6 +193,16 @@ mod tests {
                 available: None
             })
         );
+    }
+
+    #[test]
+    fn only_a_duty_cycle_emulation_is_measured_by_time_share() {
+        let under = |v: Option<&str>| time_share_under(v.map(OsStr::new));
+        assert!(under(Some("duty-cycle")));
+        // Caps slow the clock: descheduled chunks there are other work.
+        assert!(!under(Some("cpufreq")));
+        assert!(!under(Some("")));
+        assert!(!under(None));
     }
 
     #[test]

@@ -38,6 +38,13 @@ pub struct SpeedReport {
     #[serde(default)]
     pub elapsed_s: f64,
     pub mem_bytes: usize,
+    /// True when throughput was counted by wall time over blocks of
+    /// chunks, descheduled time included, instead of dropping descheduled
+    /// chunks as disturbed: an emulated machine slowed by time share
+    /// (`pinsight emulate`'s duty-cycle stealers; see
+    /// [`crate::session::time_share_under`]). Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub time_share: bool,
     pub cpus: Vec<CpuSpeed>,
     /// Per kind (by rank) and kernel: median throughput of its CPUs.
     pub kinds: Vec<KindSpeed>,

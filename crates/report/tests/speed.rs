@@ -1,0 +1,127 @@
+//! The report's speed measurement is `pinsight speed`'s: one
+//! [`SpeedSession`] planned alike (only the budget differs), with the one
+//! method the session picks for the machine, and said among the report's
+//! conditions when that method counts an emulation's time share.
+
+use pinsight_report::session::speed_session;
+use pinsight_speed::run::{CpuSpeed, KernelResult};
+use pinsight_speed::{default_mem_bytes, select_cpus, speedups, Kernel, SpeedSession};
+use pinsight_topology::{discover, FsRoot, Topology};
+use std::time::{Duration, Instant};
+
+fn hybrid() -> Topology {
+    discover(
+        &FsRoot::at(pinsight_testkit::fixtures::hwloc(
+            "20em64t-hybrid-1p6c2t+2ca4co1t",
+        ))
+        .unwrap(),
+    )
+}
+
+/// `report`'s session and `speed`'s with no flags (every usable CPU,
+/// kernels int,fp,mem, the default chase buffer) at the same budget are
+/// the same session: same CPUs, slots, passes and method.
+#[test]
+fn report_plans_the_speed_session_speed_plans() {
+    let topo = hybrid();
+    let mem = default_mem_bytes(&topo);
+    for per_cpu in [Duration::from_millis(100), Duration::from_secs(1)] {
+        let report = speed_session(&topo, per_cpu, mem);
+        let speed = SpeedSession::new(
+            select_cpus(&topo, None, None).unwrap(),
+            // `speed --kernels`' default.
+            vec![Kernel::Int, Kernel::Fp, Kernel::Mem],
+            per_cpu,
+            mem,
+        );
+        assert_eq!(format!("{report:?}"), format!("{speed:?}"));
+        assert_eq!(
+            (report.cpus(), report.slots(), report.time_share()),
+            (speed.cpus(), speed.slots(), speed.time_share())
+        );
+        assert_eq!(report.cpus(), topo.usable().len());
+    }
+}
+
+fn speed_report(topo: &Topology, time_share: bool) -> pinsight_speed::SpeedReport {
+    let fast = topo.kinds.len() - 1;
+    let mut cpus: Vec<CpuSpeed> = topo
+        .usable()
+        .iter()
+        .map(|cpu| {
+            let kind = topo.cpu(cpu).unwrap().kind;
+            let m = if kind == Some(fast) { 200.0 } else { 100.0 };
+            CpuSpeed {
+                cpu,
+                kind,
+                results: vec![KernelResult {
+                    kernel: Kernel::Int,
+                    median: m,
+                    ci_low: m,
+                    ci_high: m,
+                    samples: 9,
+                    chunks: 9,
+                    disturbed: 0,
+                    disturbed_included: false,
+                    relative: f64::NAN,
+                }],
+                relative: f64::NAN,
+                misplaced_chunks: 0,
+            }
+        })
+        .collect();
+    pinsight_speed::run::fill_relative(&mut cpus);
+    let (kinds, pairs) = speedups(topo, &cpus, &[Kernel::Int]);
+    pinsight_speed::SpeedReport {
+        kernels: vec![Kernel::Int],
+        budget_per_cpu_s: 1.0,
+        passes: 8,
+        slots: vec![],
+        elapsed_s: 2.0,
+        mem_bytes: 1 << 23,
+        time_share,
+        cpus,
+        kinds,
+        speedups: pairs,
+        disturbance: None,
+        smt_yield: None,
+    }
+}
+
+/// Measured by time share (an emulated machine), the report says so in
+/// its conditions and JSON; measured as usual, neither mentions it.
+#[test]
+fn the_report_says_when_speed_counted_an_emulations_time_share() {
+    let topo = hybrid();
+    for time_share in [true, false] {
+        let data = pinsight_report::session::assemble(
+            topo.clone(),
+            Some(speed_report(&topo, time_share)),
+            None,
+            vec![],
+            "FILE",
+            None,
+            Duration::from_secs(5),
+            Instant::now(),
+        )
+        .with_conditions(None, vec![]);
+        let said = data
+            .conditions
+            .iter()
+            .any(|c| c == &format!("speed: {}", pinsight_speed::TIME_SHARE_NOTE));
+        assert_eq!(said, time_share, "{:?}", data.conditions);
+        let json = serde_json::to_value(&data).unwrap();
+        assert_eq!(
+            json["speed"].get("time_share").and_then(|v| v.as_bool()),
+            time_share.then_some(true)
+        );
+        // The same speedup factor either way: the figures are speed's.
+        assert!(
+            data.suggestions
+                .iter()
+                .any(|s| s.contains("speedup factor ≈ 2.00")),
+            "{:?}",
+            data.suggestions
+        );
+    }
+}
