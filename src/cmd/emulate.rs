@@ -5,6 +5,9 @@ use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_emulate::{
     session, Choice, EmulateError, Emulation, Options, Targets, EMULATING_ENV, STEALERS_ENV,
 };
+use pinsight_lifecycle::interrupt;
+use pinsight_lifecycle::program::Program;
+use pinsight_sys::machine_lock::{LockError, MachineLock};
 use std::ffi::OsString;
 
 /// How to slow the CPUs.
@@ -42,6 +45,15 @@ pub enum How {
 /// (CPU:PID,...; `load` and `balance` count their time as steal, not busy). Caps are restored and stealers stopped on every exit,
 /// kill -9 of pinsight included. Needs root (or CAP_SYS_NICE for the
 /// stealers).
+///
+/// One emulation at a time owns the machine: a second one is refused
+/// naming the first's PID (a lock in /run). Before calibrating, the
+/// measured CPUs are watched for 0.4 s: other real-time tasks allowed
+/// there and hypervisor steal are named, and over 10% of a CPU the
+/// emulation is refused (--force goes on). With CMD, the speeds are
+/// measured again when CMD ends and a drift beyond the tolerance is
+/// reported (a warning; the `end_check` JSON document with --json); the
+/// exit status stays CMD's.
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Examples:\n  pinsight emulate --kinds 0:P,1:E@0.5\n  pinsight emulate --kinds 0:P,1:E@0.5 -- pinsight compare --policies p-pinned,e-pinned -t 1 -- pinsight workload pi\n\nWith CMD the report goes to stderr (JSON with --json) and pinsight ends with CMD's exit status; without CMD it goes to stdout and the emulation lasts until Ctrl-C (exit 130)."
@@ -50,6 +62,10 @@ pub struct Args {
     /// How to slow the CPUs.
     #[arg(long, value_enum, value_name = "HOW", default_value = "auto")]
     pub mechanism: How,
+    /// Calibrate even when other real-time tasks or hypervisor steal take more than
+    /// 10% of a measured CPU (the calibration then tunes to the machine as it is).
+    #[arg(long)]
+    pub force: bool,
     /// The program to run on the emulated machine, and its arguments (after `--`).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
     pub command: Vec<OsString>,
@@ -85,11 +101,47 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             How::Cpufreq => Choice::Cpufreq,
             How::DutyCycle => Choice::DutyCycle,
         },
+        force: args.force,
         ..Options::default()
     };
+    // The program exists before seconds of calibration are spent.
+    if let Some(program) = args.command.first() {
+        Program::resolve(program)
+            .and_then(|p| p.check().map(|_| ()))
+            .map_err(|e| CliError {
+                code: e.exit_code(),
+                message: format!("emulate: {e}"),
+            })?;
+    }
+    let _owner = MachineLock::acquire(LOCK_NAME).map_err(|e| match e {
+        LockError::Held { path, pid } => CliError::runtime(format!(
+            "emulate: another emulation runs (PID {}; lock {}): it owns the CPUs it slows, \
+             and calibrating beside it would measure its stealers or caps; wait for it to end",
+            pid.map_or("unknown".to_string(), |p| p.to_string()),
+            path.display()
+        )),
+        e => CliError::runtime(format!("emulate: machine-wide lock: {e}")),
+    })?;
+    // A signal during calibration: the main thread stops it, puts
+    // everything back and ends with 128 + N (the guard keeps the signal
+    // from ending the process first).
+    interrupt::install().map_err(|e| CliError::runtime(format!("emulate: {e}")))?;
+    let _calibrating = interrupt::main_handles_exit();
     let mut pb = crate::cli::progress(g);
     let em =
         pinsight_emulate::start(&g.fsroot()?, &targets, &opts, &mut pb).map_err(start_error)?;
+    if let Some(sig) = interrupt::stopped() {
+        // Came as calibration ended: the restorers ran already.
+        report_failures(em);
+        return Err(start_error(EmulateError::Interrupted(sig)));
+    }
+    if let Some(c) = em.report().contention.as_ref().filter(|c| c.forced) {
+        if !g.quiet {
+            for why in c.over_threshold() {
+                eprintln!("pinsight: warning: calibrated anyway (--force): {why}");
+            }
+        }
+    }
     let exported = g.kinds.clone().unwrap_or_default();
     let text = if g.json {
         serde_json::to_string_pretty(em.report())
@@ -112,6 +164,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 ),
             ];
             let code = session::run_program(program, rest, &env);
+            if code.is_ok() && interrupt::stopped().is_none() {
+                end_check(&em, g);
+            }
             report_failures(em);
             Ok(code?)
         }
@@ -133,6 +188,37 @@ fn hold(em: Emulation, text: &str, g: &Globals) -> CmdResult {
     Ok(code)
 }
 
+/// The name of the machine-wide lock file (see
+/// [`pinsight_sys::machine_lock`]).
+const LOCK_NAME: &str = "pinsight-emulate.lock";
+
+/// Windows of the end-of-command re-measurement.
+const END_WINDOWS: usize = 3;
+
+/// After CMD: the speeds measured again; a warning per kind that drifted
+/// beyond the tolerance, and with --json the `end_check` document on
+/// stderr after the report.
+fn end_check(em: &Emulation, g: &Globals) {
+    let Some(check) = em.end_check(END_WINDOWS) else {
+        return;
+    };
+    if g.json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            end_check: &'a pinsight_emulate::EndCheck,
+        }
+        match serde_json::to_string(&Doc { end_check: &check }) {
+            Ok(doc) => eprintln!("{doc}"),
+            Err(e) => eprintln!("pinsight: end check: JSON output: {e}"),
+        }
+    }
+    if !g.quiet && !g.json {
+        for why in check.drifted() {
+            eprintln!("pinsight: warning: the emulation did not hold: {why}");
+        }
+    }
+}
+
 fn report_failures(em: Emulation) {
     for f in em.stop() {
         eprintln!("pinsight: {f}");
@@ -148,6 +234,10 @@ fn start_error(e: EmulateError) -> CliError {
         e @ EmulateError::Duty(pinsight_emulate::duty::DutyError::OverBudget { .. }) => {
             CliError::usage(format!("--kinds: {e}"))
         }
+        e @ EmulateError::Contended { .. } => CliError::runtime(format!(
+            "emulate: {e}; the calibration would measure them as the CPUs' speed (stop them, \
+             or pass --force)"
+        )),
         e => CliError::runtime(format!("emulate: {e}")),
     }
 }

@@ -30,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod contention;
 pub mod cpufreq;
 pub mod duty;
 pub mod probe;
@@ -128,6 +129,12 @@ pub struct Options {
     pub max_rounds: usize,
     /// The stealers' periods to try, in order.
     pub periods: Vec<Duration>,
+    /// Calibrate even when other real-time tasks or steal take more than
+    /// [`contention::THRESHOLD`] of a measured CPU.
+    pub force: bool,
+    /// How long the measured CPUs are watched for other work before
+    /// calibrating (zero: not watched).
+    pub contention_window: Duration,
 }
 
 impl Default for Options {
@@ -139,6 +146,8 @@ impl Default for Options {
             confirm: 5,
             max_rounds: 14,
             periods: vec![Duration::from_millis(2), Duration::from_millis(5)],
+            force: false,
+            contention_window: contention::WINDOW,
         }
     }
 }
@@ -158,6 +167,13 @@ pub enum EmulateError {
     /// A signal stopped the calibration.
     #[error("stopped by signal {0}")]
     Interrupted(i32),
+    /// Other work takes the CPUs to measure: the calibration would tune
+    /// the knob to it.
+    #[error("the CPUs to measure are not free: {}", reasons.join("; "))]
+    Contended {
+        /// One line per task or CPU over the threshold.
+        reasons: Vec<String>,
+    },
 }
 
 /// Median, extremes and standard deviation of the achieved speeds.
@@ -250,6 +266,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stealers_in_root_cgroup: bool,
     pub tolerance: f64,
+    /// What else ran on the measured CPUs just before calibrating.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contention: Option<contention::Contention>,
     /// Measurement windows used by the calibration, confirmation included.
     pub windows: usize,
     pub kinds: Vec<KindResult>,
@@ -282,12 +301,118 @@ impl Knob {
 pub struct Emulation {
     knob: Knob,
     report: Report,
+    targets: Targets,
+    window: Duration,
+}
+
+/// The speeds measured again once the emulated program ended: whether the
+/// emulation held while it ran (another emulation or real-time task that
+/// came or went moves them).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EndCheck {
+    pub tolerance: f64,
+    /// Measurement windows behind each speed.
+    pub windows: usize,
+    pub kinds: Vec<KindEnd>,
+}
+
+/// One emulated kind's speed at the end.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KindEnd {
+    pub name: String,
+    pub mark: String,
+    pub cpus: String,
+    pub asked: f64,
+    /// The speed measured now (reference CPU = 1).
+    pub achieved: Spread,
+    /// `achieved.median / asked - 1`: the relative drift from the asked speed.
+    pub drift: f64,
+    pub within_tolerance: bool,
+}
+
+impl EndCheck {
+    /// One line per kind whose speed left the tolerance, in words.
+    pub fn drifted(&self) -> Vec<String> {
+        self.kinds
+            .iter()
+            .filter(|k| !k.within_tolerance)
+            .map(|k| {
+                format!(
+                    "{} (CPUs {}) ran at {:.3} of the reference speed at the end, not {} \
+                     ({:+.0}%, beyond {:.0}%)",
+                    k.name,
+                    k.cpus,
+                    k.achieved.median,
+                    k.asked,
+                    k.drift * 100.0,
+                    self.tolerance * 100.0
+                )
+            })
+            .collect()
+    }
 }
 
 impl Emulation {
     /// What was achieved.
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// Measures the achieved speeds again, over `windows` windows of the
+    /// calibration's length, with the knobs as calibrated. `None` when a
+    /// signal stopped the emulation (its knobs are put back) or a CPU
+    /// cannot be measured.
+    pub fn end_check(&self, windows: usize) -> Option<EndCheck> {
+        let cpus: Vec<(usize, f64)> = self.targets.cpus();
+        let tuning: Vec<Tuning> = cpus
+            .iter()
+            .map(|&(cpu, asked)| Tuning {
+                cpu,
+                asked,
+                knob: asked,
+                khz: None,
+            })
+            .collect();
+        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); tuning.len()];
+        for _ in 0..windows.max(1) {
+            let a = window(self.targets.reference, &tuning, self.window).ok()?;
+            for (s, x) in samples.iter_mut().zip(a) {
+                s.push(x);
+            }
+        }
+        let tolerance = self.report.tolerance;
+        let kinds = self
+            .targets
+            .slowed
+            .iter()
+            .map(|k| {
+                let mine: Vec<usize> = (0..tuning.len())
+                    .filter(|&i| k.cpus.contains(tuning[i].cpu))
+                    .collect();
+                let n = samples.first().map_or(0, Vec::len);
+                let per_window: Vec<f64> = (0..n)
+                    .map(|w| {
+                        mine.iter().map(|&i| samples[i][w]).sum::<f64>() / mine.len().max(1) as f64
+                    })
+                    .collect();
+                let achieved = Spread::of(&per_window);
+                let drift = achieved.median / k.asked - 1.0;
+                KindEnd {
+                    name: k.name.clone(),
+                    mark: k.mark.clone(),
+                    cpus: k.cpus.to_string(),
+                    asked: k.asked,
+                    within_tolerance: drift.abs() <= tolerance,
+                    drift,
+                    achieved,
+                }
+            })
+            .collect();
+        Some(EndCheck {
+            tolerance,
+            windows: windows.max(1),
+            kinds,
+        })
     }
 
     /// The stealer processes, `(cpu, pid)` (empty with caps).
@@ -322,13 +447,32 @@ pub fn start(
     // Restorers run on SIGINT/SIGTERM/SIGHUP once the lifecycle is in.
     let _ = pinsight_lifecycle::interrupt::install();
     let cpus = targets.cpus();
+    let contention = (!opts.contention_window.is_zero()).then(|| {
+        let mut measured: pinsight_cpuset::CpuSet = cpus.iter().map(|&(c, _)| c).collect();
+        measured.insert(targets.reference);
+        let mut c = contention::measure(fs, &measured, opts.contention_window);
+        let reasons = c.over_threshold();
+        c.forced = !reasons.is_empty() && opts.force;
+        (c, reasons)
+    });
+    if let Some(sig) = pinsight_lifecycle::interrupt::stopped() {
+        return Err(EmulateError::Interrupted(sig));
+    }
+    let contention = match contention {
+        Some((_, reasons)) if !reasons.is_empty() && !opts.force => {
+            return Err(EmulateError::Contended { reasons })
+        }
+        Some((c, _)) => Some(c),
+        None => None,
+    };
     let mut why_not = None;
     if opts.choice != Choice::DutyCycle {
         let caps = cpufreq::policies(fs, &cpus).and_then(|p| cpufreq::Caps::apply(fs, &p));
         match caps {
             Ok(caps) => {
                 let knob = Knob::Caps(caps, fs.clone());
-                return calibrate(knob, fs, targets, opts, None, None, progress);
+                return calibrate(knob, fs, targets, opts, None, None, progress)
+                    .map(|e| e.with_contention(contention));
             }
             Err(e) if opts.choice == Choice::Cpufreq => return Err(e.into()),
             Err(e) => why_not = Some(e.to_string()),
@@ -356,6 +500,14 @@ pub fn start(
         Some(budget),
         progress,
     )
+    .map(|e| e.with_contention(contention))
+}
+
+impl Emulation {
+    fn with_contention(mut self, c: Option<contention::Contention>) -> Emulation {
+        self.report.contention = c;
+        self
+    }
 }
 
 /// Per slowed CPU: the knob now and the speeds it achieved.
@@ -460,11 +612,17 @@ fn calibrate(
         rt_budget: budget,
         stealers_in_root_cgroup,
         tolerance: opts.tolerance,
+        contention: None,
         windows,
         kinds,
         limits: mechanism.limits().iter().map(|s| s.to_string()).collect(),
     };
-    Ok(Emulation { knob, report })
+    Ok(Emulation {
+        knob,
+        report,
+        targets: targets.clone(),
+        window: opts.window,
+    })
 }
 
 /// Counts the calibration's windows on the progress task.
@@ -668,6 +826,35 @@ mod tests {
     fn the_stealers_variable_names_each_cpu_and_pid() {
         assert_eq!(stealers_value(&[(1, 4425), (3, 4426)]), "1:4425,3:4426");
         assert_eq!(stealers_value(&[]), "");
+    }
+
+    #[test]
+    fn the_end_check_names_each_kind_that_drifted() {
+        let kind = |median: f64, asked: f64| KindEnd {
+            name: "E-core".into(),
+            mark: "E".into(),
+            cpus: "1".into(),
+            asked,
+            achieved: Spread::of(&[median]),
+            drift: median / asked - 1.0,
+            within_tolerance: (median / asked - 1.0).abs() <= 0.05,
+        };
+        let check = EndCheck {
+            tolerance: 0.05,
+            windows: 3,
+            kinds: vec![kind(0.97, 0.5), kind(0.51, 0.5)],
+        };
+        assert_eq!(
+            check.drifted(),
+            [
+                "E-core (CPUs 1) ran at 0.970 of the reference speed at the end, not 0.5 \
+              (+94%, beyond 5%)"
+            ]
+        );
+        let v = serde_json::to_value(&check).unwrap();
+        assert_eq!(v["kinds"][0]["within_tolerance"], false);
+        assert!((v["kinds"][0]["drift"].as_f64().unwrap() - 0.94).abs() < 1e-9);
+        assert_eq!(v["kinds"][1]["achieved"]["median"], 0.51);
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub mod archive;
 pub mod cpustat;
 pub mod fs;
 pub mod fsroot;
+pub mod machine_lock;
 pub mod mempolicy;
 pub mod netlink;
 pub mod perf;
