@@ -82,6 +82,8 @@ pub enum SpecError {
     Better(String),
     #[error("'{0}': empty JSON path")]
     Path(String),
+    #[error("'{0}': a JSON pointer escapes only ~0 (for ~) and ~1 (for /), not '{1}'")]
+    Pointer(String, String),
 }
 
 /// A built-in preset: a tool users run, and the figures it prints.
@@ -242,7 +244,13 @@ pub fn parse(text: &str, reserved: &[&str]) -> Result<Vec<MetricSpec>, SpecError
     }
     let source = match body.strip_prefix("json:") {
         Some(path) if path.trim().is_empty() => return Err(SpecError::Path(text.into())),
-        Some(path) => Source::Json(path.trim().to_string()),
+        Some(path) => {
+            let path = path.trim();
+            if let Some(bad) = bad_escape(path) {
+                return Err(SpecError::Pointer(text.into(), bad));
+            }
+            Source::Json(path.to_string())
+        }
         None => {
             let re = Regex::new(body).map_err(|e| SpecError::Regex(text.into(), first_line(&e)))?;
             let groups = re.captures_len() - 1;
@@ -266,6 +274,27 @@ pub fn parse(text: &str, reserved: &[&str]) -> Result<Vec<MetricSpec>, SpecError
     }])
 }
 
+/// The first escape a JSON pointer (`/a/~1b`) may not hold: RFC 6901
+/// gives `~` a meaning only before `0` (`~`) and `1` (`/`); anything
+/// else (`~2`, a `~` at the end) names no key. A dotted path has no
+/// escapes (its `~` is a key's own).
+fn bad_escape(path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next() {
+                Some('0' | '1') => {}
+                Some(other) => return Some(format!("~{other}")),
+                None => return Some("~".into()),
+            }
+        }
+    }
+    None
+}
+
 fn first_line(e: &regex::Error) -> String {
     let t = e.to_string();
     t.lines()
@@ -286,7 +315,7 @@ impl MetricSpec {
                     return Err(format!("no match for /{re}/ in the output"));
                 };
                 let text = c.get(1).map_or("", |m| m.as_str()).trim();
-                number(text).ok_or_else(|| format!("/{re}/ matched '{text}', not a number"))
+                number(text).map_err(|why| format!("/{re}/ matched '{text}', {why}"))
             }
             Source::Json(path) => json_figure(output, path),
         }
@@ -301,10 +330,16 @@ impl MetricSpec {
     }
 }
 
-/// A number as programs print it: `1234`, `12.5`, `1e3`, `1,234.5`.
-fn number(text: &str) -> Option<f64> {
+/// A number as programs print it: `1234`, `12.5`, `1e3`, `1,234.5`;
+/// finite (`1e999` reads as infinity, which no figure is and JSON cannot
+/// hold), else why not, in words that follow the text.
+fn number(text: &str) -> Result<f64, String> {
     let t: String = text.chars().filter(|&c| c != ',' && c != '_').collect();
-    t.parse::<f64>().ok().filter(|v| v.is_finite())
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(format!("not finite: {text}")),
+        Err(_) => Err("not a number".into()),
+    }
 }
 
 /// The JSON documents in `output`: the whole of it, else every line that
@@ -342,16 +377,29 @@ fn pointer(path: &str) -> String {
 fn json_figure(output: &str, path: &str) -> Result<f64, String> {
     let docs = json_docs(output);
     if docs.is_empty() {
-        return Err(format!("no JSON in the output (looked for {path})"));
+        // Say why text that looks like JSON is none (`1e999` is out of
+        // range for JSON's numbers).
+        let why = match (output.find('{'), output.rfind('}')) {
+            (Some(a), Some(b)) if a < b => {
+                serde_json::from_str::<serde_json::Value>(&output[a..=b])
+                    .err()
+                    .map_or(String::new(), |e| format!(": {e}"))
+            }
+            _ => String::new(),
+        };
+        return Err(format!("no JSON in the output (looked for {path}){why}"));
     }
     let ptr = pointer(path);
     let Some(v) = docs.iter().rev().find_map(|d| d.pointer(&ptr)) else {
         return Err(format!("no {path} in the output's JSON"));
     };
     match v {
-        serde_json::Value::Number(n) => n.as_f64().ok_or_else(|| format!("{path} is {n}")),
+        serde_json::Value::Number(n) => match n.as_f64() {
+            Some(v) if v.is_finite() => Ok(v),
+            _ => Err(format!("{path} is {n}, not finite")),
+        },
         serde_json::Value::String(s) => {
-            number(s).ok_or_else(|| format!("{path} is \"{s}\", not a number"))
+            number(s).map_err(|why| format!("{path} is \"{s}\", {why}"))
         }
         other => Err(format!("{path} is {other}, not a number")),
     }
@@ -384,7 +432,9 @@ pub fn figures_in(output: &str) -> Vec<Figure> {
             if before.ends_with('[') {
                 continue;
             }
-            let Ok(v) = m.as_str().parse::<f64>() else {
+            // `1e999` parses as infinity: not a figure (JSON cannot hold
+            // it, and no run's figure compares with it).
+            let Some(v) = m.as_str().parse::<f64>().ok().filter(|v| v.is_finite()) else {
                 continue;
             };
             let label = num.replace_all(before, "#");
@@ -452,7 +502,47 @@ mod tests {
         assert_eq!(j.extract("log line\n{\"a\":[1,2]}\n"), Ok(2.0));
         assert!(j.extract("{\"a\":[1]}").unwrap_err().contains("no /a/1"));
         assert!(j.extract("plain").unwrap_err().contains("no JSON"));
-        assert_eq!(number("1,234.5"), Some(1234.5));
+        assert_eq!(number("1,234.5"), Ok(1234.5));
+    }
+
+    #[test]
+    fn a_figure_that_is_not_finite_is_a_failed_measurement() {
+        let m = &parse(r"x=v=([\d.e+-]+)", &[]).unwrap()[0];
+        for out in ["v=1e999", "v=-1e400"] {
+            let e = m.extract(out).unwrap_err();
+            let text = &out[2..];
+            assert!(
+                e.ends_with(&format!("matched '{text}', not finite: {text}")),
+                "{e}"
+            );
+        }
+        let j = &parse("m=json:/a", &[]).unwrap()[0];
+        let e = j.extract(r#"{"a": "1e999"}"#).unwrap_err();
+        assert_eq!(e, r#"/a is "1e999", not finite: 1e999"#);
+        let e = j.extract(r#"{"a": 1e999}"#).unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        // The labelled figures leave it out; the finite ones stay.
+        let f = figures_in("took 1e999 s\nx -1e400 y 2.5\n");
+        assert_eq!(f, vec![Figure("x # y".into(), 2.5)]);
+        assert!(f.iter().all(|f| f.1.is_finite()));
+    }
+
+    #[test]
+    fn a_json_pointer_escapes_only_tilde_0_and_1() {
+        for bad in ["x=json:/a/~2", "x=json:/a~", "x=json:/~x/b,unit=s"] {
+            let e = parse(bad, &[]).unwrap_err();
+            assert!(matches!(e, SpecError::Pointer(..)), "{bad}: {e}");
+            assert_eq!(e.to_string().lines().count(), 1);
+        }
+        assert!(parse("x=json:/a/~2", &[])
+            .unwrap_err()
+            .to_string()
+            .contains("not '~2'"));
+        let ok = &parse("x=json:/a~1b/~0c", &[]).unwrap()[0];
+        assert_eq!(ok.extract(r#"{"a/b": {"~c": 3}}"#), Ok(3.0));
+        // A dotted path has no escapes: `~` is part of a key.
+        let dotted = &parse("x=json:a~2.b", &[]).unwrap()[0];
+        assert_eq!(dotted.extract(r#"{"a~2": {"b": 4}}"#), Ok(4.0));
     }
 
     #[test]
