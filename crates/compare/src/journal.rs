@@ -1118,8 +1118,84 @@ mod tests {
         assert!(read(&(h.to_line().unwrap() + "\n"))
             .to_string()
             .contains("schema 'pinsight-compare/99' is not supported"));
-        let text = header().to_line().unwrap() + "\ngarbage\n{}\n";
+        // A run outside the design is refused, naming its line.
+        let mut other = run(1, 0.5);
+        other.arm = "p-set".into();
+        let text = format!(
+            "{}\n{}\n",
+            header().to_line().unwrap(),
+            other.to_line().unwrap()
+        );
         assert!(matches!(read(&text), JournalError::Record { line: 2, .. }));
+    }
+
+    #[test]
+    fn a_run_line_that_does_not_read_is_skipped_and_the_rest_reports() {
+        // What a pinsight that wrote `1e999` from a run's output as a
+        // figure left: `null`, which no f64 reads.
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("k1.jsonl");
+        let mut bad = run(1, 0.6);
+        bad.output = Some(RunOutputRef {
+            path: "k1.jsonl.out/arm-os-run-1.txt".into(),
+            bytes: 13,
+            cut_bytes: 0,
+            figures: vec![crate::program_metric::Figure("took".into(), 7.0)],
+        });
+        let bad = serde_json::to_string(&Line::Run(bad))
+            .unwrap()
+            .replace(r#"["took",7.0]"#, r#"["took",null]"#);
+        assert!(bad.contains("null"), "{bad}");
+        let text = format!(
+            "{}\n{}\n{bad}\ngarbage\n{}\n",
+            header().to_line().unwrap(),
+            serde_json::to_string(&Line::Run(run(0, 0.5))).unwrap(),
+            serde_json::to_string(&Line::Run(run(2, 0.7))).unwrap(),
+        );
+        std::fs::write(&p, &text).unwrap();
+        let j = Journal::read(&p).unwrap();
+        assert_eq!(j.runs, vec![run(0, 0.5), run(2, 0.7)]);
+        assert_eq!(j.warnings.len(), 2, "{:?}", j.warnings);
+        assert!(
+            j.warnings[0].starts_with("line 3: not a record: invalid type: null, expected f64"),
+            "{:?}",
+            j.warnings
+        );
+        assert!(j.warnings[1].starts_with("line 4: not a record"));
+        // Resumed: slot 1 may run again, and reads back.
+        let (mut w, j) = JournalWriter::resume(&p).unwrap();
+        assert_eq!(j.runs.len(), 2);
+        w.append(&run(1, 0.6)).unwrap();
+        drop(w);
+        let j = Journal::read(&p).unwrap();
+        assert_eq!(j.runs, vec![run(0, 0.5), run(2, 0.7), run(1, 0.6)]);
+    }
+
+    #[test]
+    fn a_run_that_would_not_read_back_is_not_written() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let mut w = JournalWriter::create(&p, &header()).unwrap();
+        let mut bad = run(0, 0.5);
+        bad.output = Some(RunOutputRef {
+            path: String::new(),
+            bytes: 0,
+            cut_bytes: 0,
+            figures: vec![crate::program_metric::Figure("took".into(), f64::INFINITY)],
+        });
+        let e = w.append(&bad).unwrap_err();
+        assert!(matches!(e, JournalError::RoundTrip { .. }), "{e}");
+        bad.output = None;
+        bad.record.counters.ipc = Metric::Value(f64::NAN);
+        assert!(matches!(
+            w.append(&bad).unwrap_err(),
+            JournalError::RoundTrip { .. }
+        ));
+        w.append(&run(0, 0.5)).unwrap();
+        drop(w);
+        let j = Journal::read(&p).unwrap();
+        assert_eq!(j.runs, vec![run(0, 0.5)]);
+        assert!(j.warnings.is_empty());
     }
 
     #[test]

@@ -53,11 +53,20 @@
 //!   append) and dropped otherwise, with a [`Warning`]; on resume the file
 //!   is truncated back to its last complete line. An
 //!   append that fails part-way is cut back the same way at once.
+//! * **Read back before it counts.** Every header and record is parsed
+//!   back from the very line about to be written and must equal what was
+//!   given (serde_json writes a non-finite float as `null`, which no
+//!   record reads back as); one that does not is refused
+//!   ([`JournalError::RoundTrip`]) and nothing is written, so a journal
+//!   never holds a line its reader cannot take.
 //! * **Checked against the design.** Every record is checked against the
 //!   header's [`Design`] (the arm or program exists, the slot is in range,
 //!   no slot is recorded twice, times are finite and non-negative); a
-//!   record that is not, or a line that is not a record, is refused naming
-//!   the file and the line.
+//!   record that is not is refused naming the file and the line. A
+//!   complete line that is not a record at all (written by an older
+//!   version, or edited by hand) is skipped with a [`Warning`] naming its
+//!   line, and the rest of the journal still reads and resumes (a slot it
+//!   held runs again).
 //! * **Resumed by identity.** [`Design::mismatch`] says how the journal's
 //!   experiment differs from the one asked for now; a caller refuses to
 //!   resume a different experiment.
@@ -164,11 +173,20 @@ pub enum JournalError {
     /// Line 1 is not this kind of journal's header.
     #[error("journal {} line 1: {reason}", path.display())]
     Header { path: PathBuf, reason: String },
-    /// A line that is not a record, or a record outside the design.
+    /// A record outside the design.
     #[error("journal {} line {line}: {reason}", path.display())]
     Record {
         path: PathBuf,
         line: usize,
+        reason: String,
+    },
+    /// A header or record that would not read back as it is (a float
+    /// that is not finite, which JSON cannot hold): not written.
+    #[error("journal {}: a {what} would not read back as written ({reason}); nothing written", path.display())]
+    RoundTrip {
+        path: PathBuf,
+        /// `header` or `record`.
+        what: &'static str,
         reason: String,
     },
     #[error("cannot write journal {}: {source}", path.display())]
@@ -261,6 +279,12 @@ fn parse_text<H: Design<R>, R: JsonLine>(
                 keep = start;
                 needs_newline = false;
             }
+            // A complete line that is no record: skipped, named, kept in
+            // the file as it is (one bad line never costs the others).
+            Err((reason, true)) => warnings.push(Warning {
+                line: i + 1,
+                what: format!("{reason}; skipped"),
+            }),
             Err((reason, _)) => {
                 return Err(JournalError::Record {
                     path: p(),
@@ -302,10 +326,36 @@ pub struct Journal<H, R> {
     _types: PhantomData<fn() -> (H, R)>,
 }
 
-impl<H: Design<R>, R: JsonLine> Journal<H, R> {
+/// `value`'s line, once it has read back equal to `value`
+/// ([`JournalError::RoundTrip`] names `what` when it does not).
+fn checked_line<T: JsonLine + PartialEq>(
+    path: &Path,
+    what: &'static str,
+    value: &T,
+) -> Result<String, JournalError> {
+    let line = value.to_line().map_err(|e| JournalError::Write {
+        path: path.to_path_buf(),
+        source: io::Error::other(e),
+    })?;
+    let refused = |reason: String| JournalError::RoundTrip {
+        path: path.to_path_buf(),
+        what,
+        reason,
+    };
+    match T::from_line(&line) {
+        Ok(back) if back == *value => Ok(line),
+        Ok(_) => Err(refused(
+            "it reads back different (a number that is not finite?)".into(),
+        )),
+        Err(e) => Err(refused(e)),
+    }
+}
+
+impl<H: Design<R> + PartialEq, R: JsonLine + PartialEq> Journal<H, R> {
     /// Creates a new journal at `path` with `header`; never overwrites a
     /// file or follows a link.
     pub fn create(path: &Path, header: &H) -> Result<Self, JournalError> {
+        let line = checked_line(path, "header", header)?;
         let file = create_exclusive(path).map_err(|e| match e.kind() {
             io::ErrorKind::AlreadyExists => JournalError::Exists {
                 path: path.to_path_buf(),
@@ -315,7 +365,7 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
                 source: e,
             },
         })?;
-        Self::start(file, path.to_path_buf(), header)
+        Self::start(file, path.to_path_buf(), &line)
     }
 
     /// Creates a new journal named `{stem}.jsonl` in `dir`, or
@@ -323,6 +373,7 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
     /// name is claimed atomically (`O_EXCL`), so two experiments started
     /// in the same second never share (or fail on) a journal.
     pub fn create_unique(dir: &Path, stem: &str, header: &H) -> Result<Self, JournalError> {
+        let line = checked_line(&dir.join(format!("{stem}.jsonl")), "header", header)?;
         for n in 1..=10_000u32 {
             let name = if n == 1 {
                 format!("{stem}.jsonl")
@@ -331,7 +382,7 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
             };
             let path = dir.join(name);
             match create_exclusive(&path) {
-                Ok(file) => return Self::start(file, path, header),
+                Ok(file) => return Self::start(file, path, &line),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(source) => return Err(JournalError::Create { path, source }),
             }
@@ -342,7 +393,8 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
         })
     }
 
-    fn start(file: File, path: PathBuf, header: &H) -> Result<Self, JournalError> {
+    /// Locks the new `file` and writes its header line.
+    fn start(file: File, path: PathBuf, header: &str) -> Result<Self, JournalError> {
         let file = lock(file, &path)?;
         let mut j = Journal {
             file,
@@ -355,11 +407,7 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
             syncer: None,
             _types: PhantomData,
         };
-        let written = header
-            .to_line()
-            .map_err(io::Error::other)
-            .and_then(|line| j.write_line(&line));
-        if let Err(source) = written {
+        if let Err(source) = j.write_line(header) {
             // Leave no trace: the file is ours and holds nothing.
             let _ = std::fs::remove_file(&j.path);
             // Nothing left to sync in a file that is gone.
@@ -436,13 +484,12 @@ impl<H: Design<R>, R: JsonLine> Journal<H, R> {
     }
 
     /// Appends one record (one write(2)), and syncs it to disk with those
-    /// before it when the last sync is [`SYNC_INTERVAL`] old. On a failed
-    /// write (a full disk) the file is cut back to its last complete line.
+    /// before it when the last sync is [`SYNC_INTERVAL`] old. A record
+    /// that would not read back as it is is refused, nothing written
+    /// ([`JournalError::RoundTrip`]). On a failed write (a full disk) the
+    /// file is cut back to its last complete line.
     pub fn append(&mut self, record: &R) -> Result<(), JournalError> {
-        let line = record.to_line().map_err(|e| JournalError::Write {
-            path: self.path.clone(),
-            source: io::Error::other(e),
-        })?;
+        let line = checked_line(&self.path, "record", record)?;
         self.write_line(&line)
             .and_then(|()| {
                 if self.last_sync.elapsed() >= SYNC_INTERVAL {
@@ -954,7 +1001,6 @@ mod tests {
                 "slot 0 is recorded twice",
             ),
             (r#"{"slot":1,"arm":"a","time":-1}"#, "time -1"),
-            (r#"{"slot":1}"#, "not a record"),
         ] {
             let text = format!("{head}\n{}\n{bad}\n", r(0, "a").to_line().unwrap());
             std::fs::write(&p, &text).unwrap();
@@ -980,6 +1026,122 @@ mod tests {
         assert!(matches!(J::read(&p), Err(JournalError::Empty { .. })));
         std::fs::write(&p, "{\"x\":1}\n").unwrap();
         assert!(J::read(&p).unwrap_err().to_string().contains("line 1"));
+    }
+
+    #[test]
+    fn a_line_that_is_no_record_is_skipped_naming_it_and_the_rest_resumes() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let head = h().to_line().unwrap();
+        let line = |x: &R| x.to_line().unwrap();
+        // What an older writer left: a float written as null, a line
+        // that is not JSON, a record of no known shape.
+        let text = format!(
+            "{head}\n{}\n{}\n{}\nnot json\n{}\n",
+            line(&r(0, "a")),
+            r#"{"slot":1,"arm":"b","time":null}"#,
+            r#"{"slot":1}"#,
+            line(&r(2, "a")),
+        );
+        std::fs::write(&p, &text).unwrap();
+        let c = J::read(&p).unwrap();
+        assert_eq!(c.records, vec![r(0, "a"), r(2, "a")]);
+        let w: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(
+            w[0].starts_with("line 3: not a record: invalid type: null, expected f64")
+                && w[0].ends_with("; skipped"),
+            "{w:?}"
+        );
+        assert!(w[1].starts_with("line 4: not a record"), "{w:?}");
+        assert!(w[2].starts_with("line 5: not a record"), "{w:?}");
+        // Resumed: the file is left as it is, the skipped slot can run
+        // again, and what is appended reads back after the bad lines.
+        let (mut w, c) = J::resume(&p).unwrap();
+        assert_eq!(c.warnings.len(), 3);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+        w.append(&r(1, "b")).unwrap();
+        drop(w);
+        let c = J::read(&p).unwrap();
+        assert_eq!(c.records, vec![r(0, "a"), r(2, "a"), r(1, "b")]);
+        assert_eq!(c.warnings.len(), 3);
+    }
+
+    #[test]
+    fn what_would_not_read_back_is_never_written() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let mut w = J::create(&p, &h()).unwrap();
+        w.append(&r(0, "a")).unwrap();
+        let before = std::fs::read_to_string(&p).unwrap();
+        for bad in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let e = w
+                .append(&R {
+                    time: bad,
+                    ..r(1, "b")
+                })
+                .unwrap_err();
+            assert!(
+                matches!(e, JournalError::RoundTrip { what: "record", .. }),
+                "{e}"
+            );
+            let msg = e.to_string();
+            assert!(
+                msg.contains("j.jsonl: a record would not read back as written")
+                    && msg.contains("null")
+                    && msg.ends_with("nothing written"),
+                "{msg}"
+            );
+            assert_eq!(std::fs::read_to_string(&p).unwrap(), before);
+        }
+        // The journal goes on: the next record is written and reads back.
+        w.append(&r(1, "b")).unwrap();
+        drop(w);
+        assert_eq!(J::read(&p).unwrap().records, vec![r(0, "a"), r(1, "b")]);
+        assert!(J::read(&p).unwrap().warnings.is_empty());
+    }
+
+    /// A header holding a float (a period, a timeout).
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct FH {
+        period: f64,
+    }
+    impl JsonLine for FH {
+        fn to_line(&self) -> Result<String, serde_json::Error> {
+            serde_json::to_string(self)
+        }
+        fn from_line(line: &str) -> Result<Self, String> {
+            serde_json::from_str(line).map_err(|e| e.to_string())
+        }
+    }
+    impl Design<R> for FH {
+        type Seen = ();
+        type Difference = String;
+        fn check(&self, _: &mut (), _: &R) -> Result<(), String> {
+            Ok(())
+        }
+        fn mismatch(&self, _: &Self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn a_header_that_would_not_read_back_creates_no_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        let inf = FH {
+            period: f64::INFINITY,
+        };
+        let e = Journal::<FH, R>::create(&p, &inf).unwrap_err();
+        assert!(
+            matches!(e, JournalError::RoundTrip { what: "header", .. }),
+            "{e}"
+        );
+        assert!(!p.exists());
+        let e = Journal::<FH, R>::create_unique(d.path(), "j", &inf).unwrap_err();
+        assert!(matches!(e, JournalError::RoundTrip { .. }), "{e}");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+        Journal::<FH, R>::create(&p, &FH { period: 0.1 }).unwrap();
     }
 
     #[test]
