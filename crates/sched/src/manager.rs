@@ -305,12 +305,37 @@ fn own_cpu(sampler: &mut Sampler) -> Option<u64> {
 }
 
 impl Manager {
-    /// A manager of processes `pids` (in that order: positions 1, 2, …).
+    /// A manager of processes `pids` (in that order: positions 1, 2, …);
+    /// each must exist ([`ManageError::NoProcess`]).
     pub fn new(
         fs: FsRoot,
         cfg: Config,
         pids: &[i32],
         sf: Box<dyn SfSource>,
+    ) -> Result<Manager, ManageError> {
+        Manager::build(fs, cfg, pids, sf, true)
+    }
+
+    /// A manager of the caller's own children `pids` (positions 1, 2, …),
+    /// started just before: one may have exited (and been reaped) already
+    /// (`echo a` lives for a millisecond), which is its end, not an error:
+    /// it is managed as a process that has ended (as [`Manager::add`]
+    /// does), and the caller counts its exit.
+    pub fn new_spawned(
+        fs: FsRoot,
+        cfg: Config,
+        pids: &[i32],
+        sf: Box<dyn SfSource>,
+    ) -> Result<Manager, ManageError> {
+        Manager::build(fs, cfg, pids, sf, false)
+    }
+
+    fn build(
+        fs: FsRoot,
+        cfg: Config,
+        pids: &[i32],
+        sf: Box<dyn SfSource>,
+        must_exist: bool,
     ) -> Result<Manager, ManageError> {
         if pids.is_empty() {
             return Err(ManageError::Empty);
@@ -339,7 +364,7 @@ impl Manager {
             if m.procs.iter().any(|p| p.pid == pid) {
                 continue;
             }
-            if m.sampler.tids(pid).is_empty() {
+            if must_exist && m.sampler.tids(pid).is_empty() {
                 return Err(ManageError::NoProcess { pid });
             }
             m.add_process(pid);

@@ -6,6 +6,7 @@
 mod capacity;
 mod counter_sf;
 mod parser_props;
+mod spawned_gone;
 
 #[test]
 fn every_test_file_is_compiled() {
