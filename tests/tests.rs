@@ -34,6 +34,7 @@ mod mem_policy;
 mod model_cli;
 mod near;
 mod no_lost_work;
+mod numbers_roundtrip;
 mod plan_cli;
 mod program_sees_plan;
 mod run_balance_env;

@@ -51,7 +51,8 @@ pub enum CaptureError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot keep the runs' output in {}: it is not a directory", path.display())]
+    /// A file or a symbolic link (never followed) where the directory goes.
+    #[error("cannot keep the runs' output in {}: it is not a directory (a link is never followed)", path.display())]
     NotDir { path: PathBuf },
 }
 
@@ -108,6 +109,27 @@ impl Capture {
             .to_string_lossy()
             .into_owned();
         Ok(Capture { dir, rel })
+    }
+
+    /// Whether [`Capture::for_journal`] can keep `journal`'s runs' output,
+    /// changing nothing: `JOURNAL.out` is a directory this process may
+    /// write (not a link, nor a file), or is absent from a directory it
+    /// may write. Checked before the journal is made, so a journal is
+    /// never created for output that cannot be kept.
+    pub fn check(journal: &Path) -> Result<(), CaptureError> {
+        let dir = dir_for(journal);
+        // `output::check` makes (and removes) a temporary file where a
+        // file would go: the one test of "may write here" that holds.
+        let probe = match dir.symlink_metadata() {
+            Ok(m) if m.is_dir() => output::check(&dir.join("arm-check.txt")),
+            Ok(_) => return Err(CaptureError::NotDir { path: dir }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => output::check(&dir),
+            Err(source) => return Err(CaptureError::Dir { path: dir, source }),
+        };
+        probe.map_err(|e| match e {
+            OutputError::Write { source, .. } => CaptureError::Dir { path: dir, source },
+            e => CaptureError::Output(e),
+        })
     }
 
     pub fn dir(&self) -> &Path {

@@ -204,6 +204,9 @@ impl Session {
                 if !diffs.is_empty() {
                     return Err(SessionError::DifferentExperiment { path, diffs });
                 }
+                // The runs' output can be kept beside it (before the
+                // journal is touched).
+                crate::output::Capture::check(&path)?;
                 // Locked, then read again through the lock: what another
                 // writer appended since `previous` was read counts, and a
                 // journal in use is refused here.
@@ -222,6 +225,10 @@ impl Session {
                 (path, w, runs, warnings)
             }
             JournalTarget::New(path) => {
+                // No journal is made for runs whose output cannot be kept
+                // (a link or a file at JOURNAL.out, a directory that
+                // cannot be written).
+                crate::output::Capture::check(&path)?;
                 let w = JournalWriter::create(&path, &header).map_err(|e| jerr(e, true))?;
                 (path, w, Vec::new(), Vec::new())
             }
@@ -229,6 +236,15 @@ impl Session {
                 let w =
                     JournalWriter::create_unique(&dir, &format!("{stem_prefix}{stamp}"), &header)
                         .map_err(|e| jerr(e, false))?;
+                // The name is known only now: a journal whose output
+                // cannot be kept is removed at once (it holds its header
+                // only, and no one else has it: it was just created).
+                if let Err(e) = crate::output::Capture::check(w.path()) {
+                    let made = w.path().to_path_buf();
+                    drop(w);
+                    let _ = std::fs::remove_file(made);
+                    return Err(e.into());
+                }
                 let path = w.path().strip_prefix(".").unwrap_or(w.path()).to_path_buf();
                 (path, w, Vec::new(), Vec::new())
             }
