@@ -66,6 +66,231 @@ fn dead(pid: i32) -> bool {
     }
 }
 
+/// Every JSON document in `text` from its first '{' on (emulate's report,
+/// then with a program its `end_check`).
+fn json_docs(text: &str) -> Vec<serde_json::Value> {
+    let from = text.find('{').expect("a JSON report");
+    serde_json::Deserializer::from_str(&text[from..])
+        .into_iter::<serde_json::Value>()
+        .map(|d| d.unwrap_or_else(|e| panic!("{e}: {text}")))
+        .collect()
+}
+
+/// The real-time (FIFO or RR) threads of `pids`, dead ones left out.
+fn realtime_threads(pids: &[i32]) -> Vec<i32> {
+    let mut out = Vec::new();
+    for &pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+                continue;
+            };
+            let Some(close) = stat.rfind(')') else {
+                continue;
+            };
+            let rest: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+            let policy = rest.get(41 - 3).copied();
+            if !rest[0].starts_with(['Z', 'X']) && matches!(policy, Some("1" | "2")) {
+                out.push(t.file_name().to_string_lossy().parse().unwrap_or(0));
+            }
+        }
+    }
+    out
+}
+
+/// pinsight and its children.
+fn family(pid: u32) -> Vec<i32> {
+    let mut v = vec![pid as i32];
+    v.extend(children(pid));
+    v
+}
+
+/// `kill -9` of `emulate`, mid-calibration or while it holds: no
+/// SCHED_FIFO task of pinsight's (its probes, its stealers) 0.2 s later
+/// (the stealers die with it: PR_SET_PDEATHSIG, and their period check).
+#[test]
+fn sigkill_leaves_no_realtime_task_of_pinsight_after_200_ms() {
+    let _g = pinsight_testkit::serial();
+    let Some(kinds) = kinds("0.5") else { return };
+    let mut worst = Duration::ZERO;
+    for (i, delay) in [300u64, 900, 1700, 0].into_iter().enumerate() {
+        let mut child = pinsight()
+            .args(["emulate", "--quiet", "--kinds", &kinds])
+            .args(["--mechanism", "duty-cycle"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        if delay == 0 {
+            // Holding: the report is out, the stealers run.
+            let mut first = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut first)
+                .unwrap();
+        } else {
+            std::thread::sleep(Duration::from_millis(delay));
+        }
+        let watched = family(child.id());
+        let before = realtime_threads(&watched);
+        child.kill().unwrap();
+        let killed = Instant::now();
+        child.wait().unwrap();
+        while !realtime_threads(&watched).is_empty() && killed.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let took = killed.elapsed();
+        worst = worst.max(took);
+        let left = realtime_threads(&watched);
+        assert!(
+            left.is_empty() && took < Duration::from_millis(200),
+            "kill -9 #{i} ({delay} ms in; real-time before {before:?}): {left:?} left after {took:?}"
+        );
+        if delay == 0 {
+            assert!(!before.is_empty(), "no stealer seen while holding");
+        }
+    }
+    eprintln!("kill -9: real-time tasks gone within {worst:?}");
+}
+
+/// SIGINT, SIGTERM and SIGHUP during calibration end pinsight with 130,
+/// 143 and 129 (it died of the signal), one line, and no stealer left.
+#[test]
+fn a_signal_during_calibration_exits_128_plus_n_leaving_nothing() {
+    let _g = pinsight_testkit::serial();
+    let Some(kinds) = kinds("0.5") else { return };
+    for (sig, code, delay) in [
+        (libc::SIGINT, 130, 1200u64),
+        (libc::SIGTERM, 143, 700),
+        (libc::SIGHUP, 129, 1500),
+    ] {
+        let child = pinsight()
+            .args(["emulate", "--quiet", "--kinds", &kinds])
+            .args(["--mechanism", "duty-cycle", "--", "true"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let watched = family(child.id());
+        pinsight_sys::process::kill(child.id() as i32, sig).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "signal {sig}: {stderr}");
+        assert!(
+            stderr.contains("stopped during calibration; nothing is left slowed"),
+            "{stderr}"
+        );
+        let left: Vec<i32> = watched[1..].iter().copied().filter(|&p| !dead(p)).collect();
+        assert!(left.is_empty(), "signal {sig}: left {left:?}");
+    }
+}
+
+/// A missing program is found before seconds of calibration (5.7 s were
+/// spent before exit 127).
+#[test]
+fn a_missing_program_exits_127_before_calibrating() {
+    let _g = pinsight_testkit::serial();
+    let Some(kinds) = kinds("0.5") else { return };
+    let t = Instant::now();
+    let out = pinsight()
+        .args(["emulate", "--kinds", &kinds, "--", "/nonexistent/prog"])
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{stderr}");
+    assert!(stderr.contains("/nonexistent/prog"), "{stderr}");
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+}
+
+/// One emulation owns the machine: a second one is refused naming the
+/// first's PID; and before calibrating, another real-time task taking
+/// half of the slowed CPU is named and refused, `--force` goes on, and
+/// once that task is gone the end check reports the drift (the knob was
+/// tuned beside it).
+#[test]
+fn a_second_emulation_and_a_busy_realtime_task_are_refused() {
+    let _g = pinsight_testkit::serial();
+    let Some(kinds) = kinds("0.5") else { return };
+    let e = pinsight_testkit::usable_cpus()[1];
+    let mut first = pinsight()
+        .args(["emulate", "--quiet", "--kinds", &kinds])
+        .args(["--mechanism", "duty-cycle"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(first.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let t = Instant::now();
+    let second = pinsight()
+        .args(["emulate", "--kinds", &kinds, "--", "true"])
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    pinsight_sys::process::kill(first.id() as i32, libc::SIGTERM).unwrap();
+    first.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("another emulation runs (PID {}", first.id())),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_millis(500), "refused after {took:?}");
+
+    // A real-time task (FIFO priority 3, above the stealers) taking half
+    // of CPU e, as another emulation's stealer would.
+    let other = pinsight_sys::stealer::Stealer::spawn(
+        e,
+        3,
+        Duration::from_millis(2),
+        Duration::from_millis(1),
+    )
+    .unwrap();
+    let refused = pinsight()
+        .args(["emulate", "--kinds", &kinds, "--", "true"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("PID {} (", other.pid())) && stderr.contains("--force"),
+        "{stderr}"
+    );
+    // --force: calibrated beside it; the task ends while CMD runs.
+    let mut forced = pinsight()
+        .args(["emulate", "--json", "--force", "--kinds", &kinds])
+        .args(["--mechanism", "duty-cycle", "--", "sleep", "1.5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(forced.stderr.take().unwrap());
+    let mut text = String::new();
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        text.push_str(&line);
+        if line.trim_end() == "}" {
+            break;
+        }
+        line.clear();
+    }
+    drop(other);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert_eq!(forced.wait().unwrap().code(), Some(0), "{text}{rest}");
+    text.push_str(&rest);
+    let docs = json_docs(&text);
+    assert_eq!(docs[0]["contention"]["forced"], true, "{text}");
+    let end = &docs[1]["end_check"]["kinds"][0];
+    assert_eq!(end["within_tolerance"], false, "{text}");
+    assert!(end["drift"].as_f64().unwrap() > 0.2, "{text}");
+}
+
 #[test]
 fn sigkill_mid_emulation_leaves_no_stealer_within_a_second() {
     let _g = pinsight_testkit::serial();
@@ -122,10 +347,21 @@ fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.trim(), format!("{kinds} duty-cycle"));
-    // The report (JSON on stderr with a program), after the kinds note.
+    // The report (JSON on stderr with a program), after the kinds note,
+    // then the end check.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let json = &stderr[stderr.find('{').expect("a JSON report")..];
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let docs = json_docs(&stderr);
+    assert_eq!(docs.len(), 2, "{stderr}");
+    let v = &docs[0];
+    let end = &docs[1]["end_check"];
+    assert_eq!(end["kinds"][0]["asked"], 0.5);
+    assert!(end["kinds"][0]["achieved"]["median"].as_f64().is_some());
+    assert!(end["kinds"][0]["drift"].as_f64().is_some());
+    assert!(end["kinds"][0]["within_tolerance"].is_boolean());
+    // Nothing else ran real-time there before calibrating.
+    let c = &v["contention"];
+    assert_eq!(c["forced"], false, "{c}");
+    assert!(c["cpus"].as_array().is_some_and(|a| a.len() >= 2), "{c}");
     assert_eq!(v["mechanism"], "duty-cycle");
     let achieved = v["kinds"][0]["achieved"]["median"].as_f64().unwrap();
     // Wide margins: the machine may be busy (the benchmark holds the 5% target).
@@ -238,8 +474,7 @@ fn speed_measures_the_emulated_ratio() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let emulated: serde_json::Value =
-        serde_json::from_str(&stderr[stderr.find('{').expect("emulate's report")..]).unwrap();
+    let emulated = json_docs(&stderr).swap_remove(0);
     let achieved = emulated["kinds"][0]["achieved"]["median"].as_f64().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let usable = pinsight_testkit::usable_cpus();
