@@ -802,7 +802,7 @@ mod tests {
         assert_eq!(owner_pid(&name), Some(std::process::id() as libc::pid_t));
         assert!(lock_dir(u.dir(), true).unwrap().is_none(), "not locked");
         drop(lock);
-        assert_eq!(remove_stale(d.path()), [held.clone()]);
+        assert_eq!(remove_stale(d.path()), [held]);
         assert_eq!(owner_pid("pinsight-fsroot-12-x"), Some(12));
         assert_eq!(owner_pid("pinsight-fsroot-x"), None);
         assert_eq!(owner_pid("pinsight-fsroot-0-x"), None);
