@@ -31,6 +31,7 @@ mod latency_cli;
 mod launchers;
 mod load_cli;
 mod mem_policy;
+mod mix_fast;
 mod model_cli;
 mod near;
 mod no_lost_work;
