@@ -71,16 +71,33 @@ impl Emulation {
         // With a CMD the report is on stderr, after the kinds note; the
         // command's first line, on stdout, names the stealers.
         let mut text = String::new();
+        let mut said = String::new();
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
         while err.read_line(&mut line).unwrap() > 0 {
             if line.starts_with('{') || !text.is_empty() {
                 text.push_str(&line);
+            } else {
+                said.push_str(&line);
             }
             if line.trim_end() == "}" {
                 break;
             }
             line.clear();
+        }
+        if text.is_empty() {
+            // emulate refused before calibrating: another emulation holds
+            // the machine, or a real-time task would share its CPUs. The
+            // premise of every test on it failed: a counted skip.
+            let status = child.wait().unwrap();
+            if status.code() == Some(1) {
+                pinsight_testkit::skip(format!(
+                    "premise failed: emulate refused to start: {}",
+                    said.trim()
+                ));
+                return None;
+            }
+            panic!("emulate ended with {status} before its report: {said}");
         }
         // Keep draining stderr, so a late warning never blocks emulate.
         std::thread::spawn(move || {
