@@ -75,6 +75,21 @@ fn repeat_zero_and_repeat_with_a_file_are_usage_errors() {
     assert_eq!(o.code, 2, "{}", o.stderr);
 }
 
+/// Issue 34: a zero duration caps nothing; it is a usage error naming
+/// the flag (exit 2, one line), never a failed measurement (exit 1).
+#[test]
+fn zero_durations_are_usage_errors() {
+    for flag in ["--max-time-per-pair", "--budget"] {
+        for value in ["0s", "0", "0ms", "-1s"] {
+            let o = pinsight(&["latency", &format!("{flag}={value}")]).run();
+            assert_eq!(o.code, 2, "{flag} {value}: {}", o.stderr);
+            assert!(o.stderr.contains(flag), "{flag} {value}: {}", o.stderr);
+            assert_eq!(o.stderr.trim().lines().count(), 1, "{}", o.stderr);
+            assert!(o.stdout.is_empty(), "{}", o.stdout);
+        }
+    }
+}
+
 #[test]
 fn live_measurement_still_refuses_a_recorded_machine_with_repeat() {
     let xml = repo().join("crates/topology/tests/fixtures/xml/hybrid-i7-1370p-like.v3.xml");

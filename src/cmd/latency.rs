@@ -1,7 +1,7 @@
 //! `pinsight latency`: core-to-core latency of this machine (or of a matrix
 //! recorded elsewhere), its latency domains, and pictures of it.
 
-use crate::cli::{parse_duration, CliError, CmdResult, Globals};
+use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_latency::measure::{
     self, choose_cpus, list_or_none, usable_cpus, MeasureConfig, Measurement, Method,
 };
@@ -60,8 +60,8 @@ pub struct Args {
     /// (percent of the median, or a fraction).
     #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_fraction, conflicts_with = "from_csv")]
     pub target_ci: f64,
-    /// Give up on a pair after this long and mark it noisy.
-    #[arg(long, value_name = "DUR", default_value = "200ms", value_parser = parse_duration, conflicts_with = "from_csv")]
+    /// Give up on a pair after this long and mark it noisy (a positive duration).
+    #[arg(long, value_name = "DUR", default_value = "200ms", value_parser = crate::values::positive_duration, conflicts_with = "from_csv")]
     pub max_time_per_pair: Duration,
     /// Measure the whole matrix N times (runs interleaved: each starts at a different round)
     /// and report the run-to-run spread; the ± shown is then the larger of the within-run CI
@@ -74,8 +74,8 @@ pub struct Args {
     #[arg(skip)]
     pub runs_given: bool,
     /// Stop starting new rounds after this long (over all --runs runs); the pairs left are
-    /// reported as not measured, or as measured in fewer runs.
-    #[arg(long, value_name = "DUR", value_parser = parse_duration, conflicts_with = "from_csv")]
+    /// reported as not measured, or as measured in fewer runs (a positive duration).
+    #[arg(long, value_name = "DUR", value_parser = crate::values::positive_duration, conflicts_with = "from_csv")]
     pub budget: Option<Duration>,
     /// Show a matrix measured elsewhere instead of measuring: core-to-core-latency's --csv
     /// output (also `-b 1,2 --csv`, one matrix per benchmark: see --benchmark), or this
