@@ -465,3 +465,94 @@ fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
     let o = pinsight(&["sf", "--from-compare", "x.jsonl", "--pids", "1"]).run();
     assert_eq!(o.code, 2);
 }
+
+/// Issue 34: an SF for a program position no program can have is refused
+/// before anything runs (exit 2, one line naming the value and the range),
+/// by `sched` (whose positions count the programs it comes to manage) and
+/// by `mix` (whose programs are the ones given).
+#[test]
+fn sf_positions_out_of_range_are_refused_in_one_line() {
+    let mut cases = vec![
+        (
+            vec![
+                "sched",
+                "--policies",
+                "to",
+                "--sf",
+                "#999999999999=2",
+                "--",
+                "true",
+            ],
+            "'#999999999999' is not a position: #N with N from 1 to 4194304",
+        ),
+        (
+            vec![
+                "sched",
+                "--policies",
+                "to",
+                "--sf",
+                "#99999999999999999999999=2",
+                "--pids",
+                "1",
+            ],
+            "with N from 1 to 4194304",
+        ),
+        (
+            vec!["sched", "--policies", "acfs", "--sf", "#0=2", "--", "true"],
+            "'#0' is not a position",
+        ),
+    ];
+    // mix needs two core kinds before it reads its programs: declared here.
+    let cpus = pinsight_testkit::allowed_cpus();
+    let kinds = match (cpus.first(), cpus.len() >= 2) {
+        (Some(first), true) => {
+            let rest = cpus.difference(&pinsight_cpuset::CpuSet::single(first));
+            Some(format!("{first}:P,{}:E", rest.to_list_string()))
+        }
+        _ => {
+            pinsight_testkit::skip("mix's --sf refusals need two usable CPUs to declare two kinds");
+            None
+        }
+    };
+    if let Some(k) = &kinds {
+        cases.push((
+            vec![
+                "--quiet",
+                "--kinds",
+                k,
+                "mix",
+                "--policies",
+                "to",
+                "--sf",
+                "#999999999999=2",
+                "--",
+                "true",
+                "true",
+            ],
+            "'#999999999999' is not a position: #N with N from 1 to 4194304",
+        ));
+        cases.push((
+            vec![
+                "--quiet",
+                "--kinds",
+                k,
+                "mix",
+                "--policies",
+                "to",
+                "--sf",
+                "#3=2",
+                "--",
+                "true",
+                "true",
+            ],
+            "positions #1-#2",
+        ));
+    }
+    for (args, phrase) in cases {
+        let o = pinsight(&args).run();
+        assert_eq!(o.code, 2, "{}: {}", o.argv, o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
+        assert!(o.stderr.contains("--sf"), "{}: {}", o.argv, o.stderr);
+        assert!(o.says(phrase), "{}: {}", o.argv, o.stderr);
+    }
+}

@@ -68,7 +68,8 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
     pub period: Duration,
     /// A program's speedup factor: NAME=SF, NAME its name (argv[0]'s
-    /// basename) or its position #N (--pids order, else order of start).
+    /// basename) or its position #N (--pids order, else order of start;
+    /// N from 1 to 4194304).
     /// Repeatable.
     #[arg(long = "sf", value_name = "NAME=SF")]
     pub sf: Vec<String>,

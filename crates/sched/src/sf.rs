@@ -68,15 +68,23 @@ impl fmt::Display for SfTarget {
     }
 }
 
+/// The largest position `#N` a given SF may name: Linux's
+/// `PID_MAX_LIMIT` (2^22), more processes than a machine can hold at once;
+/// a larger N could never match a program.
+pub const MAX_POSITION: usize = 1 << 22;
+
 /// A bad `NAME=SF` pair.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SfSpecError {
     /// No `=`.
     #[error("expected NAME=SF (NAME a program's name or its position #N, SF a number ≥ 1)")]
     Shape,
-    /// An empty name or a bad position.
-    #[error("'{0}' is not a program name or a position #N (N from 1)")]
+    /// An empty name or one with a `/`.
+    #[error("'{0}' is not a program name or a position #N (N from 1 to {MAX_POSITION})")]
     Target(String),
+    /// `#N` with N not a whole number from 1 to [`MAX_POSITION`].
+    #[error("'{0}' is not a position: #N with N from 1 to {MAX_POSITION}")]
+    Position(String),
     /// SF not a finite number ≥ 1 (a big core is never slower).
     #[error("SF '{0}' is not a number between 1 and 100")]
     Value(String),
@@ -101,8 +109,8 @@ impl GivenSf {
         let target = target.trim();
         let target = if let Some(n) = target.strip_prefix('#') {
             match n.parse::<usize>() {
-                Ok(p) if p >= 1 => SfTarget::Position(p),
-                _ => return Err(SfSpecError::Target(target.to_string())),
+                Ok(p) if (1..=MAX_POSITION).contains(&p) => SfTarget::Position(p),
+                _ => return Err(SfSpecError::Position(target.to_string())),
             }
         } else if target.is_empty() || target.contains('/') {
             return Err(SfSpecError::Target(target.to_string()));
@@ -260,8 +268,22 @@ mod tests {
         let mut g = GivenSf::new();
         assert_eq!(g.add_spec("a"), Err(SfSpecError::Shape));
         assert!(matches!(g.add_spec("=2"), Err(SfSpecError::Target(_))));
-        assert!(matches!(g.add_spec("#0=2"), Err(SfSpecError::Target(_))));
-        assert!(matches!(g.add_spec("#x=2"), Err(SfSpecError::Target(_))));
+        assert!(matches!(g.add_spec("#0=2"), Err(SfSpecError::Position(_))));
+        assert!(matches!(g.add_spec("#x=2"), Err(SfSpecError::Position(_))));
+        // Issue 34: a position no program can have, and one past usize.
+        for big in [
+            "#999999999999=2",
+            "#4194305=2",
+            "#99999999999999999999999=2",
+        ] {
+            let e = g.add_spec(big).unwrap_err();
+            assert!(matches!(e, SfSpecError::Position(_)), "{big}: {e:?}");
+            assert!(e.to_string().contains("from 1 to 4194304"), "{e}");
+        }
+        g.add_spec("#4194304=2").unwrap();
+        g.add_spec("#1=2").unwrap();
+        assert_eq!(g.entries().len(), 2);
+        let mut g = GivenSf::new();
         assert!(matches!(g.add_spec("a=0.5"), Err(SfSpecError::Value(_))));
         assert!(matches!(g.add_spec("a=NaN"), Err(SfSpecError::Value(_))));
         assert!(matches!(g.add_spec("a=x"), Err(SfSpecError::Value(_))));
