@@ -5,7 +5,8 @@
 //! `speed` runs it (one `SpeedSession`, descheduled time counted), must
 //! find the P/E speedup factor `speed` finds: within 10% of it and of 2.0.
 //! Before, `report` dropped the stealer's slices as disturbed chunks and
-//! said 0.94-1.00 while `speed` said 1.9-2.0.
+//! said 0.94-1.00 while `speed` said 1.9-2.0; and both counted the
+//! stealer's run time as other work in their disturbance.
 //!
 //! The figures compared are the compute kernels' (`int`, `fp`), which a
 //! duty cycle slows by exactly its time share. `mem` is left out: its
@@ -148,6 +149,21 @@ fn report_finds_the_speedup_factor_speed_finds_on_the_emulated_hybrid() {
         }
     }
     pinsight_testkit::require_quiet!(live, premise::QUIET);
+    // The stealer's run time (half of CPU e) is the emulated slowness,
+    // not other work: both leave it out of their disturbance.
+    for (who, v) in [("report", rs), ("speed", &speed)] {
+        let share = v["disturbance"]["cpus"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["cpu"] == e))
+            .and_then(|c| c["share"].as_f64())
+            .unwrap_or(0.0);
+        assert!(
+            share < 0.25,
+            "{who} counts the stealer of CPU {e} as other work ({:.0}% of it): {}",
+            share * 100.0,
+            v["disturbance"]
+        );
+    }
     let expected = 1.0 / SPEED;
     for (kernel, r, s) in figures {
         assert!(

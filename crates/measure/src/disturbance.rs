@@ -357,8 +357,27 @@ impl Watch {
     /// CPU time and its waited-for children's are the "program". `None` if
     /// `/proc/stat` cannot be read.
     pub fn finish(self, plan: Option<&CpuSet>, threshold: f64) -> Option<Disturbance> {
+        self.finish_excluding(plan, threshold, &[])
+    }
+
+    /// [`Watch::finish`], less the run time of tasks that are part of the
+    /// measured machine rather than other work: `excluded` lists, per CPU,
+    /// the seconds such tasks ran there since [`Watch::start`] (`pinsight
+    /// emulate`'s duty-cycle stealers, each pinned to the CPU it slows),
+    /// taken off that CPU's busy time before the estimate.
+    pub fn finish_excluding(
+        self,
+        plan: Option<&CpuSet>,
+        threshold: f64,
+        excluded: &[(usize, f64)],
+    ) -> Option<Disturbance> {
         let own = own_cpu_s() - self.self_before;
         let mut after = Sample::take(&self.fs)?;
+        exclude(
+            &mut after.stat,
+            excluded,
+            pinsight_sys::procfs::clock_ticks(),
+        );
         let before = self.before?;
         // The process is the program here: do not count it twice.
         after.harness_s = before.harness_s;
@@ -370,6 +389,17 @@ impl Watch {
             pinsight_sys::procfs::clock_ticks(),
             threshold,
         ))
+    }
+}
+
+/// Takes `excluded` (CPU, seconds) off each CPU's busy ticks in `stat`
+/// (`hz` ticks a second), never below zero. Pure.
+fn exclude(stat: &mut ProcStat, excluded: &[(usize, f64)], hz: u64) {
+    for &(cpu, secs) in excluded {
+        if let Some(t) = stat.cpus.get_mut(&cpu) {
+            let ticks = (secs.max(0.0) * hz as f64).round() as u64;
+            t.busy = t.busy.saturating_sub(ticks);
+        }
     }
 }
 
@@ -400,6 +430,28 @@ mod tests {
             Sample::from_parts(b, t0, 1.0),
             Sample::from_parts(a, t0 + Duration::from_secs_f64(secs), 1.0),
         )
+    }
+
+    #[test]
+    fn excluded_run_time_is_not_other_work() {
+        // 1 s; CPU 1 busy all along, half of it an emulation's stealer.
+        let (b, mut a) = pair(
+            stat(&[(0, 1000, 0), (1, 1000, 0)], 1),
+            stat(&[(0, 1000, 0), (1, 1100, 0)], 2),
+            1.0,
+        );
+        exclude(&mut a.stat, &[(1, 0.5), (7, 1.0)], 100);
+        let d = estimate(&b, &a, None, 0.0, 100, 0.05);
+        assert_eq!(d.worst(), Some((1, 0.5)));
+        assert!((d.other_s - 0.5).abs() < 1e-9);
+        // All of it the stealer's: nothing else ran.
+        exclude(&mut a.stat, &[(1, 0.5)], 100);
+        let d = estimate(&b, &a, None, 0.0, 100, 0.05);
+        assert!(!d.disturbed && d.other_s == 0.0, "{d:?}");
+        // Never below the start: more excluded than ran leaves none.
+        exclude(&mut a.stat, &[(1, 5000.0)], 100);
+        assert_eq!(a.stat.cpus[&1].busy, 0);
+        assert_eq!(estimate(&b, &a, None, 0.0, 100, 0.05).other_s, 0.0);
     }
 
     #[test]
