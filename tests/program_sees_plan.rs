@@ -413,6 +413,148 @@ fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
     }
 }
 
+/// The probe built 32-bit (`cc -m32`: Debian's gcc-multilib, a test
+/// prerequisite), for a program the 64-bit shim cannot reach.
+fn probe32() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("program-sees-plan-probe");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("probe32");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let o = Command::new(&cc)
+            .args(["-m32", "-O1", "-pthread", "-o"])
+            .arg(&out)
+            .arg(repo().join("crates/launch/testprogs/probe.c"))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler '{cc}': {e}"));
+        assert!(
+            o.status.success(),
+            "{cc} -m32 probe.c failed (32-bit C libraries, Debian gcc-multilib, are a test prerequisite):\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    })
+}
+
+/// Issue 34: a 64-bit wrapper that executes a 32-bit program in place
+/// (`sh -c 'exec ./prog32'`, `os.execv`) hands it an LD_PRELOAD its loader
+/// ignores. The program still gets the plan (the watcher takes over from
+/// the exec) and `--report` names the watcher, never the shim.
+#[test]
+fn a_32_bit_program_executed_in_place_by_a_wrapper_gets_the_plan_from_the_watcher() {
+    let Some((a, b, both)) = two_cpus() else {
+        pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
+    };
+    let policy = format!("cpus:{a},{b}");
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let script = format!(
+        "exec {} -t 1 -p -l 30 -o {}",
+        probe32().display(),
+        out.path().display()
+    );
+    for report in [true, false] {
+        let mut args = vec!["run", policy.as_str()];
+        if report {
+            args.push("--report");
+        }
+        args.extend(["--", "sh", "-c", &script]);
+        let o = pinsight(&args).run();
+        assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+        let seen = parse(&std::fs::read_to_string(out.path()).unwrap());
+        // The program, from the inside: the whole plan at start, then its
+        // created thread on place 1 (the wrapper created none).
+        assert_eq!(&seen.aff[&("start".to_string(), 0)], &both, "{seen:?}");
+        assert_eq!(
+            seen.aff[&("start".to_string(), 1)],
+            b.to_string(),
+            "{seen:?}"
+        );
+        assert!(
+            o.says("is a 32-bit") && o.says("the /proc watcher pinned its threads"),
+            "{}",
+            o.stderr
+        );
+        if report {
+            assert!(
+                o.stderr
+                    .contains("placed by: the /proc watcher: the shim cannot reach this program"),
+                "{}",
+                o.stderr
+            );
+            assert!(
+                !o.stderr.contains("placed by: the LD_PRELOAD shim"),
+                "{}",
+                o.stderr
+            );
+            // Every thread the report shows is where it was planned.
+            let rows: Vec<&str> = o
+                .stderr
+                .lines()
+                .filter(|l| l.contains(" probe32 "))
+                .collect();
+            assert_eq!(rows.len(), 2, "{}", o.stderr);
+            for row in rows {
+                assert!(row.trim_end().ends_with(" ok"), "{row}\n{}", o.stderr);
+            }
+        }
+    }
+    // The same in JSON: the mechanism that actually placed the threads.
+    let o = pinsight(&["--json", "run", &policy, "--", "sh", "-c", &script]).run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let doc: Value =
+        serde_json::from_str(&o.stderr[o.stderr.find('{').expect("a JSON document on stderr")..])
+            .unwrap();
+    assert_eq!(doc["run"]["mechanism"], "follow", "{doc}");
+    assert!(
+        doc["run"]["fallback"].as_str().unwrap().contains("32-bit"),
+        "{doc}"
+    );
+}
+
+/// Issue 34: a plan too large for one environment variable (70000
+/// places: more than the kernel's 131072 bytes a string) is never handed
+/// to the program's exec, where it failed as the program's "Argument list
+/// too long". The watcher applies it instead, the program gets every
+/// place, and a note names the plan's size as the reason.
+#[test]
+fn a_plan_too_large_for_the_environment_still_reaches_the_program() {
+    let Some((a, b, both)) = two_cpus() else {
+        pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
+    };
+    let policy = format!("cpus:{a},{b}");
+    let (seen, o) = probe_run(
+        &policy,
+        &["-t", "70000", "--oversubscribe", "--report"],
+        &probes().0,
+        &["-t", "2", "-p"],
+    );
+    assert!(!o.stderr.contains("Argument list too long"), "{}", o.stderr);
+    assert!(
+        o.says("the plan's 70000 places take") && o.says("MAX_ARG_STRLEN"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("placed by: the /proc watcher"),
+        "{}",
+        o.stderr
+    );
+    // Round robin over the two CPUs: the main thread on the first, its
+    // created threads on the second, then the first again.
+    assert_eq!(&seen.aff[&("start".to_string(), 0)], &both, "{seen:?}");
+    assert_eq!(
+        seen.aff[&("start".to_string(), 1)],
+        b.to_string(),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.aff[&("start".to_string(), 2)],
+        a.to_string(),
+        "{seen:?}"
+    );
+}
+
 #[test]
 fn a_forked_child_gets_the_whole_plan_not_the_next_places() {
     let Some((a, b, both)) = two_cpus() else {

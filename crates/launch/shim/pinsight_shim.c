@@ -50,7 +50,16 @@
  *                          (-1: skipped), errno of the pin (0: pinned). The
  *                          launcher matches the threads it sampled to their
  *                          places by tid with it (a thread that exited
- *                          before it was sampled shifts nothing).
+ *                          before it was sampled shifts nothing). Also one
+ *                          record per image event (tid = pid, place -1):
+ *                          index -2 when the shim is active in a new image
+ *                          (the handshake), -3 just before the pinned
+ *                          program executes in place, -4 (errno in the last
+ *                          field) when that exec failed. An exec not
+ *                          followed by -2 or -4 ran an image the loader
+ *                          did not preload the shim into (a 32-bit or
+ *                          static program): the launcher then does not
+ *                          claim the shim placed its threads.
  *
  * Executing: the shim wraps execve, execv, execvp, execvpe, fexecve,
  * posix_spawn and posix_spawnp. Only an exec in place by the pinned program
@@ -700,8 +709,20 @@ static int call_without_shim(const struct exec_call *c, char *const envp[]) {
     return call_real(c, clean);
 }
 
+/* Image events in the thread log (see the header). */
+#define EVENT_LOADED (-2)
+#define EVENT_EXEC (-3)
+#define EVENT_EXEC_FAILED (-4)
+
 static int exec_call(const struct exec_call *c, char *const envp[]) {
-    return keeps_shim_on_exec() ? call_real(c, envp) : call_without_shim(c, envp);
+    if (!keeps_shim_on_exec())
+        return call_without_shim(c, envp);
+    log_thread((long)getpid(), EVENT_EXEC, -1, 0);
+    int r = call_real(c, envp);
+    int err = errno;
+    log_thread((long)getpid(), EVENT_EXEC_FAILED, -1, err);
+    errno = err;
+    return r;
 }
 
 int execve(const char *path, char *const argv[], char *const envp[]) {
@@ -856,4 +877,5 @@ __attribute__((constructor)) static void pinsight_shim_init(void) {
     remember_shim_fd();
     open_log();
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+    log_thread((long)getpid(), EVENT_LOADED, -1, 0);
 }

@@ -13,8 +13,14 @@
 //!   each new thread at creation ([`Mechanism::Shim`]), or the watcher pins
 //!   new threads as it sees them ([`Mechanism::Follow`]) — also, with a
 //!   note, when the shim cannot reach the program (static, set-id, 32-bit
-//!   or foreign-machine binaries, see [`crate::program`]). Skipped threads
-//!   get the process mask.
+//!   or foreign-machine binaries, see [`crate::program`]), or when the
+//!   plan is too large for the environment ([`env_too_large`]). With the
+//!   shim the watcher stands guard: a program the shim cannot reach that
+//!   the launched one executes in place (`sh -c 'exec ./prog32'`) has its
+//!   threads pinned by the watcher from the exec ([`crate::watch`]), and
+//!   the shim's handshake in its thread log tells an image it never
+//!   reached, so the outcome never claims the shim placed threads it did
+//!   not. Skipped threads get the process mask.
 //!
 //! Before anything is changed, the program is resolved and checked
 //! ([`Program::check`]): one whose ELF or `#!` interpreter is missing is
@@ -34,10 +40,12 @@
 //! code, or 128+N if killed by signal N.
 
 use crate::affinity;
-use crate::program::{self, PreloadBlocker, Program};
+use crate::program::{self, Program};
 use crate::shim::{self, ShimFile};
-use crate::threadlog::{assign_planned, refusal, Expected, ThreadLog, ENV_THREAD_LOG_FD};
-use crate::watch::{follow_stats, FollowPlan, FollowStats, ThreadRecord, WatchConfig, Watcher};
+use crate::threadlog::{self, assign_planned, refusal, Expected, ThreadLog, ENV_THREAD_LOG_FD};
+use crate::watch::{
+    follow_stats, FollowPlan, FollowStats, Takeover, ThreadRecord, WatchConfig, Watched, Watcher,
+};
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_lifecycle::interrupt::{self, InterruptError};
@@ -143,7 +151,9 @@ pub struct RunOutcome {
     /// How threads were actually pinned (`None`: the plan pins nothing
     /// per thread).
     pub mechanism: Option<Mechanism>,
-    /// Why the watcher pinned instead of the requested shim.
+    /// Why the watcher pinned instead of the requested shim (or, with
+    /// `mechanism` `None` under a per-thread plan, why nothing placed the
+    /// threads of an image the shim never reached).
     pub fallback: Option<String>,
     /// When the main thread moved to place 0 (with per-thread pinning).
     pub pin_main: Option<PinMain>,
@@ -358,8 +368,10 @@ pub struct Application {
     /// The mechanism that will actually pin threads (`None`: no per-thread
     /// pinning). May differ from the requested one: see `fallback`.
     pub mechanism: Option<Mechanism>,
-    /// Why the shim was requested but the watcher will pin instead.
-    pub fallback: Option<PreloadBlocker>,
+    /// Why the shim was requested but the watcher will pin instead (the
+    /// program is one the shim cannot reach, or the plan is too large to
+    /// pass in the environment).
+    pub fallback: Option<String>,
     /// When the main thread moves to place 0.
     pub pin_main: PinMain,
     /// The mask the program's main thread starts with (`None`: unchanged).
@@ -398,7 +410,7 @@ impl Application {
                     notes.push(format!(
                         "{b}: threads are pinned by the /proc watcher instead of the shim (the follow mechanism)"
                     ));
-                    fallback = Some(b);
+                    fallback = Some(b.to_string());
                     Some(Mechanism::Follow)
                 }
                 None => Some(Mechanism::Shim),
@@ -418,7 +430,8 @@ impl Application {
         };
         let (exported, env_notes) = env_exports(wanted_env, per_thread, is_set);
         notes.extend(env_notes);
-        let shim_env = if mechanism == Some(Mechanism::Shim) {
+        let mut mechanism = mechanism;
+        let mut shim_env = if mechanism == Some(Mechanism::Shim) {
             let mut v = vec![
                 (shim::ENV_PLACES.to_string(), places_env(&plan.places)),
                 (
@@ -448,6 +461,17 @@ impl Application {
         } else {
             Vec::new()
         };
+        // The plan must reach the program whole: a variable the kernel
+        // would refuse (execve's E2BIG, which the shell reports as the
+        // program's "Argument list too long") goes to the watcher instead.
+        if let Some(why) = env_too_large(&shim_env, plan.places.len()) {
+            notes.push(format!(
+                "{why}: threads are pinned by the /proc watcher instead of the shim (the follow mechanism)"
+            ));
+            fallback = Some(why);
+            mechanism = Some(Mechanism::Follow);
+            shim_env.clear();
+        }
         Application {
             per_thread,
             mechanism,
@@ -521,6 +545,36 @@ impl Application {
         }
         (env, fd)
     }
+}
+
+/// The most bytes one environment string may have, `NAME=VALUE` and its
+/// terminating NUL included (Linux's `MAX_ARG_STRLEN`, 32 pages of 4 KiB:
+/// execve(2), "Limits on size of arguments and environment").
+pub const MAX_ENV_STRING: usize = 32 * 4096;
+
+/// The most bytes pinsight's own shim variables may take together, so
+/// the program's environment and arguments keep nearly all of the
+/// kernel's total (`ARG_MAX`, a quarter of an 8 MiB stack by default).
+pub const MAX_SHIM_ENV: usize = 256 * 1024;
+
+/// Why the shim's variables cannot be passed in the environment (`None`:
+/// they can): one longer than [`MAX_ENV_STRING`], or all together more
+/// than [`MAX_SHIM_ENV`].
+pub fn env_too_large(vars: &[(String, String)], places: usize) -> Option<String> {
+    let size = |(k, v): &(String, String)| k.len() + 1 + v.len() + 1;
+    let total: usize = vars.iter().map(size).sum();
+    if let Some(var) = vars.iter().find(|kv| size(kv) > MAX_ENV_STRING) {
+        return Some(format!(
+            "the plan's {places} places take {} bytes in {}, more than one environment variable may hold ({MAX_ENV_STRING}, the kernel's MAX_ARG_STRLEN)",
+            size(var),
+            var.0
+        ));
+    }
+    (total > MAX_SHIM_ENV).then(|| {
+        format!(
+            "the plan's {places} places take {total} bytes of environment, more than pinsight passes to a program ({MAX_SHIM_ENV})"
+        )
+    })
 }
 
 /// The shim, created for a launch: a sealed memfd, else a private file.
@@ -605,7 +659,19 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     // install reaches it now).
     let tree = interrupt::watch_descendants();
 
-    let watcher = (opts.report || mechanism == Some(Mechanism::Follow)).then(|| {
+    // With the shim, the watcher also stands guard: should the program
+    // execute in place an image the shim cannot reach (`sh -c ./prog32`),
+    // it pins that image's threads (see [`crate::watch`]).
+    let takeover = (mechanism == Some(Mechanism::Shim)).then(|| Takeover {
+        plan: FollowPlan {
+            places: plan.places.clone(),
+            skip: opts.skip.clone(),
+            process_mask: plan.process_mask.clone(),
+            pin_main_lazily: app.pin_main == PinMain::Lazy,
+        },
+        poll: opts.follow_interval,
+    });
+    let watcher = (opts.report || mechanism.is_some()).then(|| {
         let follow = app.follow_plan(plan, &opts.skip);
         let planned = if app.per_thread {
             plan.places.clone()
@@ -626,18 +692,34 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
                 Duration::ZERO
             },
         };
-        Watcher::start(FsRoot::live(), cfg, planned, opts.skip.clone())
+        Watcher::start_guarded(FsRoot::live(), cfg, takeover, planned, opts.skip.clone())
     });
 
     interrupt::wait_exited(pid);
-    let mut threads = match watcher.map(Watcher::finish) {
-        Some(Ok(records)) => records,
+    let Watched {
+        records: mut threads,
+        takeovers,
+    } = match watcher.map(Watcher::finish_watched) {
+        Some(Ok(w)) => w,
         Some(Err(e)) => {
             notes.push(e.to_string());
-            Vec::new()
+            Watched::default()
         }
-        None => Vec::new(),
+        None => Watched::default(),
     };
+    // The report names what actually placed the threads: the watcher, when
+    // it had to take over from the shim.
+    let mut mechanism = mechanism;
+    let mut fallback = app.fallback.clone();
+    if let Some(why) = takeovers.first() {
+        mechanism = Some(Mechanism::Follow);
+        fallback = Some(why.clone());
+        for why in &takeovers {
+            notes.push(format!(
+                "{why}: the program executed it in place, and the /proc watcher pinned its threads instead of the shim (the follow mechanism)"
+            ));
+        }
+    }
     let mut child = child;
     let status = loop {
         match child.wait() {
@@ -652,14 +734,25 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         }
     };
     let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let logged = match log.as_ref().map(ThreadLog::read) {
+    let (logged, events) = match log.as_ref().map(ThreadLog::read_all) {
         Some(Ok(l)) => l,
         Some(Err(e)) => {
             notes.push(format!("cannot read the thread log: {e}"));
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
+    // The shim's handshake: an image it was not loaded into that ended
+    // before the watcher saw it is never reported as placed by the shim.
+    if mechanism == Some(Mechanism::Shim) && log.is_some() {
+        if let Some(why) = threadlog::unreached(&events) {
+            mechanism = None;
+            notes.push(format!(
+                "{why} (a 32-bit or static program?), and it ended before the /proc watcher saw it: its threads were not placed one by one, they ran on the CPUs they inherited"
+            ));
+            fallback = Some(why.to_string());
+        }
+    }
     if app.per_thread {
         let expected = Expected {
             places: &plan.places,
@@ -686,7 +779,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
         exit_code,
         signal,
         mechanism,
-        fallback: app.fallback.as_ref().map(|b| b.to_string()),
+        fallback,
         pin_main: app.per_thread.then_some(app.pin_main),
         exported,
         wall_ms,
@@ -767,6 +860,24 @@ mod tests {
             .iter()
             .any(|n| n.starts_with("OMP_NUM_THREADS already set")));
         assert!(notes.iter().any(|n| n.starts_with("OMP_PROC_BIND is set")));
+    }
+
+    #[test]
+    fn a_plan_too_large_for_the_environment_is_named_with_its_size() {
+        let small = vec![kv("PINSIGHT_PLACES", "0;1")];
+        assert_eq!(env_too_large(&small, 2), None);
+        // 70000 places round robin over two CPUs: "0;1;0;1;…".
+        let places = ["0", "1"].repeat(35_000).join(";");
+        let big = vec![kv("PINSIGHT_PLACES", &places)];
+        let why = env_too_large(&big, 70_000).unwrap();
+        assert_eq!(
+            why,
+            "the plan's 70000 places take 140016 bytes in PINSIGHT_PLACES, more than one environment variable may hold (131072, the kernel's MAX_ARG_STRLEN)"
+        );
+        let many: Vec<_> = (0..3)
+            .map(|i| kv(&format!("V{i}"), &"0".repeat(100_000)))
+            .collect();
+        assert!(env_too_large(&many, 3).unwrap().contains("300012 bytes"));
     }
 
     #[test]

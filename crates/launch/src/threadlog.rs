@@ -34,19 +34,72 @@ pub struct LoggedThread {
     pub errno: i32,
 }
 
-/// The log's records, 16 bytes each (native-endian `i32` tid, index,
-/// place, errno); a torn last record is ignored.
+/// What the shim logged of the program's images (index -2, -3, -4 in
+/// the log; see `shim/pinsight_shim.c`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageEvent {
+    /// The shim is active in a new image (the handshake).
+    Loaded,
+    /// The pinned program is about to execute in place.
+    Exec,
+    /// That exec failed: the image goes on.
+    ExecFailed,
+}
+
+/// The records as `[tid, index, place, errno]`; a torn last one ignored.
+fn words(bytes: &[u8]) -> impl Iterator<Item = [i32; 4]> + '_ {
+    bytes.chunks_exact(16).map(|c| {
+        let w = |i: usize| i32::from_ne_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
+        [w(0), w(4), w(8), w(12)]
+    })
+}
+
+/// The image events of the log, in order.
+pub fn parse_events(bytes: &[u8]) -> Vec<ImageEvent> {
+    words(bytes)
+        .filter_map(|[_, index, _, _]| match index {
+            -2 => Some(ImageEvent::Loaded),
+            -3 => Some(ImageEvent::Exec),
+            -4 => Some(ImageEvent::ExecFailed),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Why the shim did not place the threads of the program's last image,
+/// from its events: it never became active in the program, or the program
+/// executed in place an image it was not preloaded into (the loader of a
+/// 32-bit or static program ignores it). `None`: it was active in the
+/// image that ran last.
+pub fn unreached(events: &[ImageEvent]) -> Option<&'static str> {
+    let mut loaded = false;
+    let mut exec = false;
+    for e in events {
+        match e {
+            ImageEvent::Loaded => (loaded, exec) = (true, false),
+            ImageEvent::Exec => exec = true,
+            ImageEvent::ExecFailed => exec = false,
+        }
+    }
+    if exec {
+        Some("the program executed in place an image the pinning shim was not loaded into")
+    } else if !loaded {
+        Some("the pinning shim never became active in the program")
+    } else {
+        None
+    }
+}
+
+/// The log's thread records, 16 bytes each (native-endian `i32` tid,
+/// index, place, errno); a torn last record and image events are ignored.
 pub fn parse(bytes: &[u8]) -> Vec<LoggedThread> {
-    bytes
-        .chunks_exact(16)
-        .map(|c| {
-            let w = |i: usize| i32::from_ne_bytes([c[i], c[i + 1], c[i + 2], c[i + 3]]);
-            LoggedThread {
-                tid: w(0),
-                index: usize::try_from(w(4)).ok(),
-                place: usize::try_from(w(8)).ok(),
-                errno: w(12),
-            }
+    words(bytes)
+        .filter(|&[_, index, _, _]| index >= -1)
+        .map(|[tid, index, place, errno]| LoggedThread {
+            tid,
+            index: usize::try_from(index).ok(),
+            place: usize::try_from(place).ok(),
+            errno,
         })
         .filter(|t| t.tid > 0)
         .collect()
@@ -66,8 +119,13 @@ impl ThreadLog {
         self.0.as_raw_fd()
     }
 
-    /// Everything the shim wrote (bounded).
+    /// The threads the shim placed (bounded).
     pub fn read(&self) -> std::io::Result<Vec<LoggedThread>> {
+        self.read_all().map(|(threads, _)| threads)
+    }
+
+    /// The threads the shim placed and its image events (bounded).
+    pub fn read_all(&self) -> std::io::Result<(Vec<LoggedThread>, Vec<ImageEvent>)> {
         let file = std::fs::File::from(self.0.try_clone()?);
         let len = file.metadata()?.len().min(MAX_BYTES);
         let mut buf = vec![0u8; len as usize];
@@ -79,7 +137,7 @@ impl ThreadLog {
             }
         }
         buf.truncate(at);
-        Ok(parse(&buf))
+        Ok((parse(&buf), parse_events(&buf)))
     }
 }
 
@@ -94,9 +152,10 @@ pub struct Expected<'a> {
     pub pid: i32,
 }
 
-/// Sets each record's `planned` place: by tid from `log` when the shim
-/// logged anything, else by order of first sight (the watcher's pins,
-/// which follow that order). A lazily pinned main thread that never
+/// Sets each record's `planned` place: the watcher's pin's place for a
+/// thread the watcher pinned (`--follow`, or a takeover from the shim of
+/// an image it cannot reach), else by tid from `log` when the shim logged
+/// anything, else by order of first sight. A lazily pinned main thread that never
 /// created a thread keeps the whole mask (`None` here, as for skipped
 /// threads: the process mask).
 pub fn assign_planned(records: &mut [ThreadRecord], log: &[LoggedThread], e: &Expected) {
@@ -108,9 +167,12 @@ pub fn assign_planned(records: &mut [ThreadRecord], log: &[LoggedThread], e: &Ex
         records.iter().any(|r| r.tid != e.pid)
     } else {
         log.iter().any(|t| t.index.is_some())
+            || records.iter().any(|r| r.tid != e.pid && r.follow.is_some())
     };
     for r in records.iter_mut() {
-        r.planned = if r.tid == e.pid {
+        r.planned = if let Some(pin) = r.follow.as_ref().filter(|_| r.tid != e.pid) {
+            pin.place.and_then(|p| e.places.get(p).cloned())
+        } else if r.tid == e.pid {
             (!e.lazy_main || created).then(|| e.places[0].clone())
         } else if log.is_empty() {
             r.index
@@ -280,5 +342,51 @@ mod tests {
         let log = parse(&bytes(&[[7, -1, 0, 0], [8, 0, 1, 0]]));
         assign_planned(&mut only_main, &log, &e);
         assert_eq!(only_main[0].planned, Some(CpuSet::single(0)));
+    }
+
+    #[test]
+    fn image_events_tell_an_image_the_shim_never_reached() {
+        use ImageEvent::*;
+        // Records as the shim writes them: a thread, then image events.
+        let raw = bytes(&[
+            [7, -2, -1, 0],
+            [8, 0, 1, 0],
+            [7, -3, -1, 0],
+            [7, -4, -1, libc::ENOENT],
+            [7, -3, -1, 0],
+        ]);
+        assert_eq!(parse(&raw).len(), 1, "events are not threads");
+        let events = parse_events(&raw);
+        assert_eq!(events, vec![Loaded, Exec, ExecFailed, Exec]);
+        assert!(unreached(&events).unwrap().contains("executed in place"));
+        assert_eq!(unreached(&[Loaded, Exec, Loaded]), None);
+        assert_eq!(unreached(&[Loaded, Exec, ExecFailed]), None);
+        assert!(unreached(&[]).unwrap().contains("never became active"));
+    }
+
+    #[test]
+    fn a_thread_the_watcher_took_over_is_planned_where_it_was_pinned() {
+        let places: Vec<CpuSet> = (0..2).map(CpuSet::single).collect();
+        let e = Expected {
+            places: &places,
+            skip: &[],
+            lazy_main: true,
+            pid: 7,
+        };
+        // The shim placed tid 8 before an exec; the watcher pinned tid 9
+        // of the image after it (its created thread #0, place 1).
+        let mut recs = vec![rec(7, 0), rec(8, 1), rec(9, 2)];
+        recs[2].follow = Some(crate::watch::FollowPin {
+            place: Some(1),
+            delay_max_ms: None,
+            ran_unpinned_us: None,
+            error: None,
+            refused: false,
+        });
+        let log = parse(&bytes(&[[7, -1, 0, 0], [8, 0, 1, 0], [7, -3, -1, 0]]));
+        assign_planned(&mut recs, &log, &e);
+        assert_eq!(recs[0].planned, Some(CpuSet::single(0)));
+        assert_eq!(recs[1].planned, Some(CpuSet::single(1)));
+        assert_eq!(recs[2].planned, Some(CpuSet::single(1)));
     }
 }

@@ -10,6 +10,17 @@
 //!   (`Cpus_allowed_list`) and last CPU (stat field 39), so the report shows
 //!   where threads actually ran — proof, not promise — even though the
 //!   threads are gone when the program exits.
+//! - **takeover** (with the shim): when the launched program executes in
+//!   place an image the shim cannot reach (a 32-bit program exec'd by a
+//!   64-bit wrapper such as `sh -c ./prog32` or `os.execv`, a static or
+//!   set-id one: [`crate::program::preload_blocker`]), the loader ignores
+//!   the shim and nothing would pin that image's threads. The watcher
+//!   looks at `/proc/PID/exe` every poll, and from such an exec on pins
+//!   the image's threads itself, as `--follow` does, numbering them from
+//!   the exec (the new image's first created thread takes place 1); it
+//!   hands back to the shim when the program executes one the shim
+//!   reaches again. [`Watched::takeovers`] says why, so the report names
+//!   the mechanism that actually placed the threads.
 
 use crate::affinity;
 use crate::procfs;
@@ -18,6 +29,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_topology::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -49,6 +61,27 @@ pub struct WatchConfig {
     /// How often to sample every thread's affinity and CPU (0: never,
     /// only at first sight).
     pub sample_every: Duration,
+}
+
+/// The watcher's job beside the shim: pin the threads of an image the
+/// shim cannot reach, should the program execute one in place.
+#[derive(Clone, Debug)]
+pub struct Takeover {
+    /// What to pin those threads to (as `--follow` would).
+    pub plan: FollowPlan,
+    /// How often to look for new threads while pinning them.
+    pub poll: Duration,
+}
+
+/// What the watcher saw.
+#[derive(Clone, Debug, Default)]
+pub struct Watched {
+    /// Every thread, in order of first sight.
+    pub records: Vec<ThreadRecord>,
+    /// Why the watcher took over from the shim, once per image it took
+    /// over (the reason the shim could not reach it); empty when the shim
+    /// placed every thread or no takeover was asked for.
+    pub takeovers: Vec<String>,
 }
 
 /// A pin done by `--follow`.
@@ -121,18 +154,33 @@ pub struct FollowStats {
 /// A running watcher; [`Watcher::finish`] stops it and returns its records.
 pub struct Watcher {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Vec<ThreadRecord>>,
+    handle: JoinHandle<Watched>,
 }
 
 impl Watcher {
     /// Starts watching. `planned` gives the expected place of each thread
     /// by order of first sight (for the report), empty if none.
     pub fn start(fs: FsRoot, cfg: WatchConfig, planned: Vec<CpuSet>, skip: Vec<usize>) -> Watcher {
+        Watcher::start_guarded(fs, cfg, None, planned, skip)
+    }
+
+    /// [`Watcher::start`], and with `takeover` the watcher also pins the
+    /// threads of any image the program executes in place that the shim
+    /// cannot reach (see the module documentation). Without sampling
+    /// (`cfg.sample_every` zero) and without `cfg.follow`, it then only
+    /// reads `/proc/PID/exe` each poll until such an image runs.
+    pub fn start_guarded(
+        fs: FsRoot,
+        cfg: WatchConfig,
+        takeover: Option<Takeover>,
+        planned: Vec<CpuSet>,
+        skip: Vec<usize>,
+    ) -> Watcher {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("pinsight-watch".into())
-            .spawn(move || watch(&fs, &cfg, &planned, &skip, &flag))
+            .spawn(move || watch(&fs, &cfg, takeover.as_ref(), &planned, &skip, &flag))
             .expect("spawn watcher thread");
         Watcher { stop, handle }
     }
@@ -141,6 +189,11 @@ impl Watcher {
     /// in order of first sight. A watcher that crashed is an error, never
     /// an empty list that would read as "the program made no threads".
     pub fn finish(self) -> Result<Vec<ThreadRecord>, WatcherCrashed> {
+        self.finish_watched().map(|w| w.records)
+    }
+
+    /// [`Watcher::finish`] with the takeovers from the shim.
+    pub fn finish_watched(self) -> Result<Watched, WatcherCrashed> {
         self.stop.store(true, Ordering::SeqCst);
         self.handle.join().map_err(|_| WatcherCrashed)
     }
@@ -250,13 +303,66 @@ fn raise_own_priority() {
     pinsight_sys::sched::raise_own_priority();
 }
 
+/// Which image the launched program runs, for a takeover from the shim.
+struct ImageGuard {
+    /// This process's own image: what a forked child shows before its exec.
+    own: Option<PathBuf>,
+    /// The image judged last.
+    current: Option<PathBuf>,
+    /// Whether the watcher pins the current image's threads.
+    taken: bool,
+}
+
+/// What looking at the program's image changed.
+enum Change {
+    None,
+    /// The program now runs an image the shim cannot reach: why.
+    Take(String),
+    /// The program runs one the shim reaches again.
+    Release,
+}
+
+impl ImageGuard {
+    fn new(fs: &FsRoot) -> ImageGuard {
+        ImageGuard {
+            own: fs.read_link("/proc/self/exe"),
+            current: None,
+            taken: false,
+        }
+    }
+
+    /// Judges the image `exe` (`None`: gone or unreadable, no change).
+    fn judge(&mut self, exe: Option<PathBuf>) -> Change {
+        let Some(exe) = exe else {
+            return Change::None;
+        };
+        if Some(&exe) == self.own.as_ref() || Some(&exe) == self.current.as_ref() {
+            return Change::None;
+        }
+        let blocker = crate::program::preload_blocker(exe.as_os_str());
+        self.current = Some(exe);
+        match (blocker, self.taken) {
+            (Some(b), false) => {
+                self.taken = true;
+                Change::Take(b.to_string())
+            }
+            (None, true) => {
+                self.taken = false;
+                Change::Release
+            }
+            _ => Change::None,
+        }
+    }
+}
+
 fn watch(
     fs: &FsRoot,
     cfg: &WatchConfig,
+    takeover: Option<&Takeover>,
     planned: &[CpuSet],
     skip: &[usize],
     stop: &AtomicBool,
-) -> Vec<ThreadRecord> {
+) -> Watched {
     if cfg.follow.is_some() {
         raise_own_priority();
     }
@@ -264,10 +370,59 @@ fn watch(
     let mut records: BTreeMap<i32, ThreadRecord> = BTreeMap::new();
     let mut last_sample = Instant::now();
     let mut main_pinned = false;
+    // Threads created since the pinning began: the follow plan's numbering
+    // (from the exec, after a takeover).
+    let mut created = 0usize;
+    let mut guard = takeover.map(|_| ImageGuard::new(fs));
+    let mut takeovers = Vec::new();
+    let exe = format!("/proc/{}/exe", cfg.pid);
+    let sampling = !cfg.sample_every.is_zero();
+    let mut first = true;
     loop {
         // Read the flag before looking, so the last look happens after it was set.
         let stopping = stop.load(Ordering::SeqCst);
-        let tids = procfs::tids(fs, cfg.pid);
+        // With a guard the loop turns at the takeover's pace; threads are
+        // listed at the sampling pace (or every turn, when pinning them).
+        let due = first || stopping || (sampling && last_sample.elapsed() >= cfg.sample_every);
+        first = false;
+        let tids = match &mut guard {
+            None => procfs::tids(fs, cfg.pid),
+            Some(g) => {
+                // The image before and after the listing, so the threads
+                // listed are the judged image's (an exec ends every other
+                // thread before /proc/PID/exe changes).
+                let mut tries = 0;
+                loop {
+                    tries += 1;
+                    let before = fs.read_link(&exe);
+                    let listed = if g.taken || cfg.follow.is_some() || (sampling && due) {
+                        procfs::tids(fs, cfg.pid)
+                    } else {
+                        Vec::new()
+                    };
+                    let after = fs.read_link(&exe);
+                    if before != after && tries < 8 {
+                        continue;
+                    }
+                    match g.judge(after) {
+                        Change::None => break listed,
+                        Change::Take(why) => {
+                            takeovers.push(why);
+                            created = 0;
+                            main_pinned = false;
+                            raise_own_priority();
+                        }
+                        Change::Release => {}
+                    }
+                    // List again under the new state.
+                }
+            }
+        };
+        let taken = guard.as_ref().is_some_and(|g| g.taken);
+        let follow = match takeover {
+            Some(t) if taken => Some(&t.plan),
+            _ => cfg.follow.as_ref(),
+        };
         for &tid in &tids {
             if records.contains_key(&tid) {
                 continue;
@@ -286,7 +441,7 @@ fn watch(
                 follow: None,
             };
             // The main thread was placed at spawn; others are pinned now.
-            if let (Some(plan), true) = (&cfg.follow, tid != cfg.pid && order > 0) {
+            if let (Some(plan), true) = (follow, tid != cfg.pid) {
                 if plan.pin_main_lazily && !main_pinned {
                     main_pinned = true;
                     let pin = pin_main(cfg.pid, plan);
@@ -295,12 +450,13 @@ fn watch(
                         sample(fs, cfg.pid, main);
                     }
                 }
-                rec.follow = Some(follow_pin(fs, cfg.pid, tid, order - 1, plan));
+                rec.follow = Some(follow_pin(fs, cfg.pid, tid, created, plan));
+                created += 1;
             }
             sample(fs, cfg.pid, &mut rec);
             records.insert(tid, rec);
         }
-        if !cfg.sample_every.is_zero() && last_sample.elapsed() >= cfg.sample_every {
+        if sampling && due && last_sample.elapsed() >= cfg.sample_every {
             last_sample = Instant::now();
             for tid in &tids {
                 if let Some(rec) = records.get_mut(tid) {
@@ -311,11 +467,17 @@ fn watch(
         if stopping {
             break;
         }
-        std::thread::sleep(cfg.poll);
+        std::thread::sleep(match takeover {
+            Some(t) => t.poll.min(cfg.poll),
+            None => cfg.poll,
+        });
     }
     let mut out: Vec<ThreadRecord> = records.into_values().collect();
     out.sort_by_key(|r| r.index);
-    out
+    Watched {
+        records: out,
+        takeovers,
+    }
 }
 
 /// Summarises the follow pins in `records`.
