@@ -89,10 +89,11 @@ pub fn safe_message(text: &str) -> String {
     text.split('\n').map(shown).collect::<Vec<_>>().join("\n")
 }
 
-/// The text of the input file `path`, given with `flag`, read with a size
-/// bound (`limit` bytes: `/dev/zero` and its friends end at once) and
+/// The text of the input file `path`, given with `flag`: only a regular
+/// file of at most `limit` bytes is read (`pinsight_sys::fs::read_bounded`:
+/// a FIFO or `/dev/zero` is refused unread, a larger file by its size),
 /// checked to be UTF-8. Every failure is a usage error naming the flag, the
-/// file and the bound.
+/// file and what is wrong.
 pub fn read_input(flag: &str, path: &Path, limit: u64) -> Result<String, CliError> {
     let name = format!("{flag} '{}'", shown_path(path));
     let bytes = pinsight_sys::fs::read_bounded(path, limit).map_err(|e| match e {
@@ -101,6 +102,7 @@ pub fn read_input(flag: &str, path: &Path, limit: u64) -> Result<String, CliErro
             "{name}: larger than {} MiB, the most read (is it the right file?)",
             limit >> 20
         )),
+        e @ BoundedReadError::NotRegular { .. } => CliError::usage(format!("{name}: {e}")),
     })?;
     String::from_utf8(bytes).map_err(|_| CliError::usage(format!("{name}: not UTF-8 text")))
 }

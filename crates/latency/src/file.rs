@@ -25,7 +25,8 @@ pub enum LoadError {
 }
 
 /// Largest matrix file read: 32 MiB, a full 2048-CPU matrix in
-/// core-to-core-latency's CSV; the bound keeps `/dev/zero` out.
+/// core-to-core-latency's CSV (only a regular file is read: `/dev/zero`
+/// or a FIFO is refused unread).
 pub const MAX_MATRIX_BYTES: u64 = 32 << 20;
 
 /// `LatencyMatrix::load(path)` / `LatencyMatrix::load_all(path)`: read a
@@ -59,6 +60,10 @@ impl LoadMatrix for LatencyMatrix {
             BoundedReadError::TooLarge { limit } => LoadError::TooLarge {
                 path: path.to_path_buf(),
                 limit,
+            },
+            e @ BoundedReadError::NotRegular { .. } => LoadError::Read {
+                path: path.to_path_buf(),
+                source: std::io::Error::other(e),
             },
         })?;
         let text = String::from_utf8(bytes).map_err(|_| LoadError::Read {

@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// Why [`read_bounded`] returned no bytes.
+/// Why [`read_bounded`] or [`open_regular`] gave no file.
 #[derive(Debug, thiserror::Error)]
 pub enum BoundedReadError {
     /// Opening or reading failed.
@@ -29,23 +29,116 @@ pub enum BoundedReadError {
         /// The limit, in bytes.
         limit: u64,
     },
+    /// Not a regular file: a FIFO (whose open or read would wait for a
+    /// writer forever), a device (`/dev/zero` never ends), a directory,
+    /// a socket.
+    #[error("{kind}, not a regular file")]
+    NotRegular {
+        /// What it is, in words: "a FIFO", "a character device", ...
+        kind: &'static str,
+    },
 }
 
-/// The whole of the file at `path`, refused once it passes `limit` bytes:
-/// reads at most `limit + 1` bytes (`Read::take`), so `/dev/zero`, a FIFO
-/// fed forever or a huge file costs at most the limit in memory and time.
-pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, BoundedReadError> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    // Room for the whole file at once, so growing never copies (and never
-    // holds two buffers): its size when known, else the limit (pages
-    // never written cost nothing).
-    let meta = file.metadata()?;
-    let room = if meta.is_file() {
-        meta.len().min(limit)
+/// What a file that is not a regular one is, in words ("a FIFO").
+pub fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_file() {
+        "a regular file"
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_symlink() {
+        "a symbolic link"
     } else {
-        limit
+        "a special file"
+    }
+}
+
+/// How [`open_regular_with`] opens a file.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenHow {
+    /// Open for writing as well as reading (a journal resumed in place).
+    pub write: bool,
+    /// Refuse a symbolic link as the last component (`O_NOFOLLOW`: the
+    /// open fails with `ELOOP`).
+    pub no_follow: bool,
+}
+
+/// `path` opened for reading, only if it is a regular file of at most
+/// `limit` bytes: [`open_regular_with`] with the default [`OpenHow`].
+pub fn open_regular(path: &Path, limit: u64) -> Result<std::fs::File, BoundedReadError> {
+    open_regular_with(path, limit, OpenHow::default())
+}
+
+/// The one way a file a user names is opened: refused with
+/// [`BoundedReadError::NotRegular`] unless it is a regular file (checked
+/// before the open, so no device is opened, and again on the descriptor),
+/// and with [`BoundedReadError::TooLarge`] when its size passes `limit`
+/// (a sparse file is refused by its size, before a byte is read). The
+/// open itself is non-blocking (a FIFO swapped in after the check cannot
+/// hang it) and close-on-exec; the returned file blocks as usual. Reading
+/// it still needs a bound (`Read::take(limit + 1)`): a regular file may
+/// grow.
+pub fn open_regular_with(
+    path: &Path,
+    limit: u64,
+    how: OpenHow,
+) -> Result<std::fs::File, BoundedReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let before = if how.no_follow {
+        std::fs::symlink_metadata(path)
+    } else {
+        std::fs::metadata(path)
     };
+    // A link is left to the open's O_NOFOLLOW, which says ELOOP.
+    if let Ok(meta) = before {
+        let t = meta.file_type();
+        let left_to_open = t.is_file() || (how.no_follow && t.is_symlink());
+        if !left_to_open {
+            return Err(BoundedReadError::NotRegular { kind: kind_of(t) });
+        }
+    }
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if how.no_follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(how.write)
+        .custom_flags(flags)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(BoundedReadError::NotRegular {
+            kind: kind_of(meta.file_type()),
+        });
+    }
+    if meta.len() > limit {
+        return Err(BoundedReadError::TooLarge { limit });
+    }
+    let status = fcntl(file.as_fd(), FcntlArg::F_GETFL).map_err(io::Error::from)?;
+    let status = nix::fcntl::OFlag::from_bits_retain(status) & !nix::fcntl::OFlag::O_NONBLOCK;
+    fcntl(file.as_fd(), FcntlArg::F_SETFL(status)).map_err(io::Error::from)?;
+    Ok(file)
+}
+
+/// The rest of `file` (opened by [`open_regular`]), refused once it passes
+/// `limit` bytes: reads at most `limit + 1`.
+pub fn read_to_end_bounded(
+    file: &mut std::fs::File,
+    limit: u64,
+) -> Result<Vec<u8>, BoundedReadError> {
+    use std::io::Read;
+    // Room for the whole file at once, so growing never copies (and never
+    // holds two buffers): its size, at most the limit.
+    let room = file.metadata()?.len().min(limit);
     let mut bytes = Vec::with_capacity(
         usize::try_from(room)
             .unwrap_or(usize::MAX)
@@ -56,6 +149,28 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, BoundedReadError
         return Err(BoundedReadError::TooLarge { limit });
     }
     Ok(bytes)
+}
+
+/// The whole of the regular file at `path`, of at most `limit` bytes
+/// ([`open_regular`], then at most `limit + 1` bytes read): a FIFO, a
+/// device such as `/dev/zero` or a directory is refused before a byte is
+/// read, and a file over the limit (a sparse one too) by its size, so no
+/// input costs more than the limit in memory or any time waiting.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, BoundedReadError> {
+    let mut file = open_regular(path, limit)?;
+    read_to_end_bounded(&mut file, limit)
+}
+
+/// [`read_bounded`] as UTF-8 text (invalid UTF-8 is an
+/// [`io::ErrorKind::InvalidData`] error).
+pub fn read_bounded_string(path: &Path, limit: u64) -> Result<String, BoundedReadError> {
+    let bytes = read_bounded(path, limit)?;
+    String::from_utf8(bytes).map_err(|_| {
+        BoundedReadError::Io(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
 }
 
 /// A close-on-exec memfd named `name` holding `bytes`, sealed against
@@ -179,7 +294,9 @@ mod tests {
         let t = std::time::Instant::now();
         assert!(matches!(
             super::read_bounded(std::path::Path::new("/dev/zero"), 1 << 20),
-            Err(super::BoundedReadError::TooLarge { .. })
+            Err(super::BoundedReadError::NotRegular {
+                kind: "a character device"
+            })
         ));
         assert!(t.elapsed() < std::time::Duration::from_secs(1));
         assert!(matches!(
@@ -189,6 +306,55 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn only_regular_files_within_the_limit_are_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let t = std::time::Instant::now();
+        // No writer: a blocking open would wait forever.
+        assert!(matches!(
+            read_bounded(&fifo, 1 << 20),
+            Err(BoundedReadError::NotRegular { kind: "a FIFO" })
+        ));
+        assert!(matches!(
+            read_bounded(dir.path(), 1 << 20),
+            Err(BoundedReadError::NotRegular {
+                kind: "a directory"
+            })
+        ));
+        // A 1 GiB sparse file is refused by its size, before any read.
+        let sparse = dir.path().join("sparse");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        assert!(matches!(
+            read_bounded(&sparse, 1 << 20),
+            Err(BoundedReadError::TooLarge { limit }) if limit == 1 << 20
+        ));
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        // Writing and O_NOFOLLOW: a link is ELOOP, the file itself opens
+        // blocking again.
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"x").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        let how = OpenHow {
+            write: true,
+            no_follow: true,
+        };
+        match open_regular_with(&link, 10, how) {
+            Err(BoundedReadError::Io(e)) => assert_eq!(e.raw_os_error(), Some(libc::ELOOP)),
+            other => panic!("{other:?}"),
+        }
+        let file = open_regular_with(&f, 10, how).unwrap();
+        let fl = fcntl(file.as_fd(), FcntlArg::F_GETFL).unwrap();
+        assert!(!nix::fcntl::OFlag::from_bits_retain(fl).contains(nix::fcntl::OFlag::O_NONBLOCK));
+        assert!(is_cloexec(&file));
+        assert_eq!(read_bounded_string(&link, 10).unwrap(), "x");
+    }
 
     #[test]
     fn memfd_is_sealed_high_and_cloexec_until_cleared() {

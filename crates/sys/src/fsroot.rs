@@ -324,36 +324,47 @@ impl FsRoot {
     /// Opens a file for reading. On a recorded machine the file is opened
     /// with `O_NOFOLLOW` under its cached parent directory, so the common
     /// case (a plain file) costs no `readlink`; a link (ELOOP) takes the
-    /// full re-rooting path.
+    /// full re-rooting path. A recorded machine's files are regular files
+    /// of at most [`RECORDED_FILE_CAP`] bytes: they are opened without
+    /// blocking and anything else (a FIFO, a device such as `/dev/zero`,
+    /// a sparse giant) is refused by its `fstat` before a byte is read
+    /// (see [`read_recorded`]). Live files are read as they are.
     fn read_bytes(&self, abs: &Path) -> io::Result<Vec<u8>> {
+        if self.is_live() {
+            return read_small(std::fs::File::open(self.path(abs))?);
+        }
+        self.read_recorded_bytes(abs)
+    }
+
+    fn read_recorded_bytes(&self, abs: &Path) -> io::Result<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
         let plain = is_plain(abs);
-        match (self.is_live() || !plain, abs.parent(), abs.file_name()) {
+        match (!plain, abs.parent(), abs.file_name()) {
             (false, Some(parent), Some(name)) => {
                 let dir = self.dir(parent);
                 let opened = match self.anchor(&dir, true) {
                     Some((fd, rel)) => nix::fcntl::openat(
                         &*fd,
                         &rel.join(name),
-                        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK,
                         Mode::empty(),
                     )
                     .map(std::fs::File::from)
                     .map_err(io::Error::from),
                     None => std::fs::OpenOptions::new()
                         .read(true)
-                        .custom_flags(libc::O_NOFOLLOW)
+                        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
                         .open(dir.join(name)),
                 };
                 match opened {
-                    Ok(f) => read_small(f),
+                    Ok(f) => read_recorded(f),
                     Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                        read_small(std::fs::File::open(self.resolve(abs, 0))?)
+                        read_recorded(open_nonblocking(&self.resolve(abs, 0))?)
                     }
                     Err(e) => Err(e),
                 }
             }
-            _ => read_small(std::fs::File::open(self.path(abs))?),
+            _ => read_recorded(open_nonblocking(&self.path(abs))?),
         }
     }
 
@@ -584,6 +595,53 @@ fn is_plain(abs: &Path) -> bool {
         .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
 
+/// The largest file of a recorded machine read: 64 MiB (`/proc/cpuinfo`
+/// of a machine with thousands of CPUs is a few MiB).
+pub const RECORDED_FILE_CAP: u64 = 64 << 20;
+
+/// `path` opened for reading without blocking (a FIFO's open waits for a
+/// writer otherwise), close-on-exec.
+fn open_nonblocking(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// A recorded machine's file, read whole only if it is a regular file of
+/// at most [`RECORDED_FILE_CAP`] bytes; else an [`io::ErrorKind::InvalidData`]
+/// error saying what it is.
+fn read_recorded(f: std::fs::File) -> io::Result<Vec<u8>> {
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            crate::fs::BoundedReadError::NotRegular {
+                kind: crate::fs::kind_of(meta.file_type()),
+            },
+        ));
+    }
+    if meta.len() > RECORDED_FILE_CAP {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            crate::fs::BoundedReadError::TooLarge {
+                limit: RECORDED_FILE_CAP,
+            },
+        ));
+    }
+    let bytes = read_small(f)?;
+    if bytes.len() as u64 > RECORDED_FILE_CAP {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            crate::fs::BoundedReadError::TooLarge {
+                limit: RECORDED_FILE_CAP,
+            },
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Reads a whole file with as few system calls as sysfs allows: open, one
 /// read into a page-sized buffer (sysfs hands a whole attribute over in one
 /// read), close. A full buffer means there may be more, so reading goes on
@@ -708,6 +766,37 @@ mod tests {
         assert!(r.fds.lock().unwrap().len() <= DIR_FDS);
         assert!(r.read_opt("/sys/cpu/cpu0/cache/missing").is_none());
         assert!(r.list_dir("/sys/cpu/missing").is_empty());
+    }
+
+    #[test]
+    fn a_recorded_machine_reads_regular_files_only() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        std::fs::create_dir_all(d.path().join("sys/x")).unwrap();
+        nix::unistd::mkfifo(
+            &d.path().join("proc/cpuinfo"),
+            Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/dev/zero", d.path().join("sys/x/zero")).unwrap();
+        std::fs::File::create(d.path().join("sys/x/sparse"))
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        let r = FsRoot::at(d.path()).unwrap();
+        let t = std::time::Instant::now();
+        let e = r.read("/proc/cpuinfo").unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        assert!(r.read("/proc/../proc/cpuinfo").is_err());
+        // An absolute link is re-rooted (no dev/zero under the root); a
+        // device reached in the root is refused by its kind.
+        assert!(r.read("/sys/x/zero").is_err());
+        let e = r.read("/sys/x/sparse").unwrap_err();
+        assert!(e.to_string().contains("larger than"), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        // A device named directly (not through the root's links).
+        let e = read_recorded(open_nonblocking(Path::new("/dev/zero")).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("a character device"), "{e}");
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub enum HwlocErrorKind {
     /// The file cannot be read.
     #[error("{0}")]
     Read(#[source] std::io::Error),
-    /// The file is larger than [`MAX_XML_BYTES`] (or never ends: `/dev/zero`).
+    /// The file is larger than [`MAX_XML_BYTES`].
     #[error("larger than {limit} bytes: not an hwloc XML export of one machine")]
     TooLarge { limit: u64 },
     /// The file is not UTF-8; valid up to byte `valid_up_to`.
@@ -175,8 +175,9 @@ pub enum HwlocErrorKind {
 pub const MAX_IMPORTED_CPUS: usize = 1 << 16;
 
 /// Largest XML file read: 32 MiB, several times the export of a machine
-/// with thousands of CPUs and its PCI devices; the bound keeps `/dev/zero`
-/// or a wrong file from filling the memory.
+/// with thousands of CPUs and its PCI devices; the bound keeps a wrong
+/// file from filling the memory (a device such as `/dev/zero` or a FIFO
+/// is refused unread: only a regular file is read).
 pub const MAX_XML_BYTES: u64 = 32 << 20;
 
 /// Reads an hwloc XML export (`lstopo file.xml`).
@@ -192,6 +193,9 @@ pub fn load(path: &Path) -> Result<Topology, HwlocError> {
             pinsight_sys::fs::BoundedReadError::Io(e) => HwlocErrorKind::Read(e),
             pinsight_sys::fs::BoundedReadError::TooLarge { limit } => {
                 HwlocErrorKind::TooLarge { limit }
+            }
+            e @ pinsight_sys::fs::BoundedReadError::NotRegular { .. } => {
+                HwlocErrorKind::Read(std::io::Error::other(e))
             }
         })
     })?;
