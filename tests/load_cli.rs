@@ -122,6 +122,12 @@ fn bad_input_is_one_line_and_changes_nothing() {
             "no IRQ 9999",
         ),
         (&["irq", "--off", "x-y"], 2, "--off"),
+        (&["irq", "--off", ""], 2, "--off '': an empty CPU list"),
+        (
+            &["irq", "--off", "", "--dry-run"],
+            2,
+            "--off '': an empty CPU list",
+        ),
         (
             &["irq", "--off", "40", "--dry-run"],
             2,
@@ -191,6 +197,16 @@ fn bad_input_is_one_line_and_changes_nothing() {
         "{}",
         o.stderr
     );
+    // An empty saved affinity is no move (it was never saved by one).
+    std::fs::write(&bad, r#"{"format":"pinsight-irq-state","irqs":{"26":""}}"#).unwrap();
+    let o = pinsight(&["irq", "--restore", s(&bad), "--dry-run"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.first_err_line().contains("IRQ 26: an empty CPU list"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
 }
 
 #[test]

@@ -80,6 +80,11 @@ fn irq_error(e: IrqError) -> CliError {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
+    if args.off.as_ref().is_some_and(CpuSet::is_empty) {
+        return Err(CliError::usage(
+            "--off '': an empty CPU list; give the CPUs to move IRQs off (a cpulist: 2-3, 0,8-15)",
+        ));
+    }
     let acting = args.off.is_some() || args.spread || args.restore.is_some();
     if args.irqs.is_some() && args.off.is_none() && !args.spread {
         return Err(CliError::usage(

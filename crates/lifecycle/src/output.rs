@@ -177,15 +177,36 @@ pub fn write_via(
     Ok(())
 }
 
-/// Writes `bytes` to `path`, a name pinsight chose itself (a default in
-/// the current directory): the name is claimed with `O_CREAT | O_EXCL |
-/// O_NOFOLLOW` (never replacing a file, never following a link) and then
-/// filled by rename as [`write()`] does; on failure the claim is removed.
+/// Writes `bytes` to `path`, a new file that must not replace anything
+/// (a name pinsight chose itself, an undo file): written whole to a
+/// temporary name in the same directory, synced, and then given its name
+/// only if the name is free (`link(2)`, or `renameat2(RENAME_NOREPLACE)`:
+/// never replacing a file or a link, never following one). The name
+/// therefore never holds a partial file, even when the process is killed
+/// (`kill -9`) midway: it is absent or complete.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    create_new(path)?;
-    write(path, bytes).inspect_err(|_| {
-        let _ = std::fs::remove_file(path);
-    })
+    if path.symlink_metadata().is_ok() {
+        return Err(OutputError::Exists {
+            path: path.to_path_buf(),
+        });
+    }
+    let err = |source| OutputError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut tmp = temp_in(path).map_err(err)?;
+    tmp.as_file_mut().write_all(bytes).map_err(err)?;
+    tmp.as_file().sync_all().map_err(err)?;
+    // On failure the temporary file is removed when it drops.
+    tmp.persist_noclobber(path)
+        .map_err(|e| match e.error.kind() {
+            io::ErrorKind::AlreadyExists => OutputError::Exists {
+                path: path.to_path_buf(),
+            },
+            _ => err(e.error),
+        })?;
+    sync_dir(path);
+    Ok(())
 }
 
 /// Creates `path`, a name pinsight chose itself, and opens it for
@@ -222,6 +243,44 @@ fn sync_dir(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// While a new file is written its name is absent or holds the whole
+    /// file: never an empty or partial one (what `kill -9` would leave).
+    #[test]
+    fn a_new_file_is_never_seen_partial() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        let bytes = vec![b'x'; 32 << 20];
+        let writer = {
+            let p = p.clone();
+            let bytes = bytes.clone();
+            std::thread::spawn(move || write_new(&p, &bytes))
+        };
+        let mut seen_partial = None;
+        while !writer.is_finished() {
+            if let Ok(m) = p.symlink_metadata() {
+                if m.len() != bytes.len() as u64 {
+                    seen_partial = Some(m.len());
+                }
+            }
+        }
+        writer.join().unwrap().unwrap();
+        assert_eq!(seen_partial, None, "the name held a partial file");
+        assert_eq!(std::fs::read(&p).unwrap().len(), bytes.len());
+        // Never replaced, never followed, nothing left behind.
+        assert!(matches!(
+            write_new(&p, b"again"),
+            Err(OutputError::Exists { .. })
+        ));
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(d.path().join("target"), &link).unwrap();
+        assert!(matches!(
+            write_new(&link, b"x"),
+            Err(OutputError::Exists { .. })
+        ));
+        assert!(!d.path().join("target").exists());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
+    }
     use std::os::unix::fs::symlink;
 
     #[test]

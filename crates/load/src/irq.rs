@@ -308,6 +308,10 @@ pub struct SavedState {
 
 const STATE_FORMAT: &str = "pinsight-irq-state";
 
+/// The largest saved IRQ state read: a few bytes an IRQ, 4 MiB is far
+/// more than any machine's.
+const MAX_STATE_BYTES: u64 = 4 << 20;
+
 impl SavedState {
     /// The state to save before `moves`.
     pub fn of(moves: &[Move]) -> SavedState {
@@ -326,7 +330,13 @@ impl SavedState {
             path: path.to_path_buf(),
             reason,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        // A regular file of at most MAX_STATE_BYTES, read only if it is
+        // one (a FIFO or `/dev/zero` is refused unread).
+        let text =
+            pinsight_sys::fs::read_bounded_string(path, MAX_STATE_BYTES).map_err(|e| match e {
+                pinsight_sys::fs::BoundedReadError::Io(e) => bad(e.to_string()),
+                e => bad(e.to_string()),
+            })?;
         let s: SavedState =
             serde_json::from_str(&text).map_err(|e| bad(format!("not a saved IRQ state ({e})")))?;
         if s.format != STATE_FORMAT {
@@ -336,32 +346,46 @@ impl SavedState {
             )));
         }
         for (irq, list) in &s.irqs {
-            CpuSet::parse_list(list).map_err(|e| bad(format!("IRQ {irq}: {e}")))?;
+            let set = CpuSet::parse_list(list).map_err(|e| bad(format!("IRQ {irq}: {e}")))?;
+            // An affinity is never empty (the kernel refuses one): an
+            // empty list was not saved by a move.
+            if set.is_empty() {
+                return Err(bad(format!(
+                    "IRQ {irq}: an empty CPU list; a saved affinity names at least one CPU"
+                )));
+            }
         }
         Ok(s)
     }
 
-    /// The moves that bring the IRQs back to this state.
+    /// The moves that bring the IRQs back to this state; IRQs already
+    /// there are left out (nothing to move).
     pub fn moves(&self, view: &IrqView) -> Result<Vec<Move>, IrqError> {
-        self.irqs
-            .iter()
-            .map(|(irq, list)| {
-                let now = view
-                    .irqs
-                    .iter()
-                    .find(|i| i.irq == *irq)
-                    .ok_or(IrqError::Unknown { irq: *irq })?;
-                Ok(Move {
-                    irq: *irq,
-                    handlers: now.handlers.clone(),
-                    before: now
-                        .affinity
-                        .clone()
-                        .ok_or(IrqError::NotMovable { irq: *irq })?,
-                    after: CpuSet::parse_list(list).unwrap_or_default(),
-                })
-            })
-            .collect()
+        let mut moves = Vec::new();
+        for (irq, list) in &self.irqs {
+            let now = view
+                .irqs
+                .iter()
+                .find(|i| i.irq == *irq)
+                .ok_or(IrqError::Unknown { irq: *irq })?;
+            let before = now
+                .affinity
+                .clone()
+                .ok_or(IrqError::NotMovable { irq: *irq })?;
+            // `load` refuses a bad or empty list; a state built otherwise
+            // moves nothing for one.
+            let after = CpuSet::parse_list(list).unwrap_or_default();
+            if after.is_empty() || after == before {
+                continue;
+            }
+            moves.push(Move {
+                irq: *irq,
+                handlers: now.handlers.clone(),
+                before,
+                after,
+            });
+        }
+        Ok(moves)
     }
 }
 
@@ -380,11 +404,22 @@ pub fn save_state(state: &SavedState, path: &Path) -> Result<(), IrqError> {
     })
 }
 
-/// Why a write of `smp_affinity_list` failed, in words.
-fn write_reason(e: &std::io::Error) -> String {
+/// Why a write of `smp_affinity_list` failed, in words. `read_only`: the
+/// file has no write permission at all, which is how the kernel makes it
+/// for an IRQ whose affinity it manages (`register_irq_proc` in
+/// kernel/irq/proc.c gives `S_IWUSR` only where user space may set it);
+/// `root`: the writer is root, so a refusal is no missing privilege.
+fn write_reason(e: &std::io::Error, read_only: bool, root: bool) -> String {
+    const MANAGED: &str = "kernel-managed, cannot be moved";
     match e.raw_os_error() {
         Some(libc::EIO) => {
-            "the kernel manages its affinity (EIO: a managed or per-CPU interrupt)".into()
+            format!("{MANAGED} (EIO: the kernel sets its affinity itself, a managed or per-CPU interrupt)")
+        }
+        Some(libc::EPERM) | Some(libc::EACCES) if read_only => format!(
+            "{MANAGED} ({e}: its smp_affinity_list is read-only, as the kernel makes it for interrupts whose affinity it manages)"
+        ),
+        Some(libc::EPERM) | Some(libc::EACCES) if root => {
+            format!("{e} (refused to root: a container or a security policy forbids it)")
         }
         Some(libc::EPERM) | Some(libc::EACCES) => format!("{e} (writing IRQ affinity needs root)"),
         Some(libc::EINVAL) => format!("{e} (the CPUs are not valid targets for it)"),
@@ -400,6 +435,10 @@ pub fn apply(fs: &FsRoot, moves: &[Move]) -> Result<(), IrqError> {
     for (k, m) in moves.iter().enumerate() {
         let path = format!("/proc/irq/{}/smp_affinity_list", m.irq);
         if let Err(e) = fs.write(&path, &m.after.to_list_string()) {
+            let read_only = std::fs::metadata(fs.path(&path)).is_ok_and(|md| {
+                std::os::unix::fs::PermissionsExt::mode(&md.permissions()) & 0o222 == 0
+            });
+            let root = pinsight_sys::process::geteuid() == 0;
             for done in moves[..k].iter().rev() {
                 let _ = fs.write(
                     format!("/proc/irq/{}/smp_affinity_list", done.irq),
@@ -409,9 +448,34 @@ pub fn apply(fs: &FsRoot, moves: &[Move]) -> Result<(), IrqError> {
             return Err(IrqError::Write {
                 irq: m.irq,
                 to: m.after.clone(),
-                reason: write_reason(&e),
+                reason: write_reason(&e, read_only, root),
             });
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_reason;
+    use std::io::Error;
+
+    #[test]
+    fn a_kernel_managed_irq_is_no_permission_problem() {
+        let eio = Error::from_raw_os_error(libc::EIO);
+        let eacces = Error::from_raw_os_error(libc::EACCES);
+        let eperm = Error::from_raw_os_error(libc::EPERM);
+        for (e, read_only, root) in [
+            (&eio, false, true),
+            (&eacces, true, true),
+            (&eperm, true, false),
+        ] {
+            let r = write_reason(e, read_only, root);
+            assert!(r.starts_with("kernel-managed, cannot be moved"), "{r}");
+            assert!(!r.contains("needs root"), "{r}");
+        }
+        // Root refused a writable file: not a missing privilege either.
+        assert!(!write_reason(&eacces, false, true).contains("needs root"));
+        assert!(write_reason(&eacces, false, false).contains("needs root"));
+    }
 }

@@ -180,6 +180,56 @@ fn saved_state_files_are_checked() {
     }
 }
 
+/// An empty affinity was never saved by a move: refused, and a state that
+/// holds one (or an IRQ already where it was) moves nothing for it.
+#[test]
+fn an_empty_or_unchanged_saved_affinity_moves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    fake(
+        d.path(),
+        &[(25, [1, 0, 0, 0], "0-3"), (26, [1, 0, 0, 0], "1")],
+    );
+    let p = d.path().join("s.json");
+    std::fs::write(&p, r#"{"format":"pinsight-irq-state","irqs":{"26":""}}"#).unwrap();
+    let e = SavedState::load(&p).unwrap_err();
+    assert!(e.to_string().contains("IRQ 26: an empty CPU list"), "{e}");
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    let state = SavedState {
+        format: "pinsight-irq-state".into(),
+        irqs: [(25, "0-3".to_string()), (26, String::new())]
+            .into_iter()
+            .collect(),
+    };
+    assert_eq!(state.moves(&v).unwrap(), vec![]);
+}
+
+/// The state file is written whole or not at all, and a state file that
+/// is a FIFO, a device or huge is refused unread (no hang, no memory).
+#[test]
+fn state_files_are_regular_files_within_a_bound() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let sparse = d.path().join("sparse");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let t = std::time::Instant::now();
+    for (p, says) in [
+        (fifo.as_path(), "a FIFO, not a regular file"),
+        (Path::new("/dev/zero"), "a character device"),
+        (sparse.as_path(), "larger than"),
+    ] {
+        let e = SavedState::load(p).unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+}
+
 proptest! {
     #[test]
     fn plans_keep_irqs_off_the_set_and_on_online_cpus(
