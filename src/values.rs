@@ -163,9 +163,10 @@ pub fn smt_yield(text: &str) -> Result<f64, String> {
     if let Ok(v) = text.trim().parse::<f64>() {
         return check(v, "");
     }
-    let body = std::fs::read_to_string(text).map_err(|e| {
-        format!("'{text}' is neither a number nor a readable file ({e}); give {ALLOWED}")
-    })?;
+    // A speed report is a few KiB; a FIFO or a device is refused unread.
+    let body = pinsight_sys::fs::read_bounded_string(std::path::Path::new(text), 1 << 20).map_err(
+        |e| format!("'{text}' is neither a number nor a readable file ({e}); give {ALLOWED}"),
+    )?;
     if let Ok(v) = body.trim().parse::<f64>() {
         return check(v, "");
     }

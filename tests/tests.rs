@@ -16,6 +16,7 @@ mod common_launch;
 
 mod arms_cli;
 mod balance_cli;
+mod bounded_inputs;
 mod bounds;
 mod cli_contract;
 mod compare_cli;

@@ -131,9 +131,9 @@ fn request(args: &Args) -> Result<rebalance::Request, CliError> {
         }
     };
     let weights = match &args.weights {
-        Some(p) => {
-            Some(pinsight_plan::Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?)
-        }
+        Some(p) => Some(
+            pinsight_compare::setup::load_weights(p).map_err(|e| CliError::usage(e.to_string()))?,
+        ),
         None => None,
     };
     let state = if args.dry_run {

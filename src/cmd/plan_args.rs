@@ -11,7 +11,7 @@ use pinsight_plan::launcher::{detect, LauncherError, LocalRank};
 use pinsight_plan::slice::{slices, SliceRequest, SliceRule, Slicing};
 use pinsight_plan::{
     BasePolicy, Caveat, FormatError, LatencyMatrix, LatencyProblem, MemMode, MemPolicy, Plan,
-    PlanError, Policy, Request, Weights,
+    PlanError, Policy, Request,
 };
 use pinsight_topology::Topology;
 use std::path::PathBuf;
@@ -188,7 +188,9 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
                 "it applies to the balance policy only",
             ));
         }
-        Some(p) => Some(Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?),
+        Some(p) => Some(
+            pinsight_compare::setup::load_weights(p).map_err(|e| CliError::usage(e.to_string()))?,
+        ),
         None => None,
     };
     if args.smt_yield.is_some() && policy.base != BasePolicy::Balance {
@@ -296,7 +298,9 @@ pub fn make_slicing(
     weights: Option<&PathBuf>,
 ) -> Result<Slicing, CliError> {
     let weights = match weights {
-        Some(p) => Some(Weights::load(p).map_err(|e| CliError::usage(e.to_string()))?),
+        Some(p) => Some(
+            pinsight_compare::setup::load_weights(p).map_err(|e| CliError::usage(e.to_string()))?,
+        ),
         None => None,
     };
     slices(

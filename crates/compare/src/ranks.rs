@@ -282,7 +282,9 @@ pub fn rank_times(dir: &Path, launcher_wall_s: f64, launcher_failed: bool) -> Ra
 }
 
 fn read_rank(path: &Path, host: &str) -> Option<RankTime> {
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    // A rank's report is a few KiB: 16 MiB is no real one.
+    let text = pinsight_sys::fs::read_bounded_string(path, 16 << 20).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let n = |x: &serde_json::Value| x.as_u64().map(|n| n as usize);
     Some(RankTime {
         host: v["host"].as_str().unwrap_or(host).to_string(),

@@ -510,6 +510,25 @@ fn is_latency(p: &Policy) -> bool {
     )
 }
 
+/// A weights file (`--weights`), read as every file a user names is: only
+/// a regular file of at most [`pinsight_plan::weights::MAX_WEIGHTS_BYTES`]
+/// (a FIFO or a device is refused unread, a larger file by its size),
+/// then parsed by the planner.
+pub fn load_weights(path: &std::path::Path) -> Result<Weights, pinsight_plan::WeightsError> {
+    use pinsight_sys::fs::BoundedReadError;
+    let limit = pinsight_plan::weights::MAX_WEIGHTS_BYTES;
+    let text = pinsight_sys::fs::read_bounded_string(path, limit).map_err(|e| {
+        pinsight_plan::WeightsError::Read {
+            path: path.display().to_string(),
+            reason: match e {
+                BoundedReadError::Io(e) => e.to_string(),
+                e => e.to_string(),
+            },
+        }
+    })?;
+    Weights::parse(&text, &path.display().to_string())
+}
+
 /// The latency matrix and the weights the request names, read and parsed;
 /// refused when no policy would use them.
 fn inputs(
@@ -548,7 +567,7 @@ fn inputs(
             {
                 return Err(SetupError::WeightsUnused { path: path.clone() });
             }
-            Some(Weights::load(path).map_err(|e| SetupError::BadInput(e.to_string()))?)
+            Some(load_weights(path).map_err(|e| SetupError::BadInput(e.to_string()))?)
         }
         None => None,
     };

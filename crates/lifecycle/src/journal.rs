@@ -84,7 +84,7 @@
 
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::marker::PhantomData;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -426,27 +426,36 @@ impl<H: Design<R> + PartialEq, R: JsonLine + PartialEq> Journal<H, R> {
     /// in use), reads it through the locked descriptor, checks every
     /// record, and cuts a fragment off its end.
     pub fn resume(path: &Path) -> Result<(Self, Contents<H, R>), JournalError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|source| match source.raw_os_error() {
-                Some(libc::ELOOP) => JournalError::Symlink {
+        use pinsight_sys::fs::{open_regular_with, OpenHow};
+        let how = OpenHow {
+            write: true,
+            no_follow: true,
+        };
+        // A regular file of at most MAX_JOURNAL_BYTES, opened without
+        // blocking: a FIFO or a device is refused unread.
+        let file = open_regular_with(path, MAX_JOURNAL_BYTES, how).map_err(|e| match e {
+            pinsight_sys::fs::BoundedReadError::Io(source)
+                if source.raw_os_error() == Some(libc::ELOOP) =>
+            {
+                JournalError::Symlink {
                     path: path.to_path_buf(),
-                },
-                _ => JournalError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                },
-            })?;
+                }
+            }
+            e => read_error(path, e),
+        })?;
         let mut file = lock(file, path)?;
         let rerr = |source| JournalError::Read {
             path: path.to_path_buf(),
             source,
         };
-        let mut text = String::new();
-        file.read_to_string(&mut text).map_err(rerr)?;
+        let bytes = pinsight_sys::fs::read_to_end_bounded(&mut file, MAX_JOURNAL_BYTES)
+            .map_err(|e| read_error(path, e))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            rerr(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ))
+        })?;
         let parsed = parse_text::<H, R>(path, &text)?;
         let werr = |source| JournalError::Write {
             path: path.to_path_buf(),
@@ -476,10 +485,10 @@ impl<H: Design<R> + PartialEq, R: JsonLine + PartialEq> Journal<H, R> {
     /// Reads a journal without locking or changing it (a report of a
     /// journal being written, or before resuming it).
     pub fn read(path: &Path) -> Result<Contents<H, R>, JournalError> {
-        let text = std::fs::read_to_string(path).map_err(|source| JournalError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        // A regular file of at most MAX_JOURNAL_BYTES: a FIFO or a device
+        // is refused unread, a larger file by its size.
+        let text = pinsight_sys::fs::read_bounded_string(path, MAX_JOURNAL_BYTES)
+            .map_err(|e| read_error(path, e))?;
         parse(path, &text)
     }
 
@@ -741,6 +750,23 @@ fn create_exclusive(path: &Path) -> io::Result<File> {
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
+}
+
+/// The largest journal read back: 256 MiB, hundreds of thousands of
+/// runs. A file over it (a sparse one too) is refused by its size.
+pub const MAX_JOURNAL_BYTES: u64 = 256 << 20;
+
+/// A journal that cannot be read: the OS's error as it is, and a FIFO, a
+/// device or a file over [`MAX_JOURNAL_BYTES`] in words.
+fn read_error(path: &Path, e: pinsight_sys::fs::BoundedReadError) -> JournalError {
+    let source = match e {
+        pinsight_sys::fs::BoundedReadError::Io(source) => source,
+        e => io::Error::new(io::ErrorKind::InvalidData, e),
+    };
+    JournalError::Read {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Takes the journal's exclusive lock without waiting.

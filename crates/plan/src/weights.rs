@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Largest weights file read: 16 MiB, far above one weight per CPU of the
-/// largest machine; the bound keeps `/dev/zero` out.
+/// largest machine. This crate reads no files: its callers read a weights
+/// file through pinsight-sys's bounded reader (a regular file of at most
+/// this size) and give the text to [`Weights::parse`].
 pub const MAX_WEIGHTS_BYTES: u64 = 16 << 20;
 
 /// Why weights cannot be read or used. `origin` names the input (a path,
@@ -83,33 +85,6 @@ impl Weights {
         } else {
             Self::parse_csv(trimmed, origin)
         }
-    }
-
-    /// Reads and parses a weights file.
-    pub fn load(path: &std::path::Path) -> Result<Weights, WeightsError> {
-        // At most MAX_WEIGHTS_BYTES + 1 bytes are read (`/dev/zero` ends).
-        use std::io::Read;
-        let read = |e: std::io::Error| WeightsError::Read {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        };
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .map_err(read)?
-            .take(MAX_WEIGHTS_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read)?;
-        if bytes.len() as u64 > MAX_WEIGHTS_BYTES {
-            return Err(WeightsError::Read {
-                path: path.display().to_string(),
-                reason: format!("larger than {MAX_WEIGHTS_BYTES} bytes"),
-            });
-        }
-        let text = String::from_utf8(bytes).map_err(|_| WeightsError::Read {
-            path: path.display().to_string(),
-            reason: "not UTF-8 text".to_owned(),
-        })?;
-        Self::parse(&text, &path.display().to_string())
     }
 
     fn parse_json(text: &str, origin: &str) -> Result<Weights, WeightsError> {

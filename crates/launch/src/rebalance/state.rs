@@ -131,20 +131,16 @@ pub fn save(fs: &FsRoot, tasks: &[Task], path: &Path) -> Result<State, Rebalance
 
 /// Reads and checks a state file.
 pub fn load(path: &Path) -> Result<State, RebalanceError> {
-    use std::io::Read;
     let read = |reason: String| RebalanceError::ReadState {
         path: path.to_path_buf(),
         reason,
     };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .map_err(|e| read(e.to_string()))?
-        .take(MAX_STATE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| read(e.to_string()))?;
-    if bytes.len() as u64 > MAX_STATE_BYTES {
-        return Err(read(format!("larger than {MAX_STATE_BYTES} bytes")));
-    }
+    // A regular file of at most MAX_STATE_BYTES: a FIFO or a device is
+    // refused unread, a larger file by its size.
+    let bytes = pinsight_sys::fs::read_bounded(path, MAX_STATE_BYTES).map_err(|e| match e {
+        pinsight_sys::fs::BoundedReadError::Io(e) => read(e.to_string()),
+        e => read(e.to_string()),
+    })?;
     let bad = |reason: String| RebalanceError::BadState {
         path: path.to_path_buf(),
         reason,
