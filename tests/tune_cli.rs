@@ -405,6 +405,35 @@ fn from_without_machine_names_the_machine_it_inferred() {
     assert_eq!(j["recommended"]["extrapolated"], false);
 }
 
+/// sf fitted at its bound 16 with nothing measured to pin it (hybrid
+/// runs gain little from their E-cores, no E-only run): the model's pick
+/// (8P+16E, measured 18% slower than the best) is not recommended; the
+/// best measured is, with the `at_bound` caveat in JSON and in words.
+#[test]
+fn sf_at_its_bound_unbracketed_gets_the_best_measured() {
+    let csv = data("e-cores-gain-nothing.csv");
+    let o = tune(&["--from", &csv, "--machine", "8P+16E"]);
+    fits_80(&o);
+    let text = flat(&o.stdout);
+    assert!(
+        text.contains("use 8 P-cores, no SMT, 8 E-cores, the best measured"),
+        "{}",
+        o.stdout
+    );
+    assert!(text.contains("sits at its upper bound 16"), "{}", o.stdout);
+    let j = tune(&["--from", &csv, "--machine", "8P+16E", "--json"]).json();
+    assert_eq!(j["recommended_by"], "best_measured");
+    assert_eq!(j["params"]["sf"]["bound"], "upper");
+    let c = &j["caveats"][0];
+    assert_eq!(c["kind"], "at_bound", "{c}");
+    assert_eq!(c["param"], "sf");
+    assert_eq!(c["bound"], "upper");
+    assert_eq!(c["limit"], 16.0);
+    assert_eq!(j["recommended"]["p"], 8);
+    assert_eq!(j["recommended"]["e"], 8);
+    assert_eq!(j["recommended"]["measured_s"], 5.5);
+}
+
 /// Runs the models cannot explain: tune says why it does not trust the
 /// fit and recommends the best measured configuration, in 80 columns.
 #[test]

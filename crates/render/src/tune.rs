@@ -11,7 +11,7 @@ use crate::term::{self, Wrap};
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use pinsight_tune_model::{
     Alternative, Bound, Caveat, Change, Choice, CurvePoint, Estimate, Goal, ModelKind, Param,
-    ParamStatus, RecommendedBy, TuneReport,
+    ParamStatus, RecommendedBy, TuneReport, AT_BOUND_CHI2,
 };
 use std::fmt::Write;
 
@@ -222,6 +222,45 @@ pub fn caveat_words(c: &Caveat, r: &TuneReport) -> String {
             short_config(*model_pick, r.one_kind),
             goal_value(r.goal, *model_value)
         ),
+        Caveat::AtBound {
+            param,
+            bound,
+            limit,
+            beyond,
+            change,
+        } => {
+            let name = match *param {
+                "sf" => "sf (P-core speed over E-core)",
+                "smt_gain" => "the SMT gain",
+                "f" => "the parallel fraction f",
+                "contention" => "the contention c",
+                other => other,
+            };
+            let side = match bound {
+                Bound::Lower => "lower",
+                Bound::Upper => "upper",
+            };
+            let why = if *change < -AT_BOUND_CHI2 {
+                format!("the runs fit better past it ({})", bound_value(*beyond))
+            } else {
+                "the runs fit as well past it (nothing measured pins it from that side)".to_string()
+            };
+            format!(
+                "{name} sits at its {side} bound {} and {why}: the fit is cut short there",
+                bound_value(*limit)
+            )
+        }
+    }
+}
+
+/// A parameter's value at or past a bound, as few digits as it needs.
+fn bound_value(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s.to_string()
     }
 }
 

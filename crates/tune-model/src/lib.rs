@@ -50,7 +50,7 @@ pub use model::{Basis, ModelKind, Theta};
 pub use power::{Estimate, PowerFit, PowerParams};
 pub use report::{
     analyse, analyse_with, Alternative, Caveat, Change, Choice, Evidence, FitQuality, PowerReport,
-    RecommendedBy, TuneReport, ValidationRow, R2_MIN, RESIDUAL_MAX_RATIO,
+    RecommendedBy, TuneReport, ValidationRow, AT_BOUND_CHI2, R2_MIN, RESIDUAL_MAX_RATIO,
 };
 pub use runs::{parse_runs, RunsError};
 pub use spec::{ModelSpec, SpecError};

@@ -2,7 +2,7 @@
 //! predictions, validation, recommendation and its evidence.
 
 use crate::design::{predict, ranked, Goal, Prediction};
-use crate::fit::{fit, Candidate, Fit, FitError, FitOptions, Params};
+use crate::fit::{fit, Bound, Candidate, Fit, FitError, FitOptions, Params, SF_MAX};
 use crate::power::PowerFit;
 use crate::power::{Estimate, PowerParams};
 use crate::{Config, Machine, ModelKind, Observation};
@@ -199,7 +199,39 @@ pub enum Caveat {
         /// Its value on the goal (measured when it was, else predicted).
         model_value: f64,
     },
+    /// A fitted parameter sits at a bound of its range that the runs do
+    /// not bracket: moved past it (others held, T1 re-fitted), the
+    /// residual sum of squares of log time falls by more than
+    /// [`AT_BOUND_CHI2`] noise variances, or never rises by more than
+    /// that. The fit is cut short there and its predictions are not
+    /// trusted.
+    AtBound {
+        /// The parameter: "sf", "smt_gain", "f" or "contention".
+        param: &'static str,
+        /// Which bound.
+        bound: Bound,
+        /// The bound's value (sf 1 or [`SF_MAX`], γ 0 or 1, f 0 or 1,
+        /// contention 0).
+        limit: f64,
+        /// The value past the bound that fits best among those tried.
+        beyond: f64,
+        /// How the residual sum of squares of log time changes there, in
+        /// noise variances (the run-to-run spread squared when runs
+        /// repeat, else the fit's residual variance): below
+        /// −[`AT_BOUND_CHI2`], the runs fit better past the bound; else
+        /// no value past it raises the objective by more than
+        /// [`AT_BOUND_CHI2`], and the runs leave that side open.
+        change: f64,
+    },
 }
+
+/// How much the residual sum of squares of log time must change past a
+/// bound, in noise variances, to count (the 95% point of χ² with one
+/// degree of freedom): a fall beyond it means the runs want the
+/// parameter past the bound; a rise beyond it, that they reject values
+/// there. A parameter whose true value sits on its bound is thus not
+/// flagged for the noise alone.
+pub const AT_BOUND_CHI2: f64 = 3.84;
 
 /// The least R² of log time at which the model is trusted.
 pub const R2_MIN: f64 = 0.8;
@@ -408,10 +440,13 @@ fn point(
     v.is_finite().then_some(v)
 }
 
+/// The least run-to-run noise (≈ relative) the gates assume.
+const NOISE_FLOOR: f64 = 0.002;
+
 /// The run-to-run noise (≈ relative) the gates compare against: the
 /// spread of repeated runs, else the residual error, else 5%.
 fn noise(fit: &Fit) -> f64 {
-    fit.spread.or(fit.rse).unwrap_or(0.05).max(0.002)
+    fit.spread.or(fit.rse).unwrap_or(0.05).max(NOISE_FLOOR)
 }
 
 /// The quality gates: why the model's pick `pick` (among `eligible`) is not
@@ -499,6 +534,145 @@ fn caveats(
     out
 }
 
+/// Residual sum of squares of log time of `runs` under `theta` with T1
+/// re-fitted (in closed form: on log time it is an offset); `None` when a
+/// run's predicted time is not positive.
+fn rss_refit_t1(model: ModelKind, theta: &crate::Theta, runs: &[Observation]) -> Option<f64> {
+    let unit = crate::Theta { t1: 1.0, ..*theta };
+    let mut r = Vec::with_capacity(runs.len());
+    for o in runs {
+        let t = model.time(&unit, o.config);
+        if !(t.is_finite() && t > 0.0) {
+            return None;
+        }
+        r.push(o.time_s.ln() - t.ln());
+    }
+    let mean = r.iter().sum::<f64>() / r.len().max(1) as f64;
+    Some(r.iter().map(|x| (x - mean) * (x - mean)).sum())
+}
+
+/// The `at_bound` gate: every fitted parameter at a bound of its range
+/// that the runs do not bracket.
+///
+/// *Bracketed* — the precise meaning of "the design brackets it" — is the
+/// sense in which a minimum is bracketed (Press et al., *Numerical
+/// Recipes*, §10.1: a < b < c with the objective at b below both): the
+/// runs constrain the parameter from both sides. From inside the range
+/// they do by construction (the fit is the optimum there); from outside
+/// when the objective rises past the bound. Each parameter is moved past
+/// its bound in steps (sf: ×1.06, the fit's sf grid step, up to ×8 above
+/// 16 and ÷2 below 1; γ and f: 0.01 to 0.5 past 0 or 1; contention:
+/// 10⁻⁴ to 10⁻¹ below 0), the other parameters held and T1 re-fitted, and
+/// the residual sum of squares of log time compared with the fit's under
+/// the same re-fit, in noise variances (the run-to-run spread squared
+/// when runs repeat, else the fit's residual variance; at least 0.2%
+/// squared). The bound is bracketed when no step lowers it by more than
+/// [`AT_BOUND_CHI2`] (the runs do not want the parameter past the bound)
+/// and some step raises it by more than that (they reject values past
+/// it; a step predicting a non-positive time counts as rejected). A
+/// parameter the runs put on its bound (γ 0 for a program SMT does not
+/// help, measured with and without SMT; f 1 for a program that scales
+/// perfectly) is bracketed. Otherwise the bound binds (the runs fit
+/// better past it: sf pushed to 16 by E-only runs more than 16 times
+/// slower) or the runs leave that side open (sf pushed to 16 because
+/// hybrid runs gain nothing from their E-cores and no E-only run pins the
+/// ratio: any larger sf fits as well), and every prediction is made by a
+/// model cut short at the bound: [`Caveat::AtBound`].
+fn at_bound(fit: &Fit, runs: &[Observation]) -> Vec<Caveat> {
+    let mut out = Vec::new();
+    let Some(base) = rss_refit_t1(fit.model, &fit.theta, runs) else {
+        return out;
+    };
+    // Parameters fitted (T1 and f always): the residual degrees of freedom.
+    let k = [
+        &fit.params.t1,
+        &fit.params.f,
+        &fit.params.sf,
+        &fit.params.smt_gain,
+        &fit.params.contention,
+    ]
+    .iter()
+    .filter(|p| p.status == crate::fit::ParamStatus::Fitted)
+    .count();
+    let dof = runs.len().saturating_sub(k);
+    let variance = match fit.spread {
+        Some(s) => s * s,
+        None if dof > 0 => base / dof as f64,
+        None => 0.0,
+    }
+    .max(NOISE_FLOOR * NOISE_FLOOR);
+    let margin = AT_BOUND_CHI2 * variance;
+    type Set = fn(&mut crate::Theta, f64);
+    let params: [(&'static str, &crate::fit::Param, Set, f64, f64); 4] = [
+        ("sf", &fit.params.sf, |t, v| t.sf = v, 1.0, SF_MAX),
+        (
+            "smt_gain",
+            &fit.params.smt_gain,
+            |t, v| t.smt_gain = v,
+            0.0,
+            1.0,
+        ),
+        ("f", &fit.params.f, |t, v| t.f = v, 0.0, 1.0),
+        (
+            "contention",
+            &fit.params.contention,
+            |t, v| t.contention = v,
+            0.0,
+            f64::INFINITY,
+        ),
+    ];
+    for (name, param, set, lo, hi) in params {
+        let Some(bound) = param.bound else { continue };
+        let limit = match bound {
+            Bound::Lower => lo,
+            Bound::Upper => hi,
+        };
+        if !limit.is_finite() {
+            continue;
+        }
+        const STEPS: [f64; 6] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5];
+        let beyond: Vec<f64> = match (name, bound) {
+            ("sf", Bound::Upper) => [1.06, 1.12, 1.25, 1.5, 2.0, 4.0, 8.0]
+                .iter()
+                .map(|k| limit * k)
+                .collect(),
+            ("sf", Bound::Lower) => [1.06, 1.12, 1.25, 1.5, 2.0]
+                .iter()
+                .map(|k| limit / k)
+                .collect(),
+            ("contention", _) => [1e-4, 1e-3, 1e-2, 1e-1].iter().map(|d| -d).collect(),
+            (_, Bound::Upper) => STEPS.iter().map(|d| limit + d).collect(),
+            (_, Bound::Lower) => STEPS.iter().map(|d| limit - d).collect(),
+        };
+        // (change of the objective past the bound, value), a prediction
+        // that is not a positive time counting as an infinite rise.
+        let moved: Vec<(f64, f64)> = beyond
+            .into_iter()
+            .map(|v| {
+                let mut th = fit.theta;
+                set(&mut th, v);
+                let rss = rss_refit_t1(fit.model, &th, runs).unwrap_or(f64::INFINITY);
+                (rss - base, v)
+            })
+            .collect();
+        let Some(&(best, best_at)) = moved.iter().min_by(|a, b| a.0.total_cmp(&b.0)) else {
+            continue;
+        };
+        let rise = moved.iter().map(|m| m.0).fold(f64::NEG_INFINITY, f64::max);
+        let bracketed = best >= -margin && rise > margin;
+        if !bracketed {
+            out.push(Caveat::AtBound {
+                param: name,
+                bound,
+                limit,
+                beyond: best_at,
+                change: best / variance,
+            });
+        }
+    }
+    out
+}
+
 /// Fit, check and recommend; configurations predicted by extrapolation are
 /// never recommended (see [`analyse_with`]).
 pub fn analyse(
@@ -524,8 +698,11 @@ pub fn analyse(
 ///   measured dimensions (every configuration with `extrapolate`).
 /// * Quality gates ([`Caveat`]): a low R², a residual error far above the
 ///   run-to-run spread, an equally good model recommending differently, or
-///   a measured configuration beating the model's pick beyond the noise
-///   make the recommendation the best measured configuration instead
+///   a measured configuration beating the model's pick beyond the noise,
+///   or a fitted parameter at a bound that the runs do not bracket (they
+///   fit as well or better past it, [`Caveat::AtBound`]) make the
+///   recommendation the
+///   best measured configuration instead
 ///   ([`RecommendedBy::BestMeasured`]), its evidence priced by the
 ///   measurements alone.
 ///
@@ -578,7 +755,8 @@ pub fn analyse_with(
         eligible = ranking.clone();
     }
     let pick = *eligible.first().ok_or(FitError::NoConfiguration)?;
-    let caveats = caveats(&final_fit, goal, &pick, &eligible, &scores, machine);
+    let mut caveats = caveats(&final_fit, goal, &pick, &eligible, &scores, machine);
+    caveats.extend(at_bound(&final_fit, &all));
     // The best measured configurations the machine allows, best first.
     let mut by_measure: Vec<(Config, f64)> = scores
         .iter()
