@@ -644,7 +644,8 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let exported = app.exported.clone();
 
     // The handlers now; the cleanup thread only if a signal comes (or a
-    // watcher needs it): `run` of a short program starts no thread.
+    // watcher needs it): `run` of a short program starts no thread but the
+    // watcher (with per-thread pinning: the shim's guard, see below).
     interrupt::install_handlers()?;
     let main = interrupt::main_owns_exit();
     let t0 = Instant::now();

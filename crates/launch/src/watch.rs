@@ -12,10 +12,11 @@
 //!   threads are gone when the program exits.
 //! - **takeover** (with the shim): when the launched program executes in
 //!   place an image the shim cannot reach (a 32-bit program exec'd by a
-//!   64-bit wrapper such as `sh -c ./prog32` or `os.execv`, a static or
+//!   64-bit wrapper such as `sh -c 'exec ./prog32'` or `os.execv`, a static or
 //!   set-id one: [`crate::program::preload_blocker`]), the loader ignores
 //!   the shim and nothing would pin that image's threads. The watcher
-//!   looks at `/proc/PID/exe` every poll, and from such an exec on pins
+//!   looks at `/proc/PID/exe` every poll (at the takeover's pace for the
+//!   first [`GUARD_FAST`], where wrappers exec), and from such an exec on pins
 //!   the image's threads itself, as `--follow` does, numbering them from
 //!   the exec (the new image's first created thread takes place 1); it
 //!   hands back to the shim when the program executes one the shim
@@ -303,6 +304,11 @@ fn raise_own_priority() {
     pinsight_sys::sched::raise_own_priority();
 }
 
+/// How long after the start a guard looks at the program's image at the
+/// takeover's pace (`--follow-interval`); later, at the watcher's own
+/// (`--sample-interval`), so a long run is not woken every millisecond.
+pub const GUARD_FAST: Duration = Duration::from_millis(100);
+
 /// Which image the launched program runs, for a takeover from the shim.
 struct ImageGuard {
     /// This process's own image: what a forked child shows before its exec.
@@ -467,9 +473,11 @@ fn watch(
         if stopping {
             break;
         }
+        // A guard looks at the takeover's pace while wrappers usually exec
+        // (the first [`GUARD_FAST`]), then at the watcher's own.
         std::thread::sleep(match takeover {
-            Some(t) => t.poll.min(cfg.poll),
-            None => cfg.poll,
+            Some(t) if taken || t0.elapsed() < GUARD_FAST => t.poll.min(cfg.poll),
+            _ => cfg.poll,
         });
     }
     let mut out: Vec<ThreadRecord> = records.into_values().collect();
