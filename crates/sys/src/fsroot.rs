@@ -57,6 +57,10 @@ pub enum FsRootError {
     },
 }
 
+/// What a loop of absolute links in a recording resolves to: a name that
+/// does not exist in it, so the read fails as for a missing file.
+const LINK_LOOP: &str = ".pinsight-absolute-link-loop/missing";
+
 /// A root-relative view of the OS files pinsight reads.
 #[derive(Clone, Debug)]
 pub struct FsRoot {
@@ -252,15 +256,21 @@ impl FsRoot {
                 }
                 Component::Normal(n) => {
                     out.push(n);
-                    if depth < 16 {
-                        if let Ok(target) = std::fs::read_link(&out) {
-                            if target.is_absolute() {
-                                let mut rest = target.clone();
-                                for c in &comps[i + 1..] {
-                                    rest.push(c.as_os_str());
-                                }
-                                return self.resolve(&rest, depth + 1);
+                    if let Ok(target) = std::fs::read_link(&out) {
+                        if target.is_absolute() {
+                            // A loop of absolute links (`sys -> /sys`):
+                            // the link itself must never be opened, the
+                            // kernel would follow it onto the live
+                            // machine. A name that does not exist reads as
+                            // a missing file.
+                            if depth >= 16 {
+                                return self.root.join(LINK_LOOP);
                             }
+                            let mut rest = target.clone();
+                            for c in &comps[i + 1..] {
+                                rest.push(c.as_os_str());
+                            }
+                            return self.resolve(&rest, depth + 1);
                         }
                     }
                 }
@@ -694,6 +704,21 @@ mod tests {
         assert_eq!(r.read_u64("/sys/bus/cpu/devices/cpu0/x"), Some(7));
         assert!(r.read_opt("/sys/nothing").is_none());
         assert_eq!(r.list_dir("/sys/bus/cpu/devices"), vec!["cpu0"]);
+    }
+
+    #[test]
+    fn a_loop_of_absolute_links_never_reads_the_live_machine() {
+        let d = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/sys", d.path().join("sys")).unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        std::os::unix::fs::symlink("/proc/self", d.path().join("proc/self")).unwrap();
+        let r = FsRoot::at(d.path()).unwrap();
+        for p in ["/sys/devices/system/cpu/online", "/sys/devices/system/cpu"] {
+            assert!(!r.exists(p), "{p} read through the loop");
+            assert!(r.read_opt(p).is_none(), "{p} read through the loop");
+            assert!(r.list_dir(p).is_empty(), "{p} listed through the loop");
+        }
+        assert!(r.read_opt("/proc/self/status").is_none());
     }
 
     #[test]
