@@ -9,10 +9,22 @@
 //! behind `> file`) is remembered and reported once at exit, with exit 1
 //! if the command had otherwise succeeded.
 //!
+//! Both streams carry text only, escaped on the way out: every control
+//! character but a line break and a tab (the terminal's escape, BEL, `\r`,
+//! C1) is written as a Rust escape (`\u{1b}`) by the one escaper of outside
+//! text, `pinsight_sys::text::shown_lines`. A process named
+//! `\e]0;PWN\a\e[2J`, a recording's `/proc` text or a spec typed on the
+//! command line cannot retitle the terminal or clear it through any view,
+//! warning or error. The views that move the cursor on purpose (`load`'s
+//! refreshing screen, `latency`'s coloured heatmap on a terminal) say so
+//! by printing through [`stdout_terminal`].
+//!
 //! Children that pinsight runs are not affected: std's `Command` gives them
 //! the default SIGPIPE action back, so `run -- yes | head` ends `yes` as a
 //! shell would.
 
+use pinsight_sys::text::shown_lines;
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,8 +37,31 @@ static STDOUT_ERROR: Mutex<Option<io::Error>> = Mutex::new(None);
 /// Set once stderr failed: there is nowhere left to say anything.
 static STDERR_GONE: AtomicBool = AtomicBool::new(false);
 
-/// `print!`: writes to stdout, quietly dropping output once it failed.
+/// The text of `args`, escaped (see the module's documentation).
+fn escaped(args: fmt::Arguments<'_>) -> String {
+    let text = match args.as_str() {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(args.to_string()),
+    };
+    shown_lines(&text).into_owned()
+}
+
+/// `print!`: writes to stdout, escaped, quietly dropping output once it
+/// failed.
 pub fn stdout(args: fmt::Arguments<'_>) {
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let text = escaped(args);
+    if let Err(e) = io::stdout().lock().write_all(text.as_bytes()) {
+        stdout_failed(e);
+    }
+}
+
+/// [`stdout`] without the escaping, for a view whose control sequences are
+/// its own (clearing the screen, colours), its outside text already
+/// escaped by the caller.
+pub fn stdout_terminal(args: fmt::Arguments<'_>) {
     if STDOUT_GONE.load(Ordering::Relaxed) {
         return;
     }
@@ -43,12 +78,14 @@ fn stdout_failed(e: io::Error) {
     }
 }
 
-/// `eprint!`: writes to stderr, ignoring failures (nowhere to report them).
+/// `eprint!`: writes to stderr, escaped, ignoring failures (nowhere to
+/// report them).
 pub fn stderr(args: fmt::Arguments<'_>) {
     if STDERR_GONE.load(Ordering::Relaxed) {
         return;
     }
-    if io::stderr().lock().write_fmt(args).is_err() {
+    let text = escaped(args);
+    if io::stderr().lock().write_all(text.as_bytes()).is_err() {
         STDERR_GONE.store(true, Ordering::Relaxed);
     }
 }

@@ -24,6 +24,7 @@ mod compare_ranks;
 mod compare_workload;
 mod conflicts;
 mod errors_topology;
+mod escape_injection;
 mod fsroot_archive;
 mod help_wrap;
 mod journal_safety;

@@ -265,7 +265,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             domains: &tree,
         })?;
     } else {
-        print!("{}", human(&matrix, &origin, &tree, &args));
+        // On a terminal the heatmap is coloured (SGR sequences of its own):
+        // printed as it is, the text around it escaped (`human`).
+        crate::out::stdout_terminal(format_args!("{}", human(&matrix, &origin, &tree, &args)));
     }
     Ok(0)
 }
@@ -423,15 +425,10 @@ fn csv_comment(m: &LatencyMatrix, origin: &Origin) -> String {
             }
         ),
         Origin::File { path, .. } => {
-            let name: String = path
-                .file_name()
-                .map_or_else(
-                    || path.display().to_string(),
-                    |n| n.to_string_lossy().into(),
-                )
-                .chars()
-                .map(|c| if c.is_control() { '?' } else { c })
-                .collect();
+            let name = crate::errors::shown(&path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            ));
             format!(
                 "# pinsight latency: one-way ns as read from {name} ({} CPUs; \
                  core-to-core-latency --csv writes means, pinsight medians)",
@@ -548,7 +545,8 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
             200
         },
     };
-    out.push_str(&render::heatmap(m, Some(tree), &style));
+    let heatmap = render::heatmap(m, Some(tree), &style);
+    let head = std::mem::take(&mut out);
     out.push('\n');
     out.push_str(&render::summary(m));
     out.push_str(&interval_legend(m));
@@ -580,7 +578,10 @@ fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> 
             Wrap::new(80).indent("", "  "),
         ));
     }
-    out
+    // The text around the heatmap escaped (the file's path, method and
+    // benchmark names are outside text); the heatmap's colours kept.
+    let shown = pinsight_render::term::shown_lines;
+    format!("{}{heatmap}{}", shown(&head), shown(&out))
 }
 
 /// What was measured or loaded, and how: the lines above the heatmap.

@@ -13,7 +13,10 @@ pub const MAX_MOVES_SHOWN: usize = 20;
 /// Names longer than this are cut (with `…`).
 const NAME_WIDTH: usize = 16;
 
+/// A name from outside (a process or thread name), escaped
+/// ([`crate::term::shown`]) and cut to [`NAME_WIDTH`].
 fn cut(name: &str) -> String {
+    let name = crate::term::shown(name);
     if name.chars().count() <= NAME_WIDTH {
         name.to_string()
     } else {

@@ -11,6 +11,8 @@ use std::fmt::Write;
 const NAME_WIDTH: usize = 16;
 
 fn cut(name: &str, width: usize) -> String {
+    // Program and thread names come from outside: escaped first.
+    let name = crate::term::shown(name);
     if name.chars().count() <= width {
         name.to_string()
     } else {

@@ -1,7 +1,7 @@
 //! The human table of `pinsight pin`: one row per thread (before, after,
 //! result) within 80 columns, long reasons whole below it.
 
-use crate::term::{fill, Wrap};
+use crate::term::{fill, shown, Wrap};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::pin::{Outcome, PinReport, ThreadPin};
 use std::fmt::Write;
@@ -41,7 +41,7 @@ pub fn table(report: &PinReport, failed: &[&ThreadPin]) -> String {
             out,
             "{:>8}  {:<16} {:<10} {:<10} {:<10} {result}",
             t.tid,
-            t.name,
+            shown(&t.name),
             t.role.to_string(),
             set(&t.before),
             set(&t.after)
@@ -53,7 +53,11 @@ pub fn table(report: &PinReport, failed: &[&ThreadPin]) -> String {
         .iter()
         .filter(|t| t.error.as_deref().is_some_and(is_long))
     {
-        let text = format!("TID {}: {}", t.tid, t.error.as_deref().unwrap_or("?"));
+        let text = format!(
+            "TID {}: {}",
+            t.tid,
+            shown(t.error.as_deref().unwrap_or("?"))
+        );
         out.push_str(&fill(&text, REASON));
     }
     out

@@ -99,7 +99,9 @@ impl Progress for Bar {
         self.end();
         let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
         pb.set_style(Bar::style(total));
-        pb.set_message(what.to_string());
+        // Labels and notes may quote outside text (a program, a file):
+        // escaped like every other line pinsight prints.
+        pb.set_message(crate::term::shown(what).into_owned());
         pb.set_position(done);
         pb.reset_eta();
         let (cancel, cancelled) = mpsc::channel::<()>();
@@ -128,7 +130,7 @@ impl Progress for Bar {
     fn step(&mut self, label: &str, done: u64) {
         if let Some(t) = &self.task {
             if !label.is_empty() {
-                t.pb.set_message(label.to_string());
+                t.pb.set_message(crate::term::shown(label).into_owned());
             }
             t.pb.set_position(done);
         }
@@ -148,8 +150,10 @@ impl Progress for Bar {
             return;
         }
         match &self.task {
-            Some(t) => t.pb.suspend(|| eprintln!("pinsight: {line}")),
-            None => eprintln!("pinsight: {line}"),
+            Some(t) => {
+                t.pb.suspend(|| eprintln!("pinsight: {}", crate::term::shown_lines(line)))
+            }
+            None => eprintln!("pinsight: {}", crate::term::shown_lines(line)),
         }
     }
 

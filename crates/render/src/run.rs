@@ -61,7 +61,10 @@ fn thread_row(plan: &Plan, o: &RunOutcome, t: &ThreadRecord) -> (String, bool) {
         "{:>3} {:>7} {:<15} {:<9} {:<9} {:>4} {:<9} {:>5} {check}",
         t.index,
         t.tid,
-        t.name.chars().take(15).collect::<String>(),
+        crate::term::shown(&t.name)
+            .chars()
+            .take(15)
+            .collect::<String>(),
         opt_set(&planned),
         opt_set(&t.affinity),
         t.last_cpu.map_or("-".into(), |c| c.to_string()),

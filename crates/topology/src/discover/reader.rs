@@ -112,15 +112,13 @@ pub(super) fn parse_number(text: &str) -> Option<u64> {
     t.parse().ok()
 }
 
-/// At most 40 characters of `text`, for warnings about garbage.
+/// At most 40 characters of `text`, for warnings about garbage, its
+/// control characters escaped (`pinsight_sys::text::shown`).
 pub(super) fn shorten(text: &str) -> String {
-    let clean: String = text
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
+    let clean = pinsight_sys::text::shown(text);
     if clean.chars().count() > 40 {
         format!("{}...", clean.chars().take(40).collect::<String>())
     } else {
-        clean
+        clean.into_owned()
     }
 }
