@@ -236,12 +236,18 @@ pub fn stealers(text: &str) -> Result<Stealers, String> {
                     .parse::<usize>()
                     .ok()
                     .filter(|c| *c < MAX_THREADS)?;
-                let pid = p.trim().parse::<i32>().ok().filter(|p| *p >= 1)?;
+                // Linux's PID_MAX_LIMIT (2^22): no process id is larger.
+                let pid = p
+                    .trim()
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|p| (1..=1 << 22).contains(p))?;
                 Some(pinsight_load::Excluded { cpu, pid })
             });
             parsed.ok_or_else(|| {
                 format!(
-                    "'{}' is not CPU:PID (a CPU id and a process id from 1, e.g. 1:4425)",
+                    "'{}' is not CPU:PID (a CPU id and a process id from 1 to 4194304, \
+                     e.g. 1:4425)",
                     crate::errors::shown(w)
                 )
             })

@@ -483,3 +483,85 @@ fn a_stealer_that_cannot_be_read_is_said_not_ignored() {
     );
     assert!(close(cpu(&v, 1)["busy"].as_f64().unwrap(), 0.88));
 }
+
+/// `--stealers` names a CPU of the machine and a process id Linux can
+/// have (1 to 4194304, PID_MAX_LIMIT): anything else is refused with one
+/// line naming the value and what is allowed, exit 2.
+#[test]
+fn stealers_off_the_machine_or_past_pid_max_are_refused() {
+    let m = emulated();
+    let o = emulated_load(m.path(), &["--stealers", "99:1"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    // One error line (after the note that PINSIGHT_KINDS declared kinds).
+    let error = |o: &Out| {
+        let e: Vec<&str> = o
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("pinsight: error") || l.starts_with("error"))
+            .collect();
+        assert_eq!(e.len(), 1, "{}", o.stderr);
+        e[0].to_string()
+    };
+    assert_eq!(
+        error(&o),
+        "pinsight: error: --stealers 99:1: CPU 99 is not on this machine (its CPUs: 0-1)"
+    );
+    let o = emulated_load(m.path(), &["--stealers", "0:999999999"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(error(&o).contains("--stealers"), "{}", o.stderr);
+    assert!(o.stderr.contains("'0:999999999'"), "{}", o.stderr);
+    assert!(o.stderr.contains("from 1 to 4194304"), "{}", o.stderr);
+}
+
+/// A CPU whose counters went backwards, are negative or overflow between
+/// the two readings is shown as unavailable for the interval, with a
+/// warning naming it and why: never dropped, never 100% busy.
+#[test]
+fn a_cpu_with_unusable_counters_is_unavailable_and_warned_of() {
+    let m = emulated();
+    let stat =
+        std::fs::read_to_string(repo().join("tests/data/load/emulated/after/proc/stat")).unwrap();
+    let line1 = stat.lines().find(|l| l.starts_with("cpu1 ")).unwrap();
+    for (bad, why) in [
+        // idle 70024 in the first reading, 6 in the second.
+        (
+            "cpu1 60190 10 8002 6 200 0 150 0 0 0",
+            "idle went backwards",
+        ),
+        ("cpu1 60190 10 -8002 70024 200 0 150 0 0 0", "negative"),
+        (
+            "cpu1 60190 10 8002 700240000000000000000000 200 0 150 0 0 0",
+            "past the largest counter",
+        ),
+    ] {
+        let after = tempfile::tempdir().unwrap();
+        pinsight_testkit::copy_tree(&repo().join("tests/data/load/emulated/after"), after.path());
+        std::fs::write(after.path().join("proc/stat"), stat.replace(line1, bad)).unwrap();
+        let a = ["--fsroot", s(m.path()), "load", "--after", s(after.path())];
+        let o = pinsight(&a).env("PINSIGHT_KINDS", "0:P,1:E@0.5").run();
+        assert_eq!(o.code, 0, "{bad}: {}", o.stderr);
+        assert!(o.says("pinsight: warning: CPU 1: "), "{bad}: {}", o.stderr);
+        assert!(o.says(why), "{bad}: {}", o.stderr);
+        let row = o.stdout.lines().find(|l| l.starts_with("  1 ")).unwrap();
+        assert!(row.contains("unavailable"), "{bad}: {}", o.stdout);
+        assert!(!row.contains("100%"), "{bad}: {row}");
+        let mut j = a.to_vec();
+        j.push("--json");
+        let v = pinsight(&j)
+            .env("PINSIGHT_KINDS", "0:P,1:E@0.5")
+            .run()
+            .json();
+        let cpus: Vec<u64> = v["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["cpu"].as_u64().unwrap())
+            .collect();
+        assert_eq!(cpus, [0], "{bad}");
+        assert_eq!(v["unavailable_cpus"][0]["cpu"], 1, "{bad}: {v}");
+        let reason = v["unavailable_cpus"][0]["reason"].as_str().unwrap();
+        assert!(reason.contains(why), "{bad}: {reason}");
+        // CPU 0 is measured as without the bad line (38% busy).
+        assert!(close(cpu(&v, 0)["busy"].as_f64().unwrap(), 0.38));
+    }
+}

@@ -68,9 +68,26 @@ pub struct Args {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["count", "interval"])]
     pub after: Option<PathBuf>,
     /// Processes whose run time is not load but missing capacity, as CPU:PID,... (an
-    /// emulation's stealers; `pinsight emulate` sets the variable for its command).
+    /// emulation's stealers; `pinsight emulate` sets the variable for its command): a CPU of
+    /// the machine, a PID from 1 to 4194304.
     #[arg(long, value_name = "CPU:PID,...", env = "PINSIGHT_EMULATION_STEALERS", value_parser = crate::values::stealers)]
     pub stealers: Option<crate::values::Stealers>,
+}
+
+/// Refuses a `--stealers` CPU the machine does not have (exit 2): its
+/// run time could not count against any CPU's capacity.
+fn check_stealers(parts: &Parts, m: &pinsight_load::Machine) -> Result<(), CliError> {
+    let cpus: pinsight_cpuset::CpuSet = m.cpus.iter().map(|c| c.cpu).collect();
+    match parts.exclude.iter().find(|e| !cpus.contains(e.cpu)) {
+        Some(e) => Err(CliError::usage(format!(
+            "--stealers {}:{}: CPU {} is not on this machine (its CPUs: {})",
+            e.cpu,
+            e.pid,
+            e.cpu,
+            cpus.to_list_string()
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn load_error(e: LoadError) -> CliError {
@@ -97,6 +114,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         let after_fs = pinsight_sys::FsRoot::at(after)
             .map_err(|e| crate::errors::fsroot_usage("--after", &e))?;
         let m = pinsight_load::machine(&g.topology()?);
+        check_stealers(&parts, &m)?;
         let r = pinsight_load::recorded(&m, &before, &after_fs, opts, &parts).map_err(|e| {
             CliError::usage(crate::errors::shown(&format!("--fsroot/--after: {e}")))
         })?;
@@ -107,6 +125,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         "give a second reading of it with --after DIR",
     )?;
     let m = pinsight_load::machine(&g.topology()?);
+    check_stealers(&parts, &m)?;
     let fs = g.fsroot()?;
     let mut w = Watch::start(fs, m, opts, parts).map_err(load_error)?;
     let count = if args.once {
@@ -122,11 +141,14 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             if args.once { &mut bar } else { &mut silent };
         let r = w.next(args.interval, progress).map_err(load_error)?;
         if screen {
-            // Home the cursor and clear the screen (ECMA-48 CUP, ED).
-            print!(
+            // Home the cursor and clear the screen (ECMA-48 CUP, ED): the
+            // one control sequence of the view, its text escaped.
+            let view =
+                pinsight_render::load::load_screen(&r, pinsight_render::term::terminal_rows());
+            crate::out::stdout_terminal(format_args!(
                 "\x1b[H\x1b[2J{}",
-                pinsight_render::load::load_screen(&r, pinsight_render::term::terminal_rows())
-            );
+                pinsight_render::term::shown_lines(&view)
+            ));
         } else {
             if n > 0 && !g.json {
                 println!();
@@ -138,6 +160,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 }
 
 fn show(g: &Globals, r: &pinsight_load::LoadReport, pretty: bool) -> CmdResult {
+    // A CPU whose counters went backwards, overflowed or could not be read
+    // is left out of the interval: said on stderr too, whatever the format.
+    if !g.quiet {
+        for u in &r.unavailable_cpus {
+            eprintln!(
+                "pinsight: warning: CPU {}: {}; left out of this interval",
+                u.cpu, u.reason
+            );
+        }
+    }
     if g.json {
         if pretty {
             g.print_json(r)?;

@@ -230,6 +230,79 @@ pub struct LoadReport {
     pub suggestions: Vec<Suggestion>,
     /// What could not be measured, each with the reason.
     pub unavailable: Vec<String>,
+    /// The CPUs whose counters cannot be trusted over this interval (gone
+    /// backwards, past their range, unreadable, or in one reading only):
+    /// not in `cpus`, nor in the kinds, cores and imbalance.
+    pub unavailable_cpus: Vec<UnavailableCpu>,
+}
+
+/// A CPU left out of one interval, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnavailableCpu {
+    pub cpu: usize,
+    pub reason: String,
+}
+
+/// Why CPU `cpu`'s counters between `before` and `after` cannot give its
+/// load: a `/proc/stat` line unreadable in either reading, a counter that
+/// went backwards, changes too large to add up, a CPU in one reading
+/// only, or a `/proc/schedstat` time that went backwards. `None` when they
+/// can.
+fn unusable(cpu: usize, before: &Sample, after: &Sample) -> Option<String> {
+    use pinsight_sys::cpustat::CpuFields;
+    if let Some(why) = before.stat_bad.get(&cpu) {
+        return Some(format!("{why} in the first reading"));
+    }
+    if let Some(why) = after.stat_bad.get(&cpu) {
+        return Some(format!("{why} in the second reading"));
+    }
+    let (a, b) = match (before.stat.get(&cpu), after.stat.get(&cpu)) {
+        (Some(a), Some(b)) => (a, b),
+        (None, _) => return Some("not in the first reading of /proc/stat (came online)".into()),
+        (_, None) => return Some("not in the second reading of /proc/stat (went offline)".into()),
+    };
+    let fields = |f: &CpuFields| {
+        [
+            ("user", f.user),
+            ("nice", f.nice),
+            ("system", f.system),
+            ("idle", f.idle),
+            ("iowait", f.iowait),
+            ("irq", f.irq),
+            ("softirq", f.softirq),
+            ("steal", f.steal),
+        ]
+    };
+    let mut sum = 0u64;
+    for ((name, x), (_, y)) in fields(a).into_iter().zip(fields(b)) {
+        let Some(d) = y.checked_sub(x) else {
+            return Some(format!("/proc/stat's {name} went backwards ({x} to {y})"));
+        };
+        let Some(s) = sum.checked_add(d) else {
+            return Some("/proc/stat's counters grew past 2^64 - 1 ticks in one interval".into());
+        };
+        sum = s;
+    }
+    let sched = before
+        .sched
+        .as_ref()
+        .and_then(|s| s.get(&cpu))
+        .zip(after.sched.as_ref().and_then(|s| s.get(&cpu)));
+    if let Some((x, y)) = sched {
+        if y.running_ns < x.running_ns {
+            return Some(format!(
+                "/proc/schedstat's run time went backwards ({} to {} ns)",
+                x.running_ns, y.running_ns
+            ));
+        }
+        if y.waiting_ns < x.waiting_ns {
+            return Some(format!(
+                "/proc/schedstat's wait time went backwards ({} to {} ns)",
+                x.waiting_ns, y.waiting_ns
+            ));
+        }
+    }
+    None
 }
 
 /// Options of [`analyse`].
@@ -259,9 +332,27 @@ fn share(part: u64, total: u64) -> f64 {
 pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options) -> LoadReport {
     let hz = opts.hz.max(1) as f64;
     let mut unavailable = Vec::new();
+    // A CPU whose counters cannot be trusted is left out of this interval,
+    // said, never read as idle nor as saturated.
+    let every: std::collections::BTreeSet<usize> = [before, after]
+        .iter()
+        .flat_map(|s| s.stat.keys().chain(s.stat_bad.keys()).copied())
+        .collect();
+    let unavailable_cpus: Vec<UnavailableCpu> = every
+        .into_iter()
+        .filter_map(|cpu| unusable(cpu, before, after).map(|reason| UnavailableCpu { cpu, reason }))
+        .collect();
+    for u in &unavailable_cpus {
+        unavailable.push(format!(
+            "CPU {}: {}; its load over this interval is unknown",
+            u.cpu, u.reason
+        ));
+    }
+    let left_out: std::collections::BTreeSet<usize> =
+        unavailable_cpus.iter().map(|u| u.cpu).collect();
     // Per CPU deltas; the interval is the mean of the CPUs' tick totals.
     let mut deltas = BTreeMap::new();
-    for (cpu, b) in &after.stat {
+    for (cpu, b) in after.stat.iter().filter(|(c, _)| !left_out.contains(c)) {
         if let Some(a) = before.stat.get(cpu) {
             let d = pinsight_sys::cpustat::CpuFields {
                 user: b.user.saturating_sub(a.user) + b.nice.saturating_sub(a.nice),
@@ -410,6 +501,7 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
         hot_cpus,
         suggestions,
         unavailable,
+        unavailable_cpus,
     }
 }
 

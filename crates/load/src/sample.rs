@@ -111,6 +111,59 @@ pub fn parse_schedstat(text: &str) -> Option<BTreeMap<usize, CpuSched>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// `/proc/stat`'s counters of a `cpuN` line, in order (proc(5)).
+const STAT_FIELDS: [&str; 8] = [
+    "user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal",
+];
+
+/// The `cpuN` lines of a `/proc/stat` text whose counters cannot be read,
+/// each with the reason: fewer than the four counters every kernel has,
+/// or a counter that is negative, past the largest one (2^64 - 1) or not
+/// a number. Such a CPU's load over the interval is unknown; the
+/// lenient [`parse_cpu_fields`] would drop the line or read the rest of
+/// it as 0.
+pub fn bad_stat_lines(text: &str) -> BTreeMap<usize, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let mut words = line.split_ascii_whitespace();
+        let Some(cpu) = words
+            .next()
+            .and_then(|w| w.strip_prefix("cpu"))
+            .filter(|n| !n.is_empty())
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let fields: Vec<&str> = words.take(STAT_FIELDS.len()).collect();
+        let bad = STAT_FIELDS.iter().zip(&fields).find_map(|(name, w)| {
+            if w.parse::<u64>().is_ok() {
+                return None;
+            }
+            let why = if w.starts_with('-') {
+                "negative"
+            } else if w.bytes().all(|b| b.is_ascii_digit()) {
+                "past the largest counter, 2^64 - 1"
+            } else {
+                "not a number"
+            };
+            let shown: String = w.chars().take(24).collect();
+            Some(format!("/proc/stat's {name} reads '{shown}' ({why})"))
+        });
+        if let Some(why) = bad {
+            out.insert(cpu, why);
+        } else if fields.len() < 4 {
+            out.insert(
+                cpu,
+                format!(
+                    "/proc/stat has {} of its counters (user, nice, system and idle at least)",
+                    fields.len()
+                ),
+            );
+        }
+    }
+    out
+}
+
 /// The first field of `/proc/uptime`: seconds since boot, to 1/100 s
 /// (proc(5)).
 pub fn parse_uptime(text: &str) -> Option<f64> {
@@ -136,6 +189,9 @@ pub struct Excluded {
 pub struct Sample {
     /// Every `cpuN` line of `/proc/stat`.
     pub stat: BTreeMap<usize, CpuFields>,
+    /// The `cpuN` lines of `/proc/stat` whose counters cannot be read,
+    /// each with the reason ([`bad_stat_lines`]).
+    pub stat_bad: BTreeMap<usize, String>,
     /// Every `cpuN` line of `/proc/schedstat`, where the kernel has it
     /// (`CONFIG_SCHEDSTATS`) in a known format.
     pub sched: Option<BTreeMap<usize, CpuSched>>,
@@ -182,8 +238,10 @@ pub fn read(fs: &FsRoot, parts: &Parts) -> Option<Sample> {
 /// [`read`], the threads read through `threads` (which skips the threads
 /// of processes that did not run since its last reading).
 pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Option<Sample> {
-    let stat = parse_cpu_fields(&fs.read_opt("/proc/stat")?);
-    if stat.is_empty() {
+    let text = fs.read_opt("/proc/stat")?;
+    let stat = parse_cpu_fields(&text);
+    let stat_bad = bad_stat_lines(&text);
+    if stat.is_empty() && stat_bad.is_empty() {
         return None;
     }
     let sched = fs
@@ -204,6 +262,7 @@ pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Opti
     };
     Some(Sample {
         stat,
+        stat_bad,
         sched,
         uptime_s,
         excluded_ns,

@@ -5,7 +5,7 @@
 
 use pinsight_load::interrupts::{parse_interrupts, parse_softirqs};
 use pinsight_load::report::{analyse, CpuInfo, Machine, Options};
-use pinsight_load::sample::{parse_schedstat, parse_uptime, Sample};
+use pinsight_load::sample::{bad_stat_lines, parse_schedstat, parse_uptime, Sample};
 use pinsight_sys::cpustat::parse_cpu_fields;
 use proptest::prelude::*;
 
@@ -102,7 +102,8 @@ proptest! {
         let n = a.len().min(d.len());
         let before: String = (0..n).map(|c| line(c, &a[c])).collect();
         // A counter that goes backwards (a CPU that went offline and came
-        // back) is read as no time, never as a negative share.
+        // back) leaves that CPU out of the interval, said; never a
+        // negative share, never a silent 0 or 100%.
         let after: String = (0..n)
             .map(|c| {
                 let f: Vec<u64> = a[c].iter().zip(&d[c]).enumerate()
@@ -117,7 +118,15 @@ proptest! {
             capacity_source: "test".into(),
         };
         let r = analyse(&m, &sample(&before), &sample(&after), Options::default());
-        prop_assert_eq!(r.cpus.len(), n);
+        prop_assert_eq!(r.cpus.len() + r.unavailable_cpus.len(), n);
+        let backwards = a[0][2] > 0;
+        prop_assert_eq!(
+            r.unavailable_cpus
+                .iter()
+                .any(|u| u.cpu == 0 && u.reason.contains("system went backwards")),
+            backwards
+        );
+        prop_assert_eq!(r.unavailable_cpus.len(), usize::from(backwards));
         prop_assert!(r.interval_s.is_finite() && r.interval_s >= 0.0);
         for c in &r.cpus {
             for s in [c.user, c.system, c.irq, c.softirq, c.steal, c.idle, c.busy] {
@@ -208,4 +217,134 @@ fn schedstat_versions_before_15_and_short_lines_are_refused() {
     assert!(parse_schedstat("").is_none());
     assert_eq!(parse_uptime("1002.37 3000.10\n"), Some(1002.37));
     assert_eq!(parse_uptime("-1 0"), None);
+}
+
+/// A two-CPU reading: `/proc/stat` text, run times (ns) of
+/// `/proc/schedstat`, uptime.
+fn reading(stat: &str, run_ns: [u64; 2], uptime: f64) -> Sample {
+    let sched = format!(
+        "version 15\ntimestamp 1\ncpu0 0 0 0 0 0 0 {} 0 5\ncpu1 0 0 0 0 0 0 {} 0 5\n",
+        run_ns[0], run_ns[1]
+    );
+    Sample {
+        stat: parse_cpu_fields(stat),
+        stat_bad: bad_stat_lines(stat),
+        sched: parse_schedstat(&sched),
+        uptime_s: Some(uptime),
+        ..Sample::default()
+    }
+}
+
+fn two_cpus() -> Machine {
+    Machine {
+        cpus: (0..2)
+            .map(|c| CpuInfo {
+                cpu: c,
+                kind: None,
+                mark: None,
+                core: Some(c),
+                capacity: 1.0,
+            })
+            .collect(),
+        capacity_source: "test".into(),
+    }
+}
+
+/// Counters that went backwards, that are negative, past 2^64 - 1 or
+/// not numbers, that grow past what a sum can hold, or a CPU in one
+/// reading only: that CPU is left out of the interval with its reason,
+/// never dropped silently, never read as idle or as 100% busy; the
+/// other CPU is measured as ever.
+#[test]
+fn counters_that_cannot_be_used_leave_the_cpu_out_said() {
+    let before = "cpu0 100 0 100 800 0 0 0 0\ncpu1 100 0 100 800 0 0 0 0\n";
+    let good0 = "cpu0 150 0 150 900 0 0 0 0\n";
+    let cases: Vec<(String, [u64; 2], &str)> = vec![
+        (
+            format!("{good0}cpu1 150 0 150 700 0 0 0 0\n"),
+            [5e8 as u64, 5e8 as u64],
+            "idle went backwards (800 to 700)",
+        ),
+        (
+            format!("{good0}cpu1 -5 0 150 900 0 0 0 0\n"),
+            [5e8 as u64, 5e8 as u64],
+            "user reads '-5' (negative)",
+        ),
+        (
+            format!("{good0}cpu1 150 0 150 99999999999999999999999 0 0 0 0\n"),
+            [5e8 as u64, 5e8 as u64],
+            "idle reads '99999999999999999999999' (past the largest counter",
+        ),
+        (
+            format!("{good0}cpu1 150 0 x 900 0 0 0 0\n"),
+            [5e8 as u64, 5e8 as u64],
+            "system reads 'x' (not a number)",
+        ),
+        (
+            format!("{good0}cpu1 150 0\n"),
+            [5e8 as u64, 5e8 as u64],
+            "has 2 of its counters",
+        ),
+        (
+            format!("{good0}cpu1 {m} {m} 150 900 0 0 0 0\n", m = u64::MAX),
+            [5e8 as u64, 5e8 as u64],
+            "grew past 2^64 - 1",
+        ),
+        (
+            format!("{good0}cpu1 150 0 150 900 0 0 0 0\n"),
+            [5e8 as u64, 1],
+            "run time went backwards",
+        ),
+        (
+            good0.to_string(),
+            [5e8 as u64, 5e8 as u64],
+            "not in the second reading",
+        ),
+    ];
+    for (after, run, why) in cases {
+        let r = analyse(
+            &two_cpus(),
+            &reading(before, [0, 1_000_000_000], 10.0),
+            &reading(&after, run, 11.0),
+            Options::default(),
+        );
+        assert_eq!(r.cpus.len(), 1, "{after}: {:?}", r.cpus);
+        assert_eq!(r.cpus[0].cpu, 0);
+        assert!((r.cpus[0].busy - 0.5).abs() < 1e-9, "{:?}", r.cpus[0]);
+        assert_eq!(r.unavailable_cpus.len(), 1, "{after}");
+        let u = &r.unavailable_cpus[0];
+        assert_eq!(u.cpu, 1);
+        assert!(u.reason.contains(why), "{after}: {}", u.reason);
+        assert!(
+            r.unavailable
+                .iter()
+                .any(|l| l.starts_with("CPU 1: ") && l.contains(why)),
+            "{:?}",
+            r.unavailable
+        );
+    }
+    // A CPU new in the second reading (it came online) likewise.
+    let r = analyse(
+        &two_cpus(),
+        &reading(good0, [0, 0], 10.0),
+        &reading(
+            &format!("{good0}cpu1 1 0 1 1 0 0 0 0\n"),
+            [5e8 as u64, 0],
+            11.0,
+        ),
+        Options::default(),
+    );
+    assert_eq!(r.unavailable_cpus[0].cpu, 1);
+    assert!(r.unavailable_cpus[0]
+        .reason
+        .contains("not in the first reading"));
+}
+
+#[test]
+fn bad_stat_lines_name_the_field_and_why() {
+    let text = "cpu  1 2 3 4\ncpu0 1 2 3 4 5 6 7 8 9 10\ncpu1 1 -2 3 4\ncpu2 1 2 3\nintr 5\n";
+    let bad = bad_stat_lines(text);
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert_eq!(bad[&1], "/proc/stat's nice reads '-2' (negative)");
+    assert!(bad[&2].contains("3 of its counters"), "{}", bad[&2]);
 }

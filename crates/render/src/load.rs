@@ -3,7 +3,7 @@
 //! columns. `load`'s refreshing view also fits a given height (24 lines
 //! on a classic terminal): the most loaded CPUs first, the rest counted.
 
-use crate::term::{fill, wrap, Wrap};
+use crate::term::{fill, shown, wrap, Wrap};
 use pinsight_load::irq::{IrqView, Move, PerCpuThread};
 use pinsight_load::report::{CpuLoad, LoadReport, Suggestion};
 use std::fmt::Write;
@@ -30,6 +30,16 @@ fn cut(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
+/// Names from outside (thread names, IRQ handlers and actions) as shown:
+/// escaped, joined by commas.
+fn joined_names<S: AsRef<str>>(names: &[S]) -> String {
+    names
+        .iter()
+        .map(|n| shown(n.as_ref()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 const HEADER: &str = "CPU KIND  CAP  USR  SYS  IRQ SIRQ STEAL IDLE BUSY NORM  IRQ/s  TOP THREAD";
 
 fn cpu_row(c: &CpuLoad) -> String {
@@ -38,9 +48,9 @@ fn cpu_row(c: &CpuLoad) -> String {
         .first()
         .map(|t| {
             let name = if t.kernel {
-                format!("[{}]", cut(&t.comm, 9))
+                format!("[{}]", cut(&shown(&t.comm), 9))
             } else {
-                cut(&t.comm, 11)
+                cut(&shown(&t.comm), 11)
             };
             format!("{name} {}", pct(t.share))
         })
@@ -64,6 +74,22 @@ fn cpu_row(c: &CpuLoad) -> String {
     )
     .trim_end()
     .to_string()
+}
+
+/// The row of a CPU left out of the interval (its reason is below the
+/// view, with what else could not be measured).
+fn unavailable_row(cpu: usize) -> String {
+    format!("{cpu:>3} -    unavailable this interval: its counters cannot be used (below)")
+}
+
+/// One line naming the CPUs left out of the interval and why.
+fn unavailable_cpus_line(r: &LoadReport) -> Option<String> {
+    let parts: Vec<String> = r
+        .unavailable_cpus
+        .iter()
+        .map(|u| format!("CPU {} ({})", u.cpu, u.reason))
+        .collect();
+    (!parts.is_empty()).then(|| format!("Unavailable this interval: {}", parts.join("; ")))
 }
 
 fn title(r: &LoadReport) -> String {
@@ -157,14 +183,14 @@ fn hot_lines(r: &LoadReport) -> Vec<String> {
                 let names = if i.handlers.is_empty() || i.irq.parse::<u32>().is_err() {
                     String::new()
                 } else {
-                    format!(" {}", i.handlers.join(","))
+                    format!(" {}", joined_names(&i.handlers))
                 };
                 let what = if i.irq.parse::<u32>().is_ok() {
                     "IRQ "
                 } else {
                     ""
                 };
-                let _ = write!(s, "; {what}{}{} {}", i.irq, names, pct(i.share));
+                let _ = write!(s, "; {what}{}{} {}", shown(&i.irq), names, pct(i.share));
                 if let Some(a) = &i.affinity {
                     let _ = write!(s, " (affinity {a}");
                     if let Some(e) = &i.effective {
@@ -174,7 +200,7 @@ fn hot_lines(r: &LoadReport) -> Vec<String> {
                 }
             }
             for (name, v) in &h.softirqs {
-                let _ = write!(s, "; {name} {}/s", rate(*v));
+                let _ = write!(s, "; {} {}/s", shown(name), rate(*v));
             }
             s
         })
@@ -201,8 +227,16 @@ pub fn load_full(r: &LoadReport) -> String {
     out.push_str(&fill(&title(r), w));
     out.push_str(&fill(&source_line(r), w));
     let _ = writeln!(out, "{HEADER}");
-    for c in &r.cpus {
-        let _ = writeln!(out, "{}", cpu_row(c));
+    // Every CPU in order, those whose counters could not be used included.
+    let mut rows: Vec<(usize, String)> = r.cpus.iter().map(|c| (c.cpu, cpu_row(c))).collect();
+    rows.extend(
+        r.unavailable_cpus
+            .iter()
+            .map(|u| (u.cpu, unavailable_row(u.cpu))),
+    );
+    rows.sort_by_key(|(cpu, _)| *cpu);
+    for (_, row) in rows {
+        let _ = writeln!(out, "{row}");
     }
     if !r.kinds.is_empty() {
         out.push_str("\nKinds:\n");
@@ -254,9 +288,9 @@ pub fn load_full(r: &LoadReport) -> String {
                 .iter()
                 .map(|t| {
                     let name = if t.kernel {
-                        format!("[{}]", t.comm)
+                        format!("[{}]", shown(&t.comm))
                     } else {
-                        t.comm.clone()
+                        shown(&t.comm).into_owned()
                     };
                     format!("{name} {} {}", t.tid, pct(t.share))
                 })
@@ -298,6 +332,9 @@ pub fn load_screen(r: &LoadReport, height: usize) -> String {
     });
     if let Some(q) = run_queue_line(r) {
         tail.push(cut(&q, 80));
+    }
+    if let Some(u) = unavailable_cpus_line(r) {
+        tail.push(cut(&u, 80));
     }
     // Where busy came from (and the emulation's stealers): one line, as
     // the whole view says it.
@@ -377,7 +414,7 @@ pub fn irq_table(v: &IrqView, all: bool) -> String {
         let names = if i.handlers.is_empty() {
             "-".to_string()
         } else {
-            i.handlers.join(",")
+            joined_names(&i.handlers)
         };
         let line = format!(
             "{:>5} {:>10}  {:<10} {:<10} {:<10} {}",
@@ -399,7 +436,14 @@ pub fn irq_table(v: &IrqView, all: bool) -> String {
     }
     if !v.per_cpu.is_empty() {
         out.push_str(&fill(
-            &format!("Per-CPU interrupts, never moved: {}", v.per_cpu.join(", ")),
+            &format!(
+                "Per-CPU interrupts, never moved: {}",
+                v.per_cpu
+                    .iter()
+                    .map(|n| shown(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             w,
         ));
     }
@@ -436,7 +480,7 @@ pub fn irq_moves(moves: &[Move], dry_run: bool, kept: &[PerCpuThread]) -> String
                 if m.handlers.is_empty() {
                     "-".into()
                 } else {
-                    m.handlers.join(",")
+                    joined_names(&m.handlers)
                 }
             );
             let _ = writeln!(out, "{}", cut(&line, 80));
@@ -444,9 +488,11 @@ pub fn irq_moves(moves: &[Move], dry_run: bool, kept: &[PerCpuThread]) -> String
     }
     if !kept.is_empty() {
         // Per CPU: how many, and the first few names (the JSON has all).
-        let mut by: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
+        let mut by: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
         for t in kept {
-            by.entry(t.cpu).or_default().push(&t.comm);
+            by.entry(t.cpu)
+                .or_default()
+                .push(shown(&t.comm).into_owned());
         }
         let parts: Vec<String> = by
             .iter()
@@ -456,8 +502,8 @@ pub fn irq_moves(moves: &[Move], dry_run: bool, kept: &[PerCpuThread]) -> String
                 } else {
                     String::new()
                 };
-                let shown: Vec<&str> = names.iter().take(3).copied().collect();
-                format!("CPU {cpu}: {}{more}", shown.join(", "))
+                let first: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+                format!("CPU {cpu}: {}{more}", first.join(", "))
             })
             .collect();
         out.push_str(&fill(
