@@ -453,12 +453,30 @@ fn a_32_bit_program_executed_in_place_by_a_wrapper_gets_the_plan_from_the_watche
         probe32().display(),
         out.path().display()
     );
-    for report in [true, false] {
+    // bash runs the last command of -c in place by itself, as Python's
+    // os.execv does on request.
+    let probe_args = format!(
+        "'-t', '1', '-p', '-l', '30', '-o', '{}'",
+        out.path().display()
+    );
+    let bash = script.trim_start_matches("exec ").to_string();
+    let python = format!(
+        "import os; os.execv('{p}', ['{p}', {probe_args}])",
+        p = probe32().display()
+    );
+    let wrappers: [(bool, [&str; 3]); 4] = [
+        (true, ["sh", "-c", &script]),
+        (false, ["sh", "-c", &script]),
+        (true, ["bash", "-c", &bash]),
+        (true, ["python3", "-c", &python]),
+    ];
+    for (report, wrapper) in wrappers {
         let mut args = vec!["run", policy.as_str()];
         if report {
             args.push("--report");
         }
-        args.extend(["--", "sh", "-c", &script]);
+        args.push("--");
+        args.extend(wrapper);
         let o = pinsight(&args).run();
         assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
         let seen = parse(&std::fs::read_to_string(out.path()).unwrap());
