@@ -150,6 +150,7 @@ mod tests {
             stealers_in_root_cgroup: true,
             tolerance: 0.05,
             windows: 7,
+            contention: None,
             kinds: vec![KindResult {
                 name: "E-core".into(),
                 mark: "E".into(),
