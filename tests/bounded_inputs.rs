@@ -119,31 +119,6 @@ fn pinsight_help(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// The commands `pinsight --help` lists.
-fn commands(help: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut inside = false;
-    for line in help.lines() {
-        if line.starts_with("Commands:") {
-            inside = true;
-            continue;
-        }
-        if inside {
-            if !line.starts_with("  ") {
-                break;
-            }
-            if line.starts_with("   ") {
-                continue;
-            }
-            let name = line.split_whitespace().next().unwrap_or("");
-            if !name.is_empty() && name != "help" {
-                out.push(name.to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// The items of a `--help` whose value is a path: `--flag` for options,
 /// `<NAME>` for positionals.
 fn path_items(help: &str) -> Vec<String> {
@@ -344,7 +319,7 @@ fn every_file_flag_refuses_devices_fifos_and_sparse_giants() {
     }
     let mut skipped = Vec::new();
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
-    for cmd in commands(&top) {
+    for cmd in crate::vocabulary::commands(&top) {
         let help = pinsight_help(&[&cmd, "--help"]);
         for item in path_items(&help) {
             if globals.contains(&item) {

@@ -22,7 +22,11 @@ fn text(b: &[u8]) -> String {
 
 /// The subcommands `pinsight --help` lists.
 fn subcommands() -> Vec<String> {
-    let help = text(&pinsight(&["--help"]).stdout);
+    commands(&text(&pinsight(&["--help"]).stdout))
+}
+
+/// The commands a `--help` text lists under `Commands:` (not `help`).
+pub(crate) fn commands(help: &str) -> Vec<String> {
     let mut in_commands = false;
     let mut out = Vec::new();
     for line in help.lines() {

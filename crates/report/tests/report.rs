@@ -21,7 +21,7 @@ fn matrix(name: &str) -> LatencyMatrix {
 }
 
 /// Fake but plausible per-CPU speeds: P-cores twice as fast on int.
-fn speeds(topo: &Topology) -> Vec<CpuSpeed> {
+pub(crate) fn speeds(topo: &Topology) -> Vec<CpuSpeed> {
     let fast = topo.kinds.len() - 1;
     let mut v: Vec<CpuSpeed> = topo
         .usable()

@@ -4,7 +4,6 @@
 //! conditions when that method counts an emulation's time share.
 
 use pinsight_report::session::speed_session;
-use pinsight_speed::run::{CpuSpeed, KernelResult};
 use pinsight_speed::{default_mem_bytes, select_cpus, speedups, Kernel, SpeedSession};
 use pinsight_topology::{discover, FsRoot, Topology};
 use std::time::{Duration, Instant};
@@ -44,33 +43,7 @@ fn report_plans_the_speed_session_speed_plans() {
 }
 
 fn speed_report(topo: &Topology, time_share: bool) -> pinsight_speed::SpeedReport {
-    let fast = topo.kinds.len() - 1;
-    let mut cpus: Vec<CpuSpeed> = topo
-        .usable()
-        .iter()
-        .map(|cpu| {
-            let kind = topo.cpu(cpu).unwrap().kind;
-            let m = if kind == Some(fast) { 200.0 } else { 100.0 };
-            CpuSpeed {
-                cpu,
-                kind,
-                results: vec![KernelResult {
-                    kernel: Kernel::Int,
-                    median: m,
-                    ci_low: m,
-                    ci_high: m,
-                    samples: 9,
-                    chunks: 9,
-                    disturbed: 0,
-                    disturbed_included: false,
-                    relative: f64::NAN,
-                }],
-                relative: f64::NAN,
-                misplaced_chunks: 0,
-            }
-        })
-        .collect();
-    pinsight_speed::run::fill_relative(&mut cpus);
+    let cpus = crate::report::speeds(topo);
     let (kinds, pairs) = speedups(topo, &cpus, &[Kernel::Int]);
     pinsight_speed::SpeedReport {
         kernels: vec![Kernel::Int],

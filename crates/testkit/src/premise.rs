@@ -90,6 +90,20 @@ fn pids() -> Vec<u32> {
         .collect()
 }
 
+/// The threads of `pid` with their stat (none once it is gone).
+fn threads(pid: u32) -> Vec<(u32, Stat)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| {
+            let tid = t.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((tid, read_stat(&format!("/proc/{pid}/task/{tid}/stat"))?))
+        })
+        .collect()
+}
+
 fn clock_ticks() -> f64 {
     match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
         Ok(Some(n)) if n > 0 => n as f64,
@@ -160,16 +174,7 @@ impl Books {
                 continue;
             }
             // Several threads: each thread's growth on the CPU it is on.
-            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-                continue;
-            };
-            for t in tasks.flatten() {
-                let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                    continue;
-                };
-                let Some(ts) = read_stat(&format!("/proc/{pid}/task/{tid}/stat")) else {
-                    continue;
-                };
+            for (tid, ts) in threads(*pid) {
                 let tb = self.last_threads.insert(tid, ts.ticks);
                 let tg = match tb {
                     Some(b) => ts.ticks.saturating_sub(b),
@@ -396,16 +401,7 @@ fn realtime_tasks(cpus: &[usize]) -> BTreeMap<u32, (String, u64)> {
         if stat.kernel || books.is_ours(*pid, me, &parent) {
             continue;
         }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            continue;
-        };
-        for t in tasks.flatten() {
-            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Some(ts) = read_stat(&format!("/proc/{pid}/task/{tid}/stat")) else {
-                continue;
-            };
+        for (tid, ts) in threads(*pid) {
             if ts.policy != 1 && ts.policy != 2 {
                 continue;
             }
