@@ -166,7 +166,7 @@ const ARCHIVES: [(&str, Compression); 4] = [
     (".tbz2", Compression::Bzip2),
 ];
 
-/// The suffixes of [`ARCHIVES`], for messages.
+/// The suffixes of the archive names a snapshot writes, for messages.
 pub const ARCHIVE_SUFFIXES: [&str; 4] = [".tar.gz", ".tgz", ".tar.bz2", ".tbz2"];
 
 /// Archive suffixes that are not written: refused rather than taken for a
