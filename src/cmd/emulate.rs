@@ -72,56 +72,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    g.require_live("emulate slows CPUs", "")?;
-    if let Some(m) = std::env::var_os(EMULATING_ENV) {
-        return Err(CliError::usage(format!(
-            "already inside `pinsight emulate` ({EMULATING_ENV}={}): a nested emulation would \
-             fight the running one; run pinsight commands directly under it",
-            m.to_string_lossy()
-        )));
-    }
-    let spec = g.declared_kinds()?.ok_or_else(|| {
-        CliError::usage(
-            "emulate needs the kinds to emulate: --kinds CPULIST:NAME@SPEED,... \
-             (e.g. --kinds 0:P,1:E@0.5; speeds relative to the kind at full speed)",
-        )
-    })?;
-    // Every usable CPU declared, present and online (as every command checks).
-    g.topology()?;
-    let targets = Targets::of(&spec).map_err(|e| {
-        CliError::usage(format!(
-            "{} '{}': {e}",
-            g.kinds_name(),
-            g.kinds.as_deref().unwrap_or_default()
-        ))
-    })?;
-    let opts = Options {
-        choice: match args.mechanism {
-            How::Auto => Choice::Auto,
-            How::Cpufreq => Choice::Cpufreq,
-            How::DutyCycle => Choice::DutyCycle,
-        },
-        force: args.force,
-        ..Options::default()
-    };
-    // The program exists before seconds of calibration are spent.
-    if let Some(program) = args.command.first() {
-        Program::resolve(program)
-            .and_then(|p| p.check().map(|_| ()))
-            .map_err(|e| CliError {
-                code: e.exit_code(),
-                message: format!("emulate: {e}"),
-            })?;
-    }
-    let _owner = MachineLock::acquire(LOCK_NAME).map_err(|e| match e {
-        LockError::Held { path, pid } => CliError::runtime(format!(
-            "emulate: another emulation runs (PID {}; lock {}): it owns the CPUs it slows, \
-             and calibrating beside it would measure its stealers or caps; wait for it to end",
-            pid.map_or("unknown".to_string(), |p| p.to_string()),
-            path.display()
-        )),
-        e => CliError::runtime(format!("emulate: machine-wide lock: {e}")),
-    })?;
+    let (targets, opts) = request(&args, g)?;
+    let _owner = own_the_machine()?;
     // A signal during calibration: the main thread stops it, puts
     // everything back and ends with 128 + N (the guard keeps the signal
     // from ending the process first).
@@ -171,6 +123,68 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             Ok(code?)
         }
     }
+}
+
+/// The emulation asked for: its targets and options, checked (live
+/// machine, no nested emulation, every kind declared, the program
+/// present) before anything is slowed.
+fn request(args: &Args, g: &Globals) -> Result<(Targets, Options), CliError> {
+    g.require_live("emulate slows CPUs", "")?;
+    if let Some(m) = std::env::var_os(EMULATING_ENV) {
+        return Err(CliError::usage(format!(
+            "already inside `pinsight emulate` ({EMULATING_ENV}={}): a nested emulation would \
+             fight the running one; run pinsight commands directly under it",
+            m.to_string_lossy()
+        )));
+    }
+    let spec = g.declared_kinds()?.ok_or_else(|| {
+        CliError::usage(
+            "emulate needs the kinds to emulate: --kinds CPULIST:NAME@SPEED,... \
+             (e.g. --kinds 0:P,1:E@0.5; speeds relative to the kind at full speed)",
+        )
+    })?;
+    // Every usable CPU declared, present and online (as every command checks).
+    g.topology()?;
+    let targets = Targets::of(&spec).map_err(|e| {
+        CliError::usage(format!(
+            "{} '{}': {e}",
+            g.kinds_name(),
+            g.kinds.as_deref().unwrap_or_default()
+        ))
+    })?;
+    let opts = Options {
+        choice: match args.mechanism {
+            How::Auto => Choice::Auto,
+            How::Cpufreq => Choice::Cpufreq,
+            How::DutyCycle => Choice::DutyCycle,
+        },
+        force: args.force,
+        ..Options::default()
+    };
+    // The program exists before seconds of calibration are spent.
+    if let Some(program) = args.command.first() {
+        Program::resolve(program)
+            .and_then(|p| p.check().map(|_| ()))
+            .map_err(|e| CliError {
+                code: e.exit_code(),
+                message: format!("emulate: {e}"),
+            })?;
+    }
+    Ok((targets, opts))
+}
+
+/// The machine-wide lock of emulations: a second one is refused naming
+/// the first's PID.
+fn own_the_machine() -> Result<MachineLock, CliError> {
+    MachineLock::acquire(LOCK_NAME).map_err(|e| match e {
+        LockError::Held { path, pid } => CliError::runtime(format!(
+            "emulate: another emulation runs (PID {}; lock {}): it owns the CPUs it slows, \
+             and calibrating beside it would measure its stealers or caps; wait for it to end",
+            pid.map_or("unknown".to_string(), |p| p.to_string()),
+            path.display()
+        )),
+        e => CliError::runtime(format!("emulate: machine-wide lock: {e}")),
+    })
 }
 
 /// Without CMD: the report on stdout, then the emulation until a signal.
