@@ -443,6 +443,11 @@ fn probe32() -> &'static Path {
 /// the exec) and `--report` names the watcher, never the shim.
 #[test]
 fn a_32_bit_program_executed_in_place_by_a_wrapper_gets_the_plan_from_the_watcher() {
+    if !cfg!(target_arch = "x86_64") {
+        pinsight_testkit::skip_test!(
+            "the 32-bit probe is built with cc -m32, an x86-64 compiler's option"
+        );
+    }
     let Some((a, b, both)) = two_cpus() else {
         pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
     };
