@@ -35,6 +35,28 @@ fn kinds(speed: &str) -> Option<String> {
     Some(format!("{p}:P,{}:E@{speed}", cpus[1]))
 }
 
+/// `pinsight emulate --quiet --kinds KINDS --mechanism duty-cycle`
+/// holding (no CMD), started.
+fn emulation(kinds: &str) -> std::process::Child {
+    pinsight()
+        .args(["emulate", "--quiet", "--kinds", kinds])
+        .args(["--mechanism", "duty-cycle"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The first line of `child`'s stdout: the report, printed once
+/// calibration is done and the stealers run.
+fn first_line(child: &mut std::process::Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
 /// Every process whose parent is `pid` (from /proc/*/stat).
 fn children(pid: u32) -> Vec<i32> {
     let mut out = Vec::new();
@@ -112,23 +134,16 @@ fn family(pid: u32) -> Vec<i32> {
 /// (the stealers die with it: PR_SET_PDEATHSIG, and their period check).
 #[test]
 fn sigkill_leaves_no_realtime_task_of_pinsight_after_200_ms() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
     let mut worst = Duration::ZERO;
     for (i, delay) in [300u64, 900, 1700, 0].into_iter().enumerate() {
-        let mut child = pinsight()
-            .args(["emulate", "--quiet", "--kinds", &kinds])
-            .args(["--mechanism", "duty-cycle"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = emulation(&kinds);
         if delay == 0 {
             // Holding: the report is out, the stealers run.
-            let mut first = String::new();
-            BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut first)
-                .unwrap();
+            first_line(&mut child);
         } else {
             std::thread::sleep(Duration::from_millis(delay));
         }
@@ -158,7 +173,9 @@ fn sigkill_leaves_no_realtime_task_of_pinsight_after_200_ms() {
 /// 143 and 129 (it died of the signal), one line, and no stealer left.
 #[test]
 fn a_signal_during_calibration_exits_128_plus_n_leaving_nothing() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
     for (sig, code, delay) in [
         (libc::SIGINT, 130, 1200u64),
@@ -191,7 +208,9 @@ fn a_signal_during_calibration_exits_128_plus_n_leaving_nothing() {
 /// spent before exit 127).
 #[test]
 fn a_missing_program_exits_127_before_calibrating() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
     let t = Instant::now();
     let out = pinsight()
@@ -212,20 +231,13 @@ fn a_missing_program_exits_127_before_calibrating() {
 /// tuned beside it).
 #[test]
 fn a_second_emulation_and_a_busy_realtime_task_are_refused() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
     let e = pinsight_testkit::usable_cpus()[1];
-    let mut first = pinsight()
-        .args(["emulate", "--quiet", "--kinds", &kinds])
-        .args(["--mechanism", "duty-cycle"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(first.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut first = emulation(&kinds);
+    first_line(&mut first);
     let t = Instant::now();
     let second = pinsight()
         .args(["emulate", "--kinds", &kinds, "--", "true"])
@@ -293,26 +305,12 @@ fn a_second_emulation_and_a_busy_realtime_task_are_refused() {
 
 #[test]
 fn sigkill_mid_emulation_leaves_no_stealer_within_a_second() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
-    let mut child = pinsight()
-        .args([
-            "emulate",
-            "--quiet",
-            "--kinds",
-            &kinds,
-            "--mechanism",
-            "duty-cycle",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // The report is printed once calibration is done and the stealers run.
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut child = emulation(&kinds);
+    let first = first_line(&mut child);
     assert!(first.contains("duty-cycle"), "{first}");
     let stealers = children(child.id());
     assert!(!stealers.is_empty(), "no stealer process under pinsight");
@@ -328,7 +326,9 @@ fn sigkill_mid_emulation_leaves_no_stealer_within_a_second() {
 
 #[test]
 fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
     let out = pinsight()
         .args(["emulate", "--json", "--kinds", &kinds, "--"])
@@ -393,7 +393,9 @@ fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
 /// narrows the gap a nice-0 program sees; on an idle machine it is 0.5).
 #[test]
 fn compare_finds_the_emulated_p_e_difference_significant() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
     let bin = env!("CARGO_BIN_EXE_pinsight");
     // compare writes its journal in the working directory.
@@ -447,7 +449,9 @@ fn compare_finds_the_emulated_p_e_difference_significant() {
 /// the gap they see (0.68 for 0.5 with six compilers on two CPUs).
 #[test]
 fn speed_measures_the_emulated_ratio() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
     let bin = env!("CARGO_BIN_EXE_pinsight");
     let out = pinsight()
@@ -506,7 +510,9 @@ fn speed_measures_the_emulated_ratio() {
 /// each CPU's busy time, is tested in `emulate_dynamic_live.rs`.
 #[test]
 fn balance_with_speed_weights_loads_the_slowed_cpu_less() {
-    let _g = pinsight_testkit::serial();
+    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+        return;
+    };
     let Some(kinds) = kinds("0.5") else { return };
     let bin = env!("CARGO_BIN_EXE_pinsight");
     let d = tempfile::tempdir().unwrap();
