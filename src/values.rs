@@ -230,20 +230,9 @@ pub fn stealers(text: &str) -> Result<Stealers, String> {
         .map(str::trim)
         .filter(|w| !w.is_empty())
         .map(|w| {
-            let parsed = w.split_once(':').and_then(|(c, p)| {
-                let cpu = c
-                    .trim()
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|c| *c < MAX_THREADS)?;
-                // Linux's PID_MAX_LIMIT (2^22): no process id is larger.
-                let pid = p
-                    .trim()
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|p| (1..=1 << 22).contains(p))?;
-                Some(pinsight_load::Excluded { cpu, pid })
-            });
+            let parsed = pinsight_emulate::parse_stealer(w)
+                .filter(|&(cpu, _)| cpu < MAX_THREADS)
+                .map(|(cpu, pid)| pinsight_load::Excluded { cpu, pid });
             parsed.ok_or_else(|| {
                 format!(
                     "'{}' is not CPU:PID (a CPU id and a process id from 1 to 4194304, \

@@ -63,6 +63,21 @@ pub fn stealers_value(pids: &[(usize, i32)]) -> String {
         .join(",")
 }
 
+/// One entry of [`STEALERS_ENV`]'s value, `CPU:PID` (spaces around
+/// either allowed), the inverse of [`stealers_value`]'s entries; `None`
+/// when it is not that, or the PID is outside Linux's 1 to
+/// 4194304 (`PID_MAX_LIMIT`). Pure.
+pub fn parse_stealer(entry: &str) -> Option<(usize, i32)> {
+    let (cpu, pid) = entry.trim().split_once(':')?;
+    let cpu = cpu.trim().parse::<usize>().ok()?;
+    let pid = pid
+        .trim()
+        .parse::<i32>()
+        .ok()
+        .filter(|p| (1..=1 << 22).contains(p))?;
+    Some((cpu, pid))
+}
+
 /// How the CPUs are slowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -826,6 +841,14 @@ mod tests {
     fn the_stealers_variable_names_each_cpu_and_pid() {
         assert_eq!(stealers_value(&[(1, 4425), (3, 4426)]), "1:4425,3:4426");
         assert_eq!(stealers_value(&[]), "");
+        // Each entry reads back; what is not CPU:PID, or no PID, does not.
+        let v = stealers_value(&[(1, 4425), (3, 4426)]);
+        let back: Vec<_> = v.split(',').filter_map(parse_stealer).collect();
+        assert_eq!(back, [(1, 4425), (3, 4426)]);
+        assert_eq!(parse_stealer(" 2 : 7 "), Some((2, 7)));
+        for bad in ["", "1", "1:", ":5", "x:5", "1:0", "1:-3", "0:4194305"] {
+            assert_eq!(parse_stealer(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -164,12 +164,8 @@ impl SpeedSession {
 fn stealers_in(value: &str, cpus: &CpuSet) -> Vec<(usize, i32)> {
     value
         .split(',')
-        .filter_map(|w| {
-            let (cpu, pid) = w.trim().split_once(':')?;
-            let cpu = cpu.trim().parse::<usize>().ok()?;
-            let pid = pid.trim().parse::<i32>().ok().filter(|p| *p > 0)?;
-            cpus.contains(cpu).then_some((cpu, pid))
-        })
+        .filter_map(pinsight_emulate::parse_stealer)
+        .filter(|&(cpu, _)| cpus.contains(cpu))
         .collect()
 }
 
