@@ -326,7 +326,9 @@ fn a_second_emulation_and_a_busy_realtime_task_are_refused() {
     let kind = &end["kinds"][0];
     let achieved = kind["achieved"]["median"].as_f64().unwrap();
     let tolerance = end["tolerance"].as_f64().unwrap();
-    eprintln!("CPU {e} after the task ended: {seen:.3} (its stealer's share); end check {achieved:.3}");
+    eprintln!(
+        "CPU {e} after the task ended: {seen:.3} (its stealer's share); end check {achieved:.3}"
+    );
     assert!(
         (achieved - seen).abs() <= 0.1,
         "end check {achieved:.3}, the stealer leaves {seen:.3}: {text}"
