@@ -620,3 +620,48 @@ fn sf_says_why_without_a_pmu_and_its_compare_route_recovers_the_sf() {
         em.achieved
     );
 }
+
+/// `compare --policies p-set,e-set` on the emulated machine: the stealer's
+/// half of the E CPU is the emulated machine, not other work. Every run's
+/// disturbance takes the stealer's run time off (`emulation_s`, about
+/// half of an E run's interval) and flags no run disturbed, where before
+/// every E run read "other work took 50% of CPU 1" (and
+/// `--rerun-disturbed` would have rerun each one).
+#[test]
+fn compare_on_the_emulated_machine_does_not_call_the_stealer_other_work() {
+    let Some((live, em)) = begin() else { return };
+    let d = tempfile::tempdir().unwrap();
+    ok(em
+        .pinsight(d.path())
+        .args(["compare", "--quiet", "--json", "--policies", "p-set,e-set"])
+        .args(["--runs", "3", "--warmup", "0", "--journal", "j.jsonl", "--"])
+        .args([BIN, "workload", "pi", "-t", "1", "--size", "3e8"])
+        .output()
+        .unwrap());
+    let text = std::fs::read_to_string(d.path().join("j.jsonl")).unwrap();
+    let runs: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "run")
+        .collect();
+    assert_eq!(runs.len(), 6, "{text}");
+    eprintln!(
+        "{}",
+        runs.iter()
+            .map(|r| format!("{} {}", r["arm"], r["disturbance"]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    require_premises!(live, em);
+    for r in &runs {
+        let dist = &r["disturbance"];
+        let share = dist["emulation_s"].as_f64().unwrap() / dist["interval_s"].as_f64().unwrap();
+        if r["arm"].as_str().unwrap().starts_with("e-set") {
+            assert!(
+                (0.3..=0.7).contains(&share),
+                "the stealer's share of an E run {share:.2}: {r}"
+            );
+        }
+        assert_eq!(dist["disturbed"], false, "{r}");
+    }
+}

@@ -738,6 +738,7 @@ impl Executor for Disturbed {
             interval_s: 1.0,
             other_s: if hit { 0.6 } else { 0.0 },
             steal_s: 0.0,
+            emulation_s: 0.0,
             resolution_s: 0.01,
             runnable_before: Some(1),
             runnable_after: Some(2),

@@ -78,6 +78,21 @@ pub fn parse_stealer(entry: &str) -> Option<(usize, i32)> {
     Some((cpu, pid))
 }
 
+/// The stealers this process runs among, `(cpu, pid)`: [`STEALERS_ENV`]
+/// as `pinsight emulate` exports it to its command, its entries that are
+/// not `CPU:PID` ignored; empty outside a duty-cycle emulation. A
+/// measurement leaves their run time out of its disturbance: they are the
+/// machine being measured, not other work on it.
+pub fn stealers_from_env() -> Vec<(usize, i32)> {
+    parse_stealers(&std::env::var(STEALERS_ENV).unwrap_or_default())
+}
+
+/// Every `CPU:PID` entry of a [`STEALERS_ENV`] value ([`parse_stealer`]),
+/// the others ignored. Pure.
+pub fn parse_stealers(value: &str) -> Vec<(usize, i32)> {
+    value.split(',').filter_map(parse_stealer).collect()
+}
+
 /// How the CPUs are slowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -843,8 +858,13 @@ mod tests {
         assert_eq!(stealers_value(&[]), "");
         // Each entry reads back; what is not CPU:PID, or no PID, does not.
         let v = stealers_value(&[(1, 4425), (3, 4426)]);
-        let back: Vec<_> = v.split(',').filter_map(parse_stealer).collect();
-        assert_eq!(back, [(1, 4425), (3, 4426)]);
+        assert_eq!(parse_stealers(&v), [(1, 4425), (3, 4426)]);
+        // A measurement reads the variable leniently: bad entries left out.
+        assert_eq!(
+            parse_stealers(" 0:10, 1:11 ,3:12,x:1,1:-4,1:,"),
+            [(0, 10), (1, 11), (3, 12)]
+        );
+        assert!(parse_stealers("").is_empty());
         assert_eq!(parse_stealer(" 2 : 7 "), Some((2, 7)));
         for bad in ["", "1", "1:", ":5", "x:5", "1:0", "1:-3", "0:4194305"] {
             assert_eq!(parse_stealer(bad), None, "{bad}");

@@ -274,24 +274,16 @@ pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Opti
 }
 
 /// Per CPU, the run time so far (ns) of every thread of the `exclude`
-/// processes pinned to it ([`pinsight_sys::procfs::task_run_ns`]:
-/// `schedstat` field 1, else `stat`'s ticks), and the processes none of
-/// whose threads could be listed.
+/// processes pinned to it, and the processes none of whose threads could
+/// be listed: [`pinsight_sys::procfs::run_ns_by_cpu`].
 pub fn excluded_ns(fs: &FsRoot, exclude: &[Excluded]) -> (BTreeMap<usize, u64>, Vec<Excluded>) {
-    let mut out = BTreeMap::new();
-    let mut unread = Vec::new();
-    for e in exclude {
-        let tids = pinsight_sys::procfs::tids(fs, e.pid);
-        if tids.is_empty() {
-            unread.push(*e);
-        }
-        for tid in tids {
-            if let Some(ns) = pinsight_sys::procfs::task_run_ns(fs, e.pid, tid, None) {
-                *out.entry(e.cpu).or_insert(0u64) += ns;
-            }
-        }
-    }
-    (out, unread)
+    let procs: Vec<(usize, i32)> = exclude.iter().map(|e| (e.cpu, e.pid)).collect();
+    let (ns, unread) = pinsight_sys::procfs::run_ns_by_cpu(fs, &procs);
+    let unread = unread
+        .into_iter()
+        .map(|(cpu, pid)| Excluded { cpu, pid })
+        .collect();
+    (ns, unread)
 }
 
 /// Every thread of every process under `/proc`.

@@ -36,11 +36,21 @@
 //! Steal (`/proc/stat` column 8) is time a virtual CPU was ready to run but
 //! the hypervisor ran something else (kernel `Documentation/admin-guide/
 //! cpu-load.rst` and `kernel/sched/cputime.c`); it is reported apart.
+//!
+//! **Inside `pinsight emulate`** (duty-cycle), the stealers' run time on
+//! their CPUs ([`pinsight_emulate::stealers_from_env`], read with
+//! [`pinsight_sys::procfs::run_ns_by_cpu`] at each sample, as `load` reads
+//! it) is taken off each CPU's busy time before the estimate: a stealer
+//! is the emulated machine's lower capacity, not other work, so compare,
+//! tune, mix, latency and speed runs on the emulated E CPU are not all
+//! flagged as disturbed by half (and not rerun under
+//! `--rerun-disturbed`). What was taken off is `emulation_s`.
 
 use pinsight_cpuset::CpuSet;
 use pinsight_sys::cpustat::{self, ProcStat};
 use pinsight_topology::FsRoot;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// Share of a CPU's time (0.05 = 5%) over which a run is disturbed,
@@ -57,12 +67,21 @@ pub const SHARED_SAMPLE_MAX_AGE: std::time::Duration = std::time::Duration::from
 /// Per-CPU entries below this share (1%) are left out of the record.
 const KEEP_SHARE: f64 = 0.01;
 
-/// One read of `/proc/stat` and of pinsight's own CPU time.
+/// One read of `/proc/stat`, of pinsight's own CPU time and of the
+/// emulation's stealers' run time.
 #[derive(Clone, Debug)]
 pub struct Sample {
     stat: ProcStat,
     at: Instant,
     harness_s: f64,
+    /// Per CPU, the run time so far (ns) of the emulation's stealers on it.
+    emulation_ns: BTreeMap<usize, u64>,
+}
+
+/// The stealers of the emulation this process runs in, read once.
+fn stealers() -> &'static [(usize, i32)] {
+    static STEALERS: std::sync::OnceLock<Vec<(usize, i32)>> = std::sync::OnceLock::new();
+    STEALERS.get_or_init(pinsight_emulate::stealers_from_env)
 }
 
 impl Sample {
@@ -76,11 +95,13 @@ impl Sample {
     /// on `fs`): what the measurer does before and after each run.
     pub fn take_from(fs: &FsRoot, stat: &mut cpustat::StatFile) -> Option<Sample> {
         let harness_s = pinsight_sys::process::self_cpu_s();
+        let emulation_ns = pinsight_sys::procfs::run_ns_by_cpu(fs, stealers()).0;
         let stat = stat.read(fs)?;
         Some(Sample {
             stat,
             at: Instant::now(),
             harness_s,
+            emulation_ns,
         })
     }
 
@@ -95,7 +116,15 @@ impl Sample {
             stat,
             at,
             harness_s,
+            emulation_ns: BTreeMap::new(),
         }
+    }
+
+    /// This sample with the emulation's stealers' run time so far (ns)
+    /// per CPU (tests, recorded machines).
+    pub fn with_emulation_ns(mut self, emulation_ns: BTreeMap<usize, u64>) -> Sample {
+        self.emulation_ns = emulation_ns;
+        self
     }
 }
 
@@ -127,6 +156,11 @@ pub struct Disturbance {
     pub other_s: f64,
     /// Time stolen by the hypervisor from the plan's CPUs, summed, s.
     pub steal_s: f64,
+    /// Run time of the emulation's stealers on the plan's CPUs, s: the
+    /// emulated machine's lower capacity, taken off the busy time before
+    /// the estimate (0 outside `pinsight emulate`).
+    #[serde(default)]
+    pub emulation_s: f64,
     /// One `USER_HZ` tick, s: the resolution of every per-CPU figure.
     pub resolution_s: f64,
     /// `procs_running` before and after the run (pinsight's reading thread
@@ -213,6 +247,20 @@ pub fn estimate(
             Some((*c, busy, steal))
         })
         .collect();
+    // The stealers' time, off each CPU's busy time (never below zero).
+    let mut emulation_s = 0.0;
+    let deltas: Vec<(usize, f64, f64)> = deltas
+        .into_iter()
+        .map(|(c, busy, steal)| {
+            let ran = match (before.emulation_ns.get(&c), after.emulation_ns.get(&c)) {
+                (Some(&b), Some(&a)) => a.saturating_sub(b) as f64 / 1e9,
+                _ => 0.0,
+            };
+            let taken = ran.min(busy);
+            emulation_s += taken;
+            (c, busy - taken, steal)
+        })
+        .collect();
     let total_busy: f64 = deltas.iter().map(|d| d.1).sum();
     let steal_s: f64 = deltas.iter().map(|d| d.2).sum();
     let other_s = (total_busy - own).max(0.0);
@@ -254,6 +302,7 @@ pub fn estimate(
         interval_s: interval,
         other_s,
         steal_s,
+        emulation_s,
         resolution_s: tick,
         runnable_before: before.stat.procs_running,
         runnable_after: after.stat.procs_running,
@@ -357,27 +406,8 @@ impl Watch {
     /// CPU time and its waited-for children's are the "program". `None` if
     /// `/proc/stat` cannot be read.
     pub fn finish(self, plan: Option<&CpuSet>, threshold: f64) -> Option<Disturbance> {
-        self.finish_excluding(plan, threshold, &[])
-    }
-
-    /// [`Watch::finish`], less the run time of tasks that are part of the
-    /// measured machine rather than other work: `excluded` lists, per CPU,
-    /// the seconds such tasks ran there since [`Watch::start`] (`pinsight
-    /// emulate`'s duty-cycle stealers, each pinned to the CPU it slows),
-    /// taken off that CPU's busy time before the estimate.
-    pub fn finish_excluding(
-        self,
-        plan: Option<&CpuSet>,
-        threshold: f64,
-        excluded: &[(usize, f64)],
-    ) -> Option<Disturbance> {
         let own = own_cpu_s() - self.self_before;
         let mut after = Sample::take(&self.fs)?;
-        exclude(
-            &mut after.stat,
-            excluded,
-            pinsight_sys::procfs::clock_ticks(),
-        );
         let before = self.before?;
         // The process is the program here: do not count it twice.
         after.harness_s = before.harness_s;
@@ -389,17 +419,6 @@ impl Watch {
             pinsight_sys::procfs::clock_ticks(),
             threshold,
         ))
-    }
-}
-
-/// Takes `excluded` (CPU, seconds) off each CPU's busy ticks in `stat`
-/// (`hz` ticks a second), never below zero. Pure.
-fn exclude(stat: &mut ProcStat, excluded: &[(usize, f64)], hz: u64) {
-    for &(cpu, secs) in excluded {
-        if let Some(t) = stat.cpus.get_mut(&cpu) {
-            let ticks = (secs.max(0.0) * hz as f64).round() as u64;
-            t.busy = t.busy.saturating_sub(ticks);
-        }
     }
 }
 
@@ -433,25 +452,43 @@ mod tests {
     }
 
     #[test]
-    fn excluded_run_time_is_not_other_work() {
+    fn an_emulations_stealers_are_not_other_work() {
         // 1 s; CPU 1 busy all along, half of it an emulation's stealer.
-        let (b, mut a) = pair(
+        let (b, a) = pair(
             stat(&[(0, 1000, 0), (1, 1000, 0)], 1),
             stat(&[(0, 1000, 0), (1, 1100, 0)], 2),
             1.0,
         );
-        exclude(&mut a.stat, &[(1, 0.5), (7, 1.0)], 100);
-        let d = estimate(&b, &a, None, 0.0, 100, 0.05);
+        let ns = |v: &[(usize, u64)]| v.iter().copied().collect::<BTreeMap<usize, u64>>();
+        let b = b.with_emulation_ns(ns(&[(1, 7_000_000_000), (7, 1)]));
+        let half = a
+            .clone()
+            .with_emulation_ns(ns(&[(1, 7_500_000_000), (7, 1_000_000_001)]));
+        let d = estimate(&b, &half, None, 0.0, 100, 0.05);
         assert_eq!(d.worst(), Some((1, 0.5)));
         assert!((d.other_s - 0.5).abs() < 1e-9);
+        assert!((d.emulation_s - 0.5).abs() < 1e-9, "{d:?}");
         // All of it the stealer's: nothing else ran.
-        exclude(&mut a.stat, &[(1, 0.5)], 100);
-        let d = estimate(&b, &a, None, 0.0, 100, 0.05);
+        let all = a.clone().with_emulation_ns(ns(&[(1, 8_000_000_000)]));
+        let d = estimate(&b, &all, None, 0.0, 100, 0.05);
         assert!(!d.disturbed && d.other_s == 0.0, "{d:?}");
-        // Never below the start: more excluded than ran leaves none.
-        exclude(&mut a.stat, &[(1, 5000.0)], 100);
-        assert_eq!(a.stat.cpus[&1].busy, 0);
-        assert_eq!(estimate(&b, &a, None, 0.0, 100, 0.05).other_s, 0.0);
+        // Never below zero: more stealer time than busy time leaves none.
+        let more = a.clone().with_emulation_ns(ns(&[(1, 99_000_000_000)]));
+        let d = estimate(&b, &more, None, 0.0, 100, 0.05);
+        assert_eq!(d.other_s, 0.0);
+        assert!((d.emulation_s - 1.0).abs() < 1e-9, "{d:?}");
+        // A stealer read in one sample only (started or gone between) is
+        // not taken off: no fake figure.
+        let d = estimate(
+            &b,
+            &a.with_emulation_ns(ns(&[(0, 5)])),
+            None,
+            0.0,
+            100,
+            0.05,
+        );
+        assert_eq!(d.emulation_s, 0.0);
+        assert!(d.disturbed);
     }
 
     #[test]
@@ -546,6 +583,7 @@ mod tests {
             interval_s: 1.0,
             other_s: share,
             steal_s: steal,
+            emulation_s: 0.0,
             resolution_s: 0.01,
             runnable_before: None,
             runnable_after: None,

@@ -289,6 +289,7 @@ fn disturbance(cpu: usize, share: f64) -> pinsight_measure::Disturbance {
         interval_s: 2.0,
         other_s: 2.0 * share,
         steal_s: 0.0,
+        emulation_s: 0.0,
         resolution_s: 0.01,
         runnable_before: Some(1),
         runnable_after: Some(2),

@@ -103,28 +103,14 @@ impl SpeedSession {
         let started = Instant::now();
         let fs = FsRoot::live();
         // Under a duty-cycle emulation its stealers are the machine
-        // measured, not other work: their run time is left out of the
-        // disturbance, as `load` leaves it out of the busy time.
-        let stealers = if self.cfg.time_share {
-            stealers_in(
-                &std::env::var(pinsight_emulate::STEALERS_ENV).unwrap_or_default(),
-                &self.cfg.cpus,
-            )
-        } else {
-            Vec::new()
-        };
-        let ran_before = run_ns(&fs, &stealers);
+        // measured, not other work: the disturbance leaves their run time
+        // out (pinsight_measure::disturbance), as `load` leaves it out of
+        // the busy time.
         let watch = pinsight_measure::disturbance::Watch::start(&fs);
         let cpus = measure(&self.cfg, &kind_of, progress)?;
-        let excluded: Vec<(usize, f64)> = stealers
-            .iter()
-            .zip(ran_before.iter().zip(run_ns(&fs, &stealers)))
-            .filter_map(|(&(cpu, _), (&b, a))| Some((cpu, a?.checked_sub(b?)? as f64 / 1e9)))
-            .collect();
-        let disturbance = watch.finish_excluding(
+        let disturbance = watch.finish(
             Some(&self.cfg.cpus),
             pinsight_measure::disturbance::DEFAULT_THRESHOLD,
-            &excluded,
         );
         let SpeedConfig {
             kernels,
@@ -156,26 +142,6 @@ impl SpeedSession {
             smt_yield,
         })
     }
-}
-
-/// The stealers of `value` (`PINSIGHT_EMULATION_STEALERS`: `CPU:PID,...`,
-/// as `pinsight emulate` sets it for its command) on `cpus`; an entry
-/// that is not `CPU:PID` is ignored. Pure.
-fn stealers_in(value: &str, cpus: &CpuSet) -> Vec<(usize, i32)> {
-    value
-        .split(',')
-        .filter_map(pinsight_emulate::parse_stealer)
-        .filter(|&(cpu, _)| cpus.contains(cpu))
-        .collect()
-}
-
-/// Each stealer's run time so far, ns (`None` once it is gone). A
-/// stealer is one thread, its process's first.
-fn run_ns(fs: &FsRoot, stealers: &[(usize, i32)]) -> Vec<Option<u64>> {
-    stealers
-        .iter()
-        .map(|&(_, pid)| pinsight_sys::procfs::task_run_ns(fs, pid, pid, None))
-        .collect()
 }
 
 /// A chase buffer of `mib` MiB in bytes, refused when it would not fit in
@@ -242,17 +208,6 @@ mod tests {
         assert!(!under(Some("cpufreq")));
         assert!(!under(Some("")));
         assert!(!under(None));
-    }
-
-    #[test]
-    fn stealers_are_read_on_the_measured_cpus_only() {
-        let cpus = CpuSet::parse_list("0-1").unwrap();
-        assert_eq!(stealers_in("1:4425", &cpus), vec![(1, 4425)]);
-        assert_eq!(
-            stealers_in(" 0:10, 1:11 ,3:12,x:1,1:-4,1:,", &cpus),
-            vec![(0, 10), (1, 11)]
-        );
-        assert!(stealers_in("", &cpus).is_empty());
     }
 
     #[test]

@@ -112,6 +112,34 @@ pub fn task_run_ns(fs: &FsRoot, pid: i32, tid: i32, stat: Option<&TaskStat>) -> 
     Some(ticks.saturating_mul(1_000_000_000 / clock_ticks().max(1)))
 }
 
+/// Per CPU, the run time so far (ns, [`task_run_ns`]) of every thread of
+/// the processes in `procs`, each `(cpu, pid)` credited whole to `cpu`:
+/// an emulation's stealers, each pinned to the CPU it slows, whose time
+/// is the CPU's lower capacity rather than work on it. Also returns the
+/// entries of `procs` none of whose threads could be listed (gone, or not
+/// in a recording). The one reading of that time: `load`'s busy time and
+/// every measurement's disturbance take it off the same way.
+pub fn run_ns_by_cpu(
+    fs: &FsRoot,
+    procs: &[(usize, i32)],
+) -> (std::collections::BTreeMap<usize, u64>, Vec<(usize, i32)>) {
+    let mut out = std::collections::BTreeMap::new();
+    let mut unread = Vec::new();
+    for &(cpu, pid) in procs {
+        let threads = tids(fs, pid);
+        if threads.is_empty() {
+            unread.push((cpu, pid));
+        }
+        for tid in threads {
+            if let Some(ns) = task_run_ns(fs, pid, tid, None) {
+                let total = out.entry(cpu).or_insert(0u64);
+                *total = total.saturating_add(ns);
+            }
+        }
+    }
+    (out, unread)
+}
+
 /// The processes thread `tid` of `pid` started (`/proc/PID/task/TID/children`,
 /// kernels with `CONFIG_PROC_CHILDREN`); `None` when the file is missing.
 pub fn task_children(fs: &FsRoot, pid: i32, tid: i32) -> Option<Vec<i32>> {
