@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::emulation::Emulation;
+use crate::emulation::{steady, Emulation, Pace};
 use pinsight_testkit::premise::{self, Live};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
@@ -165,12 +165,51 @@ fn tune_against_brute_force(schedule: &str) {
         v["recommended"]["p"].as_u64().unwrap(),
         v["recommended"]["e"].as_u64().unwrap(),
     );
+    // The pace after tune, as the brute force timed it before.
+    let before = Pace {
+        p: measured[0],
+        e: measured[1],
+    };
+    let after = em.pace(d.path(), 3, size);
+    let tune_time = |p: u64, e: u64| {
+        v["predictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["p"] == p && c["e"] == e && c["smt"] == 0)
+            .and_then(|c| c["measured_s"].as_f64())
+            .unwrap_or_else(|| panic!("no measured {p}P+{e}E in {v}"))
+    };
+    let (tune_p, tune_e) = (tune_time(1, 0), tune_time(0, 1));
     eprintln!(
         "{schedule}: achieved {:.3}, brute force 1P {:.3} s 1E {:.3} s 1P+1E {:.3} s \
-         (E/P {seen:.3}); tune sf {sf:.3}, recommends {rec:?}",
-        em.achieved, measured[0], measured[1], measured[2]
+         (E/P {seen:.3}), after tune 1P {:.3} s 1E {:.3} s; tune measured 1P {tune_p:.3} s \
+         1E {tune_e:.3} s, sf {sf:.3}, recommends {rec:?}",
+        em.achieved, measured[0], measured[1], measured[2], after.p, after.e
     );
     require_premises!(live, em);
+    // The same machine throughout: the pace before and after tune, and
+    // tune's own runs of 1P and 1E beside both (a slow episode of the
+    // host's in the middle shows there).
+    match steady(before, after) {
+        Ok(figures) => eprintln!("premise held: {figures}"),
+        Err(why) => pinsight_testkit::skip_test!("{schedule}: {why}"),
+    }
+    let mean = |a: f64, b: f64| (a + b) / 2.0;
+    for (what, t, bracket) in [
+        ("1P", tune_p, mean(before.p, after.p)),
+        ("1E", tune_e, mean(before.e, after.e)),
+    ] {
+        if (t / bracket - 1.0).abs() > 0.10 {
+            pinsight_testkit::skip_test!(
+                "{schedule}: premise failed: the host changed a CPU's pace while tune ran: \
+                 tune's {what} runs took {t:.3} s, the same program {:.3} s before and \
+                 after (timed directly)",
+                bracket
+            );
+        }
+    }
+    let seen = mean(before.ratio(), after.ratio()).recip();
     let sf_seen = 1.0 / seen;
     assert!(
         (sf / sf_seen - 1.0).abs() <= 0.10,
@@ -539,8 +578,9 @@ fn mix_finds_os_less_fair_than_aarr_and_acfs() {
 /// runs nothing, and names the routes that work; the compare route
 /// (`compare --policies p-set,e-set`, then `sf --from-compare`) recovers
 /// the SF within 20% of the program's E/P time ratio measured directly
-/// (3 runs on each CPU; the noise of a shared machine) and no more than
-/// 15% beyond the emulation's ratio. With a core PMU the counters run instead (--probe).
+/// (3 runs on each CPU before compare and 3 after, the pace steady
+/// between them: [`steady`]) and no more than 15% beyond the emulation's
+/// ratio. With a core PMU the counters run instead (--probe).
 #[test]
 fn sf_says_why_without_a_pmu_and_its_compare_route_recovers_the_sf() {
     let Some((live, em)) = begin() else { return };
@@ -585,13 +625,11 @@ fn sf_says_why_without_a_pmu_and_its_compare_route_recovers_the_sf() {
             assert!(err.contains(route), "{route}: {err}");
         }
     }
-    // The compare route, against the same program timed directly.
-    let (mut p, mut e) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        p.push(pi_on(&em, d.path(), &[em.p], "static", "3e8"));
-        e.push(pi_on(&em, d.path(), &[em.e], "static", "3e8"));
-    }
-    let direct = median(e) / median(p);
+    // The compare route, against the same program timed directly before
+    // and after it (the host's pace must not move in between).
+    let size = "6e8";
+    let before = em.pace(d.path(), 3, size);
+    let direct = before.ratio();
     if direct < 1.0 / VISIBLE {
         pinsight_testkit::skip(format!(
             "sf: machine too busy, E/P time {direct:.2} for nice-0 runs"
@@ -602,18 +640,24 @@ fn sf_says_why_without_a_pmu_and_its_compare_route_recovers_the_sf() {
         .pinsight(d.path())
         .args(["compare", "--quiet", "--json", "--policies", "p-set,e-set"])
         .args(["--runs", "5", "--journal", "j.jsonl", "--"])
-        .args([BIN, "workload", "pi", "-t", "1", "--size", "3e8"])
+        .args([BIN, "workload", "pi", "-t", "1", "--size", size])
         .output()
         .unwrap());
+    let after = em.pace(d.path(), 3, size);
     let o = ok(em
         .pinsight(d.path())
         .args(["sf", "--json", "--from-compare", "j.jsonl"])
         .output()
         .unwrap());
     let s = json(&o);
+    let direct = (before.ratio() + after.ratio()) / 2.0;
     eprintln!("sf --from-compare: {s}; timed directly {direct:.3}");
     let sf = s["sf"].as_f64().unwrap_or_else(|| panic!("{s}"));
     require_premises!(live, em);
+    match steady(before, after) {
+        Ok(figures) => eprintln!("premise held: {figures}"),
+        Err(why) => pinsight_testkit::skip_test!("sf: {why}"),
+    }
     assert!(
         (sf / direct - 1.0).abs() <= 0.2 && sf < 1.15 / em.achieved,
         "sf --from-compare {sf:.3}, timed directly {direct:.3}, emulation {:.3}",

@@ -194,6 +194,98 @@ impl Emulation {
     }
 }
 
+/// The pace of the two emulated CPUs as a program sees it, timed directly
+/// (outside pinsight's measurements): the median elapsed seconds of
+/// `pinsight workload pi -t 1 --size SIZE` pinned to the fast CPU and to
+/// the slowed one, runs interleaved.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    pub p: f64,
+    pub e: f64,
+}
+
+impl Pace {
+    /// E/P time ratio: the speed factor the emulated machine really has.
+    pub fn ratio(&self) -> f64 {
+        self.e / self.p
+    }
+}
+
+/// Most a CPU's time for the same program may move between the timings
+/// before and after a test's measured part (see [`steady`]).
+pub const STEADY: f64 = 0.08;
+
+/// The premise of a test that compares figures measured at different
+/// moments: the host ran each CPU at the same pace before and after the
+/// measured part (each CPU's time within [`STEADY`]). On a shared VM it
+/// does not always: with the emulation held and nothing else running,
+/// the fast CPU ran a program 25% slower for tens of seconds (tune's sf
+/// 2.07 against a brute force's 1.76 taken a minute before). `Err` with
+/// the figures when it moved; `Ok` with them when it held.
+pub fn steady(before: Pace, after: Pace) -> Result<String, String> {
+    let moved = |a: f64, b: f64| (b / a - 1.0).abs();
+    let figures = format!(
+        "the CPUs' pace timed directly: P {:.3} s then {:.3} s, E {:.3} s then {:.3} s \
+         (E/P {:.2} then {:.2})",
+        before.p,
+        after.p,
+        before.e,
+        after.e,
+        before.ratio(),
+        after.ratio()
+    );
+    if moved(before.p, after.p) > STEADY || moved(before.e, after.e) > STEADY {
+        Err(format!(
+            "premise failed: the host changed a CPU's pace during the test: {figures}, \
+             beyond {:.0}%",
+            STEADY * 100.0
+        ))
+    } else {
+        Ok(figures)
+    }
+}
+
+impl Emulation {
+    /// [`Pace`] over `reps` interleaved pairs of runs of `size` steps.
+    pub fn pace(&self, dir: &std::path::Path, reps: usize, size: &str) -> Pace {
+        let mut p = Vec::new();
+        let mut e = Vec::new();
+        for _ in 0..reps {
+            p.push(self.time_pi(dir, self.p, size));
+            e.push(self.time_pi(dir, self.e, size));
+        }
+        Pace {
+            p: median(p),
+            e: median(e),
+        }
+    }
+
+    /// `pinsight workload pi -t 1 --size SIZE` on `cpu` alone: its own
+    /// elapsed seconds.
+    pub fn time_pi(&self, dir: &std::path::Path, cpu: usize, size: &str) -> f64 {
+        let mut c = self.pinsight(dir);
+        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &[cpu].into_iter().collect())
+            .unwrap();
+        let o = c
+            .args(["workload", "pi", "--json", "-t", "1", "--size", size])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["elapsed"].as_f64().unwrap()
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// The stealer's CPU seconds; a stealer that is gone took nothing more,
 /// and the drift check then fails the premise.
 fn cpu_seconds(pid: u32) -> f64 {

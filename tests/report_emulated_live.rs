@@ -33,6 +33,8 @@ const SPEED: f64 = 0.5;
 const HELD: f64 = 0.05;
 /// Relative tolerance of the speedup factors (the assertion).
 const AGREE: f64 = 0.10;
+/// Steps of the program timed directly on each CPU (about 0.5 s on P).
+const PACE_SIZE: &str = "6e8";
 
 fn ok_json(o: Output, what: &str) -> Value {
     assert_eq!(
@@ -73,6 +75,9 @@ fn report_finds_the_speedup_factor_speed_finds_on_the_emulated_hybrid() {
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    // The pace a program really sees on each CPU, timed directly before
+    // and after report and speed: the factor both should find.
+    let before = em.pace(d, 3, PACE_SIZE);
     // Speed alone (no latency), 1 s a CPU: the same session `speed` runs
     // with its defaults.
     let report = ok_json(
@@ -100,6 +105,7 @@ fn report_finds_the_speedup_factor_speed_finds_on_the_emulated_hybrid() {
             .unwrap(),
         "speed",
     );
+    let after = em.pace(d, 3, PACE_SIZE);
     let rs = &report["speed"];
     assert_eq!(
         rs["budget_per_cpu_s"], speed["budget_per_cpu_s"],
@@ -151,6 +157,23 @@ fn report_finds_the_speedup_factor_speed_finds_on_the_emulated_hybrid() {
         }
     }
     pinsight_testkit::require_quiet!(live, premise::QUIET);
+    // The host kept each CPU's pace (see `steady`), and the emulated
+    // machine is the one asked: a program timed directly runs 1/SPEED
+    // times longer on the slowed CPU. On a shared VM the host sometimes
+    // runs one vCPU 20-25% slower for tens of seconds; report and speed
+    // then rightly find another factor than 2.
+    match crate::emulation::steady(before, after) {
+        Ok(figures) => eprintln!("premise held: {figures}"),
+        Err(why) => pinsight_testkit::skip_test!("{why}"),
+    }
+    let direct = (before.ratio() + after.ratio()) / 2.0;
+    if (direct * SPEED - 1.0).abs() > crate::emulation::STEADY {
+        pinsight_testkit::skip_test!(
+            "premise failed: a program timed directly runs E/P {direct:.2} here, not {:.1} \
+             (the host ran the two CPUs at different paces)",
+            1.0 / SPEED
+        );
+    }
     // The stealer's run time (half of CPU e) is the emulated slowness,
     // not other work: both leave it out of their disturbance.
     for (who, v) in [("report", rs), ("speed", &speed)] {
