@@ -9,6 +9,14 @@ use crate::common_cli;
 use common_cli::*;
 use std::process::{Child, Command, Stdio};
 
+/// The tests here that move threads (or restore them) take this first:
+/// a balance that moves holds the machine-wide lock, and a second one at
+/// the same moment is refused (exit 1) by design.
+fn moving() -> std::sync::MutexGuard<'static, ()> {
+    static MOVING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    MOVING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Processes the test started, killed on every exit path.
 struct Procs(Vec<Child>);
 impl Drop for Procs {
@@ -89,11 +97,15 @@ fn bad_input_is_one_line_and_exit_2() {
         2,
         "--cgroup: no cgroup /sys/fs/cgroup/no/such/cgroup-xyz",
     );
+    // A process of the test's own (PID 1 is every process's ancestor,
+    // which --pids refuses first).
+    let sleeper = Procs(vec![Command::new("sleep").arg("60").spawn().unwrap()]);
     refused(
-        &["--pids", "1", "--cpus", "100000"],
+        &["--pids", &sleeper.pids()[0], "--cpus", "100000"],
         2,
         "--cpus: CPUs 100000 are not usable",
     );
+    refused(&["--pids", "1", "--dry-run"], 2, "--pids: PID 1 (");
     refused(
         &["--restore", "/nonexistent/state.json"],
         2,
@@ -159,6 +171,7 @@ fn a_dry_run_changes_nothing_and_writes_no_state() {
 
 #[test]
 fn pids_are_spread_saved_and_restored() {
+    let _moving = moving();
     let Some((a, b)) = two_cpus() else {
         pinsight_testkit::skip_test!("needs two usable CPUs");
     };
@@ -206,6 +219,7 @@ fn pids_are_spread_saved_and_restored() {
 
 #[test]
 fn match_with_threads_moves_each_thread() {
+    let _moving = moving();
     let Some((a, b)) = two_cpus() else {
         pinsight_testkit::skip_test!("needs two usable CPUs");
     };
@@ -231,6 +245,7 @@ fn match_with_threads_moves_each_thread() {
         "balance",
         "--match",
         &marker,
+        "--match-full",
         "--threads",
         "--cpus",
         &cpus,
@@ -264,6 +279,7 @@ fn match_with_threads_moves_each_thread() {
 
 #[test]
 fn a_refused_move_puts_back_what_was_moved() {
+    let _moving = moving();
     let Some((a, b)) = two_cpus() else {
         pinsight_testkit::skip_test!("needs two usable CPUs");
     };
@@ -362,6 +378,7 @@ fn cgroup2_root() -> Option<std::path::PathBuf> {
 
 #[test]
 fn a_cgroups_processes_are_spread() {
+    let _moving = moving();
     let Some((a, b)) = two_cpus() else {
         pinsight_testkit::skip_test!("needs two usable CPUs");
     };
@@ -403,4 +420,253 @@ fn a_cgroups_processes_are_spread() {
     for p in cg.procs.pids() {
         assert_eq!(affinity(&p), a.to_string());
     }
+}
+
+/// Selection as pgrep does it, run as operators run it (under `timeout`
+/// and `sh -c`, whose command lines hold the pattern too): `--match`
+/// selects by process name and `--match-full` by command line, and
+/// neither ever selects pinsight's ancestors; the selection is printed
+/// before anything moves. `--pids` naming an ancestor or a kernel thread
+/// is refused. (Before, `--match` on whole command lines re-pinned the
+/// `timeout` and `sh` processes.)
+#[test]
+fn match_selects_like_pgrep_and_never_pinsights_ancestors() {
+    let dir = tempfile::tempdir().unwrap();
+    // A sleeper whose name (comm) is unique: sleep under another name.
+    let name = format!("pzsel{}", std::process::id() % 100_000);
+    let exe = dir.path().join(&name);
+    std::os::unix::fs::symlink(which("sleep"), &exe).unwrap();
+    let sleeper = Procs(vec![Command::new(&exe).arg("60").spawn().unwrap()]);
+    let want = sleeper.pids();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let bin = env!("CARGO_BIN_EXE_pinsight");
+    let under_sh = |extra: &str, json: bool| {
+        let json = if json { "--json " } else { "" };
+        let script = format!(
+            "exec timeout 60 sh -c '{bin} {json}balance --match {name} {extra} \
+             --dry-run --interval 0; echo sh-still-here'"
+        );
+        Command::new("sh").args(["-c", &script]).output().unwrap()
+    };
+    for extra in ["", "--match-full"] {
+        let o = under_sh(extra, true);
+        let text = String::from_utf8_lossy(&o.stdout);
+        let json = text.trim_end().trim_end_matches("sh-still-here");
+        let doc: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| {
+            panic!(
+                "{extra}: {e}: {text} {}",
+                String::from_utf8_lossy(&o.stderr)
+            )
+        });
+        let got: Vec<String> = doc["moves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["pid"].to_string())
+            .collect();
+        assert_eq!(got, want, "{extra}: {doc:#}");
+    }
+    // The human view names the selection first, before the report.
+    let o = under_sh("", false);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("selected 1 process, to spread over CPUs ")
+            && first.ends_with(&format!(": {} {name}", want[0])),
+        "{text}"
+    );
+    // --pids: an ancestor (the shell it runs under) and a kernel thread.
+    let script = format!("{bin} balance --pids $$ --dry-run --interval 0");
+    let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is an ancestor of this pinsight process"),
+        "{err}"
+    );
+    // kthreadd, PID 2, where this PID namespace shows kernel threads.
+    let kthreadd = std::fs::read_to_string("/proc/2/comm").is_ok_and(|c| c.trim() == "kthreadd");
+    if kthreadd {
+        refused(&["--pids", "2", "--dry-run"], 2, "is a kernel thread");
+    } else {
+        pinsight_testkit::skip("no kernel thread visible here: --pids 2 not checked");
+    }
+}
+
+/// `name`'s path on PATH.
+fn which(name: &str) -> std::path::PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|c| c.is_file())
+        })
+        .unwrap_or_else(|| panic!("{name} is not on PATH"))
+}
+
+/// One balance that moves at a time: with the machine-wide lock held (as
+/// a running balance holds it), a second balance is refused at once,
+/// naming the holder, and moves nothing; a dry run still works.
+#[test]
+fn a_second_balance_is_refused_naming_the_first() {
+    let Some((a, b)) = two_cpus() else {
+        pinsight_testkit::skip_test!("needs two usable CPUs");
+    };
+    let _moving = moving();
+    let procs = sleepers(1, &format!("{a},{b}"));
+    let pid = procs.pids()[0].clone();
+    let held = pinsight_sys::machine_lock::MachineLock::acquire("pinsight-balance.lock").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("s.json");
+    let cpus = format!("{a},{b}");
+    let args = ["--pids", pid.as_str(), "--cpus", &cpus, "--interval", "0"];
+    let mut argv = vec!["balance"];
+    argv.extend_from_slice(&args);
+    argv.extend_from_slice(&["--state", state.to_str().unwrap()]);
+    let t = std::time::Instant::now();
+    let o = pinsight(&argv).run();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "another pinsight balance runs (PID {})",
+            std::process::id()
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(2));
+    assert!(same(&affinity(&pid), &cpus), "{}", affinity(&pid));
+    assert!(!state.exists(), "a refused balance wrote its state");
+    let mut dry = vec!["balance", "--dry-run"];
+    dry.extend_from_slice(&args);
+    assert_eq!(pinsight(&dry).run().code, 0);
+    drop(held);
+    let o = pinsight(&argv).run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+/// `--restore` moves threads, so it trusts only a file nobody else could
+/// have written, and never moves a kernel thread even when the file
+/// names one (balance never saves one).
+#[test]
+fn restore_refuses_files_others_could_write_and_kernel_threads() {
+    if pinsight_sys::process::geteuid() != 0 {
+        pinsight_testkit::skip_test!("needs root (a file owned by another user)");
+    }
+    let _moving = moving();
+    let dir = tempfile::tempdir().unwrap();
+    let empty = r#"{"format": "pinsight-balance-state", "version": 1, "threads": []}"#;
+    let write = |name: &str, text: &str, mode: u32| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+        p
+    };
+    let open = write("open.json", empty, 0o666);
+    refused(
+        &["--restore", open.to_str().unwrap()],
+        2,
+        "others may write it (mode 0666)",
+    );
+    let theirs = write("theirs.json", empty, 0o600);
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    refused(
+        &["--restore", theirs.to_str().unwrap()],
+        2,
+        "owned by uid 65534, not by you (uid 0) or root",
+    );
+    // kthreadd, as a state file could name it (start time and all).
+    let Ok(stat) = std::fs::read_to_string("/proc/2/stat") else {
+        pinsight_testkit::skip_test!("no kernel thread visible here");
+    };
+    if !stat.contains("(kthreadd)") {
+        pinsight_testkit::skip_test!("PID 2 is not kthreadd here");
+    }
+    let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let before = affinity("2");
+    let text = format!(
+        r#"{{"format": "pinsight-balance-state", "version": 1, "threads": [
+            {{"pid": 2, "tid": 2, "start_ticks": {start}, "name": "kthreadd", "affinity": "0"}}]}}"#
+    );
+    let kernel = write("kernel.json", &text, 0o600);
+    let o = pinsight(&["--json", "balance", "--restore", kernel.to_str().unwrap()]).run();
+    let doc = o.json();
+    assert_eq!(doc["threads"][0]["outcome"], "refused", "{doc:#}");
+    assert_eq!(affinity("2"), before);
+}
+
+/// SIGINT, SIGTERM and SIGHUP end a balance with 130, 143, 129 in every
+/// phase: during the measurement before, nothing moved and no state is
+/// left; during the measurement after, the moves stay and the message
+/// names the state file that puts them back (which it does).
+#[test]
+fn a_signal_in_any_phase_exits_128_plus_n_and_names_the_undo() {
+    let Some((a, b)) = two_cpus() else {
+        pinsight_testkit::skip_test!("needs two usable CPUs");
+    };
+    let _moving = moving();
+    let cpus = format!("{a},{b}");
+    for (sig, code, at_ms, moved) in [
+        (libc::SIGINT, 130, 700u64, false),
+        (libc::SIGHUP, 129, 700, false),
+        (libc::SIGTERM, 143, 2900, true),
+    ] {
+        let procs = sleepers(1, &cpus);
+        let pid = procs.pids()[0].clone();
+        let home = tempfile::tempdir().unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_pinsight"))
+            .args([
+                "balance",
+                "--pids",
+                &pid,
+                "--cpus",
+                &cpus,
+                "--interval",
+                "2s",
+            ])
+            .env("XDG_STATE_HOME", home.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(at_ms));
+        pinsight_sys::process::kill(child.id() as i32, sig).unwrap();
+        let o = child.wait_with_output().unwrap();
+        // As words: the message may wrap at 80 columns.
+        let err = String::from_utf8_lossy(&o.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(o.status.code(), Some(code), "signal {sig}: {err}");
+        let states: Vec<_> = std::fs::read_dir(home.path().join("pinsight"))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        if moved {
+            assert_eq!(states.len(), 1, "{states:?}");
+            let state = states[0].to_str().unwrap();
+            assert!(
+                err.contains("which stay moved") && err.contains(state),
+                "{err}"
+            );
+            assert!(!same(&affinity(&pid), &cpus), "the move was undone: {err}");
+            let o = ok(&["balance", "--restore", state]);
+            assert!(o.stdout.contains("restored 1 thread(s)"), "{}", o.stdout);
+            assert!(same(&affinity(&pid), &cpus));
+        } else {
+            assert!(err.contains("before anything moved"), "{err}");
+            assert!(states.is_empty(), "{states:?}");
+            assert!(same(&affinity(&pid), &cpus));
+        }
+    }
+}
+
+/// Whether two CPU lists name the same CPUs (`0,1` and `0-1`).
+fn same(x: &str, y: &str) -> bool {
+    let set = |l: &str| pinsight_cpuset::CpuSet::parse_list(l.trim()).unwrap();
+    set(x) == set(y)
 }

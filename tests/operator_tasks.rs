@@ -92,8 +92,10 @@ pub fn ok_json(c: &mut Command, what: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
-/// `pinsight --json balance --match MARKER --cpus P,E --interval
-/// INTERVAL --state STATE`, for the caller to add its environment to.
+/// `pinsight --json balance --match MARKER --match-full --cpus P,E
+/// --interval INTERVAL --state STATE` (the marker is in the tasks'
+/// command lines; their name is python3), for the caller to add its
+/// environment to.
 pub fn balance_command(
     marker: &str,
     (p, e): (usize, usize),
@@ -101,7 +103,8 @@ pub fn balance_command(
     state: &std::path::Path,
 ) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
-    c.args(["--json", "balance", "--match", marker, "--cpus"])
+    c.args(["--json", "balance", "--match", marker, "--match-full"])
+        .arg("--cpus")
         .arg(format!("{p},{e}"))
         .args(["--interval", interval, "--state"])
         .arg(state);

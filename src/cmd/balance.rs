@@ -5,6 +5,7 @@
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::{self, select::Selector, RebalanceError};
+use pinsight_sys::machine_lock::{LockError, MachineLock};
 use pinsight_topology::FsRoot;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,13 +19,15 @@ use std::time::Duration;
 #[command(after_help = "\
 What moves: each selected process is one task (all its threads get the task's CPUs, as taskset -a -p does), or with --threads each thread is one. The tasks are spread over the CPUs (--cpus, else every CPU their affinities allow) with the planner's balance policy: in proportion to each CPU's capacity (--weights FILE, else the kernel's cpu_capacity, else each kind's maximum frequency, else the kind's rank; see `pinsight plan --help`). A task pinned to one CPU stays there while the plan leaves that CPU room.
 
-Before anything changes, every selected thread's affinity is saved to a state file (--state FILE, else $XDG_STATE_HOME/pinsight/balance-SECONDS-PID.json, else ~/.local/state/pinsight/...); its path is printed, and --restore FILE puts those affinities back (threads that exited, or whose TID was reused, are left alone). All or nothing: if the kernel refuses one change (another user's process without CAP_SYS_NICE, a CPU the cgroup forbids), every change made is put back and the exit status is 1. A task that exits meanwhile is reported, not an error.
+Before anything changes, every selected thread's affinity is saved to a state file (--state FILE, else balance-SECONDS-PID.json in $XDG_STATE_HOME/pinsight, else /var/lib/pinsight for root, else ~/.local/state/pinsight; never the temporary directory); its path is printed, and --restore FILE puts those affinities back (threads that exited, or whose TID was reused, are left alone; kernel threads are refused; a file that is not yours or root's, or that others may write, is refused). One balance that moves threads runs at a time on a machine. SIGINT, SIGTERM or SIGHUP ends it in any phase with 130, 143 or 129: before the moves nothing changes; after them the moves stay and the state file to restore is named. All or nothing: if the kernel refuses one change (another user's process without CAP_SYS_NICE, a CPU the cgroup forbids), every change made is put back and the exit status is 1. A task that exits meanwhile is reported, not an error.
 
 Load: each CPU's busy share over --interval, before and after, measured as `pinsight load` measures it (run time from /proc/schedstat, else the interval less /proc/stat's idle time, else /proc/stat's tick samples; an emulation's stealers, --stealers, count as steal), divided by its relative capacity (LOAD), and the share the selected tasks took (MINE); the imbalance is load's: the largest load over the smallest among CPUs busy at least 5% of the interval (1.00 = even).
 
 Examples:
   # every process named worker, spread by capacity
   pinsight balance --match '^worker$'
+  # every process whose command line names job.yaml (pgrep -f)
+  pinsight balance --match 'job\\.yaml' --match-full
   # show the moves, change nothing
   pinsight balance --pids 4242,4243 --dry-run
   # the threads of a service, over CPUs 0-7
@@ -37,10 +40,14 @@ pub struct Args {
     /// Processes by PID: a comma-separated list (4242,4243).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = clap::value_parser!(i32).range(1..))]
     pub pids: Option<Vec<i32>>,
-    /// Processes whose name (comm) or command line matches this regular expression, or (with
-    /// --threads) threads whose name matches.
+    /// Processes whose name (comm) matches this regular expression, as pgrep matches, or (with
+    /// --threads) threads whose name matches. pinsight itself, the processes it runs under
+    /// (shell, timeout, sudo) and kernel threads are never selected.
     #[arg(long = "match", value_name = "REGEX")]
     pub pattern: Option<String>,
+    /// Match --match against the whole command line instead of the name (pgrep -f).
+    #[arg(long, requires = "pattern")]
+    pub match_full: bool,
     /// The processes of a cgroup v2 directory (with --threads: its cgroup.threads), absolute
     /// under /sys/fs/cgroup or relative to it.
     #[arg(long, value_name = "PATH")]
@@ -79,7 +86,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     )?;
     let fs = FsRoot::live();
     if let Some(path) = &args.restore {
-        let r = rebalance::state::restore(&fs, path).map_err(balance_error)?;
+        // The file checked first (bad input is exit 2, lock or not), then
+        // one balance at a time.
+        let state = rebalance::state::load(path).map_err(balance_error)?;
+        let _one = one_at_a_time("balance")?;
+        let r = rebalance::state::restore_loaded(&fs, path, state);
         if g.json {
             g.print_json(&r)?;
         } else if !g.quiet {
@@ -99,8 +110,30 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     let req = request(&args)?;
     let topo = g.topology()?;
+    // SIGINT, SIGTERM, SIGHUP: the library stops at the next phase (a
+    // measurement ends early) and the command ends with 128 + N, naming
+    // the state file when something moved.
+    pinsight_lifecycle::interrupt::install()
+        .map_err(|e| CliError::runtime(format!("balance: {e}")))?;
+    let _exit = pinsight_lifecycle::interrupt::main_handles_exit();
+    let prepared = rebalance::prepare(&fs, &topo, &req).map_err(balance_error)?;
+    // One balance that moves threads at a time on a machine (two at once
+    // would each report "moved", and the last writer would win); taken
+    // once the input is known good, so bad input stays exit 2.
+    let _one = if args.dry_run {
+        None
+    } else {
+        one_at_a_time("balance")?
+    };
+    // What was selected, before anything is measured or moved.
+    if !g.json && !g.quiet {
+        print!(
+            "{}",
+            pinsight_render::balance::selection(prepared.tasks(), args.threads, prepared.cpus())
+        );
+    }
     let mut bar = crate::cli::progress(g);
-    let report = rebalance::rebalance(&fs, &topo, &req, &mut bar).map_err(balance_error)?;
+    let report = prepared.apply(&fs, &req, &mut bar).map_err(balance_error)?;
     if g.json {
         g.print_json(&report)?;
     } else {
@@ -115,14 +148,42 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
+/// The machine-wide lock of `pinsight COMMAND` (`pinsight-COMMAND.lock`,
+/// see [`pinsight_sys::machine_lock`]): a second one that changes the
+/// machine is refused at once, naming the first's PID (exit 1). Held
+/// until dropped; the kernel drops it when its holder dies. A lock file
+/// that cannot be opened at all (another user's, in a shared temporary
+/// directory) is a warning, not a refusal: no one can block the command
+/// by leaving a file there.
+pub(crate) fn one_at_a_time(command: &str) -> Result<Option<MachineLock>, CliError> {
+    match MachineLock::acquire(&format!("pinsight-{command}.lock")) {
+        Ok(lock) => Ok(Some(lock)),
+        Err(LockError::Held { pid, .. }) => Err(CliError::runtime(format!(
+            "another pinsight {command} runs (PID {}); one at a time on a machine: wait for it \
+             to end",
+            pid.map_or("unknown".to_string(), |p| p.to_string())
+        ))),
+        Err(e) => {
+            eprintln!(
+                "pinsight: warning: {command}: cannot take the machine-wide lock ({e}); \
+                 another {command} could run at the same time"
+            );
+            Ok(None)
+        }
+    }
+}
+
 /// The library's request from the flags (the state file's default path
 /// made, and its directory checked, before anything moves).
 fn request(args: &Args) -> Result<rebalance::Request, CliError> {
     let selector = match (&args.pids, &args.pattern, &args.cgroup) {
         (Some(p), _, _) => Selector::Pids(p.clone()),
-        (_, Some(re), _) => Selector::Match(rebalance::select::pattern(re).map_err(|e| {
-            CliError::usage(format!("--match: {}", crate::errors::shown(&e.to_string())))
-        })?),
+        (_, Some(re), _) => Selector::Match {
+            pattern: rebalance::select::pattern(re).map_err(|e| {
+                CliError::usage(format!("--match: {}", crate::errors::shown(&e.to_string())))
+            })?,
+            full: args.match_full,
+        },
         (_, _, Some(c)) => Selector::Cgroup(c.clone()),
         _ => {
             return Err(CliError::usage(
@@ -171,8 +232,17 @@ fn request(args: &Args) -> Result<rebalance::Request, CliError> {
 
 /// The library's errors, worded with the flag to change.
 fn balance_error(e: RebalanceError) -> CliError {
+    if let RebalanceError::Interrupted { signal, .. } = &e {
+        return CliError {
+            code: pinsight_lifecycle::exit::signal_code(*signal),
+            message: format!("balance: {e}"),
+        };
+    }
     let message = match &e {
-        RebalanceError::UnknownPids(_) | RebalanceError::OwnProcess(_) => format!("--pids: {e}"),
+        RebalanceError::UnknownPids(_)
+        | RebalanceError::OwnProcess(_)
+        | RebalanceError::Ancestor { .. }
+        | RebalanceError::KernelThread { .. } => format!("--pids: {e}"),
         RebalanceError::NoMatch(_) | RebalanceError::BadRegex { .. } => format!("--match: {e}"),
         RebalanceError::NoCgroup { .. } | RebalanceError::EmptyCgroup(_) => {
             format!("--cgroup: {e}")
@@ -181,9 +251,9 @@ fn balance_error(e: RebalanceError) -> CliError {
         RebalanceError::NoCpus { .. } => format!("{e}; give --cpus LIST"),
         RebalanceError::Weights(_) => format!("--weights: {e}"),
         RebalanceError::Plan(p) => super::plan_args::plan_error_message(p),
-        RebalanceError::ReadState { .. } | RebalanceError::BadState { .. } => {
-            format!("--restore: {e}")
-        }
+        RebalanceError::ReadState { .. }
+        | RebalanceError::BadState { .. }
+        | RebalanceError::UntrustedState { .. } => format!("--restore: {e}"),
         _ => e.to_string(),
     };
     if e.is_usage() {

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
   pinsight irq --off 2-3 --dry-run
   sudo pinsight irq --off 2-3
   sudo pinsight irq --spread --irq 25,26
-  sudo pinsight irq --restore /tmp/pinsight-irq-1764140000-4242.json
+  sudo pinsight irq --restore /var/lib/pinsight/irq-1764140000-4242.json
 
 Writing smp_affinity_list needs root. While irqbalance runs it moves IRQs back within \
 seconds: the command refuses, naming its PID, unless --force (or stop it first: \
@@ -110,15 +110,32 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let (moves, kept) = match &args.restore {
         Some(file) => {
             let state = SavedState::load(file).map_err(irq_error)?;
+            // It moves interrupts: only a file nobody else could write.
+            pinsight_lifecycle::state_file::check_trusted(file).map_err(|why| {
+                CliError::usage(format!(
+                    "--restore: {}: not restored: {why}",
+                    crate::errors::shown_path(file)
+                ))
+            })?;
             (state.moves(&view).map_err(irq_error)?, Vec::new())
         }
         None => plan(&args, g, &fs, &view)?,
     };
     refuse_irqbalance(&args, g, &view)?;
+    // One irq that writes affinities at a time on a machine; taken once
+    // the input is known good, so bad input stays exit 2.
+    let _one = if args.dry_run {
+        None
+    } else {
+        super::balance::one_at_a_time("irq")?
+    };
     let saved = if args.dry_run || args.restore.is_some() || moves.is_empty() {
         None
     } else {
-        let path = args.save.clone().unwrap_or_else(default_state_path);
+        let path = match &args.save {
+            Some(p) => p.clone(),
+            None => default_state_path()?,
+        };
         irq::save_state(&SavedState::of(&moves), &path).map_err(irq_error)?;
         Some(path)
     };
@@ -185,11 +202,16 @@ fn refuse_irqbalance(args: &Args, g: &Globals, view: &IrqView) -> Result<(), Cli
     )))
 }
 
-fn default_state_path() -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    std::env::temp_dir().join(format!("pinsight-irq-{secs}-{}.json", std::process::id()))
+/// `irq-SECONDS-PID.json` in the state directory (`$XDG_STATE_HOME/
+/// pinsight`, else `/var/lib/pinsight` for root; see
+/// `pinsight_lifecycle::state_file`), never the shared temporary
+/// directory.
+fn default_state_path() -> Result<PathBuf, CliError> {
+    pinsight_lifecycle::state_file::new_path("irq").map_err(|e| {
+        CliError::runtime(format!(
+            "cannot make a directory for the state file: {e}; give --save FILE"
+        ))
+    })
 }
 
 fn report(

@@ -23,3 +23,4 @@ pub mod journal;
 pub mod output;
 pub mod program;
 pub mod progress;
+pub mod state_file;

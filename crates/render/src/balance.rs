@@ -2,7 +2,9 @@
 //! normalised load before and after, the imbalance, the moves; and the
 //! view of a restore. Every line fits 80 columns.
 
+use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::load::LoadView;
+use pinsight_launch::rebalance::select::Task;
 use pinsight_launch::rebalance::state::{RestoreOutcome, RestoreReport};
 use pinsight_launch::rebalance::{Outcome, Report};
 use std::fmt::Write as _;
@@ -31,6 +33,41 @@ fn pct(v: f64) -> String {
 
 fn ratio(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+/// Tasks listed by [`selection`]; the report's moves table and the JSON
+/// have them all.
+pub const MAX_SELECTED_SHOWN: usize = 40;
+
+/// What was selected, printed before anything is measured or moved: the
+/// count, then each task as `PID name` (`PID/TID name` per thread),
+/// wrapped at 80 columns, the first [`MAX_SELECTED_SHOWN`] of them.
+pub fn selection(tasks: &[Task], per_thread: bool, cpus: &CpuSet) -> String {
+    let n = tasks.len();
+    let what = match (per_thread, n == 1) {
+        (true, true) => "thread",
+        (true, false) => "threads",
+        (false, true) => "process",
+        (false, false) => "processes",
+    };
+    let mut items: Vec<String> = tasks
+        .iter()
+        .take(MAX_SELECTED_SHOWN)
+        .map(|t| match t.tid {
+            Some(tid) => format!("{}/{tid} {}", t.pid, cut(&t.name)),
+            None => format!("{} {}", t.pid, cut(&t.name)),
+        })
+        .collect();
+    if n > MAX_SELECTED_SHOWN {
+        items.push(format!("and {} more", n - MAX_SELECTED_SHOWN));
+    }
+    format!(
+        "{}\n",
+        crate::term::wrap80(&format!(
+            "selected {n} {what}, to spread over CPUs {cpus}: {}",
+            items.join(", ")
+        ))
+    )
 }
 
 /// The report of a rebalance (or of a dry run).
@@ -196,19 +233,23 @@ fn cut12(s: &str) -> String {
 pub fn restore(r: &RestoreReport) -> String {
     let mut out = String::new();
     let count = |o: RestoreOutcome| r.threads.iter().filter(|t| t.outcome == o).count();
-    let _ = writeln!(
-        out,
-        "pinsight balance: restored {} thread(s) from {}; {} unchanged, {} gone, {} failed",
+    let refused = match count(RestoreOutcome::Refused) {
+        0 => String::new(),
+        n => format!(", {n} refused"),
+    };
+    let line = format!(
+        "pinsight balance: restored {} thread(s) from {}; {} unchanged, {} gone, {} failed{refused}",
         count(RestoreOutcome::Restored),
-        r.state.display(),
+        crate::term::shown(&r.state.display().to_string()),
         count(RestoreOutcome::Unchanged),
         count(RestoreOutcome::Gone),
         count(RestoreOutcome::Failed),
     );
+    let _ = writeln!(out, "{}", crate::term::wrap80(&line));
     for t in r
         .threads
         .iter()
-        .filter(|t| t.outcome == RestoreOutcome::Failed)
+        .filter(|t| matches!(t.outcome, RestoreOutcome::Failed | RestoreOutcome::Refused))
     {
         let _ = writeln!(
             out,

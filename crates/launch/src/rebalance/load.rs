@@ -63,6 +63,9 @@ pub struct LoadView {
 pub enum LoadError {
     #[error("/proc/stat cannot be read or has no per-CPU lines")]
     NoProcStat,
+    /// SIGINT, SIGTERM or SIGHUP came while measuring (the signal).
+    #[error("stopped by signal {0} while measuring the load")]
+    Interrupted(i32),
 }
 
 /// The per-CPU load over `interval` of the CPUs in `caps` (`(cpu,
@@ -94,7 +97,11 @@ pub fn measure(
     };
     let a = pinsight_load::sample::read(fs, &parts).ok_or(LoadError::NoProcStat)?;
     let ta = task_times(fs, tasks);
-    std::thread::sleep(interval);
+    // Ends early when SIGINT, SIGTERM or SIGHUP comes (the signal
+    // lifecycle the command installed; a plain sleep without it).
+    if let Some(sig) = pinsight_lifecycle::interrupt::wait(interval) {
+        return Err(LoadError::Interrupted(sig));
+    }
     let b = pinsight_load::sample::read(fs, &parts).ok_or(LoadError::NoProcStat)?;
     let tb = task_times(fs, tasks);
     let opts = pinsight_load::Options {

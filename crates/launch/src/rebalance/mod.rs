@@ -125,6 +125,13 @@ pub enum RebalanceError {
     /// pinsight's own process was named (usage).
     #[error("PID {0} is this pinsight process itself")]
     OwnProcess(i32),
+    /// An ancestor of pinsight was named: the shell, `timeout` or `sudo`
+    /// it runs under (usage).
+    #[error("PID {pid} ('{name}') is an ancestor of this pinsight process (what it runs under); it is never moved")]
+    Ancestor { pid: i32, name: String },
+    /// A kernel thread was named (usage).
+    #[error("PID {pid} ('{name}') is a kernel thread; kernel threads are never moved")]
+    KernelThread { pid: i32, name: String },
     /// A pattern that matches no process or thread (usage).
     #[error("no process or thread matches '{0}'")]
     NoMatch(String),
@@ -167,6 +174,18 @@ pub enum RebalanceError {
         /// Threads put back to their previous affinity.
         restored: usize,
     },
+    /// SIGINT, SIGTERM or SIGHUP stopped the balance (runtime; the
+    /// command ends with 128 + the signal). `moved` threads were moved
+    /// before it came; `state` is the file that puts them back.
+    #[error("{}", interrupted_text(.signal, .moved, .state))]
+    Interrupted {
+        signal: i32,
+        moved: usize,
+        state: Option<PathBuf>,
+    },
+    /// A state file someone else could have written (usage).
+    #[error("{path} not restored: {reason}")]
+    UntrustedState { path: PathBuf, reason: String },
     /// A state file that cannot be read (usage).
     #[error("cannot read state file {path}: {reason}")]
     ReadState { path: PathBuf, reason: String },
@@ -196,6 +215,18 @@ fn refused_text(
     )
 }
 
+fn interrupted_text(signal: &i32, moved: &usize, state: &Option<PathBuf>) -> String {
+    match (*moved, state) {
+        (0, _) => format!("stopped by signal {signal} before anything moved; nothing is changed"),
+        (n, Some(p)) => format!(
+            "stopped by signal {signal} after moving {n} thread(s), which stay moved; \
+             put them back with: pinsight balance --restore {}",
+            pinsight_lifecycle::interrupt::shell_quote(&p.display().to_string())
+        ),
+        (n, None) => format!("stopped by signal {signal} after moving {n} thread(s)"),
+    }
+}
+
 impl RebalanceError {
     /// Whether the error is the input's (exit 2) rather than the machine's (1).
     pub fn is_usage(&self) -> bool {
@@ -204,18 +235,38 @@ impl RebalanceError {
             RebalanceError::Load(_)
                 | RebalanceError::SaveState { .. }
                 | RebalanceError::Refused { .. }
+                | RebalanceError::Interrupted { .. }
         )
     }
 }
 
 /// Selects, plans, measures, saves, applies and measures again (see the
-/// module's documentation). Live machine only: affinity is a syscall.
+/// module's documentation): [`prepare`], then [`Prepared::apply`]. Live
+/// machine only: affinity is a syscall.
 pub fn rebalance(
     fs: &FsRoot,
     topo: &Topology,
     req: &Request,
     progress: &mut dyn Progress,
 ) -> Result<Report, RebalanceError> {
+    prepare(fs, topo, req)?.apply(fs, req, progress)
+}
+
+/// The selection and its plan, made before anything is measured or
+/// moved: a caller shows [`Prepared::tasks`] first (what `balance`
+/// prints before anything moves), then applies it.
+#[derive(Debug)]
+pub struct Prepared {
+    tasks: Vec<Task>,
+    cpus: CpuSet,
+    plan: pinsight_plan::Plan,
+    rel: Vec<(usize, f64)>,
+    source: String,
+    targets: Vec<CpuSet>,
+}
+
+/// Selects the tasks and plans their CPUs; changes nothing.
+pub fn prepare(fs: &FsRoot, topo: &Topology, req: &Request) -> Result<Prepared, RebalanceError> {
     let tasks = select::select(fs, &req.selector, req.per_thread)?;
     let usable = topo.usable();
     let cpus = match &req.cpus {
@@ -252,31 +303,68 @@ pub fn rebalance(
         .max(1e-12);
     let rel: Vec<(usize, f64)> = caps.iter().map(|(c, w)| (*c, w / max)).collect();
     let targets = assign(&tasks, &plan);
-    let steps = if req.interval.is_some() { 3 } else { 1 };
-    progress.begin("balance", steps, 0);
-    let result = apply_measured(fs, req, &tasks, &targets, &rel, progress);
-    progress.end();
-    let (moves, load_before, load_after) = result?;
-    let per_cpu = per_cpu(&tasks, &plan);
-    Ok(Report {
-        dry_run: req.dry_run,
-        per_thread: req.per_thread,
+    Ok(Prepared {
+        tasks,
         cpus,
-        capacity: rel
-            .iter()
-            .map(|(cpu, capacity)| CpuCapacity {
-                cpu: *cpu,
-                capacity: *capacity,
-            })
-            .collect(),
-        capacity_source: source.describe().to_string(),
-        per_cpu,
-        state: (!req.dry_run).then(|| req.state.clone()).flatten(),
-        notes: notes(fs, &moves, &plan, req.dry_run),
-        moves,
-        load_before,
-        load_after,
+        plan,
+        rel,
+        source: source.describe().to_string(),
+        targets,
     })
+}
+
+impl Prepared {
+    /// The selected tasks, ascending by PID then TID.
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// The CPUs the tasks are spread over.
+    pub fn cpus(&self) -> &CpuSet {
+        &self.cpus
+    }
+
+    /// Measures, saves, applies (unless a dry run) and measures again.
+    pub fn apply(
+        self,
+        fs: &FsRoot,
+        req: &Request,
+        progress: &mut dyn Progress,
+    ) -> Result<Report, RebalanceError> {
+        let Prepared {
+            tasks,
+            cpus,
+            plan,
+            rel,
+            source,
+            targets,
+        } = self;
+        let steps = if req.interval.is_some() { 3 } else { 1 };
+        progress.begin("balance", steps, 0);
+        let result = apply_measured(fs, req, &tasks, &targets, &rel, progress);
+        progress.end();
+        let (moves, load_before, load_after) = result?;
+        let per_cpu = per_cpu(&tasks, &plan);
+        Ok(Report {
+            dry_run: req.dry_run,
+            per_thread: req.per_thread,
+            cpus,
+            capacity: rel
+                .iter()
+                .map(|(cpu, capacity)| CpuCapacity {
+                    cpu: *cpu,
+                    capacity: *capacity,
+                })
+                .collect(),
+            capacity_source: source,
+            per_cpu,
+            state: (!req.dry_run).then(|| req.state.clone()).flatten(),
+            notes: notes(fs, &moves, &plan, req.dry_run),
+            moves,
+            load_before,
+            load_after,
+        })
+    }
 }
 
 type Applied = (Vec<Move>, Option<LoadView>, Option<LoadView>);
@@ -290,16 +378,35 @@ fn apply_measured(
     caps: &[(usize, f64)],
     progress: &mut dyn Progress,
 ) -> Result<Applied, RebalanceError> {
-    let measure = |tasks: &[Task]| -> Result<Option<LoadView>, RebalanceError> {
+    // A signal (SIGINT, SIGTERM, SIGHUP) ends the balance in any phase:
+    // before the moves nothing is changed; after them the moves stay and
+    // the error names the state file that puts them back.
+    let stopped = |signal: i32, moved: &[Move]| RebalanceError::Interrupted {
+        signal,
+        moved: moved
+            .iter()
+            .filter(|m| m.outcome == Outcome::Moved)
+            .map(|m| m.threads)
+            .sum(),
+        state: (!req.dry_run).then(|| req.state.clone()).flatten(),
+    };
+    let measure = |tasks: &[Task], moved: &[Move]| -> Result<Option<LoadView>, RebalanceError> {
         match req.interval {
             None => Ok(None),
-            Some(d) => Ok(Some(load::measure(fs, caps, tasks, &req.exclude, d)?)),
+            Some(d) => match load::measure(fs, caps, tasks, &req.exclude, d) {
+                Ok(v) => Ok(Some(v)),
+                Err(load::LoadError::Interrupted(sig)) => Err(stopped(sig, moved)),
+                Err(e) => Err(e.into()),
+            },
         }
     };
     progress.step("measuring the load before", 0);
-    let before = measure(tasks)?;
+    let before = measure(tasks, &[])?;
     let done = u64::from(req.interval.is_some());
     progress.step("moving", done);
+    if let Some(sig) = pinsight_lifecycle::interrupt::stopped() {
+        return Err(stopped(sig, &[]));
+    }
     let moves = if req.dry_run {
         dry_moves(tasks, targets)
     } else {
@@ -310,12 +417,19 @@ fn apply_measured(
         state::save(fs, tasks, &path)?;
         apply(fs, tasks, targets)?
     };
+    if let Some(sig) = pinsight_lifecycle::interrupt::stopped() {
+        return Err(stopped(sig, &moves));
+    }
     if req.interval.is_none() {
         progress.step("", 1);
         return Ok((moves, before, None));
     }
     progress.step("measuring the load after", 2);
-    let after = if req.dry_run { None } else { measure(tasks)? };
+    let after = if req.dry_run {
+        None
+    } else {
+        measure(tasks, &moves)?
+    };
     progress.step("", 3);
     Ok((moves, before, after))
 }

@@ -17,9 +17,11 @@ use serde::Serialize;
 pub enum Selector {
     /// These processes (every one must exist).
     Pids(Vec<i32>),
-    /// Processes whose `comm` or command line matches, or (per thread)
-    /// threads whose name matches or whose process matches.
-    Match(regex::Regex),
+    /// Processes whose name (`comm`) matches, as `pgrep` matches, or with
+    /// `full` whose whole command line does (`pgrep -f`; the name when
+    /// the command line is empty); per thread, also threads whose own
+    /// name matches.
+    Match { pattern: regex::Regex, full: bool },
     /// The members of a cgroup v2 directory: a path under the cgroup mount
     /// (`/sys/fs/cgroup/...`) or relative to it (`system.slice/x.service`).
     Cgroup(String),
@@ -58,10 +60,18 @@ pub struct Task {
     pub before: CpuSet,
 }
 
-/// The tasks `sel` names on `fs`, ascending by PID then TID; never
-/// pinsight's own process. `per_thread`: one task per thread.
+/// The tasks `sel` names on `fs`, ascending by PID then TID.
+/// `per_thread`: one task per thread.
+///
+/// Never selected: this pinsight process, its ancestors (the shell,
+/// `timeout`, `sudo` or `sh -c` it runs under: moving them would move
+/// pinsight's own launcher, and `--match` on whole command lines used to
+/// find them) and kernel threads. Named by `--pids`, each is refused;
+/// matched by a pattern or found in a cgroup, each is left out.
 pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>, RebalanceError> {
     let me = std::process::id() as i32;
+    let ancestors = ancestors(fs, me);
+    let off_limits = |p: i32| p == me || ancestors.contains(&p) || is_kernel_thread(fs, p);
     let pids: Vec<i32> = match sel {
         Selector::Pids(pids) => {
             let missing: Vec<i32> = pids
@@ -75,22 +85,38 @@ pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>
             if pids.contains(&me) {
                 return Err(RebalanceError::OwnProcess(me));
             }
+            let name = |p: i32| process_name(fs, p).unwrap_or_default();
+            if let Some(&p) = pids.iter().find(|p| ancestors.contains(*p)) {
+                return Err(RebalanceError::Ancestor {
+                    pid: p,
+                    name: name(p),
+                });
+            }
+            if let Some(&p) = pids.iter().find(|&&p| is_kernel_thread(fs, p)) {
+                return Err(RebalanceError::KernelThread {
+                    pid: p,
+                    name: name(p),
+                });
+            }
             let mut v = pids.clone();
             v.sort_unstable();
             v.dedup();
             v
         }
-        Selector::Match(_) => {
+        Selector::Match { .. } => {
             let mut v: Vec<i32> = fs
                 .list_dir("/proc")
                 .iter()
                 .filter_map(|n| n.parse::<i32>().ok())
-                .filter(|p| *p != me && !is_kernel_thread(fs, *p))
+                .filter(|&p| !off_limits(p))
                 .collect();
             v.sort_unstable();
             v
         }
-        Selector::Cgroup(path) => cgroup_members(fs, path, "cgroup.procs")?,
+        Selector::Cgroup(path) => cgroup_members(fs, path, "cgroup.procs")?
+            .into_iter()
+            .filter(|&p| !off_limits(p))
+            .collect(),
     };
     let cgroup_threads = match sel {
         Selector::Cgroup(path) if per_thread => Some(cgroup_members(fs, path, "cgroup.threads")?),
@@ -106,15 +132,22 @@ pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>
             .filter_map(|t| procfs::task_stat(fs, pid, t).map(|s| (t, s.comm)))
             .collect();
         let process_matches = match sel {
-            Selector::Match(re) => {
-                re.is_match(&comm) || cmdline(fs, pid).is_some_and(|c| re.is_match(&c))
-            }
+            Selector::Match {
+                pattern,
+                full: false,
+            } => pattern.is_match(&comm),
+            Selector::Match {
+                pattern,
+                full: true,
+            } => pattern.is_match(&cmdline(fs, pid).unwrap_or_else(|| comm.clone())),
             _ => true,
         };
         if per_thread {
             for (tid, name) in threads {
                 let keep = match (sel, &cgroup_threads) {
-                    (Selector::Match(re), _) => process_matches || re.is_match(&name),
+                    (Selector::Match { pattern, .. }, _) => {
+                        process_matches || pattern.is_match(&name)
+                    }
                     (_, Some(members)) => members.contains(&tid),
                     _ => true,
                 };
@@ -130,8 +163,8 @@ pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>
             }
         } else {
             let keep = match sel {
-                Selector::Match(re) => {
-                    process_matches || threads.iter().any(|(_, n)| re.is_match(n))
+                Selector::Match { pattern, .. } => {
+                    process_matches || threads.iter().any(|(_, n)| pattern.is_match(n))
                 }
                 _ => true,
             };
@@ -153,7 +186,9 @@ pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>
     }
     if tasks.is_empty() {
         return Err(match sel {
-            Selector::Match(re) => RebalanceError::NoMatch(re.as_str().to_string()),
+            Selector::Match { pattern, .. } => {
+                RebalanceError::NoMatch(pattern.as_str().to_string())
+            }
             Selector::Cgroup(path) => RebalanceError::EmptyCgroup(cgroup_dir(path)),
             Selector::Pids(p) => RebalanceError::UnknownPids(p.clone()),
         });
@@ -213,21 +248,32 @@ fn cmdline(fs: &FsRoot, pid: i32) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" "))
 }
 
+/// The ancestors of process `pid` (its parent, the parent's parent, up
+/// to and including PID 1), from `/proc/PID/stat`'s `ppid`; a loop or a
+/// process gone on the way ends the walk.
+pub fn ancestors(fs: &FsRoot, pid: i32) -> std::collections::BTreeSet<i32> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut at = pid;
+    while let Some(parent) = ppid(fs, at) {
+        if parent <= 0 || !out.insert(parent) || parent == 1 {
+            break;
+        }
+        at = parent;
+    }
+    out
+}
+
+/// The parent's PID from `/proc/PID/stat` (field 4).
+fn ppid(fs: &FsRoot, pid: i32) -> Option<i32> {
+    let t = fs.read_opt(format!("/proc/{pid}/stat"))?;
+    let close = t.rfind(')')?;
+    t[close + 1..].split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Kernel threads have an empty command line and are children of
 /// kthreadd (PID 2) or kthreadd itself; `--match` never selects them.
-fn is_kernel_thread(fs: &FsRoot, pid: i32) -> bool {
-    if pid == 2 {
-        return true;
-    }
-    let ppid = fs.read_opt(format!("/proc/{pid}/stat")).and_then(|t| {
-        let close = t.rfind(')')?;
-        t[close + 1..]
-            .split_whitespace()
-            .nth(1)?
-            .parse::<i32>()
-            .ok()
-    });
-    ppid == Some(2)
+pub(crate) fn is_kernel_thread(fs: &FsRoot, pid: i32) -> bool {
+    pid == 2 || ppid(fs, pid) == Some(2)
 }
 
 #[cfg(test)]
@@ -253,8 +299,16 @@ mod tests {
             matches!(e, RebalanceError::UnknownPids(ref p) if p == &[999_999_999]),
             "{e}"
         );
-        let re = regex::Regex::new("^no-such-process-name-xyz$").unwrap();
-        let e = select(&fs, &Selector::Match(re), false).unwrap_err();
+        let pattern = regex::Regex::new("^no-such-process-name-xyz$").unwrap();
+        let e = select(
+            &fs,
+            &Selector::Match {
+                pattern,
+                full: false,
+            },
+            false,
+        )
+        .unwrap_err();
         assert!(matches!(e, RebalanceError::NoMatch(_)), "{e}");
         let e = select(&fs, &Selector::Cgroup("no/such/cgroup-xyz".into()), false).unwrap_err();
         assert!(matches!(e, RebalanceError::NoCgroup { .. }), "{e}");

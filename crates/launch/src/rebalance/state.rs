@@ -51,6 +51,9 @@ pub enum RestoreOutcome {
     Gone,
     /// The kernel refused (see the error).
     Failed,
+    /// Not put back: a kernel thread, which `balance` never moves (the
+    /// file was not written by it).
+    Refused,
 }
 
 /// One thread of a restore.
@@ -72,25 +75,12 @@ pub struct RestoreReport {
 }
 
 /// Where a state file goes when none is named: `balance-SECONDS-PID.json`
-/// in `$XDG_STATE_HOME/pinsight` (XDG Base Directory Specification), else
-/// `$HOME/.local/state/pinsight`, else the temporary directory; the
-/// directory is created when missing.
+/// in [`pinsight_lifecycle::state_file::dir_for`]
+/// (`$XDG_STATE_HOME/pinsight`, else `/var/lib/pinsight` for root, else
+/// `~/.local/state/pinsight`), created when missing. Never the shared
+/// temporary directory, where another user could place or edit it.
 pub fn default_path() -> std::io::Result<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })
-        .map(|d| d.join("pinsight"))
-        .unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&base)?;
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    Ok(base.join(format!("balance-{secs}-{}.json", std::process::id())))
+    pinsight_lifecycle::state_file::new_path("balance")
 }
 
 /// Writes the current affinity of every thread of `tasks` to `path`
@@ -141,6 +131,14 @@ pub fn load(path: &Path) -> Result<State, RebalanceError> {
         pinsight_sys::fs::BoundedReadError::Io(e) => read(e.to_string()),
         e => read(e.to_string()),
     })?;
+    // A file that moves threads must be one nobody else could have
+    // written: the caller's or root's, writable by no one else.
+    pinsight_lifecycle::state_file::check_trusted(path).map_err(|reason| {
+        RebalanceError::UntrustedState {
+            path: path.to_path_buf(),
+            reason,
+        }
+    })?;
     let bad = |reason: String| RebalanceError::BadState {
         path: path.to_path_buf(),
         reason,
@@ -157,7 +155,11 @@ pub fn load(path: &Path) -> Result<State, RebalanceError> {
 
 /// Puts back every saved thread that still runs (same TID and start time).
 pub fn restore(fs: &FsRoot, path: &Path) -> Result<RestoreReport, RebalanceError> {
-    let state = load(path)?;
+    Ok(restore_loaded(fs, path, load(path)?))
+}
+
+/// [`restore`] of a state already [`load`]ed (and so checked) from `path`.
+pub fn restore_loaded(fs: &FsRoot, path: &Path, state: State) -> RestoreReport {
     let threads = state
         .threads
         .into_iter()
@@ -173,6 +175,11 @@ pub fn restore(fs: &FsRoot, path: &Path) -> Result<RestoreReport, RebalanceError
                 error: None,
             };
             if !same {
+                return r;
+            }
+            if super::select::is_kernel_thread(fs, s.pid) {
+                r.outcome = RestoreOutcome::Refused;
+                r.error = Some("a kernel thread: balance never moves one".into());
                 return r;
             }
             let now = affinity::get_affinity(s.tid).ok();
@@ -191,10 +198,10 @@ pub fn restore(fs: &FsRoot, path: &Path) -> Result<RestoreReport, RebalanceError
             r
         })
         .collect();
-    Ok(RestoreReport {
+    RestoreReport {
         state: path.to_path_buf(),
         threads,
-    })
+    }
 }
 
 #[cfg(test)]
