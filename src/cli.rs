@@ -387,3 +387,32 @@ impl ExportArgs {
             .map_err(|e| CliError::runtime(e.to_string()))
     }
 }
+
+/// The machine-wide lock of `pinsight COMMAND` (`pinsight-COMMAND.lock`,
+/// see [`pinsight_sys::machine_lock`]): a second one that changes the
+/// machine is refused at once, naming the first's PID (exit 1). Held
+/// until dropped; the kernel drops it when its holder dies. A lock file
+/// that cannot be opened at all (another user's, in a shared temporary
+/// directory) is a warning, not a refusal: no one can block the command
+/// by leaving a file there.
+pub(crate) fn one_at_a_time(
+    command: &str,
+) -> Result<Option<pinsight_sys::machine_lock::MachineLock>, CliError> {
+    match pinsight_sys::machine_lock::MachineLock::acquire(&format!("pinsight-{command}.lock")) {
+        Ok(lock) => Ok(Some(lock)),
+        Err(pinsight_sys::machine_lock::LockError::Held { pid, .. }) => {
+            Err(CliError::runtime(format!(
+            "another pinsight {command} runs (PID {}); one at a time on a machine: wait for it \
+             to end",
+            pid.map_or("unknown".to_string(), |p| p.to_string())
+        )))
+        }
+        Err(e) => {
+            eprintln!(
+                "pinsight: warning: {command}: cannot take the machine-wide lock ({e}); \
+                 another {command} could run at the same time"
+            );
+            Ok(None)
+        }
+    }
+}

@@ -5,7 +5,6 @@
 use crate::cli::{CliError, CmdResult, Globals};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::{self, select::Selector, RebalanceError};
-use pinsight_sys::machine_lock::{LockError, MachineLock};
 use pinsight_topology::FsRoot;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,7 +88,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         // The file checked first (bad input is exit 2, lock or not), then
         // one balance at a time.
         let state = rebalance::state::load(path).map_err(balance_error)?;
-        let _one = one_at_a_time("balance")?;
+        let _one = crate::cli::one_at_a_time("balance")?;
         let r = rebalance::state::restore_loaded(&fs, path, state);
         if g.json {
             g.print_json(&r)?;
@@ -123,7 +122,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let _one = if args.dry_run {
         None
     } else {
-        one_at_a_time("balance")?
+        crate::cli::one_at_a_time("balance")?
     };
     // What was selected, before anything is measured or moved.
     if !g.json && !g.quiet {
@@ -146,31 +145,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
     Ok(0)
-}
-
-/// The machine-wide lock of `pinsight COMMAND` (`pinsight-COMMAND.lock`,
-/// see [`pinsight_sys::machine_lock`]): a second one that changes the
-/// machine is refused at once, naming the first's PID (exit 1). Held
-/// until dropped; the kernel drops it when its holder dies. A lock file
-/// that cannot be opened at all (another user's, in a shared temporary
-/// directory) is a warning, not a refusal: no one can block the command
-/// by leaving a file there.
-pub(crate) fn one_at_a_time(command: &str) -> Result<Option<MachineLock>, CliError> {
-    match MachineLock::acquire(&format!("pinsight-{command}.lock")) {
-        Ok(lock) => Ok(Some(lock)),
-        Err(LockError::Held { pid, .. }) => Err(CliError::runtime(format!(
-            "another pinsight {command} runs (PID {}); one at a time on a machine: wait for it \
-             to end",
-            pid.map_or("unknown".to_string(), |p| p.to_string())
-        ))),
-        Err(e) => {
-            eprintln!(
-                "pinsight: warning: {command}: cannot take the machine-wide lock ({e}); \
-                 another {command} could run at the same time"
-            );
-            Ok(None)
-        }
-    }
 }
 
 /// The library's request from the flags (the state file's default path

@@ -127,7 +127,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let _one = if args.dry_run {
         None
     } else {
-        super::balance::one_at_a_time("irq")?
+        crate::cli::one_at_a_time("irq")?
     };
     let saved = if args.dry_run || args.restore.is_some() || moves.is_empty() {
         None
