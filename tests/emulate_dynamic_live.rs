@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::emulation::{steady, Emulation, Pace};
+use crate::emulation::{median, steady, Emulation, Pace};
 use pinsight_testkit::premise::{self, Live};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
@@ -82,26 +82,6 @@ fn json(o: &Output) -> Value {
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// `pinsight workload pi` on `cpus` with one thread per CPU: its elapsed
-/// seconds (the workload's own figure).
-fn pi_on(em: &Emulation, dir: &std::path::Path, cpus: &[usize], schedule: &str, size: &str) -> f64 {
-    let mut c = em.pinsight(dir);
-    let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
-    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
-    let threads = cpus.len().to_string();
-    let o = ok(c
-        .args(["workload", "pi", "--json", "-t", &threads])
-        .args(["--schedule", schedule, "--size", size])
-        .output()
-        .unwrap());
-    json(&o)["elapsed"].as_f64().unwrap()
-}
-
 /// `tune -- pinsight workload pi --schedule SCHEDULE` on the emulated
 /// machine against a brute force: every configuration this machine
 /// allows (1P, 1E, 1P+1E) timed directly, 5 runs each, interleaved.
@@ -132,7 +112,7 @@ fn tune_against_brute_force(schedule: &str) {
     let mut times = vec![Vec::new(); 3];
     for _ in 0..5 {
         for (i, (_, _, cpus)) in configs.iter().enumerate() {
-            times[i].push(pi_on(&em, d.path(), cpus, schedule, size));
+            times[i].push(em.time_pi(d.path(), cpus, schedule, size));
         }
     }
     let measured: Vec<f64> = times.into_iter().map(median).collect();

@@ -251,8 +251,8 @@ impl Emulation {
         let mut p = Vec::new();
         let mut e = Vec::new();
         for _ in 0..reps {
-            p.push(self.time_pi(dir, self.p, size));
-            e.push(self.time_pi(dir, self.e, size));
+            p.push(self.time_pi(dir, &[self.p], "static", size));
+            e.push(self.time_pi(dir, &[self.e], "static", size));
         }
         Pace {
             p: median(p),
@@ -260,14 +260,23 @@ impl Emulation {
         }
     }
 
-    /// `pinsight workload pi -t 1 --size SIZE` on `cpu` alone: its own
-    /// elapsed seconds.
-    pub fn time_pi(&self, dir: &std::path::Path, cpu: usize, size: &str) -> f64 {
+    /// `pinsight workload pi --schedule SCHEDULE --size SIZE` with one
+    /// thread per CPU of `cpus`, restricted to them: its own elapsed
+    /// seconds (the one direct timing of every emulated-hybrid test).
+    pub fn time_pi(
+        &self,
+        dir: &std::path::Path,
+        cpus: &[usize],
+        schedule: &str,
+        size: &str,
+    ) -> f64 {
         let mut c = self.pinsight(dir);
-        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &[cpu].into_iter().collect())
-            .unwrap();
+        let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
+        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+        let threads = cpus.len().to_string();
         let o = c
-            .args(["workload", "pi", "--json", "-t", "1", "--size", size])
+            .args(["workload", "pi", "--json", "-t", &threads])
+            .args(["--schedule", schedule, "--size", size])
             .output()
             .unwrap();
         assert_eq!(
@@ -281,7 +290,8 @@ impl Emulation {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The middle value (the upper one of an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
