@@ -171,6 +171,12 @@ fn sigkill_leaves_no_realtime_task_of_pinsight_after_200_ms() {
 
 /// SIGINT, SIGTERM and SIGHUP during calibration end pinsight with 130,
 /// 143 and 129 (it died of the signal), one line, and no stealer left.
+/// The signal goes once a real-time task of the emulation runs (its
+/// probes or stealers: calibration is under way), plus a delay; a fixed
+/// delay from the start once came after a calibration that took under
+/// 1.2 s, and `true` had already exited 0. The program is `sleep 30`, so
+/// a signal that still comes too late finds calibration done (its
+/// report on stderr): a counted skip, not a pass.
 #[test]
 fn a_signal_during_calibration_exits_128_plus_n_leaving_nothing() {
     let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
@@ -178,22 +184,37 @@ fn a_signal_during_calibration_exits_128_plus_n_leaving_nothing() {
     };
     let Some(kinds) = kinds("0.5") else { return };
     for (sig, code, delay) in [
-        (libc::SIGINT, 130, 1200u64),
-        (libc::SIGTERM, 143, 700),
-        (libc::SIGHUP, 129, 1500),
+        (libc::SIGINT, 130, 100u64),
+        (libc::SIGTERM, 143, 0),
+        (libc::SIGHUP, 129, 200),
     ] {
         let child = pinsight()
-            .args(["emulate", "--quiet", "--kinds", &kinds])
-            .args(["--mechanism", "duty-cycle", "--", "true"])
+            .args(["emulate", "--kinds", &kinds])
+            .args(["--mechanism", "duty-cycle", "--", "sleep", "30"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let started = Instant::now();
+        while realtime_threads(&family(child.id())).is_empty()
+            && started.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(2));
+        }
         std::thread::sleep(Duration::from_millis(delay));
         let watched = family(child.id());
         pinsight_sys::process::kill(child.id() as i32, sig).unwrap();
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stderr.contains("stopped during calibration") && stderr.contains("Emulated core kinds") {
+            pinsight_testkit::skip(format!(
+                "signal {sig}: premise failed: calibration ended within {:?} of the first \
+                 real-time task, before the signal",
+                started.elapsed()
+            ));
+            // The emulation held: let it end before the next round.
+            continue;
+        }
         assert_eq!(out.status.code(), Some(code), "signal {sig}: {stderr}");
         assert!(
             stderr.contains("stopped during calibration; nothing is left slowed"),
