@@ -125,6 +125,18 @@ pub fn reruns(text: &str) -> Result<usize, String> {
     count(text, 0, 100, "reruns")
 }
 
+/// `balance --threshold`: an imbalance ratio (max/min), a number above 1
+/// and at most 100.
+pub fn ratio_above_one(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 1.0 && v <= 100.0 => Ok(v),
+        _ => Err(format!(
+            "'{text}' is not an imbalance ratio: give a number above 1 and at most 100 (1.25: \
+             the fastest task may progress 25% faster than the slowest)"
+        )),
+    }
+}
+
 /// `--disturbance-threshold`: a share of one CPU's time, `5%` or `0.05`,
 /// above 0 and at most 100%. Returned as a fraction (0.05).
 pub fn share(text: &str) -> Result<f64, String> {

@@ -670,3 +670,129 @@ fn same(x: &str, y: &str) -> bool {
     let set = |l: &str| pinsight_cpuset::CpuSet::parse_list(l.trim()).unwrap();
     set(x) == set(y)
 }
+
+/// `balance --watch`'s flags: the daemon's knobs only with --watch, a
+/// threshold above 1, no --dry-run, a measuring interval: one line,
+/// exit 2.
+#[test]
+fn watch_flags_are_checked_one_line_exit_2() {
+    let me = std::process::id().to_string();
+    for (args, needle) in [
+        (vec!["--pids", &me, "--threshold", "1.5"], "--watch"),
+        (
+            vec!["--pids", &me, "--watch", "--threshold", "1"],
+            "above 1",
+        ),
+        (vec!["--pids", &me, "--watch", "--dry-run"], "--dry-run"),
+        (
+            vec!["--pids", &me, "--watch", "--patience", "0"],
+            "--patience",
+        ),
+        (
+            vec!["--pids", &me, "--watch", "--max-moves", "0"],
+            "--max-moves",
+        ),
+    ] {
+        refused(&args, 2, needle);
+    }
+    let o = pinsight(&[
+        "balance",
+        "--match",
+        "^no-such-name$",
+        "--watch",
+        "--interval",
+        "0",
+    ])
+    .run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--interval 0"), "{}", o.stderr);
+}
+
+/// The daemon end to end, briefly: two sleepers on one CPU are new at the
+/// first interval and placed one per CPU (a plain machine: equal
+/// capacities); a third started meanwhile, free on both CPUs, is picked
+/// up and given one; with --count the
+/// daemon ends by itself, puts every thread back and removes its state
+/// file. One JSON line per decision, then the end.
+#[test]
+fn watch_places_new_tasks_and_puts_everything_back_at_the_end() {
+    let _moving = moving();
+    let Some((a, b)) = two_cpus() else {
+        pinsight_testkit::skip_test!("needs two usable CPUs");
+    };
+    let marker = format!("pinsight-watch-cli-{}", std::process::id());
+    let start_on = |cpus: &str| {
+        Command::new("taskset")
+            .args(["-c", cpus, "bash", "-c"])
+            .arg(format!("exec -a {marker} sleep 60"))
+            .spawn()
+            .expect("taskset starts")
+    };
+    let start = |cpu: usize| start_on(&cpu.to_string());
+    let mut procs = Procs(vec![start(a), start(a)]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("w.json");
+    let cpus = format!("{a},{b}");
+    let argv: Vec<String> = [
+        "--json",
+        "balance",
+        "--watch",
+        "--match",
+        &marker,
+        "--match-full",
+        "--cpus",
+        &cpus,
+        "--interval",
+        "300ms",
+        "--count",
+        "5",
+        "--state",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([state.display().to_string()])
+    .collect();
+    let o = std::thread::scope(|s| {
+        let watch = s.spawn(|| pinsight(&argv).run());
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // Free to run on both CPUs: it must be given one.
+        procs.0.push(start_on(&cpus));
+        watch.join().unwrap()
+    });
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let lines: Vec<serde_json::Value> = o
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let placed: Vec<&serde_json::Value> =
+        lines.iter().filter(|v| v["action"] == "placed").collect();
+    assert!(placed.len() >= 2, "{}", o.stdout);
+    assert_eq!(placed[0]["moved"], 1, "{}", o.stdout);
+    assert_eq!(placed[0]["per_cpu"][a.to_string()], 1, "{}", o.stdout);
+    assert_eq!(placed[0]["per_cpu"][b.to_string()], 1, "{}", o.stdout);
+    assert_eq!(placed[1]["new"], 1, "{}", o.stdout);
+    let end = lines.last().unwrap();
+    assert_eq!(end["intervals"], 5, "{}", o.stdout);
+    assert_eq!(end["state_removed"], true, "{}", o.stdout);
+    assert!(!state.exists());
+    let pids = procs.pids();
+    for p in &pids[..2] {
+        assert_eq!(affinity(p), a.to_string(), "PID {p} not put back");
+    }
+    assert_eq!(
+        affinity(&pids[2]),
+        cpus_list(a, b),
+        "the third not put back"
+    );
+}
+
+/// `a,b` as /proc's Cpus_allowed_list writes it.
+fn cpus_list(a: usize, b: usize) -> String {
+    if b == a + 1 {
+        format!("{a}-{b}")
+    } else {
+        format!("{a},{b}")
+    }
+}

@@ -206,7 +206,8 @@ fn a_signal_during_calibration_exits_128_plus_n_leaving_nothing() {
         pinsight_sys::process::kill(child.id() as i32, sig).unwrap();
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        if !stderr.contains("stopped during calibration") && stderr.contains("Emulated core kinds") {
+        if !stderr.contains("stopped during calibration") && stderr.contains("Emulated core kinds")
+        {
             pinsight_testkit::skip(format!(
                 "signal {sig}: premise failed: calibration ended within {:?} of the first \
                  real-time task, before the signal",

@@ -565,3 +565,83 @@ fn a_cpu_with_unusable_counters_is_unavailable_and_warned_of() {
         assert!(close(cpu(&v, 0)["busy"].as_f64().unwrap(), 0.38));
     }
 }
+
+/// Checks `text` with prometheus_client's OpenMetrics parser (strict: it
+/// refuses a missing `# EOF`, a bad label escape, a sample of another
+/// family, a counter without `_total`); `Err` with its message.
+fn strict_openmetrics(text: &str) -> Result<Vec<String>, String> {
+    use std::io::Write;
+    // Debian's python3 (where python3-prometheus-client installs), else
+    // the one on PATH.
+    let python = ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| {
+            std::process::Command::new(p)
+                .args(["-c", "import prometheus_client.openmetrics.parser"])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .expect("a python3 with prometheus_client (.ci/deps installs python3-prometheus-client)");
+    let mut c = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import sys\n\
+             from prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
+             for f in text_string_to_metric_families(sys.stdin.read()):\n\
+             \x20   print(f.name, f.type, len(f.samples))\n",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs (.ci/deps installs it)");
+    c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = c.wait_with_output().unwrap();
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(String::from)
+            .collect())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}
+
+/// `load --format openmetrics` passes a strict exposition-format parser,
+/// on the recorded emulated hybrid (every family there, the progress of
+/// each kind among them) and live; `--json` with another `--format` is
+/// one line, exit 2.
+#[test]
+fn openmetrics_output_passes_a_strict_parser() {
+    let m = emulated();
+    let o = emulated_load(
+        m.path(),
+        &["--stealers", "1:4425", "--format", "openmetrics"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.ends_with("# EOF\n"), "{}", o.stdout);
+    let families = strict_openmetrics(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", o.stdout));
+    for f in [
+        "pinsight_load_cpu_busy_ratio gauge 2",
+        "pinsight_load_cpu_normalised_load gauge 2",
+        "pinsight_load_cpu_demand_tasks gauge 2",
+        "pinsight_load_imbalance_ratio gauge 1",
+    ] {
+        assert!(families.iter().any(|l| l == f), "{f} not in {families:?}");
+    }
+    assert!(
+        o.stdout
+            .contains("pinsight_load_cpu_busy_ratio{cpu=\"1\",kind=\"E-core\"} 0.38"),
+        "{}",
+        o.stdout
+    );
+    // Unmeasured figures are left out, not written as 0: no IRQ rates here.
+    assert!(!o.stdout.contains("interrupts_per_second"), "{}", o.stdout);
+    let live = ok(&["load", "--interval", "300ms", "--format", "openmetrics"]);
+    strict_openmetrics(&live.stdout).unwrap_or_else(|e| panic!("{e}\n{}", live.stdout));
+    assert_eq!(live.stdout.matches("# EOF").count(), 1, "one exposition");
+    let o = pinsight(&["--json", "load", "--once", "--format", "openmetrics"]).run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.contains("--format"), "{}", o.stderr);
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// Rebalance running processes or threads over CPUs by capacity.
 #[derive(clap::Args, Debug)]
 #[command(
-    override_usage = "pinsight balance [OPTIONS] --pids LIST | --match REGEX | --cgroup PATH\n       pinsight balance --restore FILE"
+    override_usage = "pinsight balance [OPTIONS] --pids LIST | --match REGEX | --cgroup PATH\n       pinsight balance --watch [OPTIONS] --pids LIST|--match RE|--cgroup PATH\n       pinsight balance --restore FILE"
 )]
 #[command(group = clap::ArgGroup::new("what").required(true).args(["pids", "pattern", "cgroup", "restore"]))]
 #[command(after_help = "\
@@ -21,6 +21,10 @@ What moves: each selected process is one task (all its threads get the task's CP
 Before anything changes, every selected thread's affinity is saved to a state file (--state FILE, else balance-SECONDS-PID.json in $XDG_STATE_HOME/pinsight, else /var/lib/pinsight for root, else ~/.local/state/pinsight; never the temporary directory); its path is printed, and --restore FILE puts those affinities back (threads that exited, or whose TID was reused, are left alone; kernel threads are refused; a file that is not yours or root's, or that others may write, is refused). One balance that moves threads runs at a time on a machine. SIGINT, SIGTERM or SIGHUP ends it in any phase with 130, 143 or 129: before the moves nothing changes; after them the moves stay and the state file to restore is named. All or nothing: if the kernel refuses one change (another user's process without CAP_SYS_NICE, a CPU the cgroup forbids), every change made is put back and the exit status is 1. A task that exits meanwhile is reported, not an error.
 
 Load: each CPU's busy share over --interval, before and after, measured as `pinsight load` measures it (run time from /proc/schedstat, else the interval less /proc/stat's idle time, else /proc/stat's tick samples; an emulation's stealers, --stealers, count as steal), divided by its relative capacity (LOAD), and the share the selected tasks took (MINE); the imbalance is load's: the largest load over the smallest among CPUs busy at least 5% of the interval (1.00 = even).
+
+Progress: each selected task's progress in fastest-CPU seconds per second (its run time times the speed of the CPUs it ran on; an emulated CPU runs at full speed while it runs) before, expected by the plan (each CPU's capacity shared among the threads that want a whole CPU there) and after, and the progress imbalance over the threads that want a whole CPU (ran or waited 90% of the interval), as `pinsight load` computes it. When every CPU is saturated the load imbalance reads 1.00 whatever the placement; the progress imbalance does not.
+
+--watch: a daemon. Every --interval it selects again (new matching processes join, exited ones are forgotten), measures the progress and decides: new tasks are placed at once; the selection is moved only when the progress imbalance has stayed over --threshold for --patience intervals in a row (then the count restarts); at most --max-moves tasks an interval. One line per decision (--json: one object per line). Each thread's affinity is saved before its first move; SIGTERM, SIGINT or SIGHUP puts everything back (exit 143, 130, 129), and after kill -9 --restore FILE does. docs/src/commands/balance.md has a systemd unit.
 
 Examples:
   # every process named worker, spread by capacity
@@ -31,6 +35,8 @@ Examples:
   pinsight balance --pids 4242,4243 --dry-run
   # the threads of a service, over CPUs 0-7
   pinsight balance --cgroup system.slice/app.service --threads --cpus 0-7
+  # keep every worker spread as they come and go (a service)
+  pinsight balance --watch --match '^worker$' --interval 5s
   # put the saved affinities back
   pinsight balance --restore ~/.local/state/pinsight/balance-1795678403-5079.json
 
@@ -72,6 +78,25 @@ pub struct Args {
     /// Put back the affinities saved in FILE by an earlier balance.
     #[arg(long, value_name = "FILE")]
     pub restore: Option<PathBuf>,
+    /// Keep balancing as a daemon: every --interval select again, measure the tasks' progress
+    /// and move when the imbalance stands (see --threshold, --patience); put everything back on
+    /// SIGTERM or SIGINT.
+    #[arg(long, conflicts_with_all = ["restore", "dry_run"])]
+    pub watch: bool,
+    /// With --watch: the progress imbalance (max/min over the tasks that want a whole CPU) above
+    /// which the selection is off.
+    #[arg(long, value_name = "RATIO", default_value_t = 1.25, requires = "watch", value_parser = crate::values::ratio_above_one)]
+    pub threshold: f64,
+    /// With --watch: intervals in a row over --threshold before anything moves (new tasks are
+    /// placed at once).
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "watch", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub patience: u32,
+    /// With --watch: tasks moved at most per interval (the rest move in the next ones).
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "watch", value_parser = clap::value_parser!(u64).range(1..=100000))]
+    pub max_moves: u64,
+    /// With --watch: stop after N intervals, putting everything back as a signal would.
+    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
     /// Processes whose run time is not load but missing capacity, as CPU:PID,... (an
     /// emulation's stealers; `pinsight emulate` sets the variable for its command).
     #[arg(long, value_name = "CPU:PID,...", env = "PINSIGHT_EMULATION_STEALERS", value_parser = crate::values::stealers)]
@@ -115,6 +140,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     pinsight_lifecycle::interrupt::install()
         .map_err(|e| CliError::runtime(format!("balance: {e}")))?;
     let _exit = pinsight_lifecycle::interrupt::main_handles_exit();
+    if args.watch {
+        return watch(&args, g, &fs, &topo, &req);
+    }
     let prepared = rebalance::prepare(&fs, &topo, &req).map_err(balance_error)?;
     // One balance that moves threads at a time on a machine (two at once
     // would each report "moved", and the last writer would win); taken
@@ -145,6 +173,69 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+/// `--watch`: the daemon, one line (or JSON object) per decision, until
+/// a signal or --count; everything it moved put back at the end.
+fn watch(
+    args: &Args,
+    g: &Globals,
+    fs: &FsRoot,
+    topo: &pinsight_topology::Topology,
+    req: &rebalance::Request,
+) -> CmdResult {
+    if args.interval.is_zero() {
+        return Err(CliError::usage(
+            "--interval 0: --watch measures every interval; give a duration (1s, 5s)",
+        ));
+    }
+    let state = req.state.clone().expect("a state path unless --dry-run");
+    let _one = crate::cli::one_at_a_time("balance")?;
+    let opts = rebalance::watch::Options {
+        threshold: args.threshold,
+        patience: args.patience,
+        max_moves: args.max_moves as usize,
+        interval: args.interval,
+        intervals: args.count,
+    };
+    if !g.json && !g.quiet {
+        println!(
+            "{}",
+            crate::cli::wrap80(&format!(
+                "pinsight balance --watch: every {:?}, move when the progress imbalance stays \
+                 over {:.2} for {} intervals, at most {} tasks an interval; affinities before \
+                 each move are saved to {} (pinsight balance --restore puts them back)",
+                args.interval,
+                opts.threshold,
+                opts.patience,
+                opts.max_moves,
+                crate::errors::shown_path(&state)
+            ))
+        );
+    }
+    // One line per decision; the quiet intervals (nothing to do, no task
+    // come or gone) print nothing, so the journal holds what changed.
+    let mut line = |d: &rebalance::watch::Decision| {
+        if d.action == rebalance::watch::Action::Steady && d.new == 0 && d.exited == 0 {
+            return;
+        }
+        let text = if g.json {
+            serde_json::to_string(d).unwrap_or_default()
+        } else {
+            pinsight_render::balance::decision(d)
+        };
+        if !text.is_empty() {
+            println!("{text}");
+        }
+    };
+    let end =
+        rebalance::watch::run(fs, topo, req, &opts, &state, &mut line).map_err(balance_error)?;
+    if g.json {
+        println!("{}", serde_json::to_string(&end).unwrap_or_default());
+    } else if !g.quiet {
+        print!("{}", pinsight_render::balance::watch_end(&end, &state));
+    }
+    Ok(end.signal.map_or(0, pinsight_lifecycle::exit::signal_code))
 }
 
 /// The library's request from the flags (the state file's default path

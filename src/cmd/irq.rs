@@ -65,6 +65,22 @@ pub struct Args {
     /// List IRQs that never fired too.
     #[arg(long)]
     pub all: bool,
+    /// Keep the rule (--off or --spread) as a daemon: every --interval, move new IRQs at once
+    /// and drifted ones after --patience intervals; put everything back on SIGTERM or SIGINT.
+    #[arg(long, conflicts_with_all = ["restore", "dry_run"])]
+    pub watch: bool,
+    /// With --watch: how often to look again (1s, 10s).
+    #[arg(long, value_name = "DURATION", default_value = "5s", requires = "watch", value_parser = crate::values::positive_duration)]
+    pub interval: std::time::Duration,
+    /// With --watch: intervals in a row an IRQ stays off the rule before it is moved back.
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "watch", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub patience: u32,
+    /// With --watch: IRQs moved at most per interval.
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "watch", value_parser = clap::value_parser!(u64).range(1..=100000))]
+    pub max_moves: u64,
+    /// With --watch: stop after N intervals, putting everything back as a signal would.
+    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
 }
 
 fn irq_error(e: IrqError) -> CliError {
@@ -79,18 +95,29 @@ fn irq_error(e: IrqError) -> CliError {
     }
 }
 
-pub fn run(args: Args, g: &Globals) -> CmdResult {
+/// The combinations clap cannot refuse (exit 2).
+fn check(args: &Args) -> Result<(), CliError> {
     if args.off.as_ref().is_some_and(CpuSet::is_empty) {
         return Err(CliError::usage(
             "--off '': an empty CPU list; give the CPUs to move IRQs off (a cpulist: 2-3, 0,8-15)",
         ));
     }
-    let acting = args.off.is_some() || args.spread || args.restore.is_some();
     if args.irqs.is_some() && args.off.is_none() && !args.spread {
         return Err(CliError::usage(
             "--irq chooses the IRQs to move: give --off CPULIST or --spread with it",
         ));
     }
+    if args.watch && args.off.is_none() && !args.spread {
+        return Err(CliError::usage(
+            "--watch keeps a rule: give --off CPULIST or --spread with it",
+        ));
+    }
+    Ok(())
+}
+
+pub fn run(args: Args, g: &Globals) -> CmdResult {
+    check(&args)?;
+    let acting = args.off.is_some() || args.spread || args.restore.is_some();
     if acting && !args.dry_run {
         g.require_live(
             "'irq' writes IRQ affinities",
@@ -106,6 +133,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             print!("{}", pinsight_render::load::irq_table(&view, args.all));
         }
         return Ok(0);
+    }
+    if args.watch {
+        // The rule checked once (bad input is exit 2 before anything runs).
+        plan(&args, g, &fs, &view)?;
+        refuse_irqbalance(&args, g, &view)?;
+        return watch(&args, g, &fs);
     }
     let (moves, kept) = match &args.restore {
         Some(file) => {
@@ -159,7 +192,7 @@ fn plan(
     fs: &pinsight_sys::FsRoot,
     view: &IrqView,
 ) -> Result<(Vec<Move>, Vec<PerCpuThread>), CliError> {
-    let m = pinsight_load::machine(&g.topology()?);
+    let m = pinsight_load::machine(fs, &g.topology()?);
     let caps = pinsight_load::capacities(&m);
     let online: CpuSet = caps.keys().copied().collect();
     let off = args.off.clone().unwrap_or_default();
@@ -200,6 +233,69 @@ fn refuse_irqbalance(args: &Args, g: &Globals, view: &IrqView) -> Result<(), Cli
         "irqbalance runs (PID {pid}) and would move the IRQs back: stop it \
          (systemctl stop irqbalance) or give --force; nothing changed"
     )))
+}
+
+/// `--watch`: the daemon, one line (or JSON object) per decision.
+fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
+    pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("irq: {e}")))?;
+    let _exit = pinsight_lifecycle::interrupt::main_handles_exit();
+    let _one = crate::cli::one_at_a_time("irq")?;
+    let state = match &args.save {
+        Some(p) => p.clone(),
+        None => default_state_path()?,
+    };
+    let m = pinsight_load::machine(fs, &g.topology()?);
+    let caps = pinsight_load::capacities(&m);
+    let off = args.off.clone().unwrap_or_default();
+    let target = if args.spread {
+        Target::Spread { off }
+    } else {
+        Target::Off(off)
+    };
+    let opts = pinsight_load::irq_watch::Options {
+        patience: args.patience,
+        max_moves: args.max_moves as usize,
+        interval: args.interval,
+        intervals: args.count,
+    };
+    if !g.json && !g.quiet {
+        println!(
+            "{}",
+            crate::cli::wrap80(&format!(
+                "pinsight irq --watch: every {:?}; IRQs before each move are saved to {} \
+                 (pinsight irq --restore puts them back)",
+                args.interval,
+                crate::errors::shown_path(&state)
+            ))
+        );
+    }
+    let mut line = |d: &pinsight_load::irq_watch::Decision| {
+        if d.is_quiet() {
+            return;
+        }
+        let text = if g.json {
+            serde_json::to_string(d).unwrap_or_default()
+        } else {
+            pinsight_render::load::irq_decision(d)
+        };
+        println!("{text}");
+    };
+    let end = pinsight_load::irq_watch::run(
+        fs,
+        args.irqs.as_deref(),
+        &target,
+        &caps,
+        &opts,
+        &state,
+        &mut line,
+    )
+    .map_err(irq_error)?;
+    if g.json {
+        println!("{}", serde_json::to_string(&end).unwrap_or_default());
+    } else if !g.quiet {
+        print!("{}", pinsight_render::load::irq_watch_end(&end, &state));
+    }
+    Ok(end.signal.map_or(0, pinsight_lifecycle::exit::signal_code))
 }
 
 /// `irq-SECONDS-PID.json` in the state directory (`$XDG_STATE_HOME/

@@ -23,9 +23,21 @@ use std::time::Duration;
 /// emulate`) counts as steal, not busy. With /proc/schedstat the JSON also
 /// gives each CPU's run queue (mean tasks waiting to run), shown for the
 /// saturated CPUs, whose busy time cannot rise. Interrupts per second
-/// (/proc/interrupts) and the thread that used it most. Below: per kind and
-/// per core summaries, the imbalance (max/min NORM over CPUs busy at least
-/// 5%), the CPUs that spend 10% or more of their time in interrupt handlers
+/// (/proc/interrupts) and the thread that used it most. WANT is the CPU's
+/// demand: tasks running or waiting to run there, on average.
+///
+/// Per task: its progress by capacity in fastest-CPU seconds per second
+/// (its run time times the speed of the CPUs it ran on; on a CPU slowed by
+/// an emulation's stealer, full speed, as the stealer takes time, not
+/// speed), and its wait to run (schedstat's run_delay, else its runnable
+/// state sampled ten times an interval). Tasks that ran or waited 90% of
+/// the interval want a whole CPU: the progress imbalance is the max/min of
+/// their progress, the imbalance busy time cannot show once every CPU is
+/// saturated.
+///
+/// Below: per kind and per core summaries, the imbalance (max/min NORM over
+/// CPUs busy at least 5%), the progress imbalance, the slowest tasks, the
+/// CPUs that spend 10% or more of their time in interrupt handlers
 /// with the IRQs that dominate them (handler and NIC queue names,
 /// smp_affinity_list), and a suggestion: move IRQs (`pinsight irq`) or
 /// rebalance by capacity (`pinsight balance`).
@@ -33,12 +45,15 @@ use std::time::Duration;
 /// On a terminal the view refreshes every interval and fits the window
 /// (most loaded CPUs first); `--once` prints one whole view and exits.
 /// `--json` prints one object (schema: docs/src/schemas/load.md), or one
-/// line per interval without `--once`.
+/// line per interval without `--once`; `--format openmetrics` prints the
+/// OpenMetrics text format for node_exporter's textfile collector.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   pinsight load
   pinsight load --once --interval 5s
   pinsight load --json --once
+  # for node_exporter's textfile collector
+  pinsight load --interval 5s --format openmetrics > pinsight.prom.tmp
   # two readings of a recorded machine, taken an interval apart
   mkdir -p after/proc; pinsight snapshot before/
   f='stat uptime schedstat interrupts softirqs'
@@ -67,11 +82,42 @@ pub struct Args {
     /// interval after the one --fsroot names.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["count", "interval"])]
     pub after: Option<PathBuf>,
+    /// Output format: text (the view), json (as --json) or openmetrics (the OpenMetrics text
+    /// format, for node_exporter's textfile collector; one interval unless --count is given).
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub format: Option<Format>,
     /// Processes whose run time is not load but missing capacity, as CPU:PID,... (an
     /// emulation's stealers; `pinsight emulate` sets the variable for its command): a CPU of
     /// the machine, a PID from 1 to 4194304.
     #[arg(long, value_name = "CPU:PID,...", env = "PINSIGHT_EMULATION_STEALERS", value_parser = crate::values::stealers)]
     pub stealers: Option<crate::values::Stealers>,
+}
+
+/// `--format`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Openmetrics,
+}
+
+/// The format asked for: `--format`, else `--json`'s; a `--format` that
+/// contradicts `--json` is refused (exit 2).
+fn format(args: &Args, g: &Globals) -> Result<Format, CliError> {
+    match (args.format, g.json) {
+        (None, true) => Ok(Format::Json),
+        (None, false) => Ok(Format::Text),
+        (Some(Format::Json), _) => Ok(Format::Json),
+        (Some(f), false) => Ok(f),
+        (Some(f), true) => Err(CliError::usage(format!(
+            "--format {}: --json asks for JSON; give one of them",
+            match f {
+                Format::Text => "text",
+                Format::Json => "json",
+                Format::Openmetrics => "openmetrics",
+            }
+        ))),
+    }
 }
 
 /// Refuses a `--stealers` CPU the machine does not have (exit 2): its
@@ -95,6 +141,7 @@ fn load_error(e: LoadError) -> CliError {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
+    let format = format(&args, g)?;
     let opts = Options {
         top: args.top as usize,
         hz: pinsight_sys::procfs::clock_ticks(),
@@ -113,32 +160,35 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         let before = g.fsroot()?;
         let after_fs = pinsight_sys::FsRoot::at(after)
             .map_err(|e| crate::errors::fsroot_usage("--after", &e))?;
-        let m = pinsight_load::machine(&g.topology()?);
+        let m = pinsight_load::machine(&before, &g.topology()?);
         check_stealers(&parts, &m)?;
         let r = pinsight_load::recorded(&m, &before, &after_fs, opts, &parts).map_err(|e| {
             CliError::usage(crate::errors::shown(&format!("--fsroot/--after: {e}")))
         })?;
-        return show(g, &r, true);
+        return show(g, format, &r, true);
     }
     g.require_live(
         "'load' measures the counters",
         "give a second reading of it with --after DIR",
     )?;
-    let m = pinsight_load::machine(&g.topology()?);
-    check_stealers(&parts, &m)?;
     let fs = g.fsroot()?;
+    let m = pinsight_load::machine(&fs, &g.topology()?);
+    check_stealers(&parts, &m)?;
     let mut w = Watch::start(fs, m, opts, parts).map_err(load_error)?;
-    let count = if args.once {
+    // One OpenMetrics exposition per run unless asked for more: a
+    // scraper's file holds one, ending in `# EOF`.
+    let once = args.once || (format == Format::Openmetrics && args.count.is_none());
+    let count = if once {
         1
     } else {
         args.count.unwrap_or(u64::MAX)
     };
-    let screen = !args.once && !g.json && std::io::stdout().is_terminal();
+    let screen = !once && format == Format::Text && std::io::stdout().is_terminal();
     let mut bar = crate::cli::progress(g);
     let mut silent = pinsight_sys::progress::Silent;
     for n in 0..count {
         let progress: &mut dyn pinsight_sys::progress::Progress =
-            if args.once { &mut bar } else { &mut silent };
+            if once { &mut bar } else { &mut silent };
         let r = w.next(args.interval, progress).map_err(load_error)?;
         if screen {
             // Home the cursor and clear the screen (ECMA-48 CUP, ED): the
@@ -150,16 +200,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 pinsight_render::term::shown_lines(&view)
             ));
         } else {
-            if n > 0 && !g.json {
+            if n > 0 && format == Format::Text {
                 println!();
             }
-            show(g, &r, args.once)?;
+            show(g, format, &r, once)?;
         }
     }
     Ok(0)
 }
 
-fn show(g: &Globals, r: &pinsight_load::LoadReport, pretty: bool) -> CmdResult {
+fn show(g: &Globals, format: Format, r: &pinsight_load::LoadReport, pretty: bool) -> CmdResult {
     // A CPU whose counters went backwards, overflowed or could not be read
     // is left out of the interval: said on stderr too, whatever the format.
     if !g.quiet {
@@ -170,16 +220,15 @@ fn show(g: &Globals, r: &pinsight_load::LoadReport, pretty: bool) -> CmdResult {
             );
         }
     }
-    if g.json {
-        if pretty {
-            g.print_json(r)?;
-        } else {
+    match format {
+        Format::Json if pretty => g.print_json(r)?,
+        Format::Json => {
             let s = serde_json::to_string(r)
                 .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
             println!("{s}");
         }
-    } else {
-        print!("{}", pinsight_render::load::load_full(r));
+        Format::Openmetrics => print!("{}", pinsight_render::load::openmetrics(r)),
+        Format::Text => print!("{}", pinsight_render::load::load_full(r)),
     }
     Ok(0)
 }

@@ -49,6 +49,7 @@ fn machine(fs: &FsRoot) -> Machine {
                 mark: None,
                 core: Some(*c),
                 capacity: 1.0,
+                speed: 1.0,
             })
             .collect(),
         capacity_source: "bench".into(),

@@ -4,6 +4,8 @@
 //! - [`sample`]: one reading of `/proc/stat`, `/proc/interrupts`,
 //!   `/proc/softirqs` and every thread's `stat`, through `FsRoot`;
 //! - [`report`]: the load between two readings (pure arithmetic);
+//! - [`progress`]: each task's progress by capacity and the imbalance
+//!   between the tasks that want a whole CPU (pure);
 //! - [`interrupts`]: the parsers of `/proc/interrupts` and `/proc/softirqs`;
 //! - [`irq`]: which IRQs land where, and moving them with a saved state.
 //!
@@ -11,6 +13,8 @@
 
 pub mod interrupts;
 pub mod irq;
+pub mod irq_watch;
+pub mod progress;
 pub mod report;
 pub mod sample;
 
@@ -21,31 +25,48 @@ pub use sample::{Excluded, Parts, Sample};
 use std::collections::BTreeMap;
 
 /// The machine as the load view needs it: every online CPU with its
-/// kind, core and capacity relative to the most capable CPU. Capacities
-/// are those `plan balance` weighs by (`pinsight_plan::balance::capacities`:
-/// `cpu_capacity`, else each kind's maximum frequency, else kind rank),
-/// so the normalised load and a rebalance agree.
-pub fn machine(topo: &Topology) -> Machine {
+/// kind, core, capacity relative to the most capable CPU, and its speed
+/// while a task runs there. Capacities are those `plan balance` weighs by
+/// (`pinsight_plan::balance::capacities`: `cpu_capacity`, else each
+/// kind's maximum frequency, else kind rank), so the normalised load and
+/// a rebalance agree. The speed is the capacity lowered by a frequency
+/// cap ([`freq_cap`], read under `fs`) where the capacity is the
+/// hardware's at full clock; declared speeds (an emulation's, which
+/// already are the capped speed) and measured weights are taken as they
+/// are.
+pub fn machine(fs: &FsRoot, topo: &Topology) -> Machine {
+    use pinsight_plan::balance::CapacitySource;
     let online = topo.online();
     let (caps, source) =
         pinsight_plan::balance::capacities(topo, &online, None).unwrap_or_else(|_| {
             (
                 online.iter().map(|c| (c, 1.0)).collect(),
-                pinsight_plan::balance::CapacitySource::Uniform,
+                CapacitySource::Uniform,
             )
         });
+    let capped = !matches!(
+        source,
+        CapacitySource::DeclaredSpeed | CapacitySource::Weights
+    );
     let max = caps.iter().map(|c| c.1).fold(0.0f64, f64::max);
     let cpus = caps
         .iter()
         .map(|(cpu, cap)| {
             let c = topo.cpu(*cpu);
             let kind = c.and_then(|c| c.kind).and_then(|k| topo.kinds.get(k));
+            let capacity = if max > 0.0 { cap / max } else { 1.0 };
+            let cap_factor = if capped {
+                freq_cap(fs, *cpu).unwrap_or(1.0)
+            } else {
+                1.0
+            };
             report::CpuInfo {
                 cpu: *cpu,
                 kind: kind.map(|k| k.name.clone()),
                 mark: kind.map(|k| k.mark.clone()),
                 core: c.and_then(|c| c.core),
-                capacity: if max > 0.0 { cap / max } else { 1.0 },
+                capacity,
+                speed: capacity * cap_factor,
             }
         })
         .collect();
@@ -53,6 +74,34 @@ pub fn machine(topo: &Topology) -> Machine {
         cpus,
         capacity_source: source.describe().to_string(),
     }
+}
+
+/// CPU `cpu`'s frequency cap: `scaling_max_freq` over `cpuinfo_max_freq`
+/// (cpufreq, read under `fs`) when both are readable and the cap is
+/// below the maximum; `None` otherwise (no cpufreq, or no cap).
+pub fn freq_cap(fs: &FsRoot, cpu: usize) -> Option<f64> {
+    let read = |f: &str| -> Option<f64> {
+        fs.read_opt(format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/{f}"))?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| *v > 0.0 && v.is_finite())
+    };
+    let ratio = read("scaling_max_freq")? / read("cpuinfo_max_freq")?;
+    (ratio < 1.0).then_some(ratio)
+}
+
+/// Each CPU's speed while a task runs there, for [`progress::tasks`]:
+/// the machine's ([`report::CpuInfo::speed`]), except on a CPU an
+/// emulation's stealer slows by taking time (`stealer_cpus`): that CPU
+/// runs at the reference CPU's full speed while the task runs, its
+/// slowdown already in the task's smaller run time, so 1.0.
+pub fn speeds(m: &Machine, stealer_cpus: impl IntoIterator<Item = usize>) -> progress::Speeds {
+    let mut s: progress::Speeds = m.cpus.iter().map(|c| (c.cpu, c.speed)).collect();
+    for c in stealer_cpus {
+        s.insert(c, 1.0);
+    }
+    s
 }
 
 /// Each online CPU's relative capacity (CPU → capacity), for [`irq::plan`].
@@ -88,7 +137,21 @@ pub fn load_between(
     now: &FsRoot,
     opts: Options,
 ) -> LoadReport {
-    let mut r = analyse(m, before, after, opts);
+    let trace = progress::Trace::of_two(opts.hz, &before.threads, &after.threads);
+    load_traced(m, before, after, &trace, now, opts)
+}
+
+/// [`load_between`], the tasks' progress from `trace` (looks within the
+/// interval).
+pub fn load_traced(
+    m: &Machine,
+    before: &Sample,
+    after: &Sample,
+    trace: &progress::Trace,
+    now: &FsRoot,
+    opts: Options,
+) -> LoadReport {
+    let mut r = report::analyse_traced(m, before, after, trace, opts);
     fill_affinity(now, &mut r);
     r
 }
@@ -99,6 +162,9 @@ pub enum LoadError {
     /// `/proc/stat` is missing or holds no `cpuN` line.
     #[error("{root}: no readable proc/stat with cpuN lines")]
     NoStat { root: String },
+    /// SIGINT, SIGTERM or SIGHUP came while measuring (the signal).
+    #[error("stopped by signal {0} while measuring the load")]
+    Interrupted(i32),
 }
 
 fn read_or_fail(fs: &FsRoot, parts: &Parts) -> Result<Sample, LoadError> {
@@ -166,21 +232,40 @@ impl Watch {
         })
     }
 
-    /// Waits `interval` (reporting progress in tenths), reads again and
-    /// returns the load since the previous reading.
+    /// Waits `interval` (reporting progress in tenths), looking at the
+    /// threads at each tenth (their progress and runnable state), reads
+    /// again and returns the load since the previous reading. SIGINT,
+    /// SIGTERM or SIGHUP (the signal lifecycle the command installed) end
+    /// the wait: [`LoadError::Interrupted`].
     pub fn next(
         &mut self,
         interval: std::time::Duration,
         progress: &mut dyn pinsight_sys::progress::Progress,
     ) -> Result<LoadReport, LoadError> {
+        let mut trace = progress::Trace::new(self.opts.hz);
+        trace.look(&self.before.threads);
         progress.begin("measuring load", 10, 0);
         for i in 1..=10u64 {
-            std::thread::sleep(interval / 10);
+            if let Some(sig) = pinsight_lifecycle::interrupt::wait(interval / 10) {
+                progress.end();
+                return Err(LoadError::Interrupted(sig));
+            }
             progress.step("", i);
+            if i < 10 && self.parts.threads {
+                trace.look(&self.threads.read(&self.fs));
+            }
         }
         progress.end();
         let after = read_or_fail_with(&self.fs, &self.parts, &mut self.threads)?;
-        let r = load_between(&self.machine, &self.before, &after, &self.fs, self.opts);
+        trace.look(&after.threads);
+        let r = load_traced(
+            &self.machine,
+            &self.before,
+            &after,
+            &trace,
+            &self.fs,
+            self.opts,
+        );
         self.before = after;
         Ok(r)
     }

@@ -25,6 +25,7 @@
 //! of capacity 0.6 busy 60% of the time is as loaded as a P-core busy
 //! 100%.
 
+use crate::progress::{ProgressImbalance, TaskProgress, Trace};
 use crate::sample::{Sample, ThreadTick};
 use pinsight_cpuset::CpuSet;
 use serde::Serialize;
@@ -36,9 +37,12 @@ pub const BUSY_SHARE: f64 = 0.05;
 /// A CPU spending at least this share of its time in hard and soft
 /// interrupt handlers is an interrupt-hot CPU.
 pub const HOT_IRQ_SHARE: f64 = 0.10;
-/// Imbalance (max/min normalised load) from which a rebalance is
-/// suggested.
+/// Imbalance (max/min normalised load, or max/min progress of the tasks
+/// that want a whole CPU) from which a rebalance is suggested.
 pub const IMBALANCE_SUGGEST: f64 = 1.25;
+/// A CPU busy at least this share of the interval is saturated: its busy
+/// time cannot rise, so it cannot show more demand.
+pub const SATURATED: f64 = 0.95;
 
 /// One CPU of the machine as the load view needs it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -51,6 +55,10 @@ pub struct CpuInfo {
     pub core: Option<usize>,
     /// Capacity relative to the most capable CPU (1.0).
     pub capacity: f64,
+    /// Its speed while a task runs there, relative to the most capable
+    /// CPU: the capacity, lowered by a frequency cap
+    /// ([`crate::machine`]).
+    pub speed: f64,
 }
 
 /// The machine: its CPUs and where their capacities came from.
@@ -120,6 +128,17 @@ pub struct CpuLoad {
     /// Share taken by the excluded processes (an emulation's stealers);
     /// 0 when none run here.
     pub emulated: f64,
+    /// Its speed while a task runs there (relative to the most capable
+    /// CPU), as the tasks' progress counts it: 1.0 on a CPU slowed by an
+    /// emulation's stealer, which takes time, not speed.
+    pub speed: f64,
+    /// Demand: the mean number of tasks that wanted this CPU (running or
+    /// waiting to run), from `/proc/schedstat` where present (busy + run
+    /// queue), else from the tasks' own run and wait times
+    /// ([`crate::progress::demand_by_cpu`]). Above 1.0 tasks queue; a
+    /// saturated CPU shows it here, not in busy. `None` when no thread
+    /// could be read.
+    pub demand: Option<f64>,
     /// Mean number of tasks waiting to run on it (`/proc/schedstat`
     /// wait time over the interval): the demand a saturated CPU cannot
     /// show as busy. `None` without `/proc/schedstat`.
@@ -143,6 +162,9 @@ pub struct KindLoad {
     pub capacity: f64,
     pub busy: f64,
     pub normalised: f64,
+    /// Mean progress (fastest-CPU seconds per second) of the tasks that
+    /// want a whole CPU and ran mostly on this kind; `None` without any.
+    pub progress: Option<f64>,
 }
 
 /// Per core: its CPUs (SMT siblings) together.
@@ -225,6 +247,24 @@ pub struct LoadReport {
     pub kinds: Vec<KindLoad>,
     pub cores: Vec<CoreLoad>,
     pub imbalance: Option<Imbalance>,
+    /// The user tasks that ran at least [`BUSY_SHARE`] of the interval or
+    /// wanted a whole CPU, each with its progress by capacity, slowest
+    /// first; an emulation's stealers left out.
+    pub tasks: Vec<TaskProgress>,
+    /// Max/min progress over the tasks that want a whole CPU
+    /// ([`crate::progress::imbalance`]): the imbalance busy time cannot
+    /// show when the CPUs are saturated.
+    pub progress_imbalance: Option<ProgressImbalance>,
+    /// The share of the capacity they could use that the tasks wanting a
+    /// whole CPU got ([`crate::progress::capacity_used`]): below 1.0 when
+    /// they wait while capacity sits idle.
+    pub capacity_used: Option<f64>,
+    /// How the tasks' waits were measured: `schedstat` (exact) or the
+    /// runnable state sampled at each look, with the number of looks.
+    pub wait_source: Option<String>,
+    /// Set when every CPU was busy [`SATURATED`] or more: the words that
+    /// say busy time cannot show the imbalance and progress can.
+    pub saturated: Option<String>,
     pub hot_cpus: Vec<HotCpu>,
     /// What to do, most pressing first: move IRQs, rebalance, or nothing.
     pub suggestions: Vec<Suggestion>,
@@ -328,8 +368,23 @@ fn share(part: u64, total: u64) -> f64 {
     }
 }
 
-/// The load between `before` and `after` on `machine`.
+/// The load between `before` and `after` on `machine`, the tasks'
+/// progress from those two readings alone ([`Trace::of_two`]).
 pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options) -> LoadReport {
+    let trace = Trace::of_two(opts.hz, &before.threads, &after.threads);
+    analyse_traced(machine, before, after, &trace, opts)
+}
+
+/// [`analyse`], the tasks' progress from `trace`: looks at the threads
+/// taken within the interval, the first at `before` and the last at
+/// `after`.
+pub fn analyse_traced(
+    machine: &Machine,
+    before: &Sample,
+    after: &Sample,
+    trace: &Trace,
+    opts: Options,
+) -> LoadReport {
     let hz = opts.hz.max(1) as f64;
     let mut unavailable = Vec::new();
     // A CPU whose counters cannot be trusted is left out of this interval,
@@ -442,11 +497,32 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
             e.cpu, e.pid, e.pid
         ));
     }
-    let threads = thread_loads(before, after, interval_s * hz);
+    let stealers: std::collections::BTreeSet<i32> = before
+        .excluded_pids
+        .iter()
+        .chain(&after.excluded_pids)
+        .copied()
+        .collect();
+    let threads: Vec<(usize, ThreadLoad)> = thread_loads(before, after, interval_s * hz)
+        .into_iter()
+        .filter(|(_, t)| !stealers.contains(&t.pid))
+        .collect();
     if after.threads.is_empty() {
         unavailable.push("threads per CPU: no /proc/PID/task/TID/stat readable".to_string());
     }
     let info: HashMap<usize, &CpuInfo> = machine.cpus.iter().map(|c| (c.cpu, c)).collect();
+    let stealer_cpus: std::collections::BTreeSet<usize> = before
+        .excluded_ns
+        .keys()
+        .chain(after.excluded_ns.keys())
+        .copied()
+        .collect();
+    let speeds = crate::speeds(machine, stealer_cpus.iter().copied());
+    let all_tasks: Vec<TaskProgress> = crate::progress::tasks(trace, interval_s, &speeds)
+        .into_iter()
+        .filter(|t| !stealers.contains(&t.pid))
+        .collect();
+    let task_demand = (!trace.is_empty()).then(|| crate::progress::demand_by_cpu(all_tasks.iter()));
     let mut cpus = Vec::new();
     for (cpu, d) in &deltas {
         let i = info.get(cpu);
@@ -475,6 +551,13 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
             busy: t.busy,
             normalised: t.busy / capacity,
             emulated: t.emulated,
+            speed: speeds.get(cpu).copied().unwrap_or(1.0),
+            demand: match t.run_queue {
+                Some(q) => Some(t.busy + q),
+                None => task_demand
+                    .as_ref()
+                    .map(|d| d.get(cpu).copied().unwrap_or(0.0)),
+            },
             run_queue: t.run_queue,
             interrupts_per_s: irq_rates
                 .as_ref()
@@ -485,11 +568,36 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
             top_threads: top,
         });
     }
-    let kinds = kind_loads(&cpus);
+    let progress_imbalance = crate::progress::imbalance(all_tasks.iter());
+    let capacity_used = crate::progress::capacity_used(
+        all_tasks.iter(),
+        &cpus
+            .iter()
+            .map(|c| info.get(&c.cpu).map_or(c.capacity, |i| i.speed))
+            .collect::<Vec<_>>(),
+    );
+    let kinds = kind_loads(&cpus, &all_tasks);
     let cores = core_loads(&cpus);
     let imbalance = imbalance(&cpus);
     let hot_cpus = hot_cpus(&cpus, after, irq_rates.as_ref(), soft_rates.as_ref());
-    let suggestions = suggest(&kinds, imbalance.as_ref(), &hot_cpus);
+    let saturated = saturated(&cpus, progress_imbalance.as_ref());
+    let suggestions = suggest(
+        &kinds,
+        imbalance.as_ref(),
+        (progress_imbalance.as_ref(), capacity_used),
+        &cpus,
+        &hot_cpus,
+    );
+    let wait_source = wait_source(&all_tasks, trace);
+    let mut tasks: Vec<TaskProgress> = all_tasks
+        .into_iter()
+        .filter(|t| !t.kernel && (t.run >= BUSY_SHARE || t.wants_cpu()))
+        .collect();
+    tasks.sort_by(|a, b| {
+        a.progress
+            .total_cmp(&b.progress)
+            .then((a.pid, a.tid).cmp(&(b.pid, b.tid)))
+    });
     LoadReport {
         interval_s,
         capacity_source: machine.capacity_source.clone(),
@@ -498,11 +606,57 @@ pub fn analyse(machine: &Machine, before: &Sample, after: &Sample, opts: Options
         kinds,
         cores,
         imbalance,
+        tasks,
+        progress_imbalance,
+        capacity_used,
+        wait_source,
+        saturated,
         hot_cpus,
         suggestions,
         unavailable,
         unavailable_cpus,
     }
+}
+
+/// How the tasks' waits were measured, in words.
+fn wait_source(tasks: &[TaskProgress], trace: &Trace) -> Option<String> {
+    use crate::progress::WaitSource;
+    let sampled = tasks
+        .iter()
+        .filter(|t| t.wait_source == WaitSource::Sampled)
+        .count();
+    match (tasks.is_empty(), sampled) {
+        (true, _) => None,
+        (false, 0) => Some("run_delay of each thread's schedstat".into()),
+        (false, _) => Some(format!(
+            "the runnable state of each thread's stat, sampled at {} looks",
+            trace.looks()
+        )),
+    }
+}
+
+/// The words for a machine whose CPUs were all saturated: none idle
+/// more than `1 - SATURATED` of the interval (a CPU an emulation's
+/// stealer slows is saturated when the tasks take all the stealer
+/// leaves).
+fn saturated(cpus: &[CpuLoad], p: Option<&ProgressImbalance>) -> Option<String> {
+    if cpus.len() < 2 || cpus.iter().any(|c| c.idle > 1.0 - SATURATED) {
+        return None;
+    }
+    Some(match p {
+        Some(p) => format!(
+            "Every CPU is busy {:.0}% or more: busy time cannot show an imbalance. The \
+             tasks' progress can: max/min {:.2} over {} tasks that want a whole CPU.",
+            SATURATED * 100.0,
+            p.ratio,
+            p.tasks
+        ),
+        None => format!(
+            "Every CPU is busy {:.0}% or more: busy time cannot show an imbalance, and \
+             fewer than two tasks wanted a whole CPU to compare their progress.",
+            SATURATED * 100.0
+        ),
+    })
 }
 
 type SchedPair<'a> = (
@@ -677,7 +831,7 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-fn kind_loads(cpus: &[CpuLoad]) -> Vec<KindLoad> {
+fn kind_loads(cpus: &[CpuLoad], tasks: &[TaskProgress]) -> Vec<KindLoad> {
     let mut by: BTreeMap<(String, String), Vec<&CpuLoad>> = BTreeMap::new();
     for c in cpus {
         if let (Some(k), Some(m)) = (&c.kind, &c.mark) {
@@ -693,6 +847,15 @@ fn kind_loads(cpus: &[CpuLoad]) -> Vec<KindLoad> {
             capacity: mean(cs.iter().map(|c| c.capacity)),
             busy: mean(cs.iter().map(|c| c.busy)),
             normalised: mean(cs.iter().map(|c| c.normalised)),
+            progress: {
+                let on: Vec<f64> = tasks
+                    .iter()
+                    .filter(|t| t.wants_cpu() && !t.kernel)
+                    .filter(|t| t.cpu.is_some_and(|c| cs.iter().any(|x| x.cpu == c)))
+                    .map(|t| t.progress)
+                    .collect();
+                (!on.is_empty()).then(|| mean(on.into_iter()))
+            },
         })
         .collect();
     // Most capable first, as `topo` lists kinds.
@@ -822,7 +985,17 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
-fn suggest(kinds: &[KindLoad], imb: Option<&Imbalance>, hot: &[HotCpu]) -> Vec<Suggestion> {
+/// The share of their usable capacity below which the tasks that want a
+/// whole CPU are said to wait while capacity sits idle.
+pub const CAPACITY_USED_SUGGEST: f64 = 0.8;
+
+fn suggest(
+    kinds: &[KindLoad],
+    imb: Option<&Imbalance>,
+    (progress, used): (Option<&ProgressImbalance>, Option<f64>),
+    cpus: &[CpuLoad],
+    hot: &[HotCpu],
+) -> Vec<Suggestion> {
     let mut out = Vec::new();
     if let Some(h) = hot.first() {
         let set: CpuSet = hot.iter().map(|h| h.cpu).collect();
@@ -847,6 +1020,56 @@ fn suggest(kinds: &[KindLoad], imb: Option<&Imbalance>, hot: &[HotCpu]) -> Vec<S
             set.to_list_string()
         );
         out.push(Suggestion::MoveIrqs { cpus: set, text });
+    }
+    // Tasks that wait while a CPU idles: their affinities keep them off
+    // it (all pinned to one CPU, say). Busy time shows one idle CPU, not
+    // that the work is waiting for it.
+    if let Some(u) = used.filter(|u| *u < CAPACITY_USED_SUGGEST) {
+        let idle = cpus
+            .iter()
+            .max_by(|a, b| a.idle.total_cmp(&b.idle).then(b.cpu.cmp(&a.cpu)));
+        let crowded = cpus
+            .iter()
+            .filter_map(|c| c.demand.map(|d| (c, d)))
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cpu.cmp(&a.0.cpu)));
+        let place = match (idle, crowded) {
+            (Some(i), Some((c, d))) if i.cpu != c.cpu => format!(
+                " (CPU {} is idle {} while {d:.1} tasks want CPU {})",
+                i.cpu,
+                pct(i.idle),
+                c.cpu
+            ),
+            _ => String::new(),
+        };
+        out.push(Suggestion::Rebalance {
+            text: format!(
+                "Tasks that want a whole CPU get {} of the capacity they could use{place}. \
+                 Spread them by capacity with `pinsight balance` (`--pids`, `--match` or \
+                 `--cgroup`, and `--cpus` for the CPUs their affinities leave out).",
+                pct(u)
+            ),
+        });
+        return out;
+    }
+    // Tasks that want a whole CPU and progress unevenly: the imbalance a
+    // saturated machine shows only here.
+    if let Some(p) = progress.filter(|p| p.ratio >= IMBALANCE_SUGGEST) {
+        let cpu = |c: Option<usize>| c.map_or(String::new(), |c| format!(" on CPU {c}"));
+        out.push(Suggestion::Rebalance {
+            text: format!(
+                "Tasks that want a whole CPU progress unevenly: {} ({}){} advances {:.2}x as \
+                 fast as {} ({}){}. Give each CPU work in proportion to its capacity with \
+                 `pinsight balance` (`--pids`, `--match` or `--cgroup`).",
+                p.max.comm,
+                p.max.pid,
+                cpu(p.max.cpu),
+                p.ratio,
+                p.min.comm,
+                p.min.pid,
+                cpu(p.min.cpu)
+            ),
+        });
+        return out;
     }
     let Some(imb) = imb else {
         if out.is_empty() {

@@ -31,6 +31,16 @@ pub struct ThreadTick {
     pub ticks: u64,
     /// The task's `flags` (field 9).
     pub flags: u64,
+    /// Its state letter (field 3): `R` running or waiting to run, `S`,
+    /// `D`, ...
+    pub state: char,
+    /// The scheduler's run time so far, ns (`schedstat` field 1), where
+    /// the kernel keeps it (`CONFIG_SCHED_INFO`, a file that is not
+    /// `0 0 0`); read only where the caller asked for it.
+    pub run_ns: Option<u64>,
+    /// Its time so far spent waiting on a run queue, ns (`schedstat`
+    /// field 2, `run_delay`), where [`ThreadTick::run_ns`] is.
+    pub wait_ns: Option<u64>,
 }
 
 impl ThreadTick {
@@ -203,6 +213,9 @@ pub struct Sample {
     pub excluded_ns: BTreeMap<usize, u64>,
     /// The excluded processes none of whose threads could be read.
     pub excluded_unread: Vec<Excluded>,
+    /// The PIDs of the excluded processes asked for: their threads are
+    /// not tasks of the machine's work.
+    pub excluded_pids: Vec<i32>,
     /// `/proc/interrupts`, when readable.
     pub interrupts: Option<Interrupts>,
     /// `/proc/softirqs`, when readable.
@@ -267,6 +280,7 @@ pub fn read_with(fs: &FsRoot, parts: &Parts, threads: &mut ThreadReader) -> Opti
         uptime_s,
         excluded_ns,
         excluded_unread,
+        excluded_pids: parts.exclude.iter().map(|e| e.pid).collect(),
         interrupts,
         softirqs,
         threads,
@@ -308,8 +322,10 @@ pub fn stat_ticks(text: &str) -> Option<u64> {
 
 /// Reads every thread, again and again, cheaply: a process whose CPU
 /// time (`/proc/PID/stat`, one read) has not moved since the previous
-/// reading had no thread run long enough to count a tick, so its threads
-/// are taken from that reading instead of read one by one. On a machine
+/// reading, and none of whose threads was runnable then or is now (its
+/// main thread's state), had no thread run long enough to count a tick
+/// nor wait to run, so its threads are taken from that reading instead
+/// of read one by one. On a machine
 /// of a thousand mostly sleeping threads this turns a thousand reads per
 /// interval into one per process.
 #[derive(Debug, Default)]
@@ -327,11 +343,19 @@ impl ThreadReader {
             let Ok(pid) = p.parse::<i32>() else { continue };
             // Without a readable process line (a recorded tree that kept
             // only the threads), the threads are read one by one.
-            let ticks = fs
-                .read_opt(format!("/proc/{pid}/stat"))
-                .and_then(|t| stat_ticks(&t));
+            let line = fs.read_opt(format!("/proc/{pid}/stat"));
+            let ticks = line.as_deref().and_then(stat_ticks);
+            // A process whose main thread is runnable, or one of whose
+            // threads was, is read again even without a tick: a thread
+            // waiting to run gains no CPU time, and its wait is what the
+            // reading is for.
+            let runnable = line.as_deref().and_then(parse_stat).map(|s| s.state) == Some('R');
             let threads = match (ticks, self.prev.remove(&pid)) {
-                (Some(now), Some((was, threads))) if was == now => threads,
+                (Some(now), Some((was, threads)))
+                    if was == now && !runnable && threads.iter().all(|t| t.state != 'R') =>
+                {
+                    threads
+                }
                 _ => process_threads(fs, pid),
             };
             out.extend(threads.iter().cloned());
@@ -344,22 +368,16 @@ impl ThreadReader {
     }
 }
 
-/// The threads of process `pid`.
+/// The threads of process `pid` ([`read_thread`]).
 fn process_threads(fs: &FsRoot, pid: i32) -> Vec<ThreadTick> {
-    let mut out = Vec::new();
-    for t in fs.list_dir(format!("/proc/{pid}/task")) {
-        let Ok(tid) = t.parse::<i32>() else { continue };
-        let Some(text) = fs.read_opt(format!("/proc/{pid}/task/{tid}/stat")) else {
-            continue;
-        };
-        if let Some(t) = thread(pid, tid, &text) {
-            out.push(t);
-        }
-    }
-    out
+    fs.list_dir(format!("/proc/{pid}/task"))
+        .iter()
+        .filter_map(|t| t.parse::<i32>().ok())
+        .filter_map(|tid| read_thread(fs, pid, tid))
+        .collect()
 }
 
-/// One thread from its `stat` text.
+/// One thread from its `stat` text (without its `schedstat`).
 pub fn thread(pid: i32, tid: i32, text: &str) -> Option<ThreadTick> {
     let s = parse_stat(text)?;
     Some(ThreadTick {
@@ -369,7 +387,50 @@ pub fn thread(pid: i32, tid: i32, text: &str) -> Option<ThreadTick> {
         last_cpu: s.last_cpu,
         ticks: s.cpu_ticks.unwrap_or(0),
         flags: stat_flags(text).unwrap_or(0),
+        state: s.state,
+        run_ns: None,
+        wait_ns: None,
     })
+}
+
+/// A thread's `schedstat` (`run ns`, `wait ns`, `timeslices`;
+/// Documentation/scheduler/sched-stats.rst): its run and wait times, or
+/// `None` when unreadable or `0 0 0` (the kernel writes that when it
+/// keeps no scheduler information, `sched_info_on()` false).
+pub fn parse_task_schedstat(text: &str) -> Option<(u64, u64)> {
+    let f: Vec<u64> = text
+        .split_ascii_whitespace()
+        .take(3)
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    match f[..] {
+        [0, 0, 0] => None,
+        [run, wait, _] => Some((run, wait)),
+        _ => None,
+    }
+}
+
+/// One thread of `pid`, its `stat` and `schedstat` read under `fs`;
+/// `None` when it is gone.
+pub fn read_thread(fs: &FsRoot, pid: i32, tid: i32) -> Option<ThreadTick> {
+    let text = fs.read_opt(format!("/proc/{pid}/task/{tid}/stat"))?;
+    let mut t = thread(pid, tid, &text)?;
+    if let Some((run, wait)) = fs
+        .read_opt(format!("/proc/{pid}/task/{tid}/schedstat"))
+        .and_then(|s| parse_task_schedstat(&s))
+    {
+        t.run_ns = Some(run);
+        t.wait_ns = Some(wait);
+    }
+    Some(t)
+}
+
+/// The threads named, as `(pid, tid)`, read now ([`read_thread`]); the
+/// ones gone are left out.
+pub fn read_threads_of(fs: &FsRoot, tids: &[(i32, i32)]) -> Vec<ThreadTick> {
+    tids.iter()
+        .filter_map(|&(pid, tid)| read_thread(fs, pid, tid))
+        .collect()
 }
 
 #[cfg(test)]

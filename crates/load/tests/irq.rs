@@ -286,3 +286,66 @@ fn a_running_irqbalance_is_found_by_its_comm() {
     let fs = FsRoot::at(d.path()).unwrap();
     assert_eq!(irq::view(&fs).unwrap().irqbalance, Some(812));
 }
+
+/// `irq --watch`'s loop on a fake /proc: the first interval moves every
+/// IRQ off the rule; an IRQ that appears later (a driver loaded) is moved
+/// the interval it is seen; one written back onto the CPU (drift) moves
+/// only after `patience` intervals; at the end every IRQ is put back and
+/// the state file removed. The fake /proc changes between intervals
+/// through the decision callback, as a driver or an admin would.
+#[test]
+fn watch_moves_new_irqs_at_once_drifted_ones_after_patience_and_puts_back() {
+    let d = tempfile::tempdir().unwrap();
+    fake(
+        d.path(),
+        &[(24, [0, 900, 0, 0], "1"), (25, [5, 5, 5, 5], "0-3")],
+    );
+    let fs = FsRoot::at(d.path()).unwrap();
+    let state = d.path().join("state.json");
+    let opts = pinsight_load::irq_watch::Options {
+        patience: 2,
+        max_moves: 8,
+        interval: std::time::Duration::from_millis(1),
+        intervals: Some(6),
+    };
+    let target = Target::Off(CpuSet::parse_list("1").unwrap());
+    let mut seen = Vec::new();
+    let root = d.path().to_path_buf();
+    let mut on = |dec: &pinsight_load::irq_watch::Decision| {
+        seen.push(dec.clone());
+        match dec.interval {
+            // A driver loads: IRQ 26 appears on CPU 1.
+            1 => fake(
+                &root,
+                &[
+                    (24, [0, 900, 0, 0], "0,2-3"),
+                    (25, [5, 5, 5, 5], "0,2-3"),
+                    (26, [0, 50, 0, 0], "1"),
+                ],
+            ),
+            // Someone writes IRQ 25 back onto CPU 1.
+            2 => std::fs::write(root.join("proc/irq/25/smp_affinity_list"), "1\n").unwrap(),
+            _ => {}
+        }
+    };
+    let end =
+        pinsight_load::irq_watch::run(&fs, None, &target, &caps(), &opts, &state, &mut on).unwrap();
+    let moved = |i: usize| -> Vec<u32> { seen[i].moved.iter().map(|m| m.irq).collect() };
+    assert_eq!(moved(0), vec![24, 25], "{seen:#?}");
+    assert_eq!(seen[1].new, vec![26]);
+    assert_eq!(moved(1), vec![26]);
+    // IRQ 25 drifted at interval 3: waits one interval, moves at the 4th.
+    assert!(
+        moved(2).is_empty() && seen[2].waiting.get(&25) == Some(&1),
+        "{seen:#?}"
+    );
+    assert_eq!(moved(3), vec![25]);
+    assert!(moved(4).is_empty() && moved(5).is_empty());
+    assert_eq!(end.intervals, 6);
+    assert_eq!(end.signal, None);
+    // Put back as first seen: 24 on 1, 25 on 0-3, 26 on 1.
+    assert_eq!(affinity(d.path(), 24), "1");
+    assert_eq!(affinity(d.path(), 25), "0-3");
+    assert_eq!(affinity(d.path(), 26), "1");
+    assert!(end.state_removed && !state.exists());
+}

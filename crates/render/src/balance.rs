@@ -97,15 +97,33 @@ pub fn report(r: &Report) -> String {
     );
     out.push_str(&cpu_table(r));
     let (b, a) = (r.load_before.as_ref(), r.load_after.as_ref());
+    out.push_str(&progress_lines(r));
     if b.is_some() || a.is_some() {
         let _ = writeln!(
             out,
-            "imbalance (max/min load): {} -> {}; the selected tasks alone: {} -> {}",
-            ratio(b.and_then(|v| v.imbalance)),
-            ratio(a.and_then(|v| v.imbalance)),
-            ratio(b.and_then(|v| v.tasks_imbalance)),
-            ratio(a.and_then(|v| v.tasks_imbalance)),
+            "{}",
+            crate::term::wrap80(&format!(
+                "CPU load imbalance (max/min busy/capacity): {} -> {}; the selected tasks \
+                 alone: {} -> {}",
+                ratio(b.and_then(|v| v.imbalance)),
+                ratio(a.and_then(|v| v.imbalance)),
+                ratio(b.and_then(|v| v.tasks_imbalance)),
+                ratio(a.and_then(|v| v.tasks_imbalance)),
+            ))
         );
+        let saturated = |v: Option<&LoadView>| {
+            v.is_some_and(|v| v.cpus.len() > 1 && v.cpus.iter().all(|c| c.busy >= 0.95))
+        };
+        if saturated(b) || saturated(a) {
+            let _ = writeln!(
+                out,
+                "{}",
+                crate::term::wrap80(
+                    "every CPU was busy 95% or more: busy time cannot show the imbalance; the \
+                     tasks' progress can"
+                )
+            );
+        }
         if let Some(v) = b.or(a) {
             let slowed: Vec<String> = v
                 .cpus
@@ -125,12 +143,138 @@ pub fn report(r: &Report) -> String {
         }
     }
     out.push_str(&moves_table(r));
+    out.push_str(&task_table(r));
     for note in &r.notes {
         let _ = writeln!(out, "{}", crate::term::wrap80(&format!("note: {note}")));
     }
     if let Some(p) = &r.state {
         let _ = writeln!(out, "previous affinities saved to {}", p.display());
     }
+    out
+}
+
+/// The progress imbalance (before, the plan's, after) and the selected
+/// tasks' total progress.
+fn progress_lines(r: &Report) -> String {
+    let mut out = String::new();
+    let (b, a) = (r.load_before.as_ref(), r.load_after.as_ref());
+    let imb = |v: Option<&LoadView>| {
+        ratio(v.and_then(|v| v.progress_imbalance.as_ref().map(|p| p.ratio)))
+    };
+    let plan = match (r.expected.imbalance, r.expected.measured) {
+        (Some(x), true) => format!("; the plan expects {x:.2}"),
+        (Some(x), false) => format!("; the plan expects {x:.2} if every task is always busy"),
+        (None, _) => String::new(),
+    };
+    if b.is_some() || a.is_some() {
+        let wanting = b
+            .or(a)
+            .and_then(|v| v.progress_imbalance.as_ref())
+            .map_or(0, |p| p.tasks);
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::term::wrap80(&format!(
+                "progress imbalance (max/min over the {wanting} threads that want a whole CPU): \
+                 {} -> {}{plan}",
+                imb(b),
+                imb(a)
+            ))
+        );
+        let total = |v: Option<&LoadView>| {
+            v.map_or("-".into(), |v| {
+                format!("{:.2}", v.tasks.iter().map(|t| t.progress).sum::<f64>())
+            })
+        };
+        let used = |v: Option<&LoadView>| {
+            v.and_then(|v| v.capacity_used)
+                .map_or("-".into(), |u| format!("{:.0}%", u * 100.0))
+        };
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::term::wrap80(&format!(
+                "total progress of the selected tasks (fastest-CPU seconds per second): {} -> \
+                 {}; of the capacity they could use: {} -> {}",
+                total(b),
+                total(a),
+                used(b),
+                used(a)
+            ))
+        );
+        if let Some(w) = b.or(a).and_then(|v| v.wait_source.as_ref()) {
+            let _ = writeln!(out, "{}", crate::term::wrap80(&format!("waits: {w}")));
+        }
+    } else if r.expected.imbalance.is_some() {
+        let _ = writeln!(
+            out,
+            "{}",
+            crate::term::wrap80(&format!(
+                "progress imbalance{}",
+                plan.trim_start_matches(';')
+            ))
+        );
+    }
+    out
+}
+
+/// Per task: where it ran and its progress before, expected by the plan
+/// and after; at most [`MAX_MOVES_SHOWN`] rows, slowest before first.
+fn task_table(r: &Report) -> String {
+    let mut out = String::new();
+    let (b, a) = (r.load_before.as_ref(), r.load_after.as_ref());
+    if b.is_none() && a.is_none() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{:>8} {:>8}  {:<NAME_WIDTH$} {:>9} {:>7} {:>7} {:>7}",
+        "PID", "TID", "NAME", "CPU", "BEFORE", "PLAN", "AFTER"
+    );
+    fn line(v: Option<&LoadView>, i: usize) -> Option<&pinsight_launch::rebalance::load::TaskLine> {
+        v.and_then(|v| v.tasks.get(i))
+    }
+    let mut order: Vec<usize> = (0..r.moves.len()).collect();
+    order.sort_by(|x, y| {
+        let p = |i: usize| line(b, i).map_or(f64::MAX, |l| l.progress);
+        p(*x).total_cmp(&p(*y)).then(x.cmp(y))
+    });
+    let num = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}"));
+    let cpu = |x: Option<usize>| x.map_or("-".into(), |c| c.to_string());
+    for &i in order.iter().take(MAX_MOVES_SHOWN) {
+        let m = &r.moves[i];
+        let (lb, la) = (line(b, i), line(a, i));
+        let _ = writeln!(
+            out,
+            "{:>8} {:>8}  {:<NAME_WIDTH$} {:>9} {:>7} {:>7} {:>7}",
+            m.pid,
+            m.tid.map_or("-".into(), |t| t.to_string()),
+            cut(&m.name),
+            format!(
+                "{}->{}",
+                cpu(lb.and_then(|l| l.cpu)),
+                cpu(la.and_then(|l| l.cpu))
+            ),
+            num(lb.map(|l| l.progress)),
+            num(r.expected.tasks.get(i).copied()),
+            num(la.map(|l| l.progress)),
+        );
+    }
+    if r.moves.len() > MAX_MOVES_SHOWN {
+        let _ = writeln!(
+            out,
+            "… and {} more (all of them in the JSON output)",
+            r.moves.len() - MAX_MOVES_SHOWN
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        crate::term::wrap80(
+            "      (progress in fastest-CPU seconds per second: before, expected by the plan, \
+             after)"
+        )
+    );
     out
 }
 
@@ -261,4 +405,85 @@ pub fn restore(r: &RestoreReport) -> String {
         );
     }
     out
+}
+
+/// One decision of `balance --watch`, one line for the journal:
+/// `interval 12: rebalanced 16 tasks: progress imbalance 2.01 over 24
+/// tasks for 3 intervals; plan expects 1.00; per CPU 0:16 1:8`.
+pub fn decision(d: &pinsight_launch::rebalance::watch::Decision) -> String {
+    use pinsight_launch::rebalance::watch::Action;
+    let imb = match d.progress_imbalance {
+        Some(r) => format!("progress imbalance {r:.2} over {} tasks", d.wanting),
+        None => "progress imbalance -".into(),
+    };
+    let per_cpu = if d.per_cpu.is_empty() {
+        String::new()
+    } else {
+        let cells: Vec<String> = d.per_cpu.iter().map(|(c, n)| format!("{c}:{n}")).collect();
+        format!("; pinned per CPU {}", cells.join(" "))
+    };
+    let expected = d
+        .expected
+        .map_or(String::new(), |e| format!("; plan expects {e:.2}"));
+    let pending = if d.pending > 0 {
+        format!(" ({} more next intervals)", d.pending)
+    } else {
+        String::new()
+    };
+    let churn = match (d.new, d.exited) {
+        (0, 0) => String::new(),
+        (n, 0) => format!("; {n} new"),
+        (0, x) => format!("; {x} exited"),
+        (n, x) => format!("; {n} new, {x} exited"),
+    };
+    let what = match d.action {
+        Action::Steady if d.new == 0 && d.exited == 0 => return String::new(),
+        Action::Steady => format!("{imb}; nothing to move"),
+        Action::Placed => format!("placed {} new task(s){pending}: {imb}", d.moved),
+        Action::Rebalanced => format!(
+            "rebalanced {} task(s){pending}: {imb}, over the threshold for {} intervals",
+            d.moved, d.over
+        ),
+        Action::Waiting => format!("{imb}, over the threshold for {} interval(s)", d.over),
+        Action::Settled => format!("{imb}: back under the threshold, nothing moved"),
+        Action::Refused => format!(
+            "refused: {}; left alone from now on",
+            d.error.as_deref().unwrap_or("the kernel refused a move")
+        ),
+    };
+    crate::term::shown(&format!(
+        "interval {}: {what}{churn}{expected}{per_cpu}",
+        d.interval
+    ))
+    .into_owned()
+}
+
+/// How `balance --watch` ended: the signal (or the intervals run), what
+/// was put back and whether the state file was removed.
+pub fn watch_end(e: &pinsight_launch::rebalance::watch::End, state: &std::path::Path) -> String {
+    let count = |o: RestoreOutcome| e.restored.threads.iter().filter(|t| t.outcome == o).count();
+    let why = match e.signal {
+        Some(s) => format!("stopped by signal {s}"),
+        None => "done".into(),
+    };
+    let file = if e.state_removed {
+        "the state file was removed".to_string()
+    } else if e.restored.threads.is_empty() {
+        "nothing was moved".to_string()
+    } else {
+        format!(
+            "the state file stays: {}",
+            crate::term::shown(&state.display().to_string())
+        )
+    };
+    let line = format!(
+        "pinsight balance --watch: {why} after {} intervals; put back {} thread(s) ({} unchanged, \
+         {} gone, {} failed); {file}",
+        e.intervals,
+        count(RestoreOutcome::Restored),
+        count(RestoreOutcome::Unchanged),
+        count(RestoreOutcome::Gone),
+        count(RestoreOutcome::Failed),
+    );
+    format!("{}\n", crate::term::wrap80(&line))
 }

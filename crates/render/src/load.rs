@@ -40,7 +40,8 @@ fn joined_names<S: AsRef<str>>(names: &[S]) -> String {
         .join(",")
 }
 
-const HEADER: &str = "CPU KIND  CAP  USR  SYS  IRQ SIRQ STEAL IDLE BUSY NORM  IRQ/s  TOP THREAD";
+const HEADER: &str =
+    "CPU KIND  CAP  USR  SYS  IRQ SIRQ STEAL IDLE BUSY NORM WANT IRQ/s  TOP THREAD";
 
 fn cpu_row(c: &CpuLoad) -> String {
     let top = c
@@ -48,16 +49,16 @@ fn cpu_row(c: &CpuLoad) -> String {
         .first()
         .map(|t| {
             let name = if t.kernel {
-                format!("[{}]", cut(&shown(&t.comm), 9))
+                format!("[{}]", cut(&shown(&t.comm), 6))
             } else {
-                cut(&shown(&t.comm), 11)
+                cut(&shown(&t.comm), 8)
             };
             format!("{name} {}", pct(t.share))
         })
         .unwrap_or_default();
     let irqs = c.interrupts_per_s.map_or("-".into(), rate);
     format!(
-        "{:>3} {:<4} {:>4.2} {:>4} {:>4} {:>4} {:>4} {:>5} {:>4} {:>4} {:>4.2} {:>6}  {}",
+        "{:>3} {:<4} {:>4.2} {:>4} {:>4} {:>4} {:>4} {:>5} {:>4} {:>4} {:>4.2} {:>4} {:>5}  {}",
         c.cpu,
         cut(c.mark.as_deref().unwrap_or("-"), 4),
         c.capacity,
@@ -69,6 +70,7 @@ fn cpu_row(c: &CpuLoad) -> String {
         pct(c.idle),
         pct(c.busy),
         c.normalised,
+        c.demand.map_or("-".into(), |d| format!("{d:.1}")),
         irqs,
         top
     )
@@ -121,9 +123,7 @@ fn source_line(r: &LoadReport) -> String {
     s
 }
 
-/// A CPU busy at least this share of the interval is saturated: its run
-/// queue, not its busy time, shows how much more it is asked.
-const SATURATED: f64 = 0.95;
+use pinsight_load::report::SATURATED;
 
 /// The run queues of the saturated CPUs (`None` when none is saturated
 /// or the run queue was not measured).
@@ -156,8 +156,11 @@ fn kind_lines(r: &LoadReport) -> Vec<String> {
     r.kinds
         .iter()
         .map(|k| {
+            let progress = k
+                .progress
+                .map_or(String::new(), |p| format!(", progress {p:.2}"));
             format!(
-                "{} ({}) CPUs {}: capacity {:.2}, busy {}, normalised {:.2}",
+                "{} ({}) CPUs {}: capacity {:.2}, busy {}, normalised {:.2}{progress}",
                 k.kind,
                 k.mark,
                 k.cpus.to_list_string(),
@@ -167,6 +170,72 @@ fn kind_lines(r: &LoadReport) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The progress imbalance over the tasks that want a whole CPU.
+fn progress_line(r: &LoadReport) -> Option<String> {
+    let p = r.progress_imbalance.as_ref()?;
+    let side = |t: &pinsight_load::progress::TaskRef| {
+        let on = t.cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
+        format!("{} {}{on} {:.2}", shown(&t.comm), t.pid, t.progress)
+    };
+    let used = r.capacity_used.map_or(String::new(), |u| {
+        format!("; they get {} of the capacity they could use", pct(u))
+    });
+    Some(format!(
+        "Progress imbalance {:.2} (max/min over {} tasks that want a whole CPU: {}, {}){used}",
+        p.ratio,
+        p.tasks,
+        side(&p.max),
+        side(&p.min)
+    ))
+}
+
+/// Task rows of the whole view.
+pub const MAX_TASKS_SHOWN: usize = 12;
+
+/// The tasks that want a whole CPU (or ran at least 5%), slowest first:
+/// their run and wait shares, and progress in fastest-CPU seconds per
+/// second; at most [`MAX_TASKS_SHOWN`] rows.
+fn task_rows(r: &LoadReport) -> String {
+    let mut out = String::new();
+    if r.tasks.is_empty() {
+        return out;
+    }
+    out.push_str("\nTasks, slowest first (PROGRESS = fastest-CPU seconds per second):\n");
+    let _ = writeln!(
+        out,
+        "{:>8} {:>8}  {:<16} {:>4} {:>5} {:>5} {:>5} {:>8}",
+        "PID", "TID", "NAME", "CPU", "RUN", "WAIT", "WANT", "PROGRESS"
+    );
+    for t in r.tasks.iter().take(MAX_TASKS_SHOWN) {
+        let _ = writeln!(
+            out,
+            "{:>8} {:>8}  {:<16} {:>4} {:>5} {:>5} {:>5} {:>8.3}",
+            t.pid,
+            t.tid,
+            cut(&shown(&t.comm), 16),
+            t.cpu.map_or("-".into(), |c| c.to_string()),
+            pct(t.run),
+            pct(t.wait),
+            format!("{:.2}", t.demand),
+            t.progress
+        );
+    }
+    if r.tasks.len() > MAX_TASKS_SHOWN {
+        let _ = writeln!(
+            out,
+            "... and {} more (all of them in the JSON output)",
+            r.tasks.len() - MAX_TASKS_SHOWN
+        );
+    }
+    if let Some(w) = &r.wait_source {
+        out.push_str(&fill(
+            &format!("WAIT: {w}; WANT = run + wait (1.00 = a whole CPU)."),
+            Wrap::new(80).indent("", "  "),
+        ));
+    }
+    out
 }
 
 fn hot_lines(r: &LoadReport) -> Vec<String> {
@@ -207,13 +276,15 @@ fn hot_lines(r: &LoadReport) -> Vec<String> {
         .collect()
 }
 
-fn suggestion_texts(r: &LoadReport) -> Vec<&str> {
+/// The suggestions' texts, escaped: they quote process and handler
+/// names from outside.
+fn suggestion_texts(r: &LoadReport) -> Vec<String> {
     r.suggestions
         .iter()
         .map(|s| match s {
             Suggestion::MoveIrqs { text, .. }
             | Suggestion::Rebalance { text }
-            | Suggestion::None { text } => text.as_str(),
+            | Suggestion::None { text } => shown(text).into_owned(),
         })
         .collect()
 }
@@ -262,9 +333,16 @@ pub fn load_full(r: &LoadReport) -> String {
     }
     out.push('\n');
     out.push_str(&fill(&imbalance_line(r), w));
+    if let Some(p) = progress_line(r) {
+        out.push_str(&fill(&p, w));
+    }
+    if let Some(s) = &r.saturated {
+        out.push_str(&fill(s, w));
+    }
     if let Some(q) = run_queue_line(r) {
         out.push_str(&fill(&q, w));
     }
+    out.push_str(&task_rows(r));
     let hot = hot_lines(r);
     if !hot.is_empty() {
         out.push_str("\nInterrupt-hot CPUs:\n");
@@ -309,7 +387,7 @@ pub fn load_full(r: &LoadReport) -> String {
     }
     out.push('\n');
     for t in suggestion_texts(r) {
-        out.push_str(&fill(t, w));
+        out.push_str(&fill(&t, w));
     }
     out
 }
@@ -330,6 +408,12 @@ pub fn load_screen(r: &LoadReport, height: usize) -> String {
         ),
         None => "Imbalance: fewer than two busy CPUs".into(),
     });
+    if let Some(p) = &r.progress_imbalance {
+        tail.push(format!(
+            "Progress imbalance {:.2}: {} {:.2} / {} {:.2} ({} tasks want a CPU)",
+            p.ratio, p.max.pid, p.max.progress, p.min.pid, p.min.progress, p.tasks
+        ));
+    }
     if let Some(q) = run_queue_line(r) {
         tail.push(cut(&q, 80));
     }
@@ -347,7 +431,7 @@ pub fn load_screen(r: &LoadReport, height: usize) -> String {
         );
     }
     for t in suggestion_texts(r) {
-        tail.extend(wrap(t, w).into_iter().take(3));
+        tail.extend(wrap(&t, w).into_iter().take(3));
     }
     let head = [
         format!(
@@ -515,4 +599,237 @@ pub fn irq_moves(moves: &[Move], dry_run: bool, kept: &[PerCpuThread]) -> String
         ));
     }
     out
+}
+
+/// A label value in the OpenMetrics text format: backslash, double quote
+/// and line feed escaped (the only escapes the format has).
+fn om_label(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A number as OpenMetrics writes it: Rust's shortest round-trip form.
+fn om_number(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else if v.is_nan() {
+        "NaN".into()
+    } else if v > 0.0 {
+        "+Inf".into()
+    } else {
+        "-Inf".into()
+    }
+}
+
+/// One gauge family: `# HELP`, `# TYPE` and its samples (labels, value).
+fn om_gauge(out: &mut String, name: &str, help: &str, samples: &[(Vec<(&str, String)>, f64)]) {
+    if samples.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    for (labels, v) in samples {
+        let l: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", om_label(v)))
+            .collect();
+        let labels = if l.is_empty() {
+            String::new()
+        } else {
+            format!("{{{}}}", l.join(","))
+        };
+        let _ = writeln!(out, "{name}{labels} {}", om_number(*v));
+    }
+}
+
+/// `load --format openmetrics`: the interval's figures in the OpenMetrics
+/// text format (every family a gauge, with `# HELP` and `# TYPE`, ending
+/// in `# EOF`), for node_exporter's textfile collector or any scraper.
+/// Per CPU (labels `cpu` and, with kinds, `kind`): busy share, capacity,
+/// normalised load, demand, interrupts and softirqs per second; per kind:
+/// the progress of its tasks that want a whole CPU; for the machine: the
+/// CPU imbalance, the progress imbalance and how many tasks want a whole
+/// CPU. A figure that could not be measured is left out, never written
+/// as 0.
+pub fn openmetrics(r: &LoadReport) -> String {
+    let mut out = String::new();
+    let cpu_labels = |c: &CpuLoad| {
+        let mut l = vec![("cpu", c.cpu.to_string())];
+        if let Some(k) = &c.kind {
+            l.push(("kind", k.clone()));
+        }
+        l
+    };
+    let per_cpu = |f: &dyn Fn(&CpuLoad) -> Option<f64>| -> Vec<(Vec<(&str, String)>, f64)> {
+        r.cpus
+            .iter()
+            .filter_map(|c| f(c).map(|v| (cpu_labels(c), v)))
+            .collect()
+    };
+    om_gauge(
+        &mut out,
+        "pinsight_load_interval_seconds",
+        "Length of the interval measured.",
+        &[(vec![], r.interval_s)],
+    );
+    om_gauge(
+        &mut out,
+        "pinsight_load_cpu_busy_ratio",
+        "Share of the interval the CPU ran tasks (an emulation's stealers excluded).",
+        &per_cpu(&|c| Some(c.busy)),
+    );
+    om_gauge(
+        &mut out,
+        "pinsight_load_cpu_capacity_ratio",
+        "Capacity relative to the most capable CPU.",
+        &per_cpu(&|c| Some(c.capacity)),
+    );
+    om_gauge(
+        &mut out,
+        "pinsight_load_cpu_normalised_load",
+        "Busy share divided by capacity.",
+        &per_cpu(&|c| Some(c.normalised)),
+    );
+    om_gauge(
+        &mut out,
+        "pinsight_load_cpu_demand_tasks",
+        "Mean number of tasks running or waiting to run on the CPU.",
+        &per_cpu(&|c| c.demand),
+    );
+    om_gauge(
+        &mut out,
+        "pinsight_load_cpu_interrupts_per_second",
+        "Hardware interrupts per second handled by the CPU.",
+        &per_cpu(&|c| c.interrupts_per_s),
+    );
+    om_gauge(
+        &mut out,
+        "pinsight_load_cpu_softirqs_per_second",
+        "Softirqs per second run on the CPU.",
+        &per_cpu(&|c| c.softirqs_per_s),
+    );
+    let kinds: Vec<(Vec<(&str, String)>, f64)> = r
+        .kinds
+        .iter()
+        .filter_map(|k| k.progress.map(|p| (vec![("kind", k.kind.clone())], p)))
+        .collect();
+    om_gauge(
+        &mut out,
+        "pinsight_load_kind_progress",
+        "Mean progress, in fastest-CPU seconds per second, of the tasks that want a whole CPU \
+         and ran mostly on CPUs of this kind.",
+        &kinds,
+    );
+    if let Some(i) = &r.imbalance {
+        om_gauge(
+            &mut out,
+            "pinsight_load_imbalance_ratio",
+            "Largest over smallest normalised load among the CPUs busy at least 5%.",
+            &[(vec![], i.ratio)],
+        );
+    }
+    om_gauge(
+        &mut out,
+        "pinsight_load_tasks_wanting_cpu",
+        "Tasks that wanted a whole CPU (ran or waited to run 90% of the interval or more).",
+        &[(
+            vec![],
+            r.progress_imbalance.as_ref().map_or_else(
+                || r.tasks.iter().filter(|t| t.wants_cpu()).count() as f64,
+                |p| p.tasks as f64,
+            ),
+        )],
+    );
+    if let Some(u) = r.capacity_used {
+        om_gauge(
+            &mut out,
+            "pinsight_load_capacity_used_ratio",
+            "Share of the capacity they could use that the tasks wanting a whole CPU got.",
+            &[(vec![], u)],
+        );
+    }
+    if let Some(p) = &r.progress_imbalance {
+        om_gauge(
+            &mut out,
+            "pinsight_load_progress_imbalance_ratio",
+            "Largest over smallest progress among the tasks that want a whole CPU.",
+            &[(vec![], p.ratio)],
+        );
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+/// One decision of `irq --watch`, one line for the journal.
+pub fn irq_decision(d: &pinsight_load::irq_watch::Decision) -> String {
+    let mut parts = Vec::new();
+    let list = |v: &[u32]| {
+        v.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if !d.new.is_empty() {
+        parts.push(format!("new IRQs {}", list(&d.new)));
+    }
+    if !d.gone.is_empty() {
+        parts.push(format!("gone IRQs {}", list(&d.gone)));
+    }
+    for m in &d.moved {
+        parts.push(format!(
+            "moved IRQ {} {} -> {}",
+            m.irq,
+            m.before.to_list_string(),
+            m.after.to_list_string()
+        ));
+    }
+    if d.pending > 0 {
+        parts.push(format!("{} more next intervals", d.pending));
+    }
+    let waiting: Vec<String> = d
+        .waiting
+        .iter()
+        .filter(|(_, n)| **n == 1)
+        .map(|(i, _)| i.to_string())
+        .collect();
+    if !waiting.is_empty() {
+        parts.push(format!(
+            "IRQs {} off the rule (moved back if they stay)",
+            waiting.join(",")
+        ));
+    }
+    if let Some(e) = &d.error {
+        parts.push(format!("refused: {e}; left alone from now on"));
+    }
+    shown(&format!("interval {}: {}", d.interval, parts.join("; "))).into_owned()
+}
+
+/// How `irq --watch` ended.
+pub fn irq_watch_end(e: &pinsight_load::irq_watch::End, state: &std::path::Path) -> String {
+    let why = match e.signal {
+        Some(s) => format!("stopped by signal {s}"),
+        None => "done".into(),
+    };
+    let mut line = format!(
+        "pinsight irq --watch: {why} after {} intervals; put back {} IRQ(s)",
+        e.intervals,
+        e.restored.len()
+    );
+    for (irq, why) in &e.failed {
+        let _ = write!(line, "; IRQ {irq} not put back: {why}");
+    }
+    if e.state_removed {
+        line.push_str("; the state file was removed");
+    } else if !e.failed.is_empty() {
+        let _ = write!(line, "; the state file stays: {}", state.display());
+    }
+    fill(&shown(&line), Wrap::new(80).indent("", "  "))
 }

@@ -14,7 +14,7 @@ fn report() -> pinsight_load::LoadReport {
     );
     pinsight_testkit::copy_tree(&data.join("before"), d.path());
     let fs = pinsight_topology::FsRoot::at(d.path()).unwrap();
-    let m = pinsight_load::machine(&pinsight_topology::discover(&fs));
+    let m = pinsight_load::machine(&fs, &pinsight_topology::discover(&fs));
     let after = pinsight_topology::FsRoot::at(data.join("after")).unwrap();
     pinsight_load::recorded(
         &m,
@@ -93,6 +93,31 @@ fn saturated_cpus_show_their_run_queue_within_80_by_24() {
         "{full}"
     );
     for l in full.lines() {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+}
+
+/// The worst a CPU row can hold (a 15-byte name at 100%, millions of
+/// IRQs a second, two-digit demand) and a task row still fit 80 columns.
+#[test]
+fn the_widest_rows_fit_80_columns() {
+    let mut r = report();
+    for c in &mut r.cpus {
+        c.interrupts_per_s = Some(9.99e6);
+        c.demand = Some(48.0);
+        for t in &mut c.top_threads {
+            t.comm = "abcdefghijklmno".into();
+            t.share = 1.0;
+        }
+        if let Some(t) = c.top_threads.first_mut() {
+            t.kernel = c.cpu % 2 == 0;
+        }
+    }
+    let text = load_full(&r);
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+    for l in load_screen(&r, 24).lines() {
         assert!(l.chars().count() <= 80, "wider than 80: {l}");
     }
 }

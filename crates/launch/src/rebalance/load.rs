@@ -1,23 +1,26 @@
-//! The per-CPU load before and after a rebalance, normalised by capacity,
-//! as `pinsight load` measures it: one reading of the counters before and
-//! one after, through [`pinsight_load::sample`], and the load between
-//! them from [`pinsight_load::analyse`] (each CPU's busy time from
-//! `/proc/schedstat`, else the `/proc/uptime` interval less `/proc/stat`'s
-//! idle time, else its tick samples; an emulation's stealers counted as
-//! steal). Beside it, the selected tasks' own share on each CPU: their run
-//! time (`/proc/PID/task/TID/schedstat` field 1, ns; else `utime + stime`
-//! ticks of `stat`), credited to the CPU the task is pinned to (else the
-//! CPU it last ran on).
+//! The per-CPU load and the selected tasks' progress before and after a
+//! rebalance, as `pinsight load` measures them: one reading of the
+//! counters before and one after, through [`pinsight_load::sample`], and
+//! the load between them from [`pinsight_load::analyse`] (each CPU's busy
+//! time from `/proc/schedstat`, else the `/proc/uptime` interval less
+//! `/proc/stat`'s idle time, else its tick samples; an emulation's
+//! stealers counted as steal). The selected tasks' threads are read ten
+//! more times within the interval and their progress by capacity comes
+//! from [`pinsight_load::progress`], the code `load` uses: run time
+//! times the speed of the CPUs it ran on, whether they waited to run, and
+//! the progress imbalance over the threads that want a whole CPU.
 //!
 //! Normalised load is share ÷ relative capacity (the fastest CPU = 1.0):
-//! a CPU of capacity 0.5 that is 40% busy carries 0.8. The imbalance is
-//! `load`'s ([`pinsight_load::report::imbalance_of`]): the largest
+//! a CPU of capacity 0.5 that is 40% busy carries 0.8. The CPU imbalance
+//! is `load`'s ([`pinsight_load::report::imbalance_of`]): the largest
 //! normalised load over the smallest among the CPUs busy at least 5% of
-//! the interval (1.0 = even).
+//! the interval (1.0 = even). When every CPU is saturated it reads 1.0
+//! whatever the placement; the progress imbalance does not.
 
 use super::select::Task;
 use crate::procfs;
 use pinsight_cpuset::CpuSet;
+use pinsight_load::progress::{ProgressImbalance, TaskProgress, Trace};
 use pinsight_load::report::{imbalance_of, BusySource, CpuInfo, Machine};
 use pinsight_load::{Excluded, Parts};
 use pinsight_topology::FsRoot;
@@ -56,6 +59,38 @@ pub struct LoadView {
     pub imbalance: Option<f64>,
     /// The same over `tasks_normalised`: the selected work alone.
     pub tasks_imbalance: Option<f64>,
+    /// Each selected task's progress over the interval, in the order of
+    /// the selection.
+    pub tasks: Vec<TaskLine>,
+    /// Max/min progress over the selected threads that want a whole CPU
+    /// (`load`'s definition, [`pinsight_load::progress::imbalance`]).
+    pub progress_imbalance: Option<ProgressImbalance>,
+    /// The share of the capacity of these CPUs they could use that the
+    /// selected threads wanting a whole CPU got
+    /// ([`pinsight_load::progress::capacity_used`]).
+    pub capacity_used: Option<f64>,
+    /// How the waits were measured (`schedstat`'s `run_delay`, or the
+    /// runnable state sampled at each look).
+    pub wait_source: Option<String>,
+}
+
+/// One selected task (a process, or a thread with `--per-thread`) over
+/// the interval: its threads' figures added up.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TaskLine {
+    pub pid: i32,
+    pub tid: Option<i32>,
+    pub name: String,
+    /// Share of the interval its threads ran (CPU seconds per second).
+    pub run: f64,
+    /// Share of the interval its threads waited to run.
+    pub wait: f64,
+    /// Fastest-CPU seconds per second ([`TaskProgress::progress`]).
+    pub progress: f64,
+    /// Its threads that wanted a whole CPU.
+    pub wanting: usize,
+    /// The CPU its threads ran on most.
+    pub cpu: Option<usize>,
 }
 
 /// Why the load could not be measured.
@@ -68,12 +103,17 @@ pub enum LoadError {
     Interrupted(i32),
 }
 
+/// Looks at the selected threads within one interval, besides its ends.
+pub const LOOKS: u32 = 10;
+
 /// The per-CPU load over `interval` of the CPUs in `caps` (`(cpu,
-/// relative capacity)`), and the share `tasks` took on each; the run time
-/// of the `exclude` processes (an emulation's stealers) is not busy.
+/// relative capacity, speed while a task runs there)`), the share `tasks`
+/// took on each and their progress; the run time of the `exclude`
+/// processes (an emulation's stealers) is not busy, and their CPUs run at
+/// full speed while a task runs ([`pinsight_load::speeds`]).
 pub fn measure(
     fs: &FsRoot,
-    caps: &[(usize, f64)],
+    caps: &[(usize, f64, f64)],
     tasks: &[Task],
     exclude: &[Excluded],
     interval: Duration,
@@ -85,29 +125,37 @@ pub fn measure(
     let machine = Machine {
         cpus: caps
             .iter()
-            .map(|&(cpu, capacity)| CpuInfo {
+            .map(|&(cpu, capacity, speed)| CpuInfo {
                 cpu,
                 kind: None,
                 mark: None,
                 core: None,
                 capacity,
+                speed,
             })
             .collect(),
         capacity_source: String::new(),
     };
+    let tids: Vec<(i32, i32)> = tasks
+        .iter()
+        .flat_map(|t| t.threads.iter().map(move |tid| (t.pid, *tid)))
+        .collect();
+    let hz = procfs::clock_ticks();
+    let mut trace = Trace::new(hz);
     let a = pinsight_load::sample::read(fs, &parts).ok_or(LoadError::NoProcStat)?;
     let ta = task_times(fs, tasks);
+    trace.look(&pinsight_load::sample::read_threads_of(fs, &tids));
     // Ends early when SIGINT, SIGTERM or SIGHUP comes (the signal
     // lifecycle the command installed; a plain sleep without it).
-    if let Some(sig) = pinsight_lifecycle::interrupt::wait(interval) {
-        return Err(LoadError::Interrupted(sig));
+    for _ in 0..LOOKS {
+        if let Some(sig) = pinsight_lifecycle::interrupt::wait(interval / LOOKS) {
+            return Err(LoadError::Interrupted(sig));
+        }
+        trace.look(&pinsight_load::sample::read_threads_of(fs, &tids));
     }
     let b = pinsight_load::sample::read(fs, &parts).ok_or(LoadError::NoProcStat)?;
     let tb = task_times(fs, tasks);
-    let opts = pinsight_load::Options {
-        top: 0,
-        hz: procfs::clock_ticks(),
-    };
+    let opts = pinsight_load::Options { top: 0, hz };
     let r = pinsight_load::analyse(&machine, &a, &b, opts);
     let secs = r.interval_s.max(1e-3);
     let mut on_cpu: BTreeMap<usize, f64> = BTreeMap::new();
@@ -116,9 +164,11 @@ pub fn measure(
             *on_cpu.entry(*cpu).or_default() += ns_b.saturating_sub(*ns_a) as f64 / 1e9;
         }
     }
+    let speeds = pinsight_load::speeds(&machine, exclude.iter().map(|e| e.cpu));
+    let threads = pinsight_load::progress::tasks(&trace, secs, &speeds);
     let cpus: Vec<CpuLoad> = caps
         .iter()
-        .map(|&(cpu, capacity)| {
+        .map(|&(cpu, capacity, _)| {
             let c = r.cpus.iter().find(|c| c.cpu == cpu);
             let busy = c.map_or(0.0, |c| c.busy);
             let tasks_busy = (on_cpu.get(&cpu).copied().unwrap_or(0.0) / secs).min(1.0);
@@ -145,7 +195,68 @@ pub fn measure(
         )
         .map(|i| i.ratio),
         cpus,
+        progress_imbalance: pinsight_load::progress::imbalance(threads.iter()),
+        capacity_used: pinsight_load::progress::capacity_used(
+            threads.iter(),
+            &caps.iter().map(|c| c.2).collect::<Vec<_>>(),
+        ),
+        wait_source: wait_source(&threads, trace.looks()),
+        tasks: lines(tasks, &threads),
     })
+}
+
+/// How the waits of `threads` were measured, in words.
+fn wait_source(threads: &[TaskProgress], looks: u32) -> Option<String> {
+    use pinsight_load::progress::WaitSource;
+    if threads.is_empty() {
+        return None;
+    }
+    Some(
+        if threads
+            .iter()
+            .all(|t| t.wait_source == WaitSource::Schedstat)
+        {
+            "run_delay of each thread's schedstat".into()
+        } else {
+            format!("the runnable state of each thread's stat, sampled at {looks} looks")
+        },
+    )
+}
+
+/// Each task's threads added up.
+fn lines(tasks: &[Task], threads: &[TaskProgress]) -> Vec<TaskLine> {
+    let by: BTreeMap<(i32, i32), &TaskProgress> =
+        threads.iter().map(|t| ((t.pid, t.tid), t)).collect();
+    tasks
+        .iter()
+        .map(|t| {
+            let mine: Vec<&TaskProgress> = t
+                .threads
+                .iter()
+                .filter_map(|tid| by.get(&(t.pid, *tid)).copied())
+                .collect();
+            let mut on: BTreeMap<usize, f64> = BTreeMap::new();
+            for th in &mine {
+                for (c, s) in &th.cpus {
+                    *on.entry(*c).or_default() += th.run * s;
+                }
+            }
+            TaskLine {
+                pid: t.pid,
+                tid: t.tid,
+                name: t.name.clone(),
+                run: mine.iter().map(|x| x.run).sum(),
+                wait: mine.iter().map(|x| x.wait).sum(),
+                progress: mine.iter().map(|x| x.progress).sum(),
+                wanting: mine.iter().filter(|x| x.wants_cpu()).count(),
+                cpu: on
+                    .iter()
+                    .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+                    .map(|(c, _)| *c)
+                    .or_else(|| mine.iter().find_map(|x| x.cpu)),
+            }
+        })
+        .collect()
 }
 
 /// Each thread's run time so far (ns) and the CPU it is credited to.
@@ -177,7 +288,7 @@ mod tests {
     #[test]
     fn a_short_live_measure_covers_every_cpu_asked() {
         let fs = FsRoot::live();
-        let v = measure(&fs, &[(0, 1.0)], &[], &[], Duration::from_millis(50)).unwrap();
+        let v = measure(&fs, &[(0, 1.0, 1.0)], &[], &[], Duration::from_millis(50)).unwrap();
         assert_eq!(v.cpus.len(), 1);
         assert!((0.0..=1.0).contains(&v.cpus[0].busy));
         assert_eq!(v.cpus[0].tasks_busy, 0.0);

@@ -16,6 +16,7 @@
 pub mod load;
 pub mod select;
 pub mod state;
+pub mod watch;
 
 use crate::affinity;
 use crate::procfs;
@@ -96,7 +97,26 @@ pub struct Report {
     pub state: Option<PathBuf>,
     pub load_before: Option<LoadView>,
     pub load_after: Option<LoadView>,
+    /// The progress the plan expects of the selected tasks
+    /// ([`pinsight_load::progress::expected`]).
+    pub expected: Expected,
     pub notes: Vec<String>,
+}
+
+/// What the plan expects: each CPU's capacity shared equally among the
+/// selected threads that want a whole CPU and may run there.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Expected {
+    /// Each task's expected progress (fastest-CPU seconds per second),
+    /// in the order of [`Report::moves`].
+    pub tasks: Vec<f64>,
+    /// Max/min over the threads counted; `None` with fewer than two.
+    pub imbalance: Option<f64>,
+    /// The threads counted: those that wanted a whole CPU in the
+    /// measurement before, else (no measurement) every selected thread.
+    pub threads: usize,
+    /// Whether the threads counted are the ones measured wanting a CPU.
+    pub measured: bool,
 }
 
 /// A CPU's relative capacity.
@@ -260,7 +280,8 @@ pub struct Prepared {
     tasks: Vec<Task>,
     cpus: CpuSet,
     plan: pinsight_plan::Plan,
-    rel: Vec<(usize, f64)>,
+    /// `(cpu, relative capacity, speed while a task runs there)`.
+    rel: Vec<(usize, f64, f64)>,
     source: String,
     targets: Vec<CpuSet>,
 }
@@ -286,31 +307,67 @@ pub fn prepare(fs: &FsRoot, topo: &Topology, req: &Request) -> Result<Prepared, 
             cpus
         }
     };
-    let inside = pinsight_plan::slice::restrict(topo, &cpus);
-    let plan = pinsight_plan::plan(
-        &inside,
-        &PlanRequest {
-            tasks: Some(tasks.len()),
-            weights: req.weights.clone(),
-            ..PlanRequest::new("balance".parse().expect("balance is a policy"))
-        },
-    )?;
-    let (caps, source) = pinsight_plan::balance::capacities(&inside, &cpus, req.weights.as_ref())?;
-    let max = caps
-        .iter()
-        .map(|(_, w)| *w)
-        .fold(0.0f64, f64::max)
-        .max(1e-12);
-    let rel: Vec<(usize, f64)> = caps.iter().map(|(c, w)| (*c, w / max)).collect();
+    let (plan, rel, source) = plan_over(fs, topo, &cpus, tasks.len(), req.weights.as_ref())?;
     let targets = assign(&tasks, &plan);
     Ok(Prepared {
         tasks,
         cpus,
         plan,
         rel,
-        source: source.describe().to_string(),
+        source,
         targets,
     })
+}
+
+/// Each CPU's `(cpu, relative capacity, speed while a task runs there)`.
+pub type Capacities = Vec<(usize, f64, f64)>;
+
+/// The `balance` plan for `n` tasks over `cpus`, each CPU's `(cpu,
+/// relative capacity, speed while a task runs there)` and where the
+/// capacities came from (the planner's words).
+pub fn plan_over(
+    fs: &FsRoot,
+    topo: &Topology,
+    cpus: &CpuSet,
+    n: usize,
+    weights: Option<&Weights>,
+) -> Result<(Plan, Capacities, String), RebalanceError> {
+    let inside = pinsight_plan::slice::restrict(topo, cpus);
+    let plan = pinsight_plan::plan(
+        &inside,
+        &PlanRequest {
+            tasks: Some(n),
+            weights: weights.cloned(),
+            ..PlanRequest::new("balance".parse().expect("balance is a policy"))
+        },
+    )?;
+    let (caps, source) = pinsight_plan::balance::capacities(&inside, cpus, weights)?;
+    let max = caps
+        .iter()
+        .map(|(_, w)| *w)
+        .fold(0.0f64, f64::max)
+        .max(1e-12);
+    // A frequency cap lowers the speed of a CPU whose capacity is the
+    // hardware's at full clock; weights (measured) and declared speeds
+    // already are the speed (as `load` takes them).
+    let capped = !matches!(
+        source,
+        pinsight_plan::balance::CapacitySource::Weights
+            | pinsight_plan::balance::CapacitySource::DeclaredSpeed
+    );
+    let rel: Vec<(usize, f64, f64)> = caps
+        .iter()
+        .map(|(c, w)| {
+            let r = w / max;
+            let cap = if capped {
+                pinsight_load::freq_cap(fs, *c).unwrap_or(1.0)
+            } else {
+                1.0
+            };
+            (*c, r, r * cap)
+        })
+        .collect();
+    Ok((plan, rel, source.describe().to_string()))
 }
 
 impl Prepared {
@@ -345,13 +402,14 @@ impl Prepared {
         progress.end();
         let (moves, load_before, load_after) = result?;
         let per_cpu = per_cpu(&tasks, &plan);
+        let expected = expected(&tasks, &targets, &rel, load_before.as_ref());
         Ok(Report {
             dry_run: req.dry_run,
             per_thread: req.per_thread,
             cpus,
             capacity: rel
                 .iter()
-                .map(|(cpu, capacity)| CpuCapacity {
+                .map(|(cpu, capacity, _)| CpuCapacity {
                     cpu: *cpu,
                     capacity: *capacity,
                 })
@@ -363,7 +421,48 @@ impl Prepared {
             moves,
             load_before,
             load_after,
+            expected,
         })
+    }
+}
+
+/// The plan's expected progress ([`Expected`]): the threads that wanted a
+/// whole CPU before (all of them without a measurement), each allowed its
+/// task's target CPUs, on CPUs of their effective speed (an emulation's
+/// lower share included).
+fn expected(
+    tasks: &[Task],
+    targets: &[CpuSet],
+    rel: &[(usize, f64, f64)],
+    before: Option<&LoadView>,
+) -> Expected {
+    let capacity: BTreeMap<usize, f64> = rel.iter().map(|(c, _, s)| (*c, *s)).collect();
+    let wanting: Vec<usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match before {
+            Some(v) => v.tasks.get(i).map_or(0, |l| l.wanting),
+            None => t.threads.len(),
+        })
+        .collect();
+    let mut places: Vec<Vec<usize>> = Vec::new();
+    let mut owner: Vec<usize> = Vec::new();
+    for (i, n) in wanting.iter().enumerate() {
+        for _ in 0..*n {
+            places.push(targets[i].iter().collect());
+            owner.push(i);
+        }
+    }
+    let rates = pinsight_load::progress::expected(&places, &capacity);
+    let mut per_task = vec![0.0; tasks.len()];
+    for (r, i) in rates.iter().zip(&owner) {
+        per_task[*i] += r;
+    }
+    Expected {
+        tasks: per_task,
+        imbalance: pinsight_load::progress::ratio_of(&rates),
+        threads: rates.len(),
+        measured: before.is_some(),
     }
 }
 
@@ -375,7 +474,7 @@ fn apply_measured(
     req: &Request,
     tasks: &[Task],
     targets: &[CpuSet],
-    caps: &[(usize, f64)],
+    caps: &[(usize, f64, f64)],
     progress: &mut dyn Progress,
 ) -> Result<Applied, RebalanceError> {
     // A signal (SIGINT, SIGTERM, SIGHUP) ends the balance in any phase:
