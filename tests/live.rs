@@ -19,6 +19,7 @@ mod emulate_live;
 mod emulation;
 mod mix_cli;
 mod operator_tasks;
+mod progress_live;
 mod report_emulated_live;
 mod sched_live;
 mod sched_signals;
