@@ -1,6 +1,6 @@
-//! The cost of `pinsight load` on a machine with 1,000 more threads: a
+//! The cost of `pinsight load` on a machine with 10,000 more threads: a
 //! child process (this bench binary again, `PINSIGHT_BENCH_HOLDER=1`)
-//! holds 1,000 sleeping (parked) threads besides whatever runs, then
+//! holds 10,000 sleeping (parked) threads besides whatever runs, then
 //! 1. criterion: one full reading (`/proc/stat`, `/proc/interrupts`,
 //!    `/proc/softirqs` and every thread's `stat`, as the first reading of
 //!    a view is) and one analysis;
@@ -9,8 +9,14 @@
 //!    intervals of `Watch::next`, divided by the wall time. Target: under
 //!    1% (0.01). Later readings skip the threads of processes that did
 //!    not run (`ThreadReader`); the full reading's cost is the bound when
-//!    every process runs. No assertion: the machine is shared; read the
-//!    figures.
+//!    every process runs;
+//! 3. beside `top -b -n 1` (procps, one batch screen: what an operator
+//!    runs to see the same machine): the CPU time (user + system, from
+//!    getrusage) of one full reading of every thread, of one later
+//!    reading (the readings within an interval: processes that did not
+//!    run are not re-read) and of top's run (its child CPU time), and
+//!    the ratios. Target: one reading at most top's. No assertion: the
+//!    machine is shared; read the figures.
 
 use criterion::{criterion_group, Criterion};
 use pinsight_load::report::{CpuInfo, Machine};
@@ -19,13 +25,18 @@ use pinsight_sys::FsRoot;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-const THREADS: usize = 1000;
+const THREADS: usize = 10_000;
 
 fn cpu_seconds() -> f64 {
-    // getrusage(2): RUSAGE_SELF, every thread of the process.
+    usage(libc::RUSAGE_SELF)
+}
+
+/// getrusage(2) of `who` (RUSAGE_SELF: every thread of the process;
+/// RUSAGE_CHILDREN: the children waited for), user + system seconds.
+fn usage(who: libc::c_int) -> f64 {
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `u` is a valid rusage to fill in.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    unsafe { libc::getrusage(who, &mut u) };
     let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
     t(u.ru_utime) + t(u.ru_stime)
 }
@@ -56,8 +67,12 @@ fn machine(fs: &FsRoot) -> Machine {
     }
 }
 
-/// The child: 1,000 parked threads, until killed.
+/// The child: 10,000 parked threads, until killed.
 fn hold() -> ! {
+    // Dies with the bench (killed, or ended by a closed pipe) rather than
+    // holding its threads on the machine for ever.
+    // SAFETY: prctl(2) with PR_SET_PDEATHSIG and a signal number.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
     let _threads: Vec<_> = (0..THREADS)
         .map(|_| {
             std::thread::Builder::new()
@@ -111,8 +126,76 @@ fn bench(c: &mut Criterion) {
         cpu / intervals as f64 * 1e3,
         cpu / wall
     );
+    beside_top(&fs, n);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// The CPU seconds `f` takes, the median of `runs`.
+fn cpu_of(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut v: Vec<f64> = (0..runs)
+        .map(|_| {
+            let a = cpu_seconds();
+            f();
+            cpu_seconds() - a
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[runs / 2]
+}
+
+/// One reading of every thread (the first of an interval), one later
+/// reading (threads of processes that did not run taken from the one
+/// before, as within an interval), and `top -b -n 1`, by CPU time.
+fn beside_top(fs: &FsRoot, n: usize) {
+    let runs = 7;
+    let full = cpu_of(runs, || {
+        black_box(sample::read(fs, &Parts::default()));
+    });
+    let mut reader = sample::ThreadReader::default();
+    black_box(reader.read(fs));
+    let later = cpu_of(runs, || {
+        black_box(reader.read(fs));
+    });
+    let Some(top) = top_cpu(runs, &["-b", "-n", "1"]) else {
+        println!("top -b -n 1 did not run here (procps missing): no comparison");
+        return;
+    };
+    // top's thread view reads every thread, as the first reading does.
+    let threads = top_cpu(runs, &["-H", "-b", "-n", "1"]).unwrap_or(f64::NAN);
+    println!(
+        "with {n} threads, CPU time of one reading: every thread {:.1} ms, a later one \
+         {:.1} ms; top -b -n 1 {:.1} ms, top -H -b -n 1 {:.1} ms; ratios to top {:.2} and \
+         {:.2} (target <= 1), the first to top -H {:.2}",
+        full * 1e3,
+        later * 1e3,
+        top * 1e3,
+        threads * 1e3,
+        full / top.max(1e-9),
+        later / top.max(1e-9),
+        full / threads.max(1e-9)
+    );
+}
+
+/// The median CPU time of `top ARGS` (its child CPU time), `None` when
+/// it does not run.
+fn top_cpu(runs: usize, args: &[&str]) -> Option<f64> {
+    let mut top = Vec::new();
+    for _ in 0..runs {
+        let a = usage(libc::RUSAGE_CHILDREN);
+        let ok = std::process::Command::new("top")
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return None;
+        }
+        top.push(usage(libc::RUSAGE_CHILDREN) - a);
+    }
+    top.sort_by(f64::total_cmp);
+    Some(top[runs / 2])
 }
 
 criterion_group! {

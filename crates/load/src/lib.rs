@@ -252,7 +252,7 @@ impl Watch {
             }
             progress.step("", i);
             if i < 10 && self.parts.threads {
-                trace.look(&self.threads.read(&self.fs));
+                trace.look(&self.threads.read_fresh(&self.fs));
             }
         }
         progress.end();

@@ -305,7 +305,7 @@ pub fn read_threads(fs: &FsRoot) -> Vec<ThreadTick> {
     fs.list_dir("/proc")
         .iter()
         .filter_map(|p| p.parse::<i32>().ok())
-        .flat_map(|pid| process_threads(fs, pid))
+        .flat_map(|pid| process_threads(fs, pid, true))
         .collect()
 }
 
@@ -325,55 +325,108 @@ pub fn stat_ticks(text: &str) -> Option<u64> {
 /// reading, and none of whose threads was runnable then or is now (its
 /// main thread's state), had no thread run long enough to count a tick
 /// nor wait to run, so its threads are taken from that reading instead
-/// of read one by one. On a machine
-/// of a thousand mostly sleeping threads this turns a thousand reads per
-/// interval into one per process.
+/// of read one by one. On a machine of a thousand mostly sleeping
+/// threads this turns a thousand reads per interval into one per
+/// process.
 #[derive(Debug, Default)]
 pub struct ThreadReader {
-    /// PID → (its CPU ticks, its threads) at the previous reading.
-    prev: std::collections::HashMap<i32, (u64, Vec<ThreadTick>)>,
+    /// PID → (its CPU ticks, its threads, whether it was active: read
+    /// again at that reading) at the previous reading.
+    prev: std::collections::HashMap<i32, (u64, Vec<ThreadTick>, bool)>,
 }
 
 impl ThreadReader {
     /// Every thread of every process under `/proc` now.
     pub fn read(&mut self, fs: &FsRoot) -> Vec<ThreadTick> {
-        let mut out = Vec::new();
+        let pids: Vec<i32> = fs
+            .list_dir("/proc")
+            .iter()
+            .filter_map(|p| p.parse::<i32>().ok())
+            .collect();
         let mut next = std::collections::HashMap::new();
-        for p in fs.list_dir("/proc") {
-            let Ok(pid) = p.parse::<i32>() else { continue };
-            // Without a readable process line (a recorded tree that kept
-            // only the threads), the threads are read one by one.
-            let line = fs.read_opt(format!("/proc/{pid}/stat"));
-            let ticks = line.as_deref().and_then(stat_ticks);
-            // A process whose main thread is runnable, or one of whose
-            // threads was, is read again even without a tick: a thread
-            // waiting to run gains no CPU time, and its wait is what the
-            // reading is for.
-            let runnable = line.as_deref().and_then(parse_stat).map(|s| s.state) == Some('R');
-            let threads = match (ticks, self.prev.remove(&pid)) {
-                (Some(now), Some((was, threads)))
-                    if was == now && !runnable && threads.iter().all(|t| t.state != 'R') =>
-                {
-                    threads
-                }
-                _ => process_threads(fs, pid),
-            };
-            out.extend(threads.iter().cloned());
-            if let Some(now) = ticks {
-                next.insert(pid, (now, threads));
+        let mut out = Vec::new();
+        for pid in pids {
+            let prev = self.prev.remove(&pid);
+            if let Some((ticks, threads, active)) = self.one(fs, pid, prev, &mut out, true) {
+                next.insert(pid, (ticks, threads, active));
             }
         }
         self.prev = next;
         out
     }
+
+    /// The threads of the processes that were active at the previous
+    /// reading, read again now where they still are (their process ran,
+    /// or one of their threads is or was runnable): the looks within an
+    /// interval. Only those: a process of 10,000 threads costs the kernel
+    /// 10,000 threads' sums to read its `/proc/PID/stat`, so the quiet
+    /// ones wait for the next [`ThreadReader::read`] (which finds the
+    /// ones that woke meanwhile, their time from the previous reading).
+    pub fn read_fresh(&mut self, fs: &FsRoot) -> Vec<ThreadTick> {
+        let active: Vec<i32> = self
+            .prev
+            .iter()
+            .filter(|(_, e)| e.2)
+            .map(|(p, _)| *p)
+            .collect();
+        let mut out = Vec::new();
+        for pid in active {
+            let prev = self.prev.remove(&pid);
+            if let Some(entry) = self.one(fs, pid, prev, &mut out, false) {
+                self.prev.insert(pid, entry);
+            }
+        }
+        out
+    }
+
+    /// Process `pid` now: its threads read again when it is new, ran, or
+    /// is or was runnable (pushed to `out`), else taken from `prev`
+    /// (pushed to `out` only when `all`). A process seen for the first
+    /// time has its threads' `schedstat` read only for the runnable ones
+    /// (the others count by ticks until they run:
+    /// [`crate::progress::Trace`]); one read again because it ran has
+    /// them all. `None` when it has no readable process line (a recorded
+    /// tree that kept only the threads: read one by one each time).
+    fn one(
+        &self,
+        fs: &FsRoot,
+        pid: i32,
+        prev: Option<(u64, Vec<ThreadTick>, bool)>,
+        out: &mut Vec<ThreadTick>,
+        all: bool,
+    ) -> Option<(u64, Vec<ThreadTick>, bool)> {
+        let line = fs.read_opt(format!("/proc/{pid}/stat"));
+        let ticks = line.as_deref().and_then(stat_ticks);
+        // A process whose main thread is runnable, or one of whose
+        // threads was, is read again even without a tick: a thread
+        // waiting to run gains no CPU time, and its wait is what the
+        // reading is for.
+        let runnable = line.as_deref().and_then(parse_stat).map(|s| s.state) == Some('R');
+        let seen = prev.is_some();
+        match (ticks, prev) {
+            (Some(now), Some((was, threads, _)))
+                if was == now && !runnable && threads.iter().all(|t| t.state != 'R') =>
+            {
+                if all {
+                    out.extend(threads.iter().cloned());
+                }
+                Some((now, threads, false))
+            }
+            _ => {
+                let threads = process_threads(fs, pid, seen || ticks.is_none());
+                out.extend(threads.iter().cloned());
+                ticks.map(|now| (now, threads, true))
+            }
+        }
+    }
 }
 
-/// The threads of process `pid` ([`read_thread`]).
-fn process_threads(fs: &FsRoot, pid: i32) -> Vec<ThreadTick> {
+/// The threads of process `pid` ([`read_thread_with`]).
+fn process_threads(fs: &FsRoot, pid: i32, sched: bool) -> Vec<ThreadTick> {
     fs.list_dir(format!("/proc/{pid}/task"))
         .iter()
         .filter_map(|t| t.parse::<i32>().ok())
-        .filter_map(|tid| read_thread(fs, pid, tid))
+        .filter_map(|tid| read_thread_with(fs, pid, tid, sched))
         .collect()
 }
 
@@ -413,8 +466,18 @@ pub fn parse_task_schedstat(text: &str) -> Option<(u64, u64)> {
 /// One thread of `pid`, its `stat` and `schedstat` read under `fs`;
 /// `None` when it is gone.
 pub fn read_thread(fs: &FsRoot, pid: i32, tid: i32) -> Option<ThreadTick> {
+    read_thread_with(fs, pid, tid, true)
+}
+
+/// [`read_thread`]; its `schedstat` only when `sched` or when the
+/// thread is runnable (a second read per thread: the first reading of a
+/// machine of many sleeping threads leaves it out for those).
+fn read_thread_with(fs: &FsRoot, pid: i32, tid: i32, sched: bool) -> Option<ThreadTick> {
     let text = fs.read_opt(format!("/proc/{pid}/task/{tid}/stat"))?;
     let mut t = thread(pid, tid, &text)?;
+    if !sched && t.state != 'R' {
+        return Some(t);
+    }
     if let Some((run, wait)) = fs
         .read_opt(format!("/proc/{pid}/task/{tid}/schedstat"))
         .and_then(|s| parse_task_schedstat(&s))
