@@ -26,6 +26,7 @@ pub fn analysed(steal: u64, mut before: Sample, mut after: Sample) -> LoadReport
                 mark: None,
                 core: Some(c),
                 capacity: 0.5 + c as f64 * 0.5,
+                speed: 0.5 + c as f64 * 0.5,
             })
             .collect(),
         capacity_source: "fuzz".into(),

@@ -273,8 +273,12 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
         if d.is_quiet() {
             return;
         }
+        // One line each for the journal; wrapped at 80 columns on a
+        // terminal.
         let text = if g.json {
             serde_json::to_string(d).unwrap_or_default()
+        } else if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            crate::cli::wrap80(&pinsight_render::load::irq_decision(d))
         } else {
             pinsight_render::load::irq_decision(d)
         };

@@ -164,7 +164,7 @@ pub fn run(
             break None;
         }
         n += 1;
-        let view = irq::view(fs)?;
+        let view = irq::view(fs).map_err(|e| finish_with(fs, &saved, e))?;
         let present: BTreeSet<u32> = view.irqs.iter().map(|i| i.irq).collect();
         let only_now: Option<Vec<u32>> =
             only.map(|l| l.iter().copied().filter(|i| present.contains(i)).collect());

@@ -327,6 +327,11 @@ impl TaskRef {
     }
 }
 
+/// The smallest progress a ratio divides by (fastest-CPU seconds per
+/// second): a thread that wanted a CPU and barely ran keeps the ratio
+/// finite, and two that both starved read as even.
+const FLOOR: f64 = 1e-3;
+
 /// The largest progress over the smallest among the threads that want a
 /// whole CPU.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -360,7 +365,7 @@ pub fn imbalance<'a>(
     let max = wanting.iter().max_by(order)?;
     let min = wanting.iter().min_by(order)?;
     Some(ProgressImbalance {
-        ratio: max.progress / min.progress.max(1e-3),
+        ratio: max.progress.max(FLOOR) / min.progress.max(FLOOR),
         max: TaskRef::of(max),
         min: TaskRef::of(min),
         tasks: wanting.len(),
@@ -441,7 +446,7 @@ pub fn ratio_of(rates: &[f64]) -> Option<f64> {
     }
     let max = rates.iter().copied().fold(f64::MIN, f64::max);
     let min = rates.iter().copied().fold(f64::MAX, f64::min);
-    Some(max / min.max(1e-3))
+    Some(max.max(FLOOR) / min.max(FLOOR))
 }
 
 #[cfg(test)]

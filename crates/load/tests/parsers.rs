@@ -349,3 +349,65 @@ fn bad_stat_lines_name_the_field_and_why() {
     assert_eq!(bad[&1], "/proc/stat's nice reads '-2' (negative)");
     assert!(bad[&2].contains("3 of its counters"), "{}", bad[&2]);
 }
+
+proptest! {
+    /// Any sequence of looks (run time that never goes backwards, any
+    /// states, CPUs and waits): every task's run, wait and demand lie in
+    /// [0, 1], its progress is at most its run time (no CPU faster than
+    /// the fastest), the imbalance is at least 1, and the capacity used
+    /// at most 1 (the threads' progress cannot exceed what the CPUs
+    /// have when each runs on one CPU at a time).
+    #[test]
+    fn progress_stays_within_its_bounds(
+        steps in proptest::collection::vec(
+            proptest::collection::vec((0u64..400_000_000, 0usize..3, any::<bool>(), 0u64..400_000_000), 1..5),
+            2..8,
+        ),
+        ticks_only in any::<bool>(),
+    ) {
+        use pinsight_load::progress::{self, Speeds, Trace};
+        use pinsight_load::sample::ThreadTick;
+        let mut tr = Trace::new(100);
+        let mut run = [0u64; 4];
+        let mut wait = [0u64; 4];
+        let secs = steps.len() as f64 * 0.4;
+        for look in &steps {
+            let ticks: Vec<ThreadTick> = look
+                .iter()
+                .enumerate()
+                .map(|(i, (d, cpu, r, w))| {
+                    // At most 0.4 s of run and wait per look of 0.4 s.
+                    let d = (*d).min(400_000_000 - (*w).min(400_000_000));
+                    run[i] += d;
+                    wait[i] += w;
+                    ThreadTick {
+                        pid: i as i32 + 1,
+                        tid: i as i32 + 1,
+                        comm: "t".into(),
+                        last_cpu: Some(*cpu),
+                        ticks: run[i] / 10_000_000,
+                        flags: 0,
+                        state: if *r { 'R' } else { 'S' },
+                        run_ns: (!ticks_only).then_some(run[i]),
+                        wait_ns: (!ticks_only).then_some(wait[i]),
+                    }
+                })
+                .collect();
+            tr.look(&ticks);
+        }
+        let speeds: Speeds = [(0, 1.0), (1, 0.5), (2, 0.25)].into_iter().collect();
+        let tasks = progress::tasks(&tr, secs, &speeds);
+        for t in &tasks {
+            for v in [t.run, t.wait, t.demand] {
+                prop_assert!(v.is_finite() && (0.0..=1.0).contains(&v), "{:?}", t);
+            }
+            prop_assert!(t.progress <= t.run + 1e-9, "{:?}", t);
+        }
+        if let Some(i) = progress::imbalance(&tasks) {
+            prop_assert!(i.ratio >= 1.0);
+        }
+        if let Some(u) = progress::capacity_used(&tasks, &[1.0, 0.5, 0.25]) {
+            prop_assert!(u.is_finite() && u >= 0.0);
+        }
+    }
+}
