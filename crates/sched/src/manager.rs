@@ -622,30 +622,53 @@ impl Manager {
     }
 
     /// Lists the threads (and with `follow_children`, new processes).
+    /// The orphans are looked for again after a pass that found a
+    /// process gone: one that exited between the first look for orphans
+    /// and its own check left its children to pinsight after that look
+    /// (`sh -c 'a & exit 0'`: `a` was still `sh`'s child at the first
+    /// look, and `sh` was gone at its own), and the new ones are listed
+    /// in the same pass.
     fn discover(&mut self) {
         self.discover_orphans();
         let mut i = 0;
-        while i < self.procs.len() {
-            if !self.procs[i].alive {
-                i += 1;
+        loop {
+            let alive_before = self.procs.iter().filter(|p| p.alive).count();
+            self.discover_pass(&mut i);
+            let gone = self.procs.iter().filter(|p| p.alive).count() < alive_before;
+            let known = self.procs.len();
+            if gone {
+                self.discover_orphans();
+            }
+            if self.procs.len() == known {
+                break;
+            }
+        }
+    }
+
+    /// One pass of [`Manager::discover`] over the processes from index
+    /// `*i` on (those added meanwhile included).
+    fn discover_pass(&mut self, i: &mut usize) {
+        while *i < self.procs.len() {
+            if !self.procs[*i].alive {
+                *i += 1;
                 continue;
             }
-            let pid = self.procs[i].pid;
+            let pid = self.procs[*i].pid;
             let tids = self.sampler.tids(pid);
             if tids.is_empty() {
-                self.procs[i].alive = false;
-                for (tid, t) in self.procs[i].threads.iter_mut() {
+                self.procs[*i].alive = false;
+                for (tid, t) in self.procs[*i].threads.iter_mut() {
                     t.alive = false;
                     self.applier.forget(*tid);
                 }
-                i += 1;
+                *i += 1;
                 continue;
             }
             // The name at first sight may be a fork's before its exec.
             if let Some(name) = self.sampler.program_name(pid) {
-                self.procs[i].name = name;
+                self.procs[*i].name = name;
             }
-            let p = &mut self.procs[i];
+            let p = &mut self.procs[*i];
             for (tid, t) in p.threads.iter_mut() {
                 if t.alive && tids.binary_search(tid).is_err() {
                     t.alive = false;
@@ -680,7 +703,7 @@ impl Manager {
                     .collect();
                 match self.sampler.children(pid, &forkers) {
                     Some(children) => {
-                        let (root, position) = (self.procs[i].root, self.procs[i].position);
+                        let (root, position) = (self.procs[*i].root, self.procs[*i].position);
                         for c in children {
                             if !self.procs.iter().any(|p| p.pid == c) {
                                 if self.cfg.group_children {
@@ -704,7 +727,7 @@ impl Manager {
                     }
                 }
             }
-            i += 1;
+            *i += 1;
         }
     }
 
