@@ -219,18 +219,7 @@ fn watch(
         if d.action == rebalance::watch::Action::Steady && d.new == 0 && d.exited == 0 {
             return;
         }
-        // One line each for the journal; wrapped at 80 columns on a
-        // terminal.
-        let text = if g.json {
-            serde_json::to_string(d).unwrap_or_default()
-        } else if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            crate::cli::wrap80(&pinsight_render::balance::decision(d))
-        } else {
-            pinsight_render::balance::decision(d)
-        };
-        if !text.is_empty() {
-            println!("{text}");
-        }
+        crate::cli::journal_line(g, d, || pinsight_render::balance::decision(d));
     };
     let end =
         rebalance::watch::run(fs, topo, req, &opts, &state, &mut line).map_err(balance_error)?;

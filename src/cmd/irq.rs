@@ -273,16 +273,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
         if d.is_quiet() {
             return;
         }
-        // One line each for the journal; wrapped at 80 columns on a
-        // terminal.
-        let text = if g.json {
-            serde_json::to_string(d).unwrap_or_default()
-        } else if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            crate::cli::wrap80(&pinsight_render::load::irq_decision(d))
-        } else {
-            pinsight_render::load::irq_decision(d)
-        };
-        println!("{text}");
+        crate::cli::journal_line(g, d, || pinsight_render::load::irq_decision(d));
     };
     let end = pinsight_load::irq_watch::run(
         fs,
