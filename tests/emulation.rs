@@ -245,6 +245,32 @@ pub fn steady(before: Pace, after: Pace) -> Result<String, String> {
     }
 }
 
+/// [`steady`] for a test whose figures are ratios between the CPUs (how
+/// evenly tasks on both progress): a pace both CPUs lost or gained alike
+/// changes no such ratio, so only the E/P ratio must hold within
+/// [`STEADY`].
+pub fn steady_ratio(before: Pace, after: Pace) -> Result<String, String> {
+    let figures = format!(
+        "the CPUs' pace timed directly: P {:.3} s then {:.3} s, E {:.3} s then {:.3} s \
+         (E/P {:.2} then {:.2})",
+        before.p,
+        after.p,
+        before.e,
+        after.e,
+        before.ratio(),
+        after.ratio()
+    );
+    if (after.ratio() / before.ratio() - 1.0).abs() > STEADY {
+        Err(format!(
+            "premise failed: the host changed one CPU's pace against the other's during the \
+             test: {figures}, E/P moved beyond {:.0}%",
+            STEADY * 100.0
+        ))
+    } else {
+        Ok(figures)
+    }
+}
+
 impl Emulation {
     /// [`Pace`] over `reps` interleaved pairs of runs of `size` steps.
     pub fn pace(&self, dir: &std::path::Path, reps: usize, size: &str) -> Pace {

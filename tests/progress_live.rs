@@ -22,7 +22,7 @@
 //! speed (the stealer's own CPU time), and other work under 5% of either
 //! CPU (the tasks and pinsight are this test's own).
 
-use crate::emulation::{steady, Emulation};
+use crate::emulation::{steady, steady_ratio, Emulation};
 use crate::operator_tasks::ok_json;
 use pinsight_testkit::premise;
 use serde_json::Value;
@@ -349,7 +349,8 @@ fn lines_until(
 /// Seed 004 at scale: 24 always-busy tasks started on the slowed CPU.
 /// `load` says they get about a third of the capacity they could use;
 /// `balance` ends with 16 on P and 8 on E, and the tasks' own iteration
-/// rates are within 10% of each other. Then `balance --watch` from the
+/// rates are within 10% of each other (of what the CPUs' real pace, timed
+/// directly, allows). Then `balance --watch` from the
 /// same start: it places the 24, and 6 more started mid-run (free to run
 /// on both CPUs) within two intervals; its progress imbalance stays
 /// under the threshold afterwards; a `kill -9` leaves a state file that
@@ -361,6 +362,12 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     let Some(bin) = counter(d.path()) else { return };
     let counts = count_dir();
     let marker = format!("pinsight-progress-24-{}", std::process::id());
+    // The tasks' own counts follow the host's real pace of each CPU, which
+    // is not exactly the emulated 2:1 and which a shared VM changes for
+    // seconds at a time: timed directly before and after, an E/P ratio
+    // that moved is a counted skip, and the even split is judged against
+    // the ratio the CPUs really had.
+    let pace_before = em.pace(d.path(), 2, "6e8");
     let mut tasks = Counters::new(&bin, counts.path(), &marker);
     let e = em.e.to_string();
     for _ in 0..24 {
@@ -448,11 +455,20 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
         .arg(&wstate)
         .output()
         .unwrap();
-    let premise = premises(&live, &em);
+    drop(tasks);
+    let pace_after = em.pace(d.path(), 2, "6e8");
+    let premise = premises(&live, &em).and_then(|p| {
+        steady_ratio(pace_before, pace_after).map(|figures| format!("{p}; {figures}"))
+    });
+    // 16 tasks on P and 8 on E, E really `r` times slower than P: a task
+    // on P counts r/2 times as fast as one on E (1.0 at exactly 2:1).
+    let r = (pace_before.ratio() + pace_after.ratio()) / 2.0;
+    let pace_spread = (r / 2.0).max(2.0 / r);
     eprintln!(
         "24 on E: capacity used {used:?}; balance per CPU {per_cpu:?}, own rates max/min \
-         {own_spread:.3}; watch placed 16 at interval {placed_at} ({placed}), 6 more at {more_at} \
-         ({more}); own rates under the watch max/min {watch_spread:.3}; later {later:?}"
+         {own_spread:.3} (the CPUs' real E/P {r:.2} alone gives {pace_spread:.3}); watch placed \
+         16 at interval {placed_at} ({placed}), 6 more at {more_at} ({more}); own rates under \
+         the watch max/min {watch_spread:.3}; later {later:?}"
     );
     match premise {
         Ok(figures) => eprintln!("premise held: {figures}"),
@@ -466,8 +482,9 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     let on = |cpu: usize| per_cpu.iter().find(|c| c.0 == cpu as u64).map(|c| c.1);
     assert_eq!((on(em.p), on(em.e)), (Some(16), Some(8)), "{bal:#}");
     assert!(
-        own_spread <= 1.10,
-        "own rates after balance: max/min {own_spread:.3}"
+        own_spread <= 1.10 * pace_spread,
+        "own rates after balance: max/min {own_spread:.3}, the CPUs' real pace alone \
+         {pace_spread:.3} (E/P {r:.2})"
     );
     assert!(placed, "the watch did not place 16 of the 24: {first:?}");
     assert!(more, "the watch did not place the 6 new tasks: {second:?}");
@@ -479,8 +496,9 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
         "6 new tasks placed at interval {more_at}, started after {placed_at}"
     );
     assert!(
-        watch_spread <= 1.25,
-        "own rates under the watch: max/min {watch_spread:.3}, over its threshold"
+        watch_spread <= 1.25 * pace_spread,
+        "own rates under the watch: max/min {watch_spread:.3}, over its threshold (the CPUs' \
+         real pace alone {pace_spread:.3})"
     );
     assert!(kept, "kill -9 of the watch should leave its state file");
     assert!(
