@@ -7,8 +7,9 @@
 //! stdout pipe (`| head`) is no failure: output stops quietly and the
 //! command ends with its own status (see `out.rs`).
 
-use pinsight_topology::declared::{self, DeclaredError, KindSpec};
-use pinsight_topology::{FsRoot, Topology};
+use pinsight_model::Topology;
+use pinsight_model::{declared, declared::DeclaredError, declared::KindSpec};
+use pinsight_sys::FsRoot;
 use std::path::PathBuf;
 
 /// Flags accepted by every command (before or after the command name).
@@ -56,7 +57,7 @@ pub struct Globals {
     pub fsroot_from_env: bool,
 }
 
-pub use crate::errors::{fsroot_usage, CliError, CmdResult};
+use crate::errors::{fsroot_usage, CliError};
 
 impl Globals {
     /// The OS window these flags select (usage error if `--fsroot` is bad).
@@ -129,7 +130,7 @@ impl Globals {
                 if let Some(archive) = fs.archive() {
                     // Name the user's file, not the private directory it
                     // was unpacked into (removed when `fs` drops).
-                    topo.source = pinsight_topology::Source::Fsroot(archive.display().to_string());
+                    topo.source = pinsight_model::Source::Fsroot(archive.display().to_string());
                 }
                 topo
             }
@@ -256,14 +257,14 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// The progress bar on stderr (the one terminal drawing of
-/// `pinsight_lifecycle::progress::Progress`): shown past one second,
+/// `pinsight_sys::progress::Progress`): shown past one second,
 /// hidden with `--quiet` and when stderr is not a terminal; `--json`-only
 /// runs still show it (it goes to stderr).
 pub fn progress(g: &Globals) -> pinsight_render::progress::Bar {
     pinsight_render::progress::Bar::new(g.quiet)
 }
 
-pub use pinsight_render::term::wrap80;
+use pinsight_render::term::wrap80;
 
 #[cfg(test)]
 mod tests {

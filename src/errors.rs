@@ -10,10 +10,11 @@
 //! writes raw control bytes to the terminal.
 
 use pinsight_compare::session::SessionError;
-use pinsight_compare::{Difference, Field, JournalError, SetupError};
+use pinsight_compare::{Difference, Field, SetupError};
+use pinsight_lifecycle::journal::JournalError;
 use pinsight_plan::slice::SliceError;
 use pinsight_sys::fs::BoundedReadError;
-use pinsight_topology::FsRootError;
+use pinsight_sys::FsRootError;
 use std::fmt;
 use std::path::Path;
 

@@ -1,4 +1,5 @@
 //! The `pinsight` command line. Each command lives in `cmd/<name>.rs`.
+#![forbid(unsafe_code)]
 
 // Every command prints through these, never through std's macros, which
 // panic when stdout is a closed pipe (`pinsight topo --json | head -1`).
@@ -234,7 +235,7 @@ fn main() {
     if declared.is_some() && matches!(cli.command.0, Command::Snapshot(_)) && !g.quiet {
         eprintln!(
             "{}",
-            cli::wrap80(&format!(
+            pinsight_render::term::wrap80(&format!(
                 "pinsight: note: {} is not recorded in a snapshot (it records files); \
                  give it again when reading the snapshot",
                 g.kinds_name()
@@ -256,7 +257,7 @@ fn main() {
 }
 
 /// Runs the command: each one parses, calls its library, renders.
-fn dispatch(command: Command, g: &cli::Globals) -> cli::CmdResult {
+fn dispatch(command: Command, g: &cli::Globals) -> errors::CmdResult {
     match command {
         Command::Topo(a) => cmd::topo::run(a, g),
         Command::Snapshot(a) => cmd::snapshot::run(a, g),

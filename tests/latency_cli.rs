@@ -7,7 +7,7 @@ use crate::common_cli;
 
 use common_cli::*;
 use pinsight_latency::measure::{choose_cpus, usable_cpus};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -1,31 +1,43 @@
-//! The crate graph keeps its layers: a check over `cargo metadata`.
+//! The crate graph is written down: every edge between workspace packages
+//! is declared in [`EDGES`] with the reason it exists, and the check over
+//! `cargo metadata` fails on any edge that is used but not declared, or
+//! declared but not used. A new edge is therefore a reviewed change to this
+//! file. Beside the edges:
 //!
-//! Every workspace package sits in one layer (see docs/src/architecture.md):
+//! - the declared graph is a DAG, and every edge goes to the same or a
+//!   lower layer (see docs/src/architecture.md):
 //!
-//! ```text
-//! pure        cpuset, stats, model, latency-model, plan,  (no I/O, no OS)
-//!             tune-model, sched-model
-//! os          sys                                       (the only OS calls)
-//! discovery   topology                                  (reads /sys, hwloc XML)
-//! measurement lifecycle, measure, launch, latency, speed, workload, compare,
-//!             tune, sched, report, emulate, load
-//! rendering   render
-//! cli         pinsight
-//! test-support testkit                                  (dev-dependency only)
-//! ```
+//!   ```text
+//!   pure         cpuset, stats, model, latency-model, plan, tune-model,
+//!                sched-model                          (no I/O, no OS)
+//!   os           sys                                  (the only OS calls)
+//!   discovery    topology                             (reads /sys, hwloc XML)
+//!   measurement  lifecycle, measure, launch, latency, speed, workload,
+//!                compare, tune, sched, report, emulate, load
+//!   rendering    render
+//!   cli          pinsight
+//!   test-support testkit                              (dev-dependency only)
+//!   ```
 //!
-//! A package may depend (normal dependencies, any target) only on packages
-//! of its own or a lower layer, and a pure package on no known I/O,
-//! OS or drawing crate. Dev- and build-dependencies are not checked.
-//! Crates named in [`LAYERS`] but absent from the workspace are ignored; a
-//! workspace package missing from [`LAYERS`] fails the check (give it a
-//! layer). `cargo test --release --test layering` runs it (CI: `.ci/run`).
+//! - a pure package uses no OS, terminal or drawing crate, and its sources
+//!   name no `std::fs`, `std::process`, `std::net`, `std::env` or `libc`
+//!   (checked by source, not by crate name);
+//! - every package but the ones in [`UNSAFE_ALLOWED`] forbids unsafe code
+//!   at its root;
+//! - one import path per type: no source re-exports another crate's item
+//!   (`pub use other_crate::...`), and below a crate's root no module
+//!   re-exports an item from elsewhere in its crate (`pub use crate::...`,
+//!   `pub use super::...`).
+//!
+//! Dev- and build-dependencies are not checked (any suite may use
+//! testkit). `cargo test --release --test layering` runs it (CI: `.ci/run`).
 
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The layers, lowest first. A package may depend only on packages whose
-/// layer index is lower than or equal to its own.
+/// The layers, lowest first. A declared edge may go only to a package of
+/// the same or a lower layer.
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "pure",
@@ -53,19 +65,290 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-compare",
             "pinsight-tune",
             "pinsight-sched",
-            // Measures within a budget and words suggestions; draws nothing.
             "pinsight-report",
-            // Slows CPUs to emulate core kinds (cpufreq caps, RT stealers).
             "pinsight-emulate",
-            // Per-CPU load by capacity and IRQ placement (`load`, `irq`).
             "pinsight-load",
         ],
     ),
     ("rendering", &["pinsight-render"]),
     ("cli", &["pinsight"]),
-    // Test support: a dev-dependency of any suite, a normal dependency of
-    // nothing (being the top layer, no package may depend on it).
+    // A dev-dependency of any suite, a normal dependency of nothing.
     ("test-support", &["pinsight-testkit"]),
+];
+
+/// An edge: the package used, and why.
+type Edge = (&'static str, &'static str);
+
+/// Every package's normal dependencies inside the workspace, each with its
+/// reason. The check demands equality with Cargo.toml: add an edge here
+/// (with a reason a reviewer can weigh) to add it there.
+const EDGES: &[(&str, &[Edge])] = &[
+    // ---- pure ----
+    ("pinsight-cpuset", &[]),
+    ("pinsight-stats", &[]),
+    ("pinsight-tune-model", &[]),
+    ("pinsight-sched-model", &[]),
+    (
+        "pinsight-model",
+        &[("pinsight-cpuset", "a topology's objects are CPU sets")],
+    ),
+    (
+        "pinsight-latency-model",
+        &[
+            (
+                "pinsight-cpuset",
+                "matrices and groups are over CPU ids and sets",
+            ),
+            ("pinsight-stats", "a pair's latency is a median of samples"),
+        ],
+    ),
+    (
+        "pinsight-plan",
+        &[
+            ("pinsight-cpuset", "a plan is CPU sets"),
+            ("pinsight-model", "plans are made on the topology model"),
+            (
+                "pinsight-latency-model",
+                "latency-aware groups and pipelines",
+            ),
+            (
+                "pinsight-tune-model",
+                "tune's P/E/SMT configuration laid out as a plan",
+            ),
+        ],
+    ),
+    // ---- os ----
+    (
+        "pinsight-sys",
+        &[("pinsight-cpuset", "affinity masks are CPU sets")],
+    ),
+    // ---- discovery ----
+    (
+        "pinsight-topology",
+        &[
+            ("pinsight-cpuset", "sysfs CPU lists"),
+            ("pinsight-model", "discovery fills in the topology model"),
+            (
+                "pinsight-sys",
+                "every read through FsRoot; affinity for CPUID",
+            ),
+        ],
+    ),
+    // ---- measurement ----
+    (
+        "pinsight-lifecycle",
+        &[("pinsight-sys", "signals, waiting, files, /proc")],
+    ),
+    (
+        "pinsight-measure",
+        &[
+            ("pinsight-cpuset", "runs are pinned to CPU sets"),
+            ("pinsight-model", "sf per core kind"),
+            ("pinsight-sys", "spawn, rusage, perf counters, /proc/stat"),
+            ("pinsight-lifecycle", "exit codes, signals, progress"),
+            (
+                "pinsight-sched-model",
+                "the speedup-factor estimator from counters",
+            ),
+            (
+                "pinsight-emulate",
+                "an emulation's own stealers are not disturbance",
+            ),
+        ],
+    ),
+    (
+        "pinsight-launch",
+        &[
+            ("pinsight-cpuset", "plans and masks are CPU sets"),
+            ("pinsight-model", "the topology a plan was made on"),
+            ("pinsight-plan", "launch applies the planner's plans"),
+            ("pinsight-sys", "affinity, spawn, signals, /proc"),
+            (
+                "pinsight-lifecycle",
+                "program resolution, exit codes, state files",
+            ),
+            ("pinsight-stats", "medians of followed threads' rates"),
+            (
+                "pinsight-load",
+                "rebalance weighs moves by per-task progress",
+            ),
+        ],
+    ),
+    (
+        "pinsight-latency",
+        &[
+            ("pinsight-cpuset", "the CPUs measured"),
+            ("pinsight-latency-model", "the matrix it measures and loads"),
+            ("pinsight-stats", "confidence intervals of pair medians"),
+            ("pinsight-sys", "pinned threads, bounded file reads"),
+            (
+                "pinsight-measure",
+                "each run's disturbance beside the matrix",
+            ),
+        ],
+    ),
+    (
+        "pinsight-speed",
+        &[
+            ("pinsight-cpuset", "the CPUs measured"),
+            ("pinsight-model", "speed per core kind"),
+            ("pinsight-topology", "discovers the machine it measures"),
+            ("pinsight-stats", "medians and their intervals"),
+            ("pinsight-sys", "pinned threads, progress"),
+            ("pinsight-measure", "disturbance during the measurement"),
+            ("pinsight-emulate", "says when it runs inside an emulation"),
+        ],
+    ),
+    (
+        "pinsight-workload",
+        &[("pinsight-sys", "pinned worker threads, progress")],
+    ),
+    (
+        "pinsight-compare",
+        &[
+            ("pinsight-cpuset", "placements are CPU sets"),
+            ("pinsight-model", "the machine a comparison runs on"),
+            (
+                "pinsight-topology",
+                "the recorded machine and VM identity in journals",
+            ),
+            ("pinsight-latency-model", "latency-aware placements"),
+            ("pinsight-plan", "each placement is a plan"),
+            ("pinsight-launch", "each run is launched under its plan"),
+            ("pinsight-measure", "each run is measured"),
+            ("pinsight-lifecycle", "journal, signals, output files"),
+            ("pinsight-stats", "the statistics of the verdict"),
+            ("pinsight-sys", "spawn, memory policy, files"),
+        ],
+    ),
+    (
+        "pinsight-tune",
+        &[
+            ("pinsight-cpuset", "configurations are CPU sets"),
+            ("pinsight-model", "the machine tuned for"),
+            ("pinsight-tune-model", "the asymmetric Amdahl fit"),
+            ("pinsight-plan", "a configuration laid out as a plan"),
+            (
+                "pinsight-compare",
+                "runs, journals and program metrics of compare",
+            ),
+            ("pinsight-measure", "run records and metrics"),
+            (
+                "pinsight-lifecycle",
+                "exit codes, signals, program resolution",
+            ),
+            ("pinsight-sys", "FsRoot, progress"),
+        ],
+    ),
+    (
+        "pinsight-sched",
+        &[
+            ("pinsight-cpuset", "CPU sets per kind"),
+            ("pinsight-model", "the machine scheduled"),
+            ("pinsight-sched-model", "AARR, TO and ACFS themselves"),
+            ("pinsight-compare", "program metrics and output capture"),
+            ("pinsight-measure", "sf from counters, disturbance"),
+            ("pinsight-lifecycle", "journal, signals, exit codes"),
+            ("pinsight-stats", "mean intervals of program results"),
+            ("pinsight-sys", "affinity and /proc of managed threads"),
+        ],
+    ),
+    (
+        "pinsight-report",
+        &[
+            ("pinsight-cpuset", "CPU sets in the report"),
+            ("pinsight-model", "the machine reported"),
+            ("pinsight-topology", "VM detection"),
+            ("pinsight-latency-model", "latency domains and groups"),
+            ("pinsight-latency", "measures the matrix within the budget"),
+            (
+                "pinsight-speed",
+                "measures speed per kind within the budget",
+            ),
+            ("pinsight-measure", "disturbance during the report"),
+            ("pinsight-stats", "quantiles"),
+            ("pinsight-sys", "FsRoot, progress"),
+        ],
+    ),
+    (
+        "pinsight-emulate",
+        &[
+            ("pinsight-cpuset", "the CPUs slowed"),
+            ("pinsight-model", "the declared kinds it emulates"),
+            ("pinsight-lifecycle", "exit codes, signals, progress"),
+            ("pinsight-sys", "stealer threads, cpufreq caps, /proc/stat"),
+        ],
+    ),
+    (
+        "pinsight-load",
+        &[
+            ("pinsight-cpuset", "CPU sets"),
+            ("pinsight-model", "load by capacity per kind"),
+            ("pinsight-plan", "balance plans the moves"),
+            ("pinsight-lifecycle", "signals, state files"),
+            ("pinsight-sys", "/proc/stat, per-task stats, IRQ affinity"),
+        ],
+    ),
+    // ---- rendering: the views of every feature ----
+    (
+        "pinsight-render",
+        &[
+            ("pinsight-cpuset", "CPU lists in views"),
+            ("pinsight-model", "topology views"),
+            ("pinsight-topology", "explain's discovery evidence"),
+            ("pinsight-latency-model", "heatmaps and domain views"),
+            ("pinsight-latency", "the latency command's result view"),
+            ("pinsight-plan", "plan and slice views"),
+            ("pinsight-tune-model", "tune views"),
+            ("pinsight-sched-model", "simulate views"),
+            ("pinsight-stats", "quantiles in views"),
+            ("pinsight-sys", "text escaping, progress"),
+            ("pinsight-lifecycle", "output files"),
+            ("pinsight-measure", "metric and sf views"),
+            ("pinsight-launch", "run, pin and rebalance views"),
+            ("pinsight-compare", "compare views"),
+            ("pinsight-emulate", "emulate views"),
+            ("pinsight-load", "load, irq and balance views"),
+            ("pinsight-report", "the report's pages"),
+            ("pinsight-sched", "sched and mix views"),
+            ("pinsight-speed", "speed views"),
+            ("pinsight-workload", "workload views"),
+        ],
+    ),
+    // ---- cli: translates flags into each feature's request ----
+    (
+        "pinsight",
+        &[
+            ("pinsight-cpuset", "CPU list flags"),
+            ("pinsight-model", "--kinds and the machine"),
+            ("pinsight-topology", "discovery for every command"),
+            ("pinsight-latency-model", "latency file flags"),
+            ("pinsight-plan", "plan, slice"),
+            ("pinsight-tune-model", "tune, model"),
+            ("pinsight-sched-model", "simulate"),
+            ("pinsight-sys", "--fsroot, progress, text"),
+            ("pinsight-lifecycle", "exit codes, signals"),
+            ("pinsight-measure", "measurement root, sf"),
+            ("pinsight-launch", "run, pin"),
+            ("pinsight-latency", "latency"),
+            ("pinsight-speed", "speed"),
+            ("pinsight-workload", "workload"),
+            ("pinsight-compare", "compare"),
+            ("pinsight-tune", "tune"),
+            ("pinsight-sched", "sched, mix, sf"),
+            ("pinsight-report", "report"),
+            ("pinsight-emulate", "emulate"),
+            ("pinsight-load", "load, balance, irq"),
+            ("pinsight-render", "every command's view"),
+        ],
+    ),
+    (
+        "pinsight-testkit",
+        &[
+            ("pinsight-cpuset", "synthetic machines"),
+            ("pinsight-sys", "recorded archives"),
+        ],
+    ),
 ];
 
 /// Crates a pure package may not depend on: OS calls, terminals, files,
@@ -86,10 +369,22 @@ const IMPURE_CRATES: &[&str] = &[
     "tiny-skia",
 ];
 
-/// Edges allowed to break the layers while a split is under way: empty
-/// since the planner moved onto pure crates and compare's and latency's
-/// renderers into pinsight-render. Never add to this list.
-const TEMPORARY_ALLOWED: &[(&str, &str)] = &[];
+/// What a pure package's source may not name (outside comments).
+const IMPURE_PATHS: &[&str] = &["std::fs", "std::process", "std::net", "std::env", "libc::"];
+
+/// Packages that may hold unsafe code, and why; every other package has
+/// `#![forbid(unsafe_code)]` at its root.
+const UNSAFE_ALLOWED: &[(&str, &str)] = &[
+    ("pinsight-sys", "the one crate of OS calls"),
+    (
+        "pinsight-topology",
+        "the CPUID instruction, live discovery only",
+    ),
+    (
+        "pinsight-workload",
+        "the LU kernel's threads write disjoint rows of one matrix",
+    ),
+];
 
 fn layer_of(name: &str) -> Option<(usize, &'static str)> {
     LAYERS
@@ -99,59 +394,278 @@ fn layer_of(name: &str) -> Option<(usize, &'static str)> {
         .map(|(i, (layer, _))| (i, *layer))
 }
 
-/// The forbidden edges in `metadata` (the JSON of `cargo metadata
-/// --format-version 1`), one message per edge, naming both ends.
-fn violations(metadata: &Value) -> Vec<String> {
-    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+fn declared(name: &str) -> Option<&'static [Edge]> {
+    EDGES.iter().find(|(n, _)| *n == name).map(|(_, e)| *e)
+}
+
+/// Problems of the table itself: every edge goes to a known package of
+/// the same or a lower layer, has a reason, and the graph has no cycle.
+fn table_violations() -> Vec<String> {
+    let mut out = Vec::new();
+    for (from, edges) in EDGES {
+        let Some((rank, layer)) = layer_of(from) else {
+            out.push(format!("{from} is in EDGES but has no layer"));
+            continue;
+        };
+        for (to, why) in *edges {
+            if why.trim().is_empty() {
+                out.push(format!("edge {from} -> {to} has no reason"));
+            }
+            match layer_of(to) {
+                None => out.push(format!("edge {from} -> {to}: {to} has no layer")),
+                Some((r, to_layer)) if r > rank => out.push(format!(
+                    "edge {from} -> {to}: {layer} may not depend on {to_layer}"
+                )),
+                _ => {}
+            }
+            if *to == "pinsight-testkit" {
+                out.push(format!(
+                    "edge {from} -> {to}: testkit is a dev-dependency only"
+                ));
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle() {
+        out.push(format!(
+            "the declared graph has a cycle: {}",
+            cycle.join(" -> ")
+        ));
+    }
+    out
+}
+
+/// A cycle of the declared graph, if any (depth-first search).
+fn find_cycle() -> Option<Vec<&'static str>> {
+    fn visit(
+        node: &'static str,
+        path: &mut Vec<&'static str>,
+        done: &mut Vec<&'static str>,
+    ) -> Option<Vec<&'static str>> {
+        if let Some(i) = path.iter().position(|n| *n == node) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(node);
+            return Some(cycle);
+        }
+        if done.contains(&node) {
+            return None;
+        }
+        path.push(node);
+        for (to, _) in declared(node).unwrap_or(&[]) {
+            if let Some(c) = visit(to, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.push(node);
+        None
+    }
+    let mut done = Vec::new();
+    EDGES
+        .iter()
+        .find_map(|(n, _)| visit(n, &mut Vec::new(), &mut done))
+}
+
+/// The workspace packages of `metadata` (`cargo metadata --format-version
+/// 1`): name, directory, and normal dependencies.
+fn workspace(metadata: &Value) -> Vec<(String, PathBuf, Vec<String>)> {
     let members: Vec<&str> = metadata["workspace_members"]
         .as_array()
         .map(|m| m.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let workspace: Vec<&Value> = packages
-        .iter()
-        .filter(|p| p["id"].as_str().is_some_and(|id| members.contains(&id)))
-        .collect();
-    let local: Vec<&str> = workspace
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
     let mut out = Vec::new();
-    for package in &workspace {
-        let name = package["name"].as_str().unwrap_or("?");
-        let Some((rank, layer)) = layer_of(name) else {
+    for p in metadata["packages"].as_array().into_iter().flatten() {
+        if !p["id"].as_str().is_some_and(|id| members.contains(&id)) {
+            continue;
+        }
+        let name = p["name"].as_str().unwrap_or("?").to_string();
+        let dir = Path::new(p["manifest_path"].as_str().unwrap_or("/"))
+            .parent()
+            .unwrap_or(Path::new("/"))
+            .to_path_buf();
+        let deps = p["dependencies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|d| d["kind"].is_null())
+            .filter_map(|d| d["name"].as_str().map(str::to_string))
+            .collect();
+        out.push((name, dir, deps));
+    }
+    out
+}
+
+/// The edges used (Cargo.toml) against the edges declared, both ways, and
+/// pure packages' external crates.
+fn violations(metadata: &Value) -> Vec<String> {
+    let packages = workspace(metadata);
+    let local: Vec<&str> = packages.iter().map(|(n, _, _)| n.as_str()).collect();
+    let mut out = Vec::new();
+    for (name, _, deps) in &packages {
+        let Some(edges) = declared(name) else {
             out.push(format!(
-                "{name} has no layer: add it to LAYERS in tests/layering.rs and to README's Layout"
+                "{name} has no entry in EDGES: add it (and to LAYERS) in tests/layering.rs"
             ));
             continue;
         };
-        let deps = package["dependencies"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for dep in &deps {
-            if !dep["kind"].is_null() {
-                continue; // dev or build dependency
-            }
-            let dep_name = dep["name"].as_str().unwrap_or("?");
-            if TEMPORARY_ALLOWED.contains(&(name, dep_name)) {
-                continue;
-            }
-            if local.contains(&dep_name) || layer_of(dep_name).is_some() {
-                match layer_of(dep_name) {
-                    Some((dep_rank, dep_layer)) if dep_rank > rank => out.push(format!(
-                        "forbidden edge {name} -> {dep_name}: {layer} may not depend on {dep_layer}"
-                    )),
-                    Some(_) => {}
-                    None => out.push(format!(
-                        "forbidden edge {name} -> {dep_name}: {dep_name} has no layer"
-                    )),
-                }
-            } else if rank == 0 && IMPURE_CRATES.contains(&dep_name) {
+        let pure = layer_of(name).is_some_and(|(r, _)| r == 0);
+        for dep in deps {
+            let is_local = local.contains(&dep.as_str()) || layer_of(dep).is_some();
+            if is_local && !edges.iter().any(|(to, _)| to == dep) {
                 out.push(format!(
-                    "forbidden edge {name} -> {dep_name}: a pure crate may not use {dep_name}"
+                    "undeclared edge {name} -> {dep}: declare it in EDGES (tests/layering.rs) with its reason, or remove it"
+                ));
+            } else if !is_local && pure && IMPURE_CRATES.contains(&dep.as_str()) {
+                out.push(format!(
+                    "forbidden edge {name} -> {dep}: a pure crate may not use {dep}"
                 ));
             }
         }
+        for (to, _) in edges {
+            if local.contains(to) && !deps.iter().any(|d| d == to) {
+                out.push(format!(
+                    "declared edge {name} -> {to} is not in Cargo.toml: remove it from EDGES"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The Rust sources under `dir`, recursively.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(sources(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `text` without comments (line, doc and block) and string literals'
+/// contents, so that prose naming `std::fs` is not a use of it.
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                i += 1;
+            }
+            i += 2;
+        } else if b[i] == b'r' && matches!(b.get(i + 1), Some(b'#' | b'"')) {
+            // A raw string r"…" or r#"…"#: ends at the quote and as many #.
+            let hashes = b[i + 1..].iter().take_while(|c| **c == b'#').count();
+            if b.get(i + 1 + hashes) != Some(&b'"') {
+                out.push('r');
+                i += 1;
+                continue;
+            }
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
+            i += 2 + hashes;
+            while i < b.len() && !b[i..].starts_with(&close) {
+                i += 1;
+            }
+            i += close.len();
+            out.push_str("\"\"");
+        } else if b[i] == b'\'' && b.get(i + 1) == Some(&b'\\') {
+            // An escaped char literal ('\'', '\"', '\n'): skip the escaped
+            // character, then to the closing quote.
+            i += 3;
+            while i < b.len() && b[i] != b'\'' {
+                i += 1;
+            }
+            i += 1;
+        } else if b[i] == b'\'' && b.get(i + 2) == Some(&b'\'') {
+            // A char literal such as '"' (not a lifetime).
+            i += 3;
+        } else if b[i] == b'"' {
+            out.push('"');
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            out.push('"');
+            i += 1;
+        } else {
+            out.push(b[i] as char);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Source-level problems of one package: impure paths in a pure one, a
+/// missing `forbid(unsafe_code)`, re-exports of others' items.
+fn source_violations(name: &str, files: &[(PathBuf, String)], root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let pure = layer_of(name).is_some_and(|(r, _)| r == 0);
+    for (path, text) in files {
+        let code = code_only(text);
+        let shown = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        if pure {
+            for bad in IMPURE_PATHS {
+                if code.contains(bad) {
+                    out.push(format!("{shown}: the pure crate {name} uses {bad}"));
+                }
+            }
+        }
+        let is_root = path.ends_with("src/lib.rs") || path.ends_with("src/main.rs");
+        for line in code.lines() {
+            let l = line.trim_start();
+            let Some(rest) = l.strip_prefix("pub use ") else {
+                continue;
+            };
+            let first = rest
+                .trim_start_matches("::")
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or("");
+            if first.starts_with("pinsight") {
+                out.push(format!(
+                    "{shown}: `{}` re-exports another crate's item: import it from its home",
+                    l.trim_end()
+                ));
+            } else if !is_root && (first == "crate" || first == "super") {
+                out.push(format!(
+                    "{shown}: `{}` gives an item a second path: import it from its home",
+                    l.trim_end()
+                ));
+            }
+        }
+    }
+    let forbids = files.iter().any(|(p, t)| {
+        (p.ends_with("src/lib.rs") || p.ends_with("src/main.rs"))
+            && code_only(t).contains("#![forbid(unsafe_code)]")
+    });
+    if !forbids && !UNSAFE_ALLOWED.iter().any(|(n, _)| *n == name) {
+        out.push(format!(
+            "{name} does not forbid unsafe code at its root (only {} may hold it)",
+            UNSAFE_ALLOWED
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     out
 }
@@ -180,21 +694,56 @@ fn workspace_metadata() -> Value {
 }
 
 #[test]
-fn workspace_keeps_its_layers() {
-    let metadata = workspace_metadata();
-    let found = violations(&metadata);
+fn the_declared_graph_is_a_layered_dag_with_reasons() {
+    let found = table_violations();
     assert!(
         found.is_empty(),
-        "the crate graph breaks its layers:\n  {}",
+        "EDGES is wrong:\n  {}",
         found.join("\n  ")
     );
 }
+
+#[test]
+fn every_edge_in_cargo_toml_is_declared_and_every_declared_edge_is_used() {
+    let found = violations(&workspace_metadata());
+    assert!(
+        found.is_empty(),
+        "the crate graph differs from its declaration:\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn sources_keep_purity_one_import_path_and_no_unsafe() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for (name, dir, _) in workspace(&workspace_metadata()) {
+        let files: Vec<(PathBuf, String)> = sources(&dir.join("src"))
+            .into_iter()
+            .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t)))
+            .collect();
+        assert!(
+            !files.is_empty(),
+            "{name}: no sources under {}",
+            dir.display()
+        );
+        found.extend(source_violations(&name, &files, root));
+    }
+    assert!(
+        found.is_empty(),
+        "source rules broken:\n  {}",
+        found.join("\n  ")
+    );
+}
+
+// ---- self-tests: each rule fails when broken ----
 
 /// A package `name` depending on `deps` (name, kind).
 fn package(name: &str, deps: &[(&str, Option<&str>)]) -> Value {
     serde_json::json!({
         "name": name,
         "id": format!("path+file:///ws#{name}@0.1.0"),
+        "manifest_path": format!("/ws/{name}/Cargo.toml"),
         "dependencies": deps
             .iter()
             .map(|(d, kind)| serde_json::json!({"name": d, "kind": kind}))
@@ -208,41 +757,49 @@ fn metadata(packages: Vec<Value>) -> Value {
 }
 
 #[test]
-fn a_forbidden_edge_fails_and_is_named() {
-    let md = metadata(vec![
-        package("pinsight-cpuset", &[("serde", None)]),
-        package(
-            "pinsight-plan",
-            &[("pinsight-cpuset", None), ("pinsight-measure", None)],
-        ),
-        package("pinsight-measure", &[("pinsight-cpuset", None)]),
-    ]);
+fn adding_an_edge_to_the_real_workspace_fails_and_names_it() {
+    let mut md = workspace_metadata();
+    assert_eq!(violations(&md), Vec::<String>::new());
+    let packages = md["packages"].as_array_mut().expect("packages");
+    let launch = packages
+        .iter_mut()
+        .find(|p| p["name"] == "pinsight-launch")
+        .expect("pinsight-launch in the workspace");
+    // The same layer, so only the declaration stops it.
+    launch["dependencies"]
+        .as_array_mut()
+        .expect("dependencies")
+        .push(serde_json::json!({"name": "pinsight-tune", "kind": null}));
     let found = violations(&md);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(
-        found[0].contains("pinsight-plan -> pinsight-measure"),
+        found[0].contains("undeclared edge pinsight-launch -> pinsight-tune"),
         "{found:?}"
     );
 }
 
 #[test]
-fn allowed_edges_pass_and_absent_rule_crates_are_ignored() {
-    // No pinsight-sys, pinsight-model, pinsight-render in this workspace.
+fn removing_a_used_edge_from_cargo_toml_asks_to_remove_the_declaration() {
+    let md = metadata(vec![
+        package("pinsight-cpuset", &[]),
+        package("pinsight-model", &[]),
+    ]);
+    let found = violations(&md);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("declared edge pinsight-model -> pinsight-cpuset is not in Cargo.toml"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn dev_dependencies_and_absent_packages_are_not_checked() {
     let md = metadata(vec![
         package("pinsight-cpuset", &[("serde", None)]),
         package(
-            "pinsight-topology",
-            &[("pinsight-cpuset", None), ("libc", None)],
+            "pinsight-model",
+            &[("pinsight-cpuset", None), ("serde", None)],
         ),
-        package(
-            "pinsight-report",
-            &[("pinsight-topology", None), ("pinsight-speed", None)],
-        ),
-        package(
-            "pinsight-speed",
-            &[("pinsight-topology", None), ("libc", None)],
-        ),
-        // dev-dependencies are not layered
         package("pinsight-stats", &[("pinsight-report", Some("dev"))]),
     ]);
     assert_eq!(violations(&md), Vec::<String>::new());
@@ -250,10 +807,17 @@ fn allowed_edges_pass_and_absent_rule_crates_are_ignored() {
 
 #[test]
 fn a_pure_crate_may_not_use_an_os_or_drawing_crate() {
-    let md = metadata(vec![package(
-        "pinsight-model",
-        &[("serde", None), ("libc", None), ("plotters", None)],
-    )]);
+    let md = metadata(vec![
+        package("pinsight-cpuset", &[]),
+        package(
+            "pinsight-model",
+            &[
+                ("pinsight-cpuset", None),
+                ("libc", None),
+                ("plotters", None),
+            ],
+        ),
+    ]);
     let found = violations(&md);
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(found[0].contains("pinsight-model -> libc"), "{found:?}");
@@ -261,46 +825,83 @@ fn a_pure_crate_may_not_use_an_os_or_drawing_crate() {
 }
 
 #[test]
-fn a_package_without_a_layer_fails() {
+fn a_package_without_an_entry_fails() {
     let md = metadata(vec![package("pinsight-newthing", &[])]);
     let found = violations(&md);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(
-        found[0].contains("pinsight-newthing has no layer"),
+        found[0].contains("pinsight-newthing has no entry"),
         "{found:?}"
     );
 }
 
+fn files(list: &[(&str, &str)]) -> Vec<(PathBuf, String)> {
+    list.iter()
+        .map(|(p, t)| (PathBuf::from(format!("/ws/{p}")), t.to_string()))
+        .collect()
+}
+
 #[test]
-fn adding_a_forbidden_edge_to_the_real_workspace_fails() {
-    let mut md = workspace_metadata();
-    let packages = md["packages"].as_array_mut().expect("packages");
-    let cpuset = packages
-        .iter_mut()
-        .find(|p| p["name"] == "pinsight-cpuset")
-        .expect("pinsight-cpuset in the workspace");
-    cpuset["dependencies"]
-        .as_array_mut()
-        .expect("dependencies")
-        .push(serde_json::json!({"name": "pinsight-launch", "kind": null}));
-    let found = violations(&md);
+fn a_pure_crate_naming_std_fs_fails_but_prose_about_it_does_not() {
+    let ok = files(&[(
+        "plan/src/lib.rs",
+        "//! reads no file (std::fs is its callers')\n#![forbid(unsafe_code)]\nconst S: &str = \"std::process\";\n",
+    )]);
+    assert_eq!(
+        source_violations("pinsight-plan", &ok, Path::new("/ws")),
+        Vec::<String>::new()
+    );
+    let bad = files(&[
+        ("plan/src/lib.rs", "#![forbid(unsafe_code)]\nmod w;\n"),
+        (
+            "plan/src/w.rs",
+            "fn f() { let _ = std::fs::read(\"x\"); }\n",
+        ),
+    ]);
+    let found = source_violations("pinsight-plan", &bad, Path::new("/ws"));
+    assert_eq!(found.len(), 1, "{found:?}");
     assert!(
-        found
-            .iter()
-            .any(|v| v.contains("pinsight-cpuset -> pinsight-launch")),
+        found[0].contains("plan/src/w.rs: the pure crate pinsight-plan uses std::fs"),
         "{found:?}"
     );
 }
 
 #[test]
-fn the_temporary_allowance_covers_only_its_own_edges() {
-    for (from, to) in TEMPORARY_ALLOWED {
-        let md = metadata(vec![package(from, &[(to, None), ("pinsight", None)])]);
-        let found = violations(&md);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(
-            found[0].contains(&format!("{from} -> pinsight:")),
-            "{found:?}"
-        );
-    }
+fn re_exports_of_other_crates_and_second_paths_fail() {
+    let bad = files(&[
+        (
+            "launch/src/lib.rs",
+            "#![forbid(unsafe_code)]\npub use pinsight_sys::affinity;\npub use pin::pin_process;\n",
+        ),
+        (
+            "launch/src/pin.rs",
+            "pub use crate::watch::Follow;\npub use inner::x;\n",
+        ),
+    ]);
+    let found = source_violations("pinsight-launch", &bad, Path::new("/ws"));
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].contains("re-exports another crate's item"),
+        "{found:?}"
+    );
+    assert!(
+        found[1].contains("launch/src/pin.rs") && found[1].contains("second path"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_crate_without_forbid_unsafe_fails_unless_allowed() {
+    let bare = files(&[("load/src/lib.rs", "pub mod irq;\n")]);
+    let found = source_violations("pinsight-load", &bare, Path::new("/ws"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("pinsight-load does not forbid unsafe code"),
+        "{found:?}"
+    );
+    let sys = files(&[("sys/src/lib.rs", "pub mod affinity;\n")]);
+    assert_eq!(
+        source_violations("pinsight-sys", &sys, Path::new("/ws")),
+        Vec::<String>::new()
+    );
 }

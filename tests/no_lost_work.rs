@@ -419,8 +419,8 @@ fn pin_on_a_kernel_thread_says_what_einval_means() {
 /// flagged PF_NO_SETAFFINITY: the dry run reports each thread on its own.
 #[test]
 fn dry_run_reports_unmovable_threads_one_by_one() {
-    use pinsight::launch::pin::{pin_process, Outcome, PinOptions};
-    use pinsight::topology::FsRoot;
+    use pinsight_launch::{pin::pin_process, pin::Outcome, pin::PinOptions};
+    use pinsight_sys::FsRoot;
 
     fn tid() -> i32 {
         let link = std::fs::read_link("/proc/thread-self").unwrap();
@@ -457,13 +457,13 @@ fn dry_run_reports_unmovable_threads_one_by_one() {
     .unwrap();
     let fs = FsRoot::at(root.path()).unwrap();
 
-    let topo = pinsight::topology::discover(&FsRoot::live());
+    let topo = pinsight_topology::discover(&FsRoot::live());
     let cpu = topo.usable().iter().next().unwrap();
-    let req = pinsight::plan::Request {
+    let req = pinsight_plan::Request {
         threads: Some(1),
-        ..pinsight::plan::Request::new(format!("cpus:{cpu}").parse().unwrap())
+        ..pinsight_plan::Request::new(format!("cpus:{cpu}").parse().unwrap())
     };
-    let plan = pinsight::plan::plan(&topo, &req).unwrap();
+    let plan = pinsight_plan::plan(&topo, &req).unwrap();
     let opts = PinOptions {
         dry_run: true,
         ..Default::default()

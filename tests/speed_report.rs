@@ -3,7 +3,7 @@
 //! it is too small, recorded machines (`--fsroot`, `--latency`), and
 //! the exit codes of bad input. Live measurements use tiny budgets.
 
-use pinsight::latency::LoadMatrix;
+use pinsight_latency::LoadMatrix;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -71,7 +71,7 @@ const HYBRID: &str = "20em64t-hybrid-1p6c2t+2ca4co1t";
 
 /// CPUs this test process may use (what `speed` measures by default).
 fn usable() -> Vec<usize> {
-    let topo = pinsight::topology::discover(&pinsight::topology::FsRoot::live());
+    let topo = pinsight_topology::discover(&pinsight_sys::FsRoot::live());
     topo.usable().iter().collect()
 }
 
@@ -308,8 +308,8 @@ fn report_finishes_within_its_budget() {
         assert!(page.matches("<svg").count() >= 2, "topology and heatmap");
         assert!(dir.path().join("box.latency.json").exists());
         assert!(out.contains("latency matrix box.latency.json"), "{out}");
-        let m =
-            pinsight::latency::LatencyMatrix::load(&dir.path().join("box.latency.json")).unwrap();
+        let m = pinsight_latency_model::LatencyMatrix::load(&dir.path().join("box.latency.json"))
+            .unwrap();
         assert_eq!(m.cpus, cpus);
     }
     assert!(!v["suggestions"].as_array().unwrap().is_empty());
@@ -439,7 +439,7 @@ fn latency_from_a_file_on_a_recorded_machine() {
         text(&o.stderr)
     );
     // Its first 20 CPUs stand in for a matrix measured on the laptop.
-    let m = pinsight::latency::LatencyMatrix::load(&csv).unwrap();
+    let m = pinsight_latency_model::LatencyMatrix::load(&csv).unwrap();
     let sub = m.submatrix(&(0..20).collect::<Vec<_>>()).unwrap();
     std::fs::write(dir.path().join("m.csv"), sub.to_csv()).unwrap();
     let out = ok(&pinsight(

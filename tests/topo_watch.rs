@@ -5,8 +5,8 @@
 use crate::common_cli;
 
 use common_cli::*;
+use pinsight_sys::FsRoot;
 use pinsight_topology::hfi::{self, CapabilityChange, CapabilityTable, HfiError, HfiWatcher};
-use pinsight_topology::FsRoot;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

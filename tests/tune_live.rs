@@ -6,12 +6,14 @@
 //! declared kinds.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::model::declared::{apply, KindSpec};
-use pinsight_topology::{discover, FsRoot, Topology};
+use pinsight_model::Topology;
+use pinsight_model::{declared::apply, declared::KindSpec};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use pinsight_tune::{
-    model::Config, ExecutorKind, Identity, TuneConfig, TuneJournal, TuneRequest, TuneSession,
-    KIND_DESIGN,
+    ExecutorKind, Identity, TuneConfig, TuneJournal, TuneRequest, TuneSession, KIND_DESIGN,
 };
+use pinsight_tune_model::Config;
 use serde_json::Value;
 
 fn tune_pi(topo: &Topology) {
@@ -49,7 +51,7 @@ fn tune_pi(topo: &Topology) {
     })
     .unwrap();
     let layout = s.layout().clone();
-    let f = s.run(&mut pinsight_lifecycle::progress::Silent).unwrap();
+    let f = s.run(&mut pinsight_sys::progress::Silent).unwrap();
     assert!(
         matches!(f.outcome, pinsight_compare::Outcome::Complete),
         "{:?}",

@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pinsight_topology::{hwloc_xml, Topology};
+use pinsight_topology::hwloc_xml;
+use pinsight_model::Topology;
 
 fn check(t: &Topology) {
     let online = t.online();

@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pinsight_topology::declared::{apply, KindSpec};
+use pinsight_model::{declared::apply, declared::KindSpec};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -45,8 +45,8 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-fn machine(cpus: &pinsight_topology::CpuSet) -> pinsight_topology::Topology {
-    use pinsight_topology::{Cpu, Source, Topology};
+fn machine(cpus: &pinsight_cpuset::CpuSet) -> pinsight_model::Topology {
+    use pinsight_model::{Cpu, Source, Topology};
     Topology {
         provenance: Default::default(),
         source: Source::Live,

@@ -7,7 +7,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pinsight_measure::sf::{window, GroupReading, SfKind};
+use pinsight_measure::sf::window;
+use pinsight_sys::perf::GroupReading;
+use pinsight_sched_model::Kind as SfKind;
 use pinsight_sched_model::{SfEstimator, SfParams};
 use std::time::Duration;
 

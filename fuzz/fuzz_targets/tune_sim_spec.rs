@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pinsight_tune::model::Config;
+use pinsight_tune_model::Config;
 use pinsight_tune::sim::SimSpec;
 
 fuzz_target!(|data: &[u8]| {

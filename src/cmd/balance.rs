@@ -2,10 +2,10 @@
 //! proportion to capacity, with before/after load; `--restore FILE` puts
 //! the saved affinities back.
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::{self, select::Selector, RebalanceError};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -181,7 +181,7 @@ fn watch(
     args: &Args,
     g: &Globals,
     fs: &FsRoot,
-    topo: &pinsight_topology::Topology,
+    topo: &pinsight_model::Topology,
     req: &rebalance::Request,
 ) -> CmdResult {
     if args.interval.is_zero() {
@@ -201,7 +201,7 @@ fn watch(
     if !g.json && !g.quiet {
         println!(
             "{}",
-            crate::cli::wrap80(&format!(
+            pinsight_render::term::wrap80(&format!(
                 "pinsight balance --watch: every {:?}, move when the progress imbalance stays \
                  over {:.2} for {} intervals, at most {} tasks an interval; affinities before \
                  each move are saved to {} (pinsight balance --restore puts them back)",

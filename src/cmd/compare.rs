@@ -6,8 +6,8 @@
 //! The experiment itself lives in crate `pinsight-compare`; this file is
 //! the command-line edge: flags, the progress bar, files, exit codes.
 
-use crate::cli::{CliError, CmdResult, Globals};
 use crate::errors::{journal_error, session_error};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_compare::experiment::Outcome;
 use pinsight_compare::ranks::{RanksExecutor, RanksIdentity};
 use pinsight_compare::session::{Config, ExecutorChoice, JournalTarget, Session};
@@ -17,7 +17,7 @@ use pinsight_compare::{interrupt, Advice, ExperimentError, Header, Journal, Repo
 use pinsight_lifecycle::interrupt::shell_quote;
 use pinsight_lifecycle::program::Program;
 use pinsight_render::compare as render;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -246,7 +246,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(report)?;
     } else {
-        let width = render::layout::effective_width(render::layout::terminal_columns());
+        let width = render::layout::effective_width(pinsight_render::terminal_columns());
         print!("{}", render::text::render(report, width, &advice));
     }
     written?;
@@ -531,7 +531,7 @@ fn ranks_executor(
     args: &Args,
     reports: std::rc::Rc<std::cell::OnceCell<PathBuf>>,
 ) -> Result<(Extension, ExecutorChoice), CliError> {
-    use pinsight_compare::measure::{Measurer, Options};
+    use pinsight_measure::{Measurer, Options};
     let pinsight = std::env::current_exe()
         .map_err(|e| CliError::runtime(format!("cannot find pinsight's own binary: {e}")))?;
     let (measurer, _) = Measurer::new(
@@ -590,10 +590,16 @@ fn notices(session: &Session) {
     let header = session.header();
     eprintln!("pinsight: journal: {}", session.journal_path().display());
     for c in &header.machine.capabilities {
-        eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {c}")));
+        eprintln!(
+            "{}",
+            pinsight_render::term::wrap80(&format!("pinsight: {c}"))
+        );
     }
     if let Some(vm) = session.virtual_machine() {
-        eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {vm}")));
+        eprintln!(
+            "{}",
+            pinsight_render::term::wrap80(&format!("pinsight: {vm}"))
+        );
     }
     let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
     for na in &header.not_applicable {
@@ -605,7 +611,7 @@ fn notices(session: &Session) {
     for (what, reason) in groups {
         eprintln!(
             "{}",
-            crate::cli::wrap80(&format!(
+            pinsight_render::term::wrap80(&format!(
                 "pinsight: {}: not applicable here: {reason}",
                 what.join(", ")
             ))
@@ -614,7 +620,7 @@ fn notices(session: &Session) {
     for (policy, note) in session.arm_notes() {
         eprintln!(
             "{}",
-            crate::cli::wrap80(&format!("pinsight: {policy}: {note}"))
+            pinsight_render::term::wrap80(&format!("pinsight: {policy}: {note}"))
         );
     }
 }
@@ -665,7 +671,7 @@ fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
         mem: args.mem.clone(),
         near: args.near.clone(),
         interleave_weights: pinsight_sys::mempolicy::interleave_weights(
-            &pinsight_topology::FsRoot::live(),
+            &pinsight_sys::FsRoot::live(),
         ),
         runs,
         warmup: args.warmup.unwrap_or(1),
@@ -714,7 +720,7 @@ fn resumed_request(args: &Args, command: Vec<String>, h: &Header) -> Result<Requ
         },
         near: args.near.clone().or_else(|| h.near.clone()),
         interleave_weights: pinsight_sys::mempolicy::interleave_weights(
-            &pinsight_topology::FsRoot::live(),
+            &pinsight_sys::FsRoot::live(),
         ),
         runs: args.runs.unwrap_or(h.runs),
         warmup: args.warmup.unwrap_or(h.warmup),

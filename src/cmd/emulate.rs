@@ -1,7 +1,7 @@
 //! `pinsight emulate`: a hybrid machine on any machine, the CPUs of the
 //! slower declared kinds slowed to their given speed.
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_emulate::{
     session, Choice, EmulateError, Emulation, Options, Targets, EMULATING_ENV, STEALERS_ENV,
 };

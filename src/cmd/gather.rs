@@ -2,9 +2,9 @@
 //! --report-dir DIR` wrote (`DIR/<host>/rank-<N>.json`) into one table,
 //! JSON document or HTML page per node.
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
+use pinsight_launch::rank_report::{RankReport, MAX_REPORT_BYTES};
 use pinsight_render::gather::{html, spread, text, Node, Rank};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Merge the rank reports of `run --slice --report-dir DIR`, node by node.
@@ -25,36 +25,20 @@ pub struct Args {
     pub html: Option<PathBuf>,
 }
 
-fn rank_of(path: &Path, v: &Value) -> Result<Rank, String> {
-    let s = &v["slice"];
-    let num = |x: &Value, what: &str| {
-        x.as_u64()
-            .map(|n| n as usize)
-            .ok_or_else(|| format!("{}: no {what}", path.display()))
-    };
-    let threads = v["run"]["threads"].as_array().cloned().unwrap_or_default();
-    let mut ran = pinsight_cpuset::CpuSet::new();
-    for t in &threads {
-        if let Some(c) = t["cpus_seen"]
-            .as_str()
-            .and_then(|c| c.parse::<pinsight_cpuset::CpuSet>().ok())
-        {
-            ran.union_with(&c);
-        }
+/// The table row of one rank's report.
+fn rank_of(r: RankReport) -> Rank {
+    let or_dash = |s: String| if s.is_empty() { "-".to_string() } else { s };
+    Rank {
+        rank: r.slice.rank,
+        size: r.slice.size,
+        ran_on: r.ran_on().to_list_string(),
+        launcher: or_dash(r.slice.launcher),
+        policy: or_dash(r.plan.policy),
+        cpus: r.slice.cpus.to_list_string(),
+        capacity: r.slice.capacity.unwrap_or(f64::NAN),
+        wall_ms: r.run.wall_ms,
+        exit_code: r.run.exit_code,
     }
-    Ok(Rank {
-        rank: num(&s["rank"], "slice.rank")?,
-        size: num(&s["size"], "slice.size")?,
-        launcher: s["launcher"].as_str().unwrap_or("-").to_string(),
-        policy: v["plan"]["policy"].as_str().unwrap_or("-").to_string(),
-        cpus: s["cpus"].as_str().unwrap_or("").to_string(),
-        capacity: s["capacity"].as_f64().unwrap_or(f64::NAN),
-        ran_on: ran.to_list_string(),
-        wall_ms: v["run"]["wall_ms"]
-            .as_f64()
-            .ok_or_else(|| format!("{}: no run.wall_ms", path.display()))?,
-        exit_code: v["run"]["exit_code"].as_i64().unwrap_or(-1) as i32,
-    })
 }
 
 /// Every node directory's rank files; unreadable files are warnings.
@@ -78,12 +62,16 @@ fn load(dir: &Path, warnings: &mut Vec<String>) -> Result<Vec<Node>, CliError> {
         });
         let mut ranks = Vec::new();
         for f in files {
-            let parsed = crate::errors::read_input("rank report", &f, 16 << 20)
+            let host = h
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            let parsed = crate::errors::read_input("rank report", &f, MAX_REPORT_BYTES)
                 .map_err(|e| e.message)
                 .and_then(|t| {
-                    serde_json::from_str::<Value>(&t).map_err(|e| format!("{}: {e}", f.display()))
+                    RankReport::parse(&t, &host).map_err(|e| format!("{}: {e}", f.display()))
                 })
-                .and_then(|v| rank_of(&f, &v));
+                .map(rank_of);
             match parsed {
                 Ok(r) => ranks.push(r),
                 Err(w) => warnings.push(format!("{w}; skipped")),
@@ -140,7 +128,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     } else {
         print!("{}", text(&nodes));
         for w in &warnings {
-            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
+            eprintln!(
+                "{}",
+                pinsight_render::term::wrap80(&format!("pinsight: warning: {w}"))
+            );
         }
     }
     Ok(0)

@@ -3,7 +3,7 @@
 //! state and `--restore` (library: `pinsight_load::irq`; views:
 //! `pinsight_render::load`).
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
 use pinsight_load::irq::{self, IrqError, IrqView, Move, PerCpuThread, SavedState, Target};
 use std::path::{Path, PathBuf};
@@ -222,7 +222,7 @@ fn refuse_irqbalance(args: &Args, g: &Globals, view: &IrqView) -> Result<(), Cli
         if !g.quiet {
             eprintln!(
                 "{}",
-                crate::cli::wrap80(&format!(
+                pinsight_render::term::wrap80(&format!(
                     "pinsight: warning: irqbalance runs (PID {pid}): it may move these IRQs back"
                 ))
             );
@@ -261,7 +261,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
     if !g.json && !g.quiet {
         println!(
             "{}",
-            crate::cli::wrap80(&format!(
+            pinsight_render::term::wrap80(&format!(
                 "pinsight irq --watch: every {:?}; IRQs before each move are saved to {} \
                  (pinsight irq --restore puts them back)",
                 args.interval,
@@ -330,7 +330,7 @@ fn report(
         let shown = crate::errors::shown_path(p);
         println!(
             "{}",
-            crate::cli::wrap80(&format!(
+            pinsight_render::term::wrap80(&format!(
                 "Saved the affinities before the move in {shown}; undo with: pinsight irq --restore {shown}"
             ))
         );

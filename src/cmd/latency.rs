@@ -1,16 +1,15 @@
 //! `pinsight latency`: core-to-core latency of this machine (or of a matrix
 //! recorded elsewhere), its latency domains, and pictures of it.
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
+use pinsight_cpuset::CpuSet;
 use pinsight_latency::measure::{
     self, choose_cpus, list_or_none, usable_cpus, MeasureConfig, Measurement, Method,
 };
-use pinsight_latency::{domains, DomainTree, LatencyMatrix, LoadMatrix, RunToRun};
-use pinsight_render::latency::{self as render, ChartOptions, KindBand, TableStyle};
-use pinsight_render::term::{fill, Wrap};
-use pinsight_topology::{CpuSet, FsRoot};
-use serde::Serialize;
-use std::io::IsTerminal;
+use pinsight_latency::report::{self as report, FromFileError, JsonReport, Origin};
+use pinsight_latency_model::{domains, LatencyMatrix};
+use pinsight_render::latency::{self as render, ChartOptions, KindBand};
+use pinsight_sys::FsRoot;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -136,79 +135,6 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
     }
 }
 
-/// What the matrix came from, for the report.
-enum Origin {
-    Measured {
-        measurement: Box<Measurement>,
-        config: MeasureConfig,
-    },
-    File {
-        path: PathBuf,
-        /// The matrix shown (1-based) and a description of every matrix
-        /// of the file (more than one for core-to-core-latency -b 1,2).
-        benchmark: usize,
-        benchmarks: Vec<String>,
-    },
-}
-
-/// `--json` output: the matrix itself at the top level (so the file loads
-/// back with `--latency`), plus how it was obtained and its domains.
-#[derive(Serialize)]
-struct JsonReport<'a> {
-    #[serde(flatten)]
-    matrix: &'a LatencyMatrix,
-    unit: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    measured: Option<JsonMeasured>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    file: Option<JsonFile>,
-    domains: &'a DomainTree,
-}
-
-/// Which matrix of a --latency file this is.
-#[derive(Serialize)]
-struct JsonFile {
-    /// 1-based index of the matrix shown (--benchmark).
-    benchmark: usize,
-    /// Every matrix of the file: "lines 1-8, 8 CPUs[, 'title']".
-    benchmarks: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct JsonMeasured {
-    parallel: bool,
-    target_rel_ci: f64,
-    max_time_per_pair_s: f64,
-    elapsed_s: f64,
-    rounds_run: usize,
-    rounds_planned: usize,
-    /// Pairs (CPU ids) whose interval did not reach the target.
-    noisy: Vec<(usize, usize)>,
-    /// Pairs (CPU ids) not measured because the budget ran out.
-    skipped: Vec<(usize, usize)>,
-    /// Runs of the whole matrix asked for (--runs) and completed.
-    repeats: usize,
-    runs_completed: usize,
-    /// Pairs (CPU ids) measured in fewer runs than asked (budget).
-    fewer_runs: Vec<(usize, usize)>,
-    /// What each pair's `ci_low_ns`/`ci_high_ns` cover: the samples of one
-    /// run only. `run_medians_ns` (per pair, one per run) and `run_to_run`
-    /// give the variation between runs.
-    ci_covers: &'static str,
-    /// Run-to-run spread over the pairs (with --runs 2 or more):
-    /// median and largest distance of a run median from the pair's median,
-    /// relative to it, and the pair (CPU ids) of the largest.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    run_to_run: Option<RunToRun>,
-    /// This machine is a virtual machine: every pair is flagged noisy.
-    virtual_machine: bool,
-    /// Each run's other work on the measured CPUs and steal (/proc/stat).
-    disturbance: Vec<Option<pinsight_latency::measure::Disturbance>>,
-}
-
-const CI_COVERS: &str = "variation within one run only (the 95% CI of the median from that run's \
-     samples); not run-to-run variation: see run_medians_ns and run_to_run (--runs)";
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let requested = args.cpus.clone();
     // Before anything is measured: a missing directory must not cost a
@@ -237,12 +163,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let tree = domains(&matrix);
 
     if let Some(path) = &args.csv {
-        let text = format!("{}\n{}", csv_comment(&matrix, &origin), matrix.to_csv());
+        let text = format!(
+            "{}\n{}",
+            report::csv_comment(&matrix, &origin),
+            matrix.to_csv()
+        );
         write_file(path, text.as_bytes())?;
     }
     if args.svg.is_some() || args.png.is_some() {
         let opts = ChartOptions {
-            title: chart_title(&matrix, &origin),
+            title: report::chart_title(&matrix, &origin),
             kinds: bands,
         };
         if let Some(path) = &args.svg {
@@ -256,120 +186,36 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
 
     if g.json {
-        let (measured, file) = json_origin(&origin);
-        g.print_json(&JsonReport {
-            matrix: &matrix,
-            unit: "ns one-way",
-            measured,
-            file,
-            domains: &tree,
-        })?;
+        g.print_json(&JsonReport::new(&matrix, &origin, &tree))?;
     } else {
-        // On a terminal the heatmap is coloured (SGR sequences of its own):
-        // printed as it is, the text around it escaped (`human`).
-        crate::out::stdout_terminal(format_args!("{}", human(&matrix, &origin, &tree, &args)));
+        let written: Vec<&Path> = [&args.csv, &args.svg, &args.png]
+            .into_iter()
+            .filter_map(|p| p.as_deref())
+            .collect();
+        let style = render::report::stdout_style();
+        let text = render::report::human(&matrix, &origin, &tree, &written, &style);
+        // The heatmap's colours are its own; the text around it is escaped.
+        crate::out::stdout_terminal(format_args!("{text}"));
     }
     Ok(0)
 }
 
-/// How the matrix was obtained, for `--json`: the measurement's settings
-/// and quality, or which benchmark of the file.
-fn json_origin(origin: &Origin) -> (Option<JsonMeasured>, Option<JsonFile>) {
-    let measured = match origin {
-        Origin::Measured {
-            measurement: m,
-            config: c,
-        } => Some(JsonMeasured {
-            parallel: c.parallel,
-            target_rel_ci: c.target_rel_ci,
-            max_time_per_pair_s: c.max_time_per_pair.as_secs_f64(),
-            elapsed_s: m.elapsed.as_secs_f64(),
-            rounds_run: m.rounds_run,
-            rounds_planned: m.rounds_planned,
-            noisy: m.noisy(),
-            skipped: m.skipped.clone(),
-            repeats: m.runs_planned,
-            runs_completed: m.runs_completed,
-            fewer_runs: m.fewer_runs.clone(),
-            ci_covers: CI_COVERS,
-            run_to_run: m.run_to_run(),
-            virtual_machine: c.virtual_machine,
-            disturbance: m.disturbance.clone(),
-        }),
-        Origin::File { .. } => None,
-    };
-    let file = match origin {
-        Origin::File {
-            benchmark,
-            benchmarks,
-            ..
-        } => Some(JsonFile {
-            benchmark: *benchmark,
-            benchmarks: benchmarks.clone(),
-        }),
-        Origin::Measured { .. } => None,
-    };
-    (measured, file)
-}
-
-/// Loads matrix number `benchmark` (1-based, default 1) of `--latency`,
-/// restricted to `--cpus` if given. Any problem with the file is the
-/// user's input: exit 2.
+/// Matrix number `benchmark` of `--latency`, restricted to `--cpus` if
+/// given. Any problem with the file is the user's input: exit 2.
 fn load(
     path: &Path,
     benchmark: Option<usize>,
     requested: Option<&CpuSet>,
 ) -> Result<(LatencyMatrix, Origin), CliError> {
-    let all =
-        LatencyMatrix::load_all(path).map_err(|e| CliError::usage(format!("--latency {e}")))?;
-    let benchmarks: Vec<String> = all.iter().map(|m| m.describe()).collect();
-    let index = benchmark.unwrap_or(1);
-    let Some(chosen) = all.into_iter().nth(index - 1) else {
-        let list: Vec<String> = benchmarks
-            .iter()
-            .enumerate()
-            .map(|(k, d)| format!("{} ({d})", k + 1))
-            .collect();
-        return Err(CliError::usage(format!(
-            "--benchmark {index}: {} holds {} matri{}: {}",
-            path.display(),
-            list.len(),
-            if list.len() == 1 { "x" } else { "ces" },
-            list.join("; ")
-        )));
-    };
-    let origin = Origin::File {
-        path: path.to_path_buf(),
-        benchmark: index,
-        benchmarks,
-    };
-    let m = chosen.matrix;
-    let Some(req) = requested else {
-        return Ok((m, origin));
-    };
-    let missing = req.difference(&m.cpu_set());
-    if !missing.is_empty() {
-        return Err(CliError::usage(format!(
-            "--cpus {req}: CPU(s) {missing} are not in {} (it has CPUs {})",
-            path.display(),
-            m.cpu_set()
-        )));
-    }
-    if req.len() < 2 {
-        return Err(CliError::usage(format!(
-            "--cpus {req}: a latency matrix needs at least 2 CPUs"
-        )));
-    }
-    let cpus: Vec<usize> = m
-        .cpus
-        .iter()
-        .copied()
-        .filter(|c| req.contains(*c))
-        .collect();
-    let sub = m
-        .submatrix(&cpus)
-        .expect("CPUs checked to be in the matrix");
-    Ok((sub, origin))
+    report::from_file(path, benchmark, requested).map_err(|e| {
+        CliError::usage(match &e {
+            FromFileError::Load(_) => format!("--latency {e}"),
+            FromFileError::NoSuchMatrix { index, .. } => format!("--benchmark {index}: {e}"),
+            FromFileError::CpusNotInFile { asked, .. } | FromFileError::TooFewCpus { asked } => {
+                format!("--cpus {asked}: {e}")
+            }
+        })
+    })
 }
 
 /// Every output file (`--export-csv`, `--export-svg`, `--export-png`) can be written: checked
@@ -409,35 +255,6 @@ fn check_writable(path: &Path) -> Result<(), String> {
     pinsight_lifecycle::output::check(path).map_err(|e| format!("cannot write: {}", e.reason()))
 }
 
-/// The first line of a `--export-csv` file: what the values are (pinsight writes
-/// medians where core-to-core-latency writes means). A `#` line, which
-/// `--latency` skips.
-fn csv_comment(m: &LatencyMatrix, origin: &Origin) -> String {
-    match origin {
-        Origin::Measured { config, .. } => format!(
-            "# pinsight latency ({}): one-way ns, per-pair {} (core-to-core-latency --csv \
-             writes means)",
-            config.method,
-            if config.repeats > 1 {
-                format!("median of {} run medians", config.repeats)
-            } else {
-                "medians".to_string()
-            }
-        ),
-        Origin::File { path, .. } => {
-            let name = crate::errors::shown(&path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into(),
-            ));
-            format!(
-                "# pinsight latency: one-way ns as read from {name} ({} CPUs; \
-                 core-to-core-latency --csv writes means, pinsight medians)",
-                m.len()
-            )
-        }
-    }
-}
-
 fn measure_here(
     args: &Args,
     requested: Option<&CpuSet>,
@@ -465,13 +282,18 @@ fn measure_here(
         ..MeasureConfig::default()
     };
     let vm = vm_note(g);
-    let (repeats, spacing, note) = runs_here(args, vm);
-    if let (Some(note), false) = (note, g.quiet) {
-        eprintln!("{}", crate::cli::wrap80(&format!("pinsight: {note}")));
+    let runs = report::runs_for(args.repeat, args.runs_given, vm, args.budget);
+    if let (Some(gap), false) = (runs.spacing, g.quiet) {
+        let note = format!(
+            "pinsight: virtual machine: {} runs, {:.1} s apart, to show the drift (--runs N)",
+            runs.repeats,
+            gap.as_secs_f64()
+        );
+        eprintln!("{}", pinsight_render::term::wrap80(&note));
     }
     let config = MeasureConfig {
-        repeats,
-        spacing,
+        repeats: runs.repeats,
+        spacing: runs.spacing,
         virtual_machine: vm,
         ..config
     };
@@ -507,175 +329,8 @@ fn kinds(args: &Args, g: &Globals) -> Result<Vec<KindBand>, CliError> {
         .collect())
 }
 
-fn chart_title(m: &LatencyMatrix, origin: &Origin) -> String {
-    match origin {
-        Origin::Measured { config, .. } => {
-            format!(
-                "Core-to-core latency, one-way ns ({}, median)",
-                config.method
-            )
-        }
-        Origin::File { path, .. } => {
-            let name = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into(),
-            );
-            format!(
-                "Core-to-core latency, one-way ns ({name}, {} CPUs)",
-                m.len()
-            )
-        }
-    }
-}
-
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     pinsight_lifecycle::output::write(path, bytes).map_err(|e| CliError::runtime(e.to_string()))
-}
-
-/// Human output: what was measured, the matrix, min/max/mean, problems,
-/// latency domains, files written.
-fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree, args: &Args) -> String {
-    let mut out = header(m, origin);
-    let stdout_tty = std::io::stdout().is_terminal();
-    let style = TableStyle {
-        color: stdout_tty && std::env::var_os("NO_COLOR").is_none(),
-        width: if stdout_tty {
-            pinsight_render::terminal_width()
-        } else {
-            200
-        },
-    };
-    let heatmap = render::heatmap(m, Some(tree), &style);
-    let head = std::mem::take(&mut out);
-    out.push('\n');
-    out.push_str(&render::summary(m));
-    out.push_str(&interval_legend(m));
-    if let Origin::Measured {
-        measurement: r,
-        config: c,
-    } = origin
-    {
-        out.push_str(&measurement_notes(r, c));
-    }
-    out.push_str("\nLatency domains:\n");
-    for line in tree.describe().lines() {
-        // The tree's own indentation stays; continuation lines hang by four.
-        let lead = " ".repeat(2 + line.len() - line.trim_start().len());
-        out.push_str(&fill(
-            line.trim_start(),
-            Wrap::new(80).indent(&lead, "    "),
-        ));
-    }
-    let written: Vec<String> = [&args.csv, &args.svg, &args.png]
-        .iter()
-        .filter_map(|p| p.as_ref())
-        .map(|p| p.display().to_string())
-        .collect();
-    if !written.is_empty() {
-        out.push('\n');
-        out.push_str(&fill(
-            &format!("Wrote {}", written.join(", ")),
-            Wrap::new(80).indent("", "  "),
-        ));
-    }
-    // The text around the heatmap escaped (the file's path, method and
-    // benchmark names are outside text); the heatmap's colours kept.
-    let shown = pinsight_render::term::shown_lines;
-    format!("{}{heatmap}{}", shown(&head), shown(&out))
-}
-
-/// What was measured or loaded, and how: the lines above the heatmap.
-fn header(m: &LatencyMatrix, origin: &Origin) -> String {
-    let mut out = String::new();
-    match origin {
-        Origin::Measured {
-            measurement: r,
-            config: c,
-        } => {
-            let mut rounds = match (c.parallel, r.rounds_run) {
-                (true, 1) => "1 round".to_string(),
-                (true, k) => format!("{k} parallel rounds of disjoint pairs"),
-                (false, k) => format!("{k} pair(s) one at a time"),
-            };
-            if c.repeats > 1 {
-                rounds.push_str(&format!(" in {} runs of the matrix", c.repeats));
-            }
-            let value = if c.repeats > 1 {
-                "the median of its run medians"
-            } else {
-                "the median of its samples"
-            };
-            out.push_str(&format!("{} ({})\n", c.method.describe(), c.method));
-            out.push_str(&fill(
-                &format!(
-                    "One-way latency in ns; each pair is {value}, sampled until the 95% CI \
-                     of its median within one run is ±{}% or for {} ms. {} CPUs, {rounds}, {}.",
-                    c.target_rel_ci * 100.0,
-                    c.max_time_per_pair.as_millis(),
-                    c.cpus.len(),
-                    seconds(r.elapsed)
-                ),
-                Wrap::new(80).indent("", ""),
-            ));
-            out.push('\n');
-        }
-        Origin::File {
-            path,
-            benchmark,
-            benchmarks,
-        } => {
-            out.push_str(&format!(
-                "{}: one-way latency in ns ({} CPUs{})\n",
-                path.display(),
-                m.len(),
-                m.method
-                    .as_deref()
-                    .filter(|m| *m != "csv")
-                    .map(|m| format!(", method {m}"))
-                    .unwrap_or_default()
-            ));
-            if benchmarks.len() > 1 {
-                out.push_str(&format!(
-                    "Showing matrix {benchmark} of {} in the file (--benchmark N picks another):\n",
-                    benchmarks.len()
-                ));
-                for (k, d) in benchmarks.iter().enumerate() {
-                    let line = format!(
-                        "  {}{}: {d}",
-                        if k + 1 == *benchmark { "*" } else { " " },
-                        k + 1
-                    );
-                    out.push_str(&fit(&line, 80));
-                    out.push('\n');
-                }
-            }
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// Runs of the matrix on a virtual machine when --runs is not given: the
-/// host moves the virtual CPUs between moments, so one matrix sees one
-/// moment (the report measures three the same way).
-const VM_RUNS: usize = 3;
-/// How far apart those runs start without --budget.
-const VM_SPACING: Duration = Duration::from_secs(1);
-
-/// Runs of the matrix, the least time between their starts, and the line
-/// that says so when it is not what was asked: --runs as given, else on a
-/// virtual machine [`VM_RUNS`] runs started [`VM_SPACING`] (a third of
-/// --budget) apart.
-fn runs_here(args: &Args, vm: bool) -> (usize, Option<Duration>, Option<String>) {
-    if args.runs_given || !vm {
-        return (args.repeat, None, None);
-    }
-    let gap = args.budget.map_or(VM_SPACING, |b| b / VM_RUNS as u32);
-    let note = format!(
-        "virtual machine: {VM_RUNS} runs, {:.1} s apart, to show the drift (--runs N)",
-        gap.as_secs_f64()
-    );
-    (VM_RUNS, Some(gap), Some(note))
 }
 
 /// Says once, on stderr, that this is a virtual machine and what it means;
@@ -687,136 +342,27 @@ fn vm_note(g: &Globals) -> bool {
     if !g.quiet {
         eprintln!(
             "{}",
-            crate::cli::wrap80(&format!("pinsight: {}", vm.note()))
+            pinsight_render::term::wrap80(&format!("pinsight: {}", vm.note()))
         );
     }
     true
-}
-
-/// Pairs measured in fewer runs, noisy or not measured, after the summary.
-fn measurement_notes(r: &Measurement, c: &MeasureConfig) -> String {
-    let mut out = String::new();
-    if !r.fewer_runs.is_empty() {
-        out.push_str(&fill(
-            &format!(
-                "{} pair(s) measured in fewer than {} runs: the --budget ran out: {}",
-                r.fewer_runs.len(),
-                c.repeats,
-                pair_list(&r.fewer_runs)
-            ),
-            Wrap::new(80).indent("", "  "),
-        ));
-    }
-    let noisy = r.noisy();
-    if !noisy.is_empty() {
-        out.push_str(&fill(
-            &format!(
-                "{} noisy pair(s) (within-run interval wider than ±{}% after {} ms, \
-                 runs that disagree, or a virtual machine): {}",
-                noisy.len(),
-                c.target_rel_ci * 100.0,
-                c.max_time_per_pair.as_millis(),
-                pair_list(&noisy)
-            ),
-            Wrap::new(80).indent("", "  "),
-        ));
-    }
-    let summary = pinsight_measure::disturbance::Summary::of(r.disturbance.iter().flatten());
-    if let Some(n) = summary.note() {
-        out.push_str(&fill(
-            &n.replace(" runs ", " runs of the matrix "),
-            Wrap::new(80).indent("", "  "),
-        ));
-    }
-    if !r.skipped.is_empty() {
-        out.push_str(&fill(
-            &format!(
-                "{} pair(s) not measured: the --budget ran out after {} of {} rounds: {}",
-                r.skipped.len(),
-                r.rounds_run,
-                r.rounds_planned,
-                pair_list(&r.skipped)
-            ),
-            Wrap::new(80).indent("", "  "),
-        ));
-    }
-    out
-}
-
-/// What the ± of the summary lines means (nothing when the matrix has no
-/// per-pair statistics, e.g. read from core-to-core-latency's CSV).
-fn interval_legend(m: &LatencyMatrix) -> String {
-    if m.stats.is_none() {
-        return String::new();
-    }
-    let runs = m.runs();
-    if runs < 2 {
-        return fill(
-            "± within-run: the 95% CI of the median from this one run's samples; it \
-             does not cover run-to-run variation (often larger): see --runs N.",
-            Wrap::new(80).indent("", ""),
-        );
-    }
-    let mut out = fill(
-        &format!(
-            "± is the larger of the within-run 95% CI and the run-to-run spread: how far \
-             the farthest of the {runs} run medians lies from their median (the value shown)."
-        ),
-        Wrap::new(80).indent("", ""),
-    );
-    if let Some(s) = m.run_to_run() {
-        out.push_str(&fill(
-            &format!(
-                "Run-to-run spread over {} pair{}: median ±{}, max ±{} (CPUs {},{}).",
-                s.pairs,
-                if s.pairs == 1 { "" } else { "s" },
-                render::format_pct(s.median_rel),
-                render::format_pct(s.max_rel),
-                s.max_pair.0,
-                s.max_pair.1
-            ),
-            Wrap::new(80).indent("", ""),
-        ));
-    }
-    out
-}
-
-/// `line` cut to `width` characters, ending in "…" when cut.
-fn fit(line: &str, width: usize) -> String {
-    if line.chars().count() <= width {
-        return line.to_string();
-    }
-    let mut s: String = line.chars().take(width.saturating_sub(1)).collect();
-    s.push('…');
-    s
-}
-
-/// "12 ms" / "3.4 s".
-fn seconds(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{} ms", d.as_millis())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
-
-/// "(1,0) (3,2) ..." — at most 12, then a count.
-fn pair_list(pairs: &[(usize, usize)]) -> String {
-    let mut s: Vec<String> = pairs
-        .iter()
-        .take(12)
-        .map(|(a, b)| format!("({a},{b})"))
-        .collect();
-    if pairs.len() > 12 {
-        s.push(format!("and {} more", pairs.len() - 12));
-    }
-    s.join(" ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use pinsight_latency::LoadMatrix;
+    use pinsight_latency_model::DomainTree;
+
+    /// The view `run` prints, as into a file (no colour, 200 columns).
+    fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree) -> String {
+        let style = render::TableStyle {
+            color: false,
+            width: 200,
+        };
+        render::report::human(m, origin, tree, &[], &style)
+    }
 
     #[derive(Parser)]
     struct Cli {
@@ -982,28 +528,18 @@ mod tests {
         };
         let r = measure::measure(&config).unwrap();
         let tree = domains(&r.matrix);
-        let doc = JsonReport {
-            matrix: &r.matrix,
-            unit: "ns one-way",
-            measured: None,
-            file: None,
-            domains: &tree,
+        let origin = Origin::Measured {
+            measurement: Box::new(r.clone()),
+            config,
         };
+        let doc = JsonReport::new(&r.matrix, &origin, &tree);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
         std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
         let back = LatencyMatrix::load(&path).unwrap();
         assert_eq!(back.cpus, r.matrix.cpus);
         assert_eq!(back.method.as_deref(), Some("cas"));
-        let text = human(
-            &r.matrix,
-            &Origin::Measured {
-                measurement: Box::new(r.clone()),
-                config,
-            },
-            &tree,
-            &parse(&[]).unwrap().0,
-        );
+        let text = human(&r.matrix, &origin, &tree);
         assert!(
             text.starts_with("CAS latency on a single shared cache line (cas)\n"),
             "{text}"
@@ -1032,7 +568,7 @@ mod tests {
         assert_eq!(m.between(1, 0), Some(50.0));
         let (m2, _) = load(&path, Some(2), None).unwrap();
         assert_eq!(m2.between(2, 1), Some(100.0));
-        let text = human(&m, &origin, &domains(&m), &parse(&[]).unwrap().0);
+        let text = human(&m, &origin, &domains(&m));
         assert!(
             text.contains("Showing matrix 1 of 2 in the file (--benchmark N picks another)")
                 && text.contains("  *1: lines 1-3, 3 CPUs")
@@ -1093,7 +629,7 @@ mod tests {
             elapsed: Duration::from_millis(5),
             disturbance: Vec::new(),
         };
-        let c = csv_comment(
+        let c = report::csv_comment(
             &r.matrix.clone(),
             &Origin::Measured {
                 measurement: Box::new(r),
@@ -1159,72 +695,5 @@ mod tests {
         assert!(parse(&["--runs", "0"]).is_err());
         assert!(parse(&["--latency", "x.csv", "--runs", "2"]).is_err());
         assert_eq!(parse(&[]).unwrap().0.repeat, 1);
-    }
-
-    #[test]
-    fn a_virtual_machine_gets_three_spaced_runs_unless_runs_is_given() {
-        let (args, _) = parse(&[]).unwrap();
-        assert_eq!(runs_here(&args, false), (1, None, None));
-        let (n, gap, note) = runs_here(&args, true);
-        assert_eq!((n, gap), (3, Some(Duration::from_secs(1))));
-        let note = note.unwrap();
-        assert!(
-            note.contains("3 runs, 1.0 s apart") && note.contains("--runs"),
-            "{note}"
-        );
-        assert!(note.len() + "pinsight: ".len() <= 80, "one line: {note}");
-        let (args, _) = parse(&["--budget", "9s"]).unwrap();
-        assert_eq!(runs_here(&args, true).1, Some(Duration::from_secs(3)));
-        // Given, even at its default value: as asked, no note.
-        let (mut args, _) = parse(&["--runs", "1"]).unwrap();
-        args.runs_given = true;
-        assert_eq!(runs_here(&args, true), (1, None, None));
-    }
-
-    #[test]
-    fn legend_names_the_interval_and_the_run_to_run_spread() {
-        let stat = |runs: &[f64]| {
-            let one: Vec<pinsight_latency::PairStat> = runs
-                .iter()
-                .map(|&v| pinsight_latency::PairStat {
-                    median_ns: v,
-                    mean_ns: v,
-                    ci_low_ns: v * 0.995,
-                    ci_high_ns: v * 1.005,
-                    samples: 50,
-                    noisy: false,
-                    run_medians_ns: Vec::new(),
-                })
-                .collect();
-            pinsight_latency::PairStat::combine(&one).unwrap()
-        };
-        let mut m = LatencyMatrix::new(vec![0, 1]);
-        assert_eq!(interval_legend(&m), "", "no statistics, no legend");
-        let s = stat(&[50.0]);
-        m.stats = Some(vec![vec![None, Some(s.clone())], vec![Some(s), None]]);
-        let one = interval_legend(&m);
-        assert!(
-            one.contains("± within-run: the 95% CI of the median from this one run's")
-                && one.contains("cover run-to-run variation")
-                && one.contains("--runs N"),
-            "{one}"
-        );
-        let s = stat(&[53.0, 64.0, 58.0, 55.0, 60.0]);
-        m.stats = Some(vec![vec![None, Some(s.clone())], vec![Some(s), None]]);
-        let five = interval_legend(&m);
-        assert!(
-            five.contains("± is the larger of the within-run 95% CI and the run-to-run")
-                && five.contains("farthest of the 5 run medians")
-                && five
-                    .contains("Run-to-run spread over 1 pair: median ±10%, max ±10% (CPUs 1,0)."),
-            "{five}"
-        );
-        assert!(five.lines().all(|l| l.chars().count() <= 80), "{five}");
-    }
-
-    #[test]
-    fn fit_cuts_with_an_ellipsis() {
-        assert_eq!(fit("abcdef", 4), "abc…");
-        assert_eq!(fit("abc", 4), "abc");
     }
 }

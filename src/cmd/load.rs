@@ -3,7 +3,7 @@
 //! the top threads and the interrupts per CPU (library:
 //! `pinsight_load`; views: `pinsight_render::load`).
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_load::{LoadError, Options, Parts, Watch};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -197,7 +197,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 pinsight_render::load::load_screen(&r, pinsight_render::term::terminal_rows());
             crate::out::stdout_terminal(format_args!(
                 "\x1b[H\x1b[2J{}",
-                pinsight_render::term::shown_lines(&view)
+                pinsight_sys::text::shown_lines(&view)
             ));
         } else {
             if n > 0 && format == Format::Text {

@@ -4,7 +4,8 @@
 //! (pinsight_sched::mix). Thin: flags, journal path, Ctrl-C, progress,
 //! output through pinsight-render.
 
-use crate::cli::{wrap80, CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
+use pinsight_render::term::wrap80;
 use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest, Record};
 use std::path::PathBuf;
 
@@ -144,7 +145,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if let (Some(vm), false) = (pinsight_topology::vm::detect(&fs), g.quiet) {
         eprintln!(
             "{}",
-            crate::cli::wrap80(&format!("pinsight: {}", vm.note()))
+            pinsight_render::term::wrap80(&format!("pinsight: {}", vm.note()))
         );
     }
     let outcome = mix::run(
@@ -176,7 +177,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     if !g.quiet {
         for n in &result.notes {
-            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {n}")));
+            eprintln!(
+                "{}",
+                pinsight_render::term::wrap80(&format!("pinsight: warning: {n}"))
+            );
         }
     }
     Ok(0)

@@ -3,7 +3,7 @@
 //! curves P-first vs E-first (Adnan, Array 19 (2023), Figs. 3–8), as a
 //! table, SVG or JSON.
 
-use crate::cli::{check_output_file, CliError, CmdResult, Globals};
+use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_plan::tune::TuneLayout;
 use pinsight_render::tune as view;
 use pinsight_tune_model::{

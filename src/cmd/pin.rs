@@ -3,13 +3,13 @@
 //! QEMU vCPU n to place n and the other QEMU threads to the rest.
 
 use super::plan_args::{make_request, parse_policy, plan_error, PlanArgs};
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_launch::pin::{
     pin_process, threads_of, threads_to_plan, AssignError, Outcome, PinError, PinOptions,
     ThreadOrder, ThreadPin,
 };
 use pinsight_plan::{PlanError, Policy, Request};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 
 /// Re-pin a running process's threads according to a plan.
 #[derive(clap::Args, Debug)]
@@ -116,7 +116,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 fn plan_for(
     args: &Args,
     tasks: &[pinsight_launch::pin::TaskInfo],
-    topo: &pinsight_topology::Topology,
+    topo: &pinsight_model::Topology,
 ) -> Result<pinsight_plan::Plan, CliError> {
     let mut req = make_request(&args.policy, &args.plan)?;
     if req.threads.is_none() && req.tasks.is_none() {

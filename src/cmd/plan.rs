@@ -6,7 +6,7 @@ use super::plan_args::{
     add_interleave_weights, caveat_message, format_error, make_request, parse_policy, plan_error,
     PlanArgs,
 };
-use crate::cli::{CmdResult, Globals};
+use crate::{cli::Globals, errors::CmdResult};
 use pinsight_plan::{format::FORMAT_NAMES, plan, render, Format, Policy};
 
 const AFTER_HELP: &str = "\

@@ -4,16 +4,17 @@
 //! error messages; and the slicing flags and steps `slice` and `run --slice`
 //! share.
 
-use crate::cli::{CliError, Globals};
+use crate::{cli::Globals, errors::CliError};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency::LoadMatrix;
+use pinsight_latency_model::LatencyMatrix;
+use pinsight_model::Topology;
 use pinsight_plan::launcher::{detect, LauncherError, LocalRank};
 use pinsight_plan::slice::{slices, SliceRequest, SliceRule, Slicing};
 use pinsight_plan::{
-    BasePolicy, Caveat, FormatError, LatencyMatrix, LatencyProblem, MemMode, MemPolicy, Plan,
-    PlanError, Policy, Request,
+    BasePolicy, Caveat, FormatError, LatencyProblem, MemMode, MemPolicy, Plan, PlanError, Policy,
+    Request,
 };
-use pinsight_topology::Topology;
 use std::path::PathBuf;
 
 /// The planning options besides POLICY (flattened into each command's `Args`).

@@ -2,8 +2,11 @@
 //! core-to-core latency and per-CPU speed within a time budget, writes one
 //! self-contained HTML page and its JSON, and prints what to do.
 
-use crate::cli::{check_output_file, parse_duration, CliError, CmdResult, Globals};
-use pinsight_latency::{LatencyMatrix, LoadMatrix};
+use crate::{
+    cli::check_output_file, cli::parse_duration, cli::Globals, errors::CliError, errors::CmdResult,
+};
+use pinsight_latency::LoadMatrix;
+use pinsight_latency_model::LatencyMatrix;
 use pinsight_render::report::{html, terminal_summary};
 use pinsight_report::budget::{
     secs, split, BudgetInput, NotWanted, Part, Skip, Want, MIN_SPEED_PER_CPU,
@@ -176,7 +179,7 @@ fn write_and_show(
 /// The matrix of `--latency FILE`, refused when it names CPUs this machine lacks.
 fn latency_from(
     args: &Args,
-    topo: &pinsight_topology::Topology,
+    topo: &pinsight_model::Topology,
 ) -> Result<Option<LatencyMatrix>, CliError> {
     let Some(path) = &args.latency_from else {
         return Ok(None);

@@ -12,7 +12,8 @@
 //! The report goes to stderr: stdout belongs to the program.
 
 use super::plan_args::{make_plan, parse_policy, PlanArgs};
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
+use pinsight_launch::rank_report::RankReport;
 use pinsight_launch::{LaunchError, Mechanism, PinMain, RunOptions, RunOutcome};
 use pinsight_plan::{Plan, Policy};
 use std::ffi::OsString;
@@ -231,10 +232,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let outcome = pinsight_launch::run(&plan, &opts).map_err(launch_error)?;
     if let (Some((host, path)), Some(s)) = (&report_path, &slice) {
-        let doc = serde_json::json!({ "host": host, "slice": s, "plan": plan, "run": outcome });
-        let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
-        pinsight_lifecycle::output::write(path, (text + "\n").as_bytes())
+        let text = RankReport::new(host, s, &plan, &outcome)
+            .and_then(|r| r.to_text())
+            .map_err(|e| CliError::runtime(e.to_string()))?;
+        pinsight_lifecycle::output::write(path, text.as_bytes())
             .map_err(|e| CliError::runtime(format!("--report-dir: {e}")))?;
     }
     show(&args, g, &plan, slice.as_ref(), &outcome)?;
@@ -254,7 +255,7 @@ fn plan_and_slice(
     args: &Args,
     argv: &[OsString],
     policy: &Policy,
-    topo: &pinsight_topology::Topology,
+    topo: &pinsight_model::Topology,
     g: &Globals,
 ) -> Result<(Plan, Option<pinsight_plan::slice::RankSlice>), CliError> {
     Ok(match &args.slice {
@@ -323,7 +324,10 @@ fn show(
         eprint!("{}", pinsight_render::run::report(plan, outcome));
     } else if !g.quiet {
         for n in &outcome.notes {
-            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {n}")));
+            eprintln!(
+                "{}",
+                pinsight_render::term::wrap80(&format!("pinsight: note: {n}"))
+            );
         }
     }
     Ok(())

@@ -3,7 +3,8 @@
 //! machine's big/small CPUs, starting CMD or finding the pids, signals,
 //! the report through pinsight-render.
 
-use crate::cli::{wrap80, CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
+use pinsight_render::term::wrap80;
 use pinsight_sched::run::{Outcome, RunError, Target};
 use pinsight_sched::{Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource};
 use pinsight_sched_model::Policy;
@@ -198,7 +199,7 @@ fn print_report(
 /// (other CPUs, VMs, kernels without it) the report says why.
 fn feed_capacity(manager: &mut Manager) {
     use pinsight_topology::hfi::{Batch, HfiWatcher};
-    let live = pinsight_topology::FsRoot::live();
+    let live = pinsight_sys::FsRoot::live();
     if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&live) {
         manager.capacity_unavailable(&why);
         return;
@@ -233,7 +234,7 @@ fn feed_capacity(manager: &mut Manager) {
 /// which, since TO and ACFS then rank every thread alike.
 fn sf_source(
     g: &Globals,
-    topo: &pinsight_topology::Topology,
+    topo: &pinsight_model::Topology,
     given: GivenSf,
     policy: Policy,
 ) -> Result<Box<dyn SfSource>, CliError> {

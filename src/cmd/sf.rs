@@ -4,12 +4,12 @@
 //! Thin: flags, then `pinsight_measure::sf::session::measure` (the
 //! sampling loop, probe, signals, restore), output through pinsight-render.
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
 use pinsight_measure::sf::session::{self, Measured, Request, SessionError, Target};
 use pinsight_measure::sf::{KindCpus, SfOptions, SfUnavailable, ThreadEntry};
 use pinsight_sys::procfs;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -174,7 +174,10 @@ fn command_words(args: &Args) -> Option<Vec<String>> {
 fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(), CliError> {
     if !g.quiet {
         for w in &m.warnings {
-            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
+            eprintln!(
+                "{}",
+                pinsight_render::term::wrap80(&format!("pinsight: warning: {w}"))
+            );
         }
     }
     let min_samples = req.options.params.min_samples;
@@ -240,12 +243,15 @@ fn unavailable(args: &Args, g: &Globals, req: &Request<'_>, reason: &SfUnavailab
     };
     eprintln!(
         "{}",
-        crate::cli::wrap80(&format!(
+        pinsight_render::term::wrap80(&format!(
             "pinsight: error: speedup factors unavailable: {reason}{started}"
         ))
     );
     if !g.quiet {
-        eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {hint}")));
+        eprintln!(
+            "{}",
+            pinsight_render::term::wrap80(&format!("pinsight: note: {hint}"))
+        );
     }
     Ok(1)
 }
@@ -258,10 +264,16 @@ fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
     sf.journal = path.display().to_string();
     if !g.quiet {
         for w in &j.warnings {
-            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: warning: {w}")));
+            eprintln!(
+                "{}",
+                pinsight_render::term::wrap80(&format!("pinsight: warning: {w}"))
+            );
         }
         if let Some(note) = &sf.note {
-            eprintln!("{}", crate::cli::wrap80(&format!("pinsight: note: {note}")));
+            eprintln!(
+                "{}",
+                pinsight_render::term::wrap80(&format!("pinsight: note: {note}"))
+            );
         }
     }
     if g.json {
@@ -284,7 +296,7 @@ fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
             sf.big.runs,
         );
         for line in text.lines() {
-            println!("{}", crate::cli::wrap80(line));
+            println!("{}", pinsight_render::term::wrap80(line));
         }
     }
     Ok(0)

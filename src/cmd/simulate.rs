@@ -5,11 +5,11 @@
 //! reads the programs file, runs the pure simulator, prints through
 //! pinsight-render.
 
-use crate::cli::{CliError, CmdResult, Globals};
-use pinsight_lifecycle::progress::Progress;
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_sched_model::{
     parse_programs, simulate, Machine, Policy, SfQuality, SimConfig, SimError,
 };
+use pinsight_sys::progress::Progress;
 use std::path::PathBuf;
 
 /// Simulate schedulers (os, aarr, to, acfs) on a big/small machine.
@@ -229,7 +229,7 @@ fn machine_from_topology(g: &Globals) -> Result<Machine, CliError> {
                 others.join(", ")
             )
         };
-        eprintln!("{}", crate::cli::wrap80(&note));
+        eprintln!("{}", pinsight_render::term::wrap80(&note));
     }
     Ok(Machine { big, small })
 }

@@ -3,8 +3,8 @@
 //! are in `plan_args`; the slice itself is `pinsight_plan::slice`.
 
 use super::plan_args::{allowed_cpus, local_rank, make_slicing, SliceArgs};
-use crate::cli::{CliError, CmdResult, Globals};
 use crate::errors::slice_error;
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
 use pinsight_plan::slice::rank_slice;
 use pinsight_render::gather::{cap, slicing_text};
@@ -93,7 +93,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         );
         print!("{}", slicing_text(&topo, &s, Some(mine.rank)));
         for n in &local.notes {
-            println!("{}", crate::cli::wrap80(&format!("note: {n}")));
+            println!("{}", pinsight_render::term::wrap80(&format!("note: {n}")));
         }
     }
     Ok(0)

@@ -3,7 +3,7 @@
 //! `--fsroot OUT`. The work is in `pinsight_topology::snapshot`; this file
 //! is flags, messages and exit codes.
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_topology::snapshot::{self, Error, Options};
 use std::path::PathBuf;
 

@@ -1,15 +1,18 @@
 //! `pinsight speed`: per-CPU single-thread throughput and the speedup factor
 //! between core kinds.
 
-use crate::cli::{check_output_file, parse_duration, CliError, CmdResult, Globals};
+use crate::{
+    cli::check_output_file, cli::parse_duration, cli::Globals, errors::CliError, errors::CmdResult,
+};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
 use pinsight_speed::{
     chase_buffer_bytes, select_cpus, unweighted, weights_file, Kernel, MemoryError, SelectError,
     SpeedReport, SpeedSession,
 };
-use pinsight_topology::{CpuSet, Topology};
 use std::path::PathBuf;
 
-pub use pinsight_speed::default_mem_bytes;
+use pinsight_speed::default_mem_bytes;
 
 /// Measure how fast each CPU really is, and how much faster each core kind is
 /// than the others (the speedup factor), per kernel.
@@ -68,7 +71,7 @@ pub fn measure_report(
     if session.time_share() && !g.quiet {
         eprintln!(
             "{}",
-            crate::cli::wrap80(&format!(
+            pinsight_render::term::wrap80(&format!(
                 "pinsight: note: {}",
                 pinsight_speed::TIME_SHARE_NOTE
             ))
@@ -113,12 +116,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         check_output_file(path, "--export-weights")?;
     }
     if let (Some(vm), false) = (
-        pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live()),
+        pinsight_topology::vm::detect(&pinsight_sys::FsRoot::live()),
         g.quiet,
     ) {
         eprintln!(
             "{}",
-            crate::cli::wrap80(&format!("pinsight: {}", vm.note()))
+            pinsight_render::term::wrap80(&format!("pinsight: {}", vm.note()))
         );
     }
     let report = measure_report(&topo, cpus, args.kernels, args.budget_per_cpu, mem_bytes, g)?;
@@ -126,7 +129,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         if !g.quiet {
             eprintln!(
                 "{}",
-                crate::cli::wrap80(&format!("pinsight: warning: {note}"))
+                pinsight_render::term::wrap80(&format!("pinsight: warning: {note}"))
             );
         }
     }
@@ -161,7 +164,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 
 /// `--mem-mib MIB` in bytes, refused (usage error, before anything runs)
 /// when the buffer would not fit in the memory available now.
-fn checked_mem_bytes(mib: usize, fs: &pinsight_topology::FsRoot) -> Result<usize, CliError> {
+fn checked_mem_bytes(mib: usize, fs: &pinsight_sys::FsRoot) -> Result<usize, CliError> {
     chase_buffer_bytes(mib, fs).map_err(|e| match e {
         MemoryError::TooBig { mib, available } => {
             let avail = match available {

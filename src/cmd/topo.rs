@@ -3,7 +3,7 @@
 //! The tree is built and rendered by `pinsight_render::topo_text`;
 //! `--explain` (capacity provenance) by `pinsight_render::explain`.
 
-use crate::cli::{CmdResult, Globals};
+use crate::{cli::Globals, errors::CmdResult};
 
 /// Show the machine: packages, caches, cores, CPUs, NUMA nodes and core kinds.
 ///

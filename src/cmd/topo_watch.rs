@@ -8,10 +8,11 @@
 //! for Ctrl-C), or when the reader of stdout goes away (`| head`: exit 0,
 //! as a closed pipe is no failure).
 
-use crate::cli::{parse_duration, wrap80, CliError, CmdResult, Globals};
+use crate::{cli::parse_duration, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
+use pinsight_model::Topology;
+use pinsight_render::term::wrap80;
 use pinsight_topology::hfi::{Batch, CapabilityTable, HfiError, HfiWatcher};
-use pinsight_topology::Topology;
 use std::io::{self, Write};
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};

@@ -8,13 +8,13 @@
 //! the recommendation in every dialect `plan` speaks, text or JSON. The
 //! model is crate `pinsight-tune-model`, the words `pinsight-render`.
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_compare as compare;
+use pinsight_compare::experiment::Outcome as RunOutcome;
+use pinsight_model::Topology;
 use pinsight_plan::tune::TuneLayout;
 use pinsight_plan::{plan, render, Format, Policy, Request};
 use pinsight_render::tune::{self as view, Dialect, TuneView};
-use pinsight_topology::Topology;
-use pinsight_tune::RunOutcome;
 use pinsight_tune_model::{
     analyse_with, design, parse_runs, FitError, FitOptions, Goal, Machine, Observation, TuneReport,
 };
@@ -231,7 +231,7 @@ fn announce(session: &pinsight_tune::TuneSession<'_>, g: &Globals) {
         eprintln!("pinsight: journal: {}", session.journal_path().display());
         eprintln!(
             "{}",
-            crate::cli::wrap80(&format!(
+            pinsight_render::term::wrap80(&format!(
                 "pinsight: tuning on {}: {} configurations ({})",
                 session.layout().describe(),
                 session.design().len(),

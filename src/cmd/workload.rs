@@ -6,7 +6,7 @@
 //! pins the workers in creation order (worker i is place i + 1; the main
 //! thread, place 0, only waits).
 
-use crate::cli::{CliError, CmdResult, Globals};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_workload::{
     check, names, parse_size, run_with_progress, Params, Schedule, WorkloadError, WORKLOADS,
 };

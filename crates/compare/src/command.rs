@@ -27,11 +27,11 @@
 //! ([`PreparedArm::follow`]) to the executor.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_launch::affinity::to_kernel_words;
 use pinsight_launch::shim::ShimFile;
 use pinsight_launch::watch::FollowPlan;
 use pinsight_launch::{Application, Mechanism, PinMain};
 use pinsight_plan::Plan;
+use pinsight_sys::affinity::to_kernel_words;
 use pinsight_sys::spawn::{Spawn, Stdio};
 use std::ffi::{OsStr, OsString};
 
@@ -136,7 +136,7 @@ impl PreparedArm {
 
 /// The CPUs this process may run on (`sched_getaffinity`), if readable.
 pub fn own_affinity() -> Option<CpuSet> {
-    pinsight_launch::affinity::get_affinity(0).ok()
+    pinsight_sys::affinity::get_affinity(0).ok()
 }
 
 #[cfg(test)]

@@ -11,17 +11,18 @@
 use crate::command::ShimError;
 use crate::command::{PreparedArm, Shim};
 use crate::design::{schedule, Phase, Slot};
-use crate::journal::{Header, JournalError, JournalWriter, RankTimes, RunLine};
+use crate::journal::{Header, JournalWriter, RankTimes, RunLine};
 use crate::output::{Capture, CaptureError, Kept};
 use crate::program_metric::MetricSpec;
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::watch::{WatchConfig, Watcher};
-use pinsight_lifecycle::progress::Progress;
+use pinsight_lifecycle::journal::JournalError;
 use pinsight_measure::{
     GovernorError, GovernorGuard, Measurer, Metric, Options, RunError, RunRecord,
 };
+use pinsight_sys::progress::Progress;
 use pinsight_sys::spawn::{Prebuilt, Spawn, Stdio as SpawnStdio};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::Command;

@@ -14,7 +14,7 @@
 use crate::design::Phase;
 use crate::program_metric::MetricSpec;
 use pinsight_cpuset::CpuSet;
-pub use pinsight_lifecycle::journal::JournalError;
+use pinsight_lifecycle::journal::JournalError;
 use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
 use pinsight_measure::{Metric, RunRecord};
 use serde::{Deserialize, Serialize};

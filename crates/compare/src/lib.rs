@@ -21,6 +21,7 @@
 //!
 //! The JSON formats (journal and report) are documented in
 //! `docs/src/schemas/compare.md`.
+#![forbid(unsafe_code)]
 
 pub mod analysis;
 pub mod command;
@@ -48,12 +49,8 @@ pub use experiment::{
     SwitchError,
 };
 pub use journal::{
-    ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalError, JournalWriter, Machine,
-    MachineKind, NotApplicable, RankTime, RankTimes, RunLine, RunOutputRef,
+    ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalWriter, Machine, MachineKind,
+    NotApplicable, RankTime, RankTimes, RunLine, RunOutputRef,
 };
 pub use setup::{setup, setup_with, Extension, GovernorProbe, Request, Setup, SetupError};
 pub use verdict::{Advice, Caveat, Decision, Verdict};
-
-/// Crates the command line needs, so it depends on this crate alone.
-pub use pinsight_measure as measure;
-pub use pinsight_plan as plan;

@@ -11,6 +11,7 @@ use crate::design::Slot;
 use crate::experiment::{run_prepare, run_prepare_kept, Executor, SwitchError};
 use crate::journal::{RankTime, RankTimes};
 use crate::output::{Capture, CaptureError, Kept};
+use pinsight_launch::rank_report::{RankReport, MAX_REPORT_BYTES};
 use pinsight_measure::{Measurer, RunError, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -282,16 +283,14 @@ pub fn rank_times(dir: &Path, launcher_wall_s: f64, launcher_failed: bool) -> Ra
 }
 
 fn read_rank(path: &Path, host: &str) -> Option<RankTime> {
-    // A rank's report is a few KiB: 16 MiB is no real one.
-    let text = pinsight_sys::fs::read_bounded_string(path, 16 << 20).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let n = |x: &serde_json::Value| x.as_u64().map(|n| n as usize);
+    let text = pinsight_sys::fs::read_bounded_string(path, MAX_REPORT_BYTES).ok()?;
+    let r = RankReport::parse(&text, host).ok()?;
     Some(RankTime {
-        host: v["host"].as_str().unwrap_or(host).to_string(),
-        rank: n(&v["slice"]["rank"])?,
-        size: n(&v["slice"]["size"])?,
-        wall_s: v["run"]["wall_ms"].as_f64()? / 1e3,
-        exit_code: v["run"]["exit_code"].as_i64().unwrap_or(-1) as i32,
+        wall_s: r.wall_s(),
+        rank: r.slice.rank,
+        size: r.slice.size,
+        exit_code: r.run.exit_code,
+        host: r.host,
     })
 }
 

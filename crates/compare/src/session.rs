@@ -11,11 +11,14 @@ use crate::command::{PreparedArm, ShimError};
 use crate::experiment::{
     self, done_slots_with, Always, Executor, Gate, LiveExecutor, Outcome, SwitchError,
 };
-use crate::journal::{Difference, Header, Journal, JournalError, JournalWriter, RunLine};
+use crate::interrupt;
+use crate::journal::{Difference, Header, Journal, JournalWriter, RunLine};
 use crate::setup::{self, machine, probe_governors, Extension, Request, SetupError};
-use crate::{interrupt, measure};
-use pinsight_lifecycle::progress::Progress;
-use pinsight_topology::{FsRoot, Topology};
+use pinsight_lifecycle::journal::JournalError;
+use pinsight_measure as measure;
+use pinsight_model::Topology;
+use pinsight_sys::progress::Progress;
+use pinsight_sys::FsRoot;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

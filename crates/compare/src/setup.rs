@@ -5,12 +5,14 @@
 
 use crate::journal::{ArmHeader, ArmPlan, Header, Machine, NotApplicable, SCHEMA};
 use pinsight_cpuset::CpuSet;
+use pinsight_latency_model::LatencyMatrix;
 use pinsight_measure::{read_governors, GovernorError, GovernorGuard, RestoreError};
+use pinsight_model::Topology;
 use pinsight_plan::{
-    plan, BasePolicy, LatencyMatrix, MemParseError, MemPolicy, Plan, PlanError, Policy,
-    PolicyParseError, Request as PlanRequest, Weights,
+    plan, BasePolicy, MemParseError, MemPolicy, Plan, PlanError, Policy, PolicyParseError,
+    Request as PlanRequest, Weights,
 };
-use pinsight_topology::{FsRoot, Topology};
+use pinsight_sys::FsRoot;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;

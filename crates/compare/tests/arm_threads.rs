@@ -5,7 +5,9 @@
 use pinsight_compare::journal::{Field, Header, Journal, JournalWriter};
 use pinsight_compare::setup::{setup, setup_with, Extension, GovernorProbe, Request, SetupError};
 use pinsight_compare::Machine;
-use pinsight_topology::{discover, FsRoot, Topology};
+use pinsight_model::Topology;
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 
 fn laptop() -> Topology {
     let dir = pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t");

@@ -6,13 +6,13 @@ use pinsight_compare::experiment::{done_slots, execute, Always, Executor, Outcom
 use pinsight_compare::journal::{
     ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, NotApplicable, SCHEMA,
 };
-use pinsight_compare::measure::{
-    CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
-};
 use pinsight_compare::{analyse, Advice, Decision, Phase, Slot, Status};
 use pinsight_cpuset::CpuSet;
-use pinsight_lifecycle::progress::Silent;
+use pinsight_measure::{
+    CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
+};
 use pinsight_render::compare as render;
+use pinsight_sys::progress::Silent;
 
 /// An arm; each policy but `os` pins its two threads to a placement of
 /// its own (arms with the same placement are flagged by the verdict).
@@ -726,7 +726,7 @@ struct Disturbed {
 
 impl Executor for Disturbed {
     fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
-        use pinsight_compare::measure::disturbance::{CpuDisturbance, Disturbance};
+        use pinsight_measure::{disturbance::CpuDisturbance, disturbance::Disturbance};
         let n = self.seen.entry(slot.index).or_default();
         *n += 1;
         let hit = self.disturbed.contains(&slot.index) && *n <= self.times;

@@ -10,14 +10,12 @@ use pinsight_compare::experiment::{execute, Always, Executor, SwitchError};
 use pinsight_compare::journal::{
     ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, RunOutputRef, SCHEMA,
 };
-use pinsight_compare::measure::{
-    CounterMetrics, EnergyMetrics, ExitStatusRecord, RunError, RunRecord,
-};
 use pinsight_compare::output::{CaptureError, Kept};
 use pinsight_compare::program_metric::{self, figures_in, Better, MetricSpec};
 use pinsight_compare::{analyse, Advice, Decision, Slot, Status};
 use pinsight_cpuset::CpuSet;
-use pinsight_lifecycle::progress::Silent;
+use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, RunError, RunRecord};
+use pinsight_sys::progress::Silent;
 
 fn fixture(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

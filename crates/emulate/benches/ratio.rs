@@ -11,9 +11,9 @@
 //! reference CPU's probe rate with the stealer running against without.
 
 use pinsight_emulate::{probe, Choice, Options, Spread, Targets};
-use pinsight_lifecycle::progress::Silent;
-use pinsight_topology::declared::KindSpec;
-use pinsight_topology::FsRoot;
+use pinsight_model::declared::KindSpec;
+use pinsight_sys::progress::Silent;
+use pinsight_sys::FsRoot;
 use std::time::{Duration, Instant};
 
 const WINDOW: Duration = Duration::from_millis(200);

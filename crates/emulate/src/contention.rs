@@ -14,8 +14,8 @@
 //! per-CPU work and left out) with its `Cpus_allowed_list`.
 
 use pinsight_cpuset::CpuSet;
+use pinsight_sys::FsRoot;
 use pinsight_sys::{cpustat, procfs};
-use pinsight_topology::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@
 
 use pinsight_cpuset::CpuSet;
 use pinsight_sys::stealer::Watchdog;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::sync::{Mutex, MutexGuard};
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";

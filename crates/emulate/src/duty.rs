@@ -11,7 +11,7 @@
 //! `SCHED_FIFO` at priority 2 is used.
 
 use pinsight_sys::stealer::Stealer;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 

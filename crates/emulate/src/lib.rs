@@ -39,8 +39,8 @@ pub mod target;
 
 pub use target::{KindTarget, TargetError, Targets};
 
-use pinsight_lifecycle::progress::Progress;
-use pinsight_topology::FsRoot;
+use pinsight_sys::progress::Progress;
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::time::Duration;
 

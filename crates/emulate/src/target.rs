@@ -2,7 +2,7 @@
 //! CPU they are measured against.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::declared::KindSpec;
+use pinsight_model::declared::KindSpec;
 use serde::Serialize;
 
 /// One kind to emulate.

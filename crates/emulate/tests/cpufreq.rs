@@ -2,7 +2,7 @@
 //! every exit path, `kill -9` included (the watchdog).
 
 use pinsight_emulate::cpufreq::{self, CapError, Caps};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -175,7 +175,7 @@ fn start_prefers_caps_and_stop_restores_them() {
     tree(dir.path(), cpus[1] + 1, false);
     let fs = FsRoot::at(dir.path()).unwrap();
     let spec =
-        pinsight_topology::declared::KindSpec::parse(&format!("{}:P,{}:E@0.5", cpus[0], cpus[1]))
+        pinsight_model::declared::KindSpec::parse(&format!("{}:P,{}:E@0.5", cpus[0], cpus[1]))
             .unwrap();
     let targets = pinsight_emulate::Targets::of(&spec).unwrap();
     let opts = pinsight_emulate::Options {

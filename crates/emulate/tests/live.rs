@@ -2,8 +2,8 @@
 //! are real-time and pinned, and they are gone once the emulation ends.
 
 use pinsight_emulate::{Choice, Mechanism, Options, Targets};
-use pinsight_topology::declared::KindSpec;
-use pinsight_topology::FsRoot;
+use pinsight_model::declared::KindSpec;
+use pinsight_sys::FsRoot;
 use std::time::Duration;
 
 /// The scheduling policy of `pid` (field 41 of /proc/PID/stat; 1 = FIFO).
@@ -40,7 +40,7 @@ fn duty_cycle_slows_a_cpu_and_leaves_nothing() {
         &FsRoot::live(),
         &targets,
         &opts,
-        &mut pinsight_lifecycle::progress::Silent,
+        &mut pinsight_sys::progress::Silent,
     ) {
         Ok(em) => em,
         Err(e) if e.to_string().contains("needs root") => {

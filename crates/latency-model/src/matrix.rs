@@ -22,7 +22,7 @@
 
 use std::fmt::Write as _;
 
-pub use crate::error::{CpuListError, InvalidMatrix, MatrixError};
+use crate::error::{CpuListError, InvalidMatrix, MatrixError};
 use pinsight_cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 

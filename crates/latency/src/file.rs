@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::matrix::{CsvMatrix, LatencyMatrix, MatrixError};
+use pinsight_latency_model::{matrix::CsvMatrix, matrix::LatencyMatrix, MatrixError};
 
 /// Why a matrix file could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -34,14 +34,14 @@ pub mod stats;
 
 pub use pingpong::Method;
 
-pub use crate::matrix::RunToRun;
-use crate::{LatencyMatrix, PairStat};
 use pingpong::{PairLines, Pinger};
 use pinsight_cpuset::CpuSet;
+use pinsight_latency_model::matrix::RunToRun;
+use pinsight_latency_model::{LatencyMatrix, PairStat};
 use pinsight_measure::disturbance::Watch;
-pub use pinsight_measure::Disturbance;
+use pinsight_measure::Disturbance;
 use pinsight_sys::progress::{Progress, Silent};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use stats::SortedSamples;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Barrier, Mutex};

@@ -8,10 +8,10 @@ use pinsight_cpuset::CpuSet;
 use pinsight_latency::measure::{
     self, choose_cpus, usable_cpus, CpuChoiceError, MeasureConfig, MeasureError, Method,
 };
-use pinsight_latency::LatencyMatrix;
+use pinsight_latency_model::LatencyMatrix;
 use pinsight_sys::progress::Progress;
+use pinsight_sys::FsRoot;
 use pinsight_testkit::progress::Recorder;
-use pinsight_topology::FsRoot;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

@@ -13,7 +13,7 @@
 //!   each new thread at creation ([`Mechanism::Shim`]), or the watcher pins
 //!   new threads as it sees them ([`Mechanism::Follow`]) — also, with a
 //!   note, when the shim cannot reach the program (static, set-id, 32-bit
-//!   or foreign-machine binaries, see [`crate::program`]), or when the
+//!   or foreign-machine binaries, see [`pinsight_lifecycle::program`]), or when the
 //!   plan is too large for the environment ([`env_too_large`]). With the
 //!   shim the watcher stands guard: a program the shim cannot reach that
 //!   the launched one executes in place (`sh -c 'exec ./prog32'`) has its
@@ -39,8 +39,6 @@
 //! look), removes the shim file, and returns the child's status: its exit
 //! code, or 128+N if killed by signal N.
 
-use crate::affinity;
-use crate::program::{self, Program};
 use crate::shim::{self, ShimFile};
 use crate::threadlog::{self, assign_planned, refusal, Expected, ThreadLog, ENV_THREAD_LOG_FD};
 use crate::watch::{
@@ -49,9 +47,11 @@ use crate::watch::{
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_lifecycle::interrupt::{self, InterruptError};
+use pinsight_lifecycle::{program, program::Program};
 use pinsight_plan::{MemMode, MemPlan, Plan};
+use pinsight_sys::affinity;
 use pinsight_sys::mempolicy;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io;

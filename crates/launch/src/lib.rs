@@ -14,22 +14,19 @@
 //! - [`rebalance::rebalance`] spreads running processes or threads over
 //!   CPUs by capacity (the planner's `balance`), saving the previous
 //!   affinities for [`rebalance::state::restore`].
+//! - [`rank_report::RankReport`] is the file `run --slice --report-dir`
+//!   writes per rank, and `gather` and `compare --launcher` read.
 //!
-//! Every OS file read goes through [`pinsight_topology::FsRoot`]; affinity
-//! every OS call (affinity, signals, waiting, memfds) is in `pinsight-sys`,
-//! re-exported here as [`affinity`] and [`signals`] for existing callers.
+//! Every OS file read goes through [`pinsight_sys::FsRoot`]; every OS call
+//! (affinity, signals, waiting, memfds) is in `pinsight-sys`.
 
 #![forbid(unsafe_code)]
 
-pub use pinsight_sys::affinity;
 pub mod launch;
 pub mod pin;
-pub mod procfs;
+pub mod rank_report;
 pub mod rebalance;
-/// Resolving and checking programs lives in pinsight-lifecycle (one copy).
-pub use pinsight_lifecycle::program;
 pub mod shim;
-pub use pinsight_sys::signals;
 pub mod skip;
 pub mod threadlog;
 pub mod watch;

@@ -17,11 +17,11 @@
 //! refuses every affinity change with EINVAL. Such threads are reported as
 //! such, per thread, by real runs and dry runs alike.
 
-use crate::affinity;
-use crate::procfs;
 use pinsight_cpuset::CpuSet;
 use pinsight_plan::Plan;
-use pinsight_topology::FsRoot;
+use pinsight_sys::affinity;
+use pinsight_sys::procfs;
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::fmt;
 

@@ -13,7 +13,7 @@
 //! - **takeover** (with the shim): when the launched program executes in
 //!   place an image the shim cannot reach (a 32-bit program exec'd by a
 //!   64-bit wrapper such as `sh -c 'exec ./prog32'` or `os.execv`, a static or
-//!   set-id one: [`crate::program::preload_blocker`]), the loader ignores
+//!   set-id one: [`pinsight_lifecycle::program::preload_blocker`]), the loader ignores
 //!   the shim and nothing would pin that image's threads. The watcher
 //!   looks at `/proc/PID/exe` every poll (at the takeover's pace for the
 //!   first [`GUARD_FAST`], where wrappers exec), and from such an exec on pins
@@ -23,11 +23,11 @@
 //!   reaches again. [`Watched::takeovers`] says why, so the report names
 //!   the mechanism that actually placed the threads.
 
-use crate::affinity;
-use crate::procfs;
 use crate::skip::place_of;
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::FsRoot;
+use pinsight_sys::affinity;
+use pinsight_sys::procfs;
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -345,7 +345,7 @@ impl ImageGuard {
         if Some(&exe) == self.own.as_ref() || Some(&exe) == self.current.as_ref() {
             return Change::None;
         }
-        let blocker = crate::program::preload_blocker(exe.as_os_str());
+        let blocker = pinsight_lifecycle::program::preload_blocker(exe.as_os_str());
         self.current = Some(exe);
         match (blocker, self.taken) {
             (Some(b), false) => {

@@ -158,7 +158,7 @@ pub fn parse_probe(text: &str) -> BTreeMap<(String, usize), ProbeLine> {
 
 /// The CPUs this test process may use (the tests need two).
 pub fn usable() -> CpuSet {
-    pinsight_launch::affinity::get_affinity(0).unwrap()
+    pinsight_sys::affinity::get_affinity(0).unwrap()
 }
 
 /// Whether two CPUs are usable (any two: see [`cpus`]); says why on

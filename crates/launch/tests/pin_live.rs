@@ -3,8 +3,8 @@
 use crate::common;
 use common::*;
 use pinsight_launch::pin::{pin_process, threads_of, Outcome, PinError, PinOptions};
-use pinsight_launch::procfs;
-use pinsight_topology::FsRoot;
+use pinsight_sys::procfs;
+use pinsight_sys::FsRoot;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 

@@ -4,8 +4,8 @@
 
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::{self, select::Selector, Outcome, Request};
+use pinsight_sys::FsRoot;
 use pinsight_testkit::progress::Recorder;
-use pinsight_topology::FsRoot;
 use std::process::{Child, Command};
 use std::time::Duration;
 

@@ -103,9 +103,9 @@ fn os_policy_changes_nothing() {
     // The child inherits the spawning thread's mask: narrow ours, and `os` must keep it.
     let before = usable();
     let (plan, narrow) = (os_plan(), cpus("1"));
-    pinsight_launch::affinity::set_affinity(0, &narrow).unwrap();
+    pinsight_sys::affinity::set_affinity(0, &narrow).unwrap();
     let (text, _) = run_probe(&plan, &["-t", "1"], |_| {});
-    pinsight_launch::affinity::set_affinity(0, &before).unwrap();
+    pinsight_sys::affinity::set_affinity(0, &before).unwrap();
     let lines = parse_probe(&text);
     assert!(lines.values().all(|l| l.affinity == "1"), "{text}");
 }

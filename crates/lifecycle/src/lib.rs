@@ -13,8 +13,6 @@
 //! * [`output`]: every file pinsight writes goes to a temporary name in
 //!   the same directory and is renamed into place; default names are
 //!   created with `O_EXCL | O_NOFOLLOW`.
-//! * [`progress`]: the one progress interface ([`progress::Progress`]),
-//!   drawn on a terminal by pinsight-render.
 #![forbid(unsafe_code)]
 
 pub mod exit;
@@ -22,5 +20,4 @@ pub mod interrupt;
 pub mod journal;
 pub mod output;
 pub mod program;
-pub mod progress;
 pub mod state_file;

@@ -10,6 +10,7 @@
 //! - [`irq`]: which IRQs land where, and moving them with a saved state.
 //!
 //! It measures and returns data; `pinsight-render` draws it.
+#![forbid(unsafe_code)]
 
 pub mod interrupts;
 pub mod irq;

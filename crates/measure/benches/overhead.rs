@@ -13,7 +13,7 @@
 
 use criterion::{Criterion, SamplingMode};
 use pinsight_measure::{Measurer, Options};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

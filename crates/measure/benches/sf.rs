@@ -12,7 +12,8 @@
 
 use criterion::Criterion;
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::sf::{KindPmu, SfKind, SfOptions, SfPmus, SfSampler};
+use pinsight_measure::{sf::KindPmu, sf::SfOptions, sf::SfPmus, sf::SfSampler};
+use pinsight_sched_model::Kind as SfKind;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 

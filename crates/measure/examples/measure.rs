@@ -6,7 +6,7 @@
 //! ```
 
 use pinsight_measure::{Measurer, Options};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::process::Command;
 
 fn main() {

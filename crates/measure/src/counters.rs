@@ -12,7 +12,7 @@
 use crate::error::IoError;
 use crate::metric::Metric;
 use crate::sys::perf::{self, Reading};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
 
 /// The kernel's registry of PMUs (each a symlink into /sys/devices).

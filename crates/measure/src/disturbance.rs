@@ -48,7 +48,7 @@
 
 use pinsight_cpuset::CpuSet;
 use pinsight_sys::cpustat::{self, ProcStat};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;

@@ -13,7 +13,7 @@
 //! (`max_energy_range_uj`) is never missed twice.
 
 use crate::metric::Metric;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::time::Duration;

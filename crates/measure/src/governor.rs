@@ -14,7 +14,7 @@
 use crate::cleanup::lock;
 use crate::error::IoError;
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;

@@ -14,12 +14,12 @@
 //!
 //! Every number that cannot be measured is a [`Metric::Unavailable`] with
 //! the reason, never 0. Every OS file is read through
-//! [`pinsight_topology::FsRoot`], so PMU discovery, RAPL and cpufreq are
+//! [`pinsight_sys::FsRoot`], so PMU discovery, RAPL and cpufreq are
 //! tested on fake trees.
 //!
 //! ```no_run
 //! use pinsight_measure::{Measurer, Options};
-//! use pinsight_topology::FsRoot;
+//! use pinsight_sys::FsRoot;
 //! use std::process::Command;
 //!
 //! pinsight_measure::install_signal_cleanup().unwrap();
@@ -59,7 +59,6 @@ pub use governor::{
     GovernorUnavailable, RestoreError, RestoreFailure,
 };
 pub use metric::Metric;
-pub use pinsight_sys::spawn::{Spawn, Stdio as SpawnStdio};
 pub use record::{ExitStatusRecord, RunRecord};
 pub use root::{measurement_root, MeasureRootError, TEST_MEASURE_ROOT};
 pub use run::{Measurer, Options, Program, RunError};

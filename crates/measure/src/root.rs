@@ -1,7 +1,7 @@
 //! Where the measurement files are read: cpufreq governors, perf PMUs and
 //! `perf_event_paranoid`, RAPL powercap zones.
 
-use pinsight_topology::{FsRoot, FsRootError};
+use pinsight_sys::{FsRoot, FsRootError};
 
 /// TEST ONLY, deliberately not in any `--help`: `PINSIGHT_TEST_MEASURE_ROOT=DIR`
 /// reads the measurement files under DIR instead of /, so tests can fake

@@ -93,7 +93,7 @@ use crate::sys::proc;
 use crate::sys::spawn::Spawn;
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;

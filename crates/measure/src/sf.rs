@@ -35,10 +35,10 @@ use crate::error::IoError;
 use crate::metric::Metric;
 use crate::sys::perf::{self, OpenSpec};
 use pinsight_cpuset::CpuSet;
-pub use pinsight_sched_model::Kind as SfKind;
+use pinsight_sched_model::Kind as SfKind;
 use pinsight_sched_model::{ControlMetrics, SfEstimator, SfParams, SfSample};
-pub use pinsight_sys::perf::GroupReading;
-use pinsight_topology::FsRoot;
+use pinsight_sys::perf::GroupReading;
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -56,8 +56,8 @@ pub struct KindCpus {
     pub cpus: CpuSet,
 }
 
-impl From<&pinsight_topology::Kind> for KindCpus {
-    fn from(k: &pinsight_topology::Kind) -> KindCpus {
+impl From<&pinsight_model::Kind> for KindCpus {
+    fn from(k: &pinsight_model::Kind) -> KindCpus {
         KindCpus {
             name: k.name.clone(),
             rank: k.rank,

@@ -5,7 +5,7 @@
 
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::{GovernorGuard, Measurer, Options};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

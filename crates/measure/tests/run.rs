@@ -3,7 +3,7 @@
 //! (`PINSIGHT_MEASURE_CHILD=spin:MS` runs `child_entry` only).
 
 use pinsight_measure::{Measurer, Metric, Options, RunError, RunRecord};
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -515,12 +515,12 @@ fn cost_of_a_run_by_part() {
             })
         })
         .collect();
-    let mut spawn = pinsight_measure::Spawn::new("true");
-    spawn.stdin(pinsight_measure::SpawnStdio::Null);
+    let mut spawn = pinsight_sys::spawn::Spawn::new("true");
+    spawn.stdin(pinsight_sys::spawn::Stdio::Null);
     let prebuilt = spawn.prebuild().unwrap();
     let command = || {
-        let mut s = pinsight_measure::Spawn::new("true");
-        s.stdin(pinsight_measure::SpawnStdio::Null);
+        let mut s = pinsight_sys::spawn::Spawn::new("true");
+        s.stdin(pinsight_sys::spawn::Stdio::Null);
         s.reuse(&prebuilt);
         s
     };

@@ -5,12 +5,14 @@
 //! affinity restore.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::sf::{
-    map_pmus, window, AffinityProbe, KindCpus, SfKind, SfOptions, SfPmus, SfSampler, SfUnavailable,
+use pinsight_measure::{
+    sf::map_pmus, sf::window, sf::AffinityProbe, sf::KindCpus, sf::SfOptions, sf::SfPmus,
+    sf::SfSampler, sf::SfUnavailable,
 };
+use pinsight_sched_model::Kind as SfKind;
 use pinsight_sched_model::{SfEstimator, SfParams};
 use pinsight_sys::perf::GroupReading;
-use pinsight_topology::FsRoot;
+use pinsight_sys::FsRoot;
 use proptest::prelude::*;
 use std::fs;
 use std::path::Path;

@@ -4,7 +4,8 @@
 //! counting, an SF once each kind has five samples.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::sf::{KindPmu, SfKind, SfOptions, SfPmus, SfSampler, SfUnavailable};
+use pinsight_measure::{sf::KindPmu, sf::SfOptions, sf::SfPmus, sf::SfSampler, sf::SfUnavailable};
+use pinsight_sched_model::Kind as SfKind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

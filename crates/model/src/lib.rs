@@ -7,9 +7,8 @@
 //!
 //! This crate is the model only: plain data with serde and a few queries,
 //! no I/O. Filling it in — sysfs discovery (live or a recorded machine),
-//! hwloc XML import, snapshots — is `pinsight-topology`'s job, which
-//! re-exports everything here at its old paths (`pinsight_topology::Topology`,
-//! `pinsight_topology::model::...`).
+//! hwloc XML import, snapshots — is `pinsight-topology`'s job; every
+//! crate imports the model's types from here, their one path.
 #![forbid(unsafe_code)]
 
 pub mod declared;

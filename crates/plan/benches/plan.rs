@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// 4 packages x 2 NUMA nodes x 16 cores x 2 threads, an L3 per node,
 /// an L2 per core, CPUs numbered thread-major like most x86 firmware.
-fn big_machine() -> pinsight_topology::Topology {
+fn big_machine() -> pinsight_model::Topology {
     let mut pus = Vec::new();
     for p in 0..4 {
         for n in 0..2 {
@@ -55,7 +55,7 @@ const BUDGET: Duration = Duration::from_millis(1);
 fn bench(c: &mut Criterion) {
     let big = big_machine();
     let hybrid = common::i7_1370p();
-    let cases: Vec<(&str, &pinsight_topology::Topology, Request)> = vec![
+    let cases: Vec<(&str, &pinsight_model::Topology, Request)> = vec![
         (
             "compact/256",
             &big,

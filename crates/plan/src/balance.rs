@@ -20,14 +20,13 @@
 //! the `n` siblings placed on a core `capacity x (1 + yield x (n - 1)) / n`,
 //! so tasks per physical core follow the core's capacity rather than
 //! counting every sibling as a whole CPU. The yield is measured (a
-//! request's `smt_yield`) or [`DEFAULT_SMT_YIELD`].
+//! request's `smt_yield`) or [`pinsight_model::DEFAULT_SMT_YIELD`].
 //!
 //! Counts are apportioned with the largest-remainder (Hamilton) method so
 //! they sum to M exactly.
 
 use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
-pub use pinsight_model::DEFAULT_SMT_YIELD;
 use pinsight_model::{CapacityOrigin, Topology};
 use serde::Serialize;
 

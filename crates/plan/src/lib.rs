@@ -33,7 +33,6 @@ pub mod weights;
 pub use format::{launch_env, omp_env, render, Caveat, Format, FormatError, Rendered};
 pub use launcher::{Launcher, LauncherError, LocalRank};
 pub use mem::{MemError, MemMode, MemParseError, MemPlan, MemPolicy, NodeSpec};
-pub use pinsight_latency_model::LatencyMatrix;
 pub use plan::{plan, LatencyProblem, NearPlan, Plan, PlanError, Request};
 pub use policy::{BasePolicy, CpuListError, KindSel, Policy, PolicyParseError};
 pub use slice::{Slice, SliceError, SliceRequest, SliceRule, Slicing};

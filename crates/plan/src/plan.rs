@@ -1,12 +1,13 @@
 //! The planner: `plan(topology, request) -> Plan`. Pure: no OS access.
 
-use crate::balance::{apportion, capacities, smt_shared, CapacitySource, DEFAULT_SMT_YIELD};
+use crate::balance::{apportion, capacities, smt_shared, CapacitySource};
 use crate::mem::{check_node, resolve, MemError, MemMode, MemPlan, MemPolicy};
 use crate::order::{compact, distrib, physical_first, scatter_slots, slots, Slot};
 use crate::policy::{BasePolicy, KindSel, Policy};
 use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency_model::LatencyMatrix;
+use pinsight_model::DEFAULT_SMT_YIELD;
 use pinsight_model::{DeviceLookupError, Kind, RankSource, Topology};
 use serde::Serialize;
 
@@ -46,7 +47,7 @@ pub struct Request {
     pub near: Option<String>,
     /// What a second busy SMT thread adds to a core, for `balance`
     /// (measured, e.g. 0.3, `--smt-yield`); it applies to a weights file's
-    /// capacities too. `None`: [`crate::balance::DEFAULT_SMT_YIELD`] on the
+    /// capacities too. `None`: [`pinsight_model::DEFAULT_SMT_YIELD`] on the
     /// topology's capacities, no sharing on a weights file's (measured per
     /// CPU under load).
     pub smt_yield: Option<f64>,

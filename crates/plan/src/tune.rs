@@ -18,7 +18,7 @@
 use crate::order::{slots, Slot};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
-pub use pinsight_tune_model::{Config, Machine};
+use pinsight_tune_model::{Config, Machine};
 
 /// Why a machine or a configuration cannot be laid out.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

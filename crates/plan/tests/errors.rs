@@ -12,7 +12,7 @@ fn req(policy: &str, threads: Option<usize>) -> Request {
     }
 }
 
-fn err(topo: &pinsight_topology::Topology, r: Request) -> (PlanError, String) {
+fn err(topo: &pinsight_model::Topology, r: Request) -> (PlanError, String) {
     let e = plan(topo, &r).unwrap_err();
     let m = e.to_string();
     (e, m)
@@ -221,7 +221,7 @@ fn kind_with_no_usable_cpu() {
 fn unranked_kinds_refuse_p_and_e() {
     let mut t = i7_1370p();
     for k in &mut t.kinds {
-        k.rank_source = pinsight_topology::RankSource::Unranked;
+        k.rank_source = pinsight_model::RankSource::Unranked;
     }
     let (_, m) = err(&t, req("p-set", None));
     assert!(
@@ -403,7 +403,7 @@ fn latency_policies_need_a_matrix_and_k() {
         Err(PlanError::TooManyThreads { threads: 21, .. })
     ));
     // A matrix from another machine: CPUs 100-101 only.
-    let mut other = pinsight_plan::LatencyMatrix::new(vec![100, 101]);
+    let mut other = pinsight_latency_model::LatencyMatrix::new(vec![100, 101]);
     other.set(0, 1, 30.0);
     let r = Request {
         latency: Some(other),
@@ -422,7 +422,7 @@ fn latency_policies_need_a_matrix_and_k() {
 fn a_latency_matrix_not_covering_the_plan_is_refused_unless_partial() {
     let t = common::i7_1370p();
     // Another machine's matrix: CPUs 0-23 on the 20-CPU laptop.
-    let mut other = pinsight_plan::LatencyMatrix::new((0..24).collect());
+    let mut other = pinsight_latency_model::LatencyMatrix::new((0..24).collect());
     for a in 0..24 {
         for b in 0..a {
             other.set(a, b, 30.0 + (a + b) as f64);
@@ -448,7 +448,7 @@ fn a_latency_matrix_not_covering_the_plan_is_refused_unless_partial() {
         "{e}"
     );
     // A matrix missing usable CPUs 16-19.
-    let mut part = pinsight_plan::LatencyMatrix::new((0..16).collect());
+    let mut part = pinsight_latency_model::LatencyMatrix::new((0..16).collect());
     for a in 0..16 {
         for b in 0..a {
             part.set(a, b, 30.0);

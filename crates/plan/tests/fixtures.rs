@@ -7,8 +7,10 @@
 use crate::common;
 
 use common::*;
+use pinsight_model::Topology;
 use pinsight_plan::{plan, Request};
-use pinsight_topology::{discover, FsRoot, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 
 fn fixture(rel: &str) -> Topology {
     let dir = pinsight_testkit::fixtures::machine(rel);
@@ -72,7 +74,7 @@ fn i7_1370p_recorded() {
         let first = core.cpus.first().unwrap();
         let busy = core.cpus.len();
         let capacity = t
-            .core_capacity(first, busy, pinsight_plan::balance::DEFAULT_SMT_YIELD)
+            .core_capacity(first, busy, pinsight_model::DEFAULT_SMT_YIELD)
             .unwrap();
         let kind = &t.kinds[t.cpu(first).unwrap().kind.unwrap()].mark;
         table.push_str(&format!(
@@ -176,7 +178,7 @@ fn lean_discovery_plans_the_same(
     lean: pinsight_topology::Needs,
     policies: &[&str],
     threads: &[Option<usize>],
-    check: impl Fn(&str, &pinsight_topology::Topology, &pinsight_topology::Topology),
+    check: impl Fn(&str, &pinsight_model::Topology, &pinsight_model::Topology),
 ) {
     for name in pinsight_testkit::fixtures::hwloc_names() {
         let fs = FsRoot::at(pinsight_testkit::fixtures::hwloc(&name)).unwrap();

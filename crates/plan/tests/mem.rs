@@ -8,13 +8,14 @@ use crate::common;
 
 use common::*;
 use pinsight_cpuset::CpuSet;
+use pinsight_model::{
+    DeviceClass, DeviceLocalitySource, OsDevice, OsDeviceKind, PciDevice, Topology,
+};
 use pinsight_plan::{
     plan, render, Format, FormatError, MemError, MemMode, MemPolicy, PlanError, Request,
 };
-use pinsight_topology::{
-    discover, DeviceClass, DeviceLocalitySource, FsRoot, OsDevice, OsDeviceKind, PciDevice,
-    Topology,
-};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use proptest::prelude::*;
 
 /// hwloc's recorded 16amd64-8n2c: 8 NUMA nodes of 2 CPUs each.

@@ -33,7 +33,7 @@ const BASES: &[&str] = &[
     "balance",
 ];
 
-fn machines() -> Vec<pinsight_topology::Topology> {
+fn machines() -> Vec<pinsight_model::Topology> {
     vec![
         i7_1370p(),
         four_socket_numa(),

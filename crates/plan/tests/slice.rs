@@ -3,9 +3,11 @@
 //! nodes kept whole, and properties over random machines and rank counts.
 
 use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
 use pinsight_plan::slice::{restrict, slices, SliceError, SliceRequest, SliceRule};
 use pinsight_plan::{plan, Request};
-use pinsight_topology::{discover, FsRoot, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use proptest::prelude::*;
 
 fn fixture(rel: &str) -> Topology {

@@ -5,8 +5,11 @@ use crate::common;
 
 use common::*;
 use pinsight_cpuset::CpuSet;
-use pinsight_plan::tune::{Config, TuneLayout, TuneLayoutError};
-use pinsight_topology::{discover, FsRoot, Topology};
+use pinsight_model::Topology;
+use pinsight_plan::{tune::TuneLayout, tune::TuneLayoutError};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
+use pinsight_tune_model::Config;
 
 fn fixture(rel: &str) -> Topology {
     let dir = pinsight_testkit::fixtures::machine(rel);

@@ -16,9 +16,9 @@ pub const MAX_MOVES_SHOWN: usize = 20;
 const NAME_WIDTH: usize = 16;
 
 /// A name from outside (a process or thread name), escaped
-/// ([`crate::term::shown`]) and cut to [`NAME_WIDTH`].
+/// ([`pinsight_sys::text::shown`]) and cut to [`NAME_WIDTH`].
 fn cut(name: &str) -> String {
-    let name = crate::term::shown(name);
+    let name = pinsight_sys::text::shown(name);
     if name.chars().count() <= NAME_WIDTH {
         name.to_string()
     } else {
@@ -384,7 +384,7 @@ pub fn restore(r: &RestoreReport) -> String {
     let line = format!(
         "pinsight balance: restored {} thread(s) from {}; {} unchanged, {} gone, {} failed{refused}",
         count(RestoreOutcome::Restored),
-        crate::term::shown(&r.state.display().to_string()),
+        pinsight_sys::text::shown(&r.state.display().to_string()),
         count(RestoreOutcome::Unchanged),
         count(RestoreOutcome::Gone),
         count(RestoreOutcome::Failed),
@@ -451,7 +451,7 @@ pub fn decision(d: &pinsight_launch::rebalance::watch::Decision) -> String {
             d.error.as_deref().unwrap_or("the kernel refused a move")
         ),
     };
-    crate::term::shown(&format!(
+    pinsight_sys::text::shown(&format!(
         "interval {}: {what}{churn}{expected}{per_cpu}",
         d.interval
     ))
@@ -473,7 +473,7 @@ pub fn watch_end(e: &pinsight_launch::rebalance::watch::End, state: &std::path::
     } else {
         format!(
             "the state file stays: {}",
-            crate::term::shown(&state.display().to_string())
+            pinsight_sys::text::shown(&state.display().to_string())
         )
     };
     let line = format!(

@@ -1,10 +1,10 @@
 //! `pinsight topo --explain`: where the kinds' order and capacities came
 //! from — every source of the capacity chain with its values per kind,
 //! which one decided and why, which were skipped and why, and where
-//! sources disagree. Rendered from [`pinsight_topology::Provenance`]; every
+//! sources disagree. Rendered from [`pinsight_model::Provenance`]; every
 //! line fits 80 columns for kind names up to 12 characters.
 
-use pinsight_topology::{
+use pinsight_model::{
     CapacitySource, Kind, RankSource, SourceEvidence, SourceStatus, Topology, ValueRange,
 };
 use std::fmt::Write;

@@ -6,8 +6,8 @@
 
 use crate::escape;
 use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
 use pinsight_plan::slice::Slicing;
-use pinsight_topology::Topology;
 use std::fmt::Write;
 
 /// One rank's report.

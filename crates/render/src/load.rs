@@ -3,9 +3,10 @@
 //! columns. `load`'s refreshing view also fits a given height (24 lines
 //! on a classic terminal): the most loaded CPUs first, the rest counted.
 
-use crate::term::{fill, shown, wrap, Wrap};
+use crate::{term::fill, term::wrap, term::Wrap};
 use pinsight_load::irq::{IrqView, Move, PerCpuThread};
 use pinsight_load::report::{CpuLoad, LoadReport, Suggestion};
+use pinsight_sys::text::shown;
 use std::fmt::Write;
 
 fn pct(x: f64) -> String {

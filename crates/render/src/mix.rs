@@ -12,7 +12,7 @@ const NAME_WIDTH: usize = 16;
 
 fn cut(name: &str, width: usize) -> String {
     // Program and thread names come from outside: escaped first.
-    let name = crate::term::shown(name);
+    let name = pinsight_sys::text::shown(name);
     if name.chars().count() <= width {
         name.to_string()
     } else {

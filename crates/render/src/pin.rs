@@ -1,9 +1,10 @@
 //! The human table of `pinsight pin`: one row per thread (before, after,
 //! result) within 80 columns, long reasons whole below it.
 
-use crate::term::{fill, shown, Wrap};
+use crate::{term::fill, term::Wrap};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::pin::{Outcome, PinReport, ThreadPin};
+use pinsight_sys::text::shown;
 use std::fmt::Write;
 
 /// The human table of `pin`, then the long reasons of `failed` below it

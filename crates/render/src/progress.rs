@@ -5,7 +5,7 @@
 //! elapsed time.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pinsight_lifecycle::progress::Progress;
+use pinsight_sys::progress::Progress;
 use std::io::IsTerminal;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -101,7 +101,7 @@ impl Progress for Bar {
         pb.set_style(Bar::style(total));
         // Labels and notes may quote outside text (a program, a file):
         // escaped like every other line pinsight prints.
-        pb.set_message(crate::term::shown(what).into_owned());
+        pb.set_message(pinsight_sys::text::shown(what).into_owned());
         pb.set_position(done);
         pb.reset_eta();
         let (cancel, cancelled) = mpsc::channel::<()>();
@@ -130,7 +130,7 @@ impl Progress for Bar {
     fn step(&mut self, label: &str, done: u64) {
         if let Some(t) = &self.task {
             if !label.is_empty() {
-                t.pb.set_message(crate::term::shown(label).into_owned());
+                t.pb.set_message(pinsight_sys::text::shown(label).into_owned());
             }
             t.pb.set_position(done);
         }
@@ -151,9 +151,9 @@ impl Progress for Bar {
         }
         match &self.task {
             Some(t) => {
-                t.pb.suspend(|| eprintln!("pinsight: {}", crate::term::shown_lines(line)))
+                t.pb.suspend(|| eprintln!("pinsight: {}", pinsight_sys::text::shown_lines(line)))
             }
-            None => eprintln!("pinsight: {}", crate::term::shown_lines(line)),
+            None => eprintln!("pinsight: {}", pinsight_sys::text::shown_lines(line)),
         }
     }
 

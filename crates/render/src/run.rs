@@ -61,7 +61,7 @@ fn thread_row(plan: &Plan, o: &RunOutcome, t: &ThreadRecord) -> (String, bool) {
         "{:>3} {:>7} {:<15} {:<9} {:<9} {:>4} {:<9} {:>5} {check}",
         t.index,
         t.tid,
-        crate::term::shown(&t.name)
+        pinsight_sys::text::shown(&t.name)
             .chars()
             .take(15)
             .collect::<String>(),

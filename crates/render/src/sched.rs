@@ -160,9 +160,9 @@ pub fn verdict(results: &[PolicyResult]) -> String {
     )
 }
 
-/// A program name, escaped ([`crate::term::shown`]) and cut.
+/// A program name, escaped ([`pinsight_sys::text::shown`]) and cut.
 fn cut(name: &str) -> String {
-    let name = crate::term::shown(name);
+    let name = pinsight_sys::text::shown(name);
     if name.chars().count() < NAME_WIDTH {
         name.to_string()
     } else {

@@ -2,8 +2,9 @@
 //! cache's current prediction, the kind of the last window, samples and
 //! IPS per kind, phases), then why any SF is unavailable. Fits 80 columns.
 
-use pinsight_measure::sf::{SfKind, SfPmus, ThreadEntry};
 use pinsight_measure::Metric;
+use pinsight_measure::{sf::SfPmus, sf::ThreadEntry};
+use pinsight_sched_model::Kind as SfKind;
 use std::fmt::Write;
 
 /// What the report says about the run as a whole.

@@ -2,8 +2,8 @@
 //! median and its confidence half-width, then the speedup factors between
 //! core kinds (measured, and as predicted by max frequency and capacity).
 
+use pinsight_model::Topology;
 use pinsight_speed::{Kernel, SlotPlan, SpeedReport};
-use pinsight_topology::Topology;
 use std::fmt::Write;
 
 /// Human output: a row per CPU, then the speedup factors.

@@ -1,12 +1,9 @@
 //! The one terminal width: `$COLUMNS` when it holds a positive number (the
 //! user's override), else the width of the terminal on standard output
 //! (asked through the `terminal_size` crate), else [`DEFAULT_WIDTH`].
-//! And the one escaper of text from outside ([`shown`], [`shown_lines`]:
-//! process and thread names, /proc and /sys text, file contents, specs,
-//! the environment): every control character but a line break written as
-//! a Rust escape (`\u{1b}`), applied where such text enters a view.
-
-pub use pinsight_sys::text::{shown, shown_lines};
+//! Text from outside (process and thread names, /proc and /sys text, file
+//! contents, specs, the environment) is escaped where it enters a view by
+//! the one escaper, `pinsight_sys::text::shown` and `shown_lines`.
 
 /// The width used when the terminal's is unknown (not a terminal, or a
 /// terminal reporting 0 columns).

@@ -9,9 +9,10 @@
 
 use crate::size::format_size_lstopo;
 use crate::tree::{self, Object, TreeNode};
-use pinsight_topology::{
-    CacheType, CapacityOrigin, CapacitySource, CpuSet, Kind, NumaNode, OsDeviceKind, PciDevice,
-    RankSource, Topology,
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{
+    CacheType, CapacityOrigin, CapacitySource, Kind, NumaNode, OsDeviceKind, PciDevice, RankSource,
+    Topology,
 };
 use std::fmt::Write;
 
@@ -290,9 +291,9 @@ pub fn render_kinds(topo: &Topology) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_topology::{
-        discover, DeviceClass, DeviceLocalitySource, FsRoot, MemoryKind, OsDevice,
-    };
+    use pinsight_model::{DeviceClass, DeviceLocalitySource, MemoryKind, OsDevice};
+    use pinsight_sys::FsRoot;
+    use pinsight_topology::discover;
 
     fn recorded(name: &str) -> Topology {
         discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())

@@ -12,7 +12,8 @@
 //! their local CPUs ([`devices`]); either without a locality (an empty
 //! set) sits at machine level.
 
-use pinsight_topology::{Cache, CacheType, Cpu, CpuSet, Group, NumaNode, PciDevice, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{Cache, CacheType, Cpu, Group, NumaNode, PciDevice, Topology};
 use std::cmp::Reverse;
 
 /// A topology object, borrowed from the model.

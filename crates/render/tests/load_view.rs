@@ -13,9 +13,9 @@ fn report() -> pinsight_load::LoadReport {
         d.path(),
     );
     pinsight_testkit::copy_tree(&data.join("before"), d.path());
-    let fs = pinsight_topology::FsRoot::at(d.path()).unwrap();
+    let fs = pinsight_sys::FsRoot::at(d.path()).unwrap();
     let m = pinsight_load::machine(&fs, &pinsight_topology::discover(&fs));
-    let after = pinsight_topology::FsRoot::at(data.join("after")).unwrap();
+    let after = pinsight_sys::FsRoot::at(data.join("after")).unwrap();
     pinsight_load::recorded(
         &m,
         &fs,

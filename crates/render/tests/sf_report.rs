@@ -3,10 +3,13 @@
 //! counters could not be opened), and the 80-column limit.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::sf::{KindFigures, KindPmu, SfKind, SfPmus, ThreadEntry, ThreadSfReport};
 use pinsight_measure::Metric;
+use pinsight_measure::{
+    sf::KindFigures, sf::KindPmu, sf::SfPmus, sf::ThreadEntry, sf::ThreadSfReport,
+};
 use pinsight_render::sf::{render, SfRun};
 use pinsight_sched_model::ControlMetrics;
+use pinsight_sched_model::Kind as SfKind;
 
 fn figures(samples: u32, seconds: f64, ips: Option<f64>) -> KindFigures {
     KindFigures {

@@ -4,6 +4,7 @@
 //!
 //! [`ReportData`] is what the report shows; pinsight-render draws it (the
 //! HTML page, the picture of the machine, the terminal summary).
+#![forbid(unsafe_code)]
 
 pub mod budget;
 pub mod session;
@@ -11,9 +12,9 @@ pub mod suggest;
 
 pub use suggest::{device_sentences, suggestions, suggestions_with};
 
-use pinsight_latency::{DomainTree, LatencyMatrix};
+use pinsight_latency_model::{DomainTree, LatencyMatrix};
+use pinsight_model::Topology;
 use pinsight_speed::SpeedReport;
-use pinsight_topology::Topology;
 use serde::Serialize;
 
 /// Everything the report shows (also its JSON form).

@@ -10,10 +10,10 @@
 use crate::budget::{latency_rounds, BudgetPlan, Skip};
 use crate::{suggestions_with, ReportData};
 use pinsight_latency::measure::{measure_with_progress, MeasureConfig, MeasureError};
-use pinsight_latency::{domains, LatencyMatrix};
-use pinsight_lifecycle::progress::Progress;
+use pinsight_latency_model::{domains, LatencyMatrix};
+use pinsight_model::Topology;
 use pinsight_speed::{Kernel, SpeedError, SpeedReport, SpeedSession};
-use pinsight_topology::Topology;
+use pinsight_sys::progress::Progress;
 use std::time::{Duration, Instant};
 
 /// Below this much time left, latency is not measured at all (a zero time
@@ -56,7 +56,7 @@ pub fn measure(
     let mut out = Measured::default();
     // Read once: said in the report and used by the latency measurement.
     let vm = (plan.speed_per_cpu.is_some() || plan.latency.is_some())
-        .then(|| pinsight_topology::vm::detect(&pinsight_topology::FsRoot::live()))
+        .then(|| pinsight_topology::vm::detect(&pinsight_sys::FsRoot::live()))
         .flatten();
     out.virtual_machine = vm.as_ref().map(|vm| vm.note());
     if let Some(per_cpu) = plan.speed_per_cpu {

@@ -1,9 +1,10 @@
 //! The sentences a user should act on, derived from what was measured.
 //! Each one names CPUs and figures, never a vague "consider pinning".
 
-use pinsight_latency::{autopilot, best_group, DomainTree, LatencyMatrix};
+use pinsight_cpuset::CpuSet;
+use pinsight_latency_model::{autopilot, best_group, DomainTree, LatencyMatrix};
+use pinsight_model::{DeviceLocalitySource, Topology};
 use pinsight_speed::{Kernel, SpeedReport};
-use pinsight_topology::{CpuSet, DeviceLocalitySource, Topology};
 
 fn ns(v: f64) -> String {
     format!("{v:.1} ns")

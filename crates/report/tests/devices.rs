@@ -4,12 +4,15 @@
 //! of 2 CPUs, eth0 on node 0, nvme0n1 on node 1, card0 on node 2, an
 //! InfiniBand card on node 3 through its bridge).
 
-use pinsight_render::report::{html, topology_svg};
-use pinsight_report::{device_sentences, suggestions, ReportData};
-use pinsight_topology::model::{
+use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
+use pinsight_model::{
     DeviceClass, DeviceLocalitySource, MemoryKind, NumaNode, OsDevice, OsDeviceKind, PciDevice,
 };
-use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
+use pinsight_render::report::{html, topology_svg};
+use pinsight_report::{device_sentences, suggestions, ReportData};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 
 fn fake_devices() -> Topology {
     let dir = pinsight_testkit::fixtures::synthetic("fake-devices");

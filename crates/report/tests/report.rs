@@ -1,12 +1,15 @@
 //! The report on recorded machines: the i7-1370P hybrid laptop (topology)
 //! and real measured latency matrices.
 
-use pinsight_latency::{domains, LatencyMatrix, LoadMatrix};
+use pinsight_latency::LoadMatrix;
+use pinsight_latency_model::{domains, LatencyMatrix};
+use pinsight_model::Topology;
 use pinsight_render::report::{html, topology_svg};
 use pinsight_report::{suggestions, ReportData};
 use pinsight_speed::run::{CpuSpeed, KernelResult};
 use pinsight_speed::{speedups, Kernel};
-use pinsight_topology::{discover, FsRoot, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use std::path::PathBuf;
 
 fn fixture_topology(name: &str) -> Topology {

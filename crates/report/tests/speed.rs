@@ -3,9 +3,11 @@
 //! method the session picks for the machine, and said among the report's
 //! conditions when that method counts an emulation's time share.
 
+use pinsight_model::Topology;
 use pinsight_report::session::speed_session;
 use pinsight_speed::{default_mem_bytes, select_cpus, speedups, Kernel, SpeedSession};
-use pinsight_topology::{discover, FsRoot, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use std::time::{Duration, Instant};
 
 fn hybrid() -> Topology {

@@ -17,7 +17,7 @@ use crate::manager::{Config, ManageError, Manager, Report};
 use crate::sf::SfSource;
 use pinsight_lifecycle::exit::{self, SpawnError};
 use pinsight_lifecycle::interrupt::{self, InterruptError};
-use pinsight_lifecycle::progress::Progress;
+use pinsight_sys::progress::Progress;
 use pinsight_sys::FsRoot;
 use std::ffi::OsString;
 use std::process::Child;

@@ -6,8 +6,9 @@
 //! is what is checked.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::sf::{KindPmu, SfKind, SfOptions, SfPmus, SfSampler};
+use pinsight_measure::{sf::KindPmu, sf::SfOptions, sf::SfPmus, sf::SfSampler};
 use pinsight_sched::{Config, CounterSf, Manager};
+use pinsight_sched_model::Kind as SfKind;
 use pinsight_sched_model::{Capacity, Cpu, Policy};
 use pinsight_sys::fsroot::FsRoot;
 use std::process::{Command, Stdio};

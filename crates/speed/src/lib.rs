@@ -20,11 +20,9 @@ pub mod session;
 pub mod smt;
 pub mod summary;
 
-pub use error::{MemoryError, SelectError, UnknownKernel};
+pub use error::{MemoryError, SelectError, SpeedError, UnknownKernel};
 pub use kernels::Kernel;
-pub use run::{
-    measure, schedule, CpuSpeed, KernelResult, KernelSlots, Schedule, SpeedConfig, SpeedError,
-};
+pub use run::{measure, schedule, CpuSpeed, KernelResult, KernelSlots, Schedule, SpeedConfig};
 pub use select::{chase_footprint_bytes, default_mem_bytes, memory_available_bytes, select_cpus};
 pub use session::{chase_buffer_bytes, time_share_under, SpeedSession, TIME_SHARE_NOTE};
 pub use smt::{measure_smt_yield, SmtYield};

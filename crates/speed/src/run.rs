@@ -241,7 +241,7 @@ pub struct CpuSpeed {
     pub misplaced_chunks: usize,
 }
 
-pub use crate::error::SpeedError;
+use crate::error::SpeedError;
 
 /// A kernel's running state, carried across its slots.
 struct Runner<'a> {

@@ -3,7 +3,8 @@
 
 use crate::error::SelectError;
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::{CacheType, FsRoot, Topology};
+use pinsight_model::{CacheType, Topology};
+use pinsight_sys::FsRoot;
 
 /// The CPUs `pinsight speed` measures.
 ///
@@ -115,7 +116,8 @@ pub fn chase_footprint_bytes(bytes: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_topology::{discover, FsRoot};
+    use pinsight_sys::FsRoot;
+    use pinsight_topology::discover;
 
     fn fixture(name: &str) -> Topology {
         discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())

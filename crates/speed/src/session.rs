@@ -14,8 +14,9 @@ use crate::select::{chase_footprint_bytes, memory_available_bytes};
 use crate::summary::{speedups, SlotPlan, SpeedReport};
 use crate::Kernel;
 use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
 use pinsight_sys::progress::Progress;
-use pinsight_topology::{FsRoot, Topology};
+use pinsight_sys::FsRoot;
 use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 

@@ -10,7 +10,7 @@
 use crate::kernels::int_chunk;
 use crate::pin::set_affinity;
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::Topology;
+use pinsight_model::Topology;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -113,7 +113,8 @@ fn run_on(cpus: &[usize], window: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_topology::{discover, FsRoot};
+    use pinsight_sys::FsRoot;
+    use pinsight_topology::discover;
 
     fn recorded(name: &str) -> Topology {
         discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())

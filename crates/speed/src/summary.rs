@@ -2,7 +2,7 @@
 
 use crate::kernels::Kernel;
 use crate::run::CpuSpeed;
-use pinsight_topology::Topology;
+use pinsight_model::Topology;
 use serde::{Deserialize, Serialize};
 
 /// How much faster one kind is than another on one kernel, beside what the
@@ -187,7 +187,7 @@ pub fn unweighted(cpus: &[CpuSpeed]) -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::run::KernelResult;
-    use pinsight_topology::*;
+    use pinsight_model::*;
 
     fn kind(rank: usize, cpus: &str, cap: u32, mhz: u32) -> Kind {
         Kind {

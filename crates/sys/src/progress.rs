@@ -7,9 +7,8 @@
 //! callers pass [`Silent`].
 //!
 //! It is defined here, below every layer that reports (topology's
-//! `snapshot` and the workloads depend on nothing higher), and is the
-//! same trait as `pinsight_lifecycle::progress::Progress`, the name the
-//! measuring crates use.
+//! `snapshot` and the workloads depend on nothing higher); every crate
+//! imports it from here.
 //!
 //! A task is `begin` … `step`* … `end`, and the library doing the work
 //! calls all three: it names the task and knows its total. Nothing here

@@ -14,7 +14,8 @@
 //! the in-process `discover()` call.
 
 use criterion::Criterion;
-use pinsight_topology::{discover, discover_with, FsRoot, Needs};
+use pinsight_sys::FsRoot;
+use pinsight_topology::{discover, discover_with, Needs};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

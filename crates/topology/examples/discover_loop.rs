@@ -5,7 +5,8 @@
 //! and `pin` read without `--near` or `--mem` (`Needs::CPUS`). Prints the
 //! median time of one call.
 
-use pinsight_topology::{discover_with, FsRoot, Needs};
+use pinsight_sys::FsRoot;
+use pinsight_topology::{discover_with, Needs};
 use std::time::Instant;
 
 fn main() {

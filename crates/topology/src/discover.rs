@@ -37,7 +37,9 @@ pub mod pci;
 pub mod procinfo;
 mod reader;
 
-use crate::{CacheType, Cpu, CpuSet, FsRoot, Group, Source, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{CacheType, Cpu, Group, Source, Topology};
+use pinsight_sys::FsRoot;
 use reader::Reader;
 
 /// What discovery reads beyond CPUs, cores, packages, NUMA nodes and
@@ -200,7 +202,7 @@ pub fn discover_with(fs: &FsRoot, needs: Needs) -> Topology {
 fn meaningful_or_empty(
     groups: &[Group],
     layout: &cpus::Layout,
-    caches: &[crate::Cache],
+    caches: &[pinsight_model::Cache],
 ) -> Vec<Group> {
     if groups_meaningful(groups, &layout.packages, caches, &layout.online) {
         groups.to_vec()
@@ -233,8 +235,8 @@ fn usable_mask(
 struct CpuGroups<'a> {
     dies: &'a [Group],
     clusters: &'a [Group],
-    numa: &'a [crate::NumaNode],
-    kinds: &'a [crate::Kind],
+    numa: &'a [pinsight_model::NumaNode],
+    kinds: &'a [pinsight_model::Kind],
     usable_mask: Option<&'a CpuSet>,
 }
 
@@ -289,7 +291,7 @@ fn index_of(groups: &[Group], cpu: usize) -> Option<usize> {
 pub(crate) fn groups_meaningful(
     groups: &[Group],
     packages: &[Group],
-    caches: &[crate::Cache],
+    caches: &[pinsight_model::Cache],
     online: &CpuSet,
 ) -> bool {
     if groups.is_empty() {

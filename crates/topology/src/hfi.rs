@@ -39,9 +39,9 @@
 //! [`HfiWatcher::next_batch`]. [`CapabilityTable`] keeps the latest values
 //! per CPU (what a scheduler consults) and tells what each change replaced.
 
-use crate::FsRoot;
 use netlink_packet_core::{NetlinkBuffer, NlaBuffer, NlasIterator};
 use pinsight_sys::netlink::{GenlSubscription, NetlinkError, Received};
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;

@@ -48,8 +48,8 @@
 
 use crate::discover::groups_meaningful;
 use crate::discover::kinds::{self, core_type_name, midr_fields, midr_name};
-use crate::model::*;
 use pinsight_cpuset::{CpuSet, MAX_CPU};
+use pinsight_model::*;
 use roxmltree::{Document, Node, ParsingOptions};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

@@ -1,22 +1,18 @@
 //! Machine topology for pinsight: CPUs, cores, packages, dies, clusters,
 //! caches, NUMA nodes and — the heart — core kinds, discovered from sysfs
-//! (live or a recorded machine through [`FsRoot`]) or imported from hwloc XML.
+//! (live or a recorded machine through `pinsight_sys::FsRoot`) or imported
+//! from hwloc XML.
 //!
-//! The object model itself ([`Topology`] and its parts) is the pure
-//! `pinsight-model` crate, re-exported here as [`model`] and at the crate
-//! root; this crate fills it in: [`discover`](mod@discover) (sysfs), [`hwloc_xml`]
+//! The object model itself (`Topology` and its parts) is the pure
+//! `pinsight-model` crate (import its types from there: this crate
+//! re-exports nothing of another crate's); this crate fills it in: [`discover`](mod@discover) (sysfs), [`hwloc_xml`]
 //! (hwloc XML import) and [`snapshot`] (recorded machines); [`hfi`] parses
 //! and streams the kernel's dynamic capacity events (Intel HFI).
 
 pub mod discover;
-pub mod fsroot;
 pub mod hfi;
 pub mod hwloc_xml;
 pub mod snapshot;
 pub mod vm;
 
 pub use discover::{discover, discover_with, Needs};
-pub use fsroot::{FsRoot, FsRootError, FSROOT_ENV};
-pub use pinsight_cpuset::CpuSet;
-pub use pinsight_model as model;
-pub use pinsight_model::*;

@@ -21,8 +21,10 @@
 //! leaves half a directory or a partial archive behind; on an error, what
 //! was written is removed again.
 
-use crate::{discover, FsRoot, Source};
+use crate::discover;
+use pinsight_model::Source;
 use pinsight_sys::progress::{Progress, Silent};
+use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;

@@ -10,7 +10,7 @@
 //!   `product_name`): QEMU, KVM, VMware, VirtualBox, Xen, Microsoft's
 //!   "Virtual Machine", Amazon EC2, Google Compute Engine...
 
-use crate::FsRoot;
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 
 /// DMI vendor/product words that name a hypervisor or a cloud VM.

@@ -5,7 +5,10 @@
 
 use crate::common;
 
-use pinsight_topology::{discover, CpuSet, FsRoot, FsRootError, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
+use pinsight_sys::{FsRoot, FsRootError};
+use pinsight_topology::discover;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 

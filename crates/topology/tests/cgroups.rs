@@ -4,7 +4,10 @@
 
 use crate::common;
 
-use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use std::path::Path;
 
 fn put(root: &Path, rel: &str, text: &str) {

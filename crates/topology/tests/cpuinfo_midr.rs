@@ -8,8 +8,11 @@
 use crate::common;
 
 use common::synth::{self, Machine, A510, A55, A710, A76, X2};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{KindSource, RankSource, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use pinsight_topology::discover::procinfo::{parse_midrs, MidrError};
-use pinsight_topology::{discover, CpuSet, FsRoot, KindSource, RankSource, Topology};
 
 fn set(s: &str) -> CpuSet {
     CpuSet::parse_list(s).unwrap()

@@ -18,8 +18,11 @@
 
 use crate::common;
 
-use pinsight_topology::model::{DeviceClass, DeviceLocalitySource, OsDeviceKind, PciDevice};
-use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
+use pinsight_model::{DeviceClass, DeviceLocalitySource, OsDeviceKind, PciDevice};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use std::collections::BTreeMap;
 
 fn load(rel: &str) -> Topology {

@@ -13,7 +13,10 @@
 use crate::common;
 
 use common::hwloc_expected::{load, Expected};
-use pinsight_topology::{discover, CpuSet, FsRoot, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 
 /// Sorted, non-empty restrictions of `sets` to `usable`.
 fn restrict<'a>(sets: impl Iterator<Item = &'a CpuSet>, usable: &CpuSet) -> Vec<CpuSet> {

@@ -4,8 +4,11 @@
 //! from hwloc's `lstopo -v` outputs for the same machines (`*.console` in
 //! hwloc's test suite), not from our own code.
 
+use pinsight_cpuset::CpuSet;
+use pinsight_model::*;
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use pinsight_topology::hwloc_xml;
-use pinsight_topology::*;
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {

@@ -6,7 +6,10 @@
 
 use crate::common;
 
-use pinsight_topology::{discover, CapacityOrigin, CpuSet, FsRoot, RankSource, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{CapacityOrigin, RankSource, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use std::path::Path;
 
 const CPU: &str = "sys/devices/system/cpu";

@@ -5,7 +5,10 @@
 use crate::common;
 
 use common::hwloc_expected::parse_xml;
-use pinsight_topology::{discover, CacheType, CpuSet, FsRoot, Source};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{CacheType, Source};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use std::process::Command;
 
 fn sorted(mut v: Vec<CpuSet>) -> Vec<CpuSet> {

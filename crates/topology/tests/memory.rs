@@ -8,9 +8,10 @@
 use crate::common;
 
 use common::hwloc_expected::load;
-use pinsight_topology::{
-    discover, CpuSet, FsRoot, LocalitySource, MemoryKind, MemoryKindSource, NumaNode, Topology,
-};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{LocalitySource, MemoryKind, MemoryKindSource, NumaNode, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use std::path::Path;
 
 fn recorded(name: &str) -> Topology {

@@ -8,10 +8,10 @@
 use crate::common;
 
 use common::synth;
-use pinsight_topology::{
-    discover, CapacitySource, CpuSet, FsRoot, KindSource, RankSource, SourceStatus, Topology,
-    ValueRange,
-};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{CapacitySource, KindSource, RankSource, SourceStatus, Topology, ValueRange};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 
 fn set(s: &str) -> CpuSet {
     CpuSet::parse_list(s).unwrap()
@@ -104,7 +104,7 @@ fn a_source_identical_on_every_cpu_is_skipped_even_first_in_the_chain() {
     let want = 0.45 * 1804.0 / (1.06 * 2841.0);
     assert!((cap0 - want).abs() < 1e-9, "{cap0}");
     let c = t.capacity(0).unwrap();
-    assert_eq!(c.source, pinsight_topology::CapacityOrigin::MicroarchTable);
+    assert_eq!(c.source, pinsight_model::CapacityOrigin::MicroarchTable);
     assert_eq!(c.value, cap0);
     assert_eq!(
         t.provenance

@@ -12,7 +12,10 @@
 
 use crate::common;
 
-use pinsight_topology::{discover, CacheType, CpuSet, FsRoot, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{CacheType, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use proptest::prelude::*;
 use std::path::Path;
 

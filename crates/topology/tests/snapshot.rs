@@ -3,8 +3,10 @@
 //! sysfs, for the recorded hwloc test machines, for a re-snapshot of a
 //! snapshot, through a .tar.gz, and for this live machine.
 
+use pinsight_model::{KindSource, Source, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use pinsight_topology::snapshot::{self, Error, Options, METADATA_FILE};
-use pinsight_topology::{discover, FsRoot, KindSource, Source, Topology};
 use std::path::{Path, PathBuf};
 
 fn write(root: &Path, abs: &str, content: &str) {

@@ -4,7 +4,10 @@
 use crate::common;
 
 use common::synth::{self, Machine};
-use pinsight_topology::{discover, CoreType, CpuSet, FsRoot, KindSource, RankSource, Topology};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{CoreType, KindSource, RankSource, Topology};
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use std::path::Path;
 
 fn set(s: &str) -> CpuSet {

@@ -22,21 +22,26 @@
 //! the validation journal (resumed if it exists). A resumed tune journals
 //! the same runs and chooses the same validation configurations as an
 //! uninterrupted one.
+#![forbid(unsafe_code)]
 
 pub mod live;
 pub mod sim;
 
 use pinsight_compare::experiment::{Executor, Gate, Outcome, SwitchError};
-use pinsight_compare::journal::{Header, Journal, JournalError, NotApplicable, RunLine};
 use pinsight_compare::program_metric::{Better, MetricSpec};
 use pinsight_compare::session::{self, ExecutorChoice, JournalTarget, Session, SessionError};
 use pinsight_compare::setup::{Extension, Request};
+use pinsight_compare::{
+    journal::Header, journal::Journal, journal::NotApplicable, journal::RunLine,
+};
 use pinsight_compare::{Phase, Slot};
 use pinsight_cpuset::CpuSet;
-use pinsight_lifecycle::progress::Progress;
+use pinsight_lifecycle::journal::JournalError;
+use pinsight_model::Topology;
 use pinsight_plan::tune::{TuneLayout, TuneLayoutError};
 use pinsight_plan::Policy;
-use pinsight_topology::{FsRoot, Topology};
+use pinsight_sys::progress::Progress;
+use pinsight_sys::FsRoot;
 use pinsight_tune_model::{Config, FitError, FitOptions, Machine, Observation};
 use serde::{Deserialize, Serialize};
 use sim::{SimExecutor, SimSpec};
@@ -44,10 +49,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
-
-pub use pinsight_compare::experiment::Outcome as RunOutcome;
-pub use pinsight_plan::tune;
-pub use pinsight_tune_model as model;
 
 /// [`Header::kind`] of a design journal.
 pub const KIND_DESIGN: &str = "tune";
@@ -343,7 +344,7 @@ pub fn read_request(path: &Path) -> Result<TuneRequest, TuneError> {
         validate: 2,
         metric: h.metrics.first().cloned(),
         // Not part of the experiment: each invocation gives its own.
-        disturbance_threshold: pinsight_compare::measure::disturbance::DEFAULT_THRESHOLD,
+        disturbance_threshold: pinsight_measure::disturbance::DEFAULT_THRESHOLD,
         rerun_disturbed: 0,
     })
 }
@@ -822,9 +823,7 @@ fn energy_of(runs: &[RunLine]) -> Energy {
         if r.phase != Phase::Measured || r.failure().is_some() {
             continue;
         }
-        if let pinsight_compare::measure::Metric::Unavailable { reason } =
-            &r.record.energy.energy_pkg_j
-        {
+        if let pinsight_measure::Metric::Unavailable { reason } = &r.record.energy.energy_pkg_j {
             return Energy::Unavailable {
                 reason: reason.clone(),
             };
@@ -1020,7 +1019,7 @@ mod tests {
     /// A run of `c` of one second (a fixed-duration program) that reads
     /// `rate` events/s.
     fn fixed_run(slot: usize, arm: &str, rate: f64) -> RunLine {
-        use pinsight_compare::measure::{
+        use pinsight_measure::{
             CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunRecord,
         };
         RunLine {

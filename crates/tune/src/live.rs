@@ -6,11 +6,12 @@
 //! only ones this module composes.
 
 use crate::{ExecutorKind, Finished, TuneConfig, TuneError, TuneJournal, TuneRequest, TuneSession};
-use pinsight_compare::measure::energy::Rapl;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_lifecycle::interrupt::shell_quote;
 use pinsight_lifecycle::program::Program;
-use pinsight_topology::{FsRoot, Topology};
+use pinsight_measure::energy::Rapl;
+use pinsight_model::Topology;
+use pinsight_sys::FsRoot;
 use pinsight_tune_model::{FitOptions, Goal};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -196,7 +197,7 @@ fn request_of(
 /// The disturbance threshold asked for, or compare's default.
 fn threshold(req: &LiveRequest) -> f64 {
     req.disturbance_threshold
-        .unwrap_or(pinsight_compare::measure::disturbance::DEFAULT_THRESHOLD)
+        .unwrap_or(pinsight_measure::disturbance::DEFAULT_THRESHOLD)
 }
 
 impl Finished {

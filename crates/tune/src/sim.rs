@@ -10,10 +10,10 @@
 //! the same numbers as an uninterrupted one.
 
 use pinsight_compare::experiment::{Executor, SwitchError};
-use pinsight_compare::measure::{
+use pinsight_compare::Slot;
+use pinsight_measure::{
     CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
 };
-use pinsight_compare::Slot;
 use pinsight_tune_model::{Config, ModelKind, Theta};
 use std::str::FromStr;
 

@@ -4,11 +4,13 @@
 //! declared kinds.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_lifecycle::progress::Silent;
-use pinsight_topology::model::declared::{apply, KindSpec};
-use pinsight_topology::{discover, FsRoot, Topology};
-use pinsight_tune::model::Config;
+use pinsight_model::Topology;
+use pinsight_model::{declared::apply, declared::KindSpec};
+use pinsight_sys::progress::Silent;
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use pinsight_tune::{ExecutorKind, TuneConfig, TuneJournal, TuneRequest, TuneSession};
+use pinsight_tune_model::Config;
 use std::collections::BTreeSet;
 
 /// (threads, CPU list) of runs.

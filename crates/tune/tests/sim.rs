@@ -6,14 +6,16 @@
 use pinsight_compare::journal::{Field, Journal};
 use pinsight_compare::session::{self, JournalTarget, Session, SessionError};
 use pinsight_compare::setup::Request;
-use pinsight_lifecycle::progress::Progress;
-use pinsight_topology::{discover, FsRoot, Topology};
-use pinsight_tune::model::{Config, ModelKind};
+use pinsight_model::Topology;
+use pinsight_sys::progress::Progress;
+use pinsight_sys::FsRoot;
+use pinsight_topology::discover;
 use pinsight_tune::sim::SimSpec;
 use pinsight_tune::{
     read_request, validation_path, Energy, ExecutorKind, Finished, Identity, Stage, TuneConfig,
     TuneError, TuneJournal, TuneRequest, TuneSession, KIND_DESIGN, KIND_VALIDATION,
 };
+use pinsight_tune_model::{Config, ModelKind};
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -425,9 +427,9 @@ fn the_validation_choice_is_the_models_for_two() {
     let topo = fixture(LAPTOP);
     let d = tempfile::tempdir().unwrap();
     let f = uninterrupted(&topo, d.path(), 1);
-    let fit = pinsight_tune::model::fit(
+    let fit = pinsight_tune_model::fit(
         &f.design_runs,
-        pinsight_tune::model::FitOptions {
+        pinsight_tune_model::FitOptions {
             bootstrap: 0,
             seed: 42,
         },
@@ -435,7 +437,7 @@ fn the_validation_choice_is_the_models_for_two() {
     .unwrap();
     assert_eq!(
         f.validation,
-        pinsight_tune::model::validation(&fit, &f.layout.machine, &f.design_runs)
+        pinsight_tune_model::validation(&fit, &f.layout.machine, &f.design_runs)
     );
     let three = pinsight_tune::choose_validation(&f.design_runs, &f.layout.machine, 3, 42).unwrap();
     assert_eq!(three.len(), 3);
@@ -447,8 +449,8 @@ fn the_validation_choice_is_the_models_for_two() {
 /// measuring every configuration finds best (or within the noise of it).
 #[test]
 fn a_noisy_simulated_tune_recovers_sf_and_the_exhaustive_best() {
-    use pinsight_tune::model::{analyse, FitOptions, Goal};
     use pinsight_tune::sim::SimExecutor;
+    use pinsight_tune_model::{analyse, FitOptions, Goal};
     let topo = fixture(LAPTOP);
     for (i, (truth, noise)) in [
         ("model=static,t1=10,f=0.95,sf=2,smt_gain=0.3", 0.02),

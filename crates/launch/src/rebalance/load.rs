@@ -18,12 +18,12 @@
 //! whatever the placement; the progress imbalance does not.
 
 use super::select::Task;
-use crate::procfs;
 use pinsight_cpuset::CpuSet;
 use pinsight_load::progress::{ProgressImbalance, TaskProgress, Trace};
 use pinsight_load::report::{imbalance_of, BusySource, CpuInfo, Machine};
 use pinsight_load::{Excluded, Parts};
-use pinsight_topology::FsRoot;
+use pinsight_sys::procfs;
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -18,13 +18,14 @@ pub mod select;
 pub mod state;
 pub mod watch;
 
-use crate::affinity;
-use crate::procfs;
 use load::{LoadError, LoadView};
 use pinsight_cpuset::CpuSet;
+use pinsight_model::Topology;
 use pinsight_plan::{Plan, PlanError, Request as PlanRequest, Weights, WeightsError};
+use pinsight_sys::affinity;
+use pinsight_sys::procfs;
 use pinsight_sys::progress::Progress;
-use pinsight_topology::{FsRoot, Topology};
+use pinsight_sys::FsRoot;
 use select::{Selector, Task};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -7,9 +7,9 @@
 //! "Processes" and "Threads": one PID or TID per line).
 
 use super::RebalanceError;
-use crate::procfs;
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::FsRoot;
+use pinsight_sys::procfs;
+use pinsight_sys::FsRoot;
 use serde::Serialize;
 
 /// What to select.

@@ -9,10 +9,10 @@
 
 use super::select::Task;
 use super::RebalanceError;
-use crate::affinity;
-use crate::procfs;
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::FsRoot;
+use pinsight_sys::affinity;
+use pinsight_sys::procfs;
+use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -11,9 +11,9 @@
 use super::{AffinityProbe, KindCpus, SfOptions, SfPmus, SfSampler, SfUnavailable, ThreadEntry};
 use pinsight_lifecycle::exit::{self, SpawnError};
 use pinsight_lifecycle::interrupt::{self, DescendantsWatch, InterruptError};
-use pinsight_lifecycle::progress::Progress;
 use pinsight_sys::procfs;
-use pinsight_topology::FsRoot;
+use pinsight_sys::progress::Progress;
+use pinsight_sys::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::{Child, ExitStatus};

@@ -6,8 +6,8 @@
 #![allow(dead_code)]
 
 use pinsight_cpuset::CpuSet;
+use pinsight_model::*;
 use pinsight_plan::{plan, render, Format, Policy, Request};
-use pinsight_topology::*;
 
 /// One PU of a machine under construction.
 #[derive(Clone, Debug)]
@@ -415,9 +415,9 @@ pub fn run_cases(topo: &Topology, extra: &[Case]) -> String {
 /// A latency matrix for the i7-1370P shaped like measured ones: SMT
 /// siblings 5 ns, E-cores sharing an L2 20 ns, P to P 40 ns, E to E across
 /// clusters 50 ns, P to E 60 ns.
-pub fn i7_latency() -> pinsight_plan::LatencyMatrix {
+pub fn i7_latency() -> pinsight_latency_model::LatencyMatrix {
     let t = i7_1370p();
-    let mut m = pinsight_plan::LatencyMatrix::new((0..20).collect());
+    let mut m = pinsight_latency_model::LatencyMatrix::new((0..20).collect());
     let l2 = |c: usize| t.caches_at(2).position(|x| x.cpus.contains(c));
     for a in 0..20 {
         for b in 0..a {

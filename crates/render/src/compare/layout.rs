@@ -22,11 +22,6 @@ pub fn effective_width(columns: Option<usize>) -> usize {
     }
 }
 
-/// Columns of the terminal: `COLUMNS` when it holds a positive number,
-/// else the size of the terminal on stdout; `None` when unknown. Pass the
-/// result to [`effective_width`]. (The one rule of `pinsight-render`.)
-pub use crate::terminal_columns;
-
 /// Display width of `s`.
 pub fn width(s: &str) -> usize {
     term::display_width(s)

@@ -6,6 +6,7 @@
 
 pub mod chart;
 pub mod colormap;
+pub mod report;
 pub mod table;
 
 pub use chart::{svg, write_png, write_svg, ChartError, ChartOptions, KindBand};

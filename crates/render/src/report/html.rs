@@ -3,9 +3,9 @@
 
 use super::{esc, kind_colour, topology_svg};
 use crate::latency::chart::{svg as heatmap_svg, ChartOptions, KindBand};
+use pinsight_model::{Source, Topology};
 use pinsight_report::ReportData;
 use pinsight_speed::SpeedReport;
-use pinsight_topology::{Source, Topology};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222;padding:0 1em;line-height:1.4}

@@ -22,7 +22,7 @@ use super::{esc, kind_colour};
 use crate::format_size;
 use crate::tree::{self, Object, Placed, TreeNode};
 use pinsight_cpuset::CpuSet;
-use pinsight_topology::{CacheType, DeviceLocalitySource, Group, Topology};
+use pinsight_model::{CacheType, DeviceLocalitySource, Group, Topology};
 use std::fmt::Write;
 
 /// Widest the picture may be (the HTML page is 1000 px wide).
@@ -127,7 +127,7 @@ fn box_label(object: Object<'_>) -> String {
 }
 
 /// A node's memory size and kind ("64 GiB DRAM", "HBM"), if known.
-fn memory_text(n: &pinsight_topology::NumaNode) -> Option<String> {
+fn memory_text(n: &pinsight_model::NumaNode) -> Option<String> {
     let size = match n.memory_mib {
         Some(m) if m >= 1024 => Some(format!("{:.0} GiB", m as f64 / 1024.0)),
         Some(m) if m > 0 => Some(format!("{m} MiB")),

@@ -16,7 +16,8 @@
 use super::cpus::{Layout, CPU_DIR};
 use super::partition;
 use super::reader::{shorten, Reader};
-use crate::{Cache, CacheType, CpuSet};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{Cache, CacheType};
 use std::collections::HashMap;
 
 /// Reads every cache instance of the online CPUs, sorted by level, type and

@@ -20,7 +20,7 @@
 //! `cpuset` for v1), else from `/proc/self/cpuset`.
 
 use super::reader::Reader;
-use crate::CpuSet;
+use pinsight_cpuset::CpuSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Flavor {

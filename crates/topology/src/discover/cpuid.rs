@@ -11,7 +11,8 @@
 //! (AMD: leaf 0x80000021 EAX bit 30). CPUs the process may not run on stay
 //! unknown.
 
-use crate::{CoreType, CpuSet};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::CoreType;
 
 /// The Zen generation ("Zen5"), if known, and the core type per CPU.
 pub(super) type AmdCoreTypes = (Option<&'static str>, Vec<(usize, CoreType)>);

@@ -25,7 +25,8 @@
 
 use super::partition;
 use super::reader::Reader;
-use crate::{CpuSet, Group};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::Group;
 use std::collections::{BTreeMap, HashMap};
 
 pub(super) const CPU_DIR: &str = "/sys/devices/system/cpu";

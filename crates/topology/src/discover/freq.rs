@@ -13,7 +13,8 @@
 
 use super::cpus::{Layout, CPU_DIR};
 use super::reader::{shorten, Reader};
-use crate::{CoreType, Cppc, CpuSet, KindSource};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{CoreType, Cppc, KindSource};
 use std::collections::BTreeMap;
 
 /// What discovery knows about one online CPU's performance and identity.

@@ -31,8 +31,9 @@
 use super::cpus::{Layout, CPU_DIR};
 use super::freq::{Perf, PerfMap};
 use super::reader::Reader;
-use crate::{
-    CapacitySource, CoreType, CpuDecision, CpuSet, Kind, KindSource, Provenance, RankSource,
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{
+    CapacitySource, CoreType, CpuDecision, Kind, KindSource, Provenance, RankSource,
     SourceEvidence, SourceStatus, ValueRange,
 };
 use std::collections::BTreeMap;
@@ -805,7 +806,7 @@ pub(crate) fn name(kinds: &mut [Kind]) {
 /// (dumps without the `cpu_core`/`cpu_atom` PMU lists, e.g. the recorded
 /// i7-1370P) are Intel hybrids: name them P-core and E-core rather than
 /// big and little. The identity source stays what it was.
-pub(crate) fn name_x86_hybrid(topo: &mut crate::Topology) {
+pub(crate) fn name_x86_hybrid(topo: &mut pinsight_model::Topology) {
     let x86 = topo
         .arch
         .as_deref()

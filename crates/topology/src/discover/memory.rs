@@ -54,8 +54,9 @@
 //! found by `cgroup`) set `allowed`; nodes outside the set stay listed.
 
 use super::reader::Reader;
-use crate::{CpuSet, HugePages, LocalitySource, MemoryAccess, MemoryKind, MemoryKindSource};
-use crate::{MemorySideCache, NumaNode};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::{HugePages, LocalitySource, MemoryAccess, MemoryKind, MemoryKindSource};
+use pinsight_model::{MemorySideCache, NumaNode};
 
 const NODE_DIR: &str = "/sys/devices/system/node";
 const DAX_DIR: &str = "/sys/bus/dax/devices";

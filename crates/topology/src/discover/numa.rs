@@ -10,7 +10,8 @@
 //! memory of `/proc/meminfo`.
 
 use super::reader::{shorten, Reader};
-use crate::{CpuSet, NumaNode};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::NumaNode;
 
 const NODE_DIR: &str = "/sys/devices/system/node";
 

@@ -18,7 +18,7 @@
 //! Hand-written: no crate settles set partitions by vote, and the rule is a
 //! dozen lines.
 
-use crate::CpuSet;
+use pinsight_cpuset::CpuSet;
 use std::collections::VecDeque;
 
 /// One file's say: `file` (an OS path) puts `cpu` with the CPUs of `set`.

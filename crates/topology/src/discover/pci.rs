@@ -17,7 +17,8 @@
 //! A machine without `/sys/bus/pci` costs one failed listing.
 
 use super::reader::{shorten, Reader};
-use crate::{CpuSet, NumaNode};
+use pinsight_cpuset::CpuSet;
+use pinsight_model::NumaNode;
 use pinsight_model::{DeviceClass, DeviceLocalitySource, OsDevice, OsDeviceKind, PciDevice};
 use std::collections::HashMap;
 

@@ -3,7 +3,8 @@
 //! discovery did about it. Keeping this in one place keeps the wording of
 //! warnings uniform and the discovery modules free of error plumbing.
 
-use crate::{CpuSet, FsRoot};
+use pinsight_cpuset::CpuSet;
+use pinsight_sys::FsRoot;
 use std::fmt::Display;
 
 /// A file reader that collects warnings.

@@ -10,7 +10,7 @@
 
 #![allow(dead_code)]
 
-use pinsight_topology::CpuSet;
+use pinsight_cpuset::CpuSet;
 use std::path::Path;
 
 /// What hwloc shows for one machine.

@@ -1,0 +1,214 @@
+//! The per-rank report: `pinsight run --slice POLICY --report-dir DIR`
+//! writes `DIR/<host>/rank-<N>.json` for each rank, and `pinsight gather`
+//! and `compare --launcher … --report-dir` read those files back. One
+//! typed form, serde both ways, so writer and readers cannot drift.
+//!
+//! The file holds the rank's whole slice, plan and run outcome. The typed
+//! fields are the ones the readers use; every other field is kept as read
+//! (`rest`), so a report read and written again is the same document. The
+//! text is written with sorted keys, as `serde_json::Value` prints them.
+
+use crate::launch::RunOutcome;
+use pinsight_cpuset::CpuSet;
+use pinsight_plan::slice::RankSlice;
+use pinsight_plan::Plan;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Largest rank report read: a rank's report is a few KiB (its threads'
+/// CPUs included); 16 MiB is no real one.
+pub const MAX_REPORT_BYTES: u64 = 16 << 20;
+
+/// One rank's report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankReport {
+    /// The node's host name, as the rank saw it.
+    pub host: String,
+    pub slice: SliceSeen,
+    pub plan: PlanSeen,
+    pub run: RunSeen,
+}
+
+/// The rank's slice of the node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SliceSeen {
+    pub rank: usize,
+    pub size: usize,
+    /// The launcher whose variables gave the rank (`slurm`, `openmpi`, …).
+    #[serde(default)]
+    pub launcher: String,
+    /// The slice's CPUs.
+    #[serde(default)]
+    pub cpus: CpuSet,
+    /// The slice's capacity (`null` when unknown).
+    #[serde(default)]
+    pub capacity: Option<f64>,
+    /// Every other field of the slice, as written.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// The plan the rank ran under.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanSeen {
+    /// Canonical policy text (`p-pinned`).
+    #[serde(default)]
+    pub policy: String,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// What the rank's run did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSeen {
+    pub wall_ms: f64,
+    /// The exit code handed on: the program's, or 128 + its signal; -1
+    /// when the file does not say (counted as a failed rank).
+    #[serde(default = "unknown_exit")]
+    pub exit_code: i32,
+    /// Per-thread observations (with `--report`).
+    #[serde(default)]
+    pub threads: Vec<ThreadSeen>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+fn unknown_exit() -> i32 {
+    -1
+}
+
+/// One thread of the rank's program.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSeen {
+    /// The CPUs it was seen running on.
+    #[serde(default)]
+    pub cpus_seen: CpuSet,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// Why a rank report cannot be made or read.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RankReportError(String);
+
+impl RankReport {
+    /// The report of one rank that ran `plan` on its `slice` of `host`.
+    pub fn new(
+        host: &str,
+        slice: &RankSlice,
+        plan: &Plan,
+        run: &RunOutcome,
+    ) -> Result<RankReport, RankReportError> {
+        let part = |what: &str, v: Result<Value, serde_json::Error>| {
+            v.map_err(|e| RankReportError(format!("rank report: the {what}: {e}")))
+        };
+        let doc = serde_json::json!({
+            "host": host,
+            "slice": part("slice", serde_json::to_value(slice))?,
+            "plan": part("plan", serde_json::to_value(plan))?,
+            "run": part("run", serde_json::to_value(run))?,
+        });
+        serde_json::from_value(doc).map_err(|e| RankReportError(format!("rank report: {e}")))
+    }
+
+    /// The file's text (pretty JSON, keys sorted, a final newline).
+    pub fn to_text(&self) -> Result<String, RankReportError> {
+        let v = serde_json::to_value(self).map_err(|e| RankReportError(e.to_string()))?;
+        serde_json::to_string_pretty(&v)
+            .map(|s| s + "\n")
+            .map_err(|e| RankReportError(e.to_string()))
+    }
+
+    /// A report read from a file's `text`; `host` stands for a host name
+    /// the file lacks (the directory it was found in names it).
+    pub fn parse(text: &str, host: &str) -> Result<RankReport, RankReportError> {
+        let mut v: Value =
+            serde_json::from_str(text).map_err(|e| RankReportError(e.to_string()))?;
+        if let Some(o) = v.as_object_mut() {
+            o.entry("host").or_insert_with(|| Value::from(host));
+        }
+        serde_json::from_value(v).map_err(|e| RankReportError(e.to_string()))
+    }
+
+    /// Every CPU the rank's threads were seen on.
+    pub fn ran_on(&self) -> CpuSet {
+        let mut all = CpuSet::new();
+        for t in &self.run.threads {
+            all.union_with(&t.cpus_seen);
+        }
+        all
+    }
+
+    /// The wall time in seconds.
+    pub fn wall_s(&self) -> f64 {
+        self.run.wall_ms / 1e3
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"{
+  "host": "n1",
+  "plan": {
+    "cpus": "0-3",
+    "policy": "p-pinned"
+  },
+  "run": {
+    "exit_code": 0,
+    "notes": [],
+    "threads": [
+      {
+        "cpus_seen": "0-1",
+        "tid": 7
+      },
+      {
+        "cpus_seen": "3",
+        "tid": 8
+      }
+    ],
+    "wall_ms": 1250.5
+  },
+  "slice": {
+    "capacity": 2.5,
+    "cpus": "0-3",
+    "launcher": "slurm",
+    "rank": 1,
+    "size": 4,
+    "rule": "equal-capacity"
+  }
+}
+"#;
+
+    #[test]
+    fn a_report_reads_its_typed_fields_and_writes_back_the_same_document() {
+        let r = RankReport::parse(FILE, "dir-name").unwrap();
+        assert_eq!(r.host, "n1");
+        assert_eq!((r.slice.rank, r.slice.size), (1, 4));
+        assert_eq!(r.slice.launcher, "slurm");
+        assert_eq!(r.slice.capacity, Some(2.5));
+        assert_eq!(r.plan.policy, "p-pinned");
+        assert_eq!(r.run.exit_code, 0);
+        assert_eq!(r.wall_s(), 1.2505);
+        assert_eq!(r.ran_on().to_list_string(), "0-1,3");
+        let back: Value = serde_json::from_str(&r.to_text().unwrap()).unwrap();
+        let orig: Value = serde_json::from_str(FILE).unwrap();
+        assert_eq!(back, orig);
+    }
+
+    #[test]
+    fn a_file_without_a_host_takes_the_directory_s_name() {
+        let no_host = FILE.replace("\"host\": \"n1\",", "");
+        let r = RankReport::parse(&no_host, "dir-name").unwrap();
+        assert_eq!(r.host, "dir-name");
+    }
+
+    #[test]
+    fn a_file_missing_a_needed_field_names_it() {
+        let e = RankReport::parse(&FILE.replace("\"wall_ms\"", "\"wall\""), "h").unwrap_err();
+        assert!(e.to_string().contains("wall_ms"), "{e}");
+        assert!(RankReport::parse("not json", "h").is_err());
+    }
+}
