@@ -33,8 +33,9 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 
-/// Always busy: counts rounds of a fixed loop and writes "COUNT
-/// MONOTONIC" to argv[1] every 20 ms of wall time (when it runs), through
+/// Always busy: counts rounds of a fixed loop and writes "COUNT MONOTONIC
+/// CPUTIME" (its own CPU time) to argv[1] every 20 ms of wall time (when
+/// it runs), through
 /// a rename on tmpfs (a journaled file system can block the writer, and a
 /// task that sleeps does not want a whole CPU). C, not python: python's
 /// speed differs by 10-15% from one process to the next (hash seeds,
@@ -52,13 +53,15 @@ int main(int argc, char **argv) {
     for (;;) {
         for (volatile int i = 0; i < 20000; i++) {}
         n++;
-        struct timespec ts;
+        struct timespec ts, cs;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double t = ts.tv_sec + ts.tv_nsec * 1e-9;
         if (t - last >= 0.02) {
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cs);
+            double cpu = cs.tv_sec + cs.tv_nsec * 1e-9;
             FILE *f = fopen(tmp, "w");
             if (f) {
-                fprintf(f, "%llu %.9f\n", n, t);
+                fprintf(f, "%llu %.9f %.9f\n", n, t, cpu);
                 fclose(f);
                 rename(tmp, argv[1]);
             }
@@ -129,9 +132,9 @@ impl Counters {
         self.children.push(child);
     }
 
-    /// Each task's (PID, count, its clock) now; a task that has not
-    /// written yet reads (pid, 0, NaN).
-    fn read(&self) -> Vec<(u32, f64, f64)> {
+    /// Each task's (PID, count, its clock, its CPU time) now; a task that
+    /// has not written yet reads (pid, 0, NaN, NaN).
+    fn read(&self) -> Vec<Reading> {
         self.children
             .iter()
             .enumerate()
@@ -141,7 +144,8 @@ impl Counters {
                 let mut w = text.split_whitespace().map(|x| x.parse::<f64>().ok());
                 let n = w.next().flatten().unwrap_or(0.0);
                 let t = w.next().flatten().unwrap_or(f64::NAN);
-                (c.id(), n, t)
+                let cpu = w.next().flatten().unwrap_or(f64::NAN);
+                (c.id(), n, t, cpu)
             })
             .collect()
     }
@@ -161,11 +165,53 @@ impl Drop for Counters {
 }
 
 /// Each task's own iteration rate between two readings (PID → per s).
-fn rates(a: &[(u32, f64, f64)], b: &[(u32, f64, f64)]) -> Vec<(u32, f64)> {
+/// A task's reading: (PID, count, its clock, its CPU time).
+type Reading = (u32, f64, f64, f64);
+
+/// Each task's own rate between two readings: rounds per second of wall
+/// time.
+fn rates(a: &[Reading], b: &[Reading]) -> Vec<(u32, f64)> {
     a.iter()
         .zip(b)
         .map(|(x, y)| (x.0, (y.1 - x.1) / (y.2 - x.2)))
         .collect()
+}
+
+/// Most the tasks' own rounds per CPU second may differ within a window:
+/// beyond it the host ran the CPUs at different paces (see [`even_pace`]).
+const PACE_EVEN: f64 = 1.08;
+
+/// Whether the host ran every task's CPU at one pace between each pair of
+/// readings: a task's rounds per second of its own CPU time is the pace
+/// of the CPU it ran on (the emulation takes time, not speed, so P and E
+/// alike run at the host's pace). A shared VM changes a CPU's pace for
+/// seconds at a time, which no timing before and after the window sees;
+/// the tasks' own counts would then differ by that, not by placement.
+fn even_pace(windows: &[(&str, &[Reading], &[Reading])]) -> Result<String, String> {
+    let mut figures = Vec::new();
+    for (name, a, b) in windows {
+        let paces: Vec<f64> = a
+            .iter()
+            .zip(*b)
+            .map(|(x, y)| (y.1 - x.1) / (y.3 - x.3))
+            .filter(|p| p.is_finite() && *p > 0.0)
+            .collect();
+        let s = spread(&paces);
+        if paces.len() < a.len() || !(s <= PACE_EVEN) {
+            return Err(format!(
+                "premise failed: the host ran the CPUs at different paces while the tasks \
+                 counted ({name}: their own rounds per CPU second max/min {s:.3} over {} of {} \
+                 tasks, tolerance {PACE_EVEN})",
+                paces.len(),
+                a.len()
+            ));
+        }
+        figures.push(format!("{name} {s:.3}"));
+    }
+    Ok(format!(
+        "the tasks' own rounds per CPU second max/min: {}",
+        figures.join(", ")
+    ))
 }
 
 fn spread(v: &[f64]) -> f64 {
@@ -259,11 +305,16 @@ fn load_and_balance_read_the_progress_each_task_counts_itself() {
     std::thread::sleep(Duration::from_millis(500));
     let c = tasks.read();
     std::thread::sleep(Duration::from_secs(3));
-    let own_after = rates(&c, &tasks.read());
+    let c2 = tasks.read();
+    let own_after = rates(&c, &c2);
     drop(tasks);
     let pace_after = em.pace(d.path(), 2, "6e8");
     let premise = premises(&live, &em)
-        .and_then(|p| steady(pace_before, pace_after).map(|figures| format!("{p}; {figures}")));
+        .and_then(|p| steady(pace_before, pace_after).map(|figures| format!("{p}; {figures}")))
+        .and_then(|p| {
+            even_pace(&[("load", &a, &b), ("after balance", &c, &c2)])
+                .map(|figures| format!("{p}; {figures}"))
+        });
     ok_json(
         Command::new(BIN)
             .args(["--json", "balance", "--restore"])
@@ -390,7 +441,8 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     std::thread::sleep(Duration::from_millis(1000));
     let a = tasks.read();
     std::thread::sleep(Duration::from_secs(5));
-    let own = rates(&a, &tasks.read());
+    let a2 = tasks.read();
+    let own = rates(&a, &a2);
     let own_spread = spread(&own.iter().map(|r| r.1).collect::<Vec<_>>());
     let per_cpu: Vec<(u64, u64)> = bal["per_cpu"]
         .as_array()
@@ -445,7 +497,8 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     std::thread::sleep(Duration::from_secs(3));
     let b = tasks.read();
     std::thread::sleep(Duration::from_secs(4));
-    let own_watch = rates(&b, &tasks.read());
+    let b2 = tasks.read();
+    let own_watch = rates(&b, &b2);
     let watch_spread = spread(&own_watch.iter().map(|r| r.1).collect::<Vec<_>>());
     watch.kill().unwrap();
     watch.wait().unwrap();
@@ -457,9 +510,14 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
         .unwrap();
     drop(tasks);
     let pace_after = em.pace(d.path(), 2, "6e8");
-    let premise = premises(&live, &em).and_then(|p| {
-        steady_ratio(pace_before, pace_after).map(|figures| format!("{p}; {figures}"))
-    });
+    let premise = premises(&live, &em)
+        .and_then(|p| {
+            steady_ratio(pace_before, pace_after).map(|figures| format!("{p}; {figures}"))
+        })
+        .and_then(|p| {
+            even_pace(&[("after balance", &a, &a2), ("under the watch", &b, &b2)])
+                .map(|figures| format!("{p}; {figures}"))
+        });
     // 16 tasks on P and 8 on E, E really `r` times slower than P: a task
     // on P counts r/2 times as fast as one on E (1.0 at exactly 2:1).
     let r = (pace_before.ratio() + pace_after.ratio()) / 2.0;
