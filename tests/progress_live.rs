@@ -197,7 +197,7 @@ fn even_pace(windows: &[(&str, &[Reading], &[Reading])]) -> Result<String, Strin
             .filter(|p| p.is_finite() && *p > 0.0)
             .collect();
         let s = spread(&paces);
-        if paces.len() < a.len() || !(s <= PACE_EVEN) {
+        if paces.is_empty() || paces.len() < a.len() || s > PACE_EVEN {
             return Err(format!(
                 "premise failed: the host ran the CPUs at different paces while the tasks \
                  counted ({name}: their own rounds per CPU second max/min {s:.3} over {} of {} \

@@ -14,6 +14,7 @@ use pinsight_plan::slice::RankSlice;
 use pinsight_plan::Plan;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
 
 /// Largest rank report read: a rank's report is a few KiB (its threads'
 /// CPUs included); 16 MiB is no real one.
@@ -146,6 +147,72 @@ impl RankReport {
     }
 }
 
+/// One node's reports, by rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeReports {
+    /// The node's directory name (its host name).
+    pub host: String,
+    pub ranks: Vec<RankReport>,
+}
+
+/// What a report directory holds: `DIR/<host>/rank-<N>.json`, node by
+/// node (sorted by host, then rank), and one warning per file that could
+/// not be read (it is left out, never guessed).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReportDir {
+    pub nodes: Vec<NodeReports>,
+    pub warnings: Vec<String>,
+}
+
+/// Every `rank-<N>.json` under the node directories of `dir`. Only `dir`
+/// itself failing to open is an error; a node without a readable report
+/// is left out.
+pub fn read_dir(dir: &Path) -> std::io::Result<ReportDir> {
+    let mut hosts: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    hosts.sort();
+    let mut out = ReportDir::default();
+    for h in hosts {
+        let host = h
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&h)
+            .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.retain(|f| {
+            f.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rank-") && n.ends_with(".json"))
+        });
+        files.sort();
+        let mut ranks = Vec::new();
+        for f in files {
+            match read_file(&f, &host) {
+                Ok(r) => ranks.push(r),
+                Err(w) => out.warnings.push(format!("{w}; skipped")),
+            }
+        }
+        if ranks.is_empty() {
+            continue;
+        }
+        ranks.sort_by_key(|r| r.slice.rank);
+        out.nodes.push(NodeReports { host, ranks });
+    }
+    Ok(out)
+}
+
+/// One report file, `host` standing for a host name it lacks; the error
+/// names the file (escaped for a terminal).
+pub fn read_file(path: &Path, host: &str) -> Result<RankReport, String> {
+    let shown = pinsight_sys::text::shown(&path.to_string_lossy()).into_owned();
+    let text = pinsight_sys::fs::read_bounded_string(path, MAX_REPORT_BYTES)
+        .map_err(|e| format!("rank report '{shown}': {e}"))?;
+    RankReport::parse(&text, host).map_err(|e| format!("{shown}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +270,38 @@ mod tests {
         let no_host = FILE.replace("\"host\": \"n1\",", "");
         let r = RankReport::parse(&no_host, "dir-name").unwrap();
         assert_eq!(r.host, "dir-name");
+    }
+
+    #[test]
+    fn a_report_dir_is_read_node_by_node_and_a_bad_file_is_a_warning() {
+        let d = tempfile::tempdir().unwrap();
+        for (host, rank) in [("n2", 0), ("n1", 1), ("n1", 0)] {
+            let dir = d.path().join(host);
+            std::fs::create_dir_all(&dir).unwrap();
+            let text = FILE
+                .replace("\"rank\": 1", &format!("\"rank\": {rank}"))
+                .replace("\"host\": \"n1\",", "");
+            std::fs::write(dir.join(format!("rank-{rank}.json")), text).unwrap();
+        }
+        std::fs::write(d.path().join("n2/rank-9.json"), "{").unwrap();
+        std::fs::write(d.path().join("n2/notes.txt"), "not a report").unwrap();
+        std::fs::create_dir_all(d.path().join("empty")).unwrap();
+        let r = read_dir(d.path()).unwrap();
+        let seen: Vec<(&str, Vec<usize>)> = r
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.host.as_str(),
+                    n.ranks.iter().map(|r| r.slice.rank).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(seen, vec![("n1", vec![0, 1]), ("n2", vec![0])]);
+        assert_eq!(r.nodes[1].ranks[0].host, "n2");
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        assert!(r.warnings[0].contains("rank-9.json") && r.warnings[0].ends_with("; skipped"));
+        assert!(read_dir(&d.path().join("none")).is_err());
     }
 
     #[test]

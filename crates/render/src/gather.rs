@@ -6,6 +6,7 @@
 
 use crate::escape;
 use pinsight_cpuset::CpuSet;
+use pinsight_launch::rank_report::{NodeReports, RankReport};
 use pinsight_model::Topology;
 use pinsight_plan::slice::Slicing;
 use std::fmt::Write;
@@ -32,6 +33,62 @@ pub struct Rank {
 pub struct Node {
     pub host: String,
     pub ranks: Vec<Rank>,
+}
+
+impl From<&RankReport> for Rank {
+    fn from(r: &RankReport) -> Rank {
+        let or_dash = |s: &str| {
+            if s.is_empty() {
+                "-".to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        Rank {
+            rank: r.slice.rank,
+            size: r.slice.size,
+            launcher: or_dash(&r.slice.launcher),
+            policy: or_dash(&r.plan.policy),
+            cpus: r.slice.cpus.to_list_string(),
+            capacity: r.slice.capacity.unwrap_or(f64::NAN),
+            ran_on: r.ran_on().to_list_string(),
+            wall_ms: r.run.wall_ms,
+            exit_code: r.run.exit_code,
+        }
+    }
+}
+
+impl From<&NodeReports> for Node {
+    fn from(n: &NodeReports) -> Node {
+        Node {
+            host: n.host.clone(),
+            ranks: n.ranks.iter().map(Rank::from).collect(),
+        }
+    }
+}
+
+/// The `--json` document: per node its ranks, fastest and slowest wall
+/// time, their spread and the slowest rank; and the files left out.
+pub fn json(nodes: &[Node], warnings: &[String]) -> serde_json::Value {
+    let node = |n: &Node| {
+        let (fast, slow, slowest) = spread(n).unwrap_or((f64::NAN, f64::NAN, 0));
+        serde_json::json!({
+            "host": n.host,
+            "ranks": n.ranks.iter().map(|r| serde_json::json!({
+                "rank": r.rank, "size": r.size, "launcher": r.launcher,
+                "policy": r.policy, "cpus": r.cpus, "capacity": r.capacity,
+                "ran_on": r.ran_on, "wall_ms": r.wall_ms, "exit_code": r.exit_code,
+            })).collect::<Vec<_>>(),
+            "wall_ms_fastest": fast,
+            "wall_ms_slowest": slow,
+            "wall_ms_spread": slow - fast,
+            "slowest_rank": slowest,
+        })
+    };
+    serde_json::json!({
+        "nodes": nodes.iter().map(node).collect::<Vec<_>>(),
+        "warnings": warnings,
+    })
 }
 
 /// The fastest and slowest rank of a node: (fastest ms, slowest ms,
