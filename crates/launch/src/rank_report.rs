@@ -26,6 +26,9 @@ pub struct RankReport {
     /// The node's host name, as the rank saw it.
     pub host: String,
     pub slice: SliceSeen,
+    /// The plan (absent in a report that says only what compare's rank
+    /// timing reads: slice and run).
+    #[serde(default)]
     pub plan: PlanSeen,
     pub run: RunSeen,
 }
@@ -50,7 +53,7 @@ pub struct SliceSeen {
 }
 
 /// The plan the rank ran under.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PlanSeen {
     /// Canonical policy text (`p-pinned`).
     #[serde(default)]
@@ -263,6 +266,19 @@ mod tests {
         let back: Value = serde_json::from_str(&r.to_text().unwrap()).unwrap();
         let orig: Value = serde_json::from_str(FILE).unwrap();
         assert_eq!(back, orig);
+    }
+
+    #[test]
+    fn a_report_of_slice_and_run_alone_is_read() {
+        let r = RankReport::parse(
+            r#"{"slice": {"rank": 0, "size": 2}, "run": {"wall_ms": 100.0, "exit_code": 3}}"#,
+            "n1",
+        )
+        .unwrap();
+        assert_eq!(
+            (r.slice.rank, r.run.exit_code, r.plan.policy.as_str()),
+            (0, 3, "")
+        );
     }
 
     #[test]
