@@ -417,7 +417,8 @@ pub enum Batch {
 /// The live stream of HFI capability changes on this machine.
 ///
 /// ```no_run
-/// use pinsight_topology::{hfi::{Batch, HfiWatcher}, FsRoot};
+/// use pinsight_sys::FsRoot;
+/// use pinsight_topology::hfi::{Batch, HfiWatcher};
 /// use std::time::Duration;
 /// let mut w = HfiWatcher::open(&FsRoot::live())?;
 /// loop {
