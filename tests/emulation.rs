@@ -224,16 +224,7 @@ pub const STEADY: f64 = 0.08;
 /// the figures when it moved; `Ok` with them when it held.
 pub fn steady(before: Pace, after: Pace) -> Result<String, String> {
     let moved = |a: f64, b: f64| (b / a - 1.0).abs();
-    let figures = format!(
-        "the CPUs' pace timed directly: P {:.3} s then {:.3} s, E {:.3} s then {:.3} s \
-         (E/P {:.2} then {:.2})",
-        before.p,
-        after.p,
-        before.e,
-        after.e,
-        before.ratio(),
-        after.ratio()
-    );
+    let figures = pace_figures(before, after);
     if moved(before.p, after.p) > STEADY || moved(before.e, after.e) > STEADY {
         Err(format!(
             "premise failed: the host changed a CPU's pace during the test: {figures}, \
@@ -245,12 +236,9 @@ pub fn steady(before: Pace, after: Pace) -> Result<String, String> {
     }
 }
 
-/// [`steady`] for a test whose figures are ratios between the CPUs (how
-/// evenly tasks on both progress): a pace both CPUs lost or gained alike
-/// changes no such ratio, so only the E/P ratio must hold within
-/// [`STEADY`].
-pub fn steady_ratio(before: Pace, after: Pace) -> Result<String, String> {
-    let figures = format!(
+/// Both timings of both CPUs, and their E/P ratios, in words.
+fn pace_figures(before: Pace, after: Pace) -> String {
+    format!(
         "the CPUs' pace timed directly: P {:.3} s then {:.3} s, E {:.3} s then {:.3} s \
          (E/P {:.2} then {:.2})",
         before.p,
@@ -259,7 +247,15 @@ pub fn steady_ratio(before: Pace, after: Pace) -> Result<String, String> {
         after.e,
         before.ratio(),
         after.ratio()
-    );
+    )
+}
+
+/// [`steady`] for a test whose figures are ratios between the CPUs (how
+/// evenly tasks on both progress): a pace both CPUs lost or gained alike
+/// changes no such ratio, so only the E/P ratio must hold within
+/// [`STEADY`].
+pub fn steady_ratio(before: Pace, after: Pace) -> Result<String, String> {
+    let figures = pace_figures(before, after);
     if (after.ratio() / before.ratio() - 1.0).abs() > STEADY {
         Err(format!(
             "premise failed: the host changed one CPU's pace against the other's during the \

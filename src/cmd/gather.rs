@@ -39,10 +39,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             .map_err(|e| CliError::runtime(format!("--export-html: {e}")))?;
     }
     if g.json {
-        g.print_json(&json(&nodes, &dir.warnings))?;
+        g.print_json(&json(&nodes, &dir.warnings()))?;
     } else {
         print!("{}", text(&nodes));
-        for w in &dir.warnings {
+        for w in &dir.warnings() {
             eprintln!(
                 "{}",
                 pinsight_render::term::wrap80(&format!("pinsight: warning: {w}"))

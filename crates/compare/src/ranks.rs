@@ -11,7 +11,7 @@ use crate::design::Slot;
 use crate::experiment::{run_prepare, run_prepare_kept, Executor, SwitchError};
 use crate::journal::{RankTime, RankTimes};
 use crate::output::{Capture, CaptureError, Kept};
-use pinsight_launch::rank_report::{RankReport, MAX_REPORT_BYTES};
+use pinsight_launch::rank_report::read_dir;
 use pinsight_measure::{Measurer, RunError, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -238,32 +238,25 @@ impl Executor for RanksExecutor {
 /// why the run fails if it does: a rank that exited non-zero, a rank
 /// without a report, or no report at all.
 pub fn rank_times(dir: &Path, launcher_wall_s: f64, launcher_failed: bool) -> RankTimes {
-    let mut ranks: Vec<RankTime> = Vec::new();
-    let mut unreadable: Vec<String> = Vec::new();
-    let mut hosts: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    hosts.retain(|p| p.is_dir());
-    hosts.sort();
-    for h in &hosts {
-        let host = h
-            .file_name()
-            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-        let mut files: Vec<PathBuf> = std::fs::read_dir(h)
-            .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        files.retain(|f| {
-            f.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("rank-") && n.ends_with(".json"))
-        });
-        for f in files {
-            match read_rank(&f, &host) {
-                Some(r) => ranks.push(r),
-                None => unreadable.push(f.display().to_string()),
-            }
-        }
-    }
+    // A directory that cannot be opened holds no report: `failure` says so.
+    let found = read_dir(dir).unwrap_or_default();
+    let mut ranks: Vec<RankTime> = found
+        .nodes
+        .iter()
+        .flat_map(|n| &n.ranks)
+        .map(|r| RankTime {
+            wall_s: r.wall_s(),
+            rank: r.slice.rank,
+            size: r.slice.size,
+            exit_code: r.run.exit_code,
+            host: r.host.clone(),
+        })
+        .collect();
+    let unreadable: Vec<String> = found
+        .unreadable
+        .iter()
+        .map(|(f, _)| f.display().to_string())
+        .collect();
     ranks.sort_by(|a, b| (&a.host, a.rank).cmp(&(&b.host, b.rank)));
     let failure = failure(&ranks, &unreadable, dir, launcher_failed);
     let spread = if ranks.len() >= 2 {
@@ -280,18 +273,6 @@ pub fn rank_times(dir: &Path, launcher_wall_s: f64, launcher_failed: bool) -> Ra
         spread,
         failure,
     }
-}
-
-fn read_rank(path: &Path, host: &str) -> Option<RankTime> {
-    let text = pinsight_sys::fs::read_bounded_string(path, MAX_REPORT_BYTES).ok()?;
-    let r = RankReport::parse(&text, host).ok()?;
-    Some(RankTime {
-        wall_s: r.wall_s(),
-        rank: r.slice.rank,
-        size: r.slice.size,
-        exit_code: r.run.exit_code,
-        host: r.host,
-    })
 }
 
 fn failure(

@@ -159,12 +159,22 @@ pub struct NodeReports {
 }
 
 /// What a report directory holds: `DIR/<host>/rank-<N>.json`, node by
-/// node (sorted by host, then rank), and one warning per file that could
-/// not be read (it is left out, never guessed).
+/// node (sorted by host, then rank), and the files that could not be read
+/// (left out, never guessed), each with why.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReportDir {
     pub nodes: Vec<NodeReports>,
-    pub warnings: Vec<String>,
+    pub unreadable: Vec<(PathBuf, String)>,
+}
+
+impl ReportDir {
+    /// One line per unreadable file: why, and that it was skipped.
+    pub fn warnings(&self) -> Vec<String> {
+        self.unreadable
+            .iter()
+            .map(|(_, why)| format!("{why}; skipped"))
+            .collect()
+    }
 }
 
 /// Every `rank-<N>.json` under the node directories of `dir`. Only `dir`
@@ -195,7 +205,7 @@ pub fn read_dir(dir: &Path) -> std::io::Result<ReportDir> {
         for f in files {
             match read_file(&f, &host) {
                 Ok(r) => ranks.push(r),
-                Err(w) => out.warnings.push(format!("{w}; skipped")),
+                Err(why) => out.unreadable.push((f, why)),
             }
         }
         if ranks.is_empty() {
@@ -303,6 +313,8 @@ mod tests {
         std::fs::write(d.path().join("n2/notes.txt"), "not a report").unwrap();
         std::fs::create_dir_all(d.path().join("empty")).unwrap();
         let r = read_dir(d.path()).unwrap();
+        assert_eq!(r.unreadable.len(), 1);
+        assert_eq!(r.unreadable[0].0, d.path().join("n2/rank-9.json"));
         let seen: Vec<(&str, Vec<usize>)> = r
             .nodes
             .iter()
@@ -315,8 +327,9 @@ mod tests {
             .collect();
         assert_eq!(seen, vec![("n1", vec![0, 1]), ("n2", vec![0])]);
         assert_eq!(r.nodes[1].ranks[0].host, "n2");
-        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
-        assert!(r.warnings[0].contains("rank-9.json") && r.warnings[0].ends_with("; skipped"));
+        let w = r.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("rank-9.json") && w[0].ends_with("; skipped"));
         assert!(read_dir(&d.path().join("none")).is_err());
     }
 
