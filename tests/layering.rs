@@ -266,6 +266,7 @@ const EDGES: &[(&str, &[Edge])] = &[
                 "measures speed per kind within the budget",
             ),
             ("pinsight-measure", "disturbance during the report"),
+            ("pinsight-lifecycle", "the report's files checked before measuring"),
             ("pinsight-stats", "quantiles"),
             ("pinsight-sys", "FsRoot, progress"),
         ],
@@ -346,6 +347,7 @@ const EDGES: &[(&str, &[Edge])] = &[
         "pinsight-testkit",
         &[
             ("pinsight-cpuset", "synthetic machines"),
+            ("pinsight-model", "hand-built machines (one Topology builder)"),
             ("pinsight-sys", "recorded archives"),
         ],
     ),

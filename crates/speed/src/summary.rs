@@ -228,21 +228,8 @@ mod tests {
     #[test]
     fn speedup_is_fast_over_slow_with_predictions() {
         let topo = Topology {
-            source: Source::Live,
-            model_name: None,
-            arch: None,
-            cpus: vec![],
-            cores: vec![],
-            packages: vec![],
-            dies: vec![],
-            clusters: vec![],
-            caches: vec![],
-            numa_nodes: vec![],
-            numa_distances: None,
             kinds: vec![kind(0, "2-3", 512, 3000), kind(1, "0-1", 1024, 5000)],
-            provenance: Default::default(),
-            devices: Vec::new(),
-            warnings: vec![],
+            ..pinsight_testkit::topology::empty(Source::Live)
         };
         let mut cpus = vec![
             speed(0, 1, 200.0),

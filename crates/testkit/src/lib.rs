@@ -24,6 +24,7 @@ pub mod fixtures;
 pub mod premise;
 pub mod progress;
 pub mod synth;
+pub mod topology;
 
 use std::io::Write;
 use std::path::PathBuf;
