@@ -34,9 +34,12 @@ pub mod metrics;
 pub mod output;
 pub mod program_metric;
 pub mod ranks;
+pub mod ranks_run;
+pub mod request;
 mod rng;
 pub mod session;
 pub mod setup;
+pub mod start;
 pub mod sf;
 pub mod verdict;
 
