@@ -291,6 +291,22 @@ struct Objects {
     numa_doc_order: Vec<u32>,
 }
 
+/// The root's CPU sets (see `Importer::cpu_sets`).
+struct CpuSets {
+    online: CpuSet,
+    present: CpuSet,
+    allowed: CpuSet,
+}
+
+/// The CPU groups and caches over the online CPUs (see `Importer::groups`).
+struct Groups {
+    cores: Vec<Group>,
+    packages: Vec<Group>,
+    dies: Vec<Group>,
+    clusters: Vec<Group>,
+    caches: Vec<Cache>,
+}
+
 struct Importer<'a, 'input> {
     origin: &'a str,
     doc: &'a Document<'input>,
@@ -334,6 +350,81 @@ impl<'a, 'input> Importer<'a, 'input> {
             numa_gp,
             numa_doc_order,
         } = self.objects(top, root)?;
+        let sets = self.cpu_sets(root, &objs, online_root, complete_root)?;
+        let online = &sets.online;
+        let groups = self.groups(&objs, online)?;
+
+        let mut numa_nodes = make_numa(&objs, online);
+        self.allowed_nodes(root, &mut numa_nodes)?;
+        self.memattrs(top, &mut numa_nodes, &numa_gp)?;
+        let numa_distances =
+            self.numa_distances(top, root, &numa_nodes, &numa_gp, &numa_doc_order)?;
+
+        let raw_kinds = self.raw_kinds(top, online)?;
+        let arch = self.topology_info(top, root, "Architecture");
+        let midrs = cpu_midrs(top, root);
+        let named = build_kinds(
+            raw_kinds,
+            online,
+            &midrs,
+            arch.as_deref(),
+            &mut self.warnings,
+            self.origin,
+        )
+        .map_err(|m| self.err(m))?;
+
+        let cpus = cpu_records(
+            &sets.present,
+            online,
+            &sets.allowed,
+            [
+                &groups.cores,
+                &groups.packages,
+                &groups.dies,
+                &groups.clusters,
+            ],
+            &numa_nodes,
+            &named,
+            &midrs,
+        );
+        let Named {
+            kinds, identities, ..
+        } = named;
+
+        let mut topo = Topology {
+            source: Source::HwlocXml(self.origin.to_string()),
+            model_name: self.model_name(top, root),
+            arch,
+            cpus,
+            cores: groups.cores,
+            packages: groups.packages,
+            dies: groups.dies,
+            clusters: groups.clusters,
+            caches: groups.caches,
+            numa_nodes,
+            numa_distances,
+            kinds,
+            provenance: Default::default(),
+            devices: Vec::new(),
+            warnings: self
+                .warnings
+                .iter()
+                .map(|w| pinsight_sys::text::shown(w).into_owned())
+                .collect(),
+        };
+        name_kinds(&mut topo, &identities);
+        Ok(topo)
+    }
+
+    /// The online, present and allowed CPUs, from the root's sets and the
+    /// PUs the file describes; warns about present CPUs that are offline.
+    fn cpu_sets(
+        &mut self,
+        root: Node,
+        objs: &[Obj],
+        online_root: CpuSet,
+        complete_root: Option<CpuSet>,
+    ) -> Result<CpuSets, HwlocError> {
         let pu_ids: CpuSet = objs
             .iter()
             .filter(|o| matches!(o.kind, ObjKind::Pu))
@@ -343,11 +434,11 @@ impl<'a, 'input> Importer<'a, 'input> {
 
         // Online: the root cpuset; v1 also lists online-but-disallowed CPUs
         // in `online_cpuset`, which count when the file describes them.
-        let mut online = online_root.clone();
+        let mut online = online_root;
         if let Some(v1_online) = self.cpuset_attr(root, "online_cpuset")? {
             online.union_with(&v1_online.intersection(&pu_ids));
         }
-        let mut present = complete_root.clone().unwrap_or_default();
+        let mut present = complete_root.unwrap_or_default();
         present.union_with(&online);
         present.union_with(&pu_ids);
         if present.len() > MAX_IMPORTED_CPUS {
@@ -366,14 +457,25 @@ impl<'a, 'input> Importer<'a, 'input> {
         let allowed = self
             .cpuset_attr(root, "allowed_cpuset")?
             .unwrap_or_else(|| online.clone());
+        Ok(CpuSets {
+            online,
+            present,
+            allowed,
+        })
+    }
 
+    /// Cores, packages, dies, clusters and caches over the online CPUs:
+    /// CPUs hwloc left without a core (no core information on that
+    /// machine) are each their own core; without a package, one package.
+    /// Dies and clusters are kept only where they say something.
+    fn groups(&mut self, objs: &[Obj], online: &CpuSet) -> Result<Groups, HwlocError> {
         let groups_of =
             |what: &str, want: fn(&ObjKind) -> bool| -> Result<Vec<Group>, HwlocError> {
                 make_groups(
                     what,
                     objs.iter()
                         .filter(|o| want(&o.kind))
-                        .map(|o| (o.os_index, o.cpuset.intersection(&online))),
+                        .map(|o| (o.os_index, o.cpuset.intersection(online))),
                 )
                 .map_err(|m| self.err(m))
             };
@@ -382,12 +484,7 @@ impl<'a, 'input> Importer<'a, 'input> {
         let dies_all = groups_of("Die", |k| matches!(k, ObjKind::Die))?;
         let clusters_all = groups_of("cluster Group", |k| matches!(k, ObjKind::Cluster))?;
 
-        // CPUs hwloc left without a core (no core information on that
-        // machine) are each their own core; without a package, one package.
-        let in_cores = cores
-            .iter()
-            .fold(CpuSet::new(), |acc, g| acc.union(&g.cpus));
-        let coreless = online.difference(&in_cores);
+        let coreless = online.difference(&union_of(&cores));
         if !coreless.is_empty() {
             cores.extend(coreless.iter().map(|c| Group {
                 id: 0,
@@ -396,10 +493,7 @@ impl<'a, 'input> Importer<'a, 'input> {
             }));
             cores = renumber(cores);
         }
-        let in_packages = packages
-            .iter()
-            .fold(CpuSet::new(), |acc, g| acc.union(&g.cpus));
-        let packageless = online.difference(&in_packages);
+        let packageless = online.difference(&union_of(&packages));
         if !packageless.is_empty() {
             self.warnings.push(format!(
                 "{}: CPUs {} are in no Package object; grouped as one package",
@@ -413,80 +507,35 @@ impl<'a, 'input> Importer<'a, 'input> {
             packages = renumber(packages);
         }
 
-        let caches = make_caches(&objs, &online);
-        let dies = if groups_meaningful(&dies_all, &packages, &caches, &online) {
-            dies_all
-        } else {
-            Vec::new()
+        let caches = make_caches(objs, online);
+        let meaningful = |all: Vec<Group>| {
+            if groups_meaningful(&all, &packages, &caches, online) {
+                all
+            } else {
+                Vec::new()
+            }
         };
-        let clusters = if groups_meaningful(&clusters_all, &packages, &caches, &online) {
-            clusters_all
-        } else {
-            Vec::new()
-        };
+        Ok(Groups {
+            dies: meaningful(dies_all),
+            clusters: meaningful(clusters_all),
+            cores,
+            packages,
+            caches,
+        })
+    }
 
-        let mut numa_nodes = make_numa(&objs, &online);
+    /// Marks which NUMA nodes the root's `allowed_nodeset` allows, when it
+    /// names any of them.
+    fn allowed_nodes(&self, root: Node, numa_nodes: &mut [NumaNode]) -> Result<(), HwlocError> {
         let allowed_nodes = self.cpuset_attr(root, "allowed_nodeset")?;
         if let Some(a) =
             allowed_nodes.filter(|a| numa_nodes.iter().any(|n| a.contains(n.id as usize)))
         {
-            for n in &mut numa_nodes {
+            for n in numa_nodes {
                 n.memory.allowed = a.contains(n.id as usize);
             }
         }
-        self.memattrs(top, &mut numa_nodes, &numa_gp)?;
-        let numa_distances =
-            self.numa_distances(top, root, &numa_nodes, &numa_gp, &numa_doc_order)?;
-
-        let raw_kinds = self.raw_kinds(top, &online)?;
-        let arch = self.topology_info(top, root, "Architecture");
-        let midrs = cpu_midrs(top, root);
-        let named = build_kinds(
-            raw_kinds,
-            &online,
-            &midrs,
-            arch.as_deref(),
-            &mut self.warnings,
-            self.origin,
-        )
-        .map_err(|m| self.err(m))?;
-
-        let cpus = cpu_records(
-            &present,
-            &online,
-            &allowed,
-            [&cores, &packages, &dies, &clusters],
-            &numa_nodes,
-            &named,
-            &midrs,
-        );
-        let Named {
-            kinds, identities, ..
-        } = named;
-
-        let mut topo = Topology {
-            source: Source::HwlocXml(self.origin.to_string()),
-            model_name: self.model_name(top, root),
-            arch,
-            cpus,
-            cores,
-            packages,
-            dies,
-            clusters,
-            caches,
-            numa_nodes,
-            numa_distances,
-            kinds,
-            provenance: Default::default(),
-            devices: Vec::new(),
-            warnings: self
-                .warnings
-                .iter()
-                .map(|w| pinsight_sys::text::shown(w).into_owned())
-                .collect(),
-        };
-        name_kinds(&mut topo, &identities);
-        Ok(topo)
+        Ok(())
     }
 
     /// The root `<object>` (the Machine), after checking the root element
@@ -1343,6 +1392,13 @@ fn make_groups(
     Ok(renumber(v))
 }
 
+/// The CPUs of all `groups` together.
+fn union_of(groups: &[Group]) -> CpuSet {
+    groups
+        .iter()
+        .fold(CpuSet::new(), |acc, g| acc.union(&g.cpus))
+}
+
 fn renumber(mut v: Vec<Group>) -> Vec<Group> {
     v.sort_by_key(|g| (g.cpus.first(), g.cpus.len()));
     for (i, g) in v.iter_mut().enumerate() {
@@ -1684,30 +1740,7 @@ fn build_kinds(
         }
         return Ok(kinds_without_cpukinds(online, midrs));
     }
-    let mut covered = CpuSet::new();
-    for k in &raw {
-        if covered.intersects(&k.cpus) {
-            return Err(HwlocErrorKind::OverlappingKinds {
-                shared: covered.intersection(&k.cpus),
-            });
-        }
-        covered.union_with(&k.cpus);
-    }
-    let missing = online.difference(&covered);
-    let mut described: Vec<CpuSet> = raw.iter().map(|k| k.cpus.clone()).collect();
-    if raw.len() == 1 && !missing.is_empty() {
-        // hwloc registers a kind from what it measured (cpufreq present on
-        // some CPUs only, NOTES #8): one kind means no evidence of a second.
-        warnings.push(format!(
-            "{origin}: the only cpukind lists CPUs {}; CPUs {missing} have no kind information and are taken to be of the same kind",
-            raw[0].cpus
-        ));
-        raw[0].cpus = online.clone();
-    } else if !missing.is_empty() {
-        warnings.push(format!(
-            "{origin}: CPUs {missing} are in no cpukind; their kind is unknown"
-        ));
-    }
+    let mut described = cover_online(&mut raw, online, warnings, origin)?;
     let infos: Vec<RawKindInfo> = raw
         .iter()
         .map(|k| RawKindInfo {
@@ -1724,6 +1757,64 @@ fn build_kinds(
         })
         .collect();
     let Ranking { order, source } = rank(&infos, arch);
+    let (kinds, identities) = ranked_kinds(&raw, &order, source, &described, midrs);
+    let described = order
+        .iter()
+        .map(|&i| std::mem::take(&mut described[i]))
+        .collect();
+    Ok(Named {
+        kinds,
+        described,
+        identities,
+    })
+}
+
+/// Refuses `cpukind`s that share CPUs and deals with online CPUs in none:
+/// a single kind takes them (hwloc registers a kind from what it measured,
+/// cpufreq present on some CPUs only, NOTES #8), else they are warned
+/// about. Returns the CPUs each kind itself lists.
+fn cover_online(
+    raw: &mut [RawKind],
+    online: &CpuSet,
+    warnings: &mut Vec<String>,
+    origin: &str,
+) -> Result<Vec<CpuSet>, HwlocErrorKind> {
+    let mut covered = CpuSet::new();
+    for k in raw.iter() {
+        if covered.intersects(&k.cpus) {
+            return Err(HwlocErrorKind::OverlappingKinds {
+                shared: covered.intersection(&k.cpus),
+            });
+        }
+        covered.union_with(&k.cpus);
+    }
+    let missing = online.difference(&covered);
+    let described: Vec<CpuSet> = raw.iter().map(|k| k.cpus.clone()).collect();
+    if raw.len() == 1 && !missing.is_empty() {
+        // One kind means no evidence of a second.
+        warnings.push(format!(
+            "{origin}: the only cpukind lists CPUs {}; CPUs {missing} have no kind information and are taken to be of the same kind",
+            raw[0].cpus
+        ));
+        raw[0].cpus = online.clone();
+    } else if !missing.is_empty() {
+        warnings.push(format!(
+            "{origin}: CPUs {missing} are in no cpukind; their kind is unknown"
+        ));
+    }
+    Ok(described)
+}
+
+/// The kinds in rank `order` (indexes into `raw`), each with its identity:
+/// core type from hwloc's Intel core type (with two Atom kinds, the lower
+/// is the low-power island), else the ARM part of the CPUs it describes.
+fn ranked_kinds(
+    raw: &[RawKind],
+    order: &[usize],
+    source: RankSource,
+    described: &[CpuSet],
+    midrs: &HashMap<usize, u64>,
+) -> (Vec<Kind>, Vec<Identity>) {
     let max_capacity = raw.iter().filter_map(|k| k.capacity).max();
     let atoms = raw.iter().filter(|k| k.intel_core_type == Some(1)).count();
     let mut seen_atom = false;
@@ -1771,15 +1862,7 @@ fn build_kinds(
             }
         })
         .collect();
-    let described = order
-        .iter()
-        .map(|&i| std::mem::take(&mut described[i]))
-        .collect();
-    Ok(Named {
-        kinds,
-        described,
-        identities,
-    })
+    (kinds, identities)
 }
 
 /// Names and marks kinds by discovery's rule, with discovery's own

@@ -107,11 +107,11 @@ fn type_order(t: CacheType) -> u8 {
     }
 }
 
-/// One `indexM` directory; `None` (with a warning if garbled) when it does
-/// not describe a usable cache.
 /// (index name, level, type, size) → (line size, ways).
 type Geometry = HashMap<(String, u8, CacheType, Option<u64>), (Option<u32>, Option<u32>)>;
 
+/// One `indexM` directory; `None` (with a warning if garbled) when it does
+/// not describe a usable cache.
 fn read_instance(
     r: &mut Reader,
     dir: &str,
@@ -120,6 +120,25 @@ fn read_instance(
     online: &CpuSet,
     geometry: &mut Geometry,
 ) -> Option<(Cache, Option<String>)> {
+    let level = read_level(r, dir)?;
+    let cache_type = read_type(r, dir)?;
+    let size_kib = read_size(r, dir);
+    let key = (index.to_string(), level, cache_type, size_kib);
+    let (line_size, ways) = read_geometry(r, dir, key, geometry);
+    let (cpus, zero) = read_shared(r, dir, cpu);
+    let cache = Cache {
+        level,
+        cache_type,
+        size_kib,
+        line_size,
+        ways,
+        cpus: cpus.intersection(online),
+    };
+    Some((cache, zero))
+}
+
+/// The cache's `level`, 1 to 255.
+fn read_level(r: &mut Reader, dir: &str) -> Option<u8> {
     let level_path = format!("{dir}/level");
     let level = r.number(&level_path, "skipped this cache")?;
     if level == 0 || level > 255 {
@@ -130,11 +149,16 @@ fn read_instance(
         );
         return None;
     }
+    Some(level as u8)
+}
+
+/// The cache's `type`.
+fn read_type(r: &mut Reader, dir: &str) -> Option<CacheType> {
     let type_path = format!("{dir}/type");
-    let cache_type = match r.text(&type_path)?.trim() {
-        "Data" => CacheType::Data,
-        "Instruction" => CacheType::Instruction,
-        "Unified" => CacheType::Unified,
+    match r.text(&type_path)?.trim() {
+        "Data" => Some(CacheType::Data),
+        "Instruction" => Some(CacheType::Instruction),
+        "Unified" => Some(CacheType::Unified),
         other => {
             let other = shorten(other);
             r.warn(
@@ -142,11 +166,15 @@ fn read_instance(
                 format_args!("unknown cache type '{other}'"),
                 "skipped this cache",
             );
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// The cache's `size` in KiB, unknown when missing or garbled.
+fn read_size(r: &mut Reader, dir: &str) -> Option<u64> {
     let size_path = format!("{dir}/size");
-    let size_kib = r.text(&size_path).and_then(|t| match parse_size_kib(&t) {
+    r.text(&size_path).and_then(|t| match parse_size_kib(&t) {
         Some(s) => Some(s),
         None => {
             r.warn(
@@ -156,62 +184,60 @@ fn read_instance(
             );
             None
         }
-    });
-    // Line size and associativity are the same for every instance of one
-    // index with the same level, type and size (they describe the cache
-    // design, not the instance): read them once, saving a third of the
-    // reads on machines with many private caches.
-    let key = (index.to_string(), level as u8, cache_type, size_kib);
-    let (line_size, ways) = match geometry.get(&key) {
-        Some(g) => *g,
-        None => {
-            let line = r
-                .number(
-                    &format!("{dir}/coherency_line_size"),
-                    "left the line size unknown",
-                )
-                .and_then(|v| u32::try_from(v).ok());
-            let ways = r
-                .number(
-                    &format!("{dir}/ways_of_associativity"),
-                    "left the associativity unknown",
-                )
-                .and_then(|v| u32::try_from(v).ok());
-            geometry.insert(key, (line, ways));
-            (line, ways)
-        }
-    };
+    })
+}
+
+/// Line size and associativity. They are the same for every instance of
+/// one index with the same level, type and size (they describe the cache
+/// design, not the instance): read once per `key`, saving a third of the
+/// reads on machines with many private caches.
+fn read_geometry(
+    r: &mut Reader,
+    dir: &str,
+    key: (String, u8, CacheType, Option<u64>),
+    geometry: &mut Geometry,
+) -> (Option<u32>, Option<u32>) {
+    if let Some(g) = geometry.get(&key) {
+        return *g;
+    }
+    let line = r
+        .number(
+            &format!("{dir}/coherency_line_size"),
+            "left the line size unknown",
+        )
+        .and_then(|v| u32::try_from(v).ok());
+    let ways = r
+        .number(
+            &format!("{dir}/ways_of_associativity"),
+            "left the associativity unknown",
+        )
+        .and_then(|v| u32::try_from(v).ok());
+    geometry.insert(key, (line, ways));
+    (line, ways)
+}
+
+/// The CPUs sharing the cache, from `shared_cpu_map` or `shared_cpu_list`,
+/// and the file to name when both say no CPU at all (an all-zero map).
+fn read_shared(r: &mut Reader, dir: &str, cpu: usize) -> (CpuSet, Option<String>) {
     let (map, list) = (
         format!("{dir}/shared_cpu_map"),
         format!("{dir}/shared_cpu_list"),
     );
-    let mut zero = None;
-    let cpus = match r.cpuset(&map, &list, "assumed the cache is private to this CPU") {
+    match r.cpuset(&map, &list, "assumed the cache is private to this CPU") {
         // Neither file, or garbage: private to the CPU that reads it.
-        None => CpuSet::single(cpu),
+        None => (CpuSet::single(cpu), None),
         Some(s) if s.is_empty() => {
             // An all-zero map: its list may still say more.
             match r.cpulist(&list, "ignored it").filter(|l| !l.is_empty()) {
-                Some(l) => l,
+                Some(l) => (l, None),
                 None => {
                     let named = if r.fs.exists(&map) { map } else { list };
-                    zero = Some(named);
-                    CpuSet::new()
+                    (CpuSet::new(), Some(named))
                 }
             }
         }
-        Some(s) => s,
-    };
-    let cpus = cpus.intersection(online);
-    let cache = Cache {
-        level: level as u8,
-        cache_type,
-        size_kib,
-        line_size,
-        ways,
-        cpus,
-    };
-    Some((cache, zero))
+        Some(s) => (s, None),
+    }
 }
 
 /// Settles cpu`c`'s instance `cache`, whose map omits `c` or overlaps

@@ -232,6 +232,35 @@ fn per_cpu_online(r: &mut Reader, present: &CpuSet) -> CpuSet {
     online
 }
 
+/// The groups of one level as they are built, CPU by CPU.
+struct LevelBuild {
+    /// Per CPU: the index of the group that holds it.
+    owner: Vec<Option<usize>>,
+    groups: Vec<(CpuSet, Option<u32>)>,
+    /// Groups built from ids alone (no mask file): (package id, level id) → group.
+    by_id: HashMap<(Option<u32>, u32), usize>,
+    /// CPUs with neither mask nor id for a required level.
+    lacking: CpuSet,
+    /// The one package for every CPU nothing is known about.
+    fallback: Option<usize>,
+}
+
+impl LevelBuild {
+    /// Adds a group and makes its CPUs its own.
+    fn push(&mut self, set: CpuSet, id: Option<u32>) {
+        for x in set.iter() {
+            self.owner[x] = Some(self.groups.len());
+        }
+        self.groups.push((set, id));
+    }
+
+    /// Adds CPU `c` to group `g`.
+    fn join(&mut self, g: usize, c: usize) {
+        self.groups[g].0.insert(c);
+        self.owner[c] = Some(g);
+    }
+}
+
 /// Builds the groups of one level over the online CPUs.
 fn build_level(
     r: &mut Reader,
@@ -239,120 +268,144 @@ fn build_level(
     online: &CpuSet,
     topo_dirs: &mut HashMap<usize, Vec<String>>,
 ) -> Vec<Group> {
+    if !level.required && level_unlisted(level, online, topo_dirs) {
+        return Vec::new();
+    }
     let size = online.last().map_or(0, |l| l + 1);
-    let mut owner: Vec<Option<usize>> = vec![None; size];
-    let mut groups: Vec<(CpuSet, Option<u32>)> = Vec::new();
-    // Groups built from ids alone (no mask file): (package id, level id) → group.
-    let mut by_id: HashMap<(Option<u32>, u32), usize> = HashMap::new();
-    let mut lacking = CpuSet::new();
-    let mut fallback: Option<usize> = None;
-
-    // Dies and clusters: a kernel gives every CPU the same topology files,
-    // so when the CPUs listed so far have none of this level's, the others
-    // are not listed just to find that out (192 directory listings on the
-    // 256-CPU POWER7).
-    if !level.required {
-        let names = level
-            .masks
-            .iter()
-            .flat_map(|(m, l)| [*m, *l])
-            .chain([level.id_file]);
-        let listed: Vec<&Vec<String>> = online.iter().filter_map(|c| topo_dirs.get(&c)).collect();
-        let names: Vec<&str> = names.collect();
-        if !listed.is_empty()
-            && !listed
-                .iter()
-                .any(|l| names.iter().any(|n| l.iter().any(|e| e == n)))
-        {
-            return Vec::new();
-        }
-    }
-
+    let mut b = LevelBuild {
+        owner: vec![None; size],
+        groups: Vec::new(),
+        by_id: HashMap::new(),
+        lacking: CpuSet::new(),
+        fallback: None,
+    };
     for c in online.iter() {
-        if owner[c].is_some() {
-            continue;
-        }
-        let base = format!("{CPU_DIR}/cpu{c}/topology");
-        let listing = topo_dirs.entry(c).or_insert_with(|| r.list(&base)).clone();
-        let has = |name: &str| listing.binary_search_by(|e| e.as_str().cmp(name)).is_ok();
-
-        let mask = read_mask(r, level, &base, &has);
-        let id = if has(level.id_file) {
-            r.os_id(&format!("{base}/{}", level.id_file))
-        } else {
-            None
-        };
-
-        let members: CpuSet = match mask {
-            Some(m) => {
-                let m = m.intersection(online);
-                if !m.contains(c) || m.iter().any(|x| owner[x].is_some()) {
-                    // The mask contradicts what is placed: settle the
-                    // whole neighbourhood by majority.
-                    let settled =
-                        settle(r, level, online, c, &m, &mut owner, &mut groups, topo_dirs);
-                    for (set, id) in settled {
-                        for x in set.iter() {
-                            owner[x] = Some(groups.len());
-                        }
-                        groups.push((set, id));
-                    }
-                    continue;
-                }
-                m
-            }
-            None => match id {
-                Some(id) => {
-                    // No mask: group by id within the package (ids repeat
-                    // across packages).
-                    let pkg = if level.id_file == PACKAGE.id_file {
-                        None
-                    } else if has(PACKAGE.id_file) {
-                        r.os_id(&format!("{base}/{}", PACKAGE.id_file))
-                    } else {
-                        None
-                    };
-                    if let Some(&g) = by_id.get(&(pkg, id)) {
-                        groups[g].0.insert(c);
-                        owner[c] = Some(g);
-                        continue;
-                    }
-                    by_id.insert((pkg, id), groups.len());
-                    CpuSet::single(c)
-                }
-                None => {
-                    if level.required {
-                        lacking.insert(c);
-                    } else {
-                        continue;
-                    }
-                    if level.what == PACKAGE.what {
-                        // One package for every CPU we know nothing about.
-                        if let Some(g) = fallback {
-                            groups[g].0.insert(c);
-                            owner[c] = Some(g);
-                            continue;
-                        }
-                        fallback = Some(groups.len());
-                    }
-                    CpuSet::single(c)
-                }
-            },
-        };
-
-        let split = if level.what == CORE.what {
-            split_compute_unit(r, c, id, &members)
-        } else {
-            None
-        };
-        for (set, os_id) in split.unwrap_or_else(|| vec![(members, id)]) {
-            for x in set.iter() {
-                owner[x] = Some(groups.len());
-            }
-            groups.push((set, os_id));
+        if b.owner[c].is_none() {
+            place_cpu(r, level, online, c, &mut b, topo_dirs);
         }
     }
-    finish_level(r, level, groups, &lacking)
+    finish_level(r, level, b.groups, &b.lacking)
+}
+
+/// Dies and clusters: a kernel gives every CPU the same topology files,
+/// so when the CPUs listed so far have none of this level's, the others
+/// are not listed just to find that out (192 directory listings on the
+/// 256-CPU POWER7).
+fn level_unlisted(level: &Level, online: &CpuSet, topo_dirs: &HashMap<usize, Vec<String>>) -> bool {
+    let names = level
+        .masks
+        .iter()
+        .flat_map(|(m, l)| [*m, *l])
+        .chain([level.id_file]);
+    let listed: Vec<&Vec<String>> = online.iter().filter_map(|c| topo_dirs.get(&c)).collect();
+    let names: Vec<&str> = names.collect();
+    !listed.is_empty()
+        && !listed
+            .iter()
+            .any(|l| names.iter().any(|n| l.iter().any(|e| e == n)))
+}
+
+/// Places CPU `c`, not yet in a group, in the group of `level` its mask
+/// names (settling contradictions by majority), else by its id, else alone.
+fn place_cpu(
+    r: &mut Reader,
+    level: &Level,
+    online: &CpuSet,
+    c: usize,
+    b: &mut LevelBuild,
+    topo_dirs: &mut HashMap<usize, Vec<String>>,
+) {
+    let base = format!("{CPU_DIR}/cpu{c}/topology");
+    let listing = topo_dirs.entry(c).or_insert_with(|| r.list(&base)).clone();
+    let has = |name: &str| listing.binary_search_by(|e| e.as_str().cmp(name)).is_ok();
+
+    let mask = read_mask(r, level, &base, &has);
+    let id = if has(level.id_file) {
+        r.os_id(&format!("{base}/{}", level.id_file))
+    } else {
+        None
+    };
+
+    let members: CpuSet = match mask {
+        Some(m) => {
+            let m = m.intersection(online);
+            if !m.contains(c) || m.iter().any(|x| b.owner[x].is_some()) {
+                // The mask contradicts what is placed: settle the
+                // whole neighbourhood by majority.
+                let settled = settle(
+                    r,
+                    level,
+                    online,
+                    c,
+                    &m,
+                    &mut b.owner,
+                    &mut b.groups,
+                    topo_dirs,
+                );
+                for (set, id) in settled {
+                    b.push(set, id);
+                }
+                return;
+            }
+            m
+        }
+        None => match maskless_members(r, level, &base, &has, c, id, b) {
+            Some(m) => m,
+            None => return,
+        },
+    };
+
+    let split = if level.what == CORE.what {
+        split_compute_unit(r, c, id, &members)
+    } else {
+        None
+    };
+    for (set, os_id) in split.unwrap_or_else(|| vec![(members, id)]) {
+        b.push(set, os_id);
+    }
+}
+
+/// The members of CPU `c`'s new group when `level` has no mask for it:
+/// grouped by id within the package (ids repeat across packages), else
+/// alone, or for packages in the one fallback package. `None` when `c`
+/// joined an existing group or stays out of the level.
+fn maskless_members(
+    r: &mut Reader,
+    level: &Level,
+    base: &str,
+    has: &dyn Fn(&str) -> bool,
+    c: usize,
+    id: Option<u32>,
+    b: &mut LevelBuild,
+) -> Option<CpuSet> {
+    let Some(id) = id else {
+        if !level.required {
+            return None;
+        }
+        b.lacking.insert(c);
+        if level.what == PACKAGE.what {
+            // One package for every CPU we know nothing about.
+            if let Some(g) = b.fallback {
+                b.join(g, c);
+                return None;
+            }
+            b.fallback = Some(b.groups.len());
+        }
+        return Some(CpuSet::single(c));
+    };
+    let pkg = if level.id_file == PACKAGE.id_file {
+        None
+    } else if has(PACKAGE.id_file) {
+        r.os_id(&format!("{base}/{}", PACKAGE.id_file))
+    } else {
+        None
+    };
+    if let Some(&g) = b.by_id.get(&(pkg, id)) {
+        b.join(g, c);
+        return None;
+    }
+    b.by_id.insert((pkg, id), b.groups.len());
+    Some(CpuSet::single(c))
 }
 
 /// The first readable (mask, list) pair of `level` under `base`

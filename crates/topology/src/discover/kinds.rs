@@ -90,39 +90,11 @@ fn identify(
 ) -> Vec<Class> {
     // 1. x86 hybrid core types.
     if online.iter().any(|c| of(c).core_type.is_some()) {
-        let source = perf.core_type_source.unwrap_or(KindSource::HybridPmu);
-        let zen = perf.amd_zen;
-        let classes = split(online, source, |c| {
-            of(c).core_type.map(|t| {
-                let name = match (zen, t) {
-                    (Some(z), CoreType::Core) => z.to_string(),
-                    (Some(z), _) => format!("{z}c"),
-                    (None, _) => core_type_name(t).to_string(),
-                };
-                (t as u8 as u64, Some(name))
-            })
-        });
-        identity_step(steps, "core type", &classes);
-        return split_by_clock(classes, of, steps);
+        return by_core_type(online, perf, of, steps);
     }
     // 2. ARM MIDR implementer/part.
     if online.iter().any(|c| of(c).midr.is_some()) {
-        let classes = split(online, KindSource::Midr, |c| {
-            of(c).midr.map(|m| {
-                let (implementer, part) = midr_fields(m);
-                (
-                    (implementer << 12 | part) as u64,
-                    Some(midr_name(implementer, part)),
-                )
-            })
-        });
-        let how = if perf.midr_from_cpuinfo {
-            "MIDR part (/proc/cpuinfo CPU implementer/part; no regs/identification/midr_el1)"
-        } else {
-            "MIDR part (regs/identification/midr_el1)"
-        };
-        identity_step(steps, how, &classes);
-        return split_by_clock(classes, of, steps);
+        return by_midr(online, perf, of, steps);
     }
     // 3. Capacity, then frequencies.
     if online.iter().any(|c| of(c).capacity.is_some()) {
@@ -138,40 +110,7 @@ fn identify(
         .iter()
         .any(|c| of(c).max_mhz.is_some() || of(c).base_mhz.is_some())
     {
-        // Group by base frequency first (exactly), then max frequency within
-        // a tolerance inside each base group.
-        let mut by_base: BTreeMap<Option<u32>, Vec<(usize, u32)>> = BTreeMap::new();
-        let mut no_max: BTreeMap<Option<u32>, Vec<usize>> = BTreeMap::new();
-        for c in online.iter() {
-            let p = of(c);
-            if p.max_mhz.is_none() && p.base_mhz.is_none() {
-                continue;
-            }
-            match p.max_mhz {
-                Some(m) => by_base.entry(p.base_mhz).or_default().push((c, m)),
-                None => no_max.entry(p.base_mhz).or_default().push(c),
-            }
-        }
-        let mut keys: BTreeMap<usize, u64> = BTreeMap::new();
-        for (i, (base, members)) in by_base.iter().enumerate() {
-            let sub = tolerant_keys(members.iter().copied(), FREQUENCY_TOLERANCE);
-            for (c, k) in sub {
-                keys.insert(c, ((i as u64) << 32) | k);
-            }
-            // CPUs with this base but no max join the base's first group.
-            if let Some(rest) = no_max.remove(base) {
-                let k = ((i as u64) << 32) | sub_first(&keys, members);
-                for c in rest {
-                    keys.insert(c, k);
-                }
-            }
-        }
-        let first_free = by_base.len() as u64;
-        for (i, (_, rest)) in no_max.into_iter().enumerate() {
-            for c in rest {
-                keys.insert(c, (first_free + i as u64) << 32);
-            }
-        }
+        let keys = frequency_keys(online, of);
         return split(online, KindSource::Frequency, |c| {
             keys.get(&c).map(|k| (*k, None))
         });
@@ -182,6 +121,93 @@ fn identify(
         source: KindSource::Uniform,
         identity_name: None,
     }]
+}
+
+/// Classes by x86 hybrid core type (Zen generation names on AMD), each
+/// split further by clock.
+fn by_core_type(
+    online: &CpuSet,
+    perf: &PerfMap,
+    of: &dyn Fn(usize) -> Perf,
+    steps: &mut Vec<String>,
+) -> Vec<Class> {
+    let source = perf.core_type_source.unwrap_or(KindSource::HybridPmu);
+    let zen = perf.amd_zen;
+    let classes = split(online, source, |c| {
+        of(c).core_type.map(|t| {
+            let name = match (zen, t) {
+                (Some(z), CoreType::Core) => z.to_string(),
+                (Some(z), _) => format!("{z}c"),
+                (None, _) => core_type_name(t).to_string(),
+            };
+            (t as u8 as u64, Some(name))
+        })
+    });
+    identity_step(steps, "core type", &classes);
+    split_by_clock(classes, of, steps)
+}
+
+/// Classes by ARM MIDR implementer and part, each split further by clock.
+fn by_midr(
+    online: &CpuSet,
+    perf: &PerfMap,
+    of: &dyn Fn(usize) -> Perf,
+    steps: &mut Vec<String>,
+) -> Vec<Class> {
+    let classes = split(online, KindSource::Midr, |c| {
+        of(c).midr.map(|m| {
+            let (implementer, part) = midr_fields(m);
+            (
+                (implementer << 12 | part) as u64,
+                Some(midr_name(implementer, part)),
+            )
+        })
+    });
+    let how = if perf.midr_from_cpuinfo {
+        "MIDR part (/proc/cpuinfo CPU implementer/part; no regs/identification/midr_el1)"
+    } else {
+        "MIDR part (regs/identification/midr_el1)"
+    };
+    identity_step(steps, how, &classes);
+    split_by_clock(classes, of, steps)
+}
+
+/// Class keys by frequency: by base frequency first (exactly), then max
+/// frequency within a tolerance inside each base group.
+fn frequency_keys(online: &CpuSet, of: &dyn Fn(usize) -> Perf) -> BTreeMap<usize, u64> {
+    let mut by_base: BTreeMap<Option<u32>, Vec<(usize, u32)>> = BTreeMap::new();
+    let mut no_max: BTreeMap<Option<u32>, Vec<usize>> = BTreeMap::new();
+    for c in online.iter() {
+        let p = of(c);
+        if p.max_mhz.is_none() && p.base_mhz.is_none() {
+            continue;
+        }
+        match p.max_mhz {
+            Some(m) => by_base.entry(p.base_mhz).or_default().push((c, m)),
+            None => no_max.entry(p.base_mhz).or_default().push(c),
+        }
+    }
+    let mut keys: BTreeMap<usize, u64> = BTreeMap::new();
+    for (i, (base, members)) in by_base.iter().enumerate() {
+        let sub = tolerant_keys(members.iter().copied(), FREQUENCY_TOLERANCE);
+        for (c, k) in sub {
+            keys.insert(c, ((i as u64) << 32) | k);
+        }
+        // CPUs with this base but no max join the base's first group.
+        if let Some(rest) = no_max.remove(base) {
+            let k = ((i as u64) << 32) | sub_first(&keys, members);
+            for c in rest {
+                keys.insert(c, k);
+            }
+        }
+    }
+    let first_free = by_base.len() as u64;
+    for (i, (_, rest)) in no_max.into_iter().enumerate() {
+        for c in rest {
+            keys.insert(c, (first_free + i as u64) << 32);
+        }
+    }
+    keys
 }
 
 /// Records one identity step: which classes `how` found.
@@ -475,61 +501,84 @@ fn rank(
         .iter()
         .map(|&s| (s, status_of(kinds, online, s, of)))
         .collect();
-    // Arm kinds the kernel gives no capacity for: the core table decides.
-    let kernel_capacity = statuses
-        .iter()
-        .any(|&(s, st)| s == CapacitySource::CpuCapacity && st == SourceStatus::Consulted);
-    let table = if n >= 2 && !kernel_capacity {
-        table_scores(kinds, of)
-    } else {
-        None
-    };
+    let table = arm_table(kinds, &statuses, of);
     let winner = if table.is_some() {
         None
     } else {
-        statuses
-            .iter_mut()
-            .find(|(_, st)| *st == SourceStatus::Consulted)
-            .map(|(s, st)| {
-                *st = SourceStatus::Decided;
-                *s
-            })
+        decide(&mut statuses)
     };
-    let types_distinct = {
-        let mut t: Vec<Option<CoreType>> = kinds.iter().map(|k| k.core_type).collect();
-        t.sort_unstable();
-        t.iter().all(Option::is_some) && t.windows(2).all(|w| w[0] != w[1])
-    };
+    let types_distinct = core_types_distinct(kinds);
+    let how = order_kinds(kinds, table.as_deref(), winner, types_distinct, of, steps);
+    let sources = evidence(r, kinds, &statuses, winner, of);
+    if n >= 2 && types_distinct {
+        warn_flat_frequency(r, kinds, &statuses, winner, perf, online, of);
+    }
+    let capacity_from = capacity_source(kinds, winner, &sources);
+    set_ranks(kinds, how, capacity_from, of);
+    Provenance {
+        sources,
+        winner,
+        capacity_from,
+        cpus: cpu_decisions(online, winner, of),
+        identity: Vec::new(),
+    }
+}
 
-    let how = if n <= 1 {
+/// The core table's scores when it decides: two or more Arm kinds the
+/// kernel gives no capacity for.
+fn arm_table(
+    kinds: &[Kind],
+    statuses: &[(CapacitySource, SourceStatus)],
+    of: &dyn Fn(usize) -> Perf,
+) -> Option<Vec<(f64, usize, String)>> {
+    let kernel_capacity = statuses
+        .iter()
+        .any(|&(s, st)| s == CapacitySource::CpuCapacity && st == SourceStatus::Consulted);
+    if kinds.len() >= 2 && !kernel_capacity {
+        table_scores(kinds, of)
+    } else {
+        None
+    }
+}
+
+/// The first consulted source of the chain, marked as the one that decided.
+fn decide(statuses: &mut [(CapacitySource, SourceStatus)]) -> Option<CapacitySource> {
+    statuses
+        .iter_mut()
+        .find(|(_, st)| *st == SourceStatus::Consulted)
+        .map(|(s, st)| {
+            *st = SourceStatus::Decided;
+            *s
+        })
+}
+
+/// Whether every kind has a core type and no two kinds share one.
+fn core_types_distinct(kinds: &[Kind]) -> bool {
+    let mut t: Vec<Option<CoreType>> = kinds.iter().map(|k| k.core_type).collect();
+    t.sort_unstable();
+    t.iter().all(Option::is_some) && t.windows(2).all(|w| w[0] != w[1])
+}
+
+/// Sorts the kinds by the strongest evidence there is and says which.
+fn order_kinds(
+    kinds: &mut [Kind],
+    table: Option<&[(f64, usize, String)]>,
+    winner: Option<CapacitySource>,
+    types_distinct: bool,
+    of: &dyn Fn(usize) -> Perf,
+    steps: &mut Vec<String>,
+) -> RankSource {
+    if kinds.len() <= 1 {
         RankSource::Uniform
-    } else if let Some(scores) = &table {
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by(|&a, &b| {
-            scores[a]
-                .0
-                .total_cmp(&scores[b].0)
-                .then(scores[a].1.cmp(&scores[b].1))
-        });
-        let top = scores.iter().map(|s| s.0).fold(0.0f64, f64::max);
-        for &i in &order {
-            let k = &mut kinds[i];
-            k.capacity = (top > 0.0).then(|| scores[i].0 / top);
-            steps.push(format!(
-                "rank {}: {} = {}",
-                k.name,
-                scores[i].2,
-                fmt_score(scores[i].0)
-            ));
-        }
-        permute(kinds, &order);
+    } else if let Some(scores) = table {
+        order_by_table(kinds, scores, steps);
         RankSource::MicroarchTable
     } else if let Some(w) = winner {
         let key: Vec<u32> = ranges(kinds, w, of)
             .iter()
             .map(|x| x.map_or(0, |(r, _)| r.max))
             .collect();
-        let mut order: Vec<usize> = (0..n).collect();
+        let mut order: Vec<usize> = (0..kinds.len()).collect();
         order.sort_by_key(|&i| key[i]);
         permute(kinds, &order);
         w.rank_source()
@@ -539,11 +588,45 @@ fn rank(
     } else {
         kinds.sort_by_key(|k| k.cpus.first());
         RankSource::Unranked
-    };
+    }
+}
 
-    // The evidence, on the final order.
+/// Sorts the kinds by core table score, sets each capacity relative to the
+/// top score and records each kind's score as a step.
+fn order_by_table(kinds: &mut [Kind], scores: &[(f64, usize, String)], steps: &mut Vec<String>) {
+    let mut order: Vec<usize> = (0..kinds.len()).collect();
+    order.sort_by(|&a, &b| {
+        scores[a]
+            .0
+            .total_cmp(&scores[b].0)
+            .then(scores[a].1.cmp(&scores[b].1))
+    });
+    let top = scores.iter().map(|s| s.0).fold(0.0f64, f64::max);
+    for &i in &order {
+        let k = &mut kinds[i];
+        k.capacity = (top > 0.0).then(|| scores[i].0 / top);
+        steps.push(format!(
+            "rank {}: {} = {}",
+            k.name,
+            scores[i].2,
+            fmt_score(scores[i].0)
+        ));
+    }
+    permute(kinds, &order);
+}
+
+/// Every chain source's values per kind on the final order, and whether it
+/// agrees with that order; warns where one disagrees with the winner.
+fn evidence(
+    r: &mut Reader,
+    kinds: &[Kind],
+    statuses: &[(CapacitySource, SourceStatus)],
+    winner: Option<CapacitySource>,
+    of: &dyn Fn(usize) -> Perf,
+) -> Vec<SourceEvidence> {
+    let n = kinds.len();
     let mut sources = Vec::new();
-    for &(s, status) in &statuses {
+    for &(s, status) in statuses {
         let rs = ranges(kinds, s, of);
         let ordering = matches!(status, SourceStatus::Decided | SourceStatus::Consulted) && n >= 2;
         let agrees = ordering.then(|| {
@@ -562,12 +645,17 @@ fn rank(
             agrees,
         });
     }
-    if n >= 2 && types_distinct {
-        warn_flat_frequency(r, kinds, &statuses, winner, perf, online, of);
-    }
+    sources
+}
 
-    // Kind::capacity: from a source whose ratios are capacity ratios.
-    let capacity_from = if n >= 2 {
+/// The source `Kind::capacity` comes from: one whose ratios are capacity
+/// ratios (the winner, else a consulted source that agrees with it).
+fn capacity_source(
+    kinds: &[Kind],
+    winner: Option<CapacitySource>,
+    sources: &[SourceEvidence],
+) -> Option<CapacitySource> {
+    if kinds.len() >= 2 {
         match winner {
             Some(w) if w.is_proportional() => Some(w),
             Some(_) => sources
@@ -586,13 +674,23 @@ fn rank(
             .first()
             .and_then(|k| k.capacity_raw)
             .map(|_| CapacitySource::CpuCapacity)
-    };
+    }
+}
+
+/// Sets each kind's rank and rank source, and its capacity relative to the
+/// top kind's `capacity_from` (the core table has set it already).
+fn set_ranks(
+    kinds: &mut [Kind],
+    how: RankSource,
+    capacity_from: Option<CapacitySource>,
+    of: &dyn Fn(usize) -> Perf,
+) {
     let per_kind: Vec<Option<u32>> = match capacity_from {
         Some(s) => ranges(kinds, s, of)
             .iter()
             .map(|x| x.map(|(r, _)| r.max))
             .collect(),
-        None => vec![None; n],
+        None => vec![None; kinds.len()],
     };
     let top = per_kind.iter().flatten().max().copied();
     for (i, k) in kinds.iter_mut().enumerate() {
@@ -606,36 +704,35 @@ fn rank(
             _ => None,
         };
     }
+}
 
-    let cpus = match winner {
-        Some(w) => {
-            let from = CapacitySource::CHAIN
-                .iter()
-                .position(|&s| s == w)
-                .unwrap_or(0);
-            online
-                .iter()
-                .filter_map(|c| {
-                    let p = of(c);
-                    CapacitySource::CHAIN[from..].iter().find_map(|&s| {
-                        value(&p, s).map(|value| CpuDecision {
-                            cpu: c,
-                            source: s,
-                            value,
-                        })
-                    })
-                })
-                .collect()
-        }
-        None => Vec::new(),
+/// Per online CPU: the value that decided it, from the winner or the first
+/// later source in the chain the CPU has (none without a winner).
+fn cpu_decisions(
+    online: &CpuSet,
+    winner: Option<CapacitySource>,
+    of: &dyn Fn(usize) -> Perf,
+) -> Vec<CpuDecision> {
+    let Some(w) = winner else {
+        return Vec::new();
     };
-    Provenance {
-        sources,
-        winner,
-        capacity_from,
-        cpus,
-        identity: Vec::new(),
-    }
+    let from = CapacitySource::CHAIN
+        .iter()
+        .position(|&s| s == w)
+        .unwrap_or(0);
+    online
+        .iter()
+        .filter_map(|c| {
+            let p = of(c);
+            CapacitySource::CHAIN[from..].iter().find_map(|&s| {
+                value(&p, s).map(|value| CpuDecision {
+                    cpu: c,
+                    source: s,
+                    value,
+                })
+            })
+        })
+        .collect()
 }
 
 fn fmt_score(x: f64) -> String {
@@ -898,99 +995,9 @@ pub(crate) fn core_type_mark(t: CoreType) -> &'static str {
 /// the factor times the kind's maximum clock, so one part at two clocks
 /// ranks by clock and two parts at one clock rank by class.
 pub(crate) fn microarch_class(implementer: u32, part: u32) -> Option<(&'static str, f64, usize)> {
-    const LITTLE: &[(u32, u32)] = &[
-        (0x41, 0xc05), // Cortex-A5
-        (0x41, 0xc07), // Cortex-A7
-        (0x41, 0xc08), // Cortex-A8
-        (0x41, 0xd01), // Cortex-A32
-        (0x41, 0xd02), // Cortex-A34
-        (0x41, 0xd04), // Cortex-A35
-        (0x41, 0xd03), // Cortex-A53
-        (0x41, 0xd05), // Cortex-A55
-        (0x41, 0xd06), // Cortex-A65
-        (0x41, 0xd43), // Cortex-A65AE
-        (0x41, 0xd4a), // Neoverse-E1
-        (0x41, 0xd46), // Cortex-A510
-        (0x41, 0xd80), // Cortex-A520
-        (0x41, 0xd88), // Cortex-A520AE
-        (0x51, 0x801), // Kryo 2XX Silver
-        (0x51, 0x803), // Kryo 3XX Silver
-        (0x51, 0x805), // Kryo 4XX Silver
-        (0x61, 0x020), // Icestorm (A14)
-        (0x61, 0x022), // Icestorm (M1)
-        (0x61, 0x024), // Icestorm (M1 Pro)
-        (0x61, 0x028), // Icestorm (M1 Max)
-        (0x61, 0x030), // Blizzard (A15)
-        (0x61, 0x032), // Blizzard (M2)
-        (0x61, 0x034), // Blizzard (M2 Pro)
-        (0x61, 0x036), // Sawtooth (A16)
-        (0x61, 0x038), // Blizzard (M2 Max)
-    ];
-    const BIG: &[(u32, u32)] = &[
-        (0x41, 0xc09), // Cortex-A9
-        (0x41, 0xc0d), // Cortex-A12
-        (0x41, 0xc0e), // Cortex-A17
-        (0x41, 0xc0f), // Cortex-A15
-        (0x41, 0xd07), // Cortex-A57
-        (0x41, 0xd08), // Cortex-A72
-        (0x41, 0xd09), // Cortex-A73
-        (0x41, 0xd0a), // Cortex-A75
-        (0x41, 0xd0b), // Cortex-A76
-        (0x41, 0xd0e), // Cortex-A76AE
-        (0x41, 0xd0c), // Neoverse-N1
-        (0x41, 0xd0d), // Cortex-A77
-        (0x41, 0xd41), // Cortex-A78
-        (0x41, 0xd42), // Cortex-A78AE
-        (0x41, 0xd4b), // Cortex-A78C
-        (0x41, 0xd40), // Neoverse-V1
-        (0x41, 0xd47), // Cortex-A710
-        (0x41, 0xd49), // Neoverse-N2
-        (0x41, 0xd4d), // Cortex-A715
-        (0x41, 0xd4f), // Neoverse-V2
-        (0x41, 0xd81), // Cortex-A720
-        (0x41, 0xd89), // Cortex-A720AE
-        (0x41, 0xd87), // Cortex-A725
-        (0x41, 0xd8e), // Neoverse-N3
-        (0x41, 0xd84), // Neoverse-V3
-        (0x41, 0xd83), // Neoverse-V3AE
-        (0x4e, 0x000), // NVIDIA Denver
-        (0x4e, 0x003), // NVIDIA Denver 2
-        (0x4e, 0x004), // NVIDIA Carmel
-        (0x51, 0x800), // Kryo 2XX Gold
-        (0x51, 0x802), // Kryo 3XX Gold
-        (0x51, 0x804), // Kryo 4XX Gold
-        (0x53, 0x001), // Samsung Exynos-M1
-        (0x53, 0x002), // Samsung Exynos-M3
-        (0x53, 0x003), // Samsung Exynos-M4
-        (0x53, 0x004), // Samsung Exynos-M5
-        (0xc0, 0xac3), // Ampere-1
-        (0xc0, 0xac4), // Ampere-1a
-    ];
-    const PRIME: &[(u32, u32)] = &[
-        (0x41, 0xd44), // Cortex-X1
-        (0x41, 0xd4c), // Cortex-X1C
-        (0x41, 0xd48), // Cortex-X2
-        (0x41, 0xd4e), // Cortex-X3
-        (0x41, 0xd82), // Cortex-X4
-        (0x41, 0xd85), // Cortex-X925
-        (0x51, 0x001), // Qualcomm Oryon
-        (0x61, 0x021), // Firestorm (A14)
-        (0x61, 0x023), // Firestorm (M1)
-        (0x61, 0x025), // Firestorm (M1 Pro)
-        (0x61, 0x029), // Firestorm (M1 Max)
-        (0x61, 0x031), // Avalanche (A15)
-        (0x61, 0x033), // Avalanche (M2)
-        (0x61, 0x035), // Avalanche (M2 Pro)
-        (0x61, 0x037), // Everest (A16)
-        (0x61, 0x039), // Avalanche (M2 Max)
-    ];
     let key = (implementer, part);
     let mut base = 0;
-    for (class, factor, table) in [
-        ("little", 0.45, LITTLE),
-        ("big", 1.0, BIG),
-        ("prime", 1.06, PRIME),
-    ] {
+    for (class, factor, table) in ARM_CLASSES {
         if let Some(i) = table.iter().position(|&k| k == key) {
             return Some((class, factor, base + i));
         }
@@ -998,6 +1005,110 @@ pub(crate) fn microarch_class(implementer: u32, part: u32) -> Option<(&'static s
     }
     None
 }
+
+/// Arm cores by MIDR (implementer, part).
+type ArmParts = &'static [(u32, u32)];
+
+/// Little (in-order) Arm cores by MIDR (implementer, part); on a tie the
+/// later entry ranks higher.
+const ARM_LITTLE: ArmParts = &[
+    (0x41, 0xc05), // Cortex-A5
+    (0x41, 0xc07), // Cortex-A7
+    (0x41, 0xc08), // Cortex-A8
+    (0x41, 0xd01), // Cortex-A32
+    (0x41, 0xd02), // Cortex-A34
+    (0x41, 0xd04), // Cortex-A35
+    (0x41, 0xd03), // Cortex-A53
+    (0x41, 0xd05), // Cortex-A55
+    (0x41, 0xd06), // Cortex-A65
+    (0x41, 0xd43), // Cortex-A65AE
+    (0x41, 0xd4a), // Neoverse-E1
+    (0x41, 0xd46), // Cortex-A510
+    (0x41, 0xd80), // Cortex-A520
+    (0x41, 0xd88), // Cortex-A520AE
+    (0x51, 0x801), // Kryo 2XX Silver
+    (0x51, 0x803), // Kryo 3XX Silver
+    (0x51, 0x805), // Kryo 4XX Silver
+    (0x61, 0x020), // Icestorm (A14)
+    (0x61, 0x022), // Icestorm (M1)
+    (0x61, 0x024), // Icestorm (M1 Pro)
+    (0x61, 0x028), // Icestorm (M1 Max)
+    (0x61, 0x030), // Blizzard (A15)
+    (0x61, 0x032), // Blizzard (M2)
+    (0x61, 0x034), // Blizzard (M2 Pro)
+    (0x61, 0x036), // Sawtooth (A16)
+    (0x61, 0x038), // Blizzard (M2 Max)
+];
+/// Big (out-of-order) Arm cores by MIDR (implementer, part); on a tie the
+/// later entry ranks higher.
+const ARM_BIG: ArmParts = &[
+    (0x41, 0xc09), // Cortex-A9
+    (0x41, 0xc0d), // Cortex-A12
+    (0x41, 0xc0e), // Cortex-A17
+    (0x41, 0xc0f), // Cortex-A15
+    (0x41, 0xd07), // Cortex-A57
+    (0x41, 0xd08), // Cortex-A72
+    (0x41, 0xd09), // Cortex-A73
+    (0x41, 0xd0a), // Cortex-A75
+    (0x41, 0xd0b), // Cortex-A76
+    (0x41, 0xd0e), // Cortex-A76AE
+    (0x41, 0xd0c), // Neoverse-N1
+    (0x41, 0xd0d), // Cortex-A77
+    (0x41, 0xd41), // Cortex-A78
+    (0x41, 0xd42), // Cortex-A78AE
+    (0x41, 0xd4b), // Cortex-A78C
+    (0x41, 0xd40), // Neoverse-V1
+    (0x41, 0xd47), // Cortex-A710
+    (0x41, 0xd49), // Neoverse-N2
+    (0x41, 0xd4d), // Cortex-A715
+    (0x41, 0xd4f), // Neoverse-V2
+    (0x41, 0xd81), // Cortex-A720
+    (0x41, 0xd89), // Cortex-A720AE
+    (0x41, 0xd87), // Cortex-A725
+    (0x41, 0xd8e), // Neoverse-N3
+    (0x41, 0xd84), // Neoverse-V3
+    (0x41, 0xd83), // Neoverse-V3AE
+    (0x4e, 0x000), // NVIDIA Denver
+    (0x4e, 0x003), // NVIDIA Denver 2
+    (0x4e, 0x004), // NVIDIA Carmel
+    (0x51, 0x800), // Kryo 2XX Gold
+    (0x51, 0x802), // Kryo 3XX Gold
+    (0x51, 0x804), // Kryo 4XX Gold
+    (0x53, 0x001), // Samsung Exynos-M1
+    (0x53, 0x002), // Samsung Exynos-M3
+    (0x53, 0x003), // Samsung Exynos-M4
+    (0x53, 0x004), // Samsung Exynos-M5
+    (0xc0, 0xac3), // Ampere-1
+    (0xc0, 0xac4), // Ampere-1a
+];
+/// Prime Arm cores by MIDR (implementer, part); on a tie the later entry
+/// ranks higher.
+const ARM_PRIME: ArmParts = &[
+    (0x41, 0xd44), // Cortex-X1
+    (0x41, 0xd4c), // Cortex-X1C
+    (0x41, 0xd48), // Cortex-X2
+    (0x41, 0xd4e), // Cortex-X3
+    (0x41, 0xd82), // Cortex-X4
+    (0x41, 0xd85), // Cortex-X925
+    (0x51, 0x001), // Qualcomm Oryon
+    (0x61, 0x021), // Firestorm (A14)
+    (0x61, 0x023), // Firestorm (M1)
+    (0x61, 0x025), // Firestorm (M1 Pro)
+    (0x61, 0x029), // Firestorm (M1 Max)
+    (0x61, 0x031), // Avalanche (A15)
+    (0x61, 0x033), // Avalanche (M2)
+    (0x61, 0x035), // Avalanche (M2 Pro)
+    (0x61, 0x037), // Everest (A16)
+    (0x61, 0x039), // Avalanche (M2 Max)
+];
+
+/// The classes of [`microarch_class`] in rank order: name, per-MHz factor
+/// and members.
+const ARM_CLASSES: [(&str, f64, ArmParts); 3] = [
+    ("little", 0.45, ARM_LITTLE),
+    ("big", 1.0, ARM_BIG),
+    ("prime", 1.06, ARM_PRIME),
+];
 
 /// (implementer, part number) of a `midr_el1` value.
 pub(crate) fn midr_fields(midr: u64) -> (u32, u32) {

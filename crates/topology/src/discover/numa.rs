@@ -21,6 +21,19 @@ pub(super) struct Numa {
 }
 
 pub(super) fn discover_numa(r: &mut Reader, online: &CpuSet) -> Numa {
+    let mut ids = node_ids(r);
+    if ids.is_empty() {
+        return without_nodes(r, online);
+    }
+    let online_nodes = online_node_ids(r, &ids);
+    ids.retain(|i| online_nodes.contains(i));
+    let (nodes, rows) = read_nodes(r, ids, online);
+    let distances = distance_matrix(r, &nodes, &rows, &online_nodes);
+    Numa { nodes, distances }
+}
+
+/// The ids of the `nodeN` directories, sorted.
+fn node_ids(r: &mut Reader) -> Vec<u32> {
     let mut ids: Vec<u32> = r
         .list(NODE_DIR)
         .iter()
@@ -31,42 +44,55 @@ pub(super) fn discover_numa(r: &mut Reader, online: &CpuSet) -> Numa {
         .filter_map(|d| d.parse().ok())
         .collect();
     ids.sort_unstable();
+    ids
+}
 
-    if ids.is_empty() {
-        if online.is_empty() {
-            return Numa {
-                nodes: Vec::new(),
-                distances: None,
-            };
-        }
-        let memory_mib = meminfo_total_mib(r, "/proc/meminfo", "MemTotal:");
+/// A kernel without NUMA: one node 0 holding every online CPU and the
+/// memory of `/proc/meminfo` (no node at all without online CPUs).
+fn without_nodes(r: &mut Reader, online: &CpuSet) -> Numa {
+    if online.is_empty() {
         return Numa {
-            nodes: vec![NumaNode::new(0, online.clone(), memory_mib)],
+            nodes: Vec::new(),
             distances: None,
         };
     }
+    let memory_mib = meminfo_total_mib(r, "/proc/meminfo", "MemTotal:");
+    Numa {
+        nodes: vec![NumaNode::new(0, online.clone(), memory_mib)],
+        distances: None,
+    }
+}
 
-    // Distance rows list the online nodes in id order.
+/// The online nodes from `node/online` (distance rows list them in id
+/// order); every node directory when it is missing or names none of them.
+fn online_node_ids(r: &mut Reader, ids: &[u32]) -> Vec<u32> {
     let online_path = format!("{NODE_DIR}/online");
-    let online_nodes: Vec<u32> =
-        match r.cpulist(&online_path, "assumed every node directory is online") {
-            Some(s) => {
-                let s: Vec<u32> = s.iter().filter_map(|n| u32::try_from(n).ok()).collect();
-                if ids.iter().any(|i| s.contains(i)) {
-                    s
-                } else {
-                    r.warn(
-                        &online_path,
-                        "lists none of the node directories",
-                        "assumed every node directory is online",
-                    );
-                    ids.clone()
-                }
+    match r.cpulist(&online_path, "assumed every node directory is online") {
+        Some(s) => {
+            let s: Vec<u32> = s.iter().filter_map(|n| u32::try_from(n).ok()).collect();
+            if ids.iter().any(|i| s.contains(i)) {
+                s
+            } else {
+                r.warn(
+                    &online_path,
+                    "lists none of the node directories",
+                    "assumed every node directory is online",
+                );
+                ids.to_vec()
             }
-            None => ids.clone(),
-        };
-    ids.retain(|i| online_nodes.contains(i));
+        }
+        None => ids.to_vec(),
+    }
+}
 
+/// Reads the nodes `ids` with their raw distance rows: nodes listing the
+/// same CPUs as an earlier one are merged into it, a CPU is kept in the
+/// first node that lists it, and online CPUs in no node are warned about.
+fn read_nodes(
+    r: &mut Reader,
+    ids: Vec<u32>,
+    online: &CpuSet,
+) -> (Vec<NumaNode>, Vec<Option<Vec<u32>>>) {
     let mut nodes: Vec<NumaNode> = Vec::new();
     let mut rows: Vec<Option<Vec<u32>>> = Vec::new();
     let mut merged: Vec<(u32, u32)> = Vec::new();
@@ -101,17 +127,7 @@ pub(super) fn discover_numa(r: &mut Reader, online: &CpuSet) -> Numa {
         rows.push(read_distances(r, &format!("{dir}/distance")));
         nodes.push(NumaNode::new(id, cpus, memory_mib));
     }
-    if !merged.is_empty() {
-        let list: Vec<String> = merged
-            .iter()
-            .map(|(a, b)| format!("node{a} into node{b}"))
-            .collect();
-        r.warn(
-            NODE_DIR,
-            format_args!("several nodes list the same CPUs"),
-            &format!("merged {}", list.join(", ")),
-        );
-    }
+    warn_merged(r, &merged);
     let missing = online.difference(&claimed);
     if !missing.is_empty() && !nodes.is_empty() {
         r.warn(
@@ -120,9 +136,23 @@ pub(super) fn discover_numa(r: &mut Reader, online: &CpuSet) -> Numa {
             "left their node unknown",
         );
     }
+    (nodes, rows)
+}
 
-    let distances = distance_matrix(r, &nodes, &rows, &online_nodes);
-    Numa { nodes, distances }
+/// Warns about the (node, into node) pairs merged for listing the same CPUs.
+fn warn_merged(r: &mut Reader, merged: &[(u32, u32)]) {
+    if merged.is_empty() {
+        return;
+    }
+    let list: Vec<String> = merged
+        .iter()
+        .map(|(a, b)| format!("node{a} into node{b}"))
+        .collect();
+    r.warn(
+        NODE_DIR,
+        format_args!("several nodes list the same CPUs"),
+        &format!("merged {}", list.join(", ")),
+    );
 }
 
 /// The kept nodes' distances, columns picked from each full row by the
