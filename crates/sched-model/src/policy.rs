@@ -78,20 +78,11 @@ impl Capacity {
         let s = (big..big + small).map(|i| Cpu::new(i as u32)).collect();
         Capacity { big: b, small: s }
     }
-    fn usable_big(&self) -> Vec<u32> {
-        self.big
-            .iter()
-            .filter(|c| c.usable())
-            .map(|c| c.id)
-            .collect()
-    }
-    fn usable_small(&self) -> Vec<u32> {
-        self.small
-            .iter()
-            .filter(|c| c.usable())
-            .map(|c| c.id)
-            .collect()
-    }
+}
+
+/// The ids of the usable CPUs among `cpus`, in order.
+fn usable_ids(cpus: &[Cpu]) -> Vec<u32> {
+    cpus.iter().filter(|c| c.usable()).map(|c| c.id).collect()
 }
 
 /// A policy with its parameters.
@@ -378,8 +369,8 @@ impl Scheduler {
 
     /// Decides the next period's placement on `capacity` and records it.
     pub fn assign(&mut self, capacity: &Capacity) -> Assignment {
-        let big_cpus = capacity.usable_big();
-        let small_cpus = capacity.usable_small();
+        let big_cpus = usable_ids(&capacity.big);
+        let small_cpus = usable_ids(&capacity.small);
         let states: Vec<ThreadState> = self.threads.values().cloned().collect();
         let chosen = if big_cpus.is_empty() && small_cpus.is_empty() {
             None

@@ -208,6 +208,26 @@ pub fn simulate(
     programs: &[Program],
     policy: Policy,
 ) -> Result<PolicyResult, SimError> {
+    validate(cfg, programs)?;
+    let mut sim = Sim::new(cfg, programs, policy);
+    sim.start_all();
+    loop {
+        if sim.steps.saturating_mul(sim.n as u64) >= cfg.max_work {
+            return Err(SimError::TooLong {
+                steps: sim.steps,
+                simulated_s: sim.t,
+            });
+        }
+        if sim.step() {
+            break;
+        }
+    }
+    Ok(sim.result(policy))
+}
+
+/// Refuses inputs the model cannot run: no program (or one without a
+/// phase), a bad period or speed, a machine without both kinds, no repeat.
+fn validate(cfg: &SimConfig, programs: &[Program]) -> Result<(), SimError> {
     if programs.is_empty() || programs.iter().any(|p| p.phases.is_empty()) {
         return Err(SimError::NoPrograms);
     }
@@ -225,107 +245,197 @@ pub fn simulate(
     if cfg.repeat == 0 {
         return Err(SimError::Config("repeat must be at least 1"));
     }
-    let (nb, ns) = (cfg.machine.big, cfg.machine.small);
-    let cores = nb + ns;
-    let n = programs.len();
-    let dt = cfg.period_s;
-    let mut draw = Draw(XorShiftRng::seed_from_u64(cfg.seed));
-    let capacity = Capacity::uniform(nb, ns);
-    let mut sched = Scheduler::new(policy);
-    let managed = policy != Policy::Os;
-    let mut next_id = 0u64;
-    let mut core_used = vec![false; cores];
+    Ok(())
+}
 
-    let mut start = |p: usize, t: f64, draw: &mut Draw, core_used: &mut [bool]| -> Inst {
-        let estimates = programs[p]
+/// The state of one simulation run.
+struct Sim<'a> {
+    cfg: &'a SimConfig,
+    programs: &'a [Program],
+    /// Big and small cores.
+    nb: usize,
+    ns: usize,
+    /// All cores.
+    cores: usize,
+    /// Programs.
+    n: usize,
+    draw: Draw,
+    capacity: Capacity,
+    sched: Scheduler,
+    /// Whether the policy decides the assignment (not the OS model).
+    managed: bool,
+    next_id: u64,
+    /// OS model: which cores are held.
+    core_used: Vec<bool>,
+    /// Per program, its running instance.
+    insts: Vec<Option<Inst>>,
+    assignment: Assignment,
+    /// Per program, the times of its completed runs.
+    runs: Vec<Vec<f64>>,
+    big_time: Vec<f64>,
+    cpu_time: Vec<f64>,
+    t: f64,
+    steps: u64,
+    last_completion: f64,
+}
+
+/// Where one program's step ended: CPU seconds used, and whether its run
+/// completed.
+struct Progress {
+    used: f64,
+    done: bool,
+}
+
+impl<'a> Sim<'a> {
+    /// A run not started yet, its draws seeded from `cfg.seed`.
+    fn new(cfg: &'a SimConfig, programs: &'a [Program], policy: Policy) -> Sim<'a> {
+        let (nb, ns) = (cfg.machine.big, cfg.machine.small);
+        let n = programs.len();
+        Sim {
+            cfg,
+            programs,
+            nb,
+            ns,
+            cores: nb + ns,
+            n,
+            draw: Draw(XorShiftRng::seed_from_u64(cfg.seed)),
+            capacity: Capacity::uniform(nb, ns),
+            sched: Scheduler::new(policy),
+            managed: policy != Policy::Os,
+            next_id: 0,
+            core_used: vec![false; nb + ns],
+            insts: vec![None; n],
+            assignment: Assignment::default(),
+            runs: vec![Vec::new(); n],
+            big_time: vec![0.0; n],
+            cpu_time: vec![0.0; n],
+            t: 0.0,
+            steps: 0,
+            last_completion: 0.0,
+        }
+    }
+
+    /// Starts program `p` at time `t`: draws its SF estimates and, in the
+    /// OS model, gives it an idle big core first, then an idle small one.
+    fn start(&mut self, p: usize, t: f64) -> Inst {
+        let estimates = self.programs[p]
             .phases
             .iter()
-            .map(|f| draw.estimate(&cfg.quality, f.sf))
+            .map(|f| self.draw.estimate(&self.cfg.quality, f.sf))
             .collect();
-        // The OS model: an idle big core first, then an idle small one.
-        let core = if n <= cores {
-            core_used.iter().position(|u| !u)
+        let core = if self.n <= self.cores {
+            self.core_used.iter().position(|u| !u)
         } else {
             None
         };
         if let Some(c) = core {
-            core_used[c] = true;
+            self.core_used[c] = true;
         }
-        next_id += 1;
+        self.next_id += 1;
         Inst {
-            id: ThreadId(next_id),
+            id: ThreadId(self.next_id),
             phase: 0,
-            left: programs[p].phases[0].instructions,
+            left: self.programs[p].phases[0].instructions,
             start: t,
             estimates,
             core,
         }
-    };
-
-    // All start together, in a seeded random order (Fisher–Yates).
-    let mut order: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        let j = draw.below(i + 1);
-        order.swap(i, j);
     }
-    let mut insts: Vec<Option<Inst>> = vec![None; n];
-    for &p in &order {
-        insts[p] = Some(start(p, 0.0, &mut draw, &mut core_used));
-    }
-    let observe_new = |insts: &[Option<Inst>]| -> Vec<Observation> {
-        insts
-            .iter()
-            .flatten()
-            .map(|i| Observation {
-                id: i.id,
-                big_time: 0.0,
-                small_time: 0.0,
-                sf: Some(i.estimates[i.phase]),
-            })
-            .collect()
-    };
-    let mut assignment: Assignment = if managed {
-        sched.step(&observe_new(&insts), &capacity)
-    } else {
-        Assignment::default()
-    };
 
-    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); n];
-    let mut big_time = vec![0.0; n];
-    let mut cpu_time = vec![0.0; n];
-    let mut t = 0.0;
-    let mut steps = 0u64;
-    let mut last_completion: f64 = 0.0;
-    loop {
-        if steps.saturating_mul(n as u64) >= cfg.max_work {
-            return Err(SimError::TooLong {
-                steps,
-                simulated_s: t,
-            });
+    /// Starts every program together, in a seeded random order
+    /// (Fisher–Yates), and takes the policy's first assignment.
+    fn start_all(&mut self) {
+        let mut order: Vec<usize> = (0..self.n).collect();
+        for i in (1..self.n).rev() {
+            let j = self.draw.below(i + 1);
+            order.swap(i, j);
         }
-        steps += 1;
-        // Shares of this step on each kind.
-        let shares: Vec<(f64, f64)> = if managed {
-            let waiting = insts
+        for &p in &order {
+            self.insts[p] = Some(self.start(p, 0.0));
+        }
+        if self.managed {
+            let obs: Vec<Observation> = self
+                .insts
                 .iter()
                 .flatten()
-                .filter(|i| !assignment.on_big(i.id))
+                .map(|i| Observation {
+                    id: i.id,
+                    big_time: 0.0,
+                    small_time: 0.0,
+                    sf: Some(i.estimates[i.phase]),
+                })
+                .collect();
+            self.assignment = self.sched.step(&obs, &self.capacity);
+        }
+    }
+
+    /// One period; true when every program has completed its runs.
+    fn step(&mut self) -> bool {
+        self.steps += 1;
+        let shares = self.shares();
+        // Memory contention: others' memory-boundedness per core.
+        let mems: Vec<f64> = self
+            .insts
+            .iter()
+            .zip(&shares)
+            .enumerate()
+            .map(|(p, (i, s))| match i {
+                Some(i) => self.programs[p].phases[i.phase].mem * (s.0 + s.1),
+                None => 0.0,
+            })
+            .collect();
+        let mem_total: f64 = mems.iter().sum();
+        let mut obs = Vec::with_capacity(self.n);
+        let mut finished = Vec::new();
+        for p in 0..self.n {
+            if self.insts[p].is_none() {
+                continue;
+            }
+            let (b, s) = shares[p];
+            let others = (mem_total - mems[p]) / self.cores as f64;
+            let progress = self.advance(p, b, s, others);
+            self.account(p, b, s, progress, &mut obs, &mut finished);
+        }
+        self.t += self.cfg.period_s;
+        if self
+            .runs
+            .iter()
+            .all(|r| r.len() >= self.cfg.repeat as usize)
+        {
+            return true;
+        }
+        self.restart(&finished, &mut obs);
+        if self.managed {
+            self.assignment = self.sched.step(&obs, &self.capacity);
+        }
+        false
+    }
+
+    /// Each program's share of this step on a big and on a small core.
+    fn shares(&self) -> Vec<(f64, f64)> {
+        let (nb, ns, cores, n) = (self.nb, self.ns, self.cores, self.n);
+        if self.managed {
+            let waiting = self
+                .insts
+                .iter()
+                .flatten()
+                .filter(|i| !self.assignment.on_big(i.id))
                 .count();
             let small_share = if waiting == 0 {
                 0.0
             } else {
                 (ns as f64 / waiting as f64).min(1.0)
             };
-            insts
+            self.insts
                 .iter()
                 .map(|i| match i {
-                    Some(i) if assignment.on_big(i.id) => (1.0, 0.0),
+                    Some(i) if self.assignment.on_big(i.id) => (1.0, 0.0),
                     Some(_) => (0.0, small_share),
                     None => (0.0, 0.0),
                 })
                 .collect()
         } else if n <= cores {
-            insts
+            self.insts
                 .iter()
                 .map(|i| match i.as_ref().and_then(|i| i.core) {
                     Some(c) if c < nb => (1.0, 0.0),
@@ -337,126 +447,134 @@ pub fn simulate(
             let share = cores as f64 / n as f64;
             let b = share * nb as f64 / cores as f64;
             vec![(b, share - b); n]
-        };
-        // Memory contention: others' memory-boundedness per core.
-        let mems: Vec<f64> = insts
-            .iter()
-            .zip(&shares)
-            .enumerate()
-            .map(|(p, (i, s))| match i {
-                Some(i) => programs[p].phases[i.phase].mem * (s.0 + s.1),
-                None => 0.0,
-            })
-            .collect();
-        let mem_total: f64 = mems.iter().sum();
-        let mut obs = Vec::with_capacity(n);
-        let mut finished = Vec::new();
-        for p in 0..n {
-            let Some(inst) = insts[p].as_mut() else {
-                continue;
-            };
-            let (b, s) = shares[p];
-            let mut remaining = dt;
-            let mut done = false;
-            while remaining > 0.0 {
-                let phase = &programs[p].phases[inst.phase];
-                let others = (mem_total - mems[p]) / cores as f64;
-                let c = 1.0 / (1.0 + phase.mem * others);
-                let rate = cfg.big_ips * c * (b + s / phase.sf);
-                if rate <= 0.0 {
+        }
+    }
+
+    /// Runs program `p` for one period with shares `b` (big) and `s`
+    /// (small), `others` the others' memory-boundedness per core, through
+    /// as many phases as fit.
+    fn advance(&mut self, p: usize, b: f64, s: f64, others: f64) -> Progress {
+        let dt = self.cfg.period_s;
+        let phases = &self.programs[p].phases;
+        let inst = self.insts[p].as_mut().expect("a running program");
+        let mut remaining = dt;
+        let mut done = false;
+        while remaining > 0.0 {
+            let phase = &phases[inst.phase];
+            let c = 1.0 / (1.0 + phase.mem * others);
+            let rate = self.cfg.big_ips * c * (b + s / phase.sf);
+            if rate <= 0.0 {
+                break;
+            }
+            let need = inst.left / rate;
+            if need > remaining {
+                inst.left -= rate * remaining;
+                remaining = 0.0;
+            } else {
+                remaining -= need;
+                inst.phase += 1;
+                if inst.phase == phases.len() {
+                    done = true;
                     break;
                 }
-                let need = inst.left / rate;
-                if need > remaining {
-                    inst.left -= rate * remaining;
-                    remaining = 0.0;
-                } else {
-                    remaining -= need;
-                    inst.phase += 1;
-                    if inst.phase == programs[p].phases.len() {
-                        done = true;
-                        break;
-                    }
-                    inst.left = programs[p].phases[inst.phase].instructions;
-                }
-            }
-            let used = dt - remaining;
-            big_time[p] += b * used;
-            cpu_time[p] += (b + s) * used;
-            if done {
-                let end = t + used;
-                runs[p].push(end - inst.start);
-                last_completion = last_completion.max(end);
-                finished.push(p);
-            } else {
-                // Class estimates are read afresh every period, as Thread
-                // Director's class is read every tick; the others hold
-                // for the phase.
-                let sf = match &cfg.quality {
-                    SfQuality::Classes(_) => {
-                        draw.estimate(&cfg.quality, programs[p].phases[inst.phase].sf)
-                    }
-                    _ => inst.estimates[inst.phase],
-                };
-                obs.push(Observation {
-                    id: inst.id,
-                    big_time: b * used,
-                    small_time: s * used,
-                    sf: Some(sf),
-                });
+                inst.left = phases[inst.phase].instructions;
             }
         }
-        t += dt;
-        if runs.iter().all(|r| r.len() >= cfg.repeat as usize) {
-            break;
+        Progress {
+            used: dt - remaining,
+            done,
         }
-        for &p in &finished {
-            if let Some(c) = insts[p].take().and_then(|i| i.core) {
-                core_used[c] = false;
+    }
+
+    /// Books program `p`'s step: its CPU times, and either its completed
+    /// run (into `finished`) or its observation for the policy.
+    fn account(
+        &mut self,
+        p: usize,
+        b: f64,
+        s: f64,
+        progress: Progress,
+        obs: &mut Vec<Observation>,
+        finished: &mut Vec<usize>,
+    ) {
+        let used = progress.used;
+        self.big_time[p] += b * used;
+        self.cpu_time[p] += (b + s) * used;
+        let inst = self.insts[p].as_ref().expect("a running program");
+        if progress.done {
+            let end = self.t + used;
+            self.runs[p].push(end - inst.start);
+            self.last_completion = self.last_completion.max(end);
+            finished.push(p);
+        } else {
+            // Class estimates are read afresh every period, as Thread
+            // Director's class is read every tick; the others hold
+            // for the phase.
+            let sf = match &self.cfg.quality {
+                SfQuality::Classes(_) => self
+                    .draw
+                    .estimate(&self.cfg.quality, self.programs[p].phases[inst.phase].sf),
+                _ => inst.estimates[inst.phase],
+            };
+            obs.push(Observation {
+                id: inst.id,
+                big_time: b * used,
+                small_time: s * used,
+                sf: Some(sf),
+            });
+        }
+    }
+
+    /// Frees the cores of the `finished` programs, then starts each again
+    /// at once, telling the policy about the new threads.
+    fn restart(&mut self, finished: &[usize], obs: &mut Vec<Observation>) {
+        for &p in finished {
+            if let Some(c) = self.insts[p].take().and_then(|i| i.core) {
+                self.core_used[c] = false;
             }
         }
-        for &p in &finished {
-            let inst = start(p, t, &mut draw, &mut core_used);
+        for &p in finished {
+            let inst = self.start(p, self.t);
             obs.push(Observation {
                 id: inst.id,
                 big_time: 0.0,
                 small_time: 0.0,
                 sf: Some(inst.estimates[0]),
             });
-            insts[p] = Some(inst);
-        }
-        if managed {
-            assignment = sched.step(&obs, &capacity);
+            self.insts[p] = Some(inst);
         }
     }
 
-    let mut results = Vec::with_capacity(n);
-    for (p, prog) in programs.iter().enumerate() {
-        let (alone_big_s, alone_small_s) = alone_times(prog, cfg.big_ips);
-        let r = &runs[p];
-        let time_s = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
-        results.push(ProgramResult {
-            name: prog.name.clone(),
-            mean_sf: prog.mean_sf(),
-            runs: r.len() as u32,
-            time_s,
-            alone_big_s,
-            alone_small_s,
-            slowdown: time_s / alone_big_s,
-            big_share: if cpu_time[p] > 0.0 {
-                big_time[p] / cpu_time[p]
-            } else {
-                0.0
-            },
-        });
+    /// The per-program results and the metrics of the finished run.
+    fn result(self, policy: Policy) -> PolicyResult {
+        let mut results = Vec::with_capacity(self.n);
+        for (p, prog) in self.programs.iter().enumerate() {
+            let (alone_big_s, alone_small_s) = alone_times(prog, self.cfg.big_ips);
+            let r = &self.runs[p];
+            let time_s = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
+            results.push(ProgramResult {
+                name: prog.name.clone(),
+                mean_sf: prog.mean_sf(),
+                runs: r.len() as u32,
+                time_s,
+                alone_big_s,
+                alone_small_s,
+                slowdown: time_s / alone_big_s,
+                big_share: if self.cpu_time[p] > 0.0 {
+                    self.big_time[p] / self.cpu_time[p]
+                } else {
+                    0.0
+                },
+            });
+        }
+        PolicyResult {
+            policy: policy.name().to_string(),
+            metrics: metrics(&results),
+            programs: results,
+            simulated_s: self.last_completion,
+            steps: self.steps,
+        }
     }
-    Ok(PolicyResult {
-        policy: policy.name().to_string(),
-        metrics: metrics(&results),
-        programs: results,
-        simulated_s: last_completion,
-        steps,
-    })
 }
 
 /// The multi-program metrics over per-program results (see the module doc).

@@ -270,12 +270,35 @@ pub enum ProgramsError {
 /// `instructions` in (0, 10^15], `sf` in (0, 100], `mem` in [0, 1]
 /// (default 0).
 pub fn parse_programs(text: &str) -> Result<Vec<Program>, ProgramsError> {
-    // Comment lines are blanked rather than given to the csv crate's
-    // `comment` option, and lines are counted from byte offsets: the csv
-    // crate's own line numbers skip comment and empty lines, and the
-    // numbers in errors must be the file's.
-    let blanked: String = text
-        .split_inclusive('\n')
+    let blanked = blank_comments(text);
+    let text = blanked.as_str();
+    let mut rdr = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .has_headers(true)
+        .from_reader(text.as_bytes());
+    let lines = Lines::new(text);
+    let with_mem = header_has_mem(&mut rdr, &lines)?;
+    let mut programs = ProgramsBuilder::default();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| lines.csv_err(e))?;
+        let line = lines.line_at(rec.position());
+        let (name, phase) = parse_row(&rec, line, with_mem)?;
+        programs.push(line, name, phase)?;
+    }
+    if programs.programs.is_empty() {
+        return Err(ProgramsError::Empty);
+    }
+    Ok(programs.programs)
+}
+
+/// `text` with every comment line blanked (its newline kept).
+///
+/// Comment lines are blanked rather than given to the csv crate's
+/// `comment` option, and lines are counted from byte offsets: the csv
+/// crate's own line numbers skip comment and empty lines, and the
+/// numbers in errors must be the file's.
+fn blank_comments(text: &str) -> String {
+    text.split_inclusive('\n')
         .map(|l| {
             if l.trim_start().starts_with('#') {
                 if l.ends_with('\n') {
@@ -287,18 +310,28 @@ pub fn parse_programs(text: &str) -> Result<Vec<Program>, ProgramsError> {
                 l
             }
         })
-        .collect();
-    let text = blanked.as_str();
-    let mut rdr = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .has_headers(true)
-        .from_reader(text.as_bytes());
-    let newlines: Vec<usize> = text
-        .bytes()
-        .enumerate()
-        .filter_map(|(i, c)| (c == b'\n').then_some(i))
-        .collect();
-    let line_at = |pos: Option<&csv::Position>| {
+        .collect()
+}
+
+/// The file's line numbers, from the byte offsets of its newlines.
+struct Lines<'t> {
+    text: &'t str,
+    newlines: Vec<usize>,
+}
+
+impl<'t> Lines<'t> {
+    fn new(text: &'t str) -> Lines<'t> {
+        let newlines = text
+            .bytes()
+            .enumerate()
+            .filter_map(|(i, c)| (c == b'\n').then_some(i))
+            .collect();
+        Lines { text, newlines }
+    }
+
+    /// The line (from 1) of a csv position; 0 without one.
+    fn line_at(&self, pos: Option<&csv::Position>) -> u64 {
+        let text = self.text;
         pos.map_or(0, |p| {
             let mut b = (p.byte() as usize).min(text.len());
             // A record's offset is where the reader stood: before any
@@ -308,112 +341,134 @@ pub fn parse_programs(text: &str) -> Result<Vec<Program>, ProgramsError> {
             }
             // Newlines before b, by binary search: linear time over the
             // whole file, however many rows it has.
-            newlines.partition_point(|&n| n < b) as u64 + 1
+            self.newlines.partition_point(|&n| n < b) as u64 + 1
         })
-    };
-    let csv_err = |e: csv::Error| ProgramsError::Csv {
-        line: line_at(e.position()),
-        message: match e.kind() {
-            csv::ErrorKind::UnequalLengths {
-                expected_len, len, ..
-            } => format!("{len} fields, the header has {expected_len}"),
-            csv::ErrorKind::Utf8 { .. } => "not UTF-8".to_owned(),
-            _ => e.to_string().replace(['\n', '\r'], " "),
-        },
-    };
-    let header = rdr.headers().map_err(csv_err)?.clone();
+    }
+
+    /// A csv crate error as a one-line [`ProgramsError::Csv`].
+    fn csv_err(&self, e: csv::Error) -> ProgramsError {
+        ProgramsError::Csv {
+            line: self.line_at(e.position()),
+            message: match e.kind() {
+                csv::ErrorKind::UnequalLengths {
+                    expected_len, len, ..
+                } => format!("{len} fields, the header has {expected_len}"),
+                csv::ErrorKind::Utf8 { .. } => "not UTF-8".to_owned(),
+                _ => e.to_string().replace(['\n', '\r'], " "),
+            },
+        }
+    }
+}
+
+/// Reads the header: whether it has the `mem` column, or why it is refused.
+fn header_has_mem(rdr: &mut csv::Reader<&[u8]>, lines: &Lines<'_>) -> Result<bool, ProgramsError> {
+    let header = rdr.headers().map_err(|e| lines.csv_err(e))?.clone();
     if header.is_empty() || header.iter().all(str::is_empty) {
         return Err(ProgramsError::Empty);
     }
     let cols: Vec<String> = header.iter().map(|h| h.to_ascii_lowercase()).collect();
-    let with_mem = match cols.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["name", "instructions", "sf"] => false,
-        ["name", "instructions", "sf", "mem"] => true,
+    match cols.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["name", "instructions", "sf"] => Ok(false),
+        ["name", "instructions", "sf", "mem"] => Ok(true),
         _ => {
             let h: String = cols.join(",").chars().take(60).collect();
-            return Err(ProgramsError::Header(h.replace(['\n', '\r'], " ")));
+            Err(ProgramsError::Header(h.replace(['\n', '\r'], " ")))
+        }
+    }
+}
+
+/// One data row at `line`: the program's name and the phase it describes.
+fn parse_row(
+    rec: &csv::StringRecord,
+    line: u64,
+    with_mem: bool,
+) -> Result<(&str, Phase), ProgramsError> {
+    let cell = |i: usize| rec.get(i).unwrap_or("");
+    let bad = |column: &'static str, value: &str, allowed: &'static str| ProgramsError::Cell {
+        line,
+        column,
+        value: value
+            .chars()
+            .take(40)
+            .collect::<String>()
+            .replace(['\n', '\r'], " "),
+        allowed,
+    };
+    let name = cell(0);
+    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+        return Err(bad(
+            "name",
+            name,
+            "is not a name (1-64 printable characters)",
+        ));
+    }
+    let num = |i: usize| cell(i).parse::<f64>().ok().filter(|x| x.is_finite());
+    let instructions = match num(1) {
+        Some(x) if x > 0.0 && x <= MAX_INSTRUCTIONS => x,
+        _ => {
+            return Err(bad(
+                "instructions",
+                cell(1),
+                "is not an instruction count in (0, 1e15]",
+            ))
         }
     };
-    let mut programs: Vec<Program> = Vec::new();
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-    let mut phases = 0usize;
-    for rec in rdr.records() {
-        let rec = rec.map_err(csv_err)?;
-        let line = line_at(rec.position());
-        let cell = |i: usize| rec.get(i).unwrap_or("");
-        let bad = |column: &'static str, value: &str, allowed: &'static str| ProgramsError::Cell {
-            line,
-            column,
-            value: value
-                .chars()
-                .take(40)
-                .collect::<String>()
-                .replace(['\n', '\r'], " "),
-            allowed,
-        };
-        let name = cell(0);
-        if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-            return Err(bad(
-                "name",
-                name,
-                "is not a name (1-64 printable characters)",
-            ));
+    let sf = match num(2) {
+        Some(x) if x > 0.0 && x <= MAX_SF => x,
+        _ => return Err(bad("sf", cell(2), "is not a speedup factor in (0, 100]")),
+    };
+    let mem = if with_mem && !cell(3).is_empty() {
+        match num(3) {
+            Some(x) if (0.0..=1.0).contains(&x) => x,
+            _ => return Err(bad("mem", cell(3), "is not a memory-boundedness in [0, 1]")),
         }
-        let num = |i: usize| cell(i).parse::<f64>().ok().filter(|x| x.is_finite());
-        let instructions = match num(1) {
-            Some(x) if x > 0.0 && x <= MAX_INSTRUCTIONS => x,
-            _ => {
-                return Err(bad(
-                    "instructions",
-                    cell(1),
-                    "is not an instruction count in (0, 1e15]",
-                ))
-            }
-        };
-        let sf = match num(2) {
-            Some(x) if x > 0.0 && x <= MAX_SF => x,
-            _ => return Err(bad("sf", cell(2), "is not a speedup factor in (0, 100]")),
-        };
-        let mem = if with_mem && !cell(3).is_empty() {
-            match num(3) {
-                Some(x) if (0.0..=1.0).contains(&x) => x,
-                _ => return Err(bad("mem", cell(3), "is not a memory-boundedness in [0, 1]")),
-            }
-        } else {
-            0.0
-        };
-        let phase = Phase {
-            instructions,
-            sf,
-            mem,
-        };
-        phases += 1;
-        if phases > MAX_PHASES {
+    } else {
+        0.0
+    };
+    let phase = Phase {
+        instructions,
+        sf,
+        mem,
+    };
+    Ok((name, phase))
+}
+
+/// The programs read so far, with the names seen and the phases counted.
+#[derive(Default)]
+struct ProgramsBuilder {
+    programs: Vec<Program>,
+    seen: std::collections::HashSet<String>,
+    phases: usize,
+}
+
+impl ProgramsBuilder {
+    /// Adds the phase of row `line`: to the last program when it has that
+    /// name, else as a new program (refused when the name came before).
+    fn push(&mut self, line: u64, name: &str, phase: Phase) -> Result<(), ProgramsError> {
+        self.phases += 1;
+        if self.phases > MAX_PHASES {
             return Err(ProgramsError::TooMany);
         }
-        match programs.last_mut() {
+        match self.programs.last_mut() {
             Some(p) if p.name == name => p.phases.push(phase),
             _ => {
-                if !seen.insert(name.to_string()) {
+                if !self.seen.insert(name.to_string()) {
                     return Err(ProgramsError::Scattered {
                         line,
                         name: name.chars().take(40).collect(),
                     });
                 }
-                if programs.len() >= MAX_PROGRAMS {
+                if self.programs.len() >= MAX_PROGRAMS {
                     return Err(ProgramsError::TooMany);
                 }
-                programs.push(Program {
+                self.programs.push(Program {
                     name: name.to_string(),
                     phases: vec![phase],
                 });
             }
         }
+        Ok(())
     }
-    if programs.is_empty() {
-        return Err(ProgramsError::Empty);
-    }
-    Ok(programs)
 }
 
 #[cfg(test)]
