@@ -387,28 +387,70 @@ pub fn derive(
         }
         scale(r, &p.label(hybrid), &mut multiplexed)
     };
-    let missing_reason = |e: Event| -> String {
+    let mut values = Values {
+        events: Vec::new(),
+        hardware_unavailable,
+    };
+    for (p, r) in readings {
+        let m = value_of(p, r);
+        values.events.push((p.clone(), m, r.as_ref().ok().copied()));
+    }
+    let task_clock_ns = values.total(Event::TaskClock);
+    let cycles = values.total(Event::Cycles);
+    let instructions = values.total(Event::Instructions);
+    let per_pmu = values
+        .pmus()
+        .into_iter()
+        .map(|name| values.pmu_counts(name))
+        .collect();
+
+    CounterMetrics {
+        task_clock_ms: task_clock_ns.map(|ns| ns / 1e6),
+        context_switches: Metric::unavailable("not counted"),
+        cpu_migrations: values.total(Event::CpuMigrations),
+        page_faults: Metric::unavailable("not counted"),
+        ipc: instructions.ratio(&cycles, "cycles"),
+        avg_ghz: cycles.ratio(&task_clock_ns, "task-clock"),
+        cycles,
+        instructions,
+        cache_references: values.total(Event::CacheReferences),
+        cache_misses: values.total(Event::CacheMisses),
+        per_pmu,
+        multiplexed,
+    }
+}
+
+/// Every planned event's metric (and reading, when it has one), for [`derive`].
+struct Values<'a> {
+    events: Vec<(PlannedEvent, Metric, Option<Reading>)>,
+    /// Why hardware events are absent.
+    hardware_unavailable: Option<&'a str>,
+}
+
+impl Values<'_> {
+    /// Why event `e` has no reading at all.
+    fn missing_reason(&self, e: Event) -> String {
         if e.is_hardware() {
-            hardware_unavailable.unwrap_or("not counted").to_string()
+            self.hardware_unavailable
+                .unwrap_or("not counted")
+                .to_string()
         } else {
             "not counted".to_string()
         }
-    };
-    let mut values: Vec<(PlannedEvent, Metric, Option<Reading>)> = Vec::new();
-    for (p, r) in readings {
-        let m = value_of(p, r);
-        values.push((p.clone(), m, r.as_ref().ok().copied()));
     }
-    // Totals: software events appear once; hardware events are summed
-    // over PMUs (all must be measured, else the sum would be a lie).
-    let total = |e: Event| -> Metric {
-        let ms: Vec<&Metric> = values
+
+    /// The total of event `e`: software events appear once; hardware
+    /// events are summed over PMUs (all must be measured, else the sum
+    /// would be a lie).
+    fn total(&self, e: Event) -> Metric {
+        let ms: Vec<&Metric> = self
+            .events
             .iter()
             .filter(|(p, _, _)| p.event == e)
             .map(|(_, m, _)| m)
             .collect();
         if ms.is_empty() {
-            return Metric::unavailable(missing_reason(e));
+            return Metric::unavailable(self.missing_reason(e));
         }
         let mut sum = 0.0;
         for m in ms {
@@ -418,72 +460,59 @@ pub fn derive(
             }
         }
         Metric::value(sum)
-    };
-    let task_clock_ns = total(Event::TaskClock);
-    let cycles = total(Event::Cycles);
-    let instructions = total(Event::Instructions);
+    }
 
-    let mut pmus: Vec<String> = Vec::new();
-    for (p, _, _) in &values {
-        if let Some(n) = &p.pmu {
-            if !pmus.contains(n) {
-                pmus.push(n.clone());
+    /// The PMUs counted, each once, in planned order.
+    fn pmus(&self) -> Vec<String> {
+        let mut pmus: Vec<String> = Vec::new();
+        for (p, _, _) in &self.events {
+            if let Some(n) = &p.pmu {
+                if !pmus.contains(n) {
+                    pmus.push(n.clone());
+                }
             }
         }
+        pmus
     }
-    let per_pmu = pmus
-        .into_iter()
-        .map(|name| {
-            let get = |e: Event| {
-                values
-                    .iter()
-                    .find(|(p, _, _)| p.event == e && p.pmu.as_deref() == Some(name.as_str()))
-                    .map(|(_, m, r)| (m.clone(), *r))
-                    .unwrap_or_else(|| (Metric::unavailable(missing_reason(e)), None))
-            };
-            let (c, c_reading) = get(Event::Cycles);
-            let (i, _) = get(Event::Instructions);
-            let (avg_ghz, active_fraction) = match c_reading {
-                Some(r) if r.time_enabled_ns > 0 => (
-                    if r.time_running_ns > 0 {
-                        Metric::value(r.value as f64 / r.time_running_ns as f64)
-                    } else {
-                        Metric::unavailable(format!("{name}/cycles never ran"))
-                    },
-                    Metric::value(r.time_running_ns as f64 / r.time_enabled_ns as f64),
-                ),
-                Some(_) => (
-                    Metric::unavailable("counter never enabled"),
-                    Metric::unavailable("counter never enabled"),
-                ),
-                None => (c.clone(), c.clone()),
-            };
-            PmuCounts {
-                ipc: i.ratio(&c, "cycles"),
-                cycles: c,
-                instructions: i,
-                cache_references: get(Event::CacheReferences).0,
-                cache_misses: get(Event::CacheMisses).0,
-                avg_ghz,
-                active_fraction,
-                pmu: name,
-            }
-        })
-        .collect();
 
-    CounterMetrics {
-        task_clock_ms: task_clock_ns.map(|ns| ns / 1e6),
-        context_switches: Metric::unavailable("not counted"),
-        cpu_migrations: total(Event::CpuMigrations),
-        page_faults: Metric::unavailable("not counted"),
-        ipc: instructions.ratio(&cycles, "cycles"),
-        avg_ghz: cycles.ratio(&task_clock_ns, "task-clock"),
-        cycles,
-        instructions,
-        cache_references: total(Event::CacheReferences),
-        cache_misses: total(Event::CacheMisses),
-        per_pmu,
-        multiplexed,
+    /// Event `e` on PMU `pmu`: its metric and reading.
+    fn on_pmu(&self, e: Event, pmu: &str) -> (Metric, Option<Reading>) {
+        self.events
+            .iter()
+            .find(|(p, _, _)| p.event == e && p.pmu.as_deref() == Some(pmu))
+            .map(|(_, m, r)| (m.clone(), *r))
+            .unwrap_or_else(|| (Metric::unavailable(self.missing_reason(e)), None))
+    }
+
+    /// The counts of PMU `name`.
+    fn pmu_counts(&self, name: String) -> PmuCounts {
+        let (c, c_reading) = self.on_pmu(Event::Cycles, &name);
+        let (i, _) = self.on_pmu(Event::Instructions, &name);
+        let (avg_ghz, active_fraction) = match c_reading {
+            Some(r) if r.time_enabled_ns > 0 => (
+                if r.time_running_ns > 0 {
+                    Metric::value(r.value as f64 / r.time_running_ns as f64)
+                } else {
+                    Metric::unavailable(format!("{name}/cycles never ran"))
+                },
+                Metric::value(r.time_running_ns as f64 / r.time_enabled_ns as f64),
+            ),
+            Some(_) => (
+                Metric::unavailable("counter never enabled"),
+                Metric::unavailable("counter never enabled"),
+            ),
+            None => (c.clone(), c.clone()),
+        };
+        PmuCounts {
+            ipc: i.ratio(&c, "cycles"),
+            cycles: c,
+            instructions: i,
+            cache_references: self.on_pmu(Event::CacheReferences, &name).0,
+            cache_misses: self.on_pmu(Event::CacheMisses, &name).0,
+            avg_ghz,
+            active_fraction,
+            pmu: name,
+        }
     }
 }
 

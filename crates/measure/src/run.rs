@@ -95,7 +95,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_sys::FsRoot;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -456,26 +456,10 @@ impl Measurer {
         // Held for the whole run: the spawner's counters count one run at
         // a time.
         let mut spawner = want_counters.then(|| self.spawner());
-        // Last of all the pre-exec steps: the start of the timed interval
-        // (a Spawn's child stamps shared memory itself).
-        let mut stamp_pipe = None;
-        match &mut cmd {
-            Program::Command(c) => {
-                c.process_group(0);
-                let (stamp_r, stamp_w) = proc::pipe().map_err(|source| RunError::Spawn {
-                    program: program.clone(),
-                    source,
-                })?;
-                proc::stamp_before_exec(c, stamp_w.as_raw_fd());
-                stamp_pipe = Some((stamp_r, stamp_w));
-            }
-            Program::Spawn(s) => {
-                s.process_group(0);
-            }
-        }
+        let stamp_pipe = stamp_exec(&mut cmd, &program)?;
 
         let max_rss_floor_kib = proc::self_max_rss_kib();
-        let energy = match &self.rapl {
+        let mut energy = match &self.rapl {
             Some(r) if r.unavailable.is_none() => Some(r.start(&self.fs)),
             _ => None,
         };
@@ -485,34 +469,15 @@ impl Measurer {
             .as_deref()
             .and_then(Option::as_ref)
             .map(Spawner::read);
-        let parent_t0_ns = proc::monotonic_ns();
-        let t0 = Instant::now();
-        let spawned = match spawner.as_deref_mut().and_then(Option::as_mut) {
-            Some(sp) => sp.spawn(cmd),
-            None => cmd.start(),
-        };
-        let stamp_r = stamp_pipe.map(|(r, w)| {
-            drop(w);
-            r
-        });
-        let (pid, child_stamp) = spawned.map_err(|e| spawn_error(program, e))?;
-        // The child wrote its stamp just before a successful execve (spawn
-        // returns Ok only then); the parent's own clock is the fallback.
-        let exec_ns = match (child_stamp, stamp_r) {
-            (Some(ns), _) if ns > 0 => ns,
-            (_, Some(r)) => {
-                let mut stamp = [0u8; 8];
-                match proc::read_exact_raw(r.as_raw_fd(), &mut stamp) {
-                    Ok(true) => u64::from_ne_bytes(stamp),
-                    _ => parent_t0_ns,
-                }
-            }
-            _ => parent_t0_ns,
-        };
+        let (pid, exec_ns, t0) = spawn_timed(
+            spawner.as_deref_mut().and_then(Option::as_mut),
+            cmd,
+            stamp_pipe,
+            program,
+        )?;
         let registration = GroupRegistration::new(pid);
         let observer = on_spawn(pid);
 
-        let mut energy = energy;
         let (end_ns, timed_out) = match self.wait(pid, t0, &mut energy, true) {
             Ok(r) => r,
             Err(e) => {
@@ -525,17 +490,7 @@ impl Measurer {
         let stat_after = stat_before.as_ref().and_then(|_| self.sample_after());
         on_exit(observer);
         // Final energy sample as close to the exit as we can.
-        let energy = match (energy, &self.rapl) {
-            (Some(e), Some(r)) => e.finish(&self.fs, r),
-            (
-                None,
-                Some(Rapl {
-                    unavailable: Some(reason),
-                    ..
-                }),
-            ) => EnergyMetrics::unavailable(reason),
-            _ => EnergyMetrics::unavailable("energy measurement off"),
-        };
+        let energy = self.finish_energy(energy);
         if self.opts.kill_leftovers || timed_out {
             // The leader is a zombie until reaped, so its group id cannot
             // have been reused: this only reaches our run's processes.
@@ -554,17 +509,7 @@ impl Measurer {
         });
         drop(spawner);
         let (code, signal) = proc::decode_status(reaped.status);
-        let disturbance = match (stat_before, stat_after, self.opts.disturbance) {
-            (Some(b), Some(a), Some(threshold)) => Some(disturbance::estimate(
-                &b,
-                &a,
-                plan_cpus,
-                (reaped.user + reaped.sys).as_secs_f64(),
-                pinsight_sys::procfs::clock_ticks(),
-                threshold,
-            )),
-            _ => None,
-        };
+        let disturbance = self.disturbance(stat_before, stat_after, plan_cpus, &reaped);
         Ok(RunRecord {
             wall_s: end_ns.saturating_sub(exec_ns) as f64 * 1e-9,
             user_s: reaped.user.as_secs_f64(),
@@ -577,6 +522,44 @@ impl Measurer {
             energy,
             disturbance,
         })
+    }
+
+    /// The run's energy from its session (sampled last at the exit), or
+    /// why there is none.
+    fn finish_energy(&self, energy: Option<EnergySession>) -> EnergyMetrics {
+        match (energy, &self.rapl) {
+            (Some(e), Some(r)) => e.finish(&self.fs, r),
+            (
+                None,
+                Some(Rapl {
+                    unavailable: Some(reason),
+                    ..
+                }),
+            ) => EnergyMetrics::unavailable(reason),
+            _ => EnergyMetrics::unavailable("energy measurement off"),
+        }
+    }
+
+    /// The run's disturbance from the samples around it (None when either
+    /// is missing or the disturbance is not measured).
+    fn disturbance(
+        &self,
+        stat_before: Option<Sample>,
+        stat_after: Option<Sample>,
+        plan_cpus: Option<&CpuSet>,
+        reaped: &proc::Reaped,
+    ) -> Option<disturbance::Disturbance> {
+        match (stat_before, stat_after, self.opts.disturbance) {
+            (Some(b), Some(a), Some(threshold)) => Some(disturbance::estimate(
+                &b,
+                &a,
+                plan_cpus,
+                (reaped.user + reaped.sys).as_secs_f64(),
+                pinsight_sys::procfs::clock_ticks(),
+                threshold,
+            )),
+            _ => None,
+        }
     }
 
     /// Waits for `pid` to exit without reaping it, enforcing the timeout and
@@ -1016,6 +999,63 @@ impl Drop for Spawner {
             }
         }
     }
+}
+
+/// Puts `cmd` in its own process group and, for a `Command`, adds the
+/// stamp of the timed interval's start as the last of its pre-exec steps
+/// (a Spawn's child stamps shared memory itself): the stamp's pipe.
+fn stamp_exec(cmd: &mut Program, program: &str) -> Result<Option<(OwnedFd, OwnedFd)>, RunError> {
+    match cmd {
+        Program::Command(c) => {
+            c.process_group(0);
+            let (stamp_r, stamp_w) = proc::pipe().map_err(|source| RunError::Spawn {
+                program: program.to_string(),
+                source,
+            })?;
+            proc::stamp_before_exec(c, stamp_w.as_raw_fd());
+            Ok(Some((stamp_r, stamp_w)))
+        }
+        Program::Spawn(s) => {
+            s.process_group(0);
+            Ok(None)
+        }
+    }
+}
+
+/// Spawns `cmd` (from `spawner` when counting): its pid, the start of
+/// its timed interval ([`proc::monotonic_ns`]) and the instant the parent
+/// spawned it.
+fn spawn_timed(
+    spawner: Option<&mut Spawner>,
+    cmd: Program,
+    stamp_pipe: Option<(OwnedFd, OwnedFd)>,
+    program: String,
+) -> Result<(libc::pid_t, u64, Instant), RunError> {
+    let parent_t0_ns = proc::monotonic_ns();
+    let t0 = Instant::now();
+    let spawned = match spawner {
+        Some(sp) => sp.spawn(cmd),
+        None => cmd.start(),
+    };
+    let stamp_r = stamp_pipe.map(|(r, w)| {
+        drop(w);
+        r
+    });
+    let (pid, child_stamp) = spawned.map_err(|e| spawn_error(program, e))?;
+    // The child wrote its stamp just before a successful execve (spawn
+    // returns Ok only then); the parent's own clock is the fallback.
+    let exec_ns = match (child_stamp, stamp_r) {
+        (Some(ns), _) if ns > 0 => ns,
+        (_, Some(r)) => {
+            let mut stamp = [0u8; 8];
+            match proc::read_exact_raw(r.as_raw_fd(), &mut stamp) {
+                Ok(true) => u64::from_ne_bytes(stamp),
+                _ => parent_t0_ns,
+            }
+        }
+        _ => parent_t0_ns,
+    };
+    Ok((pid, exec_ns, t0))
 }
 
 fn spawn_error(program: String, e: io::Error) -> RunError {
