@@ -96,6 +96,23 @@ impl Machine {
     fn emit(&self, root: &mut Files) {
         let nr = self.nr_cpus.max(self.cpus.len());
         let cpu_dir = "sys/devices/system/cpu";
+        self.emit_cpu_lists(root, cpu_dir, nr);
+        let groups = self.groups();
+        for c in &self.cpus {
+            let d = format!("{cpu_dir}/cpu{}", c.id);
+            emit_cpu_attributes(root, &d, c);
+            if !c.online {
+                // Offline CPUs have no topology/ or cache/ directory.
+                continue;
+            }
+            self.emit_topology(root, &d, c, &groups, nr);
+        }
+        let nodes = self.emit_nodes(root, nr);
+        self.emit_pmus_and_proc(root, nodes);
+    }
+
+    /// The `online`, `present`, `possible` and `kernel_max` files of the cpu directory.
+    fn emit_cpu_lists(&self, root: &mut Files, cpu_dir: &str, nr: usize) {
         let online = self.set(|c| c.online);
         let present = self.set(|_| true);
         put(
@@ -118,203 +135,128 @@ impl Machine {
             &format!("{cpu_dir}/kernel_max"),
             &format!("{}\n", nr - 1),
         );
+    }
 
-        // Group sets computed once (the 2048-CPU machine would be quadratic).
-        let mut cores: HashMap<(usize, usize), CpuSet> = HashMap::new();
-        let mut pkgs: HashMap<usize, CpuSet> = HashMap::new();
-        let mut clusters: HashMap<(usize, usize), CpuSet> = HashMap::new();
+    /// Core, package and cluster sets, computed once (the 2048-CPU machine
+    /// would be quadratic).
+    fn groups(&self) -> Groups {
+        let mut groups = Groups::default();
         for c in &self.cpus {
-            cores.entry((c.package, c.core)).or_default().insert(c.id);
-            pkgs.entry(c.package).or_default().insert(c.id);
+            groups
+                .cores
+                .entry((c.package, c.core))
+                .or_default()
+                .insert(c.id);
+            groups.pkgs.entry(c.package).or_default().insert(c.id);
             if let Some(k) = c.cluster {
-                clusters.entry((c.package, k)).or_default().insert(c.id);
+                groups
+                    .clusters
+                    .entry((c.package, k))
+                    .or_default()
+                    .insert(c.id);
             }
         }
-        for c in &self.cpus {
-            let d = format!("{cpu_dir}/cpu{}", c.id);
-            if c.id != 0 {
-                put(
-                    root,
-                    &format!("{d}/online"),
-                    if c.online { "1\n" } else { "0\n" },
-                );
-            }
-            if let Some(cap) = c.capacity {
-                put(root, &format!("{d}/cpu_capacity"), &format!("{cap}\n"));
-            }
-            if let Some(m) = c.midr {
-                put(
-                    root,
-                    &format!("{d}/regs/identification/midr_el1"),
-                    &format!("0x{m:016x}\n"),
-                );
-            }
-            if c.max_khz.is_some() || c.base_khz.is_some() {
-                if let Some(f) = c.max_khz {
-                    put(
-                        root,
-                        &format!("{d}/cpufreq/cpuinfo_max_freq"),
-                        &format!("{f}\n"),
-                    );
-                }
-                if let Some(f) = c.base_khz {
-                    put(
-                        root,
-                        &format!("{d}/cpufreq/base_frequency"),
-                        &format!("{f}\n"),
-                    );
-                }
-                put(
-                    root,
-                    &format!("{d}/cpufreq/related_cpus"),
-                    &format!("{}\n", c.id),
-                );
-                if let Some((ranking, highest)) = c.amd_pstate {
-                    put(
-                        root,
-                        &format!("{d}/cpufreq/amd_pstate_prefcore_ranking"),
-                        &format!("{ranking}\n"),
-                    );
-                    put(
-                        root,
-                        &format!("{d}/cpufreq/amd_pstate_highest_perf"),
-                        &format!("{highest}\n"),
-                    );
-                    put(
-                        root,
-                        &format!("{d}/cpufreq/scaling_driver"),
-                        "amd-pstate-epp\n",
-                    );
-                }
-            }
-            if let Some((highest, nominal)) = c.cppc {
-                put(
-                    root,
-                    &format!("{d}/acpi_cppc/highest_perf"),
-                    &format!("{highest}\n"),
-                );
-                put(
-                    root,
-                    &format!("{d}/acpi_cppc/nominal_perf"),
-                    &format!("{nominal}\n"),
-                );
-            }
-            if !c.online {
-                // Offline CPUs have no topology/ or cache/ directory.
-                continue;
-            }
-            let core = cores[&(c.package, c.core)].clone();
-            let pkg = pkgs[&c.package].clone();
-            let t = format!("{d}/topology");
-            put(root, &format!("{t}/core_id"), &format!("{}\n", c.core));
-            put(
-                root,
-                &format!("{t}/physical_package_id"),
-                &format!("{}\n", c.package),
-            );
-            if self.lean {
-                // Old kernel names only, one L3: few files, quick to write.
-                put(
-                    root,
-                    &format!("{t}/thread_siblings"),
-                    &format!("{}\n", mask(&core, nr)),
-                );
-                put(
-                    root,
-                    &format!("{t}/core_siblings"),
-                    &format!("{}\n", mask(&pkg, nr)),
-                );
-                let x = format!("{d}/cache/index0");
-                put(root, &format!("{x}/level"), "3\n");
-                put(root, &format!("{x}/type"), "Unified\n");
-                put(root, &format!("{x}/size"), "65536K\n");
-                put(
-                    root,
-                    &format!("{x}/shared_cpu_map"),
-                    &format!("{}\n", mask(&pkg, nr)),
-                );
-                continue;
-            }
-            for (name, set) in [
-                ("core_cpus", &core),
-                ("thread_siblings", &core),
-                ("package_cpus", &pkg),
-                ("core_siblings", &pkg),
-            ] {
-                put(
-                    root,
-                    &format!("{t}/{name}"),
-                    &format!("{}\n", mask(set, nr)),
-                );
-                put(
-                    root,
-                    &format!("{t}/{name}_list"),
-                    &format!("{}\n", set.to_list_string()),
-                );
-            }
-            put(root, &format!("{t}/die_id"), "0\n");
-            put(
-                root,
-                &format!("{t}/die_cpus"),
-                &format!("{}\n", mask(&pkg, nr)),
-            );
-            put(
-                root,
-                &format!("{t}/die_cpus_list"),
-                &format!("{}\n", pkg.to_list_string()),
-            );
-            let cluster = match c.cluster {
-                Some(k) => clusters[&(c.package, k)].clone(),
-                None => core.clone(),
-            };
-            put(
-                root,
-                &format!("{t}/cluster_id"),
-                &format!("{}\n", c.cluster.unwrap_or(c.core)),
-            );
-            put(
-                root,
-                &format!("{t}/cluster_cpus"),
-                &format!("{}\n", mask(&cluster, nr)),
-            );
-            put(
-                root,
-                &format!("{t}/cluster_cpus_list"),
-                &format!("{}\n", cluster.to_list_string()),
-            );
+        groups
+    }
 
-            let mut caches: Vec<(u8, &str, &str, &CpuSet, u32)> = Vec::new();
-            if self.l1 {
-                caches.push((1, "Data", "32K", &core, 8));
-                caches.push((1, "Instruction", "32K", &core, 8));
-            }
-            let l2 = if self.l2_per_cluster { &cluster } else { &core };
-            caches.push((2, "Unified", "1024K", l2, 16));
-            caches.push((3, "Unified", "16384K", &pkg, 16));
-            for (i, (level, ty, size, set, ways)) in caches.iter().enumerate() {
-                let x = format!("{d}/cache/index{i}");
-                put(root, &format!("{x}/level"), &format!("{level}\n"));
-                put(root, &format!("{x}/type"), &format!("{ty}\n"));
-                put(root, &format!("{x}/size"), &format!("{size}\n"));
-                put(root, &format!("{x}/coherency_line_size"), "64\n");
-                put(
-                    root,
-                    &format!("{x}/ways_of_associativity"),
-                    &format!("{ways}\n"),
-                );
-                put(
-                    root,
-                    &format!("{x}/shared_cpu_map"),
-                    &format!("{}\n", mask(set, nr)),
-                );
-                put(
-                    root,
-                    &format!("{x}/shared_cpu_list"),
-                    &format!("{}\n", set.to_list_string()),
-                );
-            }
+    /// The `topology/` and `cache/` directories of the online CPU `c` at `d`.
+    fn emit_topology(&self, root: &mut Files, d: &str, c: &SCpu, groups: &Groups, nr: usize) {
+        let core = groups.cores[&(c.package, c.core)].clone();
+        let pkg = groups.pkgs[&c.package].clone();
+        let t = format!("{d}/topology");
+        put(root, &format!("{t}/core_id"), &format!("{}\n", c.core));
+        put(
+            root,
+            &format!("{t}/physical_package_id"),
+            &format!("{}\n", c.package),
+        );
+        if self.lean {
+            emit_lean_topology(root, d, &core, &pkg, nr);
+            return;
         }
+        for (name, set) in [
+            ("core_cpus", &core),
+            ("thread_siblings", &core),
+            ("package_cpus", &pkg),
+            ("core_siblings", &pkg),
+        ] {
+            put_mask_and_list(
+                root,
+                &format!("{t}/{name}"),
+                &format!("{t}/{name}_list"),
+                set,
+                nr,
+            );
+        }
+        put(root, &format!("{t}/die_id"), "0\n");
+        put_mask_and_list(
+            root,
+            &format!("{t}/die_cpus"),
+            &format!("{t}/die_cpus_list"),
+            &pkg,
+            nr,
+        );
+        let cluster = match c.cluster {
+            Some(k) => groups.clusters[&(c.package, k)].clone(),
+            None => core.clone(),
+        };
+        put(
+            root,
+            &format!("{t}/cluster_id"),
+            &format!("{}\n", c.cluster.unwrap_or(c.core)),
+        );
+        put_mask_and_list(
+            root,
+            &format!("{t}/cluster_cpus"),
+            &format!("{t}/cluster_cpus_list"),
+            &cluster,
+            nr,
+        );
+        self.emit_caches(root, d, &core, &cluster, &pkg, nr);
+    }
 
+    /// The full `cache/index*` directories: L1 data and instruction (when
+    /// the machine has them), L2 per core or cluster, L3 per package.
+    fn emit_caches(
+        &self,
+        root: &mut Files,
+        d: &str,
+        core: &CpuSet,
+        cluster: &CpuSet,
+        pkg: &CpuSet,
+        nr: usize,
+    ) {
+        let mut caches: Vec<(u8, &str, &str, &CpuSet, u32)> = Vec::new();
+        if self.l1 {
+            caches.push((1, "Data", "32K", core, 8));
+            caches.push((1, "Instruction", "32K", core, 8));
+        }
+        let l2 = if self.l2_per_cluster { cluster } else { core };
+        caches.push((2, "Unified", "1024K", l2, 16));
+        caches.push((3, "Unified", "16384K", pkg, 16));
+        for (i, (level, ty, size, set, ways)) in caches.iter().enumerate() {
+            let x = format!("{d}/cache/index{i}");
+            put(root, &format!("{x}/level"), &format!("{level}\n"));
+            put(root, &format!("{x}/type"), &format!("{ty}\n"));
+            put(root, &format!("{x}/size"), &format!("{size}\n"));
+            put(root, &format!("{x}/coherency_line_size"), "64\n");
+            put(
+                root,
+                &format!("{x}/ways_of_associativity"),
+                &format!("{ways}\n"),
+            );
+            put_mask_and_list(
+                root,
+                &format!("{x}/shared_cpu_map"),
+                &format!("{x}/shared_cpu_list"),
+                set,
+                nr,
+            );
+        }
+    }
+
+    /// The NUMA node directory; returns the node numbers, ascending.
+    fn emit_nodes(&self, root: &mut Files, nr: usize) -> Vec<usize> {
         let nodes: Vec<usize> = {
             let mut v: Vec<usize> = self.cpus.iter().map(|c| c.node).collect();
             v.sort_unstable();
@@ -330,15 +272,12 @@ impl Machine {
         );
         for &n in &nodes {
             let set = self.set(|c| c.node == n && c.online);
-            put(
+            put_mask_and_list(
                 root,
                 &format!("{node_dir}/node{n}/cpumap"),
-                &format!("{}\n", mask(&set, nr)),
-            );
-            put(
-                root,
                 &format!("{node_dir}/node{n}/cpulist"),
-                &format!("{}\n", set.to_list_string()),
+                &set,
+                nr,
             );
             let kb = self.mem_mib_per_node * 1024;
             put(
@@ -356,6 +295,11 @@ impl Machine {
                 &format!("{}\n", row.join(" ")),
             );
         }
+        nodes
+    }
+
+    /// The PMU CPU lists, `/proc/cpuinfo`, `/proc/meminfo` and the README.
+    fn emit_pmus_and_proc(&self, root: &mut Files, nodes: Vec<usize>) {
         for (pmu, set) in &self.pmus {
             put(
                 root,
@@ -376,6 +320,123 @@ impl Machine {
             "Synthetic machine written by crates/topology/tests/common/synth.rs (see tests/synthetic.rs).\n",
         );
     }
+}
+
+/// Core, package and cluster CPU sets of a machine, by (package, index).
+#[derive(Default)]
+struct Groups {
+    cores: HashMap<(usize, usize), CpuSet>,
+    pkgs: HashMap<usize, CpuSet>,
+    clusters: HashMap<(usize, usize), CpuSet>,
+}
+
+/// Writes `set` as a kernel mask at `mask_path`, then as a list at `list_path`.
+fn put_mask_and_list(root: &mut Files, mask_path: &str, list_path: &str, set: &CpuSet, nr: usize) {
+    put(root, mask_path, &format!("{}\n", mask(set, nr)));
+    put(root, list_path, &format!("{}\n", set.to_list_string()));
+}
+
+/// The per-CPU files every CPU has, online or not, at `d`: `online`
+/// (not for cpu0), capacity, MIDR, cpufreq and ACPI CPPC.
+fn emit_cpu_attributes(root: &mut Files, d: &str, c: &SCpu) {
+    if c.id != 0 {
+        put(
+            root,
+            &format!("{d}/online"),
+            if c.online { "1\n" } else { "0\n" },
+        );
+    }
+    if let Some(cap) = c.capacity {
+        put(root, &format!("{d}/cpu_capacity"), &format!("{cap}\n"));
+    }
+    if let Some(m) = c.midr {
+        put(
+            root,
+            &format!("{d}/regs/identification/midr_el1"),
+            &format!("0x{m:016x}\n"),
+        );
+    }
+    if c.max_khz.is_some() || c.base_khz.is_some() {
+        emit_cpufreq(root, d, c);
+    }
+    if let Some((highest, nominal)) = c.cppc {
+        put(
+            root,
+            &format!("{d}/acpi_cppc/highest_perf"),
+            &format!("{highest}\n"),
+        );
+        put(
+            root,
+            &format!("{d}/acpi_cppc/nominal_perf"),
+            &format!("{nominal}\n"),
+        );
+    }
+}
+
+/// The `cpufreq/` directory of a CPU that has a max or base frequency,
+/// with the amd_pstate files when it has them.
+fn emit_cpufreq(root: &mut Files, d: &str, c: &SCpu) {
+    if let Some(f) = c.max_khz {
+        put(
+            root,
+            &format!("{d}/cpufreq/cpuinfo_max_freq"),
+            &format!("{f}\n"),
+        );
+    }
+    if let Some(f) = c.base_khz {
+        put(
+            root,
+            &format!("{d}/cpufreq/base_frequency"),
+            &format!("{f}\n"),
+        );
+    }
+    put(
+        root,
+        &format!("{d}/cpufreq/related_cpus"),
+        &format!("{}\n", c.id),
+    );
+    if let Some((ranking, highest)) = c.amd_pstate {
+        put(
+            root,
+            &format!("{d}/cpufreq/amd_pstate_prefcore_ranking"),
+            &format!("{ranking}\n"),
+        );
+        put(
+            root,
+            &format!("{d}/cpufreq/amd_pstate_highest_perf"),
+            &format!("{highest}\n"),
+        );
+        put(
+            root,
+            &format!("{d}/cpufreq/scaling_driver"),
+            "amd-pstate-epp\n",
+        );
+    }
+}
+
+/// The lean machine's topology and cache: old kernel names only, one L3,
+/// few files, quick to write.
+fn emit_lean_topology(root: &mut Files, d: &str, core: &CpuSet, pkg: &CpuSet, nr: usize) {
+    let t = format!("{d}/topology");
+    put(
+        root,
+        &format!("{t}/thread_siblings"),
+        &format!("{}\n", mask(core, nr)),
+    );
+    put(
+        root,
+        &format!("{t}/core_siblings"),
+        &format!("{}\n", mask(pkg, nr)),
+    );
+    let x = format!("{d}/cache/index0");
+    put(root, &format!("{x}/level"), "3\n");
+    put(root, &format!("{x}/type"), "Unified\n");
+    put(root, &format!("{x}/size"), "65536K\n");
+    put(
+        root,
+        &format!("{x}/shared_cpu_map"),
+        &format!("{}\n", mask(pkg, nr)),
+    );
 }
 
 fn x86_cpuinfo(n: usize, model: &str) -> String {
@@ -442,6 +503,57 @@ fn cpu(id: usize) -> SCpu {
     }
 }
 
+/// An online Arm CPU of its own core, in cluster `cluster`, with a MIDR,
+/// a capacity and a max frequency.
+fn arm_cpu(id: usize, midr: u64, capacity: u32, max_khz: u64, cluster: usize) -> SCpu {
+    SCpu {
+        cluster: Some(cluster),
+        capacity: Some(capacity),
+        max_khz: Some(max_khz),
+        midr: Some(midr),
+        ..cpu(id)
+    }
+}
+
+/// An Arm machine of `cpus` (cpuinfo from their MIDRs), one node, L1s, L2
+/// per core.
+fn arm_machine(cpus: Vec<SCpu>, nr_cpus: usize, mem_mib_per_node: u64) -> Machine {
+    let cpuinfo = arm_cpuinfo(&cpus);
+    Machine {
+        cpus,
+        cpuinfo,
+        l2_per_cluster: false,
+        l1: true,
+        nr_cpus,
+        mem_mib_per_node,
+        ..Default::default()
+    }
+}
+
+/// An Intel hybrid of `cpus`: the PMU lists `pmus` (name, CPU list), one
+/// cpuinfo block per CPU named `model`, L2 per cluster, NR_CPUS 64.
+fn intel_hybrid(
+    cpus: Vec<SCpu>,
+    pmus: &[(&'static str, &str)],
+    model: &str,
+    mem_mib_per_node: u64,
+) -> Machine {
+    let n = cpus.len();
+    Machine {
+        cpus,
+        pmus: pmus
+            .iter()
+            .map(|&(name, list)| (name, CpuSet::parse_list(list).unwrap()))
+            .collect(),
+        cpuinfo: x86_cpuinfo(n, model),
+        l2_per_cluster: true,
+        l1: true,
+        nr_cpus: 64,
+        mem_mib_per_node,
+        lean: false,
+    }
+}
+
 /// Snapdragon-888-like phone: Cortex-A55 ×4 (capacity 160), A76 ×2 (498),
 /// X1 ×2 (1024), one cluster per core type, cpufreq per CPU.
 pub fn arm_phone() -> Machine {
@@ -452,25 +564,10 @@ pub fn arm_phone() -> Machine {
                 4..=5 => (A76, 498, 2_419_200, 1),
                 _ => (X1, 1024, 2_841_600, 2),
             };
-            SCpu {
-                cluster: Some(cl),
-                capacity: Some(cap),
-                max_khz: Some(khz),
-                midr: Some(midr),
-                ..cpu(i)
-            }
+            arm_cpu(i, midr, cap, khz, cl)
         })
         .collect();
-    let cpuinfo = arm_cpuinfo(&cpus);
-    Machine {
-        cpus,
-        cpuinfo,
-        l2_per_cluster: false,
-        l1: true,
-        nr_cpus: 8,
-        mem_mib_per_node: 7680,
-        ..Default::default()
-    }
+    arm_machine(cpus, 8, 7680)
 }
 
 /// Alder-Lake-P-like laptop (i7-1260P: 4 P-cores with SMT = CPUs 0-7, 8
@@ -496,19 +593,12 @@ pub fn intel_hybrid_laptop() -> Machine {
     for c in cpus.iter_mut().filter(|c| c.cluster.is_none()) {
         c.cluster = Some(c.core);
     }
-    Machine {
+    intel_hybrid(
         cpus,
-        pmus: vec![
-            ("cpu_core", CpuSet::parse_list("0-7").unwrap()),
-            ("cpu_atom", CpuSet::parse_list("8-15").unwrap()),
-        ],
-        cpuinfo: x86_cpuinfo(16, "12th Gen Intel(R) Core(TM) i7-1260P"),
-        l2_per_cluster: true,
-        l1: true,
-        nr_cpus: 64,
-        mem_mib_per_node: 15872,
-        lean: false,
-    }
+        &[("cpu_core", "0-7"), ("cpu_atom", "8-15")],
+        "12th Gen Intel(R) Core(TM) i7-1260P",
+        15872,
+    )
 }
 
 /// Meteor-Lake-like (Core Ultra 7 155H): 6 P-cores with SMT (0-11), 8
@@ -541,20 +631,16 @@ pub fn meteor_lake() -> Machine {
         };
         cpus.push(c);
     }
-    Machine {
+    intel_hybrid(
         cpus,
-        pmus: vec![
-            ("cpu_core", CpuSet::parse_list("0-11").unwrap()),
-            ("cpu_atom", CpuSet::parse_list("12-19").unwrap()),
-            ("cpu_lowpower", CpuSet::parse_list("20-21").unwrap()),
+        &[
+            ("cpu_core", "0-11"),
+            ("cpu_atom", "12-19"),
+            ("cpu_lowpower", "20-21"),
         ],
-        cpuinfo: x86_cpuinfo(22, "Intel(R) Core(TM) Ultra 7 155H"),
-        l2_per_cluster: true,
-        l1: true,
-        nr_cpus: 64,
-        mem_mib_per_node: 31744,
-        lean: false,
-    }
+        "Intel(R) Core(TM) Ultra 7 155H",
+        31744,
+    )
 }
 
 /// GB10-like ARM hybrid: CPUs 0-9 Cortex-A725 (capacity 470), 10-19
@@ -571,24 +657,11 @@ pub fn gb10_low_offline() -> Machine {
             };
             SCpu {
                 online: i >= 5,
-                cluster: Some(cl),
-                capacity: Some(cap),
-                max_khz: Some(khz),
-                midr: Some(midr),
-                ..cpu(i)
+                ..arm_cpu(i, midr, cap, khz, cl)
             }
         })
         .collect();
-    let cpuinfo = arm_cpuinfo(&cpus);
-    Machine {
-        cpus,
-        cpuinfo,
-        l2_per_cluster: false,
-        l1: true,
-        nr_cpus: 20,
-        mem_mib_per_node: 122880,
-        ..Default::default()
-    }
+    arm_machine(cpus, 20, 122880)
 }
 
 /// Raptor-Lake-P-like laptop (i7-1370P: 6 P-cores with SMT = CPUs 0-11,
@@ -615,19 +688,12 @@ pub fn raptor_lake_flat_firmware() -> Machine {
             }
         })
         .collect();
-    Machine {
+    intel_hybrid(
         cpus,
-        pmus: vec![
-            ("cpu_core", CpuSet::parse_list("0-11").unwrap()),
-            ("cpu_atom", CpuSet::parse_list("12-19").unwrap()),
-        ],
-        cpuinfo: x86_cpuinfo(20, "13th Gen Intel(R) Core(TM) i7-1370P"),
-        l2_per_cluster: true,
-        l1: true,
-        nr_cpus: 64,
-        mem_mib_per_node: 31744,
-        lean: false,
-    }
+        &[("cpu_core", "0-11"), ("cpu_atom", "12-19")],
+        "13th Gen Intel(R) Core(TM) i7-1370P",
+        31744,
+    )
 }
 
 /// Strix-Point-like AMD part (Ryzen AI 9 HX 370: 4 Zen 5 cores = CPUs
@@ -690,25 +756,12 @@ pub fn arm_capacity_cppc_disagree() -> Machine {
                 (A76, 1024, 2_400_000, (100, 90), 1)
             };
             SCpu {
-                cluster: Some(cl),
-                capacity: Some(cap),
-                max_khz: Some(khz),
-                midr: Some(midr),
                 cppc: Some(cppc),
-                ..cpu(i)
+                ..arm_cpu(i, midr, cap, khz, cl)
             }
         })
         .collect();
-    let cpuinfo = arm_cpuinfo(&cpus);
-    Machine {
-        cpus,
-        cpuinfo,
-        l2_per_cluster: false,
-        l1: true,
-        nr_cpus: 8,
-        mem_mib_per_node: 7680,
-        ..Default::default()
-    }
+    arm_machine(cpus, 8, 7680)
 }
 
 /// The named synthetic machines the suites share, by directory name
