@@ -18,8 +18,8 @@
 //! than 4% busier than the tasks' own run time explains, that half is a
 //! counted skip, never a pass.
 
-use crate::emulation::Emulation;
-use crate::operator_tasks::{
+use crate::common_emulation::Emulation;
+use crate::common_operator::{
     balance_command, can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance,
 };
 use pinsight_testkit::premise;

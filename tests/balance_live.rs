@@ -18,7 +18,7 @@
 //! reads it, `pinsight load`'s busy ÷ capacity of the two CPUs before and
 //! after.
 
-use crate::operator_tasks::{
+use crate::common_operator::{
     balance_command, can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance,
 };
 use std::process::Command;

@@ -63,6 +63,11 @@ fn run(dir: &Path, args: &[&str]) -> Output {
     pinsight(dir).args(args).output().unwrap()
 }
 
+/// A command line without quoting: its words split at whitespace.
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -211,17 +216,7 @@ fn human_output_is_a_table_with_a_verdict() {
     let d = tempfile::tempdir().unwrap();
     let o = run(
         d.path(),
-        &[
-            "compare",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--policies",
-            "os,cpus-set:0",
-            "--",
-            "true",
-        ],
+        &words("compare --runs 2 --warmup 0 --policies os,cpus-set:0 -- true"),
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let out = text(&o.stdout);
@@ -253,13 +248,7 @@ fn missing_program_is_one_line_and_exit_127_before_anything_runs() {
     let d = tempfile::tempdir().unwrap();
     let o = run(
         d.path(),
-        &[
-            "compare",
-            "--journal",
-            "j.jsonl",
-            "--",
-            "pinsight-no-such-program-x",
-        ],
+        &words("compare --journal j.jsonl -- pinsight-no-such-program-x"),
     );
     assert_eq!(o.status.code(), Some(127));
     let err = text(&o.stderr);
@@ -332,20 +321,7 @@ fn a_timeout_kills_the_run_and_is_recorded() {
     let t = Instant::now();
     let o = run(
         d.path(),
-        &[
-            "compare",
-            "--runs",
-            "2",
-            "--policies",
-            "os",
-            "--timeout",
-            "200ms",
-            "--journal",
-            "j.jsonl",
-            "--",
-            "sleep",
-            "100",
-        ],
+        &words("compare --runs 2 --policies os --timeout 200ms --journal j.jsonl -- sleep 100"),
     );
     // Unkilled, the runs would take 300 s.
     assert!(t.elapsed() < HANG_GUARD, "{:?}", t.elapsed());
@@ -392,17 +368,7 @@ fn resume_refuses_a_different_experiment() {
     let d = tempfile::tempdir().unwrap();
     let o = run(
         d.path(),
-        &[
-            "compare",
-            "--runs",
-            "2",
-            "--policies",
-            "os",
-            "--journal",
-            "j.jsonl",
-            "--",
-            "true",
-        ],
+        &words("compare --runs 2 --policies os --journal j.jsonl -- true"),
     );
     assert_eq!(o.status.code(), Some(0));
     let o = run(d.path(), &["compare", "--resume", "j.jsonl", "--", "false"]);
@@ -977,15 +943,7 @@ fn latency_and_weights_files_reach_the_policies_that_need_them() {
     // A file no requested policy uses is a usage error naming it.
     let o = run(
         d.path(),
-        &[
-            "compare",
-            "--weights",
-            "w.json",
-            "--policies",
-            "os",
-            "--",
-            "true",
-        ],
+        &words("compare --weights w.json --policies os -- true"),
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("--weights w.json: applies to the balance policy only"));

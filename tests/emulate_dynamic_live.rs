@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::emulation::{median, steady, Emulation, Pace};
+use crate::common_emulation::{median, steady, Emulation, Pace};
 use pinsight_testkit::premise::{self, Live};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
@@ -33,7 +33,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 /// is hidden by other load: the test is skipped (counted).
 const VISIBLE: f64 = 0.85;
 
-pub(crate) use crate::emulation::at_high_priority;
+pub(crate) use crate::common_emulation::at_high_priority;
 
 /// A live timing test on the emulated machine: the serial lock and the
 /// other-load sampler (refused beside another real-time task), then the

@@ -10,17 +10,19 @@
 //! measure their premise"). A new file is one `mod` line here;
 //! `tests.rs`' `every_test_file_is_compiled` covers it.
 
+// Shared helpers of the live tests.
+mod common_emulation;
+mod common_operator;
+
 mod balance_emulated_live;
 mod balance_live;
-mod compare_metrics;
+mod compare_metrics_live;
 mod disturbance_live;
 mod emulate_dynamic_live;
 mod emulate_live;
-mod emulation;
-mod mix_cli;
-mod operator_tasks;
+mod mix_live;
 mod progress_live;
 mod report_emulated_live;
 mod sched_live;
-mod sched_signals;
+mod sched_signals_live;
 mod tune_live;

@@ -22,8 +22,8 @@
 //! speed (the stealer's own CPU time), and other work under 5% of either
 //! CPU (the tasks and pinsight are this test's own).
 
-use crate::emulation::{steady, steady_ratio, Emulation};
-use crate::operator_tasks::ok_json;
+use crate::common_emulation::{steady, steady_ratio, Emulation};
+use crate::common_operator::ok_json;
 use pinsight_testkit::premise;
 use serde_json::Value;
 use std::io::BufRead as _;

@@ -22,7 +22,7 @@
 //! (`pinsight_testkit::premise`); otherwise a counted skip with the
 //! figures, never a failure or a pass by luck.
 
-use crate::emulation::Emulation;
+use crate::common_emulation::Emulation;
 use pinsight_testkit::premise;
 use serde_json::Value;
 use std::process::Output;
@@ -162,12 +162,12 @@ fn report_finds_the_speedup_factor_speed_finds_on_the_emulated_hybrid() {
     // times longer on the slowed CPU. On a shared VM the host sometimes
     // runs one vCPU 20-25% slower for tens of seconds; report and speed
     // then rightly find another factor than 2.
-    match crate::emulation::steady(before, after) {
+    match crate::common_emulation::steady(before, after) {
         Ok(figures) => eprintln!("premise held: {figures}"),
         Err(why) => pinsight_testkit::skip_test!("{why}"),
     }
     let direct = (before.ratio() + after.ratio()) / 2.0;
-    if (direct * SPEED - 1.0).abs() > crate::emulation::STEADY {
+    if (direct * SPEED - 1.0).abs() > crate::common_emulation::STEADY {
         pinsight_testkit::skip_test!(
             "premise failed: a program timed directly runs E/P {direct:.2} here, not {:.1} \
              (the host ran the two CPUs at different paces)",

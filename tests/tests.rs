@@ -61,3 +61,28 @@ fn every_test_file_is_compiled() {
         &[include_str!("tests.rs"), include_str!("live.rs")].concat(),
     );
 }
+
+/// A test file's name says which binary runs it: the live binary's files
+/// end in `_live` (its shared helpers start with `common_`), and no file
+/// of this binary does.
+#[test]
+fn test_files_say_their_binary() {
+    let mods = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+            .map(str::to_owned)
+            .collect()
+    };
+    let live = mods(include_str!("live.rs"));
+    let here = mods(include_str!("tests.rs"));
+    assert!(live.len() > 5 && here.len() > 20, "{live:?} {here:?}");
+    let wrong: Vec<&String> = live
+        .iter()
+        .filter(|m| !(m.ends_with("_live") || m.starts_with("common_")))
+        .chain(here.iter().filter(|m| m.ends_with("_live")))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "rename these test files (live: NAME_live.rs, helpers common_NAME; integration: no _live): {wrong:?}"
+    );
+}
