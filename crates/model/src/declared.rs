@@ -286,109 +286,9 @@ impl KindSpec {
         if text.trim().is_empty() {
             return Err(DeclaredError::Empty);
         }
-        let mut groups: Vec<Group> = Vec::new();
-        let mut pending: Vec<&str> = Vec::new();
-        for element in text.split(',') {
-            let element = element.trim();
-            if element.is_empty() {
-                return Err(DeclaredError::StrayComma);
-            }
-            match element.rsplit_once(':') {
-                Some((list, name))
-                    if name.trim_start().starts_with(|c: char| c.is_alphabetic()) =>
-                {
-                    let (name, speed) = match name.split_once('@') {
-                        Some((n, s)) => (n.trim(), Some(s.trim())),
-                        None => (name.trim(), None),
-                    };
-                    pending.push(list.trim());
-                    let cpus_text = pending.join(",");
-                    let written = match speed {
-                        Some(s) => format!("{cpus_text}:{name}@{s}"),
-                        None => format!("{cpus_text}:{name}"),
-                    };
-                    pending.clear();
-                    check_name(name)?;
-                    let speed_milli = match speed {
-                        None => 1000,
-                        Some(s) => parse_speed(s).ok_or_else(|| DeclaredError::BadSpeed {
-                            group: written.clone(),
-                            speed: s.to_string(),
-                            name: name.to_string(),
-                        })?,
-                    };
-                    if cpus_text.trim().is_empty() {
-                        return Err(DeclaredError::NoCpus { group: written });
-                    }
-                    let cpus = CpuSet::parse_list(&cpus_text).map_err(|source| {
-                        DeclaredError::BadCpuList {
-                            group: written.clone(),
-                            source,
-                        }
-                    })?;
-                    if cpus.is_empty() {
-                        return Err(DeclaredError::NoCpus { group: written });
-                    }
-                    groups.push(Group {
-                        written,
-                        cpus,
-                        name: name.to_string(),
-                        known: Known::from_name(name),
-                        speed_milli,
-                    });
-                }
-                _ => pending.push(element),
-            }
-        }
-        if !pending.is_empty() {
-            return Err(DeclaredError::MissingName {
-                cpus: pending.join(","),
-            });
-        }
-        // Duplicate kinds and shared CPUs.
-        for (i, g2) in groups.iter().enumerate() {
-            for g1 in &groups[..i] {
-                let same = match (g1.known, g2.known) {
-                    (Some(a), Some(b)) => a == b,
-                    _ => g1.name.eq_ignore_ascii_case(&g2.name),
-                };
-                if same {
-                    return Err(DeclaredError::DuplicateName {
-                        name: g2
-                            .known
-                            .map_or_else(|| g2.name.clone(), |k| k.name().to_string()),
-                        first: g1.written.clone(),
-                        second: g2.written.clone(),
-                    });
-                }
-                if let Some(cpu) = g1.cpus.intersection(&g2.cpus).first() {
-                    return Err(DeclaredError::Overlap {
-                        cpu,
-                        first: g1.written.clone(),
-                        second: g2.written.clone(),
-                    });
-                }
-            }
-        }
-        // The order rule.
-        if groups.iter().all(|g| g.known.is_some()) {
-            groups.sort_by_key(|g| g.known);
-        } else {
-            let mut last: Option<&Group> = None;
-            for g in &groups {
-                if let Some(k) = g.known {
-                    if let Some(prev) = last {
-                        if prev.known.is_some_and(|p| p > k) {
-                            return Err(DeclaredError::Order {
-                                earlier: prev.written.clone(),
-                                later: g.written.clone(),
-                            });
-                        }
-                    }
-                    last = Some(g);
-                }
-            }
-        }
+        let mut groups = parse_groups(text)?;
+        check_distinct(&groups)?;
+        order_groups(&mut groups)?;
         // Speeds never rise from the fastest kind to the slowest.
         for pair in groups.windows(2) {
             if pair[1].speed_milli > pair[0].speed_milli {
@@ -398,33 +298,7 @@ impl KindSpec {
                 });
             }
         }
-        // Names and marks: known kinds first, so their marks are taken.
-        let n = groups.len();
-        let mut marks: Vec<Option<String>> = groups
-            .iter()
-            .map(|g| g.known.map(|k| k.mark().to_string()))
-            .collect();
-        for (i, g) in groups.iter().enumerate() {
-            if marks[i].is_some() {
-                continue;
-            }
-            let letter: String = g
-                .name
-                .chars()
-                .take(1)
-                .flat_map(char::to_uppercase)
-                .collect();
-            let taken = marks
-                .iter()
-                .flatten()
-                .any(|m| m.eq_ignore_ascii_case(&letter));
-            marks[i] = Some(if taken {
-                // Its rank: unique, and never a letter another kind holds.
-                (n - 1 - i).to_string()
-            } else {
-                letter
-            });
-        }
+        let marks = marks(&groups);
         let kinds = groups
             .into_iter()
             .zip(marks)
@@ -432,7 +306,7 @@ impl KindSpec {
                 written: g.written,
                 cpus: g.cpus,
                 name: g.known.map_or(g.name, |k| k.name().to_string()),
-                mark: mark.unwrap_or_default(),
+                mark,
                 speed_milli: g.speed_milli,
             })
             .collect();
@@ -482,6 +356,158 @@ impl fmt::Display for KindSpec {
     }
 }
 
+/// The groups of a declaration in the order written: comma-separated
+/// elements, each group's CPU list running until an element with a name.
+fn parse_groups(text: &str) -> Result<Vec<Group>, DeclaredError> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut pending: Vec<&str> = Vec::new();
+    for element in text.split(',') {
+        let element = element.trim();
+        if element.is_empty() {
+            return Err(DeclaredError::StrayComma);
+        }
+        match element.rsplit_once(':') {
+            Some((list, name)) if name.trim_start().starts_with(|c: char| c.is_alphabetic()) => {
+                pending.push(list.trim());
+                let cpus_text = pending.join(",");
+                pending.clear();
+                groups.push(parse_group(&cpus_text, name)?);
+            }
+            _ => pending.push(element),
+        }
+    }
+    if !pending.is_empty() {
+        return Err(DeclaredError::MissingName {
+            cpus: pending.join(","),
+        });
+    }
+    Ok(groups)
+}
+
+/// One group: its CPU list and what follows the colon (`NAME[@SPEED]`).
+fn parse_group(cpus_text: &str, name: &str) -> Result<Group, DeclaredError> {
+    let (name, speed) = match name.split_once('@') {
+        Some((n, s)) => (n.trim(), Some(s.trim())),
+        None => (name.trim(), None),
+    };
+    let written = match speed {
+        Some(s) => format!("{cpus_text}:{name}@{s}"),
+        None => format!("{cpus_text}:{name}"),
+    };
+    check_name(name)?;
+    let speed_milli = match speed {
+        None => 1000,
+        Some(s) => parse_speed(s).ok_or_else(|| DeclaredError::BadSpeed {
+            group: written.clone(),
+            speed: s.to_string(),
+            name: name.to_string(),
+        })?,
+    };
+    if cpus_text.trim().is_empty() {
+        return Err(DeclaredError::NoCpus { group: written });
+    }
+    let cpus = CpuSet::parse_list(cpus_text).map_err(|source| DeclaredError::BadCpuList {
+        group: written.clone(),
+        source,
+    })?;
+    if cpus.is_empty() {
+        return Err(DeclaredError::NoCpus { group: written });
+    }
+    Ok(Group {
+        written,
+        cpus,
+        name: name.to_string(),
+        known: Known::from_name(name),
+        speed_milli,
+    })
+}
+
+/// Refuses two groups of one kind and two groups sharing a CPU.
+fn check_distinct(groups: &[Group]) -> Result<(), DeclaredError> {
+    for (i, g2) in groups.iter().enumerate() {
+        for g1 in &groups[..i] {
+            let same = match (g1.known, g2.known) {
+                (Some(a), Some(b)) => a == b,
+                _ => g1.name.eq_ignore_ascii_case(&g2.name),
+            };
+            if same {
+                return Err(DeclaredError::DuplicateName {
+                    name: g2
+                        .known
+                        .map_or_else(|| g2.name.clone(), |k| k.name().to_string()),
+                    first: g1.written.clone(),
+                    second: g2.written.clone(),
+                });
+            }
+            if let Some(cpu) = g1.cpus.intersection(&g2.cpus).first() {
+                return Err(DeclaredError::Overlap {
+                    cpu,
+                    first: g1.written.clone(),
+                    second: g2.written.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The order rule: known kinds only are sorted by performance; with a
+/// custom name among them, the known kinds must already be in order.
+fn order_groups(groups: &mut [Group]) -> Result<(), DeclaredError> {
+    if groups.iter().all(|g| g.known.is_some()) {
+        groups.sort_by_key(|g| g.known);
+        return Ok(());
+    }
+    let mut last: Option<&Group> = None;
+    for g in groups.iter() {
+        if let Some(k) = g.known {
+            if let Some(prev) = last {
+                if prev.known.is_some_and(|p| p > k) {
+                    return Err(DeclaredError::Order {
+                        earlier: prev.written.clone(),
+                        later: g.written.clone(),
+                    });
+                }
+            }
+            last = Some(g);
+        }
+    }
+    Ok(())
+}
+
+/// Each group's mark: known kinds' own marks first, so they are taken;
+/// others the first letter of their name, or their rank when another
+/// kind holds that letter.
+fn marks(groups: &[Group]) -> Vec<String> {
+    let n = groups.len();
+    let mut marks: Vec<Option<String>> = groups
+        .iter()
+        .map(|g| g.known.map(|k| k.mark().to_string()))
+        .collect();
+    for (i, g) in groups.iter().enumerate() {
+        if marks[i].is_some() {
+            continue;
+        }
+        let letter: String = g
+            .name
+            .chars()
+            .take(1)
+            .flat_map(char::to_uppercase)
+            .collect();
+        let taken = marks
+            .iter()
+            .flatten()
+            .any(|m| m.eq_ignore_ascii_case(&letter));
+        marks[i] = Some(if taken {
+            // Its rank: unique, and never a letter another kind holds.
+            (n - 1 - i).to_string()
+        } else {
+            letter
+        });
+    }
+    marks.into_iter().map(Option::unwrap_or_default).collect()
+}
+
 fn check_name(name: &str) -> Result<(), DeclaredError> {
     let bad = |reason| {
         Err(DeclaredError::BadName {
@@ -506,6 +532,40 @@ fn check_name(name: &str) -> Result<(), DeclaredError> {
 
 /// `topo` with its kinds replaced by `spec`'s (see the module documentation).
 pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError> {
+    check_cpus(topo, spec)?;
+    let n = spec.kinds.len();
+    let mut out = topo.clone();
+    // The capacity chain's evidence describes the discovered kinds; it
+    // does not line up with declared ones (`topo --explain` then says the
+    // kinds were not ranked from sysfs).
+    out.provenance = Default::default();
+    out.kinds = declared_kinds(topo, spec);
+    // A kind's max frequency is read as its capacity when nothing better is
+    // known (plan's `balance`); keep it only where it agrees with the
+    // declared order, so equal frequencies (a VM, firmware reporting one
+    // max everywhere) never flatten what the user declared.
+    let ordered = out.kinds.iter().all(|k| k.max_mhz.is_some())
+        && out.kinds.windows(2).all(|w| w[0].max_mhz < w[1].max_mhz);
+    if !ordered {
+        for k in &mut out.kinds {
+            k.max_mhz = None;
+        }
+    }
+    for cpu in &mut out.cpus {
+        cpu.kind = out.kinds.iter().position(|k| k.cpus.contains(cpu.id));
+    }
+    if !capacity_agrees(&out) {
+        for cpu in &mut out.cpus {
+            cpu.capacity = None;
+        }
+    }
+    debug_assert_eq!(out.kinds.len(), n);
+    Ok(out)
+}
+
+/// Refuses a declaration naming CPUs the machine lacks or has offline, or
+/// leaving usable CPUs out.
+fn check_cpus(topo: &Topology, spec: &KindSpec) -> Result<(), DeclaredError> {
     let present: CpuSet = topo.cpus.iter().map(|c| c.id).collect();
     let online = topo.online();
     for k in &spec.kinds {
@@ -531,7 +591,12 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
     if !left.is_empty() {
         return Err(DeclaredError::Undeclared { cpus: left, usable });
     }
-    let n = spec.kinds.len();
+    Ok(())
+}
+
+/// The declared kinds as model kinds, rank 0 (the least performant) the
+/// declaration's last kind, with the measures of their CPUs.
+fn declared_kinds(topo: &Topology, spec: &KindSpec) -> Vec<Kind> {
     // On a machine discovered as one kind, declared speeds are the kinds'
     // capacities: the CPUs are alike, and `pinsight emulate` slows each
     // kind's CPUs to its speed. On a machine with kinds of its own the
@@ -543,14 +608,7 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
         .map(DeclaredKind::speed)
         .fold(0.0, f64::max);
     let speeds_are_capacity = topo.kinds.len() <= 1 && spec.slows() && top_speed > 0.0;
-    let mut out = topo.clone();
-    // The capacity chain's evidence describes the discovered kinds; it
-    // does not line up with declared ones (`topo --explain` then says the
-    // kinds were not ranked from sysfs).
-    out.provenance = Default::default();
-    // Rank 0 is the least performant: the declaration's last kind.
-    out.kinds = spec
-        .kinds
+    spec.kinds
         .iter()
         .rev()
         .enumerate()
@@ -571,24 +629,14 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
                 core_type: core_type.flatten(),
             }
         })
-        .collect();
-    // A kind's max frequency is read as its capacity when nothing better is
-    // known (plan's `balance`); keep it only where it agrees with the
-    // declared order, so equal frequencies (a VM, firmware reporting one
-    // max everywhere) never flatten what the user declared.
-    let ordered = out.kinds.iter().all(|k| k.max_mhz.is_some())
-        && out.kinds.windows(2).all(|w| w[0].max_mhz < w[1].max_mhz);
-    if !ordered {
-        for k in &mut out.kinds {
-            k.max_mhz = None;
-        }
-    }
-    for cpu in &mut out.cpus {
-        cpu.kind = out.kinds.iter().position(|k| k.cpus.contains(cpu.id));
-    }
-    // Likewise per-CPU `cpu_capacity`, which `balance` prefers to anything:
-    // kept only when every CPU of a faster kind has more than every CPU of
-    // a slower one (a VM's 1024 everywhere would undo the declaration).
+        .collect()
+}
+
+/// Whether per-CPU `cpu_capacity`, which `balance` prefers to anything,
+/// agrees with the declared kinds: every CPU of a faster kind has more
+/// than every CPU of a slower one (a VM's 1024 everywhere would undo the
+/// declaration).
+fn capacity_agrees(out: &Topology) -> bool {
     let range = |k: &Kind| -> Option<(u32, u32)> {
         let caps: Option<Vec<u32>> = k
             .cpus
@@ -599,15 +647,7 @@ pub fn apply(topo: &Topology, spec: &KindSpec) -> Result<Topology, DeclaredError
         Some((*caps.iter().min()?, *caps.iter().max()?))
     };
     let ranges: Option<Vec<(u32, u32)>> = out.kinds.iter().map(range).collect();
-    let capacity_agrees =
-        ranges.is_some_and(|r| r.windows(2).all(|w| w[0].1 < w[1].0) && r.len() > 1);
-    if !capacity_agrees {
-        for cpu in &mut out.cpus {
-            cpu.capacity = None;
-        }
-    }
-    debug_assert_eq!(out.kinds.len(), n);
-    Ok(out)
+    ranges.is_some_and(|r| r.windows(2).all(|w| w[0].1 < w[1].0) && r.len() > 1)
 }
 
 /// The value every item shares, `None` when they differ or there are none.
