@@ -133,6 +133,14 @@ pub fn versus_cell(a: &ArmReport, r: &Report) -> String {
     }
 }
 
+/// The variables exported to an arm's program: `K=V` space-separated.
+pub fn exports_text(env: &[(String, String)]) -> String {
+    env.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The p-value cell.
 pub fn p_cell(a: &ArmReport) -> String {
     a.time_vs_baseline
