@@ -3,16 +3,30 @@
 //! core kinds (measured, and as predicted by max frequency and capacity).
 
 use pinsight_model::Topology;
-use pinsight_speed::{Kernel, SlotPlan, SpeedReport};
+use pinsight_speed::{CpuSpeed, Kernel, SlotPlan, SpeedReport};
 use std::fmt::Write;
 
 /// Human output: a row per CPU, then the speedup factors.
 pub fn render(topo: &Topology, r: &SpeedReport) -> String {
-    let mut out = String::new();
+    let mut out = headline(r);
+    writeln!(out, "{}", cpu_table(topo, r).trim_fmt()).ok();
+    out.push_str(&caveats(r));
+    if r.speedups.is_empty() {
+        out.push_str(&one_kind_line(r));
+        return out;
+    }
+    writeln!(out, "Speedup factor (faster kind / slower kind):").ok();
+    for line in speedup_table(topo, r).trim_fmt().lines() {
+        writeln!(out, "  {line}").ok();
+    }
+    out
+}
+
+/// The first line: CPUs, kernels, budget, passes and time taken.
+fn headline(r: &SpeedReport) -> String {
     let names: Vec<&str> = r.kernels.iter().map(|k| k.name()).collect();
-    writeln!(
-        out,
-        "Speed of {} CPU{}: kernels {}; {} per CPU in {} interleaved pass{} ({}){}; took {:.1} s",
+    format!(
+        "Speed of {} CPU{}: kernels {}; {} per CPU in {} interleaved pass{} ({}){}; took {:.1} s\n",
         r.cpus.len(),
         if r.cpus.len() == 1 { "" } else { "s" },
         names.join(", "),
@@ -27,59 +41,97 @@ pub fn render(topo: &Topology, r: &SpeedReport) -> String {
         },
         r.elapsed_s
     )
-    .ok();
+}
+
+/// A borderless table whose columns from `first_right` on are aligned
+/// right.
+fn table(header: Vec<String>, rows: Vec<Vec<String>>, first_right: usize) -> comfy_table::Table {
     let mut table = comfy_table::Table::new();
     table.load_preset(comfy_table::presets::NOTHING);
+    table.set_header(header);
+    for row in rows {
+        table.add_row(row);
+    }
+    for col in first_right..table.column_count() {
+        if let Some(c) = table.column_mut(col) {
+            c.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    table
+}
+
+/// The name of the core kind of CPU `c`, `-` when unknown.
+pub(crate) fn kind_name(topo: &Topology, c: &CpuSpeed) -> String {
+    c.kind
+        .and_then(|k| topo.kinds.get(k))
+        .map(|k| k.name.clone())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A predicted speedup factor, `unknown` when there is none.
+pub(crate) fn predicted(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.2}"))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// A row per CPU: its kind, each kernel's median ± CI, its relative speed.
+fn cpu_table(topo: &Topology, r: &SpeedReport) -> comfy_table::Table {
     let mut header = vec!["CPU".to_string(), "kind".to_string()];
     for k in &r.kernels {
         header.push(format!("{} {}", k.name(), k.unit()));
     }
     header.push("relative".into());
-    table.set_header(header);
-    for c in &r.cpus {
-        let kind = c
-            .kind
-            .and_then(|k| topo.kinds.get(k))
-            .map(|k| k.name.clone())
-            .unwrap_or_else(|| "-".into());
-        let mut row = vec![c.cpu.to_string(), kind];
-        for res in &c.results {
-            row.push(if res.median.is_finite() {
-                format!(
-                    "{:.1} ± {}{}",
-                    res.median,
-                    pct(res.rel_ci_half()),
-                    if res.disturbed_included { " !" } else { "" }
-                )
+    let rows = r
+        .cpus
+        .iter()
+        .map(|c| {
+            let mut row = vec![c.cpu.to_string(), kind_name(topo, c)];
+            for res in &c.results {
+                row.push(if res.median.is_finite() {
+                    format!(
+                        "{:.1} ± {}{}",
+                        res.median,
+                        pct(res.rel_ci_half()),
+                        if res.disturbed_included { " !" } else { "" }
+                    )
+                } else {
+                    "unavailable".to_string()
+                });
+            }
+            row.push(if c.relative.is_finite() {
+                format!("{:.2}", c.relative)
             } else {
-                "unavailable".to_string()
+                "-".into()
             });
-        }
-        row.push(if c.relative.is_finite() {
-            format!("{:.2}", c.relative)
-        } else {
-            "-".into()
-        });
-        table.add_row(row);
-    }
-    for col in 2..table.column_count() {
-        if let Some(c) = table.column_mut(col) {
-            c.set_cell_alignment(comfy_table::CellAlignment::Right);
-        }
-    }
-    writeln!(out, "{}", table.trim_fmt()).ok();
-    let chunks: usize = r
-        .cpus
+            row
+        })
+        .collect();
+    table(header, rows, 2)
+}
+
+/// `(timed chunks, chunks left out as disturbed)` over every CPU and
+/// kernel.
+pub(crate) fn chunk_counts(r: &SpeedReport) -> (usize, usize) {
+    let results = || r.cpus.iter().flat_map(|c| &c.results);
+    (
+        results().map(|k| k.chunks).sum(),
+        results().map(|k| k.disturbed).sum(),
+    )
+}
+
+/// Whether any figure was taken mostly from disturbed chunks.
+pub(crate) fn any_disturbed_included(r: &SpeedReport) -> bool {
+    r.cpus
         .iter()
         .flat_map(|c| &c.results)
-        .map(|k| k.chunks)
-        .sum();
-    let disturbed: usize = r
-        .cpus
-        .iter()
-        .flat_map(|c| &c.results)
-        .map(|k| k.disturbed)
-        .sum();
+        .any(|k| k.disturbed_included)
+}
+
+/// The lines under the CPU table: disturbed and misplaced chunks, the SMT
+/// yield.
+fn caveats(r: &SpeedReport) -> String {
+    let mut out = String::new();
+    let (chunks, disturbed) = chunk_counts(r);
     if disturbed > 0 {
         writeln!(
             out,
@@ -88,11 +140,7 @@ pub fn render(topo: &Topology, r: &SpeedReport) -> String {
         )
         .ok();
     }
-    if r.cpus
-        .iter()
-        .flat_map(|c| &c.results)
-        .any(|k| k.disturbed_included)
-    {
+    if any_disturbed_included(r) {
         writeln!(out, "warning: '!' marks figures taken mostly from disturbed chunks (the machine is busy): read them as lower bounds").ok();
     }
     if let Some(y) = &r.smt_yield {
@@ -112,59 +160,56 @@ pub fn render(topo: &Topology, r: &SpeedReport) -> String {
     if misplaced > 0 {
         writeln!(out, "warning: {misplaced} timed chunks ran on another CPU than asked (left out): pinning did not hold").ok();
     }
-    if r.speedups.is_empty() {
-        let rel: Vec<f64> = r
-            .cpus
-            .iter()
-            .map(|c| c.relative)
-            .filter(|v| v.is_finite())
-            .collect();
-        let spread = (1.0 - rel.iter().cloned().fold(f64::INFINITY, f64::min)) * 100.0;
-        if rel.len() > 1 {
-            writeln!(
-                out,
-                "One core kind measured: no speedup factor to report. The slowest CPU is {spread:.1}% below the fastest."
-            )
-            .ok();
-        } else {
-            writeln!(out, "One core kind measured: no speedup factor to report.").ok();
-        }
-        return out;
+    out
+}
+
+/// The line in place of the speedup table when one core kind was
+/// measured, with the spread between CPUs when there are several.
+fn one_kind_line(r: &SpeedReport) -> String {
+    let rel: Vec<f64> = r
+        .cpus
+        .iter()
+        .map(|c| c.relative)
+        .filter(|v| v.is_finite())
+        .collect();
+    let spread = (1.0 - rel.iter().cloned().fold(f64::INFINITY, f64::min)) * 100.0;
+    if rel.len() > 1 {
+        format!(
+            "One core kind measured: no speedup factor to report. The slowest CPU is {spread:.1}% below the fastest.\n"
+        )
+    } else {
+        "One core kind measured: no speedup factor to report.\n".to_string()
     }
-    writeln!(out, "Speedup factor (faster kind / slower kind):").ok();
-    let mut table = comfy_table::Table::new();
-    table.load_preset(comfy_table::presets::NOTHING);
-    table.set_header(vec![
+}
+
+/// The speedup factor of each pair of kinds and kernel: measured and
+/// predicted.
+fn speedup_table(topo: &Topology, r: &SpeedReport) -> comfy_table::Table {
+    let header = [
         "kinds",
         "kernel",
         "measured",
         "by max frequency",
         "by capacity",
-    ]);
-    for p in &r.speedups {
-        let f = &topo.kinds[p.fast_kind];
-        let s = &topo.kinds[p.slow_kind];
-        let pred = |v: Option<f64>| {
-            v.map(|x| format!("{x:.2}"))
-                .unwrap_or_else(|| "unknown".into())
-        };
-        table.add_row(vec![
-            format!("{} / {}", f.name, s.name),
-            p.kernel.name().to_string(),
-            format!("{:.2}", p.measured),
-            pred(p.predicted_by_frequency),
-            pred(p.predicted_by_capacity),
-        ]);
-    }
-    for col in 2..5 {
-        if let Some(c) = table.column_mut(col) {
-            c.set_cell_alignment(comfy_table::CellAlignment::Right);
-        }
-    }
-    for line in table.trim_fmt().lines() {
-        writeln!(out, "  {line}").ok();
-    }
-    out
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = r
+        .speedups
+        .iter()
+        .map(|p| {
+            let f = &topo.kinds[p.fast_kind];
+            let s = &topo.kinds[p.slow_kind];
+            vec![
+                format!("{} / {}", f.name, s.name),
+                p.kernel.name().to_string(),
+                format!("{:.2}", p.measured),
+                predicted(p.predicted_by_frequency),
+                predicted(p.predicted_by_capacity),
+            ]
+        })
+        .collect();
+    table(header, rows, 2)
 }
 
 /// `int 8 x 42 ms, fp 8 x 42 ms, mem 5 x 67 ms`.

@@ -3,6 +3,7 @@
 
 use super::{esc, kind_colour, topology_svg};
 use crate::latency::chart::{svg as heatmap_svg, ChartOptions, KindBand};
+use crate::speed::{any_disturbed_included, chunk_counts, kind_name, predicted, slots_text};
 use pinsight_model::{Source, Topology};
 use pinsight_report::ReportData;
 use pinsight_speed::SpeedReport;
@@ -70,7 +71,44 @@ pub fn machine_line(t: &Topology) -> String {
 /// Renders the report.
 pub fn html(r: &ReportData) -> String {
     let t = &r.topology;
-    let mut s = String::new();
+    let mut s = page_head(r);
+    s.push_str(&list(
+        "<h2>What to do</h2>\n<ul class=\"sugg\">",
+        &r.suggestions,
+    ));
+    if !r.skipped.is_empty() {
+        s.push_str(&list(
+            "<p><b>Not measured:</b></p><ul class=\"skip\">",
+            &r.skipped,
+        ));
+    }
+
+    if !r.conditions.is_empty() {
+        s.push_str(&list(
+            "<p><b>Measured under:</b></p><ul class=\"skip\">",
+            &r.conditions,
+        ));
+    }
+
+    s.push_str(&machine_section(t));
+    s.push_str(&latency_section(r));
+
+    s.push_str("<h2>Speed per CPU</h2>\n");
+    match &r.speed {
+        Some(sp) => speed_section(&mut s, t, sp),
+        None => s.push_str("<p>Not measured (see above).</p>\n"),
+    }
+    if !t.warnings.is_empty() {
+        s.push_str(&list("<h2>Discovery warnings</h2><ul>", &t.warnings));
+    }
+    s.push_str("<p class=\"muted small\">Made by <code>pinsight report</code>; every figure is also in the JSON file written beside this page.</p>\n</body></html>\n");
+    s
+}
+
+/// The document's head, the title and the line of facts under it (host,
+/// source, date, version, time taken).
+fn page_head(r: &ReportData) -> String {
+    let t = &r.topology;
     let title = format!(
         "pinsight report — {}",
         t.model_name.clone().unwrap_or_else(|| "unknown CPU".into())
@@ -87,37 +125,27 @@ pub fn html(r: &ReportData) -> String {
         r.elapsed_s,
         pinsight_report::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
     ));
-    write!(
-        s,
+    format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n<p class=\"muted\">{}</p>\n",
         esc(&title),
         esc(&title),
         meta.join(" · ")
     )
-    .ok();
+}
 
-    s.push_str("<h2>What to do</h2>\n<ul class=\"sugg\">");
-    for line in &r.suggestions {
+/// `open` (the list's heading and `<ul>`), an item per line, `</ul>`.
+fn list(open: &str, lines: &[String]) -> String {
+    let mut s = open.to_string();
+    for line in lines {
         write!(s, "<li>{}</li>", esc(line)).ok();
     }
     s.push_str("</ul>\n");
-    if !r.skipped.is_empty() {
-        s.push_str("<p><b>Not measured:</b></p><ul class=\"skip\">");
-        for line in &r.skipped {
-            write!(s, "<li>{}</li>", esc(line)).ok();
-        }
-        s.push_str("</ul>\n");
-    }
+    s
+}
 
-    if !r.conditions.is_empty() {
-        s.push_str("<p><b>Measured under:</b></p><ul class=\"skip\">");
-        for line in &r.conditions {
-            write!(s, "<li>{}</li>", esc(line)).ok();
-        }
-        s.push_str("</ul>\n");
-    }
-
-    write!(s, "<h2>Machine</h2>\n<p>{}.</p>\n", esc(&machine_line(t))).ok();
+/// The machine: its one-line summary, its picture and its core kinds.
+fn machine_section(t: &Topology) -> String {
+    let mut s = format!("<h2>Machine</h2>\n<p>{}.</p>\n", esc(&machine_line(t)));
     s.push_str(&topology_svg(t));
     s.push_str("\n<table><tr><th>rank</th><th class=l>kind</th><th class=l>CPUs</th><th>capacity</th><th>max</th><th>base</th><th class=l>identified by</th></tr>");
     for k in &t.kinds {
@@ -136,94 +164,64 @@ pub fn html(r: &ReportData) -> String {
         .ok();
     }
     s.push_str("</table>\n");
-
-    s.push_str("<h2>Core-to-core latency</h2>\n");
-    match &r.latency {
-        Some(m) => {
-            let from = match m.source.as_deref() {
-                Some("measured") | None => "measured here".to_string(),
-                Some(file) => format!("loaded from {file}"),
-            };
-            writeln!(
-                s,
-                "<p class=\"muted small\">One-way latency of a cache line bounced between two CPUs, median per pair, {}; {}.</p>",
-                esc(&from),
-                plural(m.len(), "CPU")
-            )
-            .ok();
-            let opts = ChartOptions {
-                title: "core-to-core latency (ns, one way)".into(),
-                kinds: if t.kinds.len() > 1 {
-                    t.kinds
-                        .iter()
-                        .map(|k| KindBand {
-                            name: k.name.clone(),
-                            cpus: k.cpus.clone(),
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-            };
-            match heatmap_svg(m, &opts) {
-                Ok(svg) => s.push_str(&svg),
-                Err(e) => {
-                    write!(s, "<p>Heatmap unavailable: {}</p>", esc(&e.to_string())).ok();
-                }
-            }
-            if let Some(tree) = &r.domains {
-                write!(
-                    s,
-                    "\n<h3>Latency domains</h3><pre>{}</pre>\n",
-                    esc(tree.describe().trim_end())
-                )
-                .ok();
-            }
-        }
-        None => s.push_str("<p>Not measured (see above).</p>\n"),
-    }
-
-    s.push_str("<h2>Speed per CPU</h2>\n");
-    match &r.speed {
-        Some(sp) => speed_section(&mut s, t, sp),
-        None => s.push_str("<p>Not measured (see above).</p>\n"),
-    }
-    if !t.warnings.is_empty() {
-        s.push_str("<h2>Discovery warnings</h2><ul>");
-        for w in &t.warnings {
-            write!(s, "<li>{}</li>", esc(w)).ok();
-        }
-        s.push_str("</ul>\n");
-    }
-    s.push_str("<p class=\"muted small\">Made by <code>pinsight report</code>; every figure is also in the JSON file written beside this page.</p>\n</body></html>\n");
     s
 }
 
+/// The core-to-core latency: where the matrix comes from, its heatmap and
+/// the latency domains.
+fn latency_section(r: &ReportData) -> String {
+    let t = &r.topology;
+    let mut s = String::from("<h2>Core-to-core latency</h2>\n");
+    let Some(m) = &r.latency else {
+        s.push_str("<p>Not measured (see above).</p>\n");
+        return s;
+    };
+    let from = match m.source.as_deref() {
+        Some("measured") | None => "measured here".to_string(),
+        Some(file) => format!("loaded from {file}"),
+    };
+    writeln!(
+        s,
+        "<p class=\"muted small\">One-way latency of a cache line bounced between two CPUs, median per pair, {}; {}.</p>",
+        esc(&from),
+        plural(m.len(), "CPU")
+    )
+    .ok();
+    let opts = ChartOptions {
+        title: "core-to-core latency (ns, one way)".into(),
+        kinds: if t.kinds.len() > 1 {
+            t.kinds
+                .iter()
+                .map(|k| KindBand {
+                    name: k.name.clone(),
+                    cpus: k.cpus.clone(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    };
+    match heatmap_svg(m, &opts) {
+        Ok(svg) => s.push_str(&svg),
+        Err(e) => {
+            write!(s, "<p>Heatmap unavailable: {}</p>", esc(&e.to_string())).ok();
+        }
+    }
+    if let Some(tree) = &r.domains {
+        write!(
+            s,
+            "\n<h3>Latency domains</h3><pre>{}</pre>\n",
+            esc(tree.describe().trim_end())
+        )
+        .ok();
+    }
+    s
+}
+
+/// The speed measurement: how it was taken, a row per CPU, the medians
+/// per core kind and the speedup factors.
 fn speed_section(s: &mut String, t: &Topology, sp: &SpeedReport) {
-    let chunks: usize = sp
-        .cpus
-        .iter()
-        .flat_map(|c| &c.results)
-        .map(|k| k.chunks)
-        .sum();
-    let disturbed: usize = sp
-        .cpus
-        .iter()
-        .flat_map(|c| &c.results)
-        .map(|k| k.disturbed)
-        .sum();
-    let slots: Vec<String> = sp
-        .slots
-        .iter()
-        .map(|k| {
-            format!(
-                "{} {} x {:.0} ms",
-                k.kernel.name(),
-                k.passes,
-                k.slot_s * 1e3
-            )
-        })
-        .collect();
+    let (chunks, disturbed) = chunk_counts(sp);
     writeln!(
         s,
         "<p class=\"muted small\">Single-thread throughput pinned to each CPU: median over timed chunks with its 95% interval; \
@@ -232,24 +230,40 @@ fn speed_section(s: &mut String, t: &Topology, sp: &SpeedReport) {
         sp.budget_per_cpu_s * 1e3,
         sp.passes,
         if sp.passes == 1 { "" } else { "es" },
-        slots.join(", "),
+        slots_text(&sp.slots),
         disturbed,
         chunks,
         sp.mem_bytes >> 20
     )
     .ok();
-    s.push_str("<table><tr><th>CPU</th><th class=l>kind</th>");
+    s.push_str(&cpu_speed_table(t, sp));
+    if any_disturbed_included(sp) {
+        s.push_str("<p class=small>! too few undisturbed chunks: the figure includes descheduled ones and is a lower bound.</p>\n");
+    }
+    if sp.kinds.len() > 1 {
+        s.push_str(&kind_speed_table(sp));
+    }
+    if !sp.speedups.is_empty() {
+        s.push_str(&speedup_table(t, sp));
+    }
+}
+
+/// A row per CPU: its kind, each kernel's median and CI, its relative
+/// speed.
+fn cpu_speed_table(t: &Topology, sp: &SpeedReport) -> String {
+    let mut s = String::from("<table><tr><th>CPU</th><th class=l>kind</th>");
     for k in &sp.kernels {
         write!(s, "<th>{} ({})</th><th>±</th>", k.name(), k.unit()).ok();
     }
     s.push_str("<th>relative</th></tr>");
     for c in &sp.cpus {
-        let kind = c
-            .kind
-            .and_then(|k| t.kinds.get(k))
-            .map(|k| k.name.clone())
-            .unwrap_or_else(|| "-".into());
-        write!(s, "<tr><td>{}</td><td class=l>{}</td>", c.cpu, esc(&kind)).ok();
+        write!(
+            s,
+            "<tr><td>{}</td><td class=l>{}</td>",
+            c.cpu,
+            esc(&kind_name(t, c))
+        )
+        .ok();
         for res in &c.results {
             if res.median.is_finite() {
                 write!(
@@ -271,60 +285,56 @@ fn speed_section(s: &mut String, t: &Topology, sp: &SpeedReport) {
         }
     }
     s.push_str("</table>\n");
-    if sp
-        .cpus
-        .iter()
-        .flat_map(|c| &c.results)
-        .any(|k| k.disturbed_included)
-    {
-        s.push_str("<p class=small>! too few undisturbed chunks: the figure includes descheduled ones and is a lower bound.</p>\n");
+    s
+}
+
+/// A row per core kind: the median of its CPUs for each kernel.
+fn kind_speed_table(sp: &SpeedReport) -> String {
+    let mut s = String::from("<h3>Per core kind (median of its CPUs)</h3><table><tr><th class=l>kind</th><th>CPUs measured</th>");
+    for k in &sp.kernels {
+        write!(s, "<th>{} ({})</th>", k.name(), k.unit()).ok();
     }
-    if sp.kinds.len() > 1 {
-        s.push_str("<h3>Per core kind (median of its CPUs)</h3><table><tr><th class=l>kind</th><th>CPUs measured</th>");
-        for k in &sp.kernels {
-            write!(s, "<th>{} ({})</th>", k.name(), k.unit()).ok();
+    s.push_str("</tr>");
+    for k in &sp.kinds {
+        write!(
+            s,
+            "<tr><td class=l>{}</td><td>{}</td>",
+            esc(&k.name),
+            k.cpus_measured
+        )
+        .ok();
+        for kern in &sp.kernels {
+            match k.median.iter().find(|(kk, _)| kk == kern) {
+                Some((_, v)) => write!(s, "<td>{v:.1}</td>"),
+                None => write!(s, "<td>-</td>"),
+            }
+            .ok();
         }
         s.push_str("</tr>");
-        for k in &sp.kinds {
-            write!(
-                s,
-                "<tr><td class=l>{}</td><td>{}</td>",
-                esc(&k.name),
-                k.cpus_measured
-            )
-            .ok();
-            for kern in &sp.kernels {
-                match k.median.iter().find(|(kk, _)| kk == kern) {
-                    Some((_, v)) => write!(s, "<td>{v:.1}</td>"),
-                    None => write!(s, "<td>-</td>"),
-                }
-                .ok();
-            }
-            s.push_str("</tr>");
-        }
-        s.push_str("</table>\n");
     }
-    if !sp.speedups.is_empty() {
-        s.push_str("<h3>Speedup factor</h3><table><tr><th class=l>faster / slower kind</th><th class=l>kernel</th><th>measured</th><th>predicted by max frequency</th><th>by capacity</th></tr>");
-        for p in &sp.speedups {
-            let f = |v: Option<f64>| {
-                v.map(|x| format!("{x:.2}"))
-                    .unwrap_or_else(|| "unknown".into())
-            };
-            write!(
-                s,
-                "<tr><td class=l>{} / {}</td><td class=l>{}</td><td><b>{:.2}</b></td><td>{}</td><td>{}</td></tr>",
-                esc(&t.kinds[p.fast_kind].name),
-                esc(&t.kinds[p.slow_kind].name),
-                p.kernel.name(),
-                p.measured,
-                f(p.predicted_by_frequency),
-                f(p.predicted_by_capacity)
-            )
-            .ok();
-        }
-        s.push_str("</table>\n");
+    s.push_str("</table>\n");
+    s
+}
+
+/// The speedup factor of each pair of kinds and kernel: measured and
+/// predicted.
+fn speedup_table(t: &Topology, sp: &SpeedReport) -> String {
+    let mut s = String::from("<h3>Speedup factor</h3><table><tr><th class=l>faster / slower kind</th><th class=l>kernel</th><th>measured</th><th>predicted by max frequency</th><th>by capacity</th></tr>");
+    for p in &sp.speedups {
+        write!(
+            s,
+            "<tr><td class=l>{} / {}</td><td class=l>{}</td><td><b>{:.2}</b></td><td>{}</td><td>{}</td></tr>",
+            esc(&t.kinds[p.fast_kind].name),
+            esc(&t.kinds[p.slow_kind].name),
+            p.kernel.name(),
+            p.measured,
+            predicted(p.predicted_by_frequency),
+            predicted(p.predicted_by_capacity)
+        )
+        .ok();
     }
+    s.push_str("</table>\n");
+    s
 }
 
 #[cfg(test)]
