@@ -594,15 +594,7 @@ fn fit_line(r: &TuneReport) -> String {
             },
             r2_text(r)
         );
-        if let Some(rse) = r.fit.rse {
-            let _ = write!(s, ", residual error {} per run", pct(rse));
-        }
-        let _ = write!(
-            s,
-            "; {} at {}.",
-            plural(r.fit.runs as u32, "run", "runs"),
-            plural(r.fit.configs as u32, "configuration", "configurations")
-        );
+        s.push_str(&fit_tail(r));
         return s;
     }
     let chosen = name(r.model, r.contention_term);
@@ -622,6 +614,14 @@ fn fit_line(r: &TuneReport) -> String {
         let _ = write!(s, " (AICc: {})", others.join(", "));
     }
     let _ = write!(s, "; {}", r2_text(r));
+    s.push_str(&fit_tail(r));
+    s
+}
+
+/// The end of the model line: the residual error per run, then the runs
+/// and configurations fitted.
+fn fit_tail(r: &TuneReport) -> String {
+    let mut s = String::new();
     if let Some(rse) = r.fit.rse {
         let _ = write!(s, ", residual error {} per run", pct(rse));
     }
@@ -649,6 +649,22 @@ fn paragraph(first: &str, text: &str, indent: usize, max: usize) -> String {
 /// The whole `pinsight tune` text.
 pub fn text(r: &TuneReport, v: &TuneView) -> String {
     let w = v.width.max(40);
+    let mut out = header_lines(r, v, w);
+    out.push('\n');
+    out.push_str(&advice_text(r, w));
+    out.push_str(&tables_text(r, v, w));
+    if !v.dialects.is_empty() {
+        out.push_str("\nRun it\n");
+        for d in &v.dialects {
+            out.push_str(&dialect_text(d, w));
+        }
+    }
+    out
+}
+
+/// The lines above the advice: machine, goal, model, notes and the runs
+/// outside this machine.
+fn header_lines(r: &TuneReport, v: &TuneView, w: usize) -> String {
     let mut out = String::new();
     out.push_str(&hanging("Machine:  ", &v.machine, 10, w));
     out.push_str(&hanging("Goal:     ", r.goal.name(), 10, w));
@@ -667,7 +683,13 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
             w,
         ));
     }
-    out.push('\n');
+    out
+}
+
+/// The advice paragraphs: what a machine of one kind means, the
+/// recommendation, the runner-up and what is extrapolated.
+fn advice_text(r: &TuneReport, w: usize) -> String {
+    let mut out = String::new();
     if r.one_kind {
         out.push_str(&term::fill(
             "This machine has one kind of core, so tune chose the thread count and SMT only (Amdahl's law with a contention term).",
@@ -699,27 +721,37 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
         ));
     }
     if r.predictions.iter().any(|c| c.extrapolated) {
-        let s = r.span;
-        let dims = if r.one_kind {
-            format!("{} cores, {} SMT siblings", s.p, s.smt)
-        } else {
-            format!("{} P-cores, {} E-cores, {} SMT siblings", s.p, s.e, s.smt)
-        };
-        let tail = if r.extrapolate {
-            "and may be recommended (--extrapolate)"
-        } else {
-            "and are not recommended (--extrapolate allows them)"
-        };
-        out.push_str(&paragraph(
-            "Extrapolated: ",
-            &format!(
-                "configurations beyond what the runs used (at most {dims}, or SMT without a fitted SMT gain) are predicted by the model's form alone, marked extrap., {tail}."
-            ),
-            2,
-            w,
-        ));
+        out.push_str(&extrapolated_text(r, w));
     }
-    out.push_str("\nParameters\n");
+    out
+}
+
+/// The paragraph on configurations beyond what the runs used.
+fn extrapolated_text(r: &TuneReport, w: usize) -> String {
+    let s = r.span;
+    let dims = if r.one_kind {
+        format!("{} cores, {} SMT siblings", s.p, s.smt)
+    } else {
+        format!("{} P-cores, {} E-cores, {} SMT siblings", s.p, s.e, s.smt)
+    };
+    let tail = if r.extrapolate {
+        "and may be recommended (--extrapolate)"
+    } else {
+        "and are not recommended (--extrapolate allows them)"
+    };
+    paragraph(
+        "Extrapolated: ",
+        &format!(
+            "configurations beyond what the runs used (at most {dims}, or SMT without a fitted SMT gain) are predicted by the model's form alone, marked extrap., {tail}."
+        ),
+        2,
+        w,
+    )
+}
+
+/// The parameters, predictions and validation tables with their titles.
+fn tables_text(r: &TuneReport, v: &TuneView, w: usize) -> String {
+    let mut out = String::from("\nParameters\n");
     push_table(&mut out, &params_table(r, w));
     out.push_str(&format!(
         "\nPredictions ({})\n",
@@ -738,38 +770,32 @@ pub fn text(r: &TuneReport, v: &TuneView) -> String {
         out.push_str("\nValidation (predicted from the design runs only)\n");
         push_table(&mut out, &validation_table(r, w));
     }
-    if !v.dialects.is_empty() {
-        out.push_str("\nRun it\n");
-        for d in &v.dialects {
-            match &d.text {
-                Ok(t) => {
-                    // Shell lines are never wrapped (they must paste as
-                    // they are): beside the name when they fit, else below
-                    // it, indented, as long as they need to be.
-                    let first = format!("  {:<16}", format!("{}:", d.name));
-                    let inline = t.lines().all(|l| 18 + text_width(l) <= w);
-                    if inline {
-                        for (i, line) in t.lines().enumerate() {
-                            out.push_str(if i == 0 { &first } else { "                  " });
-                            out.push_str(line);
-                            out.push('\n');
-                        }
-                    } else {
-                        out.push_str(&format!("  {}:\n", d.name));
-                        for line in t.lines() {
-                            out.push_str("    ");
-                            out.push_str(line);
-                            out.push('\n');
-                        }
-                    }
-                }
-                Err(why) => out.push_str(&hanging(
-                    &format!("  {:<16}", format!("{}:", d.name)),
-                    &format!("cannot say it: {why}"),
-                    18,
-                    w,
-                )),
-            }
+    out
+}
+
+/// One dialect's lines under "Run it", or why it cannot say it.
+fn dialect_text(d: &Dialect, w: usize) -> String {
+    let first = format!("  {:<16}", format!("{}:", d.name));
+    let t = match &d.text {
+        Ok(t) => t,
+        Err(why) => return hanging(&first, &format!("cannot say it: {why}"), 18, w),
+    };
+    // Shell lines are never wrapped (they must paste as they are): beside
+    // the name when they fit, else below it, indented, as long as they
+    // need to be.
+    let mut out = String::new();
+    if t.lines().all(|l| 18 + text_width(l) <= w) {
+        for (i, line) in t.lines().enumerate() {
+            out.push_str(if i == 0 { &first } else { "                  " });
+            out.push_str(line);
+            out.push('\n');
+        }
+    } else {
+        out.push_str(&format!("  {}:\n", d.name));
+        for line in t.lines() {
+            out.push_str("    ");
+            out.push_str(line);
+            out.push('\n');
         }
     }
     out
@@ -812,80 +838,84 @@ pub fn curve_table(p_first: &[CurvePoint], e_first: &[CurvePoint], width: usize)
     out
 }
 
-/// The speedup curves as an SVG line chart: x = cores used, y = speedup
-/// against one P-core; one path per order (P-first, E-first), axes
-/// labelled. On a machine of one kind one curve.
-pub fn curve_svg(title: &str, p_first: &[CurvePoint], e_first: &[CurvePoint]) -> String {
+/// The plot area of the speedup chart: its size, margins and scales.
+struct CurveFrame {
+    /// Cores at the right end of the x axis.
+    xmax: f64,
+    /// The highest speedup drawn.
+    ymax: f64,
+}
+
+impl CurveFrame {
     const W: f64 = 640.0;
     const H: f64 = 400.0;
     const L: f64 = 60.0;
     const R: f64 = 20.0;
     const T: f64 = 40.0;
     const B: f64 = 50.0;
-    let two = p_first.iter().any(|c| c.vs_e.is_some());
-    let xmax = p_first.len().max(1) as f64;
-    let ymax = p_first
-        .iter()
-        .chain(if two { e_first } else { &[] })
-        .map(|c| c.vs_p)
-        .filter(|v| v.is_finite())
-        .fold(1.0f64, f64::max);
-    let x = |v: f64| L + (v - 0.0) / xmax * (W - L - R);
-    let y = |v: f64| H - B - v / (ymax * 1.05) * (H - T - B);
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}" font-family="sans-serif" font-size="12">"##,
-        t = esc(title)
-    );
-    let _ = write!(
-        out,
-        r##"<text x="{:.1}" y="20" text-anchor="middle" font-size="14">{}</text>"##,
-        W / 2.0,
-        esc(title)
-    );
-    for tv in ticks(0.0, ymax * 1.05) {
-        let yy = y(tv);
+
+    /// The x coordinate of `v` cores.
+    fn x(&self, v: f64) -> f64 {
+        Self::L + (v - 0.0) / self.xmax * (Self::W - Self::L - Self::R)
+    }
+
+    /// The y coordinate of speedup `v`.
+    fn y(&self, v: f64) -> f64 {
+        Self::H - Self::B - v / (self.ymax * 1.05) * (Self::H - Self::T - Self::B)
+    }
+
+    /// The title, the grid with its ticks, the axes and their labels.
+    fn axes(&self, title: &str) -> String {
+        let (w, h, l, r, t, b) = (Self::W, Self::H, Self::L, Self::R, Self::T, Self::B);
+        let mut out = String::new();
         let _ = write!(
             out,
-            r##"<line x1="{L}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#444">{}</text>"##,
-            W - R,
-            L - 6.0,
-            yy + 4.0,
-            esc(&format!("{tv}"))
+            r##"<text x="{:.1}" y="20" text-anchor="middle" font-size="14">{}</text>"##,
+            w / 2.0,
+            esc(title)
         );
-    }
-    for tv in ticks(0.0, xmax) {
-        let xx = x(tv);
+        for tv in ticks(0.0, self.ymax * 1.05) {
+            let yy = self.y(tv);
+            let _ = write!(
+                out,
+                r##"<line x1="{l}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#444">{}</text>"##,
+                w - r,
+                l - 6.0,
+                yy + 4.0,
+                esc(&format!("{tv}"))
+            );
+        }
+        for tv in ticks(0.0, self.xmax) {
+            let xx = self.x(tv);
+            let _ = write!(
+                out,
+                r##"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#888"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle" fill="#444">{}</text>"##,
+                h - b,
+                h - b + 5.0,
+                h - b + 18.0,
+                esc(&format!("{tv}"))
+            );
+        }
         let _ = write!(
             out,
-            r##"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#888"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle" fill="#444">{}</text>"##,
-            H - B,
-            H - B + 5.0,
-            H - B + 18.0,
-            esc(&format!("{tv}"))
+            r##"<line x1="{l}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#444"/><line x1="{l}" y1="{t}" x2="{l}" y2="{:.1}" stroke="#444"/>"##,
+            h - b,
+            w - r,
+            h - b,
+            h - b
         );
+        let _ = write!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">cores used</text><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">speedup vs 1 P-core</text>"##,
+            (l + w - r) / 2.0,
+            h - 12.0,
+            (t + h - b) / 2.0
+        );
+        out
     }
-    let _ = write!(
-        out,
-        r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#444"/><line x1="{L}" y1="{T}" x2="{L}" y2="{:.1}" stroke="#444"/>"##,
-        H - B,
-        W - R,
-        H - B,
-        H - B
-    );
-    let _ = write!(
-        out,
-        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">cores used</text><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">speedup vs 1 P-core</text>"##,
-        (L + W - R) / 2.0,
-        H - 12.0,
-        (T + H - B) / 2.0
-    );
-    let mut curves = vec![("P-first", p_first, "#1f77b4")];
-    if two {
-        curves.push(("E-first", e_first, "#d62728"));
-    }
-    for (i, (name, pts, colour)) in curves.iter().enumerate() {
+
+    /// Curve number `i`: its path and its legend entry.
+    fn curve(&self, i: usize, name: &str, pts: &[CurvePoint], colour: &str) -> String {
         let d: Vec<String> = pts
             .iter()
             .filter(|c| c.vs_p.is_finite())
@@ -894,27 +924,61 @@ pub fn curve_svg(title: &str, p_first: &[CurvePoint], e_first: &[CurvePoint]) ->
                 format!(
                     "{}{:.1},{:.1}",
                     if k == 0 { "M" } else { "L" },
-                    x(f64::from(c.cores)),
-                    y(c.vs_p)
+                    self.x(f64::from(c.cores)),
+                    self.y(c.vs_p)
                 )
             })
             .collect();
+        let mut out = String::new();
         let _ = write!(
             out,
             r##"<path d="{}" fill="none" stroke="{colour}" stroke-width="2"><title>{}</title></path>"##,
             d.join(" "),
             esc(name)
         );
-        let ly = T + 10.0 + 18.0 * i as f64;
+        let l = Self::L;
+        let ly = Self::T + 10.0 + 18.0 * i as f64;
         let _ = write!(
             out,
             r##"<line x1="{:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="2"/><text x="{:.1}" y="{:.1}">{}</text>"##,
-            L + 10.0,
-            L + 34.0,
-            L + 40.0,
+            l + 10.0,
+            l + 34.0,
+            l + 40.0,
             ly + 4.0,
             esc(name)
         );
+        out
+    }
+}
+
+/// The speedup curves as an SVG line chart: x = cores used, y = speedup
+/// against one P-core; one path per order (P-first, E-first), axes
+/// labelled. On a machine of one kind one curve.
+pub fn curve_svg(title: &str, p_first: &[CurvePoint], e_first: &[CurvePoint]) -> String {
+    let two = p_first.iter().any(|c| c.vs_e.is_some());
+    let frame = CurveFrame {
+        xmax: p_first.len().max(1) as f64,
+        ymax: p_first
+            .iter()
+            .chain(if two { e_first } else { &[] })
+            .map(|c| c.vs_p)
+            .filter(|v| v.is_finite())
+            .fold(1.0f64, f64::max),
+    };
+    let (w, h) = (CurveFrame::W, CurveFrame::H);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{t}" font-family="sans-serif" font-size="12">"##,
+        t = esc(title)
+    );
+    out.push_str(&frame.axes(title));
+    let mut curves = vec![("P-first", p_first, "#1f77b4")];
+    if two {
+        curves.push(("E-first", e_first, "#d62728"));
+    }
+    for (i, (name, pts, colour)) in curves.iter().enumerate() {
+        out.push_str(&frame.curve(i, name, pts, colour));
     }
     out.push_str("</svg>");
     out
