@@ -44,14 +44,25 @@ pub use tree::{Object, TreeNode};
 /// Escapes text for HTML and SVG/XML, in text and in quoted attributes:
 /// `&`, `<`, `>` and `"`.
 pub fn escape(s: &str) -> String {
+    replace_chars(
+        s,
+        &[
+            ('&', "&amp;"),
+            ('<', "&lt;"),
+            ('>', "&gt;"),
+            ('"', "&quot;"),
+        ],
+    )
+}
+
+/// `s` with every character found in `table` replaced by its text, each
+/// character looked at once (so replacements are never replaced again).
+pub(crate) fn replace_chars(s: &str, table: &[(char, &str)]) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
+        match table.iter().find(|(from, _)| *from == c) {
+            Some((_, to)) => out.push_str(to),
+            None => out.push(c),
         }
     }
     out

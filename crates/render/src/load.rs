@@ -605,16 +605,7 @@ pub fn irq_moves(moves: &[Move], dry_run: bool, kept: &[PerCpuThread]) -> String
 /// A label value in the OpenMetrics text format: backslash, double quote
 /// and line feed escaped (the only escapes the format has).
 fn om_label(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::replace_chars(v, &[('\\', "\\\\"), ('"', "\\\""), ('\n', "\\n")])
 }
 
 /// A number as OpenMetrics writes it: Rust's shortest round-trip form.
@@ -631,7 +622,7 @@ fn om_number(v: f64) -> String {
 }
 
 /// One gauge family: `# HELP`, `# TYPE` and its samples (labels, value).
-fn om_gauge(out: &mut String, name: &str, help: &str, samples: &[(Vec<(&str, String)>, f64)]) {
+fn om_gauge(out: &mut String, name: &str, help: &str, samples: &[Sample]) {
     if samples.is_empty() {
         return;
     }
@@ -651,6 +642,68 @@ fn om_gauge(out: &mut String, name: &str, help: &str, samples: &[(Vec<(&str, Str
     }
 }
 
+/// One sample of a gauge: its labels and its value.
+type Sample<'a> = (Vec<(&'a str, String)>, f64);
+
+/// A figure of a CPU, none when it could not be measured.
+type CpuFigure = fn(&CpuLoad) -> Option<f64>;
+
+/// The per-CPU gauges: name, help and figure.
+const CPU_GAUGES: [(&str, &str, CpuFigure); 6] = [
+    (
+        "pinsight_load_cpu_busy_ratio",
+        "Share of the interval the CPU ran tasks (an emulation's stealers excluded).",
+        |c| Some(c.busy),
+    ),
+    (
+        "pinsight_load_cpu_capacity_ratio",
+        "Capacity relative to the most capable CPU.",
+        |c| Some(c.capacity),
+    ),
+    (
+        "pinsight_load_cpu_normalised_load",
+        "Busy share divided by capacity.",
+        |c| Some(c.normalised),
+    ),
+    (
+        "pinsight_load_cpu_demand_tasks",
+        "Mean number of tasks running or waiting to run on the CPU.",
+        |c| c.demand,
+    ),
+    (
+        "pinsight_load_cpu_interrupts_per_second",
+        "Hardware interrupts per second handled by the CPU.",
+        |c| c.interrupts_per_s,
+    ),
+    (
+        "pinsight_load_cpu_softirqs_per_second",
+        "Softirqs per second run on the CPU.",
+        |c| c.softirqs_per_s,
+    ),
+];
+
+/// A gauge family of one sample without labels.
+fn om_value(out: &mut String, name: &str, help: &str, v: f64) {
+    om_gauge(out, name, help, &[(vec![], v)]);
+}
+
+/// The samples of `figure` for every CPU that has it, labelled with the
+/// CPU and, with kinds, its kind.
+fn per_cpu(r: &LoadReport, figure: CpuFigure) -> Vec<Sample<'static>> {
+    r.cpus
+        .iter()
+        .filter_map(|c| {
+            figure(c).map(|v| {
+                let mut l = vec![("cpu", c.cpu.to_string())];
+                if let Some(k) = &c.kind {
+                    l.push(("kind", k.clone()));
+                }
+                (l, v)
+            })
+        })
+        .collect()
+}
+
 /// `load --format openmetrics`: the interval's figures in the OpenMetrics
 /// text format (every family a gauge, with `# HELP` and `# TYPE`, ending
 /// in `# EOF`), for node_exporter's textfile collector or any scraper.
@@ -662,62 +715,16 @@ fn om_gauge(out: &mut String, name: &str, help: &str, samples: &[(Vec<(&str, Str
 /// as 0.
 pub fn openmetrics(r: &LoadReport) -> String {
     let mut out = String::new();
-    let cpu_labels = |c: &CpuLoad| {
-        let mut l = vec![("cpu", c.cpu.to_string())];
-        if let Some(k) = &c.kind {
-            l.push(("kind", k.clone()));
-        }
-        l
-    };
-    let per_cpu = |f: &dyn Fn(&CpuLoad) -> Option<f64>| -> Vec<(Vec<(&str, String)>, f64)> {
-        r.cpus
-            .iter()
-            .filter_map(|c| f(c).map(|v| (cpu_labels(c), v)))
-            .collect()
-    };
-    om_gauge(
+    om_value(
         &mut out,
         "pinsight_load_interval_seconds",
         "Length of the interval measured.",
-        &[(vec![], r.interval_s)],
+        r.interval_s,
     );
-    om_gauge(
-        &mut out,
-        "pinsight_load_cpu_busy_ratio",
-        "Share of the interval the CPU ran tasks (an emulation's stealers excluded).",
-        &per_cpu(&|c| Some(c.busy)),
-    );
-    om_gauge(
-        &mut out,
-        "pinsight_load_cpu_capacity_ratio",
-        "Capacity relative to the most capable CPU.",
-        &per_cpu(&|c| Some(c.capacity)),
-    );
-    om_gauge(
-        &mut out,
-        "pinsight_load_cpu_normalised_load",
-        "Busy share divided by capacity.",
-        &per_cpu(&|c| Some(c.normalised)),
-    );
-    om_gauge(
-        &mut out,
-        "pinsight_load_cpu_demand_tasks",
-        "Mean number of tasks running or waiting to run on the CPU.",
-        &per_cpu(&|c| c.demand),
-    );
-    om_gauge(
-        &mut out,
-        "pinsight_load_cpu_interrupts_per_second",
-        "Hardware interrupts per second handled by the CPU.",
-        &per_cpu(&|c| c.interrupts_per_s),
-    );
-    om_gauge(
-        &mut out,
-        "pinsight_load_cpu_softirqs_per_second",
-        "Softirqs per second run on the CPU.",
-        &per_cpu(&|c| c.softirqs_per_s),
-    );
-    let kinds: Vec<(Vec<(&str, String)>, f64)> = r
+    for (name, help, figure) in CPU_GAUGES {
+        om_gauge(&mut out, name, help, &per_cpu(r, figure));
+    }
+    let kinds: Vec<Sample> = r
         .kinds
         .iter()
         .filter_map(|k| k.progress.map(|p| (vec![("kind", k.kind.clone())], p)))
@@ -729,44 +736,47 @@ pub fn openmetrics(r: &LoadReport) -> String {
          and ran mostly on CPUs of this kind.",
         &kinds,
     );
+    machine_gauges(&mut out, r);
+    out.push_str("# EOF\n");
+    out
+}
+
+/// The machine's gauges: CPU imbalance, tasks wanting a whole CPU, the
+/// capacity they got and their progress imbalance.
+fn machine_gauges(out: &mut String, r: &LoadReport) {
     if let Some(i) = &r.imbalance {
-        om_gauge(
-            &mut out,
+        om_value(
+            out,
             "pinsight_load_imbalance_ratio",
             "Largest over smallest normalised load among the CPUs busy at least 5%.",
-            &[(vec![], i.ratio)],
+            i.ratio,
         );
     }
-    om_gauge(
-        &mut out,
+    om_value(
+        out,
         "pinsight_load_tasks_wanting_cpu",
         "Tasks that wanted a whole CPU (ran or waited to run 90% of the interval or more).",
-        &[(
-            vec![],
-            r.progress_imbalance.as_ref().map_or_else(
-                || r.tasks.iter().filter(|t| t.wants_cpu()).count() as f64,
-                |p| p.tasks as f64,
-            ),
-        )],
+        r.progress_imbalance.as_ref().map_or_else(
+            || r.tasks.iter().filter(|t| t.wants_cpu()).count() as f64,
+            |p| p.tasks as f64,
+        ),
     );
     if let Some(u) = r.capacity_used {
-        om_gauge(
-            &mut out,
+        om_value(
+            out,
             "pinsight_load_capacity_used_ratio",
             "Share of the capacity they could use that the tasks wanting a whole CPU got.",
-            &[(vec![], u)],
+            u,
         );
     }
     if let Some(p) = &r.progress_imbalance {
-        om_gauge(
-            &mut out,
+        om_value(
+            out,
             "pinsight_load_progress_imbalance_ratio",
             "Largest over smallest progress among the tasks that want a whole CPU.",
-            &[(vec![], p.ratio)],
+            p.ratio,
         );
     }
-    out.push_str("# EOF\n");
-    out
 }
 
 /// One decision of `irq --watch`, one line for the journal.
@@ -833,4 +843,15 @@ pub fn irq_watch_end(e: &pinsight_load::irq_watch::End, state: &std::path::Path)
         let _ = write!(line, "; the state file stays: {}", state.display());
     }
     fill(&shown(&line), Wrap::new(80).indent("", "  "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::om_label;
+
+    #[test]
+    fn label_values_escape_backslash_quote_and_line_feed_only() {
+        assert_eq!(om_label("a\\b\"c\nd&<e>"), "a\\\\b\\\"c\\nd&<e>");
+        assert_eq!(om_label("E-core"), "E-core");
+    }
 }

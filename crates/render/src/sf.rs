@@ -48,6 +48,27 @@ fn num(m: &Metric, f: impl Fn(f64) -> String) -> String {
 
 /// The report.
 pub fn render(run: &SfRun<'_>, pmus: &SfPmus, threads: &[ThreadEntry]) -> String {
+    let mut out = preamble(run, pmus);
+    out.push_str(&column_heads());
+    let mut notes = Vec::new();
+    for t in threads {
+        out.push_str(&thread_line(t, &mut notes));
+    }
+    if threads.iter().any(|t| t.exited) {
+        notes.push("* exited while measured".to_string());
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(out);
+        for n in notes {
+            let _ = writeln!(out, "{}", wrap(&n));
+        }
+    }
+    out
+}
+
+/// The lines above the table: the target, the periods, the two kinds and
+/// what SF and "now" mean, then a blank line.
+fn preamble(run: &SfRun<'_>, pmus: &SfPmus) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -88,6 +109,12 @@ pub fn render(run: &SfRun<'_>, pmus: &SfPmus, threads: &[ThreadEntry]) -> String
         "\"now\" is the phase cache's SF for the thread's current phase."
     );
     let _ = writeln!(out);
+    out
+}
+
+/// The table's two heading lines: the columns, then their units.
+fn column_heads() -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8} {:>4}",
@@ -98,59 +125,47 @@ pub fn render(run: &SfRun<'_>, pmus: &SfPmus, threads: &[ThreadEntry]) -> String
         "", "", "", "", "", "big/sml", "G/s", "G/s"
     );
     let _ = writeln!(out, "{}", units.trim_end());
-    let mut notes = Vec::new();
-    for t in threads {
-        let mut name: String = t.name.chars().take(15).collect();
-        if t.exited {
-            name = format!("{}*", name.chars().take(14).collect::<String>());
-        }
-        match &t.report {
-            Some(r) => {
-                let _ = writeln!(
-                    out,
-                    "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8} {:>4}",
-                    t.tid,
-                    name,
-                    num(&r.sf, |v| format!("{v:.2}")),
-                    num(&r.predicted_sf, |v| format!("{v:.2}")),
-                    match r.on {
-                        Some(SfKind::Big) => "big",
-                        Some(SfKind::Small) => "small",
-                        None => "-",
-                    },
-                    format!("{}/{}", r.big.samples, r.small.samples),
-                    num(&r.big.ips, |v| format!("{:.2}", v / 1e9)),
-                    num(&r.small.ips, |v| format!("{:.2}", v / 1e9)),
-                    if r.control_metrics {
-                        r.phases.to_string()
-                    } else {
-                        "-".to_string()
-                    },
-                );
-                if let Some(why) = r.sf.reason() {
-                    notes.push(format!("{}: SF unavailable: {why}", t.tid));
-                }
-            }
-            None => {
-                let _ = writeln!(out, "{:>7}  {:<15} unavailable", t.tid, name);
-                notes.push(format!(
-                    "{}: unavailable: {}",
-                    t.tid,
-                    t.error.as_deref().unwrap_or("not measured")
-                ));
-            }
-        }
-    }
-    if threads.iter().any(|t| t.exited) {
-        notes.push("* exited while measured".to_string());
-    }
-    if !notes.is_empty() {
-        let _ = writeln!(out);
-        for n in notes {
-            let _ = writeln!(out, "{}", wrap(&n));
-        }
-    }
     out
+}
+
+/// Thread `t`'s line of the table; why its SF is unavailable goes to
+/// `notes`.
+fn thread_line(t: &ThreadEntry, notes: &mut Vec<String>) -> String {
+    let mut name: String = t.name.chars().take(15).collect();
+    if t.exited {
+        name = format!("{}*", name.chars().take(14).collect::<String>());
+    }
+    let Some(r) = &t.report else {
+        notes.push(format!(
+            "{}: unavailable: {}",
+            t.tid,
+            t.error.as_deref().unwrap_or("not measured")
+        ));
+        return format!("{:>7}  {:<15} unavailable\n", t.tid, name);
+    };
+    if let Some(why) = r.sf.reason() {
+        notes.push(format!("{}: SF unavailable: {why}", t.tid));
+    }
+    format!(
+        "{:>7}  {:<15} {:>5} {:>5} {:<5} {:>9} {:>8} {:>8} {:>4}\n",
+        t.tid,
+        name,
+        num(&r.sf, |v| format!("{v:.2}")),
+        num(&r.predicted_sf, |v| format!("{v:.2}")),
+        match r.on {
+            Some(SfKind::Big) => "big",
+            Some(SfKind::Small) => "small",
+            None => "-",
+        },
+        format!("{}/{}", r.big.samples, r.small.samples),
+        num(&r.big.ips, |v| format!("{:.2}", v / 1e9)),
+        num(&r.small.ips, |v| format!("{:.2}", v / 1e9)),
+        if r.control_metrics {
+            r.phases.to_string()
+        } else {
+            "-".to_string()
+        },
+    )
 }
 
 /// Wraps at 80 columns with the one wrapper, continuation lines indented

@@ -186,6 +186,8 @@ fn text_style(size: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static
     }
 }
 
+/// Draws the heatmap: title, cells, CPU ids, kind boundaries, colour
+/// scale, in that order.
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     m: &LatencyMatrix,
@@ -193,95 +195,164 @@ fn draw<DB: DrawingBackend>(
     l: &Layout,
 ) -> DrawResult<DB> {
     root.fill(&WHITE)?;
-    let n = m.len();
     let measured: Vec<f64> = m.pair_values().collect();
-    let lo = measured.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = measured.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let x_of = |j: usize| l.left + j as i32 * l.cell;
-    let y_of = |i: usize| l.top + i as i32 * l.cell;
-    let grid_end = l.left + n as i32 * l.cell;
-
-    if !opts.title.is_empty() {
-        root.draw(&Text::new(
-            opts.title.clone(),
-            (l.left, 10),
-            text_style(16.0, BLACK, HPos::Left, VPos::Top),
-        ))?;
+    let h = Heatmap {
+        m,
+        opts,
+        l,
+        lo: measured.iter().copied().fold(f64::INFINITY, f64::min),
+        hi: measured.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    };
+    h.titles(root)?;
+    h.cells(root)?;
+    h.cpu_ids(root)?;
+    if opts.kinds.len() > 1 {
+        h.kind_boundaries(root)?;
     }
-    root.draw(&Text::new(
-        "CPU".to_string(),
-        (8, l.top - 14),
-        text_style(l.font, BLACK, HPos::Left, VPos::Center),
-    ))?;
+    if !measured.is_empty() {
+        h.colour_scale(root)?;
+    }
+    Ok(())
+}
 
-    // Cells.
-    let noisy = |i: usize, j: usize| {
-        m.stats
+/// What every step of drawing the heatmap needs: the matrix, the options,
+/// the geometry and the range of the measured values.
+struct Heatmap<'a> {
+    m: &'a LatencyMatrix,
+    opts: &'a ChartOptions,
+    l: &'a Layout,
+    /// The smallest measured value.
+    lo: f64,
+    /// The largest measured value.
+    hi: f64,
+}
+
+impl Heatmap<'_> {
+    /// The left edge of column `j`.
+    fn x_of(&self, j: usize) -> i32 {
+        self.l.left + j as i32 * self.l.cell
+    }
+
+    /// The top edge of row `i`.
+    fn y_of(&self, i: usize) -> i32 {
+        self.l.top + i as i32 * self.l.cell
+    }
+
+    /// The right edge of the grid.
+    fn grid_end(&self) -> i32 {
+        self.l.left + self.m.len() as i32 * self.l.cell
+    }
+
+    /// Whether the pair `(i, j)` was marked noisy.
+    fn noisy(&self, i: usize, j: usize) -> bool {
+        self.m
+            .stats
             .as_ref()
             .and_then(|s| s[i][j].as_ref())
             .is_some_and(|s| s.noisy)
-    };
-    let values_fit = l.cell >= 30;
-    for i in 0..n {
-        for j in 0..n {
-            let v = m.get(i, j);
-            let (x0, y0) = (x_of(j), y_of(i));
-            let rect = [(x0, y0), (x0 + l.cell, y0 + l.cell)];
-            let rgb = if i == j {
-                [225, 225, 225]
-            } else if v.is_nan() {
-                [250, 250, 250]
+    }
+
+    /// The chart's title (when there is one) and the axes' "CPU".
+    fn titles<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let l = self.l;
+        if !self.opts.title.is_empty() {
+            root.draw(&Text::new(
+                self.opts.title.clone(),
+                (l.left, 10),
+                text_style(16.0, BLACK, HPos::Left, VPos::Top),
+            ))?;
+        }
+        root.draw(&Text::new(
+            "CPU".to_string(),
+            (8, l.top - 14),
+            text_style(l.font, BLACK, HPos::Left, VPos::Center),
+        ))
+    }
+
+    /// Every cell, row by row.
+    fn cells<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let n = self.m.len();
+        for i in 0..n {
+            for j in 0..n {
+                self.cell(root, i, j)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cell `(i, j)`: its colour, a red dot when noisy, its value when
+    /// cells are large enough to hold it.
+    fn cell<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        i: usize,
+        j: usize,
+    ) -> DrawResult<DB> {
+        let l = self.l;
+        let v = self.m.get(i, j);
+        let (x0, y0) = (self.x_of(j), self.y_of(i));
+        let rect = [(x0, y0), (x0 + l.cell, y0 + l.cell)];
+        let rgb = if i == j {
+            [225, 225, 225]
+        } else if v.is_nan() {
+            [250, 250, 250]
+        } else {
+            colormap::viridis(colormap::position(v, self.lo, self.hi))
+        };
+        root.draw(&Rectangle::new(
+            rect,
+            RGBColor(rgb[0], rgb[1], rgb[2]).filled(),
+        ))?;
+        if i != j && self.noisy(i, j) && l.cell >= 6 {
+            let r = (l.cell / 6).max(1);
+            root.draw(&Circle::new(
+                (x0 + l.cell - r - 1, y0 + r + 1),
+                r,
+                RED.filled(),
+            ))?;
+        }
+        let values_fit = l.cell >= 30;
+        if values_fit && i != j && !v.is_nan() {
+            let fg = if colormap::prefers_dark_text(rgb) {
+                BLACK
             } else {
-                colormap::viridis(colormap::position(v, lo, hi))
+                WHITE
             };
-            root.draw(&Rectangle::new(
-                rect,
-                RGBColor(rgb[0], rgb[1], rgb[2]).filled(),
+            root.draw(&Text::new(
+                format_ns(v),
+                (x0 + l.cell / 2, y0 + l.cell / 2),
+                text_style(l.cell as f64 * 0.34, fg, HPos::Center, VPos::Center),
             ))?;
-            if i != j && noisy(i, j) && l.cell >= 6 {
-                let r = (l.cell / 6).max(1);
-                root.draw(&Circle::new(
-                    (x0 + l.cell - r - 1, y0 + r + 1),
-                    r,
-                    RED.filled(),
-                ))?;
-            }
-            if values_fit && i != j && !v.is_nan() {
-                let fg = if colormap::prefers_dark_text(rgb) {
-                    BLACK
-                } else {
-                    WHITE
-                };
+        }
+        Ok(())
+    }
+
+    /// CPU ids: along the top and the left.
+    fn cpu_ids<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let l = self.l;
+        for (k, cpu) in self.m.cpus.iter().enumerate() {
+            if k % l.col_step == 0 {
                 root.draw(&Text::new(
-                    format_ns(v),
-                    (x0 + l.cell / 2, y0 + l.cell / 2),
-                    text_style(l.cell as f64 * 0.34, fg, HPos::Center, VPos::Center),
+                    cpu.to_string(),
+                    (self.x_of(k) + l.cell / 2, l.top - 4),
+                    text_style(l.font, BLACK, HPos::Center, VPos::Bottom),
+                ))?;
+            }
+            if k % l.row_step == 0 {
+                root.draw(&Text::new(
+                    cpu.to_string(),
+                    (l.left - 4, self.y_of(k) + l.cell / 2),
+                    text_style(l.font, BLACK, HPos::Right, VPos::Center),
                 ))?;
             }
         }
+        Ok(())
     }
 
-    // CPU ids: along the top and the left.
-    for (k, cpu) in m.cpus.iter().enumerate() {
-        if k % l.col_step == 0 {
-            root.draw(&Text::new(
-                cpu.to_string(),
-                (x_of(k) + l.cell / 2, l.top - 4),
-                text_style(l.font, BLACK, HPos::Center, VPos::Bottom),
-            ))?;
-        }
-        if k % l.row_step == 0 {
-            root.draw(&Text::new(
-                cpu.to_string(),
-                (l.left - 4, y_of(k) + l.cell / 2),
-                text_style(l.font, BLACK, HPos::Right, VPos::Center),
-            ))?;
-        }
-    }
-
-    // Kind boundaries and names.
-    let kind_of = |cpu: usize| opts.kinds.iter().position(|k| k.cpus.contains(cpu));
-    if opts.kinds.len() > 1 {
+    /// Kind names above each run of CPUs of one kind, lines between runs.
+    fn kind_boundaries<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let (l, m, n) = (self.l, self.m, self.m.len());
+        let kind_of = |cpu: usize| self.opts.kinds.iter().position(|k| k.cpus.contains(cpu));
         let mut run_start = 0;
         for k in 1..=n {
             let changed = k == n || kind_of(m.cpus[k]) != kind_of(m.cpus[k - 1]);
@@ -289,9 +360,9 @@ fn draw<DB: DrawingBackend>(
                 continue;
             }
             if let Some(kind) = kind_of(m.cpus[run_start]) {
-                let mid = (x_of(run_start) + x_of(k)) / 2;
+                let mid = (self.x_of(run_start) + self.x_of(k)) / 2;
                 root.draw(&Text::new(
-                    opts.kinds[kind].name.clone(),
+                    self.opts.kinds[kind].name.clone(),
                     (mid, l.top - 22),
                     text_style(l.font, BLACK, HPos::Center, VPos::Bottom),
                 ))?;
@@ -299,21 +370,25 @@ fn draw<DB: DrawingBackend>(
             if k < n {
                 let edge = BLACK.stroke_width(2);
                 root.draw(&PathElement::new(
-                    vec![(x_of(k), l.top - 20), (x_of(k), y_of(n))],
+                    vec![(self.x_of(k), l.top - 20), (self.x_of(k), self.y_of(n))],
                     edge,
                 ))?;
                 root.draw(&PathElement::new(
-                    vec![(l.left - 20, y_of(k)), (grid_end, y_of(k))],
+                    vec![(l.left - 20, self.y_of(k)), (self.grid_end(), self.y_of(k))],
                     edge,
                 ))?;
             }
             run_start = k;
         }
+        Ok(())
     }
 
-    // Colour scale.
-    if !measured.is_empty() {
-        let (bx, by, bh) = (grid_end + 16, l.top, (n as i32 * l.cell).max(120));
+    /// The colour scale right of the grid: the gradient, its labels (high,
+    /// middle, low; each once) and the noisy-dot legend when needed.
+    fn colour_scale<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        let (l, n) = (self.l, self.m.len());
+        let (lo, hi) = (self.lo, self.hi);
+        let (bx, by, bh) = (self.grid_end() + 16, l.top, (n as i32 * l.cell).max(120));
         let steps = 64;
         for s in 0..steps {
             let t = 1.0 - s as f64 / (steps - 1) as f64;
@@ -340,13 +415,13 @@ fn draw<DB: DrawingBackend>(
                 text_style(l.font, BLACK, HPos::Left, VPos::Center),
             ))?;
         }
-        if (0..n).any(|i| (0..i).any(|j| noisy(i, j))) {
+        if (0..n).any(|i| (0..i).any(|j| self.noisy(i, j))) {
             root.draw(&Text::new(
                 "red dot: noisy".to_string(),
                 (bx, by + bh + 14),
                 text_style(l.font, BLACK, HPos::Left, VPos::Center),
             ))?;
         }
+        Ok(())
     }
-    Ok(())
 }
