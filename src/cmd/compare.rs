@@ -3,21 +3,23 @@
 //! governor), interleaved in a seeded random order, journals every run,
 //! and prints hyperfine-style statistics with a plain-words verdict.
 //!
-//! The experiment itself lives in crate `pinsight-compare`; this file is
-//! the command-line edge: flags, the progress bar, files, exit codes.
+//! The experiment itself lives in crate `pinsight-compare` (`start`: the
+//! request from [`Flags`], its checks, the session), its words on stderr
+//! in `pinsight_render::compare_run`; this file is the command-line edge:
+//! clap's flags into one [`Flags`], the library's typed errors into lines
+//! naming the flags, the progress bar, exit codes.
 
-use crate::errors::{journal_error, session_error};
+use crate::errors::{conflict, journal_error, session_error};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_compare::experiment::Outcome;
-use pinsight_compare::ranks::{RanksExecutor, RanksIdentity};
-use pinsight_compare::session::{Config, ExecutorChoice, JournalTarget, Session};
-use pinsight_compare::setup;
-use pinsight_compare::setup::Extension;
-use pinsight_compare::{interrupt, Advice, ExperimentError, Header, Journal, Report, Request};
+use pinsight_compare::ranks_run::RanksError;
+use pinsight_compare::request::{Flags, Input, RanksFlags, RequestError};
+use pinsight_compare::session::{Finished, Session};
+use pinsight_compare::start::{self, OpenError, OutputError, PrepareError};
+use pinsight_compare::{interrupt, Advice, ExperimentError, Report};
 use pinsight_lifecycle::interrupt::shell_quote;
-use pinsight_lifecycle::program::Program;
 use pinsight_render::compare as render;
-use pinsight_sys::FsRoot;
+use pinsight_render::compare_run as view;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,33 +55,6 @@ Examples:
     -- ./solver
   pinsight compare --resume pinsight-compare-20250101-120000.jsonl";
 
-/// Splits a `--policies` list at commas, except inside a CPU list: a piece
-/// that starts with a digit or `0x` continues the `cpus:`/`cpus-set:`
-/// policy before it (`cpus:1,0`, hwloc's `0x00000001,0x00000000`), since
-/// no policy name starts with one.
-fn parse_policies(text: &str) -> Result<Vec<String>, String> {
-    let mut out: Vec<String> = Vec::new();
-    for piece in text.split(',') {
-        let piece = piece.trim();
-        let continues = piece.starts_with(|c: char| c.is_ascii_digit())
-            && out.last().is_some_and(|p| {
-                p.starts_with("cpus:") || p.starts_with("cpus-set:") || p.contains("+mem:")
-            });
-        if continues {
-            let last = out.last_mut().expect("checked above");
-            last.push(',');
-            last.push_str(piece);
-        } else if piece.is_empty() {
-            return Err(format!(
-                "'{text}': empty policy name (expected a comma-separated list such as os,p-pinned,cpus:1,0)"
-            ));
-        } else {
-            out.push(piece.to_string());
-        }
-    }
-    Ok(out)
-}
-
 /// Compare thread placements (and governors) on your own program, with statistics and a verdict.
 #[derive(clap::Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -89,7 +64,7 @@ fn parse_policies(text: &str) -> Result<Vec<String>, String> {
 pub struct Args {
     /// Placement policies to compare, comma-separated [default: os,p-set,p-pinned,e-set,e-pinned];
     /// CPU lists keep their commas (`--policies os,cpus:1,0,cpus-set:0x1,0x0`); may be repeated.
-    #[arg(long, value_name = "LIST", action = clap::ArgAction::Append, value_parser = parse_policies)]
+    #[arg(long, value_name = "LIST", action = clap::ArgAction::Append, value_parser = pinsight_compare::request::split_policies)]
     pub policies: Option<Vec<Vec<String>>>,
     /// Threads of every arm (exported as OMP_NUM_THREADS etc.) [default: usable CPUs].
     #[arg(long, short = 't', value_name = "N", value_parser = crate::values::threads)]
@@ -180,67 +155,19 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     refuse_other_machine(g)?;
     interrupt::install().map_err(|e| CliError::runtime(e.to_string()))?;
     let fs = pinsight_measure::measurement_root()?;
-
-    let previous = match &args.resume {
-        Some(p) => Some(Journal::read(p).map_err(|e| journal_error(e, true))?),
-        None => None,
-    };
-    let ranks = ranks_identity(&args, g, previous.as_ref().map(|j| &j.header))?;
-    let mut req = request(&args, previous.as_ref().map(|j| &j.header))?;
-    if ranks.is_some() {
-        // One "os" plan for every arm: the launcher's ranks place themselves.
-        req.policies = vec!["os".into()];
-        req.governors = Vec::new();
-    }
-    if let Some(id) = &ranks {
-        program_exists(&id.launcher[0], "--launcher ")?;
-    }
-    program_exists(&req.command[0], "")?;
-    // Nothing is measured (or a governor touched) before every output
-    // file is known to be writable.
-    check_outputs(&args)?;
-
-    let topo = g.topology_with(needs(&args, &req.policies, previous.is_some()))?;
-    let journal = journal_target(&args, previous);
-    let reports = std::rc::Rc::new(std::cell::OnceCell::new());
-    let (ext, executor) = match &ranks {
-        None => (Extension::default(), ExecutorChoice::Live),
-        Some(id) => ranks_executor(id, &req, &fs, &args, reports.clone())?,
-    };
-    let session = Session::open_with(
-        Config {
-            request: req,
-            topology: &topo,
-            measure_fs: fs,
-            journal,
-            show_output: args.show_output,
-            ignore_failure: args.ignore_failure,
-            disturbance_threshold: args
-                .disturbance_threshold
-                .unwrap_or(pinsight_measure::disturbance::DEFAULT_THRESHOLD),
-            rerun_disturbed: args.rerun_disturbed.unwrap_or(0),
-            is_env_set: &|k| std::env::var_os(k).is_some(),
-        },
-        &ext,
-        executor,
-    )
-    .map_err(session_error)?;
-    let journal_path = session.journal_path().to_path_buf();
-    if ranks.is_some() {
-        let _ = reports.set(ranks_dir(&journal_path));
-    }
-    for w in session.journal_warnings() {
-        eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
-    }
+    let flags = flags(&args, g);
+    let prepared = start::prepare(&flags).map_err(|e| prepare_error(e, &args))?;
+    let topo = g.topology_with(prepared.needs)?;
+    let started = prepared.open(&flags, &topo, fs).map_err(open_error)?;
+    let journal = started.session.journal_path().to_path_buf();
+    eprint!("{}", view::journal_warnings(&started.session));
     if !g.quiet {
-        notices(&session);
-        if let Some(dir) = reports.get() {
-            eprintln!("pinsight: rank reports: {}/run-N", dir.display());
-        }
+        eprint!(
+            "{}",
+            view::notices(&started.session, started.reports.as_deref())
+        );
     }
-
-    let finished = measure(session, g, args.show_output)?;
-
+    let finished = measure(started.session, g, args.show_output)?;
     let report = &finished.report;
     let written = export(&args, report);
     if g.json {
@@ -250,90 +177,81 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         print!("{}", render::text::render(report, width, &advice));
     }
     written?;
+    ended(&args, finished, &journal)
+}
 
-    ended(&args, finished, &journal_path)
+/// The one request of the flags (and the global `--kinds`, which every
+/// rank of a compare across ranks gets).
+fn flags(args: &Args, g: &Globals) -> Flags {
+    Flags {
+        command: args.command.clone(),
+        prepare: args.prepare.clone(),
+        policies: args.policies.clone().map(|v| v.concat()),
+        governors: args.governors.clone(),
+        threads: args.threads,
+        oversubscribe: args.oversubscribe,
+        latency: args.latency.clone(),
+        weights: args.weights.clone(),
+        mem: args.mem.clone(),
+        near: args.near.clone(),
+        runs: args.runs,
+        warmup: args.warmup,
+        seed: args.seed,
+        timeout: args.timeout,
+        metrics: args.metric.clone().map(|v| v.concat()),
+        journal: args.journal.clone(),
+        resume: args.resume.clone(),
+        ranks: RanksFlags {
+            launcher: args.launcher.clone(),
+            slice: args.slice.clone(),
+            slice_rules: args.slice_rules.clone(),
+            kinds: g.kinds.clone(),
+        },
+        exports: args
+            .export
+            .files()
+            .iter()
+            .map(|f| f.2.to_path_buf())
+            .collect(),
+        show_output: args.show_output,
+        ignore_failure: args.ignore_failure,
+        disturbance_threshold: args.disturbance_threshold,
+        rerun_disturbed: args.rerun_disturbed,
+    }
 }
 
 /// Runs the experiment with a progress bar; warns of a late cleanup or a
 /// setting not restored.
-fn measure(
-    session: Session,
-    g: &Globals,
-    show_output: bool,
-) -> Result<pinsight_compare::session::Finished, CliError> {
+fn measure(session: Session, g: &Globals, show: bool) -> Result<Finished, CliError> {
     let mut bar = crate::cli::progress(g);
-    let mut gate = ShowOutput {
+    let mut gate = view::ShowOutput {
         printer: bar.printer(),
-        show: show_output,
+        show,
     };
     let finished = session.run_gated(&mut bar, &mut gate);
     let finished = finished.map_err(session_error)?;
-    if finished.cleanup_late {
-        eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
-    }
-    if let Some(e) = &finished.restore_failed {
-        eprintln!("pinsight: warning: {e}");
-    }
+    eprint!("{}", view::finish_warnings(&finished));
     Ok(finished)
 }
 
-/// Where the journal goes: the one resumed, `--journal`, else a new unique file here.
-fn journal_target(args: &Args, previous: Option<Journal>) -> JournalTarget {
-    match (&args.resume, previous) {
-        (Some(path), Some(previous)) => JournalTarget::Resume {
-            path: path.clone(),
-            previous: Box::new(previous),
-        },
-        _ => match &args.journal {
-            Some(path) => JournalTarget::New(path.clone()),
-            None => JournalTarget::Unique {
-                dir: PathBuf::from("."),
-                stem_prefix: "pinsight-compare-".into(),
-            },
-        },
-    }
-}
-
 /// The exit of an experiment: 0 complete; else what stopped it and how to resume.
-fn ended(
-    args: &Args,
-    finished: pinsight_compare::session::Finished,
-    journal_path: &Path,
-) -> CmdResult {
+fn ended(args: &Args, finished: Finished, journal: &Path) -> CmdResult {
     let report = &finished.report;
     let resume_hint = || {
-        eprintln!(
-            "pinsight: {} of {} runs are in {}; continue with:\n  {}",
-            report.runs_done,
-            report.runs_planned,
-            journal_path.display(),
-            resume_command(args, journal_path)
-        );
+        let command = resume_command(args, journal);
+        eprint!("{}", view::resume_hint(report, journal, &command));
     };
     match finished.outcome {
         Outcome::Complete => Ok(0),
         Outcome::StoppedOnFailure { why, slot, .. } => {
-            let kept = report
-                .runs
-                .iter()
-                .rev()
-                .find(|r| r.slot == slot)
-                .and_then(|r| r.output.as_ref())
-                .filter(|o| !o.path.is_empty())
-                .map(|o| journal_path.with_file_name(&o.path));
-            eprintln!(
-                "pinsight: error: stopped: {why}{}",
-                match kept {
-                    Some(p) if !args.show_output => format!(" (its output: {})", p.display()),
-                    _ => String::new(),
-                }
-            );
+            let kept = start::kept_output(report, slot, journal);
+            eprint!("{}", view::stopped(&why, kept.as_deref(), args.show_output));
             resume_hint();
             Ok(1)
         }
         Outcome::Interrupted => {
             let sig = finished.signal.unwrap_or_else(interrupt::signal);
-            eprintln!("pinsight: interrupted: runs stopped, governors restored, journal intact");
+            eprint!("{}", view::INTERRUPTED);
             resume_hint();
             interrupt::main_finished();
             Ok(pinsight_lifecycle::exit::signal_code(sig))
@@ -345,475 +263,131 @@ fn ended(
     }
 }
 
-/// `COMMAND` must exist here (126/127 otherwise); `what` names the flag.
-fn program_exists(program: &str, what: &str) -> Result<(), CliError> {
-    match Program::resolve(std::ffi::OsStr::new(program)) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(CliError {
+/// The flag of an input.
+fn flag(input: Input, args: &Args) -> &'static str {
+    match input {
+        Input::Policies => "--policies",
+        Input::Threads => "--threads",
+        Input::Governors => "--governors",
+        Input::Oversubscribe => "--oversubscribe",
+        Input::Latency => "--latency",
+        Input::Weights => "--weights",
+        Input::Mem => "--mem",
+        Input::Near => "--near",
+        Input::Launcher => "--launcher",
+        Input::Slice => "--slice",
+        Input::SliceRules => "--slice-rules",
+        Input::Journal => "--journal",
+        Input::Export(i) => args.export.files().get(i).map_or("--export", |f| f.0),
+    }
+}
+
+/// Why the experiment cannot start, naming the flag to change.
+fn prepare_error(e: PrepareError, args: &Args) -> CliError {
+    match e {
+        PrepareError::Resume(e) => journal_error(e, true),
+        PrepareError::Ranks(e) => ranks_error(e, args),
+        PrepareError::Request(e) => request_error(e),
+        PrepareError::Launcher(e) => CliError {
             code: e.exit_code(),
-            message: format!("{what}{e}"),
-        }),
+            message: format!("--launcher {e}"),
+        },
+        PrepareError::Program(e) => e.into(),
+        PrepareError::Output(e) => output_error(e, args),
     }
 }
 
-/// The slicing rules compared when `--slice-rules` is not given; the
-/// first, what the launchers do, is the baseline.
-const DEFAULT_RULES: &str = "equal-count,equal-capacity,p-only";
-
-/// A compare across ranks from `--launcher`/`--slice`/`--slice-rules` (or
-/// a resumed journal of one); None for a plain compare. Refuses the
-/// flags that do not go together, each in one line.
-fn ranks_identity(
-    args: &Args,
-    g: &Globals,
-    resumed: Option<&Header>,
-) -> Result<Option<RanksIdentity>, CliError> {
-    let journal: Option<RanksIdentity> = resumed
-        .filter(|h| h.kind.as_deref() == Some(pinsight_compare::ranks::KIND))
-        .and_then(|h| h.extension.clone())
-        .and_then(|v| serde_json::from_value(v).ok());
-    if args.launcher.is_none() && journal.is_none() {
-        // The parser let --slice/--slice-rules through with --resume: of a
-        // journal that is not a compare across ranks, they do not apply.
-        if let Some(flag) = [
-            (args.slice_rules.is_some(), "--slice-rules"),
-            (args.slice.is_some(), "--slice"),
-        ]
-        .into_iter()
-        .find_map(|(given, flag)| given.then_some(flag))
-        {
-            return Err(crate::errors::conflict(
-                flag,
-                "--resume of a plain compare journal",
-                "it applies to a compare across ranks (--launcher LINE)",
-            ));
+fn request_error(e: RequestError) -> CliError {
+    CliError::usage(match &e {
+        RequestError::NotUtf8(_) => format!("COMMAND {e}"),
+        RequestError::NoCommand => "no command to measure; usage: pinsight compare [OPTIONS] \
+            -- COMMAND [ARGS...] (or --resume JOURNAL)"
+            .into(),
+        RequestError::ZeroRuns => {
+            "--runs 0: at least 1 run per arm is needed (2 for statistics)".into()
         }
-        return Ok(None);
-    }
-    if args.launcher.is_none() {
-        // The parser refuses them beside --launcher; a resumed journal's
-        // launcher is known only now.
-        refuse_placement_flags(args)?;
-    }
-    let launcher = launcher_words(args, journal.as_ref())?;
-    let slice = match (&args.slice, &journal) {
-        (Some(p), _) => {
-            p.parse::<pinsight_plan::Policy>()
-                .map_err(|e| CliError::usage(format!("--slice {p}: {e}")))?;
-            p.clone()
+        RequestError::JournalMem { text, error } => {
+            format!("the journal's --mem {text}: {error}")
         }
-        (None, Some(j)) => j.slice.clone(),
-        // The parser requires --slice with --launcher.
-        (None, None) => {
-            return Err(crate::errors::conflict(
-                "--launcher",
-                "no --slice POLICY",
-                "every rank applies that policy inside its slice (e.g. --slice p-pinned)",
-            ))
-        }
-    };
-    let rules = slice_rules(args, journal.as_ref())?;
-    let rank_options = match (&g.kinds, &journal) {
-        (Some(k), _) => vec!["--kinds".to_string(), k.clone()],
-        (None, Some(j)) => j.rank_options.clone(),
-        (None, None) => Vec::new(),
-    };
-    Ok(Some(RanksIdentity {
-        launcher,
-        slice,
-        rules,
-        rank_options,
-    }))
-}
-
-/// The clap ids of the flags that choose a placement in one process: with
-/// `--launcher` each arm is a slicing rule, so they do not apply.
-const PLACEMENT_FLAGS: [&str; 8] = [
-    "policies",
-    "threads",
-    "governors",
-    "oversubscribe",
-    "latency",
-    "weights",
-    "mem",
-    "near",
-];
-
-/// With a resumed compare across ranks each arm is a slicing rule: the
-/// flags that choose a placement in one process do not apply.
-fn refuse_placement_flags(args: &Args) -> Result<(), CliError> {
-    for (given, flag) in [
-        (args.policies.is_some(), "--policies"),
-        (args.threads.is_some(), "--threads"),
-        (args.governors.is_some(), "--governors"),
-        (args.oversubscribe, "--oversubscribe"),
-        (args.latency.is_some(), "--latency"),
-        (args.weights.is_some(), "--weights"),
-        (args.mem.is_some(), "--mem"),
-        (args.near.is_some(), "--near"),
-    ] {
-        if given {
-            return Err(crate::errors::conflict(
-                flag,
-                "--resume of a compare across ranks",
-                "each arm is a slicing rule (--slice-rules), and each rank places its threads \
-                 with --slice POLICY",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The launcher line's words: `--launcher`, else the resumed journal's.
-fn launcher_words(args: &Args, journal: Option<&RanksIdentity>) -> Result<Vec<String>, CliError> {
-    Ok(match &args.launcher {
-        Some(line) => {
-            let words = shlex::split(line).ok_or_else(|| {
-                CliError::usage(format!(
-                    "--launcher {}: unbalanced quotes or a trailing backslash",
-                    shell_quote(line)
-                ))
-            })?;
-            if words.is_empty() {
-                return Err(CliError::usage(
-                    "--launcher '': give the launcher line, e.g. 'mpirun -np 4 --bind-to none'",
-                ));
-            }
-            words
-        }
-        None => journal.map(|j| j.launcher.clone()).unwrap_or_default(),
+        RequestError::MetricTwice(_) => format!("--metric: {e}"),
     })
 }
 
-/// The slicing rules compared (`--slice-rules`, else the journal's, else
-/// the default), each named once.
-fn slice_rules(args: &Args, journal: Option<&RanksIdentity>) -> Result<Vec<String>, CliError> {
-    let texts: Vec<String> = match (&args.slice_rules, journal) {
-        (Some(r), _) => r.clone(),
-        (None, Some(j)) => j.rules.clone(),
-        (None, None) => DEFAULT_RULES.split(',').map(str::to_string).collect(),
-    };
-    let mut rules: Vec<String> = Vec::new();
-    for t in &texts {
-        let rule: pinsight_plan::slice::SliceRule = t.parse().map_err(|_| {
-            CliError::usage(format!(
-                "--slice-rules {t}: unknown slicing rule (expected {})",
-                pinsight_plan::slice::SliceRule::NAMES
-            ))
-        })?;
-        let name = rule.to_string();
-        if rules.contains(&name) {
-            return Err(CliError::usage(format!(
-                "--slice-rules {}: {name} is given twice",
-                texts.join(",")
-            )));
-        }
-        rules.push(name);
-    }
-    Ok(rules)
-}
-
-/// Where the ranks of the experiment in `journal` write their reports:
-/// `JOURNAL` without `.jsonl`, plus `-ranks`.
-fn ranks_dir(journal: &Path) -> PathBuf {
-    let name = journal.file_name().map_or("pinsight-compare".into(), |n| {
-        n.to_string_lossy().into_owned()
-    });
-    let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
-    journal.with_file_name(format!("{stem}-ranks"))
-}
-
-/// The extension and the executor of a compare across ranks.
-fn ranks_executor(
-    id: &RanksIdentity,
-    req: &Request,
-    fs: &FsRoot,
-    args: &Args,
-    reports: std::rc::Rc<std::cell::OnceCell<PathBuf>>,
-) -> Result<(Extension, ExecutorChoice), CliError> {
-    use pinsight_measure::{Measurer, Options};
-    let pinsight = std::env::current_exe()
-        .map_err(|e| CliError::runtime(format!("cannot find pinsight's own binary: {e}")))?;
-    let (measurer, _) = Measurer::new(
-        fs,
-        Options {
-            timeout: req.timeout,
-            ..Options::default()
-        },
-    );
-    let prepare = req.prepare.clone().map(|p| {
-        let (m, _) = Measurer::new(
-            fs,
-            Options {
-                timeout: req.timeout,
-                counters: false,
-                energy: false,
-                ..Options::default()
-            },
-        );
-        (m, p)
-    });
-    let ext = Extension {
-        kind: Some(pinsight_compare::ranks::KIND.into()),
-        extension: Some(
-            serde_json::to_value(id).map_err(|e| CliError::runtime(format!("journal: {e}")))?,
+fn ranks_error(e: RanksError, args: &Args) -> CliError {
+    match &e {
+        RanksError::PlainJournal(i) => conflict(
+            flag(*i, args),
+            "--resume of a plain compare journal",
+            "it applies to a compare across ranks (--launcher LINE)",
         ),
-        arm_names: Some(id.rules.clone()),
-        ..Extension::default()
-    };
-    let show_output = args.show_output;
-    let built = id.clone();
-    let make = move |h: &Header| -> Box<dyn pinsight_compare::Executor> {
-        // A resumed experiment runs as its journal says.
-        let id = h
-            .extension
-            .clone()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or(built);
-        Box::new(RanksExecutor::new(
-            measurer,
-            id,
-            pinsight,
-            h.command.clone(),
-            reports,
-            show_output,
-            prepare,
-        ))
-    };
-    Ok((ext, ExecutorChoice::Custom(Box::new(make))))
-}
-
-/// What the experiment is about to do, before the first run: the journal,
-/// the machine's capabilities, arms that are not applicable here, and how
-/// arms are applied when it is not the plain rule.
-fn notices(session: &Session) {
-    let header = session.header();
-    eprintln!("pinsight: journal: {}", session.journal_path().display());
-    for c in &header.machine.capabilities {
-        eprintln!(
-            "{}",
-            pinsight_render::term::wrap80(&format!("pinsight: {c}"))
-        );
-    }
-    if let Some(vm) = session.virtual_machine() {
-        eprintln!(
-            "{}",
-            pinsight_render::term::wrap80(&format!("pinsight: {vm}"))
-        );
-    }
-    let mut groups: Vec<(Vec<&str>, &str)> = Vec::new();
-    for na in &header.not_applicable {
-        match groups.iter_mut().find(|(_, r)| *r == na.reason) {
-            Some(g) => g.0.push(&na.what),
-            None => groups.push((vec![&na.what], &na.reason)),
+        RanksError::Placement(i) => conflict(
+            flag(*i, args),
+            "--resume of a compare across ranks",
+            "each arm is a slicing rule (--slice-rules), and each rank places its threads \
+             with --slice POLICY",
+        ),
+        RanksError::Slice { policy, error } => {
+            CliError::usage(format!("--slice {policy}: {error}"))
+        }
+        RanksError::NoSlice => conflict(
+            "--launcher",
+            "no --slice POLICY",
+            "every rank applies that policy inside its slice (e.g. --slice p-pinned)",
+        ),
+        RanksError::LauncherQuotes(line) => CliError::usage(format!(
+            "--launcher {}: unbalanced quotes or a trailing backslash",
+            shell_quote(line)
+        )),
+        RanksError::LauncherEmpty => CliError::usage(
+            "--launcher '': give the launcher line, e.g. 'mpirun -np 4 --bind-to none'",
+        ),
+        RanksError::UnknownRule(_) | RanksError::RuleTwice { .. } => {
+            CliError::usage(format!("--slice-rules {e}"))
         }
     }
-    for (what, reason) in groups {
-        eprintln!(
-            "{}",
-            pinsight_render::term::wrap80(&format!(
-                "pinsight: {}: not applicable here: {reason}",
-                what.join(", ")
-            ))
-        );
-    }
-    for (policy, note) in session.arm_notes() {
-        eprintln!(
-            "{}",
-            pinsight_render::term::wrap80(&format!("pinsight: {policy}: {note}"))
-        );
-    }
 }
 
-/// The request from flags; with `--resume`, unspecified flags come from
-/// the journal's header (and given ones must match it, checked later).
-fn request(args: &Args, resumed: Option<&Header>) -> Result<Request, CliError> {
-    let mut command = Vec::new();
-    for a in &args.command {
-        command.push(a.to_str().map(str::to_string).ok_or_else(|| {
-            CliError::usage(format!(
-                "COMMAND argument {a:?} is not valid UTF-8 (the journal stores text)"
-            ))
-        })?);
-    }
-    if let Some(h) = resumed {
-        return resumed_request(args, command, h);
-    }
-    if command.is_empty() {
-        return Err(CliError::usage(
-            "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...] (or --resume JOURNAL)",
-        ));
-    }
-    let runs = args.runs.unwrap_or(10);
-    if runs == 0 {
-        return Err(CliError::usage(
-            "--runs 0: at least 1 run per arm is needed (2 for statistics)",
-        ));
-    }
-    Ok(Request {
-        command,
-        prepare: args.prepare.clone(),
-        policies: args
-            .policies
-            .clone()
-            .map(|v| v.concat())
-            .unwrap_or_else(|| {
-                setup::DEFAULT_POLICIES
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect()
-            }),
-        governors: args.governors.clone().unwrap_or_default(),
-        threads: args.threads,
-        oversubscribe: args.oversubscribe,
-        latency: args.latency.clone(),
-        weights: args.weights.clone(),
-        mem: args.mem.clone(),
-        near: args.near.clone(),
-        interleave_weights: pinsight_sys::mempolicy::interleave_weights(
-            &pinsight_sys::FsRoot::live(),
+fn output_error(e: OutputError, args: &Args) -> CliError {
+    CliError::usage(match e {
+        OutputError::JournalExists(j) => format!(
+            "--journal {}: already exists; continue it with --resume {0}, or choose another --journal",
+            j.display()
         ),
-        runs,
-        warmup: args.warmup.unwrap_or(1),
-        seed: args.seed.unwrap_or_else(random_seed),
-        timeout: args.timeout,
-        metrics: metrics(args)?,
+        OutputError::Unwritable {
+            input,
+            path,
+            reason,
+        } => format!(
+            "{} {}: cannot write it: {reason}",
+            flag(input, args),
+            path.display()
+        ),
+        OutputError::NoDefaultJournal(e) => format!(
+            "cannot write the journal in the current directory: {e}; use --journal FILE"
+        ),
     })
 }
 
-/// The request of a resumed experiment: the journal's, each flag given
-/// again taking its place.
-fn resumed_request(args: &Args, command: Vec<String>, h: &Header) -> Result<Request, CliError> {
-    Ok(Request {
-        command: if command.is_empty() {
-            h.command.clone()
-        } else {
-            command
-        },
-        prepare: args.prepare.clone().or_else(|| h.prepare.clone()),
-        policies: args
-            .policies
-            .clone()
-            .map(|v| v.concat())
-            .unwrap_or_else(|| h.policies.clone()),
-        governors: args
-            .governors
-            .clone()
-            .unwrap_or_else(|| h.governors.clone()),
-        threads: args.threads.or(h.threads),
-        oversubscribe: args.oversubscribe || h.oversubscribe,
-        latency: args
-            .latency
-            .clone()
-            .or_else(|| h.latency.as_ref().map(PathBuf::from)),
-        weights: args
-            .weights
-            .clone()
-            .or_else(|| h.weights.as_ref().map(PathBuf::from)),
-        mem: match (&args.mem, &h.mem) {
-            (Some(m), _) => Some(m.clone()),
-            (None, Some(text)) => Some(
-                text.parse()
-                    .map_err(|e| CliError::usage(format!("the journal's --mem {text}: {e}")))?,
-            ),
-            (None, None) => None,
-        },
-        near: args.near.clone().or_else(|| h.near.clone()),
-        interleave_weights: pinsight_sys::mempolicy::interleave_weights(
-            &pinsight_sys::FsRoot::live(),
-        ),
-        runs: args.runs.unwrap_or(h.runs),
-        warmup: args.warmup.unwrap_or(h.warmup),
-        seed: args.seed.unwrap_or(h.seed),
-        timeout: args
-            .timeout
-            .or_else(|| h.timeout_s.map(Duration::from_secs_f64)),
-        metrics: match &args.metric {
-            Some(_) => metrics(args)?,
-            None => h.metrics.clone(),
-        },
-    })
-}
-
-/// The program metrics of `--metric`, in order; a name given twice is a
-/// usage error.
-fn metrics(args: &Args) -> Result<Vec<pinsight_compare::program_metric::MetricSpec>, CliError> {
-    let all: Vec<_> = args.metric.clone().unwrap_or_default().concat();
-    for (i, m) in all.iter().enumerate() {
-        if all[..i].iter().any(|x| x.name == m.name) {
-            return Err(CliError::usage(format!(
-                "--metric: '{}' is given twice (each metric needs its own name)",
-                m.name
-            )));
-        }
+fn open_error(e: OpenError) -> CliError {
+    match e {
+        OpenError::Session(e) => session_error(e),
+        OpenError::Ranks(e) => CliError::runtime(e.to_string()),
     }
-    Ok(all)
 }
 
 /// compare runs and measures programs here: a recorded machine (`--fsroot`,
 /// `PINSIGHT_FSROOT`, `--hwloc-xml`) would plan for one CPU and measure
 /// another, labelled as the recorded one.
-pub(crate) fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
+fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
     g.require_live(
         "compare runs and measures programs",
         "unset it, or use `pinsight plan` to plan for a recorded machine",
     )
 }
 
-/// Checks that every output file can be written, before anything runs:
-/// an existing file is opened for writing (not truncated), a new one is
-/// created and removed again. A problem is a usage error naming the path.
-fn check_outputs(args: &Args) -> Result<(), CliError> {
-    let mut outputs: Vec<(&str, &Path)> = Vec::new();
-    if args.resume.is_none() {
-        if let Some(j) = &args.journal {
-            if j.exists() {
-                return Err(CliError::usage(format!(
-                    "--journal {}: already exists; continue it with --resume {0}, or choose another --journal",
-                    j.display()
-                )));
-            }
-            outputs.push(("--journal", j));
-        }
-    }
-    for (flag, _, p) in args.export.files() {
-        outputs.push((flag, p));
-    }
-    for (flag, path) in outputs {
-        writable(path).map_err(|e| {
-            CliError::usage(format!("{flag} {}: cannot write it: {e}", path.display()))
-        })?;
-    }
-    if args.resume.is_none() && args.journal.is_none() {
-        // The default journal goes to the current directory.
-        let probe = PathBuf::from(format!(".pinsight-compare-probe-{}", std::process::id()));
-        writable(&probe).map_err(|e| {
-            CliError::usage(format!(
-                "cannot write the journal in the current directory: {e}; use --journal FILE"
-            ))
-        })?;
-    }
-    Ok(())
-}
-
-/// Why `path` cannot be written (as pinsight_lifecycle::output writes:
-/// a temporary file in its directory renamed into place), if it cannot.
-/// Nothing is left behind; an existing file or link is not touched.
-pub(crate) fn writable(path: &Path) -> Result<(), String> {
-    pinsight_lifecycle::output::check(path).map_err(|e| e.reason())
-}
-
-/// A fresh seed (recorded in the journal, so any run order can be replayed).
-fn random_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos() as u64 ^ d.as_secs());
-    (nanos ^ (u64::from(std::process::id()) << 16)) % 1_000_000_000
-}
-
 /// Why the experiment stopped, with the shell's exit code for a program
 /// that cannot be started.
-pub(crate) fn experiment_error(e: ExperimentError) -> CliError {
+fn experiment_error(e: ExperimentError) -> CliError {
     match e {
         ExperimentError::Prepare { run, source } => {
             CliError::runtime(format!("--prepare failed before run {run}: {source}"))
@@ -872,79 +446,15 @@ fn resume_command(args: &Args, journal: &Path) -> String {
     parts.join(" ")
 }
 
-/// Prints each run's kept output under a label naming arm and run
-/// (`--show-output`), around the progress bar.
-struct ShowOutput {
-    printer: pinsight_render::progress::Printer,
-    show: bool,
-}
-
-impl ShowOutput {
-    fn output_of(&mut self, label: &str, text: &str) {
-        if self.show {
-            // On stderr, so a --json report on stdout stays parseable.
-            self.printer.print(|| {
-                eprintln!("── pinsight: output of {label} ──");
-                eprint!("{text}");
-                if !text.is_empty() && !text.ends_with('\n') {
-                    eprintln!();
-                }
-            });
-        }
-    }
-}
-
-impl pinsight_compare::Gate for ShowOutput {
-    fn output(&mut self, label: &str, _line: &pinsight_compare::RunLine, text: &str) {
-        self.output_of(label, text);
-    }
-
-    fn prepare_output(&mut self, label: &str, text: &str) {
-        self.output_of(label, text);
-    }
-}
-
-/// What discovery must read beyond the CPUs: memory details only for a
-/// memory policy (`--mem`, or an arm's `+mem:`; a resumed experiment's
-/// arms carry theirs in their names, so everything then), devices only
-/// for `--near`, the caches only when an arm's policy orders CPUs by them
-/// ([`pinsight_plan::Policy::uses_caches`]; `--slice` and a policy that
-/// does not parse read them, the error coming from the planner). The
-/// kinds always: the journal's machine identity names them.
-fn needs(args: &Args, policies: &[String], resumed: bool) -> pinsight_topology::Needs {
-    let arm_mem = policies.iter().any(|p| p.contains("+mem:"));
-    let caches = resumed
-        || args.slice.is_some()
-        || pinsight_compare::setup::parse_policies(policies)
-            .map_or(true, |ps| ps.iter().any(|(_, p, _)| p.uses_caches()));
-    pinsight_topology::Needs {
-        devices: args.near.is_some() || resumed,
-        memory: args.mem.is_some() || arm_mem || resumed,
-        caches,
-        kinds: true,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_policies;
-
-    #[test]
-    fn policy_lists_keep_cpu_lists_whole() {
-        assert_eq!(
-            parse_policies("os,cpus:1,0,p-pinned").unwrap(),
-            vec!["os", "cpus:1,0", "p-pinned"]
-        );
-        assert_eq!(
-            parse_policies("cpus-set:0x00000001,0x00000000,cpus:0-3:2,8").unwrap(),
-            vec!["cpus-set:0x00000001,0x00000000", "cpus:0-3:2,8"]
-        );
-        assert_eq!(parse_policies("os, p-set").unwrap(), vec!["os", "p-set"]);
-        assert!(parse_policies("os,,p-set")
-            .unwrap_err()
-            .contains("empty policy"));
-        // A leading number is not a policy: it stays an item and the
-        // planner names it.
-        assert_eq!(parse_policies("1,os").unwrap(), vec!["1", "os"]);
-    }
-}
+/// The clap ids of the flags that choose a placement in one process: with
+/// `--launcher` each arm is a slicing rule, so they do not apply.
+const PLACEMENT_FLAGS: [&str; 8] = [
+    "policies",
+    "threads",
+    "governors",
+    "oversubscribe",
+    "latency",
+    "weights",
+    "mem",
+    "near",
+];

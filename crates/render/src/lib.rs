@@ -15,6 +15,7 @@
 
 pub mod balance;
 pub mod compare;
+pub mod compare_run;
 pub mod emulate;
 pub mod explain;
 pub mod export;
