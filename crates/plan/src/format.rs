@@ -786,6 +786,29 @@ fn columns(rows: &[Vec<String>]) -> String {
 
 /// The human table.
 fn table(plan: &Plan, topo: &Topology) -> String {
+    let mut out = table_head(plan);
+    let rows = if let Some(per) = &plan.tasks_per_cpu {
+        task_rows(per, topo)
+    } else if plan.pinned {
+        thread_rows(&plan.places, topo)
+    } else {
+        kind_rows(&plan.process_mask, topo)
+    };
+    out.push_str(&columns(&rows));
+    for n in &plan.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    if let Some(m) = &plan.memory {
+        let _ = writeln!(out, "memory: {}", m.policy);
+        for n in &m.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+    }
+    out
+}
+
+/// The table's first line: policy, count, pinning mode and process mask.
+fn table_head(plan: &Plan) -> String {
     let mode = if plan.tasks_per_cpu.is_some() {
         "tasks pinned one CPU each"
     } else if plan.pinned {
@@ -801,90 +824,87 @@ fn table(plan: &Plan, topo: &Topology) -> String {
         "threads"
     };
     let unit_one = &unit[..unit.len() - 1];
-    let mut out = format!(
+    format!(
         "policy {}: {}, {mode}; process mask {} ({})\n",
         plan.policy,
         crate::plan::count(plan.threads, unit_one, unit),
         plan.process_mask,
         crate::plan::count(plan.process_mask.len(), "CPU", "CPUs")
-    );
-    let header = |first: &str, second: &str| -> Vec<String> {
-        [first, second, "core", "kind", "package", "numa"]
+    )
+}
+
+/// A header row: the two leading columns, then the CPU's place columns.
+fn place_header(first: &str, second: &str) -> Vec<String> {
+    [first, second, "core", "kind", "package", "numa"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// Rows of tasks per CPU (balance plans).
+fn task_rows(per: &[(usize, usize)], topo: &Topology) -> Vec<Vec<String>> {
+    let mut rows = vec![place_header("cpu", "tasks")];
+    for (cpu, n) in per {
+        let mut r = vec![cpu.to_string(), n.to_string()];
+        r.extend(cpu_cols(topo, *cpu));
+        rows.push(r);
+    }
+    rows
+}
+
+/// Rows of the CPU each thread is pinned to.
+fn thread_rows(places: &[CpuSet], topo: &Topology) -> Vec<Vec<String>> {
+    let mut rows = vec![place_header("thread", "cpu")];
+    for (i, p) in places.iter().enumerate() {
+        let cpu = p.first().expect("pinned places are single CPUs");
+        let mut r = vec![i.to_string(), cpu.to_string()];
+        r.extend(cpu_cols(topo, cpu));
+        rows.push(r);
+    }
+    rows
+}
+
+/// Summarises an unpinned mask by kind: CPUs, core count, packages and nodes.
+fn kind_rows(mask: &CpuSet, topo: &Topology) -> Vec<Vec<String>> {
+    let mut rows = vec![["kind", "cpus", "cores", "packages", "numa"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()];
+    let mut marks: Vec<Option<usize>> = mask
+        .iter()
+        .map(|c| topo.cpu(c).and_then(|i| i.kind))
+        .collect();
+    marks.sort();
+    marks.dedup();
+    marks.reverse();
+    for k in marks {
+        let cpus: CpuSet = mask
             .iter()
-            .map(|s| s.to_string())
-            .collect()
-    };
-    if let Some(per) = &plan.tasks_per_cpu {
-        let mut rows = vec![header("cpu", "tasks")];
-        for (cpu, n) in per {
-            let mut r = vec![cpu.to_string(), n.to_string()];
-            r.extend(cpu_cols(topo, *cpu));
-            rows.push(r);
-        }
-        out.push_str(&columns(&rows));
-    } else if plan.pinned {
-        let mut rows = vec![header("thread", "cpu")];
-        for (i, p) in plan.places.iter().enumerate() {
-            let cpu = p.first().expect("pinned places are single CPUs");
-            let mut r = vec![i.to_string(), cpu.to_string()];
-            r.extend(cpu_cols(topo, cpu));
-            rows.push(r);
-        }
-        out.push_str(&columns(&rows));
-    } else {
-        // Summarise the mask by kind, core count, packages and nodes.
-        let mut rows = vec![["kind", "cpus", "cores", "packages", "numa"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()];
-        let mut marks: Vec<Option<usize>> = plan
-            .process_mask
-            .iter()
-            .map(|c| topo.cpu(c).and_then(|i| i.kind))
+            .filter(|c| topo.cpu(*c).and_then(|i| i.kind) == k)
             .collect();
-        marks.sort();
-        marks.dedup();
-        marks.reverse();
-        for k in marks {
-            let cpus: CpuSet = plan
-                .process_mask
-                .iter()
-                .filter(|c| topo.cpu(*c).and_then(|i| i.kind) == k)
-                .collect();
-            let distinct = |f: &dyn Fn(usize) -> Option<usize>| {
-                let s: CpuSet = cpus.iter().filter_map(f).collect();
-                if s.is_empty() {
-                    "-".to_string()
-                } else {
-                    s.to_list_string()
-                }
-            };
-            let cores: CpuSet = cpus
-                .iter()
-                .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
-                .collect();
-            rows.push(vec![
-                k.and_then(|k| topo.kinds.get(k))
-                    .map(|k| k.mark.clone())
-                    .unwrap_or_else(|| "-".into()),
-                cpus.to_list_string(),
-                cores.len().to_string(),
-                distinct(&|c| topo.cpu(c).and_then(|i| i.package)),
-                distinct(&|c| topo.cpu(c).and_then(|i| i.numa).map(|n| n as usize)),
-            ]);
-        }
-        out.push_str(&columns(&rows));
+        let distinct = |f: &dyn Fn(usize) -> Option<usize>| {
+            let s: CpuSet = cpus.iter().filter_map(f).collect();
+            if s.is_empty() {
+                "-".to_string()
+            } else {
+                s.to_list_string()
+            }
+        };
+        let cores: CpuSet = cpus
+            .iter()
+            .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
+            .collect();
+        rows.push(vec![
+            k.and_then(|k| topo.kinds.get(k))
+                .map(|k| k.mark.clone())
+                .unwrap_or_else(|| "-".into()),
+            cpus.to_list_string(),
+            cores.len().to_string(),
+            distinct(&|c| topo.cpu(c).and_then(|i| i.package)),
+            distinct(&|c| topo.cpu(c).and_then(|i| i.numa).map(|n| n as usize)),
+        ]);
     }
-    for n in &plan.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    if let Some(m) = &plan.memory {
-        let _ = writeln!(out, "memory: {}", m.policy);
-        for n in &m.notes {
-            let _ = writeln!(out, "note: {n}");
-        }
-    }
-    out
+    rows
 }
 
 #[cfg(test)]

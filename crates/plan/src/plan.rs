@@ -892,45 +892,16 @@ fn plan_balance(
     let weights = req.weights.as_ref();
     let m = tasks.unwrap_or(usable.len());
     let (raw, source) = capacities(topo, usable, weights)?;
-    let smt_yield = match (weights, req.smt_yield) {
-        (_, Some(y)) => Some((y, "given")),
-        (None, None) => Some((DEFAULT_SMT_YIELD, "default")),
-        (Some(_), None) => None,
-    };
-    let caps = match smt_yield {
-        Some((y, how)) => {
-            let (shared, cores) = smt_shared(topo, &raw, y);
-            if cores > 0 {
-                notes.push(format!(
-                    "SMT: the siblings of {} share the core's capacity x{:.2} ({how} SMT yield {y:.2})",
-                    count(cores, "core", "cores"),
-                    1.0 + y
-                ));
-            }
-            shared
-        }
-        None => raw.clone(),
-    };
+    let (caps, smt_applies) = smt_capacities(topo, &raw, weights, req.smt_yield, &mut notes);
     if let Some(w) = weights {
-        let ignored: CpuSet = w
-            .by_cpu
-            .keys()
-            .copied()
-            .filter(|c| !usable.contains(*c))
-            .collect();
-        if !ignored.is_empty() {
-            notes.push(format!(
-                "weights for {} ignored: not usable here",
-                cpus_are(&ignored).replace(" is", "").replace(" are", "")
-            ));
-        }
+        note_ignored_weights(w, usable, &mut notes);
     }
     // Apportion over CPUs in scatter order so that ties (equal remainders)
     // go to distinct packages and cores before SMT siblings.
     let order = physical_first(&scatter_slots(&slots(topo, usable)));
     let cap_of: std::collections::BTreeMap<usize, f64> = caps.iter().copied().collect();
     let ordered: Vec<f64> = order.iter().map(|c| cap_of[c]).collect();
-    let counts = if smt_yield.is_some() {
+    let counts = if smt_applies {
         per_core_counts(topo, &order, &ordered, m)?
     } else {
         apportion(m, &ordered).ok_or(WeightsError::AllZero)?
@@ -939,38 +910,9 @@ fn plan_balance(
         order.iter().copied().zip(counts.iter().copied()).collect();
     notes.push(format!("capacity: {}", source.describe()));
     if source != CapacitySource::Uniform {
-        let max = raw.iter().map(|(_, w)| *w).fold(0.0f64, f64::max);
-        let mut groups: Vec<(String, CpuSet)> = Vec::new();
-        for (c, w) in &raw {
-            let rel = if max > 0.0 {
-                format!("{:.2}", w / max)
-            } else {
-                "0.00".into()
-            };
-            match groups.iter_mut().find(|(r, _)| *r == rel) {
-                Some((_, set)) => {
-                    set.insert(*c);
-                }
-                None => groups.push((rel, CpuSet::single(*c))),
-            }
-        }
-        groups.sort_by(|a, b| b.0.cmp(&a.0));
-        let text: Vec<String> = groups.iter().map(|(r, s)| format!("{r} on {s}")).collect();
-        notes.push(format!("relative capacity: {}", text.join(", ")));
+        notes.push(relative_capacity_note(&raw));
     }
-    // Task order: rounds over CPUs in scatter order, so any prefix of the
-    // tasks is spread over packages and cores before doubling up.
-    let singles: Vec<CpuSet> = order.iter().map(|c| CpuSet::single(*c)).collect();
-    let mut left = counts.clone();
-    let mut places = Vec::with_capacity(m);
-    while places.len() < m {
-        for (i, k) in left.iter_mut().enumerate() {
-            if *k > 0 {
-                *k -= 1;
-                places.push(singles[i].clone());
-            }
-        }
-    }
+    let places = places_in_rounds(&order, &counts, m);
     let process_mask: CpuSet = count_of
         .iter()
         .filter(|(_, n)| **n > 0)
@@ -996,6 +938,91 @@ fn plan_balance(
         memory: None,
         near: None,
     })
+}
+
+/// The per-CPU capacities after SMT sharing (when an SMT yield applies: given,
+/// or the default without weights), noting the sharing; the flag says whether
+/// it applied.
+fn smt_capacities(
+    topo: &Topology,
+    raw: &[(usize, f64)],
+    weights: Option<&Weights>,
+    given: Option<f64>,
+    notes: &mut Vec<String>,
+) -> (Vec<(usize, f64)>, bool) {
+    let smt_yield = match (weights, given) {
+        (_, Some(y)) => Some((y, "given")),
+        (None, None) => Some((DEFAULT_SMT_YIELD, "default")),
+        (Some(_), None) => None,
+    };
+    let Some((y, how)) = smt_yield else {
+        return (raw.to_vec(), false);
+    };
+    let (shared, cores) = smt_shared(topo, raw, y);
+    if cores > 0 {
+        notes.push(format!(
+            "SMT: the siblings of {} share the core's capacity x{:.2} ({how} SMT yield {y:.2})",
+            count(cores, "core", "cores"),
+            1.0 + y
+        ));
+    }
+    (shared, true)
+}
+
+/// Notes the weighted CPUs that are not usable here (their weights are ignored).
+fn note_ignored_weights(w: &Weights, usable: &CpuSet, notes: &mut Vec<String>) {
+    let ignored: CpuSet = w
+        .by_cpu
+        .keys()
+        .copied()
+        .filter(|c| !usable.contains(*c))
+        .collect();
+    if !ignored.is_empty() {
+        notes.push(format!(
+            "weights for {} ignored: not usable here",
+            cpus_are(&ignored).replace(" is", "").replace(" are", "")
+        ));
+    }
+}
+
+/// The "relative capacity" note: CPUs grouped by capacity relative to the
+/// largest, largest first.
+fn relative_capacity_note(raw: &[(usize, f64)]) -> String {
+    let max = raw.iter().map(|(_, w)| *w).fold(0.0f64, f64::max);
+    let mut groups: Vec<(String, CpuSet)> = Vec::new();
+    for (c, w) in raw {
+        let rel = if max > 0.0 {
+            format!("{:.2}", w / max)
+        } else {
+            "0.00".into()
+        };
+        match groups.iter_mut().find(|(r, _)| *r == rel) {
+            Some((_, set)) => {
+                set.insert(*c);
+            }
+            None => groups.push((rel, CpuSet::single(*c))),
+        }
+    }
+    groups.sort_by(|a, b| b.0.cmp(&a.0));
+    let text: Vec<String> = groups.iter().map(|(r, s)| format!("{r} on {s}")).collect();
+    format!("relative capacity: {}", text.join(", "))
+}
+
+/// Task order: rounds over CPUs in scatter order, so any prefix of the
+/// tasks is spread over packages and cores before doubling up.
+fn places_in_rounds(order: &[usize], counts: &[usize], m: usize) -> Vec<CpuSet> {
+    let singles: Vec<CpuSet> = order.iter().map(|c| CpuSet::single(*c)).collect();
+    let mut left = counts.to_vec();
+    let mut places = Vec::with_capacity(m);
+    while places.len() < m {
+        for (i, k) in left.iter_mut().enumerate() {
+            if *k > 0 {
+                *k -= 1;
+                places.push(singles[i].clone());
+            }
+        }
+    }
+    places
 }
 
 /// `latency-group` / `latency-pipeline`: the CPUs come from the latency

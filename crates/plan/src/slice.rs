@@ -236,7 +236,7 @@ pub fn slices(topo: &Topology, req: &SliceRequest) -> Result<Slicing, SliceError
         return Err(SliceError::ZeroSize);
     }
     let usable = topo.usable();
-    let mut cpus = req.allowed.intersection(&usable);
+    let cpus = req.allowed.intersection(&usable);
     if cpus.is_empty() {
         return Err(SliceError::NoCpus {
             allowed: req.allowed.clone(),
@@ -244,26 +244,7 @@ pub fn slices(topo: &Topology, req: &SliceRequest) -> Result<Slicing, SliceError
         });
     }
     let mut notes = Vec::new();
-    if req.rule == SliceRule::POnly && topo.is_heterogeneous() {
-        let fast = topo.fastest_kind().expect("heterogeneous");
-        let p = cpus.intersection(&fast.cpus);
-        if p.is_empty() {
-            return Err(SliceError::NoFastCpus {
-                cpus,
-                kind: Some(fast.name.clone()),
-            });
-        }
-        let left = cpus.difference(&p);
-        if !left.is_empty() {
-            notes.push(format!(
-                "p-only: CPUs {left} ({}) left out",
-                kinds_of(topo, &left)
-            ));
-        }
-        cpus = p;
-    } else if req.rule == SliceRule::POnly {
-        notes.push("p-only: one core kind here, every CPU is of the fastest kind".into());
-    }
+    let cpus = rule_cpus(topo, req.rule, cpus, &mut notes)?;
     if req.size > cpus.len() {
         return Err(SliceError::TooManyRanks {
             size: req.size,
@@ -271,41 +252,9 @@ pub fn slices(topo: &Topology, req: &SliceRequest) -> Result<Slicing, SliceError
         });
     }
     let (caps, source) = capacities(topo, &cpus, req.weights.as_ref())?;
-    let cap_of = |c: usize| caps.iter().find(|(x, _)| *x == c).map_or(0.0, |(_, v)| *v);
-    let cluster = |c: usize| topo.cpu(c).and_then(|i| i.cluster).unwrap_or(usize::MAX);
-    let mut items = Vec::new();
-    for s in slots(topo, &cpus) {
-        for c in &s.pus {
-            let capacity = cap_of(*c);
-            items.push(Item {
-                key: [s.key[1], s.key[2], s.key[3], cluster(*c), s.pus[0]],
-                cpu: *c,
-                weight: match req.rule {
-                    SliceRule::EqualCount => 1.0,
-                    _ => capacity,
-                },
-                capacity,
-            });
-        }
-    }
+    let items = items_of(topo, &cpus, &caps, req.rule);
     let cuts = partition(&items, req.size);
-    let mut out = Vec::new();
-    let mut broken = Vec::new();
-    for (rank, w) in cuts.windows(2).enumerate() {
-        let part = &items[w[0]..w[1]];
-        out.push(Slice {
-            rank,
-            cpus: part.iter().map(|i| i.cpu).collect(),
-            capacity: part.iter().map(|i| i.capacity).sum(),
-        });
-        if w[0] > 0 {
-            for b in broken_at(topo, &items[w[0] - 1], &items[w[0]]) {
-                if !broken.contains(&b) {
-                    broken.push(b);
-                }
-            }
-        }
-    }
+    let (out, broken) = cut_slices(topo, &items, &cuts);
     let measure: Vec<f64> = cuts
         .windows(2)
         .map(|w| items[w[0]..w[1]].iter().map(|i| i.weight).sum())
@@ -337,6 +286,82 @@ pub fn slices(topo: &Topology, req: &SliceRequest) -> Result<Slicing, SliceError
         broken,
         notes,
     })
+}
+
+/// The CPUs the rule slices: for p-only on a heterogeneous machine only the
+/// fastest kind's (noting those left out), otherwise all of `cpus`.
+fn rule_cpus(
+    topo: &Topology,
+    rule: SliceRule,
+    cpus: CpuSet,
+    notes: &mut Vec<String>,
+) -> Result<CpuSet, SliceError> {
+    if rule == SliceRule::POnly && topo.is_heterogeneous() {
+        let fast = topo.fastest_kind().expect("heterogeneous");
+        let p = cpus.intersection(&fast.cpus);
+        if p.is_empty() {
+            return Err(SliceError::NoFastCpus {
+                cpus,
+                kind: Some(fast.name.clone()),
+            });
+        }
+        let left = cpus.difference(&p);
+        if !left.is_empty() {
+            notes.push(format!(
+                "p-only: CPUs {left} ({}) left out",
+                kinds_of(topo, &left)
+            ));
+        }
+        return Ok(p);
+    } else if rule == SliceRule::POnly {
+        notes.push("p-only: one core kind here, every CPU is of the fastest kind".into());
+    }
+    Ok(cpus)
+}
+
+/// The CPUs in slot order, each with its balancing weight, capacity and place.
+fn items_of(topo: &Topology, cpus: &CpuSet, caps: &[(usize, f64)], rule: SliceRule) -> Vec<Item> {
+    let cap_of = |c: usize| caps.iter().find(|(x, _)| *x == c).map_or(0.0, |(_, v)| *v);
+    let cluster = |c: usize| topo.cpu(c).and_then(|i| i.cluster).unwrap_or(usize::MAX);
+    let mut items = Vec::new();
+    for s in slots(topo, cpus) {
+        for c in &s.pus {
+            let capacity = cap_of(*c);
+            items.push(Item {
+                key: [s.key[1], s.key[2], s.key[3], cluster(*c), s.pus[0]],
+                cpu: *c,
+                weight: match rule {
+                    SliceRule::EqualCount => 1.0,
+                    _ => capacity,
+                },
+                capacity,
+            });
+        }
+    }
+    items
+}
+
+/// The slices between the cuts, and the shared units each cut breaks
+/// (each named once, in order of first break).
+fn cut_slices(topo: &Topology, items: &[Item], cuts: &[usize]) -> (Vec<Slice>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut broken = Vec::new();
+    for (rank, w) in cuts.windows(2).enumerate() {
+        let part = &items[w[0]..w[1]];
+        out.push(Slice {
+            rank,
+            cpus: part.iter().map(|i| i.cpu).collect(),
+            capacity: part.iter().map(|i| i.capacity).sum(),
+        });
+        if w[0] > 0 {
+            for b in broken_at(topo, &items[w[0] - 1], &items[w[0]]) {
+                if !broken.contains(&b) {
+                    broken.push(b);
+                }
+            }
+        }
+    }
+    (out, broken)
 }
 
 /// Slices whose balance measure (capacity, or CPU count for equal-count)
