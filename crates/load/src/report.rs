@@ -387,8 +387,106 @@ pub fn analyse_traced(
 ) -> LoadReport {
     let hz = opts.hz.max(1) as f64;
     let mut unavailable = Vec::new();
-    // A CPU whose counters cannot be trusted is left out of this interval,
-    // said, never read as idle nor as saturated.
+    let unavailable_cpus = unavailable_cpus(before, after, &mut unavailable);
+    let left_out: std::collections::BTreeSet<usize> =
+        unavailable_cpus.iter().map(|u| u.cpu).collect();
+    let deltas = cpu_deltas(before, after, &left_out);
+    let (interval_s, uptime) = interval_of(before, after, &deltas, hz);
+    let (sched, busy_source) = busy_source(before, after, uptime, &mut unavailable);
+    let (irq_rates, soft_rates) = interrupt_rates(before, after, interval_s, &mut unavailable);
+    note_unread_stealers(after, &mut unavailable);
+    let stealers: std::collections::BTreeSet<i32> = before
+        .excluded_pids
+        .iter()
+        .chain(&after.excluded_pids)
+        .copied()
+        .collect();
+    let threads: Vec<(usize, ThreadLoad)> = thread_loads(before, after, interval_s * hz)
+        .into_iter()
+        .filter(|(_, t)| !stealers.contains(&t.pid))
+        .collect();
+    if after.threads.is_empty() {
+        unavailable.push("threads per CPU: no /proc/PID/task/TID/stat readable".to_string());
+    }
+    let info: HashMap<usize, &CpuInfo> = machine.cpus.iter().map(|c| (c.cpu, c)).collect();
+    let stealer_cpus: std::collections::BTreeSet<usize> = before
+        .excluded_ns
+        .keys()
+        .chain(after.excluded_ns.keys())
+        .copied()
+        .collect();
+    let speeds = crate::speeds(machine, stealer_cpus.iter().copied());
+    let all_tasks: Vec<TaskProgress> = crate::progress::tasks(trace, interval_s, &speeds)
+        .into_iter()
+        .filter(|t| !stealers.contains(&t.pid))
+        .collect();
+    let task_demand = (!trace.is_empty()).then(|| crate::progress::demand_by_cpu(all_tasks.iter()));
+    let rows = RowInputs {
+        before,
+        after,
+        sched,
+        interval_s,
+        hz,
+        top: opts.top,
+        info: &info,
+        threads: &threads,
+        speeds: &speeds,
+        task_demand: task_demand.as_ref(),
+        irq_rates: irq_rates.as_ref(),
+        soft_rates: soft_rates.as_ref(),
+    };
+    let cpus: Vec<CpuLoad> = deltas
+        .iter()
+        .map(|(cpu, d)| rows.cpu_load(*cpu, d))
+        .collect();
+    let progress_imbalance = crate::progress::imbalance(all_tasks.iter());
+    let capacity_used = crate::progress::capacity_used(
+        all_tasks.iter(),
+        &cpus
+            .iter()
+            .map(|c| info.get(&c.cpu).map_or(c.capacity, |i| i.speed))
+            .collect::<Vec<_>>(),
+    );
+    let kinds = kind_loads(&cpus, &all_tasks);
+    let cores = core_loads(&cpus);
+    let imbalance = imbalance(&cpus);
+    let hot_cpus = hot_cpus(&cpus, after, irq_rates.as_ref(), soft_rates.as_ref());
+    let saturated = saturated(&cpus, progress_imbalance.as_ref());
+    let suggestions = suggest(
+        &kinds,
+        imbalance.as_ref(),
+        (progress_imbalance.as_ref(), capacity_used),
+        &cpus,
+        &hot_cpus,
+    );
+    let wait_source = wait_source(&all_tasks, trace);
+    LoadReport {
+        interval_s,
+        capacity_source: machine.capacity_source.clone(),
+        busy_source,
+        cpus,
+        kinds,
+        cores,
+        imbalance,
+        tasks: reported_tasks(all_tasks),
+        progress_imbalance,
+        capacity_used,
+        wait_source,
+        saturated,
+        hot_cpus,
+        suggestions,
+        unavailable,
+        unavailable_cpus,
+    }
+}
+
+/// The CPUs whose counters cannot be trusted over this interval, each
+/// said in `unavailable`: left out, never read as idle nor as saturated.
+fn unavailable_cpus(
+    before: &Sample,
+    after: &Sample,
+    unavailable: &mut Vec<String>,
+) -> Vec<UnavailableCpu> {
     let every: std::collections::BTreeSet<usize> = [before, after]
         .iter()
         .flat_map(|s| s.stat.keys().chain(s.stat_bad.keys()).copied())
@@ -403,9 +501,16 @@ pub fn analyse_traced(
             u.cpu, u.reason
         ));
     }
-    let left_out: std::collections::BTreeSet<usize> =
-        unavailable_cpus.iter().map(|u| u.cpu).collect();
-    // Per CPU deltas; the interval is the mean of the CPUs' tick totals.
+    unavailable_cpus
+}
+
+/// Per CPU (those not left out), the `/proc/stat` ticks between the two
+/// readings, nice counted as user.
+fn cpu_deltas(
+    before: &Sample,
+    after: &Sample,
+    left_out: &std::collections::BTreeSet<usize>,
+) -> BTreeMap<usize, pinsight_sys::cpustat::CpuFields> {
     let mut deltas = BTreeMap::new();
     for (cpu, b) in after.stat.iter().filter(|(c, _)| !left_out.contains(c)) {
         if let Some(a) = before.stat.get(cpu) {
@@ -422,6 +527,17 @@ pub fn analyse_traced(
             deltas.insert(*cpu, d);
         }
     }
+    deltas
+}
+
+/// The interval in seconds (`/proc/uptime`'s, else the mean of the CPUs'
+/// tick totals), and the uptime interval when both readings have one.
+fn interval_of(
+    before: &Sample,
+    after: &Sample,
+    deltas: &BTreeMap<usize, pinsight_sys::cpustat::CpuFields>,
+    hz: f64,
+) -> (f64, Option<f64>) {
     let totals: Vec<u64> = deltas.values().map(|d| d.total()).collect();
     let interval_ticks = if totals.is_empty() {
         0.0
@@ -432,7 +548,18 @@ pub fn analyse_traced(
         (Some(a), Some(b)) if b > a => Some(b - a),
         _ => None,
     };
-    let interval_s = uptime.unwrap_or(interval_ticks / hz);
+    (uptime.unwrap_or(interval_ticks / hz), uptime)
+}
+
+/// The two `/proc/schedstat` readings when usable (with an uptime
+/// interval) and the busy source that follows; says why the run queue
+/// is unknown otherwise.
+fn busy_source<'a>(
+    before: &'a Sample,
+    after: &'a Sample,
+    uptime: Option<f64>,
+    unavailable: &mut Vec<String>,
+) -> (Option<SchedPair<'a>>, BusySource) {
     let sched = match (&before.sched, &after.sched) {
         (Some(a), Some(b)) if uptime.is_some() => Some((a, b)),
         _ => None,
@@ -452,6 +579,17 @@ pub fn analyse_traced(
                 .to_string()
         });
     }
+    (sched, busy_source)
+}
+
+/// Per CPU, per line, the interrupt and softirq rates over the interval;
+/// each unreadable file said in `unavailable`.
+fn interrupt_rates(
+    before: &Sample,
+    after: &Sample,
+    interval_s: f64,
+    unavailable: &mut Vec<String>,
+) -> (Option<Rates>, Option<Rates>) {
     let irq_rates = match (&before.interrupts, &after.interrupts) {
         (Some(a), Some(b)) => Some(rates(
             &a.cpus,
@@ -490,6 +628,11 @@ pub fn analyse_traced(
     if soft_rates.is_none() {
         unavailable.push("softirqs per CPU: /proc/softirqs unreadable".to_string());
     }
+    (irq_rates, soft_rates)
+}
+
+/// Says each stealer whose threads could not be read.
+fn note_unread_stealers(after: &Sample, unavailable: &mut Vec<String>) {
     for e in &after.excluded_unread {
         unavailable.push(format!(
             "stealer {}:{}: /proc/{}/task unreadable (ended, or not recorded); its time, if any, \
@@ -497,47 +640,61 @@ pub fn analyse_traced(
             e.cpu, e.pid, e.pid
         ));
     }
-    let stealers: std::collections::BTreeSet<i32> = before
-        .excluded_pids
-        .iter()
-        .chain(&after.excluded_pids)
-        .copied()
-        .collect();
-    let threads: Vec<(usize, ThreadLoad)> = thread_loads(before, after, interval_s * hz)
+}
+
+/// The tasks the report lists (user tasks that ran or wanted a CPU),
+/// least progress first.
+fn reported_tasks(all_tasks: Vec<TaskProgress>) -> Vec<TaskProgress> {
+    let mut tasks: Vec<TaskProgress> = all_tasks
         .into_iter()
-        .filter(|(_, t)| !stealers.contains(&t.pid))
+        .filter(|t| !t.kernel && (t.run >= BUSY_SHARE || t.wants_cpu()))
         .collect();
-    if after.threads.is_empty() {
-        unavailable.push("threads per CPU: no /proc/PID/task/TID/stat readable".to_string());
-    }
-    let info: HashMap<usize, &CpuInfo> = machine.cpus.iter().map(|c| (c.cpu, c)).collect();
-    let stealer_cpus: std::collections::BTreeSet<usize> = before
-        .excluded_ns
-        .keys()
-        .chain(after.excluded_ns.keys())
-        .copied()
-        .collect();
-    let speeds = crate::speeds(machine, stealer_cpus.iter().copied());
-    let all_tasks: Vec<TaskProgress> = crate::progress::tasks(trace, interval_s, &speeds)
-        .into_iter()
-        .filter(|t| !stealers.contains(&t.pid))
-        .collect();
-    let task_demand = (!trace.is_empty()).then(|| crate::progress::demand_by_cpu(all_tasks.iter()));
-    let mut cpus = Vec::new();
-    for (cpu, d) in &deltas {
-        let i = info.get(cpu);
+    tasks.sort_by(|a, b| {
+        a.progress
+            .total_cmp(&b.progress)
+            .then((a.pid, a.tid).cmp(&(b.pid, b.tid)))
+    });
+    tasks
+}
+
+/// Per CPU, per line of a counted file, a rate per second.
+type Rates = BTreeMap<usize, Vec<f64>>;
+
+/// What every CPU's row reads besides its own tick deltas.
+struct RowInputs<'a> {
+    before: &'a Sample,
+    after: &'a Sample,
+    sched: Option<SchedPair<'a>>,
+    interval_s: f64,
+    hz: f64,
+    /// Threads listed per CPU.
+    top: usize,
+    info: &'a HashMap<usize, &'a CpuInfo>,
+    threads: &'a [(usize, ThreadLoad)],
+    speeds: &'a crate::progress::Speeds,
+    task_demand: Option<&'a BTreeMap<usize, f64>>,
+    irq_rates: Option<&'a Rates>,
+    soft_rates: Option<&'a Rates>,
+}
+
+impl RowInputs<'_> {
+    /// CPU `cpu`'s row: its shares of the interval, demand, rates and
+    /// busiest threads.
+    fn cpu_load(&self, cpu: usize, d: &pinsight_sys::cpustat::CpuFields) -> CpuLoad {
+        let i = self.info.get(&cpu);
         let capacity = i.map_or(1.0, |i| i.capacity).max(f64::MIN_POSITIVE);
-        let t = Times::of(*cpu, d, before, after, sched, interval_s, hz);
-        let mut top: Vec<ThreadLoad> = threads
-            .iter()
-            .filter(|(c, _)| *c == *cpu)
-            .map(|(_, t)| t.clone())
-            .filter(|t| t.share > 0.0)
-            .collect();
-        top.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.tid.cmp(&b.tid)));
-        top.truncate(opts.top);
-        cpus.push(CpuLoad {
-            cpu: *cpu,
+        let t = Times::of(
+            cpu,
+            d,
+            self.before,
+            self.after,
+            self.sched,
+            self.interval_s,
+            self.hz,
+        );
+        let rate = |r: Option<&Rates>| r.map(|r| r.get(&cpu).map_or(0.0, |v| v.iter().sum()));
+        CpuLoad {
+            cpu,
             kind: i.and_then(|i| i.kind.clone()),
             mark: i.and_then(|i| i.mark.clone()),
             core: i.and_then(|i| i.core),
@@ -551,70 +708,32 @@ pub fn analyse_traced(
             busy: t.busy,
             normalised: t.busy / capacity,
             emulated: t.emulated,
-            speed: speeds.get(cpu).copied().unwrap_or(1.0),
+            speed: self.speeds.get(&cpu).copied().unwrap_or(1.0),
             demand: match t.run_queue {
                 Some(q) => Some(t.busy + q),
-                None => task_demand
-                    .as_ref()
-                    .map(|d| d.get(cpu).copied().unwrap_or(0.0)),
+                None => self
+                    .task_demand
+                    .map(|d| d.get(&cpu).copied().unwrap_or(0.0)),
             },
             run_queue: t.run_queue,
-            interrupts_per_s: irq_rates
-                .as_ref()
-                .map(|r| r.get(cpu).map_or(0.0, |v| v.iter().sum())),
-            softirqs_per_s: soft_rates
-                .as_ref()
-                .map(|r| r.get(cpu).map_or(0.0, |v| v.iter().sum())),
-            top_threads: top,
-        });
+            interrupts_per_s: rate(self.irq_rates),
+            softirqs_per_s: rate(self.soft_rates),
+            top_threads: self.top_threads(cpu),
+        }
     }
-    let progress_imbalance = crate::progress::imbalance(all_tasks.iter());
-    let capacity_used = crate::progress::capacity_used(
-        all_tasks.iter(),
-        &cpus
+
+    /// The busiest threads that last ran on `cpu`, at most `top`.
+    fn top_threads(&self, cpu: usize) -> Vec<ThreadLoad> {
+        let mut top: Vec<ThreadLoad> = self
+            .threads
             .iter()
-            .map(|c| info.get(&c.cpu).map_or(c.capacity, |i| i.speed))
-            .collect::<Vec<_>>(),
-    );
-    let kinds = kind_loads(&cpus, &all_tasks);
-    let cores = core_loads(&cpus);
-    let imbalance = imbalance(&cpus);
-    let hot_cpus = hot_cpus(&cpus, after, irq_rates.as_ref(), soft_rates.as_ref());
-    let saturated = saturated(&cpus, progress_imbalance.as_ref());
-    let suggestions = suggest(
-        &kinds,
-        imbalance.as_ref(),
-        (progress_imbalance.as_ref(), capacity_used),
-        &cpus,
-        &hot_cpus,
-    );
-    let wait_source = wait_source(&all_tasks, trace);
-    let mut tasks: Vec<TaskProgress> = all_tasks
-        .into_iter()
-        .filter(|t| !t.kernel && (t.run >= BUSY_SHARE || t.wants_cpu()))
-        .collect();
-    tasks.sort_by(|a, b| {
-        a.progress
-            .total_cmp(&b.progress)
-            .then((a.pid, a.tid).cmp(&(b.pid, b.tid)))
-    });
-    LoadReport {
-        interval_s,
-        capacity_source: machine.capacity_source.clone(),
-        busy_source,
-        cpus,
-        kinds,
-        cores,
-        imbalance,
-        tasks,
-        progress_imbalance,
-        capacity_used,
-        wait_source,
-        saturated,
-        hot_cpus,
-        suggestions,
-        unavailable,
-        unavailable_cpus,
+            .filter(|(c, _)| *c == cpu)
+            .map(|(_, t)| t.clone())
+            .filter(|t| t.share > 0.0)
+            .collect();
+        top.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.tid.cmp(&b.tid)));
+        top.truncate(self.top);
+        top
     }
 }
 
@@ -996,79 +1115,12 @@ fn suggest(
     cpus: &[CpuLoad],
     hot: &[HotCpu],
 ) -> Vec<Suggestion> {
-    let mut out = Vec::new();
-    if let Some(h) = hot.first() {
-        let set: CpuSet = hot.iter().map(|h| h.cpu).collect();
-        let top = h
-            .irqs
-            .iter()
-            .find(|i| i.irq.parse::<u32>().is_ok())
-            .map(|i| {
-                let names = if i.handlers.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {}", i.handlers.join(","))
-                };
-                format!(" (IRQ {}{}: {} of them)", i.irq, names, pct(i.share))
-            })
-            .unwrap_or_default();
-        let text = format!(
-            "CPU {} spends {} of its time on interrupts{top}: move IRQs off it with \
-             `pinsight irq --off {}`, or spread them by capacity with `pinsight irq --spread`.",
-            h.cpu,
-            pct(h.irq_share),
-            set.to_list_string()
-        );
-        out.push(Suggestion::MoveIrqs { cpus: set, text });
-    }
-    // Tasks that wait while a CPU idles: their affinities keep them off
-    // it (all pinned to one CPU, say). Busy time shows one idle CPU, not
-    // that the work is waiting for it.
-    if let Some(u) = used.filter(|u| *u < CAPACITY_USED_SUGGEST) {
-        let idle = cpus
-            .iter()
-            .max_by(|a, b| a.idle.total_cmp(&b.idle).then(b.cpu.cmp(&a.cpu)));
-        let crowded = cpus
-            .iter()
-            .filter_map(|c| c.demand.map(|d| (c, d)))
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cpu.cmp(&a.0.cpu)));
-        let place = match (idle, crowded) {
-            (Some(i), Some((c, d))) if i.cpu != c.cpu => format!(
-                " (CPU {} is idle {} while {d:.1} tasks want CPU {})",
-                i.cpu,
-                pct(i.idle),
-                c.cpu
-            ),
-            _ => String::new(),
-        };
-        out.push(Suggestion::Rebalance {
-            text: format!(
-                "Tasks that want a whole CPU get {} of the capacity they could use{place}. \
-                 Spread them by capacity with `pinsight balance` (`--pids`, `--match` or \
-                 `--cgroup`, and `--cpus` for the CPUs their affinities leave out).",
-                pct(u)
-            ),
-        });
-        return out;
-    }
-    // Tasks that want a whole CPU and progress unevenly: the imbalance a
-    // saturated machine shows only here.
-    if let Some(p) = progress.filter(|p| p.ratio >= IMBALANCE_SUGGEST) {
-        let cpu = |c: Option<usize>| c.map_or(String::new(), |c| format!(" on CPU {c}"));
-        out.push(Suggestion::Rebalance {
-            text: format!(
-                "Tasks that want a whole CPU progress unevenly: {} ({}){} advances {:.2}x as \
-                 fast as {} ({}){}. Give each CPU work in proportion to its capacity with \
-                 `pinsight balance` (`--pids`, `--match` or `--cgroup`).",
-                p.max.comm,
-                p.max.pid,
-                cpu(p.max.cpu),
-                p.ratio,
-                p.min.comm,
-                p.min.pid,
-                cpu(p.min.cpu)
-            ),
-        });
+    let mut out: Vec<Suggestion> = move_irqs(hot).into_iter().collect();
+    let waiting = used
+        .filter(|u| *u < CAPACITY_USED_SUGGEST)
+        .map(|u| capacity_unused(u, cpus));
+    if let Some(s) = waiting.or_else(|| uneven_progress(progress)) {
+        out.push(s);
         return out;
     }
     let Some(imb) = imb else {
@@ -1081,17 +1133,107 @@ fn suggest(
     };
     if imb.ratio < IMBALANCE_SUGGEST {
         if out.is_empty() {
-            out.push(Suggestion::None {
-                text: format!(
-                    "Balanced: max/min normalised load {:.2} over {} busy CPUs.",
-                    imb.ratio, imb.busy_cpus
-                ),
-            });
+            out.push(balanced(imb));
         }
         return out;
     }
-    // Load follows capacity when the least capable busy kind carries more
-    // normalised load than the most capable one.
+    out.push(uneven_load(kinds, imb));
+    out
+}
+
+/// No suggestion: the busy CPUs' normalised loads are even.
+fn balanced(imb: &Imbalance) -> Suggestion {
+    Suggestion::None {
+        text: format!(
+            "Balanced: max/min normalised load {:.2} over {} busy CPUs.",
+            imb.ratio, imb.busy_cpus
+        ),
+    }
+}
+
+/// Moving IRQs off the CPUs busiest with interrupts, naming the first's
+/// top numbered IRQ.
+fn move_irqs(hot: &[HotCpu]) -> Option<Suggestion> {
+    let h = hot.first()?;
+    let set: CpuSet = hot.iter().map(|h| h.cpu).collect();
+    let top = h
+        .irqs
+        .iter()
+        .find(|i| i.irq.parse::<u32>().is_ok())
+        .map(|i| {
+            let names = if i.handlers.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", i.handlers.join(","))
+            };
+            format!(" (IRQ {}{}: {} of them)", i.irq, names, pct(i.share))
+        })
+        .unwrap_or_default();
+    let text = format!(
+        "CPU {} spends {} of its time on interrupts{top}: move IRQs off it with \
+         `pinsight irq --off {}`, or spread them by capacity with `pinsight irq --spread`.",
+        h.cpu,
+        pct(h.irq_share),
+        set.to_list_string()
+    );
+    Some(Suggestion::MoveIrqs { cpus: set, text })
+}
+
+/// Tasks that wait while a CPU idles (`used` of their usable capacity):
+/// their affinities keep them off it (all pinned to one CPU, say). Busy
+/// time shows one idle CPU, not that the work is waiting for it.
+fn capacity_unused(used: f64, cpus: &[CpuLoad]) -> Suggestion {
+    let idle = cpus
+        .iter()
+        .max_by(|a, b| a.idle.total_cmp(&b.idle).then(b.cpu.cmp(&a.cpu)));
+    let crowded = cpus
+        .iter()
+        .filter_map(|c| c.demand.map(|d| (c, d)))
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cpu.cmp(&a.0.cpu)));
+    let place = match (idle, crowded) {
+        (Some(i), Some((c, d))) if i.cpu != c.cpu => format!(
+            " (CPU {} is idle {} while {d:.1} tasks want CPU {})",
+            i.cpu,
+            pct(i.idle),
+            c.cpu
+        ),
+        _ => String::new(),
+    };
+    Suggestion::Rebalance {
+        text: format!(
+            "Tasks that want a whole CPU get {} of the capacity they could use{place}. \
+             Spread them by capacity with `pinsight balance` (`--pids`, `--match` or \
+             `--cgroup`, and `--cpus` for the CPUs their affinities leave out).",
+            pct(used)
+        ),
+    }
+}
+
+/// Tasks that want a whole CPU and progress unevenly: the imbalance a
+/// saturated machine shows only here.
+fn uneven_progress(progress: Option<&ProgressImbalance>) -> Option<Suggestion> {
+    let p = progress.filter(|p| p.ratio >= IMBALANCE_SUGGEST)?;
+    let cpu = |c: Option<usize>| c.map_or(String::new(), |c| format!(" on CPU {c}"));
+    Some(Suggestion::Rebalance {
+        text: format!(
+            "Tasks that want a whole CPU progress unevenly: {} ({}){} advances {:.2}x as \
+             fast as {} ({}){}. Give each CPU work in proportion to its capacity with \
+             `pinsight balance` (`--pids`, `--match` or `--cgroup`).",
+            p.max.comm,
+            p.max.pid,
+            cpu(p.max.cpu),
+            p.ratio,
+            p.min.comm,
+            p.min.pid,
+            cpu(p.min.cpu)
+        ),
+    })
+}
+
+/// An uneven normalised load: by kind when load follows capacity (the
+/// least capable busy kind carries more normalised load than the most
+/// capable one), else between the extreme CPUs.
+fn uneven_load(kinds: &[KindLoad], imb: &Imbalance) -> Suggestion {
     let busy_kinds: Vec<&KindLoad> = kinds.iter().filter(|k| k.busy >= BUSY_SHARE).collect();
     let follows = match (busy_kinds.first(), busy_kinds.last()) {
         (Some(big), Some(small))
@@ -1115,6 +1257,5 @@ fn suggest(
             imb.max_cpu, imb.ratio, imb.min_cpu
         )
     });
-    out.push(Suggestion::Rebalance { text });
-    out
+    Suggestion::Rebalance { text }
 }
