@@ -484,6 +484,32 @@ impl Application {
         }
     }
 
+    /// [`Application::new`] for `run`'s options, the variables set in
+    /// pinsight's own environment counted as set.
+    fn of_run(plan: &Plan, opts: &RunOptions) -> Application {
+        Application::new(
+            plan,
+            &opts.program,
+            opts.mechanism,
+            opts.pin_main,
+            &opts.skip,
+            opts.verbose,
+            &opts.env,
+            |k| std::env::var_os(k).is_some(),
+        )
+    }
+
+    /// The places the threads of `pid` were planned to get, to match the
+    /// watcher's threads to.
+    fn expected<'a>(&self, plan: &'a Plan, skip: &'a [usize], pid: i32) -> Expected<'a> {
+        Expected {
+            places: &plan.places,
+            skip,
+            lazy_main: self.pin_main == PinMain::Lazy,
+            pid,
+        }
+    }
+
     /// Whether spawning needs a [`ShimFile`].
     pub fn needs_shim(&self) -> bool {
         self.mechanism == Some(Mechanism::Shim)
@@ -491,12 +517,17 @@ impl Application {
 
     /// The watcher's pinning job, when the watcher pins threads.
     pub fn follow_plan(&self, plan: &Plan, skip: &[usize]) -> Option<FollowPlan> {
-        (self.mechanism == Some(Mechanism::Follow)).then(|| FollowPlan {
+        (self.mechanism == Some(Mechanism::Follow)).then(|| self.pinning(plan, skip))
+    }
+
+    /// The pinning job of `plan`'s places, should the watcher pin threads.
+    fn pinning(&self, plan: &Plan, skip: &[usize]) -> FollowPlan {
+        FollowPlan {
             places: plan.places.clone(),
             skip: skip.to_vec(),
             process_mask: plan.process_mask.clone(),
             pin_main_lazily: self.pin_main == PinMain::Lazy,
-        })
+        }
     }
 
     /// Adds the exports and, with the shim, `LD_PRELOAD` and its variables
@@ -591,55 +622,13 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     // cannot be found or whose interpreter is missing.
     let resolved = Program::resolve(&opts.program)?;
     resolved.check()?;
-    let app = Application::new(
-        plan,
-        &opts.program,
-        opts.mechanism,
-        opts.pin_main,
-        &opts.skip,
-        opts.verbose,
-        &opts.env,
-        |k| std::env::var_os(k).is_some(),
-    );
+    let app = Application::of_run(plan, opts);
     let mechanism = app.mechanism;
     let mut notes = app.notes.clone();
-
-    // The file the PATH search found, named as typed (argv[0], as execvp
-    // gives it): the child then makes one execve, not one per PATH entry.
-    let mut cmd = match resolved.exec_path() {
-        Some(path) => {
-            let mut c = Command::new(path);
-            std::os::unix::process::CommandExt::arg0(&mut c, &opts.program);
-            c
-        }
-        None => Command::new(&opts.program),
-    };
-    cmd.args(&opts.args);
-    let shim = if app.needs_shim() {
-        let (shim, note) = create_shim()?;
-        notes.extend(note);
-        Some(shim)
-    } else {
-        None
-    };
+    let mut cmd = command(&resolved, opts);
+    let shim = shim_for(&app, &mut notes)?;
     app.apply(&mut cmd, shim.as_ref());
-    // With the shim, the report matches threads to places by tid through
-    // the shim's log (a thread that ended unseen shifts nothing), which
-    // also carries the pins the kernel refused.
-    let log = match (app.needs_shim() && shim.is_some()).then(ThreadLog::create) {
-        Some(Ok(log)) => {
-            cmd.env(ENV_THREAD_LOG_FD, log.fd().to_string());
-            pinsight_sys::fs::inherit_before_exec(&mut cmd, log.fd());
-            Some(log)
-        }
-        Some(Err(e)) => {
-            notes.push(format!(
-                "no thread log ({e}): threads are matched to places in order of first sight"
-            ));
-            None
-        }
-        None => None,
-    };
+    let log = thread_log(&mut cmd, app.needs_shim() && shim.is_some(), &mut notes);
     let start_mask = app.start_mask.clone();
     let exported = app.exported.clone();
 
@@ -659,20 +648,150 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     // From here a signal reaches the program (one that came since the
     // install reaches it now).
     let tree = interrupt::watch_descendants();
+    let watcher = start_watcher(&app, plan, opts, pid);
 
-    // With the shim, the watcher also stands guard: should the program
-    // execute in place an image the shim cannot reach (`sh -c ./prog32`),
-    // it pins that image's threads (see [`crate::watch`]).
+    interrupt::wait_exited(pid);
+    let Watched {
+        records: mut threads,
+        takeovers,
+    } = finish_watcher(watcher, &mut notes);
+    // The report names what actually placed the threads: the watcher, when
+    // it had to take over from the shim.
+    let mut mechanism = mechanism;
+    let mut fallback = app.fallback.clone();
+    if let Some(why) = note_takeovers(&takeovers, &mut notes) {
+        mechanism = Some(Mechanism::Follow);
+        fallback = Some(why);
+    }
+    let status = wait_child(child, &program)?;
+    let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let (logged, events) = read_log(log.as_ref(), &mut notes);
+    // The shim's handshake: an image it was not loaded into that ended
+    // before the watcher saw it is never reported as placed by the shim.
+    if mechanism == Some(Mechanism::Shim) && log.is_some() {
+        if let Some(why) = note_unreached(&events, &mut notes) {
+            mechanism = None;
+            fallback = Some(why.to_string());
+        }
+    }
+    if app.per_thread {
+        assign_planned(&mut threads, &logged, &app.expected(plan, &opts.skip, pid));
+    }
+    let refused = refusal(&threads, &logged, &plan.places, &plan.process_mask);
+    drop(tree);
+    drop(main);
+    remove_shim(shim, &mut notes);
+    let signal = status.signal();
+    let exit_code = pinsight_lifecycle::exit::status_code(&status);
+    let follow = (mechanism == Some(Mechanism::Follow))
+        .then(|| follow_stats(&threads, opts.follow_interval));
+    Ok(RunOutcome {
+        pid,
+        exit_code,
+        signal,
+        mechanism,
+        fallback,
+        pin_main: app.per_thread.then_some(app.pin_main),
+        exported,
+        wall_ms,
+        threads,
+        follow,
+        memory: plan.memory.as_ref().map(|m| m.policy.clone()),
+        refused,
+        notes,
+    })
+}
+
+/// The shim file, when the mechanism is the shim (its fallback noted).
+fn shim_for(app: &Application, notes: &mut Vec<String>) -> Result<Option<ShimFile>, LaunchError> {
+    if !app.needs_shim() {
+        return Ok(None);
+    }
+    let (shim, note) = create_shim()?;
+    notes.extend(note);
+    Ok(Some(shim))
+}
+
+/// Removes the shim file, noting a failure.
+fn remove_shim(shim: Option<ShimFile>, notes: &mut Vec<String>) {
+    if let Some(s) = shim {
+        if let Err(e) = s.remove() {
+            notes.push(format!("could not remove the pinning shim: {e}"));
+        }
+    }
+}
+
+/// Notes each image the watcher took over from the shim; the first's
+/// reason is the fallback.
+fn note_takeovers(takeovers: &[String], notes: &mut Vec<String>) -> Option<String> {
+    for why in takeovers {
+        notes.push(format!(
+            "{why}: the program executed it in place, and the /proc watcher pinned its threads instead of the shim (the follow mechanism)"
+        ));
+    }
+    takeovers.first().cloned()
+}
+
+/// The shim's handshake: why an image it was not loaded into, that ended
+/// before the watcher saw it, had its threads unplaced (noted), if one did.
+fn note_unreached(
+    events: &[threadlog::ImageEvent],
+    notes: &mut Vec<String>,
+) -> Option<&'static str> {
+    let why = threadlog::unreached(events)?;
+    notes.push(format!(
+        "{why} (a 32-bit or static program?), and it ended before the /proc watcher saw it: its threads were not placed one by one, they ran on the CPUs they inherited"
+    ));
+    Some(why)
+}
+
+/// The command that starts the program: the file the PATH search found,
+/// named as typed (argv[0], as execvp gives it), so the child makes one
+/// execve, not one per PATH entry.
+fn command(resolved: &Program, opts: &RunOptions) -> Command {
+    let mut cmd = match resolved.exec_path() {
+        Some(path) => {
+            let mut c = Command::new(path);
+            std::os::unix::process::CommandExt::arg0(&mut c, &opts.program);
+            c
+        }
+        None => Command::new(&opts.program),
+    };
+    cmd.args(&opts.args);
+    cmd
+}
+
+/// With the shim (`wanted`), the log through which the report matches
+/// threads to places by tid (a thread that ended unseen shifts nothing),
+/// which also carries the pins the kernel refused; the child inherits it.
+fn thread_log(cmd: &mut Command, wanted: bool, notes: &mut Vec<String>) -> Option<ThreadLog> {
+    match wanted.then(ThreadLog::create) {
+        Some(Ok(log)) => {
+            cmd.env(ENV_THREAD_LOG_FD, log.fd().to_string());
+            pinsight_sys::fs::inherit_before_exec(cmd, log.fd());
+            Some(log)
+        }
+        Some(Err(e)) => {
+            notes.push(format!(
+                "no thread log ({e}): threads are matched to places in order of first sight"
+            ));
+            None
+        }
+        None => None,
+    }
+}
+
+/// The watcher of the child `pid`, when the report samples threads or a
+/// mechanism pins them. With the shim it also stands guard: should the
+/// program execute in place an image the shim cannot reach
+/// (`sh -c ./prog32`), it pins that image's threads (see [`crate::watch`]).
+fn start_watcher(app: &Application, plan: &Plan, opts: &RunOptions, pid: i32) -> Option<Watcher> {
+    let mechanism = app.mechanism;
     let takeover = (mechanism == Some(Mechanism::Shim)).then(|| Takeover {
-        plan: FollowPlan {
-            places: plan.places.clone(),
-            skip: opts.skip.clone(),
-            process_mask: plan.process_mask.clone(),
-            pin_main_lazily: app.pin_main == PinMain::Lazy,
-        },
+        plan: app.pinning(plan, &opts.skip),
         poll: opts.follow_interval,
     });
-    let watcher = (opts.report || mechanism.is_some()).then(|| {
+    (opts.report || mechanism.is_some()).then(|| {
         let follow = app.follow_plan(plan, &opts.skip);
         let planned = if app.per_thread {
             plan.places.clone()
@@ -694,37 +813,29 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
             },
         };
         Watcher::start_guarded(FsRoot::live(), cfg, takeover, planned, opts.skip.clone())
-    });
+    })
+}
 
-    interrupt::wait_exited(pid);
-    let Watched {
-        records: mut threads,
-        takeovers,
-    } = match watcher.map(Watcher::finish_watched) {
+/// What the watcher saw, once stopped; a crashed watcher is noted.
+fn finish_watcher(watcher: Option<Watcher>, notes: &mut Vec<String>) -> Watched {
+    match watcher.map(Watcher::finish_watched) {
         Some(Ok(w)) => w,
         Some(Err(e)) => {
             notes.push(e.to_string());
             Watched::default()
         }
         None => Watched::default(),
-    };
-    // The report names what actually placed the threads: the watcher, when
-    // it had to take over from the shim.
-    let mut mechanism = mechanism;
-    let mut fallback = app.fallback.clone();
-    if let Some(why) = takeovers.first() {
-        mechanism = Some(Mechanism::Follow);
-        fallback = Some(why.clone());
-        for why in &takeovers {
-            notes.push(format!(
-                "{why}: the program executed it in place, and the /proc watcher pinned its threads instead of the shim (the follow mechanism)"
-            ));
-        }
     }
-    let mut child = child;
-    let status = loop {
+}
+
+/// Reaps the child, retrying when a signal interrupts the wait.
+fn wait_child(
+    mut child: std::process::Child,
+    program: &str,
+) -> Result<std::process::ExitStatus, LaunchError> {
+    loop {
         match child.wait() {
-            Ok(s) => break s,
+            Ok(s) => return Ok(s),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(source) => {
                 return Err(LaunchError::Wait {
@@ -733,63 +844,23 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
                 })
             }
         }
-    };
-    let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let (logged, events) = match log.as_ref().map(ThreadLog::read_all) {
+    }
+}
+
+/// The shim's thread log: the threads it placed and its image events
+/// (none without a log; an unreadable log is noted).
+fn read_log(
+    log: Option<&ThreadLog>,
+    notes: &mut Vec<String>,
+) -> (Vec<threadlog::LoggedThread>, Vec<threadlog::ImageEvent>) {
+    match log.map(ThreadLog::read_all) {
         Some(Ok(l)) => l,
         Some(Err(e)) => {
             notes.push(format!("cannot read the thread log: {e}"));
             (Vec::new(), Vec::new())
         }
         None => (Vec::new(), Vec::new()),
-    };
-    // The shim's handshake: an image it was not loaded into that ended
-    // before the watcher saw it is never reported as placed by the shim.
-    if mechanism == Some(Mechanism::Shim) && log.is_some() {
-        if let Some(why) = threadlog::unreached(&events) {
-            mechanism = None;
-            notes.push(format!(
-                "{why} (a 32-bit or static program?), and it ended before the /proc watcher saw it: its threads were not placed one by one, they ran on the CPUs they inherited"
-            ));
-            fallback = Some(why.to_string());
-        }
     }
-    if app.per_thread {
-        let expected = Expected {
-            places: &plan.places,
-            skip: &opts.skip,
-            lazy_main: app.pin_main == PinMain::Lazy,
-            pid,
-        };
-        assign_planned(&mut threads, &logged, &expected);
-    }
-    let refused = refusal(&threads, &logged, &plan.places, &plan.process_mask);
-    drop(tree);
-    drop(main);
-    if let Some(s) = shim {
-        if let Err(e) = s.remove() {
-            notes.push(format!("could not remove the pinning shim: {e}"));
-        }
-    }
-    let signal = status.signal();
-    let exit_code = pinsight_lifecycle::exit::status_code(&status);
-    let follow = (mechanism == Some(Mechanism::Follow))
-        .then(|| follow_stats(&threads, opts.follow_interval));
-    Ok(RunOutcome {
-        pid,
-        exit_code,
-        signal,
-        mechanism,
-        fallback,
-        pin_main: app.per_thread.then_some(app.pin_main),
-        exported,
-        wall_ms,
-        threads,
-        follow,
-        memory: plan.memory.as_ref().map(|m| m.policy.clone()),
-        refused,
-        notes,
-    })
 }
 
 #[cfg(test)]

@@ -366,96 +366,132 @@ pub fn pin_process(
     }
     let mut out = Vec::with_capacity(assignments.len());
     for a in assignments {
-        let before = affinity::get_affinity(a.tid).ok();
-        let mut pin = ThreadPin {
-            tid: a.tid,
-            name: a.name,
-            role: a.role,
-            before: before.clone(),
-            target: a.target.clone(),
-            after: None,
-            outcome: Outcome::LeftAlone,
-            error: None,
-        };
-        let Some(target) = a.target else {
-            pin.after = before;
-            out.push(pin);
-            continue;
-        };
-        // A zombie thread still accepts affinity calls: it has exited all the same.
-        let gone = !matches!(procfs::task_stat(fs, pid, a.tid), Some(st) if st.state != 'Z' && st.state != 'X');
-        if before.is_none() || gone {
-            pin.outcome = Outcome::Exited;
-            out.push(pin);
-            continue;
-        }
-        let fixed = affinity_is_fixed(fs, pid, a.tid);
-        if opts.dry_run {
-            // The kernel refuses any change to these, even to the same
-            // mask: say what a real run would meet.
-            if fixed {
-                pin.outcome = Outcome::WouldFail;
-                pin.error = Some(fixed_affinity_reason(&pin.name));
-                pin.after = before;
-                out.push(pin);
-                continue;
-            }
+        let pin = pin_thread(fs, pid, a, opts.dry_run, &out)?;
+        out.push(pin);
+    }
+    let process_exited = note_outcome(fs, pid, opts.dry_run, &tasks, &out, &mut notes);
+    Ok(PinReport {
+        pid,
+        policy: plan.policy.clone(),
+        dry_run: opts.dry_run,
+        threads: out,
+        process_exited,
+        notes,
+    })
+}
+
+/// Applies one assignment (or, with `dry_run`, says what applying would
+/// do). `done` are the threads handled so far: a permission refusal before
+/// any change is the whole process's error.
+fn pin_thread(
+    fs: &FsRoot,
+    pid: i32,
+    a: Assignment,
+    dry_run: bool,
+    done: &[ThreadPin],
+) -> Result<ThreadPin, PinError> {
+    let before = affinity::get_affinity(a.tid).ok();
+    let mut pin = ThreadPin {
+        tid: a.tid,
+        name: a.name,
+        role: a.role,
+        before: before.clone(),
+        target: a.target.clone(),
+        after: None,
+        outcome: Outcome::LeftAlone,
+        error: None,
+    };
+    let Some(target) = a.target else {
+        pin.after = before;
+        return Ok(pin);
+    };
+    // A zombie thread still accepts affinity calls: it has exited all the same.
+    let gone = !matches!(procfs::task_stat(fs, pid, a.tid), Some(st) if st.state != 'Z' && st.state != 'X');
+    if before.is_none() || gone {
+        pin.outcome = Outcome::Exited;
+        return Ok(pin);
+    }
+    let fixed = affinity_is_fixed(fs, pid, a.tid);
+    if dry_run {
+        return Ok(dry_run_pin(pin, target, fixed));
+    }
+    match affinity::set_affinity(a.tid, &target) {
+        Ok(()) => {
+            pin.after = affinity::get_affinity(a.tid).ok();
             pin.outcome = if before.as_ref() == Some(&target) {
                 Outcome::Unchanged
             } else {
-                Outcome::WouldChange
+                Outcome::Changed
             };
-            pin.after = Some(target);
-            out.push(pin);
-            continue;
         }
-        match affinity::set_affinity(a.tid, &target) {
-            Ok(()) => {
-                pin.after = affinity::get_affinity(a.tid).ok();
-                pin.outcome = if before.as_ref() == Some(&target) {
-                    Outcome::Unchanged
-                } else {
-                    Outcome::Changed
-                };
-            }
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => pin.outcome = Outcome::Exited,
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                if out
-                    .iter()
-                    .all(|p: &ThreadPin| p.outcome != Outcome::Changed)
-                {
-                    return Err(PinError::PermissionDenied {
-                        pid,
-                        owner: procfs::process_uid(fs, pid),
-                        me: my_uid(),
-                    });
-                }
-                pin.outcome = Outcome::Failed;
-                pin.error = Some("permission denied".into());
-            }
-            Err(e) => {
-                pin.outcome = Outcome::Failed;
-                pin.after = affinity::get_affinity(a.tid).ok();
-                pin.error = Some(match e.raw_os_error() {
-                    Some(libc::EINVAL) if fixed || affinity_is_fixed(fs, pid, a.tid) => {
-                        fixed_affinity_reason(&pin.name)
-                    }
-                    Some(libc::EINVAL) => {
-                        format!("CPUs {target} are not online or not allowed by the cgroup")
-                    }
-                    _ => e.to_string(),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => pin.outcome = Outcome::Exited,
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            if done
+                .iter()
+                .all(|p: &ThreadPin| p.outcome != Outcome::Changed)
+            {
+                return Err(PinError::PermissionDenied {
+                    pid,
+                    owner: procfs::process_uid(fs, pid),
+                    me: my_uid(),
                 });
             }
+            pin.outcome = Outcome::Failed;
+            pin.error = Some("permission denied".into());
         }
-        out.push(pin);
+        Err(e) => {
+            pin.outcome = Outcome::Failed;
+            pin.after = affinity::get_affinity(a.tid).ok();
+            pin.error = Some(match e.raw_os_error() {
+                Some(libc::EINVAL) if fixed || affinity_is_fixed(fs, pid, a.tid) => {
+                    fixed_affinity_reason(&pin.name)
+                }
+                Some(libc::EINVAL) => {
+                    format!("CPUs {target} are not online or not allowed by the cgroup")
+                }
+                _ => e.to_string(),
+            });
+        }
     }
-    if opts.dry_run && my_uid() != 0 && procfs::process_uid(fs, pid).is_some_and(|u| u != my_uid())
-    {
+    Ok(pin)
+}
+
+/// What pinning a live thread to `target` would do, changing nothing.
+/// The kernel refuses any change to a `fixed` affinity, even to the same
+/// mask: say what a real run would meet.
+fn dry_run_pin(mut pin: ThreadPin, target: CpuSet, fixed: bool) -> ThreadPin {
+    if fixed {
+        pin.outcome = Outcome::WouldFail;
+        pin.error = Some(fixed_affinity_reason(&pin.name));
+        pin.after = pin.before.clone();
+        return pin;
+    }
+    pin.outcome = if pin.before.as_ref() == Some(&target) {
+        Outcome::Unchanged
+    } else {
+        Outcome::WouldChange
+    };
+    pin.after = Some(target);
+    pin
+}
+
+/// Notes what the report cannot show by itself (another user's process
+/// in a dry run, threads new since the listing, threads or the process
+/// that exited); returns whether the process exited.
+fn note_outcome(
+    fs: &FsRoot,
+    pid: i32,
+    dry_run: bool,
+    tasks: &[TaskInfo],
+    out: &[ThreadPin],
+    notes: &mut Vec<String>,
+) -> bool {
+    if dry_run && my_uid() != 0 && procfs::process_uid(fs, pid).is_some_and(|u| u != my_uid()) {
         notes.push(
             "dry run: the process belongs to another user; applying would need CAP_SYS_NICE".into(),
         );
     }
-    if !opts.dry_run {
+    if !dry_run {
         let known: std::collections::BTreeSet<i32> = tasks.iter().map(|t| t.tid).collect();
         let new = procfs::tids(fs, pid)
             .into_iter()
@@ -475,14 +511,7 @@ pub fn pin_process(
             "PID {pid} exited while being pinned: this report is partial"
         ));
     }
-    Ok(PinReport {
-        pid,
-        policy: plan.policy.clone(),
-        dry_run: opts.dry_run,
-        threads: out,
-        process_exited,
-        notes,
-    })
+    process_exited
 }
 
 #[cfg(test)]

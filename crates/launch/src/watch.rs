@@ -372,16 +372,20 @@ fn watch(
     if cfg.follow.is_some() {
         raise_own_priority();
     }
-    let t0 = Instant::now();
-    let mut records: BTreeMap<i32, ThreadRecord> = BTreeMap::new();
+    let mut w = Watch {
+        fs,
+        cfg,
+        planned,
+        skip,
+        t0: Instant::now(),
+        records: BTreeMap::new(),
+        main_pinned: false,
+        created: 0,
+        guard: takeover.map(|_| ImageGuard::new(fs)),
+        takeovers: Vec::new(),
+        exe: format!("/proc/{}/exe", cfg.pid),
+    };
     let mut last_sample = Instant::now();
-    let mut main_pinned = false;
-    // Threads created since the pinning began: the follow plan's numbering
-    // (from the exec, after a takeover).
-    let mut created = 0usize;
-    let mut guard = takeover.map(|_| ImageGuard::new(fs));
-    let mut takeovers = Vec::new();
-    let exe = format!("/proc/{}/exe", cfg.pid);
     let sampling = !cfg.sample_every.is_zero();
     let mut first = true;
     loop {
@@ -391,81 +395,21 @@ fn watch(
         // listed at the sampling pace (or every turn, when pinning them).
         let due = first || stopping || (sampling && last_sample.elapsed() >= cfg.sample_every);
         first = false;
-        let tids = match &mut guard {
-            None => procfs::tids(fs, cfg.pid),
-            Some(g) => {
-                // The image before and after the listing, so the threads
-                // listed are the judged image's (an exec ends every other
-                // thread before /proc/PID/exe changes).
-                let mut tries = 0;
-                loop {
-                    tries += 1;
-                    let before = fs.read_link(&exe);
-                    let listed = if g.taken || cfg.follow.is_some() || (sampling && due) {
-                        procfs::tids(fs, cfg.pid)
-                    } else {
-                        Vec::new()
-                    };
-                    let after = fs.read_link(&exe);
-                    if before != after && tries < 8 {
-                        continue;
-                    }
-                    match g.judge(after) {
-                        Change::None => break listed,
-                        Change::Take(why) => {
-                            takeovers.push(why);
-                            created = 0;
-                            main_pinned = false;
-                            raise_own_priority();
-                        }
-                        Change::Release => {}
-                    }
-                    // List again under the new state.
-                }
-            }
-        };
-        let taken = guard.as_ref().is_some_and(|g| g.taken);
+        let tids = w.list(sampling && due);
+        let taken = w.guard.as_ref().is_some_and(|g| g.taken);
         let follow = match takeover {
             Some(t) if taken => Some(&t.plan),
             _ => cfg.follow.as_ref(),
         };
         for &tid in &tids {
-            if records.contains_key(&tid) {
-                continue;
+            if !w.records.contains_key(&tid) {
+                w.record_new(tid, follow);
             }
-            let order = records.len();
-            let mut rec = ThreadRecord {
-                tid,
-                index: order,
-                name: String::new(),
-                first_seen_ms: t0.elapsed().as_secs_f64() * 1e3,
-                affinity: None,
-                last_cpu: None,
-                cpus_seen: CpuSet::new(),
-                samples: 0,
-                planned: planned_for(order, planned, skip),
-                follow: None,
-            };
-            // The main thread was placed at spawn; others are pinned now.
-            if let (Some(plan), true) = (follow, tid != cfg.pid) {
-                if plan.pin_main_lazily && !main_pinned {
-                    main_pinned = true;
-                    let pin = pin_main(cfg.pid, plan);
-                    if let Some(main) = records.get_mut(&cfg.pid) {
-                        main.follow = Some(pin);
-                        sample(fs, cfg.pid, main);
-                    }
-                }
-                rec.follow = Some(follow_pin(fs, cfg.pid, tid, created, plan));
-                created += 1;
-            }
-            sample(fs, cfg.pid, &mut rec);
-            records.insert(tid, rec);
         }
         if sampling && due && last_sample.elapsed() >= cfg.sample_every {
             last_sample = Instant::now();
             for tid in &tids {
-                if let Some(rec) = records.get_mut(tid) {
+                if let Some(rec) = w.records.get_mut(tid) {
                     sample(fs, cfg.pid, rec);
                 }
             }
@@ -476,15 +420,106 @@ fn watch(
         // A guard looks at the takeover's pace while wrappers usually exec
         // (the first [`GUARD_FAST`]), then at the watcher's own.
         std::thread::sleep(match takeover {
-            Some(t) if taken || t0.elapsed() < GUARD_FAST => t.poll.min(cfg.poll),
+            Some(t) if taken || w.t0.elapsed() < GUARD_FAST => t.poll.min(cfg.poll),
             _ => cfg.poll,
         });
     }
-    let mut out: Vec<ThreadRecord> = records.into_values().collect();
+    let mut out: Vec<ThreadRecord> = w.records.into_values().collect();
     out.sort_by_key(|r| r.index);
     Watched {
         records: out,
-        takeovers,
+        takeovers: w.takeovers,
+    }
+}
+
+/// The watcher's state between looks.
+struct Watch<'a> {
+    fs: &'a FsRoot,
+    cfg: &'a WatchConfig,
+    planned: &'a [CpuSet],
+    skip: &'a [usize],
+    t0: Instant,
+    records: BTreeMap<i32, ThreadRecord>,
+    main_pinned: bool,
+    /// Threads created since the pinning began: the follow plan's
+    /// numbering (from the exec, after a takeover).
+    created: usize,
+    guard: Option<ImageGuard>,
+    takeovers: Vec<String>,
+    /// `/proc/PID/exe` of the program.
+    exe: String,
+}
+
+impl Watch<'_> {
+    /// The program's threads now. With a guard, the image is judged before
+    /// and after the listing, so the threads listed are the judged image's
+    /// (an exec ends every other thread before /proc/PID/exe changes);
+    /// without pinning, threads are listed only when `sample_due`.
+    fn list(&mut self, sample_due: bool) -> Vec<i32> {
+        let (fs, pid) = (self.fs, self.cfg.pid);
+        let Some(g) = &mut self.guard else {
+            return procfs::tids(fs, pid);
+        };
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let before = fs.read_link(&self.exe);
+            let listed = if g.taken || self.cfg.follow.is_some() || sample_due {
+                procfs::tids(fs, pid)
+            } else {
+                Vec::new()
+            };
+            let after = fs.read_link(&self.exe);
+            if before != after && tries < 8 {
+                continue;
+            }
+            match g.judge(after) {
+                Change::None => break listed,
+                Change::Take(why) => {
+                    self.takeovers.push(why);
+                    self.created = 0;
+                    self.main_pinned = false;
+                    raise_own_priority();
+                }
+                Change::Release => {}
+            }
+            // List again under the new state.
+        }
+    }
+
+    /// Records a thread seen for the first time; with a `follow` plan,
+    /// pins it (and, lazily, the main thread, when the first other thread
+    /// appears).
+    fn record_new(&mut self, tid: i32, follow: Option<&FollowPlan>) {
+        let (fs, pid) = (self.fs, self.cfg.pid);
+        let order = self.records.len();
+        let mut rec = ThreadRecord {
+            tid,
+            index: order,
+            name: String::new(),
+            first_seen_ms: self.t0.elapsed().as_secs_f64() * 1e3,
+            affinity: None,
+            last_cpu: None,
+            cpus_seen: CpuSet::new(),
+            samples: 0,
+            planned: planned_for(order, self.planned, self.skip),
+            follow: None,
+        };
+        // The main thread was placed at spawn; others are pinned now.
+        if let (Some(plan), true) = (follow, tid != pid) {
+            if plan.pin_main_lazily && !self.main_pinned {
+                self.main_pinned = true;
+                let pin = pin_main(pid, plan);
+                if let Some(main) = self.records.get_mut(&pid) {
+                    main.follow = Some(pin);
+                    sample(fs, pid, main);
+                }
+            }
+            rec.follow = Some(follow_pin(fs, pid, tid, self.created, plan));
+            self.created += 1;
+        }
+        sample(fs, pid, &mut rec);
+        self.records.insert(tid, rec);
     }
 }
 

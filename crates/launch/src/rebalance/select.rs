@@ -71,53 +71,7 @@ pub struct Task {
 pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>, RebalanceError> {
     let me = std::process::id() as i32;
     let ancestors = ancestors(fs, me);
-    let off_limits = |p: i32| p == me || ancestors.contains(&p) || is_kernel_thread(fs, p);
-    let pids: Vec<i32> = match sel {
-        Selector::Pids(pids) => {
-            let missing: Vec<i32> = pids
-                .iter()
-                .copied()
-                .filter(|p| *p <= 0 || !alive(fs, *p))
-                .collect();
-            if !missing.is_empty() {
-                return Err(RebalanceError::UnknownPids(missing));
-            }
-            if pids.contains(&me) {
-                return Err(RebalanceError::OwnProcess(me));
-            }
-            let name = |p: i32| process_name(fs, p).unwrap_or_default();
-            if let Some(&p) = pids.iter().find(|p| ancestors.contains(*p)) {
-                return Err(RebalanceError::Ancestor {
-                    pid: p,
-                    name: name(p),
-                });
-            }
-            if let Some(&p) = pids.iter().find(|&&p| is_kernel_thread(fs, p)) {
-                return Err(RebalanceError::KernelThread {
-                    pid: p,
-                    name: name(p),
-                });
-            }
-            let mut v = pids.clone();
-            v.sort_unstable();
-            v.dedup();
-            v
-        }
-        Selector::Match { .. } => {
-            let mut v: Vec<i32> = fs
-                .list_dir("/proc")
-                .iter()
-                .filter_map(|n| n.parse::<i32>().ok())
-                .filter(|&p| !off_limits(p))
-                .collect();
-            v.sort_unstable();
-            v
-        }
-        Selector::Cgroup(path) => cgroup_members(fs, path, "cgroup.procs")?
-            .into_iter()
-            .filter(|&p| !off_limits(p))
-            .collect(),
-    };
+    let pids = candidates(fs, sel, me, &ancestors)?;
     let cgroup_threads = match sel {
         Selector::Cgroup(path) if per_thread => Some(cgroup_members(fs, path, "cgroup.threads")?),
         _ => None,
@@ -143,45 +97,17 @@ pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>
             _ => true,
         };
         if per_thread {
-            for (tid, name) in threads {
-                let keep = match (sel, &cgroup_threads) {
-                    (Selector::Match { pattern, .. }, _) => {
-                        process_matches || pattern.is_match(&name)
-                    }
-                    (_, Some(members)) => members.contains(&tid),
-                    _ => true,
-                };
-                if let (true, Some(before)) = (keep, procfs::task_allowed(fs, pid, tid)) {
-                    tasks.push(Task {
-                        pid,
-                        tid: Some(tid),
-                        name,
-                        threads: vec![tid],
-                        before,
-                    });
-                }
-            }
+            let members = cgroup_threads.as_deref();
+            tasks.extend(thread_tasks(
+                fs,
+                sel,
+                pid,
+                threads,
+                process_matches,
+                members,
+            ));
         } else {
-            let keep = match sel {
-                Selector::Match { pattern, .. } => {
-                    process_matches || threads.iter().any(|(_, n)| pattern.is_match(n))
-                }
-                _ => true,
-            };
-            let tids: Vec<i32> = threads.iter().map(|(t, _)| *t).collect();
-            let before = tids
-                .iter()
-                .filter_map(|t| procfs::task_allowed(fs, pid, *t))
-                .fold(CpuSet::new(), |a, s| a.union(&s));
-            if keep && !tids.is_empty() && !before.is_empty() {
-                tasks.push(Task {
-                    pid,
-                    tid: None,
-                    name: comm,
-                    threads: tids,
-                    before,
-                });
-            }
+            tasks.extend(process_task(fs, sel, pid, comm, &threads, process_matches));
         }
     }
     if tasks.is_empty() {
@@ -194,6 +120,134 @@ pub fn select(fs: &FsRoot, sel: &Selector, per_thread: bool) -> Result<Vec<Task>
         });
     }
     Ok(tasks)
+}
+
+/// The processes `sel` names, before their threads are read: named PIDs
+/// (each checked), else every process or the cgroup's, less those off
+/// limits (`me`, its `ancestors`, kernel threads).
+fn candidates(
+    fs: &FsRoot,
+    sel: &Selector,
+    me: i32,
+    ancestors: &std::collections::BTreeSet<i32>,
+) -> Result<Vec<i32>, RebalanceError> {
+    let off_limits = |p: i32| p == me || ancestors.contains(&p) || is_kernel_thread(fs, p);
+    Ok(match sel {
+        Selector::Pids(pids) => named_pids(fs, pids, me, ancestors)?,
+        Selector::Match { .. } => {
+            let mut v: Vec<i32> = fs
+                .list_dir("/proc")
+                .iter()
+                .filter_map(|n| n.parse::<i32>().ok())
+                .filter(|&p| !off_limits(p))
+                .collect();
+            v.sort_unstable();
+            v
+        }
+        Selector::Cgroup(path) => cgroup_members(fs, path, "cgroup.procs")?
+            .into_iter()
+            .filter(|&p| !off_limits(p))
+            .collect(),
+    })
+}
+
+/// PIDs named by `--pids`, ascending and once each: every one must be a
+/// live process other than `me`, its `ancestors` and kernel threads.
+fn named_pids(
+    fs: &FsRoot,
+    pids: &[i32],
+    me: i32,
+    ancestors: &std::collections::BTreeSet<i32>,
+) -> Result<Vec<i32>, RebalanceError> {
+    let missing: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|p| *p <= 0 || !alive(fs, *p))
+        .collect();
+    if !missing.is_empty() {
+        return Err(RebalanceError::UnknownPids(missing));
+    }
+    if pids.contains(&me) {
+        return Err(RebalanceError::OwnProcess(me));
+    }
+    let name = |p: i32| process_name(fs, p).unwrap_or_default();
+    if let Some(&p) = pids.iter().find(|p| ancestors.contains(*p)) {
+        return Err(RebalanceError::Ancestor {
+            pid: p,
+            name: name(p),
+        });
+    }
+    if let Some(&p) = pids.iter().find(|&&p| is_kernel_thread(fs, p)) {
+        return Err(RebalanceError::KernelThread {
+            pid: p,
+            name: name(p),
+        });
+    }
+    let mut v = pids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+/// One task per thread of `pid` that `sel` keeps (by its own name with a
+/// pattern, by `members` of the cgroup) and whose affinity is readable.
+fn thread_tasks(
+    fs: &FsRoot,
+    sel: &Selector,
+    pid: i32,
+    threads: Vec<(i32, String)>,
+    process_matches: bool,
+    members: Option<&[i32]>,
+) -> Vec<Task> {
+    let mut tasks = Vec::new();
+    for (tid, name) in threads {
+        let keep = match (sel, members) {
+            (Selector::Match { pattern, .. }, _) => process_matches || pattern.is_match(&name),
+            (_, Some(members)) => members.contains(&tid),
+            _ => true,
+        };
+        if let (true, Some(before)) = (keep, procfs::task_allowed(fs, pid, tid)) {
+            tasks.push(Task {
+                pid,
+                tid: Some(tid),
+                name,
+                threads: vec![tid],
+                before,
+            });
+        }
+    }
+    tasks
+}
+
+/// The whole process `pid` as one task, when `sel` keeps it (with a
+/// pattern: it or one of its threads matches) and its threads and
+/// affinity are readable.
+fn process_task(
+    fs: &FsRoot,
+    sel: &Selector,
+    pid: i32,
+    comm: String,
+    threads: &[(i32, String)],
+    process_matches: bool,
+) -> Option<Task> {
+    let keep = match sel {
+        Selector::Match { pattern, .. } => {
+            process_matches || threads.iter().any(|(_, n)| pattern.is_match(n))
+        }
+        _ => true,
+    };
+    let tids: Vec<i32> = threads.iter().map(|(t, _)| *t).collect();
+    let before = tids
+        .iter()
+        .filter_map(|t| procfs::task_allowed(fs, pid, *t))
+        .fold(CpuSet::new(), |a, s| a.union(&s));
+    (keep && !tids.is_empty() && !before.is_empty()).then_some(Task {
+        pid,
+        tid: None,
+        name: comm,
+        threads: tids,
+        before,
+    })
 }
 
 /// A cgroup path as an absolute directory under [`CGROUP_ROOT`].

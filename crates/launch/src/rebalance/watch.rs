@@ -37,6 +37,7 @@ use pinsight_sys::FsRoot;
 use pinsight_sys::{affinity, procfs};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -253,52 +254,101 @@ pub fn run(
     state_path: &Path,
     on_decision: &mut dyn FnMut(&Decision),
 ) -> Result<End, RebalanceError> {
-    let mut refused = BTreeSet::new();
+    let refused = BTreeSet::new();
     let first = select_now(fs, req, &refused)?;
     let cpus = cpus_for(topo, req, &first)?;
     // The plan is checked once before the loop: bad weights or CPUs are
     // bad input, said before anything runs.
     plan_over(fs, topo, &cpus, first.len().max(1), req.weights.as_ref())?;
-    let mut saved = Saved {
-        path: state_path.to_path_buf(),
-        threads: BTreeMap::new(),
+    let mut daemon = Daemon {
+        fs,
+        topo,
+        req,
+        opts,
+        cpus,
+        saved: Saved {
+            path: state_path.to_path_buf(),
+            threads: BTreeMap::new(),
+        },
+        refused,
+        known: BTreeSet::new(),
+        over: 0,
+        n: 0,
     };
-    let mut known: BTreeSet<(i32, Option<i32>)> = BTreeSet::new();
-    let mut over = 0u32;
-    let mut n = 0u64;
     let signal = loop {
         if let Some(sig) = pinsight_lifecycle::interrupt::stopped() {
             break Some(sig);
         }
-        if opts.intervals.is_some_and(|k| n >= k) {
+        if opts.intervals.is_some_and(|k| daemon.n >= k) {
             break None;
         }
-        n += 1;
-        let tasks = select_now(fs, req, &refused)?;
-        let keys: BTreeSet<(i32, Option<i32>)> = tasks.iter().map(|t| (t.pid, t.tid)).collect();
-        let exited = known.difference(&keys).count();
-        let new: BTreeSet<(i32, Option<i32>)> = keys.difference(&known).copied().collect();
-        known = keys;
-        if saved.forget_gone(fs) {
-            saved.write()?;
+        match daemon.interval()? {
+            ControlFlow::Break(sig) => break Some(sig),
+            ControlFlow::Continue(d) => on_decision(&d),
+        }
+    };
+    let saved = &daemon.saved;
+    let restored = state::restore_loaded(fs, &saved.path, saved.state());
+    let all_back = restored
+        .threads
+        .iter()
+        .all(|t| t.outcome != state::RestoreOutcome::Failed);
+    let state_removed = all_back && std::fs::remove_file(&saved.path).is_ok();
+    Ok(End {
+        signal,
+        intervals: daemon.n,
+        restored,
+        state_removed,
+    })
+}
+
+/// A task's key: its PID, and its TID when the task is one thread.
+type TaskKey = (i32, Option<i32>);
+
+/// The daemon's state between intervals.
+struct Daemon<'a> {
+    fs: &'a FsRoot,
+    topo: &'a Topology,
+    req: &'a Request,
+    opts: &'a Options,
+    /// The CPUs the tasks are balanced over.
+    cpus: CpuSet,
+    /// The affinities of the threads moved so far, and their state file.
+    saved: Saved,
+    /// Tasks whose move the kernel refused: no longer selected.
+    refused: BTreeSet<TaskKey>,
+    /// The tasks selected in the last interval.
+    known: BTreeSet<TaskKey>,
+    /// Intervals in a row over the threshold.
+    over: u32,
+    /// Intervals begun.
+    n: u64,
+}
+
+impl Daemon<'_> {
+    /// One interval: selects the tasks again, measures them and moves
+    /// what the decision says; breaks with the signal that came meanwhile.
+    fn interval(&mut self) -> Result<ControlFlow<i32, Decision>, RebalanceError> {
+        let fs = self.fs;
+        self.n += 1;
+        let tasks = select_now(fs, self.req, &self.refused)?;
+        let keys: BTreeSet<TaskKey> = tasks.iter().map(|t| (t.pid, t.tid)).collect();
+        let exited = self.known.difference(&keys).count();
+        let new: BTreeSet<TaskKey> = keys.difference(&self.known).copied().collect();
+        self.known = keys;
+        if self.saved.forget_gone(fs) {
+            self.saved.write()?;
         }
         let (plan, rel, _) = if tasks.is_empty() {
             (None, Vec::new(), String::new())
         } else {
-            let (p, r, s) = plan_over(fs, topo, &cpus, tasks.len(), req.weights.as_ref())?;
+            let weights = self.req.weights.as_ref();
+            let (p, r, s) = plan_over(fs, self.topo, &self.cpus, tasks.len(), weights)?;
             (Some(p), r, s)
         };
-        let view = if tasks.is_empty() {
-            match pinsight_lifecycle::interrupt::wait(opts.interval) {
-                Some(sig) => break Some(sig),
-                None => None,
-            }
-        } else {
-            match load::measure(fs, &rel, &tasks, &req.exclude, opts.interval) {
-                Ok(v) => Some(v),
-                Err(load::LoadError::Interrupted(sig)) => break Some(sig),
-                Err(e) => return Err(finish_with(fs, &saved, e.into())),
-            }
+        let view = match self.look(&tasks, &rel)? {
+            ControlFlow::Break(sig) => return Ok(ControlFlow::Break(sig)),
+            ControlFlow::Continue(view) => view,
         };
         let imbalance = view
             .as_ref()
@@ -308,11 +358,11 @@ pub fn run(
             .as_ref()
             .and_then(|v| v.progress_imbalance.as_ref())
             .map_or(0, |p| p.tasks);
-        let is_over = imbalance.is_some_and(|r| r > opts.threshold);
-        let was_over = over;
-        over = if is_over { over + 1 } else { 0 };
+        let is_over = imbalance.is_some_and(|r| r > self.opts.threshold);
+        let was_over = self.over;
+        self.over = if is_over { self.over + 1 } else { 0 };
         let mut d = Decision {
-            interval: n,
+            interval: self.n,
             unix_time: now_s(),
             action: Action::Steady,
             tasks: tasks.len(),
@@ -320,7 +370,7 @@ pub fn run(
             exited,
             progress_imbalance: imbalance,
             wanting,
-            over,
+            over: self.over,
             moved: 0,
             pending: 0,
             expected: None,
@@ -329,44 +379,10 @@ pub fn run(
         };
         if let Some(plan) = plan {
             let targets = assign(&tasks, &plan);
-            let rebalance = over >= opts.patience.max(1);
-            // Which tasks move: the new ones (always), every one whose
-            // place differs when the imbalance has stood long enough.
-            let mut moving: Vec<usize> = (0..tasks.len())
-                .filter(|&i| tasks[i].before != targets[i])
-                .filter(|&i| rebalance || new.contains(&(tasks[i].pid, tasks[i].tid)))
-                .collect();
-            moving.sort_by_key(|&i| !new.contains(&(tasks[i].pid, tasks[i].tid)));
-            d.pending = moving.len().saturating_sub(opts.max_moves);
-            moving.truncate(opts.max_moves);
+            let rebalance = self.over >= self.opts.patience.max(1);
+            let moving = self.moving(&tasks, &targets, &new, rebalance, &mut d);
             if !moving.is_empty() {
-                let batch: Vec<&Task> = moving.iter().map(|&i| &tasks[i]).collect();
-                let batch_targets: Vec<CpuSet> =
-                    moving.iter().map(|&i| targets[i].clone()).collect();
-                saved
-                    .add(fs, &batch)
-                    .map_err(|e| finish_with(fs, &saved, e))?;
-                let owned: Vec<Task> = batch.iter().map(|t| (*t).clone()).collect();
-                match super::apply(fs, &owned, &batch_targets) {
-                    Ok(moves) => {
-                        d.moved = moves.iter().filter(|m| m.outcome == Outcome::Moved).count();
-                        d.action = if rebalance {
-                            Action::Rebalanced
-                        } else {
-                            Action::Placed
-                        };
-                        over = 0;
-                    }
-                    Err(RebalanceError::Refused {
-                        pid, tid, reason, ..
-                    }) => {
-                        let t = owned.iter().find(|t| t.pid == pid);
-                        refused.insert((pid, t.and_then(|t| t.tid)));
-                        d.action = Action::Refused;
-                        d.error = Some(format!("thread {tid} of PID {pid}: {reason}"));
-                    }
-                    Err(e) => return Err(finish_with(fs, &saved, e)),
-                }
+                self.apply_moves(&tasks, &targets, &moving, rebalance, &mut d)?;
                 let threads = tasks.iter().map(|t| t.threads.len()).collect::<Vec<_>>();
                 let places: Vec<Vec<usize>> = targets.iter().map(|s| s.iter().collect()).collect();
                 d.expected = expected_of(view.as_ref(), &threads, &places, &rel);
@@ -377,20 +393,94 @@ pub fn run(
             }
             d.per_cpu = pinned_per_cpu(fs, &tasks);
         }
-        on_decision(&d);
-    };
-    let restored = state::restore_loaded(fs, &saved.path, saved.state());
-    let all_back = restored
-        .threads
-        .iter()
-        .all(|t| t.outcome != state::RestoreOutcome::Failed);
-    let state_removed = all_back && std::fs::remove_file(&saved.path).is_ok();
-    Ok(End {
-        signal,
-        intervals: n,
-        restored,
-        state_removed,
-    })
+        Ok(ControlFlow::Continue(d))
+    }
+
+    /// The tasks' progress over one interval (`None` with no task: the
+    /// interval is only waited); breaks with a signal that came meanwhile.
+    /// A measure that fails puts back what was moved.
+    fn look(
+        &self,
+        tasks: &[Task],
+        rel: &[(usize, f64, f64)],
+    ) -> Result<ControlFlow<i32, Option<LoadView>>, RebalanceError> {
+        if tasks.is_empty() {
+            return Ok(
+                match pinsight_lifecycle::interrupt::wait(self.opts.interval) {
+                    Some(sig) => ControlFlow::Break(sig),
+                    None => ControlFlow::Continue(None),
+                },
+            );
+        }
+        let fs = self.fs;
+        match load::measure(fs, rel, tasks, &self.req.exclude, self.opts.interval) {
+            Ok(v) => Ok(ControlFlow::Continue(Some(v))),
+            Err(load::LoadError::Interrupted(sig)) => Ok(ControlFlow::Break(sig)),
+            Err(e) => Err(finish_with(fs, &self.saved, e.into())),
+        }
+    }
+
+    /// Which tasks move, new ones first: the new ones (always), every one
+    /// whose place differs when the imbalance has stood long enough
+    /// (`rebalance`); at most `max_moves`, the rest said pending in `d`.
+    fn moving(
+        &self,
+        tasks: &[Task],
+        targets: &[CpuSet],
+        new: &BTreeSet<TaskKey>,
+        rebalance: bool,
+        d: &mut Decision,
+    ) -> Vec<usize> {
+        let mut moving: Vec<usize> = (0..tasks.len())
+            .filter(|&i| tasks[i].before != targets[i])
+            .filter(|&i| rebalance || new.contains(&(tasks[i].pid, tasks[i].tid)))
+            .collect();
+        moving.sort_by_key(|&i| !new.contains(&(tasks[i].pid, tasks[i].tid)));
+        d.pending = moving.len().saturating_sub(self.opts.max_moves);
+        moving.truncate(self.opts.max_moves);
+        moving
+    }
+
+    /// Saves the affinities of the tasks at `moving`, then moves them to
+    /// their targets. A refusal is said in `d` and the task is no longer
+    /// selected; any other failure puts back what was moved.
+    fn apply_moves(
+        &mut self,
+        tasks: &[Task],
+        targets: &[CpuSet],
+        moving: &[usize],
+        rebalance: bool,
+        d: &mut Decision,
+    ) -> Result<(), RebalanceError> {
+        let fs = self.fs;
+        let batch: Vec<&Task> = moving.iter().map(|&i| &tasks[i]).collect();
+        let batch_targets: Vec<CpuSet> = moving.iter().map(|&i| targets[i].clone()).collect();
+        self.saved
+            .add(fs, &batch)
+            .map_err(|e| finish_with(fs, &self.saved, e))?;
+        let owned: Vec<Task> = batch.iter().map(|t| (*t).clone()).collect();
+        match super::apply(fs, &owned, &batch_targets) {
+            Ok(moves) => {
+                d.moved = moves.iter().filter(|m| m.outcome == Outcome::Moved).count();
+                d.action = if rebalance {
+                    Action::Rebalanced
+                } else {
+                    Action::Placed
+                };
+                self.over = 0;
+            }
+            Err(RebalanceError::Refused {
+                pid, tid, reason, ..
+            }) => {
+                let t = owned.iter().find(|t| t.pid == pid);
+                self.refused.insert((pid, t.and_then(|t| t.tid)));
+                d.action = Action::Refused;
+                d.error = Some(format!("thread {tid} of PID {pid}: {reason}"));
+            }
+            Err(e) => return Err(finish_with(fs, &self.saved, e)),
+        }
+        Ok(())
+    }
 }
 
 /// The progress imbalance the plan expects: the threads that wanted a
