@@ -356,10 +356,7 @@ pub fn arm_label(a: &ArmHeader) -> String {
 pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<String>) -> Report {
     // The latest attempt of each slot wins (a resumed experiment retries
     // failed slots); slots are chronological within an uninterrupted run.
-    let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
-    for r in runs {
-        latest.insert(r.slot, r);
-    }
+    let latest = latest_attempts(runs);
     let planned = header.arms.len() * (header.runs + header.warmup);
     let mut defs = metrics::metric_defs(latest.values().map(|r| &r.record));
     defs.extend(header.metrics.iter().map(MetricDef::program));
@@ -371,61 +368,8 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         .iter()
         .map(|a| arm_report(a, &latest, &defs))
         .collect();
-
-    // Against the baseline.
-    let series = |id: &str, key: &str| -> Vec<f64> {
-        latest
-            .values()
-            .filter(|r| r.arm == id && r.phase == Phase::Measured && r.failure().is_none())
-            .filter_map(|r| line_value(r, key).get())
-            .collect()
-    };
-    if let Some(b) = &base_id {
-        let base_time = series(b, "wall_s");
-        let base_energy = series(b, "energy_pkg_j");
-        let base_label = base.map(arm_label).unwrap_or_default();
-        let base_edp = arms
-            .iter()
-            .find(|a| &a.id == b)
-            .and_then(|a| a.metric("edp_js"))
-            .and_then(|m| m.summary.as_ref().map(|s| s.mean));
-        for a in arms.iter_mut().filter(|a| &a.id != b) {
-            a.time_vs_baseline = Versus::of(&base_label, &base_time, &series(&a.id, "wall_s"));
-            if let Some(v) = &mut a.time_vs_baseline {
-                after_warmups(
-                    &mut v.detail.notes,
-                    header.warmup,
-                    [
-                        ("baseline", &base_time[..]),
-                        ("candidate", &series(&a.id, "wall_s")[..]),
-                    ],
-                );
-            }
-            a.energy_vs_baseline =
-                Versus::of(&base_label, &base_energy, &series(&a.id, "energy_pkg_j"));
-            let edp = a
-                .metric("edp_js")
-                .and_then(|m| m.summary.as_ref().map(|s| s.mean));
-            a.edp_change_percent = match (edp, base_edp) {
-                (Some(e), Some(be)) if be > 0.0 => Some((e / be - 1.0) * 100.0),
-                _ => None,
-            };
-            a.metrics_vs_baseline = header
-                .metrics
-                .iter()
-                .filter_map(|m| {
-                    let v = Versus::of(&base_label, &series(b, &m.name), &series(&a.id, &m.name))?;
-                    Some(MetricVersus {
-                        key: m.name.clone(),
-                        better: m.better,
-                        versus: match m.better {
-                            Better::Higher => v.flipped(),
-                            Better::Lower => v,
-                        },
-                    })
-                })
-                .collect();
-        }
+    if let Some(b) = base {
+        against_baseline(header, &latest, b, &mut arms);
     }
 
     let measured: Vec<&RunLine> = latest
@@ -433,20 +377,7 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         .copied()
         .filter(|r| r.phase == Phase::Measured && r.failure().is_none())
         .collect();
-    let fixed = fixed::detect(header, &arms, base_id.as_deref(), &measured);
-    let objective = header
-        .metrics
-        .iter()
-        .find(|m| !m.optional)
-        .map(|m| m.name.as_str());
-    let mut verdict = verdict::decide(
-        &arms,
-        base_id.as_deref(),
-        &header.not_applicable,
-        header.runs,
-        objective,
-        fixed,
-    );
+    let mut verdict = decide(header, &arms, base_id.as_deref(), &measured);
     let disturbance = DisturbanceReport::of(runs, &latest);
     if let Some(note) = disturbance.as_ref().and_then(DisturbanceReport::note) {
         verdict.caveats.push(Caveat::new(note));
@@ -473,6 +404,104 @@ pub fn analyse(header: &Header, runs: &[RunLine], status: Status, warnings: Vec<
         virtual_machine: None,
         results,
     }
+}
+
+/// The latest attempt of each slot, by slot.
+pub(crate) fn latest_attempts(runs: &[RunLine]) -> BTreeMap<usize, &RunLine> {
+    let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
+    for r in runs {
+        latest.insert(r.slot, r);
+    }
+    latest
+}
+
+/// The values of `key` in arm `id`'s successful measured runs.
+fn series(latest: &BTreeMap<usize, &RunLine>, id: &str, key: &str) -> Vec<f64> {
+    latest
+        .values()
+        .filter(|r| r.arm == id && r.phase == Phase::Measured && r.failure().is_none())
+        .filter_map(|r| line_value(r, key).get())
+        .collect()
+}
+
+/// The mean energy-delay product of an arm, when measured.
+fn mean_edp(a: &ArmReport) -> Option<f64> {
+    a.metric("edp_js")
+        .and_then(|m| m.summary.as_ref().map(|s| s.mean))
+}
+
+/// Fills every other arm's comparisons against the baseline arm `base`
+/// (time, energy, energy-delay product, program metrics).
+fn against_baseline(
+    header: &Header,
+    latest: &BTreeMap<usize, &RunLine>,
+    base: &ArmHeader,
+    arms: &mut [ArmReport],
+) {
+    let b = &base.id;
+    let series = |id: &str, key: &str| series(latest, id, key);
+    let base_time = series(b, "wall_s");
+    let base_energy = series(b, "energy_pkg_j");
+    let base_label = arm_label(base);
+    let base_edp = arms.iter().find(|a| &a.id == b).and_then(mean_edp);
+    for a in arms.iter_mut().filter(|a| &a.id != b) {
+        a.time_vs_baseline = Versus::of(&base_label, &base_time, &series(&a.id, "wall_s"));
+        if let Some(v) = &mut a.time_vs_baseline {
+            after_warmups(
+                &mut v.detail.notes,
+                header.warmup,
+                [
+                    ("baseline", &base_time[..]),
+                    ("candidate", &series(&a.id, "wall_s")[..]),
+                ],
+            );
+        }
+        a.energy_vs_baseline =
+            Versus::of(&base_label, &base_energy, &series(&a.id, "energy_pkg_j"));
+        a.edp_change_percent = match (mean_edp(a), base_edp) {
+            (Some(e), Some(be)) if be > 0.0 => Some((e / be - 1.0) * 100.0),
+            _ => None,
+        };
+        a.metrics_vs_baseline = header
+            .metrics
+            .iter()
+            .filter_map(|m| {
+                let v = Versus::of(&base_label, &series(b, &m.name), &series(&a.id, &m.name))?;
+                Some(MetricVersus {
+                    key: m.name.clone(),
+                    better: m.better,
+                    versus: match m.better {
+                        Better::Higher => v.flipped(),
+                        Better::Lower => v,
+                    },
+                })
+            })
+            .collect();
+    }
+}
+
+/// The verdict on the arms: the first required program metric is the
+/// objective; a fixed cost found in the `measured` runs is taken into account.
+fn decide(
+    header: &Header,
+    arms: &[ArmReport],
+    base_id: Option<&str>,
+    measured: &[&RunLine],
+) -> Verdict {
+    let fixed = fixed::detect(header, arms, base_id, measured);
+    let objective = header
+        .metrics
+        .iter()
+        .find(|m| !m.optional)
+        .map(|m| m.name.as_str());
+    verdict::decide(
+        arms,
+        base_id,
+        &header.not_applicable,
+        header.runs,
+        objective,
+        fixed,
+    )
 }
 
 /// An arm in hyperfine's export form.
@@ -719,13 +748,5 @@ pub fn show_mean(m: &MetricStats, with_sd: bool) -> String {
 /// Values of metric `key` over the successful measured runs of `arm`, in
 /// run order (latest attempt per slot): what the statistics were computed from.
 pub fn measured_values(r: &Report, arm: &str, key: &str) -> Vec<f64> {
-    let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
-    for l in &r.runs {
-        latest.insert(l.slot, l);
-    }
-    latest
-        .values()
-        .filter(|l| l.arm == arm && l.phase == Phase::Measured && l.failure().is_none())
-        .filter_map(|l| line_value(l, key).get())
-        .collect()
+    series(&latest_attempts(&r.runs), arm, key)
 }

@@ -11,7 +11,7 @@
 use crate::command::ShimError;
 use crate::command::{PreparedArm, Shim};
 use crate::design::{schedule, Phase, Slot};
-use crate::journal::{Header, JournalWriter, RankTimes, RunLine};
+use crate::journal::{ArmHeader, Header, JournalWriter, RankTimes, RunLine};
 use crate::output::{Capture, CaptureError, Kept};
 use crate::program_metric::MetricSpec;
 use pinsight_cpuset::CpuSet;
@@ -166,11 +166,7 @@ pub fn done_slots_with(
     rerun_disturbed: usize,
 ) -> BTreeMap<usize, bool> {
     let attempts = disturbed_attempts(runs);
-    let mut latest: BTreeMap<usize, &RunLine> = BTreeMap::new();
-    for r in runs {
-        latest.insert(r.slot, r);
-    }
-    latest
+    crate::analysis::latest_attempts(runs)
         .into_iter()
         .map(|(s, r)| {
             let done = match r.failure() {
@@ -247,10 +243,20 @@ pub fn execute_with(
 ) -> Outcome {
     let slots = schedule(header.arms.len(), header.runs, header.warmup, header.seed);
     let done = done_slots_with(previous, ignore_failure, rerun_disturbed);
-    let mut finished = done.len();
-    // Reruns already spent on each slot by earlier sessions (a resume):
-    // the next attempt of a slot with k disturbed attempts is rerun k.
-    let mut reruns: BTreeMap<usize, usize> = disturbed_attempts(previous);
+    let mut runner = SlotRunner {
+        header,
+        journal,
+        exec,
+        progress,
+        gate,
+        ignore_failure,
+        rerun_disturbed,
+        interrupted,
+        finished: done.len(),
+        // Reruns already spent on each slot by earlier sessions (a resume):
+        // the next attempt of a slot with k disturbed attempts is rerun k.
+        reruns: disturbed_attempts(previous),
+    };
     let mut next = 0;
     while next < slots.len() {
         let slot = &slots[next];
@@ -258,58 +264,129 @@ pub fn execute_with(
         if done.contains_key(&slot.index) {
             continue;
         }
-        if interrupted() {
-            return Outcome::Interrupted;
+        match runner.attempt(slot) {
+            Ok(Attempt::Again) => next -= 1, // the same slot again
+            Ok(Attempt::Done) => {}
+            Err(outcome) => return outcome,
         }
+    }
+    Outcome::Complete
+}
+
+/// What became of one attempt at a slot that did not end the experiment.
+enum Attempt {
+    /// Journaled and counted, or skipped by the gate.
+    Done,
+    /// Journaled, disturbed, and to be run again at once.
+    Again,
+}
+
+/// The state of [`execute_with`]'s loop over the slots.
+struct SlotRunner<'a> {
+    header: &'a Header,
+    journal: &'a mut JournalWriter,
+    exec: &'a mut dyn Executor,
+    progress: &'a mut dyn Progress,
+    gate: &'a mut dyn Gate,
+    ignore_failure: bool,
+    rerun_disturbed: usize,
+    interrupted: &'a dyn Fn() -> bool,
+    /// Slots done so far (the progress count).
+    finished: usize,
+    /// Disturbed attempts so far of each slot.
+    reruns: BTreeMap<usize, usize>,
+}
+
+/// An error that ends the experiment.
+fn failed(e: impl Into<ExperimentError>) -> Outcome {
+    Outcome::Error(e.into())
+}
+
+impl SlotRunner<'_> {
+    /// Runs `slot` once (unless the gate skips it) and journals the run;
+    /// Err: how the experiment ends here.
+    fn attempt(&mut self, slot: &Slot) -> Result<Attempt, Outcome> {
+        self.check_interrupted()?;
+        let header = self.header;
         let arm = &header.arms[slot.arm];
-        if !gate.proceed(slot, &arm.id) {
-            continue;
+        if !self.gate.proceed(slot, &arm.id) {
+            return Ok(Attempt::Done);
         }
-        let label = gate.label(&arm.id);
+        let label = self.gate.label(&arm.id);
         let what = match slot.phase {
             Phase::Warmup => format!("warm-up {}/{}", slot.rep + 1, header.warmup),
             Phase::Measured => format!("run {}/{}", slot.rep + 1, header.runs),
         };
-        progress.step(&format!("{label} {what}"), finished as u64);
-        if let Err(e) = exec.set_governor(arm.governor.as_deref()) {
-            return Outcome::Error(e.into());
+        self.progress
+            .step(&format!("{label} {what}"), self.finished as u64);
+        self.prepare(slot, arm)?;
+        self.check_interrupted()?;
+        let (line, kept) = self.run(slot, arm)?;
+        self.journal.append(&line).map_err(failed)?;
+        if let Some(k) = &kept {
+            self.gate.output(&run_label(&line), &line, &k.text);
         }
-        let prepared = exec.prepare_for(slot);
-        match exec.take_prepare_output().transpose() {
-            Ok(Some(k)) => gate.prepare_output(
+        if self.rerun(&line) {
+            return Ok(Attempt::Again);
+        }
+        self.finished += 1;
+        self.gate.journaled(&line);
+        self.progress.step("", self.finished as u64);
+        if let Some(why) = line.failure() {
+            self.progress
+                .note(&format!("run {} ({label}) {why}", line.slot + 1));
+        }
+        self.stop_on_failure(&line, slot, arm)?;
+        Ok(Attempt::Done)
+    }
+
+    /// Err(Interrupted) once a cleanup signal arrived.
+    fn check_interrupted(&self) -> Result<(), Outcome> {
+        if (self.interrupted)() {
+            return Err(Outcome::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// Puts `arm`'s governor in place and runs `--prepare` before `slot`,
+    /// handing its kept output to the gate.
+    fn prepare(&mut self, slot: &Slot, arm: &ArmHeader) -> Result<(), Outcome> {
+        self.exec
+            .set_governor(arm.governor.as_deref())
+            .map_err(failed)?;
+        let prepared = self.exec.prepare_for(slot);
+        if let Some(k) = self
+            .exec
+            .take_prepare_output()
+            .transpose()
+            .map_err(failed)?
+        {
+            self.gate.prepare_output(
                 &format!("prepare before {}", slot_label(&arm.id, slot)),
                 &k.text,
-            ),
-            Ok(None) => {}
-            Err(e) => return Outcome::Error(e.into()),
+            );
         }
         match prepared {
-            Ok(()) => {}
-            Err(RunError::Interrupted) => return Outcome::Interrupted,
-            Err(source) => {
-                return Outcome::Error(ExperimentError::Prepare {
-                    run: slot.index + 1,
-                    source,
-                })
-            }
+            Ok(()) => Ok(()),
+            Err(RunError::Interrupted) => Err(Outcome::Interrupted),
+            Err(source) => Err(Outcome::Error(ExperimentError::Prepare {
+                run: slot.index + 1,
+                source,
+            })),
         }
-        if interrupted() {
-            return Outcome::Interrupted;
-        }
+    }
+
+    /// Runs `slot` under `arm`: its journal line, with the output kept.
+    fn run(&mut self, slot: &Slot, arm: &ArmHeader) -> Result<(RunLine, Option<Kept>), Outcome> {
         let started_unix = unix_now();
-        let (record, ranks) = match exec.run_ranks(slot) {
+        let (record, ranks) = match self.exec.run_ranks(slot) {
             Ok(r) => r,
-            Err(RunError::Interrupted) => return Outcome::Interrupted,
-            Err(e) => return Outcome::Error(ExperimentError::Run(e)),
+            Err(RunError::Interrupted) => return Err(Outcome::Interrupted),
+            Err(e) => return Err(Outcome::Error(ExperimentError::Run(e))),
         };
-        if interrupted() {
-            // Cut short by the signal: not a measurement. Resume re-runs it.
-            return Outcome::Interrupted;
-        }
-        let kept = match exec.take_output().transpose() {
-            Ok(k) => k,
-            Err(e) => return Outcome::Error(e.into()),
-        };
+        // Cut short by the signal: not a measurement. Resume re-runs it.
+        self.check_interrupted()?;
+        let kept = self.exec.take_output().transpose().map_err(failed)?;
         let line = RunLine {
             slot: slot.index,
             arm: arm.id.clone(),
@@ -318,49 +395,48 @@ pub fn execute_with(
             started_unix,
             record,
             ranks,
-            metrics: figures(&header.metrics, kept.as_ref().map(|k| k.text.as_str())),
+            metrics: figures(&self.header.metrics, kept.as_ref().map(|k| k.text.as_str())),
             output: kept.as_ref().map(|k| k.reference.clone()),
         };
-        if let Err(e) = journal.append(&line) {
-            return Outcome::Error(e.into());
-        }
-        if let Some(k) = &kept {
-            gate.output(&run_label(&line), &line, &k.text);
-        }
-        if line.failure().is_none() && line.record.disturbed() {
-            let n = reruns.entry(slot.index).or_default();
-            if *n < rerun_disturbed {
-                *n += 1;
-                next -= 1; // the same slot again
-                continue;
-            }
-        }
-        finished += 1;
-        gate.journaled(&line);
-        progress.step("", finished as u64);
-        if let Some(why) = line.failure() {
-            progress.note(&format!("run {} ({label}) {why}", line.slot + 1));
-        }
-        if let Some(why) = line.failure() {
-            if !ignore_failure {
-                return Outcome::StoppedOnFailure {
-                    slot: slot.index,
-                    arm: arm.id.clone(),
-                    why: format!(
-                        "{} run {} of {} {why}",
-                        if slot.phase == Phase::Warmup {
-                            "warm-up"
-                        } else {
-                            "measured"
-                        },
-                        slot.rep + 1,
-                        arm.id
-                    ),
-                };
-            }
-        }
+        Ok((line, kept))
     }
-    Outcome::Complete
+
+    /// Whether the slot of `line`, a disturbed success, has a rerun left
+    /// (then spent).
+    fn rerun(&mut self, line: &RunLine) -> bool {
+        if line.failure().is_none() && line.record.disturbed() {
+            let n = self.reruns.entry(line.slot).or_default();
+            if *n < self.rerun_disturbed {
+                *n += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Err(StoppedOnFailure) when `line` failed and failures are not ignored.
+    fn stop_on_failure(&self, line: &RunLine, slot: &Slot, arm: &ArmHeader) -> Result<(), Outcome> {
+        let Some(why) = line.failure() else {
+            return Ok(());
+        };
+        if self.ignore_failure {
+            return Ok(());
+        }
+        Err(Outcome::StoppedOnFailure {
+            slot: slot.index,
+            arm: arm.id.clone(),
+            why: format!(
+                "{} run {} of {} {why}",
+                if slot.phase == Phase::Warmup {
+                    "warm-up"
+                } else {
+                    "measured"
+                },
+                slot.rep + 1,
+                arm.id
+            ),
+        })
+    }
 }
 
 /// The program metrics of one run, from its kept output (none kept: each
@@ -415,7 +491,7 @@ pub struct LiveExecutor {
     arms: Vec<PreparedArm>,
     shim: Option<Shim>,
     show_output: bool,
-    prepare: Option<(Measurer, String)>,
+    prepare: PrepareCommand,
     fs: FsRoot,
     governor_cpus: CpuSet,
     guard: Option<GovernorGuard>,
@@ -423,8 +499,6 @@ pub struct LiveExecutor {
     capture: Option<(Capture, Vec<String>)>,
     /// The output of the run in flight or just done.
     kept: Option<Result<Kept, CaptureError>>,
-    /// The output of the `--prepare` command just run.
-    prepare_kept: Option<Result<Kept, CaptureError>>,
     /// Each arm's argv and environment, built by its first run and
     /// reused by the others ([`Prebuilt`]).
     prebuilt: Vec<Option<Prebuilt>>,
@@ -467,13 +541,12 @@ impl LiveExecutor {
             arms,
             shim,
             show_output,
-            prepare,
+            prepare: PrepareCommand::new(prepare, show_output),
             fs,
             governor_cpus,
             guard: None,
             capture: None,
             kept: None,
-            prepare_kept: None,
             prebuilt: Vec::new(),
         })
     }
@@ -547,24 +620,16 @@ impl Executor for LiveExecutor {
     }
 
     fn prepare(&mut self) -> Result<(), RunError> {
-        match &self.prepare {
-            Some((m, text)) => run_prepare(m, text, self.show_output),
-            None => Ok(()),
-        }
+        self.prepare.run()
     }
 
     fn prepare_for(&mut self, slot: &Slot) -> Result<(), RunError> {
-        let Some((m, text)) = &self.prepare else {
-            return Ok(());
-        };
         let capture = self.capture.as_ref().map(|c| &c.0);
-        let (r, kept) = run_prepare_kept(m, text, self.show_output, capture, slot);
-        self.prepare_kept = kept;
-        r
+        self.prepare.run_for(slot, capture)
     }
 
     fn take_prepare_output(&mut self) -> Option<Result<Kept, CaptureError>> {
-        self.prepare_kept.take()
+        self.prepare.take_output()
     }
 
     fn finish(&mut self) -> Result<(), SwitchError> {
@@ -636,6 +701,55 @@ impl LiveExecutor {
             self.guard = Some(GovernorGuard::set(&self.fs, &self.governor_cpus, gov)?);
         }
         Ok(())
+    }
+}
+
+/// An executor's `--prepare` command (if any), measured by its own
+/// measurer, with the output of its latest run when kept.
+pub(crate) struct PrepareCommand {
+    command: Option<(Measurer, String)>,
+    show_output: bool,
+    kept: Option<Result<Kept, CaptureError>>,
+}
+
+impl PrepareCommand {
+    /// `command` (measured by its measurer), its output shown when
+    /// `show_output` and not kept.
+    pub(crate) fn new(command: Option<(Measurer, String)>, show_output: bool) -> PrepareCommand {
+        PrepareCommand {
+            command,
+            show_output,
+            kept: None,
+        }
+    }
+
+    /// Runs it ([`Executor::prepare`]).
+    pub(crate) fn run(&self) -> Result<(), RunError> {
+        match &self.command {
+            Some((m, text)) => run_prepare(m, text, self.show_output),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs it before `slot`, its output kept in `capture` when there is
+    /// one ([`Executor::prepare_for`]).
+    pub(crate) fn run_for(
+        &mut self,
+        slot: &Slot,
+        capture: Option<&Capture>,
+    ) -> Result<(), RunError> {
+        let Some((m, text)) = &self.command else {
+            return Ok(());
+        };
+        let (r, kept) = run_prepare_kept(m, text, self.show_output, capture, slot);
+        self.kept = kept;
+        r
+    }
+
+    /// The output of the run just done, when kept
+    /// ([`Executor::take_prepare_output`]).
+    pub(crate) fn take_output(&mut self) -> Option<Result<Kept, CaptureError>> {
+        self.kept.take()
     }
 }
 

@@ -269,34 +269,14 @@ impl Header {
                 });
             }
         };
-        let kind = |h: &Header| match &h.kind {
-            Some(k) => format!("a {k} experiment"),
-            None => "a compare experiment".to_string(),
-        };
         if self.kind != other.kind {
             // Nothing else is comparable between two kinds of experiment.
-            cmp(Field::Kind, kind(self), kind(other));
+            cmp(Field::Kind, kind_text(self), kind_text(other));
             return diffs;
         }
-        cmp(Field::Schema, self.schema.clone(), other.schema.clone());
-        cmp(
-            Field::Command,
-            format!("`{}`", self.command.join(" ")),
-            format!("`{}`", other.command.join(" ")),
-        );
-        cmp(
-            Field::Prepare,
-            format!("{:?}", self.prepare),
-            format!("{:?}", other.prepare),
-        );
-        let ids = |h: &Header| {
-            h.arms
-                .iter()
-                .map(|a| a.id.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        cmp(Field::Arms, ids(self), ids(other));
+        for (field, text) in identity_before_arms() {
+            cmp(field, text(self), text(other));
+        }
         for (a, b) in self.arms.iter().zip(&other.arms) {
             if a.id == b.id && a.plan.threads != b.plan.threads {
                 cmp(
@@ -312,54 +292,64 @@ impl Header {
                 );
             }
         }
-        cmp(
-            Field::Threads,
-            format!("{:?}", self.threads),
-            format!("{:?}", other.threads),
-        );
-        cmp(
-            Field::Oversubscribe,
-            self.oversubscribe.to_string(),
-            other.oversubscribe.to_string(),
-        );
-        cmp(Field::Runs, self.runs.to_string(), other.runs.to_string());
-        cmp(
-            Field::Warmup,
-            self.warmup.to_string(),
-            other.warmup.to_string(),
-        );
-        cmp(Field::Seed, self.seed.to_string(), other.seed.to_string());
-        cmp(
-            Field::Timeout,
-            format!("{:?}", self.timeout_s),
-            format!("{:?}", other.timeout_s),
-        );
-        cmp(
-            Field::UsableCpus,
-            self.machine.usable_cpus.to_string(),
-            other.machine.usable_cpus.to_string(),
-        );
-        cmp(
-            Field::CpuModel,
-            format!("{:?}", self.machine.model_name),
-            format!("{:?}", other.machine.model_name),
-        );
-        let ext = |h: &Header| {
+        for (field, text) in identity_after_arms() {
+            cmp(field, text(self), text(other));
+        }
+        diffs
+    }
+}
+
+/// How a part of a header's identity reads in a [`Difference`].
+type IdentityText = fn(&Header) -> String;
+
+/// Which kind of experiment a header is, as a difference says it.
+fn kind_text(h: &Header) -> String {
+    match &h.kind {
+        Some(k) => format!("a {k} experiment"),
+        None => "a compare experiment".to_string(),
+    }
+}
+
+/// The parts of the identity compared before the arms' placements, in order.
+fn identity_before_arms() -> [(Field, IdentityText); 4] {
+    [
+        (Field::Schema, |h| h.schema.clone()),
+        (Field::Command, |h| format!("`{}`", h.command.join(" "))),
+        (Field::Prepare, |h| format!("{:?}", h.prepare)),
+        (Field::Arms, |h| {
+            h.arms
+                .iter()
+                .map(|a| a.id.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+    ]
+}
+
+/// The parts of the identity compared after the arms' placements, in order.
+fn identity_after_arms() -> [(Field, IdentityText); 10] {
+    [
+        (Field::Threads, |h| format!("{:?}", h.threads)),
+        (Field::Oversubscribe, |h| h.oversubscribe.to_string()),
+        (Field::Runs, |h| h.runs.to_string()),
+        (Field::Warmup, |h| h.warmup.to_string()),
+        (Field::Seed, |h| h.seed.to_string()),
+        (Field::Timeout, |h| format!("{:?}", h.timeout_s)),
+        (Field::UsableCpus, |h| h.machine.usable_cpus.to_string()),
+        (Field::CpuModel, |h| format!("{:?}", h.machine.model_name)),
+        (Field::Extension, |h| {
             h.extension
                 .as_ref()
                 .map_or(String::new(), |v| v.to_string())
-        };
-        cmp(Field::Extension, ext(self), ext(other));
-        let specs = |h: &Header| {
+        }),
+        (Field::Metrics, |h| {
             h.metrics
                 .iter()
                 .map(|m| format!("{}={}", m.name, m.source_text()))
                 .collect::<Vec<_>>()
                 .join(" ")
-        };
-        cmp(Field::Metrics, specs(self), specs(other));
-        diffs
-    }
+        }),
+    ]
 }
 
 /// A part of the experiment's identity (see [`Header::mismatch`]).

@@ -8,7 +8,7 @@
 //! in the journal ([`RankTimes`]).
 
 use crate::design::Slot;
-use crate::experiment::{run_prepare, run_prepare_kept, Executor, SwitchError};
+use crate::experiment::{Executor, PrepareCommand, SwitchError};
 use crate::journal::{RankTime, RankTimes};
 use crate::output::{Capture, CaptureError, Kept};
 use pinsight_launch::rank_report::read_dir;
@@ -47,12 +47,11 @@ pub struct RanksExecutor {
     /// once the journal is open.
     reports: Rc<std::cell::OnceCell<PathBuf>>,
     show_output: bool,
-    prepare: Option<(Measurer, String)>,
+    prepare: PrepareCommand,
     /// Where each run's launcher output is kept, and the arm ids.
     capture: Option<(Capture, Vec<String>)>,
-    /// The output of the run just done, and of the prepare command.
+    /// The output of the run just done.
     kept: Option<Result<Kept, CaptureError>>,
-    prepare_kept: Option<Result<Kept, CaptureError>>,
 }
 
 impl RanksExecutor {
@@ -74,10 +73,9 @@ impl RanksExecutor {
             command,
             reports,
             show_output,
-            prepare,
+            prepare: PrepareCommand::new(prepare, show_output),
             capture: None,
             kept: None,
-            prepare_kept: None,
         }
     }
 
@@ -198,20 +196,12 @@ impl Executor for RanksExecutor {
     }
 
     fn prepare(&mut self) -> Result<(), RunError> {
-        match &self.prepare {
-            Some((m, text)) => run_prepare(m, text, self.show_output),
-            None => Ok(()),
-        }
+        self.prepare.run()
     }
 
     fn prepare_for(&mut self, slot: &Slot) -> Result<(), RunError> {
-        let Some((m, text)) = &self.prepare else {
-            return Ok(());
-        };
         let capture = self.capture.as_ref().map(|c| &c.0);
-        let (r, kept) = run_prepare_kept(m, text, self.show_output, capture, slot);
-        self.prepare_kept = kept;
-        r
+        self.prepare.run_for(slot, capture)
     }
 
     fn take_output(&mut self) -> Option<Result<Kept, CaptureError>> {
@@ -219,7 +209,7 @@ impl Executor for RanksExecutor {
     }
 
     fn take_prepare_output(&mut self) -> Option<Result<Kept, CaptureError>> {
-        self.prepare_kept.take()
+        self.prepare.take_output()
     }
 
     fn keep_output_in(&mut self, journal: &Path, arm_ids: Vec<String>) -> Result<(), CaptureError> {

@@ -147,20 +147,7 @@ impl Session {
         ext: &Extension,
         executor: ExecutorChoice,
     ) -> Result<Session, SessionError> {
-        // Another kind's journal is refused before its arms are planned
-        // (they may not even plan as this kind's request).
-        if let JournalTarget::Resume { path, previous } = &cfg.journal {
-            if previous.header.kind != ext.kind {
-                let now = Header {
-                    kind: ext.kind.clone(),
-                    ..previous.header.clone()
-                };
-                return Err(SessionError::DifferentExperiment {
-                    path: path.clone(),
-                    diffs: previous.header.mismatch(&now),
-                });
-            }
-        }
+        refuse_other_kind(&cfg.journal, ext)?;
         let mut req = cfg.request;
         let usable = cfg.topology.usable();
         let (measurer, mut capabilities) = measure::Measurer::new(
@@ -186,87 +173,18 @@ impl Session {
             created,
             ext,
         )?;
-        for (arm, p) in plan.header.arms.iter().zip(&plan.plans) {
-            if let Some(m) = &p.memory {
-                let (mode, nodes) = pinsight_launch::kernel_policy(m);
-                pinsight_sys::mempolicy::probe(mode, &nodes).map_err(|error| {
-                    SessionError::Memory {
-                        arm: arm.id.clone(),
-                        policy: m.policy.clone(),
-                        error,
-                    }
-                })?;
-            }
-        }
+        probe_memory_policies(&plan)?;
         let mut header = plan.header;
         header.unavailable = measurer.unavailable_in_every_run();
-        let jerr = |error, users_path| SessionError::Journal { error, users_path };
-        let (journal_path, writer, previous_runs, journal_warnings) = match cfg.journal {
-            JournalTarget::Resume { path, previous } => {
-                let diffs = previous.header.mismatch(&header);
-                if !diffs.is_empty() {
-                    return Err(SessionError::DifferentExperiment { path, diffs });
-                }
-                // The runs' output can be kept beside it (before the
-                // journal is touched).
-                crate::output::Capture::check(&path)?;
-                // Locked, then read again through the lock: what another
-                // writer appended since `previous` was read counts, and a
-                // journal in use is refused here.
-                let (w, locked) = JournalWriter::resume(&path).map_err(|e| jerr(e, false))?;
-                let diffs = locked.header.mismatch(&header);
-                if !diffs.is_empty() {
-                    return Err(SessionError::DifferentExperiment { path, diffs });
-                }
-                // The journal's header stays the experiment's identity.
-                let Journal {
-                    header: journal_header,
-                    runs,
-                    warnings,
-                } = locked;
-                header = journal_header;
-                (path, w, runs, warnings)
-            }
-            JournalTarget::New(path) => {
-                // No journal is made for runs whose output cannot be kept
-                // (a link or a file at JOURNAL.out, a directory that
-                // cannot be written).
-                crate::output::Capture::check(&path)?;
-                let w = JournalWriter::create(&path, &header).map_err(|e| jerr(e, true))?;
-                (path, w, Vec::new(), Vec::new())
-            }
-            JournalTarget::Unique { dir, stem_prefix } => {
-                let w =
-                    JournalWriter::create_unique(&dir, &format!("{stem_prefix}{stamp}"), &header)
-                        .map_err(|e| jerr(e, false))?;
-                // The name is known only now: a journal whose output
-                // cannot be kept is removed at once (it holds its header
-                // only, and no one else has it: it was just created).
-                if let Err(e) = crate::output::Capture::check(w.path()) {
-                    let made = w.path().to_path_buf();
-                    drop(w);
-                    let _ = std::fs::remove_file(made);
-                    return Err(e.into());
-                }
-                let path = w.path().strip_prefix(".").unwrap_or(w.path()).to_path_buf();
-                (path, w, Vec::new(), Vec::new())
-            }
-        };
+        let opened = open_journal(cfg.journal, header, &stamp)?;
+        let header = opened.header;
         let argv: Vec<OsString> = header.command.iter().map(OsString::from).collect();
         let prepared: Vec<PreparedArm> = plan
             .plans
             .iter()
             .map(|p| PreparedArm::new(p, &argv[0], cfg.is_env_set))
             .collect();
-        let mut arm_notes: Vec<(String, String)> = Vec::new();
-        for (arm, prep) in header.arms.iter().zip(&prepared) {
-            for n in &prep.notes {
-                let note = (arm.policy.clone(), n.clone());
-                if !arm_notes.contains(&note) {
-                    arm_notes.push(note);
-                }
-            }
-        }
+        let arm_notes = arm_notes(&header, &prepared);
         let virtual_machine = pinsight_topology::vm::detect(&cfg.measure_fs).map(|vm| vm.note());
         let exec: Box<dyn Executor> = match executor {
             ExecutorChoice::Live => Box::new(
@@ -281,25 +199,22 @@ impl Session {
                     usable,
                 )?
                 .keep_output(
-                    crate::output::Capture::for_journal(&journal_path)?,
-                    header.arms.iter().map(|a| a.id.clone()).collect(),
+                    crate::output::Capture::for_journal(&opened.path)?,
+                    arm_ids(&header),
                 ),
             ),
             ExecutorChoice::Custom(make) => {
                 let mut e = make(&header);
-                e.keep_output_in(
-                    &journal_path,
-                    header.arms.iter().map(|a| a.id.clone()).collect(),
-                )?;
+                e.keep_output_in(&opened.path, arm_ids(&header))?;
                 e
             }
         };
         Ok(Session {
             header,
-            journal_path,
-            writer,
-            previous_runs,
-            journal_warnings,
+            journal_path: opened.path,
+            writer: opened.writer,
+            previous_runs: opened.runs,
+            journal_warnings: opened.warnings,
             arm_notes,
             exec,
             ignore_failure: cfg.ignore_failure,
@@ -446,6 +361,166 @@ impl Session {
             cleanup_late,
         })
     }
+}
+
+/// A journal opened (or taken over) for a session, with what it already held.
+struct OpenedJournal {
+    /// The experiment: the resumed journal's own header when resuming.
+    header: Header,
+    path: PathBuf,
+    writer: JournalWriter,
+    runs: Vec<RunLine>,
+    warnings: Vec<String>,
+}
+
+impl OpenedJournal {
+    /// A journal just made: it holds no runs yet.
+    fn new(header: Header, path: PathBuf, writer: JournalWriter) -> OpenedJournal {
+        OpenedJournal {
+            header,
+            path,
+            writer,
+            runs: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Refuses another kind's journal before its arms are planned (they may
+/// not even plan as this kind's request).
+fn refuse_other_kind(journal: &JournalTarget, ext: &Extension) -> Result<(), SessionError> {
+    if let JournalTarget::Resume { path, previous } = journal {
+        if previous.header.kind != ext.kind {
+            let now = Header {
+                kind: ext.kind.clone(),
+                ..previous.header.clone()
+            };
+            return Err(SessionError::DifferentExperiment {
+                path: path.clone(),
+                diffs: previous.header.mismatch(&now),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Asks the kernel whether it accepts each arm's memory policy, before any run.
+fn probe_memory_policies(plan: &setup::Setup) -> Result<(), SessionError> {
+    for (arm, p) in plan.header.arms.iter().zip(&plan.plans) {
+        if let Some(m) = &p.memory {
+            let (mode, nodes) = pinsight_launch::kernel_policy(m);
+            pinsight_sys::mempolicy::probe(mode, &nodes).map_err(|error| SessionError::Memory {
+                arm: arm.id.clone(),
+                policy: m.policy.clone(),
+                error,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A journal error, saying whether the file is one the user named.
+fn journal_error(error: JournalError, users_path: bool) -> SessionError {
+    SessionError::Journal { error, users_path }
+}
+
+/// Opens the session's journal at `target` for the experiment `header`
+/// (`stamp` names a unique one); a resumed journal must hold the same
+/// experiment and keeps its own header.
+fn open_journal(
+    target: JournalTarget,
+    header: Header,
+    stamp: &str,
+) -> Result<OpenedJournal, SessionError> {
+    match target {
+        JournalTarget::Resume { path, previous } => resume_journal(path, &previous, header),
+        JournalTarget::New(path) => {
+            // No journal is made for runs whose output cannot be kept
+            // (a link or a file at JOURNAL.out, a directory that
+            // cannot be written).
+            crate::output::Capture::check(&path)?;
+            let writer =
+                JournalWriter::create(&path, &header).map_err(|e| journal_error(e, true))?;
+            Ok(OpenedJournal::new(header, path, writer))
+        }
+        JournalTarget::Unique { dir, stem_prefix } => {
+            let writer =
+                JournalWriter::create_unique(&dir, &format!("{stem_prefix}{stamp}"), &header)
+                    .map_err(|e| journal_error(e, false))?;
+            // The name is known only now: a journal whose output
+            // cannot be kept is removed at once (it holds its header
+            // only, and no one else has it: it was just created).
+            if let Err(e) = crate::output::Capture::check(writer.path()) {
+                let made = writer.path().to_path_buf();
+                drop(writer);
+                let _ = std::fs::remove_file(made);
+                return Err(e.into());
+            }
+            let path = writer
+                .path()
+                .strip_prefix(".")
+                .unwrap_or(writer.path())
+                .to_path_buf();
+            Ok(OpenedJournal::new(header, path, writer))
+        }
+    }
+}
+
+/// Takes over the journal at `path` (read before as `previous`) for the
+/// experiment `header`: refused when either reading holds another experiment.
+fn resume_journal(
+    path: PathBuf,
+    previous: &Journal,
+    header: Header,
+) -> Result<OpenedJournal, SessionError> {
+    let diffs = previous.header.mismatch(&header);
+    if !diffs.is_empty() {
+        return Err(SessionError::DifferentExperiment { path, diffs });
+    }
+    // The runs' output can be kept beside it (before the
+    // journal is touched).
+    crate::output::Capture::check(&path)?;
+    // Locked, then read again through the lock: what another
+    // writer appended since `previous` was read counts, and a
+    // journal in use is refused here.
+    let (writer, locked) = JournalWriter::resume(&path).map_err(|e| journal_error(e, false))?;
+    let diffs = locked.header.mismatch(&header);
+    if !diffs.is_empty() {
+        return Err(SessionError::DifferentExperiment { path, diffs });
+    }
+    // The journal's header stays the experiment's identity.
+    let Journal {
+        header,
+        runs,
+        warnings,
+    } = locked;
+    Ok(OpenedJournal {
+        header,
+        path,
+        writer,
+        runs,
+        warnings,
+    })
+}
+
+/// How arms are applied when it is not the plain rule, as (policy, note),
+/// each once, in arm order.
+fn arm_notes(header: &Header, prepared: &[PreparedArm]) -> Vec<(String, String)> {
+    let mut notes: Vec<(String, String)> = Vec::new();
+    for (arm, prep) in header.arms.iter().zip(prepared) {
+        for n in &prep.notes {
+            let note = (arm.policy.clone(), n.clone());
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+    notes
+}
+
+/// The arms' identities, in header order.
+fn arm_ids(header: &Header) -> Vec<String> {
+    header.arms.iter().map(|a| a.id.clone()).collect()
 }
 
 /// Threads of every arm when none are requested: the CPUs this process

@@ -294,28 +294,27 @@ pub fn setup_with(
     created: String,
     ext: &Extension,
 ) -> Result<Setup, SetupError> {
-    if req.command.is_empty() {
-        return Err(SetupError::NoCommand);
-    }
-    if req.policies.is_empty() {
-        return Err(SetupError::NoPolicies);
-    }
-    if req.threads == Some(0) {
-        return Err(SetupError::ZeroThreads);
-    }
+    check_request(req)?;
     // Every arm runs the same number of threads (the experiment compares
     // placements, not thread counts) unless the extension gives each its own.
     let threads_all = req.threads.unwrap_or_else(|| topo.usable().len().max(1));
     let policies = parse_policies(&req.policies)?;
     let arm_threads = per_arm_threads(&req.policies, &policies, ext)?;
     let (latency, weights) = inputs(req, &policies)?;
-    // Policies the user named must run as asked; those of the default list
-    // that cannot (another core kind, too few CPUs) are reported instead.
-    let named = req
-        .policies
-        .iter()
-        .map(String::as_str)
-        .ne(DEFAULT_POLICIES.iter().copied());
+    let planner = ArmPlanner {
+        topo,
+        req,
+        latency,
+        weights,
+        // Policies the user named must run as asked; those of the default
+        // list that cannot (another core kind, too few CPUs) are reported
+        // instead.
+        named: req
+            .policies
+            .iter()
+            .map(String::as_str)
+            .ne(DEFAULT_POLICIES.iter().copied()),
+    };
     let mut arms = Vec::new();
     let mut plans = Vec::new();
     let mut not_applicable = Vec::new();
@@ -326,6 +325,75 @@ pub fn setup_with(
     };
     for ((name, policy, arm_mem), threads) in policies.iter().zip(arm_threads) {
         let threads = threads.unwrap_or(threads_all);
+        let p = match planner.plan(name, policy, arm_mem, threads)? {
+            Ok(p) => p,
+            Err(na) => {
+                not_applicable.push(na);
+                continue;
+            }
+        };
+        let prepared =
+            crate::command::PreparedArm::new(&p, std::ffi::OsStr::new(&req.command[0]), is_env_set);
+        for g in &govs {
+            arms.push(arm_header(name, g, &p, &prepared));
+            plans.push(p.clone());
+        }
+    }
+    not_applicable.extend(governors.not_applicable.iter().cloned());
+    baseline_first(&mut arms, &mut plans, govs.len());
+    rename_arms(ext, &mut arms, &mut plans);
+    if arms.is_empty() {
+        return Err(SetupError::NothingRuns(not_applicable));
+    }
+    let mut machine = machine;
+    machine.capabilities.push(governors.note.clone());
+    let arms = Arms {
+        arms,
+        not_applicable,
+        machine,
+    };
+    Ok(Setup {
+        header: header(req, ext, created, threads_all, arms),
+        plans,
+    })
+}
+
+/// Refuses a request with no command, no policies or zero threads.
+fn check_request(req: &Request) -> Result<(), SetupError> {
+    if req.command.is_empty() {
+        return Err(SetupError::NoCommand);
+    }
+    if req.policies.is_empty() {
+        return Err(SetupError::NoPolicies);
+    }
+    if req.threads == Some(0) {
+        return Err(SetupError::ZeroThreads);
+    }
+    Ok(())
+}
+
+/// What every arm's plan is made from, besides its own policy.
+struct ArmPlanner<'a> {
+    topo: &'a Topology,
+    req: &'a Request,
+    latency: Option<LatencyMatrix>,
+    weights: Option<Weights>,
+    /// The user named the policies (not the default list).
+    named: bool,
+}
+
+impl ArmPlanner<'_> {
+    /// Plans one policy with `threads` threads: the plan, or why this
+    /// machine cannot run it (Err inside Ok); errors of the user's input
+    /// (and a named policy that does not fit) end the setup.
+    fn plan(
+        &self,
+        name: &str,
+        policy: &Policy,
+        arm_mem: &Option<MemPolicy>,
+        threads: usize,
+    ) -> Result<Result<Plan, NotApplicable>, SetupError> {
+        let req = self.req;
         let r = PlanRequest {
             mem: arm_mem.clone().or_else(|| req.mem.clone()),
             near: req.near.clone(),
@@ -334,55 +402,60 @@ pub fn setup_with(
             // Threads of a set policy float inside the set: more threads
             // than CPUs is time sharing, not a placement to refuse.
             oversubscribe: req.oversubscribe || !policy.is_pinned(),
-            latency: latency.clone().filter(|_| is_latency(policy)),
-            weights: weights
+            latency: self.latency.clone().filter(|_| is_latency(policy)),
+            weights: self
+                .weights
                 .clone()
                 .filter(|_| policy.base == BasePolicy::Balance),
             ..PlanRequest::new(policy.clone())
         };
-        let p = match plan(topo, &r) {
-            Ok(p) => p,
+        match plan(self.topo, &r) {
+            Ok(p) => Ok(Ok(p)),
             Err(PlanError::Memory { error, .. }) if arm_mem.is_some() => {
-                return Err(SetupError::ArmMemoryUnfit {
-                    policy: name.clone(),
+                Err(SetupError::ArmMemoryUnfit {
+                    policy: name.to_string(),
                     error,
                 })
             }
-            Err(e) if is_usage(&e) => return Err(e.into()),
-            Err(e @ PlanError::TooManyThreads { .. }) if named => return Err(e.into()),
-            Err(e) => {
-                not_applicable.push(NotApplicable {
-                    what: name.clone(),
-                    reason: e.reason(),
-                });
-                continue;
-            }
-        };
-        let prepared =
-            crate::command::PreparedArm::new(&p, std::ffi::OsStr::new(&req.command[0]), is_env_set);
-        for g in &govs {
-            arms.push(ArmHeader {
-                id: match g {
-                    Some(g) => format!("{name}@{g}"),
-                    None => name.clone(),
-                },
-                policy: name.clone(),
-                governor: g.clone(),
-                plan: ArmPlan::from_plan(&p),
-                env: prepared.env.clone(),
-                notes: p.notes.iter().chain(&prepared.notes).cloned().collect(),
-            });
-            plans.push(p.clone());
+            Err(e) if is_usage(&e) => Err(e.into()),
+            Err(e @ PlanError::TooManyThreads { .. }) if self.named => Err(e.into()),
+            Err(e) => Ok(Err(NotApplicable {
+                what: name.to_string(),
+                reason: e.reason(),
+            })),
         }
     }
-    not_applicable.extend(governors.not_applicable.iter().cloned());
-    baseline_first(&mut arms, &mut plans, govs.len());
+}
+
+/// The header of policy `name`'s arm under governor `g` (None: unchanged).
+fn arm_header(
+    name: &str,
+    g: &Option<String>,
+    p: &Plan,
+    prepared: &crate::command::PreparedArm,
+) -> ArmHeader {
+    ArmHeader {
+        id: match g {
+            Some(g) => format!("{name}@{g}"),
+            None => name.to_string(),
+        },
+        policy: name.to_string(),
+        governor: g.clone(),
+        plan: ArmPlan::from_plan(p),
+        env: prepared.env.clone(),
+        notes: p.notes.iter().chain(&prepared.notes).cloned().collect(),
+    }
+}
+
+/// With [`Extension::arm_names`], the arms are those names, each running
+/// the first arm's plan.
+fn rename_arms(ext: &Extension, arms: &mut Vec<ArmHeader>, plans: &mut Vec<Plan>) {
     if let (Some(names), Some(first), Some(first_plan)) = (
         &ext.arm_names,
         arms.first().cloned(),
         plans.first().cloned(),
     ) {
-        arms = names
+        *arms = names
             .iter()
             .map(|n| ArmHeader {
                 id: n.clone(),
@@ -392,43 +465,52 @@ pub fn setup_with(
                 ..first.clone()
             })
             .collect();
-        plans = vec![first_plan; names.len()];
+        *plans = vec![first_plan; names.len()];
     }
-    if arms.is_empty() {
-        return Err(SetupError::NothingRuns(not_applicable));
+}
+
+/// What the setup found that the header records besides the request.
+struct Arms {
+    arms: Vec<ArmHeader>,
+    not_applicable: Vec<NotApplicable>,
+    machine: Machine,
+}
+
+/// The experiment's header: the request, the arms and this machine.
+fn header(
+    req: &Request,
+    ext: &Extension,
+    created: String,
+    threads_all: usize,
+    found: Arms,
+) -> Header {
+    Header {
+        schema: SCHEMA.to_string(),
+        pinsight_version: env!("CARGO_PKG_VERSION").to_string(),
+        created,
+        command: req.command.clone(),
+        prepare: req.prepare.clone(),
+        policies: req.policies.clone(),
+        governors: req.governors.clone(),
+        threads: ext.arm_threads.is_none().then_some(threads_all),
+        oversubscribe: req.oversubscribe,
+        latency: req.latency.as_ref().map(|p| p.display().to_string()),
+        weights: req.weights.as_ref().map(|p| p.display().to_string()),
+        mem: req.mem.as_ref().map(|m| m.to_string()),
+        near: req.near.clone(),
+        runs: req.runs,
+        warmup: req.warmup,
+        seed: req.seed,
+        timeout_s: req.timeout.map(|t| t.as_secs_f64()),
+        arms: found.arms,
+        not_applicable: found.not_applicable,
+        machine: found.machine,
+        kind: ext.kind.clone(),
+        extension: ext.extension.clone(),
+        metrics: req.metrics.clone(),
+        // The session fills it from its measurer.
+        unavailable: Default::default(),
     }
-    let mut machine = machine;
-    machine.capabilities.push(governors.note.clone());
-    Ok(Setup {
-        header: Header {
-            schema: SCHEMA.to_string(),
-            pinsight_version: env!("CARGO_PKG_VERSION").to_string(),
-            created,
-            command: req.command.clone(),
-            prepare: req.prepare.clone(),
-            policies: req.policies.clone(),
-            governors: req.governors.clone(),
-            threads: ext.arm_threads.is_none().then_some(threads_all),
-            oversubscribe: req.oversubscribe,
-            latency: req.latency.as_ref().map(|p| p.display().to_string()),
-            weights: req.weights.as_ref().map(|p| p.display().to_string()),
-            mem: req.mem.as_ref().map(|m| m.to_string()),
-            near: req.near.clone(),
-            runs: req.runs,
-            warmup: req.warmup,
-            seed: req.seed,
-            timeout_s: req.timeout.map(|t| t.as_secs_f64()),
-            arms,
-            not_applicable,
-            machine,
-            kind: ext.kind.clone(),
-            extension: ext.extension.clone(),
-            metrics: req.metrics.clone(),
-            // The session fills it from its measurer.
-            unavailable: Default::default(),
-        },
-        plans,
-    })
 }
 
 /// The policies asked for, parsed, each once (by canonical name), in
