@@ -2,9 +2,10 @@
 //! resume gives exactly the uninterrupted result, failures stop or are
 //! ignored, and the verdict says what the numbers say.
 
+use crate::common;
 use pinsight_compare::experiment::{done_slots, execute, Always, Executor, Outcome, SwitchError};
 use pinsight_compare::journal::{
-    ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, NotApplicable, SCHEMA,
+    ArmHeader, Header, Journal, JournalWriter, NotApplicable, RunLine,
 };
 use pinsight_compare::{analyse, Advice, Decision, Phase, Slot, Status};
 use pinsight_cpuset::CpuSet;
@@ -22,52 +23,22 @@ fn arm(id: &str) -> ArmHeader {
         "os" => vec![],
         _ => vec![CpuSet::single(own), CpuSet::single(own + 1)],
     };
-    ArmHeader {
-        id: id.into(),
-        policy: id.into(),
-        governor: None,
-        plan: ArmPlan {
-            policy: id.into(),
-            threads: 2,
-            process_mask: CpuSet::parse_list("0-63").unwrap(),
-            pinned: !places.is_empty(),
-            places,
-            memory: None,
-        },
-        env: vec![],
-        notes: vec![],
-    }
+    common::arm(id, "0-63", places)
 }
 
 fn header(arms: &[&str], runs: usize, warmup: usize, seed: u64) -> Header {
     Header {
-        schema: SCHEMA.into(),
-        pinsight_version: "test".into(),
-        created: "2025-01-01T00:00:00Z".into(),
-        command: vec!["prog".into()],
-        prepare: None,
-        policies: arms.iter().map(|s| s.to_string()).collect(),
-        governors: vec![],
-        threads: None,
-        oversubscribe: false,
-        latency: None,
-        weights: None,
-        mem: None,
-        near: None,
-        runs,
-        warmup,
-        seed,
-        timeout_s: None,
-        arms: arms.iter().map(|a| arm(a)).collect(),
         not_applicable: vec![NotApplicable {
             what: "e-set".into(),
             reason: "needs at least two core kinds; this machine has one kind".into(),
         }],
-        machine: Machine::default(),
-        kind: None,
-        extension: None,
-        metrics: Vec::new(),
-        unavailable: Default::default(),
+        ..common::header(
+            &["prog"],
+            arms.iter().map(|a| arm(a)).collect(),
+            runs,
+            warmup,
+            seed,
+        )
     }
 }
 
@@ -319,6 +290,23 @@ fn report_for(
     analyse(&j.header, &j.runs, Status::Complete, vec![])
 }
 
+/// [`report_for`] without energy, whose verdict must keep the `os` baseline.
+fn keeps_the_os(
+    means: &[f64],
+    sds: &[f64],
+    arms: &[&str],
+    runs: usize,
+) -> pinsight_compare::Report {
+    let r = report_for(means, sds, arms, runs, false);
+    assert_eq!(
+        r.verdict.decision,
+        Decision::KeepBaseline { arm: "os".into() },
+        "{}",
+        r.verdict.headline
+    );
+    r
+}
+
 #[test]
 fn verdict_picks_the_significantly_faster_placement_with_energy() {
     // p-pinned 6.9 % faster; e-set 1.6× slower.
@@ -366,11 +354,7 @@ fn verdict_picks_the_significantly_faster_placement_with_energy() {
 
 #[test]
 fn no_difference_means_leave_it_to_the_os() {
-    let r = report_for(&[1.0, 1.0], &[0.02, 0.02], &["os", "compact"], 10, false);
-    assert_eq!(
-        r.verdict.decision,
-        Decision::KeepBaseline { arm: "os".into() }
-    );
+    let r = keeps_the_os(&[1.0, 1.0], &[0.02, 0.02], &["os", "compact"], 10);
     assert_eq!(
         r.verdict.headline,
         "No significant difference — leave it to the OS."
@@ -558,17 +542,7 @@ fn csv_says_an_everywhere_unavailable_reason_once() {
 
 #[test]
 fn a_tiny_significant_gain_is_called_negligible() {
-    let r = report_for(
-        &[1.0, 0.996],
-        &[0.0005, 0.0005],
-        &["os", "compact"],
-        10,
-        false,
-    );
-    assert_eq!(
-        r.verdict.decision,
-        Decision::KeepBaseline { arm: "os".into() }
-    );
+    let r = keeps_the_os(&[1.0, 0.996], &[0.0005, 0.0005], &["os", "compact"], 10);
     assert!(
         r.verdict
             .headline
@@ -581,16 +555,11 @@ fn a_tiny_significant_gain_is_called_negligible() {
 #[test]
 fn seed_table_lulesh_serial_keeps_the_os() {
     // "To pin or not to pin", Table 3 (performance governor): time mean ± sd.
-    let r = report_for(
+    let r = keeps_the_os(
         &[45.073, 45.189, 56.165, 81.899, 82.366],
         &[0.026, 0.043, 0.015, 0.074, 0.155],
         &["os", "p-set", "p-pinned", "e-set", "e-pinned"],
         10,
-        false,
-    );
-    assert_eq!(
-        r.verdict.decision,
-        Decision::KeepBaseline { arm: "os".into() }
     );
     assert!(
         r.verdict
@@ -606,7 +575,8 @@ fn seed_table_lulesh_serial_keeps_the_os() {
 
 #[test]
 fn three_runs_warn_that_no_rank_test_can_be_significant() {
-    let r = report_for(&[1.0, 0.5], &[0.01, 0.01], &["os", "compact"], 3, false);
+    // Welch is not chosen with 3 runs; Mann-Whitney's p ≥ 0.1: no claim.
+    let r = keeps_the_os(&[1.0, 0.5], &[0.01, 0.01], &["os", "compact"], 3);
     assert!(
         r.verdict
             .caveats
@@ -614,11 +584,6 @@ fn three_runs_warn_that_no_rank_test_can_be_significant() {
             .any(|c| c.text.contains("smallest possible p = 0.10")),
         "{:?}",
         r.verdict.caveats
-    );
-    // Welch is not chosen with 3 runs; Mann-Whitney's p ≥ 0.1: no claim.
-    assert_eq!(
-        r.verdict.decision,
-        Decision::KeepBaseline { arm: "os".into() }
     );
 }
 
@@ -763,31 +728,44 @@ impl Executor for Disturbed {
     }
 }
 
+/// Runs the slots of `h` not in `previous` into `w`, slots 2 and 7
+/// disturbed on their first `times` attempts and rerun up to `rerun`
+/// times; how many attempts ran.
+fn run_disturbed(
+    h: &Header,
+    previous: &[RunLine],
+    w: &mut JournalWriter,
+    rerun: usize,
+    times: usize,
+) -> usize {
+    let mut ex = Disturbed {
+        disturbed: vec![2, 7],
+        times,
+        seen: Default::default(),
+    };
+    let out = pinsight_compare::experiment::execute_with(
+        h,
+        previous,
+        w,
+        &mut ex,
+        &mut Silent,
+        &mut Always,
+        false,
+        rerun,
+        &|| false,
+    );
+    assert!(matches!(out, Outcome::Complete));
+    ex.seen.values().sum::<usize>()
+}
+
 #[test]
 fn disturbed_runs_are_rerun_journaled_and_named_in_the_verdict() {
-    use pinsight_compare::experiment::execute_with;
     let d = tempfile::tempdir().unwrap();
     let h = header(&["os", "compact"], 5, 0, 9);
     let run = |name: &str, rerun: usize, times: usize| {
         let path = d.path().join(name);
         let mut w = JournalWriter::create(&path, &h).unwrap();
-        let mut ex = Disturbed {
-            disturbed: vec![2, 7],
-            times,
-            seen: Default::default(),
-        };
-        let out = execute_with(
-            &h,
-            &[],
-            &mut w,
-            &mut ex,
-            &mut Silent,
-            &mut Always,
-            false,
-            rerun,
-            &|| false,
-        );
-        assert!(matches!(out, Outcome::Complete));
+        run_disturbed(&h, &[], &mut w, rerun, times);
         let j = Journal::read(&path).unwrap();
         analyse(&h, &j.runs, Status::Complete, vec![])
     };
@@ -832,7 +810,7 @@ fn disturbed_runs_are_rerun_journaled_and_named_in_the_verdict() {
 
 #[test]
 fn resume_reruns_a_disturbed_slot_within_the_limit_counting_earlier_attempts() {
-    use pinsight_compare::experiment::{done_slots_with, execute_with};
+    use pinsight_compare::experiment::done_slots_with;
     let d = tempfile::tempdir().unwrap();
     let h = header(&["os", "compact"], 5, 0, 9);
     let path = d.path().join("j.jsonl");
@@ -844,25 +822,7 @@ fn resume_reruns_a_disturbed_slot_within_the_limit_counting_earlier_attempts() {
         } else {
             JournalWriter::resume(&path).unwrap().0
         };
-        let mut ex = Disturbed {
-            disturbed: vec![2, 7],
-            times,
-            seen: Default::default(),
-        };
-        let out = execute_with(
-            &h,
-            &previous,
-            &mut w,
-            &mut ex,
-            &mut Silent,
-            &mut Always,
-            false,
-            rerun,
-            &|| false,
-        );
-        assert!(matches!(out, Outcome::Complete));
-        drop(w);
-        ex.seen.values().sum::<usize>()
+        run_disturbed(&h, &previous, &mut w, rerun, times)
     };
     // Without reruns slots 2 and 7 end disturbed (one attempt each).
     assert_eq!(session(0, 1), 10);

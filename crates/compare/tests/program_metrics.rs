@@ -6,10 +6,9 @@
 //! time agrees but the program's own figures do not. The report's
 //! `results[]` has every field of hyperfine's JSON export with its type.
 
+use crate::common;
 use pinsight_compare::experiment::{execute, Always, Executor, SwitchError};
-use pinsight_compare::journal::{
-    ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, RunOutputRef, SCHEMA,
-};
+use pinsight_compare::journal::{ArmHeader, Header, Journal, JournalWriter, RunOutputRef};
 use pinsight_compare::output::{CaptureError, Kept};
 use pinsight_compare::program_metric::{self, figures_in, Better, MetricSpec};
 use pinsight_compare::{analyse, Advice, Decision, Slot, Status};
@@ -87,56 +86,27 @@ fn figures_are_labelled_by_what_precedes_them() {
     assert!(!f.iter().any(|x| x.1 == 7847.0), "{f:?}");
 }
 
+/// A pinned arm is pinned thread by thread: not os's placement (arms
+/// with the same placement are never ranked apart).
 fn arm(id: &str) -> ArmHeader {
-    ArmHeader {
-        id: id.into(),
-        policy: id.into(),
-        governor: None,
-        plan: ArmPlan {
-            policy: id.into(),
-            threads: 2,
-            process_mask: CpuSet::parse_list("0-1").unwrap(),
-            // A pinned arm is pinned thread by thread: not os's placement
-            // (arms with the same placement are never ranked apart).
-            places: if id == "os" {
-                vec![]
-            } else {
-                vec![CpuSet::single(0), CpuSet::single(1)]
-            },
-            pinned: id != "os",
-            memory: None,
-        },
-        env: vec![],
-        notes: vec![],
-    }
+    let places = if id == "os" {
+        vec![]
+    } else {
+        vec![CpuSet::single(0), CpuSet::single(1)]
+    };
+    common::arm(id, "0-1", places)
 }
 
 fn header(metrics: Vec<MetricSpec>) -> Header {
     Header {
-        schema: SCHEMA.into(),
-        pinsight_version: "test".into(),
-        created: "2025-01-01T00:00:00Z".into(),
-        command: vec!["/usr/bin/sysbench".into(), "cpu".into(), "run".into()],
-        prepare: None,
-        policies: vec!["os".into(), "p-pinned".into()],
-        governors: vec![],
-        threads: None,
-        oversubscribe: false,
-        latency: None,
-        weights: None,
-        mem: None,
-        near: None,
-        runs: 8,
-        warmup: 0,
-        seed: 5,
-        timeout_s: None,
-        arms: vec![arm("os"), arm("p-pinned")],
-        not_applicable: vec![],
-        machine: Machine::default(),
-        kind: None,
-        extension: None,
         metrics,
-        unavailable: Default::default(),
+        ..common::header(
+            &["/usr/bin/sysbench", "cpu", "run"],
+            vec![arm("os"), arm("p-pinned")],
+            8,
+            0,
+            5,
+        )
     }
 }
 

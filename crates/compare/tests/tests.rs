@@ -4,6 +4,7 @@
 //! here; `every_test_file_is_compiled` fails for a file left out.
 
 mod arm_threads;
+mod common;
 mod experiment;
 mod machine_kinds;
 mod program_metrics;
