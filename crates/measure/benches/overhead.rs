@@ -82,17 +82,23 @@ fn quiet(program: &str) -> Command {
     c
 }
 
-fn bench_spawn(c: &mut Criterion) {
-    let live = FsRoot::live();
-    let (with_counters, _) = Measurer::new(&live, Options::default());
-    let (no_counters, _) = Measurer::new(
-        &live,
+/// A measurer of wall time and rusage only (no counters, no energy).
+fn without_counters(live: &FsRoot) -> Measurer {
+    Measurer::new(
+        live,
         Options {
             counters: false,
             energy: false,
             ..Options::default()
         },
-    );
+    )
+    .0
+}
+
+fn bench_spawn(c: &mut Criterion) {
+    let live = FsRoot::live();
+    let (with_counters, _) = Measurer::new(&live, Options::default());
+    let no_counters = without_counters(&live);
     let mut g = c.benchmark_group("run_true");
     g.sample_size(200);
     g.bench_function("plain_status", |b| {
@@ -139,14 +145,7 @@ fn bench_workload(c: &mut Criterion) {
             ..Options::default()
         },
     );
-    let (no_counters, _) = Measurer::new(
-        &live,
-        Options {
-            counters: false,
-            energy: false,
-            ..Options::default()
-        },
-    );
+    let no_counters = without_counters(&live);
     let exe = std::env::current_exe().unwrap();
     let run = |m: &Measurer| {
         let mut cmd = Command::new(&exe);

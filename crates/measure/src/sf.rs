@@ -530,28 +530,13 @@ impl SfSampler {
         if self.threads.contains_key(&tid) {
             return Ok(());
         }
-        let mut groups = Vec::new();
         let mut control = true;
-        for (i, p) in self.pmus.pmus.iter().enumerate() {
-            let group = self.open(p, tid, &mut control)?;
-            groups.push(PmuGroup {
-                pmu: i,
-                group,
-                prev: None,
-            });
-        }
+        let mut groups = self.open_groups(tid, &mut control)?;
         if !control {
             // One PMU without the control metrics: none has them (the phase
             // key must mean the same on every kind). Reopen without.
             groups.clear();
-            for (i, p) in self.pmus.pmus.iter().enumerate() {
-                let group = self.open(p, tid, &mut control)?;
-                groups.push(PmuGroup {
-                    pmu: i,
-                    group,
-                    prev: None,
-                });
-            }
+            groups = self.open_groups(tid, &mut control)?;
         }
         self.threads.insert(
             tid,
@@ -565,6 +550,21 @@ impl SfSampler {
             },
         );
         Ok(())
+    }
+
+    /// Opens one group per core PMU on thread `tid`, in PMU order
+    /// (`control`: with the control metrics, cleared when a PMU lacks them).
+    fn open_groups(&self, tid: i32, control: &mut bool) -> Result<Vec<PmuGroup>, SfUnavailable> {
+        let mut groups = Vec::new();
+        for (i, p) in self.pmus.pmus.iter().enumerate() {
+            let group = self.open(p, tid, control)?;
+            groups.push(PmuGroup {
+                pmu: i,
+                group,
+                prev: None,
+            });
+        }
+        Ok(groups)
     }
 
     /// Opens one PMU's group: with the kernel counted, else user space
