@@ -686,6 +686,8 @@ pub fn objective(runs: &[Observation], model: ModelKind, theta: &Theta) -> Resul
     Ok(s)
 }
 
+/// [`fit`], or [`fit_model`] when `forced` names the model and whether it
+/// has the contention term.
 fn fit_inner(
     runs: &[Observation],
     opts: FitOptions,
@@ -706,24 +708,10 @@ fn fit_inner(
         y: &ys,
     };
     let within = within_ss(&groups.logs);
-    let mut tries: Vec<(ModelKind, bool)> = Vec::new();
-    match forced {
-        Some(t) => tries.push(t),
-        None => {
-            for model in ModelKind::ALL {
-                tries.push((model, false));
-            }
-            let with_c = Layout {
-                contention: true,
-                ..base
-            };
-            if groups.configs.len() > base.k() && n > with_c.k() + 1 {
-                for model in ModelKind::ALL {
-                    tries.push((model, true));
-                }
-            }
-        }
-    }
+    let tries = match forced {
+        Some(t) => vec![t],
+        None => tries(&groups, base, n),
+    };
     let mut fitted: Vec<(Candidate, Layout)> = Vec::new();
     for (model, contention) in tries {
         let layout = Layout { contention, ..base };
@@ -750,17 +738,93 @@ fn fit_inner(
     let candidates: Vec<Candidate> = fitted.iter().map(|c| c.0).collect();
     let draws = bootstrap(chosen.model, layout, &groups, &chosen.theta, n, opts);
     let tail = expanded_tail(n, layout.k());
-    let ci = |get: fn(&Theta) -> f64, value: f64| -> [f64; 2] {
-        if draws.is_empty() {
-            return [value, value];
-        }
-        let mut v: Vec<f64> = draws.iter().map(get).collect();
-        v.sort_by(f64::total_cmp);
-        [quantile(&v, tail), quantile(&v, 1.0 - tail)]
+    let estimates = Estimates {
+        theta: chosen.theta,
+        draws: &draws,
+        tail,
     };
-    let th = chosen.theta;
-    let param = |get: fn(&Theta) -> f64, status: ParamStatus, range: (f64, f64)| {
-        let value = get(&th);
+    let params = estimates.params(layout, base);
+    let goodness = Goodness::of(&groups, chosen.rss, within, layout.k());
+    Ok(Fit {
+        model: chosen.model,
+        contention: chosen.contention,
+        params,
+        theta: chosen.theta,
+        rse: goodness.rse,
+        r2: goodness.r2,
+        objective: chosen.rss,
+        spread: goodness.spread,
+        runs: n,
+        configs: groups.configs.len(),
+        span: Config::new(
+            groups.configs.iter().map(|c| c.p).max().unwrap_or(0),
+            groups.configs.iter().map(|c| c.e).max().unwrap_or(0),
+            groups.configs.iter().map(|c| c.smt).max().unwrap_or(0),
+        ),
+        candidates,
+        draws,
+        ci_tail: tail,
+        power: fit_power(runs, opts.bootstrap, opts.seed, tail),
+    })
+}
+
+/// The (model, contention term) pairs [`fit`] tries: both models without
+/// the contention term, and with it when the runs have more
+/// configurations than the base parameters.
+fn tries(groups: &Groups, base: Layout, n: usize) -> Vec<(ModelKind, bool)> {
+    let mut tries: Vec<(ModelKind, bool)> = Vec::new();
+    for model in ModelKind::ALL {
+        tries.push((model, false));
+    }
+    let with_c = Layout {
+        contention: true,
+        ..base
+    };
+    if groups.configs.len() > base.k() && n > with_c.k() + 1 {
+        for model in ModelKind::ALL {
+            tries.push((model, true));
+        }
+    }
+    tries
+}
+
+/// The chosen fit's parameters with their bootstrap draws.
+struct Estimates<'a> {
+    theta: Theta,
+    draws: &'a [Theta],
+    /// Each tail's probability of the intervals.
+    tail: f64,
+}
+
+impl Estimates<'_> {
+    /// Each parameter with its interval, status and bound, `layout`
+    /// saying which were fitted and `base` which could have been.
+    fn params(&self, layout: Layout, base: Layout) -> Params {
+        Params {
+            t1: self.param(|t| t.t1, ParamStatus::Fitted, (0.0, f64::INFINITY)),
+            f: self.param(|t| t.f, ParamStatus::Fitted, (0.0, 1.0)),
+            sf: self.param(
+                |t| t.sf,
+                status(layout.sf, base.sf, ParamStatus::OneKind),
+                (1.0, SF_MAX),
+            ),
+            smt_gain: self.param(
+                |t| t.smt_gain,
+                status(layout.smt, base.smt, ParamStatus::NoSmtRuns),
+                (0.0, 1.0),
+            ),
+            contention: self.param(
+                |t| t.contention,
+                status(layout.contention, false, ParamStatus::NotNeeded),
+                (0.0, f64::INFINITY),
+            ),
+        }
+    }
+
+    /// The parameter `get` reads, allowed in `range`: a fitted one gets its
+    /// interval and notes a bound it sits at.
+    fn param(&self, get: fn(&Theta) -> f64, status: ParamStatus, range: (f64, f64)) -> Param {
+        let value = get(&self.theta);
         let fitted = status == ParamStatus::Fitted;
         let bound = if !fitted {
             None
@@ -774,70 +838,64 @@ fn fit_inner(
         Param {
             value,
             ci: if fitted {
-                ci(get, value)
+                self.ci(get, value)
             } else {
                 [value, value]
             },
             status,
             bound,
         }
-    };
-    let status = |free: bool, structural: bool, why: ParamStatus| {
-        if free {
-            ParamStatus::Fitted
-        } else if structural {
-            ParamStatus::NotIdentified
-        } else {
-            why
+    }
+
+    /// The percentile interval of the parameter `get` reads (no draws:
+    /// the value itself).
+    fn ci(&self, get: fn(&Theta) -> f64, value: f64) -> [f64; 2] {
+        if self.draws.is_empty() {
+            return [value, value];
         }
-    };
-    let params = Params {
-        t1: param(|t| t.t1, ParamStatus::Fitted, (0.0, f64::INFINITY)),
-        f: param(|t| t.f, ParamStatus::Fitted, (0.0, 1.0)),
-        sf: param(
-            |t| t.sf,
-            status(layout.sf, base.sf, ParamStatus::OneKind),
-            (1.0, SF_MAX),
-        ),
-        smt_gain: param(
-            |t| t.smt_gain,
-            status(layout.smt, base.smt, ParamStatus::NoSmtRuns),
-            (0.0, 1.0),
-        ),
-        contention: param(
-            |t| t.contention,
-            status(layout.contention, false, ParamStatus::NotNeeded),
-            (0.0, f64::INFINITY),
-        ),
-    };
-    let all: Vec<f64> = groups.logs.iter().flatten().copied().collect();
-    let mean = all.iter().sum::<f64>() / n as f64;
-    let tss: f64 = all.iter().map(|x| (x - mean) * (x - mean)).sum();
-    let r2 = (tss > 0.0).then(|| 1.0 - chosen.rss / tss);
-    let rse = (n > layout.k()).then(|| (chosen.rss / (n - layout.k()) as f64).sqrt());
-    let repeats = n - groups.configs.len();
-    let spread = (repeats > 0).then(|| (within / repeats as f64).sqrt());
-    Ok(Fit {
-        model: chosen.model,
-        contention: chosen.contention,
-        params,
-        theta: th,
-        rse,
-        r2,
-        objective: chosen.rss,
-        spread,
-        runs: n,
-        configs: groups.configs.len(),
-        span: Config::new(
-            groups.configs.iter().map(|c| c.p).max().unwrap_or(0),
-            groups.configs.iter().map(|c| c.e).max().unwrap_or(0),
-            groups.configs.iter().map(|c| c.smt).max().unwrap_or(0),
-        ),
-        candidates,
-        draws,
-        ci_tail: tail,
-        power: fit_power(runs, opts.bootstrap, opts.seed, tail),
-    })
+        let mut v: Vec<f64> = self.draws.iter().map(get).collect();
+        v.sort_by(f64::total_cmp);
+        [quantile(&v, self.tail), quantile(&v, 1.0 - self.tail)]
+    }
+}
+
+/// A parameter's status: fitted when free, else not identified when the
+/// runs could have fitted it (`structural`), else `why`.
+fn status(free: bool, structural: bool, why: ParamStatus) -> ParamStatus {
+    if free {
+        ParamStatus::Fitted
+    } else if structural {
+        ParamStatus::NotIdentified
+    } else {
+        why
+    }
+}
+
+/// How well a fit with residual sum of squares `rss` and `k` parameters
+/// explains the runs.
+struct Goodness {
+    r2: Option<f64>,
+    /// Residual standard error.
+    rse: Option<f64>,
+    /// The spread of repeated runs of a configuration.
+    spread: Option<f64>,
+}
+
+impl Goodness {
+    /// The goodness of a fit to `groups` (`within`: the sum of squares
+    /// within configurations).
+    fn of(groups: &Groups, rss: f64, within: f64, k: usize) -> Goodness {
+        let n = groups.n();
+        let all: Vec<f64> = groups.logs.iter().flatten().copied().collect();
+        let mean = all.iter().sum::<f64>() / n as f64;
+        let tss: f64 = all.iter().map(|x| (x - mean) * (x - mean)).sum();
+        let repeats = n - groups.configs.len();
+        Goodness {
+            r2: (tss > 0.0).then(|| 1.0 - rss / tss),
+            rse: (n > k).then(|| (rss / (n - k) as f64).sqrt()),
+            spread: (repeats > 0).then(|| (within / repeats as f64).sqrt()),
+        }
+    }
 }
 
 /// Tail probability of the "expanded percentile" interval (Hesterberg,

@@ -722,22 +722,7 @@ pub fn analyse_with(
         return Err(FitError::NoEnergy { goal: goal.name() });
     }
     let design_fit = fit(design, opts)?;
-    let validation_rows: Vec<ValidationRow> = measured(validation)
-        .into_iter()
-        .map(|(c, (m, n))| {
-            let p = predict(&design_fit, c);
-            ValidationRow {
-                p: c.p,
-                e: c.e,
-                smt: c.smt,
-                predicted_s: p.predicted_s,
-                ci: p.ci,
-                measured_s: m,
-                runs: n,
-                error: p.predicted_s / m - 1.0,
-            }
-        })
-        .collect();
+    let validation_rows = validation_rows(&design_fit, validation);
     let final_fit = if validation.is_empty() {
         design_fit
     } else {
@@ -746,45 +731,21 @@ pub fn analyse_with(
     let seen = measured(&all);
     let scores = measured_scores(&all, goal);
     let ranking = ranked(&final_fit, machine, goal)?;
-    let mut eligible: Vec<Prediction> = ranking
-        .iter()
-        .filter(|p| extrapolate || !p.extrapolated)
-        .copied()
-        .collect();
-    if eligible.is_empty() {
-        eligible = ranking.clone();
-    }
+    let eligible = eligible(&ranking, extrapolate);
     let pick = *eligible.first().ok_or(FitError::NoConfiguration)?;
     let mut caveats = caveats(&final_fit, goal, &pick, &eligible, &scores, machine);
     caveats.extend(at_bound(&final_fit, &all));
-    // The best measured configurations the machine allows, best first.
-    let mut by_measure: Vec<(Config, f64)> = scores
-        .iter()
-        .filter(|(c, _)| machine.allows(**c))
-        .map(|(c, v)| (*c, *v))
-        .collect();
-    by_measure.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let by_measure = best_measured(&scores, machine);
     let fallback = !caveats.is_empty() && !by_measure.is_empty();
-    let (best, runner_up, gap, pricing) = if fallback {
-        let at = |i: usize| {
-            by_measure
-                .get(i)
-                .map(|(c, _)| choice(&predict(&final_fit, *c), &seen))
-        };
-        let gap = match (by_measure.first(), by_measure.get(1)) {
-            (Some(a), Some(b)) if a.1 > 0.0 => b.1 / a.1 - 1.0,
-            _ => 0.0,
-        };
-        let best = at(0).ok_or(FitError::NoConfiguration)?;
-        (best, at(1), gap, Pricing::Measured(&scores))
+    let Recommendation {
+        best,
+        runner_up,
+        gap,
+        pricing,
+    } = if fallback {
+        Recommendation::measured(&final_fit, &by_measure, &seen, &scores)?
     } else {
-        let best = choice(&pick, &seen);
-        let runner_up = eligible.get(1).map(|p| choice(p, &seen));
-        let gap = match (runner_up.and_then(|r| r.score(goal)), best.score(goal)) {
-            (Some(r), Some(b)) if b > 0.0 => r / b - 1.0,
-            _ => 0.0,
-        };
-        (best, runner_up, gap, Pricing::Model { extrapolate })
+        Recommendation::model(&pick, eligible.get(1), &seen, goal, extrapolate)
     };
     let mut predictions: Vec<Choice> = ranking.iter().map(|p| choice(p, &seen)).collect();
     predictions.sort_by_key(Choice::config);
@@ -800,21 +761,13 @@ pub fn analyse_with(
         one_kind: machine.one_kind(),
         model: final_fit.model,
         contention_term: final_fit.contention,
-        params: final_fit.params,
         power: final_fit.power.as_ref().map(|p| PowerReport {
             params: p.params,
             runs: p.runs,
             r2: p.r2,
         }),
-        fit: FitQuality {
-            rse: final_fit.rse,
-            r2: final_fit.r2,
-            runs: final_fit.runs,
-            configs: final_fit.configs,
-            objective: final_fit.objective,
-            spread: final_fit.spread,
-            candidates: final_fit.candidates.clone(),
-        },
+        fit: fit_quality(&final_fit),
+        params: final_fit.params,
         recommended_by: if fallback {
             RecommendedBy::BestMeasured
         } else {
@@ -833,4 +786,130 @@ pub fn analyse_with(
         design_runs: design.len(),
         validation_runs: validation.len(),
     })
+}
+
+/// Each validation configuration's median measured time against what
+/// the fit of the design alone predicts (out of sample).
+fn validation_rows(design_fit: &Fit, validation: &[Observation]) -> Vec<ValidationRow> {
+    measured(validation)
+        .into_iter()
+        .map(|(c, (m, n))| {
+            let p = predict(design_fit, c);
+            ValidationRow {
+                p: c.p,
+                e: c.e,
+                smt: c.smt,
+                predicted_s: p.predicted_s,
+                ci: p.ci,
+                measured_s: m,
+                runs: n,
+                error: p.predicted_s / m - 1.0,
+            }
+        })
+        .collect()
+}
+
+/// The measured configurations the machine allows with their scores,
+/// best first.
+fn best_measured(scores: &BTreeMap<Config, f64>, machine: &Machine) -> Vec<(Config, f64)> {
+    let mut by_measure: Vec<(Config, f64)> = scores
+        .iter()
+        .filter(|(c, _)| machine.allows(**c))
+        .map(|(c, v)| (*c, *v))
+        .collect();
+    by_measure.sort_by(|a, b| a.1.total_cmp(&b.1));
+    by_measure
+}
+
+/// The ranked configurations the model may recommend: those it predicts
+/// from measured dimensions (every one with `extrapolate`, or when none is).
+fn eligible(ranking: &[Prediction], extrapolate: bool) -> Vec<Prediction> {
+    let eligible: Vec<Prediction> = ranking
+        .iter()
+        .filter(|p| extrapolate || !p.extrapolated)
+        .copied()
+        .collect();
+    if eligible.is_empty() {
+        return ranking.to_vec();
+    }
+    eligible
+}
+
+/// The recommended configuration, the runner-up, how much worse the
+/// runner-up is, and how the evidence is priced.
+struct Recommendation<'a> {
+    best: Choice,
+    runner_up: Option<Choice>,
+    gap: f64,
+    pricing: Pricing<'a>,
+}
+
+impl<'a> Recommendation<'a> {
+    /// The best measured configurations (`by_measure`, best first), priced
+    /// by their measured `scores`.
+    fn measured(
+        fit: &Fit,
+        by_measure: &[(Config, f64)],
+        seen: &BTreeMap<Config, (f64, usize)>,
+        scores: &'a BTreeMap<Config, f64>,
+    ) -> Result<Recommendation<'a>, FitError> {
+        let gap = match (by_measure.first(), by_measure.get(1)) {
+            (Some(a), Some(b)) if a.1 > 0.0 => b.1 / a.1 - 1.0,
+            _ => 0.0,
+        };
+        Ok(Recommendation {
+            best: choice_at(fit, by_measure, 0, seen).ok_or(FitError::NoConfiguration)?,
+            runner_up: choice_at(fit, by_measure, 1, seen),
+            gap,
+            pricing: Pricing::Measured(scores),
+        })
+    }
+
+    /// The model's pick and its runner-up, priced by the model.
+    fn model(
+        pick: &Prediction,
+        runner_up: Option<&Prediction>,
+        seen: &BTreeMap<Config, (f64, usize)>,
+        goal: Goal,
+        extrapolate: bool,
+    ) -> Recommendation<'a> {
+        let best = choice(pick, seen);
+        let runner_up = runner_up.map(|p| choice(p, seen));
+        let gap = match (runner_up.and_then(|r| r.score(goal)), best.score(goal)) {
+            (Some(r), Some(b)) if b > 0.0 => r / b - 1.0,
+            _ => 0.0,
+        };
+        Recommendation {
+            best,
+            runner_up,
+            gap,
+            pricing: Pricing::Model { extrapolate },
+        }
+    }
+}
+
+/// The `i`th best measured configuration as a choice, with the fit's
+/// prediction.
+fn choice_at(
+    fit: &Fit,
+    by_measure: &[(Config, f64)],
+    i: usize,
+    seen: &BTreeMap<Config, (f64, usize)>,
+) -> Option<Choice> {
+    by_measure
+        .get(i)
+        .map(|(c, _)| choice(&predict(fit, *c), seen))
+}
+
+/// How well the fit explains the runs, for the report.
+fn fit_quality(fit: &Fit) -> FitQuality {
+    FitQuality {
+        rse: fit.rse,
+        r2: fit.r2,
+        runs: fit.runs,
+        configs: fit.configs,
+        objective: fit.objective,
+        spread: fit.spread,
+        candidates: fit.candidates.clone(),
+    }
 }
