@@ -3,24 +3,16 @@
 //! recommendation the best measured configuration; one the runs bracket
 //! (they reject values past the bound) does not.
 
+use crate::common::{machine, simulate};
 use pinsight_tune_model::{
-    analyse, parse_runs, Bound, Caveat, Config, FitOptions, Goal, Machine, ModelKind, Observation,
-    ParamStatus, RecommendedBy, Theta, AT_BOUND_CHI2, SF_MAX,
+    analyse, parse_runs, Bound, Caveat, Config, FitOptions, Goal, ModelKind, ParamStatus,
+    RecommendedBy, Theta, TuneReport, AT_BOUND_CHI2, SF_MAX,
 };
 
 const OPTS: FitOptions = FitOptions {
     bootstrap: 50,
     seed: 12,
 };
-
-fn machine(p: u32, e: u32, smt: u32) -> Machine {
-    Machine {
-        p_cores: p,
-        e_cores: e,
-        smt_per_p_core: smt,
-        smt_per_e_core: 0,
-    }
-}
 
 fn at_bound(caveats: &[Caveat]) -> Vec<(&'static str, Bound, f64)> {
     caveats
@@ -83,19 +75,21 @@ fn sf_at_its_upper_bound_unpinned_recommends_the_best_measured() {
     assert!((drop_e.cost - (6.4 / 5.5 - 1.0)).abs() < 1e-9);
 }
 
-fn generate(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observation> {
-    // Three runs each at ±1%: a known, small spread.
-    configs
-        .iter()
-        .flat_map(|c| {
-            let t = model.time(th, *c);
-            [0.99, 1.0, 1.01].map(|k| Observation {
-                config: *c,
-                time_s: t * k,
-                energy_j: None,
-            })
-        })
-        .collect()
+/// Runs of 1P, 1E, 4P, 8E and 4P+8E from the dynamic model (t1 20 s,
+/// parallel fraction `f`, E-cores `sf` times slower, no SMT gain nor
+/// contention), analysed for time on a 4P+8E machine.
+fn analyse_two_kinds(f: f64, sf: f64) -> TuneReport {
+    let th = Theta {
+        t1: 20.0,
+        f,
+        sf,
+        smt_gain: 0.0,
+        contention: 0.0,
+    };
+    let c = Config::new;
+    let configs = [c(1, 0, 0), c(0, 1, 0), c(4, 0, 0), c(0, 8, 0), c(4, 8, 0)];
+    let runs = simulate(ModelKind::Dynamic, &th, &configs);
+    analyse(&runs, &[], &machine(4, 8, 0), Goal::Time, OPTS).unwrap()
 }
 
 /// E-cores exactly as fast as P-cores, measured alone and together: sf
@@ -103,21 +97,11 @@ fn generate(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observation
 /// E-only runs would be faster than measured): bracketed, trusted.
 #[test]
 fn sf_on_its_lower_bound_pinned_by_e_only_runs_is_bracketed() {
-    let th = Theta {
-        t1: 20.0,
-        f: 0.95,
-        sf: 1.0,
-        smt_gain: 0.0,
-        contention: 0.0,
-    };
-    let c = Config::new;
-    let configs = [c(1, 0, 0), c(0, 1, 0), c(4, 0, 0), c(0, 8, 0), c(4, 8, 0)];
-    let runs = generate(ModelKind::Dynamic, &th, &configs);
-    let r = analyse(&runs, &[], &machine(4, 8, 0), Goal::Time, OPTS).unwrap();
+    let r = analyse_two_kinds(0.95, 1.0);
     assert_eq!(r.params.sf.bound, Some(Bound::Lower), "{:?}", r.params.sf);
     assert!(at_bound(&r.caveats).is_empty(), "{:?}", r.caveats);
     assert_eq!(r.recommended_by, RecommendedBy::Model, "{:?}", r.caveats);
-    assert_eq!(r.recommended.config(), c(4, 8, 0));
+    assert_eq!(r.recommended.config(), Config::new(4, 8, 0));
 }
 
 /// SMT siblings that add nothing, measured with and without them: γ sits
@@ -141,7 +125,7 @@ fn smt_gain_on_zero_measured_both_ways_is_bracketed() {
         c(4, 8, 0),
         c(4, 8, 4),
     ];
-    let runs = generate(ModelKind::Dynamic, &th, &configs);
+    let runs = simulate(ModelKind::Dynamic, &th, &configs);
     let r = analyse(&runs, &[], &machine(4, 8, 1), Goal::Time, OPTS).unwrap();
     assert_eq!(r.params.smt_gain.status, ParamStatus::Fitted);
     assert!(r.params.smt_gain.value < 1e-6, "{:?}", r.params.smt_gain);
@@ -154,17 +138,7 @@ fn smt_gain_on_zero_measured_both_ways_is_bracketed() {
 /// the bound by more than the χ² margin.
 #[test]
 fn sf_pushed_past_its_bound_by_the_runs_is_flagged() {
-    let th = Theta {
-        t1: 20.0,
-        f: 0.9,
-        sf: 24.0,
-        smt_gain: 0.0,
-        contention: 0.0,
-    };
-    let c = Config::new;
-    let configs = [c(1, 0, 0), c(0, 1, 0), c(4, 0, 0), c(0, 8, 0), c(4, 8, 0)];
-    let runs = generate(ModelKind::Dynamic, &th, &configs);
-    let r = analyse(&runs, &[], &machine(4, 8, 0), Goal::Time, OPTS).unwrap();
+    let r = analyse_two_kinds(0.9, 24.0);
     assert_eq!(r.params.sf.bound, Some(Bound::Upper));
     let flagged = at_bound(&r.caveats);
     assert_eq!(flagged.len(), 1, "{:?}", r.caveats);

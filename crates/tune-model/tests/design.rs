@@ -1,37 +1,14 @@
 //! The design, predictions over the machine, validation picks, one kind.
 
+use crate::common::{machine, simulate};
 use pinsight_tune_model::{
     design, fit, predict, recommend, validation, Config, FitOptions, Goal, Machine, ModelKind,
     Observation, ParamStatus, Theta,
 };
 
-const HYBRID: Machine = Machine {
-    p_cores: 4,
-    e_cores: 8,
-    smt_per_p_core: 1,
-    smt_per_e_core: 0,
-};
+const HYBRID: Machine = machine(4, 8, 1);
 
-const ONE_KIND: Machine = Machine {
-    p_cores: 8,
-    e_cores: 0,
-    smt_per_p_core: 1,
-    smt_per_e_core: 0,
-};
-
-/// Runs of `configs` from `model` with `th`: three each, at -1%, 0, +1%.
-pub(crate) fn simulate(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observation> {
-    configs
-        .iter()
-        .flat_map(|&c| {
-            [0.99, 1.0, 1.01].map(|k| Observation {
-                config: c,
-                time_s: model.time(th, c) * k,
-                energy_j: None,
-            })
-        })
-        .collect()
-}
+const ONE_KIND: Machine = machine(8, 0, 1);
 
 #[test]
 fn hybrid_design_is_small_allowed_and_deduplicated() {
@@ -64,12 +41,7 @@ fn one_kind_design_and_tiny_machines() {
         vec![c(1, 0, 0), c(4, 0, 0), c(8, 0, 0), c(8, 0, 8)]
     );
     // This build VM: 2 cores without SMT -> 1 and 2 (half = 1 deduplicated).
-    let vm = Machine {
-        p_cores: 2,
-        e_cores: 0,
-        smt_per_p_core: 0,
-        smt_per_e_core: 0,
-    };
+    let vm = machine(2, 0, 0);
     assert_eq!(design(&vm), vec![c(1, 0, 0), c(2, 0, 0)]);
     let none = Machine { p_cores: 0, ..vm };
     assert!(design(&none).is_empty());
@@ -135,12 +107,7 @@ fn static_program_avoids_e_cores_and_validation_skips_measured() {
 /// predicted the same time (1e-15 apart) and 1P must be recommended.
 #[test]
 fn a_rounding_tie_goes_to_fewer_threads() {
-    const TWO: Machine = Machine {
-        p_cores: 1,
-        e_cores: 1,
-        smt_per_p_core: 0,
-        smt_per_e_core: 0,
-    };
+    const TWO: Machine = machine(1, 1, 0);
     let runs: Vec<Observation> = [
         (1, 0, 0.290),
         (1, 0, 0.294),

@@ -1,17 +1,13 @@
 //! Energy and EDP goals: a power model fitted to generated runs with known
 //! coefficients, recommendations by goal, and the typed error without energy.
 
+use crate::common::machine;
 use pinsight_tune_model::{
     design, fit, recommend, Config, FitError, FitOptions, Goal, Machine, ModelKind, Observation,
     PowerFit, Theta,
 };
 
-const MACHINE: Machine = Machine {
-    p_cores: 4,
-    e_cores: 8,
-    smt_per_p_core: 1,
-    smt_per_e_core: 0,
-};
+const MACHINE: Machine = machine(4, 8, 1);
 
 const THETA: Theta = Theta {
     t1: 10.0,

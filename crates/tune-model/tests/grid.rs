@@ -9,6 +9,7 @@
 //! (92.1%), 124/125 right recommendations; ~9 s in release.
 //! `GRID_VERBOSE=1` prints every miss.
 
+use crate::common::machine;
 use pinsight_tune_model::{
     analyse, design, Config, FitOptions, Goal, Machine, ModelKind, Observation, Param, ParamStatus,
     RecommendedBy, Theta,
@@ -25,20 +26,7 @@ fn uniform(rng: &mut XorShiftRng, lo: f64, hi: f64) -> f64 {
 }
 
 fn machines() -> [Machine; 2] {
-    [
-        Machine {
-            p_cores: 6,
-            e_cores: 8,
-            smt_per_p_core: 1,
-            smt_per_e_core: 0,
-        },
-        Machine {
-            p_cores: 4,
-            e_cores: 8,
-            smt_per_p_core: 1,
-            smt_per_e_core: 0,
-        },
-    ]
+    [machine(6, 8, 1), machine(4, 8, 1)]
 }
 
 /// The four designs: full (with SMT), without SMT, five configurations

@@ -2,6 +2,7 @@
 //! and said so, a parameter pushed to a bound is marked, and configurations
 //! resting on a held parameter are extrapolated.
 
+use crate::common::machine;
 use pinsight_tune_model::{
     extrapolated, fit_model, predict, Bound, Config, FitOptions, ModelKind, Observation,
     ParamStatus, Theta,
@@ -12,7 +13,7 @@ const OPTS: FitOptions = FitOptions {
     seed: 5,
 };
 
-use crate::design::simulate as runs;
+use crate::common::simulate as runs;
 
 /// A static split whose only SMT run also uses E-cores three times slower
 /// than a P-core: the E-core threads pace the run whatever an SMT sibling
@@ -79,12 +80,7 @@ fn a_parallel_fraction_pushed_past_one_is_at_its_bound() {
 /// and c, with a well-conditioned Jacobian.
 #[test]
 fn the_design_identifies_every_candidate() {
-    let m = pinsight_tune_model::Machine {
-        p_cores: 6,
-        e_cores: 8,
-        smt_per_p_core: 1,
-        smt_per_e_core: 0,
-    };
+    let m = machine(6, 8, 1);
     let th = Theta {
         t1: 10.0,
         f: 0.95,

@@ -4,6 +4,7 @@
 //! noise, and the model choice picks the generating model when the data
 //! separate the models.
 
+use crate::common::machine;
 use pinsight_tune_model::{
     design, fit, fit_model, recommend, Config, Fit, FitOptions, Goal, Machine, ModelKind,
     Observation, Theta,
@@ -15,12 +16,7 @@ const SIGMA: f64 = 0.02;
 const RUNS: usize = 3;
 const CASES: usize = 50;
 
-const MACHINE: Machine = Machine {
-    p_cores: 4,
-    e_cores: 8,
-    smt_per_p_core: 1,
-    smt_per_e_core: 0,
-};
+const MACHINE: Machine = machine(4, 8, 1);
 
 pub(crate) fn uniform(rng: &mut XorShiftRng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64

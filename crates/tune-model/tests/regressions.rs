@@ -4,6 +4,7 @@
 //! recommendation from a fit that explains nothing. Each data set is
 //! generated here from a known model with seeded noise.
 
+use crate::common::machine;
 use pinsight_tune_model::{
     analyse, analyse_with, fit, objective, Caveat, Config, FitOptions, Goal, Machine, ModelKind,
     Observation, RecommendedBy, Theta,
@@ -12,12 +13,7 @@ use rand_core::{Rng, SeedableRng};
 use rand_xorshift::XorShiftRng;
 
 /// The recorded i7-1370P as the model sees it: 6 P-cores with SMT, 8 E-cores.
-const I7_1370P: Machine = Machine {
-    p_cores: 6,
-    e_cores: 8,
-    smt_per_p_core: 1,
-    smt_per_e_core: 0,
-};
+const I7_1370P: Machine = machine(6, 8, 1);
 
 fn gauss(rng: &mut XorShiftRng) -> f64 {
     let u = |r: &mut XorShiftRng| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;

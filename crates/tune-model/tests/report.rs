@@ -1,17 +1,13 @@
 //! `analyse`: the report's recommendation, evidence, validation and JSON
 //! shape on generated static and dynamic programs.
 
+use crate::common::machine;
 use pinsight_tune_model::{
     analyse, design, speedup_curve, Change, Config, FitOptions, Goal, Machine, ModelKind,
     Observation, Order, Theta,
 };
 
-const MACHINE: Machine = Machine {
-    p_cores: 6,
-    e_cores: 8,
-    smt_per_p_core: 1,
-    smt_per_e_core: 0,
-};
+const MACHINE: Machine = machine(6, 8, 1);
 
 fn theta(f: f64) -> Theta {
     Theta {
@@ -110,12 +106,7 @@ fn runs_outside_the_machine_are_listed_and_energy_goal_is_refused_early() {
 
 #[test]
 fn one_kind_machine_reduces_to_threads_and_smt() {
-    let m = Machine {
-        p_cores: 8,
-        e_cores: 0,
-        smt_per_p_core: 1,
-        smt_per_e_core: 0,
-    };
+    let m = machine(8, 0, 1);
     let th = Theta {
         contention: 0.02,
         ..theta(0.9)
@@ -157,12 +148,7 @@ fn json_carries_the_contract_fields() {
 /// Figs. 7–8).
 #[test]
 fn speedup_curves_follow_the_seed_equations() {
-    let m = Machine {
-        p_cores: 4,
-        e_cores: 8,
-        smt_per_p_core: 0,
-        smt_per_e_core: 0,
-    };
+    let m = machine(4, 8, 0);
     let th = Theta {
         t1: 1.0,
         f: 0.999,

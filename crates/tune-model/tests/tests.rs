@@ -4,6 +4,7 @@
 //! here; `every_test_file_is_compiled` fails for a file left out.
 
 mod at_bound;
+mod common;
 mod csv_props;
 mod design;
 mod energy;
