@@ -286,14 +286,7 @@ fn a_journal_from_another_machine_or_command_is_refused() {
     drop(s);
     // Another machine.
     let other = fixture("hwloc/16em64t-4s2c2t");
-    let e = open(
-        &other,
-        request(&other, 1),
-        TuneJournal::Resume(path.clone()),
-        SPEC,
-    )
-    .err()
-    .unwrap();
+    let e = resume_refused(&other, &path);
     assert!(
         matches!(
             e,
@@ -317,6 +310,19 @@ fn a_journal_from_another_machine_or_command_is_refused() {
     let mut req = request(&topo, 1);
     req.pinned = true;
     assert!(open(&topo, req, TuneJournal::Resume(path.clone()), SPEC).is_err());
+}
+
+/// Why the journal at `path` cannot be resumed with the one-run request
+/// on `topo`.
+fn resume_refused(topo: &Topology, path: &Path) -> TuneError {
+    open(
+        topo,
+        request(topo, 1),
+        TuneJournal::Resume(path.to_path_buf()),
+        SPEC,
+    )
+    .err()
+    .unwrap()
 }
 
 fn compare_request(policies: &[&str]) -> Request {
@@ -349,14 +355,7 @@ fn tune_and_compare_never_resume_each_others_journals() {
         is_env_set: &|_| false,
     };
     drop(Session::open(cfg(JournalTarget::New(cpath.clone()))).unwrap());
-    let e = open(
-        &topo,
-        request(&topo, 1),
-        TuneJournal::Resume(cpath.clone()),
-        SPEC,
-    )
-    .err()
-    .unwrap();
+    let e = resume_refused(&topo, &cpath);
     assert!(matches!(e, TuneError::NotTune { kind: None, .. }), "{e}");
     assert_eq!(
         e.to_string(),
