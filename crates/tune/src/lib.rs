@@ -486,38 +486,118 @@ impl<'a> TuneSession<'a> {
         } = self;
         let mut budget = Budget::new(cfg.request.budget);
         let not_applicable = session.header().not_applicable.clone();
-        let (total, done) = session.progress();
-        progress.begin(Stage::Design.task(), total as u64, done as u64);
-        let first = {
-            let mut gate = StageGate::new(&identity, &previous, &mut budget, Stage::Design);
-            let run = session.run_until(progress, &mut gate, stop);
-            progress.end();
-            run?
-        };
+        let first = Self::run_stage(
+            session,
+            Stage::Design,
+            &identity,
+            &previous,
+            &mut budget,
+            progress,
+            stop,
+        )?;
         let design_journal = Journal::read(&journal)?;
         let metric = design_journal.header.metrics.first().cloned();
         let design_runs = observations(&design_journal.runs, &identity, metric.as_ref());
         let mut notes = layout.notes.clone();
         notes.extend(first.report.virtual_machine.clone());
         notes.extend(disturbance_note("design", &first.report));
-        if let Some(m) = &metric {
-            notes.push(match m.better {
-                Better::Higher => format!(
-                    "objective: {} (higher is better), read from each run's output and fitted as its inverse 1/{} (time per unit of work); \
-                     the times shown are that inverse, in {}",
-                    m.name,
-                    m.name,
-                    inverse_unit(&m.unit)
-                ),
-                Better::Lower => format!(
-                    "objective: {} (lower is better), read from each run's output; the times shown are {}",
-                    m.name,
-                    if m.unit.is_empty() { "its values" } else { &m.unit }
-                ),
-            });
-        }
+        notes.extend(metric.as_ref().map(Self::objective_note));
         let mut energy = energy_of(&design_journal.runs);
-        let mut out = Finished {
+        let mut out =
+            Self::design_ended(layout, design, design_runs, journal, not_applicable, first);
+        let design_complete = budget.cuts.is_empty();
+        if !matches!(out.outcome, Outcome::Complete) {
+            budget.finish_into(&mut out, notes, energy);
+            return Ok(out);
+        }
+        // The validation: the best predicted configurations not measured,
+        // from a seeded fit of the journal on disk.
+        let chosen = choose_validation(
+            &out.design_runs,
+            &out.layout.machine,
+            cfg.request.validate,
+            cfg.request.seed,
+        )
+        .unwrap_or_else(|why| {
+            notes.push(why);
+            Vec::new()
+        });
+        if chosen.is_empty() {
+            out.complete = design_complete;
+            budget.finish_into(&mut out, notes, energy);
+            return Ok(out);
+        }
+        let (vsession, videntity, vpath, vprevious) = Self::open_validation(&cfg, &out, &chosen)?;
+        budget.predict(&design_journal.runs, &identity, &chosen, cfg.request.seed);
+        let second = Self::run_stage(
+            vsession,
+            Stage::Validation,
+            &videntity,
+            &vprevious,
+            &mut budget,
+            progress,
+            stop,
+        )?;
+        notes.extend(disturbance_note("validation", &second.report));
+        let vjournal = Journal::read(&vpath)?;
+        out.validation_runs = observations(&vjournal.runs, &videntity, metric.as_ref());
+        if energy == Energy::Available {
+            energy = energy_of(&vjournal.runs);
+        }
+        out.validation = chosen;
+        out.validation_journal = Some(vpath);
+        Self::validation_ended(&mut out, second, budget.cuts.is_empty());
+        budget.finish_into(&mut out, notes, energy);
+        Ok(out)
+    }
+
+    /// Runs one stage's session under its gate (the budget), as the
+    /// progress task of `stage`.
+    fn run_stage(
+        session: Session,
+        stage: Stage,
+        identity: &Identity,
+        previous: &[RunLine],
+        budget: &mut Budget,
+        progress: &mut dyn Progress,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<session::Finished, TuneError> {
+        let (total, done) = session.progress();
+        progress.begin(stage.task(), total as u64, done as u64);
+        let mut gate = StageGate::new(identity, previous, budget, stage);
+        let run = session.run_until(progress, &mut gate, stop);
+        progress.end();
+        Ok(run?)
+    }
+
+    /// The note that says what the objective `m` is and how it is fitted.
+    fn objective_note(m: &MetricSpec) -> String {
+        match m.better {
+            Better::Higher => format!(
+                "objective: {} (higher is better), read from each run's output and fitted as its inverse 1/{} (time per unit of work); \
+                 the times shown are that inverse, in {}",
+                m.name,
+                m.name,
+                inverse_unit(&m.unit)
+            ),
+            Better::Lower => format!(
+                "objective: {} (lower is better), read from each run's output; the times shown are {}",
+                m.name,
+                if m.unit.is_empty() { "its values" } else { &m.unit }
+            ),
+        }
+    }
+
+    /// How the tune stands once the design stage `first` ended.
+    fn design_ended(
+        layout: TuneLayout,
+        design: Vec<Config>,
+        design_runs: Vec<Observation>,
+        journal: PathBuf,
+        not_applicable: Vec<NotApplicable>,
+        first: session::Finished,
+    ) -> Finished {
+        Finished {
             layout,
             design,
             design_runs,
@@ -535,32 +615,17 @@ impl<'a> TuneSession<'a> {
             cleanup_late: first.cleanup_late,
             signal: first.signal,
             outcome: first.outcome,
-        };
-        let design_complete = budget.cuts.is_empty();
-        if !matches!(out.outcome, Outcome::Complete) {
-            budget.finish_into(&mut out, notes, energy);
-            return Ok(out);
         }
-        // The validation: the best predicted configurations not measured,
-        // from a seeded fit of the journal on disk.
-        let chosen = choose_validation(
-            &out.design_runs,
-            &out.layout.machine,
-            cfg.request.validate,
-            cfg.request.seed,
-        );
-        let chosen = match chosen {
-            Ok(c) => c,
-            Err(why) => {
-                notes.push(why);
-                Vec::new()
-            }
-        };
-        if chosen.is_empty() {
-            out.complete = design_complete;
-            budget.finish_into(&mut out, notes, energy);
-            return Ok(out);
-        }
+    }
+
+    /// Opens the validation stage of `chosen` after the design in `out`:
+    /// its session and arms' identity, its journal (beside the design's,
+    /// resumed when it exists) and the runs that journal already holds.
+    fn open_validation(
+        cfg: &Shared,
+        out: &Finished,
+        chosen: &[Config],
+    ) -> Result<(Session, Identity, PathBuf, Vec<RunLine>), TuneError> {
         let vpath = validation_path(&out.journal);
         let target = if vpath.exists() {
             JournalTarget::Resume {
@@ -579,38 +644,25 @@ impl<'a> TuneSession<'a> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
         let (vsession, videntity) = open_stage(
-            &cfg,
+            cfg,
             &out.layout,
-            &chosen,
+            chosen,
             Stage::Validation,
             target,
             design_name,
         )?;
-        budget.predict(&design_journal.runs, &identity, &chosen, cfg.request.seed);
-        let (total, done) = vsession.progress();
-        progress.begin(Stage::Validation.task(), total as u64, done as u64);
-        let second = {
-            let mut gate = StageGate::new(&videntity, &vprevious, &mut budget, Stage::Validation);
-            let run = vsession.run_until(progress, &mut gate, stop);
-            progress.end();
-            run?
-        };
-        notes.extend(disturbance_note("validation", &second.report));
-        let vjournal = Journal::read(&vpath)?;
-        out.validation_runs = observations(&vjournal.runs, &videntity, metric.as_ref());
-        if energy == Energy::Available {
-            energy = energy_of(&vjournal.runs);
-        }
-        out.validation = chosen;
-        out.validation_journal = Some(vpath);
+        Ok((vsession, videntity, vpath, vprevious))
+    }
+
+    /// How the tune ended after the validation stage `second` (`in_budget`:
+    /// no run was cut).
+    fn validation_ended(out: &mut Finished, second: session::Finished, in_budget: bool) {
         out.stage = Stage::Validation;
-        out.complete = matches!(second.outcome, Outcome::Complete) && budget.cuts.is_empty();
+        out.complete = matches!(second.outcome, Outcome::Complete) && in_budget;
         out.outcome = second.outcome;
         out.signal = second.signal;
         out.restore_failed = out.restore_failed.take().or(second.restore_failed);
         out.cleanup_late |= second.cleanup_late;
-        budget.finish_into(&mut out, notes, energy);
-        Ok(out)
     }
 }
 
