@@ -390,142 +390,235 @@ fn extract(
     max_bytes: u64,
     max_entries: usize,
 ) -> Result<(), ArchiveError> {
-    let read_err = |source: io::Error| ArchiveError::Read {
-        path: archive.to_path_buf(),
-        source,
-    };
-    let unpack_err = |source: io::Error| ArchiveError::Unpack {
-        path: archive.to_path_buf(),
-        source,
-    };
-    let hostile = |entry: &str, reason: &'static str| ArchiveError::Hostile {
-        path: archive.to_path_buf(),
-        entry: entry.to_string(),
-        reason,
-    };
-    let too_big = |limit: String| ArchiveError::TooBig {
-        path: archive.to_path_buf(),
-        limit,
+    let mut u = Unpack {
+        dest,
+        archive,
+        max_bytes,
+        max_entries,
+        links: BTreeSet::new(),
+        relative_links: Vec::new(),
+        total: 0,
+        count: 0,
     };
     let mut input = io::BufReader::new(file);
-    let magic = io::BufRead::fill_buf(&mut input).map_err(read_err)?;
+    let magic = io::BufRead::fill_buf(&mut input).map_err(|e| u.read_err(e))?;
     let decoder: Box<dyn Read> = if magic.starts_with(b"BZh") {
         Box::new(bzip2::read::MultiBzDecoder::new(input))
     } else {
         Box::new(flate2::read::GzDecoder::new(input))
     };
     let mut tar = tar::Archive::new(decoder);
-    // Relative paths of the links made so far: nothing may be written
-    // through one (a link to / followed by `link/etc/passwd`).
-    let mut links: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut relative_links: Vec<(PathBuf, String)> = Vec::new();
-    let mut total: u64 = 0;
-    let mut count: usize = 0;
-    for entry in tar.entries().map_err(read_err)? {
-        let writing = on_signal::WRITING.lock().unwrap_or_else(|e| e.into_inner());
-        if on_signal::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
-            // The process is being stopped by a signal: wait here, adding
-            // nothing, while the cleanup thread removes the directory and
-            // ends the process.
-            drop(writing);
-            park_forever();
-        }
-        let mut entry = entry.map_err(read_err)?;
-        let raw = entry.path().map_err(read_err)?.into_owned();
+    for entry in tar.entries().map_err(|e| u.read_err(e))? {
+        // Held while the entry is written.
+        let _writing = writing_or_park();
+        let mut entry = entry.map_err(|e| u.read_err(e))?;
+        let raw = entry.path().map_err(|e| u.read_err(e))?.into_owned();
         let shown = raw.display().to_string();
-        count += 1;
-        if count > max_entries {
-            return Err(too_big(format!("{max_entries} entries")));
+        let Some(rel) = u.entry_path(&raw, &shown)? else {
+            continue; // "./"
+        };
+        u.write_entry(&mut entry, rel, shown)?;
+    }
+    u.check_links()
+}
+
+/// The lock the cleanup thread takes before removing the directory, held
+/// while one entry is written. When the process is being stopped by a
+/// signal, waits here instead, adding nothing, while the cleanup thread
+/// removes the directory and ends the process.
+fn writing_or_park() -> std::sync::MutexGuard<'static, ()> {
+    let writing = on_signal::WRITING.lock().unwrap_or_else(|e| e.into_inner());
+    if on_signal::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        drop(writing);
+        park_forever();
+    }
+    writing
+}
+
+/// One archive being unpacked: where to, its limits, and what it has
+/// written so far.
+struct Unpack<'a> {
+    dest: &'a Path,
+    archive: &'a Path,
+    max_bytes: u64,
+    max_entries: usize,
+    /// Relative paths of the links made so far: nothing may be written
+    /// through one (a link to / followed by `link/etc/passwd`).
+    links: BTreeSet<PathBuf>,
+    /// Each relative link made and its entry as shown, resolved for real
+    /// once the tree is complete.
+    relative_links: Vec<(PathBuf, String)>,
+    /// Bytes of file contents written.
+    total: u64,
+    /// Entries read.
+    count: usize,
+}
+
+impl Unpack<'_> {
+    /// The archive could not be read.
+    fn read_err(&self, source: io::Error) -> ArchiveError {
+        ArchiveError::Read {
+            path: self.archive.to_path_buf(),
+            source,
         }
-        let rel = safe_relative(&raw).ok_or_else(|| {
-            hostile(
-                &shown,
+    }
+
+    /// An entry could not be written.
+    fn unpack_err(&self, source: io::Error) -> ArchiveError {
+        ArchiveError::Unpack {
+            path: self.archive.to_path_buf(),
+            source,
+        }
+    }
+
+    /// An entry no recording holds.
+    fn hostile(&self, entry: &str, reason: &'static str) -> ArchiveError {
+        ArchiveError::Hostile {
+            path: self.archive.to_path_buf(),
+            entry: entry.to_string(),
+            reason,
+        }
+    }
+
+    /// The archive is over one of its limits.
+    fn too_big(&self, limit: String) -> ArchiveError {
+        ArchiveError::TooBig {
+            path: self.archive.to_path_buf(),
+            limit,
+        }
+    }
+
+    /// Counts one entry and checks its path: relative, without `..`, and
+    /// neither below nor in place of a link made before. `None` for the
+    /// archive's own `./`.
+    fn entry_path(&mut self, raw: &Path, shown: &str) -> Result<Option<PathBuf>, ArchiveError> {
+        self.count += 1;
+        if self.count > self.max_entries {
+            return Err(self.too_big(format!("{} entries", self.max_entries)));
+        }
+        let rel = safe_relative(raw).ok_or_else(|| {
+            self.hostile(
+                shown,
                 "an absolute path or one with '..' leads outside the recording",
             )
         })?;
         if rel.as_os_str().is_empty() {
-            continue; // "./"
+            return Ok(None);
         }
-        if rel.ancestors().skip(1).any(|a| links.contains(a)) {
-            return Err(hostile(&shown, "it lies below a symbolic link"));
+        if rel.ancestors().skip(1).any(|a| self.links.contains(a)) {
+            return Err(self.hostile(shown, "it lies below a symbolic link"));
         }
-        if links.contains(&rel) {
-            return Err(hostile(&shown, "it replaces a symbolic link"));
+        if self.links.contains(&rel) {
+            return Err(self.hostile(shown, "it replaces a symbolic link"));
         }
-        let out = dest.join(&rel);
-        let kind = entry.header().entry_type();
-        match kind {
+        Ok(Some(rel))
+    }
+
+    /// Writes one entry at `rel` under the destination: directories, files
+    /// and symbolic links only.
+    fn write_entry<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<'_, R>,
+        rel: PathBuf,
+        shown: String,
+    ) -> Result<(), ArchiveError> {
+        let out = self.dest.join(&rel);
+        match entry.header().entry_type() {
             tar::EntryType::Directory => {
-                std::fs::create_dir_all(&out).map_err(unpack_err)?;
+                std::fs::create_dir_all(&out).map_err(|e| self.unpack_err(e))?;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                if let Some(parent) = out.parent() {
-                    std::fs::create_dir_all(parent).map_err(unpack_err)?;
-                }
-                let left = max_bytes - total;
-                let mut f = create_nofollow(&out).map_err(unpack_err)?;
-                let copied =
-                    io::copy(&mut (&mut entry).take(left + 1), &mut f).map_err(read_err)?;
-                total += copied;
-                if copied > left {
-                    return Err(too_big(format!("{max_bytes} bytes")));
-                }
+                self.write_file(entry, &out)?;
             }
             tar::EntryType::Symlink => {
-                let target = entry
-                    .link_name()
-                    .map_err(read_err)?
-                    .ok_or_else(|| hostile(&shown, "a symbolic link without a target"))?
-                    .into_owned();
-                // An absolute target names the reading machine's files
-                // (`sys -> /sys` would show the live machine as the
-                // recording): neither `pinsight snapshot` nor hwloc's
-                // dumps hold one. Relative ones must stay inside.
-                if target.is_absolute() {
-                    return Err(hostile(
-                        &shown,
-                        "a symbolic link leading outside the recording (an absolute target)",
-                    ));
-                }
-                if !stays_inside(&rel, &target) {
-                    return Err(hostile(
-                        &shown,
-                        "a symbolic link leading outside the recording",
-                    ));
-                }
-                if let Some(parent) = out.parent() {
-                    std::fs::create_dir_all(parent).map_err(unpack_err)?;
-                }
-                std::os::unix::fs::symlink(&target, &out).map_err(unpack_err)?;
-                relative_links.push((rel.clone(), shown.clone()));
-                links.insert(rel);
+                self.write_symlink(entry, rel, &out, shown)?;
             }
             tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => {}
             tar::EntryType::Link => {
-                return Err(hostile(
+                return Err(self.hostile(
                     &shown,
                     "a hard link (recordings hold files, directories and symbolic links only)",
                 ));
             }
             _ => {
-                return Err(hostile(&shown, "a device, FIFO or other special file (recordings hold files, directories and symbolic links only)"));
+                return Err(self.hostile(&shown, "a device, FIFO or other special file (recordings hold files, directories and symbolic links only)"));
             }
         }
+        Ok(())
     }
-    // The lexical check above cannot see chains (`a -> .`, `b -> a/../..`):
-    // now that the tree is complete, resolve every relative link for real.
-    let inside = dest.canonicalize().map_err(unpack_err)?;
-    for (rel, shown) in relative_links {
-        if let Ok(real) = dest.join(&rel).canonicalize() {
-            if !real.starts_with(&inside) {
-                return Err(hostile(
-                    &shown,
-                    "a symbolic link leading outside the recording",
-                ));
+
+    /// Writes a file's contents at `out`, within what is left of the byte
+    /// limit, never through a link.
+    fn write_file<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<'_, R>,
+        out: &Path,
+    ) -> Result<(), ArchiveError> {
+        if let Some(parent) = out.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| self.unpack_err(e))?;
+        }
+        let left = self.max_bytes - self.total;
+        let mut f = create_nofollow(out).map_err(|e| self.unpack_err(e))?;
+        let copied =
+            io::copy(&mut (&mut *entry).take(left + 1), &mut f).map_err(|e| self.read_err(e))?;
+        self.total += copied;
+        if copied > left {
+            return Err(self.too_big(format!("{} bytes", self.max_bytes)));
+        }
+        Ok(())
+    }
+
+    /// Makes a symbolic link at `out` whose relative target stays inside
+    /// the recording, and remembers it.
+    fn write_symlink<R: Read>(
+        &mut self,
+        entry: &mut tar::Entry<'_, R>,
+        rel: PathBuf,
+        out: &Path,
+        shown: String,
+    ) -> Result<(), ArchiveError> {
+        let target = entry
+            .link_name()
+            .map_err(|e| self.read_err(e))?
+            .ok_or_else(|| self.hostile(&shown, "a symbolic link without a target"))?
+            .into_owned();
+        // An absolute target names the reading machine's files
+        // (`sys -> /sys` would show the live machine as the
+        // recording): neither `pinsight snapshot` nor hwloc's
+        // dumps hold one. Relative ones must stay inside.
+        if target.is_absolute() {
+            return Err(self.hostile(
+                &shown,
+                "a symbolic link leading outside the recording (an absolute target)",
+            ));
+        }
+        if !stays_inside(&rel, &target) {
+            return Err(self.hostile(&shown, "a symbolic link leading outside the recording"));
+        }
+        if let Some(parent) = out.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| self.unpack_err(e))?;
+        }
+        std::os::unix::fs::symlink(&target, out).map_err(|e| self.unpack_err(e))?;
+        self.relative_links.push((rel.clone(), shown));
+        self.links.insert(rel);
+        Ok(())
+    }
+
+    /// The lexical check cannot see chains (`a -> .`, `b -> a/../..`): now
+    /// that the tree is complete, resolves every relative link for real.
+    fn check_links(self) -> Result<(), ArchiveError> {
+        let inside = self.dest.canonicalize().map_err(|e| self.unpack_err(e))?;
+        for (rel, shown) in &self.relative_links {
+            if let Ok(real) = self.dest.join(rel).canonicalize() {
+                if !real.starts_with(&inside) {
+                    return Err(
+                        self.hostile(shown, "a symbolic link leading outside the recording")
+                    );
+                }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// `a/./b` → `a/b`; `None` for absolute paths and any `..`.

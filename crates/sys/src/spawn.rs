@@ -644,10 +644,28 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// The steps, in std's order; returns the errno of the one that failed.
+/// Everything from here to `execve` runs in the child on borrowed memory:
+/// async-signal-safe calls only, and no allocation.
 fn prepare_and_exec(p: &Prepared) -> libc::c_int {
-    // SAFETY (every block below): async-signal-safe libc calls on
-    // descriptors, strings and buffers prepared by the parent, which stay
-    // valid until execve or _exit.
+    match prepare(p) {
+        Ok(()) => exec_candidates(p),
+        Err(e) => e,
+    }
+}
+
+/// The steps before `execve`; `Err` holds the errno of the one that failed.
+fn prepare(p: &Prepared) -> Result<(), libc::c_int> {
+    redirect_stdio(p)?;
+    enter_dir_and_group(p)?;
+    reset_signals(p.nsig)?;
+    keep_inherited_fds(p)?;
+    set_placement(p)
+}
+
+/// Puts each redirected descriptor on its standard stream.
+fn redirect_stdio(p: &Prepared) -> Result<(), libc::c_int> {
+    // SAFETY (every block here): async-signal-safe libc calls on
+    // descriptors the parent prepared, which stay open until execve.
     for (target, src) in p.stdio.iter().enumerate() {
         let Some(src) = *src else { continue };
         let target = target as RawFd;
@@ -658,23 +676,38 @@ fn prepare_and_exec(p: &Prepared) -> libc::c_int {
             unsafe { libc::dup2(src, target) }
         };
         if r < 0 {
-            return errno();
+            return Err(errno());
         }
     }
+    Ok(())
+}
+
+/// Changes to the working directory and joins the process group, where
+/// asked.
+fn enter_dir_and_group(p: &Prepared) -> Result<(), libc::c_int> {
     if let Some(cwd) = &p.cwd {
+        // SAFETY: async-signal-safe; `cwd` is the parent's NUL-terminated
+        // string, valid until execve.
         if unsafe { libc::chdir(cwd.as_ptr()) } != 0 {
-            return errno();
+            return Err(errno());
         }
     }
     if let Some(pgid) = p.process_group {
+        // SAFETY: async-signal-safe; plain integer arguments.
         if unsafe { libc::setpgid(0, pgid) } != 0 {
-            return errno();
+            return Err(errno());
         }
     }
-    // Every handled signal back to the default (our handlers must not run
-    // here, spawni.c), SIGPIPE too (std's child: Rust ignores it in the
-    // parent), then an empty mask (std's child).
-    for sig in 1..p.nsig {
+    Ok(())
+}
+
+/// Every handled signal below `nsig` back to the default (our handlers
+/// must not run here, spawni.c), SIGPIPE too (std's child: Rust ignores it
+/// in the parent), then an empty mask (std's child).
+fn reset_signals(nsig: libc::c_int) -> Result<(), libc::c_int> {
+    // SAFETY (every block here): async-signal-safe libc calls on sigaction
+    // and sigset_t values on this stack; all-zero is a valid value of both.
+    for sig in 1..nsig {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
         }
@@ -690,29 +723,47 @@ fn prepare_and_exec(p: &Prepared) -> libc::c_int {
         let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
         dfl.sa_sigaction = libc::SIG_DFL;
         if unsafe { libc::sigaction(sig, &dfl, std::ptr::null_mut()) } != 0 {
-            return errno();
+            return Err(errno());
         }
     }
     let mut empty: libc::sigset_t = unsafe { std::mem::zeroed() };
     unsafe { libc::sigemptyset(&mut empty) };
     if unsafe { libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) } != 0 {
-        return errno();
+        return Err(errno());
     }
+    Ok(())
+}
+
+/// Clears close-on-exec on the descriptors the program inherits.
+fn keep_inherited_fds(p: &Prepared) -> Result<(), libc::c_int> {
     for &fd in &p.inherit_fds {
+        // SAFETY: async-signal-safe; plain integer arguments.
         if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
-            return errno();
+            return Err(errno());
         }
     }
+    Ok(())
+}
+
+/// Sets the CPU affinity and memory policy, where asked.
+fn set_placement(p: &Prepared) -> Result<(), libc::c_int> {
     if let Some(words) = &p.affinity {
         if crate::affinity::set_affinity_words(0, words).is_err() {
-            return errno();
+            return Err(errno());
         }
     }
     if let Some((mode, words, maxnode)) = &p.mempolicy {
         if crate::mempolicy::raw_set(*mode, words, *maxnode).is_err() {
-            return errno();
+            return Err(errno());
         }
     }
+    Ok(())
+}
+
+/// Executes the candidates in order (a file without `#!` through the
+/// shell, as execvp); returns the errno to report when none ran: EACCES
+/// if any was refused, else the last.
+fn exec_candidates(p: &Prepared) -> libc::c_int {
     let envp = p.envp.as_ptr();
     let mut eacces = false;
     let mut last = libc::ENOENT;
@@ -721,6 +772,8 @@ fn prepare_and_exec(p: &Prepared) -> libc::c_int {
         // Last of all: the start of the timed interval.
         p.stamp
             .store(crate::process::monotonic_ns(), Ordering::Release);
+        // SAFETY: async-signal-safe; `cand`, argv and envp are the parent's
+        // NUL-terminated strings and arrays, valid until execve.
         unsafe { libc::execve(cand, p.argv.as_ptr(), envp) };
         let mut e = errno();
         if e == libc::ENOEXEC {
@@ -733,6 +786,7 @@ fn prepare_and_exec(p: &Prepared) -> libc::c_int {
             }
             p.stamp
                 .store(crate::process::monotonic_ns(), Ordering::Release);
+            // SAFETY: as the execve above; SH is a static C string.
             unsafe { libc::execve(SH.as_ptr(), sh.as_ptr(), envp) };
             e = errno();
         }
