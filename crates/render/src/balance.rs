@@ -6,7 +6,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::load::LoadView;
 use pinsight_launch::rebalance::select::Task;
 use pinsight_launch::rebalance::state::{RestoreOutcome, RestoreReport};
-use pinsight_launch::rebalance::{Outcome, Report};
+use pinsight_launch::rebalance::{Move, Outcome, Report};
 use std::fmt::Write as _;
 
 /// Rows of the moves table shown; the JSON output has them all.
@@ -25,6 +25,17 @@ fn cut(name: &str) -> String {
         let head: String = name.chars().take(NAME_WIDTH - 1).collect();
         format!("{head}…")
     }
+}
+
+/// A moving task's first columns: PID, TID (`-` for a whole process) and
+/// its name, cut.
+fn task_columns(m: &Move) -> String {
+    format!(
+        "{:>8} {:>8}  {:<NAME_WIDTH$}",
+        m.pid,
+        m.tid.map_or("-".into(), |t| t.to_string()),
+        cut(&m.name)
+    )
 }
 
 fn pct(v: f64) -> String {
@@ -246,10 +257,8 @@ fn task_table(r: &Report) -> String {
         let (lb, la) = (line(b, i), line(a, i));
         let _ = writeln!(
             out,
-            "{:>8} {:>8}  {:<NAME_WIDTH$} {:>9} {:>7} {:>7} {:>7}",
-            m.pid,
-            m.tid.map_or("-".into(), |t| t.to_string()),
-            cut(&m.name),
+            "{} {:>9} {:>7} {:>7} {:>7}",
+            task_columns(m),
             format!(
                 "{}->{}",
                 cpu(lb.and_then(|l| l.cpu)),
@@ -346,10 +355,8 @@ fn moves_table(r: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>8} {:>8}  {:<NAME_WIDTH$} {:<12} {:<12} {result}",
-            m.pid,
-            m.tid.map_or("-".into(), |t| t.to_string()),
-            cut(&m.name),
+            "{} {:<12} {:<12} {result}",
+            task_columns(m),
             cut12(&m.before.to_string()),
             cut12(&m.target.to_string()),
         );

@@ -127,15 +127,21 @@ fn groups<'a>(v: &'a [Group], f: fn(&'a Group) -> Object<'a>) -> Vec<Placed<'a>>
     v.iter().map(|g| Placed::new(f(g), &g.cpus)).collect()
 }
 
+/// NUMA node `n` placed at `cpus` as memory: a leaf beside its host's
+/// children.
+fn memory_node<'a>(n: &'a NumaNode, cpus: &CpuSet) -> Placed<'a> {
+    Placed {
+        memory: true,
+        leaf: true,
+        ..Placed::new(Object::Numa(n), cpus)
+    }
+}
+
 /// The NUMA nodes, as memory (see [`Placed::memory`]).
 pub fn numa_nodes(topo: &Topology) -> Vec<Placed<'_>> {
     topo.numa_nodes
         .iter()
-        .map(|n| Placed {
-            memory: true,
-            leaf: true,
-            ..Placed::new(Object::Numa(n), &n.cpus)
-        })
+        .map(|n| memory_node(n, &n.cpus))
         .collect()
 }
 
@@ -146,11 +152,7 @@ pub fn memory(topo: &Topology) -> Vec<Placed<'_>> {
     let online = topo.online();
     topo.numa_nodes
         .iter()
-        .map(|n| Placed {
-            memory: true,
-            leaf: true,
-            ..Placed::new(Object::Numa(n), &n.memory.locality.intersection(&online))
-        })
+        .map(|n| memory_node(n, &n.memory.locality.intersection(&online)))
         .collect()
 }
 

@@ -10,7 +10,7 @@
 //! name that family and leave drawing the glyphs to the viewer.
 
 use super::colormap;
-use super::table::format_ns;
+use super::table::{format_ns, widest};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency_model::LatencyMatrix;
 use plotters::coord::Shift;
@@ -96,12 +96,7 @@ fn layout(m: &LatencyMatrix) -> Layout {
     // About 760 px of grid, cells 3..=40 px.
     let cell = (760 / n as i32).clamp(3, 40);
     let font = (cell as f64 * 0.8).clamp(9.0, 13.0);
-    let digits = m
-        .cpus
-        .iter()
-        .map(|c| c.to_string().len())
-        .max()
-        .unwrap_or(1);
+    let digits = widest(m.cpus.iter().map(|c| c.to_string()));
     let label_px = digits as f64 * font * 0.64 + 4.0;
     let row_step = (font * 1.15 / cell as f64).ceil().max(1.0) as usize;
     let col_step = (label_px / cell as f64).ceil().max(1.0) as usize;

@@ -32,6 +32,16 @@ impl Default for TableStyle {
     }
 }
 
+/// The number of characters of the longest of `texts`, 1 when there are
+/// none.
+pub(crate) fn widest<S: AsRef<str>>(texts: impl IntoIterator<Item = S>) -> usize {
+    texts
+        .into_iter()
+        .map(|t| t.as_ref().chars().count())
+        .max()
+        .unwrap_or(1)
+}
+
 /// A number of nanoseconds in at most 4–5 characters: one decimal below
 /// 10 ns (on-die SMT siblings, Apple clusters), whole numbers above.
 pub fn format_ns(v: f64) -> String {
@@ -103,19 +113,8 @@ impl Grid {
     }
 
     fn cell_width(&self) -> usize {
-        let cell = self
-            .cells
-            .iter()
-            .flatten()
-            .map(|c| c.chars().count())
-            .max()
-            .unwrap_or(1);
-        let col = self
-            .col_labels
-            .iter()
-            .map(|l| l.chars().count())
-            .max()
-            .unwrap_or(1);
+        let cell = widest(self.cells.iter().flatten());
+        let col = widest(&self.col_labels);
         cell.max(col) + 1
     }
 
@@ -354,6 +353,11 @@ mod tests {
         m
     }
 
+    /// The table's style: with or without colour, `width` columns.
+    fn style(color: bool, width: usize) -> TableStyle {
+        TableStyle { color, width }
+    }
+
     #[test]
     fn small_matrices_print_like_core_to_core_latency() {
         let mut m = LatencyMatrix::new(vec![0, 1, 2]);
@@ -366,23 +370,9 @@ mod tests {
     #[test]
     fn colour_only_when_asked() {
         let m = matrix(4);
-        let plain = heatmap(
-            &m,
-            None,
-            &TableStyle {
-                color: false,
-                width: 100,
-            },
-        );
+        let plain = heatmap(&m, None, &style(false, 100));
         assert!(!plain.contains('\x1b'));
-        let coloured = heatmap(
-            &m,
-            None,
-            &TableStyle {
-                color: true,
-                width: 100,
-            },
-        );
+        let coloured = heatmap(&m, None, &style(true, 100));
         assert!(coloured.contains("\x1b[48;5;"));
         // Low (dark) cells get white text, high (bright) ones black.
         assert!(
@@ -394,14 +384,7 @@ mod tests {
     #[test]
     fn wide_matrices_are_summarised_by_groups() {
         let m = matrix(64);
-        let t = heatmap(
-            &m,
-            None,
-            &TableStyle {
-                color: false,
-                width: 40,
-            },
-        );
+        let t = heatmap(&m, None, &style(false, 40));
         assert!(t.starts_with("64 CPUs do not fit in 40 columns"), "{t}");
         assert!(t.contains("G0 = CPUs 0-"), "{t}");
         assert!(
@@ -410,14 +393,7 @@ mod tests {
             "{t}"
         );
         let tree = pinsight_latency_model::cluster::domains(&m);
-        let t = heatmap(
-            &m,
-            Some(&tree),
-            &TableStyle {
-                color: false,
-                width: 40,
-            },
-        );
+        let t = heatmap(&m, Some(&tree), &style(false, 40));
         assert!(t.contains("latency domain"), "{t}");
         assert!(
             t.contains("G0 = CPUs 0-31") && t.contains("G1 = CPUs 32-63"),

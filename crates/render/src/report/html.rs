@@ -248,13 +248,20 @@ fn speed_section(s: &mut String, t: &Topology, sp: &SpeedReport) {
     }
 }
 
+/// A column head per kernel, `name (unit)`, each followed by `extra`.
+fn kernel_heads(sp: &SpeedReport, extra: &str) -> String {
+    let mut s = String::new();
+    for k in &sp.kernels {
+        write!(s, "<th>{} ({})</th>{extra}", k.name(), k.unit()).ok();
+    }
+    s
+}
+
 /// A row per CPU: its kind, each kernel's median and CI, its relative
 /// speed.
 fn cpu_speed_table(t: &Topology, sp: &SpeedReport) -> String {
     let mut s = String::from("<table><tr><th>CPU</th><th class=l>kind</th>");
-    for k in &sp.kernels {
-        write!(s, "<th>{} ({})</th><th>±</th>", k.name(), k.unit()).ok();
-    }
+    s.push_str(&kernel_heads(sp, "<th>±</th>"));
     s.push_str("<th>relative</th></tr>");
     for c in &sp.cpus {
         write!(
@@ -291,9 +298,7 @@ fn cpu_speed_table(t: &Topology, sp: &SpeedReport) -> String {
 /// A row per core kind: the median of its CPUs for each kernel.
 fn kind_speed_table(sp: &SpeedReport) -> String {
     let mut s = String::from("<h3>Per core kind (median of its CPUs)</h3><table><tr><th class=l>kind</th><th>CPUs measured</th>");
-    for k in &sp.kernels {
-        write!(s, "<th>{} ({})</th>", k.name(), k.unit()).ok();
-    }
+    s.push_str(&kernel_heads(sp, ""));
     s.push_str("</tr>");
     for k in &sp.kinds {
         write!(
