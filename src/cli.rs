@@ -241,13 +241,21 @@ impl Globals {
 pub fn check_output_file(path: &std::path::Path, what: &str) -> Result<(), CliError> {
     // As the write itself will be: a temporary file in the same directory
     // (never following a link at `path`, leaving nothing behind).
-    pinsight_lifecycle::output::check(path).map_err(|e| {
-        CliError::usage(format!(
-            "{what}: cannot write {}: {} (nothing was measured)",
-            path.display(),
-            e.reason()
-        ))
-    })
+    pinsight_lifecycle::output::check(path).map_err(|e| unwritable(what, path, &e))
+}
+
+/// The usage error of an output file found unwritable before any work;
+/// `what` names the flag.
+pub fn unwritable(
+    what: &str,
+    path: &std::path::Path,
+    e: &pinsight_lifecycle::output::OutputError,
+) -> CliError {
+    CliError::usage(format!(
+        "{what}: cannot write {}: {} (nothing was measured)",
+        path.display(),
+        e.reason()
+    ))
 }
 
 /// Parses a duration as users type it: `1s`, `500ms`, `2.5s`, `2m`, `90`

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod budget;
+pub mod run;
 pub mod session;
 pub mod suggest;
 

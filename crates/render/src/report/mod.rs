@@ -4,6 +4,8 @@
 //! from the report's data ([`pinsight_report::ReportData`]).
 
 pub mod html;
+pub mod outcome;
+pub mod skip;
 pub mod terminal;
 pub mod topo_svg;
 
