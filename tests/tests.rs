@@ -20,6 +20,7 @@ mod bounded_inputs;
 mod bounds;
 mod cli_contract;
 mod compare_cli;
+mod compare_errors;
 mod compare_ranks;
 mod compare_workload;
 mod conflicts;

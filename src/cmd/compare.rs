@@ -17,7 +17,6 @@ use pinsight_compare::request::{Flags, Input, RanksFlags, RequestError};
 use pinsight_compare::session::{Finished, Session};
 use pinsight_compare::start::{self, OpenError, OutputError, PrepareError};
 use pinsight_compare::{interrupt, Advice, ExperimentError, Report};
-use pinsight_lifecycle::interrupt::shell_quote;
 use pinsight_render::compare as render;
 use pinsight_render::compare_run as view;
 use std::ffi::OsString;
@@ -314,54 +313,35 @@ fn request_error(e: RequestError) -> CliError {
 }
 
 fn ranks_error(e: RanksError, args: &Args) -> CliError {
+    let flag = flag(e.input(), args);
     match &e {
-        RanksError::PlainJournal(i) => conflict(
-            flag(*i, args),
+        RanksError::PlainJournal(_) => conflict(
+            flag,
             "--resume of a plain compare journal",
             "it applies to a compare across ranks (--launcher LINE)",
         ),
-        RanksError::Placement(i) => conflict(
-            flag(*i, args),
+        RanksError::Placement(_) => conflict(
+            flag,
             "--resume of a compare across ranks",
             "each arm is a slicing rule (--slice-rules), and each rank places its threads \
              with --slice POLICY",
         ),
-        RanksError::Slice { policy, error } => {
-            CliError::usage(format!("--slice {policy}: {error}"))
-        }
         RanksError::NoSlice => conflict(
             "--launcher",
             "no --slice POLICY",
             "every rank applies that policy inside its slice (e.g. --slice p-pinned)",
         ),
-        RanksError::LauncherQuotes(line) => CliError::usage(format!(
-            "--launcher {}: unbalanced quotes or a trailing backslash",
-            shell_quote(line)
-        )),
-        RanksError::LauncherEmpty => CliError::usage(
-            "--launcher '': give the launcher line, e.g. 'mpirun -np 4 --bind-to none'",
-        ),
-        RanksError::UnknownRule(_) | RanksError::RuleTwice { .. } => {
-            CliError::usage(format!("--slice-rules {e}"))
-        }
+        _ => CliError::usage(format!("{flag} {e}")),
     }
 }
 
 fn output_error(e: OutputError, args: &Args) -> CliError {
-    CliError::usage(match e {
+    CliError::usage(match &e {
         OutputError::JournalExists(j) => format!(
             "--journal {}: already exists; continue it with --resume {0}, or choose another --journal",
             j.display()
         ),
-        OutputError::Unwritable {
-            input,
-            path,
-            reason,
-        } => format!(
-            "{} {}: cannot write it: {reason}",
-            flag(input, args),
-            path.display()
-        ),
+        OutputError::Unwritable { input, .. } => format!("{} {e}", flag(*input, args)),
         OutputError::NoDefaultJournal(e) => format!(
             "cannot write the journal in the current directory: {e}; use --journal FILE"
         ),
@@ -429,7 +409,9 @@ fn export(args: &Args, report: &Report) -> Result<(), CliError> {
 /// The exact command that continues this experiment.
 fn resume_command(args: &Args, journal: &Path) -> String {
     let mut parts = vec!["pinsight".to_string(), "compare".into(), "--resume".into()];
-    parts.push(shell_quote(&journal.display().to_string()));
+    parts.push(pinsight_lifecycle::interrupt::shell_quote(
+        &journal.display().to_string(),
+    ));
     if args.ignore_failure {
         parts.push("--ignore-failure".into());
     }

@@ -8,6 +8,7 @@ use crate::ranks::{RanksExecutor, RanksIdentity, KIND};
 use crate::request::{Flags, Input};
 use crate::session::ExecutorChoice;
 use crate::setup::{Extension, Request};
+use pinsight_lifecycle::interrupt::shell_quote;
 use pinsight_plan::slice::SliceRule;
 use pinsight_sys::FsRoot;
 use std::cell::OnceCell;
@@ -28,7 +29,7 @@ pub enum RanksError {
     /// compare across ranks (each arm is a slicing rule there).
     #[error("{0} does not apply to a compare across ranks: each arm is a slicing rule")]
     Placement(Input),
-    #[error("slice policy {policy}: {error}")]
+    #[error("{policy}: {error}")]
     Slice {
         policy: String,
         error: pinsight_plan::PolicyParseError,
@@ -36,15 +37,28 @@ pub enum RanksError {
     /// A launcher line and no slice policy.
     #[error("no slice policy: every rank applies one inside its slice")]
     NoSlice,
-    #[error("launcher line {0}: unbalanced quotes or a trailing backslash")]
+    /// The launcher line as given.
+    #[error("{}: unbalanced quotes or a trailing backslash", shell_quote(.0))]
     LauncherQuotes(String),
-    #[error("empty launcher line")]
+    #[error("'': give the launcher line, e.g. 'mpirun -np 4 --bind-to none'")]
     LauncherEmpty,
     #[error("{0}: unknown slicing rule (expected {names})", names = SliceRule::NAMES)]
     UnknownRule(String),
     /// A rule named twice in `rules` (as given).
     #[error("{}: {name} is given twice", rules.join(","))]
     RuleTwice { rules: Vec<String>, name: String },
+}
+
+impl RanksError {
+    /// The input the error is about (each message reads after its name).
+    pub fn input(&self) -> Input {
+        match self {
+            RanksError::PlainJournal(i) | RanksError::Placement(i) => *i,
+            RanksError::Slice { .. } | RanksError::NoSlice => Input::Slice,
+            RanksError::LauncherQuotes(_) | RanksError::LauncherEmpty => Input::Launcher,
+            RanksError::UnknownRule(_) | RanksError::RuleTwice { .. } => Input::SliceRules,
+        }
+    }
 }
 
 /// Why a compare across ranks cannot be started.

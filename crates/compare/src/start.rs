@@ -50,7 +50,8 @@ pub enum OutputError {
     /// A new journal's path names a file that exists.
     #[error("journal {}: already exists", .0.display())]
     JournalExists(PathBuf),
-    #[error("{input} {}: cannot write it: {reason}", path.display())]
+    /// The message reads after the input's name.
+    #[error("{}: cannot write it: {reason}", path.display())]
     Unwritable {
         input: Input,
         path: PathBuf,
