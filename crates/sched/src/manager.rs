@@ -25,7 +25,9 @@ use crate::sample::{Resolution, Sampler, ThreadSample};
 use crate::sf::{ProgramRef, SfSource, ThreadPeriod};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
-use pinsight_sched_model::{Capacity, Cpu, Kind, Observation, Policy, Scheduler, ThreadId};
+use pinsight_sched_model::{
+    Assignment, Capacity, Cpu, Kind, Observation, Policy, Scheduler, ThreadId,
+};
 use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -297,6 +299,16 @@ fn share(big: f64, small: f64) -> Option<f64> {
     (t > 0.0).then(|| big / t)
 }
 
+/// What one period's sample of a thread gives the policy.
+enum ThreadSeen {
+    /// It ran enough to count: its observation.
+    Busy(Observation),
+    /// Idle while placed on a big CPU (to move to the small ones).
+    IdleOnBig,
+    /// Nothing: gone, excluded or idle elsewhere.
+    Quiet,
+}
+
 /// This thread's CPU time so far (for the manager's own cost).
 fn own_cpu(sampler: &mut Sampler) -> Option<u64> {
     let pid = std::process::id() as i32;
@@ -456,13 +468,27 @@ impl Manager {
         // A tenth of the time that passed: less than that is idle.
         let busy_ns = (elapsed.as_nanos() / 10) as u64;
         self.discover();
+        let (obs, idle_on_big) = self.observe(busy_ns);
+        self.mark_ended();
+        let a = self.scheduler.step(&obs, &self.cfg.capacity);
+        self.place(&a, idle_on_big);
+        self.periods += 1;
+        if let (Some(a), Some(b)) = (t_cpu, own_cpu(&mut self.sampler)) {
+            self.step_cpu += Duration::from_nanos(b.saturating_sub(a));
+        }
+        self.any_alive()
+    }
+
+    /// Samples every live thread of every live process (`busy_ns`: the
+    /// least run time that is not idle): the policy's observations, and
+    /// the idle threads placed on a big CPU.
+    fn observe(&mut self, busy_ns: u64) -> (Vec<Observation>, Vec<i32>) {
         let mut obs = Vec::new();
         let mut idle_on_big = Vec::new();
         for pi in 0..self.procs.len() {
             if !self.procs[pi].alive {
                 continue;
             }
-            let pid = self.procs[pi].pid;
             let tids: Vec<i32> = self.procs[pi]
                 .threads
                 .iter()
@@ -470,73 +496,101 @@ impl Manager {
                 .map(|(&tid, _)| tid)
                 .collect();
             for tid in tids {
-                let sample = self.sampler.sample(pid, tid);
-                let big_set = &self.big_set;
-                let th = self.procs[pi].threads.get_mut(&tid).expect("listed");
-                let Some(s) = sample.filter(|s| !s.exited()) else {
-                    th.alive = false;
-                    self.applier.forget(tid);
-                    continue;
-                };
-                let delta = s.runtime_ns.saturating_sub(th.last_runtime);
-                let first = !th.seen;
-                th.seen = true;
-                th.ran = first || delta > 0;
-                th.last_runtime = s.runtime_ns;
-                th.comm.clone_from(&s.comm);
-                if th.excluded {
-                    continue;
+                match self.observe_thread(pi, tid, busy_ns) {
+                    ThreadSeen::Busy(o) => obs.push(o),
+                    ThreadSeen::IdleOnBig => idle_on_big.push(tid),
+                    ThreadSeen::Quiet => {}
                 }
-                let kind = th.placed.unwrap_or_else(|| where_ran(&s, big_set));
-                let delta = if first { 0 } else { delta };
-                match kind {
-                    Kind::Big => th.big_ns += delta,
-                    Kind::Small => th.small_ns += delta,
-                }
-                let busy = delta >= busy_ns.max(1) || (first && s.state == 'R');
-                if !busy {
-                    if th.placed == Some(Kind::Big) {
-                        idle_on_big.push(tid);
-                    }
-                    continue;
-                }
-                let (big_s, small_s) = match kind {
-                    Kind::Big => (ns_s(delta), 0.0),
-                    Kind::Small => (0.0, ns_s(delta)),
-                };
-                let p = &self.procs[pi];
-                let prog = ProgramRef {
-                    position: p.position,
-                    name: &p.name,
-                    pid,
-                };
-                let sf = self.sf.sf(
-                    &prog,
-                    &ThreadPeriod {
-                        tid,
-                        big_s,
-                        small_s,
-                    },
-                );
-                if let Some(v) = sf {
-                    self.sfs.insert(pid, v);
-                }
-                obs.push(Observation {
-                    id: ThreadId(tid as u64),
-                    big_time: big_s,
-                    small_time: small_s,
-                    sf,
-                });
             }
         }
-        // A process whose threads have all exited (a zombie not yet
-        // reaped) has ended.
+        (obs, idle_on_big)
+    }
+
+    /// Samples thread `tid` of process `procs[pi]`: marks it gone, or
+    /// counts its run time since the last period on the kind it ran on.
+    fn observe_thread(&mut self, pi: usize, tid: i32, busy_ns: u64) -> ThreadSeen {
+        let pid = self.procs[pi].pid;
+        let sample = self.sampler.sample(pid, tid);
+        let big_set = &self.big_set;
+        let th = self.procs[pi].threads.get_mut(&tid).expect("listed");
+        let Some(s) = sample.filter(|s| !s.exited()) else {
+            th.alive = false;
+            self.applier.forget(tid);
+            return ThreadSeen::Quiet;
+        };
+        let delta = s.runtime_ns.saturating_sub(th.last_runtime);
+        let first = !th.seen;
+        th.seen = true;
+        th.ran = first || delta > 0;
+        th.last_runtime = s.runtime_ns;
+        th.comm.clone_from(&s.comm);
+        if th.excluded {
+            return ThreadSeen::Quiet;
+        }
+        let kind = th.placed.unwrap_or_else(|| where_ran(&s, big_set));
+        let delta = if first { 0 } else { delta };
+        match kind {
+            Kind::Big => th.big_ns += delta,
+            Kind::Small => th.small_ns += delta,
+        }
+        let busy = delta >= busy_ns.max(1) || (first && s.state == 'R');
+        if !busy {
+            return if th.placed == Some(Kind::Big) {
+                ThreadSeen::IdleOnBig
+            } else {
+                ThreadSeen::Quiet
+            };
+        }
+        let (big_s, small_s) = match kind {
+            Kind::Big => (ns_s(delta), 0.0),
+            Kind::Small => (0.0, ns_s(delta)),
+        };
+        ThreadSeen::Busy(self.observation(pi, tid, big_s, small_s))
+    }
+
+    /// The policy's observation of a busy thread `tid` of `procs[pi]`,
+    /// with the SF its source gives (kept as the process's last).
+    fn observation(&mut self, pi: usize, tid: i32, big_s: f64, small_s: f64) -> Observation {
+        let p = &self.procs[pi];
+        let pid = p.pid;
+        let prog = ProgramRef {
+            position: p.position,
+            name: &p.name,
+            pid,
+        };
+        let sf = self.sf.sf(
+            &prog,
+            &ThreadPeriod {
+                tid,
+                big_s,
+                small_s,
+            },
+        );
+        if let Some(v) = sf {
+            self.sfs.insert(pid, v);
+        }
+        Observation {
+            id: ThreadId(tid as u64),
+            big_time: big_s,
+            small_time: small_s,
+            sf,
+        }
+    }
+
+    /// A process whose threads have all exited (a zombie not yet reaped)
+    /// has ended.
+    fn mark_ended(&mut self) {
         for p in &mut self.procs {
             if p.alive && !p.threads.is_empty() && p.threads.values().all(|t| !t.alive) {
                 p.alive = false;
             }
         }
-        let a = self.scheduler.step(&obs, &self.cfg.capacity);
+    }
+
+    /// Applies assignment `a`: the chosen threads pinned to their big CPU,
+    /// the rest (and `idle_on_big`) to the small CPUs; with nothing to
+    /// pin, every thread back on its own affinity.
+    fn place(&mut self, a: &Assignment, idle_on_big: Vec<i32>) {
         // Unpinned this period unless placed below.
         for p in &mut self.procs {
             for t in p.threads.values_mut() {
@@ -564,11 +618,6 @@ impl Manager {
             let r = self.applier.restore_all();
             self.note_restore_failures(&r);
         }
-        self.periods += 1;
-        if let (Some(a), Some(b)) = (t_cpu, own_cpu(&mut self.sampler)) {
-            self.step_cpu += Duration::from_nanos(b.saturating_sub(a));
-        }
-        self.any_alive()
     }
 
     fn apply(&mut self, tid: i32, cpus: &CpuSet, kind: Kind) {

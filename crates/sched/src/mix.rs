@@ -24,6 +24,7 @@
 //! handled one way, every record checked against the header's design) is
 //! pinsight-lifecycle's [`pinsight_lifecycle::journal::Journal`].
 
+pub mod document;
 mod open;
 
 pub use open::{given_sf, open, MixJournal, MixRequest, OpenError, Opened, PERIOD_RANGE};
@@ -204,25 +205,9 @@ impl Design<Record> for HeaderLine {
         else {
             return Err("the journal has no header".into());
         };
-        let program = |p: usize| {
-            if p < commands.len() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "program {p} is not in the experiment (it has programs 0-{})",
-                    commands.len().saturating_sub(1)
-                ))
-            }
-        };
-        let scheduler = |s: &str| {
-            if schedulers.iter().any(|x| x == s) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "scheduler '{s}' is not in the experiment (its schedulers: {})",
-                    schedulers.join(", ")
-                ))
-            }
+        let exp = Experiment {
+            commands,
+            schedulers,
         };
         match r {
             Record::Header { .. } => Err("a second header".into()),
@@ -232,24 +217,9 @@ impl Design<Record> for HeaderLine {
                 time_s,
                 exit_code,
                 ..
-            } => {
-                program(*p)?;
-                if on != "big" && on != "small" {
-                    return Err(format!("reference on '{on}': expected big or small"));
-                }
-                duration("time_s", *time_s)?;
-                if seen.references.contains(&(*p, on.clone())) {
-                    return Err(format!(
-                        "the reference run of program {p} on {on} is recorded twice"
-                    ));
-                }
-                if *exit_code == 0 {
-                    seen.references.insert((*p, on.clone()));
-                }
-                Ok(())
-            }
+            } => exp.check_reference(seen, *p, on, *time_s, *exit_code),
             Record::Start { scheduler: s } => {
-                scheduler(s)?;
+                exp.scheduler(s)?;
                 seen.started.insert(s.clone(), HashSet::new());
                 Ok(())
             }
@@ -259,48 +229,127 @@ impl Design<Record> for HeaderLine {
                 completion,
                 time_s,
                 ..
-            } => {
-                scheduler(s)?;
-                program(*p)?;
-                duration("time_s", *time_s)?;
-                if *completion == 0 {
-                    return Err("completion 0: completions count from 1".into());
-                }
-                let Some(runs) = seen.started.get_mut(s) else {
-                    return Err(format!("a run under {s} outside a mix of {s} (no start)"));
-                };
-                if !runs.insert((*p, *completion)) {
-                    return Err(format!(
-                        "completion {completion} of program {p} under {s} is recorded twice"
-                    ));
-                }
-                Ok(())
-            }
+            } => exp.check_run(seen, s, *p, *completion, *time_s),
             Record::Done {
                 scheduler: s,
                 big_share,
                 wall_s,
                 ..
-            } => {
-                scheduler(s)?;
-                duration("wall_s", *wall_s)?;
-                if let Some(x) = big_share
-                    .iter()
-                    .flatten()
-                    .find(|x| !(0.0..=1.0).contains(*x))
-                {
-                    return Err(format!("big_share {x} is not a share (0 to 1)"));
-                }
-                if seen.started.remove(s).is_none() {
-                    return Err(format!("the end of a mix under {s} that did not start"));
-                }
-                Ok(())
-            }
+            } => exp.check_done(seen, s, big_share, *wall_s),
         }
     }
 
     fn mismatch(&self, now: &HeaderLine) -> Vec<Difference> {
         differences(&self.0, &now.0)
+    }
+}
+
+/// The programs and schedulers of a journal's header, that its records
+/// are checked against.
+struct Experiment<'h> {
+    commands: &'h [String],
+    schedulers: &'h [String],
+}
+
+impl Experiment<'_> {
+    /// Program `p` is one of the experiment's.
+    fn program(&self, p: usize) -> Result<(), String> {
+        if p < self.commands.len() {
+            Ok(())
+        } else {
+            Err(format!(
+                "program {p} is not in the experiment (it has programs 0-{})",
+                self.commands.len().saturating_sub(1)
+            ))
+        }
+    }
+
+    /// Scheduler `s` is one of the experiment's.
+    fn scheduler(&self, s: &str) -> Result<(), String> {
+        if self.schedulers.iter().any(|x| x == s) {
+            Ok(())
+        } else {
+            Err(format!(
+                "scheduler '{s}' is not in the experiment (its schedulers: {})",
+                self.schedulers.join(", ")
+            ))
+        }
+    }
+
+    /// A reference run: on big or small, a duration, not twice once it
+    /// succeeded.
+    fn check_reference(
+        &self,
+        seen: &mut Seen,
+        p: usize,
+        on: &String,
+        time_s: f64,
+        exit_code: i32,
+    ) -> Result<(), String> {
+        self.program(p)?;
+        if on != "big" && on != "small" {
+            return Err(format!("reference on '{on}': expected big or small"));
+        }
+        duration("time_s", time_s)?;
+        if seen.references.contains(&(p, on.clone())) {
+            return Err(format!(
+                "the reference run of program {p} on {on} is recorded twice"
+            ));
+        }
+        if exit_code == 0 {
+            seen.references.insert((p, on.clone()));
+        }
+        Ok(())
+    }
+
+    /// A completed run: inside a started mix of its scheduler, counted from
+    /// 1, not twice under one start.
+    fn check_run(
+        &self,
+        seen: &mut Seen,
+        s: &str,
+        p: usize,
+        completion: u32,
+        time_s: f64,
+    ) -> Result<(), String> {
+        self.scheduler(s)?;
+        self.program(p)?;
+        duration("time_s", time_s)?;
+        if completion == 0 {
+            return Err("completion 0: completions count from 1".into());
+        }
+        let Some(runs) = seen.started.get_mut(s) else {
+            return Err(format!("a run under {s} outside a mix of {s} (no start)"));
+        };
+        if !runs.insert((p, completion)) {
+            return Err(format!(
+                "completion {completion} of program {p} under {s} is recorded twice"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The end of a mix: shares in [0, 1], after its start.
+    fn check_done(
+        &self,
+        seen: &mut Seen,
+        s: &str,
+        big_share: &[Option<f64>],
+        wall_s: f64,
+    ) -> Result<(), String> {
+        self.scheduler(s)?;
+        duration("wall_s", wall_s)?;
+        if let Some(x) = big_share
+            .iter()
+            .flatten()
+            .find(|x| !(0.0..=1.0).contains(*x))
+        {
+            return Err(format!("big_share {x} is not a share (0 to 1)"));
+        }
+        if seen.started.remove(s).is_none() {
+            return Err(format!("the end of a mix under {s} that did not start"));
+        }
+        Ok(())
     }
 }
 
@@ -696,24 +745,39 @@ pub fn run(
     }
     let total = 2 * spec.commands.len() + spec.schedulers.len();
     progress.begin("mix", total as u64, 0);
-    let result = run_steps(spec, fs, journal, previous, progress, wait);
+    let result = MixRun::new(spec, fs, journal, wait).run_steps(previous, progress);
     progress.end();
     result
 }
 
-/// [`run`] between the progress's begin and end.
-fn run_steps(
-    spec: &MixSpec,
-    fs: &FsRoot,
-    journal: &mut Journal,
-    previous: &[Record],
-    progress: &mut dyn Progress,
-    wait: Wait,
-) -> Result<MixResult, MixError> {
-    let n = spec.commands.len();
-    let (big, small) = cpu_sets(&spec.capacity);
-    let mut done = 0;
-    // 1. References.
+/// What the steps of one [`run`] share: the experiment, the machine, the
+/// journal, the children's exits and the notes gathered.
+struct MixRun<'a> {
+    spec: &'a MixSpec,
+    fs: &'a FsRoot,
+    journal: &'a mut Journal,
+    wait: Wait<'a>,
+    tx: mpsc::Sender<Exit>,
+    rx: mpsc::Receiver<Exit>,
+    /// Disturbed measurements, one sentence each.
+    notes: Vec<String>,
+}
+
+/// A program's running instance, keyed by its pid (its process group).
+fn instance(program: usize, pid: i32, start: Instant) -> (i32, Instance) {
+    (
+        pid,
+        Instance {
+            program,
+            pgid: pid,
+            start,
+        },
+    )
+}
+
+/// The successful reference runs `previous` holds: per program, alone on a
+/// big CPU and alone on a small one (NaN where none).
+fn previous_references(previous: &[Record], n: usize) -> Vec<(f64, f64)> {
     let mut refs = vec![(f64::NAN, f64::NAN); n];
     for r in previous {
         if let Record::Reference {
@@ -733,89 +797,298 @@ fn run_steps(
             }
         }
     }
-    let (tx, rx) = mpsc::channel();
-    let mut notes = Vec::new();
-    for (i, r) in refs.iter_mut().enumerate() {
-        for (on, cpu) in [("big", big.first()), ("small", small.first())] {
-            let have = if on == "big" { r.0 } else { r.1 };
+    refs
+}
+
+impl<'a> MixRun<'a> {
+    fn new(spec: &'a MixSpec, fs: &'a FsRoot, journal: &'a mut Journal, wait: Wait<'a>) -> Self {
+        let (tx, rx) = mpsc::channel();
+        MixRun {
+            spec,
+            fs,
+            journal,
+            wait,
+            tx,
+            rx,
+            notes: Vec::new(),
+        }
+    }
+
+    /// [`run`] between the progress's begin and end.
+    fn run_steps(
+        mut self,
+        previous: &[Record],
+        progress: &mut dyn Progress,
+    ) -> Result<MixResult, MixError> {
+        let spec = self.spec;
+        let n = spec.commands.len();
+        let mut done = 0;
+        // 1. References.
+        let refs = self.references(previous, progress, &mut done)?;
+        // 2. Schedulers.
+        let mut results = Vec::new();
+        for policy in &spec.schedulers {
+            let name = policy.name();
+            progress.step(&format!("mix under {name}"), done as u64);
             done += 1;
-            if have.is_finite() {
-                continue;
-            }
-            let cpu = cpu.expect("capacity has both kinds");
-            progress.step(
-                &format!("{} alone on {on} CPU {cpu}", spec.name(i)),
-                done as u64 - 1,
-            );
-            let watch = Watch::start(fs);
-            let (pid, start) = spawn(&spec.commands[i], &CpuSet::single(cpu), &tx)?;
-            let exit = loop {
-                match next_exit(&rx, Duration::from_secs(3600), wait) {
-                    Ok(Some(e)) if e.pid == pid => break e,
-                    Ok(_) => continue,
-                    Err(sig) => {
-                        let inst = Instance {
-                            program: i,
-                            pgid: pid,
-                            start,
-                        };
-                        kill_all(&[(pid, inst)], &rx);
-                        return Err(MixError::Interrupted(sig));
+            let res = match completed(previous, name, n) {
+                Some(r) => r,
+                None => {
+                    self.journal.append(&Record::Start {
+                        scheduler: name.into(),
+                    })?;
+                    let (runs, disturbance) = self.one_mix(*policy)?;
+                    if let Some(note) = disturbance.as_ref().and_then(Disturbance::note) {
+                        self.notes.push(format!("mix under {name}: {note}"));
                     }
+                    runs
                 }
             };
-            let t = (exit.at - start).as_secs_f64();
-            let disturbance = watch.finish(Some(&CpuSet::single(cpu)), DEFAULT_THRESHOLD);
-            if let Some(note) = disturbance.as_ref().and_then(Disturbance::note) {
-                notes.push(format!("{} alone on {on} CPU {cpu}: {note}", spec.name(i)));
+            results.push(result(spec, name, &refs, &res));
+        }
+        Ok(MixResult {
+            references: refs,
+            schedulers: results,
+            notes: self.notes,
+        })
+    }
+
+    /// Every program alone on one big CPU, then on one small one, except
+    /// the runs `previous` holds; `done` counts the progress steps.
+    fn references(
+        &mut self,
+        previous: &[Record],
+        progress: &mut dyn Progress,
+        done: &mut usize,
+    ) -> Result<Vec<(f64, f64)>, MixError> {
+        let spec = self.spec;
+        let (big, small) = cpu_sets(&spec.capacity);
+        let mut refs = previous_references(previous, spec.commands.len());
+        for (i, r) in refs.iter_mut().enumerate() {
+            for (on, cpu) in [("big", big.first()), ("small", small.first())] {
+                let have = if on == "big" { r.0 } else { r.1 };
+                *done += 1;
+                if have.is_finite() {
+                    continue;
+                }
+                let cpu = cpu.expect("capacity has both kinds");
+                progress.step(
+                    &format!("{} alone on {on} CPU {cpu}", spec.name(i)),
+                    *done as u64 - 1,
+                );
+                let t = self.reference(i, on, cpu)?;
+                if on == "big" {
+                    r.0 = t;
+                } else {
+                    r.1 = t;
+                }
             }
-            journal.append(&Record::Reference {
-                program: i,
-                on: on.into(),
-                time_s: t,
-                exit_code: exit.code,
-                disturbance,
-            })?;
-            if exit.code != 0 {
-                return Err(MixError::ReferenceFailed {
-                    command: spec.commands[i].clone(),
-                    cpu,
-                    code: exit.code,
-                });
+        }
+        Ok(refs)
+    }
+
+    /// One reference run: program `i` alone on `cpu` (of kind `on`),
+    /// journaled; its wall seconds, or why it failed or stopped.
+    fn reference(&mut self, i: usize, on: &str, cpu: usize) -> Result<f64, MixError> {
+        let spec = self.spec;
+        let watch = Watch::start(self.fs);
+        let (pid, start) = spawn(&spec.commands[i], &CpuSet::single(cpu), &self.tx)?;
+        let exit = loop {
+            match next_exit(&self.rx, Duration::from_secs(3600), self.wait) {
+                Ok(Some(e)) if e.pid == pid => break e,
+                Ok(_) => continue,
+                Err(sig) => {
+                    kill_all(&[instance(i, pid, start)], &self.rx);
+                    return Err(MixError::Interrupted(sig));
+                }
             }
-            if on == "big" {
-                r.0 = t;
-            } else {
-                r.1 = t;
+        };
+        let t = (exit.at - start).as_secs_f64();
+        let disturbance = watch.finish(Some(&CpuSet::single(cpu)), DEFAULT_THRESHOLD);
+        if let Some(note) = disturbance.as_ref().and_then(Disturbance::note) {
+            self.notes
+                .push(format!("{} alone on {on} CPU {cpu}: {note}", spec.name(i)));
+        }
+        self.journal.append(&Record::Reference {
+            program: i,
+            on: on.into(),
+            time_s: t,
+            exit_code: exit.code,
+            disturbance,
+        })?;
+        if exit.code != 0 {
+            return Err(MixError::ReferenceFailed {
+                command: spec.commands[i].clone(),
+                cpu,
+                code: exit.code,
+            });
+        }
+        Ok(t)
+    }
+    /// One scheduler's mix: every program started together on all CPUs
+    /// under a [`Manager`], restarted as it ends until each has completed
+    /// `repeat` runs, journaled; the runs and the mix's disturbance.
+    fn one_mix(&mut self, policy: Policy) -> Result<(MixRuns, Option<Disturbance>), MixError> {
+        let spec = self.spec;
+        let n = spec.commands.len();
+        let (big, small) = cpu_sets(&spec.capacity);
+        let all = big.union(&small);
+        let watch = Watch::start(self.fs);
+        let t0 = Instant::now();
+        let mut mix = Mix {
+            policy,
+            all,
+            running: Vec::new(),
+            outs: Outputs::new(spec, self.journal)?,
+            times: vec![Vec::new(); n],
+            figures: vec![Vec::new(); n],
+        };
+        for i in 0..n {
+            let (pid, start) = mix.outs.spawn(spec, policy, i, &mix.all, &self.tx)?;
+            mix.running.push(instance(i, pid, start));
+        }
+        let pids: Vec<i32> = mix.running.iter().map(|(p, _)| *p).collect();
+        // Started just now, a fast program may be gone already: its exit
+        // is on `rx`, counted below like any other.
+        let mut manager = Manager::new_spawned(
+            self.fs.clone(),
+            mix_config(spec, policy),
+            &pids,
+            sf_source(spec),
+        )?;
+        let stop = self.run_mix(&mut mix, &mut manager)?;
+        kill_all(&mix.running, &self.rx);
+        let report = manager.finish(t0.elapsed());
+        if let Some(sig) = stop {
+            return Err(MixError::Interrupted(sig));
+        }
+        let big_share = big_shares(&report, n);
+        let wall = t0.elapsed().as_secs_f64();
+        let disturbance = watch.finish(Some(&mix.all), DEFAULT_THRESHOLD);
+        self.journal.append(&Record::Done {
+            scheduler: policy.name().into(),
+            big_share: big_share.clone(),
+            wall_s: wall,
+            periods: report.periods,
+            disturbance: disturbance.clone(),
+        })?;
+        Ok((
+            (mix.times, big_share, wall, report.periods, mix.figures),
+            disturbance,
+        ))
+    }
+
+    /// Steps `manager` every period and journals each run that ends,
+    /// restarting its program, until every program has its completions;
+    /// the stop signal when `wait` gave one.
+    fn run_mix(&mut self, mix: &mut Mix, manager: &mut Manager) -> Result<Option<i32>, MixError> {
+        let spec = self.spec;
+        loop {
+            let step_start = Instant::now();
+            manager.step();
+            loop {
+                let left = spec.period.saturating_sub(step_start.elapsed());
+                let e = match next_exit(&self.rx, left, self.wait) {
+                    Err(sig) => return Ok(Some(sig)),
+                    Ok(None) => break,
+                    Ok(Some(e)) => e,
+                };
+                let Some(k) = mix.running.iter().position(|(p, _)| *p == e.pid) else {
+                    continue;
+                };
+                let (_, inst) = mix.running.remove(k);
+                let i = inst.program;
+                self.completed_run(mix, i, &inst, &e)?;
+                if mix.times.iter().all(|t| t.len() >= spec.repeat as usize) {
+                    return Ok(None);
+                }
+                let (pid, start) = mix.outs.spawn(spec, mix.policy, i, &mix.all, &self.tx)?;
+                manager.add(pid, i + 1);
+                mix.running.push(instance(i, pid, start));
             }
         }
     }
-    // 2. Schedulers.
-    let mut results = Vec::new();
-    for policy in &spec.schedulers {
-        let name = policy.name();
-        progress.step(&format!("mix under {name}"), done as u64);
-        done += 1;
-        let res = match completed(previous, name, n) {
-            Some(r) => r,
-            None => {
-                journal.append(&Record::Start {
-                    scheduler: name.into(),
-                })?;
-                let (runs, disturbance) = one_mix(spec, fs, *policy, journal, wait, &tx, &rx)?;
-                if let Some(note) = disturbance.as_ref().and_then(Disturbance::note) {
-                    notes.push(format!("mix under {name}: {note}"));
-                }
-                runs
-            }
-        };
-        results.push(result(spec, name, &refs, &res));
+
+    /// Records the run of `inst` that ended with `e`: its time, program
+    /// metrics and journal line.
+    fn completed_run(
+        &mut self,
+        mix: &mut Mix,
+        i: usize,
+        inst: &Instance,
+        e: &Exit,
+    ) -> Result<(), MixError> {
+        let t = (e.at - inst.start).as_secs_f64();
+        mix.times[i].push(t);
+        let (metrics, output) = mix.outs.finish(e.pid, &self.spec.metrics)?;
+        mix.figures[i].push(metrics.clone());
+        self.journal.append(&Record::Run {
+            scheduler: mix.policy.name().into(),
+            program: i,
+            completion: mix.times[i].len() as u32,
+            time_s: t,
+            exit_code: e.code,
+            metrics,
+            output,
+        })?;
+        Ok(())
     }
-    Ok(MixResult {
-        references: refs,
-        schedulers: results,
-        notes,
-    })
+}
+
+/// One scheduler's mix in progress.
+struct Mix {
+    policy: Policy,
+    /// Every big and small CPU.
+    all: CpuSet,
+    /// The instances running.
+    running: Vec<(i32, Instance)>,
+    outs: Outputs,
+    /// Per program, its completed run times.
+    times: Vec<Vec<f64>>,
+    /// Per program, the program metrics of each completion.
+    figures: Vec<Vec<BTreeMap<String, Metric>>>,
+}
+
+/// The SFs the manager sees: the given ones by program position, or none.
+fn sf_source(spec: &MixSpec) -> Box<dyn SfSource> {
+    let names: Vec<String> = (0..spec.commands.len())
+        .map(|i| spec.base_name(i))
+        .collect();
+    if spec.sf.entries().is_empty() {
+        Box::new(NoSf)
+    } else {
+        Box::new(spec.sf.by_position(&names))
+    }
+}
+
+/// The manager's configuration for a mix under `policy`: following and
+/// grouping the programs' children.
+fn mix_config(spec: &MixSpec, policy: Policy) -> Config {
+    Config {
+        policy,
+        period: spec.period,
+        capacity: spec.capacity.clone(),
+        follow_children: true,
+        group_children: true,
+        orphans_of: None,
+    }
+}
+
+/// Per program (of `n`), the share of its CPU time on big CPUs in the
+/// manager's report (`None` without CPU time).
+fn big_shares(report: &crate::manager::Report, n: usize) -> Vec<Option<f64>> {
+    let mut shares = vec![(0.0, 0.0); n];
+    for p in &report.programs {
+        let i = p.position - 1;
+        if i < n {
+            shares[i].0 += p.big_s;
+            shares[i].1 += p.small_s;
+        }
+    }
+    shares
+        .iter()
+        .map(|&(b, s)| (b + s > 0.0).then(|| b / (b + s)))
+        .collect()
 }
 
 /// Per program its completed run times; big shares; wall; periods; per
@@ -863,145 +1136,24 @@ fn completed(previous: &[Record], name: &str, n: usize) -> Option<MixRuns> {
     None
 }
 
-#[allow(clippy::too_many_arguments)]
-fn one_mix(
-    spec: &MixSpec,
-    fs: &FsRoot,
-    policy: Policy,
-    journal: &mut Journal,
-    wait: Wait,
-    tx: &mpsc::Sender<Exit>,
-    rx: &mpsc::Receiver<Exit>,
-) -> Result<(MixRuns, Option<Disturbance>), MixError> {
-    let n = spec.commands.len();
-    let (big, small) = cpu_sets(&spec.capacity);
-    let all = big.union(&small);
-    let watch = Watch::start(fs);
-    let t0 = Instant::now();
-    let mut running: Vec<(i32, Instance)> = Vec::new();
-    let mut outs = Outputs {
-        capture: if spec.metrics.is_empty() {
-            None
-        } else {
-            Some(
-                Capture::for_journal(journal.path())
-                    .map_err(|e| MixError::Output(e.to_string()))?,
-            )
-        },
-        next: 0,
-        open: HashMap::new(),
-    };
-    let mut figures: Vec<Vec<BTreeMap<String, Metric>>> = vec![Vec::new(); n];
-    for i in 0..n {
-        let (pid, start) = outs.spawn(spec, policy, i, &all, tx)?;
-        running.push((
-            pid,
-            Instance {
-                program: i,
-                pgid: pid,
-                start,
-            },
-        ));
-    }
-    let names: Vec<String> = (0..n).map(|i| spec.base_name(i)).collect();
-    let sf: Box<dyn SfSource> = if spec.sf.entries().is_empty() {
-        Box::new(NoSf)
-    } else {
-        Box::new(spec.sf.by_position(&names))
-    };
-    let cfg = Config {
-        policy,
-        period: spec.period,
-        capacity: spec.capacity.clone(),
-        follow_children: true,
-        group_children: true,
-        orphans_of: None,
-    };
-    let pids: Vec<i32> = running.iter().map(|(p, _)| *p).collect();
-    // Started just now, a fast program may be gone already: its exit
-    // is on `rx`, counted below like any other.
-    let mut manager = Manager::new_spawned(fs.clone(), cfg, &pids, sf)?;
-    let mut times = vec![Vec::new(); n];
-    let mut stop = None;
-    'outer: loop {
-        let step_start = Instant::now();
-        manager.step();
-        loop {
-            let left = spec.period.saturating_sub(step_start.elapsed());
-            let e = match next_exit(rx, left, wait) {
-                Err(sig) => {
-                    stop = Some(sig);
-                    break 'outer;
-                }
-                Ok(None) => break,
-                Ok(Some(e)) => e,
-            };
-            let Some(k) = running.iter().position(|(p, _)| *p == e.pid) else {
-                continue;
-            };
-            let (_, inst) = running.remove(k);
-            let i = inst.program;
-            let t = (e.at - inst.start).as_secs_f64();
-            times[i].push(t);
-            let (metrics, output) = outs.finish(e.pid, &spec.metrics)?;
-            figures[i].push(metrics.clone());
-            journal.append(&Record::Run {
-                scheduler: policy.name().into(),
-                program: i,
-                completion: times[i].len() as u32,
-                time_s: t,
-                exit_code: e.code,
-                metrics,
-                output,
-            })?;
-            if times.iter().all(|t| t.len() >= spec.repeat as usize) {
-                break 'outer;
-            }
-            let (pid, start) = outs.spawn(spec, policy, i, &all, tx)?;
-            manager.add(pid, i + 1);
-            running.push((
-                pid,
-                Instance {
-                    program: i,
-                    pgid: pid,
-                    start,
-                },
-            ));
-        }
-    }
-    kill_all(&running, rx);
-    let report = manager.finish(t0.elapsed());
-    if let Some(sig) = stop {
-        return Err(MixError::Interrupted(sig));
-    }
-    let mut shares = vec![(0.0, 0.0); n];
-    for p in &report.programs {
-        let i = p.position - 1;
-        if i < n {
-            shares[i].0 += p.big_s;
-            shares[i].1 += p.small_s;
-        }
-    }
-    let big_share: Vec<Option<f64>> = shares
-        .iter()
-        .map(|&(b, s)| (b + s > 0.0).then(|| b / (b + s)))
-        .collect();
-    let wall = t0.elapsed().as_secs_f64();
-    let disturbance = watch.finish(Some(&all), DEFAULT_THRESHOLD);
-    journal.append(&Record::Done {
-        scheduler: policy.name().into(),
-        big_share: big_share.clone(),
-        wall_s: wall,
-        periods: report.periods,
-        disturbance: disturbance.clone(),
-    })?;
-    Ok((
-        (times, big_share, wall, report.periods, figures),
-        disturbance,
-    ))
-}
-
 impl Outputs {
+    /// Where a mix's run outputs go: nowhere without program metrics, else
+    /// files beside the journal.
+    fn new(spec: &MixSpec, journal: &Journal) -> Result<Outputs, MixError> {
+        Ok(Outputs {
+            capture: if spec.metrics.is_empty() {
+                None
+            } else {
+                Some(
+                    Capture::for_journal(journal.path())
+                        .map_err(|e| MixError::Output(e.to_string()))?,
+                )
+            },
+            next: 0,
+            open: HashMap::new(),
+        })
+    }
+
     /// Starts program `i` with its output to a new file when kept.
     fn spawn(
         &mut self,
@@ -1198,19 +1350,25 @@ fn differences(journal: &Record, now: &Record) -> Vec<Difference> {
 mod tests {
     use super::*;
 
+    /// The header of an experiment of `commands` under `schedulers`, two
+    /// completions each, big CPU 0 and small CPU 1.
+    fn header(commands: &[&str], schedulers: &[&str]) -> Record {
+        Record::Header {
+            commands: commands.iter().map(|c| c.to_string()).collect(),
+            schedulers: schedulers.iter().map(|s| s.to_string()).collect(),
+            repeat: 2,
+            period_s: 0.2,
+            big_cpus: "0".into(),
+            small_cpus: "1".into(),
+            sf: vec![],
+            metrics: vec![],
+        }
+    }
+
     #[test]
     fn journal_round_trip_and_torn_line() {
         let recs = vec![
-            Record::Header {
-                commands: vec!["a".into()],
-                schedulers: vec!["os".into()],
-                repeat: 2,
-                period_s: 0.2,
-                big_cpus: "0".into(),
-                small_cpus: "1".into(),
-                sf: vec![],
-                metrics: vec![],
-            },
+            header(&["a"], &["os"]),
             Record::Start {
                 scheduler: "os".into(),
             },
@@ -1275,16 +1433,7 @@ mod tests {
 
     #[test]
     fn records_outside_the_design_are_refused() {
-        let h = HeaderLine(Record::Header {
-            commands: vec!["a".into(), "b".into()],
-            schedulers: vec!["os".into(), "to".into()],
-            repeat: 2,
-            period_s: 0.2,
-            big_cpus: "0".into(),
-            small_cpus: "1".into(),
-            sf: vec![],
-            metrics: vec![],
-        });
+        let h = HeaderLine(header(&["a", "b"], &["os", "to"]));
         let mut seen = Seen::default();
         let run = |s: &str, program, completion, time_s| Record::Run {
             scheduler: s.into(),

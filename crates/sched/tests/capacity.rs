@@ -9,10 +9,6 @@ use pinsight_sys::fsroot::FsRoot;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn usable_cpus() -> Vec<usize> {
-    pinsight_testkit::allowed_cpus().iter().collect()
-}
-
 fn allowed_of(pid: u32) -> String {
     pinsight_testkit::allowed_list_of(pid)
 }
@@ -26,12 +22,10 @@ fn periods(m: &mut Manager, n: usize) {
 
 #[test]
 fn a_vacated_big_cpu_gets_no_thread_until_it_comes_back() {
-    let cpus = usable_cpus();
-    if cpus.len() < 2 {
-        pinsight_testkit::skip("capacity changes need two usable CPUs");
+    let Some((big, small)) = crate::two_usable_cpus("capacity changes need two usable CPUs") else {
         return;
-    }
-    let (big, small) = (cpus[0] as u32, cpus[1] as u32);
+    };
+    let (big, small) = (big as u32, small as u32);
     let mut child = Command::new("sh")
         .args(["-c", "while :; do :; done"])
         .stdin(Stdio::null())

@@ -14,18 +14,12 @@ use pinsight_sys::fsroot::FsRoot;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn usable_cpus() -> Vec<usize> {
-    pinsight_testkit::allowed_cpus().iter().collect()
-}
-
 #[test]
 fn to_gets_per_thread_sfs_from_counters() {
-    let cpus = usable_cpus();
-    if cpus.len() < 2 {
-        pinsight_testkit::skip("TO with counters needs two usable CPUs");
+    let Some((big, small)) = crate::two_usable_cpus("TO with counters needs two usable CPUs")
+    else {
         return;
-    }
-    let (big, small) = (cpus[0], cpus[1]);
+    };
     let pmu = |name: &str, ty, kind, cpu| KindPmu {
         pmu: name.into(),
         type_id: ty,

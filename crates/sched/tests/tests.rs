@@ -8,6 +8,17 @@ mod counter_sf;
 mod parser_props;
 mod spawned_gone;
 
+/// The first two CPUs this process may use, or `None` (the test skipped,
+/// saying `why`) with fewer.
+pub(crate) fn two_usable_cpus(why: &str) -> Option<(usize, usize)> {
+    let cpus: Vec<usize> = pinsight_testkit::allowed_cpus().iter().collect();
+    if cpus.len() < 2 {
+        pinsight_testkit::skip(why);
+        return None;
+    }
+    Some((cpus[0], cpus[1]))
+}
+
 #[test]
 fn every_test_file_is_compiled() {
     pinsight_testkit::assert_every_test_file_compiled(
