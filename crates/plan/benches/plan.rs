@@ -6,7 +6,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{build, KindDesc, Pu};
+use common::{build, one_kind, pu};
 use criterion::{criterion_group, criterion_main, Criterion};
 use pinsight_plan::{plan, Request};
 use std::time::{Duration, Instant};
@@ -20,34 +20,13 @@ fn big_machine() -> pinsight_model::Topology {
             for c in 0..16 {
                 let core = (p * 2 + n) * 16 + c;
                 for t in 0..2 {
-                    pus.push(Pu {
-                        cpu: core + 128 * t,
-                        package: p,
-                        numa: (p * 2 + n) as u32,
-                        l3: p * 2 + n,
-                        l2: core,
-                        core,
-                        kind: 0,
-                        online: true,
-                        allowed: true,
-                        capacity: None,
-                        max_mhz: None,
-                    });
+                    let node = p * 2 + n;
+                    pus.push(pu(core + 128 * t, p, node as u32, node, core, core, 0));
                 }
             }
         }
     }
-    build(
-        "4s2n16c2t",
-        pus,
-        vec![KindDesc {
-            name: "Core",
-            mark: "C",
-            core_type: None,
-            max_mhz: None,
-            capacity_raw: None,
-        }],
-    )
+    build("4s2n16c2t", pus, one_kind())
 }
 
 const BUDGET: Duration = Duration::from_millis(1);

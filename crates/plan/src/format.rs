@@ -400,13 +400,7 @@ fn render_cpus(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered,
             let value = if plan.places.is_empty() {
                 "disabled".to_string()
             } else if plan.pinned {
-                let list: Vec<String> = plan
-                    .places
-                    .iter()
-                    .filter_map(CpuSet::first)
-                    .map(|c| c.to_string())
-                    .collect();
-                format!("granularity=fine,explicit,proclist=[{}]", list.join(","))
+                format!("granularity=fine,explicit,proclist=[{}]", place_cpus(plan))
             } else {
                 format!(
                     "granularity=fine,explicit,proclist=[{{{}}}]",
@@ -423,17 +417,22 @@ fn render_cpus(plan: &Plan, topo: &Topology, format: Format) -> Result<Rendered,
         Format::Slurm => ok(if plan.places.is_empty() {
             "--cpu-bind=none\n".into()
         } else if plan.pinned {
-            let list: Vec<String> = plan
-                .places
-                .iter()
-                .filter_map(CpuSet::first)
-                .map(|c| c.to_string())
-                .collect();
-            format!("--cpu-bind=map_cpu:{}\n", list.join(","))
+            format!("--cpu-bind=map_cpu:{}\n", place_cpus(plan))
         } else {
             format!("--cpu-bind=mask_cpu:{}\n", hex_mask(mask))
         }),
     }
+}
+
+/// Each place's first CPU, comma-separated: a pinned plan's CPU list.
+fn place_cpus(plan: &Plan) -> String {
+    let list: Vec<String> = plan
+        .places
+        .iter()
+        .filter_map(CpuSet::first)
+        .map(|c| c.to_string())
+        .collect();
+    list.join(",")
 }
 
 fn with_mask_caveat(

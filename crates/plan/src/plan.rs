@@ -118,6 +118,24 @@ pub struct Plan {
     pub near: Option<NearPlan>,
 }
 
+impl Plan {
+    /// A pinned plan of one thread per place, in creation order: the
+    /// process mask is the places' union; no memory policy, no device.
+    pub fn pinned_to(policy: String, places: Vec<CpuSet>, notes: Vec<String>) -> Plan {
+        Plan {
+            policy,
+            threads: places.len(),
+            process_mask: places.iter().flat_map(CpuSet::iter).collect(),
+            places,
+            pinned: true,
+            tasks_per_cpu: None,
+            notes,
+            memory: None,
+            near: None,
+        }
+    }
+}
+
 fn tasks_per_cpu_json<S: serde::Serializer>(
     v: &Option<Vec<(usize, usize)>>,
     s: S,
@@ -785,17 +803,7 @@ fn plan_pinned(
             count(units, "compute unit runs", "compute units run")
         ));
     }
-    Ok(Plan {
-        policy: name,
-        threads: n,
-        process_mask,
-        places,
-        pinned: true,
-        tasks_per_cpu: None,
-        notes,
-        memory: None,
-        near: None,
-    })
+    Ok(Plan::pinned_to(name, places, notes))
 }
 
 /// Number of compute units holding placed CPUs (`used`) of two cores or
@@ -1111,16 +1119,5 @@ fn plan_latency(
     let places: Vec<CpuSet> = (0..k)
         .map(|i| CpuSet::single(group.cpus[i % group.cpus.len()]))
         .collect();
-    let process_mask: CpuSet = places.iter().flat_map(CpuSet::iter).collect();
-    Ok(Plan {
-        policy: name,
-        threads: k,
-        process_mask,
-        places,
-        pinned: true,
-        tasks_per_cpu: None,
-        notes,
-        memory: None,
-        near: None,
-    })
+    Ok(Plan::pinned_to(name, places, notes))
 }

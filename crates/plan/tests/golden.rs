@@ -105,16 +105,7 @@ fn formats_on_hybrid() {
             }
             out.push_str(&format!(
                 "== pinsight plan {policy}{} --format {f}\n",
-                threads
-                    .map(|n| format!(
-                        " --{} {n}",
-                        if policy.starts_with("balance") {
-                            "tasks"
-                        } else {
-                            "threads"
-                        }
-                    ))
-                    .unwrap_or_default()
+                count_flag(policy, *threads)
             ));
             match render(&p, &t, f.parse::<Format>().unwrap()) {
                 Ok(r) => {

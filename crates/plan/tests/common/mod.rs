@@ -162,7 +162,28 @@ pub fn build(name: &str, pus: Vec<Pu>, kinds: Vec<KindDesc>) -> Topology {
     }
 }
 
-fn pu(cpu: usize, package: usize, numa: u32, l3: usize, l2: usize, core: usize, kind: usize) -> Pu {
+/// A single kind of core, named Core (mark C), nothing else known of it.
+pub fn one_kind() -> Vec<KindDesc> {
+    vec![KindDesc {
+        name: "Core",
+        mark: "C",
+        core_type: None,
+        max_mhz: None,
+        capacity_raw: None,
+    }]
+}
+
+/// An online, allowed PU of kind `kind` at that place, no capacity or
+/// frequency known.
+pub fn pu(
+    cpu: usize,
+    package: usize,
+    numa: u32,
+    l3: usize,
+    l2: usize,
+    core: usize,
+    kind: usize,
+) -> Pu {
     Pu {
         cpu,
         package,
@@ -231,17 +252,7 @@ pub fn four_socket_numa() -> Topology {
             }
         }
     }
-    build(
-        "4s2c2t",
-        pus,
-        vec![KindDesc {
-            name: "Core",
-            mark: "C",
-            core_type: None,
-            max_mhz: None,
-            capacity_raw: None,
-        }],
-    )
+    build("4s2c2t", pus, one_kind())
 }
 
 /// One package, 4 cores × 2 threads, siblings numbered Intel style
@@ -250,17 +261,7 @@ pub fn smt_machine() -> Topology {
     let pus = (0..8)
         .map(|cpu| pu(cpu, 0, 0, 0, cpu % 4, cpu % 4, 0))
         .collect();
-    build(
-        "1s4c2t",
-        pus,
-        vec![KindDesc {
-            name: "Core",
-            mark: "C",
-            core_type: None,
-            max_mhz: None,
-            capacity_raw: None,
-        }],
-    )
+    build("1s4c2t", pus, one_kind())
 }
 
 /// Like [`smt_machine`] with siblings adjacent (core c = 2c, 2c+1), CPU 3
@@ -274,17 +275,7 @@ pub fn offline_and_cgroup() -> Topology {
             p
         })
         .collect();
-    build(
-        "1s4c2t-offline-cgroup",
-        pus,
-        vec![KindDesc {
-            name: "Core",
-            mark: "C",
-            core_type: None,
-            max_mhz: None,
-            capacity_raw: None,
-        }],
-    )
+    build("1s4c2t-offline-cgroup", pus, one_kind())
 }
 
 /// A three-cluster ARM phone: 4 × Cortex-A55 (0-3, capacity 414), 3 ×
@@ -375,21 +366,23 @@ pub const EVERY_POLICY: &[Case] = &[
     Case("balance", Some(100), false),
 ];
 
+/// The command line's count: ` --tasks N` for `balance`, else
+/// ` --threads N`; nothing without a count.
+pub fn count_flag(policy: &str, n: Option<usize>) -> String {
+    let flag = if policy.starts_with("balance") {
+        "tasks"
+    } else {
+        "threads"
+    };
+    n.map(|n| format!(" --{flag} {n}")).unwrap_or_default()
+}
+
 pub fn run_cases(topo: &Topology, extra: &[Case]) -> String {
     let mut out = String::new();
     for Case(policy, threads, over) in EVERY_POLICY.iter().chain(extra) {
         let cmd = format!(
             "pinsight plan {policy}{}{}",
-            threads
-                .map(|n| format!(
-                    " --{} {n}",
-                    if policy.starts_with("balance") {
-                        "tasks"
-                    } else {
-                        "threads"
-                    }
-                ))
-                .unwrap_or_default(),
+            count_flag(policy, *threads),
             if *over { " --oversubscribe" } else { "" }
         );
         out.push_str(&format!("== {cmd}\n"));
