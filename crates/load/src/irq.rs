@@ -206,6 +206,18 @@ pub struct Move {
     pub after: CpuSet,
 }
 
+impl Move {
+    /// IRQ `i`'s move from `before` to `after`; `None` when they are the same.
+    fn of(i: &Irq, before: CpuSet, after: CpuSet) -> Option<Move> {
+        (after != before).then(|| Move {
+            irq: i.irq,
+            handlers: i.handlers.clone(),
+            before,
+            after,
+        })
+    }
+}
+
 /// The moves that bring `irqs` (those of `only`, when given: every one
 /// must exist and be movable) to `target` on a machine whose online CPUs
 /// have `capacity` (relative, CPU → capacity). IRQs already in place are
@@ -252,14 +264,7 @@ pub fn plan(
                 }
                 let kept = before.difference(off).intersection(&online);
                 let after = if kept.is_empty() { rest.clone() } else { kept };
-                if after != before {
-                    moves.push(Move {
-                        irq: i.irq,
-                        handlers: i.handlers.clone(),
-                        before,
-                        after,
-                    });
-                }
+                moves.extend(Move::of(i, before, after));
             }
         }
         Target::Spread { .. } => {
@@ -283,14 +288,7 @@ pub fn plan(
                 *load.entry(cpu).or_default() += weight;
                 let before = i.affinity.clone().unwrap_or_default();
                 let after = CpuSet::single(cpu);
-                if after != before {
-                    moves.push(Move {
-                        irq: i.irq,
-                        handlers: i.handlers.clone(),
-                        before,
-                        after,
-                    });
-                }
+                moves.extend(Move::of(i, before, after));
             }
         }
     }

@@ -260,49 +260,42 @@ fn two_cpus() -> Machine {
 fn counters_that_cannot_be_used_leave_the_cpu_out_said() {
     let before = "cpu0 100 0 100 800 0 0 0 0\ncpu1 100 0 100 800 0 0 0 0\n";
     let good0 = "cpu0 150 0 150 900 0 0 0 0\n";
-    let cases: Vec<(String, [u64; 2], &str)> = vec![
+    // Half a second of run time on each CPU.
+    let half = [500_000_000; 2];
+    let huge = format!("cpu1 {m} {m} 150 900 0 0 0 0\n", m = u64::MAX);
+    // CPU 1's line in the second reading (none: not in it).
+    let cases: Vec<(&str, [u64; 2], &str)> = vec![
         (
-            format!("{good0}cpu1 150 0 150 700 0 0 0 0\n"),
-            [5e8 as u64, 5e8 as u64],
+            "cpu1 150 0 150 700 0 0 0 0\n",
+            half,
             "idle went backwards (800 to 700)",
         ),
         (
-            format!("{good0}cpu1 -5 0 150 900 0 0 0 0\n"),
-            [5e8 as u64, 5e8 as u64],
+            "cpu1 -5 0 150 900 0 0 0 0\n",
+            half,
             "user reads '-5' (negative)",
         ),
         (
-            format!("{good0}cpu1 150 0 150 99999999999999999999999 0 0 0 0\n"),
-            [5e8 as u64, 5e8 as u64],
+            "cpu1 150 0 150 99999999999999999999999 0 0 0 0\n",
+            half,
             "idle reads '99999999999999999999999' (past the largest counter",
         ),
         (
-            format!("{good0}cpu1 150 0 x 900 0 0 0 0\n"),
-            [5e8 as u64, 5e8 as u64],
+            "cpu1 150 0 x 900 0 0 0 0\n",
+            half,
             "system reads 'x' (not a number)",
         ),
+        ("cpu1 150 0\n", half, "has 2 of its counters"),
+        (huge.as_str(), half, "grew past 2^64 - 1"),
         (
-            format!("{good0}cpu1 150 0\n"),
-            [5e8 as u64, 5e8 as u64],
-            "has 2 of its counters",
-        ),
-        (
-            format!("{good0}cpu1 {m} {m} 150 900 0 0 0 0\n", m = u64::MAX),
-            [5e8 as u64, 5e8 as u64],
-            "grew past 2^64 - 1",
-        ),
-        (
-            format!("{good0}cpu1 150 0 150 900 0 0 0 0\n"),
+            "cpu1 150 0 150 900 0 0 0 0\n",
             [5e8 as u64, 1],
             "run time went backwards",
         ),
-        (
-            good0.to_string(),
-            [5e8 as u64, 5e8 as u64],
-            "not in the second reading",
-        ),
+        ("", half, "not in the second reading"),
     ];
-    for (after, run, why) in cases {
+    for (cpu1, run, why) in cases {
+        let after = format!("{good0}{cpu1}");
         let r = analyse(
             &two_cpus(),
             &reading(before, [0, 1_000_000_000], 10.0),
