@@ -18,15 +18,8 @@ const N: usize = 200;
 fn plan(policy: &str, pinned: bool, places: &[usize]) -> Plan {
     let places: Vec<CpuSet> = places.iter().map(|&c| CpuSet::single(c)).collect();
     Plan {
-        policy: policy.into(),
-        threads: places.len(),
-        process_mask: places.iter().fold(CpuSet::new(), |a, p| a.union(p)),
-        places,
         pinned,
-        tasks_per_cpu: None,
-        notes: vec![],
-        memory: None,
-        near: None,
+        ..Plan::pinned_to(policy.into(), places, vec![])
     }
 }
 

@@ -868,16 +868,11 @@ mod tests {
     use super::pins_per_thread;
 
     fn plan(pinned: bool, mask: &str, places: &[&str]) -> pinsight_plan::Plan {
+        let places = places.iter().map(|p| p.parse().unwrap()).collect();
         pinsight_plan::Plan {
-            policy: "test".into(),
-            threads: places.len(),
             process_mask: mask.parse().unwrap(),
-            places: places.iter().map(|p| p.parse().unwrap()).collect(),
             pinned,
-            tasks_per_cpu: None,
-            notes: Vec::new(),
-            memory: None,
-            near: None,
+            ..pinsight_plan::Plan::pinned_to("test".into(), places, Vec::new())
         }
     }
 

@@ -520,17 +520,9 @@ mod tests {
 
     fn plan(places: &[usize], pinned: bool) -> Plan {
         let places: Vec<CpuSet> = places.iter().map(|&c| CpuSet::single(c)).collect();
-        let mask = places.iter().fold(CpuSet::new(), |a, p| a.union(p));
         Plan {
-            policy: "t".into(),
-            threads: places.len(),
-            process_mask: mask,
-            places,
             pinned,
-            tasks_per_cpu: None,
-            notes: vec![],
-            memory: None,
-            near: None,
+            ..Plan::pinned_to("t".into(), places, vec![])
         }
     }
 

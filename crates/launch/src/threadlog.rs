@@ -289,6 +289,17 @@ mod tests {
         );
     }
 
+    /// `places` for the program `pid`, nothing skipped, the main thread
+    /// pinned lazily.
+    fn lazy(places: &[CpuSet], pid: i32) -> Expected<'_> {
+        Expected {
+            places,
+            skip: &[],
+            lazy_main: true,
+            pid,
+        }
+    }
+
     #[test]
     fn records_parse_and_a_torn_tail_is_ignored() {
         let mut b = bytes(&[[100, -1, 0, 0], [101, 0, 1, 0], [102, 1, -1, 1]]);
@@ -307,12 +318,7 @@ mod tests {
         let places: Vec<CpuSet> = (0..3).map(CpuSet::single).collect();
         let log = parse(&bytes(&[[100, -1, 0, 0], [101, 0, 1, 0], [102, 1, 2, 0]]));
         let mut seen = vec![rec(100, 0), rec(102, 1)];
-        let e = Expected {
-            places: &places,
-            skip: &[],
-            lazy_main: true,
-            pid: 100,
-        };
+        let e = lazy(&places, 100);
         assert_eq!(seen[1].planned, None);
         assign_planned(&mut seen, &log, &e);
         assert_eq!(seen[0].planned, Some(CpuSet::single(0)), "main moved");
@@ -329,12 +335,7 @@ mod tests {
     #[test]
     fn a_lazy_main_keeps_the_mask_until_a_thread_is_created() {
         let places: Vec<CpuSet> = (0..2).map(CpuSet::single).collect();
-        let e = Expected {
-            places: &places,
-            skip: &[],
-            lazy_main: true,
-            pid: 7,
-        };
+        let e = lazy(&places, 7);
         let mut only_main = vec![rec(7, 0)];
         assign_planned(&mut only_main, &[], &e);
         assert_eq!(only_main[0].planned, None, "no thread: the whole mask");
@@ -367,12 +368,7 @@ mod tests {
     #[test]
     fn a_thread_the_watcher_took_over_is_planned_where_it_was_pinned() {
         let places: Vec<CpuSet> = (0..2).map(CpuSet::single).collect();
-        let e = Expected {
-            places: &places,
-            skip: &[],
-            lazy_main: true,
-            pid: 7,
-        };
+        let e = lazy(&places, 7);
         // The shim placed tid 8 before an exec; the watcher pinned tid 9
         // of the image after it (its created thread #0, place 1).
         let mut recs = vec![rec(7, 0), rec(8, 1), rec(9, 2)];

@@ -32,6 +32,39 @@ fn assert_no_loader_error(stderr: &str) {
     );
 }
 
+/// Runs `program ARGS` (a shell script whose stderr goes to `err`) under
+/// places 1, 0; asserts it exited 0 and no descendant named a shim it
+/// could not load. Returns that stderr.
+fn run_script(program: impl Into<OsString>, args: &[&str], err: &Path) -> String {
+    let plan = pinned_plan(&["1", "0"]);
+    let outcome = run(&plan, &RunOptions::new(program, os(args))).unwrap();
+    let stderr = std::fs::read_to_string(err).unwrap_or_default();
+    assert_eq!(outcome.exit_code, 0, "{outcome:?}\n{stderr}");
+    assert_no_loader_error(&stderr);
+    stderr
+}
+
+/// Runs a `bash` script that sends its stderr to a file and opens a lock
+/// file on the shim's descriptor (flock(1)'s idiom, descriptor 200), then
+/// runs `then(out)`; checked as [`run_script`]. Returns the stderr and
+/// what the script wrote to `out`.
+fn run_with_shim_fd_taken(bash: &Path, then: impl FnOnce(&Path) -> String) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (err, lock, out) = (
+        dir.path().join("err"),
+        dir.path().join("lock"),
+        dir.path().join("out"),
+    );
+    let script = format!(
+        "exec 2>{err}; eval \"exec $PINSIGHT_SHIM_FD>{lock}\"; {}",
+        then(&out),
+        err = err.display(),
+        lock = lock.display(),
+    );
+    let stderr = run_script(bash, &["-c", &script], &err);
+    (stderr, std::fs::read_to_string(&out).unwrap())
+}
+
 #[test]
 fn python_subprocess_children_do_not_name_the_shim() {
     if !need_two_cpus() {
@@ -60,11 +93,7 @@ fn python_subprocess_children_do_not_name_the_shim() {
         err = err.display(),
         py = python.display()
     );
-    let plan = pinned_plan(&["1", "0"]);
-    let outcome = run(&plan, &RunOptions::new("sh", os(&["-c", &script, &code]))).unwrap();
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    assert_eq!(outcome.exit_code, 0, "{outcome:?}\n{stderr}");
-    assert_no_loader_error(&stderr);
+    run_script("sh", &["-c", &script, &code], &err);
     let thread = std::fs::read_to_string(&out).unwrap();
     assert_eq!(
         thread,
@@ -85,28 +114,15 @@ fn a_script_that_reuses_descriptor_200_does_not_break_its_commands() {
     // (or the next free number, when tests run side by side: the script
     // takes the one the launch used): every command the script runs would
     // find a lock file at /proc/self/fd/200 instead of the shim.
-    let dir = tempfile::tempdir().unwrap();
-    let (err, lock, out) = (
-        dir.path().join("err"),
-        dir.path().join("lock"),
-        dir.path().join("out"),
-    );
-    let script = format!(
-        "exec 2>{err}; eval \"exec $PINSIGHT_SHIM_FD>{lock}\"; flock $PINSIGHT_SHIM_FD; \
-         /bin/true; env true; \
-         sh -c 'true'; {PROBE} -t 1 -o {out}",
-        err = err.display(),
-        lock = lock.display(),
-        out = out.display()
-    );
-    let plan = pinned_plan(&["1", "0"]);
-    let outcome = run(&plan, &RunOptions::new(&bash, os(&["-c", &script]))).unwrap();
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    assert_eq!(outcome.exit_code, 0, "{outcome:?}\n{stderr}");
-    assert_no_loader_error(&stderr);
+    let (_, out) = run_with_shim_fd_taken(&bash, |out| {
+        format!(
+            "flock $PINSIGHT_SHIM_FD; /bin/true; env true; sh -c 'true'; {PROBE} -t 1 -o {}",
+            out.display()
+        )
+    });
     // A process the script forks gets the plan's whole mask (not pinned
     // thread by thread), as before.
-    let probe = parse_probe(&std::fs::read_to_string(&out).unwrap());
+    let probe = parse_probe(&out);
     assert_eq!(probe[&("start".to_string(), 1)].affinity, "0-1");
 }
 
@@ -118,28 +134,13 @@ fn an_exec_in_place_after_descriptor_200_was_reused_does_not_break() {
     let Some(bash) = installed("bash") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (err, lock, out) = (
-        dir.path().join("err"),
-        dir.path().join("lock"),
-        dir.path().join("out"),
-    );
-    let script = format!(
-        "exec 2>{err}; eval \"exec $PINSIGHT_SHIM_FD>{lock}\"; exec {PROBE} -t 1 -o {out}",
-        err = err.display(),
-        lock = lock.display(),
-        out = out.display()
-    );
-    let plan = pinned_plan(&["1", "0"]);
-    let outcome = run(&plan, &RunOptions::new(&bash, os(&["-c", &script]))).unwrap();
-    let stderr = std::fs::read_to_string(&err).unwrap_or_default();
-    assert_eq!(outcome.exit_code, 0, "{outcome:?}\n{stderr}");
-    assert_no_loader_error(&stderr);
+    let (stderr, _) = run_with_shim_fd_taken(&bash, |out| {
+        format!("exec {PROBE} -t 1 -o {}", out.display())
+    });
     assert!(
         stderr.contains("no longer holds the shim"),
         "the shim says why the exec'd program is not pinned: {stderr}"
     );
-    std::fs::read_to_string(&out).unwrap();
 }
 
 #[test]

@@ -78,18 +78,7 @@ pub fn logical(set: &CpuSet) -> String {
 /// A plan with these places (pinned) or this mask (set).
 pub fn pinned_plan(places: &[&str]) -> Plan {
     let places: Vec<CpuSet> = places.iter().map(|p| cpus(p)).collect();
-    let mask = places.iter().fold(CpuSet::new(), |a, p| a.union(p));
-    Plan {
-        policy: "cpus:test".into(),
-        threads: places.len(),
-        process_mask: mask,
-        places,
-        pinned: true,
-        tasks_per_cpu: None,
-        notes: vec![],
-        memory: None,
-        near: None,
-    }
+    Plan::pinned_to("cpus:test".into(), places, vec![])
 }
 
 pub fn set_plan(mask: &str, threads: usize) -> Plan {

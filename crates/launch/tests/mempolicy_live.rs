@@ -6,17 +6,10 @@ use pinsight_plan::{MemMode, MemPlan, Plan};
 use pinsight_sys::mempolicy::get_mempolicy;
 
 fn os_plan_with(mem: MemPlan) -> Plan {
-    let mask = pinsight_sys::affinity::get_affinity(0).unwrap();
     Plan {
-        policy: "os".into(),
-        threads: 1,
-        process_mask: mask,
-        places: vec![],
-        pinned: false,
-        tasks_per_cpu: None,
-        notes: vec![],
+        process_mask: pinsight_sys::affinity::get_affinity(0).unwrap(),
         memory: Some(mem),
-        near: None,
+        ..crate::common::os_plan()
     }
 }
 
