@@ -3,12 +3,13 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
-use pinsight_latency::measure::{
-    self, choose_cpus, list_or_none, usable_cpus, MeasureConfig, Measurement, Method,
-};
+use pinsight_latency::measure::{self, list_or_none, MeasureConfig, Measurement, Method};
 use pinsight_latency::report::{self as report, FromFileError, JsonReport, Origin};
+use pinsight_latency::request::{setup, Request, SetupError};
 use pinsight_latency_model::{domains, LatencyMatrix};
+use pinsight_lifecycle::output::OutputError;
 use pinsight_render::latency::{self as render, ChartOptions, KindBand};
+use pinsight_render::term::wrap80;
 use pinsight_sys::FsRoot;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -218,10 +219,11 @@ fn load(
     })
 }
 
-/// Every output file (`--export-csv`, `--export-svg`, `--export-png`) can be written: checked
-/// before measuring, so a typo in a directory name fails at once (exit 2,
-/// naming the path) instead of after the whole measurement. A file that
-/// does not exist yet is created and removed again.
+/// Every output file (`--export-csv`, `--export-svg`, `--export-png`) can be
+/// written: checked before measuring, by the one check of the write
+/// itself (`pinsight_lifecycle::output::check`), so a typo in a directory
+/// name fails at once (exit 2, naming the path) instead of after the whole
+/// measurement.
 fn check_outputs(args: &Args) -> Result<(), CliError> {
     for (flag, path) in [
         ("--export-csv", &args.csv),
@@ -229,30 +231,24 @@ fn check_outputs(args: &Args) -> Result<(), CliError> {
         ("--export-png", &args.png),
     ] {
         if let Some(path) = path {
-            check_writable(path)
-                .map_err(|why| CliError::usage(format!("{flag} {}: {why}", path.display())))?;
+            pinsight_lifecycle::output::check(path).map_err(|e| {
+                CliError::usage(format!("{flag} {}: {}", path.display(), unwritable(&e)))
+            })?;
         }
     }
     Ok(())
 }
 
-/// Why `path` cannot be written as an output file, if it cannot.
-fn check_writable(path: &Path) -> Result<(), String> {
-    if path.is_dir() {
-        return Err("is a directory (expected a file name)".to_string());
-    }
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !parent.is_dir() {
-        return Err(format!(
+/// Why an output file cannot be written, as `latency` says it.
+fn unwritable(e: &OutputError) -> String {
+    match e {
+        OutputError::Directory { .. } => "is a directory (expected a file name)".to_string(),
+        OutputError::NoDirectory { dir, .. } => format!(
             "cannot write there: directory {} does not exist",
-            parent.display()
-        ));
+            dir.display()
+        ),
+        other => format!("cannot write: {}", other.reason()),
     }
-    // A temporary file in that directory, as the write itself makes.
-    pinsight_lifecycle::output::check(path).map_err(|e| format!("cannot write: {}", e.reason()))
 }
 
 fn measure_here(
@@ -264,44 +260,41 @@ fn measure_here(
         "latency is measured",
         "--fsroot and --hwloc-xml go with --latency FILE only (to draw a matrix recorded there with its core kinds)",
     )?;
-    let (online, allowed) =
-        usable_cpus(&FsRoot::live()).map_err(|e| CliError::runtime(e.to_string()))?;
-    // The request at fault: the user's --cpus (exit 2); else the machine or
-    // the process (exit 1).
-    let cpus = choose_cpus(requested, &online, &allowed).map_err(|e| match e.requested() {
-        Some(req) => CliError::usage(format!("--cpus {}: {e}", list_or_none(req))),
-        None => CliError::runtime(e.to_string()),
-    })?;
-    let config = MeasureConfig {
-        cpus,
+    let vm = pinsight_topology::vm::detect(&FsRoot::live());
+    let request = Request {
+        cpus: requested.cloned(),
         method: args.method,
         parallel: !args.sequential,
         target_rel_ci: args.target_ci,
         max_time_per_pair: args.max_time_per_pair,
         budget: args.budget,
-        ..MeasureConfig::default()
+        runs: args.repeat,
+        runs_given: args.runs_given,
+        virtual_machine: vm.is_some(),
     };
-    let vm = vm_note(g);
-    let runs = report::runs_for(args.repeat, args.runs_given, vm, args.budget);
+    // The request at fault: the user's --cpus (exit 2); else the machine or
+    // the process (exit 1).
+    let (config, runs) = setup(&request, &FsRoot::live()).map_err(|e| match &e {
+        SetupError::Cpus(c) => match c.requested() {
+            Some(req) => CliError::usage(format!("--cpus {}: {e}", list_or_none(req))),
+            None => CliError::runtime(e.to_string()),
+        },
+        SetupError::Machine(_) => CliError::runtime(e.to_string()),
+    })?;
+    if let (Some(vm), false) = (&vm, g.quiet) {
+        eprintln!("{}", wrap80(&format!("pinsight: {}", vm.note())));
+    }
     if let (Some(gap), false) = (runs.spacing, g.quiet) {
         let note = format!(
             "pinsight: virtual machine: {} runs, {:.1} s apart, to show the drift (--runs N)",
             runs.repeats,
             gap.as_secs_f64()
         );
-        eprintln!("{}", pinsight_render::term::wrap80(&note));
+        eprintln!("{}", wrap80(&note));
     }
-    let config = MeasureConfig {
-        repeats: runs.repeats,
-        spacing: runs.spacing,
-        virtual_machine: vm,
-        ..config
-    };
-    let measurement = measure::measure_with_progress(&config, &mut crate::cli::progress(g));
-    Ok((
-        measurement.map_err(|e| CliError::runtime(e.to_string()))?,
-        config,
-    ))
+    let measurement = measure::measure_with_progress(&config, &mut crate::cli::progress(g))
+        .map_err(|e| CliError::runtime(e.to_string()))?;
+    Ok((measurement, config))
 }
 
 /// Core kinds to mark on charts: from this machine when it was measured
@@ -333,25 +326,11 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     pinsight_lifecycle::output::write(path, bytes).map_err(|e| CliError::runtime(e.to_string()))
 }
 
-/// Says once, on stderr, that this is a virtual machine and what it means;
-/// whether it is one.
-fn vm_note(g: &Globals) -> bool {
-    let Some(vm) = pinsight_topology::vm::detect(&FsRoot::live()) else {
-        return false;
-    };
-    if !g.quiet {
-        eprintln!(
-            "{}",
-            pinsight_render::term::wrap80(&format!("pinsight: {}", vm.note()))
-        );
-    }
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use pinsight_latency::measure::{choose_cpus, usable_cpus};
     use pinsight_latency::LoadMatrix;
     use pinsight_latency_model::DomainTree;
 
@@ -503,19 +482,6 @@ mod tests {
     }
 
     #[test]
-    fn measuring_flags_do_not_go_with_a_file_nor_a_recorded_machine() {
-        assert!(parse(&["--latency", "x.csv", "--sequential"]).is_err());
-        let e = run_with(&["--fsroot", "/", "--max-time-per-pair", "1ms"]).unwrap_err();
-        assert_eq!(e.code, 2);
-        assert!(
-            e.message
-                .contains("--fsroot and --hwloc-xml go with --latency FILE only"),
-            "{}",
-            e.message
-        );
-    }
-
-    #[test]
     fn json_of_a_measurement_loads_back() {
         let (online, allowed) = usable_cpus(&FsRoot::live()).unwrap();
         let Ok(cpus) = choose_cpus(None, &online, &allowed) else {
@@ -641,48 +607,6 @@ mod tests {
             "# pinsight latency (cas): one-way ns, per-pair median of 5 run medians \
              (core-to-core-latency --csv writes means)"
         );
-    }
-
-    #[test]
-    fn unwritable_outputs_are_refused_before_measuring() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("no-such-dir/x.csv");
-        for flag in ["--export-csv", "--export-svg", "--export-png"] {
-            let t0 = std::time::Instant::now();
-            // A measurement this precise would take seconds per pair.
-            let e = run_with(&[
-                flag,
-                missing.to_str().unwrap(),
-                "--target-ci",
-                "0.001%",
-                "--max-time-per-pair",
-                "5s",
-            ])
-            .unwrap_err();
-            assert_eq!(e.code, 2, "{flag}: {}", e.message);
-            assert!(
-                e.message
-                    .starts_with(&format!("{flag} {}: ", missing.display()))
-                    && e.message.contains("does not exist"),
-                "{}",
-                e.message
-            );
-            assert!(
-                t0.elapsed() < Duration::from_secs(2),
-                "{flag}: measured first"
-            );
-        }
-        let e = run_with(&["--export-svg", dir.path().to_str().unwrap()]).unwrap_err();
-        assert_eq!(e.code, 2);
-        assert!(e.message.contains("is a directory"), "{}", e.message);
-        // A file that does not exist yet is not left behind by the check.
-        let fresh = dir.path().join("fresh.csv");
-        check_writable(&fresh).unwrap();
-        assert!(!fresh.exists());
-        // An existing file is not truncated by the check.
-        std::fs::write(&fresh, "keep").unwrap();
-        check_writable(&fresh).unwrap();
-        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "keep");
     }
 
     #[test]

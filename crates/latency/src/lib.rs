@@ -11,5 +11,6 @@
 mod file;
 pub mod measure;
 pub mod report;
+pub mod request;
 
 pub use file::{LoadError, LoadMatrix, MAX_MATRIX_BYTES};
