@@ -395,12 +395,7 @@ pub fn analyse_traced(
     let (sched, busy_source) = busy_source(before, after, uptime, &mut unavailable);
     let (irq_rates, soft_rates) = interrupt_rates(before, after, interval_s, &mut unavailable);
     note_unread_stealers(after, &mut unavailable);
-    let stealers: std::collections::BTreeSet<i32> = before
-        .excluded_pids
-        .iter()
-        .chain(&after.excluded_pids)
-        .copied()
-        .collect();
+    let stealers = stealer_pids(before, after);
     let threads: Vec<(usize, ThreadLoad)> = thread_loads(before, after, interval_s * hz)
         .into_iter()
         .filter(|(_, t)| !stealers.contains(&t.pid))
@@ -409,13 +404,7 @@ pub fn analyse_traced(
         unavailable.push("threads per CPU: no /proc/PID/task/TID/stat readable".to_string());
     }
     let info: HashMap<usize, &CpuInfo> = machine.cpus.iter().map(|c| (c.cpu, c)).collect();
-    let stealer_cpus: std::collections::BTreeSet<usize> = before
-        .excluded_ns
-        .keys()
-        .chain(after.excluded_ns.keys())
-        .copied()
-        .collect();
-    let speeds = crate::speeds(machine, stealer_cpus.iter().copied());
+    let speeds = crate::speeds(machine, stealer_cpus(before, after));
     let all_tasks: Vec<TaskProgress> = crate::progress::tasks(trace, interval_s, &speeds)
         .into_iter()
         .filter(|t| !stealers.contains(&t.pid))
@@ -629,6 +618,26 @@ fn interrupt_rates(
         unavailable.push("softirqs per CPU: /proc/softirqs unreadable".to_string());
     }
     (irq_rates, soft_rates)
+}
+
+/// The stealers' processes (an emulation's), in either reading.
+fn stealer_pids(before: &Sample, after: &Sample) -> std::collections::BTreeSet<i32> {
+    before
+        .excluded_pids
+        .iter()
+        .chain(&after.excluded_pids)
+        .copied()
+        .collect()
+}
+
+/// The CPUs a stealer took time on, in either reading, ascending and once each.
+fn stealer_cpus(before: &Sample, after: &Sample) -> std::collections::BTreeSet<usize> {
+    before
+        .excluded_ns
+        .keys()
+        .chain(after.excluded_ns.keys())
+        .copied()
+        .collect()
 }
 
 /// Says each stealer whose threads could not be read.
