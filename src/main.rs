@@ -79,6 +79,7 @@ enum Command {
     Emulate(cmd::emulate::Args),
     Load(cmd::load::Args),
     Irq(cmd::irq::Args),
+    Generate(cmd::generate::Args),
 }
 
 /// [`Command`], offering clap only the subcommand typed on the command
@@ -120,8 +121,9 @@ impl clap::Subcommand for Typed {
 
 /// Subcommand `name` as `#[derive(Subcommand)]` builds it for [`Command`]
 /// (a newtype variant: `Command::new(NAME)` then the variant's
-/// `Args::augment_args`); `None` for a name that is none of them. The test
-/// `each_subcommand_alone_is_the_derived_one` holds the two together.
+/// `Args::augment_args`); `None` for a name that is none of them, and for
+/// `generate`, which describes every command and so gets them all. The
+/// test `each_subcommand_alone_is_the_derived_one` holds the two together.
 fn one_subcommand(name: &str) -> Option<clap::Command> {
     macro_rules! one {
         ($($lit:literal => $ty:ty),* $(,)?) => {
@@ -281,6 +283,8 @@ fn dispatch(command: Command, g: &cli::Globals) -> errors::CmdResult {
         Command::Emulate(a) => cmd::emulate::run(a, g),
         Command::Load(a) => cmd::load::run(a, g),
         Command::Irq(a) => cmd::irq::run(a, g),
+        // Every command's definition: `Typed` builds them all for this one.
+        Command::Generate(a) => cmd::generate::run(a, g, <Cli as clap::CommandFactory>::command()),
     }
 }
 
@@ -441,8 +445,9 @@ mod tests {
             .get_subcommands()
             .map(|s| s.get_name().to_string())
             .collect();
-        assert_eq!(names.len(), 22, "{names:?}");
-        for name in names {
+        assert_eq!(names.len(), 23, "{names:?}");
+        // `generate` describes every command, so it is built with them all.
+        for name in names.into_iter().filter(|n| n != "generate") {
             let mut derived = all.find_subcommand(&name).unwrap().clone();
             let mut alone =
                 one_subcommand(&name).unwrap_or_else(|| panic!("{name}: not in one_subcommand"));
@@ -459,6 +464,7 @@ mod tests {
             assert_eq!(ids(&alone), ids(&derived), "{name}");
         }
         assert!(one_subcommand("nope").is_none());
+        assert!(one_subcommand("generate").is_none());
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod conflicts;
 mod errors_topology;
 mod escape_injection;
 mod fsroot_archive;
+mod generate_cli;
 mod help_wrap;
 mod journal_safety;
 mod kinds_cli;

@@ -3,6 +3,7 @@ pub mod balance;
 pub mod compare;
 pub mod emulate;
 pub mod gather;
+pub mod generate;
 pub mod irq;
 pub mod latency;
 pub mod load;
