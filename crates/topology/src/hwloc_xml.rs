@@ -360,29 +360,12 @@ impl<'a, 'input> Importer<'a, 'input> {
         let numa_distances =
             self.numa_distances(top, root, &numa_nodes, &numa_gp, &numa_doc_order)?;
 
-        let raw_kinds = self.raw_kinds(top, online)?;
-        let arch = self.topology_info(top, root, "Architecture");
-        let midrs = cpu_midrs(top, root);
-        let named = build_kinds(
-            raw_kinds,
-            online,
-            &midrs,
-            arch.as_deref(),
-            &mut self.warnings,
-            self.origin,
-        )
-        .map_err(|m| self.err(m))?;
-
+        let (named, arch, midrs) = self.kinds(top, root, online)?;
         let cpus = cpu_records(
             &sets.present,
             online,
             &sets.allowed,
-            [
-                &groups.cores,
-                &groups.packages,
-                &groups.dies,
-                &groups.clusters,
-            ],
+            groups.levels(),
             &numa_nodes,
             &named,
             &midrs,
@@ -522,6 +505,29 @@ impl<'a, 'input> Importer<'a, 'input> {
             packages,
             caches,
         })
+    }
+
+    /// The kinds (from the `cpukind`s), the architecture and each CPU's
+    /// ARM MIDR.
+    fn kinds(
+        &mut self,
+        top: Node,
+        root: Node,
+        online: &CpuSet,
+    ) -> Result<(Named, Option<String>, Midrs), HwlocError> {
+        let raw_kinds = self.raw_kinds(top, online)?;
+        let arch = self.topology_info(top, root, "Architecture");
+        let midrs = cpu_midrs(top, root);
+        let named = build_kinds(
+            raw_kinds,
+            online,
+            &midrs,
+            arch.as_deref(),
+            &mut self.warnings,
+            self.origin,
+        )
+        .map_err(|m| self.err(m))?;
+        Ok((named, arch, midrs))
     }
 
     /// Marks which NUMA nodes the root's `allowed_nodeset` allows, when it
@@ -1251,6 +1257,9 @@ impl MidrInfo {
     }
 }
 
+/// Each CPU's ARM `midr_el1` value, by CPU.
+type Midrs = HashMap<usize, u64>;
+
 /// Each PU's `midr_el1`, from the nearest object carrying ARM identity
 /// infos (the PU itself, a Package, the Machine, or the `<topology>`
 /// element). One pass in document order: a parent comes before its
@@ -1390,6 +1399,13 @@ fn make_groups(
         v.push(Group { id: 0, os_id, cpus });
     }
     Ok(renumber(v))
+}
+
+impl Groups {
+    /// Cores, packages, dies and clusters, in `cpu_records`' order.
+    fn levels(&self) -> [&[Group]; 4] {
+        [&self.cores, &self.packages, &self.dies, &self.clusters]
+    }
 }
 
 /// The CPUs of all `groups` together.

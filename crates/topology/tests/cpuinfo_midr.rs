@@ -6,23 +6,14 @@
 //! identity unknown with a warning, as before the fallback existed.
 
 use crate::common;
+use crate::common::{discover_machine, set};
 
-use common::synth::{self, Machine, A510, A55, A710, A76, X2};
+use common::synth::{self, A510, A55, A710, A76, X2};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{KindSource, RankSource, Topology};
 use pinsight_sys::FsRoot;
 use pinsight_topology::discover;
 use pinsight_topology::discover::procinfo::{parse_midrs, MidrError};
-
-fn set(s: &str) -> CpuSet {
-    CpuSet::parse_list(s).unwrap()
-}
-
-fn discover_machine(m: &Machine) -> Topology {
-    let dir = common::tempdir();
-    m.write(dir.path());
-    discover(&FsRoot::at(dir.path()).unwrap())
-}
 
 fn names(t: &Topology) -> Vec<(String, CpuSet)> {
     t.kinds

@@ -322,11 +322,7 @@ fn offline_cpus_are_listed_but_in_no_group() {
 fn buggy_numa_merges_duplicate_nodes_with_a_warning() {
     let t = check("8em64t-2s2ca2c-buggynuma");
     assert_eq!(t.numa_nodes.len(), 1);
-    assert!(
-        t.warnings.iter().any(|w| w.contains("merged")),
-        "{:?}",
-        t.warnings
-    );
+    common::assert_warned(&t, &["merged"]);
 }
 
 #[test]

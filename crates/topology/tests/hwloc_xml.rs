@@ -4,6 +4,7 @@
 //! from hwloc's `lstopo -v` outputs for the same machines (`*.console` in
 //! hwloc's test suite), not from our own code.
 
+use crate::common::set;
 use pinsight_cpuset::CpuSet;
 use pinsight_model::*;
 use pinsight_sys::FsRoot;
@@ -19,10 +20,6 @@ fn fixture(name: &str) -> PathBuf {
 
 fn load(name: &str) -> Topology {
     hwloc_xml::load(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-fn set(s: &str) -> CpuSet {
-    CpuSet::parse_list(s).unwrap()
 }
 
 fn cache_count(t: &Topology, level: u8, ty: CacheType) -> usize {
@@ -131,13 +128,7 @@ fn hwloc_v3_expected_output_cgroup2() {
     assert_eq!(t.kinds[0].max_mhz, Some(2300));
     assert_eq!(t.kinds[0].rank_source, RankSource::Uniform);
     assert_eq!(t.cpu(3).unwrap().max_mhz, Some(2300));
-    assert!(
-        t.warnings
-            .iter()
-            .any(|w| w.contains("6-31") && w.contains("offline")),
-        "{:?}",
-        t.warnings
-    );
+    crate::common::assert_warned(&t, &["6-31", "offline"]);
 }
 
 #[test]
@@ -451,13 +442,7 @@ fn arm_with_partial_cpukind() {
         (Some(800), None)
     );
     assert_eq!(t.cpu(1).unwrap().kind, Some(0));
-    assert!(
-        t.warnings
-            .iter()
-            .any(|w| w.contains("CPUs 1 have no kind information")),
-        "{:?}",
-        t.warnings
-    );
+    crate::common::assert_warned(&t, &["CPUs 1 have no kind information"]);
     assert_eq!(t.model_name.as_deref(), Some("ARMv7 Processor rev 1 (v7l)"));
     assert_eq!(t.arch.as_deref(), Some("arm"));
 }
@@ -780,12 +765,13 @@ mod v1_distances {
             t.numa_distances.as_ref().unwrap()[0],
             vec![10, 20, 20, 20, 20, 20, 20, 20]
         );
-        assert!(
-            t.warnings.iter().any(|w| w.contains("between 16 objects")
-                && w.contains("relative_depth 3: 16 Cache objects")
-                && w.contains("ignored")),
-            "{:?}",
-            t.warnings
+        crate::common::assert_warned(
+            &t,
+            &[
+                "between 16 objects",
+                "relative_depth 3: 16 Cache objects",
+                "ignored",
+            ],
         );
     }
 
@@ -796,13 +782,7 @@ mod v1_distances {
         let t = opteron_with(&matrix(8, 1, "10", "1", "1.7"), false);
         let d = t.numa_distances.as_ref().unwrap();
         assert_eq!(d[0][0..2], [10, 17]);
-        assert!(
-            t.warnings
-                .iter()
-                .any(|w| w.contains("2 v1 distance matrices") && w.contains("relative_depth names")),
-            "{:?}",
-            t.warnings
-        );
+        crate::common::assert_warned(&t, &["2 v1 distance matrices", "relative_depth names"]);
         // Neither naming the NUMA level: the first one.
         let t = opteron_with(&matrix(8, 3, "10", "1", "1.7"), false);
         assert_eq!(t.numa_distances.as_ref().unwrap()[0][1], 20);
@@ -841,13 +821,7 @@ mod v1_distances {
         moved.insert_str(inside, &block);
         let t = hwloc_xml::parse(&moved, "moved.v1.xml").unwrap();
         assert_eq!(t.numa_distances, None);
-        assert!(
-            t.warnings
-                .iter()
-                .any(|w| w.contains("attached to a NUMANode")),
-            "{:?}",
-            t.warnings
-        );
+        crate::common::assert_warned(&t, &["attached to a NUMANode"]);
         // One latency short.
         let short = text.replacen("<latency value=\"10.000000\"/>", "", 1);
         let t = hwloc_xml::parse(&short, "short.v1.xml").unwrap();
@@ -928,10 +902,9 @@ mod kind_names {
 
     use pinsight_testkit::copy_tree;
     /// Every XML export of a recorded machine (the hwloc29 and v1 exports,
-    /// hwloc's own v3 output) against discovery of that machine.
-    #[test]
-    fn exports_name_kinds_as_discovery_does() {
-        let mut checked = 0;
+    /// hwloc's own v3 output) whose recording is here: (file, machine).
+    fn recorded_exports() -> Vec<(String, String)> {
+        let mut out = Vec::new();
         for entry in std::fs::read_dir(fixture("")).unwrap() {
             let file = entry.unwrap().file_name().into_string().unwrap();
             let Some(machine) = [".hwloc29.xml", ".v1.xml", ".xml"]
@@ -942,7 +915,20 @@ mod kind_names {
             };
             // The 48-CPU machine's directory is named after its packages.
             let machine = machine.replace("4d2n6c", "4pa2n6c");
-            if !recorded(&machine).is_dir() || machine == "2arm-2c" {
+            if recorded(&machine).is_dir() {
+                out.push((file, machine));
+            }
+        }
+        out
+    }
+
+    /// Every XML export of a recorded machine (the hwloc29 and v1 exports,
+    /// hwloc's own v3 output) against discovery of that machine.
+    #[test]
+    fn exports_name_kinds_as_discovery_does() {
+        let mut checked = 0;
+        for (file, machine) in recorded_exports() {
+            if machine == "2arm-2c" {
                 continue;
             }
             let xml = load(&file);
@@ -974,18 +960,7 @@ mod kind_names {
     fn exports_carry_memory_as_discovery_does() {
         let mut checked = 0;
         let mut kinds_seen = 0;
-        for entry in std::fs::read_dir(fixture("")).unwrap() {
-            let file = entry.unwrap().file_name().into_string().unwrap();
-            let Some(machine) = [".hwloc29.xml", ".v1.xml", ".xml"]
-                .iter()
-                .find_map(|suffix| file.strip_suffix(suffix))
-            else {
-                continue;
-            };
-            let machine = machine.replace("4d2n6c", "4pa2n6c");
-            if !recorded(&machine).is_dir() {
-                continue;
-            }
+        for (file, machine) in recorded_exports() {
             let xml = load(&file);
             let sys = discover(&FsRoot::at(recorded(&machine)).unwrap());
             let online = xml.online();

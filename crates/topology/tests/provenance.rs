@@ -6,16 +6,13 @@
 //! amd_pstate files added.
 
 use crate::common;
+use crate::common::set;
 
 use common::synth;
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{CapacitySource, KindSource, RankSource, SourceStatus, Topology, ValueRange};
 use pinsight_sys::FsRoot;
 use pinsight_topology::discover;
-
-fn set(s: &str) -> CpuSet {
-    CpuSet::parse_list(s).unwrap()
-}
 
 fn committed(name: &str) -> Topology {
     discover(&FsRoot::at(common::synthetic(name)).unwrap())

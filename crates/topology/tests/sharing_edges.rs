@@ -11,6 +11,7 @@
 //!   warning names the file that lost.
 
 use crate::common;
+use crate::common::set;
 
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{CacheType, Topology};
@@ -33,10 +34,6 @@ fn copy(name: &str) -> (tempfile::TempDir, Topology) {
 
 fn write(dir: &Path, rel: &str, text: &str) {
     std::fs::write(dir.join(CPU).join(rel), text).unwrap();
-}
-
-fn set(s: &str) -> CpuSet {
-    CpuSet::parse_list(s).unwrap()
 }
 
 /// (level, type, CPUs) of every cache instance, in the model's order

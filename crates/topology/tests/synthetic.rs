@@ -2,23 +2,14 @@
 //! the cases the recorded hwloc dumps do not cover.
 
 use crate::common;
+use crate::common::{discover_machine, set};
 
-use common::synth::{self, Machine};
+use common::synth;
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{CoreType, KindSource, RankSource, Topology};
 use pinsight_sys::FsRoot;
 use pinsight_topology::discover;
 use std::path::Path;
-
-fn set(s: &str) -> CpuSet {
-    CpuSet::parse_list(s).unwrap()
-}
-
-fn discover_machine(m: &Machine) -> Topology {
-    let dir = common::tempdir();
-    m.write(dir.path());
-    discover(&FsRoot::at(dir.path()).unwrap())
-}
 
 fn committed(name: &str) -> Topology {
     discover(&FsRoot::at(common::synthetic(name)).unwrap())

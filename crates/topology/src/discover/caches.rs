@@ -332,21 +332,7 @@ fn cache_votes(
         }
         let mut votes = Vec::new();
         for (name, is_map) in [("shared_cpu_map", true), ("shared_cpu_list", false)] {
-            let file = format!("{dir}/{name}");
-            let Some(text) = r.text(&file) else { continue };
-            let parsed = if is_map {
-                CpuSet::parse_mask(&text)
-            } else {
-                CpuSet::parse_list(&text)
-            };
-            match parsed {
-                Ok(set) => votes.push(partition::Vote {
-                    cpu: x,
-                    file,
-                    set: set.intersection(&layout.online),
-                }),
-                Err(e) => r.warn(&file, e, "left it out of the majority vote"),
-            }
+            votes.extend(r.vote(x, format!("{dir}/{name}"), is_map, &layout.online));
         }
         return (votes, Some(idx));
     }

@@ -507,21 +507,7 @@ fn level_votes(
         if !has(name) {
             continue;
         }
-        let file = format!("{base}/{name}");
-        let Some(text) = r.text(&file) else { continue };
-        let parsed = if is_mask {
-            CpuSet::parse_mask(&text)
-        } else {
-            CpuSet::parse_list(&text)
-        };
-        match parsed {
-            Ok(set) => votes.push(partition::Vote {
-                cpu: x,
-                file,
-                set: set.intersection(online),
-            }),
-            Err(e) => r.warn(&file, e, "left it out of the majority vote"),
-        }
+        votes.extend(r.vote(x, format!("{base}/{name}"), is_mask, online));
     }
     votes
 }

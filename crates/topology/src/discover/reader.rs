@@ -3,6 +3,7 @@
 //! discovery did about it. Keeping this in one place keeps the wording of
 //! warnings uniform and the discovery modules free of error plumbing.
 
+use super::partition::Vote;
 use pinsight_cpuset::CpuSet;
 use pinsight_sys::FsRoot;
 use std::fmt::Display;
@@ -89,6 +90,34 @@ impl<'a> Reader<'a> {
             }
         }
         self.cpulist(list_path, action)
+    }
+
+    /// The vote of a mask (`is_mask`) or cpulist `file` for `cpu`, within
+    /// `online`; a garbled file is warned about and has no vote.
+    pub fn vote(
+        &mut self,
+        cpu: usize,
+        file: String,
+        is_mask: bool,
+        online: &CpuSet,
+    ) -> Option<Vote> {
+        let text = self.text(&file)?;
+        let parsed = if is_mask {
+            CpuSet::parse_mask(&text)
+        } else {
+            CpuSet::parse_list(&text)
+        };
+        match parsed {
+            Ok(set) => Some(Vote {
+                cpu,
+                file,
+                set: set.intersection(online),
+            }),
+            Err(e) => {
+                self.warn(&file, e, "left it out of the majority vote");
+                None
+            }
+        }
     }
 
     /// A CPU set from a cpulist file; garbage → warning.

@@ -34,3 +34,28 @@ pub fn tempdir() -> tempfile::TempDir {
     }
     tempfile::tempdir().expect("temporary directory")
 }
+
+/// Asserts that one of `t`'s warnings contains every one of `parts`,
+/// showing the warnings when none does.
+#[track_caller]
+pub fn assert_warned(t: &pinsight_model::Topology, parts: &[&str]) {
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| parts.iter().all(|p| w.contains(p))),
+        "no warning with {parts:?}: {:?}",
+        t.warnings
+    );
+}
+
+/// A CPU set from a cpulist (`0-3,8`).
+pub fn set(s: &str) -> pinsight_cpuset::CpuSet {
+    pinsight_cpuset::CpuSet::parse_list(s).unwrap()
+}
+
+/// Discovery of a synthetic machine written to a temporary directory.
+pub fn discover_machine(m: &synth::Machine) -> pinsight_model::Topology {
+    let dir = tempdir();
+    m.write(dir.path());
+    pinsight_topology::discover(&pinsight_sys::FsRoot::at(dir.path()).unwrap())
+}
