@@ -6,7 +6,7 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_render::term::wrap80;
-use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest, Record};
+use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest};
 use std::path::PathBuf;
 
 /// Compare schedulers on a mix of your programs run together.
@@ -93,28 +93,6 @@ pub struct Given {
     pub period: bool,
 }
 
-#[derive(serde::Serialize)]
-struct Reference<'a> {
-    name: String,
-    command: &'a str,
-    alone_big_s: f64,
-    alone_small_s: f64,
-}
-
-#[derive(serde::Serialize)]
-struct Json<'a> {
-    big_cpus: String,
-    small_cpus: String,
-    repeat: u32,
-    period_s: f64,
-    journal: String,
-    references: Vec<Reference<'a>>,
-    schedulers: &'a [mix::SchedulerResult],
-    verdict: String,
-    /// Measurements disturbed by other work or the hypervisor.
-    notes: &'a [String],
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     // Every export is known to be writable before anything runs.
     for (flag, _, p) in args.export.files() {
@@ -162,7 +140,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let want_json = g.json || !args.export.files().is_empty();
     if want_json {
-        let json = json(&spec, &result, &journal_path);
+        let verdict = pinsight_render::mix::mix_verdict(&result);
+        let json = mix::document::document(&spec, &result, &journal_path, verdict);
         args.export.write(&pinsight_render::mix::Export {
             result: &result,
             repeat: spec.repeat,
@@ -227,43 +206,5 @@ fn mix_error(e: MixError, journal_path: &std::path::Path) -> CmdResult {
         e @ MixError::Mismatch { .. } => Err(CliError::usage(format!("--resume: {e}"))),
         MixError::Program(e) => Err(e.into()),
         e => Err(CliError::runtime(format!("mix: {e}"))),
-    }
-}
-
-/// The JSON document: the machine's kinds, the settings, each program's
-/// times alone on each kind, every scheduler's results and the verdict.
-fn json<'a>(
-    spec: &'a mix::MixSpec,
-    result: &'a mix::MixResult,
-    journal_path: &std::path::Path,
-) -> Json<'a> {
-    let (big_cpus, small_cpus) = match spec.header() {
-        Record::Header {
-            big_cpus,
-            small_cpus,
-            ..
-        } => (big_cpus, small_cpus),
-        _ => unreachable!("header"),
-    };
-    Json {
-        big_cpus,
-        small_cpus,
-        repeat: spec.repeat,
-        period_s: spec.period.as_secs_f64(),
-        journal: journal_path.display().to_string(),
-        references: result
-            .references
-            .iter()
-            .enumerate()
-            .map(|(i, &(b, s))| Reference {
-                name: spec.name(i),
-                command: &spec.commands[i],
-                alone_big_s: b,
-                alone_small_s: s,
-            })
-            .collect(),
-        schedulers: &result.schedulers,
-        verdict: pinsight_render::mix::mix_verdict(result),
-        notes: &result.notes,
     }
 }
