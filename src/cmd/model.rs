@@ -5,12 +5,11 @@
 
 use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_plan::tune::TuneLayout;
-use pinsight_render::tune as view;
+use pinsight_render::{tune as view, tune_output};
 use pinsight_tune_model::{
-    fit, parse_runs, predict, speedup_curve, Config, CurvePoint, FitOptions, Machine, ModelKind,
-    ModelSpec, Order, Params, Theta,
+    evaluate, fit, parse_runs, Config, FitOptions, Machine, MachineSource, ModelKind, ModelSpec,
+    Theta,
 };
-use serde::Serialize;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -53,38 +52,6 @@ pub struct Args {
     pub seed: Option<u64>,
 }
 
-#[derive(Serialize)]
-struct One {
-    p: u32,
-    e: u32,
-    smt: u32,
-    predicted_s: f64,
-    ci: [f64; 2],
-    vs_1p: f64,
-    vs_1e: Option<f64>,
-    allowed: bool,
-    /// Predicted beyond what the fitted runs measured (false for given
-    /// parameters: nothing was measured, nothing extrapolated from it).
-    extrapolated: bool,
-}
-
-#[derive(Serialize)]
-struct Curves {
-    p_first: Vec<CurvePoint>,
-    e_first: Vec<CurvePoint>,
-}
-
-#[derive(Serialize)]
-struct Output {
-    model: ModelKind,
-    theta: Theta,
-    params: Option<Params>,
-    machine: Machine,
-    machine_source: &'static str,
-    config: Option<One>,
-    curves: Curves,
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let (config, given) = declared(&args)?;
     if let Some(p) = &args.svg {
@@ -92,11 +59,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     // The model: fitted (with intervals) or given.
     let (model, theta, fitted, runs) = the_model(&args)?;
-    let (machine, machine_source) = machine_of(g, given, config, runs.as_deref())?;
-    let p_first = speedup_curve(model, &theta, &machine, Order::PFirst);
-    let e_first = speedup_curve(model, &theta, &machine, Order::EFirst);
-    let one = config.map(|c| one_config(c, model, &theta, fitted.as_ref(), &machine));
-    if let Some(o) = &one {
+    let machine = machine_of(g, given, config, runs.as_deref())?;
+    let ev = evaluate(model, theta, fitted.as_ref(), machine, config);
+    let machine = ev.machine;
+    if let Some(o) = &ev.config {
         if !o.allowed && !g.quiet {
             eprintln!(
                 "pinsight: warning: --config {}P+{}E+{}smt does not fit the machine ({machine}); predicted anyway",
@@ -109,36 +75,29 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             "Speedup P-first vs E-first on {machine} ({} model)",
             model.name()
         );
-        let svg = view::curve_svg(&title, &p_first, &e_first);
+        let svg = view::curve_svg(&title, &ev.curves.p_first, &ev.curves.e_first);
         pinsight_lifecycle::output::write(path, svg.as_bytes())
             .map_err(|e| CliError::runtime(format!("--export-svg: {e}")))?;
     }
     if g.json {
-        g.print_json(&Output {
-            model,
-            theta,
-            params: fitted.as_ref().map(|f| f.params),
-            machine,
-            machine_source,
-            config: one,
-            curves: Curves { p_first, e_first },
-        })?;
+        g.print_json(&ev)?;
         return Ok(0);
     }
-    print!(
-        "{}",
-        human(
-            &args,
-            model,
-            &theta,
-            fitted.is_some(),
-            (&machine, machine_source),
-            one.as_ref(),
-            &p_first,
-            &e_first
-        )
-    );
+    let how = how_words(ev.machine_source);
+    let text = tune_output::model_text(&ev, fitted.is_some(), how, args.svg.as_deref());
+    print!("{text}");
     Ok(0)
+}
+
+/// Where the machine came from, in the words of the Machine line.
+fn how_words(source: MachineSource) -> &'static str {
+    match source {
+        MachineSource::Declared => "declared by --machine",
+        MachineSource::Live => "this machine (--machine live)",
+        MachineSource::Recorded => "the recorded topology",
+        MachineSource::Runs => "inferred from the runs: the largest P, E and SMT counts they used",
+        MachineSource::Config => "the --config's; --machine SPEC for another",
+    }
 }
 
 /// The machine of the curves and where it came from: `--machine`
@@ -149,7 +108,7 @@ fn machine_of(
     given: Option<Given>,
     config: Option<Config>,
     runs: Option<&[pinsight_tune_model::Observation]>,
-) -> Result<(Machine, &'static str), CliError> {
+) -> Result<(Machine, MachineSource), CliError> {
     let recorded = g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some();
     let topology = || -> Result<Machine, CliError> {
         let topo = g.topology()?;
@@ -158,13 +117,13 @@ fn machine_of(
             .machine)
     };
     match given {
-        Some(Given::Declared(m)) => return Ok((m, "declared")),
-        Some(Given::Live) => return Ok((topology()?, "live")),
-        None if recorded => return Ok((topology()?, "recorded")),
+        Some(Given::Declared(m)) => return Ok((m, MachineSource::Declared)),
+        Some(Given::Live) => return Ok((topology()?, MachineSource::Live)),
+        None if recorded => return Ok((topology()?, MachineSource::Recorded)),
         None => {}
     }
     if let Some(m) = runs.and_then(Machine::spanned) {
-        return Ok((m, "runs"));
+        return Ok((m, MachineSource::Runs));
     }
     if let Some(m) = config.and_then(|c| {
         Machine::spanned(&[pinsight_tune_model::Observation {
@@ -173,7 +132,7 @@ fn machine_of(
             energy_j: None,
         }])
     }) {
-        return Ok((m, "config"));
+        return Ok((m, MachineSource::Config));
     }
     Err(crate::errors::model_needs_machine())
 }
@@ -218,110 +177,6 @@ fn the_model(
         }
         (None, None) => Err(CliError::usage("give --from RUNS.csv or --params SPEC")),
     }
-}
-
-/// The prediction for one configuration (`--config`).
-fn one_config(
-    c: Config,
-    model: ModelKind,
-    theta: &Theta,
-    fitted: Option<&pinsight_tune_model::Fit>,
-    machine: &Machine,
-) -> One {
-    let (t, ci, extrapolated) = match fitted {
-        Some(f) => {
-            let p = predict(f, c);
-            (p.predicted_s, p.ci, p.extrapolated)
-        }
-        None => {
-            let t = model.time(theta, c);
-            (t, [t, t], false)
-        }
-    };
-    let t1p = model.time(theta, Config::new(1, 0, 0));
-    let t1e = model.time(theta, Config::new(0, 1, 0));
-    One {
-        p: c.p,
-        e: c.e,
-        smt: c.smt,
-        predicted_s: t,
-        ci,
-        vs_1p: t1p / t,
-        vs_1e: (!machine.one_kind() || c.e > 0).then_some(t1e / t),
-        allowed: machine.allows(c),
-        extrapolated,
-    }
-}
-
-/// The human output: the model, the machine, the configuration, the curves.
-#[allow(clippy::too_many_arguments)]
-fn human(
-    args: &Args,
-    model: ModelKind,
-    theta: &Theta,
-    fitted: bool,
-    (machine, source): (&Machine, &str),
-    one: Option<&One>,
-    p_first: &[CurvePoint],
-    e_first: &[CurvePoint],
-) -> String {
-    let width =
-        pinsight_render::compare::layout::effective_width(pinsight_render::terminal_columns())
-            .min(80);
-    let mut out = String::new();
-    let hang =
-        |first: &str, text: &str| pinsight_render::compare::layout::hanging(first, text, 10, width);
-    out.push_str(&hang(
-        "Model:    ",
-        &format!(
-            "{} (f {:.4}, sf {:.3}, smt_gain {:.3}, t1 {}, contention {:.4}){}",
-            model.name(),
-            theta.f,
-            theta.sf,
-            theta.smt_gain,
-            view::seconds(theta.t1),
-            theta.contention,
-            if fitted { ", fitted" } else { ", given" }
-        ),
-    ));
-    let how = match source {
-        "declared" => "declared by --machine",
-        "live" => "this machine (--machine live)",
-        "recorded" => "the recorded topology",
-        "runs" => "inferred from the runs: the largest P, E and SMT counts they used",
-        _ => "the --config's; --machine SPEC for another",
-    };
-    out.push_str(&hang("Machine:  ", &format!("{machine} ({how})")));
-    if let Some(o) = one {
-        let mut s = format!(
-            "{}P+{}E+{}smt: predicted {}",
-            o.p,
-            o.e,
-            o.smt,
-            view::seconds(o.predicted_s)
-        );
-        if o.ci[0] != o.ci[1] {
-            s.push_str(&format!(
-                " (CI {}–{})",
-                view::seconds(o.ci[0]),
-                view::seconds(o.ci[1])
-            ));
-        }
-        s.push_str(&format!(", speedup {:.2}x vs 1 P-core", o.vs_1p));
-        if let Some(e) = o.vs_1e {
-            s.push_str(&format!(", {e:.2}x vs 1 E-core"));
-        }
-        if o.extrapolated {
-            s.push_str("; extrapolated beyond the runs");
-        }
-        out.push_str(&hang("Config:   ", &s));
-    }
-    out.push_str("\nSpeedup as cores are added (no SMT)\n");
-    out.push_str(&view::curve_table(p_first, e_first, width));
-    if let Some(p) = &args.svg {
-        out.push_str(&format!("\nSVG chart written to {}\n", p.display()));
-    }
-    out
 }
 
 /// `--config` and `--machine`, checked before any work.

@@ -3,22 +3,18 @@
 //! 2023, eqs. 3–6).
 //!
 //! Two ways in: `--from FILE` fits runs measured elsewhere and runs
-//! nothing ([`from_file`]); `-- CMD` runs the design live ([`live_runs`],
-//! the one seam the live runner fills). Both end in [`finish`]: analyse,
-//! the recommendation in every dialect `plan` speaks, text or JSON. The
-//! model is crate `pinsight-tune-model`, the words `pinsight-render`.
+//! nothing ([`from_file`]); `-- CMD` runs the design live ([`live`],
+//! through crate `pinsight-tune`). Both end in [`finish`]: the analysis
+//! and the recommendation in every dialect `plan` speaks
+//! (`pinsight_tune::analysis`), as JSON or as text (`pinsight-render`).
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_compare as compare;
-use pinsight_compare::experiment::Outcome as RunOutcome;
 use pinsight_model::Topology;
 use pinsight_plan::tune::TuneLayout;
-use pinsight_plan::{plan, render, Format, Policy, Request};
-use pinsight_render::tune::{self as view, Dialect, TuneView};
-use pinsight_tune_model::{
-    analyse_with, design, parse_runs, FitError, FitOptions, Goal, Machine, Observation, TuneReport,
-};
-use serde::Serialize;
+use pinsight_render::tune_output;
+use pinsight_tune::analysis::{self, AnalysisRequest, Ending};
+use pinsight_tune_model::{parse_runs, Goal, Machine, Observation};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -157,9 +153,37 @@ const TEST_SIM: &str = "PINSIGHT_TEST_TUNE_SIM";
 /// The live path: run the design (and then the validation configurations)
 /// through compare's machinery, crate `pinsight-tune`, and analyse.
 fn live(args: &Args, g: &Globals) -> CmdResult {
-    use pinsight_tune::live::{self, LiveRequest, Start};
+    use pinsight_tune::live;
     compare::interrupt::install().map_err(|e| CliError::runtime(e.to_string()))?;
     let fs = pinsight_measure::measurement_root()?;
+    let live_request = live_request(args)?;
+    let topo = g.topology()?;
+    let opened = live::open(live_request, &topo, fs).map_err(crate::errors::tune_live_error)?;
+    let session = opened.session;
+    let layout = session.layout().clone();
+    announce(&session, g);
+    let finished = session.run(&mut crate::cli::progress(g));
+    let f = finished.map_err(crate::errors::tune_error)?;
+    if let Some(code) = stopped(args, &f)? {
+        return Ok(code);
+    }
+    let req = request(
+        args,
+        (&f.design_runs, &f.validation_runs),
+        &layout.machine,
+        Some((&topo, &layout)),
+        (layout.describe(), f.notes_all()),
+        (opened.pinned, &opened.command_line),
+    );
+    let code = finish(args, g, req, "the live runs");
+    resume_hint(&f);
+    code
+}
+
+/// The live runner's request from the flags: a new tune or a resumed one,
+/// run live or simulated ([`TEST_SIM`]).
+fn live_request(args: &Args) -> Result<pinsight_tune::live::LiveRequest, CliError> {
+    use pinsight_tune::live::{LiveRequest, Start};
     let executor = match std::env::var(TEST_SIM) {
         Ok(spec) => pinsight_tune::ExecutorKind::Simulated(
             spec.parse()
@@ -167,7 +191,6 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
         ),
         Err(_) => pinsight_tune::ExecutorKind::Live,
     };
-    let topo = g.topology()?;
     let start = match &args.resume {
         Some(path) => Start::Resume(path.clone()),
         None => Start::New {
@@ -187,7 +210,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
                 .and_then(|m| m.concat().into_iter().find(|x| !x.optional)),
         },
     };
-    let request = LiveRequest {
+    Ok(LiveRequest {
         start,
         budget: args.budget,
         validate: args.validate,
@@ -195,30 +218,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
         executor,
         disturbance_threshold: args.disturbance_threshold,
         rerun_disturbed: args.rerun_disturbed,
-    };
-    let opened = live::open(request, &topo, fs).map_err(crate::errors::tune_live_error)?;
-    let session = opened.session;
-    let layout = session.layout().clone();
-    announce(&session, g);
-    let finished = session.run(&mut crate::cli::progress(g));
-    let f = finished.map_err(crate::errors::tune_error)?;
-    if let Some(code) = stopped(args, &f)? {
-        return Ok(code);
-    }
-    let code = finish(
-        args,
-        g,
-        &f.design_runs,
-        &f.validation_runs,
-        &layout.machine,
-        Some((&topo, &layout)),
-        layout.describe(),
-        f.notes_all(),
-        "the live runs",
-        (opened.pinned, &opened.command_line),
-    );
-    resume_hint(&f);
-    code
+    })
 }
 
 /// The journal's warnings, its path and the design, on stderr.
@@ -263,38 +263,33 @@ fn resume_hint(f: &pinsight_tune::Finished) {
 /// then `Some(exit code)` or an error when the runs stopped short or lack
 /// the energy the goal needs; `None` to analyse.
 fn stopped(args: &Args, f: &pinsight_tune::Finished) -> Result<Option<i32>, CliError> {
-    if f.cleanup_late {
-        eprintln!("pinsight: warning: the signal cleanup did not report back within 5 s");
+    for w in f.cleanup_warnings() {
+        eprintln!("pinsight: warning: {w}");
     }
-    if let Some(e) = &f.restore_failed {
-        eprintln!("pinsight: warning: {e}");
-    }
-    if let pinsight_tune::Energy::Unavailable { reason } = &f.energy {
-        if args.goal.needs_energy() {
+    match f.ending(args.goal) {
+        Ending::Analyse => Ok(None),
+        Ending::NoEnergy { reason } => {
             resume_hint(f);
-            return Err(CliError::runtime(format!(
+            Err(CliError::runtime(format!(
                 "--goal {}: some runs have no energy ({reason})",
                 args.goal
-            )));
+            )))
         }
-    }
-    match &f.outcome {
-        RunOutcome::Complete => Ok(None),
-        RunOutcome::Interrupted => {
-            let sig = f.signal.unwrap_or_else(compare::interrupt::signal);
+        Ending::Interrupted { signal } => {
+            let sig = signal.unwrap_or_else(compare::interrupt::signal);
             eprintln!("pinsight: interrupted: runs stopped, machine restored, journal intact");
             resume_hint(f);
             compare::interrupt::main_finished();
             Ok(Some(pinsight_lifecycle::exit::signal_code(sig)))
         }
-        RunOutcome::StoppedOnFailure { why, .. } => {
+        Ending::Stopped { why } => {
             eprintln!("pinsight: error: stopped: {why}");
             resume_hint(f);
             Ok(Some(1))
         }
-        RunOutcome::Error(e) => {
+        Ending::Error(e) => {
             resume_hint(f);
-            Err(CliError::runtime(e.to_string()))
+            Err(CliError::runtime(e))
         }
     }
 }
@@ -313,9 +308,39 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
             args.goal
         )));
     }
+    let run_as = (args.pinned, "CMD");
+    if let Some((machine, note, how)) = unplaced_machine(args, g, &runs, &name)? {
+        let words = (analysis::machine_words(&machine, how), vec![note]);
+        let req = request(args, (&runs, &[]), &machine, None, words, run_as);
+        return finish(args, g, req, &name);
+    }
+    let topo = g.topology()?;
+    let layout = layout_of(&topo)?;
+    let words = (layout.describe(), layout.notes.clone());
+    let req = request(
+        args,
+        (&runs, &[]),
+        &layout.machine,
+        Some((&topo, &layout)),
+        words,
+        run_as,
+    );
+    finish(args, g, req, &name)
+}
+
+/// With `--from`, a machine without a topology: declared by `--machine`,
+/// or inferred from the runs unless a topology is asked for; with the note
+/// that says so and the prefix of its words. `None`: this or a recorded
+/// topology.
+fn unplaced_machine(
+    args: &Args,
+    g: &Globals,
+    runs: &[Observation],
+    name: &str,
+) -> Result<Option<(Machine, String, &'static str)>, CliError> {
     use crate::values::TuneMachine;
     let recorded = g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some();
-    let declared = match &args.machine {
+    Ok(match &args.machine {
         Some(TuneMachine::Declared(spec)) => Some((
             spec.for_tune()
                 .map_err(|e| CliError::usage(format!("--machine {e}")))?,
@@ -326,227 +351,63 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
         None if recorded => None,
         None => {
             // Never this machine unless asked: the runs name the machine.
-            let m = Machine::spanned(&runs).ok_or_else(|| CliError::usage(format!("{name}: no runs")))?;
+            let m = Machine::spanned(runs).ok_or_else(|| CliError::usage(format!("{name}: no runs")))?;
             Some((
                 m,
                 format!("machine inferred from the runs (the largest P, E and SMT counts they used): {m}; --machine SPEC or --machine live to predict for another"),
                 "inferred from the runs: ",
             ))
         }
-    };
-    if let Some((machine, note, how)) = declared {
-        return finish(
-            args,
-            g,
-            &runs,
-            &[],
-            &machine,
-            None,
-            machine_words(&machine, how),
-            vec![note],
-            &name,
-            (args.pinned, "CMD"),
-        );
-    }
-    let topo = g.topology()?;
-    let layout = layout_of(&topo)?;
-    finish(
-        args,
-        g,
-        &runs,
-        &[],
-        &layout.machine,
-        Some((&topo, &layout)),
-        layout.describe(),
-        layout.notes.clone(),
-        &name,
-        (args.pinned, "CMD"),
-    )
+    })
 }
 
-/// The machine in words, and where it came from (`how`).
-fn machine_words(m: &Machine, how: &str) -> String {
-    let smt = match m.smt_per_p_core {
-        0 => "no SMT".to_owned(),
-        1 => "1 SMT sibling per P-core".to_owned(),
-        n => format!("{n} SMT siblings per P-core"),
-    };
-    if m.one_kind() {
-        format!("{} cores (one kind), {smt} ({how}{m})", m.p_cores)
-    } else {
-        format!("{}P+{}E, {smt} ({how}{m})", m.p_cores, m.e_cores)
-    }
-}
-
-/// The JSON of `tune`: the report and what the text shows besides it.
-#[derive(Serialize)]
-struct Output<'a> {
-    #[serde(flatten)]
-    report: &'a TuneReport,
-    machine_words: &'a str,
-    notes: &'a [String],
-    dialects: Vec<DialectJson>,
-}
-
-#[derive(Serialize)]
-struct DialectJson {
-    name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-fn fit_error(e: FitError, source: &str, machine: &Machine) -> CliError {
-    match e {
-        FitError::NotIdentifiable { .. } | FitError::NoRuns { .. } => {
-            let d: Vec<String> = design(machine).iter().map(ToString::to_string).collect();
-            CliError::usage(format!(
-                "{source}: {e}; the design for this machine runs {}",
-                d.join(", ")
-            ))
+/// Analyse the runs and print the answer: JSON, or text.
+fn finish(args: &Args, g: &Globals, req: AnalysisRequest<'_>, source: &str) -> CmdResult {
+    let a = analysis::analyse(req).map_err(|e| {
+        let m = format!("{source}: {e}");
+        if e.is_input() {
+            CliError::usage(m)
+        } else {
+            CliError::runtime(m)
         }
-        FitError::NoConfiguration => CliError::runtime(format!("{source}: {e}")),
-        _ => CliError::usage(format!("{source}: {e}")),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    args: &Args,
-    g: &Globals,
-    design_runs: &[Observation],
-    validation: &[Observation],
-    machine: &Machine,
-    placed: Option<(&Topology, &TuneLayout)>,
-    machine_text: String,
-    notes: Vec<String>,
-    source: &str,
-    run_as: (bool, &str),
-) -> CmdResult {
-    let opts = FitOptions {
-        bootstrap: 200,
-        seed: args.seed.unwrap_or(FitOptions::default().seed),
-    };
-    let report = analyse_with(
-        design_runs,
-        validation,
-        machine,
-        args.goal,
-        opts,
-        args.extrapolate,
-    )
-    .map_err(|e| fit_error(e, source, machine))?;
-    let dialects = match placed {
-        Some((topo, layout)) => dialects(&report, topo, layout, run_as.0, run_as.1),
-        None => Vec::new(),
-    };
+    })?;
     if g.json {
-        let out = Output {
-            report: &report,
-            machine_words: &machine_text,
-            notes: &notes,
-            dialects: dialects
-                .iter()
-                .map(|d| DialectJson {
-                    name: d.name.clone(),
-                    text: d.text.as_ref().ok().cloned(),
-                    error: d.text.as_ref().err().cloned(),
-                })
-                .collect(),
-        };
-        g.print_json(&out)?;
-        return Ok(0);
+        g.print_json(&a)?;
+    } else {
+        let text =
+            tune_output::tune_text(&a.report, &a.machine_words, &a.notes, &a.dialects, args.all);
+        print!("{text}");
     }
-    let v = TuneView {
-        machine: machine_text,
-        notes,
-        all: args.all,
-        top: 5,
-        dialects,
-        width: pinsight_render::compare::layout::effective_width(
-            pinsight_render::terminal_columns(),
-        )
-        .min(80),
-    };
-    print!("{}", view::text(&report, &v));
     Ok(0)
 }
 
-/// The recommendation planned and rendered in each dialect: OpenMP
-/// (OMP_NUM_THREADS + OMP_PLACES), KMP_HW_SUBSET, taskset, and a pinsight
-/// run line; where a dialect cannot express it, the planner's reason.
-fn dialects(
-    r: &TuneReport,
-    topo: &Topology,
-    layout: &TuneLayout,
-    pinned: bool,
-    cmd: &str,
-) -> Vec<Dialect> {
-    let c = r.recommended.config();
-    let threads = c.threads() as usize;
-    let policy_text = match layout.policy(c, pinned) {
-        Ok(p) => p,
-        Err(e) => {
-            return vec![Dialect {
-                name: "pinsight".into(),
-                text: Err(e.to_string()),
-            }]
-        }
-    };
-    let planned = policy_text
-        .parse::<Policy>()
-        .map_err(|e| e.to_string())
-        .and_then(|p| {
-            let req = Request {
-                threads: Some(threads),
-                ..Request::new(p)
-            };
-            plan(topo, &req).map_err(|e| e.to_string())
-        });
-    let mut out = Vec::new();
-    for (name, format) in [
-        ("omp-places", Format::OmpPlaces),
-        ("kmp-hw-subset", Format::KmpHwSubset),
-        ("taskset", Format::Taskset),
-    ] {
-        if format == Format::KmpHwSubset {
-            // The planner says KMP_HW_SUBSET for whole kinds only; the
-            // layout says it for a count of cores of each kind.
-            out.push(Dialect {
-                name: name.into(),
-                text: layout
-                    .kmp_hw_subset(c)
-                    .map(|v| {
-                        format!("export OMP_NUM_THREADS='{threads}'\nexport KMP_HW_SUBSET='{v}'")
-                    })
-                    .map_err(|e| e.to_string()),
-            });
-            continue;
-        }
-        let text = match &planned {
-            Ok(p) => render(p, topo, format)
-                .map(|r| {
-                    let t = r.text.trim_end().to_owned();
-                    if format == Format::Taskset {
-                        format!("{t} {cmd}")
-                    } else {
-                        t
-                    }
-                })
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.clone()),
-        };
-        out.push(Dialect {
-            name: name.into(),
-            text,
-        });
+/// The request of [`finish`] from the flags: `runs` on `machine` (placed
+/// on a topology or not), said in `words` with `notes`, of program `cmd`.
+fn request<'a>(
+    args: &Args,
+    (design_runs, validation): (&'a [Observation], &'a [Observation]),
+    machine: &'a Machine,
+    placed: Option<(&'a Topology, &'a TuneLayout)>,
+    (words, notes): (String, Vec<String>),
+    (pinned, command): (bool, &'a str),
+) -> AnalysisRequest<'a> {
+    AnalysisRequest {
+        design_runs,
+        validation,
+        machine,
+        placed,
+        machine_words: words,
+        notes,
+        goal: args.goal,
+        seed: args.seed,
+        extrapolate: args.extrapolate,
+        pinned,
+        command,
+        run_line,
     }
-    out.push(Dialect {
-        name: "pinsight".into(),
-        text: Ok(format!(
-            "pinsight run {policy_text} --threads {threads} -- {cmd}"
-        )),
-    });
-    out
+}
+
+/// The pinsight line of the recommendation.
+fn run_line(policy: &str, threads: usize, cmd: &str) -> String {
+    format!("pinsight run {policy} --threads {threads} -- {cmd}")
 }

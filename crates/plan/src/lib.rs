@@ -28,6 +28,7 @@ pub mod plan;
 pub mod policy;
 pub mod slice;
 pub mod tune;
+pub mod tune_dialect;
 pub mod weights;
 
 pub use format::{launch_env, omp_env, render, Caveat, Format, FormatError, Rendered};

@@ -28,6 +28,7 @@
 
 mod curve;
 mod design;
+mod evaluation;
 mod fit;
 mod model;
 mod nelder_mead;
@@ -42,6 +43,7 @@ pub use design::{
     design, extrapolated, predict, ranked, recommend, validation, validation_for, Goal,
     GoalParseError, Prediction, Recommendation,
 };
+pub use evaluation::{evaluate, ConfigPrediction, Curves, Evaluation, MachineSource};
 pub use fit::{
     fit, fit_model, objective, Bound, Candidate, Fit, FitError, FitOptions, Param, ParamStatus,
     Params, SF_MAX,

@@ -24,6 +24,7 @@
 //! uninterrupted one.
 #![forbid(unsafe_code)]
 
+pub mod analysis;
 pub mod live;
 pub mod sim;
 
