@@ -36,6 +36,7 @@ pub mod term;
 pub mod topo_text;
 pub mod tree;
 pub mod tune;
+pub mod tune_output;
 pub mod workload;
 
 pub use size::{format_size, format_size_lstopo, BinarySize, BinaryUnit};
