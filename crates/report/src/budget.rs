@@ -221,6 +221,14 @@ fn least_budget(need: Duration) -> Duration {
     Duration::from_millis(((b.as_secs_f64() * 10.0).ceil() as u64) * 100)
 }
 
+/// The least and most time each part may measure.
+struct Bounds {
+    speed_floor: Duration,
+    speed_ceiling: Duration,
+    lat_floor: Duration,
+    lat_ceiling: Duration,
+}
+
 /// Splits the budget (see the module doc). Pure.
 pub fn split(input: &BudgetInput) -> BudgetPlan {
     let reserve = reserve(input.budget);
@@ -231,48 +239,82 @@ pub fn split(input: &BudgetInput) -> BudgetPlan {
     let mut skipped = Vec::new();
     let n_speed = input.speed_cpus;
     let n_lat = input.latency_cpus;
-    let speed_floor = min_speed(n_speed);
-    let speed_ceiling = MAX_SPEED_PER_CPU * n_speed as u32;
-    let lat_floor = min_latency(n_lat);
-    let lat_ceiling = MAX_LATENCY_ROUND * latency_rounds(n_lat) as u32;
-    let budget = input.budget;
+    let bounds = Bounds {
+        speed_floor: min_speed(n_speed),
+        speed_ceiling: MAX_SPEED_PER_CPU * n_speed as u32,
+        lat_floor: min_latency(n_lat),
+        lat_ceiling: MAX_LATENCY_ROUND * latency_rounds(n_lat) as u32,
+    };
+    let want_speed = wanted(
+        &input.speed,
+        Part::Speed,
+        (n_speed == 0).then_some(Skip::NoUsableCpu),
+        &mut skipped,
+    );
+    let want_latency = wanted(
+        &input.latency,
+        Part::Latency,
+        (n_lat < 2).then_some(Skip::TooFewCpus { usable: n_lat }),
+        &mut skipped,
+    );
+    let (speed_fits, latency_fits) = fits(
+        input,
+        measuring,
+        &bounds,
+        (want_speed, want_latency),
+        &mut skipped,
+    );
+    let (speed_total, latency) = allocate(measuring, &bounds, speed_fits, latency_fits);
+    BudgetPlan {
+        reserve,
+        speed_per_cpu: speed_total.map(|t| t / n_speed.max(1) as u32),
+        latency,
+        skipped,
+    }
+}
 
-    let mut want_speed = match &input.speed {
-        Want::Yes if n_speed == 0 => {
-            skipped.push(Skip::NoUsableCpu);
-            false
-        }
-        Want::Yes => true,
+/// Whether a part is to be measured: asked for, and with CPUs enough
+/// (`too_few`: the skip when not); a part not wanted is a skip too.
+fn wanted(want: &Want, part: Part, too_few: Option<Skip>, skipped: &mut Vec<Skip>) -> bool {
+    match want {
+        Want::Yes => match too_few {
+            Some(skip) => {
+                skipped.push(skip);
+                false
+            }
+            None => true,
+        },
         Want::No(why) => {
-            skipped.push(Skip::NotWanted {
-                part: Part::Speed,
-                why: *why,
-            });
+            skipped.push(Skip::NotWanted { part, why: *why });
             false
         }
         Want::Given => false,
-    };
-    let want_latency = match &input.latency {
-        Want::Yes if n_lat < 2 => {
-            skipped.push(Skip::TooFewCpus { usable: n_lat });
-            false
-        }
-        Want::Yes => true,
-        Want::No(why) => {
-            skipped.push(Skip::NotWanted {
-                part: Part::Latency,
-                why: *why,
-            });
-            false
-        }
-        Want::Given => false,
-    };
+    }
+}
+
+/// Which wanted parts (speed, latency) fit in `measuring`: latency needs
+/// its floor, speed its floor, and both together the sum; each part that
+/// does not fit is a skip saying the least budget that would do.
+fn fits(
+    input: &BudgetInput,
+    measuring: Duration,
+    bounds: &Bounds,
+    (want_speed, want_latency): (bool, bool),
+    skipped: &mut Vec<Skip>,
+) -> (bool, bool) {
+    let Bounds {
+        speed_floor,
+        lat_floor,
+        ..
+    } = *bounds;
+    let budget = input.budget;
+    let mut want_speed = want_speed;
     let latency_fits = want_latency && measuring >= lat_floor;
     if want_latency && !latency_fits {
         skipped.push(Skip::LatencyBudget {
             budget,
             measuring,
-            cpus: n_lat,
+            cpus: input.latency_cpus,
             needs: lat_floor,
             least_budget: least_budget(lat_floor + input.spent),
         });
@@ -286,7 +328,7 @@ pub fn split(input: &BudgetInput) -> BudgetPlan {
         skipped.push(Skip::SpeedBudget {
             budget,
             measuring,
-            cpus: n_speed,
+            cpus: input.speed_cpus,
             needs: speed_floor,
             least_budget: least_budget(least),
             with_latency: want_latency,
@@ -298,14 +340,30 @@ pub fn split(input: &BudgetInput) -> BudgetPlan {
             budget,
             latency: lat_floor,
             left: measuring.saturating_sub(lat_floor),
-            cpus: n_speed,
+            cpus: input.speed_cpus,
             needs: speed_floor,
             least_budget: least_budget(speed_floor + lat_floor + input.spent),
         });
         want_speed = false;
     }
+    (want_speed, latency_fits)
+}
 
-    let (speed_total, latency) = match (want_speed, latency_fits) {
+/// Total speed time and latency time out of `measuring` for the parts
+/// that fit: both share it, latency keeping at least its floor.
+fn allocate(
+    measuring: Duration,
+    bounds: &Bounds,
+    speed: bool,
+    latency: bool,
+) -> (Option<Duration>, Option<Duration>) {
+    let Bounds {
+        speed_floor,
+        speed_ceiling,
+        lat_floor,
+        lat_ceiling,
+    } = *bounds;
+    match (speed, latency) {
         (true, true) => {
             let lat_cap = lat_ceiling.max(lat_floor);
             let mut speed = measuring
@@ -320,12 +378,6 @@ pub fn split(input: &BudgetInput) -> BudgetPlan {
         (true, false) => (Some(measuring.min(speed_ceiling)), None),
         (false, true) => (None, Some(measuring.min(lat_ceiling.max(lat_floor)))),
         (false, false) => (None, None),
-    };
-    BudgetPlan {
-        reserve,
-        speed_per_cpu: speed_total.map(|t| t / n_speed.max(1) as u32),
-        latency,
-        skipped,
     }
 }
 

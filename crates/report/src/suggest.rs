@@ -48,105 +48,121 @@ fn latency_sentences(
         }
         return out;
     }
-    match tree.finest() {
-        Some(level) => {
-            let parts: Vec<String> = level
-                .domains
-                .iter()
-                .map(|d| match d.mean_intra_ns {
-                    Some(v) => format!("{{{}}} ({} inside)", d.cpus, ns(v)),
-                    None => format!("{{{}}}", d.cpus),
-                })
-                .collect();
-            let inter = level
-                .domains
-                .iter()
-                .filter_map(|d| d.mean_inter_ns)
-                .fold(f64::NAN, f64::max);
-            let across = if inter.is_finite() {
-                format!("; between domains up to {} on average", ns(inter))
-            } else {
-                String::new()
-            };
-            out.push(format!(
-                "Your {} latency domains: {}{across}. Keep threads that talk to each other inside one domain.",
-                level.domains.len(),
-                parts.join(", ")
-            ));
-        }
-        None => {
-            let med = tree
-                .median_pair_ns
-                .map(ns)
-                .unwrap_or_else(|| "unknown".into());
-            match &tree.pairs {
-                Some(p) => out.push(format!(
-                    "One latency domain (median {med}), except {} CPU pairs (SMT siblings or cache-sharing cores) at {} or less: \
-                     two chatty threads gain most from sharing such a pair.",
-                    p.domains.iter().filter(|d| d.cpus.len() == 2).count(),
-                    ns(p.below_ns)
-                )),
-                None => {
-                    let (lo, hi) = spread(m);
-                    if hi <= lo * (1.0 + MIN_GROUP_GAIN) {
-                        out.push(format!(
-                            "One latency domain: core-to-core latency is uniform here (median {med}); which CPUs chatty threads share matters little."
-                        ));
-                    } else {
-                        out.push(format!(
-                            "One latency domain: no clear groups of CPUs, but pairs range from {} to {} (5th to 95th percentile, median {med}): \
-                             some pairs are closer than others.",
-                            ns(lo),
-                            ns(hi)
-                        ));
-                    }
-                }
-            }
-        }
-    }
+    out.push(domains_sentence(m, tree));
     for k in [2usize, 4] {
         if measured.len() <= k {
             continue;
         }
-        let best = best_group(m, &measured, k);
-        let auto = autopilot(m, &measured, k);
-        if !best.mean_pair_ns.is_finite() || !auto.mean_pair_ns.is_finite() {
-            continue;
-        }
-        let what = if k == 2 {
-            "2 chatty threads".to_string()
-        } else {
-            format!("{k} communicating threads")
-        };
-        let gain = 1.0 - best.mean_pair_ns / auto.mean_pair_ns;
-        if gain >= MIN_GROUP_GAIN {
-            out.push(format!(
-                "For {what} use {}CPUs {} ({}), not {} ({}): {:.0}% lower latency (`pinsight run latency-group --threads {k} --latency {file} -- CMD`).",
-                kind_of_all(topo, &best.cpus),
-                cpus_text(&best.cpus),
-                ns(best.mean_pair_ns),
-                cpus_text(&auto.cpus),
-                ns(auto.mean_pair_ns),
-                gain * 100.0
-            ));
-        } else if best.cpus == auto.cpus {
-            out.push(format!(
-                "For {what}: CPUs {} ({}) — the lowest-numbered CPUs are already the best choice here.",
-                cpus_text(&best.cpus),
-                ns(best.mean_pair_ns)
-            ));
-        } else {
-            out.push(format!(
-                "For {what}: the lowest-numbered CPUs {} ({}) are within {:.0}% of the best ({}, {}): no need to choose.",
-                cpus_text(&auto.cpus),
-                ns(auto.mean_pair_ns),
-                gain.max(0.0) * 100.0,
-                cpus_text(&best.cpus),
-                ns(best.mean_pair_ns)
-            ));
-        }
+        out.extend(group_sentence(topo, m, &measured, k, file));
     }
     out
+}
+
+/// The latency domains of the finest level, or why there is one domain.
+fn domains_sentence(m: &LatencyMatrix, tree: &DomainTree) -> String {
+    let Some(level) = tree.finest() else {
+        return one_domain_sentence(m, tree);
+    };
+    let parts: Vec<String> = level
+        .domains
+        .iter()
+        .map(|d| match d.mean_intra_ns {
+            Some(v) => format!("{{{}}} ({} inside)", d.cpus, ns(v)),
+            None => format!("{{{}}}", d.cpus),
+        })
+        .collect();
+    let inter = level
+        .domains
+        .iter()
+        .filter_map(|d| d.mean_inter_ns)
+        .fold(f64::NAN, f64::max);
+    let across = if inter.is_finite() {
+        format!("; between domains up to {} on average", ns(inter))
+    } else {
+        String::new()
+    };
+    format!(
+        "Your {} latency domains: {}{across}. Keep threads that talk to each other inside one domain.",
+        level.domains.len(),
+        parts.join(", ")
+    )
+}
+
+/// One latency domain: its close CPU pairs, or how uniform its pairs are.
+fn one_domain_sentence(m: &LatencyMatrix, tree: &DomainTree) -> String {
+    let med = tree
+        .median_pair_ns
+        .map(ns)
+        .unwrap_or_else(|| "unknown".into());
+    if let Some(p) = &tree.pairs {
+        return format!(
+            "One latency domain (median {med}), except {} CPU pairs (SMT siblings or cache-sharing cores) at {} or less: \
+             two chatty threads gain most from sharing such a pair.",
+            p.domains.iter().filter(|d| d.cpus.len() == 2).count(),
+            ns(p.below_ns)
+        );
+    }
+    let (lo, hi) = spread(m);
+    if hi <= lo * (1.0 + MIN_GROUP_GAIN) {
+        format!(
+            "One latency domain: core-to-core latency is uniform here (median {med}); which CPUs chatty threads share matters little."
+        )
+    } else {
+        format!(
+            "One latency domain: no clear groups of CPUs, but pairs range from {} to {} (5th to 95th percentile, median {med}): \
+             some pairs are closer than others.",
+            ns(lo),
+            ns(hi)
+        )
+    }
+}
+
+/// For `k` threads: the best group of `measured` against the
+/// lowest-numbered CPUs (nothing when either has no finite latency).
+fn group_sentence(
+    topo: &Topology,
+    m: &LatencyMatrix,
+    measured: &[usize],
+    k: usize,
+    file: &str,
+) -> Option<String> {
+    let best = best_group(m, measured, k);
+    let auto = autopilot(m, measured, k);
+    if !best.mean_pair_ns.is_finite() || !auto.mean_pair_ns.is_finite() {
+        return None;
+    }
+    let what = if k == 2 {
+        "2 chatty threads".to_string()
+    } else {
+        format!("{k} communicating threads")
+    };
+    let gain = 1.0 - best.mean_pair_ns / auto.mean_pair_ns;
+    Some(if gain >= MIN_GROUP_GAIN {
+        format!(
+            "For {what} use {}CPUs {} ({}), not {} ({}): {:.0}% lower latency (`pinsight run latency-group --threads {k} --latency {file} -- CMD`).",
+            kind_of_all(topo, &best.cpus),
+            cpus_text(&best.cpus),
+            ns(best.mean_pair_ns),
+            cpus_text(&auto.cpus),
+            ns(auto.mean_pair_ns),
+            gain * 100.0
+        )
+    } else if best.cpus == auto.cpus {
+        format!(
+            "For {what}: CPUs {} ({}) — the lowest-numbered CPUs are already the best choice here.",
+            cpus_text(&best.cpus),
+            ns(best.mean_pair_ns)
+        )
+    } else {
+        format!(
+            "For {what}: the lowest-numbered CPUs {} ({}) are within {:.0}% of the best ({}, {}): no need to choose.",
+            cpus_text(&auto.cpus),
+            ns(auto.mean_pair_ns),
+            gain.max(0.0) * 100.0,
+            cpus_text(&best.cpus),
+            ns(best.mean_pair_ns)
+        )
+    })
 }
 
 /// "E-core " when a machine has several kinds and `cpus` are all of one
@@ -212,64 +228,9 @@ pub fn suggestions_with(
 
     // Core kinds and their speedup factor.
     if topo.kinds.len() > 1 {
-        let fast = topo.kinds.last().expect("kinds");
-        let slow = &topo.kinds[0];
-        match speed.filter(|s| !s.speedups.is_empty()) {
-            Some(s) => {
-                let pairs: Vec<_> = s.speedups.iter().filter(|p| p.fast_kind == fast.rank && p.slow_kind == slow.rank).collect();
-                let by: Vec<String> = pairs.iter().map(|p| format!("{} {:.2}", p.kernel.name(), p.measured)).collect();
-                let mean = (pairs.iter().map(|p| p.measured.ln()).sum::<f64>() / pairs.len().max(1) as f64).exp();
-                let freq = pairs
-                    .first()
-                    .and_then(|p| p.predicted_by_frequency)
-                    .map(|f| format!("; max frequency alone predicts {f:.2}"))
-                    .unwrap_or_default();
-                out.push(format!(
-                    "{}/{} speedup factor ≈ {mean:.2} ({}){freq}. Put critical or latency-bound threads on {} (`p-pinned`), background work on {} (`e-set`).",
-                    fast.name,
-                    slow.name,
-                    by.join(", "),
-                    fast.cpus,
-                    slow.cpus
-                ));
-            }
-            None => out.push(format!(
-                "{} core kinds: {} is ranked fastest (CPUs {}); run `pinsight speed` to measure the speedup factor for your kind of code.",
-                topo.kinds.len(),
-                fast.name,
-                fast.cpus
-            )),
-        }
+        out.push(kinds_sentence(topo, speed));
     } else if let Some(s) = speed {
-        let worst = s
-            .cpus
-            .iter()
-            .map(|c| c.relative)
-            .fold(f64::INFINITY, f64::min);
-        if worst.is_finite() {
-            let spread = (1.0 - worst) * 100.0;
-            if spread < 5.0 {
-                out.push(format!(
-                    "One core kind: every CPU measured within {spread:.1}% of the fastest; placing by speed gains nothing here."
-                ));
-            } else {
-                out.push(format!(
-                    "One core kind, yet the slowest CPU measured {spread:.1}% below the fastest: on identical cores that is \
-                     interference (other load, a noisy VM neighbour, turbo limits); re-run `pinsight speed` on a quiet machine before placing by speed."
-                ));
-            }
-        }
-        if let Some(mem) = s
-            .kinds
-            .first()
-            .and_then(|k| k.median.iter().find(|(kk, _)| *kk == Kernel::Mem))
-        {
-            out.push(format!(
-                "Memory-bound pointer chasing ({} MiB, beyond L2) runs at {:.1} ns per dependent load.",
-                s.mem_bytes >> 20,
-                1000.0 / mem.1
-            ));
-        }
+        out.extend(one_kind_sentences(s));
     }
 
     // SMT.
@@ -279,8 +240,90 @@ pub fn suggestions_with(
             "{smt} cores have SMT siblings: for compute-bound threads use `smt-physical-first` (one thread per core before any sibling)."
         ));
     }
-    // Nodes this process can run on (memory-only nodes and nodes outside
-    // the cgroup do not count).
+    out.extend(numa_sentences(topo));
+    out
+}
+
+/// On a machine of several kinds: the fastest kind's speedup factor over
+/// the slowest as measured, or a pointer to `pinsight speed`.
+fn kinds_sentence(topo: &Topology, speed: Option<&SpeedReport>) -> String {
+    let fast = topo.kinds.last().expect("kinds");
+    let slow = &topo.kinds[0];
+    let Some(s) = speed.filter(|s| !s.speedups.is_empty()) else {
+        return format!(
+            "{} core kinds: {} is ranked fastest (CPUs {}); run `pinsight speed` to measure the speedup factor for your kind of code.",
+            topo.kinds.len(),
+            fast.name,
+            fast.cpus
+        );
+    };
+    let pairs: Vec<_> = s
+        .speedups
+        .iter()
+        .filter(|p| p.fast_kind == fast.rank && p.slow_kind == slow.rank)
+        .collect();
+    let by: Vec<String> = pairs
+        .iter()
+        .map(|p| format!("{} {:.2}", p.kernel.name(), p.measured))
+        .collect();
+    let mean =
+        (pairs.iter().map(|p| p.measured.ln()).sum::<f64>() / pairs.len().max(1) as f64).exp();
+    let freq = pairs
+        .first()
+        .and_then(|p| p.predicted_by_frequency)
+        .map(|f| format!("; max frequency alone predicts {f:.2}"))
+        .unwrap_or_default();
+    format!(
+        "{}/{} speedup factor ≈ {mean:.2} ({}){freq}. Put critical or latency-bound threads on {} (`p-pinned`), background work on {} (`e-set`).",
+        fast.name,
+        slow.name,
+        by.join(", "),
+        fast.cpus,
+        slow.cpus
+    )
+}
+
+/// On a machine of one kind: how far apart its CPUs measured, and the
+/// memory latency.
+fn one_kind_sentences(s: &SpeedReport) -> Vec<String> {
+    let mut out = Vec::new();
+    let worst = s
+        .cpus
+        .iter()
+        .map(|c| c.relative)
+        .fold(f64::INFINITY, f64::min);
+    if worst.is_finite() {
+        let spread = (1.0 - worst) * 100.0;
+        if spread < 5.0 {
+            out.push(format!(
+                "One core kind: every CPU measured within {spread:.1}% of the fastest; placing by speed gains nothing here."
+            ));
+        } else {
+            out.push(format!(
+                "One core kind, yet the slowest CPU measured {spread:.1}% below the fastest: on identical cores that is \
+                 interference (other load, a noisy VM neighbour, turbo limits); re-run `pinsight speed` on a quiet machine before placing by speed."
+            ));
+        }
+    }
+    if let Some(mem) = s
+        .kinds
+        .first()
+        .and_then(|k| k.median.iter().find(|(kk, _)| *kk == Kernel::Mem))
+    {
+        out.push(format!(
+            "Memory-bound pointer chasing ({} MiB, beyond L2) runs at {:.1} ns per dependent load.",
+            s.mem_bytes >> 20,
+            1000.0 / mem.1
+        ));
+    }
+    out
+}
+
+/// With several NUMA nodes this process can run on (memory-only nodes
+/// and nodes outside the cgroup do not count): keep threads near their
+/// memory, and the devices away from `compact`'s first node.
+fn numa_sentences(topo: &Topology) -> Vec<String> {
+    let mut out = Vec::new();
     let usable_set = topo.usable();
     let nodes = topo
         .numa_nodes

@@ -23,6 +23,15 @@ fn matrix(name: &str) -> LatencyMatrix {
     LatencyMatrix::load(&p).unwrap()
 }
 
+/// The suggestions from the recorded matrix `name` and its domains, on a
+/// flat machine of as many CPUs.
+fn latency_suggestions(name: &str) -> Vec<String> {
+    let m = matrix(name);
+    let topo = synthetic_flat(m.cpus.len());
+    let tree = domains(&m);
+    suggestions(&topo, Some(&m), Some(&tree), None)
+}
+
 /// Fake but plausible per-CPU speeds: P-cores twice as fast on int.
 pub(crate) fn speeds(topo: &Topology) -> Vec<CpuSpeed> {
     let fast = topo.kinds.len() - 1;
@@ -55,13 +64,14 @@ pub(crate) fn speeds(topo: &Topology) -> Vec<CpuSpeed> {
     v
 }
 
-#[test]
-fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
-    let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
-    assert_eq!(topo.kinds.len(), 2);
-    let cpus = speeds(&topo);
-    let (kinds, pairs) = speedups(&topo, &cpus, &[Kernel::Int]);
-    let report = pinsight_speed::SpeedReport {
+/// A speed report of the int kernel over [`speeds`], with `disturbance`.
+pub(crate) fn speed_report(
+    topo: &Topology,
+    disturbance: Option<pinsight_measure::Disturbance>,
+) -> pinsight_speed::SpeedReport {
+    let cpus = speeds(topo);
+    let (kinds, pairs) = speedups(topo, &cpus, &[Kernel::Int]);
+    pinsight_speed::SpeedReport {
         kernels: vec![Kernel::Int],
         budget_per_cpu_s: 1.0,
         passes: 8,
@@ -72,9 +82,16 @@ fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
         cpus,
         kinds,
         speedups: pairs,
-        disturbance: None,
+        disturbance,
         smt_yield: None,
-    };
+    }
+}
+
+#[test]
+fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
+    let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
+    assert_eq!(topo.kinds.len(), 2);
+    let report = speed_report(&topo, None);
     let s = suggestions(&topo, None, None, Some(&report));
     let text = s.join("\n");
     assert!(text.contains("speedup factor ≈ 2.00"), "{text}");
@@ -87,10 +104,7 @@ fn chiplet_matrix_names_the_better_pair_than_autopilot() {
     // Threadripper 1950X: CPUs 0 and 1 are in one CCX on the measured box,
     // but the best 4-group must come from one CCX too; the suggestion must
     // name figures and never be worse than autopilot.
-    let m = matrix("AMD_Ryzen_Threadripper_1950X.csv");
-    let topo = synthetic_flat(m.cpus.len());
-    let tree = domains(&m);
-    let s = suggestions(&topo, Some(&m), Some(&tree), None);
+    let s = latency_suggestions("AMD_Ryzen_Threadripper_1950X.csv");
     let text = s.join("\n");
     assert!(text.contains("latency domains"), "{text}");
     assert!(text.contains("For 2 chatty threads"), "{text}");
@@ -100,10 +114,7 @@ fn chiplet_matrix_names_the_better_pair_than_autopilot() {
 
 #[test]
 fn apple_m1_pro_domains_appear_in_the_sentence() {
-    let m = matrix("Apple_M1_Pro.csv");
-    let topo = synthetic_flat(m.cpus.len());
-    let tree = domains(&m);
-    let s = suggestions(&topo, Some(&m), Some(&tree), None);
+    let s = latency_suggestions("Apple_M1_Pro.csv");
     assert!(
         s[0].contains("{0-1}") && s[0].contains("{2-4}") && s[0].contains("{5-7}"),
         "{}",
@@ -313,22 +324,7 @@ fn disturbance(cpu: usize, share: f64) -> pinsight_measure::Disturbance {
 #[test]
 fn the_report_says_what_disturbed_speed_and_latency_and_the_vm() {
     let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
-    let cpus = speeds(&topo);
-    let (kinds, pairs) = speedups(&topo, &cpus, &[Kernel::Int]);
-    let speed = pinsight_speed::SpeedReport {
-        kernels: vec![Kernel::Int],
-        budget_per_cpu_s: 1.0,
-        passes: 8,
-        slots: vec![],
-        elapsed_s: 20.0,
-        mem_bytes: 1 << 23,
-        time_share: false,
-        cpus,
-        kinds,
-        speedups: pairs,
-        disturbance: Some(disturbance(3, 0.4)),
-        smt_yield: None,
-    };
+    let speed = speed_report(&topo, Some(disturbance(3, 0.4)));
     let m = matrix("Apple_M1_Pro.csv");
     let data = pinsight_report::session::assemble(
         topo,

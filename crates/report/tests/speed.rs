@@ -5,7 +5,7 @@
 
 use pinsight_model::Topology;
 use pinsight_report::session::speed_session;
-use pinsight_speed::{default_mem_bytes, select_cpus, speedups, Kernel, SpeedSession};
+use pinsight_speed::{default_mem_bytes, select_cpus, Kernel, SpeedSession};
 use pinsight_sys::FsRoot;
 use pinsight_topology::discover;
 use std::time::{Duration, Instant};
@@ -44,22 +44,12 @@ fn report_plans_the_speed_session_speed_plans() {
     }
 }
 
+/// The report tests' speed report over 2 s, measured by time share or not.
 fn speed_report(topo: &Topology, time_share: bool) -> pinsight_speed::SpeedReport {
-    let cpus = crate::report::speeds(topo);
-    let (kinds, pairs) = speedups(topo, &cpus, &[Kernel::Int]);
     pinsight_speed::SpeedReport {
-        kernels: vec![Kernel::Int],
-        budget_per_cpu_s: 1.0,
-        passes: 8,
-        slots: vec![],
         elapsed_s: 2.0,
-        mem_bytes: 1 << 23,
         time_share,
-        cpus,
-        kinds,
-        speedups: pairs,
-        disturbance: None,
-        smt_yield: None,
+        ..crate::report::speed_report(topo, None)
     }
 }
 
