@@ -364,118 +364,189 @@ fn measure_pairs(
     progress: &mut dyn Progress,
 ) -> Result<Measurement, MeasureError> {
     let started = Instant::now();
-    let budget_end = config.budget.map(|b| started + b);
     let n = config.cpus.len();
     let rounds = if config.parallel {
         schedule::round_robin(n)
     } else {
         schedule::sequential(n)
     };
-    let runs_total = config.repeats;
+    let mut m = Measuring {
+        config,
+        what,
+        started,
+        budget_end: config.budget.map(|b| started + b),
+        rounds,
+        per_run: vec![vec![Vec::new(); n]; n],
+        pairs_done: 0,
+        rounds_run: 0,
+        runs_completed: 0,
+        // A round needs room for at least min_samples samples to mean anything.
+        least_useful: config.sample_duration * (2 * config.min_samples as u32),
+        disturbance: Vec::new(),
+    };
+    m.run_all(progress)?;
+    Ok(m.finish())
+}
 
-    // Each pair's statistics, one entry per run that measured it.
-    let mut per_run: Vec<Vec<Vec<PairStat>>> = vec![vec![Vec::new(); n]; n];
-    let mut pairs_done = 0;
-    let mut rounds_run = 0;
-    let mut runs_completed = 0;
-    // A round needs room for at least min_samples samples to mean anything.
-    let least_useful = config.sample_duration * (2 * config.min_samples as u32);
+/// A measurement under way: its plan and what the runs so far gave.
+struct Measuring<'a> {
+    config: &'a MeasureConfig,
+    /// The progress task's name.
+    what: &'a str,
+    started: Instant,
+    /// When the budget runs out, if there is one.
+    budget_end: Option<Instant>,
+    /// The rounds of one run: pairs (indices) measured together.
+    rounds: Vec<Vec<(usize, usize)>>,
+    /// Each pair's statistics, one entry per run that measured it.
+    per_run: Vec<Vec<Vec<PairStat>>>,
+    pairs_done: usize,
+    rounds_run: usize,
+    runs_completed: usize,
+    /// The least time left in which a round still means something.
+    least_useful: Duration,
+    /// Each run's disturbance, when watched.
+    disturbance: Vec<Option<Disturbance>>,
+}
 
-    let plan: CpuSet = config.cpus.iter().copied().collect();
-    let fs = FsRoot::live();
-    let mut disturbance = Vec::new();
-    for run in 0..runs_total {
-        if let Some(gap) = config.spacing {
-            let start = started + gap * run as u32;
-            if budget_end.is_none_or(|end| start < end) {
-                std::thread::sleep(start.saturating_duration_since(Instant::now()));
+impl Measuring<'_> {
+    /// Every run of the matrix, spaced as asked, each watched for
+    /// disturbance when asked.
+    fn run_all(&mut self, progress: &mut dyn Progress) -> Result<(), MeasureError> {
+        let config = self.config;
+        let plan: CpuSet = config.cpus.iter().copied().collect();
+        let fs = FsRoot::live();
+        for run in 0..config.repeats {
+            if let Some(gap) = config.spacing {
+                let start = self.started + gap * run as u32;
+                if self.budget_end.is_none_or(|end| start < end) {
+                    std::thread::sleep(start.saturating_duration_since(Instant::now()));
+                }
+            }
+            let watch = config.disturbance.map(|_| Watch::start(&fs));
+            if self.one_run(run, progress)? {
+                self.runs_completed += 1;
+            }
+            if let (Some(w), Some(t)) = (watch, config.disturbance) {
+                self.disturbance.push(w.finish(Some(&plan), t));
             }
         }
-        let watch = config.disturbance.map(|_| Watch::start(&fs));
-        let order = schedule::rotated(rounds.len(), run, runs_total);
+        Ok(())
+    }
+
+    /// Run `run`: its rounds in rotated order, those the budget leaves no
+    /// room for skipped; whether every round ran.
+    fn one_run(&mut self, run: usize, progress: &mut dyn Progress) -> Result<bool, MeasureError> {
+        let config = self.config;
+        let runs_total = config.repeats;
+        let order = schedule::rotated(self.rounds.len(), run, runs_total);
         let mut complete = true;
         for (r, &round_idx) in order.iter().enumerate() {
-            let round = &rounds[round_idx];
-            let now = Instant::now();
-            let deadline = match budget_end {
-                Some(end)
-                    if end.saturating_duration_since(now)
-                        < least_useful.min(config.max_time_per_pair) =>
-                {
-                    complete = false;
-                    continue;
-                }
-                Some(end) => (now + config.max_time_per_pair).min(end),
-                None => now + config.max_time_per_pair,
+            let Some(deadline) = self.round_deadline() else {
+                complete = false;
+                continue;
             };
             let run_label = if runs_total > 1 {
                 format!(", run {}/{runs_total}", run + 1)
             } else {
                 String::new()
             };
-            let label = format!("{what}{run_label}, round {}/{}", r + 1, rounds.len());
-            let results = run_round(config, round, deadline, &mut |_, _| {
-                pairs_done += 1;
-                progress.step(&label, pairs_done as u64);
+            let label = format!(
+                "{}{run_label}, round {}/{}",
+                self.what,
+                r + 1,
+                self.rounds.len()
+            );
+            let pairs_done = &mut self.pairs_done;
+            let results = run_round(config, &self.rounds[round_idx], deadline, &mut |_, _| {
+                *pairs_done += 1;
+                progress.step(&label, *pairs_done as u64);
             })?;
             for ((a, b), stat) in results {
-                per_run[a][b].push(stat);
+                self.per_run[a][b].push(stat);
             }
-            rounds_run += 1;
+            self.rounds_run += 1;
         }
-        if complete {
-            runs_completed += 1;
-        }
-        if let (Some(w), Some(t)) = (watch, config.disturbance) {
-            disturbance.push(w.finish(Some(&plan), t));
+        Ok(complete)
+    }
+
+    /// When a round starting now must end: after the time per pair, or
+    /// at the budget's end; `None` when the budget leaves too little.
+    fn round_deadline(&self) -> Option<Instant> {
+        let config = self.config;
+        let now = Instant::now();
+        match self.budget_end {
+            Some(end)
+                if end.saturating_duration_since(now)
+                    < self.least_useful.min(config.max_time_per_pair) =>
+            {
+                None
+            }
+            Some(end) => Some((now + config.max_time_per_pair).min(end)),
+            None => Some(now + config.max_time_per_pair),
         }
     }
 
-    let mut matrix = LatencyMatrix::new(config.cpus.clone());
-    let mut stats: Vec<Vec<Option<PairStat>>> = vec![vec![None; n]; n];
-    let mut skipped = Vec::new();
-    let mut fewer_runs = Vec::new();
-    for a in 0..n {
-        for b in 0..a {
-            let ids = (config.cpus[a], config.cpus[b]);
-            let runs = &per_run[a][b];
-            match PairStat::combine(runs) {
-                None => skipped.push(ids),
-                Some(mut stat) => {
-                    stat.noisy |= config.virtual_machine;
-                    // A run in which other work took a share over the
-                    // threshold of either CPU: its figures were taken
-                    // while the pair shared its CPUs, whatever the median
-                    // says (a median is robust to the few round trips a
-                    // time slice spoils; the pair's latency is not).
-                    stat.noisy |= disturbance
-                        .iter()
-                        .flatten()
-                        .any(|d| d.disturbed_cpu(ids.0) || d.disturbed_cpu(ids.1));
-                    if runs.len() < runs_total {
-                        fewer_runs.push(ids);
-                    }
-                    matrix.set(a, b, stat.median_ns);
-                    stats[a][b] = Some(stat.clone());
-                    stats[b][a] = Some(stat);
+    /// The measurement: each pair's runs combined into the matrix and its
+    /// statistics, the pairs skipped or measured in fewer runs.
+    // Index loops: cells are addressed as (row, column) pairs.
+    #[allow(clippy::needless_range_loop)]
+    fn finish(self) -> Measurement {
+        let config = self.config;
+        let n = config.cpus.len();
+        let runs_total = config.repeats;
+        let mut matrix = LatencyMatrix::new(config.cpus.clone());
+        let mut stats: Vec<Vec<Option<PairStat>>> = vec![vec![None; n]; n];
+        let mut skipped = Vec::new();
+        let mut fewer_runs = Vec::new();
+        for a in 0..n {
+            for b in 0..a {
+                let ids = (config.cpus[a], config.cpus[b]);
+                let runs = &self.per_run[a][b];
+                let Some(stat) = self.combine(ids, runs) else {
+                    skipped.push(ids);
+                    continue;
+                };
+                if runs.len() < runs_total {
+                    fewer_runs.push(ids);
                 }
+                matrix.set(a, b, stat.median_ns);
+                stats[a][b] = Some(stat.clone());
+                stats[b][a] = Some(stat);
             }
         }
+        matrix.stats = Some(stats);
+        matrix.method = Some(config.method.as_str().to_string());
+        matrix.source = Some("measured".to_string());
+        Measurement {
+            matrix,
+            skipped,
+            fewer_runs,
+            rounds_run: self.rounds_run,
+            rounds_planned: self.rounds.len() * runs_total,
+            runs_planned: runs_total,
+            runs_completed: self.runs_completed,
+            elapsed: self.started.elapsed(),
+            disturbance: self.disturbance,
+        }
     }
-    matrix.stats = Some(stats);
-    matrix.method = Some(config.method.as_str().to_string());
-    matrix.source = Some("measured".to_string());
-    Ok(Measurement {
-        matrix,
-        skipped,
-        fewer_runs,
-        rounds_run,
-        rounds_planned: rounds.len() * runs_total,
-        runs_planned: runs_total,
-        runs_completed,
-        elapsed: started.elapsed(),
-        disturbance,
-    })
+
+    /// The runs of the pair of CPUs `ids` combined (`None`: never
+    /// measured), noisy on a virtual machine or when a run was disturbed.
+    fn combine(&self, ids: (usize, usize), runs: &[PairStat]) -> Option<PairStat> {
+        let mut stat = PairStat::combine(runs)?;
+        stat.noisy |= self.config.virtual_machine;
+        // A run in which other work took a share over the threshold of
+        // either CPU: its figures were taken while the pair shared its
+        // CPUs, whatever the median says (a median is robust to the few
+        // round trips a time slice spoils; the pair's latency is not).
+        stat.noisy |= self
+            .disturbance
+            .iter()
+            .flatten()
+            .any(|d| d.disturbed_cpu(ids.0) || d.disturbed_cpu(ids.1));
+        Some(stat)
+    }
 }
 
 /// Matrix indices of a pair, ping side first.
