@@ -33,6 +33,8 @@ macro_rules! eprintln {
 
 mod cli;
 mod cmd;
+#[cfg(test)]
+mod docs_tests;
 mod errors;
 mod out;
 mod values;
