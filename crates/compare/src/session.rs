@@ -186,29 +186,18 @@ impl Session {
             .collect();
         let arm_notes = arm_notes(&header, &prepared);
         let virtual_machine = pinsight_topology::vm::detect(&cfg.measure_fs).map(|vm| vm.note());
-        let exec: Box<dyn Executor> = match executor {
-            ExecutorChoice::Live => Box::new(
-                LiveExecutor::new(
-                    measurer,
-                    argv,
-                    prepared,
-                    cfg.show_output,
-                    header.prepare.clone(),
-                    req.timeout,
-                    cfg.measure_fs,
-                    usable,
-                )?
-                .keep_output(
-                    crate::output::Capture::for_journal(&opened.path)?,
-                    arm_ids(&header),
-                ),
-            ),
-            ExecutorChoice::Custom(make) => {
-                let mut e = make(&header);
-                e.keep_output_in(&opened.path, arm_ids(&header))?;
-                e
-            }
-        };
+        let exec = make_executor(executor, &header, &opened.path, || {
+            LiveExecutor::new(
+                measurer,
+                argv,
+                prepared,
+                cfg.show_output,
+                header.prepare.clone(),
+                req.timeout,
+                cfg.measure_fs,
+                usable,
+            )
+        })?;
         Ok(Session {
             header,
             journal_path: opened.path,
@@ -516,6 +505,28 @@ fn arm_notes(header: &Header, prepared: &[PreparedArm]) -> Vec<(String, String)>
         }
     }
     notes
+}
+
+/// The executor `choice` names for the experiment `header`, keeping
+/// every run's output beside the journal at `journal_path`; `live` builds
+/// this machine's.
+fn make_executor(
+    choice: ExecutorChoice,
+    header: &Header,
+    journal_path: &Path,
+    live: impl FnOnce() -> Result<LiveExecutor, ShimError>,
+) -> Result<Box<dyn Executor>, SessionError> {
+    Ok(match choice {
+        ExecutorChoice::Live => Box::new(live()?.keep_output(
+            crate::output::Capture::for_journal(journal_path)?,
+            arm_ids(header),
+        )),
+        ExecutorChoice::Custom(make) => {
+            let mut e = make(header);
+            e.keep_output_in(journal_path, arm_ids(header))?;
+            e
+        }
+    })
 }
 
 /// The arms' identities, in header order.
