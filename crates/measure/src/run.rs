@@ -480,12 +480,7 @@ impl Measurer {
 
         let (end_ns, timed_out) = match self.wait(pid, t0, &mut energy, true) {
             Ok(r) => r,
-            Err(e) => {
-                let _ = proc::kill_group(pid, libc::SIGKILL);
-                on_exit(observer);
-                let _ = proc::wait4(pid);
-                return Err(RunError::Wait(e));
-            }
+            Err(e) => return Err(abandon(pid, e, || on_exit(observer))),
         };
         let stat_after = stat_before.as_ref().and_then(|_| self.sample_after());
         on_exit(observer);
@@ -499,14 +494,8 @@ impl Measurer {
         let reaped = proc::wait4(pid).map_err(RunError::Wait)?;
         drop(registration);
 
-        let counters = match (before, spawner.as_deref().and_then(Option::as_ref)) {
-            (Some(before), Some(sp)) => self.read_counters(Some(before), Some(sp.read())),
-            _ => self.read_counters(None, None),
-        }
-        .with_usage(counters::Usage {
-            context_switches: reaped.context_switches,
-            page_faults: reaped.page_faults,
-        });
+        let counters =
+            self.run_counters(before, spawner.as_deref().and_then(Option::as_ref), &reaped);
         drop(spawner);
         let (code, signal) = proc::decode_status(reaped.status);
         let disturbance = self.disturbance(stat_before, stat_after, plan_cpus, &reaped);
@@ -521,6 +510,24 @@ impl Measurer {
             counters,
             energy,
             disturbance,
+        })
+    }
+
+    /// The run's counters: what the spawner's counters counted since
+    /// `before`, with the rusage of the `reaped` run.
+    fn run_counters(
+        &self,
+        before: Option<Readings>,
+        spawner: Option<&Spawner>,
+        reaped: &proc::Reaped,
+    ) -> CounterMetrics {
+        match (before, spawner) {
+            (Some(before), Some(sp)) => self.read_counters(Some(before), Some(sp.read())),
+            _ => self.read_counters(None, None),
+        }
+        .with_usage(counters::Usage {
+            context_switches: reaped.context_switches,
+            page_faults: reaped.page_faults,
         })
     }
 
@@ -1020,6 +1027,15 @@ fn stamp_exec(cmd: &mut Program, program: &str) -> Result<Option<(OwnedFd, Owned
             Ok(None)
         }
     }
+}
+
+/// Gives up the run of `pid` when waiting for it failed (`e`): its
+/// process group killed, `on_exit` told, the child reaped.
+fn abandon(pid: libc::pid_t, e: io::Error, on_exit: impl FnOnce()) -> RunError {
+    let _ = proc::kill_group(pid, libc::SIGKILL);
+    on_exit();
+    let _ = proc::wait4(pid);
+    RunError::Wait(e)
 }
 
 /// Spawns `cmd` (from `spawner` when counting): its pid, the start of
