@@ -712,24 +712,7 @@ fn fit_inner(
         Some(t) => vec![t],
         None => tries(&groups, base, n),
     };
-    let mut fitted: Vec<(Candidate, Layout)> = Vec::new();
-    for (model, contention) in tries {
-        let layout = Layout { contention, ..base };
-        match candidate(model, layout, &data, within, n) {
-            Some(c) => fitted.push(c),
-            None if forced.is_some() => {
-                // The forced contention term is not identified: fit without.
-                let layout = Layout {
-                    contention: false,
-                    ..base
-                };
-                if let Some(c) = candidate(model, layout, &data, within, n) {
-                    fitted.push(c);
-                }
-            }
-            None => {}
-        }
-    }
+    let fitted = candidates(&tries, base, &data, within, n, forced.is_some());
     let (chosen, layout) = fitted
         .iter()
         .copied()
@@ -786,6 +769,37 @@ fn tries(groups: &Groups, base: Layout, n: usize) -> Vec<(ModelKind, bool)> {
         }
     }
     tries
+}
+
+/// Each of `tries` fitted ([`candidate`]) from the `base` layout; when
+/// `forced`, a contention term the runs do not identify is fitted without.
+fn candidates(
+    tries: &[(ModelKind, bool)],
+    base: Layout,
+    data: &Data,
+    within: f64,
+    n: usize,
+    forced: bool,
+) -> Vec<(Candidate, Layout)> {
+    let mut fitted: Vec<(Candidate, Layout)> = Vec::new();
+    for &(model, contention) in tries {
+        let layout = Layout { contention, ..base };
+        match candidate(model, layout, data, within, n) {
+            Some(c) => fitted.push(c),
+            None if forced => {
+                // The forced contention term is not identified: fit without.
+                let layout = Layout {
+                    contention: false,
+                    ..base
+                };
+                if let Some(c) = candidate(model, layout, data, within, n) {
+                    fitted.push(c);
+                }
+            }
+            None => {}
+        }
+    }
+    fitted
 }
 
 /// The chosen fit's parameters with their bootstrap draws.
