@@ -305,6 +305,11 @@ fn v1_format() {
     );
 }
 
+/// The CPUs the model holds as offline.
+fn offline_ids(t: &Topology) -> CpuSet {
+    t.cpus.iter().filter(|c| !c.online).map(|c| c.id).collect()
+}
+
 #[test]
 fn offline_cpus() {
     // hwloc: "4 processors not represented in topology: 0x00006024".
@@ -312,14 +317,7 @@ fn offline_cpus() {
     check_invariants(&t);
     assert_eq!(t.cpus.len(), 16);
     assert_eq!(t.online().len(), 12);
-    assert_eq!(
-        t.cpus
-            .iter()
-            .filter(|c| !c.online)
-            .map(|c| c.id)
-            .collect::<CpuSet>(),
-        set("2,5,13,14")
-    );
+    assert_eq!(offline_ids(&t), set("2,5,13,14"));
     assert_eq!(t.packages.len(), 4);
     assert_eq!(t.cores.len(), 7);
     assert_eq!(cache_count(&t, 3, CacheType::Unified), 4);
@@ -328,14 +326,7 @@ fn offline_cpus() {
     let t = load("offline-cpu0-node0.hwloc29.xml");
     check_invariants(&t);
     assert_eq!(t.cpus.len(), 24);
-    assert_eq!(
-        t.cpus
-            .iter()
-            .filter(|c| !c.online)
-            .map(|c| c.id)
-            .collect::<CpuSet>(),
-        set("0-3,21-23")
-    );
+    assert_eq!(offline_ids(&t), set("0-3,21-23"));
     assert_eq!((t.packages.len(), t.cores.len()), (2, 17));
     assert_eq!(
         t.numa_nodes.iter().map(|n| n.id).collect::<Vec<_>>(),
@@ -1006,13 +997,7 @@ mod kind_names {
     fn heterogeneous_memory_export() {
         let xml = load("fakeheteromemtiers.hwloc29.xml");
         let sys = discover(&FsRoot::at(recorded("fakeheteromemtiers")).unwrap());
-        let cpuless: Vec<u32> = xml
-            .numa_nodes
-            .iter()
-            .filter(|n| n.cpus.is_empty())
-            .map(|n| n.id)
-            .collect();
-        assert_eq!(cpuless, vec![4, 6, 8, 9]);
+        assert_eq!(crate::common::cpuless_nodes(&xml), vec![4, 6, 8, 9]);
         for (x, s) in xml.numa_nodes.iter().zip(&sys.numa_nodes) {
             assert_eq!(x.id, s.id);
             assert_eq!(

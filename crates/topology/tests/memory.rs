@@ -416,13 +416,7 @@ fn memory_only_node_without_initiators_uses_distances() {
 #[test]
 fn cpuless_nodes_are_not_merged() {
     let t = recorded("fakeheteromemtiers");
-    let cpuless: Vec<u32> = t
-        .numa_nodes
-        .iter()
-        .filter(|n| n.cpus.is_empty())
-        .map(|n| n.id)
-        .collect();
-    assert_eq!(cpuless, vec![4, 6, 8, 9]);
+    assert_eq!(common::cpuless_nodes(&t), vec![4, 6, 8, 9]);
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
 }
 

@@ -269,24 +269,20 @@ impl Freqs {
 /// a cpufreq directory.
 fn read_freqs(r: &mut Reader, dir: &str) -> Freqs {
     let mut khz = |name: &str| {
-        let path = format!("{dir}/{name}");
-        let v = r.number(&path, "left the frequency unknown")?;
-        if v == 0 {
-            r.warn(&path, "frequency 0", "left the frequency unknown");
-            return None;
-        }
+        let v = positive(
+            r,
+            &format!("{dir}/{name}"),
+            "frequency",
+            "left the frequency unknown",
+        )?;
         u32::try_from(v / 1000).ok()
     };
     let max_mhz = khz("cpuinfo_max_freq");
     let base_mhz = khz("base_frequency");
     // Absent unless the driver is amd_pstate (one failed open each).
     let mut level = |name: &str| {
-        let path = format!("{dir}/{name}");
-        let v = r.number(&path, "left this AMD ranking unknown")?;
-        if v == 0 {
-            r.warn(&path, "ranking 0", "left this AMD ranking unknown");
-            return None;
-        }
+        let action = "left this AMD ranking unknown";
+        let v = positive(r, &format!("{dir}/{name}"), "ranking", action)?;
         u32::try_from(v).ok()
     };
     let prefcore_ranking = level("amd_pstate_prefcore_ranking");
@@ -297,6 +293,17 @@ fn read_freqs(r: &mut Reader, dir: &str) -> Freqs {
         prefcore_ranking,
         highest_perf,
     }
+}
+
+/// The number in `path` when it is above 0; a 0 is warned about as
+/// "`what` 0" and, like garbage, left unknown (`action`).
+fn positive(r: &mut Reader, path: &str, what: &str, action: &str) -> Option<u64> {
+    let v = r.number(path, action)?;
+    if v == 0 {
+        r.warn(path, format_args!("{what} 0"), action);
+        return None;
+    }
+    Some(v)
 }
 
 /// `related_cpus`/`affected_cpus`: CPU numbers separated by spaces (some

@@ -59,3 +59,12 @@ pub fn discover_machine(m: &synth::Machine) -> pinsight_model::Topology {
     m.write(dir.path());
     pinsight_topology::discover(&pinsight_sys::FsRoot::at(dir.path()).unwrap())
 }
+
+/// The ids of the NUMA nodes without CPUs (memory-only nodes).
+pub fn cpuless_nodes(t: &pinsight_model::Topology) -> Vec<u32> {
+    t.numa_nodes
+        .iter()
+        .filter(|n| n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect()
+}
