@@ -175,65 +175,97 @@ pub fn best_group(m: &LatencyMatrix, allowed: &[usize], k: usize) -> Group {
 
 /// Heuristic on candidate indices: (members, total pairwise cost).
 fn best_group_in(c: &Costs, k: usize) -> (Vec<usize>, f64) {
+    let mut seen: Vec<Vec<usize>> = Vec::new();
+    best_of_seeds(c, k, |seed, k| group_from_seed(c, seed, k, &mut seen))
+}
+
+/// Multi-start search over the candidates: `k` clamped to their number,
+/// then for every seed candidate `from_seed(seed, k)` (`None`: nothing
+/// new from it), the cheapest kept (a later one only when cheaper by more
+/// than EPS).
+fn best_of_seeds(
+    c: &Costs,
+    k: usize,
+    mut from_seed: impl FnMut(usize, usize) -> Option<(Vec<usize>, f64)>,
+) -> (Vec<usize>, f64) {
     let n = c.n;
     let k = k.min(n);
     if k == 0 {
         return (Vec::new(), 0.0);
     }
     let mut best: (Vec<usize>, f64) = (Vec::new(), f64::INFINITY);
-    let mut seen: Vec<Vec<usize>> = Vec::new();
     for seed in 0..n {
-        let mut inside = vec![false; n];
-        let mut members = vec![seed];
-        inside[seed] = true;
-        // to_group[v]: total latency from v to the current members.
-        let mut to_group: Vec<f64> = c.row(seed).to_vec();
-        while members.len() < k {
-            let v = (0..n)
-                .filter(|&v| !inside[v])
-                .min_by(|&a, &b| to_group[a].total_cmp(&to_group[b]))
-                .expect("a candidate left");
-            add(c, &mut to_group, v, 1.0);
-            inside[v] = true;
-            members.push(v);
-        }
-        let mut sorted = members.clone();
-        sorted.sort_unstable();
-        if seen.contains(&sorted) {
-            continue; // same greedy start as an earlier seed: same result.
-        }
-        seen.push(sorted);
-        // Best-improvement swaps: replacing x by y changes the total by
-        // to_group[y] - d(y, x) - to_group[x].
-        loop {
-            let mut best_swap = (-EPS, usize::MAX, usize::MAX);
-            for (pos, &x) in members.iter().enumerate() {
-                for y in 0..n {
-                    if !inside[y] {
-                        let delta = to_group[y] - c.d(y, x) - to_group[x];
-                        if delta < best_swap.0 {
-                            best_swap = (delta, pos, y);
-                        }
-                    }
-                }
-            }
-            if best_swap.1 == usize::MAX {
-                break;
-            }
-            let (_, pos, y) = best_swap;
-            let x = members[pos];
-            add(c, &mut to_group, x, -1.0);
-            add(c, &mut to_group, y, 1.0);
-            inside[x] = false;
-            inside[y] = true;
-            members[pos] = y;
-        }
-        let total: f64 = members.iter().map(|&x| to_group[x]).sum::<f64>() / 2.0;
-        if total < best.1 - EPS {
-            best = (members, total);
+        let Some((found, cost)) = from_seed(seed, k) else {
+            continue;
+        };
+        if cost < best.1 - EPS {
+            best = (found, cost);
         }
     }
     best
+}
+
+/// The group grown greedily from `seed` (nearest to the members first),
+/// then improved by swaps: (members, total pairwise cost); `None` when
+/// the greedy start is one `seen` already (same result).
+fn group_from_seed(
+    c: &Costs,
+    seed: usize,
+    k: usize,
+    seen: &mut Vec<Vec<usize>>,
+) -> Option<(Vec<usize>, f64)> {
+    let n = c.n;
+    let mut inside = vec![false; n];
+    let mut members = vec![seed];
+    inside[seed] = true;
+    // to_group[v]: total latency from v to the current members.
+    let mut to_group: Vec<f64> = c.row(seed).to_vec();
+    while members.len() < k {
+        let v = (0..n)
+            .filter(|&v| !inside[v])
+            .min_by(|&a, &b| to_group[a].total_cmp(&to_group[b]))
+            .expect("a candidate left");
+        add(c, &mut to_group, v, 1.0);
+        inside[v] = true;
+        members.push(v);
+    }
+    let mut sorted = members.clone();
+    sorted.sort_unstable();
+    if seen.contains(&sorted) {
+        return None; // same greedy start as an earlier seed: same result.
+    }
+    seen.push(sorted);
+    improve_group(c, &mut members, &mut inside, &mut to_group);
+    let total: f64 = members.iter().map(|&x| to_group[x]).sum::<f64>() / 2.0;
+    Some((members, total))
+}
+
+/// Best-improvement swaps until none helps: replacing x by y changes the
+/// total by to_group[y] - d(y, x) - to_group[x].
+fn improve_group(c: &Costs, members: &mut [usize], inside: &mut [bool], to_group: &mut [f64]) {
+    loop {
+        let mut best_swap = (-EPS, usize::MAX, usize::MAX);
+        for (pos, &x) in members.iter().enumerate() {
+            for y in 0..c.n {
+                if !inside[y] {
+                    let delta = to_group[y] - c.d(y, x) - to_group[x];
+                    if delta < best_swap.0 {
+                        best_swap = (delta, pos, y);
+                    }
+                }
+            }
+        }
+        if best_swap.1 == usize::MAX {
+            break;
+        }
+        let (_, pos, y) = best_swap;
+        let x = members[pos];
+        add(c, to_group, x, -1.0);
+        add(c, to_group, y, 1.0);
+        inside[x] = false;
+        inside[y] = true;
+        members[pos] = y;
+    }
 }
 
 fn add(c: &Costs, to_group: &mut [f64], v: usize, sign: f64) {
@@ -297,30 +329,85 @@ pub fn exhaustive_group(
         k,
         order,
         prefix,
-        best: start.clone(),
-        best_total: start_total,
-        tol: limits.tolerance,
-        max_nodes: limits.max_nodes,
-        nodes: 0,
-        unexplored_lb: f64::INFINITY,
+        inc: Incumbent::new(start.clone(), start_total, limits),
         to_p: vec![0.0; n],
         members: Vec::with_capacity(k),
         scratch: Vec::with_capacity(n),
     };
     s.dfs(0, 0.0);
-    let complete = s.unexplored_lb.is_infinite();
-    // Everything not explored was cut by a bound ≥ best/(1+tol), or is
-    // counted in unexplored_lb.
-    let lb = (s.best_total / (1.0 + s.tol))
-        .min(s.unexplored_lb)
-        .min(s.best_total);
-    let mut ids = c.ids(&s.best);
+    let mut ids = c.ids(&s.inc.best);
     ids.sort_unstable();
     Exact {
         group: Group::evaluate(m, ids),
-        lower_bound_ns: lb / pairs,
-        complete,
-        nodes: s.nodes,
+        lower_bound_ns: s.inc.lower_bound() / pairs,
+        complete: s.inc.complete(),
+        nodes: s.inc.nodes,
+    }
+}
+
+/// What both branch-and-bound searches keep: the best answer found, the
+/// tolerance and node limit, and what the limit left unexplored.
+struct Incumbent {
+    best: Vec<usize>,
+    cost: f64,
+    tol: f64,
+    max_nodes: u64,
+    nodes: u64,
+    /// Smallest bound among branches skipped for the node limit.
+    unexplored_lb: f64,
+}
+
+impl Incumbent {
+    /// Starting from the heuristic's `best` at `cost`.
+    fn new(best: Vec<usize>, cost: f64, limits: SearchLimits) -> Incumbent {
+        Incumbent {
+            best,
+            cost,
+            tol: limits.tolerance,
+            max_nodes: limits.max_nodes,
+            nodes: 0,
+            unexplored_lb: f64::INFINITY,
+        }
+    }
+
+    /// Keeps `found` when it beats the best by more than EPS.
+    fn offer(&mut self, found: &[usize], cost: f64) {
+        if cost < self.cost - EPS {
+            self.cost = cost;
+            self.best = found.to_vec();
+        }
+    }
+
+    /// Whether `x` cannot beat the best by more than the tolerance.
+    fn cut(&self, x: f64) -> bool {
+        x * (1.0 + self.tol) >= self.cost - EPS
+    }
+
+    /// Whether to explore a branch whose cost is at least `lb`: not when
+    /// it is cut, nor past the node limit (its bound then kept).
+    fn explore(&mut self, lb: f64) -> bool {
+        if self.cut(lb) {
+            return false;
+        }
+        self.nodes += 1;
+        if self.nodes > self.max_nodes {
+            self.unexplored_lb = self.unexplored_lb.min(lb);
+            return false;
+        }
+        true
+    }
+
+    /// Whether the search ran to its end (no branch left for the limit).
+    fn complete(&self) -> bool {
+        self.unexplored_lb.is_infinite()
+    }
+
+    /// A lower bound of the optimum: everything not explored was cut by a
+    /// bound ≥ best/(1+tol), or is counted in unexplored_lb.
+    fn lower_bound(&self) -> f64 {
+        (self.cost / (1.0 + self.tol))
+            .min(self.unexplored_lb)
+            .min(self.cost)
     }
 }
 
@@ -329,13 +416,7 @@ struct GroupSearch<'a> {
     k: usize,
     order: Vec<usize>,
     prefix: Vec<Vec<f64>>,
-    best: Vec<usize>,
-    best_total: f64,
-    tol: f64,
-    max_nodes: u64,
-    nodes: u64,
-    /// Smallest bound among branches skipped for the node limit.
-    unexplored_lb: f64,
+    inc: Incumbent,
     /// to_p[y]: total latency from candidate y to the current members.
     to_p: Vec<f64>,
     members: Vec<usize>,
@@ -348,19 +429,11 @@ impl GroupSearch<'_> {
     fn dfs(&mut self, from: usize, cost: f64) {
         let r = self.k - self.members.len();
         if r == 0 {
-            if cost < self.best_total - EPS {
-                self.best_total = cost;
-                self.best = self.members.clone();
-            }
+            self.inc.offer(&self.members, cost);
             return;
         }
         let lb = cost + self.bound(from, r);
-        if lb * (1.0 + self.tol) >= self.best_total - EPS {
-            return;
-        }
-        self.nodes += 1;
-        if self.nodes > self.max_nodes {
-            self.unexplored_lb = self.unexplored_lb.min(lb);
+        if !self.inc.explore(lb) {
             return;
         }
         for pos in from..self.order.len() {
@@ -410,42 +483,39 @@ fn path_cost(c: &Costs, p: &[usize]) -> f64 {
 }
 
 fn best_pipeline_in(c: &Costs, k: usize) -> (Vec<usize>, f64) {
+    best_of_seeds(c, k, |seed, k| Some(pipeline_from_seed(c, seed, k)))
+}
+
+/// The path grown greedily from `seed` (the nearest unused CPU joins
+/// whichever end it is nearer), then improved by local search: (path,
+/// cost).
+fn pipeline_from_seed(c: &Costs, seed: usize, k: usize) -> (Vec<usize>, f64) {
     let n = c.n;
-    let k = k.min(n);
-    if k == 0 {
-        return (Vec::new(), 0.0);
-    }
-    let mut best: (Vec<usize>, f64) = (Vec::new(), f64::INFINITY);
-    for seed in 0..n {
-        let mut used = vec![false; n];
-        used[seed] = true;
-        let mut path = std::collections::VecDeque::from([seed]);
-        while path.len() < k {
-            let (front, back) = (*path.front().unwrap(), *path.back().unwrap());
-            let mut pick = (f64::INFINITY, usize::MAX, false);
-            for v in (0..n).filter(|&v| !used[v]) {
-                if c.d(back, v) < pick.0 {
-                    pick = (c.d(back, v), v, false);
-                }
-                if c.d(front, v) < pick.0 {
-                    pick = (c.d(front, v), v, true);
-                }
+    let mut used = vec![false; n];
+    used[seed] = true;
+    let mut path = std::collections::VecDeque::from([seed]);
+    while path.len() < k {
+        let (front, back) = (*path.front().unwrap(), *path.back().unwrap());
+        let mut pick = (f64::INFINITY, usize::MAX, false);
+        for v in (0..n).filter(|&v| !used[v]) {
+            if c.d(back, v) < pick.0 {
+                pick = (c.d(back, v), v, false);
             }
-            used[pick.1] = true;
-            if pick.2 {
-                path.push_front(pick.1);
-            } else {
-                path.push_back(pick.1);
+            if c.d(front, v) < pick.0 {
+                pick = (c.d(front, v), v, true);
             }
         }
-        let mut path: Vec<usize> = path.into();
-        improve_path(c, &mut path, &mut used);
-        let cost = path_cost(c, &path);
-        if cost < best.1 - EPS {
-            best = (path, cost);
+        used[pick.1] = true;
+        if pick.2 {
+            path.push_front(pick.1);
+        } else {
+            path.push_back(pick.1);
         }
     }
-    best
+    let mut path: Vec<usize> = path.into();
+    improve_path(c, &mut path, &mut used);
+    let cost = path_cost(c, &path);
+    (path, cost)
 }
 
 /// Local search on an open path until no move lowers its cost.
@@ -583,12 +653,7 @@ pub fn exhaustive_pipeline(
         nn,
         near,
         by_ends,
-        best: start,
-        best_cost: start_cost,
-        tol: limits.tolerance,
-        max_nodes: limits.max_nodes,
-        nodes: 0,
-        unexplored_lb: f64::INFINITY,
+        inc: Incumbent::new(start, start_cost, limits),
         used: vec![false; n],
         path: Vec::with_capacity(k),
         max_nn2: 0.0,
@@ -601,15 +666,11 @@ pub fn exhaustive_pipeline(
         s.path.pop();
         s.used[first] = false;
     }
-    let complete = s.unexplored_lb.is_infinite();
-    let lb = (s.best_cost / (1.0 + s.tol))
-        .min(s.unexplored_lb)
-        .min(s.best_cost);
     Exact {
-        group: Group::evaluate(m, c.ids(&s.best)),
-        lower_bound_ns: lb,
-        complete,
-        nodes: s.nodes,
+        group: Group::evaluate(m, c.ids(&s.inc.best)),
+        lower_bound_ns: s.inc.lower_bound(),
+        complete: s.inc.complete(),
+        nodes: s.inc.nodes,
     }
 }
 
@@ -620,12 +681,7 @@ struct PathSearch<'a> {
     near: Vec<Vec<usize>>,
     /// (nn1 + nn2, CPU), ascending.
     by_ends: Vec<(f64, usize)>,
-    best: Vec<usize>,
-    best_cost: f64,
-    tol: f64,
-    max_nodes: u64,
-    nodes: u64,
-    unexplored_lb: f64,
+    inc: Incumbent,
     used: Vec<bool>,
     path: Vec<usize>,
     max_nn2: f64,
@@ -636,10 +692,7 @@ impl PathSearch<'_> {
         let r = self.k - self.path.len();
         let end = *self.path.last().unwrap();
         if r == 0 {
-            if cost < self.best_cost - EPS {
-                self.best_cost = cost;
-                self.best = self.path.clone();
-            }
+            self.inc.offer(&self.path, cost);
             return;
         }
         // The r smallest nn1 + nn2 of unused CPUs: walk the presorted list
@@ -652,12 +705,7 @@ impl PathSearch<'_> {
             .map(|&(e, _)| e)
             .sum();
         let lb = cost + 0.5 * (self.nn[end].0 + ends - self.max_nn2).max(0.0);
-        if lb * (1.0 + self.tol) >= self.best_cost - EPS {
-            return;
-        }
-        self.nodes += 1;
-        if self.nodes > self.max_nodes {
-            self.unexplored_lb = self.unexplored_lb.min(lb);
+        if !self.inc.explore(lb) {
             return;
         }
         // Nearest next CPUs first: good paths early, tighter cuts.
@@ -667,7 +715,7 @@ impl PathSearch<'_> {
                 continue;
             }
             let step = self.c.d(end, y);
-            if (cost + step) * (1.0 + self.tol) >= self.best_cost - EPS {
+            if self.inc.cut(cost + step) {
                 break; // sorted: the rest step even further.
             }
             self.used[y] = true;

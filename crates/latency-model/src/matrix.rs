@@ -372,115 +372,11 @@ impl LatencyMatrix {
     /// (what the tool prints to stderr before each benchmark), which then
     /// names the matrix after it. Lines starting with `#` are comments; a
     /// `# cpus:` line before the data applies to every matrix.
-    // Index loops: cells are addressed as (row, column) pairs.
-    #[allow(clippy::needless_range_loop)]
     pub fn parse_csv_all(text: &str, origin: &str) -> Result<Vec<CsvMatrix>, MatrixError> {
-        let mut cpus: Option<Vec<usize>> = None;
-        let mut blocks: Vec<Block> = Vec::new();
-        let mut current = Block::default();
-        // A title line waiting for the rows it names: (line number, title).
-        let mut pending: Option<(usize, String)> = None;
-        let mut seen_data = false;
-        for (idx, raw) in text.split('\n').enumerate() {
-            let line_no = idx + 1;
-            let line = raw.strip_suffix('\r').unwrap_or(raw);
-            if let Some(comment) = line.trim_start().strip_prefix('#') {
-                if let Some(list) = comment.trim().strip_prefix("cpus:") {
-                    if cpus.is_some() || seen_data {
-                        return Err(MatrixError::CpusLinePlacement {
-                            origin: origin.to_string(),
-                            line: line_no,
-                        });
-                    }
-                    cpus = Some(parse_id_list(list).map_err(|source| MatrixError::CpusLine {
-                        origin: origin.to_string(),
-                        line: line_no,
-                        source,
-                    })?);
-                }
-                continue;
-            }
-            let title = benchmark_title(line);
-            if line.trim().is_empty() || title.is_some() {
-                if !current.rows.is_empty() {
-                    blocks.push(std::mem::take(&mut current));
-                }
-                if let Some(t) = title {
-                    if let Some((at, prev)) = pending.replace((line_no, t)) {
-                        return Err(MatrixError::TitleWithoutMatrix {
-                            origin: origin.to_string(),
-                            line: at,
-                            title: prev,
-                        });
-                    }
-                    seen_data = true;
-                }
-                continue;
-            }
-            if current.rows.is_empty() {
-                current.title = pending.take().map(|(_, t)| t);
-            }
-            seen_data = true;
-            current.rows.push((line_no, line));
-        }
-        if !current.rows.is_empty() {
-            blocks.push(current);
-        }
-        if let Some((at, t)) = pending {
-            return Err(MatrixError::TitleWithoutMatrix {
-                origin: origin.to_string(),
-                line: at,
-                title: t,
-            });
-        }
-        if blocks.is_empty() {
-            return Err(MatrixError::NoRows {
-                origin: origin.to_string(),
-            });
-        }
+        let (cpus, blocks) = csv_blocks(text, origin)?;
         let mut out = Vec::new();
         for block in &blocks {
-            let (first_line, first) = block.rows[0];
-            let n = first.split(',').count();
-            for &(line_no, line) in &block.rows {
-                let k = line.split(',').count();
-                if k != n {
-                    return Err(MatrixError::RaggedRow {
-                        origin: origin.to_string(),
-                        line: line_no,
-                        fields: k,
-                        expected: n,
-                        first_line,
-                    });
-                }
-            }
-            let r = block.rows.len();
-            if n < 2 || r < 2 {
-                return Err(MatrixError::TooSmall {
-                    origin: origin.to_string(),
-                    line: first_line,
-                    rows: r,
-                    fields: n,
-                });
-            }
-            if r % n != 0 {
-                return Err(MatrixError::NotSquare {
-                    origin: origin.to_string(),
-                    first_line,
-                    last_line: block.rows[r - 1].0,
-                    rows: r,
-                    fields: n,
-                });
-            }
-            if let Some(c) = &cpus {
-                if c.len() != n {
-                    return Err(MatrixError::CpuCount {
-                        origin: origin.to_string(),
-                        listed: c.len(),
-                        rows: n,
-                    });
-                }
-            }
+            let n = block_width(block, cpus.as_deref(), origin)?;
             for (k, rows) in block.rows.chunks(n).enumerate() {
                 let ids = cpus.clone().unwrap_or_else(|| (0..n).collect());
                 let mut m = matrix_from_rows(rows, ids, origin)?;
@@ -660,6 +556,143 @@ impl CsvMatrix {
         }
         s
     }
+}
+
+/// Splits a CSV file into its blocks of data lines (each titled by the
+/// title line before it, if any), with the CPU ids of a `# cpus:` line.
+fn csv_blocks<'a>(
+    text: &'a str,
+    origin: &str,
+) -> Result<(Option<Vec<usize>>, Vec<Block<'a>>), MatrixError> {
+    let mut cpus: Option<Vec<usize>> = None;
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut current = Block::default();
+    // A title line waiting for the rows it names: (line number, title).
+    let mut pending: Option<(usize, String)> = None;
+    let mut seen_data = false;
+    for (idx, raw) in text.split('\n').enumerate() {
+        let line_no = idx + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        if let Some(comment) = line.trim_start().strip_prefix('#') {
+            let late = cpus.is_some() || seen_data;
+            if let Some(ids) = cpus_line(comment, line_no, late, origin)? {
+                cpus = Some(ids);
+            }
+            continue;
+        }
+        let title = benchmark_title(line);
+        if line.trim().is_empty() || title.is_some() {
+            if !current.rows.is_empty() {
+                blocks.push(std::mem::take(&mut current));
+            }
+            if let Some(t) = title {
+                if let Some((at, prev)) = pending.replace((line_no, t)) {
+                    return Err(title_without_matrix(origin, at, prev));
+                }
+                seen_data = true;
+            }
+            continue;
+        }
+        if current.rows.is_empty() {
+            current.title = pending.take().map(|(_, t)| t);
+        }
+        seen_data = true;
+        current.rows.push((line_no, line));
+    }
+    if !current.rows.is_empty() {
+        blocks.push(current);
+    }
+    if let Some((at, t)) = pending {
+        return Err(title_without_matrix(origin, at, t));
+    }
+    if blocks.is_empty() {
+        return Err(MatrixError::NoRows {
+            origin: origin.to_string(),
+        });
+    }
+    Ok((cpus, blocks))
+}
+
+/// The CPU ids of a `# cpus:` comment at `line_no` (refused when `late`:
+/// after the data or a first such line); `None` for any other comment.
+fn cpus_line(
+    comment: &str,
+    line_no: usize,
+    late: bool,
+    origin: &str,
+) -> Result<Option<Vec<usize>>, MatrixError> {
+    let Some(list) = comment.trim().strip_prefix("cpus:") else {
+        return Ok(None);
+    };
+    if late {
+        return Err(MatrixError::CpusLinePlacement {
+            origin: origin.to_string(),
+            line: line_no,
+        });
+    }
+    parse_id_list(list)
+        .map(Some)
+        .map_err(|source| MatrixError::CpusLine {
+            origin: origin.to_string(),
+            line: line_no,
+            source,
+        })
+}
+
+/// A title line at `line` with no matrix after it.
+fn title_without_matrix(origin: &str, line: usize, title: String) -> MatrixError {
+    MatrixError::TitleWithoutMatrix {
+        origin: origin.to_string(),
+        line,
+        title,
+    }
+}
+
+/// The width `n` of a block whose rows make whole `n`×`n` matrices, all
+/// rows of `n` fields (and `n` the count of `cpus` when listed), or why not.
+fn block_width(block: &Block, cpus: Option<&[usize]>, origin: &str) -> Result<usize, MatrixError> {
+    let (first_line, first) = block.rows[0];
+    let n = first.split(',').count();
+    for &(line_no, line) in &block.rows {
+        let k = line.split(',').count();
+        if k != n {
+            return Err(MatrixError::RaggedRow {
+                origin: origin.to_string(),
+                line: line_no,
+                fields: k,
+                expected: n,
+                first_line,
+            });
+        }
+    }
+    let r = block.rows.len();
+    if n < 2 || r < 2 {
+        return Err(MatrixError::TooSmall {
+            origin: origin.to_string(),
+            line: first_line,
+            rows: r,
+            fields: n,
+        });
+    }
+    if !r.is_multiple_of(n) {
+        return Err(MatrixError::NotSquare {
+            origin: origin.to_string(),
+            first_line,
+            last_line: block.rows[r - 1].0,
+            rows: r,
+            fields: n,
+        });
+    }
+    if let Some(c) = cpus {
+        if c.len() != n {
+            return Err(MatrixError::CpuCount {
+                origin: origin.to_string(),
+                listed: c.len(),
+                rows: n,
+            });
+        }
+    }
+    Ok(n)
 }
 
 /// Consecutive data lines of a CSV file: one matrix, or several written

@@ -1,18 +1,9 @@
 //! Latency domains of recorded machines (matrices from core-to-core-latency,
 //! MIT, see crates/latency/tests/fixtures/LICENSE-core-to-core-latency).
 
+use crate::fixture;
 use pinsight_cpuset::CpuSet;
 use pinsight_latency_model::{domains, Basis, DomainTree, LatencyMatrix, Level};
-
-fn fixture(name: &str) -> LatencyMatrix {
-    // The recorded matrices live with pinsight-latency, whose CLI tests
-    // share them; this crate reads no files itself, so the test does.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../latency/tests/fixtures")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap();
-    LatencyMatrix::parse(&text, &path.display().to_string()).unwrap()
-}
 
 fn sets(level: &Level) -> Vec<String> {
     level.domains.iter().map(|d| d.cpus.to_string()).collect()
@@ -20,6 +11,13 @@ fn sets(level: &Level) -> Vec<String> {
 
 fn list(s: &str) -> CpuSet {
     CpuSet::parse_list(s).unwrap()
+}
+
+/// The domains of `m`, checked to be nested partitions.
+fn nested_domains(m: &LatencyMatrix) -> DomainTree {
+    let t = domains(m);
+    assert_nested_partitions(&t);
+    t
 }
 
 /// Every level is a partition of all CPUs and each domain of a level is a
@@ -46,8 +44,7 @@ fn assert_nested_partitions(t: &DomainTree) {
 
 #[test]
 fn ryzen_5950x_two_ccds_with_smt_siblings() {
-    let t = domains(&fixture("AMD_Ryzen_9_5950X_3.40_GHz.csv"));
-    assert_nested_partitions(&t);
+    let t = nested_domains(&fixture("AMD_Ryzen_9_5950X_3.40_GHz.csv"));
     assert_eq!(t.levels.len(), 1);
     assert_eq!(sets(&t.levels[0]), ["0-7,16-23", "8-15,24-31"]);
     // SMT siblings (n, n+16) are the pair level, inside the CCDs.
@@ -61,16 +58,14 @@ fn ryzen_5950x_two_ccds_with_smt_siblings() {
 
 #[test]
 fn dual_xeon_gold_6242_two_sockets() {
-    let t = domains(&fixture("Dual_Intel_R_Xeon_Gold_6242_2.8GHz.csv"));
-    assert_nested_partitions(&t);
+    let t = nested_domains(&fixture("Dual_Intel_R_Xeon_Gold_6242_2.8GHz.csv"));
     assert_eq!(t.levels.len(), 1);
     assert_eq!(sets(&t.levels[0]), ["0-15,32-47", "16-31,48-63"]);
 }
 
 #[test]
 fn epyc_7r13_twelve_ccds_in_sockets() {
-    let t = domains(&fixture("AMD_EPYC_7R13_48-Core_Processor.csv"));
-    assert_nested_partitions(&t);
+    let t = nested_domains(&fixture("AMD_EPYC_7R13_48-Core_Processor.csv"));
     let finest = t.finest().unwrap();
     let want: Vec<String> = (0..12)
         .map(|c| format!("{}-{},{}-{}", c * 8, c * 8 + 7, 96 + c * 8, 96 + c * 8 + 7))
@@ -94,8 +89,7 @@ fn epyc_7r13_twelve_ccds_in_sockets() {
 
 #[test]
 fn apple_m1_pro_clusters() {
-    let t = domains(&fixture("Apple_M1_Pro.csv"));
-    assert_nested_partitions(&t);
+    let t = nested_domains(&fixture("Apple_M1_Pro.csv"));
     assert_eq!(t.levels.len(), 1);
     assert_eq!(sets(&t.levels[0]), ["0-1", "2-4", "5-7"]);
     assert!(t.pairs.is_none());
@@ -103,8 +97,7 @@ fn apple_m1_pro_clusters() {
 
 #[test]
 fn threadripper_1950x_four_ccxs_in_dies() {
-    let t = domains(&fixture("AMD_Ryzen_Threadripper_1950X.csv"));
-    assert_nested_partitions(&t);
+    let t = nested_domains(&fixture("AMD_Ryzen_Threadripper_1950X.csv"));
     assert_eq!(
         sets(t.finest().unwrap()),
         ["0-3,16-19", "4-7,20-23", "8-11,24-27", "12-15,28-31"]
@@ -132,8 +125,7 @@ fn other_machines_are_sensible() {
             ["0-31,64-95", "32-63,96-127"],
         ),
     ] {
-        let t = domains(&fixture(name));
-        assert_nested_partitions(&t);
+        let t = nested_domains(&fixture(name));
         assert_eq!(t.levels.len(), 1, "{name}");
         assert_eq!(sets(&t.levels[0]), sockets, "{name}");
     }

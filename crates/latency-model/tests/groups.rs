@@ -2,9 +2,9 @@
 //! within 1% of what branch and bound finds, and the table of gains over
 //! "the k lowest-numbered CPUs" is printed (`--nocapture`).
 
+use crate::fixture;
 use pinsight_latency_model::{
-    autopilot, best_group, best_pipeline, exhaustive_group, exhaustive_pipeline, LatencyMatrix,
-    SearchLimits,
+    autopilot, best_group, best_pipeline, exhaustive_group, exhaustive_pipeline, SearchLimits,
 };
 
 const FIXTURES: [&str; 10] = [
@@ -19,16 +19,6 @@ const FIXTURES: [&str; 10] = [
     "Intel_R_Xeon_R_CPU_E5-2695_v4_2.10GHz.csv",
     "Intel_R_Xeon_R_Platinum_8375C_CPU_2.90GHz.csv",
 ];
-
-fn fixture(name: &str) -> LatencyMatrix {
-    // The recorded matrices live with pinsight-latency, whose CLI tests
-    // share them; this crate reads no files itself, so the test does.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../latency/tests/fixtures")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap();
-    LatencyMatrix::parse(&text, &path.display().to_string()).unwrap()
-}
 
 /// Branch and bound only has to rule out anything 1% better than the best
 /// known answer; the node limit keeps the suite fast (only the 64-core
