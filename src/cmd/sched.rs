@@ -82,14 +82,6 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-#[derive(serde::Serialize)]
-struct Json<'a> {
-    #[serde(flatten)]
-    report: &'a pinsight_sched::Report,
-    exit_code: i32,
-    stopped_by_signal: Option<i32>,
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let period = args.period;
     let name = args.policy.as_deref().unwrap_or_default();
@@ -136,11 +128,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     } else {
         Target::Pids(&pids)
     };
-    let Outcome {
-        report,
-        exit_code,
-        signal,
-    } = pinsight_sched::run::run(
+    let outcome = pinsight_sched::run::run(
         fs,
         cfg,
         target,
@@ -155,30 +143,21 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
         other => CliError::runtime(format!("sched: {other}")),
     })?;
-    print_report(g, &report, exit_code, signal, pids.is_empty())?;
-    Ok(exit_code)
+    print_report(g, &outcome, pids.is_empty())?;
+    Ok(outcome.exit_code)
 }
 
 /// The warnings, then the report (JSON, or the table: on stderr when a
 /// program ran, since stdout may be the program's too).
-fn print_report(
-    g: &Globals,
-    report: &pinsight_sched::Report,
-    exit_code: i32,
-    signal: Option<i32>,
-    program_ran: bool,
-) -> Result<(), CliError> {
+fn print_report(g: &Globals, outcome: &Outcome, program_ran: bool) -> Result<(), CliError> {
+    let report = &outcome.report;
     if !g.quiet {
         for w in &report.warnings {
             eprintln!("{}", wrap80(&format!("pinsight: warning: {w}")));
         }
     }
     if g.json {
-        g.print_json(&Json {
-            report,
-            exit_code,
-            stopped_by_signal: signal,
-        })?;
+        g.print_json(outcome)?;
     } else {
         // stdout may be the program's too: the report goes to stderr when
         // a program ran, as `run --report` does.

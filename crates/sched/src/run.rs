@@ -32,14 +32,17 @@ pub enum Target<'a> {
     Pids(&'a [i32]),
 }
 
-/// How the experiment ended.
-#[derive(Debug)]
+/// How the experiment ended; as JSON (`sched --json`), the report's
+/// fields then `exit_code` and `stopped_by_signal`.
+#[derive(Debug, serde::Serialize)]
 pub struct Outcome {
+    #[serde(flatten)]
     pub report: Report,
     /// The program's exit code (128 + N when stopped by signal N; 0 for
     /// processes given by pid that ended on their own).
     pub exit_code: i32,
     /// The signal that stopped the experiment, if one did.
+    #[serde(rename = "stopped_by_signal")]
     pub signal: Option<i32>,
 }
 
