@@ -217,11 +217,7 @@ fn end_check(em: &Emulation, g: &Globals) {
         return;
     };
     if g.json {
-        #[derive(serde::Serialize)]
-        struct Doc<'a> {
-            end_check: &'a pinsight_emulate::EndCheck,
-        }
-        match serde_json::to_string(&Doc { end_check: &check }) {
+        match serde_json::to_string(&check.document()) {
             Ok(doc) => eprintln!("{doc}"),
             Err(e) => eprintln!("pinsight: end check: JSON output: {e}"),
         }

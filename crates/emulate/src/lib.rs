@@ -360,7 +360,19 @@ pub struct KindEnd {
     pub within_tolerance: bool,
 }
 
+/// The end check as one JSON document, `{"end_check": {...}}` (what
+/// `emulate --json` prints on stderr after the report).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct EndCheckDocument<'a> {
+    pub end_check: &'a EndCheck,
+}
+
 impl EndCheck {
+    /// This check as its own JSON document.
+    pub fn document(&self) -> EndCheckDocument<'_> {
+        EndCheckDocument { end_check: self }
+    }
+
     /// One line per kind whose speed left the tolerance, in words.
     pub fn drifted(&self) -> Vec<String> {
         self.kinds
