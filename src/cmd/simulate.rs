@@ -71,17 +71,6 @@ pub struct Args {
     pub period: std::time::Duration,
 }
 
-#[derive(serde::Serialize)]
-struct Json<'a> {
-    machine: pinsight_sched_model::Machine,
-    machine_source: &'a str,
-    sf_estimate: String,
-    seed: u64,
-    repeat: u32,
-    period_s: f64,
-    policies: &'a [pinsight_sched_model::PolicyResult],
-}
-
 /// Largest programs file read: 16 MiB, over 100 bytes for each of the
 /// most phases a file may hold (`pinsight_sched_model::MAX_PHASES`).
 const MAX_PROGRAMS_BYTES: u64 = 16 << 20;
@@ -142,15 +131,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     pb.end();
     if g.json {
-        g.print_json(&Json {
-            machine: cfg.machine,
-            machine_source: source,
-            sf_estimate: cfg.quality.to_string(),
-            seed: cfg.seed,
-            repeat: cfg.repeat,
-            period_s: cfg.period_s,
-            policies: &results,
-        })?;
+        g.print_json(&cfg.report(source, &results))?;
     } else {
         print!("{}", pinsight_render::sched::render(&cfg, &results));
     }

@@ -44,6 +44,38 @@ use rand_xorshift::XorShiftRng;
 use serde::Serialize;
 use thiserror::Error;
 
+/// A simulation's settings and every policy's result: `pinsight
+/// simulate`'s JSON document.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimReport<'a> {
+    pub machine: Machine,
+    /// Where the machine came from, in the caller's words.
+    pub machine_source: &'a str,
+    /// The SF estimates the policies saw (`exact`, `classes:…`, `mae:…`).
+    pub sf_estimate: String,
+    pub seed: u64,
+    pub repeat: u32,
+    pub period_s: f64,
+    /// One result per policy, in the order simulated.
+    pub policies: &'a [PolicyResult],
+}
+
+impl SimConfig {
+    /// The report of `policies` simulated under this configuration, on a
+    /// machine from `machine_source`.
+    pub fn report<'a>(&self, machine_source: &'a str, policies: &'a [PolicyResult]) -> SimReport<'a> {
+        SimReport {
+            machine: self.machine,
+            machine_source,
+            sf_estimate: self.quality.to_string(),
+            seed: self.seed,
+            repeat: self.repeat,
+            period_s: self.period_s,
+            policies,
+        }
+    }
+}
+
 /// What a simulation runs on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimConfig {
