@@ -7,7 +7,7 @@
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
 use pinsight_measure::sf::session::{self, Measured, Request, SessionError, Target};
-use pinsight_measure::sf::{KindCpus, SfOptions, SfUnavailable, ThreadEntry};
+use pinsight_measure::sf::{KindCpus, SfOptions, SfUnavailable};
 use pinsight_sys::procfs;
 use pinsight_sys::FsRoot;
 use std::ffi::OsString;
@@ -88,24 +88,6 @@ pub struct Args {
 /// through the binary on machines without a PMU.
 const TEST_STAND_IN: &str = "PINSIGHT_TEST_SF_STAND_IN";
 
-#[derive(serde::Serialize)]
-struct Json<'a> {
-    available: bool,
-    /// Why nothing could be measured (when `available` is false).
-    reason: Option<String>,
-    pid: Option<i32>,
-    command: Option<Vec<String>>,
-    probe: bool,
-    period_s: f64,
-    periods: u64,
-    elapsed_s: f64,
-    interrupted: bool,
-    min_samples: u32,
-    pmus: Option<&'a pinsight_measure::sf::SfPmus>,
-    threads: &'a [ThreadEntry],
-    warnings: &'a [String],
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     if let Some(journal) = &args.from_compare {
         return from_compare(journal, g);
@@ -161,15 +143,6 @@ fn target<'a>(args: &'a Args, g: &Globals) -> Result<Target<'a>, CliError> {
     }
 }
 
-fn command_words(args: &Args) -> Option<Vec<String>> {
-    (!args.command.is_empty()).then(|| {
-        args.command
-            .iter()
-            .map(|w| w.to_string_lossy().into_owned())
-            .collect()
-    })
-}
-
 /// The warnings, then the report (JSON or text).
 fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(), CliError> {
     if !g.quiet {
@@ -182,21 +155,7 @@ fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(
     }
     let min_samples = req.options.params.min_samples;
     if g.json {
-        return g.print_json(&Json {
-            available: true,
-            reason: None,
-            pid: Some(m.pid),
-            command: command_words(args),
-            probe: args.probe,
-            period_s: args.period.as_secs_f64(),
-            periods: m.periods,
-            elapsed_s: m.elapsed_s,
-            interrupted: m.signal.is_some(),
-            min_samples,
-            pmus: Some(&m.pmus),
-            threads: &m.threads,
-            warnings: &m.warnings,
-        });
+        return g.print_json(&m.document(req));
     }
     let run = pinsight_render::sf::SfRun {
         target: &m.target,
@@ -220,21 +179,7 @@ fn unavailable(args: &Args, g: &Globals, req: &Request<'_>, reason: &SfUnavailab
                 with `pinsight compare` and read its SF with \
                 `pinsight sf --from-compare JOURNAL`";
     if g.json {
-        g.print_json(&Json {
-            available: false,
-            reason: Some(reason.to_string()),
-            pid: args.pid,
-            command: command_words(args),
-            probe: args.probe,
-            period_s: req.period.as_secs_f64(),
-            periods: 0,
-            elapsed_s: 0.0,
-            interrupted: false,
-            min_samples: req.options.params.min_samples,
-            pmus: None,
-            threads: &[],
-            warnings: &[],
-        })?;
+        g.print_json(&req.unavailable(reason))?;
     }
     let started = if args.command.is_empty() {
         ""

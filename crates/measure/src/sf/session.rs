@@ -369,6 +369,85 @@ impl Measured {
     }
 }
 
+/// `pinsight sf`'s JSON document: the measurement's settings, what it
+/// measured (or why nothing could be) and every thread's speedup factor.
+#[derive(Debug, serde::Serialize)]
+pub struct SfDocument<'a> {
+    pub available: bool,
+    /// Why nothing could be measured (when `available` is false).
+    pub reason: Option<String>,
+    /// The process measured (given, or started).
+    pub pid: Option<i32>,
+    /// The program started, with its arguments.
+    pub command: Option<Vec<String>>,
+    pub probe: bool,
+    pub period_s: f64,
+    pub periods: u64,
+    pub elapsed_s: f64,
+    /// A signal ended the measurement.
+    pub interrupted: bool,
+    /// Samples on each kind a thread needs for its SF.
+    pub min_samples: u32,
+    pub pmus: Option<&'a SfPmus>,
+    pub threads: &'a [ThreadEntry],
+    pub warnings: &'a [String],
+}
+
+impl Request<'_> {
+    /// The program's words when one is started.
+    fn command_words(&self) -> Option<Vec<String>> {
+        match self.target {
+            Target::Command(c) if !c.is_empty() => {
+                Some(c.iter().map(|w| w.to_string_lossy().into_owned()).collect())
+            }
+            _ => None,
+        }
+    }
+
+    /// The document of a measurement that could not be made, and why.
+    pub fn unavailable(&self, reason: &SfUnavailable) -> SfDocument<'static> {
+        SfDocument {
+            available: false,
+            reason: Some(reason.to_string()),
+            pid: match self.target {
+                Target::Pid(p) => Some(p),
+                Target::Command(_) => None,
+            },
+            command: self.command_words(),
+            probe: self.probe,
+            period_s: self.period.as_secs_f64(),
+            periods: 0,
+            elapsed_s: 0.0,
+            interrupted: false,
+            min_samples: self.options.params.min_samples,
+            pmus: None,
+            threads: &[],
+            warnings: &[],
+        }
+    }
+}
+
+impl Measured {
+    /// This measurement's document (`req`: the request it was made with).
+    pub fn document<'a>(&'a self, req: &Request<'_>) -> SfDocument<'a> {
+        SfDocument {
+            available: true,
+            reason: None,
+            pid: Some(self.pid),
+            command: req.command_words(),
+            probe: req.probe,
+            period_s: req.period.as_secs_f64(),
+            periods: self.periods,
+            elapsed_s: self.elapsed_s,
+            interrupted: self.signal.is_some(),
+            min_samples: req.options.params.min_samples,
+            pmus: Some(&self.pmus),
+            threads: &self.threads,
+            warnings: &self.warnings,
+        }
+    }
+}
+
 /// Waits for the program; a signal to pinsight meanwhile reaches it
 /// through the lifecycle.
 fn wait_child(c: &mut Child) -> Option<ExitStatus> {
