@@ -659,7 +659,7 @@ fn common(mut items: impl Iterator<Item = Option<CoreType>>) -> Option<Option<Co
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Cpu, Source};
+    use crate::Cpu;
     use proptest::prelude::*;
 
     fn names(spec: &str) -> Vec<(String, String, String)> {
@@ -789,12 +789,8 @@ mod tests {
     }
 
     fn machine(n: usize) -> Topology {
-        Topology {
-            provenance: Default::default(),
-            source: Source::Live,
-            model_name: None,
-            arch: None,
-            cpus: (0..n)
+        crate::tests::bare(
+            (0..n)
                 .map(|id| Cpu {
                     id,
                     online: id != n - 1,
@@ -813,17 +809,7 @@ mod tests {
                     midr: None,
                 })
                 .collect(),
-            cores: vec![],
-            packages: vec![],
-            dies: vec![],
-            clusters: vec![],
-            caches: vec![],
-            numa_nodes: vec![],
-            numa_distances: None,
-            kinds: vec![],
-            devices: Vec::new(),
-            warnings: vec![],
-        }
+        )
     }
 
     #[test]

@@ -779,10 +779,23 @@ mod tests {
             midr: None,
         };
         Topology {
+            kinds: vec![kind(0, 1, capacity), kind(1, 0, capacity.map(|_| 1.0))],
+            provenance: Provenance {
+                capacity_from: capacity.map(|_| CapacitySource::CppcHighestPerf),
+                ..Provenance::default()
+            },
+            ..bare(vec![cpu(0, 1), cpu(1, 0)])
+        }
+    }
+
+    /// A live machine of `cpus` and nothing else: no groups, caches,
+    /// nodes, kinds or warnings.
+    pub(crate) fn bare(cpus: Vec<Cpu>) -> Topology {
+        Topology {
             source: Source::Live,
             model_name: None,
             arch: None,
-            cpus: vec![cpu(0, 1), cpu(1, 0)],
+            cpus,
             cores: vec![],
             packages: vec![],
             dies: vec![],
@@ -790,11 +803,8 @@ mod tests {
             caches: vec![],
             numa_nodes: vec![],
             numa_distances: None,
-            kinds: vec![kind(0, 1, capacity), kind(1, 0, capacity.map(|_| 1.0))],
-            provenance: Provenance {
-                capacity_from: capacity.map(|_| CapacitySource::CppcHighestPerf),
-                ..Provenance::default()
-            },
+            kinds: vec![],
+            provenance: Provenance::default(),
             devices: vec![],
             warnings: vec![],
         }

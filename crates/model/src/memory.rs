@@ -63,18 +63,21 @@ impl MemoryKind {
         }
     }
 
+    /// Every kind.
+    const ALL: [MemoryKind; 7] = [
+        MemoryKind::Dram,
+        MemoryKind::Hbm,
+        MemoryKind::Nvm,
+        MemoryKind::Spm,
+        MemoryKind::Gpu,
+        MemoryKind::CxlDram,
+        MemoryKind::CxlNvm,
+    ];
+
     /// Parses an hwloc subtype name (case-insensitive), for XML import.
     pub fn from_hwloc_name(s: &str) -> Option<MemoryKind> {
-        let all = [
-            MemoryKind::Dram,
-            MemoryKind::Hbm,
-            MemoryKind::Nvm,
-            MemoryKind::Spm,
-            MemoryKind::Gpu,
-            MemoryKind::CxlDram,
-            MemoryKind::CxlNvm,
-        ];
-        all.into_iter()
+        Self::ALL
+            .into_iter()
             .find(|k| k.hwloc_name().eq_ignore_ascii_case(s) || k.as_str().eq_ignore_ascii_case(s))
     }
 }
@@ -234,15 +237,7 @@ mod tests {
 
     #[test]
     fn kind_names_round_trip() {
-        for k in [
-            MemoryKind::Dram,
-            MemoryKind::Hbm,
-            MemoryKind::Nvm,
-            MemoryKind::Spm,
-            MemoryKind::Gpu,
-            MemoryKind::CxlDram,
-            MemoryKind::CxlNvm,
-        ] {
+        for k in MemoryKind::ALL {
             assert_eq!(MemoryKind::from_hwloc_name(k.hwloc_name()), Some(k));
             assert_eq!(MemoryKind::from_hwloc_name(k.as_str()), Some(k));
             assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
