@@ -13,7 +13,7 @@
 
 use super::plan_args::{make_plan, parse_policy, PlanArgs};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_launch::rank_report::RankReport;
+use pinsight_launch::rank_file::{RankFile, RankFileError};
 use pinsight_launch::{LaunchError, Mechanism, PinMain, RunOptions, RunOutcome};
 use pinsight_plan::{Plan, Policy};
 use std::ffi::OsString;
@@ -172,6 +172,51 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     g.require_live("'run' applies a plan", "use `pinsight plan` to plan for it")?;
     let argv: Vec<OsString> = std::env::args_os().collect();
     let (policy, command) = args.resolve(&argv)?;
+    let mut opts = options(&args, command)?;
+    // With --slice the slices are cut along the caches; the plan's notes
+    // (shown with --report, --verbose, --json) include the compute-unit
+    // one, read from the caches.
+    let needs = if args.slice.is_some() || args.report || args.verbose || g.json {
+        args.plan.needs()
+    } else {
+        args.plan.needs_for(&policy)
+    };
+    let topo = g.topology_with(needs)?;
+    let (plan, slice) = plan_and_slice(&args, &argv, &policy, &topo, g)?;
+    let rank_file = match (&args.report_dir, &slice) {
+        (Some(dir), Some(s)) => {
+            Some(RankFile::prepare(&g.fsroot()?, dir, s.rank).map_err(rank_file_error)?)
+        }
+        _ => None,
+    };
+    // Plan notes (oversubscription, ignored modifiers) are shown with the
+    // report: a plain `run` stays as quiet as taskset.
+    if !g.quiet && (args.report || args.verbose) {
+        for n in &plan.notes {
+            eprintln!("pinsight: note: {n}");
+        }
+    }
+    if !args.no_env {
+        opts.env = pinsight_plan::launch_env(&plan);
+    }
+    let outcome = pinsight_launch::run(&plan, &opts).map_err(launch_error)?;
+    if let (Some(file), Some(s)) = (&rank_file, &slice) {
+        file.write(s, &plan, &outcome).map_err(rank_file_error)?;
+    }
+    show(&args, g, &plan, slice.as_ref(), &outcome)?;
+    if let Some(why) = &outcome.refused {
+        return Err(crate::errors::pin_refused(
+            why,
+            outcome.exit_code,
+            outcome.signal,
+        ));
+    }
+    Ok(outcome.exit_code)
+}
+
+/// The launch options the flags ask for, checked before anything is
+/// discovered; the plan's environment is added once planned.
+fn options(args: &Args, command: Vec<OsString>) -> Result<RunOptions, CliError> {
     let skip = match &args.skip {
         Some(s) => pinsight_launch::parse_skip(s).map_err(|e| {
             CliError::usage(format!(
@@ -185,68 +230,34 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let follow_interval = millis("--follow-interval", args.follow_interval)?;
     let sample_interval = millis("--sample-interval", args.sample_interval)?;
-    // With --slice the slices are cut along the caches; the plan's notes
-    // (shown with --report, --verbose, --json) include the compute-unit
-    // one, read from the caches.
-    let needs = if args.slice.is_some() || args.report || args.verbose || g.json {
-        args.plan.needs()
-    } else {
-        args.plan.needs_for(&policy)
-    };
-    let topo = g.topology_with(needs)?;
-    let (plan, slice) = plan_and_slice(&args, &argv, &policy, &topo, g)?;
-    let report_path = match (&args.report_dir, &slice) {
-        (Some(dir), Some(s)) => Some(report_path(g, dir, s.rank)?),
-        _ => None,
-    };
-    // Plan notes (oversubscription, ignored modifiers) are shown with the
-    // report: a plain `run` stays as quiet as taskset.
-    if !g.quiet && (args.report || args.verbose) {
-        for n in &plan.notes {
-            eprintln!("pinsight: note: {n}");
-        }
-    }
     let mut command = command.into_iter();
     let program = command
         .next()
         .ok_or_else(|| CliError::usage("no command to run"))?;
-    let opts = RunOptions {
+    Ok(RunOptions {
         mechanism: if args.follow {
             Mechanism::Follow
         } else {
             Mechanism::Shim
         },
         skip,
-        env: if args.no_env {
-            Vec::new()
-        } else {
-            pinsight_plan::launch_env(&plan)
-        },
+        env: Vec::new(),
         // The --report-dir file shows where threads ran: sample them.
-        report: args.report || report_path.is_some(),
+        report: args.report || (args.report_dir.is_some() && args.slice.is_some()),
         follow_interval,
         sample_interval,
         verbose: args.verbose,
         pin_main: args.pin_main.into(),
         ..RunOptions::new(program, command.collect())
-    };
-    let outcome = pinsight_launch::run(&plan, &opts).map_err(launch_error)?;
-    if let (Some((host, path)), Some(s)) = (&report_path, &slice) {
-        let text = RankReport::new(host, s, &plan, &outcome)
-            .and_then(|r| r.to_text())
-            .map_err(|e| CliError::runtime(e.to_string()))?;
-        pinsight_lifecycle::output::write(path, text.as_bytes())
-            .map_err(|e| CliError::runtime(format!("--report-dir: {e}")))?;
+    })
+}
+
+/// A report directory that cannot be used, or a report not written.
+fn rank_file_error(e: RankFileError) -> CliError {
+    match e {
+        RankFileError::Report(e) => CliError::runtime(e.to_string()),
+        e => CliError::runtime(format!("--report-dir: {e}")),
     }
-    show(&args, g, &plan, slice.as_ref(), &outcome)?;
-    if let Some(why) = &outcome.refused {
-        return Err(crate::errors::pin_refused(
-            why,
-            outcome.exit_code,
-            outcome.signal,
-        ));
-    }
-    Ok(outcome.exit_code)
 }
 
 /// The plan: for POLICY on the whole machine, or with `--slice POLICY`
@@ -313,8 +324,7 @@ fn show(
     outcome: &RunOutcome,
 ) -> Result<(), CliError> {
     if g.json {
-        let doc = serde_json::json!({ "plan": plan, "slice": slice, "run": outcome });
-        let s = serde_json::to_string_pretty(&doc)
+        let s = pinsight_render::run_json::document(plan, slice, outcome)
             .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
         eprintln!("{s}");
     } else if args.report {
@@ -331,30 +341,6 @@ fn show(
         }
     }
     Ok(())
-}
-
-/// `DIR/<host>/rank-<N>.json`, its directory created (before the program
-/// runs, so a bad directory fails first). The host name is the kernel's
-/// (`/proc/sys/kernel/hostname`, read through the one window on /proc).
-fn report_path(
-    g: &Globals,
-    dir: &std::path::Path,
-    rank: usize,
-) -> Result<(String, std::path::PathBuf), CliError> {
-    let host = g
-        .fsroot()?
-        .read_opt("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty() && !h.contains('/') && h != "." && h != "..")
-        .unwrap_or_else(|| "unknown-host".into());
-    let sub = dir.join(&host);
-    std::fs::create_dir_all(&sub).map_err(|e| {
-        CliError::runtime(format!(
-            "--report-dir: cannot create {}: {e}",
-            sub.display()
-        ))
-    })?;
-    Ok((host, sub.join(format!("rank-{rank}.json"))))
 }
 
 /// A launch failure with the exit code a shell would give: 127 for a

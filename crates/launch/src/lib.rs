@@ -24,6 +24,7 @@
 
 pub mod launch;
 pub mod pin;
+pub mod rank_file;
 pub mod rank_report;
 pub mod rebalance;
 pub mod shim;

@@ -28,6 +28,7 @@ pub mod pin;
 pub mod progress;
 pub mod report;
 pub mod run;
+pub mod run_json;
 pub mod sched;
 pub mod sf;
 pub mod size;
