@@ -868,6 +868,11 @@ mod nan_as_null {
 mod tests {
     use super::*;
 
+    /// The error text of a parse that must fail.
+    fn err<T: std::fmt::Debug>(r: Result<T, MatrixError>) -> String {
+        r.unwrap_err().to_string()
+    }
+
     fn same(a: &LatencyMatrix, b: &LatencyMatrix) -> bool {
         a.cpus == b.cpus
             && a.ns
@@ -953,31 +958,21 @@ mod tests {
 
     #[test]
     fn errors_name_origin_line_and_column() {
-        let e = LatencyMatrix::parse_csv(",,\n1,,\n2,abc,\n", "AMD.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv(",,\n1,,\n2,abc,\n", "AMD.csv"));
         assert!(
             e.starts_with("AMD.csv:3:2: 'abc' is not a number of nanoseconds"),
             "{e}"
         );
-        let e = LatencyMatrix::parse_csv(",,\n1,\n2,3,\n", "x.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv(",,\n1,\n2,3,\n", "x.csv"));
         assert!(
             e.starts_with("x.csv:2: row has 2 fields, expected 3"),
             "{e}"
         );
-        let e = LatencyMatrix::parse_csv(",,\n-1,,\n2,3,\n", "x.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv(",,\n-1,,\n2,3,\n", "x.csv"));
         assert!(e.starts_with("x.csv:2:1: '-1'"), "{e}");
-        let e = LatencyMatrix::parse_csv("", "empty.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv("", "empty.csv"));
         assert!(e.starts_with("empty.csv: found 0 matrix rows"), "{e}");
-        let e = LatencyMatrix::parse_csv("# cpus: 1-3\n,\n1,\n", "c.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv("# cpus: 1-3\n,\n1,\n", "c.csv"));
         assert!(e.contains("lists 3 CPUs but the matrix has 2 rows"), "{e}");
     }
 
@@ -1017,9 +1012,7 @@ mod tests {
 
     #[test]
     fn multi_matrix_errors_say_what_is_expected() {
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n2,\n", "odd.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv_all(",\n1,\n2,\n", "odd.csv"));
         assert!(
             e.starts_with("odd.csv:1-3: 3 rows of 2 fields: a matrix has one row per CPU (2)"),
             "{e}"
@@ -1035,24 +1028,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("t.csv:1: benchmark title '1) A'"), "{e}");
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n\n,,\n1,,\n", "t.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv_all(",\n1,\n\n,,\n1,,\n", "t.csv"));
         assert!(e.starts_with("t.csv:4-5: 2 rows of 3 fields"), "{e}");
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n\n1,2\n", "t.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv_all(",\n1,\n\n1,2\n", "t.csv"));
         assert!(
             e.starts_with("t.csv:4: found 1 matrix row(s) of 2 field(s)"),
             "{e}"
         );
-        let e = LatencyMatrix::parse_csv_all("# cpus: 4,5\n,\n1,\n\n,,\n1,,\n2,3,\n", "t.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv_all(
+            "# cpus: 4,5\n,\n1,\n\n,,\n1,,\n2,3,\n",
+            "t.csv",
+        ));
         assert!(e.contains("lists 2 CPUs but the matrix has 3 rows"), "{e}");
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n# cpus: 0-1\n", "t.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv_all(
+            ",\n1,\n# cpus: 0-1\n",
+            "t.csv",
+        ));
         assert!(e.contains("must come before the matrix"), "{e}");
     }
 
