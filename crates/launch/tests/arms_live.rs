@@ -2,7 +2,7 @@
 //! naming a shim it cannot load, and the program itself stays pinned.
 
 use crate::common::*;
-use pinsight_launch::{run, Mechanism, RunOptions};
+use pinsight_launch::{run, Mechanism, RunOptions, RunOutcome};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -21,6 +21,15 @@ fn installed(name: &str) -> Option<PathBuf> {
         pinsight_testkit::skip(format!("{name} is not installed"));
     }
     found
+}
+
+/// The installed program `name` on a machine with two CPUs to pin on;
+/// `None` (a counted skip) without either.
+fn two_cpus_and(name: &str) -> Option<PathBuf> {
+    if !need_two_cpus() {
+        return None;
+    }
+    installed(name)
 }
 
 /// The loader's complaint about a preload it cannot open or read
@@ -67,10 +76,7 @@ fn run_with_shim_fd_taken(bash: &Path, then: impl FnOnce(&Path) -> String) -> (S
 
 #[test]
 fn python_subprocess_children_do_not_name_the_shim() {
-    if !need_two_cpus() {
-        return;
-    }
-    let Some(python) = installed("python3") else {
+    let Some(python) = two_cpus_and("python3") else {
         return;
     };
     // subprocess closes every descriptor but 0-2 in the child (close_fds),
@@ -104,10 +110,7 @@ fn python_subprocess_children_do_not_name_the_shim() {
 
 #[test]
 fn a_script_that_reuses_descriptor_200_does_not_break_its_commands() {
-    if !need_two_cpus() {
-        return;
-    }
-    let Some(bash) = installed("bash") else {
+    let Some(bash) = two_cpus_and("bash") else {
         return;
     };
     // The flock(1) idiom takes descriptor 200, where the shim's memfd is
@@ -128,10 +131,7 @@ fn a_script_that_reuses_descriptor_200_does_not_break_its_commands() {
 
 #[test]
 fn an_exec_in_place_after_descriptor_200_was_reused_does_not_break() {
-    if !need_two_cpus() {
-        return;
-    }
-    let Some(bash) = installed("bash") else {
+    let Some(bash) = two_cpus_and("bash") else {
         return;
     };
     let (stderr, _) = run_with_shim_fd_taken(&bash, |out| {
@@ -145,10 +145,7 @@ fn an_exec_in_place_after_descriptor_200_was_reused_does_not_break() {
 
 #[test]
 fn an_intact_shim_still_follows_an_exec_in_place_from_bash() {
-    if !need_two_cpus() {
-        return;
-    }
-    let Some(bash) = installed("bash") else {
+    let Some(bash) = two_cpus_and("bash") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -164,10 +161,7 @@ fn an_intact_shim_still_follows_an_exec_in_place_from_bash() {
 
 #[test]
 fn report_matches_threads_by_tid_when_an_earlier_thread_was_never_sampled() {
-    if !need_two_cpus() {
-        return;
-    }
-    let Some(python) = installed("python3") else {
+    let Some(python) = two_cpus_and("python3") else {
         return;
     };
     // Created thread 0 ends at once, long before the first sample; created
@@ -212,20 +206,26 @@ fn plan_with_a_forbidden_place() -> pinsight_plan::Plan {
     plan
 }
 
+/// Runs the probe with `args` (its output to a scratch file) under `plan`,
+/// threads pinned by `mechanism`.
+fn run_probe(plan: &pinsight_plan::Plan, mechanism: Mechanism, args: &[&str]) -> RunOutcome {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out").display().to_string();
+    let mut args = args.to_vec();
+    args.extend(["-o", &out]);
+    let mut opts = RunOptions::new(PROBE, os(&args));
+    opts.mechanism = mechanism;
+    run(plan, &opts).unwrap()
+}
+
 #[test]
 fn a_pin_the_kernel_refuses_fails_the_run_with_the_reason() {
     if !need_two_cpus() {
         return;
     }
     for mechanism in [Mechanism::Follow, Mechanism::Shim] {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        let mut opts = RunOptions::new(
-            PROBE,
-            os(&["-t", "1", "-l", "200", "-o", &out.display().to_string()]),
-        );
-        opts.mechanism = mechanism;
-        let outcome = run(&plan_with_a_forbidden_place(), &opts).unwrap();
+        let plan = plan_with_a_forbidden_place();
+        let outcome = run_probe(&plan, mechanism, &["-t", "1", "-l", "200"]);
         let why = outcome.refused.as_deref().unwrap_or_default();
         assert!(
             why.starts_with("the kernel refused to pin created thread #0")
@@ -241,11 +241,7 @@ fn pins_that_were_made_are_no_refusal() {
         return;
     }
     for mechanism in [Mechanism::Follow, Mechanism::Shim] {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        let mut opts = RunOptions::new(PROBE, os(&["-t", "2", "-o", &out.display().to_string()]));
-        opts.mechanism = mechanism;
-        let outcome = run(&pinned_plan(&["1", "0"]), &opts).unwrap();
+        let outcome = run_probe(&pinned_plan(&["1", "0"]), mechanism, &["-t", "2"]);
         assert_eq!(outcome.refused, None, "{mechanism:?}: {outcome:?}");
     }
 }
