@@ -43,8 +43,9 @@ pub struct Globals {
     /// "0-3:P,4-7:E" (a VM whose host pinned vCPUs 0-3 to P-cores). Groups are
     /// CPULIST:NAME; P > E > L are known, other names are listed fastest first
     /// ("0-3:big,4-7:little"). Every usable CPU needs a kind. NAME@SPEED gives a
-    /// kind a relative speed in (0, 1] that `emulate` slows its CPUs to
-    /// ("0:P,1:E@0.5"); other commands ignore it.
+    /// kind a relative speed in (0, 1] ("0:P,1:E@0.5"): `emulate` slows its CPUs to
+    /// it, and on a machine of one discovered kind it is also the kinds' capacity that
+    /// topo, plan, slice, load and balance use.
     #[arg(long, global = true, value_name = "SPEC", env = "PINSIGHT_KINDS")]
     pub kinds: Option<String>,
     /// Whether `kinds` came from `$PINSIGHT_KINDS` (set by main; only the

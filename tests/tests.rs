@@ -28,6 +28,7 @@ mod errors_topology;
 mod escape_injection;
 mod fsroot_archive;
 mod generate_cli;
+mod help_examples;
 mod help_wrap;
 mod journal_safety;
 mod kinds_cli;

@@ -37,8 +37,8 @@ Examples:
   pinsight balance --cgroup system.slice/app.service --threads --cpus 0-7
   # keep every worker spread as they come and go (a service)
   pinsight balance --watch --match '^worker$' --interval 5s
-  # put the saved affinities back
-  pinsight balance --restore ~/.local/state/pinsight/balance-1795678403-5079.json
+  # put the saved affinities back (FILE: the state file balance named)
+  pinsight balance --restore FILE
 
 Exit status: 0 done; 1 refused by the kernel (nothing changed) or the load could not be read; 2 bad input (unknown PID, a pattern matching nothing, no such cgroup, CPUs that are not usable).")]
 pub struct Args {

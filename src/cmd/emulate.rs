@@ -56,7 +56,7 @@ pub enum How {
 /// exit status stays CMD's.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight emulate --kinds 0:P,1:E@0.5\n  pinsight emulate --kinds 0:P,1:E@0.5 -- pinsight compare --policies p-pinned,e-pinned -t 1 -- pinsight workload pi\n\nWith CMD the report goes to stderr (JSON with --json) and pinsight ends with CMD's exit status; without CMD it goes to stdout and the emulation lasts until Ctrl-C (exit 130)."
+    after_help = "Examples:\n  pinsight emulate --kinds 0:P,1:E@0.5\n  pinsight emulate --kinds 0:P,1:E@0.5 -- pinsight compare \\\n    --policies p-pinned,e-pinned -t 1 -- pinsight workload pi\n\nWith CMD the report goes to stderr (JSON with --json) and pinsight ends with CMD's exit status; without CMD it goes to stdout and the emulation lasts until Ctrl-C (exit 130)."
 )]
 pub struct Args {
     /// How to slow the CPUs.

@@ -44,27 +44,27 @@ Examples:
   pinsight plan p-first+smt-physical-first
   pinsight plan balance --tasks 200 --weights speed.json
   pinsight plan latency-group -t 4 --latency c2c.csv --pipeline
-  # export GOMP_CPU_AFFINITY='1 0'
+  # prints: export GOMP_CPU_AFFINITY='1 0'
   pinsight plan cpus:1,0 --format gomp
-  # 16 threads floating over CPUs 4-11
-  pinsight plan cpus-set:0xff0 -t 16
-  # prints 12-19
+  # 16 threads floating over CPUs 4-11; prints: 4-11
+  pinsight plan cpus-set:0xff0 -t 16 --format cpulist
+  # prints: 12-19
   pinsight plan e-set --format cpulist
-  # taskset -c 12-19
+  # prints: taskset -c 12-19
   pinsight plan e-set --format taskset
-  # numactl --physcpubind=0,2,4,6
+  # prints: numactl --physcpubind=0,4,10,12
   pinsight plan scatter -t 4 --format numactl
-  # export OMP_PLACES='{0},{2},{4},...' OMP_PROC_BIND='close'
+  # prints: ... OMP_PLACES='{0},{2},{4},...' ... OMP_PROC_BIND='close'
   eval \"$(pinsight plan p-pinned -t 6 --format omp-places)\"
-  # GOMP_CPU_AFFINITY='12-19 0 2'
+  # prints: export GOMP_CPU_AFFINITY='12-19 0 2'
   eval \"$(pinsight plan e-first -t 10 --format gomp)\"
-  # KMP_AFFINITY='granularity=fine,explicit,proclist=[0,2,4,6,8,10]'
+  # prints: ... KMP_AFFINITY='granularity=fine,explicit,proclist=[0,2,4,...]'
   eval \"$(pinsight plan p-pinned -t 6 --format kmp-affinity)\"
-  # KMP_HW_SUBSET='6c:intel_core'
+  # prints: export KMP_HW_SUBSET='6c:eff1' ... OMP_NUM_THREADS='12'
   eval \"$(pinsight plan p-set --format kmp-hw-subset)\"
   # <cputune> with <vcpupin>s
   pinsight plan p-pinned -t 4 --format libvirt
-  # --cpu-bind=map_cpu:0,2,4,6
+  # prints: --cpu-bind=map_cpu:0,2,4,6
   srun $(pinsight plan p-pinned -t 4 --format slurm) ./app
   # one `taskset -c CPU` line per task: start worker i with line i+1
   pinsight plan balance --tasks 200 --format taskset-per-task
@@ -72,10 +72,12 @@ Examples:
   pinsight plan balance --tasks 200 --format cpulist-per-task
   # CPUAffinity= per line, one unit per task (a drop-in each)
   pinsight plan balance --tasks 20 --format systemd
-  # numactl --interleave=0 --physcpubind=0,2,4,6
+  # prints: numactl --interleave=0 --physcpubind=0,4,10,12
   pinsight plan scatter -t 4 --mem interleave:all --format numactl
   # CPUs local to eth0, its node
   pinsight plan p-pinned -t 4 --near eth0 --mem local
+
+A line `# prints: ...` shows what the next command prints on the recorded i7-1370P (6 P-cores with SMT on CPUs 0-11, 8 E-cores on 12-19); `...` stands for the rest.
 
 Memory (--mem): local (MPOL_LOCAL), bind:NODES (numactl --membind, libvirt strict, Slurm mask_mem), interleave:NODES, preferred:NODE (one node), weighted-interleave[:NODES] (Linux 6.9+, numactl 2.0.19+; the kernel's weights in /sys/kernel/mm/mempolicy/weighted_interleave/ are shown, never written). NODES is a node list (0-1,3) or all (the nodes the cgroup allows that hold memory). Nodes that do not exist, hold no memory or that the cgroup forbids are refused. Slurm has no interleave and libvirt no weighted interleave: those formats refuse them; taskset, cpulist and the OpenMP formats say on stderr that they carry no memory policy.
 
