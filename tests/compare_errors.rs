@@ -138,3 +138,43 @@ fn output_files_are_checked_naming_their_flag() {
         "{line}"
     );
 }
+
+#[test]
+fn a_failed_run_stops_naming_its_kept_output_and_the_resume_line() {
+    fn args(journal: &str, show: bool) -> Vec<&str> {
+        let mut a = vec!["compare", "-q", "--runs", "2", "--warmup", "0"];
+        a.extend(["--policies", "os", "--journal", journal]);
+        if show {
+            a.push("--show-output");
+        }
+        a.extend(["--", "sh", "-c", "echo hi; exit 3"]);
+        a
+    }
+    let o = pinsight(&args("j.jsonl", false))
+        .writes("j.jsonl")
+        .writes("j.jsonl.out")
+        .run();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "pinsight: error: stopped: measured run 1 of os exited with code 3 \
+         (its output: j.jsonl.out/arm-os-run-0.txt)\n\
+         pinsight: 1 of 2 runs are in j.jsonl; continue with:\n  \
+         pinsight compare --resume j.jsonl\n"
+    );
+    // Shown already: not named again, and the resume line keeps the flag.
+    let o = pinsight(&args("k.jsonl", true))
+        .writes("k.jsonl")
+        .writes("k.jsonl.out")
+        .run();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.ends_with(
+            "hi\npinsight: error: stopped: measured run 1 of os exited with code 3\n\
+             pinsight: 1 of 2 runs are in k.jsonl; continue with:\n  \
+             pinsight compare --resume k.jsonl --show-output\n"
+        ),
+        "{}",
+        o.stderr
+    );
+}

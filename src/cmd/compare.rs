@@ -11,11 +11,10 @@
 
 use crate::errors::{conflict, journal_error, session_error};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_compare::experiment::Outcome;
 use pinsight_compare::ranks_run::RanksError;
 use pinsight_compare::request::{Flags, Input, RanksFlags, RequestError};
 use pinsight_compare::session::{Finished, Session};
-use pinsight_compare::start::{self, OpenError, OutputError, PrepareError};
+use pinsight_compare::start::{self, End, OpenError, OutputError, PrepareError};
 use pinsight_compare::{interrupt, Advice, ExperimentError, Report};
 use pinsight_render::compare as render;
 use pinsight_render::compare_run as view;
@@ -236,29 +235,20 @@ fn measure(session: Session, g: &Globals, show: bool) -> Result<Finished, CliErr
 /// The exit of an experiment: 0 complete; else what stopped it and how to resume.
 fn ended(args: &Args, finished: Finished, journal: &Path) -> CmdResult {
     let report = &finished.report;
-    let resume_hint = || {
-        let command = resume_command(args, journal);
-        eprint!("{}", view::resume_hint(report, journal, &command));
-    };
-    match finished.outcome {
-        Outcome::Complete => Ok(0),
-        Outcome::StoppedOnFailure { why, slot, .. } => {
-            let kept = start::kept_output(report, slot, journal);
-            eprint!("{}", view::stopped(&why, kept.as_deref(), args.show_output));
-            resume_hint();
-            Ok(1)
-        }
-        Outcome::Interrupted => {
-            let sig = finished.signal.unwrap_or_else(interrupt::signal);
-            eprint!("{}", view::INTERRUPTED);
-            resume_hint();
+    let end = start::end(finished.outcome, finished.signal, report, journal);
+    let command = resume_command(args, journal);
+    eprint!(
+        "{}",
+        view::ended(&end, report, journal, &command, args.show_output)
+    );
+    match end {
+        End::Complete => Ok(0),
+        End::Stopped { .. } => Ok(1),
+        End::Interrupted { signal } => {
             interrupt::main_finished();
-            Ok(pinsight_lifecycle::exit::signal_code(sig))
+            Ok(pinsight_lifecycle::exit::signal_code(signal))
         }
-        Outcome::Error(e) => {
-            resume_hint();
-            Err(experiment_error(e))
-        }
+        End::Error(e) => Err(experiment_error(e)),
     }
 }
 

@@ -9,6 +9,7 @@
 //! is known to be writable.
 
 use crate::analysis::Report;
+use crate::experiment::{ExperimentError, Outcome};
 use crate::journal::Journal;
 use crate::ranks::RanksIdentity;
 use crate::ranks_run::{self, RanksError, StartError};
@@ -227,9 +228,45 @@ fn writable(path: &Path) -> Result<(), String> {
     pinsight_lifecycle::output::check(path).map_err(|e| e.reason())
 }
 
+/// How an experiment ended, for the front end to report.
+#[derive(Debug)]
+pub enum End {
+    Complete,
+    /// A run failed and failures are not ignored; `kept`: where its
+    /// output is kept, if it was.
+    Stopped {
+        why: String,
+        kept: Option<PathBuf>,
+    },
+    /// A signal stopped the runs (the machine is restored, the journal
+    /// intact).
+    Interrupted {
+        signal: i32,
+    },
+    /// The experiment could not go on.
+    Error(ExperimentError),
+}
+
+/// How the experiment whose journal is at `journal` ended: its `outcome`,
+/// the `signal` that interrupted it (else the one the handler caught)
+/// and its `report`.
+pub fn end(outcome: Outcome, signal: Option<i32>, report: &Report, journal: &Path) -> End {
+    match outcome {
+        Outcome::Complete => End::Complete,
+        Outcome::StoppedOnFailure { why, slot, .. } => End::Stopped {
+            why,
+            kept: kept_output(report, slot, journal),
+        },
+        Outcome::Interrupted => End::Interrupted {
+            signal: signal.unwrap_or_else(crate::interrupt::signal),
+        },
+        Outcome::Error(e) => End::Error(e),
+    }
+}
+
 /// Where the output of the latest run of `slot` is kept (beside the
 /// journal at `journal`), if it was kept.
-pub fn kept_output(report: &Report, slot: usize, journal: &Path) -> Option<PathBuf> {
+fn kept_output(report: &Report, slot: usize, journal: &Path) -> Option<PathBuf> {
     report
         .runs
         .iter()

@@ -8,6 +8,7 @@
 use crate::progress::Printer;
 use crate::term::wrap80;
 use pinsight_compare::session::{Finished, Session};
+use pinsight_compare::start::End;
 use pinsight_compare::{Gate, Report, RunLine};
 use std::fmt::Write;
 use std::path::Path;
@@ -74,9 +75,33 @@ pub fn finish_warnings(finished: &Finished) -> String {
     out
 }
 
+/// What the command line says of an experiment that did not complete:
+/// why it stopped (naming where the failed run's output is kept, unless
+/// it was `shown` already), then how far it got and the `command` that
+/// continues it. Nothing for a complete one; an error is the caller's
+/// to say, after this.
+pub fn ended(end: &End, report: &Report, journal: &Path, command: &str, shown: bool) -> String {
+    let mut out = match end {
+        End::Complete => return String::new(),
+        End::Stopped { why, kept } => stopped(why, kept.as_deref(), shown),
+        End::Interrupted { .. } => {
+            "pinsight: interrupted: runs stopped, governors restored, journal intact\n".into()
+        }
+        End::Error(_) => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "pinsight: {} of {} runs are in {}; continue with:\n  {command}",
+        report.runs_done,
+        report.runs_planned,
+        journal.display(),
+    );
+    out
+}
+
 /// Why the experiment stopped on a failed run, naming where its output
 /// is kept (`kept`) unless it was shown already.
-pub fn stopped(why: &str, kept: Option<&Path>, shown: bool) -> String {
+fn stopped(why: &str, kept: Option<&Path>, shown: bool) -> String {
     match kept {
         Some(p) if !shown => format!(
             "pinsight: error: stopped: {why} (its output: {})\n",
@@ -85,20 +110,6 @@ pub fn stopped(why: &str, kept: Option<&Path>, shown: bool) -> String {
         _ => format!("pinsight: error: stopped: {why}\n"),
     }
 }
-
-/// How far the experiment got and the `command` that continues it.
-pub fn resume_hint(report: &Report, journal: &Path, command: &str) -> String {
-    format!(
-        "pinsight: {} of {} runs are in {}; continue with:\n  {command}\n",
-        report.runs_done,
-        report.runs_planned,
-        journal.display(),
-    )
-}
-
-/// The line of an interrupted experiment.
-pub const INTERRUPTED: &str =
-    "pinsight: interrupted: runs stopped, governors restored, journal intact\n";
 
 /// Prints each run's kept output under a label naming arm and run, around
 /// the progress bar, when `show` (`--show-output`); on stderr, so a JSON
