@@ -114,12 +114,18 @@ impl PartialEq for FsRoot {
 impl FsRoot {
     /// The running machine (`/`).
     pub fn live() -> FsRoot {
+        FsRoot::rooted(PathBuf::from("/"), None)
+    }
+
+    /// A machine at `root` (live when that is `/`), with nothing read yet;
+    /// `unpacked` keeps an unpacked recording's directory while in use.
+    fn rooted(root: PathBuf, unpacked: Option<Arc<crate::archive::Unpacked>>) -> FsRoot {
         FsRoot {
-            root: PathBuf::from("/"),
-            live: true,
+            live: root == Path::new("/"),
+            root,
             recorder: None,
             dirs: Arc::default(),
-            unpacked: None,
+            unpacked,
             links: Arc::default(),
             fds: Arc::default(),
             anchors: Arc::default(),
@@ -135,28 +141,13 @@ impl FsRoot {
         let dir = dir.as_ref();
         if crate::archive::is_archive_file(dir) {
             let unpacked = crate::archive::unpack(dir)?;
-            return Ok(FsRoot {
-                root: unpacked.root().to_path_buf(),
-                live: unpacked.root() == Path::new("/"),
-                recorder: None,
-                dirs: Arc::default(),
-                unpacked: Some(Arc::new(unpacked)),
-                links: Arc::default(),
-                fds: Arc::default(),
-                anchors: Arc::default(),
-            });
+            return Ok(FsRoot::rooted(
+                unpacked.root().to_path_buf(),
+                Some(Arc::new(unpacked)),
+            ));
         }
         match std::fs::read_dir(dir) {
-            Ok(_) => Ok(FsRoot {
-                root: dir.to_path_buf(),
-                live: dir == Path::new("/"),
-                recorder: None,
-                dirs: Arc::default(),
-                unpacked: None,
-                links: Arc::default(),
-                fds: Arc::default(),
-                anchors: Arc::default(),
-            }),
+            Ok(_) => Ok(FsRoot::rooted(dir.to_path_buf(), None)),
             Err(source) => Err(FsRootError::NotADirectory {
                 dir: dir.to_path_buf(),
                 source,
@@ -439,27 +430,29 @@ impl FsRoot {
     /// Reads a cpulist file (`0-3,8`). `None` if absent; `Some(Err)` if
     /// garbage, naming the file.
     pub fn read_cpulist(&self, abs: impl AsRef<Path>) -> Option<Result<CpuSet, FsRootError>> {
-        let abs = abs.as_ref();
-        let text = self.read_opt(abs)?;
-        Some(
-            CpuSet::parse_list(&text).map_err(|source| FsRootError::BadCpuList {
-                path: abs.to_path_buf(),
-                source,
-            }),
-        )
+        self.read_set(abs.as_ref(), CpuSet::parse_list, |path, source| {
+            FsRootError::BadCpuList { path, source }
+        })
     }
 
     /// Reads a kernel hex-mask file (`ff,00000000`). `None` if absent;
     /// `Some(Err)` if garbage, naming the file.
     pub fn read_mask(&self, abs: impl AsRef<Path>) -> Option<Result<CpuSet, FsRootError>> {
-        let abs = abs.as_ref();
+        self.read_set(abs.as_ref(), CpuSet::parse_mask, |path, source| {
+            FsRootError::BadMask { path, source }
+        })
+    }
+
+    /// Reads a CPU set file with `parse`. `None` if absent; `Some(Err)`,
+    /// made by `bad` from the path and the parse error, if garbage.
+    fn read_set<E>(
+        &self,
+        abs: &Path,
+        parse: fn(&str) -> Result<CpuSet, E>,
+        bad: impl FnOnce(PathBuf, E) -> FsRootError,
+    ) -> Option<Result<CpuSet, FsRootError>> {
         let text = self.read_opt(abs)?;
-        Some(
-            CpuSet::parse_mask(&text).map_err(|source| FsRootError::BadMask {
-                path: abs.to_path_buf(),
-                source,
-            }),
-        )
+        Some(parse(&text).map_err(|source| bad(abs.to_path_buf(), source)))
     }
 
     /// Names of the entries of a directory, sorted; empty if absent.

@@ -182,12 +182,24 @@ pub fn kill_group(pgid: libc::pid_t, sig: libc::c_int) -> io::Result<bool> {
     // pgid > 1 is checked so we never signal "every process" (-1) or our
     // own group (0).
     if pgid <= 1 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("refusing to signal process group {pgid}"),
-        ));
+        return Err(refused(format!("process group {pgid}")));
     }
-    match nix::sys::signal::killpg(Pid::from_raw(pgid), signal(sig)?) {
+    delivered(nix::sys::signal::killpg(Pid::from_raw(pgid), signal(sig)?))
+}
+
+/// The error for a signal refused before it was sent, naming the
+/// `target`.
+fn refused(target: String) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("refusing to signal {target}"),
+    )
+}
+
+/// Whether a signal was sent: `Ok(false)` when its target does not exist
+/// (ESRCH).
+fn delivered(sent: nix::Result<()>) -> io::Result<bool> {
+    match sent {
         Ok(()) => Ok(true),
         Err(nix::errno::Errno::ESRCH) => Ok(false),
         Err(e) => Err(e.into()),
@@ -198,16 +210,9 @@ pub fn kill_group(pgid: libc::pid_t, sig: libc::c_int) -> io::Result<bool> {
 /// process.
 pub fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<bool> {
     if pid <= 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("refusing to signal pid {pid}"),
-        ));
+        return Err(refused(format!("pid {pid}")));
     }
-    match nix::sys::signal::kill(Pid::from_raw(pid), signal(sig)?) {
-        Ok(()) => Ok(true),
-        Err(nix::errno::Errno::ESRCH) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
+    delivered(nix::sys::signal::kill(Pid::from_raw(pid), signal(sig)?))
 }
 
 /// `sig` as nix's type; 0 is "no signal" (existence check).
