@@ -6,7 +6,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_latency::measure::{self, list_or_none, MeasureConfig, Measurement, Method};
 use pinsight_latency::report::{self as report, FromFileError, JsonReport, Origin};
 use pinsight_latency::request::{setup, Request, SetupError};
-use pinsight_latency_model::{domains, LatencyMatrix};
+use pinsight_latency_model::{domains, DomainTree, LatencyMatrix};
 use pinsight_lifecycle::output::OutputError;
 use pinsight_render::latency::{self as render, ChartOptions, KindBand};
 use pinsight_render::term::wrap80;
@@ -162,39 +162,57 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     };
     let tree = domains(&matrix);
+    export(&args, &matrix, &origin, bands)?;
+    show(&args, g, &matrix, &origin, &tree)
+}
 
+/// Writes `--export-csv`, `--export-svg` and `--export-png`.
+fn export(
+    args: &Args,
+    matrix: &LatencyMatrix,
+    origin: &Origin,
+    bands: Vec<KindBand>,
+) -> Result<(), CliError> {
     if let Some(path) = &args.csv {
         let text = format!(
             "{}\n{}",
-            report::csv_comment(&matrix, &origin),
+            report::csv_comment(matrix, origin),
             matrix.to_csv()
         );
         write_file(path, text.as_bytes())?;
     }
     if args.svg.is_some() || args.png.is_some() {
         let opts = ChartOptions {
-            title: report::chart_title(&matrix, &origin),
+            title: report::chart_title(matrix, origin),
             kinds: bands,
         };
         if let Some(path) = &args.svg {
-            render::write_svg(&matrix, &opts, path)
-                .map_err(|e| CliError::runtime(e.to_string()))?;
+            render::write_svg(matrix, &opts, path).map_err(|e| CliError::runtime(e.to_string()))?;
         }
         if let Some(path) = &args.png {
-            render::write_png(&matrix, &opts, path)
-                .map_err(|e| CliError::runtime(e.to_string()))?;
+            render::write_png(matrix, &opts, path).map_err(|e| CliError::runtime(e.to_string()))?;
         }
     }
+    Ok(())
+}
 
+/// The result on stdout: the JSON (`--json`) or the view.
+fn show(
+    args: &Args,
+    g: &Globals,
+    matrix: &LatencyMatrix,
+    origin: &Origin,
+    tree: &DomainTree,
+) -> CmdResult {
     if g.json {
-        g.print_json(&JsonReport::new(&matrix, &origin, &tree))?;
+        g.print_json(&JsonReport::new(matrix, origin, tree))?;
     } else {
         let written: Vec<&Path> = [&args.csv, &args.svg, &args.png]
             .into_iter()
             .filter_map(|p| p.as_deref())
             .collect();
         let style = render::report::stdout_style();
-        let text = render::report::human(&matrix, &origin, &tree, &written, &style);
+        let text = render::report::human(matrix, origin, tree, &written, &style);
         // The heatmap's colours are its own; the text around it is escaped.
         crate::out::stdout_terminal(format_args!("{text}"));
     }

@@ -88,21 +88,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         "use `pinsight topo` to inspect a recorded machine",
     )?;
     let topo = g.topology()?;
-    if args.kernels.is_empty() {
-        return Err(CliError::usage(
-            "--kernels: give at least one of int, fp, mem",
-        ));
-    }
-    if args.budget_per_cpu.is_zero() {
-        return Err(CliError::usage(
-            "--budget-per-cpu 0: give a positive duration, e.g. 200ms or 1s",
-        ));
-    }
-    if args.mem_mib == Some(0) {
-        return Err(CliError::usage(
-            "--mem-mib 0: give a buffer size of at least 1 MiB",
-        ));
-    }
+    check_values(&args)?;
     let cpus = select_cpus(&topo, args.cpus.as_deref(), args.per_kind)
         .map_err(|e| CliError::usage(select_message(&e)))?;
     let mem_bytes = match args.mem_mib {
@@ -124,7 +110,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             pinsight_render::term::wrap80(&format!("pinsight: {}", vm.note()))
         );
     }
-    let report = measure_report(&topo, cpus, args.kernels, args.budget_per_cpu, mem_bytes, g)?;
+    let kernels = args.kernels.clone();
+    let report = measure_report(&topo, cpus, kernels, args.budget_per_cpu, mem_bytes, g)?;
     if let Some(note) = report.disturbance.as_ref().and_then(|d| d.note()) {
         if !g.quiet {
             eprintln!(
@@ -134,23 +121,59 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
     if let Some(path) = &args.weights {
-        let text =
-            serde_json::to_string_pretty(&weights_file(&report.cpus)).expect("weights serialise");
-        pinsight_lifecycle::output::write(path, (text + "\n").as_bytes())
-            .map_err(|e| CliError::runtime(format!("--export-weights: {e}")))?;
-        let missing = unweighted(&report.cpus);
-        if !missing.is_empty() && !g.quiet {
-            let list: CpuSet = missing.into_iter().collect();
-            eprintln!(
-                "pinsight: warning: CPU(s) {list} have no valid measurement and are left out of {}",
-                path.display()
-            );
-        }
+        write_weights(path, &report, g)?;
     }
+    show(&args, g, &topo, &report)
+}
+
+/// Values clap's parsers let through that measure nothing.
+fn check_values(args: &Args) -> Result<(), CliError> {
+    if args.kernels.is_empty() {
+        return Err(CliError::usage(
+            "--kernels: give at least one of int, fp, mem",
+        ));
+    }
+    if args.budget_per_cpu.is_zero() {
+        return Err(CliError::usage(
+            "--budget-per-cpu 0: give a positive duration, e.g. 200ms or 1s",
+        ));
+    }
+    if args.mem_mib == Some(0) {
+        return Err(CliError::usage(
+            "--mem-mib 0: give a buffer size of at least 1 MiB",
+        ));
+    }
+    Ok(())
+}
+
+/// `--export-weights FILE`: the per-CPU weights, and a warning naming the
+/// CPUs left out.
+fn write_weights(
+    path: &std::path::Path,
+    report: &SpeedReport,
+    g: &Globals,
+) -> Result<(), CliError> {
+    let text =
+        serde_json::to_string_pretty(&weights_file(&report.cpus)).expect("weights serialise");
+    pinsight_lifecycle::output::write(path, (text + "\n").as_bytes())
+        .map_err(|e| CliError::runtime(format!("--export-weights: {e}")))?;
+    let missing = unweighted(&report.cpus);
+    if !missing.is_empty() && !g.quiet {
+        let list: CpuSet = missing.into_iter().collect();
+        eprintln!(
+            "pinsight: warning: CPU(s) {list} have no valid measurement and are left out of {}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// The report on stdout: the JSON (`--json`) or the table.
+fn show(args: &Args, g: &Globals, topo: &Topology, report: &SpeedReport) -> CmdResult {
     if g.json {
-        g.print_json(&report)?;
+        g.print_json(report)?;
     } else {
-        print!("{}", pinsight_render::speed::render(&topo, &report));
+        print!("{}", pinsight_render::speed::render(topo, report));
         if let Some(path) = &args.weights {
             println!(
                 "Weights written to {} (use: pinsight plan balance --weights {})",
