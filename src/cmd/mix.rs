@@ -138,12 +138,24 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         Ok(r) => r,
         Err(e) => return mix_error(e, &journal_path),
     };
+    show(&args, g, &spec, &result, &journal_path)
+}
+
+/// The result: the exports, then JSON or the tables on stdout, then the
+/// notes of disturbed measurements on stderr.
+fn show(
+    args: &Args,
+    g: &Globals,
+    spec: &mix::MixSpec,
+    result: &mix::MixResult,
+    journal_path: &std::path::Path,
+) -> CmdResult {
     let want_json = g.json || !args.export.files().is_empty();
     if want_json {
-        let verdict = pinsight_render::mix::mix_verdict(&result);
-        let json = mix::document::document(&spec, &result, &journal_path, verdict);
+        let verdict = pinsight_render::mix::mix_verdict(result);
+        let json = mix::document::document(spec, result, journal_path, verdict);
         args.export.write(&pinsight_render::mix::Export {
-            result: &result,
+            result,
             repeat: spec.repeat,
             json: &json,
         })?;
@@ -152,7 +164,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     }
     if !g.json {
-        print!("{}", pinsight_render::mix::mix(&result, spec.repeat));
+        print!("{}", pinsight_render::mix::mix(result, spec.repeat));
     }
     if !g.quiet {
         for n in &result.notes {

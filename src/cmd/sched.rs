@@ -92,17 +92,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     })?;
     let given = pinsight_sched::mix::given_sf(&args.sf).map_err(crate::errors::mix_open_error)?;
     // The parser took --pids or CMD, not both.
-    let mut pids = Vec::new();
-    for p in &args.pids {
-        match p.trim().parse::<i32>() {
-            Ok(n) if n > 0 => pids.push(n),
-            _ => {
-                return Err(CliError::usage(format!(
-                    "--pids: '{p}' is not a process id (a positive number)"
-                )))
-            }
-        }
-    }
+    let pids = pids(&args.pids)?;
     if g.fsroot.is_some() || g.hwloc_xml.is_some() {
         // The refusal, worded once.
         g.live_capacity("sched")?;
@@ -145,6 +135,22 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     })?;
     print_report(g, &outcome, pids.is_empty())?;
     Ok(outcome.exit_code)
+}
+
+/// `--pids` as process ids (positive numbers).
+fn pids(given: &[String]) -> Result<Vec<i32>, CliError> {
+    let mut pids = Vec::new();
+    for p in given {
+        match p.trim().parse::<i32>() {
+            Ok(n) if n > 0 => pids.push(n),
+            _ => {
+                return Err(CliError::usage(format!(
+                    "--pids: '{p}' is not a process id (a positive number)"
+                )))
+            }
+        }
+    }
+    Ok(pids)
 }
 
 /// The warnings, then the report (JSON, or the table: on stderr when a

@@ -85,17 +85,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             args.repeat
         )));
     }
-    let mut policies = Vec::new();
-    for name in args.policies.split(',').map(str::trim) {
-        let p = Policy::by_name(name, period).ok_or_else(|| {
-            CliError::usage(format!(
-                "--policies: '{name}' is not a policy (allowed: os, aarr, to, acfs)"
-            ))
-        })?;
-        if !policies.contains(&p) {
-            policies.push(p);
-        }
-    }
+    let policies = policies(&args.policies, period)?;
     let text = crate::errors::read_input("--programs", &args.programs, MAX_PROGRAMS_BYTES)?;
     let programs = parse_programs(&text)
         .map_err(|e| CliError::usage(format!("--programs {}: {e}", args.programs.display())))?;
@@ -136,6 +126,22 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         print!("{}", pinsight_render::sched::render(&cfg, &results));
     }
     Ok(0)
+}
+
+/// `--policies` as policies, each once, in the order given.
+fn policies(list: &str, period: f64) -> Result<Vec<Policy>, CliError> {
+    let mut policies = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let p = Policy::by_name(name, period).ok_or_else(|| {
+            CliError::usage(format!(
+                "--policies: '{name}' is not a policy (allowed: os, aarr, to, acfs)"
+            ))
+        })?;
+        if !policies.contains(&p) {
+            policies.push(p);
+        }
+    }
+    Ok(policies)
 }
 
 /// The machine from the topology: the fastest kind's CPUs big, the
@@ -187,30 +193,42 @@ fn machine_from_topology(g: &Globals) -> Result<Machine, CliError> {
         ));
     }
     if !g.quiet {
-        let others: Vec<String> = topo.kinds[..topo.kinds.len() - 1]
-            .iter()
-            .rev()
-            .map(|k| format!("{} ({})", k.name, k.cpus))
-            .collect();
-        let note = if topo.kinds.len() > 2 {
-            format!(
-                "pinsight: note: {} kinds: {} ({}, {big} {unit}) simulated as big, {} \
-                 all as small ({small} {unit})",
-                topo.kinds.len(),
-                fast.name,
-                fast.cpus,
-                others.join(", ")
-            )
-        } else {
-            format!(
-                "pinsight: note: machine from the topology: {} ({}, {big} {unit}) big, \
-                 {} small ({small} {unit})",
-                fast.name,
-                fast.cpus,
-                others.join(", ")
-            )
-        };
-        eprintln!("{}", pinsight_render::term::wrap80(&note));
+        eprintln!(
+            "{}",
+            pinsight_render::term::wrap80(&topology_note(&topo, fast, (big, small), unit))
+        );
     }
     Ok(Machine { big, small })
+}
+
+/// The note that says which kinds are simulated as big and as small.
+fn topology_note(
+    topo: &pinsight_model::Topology,
+    fast: &pinsight_model::Kind,
+    (big, small): (usize, usize),
+    unit: &str,
+) -> String {
+    let others: Vec<String> = topo.kinds[..topo.kinds.len() - 1]
+        .iter()
+        .rev()
+        .map(|k| format!("{} ({})", k.name, k.cpus))
+        .collect();
+    if topo.kinds.len() > 2 {
+        format!(
+            "pinsight: note: {} kinds: {} ({}, {big} {unit}) simulated as big, {} \
+             all as small ({small} {unit})",
+            topo.kinds.len(),
+            fast.name,
+            fast.cpus,
+            others.join(", ")
+        )
+    } else {
+        format!(
+            "pinsight: note: machine from the topology: {} ({}, {big} {unit}) big, \
+             {} small ({small} {unit})",
+            fast.name,
+            fast.cpus,
+            others.join(", ")
+        )
+    }
 }
