@@ -6,9 +6,9 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{build, one_kind, pu};
 use criterion::{criterion_group, criterion_main, Criterion};
 use pinsight_plan::{plan, Request};
+use pinsight_testkit::topology::{build, one_kind, Pu};
 use std::time::{Duration, Instant};
 
 /// 4 packages x 2 NUMA nodes x 16 cores x 2 threads, an L3 per node,
@@ -21,7 +21,7 @@ fn big_machine() -> pinsight_model::Topology {
                 let core = (p * 2 + n) * 16 + c;
                 for t in 0..2 {
                     let node = p * 2 + n;
-                    pus.push(pu(core + 128 * t, p, node as u32, node, core, core, 0));
+                    pus.push(Pu::new(core + 128 * t, p, node as u32, node, core, core, 0));
                 }
             }
         }
@@ -33,7 +33,7 @@ const BUDGET: Duration = Duration::from_millis(1);
 
 fn bench(c: &mut Criterion) {
     let big = big_machine();
-    let hybrid = common::i7_1370p();
+    let hybrid = pinsight_testkit::topology::i7_1370p();
     let cases: Vec<(&str, &pinsight_model::Topology, Request)> = vec![
         (
             "compact/256",

@@ -4,6 +4,7 @@ use crate::common;
 
 use common::*;
 use pinsight_plan::{plan, LatencyProblem, PlanError, Policy, Request, Weights, WeightsError};
+use pinsight_testkit::topology::*;
 
 fn req(policy: &str, threads: Option<usize>) -> Request {
     Request {
@@ -420,7 +421,7 @@ fn latency_policies_need_a_matrix_and_k() {
 
 #[test]
 fn a_latency_matrix_not_covering_the_plan_is_refused_unless_partial() {
-    let t = common::i7_1370p();
+    let t = i7_1370p();
     // Another machine's matrix: CPUs 0-23 on the 20-CPU laptop.
     let mut other = pinsight_latency_model::LatencyMatrix::new((0..24).collect());
     for a in 0..24 {

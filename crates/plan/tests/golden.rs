@@ -7,6 +7,7 @@ use crate::common;
 
 use common::*;
 use pinsight_plan::{plan, render, Format, Request, Weights};
+use pinsight_testkit::topology::*;
 
 #[test]
 fn hybrid_i7_1370p() {

@@ -15,6 +15,7 @@ use pinsight_plan::{
     plan, render, Format, FormatError, MemError, MemMode, MemPolicy, PlanError, Request,
 };
 use pinsight_sys::FsRoot;
+use pinsight_testkit::topology::*;
 use pinsight_topology::discover;
 use proptest::prelude::*;
 

@@ -6,6 +6,7 @@ use crate::common;
 use common::*;
 use pinsight_cpuset::CpuSet;
 use pinsight_plan::{plan, render, Format, FormatError, PlanError, Policy, Request};
+use pinsight_testkit::topology::*;
 use proptest::prelude::*;
 
 const BASES: &[&str] = &[

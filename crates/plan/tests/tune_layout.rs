@@ -1,13 +1,12 @@
 //! `pinsight tune`'s layout (P/E cores, SMT width, the CPUs of a
 //! configuration) on recorded machines and hand-built ones.
 
-use crate::common;
 
-use common::*;
 use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
 use pinsight_plan::{tune::TuneLayout, tune::TuneLayoutError};
 use pinsight_sys::FsRoot;
+use pinsight_testkit::topology::*;
 use pinsight_topology::discover;
 use pinsight_tune_model::Config;
 

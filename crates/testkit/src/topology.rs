@@ -79,6 +79,11 @@ impl KindDesc {
     }
 }
 
+/// A single kind of core, named Core (mark C), nothing else known of it.
+pub fn one_kind() -> Vec<KindDesc> {
+    vec![KindDesc::named("Core", "C")]
+}
+
 /// The online PUs grouped by `key`, groups ordered by first CPU.
 fn groups(pus: &[Pu], key: impl Fn(&Pu) -> usize) -> Vec<(usize, CpuSet)> {
     let mut out: Vec<(usize, CpuSet)> = Vec::new();
