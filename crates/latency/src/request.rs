@@ -68,3 +68,44 @@ pub fn setup(request: &Request, fs: &FsRoot) -> Result<(MeasureConfig, Runs), Se
     };
     Ok((config, runs))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(cpus: Option<CpuSet>, vm: bool, runs_given: bool) -> Request {
+        Request {
+            cpus,
+            method: Method::default(),
+            parallel: true,
+            target_rel_ci: 0.01,
+            max_time_per_pair: Duration::from_millis(5),
+            budget: Some(Duration::from_secs(6)),
+            runs: 1,
+            runs_given,
+            virtual_machine: vm,
+        }
+    }
+
+    #[test]
+    fn a_request_sets_up_its_cpus_and_runs_or_says_who_is_at_fault() {
+        let fs = FsRoot::live();
+        let far = CpuSet::parse_list("0,100000").unwrap();
+        match setup(&request(Some(far.clone()), false, false), &fs) {
+            Err(SetupError::Cpus(e)) => assert_eq!(e.requested(), Some(&far)),
+            other => panic!("{other:?}"),
+        }
+        let (online, allowed) = usable_cpus(&fs).unwrap();
+        if choose_cpus(None, &online, &allowed).is_err() {
+            return;
+        }
+        let (config, runs) = setup(&request(None, true, false), &fs).unwrap();
+        assert_eq!(
+            (config.repeats, runs.spacing),
+            (3, Some(Duration::from_secs(2)))
+        );
+        assert!(config.virtual_machine && config.cpus.len() >= 2);
+        let (config, runs) = setup(&request(None, true, true), &fs).unwrap();
+        assert_eq!((config.repeats, runs.spacing), (1, None));
+    }
+}
