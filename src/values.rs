@@ -287,66 +287,40 @@ pub fn one_policy(text: &str) -> Result<String, String> {
 }
 
 /// A machine as `--machine` declares it, one grammar for `tune`, `model`
-/// and `simulate`: terms joined by `+`, each `<count><kind>` (a kind
-/// name: `P`, `E`, `L`, `big`, `little`, ...), fastest kind first, and
-/// optionally `smt` or `smtN` (N SMT siblings per core of the fastest
-/// kind, i.e. (N+1)-way SMT). Examples: `6P+8E`, `6P+8E+smt`, `8P+smt2`,
-/// `4big+4little`, `6P+8E+2L`.
+/// and `simulate` ([`MachineSpec`](pinsight_model::machine_spec::MachineSpec)):
+/// terms joined by `+`, each `<count><kind>` (a kind name: `P`, `E`, `L`,
+/// `big`, `little`, ...), fastest kind first, and optionally `smt` or
+/// `smtN` (N SMT siblings per core of the fastest kind, i.e. (N+1)-way
+/// SMT). Examples: `6P+8E`, `6P+8E+smt`, `8P+smt2`, `4big+4little`,
+/// `6P+8E+2L`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MachineSpec {
-    /// The kinds, fastest first: (cores, name).
-    pub kinds: Vec<(u32, String)>,
-    /// SMT siblings per core of the fastest kind (0: none).
-    pub smt: u32,
+    /// The spec, typed.
+    pub spec: pinsight_model::machine_spec::MachineSpec,
     /// The text as given (for messages).
     pub text: String,
 }
 
 /// `--machine`: see [`MachineSpec`].
 pub fn machine(text: &str) -> Result<MachineSpec, String> {
+    use pinsight_model::machine_spec::{MachineSpec as Spec, MachineSpecError as E};
     let shown = crate::errors::shown(text);
-    let mut kinds: Vec<(u32, String)> = Vec::new();
-    let mut smt = None;
-    for term in text.trim().split('+').map(str::trim) {
-        if let Some(rest) = term.to_ascii_lowercase().strip_prefix("smt") {
-            let n = if rest.is_empty() {
-                1
-            } else {
-                rest.parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=7).contains(n))
-                    .ok_or_else(|| format!("'{shown}': smt takes 1 to 7 siblings per core"))?
-            };
-            if smt.replace(n).is_some() {
-                return Err(format!("'{shown}': smt is given twice"));
-            }
-            continue;
-        }
-        let digits = term.bytes().take_while(u8::is_ascii_digit).count();
-        let (n, name) = term.split_at(digits);
-        let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic())
-            && name.len() <= 32
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        let n = n.parse::<u32>().ok().filter(|_| digits <= 6 && name_ok);
-        let n = n.ok_or_else(|| {
-            format!(
-                "'{}' is not <count><kind> or smt[N] (allowed: e.g. 6P+8E, 6P+8E+smt, 4big+4little)",
-                crate::errors::shown(term)
-            )
-        })?;
-        if kinds.iter().any(|(_, k)| k.eq_ignore_ascii_case(name)) {
-            return Err(format!("'{shown}': kind {name} is given twice"));
-        }
-        kinds.push((n, name.to_owned()));
-    }
-    if kinds.is_empty() {
-        return Err(format!("'{shown}': no <count><kind> term (e.g. 6P+8E)"));
-    }
+    let bad_term = |term: &str| {
+        format!(
+            "'{}' is not <count><kind> or smt[N] (allowed: e.g. 6P+8E, 6P+8E+smt, 4big+4little)",
+            crate::errors::shown(term)
+        )
+    };
+    let spec = Spec::parse(text).map_err(|e| match e {
+        E::Empty => bad_term(text.trim()),
+        E::BadTerm(term) => bad_term(&term),
+        E::BadSmt(_) => format!("'{shown}': smt takes 1 to 7 siblings per core"),
+        E::SmtTwice => format!("'{shown}': smt is given twice"),
+        E::KindTwice(name) => format!("'{shown}': kind {name} is given twice"),
+        E::NoKind => format!("'{shown}': no <count><kind> term (e.g. 6P+8E)"),
+    })?;
     Ok(MachineSpec {
-        kinds,
-        smt: smt.unwrap_or(0),
+        spec,
         text: text.to_owned(),
     })
 }
@@ -376,7 +350,7 @@ impl MachineSpec {
     /// The machine `tune` and `model` fit on: the first kind is the P-cores,
     /// a second the E-cores (named `P` and `E` they may come in any order).
     pub fn for_tune(&self) -> Result<pinsight_tune_model::Machine, String> {
-        let (p, e) = match self.kinds.as_slice() {
+        let (p, e) = match self.spec.kinds.as_slice() {
             [(p, _)] => (*p, 0),
             [(a, an), (b, _)] if an.eq_ignore_ascii_case("e") => (*b, *a),
             [(a, _), (b, _)] => (*a, *b),
@@ -388,23 +362,22 @@ impl MachineSpec {
                 ))
             }
         };
-        let mut canonical = format!("{p}P+{e}E");
-        if self.smt > 0 {
-            canonical.push_str(&format!("+smt{}", self.smt));
-        }
-        canonical.parse().map_err(|e| format!("{e}"))
+        let named = pinsight_model::machine_spec::MachineSpec {
+            kinds: vec![(p, "P".to_owned()), (e, "E".to_owned())],
+            smt: self.spec.smt,
+        };
+        pinsight_tune_model::Machine::try_from(&named).map_err(|e| e.to_string())
     }
 
     /// The machine `simulate` runs: the first kind big, every other small.
     pub fn for_simulate(&self) -> Result<pinsight_sched_model::Machine, String> {
-        if self.smt > 0 {
+        if self.spec.smt > 0 {
             return Err(format!(
                 "'{}': the simulator runs one thread per core; drop +smt",
                 crate::errors::shown(&self.text)
             ));
         }
-        let terms: Vec<String> = self.kinds.iter().map(|(n, k)| format!("{n}{k}")).collect();
-        pinsight_sched_model::Machine::parse(&terms.join("+"))
+        pinsight_sched_model::Machine::try_from(&self.spec)
             .map_err(|e| format!("'{}': {e}", crate::errors::shown(&self.text)))
     }
 }
@@ -464,5 +437,52 @@ mod tests {
         assert!(s("8P").is_err());
         assert!(machine("P+E").is_err());
         assert!(machine("6P+6p").is_err());
+    }
+
+    /// The three consumers of `--machine` (the CLI, tune-model's
+    /// `Machine::from_str`, sched-model's `Machine::parse`) refuse exactly
+    /// the texts the one grammar refuses, agree with each other on what
+    /// they accept, and printed specs parse back: over every join of up to
+    /// three of these pieces.
+    #[test]
+    fn the_consumers_share_one_grammar() {
+        use pinsight_model::machine_spec::MachineSpec as Spec;
+        let pieces = [
+            "6P", "8E", "2L", "4big", "4little", "0P", "6p", " 8e ", "smt", "SMT2", "smt9", "P",
+            "", "1234567P", "4_x", "5000P",
+        ];
+        let mut texts = vec![String::new()];
+        for a in pieces {
+            texts.push(a.to_owned());
+            for b in pieces {
+                texts.push(format!("{a}+{b}"));
+                for c in pieces {
+                    texts.push(format!("{a}+{b}+{c}"));
+                }
+            }
+        }
+        let mut accepted = [0usize; 3];
+        for text in &texts {
+            let grammar = Spec::parse(text);
+            let cli = machine(text);
+            let tune = text.parse::<pinsight_tune_model::Machine>();
+            let sched = pinsight_sched_model::Machine::parse(text);
+            assert_eq!(cli.is_ok(), grammar.is_ok(), "{text:?}");
+            if let Ok(g) = &grammar {
+                assert_eq!(Spec::parse(&g.to_string()).as_ref(), Ok(g), "{text:?}");
+            } else {
+                assert!(tune.is_err() && sched.is_err(), "{text:?}");
+            }
+            if let Ok(m) = &tune {
+                let via_cli = cli.as_ref().unwrap().for_tune();
+                assert_eq!(via_cli.as_ref(), Ok(m), "{text:?}");
+                accepted[0] += 1;
+            }
+            let via_cli = cli.as_ref().ok().and_then(|m| m.for_simulate().ok());
+            assert_eq!(sched.as_ref().ok(), via_cli.as_ref(), "{text:?}");
+            accepted[1] += usize::from(sched.is_ok());
+            accepted[2] += usize::from(grammar.is_ok());
+        }
+        assert!(accepted.iter().all(|&n| n > 20), "{accepted:?}");
     }
 }

@@ -86,11 +86,23 @@ const EDGES: &[(&str, &[Edge])] = &[
     // ---- pure ----
     ("pinsight-cpuset", &[]),
     ("pinsight-stats", &[]),
-    ("pinsight-tune-model", &[]),
-    ("pinsight-sched-model", &[]),
     (
         "pinsight-model",
         &[("pinsight-cpuset", "a topology's objects are CPU sets")],
+    ),
+    (
+        "pinsight-tune-model",
+        &[(
+            "pinsight-model",
+            "--machine's one grammar (machine_spec::MachineSpec)",
+        )],
+    ),
+    (
+        "pinsight-sched-model",
+        &[(
+            "pinsight-model",
+            "--machine's one grammar (machine_spec::MachineSpec)",
+        )],
     ),
     (
         "pinsight-latency-model",

@@ -4,6 +4,7 @@
 //!
 //! Every error is one line naming the offending part and what is allowed.
 
+use pinsight_model::machine_spec::{MachineSpec, MachineSpecError};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -48,54 +49,58 @@ pub enum MachineError {
     /// Too many cores.
     #[error("{0} cores: at most {MAX_CORES}")]
     TooMany(usize),
+    /// SMT declared: the simulator runs one thread per core.
+    #[error("the simulator runs one thread per core (drop +smt)")]
+    Smt,
+    /// Text the machine grammar refuses otherwise (see [`MachineSpec`]).
+    #[error("{0} (expected e.g. 8P+8E or 4big+4little)")]
+    Spec(MachineSpecError),
 }
 
 impl Machine {
     /// Parses `8P+8E` (also `4big+4little`, `6P+8E+2L`): terms
     /// `<count><name>` joined by `+`, fastest kind first; the first term's
-    /// cores are big, all others small.
+    /// cores are big, all others small. The grammar is [`MachineSpec`]'s.
     pub fn parse(text: &str) -> Result<Machine, MachineError> {
-        // Hand-written: a two-token grammar no crate parses.
-        let t = text.trim();
-        if t.is_empty() {
-            return Err(MachineError::Empty);
+        let spec = MachineSpec::parse(text).map_err(|e| match e {
+            MachineSpecError::Empty => MachineError::Empty,
+            MachineSpecError::BadTerm(t) => {
+                MachineError::BadTerm(t.chars().take(40).flat_map(char::escape_debug).collect())
+            }
+            MachineSpecError::KindTwice(k) => MachineError::Duplicate(k),
+            other => MachineError::Spec(other),
+        })?;
+        Machine::try_from(&spec)
+    }
+}
+
+impl TryFrom<&MachineSpec> for Machine {
+    type Error = MachineError;
+    /// The first kind's cores are big, every other kind's small: at least
+    /// two kinds, each with a core, at most [`MAX_CORES`] in all, no SMT.
+    fn try_from(spec: &MachineSpec) -> Result<Machine, MachineError> {
+        if spec.smt > 0 {
+            return Err(MachineError::Smt);
         }
-        let mut counts = Vec::new();
-        let mut names: Vec<String> = Vec::new();
-        for term in t.split('+') {
-            let term = term.trim();
-            let digits = term.bytes().take_while(u8::is_ascii_digit).count();
-            let (n, name) = term.split_at(digits);
-            let name_ok = !name.is_empty()
-                && name.len() <= 32
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-            if digits == 0 || digits > 6 || !name_ok {
-                return Err(MachineError::BadTerm(term.chars().take(40).collect()));
-            }
-            let n: usize = n
-                .parse()
-                .map_err(|_| MachineError::BadTerm(term.to_string()))?;
-            if n == 0 {
-                return Err(MachineError::ZeroCores(term.to_string()));
-            }
-            if names.iter().any(|x| x.eq_ignore_ascii_case(name)) {
-                return Err(MachineError::Duplicate(name.to_string()));
-            }
-            names.push(name.to_string());
-            counts.push(n);
+        if let Some((n, k)) = spec.kinds.iter().find(|(n, _)| *n == 0) {
+            return Err(MachineError::ZeroCores(format!("{n}{k}")));
         }
-        if counts.len() < 2 {
+        let [(big, _), rest @ ..] = spec.kinds.as_slice() else {
+            return Err(MachineError::OneKind);
+        };
+        if rest.is_empty() {
             return Err(MachineError::OneKind);
         }
-        let total: usize = counts.iter().sum();
-        if total > MAX_CORES {
-            return Err(MachineError::TooMany(total));
+        let total = spec.cores();
+        if total > MAX_CORES as u64 {
+            return Err(MachineError::TooMany(
+                usize::try_from(total).unwrap_or(usize::MAX),
+            ));
         }
+        let big = *big as usize;
         Ok(Machine {
-            big: counts[0],
-            small: total - counts[0],
+            big,
+            small: total as usize - big,
         })
     }
 }

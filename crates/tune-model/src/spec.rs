@@ -6,6 +6,7 @@
 
 use crate::runs::shown;
 use crate::{Config, Machine, ModelKind, Theta};
+use pinsight_model::machine_spec::MachineSpec;
 
 /// Why a spec was refused. One line, naming the spec and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,45 +110,47 @@ impl std::str::FromStr for Machine {
     /// `NP[+ME][+smt[N]]`: N P-cores (all cores on a machine of one kind),
     /// M E-cores, and `smt` for one SMT sibling per P-core (`smtN`: N
     /// siblings, i.e. (N+1)-way SMT). E-cores have no SMT in a spec.
-    /// Case-insensitive; at least one P-core.
+    /// Case-insensitive; at least one P-core. The grammar is
+    /// [`MachineSpec`]'s; the kinds must be named P and E.
     fn from_str(s: &str) -> Result<Machine, SpecError> {
-        let err = |why: String| SpecError::Machine {
+        let spec = MachineSpec::parse(s).map_err(|e| SpecError::Machine {
             spec: shown(s),
+            why: e.to_string(),
+        })?;
+        Machine::try_from(&spec).map_err(|e| match e {
+            SpecError::Machine { why, .. } => SpecError::Machine {
+                spec: shown(s),
+                why,
+            },
+            other => other,
+        })
+    }
+}
+
+impl TryFrom<&MachineSpec> for Machine {
+    type Error = SpecError;
+    /// The machine of a spec whose kinds are named P and E (any order,
+    /// case-insensitive): at least one P-core, at most 4096 of a kind;
+    /// the spec's SMT is the P-cores'.
+    fn try_from(spec: &MachineSpec) -> Result<Machine, SpecError> {
+        let err = |why: String| SpecError::Machine {
+            spec: shown(&spec.to_string()),
             why,
         };
-        let (mut p, mut e, mut smt) = (None, None, None);
-        for term in s.trim().split('+') {
-            let term = term.trim();
-            let lower = term.to_ascii_lowercase();
-            if let Some(rest) = lower.strip_prefix("smt") {
-                let n = if rest.is_empty() {
-                    1
-                } else {
-                    rest.parse::<u32>()
-                        .ok()
-                        .filter(|n| (1..=7).contains(n))
-                        .ok_or_else(|| {
-                            err(format!(
-                                "'{}': smt takes 1 to 7 siblings per core",
-                                shown(term)
-                            ))
-                        })?
-                };
-                if smt.replace(n).is_some() {
-                    return Err(err("smt is given twice".to_owned()));
-                }
-                continue;
-            }
-            let (n, unit) = count_and_unit(term)
-                .ok_or_else(|| err(format!("'{}' is not NP, ME or smt[N]", shown(term))))?;
-            let slot = match unit.to_ascii_lowercase().as_str() {
+        let (mut p, mut e) = (None, None);
+        for (n, name) in &spec.kinds {
+            let slot = match name.to_ascii_lowercase().as_str() {
                 "p" => &mut p,
                 "e" => &mut e,
-                _ => return Err(err(format!("'{}' is not NP, ME or smt[N]", shown(term)))),
+                _ => {
+                    return Err(err(format!(
+                        "'{}' is not NP, ME or smt[N]",
+                        shown(&format!("{n}{name}"))
+                    )))
+                }
             };
-            if slot.replace(n).is_some() {
-                return Err(err(format!("{} is given twice", unit.to_ascii_uppercase())));
-            }
+            // MachineSpec refuses a kind named twice.
+            *slot = Some(*n);
         }
         let p = p.ok_or_else(|| err("no P-core count (NP)".to_owned()))?;
         let e = e.unwrap_or(0);
@@ -160,7 +163,7 @@ impl std::str::FromStr for Machine {
         Ok(Machine {
             p_cores: p,
             e_cores: e,
-            smt_per_p_core: smt.unwrap_or(0),
+            smt_per_p_core: spec.smt,
             smt_per_e_core: 0,
         })
     }
