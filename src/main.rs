@@ -190,43 +190,7 @@ fn main() {
             std::env::remove_var(name);
         }
     }
-    // Help wraps at pinsight's one terminal width ($COLUMNS first), the
-    // epilogues' paragraphs filling it.
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(name) = typed_subcommand(&argv).filter(|n| Command::has_subcommand(n)) {
-        let _ = TYPED.set(name.to_string().leak());
-    }
-    let command =
-        <Cli as clap::CommandFactory>::command().term_width(pinsight_render::terminal_width());
-    let mut command = if vocabulary::typed(TYPED.get().copied(), &argv) {
-        vocabulary::with_old_spellings(command)
-    } else {
-        command
-    };
-    let matches = command
-        .try_get_matches_from_mut(argv)
-        .unwrap_or_else(|e| usage_exit(e));
-    refuse_global_conflicts(&mut command, &matches);
-    let mut cli =
-        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
-    if let Some((name, sub)) = matches.subcommand() {
-        vocabulary::notes(name, sub, cli.globals.quiet);
-        take_old_spellings(&mut cli.command.0, sub);
-    }
-    cli.globals.fsroot_from_env =
-        matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable);
-    if cli.globals.fsroot.is_some() && cli.globals.hwloc_xml.is_some() {
-        if matches.value_source("fsroot") == Some(clap::parser::ValueSource::EnvVariable) {
-            // An explicit --hwloc-xml beats the environment's default
-            // machine: a conflict of where a value came from, not of two
-            // flags, so clap cannot declare it.
-            cli.globals.fsroot = None;
-        } else {
-            conflict_exit(&mut command, "fsroot", "hwloc_xml");
-        }
-    }
-    cli.globals.kinds_from_env =
-        matches.value_source("kinds") == Some(clap::parser::ValueSource::EnvVariable);
+    let cli = parse();
     let g = &cli.globals;
     // A bad --kinds is refused before any work, whatever the command.
     let declared = match g.declared_kinds() {
@@ -258,6 +222,49 @@ fn main() {
     // remove it now, as `process::exit` runs no destructors.
     drop(cli.globals);
     std::process::exit(out::finish(code))
+}
+
+/// The command line, parsed (a usage error ends the process with 2): only
+/// the typed subcommand built, the old spellings moved into their new
+/// fields, and where `--fsroot` and `--kinds` came from recorded.
+fn parse() -> Cli {
+    // Help wraps at pinsight's one terminal width ($COLUMNS first), the
+    // epilogues' paragraphs filling it.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(name) = typed_subcommand(&argv).filter(|n| Command::has_subcommand(n)) {
+        let _ = TYPED.set(name.to_string().leak());
+    }
+    let command =
+        <Cli as clap::CommandFactory>::command().term_width(pinsight_render::terminal_width());
+    let mut command = if vocabulary::typed(TYPED.get().copied(), &argv) {
+        vocabulary::with_old_spellings(command)
+    } else {
+        command
+    };
+    let matches = command
+        .try_get_matches_from_mut(argv)
+        .unwrap_or_else(|e| usage_exit(e));
+    refuse_global_conflicts(&mut command, &matches);
+    let mut cli =
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
+    if let Some((name, sub)) = matches.subcommand() {
+        vocabulary::notes(name, sub, cli.globals.quiet);
+        take_old_spellings(&mut cli.command.0, sub);
+    }
+    let from_env = |id| matches.value_source(id) == Some(clap::parser::ValueSource::EnvVariable);
+    cli.globals.fsroot_from_env = from_env("fsroot");
+    if cli.globals.fsroot.is_some() && cli.globals.hwloc_xml.is_some() {
+        if from_env("fsroot") {
+            // An explicit --hwloc-xml beats the environment's default
+            // machine: a conflict of where a value came from, not of two
+            // flags, so clap cannot declare it.
+            cli.globals.fsroot = None;
+        } else {
+            conflict_exit(&mut command, "fsroot", "hwloc_xml");
+        }
+    }
+    cli.globals.kinds_from_env = from_env("kinds");
+    cli
 }
 
 /// Runs the command: each one parses, calls its library, renders.

@@ -113,66 +113,74 @@ pub fn with_old_spellings(mut cmd: Command) -> Command {
         if cmd.find_subcommand(row.command).is_none() {
             continue;
         }
-        let conflicting: Vec<clap::Id> = built
-            .find_subcommand(row.command)
-            .map(|sub| {
-                sub.get_arguments()
-                    .filter(|a| {
-                        sub.get_arg_conflicts_with(a)
-                            .iter()
-                            .any(|c| c.get_id() == row.id)
-                    })
-                    .map(|a| a.get_id().clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        cmd = cmd.mut_subcommand(row.command, |sub| {
-            let Some(new) = sub.get_arguments().find(|a| a.get_id() == row.id).cloned() else {
-                debug_assert!(false, "{}: no flag {}", row.command, row.id);
-                return sub;
-            };
-            let required = new.is_required_set();
-            let old = new
-                .id(row.hidden)
-                .long(row.old)
-                .short(None)
-                .hide(true)
-                .required(false)
-                .default_value(None)
-                .default_missing_value(None)
-                .help(None)
-                .long_help(None)
-                .conflicts_with(row.id);
-            // A group of the new flag (one of several inputs) takes either
-            // spelling.
-            let groups: Vec<clap::Id> = sub
-                .get_groups()
-                .filter(|g| g.get_args().any(|a| a == row.id))
-                .map(|g| g.get_id().clone())
-                .collect();
-            let mut sub = sub.arg(old);
-            for g in groups {
-                sub = sub.mut_group(g, |g| g.arg(row.hidden));
-            }
-            // A flag in conflict with the new spelling is in conflict with
-            // the old one too.
-            for id in &conflicting {
-                if sub.get_arguments().any(|a| a.get_id() == id) {
-                    sub = sub.mut_arg(id, |a| a.conflicts_with(row.hidden));
-                }
-            }
-            if required {
-                // Either spelling satisfies the requirement (the field is
-                // an Option that `main` fills from the old one).
-                sub.mut_arg(row.id, |a| {
-                    a.required(false).required_unless_present(row.hidden)
-                })
-            } else {
-                sub
-            }
-        });
+        let conflicting = conflicting_ids(&built, row);
+        cmd = cmd.mut_subcommand(row.command, |sub| with_old_spelling(sub, row, &conflicting));
     }
     cmd
+}
+
+/// The flags of `row`'s command in conflict with its new spelling.
+fn conflicting_ids(built: &Command, row: &Renamed) -> Vec<clap::Id> {
+    built
+        .find_subcommand(row.command)
+        .map(|sub| {
+            sub.get_arguments()
+                .filter(|a| {
+                    sub.get_arg_conflicts_with(a)
+                        .iter()
+                        .any(|c| c.get_id() == row.id)
+                })
+                .map(|a| a.get_id().clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `sub` with `row`'s old spelling: a hidden copy of the new flag, in its
+/// groups and conflicts, either spelling meeting its requirement.
+fn with_old_spelling(sub: Command, row: &Renamed, conflicting: &[clap::Id]) -> Command {
+    let Some(new) = sub.get_arguments().find(|a| a.get_id() == row.id).cloned() else {
+        debug_assert!(false, "{}: no flag {}", row.command, row.id);
+        return sub;
+    };
+    let required = new.is_required_set();
+    let old = new
+        .id(row.hidden)
+        .long(row.old)
+        .short(None)
+        .hide(true)
+        .required(false)
+        .default_value(None)
+        .default_missing_value(None)
+        .help(None)
+        .long_help(None)
+        .conflicts_with(row.id);
+    // A group of the new flag (one of several inputs) takes either
+    // spelling.
+    let groups: Vec<clap::Id> = sub
+        .get_groups()
+        .filter(|g| g.get_args().any(|a| a == row.id))
+        .map(|g| g.get_id().clone())
+        .collect();
+    let mut sub = sub.arg(old);
+    for g in groups {
+        sub = sub.mut_group(g, |g| g.arg(row.hidden));
+    }
+    // A flag in conflict with the new spelling is in conflict with
+    // the old one too.
+    for id in conflicting {
+        if sub.get_arguments().any(|a| a.get_id() == id) {
+            sub = sub.mut_arg(id, |a| a.conflicts_with(row.hidden));
+        }
+    }
+    if !required {
+        return sub;
+    }
+    // Either spelling satisfies the requirement (the field is an Option
+    // that `main` fills from the old one).
+    sub.mut_arg(row.id, |a| {
+        a.required(false).required_unless_present(row.hidden)
+    })
 }
 
 /// A missing-input item of clap's refusal (`<--pids <PID>|CMD|--pid <PID>>`,

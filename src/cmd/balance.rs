@@ -110,27 +110,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     )?;
     let fs = FsRoot::live();
     if let Some(path) = &args.restore {
-        // The file checked first (bad input is exit 2, lock or not), then
-        // one balance at a time.
-        let state = rebalance::state::load(path).map_err(balance_error)?;
-        let _one = crate::cli::one_at_a_time("balance")?;
-        let r = rebalance::state::restore_loaded(&fs, path, state);
-        if g.json {
-            g.print_json(&r)?;
-        } else if !g.quiet {
-            print!("{}", pinsight_render::balance::restore(&r));
-        }
-        let failed = r
-            .threads
-            .iter()
-            .filter(|t| t.outcome == rebalance::state::RestoreOutcome::Failed)
-            .count();
-        if failed > 0 {
-            return Err(CliError::runtime(format!(
-                "{failed} thread(s) could not be put back (see above)"
-            )));
-        }
-        return Ok(0);
+        return restore(&fs, path, g);
     }
     let req = request(&args)?;
     let topo = g.topology()?;
@@ -143,7 +123,43 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if args.watch {
         return watch(&args, g, &fs, &topo, &req);
     }
-    let prepared = rebalance::prepare(&fs, &topo, &req).map_err(balance_error)?;
+    once(&args, g, &fs, &topo, &req)
+}
+
+/// `--restore FILE`: the saved affinities put back.
+fn restore(fs: &FsRoot, path: &std::path::Path, g: &Globals) -> CmdResult {
+    // The file checked first (bad input is exit 2, lock or not), then
+    // one balance at a time.
+    let state = rebalance::state::load(path).map_err(balance_error)?;
+    let _one = crate::cli::one_at_a_time("balance")?;
+    let r = rebalance::state::restore_loaded(fs, path, state);
+    if g.json {
+        g.print_json(&r)?;
+    } else if !g.quiet {
+        print!("{}", pinsight_render::balance::restore(&r));
+    }
+    let failed = r
+        .threads
+        .iter()
+        .filter(|t| t.outcome == rebalance::state::RestoreOutcome::Failed)
+        .count();
+    if failed > 0 {
+        return Err(CliError::runtime(format!(
+            "{failed} thread(s) could not be put back (see above)"
+        )));
+    }
+    Ok(0)
+}
+
+/// One balance: select, show the selection, measure, move, measure again.
+fn once(
+    args: &Args,
+    g: &Globals,
+    fs: &FsRoot,
+    topo: &pinsight_model::Topology,
+    req: &rebalance::Request,
+) -> CmdResult {
+    let prepared = rebalance::prepare(fs, topo, req).map_err(balance_error)?;
     // One balance that moves threads at a time on a machine (two at once
     // would each report "moved", and the last writer would win); taken
     // once the input is known good, so bad input stays exit 2.
@@ -160,7 +176,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         );
     }
     let mut bar = crate::cli::progress(g);
-    let report = prepared.apply(&fs, &req, &mut bar).map_err(balance_error)?;
+    let report = prepared.apply(fs, req, &mut bar).map_err(balance_error)?;
     if g.json {
         g.print_json(&report)?;
     } else {

@@ -140,20 +140,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         refuse_irqbalance(&args, g, &view)?;
         return watch(&args, g, &fs);
     }
-    let (moves, kept) = match &args.restore {
-        Some(file) => {
-            let state = SavedState::load(file).map_err(irq_error)?;
-            // It moves interrupts: only a file nobody else could write.
-            pinsight_lifecycle::state_file::check_trusted(file).map_err(|why| {
-                CliError::usage(format!(
-                    "--restore: {}: not restored: {why}",
-                    crate::errors::shown_path(file)
-                ))
-            })?;
-            (state.moves(&view).map_err(irq_error)?, Vec::new())
-        }
-        None => plan(&args, g, &fs, &view)?,
-    };
+    let (moves, kept) = moves_of(&args, g, &fs, &view)?;
     refuse_irqbalance(&args, g, &view)?;
     // One irq that writes affinities at a time on a machine; taken once
     // the input is known good, so bad input stays exit 2.
@@ -162,6 +149,40 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     } else {
         crate::cli::one_at_a_time("irq")?
     };
+    let saved = save_and_apply(&args, &fs, &moves)?;
+    report(g, &args, &moves, &kept, saved.as_deref())
+}
+
+/// The moves a restore file or the rule (--off/--spread) asks for, and
+/// the per-CPU kernel threads the rule leaves behind.
+fn moves_of(
+    args: &Args,
+    g: &Globals,
+    fs: &pinsight_sys::FsRoot,
+    view: &IrqView,
+) -> Result<(Vec<Move>, Vec<PerCpuThread>), CliError> {
+    let Some(file) = &args.restore else {
+        return plan(args, g, fs, view);
+    };
+    let state = SavedState::load(file).map_err(irq_error)?;
+    // It moves interrupts: only a file nobody else could write.
+    pinsight_lifecycle::state_file::check_trusted(file).map_err(|why| {
+        CliError::usage(format!(
+            "--restore: {}: not restored: {why}",
+            crate::errors::shown_path(file)
+        ))
+    })?;
+    Ok((state.moves(view).map_err(irq_error)?, Vec::new()))
+}
+
+/// Saves the affinities the moves change (unless a dry run, a restore or
+/// nothing to move), then applies the moves; the undo file is removed
+/// again when the kernel refuses, as nothing changed.
+fn save_and_apply(
+    args: &Args,
+    fs: &pinsight_sys::FsRoot,
+    moves: &[Move],
+) -> Result<Option<PathBuf>, CliError> {
     let saved = if args.dry_run || args.restore.is_some() || moves.is_empty() {
         None
     } else {
@@ -169,19 +190,18 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             Some(p) => p.clone(),
             None => default_state_path()?,
         };
-        irq::save_state(&SavedState::of(&moves), &path).map_err(irq_error)?;
+        irq::save_state(&SavedState::of(moves), &path).map_err(irq_error)?;
         Some(path)
     };
     if !args.dry_run {
-        if let Err(e) = irq::apply(&fs, &moves) {
-            // Nothing changed: the undo file has nothing to undo.
+        if let Err(e) = irq::apply(fs, moves) {
             if let Some(p) = &saved {
                 let _ = std::fs::remove_file(p);
             }
             return Err(irq_error(e));
         }
     }
-    report(g, &args, &moves, &kept, saved.as_deref())
+    Ok(saved)
 }
 
 /// The moves asked for by --off/--spread, and the per-CPU kernel

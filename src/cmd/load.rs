@@ -151,21 +151,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         exclude: args.stealers.clone().unwrap_or_default().0,
     };
     if let Some(after) = &args.after {
-        if g.fsroot.is_none() {
-            return Err(CliError::usage(
-                "--after needs --fsroot: it names the second reading of a recorded machine, \
-                 --fsroot the first",
-            ));
-        }
-        let before = g.fsroot()?;
-        let after_fs = pinsight_sys::FsRoot::at(after)
-            .map_err(|e| crate::errors::fsroot_usage("--after", &e))?;
-        let m = pinsight_load::machine(&before, &g.topology()?);
-        check_stealers(&parts, &m)?;
-        let r = pinsight_load::recorded(&m, &before, &after_fs, opts, &parts).map_err(|e| {
-            CliError::usage(crate::errors::shown(&format!("--fsroot/--after: {e}")))
-        })?;
-        return show(g, format, &r, true);
+        return recorded(after, g, format, opts, &parts);
     }
     g.require_live(
         "'load' measures the counters",
@@ -174,7 +160,38 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let fs = g.fsroot()?;
     let m = pinsight_load::machine(&fs, &g.topology()?);
     check_stealers(&parts, &m)?;
-    let mut w = Watch::start(fs, m, opts, parts).map_err(load_error)?;
+    let w = Watch::start(fs, m, opts, parts).map_err(load_error)?;
+    watch(w, &args, g, format)
+}
+
+/// `--after DIR`: the load between two readings of a recorded machine.
+fn recorded(
+    after: &std::path::Path,
+    g: &Globals,
+    format: Format,
+    opts: Options,
+    parts: &Parts,
+) -> CmdResult {
+    if g.fsroot.is_none() {
+        return Err(CliError::usage(
+            "--after needs --fsroot: it names the second reading of a recorded machine, \
+             --fsroot the first",
+        ));
+    }
+    let before = g.fsroot()?;
+    let after_fs =
+        pinsight_sys::FsRoot::at(after).map_err(|e| crate::errors::fsroot_usage("--after", &e))?;
+    let m = pinsight_load::machine(&before, &g.topology()?);
+    check_stealers(parts, &m)?;
+    let r = pinsight_load::recorded(&m, &before, &after_fs, opts, parts)
+        .map_err(|e| CliError::usage(crate::errors::shown(&format!("--fsroot/--after: {e}"))))?;
+    show(g, format, &r, true)
+}
+
+/// The live readings, one per --interval: one (a progress bar while it
+/// measures), --count of them, or until interrupted; a terminal gets a
+/// refreshed screen.
+fn watch(mut w: Watch, args: &Args, g: &Globals, format: Format) -> CmdResult {
     // One OpenMetrics exposition per run unless asked for more: a
     // scraper's file holds one, ending in `# EOF`.
     let once = args.once || (format == Format::Openmetrics && args.count.is_none());

@@ -181,53 +181,45 @@ pub fn caveat_message(c: &Caveat) -> String {
 /// latency-group into latency-pipeline. Loads the --weights/--latency files.
 pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliError> {
     let mut policy = policy.clone();
+    let balance = policy.base == BasePolicy::Balance;
+    let latency_policy = matches!(
+        policy.base,
+        BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
+    );
+    let latency_group = "latency-group/latency-pipeline";
+    for (flag, given, applies, what) in [
+        (
+            "--weights",
+            args.weights.is_some(),
+            balance,
+            "the balance policy",
+        ),
+        (
+            "--smt-yield",
+            args.smt_yield.is_some(),
+            balance,
+            "the balance policy",
+        ),
+        ("--pipeline", args.pipeline, latency_policy, "latency-group"),
+        (
+            "--latency",
+            args.latency.is_some(),
+            latency_policy,
+            latency_group,
+        ),
+    ] {
+        only_for(&policy, flag, given, applies, what)?;
+    }
+    if args.pipeline {
+        policy.base = BasePolicy::LatencyPipeline;
+    }
     let weights = match &args.weights {
-        Some(_) if policy.base != BasePolicy::Balance => {
-            return Err(crate::errors::conflict(
-                "--weights",
-                &format!("policy {policy}"),
-                "it applies to the balance policy only",
-            ));
-        }
         Some(p) => Some(
             pinsight_compare::setup::load_weights(p).map_err(|e| CliError::usage(e.to_string()))?,
         ),
         None => None,
     };
-    if args.smt_yield.is_some() && policy.base != BasePolicy::Balance {
-        return Err(crate::errors::conflict(
-            "--smt-yield",
-            &format!("policy {policy}"),
-            "it applies to the balance policy only",
-        ));
-    }
-    if args.pipeline {
-        match policy.base {
-            BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline => {
-                policy.base = BasePolicy::LatencyPipeline
-            }
-            _ => {
-                return Err(crate::errors::conflict(
-                    "--pipeline",
-                    &format!("policy {policy}"),
-                    "it applies to latency-group only",
-                ))
-            }
-        }
-    }
     let latency = match &args.latency {
-        Some(_)
-            if !matches!(
-                policy.base,
-                BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
-            ) =>
-        {
-            return Err(crate::errors::conflict(
-                "--latency",
-                &format!("policy {policy}"),
-                "it applies to latency-group/latency-pipeline only",
-            ));
-        }
         Some(p) => Some(LatencyMatrix::load(p).map_err(|e| CliError::usage(e.to_string()))?),
         None => None,
     };
@@ -244,6 +236,25 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
         smt_yield: args.smt_yield,
         ..Request::new(policy)
     })
+}
+
+/// A flag `given` for a policy it does not apply to (`applies` false) is a
+/// usage error naming both: "it applies to WHAT only".
+fn only_for(
+    policy: &Policy,
+    flag: &str,
+    given: bool,
+    applies: bool,
+    what: &str,
+) -> Result<(), CliError> {
+    if given && !applies {
+        return Err(crate::errors::conflict(
+            flag,
+            &format!("policy {policy}"),
+            &format!("it applies to {what} only"),
+        ));
+    }
+    Ok(())
 }
 
 /// The test harness `plan`, `run` and `pin` share: a command's `Args` with

@@ -42,26 +42,7 @@ pub struct WatchArgs {
 
 /// Runs `topo --watch`.
 pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
-    let refuse = |flag: &str| {
-        CliError::usage(format!(
-            "topo --watch listens to this machine's kernel: it cannot run with {flag} \
-             (a recorded machine sends no events; drop {flag})"
-        ))
-    };
-    if g.hwloc_xml.is_some() {
-        return Err(refuse("--hwloc-xml"));
-    }
-    let fs = g.fsroot()?;
-    if !fs.is_live() {
-        return Err(refuse("--fsroot"));
-    }
-    // No event can ever come (no HFI): say so and stop at once, rather
-    // than wait forever (`--count 1` would never be reached).
-    if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&fs) {
-        return Err(CliError::runtime(format!(
-            "topo --watch: no capacity event can arrive: {why}"
-        )));
-    }
+    let fs = live_root(g)?;
     let topo = g.topology()?;
     // The one signal lifecycle: this thread ends the watch and the process
     // (128 + N) once the signal's descriptor wakes the netlink wait.
@@ -108,6 +89,34 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
     })
 }
 
+/// `--watch` on a recorded machine: refused, naming the flag to drop.
+fn refuse(flag: &str) -> CliError {
+    CliError::usage(format!(
+        "topo --watch listens to this machine's kernel: it cannot run with {flag} \
+         (a recorded machine sends no events; drop {flag})"
+    ))
+}
+
+/// This machine's root, where capacity events can arrive (else the
+/// reason none ever will: a recording, or no HFI).
+fn live_root(g: &Globals) -> Result<pinsight_sys::FsRoot, CliError> {
+    if g.hwloc_xml.is_some() {
+        return Err(refuse("--hwloc-xml"));
+    }
+    let fs = g.fsroot()?;
+    if !fs.is_live() {
+        return Err(refuse("--fsroot"));
+    }
+    // No event can ever come (no HFI): say so and stop at once, rather
+    // than wait forever (`--count 1` would never be reached).
+    if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&fs) {
+        return Err(CliError::runtime(format!(
+            "topo --watch: no capacity event can arrive: {why}"
+        )));
+    }
+    Ok(fs)
+}
+
 /// Where batches come from: the live watcher, or recorded bytes in tests.
 trait Source {
     fn next(&mut self, timeout: Duration) -> Result<Batch, HfiError>;
@@ -145,15 +154,8 @@ fn watch(
     let mut table = CapabilityTable::new();
     let mut seen = 0u64;
     loop {
-        let timeout = match deadline {
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(false);
-                }
-                left
-            }
-            None => Duration::from_secs(3600),
+        let Some(timeout) = time_left(deadline) else {
+            return Ok(false);
         };
         let changes = match source.next(timeout) {
             Ok(Batch::Changes(c)) => c,
@@ -180,21 +182,35 @@ fn watch(
             } else {
                 pinsight_render::hfi::line(&c, previous.as_ref(), kind.as_deref())
             };
-            match writeln!(out, "{text}").and_then(|()| out.flush()) {
-                Ok(()) => {}
-                // The reader has all it wanted (`| head`).
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(false),
-                Err(e) => {
-                    return Err(CliError::runtime(format!(
-                        "topo --watch: writing standard output: {e}"
-                    )))
-                }
+            if !print_line(out, &text)? {
+                return Ok(false);
             }
             seen += 1;
             if args.count.is_some_and(|n| seen >= n) {
                 return Ok(false);
             }
         }
+    }
+}
+
+/// How long the next wait may last: until the deadline (`None` once it
+/// passed), else an hour.
+fn time_left(deadline: Option<Instant>) -> Option<Duration> {
+    match deadline {
+        Some(d) => Some(d.saturating_duration_since(Instant::now())).filter(|l| !l.is_zero()),
+        None => Some(Duration::from_secs(3600)),
+    }
+}
+
+/// Writes one line at once; `false` when the reader has all it wanted
+/// (a closed pipe: `| head`).
+fn print_line(out: &mut impl Write, text: &str) -> Result<bool, CliError> {
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(CliError::runtime(format!(
+            "topo --watch: writing standard output: {e}"
+        ))),
     }
 }
 
