@@ -512,6 +512,25 @@ mod tests {
     }
 
     #[test]
+    fn machines_read_the_one_grammar() {
+        use pinsight_model::machine_spec::MachineSpec;
+        assert_eq!(Machine::parse("8P+8E+smt"), Err(MachineError::Smt));
+        assert!(matches!(
+            Machine::parse("8P+8E+smt9"),
+            Err(MachineError::Spec(MachineSpecError::BadSmt(_)))
+        ));
+        for text in ["8P+8E", "4big+4little", "6P+8E+2L", "0P+1E", "8P", "8P+smt"] {
+            let spec = MachineSpec::parse(text).unwrap();
+            assert_eq!(Machine::parse(text), Machine::try_from(&spec), "{text}");
+            assert_eq!(
+                Machine::parse(&spec.to_string()),
+                Machine::parse(text),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn qualities() {
         assert_eq!(SfQuality::parse("exact"), Ok(SfQuality::Exact));
         assert_eq!(

@@ -279,3 +279,37 @@ impl std::str::FromStr for ModelSpec {
         Ok(ModelSpec { model, theta: th })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `Machine::from_str` is `MachineSpec::parse` then the conversion:
+        /// no text the grammar refuses is accepted, and the spec's own
+        /// printed form gives the same machine.
+        #[test]
+        fn machine_is_the_one_grammar(text in "( ?([0-9]{1,3}|1234567)(P|p|E|e|L|big)?|smt[0-9]?) ?(\\+( ?([0-9]{1,3})(P|E|e|L|x)|smt[0-9]?)){0,3}") {
+            let via_spec = MachineSpec::parse(&text).ok().and_then(|s| Machine::try_from(&s).ok());
+            prop_assert_eq!(text.parse::<Machine>().ok(), via_spec);
+            if let Ok(s) = MachineSpec::parse(&text) {
+                prop_assert_eq!(
+                    s.to_string().parse::<Machine>().ok(),
+                    text.parse::<Machine>().ok()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn kinds_other_than_p_and_e_are_refused() {
+        let e = "4big+4little".parse::<Machine>().unwrap_err().to_string();
+        assert!(e.contains("'4big' is not NP, ME"), "{e}");
+        let e = "6P+8E+smt+smt".parse::<Machine>().unwrap_err().to_string();
+        assert!(
+            e.starts_with("machine '6P+8E+smt+smt': smt is given twice"),
+            "{e}"
+        );
+    }
+}
