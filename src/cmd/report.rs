@@ -79,9 +79,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         no_speed: args.no_speed,
         hostname: hostname(g),
     };
-    let made = pinsight_report::run::run(request, &mut crate::cli::progress(g))
-        .map_err(|e| run_error(e, g))?;
-    warn(g, &made.planned);
+    let made = pinsight_report::run::run(request, &mut crate::cli::progress(g), &mut |skips| {
+        warn(g, skips)
+    })
+    .map_err(run_error)?;
     let shown = outcome::write(made).map_err(|e| CliError::runtime(e.to_string()))?;
     if g.json {
         g.print_json(&shown.data)?;
@@ -104,7 +105,7 @@ fn files(args: &Args) -> Files {
 }
 
 /// With `--json` stdout is for the data, so a too-small budget is also
-/// said on stderr.
+/// said on stderr, before anything is measured.
 fn warn(g: &Globals, planned: &[Skip]) {
     if g.json && !g.quiet {
         for w in budget_warnings(planned) {
@@ -114,7 +115,7 @@ fn warn(g: &Globals, planned: &[Skip]) {
 }
 
 /// A report not made, worded with the flag to change.
-fn run_error(e: RunError, g: &Globals) -> CliError {
+fn run_error(e: RunError) -> CliError {
     match e {
         RunError::LatencyFile(e) => CliError::usage(e.to_string()),
         RunError::ForeignCpus {
@@ -134,9 +135,6 @@ fn run_error(e: RunError, g: &Globals) -> CliError {
             let flag = format!("--export-{what} {}", path.display());
             crate::cli::unwritable(&flag, &path, &error)
         }
-        RunError::Speed { error, planned } => {
-            warn(g, &planned);
-            CliError::runtime(error.to_string())
-        }
+        RunError::Speed { error, .. } => CliError::runtime(error.to_string()),
     }
 }

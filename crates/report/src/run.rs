@@ -114,9 +114,14 @@ pub struct Outcome {
 }
 
 /// Makes one report: loads and checks a given matrix, splits the budget,
-/// checks every file to write, measures (through `progress`) and
-/// assembles the data.
-pub fn run(request: Request, progress: &mut dyn Progress) -> Result<Outcome, RunError> {
+/// checks every file to write, hands the budget plan's skips to `planned`
+/// (before anything is measured, so that what will not be done is said
+/// first), measures (through `progress`) and assembles the data.
+pub fn run(
+    request: Request,
+    progress: &mut dyn Progress,
+    planned: &mut dyn FnMut(&[Skip]),
+) -> Result<Outcome, RunError> {
     let Request {
         topology,
         budget,
@@ -131,6 +136,7 @@ pub fn run(request: Request, progress: &mut dyn Progress) -> Result<Outcome, Run
     let mut latency = given_matrix(latency_from.as_deref(), topology)?;
     let plan = split(&budget_input(&request, latency.is_some()));
     check_files(files, latency_from.is_none() && plan.latency.is_some())?;
+    planned(&plan.skipped);
     let measured = session::measure(
         topology,
         &plan,

@@ -364,3 +364,56 @@ fn the_report_says_what_disturbed_speed_and_latency_and_the_vm() {
     assert!(json["virtual_machine"].as_str().unwrap().contains("test"));
     assert_eq!(json["conditions"].as_array().unwrap().len(), 3);
 }
+
+/// What the budget leaves out is handed over before anything is measured:
+/// the callback runs before the first progress task begins (`report`
+/// says it on stderr first, never after minutes of measuring).
+#[test]
+fn the_budget_plan_is_told_before_measuring() {
+    use pinsight_report::run::{run, Files, Request};
+    use pinsight_sys::progress::Progress;
+    use std::time::{Duration, Instant};
+    struct FirstBegin<'a>(&'a std::cell::Cell<Option<bool>>, &'a std::cell::Cell<bool>);
+    impl Progress for FirstBegin<'_> {
+        fn begin(&mut self, _what: &str, _total: u64, _done: u64) {
+            if self.0.get().is_none() {
+                self.0.set(Some(self.1.get()));
+            }
+        }
+    }
+    let told = std::cell::Cell::new(false);
+    let told_at_begin = std::cell::Cell::new(None);
+    let dir = tempfile::tempdir().unwrap();
+    let request = Request {
+        topology: pinsight_topology::discover(&pinsight_sys::FsRoot::live()),
+        budget: Duration::from_secs(3),
+        started: Instant::now(),
+        files: Files::with_prefix(&dir.path().join("r")),
+        latency_from: None,
+        // Speed asked away: the plan has a skip to tell, latency runs.
+        no_latency: false,
+        no_speed: true,
+        hostname: None,
+    };
+    let made = run(
+        request,
+        &mut FirstBegin(&told_at_begin, &told),
+        &mut |skips| {
+            assert!(!skips.is_empty());
+            told.set(true);
+        },
+    )
+    .unwrap();
+    assert!(told.get());
+    if made.data.latency.is_some() {
+        assert_eq!(
+            told_at_begin.get(),
+            Some(true),
+            "measured before the plan was told"
+        );
+    } else {
+        pinsight_testkit::skip(
+            "latency was not measured here (one usable CPU?): the order is unseen",
+        );
+    }
+}
