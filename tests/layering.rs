@@ -278,7 +278,10 @@ const EDGES: &[(&str, &[Edge])] = &[
                 "measures speed per kind within the budget",
             ),
             ("pinsight-measure", "disturbance during the report"),
-            ("pinsight-lifecycle", "the report's files checked before measuring"),
+            (
+                "pinsight-lifecycle",
+                "the report's files checked before measuring",
+            ),
             ("pinsight-stats", "quantiles"),
             ("pinsight-sys", "FsRoot, progress"),
         ],
@@ -359,7 +362,10 @@ const EDGES: &[(&str, &[Edge])] = &[
         "pinsight-testkit",
         &[
             ("pinsight-cpuset", "synthetic machines"),
-            ("pinsight-model", "hand-built machines (one Topology builder)"),
+            (
+                "pinsight-model",
+                "hand-built machines (one Topology builder)",
+            ),
             ("pinsight-sys", "recorded archives"),
         ],
     ),
@@ -917,5 +923,71 @@ fn a_crate_without_forbid_unsafe_fails_unless_allowed() {
     assert_eq!(
         source_violations("pinsight-sys", &sys, Path::new("/ws")),
         Vec::<String>::new()
+    );
+}
+
+/// The crate graph as `docs/src/architecture.md` draws it: a layer a
+/// block, a crate a line with the crates it uses (names without
+/// `pinsight-`), written from `LAYERS` and `EDGES`.
+fn diagram() -> String {
+    let short = |n: &str| n.strip_prefix("pinsight-").unwrap_or(n).to_owned();
+    let mut out = String::new();
+    for (i, (layer, crates)) in LAYERS.iter().enumerate() {
+        out += &format!("{}. {layer}\n", i + 1);
+        for c in crates.iter() {
+            let uses: Vec<String> = declared(c)
+                .unwrap_or_default()
+                .iter()
+                .map(|(to, _)| short(to))
+                .collect();
+            let name = if *c == "pinsight" {
+                "pinsight (the binary)".to_owned()
+            } else {
+                short(c)
+            };
+            if uses.is_empty() {
+                out += &format!("   {name}\n");
+            } else {
+                let mut line = format!("   {name:<22}-> ");
+                let indent = line.chars().count();
+                let mut width = indent;
+                for (k, u) in uses.iter().enumerate() {
+                    let word = if k + 1 < uses.len() {
+                        format!("{u}, ")
+                    } else {
+                        u.clone()
+                    };
+                    if width + word.trim_end().len() > 78 && width > indent {
+                        line = line.trim_end().to_owned() + "\n" + &" ".repeat(indent);
+                        width = indent;
+                    }
+                    width += word.len();
+                    line += &word;
+                }
+                out += &line;
+                out += "\n";
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_architecture_diagram_is_the_declared_graph() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/architecture.md"),
+    )
+    .expect("docs/src/architecture.md");
+    let begin = "<!-- crate graph: written from tests/layering.rs -->\n```text\n";
+    let drawn = doc
+        .split_once(begin)
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(d, _)| d)
+        .unwrap_or_default();
+    let want = diagram();
+    assert!(
+        drawn == want,
+        "docs/src/architecture.md's crate graph is not EDGES; put this under `{}`:\n{want}",
+        begin.lines().next().unwrap_or_default()
     );
 }
