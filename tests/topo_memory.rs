@@ -49,9 +49,9 @@ fn heterogeneous_memory_sits_under_its_cpus() {
     }
     assert!(text.contains("PU L#2 (P#2)") && text.contains("PU L#3 (P#3)"));
     let g = block(&o.stdout, "Group (CPUs 4-5)").join("\n");
-    assert!(g.contains("NUMANode P#2 HBM 0.5GB") && g.contains("NUMANode P#9 NVM"));
+    assert!(g.contains("NUMANode P#2 HBM 0.5GiB") && g.contains("NUMANode P#9 NVM"));
     let g = block(&o.stdout, "Group (CPUs 0-1)").join("\n");
-    assert!(g.contains("NUMANode P#0 DRAM 2.9GB") && g.contains("NUMANode P#8 NVM"));
+    assert!(g.contains("NUMANode P#0 DRAM 2.9GiB") && g.contains("NUMANode P#8 NVM"));
     assert!(o.stdout.lines().all(|l| l.chars().count() <= 80));
 }
 

@@ -169,7 +169,7 @@ pub enum PlanError {
     ThreadsTasksConflict { threads: usize, tasks: usize },
     /// A pinned policy given more threads than CPUs without
     /// [`Request::oversubscribe`].
-    #[error("{policy}: {threads} threads but only {} CPUs ({cpus}) to pin them on, one each", cpus.len())]
+    #[error("{policy}: {threads} threads but only {} ({cpus}) to pin them on, one each", count(cpus.len(), "CPU", "CPUs"))]
     TooManyThreads {
         policy: String,
         threads: usize,
@@ -233,8 +233,8 @@ impl PlanError {
     pub fn reason(&self) -> String {
         match self {
             PlanError::TooManyThreads { threads, cpus, .. } => format!(
-                "{threads} threads but only {} CPUs ({cpus}) to pin them on, one each",
-                cpus.len()
+                "{threads} threads but only {} ({cpus}) to pin them on, one each",
+                count(cpus.len(), "CPU", "CPUs")
             ),
             PlanError::NeedsKinds { detail, .. } => {
                 format!("needs at least two core kinds; {detail}")

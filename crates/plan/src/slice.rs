@@ -157,7 +157,7 @@ pub enum SliceError {
     #[error("p-only: none of the CPUs {cpus} is of the fastest kind{}", kind.as_ref().map(|k| format!(" ({k})")).unwrap_or_default())]
     NoFastCpus { cpus: CpuSet, kind: Option<String> },
     /// More ranks than CPUs.
-    #[error("{size} ranks but only {} CPUs ({cpus}) to share: at most {} ranks", cpus.len(), cpus.len())]
+    #[error("{size} ranks but only {} ({cpus}) to share: at most {}", crate::plan::count(cpus.len(), "CPU", "CPUs"), crate::plan::count(cpus.len(), "rank", "ranks"))]
     TooManyRanks { size: usize, cpus: CpuSet },
     /// The best slicing is too unequal.
     #[error("slices cannot be equal: capacities {} (spread {spread:.3}, more than one CPU's capacity {cpu_capacity:.3})", fmt_caps(capacities))]
@@ -562,6 +562,25 @@ pub fn restrict(topo: &Topology, cpus: &CpuSet) -> Topology {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn too_many_ranks_counts_in_words() {
+        let e = |size, cpus: &str| {
+            SliceError::TooManyRanks {
+                size,
+                cpus: cpus.parse().unwrap(),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            e(2, "3"),
+            "2 ranks but only 1 CPU (3) to share: at most 1 rank"
+        );
+        assert_eq!(
+            e(5, "0-3"),
+            "5 ranks but only 4 CPUs (0-3) to share: at most 4 ranks"
+        );
+    }
 
     #[test]
     fn rules_parse_and_print() {

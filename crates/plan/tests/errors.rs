@@ -88,6 +88,16 @@ fn too_many_threads_without_oversubscribe() {
         m,
         "cpus:1,0: 3 threads but only 2 CPUs (0-1) to pin them on, one each"
     );
+    // One CPU is said in the singular.
+    let (e, m) = err(&i7_1370p(), req("cpus:5", Some(2)));
+    assert_eq!(
+        e.reason(),
+        "2 threads but only 1 CPU (5) to pin them on, one each"
+    );
+    assert_eq!(
+        m,
+        "cpus:5: 2 threads but only 1 CPU (5) to pin them on, one each"
+    );
     let over = Request {
         oversubscribe: true,
         ..req("p-pinned", Some(13))

@@ -93,7 +93,7 @@ fn label(topo: &Topology, node: &TreeNode<'_>, n: &mut Counters) -> String {
     }
 }
 
-/// `NUMANode P#4 HBM 0.5GB tier 1 (not allowed by cgroup)`: the kind
+/// `NUMANode P#4 HBM 0.5GiB tier 1 (not allowed by cgroup)`: the kind
 /// ("unknown" when nothing tells), size, the kernel's memory tier, then
 /// what makes the node unusual.
 pub fn numa_label(m: &NumaNode) -> String {
@@ -103,7 +103,7 @@ pub fn numa_label(m: &NumaNode) -> String {
         let kind = mem.kind.map_or("unknown", |k| k.hwloc_name());
         write!(s, " {kind}").ok();
         if let Some(mib) = m.memory_mib {
-            write!(s, " {:.1}GB", mib as f64 / 1024.0).ok();
+            write!(s, " {:.1}GiB", mib as f64 / 1024.0).ok();
         }
     }
     if let Some(t) = mem.tier {
@@ -468,8 +468,8 @@ mod tests {
             parent_of(&text, "PCI 0000:05:00.0 (network)").1,
             "Group (CPUs 0-1)"
         );
-        assert!(text.contains("NUMANode P#0 DRAM 2.9GB (not allowed by cgroup)\n"));
-        assert!(text.contains("NUMANode P#9 unknown 0.4GB tier 4\n"));
+        assert!(text.contains("NUMANode P#0 DRAM 2.9GiB (not allowed by cgroup)\n"));
+        assert!(text.contains("NUMANode P#9 unknown 0.4GiB tier 4\n"));
         // No locality: at machine level, first.
         let (ind, p) = parent_of(&text, "NUMANode P#6 (memoryless, generic initiator)");
         assert_eq!((ind, p.starts_with("Machine")), (2, true), "{text}");
