@@ -39,8 +39,8 @@ pub mod request;
 mod rng;
 pub mod session;
 pub mod setup;
-pub mod start;
 pub mod sf;
+pub mod start;
 pub mod verdict;
 
 pub use analysis::{

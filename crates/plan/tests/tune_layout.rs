@@ -1,7 +1,6 @@
 //! `pinsight tune`'s layout (P/E cores, SMT width, the CPUs of a
 //! configuration) on recorded machines and hand-built ones.
 
-
 use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
 use pinsight_plan::{tune::TuneLayout, tune::TuneLayoutError};

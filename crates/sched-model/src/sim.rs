@@ -63,7 +63,11 @@ pub struct SimReport<'a> {
 impl SimConfig {
     /// The report of `policies` simulated under this configuration, on a
     /// machine from `machine_source`.
-    pub fn report<'a>(&self, machine_source: &'a str, policies: &'a [PolicyResult]) -> SimReport<'a> {
+    pub fn report<'a>(
+        &self,
+        machine_source: &'a str,
+        policies: &'a [PolicyResult],
+    ) -> SimReport<'a> {
         SimReport {
             machine: self.machine,
             machine_source,

@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use pinsight_model::*;
-use pinsight_testkit::topology::i7_1370p;
 use pinsight_plan::{plan, render, Format, Policy, Request};
+use pinsight_testkit::topology::i7_1370p;
 
 /// Compares `actual` with the insta snapshot `tests/snapshots/<name>.snap`
 /// (`name` without `.txt`). A changed output fails the test and leaves a
