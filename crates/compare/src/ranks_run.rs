@@ -1,4 +1,4 @@
-//! A compare across ranks from what the user asked ([`RanksFlags`]) or a
+//! A compare across ranks from what the user asked ([`RanksFlags`](crate::request::RanksFlags)) or a
 //! resumed journal of one: its identity (launcher words, slice policy,
 //! slicing rules, the options every rank gets), where the ranks' reports
 //! go, and the extension and executor of its session.

@@ -2,7 +2,7 @@
 //! (`OMP_NUM_THREADS` + `OMP_PLACES`), libomp's `KMP_HW_SUBSET`, `taskset`
 //! and a pinsight run line. The configuration is laid out by
 //! [`TuneLayout`], planned by [`plan()`](crate::plan()) and said by the
-//! planner's own formats ([`render`](crate::render)); where a dialect
+//! planner's own formats ([`render`]); where a dialect
 //! cannot say it, the planner's reason stands in its place.
 
 use crate::format::{render, Format};
