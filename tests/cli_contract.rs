@@ -567,11 +567,22 @@ fn run_keeps_stdout_for_the_program_and_leaves_no_temp_files() {
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
         assert!(left.is_empty(), "{}: left {left:?} in $TMPDIR", o.argv);
     }
-    // --json: the document goes to stderr (stdout belongs to the program).
-    let o = pinsight(&["run", "cpus:0", "--json", "--", "sh", "-c", "echo out"]).run();
-    assert_eq!((o.code, o.stdout.as_str()), (0, "out\n"));
+    // --json: stdout holds only the document; the program's output goes
+    // to stderr.
+    let o = pinsight(&[
+        "run",
+        "cpus:0",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2",
+    ])
+    .run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "out\nerr\n");
     let doc: Value =
-        serde_json::from_str(&o.stderr).unwrap_or_else(|e| panic!("{e}: {}", o.stderr));
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
     assert_eq!(doc["run"]["exit_code"], 0);
     assert_eq!(doc["plan"]["policy"], "cpus:0");
 }

@@ -208,8 +208,8 @@ fn run_json_reports_the_policy_applied() {
         "--",
         "true",
     ]);
-    // run's JSON goes to stderr (stdout is the program's).
-    let doc: serde_json::Value = serde_json::from_str(&o.stderr).unwrap();
+    // run's JSON is stdout's only content (the program's output goes to stderr).
+    let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(doc["run"]["memory"], format!("bind:{n}"));
     assert_eq!(doc["plan"]["memory"]["mode"], "bind");
     assert_eq!(doc["plan"]["memory"]["nodes"][0], n);

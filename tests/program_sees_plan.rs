@@ -401,7 +401,7 @@ fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
     .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     if two {
-        let doc: Value = serde_json::from_str(&o.stderr).unwrap();
+        let doc: Value = serde_json::from_str(&o.stdout).unwrap();
         assert_eq!(doc["run"]["mechanism"], "follow", "{doc}");
         assert!(
             doc["run"]["fallback"]
@@ -526,8 +526,7 @@ fn a_32_bit_program_executed_in_place_by_a_wrapper_gets_the_plan_from_the_watche
     let o = pinsight(&["--json", "run", &policy, "--", "sh", "-c", &script]).run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     let doc: Value =
-        serde_json::from_str(&o.stderr[o.stderr.find('{').expect("a JSON document on stderr")..])
-            .unwrap();
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
     assert_eq!(doc["run"]["mechanism"], "follow", "{doc}");
     assert!(
         doc["run"]["fallback"].as_str().unwrap().contains("32-bit"),

@@ -255,7 +255,7 @@ fn run_slice_as_the_only_rank_and_gather() {
         &[],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: Value = serde_json::from_str(&stderr(&o)).unwrap();
+    let v: Value = serde_json::from_str(&String::from_utf8_lossy(&o.stdout)).unwrap();
     assert_eq!(v["slice"]["rank"], 0);
     assert_eq!(v["slice"]["launcher"], "the command line");
     assert_eq!(v["slice"]["cpus"], v["plan"]["process_mask"]);

@@ -46,7 +46,7 @@ Examples:
   mpirun -np 2 --bind-to none \\
     pinsight run --slice compact --report-dir out -- ./app
 
-Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N; 1 if the kernel refused a pin the plan asked for (a thread with capabilities pinsight lacks, a CPU the cgroup forbids), with the reason. Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set; a balance plan exports no thread count (its tasks are usually processes a launcher starts, and each would inherit the one count). When pinsight pins threads itself the binding variables are left out so the OpenMP runtime does not bind a second time. Options go before the program; everything from the program's name on is the program's.")]
+Exit status: the program's; 127 if it cannot be found, 126 if not executable, 128+N if killed by signal N; 1 if the kernel refused a pin the plan asked for (a thread with capabilities pinsight lacks, a CPU the cgroup forbids), with the reason. Unless --no-env, OMP_NUM_THREADS, RAYON_NUM_THREADS, CILK_NWORKERS (and for set policies OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY) are exported when not already set; a balance plan exports no thread count (its tasks are usually processes a launcher starts, and each would inherit the one count). When pinsight pins threads itself the binding variables are left out so the OpenMP runtime does not bind a second time. Options go before the program; everything from the program's name on is the program's. With --json, stdout holds only pinsight's JSON document (written when the program ends) and the program's standard output goes to stderr.")]
 pub struct Args {
     /// Placement policy: os, p-set, e-set, p-pinned, e-pinned, p-first, e-first, compact, scatter,
     /// cpus:LIST, cpus-set:LIST, kind:K, kind-set:K, balance, ... (see `pinsight plan --help`).
@@ -172,7 +172,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     g.require_live("'run' applies a plan", "use `pinsight plan` to plan for it")?;
     let argv: Vec<OsString> = std::env::args_os().collect();
     let (policy, command) = args.resolve(&argv)?;
-    let mut opts = options(&args, command)?;
+    let mut opts = options(&args, command, g.json)?;
     // With --slice the slices are cut along the caches; the plan's notes
     // (shown with --report, --verbose, --json) include the compute-unit
     // one, read from the caches.
@@ -216,7 +216,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 
 /// The launch options the flags ask for, checked before anything is
 /// discovered; the plan's environment is added once planned.
-fn options(args: &Args, command: Vec<OsString>) -> Result<RunOptions, CliError> {
+/// `json`: stdout is for pinsight's document, so the program's output
+/// goes to stderr.
+fn options(args: &Args, command: Vec<OsString>, json: bool) -> Result<RunOptions, CliError> {
     let skip = match &args.skip {
         Some(s) => pinsight_launch::parse_skip(s).map_err(|e| {
             CliError::usage(format!(
@@ -248,6 +250,7 @@ fn options(args: &Args, command: Vec<OsString>) -> Result<RunOptions, CliError> 
         sample_interval,
         verbose: args.verbose,
         pin_main: args.pin_main.into(),
+        stdout_to_stderr: json,
         ..RunOptions::new(program, command.collect())
     })
 }
@@ -315,7 +318,8 @@ fn plan_and_slice(
     })
 }
 
-/// What `run` says on stderr: JSON, the report, or the run's notes.
+/// What `run` says: the JSON document on stdout (the program's own output
+/// went to stderr), else the report or the run's notes on stderr.
 fn show(
     args: &Args,
     g: &Globals,
@@ -326,7 +330,7 @@ fn show(
     if g.json {
         let s = pinsight_render::run_json::document(plan, slice, outcome)
             .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
-        eprintln!("{s}");
+        println!("{s}");
     } else if args.report {
         if let Some(s) = slice {
             eprint!("{}", pinsight_render::run::slice_lines(s));

@@ -119,6 +119,10 @@ pub struct RunOptions {
     pub verbose: bool,
     /// When the main thread moves to place 0.
     pub pin_main: PinMain,
+    /// The program's standard output goes to this process's standard
+    /// error, leaving standard output to what the caller prints itself
+    /// (`run --json`: one JSON document a reader can parse).
+    pub stdout_to_stderr: bool,
 }
 
 impl RunOptions {
@@ -136,6 +140,7 @@ impl RunOptions {
             sample_interval: Duration::from_millis(10),
             verbose: false,
             pin_main: PinMain::Lazy,
+            stdout_to_stderr: false,
         }
     }
 }
@@ -208,6 +213,9 @@ pub enum LaunchError {
     /// The pinning shim could not be created.
     #[error("cannot create the pinning shim: {0}")]
     Shim(#[source] io::Error),
+    /// Standard error could not be duplicated for the program's output.
+    #[error("cannot give the program this process's standard error as its output: {0}")]
+    StdoutToStderr(#[source] io::Error),
     /// The signal lifecycle could not be installed.
     #[error(transparent)]
     Signals(#[from] InterruptError),
@@ -625,7 +633,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let app = Application::of_run(plan, opts);
     let mechanism = app.mechanism;
     let mut notes = app.notes.clone();
-    let mut cmd = command(&resolved, opts);
+    let mut cmd = command(&resolved, opts)?;
     let shim = shim_for(&app, &mut notes)?;
     app.apply(&mut cmd, shim.as_ref());
     let log = thread_log(&mut cmd, app.needs_shim() && shim.is_some(), &mut notes);
@@ -748,7 +756,7 @@ fn note_unreached(
 /// The command that starts the program: the file the PATH search found,
 /// named as typed (argv[0], as execvp gives it), so the child makes one
 /// execve, not one per PATH entry.
-fn command(resolved: &Program, opts: &RunOptions) -> Command {
+fn command(resolved: &Program, opts: &RunOptions) -> Result<Command, LaunchError> {
     let mut cmd = match resolved.exec_path() {
         Some(path) => {
             let mut c = Command::new(path);
@@ -758,7 +766,15 @@ fn command(resolved: &Program, opts: &RunOptions) -> Command {
         None => Command::new(&opts.program),
     };
     cmd.args(&opts.args);
-    cmd
+    if opts.stdout_to_stderr {
+        use std::os::fd::AsFd;
+        let err = io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(LaunchError::StdoutToStderr)?;
+        cmd.stdout(err);
+    }
+    Ok(cmd)
 }
 
 /// With the shim (`wanted`), the log through which the report matches
