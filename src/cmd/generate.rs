@@ -37,11 +37,10 @@ pub enum What {
 }
 
 /// `command` is the whole command line's definition (every command).
-pub fn run(args: Args, g: &Globals, command: clap::Command) -> CmdResult {
+pub fn run(args: Args, g: &Globals, mut command: clap::Command) -> CmdResult {
     match args.what {
         What::Man { dir } => man(&dir.unwrap_or_else(|| PathBuf::from(".")), g, command),
         What::Completions { shell } => {
-            let mut command = command;
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut command, "pinsight", &mut out);
             print!("{}", String::from_utf8_lossy(&out));

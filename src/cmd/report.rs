@@ -135,6 +135,6 @@ fn run_error(e: RunError) -> CliError {
             let flag = format!("--export-{what} {}", path.display());
             crate::cli::unwritable(&flag, &path, &error)
         }
-        RunError::Speed { error, .. } => CliError::runtime(error.to_string()),
+        RunError::Speed { error } => CliError::runtime(error.to_string()),
     }
 }

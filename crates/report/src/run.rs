@@ -92,11 +92,9 @@ pub enum RunError {
         path: PathBuf,
         error: OutputError,
     },
-    /// Speed could not be measured; `planned` are the plan's skips.
-    Speed {
-        error: SpeedError,
-        planned: Vec<Skip>,
-    },
+    /// Speed could not be measured (the plan's skips were already handed
+    /// to `run`'s `planned`).
+    Speed { error: SpeedError },
 }
 
 /// A report made: its data (`skipped` left to the words of the view),
@@ -145,10 +143,7 @@ pub fn run(
         default_mem_bytes(topology),
         progress,
     )
-    .map_err(|error| RunError::Speed {
-        error,
-        planned: plan.skipped.clone(),
-    })?;
+    .map_err(|error| RunError::Speed { error })?;
     let measured_latency = measured.latency.is_some();
     if measured_latency {
         latency = measured.latency;
