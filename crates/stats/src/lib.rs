@@ -4,8 +4,10 @@
 //! This crate turns them into numbers a user can trust:
 //!
 //! - [`Summary::of`]: mean, sample standard deviation, median, quartiles, a
-//!   Student-t confidence interval of the mean and, for rates, the harmonic
-//!   mean with its interval (the statistic the ping-pong seed reports).
+//!   confidence interval of the mean ([`mean_ci`]: log-t for positive
+//!   samples, so it never goes below zero; Student t otherwise) and, for
+//!   rates, the harmonic mean with its interval (the statistic the
+//!   ping-pong seed reports).
 //! - [`median`], [`median_ci`] and its ranks-only form [`median_ci_ranks`]:
 //!   the one median and the one distribution-free interval for it (exact
 //!   binomial order statistics at every n; benchmark timings are rarely
@@ -25,6 +27,7 @@ mod compare;
 mod energy;
 mod error;
 mod mann_whitney;
+mod mean_ci;
 mod median_ci;
 mod outliers;
 mod quantile;
@@ -37,12 +40,13 @@ pub use compare::{compare, recommend_test, Comparison, TestKind, ALPHA, FEW_RUNS
 pub use energy::{energy_delay_product, energy_delay_squared_product};
 pub use error::StatsError;
 pub use mann_whitney::{mann_whitney, MannWhitney, MwMethod, EXACT_MAX_N};
+pub use mean_ci::{log_t_interval, mean_ci, mean_interval, CiMethod, MeanCi};
 pub use median_ci::{median, median_ci, median_ci_coverage, median_ci_ranks};
 pub use outliers::{Outliers, HYPERFINE_OUTLIER_THRESHOLD};
 pub use quantile::quantile_sorted;
 pub use shape::{is_skewed, skewness, SKEW_THRESHOLD};
 pub use speedup::{speedup, speedup_at, Speedup};
-pub use summary::{mean_interval, Summary};
+pub use summary::Summary;
 pub use welch::{welch, Welch};
 
 use serde::Serialize;

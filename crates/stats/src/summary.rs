@@ -1,10 +1,9 @@
 //! The one-line summary of a set of runs (hyperfine's "Time (mean ± σ)" and
 //! "Range (min … max)"), plus the intervals a comparison needs.
 
+use crate::mean_ci::{geometric_mean, mean_ci, mean_interval, CiMethod};
 use crate::quantile::quantile_sorted;
-use crate::{
-    check_finite, mean, median_ci, sample_variance, sorted, t_critical, Interval, StatsError,
-};
+use crate::{check_finite, mean, median_ci, sample_variance, sorted, Interval, StatsError};
 use serde::Serialize;
 
 /// Descriptive statistics of one sample.
@@ -25,9 +24,17 @@ pub struct Summary {
     /// First and third quartiles (type 7, as R and NumPy).
     pub q1: f64,
     pub q3: f64,
-    /// 95 % Student-t interval of the mean; `None` for n < 2 or zero spread
-    /// (a zero-width interval would claim certainty the runs do not give).
+    /// 95 % interval of the mean from [`crate::mean_ci`]: log-t (an interval
+    /// of the geometric mean, always positive) when every sample is
+    /// positive, Student t of the arithmetic mean otherwise;
+    /// `mean_ci_method` says which. `None` for n < 2 or zero spread (a
+    /// zero-width interval would claim certainty the runs do not give).
     pub mean_ci: Option<Interval>,
+    /// How `mean_ci` was computed; `None` when there is no interval.
+    pub mean_ci_method: Option<CiMethod>,
+    /// exp(mean(ln xᵢ)) when every sample is positive: the estimate a
+    /// log-t `mean_ci` surrounds.
+    pub geometric_mean: Option<f64>,
     /// 95 % distribution-free interval of the median; `None` for n < 6.
     pub median_ci: Option<Interval>,
     /// n / Σ(1/xᵢ): the right mean for rates.
@@ -49,7 +56,7 @@ impl Summary {
         let n = xs.len();
         let m = mean(xs);
         let stddev = (n >= 2).then(|| sample_variance(xs, m).sqrt());
-        let mean_ci = mean_interval(xs, 0.95).ok();
+        let ci = mean_ci(xs, 0.95).ok();
         let positive = xs.iter().all(|&x| x > 0.0);
         let harmonic_mean = positive.then(|| n as f64 / xs.iter().map(|x| 1.0 / x).sum::<f64>());
         let harmonic_mean_ci = if positive {
@@ -66,7 +73,9 @@ impl Summary {
             max: s[n - 1],
             q1: quantile_sorted(&s, 0.25),
             q3: quantile_sorted(&s, 0.75),
-            mean_ci,
+            mean_ci: ci.map(|c| c.interval),
+            mean_ci_method: ci.map(|c| c.method),
+            geometric_mean: positive.then(|| geometric_mean(xs)),
             median_ci: median_ci(xs, 0.95).ok(),
             harmonic_mean,
             harmonic_mean_ci,
@@ -85,31 +94,6 @@ impl Summary {
             _ => None,
         }
     }
-}
-
-/// Student-t confidence interval of the mean at `level`.
-///
-/// Errors: fewer than 2 runs, or zero variance.
-pub fn mean_interval(xs: &[f64], level: f64) -> Result<Interval, StatsError> {
-    crate::check_level(level)?;
-    check_finite(xs)?;
-    if xs.len() < 2 {
-        return Err(StatsError::NotEnoughRuns {
-            need: 2,
-            got: xs.len(),
-        });
-    }
-    let m = mean(xs);
-    let sd = sample_variance(xs, m).sqrt();
-    if sd == 0.0 {
-        return Err(StatsError::ZeroVariance);
-    }
-    let half = t_critical(level, (xs.len() - 1) as f64) * sd / (xs.len() as f64).sqrt();
-    Ok(Interval {
-        lo: m - half,
-        hi: m + half,
-        level,
-    })
 }
 
 /// Harmonic-mean interval: invert the t interval of the reciprocals' mean.
@@ -150,6 +134,8 @@ mod tests {
         );
         assert_eq!(s.stddev, None);
         assert_eq!(s.mean_ci, None);
+        assert_eq!(s.mean_ci_method, None);
+        assert_eq!(s.geometric_mean, Some(2.5));
         assert_eq!(s.median_ci, None);
         assert_eq!(s.harmonic_mean, Some(2.5));
         assert_eq!(s.harmonic_mean_ci, None);
@@ -170,6 +156,8 @@ mod tests {
     fn harmonic_mean_needs_positive_values() {
         let s = Summary::of(&[1.0, -1.0, 2.0]).unwrap();
         assert_eq!(s.harmonic_mean, None);
+        assert_eq!(s.geometric_mean, None);
+        assert_eq!(s.mean_ci_method, Some(CiMethod::T));
         assert_eq!(s.harmonic_mean_ci, None);
     }
 }

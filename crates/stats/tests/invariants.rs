@@ -13,8 +13,13 @@ proptest! {
         let s = Summary::of(&xs).unwrap();
         prop_assert!(s.min <= s.q1 && s.q1 <= s.median && s.median <= s.q3 && s.q3 <= s.max);
         prop_assert!(s.min <= s.mean * (1.0 + 1e-12) && s.mean <= s.max * (1.0 + 1e-12));
+        // Every run is positive: the interval is log-t, around the geometric mean.
+        prop_assert_eq!(s.mean_ci_method.is_some(), s.mean_ci.is_some());
         if let Some(ci) = s.mean_ci {
-            prop_assert!(ci.contains(s.mean));
+            prop_assert_eq!(s.mean_ci_method, Some(CiMethod::LogT));
+            let g = s.geometric_mean.unwrap();
+            prop_assert!(ci.lo > 0.0 && ci.contains(g), "{:?} around {}", ci, g);
+            prop_assert!(g <= s.mean * (1.0 + 1e-12));
         }
         if let Some(ci) = s.median_ci {
             prop_assert!(ci.contains(s.median));

@@ -27,9 +27,16 @@ fn summary_matches_numpy_and_scipy() {
     close(s.median, 1.194, 1e-14); // np.median
     close(s.q1, 1.1840000000000002, 1e-14); // np.percentile(a, 25)
     close(s.q3, 1.2040000000000002, 1e-14); // np.percentile(a, 75)
-    let ci = s.mean_ci.unwrap(); // stats.t.interval(0.95, 9, loc=mean, scale=sem)
+    let ci = mean_interval(&A, 0.95).unwrap(); // stats.t.interval(0.95, 9, loc=mean, scale=sem)
     close(ci.lo, 1.1777913885584321, 1e-9);
     close(ci.hi, 1.237208611441568, 1e-9);
+    // Every run is positive, so the summary's interval is log-t:
+    // l = np.log(a); np.exp(stats.t.interval(0.95, 9, loc=l.mean(), scale=stats.sem(l)))
+    let ci = s.mean_ci.unwrap();
+    assert_eq!(s.mean_ci_method, Some(CiMethod::LogT));
+    close(ci.lo, 1.1783520898790667, 1e-9);
+    close(ci.hi, 1.2361006975862183, 1e-9);
+    close(s.geometric_mean.unwrap(), 1.206881038173064, 1e-13); // stats.gmean
     close(s.harmonic_mean.unwrap(), 1.2062850760326507, 1e-13); // stats.hmean
     let h = s.harmonic_mean_ci.unwrap();
     assert!(h.lo < s.harmonic_mean.unwrap() && s.harmonic_mean.unwrap() < h.hi);

@@ -4,6 +4,7 @@
 //! here; `every_test_file_is_compiled` fails for a file left out.
 
 mod invariants;
+mod positive_ci;
 mod reference;
 
 #[test]
