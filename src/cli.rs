@@ -269,11 +269,11 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 /// `pinsight_sys::progress::Progress`): shown past one second,
 /// hidden with `--quiet` and when stderr is not a terminal; `--json`-only
 /// runs still show it (it goes to stderr).
-pub fn progress(g: &Globals) -> pinsight_render::progress::Bar {
-    pinsight_render::progress::Bar::new(g.quiet)
+pub fn progress(g: &Globals) -> pinsight_term::progress::Bar {
+    pinsight_term::progress::Bar::new(g.quiet)
 }
 
-use pinsight_render::term::wrap80;
+use pinsight_term::wrap80;
 
 #[cfg(test)]
 mod tests {

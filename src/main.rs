@@ -203,7 +203,7 @@ fn main() {
     if declared.is_some() && matches!(cli.command.0, Command::Snapshot(_)) && !g.quiet {
         eprintln!(
             "{}",
-            pinsight_render::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "pinsight: note: {} is not recorded in a snapshot (it records files); \
                  give it again when reading the snapshot",
                 g.kinds_name()
@@ -235,7 +235,7 @@ fn parse() -> Cli {
         let _ = TYPED.set(name.to_string().leak());
     }
     let command =
-        <Cli as clap::CommandFactory>::command().term_width(pinsight_render::terminal_width());
+        <Cli as clap::CommandFactory>::command().term_width(pinsight_term::terminal_width());
     let mut command = if vocabulary::typed(TYPED.get().copied(), &argv) {
         vocabulary::with_old_spellings(command)
     } else {

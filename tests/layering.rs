@@ -11,6 +11,8 @@
 //!   pure         cpuset, stats, model, latency-model, plan, tune-model,
 //!                sched-model                          (no I/O, no OS)
 //!   os           sys                                  (the only OS calls)
+//!   terminal     term                                 (width, wrapping, escaping,
+//!                                                     progress bar; no domain)
 //!   discovery    topology                             (reads /sys, hwloc XML)
 //!   measurement  lifecycle, measure, launch, latency, speed, workload,
 //!                compare, tune, sched, report, emulate, load
@@ -52,6 +54,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("os", &["pinsight-sys"]),
+    ("terminal", &["pinsight-term"]),
     ("discovery", &["pinsight-topology"]),
     (
         "measurement",
@@ -133,6 +136,14 @@ const EDGES: &[(&str, &[Edge])] = &[
     (
         "pinsight-sys",
         &[("pinsight-cpuset", "affinity masks are CPU sets")],
+    ),
+    // ---- terminal ----
+    (
+        "pinsight-term",
+        &[(
+            "pinsight-sys",
+            "the progress bar draws sys's Progress and escapes its labels",
+        )],
     ),
     // ---- discovery ----
     (
@@ -329,6 +340,7 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-sched", "sched and mix views"),
             ("pinsight-speed", "speed views"),
             ("pinsight-workload", "workload views"),
+            ("pinsight-term", "width, wrapping, escaping, progress"),
         ],
     ),
     // ---- cli: translates flags into each feature's request ----
@@ -356,6 +368,10 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-emulate", "emulate"),
             ("pinsight-load", "load, balance, irq"),
             ("pinsight-render", "every command's view"),
+            (
+                "pinsight-term",
+                "the terminal width and wrapper, the progress bar",
+            ),
         ],
     ),
     (

@@ -217,7 +217,7 @@ fn watch(
     if !g.json && !g.quiet {
         println!(
             "{}",
-            pinsight_render::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "pinsight balance --watch: every {:?}, move when the progress imbalance stays \
                  over {:.2} for {} intervals, at most {} tasks an interval; affinities before \
                  each move are saved to {} (pinsight balance --restore puts them back)",

@@ -171,7 +171,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(report)?;
     } else {
-        let width = render::layout::effective_width(pinsight_render::terminal_columns());
+        let width = render::layout::effective_width(pinsight_term::terminal_columns());
         print!("{}", render::text::render(report, width, &advice));
     }
     written?;

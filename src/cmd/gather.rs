@@ -45,7 +45,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         for w in &dir.warnings() {
             eprintln!(
                 "{}",
-                pinsight_render::term::wrap80(&format!("pinsight: warning: {w}"))
+                pinsight_term::wrap80(&format!("pinsight: warning: {w}"))
             );
         }
     }

@@ -242,7 +242,7 @@ fn refuse_irqbalance(args: &Args, g: &Globals, view: &IrqView) -> Result<(), Cli
         if !g.quiet {
             eprintln!(
                 "{}",
-                pinsight_render::term::wrap80(&format!(
+                pinsight_term::wrap80(&format!(
                     "pinsight: warning: irqbalance runs (PID {pid}): it may move these IRQs back"
                 ))
             );
@@ -281,7 +281,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
     if !g.json && !g.quiet {
         println!(
             "{}",
-            pinsight_render::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "pinsight irq --watch: every {:?}; IRQs before each move are saved to {} \
                  (pinsight irq --restore puts them back)",
                 args.interval,
@@ -350,7 +350,7 @@ fn report(
         let shown = crate::errors::shown_path(p);
         println!(
             "{}",
-            pinsight_render::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "Saved the affinities before the move in {shown}; undo with: pinsight irq --restore {shown}"
             ))
         );

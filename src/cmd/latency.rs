@@ -9,7 +9,7 @@ use pinsight_latency::request::{setup, Request, SetupError};
 use pinsight_latency_model::{domains, DomainTree, LatencyMatrix};
 use pinsight_lifecycle::output::OutputError;
 use pinsight_render::latency::{self as render, ChartOptions, KindBand};
-use pinsight_render::term::wrap80;
+use pinsight_term::wrap80;
 use pinsight_sys::FsRoot;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -211,7 +211,7 @@ fn watch(mut w: Watch, args: &Args, g: &Globals, format: Format) -> CmdResult {
             // Home the cursor and clear the screen (ECMA-48 CUP, ED): the
             // one control sequence of the view, its text escaped.
             let view =
-                pinsight_render::load::load_screen(&r, pinsight_render::term::terminal_rows());
+                pinsight_render::load::load_screen(&r, pinsight_term::terminal_rows());
             crate::out::stdout_terminal(format_args!(
                 "\x1b[H\x1b[2J{}",
                 pinsight_sys::text::shown_lines(&view)

@@ -5,7 +5,7 @@
 //! output through pinsight-render.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_render::term::wrap80;
+use pinsight_term::wrap80;
 use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest};
 use std::path::PathBuf;
 
@@ -123,7 +123,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if let (Some(vm), false) = (pinsight_topology::vm::detect(&fs), g.quiet) {
         eprintln!(
             "{}",
-            pinsight_render::term::wrap80(&format!("pinsight: {}", vm.note()))
+            pinsight_term::wrap80(&format!("pinsight: {}", vm.note()))
         );
     }
     let outcome = mix::run(
@@ -170,7 +170,7 @@ fn show(
         for n in &result.notes {
             eprintln!(
                 "{}",
-                pinsight_render::term::wrap80(&format!("pinsight: warning: {n}"))
+                pinsight_term::wrap80(&format!("pinsight: warning: {n}"))
             );
         }
     }

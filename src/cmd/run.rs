@@ -340,7 +340,7 @@ fn show(
         for n in &outcome.notes {
             eprintln!(
                 "{}",
-                pinsight_render::term::wrap80(&format!("pinsight: note: {n}"))
+                pinsight_term::wrap80(&format!("pinsight: note: {n}"))
             );
         }
     }

@@ -4,7 +4,7 @@
 //! the report through pinsight-render.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_render::term::wrap80;
+use pinsight_term::wrap80;
 use pinsight_sched::run::{Outcome, RunError, Target};
 use pinsight_sched::{Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource};
 use pinsight_sched_model::Policy;

@@ -149,7 +149,7 @@ fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(
         for w in &m.warnings {
             eprintln!(
                 "{}",
-                pinsight_render::term::wrap80(&format!("pinsight: warning: {w}"))
+                pinsight_term::wrap80(&format!("pinsight: warning: {w}"))
             );
         }
     }
@@ -188,14 +188,14 @@ fn unavailable(args: &Args, g: &Globals, req: &Request<'_>, reason: &SfUnavailab
     };
     eprintln!(
         "{}",
-        pinsight_render::term::wrap80(&format!(
+        pinsight_term::wrap80(&format!(
             "pinsight: error: speedup factors unavailable: {reason}{started}"
         ))
     );
     if !g.quiet {
         eprintln!(
             "{}",
-            pinsight_render::term::wrap80(&format!("pinsight: note: {hint}"))
+            pinsight_term::wrap80(&format!("pinsight: note: {hint}"))
         );
     }
     Ok(1)
@@ -211,13 +211,13 @@ fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
         for w in &j.warnings {
             eprintln!(
                 "{}",
-                pinsight_render::term::wrap80(&format!("pinsight: warning: {w}"))
+                pinsight_term::wrap80(&format!("pinsight: warning: {w}"))
             );
         }
         if let Some(note) = &sf.note {
             eprintln!(
                 "{}",
-                pinsight_render::term::wrap80(&format!("pinsight: note: {note}"))
+                pinsight_term::wrap80(&format!("pinsight: note: {note}"))
             );
         }
     }
@@ -241,7 +241,7 @@ fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
             sf.big.runs,
         );
         for line in text.lines() {
-            println!("{}", pinsight_render::term::wrap80(line));
+            println!("{}", pinsight_term::wrap80(line));
         }
     }
     Ok(0)

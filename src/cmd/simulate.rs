@@ -195,7 +195,7 @@ fn machine_from_topology(g: &Globals) -> Result<Machine, CliError> {
     if !g.quiet {
         eprintln!(
             "{}",
-            pinsight_render::term::wrap80(&topology_note(&topo, fast, (big, small), unit))
+            pinsight_term::wrap80(&topology_note(&topo, fast, (big, small), unit))
         );
     }
     Ok(Machine { big, small })

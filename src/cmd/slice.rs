@@ -93,7 +93,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         );
         print!("{}", slicing_text(&topo, &s, Some(mine.rank)));
         for n in &local.notes {
-            println!("{}", pinsight_render::term::wrap80(&format!("note: {n}")));
+            println!("{}", pinsight_term::wrap80(&format!("note: {n}")));
         }
     }
     Ok(0)

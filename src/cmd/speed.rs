@@ -71,7 +71,7 @@ pub fn measure_report(
     if session.time_share() && !g.quiet {
         eprintln!(
             "{}",
-            pinsight_render::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "pinsight: note: {}",
                 pinsight_speed::TIME_SHARE_NOTE
             ))
@@ -107,7 +107,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     ) {
         eprintln!(
             "{}",
-            pinsight_render::term::wrap80(&format!("pinsight: {}", vm.note()))
+            pinsight_term::wrap80(&format!("pinsight: {}", vm.note()))
         );
     }
     let kernels = args.kernels.clone();
@@ -116,7 +116,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         if !g.quiet {
             eprintln!(
                 "{}",
-                pinsight_render::term::wrap80(&format!("pinsight: warning: {note}"))
+                pinsight_term::wrap80(&format!("pinsight: warning: {note}"))
             );
         }
     }

@@ -11,7 +11,7 @@
 use crate::{cli::parse_duration, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
 use pinsight_model::Topology;
-use pinsight_render::term::wrap80;
+use pinsight_term::wrap80;
 use pinsight_topology::hfi::{Batch, CapabilityTable, HfiError, HfiWatcher};
 use std::io::{self, Write};
 use std::os::fd::BorrowedFd;

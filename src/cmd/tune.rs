@@ -231,7 +231,7 @@ fn announce(session: &pinsight_tune::TuneSession<'_>, g: &Globals) {
         eprintln!("pinsight: journal: {}", session.journal_path().display());
         eprintln!(
             "{}",
-            pinsight_render::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "pinsight: tuning on {}: {} configurations ({})",
                 session.layout().describe(),
                 session.design().len(),

@@ -7,13 +7,13 @@
 //! as lstopo does. Cores and PUs are numbered by logical index (lstopo's
 //! `L#`): their rank in tree order.
 
-use crate::size::format_size_lstopo;
 use crate::tree::{self, Object, TreeNode};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{
     CacheType, CapacityOrigin, CapacitySource, Kind, NumaNode, OsDeviceKind, PciDevice, RankSource,
     Topology,
 };
+use pinsight_term::size::format_size_lstopo;
 use std::fmt::Write;
 
 /// The human tree, the offline/forbidden CPUs, the kind summary and the

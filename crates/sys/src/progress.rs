@@ -2,7 +2,7 @@
 //! it through a [`Progress`] (`compare`, `tune`, `mix`, `report`, `speed`,
 //! `latency`, `sf`, `sched`, `emulate`'s calibration, the workloads and
 //! `snapshot`), and the command line gives it the one terminal
-//! implementation (`pinsight_render::progress::Bar`: a bar on stderr,
+//! implementation (`pinsight_term::progress::Bar`: a bar on stderr,
 //! shown only on a terminal and only past one second). Tests and quiet
 //! callers pass [`Silent`].
 //!

@@ -1,9 +1,21 @@
+//! The terminal mechanics every pinsight view shares, with no domain
+//! knowledge: the terminal width ([`terminal_width`]), the one wrapper
+//! ([`wrap`], [`fill`], [`wrap80`]), display widths, binary size units
+//! ([`size`]), the HTML/XML escaper ([`escape`]) and the one terminal
+//! progress bar ([`progress::Bar`]). Each feature's views live in the
+//! feature's own crate and use these.
+//!
 //! The one terminal width: `$COLUMNS` when it holds a positive number (the
 //! user's override), else the width of the terminal on standard output
 //! (asked through the `terminal_size` crate), else [`DEFAULT_WIDTH`].
 //! Text from outside (process and thread names, /proc and /sys text, file
 //! contents, specs, the environment) is escaped where it enters a view by
 //! the one escaper, `pinsight_sys::text::shown` and `shown_lines`.
+
+#![forbid(unsafe_code)]
+
+pub mod progress;
+pub mod size;
 
 /// The width used when the terminal's is unknown (not a terminal, or a
 /// terminal reporting 0 columns).
@@ -265,6 +277,33 @@ pub fn longest_unbreakable(text: &str) -> usize {
     longest
 }
 
+/// Escapes text for HTML and SVG/XML, in text and in quoted attributes:
+/// `&`, `<`, `>` and `"`.
+pub fn escape(s: &str) -> String {
+    replace_chars(
+        s,
+        &[
+            ('&', "&amp;"),
+            ('<', "&lt;"),
+            ('>', "&gt;"),
+            ('"', "&quot;"),
+        ],
+    )
+}
+
+/// `s` with every character found in `table` replaced by its text, each
+/// character looked at once (so replacements are never replaced again).
+pub fn replace_chars(s: &str, table: &[(char, &str)]) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match table.iter().find(|(from, _)| *from == c) {
+            Some((_, to)) => out.push_str(to),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,5 +377,15 @@ mod tests {
     fn display_widths_count_columns_not_bytes() {
         assert_eq!(display_width("1.07× σ…"), 8);
         assert_eq!(wrap("ab ×× cd", Wrap::new(5)), ["ab ××", "cd"]);
+    }
+
+    #[test]
+    fn escapes_markup_and_quotes_once() {
+        assert_eq!(
+            escape(r#"a & b <c> "d" &amp;"#),
+            "a &amp; b &lt;c&gt; &quot;d&quot; &amp;amp;"
+        );
+        assert_eq!(escape("σ × 1.5 ms"), "σ × 1.5 ms");
+        assert_eq!(escape(""), "");
     }
 }
