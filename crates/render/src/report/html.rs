@@ -9,10 +9,14 @@ use pinsight_report::ReportData;
 use pinsight_speed::SpeedReport;
 use std::fmt::Write;
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222;padding:0 1em;line-height:1.4}
+/// The page's style. On a narrow screen (a phone is 390 px wide) nothing
+/// may reach past the edge: a long word (a path) breaks, and a wide table
+/// scrolls sideways inside its own box ([`scroll_box`]), as `pre` does.
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222;padding:0 1em;line-height:1.4;overflow-wrap:break-word}
 h1{font-size:1.5em;margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
 h3{font-size:1.05em;margin:1.2em 0 .3em}
-table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+.scroll{overflow-x:auto;margin:.5em 0}
+table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#f0ede6} td.l,th.l{text-align:left} .sugg li{margin:.4em 0} .muted{color:#666} .small{font-size:.9em}
 .skip li{color:#8a4b00} pre{background:#f7f6f2;padding:.6em;overflow-x:auto;font-size:.85em}
 .swatch{display:inline-block;width:.9em;height:.9em;vertical-align:middle;margin-right:.3em}
@@ -21,6 +25,12 @@ svg{max-width:100%;height:auto}";
 fn mhz(v: Option<u32>) -> String {
     v.map(|m| format!("{:.2} GHz", m as f64 / 1000.0))
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// A table in a box of its own that scrolls sideways when the table is
+/// wider than the page, so that the page itself never does.
+fn scroll_box(table: &str) -> String {
+    format!("<div class=\"scroll\">{table}</div>\n")
 }
 
 /// `2025-11-23 04:10 UTC` from Unix seconds: the calendar arithmetic is
@@ -147,10 +157,11 @@ fn list(open: &str, lines: &[String]) -> String {
 fn machine_section(t: &Topology) -> String {
     let mut s = format!("<h2>Machine</h2>\n<p>{}.</p>\n", esc(&machine_line(t)));
     s.push_str(&topology_svg(t));
-    s.push_str("\n<table><tr><th>rank</th><th class=l>kind</th><th class=l>CPUs</th><th>capacity</th><th>max</th><th>base</th><th class=l>identified by</th></tr>");
+    s.push('\n');
+    let mut table = String::from("<table><tr><th>rank</th><th class=l>kind</th><th class=l>CPUs</th><th>capacity</th><th>max</th><th>base</th><th class=l>identified by</th></tr>");
     for k in &t.kinds {
         write!(
-            s,
+            table,
             "<tr><td>{}</td><td class=l><span class=swatch style=\"background:{}\"></span>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
             k.rank,
             kind_colour(k.rank, t.kinds.len()),
@@ -163,7 +174,8 @@ fn machine_section(t: &Topology) -> String {
         )
         .ok();
     }
-    s.push_str("</table>\n");
+    table.push_str("</table>");
+    s.push_str(&scroll_box(&table));
     s
 }
 
@@ -291,13 +303,13 @@ fn cpu_speed_table(t: &Topology, sp: &SpeedReport) -> String {
             s.push_str("<td>-</td></tr>");
         }
     }
-    s.push_str("</table>\n");
-    s
+    s.push_str("</table>");
+    scroll_box(&s)
 }
 
 /// A row per core kind: the median of its CPUs for each kernel.
 fn kind_speed_table(sp: &SpeedReport) -> String {
-    let mut s = String::from("<h3>Per core kind (median of its CPUs)</h3><table><tr><th class=l>kind</th><th>CPUs measured</th>");
+    let mut s = String::from("<table><tr><th class=l>kind</th><th>CPUs measured</th>");
     s.push_str(&kernel_heads(sp, ""));
     s.push_str("</tr>");
     for k in &sp.kinds {
@@ -317,14 +329,17 @@ fn kind_speed_table(sp: &SpeedReport) -> String {
         }
         s.push_str("</tr>");
     }
-    s.push_str("</table>\n");
-    s
+    s.push_str("</table>");
+    format!(
+        "<h3>Per core kind (median of its CPUs)</h3>{}",
+        scroll_box(&s)
+    )
 }
 
 /// The speedup factor of each pair of kinds and kernel: measured and
 /// predicted.
 fn speedup_table(t: &Topology, sp: &SpeedReport) -> String {
-    let mut s = String::from("<h3>Speedup factor</h3><table><tr><th class=l>faster / slower kind</th><th class=l>kernel</th><th>measured</th><th>predicted by max frequency</th><th>by capacity</th></tr>");
+    let mut s = String::from("<table><tr><th class=l>faster / slower kind</th><th class=l>kernel</th><th>measured</th><th>predicted by max frequency</th><th>by capacity</th></tr>");
     for p in &sp.speedups {
         write!(
             s,
@@ -338,13 +353,100 @@ fn speedup_table(t: &Topology, sp: &SpeedReport) -> String {
         )
         .ok();
     }
-    s.push_str("</table>\n");
-    s
+    s.push_str("</table>");
+    format!("<h3>Speedup factor</h3>{}", scroll_box(&s))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::utc_date;
+    use super::{html, utc_date, STYLE};
+    use pinsight_speed::run::{CpuSpeed, KernelResult};
+    use pinsight_speed::{Kernel, SpeedReport};
+    use std::time::{Duration, Instant};
+
+    /// The recorded i7-1370P laptop's speed report: every kernel on every
+    /// CPU, P-cores 1.5 times the E-cores.
+    fn laptop_speed(topo: &pinsight_model::Topology) -> SpeedReport {
+        let fast = topo.kinds.len() - 1;
+        let mut cpus: Vec<CpuSpeed> = topo
+            .usable()
+            .iter()
+            .map(|cpu| {
+                let kind = topo.cpu(cpu).unwrap().kind;
+                let m = if kind == Some(fast) { 300.0 } else { 200.0 };
+                let results = Kernel::ALL
+                    .iter()
+                    .map(|&kernel| KernelResult {
+                        kernel,
+                        median: m,
+                        ci_low: m * 0.99,
+                        ci_high: m * 1.01,
+                        samples: 100,
+                        chunks: 100,
+                        disturbed: 0,
+                        disturbed_included: false,
+                        relative: f64::NAN,
+                    })
+                    .collect();
+                CpuSpeed {
+                    cpu,
+                    kind,
+                    results,
+                    relative: f64::NAN,
+                    misplaced_chunks: 0,
+                }
+            })
+            .collect();
+        pinsight_speed::run::fill_relative(&mut cpus);
+        let (kinds, speedups) = pinsight_speed::speedups(topo, &cpus, &Kernel::ALL);
+        SpeedReport {
+            kernels: Kernel::ALL.to_vec(),
+            budget_per_cpu_s: 1.0,
+            passes: 6,
+            slots: Vec::new(),
+            elapsed_s: 20.0,
+            mem_bytes: 8 << 20,
+            time_share: false,
+            cpus,
+            kinds,
+            speedups,
+            disturbance: None,
+            smt_yield: None,
+        }
+    }
+
+    /// Every table of the page (the core kinds, the speed per CPU and per
+    /// kind, the speedup factors) sits in a box of its own that scrolls
+    /// sideways: on a phone a wide table scrolls there, not the page
+    /// (`tests/report_browser.rs` checks it in Chromium).
+    #[test]
+    fn every_table_scrolls_in_a_box_of_its_own() {
+        let root = pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t");
+        let topo = pinsight_topology::discover(&pinsight_sys::FsRoot::at(&root).unwrap());
+        let speed = laptop_speed(&topo);
+        let data = pinsight_report::session::assemble(
+            topo,
+            Some(speed),
+            None,
+            Vec::new(),
+            "FILE",
+            None,
+            Duration::from_secs(60),
+            Instant::now(),
+        );
+        let page = html(&data);
+        let tables = page.matches("<table").count();
+        assert_eq!(tables, 4, "{page}");
+        assert_eq!(
+            page.matches("<div class=\"scroll\"><table").count(),
+            tables,
+            "{page}"
+        );
+        assert_eq!(page.matches("</table></div>").count(), tables, "{page}");
+        assert!(STYLE.contains(".scroll{overflow-x:auto"), "{STYLE}");
+        // A long word (a path) breaks rather than widening the page.
+        assert!(STYLE.contains("overflow-wrap:break-word"), "{STYLE}");
+    }
 
     #[test]
     fn dates() {
