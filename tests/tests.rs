@@ -43,6 +43,7 @@ mod no_lost_work;
 mod numbers_roundtrip;
 mod plan_cli;
 mod program_sees_plan;
+mod report_browser;
 mod run_balance_env;
 mod sf_cli;
 mod simulate_cli;
