@@ -7,6 +7,7 @@ mod arm_threads;
 mod common;
 mod experiment;
 mod machine_kinds;
+mod positive_ci;
 mod program_metrics;
 
 #[test]

@@ -281,21 +281,22 @@ fn opt(x: Option<f64>) -> String {
 pub fn csv(r: &MixResult) -> String {
     // One quoting rule for every CSV pinsight writes (compare's).
     let f = crate::compare::csv::field;
-    let mut out = String::from("scheduler,what,name,value,ci_lo,ci_hi\n");
+    let mut out = String::from("scheduler,what,name,value,ci_lo,ci_hi,ci_method\n");
     for s in &r.schedulers {
         for (name, v, ci) in metric_rows(s) {
             let _ = writeln!(
                 out,
-                "{},metric,{name},{v},{},{}",
+                "{},metric,{name},{v},{},{},{}",
                 f(&s.policy),
                 opt(ci.map(|c| c.0)),
-                opt(ci.map(|c| c.1))
+                opt(ci.map(|c| c.1)),
+                if ci.is_some() { "t" } else { "" }
             );
         }
         for p in &s.programs {
             let _ = writeln!(
                 out,
-                "{},slowdown,{},{},,",
+                "{},slowdown,{},{},,,",
                 f(&s.policy),
                 f(&p.name),
                 p.slowdown
@@ -304,14 +305,16 @@ pub fn csv(r: &MixResult) -> String {
         for m in &s.program_metrics {
             let x = m.summary.as_ref();
             let ci = x.and_then(|x| x.mean_ci);
+            let method = x.and_then(|x| x.mean_ci.and(x.mean_ci_method));
             let _ = writeln!(
                 out,
-                "{},program_metric,{},{},{},{}",
+                "{},program_metric,{},{},{},{},{}",
                 f(&s.policy),
                 f(&format!("{}:{}", m.program, m.metric)),
                 opt(x.map(|x| x.mean)),
                 opt(ci.map(|c| c.lo)),
-                opt(ci.map(|c| c.hi))
+                opt(ci.map(|c| c.hi)),
+                method.map_or("", |m| m.label())
             );
         }
     }
@@ -326,7 +329,7 @@ fn program_metric_rows(r: &MixResult) -> Vec<[String; 7]> {
     for s in &r.schedulers {
         for m in &s.program_metrics {
             let value = match &m.summary {
-                Some(x) => pm_md(x.mean, x.mean_ci.map(|c| (c.lo, c.hi))),
+                Some(x) => summary_md(x),
                 None => "unavailable".into(),
             };
             let missing = match (m.missing, &m.missing_why) {
@@ -357,6 +360,15 @@ const PROGRAM_METRIC_HEADS: [&str; 7] = [
     "better",
     "runs without it",
 ];
+
+/// A program metric's mean and its 95% interval with the method that made
+/// it: `4000.000 (3752.126 – 4264.350, log-t around geo. mean 3999.166)`.
+fn summary_md(x: &pinsight_stats::Summary) -> String {
+    match crate::compare::mean_ci_parts(x, &|v| format!("{v:.3}")) {
+        Some((range, how)) => format!("{:.3} ({range}, {how})", x.mean),
+        None => format!("{:.3}", x.mean),
+    }
+}
 
 fn pm_md(v: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
@@ -543,19 +555,19 @@ impl<J: serde::Serialize> crate::export::Exportable for Export<'_, J> {
     }
 }
 
-/// The program metrics (`--metric`) per scheduler and program: mean ± its
-/// 95% interval's half width over the completions, and the completions
-/// without the figure.
+/// The program metrics (`--metric`) per scheduler and program: mean and
+/// its 95% interval over the completions with the interval's method (log-t
+/// around the geometric mean when every value is positive: it is not
+/// symmetric, so not a "±"), and the completions without the figure.
 fn program_metrics(r: &MixResult) -> String {
     let mut out = String::new();
     for s in &r.schedulers {
         for m in &s.program_metrics {
             let value = match &m.summary {
                 Some(x) => {
-                    let pm = x
-                        .mean_ci
-                        .map_or(String::new(), |c| format!(" ± {:.4}", c.half_width()));
-                    format!("{:.4}{pm} {} ({} better)", x.mean, m.unit, m.better.word())
+                    let ci = crate::compare::mean_ci_text(x, &|v| format!("{v:.4}"))
+                        .map_or(String::new(), |c| format!(", 95% CI {c}"));
+                    format!("{:.4} {} ({} better){ci}", x.mean, m.unit, m.better.word())
                 }
                 None => "unavailable".to_string(),
             };
@@ -755,15 +767,22 @@ mod tests {
             .unwrap_or_else(|| panic!("{c}"));
         let lo: f64 = row.split(',').nth(4).unwrap().parse().unwrap();
         assert!(lo < 4000.0, "{row}");
+        assert!(row.ends_with(",log-t"), "the method is named: {row}");
         assert!(
-            c.contains("aarr,program_metric,other:events/s,,,\n"),
+            c.contains("aarr,program_metric,other:events/s,,,,\n"),
             "never a zero: {c}"
         );
         let md = markdown(&r, 3);
         assert!(md.contains("## Program metrics"), "{md}");
         assert!(
-            md.contains("| aarr | sys\\|bench | events/s | 4000.000 ("),
+            md.contains("| aarr | sys\\|bench | events/s | 4000.000 (3"),
             "{md}"
+        );
+        assert!(md.contains(", log-t around geo. mean 3999."), "{md}");
+        let text = program_metrics(&r);
+        assert!(
+            text.contains("95% CI 3") && text.contains("(log-t around geo. mean 3999."),
+            "{text}"
         );
         assert!(
             md.contains("| unavailable | events/s | higher | 3 (no match"),

@@ -21,7 +21,7 @@ fn num(v: Option<f64>) -> String {
 }
 
 /// The summary columns of every metric, after its key.
-const METRIC_COLUMNS: [&str; 9] = [
+const METRIC_COLUMNS: [&str; 11] = [
     "mean",
     "stddev",
     "median",
@@ -29,7 +29,9 @@ const METRIC_COLUMNS: [&str; 9] = [
     "max",
     "ci_lo",
     "ci_hi",
+    "ci_method",
     "hmean",
+    "gmean",
     "unavailable",
 ];
 
@@ -149,7 +151,7 @@ fn arm_columns(a: &ArmReport) -> Vec<String> {
 }
 
 /// Metric `k`'s summary columns for arm `a` (see [`METRIC_COLUMNS`]).
-fn metric_columns(r: &Report, a: &ArmReport, k: &str) -> [String; 9] {
+fn metric_columns(r: &Report, a: &ArmReport, k: &str) -> [String; 11] {
     let m = a.metric(k);
     let s = m.and_then(|m| m.summary.as_ref());
     // Said once in a comment line when it holds for every arm.
@@ -162,7 +164,10 @@ fn metric_columns(r: &Report, a: &ArmReport, k: &str) -> [String; 9] {
         num(s.map(|s| s.max)),
         num(s.and_then(|s| s.mean_ci).map(|c| c.lo)),
         num(s.and_then(|s| s.mean_ci).map(|c| c.hi)),
+        s.and_then(|s| s.mean_ci.and(s.mean_ci_method))
+            .map_or(String::new(), |m| m.label().to_string()),
         num(s.and_then(|s| s.harmonic_mean)),
+        num(s.and_then(|s| s.geometric_mean)),
         field(
             m.and_then(|m| m.unavailable.as_deref())
                 .filter(|_| !everywhere)

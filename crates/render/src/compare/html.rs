@@ -92,7 +92,7 @@ fn context_line(r: &Report, word: Word) -> String {
 fn summary_table(r: &Report) -> String {
     let base = r.baseline.clone().unwrap_or_default();
     let mut o = format!(
-        "<h2>Wall time</h2><table><tr><th>Arm</th><th>Placement</th><th>Threads</th><th>Exports</th><th>Runs</th><th>Mean ± σ</th><th>95% CI of mean</th><th>Range (min … max)</th><th>vs {}</th><th>Test</th></tr>\n",
+        "<h2>Wall time</h2><table><tr><th>Arm</th><th>Placement</th><th>Threads</th><th>Exports</th><th>Runs</th><th>Mean ± σ</th><th>95% CI</th><th>Range (min … max)</th><th>vs {}</th><th>Test</th></tr>\n",
         esc(&base)
     );
     for a in &r.arms {
@@ -106,6 +106,9 @@ fn summary_table(r: &Report) -> String {
         ));
     }
     o.push_str("</table>\n");
+    if let Some(note) = ci_methods_note(r) {
+        o.push_str(&format!("<p>{}</p>\n", esc(&note)));
+    }
     o
 }
 
@@ -179,7 +182,9 @@ fn metric_charts(r: &Report, k: &str, chosen: Option<&str>) -> String {
     o.push_str("<figure>");
     o.push_str(&bars_with_ci(&m0.def.label, m0.def.unit, &bars));
     o.push_str(
-        "<figcaption>Mean with its 95% Student-t confidence interval.</figcaption></figure>\n",
+        "<figcaption>Bar: the mean with its 95% Student-t interval (t) or, when every run is \
+         positive, the geometric mean with its log-t interval (Student t on the logarithms, \
+         back-transformed), which never goes below zero.</figcaption></figure>\n",
     );
     o
 }

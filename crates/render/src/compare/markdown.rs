@@ -31,7 +31,7 @@ pub fn render(r: &Report, word: Word) -> String {
     ));
     let base = r.baseline.clone().unwrap_or_default();
     out.push_str(&format!(
-        "| Arm | Placement | Threads | Exports | Runs | Time (mean ± σ) | 95% CI of mean | Range (min … max) | vs {base} | Test |\n"
+        "| Arm | Placement | Threads | Exports | Runs | Time (mean ± σ) | 95% CI | Range (min … max) | vs {base} | Test |\n"
     ));
     out.push_str("|:---|:---|---:|:---|---:|---:|:---|:---|:---|:---|\n");
     for a in &r.arms {
@@ -47,7 +47,7 @@ pub fn render(r: &Report, word: Word) -> String {
                 .join(" "),
             a.measured,
             time_cell(a),
-            ci_cell(a),
+            esc(&ci_cell(a)),
             range_cell(a),
             esc(&versus_cell(a, r)),
             esc(&p_cell(a))
@@ -59,6 +59,9 @@ pub fn render(r: &Report, word: Word) -> String {
             esc(&na.what),
             esc(&na.reason)
         ));
+    }
+    if let Some(note) = ci_methods_note(r) {
+        out.push_str(&format!("\n{}\n", esc(&note)));
     }
     let keys = shown_keys(r);
     if !keys.is_empty() {

@@ -11,6 +11,7 @@ pub mod text;
 
 use pinsight_compare::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
 use pinsight_compare::verdict::{describe_p, describe_time, not_significant_why, Advice};
+use pinsight_stats::{CiMethod, Summary};
 
 /// Words an [`Advice`] in a front end's terms (the command line names its
 /// flags); [`Advice::clause`] words it in the experiment's.
@@ -86,15 +87,63 @@ pub fn metric_versus_cell(a: &ArmReport, r: &Report, key: &str) -> String {
     }
 }
 
-/// 95 % CI of the mean of metric `key`, in its unit.
+/// A summary's 95 % interval of the mean with the method that made it
+/// ([`pinsight_stats::mean_ci`]), values formatted by `f`: `1.1 s – 1.3 s
+/// (t)`, or for a log-t interval the geometric mean it surrounds, `12 ms –
+/// 23.6 s (log-t around geo. mean 537 ms)`. `None` without an interval.
+pub fn mean_ci_text(s: &Summary, f: &dyn Fn(f64) -> String) -> Option<String> {
+    let (range, how) = mean_ci_parts(s, f)?;
+    Some(format!("{range} ({how})"))
+}
+
+/// [`mean_ci_text`] in two parts: the range `lo – hi` and the method
+/// `t` or `log-t around geo. mean G`.
+pub fn mean_ci_parts(s: &Summary, f: &dyn Fn(f64) -> String) -> Option<(String, String)> {
+    let ci = s.mean_ci?;
+    let how = match (s.mean_ci_method?, s.geometric_mean) {
+        (CiMethod::LogT, Some(g)) => format!("log-t around geo. mean {}", f(g)),
+        (m, _) => m.label().to_string(),
+    };
+    Some((format!("{} – {}", f(ci.lo), f(ci.hi)), how))
+}
+
+/// The methods of the 95 % intervals of the means `r` shows (wall time and
+/// the shown metrics), each explained once: the footnote every export
+/// prints under its tables. `None` when no interval is shown.
+pub fn ci_methods_note(r: &Report) -> Option<String> {
+    let mut keys = shown_keys(r);
+    keys.push("wall_s".into());
+    let used = |method: CiMethod| {
+        r.arms.iter().any(|a| {
+            keys.iter().any(|k| {
+                a.metric(k)
+                    .and_then(|m| m.summary.as_ref())
+                    .is_some_and(|s| s.mean_ci.is_some() && s.mean_ci_method == Some(method))
+            })
+        })
+    };
+    let mut parts = Vec::new();
+    if used(CiMethod::LogT) {
+        parts.push(
+            "log-t = Student t on the logarithms, back-transformed: an interval of the \
+             geometric mean, used when every value is positive, so it never goes below zero",
+        );
+    }
+    if used(CiMethod::T) {
+        parts.push("t = Student t of the mean, used when some value is zero or negative");
+    }
+    (!parts.is_empty()).then(|| format!("95% CI: {}.", parts.join("; ")))
+}
+
+/// 95 % CI of the mean of metric `key`, in its unit, with its method.
 pub fn metric_ci_cell(a: &ArmReport, key: &str) -> String {
     let Some(m) = a.metric(key) else {
         return String::new();
     };
-    match m.summary.as_ref().and_then(|s| s.mean_ci) {
-        Some(ci) => format!("{} – {}", m.def.format(ci.lo), m.def.format(ci.hi)),
-        None => "n/a (fewer than 2 values or no spread)".into(),
-    }
+    m.summary
+        .as_ref()
+        .and_then(|s| mean_ci_text(s, &|x| m.def.format(x)))
+        .unwrap_or_else(|| "n/a (fewer than 2 values or no spread)".into())
 }
 
 /// Metrics unavailable in every arm, grouped by reason:
@@ -168,20 +217,12 @@ pub fn range_cell(a: &ArmReport) -> String {
     }
 }
 
-/// 95 % CI of the mean wall time.
+/// 95 % CI of the mean wall time, with its method.
 pub fn ci_cell(a: &ArmReport) -> String {
-    match a
-        .metric("wall_s")
+    a.metric("wall_s")
         .and_then(|m| m.summary.as_ref())
-        .and_then(|s| s.mean_ci)
-    {
-        Some(ci) => format!(
-            "{} – {}",
-            pinsight_compare::metrics::format_seconds(ci.lo),
-            pinsight_compare::metrics::format_seconds(ci.hi)
-        ),
-        None => "n/a (fewer than 2 runs or no spread)".into(),
-    }
+        .and_then(|s| mean_ci_text(s, &pinsight_compare::metrics::format_seconds))
+        .unwrap_or_else(|| "n/a (fewer than 2 runs or no spread)".into())
 }
 
 /// Not-applicable arms grouped by reason: `("p-set, e-set", "needs ...")`.

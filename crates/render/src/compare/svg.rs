@@ -2,7 +2,7 @@
 //! fonts to embed (the browser's sans-serif), no network.
 
 use pinsight_compare::metrics::{format_value, Unit};
-use pinsight_stats::{median, quantile_sorted, Summary};
+use pinsight_stats::{median, quantile_sorted, CiMethod, Summary};
 use std::fmt::Write;
 
 const W: f64 = 720.0;
@@ -200,7 +200,18 @@ pub fn box_plot(title: &str, unit: Unit, rows: &[Series]) -> String {
     out
 }
 
-/// Horizontal bars of the mean with the 95 % CI as an error bar.
+/// The estimate a summary's 95 % interval surrounds, and what it is: the
+/// geometric mean for a log-t interval, the mean otherwise.
+fn centre(s: &Summary) -> (f64, &'static str) {
+    match (s.mean_ci_method, s.geometric_mean) {
+        (Some(CiMethod::LogT), Some(g)) if s.mean_ci.is_some() => (g, "geo. mean"),
+        _ => (s.mean, "mean"),
+    }
+}
+
+/// Horizontal bars of the mean with the 95 % CI as an error bar; with a
+/// log-t interval ([`pinsight_stats::mean_ci`]) the bar is the geometric
+/// mean the interval surrounds, and its tooltip says so.
 pub fn bars_with_ci(title: &str, unit: Unit, rows: &[(&str, &Summary, bool)]) -> String {
     let mut out = String::new();
     if rows.is_empty() {
@@ -212,7 +223,7 @@ pub fn bars_with_ci(title: &str, unit: Unit, rows: &[(&str, &Summary, bool)]) ->
         .fold(f64::NEG_INFINITY, f64::max);
     let lo = rows
         .iter()
-        .map(|(_, s, _)| s.mean_ci.map_or(s.mean, |c| c.lo).min(0.0))
+        .map(|(_, s, _)| s.mean_ci.map_or(s.mean, |c| c.lo).min(s.mean).min(0.0))
         .fold(0.0, f64::min);
     let scale = Scale {
         lo,
@@ -222,8 +233,9 @@ pub fn bars_with_ci(title: &str, unit: Unit, rows: &[(&str, &Summary, bool)]) ->
     for (i, (name, s, highlight)) in rows.iter().enumerate() {
         label(&mut out, i, name, *highlight);
         let yc = TOP + i as f64 * ROW + ROW / 2.0;
+        let (v, what) = centre(s);
         let x0 = scale.x(0.0f64.max(lo));
-        let x1 = scale.x(s.mean);
+        let x1 = scale.x(v);
         let fill = if *highlight { "#3182bd" } else { "#9ecae1" };
         let _ = write!(
             out,
@@ -231,7 +243,7 @@ pub fn bars_with_ci(title: &str, unit: Unit, rows: &[(&str, &Summary, bool)]) ->
             x0.min(x1),
             yc - 9.0,
             (x1 - x0).abs().max(1.0),
-            esc(&format_value(s.mean, unit))
+            esc(&format!("{what} {}", format_value(v, unit)))
         );
         if let Some(ci) = s.mean_ci {
             let (a, b) = (scale.x(ci.lo), scale.x(ci.hi));

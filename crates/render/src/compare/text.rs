@@ -154,7 +154,7 @@ fn time_rows(r: &Report, ranks: bool, base: &str) -> Vec<Row> {
             true,
             &time_cell,
         ),
-        arm_row(r, "95% CI of mean", false, &ci_cell),
+        arm_row(r, "95% CI", false, &ci_cell),
         arm_row(r, "Range (min … max)", false, &range_cell),
         arm_row(r, &format!("vs {base}"), false, &|a| versus_cell(a, r)),
         arm_row(r, "Test", false, &p_cell),
@@ -221,7 +221,7 @@ fn unavailable_text(r: &Report, width: usize) -> String {
 
 /// Every distinct note of every arm's metrics, in order of first mention.
 fn notes_text(r: &Report, width: usize) -> String {
-    let mut notes: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = ci_methods_note(r).into_iter().collect();
     for a in &r.arms {
         for m in &a.metrics {
             for n in &m.notes {
