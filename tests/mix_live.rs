@@ -144,7 +144,7 @@ fn ctrl_c_keeps_the_journal_and_resume_completes() {
     };
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(3);
-    let mut args = vec!["mix", "--schedulers", "os,aarr", "--runs", "2", "--"];
+    let mut args = vec!["mix", "--policies", "os,aarr", "--runs", "2", "--"];
     args.extend(progs.iter().map(String::as_str));
     let Some(mut c) = pinsight(dir.path(), &args) else {
         return;
@@ -225,11 +225,11 @@ fn resume_compares_given_flags_even_at_their_defaults() {
     // The journal: 2 runs, a 100 ms period (neither the default).
     let Some(o) = run(&[
         "mix",
-        "--schedulers",
+        "--policies",
         "os",
         "--runs",
         "2",
-        "--interval",
+        "--period",
         "100ms",
         "--",
         "true",
@@ -244,14 +244,13 @@ fn resume_compares_given_flags_even_at_their_defaults() {
     );
     let resume = ["mix", "--resume", "pinsight-mix.jsonl"];
     for (given, field) in [
-        (["--runs", "3"], "runs differs (journal 2, now 3)"),
+        (["--runs", "3"], "repeat differs (journal 2, now 3)"),
         (
-            ["--interval", "200ms"],
-            "interval differs (journal 0.1s, now 0.2s)",
+            ["--period", "200ms"],
+            "period differs (journal 0.1s, now 0.2s)",
         ),
-        (["--schedulers", "os,aarr,to,acfs"], "schedulers differs"),
-        // An old spelling (a hidden alias) is the same flag.
-        (["--repeat", "3"], "runs differs (journal 2, now 3)"),
+        (["--policies", "os,aarr,to,acfs"], "schedulers differs"),
+        (["--repeat", "3"], "repeat differs (journal 2, now 3)"),
     ] {
         let args: Vec<&str> = resume.iter().chain(given.iter()).copied().collect();
         let o = run(&args).unwrap();
@@ -263,7 +262,7 @@ fn resume_compares_given_flags_even_at_their_defaults() {
         );
     }
     // Given equal to the journal's, or not given: the journal's experiment.
-    for extra in [&["--runs", "2", "--interval", "100ms"][..], &[]] {
+    for extra in [&["--runs", "2", "--period", "100ms"][..], &[]] {
         let args: Vec<&str> = resume.iter().chain(extra.iter()).copied().collect();
         let o = run(&[&args[..], &["--json"]].concat()).unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
@@ -282,7 +281,7 @@ fn refusals() {
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
         (
-            vec!["mix", "--schedulers", "os,fast", "--", "true"],
+            vec!["mix", "--policies", "os,fast", "--", "true"],
             "allowed: os, aarr, to, acfs",
         ),
         (vec!["mix"], "mix needs programs"),
@@ -343,7 +342,7 @@ fn exports_json_csv_markdown_and_html() {
     let progs = programs(1);
     let mut args = vec![
         "mix",
-        "--schedulers",
+        "--policies",
         "aarr,to",
         "--runs",
         "1",
