@@ -155,6 +155,10 @@ const EDGES: &[(&str, &[Edge])] = &[
                 "pinsight-sys",
                 "every read through FsRoot; affinity for CPUID",
             ),
+            (
+                "pinsight-term",
+                "the machine's views: width, wrapping, size units",
+            ),
         ],
     ),
     // ---- measurement ----

@@ -201,7 +201,11 @@ fn recorded_bytes_render_one_line_per_cpu() {
         for c in hfi::parse_family(&datagram, 0x13).unwrap() {
             let prev = table.apply(c);
             let kind = if c.cpu < 4 { "P-core" } else { "E-core" };
-            lines.push(pinsight_render::hfi::line(&c, prev.as_ref(), Some(kind)));
+            lines.push(pinsight_topology::view::hfi::line(
+                &c,
+                prev.as_ref(),
+                Some(kind),
+            ));
         }
     }
     assert_eq!(lines.len(), 21);

@@ -1,7 +1,7 @@
 //! `pinsight topo`: the machine as a compact tree in the spirit of
 //! `lstopo-no-graphics`, with core kinds marked, then one line per kind.
-//! The tree is built and rendered by `pinsight_render::topo_text`;
-//! `--explain` (capacity provenance) by `pinsight_render::explain`.
+//! The tree is built and rendered by `pinsight_topology::view::topo_text`;
+//! `--explain` (capacity provenance) by `pinsight_topology::view::explain`.
 
 use crate::{cli::Globals, errors::CmdResult};
 
@@ -51,7 +51,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 "warnings": topo.warnings,
             }))?;
         } else {
-            print!("{}", pinsight_render::explain::render(&topo));
+            print!("{}", pinsight_topology::view::explain::render(&topo));
         }
         return Ok(0);
     }
@@ -60,7 +60,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     } else {
         print!(
             "{}",
-            pinsight_render::topo_text::render(&topo, !args.no_pus)
+            pinsight_topology::view::topo_text::render(&topo, !args.no_pus)
         );
     }
     Ok(0)

@@ -1,6 +1,6 @@
 //! `pinsight topo --watch`: Intel HFI capability changes as they arrive
 //! (thermal generic netlink, `pinsight_topology::hfi`), one line per CPU
-//! (`pinsight_render::hfi`), or JSON Lines with `--json`.
+//! (`pinsight_topology::view::hfi`), or JSON Lines with `--json`.
 //!
 //! Stops after `--count N` changes or after `--for DURATION` (exit 0), on
 //! SIGINT, SIGTERM or SIGHUP through the one signal lifecycle
@@ -178,9 +178,9 @@ fn watch(
             let previous = table.apply(c);
             let kind = kind_of(c.cpu);
             let text = if json {
-                pinsight_render::hfi::json(&c, previous.as_ref(), kind.as_deref())
+                pinsight_topology::view::hfi::json(&c, previous.as_ref(), kind.as_deref())
             } else {
-                pinsight_render::hfi::line(&c, previous.as_ref(), kind.as_deref())
+                pinsight_topology::view::hfi::line(&c, previous.as_ref(), kind.as_deref())
             };
             if !print_line(out, &text)? {
                 return Ok(false);

@@ -283,14 +283,14 @@ fn picture_and_topo_text_name_cache_sizes_alike() {
     // A 27.5 MiB L3: one binary-unit rule for both, exact, never rounded.
     let topo = fixture_topology("memorysidecaches");
     let svg = topology_svg(&topo);
-    let text = pinsight_render::topo_text::render(&topo, false);
+    let text = pinsight_topology::view::topo_text::render(&topo, false);
     assert!(svg.contains("Package 0 · L3 28160 KiB · CPUs "), "{svg}");
     assert!(!svg.contains("27.5 MiB"));
     assert!(text.contains("L3 (28160KB)"), "{text}");
     // Whole MiB stay MiB in both.
     let topo = fixture_topology("20em64t-hybrid-1p6c2t+2ca4co1t");
     assert!(topology_svg(&topo).contains("L3 24 MiB"));
-    assert!(pinsight_render::topo_text::render(&topo, false).contains("L3 (24MB)"));
+    assert!(pinsight_topology::view::topo_text::render(&topo, false).contains("L3 (24MB)"));
 }
 
 /// A disturbance on `cpu` of `share` of the run (none when 0).

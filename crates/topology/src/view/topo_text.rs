@@ -2,12 +2,12 @@
 //! `lstopo-no-graphics`, with core kinds marked, then one line per kind —
 //! what `pinsight topo` prints.
 //!
-//! The tree is [`crate::tree::nest`]ed from the flat model; chains of
+//! The tree is [`super::tree::nest`]ed from the flat model; chains of
 //! objects covering the same CPUs are printed on one line joined by `+`,
 //! as lstopo does. Cores and PUs are numbered by logical index (lstopo's
 //! `L#`): their rank in tree order.
 
-use crate::tree::{self, Object, TreeNode};
+use super::tree::{self, Object, TreeNode};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{
     CacheType, CapacityOrigin, CapacitySource, Kind, NumaNode, OsDeviceKind, PciDevice, RankSource,
@@ -291,9 +291,9 @@ pub fn render_kinds(topo: &Topology) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discover;
     use pinsight_model::{DeviceClass, DeviceLocalitySource, MemoryKind, OsDevice};
     use pinsight_sys::FsRoot;
-    use pinsight_topology::discover;
 
     fn recorded(name: &str) -> Topology {
         discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())

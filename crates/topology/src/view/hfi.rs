@@ -6,7 +6,7 @@
 //! performance of 0 adds `do not schedule here`. Lines fit 80 columns: a
 //! kind name is cut (with `…`) when it would not.
 
-use pinsight_topology::hfi::CapabilityChange;
+use crate::hfi::CapabilityChange;
 use unicode_width::UnicodeWidthStr;
 
 /// Widest line the renderer produces.
