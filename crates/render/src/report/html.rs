@@ -11,12 +11,13 @@ use std::fmt::Write;
 
 /// The page's style. On a narrow screen (a phone is 390 px wide) nothing
 /// may reach past the edge: a long word (a path) breaks, and a wide table
-/// scrolls sideways inside its own box ([`scroll_box`]), as `pre` does.
+/// scrolls sideways inside its own box ([`scroll_box`]), as `pre` does,
+/// its cells kept on one line (a row reads across, `P-core` unbroken).
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222;padding:0 1em;line-height:1.4;overflow-wrap:break-word}
 h1{font-size:1.5em;margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
 h3{font-size:1.05em;margin:1.2em 0 .3em}
 .scroll{overflow-x:auto;margin:.5em 0}
-table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right} td{white-space:nowrap}
 th{background:#f0ede6} td.l,th.l{text-align:left} .sugg li{margin:.4em 0} .muted{color:#666} .small{font-size:.9em}
 .skip li{color:#8a4b00} pre{background:#f7f6f2;padding:.6em;overflow-x:auto;font-size:.85em}
 .swatch{display:inline-block;width:.9em;height:.9em;vertical-align:middle;margin-right:.3em}
