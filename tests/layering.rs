@@ -212,6 +212,8 @@ const EDGES: &[(&str, &[Edge])] = &[
                 "pinsight-measure",
                 "each run's disturbance beside the matrix",
             ),
+            ("pinsight-term", "the views: width, wrapping, escaping"),
+            ("pinsight-lifecycle", "chart files written crash-safe"),
         ],
     ),
     (

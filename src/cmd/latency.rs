@@ -6,11 +6,11 @@ use pinsight_cpuset::CpuSet;
 use pinsight_latency::measure::{self, list_or_none, MeasureConfig, Measurement, Method};
 use pinsight_latency::report::{self as report, FromFileError, JsonReport, Origin};
 use pinsight_latency::request::{setup, Request, SetupError};
+use pinsight_latency::view::{self as render, ChartOptions, KindBand};
 use pinsight_latency_model::{domains, DomainTree, LatencyMatrix};
 use pinsight_lifecycle::output::OutputError;
-use pinsight_render::latency::{self as render, ChartOptions, KindBand};
-use pinsight_term::wrap80;
 use pinsight_sys::FsRoot;
+use pinsight_term::wrap80;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Core-to-core latency: measuring the matrix on this machine
-//! ([`measure`]) and loading matrix files ([`LoadMatrix`]). Showing them
-//! (terminal heatmap, SVG/PNG charts) is `pinsight_render::latency`'s job.
+//! ([`measure`]) and loading matrix files ([`LoadMatrix`]); showing them
+//! (terminal heatmap, SVG/PNG charts, the command's text) is [`view`].
 //!
 //! The pure model — the matrix and its file formats, latency domains
 //! derived from it and latency-aware choice of CPU groups — lives in
@@ -12,5 +12,6 @@ mod file;
 pub mod measure;
 pub mod report;
 pub mod request;
+pub mod view;
 
 pub use file::{LoadError, LoadMatrix, MAX_MATRIX_BYTES};

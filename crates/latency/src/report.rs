@@ -2,7 +2,7 @@
 //! ([`Origin`]), its `--json` form ([`JsonReport`]), the comment line of a
 //! CSV export and the title of a chart, a matrix taken from a file for a
 //! set of CPUs ([`from_file`]), and how many runs a virtual machine gets
-//! ([`runs_for`]). The terminal view is `pinsight_render::latency::report`.
+//! ([`runs_for`]). The terminal view is [`crate::view::report`].
 
 use crate::file::{LoadError, LoadMatrix};
 use crate::measure::{MeasureConfig, Measurement};

@@ -19,7 +19,6 @@ pub mod compare_run;
 pub mod emulate;
 pub mod export;
 pub mod gather;
-pub mod latency;
 pub mod load;
 pub mod mix;
 pub mod pin;
@@ -36,6 +35,7 @@ pub mod workload;
 // The terminal mechanics moved to pinsight-term; these private imports keep
 // the crate's own paths (`crate::term::wrap`, `crate::escape`, …) for the
 // views still here.
+use pinsight_latency::view as latency;
 use pinsight_term as term;
 use pinsight_term::size::format_size;
 use pinsight_term::{escape, replace_chars, terminal_width, DEFAULT_WIDTH};

@@ -3,7 +3,6 @@
 //! once and runs them all in parallel). A new test file is one `mod` line
 //! here; `every_test_file_is_compiled` fails for a file left out.
 
-mod latency_charts;
 mod sf_report;
 
 #[test]

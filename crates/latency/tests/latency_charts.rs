@@ -2,8 +2,8 @@
 //! core-to-core-latency's published results, MIT).
 
 use pinsight_cpuset::CpuSet;
+use pinsight_latency::view::{self as render, ChartOptions, KindBand, TableStyle};
 use pinsight_latency_model::{domains, LatencyMatrix};
-use pinsight_render::latency::{self as render, ChartOptions, KindBand, TableStyle};
 use std::path::Path;
 
 /// How plotters writes a text element's content.
@@ -12,9 +12,8 @@ fn text(s: &str) -> String {
 }
 
 fn fixture(name: &str) -> LatencyMatrix {
-    // The recorded matrices live with the latency crate's tests.
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../latency/tests/fixtures")
+        .join("tests/fixtures")
         .join(name);
     let text = std::fs::read_to_string(&path).unwrap();
     LatencyMatrix::parse(&text, &path.display().to_string()).unwrap()

@@ -4,10 +4,10 @@
 //! and the files written.
 
 use super::table::{format_pct, heatmap, summary, TableStyle};
-use crate::term::{fill, Wrap};
-use pinsight_latency::measure::{MeasureConfig, Measurement};
-use pinsight_latency::report::Origin;
+use crate::measure::{MeasureConfig, Measurement};
+use crate::report::Origin;
 use pinsight_latency_model::{DomainTree, LatencyMatrix};
+use pinsight_term::{fill, Wrap};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
@@ -18,7 +18,11 @@ pub fn stdout_style() -> TableStyle {
     let tty = std::io::stdout().is_terminal();
     TableStyle {
         color: tty && std::env::var_os("NO_COLOR").is_none(),
-        width: if tty { crate::terminal_width() } else { 200 },
+        width: if tty {
+            pinsight_term::terminal_width()
+        } else {
+            200
+        },
     }
 }
 

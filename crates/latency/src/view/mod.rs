@@ -1,8 +1,8 @@
 //! Showing a latency matrix: a terminal heatmap in the layout of
 //! `core-to-core-latency` ([`table`]), SVG/PNG heatmaps ([`chart`]), both on
 //! one colour scale ([`colormap`]). The terminal's width comes from
-//! [`crate::terminal_width`]. Moved here from `pinsight-latency`, so that
-//! the measurement crate neither draws nor depends on plotters.
+//! [`pinsight_term::terminal_width`]. The measuring code of this crate
+//! neither draws nor uses plotters; only this module does.
 
 pub mod chart;
 pub mod colormap;
