@@ -173,7 +173,7 @@ fn show(args: &Args, g: &Globals, topo: &Topology, report: &SpeedReport) -> CmdR
     if g.json {
         g.print_json(report)?;
     } else {
-        print!("{}", pinsight_render::speed::render(topo, report));
+        print!("{}", pinsight_speed::view::render(topo, report));
         if let Some(path) = &args.weights {
             println!(
                 "Weights written to {} (use: pinsight plan balance --weights {})",

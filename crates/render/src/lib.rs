@@ -27,7 +27,6 @@ pub mod run;
 pub mod run_json;
 pub mod sched;
 pub mod sf;
-pub mod speed;
 pub mod tune;
 pub mod tune_output;
 pub mod workload;
@@ -36,6 +35,7 @@ pub mod workload;
 // the crate's own paths (`crate::term::wrap`, `crate::escape`, …) for the
 // views still here.
 use pinsight_latency::view as latency;
+use pinsight_speed::view as speed;
 use pinsight_term as term;
 use pinsight_term::size::format_size;
 use pinsight_term::{escape, replace_chars, terminal_width, DEFAULT_WIDTH};

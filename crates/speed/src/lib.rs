@@ -19,6 +19,7 @@ pub mod select;
 pub mod session;
 pub mod smt;
 pub mod summary;
+pub mod view;
 
 pub use error::{MemoryError, SelectError, SpeedError, UnknownKernel};
 pub use kernels::Kernel;

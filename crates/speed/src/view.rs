@@ -2,8 +2,8 @@
 //! median and its confidence half-width, then the speedup factors between
 //! core kinds (measured, and as predicted by max frequency and capacity).
 
+use crate::{CpuSpeed, Kernel, SlotPlan, SpeedReport};
 use pinsight_model::Topology;
-use pinsight_speed::{CpuSpeed, Kernel, SlotPlan, SpeedReport};
 use std::fmt::Write;
 
 /// Human output: a row per CPU, then the speedup factors.
@@ -61,7 +61,7 @@ fn table(header: Vec<String>, rows: Vec<Vec<String>>, first_right: usize) -> com
 }
 
 /// The name of the core kind of CPU `c`, `-` when unknown.
-pub(crate) fn kind_name(topo: &Topology, c: &CpuSpeed) -> String {
+pub fn kind_name(topo: &Topology, c: &CpuSpeed) -> String {
     c.kind
         .and_then(|k| topo.kinds.get(k))
         .map(|k| k.name.clone())
@@ -69,7 +69,7 @@ pub(crate) fn kind_name(topo: &Topology, c: &CpuSpeed) -> String {
 }
 
 /// A predicted speedup factor, `unknown` when there is none.
-pub(crate) fn predicted(v: Option<f64>) -> String {
+pub fn predicted(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.2}"))
         .unwrap_or_else(|| "unknown".into())
 }
@@ -111,7 +111,7 @@ fn cpu_table(topo: &Topology, r: &SpeedReport) -> comfy_table::Table {
 
 /// `(timed chunks, chunks left out as disturbed)` over every CPU and
 /// kernel.
-pub(crate) fn chunk_counts(r: &SpeedReport) -> (usize, usize) {
+pub fn chunk_counts(r: &SpeedReport) -> (usize, usize) {
     let results = || r.cpus.iter().flat_map(|c| &c.results);
     (
         results().map(|k| k.chunks).sum(),
@@ -120,7 +120,7 @@ pub(crate) fn chunk_counts(r: &SpeedReport) -> (usize, usize) {
 }
 
 /// Whether any figure was taken mostly from disturbed chunks.
-pub(crate) fn any_disturbed_included(r: &SpeedReport) -> bool {
+pub fn any_disturbed_included(r: &SpeedReport) -> bool {
     r.cpus
         .iter()
         .flat_map(|c| &c.results)
