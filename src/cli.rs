@@ -12,8 +12,10 @@ use pinsight_model::{declared, declared::DeclaredError, declared::KindSpec};
 use pinsight_sys::FsRoot;
 use std::path::PathBuf;
 
-/// Flags accepted by every command (before or after the command name).
+/// Flags accepted by every command (before or after the command name),
+/// listed after each command's own under their own heading.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct Globals {
     /// Read /sys and /proc under DIR instead of / (a recorded machine: DIR/sys, DIR/proc,
     /// as made by `pinsight snapshot` or hwloc-gather-topology), or from the .tar.gz
@@ -259,12 +261,6 @@ pub fn unwritable(
     ))
 }
 
-/// Parses a duration as users type it: `1s`, `500ms`, `2.5s`, `2m`, `90`
-/// (seconds); see [`crate::values::duration`].
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::values::duration(text)
-}
-
 /// The progress bar on stderr (the one terminal drawing of
 /// `pinsight_sys::progress::Progress`): shown past one second,
 /// hidden with `--quiet` and when stderr is not a terminal; `--json`-only
@@ -278,17 +274,6 @@ use pinsight_term::wrap80;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert!(parse_duration("fast").unwrap_err().contains("'fast'"));
-        assert!(parse_duration("-1s").is_err());
-    }
 
     #[test]
     fn output_files_are_probed_without_a_trace() {
@@ -341,13 +326,13 @@ pub struct ExportArgs {
     pub export_json: Option<std::path::PathBuf>,
     /// Write a CSV summary to FILE (compare: one row per arm, `#` lines first naming metrics
     /// unavailable everywhere; mix: scheduler, metric or program slowdown, value, 95% interval).
-    #[arg(long = "export-csv", value_name = "FILE")]
+    #[arg(long = "export-csv", alias = "csv", value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
     /// Write a Markdown report to FILE.
-    #[arg(long = "export-markdown", value_name = "FILE")]
+    #[arg(long = "export-markdown", alias = "markdown", value_name = "FILE")]
     pub markdown: Option<std::path::PathBuf>,
     /// Write a self-contained HTML report (compare: box plots, CI bars, verdict) to FILE.
-    #[arg(long = "export-html", value_name = "FILE")]
+    #[arg(long = "export-html", alias = "html", value_name = "FILE")]
     pub html: Option<std::path::PathBuf>,
 }
 

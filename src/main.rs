@@ -38,7 +38,6 @@ mod docs_tests;
 mod errors;
 mod out;
 mod values;
-mod vocabulary;
 
 use clap::{Parser, Subcommand};
 use cli::Globals;
@@ -86,8 +85,7 @@ enum Command {
 
 /// [`Command`], offering clap only the subcommand typed on the command
 /// line when there is one (see [`typed_subcommand`]): building all of them
-/// (every flag of every command, the global flags copied into each, the
-/// old spellings' copies) took 0.7 ms of a 3 ms `pinsight run cpus:0 --
+/// (every flag of every command, the global flags copied into each) took 0.7 ms of a 3 ms `pinsight run cpus:0 --
 /// true`. Without a known name (`pinsight --help`, `pinsight help X`, a
 /// typo for clap to suggest a name for) clap gets them all.
 #[derive(Debug)]
@@ -225,8 +223,7 @@ fn main() {
 }
 
 /// The command line, parsed (a usage error ends the process with 2): only
-/// the typed subcommand built, the old spellings moved into their new
-/// fields, and where `--fsroot` and `--kinds` came from recorded.
+/// the typed subcommand built, and where `--fsroot` and `--kinds` came from recorded.
 fn parse() -> Cli {
     // Help wraps at pinsight's one terminal width ($COLUMNS first), the
     // epilogues' paragraphs filling it.
@@ -234,23 +231,14 @@ fn parse() -> Cli {
     if let Some(name) = typed_subcommand(&argv).filter(|n| Command::has_subcommand(n)) {
         let _ = TYPED.set(name.to_string().leak());
     }
-    let command =
+    let mut command =
         <Cli as clap::CommandFactory>::command().term_width(pinsight_term::terminal_width());
-    let mut command = if vocabulary::typed(TYPED.get().copied(), &argv) {
-        vocabulary::with_old_spellings(command)
-    } else {
-        command
-    };
     let matches = command
         .try_get_matches_from_mut(argv)
         .unwrap_or_else(|e| usage_exit(e));
     refuse_global_conflicts(&mut command, &matches);
     let mut cli =
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
-    if let Some((name, sub)) = matches.subcommand() {
-        vocabulary::notes(name, sub, cli.globals.quiet);
-        take_old_spellings(&mut cli.command.0, sub);
-    }
     let from_env = |id| matches.value_source(id) == Some(clap::parser::ValueSource::EnvVariable);
     cli.globals.fsroot_from_env = from_env("fsroot");
     if cli.globals.fsroot.is_some() && cli.globals.hwloc_xml.is_some() {
@@ -294,58 +282,6 @@ fn dispatch(command: Command, g: &cli::Globals) -> errors::CmdResult {
         Command::Irq(a) => cmd::irq::run(a, g),
         // Every command's definition: `Typed` builds them all for this one.
         Command::Generate(a) => cmd::generate::run(a, g, <Cli as clap::CommandFactory>::command()),
-    }
-}
-
-/// Moves each hidden old spelling's value into its new flag's field (see
-/// `vocabulary`): the command then reads one field whatever was typed.
-fn take_old_spellings(command: &mut Command, m: &clap::ArgMatches) {
-    use vocabulary::{take, take_opt};
-    match command {
-        Command::Compare(a) => {
-            take_opt(m, "csv", &mut a.export.csv);
-            take_opt(m, "markdown", &mut a.export.markdown);
-            take_opt(m, "html", &mut a.export.html);
-            if let Ok(Some(v)) = m.try_get_many::<String>(&vocabulary::old_id("slice-rule")) {
-                a.slice_rules = Some(v.cloned().collect());
-            }
-        }
-        Command::Mix(a) => {
-            a.given = cmd::mix::Given {
-                schedulers: vocabulary::given("mix", m, "schedulers"),
-                repeat: vocabulary::given("mix", m, "repeat"),
-                period: vocabulary::given("mix", m, "period"),
-            };
-            take(m, "repeat", &mut a.repeat);
-            take(m, "schedulers", &mut a.schedulers);
-            take_opt(m, "csv", &mut a.export.csv);
-            take_opt(m, "markdown", &mut a.export.markdown);
-            take_opt(m, "html", &mut a.export.html);
-        }
-        Command::Latency(a) => {
-            a.runs_given = vocabulary::given("latency", m, "repeat");
-            take(m, "repeat", &mut a.repeat);
-            take_opt(m, "from-csv", &mut a.from_csv);
-            take_opt(m, "csv", &mut a.csv);
-            take_opt(m, "svg", &mut a.svg);
-            take_opt(m, "png", &mut a.png);
-        }
-        Command::Simulate(a) => take(m, "repeat", &mut a.repeat),
-        Command::Sched(a) => take_opt(m, "policy", &mut a.policy),
-        Command::Report(a) => take_opt(m, "latency-from", &mut a.latency_from),
-        Command::Speed(a) => take_opt(m, "weights", &mut a.weights),
-        Command::Sf(a) => take_opt(m, "pid", &mut a.pid),
-        Command::Run(a) => {
-            take_opt(m, "slice-rule", &mut a.slicing.rule);
-            take_opt(m, "rule", &mut a.slicing.rule);
-        }
-        Command::Slice(a) => {
-            take_opt(m, "slice-rule", &mut a.slice.rule);
-            take_opt(m, "rule", &mut a.slice.rule);
-        }
-        Command::Gather(a) => take_opt(m, "html", &mut a.html),
-        Command::Model(a) => take_opt(m, "svg", &mut a.svg),
-        _ => {}
     }
 }
 
@@ -426,9 +362,9 @@ fn usage_exit(e: clap::Error) -> ! {
         ErrorKind::MissingRequiredArgument => {
             let mut lines = text.lines();
             let first = lines.next().unwrap_or_default();
-            let missing: Vec<String> = lines
+            let missing: Vec<&str> = lines
                 .take_while(|l| l.starts_with("  "))
-                .map(|l| vocabulary::hide_old_spellings(l.trim()))
+                .map(str::trim)
                 .collect();
             format!("{first} {}\n", missing.join(", "))
         }

@@ -17,12 +17,6 @@ pub const MAX_THREADS: usize = 131_072;
 pub const MAX_TASKS: usize = 1_000_000;
 /// Most measured runs per arm (`--runs`), and warm-up runs (`--warmup`).
 pub const MAX_RUNS: usize = 100_000;
-/// The scheduler period's range (`sched`, `mix`, `sf`, `simulate`): under
-/// 10 ms the sampling of /proc costs more than it measures; over a minute
-/// no policy reacts to anything.
-pub const PERIOD_MIN: Duration = Duration::from_millis(10);
-/// See [`PERIOD_MIN`].
-pub const PERIOD_MAX: Duration = Duration::from_secs(60);
 /// Longest duration any flag takes (a week).
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -76,12 +70,23 @@ pub fn positive_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// `--period`: the one scheduler period parser, [`PERIOD_MIN`] to [`PERIOD_MAX`].
-pub fn period(text: &str) -> Result<Duration, String> {
+/// `balance --interval`: an [`interval`], or 0 for "do not measure" (a
+/// one-shot balance that moves without measuring the load).
+pub fn interval_or_off(text: &str) -> Result<Duration, String> {
+    match duration(text) {
+        Ok(d) if d.is_zero() => Ok(d),
+        _ => interval(text),
+    }
+}
+
+/// `--interval` of every command: the one sampling interval parser
+/// ([`pinsight_model::interval`]: 1 ms to 1 h).
+pub fn interval(text: &str) -> Result<Duration, String> {
+    use pinsight_model::interval::{is_interval, INTERVAL_ALLOWED};
     let d = duration(text)?;
-    if !(PERIOD_MIN..=PERIOD_MAX).contains(&d) {
+    if !is_interval(d) {
         return Err(format!(
-            "'{}': a period is between 10ms and 60s",
+            "'{}': {INTERVAL_ALLOWED}",
             crate::errors::shown(text)
         ));
     }
@@ -110,9 +115,27 @@ pub fn tasks(text: &str) -> Result<usize, String> {
     count(text, 1, MAX_TASKS, "tasks")
 }
 
-/// `--runs` of compare and tune: 1 to [`MAX_RUNS`].
+/// `--runs` of every command (compare, tune, mix, simulate, latency): 1 to
+/// [`MAX_RUNS`].
 pub fn runs(text: &str) -> Result<usize, String> {
     count(text, 1, MAX_RUNS, "runs")
+}
+
+/// `--count` (topo, load, balance, irq): events or intervals before
+/// stopping, 1 to a billion.
+pub fn stop_count(text: &str) -> Result<u64, String> {
+    count(text, 1, 1_000_000_000, "a count").map(|n| n as u64)
+}
+
+/// `--patience` (balance, irq): intervals in a row off before a move, 1
+/// to 1000.
+pub fn patience(text: &str) -> Result<u32, String> {
+    count(text, 1, 1000, "intervals").map(|n| n as u32)
+}
+
+/// `--max-moves` (balance, irq): moves per interval, 1 to 100000.
+pub fn max_moves(text: &str) -> Result<u64, String> {
+    count(text, 1, 100_000, "moves").map(|n| n as u64)
 }
 
 /// `--warmup`: 0 to [`MAX_RUNS`].
@@ -137,16 +160,37 @@ pub fn ratio_above_one(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `--disturbance-threshold`: a share of one CPU's time, `5%` or `0.05`,
-/// above 0 and at most 100%. Returned as a fraction (0.05).
-pub fn share(text: &str) -> Result<f64, String> {
+/// The one percent-or-fraction grammar: `5%`, `0.5 %` or `0.05`, as a
+/// finite fraction (0.05); `None` for anything else.
+fn fraction(text: &str) -> Option<f64> {
     let t = text.trim();
     let (num, scale) = match t.strip_suffix('%') {
         Some(n) => (n.trim(), 0.01),
         None => (t, 1.0),
     };
-    match num.parse::<f64>() {
-        Ok(v) if v.is_finite() && v * scale > 0.0 && v * scale <= 1.0 => Ok(v * scale),
+    num.parse::<f64>()
+        .ok()
+        .map(|v| v * scale)
+        .filter(|v| v.is_finite())
+}
+
+/// `latency --target-ci`: a relative precision, above 0 and below 100%
+/// (`1%` or `0.01`), as a fraction.
+pub fn precision(text: &str) -> Result<f64, String> {
+    match fraction(text) {
+        Some(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!(
+            "'{}' is not a relative precision between 0 and 100% (examples: 1%, 0.5%, 0.02)",
+            crate::errors::shown(text)
+        )),
+    }
+}
+
+/// `--disturbance-threshold`: a share of one CPU's time, `5%` or `0.05`,
+/// above 0 and at most 100%. Returned as a fraction (0.05).
+pub fn share(text: &str) -> Result<f64, String> {
+    match fraction(text) {
+        Some(v) if v > 0.0 && v <= 1.0 => Ok(v),
         _ => Err(format!(
             "'{text}' is not a share of a CPU's time: give a percentage above 0 and at most \
              100 (5%) or a fraction (0.05)"
@@ -261,11 +305,9 @@ pub fn stealers(text: &str) -> Result<Stealers, String> {
 #[derive(Clone, Debug, Default)]
 pub struct Stealers(pub Vec<pinsight_load::Excluded>);
 
-/// `sf --pids`: one process id (sf follows one process).
-pub fn one_pid(text: &str) -> Result<i32, String> {
-    if text.contains(',') {
-        return Err("sf measures one process: give one pid".to_owned());
-    }
+/// One process id of `--pids LIST` (`sched`, `sf`, `balance`; clap splits
+/// the list at commas): a whole number from 1.
+pub fn pid(text: &str) -> Result<i32, String> {
     match text.trim().parse::<i32>() {
         Ok(p) if p >= 1 => Ok(p),
         _ => Err(format!(
@@ -275,11 +317,12 @@ pub fn one_pid(text: &str) -> Result<i32, String> {
     }
 }
 
-/// `sched --policies`: one policy (sched runs one at a time; `mix` compares several).
-pub fn one_policy(text: &str) -> Result<String, String> {
+/// `sched --schedulers`: one scheduler (sched runs one at a time; `mix`
+/// compares several).
+pub fn one_scheduler(text: &str) -> Result<String, String> {
     if text.contains(',') {
         return Err(
-            "sched runs one policy at a time (os, aarr, to or acfs); `pinsight mix` compares several"
+            "sched runs one scheduler at a time (os, aarr, to or acfs); `pinsight mix` compares several"
                 .to_owned(),
         );
     }
@@ -409,7 +452,13 @@ mod tests {
         assert!(duration("-1s").is_err());
         assert!(duration("99999999999999999").is_err());
         assert!(positive_duration("0s").is_err());
-        assert!(period("5ms").is_err() && period("61s").is_err() && period("200ms").is_ok());
+        assert!(interval("0.5ms").is_err() && interval("61m").is_err());
+        assert!(interval("1ms").is_ok() && interval("1h").is_ok());
+        assert_eq!(interval_or_off("0"), Ok(Duration::ZERO));
+        assert!(interval_or_off("2h").is_err());
+        assert!(precision("1%").is_ok() && share("100%").is_ok() && precision("100%").is_err());
+        assert_eq!(pid("42"), Ok(42));
+        assert!(pid("0").is_err() && pid("x").is_err());
     }
 
     #[test]

@@ -246,7 +246,7 @@ fn match_with_threads_moves_each_thread() {
         "--match",
         &marker,
         "--match-full",
-        "--threads",
+        "--per-thread",
         "--cpus",
         &cpus,
         "--interval",

@@ -53,7 +53,7 @@ const OUTPUTS: &[(&str, &str, &str)] = &[
     ),
     (
         "irq",
-        "--save",
+        "--state",
         "where the affinities before a move are saved",
     ),
 ];

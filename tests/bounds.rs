@@ -58,20 +58,20 @@ fn every_number_flag_has_an_upper_bound() {
         (&["tune", "--validate", HUGE, "--", "true"], "--validate"),
         (&["tune", "--budget", "99999999h", "--", "true"], "--budget"),
         (&["mix", "--runs", HUGE, "--", "true"], "--runs"),
-        (&["mix", "--period", "99999s", "--", "true"], "--period"),
+        (&["mix", "--interval", "99999s", "--", "true"], "--interval"),
         (
             &[
                 "sched",
-                "--policies",
+                "--schedulers",
                 "os",
-                "--period",
+                "--interval",
                 "99999s",
                 "--",
                 "true",
             ],
-            "--period",
+            "--interval",
         ),
-        (&["sf", "--period", "99999s", "--", "true"], "--period"),
+        (&["sf", "--interval", "99999s", "--", "true"], "--interval"),
         (
             &["sf", "--duration", "99999999h", "--", "true"],
             "--duration",
@@ -81,8 +81,8 @@ fn every_number_flag_has_an_upper_bound() {
             "--runs",
         ),
         (
-            &["simulate", "--programs", "p.csv", "--period", "99999s"],
-            "--period",
+            &["simulate", "--programs", "p.csv", "--interval", "99999s"],
+            "--interval",
         ),
         (&["latency", "--runs", HUGE], "--runs"),
         (
@@ -97,17 +97,17 @@ fn every_number_flag_has_an_upper_bound() {
         (&["latency", "--cpus", "0-99999999"], "--cpus"),
         (&["speed", "--per-kind", HUGE], "--per-kind"),
         (&["speed", "--mem-mib", HUGE], "--mem-mib"),
-        (
-            &["speed", "--budget-per-cpu", "99999999h"],
-            "--budget-per-cpu",
-        ),
+        (&["speed", "--budget", "99999999h"], "--budget"),
         (&["report", "--budget", "99999999h"], "--budget"),
         (&["slice", "--local-rank", HUGE], "--local-rank"),
         (&["slice", "--local-size", HUGE], "--local-size"),
         (&["workload", "pi", "-t", HUGE], "--threads"),
         (&["workload", "pi", "--max-iter", HUGE], "--max-iter"),
         (&["topo", "--watch", "--count", HUGE], "--count"),
-        (&["topo", "--watch", "--for", "99999999h"], "--for"),
+        (
+            &["topo", "--watch", "--duration", "99999999h"],
+            "--duration",
+        ),
         (
             &[
                 "model",
@@ -130,8 +130,16 @@ fn a_duration_of_zero_is_refused_where_it_means_nothing() {
     refused(&["tune", "--budget", "0", "--", "true"], "--budget");
     refused(&["sf", "--duration", "0ms", "--", "true"], "--duration");
     refused(
-        &["sched", "--policies", "os", "--period", "0s", "--", "true"],
-        "--period",
+        &[
+            "sched",
+            "--schedulers",
+            "os",
+            "--interval",
+            "0s",
+            "--",
+            "true",
+        ],
+        "--interval",
     );
 }
 

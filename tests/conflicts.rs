@@ -149,17 +149,17 @@ fn model_takes_from_or_params() {
 #[test]
 fn sched_and_sf_take_running_processes_or_a_program() {
     conflict(
-        &["sched", "--policies", "os", "--pids", "1", "--", "true"],
+        &["sched", "--schedulers", "os", "--pids", "1", "--", "true"],
         "--pids",
         "[CMD]",
     );
     refused(
-        &["sched", "--policies", "os"],
+        &["sched", "--schedulers", "os"],
         &["required arguments", "--pids", "CMD"],
     );
     conflict(&["sf", "--pids", "1", "--", "true"], "--pids", "[CMD]");
-    // The old spelling, hidden, conflicts the same way.
-    conflict(&["sf", "--pid", "1", "--", "true"], "--pid", "[CMD]");
+    // The old spelling, a hidden alias, is the same flag.
+    conflict(&["sf", "--pid", "1", "--", "true"], "--pids", "[CMD]");
     conflict(
         &["sf", "--from-compare", "j", "--pids", "1"],
         "--from-compare",
@@ -172,8 +172,7 @@ fn sched_and_sf_take_running_processes_or_a_program() {
     );
     refused(
         &["sf"],
-        // The hidden old spelling (--pid) satisfies the group, unshown.
-        &["required arguments were not provided: <--pids <PID>|CMD|--from-compare <JOURNAL>>"],
+        &["required arguments were not provided: <--pids <LIST>|CMD|--from-compare <JOURNAL>>"],
     );
 }
 
@@ -236,7 +235,10 @@ fn other_declared_pairs() {
         &["topo", "--count", "3"],
         &["required arguments", "--watch"],
     );
-    refused(&["topo", "--for", "1s"], &["required arguments", "--watch"]);
+    refused(
+        &["topo", "--duration", "1s"],
+        &["required arguments", "--watch"],
+    );
     refused(
         &["topo", "--count", "3", "--explain"],
         &["required arguments", "--watch"],
@@ -275,7 +277,8 @@ fn other_declared_pairs() {
         &["--runs", "2"],
         &["--budget", "1s"],
     ] {
-        for matrix in ["--latency", "--from-csv"] {
+        // `--from-csv`, the old spelling, is an alias of --latency.
+        for matrix in ["--latency"] {
             let mut args = vec!["latency", matrix, "m.csv"];
             args.extend(flag);
             conflict(&args, matrix, flag[0]);

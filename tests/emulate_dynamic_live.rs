@@ -253,16 +253,11 @@ fn balance_with_speed_weights_applied_evens_the_cpus_busy_time() {
     // fills a CPU for the pace it no longer has.
     let pace_before = em.pace(d.path(), 2, "6e8");
     let weights = d.path().join("w.json");
+    // 2 s on each CPU (speed's budget is the total).
+    let budget = format!("{}s", 2 * pinsight_testkit::allowed_cpus().len());
     ok(em
         .pinsight(d.path())
-        .args([
-            "speed",
-            "--quiet",
-            "--kernels",
-            "int",
-            "--budget-per-cpu",
-            "2s",
-        ])
+        .args(["speed", "--quiet", "--kernels", "int", "--budget", &budget])
         .arg("--export-weights")
         .arg(&weights)
         .output()
@@ -452,7 +447,14 @@ fn aarr_shares_the_fast_cpu_equally_on_the_emulated_machine() {
     let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
     pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
     let sched = c
-        .args(["sched", "--policies", "aarr", "--period", "100ms", "--json"])
+        .args([
+            "sched",
+            "--schedulers",
+            "aarr",
+            "--interval",
+            "100ms",
+            "--json",
+        ])
         .args(["--pids", &pids])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -522,8 +524,8 @@ fn mix_finds_os_less_fair_than_aarr_and_acfs() {
         let mut c = em.pinsight(&dir);
         pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
         json(&ok(c
-            .args(["mix", "--quiet", "--json", "--policies", policies])
-            .args(["--runs", runs, "--period", "100ms"])
+            .args(["mix", "--quiet", "--json", "--schedulers", policies])
+            .args(["--runs", runs, "--interval", "100ms"])
             .args(["--sf", &format!("#1={sf}"), "--sf", &format!("#2={sf}")])
             .args(["--", &prog, &prog])
             .output()

@@ -533,8 +533,8 @@ fn speed_measures_the_emulated_ratio() {
             "--json",
             "--kernels",
             "int,fp",
-            "--budget-per-cpu",
-            "1s",
+            "--budget",
+            &format!("{}s", pinsight_testkit::allowed_cpus().len()),
         ])
         .output()
         .unwrap();
@@ -586,8 +586,8 @@ fn balance_with_speed_weights_loads_the_slowed_cpu_less() {
         .args([
             "--kernels",
             "int",
-            "--budget-per-cpu",
-            "500ms",
+            "--budget",
+            &format!("{}ms", 500 * pinsight_testkit::allowed_cpus().len()),
             "--export-weights",
         ])
         .arg(&weights)

@@ -32,7 +32,19 @@ fn epilogue(help: &str) -> Vec<&str> {
         .iter()
         .rposition(|l| l.contains("Print version"))
         .expect("every command has --version");
-    lines[last + 1..].to_vec()
+    // The global options follow the command's own, under their heading:
+    // the epilogue is the first unindented text after them.
+    let start = match lines[last..].iter().position(|l| *l == "Global options:") {
+        Some(g) => {
+            let from = last + g + 1;
+            from + lines[from..]
+                .iter()
+                .position(|l| !l.is_empty() && !l.starts_with(' '))
+                .unwrap_or(lines.len() - from)
+        }
+        None => last + 1,
+    };
+    lines[start..].to_vec()
 }
 
 fn all() -> impl Iterator<Item = Option<&'static str>> {

@@ -438,7 +438,7 @@ fn mix_journal_is_locked_cut_lines_one_rule_edits_refused() {
             "mix",
             "--journal",
             "m.jsonl",
-            "--repeat",
+            "--runs",
             "1",
             "--schedulers",
             "os,to",
@@ -564,7 +564,7 @@ fn links_at_output_names_are_never_followed() {
             return;
         };
         let o = c
-            .args(["mix", "--repeat", "1", "--schedulers", "os", "--", "true"])
+            .args(["mix", "--runs", "1", "--schedulers", "os", "--", "true"])
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
@@ -584,7 +584,7 @@ fn links_at_output_names_are_never_followed() {
             "mix",
             "--journal",
             "m.jsonl",
-            "--repeat",
+            "--runs",
             "1",
             "--schedulers",
             "os",
@@ -736,7 +736,8 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
     assert_eq!(std::fs::read_to_string(&export).unwrap(), "old");
     assert_eq!(disk.files(), vec!["e.json"]);
     let fixture = common_cli::hwloc_fixture(HYBRID);
-    let out = disk.path().join("r");
+    let html = disk.path().join("r.html");
+    let json = disk.path().join("r.json");
     let o = run(
         d.path(),
         &[],
@@ -746,8 +747,10 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
             "report",
             "--no-speed",
             "--no-latency",
-            "--out",
-            out.to_str().unwrap(),
+            "--export-html",
+            html.to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
@@ -763,7 +766,7 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
             "mix",
             "--journal",
             mj.to_str().unwrap(),
-            "--repeat",
+            "--runs",
             "1",
             "--schedulers",
             "os",

@@ -66,7 +66,7 @@ fn repeat_zero_and_repeat_with_a_file_are_usage_errors() {
     let o = pinsight(&["latency", "--runs", "0"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
-        o.stderr.contains("--runs") && o.says("'0' is not a number of runs"),
+        o.stderr.contains("--runs") && o.says("at least 1 (runs: 1 to 100000)"),
         "{}",
         o.stderr
     );

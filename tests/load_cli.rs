@@ -301,7 +301,7 @@ fn live_irq_move_and_restore_or_the_refusal() {
         "--irq",
         &n.to_string(),
         "--force",
-        "--save",
+        "--state",
         s(&state),
     ])
     .run();

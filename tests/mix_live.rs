@@ -144,7 +144,7 @@ fn ctrl_c_keeps_the_journal_and_resume_completes() {
     };
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(3);
-    let mut args = vec!["mix", "--policies", "os,aarr", "--runs", "2", "--"];
+    let mut args = vec!["mix", "--schedulers", "os,aarr", "--runs", "2", "--"];
     args.extend(progs.iter().map(String::as_str));
     let Some(mut c) = pinsight(dir.path(), &args) else {
         return;
@@ -225,11 +225,11 @@ fn resume_compares_given_flags_even_at_their_defaults() {
     // The journal: 2 runs, a 100 ms period (neither the default).
     let Some(o) = run(&[
         "mix",
-        "--policies",
+        "--schedulers",
         "os",
         "--runs",
         "2",
-        "--period",
+        "--interval",
         "100ms",
         "--",
         "true",
@@ -244,13 +244,14 @@ fn resume_compares_given_flags_even_at_their_defaults() {
     );
     let resume = ["mix", "--resume", "pinsight-mix.jsonl"];
     for (given, field) in [
-        (["--runs", "3"], "repeat differs (journal 2, now 3)"),
+        (["--runs", "3"], "runs differs (journal 2, now 3)"),
         (
-            ["--period", "200ms"],
-            "period differs (journal 0.1s, now 0.2s)",
+            ["--interval", "200ms"],
+            "interval differs (journal 0.1s, now 0.2s)",
         ),
-        (["--policies", "os,aarr,to,acfs"], "schedulers differs"),
-        (["--repeat", "3"], "repeat differs (journal 2, now 3)"),
+        (["--schedulers", "os,aarr,to,acfs"], "schedulers differs"),
+        // An old spelling (a hidden alias) is the same flag.
+        (["--repeat", "3"], "runs differs (journal 2, now 3)"),
     ] {
         let args: Vec<&str> = resume.iter().chain(given.iter()).copied().collect();
         let o = run(&args).unwrap();
@@ -262,7 +263,7 @@ fn resume_compares_given_flags_even_at_their_defaults() {
         );
     }
     // Given equal to the journal's, or not given: the journal's experiment.
-    for extra in [&["--runs", "2", "--period", "100ms"][..], &[]] {
+    for extra in [&["--runs", "2", "--interval", "100ms"][..], &[]] {
         let args: Vec<&str> = resume.iter().chain(extra.iter()).copied().collect();
         let o = run(&[&args[..], &["--json"]].concat()).unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
@@ -281,7 +282,7 @@ fn refusals() {
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
         (
-            vec!["mix", "--policies", "os,fast", "--", "true"],
+            vec!["mix", "--schedulers", "os,fast", "--", "true"],
             "allowed: os, aarr, to, acfs",
         ),
         (vec!["mix"], "mix needs programs"),
@@ -342,7 +343,7 @@ fn exports_json_csv_markdown_and_html() {
     let progs = programs(1);
     let mut args = vec![
         "mix",
-        "--policies",
+        "--schedulers",
         "aarr,to",
         "--runs",
         "1",
@@ -380,7 +381,10 @@ fn exports_json_csv_markdown_and_html() {
     let stp = j["schedulers"][0]["stp"].as_f64().unwrap();
     let csv = read("m.csv");
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some("scheduler,what,name,value,ci_lo,ci_hi,ci_method"));
+    assert_eq!(
+        lines.next(),
+        Some("scheduler,what,name,value,ci_lo,ci_hi,ci_method")
+    );
     let row = csv
         .lines()
         .find(|l| l.starts_with("aarr,metric,stp,"))

@@ -287,8 +287,12 @@ fn report_out_writable_keeps_existing_files_until_written() {
             "--fsroot",
             &fixture("20em64t-hybrid-1p6c2t+2ca4co1t"),
             "report",
-            "--out",
-            "box",
+            "--export-html",
+            "box.html",
+            "--export-json",
+            "box.json",
+            "--export-latency",
+            "box.latency.json",
             "-q",
         ],
     );
@@ -302,13 +306,14 @@ fn report_out_writable_keeps_existing_files_until_written() {
 fn speed_weights_unwritable_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    // Every usable CPU for 40 s each would be measured before a late failure.
+    // A budget of 40 s per usable CPU would be spent before a late failure.
+    let forty_per_cpu = format!("{}s", 40 * pinsight_testkit::allowed_cpus().len());
     let out = run(
         dir.path(),
         &[
             "speed",
-            "--budget-per-cpu",
-            "40s",
+            "--budget",
+            &forty_per_cpu,
             "--export-weights",
             "no/dir/w.json",
         ],
@@ -332,7 +337,7 @@ fn speed_mem_mib_beyond_available_memory_is_refused() {
                 mib,
                 "--kernels",
                 "mem",
-                "--budget-per-cpu",
+                "--budget",
                 "50ms",
             ],
         );

@@ -195,9 +195,9 @@ fn aarr_gives_two_programs_equal_time_on_the_big_cpu() {
         &cpus,
         &[
             "sched",
-            "--policies",
+            "--schedulers",
             "aarr",
-            "--period",
+            "--interval",
             "100ms",
             "--json",
             "--pids",
@@ -271,7 +271,7 @@ fn to_keeps_the_high_sf_program_on_the_big_cpu_and_restores_affinities() {
         &cpus,
         &[
             "sched",
-            "--policies",
+            "--schedulers",
             "to",
             "--sf",
             "a=2.5",
@@ -356,7 +356,7 @@ fn a_command_and_the_processes_it_starts_are_managed() {
             &cpus,
             &[
                 "sched",
-                "--policies",
+                "--schedulers",
                 "acfs",
                 "--sf",
                 "a=2",
@@ -403,7 +403,7 @@ fn refusals() {
             "--kinds",
             &format!("{}:P", online()),
             "sched",
-            "--policies",
+            "--schedulers",
             "aarr",
             "--",
             "true",
@@ -426,7 +426,7 @@ fn refusals() {
             "--fsroot",
             any.to_str().unwrap(),
             "sched",
-            "--policies",
+            "--schedulers",
             "aarr",
             "--",
             "true",
@@ -442,32 +442,32 @@ fn refusals() {
     let two = [cpus[0], cpus[1]];
     for (args, code, needle) in [
         (
-            vec!["sched", "--policies", "fast", "--", "true"],
+            vec!["sched", "--schedulers", "fast", "--", "true"],
             2,
             "allowed: os, aarr, to, acfs",
         ),
         (
-            vec!["sched", "--policies", "to", "--sf", "a", "--", "true"],
+            vec!["sched", "--schedulers", "to", "--sf", "a", "--", "true"],
             2,
             "--sf 'a'",
         ),
         (
-            vec!["sched", "--policies", "to", "--sf", "a=0.5", "--", "true"],
+            vec!["sched", "--schedulers", "to", "--sf", "a=0.5", "--", "true"],
             2,
             "between 1 and 100",
         ),
-        (vec!["sched", "--policies", "aarr"], 2, "--pids"),
+        (vec!["sched", "--schedulers", "aarr"], 2, "--pids"),
         (
-            vec!["sched", "--policies", "aarr", "--pids", "x"],
+            vec!["sched", "--schedulers", "aarr", "--pids", "x"],
             2,
             "'x' is not a process id",
         ),
         (
             vec![
                 "sched",
-                "--policies",
+                "--schedulers",
                 "aarr",
-                "--period",
+                "--interval",
                 "1ms",
                 "--",
                 "true",
@@ -476,7 +476,7 @@ fn refusals() {
             "10ms",
         ),
         (
-            vec!["sched", "--policies", "aarr", "--", "/nonexistent/prog"],
+            vec!["sched", "--schedulers", "aarr", "--", "/nonexistent/prog"],
             127,
             "command not found",
         ),
@@ -514,7 +514,7 @@ fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
             &[big, small],
             &[
                 "sched",
-                "--policies",
+                "--schedulers",
                 "aarr",
                 "--json",
                 "--",

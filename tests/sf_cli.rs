@@ -76,7 +76,7 @@ fn help_explains_the_estimator_the_probe_and_the_fallbacks() {
         "clamped to [1, 4]",
         "--probe",
         "--sf NAME=X",
-        "--pids <PID>",
+        "--pids <LIST>",
         "--duration <DURATION>",
     ] {
         assert!(o.stdout.contains(f), "help lacks {f}:\n{}", o.stdout);
@@ -90,21 +90,24 @@ fn bad_input_and_recorded_machines_are_refused_in_one_line() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["sf"],
-            "required arguments were not provided: <--pids <PID>|CMD|",
+            "required arguments were not provided: <--pids <LIST>|CMD|",
         ),
         (
             vec!["sf", "--pids", "1", "--", "true"],
-            "'--pids <PID>' cannot be used with '[CMD]...'",
+            "'--pids <LIST>' cannot be used with '[CMD]...'",
         ),
         (
             vec!["sf", "--pids", "999999999"],
             "--pids 999999999: no such process",
         ),
         (
-            vec!["sf", "--pids", "1", "--period", "1ms"],
-            "between 10ms and 60s",
+            vec!["sf", "--pids", "1", "--interval", "0.5ms"],
+            "an interval is between 1ms and 1h",
         ),
-        (vec!["sf", "--pids", "1", "--period", "soon"], "--period"),
+        (
+            vec!["sf", "--pids", "1", "--interval", "soon"],
+            "--interval",
+        ),
         (vec!["sf", "--pids", "1", "--duration", "x"], "--duration"),
         (
             vec!["sf", "--fsroot", fixture.to_str().unwrap(), "--pids", "1"],
@@ -194,7 +197,7 @@ fn report_and_json_carry_every_thread_on_fake_per_kind_pmus() {
         "sf",
         "--kinds",
         &kinds,
-        "--period",
+        "--interval",
         "20ms",
         "--",
         "sh",
@@ -228,7 +231,11 @@ fn report_and_json_carry_every_thread_on_fake_per_kind_pmus() {
     assert_eq!(j["pmus"]["pmus"][1]["kind"], "Small");
     assert!(j["periods"].as_u64().unwrap() >= 1);
     let threads = j["threads"].as_array().unwrap();
-    assert!(threads.iter().any(|t| t["tid"] == j["pid"]), "{j}");
+    // The started program is the one process measured, and its main
+    // thread is one of its threads.
+    assert_eq!(j["pids"].as_array().map(Vec::len), Some(1), "{j}");
+    assert!(threads.iter().any(|t| t["tid"] == j["pids"][0]), "{j}");
+    assert!(threads.iter().all(|t| t["pid"] == j["pids"][0]), "{j}");
     let measured = threads.iter().filter(|t| t["error"].is_null()).count();
     for t in threads {
         if t["error"].is_null() {
@@ -255,7 +262,15 @@ fn ctrl_c_prints_what_was_measured_and_stops_the_program() {
     };
     let mut child = pinsight_cmd()
         .args([
-            "sf", "--json", "--kinds", &kinds, "--period", "20ms", "--", "sleep", "30",
+            "sf",
+            "--json",
+            "--kinds",
+            &kinds,
+            "--interval",
+            "20ms",
+            "--",
+            "sleep",
+            "30",
         ])
         .env(MEASURE_ROOT, root.path())
         .env_remove("PINSIGHT_FSROOT")
@@ -281,7 +296,7 @@ fn ctrl_c_prints_what_was_measured_and_stops_the_program() {
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["interrupted"], true);
     assert!(j["periods"].as_u64().unwrap() >= 1);
-    let pid = j["pid"].as_i64().unwrap();
+    let pid = j["pids"][0].as_i64().unwrap();
     assert!(!j["threads"].as_array().unwrap().is_empty());
     // The program was stopped too (reaped by sf: no /proc entry left).
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
@@ -296,7 +311,7 @@ fn after_duration_the_program_is_waited_for_and_its_status_is_ours() {
         "sf",
         "--kinds",
         &kinds,
-        "--period",
+        "--interval",
         "20ms",
         "--duration",
         "60ms",
@@ -332,7 +347,13 @@ fn probe_windows_pin_the_threads_and_restore_them_at_the_end_and_on_ctrl_c() {
         let pid = target.id().to_string();
         let mut sf = pinsight_cmd()
             .args([
-                "sf", "--json", "--probe", "--kinds", &kinds, "--period", "150ms",
+                "sf",
+                "--json",
+                "--probe",
+                "--kinds",
+                &kinds,
+                "--interval",
+                "150ms",
             ])
             .args(["--pids", &pid, "--duration", "1500ms"])
             .env(MEASURE_ROOT, root.path())
@@ -381,6 +402,96 @@ fn probe_windows_pin_the_threads_and_restore_them_at_the_end_and_on_ctrl_c() {
         target.kill().unwrap();
         target.wait().unwrap();
     }
+}
+
+/// `--pids LIST`: every listed process's threads are measured, each
+/// named with its process, and the measurement ends when the last one
+/// has ended (or at --duration); the processes are not stopped.
+#[test]
+fn several_pids_are_measured_together_and_each_thread_names_its_process() {
+    let Some((kinds, root)) = two_kinds() else {
+        return;
+    };
+    let mut a = Command::new("sleep").arg("30").spawn().unwrap();
+    // b is reaped as it ends, as a parent does (a zombie's thread stays
+    // listed in /proc).
+    let b = Command::new("sleep").arg("0.4").spawn().unwrap();
+    let b_id = b.id();
+    let reaper = reap(b);
+    let list = format!("{},{b_id}", a.id());
+    let o = pinsight(&[
+        "sf",
+        "--json",
+        "--kinds",
+        &kinds,
+        "--interval",
+        "50ms",
+        "--pids",
+        &list,
+        "--duration",
+        "800ms",
+    ])
+    .env(MEASURE_ROOT, root.path())
+    .env(STAND_IN, "1")
+    .run();
+    let j = o.json();
+    let ids = [i64::from(a.id()), i64::from(b_id)];
+    let pids: Vec<i64> = j["pids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_i64().unwrap())
+        .collect();
+    assert_eq!(pids, ids, "{j}");
+    let threads = j["threads"].as_array().unwrap();
+    for id in ids {
+        let t = threads
+            .iter()
+            .find(|t| t["tid"] == id)
+            .unwrap_or_else(|| panic!("no thread {id}: {j}"));
+        assert_eq!(t["pid"], id, "{t}");
+    }
+    // b ended during the measurement and is marked so; a still runs.
+    let tb = threads.iter().find(|t| t["tid"] == ids[1]).unwrap();
+    assert_eq!(tb["exited"], true, "{tb}");
+    assert!(a.try_wait().unwrap().is_none());
+    a.kill().unwrap();
+    a.wait().unwrap();
+    reaper.join().unwrap();
+    // Every process gone ends the measurement before --duration.
+    let c = Command::new("sleep").arg("0.2").spawn().unwrap();
+    let c_id = c.id();
+    let reaper = reap(c);
+    let t0 = Instant::now();
+    let list = format!("{c_id}");
+    let o = pinsight(&[
+        "sf",
+        "--json",
+        "--kinds",
+        &kinds,
+        "--interval",
+        "20ms",
+        "--pids",
+        &list,
+        "--duration",
+        "20s",
+    ])
+    .env(MEASURE_ROOT, root.path())
+    .env(STAND_IN, "1")
+    .run();
+    assert_eq!(o.json()["pids"][0], i64::from(c_id));
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "sf outlived its process"
+    );
+    reaper.join().unwrap();
+}
+
+/// Waits for `child` on a thread of its own.
+fn reap(mut child: std::process::Child) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        child.wait().unwrap();
+    })
 }
 
 #[test]

@@ -94,14 +94,16 @@ fn assert_self_contained(page: &str) {
 #[test]
 fn speed_weights_feed_plan_balance() {
     let dir = tempfile::tempdir().unwrap();
+    // 60 ms on each CPU (the budget is the total).
+    let budget = format!("{}ms", 60 * pinsight_testkit::allowed_cpus().len());
     let out = ok(&pinsight(
         dir.path(),
         &[
             "speed",
             "-q",
-            "--budget-per-cpu",
-            "60ms",
-            "--weights",
+            "--budget",
+            &budget,
+            "--export-weights",
             "w.json",
         ],
     ));
@@ -147,15 +149,7 @@ fn speed_json_carries_the_method_and_every_chunk_count() {
     let cpu = usable()[0].to_string();
     let out = ok(&pinsight(
         dir.path(),
-        &[
-            "speed",
-            "--json",
-            "-q",
-            "--cpus",
-            &cpu,
-            "--budget-per-cpu",
-            "90ms",
-        ],
+        &["speed", "--json", "-q", "--cpus", &cpu, "--budget", "90ms"],
     ));
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["kernels"], serde_json::json!(["int", "fp", "mem"]));
@@ -238,10 +232,7 @@ fn speed_refuses_recorded_machines_and_bad_flags() {
         ),
         (&["speed", "--cpus", "4000"][..], "offline or not allowed"),
         (&["speed", "--kernels", "gpu"][..], "int, fp or mem"),
-        (
-            &["speed", "--budget-per-cpu", "0s"][..],
-            "--budget-per-cpu 0",
-        ),
+        (&["speed", "--budget", "0s"][..], "'0s' for '--budget"),
     ] {
         let o = pinsight(dir.path(), args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
@@ -259,7 +250,18 @@ fn report_finishes_within_its_budget() {
     let t = Instant::now();
     let out = ok(&pinsight(
         dir.path(),
-        &["report", "-q", "--budget", "1s", "--out", "box"],
+        &[
+            "report",
+            "-q",
+            "--budget",
+            "1s",
+            "--export-html",
+            "box.html",
+            "--export-json",
+            "box.json",
+            "--export-latency",
+            "box.latency.json",
+        ],
     ));
     // A hang guard only: a loaded runner stretches wall-clock time; what
     // the report promises is checked on its own accounting below.
@@ -321,7 +323,17 @@ fn too_small_a_budget_says_what_was_skipped() {
     let t = Instant::now();
     let out = ok(&pinsight(
         dir.path(),
-        &["report", "--budget", "0.1s", "--out", "tiny"],
+        &[
+            "report",
+            "--budget",
+            "0.1s",
+            "--export-html",
+            "tiny.html",
+            "--export-json",
+            "tiny.json",
+            "--export-latency",
+            "tiny.latency.json",
+        ],
     ));
     // Hang guard only; that nothing was measured is checked below.
     assert!(t.elapsed() < HANG_GUARD);
@@ -348,7 +360,18 @@ fn too_small_a_budget_says_what_was_skipped() {
     // With --json, stdout is the JSON alone and the warning goes to stderr.
     let o = pinsight(
         dir.path(),
-        &["report", "--json", "--budget", "0.1s", "--out", "tiny2"],
+        &[
+            "report",
+            "--json",
+            "--budget",
+            "0.1s",
+            "--export-html",
+            "tiny2.html",
+            "--export-json",
+            "tiny2.json",
+            "--export-latency",
+            "tiny2.latency.json",
+        ],
     );
     let v: Value = serde_json::from_str(&ok(&o)).unwrap();
     assert!(v["speed"].is_null());
@@ -405,7 +428,18 @@ fn recorded_hybrid_laptop_report() {
     // --json on stdout equals the file, and is valid.
     let o = pinsight(
         dir.path(),
-        &["report", "--json", "--fsroot", &root, "--out", "laptop2"],
+        &[
+            "report",
+            "--json",
+            "--fsroot",
+            &root,
+            "--export-html",
+            "laptop2.html",
+            "--export-json",
+            "laptop2.json",
+            "--export-latency",
+            "laptop2.latency.json",
+        ],
     );
     let stdout: Value = serde_json::from_str(&ok(&o)).unwrap();
     let file: Value =
@@ -450,8 +484,12 @@ fn latency_from_a_file_on_a_recorded_machine() {
             &root,
             "--latency",
             "m.csv",
-            "--out",
-            "lap",
+            "--export-html",
+            "lap.html",
+            "--export-json",
+            "lap.json",
+            "--export-latency",
+            "lap.latency.json",
         ],
     ));
     assert!(

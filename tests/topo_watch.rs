@@ -49,7 +49,7 @@ fn a_recorded_machine_is_refused_as_usage() {
 
 #[test]
 fn count_and_for_need_watch() {
-    for args in [["topo", "--count", "3"], ["topo", "--for", "1s"]] {
+    for args in [["topo", "--count", "3"], ["topo", "--duration", "1s"]] {
         let o = pinsight(&args).run();
         assert_eq!(o.code, 2, "{}", o.stderr);
         assert!(o.stderr.contains("--watch"), "{}", o.stderr);
@@ -70,7 +70,7 @@ fn live_watch_is_available_or_says_why() {
         for args in [
             &["topo", "--watch"][..],
             &["topo", "--watch", "--count", "1"],
-            &["topo", "--watch", "--for", "1h"],
+            &["topo", "--watch", "--duration", "1h"],
         ] {
             let t = std::time::Instant::now();
             let o = pinsight(args).run();
@@ -96,7 +96,7 @@ fn live_watch_is_available_or_says_why() {
                 ),
                 "not a documented reason: {e:?}"
             );
-            let o = pinsight(&["topo", "--watch", "--for", "1s"]).run();
+            let o = pinsight(&["topo", "--watch", "--duration", "1s"]).run();
             assert_eq!(o.code, 1, "{}", o.stderr);
             assert_eq!(
                 o.first_err_line(),
@@ -109,7 +109,7 @@ fn live_watch_is_available_or_says_why() {
             // The family and its group exist: a bounded watch ends by
             // itself with 0; whatever it printed (nothing, unless the
             // hardware changed its mind meanwhile) is well-formed.
-            let o = pinsight(&["topo", "--watch", "--for", "300ms", "--json"]).run();
+            let o = pinsight(&["topo", "--watch", "--duration", "300ms", "--json"]).run();
             assert_eq!(o.code, 0, "{}", o.stderr);
             assert!(o.says("listening turns HFI on"), "{}", o.stderr);
             for line in o.stdout.lines() {

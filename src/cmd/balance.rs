@@ -16,7 +16,7 @@ use std::time::Duration;
 )]
 #[command(group = clap::ArgGroup::new("what").required(true).args(["pids", "pattern", "cgroup", "restore"]))]
 #[command(after_help = "\
-What moves: each selected process is one task (all its threads get the task's CPUs, as taskset -a -p does), or with --threads each thread is one. The tasks are spread over the CPUs (--cpus, else every CPU their affinities allow) with the planner's balance policy: in proportion to each CPU's capacity (--weights FILE, else the kernel's cpu_capacity, else each kind's maximum frequency, else the kind's rank; see `pinsight plan --help`). A task pinned to one CPU stays there while the plan leaves that CPU room.
+What moves: each selected process is one task (all its threads get the task's CPUs, as taskset -a -p does), or with --per-thread each thread is one. The tasks are spread over the CPUs (--cpus, else every CPU their affinities allow) with the planner's balance policy: in proportion to each CPU's capacity (--weights FILE, else the kernel's cpu_capacity, else each kind's maximum frequency, else the kind's rank; see `pinsight plan --help`). A task pinned to one CPU stays there while the plan leaves that CPU room.
 
 Before anything changes, every selected thread's affinity is saved to a state file (--state FILE, else balance-SECONDS-PID.json in $XDG_STATE_HOME/pinsight, else /var/lib/pinsight for root, else ~/.local/state/pinsight; never the temporary directory); its path is printed, and --restore FILE puts those affinities back (threads that exited, or whose TID was reused, are left alone; kernel threads are refused; a file that is not yours or root's, or that others may write, is refused). One balance that moves threads runs at a time on a machine. SIGINT, SIGTERM or SIGHUP ends it in any phase with 130, 143 or 129: before the moves nothing changes; after them the moves stay and the state file to restore is named. All or nothing: if the kernel refuses one change (another user's process without CAP_SYS_NICE, a CPU the cgroup forbids), every change made is put back and the exit status is 1. A task that exits meanwhile is reported, not an error.
 
@@ -34,7 +34,7 @@ Examples:
   # show the moves, change nothing
   pinsight balance --pids 4242,4243 --dry-run
   # the threads of a service, over CPUs 0-7
-  pinsight balance --cgroup system.slice/app.service --threads --cpus 0-7
+  pinsight balance --cgroup system.slice/app.service --per-thread --cpus 0-7
   # keep every worker spread as they come and go (a service)
   pinsight balance --watch --match '^worker$' --interval 5s
   # put the saved affinities back (FILE: the state file balance named)
@@ -43,31 +43,32 @@ Examples:
 Exit status: 0 done; 1 refused by the kernel (nothing changed) or the load could not be read; 2 bad input (unknown PID, a pattern matching nothing, no such cgroup, CPUs that are not usable).")]
 pub struct Args {
     /// Processes by PID: a comma-separated list (4242,4243).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = clap::value_parser!(i32).range(1..))]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::values::pid)]
     pub pids: Option<Vec<i32>>,
     /// Processes whose name (comm) matches this regular expression, as pgrep matches, or (with
-    /// --threads) threads whose name matches. pinsight itself, the processes it runs under
+    /// --per-thread) threads whose name matches. pinsight itself, the processes it runs under
     /// (shell, timeout, sudo) and kernel threads are never selected.
     #[arg(long = "match", value_name = "REGEX")]
     pub pattern: Option<String>,
     /// Match --match against the whole command line instead of the name (pgrep -f).
     #[arg(long, requires = "pattern")]
     pub match_full: bool,
-    /// The processes of a cgroup v2 directory (with --threads: its cgroup.threads), absolute
+    /// The processes of a cgroup v2 directory (with --per-thread: its cgroup.threads), absolute
     /// under /sys/fs/cgroup or relative to it.
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<String>,
     /// One task per thread instead of one per process.
     #[arg(long)]
-    pub threads: bool,
+    pub per_thread: bool,
     /// The CPUs to spread over [default: the union of the tasks' current affinities].
     #[arg(long, value_name = "LIST", value_parser = crate::values::cpu_list)]
     pub cpus: Option<CpuSet>,
     /// Per-CPU speed weights: JSON {"cpu": weight} or `cpu,weight` lines (as for `plan balance`).
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
-    /// How long to measure the load before and after (0 = do not measure).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::duration)]
+    /// How long to measure the load before and after, and with --watch how often to look again
+    /// (0 = do not measure; 1ms to 1h).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::interval_or_off)]
     pub interval: Duration,
     /// Show the moves, change nothing, write no state file.
     #[arg(long, conflicts_with = "restore")]
@@ -89,13 +90,13 @@ pub struct Args {
     pub threshold: f64,
     /// With --watch: intervals in a row over --threshold before anything moves (new tasks are
     /// placed at once).
-    #[arg(long, value_name = "N", default_value_t = 3, requires = "watch", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "watch", value_parser = crate::values::patience)]
     pub patience: u32,
     /// With --watch: tasks moved at most per interval (the rest move in the next ones).
-    #[arg(long, value_name = "N", default_value_t = 32, requires = "watch", value_parser = clap::value_parser!(u64).range(1..=100000))]
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "watch", value_parser = crate::values::max_moves)]
     pub max_moves: u64,
     /// With --watch: stop after N intervals, putting everything back as a signal would.
-    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", requires = "watch", value_parser = crate::values::stop_count)]
     pub count: Option<u64>,
     /// Processes whose run time is not load but missing capacity, as CPU:PID,... (an
     /// emulation's stealers; `pinsight emulate` sets the variable for its command).
@@ -172,7 +173,7 @@ fn once(
     if !g.json && !g.quiet {
         print!(
             "{}",
-            pinsight_render::balance::selection(prepared.tasks(), args.threads, prepared.cpus())
+            pinsight_render::balance::selection(prepared.tasks(), args.per_thread, prepared.cpus())
         );
     }
     let mut bar = crate::cli::progress(g);
@@ -294,7 +295,7 @@ fn request(args: &Args) -> Result<rebalance::Request, CliError> {
     };
     Ok(rebalance::Request {
         selector,
-        per_thread: args.threads,
+        per_thread: args.per_thread,
         cpus: args.cpus.clone(),
         weights,
         dry_run: args.dry_run,
@@ -353,7 +354,7 @@ mod tests {
         let c = parse(&[
             "--pids",
             "1,2",
-            "--threads",
+            "--per-thread",
             "--cpus",
             "0-1",
             "--interval",
@@ -361,7 +362,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.args.pids, Some(vec![1, 2]));
-        assert!(c.args.threads && c.args.interval.is_zero());
+        assert!(c.args.per_thread && c.args.interval.is_zero());
         for bad in [
             &[][..],
             &["--pids", "x"],

@@ -114,7 +114,13 @@ pub struct Args {
     pub slice: Option<String>,
     /// With --launcher: the slicing rules to compare, comma-separated, the first is the baseline
     /// [default: equal-count,equal-capacity,p-only].
-    #[arg(long, value_delimiter = ',', value_name = "LIST", requires = "ranks")]
+    #[arg(
+        long,
+        alias = "slice-rule",
+        value_delimiter = ',',
+        value_name = "LIST",
+        requires = "ranks"
+    )]
     pub slice_rules: Option<Vec<String>>,
     /// Continue an interrupted experiment from its journal (COMMAND and options may be omitted).
     #[arg(long, value_name = "JOURNAL")]

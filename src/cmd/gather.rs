@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     /// Also write one HTML page.
-    #[arg(long = "export-html", value_name = "FILE")]
+    #[arg(long = "export-html", alias = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
 

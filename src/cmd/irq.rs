@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 /// affinity (an IRQ left with none gets every other online CPU), e.g. the
 /// CPUs a latency-critical plan uses; `--spread` gives each IRQ one CPU,
 /// busiest IRQs first, on the CPU whose interrupt count per unit of
-/// capacity stays lowest. A move saves each IRQ's affinity first (--save,
-/// default a new file in $TMPDIR) and is all or nothing: if the kernel
+/// capacity stays lowest. A move saves each IRQ's affinity first (--state,
+/// default a new file in the state directory) and is all or nothing: if the kernel
 /// refuses one IRQ (EIO: an IRQ whose affinity the kernel manages) every
 /// IRQ already written is put back and the command exits 1. Per-CPU kernel
 /// threads (ksoftirqd/N, kworker/N) on the CPUs moved off are reported,
@@ -55,12 +55,13 @@ pub struct Args {
     /// Move IRQs even while irqbalance runs (it may move them back).
     #[arg(long)]
     pub force: bool,
-    /// Where to save the affinities before a move (a new file; default
-    /// $TMPDIR/pinsight-irq-TIME-PID.json).
-    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
-    pub save: Option<PathBuf>,
+    /// Where to save the affinities before a move (a new file; default irq-SECONDS-PID.json in
+    /// the state directory, as balance's: $XDG_STATE_HOME/pinsight, else /var/lib/pinsight for
+    /// root, else ~/.local/state/pinsight).
+    #[arg(long, alias = "save", value_name = "FILE", conflicts_with = "dry_run")]
+    pub state: Option<PathBuf>,
     /// Put back the affinities a move saved in FILE.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["off", "spread", "irqs", "save"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["off", "spread", "irqs", "state"])]
     pub restore: Option<PathBuf>,
     /// List IRQs that never fired too.
     #[arg(long)]
@@ -70,16 +71,16 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["restore", "dry_run"])]
     pub watch: bool,
     /// With --watch: how often to look again (1s, 10s).
-    #[arg(long, value_name = "DURATION", default_value = "5s", requires = "watch", value_parser = crate::values::positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", requires = "watch", value_parser = crate::values::interval)]
     pub interval: std::time::Duration,
     /// With --watch: intervals in a row an IRQ stays off the rule before it is moved back.
-    #[arg(long, value_name = "N", default_value_t = 3, requires = "watch", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "watch", value_parser = crate::values::patience)]
     pub patience: u32,
     /// With --watch: IRQs moved at most per interval.
-    #[arg(long, value_name = "N", default_value_t = 32, requires = "watch", value_parser = clap::value_parser!(u64).range(1..=100000))]
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "watch", value_parser = crate::values::max_moves)]
     pub max_moves: u64,
     /// With --watch: stop after N intervals, putting everything back as a signal would.
-    #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", requires = "watch", value_parser = crate::values::stop_count)]
     pub count: Option<u64>,
 }
 
@@ -186,7 +187,7 @@ fn save_and_apply(
     let saved = if args.dry_run || args.restore.is_some() || moves.is_empty() {
         None
     } else {
-        let path = match &args.save {
+        let path = match &args.state {
             Some(p) => p.clone(),
             None => default_state_path()?,
         };
@@ -260,7 +261,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
     pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("irq: {e}")))?;
     let _exit = pinsight_lifecycle::interrupt::main_handles_exit();
     let _one = crate::cli::one_at_a_time("irq")?;
-    let state = match &args.save {
+    let state = match &args.state {
         Some(p) => p.clone(),
         None => default_state_path()?,
     };
@@ -320,7 +321,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
 fn default_state_path() -> Result<PathBuf, CliError> {
     pinsight_lifecycle::state_file::new_path("irq").map_err(|e| {
         CliError::runtime(format!(
-            "cannot make a directory for the state file: {e}; give --save FILE"
+            "cannot make a directory for the state file: {e}; give --state FILE"
         ))
     })
 }

@@ -40,8 +40,7 @@ use std::time::Duration;
                         # core-to-core-latency's CSV\n  pinsight latency --latency results/AMD_Ryzen_9_5950X.csv\n  \
                         # from core-to-core-latency -b 1,2 --csv\n  pinsight latency --latency b12.csv --benchmark 2"
 )]
-// The matrix file, in either spelling of its flag (`vocabulary`), for
-// `--benchmark` to require.
+// The matrix file, for `--benchmark` to require.
 #[command(group(clap::ArgGroup::new("matrix").args(["from_csv"])))]
 pub struct Args {
     /// CPUs to measure (cpulist, e.g. 0-7,16); default: every online CPU this process may use.
@@ -58,7 +57,7 @@ pub struct Args {
     pub sequential: bool,
     /// Stop sampling a pair when the 95% confidence interval of its median is within this
     /// (percent of the median, or a fraction).
-    #[arg(long, value_name = "PCT", default_value = "1%", value_parser = parse_fraction, conflicts_with = "from_csv")]
+    #[arg(long, value_name = "PCT", default_value = "1%", value_parser = crate::values::precision, conflicts_with = "from_csv")]
     pub target_ci: f64,
     /// Give up on a pair after this long and mark it noisy (a positive duration).
     #[arg(long, value_name = "DUR", default_value = "200ms", value_parser = crate::values::positive_duration, conflicts_with = "from_csv")]
@@ -67,12 +66,8 @@ pub struct Args {
     /// and report the run-to-run spread; the ± shown is then the larger of the within-run CI
     /// and the run-to-run spread. Takes about N times as long. [default: 1; on a virtual
     /// machine 3, started 1 s apart (a third of --budget with one)]
-    #[arg(long = "runs", value_name = "N", default_value = "1", value_parser = parse_repeat, conflicts_with = "from_csv")]
-    pub repeat: usize,
-    /// Whether --runs was given (clap's value source, set by main): if not,
-    /// a virtual machine gets [`VM_RUNS`] spaced runs.
-    #[arg(skip)]
-    pub runs_given: bool,
+    #[arg(long, alias = "repeat", value_name = "N", value_parser = crate::values::runs, conflicts_with = "from_csv")]
+    pub runs: Option<usize>,
     /// Stop starting new rounds after this long (over all --runs runs); the pairs left are
     /// reported as not measured, or as measured in fewer runs (a positive duration).
     #[arg(long, value_name = "DUR", value_parser = crate::values::positive_duration, conflicts_with = "from_csv")]
@@ -80,7 +75,7 @@ pub struct Args {
     /// Show a matrix measured elsewhere instead of measuring: core-to-core-latency's --csv
     /// output (also `-b 1,2 --csv`, one matrix per benchmark: see --benchmark), or this
     /// command's --export-csv or --json output. Lines starting with '#' are skipped.
-    #[arg(long = "latency", value_name = "FILE")]
+    #[arg(long = "latency", alias = "from-csv", value_name = "FILE")]
     pub from_csv: Option<PathBuf>,
     /// With --latency: show the N-th matrix of a file holding several (default 1, the first).
     /// core-to-core-latency -b 1,2 --csv writes one per benchmark, in the order given to -b.
@@ -91,24 +86,14 @@ pub struct Args {
     /// core-to-core-latency writes means; the file's first line is a '#' comment saying so
     /// (--latency skips it; in pandas use read_csv(..., comment='#')). Checked for
     /// writability before anything is measured, like --export-svg and --export-png.
-    #[arg(long = "export-csv", value_name = "FILE")]
+    #[arg(long = "export-csv", alias = "csv", value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write a heatmap as SVG.
-    #[arg(long = "export-svg", value_name = "FILE")]
+    #[arg(long = "export-svg", alias = "svg", value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Write a heatmap as PNG.
-    #[arg(long = "export-png", value_name = "FILE")]
+    #[arg(long = "export-png", alias = "png", value_name = "FILE")]
     pub png: Option<PathBuf>,
-}
-
-/// `--runs`: a whole number of runs, at least 1.
-fn parse_repeat(text: &str) -> Result<usize, String> {
-    match text.trim().parse::<usize>() {
-        Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "'{text}' is not a number of runs (1 to 1000; 1 measures the matrix once)"
-        )),
-    }
 }
 
 /// `--benchmark`: a 1-based matrix index.
@@ -117,21 +102,6 @@ fn parse_benchmark(text: &str) -> Result<usize, String> {
         Ok(n) if (1..=1000).contains(&n) => Ok(n),
         _ => Err(format!(
             "'{text}' is not a matrix number (1 for the first matrix of the file, 2 for the second, ... up to 1000)"
-        )),
-    }
-}
-
-/// Accepts `1%`, `0.5 %` or `0.01`.
-fn parse_fraction(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
-        _ => Err(format!(
-            "'{text}' is not a relative precision between 0 and 100% (examples: 1%, 0.5%, 0.02)"
         )),
     }
 }
@@ -286,8 +256,8 @@ fn measure_here(
         target_rel_ci: args.target_ci,
         max_time_per_pair: args.max_time_per_pair,
         budget: args.budget,
-        runs: args.repeat,
-        runs_given: args.runs_given,
+        runs: args.runs.unwrap_or(1),
+        runs_given: args.runs.is_some(),
         virtual_machine: vm.is_some(),
     };
     // The request at fault: the user's --cpus (exit 2); else the machine or
@@ -389,10 +359,11 @@ mod tests {
 
     #[test]
     fn target_ci_accepts_percent_or_fraction() {
-        assert_eq!(parse_fraction("1%"), Ok(0.01));
-        assert_eq!(parse_fraction("0.02"), Ok(0.02));
-        assert!(parse_fraction("0%").is_err());
-        assert!(parse_fraction("150%").unwrap_err().contains("'150%'"));
+        use crate::values::precision;
+        assert_eq!(precision("1%"), Ok(0.01));
+        assert_eq!(precision("0.02"), Ok(0.02));
+        assert!(precision("0%").is_err());
+        assert!(precision("150%").unwrap_err().contains("'150%'"));
     }
 
     #[test]
@@ -628,14 +599,10 @@ mod tests {
     }
 
     #[test]
-    fn repeat_must_be_at_least_one() {
-        assert_eq!(parse_repeat("3"), Ok(3));
-        assert!(parse_repeat("0")
-            .unwrap_err()
-            .contains("'0' is not a number of runs"));
-        assert!(parse_repeat("x").is_err());
+    fn runs_must_be_at_least_one() {
         assert!(parse(&["--runs", "0"]).is_err());
         assert!(parse(&["--latency", "x.csv", "--runs", "2"]).is_err());
-        assert_eq!(parse(&[]).unwrap().0.repeat, 1);
+        assert_eq!(parse(&[]).unwrap().0.runs, None);
+        assert_eq!(parse(&["--runs", "3"]).unwrap().0.runs, Some(3));
     }
 }

@@ -67,13 +67,13 @@ proc/schedstat, proc/interrupts, proc/softirqs, proc/irq/N/ and proc/PID/task/TI
 interval is read from proc/uptime, else from the CPUs' own tick counts.")]
 pub struct Args {
     /// How long each measurement lasts (1s, 500ms, 2m).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::values::interval)]
     pub interval: Duration,
     /// Measure one interval, print the whole view and exit.
     #[arg(long)]
     pub once: bool,
     /// Stop after N intervals (default: until interrupted, or one with --once).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "once")]
+    #[arg(long, value_name = "N", value_parser = crate::values::stop_count, conflicts_with = "once")]
     pub count: Option<u64>,
     /// Threads listed per CPU.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=50))]
@@ -210,8 +210,7 @@ fn watch(mut w: Watch, args: &Args, g: &Globals, format: Format) -> CmdResult {
         if screen {
             // Home the cursor and clear the screen (ECMA-48 CUP, ED): the
             // one control sequence of the view, its text escaped.
-            let view =
-                pinsight_render::load::load_screen(&r, pinsight_term::terminal_rows());
+            let view = pinsight_render::load::load_screen(&r, pinsight_term::terminal_rows());
             crate::out::stdout_terminal(format_args!(
                 "\x1b[H\x1b[2J{}",
                 pinsight_sys::text::shown_lines(&view)

@@ -1,12 +1,12 @@
-//! `pinsight mix --policies os,aarr,to,acfs [--runs 3] -- 'CMD1' 'CMD2' …`:
+//! `pinsight mix --schedulers os,aarr,to,acfs [--runs 3] -- 'CMD1' 'CMD2' …`:
 //! the multi-program experiment of Saez and Prieto-Matias (APSys '22, §5)
 //! on the user's programs
 //! (pinsight_sched::mix). Thin: flags, journal path, Ctrl-C, progress,
 //! output through pinsight-render.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_term::wrap80;
 use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest};
+use pinsight_term::wrap80;
 use std::path::PathBuf;
 
 /// Compare schedulers on a mix of your programs run together.
@@ -36,26 +36,21 @@ use std::path::PathBuf;
 #[command(
     verbatim_doc_comment,
     after_help = "Examples:\n  pinsight mix -- './a.out' 'python3 job.py' 'make -j1'\n  \
-pinsight mix --policies aarr,to --sf a.out=2.1 --runs 5 -- './a.out' './b'\n  \
+pinsight mix --schedulers aarr,to --sf a.out=2.1 --runs 5 -- './a.out' './b'\n  \
 pinsight mix --resume pinsight-mix.jsonl\n\n\
 Exit status: 0; 130 (128+N) when stopped by signal N (journal kept);\n\
 1 when a reference run fails. This machine only (exit 2 for --fsroot)."
 )]
 pub struct Args {
-    /// Schedulers to compare, comma-separated: os, aarr, to, acfs.
-    #[arg(
-        long = "policies",
-        value_name = "LIST",
-        default_value = "os,aarr,to,acfs"
-    )]
-    pub schedulers: String,
-    /// Completions of every program per scheduler.
-    #[arg(long = "runs", value_name = "N", default_value_t = 3,
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
-    /// Scheduler period.
-    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
-    pub period: std::time::Duration,
+    /// Schedulers to compare, comma-separated: os, aarr, to, acfs [default: os,aarr,to,acfs].
+    #[arg(long, aliases = ["policies"], value_name = "LIST")]
+    pub schedulers: Option<String>,
+    /// Completions of every program per scheduler [default: 3].
+    #[arg(long, alias = "repeat", value_name = "N", value_parser = crate::values::runs)]
+    pub runs: Option<usize>,
+    /// The schedulers' sampling interval (their period) [default: 200ms].
+    #[arg(long, alias = "period", value_name = "DURATION", value_parser = crate::values::interval)]
+    pub interval: Option<std::time::Duration>,
     /// A program's speedup factor: NAME=SF (NAME the basename of the
     /// command's first word, or #N for the N-th command). Repeatable.
     #[arg(long = "sf", value_name = "NAME=SF")]
@@ -69,7 +64,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE", default_value = "pinsight-mix.jsonl")]
     pub journal: PathBuf,
     /// Continue the experiment of this journal (its programs, schedulers,
-    /// repeat, period and SFs unless given again, which must then match).
+    /// runs, interval and SFs unless given again, which must then match).
     #[arg(long, value_name = "FILE", conflicts_with = "journal")]
     pub resume: Option<PathBuf>,
     #[command(flatten)]
@@ -77,20 +72,6 @@ pub struct Args {
     /// The programs: one shell command line each (quote them).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
     pub commands: Vec<String>,
-    /// Which of the flags with a default were typed (set by `main` from
-    /// clap's value source): with --resume, a typed one, even equal to its
-    /// default, must match the journal; an absent one follows it.
-    #[arg(skip)]
-    pub given: Given,
-}
-
-/// The flags of [`Args`] given on the command line, not left at their
-/// defaults (`clap::ArgMatches::value_source`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Given {
-    pub schedulers: bool,
-    pub repeat: bool,
-    pub period: bool,
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
@@ -183,12 +164,14 @@ fn show(
 fn request(args: &Args, capacity: pinsight_sched_model::Capacity) -> MixRequest {
     MixRequest {
         commands: args.commands.clone(),
+        // A flag not typed follows a resumed journal; a typed one, even
+        // equal to its default, must match it.
         schedulers: args
-            .given
             .schedulers
-            .then(|| args.schedulers.split(',').map(String::from).collect()),
-        repeat: args.given.repeat.then_some(args.repeat),
-        period: args.given.period.then_some(args.period),
+            .as_ref()
+            .map(|s| s.split(',').map(String::from).collect()),
+        repeat: args.runs.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+        period: args.interval,
         sf: args.sf.clone(),
         journal: match &args.resume {
             Some(p) => MixJournal::Resume(p.clone()),

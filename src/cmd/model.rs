@@ -45,7 +45,7 @@ pub struct Args {
           conflicts_with_all = ["fsroot", "hwloc_xml", "kinds"])]
     pub machine: Option<crate::values::TuneMachine>,
     /// Write the speedup curves (P-first, E-first) as an SVG line chart to FILE.
-    #[arg(long = "export-svg", value_name = "FILE")]
+    #[arg(long = "export-svg", alias = "svg", value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Seed of the bootstrap with --from [default: 12].
     #[arg(long, value_name = "N")]

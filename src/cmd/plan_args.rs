@@ -264,7 +264,7 @@ fn only_for(
 pub struct SliceArgs {
     /// How to share the CPUs: equal-capacity (default), equal-count, p-only
     /// (one rule; `compare --slice-rules` compares several).
-    #[arg(long = "slice-rules", value_name = "RULE", value_parser = parse_rule)]
+    #[arg(long = "slice-rules", aliases = ["slice-rule", "rule"], value_name = "RULE", value_parser = parse_rule)]
     pub rule: Option<SliceRule>,
     /// This process's rank among the ranks of this node (default: from the launcher).
     #[arg(long = "local-rank", visible_alias = "rank", value_name = "N", value_parser = crate::values::rank)]

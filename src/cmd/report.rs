@@ -7,7 +7,7 @@
 //! measures, assembles), then one `pinsight_render::report::outcome::write`
 //! (words the skips, writes the files, draws the summary).
 
-use crate::{cli::parse_duration, cli::Globals, errors::CliError, errors::CmdResult};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_render::report::{outcome, skip::budget_warnings};
 use pinsight_report::budget::Skip;
 use pinsight_report::run::{File, Files, Request, RunError};
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 pub struct Args {
     /// Total time for the whole report (latency and speed share it; too small a
     /// budget skips them and says what --budget would do).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::values::positive_duration)]
     pub budget: Duration,
     /// Write the HTML page to FILE [default: pinsight-report.html]. Every file
     /// is checked before anything is measured: one that cannot be written
@@ -39,11 +39,8 @@ pub struct Args {
     /// `pinsight run latency-group --latency FILE`) [default: pinsight-report.latency.json].
     #[arg(long, value_name = "FILE")]
     pub export_latency: Option<PathBuf>,
-    /// Deprecated: PREFIX.html, PREFIX.json and PREFIX.latency.json at once.
-    #[arg(long, hide = true, value_name = "PREFIX")]
-    pub out: Option<PathBuf>,
     /// Use a latency matrix measured elsewhere (core-to-core-latency CSV or pinsight JSON) instead of measuring.
-    #[arg(long = "latency", value_name = "FILE")]
+    #[arg(long = "latency", alias = "latency-from", value_name = "FILE")]
     pub latency_from: Option<PathBuf>,
     /// Skip the latency measurement.
     #[arg(long)]
@@ -59,16 +56,6 @@ fn hostname(g: &Globals) -> Option<String> {
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let started = Instant::now();
-    if args.out.is_some() && !g.quiet {
-        eprintln!(
-            "pinsight: note: --out is deprecated; use --export-html, --export-json and --export-latency"
-        );
-    }
-    if args.budget.is_zero() {
-        return Err(CliError::usage(
-            "--budget 0: give a positive duration, e.g. 30s or 2m",
-        ));
-    }
     let request = Request {
         topology: g.topology()?,
         budget: args.budget,
@@ -92,11 +79,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
-/// The files to write: `--out PREFIX`'s (default pinsight-report), each
-/// replaced by its own flag.
+/// The files to write: each flag's, else `pinsight-report.html`, `.json`
+/// and `.latency.json`.
 fn files(args: &Args) -> Files {
-    let prefix = args.out.as_deref().unwrap_or("pinsight-report".as_ref());
-    let f = Files::with_prefix(prefix);
+    let f = Files::with_prefix("pinsight-report".as_ref());
     Files {
         html: args.export_html.clone().unwrap_or(f.html),
         json: args.export_json.clone().unwrap_or(f.json),

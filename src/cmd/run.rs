@@ -61,9 +61,6 @@ pub struct Args {
     /// (static binaries, runtimes that bypass pthread_create).
     #[arg(long)]
     pub follow: bool,
-    /// Poll interval of --follow, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 1.0)]
-    pub follow_interval: f64,
     /// Created threads to leave unpinned on the process mask (runtime helper threads), likwid-pin
     /// style: a hex mask (0x1 = the first created thread) or a list (0,2).
     #[arg(long, value_name = "MASK|LIST")]
@@ -74,9 +71,10 @@ pub struct Args {
     /// After the program exits, show where each thread ran (affinity and CPUs, sampled from /proc).
     #[arg(long)]
     pub report: bool,
-    /// Sample interval of --report, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10.0)]
-    pub sample_interval: f64,
+    /// How often /proc is read: the poll of --follow for new threads, and the samples of
+    /// --report [default: 1ms for --follow, 10ms for --report].
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::interval)]
+    pub interval: Option<Duration>,
     /// When the main thread of a pinned policy moves to place 0: lazy = when the program creates its
     /// first thread (it starts with the plan's whole mask), early = before it starts.
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = PinMainArg::Lazy)]
@@ -159,15 +157,6 @@ impl From<PinMainArg> for PinMain {
     }
 }
 
-fn millis(flag: &str, ms: f64) -> Result<Duration, CliError> {
-    if !(ms.is_finite() && ms > 0.0 && ms <= 60_000.0) {
-        return Err(CliError::usage(format!(
-            "{flag} {ms}: must be a number of milliseconds in (0, 60000]"
-        )));
-    }
-    Ok(Duration::from_secs_f64(ms / 1e3))
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     g.require_live("'run' applies a plan", "use `pinsight plan` to plan for it")?;
     let argv: Vec<OsString> = std::env::args_os().collect();
@@ -230,8 +219,9 @@ fn options(args: &Args, command: Vec<OsString>, json: bool) -> Result<RunOptions
         })?,
         None => Vec::new(),
     };
-    let follow_interval = millis("--follow-interval", args.follow_interval)?;
-    let sample_interval = millis("--sample-interval", args.sample_interval)?;
+    // One --interval for both readers of /proc; each has its own default.
+    let follow_interval = args.interval.unwrap_or(Duration::from_millis(1));
+    let sample_interval = args.interval.unwrap_or(Duration::from_millis(10));
     let mut command = command.into_iter();
     let program = command
         .next()
@@ -338,10 +328,7 @@ fn show(
         eprint!("{}", pinsight_render::run::report(plan, outcome));
     } else if !g.quiet {
         for n in &outcome.notes {
-            eprintln!(
-                "{}",
-                pinsight_term::wrap80(&format!("pinsight: note: {n}"))
-            );
+            eprintln!("{}", pinsight_term::wrap80(&format!("pinsight: note: {n}")));
         }
     }
     Ok(())
@@ -485,9 +472,9 @@ mod tests {
             "{}",
             e.message
         );
-        let e = millis("--follow-interval", 0.0).unwrap_err();
-        assert_eq!(e.code, 2);
-        assert!(e.message.starts_with("--follow-interval 0"));
+        assert!(parse(&["--interval", "0", "--", "true"]).is_err());
+        let c = parse(&["--interval", "5ms", "--", "true"]).unwrap();
+        assert_eq!(c.args.interval, Some(Duration::from_millis(5)));
     }
 
     #[test]

@@ -1,13 +1,13 @@
-//! `pinsight sched --policies os|aarr|to|acfs (-- CMD | --pids PID,…)`: the
+//! `pinsight sched --schedulers os|aarr|to|acfs (-- CMD | --pids PID,…)`: the
 //! live asymmetry-aware scheduler (pinsight-sched). Thin: flags, the
 //! machine's big/small CPUs, starting CMD or finding the pids, signals,
 //! the report through pinsight-render.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_term::wrap80;
 use pinsight_sched::run::{Outcome, RunError, Target};
 use pinsight_sched::{Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource};
 use pinsight_sched_model::Policy;
+use pinsight_term::wrap80;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -50,24 +50,24 @@ use std::time::Duration;
     verbatim_doc_comment,
     after_help = "\
 Examples:
-  pinsight sched --policies aarr -- make -j8
-  pinsight sched --policies to --sf solver=2.4 --sf io=1.2 -- ./run-both.sh
-  pinsight sched --policies acfs --pids 4242,4243 --sf '#1=1.9'
+  pinsight sched --schedulers aarr -- make -j8
+  pinsight sched --schedulers to --sf solver=2.4 --sf io=1.2 -- ./run-both.sh
+  pinsight sched --schedulers acfs --pids 4242,4243 --sf '#1=1.9'
   # a VM: declare the kinds
-  pinsight --kinds 0:P,1:E sched --policies aarr -- ./a
+  pinsight --kinds 0:P,1:E sched --schedulers aarr -- ./a
 
 Exit status: CMD's (128+N if killed by signal N; 127 not found, 126 not executable); with --pids 0, or 128+N when stopped by signal N. This machine only: --fsroot/--hwloc-xml are refused (exit 2)."
 )]
 // What to manage: running processes or a program to start; exactly one.
 #[command(group(clap::ArgGroup::new("target").required(true).args(["pids", "command"])))]
 pub struct Args {
-    /// The policy: os, aarr, to or acfs.
-    #[arg(long = "policies", value_name = "POLICY", required = true,
-          value_parser = crate::values::one_policy)]
-    pub policy: Option<String>,
-    /// How often threads are sampled and re-pinned (e.g. 200ms, 1s).
-    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
-    pub period: Duration,
+    /// The scheduler: os, aarr, to or acfs (one; `pinsight mix` compares several).
+    #[arg(long, aliases = ["policies", "policy"], value_name = "SCHEDULER", required = true,
+          value_parser = crate::values::one_scheduler)]
+    pub schedulers: String,
+    /// How often threads are sampled and re-pinned: the scheduler's period (e.g. 200ms, 1s).
+    #[arg(long, alias = "period", value_name = "DURATION", default_value = "200ms", value_parser = crate::values::interval)]
+    pub interval: Duration,
     /// A program's speedup factor: NAME=SF, NAME its name (argv[0]'s
     /// basename) or its position #N (--pids order, else order of start;
     /// N from 1 to 4194304).
@@ -75,24 +75,24 @@ pub struct Args {
     #[arg(long = "sf", value_name = "NAME=SF")]
     pub sf: Vec<String>,
     /// Manage these running processes (comma-separated) instead of CMD.
-    #[arg(long, value_name = "PID,...", value_delimiter = ',', num_args = 1..)]
-    pub pids: Vec<String>,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', num_args = 1.., value_parser = crate::values::pid)]
+    pub pids: Vec<i32>,
     /// The program to run and manage, with its arguments (after `--`).
     #[arg(value_name = "CMD", trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let period = args.period;
-    let name = args.policy.as_deref().unwrap_or_default();
+    let period = args.interval;
+    let name = args.schedulers.as_str();
     let policy = Policy::by_name(name, period.as_secs_f64()).ok_or_else(|| {
         CliError::usage(format!(
-            "--policies '{name}': not a policy (allowed: os, aarr, to, acfs)"
+            "--schedulers '{name}': not a scheduler (allowed: os, aarr, to, acfs)"
         ))
     })?;
     let given = pinsight_sched::mix::given_sf(&args.sf).map_err(crate::errors::mix_open_error)?;
     // The parser took --pids or CMD, not both.
-    let pids = pids(&args.pids)?;
+    let pids = &args.pids;
     if g.fsroot.is_some() || g.hwloc_xml.is_some() {
         // The refusal, worded once.
         g.live_capacity("sched")?;
@@ -116,7 +116,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let target = if pids.is_empty() {
         Target::Command(&args.command)
     } else {
-        Target::Pids(&pids)
+        Target::Pids(pids)
     };
     let outcome = pinsight_sched::run::run(
         fs,
@@ -138,21 +138,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 }
 
 /// `--pids` as process ids (positive numbers).
-fn pids(given: &[String]) -> Result<Vec<i32>, CliError> {
-    let mut pids = Vec::new();
-    for p in given {
-        match p.trim().parse::<i32>() {
-            Ok(n) if n > 0 => pids.push(n),
-            _ => {
-                return Err(CliError::usage(format!(
-                    "--pids: '{p}' is not a process id (a positive number)"
-                )))
-            }
-        }
-    }
-    Ok(pids)
-}
-
 /// The warnings, then the report (JSON, or the table: on stderr when a
 /// program ran, since stdout may be the program's too).
 fn print_report(g: &Globals, outcome: &Outcome, program_ran: bool) -> Result<(), CliError> {

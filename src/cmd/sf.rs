@@ -46,25 +46,23 @@ use std::time::Duration;
     verbatim_doc_comment,
     after_help = "Examples:\n  pinsight sf --pids 1234 --duration 10s\n  \
 pinsight sf --probe -- ./render scene.txt\n  \
-pinsight sf --pids 1234 --probe --period 100ms --json\n  \
+pinsight sf --pids 1234 --probe --interval 100ms --json\n  \
 pinsight sf --from-compare compare-journal.jsonl"
 )]
 // What to measure: a running process, a program to start, or a compare
-// journal; exactly one. The usage is written out: clap's would list the
-// hidden old spelling (--pid) that the group holds too.
-#[command(group(clap::ArgGroup::new("target").required(true).args(["pid", "command", "from_compare"])))]
-#[command(override_usage = "pinsight sf [OPTIONS] <--pids <PID>|CMD|--from-compare <JOURNAL>>")]
+// journal; exactly one.
+#[command(group(clap::ArgGroup::new("target").required(true).args(["pids", "command", "from_compare"])))]
 pub struct Args {
-    /// Measure the threads of this running process (one pid).
-    #[arg(long = "pids", value_name = "PID", value_parser = crate::values::one_pid)]
-    pub pid: Option<i32>,
+    /// Measure the threads of these running processes (comma-separated pids).
+    #[arg(long, alias = "pid", value_name = "LIST", value_delimiter = ',', value_parser = crate::values::pid)]
+    pub pids: Option<Vec<i32>>,
     /// Alternate every thread between the big and the small CPUs, one
     /// period on each (restored at the end).
     #[arg(long)]
     pub probe: bool,
-    /// Sampling period (the probe's window).
-    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
-    pub period: Duration,
+    /// Sampling interval (the probe's window on each kind).
+    #[arg(long, alias = "period", value_name = "DURATION", default_value = "200ms", value_parser = crate::values::interval)]
+    pub interval: Duration,
     /// Stop after this long [default: when the process exits, or Ctrl-C].
     #[arg(long, value_name = "DURATION", value_parser = crate::values::positive_duration)]
     pub duration: Option<Duration>,
@@ -74,7 +72,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "JOURNAL",
-        conflicts_with_all = ["pid", "probe", "duration", "command"]
+        conflicts_with_all = ["pids", "probe", "duration", "command"]
     )]
     pub from_compare: Option<std::path::PathBuf>,
     /// The program to run and measure (after `--`).
@@ -99,7 +97,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let req = Request {
         target,
         probe: args.probe,
-        period: args.period,
+        period: args.interval,
         duration: args.duration,
         options: SfOptions::default(),
         software_stand_in: std::env::var_os(TEST_STAND_IN).is_some_and(|v| v == "1"),
@@ -125,20 +123,25 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(m.finish())
 }
 
-/// What to measure: --pids PID or -- CMD, checked.
+/// What to measure: --pids LIST or -- CMD, checked.
 fn target<'a>(args: &'a Args, g: &Globals) -> Result<Target<'a>, CliError> {
     // The parser took --pids or CMD, not both.
     g.require_live(
         "sf measures threads",
         "unset it (--kinds declares this machine's kinds)",
     )?;
-    match args.pid {
-        Some(pid) if pid <= 0 || !procfs::process_exists(&FsRoot::live(), pid) => {
-            Err(CliError::usage(format!(
-                "--pids {pid}: no such process (a running process's id is needed)"
-            )))
+    match &args.pids {
+        Some(pids) => {
+            if let Some(pid) = pids
+                .iter()
+                .find(|&&pid| !procfs::process_exists(&FsRoot::live(), pid))
+            {
+                return Err(CliError::usage(format!(
+                    "--pids {pid}: no such process (a running process's id is needed)"
+                )));
+            }
+            Ok(Target::Pids(pids))
         }
-        Some(pid) => Ok(Target::Pid(pid)),
         None => Ok(Target::Command(&args.command)),
     }
 }
@@ -159,7 +162,7 @@ fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(
     }
     let run = pinsight_render::sf::SfRun {
         target: &m.target,
-        period_s: args.period.as_secs_f64(),
+        period_s: args.interval.as_secs_f64(),
         periods: m.periods,
         elapsed_s: m.elapsed_s,
         probe: args.probe,

@@ -50,9 +50,14 @@ pub struct Args {
     /// The programs: CSV name,instructions,sf[,mem], one row per phase.
     #[arg(long, value_name = "FILE", required = true)]
     pub programs: PathBuf,
-    /// Policies to simulate, comma-separated: os, aarr, to, acfs.
-    #[arg(long, value_name = "LIST", default_value = "os,aarr,to,acfs")]
-    pub policies: String,
+    /// Schedulers to simulate, comma-separated: os, aarr, to, acfs.
+    #[arg(
+        long,
+        alias = "policies",
+        value_name = "LIST",
+        default_value = "os,aarr,to,acfs"
+    )]
+    pub schedulers: String,
     /// The SF estimates the policies see: exact, classes:V,V,... (one of the
     /// values, uncorrelated with the truth, as Thread Director) or mae:E
     /// (noisy, with that mean absolute error).
@@ -62,13 +67,12 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
     /// Completions of every program before the run ends.
-    #[arg(long = "runs", value_name = "N", default_value_t = 3,
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
-    /// Scheduler period (the simulation step); AARR's and ACFS's swap
-    /// threshold is one period.
-    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = crate::values::period)]
-    pub period: std::time::Duration,
+    #[arg(long, alias = "repeat", value_name = "N", default_value = "3", value_parser = crate::values::runs)]
+    pub runs: usize,
+    /// The schedulers' sampling interval, their period (the simulation step); AARR's and
+    /// ACFS's swap threshold is one period.
+    #[arg(long, alias = "period", value_name = "DURATION", default_value = "200ms", value_parser = crate::values::interval)]
+    pub interval: std::time::Duration,
 }
 
 /// Largest programs file read: 16 MiB, over 100 bytes for each of the
@@ -78,14 +82,8 @@ const MAX_PROGRAMS_BYTES: u64 = 16 << 20;
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let quality = SfQuality::parse(&args.sf_estimate)
         .map_err(|e| CliError::usage(format!("--sf-estimate '{}': {e}", args.sf_estimate)))?;
-    let period = args.period.as_secs_f64();
-    if args.repeat == 0 || args.repeat > 1000 {
-        return Err(CliError::usage(format!(
-            "--runs {}: between 1 and 1000",
-            args.repeat
-        )));
-    }
-    let policies = policies(&args.policies, period)?;
+    let period = args.interval.as_secs_f64();
+    let policies = policies(&args.schedulers, period)?;
     let text = crate::errors::read_input("--programs", &args.programs, MAX_PROGRAMS_BYTES)?;
     let programs = parse_programs(&text)
         .map_err(|e| CliError::usage(format!("--programs {}: {e}", args.programs.display())))?;
@@ -100,7 +98,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let mut cfg = SimConfig::new(machine);
     cfg.quality = quality;
     cfg.seed = args.seed;
-    cfg.repeat = args.repeat;
+    cfg.repeat = u32::try_from(args.runs).unwrap_or(u32::MAX);
     cfg.period_s = period;
     let mut pb = crate::cli::progress(g);
     pb.begin("simulating", policies.len() as u64, 0);
@@ -134,7 +132,7 @@ fn policies(list: &str, period: f64) -> Result<Vec<Policy>, CliError> {
     for name in list.split(',').map(str::trim) {
         let p = Policy::by_name(name, period).ok_or_else(|| {
             CliError::usage(format!(
-                "--policies: '{name}' is not a policy (allowed: os, aarr, to, acfs)"
+                "--schedulers: '{name}' is not a scheduler (allowed: os, aarr, to, acfs)"
             ))
         })?;
         if !policies.contains(&p) {

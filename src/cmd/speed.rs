@@ -1,9 +1,7 @@
 //! `pinsight speed`: per-CPU single-thread throughput and the speedup factor
 //! between core kinds.
 
-use crate::{
-    cli::check_output_file, cli::parse_duration, cli::Globals, errors::CliError, errors::CmdResult,
-};
+use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
 use pinsight_speed::{
@@ -27,7 +25,7 @@ use pinsight_speed::default_mem_bytes;
 /// disagree.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight speed\n  pinsight speed --per-kind --budget-per-cpu 500ms\n  pinsight speed --export-weights speed.json\n  pinsight plan balance --tasks 200 --weights speed.json"
+    after_help = "Examples:\n  pinsight speed\n  pinsight speed --per-kind --budget 2s\n  pinsight speed --export-weights speed.json\n  pinsight plan balance --tasks 200 --weights speed.json"
 )]
 pub struct Args {
     /// CPUs to measure (cpulist); default: every online CPU this process may use.
@@ -41,9 +39,10 @@ pub struct Args {
     /// Kernels to run, comma separated.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "int,fp,mem", value_parser = Kernel::parse)]
     pub kernels: Vec<Kernel>,
-    /// Time spent on each CPU (shared by the kernels; total = this x CPUs).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
-    pub budget_per_cpu: std::time::Duration,
+    /// The measuring time, shared equally by the CPUs measured (each CPU's share by its
+    /// kernels) [default: 1s per CPU].
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::positive_duration)]
+    pub budget: Option<std::time::Duration>,
     /// Pointer-chase buffer size in MiB (default: 4x the largest L2, at least 8).
     /// A size larger than the memory available now (MemAvailable in
     /// /proc/meminfo) is refused before anything runs (exit 2).
@@ -55,6 +54,9 @@ pub struct Args {
     #[arg(long = "export-weights", value_name = "FILE")]
     pub weights: Option<PathBuf>,
 }
+
+/// Each CPU's measuring time when `--budget` is not given.
+const DEFAULT_PER_CPU: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Measures and summarises with a progress bar.
 pub fn measure_report(
@@ -111,7 +113,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         );
     }
     let kernels = args.kernels.clone();
-    let report = measure_report(&topo, cpus, kernels, args.budget_per_cpu, mem_bytes, g)?;
+    // The budget is the whole measurement's, as report's is: each CPU
+    // gets an equal share.
+    let per_cpu = args.budget.map_or(DEFAULT_PER_CPU, |b| {
+        b / u32::try_from(cpus.len().max(1)).unwrap_or(u32::MAX)
+    });
+    let report = measure_report(&topo, cpus, kernels, per_cpu, mem_bytes, g)?;
     if let Some(note) = report.disturbance.as_ref().and_then(|d| d.note()) {
         if !g.quiet {
             eprintln!(
@@ -131,11 +138,6 @@ fn check_values(args: &Args) -> Result<(), CliError> {
     if args.kernels.is_empty() {
         return Err(CliError::usage(
             "--kernels: give at least one of int, fp, mem",
-        ));
-    }
-    if args.budget_per_cpu.is_zero() {
-        return Err(CliError::usage(
-            "--budget-per-cpu 0: give a positive duration, e.g. 200ms or 1s",
         ));
     }
     if args.mem_mib == Some(0) {

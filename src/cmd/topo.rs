@@ -17,7 +17,7 @@ use crate::{cli::Globals, errors::CmdResult};
 /// the kinds were ranked.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight topo --explain\n  pinsight topo --watch --for 10m\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo"
+    after_help = "Examples:\n  pinsight topo\n  pinsight topo --json\n  pinsight topo --explain\n  pinsight topo --watch --duration 10m\n  pinsight --fsroot dump/ topo\n  pinsight --hwloc-xml box.xml topo"
 )]
 pub struct Args {
     /// Hide the per-CPU lines (show cores and above only).

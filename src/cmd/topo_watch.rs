@@ -2,13 +2,13 @@
 //! (thermal generic netlink, `pinsight_topology::hfi`), one line per CPU
 //! (`pinsight_topology::view::hfi`), or JSON Lines with `--json`.
 //!
-//! Stops after `--count N` changes or after `--for DURATION` (exit 0), on
+//! Stops after `--count N` changes or after `--duration DURATION` (exit 0), on
 //! SIGINT, SIGTERM or SIGHUP through the one signal lifecycle
 //! (`pinsight_lifecycle::interrupt`: output flushed, exit 128 + N, 130
 //! for Ctrl-C), or when the reader of stdout goes away (`| head`: exit 0,
 //! as a closed pipe is no failure).
 
-use crate::{cli::parse_duration, cli::Globals, errors::CliError, errors::CmdResult};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
 use pinsight_model::Topology;
 use pinsight_term::wrap80;
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// The `--watch` flags of `pinsight topo`.
 #[derive(clap::Args, Debug, Default)]
-// `--count` and `--for` require this group, not `--watch` itself: clap
+// `--count` and `--duration` require this group, not `--watch` itself: clap
 // lets a required flag be missing when it conflicts with one given
 // (`--explain`), a group it holds to.
 #[command(group(clap::ArgGroup::new("watching").args(["watch"])))]
@@ -33,11 +33,11 @@ pub struct WatchArgs {
     #[arg(long)]
     pub watch: bool,
     /// With --watch: stop after N CPU changes.
-    #[arg(long, value_name = "N", requires = "watching", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long, value_name = "N", requires = "watching", value_parser = crate::values::stop_count)]
     pub count: Option<u64>,
     /// With --watch: stop after DURATION (e.g. 30s, 5m).
-    #[arg(long = "for", value_name = "DURATION", requires = "watching", value_parser = parse_duration)]
-    pub for_duration: Option<Duration>,
+    #[arg(long, alias = "for", value_name = "DURATION", requires = "watching", value_parser = crate::values::positive_duration)]
+    pub duration: Option<Duration>,
 }
 
 /// Runs `topo --watch`.
@@ -150,7 +150,7 @@ fn watch(
     kind_of: &dyn Fn(u32) -> Option<String>,
     warn: &mut dyn FnMut(String),
 ) -> Result<bool, CliError> {
-    let deadline = args.for_duration.map(|d| Instant::now() + d);
+    let deadline = args.duration.map(|d| Instant::now() + d);
     let mut table = CapabilityTable::new();
     let mut seen = 0u64;
     loop {
@@ -297,7 +297,7 @@ mod tests {
         let args = WatchArgs {
             watch: true,
             count: Some(2),
-            for_duration: None,
+            duration: None,
         };
         assert!(!watch(&mut src, &mut out, &args, true, &|_| None, &mut |_| {}).unwrap());
         let text = String::from_utf8(out).unwrap();
@@ -317,7 +317,7 @@ mod tests {
         let args = WatchArgs {
             watch: true,
             count: None,
-            for_duration: Some(Duration::from_millis(30)),
+            duration: Some(Duration::from_millis(30)),
         };
         watch(
             &mut src,
@@ -365,7 +365,7 @@ mod tests {
         let args = WatchArgs {
             watch: true,
             count: None,
-            for_duration: Some(Duration::from_millis(5)),
+            duration: Some(Duration::from_millis(5)),
         };
         watch(
             &mut src,

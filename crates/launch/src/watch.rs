@@ -305,8 +305,8 @@ fn raise_own_priority() {
 }
 
 /// How long after the start a guard looks at the program's image at the
-/// takeover's pace (`--follow-interval`); later, at the watcher's own
-/// (`--sample-interval`), so a long run is not woken every millisecond.
+/// takeover's pace (`run --interval`, 1 ms by default); later, at the watcher's own
+/// (`--interval` too, 10 ms by default), so a long run is not woken every millisecond.
 pub const GUARD_FAST: Duration = Duration::from_millis(100);
 
 /// Which image the launched program runs, for a takeover from the shim.

@@ -454,6 +454,8 @@ pub struct ThreadSfReport {
 /// One thread of a measured process, as `pinsight sf` reports it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ThreadEntry {
+    /// The process it belongs to (one of those measured).
+    pub pid: i32,
     pub tid: i32,
     /// Its name (`comm`) when last seen.
     pub name: String,

@@ -13,6 +13,7 @@
 
 pub mod declared;
 pub mod device;
+pub mod interval;
 pub mod machine_spec;
 pub mod memory;
 

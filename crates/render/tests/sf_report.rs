@@ -24,6 +24,7 @@ fn figures(samples: u32, seconds: f64, ips: Option<f64>) -> KindFigures {
 
 fn entry(tid: i32, name: &str, exited: bool, report: Option<ThreadSfReport>) -> ThreadEntry {
     ThreadEntry {
+        pid: 1,
         tid,
         name: name.into(),
         exited,

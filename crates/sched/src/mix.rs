@@ -27,7 +27,7 @@
 pub mod document;
 mod open;
 
-pub use open::{given_sf, open, MixJournal, MixRequest, OpenError, Opened, PERIOD_RANGE};
+pub use open::{given_sf, open, MixJournal, MixRequest, OpenError, Opened};
 
 use crate::manager::{Config, Manager};
 use crate::sf::{GivenSf, NoSf, SfSource};
@@ -1332,8 +1332,8 @@ fn differences(journal: &Record, now: &Record) -> Vec<Difference> {
     };
     diff("commands", format!("{c1:?}"), format!("{c2:?}"));
     diff("schedulers", s1.join(","), s2.join(","));
-    diff("repeat", r1.to_string(), r2.to_string());
-    diff("period", format!("{p1}s"), format!("{p2}s"));
+    diff("runs", r1.to_string(), r2.to_string());
+    diff("interval", format!("{p1}s"), format!("{p2}s"));
     diff("big CPUs", b1.clone(), b2.clone());
     diff("small CPUs", sm1.clone(), sm2.clone());
     let names = |m: &[MetricSpec]| {

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 /// What to measure.
 #[derive(Clone, Copy, Debug)]
 pub enum Target<'a> {
-    /// A running process.
-    Pid(i32),
+    /// Running processes (every thread of each).
+    Pids(&'a [i32]),
     /// Start this program (argv) and measure it.
     Command(&'a [OsString]),
 }
@@ -59,7 +59,8 @@ pub enum SessionError {
 
 /// A finished measurement.
 pub struct Measured {
-    pub pid: i32,
+    /// The processes measured: those given, or the started program.
+    pub pids: Vec<i32>,
     /// `PID 12 (name)` or `cmd args (PID 12)`.
     pub target: String,
     pub periods: u64,
@@ -83,7 +84,7 @@ struct RunningChild {
 /// The sampling loop's state.
 struct Session {
     live: FsRoot,
-    pid: i32,
+    pids: Vec<i32>,
     sampler: SfSampler,
     probe: Option<AffinityProbe>,
     threads: BTreeMap<i32, ThreadEntry>,
@@ -111,11 +112,11 @@ pub fn measure(
     interrupt::install()?;
     let tree = interrupt::watch_descendants();
     let live = FsRoot::live();
-    let (pid, target, mut child) = start(&live, req.target)?;
+    let (pids, target, mut child) = start(&live, req.target)?;
     let mut s = Session {
         probe: req.probe.then(|| AffinityProbe::new(sampler.pmus())),
         live,
-        pid,
+        pids,
         sampler,
         threads: BTreeMap::new(),
         warnings: Vec::new(),
@@ -148,15 +149,27 @@ pub fn measure(
     Ok(measured)
 }
 
-/// Attaches to the process, or starts the program.
+/// Attaches to the processes, or starts the program: their ids and a
+/// label (`PID 12 (name)`, `PIDs 12 (a), 14 (b)`, `cmd args (PID 12)`).
 fn start(
     live: &FsRoot,
     target: Target<'_>,
-) -> Result<(i32, String, Option<RunningChild>), SpawnError> {
+) -> Result<(Vec<i32>, String, Option<RunningChild>), SpawnError> {
     match target {
-        Target::Pid(pid) => {
-            let name = procfs::task_stat(live, pid, pid).map_or_else(String::new, |s| s.comm);
-            Ok((pid, format!("PID {pid} ({name})"), None))
+        Target::Pids(pids) => {
+            let named: Vec<String> = pids
+                .iter()
+                .map(|&pid| {
+                    let name =
+                        procfs::task_stat(live, pid, pid).map_or_else(String::new, |s| s.comm);
+                    format!("{pid} ({name})")
+                })
+                .collect();
+            let label = match named.as_slice() {
+                [one] => format!("PID {one}"),
+                _ => shorten(&format!("PIDs {}", named.join(", ")), 60),
+            };
+            Ok((pids.to_vec(), label, None))
         }
         Target::Command(argv) => {
             let Some((program, args)) = argv.split_first() else {
@@ -179,7 +192,7 @@ fn start(
                 child,
                 status: None,
             };
-            Ok((pid, label, Some(running)))
+            Ok((vec![pid], label, Some(running)))
         }
     }
 }
@@ -216,12 +229,22 @@ impl Session {
         }
     }
 
-    /// Attaches new threads, marks exited ones (their counts are kept).
+    /// Attaches new threads of every process, marks exited ones (their
+    /// counts are kept).
     fn refresh(&mut self) {
-        let now = procfs::tids(&self.live, self.pid);
-        for &tid in &now {
-            let name = procfs::task_stat(&self.live, self.pid, tid).map(|s| s.comm);
+        let now: Vec<(i32, i32)> = self
+            .pids
+            .iter()
+            .flat_map(|&pid| {
+                procfs::tids(&self.live, pid)
+                    .into_iter()
+                    .map(move |t| (pid, t))
+            })
+            .collect();
+        for &(pid, tid) in &now {
+            let name = procfs::task_stat(&self.live, pid, tid).map(|s| s.comm);
             let t = self.threads.entry(tid).or_insert_with(|| ThreadEntry {
+                pid,
                 tid,
                 name: String::new(),
                 exited: false,
@@ -238,7 +261,7 @@ impl Session {
             }
         }
         for t in self.threads.values_mut() {
-            if !t.exited && !now.contains(&t.tid) {
+            if !t.exited && !now.iter().any(|&(_, tid)| tid == t.tid) {
                 t.exited = true;
                 if let Some(p) = self.probe.as_mut() {
                     p.forget(t.tid);
@@ -283,7 +306,8 @@ impl Session {
         }
     }
 
-    /// Whether the process ended (a started program's status is kept).
+    /// Whether the process ended, or every process given did (a started
+    /// program's status is kept).
     fn gone(&self, child: Option<&mut RunningChild>) -> bool {
         match child {
             Some(c) => match c.child.try_wait() {
@@ -294,11 +318,10 @@ impl Session {
                 Ok(None) => false,
                 Err(_) => true,
             },
-            None => {
-                !procfs::process_exists(&self.live, self.pid)
-                    || procfs::task_stat(&self.live, self.pid, self.pid)
-                        .is_some_and(|s| s.state == 'Z')
-            }
+            None => self.pids.iter().all(|&pid| {
+                !procfs::process_exists(&self.live, pid)
+                    || procfs::task_stat(&self.live, pid, pid).is_some_and(|s| s.state == 'Z')
+            }),
         }
     }
 
@@ -327,7 +350,7 @@ impl Session {
             })
             .collect();
         Measured {
-            pid: self.pid,
+            pids: self.pids,
             target,
             periods,
             elapsed_s,
@@ -376,8 +399,9 @@ pub struct SfDocument<'a> {
     pub available: bool,
     /// Why nothing could be measured (when `available` is false).
     pub reason: Option<String>,
-    /// The process measured (given, or started).
-    pub pid: Option<i32>,
+    /// The processes measured (given, or the one started; empty when
+    /// nothing could be measured before a program was started).
+    pub pids: Vec<i32>,
     /// The program started, with its arguments.
     pub command: Option<Vec<String>>,
     pub probe: bool,
@@ -409,9 +433,9 @@ impl Request<'_> {
         SfDocument {
             available: false,
             reason: Some(reason.to_string()),
-            pid: match self.target {
-                Target::Pid(p) => Some(p),
-                Target::Command(_) => None,
+            pids: match self.target {
+                Target::Pids(p) => p.to_vec(),
+                Target::Command(_) => Vec::new(),
             },
             command: self.command_words(),
             probe: self.probe,
@@ -433,7 +457,7 @@ impl Measured {
         SfDocument {
             available: true,
             reason: None,
-            pid: Some(self.pid),
+            pids: self.pids.clone(),
             command: req.command_words(),
             probe: req.probe,
             period_s: req.period.as_secs_f64(),

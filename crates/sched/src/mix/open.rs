@@ -8,10 +8,6 @@ use pinsight_sched_model::{Capacity, Policy};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The scheduler period a journal may hold: 10 ms to 60 s.
-pub const PERIOD_RANGE: std::ops::RangeInclusive<Duration> =
-    Duration::from_millis(10)..=Duration::from_secs(60);
-
 /// What the front end asks for. `None` (and an empty list): not given,
 /// so a resumed experiment takes the journal's value.
 #[derive(Debug, Clone)]
@@ -60,8 +56,9 @@ pub enum OpenError {
     /// The journal to resume cannot be read.
     #[error("{0}")]
     ReadResume(#[source] JournalError),
-    /// The resumed journal's period is outside [`PERIOD_RANGE`].
-    #[error("the journal's period '{ms}ms': a period is between 10ms and 60s")]
+    /// The resumed journal's period is outside the interval range
+    /// ([`pinsight_model::interval::INTERVAL_RANGE`]).
+    #[error("the journal's period '{ms}ms': an interval is between 1ms and 1h")]
     JournalPeriod { ms: f64 },
     /// Completions per program outside 1 to 1000.
     #[error("{0}: between 1 and 1000")]
@@ -174,7 +171,7 @@ fn from_header(req: &mut MixRequest, header: &Record) -> Result<(), OpenError> {
         let ms = (period_s * 1000.0).round();
         let d = (ms.is_finite() && ms >= 0.0).then(|| Duration::from_millis(ms as u64));
         match d {
-            Some(d) if PERIOD_RANGE.contains(&d) => req.period = Some(d),
+            Some(d) if pinsight_model::interval::is_interval(d) => req.period = Some(d),
             _ => return Err(OpenError::JournalPeriod { ms }),
         }
     }
