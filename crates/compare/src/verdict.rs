@@ -226,9 +226,22 @@ pub fn describe_metric(key: &str, better: Better, v: &Versus) -> String {
     format!("{key} {}% {word}{ci}", pct(sign * change))
 }
 
-/// "5.1–8.7%", or "−47% to +153%" when the range crosses zero.
+/// "5.1–8.7%", or "−47% to +153%" when the range crosses zero; an
+/// unbounded end (the ratio's Fieller interval starts at 0, so its inverse
+/// has no upper end) reads "+12% or more" / "up to −20%".
 fn pct_range(lo: f64, hi: f64) -> String {
-    if lo >= 0.0 {
+    let signed = |x: f64| {
+        if x >= 0.0 {
+            format!("+{}%", pct(x))
+        } else {
+            format!("{}%", pct(x).replace('-', "−"))
+        }
+    };
+    if hi == f64::INFINITY {
+        format!("{} or more", signed(lo))
+    } else if lo == f64::NEG_INFINITY {
+        format!("up to {}", signed(hi))
+    } else if lo >= 0.0 {
         format!("{}–{}%", pct(lo), pct(hi))
     } else {
         format!("{}% to +{}%", pct(lo).replace('-', "−"), pct(hi))
@@ -245,7 +258,12 @@ fn describe(v: &Versus, better: &str, worse: &str) -> String {
         format!("{r:.2}× {better}{ci}")
     } else if r <= 1.0 / TIMES_THRESHOLD {
         let ci = ci.map_or(String::new(), |c| {
-            format!(" (95% CI {:.2}–{:.2}×)", 1.0 / c.hi, 1.0 / c.lo)
+            if c.lo > 0.0 {
+                format!(" (95% CI {:.2}–{:.2}×)", 1.0 / c.hi, 1.0 / c.lo)
+            } else {
+                // A ratio interval from 0: its inverse has no upper end.
+                format!(" (95% CI {:.2}× or more)", 1.0 / c.hi)
+            }
         });
         format!("{:.2}× {worse}{ci}", 1.0 / r)
     } else if r >= 1.0 {
@@ -785,6 +803,61 @@ mod tests {
     fn percent_ranges_read_naturally() {
         assert_eq!(pct_range(0.051, 0.087), "5.1–8.7%");
         assert_eq!(pct_range(-0.47, 1.53), "−47% to +153%");
+        assert_eq!(pct_range(0.12, f64::INFINITY), "+12% or more");
+        assert_eq!(pct_range(-0.2, f64::INFINITY), "−20% or more");
+        assert_eq!(pct_range(f64::NEG_INFINITY, -0.2), "up to −20%");
+    }
+
+    /// A Versus on time whose Fieller interval starts at 0 (a baseline too
+    /// noisy to bound the ratio away from zero: pinsight-stats cuts the
+    /// interval there, a ratio of positive means being positive).
+    fn from_zero(ratio: f64, hi: f64) -> Versus {
+        let base = [0.2, 0.25, 3.1];
+        let arm = [1.0, 1.1, 0.9];
+        let detail = pinsight_stats::compare(&base, &arm).unwrap();
+        Versus {
+            baseline: "os".into(),
+            ratio,
+            ratio_ci: Some(pinsight_stats::Interval {
+                lo: 0.0,
+                hi,
+                level: 0.95,
+            }),
+            p: detail.p,
+            test: detail.test,
+            test_reason: String::new(),
+            significant: false,
+            negligible: false,
+            detail,
+        }
+    }
+
+    #[test]
+    fn an_interval_from_zero_never_reads_infinite_or_negative() {
+        for (ratio, hi) in [(0.5, 1.3), (0.9, 1.3), (1.1, 1.6), (2.0, 3.0)] {
+            let v = from_zero(ratio, hi);
+            for s in [
+                describe_time(&v),
+                describe_energy(&v),
+                describe_metric("m", Better::Lower, &v),
+                describe_metric("m", Better::Higher, &v),
+            ] {
+                assert!(!s.contains("inf") && !s.contains("NaN"), "{s}");
+                assert!(s.contains("(95% CI "), "{s}");
+            }
+        }
+        assert_eq!(
+            describe_time(&from_zero(0.5, 1.3)),
+            "2.00× slower (95% CI 0.77× or more)"
+        );
+        assert_eq!(
+            describe_time(&from_zero(0.9, 1.3)),
+            "11% slower (95% CI −23% or more)"
+        );
+        assert_eq!(
+            describe_time(&from_zero(1.1, 1.6)),
+            "10% faster (95% CI −100% to +60%)"
+        );
     }
 
     #[test]

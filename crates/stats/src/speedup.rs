@@ -11,7 +11,15 @@
 //! (a − ρb)² ≤ t² (va + ρ² vb),  with a, b the means and va, vb their squared
 //! standard errors (the samples are independent, so the covariance is 0).
 //!
-//! When b² ≤ t²·vb the set is unbounded and we report no interval. The
+//! When b² ≤ t²·vb the set is unbounded and we report no interval. When
+//! a² < t²·va (the baseline's mean is itself not significantly above zero:
+//! few runs, a wide spread) the set's lower end is negative; the ratio of
+//! two positive means is positive, so the interval is cut at 0: a
+//! confidence set intersected with the parameter space (0, ∞) still holds
+//! the true ratio whenever the set did, so its coverage is unchanged
+//! (Mandelkern, "Setting confidence intervals for bounded parameters",
+//! Statistical Science 17(2), 2002), and a positive quantity never gets a
+//! negative bound. A lower end of 0 reads "no lower bound above zero". The
 //! t quantile uses Welch–Satterthwaite degrees of freedom of the combination
 //! a − R·b evaluated at the point estimate R (the usual approximation for
 //! unequal variances).
@@ -119,7 +127,8 @@ fn fieller(a: f64, b: f64, va: f64, vb: f64, na: f64, nb: f64, level: f64) -> Op
     }
     let root = disc.sqrt();
     Some(Interval {
-        lo: (a * b - root) / denom,
+        // Cut at 0: see the module documentation.
+        lo: ((a * b - root) / denom).max(0.0),
         hi: (a * b + root) / denom,
         level,
     })
@@ -155,6 +164,27 @@ mod tests {
         let s = speedup(&[1.0, 1.1, 0.9], &[0.01, 2.0, 0.02]).unwrap();
         assert_eq!(s.ci, None);
         assert!(s.describe().contains("unbounded"));
+    }
+
+    #[test]
+    fn a_noisy_baseline_cuts_the_interval_at_zero() {
+        // The kind of runs as the baseline: its mean (1.18 s) is
+        // within its own noise of zero, so Fieller's set reaches below 0.
+        let (base, cand) = ([0.2, 0.25, 3.1], [1.0, 1.1, 0.9]);
+        let (a, b) = (mean(&base), mean(&cand));
+        let va = sample_variance(&base, a) / 3.0;
+        let vb = sample_variance(&cand, b) / 3.0;
+        let r = a / b;
+        let wb = r * r * vb;
+        let df = (va + wb).powi(2) / (va * va / 2.0 + wb * wb / 2.0);
+        let t2 = t_critical(0.95, df).powi(2);
+        let uncut =
+            (a * b - (t2 * (a * a * vb + b * b * va - t2 * va * vb)).sqrt()) / (b * b - t2 * vb);
+        assert!(uncut < 0.0, "the old lower bound was negative: {uncut}");
+        let s = speedup(&base, &cand).unwrap();
+        let ci = s.ci.unwrap();
+        assert_eq!(ci.lo, 0.0);
+        assert!(ci.contains(s.ratio) && ci.hi > 1.0, "{ci:?}");
     }
 
     #[test]

@@ -53,6 +53,8 @@ proptest! {
             prop_assert!(s.ratio > 0.0 && s.ratio.is_finite());
             if let Some(ci) = s.ci {
                 prop_assert!(ci.lo <= s.ratio && s.ratio <= ci.hi, "{:?}", s);
+                // A ratio of positive times never gets a negative bound.
+                prop_assert!(ci.lo >= 0.0, "{:?}", s);
             }
             let r = speedup(&b, &a).unwrap();
             prop_assert!((s.ratio * r.ratio - 1.0).abs() < 1e-12);
