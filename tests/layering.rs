@@ -230,7 +230,10 @@ const EDGES: &[(&str, &[Edge])] = &[
     ),
     (
         "pinsight-workload",
-        &[("pinsight-sys", "pinned worker threads, progress")],
+        &[
+            ("pinsight-sys", "pinned worker threads, progress"),
+            ("pinsight-cpuset", "the view names a run's CPUs as a list"),
+        ],
     ),
     (
         "pinsight-compare",
@@ -310,6 +313,10 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-model", "the declared kinds it emulates"),
             ("pinsight-lifecycle", "exit codes, signals, progress"),
             ("pinsight-sys", "stealer threads, cpufreq caps, /proc/stat"),
+            (
+                "pinsight-term",
+                "the report's view wrapped for the terminal",
+            ),
         ],
     ),
     (
@@ -340,12 +347,10 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-measure", "metric and sf views"),
             ("pinsight-launch", "run, pin and rebalance views"),
             ("pinsight-compare", "compare views"),
-            ("pinsight-emulate", "emulate views"),
             ("pinsight-load", "load, irq and balance views"),
             ("pinsight-report", "the report's pages"),
             ("pinsight-sched", "sched and mix views"),
             ("pinsight-speed", "speed views"),
-            ("pinsight-workload", "workload views"),
             ("pinsight-term", "width, wrapping, escaping, progress"),
         ],
     ),

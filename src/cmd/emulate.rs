@@ -99,7 +99,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         serde_json::to_string_pretty(em.report())
             .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?
     } else {
-        pinsight_render::emulate::render(em.report(), &exported)
+        pinsight_emulate::view::render(em.report(), &exported)
     };
     match args.command.split_first() {
         None => hold(em, &text, g),

@@ -66,7 +66,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(&outcome)?;
     } else {
-        print!("{}", pinsight_render::workload::report(&outcome));
+        print!("{}", pinsight_workload::view::report(&outcome));
     }
     Ok(0)
 }
@@ -76,7 +76,7 @@ fn list(g: &Globals) -> CmdResult {
         g.print_json(&WORKLOADS)?;
         return Ok(0);
     }
-    print!("{}", pinsight_render::workload::list(WORKLOADS));
+    print!("{}", pinsight_workload::view::list(WORKLOADS));
     Ok(0)
 }
 

@@ -36,6 +36,7 @@ pub mod duty;
 pub mod probe;
 pub mod session;
 pub mod target;
+pub mod view;
 
 pub use target::{KindTarget, TargetError, Targets};
 

@@ -16,7 +16,6 @@
 pub mod balance;
 pub mod compare;
 pub mod compare_run;
-pub mod emulate;
 pub mod export;
 pub mod gather;
 pub mod load;
@@ -29,7 +28,6 @@ pub mod sched;
 pub mod sf;
 pub mod tune;
 pub mod tune_output;
-pub mod workload;
 
 // The terminal mechanics moved to pinsight-term; these private imports keep
 // the crate's own paths (`crate::term::wrap`, `crate::escape`, …) for the

@@ -29,6 +29,7 @@ mod pi;
 mod pingpong;
 mod sched;
 mod size;
+pub mod view;
 
 pub use error::{ScheduleError, SizeError, WorkloadError};
 pub use harness::ThreadStat;

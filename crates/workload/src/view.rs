@@ -1,8 +1,8 @@
 //! The human output of `pinsight workload`: the list of workloads and the
 //! report of one run.
 
+use crate::{Outcome, Schedule, WorkloadInfo};
 use pinsight_cpuset::CpuSet;
-use pinsight_workload::{Outcome, Schedule, WorkloadInfo};
 use std::fmt::Write;
 
 /// The table of `pinsight workload --list`: name, size meaning, default
@@ -160,11 +160,11 @@ fn figure(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_workload::Params;
+    use crate::Params;
 
     #[test]
     fn report_shows_each_thread_and_the_checksum() {
-        let o = pinsight_workload::run(
+        let o = crate::run(
             "pi",
             &Params {
                 threads: Some(2),

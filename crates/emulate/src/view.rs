@@ -2,8 +2,8 @@
 //! emulated kind with its spread, and the mechanism's limits, in 80
 //! columns.
 
-use crate::term::{wrap, Wrap};
-use pinsight_emulate::{Mechanism, Report};
+use crate::{Mechanism, Report};
+use pinsight_term::{wrap, Wrap};
 use std::fmt::Write;
 
 /// The report, `exported` being the declaration nested commands get.
@@ -137,7 +137,7 @@ fn para(text: &str, first: &str, rest: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_emulate::{CpuSetting, KindResult, Spread};
+    use crate::{CpuSetting, KindResult, Spread};
 
     #[test]
     fn fits_80_columns_and_states_the_mechanism_and_limits() {
@@ -170,7 +170,7 @@ mod tests {
         };
         let text = render(&r, "0:P,1:E@0.5");
         assert!(
-            text.lines().all(|l| crate::term::display_width(l) <= 80),
+            text.lines().all(|l| pinsight_term::display_width(l) <= 80),
             "{text}"
         );
         assert!(text.contains("duty-cycle"));
