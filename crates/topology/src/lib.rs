@@ -7,11 +7,13 @@
 //! `pinsight-model` crate (import its types from there: this crate
 //! re-exports nothing of another crate's); this crate fills it in: [`discover`](mod@discover) (sysfs), [`hwloc_xml`]
 //! (hwloc XML import) and [`snapshot`] (recorded machines); [`hfi`] parses
-//! and streams the kernel's dynamic capacity events (Intel HFI); [`view`]
+//! and streams the kernel's dynamic capacity events (Intel HFI), and
+//! [`hfi_watch`] is `topo --watch`'s loop over them; [`view`]
 //! lays the machine out for `topo` (tree, `--explain`, `--watch`).
 
 pub mod discover;
 pub mod hfi;
+pub mod hfi_watch;
 pub mod hwloc_xml;
 pub mod snapshot;
 pub mod view;
