@@ -24,6 +24,7 @@ mod compare_errors;
 mod compare_ranks;
 mod compare_workload;
 mod conflicts;
+mod doc_examples;
 mod errors_topology;
 mod escape_injection;
 mod fsroot_archive;
