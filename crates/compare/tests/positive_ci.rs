@@ -113,6 +113,11 @@ fn few_wide_runs_get_a_positive_interval_in_every_export() {
         "the footnote explains the method: {text}"
     );
 
+    // At 80 columns the longer cells wrap and still fit.
+    let narrow = render::text::render(&r, 80, &Advice::clause);
+    assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+    assert!(narrow.contains("log-t"), "{narrow}");
+
     let md = render::markdown::render(&r, &Advice::clause);
     assert!(
         md.contains("| 95% CI |") && md.contains("(log-t around geo. mean "),
