@@ -327,6 +327,7 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-plan", "balance plans the moves"),
             ("pinsight-lifecycle", "signals, state files"),
             ("pinsight-sys", "/proc/stat, per-task stats, IRQ affinity"),
+            ("pinsight-term", "the views: wrapping, escaping"),
         ],
     ),
     // ---- rendering: the views of every feature ----
@@ -347,7 +348,6 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-measure", "metric and sf views"),
             ("pinsight-launch", "run, pin and rebalance views"),
             ("pinsight-compare", "compare views"),
-            ("pinsight-load", "load, irq and balance views"),
             ("pinsight-report", "the report's pages"),
             ("pinsight-sched", "sched and mix views"),
             ("pinsight-speed", "speed views"),

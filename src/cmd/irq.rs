@@ -1,7 +1,7 @@
 //! `pinsight irq`: which IRQs land on which CPUs; move them off a CPU set
 //! or spread them by capacity through `smp_affinity_list`, with a saved
 //! state and `--restore` (library: `pinsight_load::irq`; views:
-//! `pinsight_render::load`).
+//! `pinsight_load::view`).
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
@@ -131,7 +131,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         if g.json {
             g.print_json(&view)?;
         } else {
-            print!("{}", pinsight_render::load::irq_table(&view, args.all));
+            print!("{}", pinsight_load::view::irq_table(&view, args.all));
         }
         return Ok(0);
     }
@@ -294,7 +294,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
         if d.is_quiet() {
             return;
         }
-        crate::cli::journal_line(g, d, || pinsight_render::load::irq_decision(d));
+        crate::cli::journal_line(g, d, || pinsight_load::view::irq_decision(d));
     };
     let end = pinsight_load::irq_watch::run(
         fs,
@@ -309,7 +309,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
     if g.json {
         println!("{}", serde_json::to_string(&end).unwrap_or_default());
     } else if !g.quiet {
-        print!("{}", pinsight_render::load::irq_watch_end(&end, &state));
+        print!("{}", pinsight_load::view::irq_watch_end(&end, &state));
     }
     Ok(end.signal.map_or(0, pinsight_lifecycle::exit::signal_code))
 }
@@ -345,7 +345,7 @@ fn report(
     }
     print!(
         "{}",
-        pinsight_render::load::irq_moves(moves, args.dry_run, kept)
+        pinsight_load::view::irq_moves(moves, args.dry_run, kept)
     );
     if let Some(p) = saved {
         let shown = crate::errors::shown_path(p);

@@ -1,7 +1,7 @@
 //! `pinsight load`: per-CPU utilisation over an interval beside each
 //! CPU's kind and capacity, the capacity-normalised load, the imbalance,
 //! the top threads and the interrupts per CPU (library:
-//! `pinsight_load`; views: `pinsight_render::load`).
+//! `pinsight_load`; views: `pinsight_load::view`).
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_load::{LoadError, Options, Parts, Watch};
@@ -210,7 +210,7 @@ fn watch(mut w: Watch, args: &Args, g: &Globals, format: Format) -> CmdResult {
         if screen {
             // Home the cursor and clear the screen (ECMA-48 CUP, ED): the
             // one control sequence of the view, its text escaped.
-            let view = pinsight_render::load::load_screen(&r, pinsight_term::terminal_rows());
+            let view = pinsight_load::view::load_screen(&r, pinsight_term::terminal_rows());
             crate::out::stdout_terminal(format_args!(
                 "\x1b[H\x1b[2J{}",
                 pinsight_sys::text::shown_lines(&view)
@@ -243,8 +243,8 @@ fn show(g: &Globals, format: Format, r: &pinsight_load::LoadReport, pretty: bool
                 .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
             println!("{s}");
         }
-        Format::Openmetrics => print!("{}", pinsight_render::load::openmetrics(r)),
-        Format::Text => print!("{}", pinsight_render::load::load_full(r)),
+        Format::Openmetrics => print!("{}", pinsight_load::view::openmetrics(r)),
+        Format::Text => print!("{}", pinsight_load::view::load_full(r)),
     }
     Ok(0)
 }

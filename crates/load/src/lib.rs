@@ -18,6 +18,7 @@ pub mod irq_watch;
 pub mod progress;
 pub mod report;
 pub mod sample;
+pub mod view;
 
 use pinsight_model::Topology;
 use pinsight_sys::FsRoot;

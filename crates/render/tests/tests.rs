@@ -12,4 +12,3 @@ fn every_test_file_is_compiled() {
         include_str!("tests.rs"),
     );
 }
-mod load_view;

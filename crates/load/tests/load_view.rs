@@ -2,7 +2,7 @@
 //! columns, the refreshing one in 80×24 (and in a taller window, more
 //! CPUs) on the recorded 20-CPU hybrid laptop with a hot IRQ CPU.
 
-use pinsight_render::load::{load_full, load_screen};
+use pinsight_load::view::{load_full, load_screen};
 use std::path::PathBuf;
 
 fn report() -> pinsight_load::LoadReport {

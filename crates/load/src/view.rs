@@ -3,10 +3,10 @@
 //! columns. `load`'s refreshing view also fits a given height (24 lines
 //! on a classic terminal): the most loaded CPUs first, the rest counted.
 
-use crate::{term::fill, term::wrap, term::Wrap};
-use pinsight_load::irq::{IrqView, Move, PerCpuThread};
-use pinsight_load::report::{CpuLoad, LoadReport, Suggestion};
+use crate::irq::{IrqView, Move, PerCpuThread};
+use crate::report::{CpuLoad, LoadReport, Suggestion};
 use pinsight_sys::text::shown;
+use pinsight_term::{fill, wrap, Wrap};
 use std::fmt::Write;
 
 fn pct(x: f64) -> String {
@@ -124,7 +124,7 @@ fn source_line(r: &LoadReport) -> String {
     s
 }
 
-use pinsight_load::report::SATURATED;
+use crate::report::SATURATED;
 
 /// The run queues of the saturated CPUs (`None` when none is saturated
 /// or the run queue was not measured).
@@ -176,7 +176,7 @@ fn kind_lines(r: &LoadReport) -> Vec<String> {
 /// The progress imbalance over the tasks that want a whole CPU.
 fn progress_line(r: &LoadReport) -> Option<String> {
     let p = r.progress_imbalance.as_ref()?;
-    let side = |t: &pinsight_load::progress::TaskRef| {
+    let side = |t: &crate::progress::TaskRef| {
         let on = t.cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
         format!("{} {}{on} {:.2}", shown(&t.comm), t.pid, t.progress)
     };
@@ -605,7 +605,7 @@ pub fn irq_moves(moves: &[Move], dry_run: bool, kept: &[PerCpuThread]) -> String
 /// A label value in the OpenMetrics text format: backslash, double quote
 /// and line feed escaped (the only escapes the format has).
 fn om_label(v: &str) -> String {
-    crate::replace_chars(v, &[('\\', "\\\\"), ('"', "\\\""), ('\n', "\\n")])
+    pinsight_term::replace_chars(v, &[('\\', "\\\\"), ('"', "\\\""), ('\n', "\\n")])
 }
 
 /// A number as OpenMetrics writes it: Rust's shortest round-trip form.
@@ -780,7 +780,7 @@ fn machine_gauges(out: &mut String, r: &LoadReport) {
 }
 
 /// One decision of `irq --watch`, one line for the journal.
-pub fn irq_decision(d: &pinsight_load::irq_watch::Decision) -> String {
+pub fn irq_decision(d: &crate::irq_watch::Decision) -> String {
     let mut parts = Vec::new();
     let list = |v: &[u32]| {
         v.iter()
@@ -824,7 +824,7 @@ pub fn irq_decision(d: &pinsight_load::irq_watch::Decision) -> String {
 }
 
 /// How `irq --watch` ended.
-pub fn irq_watch_end(e: &pinsight_load::irq_watch::End, state: &std::path::Path) -> String {
+pub fn irq_watch_end(e: &crate::irq_watch::End, state: &std::path::Path) -> String {
     let why = match e.signal {
         Some(s) => format!("stopped by signal {s}"),
         None => "done".into(),
