@@ -5,6 +5,7 @@
 use pinsight_sched::mix::MixResult;
 use pinsight_sched::{ProgramReport, Report};
 use pinsight_sched_model::PolicyResult;
+use pinsight_stats::CiMethod;
 use std::fmt::Write;
 
 /// Program names longer than this are cut (with `~`).
@@ -167,10 +168,16 @@ fn as_policy_results(r: &MixResult) -> Vec<PolicyResult> {
         .collect()
 }
 
-fn pm(x: f64, ci: Option<(f64, f64)>) -> String {
-    match ci {
-        Some((lo, hi)) => format!("{x:.2}±{:.2}", (hi - lo) / 2.0),
-        None => format!("{x:.2}"),
+/// A metric and its 95% interval over the repeats: `x±h` for a t interval
+/// (symmetric), `x×÷f` for a log-t one (symmetric on the log scale: from
+/// G/f to G·f around the repeats' geometric mean G, never below zero).
+fn pm(x: f64, ci: Option<(f64, f64)>, method: Option<CiMethod>) -> String {
+    match (ci, method) {
+        (Some((lo, hi)), Some(CiMethod::LogT)) if lo > 0.0 => {
+            format!("{x:.2}×÷{:.2}", (hi / lo).sqrt())
+        }
+        (Some((lo, hi)), _) => format!("{x:.2}±{:.2}", (hi - lo) / 2.0),
+        (None, _) => format!("{x:.2}"),
     }
 }
 
@@ -209,7 +216,8 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
     let n = r.references.len();
     let head = format!(
         "{n} program{} run together under {} scheduler{}, each until every program \
-         completed {repeat} time{}; ± are 95% intervals over the repeats.",
+         completed {repeat} time{}; ± are 95% t intervals over the repeats, ×÷ 95% \
+         log-t intervals (of the geometric mean; they stay positive).",
         if n == 1 { "" } else { "s" },
         r.schedulers.len(),
         if r.schedulers.len() == 1 { "" } else { "s" },
@@ -228,10 +236,14 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
             out,
             "{:<7}{:>14}{:>13}{:>13}{:>13}{:>8.1} s",
             s.policy,
-            pm(m.aggregate_speedup, s.ci.aggregate_speedup),
-            pm(m.stp, s.ci.stp),
-            pm(m.antt, s.ci.antt),
-            pm(m.unfairness, s.ci.unfairness),
+            pm(
+                m.aggregate_speedup,
+                s.ci.aggregate_speedup,
+                s.ci.method.aggregate_speedup
+            ),
+            pm(m.stp, s.ci.stp, s.ci.method.stp),
+            pm(m.antt, s.ci.antt, s.ci.method.antt),
+            pm(m.unfairness, s.ci.unfairness, s.ci.method.unfairness),
             s.wall_s
         )
         .ok();
@@ -249,8 +261,8 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
     out
 }
 
-/// A metric: its name, value and 95% interval over the repeats.
-type MetricRow = (&'static str, f64, Option<(f64, f64)>);
+/// A metric: its name, value, 95% interval over the repeats and its method.
+type MetricRow = (&'static str, f64, Option<(f64, f64)>, Option<CiMethod>);
 
 /// The four metrics of a scheduler.
 fn metric_rows(s: &pinsight_sched::mix::SchedulerResult) -> [MetricRow; 4] {
@@ -260,10 +272,16 @@ fn metric_rows(s: &pinsight_sched::mix::SchedulerResult) -> [MetricRow; 4] {
             "aggregate_speedup",
             m.aggregate_speedup,
             s.ci.aggregate_speedup,
+            s.ci.method.aggregate_speedup,
         ),
-        ("stp", m.stp, s.ci.stp),
-        ("antt", m.antt, s.ci.antt),
-        ("unfairness", m.unfairness, s.ci.unfairness),
+        ("stp", m.stp, s.ci.stp, s.ci.method.stp),
+        ("antt", m.antt, s.ci.antt, s.ci.method.antt),
+        (
+            "unfairness",
+            m.unfairness,
+            s.ci.unfairness,
+            s.ci.method.unfairness,
+        ),
     ]
 }
 
@@ -283,14 +301,14 @@ pub fn csv(r: &MixResult) -> String {
     let f = crate::compare::csv::field;
     let mut out = String::from("scheduler,what,name,value,ci_lo,ci_hi,ci_method\n");
     for s in &r.schedulers {
-        for (name, v, ci) in metric_rows(s) {
+        for (name, v, ci, method) in metric_rows(s) {
             let _ = writeln!(
                 out,
                 "{},metric,{name},{v},{},{},{}",
                 f(&s.policy),
                 opt(ci.map(|c| c.0)),
                 opt(ci.map(|c| c.1)),
-                if ci.is_some() { "t" } else { "" }
+                method.map_or("", CiMethod::label)
             );
         }
         for p in &s.programs {
@@ -674,7 +692,7 @@ mod tests {
 
     #[test]
     fn mix_report_fits_80_columns_with_intervals() {
-        use pinsight_sched::mix::{MetricCis, MixResult, SchedulerResult};
+        use pinsight_sched::mix::{CiMethods, MetricCis, MixResult, SchedulerResult};
         use pinsight_sched_model::{Metrics, ProgramResult};
         let prog = |name: &str, sd: f64| ProgramResult {
             name: name.into(),
@@ -699,6 +717,12 @@ mod tests {
                 stp: Some((1.1, 1.3)),
                 antt: None,
                 unfairness: Some((1.0, 1.6)),
+                method: CiMethods {
+                    aggregate_speedup: Some(CiMethod::T),
+                    stp: Some(CiMethod::T),
+                    antt: None,
+                    unfairness: Some(CiMethod::LogT),
+                },
             },
             programs: vec![prog("a-rather-long-program-name", 1.5), prog("b", 2.0)],
             wall_s: 123.4,
@@ -715,6 +739,8 @@ mod tests {
             assert!(l.chars().count() <= 80, "{l}");
         }
         assert!(s.contains("0.55±0.10"), "{s}");
+        // A log-t interval (1.0 to 1.6) reads as a factor: sqrt(1.6) = 1.26.
+        assert!(s.contains("1.30×÷1.26"), "{s}");
         assert!(s.contains("1.70 "), "no interval shown without one: {s}");
         assert!(s.contains("Verdict: highest throughput: to"), "{s}");
         assert!(s.contains("overlap"), "to and aarr overlap: {s}");
@@ -744,12 +770,7 @@ mod tests {
                     antt: 1.0,
                     unfairness: 1.0,
                 },
-                ci: MetricCis {
-                    aggregate_speedup: None,
-                    stp: None,
-                    antt: None,
-                    unfairness: None,
-                },
+                ci: MetricCis::default(),
                 programs: vec![],
                 wall_s: 10.0,
                 periods: 10,

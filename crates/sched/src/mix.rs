@@ -42,6 +42,7 @@ use pinsight_measure::Disturbance;
 use pinsight_measure::Metric;
 use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
+use pinsight_stats::{CiMethod, MeanCi};
 use pinsight_sys::progress::Progress;
 use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
@@ -553,7 +554,9 @@ pub type Wait<'a> = &'a dyn Fn(Duration) -> Option<i32>;
 pub type Ci = Option<(f64, f64)>;
 
 /// Intervals of each metric over the repeats (`None`: fewer than two
-/// repeats or no spread).
+/// repeats or no spread), each `pinsight_stats::mean_ci`'s: log-t (an
+/// interval of the geometric mean, which stays positive) when every
+/// repeat's value is positive, t otherwise.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MetricCis {
     /// Of the aggregate speedup.
@@ -564,6 +567,18 @@ pub struct MetricCis {
     pub antt: Ci,
     /// Of unfairness.
     pub unfairness: Ci,
+    /// How each interval was made.
+    pub method: CiMethods,
+}
+
+/// The method of each of [`MetricCis`]'s intervals (`None` with no
+/// interval).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CiMethods {
+    pub aggregate_speedup: Option<CiMethod>,
+    pub stp: Option<CiMethod>,
+    pub antt: Option<CiMethod>,
+    pub unfairness: Option<CiMethod>,
 }
 
 /// One scheduler's outcome.
@@ -1260,20 +1275,34 @@ fn result(spec: &MixSpec, name: &str, refs: &[(f64, f64)], runs: &MixRuns) -> Sc
             metrics(&ps)
         })
         .collect();
-    let ci = |f: fn(&Metrics) -> f64| -> Ci {
+    // One implementation of a mean's interval (compare's): it stays
+    // positive for STP, ANTT and unfairness, which are.
+    let ci = |f: fn(&Metrics) -> f64| -> Option<MeanCi> {
         let xs: Vec<f64> = per_rep.iter().map(f).collect();
-        pinsight_stats::mean_interval(&xs, 0.95)
-            .ok()
-            .map(|i| (i.lo, i.hi))
+        pinsight_stats::mean_ci(&xs, 0.95).ok()
     };
+    let [a, s, t, u] = [
+        ci(|m| m.aggregate_speedup),
+        ci(|m| m.stp),
+        ci(|m| m.antt),
+        ci(|m| m.unfairness),
+    ];
+    let bounds = |c: Option<MeanCi>| c.map(|c| (c.interval.lo, c.interval.hi));
+    let method = |c: Option<MeanCi>| c.map(|c| c.method);
     SchedulerResult {
         policy: name.into(),
         metrics: m,
         ci: MetricCis {
-            aggregate_speedup: ci(|m| m.aggregate_speedup),
-            stp: ci(|m| m.stp),
-            antt: ci(|m| m.antt),
-            unfairness: ci(|m| m.unfairness),
+            aggregate_speedup: bounds(a),
+            stp: bounds(s),
+            antt: bounds(t),
+            unfairness: bounds(u),
+            method: CiMethods {
+                aggregate_speedup: method(a),
+                stp: method(s),
+                antt: method(t),
+                unfairness: method(u),
+            },
         },
         programs,
         wall_s: *wall,
@@ -1523,5 +1552,8 @@ mod tests {
         let (lo, hi) = r.ci.aggregate_speedup.unwrap();
         assert!(lo < hi);
         assert!(r.ci.unfairness.is_some());
+        // Unfairness is positive: its interval is log-t and stays so.
+        assert_eq!(r.ci.method.unfairness, Some(CiMethod::LogT));
+        assert!(r.ci.unfairness.unwrap().0 > 0.0);
     }
 }
