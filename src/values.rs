@@ -17,38 +17,12 @@ pub const MAX_THREADS: usize = 131_072;
 pub const MAX_TASKS: usize = 1_000_000;
 /// Most measured runs per arm (`--runs`), and warm-up runs (`--warmup`).
 pub const MAX_RUNS: usize = 100_000;
-/// Longest duration any flag takes (a week).
-pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// A duration as users type it: `1s`, `500ms`, `2.5s`, `2m`, `1h`, `90`
-/// (seconds); 0 allowed, at most [`MAX_DURATION`].
+/// A duration as users type it ([`pinsight_model::duration`]: `1s`,
+/// `500ms`, `2.5s`, `2m`, `1h`, `90` seconds; 0 allowed, at most a week).
 pub fn duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    let bad = || {
-        format!(
-            "'{}' is not a duration (examples: 500ms, 1s, 2.5s, 2m; at most 7 days)",
-            crate::errors::shown(text)
-        )
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v * scale <= MAX_DURATION.as_secs_f64() => {
-            Ok(Duration::from_secs_f64(v * scale))
-        }
-        _ => Err(bad()),
-    }
+    pinsight_model::duration::parse_duration(text)
+        .map_err(|e| format!("'{}' is {e}", crate::errors::shown(text)))
 }
 
 /// One `--metric` value: `NAME=REGEX[,unit=U][,better=higher|lower]`,
@@ -160,50 +134,33 @@ pub fn ratio_above_one(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The one percent-or-fraction grammar: `5%`, `0.5 %` or `0.05`, as a
-/// finite fraction (0.05); `None` for anything else.
-fn fraction(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let (num, scale) = match t.strip_suffix('%') {
-        Some(n) => (n.trim(), 0.01),
-        None => (t, 1.0),
-    };
-    num.parse::<f64>()
-        .ok()
-        .map(|v| v * scale)
-        .filter(|v| v.is_finite())
-}
-
 /// `latency --target-ci`: a relative precision, above 0 and below 100%
 /// (`1%` or `0.01`), as a fraction.
 pub fn precision(text: &str) -> Result<f64, String> {
-    match fraction(text) {
-        Some(v) if v > 0.0 && v < 1.0 => Ok(v),
-        _ => Err(format!(
+    pinsight_model::share::precision(text).ok_or_else(|| {
+        format!(
             "'{}' is not a relative precision between 0 and 100% (examples: 1%, 0.5%, 0.02)",
             crate::errors::shown(text)
-        )),
-    }
+        )
+    })
 }
 
 /// `--disturbance-threshold`: a share of one CPU's time, `5%` or `0.05`,
 /// above 0 and at most 100%. Returned as a fraction (0.05).
 pub fn share(text: &str) -> Result<f64, String> {
-    match fraction(text) {
-        Some(v) if v > 0.0 && v <= 1.0 => Ok(v),
-        _ => Err(format!(
+    pinsight_model::share::share(text).ok_or_else(|| {
+        format!(
             "'{text}' is not a share of a CPU's time: give a percentage above 0 and at most \
              100 (5%) or a fraction (0.05)"
-        )),
-    }
+        )
+    })
 }
 
 /// `--smt-yield Y|FILE`: what a second busy SMT thread adds to its core's
 /// throughput (two busy siblings together give `1 + Y` times one thread
 /// alone), a number from 0 (no gain) to 1 (two whole cores); or a file
-/// holding one: the number alone, or JSON with a number `smt_yield` at the
-/// top (`{"smt_yield": 0.3}`) or `smt_yield.value` (`pinsight speed
-/// --json`'s output).
+/// holding one ([`pinsight_speed::smt::smt_yield_in`]: the number, or
+/// JSON such as `pinsight speed --json`'s output).
 pub fn smt_yield(text: &str) -> Result<f64, String> {
     const ALLOWED: &str = "a number from 0 to 1 (what a second busy SMT thread adds to a core: \
                            0.25 = two siblings give 1.25 times one) or a file holding one";
@@ -223,30 +180,14 @@ pub fn smt_yield(text: &str) -> Result<f64, String> {
     let body = pinsight_sys::fs::read_bounded_string(std::path::Path::new(text), 1 << 20).map_err(
         |e| format!("'{text}' is neither a number nor a readable file ({e}); give {ALLOWED}"),
     )?;
-    if let Ok(v) = body.trim().parse::<f64>() {
-        return check(v, "");
-    }
-    let doc: serde_json::Value = serde_json::from_str(&body)
-        .map_err(|e| format!("'{text}': neither a number nor JSON ({e}); give {ALLOWED}"))?;
-    // `pinsight speed --json` writes {"smt_yield": {"value": Y, ...}}.
-    let y = doc.get("smt_yield");
-    let value = y.and_then(serde_json::Value::as_f64).or_else(|| {
-        y.and_then(|y| y.get("value"))
-            .and_then(serde_json::Value::as_f64)
-    });
-    match value {
-        Some(v) => check(v, " (its smt_yield)"),
-        None => {
-            let why = y
-                .and_then(|y| y.get("unavailable"))
-                .and_then(serde_json::Value::as_str)
-                .map(|w| format!(" (speed: unavailable: {w})"))
-                .unwrap_or_default();
-            Err(format!(
-                "'{text}': no number \"smt_yield\" (or smt_yield.value) at the top of the JSON{why}; give {ALLOWED}"
-            ))
-        }
-    }
+    let found = pinsight_speed::smt::smt_yield_in(&body)
+        .map_err(|e| format!("'{text}': {e}; give {ALLOWED}"))?;
+    let from = if found.in_json {
+        " (its smt_yield)"
+    } else {
+        ""
+    };
+    check(found.value, from)
 }
 
 /// A rank or rank count of one node: 0 to [`MAX_THREADS`].

@@ -13,9 +13,11 @@
 
 pub mod declared;
 pub mod device;
+pub mod duration;
 pub mod interval;
 pub mod machine_spec;
 pub mod memory;
+pub mod share;
 
 pub use device::{
     find_device, DeviceClass, DeviceLocalitySource, DeviceLookupError, OsDevice, OsDeviceKind,

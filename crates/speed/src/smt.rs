@@ -110,6 +110,63 @@ fn run_on(cpus: &[usize], window: Duration) -> f64 {
     counts.iter().sum::<u64>() as f64 / secs
 }
 
+/// An SMT yield read back from a text ([`smt_yield_in`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FoundYield {
+    /// The number found (its range is the reader's to check).
+    pub value: f64,
+    /// Whether it came from a JSON document (else the text was the number).
+    pub in_json: bool,
+}
+
+/// Why a text holds no SMT yield.
+#[derive(Debug, thiserror::Error)]
+pub enum SmtYieldTextError {
+    /// Neither a number nor JSON.
+    #[error("neither a number nor JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    /// JSON without a number `smt_yield` (or `smt_yield.value`) at the top;
+    /// `unavailable` is the speed report's reason when it has one.
+    #[error(
+        "no number \"smt_yield\" (or smt_yield.value) at the top of the JSON{}",
+        unavailable.as_deref().map(|w| format!(" (speed: unavailable: {w})")).unwrap_or_default()
+    )]
+    Missing {
+        /// `smt_yield.unavailable` of a speed report.
+        unavailable: Option<String>,
+    },
+}
+
+/// The SMT yield a file's text holds: the number alone, or JSON with a
+/// number `smt_yield` at the top (`{"smt_yield": 0.3}`) or
+/// `smt_yield.value` (`pinsight speed --json`'s [`SmtYield`]).
+pub fn smt_yield_in(text: &str) -> Result<FoundYield, SmtYieldTextError> {
+    if let Ok(value) = text.trim().parse::<f64>() {
+        return Ok(FoundYield {
+            value,
+            in_json: false,
+        });
+    }
+    let doc: serde_json::Value = serde_json::from_str(text).map_err(SmtYieldTextError::NotJson)?;
+    let y = doc.get("smt_yield");
+    let value = y.and_then(serde_json::Value::as_f64).or_else(|| {
+        y.and_then(|y| y.get("value"))
+            .and_then(serde_json::Value::as_f64)
+    });
+    match value {
+        Some(value) => Ok(FoundYield {
+            value,
+            in_json: true,
+        }),
+        None => Err(SmtYieldTextError::Missing {
+            unavailable: y
+                .and_then(|y| y.get("unavailable"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +192,30 @@ mod tests {
             y.unavailable.as_deref(),
             Some("no SMT siblings among the measured CPUs")
         );
+    }
+
+    #[test]
+    fn a_yield_is_read_back_from_a_number_or_a_speed_report() {
+        let found = |t: &str| smt_yield_in(t).map(|f| (f.value, f.in_json));
+        assert_eq!(found(" 0.3\n").unwrap(), (0.3, false));
+        assert_eq!(found(r#"{"smt_yield": 0.4}"#).unwrap(), (0.4, true));
+        assert_eq!(
+            found(r#"{"smt_yield": {"value": 2.0}}"#).unwrap(),
+            (2.0, true)
+        );
+        let e = found(r#"{"smt_yield": {"value": null, "unavailable": "no SMT"}}"#);
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "no number \"smt_yield\" (or smt_yield.value) at the top of the JSON \
+             (speed: unavailable: no SMT)"
+        );
+        assert!(found("{}")
+            .unwrap_err()
+            .to_string()
+            .ends_with("of the JSON"));
+        assert!(found("zero")
+            .unwrap_err()
+            .to_string()
+            .starts_with("neither a number nor JSON ("));
     }
 }
