@@ -199,6 +199,7 @@ const EDGES: &[(&str, &[Edge])] = &[
                 "pinsight-load",
                 "rebalance weighs moves by per-task progress",
             ),
+            ("pinsight-term", "the views: wrapping, escaping"),
         ],
     ),
     (
@@ -346,7 +347,6 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-sys", "text escaping, progress"),
             ("pinsight-lifecycle", "output files"),
             ("pinsight-measure", "metric and sf views"),
-            ("pinsight-launch", "run, pin and rebalance views"),
             ("pinsight-compare", "compare views"),
             ("pinsight-report", "the report's pages"),
             ("pinsight-sched", "sched and mix views"),

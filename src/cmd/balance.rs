@@ -137,7 +137,7 @@ fn restore(fs: &FsRoot, path: &std::path::Path, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(&r)?;
     } else if !g.quiet {
-        print!("{}", pinsight_render::balance::restore(&r));
+        print!("{}", pinsight_launch::view::balance::restore(&r));
     }
     let failed = r
         .threads
@@ -173,7 +173,11 @@ fn once(
     if !g.json && !g.quiet {
         print!(
             "{}",
-            pinsight_render::balance::selection(prepared.tasks(), args.per_thread, prepared.cpus())
+            pinsight_launch::view::balance::selection(
+                prepared.tasks(),
+                args.per_thread,
+                prepared.cpus()
+            )
         );
     }
     let mut bar = crate::cli::progress(g);
@@ -181,7 +185,7 @@ fn once(
     if g.json {
         g.print_json(&report)?;
     } else {
-        print!("{}", pinsight_render::balance::report(&report));
+        print!("{}", pinsight_launch::view::balance::report(&report));
         if let Some(p) = &report.state {
             println!(
                 "put them back with: pinsight balance --restore {}",
@@ -236,14 +240,17 @@ fn watch(
         if d.action == rebalance::watch::Action::Steady && d.new == 0 && d.exited == 0 {
             return;
         }
-        crate::cli::journal_line(g, d, || pinsight_render::balance::decision(d));
+        crate::cli::journal_line(g, d, || pinsight_launch::view::balance::decision(d));
     };
     let end =
         rebalance::watch::run(fs, topo, req, &opts, &state, &mut line).map_err(balance_error)?;
     if g.json {
         println!("{}", serde_json::to_string(&end).unwrap_or_default());
     } else if !g.quiet {
-        print!("{}", pinsight_render::balance::watch_end(&end, &state));
+        print!(
+            "{}",
+            pinsight_launch::view::balance::watch_end(&end, &state)
+        );
     }
     Ok(end.signal.map_or(0, pinsight_lifecycle::exit::signal_code))
 }

@@ -3,7 +3,7 @@
 //! JSON document or HTML page per node.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_render::gather::{html, json, text, Node};
+use pinsight_launch::view::gather::{html, json, text, Node};
 use std::path::PathBuf;
 
 /// Merge the rank reports of `run --slice --report-dir DIR`, node by node.

@@ -148,7 +148,7 @@ fn print_table(
     failed: &[&ThreadPin],
     g: &Globals,
 ) {
-    print!("{}", pinsight_render::pin::table(report, failed));
+    print!("{}", pinsight_launch::view::pin::table(report, failed));
     for n in report.notes.iter().chain(plan.notes.iter()) {
         if !g.quiet {
             eprintln!("pinsight: note: {n}");

@@ -318,14 +318,14 @@ fn show(
     outcome: &RunOutcome,
 ) -> Result<(), CliError> {
     if g.json {
-        let s = pinsight_render::run_json::document(plan, slice, outcome)
+        let s = pinsight_launch::view::run_json::document(plan, slice, outcome)
             .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
         println!("{s}");
     } else if args.report {
         if let Some(s) = slice {
-            eprint!("{}", pinsight_render::run::slice_lines(s));
+            eprint!("{}", pinsight_launch::view::run::slice_lines(s));
         }
-        eprint!("{}", pinsight_render::run::report(plan, outcome));
+        eprint!("{}", pinsight_launch::view::run::report(plan, outcome));
     } else if !g.quiet {
         for n in &outcome.notes {
             eprintln!("{}", pinsight_term::wrap80(&format!("pinsight: note: {n}")));

@@ -6,8 +6,8 @@ use super::plan_args::{allowed_cpus, local_rank, make_slicing, SliceArgs};
 use crate::errors::slice_error;
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
+use pinsight_launch::view::gather::{cap, slicing_text};
 use pinsight_plan::slice::rank_slice;
-use pinsight_render::gather::{cap, slicing_text};
 use serde::Serialize;
 use std::path::PathBuf;
 

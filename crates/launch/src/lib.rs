@@ -30,6 +30,7 @@ pub mod rebalance;
 pub mod shim;
 pub mod skip;
 pub mod threadlog;
+pub mod view;
 pub mod watch;
 
 pub use launch::{

@@ -13,16 +13,11 @@
 
 #![forbid(unsafe_code)]
 
-pub mod balance;
 pub mod compare;
 pub mod compare_run;
 pub mod export;
-pub mod gather;
 pub mod mix;
-pub mod pin;
 pub mod report;
-pub mod run;
-pub mod run_json;
 pub mod sched;
 pub mod sf;
 pub mod tune;

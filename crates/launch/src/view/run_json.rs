@@ -1,7 +1,7 @@
 //! `run --json`'s document on stderr: the plan, this rank's slice (`null`
 //! without `--slice`) and the run, pretty-printed.
 
-use pinsight_launch::RunOutcome;
+use crate::RunOutcome;
 use pinsight_plan::slice::RankSlice;
 use pinsight_plan::Plan;
 

@@ -2,11 +2,11 @@
 //! normalised load before and after, the imbalance, the moves; and the
 //! view of a restore. Every line fits 80 columns.
 
+use crate::rebalance::load::LoadView;
+use crate::rebalance::select::Task;
+use crate::rebalance::state::{RestoreOutcome, RestoreReport};
+use crate::rebalance::{Move, Outcome, Report};
 use pinsight_cpuset::CpuSet;
-use pinsight_launch::rebalance::load::LoadView;
-use pinsight_launch::rebalance::select::Task;
-use pinsight_launch::rebalance::state::{RestoreOutcome, RestoreReport};
-use pinsight_launch::rebalance::{Move, Outcome, Report};
 use std::fmt::Write as _;
 
 /// Rows of the moves table shown; the JSON output has them all.
@@ -74,7 +74,7 @@ pub fn selection(tasks: &[Task], per_thread: bool, cpus: &CpuSet) -> String {
     }
     format!(
         "{}\n",
-        crate::term::wrap80(&format!(
+        pinsight_term::wrap80(&format!(
             "selected {n} {what}, to spread over CPUs {cpus}: {}",
             items.join(", ")
         ))
@@ -104,7 +104,7 @@ pub fn report(r: &Report) -> String {
     let _ = writeln!(
         out,
         "{}",
-        crate::term::wrap80(&format!("capacity: {}", r.capacity_source))
+        pinsight_term::wrap80(&format!("capacity: {}", r.capacity_source))
     );
     out.push_str(&cpu_table(r));
     let (b, a) = (r.load_before.as_ref(), r.load_after.as_ref());
@@ -113,7 +113,7 @@ pub fn report(r: &Report) -> String {
         let _ = writeln!(
             out,
             "{}",
-            crate::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "CPU load imbalance (max/min busy/capacity): {} -> {}; the selected tasks \
                  alone: {} -> {}",
                 ratio(b.and_then(|v| v.imbalance)),
@@ -129,7 +129,7 @@ pub fn report(r: &Report) -> String {
             let _ = writeln!(
                 out,
                 "{}",
-                crate::term::wrap80(
+                pinsight_term::wrap80(
                     "every CPU was busy 95% or more: busy time cannot show the imbalance; the \
                      tasks' progress can"
                 )
@@ -150,13 +150,13 @@ pub fn report(r: &Report) -> String {
                     slowed.join(", ")
                 );
             }
-            let _ = writeln!(out, "{}", crate::term::wrap80(&line));
+            let _ = writeln!(out, "{}", pinsight_term::wrap80(&line));
         }
     }
     out.push_str(&moves_table(r));
     out.push_str(&task_table(r));
     for note in &r.notes {
-        let _ = writeln!(out, "{}", crate::term::wrap80(&format!("note: {note}")));
+        let _ = writeln!(out, "{}", pinsight_term::wrap80(&format!("note: {note}")));
     }
     if let Some(p) = &r.state {
         let _ = writeln!(out, "previous affinities saved to {}", p.display());
@@ -185,7 +185,7 @@ fn progress_lines(r: &Report) -> String {
         let _ = writeln!(
             out,
             "{}",
-            crate::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "progress imbalance (max/min over the {wanting} threads that want a whole CPU): \
                  {} -> {}{plan}",
                 imb(b),
@@ -204,7 +204,7 @@ fn progress_lines(r: &Report) -> String {
         let _ = writeln!(
             out,
             "{}",
-            crate::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "total progress of the selected tasks (fastest-CPU seconds per second): {} -> \
                  {}; of the capacity they could use: {} -> {}",
                 total(b),
@@ -214,13 +214,13 @@ fn progress_lines(r: &Report) -> String {
             ))
         );
         if let Some(w) = b.or(a).and_then(|v| v.wait_source.as_ref()) {
-            let _ = writeln!(out, "{}", crate::term::wrap80(&format!("waits: {w}")));
+            let _ = writeln!(out, "{}", pinsight_term::wrap80(&format!("waits: {w}")));
         }
     } else if r.expected.imbalance.is_some() {
         let _ = writeln!(
             out,
             "{}",
-            crate::term::wrap80(&format!(
+            pinsight_term::wrap80(&format!(
                 "progress imbalance{}",
                 plan.trim_start_matches(';')
             ))
@@ -242,7 +242,7 @@ fn task_table(r: &Report) -> String {
         "{:>8} {:>8}  {:<NAME_WIDTH$} {:>9} {:>7} {:>7} {:>7}",
         "PID", "TID", "NAME", "CPU", "BEFORE", "PLAN", "AFTER"
     );
-    fn line(v: Option<&LoadView>, i: usize) -> Option<&pinsight_launch::rebalance::load::TaskLine> {
+    fn line(v: Option<&LoadView>, i: usize) -> Option<&crate::rebalance::load::TaskLine> {
         v.and_then(|v| v.tasks.get(i))
     }
     let mut order: Vec<usize> = (0..r.moves.len()).collect();
@@ -279,7 +279,7 @@ fn task_table(r: &Report) -> String {
     let _ = writeln!(
         out,
         "{}",
-        crate::term::wrap80(
+        pinsight_term::wrap80(
             "      (progress in fastest-CPU seconds per second: before, expected by the plan, \
              after)"
         )
@@ -396,7 +396,7 @@ pub fn restore(r: &RestoreReport) -> String {
         count(RestoreOutcome::Gone),
         count(RestoreOutcome::Failed),
     );
-    let _ = writeln!(out, "{}", crate::term::wrap80(&line));
+    let _ = writeln!(out, "{}", pinsight_term::wrap80(&line));
     for t in r
         .threads
         .iter()
@@ -417,8 +417,8 @@ pub fn restore(r: &RestoreReport) -> String {
 /// One decision of `balance --watch`, one line for the journal:
 /// `interval 12: rebalanced 16 tasks: progress imbalance 2.01 over 24
 /// tasks for 3 intervals; plan expects 1.00; per CPU 0:16 1:8`.
-pub fn decision(d: &pinsight_launch::rebalance::watch::Decision) -> String {
-    use pinsight_launch::rebalance::watch::Action;
+pub fn decision(d: &crate::rebalance::watch::Decision) -> String {
+    use crate::rebalance::watch::Action;
     let imb = match d.progress_imbalance {
         Some(r) => format!("progress imbalance {r:.2} over {} tasks", d.wanting),
         None => "progress imbalance -".into(),
@@ -467,7 +467,7 @@ pub fn decision(d: &pinsight_launch::rebalance::watch::Decision) -> String {
 
 /// How `balance --watch` ended: the signal (or the intervals run), what
 /// was put back and whether the state file was removed.
-pub fn watch_end(e: &pinsight_launch::rebalance::watch::End, state: &std::path::Path) -> String {
+pub fn watch_end(e: &crate::rebalance::watch::End, state: &std::path::Path) -> String {
     let count = |o: RestoreOutcome| e.restored.threads.iter().filter(|t| t.outcome == o).count();
     let why = match e.signal {
         Some(s) => format!("stopped by signal {s}"),
@@ -492,5 +492,5 @@ pub fn watch_end(e: &pinsight_launch::rebalance::watch::End, state: &std::path::
         count(RestoreOutcome::Gone),
         count(RestoreOutcome::Failed),
     );
-    format!("{}\n", crate::term::wrap80(&line))
+    format!("{}\n", pinsight_term::wrap80(&line))
 }

@@ -4,11 +4,11 @@
 //! bulk-synchronous code the slowest rank sets the pace). Text fits 80
 //! columns; [`html`] is one self-contained page.
 
-use crate::escape;
+use crate::rank_report::{NodeReports, RankReport};
 use pinsight_cpuset::CpuSet;
-use pinsight_launch::rank_report::{NodeReports, RankReport};
 use pinsight_model::Topology;
 use pinsight_plan::slice::Slicing;
+use pinsight_term::escape;
 use std::fmt::Write;
 
 /// One rank's report.
@@ -234,7 +234,7 @@ pub fn slicing_text(topo: &Topology, s: &Slicing, mark: Option<usize>) -> String
     let _ = writeln!(
         out,
         "{}",
-        crate::term::wrap80(&format!(
+        pinsight_term::wrap80(&format!(
             "CPUs {} in {} {} slices; capacity {}",
             s.cpus,
             s.size,
@@ -277,11 +277,11 @@ pub fn slicing_text(topo: &Topology, s: &Slicing, mark: Option<usize>) -> String
         let _ = writeln!(
             out,
             "{}",
-            crate::term::wrap80(&format!("shared between ranks: {}", b.join(", ")))
+            pinsight_term::wrap80(&format!("shared between ranks: {}", b.join(", ")))
         );
     }
     for n in &s.notes {
-        let _ = writeln!(out, "{}", crate::term::wrap80(&format!("note: {n}")));
+        let _ = writeln!(out, "{}", pinsight_term::wrap80(&format!("note: {n}")));
     }
     out
 }

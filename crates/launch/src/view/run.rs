@@ -1,11 +1,11 @@
 //! The `--report` of `pinsight run` (stderr: stdout is the program's):
 //! the rank's slice, then where each thread was planned, allowed and seen.
 
-use crate::term::wrap80;
+use crate::{FollowStats, Mechanism, PinMain, RunOutcome, ThreadRecord};
 use pinsight_cpuset::CpuSet;
-use pinsight_launch::{FollowStats, Mechanism, PinMain, RunOutcome, ThreadRecord};
 use pinsight_plan::slice::RankSlice;
 use pinsight_plan::Plan;
+use pinsight_term::wrap80;
 use std::fmt::Write;
 
 /// The slice lines of `--report`.
@@ -40,7 +40,7 @@ fn opt_set(s: &Option<CpuSet>) -> String {
 fn thread_row(plan: &Plan, o: &RunOutcome, t: &ThreadRecord) -> (String, bool) {
     let mut footnote = false;
     let lazy_main = t.tid == o.pid && o.pin_main == Some(PinMain::Lazy);
-    // `planned` is matched by tid (pinsight_launch::threadlog); none is
+    // `planned` is matched by tid (crate::threadlog); none is
     // the process mask (skipped threads, a lazily pinned main thread that
     // never created a thread).
     let planned = t

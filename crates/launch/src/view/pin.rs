@@ -1,10 +1,10 @@
 //! The human table of `pinsight pin`: one row per thread (before, after,
 //! result) within 80 columns, long reasons whole below it.
 
-use crate::{term::fill, term::Wrap};
+use crate::pin::{Outcome, PinReport, ThreadPin};
 use pinsight_cpuset::CpuSet;
-use pinsight_launch::pin::{Outcome, PinReport, ThreadPin};
 use pinsight_sys::text::shown;
+use pinsight_term::{fill, Wrap};
 use std::fmt::Write;
 
 /// The human table of `pin`, then the long reasons of `failed` below it
@@ -95,12 +95,12 @@ mod tests {
 
     #[test]
     fn long_reasons_wrap_and_shorten() {
-        let reason = pinsight_launch::pin::fixed_affinity_reason("ksoftirqd/1");
+        let reason = crate::pin::fixed_affinity_reason("ksoftirqd/1");
         assert_eq!(short_error(&Some(reason.clone())), "EINVAL");
         assert_eq!(short_error(&Some("ENOSYS".into())), "ENOSYS");
         assert_eq!(short_error(&Some("permission denied".into())), "see below");
         let text = format!("TID 22: {reason}");
-        let lines = crate::term::wrap(&text, REASON);
+        let lines = pinsight_term::wrap(&text, REASON);
         assert!(lines.len() >= 2, "{lines:?}");
         assert!(lines.iter().all(|l| l.chars().count() <= 80), "{lines:?}");
         assert!(lines[0].starts_with("  TID 22:"), "{lines:?}");
