@@ -33,7 +33,10 @@ macro_rules! eprintln {
 
 mod cli;
 mod cmd;
+// The binary's own tests that need its flag definitions, kept out of src/
+// (tests/unit/, not a test target of its own).
 #[cfg(test)]
+#[path = "../tests/unit/docs_tests.rs"]
 mod docs_tests;
 mod errors;
 mod out;

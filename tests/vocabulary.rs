@@ -1,5 +1,5 @@
 //! One vocabulary over every command (docs/src/vocabulary.md; the table
-//! itself is checked against the flag definitions by `src/docs_tests.rs`):
+//! itself is checked against the flag definitions by `tests/unit/docs_tests.rs`):
 //! here, through the binary, an old spelling is a plain clap alias (no
 //! note, the same value, given twice with the new one it is one flag given
 //! twice), and the help lists a command's own options before the global
