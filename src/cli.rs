@@ -343,10 +343,10 @@ impl ExportArgs {
         &self,
     ) -> Vec<(
         &'static str,
-        pinsight_render::export::ExportFormat,
+        pinsight_lifecycle::export::ExportFormat,
         &std::path::Path,
     )> {
-        use pinsight_render::export::ExportFormat as F;
+        use pinsight_lifecycle::export::ExportFormat as F;
         [
             ("--export-json", F::Json, &self.export_json),
             ("--export-csv", F::Csv, &self.csv),
@@ -373,8 +373,11 @@ impl ExportArgs {
 
     /// Writes every file asked for, crash-safe; a failure is a runtime
     /// error naming the file.
-    pub fn write(&self, result: &dyn pinsight_render::export::Exportable) -> Result<(), CliError> {
-        let mut m = pinsight_render::export::ExportManager::new();
+    pub fn write(
+        &self,
+        result: &dyn pinsight_lifecycle::export::Exportable,
+    ) -> Result<(), CliError> {
+        let mut m = pinsight_lifecycle::export::ExportManager::new();
         for (_, format, path) in self.files() {
             m.add(format, path);
         }

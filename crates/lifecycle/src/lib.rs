@@ -13,9 +13,13 @@
 //! * [`output`]: every file pinsight writes goes to a temporary name in
 //!   the same directory and is renamed into place; default names are
 //!   created with `O_EXCL | O_NOFOLLOW`.
+//! * [`export`]: an experiment's export files (`compare`, `mix`: JSON,
+//!   CSV, Markdown, HTML) behind one interface, each written through
+//!   [`output`].
 #![forbid(unsafe_code)]
 
 pub mod exit;
+pub mod export;
 pub mod interrupt;
 pub mod journal;
 pub mod output;

@@ -15,7 +15,6 @@
 
 pub mod compare;
 pub mod compare_run;
-pub mod export;
 pub mod mix;
 pub mod report;
 pub mod sched;
@@ -27,6 +26,7 @@ pub mod tune_output;
 // the crate's own paths (`crate::term::wrap`, `crate::escape`, …) for the
 // views still here.
 use pinsight_latency::view as latency;
+use pinsight_lifecycle::export;
 use pinsight_speed::view as speed;
 use pinsight_term as term;
 use pinsight_term::size::format_size;

@@ -6,7 +6,7 @@
 //! in the same directory, synced and renamed; a link at the name is
 //! replaced, never followed).
 
-use pinsight_lifecycle::output;
+use crate::output;
 use std::path::{Path, PathBuf};
 
 /// The formats every experiment exports.
