@@ -87,9 +87,10 @@ pub struct Args {
 fn irq_error(e: IrqError) -> CliError {
     let msg = crate::errors::shown(&e.to_string());
     match e {
-        IrqError::Unknown { .. } | IrqError::NoCpuLeft { .. } | IrqError::State { .. } => {
-            CliError::usage(msg)
-        }
+        IrqError::Unknown { .. }
+        | IrqError::NoCpuLeft { .. }
+        | IrqError::State { .. }
+        | IrqError::Offline { .. } => CliError::usage(msg),
         IrqError::NotMovable { .. } | IrqError::Write { .. } | IrqError::NoInterrupts => {
             CliError::runtime(msg)
         }
@@ -177,8 +178,7 @@ fn moves_of(
 }
 
 /// Saves the affinities the moves change (unless a dry run, a restore or
-/// nothing to move), then applies the moves; the undo file is removed
-/// again when the kernel refuses, as nothing changed.
+/// nothing to move), then applies the moves.
 fn save_and_apply(
     args: &Args,
     fs: &pinsight_sys::FsRoot,
@@ -187,20 +187,13 @@ fn save_and_apply(
     let saved = if args.dry_run || args.restore.is_some() || moves.is_empty() {
         None
     } else {
-        let path = match &args.state {
+        Some(match &args.state {
             Some(p) => p.clone(),
             None => default_state_path()?,
-        };
-        irq::save_state(&SavedState::of(moves), &path).map_err(irq_error)?;
-        Some(path)
+        })
     };
     if !args.dry_run {
-        if let Err(e) = irq::apply(fs, moves) {
-            if let Some(p) = &saved {
-                let _ = std::fs::remove_file(p);
-            }
-            return Err(irq_error(e));
-        }
+        irq::save_and_apply(fs, moves, saved.as_deref()).map_err(irq_error)?;
     }
     Ok(saved)
 }
@@ -213,26 +206,24 @@ fn plan(
     fs: &pinsight_sys::FsRoot,
     view: &IrqView,
 ) -> Result<(Vec<Move>, Vec<PerCpuThread>), CliError> {
-    let m = pinsight_load::machine(fs, &g.topology()?);
-    let caps = pinsight_load::capacities(&m);
-    let online: CpuSet = caps.keys().copied().collect();
+    let topo = g.topology()?;
+    irq::plan_rule(fs, &topo, view, args.irqs.as_deref(), &target(args)).map_err(|e| match e {
+        IrqError::Offline { .. } => CliError::usage(format!(
+            "--off {}: {e}",
+            args.off.clone().unwrap_or_default()
+        )),
+        e => irq_error(e),
+    })
+}
+
+/// The rule --off/--spread states.
+fn target(args: &Args) -> Target {
     let off = args.off.clone().unwrap_or_default();
-    let missing = off.difference(&online);
-    if !missing.is_empty() {
-        return Err(CliError::usage(format!(
-            "--off {}: CPU {} is not online (online: {})",
-            off.to_list_string(),
-            missing.to_list_string(),
-            online.to_list_string()
-        )));
-    }
-    let target = if args.spread {
-        Target::Spread { off: off.clone() }
+    if args.spread {
+        Target::Spread { off }
     } else {
-        Target::Off(off.clone())
-    };
-    let moves = irq::plan(view, args.irqs.as_deref(), &target, &caps).map_err(irq_error)?;
-    Ok((moves, irq::per_cpu_threads(fs, &off)))
+        Target::Off(off)
+    }
 }
 
 fn refuse_irqbalance(args: &Args, g: &Globals, view: &IrqView) -> Result<(), CliError> {
@@ -267,12 +258,6 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
     };
     let m = pinsight_load::machine(fs, &g.topology()?);
     let caps = pinsight_load::capacities(&m);
-    let off = args.off.clone().unwrap_or_default();
-    let target = if args.spread {
-        Target::Spread { off }
-    } else {
-        Target::Off(off)
-    };
     let opts = pinsight_load::irq_watch::Options {
         patience: args.patience,
         max_moves: args.max_moves as usize,
@@ -299,7 +284,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
     let end = pinsight_load::irq_watch::run(
         fs,
         args.irqs.as_deref(),
-        &target,
+        &target(args),
         &caps,
         &opts,
         &state,
@@ -334,13 +319,13 @@ fn report(
     saved: Option<&Path>,
 ) -> CmdResult {
     if g.json {
-        g.print_json(&serde_json::json!({
-            "dry_run": args.dry_run,
-            "restore": args.restore.is_some(),
-            "moves": moves,
-            "per_cpu_threads": kept,
-            "state_file": saved,
-        }))?;
+        g.print_json(&irq::MovesReport {
+            dry_run: args.dry_run,
+            moves,
+            per_cpu_threads: kept,
+            restore: args.restore.is_some(),
+            state_file: saved,
+        })?;
         return Ok(0);
     }
     print!(

@@ -98,6 +98,8 @@ pub enum IrqError {
     },
     #[error("{}: {reason}", path.display())]
     State { path: PathBuf, reason: String },
+    #[error("CPU {missing} is not online (online: {online})")]
+    Offline { missing: CpuSet, online: CpuSet },
 }
 
 /// Reads the IRQs under `fs` (with their affinities) and whether
@@ -451,6 +453,60 @@ pub fn apply(fs: &FsRoot, moves: &[Move]) -> Result<(), IrqError> {
         }
     }
     Ok(())
+}
+
+/// The moves a rule (`target`: move off, or spread) asks for on the
+/// machine `topo` describes (IRQs of `only`, when given), and the per-CPU
+/// kernel threads left on the CPUs moved off. Every CPU to move off must
+/// be online ([`IrqError::Offline`]).
+pub fn plan_rule(
+    fs: &FsRoot,
+    topo: &pinsight_model::Topology,
+    view: &IrqView,
+    only: Option<&[u32]>,
+    target: &Target,
+) -> Result<(Vec<Move>, Vec<PerCpuThread>), IrqError> {
+    let caps = crate::capacities(&crate::machine(fs, topo));
+    let online: CpuSet = caps.keys().copied().collect();
+    let off = match target {
+        Target::Off(s) | Target::Spread { off: s } => s,
+    };
+    let missing = off.difference(&online);
+    if !missing.is_empty() {
+        return Err(IrqError::Offline { missing, online });
+    }
+    let moves = plan(view, only, target, &caps)?;
+    Ok((moves, per_cpu_threads(fs, off)))
+}
+
+/// Saves the affinities `moves` change to `save_to` (when given), then
+/// applies them ([`apply`]); the saved file is removed again when the
+/// kernel refuses, as nothing changed.
+pub fn save_and_apply(fs: &FsRoot, moves: &[Move], save_to: Option<&Path>) -> Result<(), IrqError> {
+    if let Some(path) = save_to {
+        save_state(&SavedState::of(moves), path)?;
+    }
+    apply(fs, moves).inspect_err(|_| {
+        if let Some(p) = save_to {
+            let _ = std::fs::remove_file(p);
+        }
+    })
+}
+
+/// What a move (or its dry run, or a restore) did: `irq --json`'s
+/// document.
+#[derive(Debug, Serialize)]
+pub struct MovesReport<'a> {
+    /// Nothing was written.
+    pub dry_run: bool,
+    /// The moves (made, or planned in a dry run).
+    pub moves: &'a [Move],
+    /// The per-CPU kernel threads left on the CPUs moved off.
+    pub per_cpu_threads: &'a [PerCpuThread],
+    /// The moves put saved affinities back.
+    pub restore: bool,
+    /// Where the affinities before the move were saved.
+    pub state_file: Option<&'a Path>,
 }
 
 #[cfg(test)]

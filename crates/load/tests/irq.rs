@@ -108,6 +108,33 @@ fn a_refused_write_rolls_back_every_irq_already_moved() {
     assert_eq!(affinity(d.path(), 25), "0");
 }
 
+/// The undo file of a move the kernel refused is removed again: nothing
+/// changed, so there is nothing to put back.
+#[test]
+fn a_refused_move_leaves_no_undo_file() {
+    let d = tempfile::tempdir().unwrap();
+    fake(
+        d.path(),
+        &[(24, [1, 0, 0, 0], "0"), (25, [1, 0, 0, 0], "0")],
+    );
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    let moves = irq::plan(&v, None, &Target::Off(CpuSet::single(0)), &caps()).unwrap();
+    let f = d.path().join("proc/irq/25/smp_affinity_list");
+    std::fs::remove_file(&f).unwrap();
+    std::fs::create_dir(&f).unwrap();
+    let undo = d.path().join("undo.json");
+    let e = irq::save_and_apply(&fs, &moves, Some(&undo)).unwrap_err();
+    assert!(matches!(e, IrqError::Write { irq: 25, .. }), "{e}");
+    assert!(!undo.exists(), "the undo file of a refused move is gone");
+    assert_eq!(affinity(d.path(), 24), "0");
+    std::fs::remove_dir(&f).unwrap();
+    std::fs::write(&f, "0\n").unwrap();
+    irq::save_and_apply(&fs, &moves, Some(&undo)).unwrap();
+    assert!(undo.exists());
+    assert_eq!(affinity(d.path(), 24), "1-3");
+}
+
 #[test]
 fn unknown_unmovable_and_no_cpu_left_are_refused() {
     let d = tempfile::tempdir().unwrap();
