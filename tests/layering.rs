@@ -252,6 +252,10 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-lifecycle", "journal, signals, output files"),
             ("pinsight-stats", "the statistics of the verdict"),
             ("pinsight-sys", "spawn, memory policy, files"),
+            (
+                "pinsight-term",
+                "the views: wrapping, escaping, progress lines",
+            ),
         ],
     ),
     (
@@ -284,6 +288,7 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-lifecycle", "journal, signals, exit codes"),
             ("pinsight-stats", "mean intervals of program results"),
             ("pinsight-sys", "affinity and /proc of managed threads"),
+            ("pinsight-term", "the views: wrapping"),
         ],
     ),
     (

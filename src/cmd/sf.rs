@@ -160,7 +160,7 @@ fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(
     if g.json {
         return g.print_json(&m.document(req));
     }
-    let run = pinsight_render::sf::SfRun {
+    let run = pinsight_sched::view::sf::SfRun {
         target: &m.target,
         period_s: args.interval.as_secs_f64(),
         periods: m.periods,
@@ -169,7 +169,10 @@ fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(
         interrupted: m.signal.is_some(),
         min_samples,
     };
-    print!("{}", pinsight_render::sf::render(&run, &m.pmus, &m.threads));
+    print!(
+        "{}",
+        pinsight_sched::view::sf::render(&run, &m.pmus, &m.threads)
+    );
     Ok(())
 }
 

@@ -121,7 +121,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(&cfg.report(source, &results))?;
     } else {
-        print!("{}", pinsight_render::sched::render(&cfg, &results));
+        print!("{}", pinsight_sched::view::simulate::render(&cfg, &results));
     }
     Ok(0)
 }

@@ -13,20 +13,18 @@
 
 #![forbid(unsafe_code)]
 
-pub mod compare;
-pub mod compare_run;
 pub mod mix;
 pub mod report;
-pub mod sched;
-pub mod sf;
 pub mod tune;
 pub mod tune_output;
 
 // The terminal mechanics moved to pinsight-term; these private imports keep
 // the crate's own paths (`crate::term::wrap`, `crate::escape`, …) for the
 // views still here.
+use pinsight_compare::view as compare;
 use pinsight_latency::view as latency;
 use pinsight_lifecycle::export;
+use pinsight_sched::view::simulate as sched;
 use pinsight_speed::view as speed;
 use pinsight_term as term;
 use pinsight_term::size::format_size;

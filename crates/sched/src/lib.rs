@@ -24,6 +24,7 @@ pub mod mix;
 pub mod run;
 pub mod sample;
 pub mod sf;
+pub mod view;
 
 pub use apply::{Applier, ApplyError, RestoreReport};
 pub use manager::{

@@ -6,6 +6,7 @@
 mod capacity;
 mod counter_sf;
 mod parser_props;
+mod sf_report;
 mod spawned_gone;
 
 /// The first two CPUs this process may use, or `None` (the test skipped,

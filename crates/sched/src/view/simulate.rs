@@ -23,12 +23,12 @@ pub fn render(cfg: &SimConfig, results: &[PolicyResult]) -> String {
         cfg.repeat,
         (cfg.period_s * 1000.0).round()
     );
-    writeln!(out, "{}\n", crate::term::wrap80(&head)).ok();
+    writeln!(out, "{}\n", pinsight_term::wrap80(&head)).ok();
     out.push_str(&policy_table(results));
     out.push('\n');
     out.push_str(&program_table(results));
     out.push('\n');
-    writeln!(out, "{}", crate::term::wrap80(&verdict(results))).ok();
+    writeln!(out, "{}", pinsight_term::wrap80(&verdict(results))).ok();
     out
 }
 

@@ -7,7 +7,7 @@ use pinsight_measure::Metric;
 use pinsight_measure::{
     sf::KindFigures, sf::KindPmu, sf::SfPmus, sf::ThreadEntry, sf::ThreadSfReport,
 };
-use pinsight_render::sf::{render, SfRun};
+use pinsight_sched::view::sf::{render, SfRun};
 use pinsight_sched_model::ControlMetrics;
 use pinsight_sched_model::Kind as SfKind;
 

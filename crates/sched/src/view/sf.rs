@@ -171,9 +171,9 @@ fn thread_line(t: &ThreadEntry, notes: &mut Vec<String>) -> String {
 /// Wraps at 80 columns with the one wrapper, continuation lines indented
 /// by two, a long list of events broken at its commas.
 fn wrap(text: &str) -> String {
-    crate::term::wrap(
+    pinsight_term::wrap(
         text,
-        crate::term::Wrap::new(crate::DEFAULT_WIDTH)
+        pinsight_term::Wrap::new(pinsight_term::DEFAULT_WIDTH)
             .indent("", "  ")
             .break_long_words(),
     )
