@@ -1,15 +1,9 @@
-//! One rendering home for pinsight: the HTML/XML escaper ([`escape`]), the
-//! binary size units ([`size`]), the terminal width ([`terminal_width`]) and
-//! the topology tree ([`tree`]) that `pinsight topo` prints as text
-//! ([`topo_text`]) and `pinsight report` draws as SVG, and the latency
-//! heatmaps ([`latency`]: terminal table, SVG/PNG charts), and the lines
-//! of `topo --watch` ([`hfi`]), and the progress bar every measuring
-//! command shows ([`progress`]).
-//!
-//! Pure except for [`terminal_columns`], which asks the terminal on
-//! standard output for its size (through the `terminal_size` crate), the
-//! chart writers of [`latency::chart`], which write files, and the
-//! progress bar, which draws on standard error.
+//! The views not yet in their feature's crate (issue 36, item 1): the
+//! machine report's page, picture, summary and files ([`report`]), `mix`'s
+//! report and exports ([`mix`]), and the views of `tune` and `model`
+//! ([`tune`], [`tune_output`]). Every other feature's views live in its own
+//! crate (a `view` module: `pinsight_topology::view`,
+//! `pinsight_latency::view`, …), the terminal mechanics in `pinsight-term`.
 
 #![forbid(unsafe_code)]
 
@@ -18,9 +12,9 @@ pub mod report;
 pub mod tune;
 pub mod tune_output;
 
-// The terminal mechanics moved to pinsight-term; these private imports keep
-// the crate's own paths (`crate::term::wrap`, `crate::escape`, …) for the
-// views still here.
+// The terminal mechanics and the other features' views moved out; these
+// private imports keep the crate's own paths (`crate::term::wrap`,
+// `crate::escape`, `crate::tree`, …) for the views still here.
 use pinsight_compare::view as compare;
 use pinsight_latency::view as latency;
 use pinsight_lifecycle::export;
