@@ -6,7 +6,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_latency::measure::{self, list_or_none, MeasureConfig, Measurement, Method};
 use pinsight_latency::report::{self as report, FromFileError, JsonReport, Origin};
 use pinsight_latency::request::{setup, Request, SetupError};
-use pinsight_latency::view::{self as render, ChartOptions, KindBand};
+use pinsight_latency::view::{self as render, export::Exports, KindBand};
 use pinsight_latency_model::{domains, DomainTree, LatencyMatrix};
 use pinsight_lifecycle::output::OutputError;
 use pinsight_sys::FsRoot;
@@ -113,7 +113,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     check_outputs(&args)?;
     // Likewise the kind bands of the charts: a bad `--kinds` is refused
     // before measuring, never dropped in silence afterwards.
-    let bands = if args.svg.is_some() || args.png.is_some() {
+    let bands = if exports(&args).charts() {
         kinds(&args, g)?
     } else {
         Vec::new()
@@ -132,38 +132,18 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     };
     let tree = domains(&matrix);
-    export(&args, &matrix, &origin, bands)?;
+    render::export::export(&matrix, &origin, bands, &exports(&args))
+        .map_err(|e| CliError::runtime(e.to_string()))?;
     show(&args, g, &matrix, &origin, &tree)
 }
 
-/// Writes `--export-csv`, `--export-svg` and `--export-png`.
-fn export(
-    args: &Args,
-    matrix: &LatencyMatrix,
-    origin: &Origin,
-    bands: Vec<KindBand>,
-) -> Result<(), CliError> {
-    if let Some(path) = &args.csv {
-        let text = format!(
-            "{}\n{}",
-            report::csv_comment(matrix, origin),
-            matrix.to_csv()
-        );
-        write_file(path, text.as_bytes())?;
+/// Where `--export-csv`, `--export-svg` and `--export-png` write.
+fn exports(args: &Args) -> Exports<'_> {
+    Exports {
+        csv: args.csv.as_deref(),
+        svg: args.svg.as_deref(),
+        png: args.png.as_deref(),
     }
-    if args.svg.is_some() || args.png.is_some() {
-        let opts = ChartOptions {
-            title: report::chart_title(matrix, origin),
-            kinds: bands,
-        };
-        if let Some(path) = &args.svg {
-            render::write_svg(matrix, &opts, path).map_err(|e| CliError::runtime(e.to_string()))?;
-        }
-        if let Some(path) = &args.png {
-            render::write_png(matrix, &opts, path).map_err(|e| CliError::runtime(e.to_string()))?;
-        }
-    }
-    Ok(())
 }
 
 /// The result on stdout: the JSON (`--json`) or the view.
@@ -177,10 +157,7 @@ fn show(
     if g.json {
         g.print_json(&JsonReport::new(matrix, origin, tree))?;
     } else {
-        let written: Vec<&Path> = [&args.csv, &args.svg, &args.png]
-            .into_iter()
-            .filter_map(|p| p.as_deref())
-            .collect();
+        let written = exports(args).written();
         let style = render::report::stdout_style();
         let text = render::report::human(matrix, origin, tree, &written, &style);
         // The heatmap's colours are its own; the text around it is escaped.
@@ -308,10 +285,6 @@ fn kinds(args: &Args, g: &Globals) -> Result<Vec<KindBand>, CliError> {
             cpus: k.cpus.clone(),
         })
         .collect())
-}
-
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    pinsight_lifecycle::output::write(path, bytes).map_err(|e| CliError::runtime(e.to_string()))
 }
 
 #[cfg(test)]

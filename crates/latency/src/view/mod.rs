@@ -6,6 +6,7 @@
 
 pub mod chart;
 pub mod colormap;
+pub mod export;
 pub mod report;
 pub mod table;
 
