@@ -1217,7 +1217,7 @@ fn tables_fit_80_columns_also_when_the_terminal_reports_0() {
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
         let out = text(&o.stdout);
         for line in out.lines() {
-            let w = pinsight_render::compare::layout::width(line);
+            let w = pinsight_compare::view::layout::width(line);
             assert!(w <= 80, "COLUMNS={columns:?}: {w} columns:\n{line}\n{out}");
         }
         for arm in [

@@ -5,7 +5,7 @@
 //!
 //! The experiment itself lives in crate `pinsight-compare` (`start`: the
 //! request from [`Flags`], its checks, the session), its words on stderr
-//! in `pinsight_render::compare_run`; this file is the command-line edge:
+//! in `pinsight_compare::view::run`; this file is the command-line edge:
 //! clap's flags into one [`Flags`], the library's typed errors into lines
 //! naming the flags, the progress bar, exit codes.
 
@@ -16,8 +16,8 @@ use pinsight_compare::request::{Flags, Input, RanksFlags, RequestError};
 use pinsight_compare::session::{Finished, Session};
 use pinsight_compare::start::{self, End, OpenError, OutputError, PrepareError};
 use pinsight_compare::{interrupt, Advice, ExperimentError, Report};
-use pinsight_render::compare as render;
-use pinsight_render::compare_run as view;
+use pinsight_compare::view as render;
+use pinsight_compare::view::run as view;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

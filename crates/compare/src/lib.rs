@@ -16,8 +16,8 @@
 //! - [`analysis::analyse`]: journal → [`Report`] (summaries, comparisons
 //!   with the baseline, [`verdict::Verdict`]). Pure.
 //!
-//! The renderers (terminal table, CSV, Markdown, HTML with inline SVG)
-//! live in `pinsight-render` (`pinsight_render::compare`).
+//! - [`view`]: the renderers (terminal table, CSV, Markdown, HTML with
+//!   inline SVG) and the lines around the runs ([`view::run`]).
 //!
 //! The JSON formats (journal and report) are documented in
 //! `docs/src/schemas/compare.md`.
@@ -42,6 +42,7 @@ pub mod setup;
 pub mod sf;
 pub mod start;
 pub mod verdict;
+pub mod view;
 
 pub use analysis::{
     analyse, ArmReport, DisturbanceReport, MetricStats, RankSummary, Report, Status, Versus,

@@ -12,7 +12,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_measure::{
     CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
 };
-use pinsight_render::compare as render;
+use pinsight_compare::view as render;
 use pinsight_sys::progress::Silent;
 
 /// An arm; each policy but `os` pins its two threads to a placement of

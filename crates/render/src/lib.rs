@@ -22,5 +22,5 @@ use pinsight_sched::view::simulate as sched;
 use pinsight_speed::view as speed;
 use pinsight_term as term;
 use pinsight_term::size::format_size;
-use pinsight_term::{escape, terminal_width, DEFAULT_WIDTH};
+use pinsight_term::{escape, terminal_width};
 use pinsight_topology::view::tree;

@@ -1,7 +1,7 @@
 //! Inline SVG charts for the HTML export, drawn by hand: no JavaScript, no
 //! fonts to embed (the browser's sans-serif), no network.
 
-use pinsight_compare::metrics::{format_value, Unit};
+use crate::metrics::{format_value, Unit};
 use pinsight_stats::{median, quantile_sorted, CiMethod, Summary};
 use std::fmt::Write;
 
@@ -20,7 +20,7 @@ pub struct Series<'a> {
     pub highlight: bool,
 }
 
-use crate::escape as esc;
+use pinsight_term::escape as esc;
 
 /// An axis label: the value without trailing zeros ("30 s", "1.5 ms").
 fn tick_label(v: f64, unit: Unit) -> String {

@@ -1,4 +1,4 @@
-//! Exports of a [`pinsight_compare::Report`]: terminal tables (hyperfine-like), CSV,
+//! Exports of a [`crate::Report`]: terminal tables (hyperfine-like), CSV,
 //! Markdown and a self-contained HTML page with inline SVG charts. JSON is
 //! the report itself (`serde_json`).
 
@@ -6,11 +6,12 @@ pub mod csv;
 pub mod html;
 pub mod layout;
 pub mod markdown;
+pub mod run;
 pub mod svg;
 pub mod text;
 
-use pinsight_compare::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
-use pinsight_compare::verdict::{describe_p, describe_time, not_significant_why, Advice};
+use crate::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
+use crate::verdict::{describe_p, describe_time, not_significant_why, Advice};
 use pinsight_stats::{CiMethod, Summary};
 
 /// Words an [`Advice`] in a front end's terms (the command line names its
@@ -74,7 +75,7 @@ pub fn metric_versus_cell(a: &ArmReport, r: &Report, key: &str) -> String {
     match a.metrics_vs_baseline.iter().find(|m| m.key == key) {
         Some(m) => {
             let v = &m.versus;
-            let mut s = pinsight_compare::verdict::describe_metric(key, m.better, v);
+            let mut s = crate::verdict::describe_metric(key, m.better, v);
             s.push_str(", ");
             if v.significant {
                 s.push_str(&describe_p(v));
@@ -210,8 +211,8 @@ pub fn range_cell(a: &ArmReport) -> String {
     match a.metric("wall_s").and_then(|m| m.summary.as_ref()) {
         Some(s) => format!(
             "{} … {}",
-            pinsight_compare::metrics::format_seconds(s.min),
-            pinsight_compare::metrics::format_seconds(s.max)
+            crate::metrics::format_seconds(s.min),
+            crate::metrics::format_seconds(s.max)
         ),
         None => String::new(),
     }
@@ -221,7 +222,7 @@ pub fn range_cell(a: &ArmReport) -> String {
 pub fn ci_cell(a: &ArmReport) -> String {
     a.metric("wall_s")
         .and_then(|m| m.summary.as_ref())
-        .and_then(|s| mean_ci_text(s, &pinsight_compare::metrics::format_seconds))
+        .and_then(|s| mean_ci_text(s, &crate::metrics::format_seconds))
         .unwrap_or_else(|| "n/a (fewer than 2 runs or no spread)".into())
 }
 
@@ -242,7 +243,7 @@ pub fn not_applicable_groups(r: &Report) -> Vec<(String, String)> {
 
 /// One line on how the experiment ended.
 pub fn status_line(r: &Report, word: Word) -> String {
-    use pinsight_compare::analysis::Status;
+    use crate::analysis::Status;
     match &r.status {
         Status::Complete => format!(
             "complete: {} runs ({} measured + {} warm-up per arm × {} arm{})",
@@ -285,7 +286,7 @@ pub fn design_line(r: &Report) -> String {
 /// Whether the report is a compare across ranks (each arm a slicing rule,
 /// timed as the slowest rank).
 pub fn is_ranks(r: &Report) -> bool {
-    r.header.kind.as_deref() == Some(pinsight_compare::ranks::KIND)
+    r.header.kind.as_deref() == Some(crate::ranks::KIND)
 }
 
 /// `mpirun -np 4 --bind-to none; each rank: run --slice p-pinned
@@ -294,7 +295,7 @@ pub fn launcher_line(r: &Report) -> Option<String> {
     if !is_ranks(r) {
         return None;
     }
-    let id: pinsight_compare::ranks::RanksIdentity =
+    let id: crate::ranks::RanksIdentity =
         serde_json::from_value(r.header.extension.clone()?).ok()?;
     let mut opts = id.rank_options.join(" ");
     if !opts.is_empty() {
@@ -317,14 +318,14 @@ pub struct Export<'a> {
     pub word: Word<'a>,
 }
 
-impl crate::export::Exportable for Export<'_> {
+impl pinsight_lifecycle::export::Exportable for Export<'_> {
     fn serialize(
         &self,
-        format: crate::export::ExportFormat,
-    ) -> Result<Vec<u8>, crate::export::ExportError> {
-        use crate::export::ExportFormat as F;
+        format: pinsight_lifecycle::export::ExportFormat,
+    ) -> Result<Vec<u8>, pinsight_lifecycle::export::ExportError> {
+        use pinsight_lifecycle::export::ExportFormat as F;
         Ok(match format {
-            F::Json => return crate::export::json_bytes(self.report),
+            F::Json => return pinsight_lifecycle::export::json_bytes(self.report),
             F::Csv => csv::render(self.report).into_bytes(),
             F::Markdown => markdown::render(self.report, self.word).into_bytes(),
             F::Html => html::render(self.report, self.word).into_bytes(),

@@ -3,12 +3,12 @@
 //! tables (each repeating the row labels) when the arms do not fit side by
 //! side. Widths are display widths (`σ`, `…`, `×` count as one column).
 
-use crate::term::{self, Wrap};
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+use pinsight_term::{self as term, Wrap};
 
 /// The width used when the terminal's is unknown (not a terminal, or a
 /// terminal reporting 0 columns).
-pub const DEFAULT_WIDTH: usize = crate::DEFAULT_WIDTH;
+pub const DEFAULT_WIDTH: usize = pinsight_term::DEFAULT_WIDTH;
 
 /// Narrowest text width the renderers aim for; narrower terminals get this.
 pub const MIN_WIDTH: usize = 40;
@@ -28,7 +28,7 @@ pub fn width(s: &str) -> usize {
 }
 
 /// `text` wrapped into lines of at most `max` columns with the one
-/// wrapper ([`crate::term::wrap`]): breaks at spaces, a unit kept with its
+/// wrapper ([`pinsight_term::wrap`]): breaks at spaces, a unit kept with its
 /// number, a word wider than `max` (a long CPU list) broken at punctuation.
 fn cells(text: &str, max: usize) -> Vec<String> {
     term::wrap(text, Wrap::new(max).break_long_words())

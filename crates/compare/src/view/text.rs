@@ -112,7 +112,7 @@ fn rank_rows(r: &Report) -> Vec<Row> {
         }),
         arm_row(r, "Launcher wall (median)", true, &|a| {
             a.ranks.as_ref().map_or(String::new(), |k| {
-                pinsight_compare::metrics::format_seconds(k.launcher_wall_median_s)
+                crate::metrics::format_seconds(k.launcher_wall_median_s)
             })
         }),
         arm_row(r, "Rank spread (med, max)", false, &|a| {

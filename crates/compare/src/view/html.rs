@@ -4,10 +4,10 @@
 
 use super::svg::{bars_with_ci, box_plot, Series};
 use super::*;
-use pinsight_compare::analysis::measured_values;
-use pinsight_compare::verdict::Decision;
+use crate::analysis::measured_values;
+use crate::verdict::Decision;
 
-use crate::escape as esc;
+use pinsight_term::escape as esc;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.8em}table{border-collapse:collapse;margin:1em 0}\

@@ -5,11 +5,11 @@
 //! Every function returns the lines (each ending in a newline) for the
 //! front end to print.
 
-use crate::term::wrap80;
-use pinsight_compare::session::{Finished, Session};
-use pinsight_compare::start::End;
-use pinsight_compare::{Gate, Report, RunLine};
+use crate::session::{Finished, Session};
+use crate::start::End;
+use crate::{Gate, Report, RunLine};
 use pinsight_term::progress::Printer;
+use pinsight_term::wrap80;
 use std::fmt::Write;
 use std::path::Path;
 
