@@ -7,8 +7,8 @@
 //! returns values, so the planner can depend on it without pulling in
 //! measuring threads or chart libraries, and everything is tested on
 //! recorded matrices of real machines. Measuring, loading files and
-//! the terminal views live in `pinsight-latency` and `pinsight-render`,
-//! which import this crate's types from here (their one path).
+//! the views (terminal heatmap, SVG/PNG charts) live in `pinsight-latency`,
+//! which imports this crate's types from here (their one path).
 #![forbid(unsafe_code)]
 
 pub mod cluster;

@@ -9,7 +9,8 @@
 //! - [`interrupts`]: the parsers of `/proc/interrupts` and `/proc/softirqs`;
 //! - [`irq`]: which IRQs land where, and moving them with a saved state.
 //!
-//! It measures and returns data; `pinsight-render` draws it.
+//! It measures and returns data; [`view`] lays it out for the terminal
+//! (and OpenMetrics).
 #![forbid(unsafe_code)]
 
 pub mod interrupts;
