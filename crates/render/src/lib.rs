@@ -23,4 +23,6 @@ use pinsight_speed::view as speed;
 use pinsight_term as term;
 use pinsight_term::size::format_size;
 use pinsight_term::{escape, terminal_width};
+#[cfg(test)]
+use pinsight_term::DEFAULT_WIDTH;
 use pinsight_topology::view::tree;
