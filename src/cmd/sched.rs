@@ -168,33 +168,10 @@ fn print_report(g: &Globals, outcome: &Outcome, program_ran: bool) -> Result<(),
 /// hardware vacates (performance 0) gets no thread. Where there is no HFI
 /// (other CPUs, VMs, kernels without it) the report says why.
 fn feed_capacity(manager: &mut Manager) {
-    use pinsight_topology::hfi::{Batch, HfiWatcher};
     let live = pinsight_sys::FsRoot::live();
-    if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&live) {
-        manager.capacity_unavailable(&why);
-        return;
-    }
-    match HfiWatcher::open(&live) {
-        Ok(mut w) => {
-            let (tx, rx) = std::sync::mpsc::channel::<(u32, u32)>();
-            // Ends at the first error or once the manager is gone (its
-            // receiver dropped); the process does not wait for it.
-            std::thread::spawn(move || loop {
-                match w.next_batch(Duration::from_secs(1), None) {
-                    Ok(Batch::Changes(changes)) => {
-                        for c in changes {
-                            if tx.send((c.cpu, c.performance)).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    Ok(Batch::TimedOut | Batch::Woken | Batch::Lost) => {}
-                    Err(_) => return,
-                }
-            });
-            manager.capacity_updates(rx, "Intel HFI via thermal netlink");
-        }
-        Err(e) => manager.capacity_unavailable(&e.to_string()),
+    match pinsight_topology::hfi_watch::performance_feed(&live) {
+        Ok(rx) => manager.capacity_updates(rx, "Intel HFI via thermal netlink"),
+        Err(why) => manager.capacity_unavailable(&why),
     }
 }
 

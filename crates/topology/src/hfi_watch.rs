@@ -3,7 +3,9 @@
 //! recorded datagrams in tests), keeps the [`CapabilityTable`], writes one
 //! line per change ([`view::hfi`](crate::view::hfi): text or JSON Lines)
 //! and stops after a count of changes, at a deadline, on a wake-up (a
-//! signal's descriptor) or when the reader of the output goes away.
+//! signal's descriptor) or when the reader of the output goes away; and
+//! [`performance_feed`], the same changes as a channel for a scheduler
+//! (`sched`).
 
 use crate::hfi::{Batch, CapabilityTable, HfiError, HfiWatcher};
 use pinsight_model::Topology;
@@ -112,6 +114,35 @@ pub fn watch(
             }
         }
     }
+}
+
+/// What the hardware says a CPU can do, as a stream for a scheduler:
+/// `(cpu, performance)` for each HFI change, sent from a thread of its own
+/// that ends at the first error or once the receiver is dropped (nobody
+/// waits for it). Where no change can come (a CPU without HFI, a VM, a
+/// kernel or machine that cannot be listened to), the reason.
+pub fn performance_feed(
+    root: &pinsight_sys::FsRoot,
+) -> Result<std::sync::mpsc::Receiver<(u32, u32)>, String> {
+    if let Some(why) = crate::hfi::no_hfi_flag(root) {
+        return Err(why);
+    }
+    let mut w = HfiWatcher::open(root).map_err(|e| e.to_string())?;
+    let (tx, rx) = std::sync::mpsc::channel::<(u32, u32)>();
+    std::thread::spawn(move || loop {
+        match w.next_batch(Duration::from_secs(1), None) {
+            Ok(Batch::Changes(changes)) => {
+                for c in changes {
+                    if tx.send((c.cpu, c.performance)).is_err() {
+                        return;
+                    }
+                }
+            }
+            Ok(Batch::TimedOut | Batch::Woken | Batch::Lost) => {}
+            Err(_) => return,
+        }
+    });
+    Ok(rx)
 }
 
 /// How long the next wait may last: until the deadline (`None` once it
@@ -309,5 +340,18 @@ mod tests {
         .unwrap();
         assert!(!woken);
         assert_eq!(src.waits, 1, "stopped at the first failed write");
+    }
+
+    #[test]
+    fn no_feed_where_no_change_can_come() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu sse2\n").unwrap();
+        let root = pinsight_sys::FsRoot::at(d.path()).unwrap();
+        let why = performance_feed(&root).unwrap_err();
+        assert!(why.contains("no 'hfi' flag"), "{why}");
+        std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu hfi\n").unwrap();
+        let why = performance_feed(&root).unwrap_err();
+        assert!(why.contains("is a recorded machine"), "{why}");
     }
 }
