@@ -334,23 +334,11 @@ impl MachineSpec {
     /// The machine `tune` and `model` fit on: the first kind is the P-cores,
     /// a second the E-cores (named `P` and `E` they may come in any order).
     pub fn for_tune(&self) -> Result<pinsight_tune_model::Machine, String> {
-        let (p, e) = match self.spec.kinds.as_slice() {
-            [(p, _)] => (*p, 0),
-            [(a, an), (b, _)] if an.eq_ignore_ascii_case("e") => (*b, *a),
-            [(a, _), (b, _)] => (*a, *b),
-            more => {
-                return Err(format!(
-                    "'{}': tune and model know two kinds (P and E), {} given",
-                    crate::errors::shown(&self.text),
-                    more.len()
-                ))
-            }
-        };
-        let named = pinsight_model::machine_spec::MachineSpec {
-            kinds: vec![(p, "P".to_owned()), (e, "E".to_owned())],
-            smt: self.spec.smt,
-        };
-        pinsight_tune_model::Machine::try_from(&named).map_err(|e| e.to_string())
+        use pinsight_tune_model::SpecError;
+        pinsight_tune_model::Machine::of_kinds(&self.spec).map_err(|e| match e {
+            SpecError::Kinds(_) => format!("'{}': {e}", crate::errors::shown(&self.text)),
+            e => e.to_string(),
+        })
     }
 
     /// The machine `simulate` runs: the first kind big, every other small.

@@ -27,6 +27,9 @@ pub enum SpecError {
         /// What is wrong.
         why: String,
     },
+    /// A machine of more than two kinds, which tune and model cannot fit.
+    #[error("tune and model know two kinds (P and E), {0} given")]
+    Kinds(usize),
     /// A parameter spec that does not follow the grammar.
     #[error("model parameters '{spec}': {why} (allowed: f=0..1 (required), sf>0, smt_gain=0..1, t1>0, contention>=0, model=dynamic|static, comma-separated)")]
     Params {
@@ -166,6 +169,26 @@ impl TryFrom<&MachineSpec> for Machine {
             smt_per_p_core: spec.smt,
             smt_per_e_core: 0,
         })
+    }
+}
+
+impl Machine {
+    /// The machine tune and model fit on from a spec of one or two kinds
+    /// of any names: the first kind is the P-cores, a second the E-cores
+    /// (named `P` and `E` they may come in either order); then as
+    /// [`Machine::try_from`]. More kinds: [`SpecError::Kinds`].
+    pub fn of_kinds(spec: &MachineSpec) -> Result<Machine, SpecError> {
+        let (p, e) = match spec.kinds.as_slice() {
+            [(p, _)] => (*p, 0),
+            [(a, an), (b, _)] if an.eq_ignore_ascii_case("e") => (*b, *a),
+            [(a, _), (b, _)] => (*a, *b),
+            more => return Err(SpecError::Kinds(more.len())),
+        };
+        let named = MachineSpec {
+            kinds: vec![(p, "P".to_owned()), (e, "E".to_owned())],
+            smt: spec.smt,
+        };
+        Machine::try_from(&named)
     }
 }
 
@@ -311,5 +334,19 @@ mod tests {
             e.starts_with("machine '6P+8E+smt+smt': smt is given twice"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn any_two_kinds_are_p_then_e_unless_named_e_first() {
+        let m = |t: &str| Machine::of_kinds(&MachineSpec::parse(t).unwrap());
+        assert_eq!(m("4big+4little+smt").unwrap().to_string(), "4P+4E+smt");
+        assert_eq!(m("8E+6P").unwrap().to_string(), "6P+8E");
+        assert_eq!(m("8P").unwrap().to_string(), "8P");
+        assert_eq!(m("6P+8E+2L"), Err(SpecError::Kinds(3)));
+        assert_eq!(
+            SpecError::Kinds(3).to_string(),
+            "tune and model know two kinds (P and E), 3 given"
+        );
+        assert!(m("0P+4E").is_err());
     }
 }
