@@ -418,7 +418,8 @@ fn several_pids_are_measured_together_and_each_thread_names_its_process() {
     let b = Command::new("sleep").arg("0.4").spawn().unwrap();
     let b_id = b.id();
     let reaper = reap(b);
-    let list = format!("{},{b_id}", a.id());
+    // a named twice is measured once.
+    let list = format!("{},{b_id},{}", a.id(), a.id());
     let o = pinsight(&[
         "sf",
         "--json",

@@ -513,3 +513,59 @@ fn latency_from_a_file_on_a_recorded_machine() {
     assert!(page.contains("loaded from m.csv"));
     assert_eq!(page.matches("<svg").count(), 2);
 }
+
+/// `report --speed FILE`: the speed measured elsewhere (here a made-up
+/// but consistent measurement of the recorded i7-1370P, the browser
+/// test's) is shown instead of "not measured", from `speed --json`'s
+/// document and from a report's own; a file of another machine, or one
+/// that is no speed measurement, is refused naming --speed (exit 2).
+#[test]
+fn a_recorded_machine_reports_the_speed_measured_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture(HYBRID);
+    let speed =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/report/i7-1370P.speed.json");
+    let speed = speed.to_str().unwrap();
+    let report = |extra: &[&str]| {
+        let mut args = vec!["report", "--fsroot", &root, "--export-html", "r.html"];
+        args.extend_from_slice(extra);
+        pinsight(dir.path(), &args)
+    };
+    let out = ok(&report(&["--speed", speed, "--export-json", "r.json"]));
+    assert!(!out.contains("speed: not measured"), "{out}");
+    assert!(out.contains("P-core/E-core speedup factor ≈ 1.54"), "{out}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(json["speed"]["cpus"].as_array().map(Vec::len), Some(20));
+    // A report's own document gives the same speed.
+    let again = ok(&report(&["--speed", "r.json", "--export-json", "r2.json"]));
+    assert!(
+        again.contains("P-core/E-core speedup factor ≈ 1.54"),
+        "{again}"
+    );
+    // Another machine's measurement (a CPU 99), or no measurement at all.
+    let mut foreign: Value =
+        serde_json::from_str(&std::fs::read_to_string(speed).unwrap()).unwrap();
+    foreign["cpus"][0]["cpu"] = 99.into();
+    std::fs::write(dir.path().join("foreign.json"), foreign.to_string()).unwrap();
+    std::fs::write(dir.path().join("other.json"), r#"{"hello": 1}"#).unwrap();
+    for (file, says) in [
+        (
+            "foreign.json",
+            "--speed foreign.json: it measured CPU(s) 99 that this machine (online 0-19) lacks",
+        ),
+        ("other.json", "--speed other.json: not a speed measurement"),
+        ("missing.json", "--speed missing.json: "),
+    ] {
+        let o = report(&["--speed", file]);
+        assert_eq!(o.status.code(), Some(2), "{file}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(says),
+            "{file}: {}",
+            text(&o.stderr)
+        );
+        assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
+    }
+    let o = report(&["--speed", speed, "--no-speed"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}

@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 /// of concrete suggestions in the terminal.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  pinsight report\n  pinsight report --budget 30s --export-html /tmp/box.html\n  pinsight report --latency measured.csv"
+    after_help = "Examples:\n  pinsight report\n  pinsight report --budget 30s --export-html /tmp/box.html\n  pinsight report --latency measured.csv\n  \
+                  # a recorded machine, with what was measured on it\n  \
+                  pinsight --fsroot box.tar.gz report --latency lat.csv --speed speed.json"
 )]
 pub struct Args {
     /// Total time for the whole report (latency and speed share it; too small a
@@ -42,6 +44,10 @@ pub struct Args {
     /// Use a latency matrix measured elsewhere (core-to-core-latency CSV or pinsight JSON) instead of measuring.
     #[arg(long = "latency", alias = "latency-from", value_name = "FILE")]
     pub latency_from: Option<PathBuf>,
+    /// Use a speed measurement made elsewhere (`pinsight speed --json`'s output, or `pinsight
+    /// report --json`'s) instead of measuring: how a report of a recorded machine shows speed.
+    #[arg(long = "speed", value_name = "FILE", conflicts_with = "no_speed")]
+    pub speed_from: Option<PathBuf>,
     /// Skip the latency measurement.
     #[arg(long)]
     pub no_latency: bool,
@@ -62,6 +68,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         started,
         files: files(&args),
         latency_from: args.latency_from,
+        speed_from: args.speed_from,
         no_latency: args.no_latency,
         no_speed: args.no_speed,
         hostname: hostname(g),
@@ -110,6 +117,15 @@ fn run_error(e: RunError) -> CliError {
             online,
         } => CliError::usage(format!(
             "--latency {}: the matrix has CPU(s) {foreign} that this machine (online {online}) lacks: was it measured on another machine?",
+            path.display(),
+        )),
+        RunError::SpeedFile(e) => CliError::usage(format!("--speed {e}")),
+        RunError::ForeignSpeedCpus {
+            path,
+            foreign,
+            online,
+        } => CliError::usage(format!(
+            "--speed {}: it measured CPU(s) {foreign} that this machine (online {online}) lacks: was it measured on another machine?",
             path.display(),
         )),
         RunError::Unwritable { file, path, error } => {

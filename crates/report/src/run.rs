@@ -17,7 +17,7 @@ use pinsight_latency::{LoadError, LoadMatrix};
 use pinsight_latency_model::LatencyMatrix;
 use pinsight_lifecycle::output::OutputError;
 use pinsight_model::Topology;
-use pinsight_speed::{default_mem_bytes, SpeedError};
+use pinsight_speed::{default_mem_bytes, SpeedError, SpeedFileError, SpeedReport};
 use pinsight_sys::progress::Progress;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -69,6 +69,9 @@ pub struct Request {
     pub files: Files,
     /// A matrix measured elsewhere, shown instead of measuring latency.
     pub latency_from: Option<PathBuf>,
+    /// A speed measurement made elsewhere (`pinsight speed --json`),
+    /// shown instead of measuring speed.
+    pub speed_from: Option<PathBuf>,
     /// Parts asked away.
     pub no_latency: bool,
     pub no_speed: bool,
@@ -82,6 +85,14 @@ pub enum RunError {
     LatencyFile(LoadError),
     /// The matrix file names CPUs this machine lacks.
     ForeignCpus {
+        path: PathBuf,
+        foreign: CpuSet,
+        online: CpuSet,
+    },
+    /// The speed file could not be read (it names its path).
+    SpeedFile(SpeedFileError),
+    /// The speed file measured CPUs this machine lacks.
+    ForeignSpeedCpus {
         path: PathBuf,
         foreign: CpuSet,
         online: CpuSet,
@@ -126,13 +137,19 @@ pub fn run(
         started,
         files,
         latency_from,
+        speed_from,
         hostname,
         ..
     } = &request;
-    // A matrix from a file is loaded first: its errors are the user's, and
-    // it takes latency out of the budget.
+    // A matrix and a speed measurement from files are loaded first: their
+    // errors are the user's, and each takes its part out of the budget.
     let mut latency = given_matrix(latency_from.as_deref(), topology)?;
-    let plan = split(&budget_input(&request, latency.is_some()));
+    let given_speed = given_speed(speed_from.as_deref(), topology)?;
+    let plan = split(&budget_input(
+        &request,
+        latency.is_some(),
+        given_speed.is_some(),
+    ));
     check_files(files, latency_from.is_none() && plan.latency.is_some())?;
     planned(&plan.skipped);
     let measured = session::measure(
@@ -157,7 +174,7 @@ pub fn run(
     };
     let data = session::assemble(
         request.topology.clone(),
-        measured.speed,
+        given_speed.or(measured.speed),
         latency,
         Vec::new(),
         &latency_file,
@@ -192,9 +209,28 @@ fn given_matrix(path: Option<&Path>, topo: &Topology) -> Result<Option<LatencyMa
     Ok(Some(m))
 }
 
+/// The speed measurement of a file, refused when it names CPUs this
+/// machine lacks.
+fn given_speed(path: Option<&Path>, topo: &Topology) -> Result<Option<SpeedReport>, RunError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let report = pinsight_speed::load_report(path).map_err(RunError::SpeedFile)?;
+    let measured: CpuSet = report.cpus.iter().map(|c| c.cpu).collect();
+    let foreign = measured.difference(&topo.online());
+    if !foreign.is_empty() {
+        return Err(RunError::ForeignSpeedCpus {
+            path: path.to_path_buf(),
+            foreign,
+            online: topo.online(),
+        });
+    }
+    Ok(Some(report))
+}
+
 /// What the budget is asked to fit: each part wanted, asked away, given,
 /// or impossible on a recorded machine.
-fn budget_input(r: &Request, given_latency: bool) -> BudgetInput {
+fn budget_input(r: &Request, given_latency: bool, given_speed: bool) -> BudgetInput {
     let cpus = r.topology.usable().len();
     let live = r.topology.source_is_live();
     let want = |asked_away: bool| {
@@ -211,7 +247,11 @@ fn budget_input(r: &Request, given_latency: bool) -> BudgetInput {
         spent: r.started.elapsed(),
         speed_cpus: cpus,
         latency_cpus: cpus,
-        speed: want(r.no_speed),
+        speed: if given_speed {
+            Want::Given
+        } else {
+            want(r.no_speed)
+        },
         latency: if given_latency {
             Want::Given
         } else {

@@ -390,6 +390,7 @@ fn the_budget_plan_is_told_before_measuring() {
         started: Instant::now(),
         files: Files::with_prefix(&dir.path().join("r")),
         latency_from: None,
+        speed_from: None,
         // Speed asked away: the plan has a skip to tell, latency runs.
         no_latency: false,
         no_speed: true,

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod file;
 pub mod kernels;
 pub mod pin;
 pub mod run;
@@ -22,6 +23,7 @@ pub mod summary;
 pub mod view;
 
 pub use error::{MemoryError, SelectError, SpeedError, UnknownKernel};
+pub use file::{load_report, SpeedFileError};
 pub use kernels::Kernel;
 pub use run::{measure, schedule, CpuSpeed, KernelResult, KernelSlots, Schedule, SpeedConfig};
 pub use select::{chase_footprint_bytes, default_mem_bytes, memory_available_bytes, select_cpus};

@@ -156,7 +156,14 @@ fn start(
     target: Target<'_>,
 ) -> Result<(Vec<i32>, String, Option<RunningChild>), SpawnError> {
     match target {
-        Target::Pids(pids) => {
+        Target::Pids(given) => {
+            // A process named twice is measured once.
+            let mut pids: Vec<i32> = Vec::with_capacity(given.len());
+            for &p in given {
+                if !pids.contains(&p) {
+                    pids.push(p);
+                }
+            }
             let named: Vec<String> = pids
                 .iter()
                 .map(|&pid| {
@@ -169,7 +176,7 @@ fn start(
                 [one] => format!("PID {one}"),
                 _ => shorten(&format!("PIDs {}", named.join(", ")), 60),
             };
-            Ok((pids.to_vec(), label, None))
+            Ok((pids, label, None))
         }
         Target::Command(argv) => {
             let Some((program, args)) = argv.split_first() else {
