@@ -275,6 +275,7 @@ const EDGES: &[(&str, &[Edge])] = &[
                 "exit codes, signals, program resolution",
             ),
             ("pinsight-sys", "FsRoot, progress"),
+            ("pinsight-term", "the views: wrapping, escaping, width"),
         ],
     ),
     (
@@ -345,8 +346,6 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-topology", "explain's discovery evidence"),
             ("pinsight-latency-model", "heatmaps and domain views"),
             ("pinsight-latency", "the latency command's result view"),
-            ("pinsight-plan", "plan and slice views"),
-            ("pinsight-tune-model", "tune views"),
             ("pinsight-sched-model", "simulate views"),
             ("pinsight-stats", "quantiles in views"),
             ("pinsight-sys", "text escaping, progress"),

@@ -5,7 +5,7 @@
 
 use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_plan::tune::TuneLayout;
-use pinsight_render::{tune as view, tune_output};
+use pinsight_tune::view::{self, output as tune_output};
 use pinsight_tune_model::{
     evaluate, fit, parse_runs, Config, FitOptions, Machine, MachineSource, ModelKind, ModelSpec,
     Theta,

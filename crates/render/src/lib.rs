@@ -1,16 +1,13 @@
 //! The views not yet in their feature's crate (issue 36, item 1): the
-//! machine report's page, picture, summary and files ([`report`]), `mix`'s
-//! report and exports ([`mix`]), and the views of `tune` and `model`
-//! ([`tune`], [`tune_output`]). Every other feature's views live in its own
-//! crate (a `view` module: `pinsight_topology::view`,
+//! machine report's page, picture, summary and files ([`report`]) and
+//! `mix`'s report and exports ([`mix`]). Every other feature's views live
+//! in its own crate (a `view` module: `pinsight_topology::view`,
 //! `pinsight_latency::view`, …), the terminal mechanics in `pinsight-term`.
 
 #![forbid(unsafe_code)]
 
 pub mod mix;
 pub mod report;
-pub mod tune;
-pub mod tune_output;
 
 // The terminal mechanics and the other features' views moved out; these
 // private imports keep the crate's own paths (`crate::term::wrap`,

@@ -7,7 +7,9 @@
 //!
 //! One entry point: [`TuneSession::open`], then [`TuneSession::run`]. The
 //! analysis (fit, predictions, recommendation) and all wording belong to
-//! the caller; this crate returns measurements ([`Finished`]).
+//! the caller; this crate returns measurements ([`Finished`]). The views
+//! of `tune` and `model` (text and SVG, each dialect's line) are in
+//! [`view`].
 //!
 //! # Journals
 //!
@@ -27,6 +29,7 @@
 pub mod analysis;
 pub mod live;
 pub mod sim;
+pub mod view;
 
 use pinsight_compare::experiment::{Executor, Gate, Outcome, SwitchError};
 use pinsight_compare::program_metric::{Better, MetricSpec};

@@ -4,11 +4,13 @@
 //! the speedup curves P-first vs E-first (table and SVG line chart).
 //! Every text line fits the width given (80 columns by default).
 
-use crate::compare::layout::{hanging, width as text_width};
-use crate::compare::svg::ticks;
-use crate::escape as esc;
-use crate::term::{self, Wrap};
+pub mod output;
+
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use pinsight_compare::view::layout::{hanging, width as text_width};
+use pinsight_compare::view::svg::ticks;
+use pinsight_term::escape as esc;
+use pinsight_term::{self as term, Wrap};
 use pinsight_tune_model::{
     Alternative, Bound, Caveat, Change, Choice, CurvePoint, Estimate, Goal, ModelKind, Param,
     ParamStatus, RecommendedBy, TuneReport, AT_BOUND_CHI2,

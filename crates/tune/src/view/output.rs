@@ -1,13 +1,13 @@
 //! The whole text of `pinsight tune` and `pinsight model` at the
 //! terminal's width (at most 80 columns): tune's report with the
 //! recommendation in each dialect ([`tune_text`], laid out by
-//! [`crate::tune::text`]), and the model, its machine, one configuration
+//! [`super::text`]), and the model, its machine, one configuration
 //! and the speedup curves ([`model_text`]).
 
-use crate::compare::layout::{effective_width, hanging};
-use crate::term::terminal_columns;
-use crate::tune::{curve_table, seconds, text, Dialect, TuneView};
+use super::{curve_table, seconds, text, Dialect, TuneView};
+use pinsight_compare::view::layout::{effective_width, hanging};
 use pinsight_plan::tune_dialect::TuneDialect;
+use pinsight_term::terminal_columns;
 use pinsight_tune_model::{ConfigPrediction, Evaluation, TuneReport};
 use std::path::Path;
 
