@@ -410,7 +410,7 @@ fn recorded_hybrid_laptop_report() {
         "{out}"
     );
     assert!(
-        out.contains("speed: not measured (the machine is recorded, not this one)"),
+        out.contains("speed: not measured (the machine is recorded; pass --speed FILE)"),
         "{out}"
     );
     assert!(

@@ -77,7 +77,7 @@ fn not_wanted_text(part: Part, why: NotWanted) -> &'static str {
         (Part::Speed, NotWanted::Asked) => "skipped (--no-speed)",
         (Part::Latency, NotWanted::Asked) => "skipped (--no-latency)",
         (Part::Speed, NotWanted::Recorded) => {
-            "not measured (the machine is recorded, not this one)"
+            "not measured (the machine is recorded; pass --speed FILE)"
         }
         (Part::Latency, NotWanted::Recorded) => {
             "not measured (the machine is recorded; pass --latency FILE)"
@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(
             texts(&i),
             [
-                "speed: not measured (the machine is recorded, not this one)",
+                "speed: not measured (the machine is recorded; pass --speed FILE)",
                 "latency: not measured (the machine is recorded; pass --latency FILE)",
             ]
         );
