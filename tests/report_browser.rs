@@ -80,65 +80,30 @@ fn speed_file(topo: &pinsight_model::Topology) -> pinsight_speed::SpeedReport {
     sp
 }
 
-/// `pinsight-report.html` as `pinsight report` writes it
-/// (`session::assemble`, then `outcome::write`), for the recorded laptop
-/// with its latency matrix and its speed from files: the command itself
-/// measures speed only on the machine it runs on.
-fn page_with_speed(work: &Path, out: &Path) -> PathBuf {
-    let root = pinsight_testkit::fixtures::hwloc(HYBRID);
-    let topo = pinsight_topology::discover(&pinsight_sys::FsRoot::at(&root).unwrap());
-    assert_eq!(topo.kinds.len(), 2, "a hybrid machine");
-    let latency_path = latency_file(work);
-    let latency = pinsight_latency_model::LatencyMatrix::load(&latency_path).unwrap();
-    let speed = speed_file(&topo);
-    let data = pinsight_report::session::assemble(
-        topo,
-        Some(speed),
-        Some(latency),
-        Vec::new(),
-        &latency_path.display().to_string(),
-        Some("i7-1370p-laptop".into()),
-        Duration::from_secs(60),
-        Instant::now(),
-    );
-    let files = pinsight_report::run::Files {
-        html: out.join("pinsight-report.html"),
-        json: work.join("pinsight-report.json"),
-        latency: work.join("pinsight-report.latency.json"),
-    };
-    let outcome = pinsight_report::run::Outcome {
-        data,
-        planned: Vec::new(),
-        missing: Vec::new(),
-        files: files.clone(),
-        measured_latency: false,
-    };
-    pinsight_render::report::outcome::write(outcome).unwrap();
-    files.html
-}
-
-/// The page the command itself writes for the recorded laptop with
-/// `--latency FILE` (speed: not measured, said in a list).
-fn page_of_the_command(work: &Path, out: &Path) -> PathBuf {
+/// The page `pinsight report` writes for the recorded laptop with its
+/// latency matrix from a file (`--latency`) and, with `speed`, its speed
+/// from `tests/data/report/i7-1370P.speed.json` (`--speed`; checked first
+/// to agree with what `pinsight speed` derives from its per-CPU figures);
+/// without it speed is "not measured", said in a list.
+fn page_of_the_command(work: &Path, out: &Path, name: &str, speed: bool) -> PathBuf {
     let root = pinsight_testkit::fixtures::hwloc(HYBRID);
     latency_file(work);
-    let html = out.join("pinsight-report-command.html");
-    let o = Command::new(env!("CARGO_BIN_EXE_pinsight"))
-        .current_dir(work)
+    let html = out.join(format!("{name}.html"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pinsight"));
+    cmd.current_dir(work)
         .stdin(Stdio::null())
         .env_remove("PINSIGHT_FSROOT")
         .args(["report", "--fsroot"])
         .arg(&root)
-        .args([
-            "--latency",
-            "m.csv",
-            "--export-json",
-            "r.json",
-            "--export-html",
-        ])
-        .arg(&html)
-        .output()
-        .unwrap();
+        .args(["--latency", "m.csv", "--export-json", "r.json"]);
+    if speed {
+        let topo = pinsight_topology::discover(&pinsight_sys::FsRoot::at(&root).unwrap());
+        assert_eq!(topo.kinds.len(), 2, "a hybrid machine");
+        speed_file(&topo);
+        cmd.arg("--speed")
+            .arg(repo("tests/data/report/i7-1370P.speed.json"));
+    }
+    let o = cmd.arg("--export-html").arg(&html).output().unwrap();
     assert!(
         o.status.success(),
         "pinsight report: {o:?}\n{}",
@@ -355,7 +320,7 @@ fn report_with_speed_and_latency_fits_a_laptop_and_a_phone() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    let page = page_with_speed(work.path(), &artefacts());
+    let page = page_of_the_command(work.path(), &artefacts(), "pinsight-report", true);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<h2>Speed per CPU</h2>") && html.contains("loaded from "));
     let verdicts = check_in_browser(&page, "report");
@@ -375,6 +340,6 @@ fn report_command_page_fits_a_laptop_and_a_phone() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    let page = page_of_the_command(work.path(), &artefacts());
+    let page = page_of_the_command(work.path(), &artefacts(), "pinsight-report-command", false);
     check_in_browser(&page, "report-command");
 }
