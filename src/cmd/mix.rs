@@ -133,9 +133,9 @@ fn show(
 ) -> CmdResult {
     let want_json = g.json || !args.export.files().is_empty();
     if want_json {
-        let verdict = pinsight_render::mix::mix_verdict(result);
+        let verdict = pinsight_sched::view::mix::mix_verdict(result);
         let json = mix::document::document(spec, result, journal_path, verdict);
-        args.export.write(&pinsight_render::mix::Export {
+        args.export.write(&pinsight_sched::view::mix::Export {
             result,
             repeat: spec.repeat,
             json: &json,
@@ -145,7 +145,7 @@ fn show(
         }
     }
     if !g.json {
-        print!("{}", pinsight_render::mix::mix(result, spec.repeat));
+        print!("{}", pinsight_sched::view::mix::mix(result, spec.repeat));
     }
     if !g.quiet {
         for n in &result.notes {

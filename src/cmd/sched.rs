@@ -152,7 +152,7 @@ fn print_report(g: &Globals, outcome: &Outcome, program_ran: bool) -> Result<(),
     } else {
         // stdout may be the program's too: the report goes to stderr when
         // a program ran, as `run --report` does.
-        let text = pinsight_render::mix::sched(report);
+        let text = pinsight_sched::view::mix::sched(report);
         if program_ran {
             eprint!("{text}");
         } else {

@@ -1,21 +1,17 @@
 //! The views not yet in their feature's crate (issue 36, item 1): the
-//! machine report's page, picture, summary and files ([`report`]) and
-//! `mix`'s report and exports ([`mix`]). Every other feature's views live
-//! in its own crate (a `view` module: `pinsight_topology::view`,
-//! `pinsight_latency::view`, …), the terminal mechanics in `pinsight-term`.
+//! machine report's page, picture, summary and files ([`report`]). Every
+//! other feature's views live in its own crate (a `view` module:
+//! `pinsight_topology::view`, `pinsight_latency::view`, …), the terminal
+//! mechanics in `pinsight-term`.
 
 #![forbid(unsafe_code)]
 
-pub mod mix;
 pub mod report;
 
 // The terminal mechanics and the other features' views moved out; these
 // private imports keep the crate's own paths (`crate::term::wrap`,
 // `crate::escape`, `crate::tree`, …) for the views still here.
-use pinsight_compare::view as compare;
 use pinsight_latency::view as latency;
-use pinsight_lifecycle::export;
-use pinsight_sched::view::simulate as sched;
 use pinsight_speed::view as speed;
 use pinsight_term as term;
 use pinsight_term::size::format_size;

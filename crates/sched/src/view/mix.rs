@@ -2,8 +2,8 @@
 //! per program and, for programs with several busy threads, per thread.
 //! Fits 80 columns.
 
-use pinsight_sched::mix::MixResult;
-use pinsight_sched::{ProgramReport, Report};
+use crate::mix::MixResult;
+use crate::{ProgramReport, Report};
 use pinsight_sched_model::PolicyResult;
 use pinsight_stats::CiMethod;
 use std::fmt::Write;
@@ -80,7 +80,7 @@ pub fn sched(r: &Report) -> String {
         r.periods,
         r.wall_s
     );
-    writeln!(out, "{}\n", crate::term::wrap80(&head)).ok();
+    writeln!(out, "{}\n", pinsight_term::wrap80(&head)).ok();
     writeln!(
         out,
         "{:<21}{:>8}{:>6}{:>10}{:>10}{:>10}{:>7}",
@@ -148,7 +148,7 @@ pub fn sched(r: &Report) -> String {
     ));
     out.push('\n');
     for n in notes {
-        writeln!(out, "{}", crate::term::wrap80(&n)).ok();
+        writeln!(out, "{}", pinsight_term::wrap80(&n)).ok();
     }
     out
 }
@@ -185,7 +185,7 @@ fn pm(x: f64, ci: Option<(f64, f64)>, method: Option<CiMethod>) -> String {
 /// with a caution when intervals overlap.
 pub fn mix_verdict(r: &MixResult) -> String {
     let results = as_policy_results(r);
-    let mut v = crate::sched::verdict(&results);
+    let mut v = super::simulate::verdict(&results);
     let best = r.schedulers.iter().max_by(|a, b| {
         a.metrics
             .aggregate_speedup
@@ -223,7 +223,7 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
         if r.schedulers.len() == 1 { "" } else { "s" },
         if repeat == 1 { "" } else { "s" },
     );
-    writeln!(out, "{}\n", crate::term::wrap80(&head)).ok();
+    writeln!(out, "{}\n", pinsight_term::wrap80(&head)).ok();
     writeln!(
         out,
         "{:<7}{:>14}{:>13}{:>13}{:>13}{:>10}",
@@ -250,14 +250,14 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
     }
     out.push('\n');
     let results = as_policy_results(r);
-    out.push_str(&crate::sched::program_table(&results));
+    out.push_str(&super::simulate::program_table(&results));
     writeln!(
         out,
         "(SF column: measured, time alone on a small CPU / on a big CPU.)\n"
     )
     .ok();
     out.push_str(&program_metrics(r));
-    writeln!(out, "{}", crate::term::wrap80(&mix_verdict(r))).ok();
+    writeln!(out, "{}", pinsight_term::wrap80(&mix_verdict(r))).ok();
     out
 }
 
@@ -265,7 +265,7 @@ pub fn mix(r: &MixResult, repeat: u32) -> String {
 type MetricRow = (&'static str, f64, Option<(f64, f64)>, Option<CiMethod>);
 
 /// The four metrics of a scheduler.
-fn metric_rows(s: &pinsight_sched::mix::SchedulerResult) -> [MetricRow; 4] {
+fn metric_rows(s: &crate::mix::SchedulerResult) -> [MetricRow; 4] {
     let m = &s.metrics;
     [
         (
@@ -298,7 +298,7 @@ fn opt(x: Option<f64>) -> String {
 /// `scheduler,what,name,value,ci_lo,ci_hi`.
 pub fn csv(r: &MixResult) -> String {
     // One quoting rule for every CSV pinsight writes (compare's).
-    let f = crate::compare::csv::field;
+    let f = pinsight_compare::view::csv::field;
     let mut out = String::from("scheduler,what,name,value,ci_lo,ci_hi,ci_method\n");
     for s in &r.schedulers {
         for (name, v, ci, method) in metric_rows(s) {
@@ -382,7 +382,7 @@ const PROGRAM_METRIC_HEADS: [&str; 7] = [
 /// A program metric's mean and its 95% interval with the method that made
 /// it: `4000.000 (3752.126 – 4264.350, log-t around geo. mean 3999.166)`.
 fn summary_md(x: &pinsight_stats::Summary) -> String {
-    match crate::compare::mean_ci_parts(x, &|v| format!("{v:.3}")) {
+    match pinsight_compare::view::mean_ci_parts(x, &|v| format!("{v:.3}")) {
         Some((range, how)) => format!("{:.3} ({range}, {how})", x.mean),
         None => format!("{:.3}", x.mean),
     }
@@ -474,7 +474,7 @@ pub fn markdown(r: &MixResult, repeat: u32) -> String {
 /// `mix --export-html`: the Markdown report's tables as one self-contained page
 /// (no script, no external resource; every text escaped).
 pub fn html(r: &MixResult, repeat: u32) -> String {
-    let esc = crate::escape;
+    let esc = pinsight_term::escape;
     let mut out = String::from(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pinsight mix</title>\n\
          <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
@@ -558,14 +558,14 @@ pub struct Export<'a, J: serde::Serialize> {
     pub json: &'a J,
 }
 
-impl<J: serde::Serialize> crate::export::Exportable for Export<'_, J> {
+impl<J: serde::Serialize> pinsight_lifecycle::export::Exportable for Export<'_, J> {
     fn serialize(
         &self,
-        format: crate::export::ExportFormat,
-    ) -> Result<Vec<u8>, crate::export::ExportError> {
-        use crate::export::ExportFormat as F;
+        format: pinsight_lifecycle::export::ExportFormat,
+    ) -> Result<Vec<u8>, pinsight_lifecycle::export::ExportError> {
+        use pinsight_lifecycle::export::ExportFormat as F;
         Ok(match format {
-            F::Json => return crate::export::json_bytes(self.json),
+            F::Json => return pinsight_lifecycle::export::json_bytes(self.json),
             F::Csv => csv(self.result).into_bytes(),
             F::Markdown => markdown(self.result, self.repeat).into_bytes(),
             F::Html => html(self.result, self.repeat).into_bytes(),
@@ -583,7 +583,7 @@ fn program_metrics(r: &MixResult) -> String {
         for m in &s.program_metrics {
             let value = match &m.summary {
                 Some(x) => {
-                    let ci = crate::compare::mean_ci_text(x, &|v| format!("{v:.4}"))
+                    let ci = pinsight_compare::view::mean_ci_text(x, &|v| format!("{v:.4}"))
                         .map_or(String::new(), |c| format!(", 95% CI {c}"));
                     format!("{:.4} {} ({} better){ci}", x.mean, m.unit, m.better.word())
                 }
@@ -600,7 +600,7 @@ fn program_metrics(r: &MixResult) -> String {
                 String::new()
             };
             let line = format!("{} {} {}: {value}{missing}", s.policy, m.program, m.metric);
-            writeln!(out, "{}", crate::term::wrap80(&line)).ok();
+            writeln!(out, "{}", pinsight_term::wrap80(&line)).ok();
         }
     }
     if !out.is_empty() {
@@ -612,7 +612,7 @@ fn program_metrics(r: &MixResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_sched::{RestoreReport, ThreadReport};
+    use crate::{RestoreReport, ThreadReport};
 
     fn report() -> Report {
         let t = |tid, b, s| ThreadReport {
@@ -676,7 +676,7 @@ mod tests {
         assert!(!sched(&r).contains("Capacity changes"));
         r.capacity.unavailable = Some("no hfi flag".into());
         assert!(sched(&r).contains("Capacity changes: unavailable (no hfi flag)."));
-        r.capacity = pinsight_sched::CapacityFeed {
+        r.capacity = crate::CapacityFeed {
             source: Some("Intel HFI via thermal netlink".into()),
             unavailable: None,
             changes: 3,
@@ -692,7 +692,7 @@ mod tests {
 
     #[test]
     fn mix_report_fits_80_columns_with_intervals() {
-        use pinsight_sched::mix::{CiMethods, MetricCis, MixResult, SchedulerResult};
+        use crate::mix::{CiMethods, MetricCis, MixResult, SchedulerResult};
         use pinsight_sched_model::{Metrics, ProgramResult};
         let prog = |name: &str, sd: f64| ProgramResult {
             name: name.into(),
@@ -748,8 +748,8 @@ mod tests {
 
     #[test]
     fn program_metrics_are_in_every_export() {
+        use crate::mix::{MetricCis, MixResult, ProgramMetric, SchedulerResult};
         use pinsight_compare::program_metric::Better;
-        use pinsight_sched::mix::{MetricCis, MixResult, ProgramMetric, SchedulerResult};
         use pinsight_sched_model::Metrics;
         let metric = |program: &str, xs: &[f64], missing: usize| ProgramMetric {
             program: program.into(),
