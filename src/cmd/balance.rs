@@ -222,16 +222,7 @@ fn watch(
     if !g.json && !g.quiet {
         println!(
             "{}",
-            pinsight_term::wrap80(&format!(
-                "pinsight balance --watch: every {:?}, move when the progress imbalance stays \
-                 over {:.2} for {} intervals, at most {} tasks an interval; affinities before \
-                 each move are saved to {} (pinsight balance --restore puts them back)",
-                args.interval,
-                opts.threshold,
-                opts.patience,
-                opts.max_moves,
-                crate::errors::shown_path(&state)
-            ))
+            pinsight_launch::view::balance::watch_start(&opts, &state)
         );
     }
     // One line per decision; the quiet intervals (nothing to do, no task

@@ -267,12 +267,7 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
     if !g.json && !g.quiet {
         println!(
             "{}",
-            pinsight_term::wrap80(&format!(
-                "pinsight irq --watch: every {:?}; IRQs before each move are saved to {} \
-                 (pinsight irq --restore puts them back)",
-                args.interval,
-                crate::errors::shown_path(&state)
-            ))
+            pinsight_load::view::irq_watch_start(args.interval, &state)
         );
     }
     let mut line = |d: &pinsight_load::irq_watch::Decision| {

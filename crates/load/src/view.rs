@@ -823,6 +823,16 @@ pub fn irq_decision(d: &crate::irq_watch::Decision) -> String {
     shown(&format!("interval {}: {}", d.interval, parts.join("; "))).into_owned()
 }
 
+/// The line `irq --watch` starts with: how often it looks, and where
+/// the affinities before each move are saved.
+pub fn irq_watch_start(interval: std::time::Duration, state: &std::path::Path) -> String {
+    pinsight_term::wrap80(&format!(
+        "pinsight irq --watch: every {interval:?}; IRQs before each move are saved to {} \
+         (pinsight irq --restore puts them back)",
+        shown(&state.to_string_lossy())
+    ))
+}
+
 /// How `irq --watch` ended.
 pub fn irq_watch_end(e: &crate::irq_watch::End, state: &std::path::Path) -> String {
     let why = match e.signal {
@@ -853,5 +863,16 @@ mod tests {
     fn label_values_escape_backslash_quote_and_line_feed_only() {
         assert_eq!(om_label("a\\b\"c\nd&<e>"), "a\\\\b\\\"c\\nd&<e>");
         assert_eq!(om_label("E-core"), "E-core");
+    }
+
+    #[test]
+    fn the_irq_watch_starts_by_naming_its_interval_and_undo_file_escaped() {
+        let line = super::irq_watch_start(
+            std::time::Duration::from_secs(2),
+            std::path::Path::new("/tmp/irq\u{1b}.json"),
+        );
+        let words = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.starts_with("pinsight irq --watch: every 2s; IRQs before each move are saved to /tmp/irq\\u{1b}.json"), "{line}");
+        assert!(line.lines().all(|l| l.chars().count() <= 80), "{line}");
     }
 }

@@ -465,6 +465,21 @@ pub fn decision(d: &crate::rebalance::watch::Decision) -> String {
     .into_owned()
 }
 
+/// The line `balance --watch` starts with: how often it measures, when
+/// it moves, and where the affinities before each move are saved.
+pub fn watch_start(o: &crate::rebalance::watch::Options, state: &std::path::Path) -> String {
+    pinsight_term::wrap80(&format!(
+        "pinsight balance --watch: every {:?}, move when the progress imbalance stays \
+         over {:.2} for {} intervals, at most {} tasks an interval; affinities before \
+         each move are saved to {} (pinsight balance --restore puts them back)",
+        o.interval,
+        o.threshold,
+        o.patience,
+        o.max_moves,
+        pinsight_sys::text::shown(&state.to_string_lossy())
+    ))
+}
+
 /// How `balance --watch` ended: the signal (or the intervals run), what
 /// was put back and whether the state file was removed.
 pub fn watch_end(e: &crate::rebalance::watch::End, state: &std::path::Path) -> String {
