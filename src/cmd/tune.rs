@@ -6,7 +6,7 @@
 //! nothing ([`from_file`]); `-- CMD` runs the design live ([`live`],
 //! through crate `pinsight-tune`). Both end in [`finish`]: the analysis
 //! and the recommendation in every dialect `plan` speaks
-//! (`pinsight_tune::analysis`), as JSON or as text (`pinsight-render`).
+//! (`pinsight_tune::analysis`), as JSON or as text (`pinsight_tune::view`).
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_compare as compare;
@@ -161,7 +161,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
     let opened = live::open(live_request, &topo, fs).map_err(crate::errors::tune_live_error)?;
     let session = opened.session;
     let layout = session.layout().clone();
-    announce(&session, g);
+    eprint!("{}", pinsight_tune::view::announcement(&session, g.quiet));
     let finished = session.run(&mut crate::cli::progress(g));
     let f = finished.map_err(crate::errors::tune_error)?;
     if let Some(code) = stopped(args, &f)? {
@@ -219,31 +219,6 @@ fn live_request(args: &Args) -> Result<pinsight_tune::live::LiveRequest, CliErro
         disturbance_threshold: args.disturbance_threshold,
         rerun_disturbed: args.rerun_disturbed,
     })
-}
-
-/// The journal's warnings, its path and the design, on stderr.
-fn announce(session: &pinsight_tune::TuneSession<'_>, g: &Globals) {
-    for w in session.journal_warnings() {
-        let path = session.journal_path().display();
-        eprintln!("pinsight: warning: journal {path}: {w}");
-    }
-    if !g.quiet {
-        eprintln!("pinsight: journal: {}", session.journal_path().display());
-        eprintln!(
-            "{}",
-            pinsight_term::wrap80(&format!(
-                "pinsight: tuning on {}: {} configurations ({})",
-                session.layout().describe(),
-                session.design().len(),
-                session
-                    .design()
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        );
-    }
 }
 
 /// The line that continues an unfinished tune, on stderr.

@@ -991,6 +991,29 @@ pub fn fits(s: &str, width: usize) -> bool {
     s.lines().all(|l| text_width(l) <= width)
 }
 
+/// What a live tune says before it runs (for stderr): the journal's
+/// warnings, then, unless `quiet`, the journal's path and the design it
+/// runs.
+pub fn announcement(session: &crate::TuneSession<'_>, quiet: bool) -> String {
+    let path = session.journal_path().display();
+    let mut out = String::new();
+    for w in session.journal_warnings() {
+        let _ = writeln!(out, "pinsight: warning: journal {path}: {w}");
+    }
+    if !quiet {
+        let design: Vec<String> = session.design().iter().map(ToString::to_string).collect();
+        let _ = writeln!(out, "pinsight: journal: {path}");
+        let line = format!(
+            "pinsight: tuning on {}: {} configurations ({})",
+            session.layout().describe(),
+            design.len(),
+            design.join(", ")
+        );
+        let _ = writeln!(out, "{}", term::wrap80(&line));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
