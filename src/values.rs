@@ -222,24 +222,12 @@ pub fn cpu_list(text: &str) -> Result<CpuSet, String> {
 /// processes whose run time on CPU is not load (an emulation's stealers);
 /// empty for none.
 pub fn stealers(text: &str) -> Result<Stealers, String> {
-    let v: Result<Vec<_>, String> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let parsed = pinsight_emulate::parse_stealer(w)
-                .filter(|&(cpu, _)| cpu < MAX_THREADS)
-                .map(|(cpu, pid)| pinsight_load::Excluded { cpu, pid });
-            parsed.ok_or_else(|| {
-                format!(
-                    "'{}' is not CPU:PID (a CPU id and a process id from 1 to 4194304, \
-                     e.g. 1:4425)",
-                    crate::errors::shown(w)
-                )
-            })
-        })
-        .collect();
-    Ok(Stealers(v?))
+    let v =
+        pinsight_emulate::parse_stealers_strict(text, MAX_THREADS).map_err(|e| e.to_string())?;
+    let excluded = v
+        .into_iter()
+        .map(|(cpu, pid)| pinsight_load::Excluded { cpu, pid });
+    Ok(Stealers(excluded.collect()))
 }
 
 /// The processes `--stealers` names.

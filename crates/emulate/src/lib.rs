@@ -94,6 +94,34 @@ pub fn parse_stealers(value: &str) -> Vec<(usize, i32)> {
     value.split(',').filter_map(parse_stealer).collect()
 }
 
+/// An entry of a stealers list that is not `CPU:PID` ([`parse_stealer`]),
+/// or names a CPU at or above the bound given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{}' is not CPU:PID (a CPU id and a process id from 1 to 4194304, e.g. 1:4425)",
+    pinsight_sys::text::shown(.0)
+)]
+pub struct BadStealer(pub String);
+
+/// Every `CPU:PID` entry of a stealers list (commas between, empty
+/// entries skipped), each CPU below `cpu_limit`; the first other entry
+/// is refused. Pure.
+pub fn parse_stealers_strict(
+    value: &str,
+    cpu_limit: usize,
+) -> Result<Vec<(usize, i32)>, BadStealer> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            parse_stealer(w)
+                .filter(|&(cpu, _)| cpu < cpu_limit)
+                .ok_or_else(|| BadStealer(w.to_owned()))
+        })
+        .collect()
+}
+
 /// How the CPUs are slowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -920,5 +948,24 @@ mod tests {
         }
         assert!(Mechanism::DutyCycle.limits()[0].contains("memory- and compute-bound"));
         assert!(Mechanism::Cpufreq.limits()[0].contains("memory-bound programs slow less"));
+    }
+
+    #[test]
+    fn a_stealers_list_is_read_strictly() {
+        use super::{parse_stealers_strict, BadStealer};
+        assert_eq!(
+            parse_stealers_strict(" 1:4425, ,2:7", 8),
+            Ok(vec![(1, 4425), (2, 7)])
+        );
+        assert_eq!(parse_stealers_strict("", 8), Ok(vec![]));
+        assert_eq!(
+            parse_stealers_strict("8:1", 8),
+            Err(BadStealer("8:1".into()))
+        );
+        let e = parse_stealers_strict("1:0\u{1b}", 8).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "'1:0\\u{1b}' is not CPU:PID (a CPU id and a process id from 1 to 4194304, e.g. 1:4425)"
+        );
     }
 }
