@@ -311,6 +311,7 @@ const EDGES: &[(&str, &[Edge])] = &[
             ),
             ("pinsight-stats", "quantiles"),
             ("pinsight-sys", "FsRoot, progress"),
+            ("pinsight-term", "the views: width, wrapping, escaping, sizes"),
         ],
     ),
     (
@@ -340,17 +341,7 @@ const EDGES: &[(&str, &[Edge])] = &[
     // ---- rendering: the views of every feature ----
     (
         "pinsight-render",
-        &[
-            ("pinsight-cpuset", "CPU lists in views"),
-            ("pinsight-model", "topology views"),
-            ("pinsight-topology", "the report's topology tree"),
-            ("pinsight-latency", "the report's heatmap"),
-            ("pinsight-sys", "text escaping, progress"),
-            ("pinsight-lifecycle", "output files"),
-            ("pinsight-report", "the report's pages"),
-            ("pinsight-speed", "the report's speed tables"),
-            ("pinsight-term", "width, wrapping, escaping, progress"),
-        ],
+        &[],
     ),
     // ---- cli: translates flags into each feature's request ----
     (

@@ -2,7 +2,7 @@
 //! the multi-program experiment of Saez and Prieto-Matias (APSys '22, §5)
 //! on the user's programs
 //! (pinsight_sched::mix). Thin: flags, journal path, Ctrl-C, progress,
-//! output through pinsight-render.
+//! output through `pinsight_sched::view::mix`.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest};

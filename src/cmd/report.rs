@@ -4,13 +4,13 @@
 
 //!
 //! Thin: flags, then one `pinsight_report::run::run` (loads, checks,
-//! measures, assembles), then one `pinsight_render::report::outcome::write`
+//! measures, assembles), then one `pinsight_report::view::outcome::write`
 //! (words the skips, writes the files, draws the summary).
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_render::report::{outcome, skip::budget_warnings};
 use pinsight_report::budget::Skip;
 use pinsight_report::run::{File, Files, Request, RunError};
+use pinsight_report::view::{outcome, skip::budget_warnings};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

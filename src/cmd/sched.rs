@@ -1,7 +1,7 @@
 //! `pinsight sched --schedulers os|aarr|to|acfs (-- CMD | --pids PID,…)`: the
 //! live asymmetry-aware scheduler (pinsight-sched). Thin: flags, the
 //! machine's big/small CPUs, starting CMD or finding the pids, signals,
-//! the report through pinsight-render.
+//! the report through `pinsight_sched::view::mix`.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_sched::run::{Outcome, RunError, Target};

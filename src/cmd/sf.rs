@@ -2,7 +2,8 @@
 //! program it starts, from one counter group per core-kind PMU per thread
 //! (pinsight-measure's `sf`), optionally with alternating affinity windows.
 //! Thin: flags, then `pinsight_measure::sf::session::measure` (the
-//! sampling loop, probe, signals, restore), output through pinsight-render.
+//! sampling loop, probe, signals, restore), output through
+//! `pinsight_sched::view::sf`.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;

@@ -3,7 +3,7 @@
 //! big/small machine (pinsight-sched-model), so schedulers can be compared
 //! for machines and mixes the user does not have. Thin: parses flags,
 //! reads the programs file, runs the pure simulator, prints through
-//! pinsight-render.
+//! `pinsight_sched::view::simulate`.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_sched_model::{

@@ -2,14 +2,16 @@
 //! within a time budget ([`session`], [`budget`]), and the few sentences a
 //! user should act on ([`suggest`]).
 //!
-//! [`ReportData`] is what the report shows; pinsight-render draws it (the
-//! HTML page, the picture of the machine, the terminal summary).
+//! [`ReportData`] is what the report shows; [`view`] draws it (the HTML
+//! page, the picture of the machine, the terminal summary), words the
+//! skips and writes the files.
 #![forbid(unsafe_code)]
 
 pub mod budget;
 pub mod run;
 pub mod session;
 pub mod suggest;
+pub mod view;
 
 pub use suggest::{device_sentences, suggestions, suggestions_with};
 

@@ -5,7 +5,7 @@
 //!
 //! Nothing here prints, writes the report's files or words a skip: what
 //! was not measured comes back typed ([`Outcome::planned`],
-//! [`Outcome::missing`]) and pinsight-render words it, writes the files
+//! [`Outcome::missing`]) and [`crate::view`] words it, writes the files
 //! and draws the summary. Errors are typed ([`RunError`]); the command
 //! line names the flag to change.
 

@@ -9,7 +9,7 @@ use pinsight_model::Topology;
 use pinsight_model::{
     DeviceClass, DeviceLocalitySource, MemoryKind, NumaNode, OsDevice, OsDeviceKind, PciDevice,
 };
-use pinsight_render::report::{html, topology_svg};
+use pinsight_report::view::{html, topology_svg};
 use pinsight_report::{device_sentences, suggestions, ReportData};
 use pinsight_sys::FsRoot;
 use pinsight_topology::discover;

@@ -4,7 +4,7 @@
 use pinsight_latency::LoadMatrix;
 use pinsight_latency_model::{domains, LatencyMatrix};
 use pinsight_model::Topology;
-use pinsight_render::report::{html, topology_svg};
+use pinsight_report::view::{html, topology_svg};
 use pinsight_report::{suggestions, ReportData};
 use pinsight_speed::run::{CpuSpeed, KernelResult};
 use pinsight_speed::{speedups, Kernel};
@@ -239,7 +239,7 @@ fn hybrid_picture_shows_the_e_core_clusters_and_their_l2() {
     assert_eq!(svg.matches(">L2 ").count(), 2);
     assert!(svg.contains("Package 0 · L3 24 MiB · CPUs 0-19"));
     assert!(svg.contains("CPU 0, P-core") && svg.contains("CPU 19, E-core"));
-    assert!(svg_width(&svg) <= pinsight_render::report::topo_svg::MAX_WIDTH + 2);
+    assert!(svg_width(&svg) <= pinsight_report::view::topo_svg::MAX_WIDTH + 2);
 }
 
 #[test]
@@ -261,7 +261,7 @@ fn power7_picture_nests_one_core_packages_in_numa_nodes() {
             "CPU {cpu} missing"
         );
     }
-    assert!(svg_width(&svg) <= pinsight_render::report::topo_svg::MAX_WIDTH + 2);
+    assert!(svg_width(&svg) <= pinsight_report::view::topo_svg::MAX_WIDTH + 2);
 }
 
 #[test]
@@ -275,7 +275,7 @@ fn numa_nodes_outside_the_cgroup_are_not_counted() {
         s.contains("2 NUMA nodes: keep a thread near its memory"),
         "{s}"
     );
-    assert!(pinsight_render::report::html::machine_line(&topo).contains("2 NUMA nodes"));
+    assert!(pinsight_report::view::html::machine_line(&topo).contains("2 NUMA nodes"));
 }
 
 #[test]
@@ -351,7 +351,7 @@ fn the_report_says_what_disturbed_speed_and_latency_and_the_vm() {
             && c.contains("CPU 1, 30%"),
         "{c}"
     );
-    let text = pinsight_render::report::terminal_summary(&data, "r.html", "r.json", None, 80);
+    let text = pinsight_report::view::terminal_summary(&data, "r.html", "r.json", None, 80);
     assert!(text.contains("Measured under:"), "{text}");
     assert!(text.contains("! speed: disturbance"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");

@@ -1,13 +1,13 @@
-//! A made report ([`pinsight_report::run::Outcome`]) written and shown:
+//! A made report ([`crate::run::Outcome`]) written and shown:
 //! what was not measured worded ([`super::skip`]), the JSON, the matrix
 //! measured here and the HTML page written crash-safe, and the terminal
 //! summary drawn at the terminal's width.
 
 use super::skip::skipped;
 use super::{html, terminal_summary};
+use crate::run::Outcome;
+use crate::ReportData;
 use pinsight_lifecycle::output::{self, OutputError};
-use pinsight_report::run::Outcome;
-use pinsight_report::ReportData;
 
 /// What `pinsight report` prints once its files are written: the data
 /// (`--json`) or the summary.
@@ -51,13 +51,13 @@ pub fn write(outcome: Outcome) -> Result<Shown, WriteError> {
         &files.html.display().to_string(),
         &files.json.display().to_string(),
         written_matrix.as_deref(),
-        summary_width(crate::terminal_width()),
+        summary_width(pinsight_term::terminal_width()),
     );
     Ok(Shown { data, summary })
 }
 
 /// Columns to wrap the summary at: the terminal's width
-/// ([`crate::terminal_width`]: `$COLUMNS`, else the terminal, else 80),
+/// ([`pinsight_term::terminal_width`]: `$COLUMNS`, else the terminal, else 80),
 /// kept within 40..=120.
 pub fn summary_width(columns: usize) -> usize {
     columns.clamp(40, 120)
@@ -70,7 +70,7 @@ mod tests {
     #[test]
     fn summary_width_keeps_the_terminal_width_within_bounds() {
         // Unknown width is 80 (it was 100: wider than the 80-column rule).
-        assert_eq!(summary_width(crate::DEFAULT_WIDTH), 80);
+        assert_eq!(summary_width(pinsight_term::DEFAULT_WIDTH), 80);
         assert_eq!(summary_width(100), 100);
         assert_eq!(summary_width(20), 40);
         assert_eq!(summary_width(300), 120);

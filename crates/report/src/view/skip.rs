@@ -2,8 +2,8 @@
 //! naming the flag that would change it (`--no-speed`, `--budget 0.5s or
 //! more`), for the page, the JSON and the terminal.
 
-use pinsight_report::budget::{secs, NotWanted, Part, Skip, MIN_SPEED_PER_CPU};
-use pinsight_report::session::Missing;
+use crate::budget::{secs, NotWanted, Part, Skip, MIN_SPEED_PER_CPU};
+use crate::session::Missing;
 use std::time::Duration;
 
 /// The report's "not measured" lines: the budget plan's skips, then what
@@ -142,7 +142,7 @@ fn budget_text(s: &Skip) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_report::budget::{split, BudgetInput, Want};
+    use crate::budget::{split, BudgetInput, Want};
 
     fn input(budget_ms: u64, cpus: usize) -> BudgetInput {
         BudgetInput {

@@ -2,8 +2,8 @@
 //! what was not measured, and where the page is.
 
 use super::html::machine_line;
-use crate::term::{fill, Wrap};
-use pinsight_report::ReportData;
+use crate::ReportData;
+use pinsight_term::{fill, Wrap};
 use std::fmt::Write;
 
 /// `text` wrapped to `width` columns by the one wrapper; the first line
@@ -50,7 +50,7 @@ pub fn terminal_summary(
             "Report: {html_path} (open it in a browser), {json_path}{}; took {:.1} s of the {} budget.",
             latency_path.map(|p| format!(", latency matrix {p}")).unwrap_or_default(),
             r.elapsed_s,
-            pinsight_report::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
+            crate::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
         ),
         width,
         "",

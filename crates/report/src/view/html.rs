@@ -2,10 +2,12 @@
 //! so it can be mailed or attached to a bug report as one file.
 
 use super::{esc, kind_colour, topology_svg};
-use crate::latency::chart::{svg as heatmap_svg, ChartOptions, KindBand};
-use crate::speed::{any_disturbed_included, chunk_counts, kind_name, predicted, slots_text};
+use crate::ReportData;
+use pinsight_latency::view::chart::{svg as heatmap_svg, ChartOptions, KindBand};
 use pinsight_model::{Source, Topology};
-use pinsight_report::ReportData;
+use pinsight_speed::view::{
+    any_disturbed_included, chunk_counts, kind_name, predicted, slots_text,
+};
 use pinsight_speed::SpeedReport;
 use std::fmt::Write;
 
@@ -134,7 +136,7 @@ fn page_head(r: &ReportData) -> String {
     meta.push(format!(
         "took {:.1} s of a {} budget",
         r.elapsed_s,
-        pinsight_report::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
+        crate::budget::secs(std::time::Duration::from_secs_f64(r.budget_s))
     ));
     format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n<p class=\"muted\">{}</p>\n",
@@ -425,7 +427,7 @@ mod tests {
         let root = pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t");
         let topo = pinsight_topology::discover(&pinsight_sys::FsRoot::at(&root).unwrap());
         let speed = laptop_speed(&topo);
-        let data = pinsight_report::session::assemble(
+        let data = crate::session::assemble(
             topo,
             Some(speed),
             None,

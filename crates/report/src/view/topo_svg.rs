@@ -19,10 +19,10 @@
 //! their memory's size and kind ("NUMA node 1 (64 GiB DRAM)").
 
 use super::{esc, kind_colour};
-use crate::format_size;
-use crate::tree::{self, Object, Placed, TreeNode};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{CacheType, DeviceLocalitySource, Group, Topology};
+use pinsight_term::size::format_size;
+use pinsight_topology::view::tree::{self, Object, Placed, TreeNode};
 use std::fmt::Write;
 
 /// Widest the picture may be (the HTML page is 1000 px wide).

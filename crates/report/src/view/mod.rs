@@ -1,7 +1,7 @@
 //! The drawings of `pinsight report`: the self-contained HTML page
 //! ([`html()`]), the lstopo-like picture of the machine ([`topology_svg`])
 //! and the few lines printed on the terminal ([`terminal_summary`]), all
-//! from the report's data ([`pinsight_report::ReportData`]).
+//! from the report's data ([`crate::ReportData`]).
 
 pub mod html;
 pub mod outcome;
@@ -13,8 +13,8 @@ pub use html::html;
 pub use terminal::terminal_summary;
 pub use topo_svg::topology_svg;
 
-/// Escapes text for HTML and SVG (the one escaper of `pinsight-render`).
-pub(crate) use crate::escape as esc;
+/// Escapes text for HTML and SVG (the one escaper, `pinsight-term`'s).
+use pinsight_term::escape as esc;
 
 /// A colour per kind rank, slowest first: cool to warm.
 pub fn kind_colour(rank: usize, kinds: usize) -> &'static str {
