@@ -122,19 +122,8 @@ fn machine_of(
         None if recorded => return Ok((topology()?, MachineSource::Recorded)),
         None => {}
     }
-    if let Some(m) = runs.and_then(Machine::spanned) {
-        return Ok((m, MachineSource::Runs));
-    }
-    if let Some(m) = config.and_then(|c| {
-        Machine::spanned(&[pinsight_tune_model::Observation {
-            config: c,
-            time_s: 1.0,
-            energy_j: None,
-        }])
-    }) {
-        return Ok((m, MachineSource::Config));
-    }
-    Err(crate::errors::model_needs_machine())
+    pinsight_tune_model::machine_spanned(runs, config)
+        .ok_or_else(crate::errors::model_needs_machine)
 }
 
 /// `--machine` as given: declared, or `live`.

@@ -25,6 +25,25 @@ pub enum MachineSource {
     Config,
 }
 
+/// The machine of a model's curves when none was declared or read: the
+/// largest P, E and SMT counts `runs` used ([`MachineSource::Runs`]), else
+/// the one `config` spans ([`MachineSource::Config`]); `None` when there
+/// is neither.
+pub fn machine_spanned(
+    runs: Option<&[crate::Observation]>,
+    config: Option<Config>,
+) -> Option<(Machine, MachineSource)> {
+    if let Some(m) = runs.and_then(Machine::spanned) {
+        return Some((m, MachineSource::Runs));
+    }
+    let run = crate::Observation {
+        config: config?,
+        time_s: 1.0,
+        energy_j: None,
+    };
+    Machine::spanned(&[run]).map(|m| (m, MachineSource::Config))
+}
+
 /// One configuration's prediction.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ConfigPrediction {
@@ -153,5 +172,20 @@ mod tests {
         assert_eq!(ev.curves.p_first.len(), ev.curves.e_first.len());
         let json = serde_json::to_value(&ev).unwrap();
         assert_eq!(json["machine_source"], "runs");
+    }
+
+    #[test]
+    fn an_undeclared_machine_spans_the_runs_else_the_config() {
+        let c = |p, e, smt| Config::new(p, e, smt);
+        let runs = [crate::Observation {
+            config: c(4, 2, 0),
+            time_s: 3.0,
+            energy_j: None,
+        }];
+        let (m, src) = machine_spanned(Some(&runs), Some(c(8, 8, 0))).unwrap();
+        assert_eq!((m.p_cores, m.e_cores, src), (4, 2, MachineSource::Runs));
+        let (m, src) = machine_spanned(Some(&[]), Some(c(2, 3, 0))).unwrap();
+        assert_eq!((m.p_cores, m.e_cores, src), (2, 3, MachineSource::Config));
+        assert_eq!(machine_spanned(None, None), None);
     }
 }

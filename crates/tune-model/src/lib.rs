@@ -43,7 +43,9 @@ pub use design::{
     design, extrapolated, predict, ranked, recommend, validation, validation_for, Goal,
     GoalParseError, Prediction, Recommendation,
 };
-pub use evaluation::{evaluate, ConfigPrediction, Curves, Evaluation, MachineSource};
+pub use evaluation::{
+    evaluate, machine_spanned, ConfigPrediction, Curves, Evaluation, MachineSource,
+};
 pub use fit::{
     fit, fit_model, objective, Bound, Candidate, Fit, FitError, FitOptions, Param, ParamStatus,
     Params, SF_MAX,
