@@ -311,7 +311,10 @@ const EDGES: &[(&str, &[Edge])] = &[
             ),
             ("pinsight-stats", "quantiles"),
             ("pinsight-sys", "FsRoot, progress"),
-            ("pinsight-term", "the views: width, wrapping, escaping, sizes"),
+            (
+                "pinsight-term",
+                "the views: width, wrapping, escaping, sizes",
+            ),
         ],
     ),
     (
@@ -339,10 +342,7 @@ const EDGES: &[(&str, &[Edge])] = &[
         ],
     ),
     // ---- rendering: the views of every feature ----
-    (
-        "pinsight-render",
-        &[],
-    ),
+    ("pinsight-render", &[]),
     // ---- cli: translates flags into each feature's request ----
     (
         "pinsight",

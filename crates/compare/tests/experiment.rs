@@ -7,12 +7,12 @@ use pinsight_compare::experiment::{done_slots, execute, Always, Executor, Outcom
 use pinsight_compare::journal::{
     ArmHeader, Header, Journal, JournalWriter, NotApplicable, RunLine,
 };
+use pinsight_compare::view as render;
 use pinsight_compare::{analyse, Advice, Decision, Phase, Slot, Status};
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::{
     CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
 };
-use pinsight_compare::view as render;
 use pinsight_sys::progress::Silent;
 
 /// An arm; each policy but `os` pins its two threads to a placement of

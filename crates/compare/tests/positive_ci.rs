@@ -6,10 +6,10 @@
 use crate::common;
 use pinsight_compare::experiment::{execute, Always, Executor, Outcome, SwitchError};
 use pinsight_compare::journal::{Journal, JournalWriter};
+use pinsight_compare::view as render;
 use pinsight_compare::{analyse, Advice, Slot, Status};
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, RunError, RunRecord};
-use pinsight_compare::view as render;
 use pinsight_stats::CiMethod;
 use pinsight_sys::progress::Silent;
 
