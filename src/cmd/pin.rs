@@ -106,7 +106,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         )));
     }
     if !failed.is_empty() {
-        return Err(failure(&args, &report, &failed));
+        return Err(CliError::runtime(pinsight_launch::view::pin::failure(
+            &report, &failed,
+        )));
     }
     Ok(0)
 }
@@ -154,43 +156,6 @@ fn print_table(
             eprintln!("pinsight: note: {n}");
         }
     }
-}
-
-/// The error for threads that could not be pinned, naming the kernel's
-/// reason when all of them are per-CPU kernel threads.
-fn failure(
-    args: &Args,
-    report: &pinsight_launch::pin::PinReport,
-    failed: &[&ThreadPin],
-) -> CliError {
-    let fixed = failed
-        .iter()
-        .filter(|t| {
-            t.error
-                .as_deref()
-                .is_some_and(|e| e.contains("PF_NO_SETAFFINITY"))
-        })
-        .count();
-    let would = if args.dry_run {
-        "would refuse"
-    } else {
-        "refused"
-    };
-    let cause = if fixed == failed.len() {
-        format!(
-                "the kernel {would} (EINVAL): per-CPU kernel thread{} (PF_NO_SETAFFINITY) cannot be moved",
-                if fixed == 1 { "" } else { "s" }
-            )
-    } else {
-        "see above".to_string()
-    };
-    CliError::runtime(format!(
-        "{} of {} thread(s) of PID {} {} be pinned: {cause}",
-        failed.len(),
-        report.threads.len(),
-        args.pid,
-        if args.dry_run { "cannot" } else { "could not" },
-    ))
 }
 
 #[cfg(test)]

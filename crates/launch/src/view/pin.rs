@@ -89,6 +89,44 @@ pub fn short_error(e: &Option<String>) -> String {
 /// two, continuation lines by four.
 pub const REASON: Wrap<'static> = Wrap::new(80).indent("  ", "    ");
 
+/// Why `pin` failed when threads could not be pinned (`failed`, of the
+/// report's threads), naming the kernel's reason when all of them are
+/// per-CPU kernel threads.
+pub fn failure(report: &PinReport, failed: &[&ThreadPin]) -> String {
+    let fixed = failed
+        .iter()
+        .filter(|t| {
+            t.error
+                .as_deref()
+                .is_some_and(|e| e.contains("PF_NO_SETAFFINITY"))
+        })
+        .count();
+    let would = if report.dry_run {
+        "would refuse"
+    } else {
+        "refused"
+    };
+    let cause = if fixed == failed.len() {
+        format!(
+            "the kernel {would} (EINVAL): per-CPU kernel thread{} (PF_NO_SETAFFINITY) cannot be moved",
+            if fixed == 1 { "" } else { "s" }
+        )
+    } else {
+        "see above".to_string()
+    };
+    format!(
+        "{} of {} thread(s) of PID {} {} be pinned: {cause}",
+        failed.len(),
+        report.threads.len(),
+        report.pid,
+        if report.dry_run {
+            "cannot"
+        } else {
+            "could not"
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
