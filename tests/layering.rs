@@ -16,7 +16,6 @@
 //!   discovery    topology                             (reads /sys, hwloc XML)
 //!   measurement  lifecycle, measure, launch, latency, speed, workload,
 //!                compare, tune, sched, report, emulate, load
-//!   rendering    render
 //!   cli          pinsight
 //!   test-support testkit                              (dev-dependency only)
 //!   ```
@@ -73,7 +72,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pinsight-load",
         ],
     ),
-    ("rendering", &["pinsight-render"]),
     ("cli", &["pinsight"]),
     // A dev-dependency of any suite, a normal dependency of nothing.
     ("test-support", &["pinsight-testkit"]),
@@ -341,8 +339,6 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-term", "the views: wrapping, escaping"),
         ],
     ),
-    // ---- rendering: the views of every feature ----
-    ("pinsight-render", &[]),
     // ---- cli: translates flags into each feature's request ----
     (
         "pinsight",
@@ -367,7 +363,6 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-report", "report"),
             ("pinsight-emulate", "emulate"),
             ("pinsight-load", "load, balance, irq"),
-            ("pinsight-render", "every command's view"),
             (
                 "pinsight-term",
                 "the terminal width and wrapper, the progress bar",
