@@ -323,19 +323,6 @@ pub fn slice_error(e: SliceError) -> CliError {
     })
 }
 
-/// `run` when the kernel refused a pin the plan asked for: the program
-/// ran, but not as planned, so the command fails (exit 1) with the reason
-/// and the program's own status.
-pub fn pin_refused(why: &str, exit_code: i32, signal: Option<i32>) -> CliError {
-    let status = match signal {
-        Some(s) => format!("killed by signal {s}"),
-        None => format!("exit {exit_code}"),
-    };
-    CliError::runtime(format!(
-        "{why}; the program ran ({status}) but not as planned"
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

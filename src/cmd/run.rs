@@ -193,12 +193,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         file.write(s, &plan, &outcome).map_err(rank_file_error)?;
     }
     show(&args, g, &plan, slice.as_ref(), &outcome)?;
-    if let Some(why) = &outcome.refused {
-        return Err(crate::errors::pin_refused(
-            why,
-            outcome.exit_code,
-            outcome.signal,
-        ));
+    if let Some(refusal) = outcome.refusal() {
+        return Err(CliError::runtime(refusal));
     }
     Ok(outcome.exit_code)
 }

@@ -179,6 +179,22 @@ pub struct RunOutcome {
     pub notes: Vec<String>,
 }
 
+impl RunOutcome {
+    /// When the kernel refused a pin the plan asked for: the program ran,
+    /// but not as planned; in words, with the reason and the program's own
+    /// status.
+    pub fn refusal(&self) -> Option<String> {
+        let why = self.refused.as_deref()?;
+        let status = match self.signal {
+            Some(s) => format!("killed by signal {s}"),
+            None => format!("exit {}", self.exit_code),
+        };
+        Some(format!(
+            "{why}; the program ran ({status}) but not as planned"
+        ))
+    }
+}
+
 fn as_object<S: serde::Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut m = s.serialize_map(Some(pairs.len()))?;
@@ -971,5 +987,35 @@ mod tests {
             CpuSet::parse_list("4-5").unwrap(),
         ];
         assert_eq!(places_env(&p), "0;2;4-5");
+    }
+
+    #[test]
+    fn a_refused_pin_is_said_with_the_programs_status() {
+        let mut o = super::RunOutcome {
+            pid: 42,
+            exit_code: 0,
+            signal: None,
+            mechanism: None,
+            fallback: None,
+            pin_main: None,
+            exported: Vec::new(),
+            wall_ms: 1.0,
+            threads: Vec::new(),
+            follow: None,
+            memory: None,
+            refused: None,
+            notes: Vec::new(),
+        };
+        assert_eq!(o.refusal(), None);
+        o.refused = Some("CPU 3 refused".into());
+        assert_eq!(
+            o.refusal().unwrap(),
+            "CPU 3 refused; the program ran (exit 0) but not as planned"
+        );
+        (o.exit_code, o.signal) = (137, Some(9));
+        assert_eq!(
+            o.refusal().unwrap(),
+            "CPU 3 refused; the program ran (killed by signal 9) but not as planned"
+        );
     }
 }
