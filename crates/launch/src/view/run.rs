@@ -148,7 +148,7 @@ pub fn report(plan: &Plan, o: &RunOutcome) -> String {
     }
     let _ = writeln!(
         out,
-        "SEEN ON: CPUs it was sampled on; N: samples (every --sample-interval)"
+        "SEEN ON: CPUs it was sampled on; N: samples (every --interval)"
     );
     if footnote {
         let _ = writeln!(
