@@ -39,20 +39,11 @@ fn runnable_examples(text: &str) -> Vec<usize> {
         }
         open = true;
         let words: Vec<&str> = info.split(',').map(str::trim).collect();
-        let skipped = [
-            "text",
-            "ignore",
-            "no_run",
-            "compile_fail",
-            "sh",
-            "console",
-            "json",
-            "toml",
-        ];
+        // Any other word (`text`, `ignore`, `no_run`, a language) keeps
+        // the block from running.
         let runs = words
             .iter()
-            .all(|w| w.is_empty() || *w == "rust" || w.starts_with("edition"))
-            && !words.iter().any(|w| skipped.contains(w));
+            .all(|w| w.is_empty() || *w == "rust" || w.starts_with("edition"));
         if runs {
             found.push(i + 1);
         }

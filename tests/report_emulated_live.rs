@@ -201,14 +201,9 @@ fn report_finds_the_speedup_factor_speed_finds_on_the_emulated_hybrid() {
     // by report and 1.86 by speed, fp 2.03 and 2.00, each within 10% of
     // the emulated 2.0, in one run whose direct pace held E/P 2.02-2.04).
     // The old fault this guards against was a factor of two apart.
-    let compute = |i: usize| {
-        figures
-            .iter()
-            .map(|f| if i == 0 { f.1 } else { f.2 })
-            .product::<f64>()
-            .powf(1.0 / figures.len() as f64)
-    };
-    let (r, s) = (compute(0), compute(1));
+    let geo_mean = |xs: Vec<f64>| xs.iter().product::<f64>().powf(1.0 / xs.len() as f64);
+    let r = geo_mean(figures.iter().map(|f| f.1).collect());
+    let s = geo_mean(figures.iter().map(|f| f.2).collect());
     assert!(
         (r / s - 1.0).abs() <= AGREE,
         "report's P/E speedup factor of the compute kernels {r:.3} is not within 10% of \

@@ -58,7 +58,10 @@ pub enum OpenError {
     ReadResume(#[source] JournalError),
     /// The resumed journal's period is outside the interval range
     /// ([`pinsight_model::interval::INTERVAL_RANGE`]).
-    #[error("the journal's period '{ms}ms': an interval is between 1ms and 1h")]
+    #[error(
+        "the journal's period '{ms}ms': {}",
+        pinsight_model::interval::INTERVAL_ALLOWED
+    )]
     JournalPeriod { ms: f64 },
     /// Completions per program outside 1 to 1000.
     #[error("{0}: between 1 and 1000")]
