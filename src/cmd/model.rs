@@ -3,12 +3,13 @@
 //! curves P-first vs E-first (Adnan, Array 19 (2023), Figs. 3–8), as a
 //! table, SVG or JSON.
 
+use crate::values::TuneMachine;
 use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_plan::tune::TuneLayout;
 use pinsight_tune::view::{self, output as tune_output};
 use pinsight_tune_model::{
-    evaluate, fit, parse_runs, Config, FitOptions, Machine, MachineSource, ModelKind, ModelSpec,
-    Theta,
+    choose_machine, evaluate, fit, parse_runs, Config, Fit, FitOptions, MachineAsked,
+    MachineChoice, MachineSource, ModelKind, ModelSpec, Observation, Theta,
 };
 use std::path::PathBuf;
 
@@ -53,13 +54,34 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let (config, given) = declared(&args)?;
+    let config: Option<Config> = match &args.config {
+        Some(s) => Some(
+            s.parse()
+                .map_err(|e| CliError::usage(format!("--config: {e}")))?,
+        ),
+        None => None,
+    };
+    let asked = machine_asked(&args.machine)?;
     if let Some(p) = &args.svg {
         check_output_file(p, "--export-svg")?;
     }
     // The model: fitted (with intervals) or given.
     let (model, theta, fitted, runs) = the_model(&args)?;
-    let machine = machine_of(g, given, config, runs.as_deref())?;
+    let chosen = choose_machine(asked, recorded(g), runs.as_deref(), config)
+        .ok_or_else(crate::errors::model_needs_machine)?;
+    let machine = match chosen {
+        MachineChoice::Unplaced(m, source) => (m, source),
+        MachineChoice::Topology(source) => {
+            let topo = g.topology()?;
+            let layout = TuneLayout::new(&topo, &topo.usable());
+            (
+                layout
+                    .map_err(|e| CliError::runtime(e.to_string()))?
+                    .machine,
+                source,
+            )
+        }
+    };
     let ev = evaluate(model, theta, fitted.as_ref(), machine, config);
     let machine = ev.machine;
     if let Some(o) = &ev.config {
@@ -100,36 +122,23 @@ fn how_words(source: MachineSource) -> &'static str {
     }
 }
 
-/// The machine of the curves and where it came from: `--machine`
-/// (declared, or `live`), a recorded topology, the runs' largest counts,
-/// the `--config`; never this machine unless asked.
-fn machine_of(
-    g: &Globals,
-    given: Option<Given>,
-    config: Option<Config>,
-    runs: Option<&[pinsight_tune_model::Observation]>,
-) -> Result<(Machine, MachineSource), CliError> {
-    let recorded = g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some();
-    let topology = || -> Result<Machine, CliError> {
-        let topo = g.topology()?;
-        Ok(TuneLayout::new(&topo, &topo.usable())
-            .map_err(|e| CliError::runtime(e.to_string()))?
-            .machine)
-    };
-    match given {
-        Some(Given::Declared(m)) => return Ok((m, MachineSource::Declared)),
-        Some(Given::Live) => return Ok((topology()?, MachineSource::Live)),
-        None if recorded => return Ok((topology()?, MachineSource::Recorded)),
-        None => {}
-    }
-    pinsight_tune_model::machine_spanned(runs, config)
-        .ok_or_else(crate::errors::model_needs_machine)
+/// `--machine` of `model` and `tune --from`, checked before any work.
+pub(crate) fn machine_asked(
+    machine: &Option<TuneMachine>,
+) -> Result<Option<MachineAsked>, CliError> {
+    Ok(match machine {
+        Some(TuneMachine::Declared(s)) => Some(MachineAsked::Declared(
+            s.for_tune()
+                .map_err(|e| CliError::usage(format!("--machine {e}")))?,
+        )),
+        Some(TuneMachine::Live) => Some(MachineAsked::Live),
+        None => None,
+    })
 }
 
-/// `--machine` as given: declared, or `live`.
-enum Given {
-    Declared(Machine),
-    Live,
+/// A recorded topology was given (`--fsroot`, `--hwloc-xml`, `--kinds`).
+pub(crate) fn recorded(g: &Globals) -> bool {
+    g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some()
 }
 
 /// The model: fitted from `--from` runs (with intervals, and the runs) or
@@ -137,15 +146,7 @@ enum Given {
 #[allow(clippy::type_complexity)]
 fn the_model(
     args: &Args,
-) -> Result<
-    (
-        ModelKind,
-        Theta,
-        Option<pinsight_tune_model::Fit>,
-        Option<Vec<pinsight_tune_model::Observation>>,
-    ),
-    CliError,
-> {
+) -> Result<(ModelKind, Theta, Option<Fit>, Option<Vec<Observation>>), CliError> {
     match (&args.from, &args.params) {
         (Some(path), _) => {
             let name = format!("--from '{}'", path.display());
@@ -166,24 +167,4 @@ fn the_model(
         }
         (None, None) => Err(CliError::usage("give --from RUNS.csv or --params SPEC")),
     }
-}
-
-/// `--config` and `--machine`, checked before any work.
-fn declared(args: &Args) -> Result<(Option<Config>, Option<Given>), CliError> {
-    let config: Option<Config> = match &args.config {
-        Some(s) => Some(
-            s.parse()
-                .map_err(|e| CliError::usage(format!("--config: {e}")))?,
-        ),
-        None => None,
-    };
-    let given = match &args.machine {
-        Some(crate::values::TuneMachine::Declared(s)) => Some(Given::Declared(
-            s.for_tune()
-                .map_err(|e| CliError::usage(format!("--machine {e}")))?,
-        )),
-        Some(crate::values::TuneMachine::Live) => Some(Given::Live),
-        None => None,
-    };
-    Ok((config, given))
 }

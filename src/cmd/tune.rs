@@ -10,11 +10,10 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_compare as compare;
-use pinsight_model::Topology;
-use pinsight_plan::tune::TuneLayout;
-use pinsight_tune::analysis::{self, AnalysisRequest, Ending};
+use pinsight_tune::analysis::{self, Analysis, AnalysisError, Answer, FileMachine, LiveEnd};
+use pinsight_tune::live;
 use pinsight_tune::view::output as tune_output;
-use pinsight_tune_model::{parse_runs, Goal, Machine, Observation};
+use pinsight_tune_model::{choose_machine, parse_runs, Goal, MachineChoice, MachineSource};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -153,30 +152,47 @@ const TEST_SIM: &str = "PINSIGHT_TEST_TUNE_SIM";
 /// The live path: run the design (and then the validation configurations)
 /// through compare's machinery, crate `pinsight-tune`, and analyse.
 fn live(args: &Args, g: &Globals) -> CmdResult {
-    use pinsight_tune::live;
     compare::interrupt::install().map_err(|e| CliError::runtime(e.to_string()))?;
     let fs = pinsight_measure::measurement_root()?;
     let live_request = live_request(args)?;
     let topo = g.topology()?;
     let opened = live::open(live_request, &topo, fs).map_err(crate::errors::tune_live_error)?;
-    let session = opened.session;
-    let layout = session.layout().clone();
-    eprint!("{}", pinsight_tune::view::announcement(&session, g.quiet));
-    let finished = session.run(&mut crate::cli::progress(g));
-    let f = finished.map_err(crate::errors::tune_error)?;
-    if let Some(code) = stopped(args, &f)? {
-        return Ok(code);
-    }
-    let req = request(
-        args,
-        (&f.design_runs, &f.validation_runs),
-        &layout.machine,
-        Some((&topo, &layout)),
-        (layout.describe(), f.notes_all()),
-        (opened.pinned, &opened.command_line),
+    eprint!(
+        "{}",
+        pinsight_tune::view::announcement(&opened.session, g.quiet)
     );
-    let code = finish(args, g, req, "the live runs");
-    resume_hint(&f);
+    let ran = opened.run(&mut crate::cli::progress(g), &answer(args));
+    let outcome = ran.map_err(crate::errors::tune_error)?;
+    for w in &outcome.warnings {
+        eprintln!("pinsight: warning: {w}");
+    }
+    let interrupted = matches!(outcome.end, LiveEnd::Interrupted { .. });
+    let code = match outcome.end {
+        LiveEnd::Answer(a) => show(args, g, a, "the live runs"),
+        LiveEnd::NoEnergy { reason } => Err(CliError::runtime(format!(
+            "--goal {}: some runs have no energy ({reason})",
+            args.goal
+        ))),
+        LiveEnd::Interrupted { signal } => {
+            eprintln!("pinsight: interrupted: runs stopped, machine restored, journal intact");
+            Ok(pinsight_lifecycle::exit::signal_code(signal))
+        }
+        LiveEnd::Stopped { why } => {
+            eprintln!("pinsight: error: stopped: {why}");
+            Ok(1)
+        }
+        LiveEnd::Error(e) => Err(CliError::runtime(e)),
+    };
+    if let Some((journal, design, validation)) = outcome.resume {
+        let quoted = pinsight_lifecycle::interrupt::shell_quote(&journal.display().to_string());
+        eprintln!(
+            "pinsight: {design} design and {validation} validation runs are journaled in {}; continue with:\n  pinsight tune --resume {quoted}",
+            journal.display(),
+        );
+    }
+    if interrupted {
+        compare::interrupt::main_finished();
+    }
     code
 }
 
@@ -221,58 +237,6 @@ fn live_request(args: &Args) -> Result<pinsight_tune::live::LiveRequest, CliErro
     })
 }
 
-/// The line that continues an unfinished tune, on stderr.
-fn resume_hint(f: &pinsight_tune::Finished) {
-    if let Some(p) = f.resume() {
-        eprintln!(
-            "pinsight: {} design and {} validation runs are journaled in {}; continue with:\n  pinsight tune --resume {}",
-            f.design_runs.len(),
-            f.validation_runs.len(),
-            p.display(),
-            pinsight_lifecycle::interrupt::shell_quote(&p.display().to_string())
-        );
-    }
-}
-
-/// How a tune that did not end well ends: the warnings of the cleanup,
-/// then `Some(exit code)` or an error when the runs stopped short or lack
-/// the energy the goal needs; `None` to analyse.
-fn stopped(args: &Args, f: &pinsight_tune::Finished) -> Result<Option<i32>, CliError> {
-    for w in f.cleanup_warnings() {
-        eprintln!("pinsight: warning: {w}");
-    }
-    match f.ending(args.goal) {
-        Ending::Analyse => Ok(None),
-        Ending::NoEnergy { reason } => {
-            resume_hint(f);
-            Err(CliError::runtime(format!(
-                "--goal {}: some runs have no energy ({reason})",
-                args.goal
-            )))
-        }
-        Ending::Interrupted { signal } => {
-            let sig = signal.unwrap_or_else(compare::interrupt::signal);
-            eprintln!("pinsight: interrupted: runs stopped, machine restored, journal intact");
-            resume_hint(f);
-            compare::interrupt::main_finished();
-            Ok(Some(pinsight_lifecycle::exit::signal_code(sig)))
-        }
-        Ending::Stopped { why } => {
-            eprintln!("pinsight: error: stopped: {why}");
-            resume_hint(f);
-            Ok(Some(1))
-        }
-        Ending::Error(e) => {
-            resume_hint(f);
-            Err(CliError::runtime(e))
-        }
-    }
-}
-
-fn layout_of(topo: &Topology) -> Result<TuneLayout, CliError> {
-    TuneLayout::new(topo, &topo.usable()).map_err(|e| CliError::runtime(e.to_string()))
-}
-
 fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
     let name = format!("--from '{}'", path.display());
     let text = crate::errors::read_input("--from", path, 16 << 20)?;
@@ -283,62 +247,33 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
             args.goal
         )));
     }
-    let run_as = (args.pinned, "CMD");
-    if let Some((machine, note, how)) = unplaced_machine(args, g, &runs, &name)? {
-        let words = (analysis::machine_words(&machine, how), vec![note]);
-        let req = request(args, (&runs, &[]), &machine, None, words, run_as);
-        return finish(args, g, req, &name);
-    }
-    let topo = g.topology()?;
-    let layout = layout_of(&topo)?;
-    let words = (layout.describe(), layout.notes.clone());
-    let req = request(
-        args,
-        (&runs, &[]),
-        &layout.machine,
-        Some((&topo, &layout)),
-        words,
-        run_as,
-    );
-    finish(args, g, req, &name)
-}
-
-/// With `--from`, a machine without a topology: declared by `--machine`,
-/// or inferred from the runs unless a topology is asked for; with the note
-/// that says so and the prefix of its words. `None`: this or a recorded
-/// topology.
-fn unplaced_machine(
-    args: &Args,
-    g: &Globals,
-    runs: &[Observation],
-    name: &str,
-) -> Result<Option<(Machine, String, &'static str)>, CliError> {
-    use crate::values::TuneMachine;
-    let recorded = g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some();
-    Ok(match &args.machine {
-        Some(TuneMachine::Declared(spec)) => Some((
-            spec.for_tune()
-                .map_err(|e| CliError::usage(format!("--machine {e}")))?,
-            "machine declared by --machine: no topology, so no placement lines (give --fsroot or --hwloc-xml for them)".to_owned(),
-            "--machine ",
-        )),
-        Some(TuneMachine::Live) => None,
-        None if recorded => None,
-        None => {
-            // Never this machine unless asked: the runs name the machine.
-            let m = Machine::spanned(runs).ok_or_else(|| CliError::usage(format!("{name}: no runs")))?;
-            Some((
-                m,
-                format!("machine inferred from the runs (the largest P, E and SMT counts they used): {m}; --machine SPEC or --machine live to predict for another"),
-                "inferred from the runs: ",
-            ))
+    let asked = super::model::machine_asked(&args.machine)?;
+    let choice = choose_machine(asked, super::model::recorded(g), Some(&runs), None);
+    let topo;
+    let machine = match choice.ok_or_else(|| CliError::usage(format!("{name}: no runs")))? {
+        MachineChoice::Unplaced(machine, MachineSource::Declared) => FileMachine::Unplaced {
+            machine,
+            how: "--machine ",
+            note: "machine declared by --machine: no topology, so no placement lines (give --fsroot or --hwloc-xml for them)".to_owned(),
+        },
+        // Never this machine unless asked: the runs name the machine.
+        MachineChoice::Unplaced(m, _) => FileMachine::Unplaced {
+            machine: m,
+            how: "inferred from the runs: ",
+            note: format!("machine inferred from the runs (the largest P, E and SMT counts they used): {m}; --machine SPEC or --machine live to predict for another"),
+        },
+        MachineChoice::Topology(_) => {
+            topo = g.topology()?;
+            FileMachine::placed(&topo).map_err(|e| CliError::runtime(e.to_string()))?
         }
-    })
+    };
+    let a = analysis::analyse_runs(&runs, &machine, args.pinned, &answer(args));
+    show(args, g, a, &name)
 }
 
-/// Analyse the runs and print the answer: JSON, or text.
-fn finish(args: &Args, g: &Globals, req: AnalysisRequest<'_>, source: &str) -> CmdResult {
-    let a = analysis::analyse(req).map_err(|e| {
+/// Prints the answer (JSON, or text) of the runs from `source`.
+fn show(args: &Args, g: &Globals, a: Result<Analysis, AnalysisError>, source: &str) -> CmdResult {
+    let a = a.map_err(|e| {
         let m = format!("{source}: {e}");
         if e.is_input() {
             CliError::usage(m)
@@ -356,28 +291,12 @@ fn finish(args: &Args, g: &Globals, req: AnalysisRequest<'_>, source: &str) -> C
     Ok(0)
 }
 
-/// The request of [`finish`] from the flags: `runs` on `machine` (placed
-/// on a topology or not), said in `words` with `notes`, of program `cmd`.
-fn request<'a>(
-    args: &Args,
-    (design_runs, validation): (&'a [Observation], &'a [Observation]),
-    machine: &'a Machine,
-    placed: Option<(&'a Topology, &'a TuneLayout)>,
-    (words, notes): (String, Vec<String>),
-    (pinned, command): (bool, &'a str),
-) -> AnalysisRequest<'a> {
-    AnalysisRequest {
-        design_runs,
-        validation,
-        machine,
-        placed,
-        machine_words: words,
-        notes,
+/// How the flags ask the answer.
+fn answer(args: &Args) -> Answer {
+    Answer {
         goal: args.goal,
         seed: args.seed,
         extrapolate: args.extrapolate,
-        pinned,
-        command,
         run_line,
     }
 }

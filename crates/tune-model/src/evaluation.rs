@@ -44,6 +44,46 @@ pub fn machine_spanned(
     Machine::spanned(&[run]).map(|m| (m, MachineSource::Config))
 }
 
+/// The machine a caller asked for by name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MachineAsked {
+    /// A declared machine (a machine spec).
+    Declared(Machine),
+    /// The machine this runs on.
+    Live,
+}
+
+/// Where the machine to predict for comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MachineChoice {
+    /// A topology to read: this machine's ([`MachineSource::Live`]) or a
+    /// recorded one ([`MachineSource::Recorded`]).
+    Topology(MachineSource),
+    /// A machine without a topology: declared, or spanned by the runs or
+    /// the configuration.
+    Unplaced(Machine, MachineSource),
+}
+
+/// The machine to predict for: the one `asked` for, else a `recorded`
+/// topology, else the one the `runs` or the `config` span
+/// ([`machine_spanned`]); never this machine unless asked. `None` when
+/// nothing names a machine.
+pub fn choose_machine(
+    asked: Option<MachineAsked>,
+    recorded: bool,
+    runs: Option<&[crate::Observation]>,
+    config: Option<Config>,
+) -> Option<MachineChoice> {
+    match asked {
+        Some(MachineAsked::Declared(m)) => {
+            Some(MachineChoice::Unplaced(m, MachineSource::Declared))
+        }
+        Some(MachineAsked::Live) => Some(MachineChoice::Topology(MachineSource::Live)),
+        None if recorded => Some(MachineChoice::Topology(MachineSource::Recorded)),
+        None => machine_spanned(runs, config).map(|(m, s)| MachineChoice::Unplaced(m, s)),
+    }
+}
+
 /// One configuration's prediction.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ConfigPrediction {
@@ -187,5 +227,34 @@ mod tests {
         let (m, src) = machine_spanned(Some(&[]), Some(c(2, 3, 0))).unwrap();
         assert_eq!((m.p_cores, m.e_cores, src), (2, 3, MachineSource::Config));
         assert_eq!(machine_spanned(None, None), None);
+    }
+
+    #[test]
+    fn a_machine_asked_for_wins_then_a_recorded_one_then_the_runs() {
+        let m: Machine = "2P+2E".parse().unwrap();
+        let runs = [crate::Observation {
+            config: Config::new(4, 0, 0),
+            time_s: 3.0,
+            energy_j: None,
+        }];
+        let declared = Some(MachineAsked::Declared(m));
+        assert_eq!(
+            choose_machine(declared, true, Some(&runs), None),
+            Some(MachineChoice::Unplaced(m, MachineSource::Declared))
+        );
+        let live = Some(MachineAsked::Live);
+        assert_eq!(
+            choose_machine(live, false, Some(&runs), None),
+            Some(MachineChoice::Topology(MachineSource::Live))
+        );
+        assert_eq!(
+            choose_machine(None, true, Some(&runs), None),
+            Some(MachineChoice::Topology(MachineSource::Recorded))
+        );
+        let spanned = choose_machine(None, false, Some(&runs), None);
+        assert!(
+            matches!(spanned, Some(MachineChoice::Unplaced(m, MachineSource::Runs)) if m.p_cores == 4)
+        );
+        assert_eq!(choose_machine(None, false, None, None), None);
     }
 }

@@ -44,7 +44,8 @@ pub use design::{
     GoalParseError, Prediction, Recommendation,
 };
 pub use evaluation::{
-    evaluate, machine_spanned, ConfigPrediction, Curves, Evaluation, MachineSource,
+    choose_machine, evaluate, machine_spanned, ConfigPrediction, Curves, Evaluation, MachineAsked,
+    MachineChoice, MachineSource,
 };
 pub use fit::{
     fit, fit_model, objective, Bound, Candidate, Fit, FitError, FitOptions, Param, ParamStatus,

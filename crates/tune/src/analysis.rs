@@ -1,17 +1,19 @@
 //! The end of every `tune`: the runs (live or read from a file) analysed
 //! into a [`TuneReport`], the machine in words, the notes and the
 //! recommendation in each dialect ([`Analysis`], also `tune`'s JSON); and
-//! how a live tune that stopped short ends ([`Finished::ending`]).
+//! how a live tune ends ([`Finished::outcome`]); runs measured elsewhere
+//! analysed for the machine they are predicted for ([`analyse_runs`]).
 
 use crate::{Energy, Finished};
 use pinsight_compare::experiment::Outcome;
 use pinsight_model::Topology;
-use pinsight_plan::tune::TuneLayout;
+use pinsight_plan::tune::{TuneLayout, TuneLayoutError};
 use pinsight_plan::tune_dialect::{tune_dialects, TuneDialect, TuneDialectRequest};
 use pinsight_tune_model::{
     analyse_with, design, FitError, FitOptions, Goal, Machine, Observation, TuneReport,
 };
 use serde::Serialize;
+use std::path::PathBuf;
 
 /// Bootstrap resamples of the intervals `tune` reports.
 pub const BOOTSTRAP: usize = 200;
@@ -142,19 +144,117 @@ pub fn machine_words(m: &Machine, how: &str) -> String {
     }
 }
 
+/// How `tune` answers, whatever the runs' source.
+#[derive(Clone, Copy, Debug)]
+pub struct Answer {
+    pub goal: Goal,
+    /// Seed of the bootstrap [default: [`FitOptions`]'s].
+    pub seed: Option<u64>,
+    /// Let the recommendation be an extrapolated configuration.
+    pub extrapolate: bool,
+    /// The pinsight line from a policy, a thread count and the command
+    /// (the caller's words).
+    pub run_line: fn(&str, usize, &str) -> String,
+}
+
+impl Answer {
+    /// The analysis of `runs` on `machine` as this answer asks it.
+    fn request<'a>(
+        &self,
+        (design_runs, validation): (&'a [Observation], &'a [Observation]),
+        machine: &'a Machine,
+        placed: Option<(&'a Topology, &'a TuneLayout)>,
+        (machine_words, notes): (String, Vec<String>),
+        (pinned, command): (bool, &'a str),
+    ) -> AnalysisRequest<'a> {
+        AnalysisRequest {
+            design_runs,
+            validation,
+            machine,
+            placed,
+            machine_words,
+            notes,
+            goal: self.goal,
+            seed: self.seed,
+            extrapolate: self.extrapolate,
+            pinned,
+            command,
+            run_line: self.run_line,
+        }
+    }
+}
+
+/// The machine runs measured elsewhere are predicted for.
+pub enum FileMachine<'a> {
+    /// A machine without a topology (no placement lines), said as
+    /// [`machine_words`] with `how`, and `note` under it.
+    Unplaced {
+        machine: Machine,
+        how: &'a str,
+        note: String,
+    },
+    /// A topology: the recommendation in every dialect.
+    Placed {
+        topology: &'a Topology,
+        layout: TuneLayout,
+    },
+}
+
+impl<'a> FileMachine<'a> {
+    /// The usable CPUs of `topology`.
+    pub fn placed(topology: &'a Topology) -> Result<FileMachine<'a>, TuneLayoutError> {
+        let layout = TuneLayout::new(topology, &topology.usable())?;
+        Ok(FileMachine::Placed { topology, layout })
+    }
+}
+
+/// Runs measured elsewhere (`tune --from`), fitted for `machine`; the
+/// placement lines of a program `CMD`, `pinned` or not.
+pub fn analyse_runs(
+    runs: &[Observation],
+    machine: &FileMachine<'_>,
+    pinned: bool,
+    answer: &Answer,
+) -> Result<Analysis, AnalysisError> {
+    let run_as = (pinned, "CMD");
+    analyse(match machine {
+        FileMachine::Unplaced { machine, how, note } => {
+            let words = (machine_words(machine, how), vec![note.clone()]);
+            answer.request((runs, &[]), machine, None, words, run_as)
+        }
+        FileMachine::Placed { topology, layout } => {
+            let words = (layout.describe(), layout.notes.clone());
+            let placed = Some((*topology, layout));
+            answer.request((runs, &[]), &layout.machine, placed, words, run_as)
+        }
+    })
+}
+
 /// How a live tune ended, for its caller to say and to choose the exit.
 #[derive(Debug)]
-pub enum Ending<'a> {
-    /// Every stage ended well: analyse.
-    Analyse,
+pub enum LiveEnd {
+    /// Every stage ended well: the runs analysed.
+    Answer(Result<Analysis, AnalysisError>),
     /// The goal needs energy some runs lack.
-    NoEnergy { reason: &'a str },
-    /// A signal stopped the runs (the signal, when the tune recorded it).
-    Interrupted { signal: Option<i32> },
+    NoEnergy { reason: String },
+    /// A signal stopped the runs (the machine restored, the journal intact).
+    Interrupted { signal: i32 },
     /// A run failed and the tune stopped.
-    Stopped { why: &'a str },
+    Stopped { why: String },
     /// The runs could not go on.
     Error(String),
+}
+
+/// A live tune that ran: how it ended, the warnings of its cleanup, and
+/// the journal to continue it from when it did not finish.
+#[derive(Debug)]
+pub struct LiveOutcome {
+    pub end: LiveEnd,
+    /// A late signal cleanup, a failed restore.
+    pub warnings: Vec<String>,
+    /// The design journal to resume, with the design and validation runs
+    /// it holds; `None` when every run ran.
+    pub resume: Option<(PathBuf, usize, usize)>,
 }
 
 impl Finished {
@@ -170,20 +270,46 @@ impl Finished {
         out
     }
 
-    /// How this tune ends for `goal`: analysed, or stopped short.
-    pub fn ending(&self, goal: Goal) -> Ending<'_> {
-        if let Energy::Unavailable { reason } = &self.energy {
-            if goal.needs_energy() {
-                return Ending::NoEnergy { reason };
-            }
-        }
-        match &self.outcome {
-            Outcome::Complete => Ending::Analyse,
-            Outcome::Interrupted => Ending::Interrupted {
-                signal: self.signal,
+    /// How this tune ends as `answer` asks: analysed (placed on
+    /// `topology`, the program's line `command`, `pinned` or not), or
+    /// stopped short.
+    pub fn outcome(
+        &self,
+        topology: &Topology,
+        (pinned, command): (bool, &str),
+        answer: &Answer,
+    ) -> LiveOutcome {
+        let end = match &self.energy {
+            Energy::Unavailable { reason } if answer.goal.needs_energy() => LiveEnd::NoEnergy {
+                reason: reason.clone(),
             },
-            Outcome::StoppedOnFailure { why, .. } => Ending::Stopped { why },
-            Outcome::Error(e) => Ending::Error(e.to_string()),
+            _ => match &self.outcome {
+                Outcome::Complete => {
+                    let layout = &self.layout;
+                    let words = (layout.describe(), self.notes_all());
+                    let runs = (&self.design_runs[..], &self.validation_runs[..]);
+                    let placed = Some((topology, layout));
+                    let req =
+                        answer.request(runs, &layout.machine, placed, words, (pinned, command));
+                    LiveEnd::Answer(analyse(req))
+                }
+                Outcome::Interrupted => LiveEnd::Interrupted {
+                    signal: self
+                        .signal
+                        .unwrap_or_else(pinsight_compare::interrupt::signal),
+                },
+                Outcome::StoppedOnFailure { why, .. } => LiveEnd::Stopped { why: why.clone() },
+                Outcome::Error(e) => LiveEnd::Error(e.to_string()),
+            },
+        };
+        let resume = self.resume().map(|p| {
+            let runs = (self.design_runs.len(), self.validation_runs.len());
+            (p.to_path_buf(), runs.0, runs.1)
+        });
+        LiveOutcome {
+            end,
+            warnings: self.cleanup_warnings(),
+            resume,
         }
     }
 }
@@ -201,6 +327,46 @@ mod tests {
         );
         let one: Machine = "8P".parse().unwrap();
         assert!(machine_words(&one, "").starts_with("8 cores (one kind), no SMT ("));
+    }
+
+    #[test]
+    fn runs_on_an_unplaced_machine_are_said_with_its_note_and_no_dialects() {
+        use pinsight_tune_model::{Config, ModelKind, Theta};
+        let m: Machine = "2P+2E".parse().unwrap();
+        let theta = Theta {
+            t1: 10.0,
+            f: 0.9,
+            sf: 2.0,
+            smt_gain: 0.0,
+            contention: 0.0,
+        };
+        let runs: Vec<Observation> = design(&m)
+            .into_iter()
+            .chain([Config::new(1, 1, 0)])
+            .flat_map(|config| {
+                let t = ModelKind::Dynamic.time(&theta, config);
+                [0.99, 1.01].map(|k| Observation {
+                    config,
+                    time_s: t * k,
+                    energy_j: None,
+                })
+            })
+            .collect();
+        let answer = Answer {
+            goal: Goal::Time,
+            seed: None,
+            extrapolate: false,
+            run_line: |p, t, c| format!("{p} {t} {c}"),
+        };
+        let machine = FileMachine::Unplaced {
+            machine: m,
+            how: "given: ",
+            note: "a note".into(),
+        };
+        let a = analyse_runs(&runs, &machine, false, &answer).unwrap();
+        assert_eq!(a.machine_words, machine_words(&m, "given: "));
+        assert_eq!(a.notes, ["a note"]);
+        assert!(a.dialects.is_empty());
     }
 
     #[test]

@@ -1,16 +1,18 @@
 //! The one entry point of a live tune ([`open`]): the request built from
 //! what the front end was given (or read back from a journal to resume),
 //! the program resolved, the energy source checked for an energy goal, and
-//! the design journal opened. The caller runs the returned session and
-//! renders what it returns; the words of [`Finished::notes_all`] are the
-//! only ones this module composes.
+//! the design journal opened. [`Live::run`] runs it and ends it
+//! ([`LiveOutcome`]); the words of [`Finished::notes_all`] are the only
+//! ones this module composes.
 
+use crate::analysis::{Answer, LiveOutcome};
 use crate::{ExecutorKind, Finished, TuneConfig, TuneError, TuneJournal, TuneRequest, TuneSession};
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_lifecycle::interrupt::shell_quote;
 use pinsight_lifecycle::program::Program;
 use pinsight_measure::energy::Rapl;
 use pinsight_model::Topology;
+use pinsight_sys::progress::Progress;
 use pinsight_sys::FsRoot;
 use pinsight_tune_model::{FitOptions, Goal};
 use std::path::PathBuf;
@@ -75,6 +77,8 @@ pub enum LiveError {
 /// A live tune ready to run.
 pub struct Live<'a> {
     pub session: TuneSession<'a>,
+    /// The machine it runs on, as the recommendation is placed.
+    pub topology: &'a Topology,
     /// The journal's command, quoted as a shell would read it back.
     pub command_line: String,
     /// Whether the journal's arms pin thread i to CPU i.
@@ -125,9 +129,25 @@ pub fn open(
     let pinned = header.arms.iter().any(|a| a.plan.pinned);
     Ok(Live {
         session,
+        topology,
         command_line,
         pinned,
     })
+}
+
+impl Live<'_> {
+    /// Runs the design and the validation configurations (`progress` as
+    /// [`TuneSession::run`] says), restores the machine and ends as
+    /// `answer` asks: analysed, or stopped short.
+    pub fn run(
+        self,
+        progress: &mut dyn Progress,
+        answer: &Answer,
+    ) -> Result<LiveOutcome, TuneError> {
+        let finished = self.session.run(progress)?;
+        let program = (self.pinned, self.command_line.as_str());
+        Ok(finished.outcome(self.topology, program, answer))
+    }
 }
 
 /// The request and the journal target of `req`.
