@@ -6,10 +6,10 @@
 //! `pinsight_sched::view::simulate`.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
+use pinsight_sched::simulate::simulate_all;
 use pinsight_sched_model::{
-    parse_programs, simulate, Machine, Policy, SfQuality, SimConfig, SimError,
+    parse_programs, HostMachineError, Machine, Policy, SfQuality, SimConfig, SimError,
 };
-use pinsight_sys::progress::Progress;
 use std::path::PathBuf;
 
 /// Simulate schedulers (os, aarr, to, acfs) on a big/small machine.
@@ -83,7 +83,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let quality = SfQuality::parse(&args.sf_estimate)
         .map_err(|e| CliError::usage(format!("--sf-estimate '{}': {e}", args.sf_estimate)))?;
     let period = args.interval.as_secs_f64();
-    let policies = policies(&args.schedulers, period)?;
+    let policies = Policy::list(args.schedulers.split(','), period)
+        .map_err(|e| CliError::usage(format!("--schedulers: {e}")))?;
     let text = crate::errors::read_input("--programs", &args.programs, MAX_PROGRAMS_BYTES)?;
     let programs = parse_programs(&text)
         .map_err(|e| CliError::usage(format!("--programs {}: {e}", args.programs.display())))?;
@@ -93,31 +94,25 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 .map_err(|e| CliError::usage(format!("--machine {e}")))?,
             "--machine",
         ),
-        None => (machine_from_topology(g)?, "topology"),
+        None => (host_machine(g)?, "topology"),
     };
     let mut cfg = SimConfig::new(machine);
     cfg.quality = quality;
     cfg.seed = args.seed;
     cfg.repeat = u32::try_from(args.runs).unwrap_or(u32::MAX);
     cfg.period_s = period;
-    let mut pb = crate::cli::progress(g);
-    pb.begin("simulating", policies.len() as u64, 0);
-    let mut results = Vec::new();
-    for (done, p) in policies.into_iter().enumerate() {
-        pb.step(&format!("simulating {}", p.name()), done as u64);
-        let r = simulate(&cfg, &programs, p).map_err(|e| match e {
+    let results = simulate_all(&cfg, &programs, &policies, &mut crate::cli::progress(g)).map_err(
+        |e| match e.source {
             // Too long for the step budget: the input's fault (exit 2).
             SimError::TooLong { .. } => CliError::usage(format!(
-                "--programs {}: {} ({e})",
+                "--programs {}: {} ({})",
                 args.programs.display(),
-                p.name()
+                e.policy.name(),
+                e.source
             )),
-            other => CliError::runtime(format!("simulate {}: {other}", p.name())),
-        })?;
-        results.push(r);
-        pb.step("", done as u64 + 1);
-    }
-    pb.end();
+            _ => CliError::runtime(format!("simulate {e}")),
+        },
+    )?;
     if g.json {
         g.print_json(&cfg.report(source, &results))?;
     } else {
@@ -126,107 +121,26 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
-/// `--policies` as policies, each once, in the order given.
-fn policies(list: &str, period: f64) -> Result<Vec<Policy>, CliError> {
-    let mut policies = Vec::new();
-    for name in list.split(',').map(str::trim) {
-        let p = Policy::by_name(name, period).ok_or_else(|| {
-            CliError::usage(format!(
-                "--schedulers: '{name}' is not a scheduler (allowed: os, aarr, to, acfs)"
-            ))
-        })?;
-        if !policies.contains(&p) {
-            policies.push(p);
-        }
-    }
-    Ok(policies)
-}
-
-/// The machine from the topology: the fastest kind's CPUs big, the
-/// others' small; one kind is refused.
-fn machine_from_topology(g: &Globals) -> Result<Machine, CliError> {
-    let topo = g.topology()?;
-    let Some(fast) = topo.fastest_kind() else {
-        return Err(CliError::usage(
-            "simulate needs two core kinds or --machine: the machine's kinds are unknown",
-        ));
-    };
-    if topo.kinds.len() < 2 {
-        return Err(CliError::usage(format!(
-            "simulate needs two core kinds or --machine: this machine has one ({}); \
-             declare kinds with --kinds or give e.g. --machine 8P+8E",
-            fast.name
-        )));
-    }
-    // Cores, not CPUs: the simulator runs one thread per core (SMT
-    // siblings share one). Without core groups, or when declared kinds
-    // split a core's CPUs, each CPU counts as one (and the note says so).
-    let straddles = topo.cores.iter().any(|c| {
-        topo.kinds
-            .iter()
-            .filter(|k| c.cpus.intersects(&k.cpus))
-            .count()
-            > 1
-    });
-    let by_cpu = topo.cores.is_empty() || straddles;
-    let unit = if by_cpu { "CPUs" } else { "cores" };
-    let cores_of = |cpus: &pinsight_cpuset::CpuSet| {
-        if by_cpu {
-            cpus.len()
-        } else {
-            topo.cores
-                .iter()
-                .filter(|c| c.cpus.intersects(cpus))
-                .count()
-        }
-    };
-    let big = cores_of(&fast.cpus);
-    let small: usize = topo.kinds[..topo.kinds.len() - 1]
-        .iter()
-        .map(|k| cores_of(&k.cpus))
-        .sum();
-    if big == 0 || small == 0 {
-        return Err(CliError::usage(
-            "simulate needs two core kinds with online cores, or --machine",
-        ));
-    }
+/// The machine from the topology (the fastest kind's cores big, the
+/// others' small), with a note saying so; one kind is refused.
+fn host_machine(g: &Globals) -> Result<Machine, CliError> {
+    let host = Machine::from_topology(&g.topology()?).map_err(|e| {
+        CliError::usage(match e {
+            HostMachineError::NoOnlineCores => format!("simulate needs {e}, or --machine"),
+            HostMachineError::OneKind(_) => format!(
+                "simulate needs two core kinds or --machine: {e}; \
+                 declare kinds with --kinds or give e.g. --machine 8P+8E"
+            ),
+            HostMachineError::UnknownKinds => {
+                format!("simulate needs two core kinds or --machine: {e}")
+            }
+        })
+    })?;
     if !g.quiet {
         eprintln!(
             "{}",
-            pinsight_term::wrap80(&topology_note(&topo, fast, (big, small), unit))
+            pinsight_term::wrap80(&format!("pinsight: note: {host}"))
         );
     }
-    Ok(Machine { big, small })
-}
-
-/// The note that says which kinds are simulated as big and as small.
-fn topology_note(
-    topo: &pinsight_model::Topology,
-    fast: &pinsight_model::Kind,
-    (big, small): (usize, usize),
-    unit: &str,
-) -> String {
-    let others: Vec<String> = topo.kinds[..topo.kinds.len() - 1]
-        .iter()
-        .rev()
-        .map(|k| format!("{} ({})", k.name, k.cpus))
-        .collect();
-    if topo.kinds.len() > 2 {
-        format!(
-            "pinsight: note: {} kinds: {} ({}, {big} {unit}) simulated as big, {} \
-             all as small ({small} {unit})",
-            topo.kinds.len(),
-            fast.name,
-            fast.cpus,
-            others.join(", ")
-        )
-    } else {
-        format!(
-            "pinsight: note: machine from the topology: {} ({}, {big} {unit}) big, \
-             {} small ({small} {unit})",
-            fast.name,
-            fast.cpus,
-            others.join(", ")
-        )
-    }
+    Ok(host.machine)
 }

@@ -12,6 +12,8 @@
 //!   control metrics, for `pinsight sf` and the scheduler.
 //! * [`spec`]: the machine spec (`8P+8E`), the SF-estimate spec
 //!   (`exact`, `classes:1.67,1.97`, `mae:0.38`) and the programs CSV.
+//! * [`host`]: the simulated machine taken from a real topology (the
+//!   fastest kind big, the others small).
 //! * [`sim`]: a seeded, deterministic discrete-time simulator running the
 //!   same [`Scheduler`] and reporting that paper's metrics (§5).
 //!
@@ -19,13 +21,16 @@
 
 #![forbid(unsafe_code)]
 
+pub mod host;
 pub mod policy;
 pub mod sf;
 pub mod sim;
 pub mod spec;
 
+pub use host::{HostMachine, HostMachineError};
 pub use policy::{
     decide, Assignment, Capacity, Cpu, Kind, Observation, Policy, Scheduler, ThreadId, ThreadState,
+    UnknownScheduler,
 };
 pub use sf::{ControlMetrics, SfEstimator, SfParams, SfSample};
 pub use sim::{simulate, Metrics, PolicyResult, ProgramResult, SimConfig, SimError};

@@ -160,7 +160,28 @@ impl Policy {
             _ => None,
         }
     }
+    /// The policies named in `names` (each trimmed), with their defaults
+    /// for `period_s`: each once, in the order first named.
+    pub fn list<'a>(
+        names: impl IntoIterator<Item = &'a str>,
+        period_s: f64,
+    ) -> Result<Vec<Policy>, UnknownScheduler> {
+        let mut policies = Vec::new();
+        for name in names.into_iter().map(str::trim) {
+            let p = Policy::by_name(name, period_s)
+                .ok_or_else(|| UnknownScheduler(name.to_string()))?;
+            if !policies.contains(&p) {
+                policies.push(p);
+            }
+        }
+        Ok(policies)
+    }
 }
+
+/// A name that is no policy's ([`Policy::list`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a scheduler (allowed: os, aarr, to, acfs)")]
+pub struct UnknownScheduler(pub String);
 
 /// What the scheduler keeps per thread.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -459,6 +480,18 @@ fn finite_non_negative(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_name_each_policy_once_in_order() {
+        let got = Policy::list("to, os,to,acfs".split(','), 0.5).unwrap();
+        assert_eq!(got, [Policy::to(), Policy::Os, Policy::acfs(0.5)]);
+        let e = Policy::list(["os", " fifo "], 0.2).unwrap_err();
+        assert_eq!(e, UnknownScheduler("fifo".into()));
+        assert_eq!(
+            e.to_string(),
+            "'fifo' is not a scheduler (allowed: os, aarr, to, acfs)"
+        );
+    }
 
     fn obs(id: u64, big: f64, small: f64, sf: Option<f64>) -> Observation {
         Observation {

@@ -13,6 +13,8 @@
 //!   and Prieto-Matias, APSys '22, §5);
 //! * [`run`]: one `pinsight sched` experiment start to end (start or
 //!   take the processes, manage, stop on their end or a signal, restore);
+//! * [`simulate`]: `pinsight simulate`'s run of every policy in turn on
+//!   the pure simulator, with progress;
 //! * [`sf`]: the [`sf::SfSource`] seam (SFs given per program, or measured
 //!   per thread from per-kind counters).
 
@@ -24,6 +26,7 @@ pub mod mix;
 pub mod run;
 pub mod sample;
 pub mod sf;
+pub mod simulate;
 pub mod view;
 
 pub use apply::{Applier, ApplyError, RestoreReport};

@@ -192,14 +192,8 @@ fn spec_of(req: &MixRequest) -> Result<MixSpec, OpenError> {
         Some(s) => s.clone(),
         None => ["os", "aarr", "to", "acfs"].map(String::from).to_vec(),
     };
-    let mut schedulers = Vec::new();
-    for name in names.iter().map(|n| n.trim()) {
-        let p = Policy::by_name(name, period.as_secs_f64())
-            .ok_or_else(|| OpenError::UnknownScheduler(name.to_string()))?;
-        if !schedulers.contains(&p) {
-            schedulers.push(p);
-        }
-    }
+    let schedulers = Policy::list(names.iter().map(String::as_str), period.as_secs_f64())
+        .map_err(|e| OpenError::UnknownScheduler(e.0))?;
     if req.commands.is_empty() {
         return Err(OpenError::NoPrograms);
     }
