@@ -54,10 +54,15 @@ struct Cli {
     #[command(flatten)]
     globals: Globals,
     #[command(subcommand)]
-    command: Typed,
+    command: Command,
 }
 
+// Deferred: clap builds a subcommand's flags only when that subcommand is
+// parsed or described; building all of them (every flag of every command,
+// the global flags copied into each) took 0.7 ms of a 3 ms `pinsight run
+// cpus:0 -- true`.
 #[derive(Subcommand, Debug)]
+#[command(defer = true)]
 enum Command {
     Topo(cmd::topo::Args),
     Snapshot(cmd::snapshot::Args),
@@ -86,103 +91,6 @@ enum Command {
     Generate(cmd::generate::Args),
 }
 
-/// [`Command`], offering clap only the subcommand typed on the command
-/// line when there is one (see [`typed_subcommand`]): building all of them
-/// (every flag of every command, the global flags copied into each) took 0.7 ms of a 3 ms `pinsight run cpus:0 --
-/// true`. Without a known name (`pinsight --help`, `pinsight help X`, a
-/// typo for clap to suggest a name for) clap gets them all.
-#[derive(Debug)]
-struct Typed(Command);
-
-/// The subcommand `main` found on the command line, set once before clap
-/// builds the command.
-static TYPED: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
-
-impl clap::FromArgMatches for Typed {
-    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        <Command as clap::FromArgMatches>::from_arg_matches(m).map(Typed)
-    }
-    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
-        self.0.update_from_arg_matches(m)
-    }
-}
-
-impl clap::Subcommand for Typed {
-    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
-        match TYPED.get().and_then(|name| one_subcommand(name)) {
-            Some(sub) => cmd.subcommand(sub),
-            None => Command::augment_subcommands(cmd),
-        }
-    }
-    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
-        Command::augment_subcommands_for_update(cmd)
-    }
-    fn has_subcommand(name: &str) -> bool {
-        Command::has_subcommand(name)
-    }
-}
-
-/// Subcommand `name` as `#[derive(Subcommand)]` builds it for [`Command`]
-/// (a newtype variant: `Command::new(NAME)` then the variant's
-/// `Args::augment_args`); `None` for a name that is none of them, and for
-/// `generate`, which describes every command and so gets them all. The
-/// test `each_subcommand_alone_is_the_derived_one` holds the two together.
-fn one_subcommand(name: &str) -> Option<clap::Command> {
-    macro_rules! one {
-        ($($lit:literal => $ty:ty),* $(,)?) => {
-            match name {
-                $($lit => Some(<$ty as clap::Args>::augment_args(clap::Command::new($lit))),)*
-                _ => None,
-            }
-        };
-    }
-    one! {
-        "topo" => cmd::topo::Args,
-        "snapshot" => cmd::snapshot::Args,
-        "plan" => cmd::plan::Args,
-        "run" => cmd::run::Args,
-        "pin" => cmd::pin::Args,
-        "balance" => cmd::balance::Args,
-        "latency" => cmd::latency::Args,
-        "speed" => cmd::speed::Args,
-        "report" => cmd::report::Args,
-        "compare" => Box<cmd::compare::Args>,
-        "workload" => cmd::workload::Args,
-        "simulate" => cmd::simulate::Args,
-        "tune" => cmd::tune::Args,
-        "model" => cmd::model::Args,
-        "slice" => cmd::slice::Args,
-        "gather" => cmd::gather::Args,
-        "sched" => cmd::sched::Args,
-        "mix" => cmd::mix::Args,
-        "sf" => cmd::sf::Args,
-        "emulate" => cmd::emulate::Args,
-        "load" => cmd::load::Args,
-        "irq" => cmd::irq::Args,
-    }
-}
-
-/// The global flags that take a value (the next word is theirs).
-const GLOBAL_VALUED: [&str; 3] = ["--fsroot", "--hwloc-xml", "--kinds"];
-
-/// The first word of `argv` (after the program's name) that is neither a
-/// flag nor a global flag's value: the subcommand's name when one is
-/// typed, as clap will read it.
-fn typed_subcommand(argv: &[std::ffi::OsString]) -> Option<&str> {
-    let mut words = argv.iter().skip(1);
-    while let Some(w) = words.next() {
-        let w = w.to_str()?;
-        if GLOBAL_VALUED.contains(&w) {
-            words.next();
-        } else if w == "--" {
-            return None;
-        } else if !w.starts_with('-') {
-            return Some(w);
-        }
-    }
-    None
-}
-
 fn main() {
     // An empty PINSIGHT_FSROOT means "this machine", as FsRoot::from_flag_or_env
     // reads it; likewise an empty PINSIGHT_KINDS declares nothing.
@@ -201,7 +109,7 @@ fn main() {
             std::process::exit(out::finish(e.code));
         }
     };
-    if declared.is_some() && matches!(cli.command.0, Command::Snapshot(_)) && !g.quiet {
+    if declared.is_some() && matches!(cli.command, Command::Snapshot(_)) && !g.quiet {
         eprintln!(
             "{}",
             pinsight_term::wrap80(&format!(
@@ -211,7 +119,7 @@ fn main() {
             ))
         );
     }
-    let result = dispatch(cli.command.0, g);
+    let result = dispatch(cli.command, g);
     let code = match result {
         Ok(code) => code,
         Err(e) => {
@@ -230,15 +138,28 @@ fn main() {
 fn parse() -> Cli {
     // Help wraps at pinsight's one terminal width ($COLUMNS first), the
     // epilogues' paragraphs filling it.
+    let command =
+        || <Cli as clap::CommandFactory>::command().term_width(pinsight_term::terminal_width());
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(name) = typed_subcommand(&argv).filter(|n| Command::has_subcommand(n)) {
-        let _ = TYPED.set(name.to_string().leak());
-    }
-    let mut command =
-        <Cli as clap::CommandFactory>::command().term_width(pinsight_term::terminal_width());
-    let matches = command
-        .try_get_matches_from_mut(argv)
-        .unwrap_or_else(|e| usage_exit(e));
+    let mut parsed = command();
+    let matches = parsed.try_get_matches_from_mut(&argv).unwrap_or_else(|e| {
+        use clap::error::ErrorKind::{DisplayHelp, DisplayHelpOnMissingArgumentOrSubcommand};
+        if !matches!(
+            e.kind(),
+            DisplayHelp | DisplayHelpOnMissingArgumentOrSubcommand
+        ) {
+            usage_exit(e)
+        }
+        // Help that lists the commands shows what each does: every one
+        // built, as deferred ones are not.
+        let mut all = command();
+        all.build();
+        usage_exit(
+            all.try_get_matches_from_mut(&argv)
+                .map_or_else(|e| e, |_| e),
+        )
+    });
+    let mut command = parsed;
     refuse_global_conflicts(&mut command, &matches);
     let mut cli =
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
@@ -283,7 +204,7 @@ fn dispatch(command: Command, g: &cli::Globals) -> errors::CmdResult {
         Command::Emulate(a) => cmd::emulate::run(a, g),
         Command::Load(a) => cmd::load::run(a, g),
         Command::Irq(a) => cmd::irq::run(a, g),
-        // Every command's definition: `Typed` builds them all for this one.
+        // Every command's definition (`generate` builds them all).
         Command::Generate(a) => cmd::generate::run(a, g, <Cli as clap::CommandFactory>::command()),
     }
 }
@@ -380,85 +301,30 @@ fn usage_exit(e: clap::Error) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsString;
-
-    fn argv(words: &[&str]) -> Vec<OsString> {
-        words.iter().map(OsString::from).collect()
-    }
 
     #[test]
-    fn each_subcommand_alone_is_the_derived_one() {
-        let all = Command::augment_subcommands(clap::Command::new("pinsight"));
-        let names: Vec<String> = all
-            .get_subcommands()
-            .map(|s| s.get_name().to_string())
-            .collect();
-        assert_eq!(names.len(), 23, "{names:?}");
-        // `generate` describes every command, so it is built with them all.
-        for name in names.into_iter().filter(|n| n != "generate") {
-            let mut derived = all.find_subcommand(&name).unwrap().clone();
-            let mut alone =
-                one_subcommand(&name).unwrap_or_else(|| panic!("{name}: not in one_subcommand"));
-            assert_eq!(
-                alone.render_long_help().to_string(),
-                derived.render_long_help().to_string(),
-                "{name}"
-            );
-            let ids = |c: &clap::Command| {
-                c.get_arguments()
-                    .map(|a| format!("{a:?}"))
-                    .collect::<Vec<_>>()
-            };
-            assert_eq!(ids(&alone), ids(&derived), "{name}");
-        }
-        assert!(one_subcommand("nope").is_none());
-        assert!(one_subcommand("generate").is_none());
-    }
-
-    #[test]
-    fn the_typed_subcommand_is_found_past_global_flags_and_their_values() {
-        let t = |w: &[&str]| typed_subcommand(&argv(w)).map(str::to_string);
+    fn a_subcommands_flags_are_built_only_when_it_is_parsed() {
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        let flags = |c: &clap::Command, name: &str| {
+            c.find_subcommand(name).map_or(0, |s| {
+                s.get_arguments().filter(|a| !a.is_global_set()).count()
+            })
+        };
         assert_eq!(
-            t(&["pinsight", "run", "cpus:0", "--", "true"]).as_deref(),
-            Some("run")
+            flags(&cmd, "compare"),
+            0,
+            "compare is built before it is asked for"
+        );
+        cmd.try_get_matches_from_mut(["pinsight", "run", "cpus:0", "--", "true"])
+            .unwrap();
+        assert!(
+            flags(&cmd, "run") > 5,
+            "run's flags are built once it is parsed"
         );
         assert_eq!(
-            t(&["pinsight", "-q", "--json", "topo"]).as_deref(),
-            Some("topo")
+            flags(&cmd, "compare"),
+            0,
+            "only the parsed subcommand is built"
         );
-        assert_eq!(
-            t(&["pinsight", "--fsroot", "run", "topo"]).as_deref(),
-            Some("topo")
-        );
-        assert_eq!(
-            t(&["pinsight", "--kinds=0:P", "plan", "x"]).as_deref(),
-            Some("plan")
-        );
-        assert_eq!(
-            t(&["pinsight", "--hwloc-xml", "m.xml", "topo"]).as_deref(),
-            Some("topo")
-        );
-        assert_eq!(t(&["pinsight", "--version"]), None);
-        assert_eq!(t(&["pinsight", "--", "run"]), None);
-        assert_eq!(t(&["pinsight"]), None);
-    }
-
-    #[test]
-    fn global_valued_flags_are_the_ones_clap_knows() {
-        let cmd = <Cli as clap::CommandFactory>::command();
-        let mut valued: Vec<String> = cmd
-            .get_arguments()
-            .filter(|a| a.is_global_set() && a.get_action().takes_values())
-            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
-            .collect();
-        valued.sort();
-        let mut ours: Vec<String> = GLOBAL_VALUED.iter().map(|s| s.to_string()).collect();
-        ours.sort();
-        assert_eq!(valued, ours);
-        // No global short flag takes a value (`-x VALUE` would hide a word).
-        assert!(cmd
-            .get_arguments()
-            .filter(|a| a.is_global_set() && a.get_action().takes_values())
-            .all(|a| a.get_short().is_none()));
     }
 }

@@ -37,16 +37,32 @@ pub enum What {
 }
 
 /// `command` is the whole command line's definition (every command).
-pub fn run(args: Args, g: &Globals, mut command: clap::Command) -> CmdResult {
+pub fn run(args: Args, g: &Globals, command: clap::Command) -> CmdResult {
     match args.what {
         What::Man { dir } => man(&dir.unwrap_or_else(|| PathBuf::from(".")), g, command),
         What::Completions { shell } => {
             let mut out = Vec::new();
-            clap_complete::generate(shell, &mut command, "pinsight", &mut out);
+            clap_complete::generate(shell, &mut materialized(command), "pinsight", &mut out);
             print!("{}", String::from_utf8_lossy(&out));
             Ok(0)
         }
     }
+}
+
+/// `command` with every subcommand's deferred flags and subcommands in
+/// place before clap builds it: its `help` subcommand, which completions
+/// describe, is made from the subcommands as they stand then, and would
+/// lack their descriptions and `generate`'s own subcommands (clap runs a
+/// deferred subcommand's definition only when that subcommand is built).
+fn materialized(command: clap::Command) -> clap::Command {
+    let mut built = command.clone();
+    built.build();
+    built
+        .get_subcommands()
+        .filter(|s| s.get_name() != "help")
+        .fold(command, |root, sub| {
+            root.mut_subcommand(sub.get_name(), |_| sub.clone())
+        })
 }
 
 /// Writes the pages, each whole or not at all, and names them.
