@@ -5,8 +5,10 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
-use pinsight_load::irq::{self, IrqError, IrqView, Move, PerCpuThread, SavedState, Target};
-use std::path::{Path, PathBuf};
+use pinsight_load::irq::{self, IrqError, IrqView, Move, PerCpuThread, Target};
+use pinsight_load::irq_watch;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// Show which IRQs land on which CPUs; move them off CPUs or spread them by capacity.
 ///
@@ -84,16 +86,18 @@ pub struct Args {
     pub count: Option<u64>,
 }
 
-fn irq_error(e: IrqError) -> CliError {
-    let msg = crate::errors::shown(&e.to_string());
-    match e {
-        IrqError::Unknown { .. }
-        | IrqError::NoCpuLeft { .. }
-        | IrqError::State { .. }
-        | IrqError::Offline { .. } => CliError::usage(msg),
-        IrqError::NotMovable { .. } | IrqError::Write { .. } | IrqError::NoInterrupts => {
-            CliError::runtime(msg)
-        }
+/// The message and exit status of an irq error: 2 when the input is at
+/// fault, the flag named where it came from one.
+fn irq_error(e: IrqError, args: &Args) -> CliError {
+    let message = match &e {
+        IrqError::Offline { .. } => format!("--off {}: {e}", args.off.clone().unwrap_or_default()),
+        IrqError::Untrusted { .. } => format!("--restore: {e}"),
+        IrqError::StateDir(_) => format!("{e}; give --state FILE"),
+        e => e.to_string(),
+    };
+    CliError {
+        code: if e.is_input() { 2 } else { 1 },
+        message: crate::errors::shown(&message),
     }
 }
 
@@ -104,15 +108,16 @@ fn check(args: &Args) -> Result<(), CliError> {
             "--off '': an empty CPU list; give the CPUs to move IRQs off (a cpulist: 2-3, 0,8-15)",
         ));
     }
-    if args.irqs.is_some() && args.off.is_none() && !args.spread {
-        return Err(CliError::usage(
-            "--irq chooses the IRQs to move: give --off CPULIST or --spread with it",
-        ));
-    }
-    if args.watch && args.off.is_none() && !args.spread {
-        return Err(CliError::usage(
-            "--watch keeps a rule: give --off CPULIST or --spread with it",
-        ));
+    let rule = args.off.is_some() || args.spread;
+    for (given, what) in [
+        (args.irqs.is_some(), "--irq chooses the IRQs to move"),
+        (args.watch, "--watch keeps a rule"),
+    ] {
+        if given && !rule {
+            return Err(CliError::usage(format!(
+                "{what}: give --off CPULIST or --spread with it"
+            )));
+        }
     }
     Ok(())
 }
@@ -127,7 +132,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         )?;
     }
     let fs = g.fsroot()?;
-    let view = irq::view(&fs).map_err(irq_error)?;
+    let view = irq::view(&fs).map_err(|e| irq_error(e, &args))?;
     if !acting {
         if g.json {
             g.print_json(&view)?;
@@ -136,14 +141,37 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
         return Ok(0);
     }
+    if let Some(file) = &args.restore {
+        let moves = irq::restore_moves(file, &view).map_err(|e| irq_error(e, &args))?;
+        return apply(&args, g, &fs, &view, moves, Vec::new());
+    }
+    let topo = g.topology()?;
+    let target = match (args.spread, args.off.clone().unwrap_or_default()) {
+        (true, off) => Target::Spread { off },
+        (false, off) => Target::Off(off),
+    };
+    let (moves, kept) = irq::plan_rule(&fs, &topo, &view, args.irqs.as_deref(), &target)
+        .map_err(|e| irq_error(e, &args))?;
     if args.watch {
         // The rule checked once (bad input is exit 2 before anything runs).
-        plan(&args, g, &fs, &view)?;
         refuse_irqbalance(&args, g, &view)?;
-        return watch(&args, g, &fs);
+        let caps = pinsight_load::capacities(&pinsight_load::machine(&fs, &topo));
+        return watch(&args, g, &fs, &target, &caps);
     }
-    let (moves, kept) = moves_of(&args, g, &fs, &view)?;
-    refuse_irqbalance(&args, g, &view)?;
+    apply(&args, g, &fs, &view, moves, kept)
+}
+
+/// Makes (or with --dry-run shows) the moves, after the irqbalance check
+/// and under the machine-wide lock.
+fn apply(
+    args: &Args,
+    g: &Globals,
+    fs: &pinsight_sys::FsRoot,
+    view: &IrqView,
+    moves: Vec<Move>,
+    kept: Vec<PerCpuThread>,
+) -> CmdResult {
+    refuse_irqbalance(args, g, view)?;
     // One irq that writes affinities at a time on a machine; taken once
     // the input is known good, so bad input stays exit 2.
     let _one = if args.dry_run {
@@ -151,114 +179,49 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     } else {
         crate::cli::one_at_a_time("irq")?
     };
-    let saved = save_and_apply(&args, &fs, &moves)?;
-    report(g, &args, &moves, &kept, saved.as_deref())
-}
-
-/// The moves a restore file or the rule (--off/--spread) asks for, and
-/// the per-CPU kernel threads the rule leaves behind.
-fn moves_of(
-    args: &Args,
-    g: &Globals,
-    fs: &pinsight_sys::FsRoot,
-    view: &IrqView,
-) -> Result<(Vec<Move>, Vec<PerCpuThread>), CliError> {
-    let Some(file) = &args.restore else {
-        return plan(args, g, fs, view);
+    let how = irq::Carry {
+        dry_run: args.dry_run,
+        restore: args.restore.is_some(),
+        state: args.state.clone(),
     };
-    let state = SavedState::load(file).map_err(irq_error)?;
-    // It moves interrupts: only a file nobody else could write.
-    pinsight_lifecycle::state_file::check_trusted(file).map_err(|why| {
-        CliError::usage(format!(
-            "--restore: {}: not restored: {why}",
-            crate::errors::shown_path(file)
-        ))
-    })?;
-    Ok((state.moves(view).map_err(irq_error)?, Vec::new()))
-}
-
-/// Saves the affinities the moves change (unless a dry run, a restore or
-/// nothing to move), then applies the moves.
-fn save_and_apply(
-    args: &Args,
-    fs: &pinsight_sys::FsRoot,
-    moves: &[Move],
-) -> Result<Option<PathBuf>, CliError> {
-    let saved = if args.dry_run || args.restore.is_some() || moves.is_empty() {
-        None
+    let done = irq::carry_out(fs, moves, kept, &how).map_err(|e| irq_error(e, args))?;
+    if g.json {
+        g.print_json(&done)?;
     } else {
-        Some(match &args.state {
-            Some(p) => p.clone(),
-            None => default_state_path()?,
-        })
-    };
-    if !args.dry_run {
-        irq::save_and_apply(fs, moves, saved.as_deref()).map_err(irq_error)?;
+        print!("{}", pinsight_load::view::irq_moved(&done));
     }
-    Ok(saved)
+    Ok(0)
 }
 
-/// The moves asked for by --off/--spread, and the per-CPU kernel
-/// threads left on the CPUs moved off.
-fn plan(
-    args: &Args,
-    g: &Globals,
-    fs: &pinsight_sys::FsRoot,
-    view: &IrqView,
-) -> Result<(Vec<Move>, Vec<PerCpuThread>), CliError> {
-    let topo = g.topology()?;
-    irq::plan_rule(fs, &topo, view, args.irqs.as_deref(), &target(args)).map_err(|e| match e {
-        IrqError::Offline { .. } => CliError::usage(format!(
-            "--off {}: {e}",
-            args.off.clone().unwrap_or_default()
-        )),
-        e => irq_error(e),
-    })
-}
-
-/// The rule --off/--spread states.
-fn target(args: &Args) -> Target {
-    let off = args.off.clone().unwrap_or_default();
-    if args.spread {
-        Target::Spread { off }
-    } else {
-        Target::Off(off)
-    }
-}
-
+/// A running irqbalance: a warning with --dry-run or --force, else a
+/// refusal (exit 1).
 fn refuse_irqbalance(args: &Args, g: &Globals, view: &IrqView) -> Result<(), CliError> {
-    let Some(pid) = view.irqbalance else {
-        return Ok(());
-    };
-    if args.dry_run || args.force {
-        if !g.quiet {
-            eprintln!(
-                "{}",
-                pinsight_term::wrap80(&format!(
-                    "pinsight: warning: irqbalance runs (PID {pid}): it may move these IRQs back"
-                ))
-            );
+    match view.irqbalance {
+        Some(pid) if !args.dry_run && !args.force => Err(CliError::runtime(format!(
+            "irqbalance runs (PID {pid}) and would move the IRQs back: stop it \
+             (systemctl stop irqbalance) or give --force; nothing changed"
+        ))),
+        Some(pid) if !g.quiet => {
+            eprintln!("{}", pinsight_load::view::irqbalance_warning(pid));
+            Ok(())
         }
-        return Ok(());
+        _ => Ok(()),
     }
-    Err(CliError::runtime(format!(
-        "irqbalance runs (PID {pid}) and would move the IRQs back: stop it \
-         (systemctl stop irqbalance) or give --force; nothing changed"
-    )))
 }
 
 /// `--watch`: the daemon, one line (or JSON object) per decision.
-fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
+fn watch(
+    args: &Args,
+    g: &Globals,
+    fs: &pinsight_sys::FsRoot,
+    target: &Target,
+    caps: &BTreeMap<usize, f64>,
+) -> CmdResult {
     pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("irq: {e}")))?;
     let _exit = pinsight_lifecycle::interrupt::main_handles_exit();
     let _one = crate::cli::one_at_a_time("irq")?;
-    let state = match &args.state {
-        Some(p) => p.clone(),
-        None => default_state_path()?,
-    };
-    let m = pinsight_load::machine(fs, &g.topology()?);
-    let caps = pinsight_load::capacities(&m);
-    let opts = pinsight_load::irq_watch::Options {
+    let state = irq::state_path(args.state.as_deref()).map_err(|e| irq_error(e, args))?;
+    let opts = irq_watch::Options {
         patience: args.patience,
         max_moves: args.max_moves as usize,
         interval: args.interval,
@@ -270,71 +233,18 @@ fn watch(args: &Args, g: &Globals, fs: &pinsight_sys::FsRoot) -> CmdResult {
             pinsight_load::view::irq_watch_start(args.interval, &state)
         );
     }
-    let mut line = |d: &pinsight_load::irq_watch::Decision| {
-        if d.is_quiet() {
-            return;
+    let mut line = |d: &irq_watch::Decision| {
+        if !d.is_quiet() {
+            crate::cli::journal_line(g, d, || pinsight_load::view::irq_decision(d));
         }
-        crate::cli::journal_line(g, d, || pinsight_load::view::irq_decision(d));
     };
-    let end = pinsight_load::irq_watch::run(
-        fs,
-        args.irqs.as_deref(),
-        &target(args),
-        &caps,
-        &opts,
-        &state,
-        &mut line,
-    )
-    .map_err(irq_error)?;
+    let only = args.irqs.as_deref();
+    let end = irq_watch::run(fs, only, target, caps, &opts, &state, &mut line)
+        .map_err(|e| irq_error(e, args))?;
     if g.json {
         println!("{}", serde_json::to_string(&end).unwrap_or_default());
     } else if !g.quiet {
         print!("{}", pinsight_load::view::irq_watch_end(&end, &state));
     }
     Ok(end.signal.map_or(0, pinsight_lifecycle::exit::signal_code))
-}
-
-/// `irq-SECONDS-PID.json` in the state directory (`$XDG_STATE_HOME/
-/// pinsight`, else `/var/lib/pinsight` for root; see
-/// `pinsight_lifecycle::state_file`), never the shared temporary
-/// directory.
-fn default_state_path() -> Result<PathBuf, CliError> {
-    pinsight_lifecycle::state_file::new_path("irq").map_err(|e| {
-        CliError::runtime(format!(
-            "cannot make a directory for the state file: {e}; give --state FILE"
-        ))
-    })
-}
-
-fn report(
-    g: &Globals,
-    args: &Args,
-    moves: &[Move],
-    kept: &[PerCpuThread],
-    saved: Option<&Path>,
-) -> CmdResult {
-    if g.json {
-        g.print_json(&irq::MovesReport {
-            dry_run: args.dry_run,
-            moves,
-            per_cpu_threads: kept,
-            restore: args.restore.is_some(),
-            state_file: saved,
-        })?;
-        return Ok(0);
-    }
-    print!(
-        "{}",
-        pinsight_load::view::irq_moves(moves, args.dry_run, kept)
-    );
-    if let Some(p) = saved {
-        let shown = crate::errors::shown_path(p);
-        println!(
-            "{}",
-            pinsight_term::wrap80(&format!(
-                "Saved the affinities before the move in {shown}; undo with: pinsight irq --restore {shown}"
-            ))
-        );
-    }
-    Ok(0)
 }

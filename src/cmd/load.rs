@@ -111,33 +111,21 @@ fn format(args: &Args, g: &Globals) -> Result<Format, CliError> {
         (Some(f), false) => Ok(f),
         (Some(f), true) => Err(CliError::usage(format!(
             "--format {}: --json asks for JSON; give one of them",
-            match f {
-                Format::Text => "text",
-                Format::Json => "json",
-                Format::Openmetrics => "openmetrics",
-            }
+            clap::ValueEnum::to_possible_value(&f)
+                .map_or_else(String::new, |v| v.get_name().into())
         ))),
     }
 }
 
-/// Refuses a `--stealers` CPU the machine does not have (exit 2): its
-/// run time could not count against any CPU's capacity.
-fn check_stealers(parts: &Parts, m: &pinsight_load::Machine) -> Result<(), CliError> {
-    let cpus: pinsight_cpuset::CpuSet = m.cpus.iter().map(|c| c.cpu).collect();
-    match parts.exclude.iter().find(|e| !cpus.contains(e.cpu)) {
-        Some(e) => Err(CliError::usage(format!(
-            "--stealers {}:{}: CPU {} is not on this machine (its CPUs: {})",
-            e.cpu,
-            e.pid,
-            e.cpu,
-            cpus.to_list_string()
-        ))),
-        None => Ok(()),
+/// The exit status and message of a load that could not be measured: a
+/// `--stealers` CPU the machine does not have, or a recorded reading, is
+/// the input's fault (exit 2).
+fn load_error(e: LoadError, recorded: bool) -> CliError {
+    match e {
+        LoadError::ExcludedCpu { .. } => CliError::usage(format!("--stealers {e}")),
+        e if recorded => CliError::usage(crate::errors::shown(&format!("--fsroot/--after: {e}"))),
+        e => CliError::runtime(crate::errors::shown(&e.to_string())),
     }
-}
-
-fn load_error(e: LoadError) -> CliError {
-    CliError::runtime(crate::errors::shown(&e.to_string()))
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
@@ -159,8 +147,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     )?;
     let fs = g.fsroot()?;
     let m = pinsight_load::machine(&fs, &g.topology()?);
-    check_stealers(&parts, &m)?;
-    let w = Watch::start(fs, m, opts, parts).map_err(load_error)?;
+    let w = Watch::start(fs, m, opts, parts).map_err(|e| load_error(e, false))?;
     watch(w, &args, g, format)
 }
 
@@ -182,9 +169,8 @@ fn recorded(
     let after_fs =
         pinsight_sys::FsRoot::at(after).map_err(|e| crate::errors::fsroot_usage("--after", &e))?;
     let m = pinsight_load::machine(&before, &g.topology()?);
-    check_stealers(parts, &m)?;
     let r = pinsight_load::recorded(&m, &before, &after_fs, opts, parts)
-        .map_err(|e| CliError::usage(crate::errors::shown(&format!("--fsroot/--after: {e}"))))?;
+        .map_err(|e| load_error(e, true))?;
     show(g, format, &r, true)
 }
 
@@ -206,7 +192,9 @@ fn watch(mut w: Watch, args: &Args, g: &Globals, format: Format) -> CmdResult {
     for n in 0..count {
         let progress: &mut dyn pinsight_sys::progress::Progress =
             if once { &mut bar } else { &mut silent };
-        let r = w.next(args.interval, progress).map_err(load_error)?;
+        let r = w
+            .next(args.interval, progress)
+            .map_err(|e| load_error(e, false))?;
         if screen {
             // Home the cursor and clear the screen (ECMA-48 CUP, ED): the
             // one control sequence of the view, its text escaped.
@@ -229,12 +217,7 @@ fn show(g: &Globals, format: Format, r: &pinsight_load::LoadReport, pretty: bool
     // A CPU whose counters went backwards, overflowed or could not be read
     // is left out of the interval: said on stderr too, whatever the format.
     if !g.quiet {
-        for u in &r.unavailable_cpus {
-            eprintln!(
-                "pinsight: warning: CPU {}: {}; left out of this interval",
-                u.cpu, u.reason
-            );
-        }
+        eprint!("{}", pinsight_load::view::unavailable_cpus(r));
     }
     match format {
         Format::Json if pretty => g.print_json(r)?,

@@ -100,6 +100,32 @@ pub enum IrqError {
     State { path: PathBuf, reason: String },
     #[error("CPU {missing} is not online (online: {online})")]
     Offline { missing: CpuSet, online: CpuSet },
+    /// A saved state file someone other than its reader (or root) could
+    /// have written: it would move interrupts, so it is not restored.
+    #[error("{}: not restored: {why}", path.display())]
+    Untrusted { path: PathBuf, why: String },
+    /// No directory for a new state file could be made.
+    #[error("cannot make a directory for the state file: {0}")]
+    StateDir(std::io::Error),
+}
+
+impl IrqError {
+    /// Whether the input is at fault (an unknown IRQ, a CPU that is not
+    /// online, a bad or untrusted state file, a rule that leaves no CPU)
+    /// rather than the machine (unreadable interrupts, a refused write).
+    pub fn is_input(&self) -> bool {
+        match self {
+            IrqError::Unknown { .. }
+            | IrqError::NoCpuLeft { .. }
+            | IrqError::State { .. }
+            | IrqError::Offline { .. }
+            | IrqError::Untrusted { .. } => true,
+            IrqError::NoInterrupts
+            | IrqError::NotMovable { .. }
+            | IrqError::Write { .. }
+            | IrqError::StateDir(_) => false,
+        }
+    }
 }
 
 /// Reads the IRQs under `fs` (with their affinities) and whether
@@ -389,6 +415,19 @@ impl SavedState {
     }
 }
 
+/// The moves that put back the affinities saved in `path` (see
+/// [`SavedState::moves`]): the file is read, then refused unless nobody
+/// but its reader (or root) could have written it
+/// ([`IrqError::Untrusted`]), as it moves interrupts.
+pub fn restore_moves(path: &Path, view: &IrqView) -> Result<Vec<Move>, IrqError> {
+    let state = SavedState::load(path)?;
+    pinsight_lifecycle::state_file::check_trusted(path).map_err(|why| IrqError::Untrusted {
+        path: path.to_path_buf(),
+        why,
+    })?;
+    state.moves(view)
+}
+
 /// Writes the state to `path` crash-safe, refusing to replace a file
 /// (`O_EXCL`: a second move must not overwrite the first one's undo).
 pub fn save_state(state: &SavedState, path: &Path) -> Result<(), IrqError> {
@@ -496,17 +535,66 @@ pub fn save_and_apply(fs: &FsRoot, moves: &[Move], save_to: Option<&Path>) -> Re
 /// What a move (or its dry run, or a restore) did: `irq --json`'s
 /// document.
 #[derive(Debug, Serialize)]
-pub struct MovesReport<'a> {
+pub struct MovesReport {
     /// Nothing was written.
     pub dry_run: bool,
     /// The moves (made, or planned in a dry run).
-    pub moves: &'a [Move],
+    pub moves: Vec<Move>,
     /// The per-CPU kernel threads left on the CPUs moved off.
-    pub per_cpu_threads: &'a [PerCpuThread],
+    pub per_cpu_threads: Vec<PerCpuThread>,
     /// The moves put saved affinities back.
     pub restore: bool,
     /// Where the affinities before the move were saved.
-    pub state_file: Option<&'a Path>,
+    pub state_file: Option<PathBuf>,
+}
+
+/// How to carry out moves ([`carry_out`]).
+#[derive(Clone, Debug, Default)]
+pub struct Carry {
+    /// Show the moves, write nothing.
+    pub dry_run: bool,
+    /// The moves put a saved state back (nothing is saved before them).
+    pub restore: bool,
+    /// Where to save the affinities before a move (a new file); `None`:
+    /// a new file in the state directory ([`state_path`]).
+    pub state: Option<PathBuf>,
+}
+
+/// `given`, else a new `irq-SECONDS-PID.json` in the state directory
+/// (`$XDG_STATE_HOME/pinsight`, else `/var/lib/pinsight` for root: see
+/// [`pinsight_lifecycle::state_file`]), never the shared temporary
+/// directory ([`IrqError::StateDir`] when it cannot be made).
+pub fn state_path(given: Option<&Path>) -> Result<PathBuf, IrqError> {
+    match given {
+        Some(p) => Ok(p.to_path_buf()),
+        None => pinsight_lifecycle::state_file::new_path("irq").map_err(IrqError::StateDir),
+    }
+}
+
+/// Makes `moves` (unless a dry run): the affinities they change saved
+/// first ([`save_and_apply`]; not for a restore or nothing to move), and
+/// returns what was done, with `kept`, the per-CPU kernel threads left.
+pub fn carry_out(
+    fs: &FsRoot,
+    moves: Vec<Move>,
+    kept: Vec<PerCpuThread>,
+    how: &Carry,
+) -> Result<MovesReport, IrqError> {
+    let state_file = if how.dry_run || how.restore || moves.is_empty() {
+        None
+    } else {
+        Some(state_path(how.state.as_deref())?)
+    };
+    if !how.dry_run {
+        save_and_apply(fs, &moves, state_file.as_deref())?;
+    }
+    Ok(MovesReport {
+        dry_run: how.dry_run,
+        moves,
+        per_cpu_threads: kept,
+        restore: how.restore,
+        state_file,
+    })
 }
 
 #[cfg(test)]

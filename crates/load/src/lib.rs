@@ -168,6 +168,25 @@ pub enum LoadError {
     /// SIGINT, SIGTERM or SIGHUP came while measuring (the signal).
     #[error("stopped by signal {0} while measuring the load")]
     Interrupted(i32),
+    /// A process to exclude ([`Parts::exclude`]) on a CPU the machine
+    /// does not have: its run time could not count against any CPU's
+    /// capacity.
+    #[error("{cpu}:{pid}: CPU {cpu} is not on this machine (its CPUs: {cpus})")]
+    ExcludedCpu { cpu: usize, pid: i32, cpus: String },
+}
+
+/// Refuses an excluded process on a CPU that `m` does not have
+/// ([`LoadError::ExcludedCpu`]).
+fn check_excluded(m: &Machine, parts: &Parts) -> Result<(), LoadError> {
+    let cpus: pinsight_cpuset::CpuSet = m.cpus.iter().map(|c| c.cpu).collect();
+    match parts.exclude.iter().find(|e| !cpus.contains(e.cpu)) {
+        Some(e) => Err(LoadError::ExcludedCpu {
+            cpu: e.cpu,
+            pid: e.pid,
+            cpus: cpus.to_list_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn read_or_fail(fs: &FsRoot, parts: &Parts) -> Result<Sample, LoadError> {
@@ -191,7 +210,8 @@ fn read_or_fail_with(
 /// roots holding `proc/stat` (and, where recorded, `proc/interrupts`,
 /// `proc/softirqs`, `proc/schedstat`, `proc/uptime`, `proc/irq/N/*` and
 /// `proc/PID/task/TID/stat`) taken an interval apart. The interval is
-/// read from `proc/uptime`, else from the CPUs' own tick counts.
+/// read from `proc/uptime`, else from the CPUs' own tick counts. Every
+/// excluded process must be on a CPU of `m` ([`LoadError::ExcludedCpu`]).
 pub fn recorded(
     m: &Machine,
     before: &FsRoot,
@@ -199,6 +219,7 @@ pub fn recorded(
     opts: Options,
     parts: &Parts,
 ) -> Result<LoadReport, LoadError> {
+    check_excluded(m, parts)?;
     let a = read_or_fail(before, parts)?;
     let b = read_or_fail(after, parts)?;
     Ok(load_between(m, &a, &b, after, opts))
@@ -216,13 +237,15 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Takes the first reading.
+    /// Takes the first reading (every excluded process on a CPU of
+    /// `machine`: [`LoadError::ExcludedCpu`]).
     pub fn start(
         fs: FsRoot,
         machine: Machine,
         opts: Options,
         parts: Parts,
     ) -> Result<Watch, LoadError> {
+        check_excluded(&machine, &parts)?;
         let mut threads = sample::ThreadReader::default();
         let before = read_or_fail_with(&fs, &parts, &mut threads)?;
         Ok(Watch {

@@ -290,6 +290,20 @@ fn suggestion_texts(r: &LoadReport) -> Vec<String> {
         .collect()
 }
 
+/// The warnings of the CPUs left out of an interval (counters that went
+/// backwards, overflowed or could not be read), one line each.
+pub fn unavailable_cpus(r: &LoadReport) -> String {
+    let mut out = String::new();
+    for u in &r.unavailable_cpus {
+        let _ = writeln!(
+            out,
+            "pinsight: warning: CPU {}: {}; left out of this interval",
+            u.cpu, u.reason
+        );
+    }
+    out
+}
+
 /// The whole view (`load --once`): every CPU in order, the kinds, the
 /// cores, the imbalance, the interrupt-hot CPUs, the top threads per
 /// busy CPU and the suggestion.
@@ -821,6 +835,32 @@ pub fn irq_decision(d: &crate::irq_watch::Decision) -> String {
         parts.push(format!("refused: {e}; left alone from now on"));
     }
     shown(&format!("interval {}: {}", d.interval, parts.join("; "))).into_owned()
+}
+
+/// A move carried out (or its dry run, or a restore): [`irq_moves`],
+/// then where the affinities before it were saved and the command that
+/// puts them back.
+pub fn irq_moved(r: &crate::irq::MovesReport) -> String {
+    let mut out = irq_moves(&r.moves, r.dry_run, &r.per_cpu_threads);
+    if let Some(saved) = &r.state_file {
+        let path = saved.to_string_lossy();
+        let p = shown(&path);
+        let _ = writeln!(
+            out,
+            "{}",
+            pinsight_term::wrap80(&format!(
+                "Saved the affinities before the move in {p}; undo with: pinsight irq --restore {p}"
+            ))
+        );
+    }
+    out
+}
+
+/// The warning of a move made (or planned) while irqbalance runs.
+pub fn irqbalance_warning(pid: i32) -> String {
+    pinsight_term::wrap80(&format!(
+        "pinsight: warning: irqbalance runs (PID {pid}): it may move these IRQs back"
+    ))
 }
 
 /// The line `irq --watch` starts with: how often it looks, and where

@@ -376,3 +376,74 @@ fn watch_moves_new_irqs_at_once_drifted_ones_after_patience_and_puts_back() {
     assert_eq!(affinity(d.path(), 26), "1");
     assert!(end.state_removed && !state.exists());
 }
+
+/// A restore file another user could have written is refused before it
+/// moves anything; the input's errors are told from the machine's.
+#[test]
+fn restore_moves_refuse_a_file_others_could_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    fake(d.path(), &[(24, [0, 9, 0, 0], "1")]);
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    let p = d.path().join("s.json");
+    std::fs::write(&p, r#"{"format":"pinsight-irq-state","irqs":{"24":"0"}}"#).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let moves = irq::restore_moves(&p, &v).unwrap();
+    assert_eq!(moves.len(), 1);
+    assert_eq!(moves[0].after.to_list_string(), "0");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let e = irq::restore_moves(&p, &v).unwrap_err();
+    assert!(matches!(e, IrqError::Untrusted { .. }), "{e:?}");
+    assert!(e.to_string().contains("s.json: not restored: "), "{e}");
+    assert!(e.is_input());
+    assert!(IrqError::Unknown { irq: 3 }.is_input());
+    assert!(!IrqError::NoInterrupts.is_input());
+    assert!(!IrqError::NotMovable { irq: 3 }.is_input());
+}
+
+/// A dry run writes nothing and saves nothing; a move saves the
+/// affinities before it where asked, a restore saves none; the view says
+/// where the undo went.
+#[test]
+fn carry_out_saves_before_a_move_only() {
+    let d = tempfile::tempdir().unwrap();
+    fake(d.path(), &[(24, [0, 9, 0, 0], "1")]);
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    let off = Target::Off(CpuSet::parse_list("1").unwrap());
+    let moves = irq::plan(&v, None, &off, &caps()).unwrap();
+    let state = d.path().join("undo.json");
+    let dry = irq::Carry {
+        dry_run: true,
+        restore: false,
+        state: Some(state.clone()),
+    };
+    let r = irq::carry_out(&fs, moves.clone(), Vec::new(), &dry).unwrap();
+    assert!(r.dry_run && r.state_file.is_none() && !state.exists());
+    assert_eq!(affinity(d.path(), 24), "1");
+    assert!(!pinsight_load::view::irq_moved(&r).contains("undo with"));
+    let real = irq::Carry {
+        dry_run: false,
+        ..dry.clone()
+    };
+    let r = irq::carry_out(&fs, moves, Vec::new(), &real).unwrap();
+    assert_eq!(r.state_file.as_deref(), Some(state.as_path()));
+    assert_eq!(affinity(d.path(), 24), "0,2-3");
+    let text = pinsight_load::view::irq_moved(&r);
+    // Wrapped at 80 columns: the words may break across lines.
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("undo with: pinsight irq --restore "),
+        "{text}"
+    );
+    let back = irq::restore_moves(&state, &irq::view(&fs).unwrap()).unwrap();
+    let restore = irq::Carry {
+        restore: true,
+        state: None,
+        ..real
+    };
+    let r = irq::carry_out(&fs, back, Vec::new(), &restore).unwrap();
+    assert!(r.restore && r.state_file.is_none());
+    assert_eq!(affinity(d.path(), 24), "1");
+}

@@ -121,3 +121,32 @@ fn the_widest_rows_fit_80_columns() {
         assert!(l.chars().count() <= 80, "wider than 80: {l}");
     }
 }
+
+/// An excluded process (an emulation's stealer) on a CPU the machine
+/// does not have is refused before anything is read.
+#[test]
+fn an_excluded_process_on_a_missing_cpu_is_refused() {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/load/hot-irq");
+    let d = tempfile::tempdir().unwrap();
+    pinsight_testkit::copy_tree(
+        &pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t"),
+        d.path(),
+    );
+    pinsight_testkit::copy_tree(&data.join("before"), d.path());
+    let fs = pinsight_sys::FsRoot::at(d.path()).unwrap();
+    let m = pinsight_load::machine(&fs, &pinsight_topology::discover(&fs));
+    let after = pinsight_sys::FsRoot::at(data.join("after")).unwrap();
+    let parts = pinsight_load::Parts {
+        threads: true,
+        exclude: vec![pinsight_load::Excluded { cpu: 99, pid: 7 }],
+    };
+    let e = pinsight_load::recorded(&m, &fs, &after, pinsight_load::Options::default(), &parts)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "99:7: CPU 99 is not on this machine (its CPUs: 0-19)"
+    );
+    let r = report();
+    let warnings = pinsight_load::view::unavailable_cpus(&r);
+    assert_eq!(warnings.lines().count(), r.unavailable_cpus.len());
+}
