@@ -11,11 +11,13 @@
 //! `--report` shows where each thread actually ran, sampled from `/proc`.
 //! The report goes to stderr: stdout belongs to the program.
 
-use super::plan_args::{make_plan, parse_policy, PlanArgs};
+use super::plan_args::{allowed_cpus, local_rank, make_plan, make_slicing, parse_policy, PlanArgs};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_launch::rank_file::{RankFile, RankFileError};
-use pinsight_launch::{LaunchError, Mechanism, PinMain, RunOptions, RunOutcome};
-use pinsight_plan::{Plan, Policy};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use pinsight_launch::view::{run as view, run_json};
+use pinsight_launch::{Mechanism, PinMain, RunError, RunOptions, RunRequest};
+use pinsight_plan::slice::{rank_slice, restrict, RankSlice};
+use pinsight_plan::{BasePolicy, Plan, Policy};
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -77,8 +79,8 @@ pub struct Args {
     pub interval: Option<Duration>,
     /// When the main thread of a pinned policy moves to place 0: lazy = when the program creates its
     /// first thread (it starts with the plan's whole mask), early = before it starts.
-    #[arg(long, value_name = "WHEN", value_enum, default_value_t = PinMainArg::Lazy)]
-    pub pin_main: PinMainArg,
+    #[arg(long, value_name = "WHEN", default_value = "lazy", value_parser = PossibleValuesParser::new(PinMain::NAMES).try_map(|s| s.parse::<PinMain>()))]
+    pub pin_main: PinMain,
     /// Print a line per pinned thread as it is pinned.
     #[arg(long, short = 'v')]
     pub verbose: bool,
@@ -106,19 +108,15 @@ impl Args {
     /// first `--` and was not typed before it, it is the program's name and
     /// the policy is `os`.
     pub fn resolve(&self, argv: &[OsString]) -> Result<(Policy, Vec<OsString>), CliError> {
-        let os = || "os".parse::<Policy>().expect("os is a policy");
-        let (policy, command) = match &self.policy {
-            None => (os(), self.command.clone()),
-            Some(word) if after_dashes(argv, word) => {
-                let mut c = vec![OsString::from(word)];
-                c.extend(self.command.iter().cloned());
-                (os(), c)
-            }
-            Some(word) => {
-                let p = parse_policy(word).map_err(|e| {
-                    CliError::usage(format!("invalid value '{word}' for '<POLICY>': {e}"))
-                })?;
-                (p, self.command.clone())
+        let mut command = self.command.clone();
+        let policy = match &self.policy {
+            Some(word) if !after_dashes(argv, word) => parse_policy(word).map_err(|e| {
+                CliError::usage(format!("invalid value '{word}' for '<POLICY>': {e}"))
+            })?,
+            // No policy, or the program's name after a leading `--`.
+            word => {
+                command.splice(0..0, word.iter().map(OsString::from));
+                Policy::new(BasePolicy::Os)
             }
         };
         if command.is_empty() {
@@ -141,27 +139,11 @@ fn after_dashes(argv: &[OsString], word: &str) -> bool {
     argv.get(dd + 1).is_some_and(|a| a == word) && !typed.iter().any(|a| a == word)
 }
 
-/// `--pin-main` values.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PinMainArg {
-    Lazy,
-    Early,
-}
-
-impl From<PinMainArg> for PinMain {
-    fn from(a: PinMainArg) -> PinMain {
-        match a {
-            PinMainArg::Lazy => PinMain::Lazy,
-            PinMainArg::Early => PinMain::Early,
-        }
-    }
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     g.require_live("'run' applies a plan", "use `pinsight plan` to plan for it")?;
     let argv: Vec<OsString> = std::env::args_os().collect();
     let (policy, command) = args.resolve(&argv)?;
-    let mut opts = options(&args, command, g.json)?;
+    let options = options(&args, &command, g.json)?;
     // With --slice the slices are cut along the caches; the plan's notes
     // (shown with --report, --verbose, --json) include the compute-unit
     // one, read from the caches.
@@ -172,80 +154,70 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let topo = g.topology_with(needs)?;
     let (plan, slice) = plan_and_slice(&args, &argv, &policy, &topo, g)?;
-    let rank_file = match (&args.report_dir, &slice) {
-        (Some(dir), Some(s)) => {
-            Some(RankFile::prepare(&g.fsroot()?, dir, s.rank).map_err(rank_file_error)?)
-        }
-        _ => None,
-    };
-    // Plan notes (oversubscription, ignored modifiers) are shown with the
-    // report: a plain `run` stays as quiet as taskset.
+    let ready = RunRequest {
+        plan: &plan,
+        slice: slice.as_ref(),
+        report_dir: args.report_dir.as_deref(),
+        export_env: !args.no_env,
+        options,
+    }
+    .prepare(&g.fsroot()?)
+    .map_err(run_error)?;
+    // Plan notes are shown with the report: a plain `run` stays as quiet
+    // as taskset.
     if !g.quiet && (args.report || args.verbose) {
-        for n in &plan.notes {
-            eprintln!("pinsight: note: {n}");
-        }
+        eprint!("{}", view::plan_notes(&plan));
     }
-    if !args.no_env {
-        opts.env = pinsight_plan::launch_env(&plan);
+    let outcome = ready.run().map_err(run_error)?;
+    if g.json {
+        g.print_json(&run_json::document(&plan, slice.as_ref(), &outcome))?;
+    } else if args.report || !g.quiet {
+        eprint!(
+            "{}",
+            view::ended(&plan, slice.as_ref(), &outcome, args.report)
+        );
     }
-    let outcome = pinsight_launch::run(&plan, &opts).map_err(launch_error)?;
-    if let (Some(file), Some(s)) = (&rank_file, &slice) {
-        file.write(s, &plan, &outcome).map_err(rank_file_error)?;
+    match outcome.refusal() {
+        Some(refusal) => Err(CliError::runtime(refusal)),
+        None => Ok(outcome.exit_code),
     }
-    show(&args, g, &plan, slice.as_ref(), &outcome)?;
-    if let Some(refusal) = outcome.refusal() {
-        return Err(CliError::runtime(refusal));
-    }
-    Ok(outcome.exit_code)
 }
 
 /// The launch options the flags ask for, checked before anything is
-/// discovered; the plan's environment is added once planned.
-/// `json`: stdout is for pinsight's document, so the program's output
-/// goes to stderr.
-fn options(args: &Args, command: Vec<OsString>, json: bool) -> Result<RunOptions, CliError> {
-    let skip = match &args.skip {
-        Some(s) => pinsight_launch::parse_skip(s).map_err(|e| {
-            CliError::usage(format!(
-                "invalid --skip '{}': {} ({})",
-                e.text,
-                e.problem,
-                pinsight_launch::skip::EXPECTED
-            ))
-        })?,
-        None => Vec::new(),
-    };
-    // One --interval for both readers of /proc; each has its own default.
-    let follow_interval = args.interval.unwrap_or(Duration::from_millis(1));
-    let sample_interval = args.interval.unwrap_or(Duration::from_millis(10));
-    let mut command = command.into_iter();
-    let program = command
-        .next()
-        .ok_or_else(|| CliError::usage("no command to run"))?;
+/// discovered. `json`: stdout is for pinsight's document, so the
+/// program's output goes to stderr.
+fn options(args: &Args, command: &[OsString], json: bool) -> Result<RunOptions, CliError> {
+    let skip = args.skip.as_deref().map(pinsight_launch::parse_skip);
+    let skip = skip
+        .transpose()
+        .map_err(|e| CliError::usage(format!("invalid --skip {e}")))?;
+    let run =
+        RunOptions::for_command(command).ok_or_else(|| CliError::usage("no command to run"))?;
     Ok(RunOptions {
         mechanism: if args.follow {
             Mechanism::Follow
         } else {
             Mechanism::Shim
         },
-        skip,
-        env: Vec::new(),
-        // The --report-dir file shows where threads ran: sample them.
-        report: args.report || (args.report_dir.is_some() && args.slice.is_some()),
-        follow_interval,
-        sample_interval,
+        skip: skip.unwrap_or_default(),
+        report: args.report,
         verbose: args.verbose,
-        pin_main: args.pin_main.into(),
+        pin_main: args.pin_main,
         stdout_to_stderr: json,
-        ..RunOptions::new(program, command.collect())
+        ..run.with_interval(args.interval)
     })
 }
 
-/// A report directory that cannot be used, or a report not written.
-fn rank_file_error(e: RankFileError) -> CliError {
-    match e {
-        RankFileError::Report(e) => CliError::runtime(e.to_string()),
-        e => CliError::runtime(format!("--report-dir: {e}")),
+/// A run that failed: the shell's exit code for a program that cannot
+/// start; a report directory that cannot be used names the flag.
+fn run_error(e: RunError) -> CliError {
+    let message = match &e {
+        RunError::ReportDir(_) => format!("--report-dir: {e}"),
+        _ => e.to_string(),
+    };
+    CliError {
+        code: e.exit_code(),
+        message,
     }
 }
 
@@ -257,90 +229,50 @@ fn plan_and_slice(
     policy: &Policy,
     topo: &pinsight_model::Topology,
     g: &Globals,
-) -> Result<(Plan, Option<pinsight_plan::slice::RankSlice>), CliError> {
-    Ok(match &args.slice {
-        None => {
-            if args.slicing.rule.is_some()
-                || args.slicing.rank.is_some()
-                || args.slicing.size.is_some()
-                || args.report_dir.is_some()
-            {
-                return Err(CliError::usage(
-                    "--slice-rules, --local-rank, --local-size and --report-dir apply with --slice POLICY only",
-                ));
-            }
-            (make_plan(policy, &args.plan, topo, g)?, None)
+) -> Result<(Plan, Option<RankSlice>), CliError> {
+    let Some(word) = &args.slice else {
+        if args.slicing.rule.is_some()
+            || args.slicing.rank.is_some()
+            || args.slicing.size.is_some()
+            || args.report_dir.is_some()
+        {
+            return Err(CliError::usage(
+                "--slice-rules, --local-rank, --local-size and --report-dir apply with --slice POLICY only",
+            ));
         }
-        Some(word) => {
-            if args.policy.as_ref().is_some_and(|w| !after_dashes(argv, w)) {
-                return Err(CliError::usage(format!(
-                    "give the policy once: --slice {word} plans {word} inside this rank's slice; drop the POLICY before it"
-                )));
-            }
-            let policy = parse_policy(word).map_err(|e| {
-                CliError::usage(format!(
-                    "invalid value '{word}' for '--slice <POLICY>': {e}"
-                ))
-            })?;
-            let local = super::plan_args::local_rank(&args.slicing)?;
-            let allowed = super::plan_args::allowed_cpus(topo)?;
-            let s = super::plan_args::make_slicing(
-                topo,
-                allowed,
-                local.size,
-                args.slicing.rule.unwrap_or_default(),
-                args.plan.weights.as_ref(),
-            )?;
-            let mine =
-                pinsight_plan::slice::rank_slice(&local, &s).map_err(crate::errors::slice_error)?;
-            let inside = pinsight_plan::slice::restrict(topo, &mine.cpus);
-            // --weights gave the slices' capacity; only balance also plans with it.
-            let mut plan_args = args.plan.clone();
-            if policy.base != pinsight_plan::BasePolicy::Balance {
-                plan_args.weights = None;
-            }
-            (make_plan(&policy, &plan_args, &inside, g)?, Some(mine))
-        }
-    })
-}
-
-/// What `run` says: the JSON document on stdout (the program's own output
-/// went to stderr), else the report or the run's notes on stderr.
-fn show(
-    args: &Args,
-    g: &Globals,
-    plan: &Plan,
-    slice: Option<&pinsight_plan::slice::RankSlice>,
-    outcome: &RunOutcome,
-) -> Result<(), CliError> {
-    if g.json {
-        let s = pinsight_launch::view::run_json::document(plan, slice, outcome)
-            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
-        println!("{s}");
-    } else if args.report {
-        if let Some(s) = slice {
-            eprint!("{}", pinsight_launch::view::run::slice_lines(s));
-        }
-        eprint!("{}", pinsight_launch::view::run::report(plan, outcome));
-    } else if !g.quiet {
-        for n in &outcome.notes {
-            eprintln!("{}", pinsight_term::wrap80(&format!("pinsight: note: {n}")));
-        }
-    }
-    Ok(())
-}
-
-/// A launch failure with the exit code a shell would give: 127 for a
-/// program not found, 126 for one that cannot be executed, else 1.
-fn launch_error(e: LaunchError) -> CliError {
-    let code = match &e {
-        LaunchError::Program(p) => p.exit_code(),
-        _ => 1,
+        return Ok((make_plan(policy, &args.plan, topo, g)?, None));
     };
-    CliError {
-        code,
-        message: e.to_string(),
+    if args.policy.as_ref().is_some_and(|w| !after_dashes(argv, w)) {
+        return Err(CliError::usage(format!(
+            "give the policy once: --slice {word} plans {word} inside this rank's slice; drop the POLICY before it"
+        )));
     }
+    let policy = parse_policy(word).map_err(|e| {
+        CliError::usage(format!(
+            "invalid value '{word}' for '--slice <POLICY>': {e}"
+        ))
+    })?;
+    let local = local_rank(&args.slicing)?;
+    let rule = args.slicing.rule.unwrap_or_default();
+    let s = make_slicing(
+        topo,
+        allowed_cpus(topo)?,
+        local.size,
+        rule,
+        args.plan.weights.as_ref(),
+    )?;
+    let mine = rank_slice(&local, &s).map_err(crate::errors::slice_error)?;
+    // --weights gave the slices' capacity; only balance also plans with it.
+    let plan_args = PlanArgs {
+        weights: args
+            .plan
+            .weights
+            .clone()
+            .filter(|_| policy.base == BasePolicy::Balance),
+        ..args.plan.clone()
+    };
+    let plan = make_plan(&policy, &plan_args, &restrict(topo, &mine.cpus), g)?;
+    Ok((plan, Some(mine)))
 }
 
 #[cfg(test)]
@@ -469,6 +401,15 @@ mod tests {
             e.message
         );
         assert!(parse(&["--interval", "0", "--", "true"]).is_err());
+        let c = parse(&["--pin-main", "early", "--", "true"]).unwrap();
+        assert_eq!(c.args.pin_main, PinMain::Early);
+        assert_eq!(parse(&["--", "true"]).unwrap().args.pin_main, PinMain::Lazy);
+        let e = parse(&["--pin-main", "soon", "--", "true"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string().contains("[possible values: lazy, early]"),
+            "{e}"
+        );
         let c = parse(&["--interval", "5ms", "--", "true"]).unwrap();
         assert_eq!(c.args.interval, Some(Duration::from_millis(5)));
     }

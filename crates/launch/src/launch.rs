@@ -88,12 +88,30 @@ pub enum PinMain {
 }
 
 impl PinMain {
+    /// Every spelling, as [`PinMain::as_str`] gives them.
+    pub const NAMES: [&'static str; 2] = ["lazy", "early"];
+
     /// The spelling of the shim variable and the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             PinMain::Lazy => "lazy",
             PinMain::Early => "early",
         }
+    }
+}
+
+/// A word that is not a [`PinMain`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not lazy or early")]
+pub struct PinMainError(pub String);
+
+impl std::str::FromStr for PinMain {
+    type Err = PinMainError;
+    fn from_str(s: &str) -> Result<PinMain, PinMainError> {
+        [PinMain::Lazy, PinMain::Early]
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| PinMainError(s.to_string()))
     }
 }
 
@@ -141,6 +159,24 @@ impl RunOptions {
             verbose: false,
             pin_main: PinMain::Lazy,
             stdout_to_stderr: false,
+        }
+    }
+
+    /// [`RunOptions::new`] for `command`: the program, then its
+    /// arguments; `None` when it is empty.
+    pub fn for_command(command: &[OsString]) -> Option<RunOptions> {
+        let (program, args) = command.split_first()?;
+        Some(RunOptions::new(program, args.to_vec()))
+    }
+
+    /// One interval for both readers of /proc, the poll of
+    /// [`Mechanism::Follow`] and the samples of `report`; `None` keeps
+    /// each one's default.
+    pub fn with_interval(self, interval: Option<Duration>) -> RunOptions {
+        RunOptions {
+            follow_interval: interval.unwrap_or(self.follow_interval),
+            sample_interval: interval.unwrap_or(self.sample_interval),
+            ..self
         }
     }
 }
@@ -242,6 +278,17 @@ pub enum LaunchError {
         #[source]
         source: io::Error,
     },
+}
+
+impl LaunchError {
+    /// The exit code a shell would give: 127 for a program not found,
+    /// 126 for one that cannot be executed, else 1.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            LaunchError::Program(p) => p.exit_code(),
+            _ => 1,
+        }
+    }
 }
 
 /// Variables that bind OpenMP threads themselves. Exported alongside a
@@ -1017,5 +1064,44 @@ mod tests {
             o.refusal().unwrap(),
             "CPU 3 refused; the program ran (killed by signal 9) but not as planned"
         );
+    }
+
+    #[test]
+    fn pin_main_reads_its_own_spellings() {
+        for p in [PinMain::Lazy, PinMain::Early] {
+            assert_eq!(p.as_str().parse::<PinMain>(), Ok(p));
+        }
+        assert_eq!(
+            PinMain::NAMES.map(|n| n.parse::<PinMain>().unwrap().as_str()),
+            PinMain::NAMES
+        );
+        let e = "soon".parse::<PinMain>().unwrap_err();
+        assert_eq!(e.to_string(), "'soon' is not lazy or early");
+    }
+
+    #[test]
+    fn a_launch_failure_exits_as_a_shell_would() {
+        let missing = io::Error::from_raw_os_error(libc::ENOENT);
+        let denied = io::Error::from_raw_os_error(libc::EACCES);
+        let code = |e: LaunchError| e.exit_code();
+        assert_eq!(code(SpawnError::from_io("nope", &missing).into()), 127);
+        assert_eq!(code(SpawnError::from_io("./x", &denied).into()), 126);
+        assert_eq!(code(LaunchError::Shim(io::Error::other("full"))), 1);
+    }
+
+    #[test]
+    fn options_for_a_command_and_one_interval_for_both_readers() {
+        assert!(RunOptions::for_command(&[]).is_none());
+        let o = RunOptions::for_command(&["prog".into(), "-x".into()]).unwrap();
+        assert_eq!(o.program, OsString::from("prog"));
+        assert_eq!(o.args, vec![OsString::from("-x")]);
+        let kept = o.clone().with_interval(None);
+        assert_eq!(
+            (kept.follow_interval, kept.sample_interval),
+            (Duration::from_millis(1), Duration::from_millis(10))
+        );
+        let both = o.with_interval(Some(Duration::from_millis(5)));
+        assert_eq!(both.follow_interval, Duration::from_millis(5));
+        assert_eq!(both.sample_interval, Duration::from_millis(5));
     }
 }

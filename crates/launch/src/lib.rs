@@ -14,6 +14,9 @@
 //! - [`rebalance::rebalance`] spreads running processes or threads over
 //!   CPUs by capacity (the planner's `balance`), saving the previous
 //!   affinities for [`rebalance::state::restore`].
+//! - [`run_request::RunRequest`] is `pinsight run`'s whole work once
+//!   planned: the rank's report directory, the plan's variables, the
+//!   launch and the rank's report.
 //! - [`rank_report::RankReport`] is the file `run --slice --report-dir`
 //!   writes per rank, and `gather` and `compare --launcher` read.
 //!
@@ -27,6 +30,7 @@ pub mod pin;
 pub mod rank_file;
 pub mod rank_report;
 pub mod rebalance;
+pub mod run_request;
 pub mod shim;
 pub mod skip;
 pub mod threadlog;
@@ -35,8 +39,9 @@ pub mod watch;
 
 pub use launch::{
     create_shim, env_exports, kernel_policy, pins_per_thread, run, Application, LaunchError,
-    Mechanism, PinMain, RunOptions, RunOutcome,
+    Mechanism, PinMain, PinMainError, RunOptions, RunOutcome,
 };
 pub use pin::{pin_process, PinError, PinOptions, PinReport, ThreadOrder};
+pub use run_request::{RunError, RunRequest};
 pub use skip::{parse_skip, SkipError, SkipProblem};
 pub use watch::{FollowStats, ThreadRecord};

@@ -6,9 +6,11 @@
 //! never skipped: it always holds place 0). Skipped threads take no place
 //! and run on the plan's process-wide mask.
 
-/// A skip list that cannot be read.
+/// A skip list that cannot be read: the text as given, what is wrong
+/// with it, and what a skip list looks like (a caller says first where
+/// the text came from).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid skip list '{text}': {problem} ({EXPECTED})")]
+#[error("'{text}': {problem} ({EXPECTED})")]
 pub struct SkipError {
     /// The text as given.
     pub text: String,

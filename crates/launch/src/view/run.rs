@@ -8,6 +8,28 @@ use pinsight_plan::Plan;
 use pinsight_term::wrap80;
 use std::fmt::Write;
 
+/// The plan's notes (oversubscription, ignored modifiers) as `run` says
+/// them on stderr before the program starts, one line each.
+pub fn plan_notes(plan: &Plan) -> String {
+    plan.notes
+        .iter()
+        .map(|n| format!("pinsight: note: {n}\n"))
+        .collect()
+}
+
+/// What `run` says on stderr once the program has ended: with `report`,
+/// this rank's slice and the report table; else the run's notes, wrapped.
+pub fn ended(plan: &Plan, slice: Option<&RankSlice>, o: &RunOutcome, report: bool) -> String {
+    if !report {
+        return o
+            .notes
+            .iter()
+            .map(|n| wrap80(&format!("pinsight: note: {n}")) + "\n")
+            .collect();
+    }
+    slice.map(slice_lines).unwrap_or_default() + &self::report(plan, o)
+}
+
 /// The slice lines of `--report`.
 pub fn slice_lines(s: &RankSlice) -> String {
     let caps: Vec<String> = s.capacities.iter().map(|c| format!("{c:.3}")).collect();
@@ -167,4 +189,48 @@ pub fn report(plan: &Plan, o: &RunOutcome) -> String {
         let _ = writeln!(out, "{}", wrap80(&format!("note: {n}")));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(notes: &[&str]) -> RunOutcome {
+        RunOutcome {
+            pid: 7,
+            exit_code: 0,
+            signal: None,
+            mechanism: None,
+            fallback: None,
+            pin_main: None,
+            exported: Vec::new(),
+            wall_ms: 1.0,
+            threads: Vec::new(),
+            follow: None,
+            memory: None,
+            refused: None,
+            notes: notes.iter().map(|n| n.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn what_run_says_before_and_after() {
+        let plan = Plan {
+            notes: vec!["more threads than CPUs".into()],
+            ..Plan::pinned_to("os".into(), Vec::new(), Vec::new())
+        };
+        assert_eq!(
+            plan_notes(&plan),
+            "pinsight: note: more threads than CPUs\n"
+        );
+        let o = outcome(&["the shim cannot reach it"]);
+        assert_eq!(
+            ended(&plan, None, &o, false),
+            "pinsight: note: the shim cannot reach it\n"
+        );
+        let shown = ended(&plan, None, &o, true);
+        assert_eq!(shown, report(&plan, &o));
+        assert!(shown.contains("note: the shim cannot reach it"), "{shown}");
+        assert_eq!(ended(&plan, None, &outcome(&[]), false), "");
+    }
 }
