@@ -2,12 +2,9 @@
 //! slower declared kinds slowed to their given speed.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_emulate::{
-    session, Choice, EmulateError, Emulation, Options, Targets, EMULATING_ENV, STEALERS_ENV,
-};
+use pinsight_emulate::{Choice, EmulateError, Emulation, Options, Targets};
 use pinsight_lifecycle::interrupt;
 use pinsight_lifecycle::program::Program;
-use pinsight_sys::machine_lock::{LockError, MachineLock};
 use std::ffi::OsString;
 
 /// How to slow the CPUs.
@@ -73,7 +70,8 @@ pub struct Args {
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let (targets, opts) = request(&args, g)?;
-    let _owner = own_the_machine()?;
+    // One emulation at a time owns the machine (a lock in /run).
+    let _owner = pinsight_emulate::own_machine().map_err(emulate_error)?;
     // A signal during calibration: the main thread stops it, puts
     // everything back and ends with 128 + N (the guard keeps the signal
     // from ending the process first).
@@ -81,17 +79,15 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let _calibrating = interrupt::main_handles_exit();
     let mut pb = crate::cli::progress(g);
     let em =
-        pinsight_emulate::start(&g.fsroot()?, &targets, &opts, &mut pb).map_err(start_error)?;
+        pinsight_emulate::start(&g.fsroot()?, &targets, &opts, &mut pb).map_err(emulate_error)?;
     if let Some(sig) = interrupt::stopped() {
         // Came as calibration ended: the restorers ran already.
-        report_failures(em);
-        return Err(start_error(EmulateError::Interrupted(sig)));
+        report_failures(em.stop());
+        return Err(emulate_error(EmulateError::Interrupted(sig)));
     }
-    if let Some(c) = em.report().contention.as_ref().filter(|c| c.forced) {
+    for why in em.report().forced_past() {
         if !g.quiet {
-            for why in c.over_threshold() {
-                eprintln!("pinsight: warning: calibrated anyway (--force): {why}");
-            }
+            eprintln!("pinsight: warning: calibrated anyway (--force): {why}");
         }
     }
     let exported = g.kinds.clone().unwrap_or_default();
@@ -101,28 +97,18 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     } else {
         pinsight_emulate::view::render(em.report(), &exported)
     };
-    match args.command.split_first() {
-        None => hold(em, &text, g),
-        Some((program, rest)) => {
-            if g.json || !g.quiet {
-                eprintln!("{}", text.trim_end());
-            }
-            let env = [
-                ("PINSIGHT_KINDS", exported),
-                (EMULATING_ENV, em.report().mechanism.name().to_string()),
-                (
-                    STEALERS_ENV,
-                    pinsight_emulate::stealers_value(&em.stealer_pids()),
-                ),
-            ];
-            let code = session::run_program(program, rest, &env);
-            if code.is_ok() && interrupt::stopped().is_none() {
-                end_check(&em, g);
-            }
-            report_failures(em);
-            Ok(code?)
-        }
+    let Some((program, rest)) = args.command.split_first() else {
+        return hold(em, &text, g);
+    };
+    if g.json || !g.quiet {
+        eprintln!("{}", text.trim_end());
     }
+    let end = em.run_program(program, rest, &exported, END_WINDOWS);
+    if let Some(check) = &end.end_check {
+        report_end_check(check, g);
+    }
+    report_failures(end.failures);
+    Ok(end.code?)
 }
 
 /// The emulation asked for: its targets and options, checked (live
@@ -130,13 +116,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 /// present) before anything is slowed.
 fn request(args: &Args, g: &Globals) -> Result<(Targets, Options), CliError> {
     g.require_live("emulate slows CPUs", "")?;
-    if let Some(m) = std::env::var_os(EMULATING_ENV) {
-        return Err(CliError::usage(format!(
-            "already inside `pinsight emulate` ({EMULATING_ENV}={}): a nested emulation would \
-             fight the running one; run pinsight commands directly under it",
-            m.to_string_lossy()
-        )));
-    }
+    pinsight_emulate::check_not_nested().map_err(emulate_error)?;
     let spec = g.declared_kinds()?.ok_or_else(|| {
         CliError::usage(
             "emulate needs the kinds to emulate: --kinds CPULIST:NAME@SPEED,... \
@@ -173,69 +153,48 @@ fn request(args: &Args, g: &Globals) -> Result<(Targets, Options), CliError> {
     Ok((targets, opts))
 }
 
-/// The machine-wide lock of emulations: a second one is refused naming
-/// the first's PID.
-fn own_the_machine() -> Result<MachineLock, CliError> {
-    MachineLock::acquire(LOCK_NAME).map_err(|e| match e {
-        LockError::Held { path, pid } => CliError::runtime(format!(
-            "emulate: another emulation runs (PID {}; lock {}): it owns the CPUs it slows, \
-             and calibrating beside it would measure its stealers or caps; wait for it to end",
-            pid.map_or("unknown".to_string(), |p| p.to_string()),
-            path.display()
-        )),
-        e => CliError::runtime(format!("emulate: machine-wide lock: {e}")),
-    })
-}
-
 /// Without CMD: the report on stdout, then the emulation until a signal.
 fn hold(em: Emulation, text: &str, g: &Globals) -> CmdResult {
     println!("{}", text.trim_end());
-    if !g.quiet && !g.json {
+    let talk = !g.quiet && !g.json;
+    if talk {
         eprintln!("pinsight: emulating until Ctrl-C (or SIGTERM)");
     }
-    let (code, main) = session::hold();
-    report_failures(em);
-    if !g.quiet && !g.json {
+    let end = em.hold();
+    report_failures(end.failures);
+    if talk {
         eprintln!("pinsight: emulation ended; every CPU is back to full speed");
     }
-    drop(main);
-    Ok(code)
+    drop(end.main);
+    Ok(end.code)
 }
-
-/// The name of the machine-wide lock file (see
-/// [`pinsight_sys::machine_lock`]).
-const LOCK_NAME: &str = "pinsight-emulate.lock";
 
 /// Windows of the end-of-command re-measurement.
 const END_WINDOWS: usize = 3;
 
-/// After CMD: the speeds measured again; a warning per kind that drifted
-/// beyond the tolerance, and with --json the `end_check` document on
-/// stderr after the report.
-fn end_check(em: &Emulation, g: &Globals) {
-    let Some(check) = em.end_check(END_WINDOWS) else {
-        return;
-    };
+/// After CMD: a warning per kind that drifted beyond the tolerance, and
+/// with --json the `end_check` document on stderr after the report.
+fn report_end_check(check: &pinsight_emulate::EndCheck, g: &Globals) {
     if g.json {
         match serde_json::to_string(&check.document()) {
             Ok(doc) => eprintln!("{doc}"),
             Err(e) => eprintln!("pinsight: end check: JSON output: {e}"),
         }
-    }
-    if !g.quiet && !g.json {
+    } else if !g.quiet {
         for why in check.drifted() {
             eprintln!("pinsight: warning: the emulation did not hold: {why}");
         }
     }
 }
 
-fn report_failures(em: Emulation) {
-    for f in em.stop() {
+fn report_failures(failures: Vec<String>) {
+    for f in failures {
         eprintln!("pinsight: {f}");
     }
 }
 
-fn start_error(e: EmulateError) -> CliError {
+/// The message and exit status of an emulation that did not start.
+fn emulate_error(e: EmulateError) -> CliError {
     match e {
         EmulateError::Interrupted(sig) => CliError {
             code: pinsight_lifecycle::exit::signal_code(sig),
@@ -244,6 +203,7 @@ fn start_error(e: EmulateError) -> CliError {
         e @ EmulateError::Duty(pinsight_emulate::duty::DutyError::OverBudget { .. }) => {
             CliError::usage(format!("--kinds: {e}"))
         }
+        e @ EmulateError::Nested { .. } => CliError::usage(e.to_string()),
         e @ EmulateError::Contended { .. } => CliError::runtime(format!(
             "emulate: {e}; the calibration would measure them as the CPUs' speed (stop them, \
              or pass --force)"

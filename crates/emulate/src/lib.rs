@@ -49,6 +49,37 @@ use std::time::Duration;
 /// value: the mechanism); a nested `pinsight emulate` is refused.
 pub const EMULATING_ENV: &str = "PINSIGHT_EMULATING";
 
+/// The environment variable that hands the declared kinds to the programs
+/// run under an emulation (`0:P,1:E@0.5`): nested pinsight commands see
+/// the emulated machine.
+pub const KINDS_ENV: &str = "PINSIGHT_KINDS";
+
+/// The name of the machine-wide lock file of emulations (see
+/// [`pinsight_sys::machine_lock`]).
+pub const LOCK_NAME: &str = "pinsight-emulate.lock";
+
+/// Refuses to start inside another emulation ([`EMULATING_ENV`] set in
+/// this process's environment): a nested one would fight the running one.
+pub fn check_not_nested() -> Result<(), EmulateError> {
+    match std::env::var_os(EMULATING_ENV) {
+        Some(m) => Err(EmulateError::Nested {
+            mechanism: m.to_string_lossy().into_owned(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Takes the machine-wide lock of emulations: one at a time owns the
+/// machine, a second is refused naming the first's PID
+/// ([`EmulateError::Held`]).
+pub fn own_machine() -> Result<pinsight_sys::machine_lock::MachineLock, EmulateError> {
+    use pinsight_sys::machine_lock::{LockError, MachineLock};
+    MachineLock::acquire(LOCK_NAME).map_err(|e| match e {
+        LockError::Held { path, pid } => EmulateError::Held { path, pid },
+        e => EmulateError::Lock(e.to_string()),
+    })
+}
+
 /// The environment variable that names a duty-cycle emulation's stealers
 /// to the programs run under it (`CPU:PID,...`, see [`stealers_value`]):
 /// `pinsight load` and `pinsight balance` leave their run time out of the
@@ -233,6 +264,27 @@ pub enum EmulateError {
         /// One line per task or CPU over the threshold.
         reasons: Vec<String>,
     },
+    /// This process runs under an emulation already ([`EMULATING_ENV`]
+    /// holds its mechanism).
+    #[error(
+        "already inside `pinsight emulate` ({EMULATING_ENV}={mechanism}): a nested emulation \
+         would fight the running one; run pinsight commands directly under it"
+    )]
+    Nested { mechanism: String },
+    /// Another emulation holds the machine-wide lock.
+    #[error(
+        "another emulation runs (PID {}; lock {}): it owns the CPUs it slows, and calibrating \
+         beside it would measure its stealers or caps; wait for it to end",
+        pid.map_or("unknown".to_string(), |p| p.to_string()),
+        path.display()
+    )]
+    Held {
+        path: std::path::PathBuf,
+        pid: Option<i32>,
+    },
+    /// The machine-wide lock cannot be taken.
+    #[error("machine-wide lock: {0}")]
+    Lock(String),
 }
 
 /// Median, extremes and standard deviation of the achieved speeds.
@@ -423,10 +475,84 @@ impl EndCheck {
     }
 }
 
+/// How a program run under the emulation ended
+/// ([`Emulation::run_program`]).
+#[derive(Debug)]
+pub struct ProgramEnd {
+    /// The program's exit status (128 + N when killed by signal N), or
+    /// why it could not start.
+    pub code: Result<i32, pinsight_lifecycle::exit::SpawnError>,
+    /// The speeds measured again after it ended (not after a signal).
+    pub end_check: Option<EndCheck>,
+    /// One line per value that could not be put back.
+    pub failures: Vec<String>,
+}
+
+/// How an emulation held until a signal ended ([`Emulation::hold`]).
+pub struct HoldEnd {
+    /// 128 + the signal's number.
+    pub code: i32,
+    /// Keeps the process alive until dropped (say goodbye first).
+    pub main: pinsight_lifecycle::interrupt::MainExit,
+    /// One line per value that could not be put back.
+    pub failures: Vec<String>,
+}
+
+impl Report {
+    /// Why the calibration ran on CPUs other work took (`force`d past
+    /// the contention threshold); empty otherwise.
+    pub fn forced_past(&self) -> Vec<String> {
+        match &self.contention {
+            Some(c) if c.forced => c.over_threshold(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 impl Emulation {
     /// What was achieved.
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// Runs `program args` on the emulated machine, its environment
+    /// holding `kinds` ([`KINDS_ENV`]), the mechanism ([`EMULATING_ENV`])
+    /// and the stealers ([`STEALERS_ENV`]); when it ended without a signal
+    /// the speeds are measured again over `windows` windows
+    /// ([`Emulation::end_check`]); then the emulation stops.
+    pub fn run_program(
+        self,
+        program: &std::ffi::OsString,
+        args: &[std::ffi::OsString],
+        kinds: &str,
+        windows: usize,
+    ) -> ProgramEnd {
+        let env = [
+            (KINDS_ENV, kinds.to_string()),
+            (EMULATING_ENV, self.report.mechanism.name().to_string()),
+            (STEALERS_ENV, stealers_value(&self.stealer_pids())),
+        ];
+        let code = session::run_program(program, args, &env);
+        let end_check = if code.is_ok() && pinsight_lifecycle::interrupt::stopped().is_none() {
+            self.end_check(windows)
+        } else {
+            None
+        };
+        ProgramEnd {
+            code,
+            end_check,
+            failures: self.stop(),
+        }
+    }
+
+    /// Keeps the emulation until SIGINT, SIGTERM or SIGHUP, then stops it.
+    pub fn hold(self) -> HoldEnd {
+        let (code, main) = session::hold();
+        HoldEnd {
+            code,
+            main,
+            failures: self.stop(),
+        }
     }
 
     /// Measures the achieved speeds again, over `windows` windows of the
@@ -884,6 +1010,33 @@ fn kind_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_say_what_runs_already_and_what_to_do() {
+        let nested = EmulateError::Nested {
+            mechanism: "duty-cycle".into(),
+        };
+        assert_eq!(
+            nested.to_string(),
+            "already inside `pinsight emulate` (PINSIGHT_EMULATING=duty-cycle): a nested \
+             emulation would fight the running one; run pinsight commands directly under it"
+        );
+        let held = |pid| EmulateError::Held {
+            path: "/run/pinsight-emulate.lock".into(),
+            pid,
+        };
+        let words = held(Some(42)).to_string();
+        assert!(
+            words.starts_with("another emulation runs (PID 42; lock /run/pinsight-emulate.lock): "),
+            "{words}"
+        );
+        assert!(words.ends_with("; wait for it to end"), "{words}");
+        assert!(held(None).to_string().contains("(PID unknown; "));
+        // This process runs under no emulation (the test's environment).
+        if std::env::var_os(EMULATING_ENV).is_none() {
+            check_not_nested().unwrap();
+        }
+    }
 
     #[test]
     fn spread_of_samples() {
