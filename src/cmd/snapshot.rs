@@ -52,12 +52,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(&report)?;
     } else {
-        println!(
-            "recorded {} files ({}) to {}",
-            report.files,
-            kib(report.bytes),
-            report.out
-        );
+        println!("{}", report.summary());
     }
     Ok(0)
 }
@@ -77,11 +72,6 @@ fn cli_error(e: &Error) -> CliError {
         e if e.is_destination() => CliError::usage(format!("snapshot: {e}")),
         e => CliError::runtime(format!("snapshot: {e}")),
     }
-}
-
-/// `187.3 KiB`, as the human summary prints sizes.
-fn kib(bytes: u64) -> String {
-    format!("{:.1} KiB", bytes as f64 / 1024.0)
 }
 
 #[cfg(test)]
@@ -133,11 +123,5 @@ mod tests {
                 .code,
             2
         );
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(kib(0), "0.0 KiB");
-        assert_eq!(kib(191_795), "187.3 KiB");
     }
 }

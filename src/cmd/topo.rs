@@ -4,6 +4,7 @@
 //! `--explain` (capacity provenance) by `pinsight_topology::view::explain`.
 
 use crate::{cli::Globals, errors::CmdResult};
+use pinsight_topology::view::{explain, topo_text};
 
 /// Show the machine: packages, caches, cores, CPUs, NUMA nodes and core kinds.
 ///
@@ -43,25 +44,11 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         return super::topo_watch::run(&args.watch, g);
     }
     let topo = g.topology()?;
-    if args.explain {
-        if g.json {
-            g.print_json(&serde_json::json!({
-                "kinds": topo.kinds,
-                "provenance": topo.provenance,
-                "warnings": topo.warnings,
-            }))?;
-        } else {
-            print!("{}", pinsight_topology::view::explain::render(&topo));
-        }
-        return Ok(0);
-    }
-    if g.json {
-        g.print_json(&topo)?;
-    } else {
-        print!(
-            "{}",
-            pinsight_topology::view::topo_text::render(&topo, !args.no_pus)
-        );
+    match (args.explain, g.json) {
+        (true, true) => g.print_json(&explain::document(&topo))?,
+        (true, false) => print!("{}", explain::render(&topo)),
+        (false, true) => g.print_json(&topo)?,
+        (false, false) => print!("{}", topo_text::render(&topo, !args.no_pus)),
     }
     Ok(0)
 }

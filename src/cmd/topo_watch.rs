@@ -12,8 +12,8 @@
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
 use pinsight_term::wrap80;
-use pinsight_topology::hfi::{HfiError, HfiWatcher};
-use pinsight_topology::hfi_watch::{kind_name, watch, Live, WatchOptions};
+use pinsight_topology::hfi_watch::{self, Live, OpenError, WatchOptions};
+use pinsight_topology::view::hfi;
 use std::io;
 use std::time::Duration;
 
@@ -42,7 +42,16 @@ pub struct WatchArgs {
 
 /// Runs `topo --watch`.
 pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
-    let fs = live_root(g)?;
+    if g.hwloc_xml.is_some() {
+        return Err(refuse("--hwloc-xml"));
+    }
+    // No event can ever come on a recording or without HFI: say so and
+    // stop at once, rather than wait forever (`--count 1` would never be
+    // reached).
+    let watcher = hfi_watch::open_live(&g.fsroot()?).map_err(|e| match e {
+        OpenError::Recorded { .. } => refuse("--fsroot"),
+        e => CliError::runtime(format!("topo --watch: {e}")),
+    })?;
     let topo = g.topology()?;
     // The one signal lifecycle: this thread ends the watch and the process
     // (128 + N) once the signal's descriptor wakes the netlink wait.
@@ -50,45 +59,31 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
         CliError::runtime(format!("topo --watch: cannot set up Ctrl-C handling: {e}"))
     })?;
     let _main = interrupt::main_handles_exit();
-    let watcher = match HfiWatcher::open(&fs) {
-        Ok(w) => w,
-        Err(HfiError::Recorded { .. }) => return Err(refuse("--fsroot")),
-        Err(e) => {
-            return Err(CliError::runtime(format!(
-                "topo --watch: HFI unavailable: {e}"
-            )))
-        }
-    };
     if !g.quiet {
-        let fam = watcher.family();
-        eprintln!(
-            "{}",
-            wrap80(&format!(
-                "pinsight: watching HFI capability changes (netlink family \"thermal\", id {}, \
-                 group \"event\"; listening turns HFI on where the CPU has it). Ctrl-C stops.",
-                fam.id
-            ))
-        );
+        eprintln!("{}", hfi::watching(watcher.family().id));
     }
-    let mut source = Live { watcher, wake };
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    let kind_of = |cpu: u32| kind_name(&topo, cpu);
     let opts = WatchOptions {
         count: args.count,
         duration: args.duration,
         json: g.json,
     };
-    let woken = watch(&mut source, &mut out, &opts, &kind_of, &mut |w| {
-        if !g.quiet {
-            eprintln!(
-                "{}",
-                wrap80(&format!("pinsight: warning: topo --watch: {w}"))
-            );
-        }
-    })
+    let kind_of = |cpu: u32| hfi_watch::kind_name(&topo, cpu);
+    let mut source = Live { watcher, wake };
+    let woken = hfi_watch::watch(
+        &mut source,
+        &mut io::stdout().lock(),
+        &opts,
+        &kind_of,
+        &mut |w| {
+            if !g.quiet {
+                eprintln!(
+                    "{}",
+                    wrap80(&format!("pinsight: warning: topo --watch: {w}"))
+                );
+            }
+        },
+    )
     .map_err(|e| CliError::runtime(format!("topo --watch: {e}")))?;
-    drop(out);
     Ok(match interrupt::stopped() {
         Some(sig) if woken => pinsight_lifecycle::exit::signal_code(sig),
         _ => 0,
@@ -101,24 +96,4 @@ fn refuse(flag: &str) -> CliError {
         "topo --watch listens to this machine's kernel: it cannot run with {flag} \
          (a recorded machine sends no events; drop {flag})"
     ))
-}
-
-/// This machine's root, where capacity events can arrive (else the
-/// reason none ever will: a recording, or no HFI).
-fn live_root(g: &Globals) -> Result<pinsight_sys::FsRoot, CliError> {
-    if g.hwloc_xml.is_some() {
-        return Err(refuse("--hwloc-xml"));
-    }
-    let fs = g.fsroot()?;
-    if !fs.is_live() {
-        return Err(refuse("--fsroot"));
-    }
-    // No event can ever come (no HFI): say so and stop at once, rather
-    // than wait forever (`--count 1` would never be reached).
-    if let Some(why) = pinsight_topology::hfi::no_hfi_flag(&fs) {
-        return Err(CliError::runtime(format!(
-            "topo --watch: no capacity event can arrive: {why}"
-        )));
-    }
-    Ok(fs)
 }

@@ -35,6 +35,35 @@ pub enum WatchError {
     Write(io::Error),
 }
 
+/// Why a watch cannot start ([`open_live`]).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// A recorded machine sends no events.
+    #[error("{} is a recorded machine: capacity events come only from the live kernel", root.display())]
+    Recorded { root: std::path::PathBuf },
+    /// No event can ever come on this machine (no HFI), the reason.
+    #[error("no capacity event can arrive: {0}")]
+    NoEvents(String),
+    /// The kernel's thermal events cannot be listened to.
+    #[error("HFI unavailable: {0}")]
+    Unavailable(HfiError),
+}
+
+/// The watcher of this machine's capacity changes, subscribed: refused
+/// on a recorded machine, and where no event can ever come (no HFI)
+/// rather than waiting forever.
+pub fn open_live(root: &pinsight_sys::FsRoot) -> Result<HfiWatcher, OpenError> {
+    if !root.is_live() {
+        return Err(OpenError::Recorded {
+            root: root.root().to_path_buf(),
+        });
+    }
+    if let Some(why) = crate::hfi::no_hfi_flag(root) {
+        return Err(OpenError::NoEvents(why));
+    }
+    HfiWatcher::open(root).map_err(OpenError::Unavailable)
+}
+
 /// Where batches come from: the live watcher, or recorded bytes in tests.
 pub trait Source {
     /// The next batch, waiting at most `timeout`.
@@ -353,5 +382,19 @@ mod tests {
         std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu hfi\n").unwrap();
         let why = performance_feed(&root).unwrap_err();
         assert!(why.contains("is a recorded machine"), "{why}");
+    }
+
+    #[test]
+    fn a_watch_opens_only_on_the_live_machine() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu hfi\n").unwrap();
+        let root = pinsight_sys::FsRoot::at(d.path()).unwrap();
+        let e = open_live(&root).unwrap_err();
+        assert!(matches!(e, OpenError::Recorded { .. }), "{e:?}");
+        assert!(e.to_string().contains("is a recorded machine"), "{e}");
+        let line = crate::view::hfi::watching(27);
+        assert!(line.contains("id 27,"), "{line}");
+        assert!(line.lines().all(|l| l.chars().count() <= 80), "{line}");
     }
 }

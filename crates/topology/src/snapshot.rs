@@ -63,6 +63,18 @@ pub struct Report {
     pub bytes: u64,
 }
 
+impl Report {
+    /// The human summary: `recorded 412 files (187.3 KiB) to mybox/`.
+    pub fn summary(&self) -> String {
+        format!(
+            "recorded {} files ({:.1} KiB) to {}",
+            self.files,
+            self.bytes as f64 / 1024.0,
+            self.out
+        )
+    }
+}
+
 /// `pinsight-snapshot.json`: where and when a snapshot was taken.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metadata {
@@ -733,6 +745,20 @@ pub fn rfc3339_utc(t: std::time::SystemTime) -> String {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn summaries_give_sizes_in_kib() {
+        let r = |bytes| Report {
+            out: "mybox/".into(),
+            files: 412,
+            bytes,
+        };
+        assert_eq!(r(0).summary(), "recorded 412 files (0.0 KiB) to mybox/");
+        assert_eq!(
+            r(191_795).summary(),
+            "recorded 412 files (187.3 KiB) to mybox/"
+        );
+    }
 
     #[test]
     fn dates() {

@@ -9,6 +9,25 @@ use pinsight_model::{
 };
 use std::fmt::Write;
 
+/// `topo --explain --json`: the kinds, the provenance of their order and
+/// capacities, and the discovery's warnings (the same `provenance` object
+/// as the whole model's).
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Document<'a> {
+    pub kinds: &'a [Kind],
+    pub provenance: &'a pinsight_model::Provenance,
+    pub warnings: &'a [String],
+}
+
+/// The explanation of `topo` as its JSON document.
+pub fn document(topo: &Topology) -> Document<'_> {
+    Document {
+        kinds: &topo.kinds,
+        provenance: &topo.provenance,
+        warnings: &topo.warnings,
+    }
+}
+
 /// Width of the source column (the longest file name).
 const FILE_COLUMN: usize = 35;
 

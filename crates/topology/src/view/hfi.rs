@@ -7,6 +7,15 @@
 //! kind name is cut (with `…`) when it would not.
 
 use crate::hfi::CapabilityChange;
+
+/// The line a watch of capacity changes starts with: what it listens to
+/// (the thermal netlink family's id) and how it stops.
+pub fn watching(family_id: u16) -> String {
+    pinsight_term::wrap80(&format!(
+        "pinsight: watching HFI capability changes (netlink family \"thermal\", id {family_id}, \
+         group \"event\"; listening turns HFI on where the CPU has it). Ctrl-C stops."
+    ))
+}
 use unicode_width::UnicodeWidthStr;
 
 /// Widest line the renderer produces.
