@@ -170,27 +170,7 @@ fn setup_error(e: SetupError) -> CliError {
         SetupError::NoCommand => {
             "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...]".into()
         }
-        SetupError::NoPolicies => "--policies: give at least one policy".into(),
-        SetupError::ZeroThreads => "--threads 0: the number of threads must be at least 1".into(),
-        SetupError::UnknownGovernor { .. } | SetupError::Policy(_) => {
-            let flag = if matches!(e, SetupError::Policy(_)) {
-                "--policies"
-            } else {
-                "--governors"
-            };
-            format!("{flag}: {e}")
-        }
-        SetupError::LatencyUnused { path } => format!(
-            "--latency {}: applies to latency-group/latency-pipeline only, and --policies has neither",
-            path.display()
-        ),
-        SetupError::ArmMemory { policy, error } => format!("--policies {policy}: {error}"),
-        SetupError::ArmMemoryUnfit { policy, error } => format!("--policies {policy}: {error}"),
-        SetupError::WeightsUnused { path } => format!(
-            "--weights {}: applies to the balance policy only, and --policies has no balance",
-            path.display()
-        ),
-        _ => e.to_string(),
+        _ => (e.named(&crate::cmd::compare::input_flag)).unwrap_or_else(|| e.to_string()),
     };
     if e.is_usage() {
         CliError::usage(message)
@@ -272,9 +252,7 @@ pub fn model_needs_machine() -> CliError {
 pub fn capacity_error(what: &str, e: pinsight_sched::OwnCapacityError) -> CliError {
     use pinsight_sched::{ManageError, OwnCapacityError};
     match e {
-        OwnCapacityError::Affinity(e) => {
-            CliError::runtime(format!("{what}: sched_getaffinity: {e}"))
-        }
+        e @ OwnCapacityError::Affinity(_) => CliError::runtime(format!("{what}: {e}")),
         OwnCapacityError::Manage(ManageError::OneKind { kind }) => CliError::usage(format!(
             "{what} needs two core kinds; this machine has one ({kind}): declare them with \
              --kinds, e.g. --kinds 0-3:P,4-7:E (a VM's vCPUs on P- and E-cores)"
@@ -312,9 +290,6 @@ pub fn mix_open_error(e: pinsight_sched::mix::OpenError) -> CliError {
 pub fn slice_error(e: SliceError) -> CliError {
     CliError::usage(match &e {
         SliceError::RankOutOfRange { .. } => format!("{e}; check --local-rank/--local-size"),
-        SliceError::TooManyRanks { .. } => format!(
-            "{e}; use fewer ranks per node, or let the launcher not bind each rank (mpirun --bind-to none, srun --cpu-bind=none): the CPUs sliced are those this process may use"
-        ),
         SliceError::Unequal { .. } => {
             format!("{e}; use --slice-rules equal-count, fewer ranks, or other --weights")
         }

@@ -12,9 +12,9 @@
 use crate::errors::{conflict, journal_error, session_error};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_compare::ranks_run::RanksError;
-use pinsight_compare::request::{Flags, Input, RanksFlags, RequestError};
+use pinsight_compare::request::{Flags, Input, RanksFlags};
 use pinsight_compare::session::{Finished, Session};
-use pinsight_compare::start::{self, End, OpenError, OutputError, PrepareError};
+use pinsight_compare::start::{self, End, OpenError, PrepareError};
 use pinsight_compare::view as render;
 use pinsight_compare::view::run as view;
 use pinsight_compare::{interrupt, Advice, ExperimentError, Report};
@@ -258,8 +258,16 @@ fn ended(args: &Args, finished: Finished, journal: &Path) -> CmdResult {
     }
 }
 
-/// The flag of an input.
+/// The flag of an input, the export files as given.
 fn flag(input: Input, args: &Args) -> &'static str {
+    match input {
+        Input::Export(i) => args.export.files().get(i).map_or("--export", |f| f.0),
+        input => input_flag(input),
+    }
+}
+
+/// The flag of an input.
+pub(crate) fn input_flag(input: Input) -> &'static str {
     match input {
         Input::Policies => "--policies",
         Input::Threads => "--threads",
@@ -273,7 +281,11 @@ fn flag(input: Input, args: &Args) -> &'static str {
         Input::Slice => "--slice",
         Input::SliceRules => "--slice-rules",
         Input::Journal => "--journal",
-        Input::Export(i) => args.export.files().get(i).map_or("--export", |f| f.0),
+        Input::Export(_) => "--export",
+        Input::Command => "COMMAND",
+        Input::Runs => "--runs",
+        Input::Metric => "--metric",
+        Input::Resume => "--resume",
     }
 }
 
@@ -282,30 +294,18 @@ fn prepare_error(e: PrepareError, args: &Args) -> CliError {
     match e {
         PrepareError::Resume(e) => journal_error(e, true),
         PrepareError::Ranks(e) => ranks_error(e, args),
-        PrepareError::Request(e) => request_error(e),
+        PrepareError::Request(e) => CliError::usage(e.named(&input_flag).unwrap_or_else(|| {
+            "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...] \
+             (or --resume JOURNAL)"
+                .into()
+        })),
         PrepareError::Launcher(e) => CliError {
             code: e.exit_code(),
             message: format!("--launcher {e}"),
         },
         PrepareError::Program(e) => e.into(),
-        PrepareError::Output(e) => output_error(e, args),
+        PrepareError::Output(e) => CliError::usage(e.named(&|i| flag(i, args))),
     }
-}
-
-fn request_error(e: RequestError) -> CliError {
-    CliError::usage(match &e {
-        RequestError::NotUtf8(_) => format!("COMMAND {e}"),
-        RequestError::NoCommand => "no command to measure; usage: pinsight compare [OPTIONS] \
-            -- COMMAND [ARGS...] (or --resume JOURNAL)"
-            .into(),
-        RequestError::ZeroRuns => {
-            "--runs 0: at least 1 run per arm is needed (2 for statistics)".into()
-        }
-        RequestError::JournalMem { text, error } => {
-            format!("the journal's --mem {text}: {error}")
-        }
-        RequestError::MetricTwice(_) => format!("--metric: {e}"),
-    })
 }
 
 fn ranks_error(e: RanksError, args: &Args) -> CliError {
@@ -329,19 +329,6 @@ fn ranks_error(e: RanksError, args: &Args) -> CliError {
         ),
         _ => CliError::usage(format!("{flag} {e}")),
     }
-}
-
-fn output_error(e: OutputError, args: &Args) -> CliError {
-    CliError::usage(match &e {
-        OutputError::JournalExists(j) => format!(
-            "--journal {}: already exists; continue it with --resume {0}, or choose another --journal",
-            j.display()
-        ),
-        OutputError::Unwritable { input, .. } => format!("{} {e}", flag(*input, args)),
-        OutputError::NoDefaultJournal(e) => format!(
-            "cannot write the journal in the current directory: {e}; use --journal FILE"
-        ),
-    })
 }
 
 fn open_error(e: OpenError) -> CliError {

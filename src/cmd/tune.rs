@@ -131,7 +131,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     // A simulated tune (test only) runs nothing, so it may plan a recorded
     // machine; a live one runs programs here and refuses another machine.
-    let simulated = std::env::var_os(TEST_SIM).is_some();
+    let simulated = std::env::var_os(pinsight_tune::TEST_SIM).is_some();
     if !simulated {
         g.require_live(
             "tune runs programs",
@@ -140,14 +140,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     live(&args, g)
 }
-
-/// TEST ONLY, deliberately not in `--help`: `PINSIGHT_TEST_TUNE_SIM=SPEC`
-/// (`model=static,t1=10,f=0.95,sf=2,smt_gain=0.3,noise=0.02,seed=1`, see
-/// `pinsight_tune::sim`) runs nothing and journals times computed from that
-/// model for each configuration: hyperfine's mock-executor idea, so the
-/// whole command (design, journal, resume, validation, words) is tested
-/// deterministically.
-const TEST_SIM: &str = "PINSIGHT_TEST_TUNE_SIM";
 
 /// The live path: run the design (and then the validation configurations)
 /// through compare's machinery, crate `pinsight-tune`, and analyse.
@@ -197,16 +189,11 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
 }
 
 /// The live runner's request from the flags: a new tune or a resumed one,
-/// run live or simulated ([`TEST_SIM`]).
+/// run live or simulated ([`pinsight_tune::TEST_SIM`]).
 fn live_request(args: &Args) -> Result<pinsight_tune::live::LiveRequest, CliError> {
     use pinsight_tune::live::{LiveRequest, Start};
-    let executor = match std::env::var(TEST_SIM) {
-        Ok(spec) => pinsight_tune::ExecutorKind::Simulated(
-            spec.parse()
-                .map_err(|e| CliError::usage(format!("{TEST_SIM}: {e}")))?,
-        ),
-        Err(_) => pinsight_tune::ExecutorKind::Live,
-    };
+    let executor =
+        pinsight_tune::ExecutorKind::from_env().map_err(|e| CliError::usage(e.to_string()))?;
     let start = match &args.resume {
         Some(path) => Start::Resume(path.clone()),
         None => Start::New {

@@ -31,7 +31,16 @@ pub enum Input {
     Journal,
     /// The export file at this index of [`Flags::exports`].
     Export(usize),
+    /// The program and its arguments.
+    Command,
+    Runs,
+    Metric,
+    /// The journal to continue.
+    Resume,
 }
+
+/// How a front end names an input (its flag).
+pub type Names<'a> = &'a dyn Fn(Input) -> &'static str;
 
 impl std::fmt::Display for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -49,6 +58,10 @@ impl std::fmt::Display for Input {
             Input::SliceRules => "the slicing rules",
             Input::Journal => "the journal",
             Input::Export(i) => return write!(f, "export file {}", i + 1),
+            Input::Command => "the command",
+            Input::Runs => "the runs per arm",
+            Input::Metric => "the program metrics",
+            Input::Resume => "the journal to continue",
         };
         f.write_str(what)
     }
@@ -121,6 +134,25 @@ pub enum RequestError {
     /// Two program metrics with one name.
     #[error("'{0}' is given twice (each metric needs its own name)")]
     MetricTwice(String),
+}
+
+impl RequestError {
+    /// The message with the inputs named by `name`; `None` for
+    /// [`RequestError::NoCommand`], whose words are the front end's usage.
+    pub fn named(&self, name: Names<'_>) -> Option<String> {
+        Some(match self {
+            RequestError::NotUtf8(_) => format!("{} {self}", name(Input::Command)),
+            RequestError::NoCommand => return None,
+            RequestError::ZeroRuns => format!(
+                "{} 0: at least 1 run per arm is needed (2 for statistics)",
+                name(Input::Runs)
+            ),
+            RequestError::JournalMem { text, error } => {
+                format!("the journal's {} {text}: {error}", name(Input::Mem))
+            }
+            RequestError::MetricTwice(_) => format!("{}: {self}", name(Input::Metric)),
+        })
+    }
 }
 
 /// The request from `flags`; with a `resumed` header, inputs not given
@@ -336,6 +368,10 @@ mod tests {
             ..flags(&["true"])
         };
         assert!(matches!(request(&zero, None), Err(RequestError::ZeroRuns)));
+        let flag = |i: Input| if i == Input::Runs { "-r" } else { "?" };
+        let named = RequestError::ZeroRuns.named(&flag).unwrap();
+        assert!(named.starts_with("-r 0: at least 1 run per arm"), "{named}");
+        assert_eq!(RequestError::NoCommand.named(&flag), None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! so nothing is silently dropped.
 
 use crate::journal::{ArmHeader, ArmPlan, Header, Machine, NotApplicable, SCHEMA};
+use crate::request::{Input, Names};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency_model::LatencyMatrix;
 use pinsight_measure::{read_governors, GovernorError, GovernorGuard, RestoreError};
@@ -169,6 +170,36 @@ pub enum SetupError {
 }
 
 impl SetupError {
+    /// The message with the inputs at fault named by `name`; `None` when
+    /// no input is named (the message is the error's own).
+    pub fn named(&self, name: Names<'_>) -> Option<String> {
+        let policies = name(Input::Policies);
+        Some(match self {
+            SetupError::NoPolicies => format!("{policies}: give at least one policy"),
+            SetupError::ZeroThreads => format!(
+                "{} 0: the number of threads must be at least 1",
+                name(Input::Threads)
+            ),
+            SetupError::UnknownGovernor { .. } => format!("{}: {self}", name(Input::Governors)),
+            SetupError::Policy(_) => format!("{policies}: {self}"),
+            SetupError::LatencyUnused { path } => format!(
+                "{} {}: applies to latency-group/latency-pipeline only, and {policies} has neither",
+                name(Input::Latency),
+                path.display()
+            ),
+            SetupError::ArmMemory { policy, error } => format!("{policies} {policy}: {error}"),
+            SetupError::ArmMemoryUnfit { policy, error } => {
+                format!("{policies} {policy}: {error}")
+            }
+            SetupError::WeightsUnused { path } => format!(
+                "{} {}: applies to the balance policy only, and {policies} has no balance",
+                name(Input::Weights),
+                path.display()
+            ),
+            _ => return None,
+        })
+    }
+
     /// The request's fault (a usage error), not the machine's.
     pub fn is_usage(&self) -> bool {
         !matches!(self, SetupError::GovernorRestore(_))
@@ -757,6 +788,8 @@ mod tests {
         assert_eq!(p[2].2.as_ref().unwrap().to_string(), "bind:0-1");
         let e = parse_policies(&["os+mem:bogus".to_string()]).unwrap_err();
         assert!(matches!(e, SetupError::ArmMemory { .. }), "{e}");
+        let named = e.named(&|i| if i == Input::Policies { "-P" } else { "?" });
+        assert!(named.unwrap().starts_with("-P "));
         assert!(e
             .to_string()
             .starts_with("os+mem:bogus: memory policy 'bogus'"));

@@ -13,7 +13,7 @@ use crate::experiment::{ExperimentError, Outcome};
 use crate::journal::Journal;
 use crate::ranks::RanksIdentity;
 use crate::ranks_run::{self, RanksError, StartError};
-use crate::request::{self, Flags, Input, RequestError};
+use crate::request::{self, Flags, Input, Names, RequestError};
 use crate::session::{Config, ExecutorChoice, JournalTarget, Session, SessionError};
 use crate::setup::{Extension, Request};
 use pinsight_lifecycle::exit::SpawnError;
@@ -61,6 +61,22 @@ pub enum OutputError {
     /// The default journal's directory, the current one, is not writable.
     #[error("cannot write the journal in the current directory: {0}")]
     NoDefaultJournal(String),
+}
+
+impl OutputError {
+    /// The message with the inputs named by `name`.
+    pub fn named(&self, name: Names<'_>) -> String {
+        let journal = name(Input::Journal);
+        match self {
+            OutputError::JournalExists(j) => format!(
+                "{journal} {}: already exists; continue it with {} {0}, or choose another {journal}",
+                j.display(),
+                name(Input::Resume)
+            ),
+            OutputError::Unwritable { input, .. } => format!("{} {self}", name(*input)),
+            OutputError::NoDefaultJournal(_) => format!("{self}; use {journal} FILE"),
+        }
+    }
 }
 
 /// Why a prepared compare cannot open its session.
@@ -292,6 +308,12 @@ mod tests {
         };
         let e = check_outputs(&flags).unwrap_err();
         assert!(matches!(&e, OutputError::JournalExists(p) if *p == existing));
+        let flag = |i: Input| if i == Input::Journal { "-j" } else { "-R" };
+        let named = e.named(&flag);
+        let path = existing.display();
+        let words =
+            format!("-j {path}: already exists; continue it with -R {path}, or choose another -j");
+        assert_eq!(named, words);
         // Resuming, the journal is the one to continue: not refused.
         let resumed = Flags {
             resume: Some(existing.clone()),

@@ -48,7 +48,7 @@ use pinsight_sys::progress::Progress;
 use pinsight_sys::FsRoot;
 use pinsight_tune_model::{Config, FitError, FitOptions, Machine, Observation};
 use serde::{Deserialize, Serialize};
-use sim::{SimExecutor, SimSpec};
+use sim::{SimExecutor, SimSpec, SimSpecError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -113,6 +113,29 @@ pub enum ExecutorKind {
     Live,
     /// Nothing runs: times from a known model ([`sim`]).
     Simulated(SimSpec),
+}
+
+/// TEST ONLY, deliberately not in any help: `PINSIGHT_TEST_TUNE_SIM=SPEC`
+/// (`model=static,t1=10,f=0.95,sf=2,smt_gain=0.3,noise=0.02,seed=1`, see
+/// [`sim`]) runs nothing and journals times computed from that model for
+/// each configuration: hyperfine's mock-executor idea, so a whole front
+/// end (design, journal, resume, validation, words) is tested
+/// deterministically.
+pub const TEST_SIM: &str = "PINSIGHT_TEST_TUNE_SIM";
+
+/// [`TEST_SIM`] is set but its spec does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{TEST_SIM}: {0}")]
+pub struct TestSimError(#[from] pub SimSpecError);
+
+impl ExecutorKind {
+    /// [`ExecutorKind::Simulated`] when [`TEST_SIM`] is set, else live.
+    pub fn from_env() -> Result<ExecutorKind, TestSimError> {
+        match std::env::var(TEST_SIM) {
+            Ok(spec) => Ok(ExecutorKind::Simulated(spec.parse()?)),
+            Err(_) => Ok(ExecutorKind::Live),
+        }
+    }
 }
 
 /// Everything a tune needs from its front end.
@@ -1056,6 +1079,12 @@ impl Gate for StageGate<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_test_simulation_spec_names_the_variable() {
+        let e = TestSimError("f".parse::<SimSpec>().unwrap_err());
+        assert!(e.to_string().starts_with("PINSIGHT_TEST_TUNE_SIM: 'f': "), "{e}");
+    }
 
     #[test]
     fn a_rate_becomes_a_time_like_cost() {
