@@ -4,11 +4,9 @@
 
 use super::plan_args::{make_request, parse_policy, plan_error, PlanArgs};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_launch::pin::{
-    pin_process, threads_of, threads_to_plan, AssignError, Outcome, PinError, PinOptions,
-    ThreadOrder, ThreadPin,
-};
-use pinsight_plan::{PlanError, Policy, Request};
+use pinsight_launch::pin::{plan_and_pin, PinError, PinOptions, ThreadOrder};
+use pinsight_launch::view::pin as view;
+use pinsight_plan::Policy;
 use pinsight_sys::FsRoot;
 
 /// Re-pin a running process's threads according to a plan.
@@ -51,19 +49,14 @@ pub struct Args {
     pub dry_run: bool,
 }
 
+/// The library's errors; those about the plan name the flag to change.
 fn pin_error(e: PinError) -> CliError {
     match e {
-        PinError::Plan(AssignError::NoVcpus) => CliError::usage(
-            "--qemu: no QEMU vCPU threads (named 'CPU n/KVM' or 'CPU n/TCG') in this process",
-        ),
-        PinError::Plan(AssignError::VcpuWithoutPlace {
-            vcpu,
-            places,
-            vcpus,
-            needed,
-        }) => CliError::usage(format!(
-            "--qemu: vCPU {vcpu} has no place: the plan has {places} place(s) for {vcpus} vCPU(s); plan with --threads {needed}"
-        )),
+        PinError::Plan(a) => CliError::usage(match a.threads_needed() {
+            Some(n) => format!("--qemu: {a}; plan with --threads {n}"),
+            None => format!("--qemu: {a}"),
+        }),
+        PinError::Planner(p) => plan_error(p),
         other => CliError::runtime(other.to_string()),
     }
 }
@@ -75,10 +68,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             "--mem {m}: pin moves the threads of a running process and cannot change its memory policy (set_mempolicy acts on the calling thread only); start the program with `pinsight run --mem {m}`"
         )));
     }
-    let fs = FsRoot::live();
-    let tasks = threads_of(&fs, args.pid).map_err(pin_error)?;
+    let request = make_request(&args.policy, &args.plan)?;
     let topo = g.topology_with(args.plan.needs())?;
-    let plan = plan_for(&args, &tasks, &topo)?;
     let opts = PinOptions {
         order: if args.threads_by_name {
             ThreadOrder::Name
@@ -88,73 +79,19 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         qemu: args.qemu,
         dry_run: args.dry_run,
     };
-    let report = pin_process(&fs, args.pid, &plan, &opts).map_err(pin_error)?;
-    let failed: Vec<&ThreadPin> = report
-        .threads
-        .iter()
-        .filter(|t| matches!(t.outcome, Outcome::Failed | Outcome::WouldFail))
-        .collect();
+    let (plan, report) =
+        plan_and_pin(&FsRoot::live(), args.pid, &topo, request, &opts).map_err(pin_error)?;
     if g.json {
         g.print_json(&report)?;
     } else {
-        print_table(&report, &plan, &failed, g);
-    }
-    if report.process_exited {
-        return Err(CliError::runtime(format!(
-            "PID {} exited while being pinned; the report above is partial",
-            args.pid
-        )));
-    }
-    if !failed.is_empty() {
-        return Err(CliError::runtime(pinsight_launch::view::pin::failure(
-            &report, &failed,
-        )));
-    }
-    Ok(0)
-}
-
-/// The plan for the process's threads: `--threads`, else one place per
-/// thread found, else (more threads than CPUs) the policy's whole set.
-fn plan_for(
-    args: &Args,
-    tasks: &[pinsight_launch::pin::TaskInfo],
-    topo: &pinsight_model::Topology,
-) -> Result<pinsight_plan::Plan, CliError> {
-    let mut req = make_request(&args.policy, &args.plan)?;
-    if req.threads.is_none() && req.tasks.is_none() {
-        req.threads = Some(threads_to_plan(tasks, args.qemu));
-    }
-    Ok(match pinsight_plan::plan(topo, &req) {
-        // More threads than the policy's CPUs and no --threads: plan the
-        // whole set; places are reused round robin (pin_process notes it).
-        Err(PlanError::TooManyThreads { .. })
-            if args.plan.threads.is_none() && args.plan.tasks.is_none() =>
-        {
-            pinsight_plan::plan(
-                topo,
-                &Request {
-                    threads: None,
-                    ..req
-                },
-            )
-            .map_err(plan_error)?
-        }
-        other => other.map_err(plan_error)?,
-    })
-}
-
-/// The human table of `pin` (stdout), the notes (stderr).
-fn print_table(
-    report: &pinsight_launch::pin::PinReport,
-    plan: &pinsight_plan::Plan,
-    failed: &[&ThreadPin],
-    g: &Globals,
-) {
-    print!("{}", pinsight_launch::view::pin::table(report, failed));
-    for n in report.notes.iter().chain(plan.notes.iter()) {
+        print!("{}", view::table(&report));
         if !g.quiet {
-            eprintln!("pinsight: note: {n}");
+            eprint!("{}", view::notes(&report, &plan));
         }
+    }
+    match view::failure(&report) {
+        Some(why) => Err(CliError::runtime(why)),
+        None => Ok(0),
     }
 }
 
@@ -163,9 +100,8 @@ mod tests {
     use super::*;
     use crate::cmd::plan_args::test_cli;
 
-    type Cli = test_cli::Cli<Args>;
-
-    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+    /// The flags as `pinsight pin` parses them.
+    fn parse(argv: &[&str]) -> Result<test_cli::Cli<Args>, clap::Error> {
         test_cli::parse("pin", argv)
     }
 

@@ -18,7 +18,8 @@
 //! such, per thread, by real runs and dry runs alike.
 
 use pinsight_cpuset::CpuSet;
-use pinsight_plan::Plan;
+use pinsight_model::Topology;
+use pinsight_plan::{Plan, PlanError, Request};
 use pinsight_sys::affinity;
 use pinsight_sys::procfs;
 use pinsight_sys::FsRoot;
@@ -244,10 +245,11 @@ pub struct PinReport {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AssignError {
     /// QEMU mode, but no thread is named like a vCPU.
-    #[error("QEMU mode: no QEMU vCPU threads (named 'CPU n/KVM' or 'CPU n/TCG') in this process")]
+    #[error("no QEMU vCPU threads (named 'CPU n/KVM' or 'CPU n/TCG') in this process")]
     NoVcpus,
-    /// A vCPU beyond the plan's places.
-    #[error("QEMU mode: vCPU {vcpu} has no place: the plan has {places} place(s) for {vcpus} vCPU(s); plan {needed} threads")]
+    /// A vCPU beyond the plan's places ([`AssignError::threads_needed`]
+    /// says how many threads to plan for).
+    #[error("vCPU {vcpu} has no place: the plan has {places} place(s) for {vcpus} vCPU(s)")]
     VcpuWithoutPlace {
         vcpu: usize,
         places: usize,
@@ -257,8 +259,18 @@ pub enum AssignError {
     },
 }
 
+impl AssignError {
+    /// The threads a plan needs so that every vCPU has a place.
+    pub fn threads_needed(&self) -> Option<usize> {
+        match self {
+            AssignError::NoVcpus => None,
+            AssignError::VcpuWithoutPlace { needed, .. } => Some(*needed),
+        }
+    }
+}
+
 /// Why nothing could be pinned.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum PinError {
     /// No such process (exit 1).
     #[error("no process with PID {0}")]
@@ -276,6 +288,9 @@ pub enum PinError {
     /// The plan does not fit the process (usage, exit 2).
     #[error(transparent)]
     Plan(#[from] AssignError),
+    /// The planner refused the request (usage, exit 2).
+    #[error(transparent)]
+    Planner(#[from] PlanError),
 }
 
 /// `PF_NO_SETAFFINITY` in `/proc/PID/task/TID/stat`'s flags (field 9):
@@ -343,6 +358,48 @@ fn process_gone(fs: &FsRoot, pid: i32) -> bool {
     match procfs::task_stat(fs, pid, pid) {
         None => true,
         Some(st) => st.state == 'Z' || st.state == 'X',
+    }
+}
+
+/// `pin`'s whole work: plans `request` on `topo` for the threads of `pid`
+/// and applies the plan ([`pin_process`]). Without a thread or task
+/// count the plan has one place per thread found (per vCPU with `qemu`,
+/// [`threads_to_plan`]), or, when the process has more threads than the
+/// policy has CPUs, every CPU of the policy (places are then reused round
+/// robin, as the report notes).
+pub fn plan_and_pin(
+    fs: &FsRoot,
+    pid: i32,
+    topo: &Topology,
+    mut request: Request,
+    opts: &PinOptions,
+) -> Result<(Plan, PinReport), PinError> {
+    let tasks = threads_of(fs, pid)?;
+    let counted = request.threads.is_none() && request.tasks.is_none();
+    if counted {
+        request.threads = Some(threads_to_plan(&tasks, opts.qemu));
+    }
+    let plan = match pinsight_plan::plan(topo, &request) {
+        Err(PlanError::TooManyThreads { .. }) if counted => pinsight_plan::plan(
+            topo,
+            &Request {
+                threads: None,
+                ..request
+            },
+        )?,
+        other => other?,
+    };
+    let report = pin_process(fs, pid, &plan, opts)?;
+    Ok((plan, report))
+}
+
+impl PinReport {
+    /// The threads that could not (in a dry run: would not) be pinned.
+    pub fn failed(&self) -> Vec<&ThreadPin> {
+        self.threads
+            .iter()
+            .filter(|t| matches!(t.outcome, Outcome::Failed | Outcome::WouldFail))
+            .collect()
     }
 }
 
@@ -661,6 +718,49 @@ mod tests {
             }
         );
         assert!(e.to_string().contains("vCPU 3 has no place"), "{e}");
+        assert_eq!(e.threads_needed(), Some(4));
+        assert_eq!(AssignError::NoVcpus.threads_needed(), None);
+    }
+
+    /// This test process, its threads planned on a one-CPU machine: more
+    /// threads than CPUs reuse the places unless a count was asked for.
+    #[test]
+    fn plan_and_pin_plans_for_the_threads_found() {
+        let fs = FsRoot::live();
+        let me = std::process::id() as i32;
+        // A second thread, so the process has more threads than CPUs.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let helper = std::thread::spawn(move || rx.recv());
+        let one = pinsight_plan::slice::restrict(
+            &pinsight_testkit::topology::i7_1370p(),
+            &CpuSet::single(0),
+        );
+        let opts = PinOptions {
+            dry_run: true,
+            ..Default::default()
+        };
+        let compact = || Request::new("compact".parse().unwrap());
+        let (plan, report) = plan_and_pin(&fs, me, &one, compact(), &opts).unwrap();
+        assert_eq!(plan.places.len(), 1, "the policy's whole set");
+        assert!(report.threads.len() >= 2 && report.dry_run);
+        assert!(
+            report.notes.iter().any(|n| n.contains("round robin")),
+            "{:?}",
+            report.notes
+        );
+        let asked = Request {
+            threads: Some(2),
+            ..compact()
+        };
+        let e = plan_and_pin(&fs, me, &one, asked, &opts).unwrap_err();
+        assert!(
+            matches!(e, PinError::Planner(PlanError::TooManyThreads { .. })),
+            "{e}"
+        );
+        let e = plan_and_pin(&fs, 999_999_999, &one, compact(), &opts).unwrap_err();
+        assert_eq!(e, PinError::NoSuchProcess(999_999_999));
+        tx.send(()).unwrap();
+        helper.join().unwrap().unwrap();
     }
 
     #[test]

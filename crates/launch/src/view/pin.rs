@@ -1,16 +1,17 @@
 //! The human table of `pinsight pin`: one row per thread (before, after,
 //! result) within 80 columns, long reasons whole below it.
 
-use crate::pin::{Outcome, PinReport, ThreadPin};
+use crate::pin::{Outcome, PinReport};
 use pinsight_cpuset::CpuSet;
 use pinsight_sys::text::shown;
 use pinsight_term::{fill, Wrap};
 use std::fmt::Write;
 
-/// The human table of `pin`, then the long reasons of `failed` below it
-/// (whole, wrapped to 80 columns).
-pub fn table(report: &PinReport, failed: &[&ThreadPin]) -> String {
+/// The human table of `pin`, then the long reasons of the threads that
+/// failed below it (whole, wrapped to 80 columns).
+pub fn table(report: &PinReport) -> String {
     let mut out = String::new();
+    let failed = report.failed();
     let set = |s: &Option<CpuSet>| s.as_ref().map_or("-".into(), |c| c.to_list_string());
     let _ = writeln!(
         out,
@@ -89,10 +90,31 @@ pub fn short_error(e: &Option<String>) -> String {
 /// two, continuation lines by four.
 pub const REASON: Wrap<'static> = Wrap::new(80).indent("  ", "    ");
 
-/// Why `pin` failed when threads could not be pinned (`failed`, of the
-/// report's threads), naming the kernel's reason when all of them are
-/// per-CPU kernel threads.
-pub fn failure(report: &PinReport, failed: &[&ThreadPin]) -> String {
+/// The notes of `pin` for stderr: the report's (places reused, threads
+/// that exited), then the plan's, one `pinsight: note:` line each.
+pub fn notes(report: &PinReport, plan: &pinsight_plan::Plan) -> String {
+    report
+        .notes
+        .iter()
+        .chain(&plan.notes)
+        .map(|n| format!("pinsight: note: {n}\n"))
+        .collect()
+}
+
+/// Why `pin` failed, if it did: the process exited meanwhile (the report
+/// is partial), or threads could not be pinned, naming the kernel's
+/// reason when all of them are per-CPU kernel threads.
+pub fn failure(report: &PinReport) -> Option<String> {
+    if report.process_exited {
+        return Some(format!(
+            "PID {} exited while being pinned; the report above is partial",
+            report.pid
+        ));
+    }
+    let failed = report.failed();
+    if failed.is_empty() {
+        return None;
+    }
     let fixed = failed
         .iter()
         .filter(|t| {
@@ -114,7 +136,7 @@ pub fn failure(report: &PinReport, failed: &[&ThreadPin]) -> String {
     } else {
         "see above".to_string()
     };
-    format!(
+    Some(format!(
         "{} of {} thread(s) of PID {} {} be pinned: {cause}",
         failed.len(),
         report.threads.len(),
@@ -124,12 +146,83 @@ pub fn failure(report: &PinReport, failed: &[&ThreadPin]) -> String {
         } else {
             "could not"
         },
-    )
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pin::{Role, ThreadPin};
+
+    fn thread(tid: i32, outcome: Outcome, error: Option<&str>) -> ThreadPin {
+        ThreadPin {
+            tid,
+            name: format!("t{tid}"),
+            role: Role::Thread(0),
+            before: None,
+            target: None,
+            after: None,
+            outcome,
+            error: error.map(str::to_string),
+        }
+    }
+
+    fn report(threads: Vec<ThreadPin>, dry_run: bool, exited: bool) -> PinReport {
+        PinReport {
+            pid: 42,
+            policy: "compact".into(),
+            dry_run,
+            threads,
+            process_exited: exited,
+            notes: vec!["places were reused".into()],
+        }
+    }
+
+    #[test]
+    fn failure_says_why_pin_failed_or_nothing() {
+        let fixed = crate::pin::fixed_affinity_reason("ksoftirqd/1");
+        let ok = report(vec![thread(1, Outcome::Changed, None)], false, false);
+        assert_eq!(failure(&ok), None);
+        let exited = report(vec![thread(1, Outcome::Changed, None)], false, true);
+        assert_eq!(
+            failure(&exited).unwrap(),
+            "PID 42 exited while being pinned; the report above is partial"
+        );
+        let kernel = report(
+            vec![
+                thread(1, Outcome::Changed, None),
+                thread(2, Outcome::WouldFail, Some(&fixed)),
+            ],
+            true,
+            false,
+        );
+        assert_eq!(kernel.failed().len(), 1);
+        assert_eq!(
+            failure(&kernel).unwrap(),
+            "1 of 2 thread(s) of PID 42 cannot be pinned: the kernel would refuse (EINVAL): per-CPU kernel thread (PF_NO_SETAFFINITY) cannot be moved"
+        );
+        let other = report(
+            vec![thread(3, Outcome::Failed, Some("EPERM"))],
+            false,
+            false,
+        );
+        assert!(failure(&other)
+            .unwrap()
+            .ends_with("could not be pinned: see above"));
+        assert!(table(&kernel).contains("would fail: EINVAL"));
+    }
+
+    #[test]
+    fn notes_are_the_report_s_then_the_plan_s() {
+        let plan = pinsight_plan::Plan {
+            notes: vec!["oversubscribed".into()],
+            ..pinsight_plan::Plan::pinned_to("compact".into(), Vec::new(), Vec::new())
+        };
+        assert_eq!(
+            notes(&report(Vec::new(), false, false), &plan),
+            "pinsight: note: places were reused\npinsight: note: oversubscribed\n"
+        );
+    }
 
     #[test]
     fn long_reasons_wrap_and_shorten() {
