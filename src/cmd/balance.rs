@@ -4,7 +4,10 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
-use pinsight_launch::rebalance::{self, select::Selector, RebalanceError};
+use pinsight_launch::rebalance::state::{state_path, StatePathError};
+use pinsight_launch::rebalance::{self, select::Selector, Input, RebalanceError, Request};
+use pinsight_launch::view::balance as view;
+use pinsight_model::Topology;
 use pinsight_sys::FsRoot;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -124,7 +127,27 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if args.watch {
         return watch(&args, g, &fs, &topo, &req);
     }
-    once(&args, g, &fs, &topo, &req)
+    // One balance: select, show the selection, measure, move, measure again.
+    let prepared = rebalance::prepare(&fs, &topo, &req).map_err(balance_error)?;
+    // One balance that moves threads at a time on a machine (two at once
+    // would each report "moved", and the last writer would win); taken
+    // once the input is known good, so bad input stays exit 2.
+    let lock = (!args.dry_run).then(|| crate::cli::one_at_a_time("balance"));
+    let _one = lock.transpose()?.flatten();
+    if !g.json && !g.quiet {
+        print!(
+            "{}",
+            view::selection(prepared.tasks(), args.per_thread, prepared.cpus())
+        );
+    }
+    let mut bar = crate::cli::progress(g);
+    let report = prepared.apply(&fs, &req, &mut bar).map_err(balance_error)?;
+    if g.json {
+        g.print_json(&report)?;
+    } else {
+        print!("{}", view::report(&report));
+    }
+    Ok(0)
 }
 
 /// `--restore FILE`: the saved affinities put back.
@@ -137,74 +160,14 @@ fn restore(fs: &FsRoot, path: &std::path::Path, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(&r)?;
     } else if !g.quiet {
-        print!("{}", pinsight_launch::view::balance::restore(&r));
+        print!("{}", view::restore(&r));
     }
-    let failed = r
-        .threads
-        .iter()
-        .filter(|t| t.outcome == rebalance::state::RestoreOutcome::Failed)
-        .count();
-    if failed > 0 {
-        return Err(CliError::runtime(format!(
-            "{failed} thread(s) could not be put back (see above)"
-        )));
-    }
-    Ok(0)
-}
-
-/// One balance: select, show the selection, measure, move, measure again.
-fn once(
-    args: &Args,
-    g: &Globals,
-    fs: &FsRoot,
-    topo: &pinsight_model::Topology,
-    req: &rebalance::Request,
-) -> CmdResult {
-    let prepared = rebalance::prepare(fs, topo, req).map_err(balance_error)?;
-    // One balance that moves threads at a time on a machine (two at once
-    // would each report "moved", and the last writer would win); taken
-    // once the input is known good, so bad input stays exit 2.
-    let _one = if args.dry_run {
-        None
-    } else {
-        crate::cli::one_at_a_time("balance")?
-    };
-    // What was selected, before anything is measured or moved.
-    if !g.json && !g.quiet {
-        print!(
-            "{}",
-            pinsight_launch::view::balance::selection(
-                prepared.tasks(),
-                args.per_thread,
-                prepared.cpus()
-            )
-        );
-    }
-    let mut bar = crate::cli::progress(g);
-    let report = prepared.apply(fs, req, &mut bar).map_err(balance_error)?;
-    if g.json {
-        g.print_json(&report)?;
-    } else {
-        print!("{}", pinsight_launch::view::balance::report(&report));
-        if let Some(p) = &report.state {
-            println!(
-                "put them back with: pinsight balance --restore {}",
-                p.display()
-            );
-        }
-    }
-    Ok(0)
+    view::restore_failure(&r).map_or(Ok(0), |why| Err(CliError::runtime(why)))
 }
 
 /// `--watch`: the daemon, one line (or JSON object) per decision, until
 /// a signal or --count; everything it moved put back at the end.
-fn watch(
-    args: &Args,
-    g: &Globals,
-    fs: &FsRoot,
-    topo: &pinsight_model::Topology,
-    req: &rebalance::Request,
-) -> CmdResult {
+fn watch(args: &Args, g: &Globals, fs: &FsRoot, topo: &Topology, req: &Request) -> CmdResult {
     if args.interval.is_zero() {
         return Err(CliError::usage(
             "--interval 0: --watch measures every interval; give a duration (1s, 5s)",
@@ -220,78 +183,48 @@ fn watch(
         intervals: args.count,
     };
     if !g.json && !g.quiet {
-        println!(
-            "{}",
-            pinsight_launch::view::balance::watch_start(&opts, &state)
-        );
+        println!("{}", view::watch_start(&opts, &state));
     }
-    // One line per decision; the quiet intervals (nothing to do, no task
-    // come or gone) print nothing, so the journal holds what changed.
+    // One line per decision that changed something, for the journal.
     let mut line = |d: &rebalance::watch::Decision| {
-        if d.action == rebalance::watch::Action::Steady && d.new == 0 && d.exited == 0 {
-            return;
+        if d.is_news() {
+            crate::cli::journal_line(g, d, || view::decision(d));
         }
-        crate::cli::journal_line(g, d, || pinsight_launch::view::balance::decision(d));
     };
     let end =
         rebalance::watch::run(fs, topo, req, &opts, &state, &mut line).map_err(balance_error)?;
     if g.json {
         println!("{}", serde_json::to_string(&end).unwrap_or_default());
     } else if !g.quiet {
-        print!(
-            "{}",
-            pinsight_launch::view::balance::watch_end(&end, &state)
-        );
+        print!("{}", view::watch_end(&end, &state));
     }
-    Ok(end.signal.map_or(0, pinsight_lifecycle::exit::signal_code))
+    Ok(end.exit_code())
 }
 
 /// The library's request from the flags (the state file's default path
 /// made, and its directory checked, before anything moves).
-fn request(args: &Args) -> Result<rebalance::Request, CliError> {
-    let selector = match (&args.pids, &args.pattern, &args.cgroup) {
-        (Some(p), _, _) => Selector::Pids(p.clone()),
-        (_, Some(re), _) => Selector::Match {
-            pattern: rebalance::select::pattern(re).map_err(|e| {
-                CliError::usage(format!("--match: {}", crate::errors::shown(&e.to_string())))
-            })?,
-            full: args.match_full,
-        },
-        (_, _, Some(c)) => Selector::Cgroup(c.clone()),
-        _ => {
-            return Err(CliError::usage(
-                "give --pids, --match, --cgroup or --restore",
-            ))
-        }
-    };
-    let weights = match &args.weights {
-        Some(p) => Some(
-            pinsight_compare::setup::load_weights(p).map_err(|e| CliError::usage(e.to_string()))?,
-        ),
-        None => None,
-    };
-    let state = if args.dry_run {
-        None
-    } else {
-        let path = match &args.state {
-            Some(p) => p.clone(),
-            None => rebalance::state::default_path().map_err(|e| {
-                CliError::runtime(format!(
-                    "cannot make a directory for the state file: {e}; give --state FILE"
-                ))
-            })?,
-        };
-        // As the write itself will be: a temporary file beside it.
-        pinsight_lifecycle::output::check(&path).map_err(|e| {
-            CliError::usage(format!(
-                "--state: cannot write {}: {} (nothing was changed)",
-                path.display(),
-                e.reason()
-            ))
-        })?;
-        Some(path)
-    };
-    Ok(rebalance::Request {
+fn request(args: &Args) -> Result<Request, CliError> {
+    let selector = Selector::first_of(
+        args.pids.as_deref(),
+        args.pattern.as_deref(),
+        args.match_full,
+        args.cgroup.as_deref(),
+    )
+    .map_err(balance_error)?
+    .ok_or_else(|| CliError::usage("give --pids, --match, --cgroup or --restore"))?;
+    let weights = args
+        .weights
+        .as_deref()
+        .map(pinsight_compare::setup::load_weights);
+    let weights = weights
+        .transpose()
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let state = (!args.dry_run).then(|| state_path(args.state.as_deref()));
+    let state = state.transpose().map_err(|e| match e {
+        StatePathError::NoDirectory(_) => CliError::runtime(format!("{e}; give --state FILE")),
+        StatePathError::Unwritable { .. } => CliError::usage(format!("--state: {e}")),
+    })?;
+    Ok(Request {
         selector,
         per_thread: args.per_thread,
         cpus: args.cpus.clone(),
@@ -305,34 +238,24 @@ fn request(args: &Args) -> Result<rebalance::Request, CliError> {
 
 /// The library's errors, worded with the flag to change.
 fn balance_error(e: RebalanceError) -> CliError {
-    if let RebalanceError::Interrupted { signal, .. } = &e {
-        return CliError {
-            code: pinsight_lifecycle::exit::signal_code(*signal),
-            message: format!("balance: {e}"),
-        };
-    }
-    let message = match &e {
-        RebalanceError::UnknownPids(_)
-        | RebalanceError::OwnProcess(_)
-        | RebalanceError::Ancestor { .. }
-        | RebalanceError::KernelThread { .. } => format!("--pids: {e}"),
-        RebalanceError::NoMatch(_) | RebalanceError::BadRegex { .. } => format!("--match: {e}"),
-        RebalanceError::NoCgroup { .. } | RebalanceError::EmptyCgroup(_) => {
-            format!("--cgroup: {e}")
-        }
-        RebalanceError::CpusNotUsable { .. } => format!("--cpus: {e}"),
-        RebalanceError::NoCpus { .. } => format!("{e}; give --cpus LIST"),
-        RebalanceError::Weights(_) => format!("--weights: {e}"),
-        RebalanceError::Plan(p) => super::plan_args::plan_error_message(p),
-        RebalanceError::ReadState { .. }
-        | RebalanceError::BadState { .. }
-        | RebalanceError::UntrustedState { .. } => format!("--restore: {e}"),
-        _ => e.to_string(),
+    let flag = match e.input() {
+        Some(Input::Pids) => "--pids: ",
+        Some(Input::Pattern) => "--match: ",
+        Some(Input::Cgroup) => "--cgroup: ",
+        Some(Input::Cpus) => "--cpus: ",
+        Some(Input::Weights) => "--weights: ",
+        Some(Input::StateFile) => "--restore: ",
+        None => "",
     };
-    if e.is_usage() {
-        CliError::usage(message)
-    } else {
-        CliError::runtime(message)
+    let message = match &e {
+        RebalanceError::Interrupted { .. } => format!("balance: {e}"),
+        RebalanceError::NoCpus { .. } => format!("{e}; give --cpus LIST"),
+        RebalanceError::Plan(p) => super::plan_args::plan_error_message(p),
+        _ => format!("{flag}{e}"),
+    };
+    CliError {
+        code: e.exit_code(),
+        message,
     }
 }
 
@@ -341,9 +264,8 @@ mod tests {
     use super::*;
     use crate::cmd::plan_args::test_cli;
 
-    type Cli = test_cli::Cli<Args>;
-
-    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+    /// The flags as `pinsight balance` parses them.
+    fn parse(argv: &[&str]) -> Result<test_cli::Cli<Args>, clap::Error> {
         test_cli::parse("balance", argv)
     }
 

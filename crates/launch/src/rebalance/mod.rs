@@ -156,8 +156,12 @@ pub enum RebalanceError {
     /// A pattern that matches no process or thread (usage).
     #[error("no process or thread matches '{0}'")]
     NoMatch(String),
-    /// A pattern that does not compile (usage).
-    #[error("'{text}' is not a regular expression: {reason}")]
+    /// A pattern that does not compile (usage; the text escaped for a
+    /// terminal).
+    #[error(
+        "'{}' is not a regular expression: {reason}",
+        pinsight_sys::text::shown(text)
+    )]
     BadRegex { text: String, reason: String },
     /// No such cgroup, or not one with `file` (usage).
     #[error("no cgroup {dir} (no {file} there)")]
@@ -248,7 +252,52 @@ fn interrupted_text(signal: &i32, moved: &usize, state: &Option<PathBuf>) -> Str
     }
 }
 
+/// The input a [`RebalanceError`] is about, for a caller to name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The PIDs of [`Selector::Pids`].
+    Pids,
+    /// The pattern of [`Selector::Match`].
+    Pattern,
+    /// The directory of [`Selector::Cgroup`].
+    Cgroup,
+    /// [`Request::cpus`].
+    Cpus,
+    /// [`Request::weights`].
+    Weights,
+    /// A state file given to restore from.
+    StateFile,
+}
+
 impl RebalanceError {
+    /// The input the error is about, when it is one input's.
+    pub fn input(&self) -> Option<Input> {
+        use RebalanceError as E;
+        Some(match self {
+            E::UnknownPids(_) | E::OwnProcess(_) | E::Ancestor { .. } | E::KernelThread { .. } => {
+                Input::Pids
+            }
+            E::NoMatch(_) | E::BadRegex { .. } => Input::Pattern,
+            E::NoCgroup { .. } | E::EmptyCgroup(_) => Input::Cgroup,
+            E::CpusNotUsable { .. } => Input::Cpus,
+            E::Weights(_) => Input::Weights,
+            E::ReadState { .. } | E::BadState { .. } | E::UntrustedState { .. } => Input::StateFile,
+            _ => return None,
+        })
+    }
+
+    /// The exit code: 128 + the signal for [`RebalanceError::Interrupted`],
+    /// else 2 for the input's errors and 1 for the machine's.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RebalanceError::Interrupted { signal, .. } => {
+                pinsight_lifecycle::exit::signal_code(*signal)
+            }
+            e if e.is_usage() => 2,
+            _ => 1,
+        }
+    }
+
     /// Whether the error is the input's (exit 2) rather than the machine's (1).
     pub fn is_usage(&self) -> bool {
         !matches!(
@@ -736,6 +785,32 @@ fn notes(fs: &FsRoot, moves: &[Move], plan: &Plan, dry_run: bool) -> Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_name_their_input_and_exit_code() {
+        let e = RebalanceError::UnknownPids(vec![9]);
+        assert_eq!((e.input(), e.exit_code()), (Some(Input::Pids), 2));
+        let e = RebalanceError::NoMatch("w".into());
+        assert_eq!(e.input(), Some(Input::Pattern));
+        let e = RebalanceError::EmptyCgroup("a".into());
+        assert_eq!(e.input(), Some(Input::Cgroup));
+        let e = RebalanceError::ReadState {
+            path: "s".into(),
+            reason: "gone".into(),
+        };
+        assert_eq!((e.input(), e.exit_code()), (Some(Input::StateFile), 2));
+        let e = RebalanceError::Interrupted {
+            signal: 15,
+            moved: 0,
+            state: None,
+        };
+        assert_eq!((e.input(), e.exit_code()), (None, 143));
+        let e = RebalanceError::SaveState {
+            path: "s".into(),
+            reason: "full".into(),
+        };
+        assert_eq!((e.input(), e.exit_code()), (None, 1));
+    }
 
     fn task(pid: i32, before: &str) -> Task {
         Task {

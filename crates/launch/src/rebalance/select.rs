@@ -27,6 +27,28 @@ pub enum Selector {
     Cgroup(String),
 }
 
+impl Selector {
+    /// The selector of the first criterion given: PIDs, else a pattern
+    /// (compiled, see [`pattern`]; `full`: over whole command lines),
+    /// else a cgroup; `None` when none is.
+    pub fn first_of(
+        pids: Option<&[i32]>,
+        pattern: Option<&str>,
+        full: bool,
+        cgroup: Option<&str>,
+    ) -> Result<Option<Selector>, RebalanceError> {
+        Ok(match (pids, pattern, cgroup) {
+            (Some(p), _, _) => Some(Selector::Pids(p.to_vec())),
+            (_, Some(re), _) => Some(Selector::Match {
+                pattern: self::pattern(re)?,
+                full,
+            }),
+            (_, _, Some(c)) => Some(Selector::Cgroup(c.to_string())),
+            _ => None,
+        })
+    }
+}
+
 /// Compiles a `Match` pattern (the regex crate's syntax, unanchored).
 pub fn pattern(text: &str) -> Result<regex::Regex, RebalanceError> {
     regex::Regex::new(text).map_err(|e| RebalanceError::BadRegex {
@@ -333,6 +355,26 @@ pub(crate) fn is_kernel_thread(fs: &FsRoot, pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_criterion_given_selects() {
+        let s = Selector::first_of(Some(&[4, 2]), Some("x"), false, Some("a")).unwrap();
+        assert!(matches!(s, Some(Selector::Pids(p)) if p == [4, 2]));
+        let s = Selector::first_of(None, Some("^w"), true, Some("a")).unwrap();
+        assert!(matches!(s, Some(Selector::Match { full: true, .. })));
+        let s = Selector::first_of(None, None, false, Some("a.slice")).unwrap();
+        assert!(matches!(s, Some(Selector::Cgroup(c)) if c == "a.slice"));
+        assert!(Selector::first_of(None, None, false, None)
+            .unwrap()
+            .is_none());
+        let e = Selector::first_of(None, Some("(\u{1b}"), false, None).unwrap_err();
+        assert_eq!(e.input(), Some(crate::rebalance::Input::Pattern));
+        let text = e.to_string();
+        assert!(
+            text.starts_with("'(\\u{1b}' is not a regular expression"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn cgroup_paths_are_under_the_mount() {

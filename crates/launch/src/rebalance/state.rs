@@ -74,6 +74,16 @@ pub struct RestoreReport {
     pub threads: Vec<Restored>,
 }
 
+impl RestoreReport {
+    /// The threads the kernel would not put back.
+    pub fn failed(&self) -> usize {
+        self.threads
+            .iter()
+            .filter(|t| t.outcome == RestoreOutcome::Failed)
+            .count()
+    }
+}
+
 /// Where a state file goes when none is named: `balance-SECONDS-PID.json`
 /// in [`pinsight_lifecycle::state_file::dir_for`]
 /// (`$XDG_STATE_HOME/pinsight`, else `/var/lib/pinsight` for root, else
@@ -81,6 +91,32 @@ pub struct RestoreReport {
 /// temporary directory, where another user could place or edit it.
 pub fn default_path() -> std::io::Result<PathBuf> {
     pinsight_lifecycle::state_file::new_path("balance")
+}
+
+/// Why no state file can be written, found before anything moves.
+#[derive(Debug, thiserror::Error)]
+pub enum StatePathError {
+    /// No directory for a state file could be made (runtime).
+    #[error("cannot make a directory for the state file: {0}")]
+    NoDirectory(#[source] std::io::Error),
+    /// The file named cannot be written (usage).
+    #[error("cannot write {}: {reason} (nothing was changed)", path.display())]
+    Unwritable { path: PathBuf, reason: String },
+}
+
+/// Where the previous affinities go: `given`, else [`default_path`];
+/// checked as the write itself will be (a temporary file beside it)
+/// before anything moves.
+pub fn state_path(given: Option<&Path>) -> Result<PathBuf, StatePathError> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None => default_path().map_err(StatePathError::NoDirectory)?,
+    };
+    pinsight_lifecycle::output::check(&path).map_err(|e| StatePathError::Unwritable {
+        reason: e.reason(),
+        path: path.clone(),
+    })?;
+    Ok(path)
 }
 
 /// Writes the current affinity of every thread of `tasks` to `path`
@@ -207,6 +243,50 @@ pub fn restore_loaded(fs: &FsRoot, path: &Path, state: State) -> RestoreReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_path_is_checked_before_anything_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let given = dir.path().join("s.json");
+        assert_eq!(state_path(Some(&given)).unwrap(), given);
+        assert!(!given.exists(), "checked, not written");
+        let e = state_path(Some(&dir.path().join("no/such/s.json"))).unwrap_err();
+        assert!(matches!(e, StatePathError::Unwritable { .. }), "{e}");
+        assert!(e.to_string().ends_with("(nothing was changed)"), "{e}");
+        let e = state_path(Some(dir.path())).unwrap_err();
+        assert!(e.to_string().contains("it is a directory"), "{e}");
+    }
+
+    #[test]
+    fn failed_counts_the_threads_not_put_back() {
+        let t = |outcome| Restored {
+            pid: 1,
+            tid: 1,
+            name: "w".into(),
+            affinity: CpuSet::single(0),
+            outcome,
+            error: None,
+        };
+        let r = RestoreReport {
+            state: PathBuf::from("s.json"),
+            threads: vec![
+                t(RestoreOutcome::Failed),
+                t(RestoreOutcome::Restored),
+                t(RestoreOutcome::Failed),
+                t(RestoreOutcome::Gone),
+            ],
+        };
+        assert_eq!(r.failed(), 2);
+        assert_eq!(
+            crate::view::balance::restore_failure(&r).unwrap(),
+            "2 thread(s) could not be put back (see above)"
+        );
+        let none = RestoreReport {
+            threads: vec![t(RestoreOutcome::Unchanged)],
+            ..r
+        };
+        assert_eq!(crate::view::balance::restore_failure(&none), None);
+    }
 
     #[test]
     fn a_state_round_trips_and_other_files_are_refused() {

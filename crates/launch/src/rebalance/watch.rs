@@ -108,6 +108,14 @@ pub struct Decision {
     pub error: Option<String>,
 }
 
+impl Decision {
+    /// Whether the interval changed anything worth a journal line: quiet
+    /// intervals (nothing to do, no task come or gone) are not.
+    pub fn is_news(&self) -> bool {
+        !(self.action == Action::Steady && self.new == 0 && self.exited == 0)
+    }
+}
+
 /// How the daemon ended.
 #[derive(Debug, Serialize)]
 pub struct End {
@@ -118,6 +126,13 @@ pub struct End {
     pub restored: RestoreReport,
     /// Whether the state file was removed (everything went back).
     pub state_removed: bool,
+}
+
+impl End {
+    /// The exit code: 128 + the signal that stopped the daemon, else 0.
+    pub fn exit_code(&self) -> i32 {
+        self.signal.map_or(0, pinsight_lifecycle::exit::signal_code)
+    }
 }
 
 /// The threads moved so far, with their affinity before the first move.
@@ -525,4 +540,55 @@ fn finish_with(fs: &FsRoot, saved: &Saved, e: RebalanceError) -> RebalanceError 
         let _ = std::fs::remove_file(&saved.path);
     }
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision(action: Action, new: usize, exited: usize) -> Decision {
+        Decision {
+            interval: 1,
+            unix_time: 0.0,
+            action,
+            tasks: 2,
+            new,
+            exited,
+            progress_imbalance: None,
+            wanting: 0,
+            over: 0,
+            moved: 0,
+            pending: 0,
+            expected: None,
+            per_cpu: BTreeMap::new(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn quiet_intervals_are_no_news() {
+        assert!(!decision(Action::Steady, 0, 0).is_news());
+        assert!(decision(Action::Steady, 1, 0).is_news());
+        assert!(decision(Action::Steady, 0, 1).is_news());
+        assert!(decision(Action::Waiting, 0, 0).is_news());
+        assert_eq!(
+            crate::view::balance::decision(&decision(Action::Steady, 0, 0)),
+            ""
+        );
+    }
+
+    #[test]
+    fn the_end_exits_with_its_signal() {
+        let end = |signal| End {
+            signal,
+            intervals: 3,
+            restored: RestoreReport {
+                state: PathBuf::from("s.json"),
+                threads: Vec::new(),
+            },
+            state_removed: true,
+        };
+        assert_eq!(end(None).exit_code(), 0);
+        assert_eq!(end(Some(2)).exit_code(), 130);
+    }
 }

@@ -81,7 +81,8 @@ pub fn selection(tasks: &[Task], per_thread: bool, cpus: &CpuSet) -> String {
     )
 }
 
-/// The report of a rebalance (or of a dry run).
+/// The report of a rebalance (or of a dry run), ending with the state
+/// file that puts the previous affinities back.
 pub fn report(r: &Report) -> String {
     let mut out = String::new();
     let n = r.moves.len();
@@ -160,6 +161,11 @@ pub fn report(r: &Report) -> String {
     }
     if let Some(p) = &r.state {
         let _ = writeln!(out, "previous affinities saved to {}", p.display());
+        let _ = writeln!(
+            out,
+            "put them back with: pinsight balance --restore {}",
+            p.display()
+        );
     }
     out
 }
@@ -414,6 +420,14 @@ pub fn restore(r: &RestoreReport) -> String {
     out
 }
 
+/// Why `balance --restore` failed, if threads could not be put back.
+pub fn restore_failure(r: &RestoreReport) -> Option<String> {
+    match r.failed() {
+        0 => None,
+        n => Some(format!("{n} thread(s) could not be put back (see above)")),
+    }
+}
+
 /// One decision of `balance --watch`, one line for the journal:
 /// `interval 12: rebalanced 16 tasks: progress imbalance 2.01 over 24
 /// tasks for 3 intervals; plan expects 1.00; per CPU 0:16 1:8`.
@@ -444,7 +458,7 @@ pub fn decision(d: &crate::rebalance::watch::Decision) -> String {
         (n, x) => format!("; {n} new, {x} exited"),
     };
     let what = match d.action {
-        Action::Steady if d.new == 0 && d.exited == 0 => return String::new(),
+        _ if !d.is_news() => return String::new(),
         Action::Steady => format!("{imb}; nothing to move"),
         Action::Placed => format!("placed {} new task(s){pending}: {imb}", d.moved),
         Action::Rebalanced => format!(
