@@ -3,7 +3,8 @@
 //! JSON document or HTML page per node.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_launch::view::gather::{html, json, text, Node};
+use pinsight_launch::rank_report::{gather, GatherError};
+use pinsight_launch::view::gather::{html, json, text, warnings, Node};
 use std::path::PathBuf;
 
 /// Merge the rank reports of `run --slice --report-dir DIR`, node by node.
@@ -25,15 +26,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let dir = pinsight_launch::rank_report::read_dir(&args.dir)
-        .map_err(|e| CliError::usage(format!("{}: {e}", crate::errors::shown_path(&args.dir))))?;
+    let dir = gather(&args.dir).map_err(|e| {
+        let by = match e {
+            GatherError::Empty => " (written by `pinsight run --slice POLICY --report-dir DIR`)",
+            GatherError::Read(_) => "",
+        };
+        CliError::usage(format!("{}: {e}{by}", crate::errors::shown_path(&args.dir)))
+    })?;
     let nodes: Vec<Node> = dir.nodes.iter().map(Node::from).collect();
-    if nodes.is_empty() {
-        return Err(CliError::usage(format!(
-            "{}: no DIR/<host>/rank-<N>.json report (written by `pinsight run --slice POLICY --report-dir DIR`)",
-            crate::errors::shown_path(&args.dir)
-        )));
-    }
     if let Some(path) = &args.html {
         pinsight_lifecycle::output::write(path, html(&nodes).as_bytes())
             .map_err(|e| CliError::runtime(format!("--export-html: {e}")))?;
@@ -42,12 +42,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         g.print_json(&json(&nodes, &dir.warnings()))?;
     } else {
         print!("{}", text(&nodes));
-        for w in &dir.warnings() {
-            eprintln!(
-                "{}",
-                pinsight_term::wrap80(&format!("pinsight: warning: {w}"))
-            );
-        }
+        eprint!("{}", warnings(&dir.warnings()));
     }
     Ok(0)
 }

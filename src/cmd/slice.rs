@@ -5,10 +5,9 @@
 use super::plan_args::{allowed_cpus, local_rank, make_slicing, SliceArgs};
 use crate::errors::slice_error;
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_cpuset::CpuSet;
-use pinsight_launch::view::gather::{cap, slicing_text};
+use pinsight_launch::view::gather::{rank_json, rank_text, slicing_text};
+use pinsight_plan::format::{Dialect, DialectError};
 use pinsight_plan::slice::rank_slice;
-use serde::Serialize;
 use std::path::PathBuf;
 
 /// Print one rank's slice of this node's CPUs (equal capacity by default).
@@ -55,22 +54,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         })?;
         let s = make_slicing(&topo, allowed, size, rule, args.weights.as_ref())?;
         if let Some(f) = &args.format {
-            let dialect: pinsight_plan::format::Dialect = f
+            let dialect: Dialect = f
                 .parse()
-                .map_err(|e: pinsight_plan::format::DialectError| CliError::usage(e.to_string()))?;
-            let cpus: Vec<CpuSet> = s.slices.iter().map(|x| x.cpus.clone()).collect();
-            let line = pinsight_plan::format::launcher_line(dialect, &cpus);
-            if let Some(why) = line.strip_prefix("# pe-list") {
-                return Err(CliError::usage(format!(
-                    "--format {f}: pe-list{}",
-                    why.trim_end()
-                )));
-            }
-            print!("{line}");
-            return Ok(0);
-        }
-        if g.json {
-            println!("{}", json(&s)?);
+                .map_err(|e: DialectError| CliError::usage(e.to_string()))?;
+            let line = s.launcher_line(dialect);
+            print!(
+                "{}",
+                line.map_err(|e| CliError::usage(format!("--format {f}: {e}")))?
+            );
+        } else if g.json {
+            g.print_json(&s)?;
         } else {
             print!("{}", slicing_text(&topo, &s, None));
         }
@@ -80,25 +73,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let s = make_slicing(&topo, allowed, local.size, rule, args.weights.as_ref())?;
     let mine = rank_slice(&local, &s).map_err(slice_error)?;
     if g.json {
-        let doc = serde_json::json!({ "slice": mine, "slicing": s });
-        println!("{}", json(&doc)?);
+        g.print_json(&rank_json(&s, &mine))?;
     } else {
-        println!(
-            "local rank {} of {} (from {}): CPUs {}, capacity {}",
-            mine.rank,
-            mine.size,
-            mine.launcher,
-            mine.cpus,
-            cap(mine.capacity)
-        );
-        print!("{}", slicing_text(&topo, &s, Some(mine.rank)));
-        for n in &local.notes {
-            println!("{}", pinsight_term::wrap80(&format!("note: {n}")));
-        }
+        print!("{}", rank_text(&topo, &s, &mine, &local.notes));
     }
     Ok(0)
-}
-
-fn json<T: Serialize>(v: &T) -> Result<String, CliError> {
-    serde_json::to_string_pretty(v).map_err(|e| CliError::runtime(format!("JSON output: {e}")))
 }

@@ -217,6 +217,27 @@ pub fn read_dir(dir: &Path) -> std::io::Result<ReportDir> {
     Ok(out)
 }
 
+/// Why a report directory has nothing to merge.
+#[derive(Debug, thiserror::Error)]
+pub enum GatherError {
+    /// The directory itself cannot be read.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// No node directory holds a readable report.
+    #[error("no DIR/<host>/rank-<N>.json report")]
+    Empty,
+}
+
+/// [`read_dir`], refusing a directory in which no node holds a readable
+/// report (the ranks' reports are what there is to merge).
+pub fn gather(dir: &Path) -> Result<ReportDir, GatherError> {
+    let found = read_dir(dir)?;
+    if found.nodes.is_empty() {
+        return Err(GatherError::Empty);
+    }
+    Ok(found)
+}
+
 /// One report file, `host` standing for a host name it lacks; the error
 /// names the file (escaped for a terminal).
 pub fn read_file(path: &Path, host: &str) -> Result<RankReport, String> {
@@ -229,6 +250,20 @@ pub fn read_file(path: &Path, host: &str) -> Result<RankReport, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gather_refuses_a_directory_without_reports() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("n1")).unwrap();
+        std::fs::write(d.path().join("n1/rank-0.json"), "{").unwrap();
+        let e = gather(d.path()).unwrap_err();
+        assert!(matches!(e, GatherError::Empty), "{e}");
+        assert_eq!(e.to_string(), "no DIR/<host>/rank-<N>.json report");
+        let e = gather(&d.path().join("missing")).unwrap_err();
+        assert!(matches!(e, GatherError::Read(_)), "{e}");
+        std::fs::write(d.path().join("n1/rank-0.json"), FILE).unwrap();
+        assert_eq!(gather(d.path()).unwrap().nodes.len(), 1);
+    }
 
     const FILE: &str = r#"{
   "host": "n1",

@@ -27,6 +27,7 @@
 //! (its affinity mask ∩ the cgroup).
 
 use crate::balance::{capacities, CapacitySource};
+use crate::format::Dialect;
 use crate::order::slots;
 use crate::weights::{Weights, WeightsError};
 use pinsight_cpuset::CpuSet;
@@ -139,7 +140,28 @@ impl Slicing {
             size: self.size,
         })
     }
+
+    /// Every rank's slice in a launcher's binding syntax
+    /// ([`crate::format::launcher_line`]), or why `dialect` cannot
+    /// express these slices and what to use instead.
+    pub fn launcher_line(&self, dialect: Dialect) -> Result<String, CannotExpress> {
+        let cpus: Vec<CpuSet> = self.slices.iter().map(|x| x.cpus.clone()).collect();
+        let line = crate::format::launcher_line(dialect, &cpus);
+        match line.strip_prefix("# pe-list") {
+            Some(why) => Err(CannotExpress(format!("pe-list{}", why.trim_end()))),
+            None => Ok(line),
+        }
+    }
 }
+
+/// A launcher binding syntax that cannot express a slicing: why, and
+/// which to use instead.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CannotExpress(pub String);
+
+/// What to do about more ranks than CPUs.
+const TOO_MANY_RANKS_HINT: &str = "use fewer ranks per node, or let the launcher not bind each rank (mpirun --bind-to none, srun --cpu-bind=none): the CPUs sliced are those this process may use";
 
 /// Why the CPUs cannot be sliced.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -156,8 +178,10 @@ pub enum SliceError {
     /// p-only on CPUs without the fastest kind.
     #[error("p-only: none of the CPUs {cpus} is of the fastest kind{}", kind.as_ref().map(|k| format!(" ({k})")).unwrap_or_default())]
     NoFastCpus { cpus: CpuSet, kind: Option<String> },
-    /// More ranks than CPUs.
-    #[error("{size} ranks but only {} ({cpus}) to share: at most {}", crate::plan::count(cpus.len(), "CPU", "CPUs"), crate::plan::count(cpus.len(), "rank", "ranks"))]
+    /// More ranks than CPUs; the message says the two ways out (fewer
+    /// ranks, or a launcher that does not bind each rank: the CPUs sliced
+    /// are those the process may use).
+    #[error("{size} ranks but only {} ({cpus}) to share: at most {}; {TOO_MANY_RANKS_HINT}", crate::plan::count(cpus.len(), "CPU", "CPUs"), crate::plan::count(cpus.len(), "rank", "ranks"))]
     TooManyRanks { size: usize, cpus: CpuSet },
     /// The best slicing is too unequal.
     #[error("slices cannot be equal: capacities {} (spread {spread:.3}, more than one CPU's capacity {cpu_capacity:.3})", fmt_caps(capacities))]
@@ -564,6 +588,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_launcher_line_or_why_the_dialect_cannot_say_it() {
+        let topo = pinsight_testkit::topology::i7_1370p();
+        let req = |size| SliceRequest {
+            allowed: topo.usable(),
+            size,
+            rule: SliceRule::EqualCount,
+            weights: None,
+        };
+        let two = slices(&topo, &req(2)).unwrap();
+        let e = two.launcher_line(Dialect::OpenMpi).unwrap_err();
+        assert!(
+            e.to_string().starts_with("pe-list gives each rank one CPU"),
+            "{e}"
+        );
+        assert!(!e.to_string().ends_with('\n'), "{e}");
+        let line = two.launcher_line(Dialect::Slurm).unwrap();
+        assert!(line.starts_with("--cpu-bind=mask_cpu:"), "{line}");
+        let each = slices(&topo, &req(topo.usable().len())).unwrap();
+        let line = each.launcher_line(Dialect::OpenMpi).unwrap();
+        assert!(line.starts_with("--map-by pe-list="), "{line}");
+    }
+
+    #[test]
     fn too_many_ranks_counts_in_words() {
         let e = |size, cpus: &str| {
             SliceError::TooManyRanks {
@@ -574,12 +621,15 @@ mod tests {
         };
         assert_eq!(
             e(2, "3"),
-            "2 ranks but only 1 CPU (3) to share: at most 1 rank"
+            format!("2 ranks but only 1 CPU (3) to share: at most 1 rank; {TOO_MANY_RANKS_HINT}")
         );
         assert_eq!(
             e(5, "0-3"),
-            "5 ranks but only 4 CPUs (0-3) to share: at most 4 ranks"
+            format!(
+                "5 ranks but only 4 CPUs (0-3) to share: at most 4 ranks; {TOO_MANY_RANKS_HINT}"
+            )
         );
+        assert!(TOO_MANY_RANKS_HINT.contains("srun --cpu-bind=none"));
     }
 
     #[test]

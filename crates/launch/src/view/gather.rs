@@ -7,7 +7,7 @@
 use crate::rank_report::{NodeReports, RankReport};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
-use pinsight_plan::slice::Slicing;
+use pinsight_plan::slice::{RankSlice, Slicing};
 use pinsight_term::escape;
 use std::fmt::Write;
 
@@ -216,6 +216,39 @@ fn kinds_of(topo: &Topology, cpus: &CpuSet) -> String {
     }
 }
 
+/// The files a report directory left out, one warning line each
+/// (wrapped), for stderr.
+pub fn warnings(warnings: &[String]) -> String {
+    warnings
+        .iter()
+        .map(|w| pinsight_term::wrap80(&format!("pinsight: warning: {w}")) + "\n")
+        .collect()
+}
+
+/// `pinsight slice`'s text for one rank: its slice, the node's slicing
+/// with the rank marked, and the launcher's `notes`.
+pub fn rank_text(topo: &Topology, s: &Slicing, mine: &RankSlice, notes: &[String]) -> String {
+    let mut out = format!(
+        "local rank {} of {} (from {}): CPUs {}, capacity {}\n",
+        mine.rank,
+        mine.size,
+        mine.launcher,
+        mine.cpus,
+        cap(mine.capacity)
+    );
+    out.push_str(&slicing_text(topo, s, Some(mine.rank)));
+    for n in notes {
+        out.push_str(&pinsight_term::wrap80(&format!("note: {n}")));
+        out.push('\n');
+    }
+    out
+}
+
+/// `pinsight slice --json` for one rank: `{ "slice", "slicing" }`.
+pub fn rank_json(s: &Slicing, mine: &RankSlice) -> serde_json::Value {
+    serde_json::json!({ "slice": mine, "slicing": s })
+}
+
 /// A capacity: whole numbers without decimals.
 pub fn cap(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e12 {
@@ -289,6 +322,57 @@ pub fn slicing_text(topo: &Topology, s: &Slicing, mark: Option<usize>) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_rank_s_text_and_json() {
+        use pinsight_plan::launcher::{Launcher, LocalRank};
+        use pinsight_plan::slice::{rank_slice, slices, SliceRequest};
+        let topo = pinsight_testkit::topology::i7_1370p();
+        let s = slices(
+            &topo,
+            &SliceRequest {
+                allowed: topo.usable(),
+                size: 2,
+                rule: Default::default(),
+                weights: None,
+            },
+        )
+        .unwrap();
+        let local = LocalRank {
+            rank: 1,
+            size: 2,
+            launcher: Launcher::CommandLine,
+            vars: Vec::new(),
+            notes: vec!["from the flags".into()],
+        };
+        let mine = rank_slice(&local, &s).unwrap();
+        let text = rank_text(&topo, &s, &mine, &local.notes);
+        let first = format!(
+            "local rank 1 of 2 (from {}): CPUs {}, capacity {}\n",
+            mine.launcher,
+            mine.cpus,
+            cap(mine.capacity)
+        );
+        assert!(text.starts_with(&first), "{text}");
+        assert!(text.contains(&slicing_text(&topo, &s, Some(1))), "{text}");
+        assert!(text.ends_with("note: from the flags\n"), "{text}");
+        let doc = rank_json(&s, &mine);
+        assert_eq!(doc["slice"]["rank"], 1);
+        assert_eq!(doc["slicing"]["size"], 2);
+    }
+
+    #[test]
+    fn warnings_are_one_wrapped_line_each() {
+        assert_eq!(warnings(&[]), "");
+        let long = format!("rank report: {}; skipped", "cannot read it ".repeat(8));
+        let text = warnings(&["a; skipped".into(), long]);
+        assert!(
+            text.starts_with("pinsight: warning: a; skipped\n"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(text.ends_with('\n'));
+    }
 
     fn rank(rank: usize, cpus: &str, wall_ms: f64) -> Rank {
         Rank {
