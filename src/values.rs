@@ -1,28 +1,18 @@
-//! Typed flag values: clap value parsers with their ranges, so a bad or
-//! huge value is a one-line usage error (exit 2) before any work, never an
-//! allocation that aborts or an overflow that panics.
-//!
-//! Every number flag has an upper bound here. The bounds are what a run
-//! can use, far below what would exhaust memory: a plan holds one entry
-//! per thread, a compare journal one record per run.
+//! Typed flag values: clap value parsers, each a call to the grammar of
+//! the crate that owns the type ([`pinsight_model::bounded`] holds every
+//! count's range), so a bad or huge value is a one-line usage error (exit
+//! 2) before any work, never an allocation that aborts or an overflow that
+//! panics.
 
 use pinsight_cpuset::CpuSet;
+use pinsight_model::bounded::{self, Count};
+use pinsight_model::{duration as dur, share as frac};
 use std::time::Duration;
 
-/// Most threads a plan, a compare arm or a workload may ask for: 16 times
-/// the largest CPU count Linux supports (`CONFIG_NR_CPUS` ≤ 8192 on x86-64,
-/// arch/x86/Kconfig), so oversubscription stays possible.
-pub const MAX_THREADS: usize = 131_072;
-/// Most tasks `--tasks` may split work into.
-pub const MAX_TASKS: usize = 1_000_000;
-/// Most measured runs per arm (`--runs`), and warm-up runs (`--warmup`).
-pub const MAX_RUNS: usize = 100_000;
-
-/// A duration as users type it ([`pinsight_model::duration`]: `1s`,
-/// `500ms`, `2.5s`, `2m`, `1h`, `90` seconds; 0 allowed, at most a week).
-pub fn duration(text: &str) -> Result<Duration, String> {
-    pinsight_model::duration::parse_duration(text)
-        .map_err(|e| format!("'{}' is {e}", crate::errors::shown(text)))
+/// A refusal that quotes the user's text, safe to print (control
+/// characters escaped).
+fn said(e: impl std::fmt::Display) -> String {
+    crate::errors::shown(&e.to_string())
 }
 
 /// One `--metric` value: `NAME=REGEX[,unit=U][,better=higher|lower]`,
@@ -32,198 +22,126 @@ pub fn metric(text: &str) -> Result<Vec<pinsight_compare::program_metric::Metric
     parse(text, &measured_keys()).map_err(|e| e.to_string())
 }
 
-/// A duration that must be positive: a timeout or a budget of 0 means nothing.
+/// A duration as users type it ([`pinsight_model::duration`]: `1s`,
+/// `500ms`, `2.5s`, `2m`, `1h`, `90` seconds; at most a week) that must be
+/// positive: a timeout or a budget of 0 means nothing.
 pub fn positive_duration(text: &str) -> Result<Duration, String> {
-    let d = duration(text)?;
-    if d.is_zero() {
-        return Err(format!(
-            "'{}': a duration of 0 means nothing here; give a positive one (e.g. 30s)",
-            crate::errors::shown(text)
-        ));
-    }
-    Ok(d)
+    dur::positive(text).map_err(said)
 }
 
 /// `balance --interval`: an [`interval`], or 0 for "do not measure" (a
 /// one-shot balance that moves without measuring the load).
 pub fn interval_or_off(text: &str) -> Result<Duration, String> {
-    match duration(text) {
-        Ok(d) if d.is_zero() => Ok(d),
-        _ => interval(text),
-    }
+    dur::interval(text, true).map_err(said)
 }
 
 /// `--interval` of every command: the one sampling interval parser
 /// ([`pinsight_model::interval`]: 1 ms to 1 h).
 pub fn interval(text: &str) -> Result<Duration, String> {
-    use pinsight_model::interval::{is_interval, INTERVAL_ALLOWED};
-    let d = duration(text)?;
-    if !is_interval(d) {
-        return Err(format!(
-            "'{}': {INTERVAL_ALLOWED}",
-            crate::errors::shown(text)
-        ));
-    }
-    Ok(d)
+    dur::interval(text, false).map_err(said)
 }
 
-fn count(text: &str, lo: usize, hi: usize, what: &str) -> Result<usize, String> {
-    match text.trim().parse::<u128>() {
-        Ok(n) if (lo as u128..=hi as u128).contains(&n) => Ok(n as usize),
-        Ok(n) if n < lo as u128 => Err(format!("at least {lo} ({what}: {lo} to {hi})")),
-        Ok(_) => Err(format!("at most {hi} ({what}: {lo} to {hi})")),
-        Err(_) => Err(format!(
-            "'{}' is not a whole number ({what}: {lo} to {hi})",
-            crate::errors::shown(text)
-        )),
-    }
+/// `text` as a count of `range` ([`bounded::Count`]).
+fn count(text: &str, range: Count) -> Result<usize, String> {
+    range.parse(text).map_err(said)
 }
 
-/// `--threads`: 1 to [`MAX_THREADS`].
+/// `--threads`: 1 to [`bounded::MAX_THREADS`].
 pub fn threads(text: &str) -> Result<usize, String> {
-    count(text, 1, MAX_THREADS, "threads")
+    count(text, bounded::THREADS)
 }
 
-/// `--tasks`: 1 to [`MAX_TASKS`].
+/// `--tasks`: 1 to [`bounded::MAX_TASKS`].
 pub fn tasks(text: &str) -> Result<usize, String> {
-    count(text, 1, MAX_TASKS, "tasks")
+    count(text, bounded::TASKS)
 }
 
 /// `--runs` of every command (compare, tune, mix, simulate, latency): 1 to
-/// [`MAX_RUNS`].
+/// [`bounded::MAX_RUNS`].
 pub fn runs(text: &str) -> Result<usize, String> {
-    count(text, 1, MAX_RUNS, "runs")
+    count(text, bounded::RUNS)
 }
 
 /// `--count` (topo, load, balance, irq): events or intervals before
 /// stopping, 1 to a billion.
 pub fn stop_count(text: &str) -> Result<u64, String> {
-    count(text, 1, 1_000_000_000, "a count").map(|n| n as u64)
+    count(text, bounded::STOP_COUNT).map(|n| n as u64)
 }
 
 /// `--patience` (balance, irq): intervals in a row off before a move, 1
 /// to 1000.
 pub fn patience(text: &str) -> Result<u32, String> {
-    count(text, 1, 1000, "intervals").map(|n| n as u32)
+    count(text, bounded::PATIENCE).map(|n| n as u32)
 }
 
 /// `--max-moves` (balance, irq): moves per interval, 1 to 100000.
 pub fn max_moves(text: &str) -> Result<u64, String> {
-    count(text, 1, 100_000, "moves").map(|n| n as u64)
+    count(text, bounded::MOVES).map(|n| n as u64)
 }
 
-/// `--warmup`: 0 to [`MAX_RUNS`].
+/// `--warmup`: 0 to [`bounded::MAX_RUNS`].
 pub fn warmup(text: &str) -> Result<usize, String> {
-    count(text, 0, MAX_RUNS, "warm-up runs")
+    count(text, bounded::WARMUP)
 }
 
 /// `--rerun-disturbed`: 0 to 100 extra attempts of a disturbed run.
 pub fn reruns(text: &str) -> Result<usize, String> {
-    count(text, 0, 100, "reruns")
+    count(text, bounded::RERUNS)
 }
 
 /// `balance --threshold`: an imbalance ratio (max/min), a number above 1
 /// and at most 100.
 pub fn ratio_above_one(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 1.0 && v <= 100.0 => Ok(v),
-        _ => Err(format!(
-            "'{text}' is not an imbalance ratio: give a number above 1 and at most 100 (1.25: \
-             the fastest task may progress 25% faster than the slowest)"
-        )),
-    }
+    frac::imbalance_ratio(text).map_err(|e| e.to_string())
 }
 
 /// `latency --target-ci`: a relative precision, above 0 and below 100%
 /// (`1%` or `0.01`), as a fraction.
 pub fn precision(text: &str) -> Result<f64, String> {
-    pinsight_model::share::precision(text).ok_or_else(|| {
-        format!(
-            "'{}' is not a relative precision between 0 and 100% (examples: 1%, 0.5%, 0.02)",
-            crate::errors::shown(text)
-        )
-    })
+    frac::given_precision(text).map_err(said)
 }
 
 /// `--disturbance-threshold`: a share of one CPU's time, `5%` or `0.05`,
 /// above 0 and at most 100%. Returned as a fraction (0.05).
 pub fn share(text: &str) -> Result<f64, String> {
-    pinsight_model::share::share(text).ok_or_else(|| {
-        format!(
-            "'{text}' is not a share of a CPU's time: give a percentage above 0 and at most \
-             100 (5%) or a fraction (0.05)"
-        )
-    })
+    frac::given_share(text).map_err(|e| e.to_string())
 }
 
 /// `--smt-yield Y|FILE`: what a second busy SMT thread adds to its core's
 /// throughput (two busy siblings together give `1 + Y` times one thread
 /// alone), a number from 0 (no gain) to 1 (two whole cores); or a file
-/// holding one ([`pinsight_speed::smt::smt_yield_in`]: the number, or
+/// holding one ([`pinsight_speed::smt::given_smt_yield`]: the number, or
 /// JSON such as `pinsight speed --json`'s output).
 pub fn smt_yield(text: &str) -> Result<f64, String> {
-    const ALLOWED: &str = "a number from 0 to 1 (what a second busy SMT thread adds to a core: \
-                           0.25 = two siblings give 1.25 times one) or a file holding one";
-    let check = |v: f64, from: &str| {
-        if v.is_finite() && (0.0..=1.0).contains(&v) {
-            Ok(v)
-        } else {
-            Err(format!(
-                "'{text}'{from}: SMT yield {v} is out of range; give {ALLOWED}"
-            ))
-        }
-    };
-    if let Ok(v) = text.trim().parse::<f64>() {
-        return check(v, "");
-    }
-    // A speed report is a few KiB; a FIFO or a device is refused unread.
-    let body = pinsight_sys::fs::read_bounded_string(std::path::Path::new(text), 1 << 20).map_err(
-        |e| format!("'{text}' is neither a number nor a readable file ({e}); give {ALLOWED}"),
-    )?;
-    let found = pinsight_speed::smt::smt_yield_in(&body)
-        .map_err(|e| format!("'{text}': {e}; give {ALLOWED}"))?;
-    let from = if found.in_json {
-        " (its smt_yield)"
-    } else {
-        ""
-    };
-    check(found.value, from)
+    pinsight_speed::smt::given_smt_yield(text).map_err(|e| e.to_string())
 }
 
-/// A rank or rank count of one node: 0 to [`MAX_THREADS`].
+/// A rank or rank count of one node: 0 to [`bounded::MAX_THREADS`].
 pub fn rank(text: &str) -> Result<usize, String> {
-    count(text, 0, MAX_THREADS, "ranks")
+    count(text, bounded::RANKS)
 }
 
 /// `--validate`: configurations to validate, 0 to 1000.
 pub fn validate(text: &str) -> Result<usize, String> {
-    count(text, 0, 1000, "validation configurations")
+    count(text, bounded::VALIDATE)
 }
 
 /// `--per-kind`: CPUs per kind, 1 to 8192.
 pub fn per_kind(text: &str) -> Result<usize, String> {
-    count(text, 1, 8192, "CPUs per kind")
+    count(text, bounded::PER_KIND)
 }
 
-/// A CPU list (`0-3,8`, strides `0-15:2`), at most [`MAX_THREADS`] CPUs.
+/// A CPU list (`0-3,8`, strides `0-15:2`), at most [`bounded::MAX_THREADS`] CPUs.
 pub fn cpu_list(text: &str) -> Result<CpuSet, String> {
-    let set =
-        CpuSet::parse_list(text).map_err(|e| format!("'{}': {e}", crate::errors::shown(text)))?;
-    if set.last().is_some_and(|c| c >= MAX_THREADS) {
-        return Err(format!(
-            "'{}': CPU ids are below {MAX_THREADS}",
-            crate::errors::shown(text)
-        ));
-    }
-    Ok(set)
+    bounded::cpu_list(text).map_err(said)
 }
 
 /// `--stealers` (env `PINSIGHT_EMULATION_STEALERS`): `CPU:PID,...`, the
 /// processes whose run time on CPU is not load (an emulation's stealers);
 /// empty for none.
 pub fn stealers(text: &str) -> Result<Stealers, String> {
-    let v =
-        pinsight_emulate::parse_stealers_strict(text, MAX_THREADS).map_err(|e| e.to_string())?;
+    let v = pinsight_emulate::parse_stealers_strict(text, bounded::MAX_THREADS)
+        .map_err(|e| e.to_string())?;
     let excluded = v
         .into_iter()
         .map(|(cpu, pid)| pinsight_load::Excluded { cpu, pid });
@@ -237,13 +155,7 @@ pub struct Stealers(pub Vec<pinsight_load::Excluded>);
 /// One process id of `--pids LIST` (`sched`, `sf`, `balance`; clap splits
 /// the list at commas): a whole number from 1.
 pub fn pid(text: &str) -> Result<i32, String> {
-    match text.trim().parse::<i32>() {
-        Ok(p) if p >= 1 => Ok(p),
-        _ => Err(format!(
-            "'{}' is not a process id (a whole number from 1)",
-            crate::errors::shown(text)
-        )),
-    }
+    bounded::pid(text).map_err(said)
 }
 
 /// `sched --schedulers`: one scheduler (sched runs one at a time; `mix`
@@ -275,22 +187,7 @@ pub struct MachineSpec {
 
 /// `--machine`: see [`MachineSpec`].
 pub fn machine(text: &str) -> Result<MachineSpec, String> {
-    use pinsight_model::machine_spec::{MachineSpec as Spec, MachineSpecError as E};
-    let shown = crate::errors::shown(text);
-    let bad_term = |term: &str| {
-        format!(
-            "'{}' is not <count><kind> or smt[N] (allowed: e.g. 6P+8E, 6P+8E+smt, 4big+4little)",
-            crate::errors::shown(term)
-        )
-    };
-    let spec = Spec::parse(text).map_err(|e| match e {
-        E::Empty => bad_term(text.trim()),
-        E::BadTerm(term) => bad_term(&term),
-        E::BadSmt(_) => format!("'{shown}': smt takes 1 to 7 siblings per core"),
-        E::SmtTwice => format!("'{shown}': smt is given twice"),
-        E::KindTwice(name) => format!("'{shown}': kind {name} is given twice"),
-        E::NoKind => format!("'{shown}': no <count><kind> term (e.g. 6P+8E)"),
-    })?;
+    let spec = pinsight_model::machine_spec::MachineSpec::parse_given(text).map_err(said)?;
     Ok(MachineSpec {
         spec,
         text: text.to_owned(),
@@ -322,23 +219,12 @@ impl MachineSpec {
     /// The machine `tune` and `model` fit on: the first kind is the P-cores,
     /// a second the E-cores (named `P` and `E` they may come in any order).
     pub fn for_tune(&self) -> Result<pinsight_tune_model::Machine, String> {
-        use pinsight_tune_model::SpecError;
-        pinsight_tune_model::Machine::of_kinds(&self.spec).map_err(|e| match e {
-            SpecError::Kinds(_) => format!("'{}': {e}", crate::errors::shown(&self.text)),
-            e => e.to_string(),
-        })
+        pinsight_tune_model::Machine::of_given(&self.spec, &self.text).map_err(said)
     }
 
     /// The machine `simulate` runs: the first kind big, every other small.
     pub fn for_simulate(&self) -> Result<pinsight_sched_model::Machine, String> {
-        if self.spec.smt > 0 {
-            return Err(format!(
-                "'{}': the simulator runs one thread per core; drop +smt",
-                crate::errors::shown(&self.text)
-            ));
-        }
-        pinsight_sched_model::Machine::try_from(&self.spec)
-            .map_err(|e| format!("'{}': {e}", crate::errors::shown(&self.text)))
+        pinsight_sched_model::Machine::of_given(&self.spec, &self.text).map_err(said)
     }
 }
 
@@ -361,13 +247,19 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(duration("1s").unwrap(), Duration::from_secs(1));
-        assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert!(duration("fast").unwrap_err().contains("'fast'"));
-        assert!(duration("-1s").is_err());
-        assert!(duration("99999999999999999").is_err());
+        assert_eq!(positive_duration("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(
+            positive_duration("500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(positive_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(
+            positive_duration("1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert!(positive_duration("fast").unwrap_err().contains("'fast'"));
+        assert!(positive_duration("-1s").is_err());
+        assert!(positive_duration("99999999999999999").is_err());
         assert!(positive_duration("0s").is_err());
         assert!(interval("0.5ms").is_err() && interval("61m").is_err());
         assert!(interval("1ms").is_ok() && interval("1h").is_ok());

@@ -40,6 +40,44 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     }
 }
 
+/// A duration flag's text refused, quoting it: not a duration, or outside
+/// the range of what it sets (a positive timeout, an
+/// [`interval`](crate::interval)).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GivenDurationError {
+    /// Not a duration of the grammar (see [`DurationError`]).
+    #[error("'{0}' is {DurationError}")]
+    NotADuration(String),
+    /// 0 where only a positive duration means something.
+    #[error("'{0}': a duration of 0 means nothing here; give a positive one (e.g. 30s)")]
+    Zero(String),
+    /// Outside [`INTERVAL_RANGE`](crate::interval::INTERVAL_RANGE).
+    #[error("'{}': {}", .0, crate::interval::INTERVAL_ALLOWED)]
+    NotAnInterval(String),
+}
+
+/// `text` as a duration of the grammar (0 allowed).
+pub fn given(text: &str) -> Result<Duration, GivenDurationError> {
+    parse_duration(text).map_err(|_| GivenDurationError::NotADuration(text.to_owned()))
+}
+
+/// `text` as a positive duration: a timeout or a budget of 0 means nothing.
+pub fn positive(text: &str) -> Result<Duration, GivenDurationError> {
+    match given(text)? {
+        d if d.is_zero() => Err(GivenDurationError::Zero(text.to_owned())),
+        d => Ok(d),
+    }
+}
+
+/// `text` as a sampling [`interval`](crate::interval); with `off_allowed`
+/// also 0, for "do not measure".
+pub fn interval(text: &str, off_allowed: bool) -> Result<Duration, GivenDurationError> {
+    match given(text)? {
+        d if crate::interval::is_interval(d) || (off_allowed && d.is_zero()) => Ok(d),
+        _ => Err(GivenDurationError::NotAnInterval(text.to_owned())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +104,29 @@ mod tests {
         ] {
             assert_eq!(parse_duration(bad), Err(DurationError), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn given_durations_quote_the_text_and_hold_their_range() {
+        assert_eq!(
+            given("fast").unwrap_err().to_string(),
+            "'fast' is not a duration (examples: 500ms, 1s, 2.5s, 2m; at most 7 days)"
+        );
+        assert!(positive("0s")
+            .unwrap_err()
+            .to_string()
+            .contains("a duration of 0"));
+        assert_eq!(positive("2s"), Ok(Duration::from_secs(2)));
+        assert!(interval("0.5ms", false).is_err() && interval("61m", false).is_err());
+        assert!(interval("1ms", false).is_ok() && interval("1h", false).is_ok());
+        assert_eq!(interval("0", true), Ok(Duration::ZERO));
+        assert_eq!(
+            interval("2h", true).unwrap_err().to_string(),
+            "'2h': an interval is between 1ms and 1h"
+        );
+        assert!(matches!(
+            interval("x", true),
+            Err(GivenDurationError::NotADuration(_))
+        ));
     }
 }

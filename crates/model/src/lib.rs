@@ -11,6 +11,7 @@
 //! crate imports the model's types from here, their one path.
 #![forbid(unsafe_code)]
 
+pub mod bounded;
 pub mod declared;
 pub mod device;
 pub mod duration;

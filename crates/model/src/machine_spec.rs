@@ -50,6 +50,37 @@ pub enum MachineSpecError {
     NoKind,
 }
 
+/// A spec refused as the user gave it: the whole text and what is wrong,
+/// in one line that quotes the text as given (a caller printing it to a
+/// terminal escapes control characters).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{}", self.words())]
+pub struct GivenSpecError {
+    /// The spec as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub error: MachineSpecError,
+}
+
+impl GivenSpecError {
+    fn words(&self) -> String {
+        let text = &self.text;
+        let bad_term = |term: &str| {
+            format!("'{term}' is not <count><kind> or smt[N] (allowed: e.g. 6P+8E, 6P+8E+smt, 4big+4little)")
+        };
+        match &self.error {
+            MachineSpecError::Empty => bad_term(text.trim()),
+            MachineSpecError::BadTerm(term) => bad_term(term),
+            MachineSpecError::BadSmt(_) => {
+                format!("'{text}': smt takes 1 to {MAX_SMT} siblings per core")
+            }
+            MachineSpecError::SmtTwice => format!("'{text}': smt is given twice"),
+            MachineSpecError::KindTwice(name) => format!("'{text}': kind {name} is given twice"),
+            MachineSpecError::NoKind => format!("'{text}': no <count><kind> term (e.g. 6P+8E)"),
+        }
+    }
+}
+
 /// `text` safe in a one-line message: control characters escaped, cut
 /// at 40 characters.
 fn shown(text: &str) -> String {
@@ -106,6 +137,14 @@ impl MachineSpec {
         Ok(MachineSpec {
             kinds,
             smt: smt.unwrap_or(0),
+        })
+    }
+
+    /// [`MachineSpec::parse`], refused with the whole text given.
+    pub fn parse_given(text: &str) -> Result<MachineSpec, GivenSpecError> {
+        MachineSpec::parse(text).map_err(|error| GivenSpecError {
+            text: text.to_owned(),
+            error,
         })
     }
 
@@ -184,6 +223,23 @@ mod tests {
             p("6P+8\nE").to_string(),
             "'8\\nE' is not <count><kind> or smt[N]"
         );
+    }
+
+    #[test]
+    fn given_specs_are_refused_naming_the_whole_text() {
+        let e = |t: &str| MachineSpec::parse_given(t).unwrap_err().to_string();
+        assert_eq!(
+            e("6P+x"),
+            "'x' is not <count><kind> or smt[N] (allowed: e.g. 6P+8E, 6P+8E+smt, 4big+4little)"
+        );
+        assert!(e("  ").starts_with("'' is not <count><kind>"));
+        assert_eq!(
+            e("6P+smt9"),
+            "'6P+smt9': smt takes 1 to 7 siblings per core"
+        );
+        assert_eq!(e("6P+smt+smt"), "'6P+smt+smt': smt is given twice");
+        assert_eq!(e("6P+6p"), "'6P+6p': kind p is given twice");
+        assert_eq!(e("smt"), "'smt': no <count><kind> term (e.g. 6P+8E)");
     }
 
     proptest! {

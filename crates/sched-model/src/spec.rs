@@ -74,6 +74,32 @@ impl Machine {
     }
 }
 
+/// A declared machine the simulator cannot run, naming the spec as the
+/// user gave it (quoted as given: a caller printing it to a terminal
+/// escapes control characters).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("'{text}': {}", match error {
+    MachineError::Smt => "the simulator runs one thread per core; drop +smt".to_owned(),
+    other => other.to_string(),
+})]
+pub struct GivenMachineError {
+    /// The spec as given.
+    pub text: String,
+    /// What is wrong.
+    pub error: MachineError,
+}
+
+impl Machine {
+    /// The machine of `spec`, as [`Machine::try_from`], refused naming
+    /// `text`, the spec as the user gave it.
+    pub fn of_given(spec: &MachineSpec, text: &str) -> Result<Machine, GivenMachineError> {
+        Machine::try_from(spec).map_err(|error| GivenMachineError {
+            text: text.to_owned(),
+            error,
+        })
+    }
+}
+
 impl TryFrom<&MachineSpec> for Machine {
     type Error = MachineError;
     /// The first kind's cores are big, every other kind's small: at least
@@ -479,6 +505,20 @@ impl ProgramsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_given_machine_is_refused_naming_its_text() {
+        let given = |t: &str| Machine::of_given(&MachineSpec::parse(t).unwrap(), t);
+        assert_eq!(given("4big+4little").unwrap().big, 4);
+        assert_eq!(
+            given("6P+8E+smt").unwrap_err().to_string(),
+            "'6P+8E+smt': the simulator runs one thread per core; drop +smt"
+        );
+        assert_eq!(
+            given("8P").unwrap_err().to_string(),
+            format!("'8P': {}", MachineError::OneKind)
+        );
+    }
 
     #[test]
     fn machines() {

@@ -167,6 +167,76 @@ pub fn smt_yield_in(text: &str) -> Result<FoundYield, SmtYieldTextError> {
     }
 }
 
+/// What an SMT yield may be, in words (every [`GivenYieldError`] ends
+/// with it).
+pub const SMT_YIELD_ALLOWED: &str = "a number from 0 to 1 (what a second busy SMT thread adds to a core: \
+                                     0.25 = two siblings give 1.25 times one) or a file holding one";
+
+/// An SMT yield as a user gives it refused, quoting the text as given.
+#[derive(Debug, thiserror::Error)]
+pub enum GivenYieldError {
+    /// A number outside 0 to 1 (`from`: where in the file it was found).
+    #[error("'{text}'{from}: SMT yield {value} is out of range; give {SMT_YIELD_ALLOWED}")]
+    OutOfRange {
+        text: String,
+        from: &'static str,
+        value: f64,
+    },
+    /// Neither a number nor a file that can be read.
+    #[error(
+        "'{text}' is neither a number nor a readable file ({error}); give {SMT_YIELD_ALLOWED}"
+    )]
+    Unreadable {
+        text: String,
+        error: pinsight_sys::fs::BoundedReadError,
+    },
+    /// A file that holds no SMT yield.
+    #[error("'{text}': {error}; give {SMT_YIELD_ALLOWED}")]
+    NoYield {
+        text: String,
+        error: SmtYieldTextError,
+    },
+}
+
+/// An SMT yield as a user gives it (`balance --smt-yield Y|FILE`): a
+/// number from 0 to 1, or the path of a file holding one (see
+/// [`smt_yield_in`]; a speed report is a few KiB, so at most 1 MiB is
+/// read, and a FIFO or a device is refused unread).
+pub fn given_smt_yield(text: &str) -> Result<f64, GivenYieldError> {
+    let check = |value: f64, from: &'static str| {
+        if value.is_finite() && (0.0..=1.0).contains(&value) {
+            Ok(value)
+        } else {
+            Err(GivenYieldError::OutOfRange {
+                text: text.to_owned(),
+                from,
+                value,
+            })
+        }
+    };
+    if let Ok(v) = text.trim().parse::<f64>() {
+        return check(v, "");
+    }
+    let body = pinsight_sys::fs::read_bounded_string(std::path::Path::new(text), 1 << 20).map_err(
+        |error| GivenYieldError::Unreadable {
+            text: text.to_owned(),
+            error,
+        },
+    )?;
+    let found = smt_yield_in(&body).map_err(|error| GivenYieldError::NoYield {
+        text: text.to_owned(),
+        error,
+    })?;
+    check(
+        found.value,
+        if found.in_json {
+            " (its smt_yield)"
+        } else {
+            ""
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +287,32 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("neither a number nor JSON ("));
+    }
+
+    #[test]
+    fn a_given_yield_is_a_number_or_a_file_in_range() {
+        assert_eq!(given_smt_yield(" 0.3").unwrap(), 0.3);
+        let e = given_smt_yield("1.5").unwrap_err().to_string();
+        assert!(
+            e.starts_with("'1.5': SMT yield 1.5 is out of range; give a number from 0 to 1"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("y.json");
+        std::fs::write(&file, r#"{"smt_yield": {"value": 2.0}}"#).unwrap();
+        let e = given_smt_yield(file.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("y.json' (its smt_yield): SMT yield 2 is out of range"),
+            "{e}"
+        );
+        std::fs::write(&file, r#"{"smt_yield": 0.4}"#).unwrap();
+        assert_eq!(given_smt_yield(file.to_str().unwrap()).unwrap(), 0.4);
+        let e = given_smt_yield("/nonexistent/y").unwrap_err().to_string();
+        assert!(
+            e.starts_with("'/nonexistent/y' is neither a number nor a readable file ("),
+            "{e}"
+        );
     }
 }

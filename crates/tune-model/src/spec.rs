@@ -30,6 +30,11 @@ pub enum SpecError {
     /// A machine of more than two kinds, which tune and model cannot fit.
     #[error("tune and model know two kinds (P and E), {0} given")]
     Kinds(usize),
+    /// [`SpecError::Kinds`] of a spec as the user gave it (quoted as
+    /// given: a caller printing it to a terminal escapes control
+    /// characters).
+    #[error("'{text}': tune and model know two kinds (P and E), {kinds} given")]
+    KindsGiven { text: String, kinds: usize },
     /// A parameter spec that does not follow the grammar.
     #[error("model parameters '{spec}': {why} (allowed: f=0..1 (required), sf>0, smt_gain=0..1, t1>0, contention>=0, model=dynamic|static, comma-separated)")]
     Params {
@@ -190,6 +195,19 @@ impl Machine {
         };
         Machine::try_from(&named)
     }
+
+    /// [`Machine::of_kinds`], where a machine of more than two kinds is
+    /// [`SpecError::KindsGiven`], naming `text`, the spec as the user gave
+    /// it.
+    pub fn of_given(spec: &MachineSpec, text: &str) -> Result<Machine, SpecError> {
+        Machine::of_kinds(spec).map_err(|e| match e {
+            SpecError::Kinds(kinds) => SpecError::KindsGiven {
+                text: text.to_owned(),
+                kinds,
+            },
+            e => e,
+        })
+    }
 }
 
 /// Given model parameters (`pinsight model --params`).
@@ -307,6 +325,16 @@ impl std::str::FromStr for ModelSpec {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_given_machine_of_three_kinds_is_named() {
+        let given = |t: &str| Machine::of_given(&MachineSpec::parse(t).unwrap(), t);
+        assert_eq!(given("8E+6P").unwrap().to_string(), "6P+8E");
+        assert_eq!(
+            given("6P+8E+2L").unwrap_err().to_string(),
+            "'6P+8E+2L': tune and model know two kinds (P and E), 3 given"
+        );
+    }
 
     proptest! {
         /// `Machine::from_str` is `MachineSpec::parse` then the conversion:
