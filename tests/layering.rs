@@ -225,6 +225,7 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-sys", "pinned threads, progress"),
             ("pinsight-measure", "disturbance during the measurement"),
             ("pinsight-emulate", "says when it runs inside an emulation"),
+            ("pinsight-lifecycle", "the weights file written crash-safe"),
         ],
     ),
     (

@@ -2,15 +2,11 @@
 //! between core kinds.
 
 use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
-use pinsight_speed::{
-    chase_buffer_bytes, select_cpus, unweighted, weights_file, Kernel, MemoryError, SelectError,
-    SpeedReport, SpeedSession,
-};
+use pinsight_speed::request::{notes_before, write_weights, Request, RequestError};
+use pinsight_speed::{Choice, Kernel, MemoryError, SpeedReport};
+use pinsight_term::wrap80;
 use std::path::PathBuf;
-
-use pinsight_speed::default_mem_bytes;
 
 /// Measure how fast each CPU really is, and how much faster each core kind is
 /// than the others (the speedup factor), per kernel.
@@ -55,119 +51,50 @@ pub struct Args {
     pub weights: Option<PathBuf>,
 }
 
-/// Each CPU's measuring time when `--budget` is not given.
-const DEFAULT_PER_CPU: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Measures and summarises with a progress bar.
-pub fn measure_report(
-    topo: &Topology,
-    cpus: CpuSet,
-    kernels: Vec<Kernel>,
-    budget_per_cpu: std::time::Duration,
-    mem_bytes: usize,
-    g: &Globals,
-) -> Result<SpeedReport, CliError> {
-    // The session picks the method (under `pinsight emulate`'s duty-cycle
-    // stealers it counts descheduled time), as it does for `report`.
-    let session = SpeedSession::new(cpus, kernels, budget_per_cpu, mem_bytes);
-    if session.time_share() && !g.quiet {
-        eprintln!(
-            "{}",
-            pinsight_term::wrap80(&format!(
-                "pinsight: note: {}",
-                pinsight_speed::TIME_SHARE_NOTE
-            ))
-        );
-    }
-    session
-        .run(topo, &mut crate::cli::progress(g))
-        .map_err(|e| CliError::runtime(e.to_string()))
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     g.require_live(
         "speed measures",
         "use `pinsight topo` to inspect a recorded machine",
     )?;
     let topo = g.topology()?;
-    check_values(&args)?;
-    let cpus = select_cpus(&topo, args.cpus.as_deref(), args.per_kind)
-        .map_err(|e| CliError::usage(select_message(&e)))?;
-    let mem_bytes = match args.mem_mib {
-        // Only the mem kernel allocates the buffer.
-        Some(mib) if args.kernels.contains(&Kernel::Mem) => checked_mem_bytes(mib, &g.fsroot()?)?,
-        Some(mib) => mib.saturating_mul(1 << 20),
-        None => default_mem_bytes(&topo),
+    let request = Request {
+        cpus: args.cpus.clone(),
+        per_kind: args.per_kind,
+        kernels: args.kernels.clone(),
+        budget: args.budget,
+        mem_mib: args.mem_mib,
     };
+    let session = request
+        .session(&topo, &g.fsroot()?)
+        .map_err(request_error)?;
     // Checked now, not after minutes of measuring.
     if let Some(path) = &args.weights {
         check_output_file(path, "--export-weights")?;
     }
-    if let (Some(vm), false) = (
-        pinsight_topology::vm::detect(&pinsight_sys::FsRoot::live()),
-        g.quiet,
-    ) {
-        eprintln!(
-            "{}",
-            pinsight_term::wrap80(&format!("pinsight: {}", vm.note()))
-        );
+    for note in notes_before(&session, &pinsight_sys::FsRoot::live()) {
+        say(g, &note);
     }
-    let kernels = args.kernels.clone();
-    // The budget is the whole measurement's, as report's is: each CPU
-    // gets an equal share.
-    let per_cpu = args.budget.map_or(DEFAULT_PER_CPU, |b| {
-        b / u32::try_from(cpus.len().max(1)).unwrap_or(u32::MAX)
-    });
-    let report = measure_report(&topo, cpus, kernels, per_cpu, mem_bytes, g)?;
+    let report = session
+        .run(&topo, &mut crate::cli::progress(g))
+        .map_err(|e| CliError::runtime(e.to_string()))?;
     if let Some(note) = report.disturbance.as_ref().and_then(|d| d.note()) {
-        if !g.quiet {
-            eprintln!(
-                "{}",
-                pinsight_term::wrap80(&format!("pinsight: warning: {note}"))
-            );
-        }
+        say(g, &format!("warning: {note}"));
     }
     if let Some(path) = &args.weights {
-        write_weights(path, &report, g)?;
+        let left_out = write_weights(path, &report)
+            .map_err(|e| CliError::runtime(format!("--export-weights: {e}")))?;
+        if let (Some(w), false) = (left_out, g.quiet) {
+            eprintln!("pinsight: warning: {w}");
+        }
     }
     show(&args, g, &topo, &report)
 }
 
-/// Values clap's parsers let through that measure nothing.
-fn check_values(args: &Args) -> Result<(), CliError> {
-    if args.kernels.is_empty() {
-        return Err(CliError::usage(
-            "--kernels: give at least one of int, fp, mem",
-        ));
+/// One line on stderr, wrapped, unless `--quiet`.
+fn say(g: &Globals, line: &str) {
+    if !g.quiet {
+        eprintln!("{}", wrap80(&format!("pinsight: {line}")));
     }
-    if args.mem_mib == Some(0) {
-        return Err(CliError::usage(
-            "--mem-mib 0: give a buffer size of at least 1 MiB",
-        ));
-    }
-    Ok(())
-}
-
-/// `--export-weights FILE`: the per-CPU weights, and a warning naming the
-/// CPUs left out.
-fn write_weights(
-    path: &std::path::Path,
-    report: &SpeedReport,
-    g: &Globals,
-) -> Result<(), CliError> {
-    let text =
-        serde_json::to_string_pretty(&weights_file(&report.cpus)).expect("weights serialise");
-    pinsight_lifecycle::output::write(path, (text + "\n").as_bytes())
-        .map_err(|e| CliError::runtime(format!("--export-weights: {e}")))?;
-    let missing = unweighted(&report.cpus);
-    if !missing.is_empty() && !g.quiet {
-        let list: CpuSet = missing.into_iter().collect();
-        eprintln!(
-            "pinsight: warning: CPU(s) {list} have no valid measurement and are left out of {}",
-            path.display()
-        );
-    }
-    Ok(())
 }
 
 /// The report on stdout: the JSON (`--json`) or the table.
@@ -187,33 +114,19 @@ fn show(args: &Args, g: &Globals, topo: &Topology, report: &SpeedReport) -> CmdR
     Ok(0)
 }
 
-/// `--mem-mib MIB` in bytes, refused (usage error, before anything runs)
-/// when the buffer would not fit in the memory available now.
-fn checked_mem_bytes(mib: usize, fs: &pinsight_sys::FsRoot) -> Result<usize, CliError> {
-    chase_buffer_bytes(mib, fs).map_err(|e| match e {
-        MemoryError::TooBig { mib, available } => {
-            let avail = match available {
-                Some(a) => format!("{} MiB are available (MemAvailable)", a >> 20),
-                None => "more than this machine can address".to_string(),
-            };
-            CliError::usage(format!(
-                "--mem-mib {mib}: the pointer-chase buffer would not fit in memory: {avail}; \
-                 give a smaller size or leave --mem-mib out (default: 4x the largest L2)"
-            ))
-        }
-    })
-}
-
-/// The usage message for a refused `--cpus` / `--per-kind` choice.
-fn select_message(e: &SelectError) -> String {
-    match e {
-        SelectError::BadList { list, error } => format!("--cpus {list}: {error}"),
-        SelectError::NoCpu { list, usable } => {
-            format!("--cpus '{list}': give at least one CPU (usable: {usable})")
-        }
-        SelectError::Unusable { list, bad, usable } => format!(
-            "--cpus {list}: CPU(s) {bad} are offline or not allowed for this process (usable: {usable})"
+/// A request refused before anything runs, worded with the flag to change.
+fn request_error(e: RequestError) -> CliError {
+    CliError::usage(match e {
+        RequestError::NoKernels => "--kernels: give at least one of int, fp, mem".to_string(),
+        RequestError::ZeroMemory => "--mem-mib 0: give a buffer size of at least 1 MiB".to_string(),
+        RequestError::Select(e) => match e.choice() {
+            Choice::Cpus => format!("--cpus {}", e.after_choice()),
+            Choice::PerKind => format!("--per-kind {}", e.after_choice()),
+        },
+        RequestError::Memory(e @ MemoryError::TooBig { mib, .. }) => format!(
+            "--mem-mib {mib}: the pointer-chase buffer would not fit in memory: {}; \
+             give a smaller size or leave --mem-mib out (default: 4x the largest L2)",
+            e.room()
         ),
-        SelectError::ZeroPerKind => "--per-kind 0: give at least 1 core per kind".to_string(),
-    }
+    })
 }

@@ -41,6 +41,40 @@ pub enum SelectError {
     ZeroPerKind,
 }
 
+/// The choice a [`SelectError`] refuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// The CPU list.
+    Cpus,
+    /// The cores per kind.
+    PerKind,
+}
+
+impl SelectError {
+    /// Which choice is at fault.
+    pub fn choice(&self) -> Choice {
+        match self {
+            SelectError::ZeroPerKind => Choice::PerKind,
+            _ => Choice::Cpus,
+        }
+    }
+
+    /// What is wrong in words that follow the choice's name: the value
+    /// given, then why (`0-3,99: CPU(s) 99 are offline ...`).
+    pub fn after_choice(&self) -> String {
+        match self {
+            SelectError::BadList { list, error } => format!("{list}: {error}"),
+            SelectError::NoCpu { list, usable } => {
+                format!("'{list}': give at least one CPU (usable: {usable})")
+            }
+            SelectError::Unusable { list, bad, usable } => format!(
+                "{list}: CPU(s) {bad} are offline or not allowed for this process (usable: {usable})"
+            ),
+            SelectError::ZeroPerKind => "0: give at least 1 core per kind".to_string(),
+        }
+    }
+}
+
 /// A kernel name that is not `int`, `fp` or `mem`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown kernel '{0}': expected int, fp or mem")]
@@ -51,9 +85,41 @@ pub struct UnknownKernel(pub String);
 pub enum MemoryError {
     /// `mib` MiB would not fit in the memory available now (`None`: more
     /// than this machine can address).
-    #[error("a {mib} MiB pointer-chase buffer would not fit in memory: {}", match available {
-        Some(a) => format!("{} MiB are available (MemAvailable)", a >> 20),
-        None => "more than this machine can address".to_string(),
-    })]
+    #[error("a {mib} MiB pointer-chase buffer would not fit in memory: {}", self.room())]
     TooBig { mib: usize, available: Option<u64> },
+}
+
+impl MemoryError {
+    /// The memory there is, in words: `N MiB are available (MemAvailable)`.
+    pub fn room(&self) -> String {
+        match self {
+            MemoryError::TooBig {
+                available: Some(a), ..
+            } => format!("{} MiB are available (MemAvailable)", a >> 20),
+            MemoryError::TooBig {
+                available: None, ..
+            } => "more than this machine can address".to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_choice_is_worded_after_its_name() {
+        let e = SelectError::NoCpu {
+            list: " ".into(),
+            usable: "0-3".parse().unwrap(),
+        };
+        assert_eq!(e.choice(), Choice::Cpus);
+        assert_eq!(e.after_choice(), "' ': give at least one CPU (usable: 0-3)");
+        assert_eq!(SelectError::ZeroPerKind.choice(), Choice::PerKind);
+        let e = MemoryError::TooBig {
+            mib: 9,
+            available: Some(8 << 20),
+        };
+        assert_eq!(e.room(), "8 MiB are available (MemAvailable)");
+    }
 }

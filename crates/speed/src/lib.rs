@@ -15,6 +15,7 @@ pub mod error;
 pub mod file;
 pub mod kernels;
 pub mod pin;
+pub mod request;
 pub mod run;
 pub mod select;
 pub mod session;
@@ -22,7 +23,7 @@ pub mod smt;
 pub mod summary;
 pub mod view;
 
-pub use error::{MemoryError, SelectError, SpeedError, UnknownKernel};
+pub use error::{Choice, MemoryError, SelectError, SpeedError, UnknownKernel};
 pub use file::{load_report, SpeedFileError};
 pub use kernels::Kernel;
 pub use run::{measure, schedule, CpuSpeed, KernelResult, KernelSlots, Schedule, SpeedConfig};
