@@ -204,6 +204,10 @@ const EDGES: &[(&str, &[Edge])] = &[
         "pinsight-latency",
         &[
             ("pinsight-cpuset", "the CPUs measured"),
+            (
+                "pinsight-model",
+                "the charts' bands are the machine's core kinds",
+            ),
             ("pinsight-latency-model", "the matrix it measures and loads"),
             ("pinsight-stats", "confidence intervals of pair medians"),
             ("pinsight-sys", "pinned threads, bounded file reads"),

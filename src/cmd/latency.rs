@@ -3,12 +3,12 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
-use pinsight_latency::measure::{self, list_or_none, MeasureConfig, Measurement, Method};
+use pinsight_latency::measure::{self, list_or_none, Method};
 use pinsight_latency::report::{self as report, FromFileError, JsonReport, Origin};
 use pinsight_latency::request::{setup, Request, SetupError};
-use pinsight_latency::view::{self as render, export::Exports, KindBand};
+use pinsight_latency::view::export::{Export, Exports};
+use pinsight_latency::view::{self as render, KindBand};
 use pinsight_latency_model::{domains, DomainTree, LatencyMatrix};
-use pinsight_lifecycle::output::OutputError;
 use pinsight_sys::FsRoot;
 use pinsight_term::wrap80;
 use std::path::{Path, PathBuf};
@@ -79,7 +79,7 @@ pub struct Args {
     pub from_csv: Option<PathBuf>,
     /// With --latency: show the N-th matrix of a file holding several (default 1, the first).
     /// core-to-core-latency -b 1,2 --csv writes one per benchmark, in the order given to -b.
-    #[arg(long, value_name = "N", requires = "matrix", value_parser = parse_benchmark)]
+    #[arg(long, value_name = "N", requires = "matrix", value_parser = report::matrix_number)]
     pub benchmark: Option<usize>,
     /// Write the matrix in core-to-core-latency's CSV format (lower triangle, one-way ns).
     /// The values are per-pair medians (with --runs: the median of the run medians), where
@@ -96,21 +96,17 @@ pub struct Args {
     pub png: Option<PathBuf>,
 }
 
-/// `--benchmark`: a 1-based matrix index.
-fn parse_benchmark(text: &str) -> Result<usize, String> {
-    match text.trim().parse::<usize>() {
-        Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "'{text}' is not a matrix number (1 for the first matrix of the file, 2 for the second, ... up to 1000)"
-        )),
-    }
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let requested = args.cpus.clone();
     // Before anything is measured: a missing directory must not cost a
     // whole measurement.
-    check_outputs(&args)?;
+    exports(&args).check().map_err(|e| {
+        let flag = match e.file {
+            Export::Csv => "--export-csv",
+            Export::Svg => "--export-svg",
+            Export::Png => "--export-png",
+        };
+        CliError::usage(format!("{flag} {e}"))
+    })?;
     // Likewise the kind bands of the charts: a bad `--kinds` is refused
     // before measuring, never dropped in silence afterwards.
     let bands = if exports(&args).charts() {
@@ -119,17 +115,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         Vec::new()
     };
     let (matrix, origin) = match &args.from_csv {
-        Some(path) => load(path, args.benchmark, requested.as_ref())?,
-        None => {
-            let (measurement, config) = measure_here(&args, requested.as_ref(), g)?;
-            (
-                measurement.matrix.clone(),
-                Origin::Measured {
-                    measurement: Box::new(measurement),
-                    config,
-                },
-            )
-        }
+        Some(path) => load(path, args.benchmark, args.cpus.as_ref())?,
+        None => measure_here(&args, g)?,
     };
     let tree = domains(&matrix);
     render::export::export(&matrix, &origin, bands, &exports(&args))
@@ -184,50 +171,15 @@ fn load(
     })
 }
 
-/// Every output file (`--export-csv`, `--export-svg`, `--export-png`) can be
-/// written: checked before measuring, by the one check of the write
-/// itself (`pinsight_lifecycle::output::check`), so a typo in a directory
-/// name fails at once (exit 2, naming the path) instead of after the whole
-/// measurement.
-fn check_outputs(args: &Args) -> Result<(), CliError> {
-    for (flag, path) in [
-        ("--export-csv", &args.csv),
-        ("--export-svg", &args.svg),
-        ("--export-png", &args.png),
-    ] {
-        if let Some(path) = path {
-            pinsight_lifecycle::output::check(path).map_err(|e| {
-                CliError::usage(format!("{flag} {}: {}", path.display(), unwritable(&e)))
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// Why an output file cannot be written, as `latency` says it.
-fn unwritable(e: &OutputError) -> String {
-    match e {
-        OutputError::Directory { .. } => "is a directory (expected a file name)".to_string(),
-        OutputError::NoDirectory { dir, .. } => format!(
-            "cannot write there: directory {} does not exist",
-            dir.display()
-        ),
-        other => format!("cannot write: {}", other.reason()),
-    }
-}
-
-fn measure_here(
-    args: &Args,
-    requested: Option<&CpuSet>,
-    g: &Globals,
-) -> Result<(Measurement, MeasureConfig), CliError> {
+/// The matrix measured here, as `args` ask.
+fn measure_here(args: &Args, g: &Globals) -> Result<(LatencyMatrix, Origin), CliError> {
     g.require_live(
         "latency is measured",
         "--fsroot and --hwloc-xml go with --latency FILE only (to draw a matrix recorded there with its core kinds)",
     )?;
     let vm = pinsight_topology::vm::detect(&FsRoot::live());
     let request = Request {
-        cpus: requested.cloned(),
+        cpus: args.cpus.clone(),
         method: args.method,
         parallel: !args.sequential,
         target_rel_ci: args.target_ci,
@@ -259,12 +211,9 @@ fn measure_here(
     }
     let measurement = measure::measure_with_progress(&config, &mut crate::cli::progress(g))
         .map_err(|e| CliError::runtime(e.to_string()))?;
-    Ok((measurement, config))
+    Ok(Origin::measured(measurement, config))
 }
 
-/// Core kinds to mark on charts: from this machine when it was measured
-/// here, from --fsroot/--hwloc-xml for a file; none when there is only one
-/// kind or the machine the file came from is unknown.
 /// The kind bands drawn beside a chart: none for a matrix loaded from a
 /// file with no machine named (it may come from another machine), else the
 /// kinds of the machine read (declared ones included; a bad declaration is
@@ -273,25 +222,14 @@ fn kinds(args: &Args, g: &Globals) -> Result<Vec<KindBand>, CliError> {
     if args.from_csv.is_some() && g.fsroot.is_none() && g.hwloc_xml.is_none() {
         return Ok(Vec::new());
     }
-    let topo = g.topology()?;
-    if topo.kinds.len() < 2 {
-        return Ok(Vec::new());
-    }
-    Ok(topo
-        .kinds
-        .iter()
-        .map(|k| KindBand {
-            name: k.name.clone(),
-            cpus: k.cpus.clone(),
-        })
-        .collect())
+    Ok(KindBand::of(&g.topology()?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
-    use pinsight_latency::measure::{choose_cpus, usable_cpus};
+    use pinsight_latency::measure::{choose_cpus, usable_cpus, MeasureConfig, Measurement};
     use pinsight_latency::LoadMatrix;
     use pinsight_latency_model::DomainTree;
 

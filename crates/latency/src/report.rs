@@ -28,6 +28,22 @@ pub enum Origin {
     },
 }
 
+impl Origin {
+    /// The matrix of `measurement`, measured here with `config`, and its
+    /// origin.
+    pub fn measured(measurement: Measurement, config: MeasureConfig) -> (LatencyMatrix, Origin) {
+        let matrix = measurement.matrix.clone();
+        let measurement = Box::new(measurement);
+        (
+            matrix,
+            Origin::Measured {
+                measurement,
+                config,
+            },
+        )
+    }
+}
+
 /// `--json` output: the matrix itself at the top level (so the file loads
 /// back as a matrix file), plus how it was obtained and its domains.
 #[derive(Serialize)]
@@ -160,6 +176,24 @@ pub enum FromFileError {
     /// Fewer than two CPUs asked for.
     #[error("a latency matrix needs at least 2 CPUs")]
     TooFewCpus { asked: CpuSet },
+}
+
+/// A matrix number that is not one: not a whole number from 1 to
+/// [`MAX_MATRIX_NUMBER`] (the text as given).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a matrix number (1 for the first matrix of the file, 2 for the second, ... up to {MAX_MATRIX_NUMBER})")]
+pub struct MatrixNumberError(pub String);
+
+/// The largest matrix number asked for.
+pub const MAX_MATRIX_NUMBER: usize = 1000;
+
+/// A 1-based matrix number of a file holding several, as a user gives it
+/// (see [`from_file`]).
+pub fn matrix_number(text: &str) -> Result<usize, MatrixNumberError> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_MATRIX_NUMBER).contains(&n) => Ok(n),
+        _ => Err(MatrixNumberError(text.to_owned())),
+    }
 }
 
 /// Matrix number `benchmark` (1-based, default 1) of the file at `path`,
@@ -300,6 +334,15 @@ pub fn runs_for(asked: usize, chosen: bool, vm: bool, budget: Option<Duration>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matrix_numbers_run_from_one_to_a_thousand() {
+        assert_eq!(matrix_number(" 2 "), Ok(2));
+        assert_eq!(matrix_number("1000"), Ok(1000));
+        for bad in ["0", "1001", "x", "-1"] {
+            assert_eq!(matrix_number(bad), Err(MatrixNumberError(bad.to_owned())));
+        }
+    }
 
     #[test]
     fn a_virtual_machine_gets_three_spaced_runs_unless_the_user_chose() {

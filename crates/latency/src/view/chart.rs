@@ -27,6 +27,21 @@ pub struct KindBand {
     pub cpus: CpuSet,
 }
 
+impl KindBand {
+    /// The bands of `topo`'s core kinds (declared ones included): none
+    /// when it has fewer than two, nothing to tell apart.
+    pub fn of(topo: &pinsight_model::Topology) -> Vec<KindBand> {
+        if topo.kinds.len() < 2 {
+            return Vec::new();
+        }
+        let band = |k: &pinsight_model::Kind| KindBand {
+            name: k.name.clone(),
+            cpus: k.cpus.clone(),
+        };
+        topo.kinds.iter().map(band).collect()
+    }
+}
+
 /// What to draw besides the matrix.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChartOptions {

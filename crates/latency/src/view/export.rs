@@ -6,7 +6,7 @@ use super::chart::{write_png, write_svg, ChartError, ChartOptions, KindBand};
 use crate::report::{chart_title, csv_comment, Origin};
 use pinsight_latency_model::LatencyMatrix;
 use pinsight_lifecycle::output::OutputError;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Where the matrix is written, each when given.
 #[derive(Clone, Copy, Debug, Default)]
@@ -28,10 +28,58 @@ impl<'a> Exports<'a> {
             .collect()
     }
 
+    /// Whether each file can be written, by the one check of the write
+    /// itself ([`pinsight_lifecycle::output::check`]): made before
+    /// measuring, so a typo in a directory name fails at once instead of
+    /// after the whole measurement. The first that cannot, in the order
+    /// CSV, SVG, PNG.
+    pub fn check(&self) -> Result<(), Unwritable> {
+        let files = [
+            (Export::Csv, self.csv),
+            (Export::Svg, self.svg),
+            (Export::Png, self.png),
+        ];
+        for (file, path) in files {
+            if let Some(path) = path {
+                pinsight_lifecycle::output::check(path).map_err(|error| Unwritable {
+                    file,
+                    path: path.to_owned(),
+                    error,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether a chart (SVG or PNG) is asked for.
     pub fn charts(&self) -> bool {
         self.svg.is_some() || self.png.is_some()
     }
+}
+
+/// One of the files [`Exports`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Export {
+    Csv,
+    Svg,
+    Png,
+}
+
+/// A file [`Exports::check`] found that cannot be written: which, where,
+/// and why, in words that follow the path.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path.display(), match error {
+    OutputError::Directory { .. } => "is a directory (expected a file name)".to_string(),
+    OutputError::NoDirectory { dir, .. } => format!(
+        "cannot write there: directory {} does not exist",
+        dir.display()
+    ),
+    other => format!("cannot write: {}", other.reason()),
+})]
+pub struct Unwritable {
+    pub file: Export,
+    pub path: PathBuf,
+    pub error: OutputError,
 }
 
 /// Why a file could not be written.
@@ -87,5 +135,43 @@ mod tests {
         assert_eq!(to.written(), vec![csv, png]);
         assert!(to.charts());
         assert!(!Exports::default().charts() && Exports::default().written().is_empty());
+    }
+
+    #[test]
+    fn unwritable_files_are_found_before_measuring() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no/m.svg");
+        let to = Exports {
+            csv: Some(dir.path()),
+            svg: Some(&missing),
+            png: None,
+        };
+        let e = to.check().unwrap_err();
+        assert_eq!(e.file, Export::Csv);
+        assert!(
+            e.to_string()
+                .ends_with(": is a directory (expected a file name)"),
+            "{e}"
+        );
+        let to = Exports {
+            svg: Some(&missing),
+            ..Exports::default()
+        };
+        let e = to.check().unwrap_err();
+        assert_eq!(e.file, Export::Svg);
+        assert!(
+            e.to_string()
+                .contains("m.svg: cannot write there: directory "),
+            "{e}"
+        );
+        assert!(Exports::default().check().is_ok());
+    }
+
+    #[test]
+    fn a_machine_of_two_kinds_has_a_band_each_and_one_kind_none() {
+        let bands = KindBand::of(&pinsight_testkit::topology::i7_1370p());
+        assert_eq!(bands.len(), 2, "{bands:?}");
+        assert_eq!(bands[0].cpus.len() + bands[1].cpus.len(), 20);
+        assert!(KindBand::of(&pinsight_testkit::topology::smt_machine()).is_empty());
     }
 }
