@@ -9,7 +9,7 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_report::budget::Skip;
-use pinsight_report::run::{File, Files, Request, RunError};
+use pinsight_report::run::{File, Files, Given, Request, RunError};
 use pinsight_report::view::{outcome, skip::budget_warnings};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -66,7 +66,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         topology: g.topology()?,
         budget: args.budget,
         started,
-        files: files(&args),
+        files: Files::chosen(
+            "pinsight-report".as_ref(),
+            args.export_html,
+            args.export_json,
+            args.export_latency,
+        ),
         latency_from: args.latency_from,
         speed_from: args.speed_from,
         no_latency: args.no_latency,
@@ -86,17 +91,6 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(0)
 }
 
-/// The files to write: each flag's, else `pinsight-report.html`, `.json`
-/// and `.latency.json`.
-fn files(args: &Args) -> Files {
-    let f = Files::with_prefix("pinsight-report".as_ref());
-    Files {
-        html: args.export_html.clone().unwrap_or(f.html),
-        json: args.export_json.clone().unwrap_or(f.json),
-        latency: args.export_latency.clone().unwrap_or(f.latency),
-    }
-}
-
 /// With `--json` stdout is for the data, so a too-small budget is also
 /// said on stderr, before anything is measured.
 fn warn(g: &Globals, planned: &[Skip]) {
@@ -109,34 +103,17 @@ fn warn(g: &Globals, planned: &[Skip]) {
 
 /// A report not made, worded with the flag to change.
 fn run_error(e: RunError) -> CliError {
-    match e {
-        RunError::LatencyFile(e) => CliError::usage(e.to_string()),
-        RunError::ForeignCpus {
-            path,
-            foreign,
-            online,
-        } => CliError::usage(format!(
-            "--latency {}: the matrix has CPU(s) {foreign} that this machine (online {online}) lacks: was it measured on another machine?",
-            path.display(),
-        )),
-        RunError::SpeedFile(e) => CliError::usage(format!("--speed {e}")),
-        RunError::ForeignSpeedCpus {
-            path,
-            foreign,
-            online,
-        } => CliError::usage(format!(
-            "--speed {}: it measured CPU(s) {foreign} that this machine (online {online}) lacks: was it measured on another machine?",
-            path.display(),
-        )),
-        RunError::Unwritable { file, path, error } => {
-            let what = match file {
-                File::Html => "html",
-                File::Json => "json",
-                File::Latency => "latency",
-            };
-            let flag = format!("--export-{what} {}", path.display());
-            crate::cli::unwritable(&flag, &path, &error)
-        }
-        RunError::Speed { error } => CliError::runtime(error.to_string()),
+    let flag = match e.given() {
+        None => "",
+        Some(Given::Latency) => "--latency ",
+        Some(Given::Speed) => "--speed ",
+        Some(Given::Output(File::Html)) => "--export-html ",
+        Some(Given::Output(File::Json)) => "--export-json ",
+        Some(Given::Output(File::Latency)) => "--export-latency ",
+    };
+    if e.is_usage() {
+        CliError::usage(format!("{flag}{e}"))
+    } else {
+        CliError::runtime(e.to_string())
     }
 }

@@ -37,15 +37,26 @@ impl Files {
     /// box.html and box.json), any other dot is kept (`run.2024` gives
     /// run.2024.html).
     pub fn with_prefix(prefix: &Path) -> Files {
+        Files::chosen(prefix, None, None, None)
+    }
+
+    /// The files chosen one by one, each else as [`Files::with_prefix`]
+    /// names it.
+    pub fn chosen(
+        prefix: &Path,
+        html: Option<PathBuf>,
+        json: Option<PathBuf>,
+        latency: Option<PathBuf>,
+    ) -> Files {
         let text = prefix.as_os_str().to_string_lossy();
         let stem = text
             .strip_suffix(".html")
             .or_else(|| text.strip_suffix(".json"))
             .unwrap_or(&text);
         Files {
-            html: PathBuf::from(format!("{stem}.html")),
-            json: PathBuf::from(format!("{stem}.json")),
-            latency: PathBuf::from(format!("{stem}.latency.json")),
+            html: html.unwrap_or_else(|| PathBuf::from(format!("{stem}.html"))),
+            json: json.unwrap_or_else(|| PathBuf::from(format!("{stem}.json"))),
+            latency: latency.unwrap_or_else(|| PathBuf::from(format!("{stem}.latency.json"))),
         }
     }
 }
@@ -78,26 +89,32 @@ pub struct Request {
     pub hostname: Option<String>,
 }
 
-/// Why no report was made.
-#[derive(Debug)]
+/// Why no report was made. The words follow the flag that gave the file
+/// at fault ([`RunError::given`]), which the caller names.
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The matrix file could not be loaded (it names its path).
+    #[error("{0}")]
     LatencyFile(LoadError),
     /// The matrix file names CPUs this machine lacks.
+    #[error("{}: the matrix has CPU(s) {foreign} that this machine (online {online}) lacks: was it measured on another machine?", path.display())]
     ForeignCpus {
         path: PathBuf,
         foreign: CpuSet,
         online: CpuSet,
     },
     /// The speed file could not be read (it names its path).
+    #[error("{0}")]
     SpeedFile(SpeedFileError),
     /// The speed file measured CPUs this machine lacks.
+    #[error("{}: it measured CPU(s) {foreign} that this machine (online {online}) lacks: was it measured on another machine?", path.display())]
     ForeignSpeedCpus {
         path: PathBuf,
         foreign: CpuSet,
         online: CpuSet,
     },
     /// A file the report would write cannot be written (nothing measured).
+    #[error("{}: cannot write {}: {} (nothing was measured)", path.display(), path.display(), error.reason())]
     Unwritable {
         file: File,
         path: PathBuf,
@@ -105,7 +122,38 @@ pub enum RunError {
     },
     /// Speed could not be measured (the plan's skips were already handed
     /// to `run`'s `planned`).
+    #[error("{error}")]
     Speed { error: SpeedError },
+}
+
+/// The file a [`RunError`] is about, as the request gave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Given {
+    /// [`Request::latency_from`].
+    Latency,
+    /// [`Request::speed_from`].
+    Speed,
+    /// One of the [`Files`] to write.
+    Output(File),
+}
+
+impl RunError {
+    /// The file given in the request whose name goes before the words:
+    /// `None` when the words need none (a matrix file's own error names its
+    /// path; a measurement that failed is no input's fault).
+    pub fn given(&self) -> Option<Given> {
+        match self {
+            RunError::LatencyFile(_) | RunError::Speed { .. } => None,
+            RunError::ForeignCpus { .. } => Some(Given::Latency),
+            RunError::SpeedFile(_) | RunError::ForeignSpeedCpus { .. } => Some(Given::Speed),
+            RunError::Unwritable { file, .. } => Some(Given::Output(*file)),
+        }
+    }
+
+    /// Whether the request is at fault (else measuring failed).
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, RunError::Speed { .. })
+    }
 }
 
 /// A report made: its data (`skipped` left to the words of the view),
@@ -279,8 +327,43 @@ fn check_files(files: &Files, measures_latency: bool) -> Result<(), RunError> {
 
 #[cfg(test)]
 mod tests {
-    use super::Files;
-    use std::path::Path;
+    use super::{File, Files, Given, RunError};
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn files_chosen_one_by_one_keep_the_others_default() {
+        let f = Files::chosen("r".as_ref(), None, Some(PathBuf::from("x.json")), None);
+        assert_eq!(f.html, Path::new("r.html"));
+        assert_eq!(f.json, Path::new("x.json"));
+        assert_eq!(f.latency, Path::new("r.latency.json"));
+    }
+
+    #[test]
+    fn errors_say_what_follows_the_file_given() {
+        let e = RunError::ForeignCpus {
+            path: PathBuf::from("m.csv"),
+            foreign: "8-9".parse().unwrap(),
+            online: "0-7".parse().unwrap(),
+        };
+        assert_eq!(e.given(), Some(Given::Latency));
+        assert!(e.is_usage());
+        assert_eq!(
+            e.to_string(),
+            "m.csv: the matrix has CPU(s) 8-9 that this machine (online 0-7) lacks: \
+             was it measured on another machine?"
+        );
+        let e = RunError::Unwritable {
+            file: File::Json,
+            path: PathBuf::from("/no/r.json"),
+            error: pinsight_lifecycle::output::OutputError::Directory {
+                path: PathBuf::from("/no/r.json"),
+            },
+        };
+        assert_eq!(e.given(), Some(Given::Output(File::Json)));
+        assert!(e
+            .to_string()
+            .starts_with("/no/r.json: cannot write /no/r.json: "));
+    }
 
     #[test]
     fn files_with_a_prefix_append_extensions() {
