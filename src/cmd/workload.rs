@@ -8,7 +8,7 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_workload::{
-    check, names, parse_size, run_with_progress, Params, Schedule, WorkloadError, WORKLOADS,
+    check, names, parse_size, run_with_progress, Param, Params, Schedule, WorkloadError, WORKLOADS,
 };
 
 /// Run a built-in workload: pi, mandelbrot, lu or pingpong.
@@ -82,33 +82,10 @@ fn list(g: &Globals) -> CmdResult {
 
 /// A workload error as the CLI says it, naming the flag to change.
 fn workload_error_message(e: &WorkloadError) -> String {
-    match e {
-        WorkloadError::ZeroThreads => "--threads must be at least 1".to_string(),
-        WorkloadError::TooManyThreads { threads, max } => {
-            format!("--threads {threads} is too many (at most {max})")
-        }
-        WorkloadError::SizeOutOfRange {
-            workload,
-            size,
-            meaning,
-            max,
-        } => format!("{workload}: --size {size} is out of range: {meaning} must be 1..={max}"),
-        WorkloadError::NoSchedule {
-            workload,
-            reason,
-            takers,
-            ..
-        } => format!(
-            "workload '{workload}' does not take --schedule ({reason}); --schedule applies to: {}",
-            takers.join(", ")
-        ),
-        WorkloadError::MaxIterNotApplicable { workload } => {
-            format!("--max-iter applies to mandelbrot only, not '{workload}'")
-        }
-        WorkloadError::ZeroMaxIter => "mandelbrot: --max-iter must be at least 1".to_string(),
-        WorkloadError::Singular => {
-            "lu: the generated matrix is singular (a zero pivot); try another --size".to_string()
-        }
-        other => other.to_string(),
-    }
+    e.words(|p| match p {
+        Param::Threads => "--threads",
+        Param::Size => "--size",
+        Param::Schedule => "--schedule",
+        Param::MaxIter => "--max-iter",
+    })
 }

@@ -31,7 +31,7 @@ mod sched;
 mod size;
 pub mod view;
 
-pub use error::{ScheduleError, SizeError, WorkloadError};
+pub use error::{Param, ScheduleError, SizeError, WorkloadError};
 pub use harness::ThreadStat;
 pub use sched::Schedule;
 pub use size::parse_size;
