@@ -111,18 +111,13 @@ fn parse_format(s: &str) -> Result<Format, String> {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let format = match (args.format, g.json) {
-        (Some(f), true) if f != Format::Json => {
-            return Err(crate::errors::conflict(
-                "--json",
-                "--format",
-                "give one of them (--format json is --json)",
-            ));
-        }
-        (Some(f), _) => f,
-        (None, true) => Format::Json,
-        (None, false) => Format::Table,
-    };
+    let format = Format::chosen(args.format, g.json).ok_or_else(|| {
+        crate::errors::conflict(
+            "--json",
+            "--format",
+            "give one of them (--format json is --json)",
+        )
+    })?;
     let mut request = make_request(&args.policy, &args.plan)?;
     add_interleave_weights(&mut request, g)?;
     let topo = g.topology_with(args.plan.needs())?;
@@ -130,7 +125,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let rendered = render(&plan, &topo, format).map_err(format_error)?;
     print!("{}", rendered.text);
     if !g.quiet {
-        if !matches!(format, Format::Table | Format::Json) {
+        if !format.carries_notes() {
             for n in &plan.notes {
                 eprintln!("pinsight: note: {n}");
             }

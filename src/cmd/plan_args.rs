@@ -13,7 +13,7 @@ use pinsight_plan::launcher::{detect, LauncherError, LocalRank};
 use pinsight_plan::slice::{slices, SliceRequest, SliceRule, Slicing};
 use pinsight_plan::{
     BasePolicy, Caveat, FormatError, LatencyProblem, MemMode, MemPolicy, Plan, PlanError, Policy,
-    Request,
+    PolicyOption, Request,
 };
 use std::path::PathBuf;
 
@@ -180,56 +180,39 @@ pub fn caveat_message(c: &Caveat) -> String {
 /// it does not apply to is a usage error naming both; `--pipeline` turns
 /// latency-group into latency-pipeline. Loads the --weights/--latency files.
 pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliError> {
-    let mut policy = policy.clone();
-    let balance = policy.base == BasePolicy::Balance;
-    let latency_policy = matches!(
-        policy.base,
-        BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
-    );
-    let latency_group = "latency-group/latency-pipeline";
-    for (flag, given, applies, what) in [
-        (
-            "--weights",
-            args.weights.is_some(),
-            balance,
-            "the balance policy",
-        ),
+    for (flag, given, option) in [
+        ("--weights", args.weights.is_some(), PolicyOption::Weights),
         (
             "--smt-yield",
             args.smt_yield.is_some(),
-            balance,
-            "the balance policy",
+            PolicyOption::SmtYield,
         ),
-        ("--pipeline", args.pipeline, latency_policy, "latency-group"),
-        (
-            "--latency",
-            args.latency.is_some(),
-            latency_policy,
-            latency_group,
-        ),
+        ("--pipeline", args.pipeline, PolicyOption::Pipeline),
+        ("--latency", args.latency.is_some(), PolicyOption::Latency),
     ] {
-        only_for(&policy, flag, given, applies, what)?;
+        if let (true, Some(what)) = (given, policy.not_for(option)) {
+            let why = format!("it applies to {what} only");
+            return Err(crate::errors::conflict(
+                flag,
+                &format!("policy {policy}"),
+                &why,
+            ));
+        }
     }
+    let mut policy = policy.clone();
     if args.pipeline {
         policy.base = BasePolicy::LatencyPipeline;
     }
-    let weights = match &args.weights {
-        Some(p) => Some(
-            pinsight_compare::setup::load_weights(p).map_err(|e| CliError::usage(e.to_string()))?,
-        ),
-        None => None,
-    };
-    let latency = match &args.latency {
-        Some(p) => Some(LatencyMatrix::load(p).map_err(|e| CliError::usage(e.to_string()))?),
-        None => None,
-    };
+    let latency = args.latency.as_ref().map(|p| LatencyMatrix::load(p));
     Ok(Request {
         threads: args.threads,
         tasks: args.tasks,
         oversubscribe: args.oversubscribe,
         smt_physical_first: args.smt_physical_first,
-        weights,
-        latency,
+        weights: load_weights(args.weights.as_ref())?,
+        latency: latency
+            .transpose()
+            .map_err(|e| CliError::usage(e.to_string()))?,
         mem: args.mem.clone(),
         near: args.near.clone(),
         latency_partial: args.latency_partial,
@@ -238,23 +221,11 @@ pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliErro
     })
 }
 
-/// A flag `given` for a policy it does not apply to (`applies` false) is a
-/// usage error naming both: "it applies to WHAT only".
-fn only_for(
-    policy: &Policy,
-    flag: &str,
-    given: bool,
-    applies: bool,
-    what: &str,
-) -> Result<(), CliError> {
-    if given && !applies {
-        return Err(crate::errors::conflict(
-            flag,
-            &format!("policy {policy}"),
-            &format!("it applies to {what} only"),
-        ));
-    }
-    Ok(())
+/// The `--weights` file, when given.
+fn load_weights(path: Option<&PathBuf>) -> Result<Option<pinsight_plan::Weights>, CliError> {
+    path.map(|p| pinsight_compare::setup::load_weights(p))
+        .transpose()
+        .map_err(|e| CliError::usage(e.to_string()))
 }
 
 /// The test harness `plan`, `run` and `pin` share: a command's `Args` with
@@ -309,12 +280,7 @@ pub fn make_slicing(
     rule: SliceRule,
     weights: Option<&PathBuf>,
 ) -> Result<Slicing, CliError> {
-    let weights = match weights {
-        Some(p) => Some(
-            pinsight_compare::setup::load_weights(p).map_err(|e| CliError::usage(e.to_string()))?,
-        ),
-        None => None,
-    };
+    let weights = load_weights(weights)?;
     slices(
         topo,
         &SliceRequest {

@@ -81,6 +81,26 @@ pub const FORMAT_NAMES: &[&str] = &[
     "systemd",
 ];
 
+impl Format {
+    /// The dialect a caller asked for: `format` when given, else JSON
+    /// when `json` is asked, else the table. `None` when both are given
+    /// and disagree (a JSON request and a dialect other than JSON).
+    pub fn chosen(format: Option<Format>, json: bool) -> Option<Format> {
+        match (format, json) {
+            (Some(f), true) if f != Format::Json => None,
+            (Some(f), _) => Some(f),
+            (None, true) => Some(Format::Json),
+            (None, false) => Some(Format::Table),
+        }
+    }
+
+    /// Whether the text carries the plan's notes (the table and JSON do);
+    /// a caller of any other dialect says them apart.
+    pub fn carries_notes(self) -> bool {
+        matches!(self, Format::Table | Format::Json)
+    }
+}
+
 impl FromStr for Format {
     type Err = FormatError;
     fn from_str(s: &str) -> Result<Format, FormatError> {
@@ -909,6 +929,19 @@ fn kind_rows(mask: &CpuSet, topo: &Topology) -> Vec<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dialect_chosen_from_a_format_and_json() {
+        assert_eq!(Format::chosen(None, false), Some(Format::Table));
+        assert_eq!(Format::chosen(None, true), Some(Format::Json));
+        assert_eq!(
+            Format::chosen(Some(Format::Gomp), false),
+            Some(Format::Gomp)
+        );
+        assert_eq!(Format::chosen(Some(Format::Json), true), Some(Format::Json));
+        assert_eq!(Format::chosen(Some(Format::Cpulist), true), None);
+        assert!(Format::Table.carries_notes() && !Format::Taskset.carries_notes());
+    }
 
     #[test]
     fn gomp_ranges() {

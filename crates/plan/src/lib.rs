@@ -35,6 +35,6 @@ pub use format::{launch_env, omp_env, render, Caveat, Format, FormatError, Rende
 pub use launcher::{Launcher, LauncherError, LocalRank};
 pub use mem::{MemError, MemMode, MemParseError, MemPlan, MemPolicy, NodeSpec};
 pub use plan::{plan, LatencyProblem, NearPlan, Plan, PlanError, Request};
-pub use policy::{BasePolicy, CpuListError, KindSel, Policy, PolicyParseError};
+pub use policy::{BasePolicy, CpuListError, KindSel, Policy, PolicyOption, PolicyParseError};
 pub use slice::{Slice, SliceError, SliceRequest, SliceRule, Slicing};
 pub use weights::{Weights, WeightsError};

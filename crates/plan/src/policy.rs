@@ -288,7 +288,37 @@ impl fmt::Display for PolicyParseError {
 
 impl std::error::Error for PolicyParseError {}
 
+/// A planning option that only some policies take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyOption {
+    /// Per-CPU speed weights (balance's).
+    Weights,
+    /// What a second busy SMT thread adds to a core (balance's).
+    SmtYield,
+    /// Choosing CPUs for a pipeline (latency-group as latency-pipeline).
+    Pipeline,
+    /// A core-to-core latency matrix (the latency policies').
+    Latency,
+}
+
 impl Policy {
+    /// The policies `option` applies to, in words, when this one is not
+    /// among them; `None` when it applies to this one.
+    pub fn not_for(&self, option: PolicyOption) -> Option<&'static str> {
+        let latency = matches!(
+            self.base,
+            BasePolicy::LatencyGroup | BasePolicy::LatencyPipeline
+        );
+        let (applies, what) = match option {
+            PolicyOption::Weights | PolicyOption::SmtYield => {
+                (self.base == BasePolicy::Balance, "the balance policy")
+            }
+            PolicyOption::Pipeline => (latency, "latency-group"),
+            PolicyOption::Latency => (latency, "latency-group/latency-pipeline"),
+        };
+        (!applies).then_some(what)
+    }
+
     /// Whether planning this policy reads the caches (and the die and
     /// cluster levels): the hierarchy orders of the pinned policies and
     /// balance do; a set (`os`, `kind-set:`, `cpus-set:`), an explicit
@@ -481,6 +511,25 @@ impl FromStr for Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_apply_to_their_policies_only() {
+        let p = |t: &str| t.parse::<Policy>().unwrap();
+        assert_eq!(p("balance").not_for(PolicyOption::Weights), None);
+        assert_eq!(
+            p("compact").not_for(PolicyOption::SmtYield),
+            Some("the balance policy")
+        );
+        assert_eq!(p("latency-pipeline").not_for(PolicyOption::Pipeline), None);
+        assert_eq!(
+            p("p-pinned").not_for(PolicyOption::Latency),
+            Some("latency-group/latency-pipeline")
+        );
+        assert_eq!(
+            p("os").not_for(PolicyOption::Pipeline),
+            Some("latency-group")
+        );
+    }
 
     #[test]
     fn canonical_round_trip() {
