@@ -114,45 +114,25 @@ impl Globals {
     /// [`Globals::topology`], discovering only what `needs` asks for
     /// beyond the CPUs (see [`pinsight_topology::discover_with`]).
     pub fn topology_with(&self, needs: pinsight_topology::Needs) -> Result<Topology, CliError> {
+        use pinsight_topology::load::{load, LoadError, Origin};
         let spec = self.declared_kinds()?;
-        // A declaration is applied to (and said beside) the kinds found.
-        let needs = if spec.is_some() {
-            pinsight_topology::Needs {
-                kinds: true,
-                ..needs
-            }
-        } else {
-            needs
-        };
-        let mut topo = match &self.hwloc_xml {
-            Some(path) => pinsight_topology::hwloc_xml::load(path)
-                .map_err(|e| CliError::usage(crate::errors::shown(&e.to_string())))?,
+        let fs;
+        let origin = match &self.hwloc_xml {
+            Some(path) => Origin::HwlocXml(path),
             None => {
-                let fs = self.fsroot()?;
-                let mut topo = pinsight_topology::discover_with(&fs, needs);
-                if let Some(archive) = fs.archive() {
-                    // Name the user's file, not the private directory it
-                    // was unpacked into (removed when `fs` drops).
-                    topo.source = pinsight_model::Source::Fsroot(archive.display().to_string());
-                }
-                topo
+                fs = self.fsroot()?;
+                Origin::Fs(&fs)
             }
         };
-        // What discovery found, when it found several kinds: said beside
-        // the declaration, so a contradiction is visible.
-        let mut found = String::new();
-        if let Some(spec) = &spec {
-            if topo.kinds.len() > 1 {
-                let kinds: Vec<String> = topo
-                    .kinds
-                    .iter()
-                    .rev()
-                    .map(|k| format!("{} ({})", k.name, k.cpus))
-                    .collect();
-                found = format!(" (discovery found {})", kinds.join(" > "));
-            }
-            topo = declared::apply(&topo, spec).map_err(|e| self.kinds_usage(&e))?;
-        }
+        let loaded = load(origin, needs, spec.as_ref()).map_err(|e| match e {
+            LoadError::HwlocXml(e) => CliError::usage(crate::errors::shown(&e.to_string())),
+            LoadError::Declared(e) => self.kinds_usage(&e),
+        })?;
+        let topo = loaded.topology;
+        let found = loaded
+            .discovered_kinds
+            .map(|k| format!(" (discovery found {k})"))
+            .unwrap_or_default();
         if !self.quiet {
             for w in &topo.warnings {
                 eprintln!("pinsight: warning: {w}");
@@ -233,6 +213,20 @@ impl Globals {
         let s = serde_json::to_string_pretty(value)
             .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
         println!("{s}");
+        Ok(())
+    }
+
+    /// A command's result on stdout: `value` as pretty JSON with `--json`,
+    /// else the text view `text` makes of it.
+    pub fn print_json_or<T: serde::Serialize>(
+        &self,
+        value: &T,
+        text: impl FnOnce() -> String,
+    ) -> Result<(), CliError> {
+        if self.json {
+            return self.print_json(value);
+        }
+        print!("{}", text());
         Ok(())
     }
 }

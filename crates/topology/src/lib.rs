@@ -15,6 +15,7 @@ pub mod discover;
 pub mod hfi;
 pub mod hfi_watch;
 pub mod hwloc_xml;
+pub mod load;
 pub mod snapshot;
 pub mod view;
 pub mod vm;
