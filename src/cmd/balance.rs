@@ -142,11 +142,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     }
     let mut bar = crate::cli::progress(g);
     let report = prepared.apply(&fs, &req, &mut bar).map_err(balance_error)?;
-    if g.json {
-        g.print_json(&report)?;
-    } else {
-        print!("{}", view::report(&report));
-    }
+    g.print_json_or(&report, || view::report(&report))?;
     Ok(0)
 }
 

@@ -38,10 +38,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         pinsight_lifecycle::output::write(path, html(&nodes).as_bytes())
             .map_err(|e| CliError::runtime(format!("--export-html: {e}")))?;
     }
-    if g.json {
-        g.print_json(&json(&nodes, &dir.warnings()))?;
-    } else {
-        print!("{}", text(&nodes));
+    g.print_json_or(&json(&nodes, &dir.warnings()), || text(&nodes))?;
+    if !g.json {
         eprint!("{}", warnings(&dir.warnings()));
     }
     Ok(0)

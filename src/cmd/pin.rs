@@ -81,13 +81,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let (plan, report) =
         plan_and_pin(&FsRoot::live(), args.pid, &topo, request, &opts).map_err(pin_error)?;
-    if g.json {
-        g.print_json(&report)?;
-    } else {
-        print!("{}", view::table(&report));
-        if !g.quiet {
-            eprint!("{}", view::notes(&report, &plan));
-        }
+    g.print_json_or(&report, || view::table(&report))?;
+    if !g.json && !g.quiet {
+        eprint!("{}", view::notes(&report, &plan));
     }
     match view::failure(&report) {
         Some(why) => Err(CliError::runtime(why)),

@@ -62,20 +62,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
                 "{}",
                 line.map_err(|e| CliError::usage(format!("--format {f}: {e}")))?
             );
-        } else if g.json {
-            g.print_json(&s)?;
         } else {
-            print!("{}", slicing_text(&topo, &s, None));
+            g.print_json_or(&s, || slicing_text(&topo, &s, None))?;
         }
         return Ok(0);
     }
     let local = local_rank(&args.slice)?;
     let s = make_slicing(&topo, allowed, local.size, rule, args.weights.as_ref())?;
     let mine = rank_slice(&local, &s).map_err(slice_error)?;
-    if g.json {
-        g.print_json(&rank_json(&s, &mine))?;
-    } else {
-        print!("{}", rank_text(&topo, &s, &mine, &local.notes));
-    }
+    g.print_json_or(&rank_json(&s, &mine), || {
+        rank_text(&topo, &s, &mine, &local.notes)
+    })?;
     Ok(0)
 }
