@@ -5,7 +5,7 @@ use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency::measure::{self, list_or_none, Method};
 use pinsight_latency::report::{self as report, FromFileError, JsonReport, Origin};
-use pinsight_latency::request::{setup, Request, SetupError};
+use pinsight_latency::request::{setup, Request};
 use pinsight_latency::view::export::{Export, Exports};
 use pinsight_latency::view::{self as render, KindBand};
 use pinsight_latency_model::{domains, DomainTree, LatencyMatrix};
@@ -185,18 +185,14 @@ fn measure_here(args: &Args, g: &Globals) -> Result<(LatencyMatrix, Origin), Cli
         target_rel_ci: args.target_ci,
         max_time_per_pair: args.max_time_per_pair,
         budget: args.budget,
-        runs: args.runs.unwrap_or(1),
-        runs_given: args.runs.is_some(),
+        runs: args.runs,
         virtual_machine: vm.is_some(),
     };
     // The request at fault: the user's --cpus (exit 2); else the machine or
     // the process (exit 1).
-    let (config, runs) = setup(&request, &FsRoot::live()).map_err(|e| match &e {
-        SetupError::Cpus(c) => match c.requested() {
-            Some(req) => CliError::usage(format!("--cpus {}: {e}", list_or_none(req))),
-            None => CliError::runtime(e.to_string()),
-        },
-        SetupError::Machine(_) => CliError::runtime(e.to_string()),
+    let (config, runs) = setup(&request, &FsRoot::live()).map_err(|e| match e.requested() {
+        Some(req) => CliError::usage(format!("--cpus {}: {e}", list_or_none(req))),
+        None => CliError::runtime(e.to_string()),
     })?;
     if let (Some(vm), false) = (&vm, g.quiet) {
         eprintln!("{}", wrap80(&format!("pinsight: {}", vm.note())));

@@ -24,9 +24,9 @@ pub struct Request {
     pub target_rel_ci: f64,
     pub max_time_per_pair: Duration,
     pub budget: Option<Duration>,
-    /// Runs asked for, and whether the user chose them.
-    pub runs: usize,
-    pub runs_given: bool,
+    /// Runs asked for; `None`: the user did not choose (one, or
+    /// [`crate::report::VM_RUNS`] on a virtual machine).
+    pub runs: Option<usize>,
     /// This machine is virtual.
     pub virtual_machine: bool,
 }
@@ -43,14 +43,25 @@ pub enum SetupError {
     Cpus(#[from] CpuChoiceError),
 }
 
+impl SetupError {
+    /// The CPUs asked for, when the request is at fault (the user should
+    /// change it); `None` when the machine or the process is.
+    pub fn requested(&self) -> Option<&CpuSet> {
+        match self {
+            SetupError::Cpus(c) => c.requested(),
+            SetupError::Machine(_) => None,
+        }
+    }
+}
+
 /// The configuration to measure `request` with on the machine of `fs`,
 /// and the runs chosen (spaced when chosen for a virtual machine).
 pub fn setup(request: &Request, fs: &FsRoot) -> Result<(MeasureConfig, Runs), SetupError> {
     let (online, allowed) = usable_cpus(fs)?;
     let cpus = choose_cpus(request.cpus.as_ref(), &online, &allowed)?;
     let runs = runs_for(
-        request.runs,
-        request.runs_given,
+        request.runs.unwrap_or(1),
+        request.runs.is_some(),
         request.virtual_machine,
         request.budget,
     );
@@ -81,8 +92,7 @@ mod tests {
             target_rel_ci: 0.01,
             max_time_per_pair: Duration::from_millis(5),
             budget: Some(Duration::from_secs(6)),
-            runs: 1,
-            runs_given,
+            runs: runs_given.then_some(1),
             virtual_machine: vm,
         }
     }
@@ -92,7 +102,7 @@ mod tests {
         let fs = FsRoot::live();
         let far = CpuSet::parse_list("0,100000").unwrap();
         match setup(&request(Some(far.clone()), false, false), &fs) {
-            Err(SetupError::Cpus(e)) => assert_eq!(e.requested(), Some(&far)),
+            Err(e @ SetupError::Cpus(_)) => assert_eq!(e.requested(), Some(&far)),
             other => panic!("{other:?}"),
         }
         let (online, allowed) = usable_cpus(&fs).unwrap();
