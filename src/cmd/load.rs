@@ -4,6 +4,7 @@
 //! `pinsight_load`; views: `pinsight_load::view`).
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
+use pinsight_load::view::Style;
 use pinsight_load::{LoadError, Options, Parts, Watch};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -196,13 +197,8 @@ fn watch(mut w: Watch, args: &Args, g: &Globals, format: Format) -> CmdResult {
             .next(args.interval, progress)
             .map_err(|e| load_error(e, false))?;
         if screen {
-            // Home the cursor and clear the screen (ECMA-48 CUP, ED): the
-            // one control sequence of the view, its text escaped.
-            let view = pinsight_load::view::load_screen(&r, pinsight_term::terminal_rows());
-            crate::out::stdout_terminal(format_args!(
-                "\x1b[H\x1b[2J{}",
-                pinsight_sys::text::shown_lines(&view)
-            ));
+            let frame = pinsight_load::view::load_frame(&r, pinsight_term::terminal_rows());
+            crate::out::stdout_terminal(format_args!("{frame}"));
         } else {
             if n > 0 && format == Format::Text {
                 println!();
@@ -219,15 +215,14 @@ fn show(g: &Globals, format: Format, r: &pinsight_load::LoadReport, pretty: bool
     if !g.quiet {
         eprint!("{}", pinsight_load::view::unavailable_cpus(r));
     }
-    match format {
-        Format::Json if pretty => g.print_json(r)?,
-        Format::Json => {
-            let s = serde_json::to_string(r)
-                .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
-            println!("{s}");
-        }
-        Format::Openmetrics => print!("{}", pinsight_load::view::openmetrics(r)),
-        Format::Text => print!("{}", pinsight_load::view::load_full(r)),
-    }
+    let style = match format {
+        Format::Json if pretty => Style::Json,
+        Format::Json => Style::JsonLine,
+        Format::Openmetrics => Style::OpenMetrics,
+        Format::Text => Style::Text,
+    };
+    let text = pinsight_load::view::reading(r, style)
+        .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
+    print!("{text}");
     Ok(0)
 }

@@ -290,6 +290,37 @@ fn suggestion_texts(r: &LoadReport) -> Vec<String> {
         .collect()
 }
 
+/// How one reading is written ([`reading`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// The whole view ([`load_full`]).
+    Text,
+    /// One pretty JSON document.
+    Json,
+    /// One JSON object on one line (a series of readings: JSON Lines).
+    JsonLine,
+    /// The OpenMetrics text format ([`openmetrics`]).
+    OpenMetrics,
+}
+
+/// One reading as `style` writes it, ending in a newline.
+pub fn reading(r: &LoadReport, style: Style) -> Result<String, serde_json::Error> {
+    Ok(match style {
+        Style::Text => load_full(r),
+        Style::Json => serde_json::to_string_pretty(r)? + "\n",
+        Style::JsonLine => serde_json::to_string(r)? + "\n",
+        Style::OpenMetrics => openmetrics(r),
+    })
+}
+
+/// The refreshing view's frame: the cursor homed and the screen cleared
+/// (ECMA-48 CUP, ED: the one control sequence of the view), then
+/// [`load_screen`] for a window of `height` rows, its text escaped.
+pub fn load_frame(r: &LoadReport, height: usize) -> String {
+    let view = load_screen(r, height);
+    format!("\x1b[H\x1b[2J{}", pinsight_sys::text::shown_lines(&view))
+}
+
 /// The warnings of the CPUs left out of an interval (counters that went
 /// backwards, overflowed or could not be read), one line each.
 pub fn unavailable_cpus(r: &LoadReport) -> String {

@@ -150,3 +150,29 @@ fn an_excluded_process_on_a_missing_cpu_is_refused() {
     let warnings = pinsight_load::view::unavailable_cpus(&r);
     assert_eq!(warnings.lines().count(), r.unavailable_cpus.len());
 }
+
+/// Each style writes one reading ending in a newline: JSON pretty or on
+/// one line, the same document; the refreshing frame homes the cursor
+/// and clears the screen once, then the screen.
+#[test]
+fn a_reading_in_each_style() {
+    use pinsight_load::view::{load_frame, reading, Style};
+    let r = report();
+    let pretty = reading(&r, Style::Json).unwrap();
+    let line = reading(&r, Style::JsonLine).unwrap();
+    assert_eq!(line.lines().count(), 1);
+    assert!(pretty.ends_with("}\n") && line.ends_with("}\n"));
+    let a: serde_json::Value = serde_json::from_str(&pretty).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(reading(&r, Style::Text).unwrap(), load_full(&r));
+    assert!(reading(&r, Style::OpenMetrics)
+        .unwrap()
+        .ends_with("# EOF\n"));
+    let frame = load_frame(&r, 24);
+    assert_eq!(frame.matches('\x1b').count(), 2, "{frame:?}");
+    assert_eq!(
+        frame.strip_prefix("\x1b[H\x1b[2J"),
+        Some(load_screen(&r, 24).as_str())
+    );
+}
