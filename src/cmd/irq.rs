@@ -134,11 +134,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let fs = g.fsroot()?;
     let view = irq::view(&fs).map_err(|e| irq_error(e, &args))?;
     if !acting {
-        if g.json {
-            g.print_json(&view)?;
-        } else {
-            print!("{}", pinsight_load::view::irq_table(&view, args.all));
-        }
+        g.print_json_or(&view, || pinsight_load::view::irq_table(&view, args.all))?;
         return Ok(0);
     }
     if let Some(file) = &args.restore {
@@ -185,11 +181,7 @@ fn apply(
         state: args.state.clone(),
     };
     let done = irq::carry_out(fs, moves, kept, &how).map_err(|e| irq_error(e, args))?;
-    if g.json {
-        g.print_json(&done)?;
-    } else {
-        print!("{}", pinsight_load::view::irq_moved(&done));
-    }
+    g.print_json_or(&done, || pinsight_load::view::irq_moved(&done))?;
     Ok(0)
 }
 

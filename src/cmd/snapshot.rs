@@ -49,28 +49,23 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let report =
         snapshot::snapshot_with_progress(&fs, &args.out, &opts, &mut crate::cli::progress(g))
             .map_err(|e| cli_error(&e))?;
-    if g.json {
-        g.print_json(&report)?;
-    } else {
-        println!("{}", report.summary());
-    }
+    g.print_json_or(&report, || format!("{}\n", report.summary()))?;
     Ok(0)
 }
 
 /// The one-line message for a failed snapshot: a bad destination is a usage
 /// error (with the advice naming `--force` where it helps), the rest runtime.
 fn cli_error(e: &Error) -> CliError {
-    match e {
-        Error::ArchiveExists { path } => CliError::usage(format!(
-            "snapshot: '{}' exists; pass --force to replace it",
-            path.display()
-        )),
-        Error::DirectoryNotEmpty { path } => CliError::usage(format!(
-            "snapshot: '{}' is not empty; choose a new directory or pass --force to replace the snapshot in it",
-            path.display()
-        )),
-        e if e.is_destination() => CliError::usage(format!("snapshot: {e}")),
-        e => CliError::runtime(format!("snapshot: {e}")),
+    let advice = match e {
+        Error::ArchiveExists { .. } => "; pass --force to replace it",
+        Error::DirectoryNotEmpty { .. } => {
+            "; choose a new directory or pass --force to replace the snapshot in it"
+        }
+        _ => "",
+    };
+    CliError {
+        code: if e.is_destination() { 2 } else { 1 },
+        message: format!("snapshot: {e}{advice}"),
     }
 }
 

@@ -44,11 +44,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         return super::topo_watch::run(&args.watch, g);
     }
     let topo = g.topology()?;
-    match (args.explain, g.json) {
-        (true, true) => g.print_json(&explain::document(&topo))?,
-        (true, false) => print!("{}", explain::render(&topo)),
-        (false, true) => g.print_json(&topo)?,
-        (false, false) => print!("{}", topo_text::render(&topo, !args.no_pus)),
+    if args.explain {
+        g.print_json_or(&explain::document(&topo), || explain::render(&topo))?;
+    } else {
+        g.print_json_or(&topo, || topo_text::render(&topo, !args.no_pus))?;
     }
     Ok(0)
 }
