@@ -10,7 +10,7 @@
 //! writes raw control bytes to the terminal.
 
 use pinsight_compare::session::SessionError;
-use pinsight_compare::{Difference, Field, SetupError};
+use pinsight_compare::SetupError;
 use pinsight_lifecycle::journal::JournalError;
 use pinsight_plan::slice::SliceError;
 use pinsight_sys::fs::BoundedReadError;
@@ -149,7 +149,8 @@ pub fn session_error(e: SessionError) -> CliError {
         SessionError::Setup(e) => setup_error(e),
         SessionError::Journal { error, users_path } => journal_error(error, users_path),
         SessionError::DifferentExperiment { path, diffs } => {
-            let diff: Vec<String> = diffs.iter().map(difference).collect();
+            let name = crate::cmd::compare::input_flag;
+            let diff: Vec<String> = diffs.iter().map(|d| d.named(&name)).collect();
             CliError::usage(format!(
                 "cannot resume {}: it is a different experiment ({})",
                 path.display(),
@@ -194,22 +195,6 @@ pub fn journal_error(e: JournalError, usage: bool) -> CliError {
     } else {
         CliError::runtime(message)
     }
-}
-
-/// One difference between a journal and the command line, naming the flag.
-fn difference(d: &Difference) -> String {
-    let flag = match &d.field {
-        Field::Prepare => "--prepare",
-        Field::Threads => "--threads",
-        Field::Oversubscribe => "--oversubscribe",
-        Field::Runs => "--runs",
-        Field::Warmup => "--warmup",
-        Field::Seed => "--seed",
-        Field::Timeout => "--timeout",
-        Field::Metrics => "--metric",
-        _ => return d.to_string(),
-    };
-    format!("{flag}: journal has {}, now {}", d.journal, d.now)
 }
 
 /// A tune error in the command line's words: the journal and setup ones

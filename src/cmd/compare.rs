@@ -9,9 +9,8 @@
 //! clap's flags into one [`Flags`], the library's typed errors into lines
 //! naming the flags, the progress bar, exit codes.
 
-use crate::errors::{conflict, journal_error, session_error};
+use crate::errors::{journal_error, session_error};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_compare::ranks_run::RanksError;
 use pinsight_compare::request::{Flags, Input, RanksFlags};
 use pinsight_compare::session::{Finished, Session};
 use pinsight_compare::start::{self, End, OpenError, PrepareError};
@@ -286,6 +285,11 @@ pub(crate) fn input_flag(input: Input) -> &'static str {
         Input::Runs => "--runs",
         Input::Metric => "--metric",
         Input::Resume => "--resume",
+        Input::Prepare => "--prepare",
+        Input::Warmup => "--warmup",
+        Input::Seed => "--seed",
+        Input::Timeout => "--timeout",
+        Input::IgnoreFailure => "--ignore-failure",
     }
 }
 
@@ -293,7 +297,7 @@ pub(crate) fn input_flag(input: Input) -> &'static str {
 fn prepare_error(e: PrepareError, args: &Args) -> CliError {
     match e {
         PrepareError::Resume(e) => journal_error(e, true),
-        PrepareError::Ranks(e) => ranks_error(e, args),
+        PrepareError::Ranks(e) => CliError::usage(e.named(&|i| flag(i, args))),
         PrepareError::Request(e) => CliError::usage(e.named(&input_flag).unwrap_or_else(|| {
             "no command to measure; usage: pinsight compare [OPTIONS] -- COMMAND [ARGS...] \
              (or --resume JOURNAL)"
@@ -305,29 +309,6 @@ fn prepare_error(e: PrepareError, args: &Args) -> CliError {
         },
         PrepareError::Program(e) => e.into(),
         PrepareError::Output(e) => CliError::usage(e.named(&|i| flag(i, args))),
-    }
-}
-
-fn ranks_error(e: RanksError, args: &Args) -> CliError {
-    let flag = flag(e.input(), args);
-    match &e {
-        RanksError::PlainJournal(_) => conflict(
-            flag,
-            "--resume of a plain compare journal",
-            "it applies to a compare across ranks (--launcher LINE)",
-        ),
-        RanksError::Placement(_) => conflict(
-            flag,
-            "--resume of a compare across ranks",
-            "each arm is a slicing rule (--slice-rules), and each rank places its threads \
-             with --slice POLICY",
-        ),
-        RanksError::NoSlice => conflict(
-            "--launcher",
-            "no --slice POLICY",
-            "every rank applies that policy inside its slice (e.g. --slice p-pinned)",
-        ),
-        _ => CliError::usage(format!("{flag} {e}")),
     }
 }
 
@@ -365,19 +346,10 @@ fn experiment_error(e: ExperimentError) -> CliError {
 
 /// Advice worded for this command line: it names the flags.
 fn advice(a: Advice) -> String {
+    let words = a.named(&input_flag);
     match a {
-        Advice::WarmUp => "; consider warm-up runs (--warmup)".into(),
-        Advice::MoreRuns { at_least } => format!(": use --runs {at_least} or more"),
-        Advice::RunsForWelch { at_least } => {
-            format!("; --runs {at_least} or more also allows Welch's t-test on symmetric runs")
-        }
-        Advice::IgnoreFailures => " (use --ignore-failure to go on regardless)".into(),
-        Advice::UseMetric { preset: Some(p) } => {
-            format!("; compare the program's own result: --metric {p}")
-        }
-        Advice::UseMetric { preset: None } => {
-            "; compare the program's own result: --metric NAME=REGEX (see --help)".into()
-        }
+        Advice::UseMetric { preset: None } => words + " (see --help)",
+        _ => words,
     }
 }
 

@@ -13,6 +13,7 @@
 
 use crate::design::Phase;
 use crate::program_metric::MetricSpec;
+use crate::request::{Input, Names};
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::journal::JournalError;
 use pinsight_lifecycle::journal::{self as lj, Design, JsonLine};
@@ -381,6 +382,38 @@ pub enum Field {
     Extension,
     /// The program metrics taken from the output.
     Metrics,
+}
+
+impl Field {
+    /// The input of a compare that sets this field, if one does.
+    pub fn input(&self) -> Option<Input> {
+        Some(match self {
+            Field::Prepare => Input::Prepare,
+            Field::Threads => Input::Threads,
+            Field::Oversubscribe => Input::Oversubscribe,
+            Field::Runs => Input::Runs,
+            Field::Warmup => Input::Warmup,
+            Field::Seed => Input::Seed,
+            Field::Timeout => Input::Timeout,
+            Field::Metrics => Input::Metric,
+            _ => return None,
+        })
+    }
+}
+
+impl Difference {
+    /// The difference with the input that sets its field named by `name`.
+    pub fn named(&self, name: Names<'_>) -> String {
+        match self.field.input() {
+            Some(i) => format!(
+                "{}: journal has {}, now {}",
+                name(i),
+                self.journal,
+                self.now
+            ),
+            None => self.to_string(),
+        }
+    }
 }
 
 impl std::fmt::Display for Field {
@@ -796,6 +829,20 @@ impl JournalWriter {
 mod tests {
     use super::*;
     use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord};
+
+    #[test]
+    fn a_difference_names_the_input_that_sets_it() {
+        let d = |field| Difference {
+            field,
+            journal: "3".into(),
+            now: "5".into(),
+        };
+        let name = |i: Input| if i == Input::Runs { "RUNS" } else { "OTHER" };
+        assert_eq!(d(Field::Runs).named(&name), "RUNS: journal has 3, now 5");
+        // The command is no input to name: the difference says it.
+        let command = d(Field::Command);
+        assert_eq!(command.named(&name), command.to_string());
+    }
 
     pub(crate) fn header() -> Header {
         Header {

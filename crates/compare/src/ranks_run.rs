@@ -5,7 +5,7 @@
 
 use crate::journal::Header;
 use crate::ranks::{RanksExecutor, RanksIdentity, KIND};
-use crate::request::{Flags, Input};
+use crate::request::{Flags, Input, Names};
 use crate::session::ExecutorChoice;
 use crate::setup::{Extension, Request};
 use pinsight_lifecycle::interrupt::shell_quote;
@@ -57,6 +57,30 @@ impl RanksError {
             RanksError::Slice { .. } | RanksError::NoSlice => Input::Slice,
             RanksError::LauncherQuotes(_) | RanksError::LauncherEmpty => Input::Launcher,
             RanksError::UnknownRule(_) | RanksError::RuleTwice { .. } => Input::SliceRules,
+        }
+    }
+
+    /// The message with the inputs named by `name` (a front end's flags).
+    pub fn named(&self, name: Names<'_>) -> String {
+        let (resume, slice) = (name(Input::Resume), name(Input::Slice));
+        let flag = name(self.input());
+        match self {
+            RanksError::PlainJournal(_) => format!(
+                "{flag} cannot be used with {resume} of a plain compare journal: it applies to a \
+                 compare across ranks ({} LINE)",
+                name(Input::Launcher)
+            ),
+            RanksError::Placement(_) => format!(
+                "{flag} cannot be used with {resume} of a compare across ranks: each arm is a \
+                 slicing rule ({}), and each rank places its threads with {slice} POLICY",
+                name(Input::SliceRules)
+            ),
+            RanksError::NoSlice => format!(
+                "{} cannot be used with no {slice} POLICY: every rank applies that policy inside \
+                 its slice (e.g. {slice} p-pinned)",
+                name(Input::Launcher)
+            ),
+            _ => format!("{flag} {self}"),
         }
     }
 }
@@ -249,6 +273,32 @@ pub fn executor(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A front end's names: upper-case, so the tests see where each goes.
+    fn shout(i: Input) -> &'static str {
+        match i {
+            Input::Resume => "RESUME",
+            Input::Slice => "SLICE",
+            Input::Launcher => "LAUNCHER",
+            Input::SliceRules => "RULES",
+            Input::Threads => "THREADS",
+            _ => "OTHER",
+        }
+    }
+
+    #[test]
+    fn ranks_errors_name_every_input_they_mention() {
+        let e = RanksError::Placement(Input::Threads).named(&shout);
+        assert!(e.starts_with("THREADS cannot be used with RESUME of a compare across ranks"));
+        assert!(e.contains("(RULES)") && e.contains("SLICE POLICY"), "{e}");
+        let e = RanksError::NoSlice.named(&shout);
+        assert!(
+            e.starts_with("LAUNCHER cannot be used with no SLICE POLICY"),
+            "{e}"
+        );
+        let e = RanksError::LauncherEmpty.named(&shout);
+        assert_eq!(e, format!("LAUNCHER {}", RanksError::LauncherEmpty));
+    }
 
     fn ranks(launcher: Option<&str>, slice: Option<&str>, rules: Option<&[&str]>) -> Flags {
         Flags {

@@ -37,6 +37,13 @@ pub enum Input {
     Metric,
     /// The journal to continue.
     Resume,
+    /// The command run before every run.
+    Prepare,
+    Warmup,
+    Seed,
+    Timeout,
+    /// Going on when a run fails.
+    IgnoreFailure,
 }
 
 /// How a front end names an input (its flag).
@@ -62,6 +69,11 @@ impl std::fmt::Display for Input {
             Input::Runs => "the runs per arm",
             Input::Metric => "the program metrics",
             Input::Resume => "the journal to continue",
+            Input::Prepare => "the command run before every run",
+            Input::Warmup => "the warm-up runs per arm",
+            Input::Seed => "the seed",
+            Input::Timeout => "the timeout",
+            Input::IgnoreFailure => "going on when a run fails",
         };
         f.write_str(what)
     }

@@ -10,6 +10,7 @@ use crate::analysis::{ArmReport, Versus, NEGLIGIBLE_PERCENT};
 use crate::fixed::FixedDuration;
 use crate::journal::NotApplicable;
 use crate::program_metric::{Better, PRESETS};
+use crate::request::{Input, Names};
 use pinsight_stats::{TestKind, ALPHA};
 use serde::Serialize;
 
@@ -134,6 +135,27 @@ impl Advice {
                 "; compare the program's own result instead (a program metric read from its output)"
                     .into()
             }
+        }
+    }
+
+    /// The advice naming the inputs to change by `name` (a front end's
+    /// flags); a metric to choose is `NAME=REGEX`.
+    pub fn named(self, name: Names<'_>) -> String {
+        let runs = name(Input::Runs);
+        match self {
+            Advice::WarmUp => format!("; consider warm-up runs ({})", name(Input::Warmup)),
+            Advice::MoreRuns { at_least } => format!(": use {runs} {at_least} or more"),
+            Advice::RunsForWelch { at_least } => {
+                format!("; {runs} {at_least} or more also allows Welch's t-test on symmetric runs")
+            }
+            Advice::IgnoreFailures => {
+                format!(" (use {} to go on regardless)", name(Input::IgnoreFailure))
+            }
+            Advice::UseMetric { preset } => format!(
+                "; compare the program's own result: {} {}",
+                name(Input::Metric),
+                preset.unwrap_or("NAME=REGEX")
+            ),
         }
     }
 }
@@ -798,6 +820,26 @@ fn join_and(items: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn advice_names_the_inputs_to_change() {
+        let name = |i: Input| match i {
+            Input::Runs => "RUNS",
+            Input::Metric => "METRIC",
+            _ => "OTHER",
+        };
+        let more = Advice::MoreRuns { at_least: 5 }.named(&name);
+        assert_eq!(more, ": use RUNS 5 or more");
+        let metric = Advice::UseMetric { preset: None }.named(&name);
+        assert_eq!(
+            metric,
+            "; compare the program's own result: METRIC NAME=REGEX"
+        );
+        let preset = Advice::UseMetric {
+            preset: Some("sysbench"),
+        };
+        assert!(preset.named(&name).ends_with("METRIC sysbench"));
+    }
 
     #[test]
     fn percent_ranges_read_naturally() {
