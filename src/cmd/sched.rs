@@ -4,10 +4,11 @@
 //! the report through `pinsight_sched::view::mix`.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_sched::run::{Outcome, RunError, Target};
-use pinsight_sched::{Config, CounterSf, GivenSf, ManageError, Manager, NoSf, SfSource};
+use pinsight_sched::run::{self, Outcome, RunError, Target};
+use pinsight_sched::sf::SfFallback;
+use pinsight_sched::view::notices;
+use pinsight_sched::{Config, ManageError};
 use pinsight_sched_model::Policy;
-use pinsight_term::wrap80;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -100,30 +101,24 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let topo = g.topology()?;
     let capacity = pinsight_sched::own_capacity(&topo)
         .map_err(|e| crate::errors::capacity_error("sched", e))?;
-    let sf = sf_source(g, &topo, given, policy)?;
-    let cfg = Config {
-        policy,
-        period,
-        capacity,
-        follow_children: true,
-        group_children: false,
-        orphans_of: None,
-    };
+    let (sf, fallback) = pinsight_sched::sf::choose(given, &policy, &topo)?;
+    if let (Some(f), false) = (&fallback, g.quiet) {
+        let note = match f {
+            SfFallback::Counters { .. } => format!("no --sf given: {f}"),
+            SfFallback::Unavailable { .. } => format!("no --sf given and {f}; give --sf NAME=X"),
+        };
+        eprint!("{}", notices("note", &[note]));
+    }
     let fs = g.fsroot()?;
     // After a signal, this thread restores the affinities and prints the
     // report before the process ends with 128 + N.
     let _main = pinsight_lifecycle::interrupt::main_handles_exit();
-    let target = if pids.is_empty() {
-        Target::Command(&args.command)
-    } else {
-        Target::Pids(pids)
-    };
-    let outcome = pinsight_sched::run::run(
+    let outcome = run::run(
         fs,
-        cfg,
-        target,
+        Config::new(policy, period, capacity),
+        Target::new(pids, &args.command),
         sf,
-        feed_capacity,
+        run::hfi_capacity,
         &mut crate::cli::progress(g),
     )
     .map_err(|e| match e {
@@ -137,15 +132,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     Ok(outcome.exit_code)
 }
 
-/// `--pids` as process ids (positive numbers).
 /// The warnings, then the report (JSON, or the table: on stderr when a
 /// program ran, since stdout may be the program's too).
 fn print_report(g: &Globals, outcome: &Outcome, program_ran: bool) -> Result<(), CliError> {
     let report = &outcome.report;
     if !g.quiet {
-        for w in &report.warnings {
-            eprintln!("{}", wrap80(&format!("pinsight: warning: {w}")));
-        }
+        eprint!("{}", notices("warning", &report.warnings));
     }
     if g.json {
         g.print_json(outcome)?;
@@ -160,66 +152,4 @@ fn print_report(g: &Globals, outcome: &Outcome, program_ran: bool) -> Result<(),
         }
     }
     Ok(())
-}
-
-/// Feeds the manager this machine's dynamic capacity: Intel HFI changes
-/// from the thermal netlink family (as `topo --watch` reads them), read on
-/// a thread of their own and applied at the start of each period; a CPU the
-/// hardware vacates (performance 0) gets no thread. Where there is no HFI
-/// (other CPUs, VMs, kernels without it) the report says why.
-fn feed_capacity(manager: &mut Manager) {
-    let live = pinsight_sys::FsRoot::live();
-    match pinsight_topology::hfi_watch::performance_feed(&live) {
-        Ok(rx) => manager.capacity_updates(rx, "Intel HFI via thermal netlink"),
-        Err(why) => manager.capacity_unavailable(&why),
-    }
-}
-
-/// Where TO and ACFS get their speedup factors: `--sf` values when given,
-/// else per-thread counters (`pinsight sf`'s sampler: one group per
-/// core-kind PMU) when this machine has them, else none — and a note says
-/// which, since TO and ACFS then rank every thread alike.
-fn sf_source(
-    g: &Globals,
-    topo: &pinsight_model::Topology,
-    given: GivenSf,
-    policy: Policy,
-) -> Result<Box<dyn SfSource>, CliError> {
-    let needs_sf = matches!(policy, Policy::To { .. } | Policy::Acfs { .. });
-    if !given.entries().is_empty() {
-        return Ok(Box::new(given));
-    }
-    if !needs_sf {
-        return Ok(Box::new(NoSf));
-    }
-    let kinds: Vec<pinsight_measure::sf::KindCpus> = topo.kinds.iter().map(Into::into).collect();
-    let root = pinsight_measure::measurement_root()?;
-    match pinsight_measure::sf::SfSampler::new(&root, &kinds, Default::default()) {
-        Ok(s) => {
-            if !g.quiet {
-                eprintln!(
-                    "{}",
-                    wrap80(&format!(
-                        "pinsight: note: no --sf given: {} measures each thread's SF from \
-                         per-kind counters (IPS on the big kind / IPS on the small kind)",
-                        policy.name()
-                    ))
-                );
-            }
-            Ok(Box::new(CounterSf::new(s)))
-        }
-        Err(why) => {
-            if !g.quiet {
-                eprintln!(
-                    "{}",
-                    wrap80(&format!(
-                        "pinsight: note: no --sf given and counters are unavailable ({why}): \
-                         {} ranks every thread alike; give --sf NAME=X",
-                        policy.name()
-                    ))
-                );
-            }
-            Ok(Box::new(NoSf))
-        }
-    }
 }

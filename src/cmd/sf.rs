@@ -7,9 +7,9 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
-use pinsight_measure::sf::session::{self, Measured, Request, SessionError, Target};
+use pinsight_measure::sf::session::{self, Request, SessionError, Target};
 use pinsight_measure::sf::{KindCpus, SfOptions, SfUnavailable};
-use pinsight_sys::procfs;
+use pinsight_sched::view::{self, notices};
 use pinsight_sys::FsRoot;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -108,11 +108,18 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let measured = session::measure(&measure_root, &kinds, req, &mut crate::cli::progress(g));
     let mut m = match measured {
         Ok(m) => m,
-        Err(SessionError::Unavailable(reason)) => return unavailable(&args, g, &req, &reason),
+        Err(SessionError::Unavailable(reason)) => return unavailable(g, &req, &reason),
         Err(SessionError::Program(e)) => return Err(e.into()),
         Err(e @ SessionError::Interrupt(_)) => return Err(CliError::runtime(format!("sf: {e}"))),
     };
-    report(&args, g, &req, &m)?;
+    if !g.quiet {
+        eprint!("{}", notices("warning", &m.warnings));
+    }
+    if g.json {
+        g.print_json(&m.document(&req))?;
+    } else {
+        print!("{}", view::sf::measured(&m, &req));
+    }
     // The program: stopped on a signal (it was passed on), else waited
     // for (--duration ended before it), with its status as ours.
     if m.program_running() && !g.quiet {
@@ -131,55 +138,18 @@ fn target<'a>(args: &'a Args, g: &Globals) -> Result<Target<'a>, CliError> {
         "sf measures threads",
         "unset it (--kinds declares this machine's kinds)",
     )?;
-    match &args.pids {
-        Some(pids) => {
-            if let Some(pid) = pids
-                .iter()
-                .find(|&&pid| !procfs::process_exists(&FsRoot::live(), pid))
-            {
-                return Err(CliError::usage(format!(
-                    "--pids {pid}: no such process (a running process's id is needed)"
-                )));
-            }
-            Ok(Target::Pids(pids))
-        }
-        None => Ok(Target::Command(&args.command)),
+    let target = Target::new(args.pids.as_deref(), &args.command);
+    if let Some(pid) = target.missing(&FsRoot::live()) {
+        return Err(CliError::usage(format!(
+            "--pids {pid}: no such process (a running process's id is needed)"
+        )));
     }
-}
-
-/// The warnings, then the report (JSON or text).
-fn report(args: &Args, g: &Globals, req: &Request<'_>, m: &Measured) -> Result<(), CliError> {
-    if !g.quiet {
-        for w in &m.warnings {
-            eprintln!(
-                "{}",
-                pinsight_term::wrap80(&format!("pinsight: warning: {w}"))
-            );
-        }
-    }
-    let min_samples = req.options.params.min_samples;
-    if g.json {
-        return g.print_json(&m.document(req));
-    }
-    let run = pinsight_sched::view::sf::SfRun {
-        target: &m.target,
-        period_s: args.interval.as_secs_f64(),
-        periods: m.periods,
-        elapsed_s: m.elapsed_s,
-        probe: args.probe,
-        interrupted: m.signal.is_some(),
-        min_samples,
-    };
-    print!(
-        "{}",
-        pinsight_sched::view::sf::render(&run, &m.pmus, &m.threads)
-    );
-    Ok(())
+    Ok(target)
 }
 
 /// Counters cannot be had here: say why, point to the alternatives, and
 /// run nothing (exit 1).
-fn unavailable(args: &Args, g: &Globals, req: &Request<'_>, reason: &SfUnavailable) -> CmdResult {
+fn unavailable(g: &Globals, req: &Request<'_>, reason: &SfUnavailable) -> CmdResult {
     let hint = "without per-kind counters, give each program's SF to the schedulers \
                 (--sf NAME=X, e.g. --sf render=1.9), simulate mixes with \
                 `pinsight simulate --programs FILE`, or time a program on each kind \
@@ -188,22 +158,12 @@ fn unavailable(args: &Args, g: &Globals, req: &Request<'_>, reason: &SfUnavailab
     if g.json {
         g.print_json(&req.unavailable(reason))?;
     }
-    let started = if args.command.is_empty() {
-        ""
-    } else {
-        " (the program was not started)"
-    };
-    eprintln!(
+    eprint!(
         "{}",
-        pinsight_term::wrap80(&format!(
-            "pinsight: error: speedup factors unavailable: {reason}{started}"
-        ))
+        notices("error", &[view::sf::unavailable(req, reason)])
     );
     if !g.quiet {
-        eprintln!(
-            "{}",
-            pinsight_term::wrap80(&format!("pinsight: note: {hint}"))
-        );
+        eprint!("{}", notices("note", &[hint]));
     }
     Ok(1)
 }
@@ -215,41 +175,13 @@ fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
         .map_err(|e| CliError::runtime(format!("--from-compare {}: no SF: {e}", path.display())))?;
     sf.journal = path.display().to_string();
     if !g.quiet {
-        for w in &j.warnings {
-            eprintln!(
-                "{}",
-                pinsight_term::wrap80(&format!("pinsight: warning: {w}"))
-            );
-        }
-        if let Some(note) = &sf.note {
-            eprintln!(
-                "{}",
-                pinsight_term::wrap80(&format!("pinsight: note: {note}"))
-            );
-        }
+        eprint!("{}", notices("warning", &j.warnings));
+        eprint!("{}", notices("note", sf.note.as_slice()));
     }
     if g.json {
         g.print_json(&sf)?;
     } else {
-        let ci = sf
-            .ci
-            .map_or_else(String::new, |(lo, hi)| format!(" (95% CI {lo:.2}-{hi:.2})"));
-        let text = format!(
-            "SF of {} from compare journal {}: {:.2}{ci}\n\
-             = mean time on small / on big: arm {} {:.3} s ({} runs) / arm {} {:.3} s ({} runs)",
-            sf.command.join(" "),
-            sf.journal,
-            sf.sf,
-            sf.small.arm,
-            sf.small.mean_wall_s,
-            sf.small.runs,
-            sf.big.arm,
-            sf.big.mean_wall_s,
-            sf.big.runs,
-        );
-        for line in text.lines() {
-            println!("{}", pinsight_term::wrap80(line));
-        }
+        print!("{}", view::sf::from_compare(&sf));
     }
     Ok(0)
 }

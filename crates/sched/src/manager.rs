@@ -147,6 +147,21 @@ pub struct Config {
     pub orphans_of: Option<i32>,
 }
 
+impl Config {
+    /// `pinsight sched`'s configuration: manage the given processes and
+    /// every process they start, each one a program of its own.
+    pub fn new(policy: Policy, period: Duration, capacity: Capacity) -> Config {
+        Config {
+            policy,
+            period,
+            capacity,
+            follow_children: true,
+            group_children: false,
+            orphans_of: None,
+        }
+    }
+}
+
 /// A thread's record.
 #[derive(Debug, Clone)]
 struct Thread {

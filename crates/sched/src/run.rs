@@ -32,6 +32,31 @@ pub enum Target<'a> {
     Pids(&'a [i32]),
 }
 
+impl<'a> Target<'a> {
+    /// The processes `pids` when there are any, else the program `command`.
+    pub fn new(pids: &'a [i32], command: &'a [OsString]) -> Target<'a> {
+        if pids.is_empty() {
+            Target::Command(command)
+        } else {
+            Target::Pids(pids)
+        }
+    }
+}
+
+/// Feeds `manager` this machine's dynamic capacity (a `prepare` for
+/// [`run`]): Intel HFI changes from the thermal netlink family (as `topo
+/// --watch` reads them), read on a thread of their own and applied at the
+/// start of each period; a CPU the hardware vacates (performance 0) gets
+/// no thread. Where there is no HFI (other CPUs, VMs, kernels without it)
+/// the report says why.
+pub fn hfi_capacity(manager: &mut Manager) {
+    let live = FsRoot::live();
+    match pinsight_topology::hfi_watch::performance_feed(&live) {
+        Ok(rx) => manager.capacity_updates(rx, "Intel HFI via thermal netlink"),
+        Err(why) => manager.capacity_unavailable(&why),
+    }
+}
+
 /// How the experiment ended; as JSON (`sched --json`), the report's
 /// fields then `exit_code` and `stopped_by_signal`.
 #[derive(Debug, serde::Serialize)]

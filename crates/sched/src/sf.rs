@@ -8,6 +8,7 @@
 //! keeps the previous estimate; a thread never given one ranks at the mean
 //! of the known ones).
 
+use pinsight_sched_model::Policy;
 use std::fmt;
 
 /// A managed program as SF sources see it.
@@ -235,9 +236,84 @@ impl SfSource for CounterSf {
     }
 }
 
+/// Why TO or ACFS, given no SF, rank threads as they do ([`choose`]).
+#[derive(Debug)]
+pub enum SfFallback {
+    /// Each thread's SF is measured from per-kind counters.
+    Counters { policy: &'static str },
+    /// Counters cannot be had here: every thread ranks alike.
+    Unavailable {
+        policy: &'static str,
+        why: pinsight_measure::sf::SfUnavailable,
+    },
+}
+
+impl fmt::Display for SfFallback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SfFallback::Counters { policy } => write!(
+                f,
+                "{policy} measures each thread's SF from per-kind counters \
+                 (IPS on the big kind / IPS on the small kind)"
+            ),
+            SfFallback::Unavailable { policy, why } => write!(
+                f,
+                "counters are unavailable ({why}): {policy} ranks every thread alike"
+            ),
+        }
+    }
+}
+
+/// Where `policy` gets its SFs: `given` when it names any program; else,
+/// for TO and ACFS (which rank by SF), per-thread counters of the kinds of
+/// `topo` (`pinsight sf`'s sampler under the measurement root) when this
+/// machine has them, else none — with the [`SfFallback`] that says which.
+pub fn choose(
+    given: GivenSf,
+    policy: &Policy,
+    topo: &pinsight_model::Topology,
+) -> Result<(Box<dyn SfSource>, Option<SfFallback>), pinsight_measure::MeasureRootError> {
+    if !given.entries().is_empty() {
+        return Ok((Box::new(given), None));
+    }
+    if !matches!(policy, Policy::To { .. } | Policy::Acfs { .. }) {
+        return Ok((Box::new(NoSf), None));
+    }
+    use pinsight_measure::sf::{KindCpus, SfSampler};
+    let kinds: Vec<KindCpus> = topo.kinds.iter().map(Into::into).collect();
+    let root = pinsight_measure::measurement_root()?;
+    let policy = policy.name();
+    Ok(match SfSampler::new(&root, &kinds, Default::default()) {
+        Ok(s) => (
+            Box::new(CounterSf::new(s)),
+            Some(SfFallback::Counters { policy }),
+        ),
+        Err(why) => (
+            Box::new(NoSf),
+            Some(SfFallback::Unavailable { policy, why }),
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_sfs_win_and_only_to_and_acfs_fall_back() {
+        let topo = pinsight_testkit::topology::i7_1370p();
+        let mut given = GivenSf::new();
+        given.add_spec("a=2").unwrap();
+        let (_, why) = choose(given, &Policy::to(), &topo).unwrap();
+        assert!(why.is_none());
+        for p in [Policy::Os, Policy::aarr(0.2)] {
+            let (_, why) = choose(GivenSf::new(), &p, &topo).unwrap();
+            assert!(why.is_none(), "{p:?}");
+        }
+        let (_, why) = choose(GivenSf::new(), &Policy::acfs(0.2), &topo).unwrap();
+        let why = why.expect("ACFS without SFs says how it ranks");
+        assert!(why.to_string().contains("acfs"), "{why}");
+    }
 
     fn prog(position: usize, name: &str) -> ProgramRef<'_> {
         ProgramRef {

@@ -28,6 +28,25 @@ pub enum Target<'a> {
     Command(&'a [OsString]),
 }
 
+impl<'a> Target<'a> {
+    /// The running processes `pids` when given, else the program `command`.
+    pub fn new(pids: Option<&'a [i32]>, command: &'a [OsString]) -> Target<'a> {
+        pids.map_or(Target::Command(command), Target::Pids)
+    }
+
+    /// The first of the processes given that does not exist under `fs`
+    /// (none for a program).
+    pub fn missing(&self, fs: &FsRoot) -> Option<i32> {
+        match self {
+            Target::Pids(pids) => pids
+                .iter()
+                .copied()
+                .find(|&pid| !procfs::process_exists(fs, pid)),
+            Target::Command(_) => None,
+        }
+    }
+}
+
 /// One measurement's settings.
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {
@@ -497,5 +516,22 @@ fn shorten(s: &str, max: usize) -> String {
         s.to_string()
     } else {
         format!("{}...", s.chars().take(max - 3).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_names_the_first_process_not_running() {
+        let me = std::process::id() as i32;
+        let live = FsRoot::live();
+        let pids = [me, i32::MAX, me];
+        assert_eq!(Target::new(Some(&pids), &[]).missing(&live), Some(i32::MAX));
+        assert_eq!(Target::new(Some(&[me]), &[]).missing(&live), None);
+        let cmd = [OsString::from("true")];
+        assert!(matches!(Target::new(None, &cmd), Target::Command(_)));
+        assert_eq!(Target::new(None, &cmd).missing(&live), None);
     }
 }

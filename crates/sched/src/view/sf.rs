@@ -2,8 +2,10 @@
 //! cache's current prediction, the kind of the last window, samples and
 //! IPS per kind, phases), then why any SF is unavailable. Fits 80 columns.
 
+use pinsight_compare::sf::JournalSf;
+use pinsight_measure::sf::session::{Measured, Request, Target};
+use pinsight_measure::sf::{SfPmus, SfUnavailable, ThreadEntry};
 use pinsight_measure::Metric;
-use pinsight_measure::{sf::SfPmus, sf::ThreadEntry};
 use pinsight_sched_model::Kind as SfKind;
 use std::fmt::Write;
 
@@ -64,6 +66,55 @@ pub fn render(run: &SfRun<'_>, pmus: &SfPmus, threads: &[ThreadEntry]) -> String
         }
     }
     out
+}
+
+/// The report of a finished measurement made with `req`.
+pub fn measured(m: &Measured, req: &Request<'_>) -> String {
+    let run = SfRun {
+        target: &m.target,
+        period_s: req.period.as_secs_f64(),
+        periods: m.periods,
+        elapsed_s: m.elapsed_s,
+        probe: req.probe,
+        interrupted: m.signal.is_some(),
+        min_samples: req.options.params.min_samples,
+    };
+    render(&run, &m.pmus, &m.threads)
+}
+
+/// Why nothing was measured, in one line (a program asked for was not
+/// started).
+pub fn unavailable(req: &Request<'_>, reason: &SfUnavailable) -> String {
+    let started = match req.target {
+        Target::Command(c) if !c.is_empty() => " (the program was not started)",
+        _ => "",
+    };
+    format!("speedup factors unavailable: {reason}{started}")
+}
+
+/// The SF a `pinsight compare` journal gives: the ratio, its interval,
+/// and the two arms' mean times it rests on (each line wrapped to 80
+/// columns).
+pub fn from_compare(sf: &JournalSf) -> String {
+    let ci = sf
+        .ci
+        .map_or_else(String::new, |(lo, hi)| format!(" (95% CI {lo:.2}-{hi:.2})"));
+    let text = format!(
+        "SF of {} from compare journal {}: {:.2}{ci}\n\
+         = mean time on small / on big: arm {} {:.3} s ({} runs) / arm {} {:.3} s ({} runs)",
+        sf.command.join(" "),
+        sf.journal,
+        sf.sf,
+        sf.small.arm,
+        sf.small.mean_wall_s,
+        sf.small.runs,
+        sf.big.arm,
+        sf.big.mean_wall_s,
+        sf.big.runs,
+    );
+    text.lines()
+        .map(|l| pinsight_term::wrap80(l) + "\n")
+        .collect()
 }
 
 /// The lines above the table: the target, the periods, the two kinds and
