@@ -9,7 +9,7 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_report::budget::Skip;
-use pinsight_report::run::{File, Files, Given, Request, RunError};
+use pinsight_report::run::{hostname, File, Files, Given, Request, RunError};
 use pinsight_report::view::{outcome, skip::budget_warnings};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -56,10 +56,6 @@ pub struct Args {
     pub no_speed: bool,
 }
 
-fn hostname(g: &Globals) -> Option<String> {
-    g.fsroot().ok()?.read_opt("/proc/sys/kernel/hostname")
-}
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let started = Instant::now();
     let request = Request {
@@ -76,7 +72,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         speed_from: args.speed_from,
         no_latency: args.no_latency,
         no_speed: args.no_speed,
-        hostname: hostname(g),
+        hostname: g.fsroot().ok().and_then(|fs| hostname(&fs)),
     };
     let made = pinsight_report::run::run(request, &mut crate::cli::progress(g), &mut |skips| {
         warn(g, skips)

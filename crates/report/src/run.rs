@@ -69,6 +69,12 @@ pub enum File {
     Latency,
 }
 
+/// The host name of the machine under `fs` (live or recorded), as the
+/// report names it; `None` when it cannot be read.
+pub fn hostname(fs: &pinsight_sys::FsRoot) -> Option<String> {
+    fs.read_opt("/proc/sys/kernel/hostname")
+}
+
 /// One report to make.
 #[derive(Debug)]
 pub struct Request {
@@ -329,6 +335,16 @@ fn check_files(files: &Files, measures_latency: bool) -> Result<(), RunError> {
 mod tests {
     use super::{File, Files, Given, RunError};
     use std::path::{Path, PathBuf};
+
+    #[test]
+    fn the_host_name_is_the_recorded_machines() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc/sys/kernel")).unwrap();
+        std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+        std::fs::write(dir.path().join("proc/sys/kernel/hostname"), "box\n").unwrap();
+        let fs = pinsight_sys::FsRoot::at(dir.path()).unwrap();
+        assert_eq!(super::hostname(&fs).as_deref().map(str::trim), Some("box"));
+    }
 
     #[test]
     fn files_chosen_one_by_one_keep_the_others_default() {
