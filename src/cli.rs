@@ -8,7 +8,7 @@
 //! command ends with its own status (see `out.rs`).
 
 use pinsight_model::Topology;
-use pinsight_model::{declared, declared::DeclaredError, declared::KindSpec};
+use pinsight_model::declared::{DeclaredError, KindSpec};
 use pinsight_sys::FsRoot;
 use std::path::PathBuf;
 
