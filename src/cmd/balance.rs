@@ -3,6 +3,7 @@
 //! the saved affinities back.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
+use pinsight_compare::setup::load_weights;
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::state::{state_path, StatePathError};
 use pinsight_launch::rebalance::{self, select::Selector, Input, RebalanceError, Request};
@@ -135,10 +136,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let lock = (!args.dry_run).then(|| crate::cli::one_at_a_time("balance"));
     let _one = lock.transpose()?.flatten();
     if !g.json && !g.quiet {
-        print!(
-            "{}",
-            view::selection(prepared.tasks(), args.per_thread, prepared.cpus())
-        );
+        let selected = view::selection(prepared.tasks(), args.per_thread, prepared.cpus());
+        print!("{selected}");
     }
     let mut bar = crate::cli::progress(g);
     let report = prepared.apply(&fs, &req, &mut bar).map_err(balance_error)?;
@@ -208,13 +207,8 @@ fn request(args: &Args) -> Result<Request, CliError> {
     )
     .map_err(balance_error)?
     .ok_or_else(|| CliError::usage("give --pids, --match, --cgroup or --restore"))?;
-    let weights = args
-        .weights
-        .as_deref()
-        .map(pinsight_compare::setup::load_weights);
-    let weights = weights
-        .transpose()
-        .map_err(|e| CliError::usage(e.to_string()))?;
+    let weights = args.weights.as_deref().map(load_weights).transpose();
+    let weights = weights.map_err(|e| CliError::usage(e.to_string()))?;
     let state = (!args.dry_run).then(|| state_path(args.state.as_deref()));
     let state = state.transpose().map_err(|e| match e {
         StatePathError::NoDirectory(_) => CliError::runtime(format!("{e}; give --state FILE")),

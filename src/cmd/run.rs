@@ -15,7 +15,7 @@ use super::plan_args::{allowed_cpus, local_rank, make_plan, make_slicing, parse_
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use pinsight_launch::view::{run as view, run_json};
-use pinsight_launch::{Mechanism, PinMain, RunError, RunOptions, RunRequest};
+use pinsight_launch::{parse_skip, Mechanism, PinMain, RunError, RunOptions, RunRequest};
 use pinsight_plan::slice::{rank_slice, restrict, RankSlice};
 use pinsight_plan::{BasePolicy, Plan, Policy};
 use std::ffi::OsString;
@@ -102,7 +102,8 @@ pub struct Args {
 }
 
 impl Args {
-    /// The policy and the program, given the whole command line `argv`.
+    /// The policy and the program (checked by [`options`]), given the
+    /// whole command line `argv`.
     /// clap puts the first word after a leading `--` into POLICY
     /// (`pinsight run --mem bind:0 -- cat FILE`): when that word follows the
     /// first `--` and was not typed before it, it is the program's name and
@@ -119,11 +120,6 @@ impl Args {
                 Policy::new(BasePolicy::Os)
             }
         };
-        if command.is_empty() {
-            return Err(CliError::usage(
-                "run: no program given: <CMD> is required (pinsight run [POLICY] [OPTIONS] -- <CMD> [ARGS]...)",
-            ));
-        }
         Ok((policy, command))
     }
 }
@@ -172,10 +168,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if g.json {
         g.print_json(&run_json::document(&plan, slice.as_ref(), &outcome))?;
     } else if args.report || !g.quiet {
-        eprint!(
-            "{}",
-            view::ended(&plan, slice.as_ref(), &outcome, args.report)
-        );
+        let said = view::ended(&plan, slice.as_ref(), &outcome, args.report);
+        eprint!("{said}");
     }
     match outcome.refusal() {
         Some(refusal) => Err(CliError::runtime(refusal)),
@@ -187,12 +181,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 /// discovered. `json`: stdout is for pinsight's document, so the
 /// program's output goes to stderr.
 fn options(args: &Args, command: &[OsString], json: bool) -> Result<RunOptions, CliError> {
-    let skip = args.skip.as_deref().map(pinsight_launch::parse_skip);
-    let skip = skip
-        .transpose()
-        .map_err(|e| CliError::usage(format!("invalid --skip {e}")))?;
-    let run =
-        RunOptions::for_command(command).ok_or_else(|| CliError::usage("no command to run"))?;
+    let run = RunOptions::for_command(command).ok_or_else(|| {
+        CliError::usage(
+            "run: no program given: <CMD> is required (pinsight run [POLICY] [OPTIONS] -- <CMD> [ARGS]...)",
+        )
+    })?;
+    let skip = args.skip.as_deref().map(parse_skip).transpose();
+    let skip = skip.map_err(|e| CliError::usage(format!("invalid --skip {e}")))?;
     Ok(RunOptions {
         mechanism: if args.follow {
             Mechanism::Follow
@@ -253,24 +248,15 @@ fn plan_and_slice(
         ))
     })?;
     let local = local_rank(&args.slicing)?;
+    let allowed = allowed_cpus(topo)?;
     let rule = args.slicing.rule.unwrap_or_default();
-    let s = make_slicing(
-        topo,
-        allowed_cpus(topo)?,
-        local.size,
-        rule,
-        args.plan.weights.as_ref(),
-    )?;
+    let s = make_slicing(topo, allowed, local.size, rule, args.plan.weights.as_ref())?;
     let mine = rank_slice(&local, &s).map_err(crate::errors::slice_error)?;
     // --weights gave the slices' capacity; only balance also plans with it.
-    let plan_args = PlanArgs {
-        weights: args
-            .plan
-            .weights
-            .clone()
-            .filter(|_| policy.base == BasePolicy::Balance),
-        ..args.plan.clone()
-    };
+    let mut plan_args = args.plan.clone();
+    if policy.base != BasePolicy::Balance {
+        plan_args.weights = None;
+    }
     let plan = make_plan(&policy, &plan_args, &restrict(topo, &mine.cpus), g)?;
     Ok((plan, Some(mine)))
 }
@@ -345,11 +331,11 @@ mod tests {
             "{}",
             e.message
         );
-        let e = parse(&["compact"])
-            .unwrap()
-            .args
-            .resolve(&argv(&["compact"]));
-        assert_eq!(e.unwrap_err().code, 2, "a command is required");
+        let args = parse(&["compact"]).unwrap().args;
+        let (_, command) = args.resolve(&argv(&["compact"])).unwrap();
+        let e = options(&args, &command, false).unwrap_err();
+        assert_eq!(e.code, 2, "a command is required");
+        assert!(e.message.contains("<CMD> is required"), "{}", e.message);
         assert_eq!(
             parse(&["compact", "--threads", "x", "--", "true"])
                 .unwrap_err()

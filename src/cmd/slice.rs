@@ -6,7 +6,7 @@ use super::plan_args::{allowed_cpus, local_rank, make_slicing, SliceArgs};
 use crate::errors::slice_error;
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_launch::view::gather::{rank_json, rank_text, slicing_text};
-use pinsight_plan::format::{Dialect, DialectError};
+use pinsight_plan::format::Dialect;
 use pinsight_plan::slice::rank_slice;
 use std::path::PathBuf;
 
@@ -54,14 +54,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         })?;
         let s = make_slicing(&topo, allowed, size, rule, args.weights.as_ref())?;
         if let Some(f) = &args.format {
-            let dialect: Dialect = f
-                .parse()
-                .map_err(|e: DialectError| CliError::usage(e.to_string()))?;
+            let dialect = f
+                .parse::<Dialect>()
+                .map_err(|e| CliError::usage(e.to_string()))?;
             let line = s.launcher_line(dialect);
-            print!(
-                "{}",
-                line.map_err(|e| CliError::usage(format!("--format {f}: {e}")))?
-            );
+            let line = line.map_err(|e| CliError::usage(format!("--format {f}: {e}")))?;
+            print!("{line}");
         } else {
             g.print_json_or(&s, || slicing_text(&topo, &s, None))?;
         }
