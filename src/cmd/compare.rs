@@ -16,7 +16,7 @@ use pinsight_compare::session::{Finished, Session};
 use pinsight_compare::start::{self, End, OpenError, PrepareError};
 use pinsight_compare::view as render;
 use pinsight_compare::view::run as view;
-use pinsight_compare::{interrupt, Advice, ExperimentError, Report};
+use pinsight_compare::{interrupt, Advice, Report};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -163,13 +163,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let topo = g.topology_with(prepared.needs)?;
     let started = prepared.open(&flags, &topo, fs).map_err(open_error)?;
     let journal = started.session.journal_path().to_path_buf();
-    eprint!("{}", view::journal_warnings(&started.session));
-    if !g.quiet {
-        eprint!(
-            "{}",
-            view::notices(&started.session, started.reports.as_deref())
-        );
-    }
+    eprint!("{}", view::started(&started, g.quiet));
     let finished = measure(started.session, g, args.show_output)?;
     let report = &finished.report;
     let written = export(&args, report);
@@ -180,7 +174,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         print!("{}", render::text::render(report, width, &advice));
     }
     written?;
-    ended(&args, finished, &journal)
+    ended(&args, &flags, finished, &journal)
 }
 
 /// The one request of the flags (and the global `--kinds`, which every
@@ -238,10 +232,10 @@ fn measure(session: Session, g: &Globals, show: bool) -> Result<Finished, CliErr
 }
 
 /// The exit of an experiment: 0 complete; else what stopped it and how to resume.
-fn ended(args: &Args, finished: Finished, journal: &Path) -> CmdResult {
+fn ended(args: &Args, flags: &Flags, finished: Finished, journal: &Path) -> CmdResult {
     let report = &finished.report;
     let end = start::end(finished.outcome, finished.signal, report, journal);
-    let command = resume_command(args, journal);
+    let command = resume_command(args, flags, journal);
     eprint!(
         "{}",
         view::ended(&end, report, journal, &command, args.show_output)
@@ -253,7 +247,10 @@ fn ended(args: &Args, finished: Finished, journal: &Path) -> CmdResult {
             interrupt::main_finished();
             Ok(pinsight_lifecycle::exit::signal_code(signal))
         }
-        End::Error(e) => Err(experiment_error(e)),
+        End::Error(e) => Err(CliError {
+            code: e.exit_code(),
+            message: e.named(&input_flag),
+        }),
     }
 }
 
@@ -290,6 +287,9 @@ pub(crate) fn input_flag(input: Input) -> &'static str {
         Input::Seed => "--seed",
         Input::Timeout => "--timeout",
         Input::IgnoreFailure => "--ignore-failure",
+        Input::ShowOutput => "--show-output",
+        Input::DisturbanceThreshold => "--disturbance-threshold",
+        Input::RerunDisturbed => "--rerun-disturbed",
     }
 }
 
@@ -329,21 +329,6 @@ fn refuse_other_machine(g: &Globals) -> Result<(), CliError> {
     )
 }
 
-/// Why the experiment stopped, with the shell's exit code for a program
-/// that cannot be started.
-fn experiment_error(e: ExperimentError) -> CliError {
-    match e {
-        ExperimentError::Prepare { run, source } => {
-            CliError::runtime(format!("--prepare failed before run {run}: {source}"))
-        }
-        ExperimentError::Run(r) => CliError {
-            code: r.exit_code(),
-            message: r.to_string(),
-        },
-        e => CliError::runtime(e.to_string()),
-    }
-}
-
 /// Advice worded for this command line: it names the flags.
 fn advice(a: Advice) -> String {
     let words = a.named(&input_flag);
@@ -362,23 +347,10 @@ fn export(args: &Args, report: &Report) -> Result<(), CliError> {
 }
 
 /// The exact command that continues this experiment.
-fn resume_command(args: &Args, journal: &Path) -> String {
-    let mut parts = vec!["pinsight".to_string(), "compare".into(), "--resume".into()];
-    parts.push(pinsight_lifecycle::interrupt::shell_quote(
-        &journal.display().to_string(),
-    ));
-    if args.ignore_failure {
-        parts.push("--ignore-failure".into());
-    }
-    if args.show_output {
-        parts.push("--show-output".into());
-    }
-    if let Some(t) = args.disturbance_threshold {
-        parts.push(format!("--disturbance-threshold={}%", t * 100.0));
-    }
-    if let Some(n) = args.rerun_disturbed {
-        parts.push(format!("--rerun-disturbed={n}"));
-    }
+fn resume_command(args: &Args, flags: &Flags, journal: &Path) -> String {
+    let journal = pinsight_lifecycle::interrupt::shell_quote(&journal.display().to_string());
+    let mut parts = vec!["pinsight compare --resume".to_owned(), journal];
+    parts.extend(flags.resume_inputs(&input_flag));
     parts.extend(args.export.resume_words());
     parts.join(" ")
 }

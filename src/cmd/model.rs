@@ -6,7 +6,7 @@
 use crate::values::TuneMachine;
 use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_plan::tune::TuneLayout;
-use pinsight_tune::view::{self, output as tune_output};
+use pinsight_tune::view::output as tune_output;
 use pinsight_tune_model::{
     choose_machine, evaluate, fit, parse_runs, Config, Fit, FitOptions, MachineAsked,
     MachineChoice, MachineSource, ModelKind, ModelSpec, Observation, Theta,
@@ -83,21 +83,16 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
     };
     let ev = evaluate(model, theta, fitted.as_ref(), machine, config);
-    let machine = ev.machine;
     if let Some(o) = &ev.config {
         if !o.allowed && !g.quiet {
             eprintln!(
-                "pinsight: warning: --config {}P+{}E+{}smt does not fit the machine ({machine}); predicted anyway",
-                o.p, o.e, o.smt
+                "pinsight: warning: --config {}P+{}E+{}smt does not fit the machine ({}); predicted anyway",
+                o.p, o.e, o.smt, ev.machine
             );
         }
     }
     if let Some(path) = &args.svg {
-        let title = format!(
-            "Speedup P-first vs E-first on {machine} ({} model)",
-            model.name()
-        );
-        let svg = view::curve_svg(&title, &ev.curves.p_first, &ev.curves.e_first);
+        let svg = tune_output::model_svg(&ev);
         pinsight_lifecycle::output::write(path, svg.as_bytes())
             .map_err(|e| CliError::runtime(format!("--export-svg: {e}")))?;
     }

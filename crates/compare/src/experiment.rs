@@ -14,6 +14,7 @@ use crate::design::{schedule, Phase, Slot};
 use crate::journal::{ArmHeader, Header, JournalWriter, RankTimes, RunLine};
 use crate::output::{Capture, CaptureError, Kept};
 use crate::program_metric::MetricSpec;
+use crate::request::{Input, Names};
 use pinsight_cpuset::CpuSet;
 use pinsight_launch::watch::{WatchConfig, Watcher};
 use pinsight_lifecycle::journal::JournalError;
@@ -104,6 +105,27 @@ pub enum ExperimentError {
     /// A run's output could not be kept.
     #[error(transparent)]
     Output(#[from] CaptureError),
+}
+
+impl ExperimentError {
+    /// The exit status: a program's that could not run (the shell's
+    /// convention), else 1.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ExperimentError::Run(r) => r.exit_code(),
+            _ => 1,
+        }
+    }
+
+    /// The message with the prepare command named by `name`.
+    pub fn named(&self, name: Names<'_>) -> String {
+        match self {
+            ExperimentError::Prepare { run, source } => {
+                format!("{} failed before run {run}: {source}", name(Input::Prepare))
+            }
+            e => e.to_string(),
+        }
+    }
 }
 
 /// Steers the experiment run by run (a run budget); progress itself goes

@@ -44,6 +44,10 @@ pub enum Input {
     Timeout,
     /// Going on when a run fails.
     IgnoreFailure,
+    /// Each run's output printed after it.
+    ShowOutput,
+    DisturbanceThreshold,
+    RerunDisturbed,
 }
 
 /// How a front end names an input (its flag).
@@ -74,6 +78,9 @@ impl std::fmt::Display for Input {
             Input::Seed => "the seed",
             Input::Timeout => "the timeout",
             Input::IgnoreFailure => "going on when a run fails",
+            Input::ShowOutput => "showing each run's output",
+            Input::DisturbanceThreshold => "the disturbance threshold",
+            Input::RerunDisturbed => "the reruns of a disturbed run",
         };
         f.write_str(what)
     }
@@ -164,6 +171,33 @@ impl RequestError {
             }
             RequestError::MetricTwice(_) => format!("{}: {self}", name(Input::Metric)),
         })
+    }
+}
+
+impl Flags {
+    /// The inputs a resume of this compare must be given again (the
+    /// journal does not keep them), each named by `name` as `NAME` or
+    /// `NAME=VALUE`: going on after failures, the output shown, the
+    /// disturbance threshold (a percentage) and the reruns.
+    pub fn resume_inputs(&self, name: Names<'_>) -> Vec<String> {
+        let mut words = Vec::new();
+        if self.ignore_failure {
+            words.push(name(Input::IgnoreFailure).to_owned());
+        }
+        if self.show_output {
+            words.push(name(Input::ShowOutput).to_owned());
+        }
+        if let Some(t) = self.disturbance_threshold {
+            words.push(format!(
+                "{}={}%",
+                name(Input::DisturbanceThreshold),
+                t * 100.0
+            ));
+        }
+        if let Some(n) = self.rerun_disturbed {
+            words.push(format!("{}={n}", name(Input::RerunDisturbed)));
+        }
+        words
     }
 }
 
@@ -384,6 +418,16 @@ mod tests {
         let named = RequestError::ZeroRuns.named(&flag).unwrap();
         assert!(named.starts_with("-r 0: at least 1 run per arm"), "{named}");
         assert_eq!(RequestError::NoCommand.named(&flag), None);
+        let carried = Flags {
+            show_output: true,
+            disturbance_threshold: Some(0.1),
+            ..Flags::default()
+        };
+        let words = carried.resume_inputs(&|i| match i {
+            Input::ShowOutput => "S",
+            _ => "D",
+        });
+        assert_eq!(words, ["S", "D=10%"]);
     }
 
     #[test]

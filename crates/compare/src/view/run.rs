@@ -23,6 +23,16 @@ pub fn journal_warnings(session: &Session) -> String {
     out
 }
 
+/// What an opened compare says before its first run: the journal's
+/// warnings, then (unless `quiet`) its [`notices`].
+pub fn started(started: &crate::start::Started, quiet: bool) -> String {
+    let mut out = journal_warnings(&started.session);
+    if !quiet {
+        out += &notices(&started.session, started.reports.as_deref());
+    }
+    out
+}
+
 /// What the experiment is about to do, before the first run: the journal,
 /// the machine's capabilities, arms that are not applicable here (grouped
 /// by reason), how arms are applied when it is not the plain rule, and

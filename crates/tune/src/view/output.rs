@@ -46,6 +46,17 @@ pub fn tune_text(
     text(report, &v)
 }
 
+/// model's speedup curves as an SVG chart titled with the machine and the
+/// model ([`super::curve_svg`]).
+pub fn model_svg(ev: &Evaluation) -> String {
+    let title = format!(
+        "Speedup P-first vs E-first on {} ({} model)",
+        ev.machine,
+        ev.model.name()
+    );
+    super::curve_svg(&title, &ev.curves.p_first, &ev.curves.e_first)
+}
+
 /// model's text: the Model, Machine (with `how`, where the machine came
 /// from, in the caller's words) and Config lines, the curves' table, and
 /// where the SVG chart went.
