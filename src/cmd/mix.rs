@@ -6,6 +6,7 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest};
+use pinsight_sched::view::notices;
 use pinsight_term::wrap80;
 use std::path::PathBuf;
 
@@ -86,19 +87,13 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         })?;
     }
     let request = request(&args, g.live_capacity("mix")?);
-    let opened = mix::open(request).map_err(crate::errors::mix_open_error)?;
-    let (spec, mut journal, journal_path, previous) = (
-        opened.spec,
-        opened.journal,
-        opened.journal_path,
-        opened.previous,
-    );
+    let mut opened = mix::open(request).map_err(crate::errors::mix_open_error)?;
     for w in &opened.warnings {
-        eprintln!("pinsight: warning: journal {}: {w}", journal_path.display());
+        let path = opened.journal_path.display();
+        eprintln!("pinsight: warning: journal {path}: {w}");
     }
     // SIGINT/SIGTERM/SIGHUP: the one lifecycle; this thread stops the
     // programs, restores the affinities and prints the resume line.
-    pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("mix: {e}")))?;
     let _main = pinsight_lifecycle::interrupt::main_handles_exit();
     let fs = g.fsroot()?;
     if let (Some(vm), false) = (pinsight_topology::vm::detect(&fs), g.quiet) {
@@ -107,19 +102,10 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             pinsight_term::wrap80(&format!("pinsight: {}", vm.note()))
         );
     }
-    let outcome = mix::run(
-        &spec,
-        &fs,
-        &mut journal,
-        &previous,
-        &mut crate::cli::progress(g),
-        &pinsight_lifecycle::interrupt::wait,
-    );
-    let result = match outcome {
-        Ok(r) => r,
-        Err(e) => return mix_error(e, &journal_path),
-    };
-    show(&args, g, &spec, &result, &journal_path)
+    match opened.run(&fs, &mut crate::cli::progress(g)) {
+        Ok(result) => show(&args, g, &opened.spec, &result, &opened.journal_path),
+        Err(e) => mix_error(e, &opened.journal_path),
+    }
 }
 
 /// The result: the exports, then JSON or the tables on stdout, then the
@@ -131,10 +117,8 @@ fn show(
     result: &mix::MixResult,
     journal_path: &std::path::Path,
 ) -> CmdResult {
-    let want_json = g.json || !args.export.files().is_empty();
-    if want_json {
-        let verdict = pinsight_sched::view::mix::mix_verdict(result);
-        let json = mix::document::document(spec, result, journal_path, verdict);
+    if g.json || !args.export.files().is_empty() {
+        let json = pinsight_sched::view::mix::document(spec, result, journal_path);
         args.export.write(&pinsight_sched::view::mix::Export {
             result,
             repeat: spec.repeat,
@@ -148,12 +132,7 @@ fn show(
         print!("{}", pinsight_sched::view::mix::mix(result, spec.repeat));
     }
     if !g.quiet {
-        for n in &result.notes {
-            eprintln!(
-                "{}",
-                pinsight_term::wrap80(&format!("pinsight: warning: {n}"))
-            );
-        }
+        eprint!("{}", notices("warning", &result.notes));
     }
     Ok(0)
 }
@@ -173,10 +152,7 @@ fn request(args: &Args, capacity: pinsight_sched_model::Capacity) -> MixRequest 
         repeat: args.runs.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         period: args.interval,
         sf: args.sf.clone(),
-        journal: match &args.resume {
-            Some(p) => MixJournal::Resume(p.clone()),
-            None => MixJournal::New(args.journal.clone()),
-        },
+        journal: MixJournal::new(args.resume.clone(), args.journal.clone()),
         capacity,
         metrics: args.metric.clone().unwrap_or_default().concat(),
     }

@@ -140,16 +140,15 @@ fn print_report(g: &Globals, outcome: &Outcome, program_ran: bool) -> Result<(),
         eprint!("{}", notices("warning", &report.warnings));
     }
     if g.json {
-        g.print_json(outcome)?;
+        return g.print_json(outcome);
+    }
+    // stdout may be the program's too: the report goes to stderr when a
+    // program ran, as `run --report` does.
+    let text = pinsight_sched::view::mix::sched(report);
+    if program_ran {
+        eprint!("{text}");
     } else {
-        // stdout may be the program's too: the report goes to stderr when
-        // a program ran, as `run --report` does.
-        let text = pinsight_sched::view::mix::sched(report);
-        if program_ran {
-            eprint!("{text}");
-        } else {
-            print!("{text}");
-        }
+        print!("{text}");
     }
     Ok(())
 }

@@ -81,12 +81,6 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-/// TEST ONLY, not in `--help`: `PINSIGHT_TEST_SF_STAND_IN=1` counts
-/// software events in the hardware events' places (meaningless SFs), so
-/// the measured path (probe windows, restore, Ctrl-C, reports) is tested
-/// through the binary on machines without a PMU.
-const TEST_STAND_IN: &str = "PINSIGHT_TEST_SF_STAND_IN";
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     if let Some(journal) = &args.from_compare {
         return from_compare(journal, g);
@@ -101,7 +95,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         period: args.interval,
         duration: args.duration,
         options: SfOptions::default(),
-        software_stand_in: std::env::var_os(TEST_STAND_IN).is_some_and(|v| v == "1"),
+        software_stand_in: session::stand_in_requested(),
     };
     // After a signal, this thread restores, reports, then exits 128 + N.
     let _main = interrupt::main_handles_exit();

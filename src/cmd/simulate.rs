@@ -75,17 +75,14 @@ pub struct Args {
     pub interval: std::time::Duration,
 }
 
-/// Largest programs file read: 16 MiB, over 100 bytes for each of the
-/// most phases a file may hold (`pinsight_sched_model::MAX_PHASES`).
-const MAX_PROGRAMS_BYTES: u64 = 16 << 20;
-
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let quality = SfQuality::parse(&args.sf_estimate)
         .map_err(|e| CliError::usage(format!("--sf-estimate '{}': {e}", args.sf_estimate)))?;
     let period = args.interval.as_secs_f64();
     let policies = Policy::list(args.schedulers.split(','), period)
         .map_err(|e| CliError::usage(format!("--schedulers: {e}")))?;
-    let text = crate::errors::read_input("--programs", &args.programs, MAX_PROGRAMS_BYTES)?;
+    let limit = pinsight_sched_model::spec::MAX_PROGRAMS_BYTES;
+    let text = crate::errors::read_input("--programs", &args.programs, limit)?;
     let programs = parse_programs(&text)
         .map_err(|e| CliError::usage(format!("--programs {}: {e}", args.programs.display())))?;
     let (machine, source) = match &args.machine {

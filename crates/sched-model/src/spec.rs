@@ -14,6 +14,9 @@ pub const MAX_CORES: usize = 4096;
 pub const MAX_PROGRAMS: usize = 4096;
 /// Most phases (rows) a programs file may hold.
 pub const MAX_PHASES: usize = 100_000;
+/// Largest programs file to read: 16 MiB, over 100 bytes for each of the
+/// most phases a file may hold ([`MAX_PHASES`]).
+pub const MAX_PROGRAMS_BYTES: u64 = 16 << 20;
 /// Largest instruction count of a phase (10^15: days of simulated time).
 pub const MAX_INSTRUCTIONS: f64 = 1e15;
 /// Largest SF accepted anywhere.

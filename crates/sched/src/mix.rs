@@ -528,6 +528,9 @@ pub enum MixError {
     /// The journal.
     #[error(transparent)]
     Journal(#[from] JournalError),
+    /// The signal lifecycle could not be installed.
+    #[error(transparent)]
+    Interrupt(#[from] pinsight_lifecycle::interrupt::InterruptError),
     /// The journal belongs to another experiment.
     #[error(
         "the journal is of another experiment: {field} differs (journal {journal}, now {now})"

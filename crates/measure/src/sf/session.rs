@@ -47,6 +47,18 @@ impl<'a> Target<'a> {
     }
 }
 
+/// TEST ONLY, in no `--help`: `PINSIGHT_TEST_SF_STAND_IN=1` counts
+/// software events in the hardware events' places (meaningless SFs), so
+/// the measured path (probe windows, restore, Ctrl-C, reports) is tested
+/// through the binary on machines without a PMU
+/// ([`Request::software_stand_in`]).
+pub const TEST_STAND_IN: &str = "PINSIGHT_TEST_SF_STAND_IN";
+
+/// Whether [`TEST_STAND_IN`] asks for the software stand-in.
+pub fn stand_in_requested() -> bool {
+    std::env::var_os(TEST_STAND_IN).is_some_and(|v| v == "1")
+}
+
 /// One measurement's settings.
 #[derive(Clone, Copy, Debug)]
 pub struct Request<'a> {

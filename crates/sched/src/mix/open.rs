@@ -2,9 +2,12 @@
 //! from a resumed journal's header, checked (schedulers, programs, SFs),
 //! and the journal created or continued under its lock.
 
-use super::{Journal, JournalError, MixSpec, Record};
+use super::{Journal, JournalError, MixError, MixResult, MixSpec, Record};
 use crate::{GivenSf, SfSpecError, SfTarget};
+use pinsight_lifecycle::interrupt;
 use pinsight_sched_model::{Capacity, Policy};
+use pinsight_sys::progress::Progress;
+use pinsight_sys::FsRoot;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -39,6 +42,13 @@ pub enum MixJournal {
     Resume(PathBuf),
 }
 
+impl MixJournal {
+    /// Continue `resume` when given, else a new journal at `new`.
+    pub fn new(resume: Option<PathBuf>, new: PathBuf) -> MixJournal {
+        resume.map_or(MixJournal::New(new), MixJournal::Resume)
+    }
+}
+
 /// A mix ready to run.
 pub struct Opened {
     pub spec: MixSpec,
@@ -48,6 +58,25 @@ pub struct Opened {
     pub previous: Vec<Record>,
     /// Lines of the resumed journal dropped (a cut fragment).
     pub warnings: Vec<String>,
+}
+
+impl Opened {
+    /// Runs the experiment ([`super::run`]) under the process's signal
+    /// lifecycle (`pinsight_lifecycle::interrupt`, installed here): a
+    /// SIGINT, SIGTERM or SIGHUP stops it with [`MixError::Interrupted`],
+    /// the journal kept. The caller holds `interrupt::main_handles_exit`
+    /// while it reports.
+    pub fn run(&mut self, fs: &FsRoot, progress: &mut dyn Progress) -> Result<MixResult, MixError> {
+        interrupt::install()?;
+        super::run(
+            &self.spec,
+            fs,
+            &mut self.journal,
+            &self.previous,
+            progress,
+            &interrupt::wait,
+        )
+    }
 }
 
 /// Why a mix cannot start.

@@ -546,9 +546,19 @@ pub fn html(r: &MixResult, repeat: u32) -> String {
     out
 }
 
+/// mix's JSON document (`--json`, the JSON export) of `result`, the
+/// experiment `spec` journaled at `journal`, with [`mix_verdict`]'s words.
+pub fn document<'a>(
+    spec: &'a crate::mix::MixSpec,
+    result: &'a MixResult,
+    journal: &std::path::Path,
+) -> crate::mix::document::MixDocument<'a> {
+    crate::mix::document::document(spec, result, journal, mix_verdict(result))
+}
+
 /// mix's result in every export format: the JSON document is the one
-/// `--json` prints (built by the command line, which knows the journal and
-/// the period), the others are rendered from the result.
+/// `--json` prints ([`document`]), the others are rendered from the
+/// result.
 pub struct Export<'a, J: serde::Serialize> {
     /// The experiment's result.
     pub result: &'a MixResult,
