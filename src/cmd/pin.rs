@@ -57,17 +57,15 @@ fn pin_error(e: PinError) -> CliError {
             None => format!("--qemu: {a}"),
         }),
         PinError::Planner(p) => plan_error(p),
+        PinError::MemoryPolicy { ref spec } => CliError::usage(format!(
+            "--mem {spec}: {e}; start the program with `pinsight run --mem {spec}`"
+        )),
         other => CliError::runtime(other.to_string()),
     }
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     g.require_live("'pin' applies a plan", "use `pinsight plan` to plan for it")?;
-    if let Some(m) = &args.plan.mem {
-        return Err(CliError::usage(format!(
-            "--mem {m}: pin moves the threads of a running process and cannot change its memory policy (set_mempolicy acts on the calling thread only); start the program with `pinsight run --mem {m}`"
-        )));
-    }
     let request = make_request(&args.policy, &args.plan)?;
     let topo = g.topology_with(args.plan.needs())?;
     let opts = PinOptions {

@@ -291,6 +291,10 @@ pub enum PinError {
     /// The planner refused the request (usage, exit 2).
     #[error(transparent)]
     Planner(#[from] PlanError),
+    /// The request has a memory policy (`spec`), which only a program's
+    /// own threads can set (usage, exit 2).
+    #[error("pin moves the threads of a running process and cannot change its memory policy (set_mempolicy acts on the calling thread only)")]
+    MemoryPolicy { spec: String },
 }
 
 /// `PF_NO_SETAFFINITY` in `/proc/PID/task/TID/stat`'s flags (field 9):
@@ -366,7 +370,8 @@ fn process_gone(fs: &FsRoot, pid: i32) -> bool {
 /// count the plan has one place per thread found (per vCPU with `qemu`,
 /// [`threads_to_plan`]), or, when the process has more threads than the
 /// policy has CPUs, every CPU of the policy (places are then reused round
-/// robin, as the report notes).
+/// robin, as the report notes). A memory policy cannot be applied to a
+/// running process: a request with one is refused before anything is read.
 pub fn plan_and_pin(
     fs: &FsRoot,
     pid: i32,
@@ -374,6 +379,11 @@ pub fn plan_and_pin(
     mut request: Request,
     opts: &PinOptions,
 ) -> Result<(Plan, PinReport), PinError> {
+    if let Some(m) = &request.mem {
+        return Err(PinError::MemoryPolicy {
+            spec: m.to_string(),
+        });
+    }
     let tasks = threads_of(fs, pid)?;
     let counted = request.threads.is_none() && request.tasks.is_none();
     if counted {
@@ -759,6 +769,18 @@ mod tests {
         );
         let e = plan_and_pin(&fs, 999_999_999, &one, compact(), &opts).unwrap_err();
         assert_eq!(e, PinError::NoSuchProcess(999_999_999));
+        let bind = Request {
+            mem: Some("bind:0".parse().unwrap()),
+            ..compact()
+        };
+        let e = plan_and_pin(&fs, me, &one, bind, &opts).unwrap_err();
+        assert_eq!(
+            e,
+            PinError::MemoryPolicy {
+                spec: "bind:0".into()
+            }
+        );
+        assert!(e.to_string().contains("set_mempolicy"), "{e}");
         tx.send(()).unwrap();
         helper.join().unwrap().unwrap();
     }
