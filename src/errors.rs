@@ -148,18 +148,10 @@ pub fn session_error(e: SessionError) -> CliError {
     match e {
         SessionError::Setup(e) => setup_error(e),
         SessionError::Journal { error, users_path } => journal_error(error, users_path),
-        SessionError::DifferentExperiment { path, diffs } => {
-            let name = crate::cmd::compare::input_flag;
-            let diff: Vec<String> = diffs.iter().map(|d| d.named(&name)).collect();
-            CliError::usage(format!(
-                "cannot resume {}: it is a different experiment ({})",
-                path.display(),
-                diff.join("; ")
-            ))
-        }
-        SessionError::Shim(e) => CliError::runtime(e.to_string()),
-        SessionError::Output(e) => CliError::runtime(e.to_string()),
-        SessionError::Memory { .. } => CliError::runtime(e.to_string()),
+        e => match e.named(&crate::cmd::compare::input_flag) {
+            Some(different) => CliError::usage(different),
+            None => CliError::runtime(e.to_string()),
+        },
     }
 }
 

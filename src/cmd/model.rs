@@ -54,13 +54,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
-    let config: Option<Config> = match &args.config {
-        Some(s) => Some(
-            s.parse()
-                .map_err(|e| CliError::usage(format!("--config: {e}")))?,
-        ),
-        None => None,
-    };
+    let config = args.config.as_deref().map(str::parse::<Config>).transpose();
+    let config = config.map_err(|e| CliError::usage(format!("--config: {e}")))?;
     let asked = machine_asked(&args.machine)?;
     if let Some(p) = &args.svg {
         check_output_file(p, "--export-svg")?;
@@ -147,11 +142,8 @@ fn the_model(
             let name = format!("--from '{}'", path.display());
             let text = crate::errors::read_input("--from", path, 16 << 20)?;
             let runs = parse_runs(&text).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
-            let opts = FitOptions {
-                seed: args.seed.unwrap_or(FitOptions::default().seed),
-                ..FitOptions::default()
-            };
-            let f = fit(&runs, opts).map_err(|e| CliError::usage(format!("{name}: {e}")))?;
+            let f = fit(&runs, FitOptions::seeded(args.seed))
+                .map_err(|e| CliError::usage(format!("{name}: {e}")))?;
             Ok((f.model, f.theta, Some(f), Some(runs)))
         }
         (None, Some(spec)) => {

@@ -12,7 +12,7 @@ use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_compare as compare;
 use pinsight_tune::analysis::{self, Analysis, AnalysisError, Answer, FileMachine, LiveEnd};
 use pinsight_tune::live;
-use pinsight_tune::view::output as tune_output;
+use pinsight_tune::view::{self, output as tune_output};
 use pinsight_tune_model::{choose_machine, parse_runs, Goal, MachineChoice, MachineSource};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -149,15 +149,10 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
     let live_request = live_request(args)?;
     let topo = g.topology()?;
     let opened = live::open(live_request, &topo, fs).map_err(crate::errors::tune_live_error)?;
-    eprint!(
-        "{}",
-        pinsight_tune::view::announcement(&opened.session, g.quiet)
-    );
+    eprint!("{}", view::announcement(&opened.session, g.quiet));
     let ran = opened.run(&mut crate::cli::progress(g), &answer(args));
     let outcome = ran.map_err(crate::errors::tune_error)?;
-    for w in &outcome.warnings {
-        eprintln!("pinsight: warning: {w}");
-    }
+    eprint!("{}", view::live_ended(&outcome));
     let interrupted = matches!(outcome.end, LiveEnd::Interrupted { .. });
     let code = match outcome.end {
         LiveEnd::Answer(a) => show(args, g, a, "the live runs"),
@@ -165,14 +160,8 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
             "--goal {}: some runs have no energy ({reason})",
             args.goal
         ))),
-        LiveEnd::Interrupted { signal } => {
-            eprintln!("pinsight: interrupted: runs stopped, machine restored, journal intact");
-            Ok(pinsight_lifecycle::exit::signal_code(signal))
-        }
-        LiveEnd::Stopped { why } => {
-            eprintln!("pinsight: error: stopped: {why}");
-            Ok(1)
-        }
+        LiveEnd::Interrupted { signal } => Ok(pinsight_lifecycle::exit::signal_code(signal)),
+        LiveEnd::Stopped { .. } => Ok(1),
         LiveEnd::Error(e) => Err(CliError::runtime(e)),
     };
     if let Some((journal, design, validation)) = outcome.resume {
@@ -197,20 +186,13 @@ fn live_request(args: &Args) -> Result<pinsight_tune::live::LiveRequest, CliErro
     let start = match &args.resume {
         Some(path) => Start::Resume(path.clone()),
         None => Start::New {
-            command: args
-                .command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
+            command: args.command.clone(),
             runs: args.runs,
             warmup: args.warmup,
             seed: args.seed,
             pinned: args.pinned,
             journal: args.journal.clone(),
-            metric: args
-                .metric
-                .as_ref()
-                .and_then(|m| m.concat().into_iter().find(|x| !x.optional)),
+            metrics: args.metric.clone().unwrap_or_default().concat(),
         },
     };
     Ok(LiveRequest {

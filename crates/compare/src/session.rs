@@ -13,6 +13,7 @@ use crate::experiment::{
 };
 use crate::interrupt;
 use crate::journal::{Difference, Header, Journal, JournalWriter, RunLine};
+use crate::request::Names;
 use crate::setup::{self, machine, probe_governors, Extension, Request, SetupError};
 use pinsight_lifecycle::journal::JournalError;
 use pinsight_measure as measure;
@@ -103,6 +104,22 @@ pub enum SessionError {
         policy: String,
         error: pinsight_sys::mempolicy::MemPolicyError,
     },
+}
+
+impl SessionError {
+    /// A different experiment's message with the inputs that set each
+    /// difference named by `name`; `None` for every other error.
+    pub fn named(&self, name: Names<'_>) -> Option<String> {
+        let SessionError::DifferentExperiment { path, diffs } = self else {
+            return None;
+        };
+        let diffs: Vec<String> = diffs.iter().map(|d| d.named(name)).collect();
+        Some(format!(
+            "cannot resume {}: it is a different experiment ({})",
+            path.display(),
+            diffs.join("; ")
+        ))
+    }
 }
 
 /// An experiment ready to run.

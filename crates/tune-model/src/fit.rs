@@ -80,6 +80,17 @@ impl Default for FitOptions {
     }
 }
 
+impl FitOptions {
+    /// The default options, with `seed` when one is given.
+    pub fn seeded(seed: Option<u64>) -> FitOptions {
+        let default = FitOptions::default();
+        FitOptions {
+            seed: seed.unwrap_or(default.seed),
+            ..default
+        }
+    }
+}
+
 /// Whether a parameter was fitted, and if not why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -98,7 +98,7 @@ impl AnalysisError {
 pub fn analyse(req: AnalysisRequest<'_>) -> Result<Analysis, AnalysisError> {
     let opts = FitOptions {
         bootstrap: BOOTSTRAP,
-        seed: req.seed.unwrap_or(FitOptions::default().seed),
+        ..FitOptions::seeded(req.seed)
     };
     let report = analyse_with(
         req.design_runs,

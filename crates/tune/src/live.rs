@@ -15,6 +15,7 @@ use pinsight_model::Topology;
 use pinsight_sys::progress::Progress;
 use pinsight_sys::FsRoot;
 use pinsight_tune_model::{FitOptions, Goal};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,7 +25,9 @@ pub enum Start {
     /// A new tune of `command`; `None` values take the defaults (3 runs,
     /// 1 warm-up, the fit's default seed).
     New {
-        command: Vec<String>,
+        /// The program and its arguments (as text: the journal stores
+        /// text, so anything not UTF-8 is replaced).
+        command: Vec<OsString>,
         runs: Option<usize>,
         warmup: Option<usize>,
         seed: Option<u64>,
@@ -32,8 +35,9 @@ pub enum Start {
         /// The design journal; `None`: a new `pinsight-tune-STAMP.jsonl`
         /// in the current directory.
         journal: Option<PathBuf>,
-        /// A program metric to optimise instead of wall time.
-        metric: Option<pinsight_compare::program_metric::MetricSpec>,
+        /// Program metrics: the first required one is optimised instead
+        /// of wall time (a preset's first figure); none, wall time.
+        metrics: Vec<pinsight_compare::program_metric::MetricSpec>,
     },
     /// Continue the tune of this journal (design or validation), with its
     /// own command, runs, warm-ups, seed and placement.
@@ -174,7 +178,7 @@ fn request_of(
             seed,
             pinned,
             journal,
-            metric,
+            metrics,
         } => {
             // The CPUs this process may use (taskset, a launcher's
             // binding); a simulated tune runs nothing, so every usable CPU
@@ -188,7 +192,10 @@ fn request_of(
                 None => topology.usable(),
             };
             let request = TuneRequest {
-                command: command.clone(),
+                command: command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
                 within,
                 runs: runs.unwrap_or(3),
                 warmup: warmup.unwrap_or(1),
@@ -197,7 +204,7 @@ fn request_of(
                 pinned: *pinned,
                 budget: req.budget,
                 validate: req.validate.unwrap_or(2),
-                metric: metric.clone(),
+                metric: metrics.iter().find(|m| !m.optional).cloned(),
                 disturbance_threshold: threshold(req),
                 rerun_disturbed: req.rerun_disturbed.unwrap_or(0),
             };

@@ -991,6 +991,26 @@ pub fn fits(s: &str, width: usize) -> bool {
     s.lines().all(|l| text_width(l) <= width)
 }
 
+/// What a live tune says on stderr once its runs end: the warnings of
+/// its cleanup, then why it stopped short (interrupted, or a run failed).
+pub fn live_ended(outcome: &crate::analysis::LiveOutcome) -> String {
+    use crate::analysis::LiveEnd;
+    let mut out = String::new();
+    for w in &outcome.warnings {
+        let _ = writeln!(out, "pinsight: warning: {w}");
+    }
+    match &outcome.end {
+        LiveEnd::Interrupted { .. } => {
+            out.push_str("pinsight: interrupted: runs stopped, machine restored, journal intact\n")
+        }
+        LiveEnd::Stopped { why } => {
+            let _ = writeln!(out, "pinsight: error: stopped: {why}");
+        }
+        _ => {}
+    }
+    out
+}
+
 /// What a live tune says before it runs (for stderr): the journal's
 /// warnings, then, unless `quiet`, the journal's path and the design it
 /// runs.
@@ -1017,6 +1037,22 @@ pub fn announcement(session: &crate::TuneSession<'_>, quiet: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_live_tune_that_stopped_says_its_warnings_then_why() {
+        use crate::analysis::{LiveEnd, LiveOutcome};
+        let outcome = LiveOutcome {
+            end: LiveEnd::Stopped {
+                why: "run 3 failed".into(),
+            },
+            warnings: vec!["restore failed".into()],
+            resume: None,
+        };
+        assert_eq!(
+            live_ended(&outcome),
+            "pinsight: warning: restore failed\npinsight: error: stopped: run 3 failed\n"
+        );
+    }
     use pinsight_tune_model::{
         analyse, design, speedup_curve, FitOptions, Machine, Observation, Order, Theta,
     };
