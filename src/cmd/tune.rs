@@ -155,7 +155,7 @@ fn live(args: &Args, g: &Globals) -> CmdResult {
     eprint!("{}", view::live_ended(&outcome));
     let interrupted = matches!(outcome.end, LiveEnd::Interrupted { .. });
     let code = match outcome.end {
-        LiveEnd::Answer(a) => show(args, g, a, "the live runs"),
+        LiveEnd::Answer(a) => show(args, g, *a, "the live runs"),
         LiveEnd::NoEnergy { reason } => Err(CliError::runtime(format!(
             "--goal {}: some runs have no energy ({reason})",
             args.goal

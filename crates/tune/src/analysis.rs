@@ -234,7 +234,7 @@ pub fn analyse_runs(
 #[derive(Debug)]
 pub enum LiveEnd {
     /// Every stage ended well: the runs analysed.
-    Answer(Result<Analysis, AnalysisError>),
+    Answer(Box<Result<Analysis, AnalysisError>>),
     /// The goal needs energy some runs lack.
     NoEnergy { reason: String },
     /// A signal stopped the runs (the machine restored, the journal intact).
@@ -291,7 +291,7 @@ impl Finished {
                     let placed = Some((topology, layout));
                     let req =
                         answer.request(runs, &layout.machine, placed, words, (pinned, command));
-                    LiveEnd::Answer(analyse(req))
+                    LiveEnd::Answer(Box::new(analyse(req)))
                 }
                 Outcome::Interrupted => LiveEnd::Interrupted {
                     signal: self
