@@ -220,12 +220,7 @@ fn flags(args: &Args, g: &Globals) -> Flags {
 /// Runs the experiment with a progress bar; warns of a late cleanup or a
 /// setting not restored.
 fn measure(session: Session, g: &Globals, show: bool) -> Result<Finished, CliError> {
-    let mut bar = crate::cli::progress(g);
-    let mut gate = view::ShowOutput {
-        printer: bar.printer(),
-        show,
-    };
-    let finished = session.run_gated(&mut bar, &mut gate);
+    let finished = view::run_shown(session, &mut crate::cli::progress(g), show);
     let finished = finished.map_err(session_error)?;
     eprint!("{}", view::finish_warnings(&finished));
     Ok(finished)

@@ -8,7 +8,7 @@
 use crate::session::{Finished, Session};
 use crate::start::End;
 use crate::{Gate, Report, RunLine};
-use pinsight_term::progress::Printer;
+use pinsight_term::progress::{Bar, Printer};
 use pinsight_term::wrap80;
 use std::fmt::Write;
 use std::path::Path;
@@ -119,6 +119,17 @@ fn stopped(why: &str, kept: Option<&Path>, shown: bool) -> String {
         ),
         _ => format!("pinsight: error: stopped: {why}\n"),
     }
+}
+
+/// Runs `session` with the progress `bar`, printing each run's kept output
+/// around it when `show` ([`ShowOutput`]).
+pub fn run_shown(
+    session: Session,
+    bar: &mut Bar,
+    show: bool,
+) -> Result<Finished, crate::session::SessionError> {
+    let printer = bar.printer();
+    session.run_gated(bar, &mut ShowOutput { printer, show })
 }
 
 /// Prints each run's kept output under a label naming arm and run, around
