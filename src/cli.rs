@@ -7,8 +7,8 @@
 //! stdout pipe (`| head`) is no failure: output stops quietly and the
 //! command ends with its own status (see `out.rs`).
 
-use pinsight_model::Topology;
 use pinsight_model::declared::{DeclaredError, KindSpec};
+use pinsight_model::Topology;
 use pinsight_sys::FsRoot;
 use std::path::PathBuf;
 
@@ -184,6 +184,11 @@ impl Globals {
     /// pinning, measuring) when `--fsroot`, `$PINSIGHT_FSROOT` or
     /// `--hwloc-xml` describes another: `what` says the work ("sched
     /// re-pins threads"), `instead` what to do (may be empty).
+    /// A recorded machine was given (`--fsroot`, `--hwloc-xml`, `--kinds`).
+    pub fn recorded(&self) -> bool {
+        self.fsroot.is_some() || self.hwloc_xml.is_some() || self.kinds.is_some()
+    }
+
     pub fn require_live(&self, what: &str, instead: &str) -> Result<(), CliError> {
         let source = if self.hwloc_xml.is_some() {
             "--hwloc-xml"

@@ -215,6 +215,24 @@ pub fn tune_machine(text: &str) -> Result<TuneMachine, String> {
         .map_err(|e| format!("{e}; or live for this machine"))
 }
 
+impl TuneMachine {
+    /// The machine `--machine` asks `tune --from` and `model` for, if given.
+    pub fn asked(
+        machine: &Option<TuneMachine>,
+    ) -> Result<Option<pinsight_tune_model::MachineAsked>, crate::errors::CliError> {
+        use pinsight_tune_model::MachineAsked;
+        Ok(match machine {
+            Some(TuneMachine::Declared(s)) => {
+                Some(MachineAsked::Declared(s.for_tune().map_err(|e| {
+                    crate::errors::CliError::usage(format!("--machine {e}"))
+                })?))
+            }
+            Some(TuneMachine::Live) => Some(MachineAsked::Live),
+            None => None,
+        })
+    }
+}
+
 impl MachineSpec {
     /// The machine `tune` and `model` fit on: the first kind is the P-cores,
     /// a second the E-cores (named `P` and `E` they may come in any order).

@@ -8,8 +8,8 @@ use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdR
 use pinsight_plan::tune::TuneLayout;
 use pinsight_tune::view::output as tune_output;
 use pinsight_tune_model::{
-    choose_machine, evaluate, fit, parse_runs, Config, Fit, FitOptions, MachineAsked,
-    MachineChoice, MachineSource, ModelKind, ModelSpec, Observation, Theta,
+    choose_machine, evaluate, fit, parse_runs, Config, Fit, FitOptions, MachineChoice,
+    MachineSource, ModelKind, ModelSpec, Observation, Theta,
 };
 use std::path::PathBuf;
 
@@ -56,13 +56,13 @@ pub struct Args {
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let config = args.config.as_deref().map(str::parse::<Config>).transpose();
     let config = config.map_err(|e| CliError::usage(format!("--config: {e}")))?;
-    let asked = machine_asked(&args.machine)?;
+    let asked = TuneMachine::asked(&args.machine)?;
     if let Some(p) = &args.svg {
         check_output_file(p, "--export-svg")?;
     }
     // The model: fitted (with intervals) or given.
     let (model, theta, fitted, runs) = the_model(&args)?;
-    let chosen = choose_machine(asked, recorded(g), runs.as_deref(), config)
+    let chosen = choose_machine(asked, g.recorded(), runs.as_deref(), config)
         .ok_or_else(crate::errors::model_needs_machine)?;
     let machine = match chosen {
         MachineChoice::Unplaced(m, source) => (m, source),
@@ -110,25 +110,6 @@ fn how_words(source: MachineSource) -> &'static str {
         MachineSource::Runs => "inferred from the runs: the largest P, E and SMT counts they used",
         MachineSource::Config => "the --config's; --machine SPEC for another",
     }
-}
-
-/// `--machine` of `model` and `tune --from`, checked before any work.
-pub(crate) fn machine_asked(
-    machine: &Option<TuneMachine>,
-) -> Result<Option<MachineAsked>, CliError> {
-    Ok(match machine {
-        Some(TuneMachine::Declared(s)) => Some(MachineAsked::Declared(
-            s.for_tune()
-                .map_err(|e| CliError::usage(format!("--machine {e}")))?,
-        )),
-        Some(TuneMachine::Live) => Some(MachineAsked::Live),
-        None => None,
-    })
-}
-
-/// A recorded topology was given (`--fsroot`, `--hwloc-xml`, `--kinds`).
-pub(crate) fn recorded(g: &Globals) -> bool {
-    g.fsroot.is_some() || g.hwloc_xml.is_some() || g.kinds.is_some()
 }
 
 /// The model: fitted from `--from` runs (with intervals, and the runs) or

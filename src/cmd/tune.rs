@@ -216,8 +216,8 @@ fn from_file(args: &Args, g: &Globals, path: &std::path::Path) -> CmdResult {
             args.goal
         )));
     }
-    let asked = super::model::machine_asked(&args.machine)?;
-    let choice = choose_machine(asked, super::model::recorded(g), Some(&runs), None);
+    let asked = crate::values::TuneMachine::asked(&args.machine)?;
+    let choice = choose_machine(asked, g.recorded(), Some(&runs), None);
     let topo;
     let machine = match choice.ok_or_else(|| CliError::usage(format!("{name}: no runs")))? {
         MachineChoice::Unplaced(machine, MachineSource::Declared) => FileMachine::Unplaced {
