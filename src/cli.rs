@@ -5,7 +5,7 @@
 //! input file), and for commands that run a program, that program's status
 //! (127 when it cannot be found, 128+N when killed by signal N). A closed
 //! stdout pipe (`| head`) is no failure: output stops quietly and the
-//! command ends with its own status (see `out.rs`).
+//! command ends with its own status (see `pinsight_term::out`).
 
 use pinsight_model::declared::{DeclaredError, KindSpec};
 use pinsight_model::Topology;

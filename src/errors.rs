@@ -249,7 +249,7 @@ pub fn mix_open_error(e: pinsight_sched::mix::OpenError) -> CliError {
         }
         OpenError::Resume(_) => CliError::runtime(format!("--resume: {e}")),
         OpenError::Repeat(_) => CliError::usage(format!("--runs {e}")),
-        OpenError::UnknownScheduler(_) => CliError::usage(format!("--policies: {e}")),
+        OpenError::UnknownScheduler(_) => CliError::usage(format!("--schedulers: {e}")),
         OpenError::NoPrograms => CliError::usage(
             "mix needs programs: -- 'CMD1' 'CMD2' ... (one quoted command line each)",
         ),

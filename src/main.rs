@@ -6,28 +6,28 @@
 // Defined before the modules so that they shadow std's in all of them.
 macro_rules! print {
     ($($arg:tt)*) => {
-        $crate::out::stdout(format_args!($($arg)*))
+        pinsight_term::out::stdout(format_args!($($arg)*))
     };
 }
 macro_rules! println {
     () => {
-        $crate::out::stdout(format_args!("\n"))
+        pinsight_term::out::stdout(format_args!("\n"))
     };
     ($($arg:tt)*) => {
-        $crate::out::stdout(format_args!("{}\n", format_args!($($arg)*)))
+        pinsight_term::out::stdout(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 macro_rules! eprint {
     ($($arg:tt)*) => {
-        $crate::out::stderr(format_args!($($arg)*))
+        pinsight_term::out::stderr(format_args!($($arg)*))
     };
 }
 macro_rules! eprintln {
     () => {
-        $crate::out::stderr(format_args!("\n"))
+        pinsight_term::out::stderr(format_args!("\n"))
     };
     ($($arg:tt)*) => {
-        $crate::out::stderr(format_args!("{}\n", format_args!($($arg)*)))
+        pinsight_term::out::stderr(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 
@@ -39,7 +39,6 @@ mod cmd;
 #[path = "../tests/unit/docs_tests.rs"]
 mod docs_tests;
 mod errors;
-mod out;
 mod values;
 
 use clap::{Parser, Subcommand};
@@ -106,7 +105,7 @@ fn main() {
         Ok(d) => d,
         Err(e) => {
             eprintln!("pinsight: error: {}", e.message);
-            std::process::exit(out::finish(e.code));
+            std::process::exit(pinsight_term::out::finish(e.code));
         }
     };
     if declared.is_some() && matches!(cli.command, Command::Snapshot(_)) && !g.quiet {
@@ -130,7 +129,7 @@ fn main() {
     // The root the command opened may hold an unpacked `.tar.gz` recording:
     // remove it now, as `process::exit` runs no destructors.
     drop(cli.globals);
-    std::process::exit(out::finish(code))
+    std::process::exit(pinsight_term::out::finish(code))
 }
 
 /// The command line, parsed (a usage error ends the process with 2): only
@@ -295,7 +294,7 @@ fn usage_exit(e: clap::Error) -> ! {
         _ => text,
     };
     eprint!("{}", errors::safe_message(&text));
-    std::process::exit(out::finish(e.exit_code()))
+    std::process::exit(pinsight_term::out::finish(e.exit_code()))
 }
 
 #[cfg(test)]

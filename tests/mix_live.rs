@@ -283,7 +283,7 @@ fn refusals() {
     for (args, needle) in [
         (
             vec!["mix", "--schedulers", "os,fast", "--", "true"],
-            "allowed: os, aarr, to, acfs",
+            "--schedulers: 'fast' is not a scheduler (allowed: os, aarr, to, acfs)",
         ),
         (vec!["mix"], "mix needs programs"),
         (

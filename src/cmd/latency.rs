@@ -148,7 +148,7 @@ fn show(
         let style = render::report::stdout_style();
         let text = render::report::human(matrix, origin, tree, &written, &style);
         // The heatmap's colours are its own; the text around it is escaped.
-        crate::out::stdout_terminal(format_args!("{text}"));
+        pinsight_term::out::stdout_terminal(format_args!("{text}"));
     }
     Ok(0)
 }

@@ -198,7 +198,7 @@ fn watch(mut w: Watch, args: &Args, g: &Globals, format: Format) -> CmdResult {
             .map_err(|e| load_error(e, false))?;
         if screen {
             let frame = pinsight_load::view::load_frame(&r, pinsight_term::terminal_rows());
-            crate::out::stdout_terminal(format_args!("{frame}"));
+            pinsight_term::out::stdout_terminal(format_args!("{frame}"));
         } else {
             if n > 0 && format == Format::Text {
                 println!();

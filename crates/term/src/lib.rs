@@ -1,9 +1,10 @@
 //! The terminal mechanics every pinsight view shares, with no domain
 //! knowledge: the terminal width ([`terminal_width`]), the one wrapper
 //! ([`wrap`], [`fill`], [`wrap80`]), display widths, binary size units
-//! ([`size`]), the HTML/XML escaper ([`escape`]) and the one terminal
-//! progress bar ([`progress::Bar`]). Each feature's views live in the
-//! feature's own crate and use these.
+//! ([`size`]), the HTML/XML escaper ([`escape`]), the one terminal
+//! progress bar ([`progress::Bar`]) and writing to stdout and stderr
+//! without panicking on a closed pipe, escaped ([`out`]). Each feature's
+//! views live in the feature's own crate and use these.
 //!
 //! The one terminal width: `$COLUMNS` when it holds a positive number (the
 //! user's override), else the width of the terminal on standard output
@@ -14,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod out;
 pub mod progress;
 pub mod size;
 

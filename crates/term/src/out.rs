@@ -1,4 +1,5 @@
-//! Writing to stdout and stderr without panicking.
+//! Writing to stdout and stderr without panicking: what the `pinsight`
+//! binary's `print!`, `println!`, `eprint!` and `eprintln!` call.
 //!
 //! std's `print!` panics when the write fails, as it does when the reader
 //! of a pipe has gone (`pinsight topo --json | head -1`: EPIPE, since Rust
@@ -105,7 +106,9 @@ pub fn finish(code: i32) -> i32 {
         .take();
     match failure {
         Some(e) => {
-            eprintln!("pinsight: error: writing standard output: {e}");
+            stderr(format_args!(
+                "pinsight: error: writing standard output: {e}\n"
+            ));
             if code == 0 {
                 1
             } else {
