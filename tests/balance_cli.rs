@@ -611,10 +611,14 @@ fn a_signal_in_any_phase_exits_128_plus_n_and_names_the_undo() {
     };
     let _moving = moving();
     let cpus = format!("{a},{b}");
-    for (sig, code, at_ms, moved) in [
-        (libc::SIGINT, 130, 700u64, false),
-        (libc::SIGHUP, 129, 700, false),
-        (libc::SIGTERM, 143, 2900, true),
+    // Each phase is waited for, not timed: the signal goes once the
+    // handlers are in place (measuring: nothing moved yet), or once the
+    // thread has moved. A busy host slows the start by seconds; a signal
+    // before the handlers would kill balance as the default action does.
+    for (sig, code, moved) in [
+        (libc::SIGINT, 130, false),
+        (libc::SIGHUP, 129, false),
+        (libc::SIGTERM, 143, true),
     ] {
         let procs = sleepers(1, &cpus);
         let pid = procs.pids()[0].clone();
@@ -634,7 +638,18 @@ fn a_signal_in_any_phase_exits_128_plus_n_and_names_the_undo() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(at_ms));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let phase = || {
+            if moved {
+                !same(&affinity(&pid), &cpus)
+            } else {
+                catches(child.id(), sig)
+            }
+        };
+        while !phase() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(phase(), "signal {sig}: the phase to signal in never came");
         pinsight_sys::process::kill(child.id() as i32, sig).unwrap();
         let o = child.wait_with_output().unwrap();
         // As words: the message may wrap at 80 columns.
@@ -663,6 +678,22 @@ fn a_signal_in_any_phase_exits_128_plus_n_and_names_the_undo() {
             assert!(same(&affinity(&pid), &cpus));
         }
     }
+}
+
+/// Whether process `pid` has a handler for `sig` (`SigCgt` of
+/// /proc/PID/status, proc(5)).
+fn catches(pid: u32, sig: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let hex = s
+                .lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))?
+                .trim()
+                .to_owned();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
 }
 
 /// Whether two CPU lists name the same CPUs (`0,1` and `0-1`).
