@@ -1569,6 +1569,16 @@ fn topo_numbers_pus_and_cores_in_tree_order_like_lstopo() {
     }
 }
 
+/// The command lines of the processes whose command line holds `marker`.
+fn running_with(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(marker))
+        .collect()
+}
+
 /// Ctrl-C / SIGTERM sent to `pinsight run` reach the program; pinsight
 /// exits 128+N and leaves no program behind.
 #[test]
@@ -1587,7 +1597,20 @@ fn run_passes_interrupts_on_and_leaves_no_program_running() {
             .stdin(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // Waited for, not timed: the program started (pinsight's handlers
+        // are in place before it starts). On a busy host a signal sent
+        // sooner kills pinsight by the default action.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // (pinsight's own command line holds the marker too.)
+        let program = || {
+            running_with(&marker)
+                .iter()
+                .any(|c| c.starts_with("sleep "))
+        };
+        while !program() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(program(), "run {policy}: the program never started");
         let started = std::time::Instant::now();
         let sent = std::process::Command::new("kill")
             .args([&format!("-{signal}"), &child.id().to_string()])
@@ -1601,12 +1624,7 @@ fn run_passes_interrupts_on_and_leaves_no_program_running() {
             "run {policy}: slow to stop"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let left: Vec<String> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-            .filter(|c| c.contains(&marker))
-            .collect();
+        let left = running_with(&marker);
         assert!(
             left.is_empty(),
             "run {policy}: program still running after SIG{signal}: {left:?}"
