@@ -2,7 +2,7 @@
 //! slower declared kinds slowed to their given speed.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_emulate::{Choice, EmulateError, Emulation, Options, Targets};
+use pinsight_emulate::{Choice, EmulateError, Options, Talk, Targets};
 use pinsight_lifecycle::interrupt;
 use pinsight_lifecycle::program::Program;
 use std::ffi::OsString;
@@ -82,7 +82,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         pinsight_emulate::start(&g.fsroot()?, &targets, &opts, &mut pb).map_err(emulate_error)?;
     if let Some(sig) = interrupt::stopped() {
         // Came as calibration ended: the restorers ran already.
-        report_failures(em.stop());
+        pinsight_emulate::shown::say_failures(em.stop());
         return Err(emulate_error(EmulateError::Interrupted(sig)));
     }
     for why in em.report().forced_past() {
@@ -90,25 +90,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             eprintln!("pinsight: warning: calibrated anyway (--force): {why}");
         }
     }
+    let talk = Talk {
+        json: g.json,
+        quiet: g.quiet,
+    };
     let exported = g.kinds.clone().unwrap_or_default();
-    let text = if g.json {
-        serde_json::to_string_pretty(em.report())
-            .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?
-    } else {
-        pinsight_emulate::view::render(em.report(), &exported)
-    };
-    let Some((program, rest)) = args.command.split_first() else {
-        return hold(em, &text, g);
-    };
-    if g.json || !g.quiet {
-        eprintln!("{}", text.trim_end());
-    }
-    let end = em.run_program(program, rest, &exported, END_WINDOWS);
-    if let Some(check) = &end.end_check {
-        report_end_check(check, g);
-    }
-    report_failures(end.failures);
-    Ok(end.code?)
+    Ok(em.run_shown(args.command.split_first(), &exported, talk)?)
 }
 
 /// The emulation asked for: its targets and options, checked (live
@@ -151,46 +138,6 @@ fn request(args: &Args, g: &Globals) -> Result<(Targets, Options), CliError> {
             })?;
     }
     Ok((targets, opts))
-}
-
-/// Without CMD: the report on stdout, then the emulation until a signal.
-fn hold(em: Emulation, text: &str, g: &Globals) -> CmdResult {
-    println!("{}", text.trim_end());
-    let talk = !g.quiet && !g.json;
-    if talk {
-        eprintln!("pinsight: emulating until Ctrl-C (or SIGTERM)");
-    }
-    let end = em.hold();
-    report_failures(end.failures);
-    if talk {
-        eprintln!("pinsight: emulation ended; every CPU is back to full speed");
-    }
-    drop(end.main);
-    Ok(end.code)
-}
-
-/// Windows of the end-of-command re-measurement.
-const END_WINDOWS: usize = 3;
-
-/// After CMD: a warning per kind that drifted beyond the tolerance, and
-/// with --json the `end_check` document on stderr after the report.
-fn report_end_check(check: &pinsight_emulate::EndCheck, g: &Globals) {
-    if g.json {
-        match serde_json::to_string(&check.document()) {
-            Ok(doc) => eprintln!("{doc}"),
-            Err(e) => eprintln!("pinsight: end check: JSON output: {e}"),
-        }
-    } else if !g.quiet {
-        for why in check.drifted() {
-            eprintln!("pinsight: warning: the emulation did not hold: {why}");
-        }
-    }
-}
-
-fn report_failures(failures: Vec<String>) {
-    for f in failures {
-        eprintln!("pinsight: {f}");
-    }
 }
 
 /// The message and exit status of an emulation that did not start.

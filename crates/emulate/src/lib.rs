@@ -35,9 +35,11 @@ pub mod cpufreq;
 pub mod duty;
 pub mod probe;
 pub mod session;
+pub mod shown;
 pub mod target;
 pub mod view;
 
+pub use shown::Talk;
 pub use target::{KindTarget, TargetError, Targets};
 
 use pinsight_sys::progress::Progress;
