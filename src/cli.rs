@@ -413,19 +413,3 @@ pub(crate) fn one_at_a_time(
         }
     }
 }
-
-/// Prints one decision of a `--watch` daemon: a JSON object with
-/// `--json`, else `text`'s line, one per decision for the journal and
-/// wrapped at 80 columns on a terminal. An empty line prints nothing.
-pub fn journal_line<T: serde::Serialize>(g: &Globals, d: &T, text: impl FnOnce() -> String) {
-    let line = if g.json {
-        serde_json::to_string(d).unwrap_or_default()
-    } else if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        wrap80(&text())
-    } else {
-        text()
-    };
-    if !line.is_empty() {
-        println!("{line}");
-    }
-}

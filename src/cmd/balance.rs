@@ -8,6 +8,7 @@ use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::state::{state_path, StatePathError};
 use pinsight_launch::rebalance::{self, select::Selector, Input, RebalanceError, Request};
 use pinsight_launch::view::balance as view;
+use pinsight_load::journal::Journal;
 use pinsight_model::Topology;
 use pinsight_sys::FsRoot;
 use std::path::PathBuf;
@@ -177,23 +178,9 @@ fn watch(args: &Args, g: &Globals, fs: &FsRoot, topo: &Topology, req: &Request) 
         interval: args.interval,
         intervals: args.count,
     };
-    if !g.json && !g.quiet {
-        println!("{}", view::watch_start(&opts, &state));
-    }
-    // One line per decision that changed something, for the journal.
-    let mut line = |d: &rebalance::watch::Decision| {
-        if d.is_news() {
-            crate::cli::journal_line(g, d, || view::decision(d));
-        }
-    };
-    let end =
-        rebalance::watch::run(fs, topo, req, &opts, &state, &mut line).map_err(balance_error)?;
-    if g.json {
-        println!("{}", serde_json::to_string(&end).unwrap_or_default());
-    } else if !g.quiet {
-        print!("{}", view::watch_end(&end, &state));
-    }
-    Ok(end.exit_code())
+    let journal = Journal::stdout(g.json, g.quiet);
+    let end = rebalance::watch::run_journaled(fs, topo, req, &opts, &state, journal);
+    Ok(end.map_err(balance_error)?.exit_code())
 }
 
 /// The library's request from the flags (the state file's default path

@@ -7,6 +7,8 @@ use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
 use pinsight_load::irq::{self, IrqError, IrqView, Move, PerCpuThread, Target};
 use pinsight_load::irq_watch;
+use pinsight_load::journal::Journal;
+use pinsight_load::view;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -134,7 +136,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let fs = g.fsroot()?;
     let view = irq::view(&fs).map_err(|e| irq_error(e, &args))?;
     if !acting {
-        g.print_json_or(&view, || pinsight_load::view::irq_table(&view, args.all))?;
+        g.print_json_or(&view, || view::irq_table(&view, args.all))?;
         return Ok(0);
     }
     if let Some(file) = &args.restore {
@@ -181,7 +183,7 @@ fn apply(
         state: args.state.clone(),
     };
     let done = irq::carry_out(fs, moves, kept, &how).map_err(|e| irq_error(e, args))?;
-    g.print_json_or(&done, || pinsight_load::view::irq_moved(&done))?;
+    g.print_json_or(&done, || view::irq_moved(&done))?;
     Ok(0)
 }
 
@@ -194,7 +196,7 @@ fn refuse_irqbalance(args: &Args, g: &Globals, view: &IrqView) -> Result<(), Cli
              (systemctl stop irqbalance) or give --force; nothing changed"
         ))),
         Some(pid) if !g.quiet => {
-            eprintln!("{}", pinsight_load::view::irqbalance_warning(pid));
+            eprintln!("{}", view::irqbalance_warning(pid));
             Ok(())
         }
         _ => Ok(()),
@@ -219,24 +221,9 @@ fn watch(
         interval: args.interval,
         intervals: args.count,
     };
-    if !g.json && !g.quiet {
-        println!(
-            "{}",
-            pinsight_load::view::irq_watch_start(args.interval, &state)
-        );
-    }
-    let mut line = |d: &irq_watch::Decision| {
-        if !d.is_quiet() {
-            crate::cli::journal_line(g, d, || pinsight_load::view::irq_decision(d));
-        }
-    };
+    let journal = Journal::stdout(g.json, g.quiet);
     let only = args.irqs.as_deref();
-    let end = irq_watch::run(fs, only, target, caps, &opts, &state, &mut line)
+    let end = irq_watch::run_journaled(fs, only, target, caps, &opts, &state, journal)
         .map_err(|e| irq_error(e, args))?;
-    if g.json {
-        println!("{}", serde_json::to_string(&end).unwrap_or_default());
-    } else if !g.quiet {
-        print!("{}", pinsight_load::view::irq_watch_end(&end, &state));
-    }
-    Ok(end.signal.map_or(0, pinsight_lifecycle::exit::signal_code))
+    Ok(end.exit_code())
 }

@@ -18,6 +18,8 @@
 //! back and removes the file. IRQs that vanish are forgotten.
 
 use crate::irq::{self, IrqError, Move, SavedState, Target};
+use crate::journal::Journal;
+use crate::view;
 use pinsight_cpuset::CpuSet;
 use pinsight_sys::FsRoot;
 use serde::Serialize;
@@ -79,6 +81,13 @@ pub struct End {
     pub state_removed: bool,
 }
 
+impl End {
+    /// The exit code: 128 + the signal that stopped the daemon, else 0.
+    pub fn exit_code(&self) -> i32 {
+        self.signal.map_or(0, pinsight_lifecycle::exit::signal_code)
+    }
+}
+
 fn now_s() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -131,6 +140,30 @@ impl Saved {
         }
         (ok, failed)
     }
+}
+
+/// [`run`] with its journal on stdout (through [`pinsight_term::out`]):
+/// the opening line, a line per decision that is not quiet
+/// ([`Decision::is_quiet`]) and the ending, as `journal` writes them.
+pub fn run_journaled(
+    fs: &FsRoot,
+    only: Option<&[u32]>,
+    target: &Target,
+    capacity: &BTreeMap<usize, f64>,
+    opts: &Options,
+    state_path: &Path,
+    journal: Journal,
+) -> Result<End, IrqError> {
+    let say = |text: String| pinsight_term::out::stdout(format_args!("{text}"));
+    say(journal.start(|| view::irq_watch_start(opts.interval, state_path)));
+    let mut line = |d: &Decision| {
+        if !d.is_quiet() {
+            say(journal.line(d, || view::irq_decision(d)));
+        }
+    };
+    let end = run(fs, only, target, capacity, opts, state_path, &mut line)?;
+    say(journal.end(&end, || view::irq_watch_end(&end, state_path)));
+    Ok(end)
 }
 
 /// Runs the daemon until a signal (or `opts.intervals`): `only` the IRQs

@@ -7,7 +7,8 @@
 //! - [`progress`]: each task's progress by capacity and the imbalance
 //!   between the tasks that want a whole CPU (pure);
 //! - [`interrupts`]: the parsers of `/proc/interrupts` and `/proc/softirqs`;
-//! - [`irq`]: which IRQs land where, and moving them with a saved state.
+//! - [`irq`]: which IRQs land where, and moving them with a saved state;
+//! - [`journal`]: what a daemon (`irq --watch`, `balance --watch`) prints.
 //!
 //! It measures and returns data; [`view`] lays it out for the terminal
 //! (and OpenMetrics).
@@ -16,6 +17,7 @@
 pub mod interrupts;
 pub mod irq;
 pub mod irq_watch;
+pub mod journal;
 pub mod progress;
 pub mod report;
 pub mod sample;

@@ -31,7 +31,9 @@ use super::load::{self, LoadView};
 use super::select::{self, Task};
 use super::state::{self, RestoreReport, SavedThread, State};
 use super::{assign, plan_over, Outcome, RebalanceError, Request};
+use crate::view::balance as view;
 use pinsight_cpuset::CpuSet;
+use pinsight_load::journal::Journal;
 use pinsight_model::Topology;
 use pinsight_sys::FsRoot;
 use pinsight_sys::{affinity, procfs};
@@ -315,6 +317,29 @@ pub fn run(
         restored,
         state_removed,
     })
+}
+
+/// [`run`] with its journal on stdout (through [`pinsight_term::out`]):
+/// the opening line, a line per decision that changed something
+/// ([`Decision::is_news`]) and the ending, as `journal` writes them.
+pub fn run_journaled(
+    fs: &FsRoot,
+    topo: &Topology,
+    req: &Request,
+    opts: &Options,
+    state_path: &Path,
+    journal: Journal,
+) -> Result<End, RebalanceError> {
+    let say = |text: String| pinsight_term::out::stdout(format_args!("{text}"));
+    say(journal.start(|| view::watch_start(opts, state_path)));
+    let mut line = |d: &Decision| {
+        if d.is_news() {
+            say(journal.line(d, || view::decision(d)));
+        }
+    };
+    let end = run(fs, topo, req, opts, state_path, &mut line)?;
+    say(journal.end(&end, || view::watch_end(&end, state_path)));
+    Ok(end)
 }
 
 /// A task's key: its PID, and its TID when the task is one thread.
