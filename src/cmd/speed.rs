@@ -3,8 +3,8 @@
 
 use crate::{cli::check_output_file, cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_model::Topology;
-use pinsight_speed::request::{notes_before, write_weights, Request, RequestError};
-use pinsight_speed::{Choice, Kernel, MemoryError, SpeedReport};
+use pinsight_speed::request::{notes_before, write_weights, Input, Request};
+use pinsight_speed::{Kernel, SpeedReport};
 use pinsight_term::wrap80;
 use std::path::PathBuf;
 
@@ -66,7 +66,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     };
     let session = request
         .session(&topo, &g.fsroot()?)
-        .map_err(request_error)?;
+        .map_err(|e| CliError::usage(e.named(&flag)))?;
     // Checked now, not after minutes of measuring.
     if let Some(path) = &args.weights {
         check_output_file(path, "--export-weights")?;
@@ -114,19 +114,12 @@ fn show(args: &Args, g: &Globals, topo: &Topology, report: &SpeedReport) -> CmdR
     Ok(0)
 }
 
-/// A request refused before anything runs, worded with the flag to change.
-fn request_error(e: RequestError) -> CliError {
-    CliError::usage(match e {
-        RequestError::NoKernels => "--kernels: give at least one of int, fp, mem".to_string(),
-        RequestError::ZeroMemory => "--mem-mib 0: give a buffer size of at least 1 MiB".to_string(),
-        RequestError::Select(e) => match e.choice() {
-            Choice::Cpus => format!("--cpus {}", e.after_choice()),
-            Choice::PerKind => format!("--per-kind {}", e.after_choice()),
-        },
-        RequestError::Memory(e @ MemoryError::TooBig { mib, .. }) => format!(
-            "--mem-mib {mib}: the pointer-chase buffer would not fit in memory: {}; \
-             give a smaller size or leave --mem-mib out (default: 4x the largest L2)",
-            e.room()
-        ),
-    })
+/// The flag of each input of the request.
+fn flag(input: Input) -> &'static str {
+    match input {
+        Input::Cpus => "--cpus",
+        Input::PerKind => "--per-kind",
+        Input::Kernels => "--kernels",
+        Input::MemMib => "--mem-mib",
+    }
 }

@@ -6,7 +6,9 @@
 //! [`SpeedSession::run`] and names its own flags in the errors.
 
 use crate::session::{chase_buffer_bytes, SpeedSession, TIME_SHARE_NOTE};
-use crate::{default_mem_bytes, select_cpus, Kernel, MemoryError, SelectError, SpeedReport};
+use crate::{
+    default_mem_bytes, select_cpus, Choice, Kernel, MemoryError, SelectError, SpeedReport,
+};
 use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::output::OutputError;
 use pinsight_model::Topology;
@@ -48,6 +50,50 @@ pub enum RequestError {
     /// The chase buffer would not fit in memory.
     #[error(transparent)]
     Memory(#[from] MemoryError),
+}
+
+/// An input of a [`Request`], for a front end to name (by its flag) in
+/// [`RequestError::named`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// [`Request::cpus`].
+    Cpus,
+    /// [`Request::per_kind`].
+    PerKind,
+    /// [`Request::kernels`].
+    Kernels,
+    /// [`Request::mem_mib`].
+    MemMib,
+}
+
+impl RequestError {
+    /// The input to change.
+    pub fn input(&self) -> Input {
+        match self {
+            RequestError::NoKernels => Input::Kernels,
+            RequestError::ZeroMemory | RequestError::Memory(_) => Input::MemMib,
+            RequestError::Select(e) => match e.choice() {
+                Choice::Cpus => Input::Cpus,
+                Choice::PerKind => Input::PerKind,
+            },
+        }
+    }
+
+    /// The refusal worded after the input at fault, as `name` names it:
+    /// `--mem-mib 0: give a buffer size of at least 1 MiB`.
+    pub fn named(&self, name: &dyn Fn(Input) -> &'static str) -> String {
+        let input = name(self.input());
+        match self {
+            RequestError::NoKernels => format!("{input}: give at least one of int, fp, mem"),
+            RequestError::ZeroMemory => format!("{input} 0: give a buffer size of at least 1 MiB"),
+            RequestError::Select(e) => format!("{input} {}", e.after_choice()),
+            RequestError::Memory(e @ MemoryError::TooBig { mib, .. }) => format!(
+                "{input} {mib}: the pointer-chase buffer would not fit in memory: {}; \
+                 give a smaller size or leave {input} out (default: 4x the largest L2)",
+                e.room()
+            ),
+        }
+    }
 }
 
 impl Request {
@@ -146,7 +192,26 @@ mod tests {
             mem_mib: Some(usize::MAX),
             ..all()
         };
-        assert!(matches!(ask(huge), Some(RequestError::Memory(_))));
+        let refused = ask(huge).unwrap();
+        assert!(matches!(refused, RequestError::Memory(_)));
+        let flag = |i: Input| match i {
+            Input::MemMib => "-m",
+            _ => "?",
+        };
+        let named = refused.named(&flag);
+        assert!(
+            named.starts_with(&format!("-m {}: the pointer-chase buffer", usize::MAX))
+                && named.contains("leave -m out (default: 4x the largest L2)"),
+            "{named}"
+        );
+        assert_eq!(
+            RequestError::ZeroMemory.named(&flag),
+            "-m 0: give a buffer size of at least 1 MiB"
+        );
+        assert_eq!(
+            RequestError::Select(SelectError::ZeroPerKind).input(),
+            Input::PerKind
+        );
         let s = Request {
             per_kind: Some(1),
             budget: Some(Duration::from_secs(4)),
