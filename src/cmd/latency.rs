@@ -3,15 +3,15 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_cpuset::CpuSet;
-use pinsight_latency::measure::{self, list_or_none, Method};
-use pinsight_latency::report::{self as report, FromFileError, JsonReport, Origin};
-use pinsight_latency::request::{setup, Request};
+use pinsight_latency::measure::{self, Method};
+use pinsight_latency::report::{self as report, JsonReport, Origin};
+use pinsight_latency::request::{setup, Input, Request};
 use pinsight_latency::view::export::{Export, Exports};
 use pinsight_latency::view::{self as render, KindBand};
 use pinsight_latency_model::{domains, DomainTree, LatencyMatrix};
 use pinsight_sys::FsRoot;
 use pinsight_term::wrap80;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Measure the latency between every pair of CPUs (a cache line bounced
@@ -99,14 +99,9 @@ pub struct Args {
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     // Before anything is measured: a missing directory must not cost a
     // whole measurement.
-    exports(&args).check().map_err(|e| {
-        let flag = match e.file {
-            Export::Csv => "--export-csv",
-            Export::Svg => "--export-svg",
-            Export::Png => "--export-png",
-        };
-        CliError::usage(format!("{flag} {e}"))
-    })?;
+    exports(&args)
+        .check()
+        .map_err(|e| CliError::usage(e.named(&flag)))?;
     // Likewise the kind bands of the charts: a bad `--kinds` is refused
     // before measuring, never dropped in silence afterwards.
     let bands = if exports(&args).charts() {
@@ -115,7 +110,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         Vec::new()
     };
     let (matrix, origin) = match &args.from_csv {
-        Some(path) => load(path, args.benchmark, args.cpus.as_ref())?,
+        // Any problem with the file is the user's input: exit 2.
+        Some(path) => report::from_file(path, args.benchmark, args.cpus.as_ref())
+            .map_err(|e| CliError::usage(e.named(&flag)))?,
         None => measure_here(&args, g)?,
     };
     let tree = domains(&matrix);
@@ -153,22 +150,17 @@ fn show(
     Ok(0)
 }
 
-/// Matrix number `benchmark` of `--latency`, restricted to `--cpus` if
-/// given. Any problem with the file is the user's input: exit 2.
-fn load(
-    path: &Path,
-    benchmark: Option<usize>,
-    requested: Option<&CpuSet>,
-) -> Result<(LatencyMatrix, Origin), CliError> {
-    report::from_file(path, benchmark, requested).map_err(|e| {
-        CliError::usage(match &e {
-            FromFileError::Load(_) => format!("--latency {e}"),
-            FromFileError::NoSuchMatrix { index, .. } => format!("--benchmark {index}: {e}"),
-            FromFileError::CpusNotInFile { asked, .. } | FromFileError::TooFewCpus { asked } => {
-                format!("--cpus {asked}: {e}")
-            }
-        })
-    })
+/// The flag of each input.
+fn flag(input: Input) -> &'static str {
+    match input {
+        Input::Cpus => "--cpus",
+        Input::Runs => "--runs",
+        Input::Matrix => "--latency",
+        Input::Benchmark => "--benchmark",
+        Input::Export(Export::Csv) => "--export-csv",
+        Input::Export(Export::Svg) => "--export-svg",
+        Input::Export(Export::Png) => "--export-png",
+    }
 }
 
 /// The matrix measured here, as `args` ask.
@@ -177,7 +169,6 @@ fn measure_here(args: &Args, g: &Globals) -> Result<(LatencyMatrix, Origin), Cli
         "latency is measured",
         "--fsroot and --hwloc-xml go with --latency FILE only (to draw a matrix recorded there with its core kinds)",
     )?;
-    let vm = pinsight_topology::vm::detect(&FsRoot::live());
     let request = Request {
         cpus: args.cpus.clone(),
         method: args.method,
@@ -186,28 +177,22 @@ fn measure_here(args: &Args, g: &Globals) -> Result<(LatencyMatrix, Origin), Cli
         max_time_per_pair: args.max_time_per_pair,
         budget: args.budget,
         runs: args.runs,
-        virtual_machine: vm.is_some(),
+        virtual_machine: pinsight_topology::vm::detect(&FsRoot::live()).map(|vm| vm.note()),
     };
     // The request at fault: the user's --cpus (exit 2); else the machine or
     // the process (exit 1).
-    let (config, runs) = setup(&request, &FsRoot::live()).map_err(|e| match e.requested() {
-        Some(req) => CliError::usage(format!("--cpus {}: {e}", list_or_none(req))),
+    let setup = setup(&request, &FsRoot::live()).map_err(|e| match e.named(&flag) {
+        Some(message) => CliError::usage(message),
         None => CliError::runtime(e.to_string()),
     })?;
-    if let (Some(vm), false) = (&vm, g.quiet) {
-        eprintln!("{}", wrap80(&format!("pinsight: {}", vm.note())));
+    if !g.quiet {
+        for note in setup.notes(&flag) {
+            eprintln!("{}", wrap80(&format!("pinsight: {note}")));
+        }
     }
-    if let (Some(gap), false) = (runs.spacing, g.quiet) {
-        let note = format!(
-            "pinsight: virtual machine: {} runs, {:.1} s apart, to show the drift (--runs N)",
-            runs.repeats,
-            gap.as_secs_f64()
-        );
-        eprintln!("{}", wrap80(&note));
-    }
-    let measurement = measure::measure_with_progress(&config, &mut crate::cli::progress(g))
+    let measurement = measure::measure_with_progress(&setup.config, &mut crate::cli::progress(g))
         .map_err(|e| CliError::runtime(e.to_string()))?;
-    Ok(Origin::measured(measurement, config))
+    Ok(Origin::measured(measurement, setup.config))
 }
 
 /// The kind bands drawn beside a chart: none for a matrix loaded from a
@@ -226,8 +211,10 @@ mod tests {
     use super::*;
     use clap::Parser;
     use pinsight_latency::measure::{choose_cpus, usable_cpus, MeasureConfig, Measurement};
+    use pinsight_latency::report::from_file as load;
     use pinsight_latency::LoadMatrix;
     use pinsight_latency_model::DomainTree;
+    use std::path::Path;
 
     /// The view `run` prints, as into a file (no colour, 200 columns).
     fn human(m: &LatencyMatrix, origin: &Origin, tree: &DomainTree) -> String {

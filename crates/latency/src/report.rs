@@ -6,6 +6,7 @@
 
 use crate::file::{LoadError, LoadMatrix};
 use crate::measure::{MeasureConfig, Measurement};
+use crate::request::{Input, Names};
 use pinsight_cpuset::CpuSet;
 use pinsight_latency_model::{DomainTree, LatencyMatrix, RunToRun};
 use pinsight_measure::Disturbance;
@@ -178,6 +179,22 @@ pub enum FromFileError {
     TooFewCpus { asked: CpuSet },
 }
 
+impl FromFileError {
+    /// The message after the input at fault, named by `name`: the file,
+    /// the matrix number asked for, or the CPUs asked for.
+    pub fn named(&self, name: Names<'_>) -> String {
+        match self {
+            FromFileError::Load(_) => format!("{} {self}", name(Input::Matrix)),
+            FromFileError::NoSuchMatrix { index, .. } => {
+                format!("{} {index}: {self}", name(Input::Benchmark))
+            }
+            FromFileError::CpusNotInFile { asked, .. } | FromFileError::TooFewCpus { asked } => {
+                format!("{} {asked}: {self}", name(Input::Cpus))
+            }
+        }
+    }
+}
+
 /// A matrix number that is not one: not a whole number from 1 to
 /// [`MAX_MATRIX_NUMBER`] (the text as given).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -342,6 +359,30 @@ mod tests {
         for bad in ["0", "1001", "x", "-1"] {
             assert_eq!(matrix_number(bad), Err(MatrixNumberError(bad.to_owned())));
         }
+    }
+
+    #[test]
+    fn a_file_error_names_the_input_at_fault() {
+        let flag = |i: Input| match i {
+            Input::Cpus => "-c",
+            Input::Benchmark => "-b",
+            _ => "?",
+        };
+        let asked = CpuSet::parse_list("3").unwrap();
+        assert_eq!(
+            FromFileError::TooFewCpus { asked }.named(&flag),
+            "-c 3: a latency matrix needs at least 2 CPUs"
+        );
+        let none = FromFileError::NoSuchMatrix {
+            index: 4,
+            path: "m.csv".into(),
+            count: 1,
+            list: "1 (lines 1-3, 3 CPUs)".into(),
+        };
+        assert_eq!(
+            none.named(&flag),
+            "-b 4: m.csv holds 1 matrix: 1 (lines 1-3, 3 CPUs)"
+        );
     }
 
     #[test]

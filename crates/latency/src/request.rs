@@ -6,9 +6,10 @@
 //! names the flag.
 
 use crate::measure::{
-    choose_cpus, usable_cpus, CpuChoiceError, MeasureConfig, MeasureError, Method,
+    choose_cpus, list_or_none, usable_cpus, CpuChoiceError, MeasureConfig, MeasureError, Method,
 };
 use crate::report::{runs_for, Runs};
+use crate::view::export::Export;
 use pinsight_cpuset::CpuSet;
 use pinsight_sys::FsRoot;
 use std::time::Duration;
@@ -27,8 +28,60 @@ pub struct Request {
     /// Runs asked for; `None`: the user did not choose (one, or
     /// [`crate::report::VM_RUNS`] on a virtual machine).
     pub runs: Option<usize>,
-    /// This machine is virtual.
-    pub virtual_machine: bool,
+    /// When this machine is virtual, the note saying so
+    /// (`pinsight_topology::vm::VmInfo::note`); `None`: not virtual.
+    pub virtual_machine: Option<String>,
+}
+
+/// An input of the `latency` command, for a front end to name (by its
+/// flag) in the errors' `named`: [`SetupError::named`],
+/// [`FromFileError::named`](crate::report::FromFileError::named),
+/// [`Unwritable::named`](crate::view::export::Unwritable::named), and in
+/// [`Setup::notes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The CPUs asked for ([`Request::cpus`]).
+    Cpus,
+    /// The runs asked for ([`Request::runs`]).
+    Runs,
+    /// A matrix file shown instead of measuring.
+    Matrix,
+    /// Which matrix of that file.
+    Benchmark,
+    /// A file written besides the output.
+    Export(Export),
+}
+
+/// How a front end names an input (its flag).
+pub type Names<'a> = &'a dyn Fn(Input) -> &'static str;
+
+/// A measurement set up by [`setup`]: what to measure with, and what to
+/// say first.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// What to measure with.
+    pub config: MeasureConfig,
+    /// The runs chosen (spaced when chosen for a virtual machine).
+    pub runs: Runs,
+    /// The virtual machine's note, as the request gave it.
+    vm_note: Option<String>,
+}
+
+impl Setup {
+    /// What to say before measuring, one line each, unwrapped: that the
+    /// machine is virtual (its note), and the spaced runs chosen for it,
+    /// with the input that chooses them named by `name`.
+    pub fn notes(&self, name: Names<'_>) -> Vec<String> {
+        let spaced = self.runs.spacing.map(|gap| {
+            format!(
+                "virtual machine: {} runs, {:.1} s apart, to show the drift ({} N)",
+                self.runs.repeats,
+                gap.as_secs_f64(),
+                name(Input::Runs)
+            )
+        });
+        self.vm_note.iter().cloned().chain(spaced).collect()
+    }
 }
 
 /// Why no measurement could be set up.
@@ -52,17 +105,31 @@ impl SetupError {
             SetupError::Machine(_) => None,
         }
     }
+
+    /// The message after the CPUs asked for, named by `name`, when the
+    /// request is at fault ([`SetupError::requested`]); `None` when the
+    /// machine or the process is (the message is the error's own).
+    pub fn named(&self, name: Names<'_>) -> Option<String> {
+        let asked = self.requested()?;
+        Some(format!(
+            "{} {}: {self}",
+            name(Input::Cpus),
+            list_or_none(asked)
+        ))
+    }
 }
 
 /// The configuration to measure `request` with on the machine of `fs`,
-/// and the runs chosen (spaced when chosen for a virtual machine).
-pub fn setup(request: &Request, fs: &FsRoot) -> Result<(MeasureConfig, Runs), SetupError> {
+/// the runs chosen (spaced when chosen for a virtual machine) and what to
+/// say about them.
+pub fn setup(request: &Request, fs: &FsRoot) -> Result<Setup, SetupError> {
     let (online, allowed) = usable_cpus(fs)?;
     let cpus = choose_cpus(request.cpus.as_ref(), &online, &allowed)?;
+    let virtual_machine = request.virtual_machine.is_some();
     let runs = runs_for(
         request.runs.unwrap_or(1),
         request.runs.is_some(),
-        request.virtual_machine,
+        virtual_machine,
         request.budget,
     );
     let config = MeasureConfig {
@@ -74,10 +141,14 @@ pub fn setup(request: &Request, fs: &FsRoot) -> Result<(MeasureConfig, Runs), Se
         budget: request.budget,
         repeats: runs.repeats,
         spacing: runs.spacing,
-        virtual_machine: request.virtual_machine,
+        virtual_machine,
         ..MeasureConfig::default()
     };
-    Ok((config, runs))
+    Ok(Setup {
+        config,
+        runs,
+        vm_note: request.virtual_machine.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -93,7 +164,7 @@ mod tests {
             max_time_per_pair: Duration::from_millis(5),
             budget: Some(Duration::from_secs(6)),
             runs: runs_given.then_some(1),
-            virtual_machine: vm,
+            virtual_machine: vm.then(|| "virtual machine (test)".to_string()),
         }
     }
 
@@ -102,20 +173,35 @@ mod tests {
         let fs = FsRoot::live();
         let far = CpuSet::parse_list("0,100000").unwrap();
         match setup(&request(Some(far.clone()), false, false), &fs) {
-            Err(e @ SetupError::Cpus(_)) => assert_eq!(e.requested(), Some(&far)),
+            Err(e @ SetupError::Cpus(_)) => {
+                assert_eq!(e.requested(), Some(&far));
+                let named = e.named(&|_| "-c").unwrap();
+                assert!(named.starts_with("-c 0,100000: "), "{named}");
+            }
             other => panic!("{other:?}"),
         }
         let (online, allowed) = usable_cpus(&fs).unwrap();
         if choose_cpus(None, &online, &allowed).is_err() {
             return;
         }
-        let (config, runs) = setup(&request(None, true, false), &fs).unwrap();
+        let s = setup(&request(None, true, false), &fs).unwrap();
         assert_eq!(
-            (config.repeats, runs.spacing),
+            (s.config.repeats, s.runs.spacing),
             (3, Some(Duration::from_secs(2)))
         );
-        assert!(config.virtual_machine && config.cpus.len() >= 2);
-        let (config, runs) = setup(&request(None, true, true), &fs).unwrap();
-        assert_eq!((config.repeats, runs.spacing), (1, None));
+        assert!(s.config.virtual_machine && s.config.cpus.len() >= 2);
+        let flag = |i: Input| if i == Input::Runs { "-r" } else { "?" };
+        assert_eq!(
+            s.notes(&flag),
+            [
+                "virtual machine (test)",
+                "virtual machine: 3 runs, 2.0 s apart, to show the drift (-r N)"
+            ]
+        );
+        let s = setup(&request(None, true, true), &fs).unwrap();
+        assert_eq!((s.config.repeats, s.runs.spacing), (1, None));
+        assert_eq!(s.notes(&flag), ["virtual machine (test)"]);
+        let s = setup(&request(None, false, false), &fs).unwrap();
+        assert!(s.notes(&flag).is_empty() && !s.config.virtual_machine);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::chart::{write_png, write_svg, ChartError, ChartOptions, KindBand};
 use crate::report::{chart_title, csv_comment, Origin};
+use crate::request::{Input, Names};
 use pinsight_latency_model::LatencyMatrix;
 use pinsight_lifecycle::output::OutputError;
 use std::path::{Path, PathBuf};
@@ -80,6 +81,13 @@ pub struct Unwritable {
     pub file: Export,
     pub path: PathBuf,
     pub error: OutputError,
+}
+
+impl Unwritable {
+    /// The message after the file's input, named by `name`.
+    pub fn named(&self, name: Names<'_>) -> String {
+        format!("{} {self}", name(Input::Export(self.file)))
+    }
 }
 
 /// Why a file could not be written.
@@ -159,6 +167,11 @@ mod tests {
         };
         let e = to.check().unwrap_err();
         assert_eq!(e.file, Export::Svg);
+        let flag = |i: Input| match i {
+            Input::Export(Export::Svg) => "--svg",
+            _ => "?",
+        };
+        assert!(e.named(&flag).starts_with("--svg "), "{e}");
         assert!(
             e.to_string()
                 .contains("m.svg: cannot write there: directory "),
