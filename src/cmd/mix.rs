@@ -6,7 +6,7 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest};
-use pinsight_sched::view::notices;
+use pinsight_sched::view::{self, notices};
 use pinsight_term::wrap80;
 use std::path::PathBuf;
 
@@ -103,34 +103,22 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         );
     }
     match opened.run(&fs, &mut crate::cli::progress(g)) {
-        Ok(result) => show(&args, g, &opened.spec, &result, &opened.journal_path),
+        Ok(result) => show(&args, g, &opened, &result),
         Err(e) => mix_error(e, &opened.journal_path),
     }
 }
 
 /// The result: the exports, then JSON or the tables on stdout, then the
 /// notes of disturbed measurements on stderr.
-fn show(
-    args: &Args,
-    g: &Globals,
-    spec: &mix::MixSpec,
-    result: &mix::MixResult,
-    journal_path: &std::path::Path,
-) -> CmdResult {
-    if g.json || !args.export.files().is_empty() {
-        let json = pinsight_sched::view::mix::document(spec, result, journal_path);
-        args.export.write(&pinsight_sched::view::mix::Export {
-            result,
-            repeat: spec.repeat,
-            json: &json,
-        })?;
-        if g.json {
-            g.print_json(&json)?;
-        }
-    }
-    if !g.json {
-        print!("{}", pinsight_sched::view::mix::mix(result, spec.repeat));
-    }
+fn show(args: &Args, g: &Globals, opened: &mix::Opened, result: &mix::MixResult) -> CmdResult {
+    let repeat = opened.spec.repeat;
+    let json = view::mix::document(&opened.spec, result, &opened.journal_path);
+    args.export.write(&view::mix::Export {
+        result,
+        repeat,
+        json: &json,
+    })?;
+    g.print_json_or(&json, || view::mix::mix(result, repeat))?;
     if !g.quiet {
         eprint!("{}", notices("warning", &result.notes));
     }

@@ -5,7 +5,6 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_sched::run::{self, Outcome, RunError, Target};
-use pinsight_sched::sf::SfFallback;
 use pinsight_sched::view::notices;
 use pinsight_sched::{Config, ManageError};
 use pinsight_sched_model::Policy;
@@ -103,11 +102,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         .map_err(|e| crate::errors::capacity_error("sched", e))?;
     let (sf, fallback) = pinsight_sched::sf::choose(given, &policy, &topo)?;
     if let (Some(f), false) = (&fallback, g.quiet) {
-        let note = match f {
-            SfFallback::Counters { .. } => format!("no --sf given: {f}"),
-            SfFallback::Unavailable { .. } => format!("no --sf given and {f}; give --sf NAME=X"),
-        };
-        eprint!("{}", notices("note", &[note]));
+        eprint!("{}", notices("note", &[f.note("--sf")]));
     }
     let fs = g.fsroot()?;
     // After a signal, this thread restores the affinities and prints the

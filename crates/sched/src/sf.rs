@@ -264,6 +264,18 @@ impl fmt::Display for SfFallback {
     }
 }
 
+impl SfFallback {
+    /// The note for a run given no SF, with the input that gives SFs named
+    /// by `sf` (its flag): what happens instead, and, where every thread
+    /// ranks alike, to give them.
+    pub fn note(&self, sf: &str) -> String {
+        match self {
+            SfFallback::Counters { .. } => format!("no {sf} given: {self}"),
+            SfFallback::Unavailable { .. } => format!("no {sf} given and {self}; give {sf} NAME=X"),
+        }
+    }
+}
+
 /// Where `policy` gets its SFs: `given` when it names any program; else,
 /// for TO and ACFS (which rank by SF), per-thread counters of the kinds of
 /// `topo` (`pinsight sf`'s sampler under the measurement root) when this
@@ -313,6 +325,11 @@ mod tests {
         let (_, why) = choose(GivenSf::new(), &Policy::acfs(0.2), &topo).unwrap();
         let why = why.expect("ACFS without SFs says how it ranks");
         assert!(why.to_string().contains("acfs"), "{why}");
+        let note = why.note("-s");
+        assert!(note.starts_with("no -s given"), "{note}");
+        if let SfFallback::Unavailable { .. } = why {
+            assert!(note.ends_with("; give -s NAME=X"), "{note}");
+        }
     }
 
     fn prog(position: usize, name: &str) -> ProgramRef<'_> {
