@@ -79,11 +79,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     })
     .map_err(run_error)?;
     let shown = outcome::write(made).map_err(|e| CliError::runtime(e.to_string()))?;
-    if g.json {
-        g.print_json(&shown.data)?;
-    } else {
-        print!("{}", shown.summary);
-    }
+    g.print_json_or(&shown.data, || shown.summary)?;
     Ok(0)
 }
 

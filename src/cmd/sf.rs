@@ -109,11 +109,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     if !g.quiet {
         eprint!("{}", notices("warning", &m.warnings));
     }
-    if g.json {
-        g.print_json(&m.document(&req))?;
-    } else {
-        print!("{}", view::sf::measured(&m, &req));
-    }
+    g.print_json_or(&m.document(&req), || view::sf::measured(&m, &req))?;
     // The program: stopped on a signal (it was passed on), else waited
     // for (--duration ended before it), with its status as ours.
     if m.program_running() && !g.quiet {
@@ -172,10 +168,6 @@ fn from_compare(path: &std::path::Path, g: &Globals) -> CmdResult {
         eprint!("{}", notices("warning", &j.warnings));
         eprint!("{}", notices("note", sf.note.as_slice()));
     }
-    if g.json {
-        g.print_json(&sf)?;
-    } else {
-        print!("{}", view::sf::from_compare(&sf));
-    }
+    g.print_json_or(&sf, || view::sf::from_compare(&sf))?;
     Ok(0)
 }

@@ -110,11 +110,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             _ => CliError::runtime(format!("simulate {e}")),
         },
     )?;
-    if g.json {
-        g.print_json(&cfg.report(source, &results))?;
-    } else {
-        print!("{}", pinsight_sched::view::simulate::render(&cfg, &results));
-    }
+    g.print_json_or(&cfg.report(source, &results), || {
+        pinsight_sched::view::simulate::render(&cfg, &results)
+    })?;
     Ok(0)
 }
 

@@ -63,20 +63,12 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     check(name, &params).map_err(|e| CliError::usage(workload_error_message(&e)))?;
     let outcome = run_with_progress(name, &params, &mut crate::cli::progress(g));
     let outcome = outcome.map_err(|e| CliError::runtime(workload_error_message(&e)))?;
-    if g.json {
-        g.print_json(&outcome)?;
-    } else {
-        print!("{}", pinsight_workload::view::report(&outcome));
-    }
+    g.print_json_or(&outcome, || pinsight_workload::view::report(&outcome))?;
     Ok(0)
 }
 
 fn list(g: &Globals) -> CmdResult {
-    if g.json {
-        g.print_json(&WORKLOADS)?;
-        return Ok(0);
-    }
-    print!("{}", pinsight_workload::view::list(WORKLOADS));
+    g.print_json_or(&WORKLOADS, || pinsight_workload::view::list(WORKLOADS))?;
     Ok(0)
 }
 
