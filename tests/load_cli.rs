@@ -27,14 +27,6 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-fn golden(name: &str, actual: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, actual));
-}
-
 fn recorded_load(json: bool) -> Out {
     let m = machine();
     let after = data().join("after");
@@ -48,7 +40,7 @@ fn recorded_load(json: bool) -> Out {
 #[test]
 fn recorded_load_is_the_golden() {
     let o = recorded_load(false);
-    golden("load_hot_irq", &o.stdout);
+    pinsight_testkit::golden!("load_hot_irq", &o.stdout);
     for line in o.stdout.lines() {
         assert!(line.chars().count() <= 80, "wider than 80: {line}");
     }
@@ -61,7 +53,7 @@ fn recorded_load_is_the_golden() {
 #[test]
 fn recorded_load_json_is_the_golden() {
     let o = recorded_load(true);
-    golden("load_hot_irq_json", &o.stdout);
+    pinsight_testkit::golden!("load_hot_irq_json", &o.stdout);
     let v = o.json();
     assert_eq!(v["interval_s"], 2.0);
     assert_eq!(v["cpus"].as_array().unwrap().len(), 20);
@@ -86,9 +78,9 @@ fn recorded_load_json_is_the_golden() {
 fn irq_list_and_dry_run_on_the_recorded_machine() {
     let m = machine();
     let o = ok(&["--fsroot", s(m.path()), "irq"]);
-    golden("irq_hot_irq", &o.stdout);
+    pinsight_testkit::golden!("irq_hot_irq", &o.stdout);
     let o = ok(&["--fsroot", s(m.path()), "irq", "--off", "3", "--dry-run"]);
-    golden("irq_hot_irq_off_3_dry_run", &o.stdout);
+    pinsight_testkit::golden!("irq_hot_irq_off_3_dry_run", &o.stdout);
     assert!(o.stdout.contains("CPU 3: ksoftirqd/3"), "{}", o.stdout);
     let o = ok(&[
         "--fsroot",
@@ -369,12 +361,12 @@ fn recorded_emulated_load_counts_the_stealer_as_steal() {
     let m = emulated();
     let o = emulated_load(m.path(), &["--stealers", "1:4425"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    golden("load_emulated", &o.stdout);
+    pinsight_testkit::golden!("load_emulated", &o.stdout);
     for line in o.stdout.lines() {
         assert!(line.chars().count() <= 80, "wider than 80: {line}");
     }
     let o = emulated_load(m.path(), &["--stealers", "1:4425", "--json"]);
-    golden("load_emulated_json", &o.stdout);
+    pinsight_testkit::golden!("load_emulated_json", &o.stdout);
     let v = o.json();
     assert_eq!(v["busy_source"], "schedstat");
     assert!(close(v["interval_s"].as_f64().unwrap(), 2.0));

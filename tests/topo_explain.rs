@@ -21,19 +21,10 @@ fn prose(o: &Out) -> String {
     o.stdout.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Compares with the insta snapshot `tests/snapshots/<name>.snap`.
-fn golden(name: &str, actual: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, actual));
-}
-
 #[test]
 fn amd_strix_point_explanation_is_the_golden() {
     let o = explain(&synthetic("amd-strix-point"));
-    golden("topo_explain_amd_strix_point", &o.stdout);
+    pinsight_testkit::golden!("topo_explain_amd_strix_point", &o.stdout);
     assert!(o.stdout.contains("DECIDED: first to order every kind"));
     assert!(o.stdout.contains("It is a ranking"));
 }
@@ -41,7 +32,7 @@ fn amd_strix_point_explanation_is_the_golden() {
 #[test]
 fn raptor_lake_with_flat_firmware_explains_the_core_type_order() {
     let o = explain(&synthetic("raptorlake-flat-firmware"));
-    golden("topo_explain_raptorlake_flat_firmware", &o.stdout);
+    pinsight_testkit::golden!("topo_explain_raptorlake_flat_firmware", &o.stdout);
     assert!(o.stdout.contains("identical (4800 on every CPU): skipped"));
     assert!(o.stdout.contains("Order: by core type"));
     assert!(prose(&o).contains("is the same on every CPU although the kinds"));

@@ -19,15 +19,6 @@ fn topo(name: &str, extra: &[&str]) -> Out {
     ok(&args)
 }
 
-/// Compares with the insta snapshot `tests/snapshots/<name>.snap`.
-fn golden(name: &str, actual: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, actual));
-}
-
 /// The lines below `header` that are indented deeper than it.
 fn block<'a>(text: &'a str, header: &str) -> Vec<&'a str> {
     let ind = |l: &str| l.len() - l.trim_start().len();
@@ -41,7 +32,7 @@ fn block<'a>(text: &'a str, header: &str) -> Vec<&'a str> {
 #[test]
 fn heterogeneous_memory_sits_under_its_cpus() {
     let o = topo("fakeheteromemtiers", &[]);
-    golden("topo_memory_fakeheteromemtiers", &o.stdout);
+    pinsight_testkit::golden!("topo_memory_fakeheteromemtiers", &o.stdout);
     let g = block(&o.stdout, "Group (CPUs 2-3)");
     let text = g.join("\n");
     for node in ["NUMANode P#1 DRAM", "NUMANode P#4 HBM", "NUMANode P#6 NVM"] {

@@ -26,7 +26,7 @@ fn i7_1370p_recorded() {
         Case("scatter", Some(8), false),
         Case("balance", Some(200), false),
     ];
-    golden(
+    pinsight_testkit::golden!(
         "fixture-20em64t-hybrid-1p6c2t+2ca4co1t.txt",
         &run_cases(&t, &extra),
     );
@@ -110,7 +110,7 @@ fn four_sockets_eight_numa_nodes() {
         Case("compact", Some(8), false),
         Case("balance", Some(100), false),
     ];
-    golden("fixture-64amd64-4s2n4ca2co.txt", &run_cases(&t, &extra));
+    pinsight_testkit::golden!("fixture-64amd64-4s2n4ca2co.txt", &run_cases(&t, &extra));
 }
 
 #[test]
@@ -121,7 +121,7 @@ fn four_sockets_smt() {
         Case("compact", Some(4), false),
         Case("smt-physical-first", Some(8), false),
     ];
-    golden("fixture-16em64t-4s2c2t.txt", &run_cases(&t, &extra));
+    pinsight_testkit::golden!("fixture-16em64t-4s2c2t.txt", &run_cases(&t, &extra));
 }
 
 #[test]
@@ -131,7 +131,7 @@ fn offline_cpus() {
         Case("cpus:0-15", None, false),
         Case("scatter", Some(4), false),
     ];
-    golden(
+    pinsight_testkit::golden!(
         "fixture-16em64t-4s2c2t-offlines.txt",
         &run_cases(&t, &extra),
     );
@@ -144,7 +144,7 @@ fn cgroup_forbidden_cpus() {
         Case("cpus:0-15", None, false),
         Case("scatter", Some(4), false),
     ];
-    golden("fixture-16amd64-8n2c-cpusets.txt", &run_cases(&t, &extra));
+    pinsight_testkit::golden!("fixture-16amd64-8n2c-cpusets.txt", &run_cases(&t, &extra));
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn arm_phone_three_clusters() {
         Case("p-first", Some(3), false),
         Case("balance", Some(64), false),
     ];
-    golden("fixture-arm-phone-3cluster.txt", &run_cases(&t, &extra));
+    pinsight_testkit::golden!("fixture-arm-phone-3cluster.txt", &run_cases(&t, &extra));
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn meteor_lake_three_x86_kinds() {
         Case("p-first", Some(16), false),
         Case("balance", Some(100), false),
     ];
-    golden("fixture-meteorlake-lp-ecores.txt", &run_cases(&t, &extra));
+    pinsight_testkit::golden!("fixture-meteorlake-lp-ecores.txt", &run_cases(&t, &extra));
 }
 
 /// On every recorded machine, each of `policies` (with each of

@@ -28,7 +28,7 @@ fn hybrid_i7_1370p() {
         Case("e-set", Some(12), false),
         Case("os", Some(40), false),
     ];
-    golden("i7-1370p.txt", &run_cases(&t, &extra));
+    pinsight_testkit::golden!("i7-1370p.txt", &run_cases(&t, &extra));
 }
 
 #[test]
@@ -38,7 +38,7 @@ fn four_socket() {
         Case("compact", Some(4), false),
         Case("balance", Some(20), false),
     ];
-    golden("4s2c2t-numa.txt", &run_cases(&four_socket_numa(), &extra));
+    pinsight_testkit::golden!("4s2c2t-numa.txt", &run_cases(&four_socket_numa(), &extra));
 }
 
 #[test]
@@ -48,7 +48,7 @@ fn smt() {
         Case("smt-physical-first", Some(5), false),
         Case("scatter", Some(12), true),
     ];
-    golden("1s4c2t-smt.txt", &run_cases(&smt_machine(), &extra));
+    pinsight_testkit::golden!("1s4c2t-smt.txt", &run_cases(&smt_machine(), &extra));
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn offline_and_cgroup_forbidden() {
         Case("cpus-set:6-7", None, false),
         Case("compact", Some(6), false),
     ];
-    golden(
+    pinsight_testkit::golden!(
         "offline-cgroup.txt",
         &run_cases(&offline_and_cgroup(), &extra),
     );
@@ -75,7 +75,7 @@ fn arm_three_clusters() {
         Case("balance", Some(50), false),
         Case("p-pinned", Some(3), true),
     ];
-    golden("arm-phone.txt", &run_cases(&arm_phone(), &extra));
+    pinsight_testkit::golden!("arm-phone.txt", &run_cases(&arm_phone(), &extra));
 }
 
 /// Every dialect for representative plans on the hybrid laptop.
@@ -124,7 +124,7 @@ fn formats_on_hybrid() {
         }
         out.push('\n');
     }
-    golden("formats-i7-1370p.txt", &out);
+    pinsight_testkit::golden!("formats-i7-1370p.txt", &out);
 }
 
 /// The per-task formats (one line per task) for a balance plan and for a
@@ -164,7 +164,7 @@ fn per_task_formats() {
             }
         }
     }
-    golden("per-task-formats.txt", &out);
+    pinsight_testkit::golden!("per-task-formats.txt", &out);
 }
 
 /// `balance` with a weights file on the hybrid laptop.
@@ -186,7 +186,7 @@ fn balance_with_weights() {
         ..Request::new("balance".parse().unwrap())
     };
     let p = plan(&t, &req).unwrap();
-    golden(
+    pinsight_testkit::golden!(
         "balance-weights-i7-1370p.txt",
         &render(&p, &t, Format::Table).unwrap().text,
     );
@@ -218,5 +218,5 @@ fn latency_policies() {
         }
         out.push('\n');
     }
-    golden("latency-i7-1370p.txt", &out);
+    pinsight_testkit::golden!("latency-i7-1370p.txt", &out);
 }

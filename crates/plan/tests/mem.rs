@@ -4,9 +4,6 @@
 //! libvirt `<numatune>` and Slurm `--mem-bind`), and the restriction to a
 //! device's CPUs.
 
-use crate::common;
-
-use common::*;
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{
     DeviceClass, DeviceLocalitySource, OsDevice, OsDeviceKind, PciDevice, Topology,
@@ -162,7 +159,7 @@ fn dialect_goldens() {
             }
         }
     }
-    golden("mem-dialects-16amd64-8n2c.txt", &out);
+    pinsight_testkit::golden!("mem-dialects-16amd64-8n2c.txt", &out);
 }
 
 #[test]

@@ -54,14 +54,6 @@ fn model() -> Topology {
     t
 }
 
-fn golden(name: &str, actual: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, actual));
-}
-
 /// Where `needle` first appears in `hay`.
 fn at(hay: &str, needle: &str) -> usize {
     hay.find(needle)
@@ -72,7 +64,7 @@ fn at(hay: &str, needle: &str) -> usize {
 fn picture_hangs_devices_and_memory_nodes_under_their_cpus() {
     let t = model();
     let svg = topology_svg(&t);
-    golden("picture_fake_devices", &svg);
+    pinsight_testkit::golden!("picture_fake_devices", &svg);
     // Boxes are written nested, in order: a chip lies between the label of
     // the box it hangs in and the next box's label.
     let node = |n: u32| at(&svg, &format!("NUMA node {n} (8 GiB DRAM)"));
@@ -124,7 +116,7 @@ fn suggestions_name_devices_away_from_the_chosen_node() {
     let t = model();
     let s = suggestions(&t, None, None, None);
     let devices: Vec<&String> = s.iter().filter(|l| l.contains("--near")).collect();
-    golden(
+    pinsight_testkit::golden!(
         "suggestions_fake_devices",
         &devices
             .iter()

@@ -110,6 +110,25 @@ macro_rules! skip_test {
     }};
 }
 
+/// Compares `actual` with the insta snapshot `tests/snapshots/<name>.snap`
+/// of the calling package (`name` without a `.txt` ending). A changed
+/// output fails the test and leaves a `.snap.new` beside it; accept it
+/// with `cargo insta review` after reading the diff: a snapshot is a
+/// claim that its content is right. The caller has `insta` among its
+/// dev-dependencies.
+#[macro_export]
+macro_rules! golden {
+    ($name:expr, $actual:expr $(,)?) => {{
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+        settings.set_prepend_module_to_snapshot(false);
+        settings.set_omit_expression(true);
+        let name: &str = $name;
+        let name = name.trim_end_matches(".txt");
+        settings.bind(|| insta::assert_snapshot!(name, $actual));
+    }};
+}
+
 /// Copies the directory tree `from` into `to` (created if missing), links
 /// kept as links with their targets unchanged: recorded sysfs trees are
 /// full of relative links that discovery must see as links. Tests copy a

@@ -1,24 +1,11 @@
-//! The planner tests' golden-file helper and policy cases. The hand-built
-//! machines they plan on are `pinsight_testkit::topology`'s (one builder
+//! The planner tests' policy cases (their golden files go through
+//! `pinsight_testkit::golden!`). The hand-built machines they plan on are `pinsight_testkit::topology`'s (one builder
 //! for every suite); the recorded fixtures are used too.
 #![allow(dead_code)]
 
 use pinsight_model::*;
 use pinsight_plan::{plan, render, Format, Policy, Request};
 use pinsight_testkit::topology::i7_1370p;
-
-/// Compares `actual` with the insta snapshot `tests/snapshots/<name>.snap`
-/// (`name` without `.txt`). A changed output fails the test and leaves a
-/// `.snap.new` beside it; accept it with `cargo insta review` after reading
-/// the diff — a snapshot is a claim that its content is right.
-pub fn golden(name: &str, actual: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    let name = name.trim_end_matches(".txt");
-    settings.bind(|| insta::assert_snapshot!(name, actual));
-}
 
 /// One invocation: policy text, threads/tasks, oversubscribe.
 pub struct Case(pub &'static str, pub Option<usize>, pub bool);
