@@ -3,10 +3,9 @@
 //! planner is crate `pinsight-plan`; `pinsight run`/`pin` apply plans).
 
 use super::plan_args::{
-    add_interleave_weights, caveat_message, format_error, make_request, parse_policy, plan_error,
-    PlanArgs,
+    add_interleave_weights, flag, make_request, parse_policy, plan_error, PlanArgs,
 };
-use crate::{cli::Globals, errors::CmdResult};
+use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_plan::{format::FORMAT_NAMES, plan, render, Format, Policy};
 
 const AFTER_HELP: &str = "\
@@ -122,7 +121,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     add_interleave_weights(&mut request, g)?;
     let topo = g.topology_with(args.plan.needs())?;
     let plan = plan(&topo, &request).map_err(plan_error)?;
-    let rendered = render(&plan, &topo, format).map_err(format_error)?;
+    let rendered = render(&plan, &topo, format).map_err(|e| CliError::usage(e.named(&flag)))?;
     print!("{}", rendered.text);
     if !g.quiet {
         if !format.carries_notes() {
@@ -131,7 +130,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
             }
         }
         for c in &rendered.caveats {
-            eprintln!("pinsight: caveat: {}", caveat_message(c));
+            eprintln!("pinsight: caveat: {}", c.named(&flag));
         }
     }
     Ok(0)

@@ -5,15 +5,14 @@
 //! share.
 
 use crate::{cli::Globals, errors::CliError};
-use pinsight_cpuset::CpuSet;
 use pinsight_latency::LoadMatrix;
 use pinsight_latency_model::LatencyMatrix;
+use pinsight_launch::slicing::{RankError, RankRequest};
 use pinsight_model::Topology;
-use pinsight_plan::launcher::{detect, LauncherError, LocalRank};
-use pinsight_plan::slice::{slices, SliceRequest, SliceRule, Slicing};
+use pinsight_plan::launcher::LauncherError;
+use pinsight_plan::slice::SliceRule;
 use pinsight_plan::{
-    BasePolicy, Caveat, FormatError, LatencyProblem, MemMode, MemPolicy, Plan, PlanError, Policy,
-    PolicyOption, Request,
+    BasePolicy, Input, MemMode, MemPolicy, Plan, PlanError, Policy, PolicyOption, Request,
 };
 use std::path::PathBuf;
 
@@ -103,76 +102,24 @@ pub fn plan_error(e: PlanError) -> CliError {
 
 /// The one-line message for a planner error, naming the flags involved.
 pub fn plan_error_message(e: &PlanError) -> String {
-    match e {
-        PlanError::ZeroThreads => {
-            "--threads 0: the number of threads must be at least 1".to_string()
-        }
-        PlanError::ThreadsTasksConflict { threads, tasks } => {
-            format!("--threads {threads} and --tasks {tasks} disagree; give one of them")
-        }
-        PlanError::TooManyThreads { cpus, .. } => format!(
-            "{e}; use --threads {} or less, or --oversubscribe",
-            cpus.len()
-        ),
-        PlanError::Weights(w) => format!("--weights: {w}"),
-        PlanError::Latency {
-            policy,
-            problem: LatencyProblem::NoMatrix,
-        } => format!(
-            "{policy}: needs a core-to-core latency matrix: --latency FILE (CSV or JSON, e.g. from `pinsight latency`)"
-        ),
-        PlanError::Latency {
-            policy,
-            problem: LatencyProblem::NoThreadCount,
-        } => format!("{policy}: needs --threads K: the number of CPUs to choose"),
-        PlanError::Latency {
-            policy,
-            problem: problem @ LatencyProblem::Partial { .. },
-        } => format!("{policy}: --latency: {problem}, or accept it with --latency-partial"),
-        PlanError::Memory { spec, error } => format!("--mem {spec}: {error}"),
-        PlanError::Device(d) => format!("--near: {d}"),
-        PlanError::NearUnusable {
-            device,
-            local,
-            usable,
-        } => format!(
-            "--near {device}: no usable CPU is local to it (its CPUs {local}; usable CPUs {usable})"
-        ),
-        other => other.to_string(),
-    }
+    e.named(&flag)
 }
 
-/// A rendering error as the CLI says it: a usage error naming the formats
-/// to use instead.
-pub fn format_error(e: FormatError) -> CliError {
-    CliError::usage(match &e {
-        FormatError::Floats {
-            format,
-            policy,
-            why,
-            mask,
-        } => format!(
-            "--format {format} cannot express {policy}: {why}, but this plan lets threads float over {mask}; use --format omp-places, kmp-affinity, taskset or numactl"
-        ),
-        FormatError::NotOneKind { policy } => format!(
-            "--format kmp-hw-subset describes one core kind (p-set, e-set, p-pinned, e-pinned, kind:, kind-set:); {policy} is not one; use --format kmp-affinity"
-        ),
-        FormatError::Memory {
-            format,
-            memory,
-            why,
-        } => format!(
-            "--format {format} cannot express --mem {memory}: {why}; use --format numactl or `pinsight run`"
-        ),
-        FormatError::Unknown(_) => e.to_string(),
-    })
-}
-
-/// A rendering caveat as the CLI prints it (after `pinsight: caveat: `).
-pub fn caveat_message(c: &Caveat) -> String {
-    match c {
-        Caveat::ClosePlacesShared => "OpenMP 'close' puts consecutive threads on a shared place, not round robin; use --format gomp for the exact per-thread order".to_string(),
-        other => other.to_string(),
+/// The flag of each planning input: the one table the planner's and the
+/// renderer's messages name their inputs from.
+pub fn flag(input: Input) -> &'static str {
+    match input {
+        Input::Threads => "--threads",
+        Input::Tasks => "--tasks",
+        Input::Oversubscribe => "--oversubscribe",
+        Input::Weights => "--weights",
+        Input::SmtYield => "--smt-yield",
+        Input::Latency => "--latency",
+        Input::Pipeline => "--pipeline",
+        Input::LatencyPartial => "--latency-partial",
+        Input::Mem => "--mem",
+        Input::Near => "--near",
+        Input::Format => "--format",
     }
 }
 
@@ -180,23 +127,16 @@ pub fn caveat_message(c: &Caveat) -> String {
 /// it does not apply to is a usage error naming both; `--pipeline` turns
 /// latency-group into latency-pipeline. Loads the --weights/--latency files.
 pub fn make_request(policy: &Policy, args: &PlanArgs) -> Result<Request, CliError> {
-    for (flag, given, option) in [
-        ("--weights", args.weights.is_some(), PolicyOption::Weights),
-        (
-            "--smt-yield",
-            args.smt_yield.is_some(),
-            PolicyOption::SmtYield,
-        ),
-        ("--pipeline", args.pipeline, PolicyOption::Pipeline),
-        ("--latency", args.latency.is_some(), PolicyOption::Latency),
+    for (given, option) in [
+        (args.weights.is_some(), PolicyOption::Weights),
+        (args.smt_yield.is_some(), PolicyOption::SmtYield),
+        (args.pipeline, PolicyOption::Pipeline),
+        (args.latency.is_some(), PolicyOption::Latency),
     ] {
         if let (true, Some(what)) = (given, policy.not_for(option)) {
             let why = format!("it applies to {what} only");
-            return Err(crate::errors::conflict(
-                flag,
-                &format!("policy {policy}"),
-                &why,
-            ));
+            let policy = format!("policy {policy}");
+            return Err(crate::errors::conflict(flag(option.into()), &policy, &why));
         }
     }
     let mut policy = policy.clone();
@@ -249,48 +189,27 @@ fn parse_rule(s: &str) -> Result<SliceRule, String> {
     s.parse::<SliceRule>().map_err(|e| e.to_string())
 }
 
-/// The CPUs this process may use: the topology's usable CPUs, and on the
-/// live machine also this thread's affinity mask (the launcher's binding).
-pub fn allowed_cpus(topo: &Topology) -> Result<CpuSet, CliError> {
-    let usable = topo.usable();
-    if !topo.source_is_live() {
-        return Ok(usable);
-    }
-    let mask = pinsight_sys::affinity::get_affinity(0)
-        .map_err(|e| CliError::runtime(format!("sched_getaffinity: {e}")))?;
-    Ok(mask.intersection(&usable))
-}
-
-/// The local rank: from the flags, else the environment.
-pub fn local_rank(a: &SliceArgs) -> Result<LocalRank, CliError> {
-    let get = |k: &str| std::env::var(k).ok();
-    detect(&get, a.rank, a.size).map_err(|e| match e {
-        LauncherError::NotFound => CliError::usage(format!(
-            "{e}; give --local-rank N --local-size N, or run under a launcher (srun, mpirun, ...)"
-        )),
-        other => CliError::usage(other.to_string()),
+/// The slicing the flags ask for, `weights` (a file) as the slices'
+/// capacity.
+pub fn rank_request(a: &SliceArgs, weights: Option<&PathBuf>) -> Result<RankRequest, CliError> {
+    Ok(RankRequest {
+        rank: a.rank,
+        size: a.size,
+        rule: a.rule.unwrap_or_default(),
+        weights: load_weights(weights)?,
     })
 }
 
-/// Slices `allowed` for `size` ranks.
-pub fn make_slicing(
-    topo: &Topology,
-    allowed: CpuSet,
-    size: usize,
-    rule: SliceRule,
-    weights: Option<&PathBuf>,
-) -> Result<Slicing, CliError> {
-    let weights = load_weights(weights)?;
-    slices(
-        topo,
-        &SliceRequest {
-            allowed,
-            size,
-            rule,
-            weights,
-        },
-    )
-    .map_err(crate::errors::slice_error)
+/// Why this rank's slice cannot be found, as the CLI says it.
+pub fn rank_error(e: RankError) -> CliError {
+    match e {
+        RankError::Affinity(_) => CliError::runtime(e.to_string()),
+        RankError::Launcher(LauncherError::NotFound) => CliError::usage(format!(
+            "{e}; give --local-rank N --local-size N, or run under a launcher (srun, mpirun, ...)"
+        )),
+        RankError::Launcher(_) => CliError::usage(e.to_string()),
+        RankError::Slice(e) => crate::errors::slice_error(e),
+    }
 }
 
 impl PlanArgs {

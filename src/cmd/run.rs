@@ -11,12 +11,12 @@
 //! `--report` shows where each thread actually ran, sampled from `/proc`.
 //! The report goes to stderr: stdout belongs to the program.
 
-use super::plan_args::{allowed_cpus, local_rank, make_plan, make_slicing, parse_policy, PlanArgs};
+use super::plan_args::{make_plan, parse_policy, rank_error, rank_request, PlanArgs};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use pinsight_launch::view::{run as view, run_json};
 use pinsight_launch::{parse_skip, Mechanism, PinMain, RunError, RunOptions, RunRequest};
-use pinsight_plan::slice::{rank_slice, restrict, RankSlice};
+use pinsight_plan::slice::{restrict, RankSlice};
 use pinsight_plan::{BasePolicy, Plan, Policy};
 use std::ffi::OsString;
 use std::time::Duration;
@@ -247,11 +247,8 @@ fn plan_and_slice(
             "invalid value '{word}' for '--slice <POLICY>': {e}"
         ))
     })?;
-    let local = local_rank(&args.slicing)?;
-    let allowed = allowed_cpus(topo)?;
-    let rule = args.slicing.rule.unwrap_or_default();
-    let s = make_slicing(topo, allowed, local.size, rule, args.plan.weights.as_ref())?;
-    let mine = rank_slice(&local, &s).map_err(crate::errors::slice_error)?;
+    let request = rank_request(&args.slicing, args.plan.weights.as_ref())?;
+    let mine = request.mine(topo).map_err(rank_error)?.slice;
     // --weights gave the slices' capacity; only balance also plans with it.
     let mut plan_args = args.plan.clone();
     if policy.base != BasePolicy::Balance {

@@ -2,12 +2,10 @@
 //! with `--all`). The slicing flags and steps it shares with `run --slice`
 //! are in `plan_args`; the slice itself is `pinsight_plan::slice`.
 
-use super::plan_args::{allowed_cpus, local_rank, make_slicing, SliceArgs};
-use crate::errors::slice_error;
+use super::plan_args::{rank_error, rank_request, SliceArgs};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_launch::view::gather::{rank_json, rank_text, slicing_text};
 use pinsight_plan::format::Dialect;
-use pinsight_plan::slice::rank_slice;
 use std::path::PathBuf;
 
 /// Print one rank's slice of this node's CPUs (equal capacity by default).
@@ -46,13 +44,12 @@ pub struct Args {
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {
     let topo = g.topology()?;
-    let allowed = allowed_cpus(&topo)?;
-    let rule = args.slice.rule.unwrap_or_default();
+    let request = rank_request(&args.slice, args.weights.as_ref())?;
     if args.all {
         let size = args.slice.size.ok_or_else(|| {
             CliError::usage("--all needs --size N: the number of ranks on a node")
         })?;
-        let s = make_slicing(&topo, allowed, size, rule, args.weights.as_ref())?;
+        let s = request.slicing(&topo, size).map_err(rank_error)?;
         if let Some(f) = &args.format {
             let dialect = f
                 .parse::<Dialect>()
@@ -65,11 +62,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
         }
         return Ok(0);
     }
-    let local = local_rank(&args.slice)?;
-    let s = make_slicing(&topo, allowed, local.size, rule, args.weights.as_ref())?;
-    let mine = rank_slice(&local, &s).map_err(slice_error)?;
-    g.print_json_or(&rank_json(&s, &mine), || {
-        rank_text(&topo, &s, &mine, &local.notes)
+    let mine = request.mine(&topo).map_err(rank_error)?;
+    g.print_json_or(&rank_json(&mine.slicing, &mine.slice), || {
+        rank_text(&topo, &mine.slicing, &mine.slice, &mine.local.notes)
     })?;
     Ok(0)
 }

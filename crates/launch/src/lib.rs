@@ -17,6 +17,9 @@
 //! - [`run_request::RunRequest`] is `pinsight run`'s whole work once
 //!   planned: the rank's report directory, the plan's variables, the
 //!   launch and the rank's report.
+//! - [`slicing::RankRequest`] finds this process's slice of its node's
+//!   CPUs (`slice`, `run --slice`): its local rank, the CPUs it may use
+//!   and their slicing.
 //! - [`rank_report::RankReport`] is the file `run --slice --report-dir`
 //!   writes per rank, and `gather` and `compare --launcher` read.
 //!
@@ -33,6 +36,7 @@ pub mod rebalance;
 pub mod run_request;
 pub mod shim;
 pub mod skip;
+pub mod slicing;
 pub mod threadlog;
 pub mod view;
 pub mod watch;

@@ -21,6 +21,7 @@
 
 pub mod balance;
 pub mod format;
+pub mod input;
 pub mod launcher;
 pub mod mem;
 mod order;
@@ -32,6 +33,7 @@ pub mod tune_dialect;
 pub mod weights;
 
 pub use format::{launch_env, omp_env, render, Caveat, Format, FormatError, Rendered};
+pub use input::{Input, Names};
 pub use launcher::{Launcher, LauncherError, LocalRank};
 pub use mem::{MemError, MemMode, MemParseError, MemPlan, MemPolicy, NodeSpec};
 pub use plan::{plan, LatencyProblem, NearPlan, Plan, PlanError, Request};
