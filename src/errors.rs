@@ -242,24 +242,13 @@ pub fn capacity_error(what: &str, e: pinsight_sched::OwnCapacityError) -> CliErr
 
 /// Why a mix cannot start, naming the flag to change.
 pub fn mix_open_error(e: pinsight_sched::mix::OpenError) -> CliError {
-    use pinsight_sched::mix::OpenError;
-    match e {
-        OpenError::ReadResume(_) | OpenError::JournalPeriod { .. } => {
-            CliError::usage(format!("--resume: {e}"))
-        }
-        OpenError::Resume(_) => CliError::runtime(format!("--resume: {e}")),
-        OpenError::Repeat(_) => CliError::usage(format!("--runs {e}")),
-        OpenError::UnknownScheduler(_) => CliError::usage(format!("--schedulers: {e}")),
-        OpenError::NoPrograms => CliError::usage(
-            "mix needs programs: -- 'CMD1' 'CMD2' ... (one quoted command line each)",
-        ),
-        OpenError::EmptyProgram(_) => CliError::usage(format!("mix: {e}")),
-        OpenError::Sf { .. } | OpenError::SfTarget { .. } => CliError::usage(format!("--sf {e}")),
-        OpenError::JournalExists { path } => CliError::usage(format!(
-            "--journal {}: exists; continue it with --resume {0}, or choose another --journal",
-            path.display()
-        )),
-        OpenError::Create(_) => CliError::usage(format!("--journal: {e}")),
+    let message = e.named(&crate::cmd::mix::flag).unwrap_or_else(|| {
+        "mix needs programs: -- 'CMD1' 'CMD2' ... (one quoted command line each)".into()
+    });
+    if e.is_usage() {
+        CliError::usage(message)
+    } else {
+        CliError::runtime(message)
     }
 }
 

@@ -5,7 +5,7 @@
 //! output through `pinsight_sched::view::mix`.
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_sched::mix::{self, MixError, MixJournal, MixRequest};
+use pinsight_sched::mix::{self, Input, MixError, MixJournal, MixRequest};
 use pinsight_sched::view::{self, notices};
 use pinsight_term::wrap80;
 use std::path::PathBuf;
@@ -143,6 +143,17 @@ fn request(args: &Args, capacity: pinsight_sched_model::Capacity) -> MixRequest 
         journal: MixJournal::new(args.resume.clone(), args.journal.clone()),
         capacity,
         metrics: args.metric.clone().unwrap_or_default().concat(),
+    }
+}
+
+/// The flag of each input of the request.
+pub(crate) fn flag(input: Input) -> &'static str {
+    match input {
+        Input::Schedulers => "--schedulers",
+        Input::Repeat => "--runs",
+        Input::Sf => "--sf",
+        Input::Journal => "--journal",
+        Input::Resume => "--resume",
     }
 }
 

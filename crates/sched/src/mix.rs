@@ -27,7 +27,7 @@
 pub mod document;
 mod open;
 
-pub use open::{given_sf, open, MixJournal, MixRequest, OpenError, Opened};
+pub use open::{given_sf, open, Input, MixJournal, MixRequest, Names, OpenError, Opened};
 
 use crate::manager::{Config, Manager};
 use crate::sf::{GivenSf, NoSf, SfSource};

@@ -124,6 +124,56 @@ pub enum OpenError {
     Create(#[source] JournalError),
 }
 
+/// An input of a [`MixRequest`], for a front end to name (by its flag)
+/// in [`OpenError::named`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// [`MixRequest::schedulers`].
+    Schedulers,
+    /// [`MixRequest::repeat`].
+    Repeat,
+    /// [`MixRequest::sf`].
+    Sf,
+    /// A new journal ([`MixJournal::New`]).
+    Journal,
+    /// The journal to continue ([`MixJournal::Resume`]).
+    Resume,
+}
+
+/// How a front end names an input (its flag).
+pub type Names<'a> = &'a dyn Fn(Input) -> &'static str;
+
+impl OpenError {
+    /// The request's fault (a usage error), not the machine's: all but a
+    /// journal to continue that cannot be locked or read under the lock.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, OpenError::Resume(_))
+    }
+
+    /// The message with the input at fault named by `name`; `None` for
+    /// [`OpenError::NoPrograms`], whose words are the front end's usage.
+    pub fn named(&self, name: Names<'_>) -> Option<String> {
+        let (resume, journal) = (name(Input::Resume), name(Input::Journal));
+        Some(match self {
+            OpenError::ReadResume(_) | OpenError::JournalPeriod { .. } | OpenError::Resume(_) => {
+                format!("{resume}: {self}")
+            }
+            OpenError::Repeat(_) => format!("{} {self}", name(Input::Repeat)),
+            OpenError::UnknownScheduler(_) => format!("{}: {self}", name(Input::Schedulers)),
+            OpenError::NoPrograms => return None,
+            OpenError::EmptyProgram(_) => format!("mix: {self}"),
+            OpenError::Sf { .. } | OpenError::SfTarget { .. } => {
+                format!("{} {self}", name(Input::Sf))
+            }
+            OpenError::JournalExists { path } => format!(
+                "{journal} {self}; continue it with {resume} {}, or choose another {journal}",
+                path.display()
+            ),
+            OpenError::Create(_) => format!("{journal}: {self}"),
+        })
+    }
+}
+
 /// SFs given as `NAME=SF` pairs.
 pub fn given_sf(specs: &[String]) -> Result<GivenSf, OpenError> {
     let mut given = GivenSf::new();
@@ -255,4 +305,45 @@ fn spec_of(req: &MixRequest) -> Result<MixSpec, OpenError> {
         }
     }
     Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flag(input: Input) -> &'static str {
+        match input {
+            Input::Schedulers => "-s",
+            Input::Repeat => "-r",
+            Input::Sf => "-f",
+            Input::Journal => "-j",
+            Input::Resume => "-R",
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_input_at_fault() {
+        let e = given_sf(&["a=x".to_string()]).unwrap_err();
+        let named = e.named(&flag).unwrap();
+        assert!(named.starts_with("-f 'a=x': "), "{named}");
+        let exists = OpenError::JournalExists {
+            path: "j.jsonl".into(),
+        };
+        assert_eq!(
+            exists.named(&flag).unwrap(),
+            "-j j.jsonl: exists; continue it with -R j.jsonl, or choose another -j"
+        );
+        assert_eq!(
+            OpenError::Repeat(0).named(&flag).unwrap(),
+            "-r 0: between 1 and 1000"
+        );
+        assert_eq!(
+            OpenError::UnknownScheduler("fifo".into())
+                .named(&flag)
+                .unwrap(),
+            "-s: 'fifo' is not a scheduler (allowed: os, aarr, to, acfs)"
+        );
+        assert_eq!(OpenError::NoPrograms.named(&flag), None);
+        assert!(exists.is_usage() && OpenError::NoPrograms.is_usage());
+    }
 }
