@@ -68,8 +68,31 @@ fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
 
+/// `line`'s words, then `sh -c script`: a shell script as the program.
+fn with_sh<'a>(line: &'a str, script: &'a str) -> Vec<&'a str> {
+    let mut args = words(line);
+    args.extend(["sh", "-c", script]);
+    args
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// The JSON document on stdout of a run that must have succeeded.
+fn report(o: &Output) -> Value {
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The ids of a report's arms, in order.
+fn arm_ids(r: &Value) -> Vec<&str> {
+    r["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect()
 }
 
 fn journal_lines(p: &Path) -> Vec<Value> {
@@ -127,46 +150,13 @@ fn true_under_three_policies_gives_table_json_and_every_export() {
     let policies = format!("os,{pinned},e-set");
     let o = run(
         d.path(),
-        &[
-            "compare",
-            "--runs",
-            "3",
-            "--warmup",
-            "1",
-            "--seed",
-            "3",
-            "--threads",
-            "1",
-            "--policies",
-            &policies,
-            "--journal",
-            "j.jsonl",
-            "--json",
-            "--export-json",
-            "r.json",
-            "--export-csv",
-            "r.csv",
-            "--export-markdown",
-            "r.md",
-            "--export-html",
-            "r.html",
-            "-q",
-            "--",
-            "true",
-        ],
+        &words(&format!("compare --runs 3 --warmup 1 --seed 3 --threads 1 --policies {policies} --journal j.jsonl --json --export-json r.json --export-csv r.csv --export-markdown r.md --export-html r.html -q -- true")),
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = report(&o);
     assert_eq!(r["schema"], "pinsight-compare-report/1");
     assert_eq!(r["status"]["state"], "complete");
     assert_eq!(r["baseline"], "os");
-    let arms: Vec<&str> = r["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(arms, ["os", pinned.as_str()]);
+    assert_eq!(arm_ids(&r), ["os", pinned.as_str()]);
     assert_eq!(r["arms"][1]["plan"]["places"][0], cpu.to_string());
     assert_eq!(r["arms"][0]["measured"], 3);
     assert!(
@@ -337,21 +327,7 @@ fn ignore_failure_goes_on_and_shows_the_failures() {
     let policies = format!("os,cpus:{}", usable_cpus()[0]);
     let o = run(
         d.path(),
-        &[
-            "compare",
-            "-i",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--oversubscribe",
-            "--policies",
-            &policies,
-            "--journal",
-            "j.jsonl",
-            "--",
-            "false",
-        ],
+        &words(&format!("compare -i --runs 2 --warmup 0 --oversubscribe --policies {policies} --journal j.jsonl -- false")),
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(journal_lines(&d.path().join("j.jsonl")).len(), 5);
@@ -426,27 +402,11 @@ fn ctrl_c_restores_governors_kills_the_run_keeps_the_journal_and_resumes() {
     let d = tempfile::tempdir().unwrap();
     let root = fake_tree(d.path(), Some("schedutil"), false);
     let marker = "0.3517";
-    let args = [
-        "compare",
-        "--governors",
-        "performance,powersave",
-        "--policies",
-        "os",
-        "--runs",
-        "8",
-        "--warmup",
-        "0",
-        "--seed",
-        "11",
-        "--journal",
-        "j.jsonl",
-        "--",
-        "sleep",
-        marker,
-    ];
     let mut child = pinsight(d.path())
         .env(MEASURE_ROOT, &root)
-        .args(args)
+        .args(words(&format!(
+            "compare --governors performance,powersave --policies os --runs 8 --warmup 0 --seed 11 --journal j.jsonl -- sleep {marker}"
+        )))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -513,12 +473,7 @@ fn ctrl_c_restores_governors_kills_the_run_keeps_the_journal_and_resumes() {
         "every slot exactly once"
     );
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let ids: Vec<&str> = r["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_str().unwrap())
-        .collect();
+    let ids = arm_ids(&r);
     assert_eq!(ids, ["os@performance", "os@powersave"]);
     assert!(r["arms"]
         .as_array()
@@ -533,19 +488,9 @@ fn sigterm_also_cleans_up_and_exits_143() {
     let d = tempfile::tempdir().unwrap();
     let marker = "0.4621";
     let mut child = pinsight(d.path())
-        .args([
-            "compare",
-            "--policies",
-            "os",
-            "--runs",
-            "5",
-            "--journal",
-            "j.jsonl",
-            "-q",
-            "--",
-            "sleep",
-            marker,
-        ])
+        .args(words(&format!(
+            "compare --policies os --runs 5 --journal j.jsonl -q -- sleep {marker}"
+        )))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -576,32 +521,10 @@ fn governors_are_a_second_dimension_and_restored_after_a_normal_end() {
     let o = run_measured_in(
         d.path(),
         &root,
-        &[
-            "compare",
-            "--governors",
-            "performance,powersave",
-            "--policies",
-            "os,cpus-set:0",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--json",
-            "-q",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
+        &with_sh("compare --governors performance,powersave --policies os,cpus-set:0 --runs 2 --warmup 0 --json -q --", &script),
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let ids: Vec<&str> = r["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_str().unwrap())
-        .collect();
+    let r = report(&o);
+    let ids = arm_ids(&r);
     assert_eq!(
         ids,
         [
@@ -625,18 +548,7 @@ fn without_cpufreq_governors_are_not_applicable_not_an_error() {
     let o = run_measured_in(
         d.path(),
         &root,
-        &[
-            "compare",
-            "--governors",
-            "performance",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--json",
-            "--",
-            "true",
-        ],
+        &words("compare --governors performance --runs 2 --warmup 0 --json -- true"),
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let err = text(&o.stderr);
@@ -663,12 +575,7 @@ fn without_cpufreq_governors_are_not_applicable_not_an_error() {
         .as_str()
         .unwrap()
         .starts_with("needs at least two core kinds; this machine has one kind"));
-    let ids: Vec<&str> = r["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_str().unwrap())
-        .collect();
+    let ids = arm_ids(&r);
     assert_eq!(ids, ["os", "p-set", "p-pinned"]);
     assert!(r["verdict"]["caveats"].as_array().unwrap().iter().any(|c| c
         .as_str()
@@ -691,25 +598,7 @@ fn pmu_less_machine_with_rapl_shows_reasons_energy_and_edp() {
     let o = run_measured_in(
         d.path(),
         &root,
-        &[
-            "compare",
-            "--threads",
-            "2",
-            "--policies",
-            "os,cpus-set:0",
-            "--runs",
-            "6",
-            "--warmup",
-            "0",
-            "--seed",
-            "1",
-            "--export-json",
-            "r.json",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
+        &with_sh("compare --threads 2 --policies os,cpus-set:0 --runs 6 --warmup 0 --seed 1 --export-json r.json --", &script),
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let out = flat(&text(&o.stdout));
@@ -773,26 +662,12 @@ fn every_arm_runs_the_same_thread_count_and_exports() {
     // policy with one CPU (it planned 1 thread against 2 for os before).
     let o = run(
         d.path(),
-        &[
-            "compare",
-            "--policies",
-            "os,cpus-set:0",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--journal",
-            "j.jsonl",
-            "--json",
-            "-q",
-            "--",
-            "sh",
-            "-c",
+        &with_sh(
+            "compare --policies os,cpus-set:0 --runs 2 --warmup 0 --journal j.jsonl --json -q --",
             &script,
-        ],
+        ),
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = report(&o);
     let n = r["header"]["threads"].as_u64().unwrap();
     let usable = r["header"]["machine"]["usable_cpus"].as_str().unwrap();
     let cpus = pinsight_cpuset::CpuSet::parse_list(usable).unwrap().len() as u64;
@@ -822,24 +697,10 @@ fn a_pinned_policy_with_too_few_cpus_is_refused_before_any_run() {
     let script = format!("touch {}", marker.display());
     let cpu = usable_cpus()[0];
     let policies = format!("os,cpus:{cpu}");
-    let args = [
-        "compare",
-        "--threads",
-        "2",
-        "--policies",
-        &policies,
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--journal",
-        "j.jsonl",
-        "--json",
-        "-q",
-    ];
-    let mut refused: Vec<&str> = args.to_vec();
-    refused.extend(["--", "sh", "-c", &script]);
-    let o = run(d.path(), &refused);
+    let args = format!(
+        "compare --threads 2 --policies {policies} --runs 1 --warmup 0 --journal j.jsonl --json -q"
+    );
+    let o = run(d.path(), &with_sh(&format!("{args} --"), &script));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -850,11 +711,11 @@ fn a_pinned_policy_with_too_few_cpus_is_refused_before_any_run() {
     assert!(!marker.exists() && !d.path().join("j.jsonl").exists());
 
     // compare accepts --oversubscribe itself (it used to run it as the program).
-    let mut over: Vec<&str> = args.to_vec();
-    over.extend(["--oversubscribe", "--", "sh", "-c", &script]);
-    let o = run(d.path(), &over);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = run(
+        d.path(),
+        &with_sh(&format!("{args} --oversubscribe --"), &script),
+    );
+    let r = report(&o);
     assert_eq!(
         r["arms"][1]["plan"]["places"],
         serde_json::json!([cpu.to_string(), cpu.to_string()])
@@ -895,49 +756,26 @@ fn latency_and_weights_files_reach_the_policies_that_need_them() {
         .collect();
     let lat = d.path().join("lat.csv");
     std::fs::write(&lat, csv).unwrap();
-    let base = [
-        "compare",
-        "--threads",
-        "2",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--json",
-        "-q",
-    ];
-    let mut a: Vec<&str> = base.to_vec();
-    a.extend([
-        "--policies",
-        "os,latency-group",
-        "--latency",
-        lat.to_str().unwrap(),
-        "--journal",
-        "l.jsonl",
-        "--",
-        "true",
-    ]);
-    let o = run(d.path(), &a);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let base = "compare --threads 2 --runs 1 --warmup 0 --json -q";
+    let o = run(
+        d.path(),
+        &words(&format!(
+            "{base} --policies os,latency-group --latency {} --journal l.jsonl -- true",
+            lat.to_str().unwrap()
+        )),
+    );
+    let r = report(&o);
     assert_eq!(r["arms"][1]["id"], "latency-group");
     assert_eq!(r["arms"][1]["threads"], 2);
 
     std::fs::write(d.path().join("w.json"), r#"{"0": 1.0, "1": 2.0}"#).unwrap();
-    let mut b: Vec<&str> = base.to_vec();
-    b.extend([
-        "--policies",
-        "os,balance",
-        "--weights",
-        "w.json",
-        "--journal",
-        "w.jsonl",
-        "--",
-        "true",
-    ]);
-    let o = run(d.path(), &b);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = run(
+        d.path(),
+        &words(&format!(
+            "{base} --policies os,balance --weights w.json --journal w.jsonl -- true"
+        )),
+    );
+    let r = report(&o);
     assert_eq!(r["arms"][1]["id"], "balance");
 
     // A file no requested policy uses is a usage error naming it.
@@ -957,15 +795,9 @@ fn latency_and_weights_files_reach_the_policies_that_need_them() {
     ] {
         let o = run(
             d.path(),
-            &[
-                "compare",
-                "--policies",
-                "os,latency-group",
-                "--latency",
-                file,
-                "--",
-                "true",
-            ],
+            &words(&format!(
+                "compare --policies os,latency-group --latency {file} -- true"
+            )),
         );
         assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
         assert!(text(&o.stderr).contains(says), "{}", text(&o.stderr));
@@ -1010,16 +842,7 @@ fn recorded_machines_are_refused() {
         let o = c
             .arg("compare")
             .args(&flags)
-            .args([
-                "--runs",
-                "1",
-                "--journal",
-                "j.jsonl",
-                "--",
-                "sh",
-                "-c",
-                &script,
-            ])
+            .args(with_sh("--runs 1 --journal j.jsonl --", &script))
             .output()
             .unwrap();
         let err = text(&o.stderr);
@@ -1055,18 +878,7 @@ fn a_mistyped_option_is_an_error_not_the_program() {
     for dashdash in [true, false] {
         let out = d.path().join(format!("args-{dashdash}"));
         let script = format!("echo \"$@\" > {}", out.display());
-        let mut args = vec![
-            "compare",
-            "--policies",
-            "os",
-            "--runs",
-            "1",
-            "--warmup",
-            "0",
-            "-q",
-            "--json",
-            "--journal",
-        ];
+        let mut args = words("compare --policies os --runs 1 --warmup 0 -q --json --journal");
         let journal = format!("j-{dashdash}.jsonl");
         args.push(&journal);
         if dashdash {
@@ -1099,19 +911,10 @@ fn output_paths_are_checked_before_anything_runs() {
     ] {
         let o = run(
             d.path(),
-            &[
-                "compare",
-                "--policies",
-                "os",
-                "--runs",
-                "1",
-                flag,
-                path,
-                "--",
-                "sh",
-                "-c",
+            &with_sh(
+                &format!("compare --policies os --runs 1 {flag} {path} --"),
                 &script,
-            ],
+            ),
         );
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{flag} {path}: {err}");
@@ -1147,18 +950,9 @@ fn default_journal_names_never_collide() {
     }
     let spawn = || {
         pinsight(d.path())
-            .args([
-                "compare",
-                "--policies",
-                "os",
-                "--runs",
-                "1",
-                "--warmup",
-                "0",
-                "-q",
-                "--",
-                "true",
-            ])
+            .args(words(
+                "compare --policies os --runs 1 --warmup 0 -q -- true",
+            ))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -1197,21 +991,9 @@ fn tables_fit_80_columns_also_when_the_terminal_reports_0() {
             c.env("COLUMNS", v);
         }
         let o = c
-            .args([
-                "compare",
-                "--threads",
-                "2",
-                "--policies",
-                &policies,
-                "--runs",
-                "2",
-                "--warmup",
-                "0",
-                "--journal",
-                &format!("j-{columns:?}.jsonl"),
-                "--",
-                "true",
-            ])
+            .args(words(&format!(
+                "compare --threads 2 --policies {policies} --runs 2 --warmup 0 --journal j-{columns:?}.jsonl -- true"
+            )))
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
