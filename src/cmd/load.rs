@@ -4,9 +4,8 @@
 //! `pinsight_load`; views: `pinsight_load::view`).
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
-use pinsight_load::view::Style;
+use pinsight_load::shown::{Format as Shown, Series};
 use pinsight_load::{LoadError, Options, Parts, Watch};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -104,18 +103,19 @@ pub enum Format {
 
 /// The format asked for: `--format`, else `--json`'s; a `--format` that
 /// contradicts `--json` is refused (exit 2).
-fn format(args: &Args, g: &Globals) -> Result<Format, CliError> {
-    match (args.format, g.json) {
-        (None, true) => Ok(Format::Json),
-        (None, false) => Ok(Format::Text),
-        (Some(Format::Json), _) => Ok(Format::Json),
-        (Some(f), false) => Ok(f),
-        (Some(f), true) => Err(CliError::usage(format!(
-            "--format {}: --json asks for JSON; give one of them",
-            clap::ValueEnum::to_possible_value(&f)
-                .map_or_else(String::new, |v| v.get_name().into())
-        ))),
-    }
+fn format(args: &Args, g: &Globals) -> Result<Shown, CliError> {
+    Ok(match (args.format, g.json) {
+        (None, true) | (Some(Format::Json), _) => Shown::Json,
+        (None, false) | (Some(Format::Text), false) => Shown::Text,
+        (Some(Format::Openmetrics), false) => Shown::OpenMetrics,
+        (Some(f), true) => {
+            return Err(CliError::usage(format!(
+                "--format {}: --json asks for JSON; give one of them",
+                clap::ValueEnum::to_possible_value(&f)
+                    .map_or_else(String::new, |v| v.get_name().into())
+            )))
+        }
+    })
 }
 
 /// The exit status and message of a load that could not be measured: a
@@ -148,15 +148,18 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     )?;
     let fs = g.fsroot()?;
     let m = pinsight_load::machine(&fs, &g.topology()?);
-    let w = Watch::start(fs, m, opts, parts).map_err(|e| load_error(e, false))?;
-    watch(w, &args, g, format)
+    let mut w = Watch::start(fs, m, opts, parts).map_err(|e| load_error(e, false))?;
+    let series = Series::on_stdout(format, args.once, args.count, g.quiet);
+    w.show(args.interval, &series, &mut crate::cli::progress(g))
+        .map_err(|e| load_error(e, false))?;
+    Ok(0)
 }
 
 /// `--after DIR`: the load between two readings of a recorded machine.
 fn recorded(
     after: &std::path::Path,
     g: &Globals,
-    format: Format,
+    format: Shown,
     opts: Options,
     parts: &Parts,
 ) -> CmdResult {
@@ -172,57 +175,6 @@ fn recorded(
     let m = pinsight_load::machine(&before, &g.topology()?);
     let r = pinsight_load::recorded(&m, &before, &after_fs, opts, parts)
         .map_err(|e| load_error(e, true))?;
-    show(g, format, &r, true)
-}
-
-/// The live readings, one per --interval: one (a progress bar while it
-/// measures), --count of them, or until interrupted; a terminal gets a
-/// refreshed screen.
-fn watch(mut w: Watch, args: &Args, g: &Globals, format: Format) -> CmdResult {
-    // One OpenMetrics exposition per run unless asked for more: a
-    // scraper's file holds one, ending in `# EOF`.
-    let once = args.once || (format == Format::Openmetrics && args.count.is_none());
-    let count = if once {
-        1
-    } else {
-        args.count.unwrap_or(u64::MAX)
-    };
-    let screen = !once && format == Format::Text && std::io::stdout().is_terminal();
-    let mut bar = crate::cli::progress(g);
-    let mut silent = pinsight_sys::progress::Silent;
-    for n in 0..count {
-        let progress: &mut dyn pinsight_sys::progress::Progress =
-            if once { &mut bar } else { &mut silent };
-        let r = w
-            .next(args.interval, progress)
-            .map_err(|e| load_error(e, false))?;
-        if screen {
-            let frame = pinsight_load::view::load_frame(&r, pinsight_term::terminal_rows());
-            pinsight_term::out::stdout_terminal(format_args!("{frame}"));
-        } else {
-            if n > 0 && format == Format::Text {
-                println!();
-            }
-            show(g, format, &r, once)?;
-        }
-    }
-    Ok(0)
-}
-
-fn show(g: &Globals, format: Format, r: &pinsight_load::LoadReport, pretty: bool) -> CmdResult {
-    // A CPU whose counters went backwards, overflowed or could not be read
-    // is left out of the interval: said on stderr too, whatever the format.
-    if !g.quiet {
-        eprint!("{}", pinsight_load::view::unavailable_cpus(r));
-    }
-    let style = match format {
-        Format::Json if pretty => Style::Json,
-        Format::Json => Style::JsonLine,
-        Format::Openmetrics => Style::OpenMetrics,
-        Format::Text => Style::Text,
-    };
-    let text = pinsight_load::view::reading(r, style)
-        .map_err(|e| CliError::runtime(format!("JSON output: {e}")))?;
-    print!("{text}");
+    pinsight_load::shown::say(&r, format.style(true), g.quiet);
     Ok(0)
 }

@@ -11,7 +11,7 @@
 //! - [`journal`]: what a daemon (`irq --watch`, `balance --watch`) prints.
 //!
 //! It measures and returns data; [`view`] lays it out for the terminal
-//! (and OpenMetrics).
+//! (and OpenMetrics), [`shown`] prints `load`'s readings.
 #![forbid(unsafe_code)]
 
 pub mod interrupts;
@@ -21,6 +21,7 @@ pub mod journal;
 pub mod progress;
 pub mod report;
 pub mod sample;
+pub mod shown;
 pub mod view;
 
 use pinsight_model::Topology;
