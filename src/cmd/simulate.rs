@@ -7,9 +7,7 @@
 
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_sched::simulate::simulate_all;
-use pinsight_sched_model::{
-    parse_programs, HostMachineError, Machine, Policy, SfQuality, SimConfig, SimError,
-};
+use pinsight_sched_model::{parse_programs, Machine, Policy, SfQuality, SimConfig, SimError};
 use std::path::PathBuf;
 
 /// Simulate schedulers (os, aarr, to, acfs) on a big/small machine.
@@ -119,18 +117,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
 /// The machine from the topology (the fastest kind's cores big, the
 /// others' small), with a note saying so; one kind is refused.
 fn host_machine(g: &Globals) -> Result<Machine, CliError> {
-    let host = Machine::from_topology(&g.topology()?).map_err(|e| {
-        CliError::usage(match e {
-            HostMachineError::NoOnlineCores => format!("simulate needs {e}, or --machine"),
-            HostMachineError::OneKind(_) => format!(
-                "simulate needs two core kinds or --machine: {e}; \
-                 declare kinds with --kinds or give e.g. --machine 8P+8E"
-            ),
-            HostMachineError::UnknownKinds => {
-                format!("simulate needs two core kinds or --machine: {e}")
-            }
-        })
-    })?;
+    let host = Machine::from_topology(&g.topology()?)
+        .map_err(|e| CliError::usage(e.refusal("--machine", "--kinds")))?;
     if !g.quiet {
         eprintln!(
             "{}",

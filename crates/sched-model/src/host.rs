@@ -39,6 +39,24 @@ pub enum HostMachineError {
     NoOnlineCores,
 }
 
+impl HostMachineError {
+    /// The refusal of `simulate` on this machine, with the inputs that
+    /// give it another named by the caller: `machine` (a machine declared
+    /// whole, e.g. `8P+8E`) and `kinds` (core kinds declared on this one).
+    pub fn refusal(&self, machine: &str, kinds: &str) -> String {
+        match self {
+            HostMachineError::NoOnlineCores => format!("simulate needs {self}, or {machine}"),
+            HostMachineError::OneKind(_) => format!(
+                "simulate needs two core kinds or {machine}: {self}; \
+                 declare kinds with {kinds} or give e.g. {machine} 8P+8E"
+            ),
+            HostMachineError::UnknownKinds => {
+                format!("simulate needs two core kinds or {machine}: {self}")
+            }
+        }
+    }
+}
+
 impl Machine {
     /// The machine of `topo`: the fastest kind's cores big, all other
     /// kinds' small (see the module doc for how cores are counted).
@@ -138,6 +156,16 @@ mod tests {
         let e = Machine::from_topology(&topo).unwrap_err();
         assert!(matches!(e, HostMachineError::OneKind(_)), "{e:?}");
         assert!(e.to_string().starts_with("this machine has one ("), "{e}");
+        let refusal = e.refusal("-m", "-k");
+        assert!(
+            refusal.starts_with("simulate needs two core kinds or -m: this machine has one (")
+                && refusal.ends_with("; declare kinds with -k or give e.g. -m 8P+8E"),
+            "{refusal}"
+        );
+        assert_eq!(
+            HostMachineError::NoOnlineCores.refusal("-m", "-k"),
+            "simulate needs two core kinds with online cores, or -m"
+        );
     }
 
     #[test]
