@@ -4,6 +4,7 @@
 //! `PINSIGHT_TEST_MEASURE_ROOT`: topology and plans stay this machine's).
 //! Runs only `true`, `false`, `sh` and `sleep`: fast, no extra packages.
 
+use crate::common_cmd::{pinsight_in, text, with_sh, words};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -23,26 +24,10 @@ fn usable_cpus() -> Vec<usize> {
 /// tree; test-only, not in `--help`.
 const MEASURE_ROOT: &str = "PINSIGHT_TEST_MEASURE_ROOT";
 
+/// pinsight in `dir`, as the tests of every command that runs programs
+/// start it (`crate::common_cmd::pinsight_in`).
 fn pinsight(dir: &Path) -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
-    c.current_dir(dir)
-        .stdin(Stdio::null())
-        .env_remove("PINSIGHT_FSROOT")
-        .env_remove(MEASURE_ROOT)
-        .env_remove("COLUMNS");
-    // compare, like a shell, leaves an inherited SIG_IGN alone (nohup, a
-    // background job of a non-interactive shell: how CI may start the
-    // suite). Its Ctrl-C handling is tested as a terminal would deliver it,
-    // so the child starts with SIGINT at its default.
-    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    c
+    pinsight_in(dir)
 }
 
 /// `args` with the measurement files read under `root`.
@@ -61,22 +46,6 @@ fn flat(s: &str) -> String {
 
 fn run(dir: &Path, args: &[&str]) -> Output {
     pinsight(dir).args(args).output().unwrap()
-}
-
-/// A command line without quoting: its words split at whitespace.
-fn words(line: &str) -> Vec<&str> {
-    line.split_whitespace().collect()
-}
-
-/// `line`'s words, then `sh -c script`: a shell script as the program.
-fn with_sh<'a>(line: &'a str, script: &'a str) -> Vec<&'a str> {
-    let mut args = words(line);
-    args.extend(["sh", "-c", script]);
-    args
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The JSON document on stdout of a run that must have succeeded.

@@ -33,6 +33,21 @@ fn conflict(args: &[&str], a: &str, b: &str) {
     );
 }
 
+/// `base`, then each of `flags` (a flag and its values), then `tail`:
+/// every one a conflict between `with` and that flag.
+fn conflicts_each(base: &[&str], flags: &[&[&str]], tail: &[&str], with: &str) {
+    for flag in flags {
+        conflict(&[base, flag, tail].concat(), with, flag[0]);
+    }
+}
+
+/// Each command line (its words) a conflict between its two flags.
+fn conflicts(cases: &[(&str, &str, &str)]) {
+    for (line, a, b) in cases {
+        conflict(&line.split_whitespace().collect::<Vec<_>>(), a, b);
+    }
+}
+
 fn xml() -> String {
     xml_fixture("2arm-2c.hwloc29.xml").display().to_string()
 }
@@ -65,51 +80,37 @@ fn a_declared_machine_conflicts_with_every_other_machine_source() {
 
 #[test]
 fn tune_takes_one_of_from_resume_and_a_program() {
-    conflict(
-        &["tune", "--from", "r.csv", "--", "ls"],
-        "--from",
-        "[COMMAND]",
-    );
-    conflict(
-        &["tune", "--resume", "j", "--", "ls"],
-        "--resume",
-        "[COMMAND]",
-    );
-    conflict(
-        &["tune", "--from", "r.csv", "--resume", "j"],
-        "--from",
-        "--resume",
-    );
-    for flag in [
-        &["--runs", "3"][..],
-        &["--warmup", "1"],
-        &["--seed", "1"],
-        &["--pinned"],
-    ] {
-        let mut args = vec!["tune", "--resume", "j"];
-        args.extend(flag);
-        conflict(&args, "--resume", flag[0]);
-    }
-    for flag in [
-        &["--runs", "3"][..],
-        &["--warmup", "1"],
-        &["--budget", "1s"],
-        &["--validate", "1"],
-    ] {
-        let mut args = vec!["tune", "--from", "r.csv"];
-        args.extend(flag);
-        conflict(&args, "--from", flag[0]);
-    }
-    conflict(
-        &["tune", "--from", "r.csv", "--journal", "j"],
-        "--from",
-        "--journal",
-    );
-    conflict(
-        &["tune", "--journal", "j", "--resume", "j"],
-        "--journal",
+    conflicts(&[
+        ("tune --from r.csv -- ls", "--from", "[COMMAND]"),
+        ("tune --resume j -- ls", "--resume", "[COMMAND]"),
+        ("tune --from r.csv --resume j", "--from", "--resume"),
+    ]);
+    conflicts_each(
+        &["tune", "--resume", "j"],
+        &[
+            &["--runs", "3"],
+            &["--warmup", "1"],
+            &["--seed", "1"],
+            &["--pinned"],
+        ],
+        &[],
         "--resume",
     );
+    conflicts_each(
+        &["tune", "--from", "r.csv"],
+        &[
+            &["--runs", "3"],
+            &["--warmup", "1"],
+            &["--budget", "1s"],
+            &["--validate", "1"],
+        ],
+        &[],
+        "--from",
+    );
+    conflicts(&[
+        ("tune --from r.csv --journal j", "--from", "--journal"),
+        ("tune --journal j --resume j", "--journal", "--resume"),
+    ]);
     refused(
         &["tune"],
         &[
@@ -124,52 +125,32 @@ fn tune_takes_one_of_from_resume_and_a_program() {
         &["required arguments were not provided", "--from"],
     );
     // Not silently ignored where --from cannot come.
-    conflict(
-        &["tune", "--machine", "6P+8E", "--resume", "j"],
-        "--machine",
-        "--resume",
-    );
-    conflict(
-        &["tune", "--machine", "6P+8E", "--", "ls"],
-        "--machine",
-        "[COMMAND]",
-    );
+    conflicts(&[
+        ("tune --machine 6P+8E --resume j", "--machine", "--resume"),
+        ("tune --machine 6P+8E -- ls", "--machine", "[COMMAND]"),
+    ]);
 }
 
 #[test]
 fn model_takes_from_or_params() {
-    conflict(
-        &["model", "--from", "r.csv", "--params", "f=0.9"],
-        "--from",
-        "--params",
-    );
+    conflicts(&[("model --from r.csv --params f=0.9", "--from", "--params")]);
     refused(&["model"], &["required arguments", "--from", "--params"]);
 }
 
 #[test]
 fn sched_and_sf_take_running_processes_or_a_program() {
-    conflict(
-        &["sched", "--schedulers", "os", "--pids", "1", "--", "true"],
-        "--pids",
-        "[CMD]",
-    );
+    conflicts(&[("sched --schedulers os --pids 1 -- true", "--pids", "[CMD]")]);
     refused(
         &["sched", "--schedulers", "os"],
         &["required arguments", "--pids", "CMD"],
     );
-    conflict(&["sf", "--pids", "1", "--", "true"], "--pids", "[CMD]");
-    // The old spelling, a hidden alias, is the same flag.
-    conflict(&["sf", "--pid", "1", "--", "true"], "--pids", "[CMD]");
-    conflict(
-        &["sf", "--from-compare", "j", "--pids", "1"],
-        "--from-compare",
-        "--pids",
-    );
-    conflict(
-        &["sf", "--from-compare", "j", "--", "true"],
-        "--from-compare",
-        "[CMD]",
-    );
+    conflicts(&[
+        ("sf --pids 1 -- true", "--pids", "[CMD]"),
+        // The old spelling, a hidden alias, is the same flag.
+        ("sf --pid 1 -- true", "--pids", "[CMD]"),
+        ("sf --from-compare j --pids 1", "--from-compare", "--pids"),
+        ("sf --from-compare j -- true", "--from-compare", "[CMD]"),
+    ]);
     refused(
         &["sf"],
         &["required arguments were not provided: <--pids <LIST>|CMD|--from-compare <JOURNAL>>"],
@@ -178,27 +159,27 @@ fn sched_and_sf_take_running_processes_or_a_program() {
 
 #[test]
 fn launcher_conflicts_with_every_placement_flag() {
-    for flag in [
-        &["--policies", "os"][..],
-        &["--threads", "2"],
-        &["--governors", "performance"],
-        &["--oversubscribe"],
-        &["--latency", "l.csv"],
-        &["--weights", "w.json"],
-        &["--mem", "local"],
-        &["--near", "eth0"],
-    ] {
-        let mut args = vec![
+    conflicts_each(
+        &[
             "compare",
             "--launcher",
             "mpirun -np 2",
             "--slice",
             "p-pinned",
-        ];
-        args.extend(flag);
-        args.extend(["--", "true"]);
-        conflict(&args, "--launcher", flag[0]);
-    }
+        ],
+        &[
+            &["--policies", "os"],
+            &["--threads", "2"],
+            &["--governors", "performance"],
+            &["--oversubscribe"],
+            &["--latency", "l.csv"],
+            &["--weights", "w.json"],
+            &["--mem", "local"],
+            &["--near", "eth0"],
+        ],
+        &["--", "true"],
+        "--launcher",
+    );
     refused(
         &["compare", "--launcher", "mpirun -np 2", "--", "true"],
         &["required arguments", "--slice"],
@@ -213,11 +194,7 @@ fn launcher_conflicts_with_every_placement_flag() {
         args.extend(["--", "true"]);
         refused(&args, &["required arguments", "--launcher", "--resume"]);
     }
-    conflict(
-        &["compare", "--journal", "j", "--resume", "j"],
-        "--journal",
-        "--resume",
-    );
+    conflicts(&[("compare --journal j --resume j", "--journal", "--resume")]);
 }
 
 #[test]
@@ -230,7 +207,7 @@ fn other_declared_pairs() {
         "--fsroot",
         "--hwloc-xml",
     );
-    conflict(&["topo", "--watch", "--explain"], "--explain", "--watch");
+    conflicts(&[("topo --watch --explain", "--explain", "--watch")]);
     refused(
         &["topo", "--count", "3"],
         &["required arguments", "--watch"],
@@ -264,36 +241,29 @@ fn other_declared_pairs() {
         &["slice", "--format", "slurm"],
         &["required arguments", "--all"],
     );
-    conflict(
-        &["mix", "--journal", "j", "--resume", "j"],
-        "--journal",
-        "--resume",
-    );
-    for flag in [
-        &["--method", "cas"][..],
-        &["--sequential"],
-        &["--target-ci", "2%"],
-        &["--max-time-per-pair", "1s"],
-        &["--runs", "2"],
-        &["--budget", "1s"],
-    ] {
-        // `--from-csv`, the old spelling, is an alias of --latency: the
-        // refusal names --latency either way.
-        for matrix in ["--latency", "--from-csv"] {
-            let mut args = vec!["latency", matrix, "m.csv"];
-            args.extend(flag);
-            conflict(&args, "--latency", flag[0]);
-        }
+    conflicts(&[("mix --journal j --resume j", "--journal", "--resume")]);
+    // `--from-csv`, the old spelling, is an alias of --latency: the
+    // refusal names --latency either way.
+    for matrix in ["--latency", "--from-csv"] {
+        conflicts_each(
+            &["latency", matrix, "m.csv"],
+            &[
+                &["--method", "cas"],
+                &["--sequential"],
+                &["--target-ci", "2%"],
+                &["--max-time-per-pair", "1s"],
+                &["--runs", "2"],
+                &["--budget", "1s"],
+            ],
+            &[],
+            "--latency",
+        );
     }
     refused(
         &["latency", "--benchmark", "2"],
         &["required arguments were not provided: <--latency <FILE>>"],
     );
-    conflict(
-        &["workload", "--list", "--threads", "2"],
-        "--list",
-        "--threads",
-    );
+    conflicts(&[("workload --list --threads 2", "--list", "--threads")]);
 }
 
 /// A plain compare journal's header, or one of a compare across ranks.

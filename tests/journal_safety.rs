@@ -8,15 +8,14 @@
 //! journal.
 
 use crate::common_cli;
+use crate::common_cmd::{pinsight_in, text, words};
 
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 /// Bound for what should end promptly: catches hangs, measures nothing.
 const HANG_GUARD: Duration = Duration::from_secs(120);
 const SIM: &str = "PINSIGHT_TEST_TUNE_SIM";
@@ -24,32 +23,23 @@ const STATIC: &str = "model=static,t1=10,f=0.95,sf=2,smt_gain=0.3,noise=0.02,see
 const HYBRID: &str = "20em64t-hybrid-1p6c2t+2ca4co1t";
 
 fn pinsight(dir: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.current_dir(dir)
-        .stdin(Stdio::null())
-        .env_remove("PINSIGHT_FSROOT")
-        .env_remove("PINSIGHT_KINDS")
-        .env_remove(SIM)
-        .env_remove("PINSIGHT_TEST_MEASURE_ROOT")
-        .env_remove("COLUMNS");
-    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    c
+    pinsight_in(dir)
+}
+
+/// pinsight started with `line`'s words, its output thrown away.
+fn spawn_quiet(dir: &Path, line: &str) -> Child {
+    pinsight(dir)
+        .args(words(line))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 fn run(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut c = pinsight(dir);
     c.envs(env.iter().copied()).args(args);
     c.output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn ok(o: &Output) {
@@ -263,25 +253,10 @@ fn compare_journal_is_locked_cut_lines_one_rule_edits_refused() {
 #[test]
 fn compare_resume_of_a_running_compare_is_refused() {
     let d = tempfile::tempdir().unwrap();
-    let mut first = pinsight(d.path())
-        .args([
-            "compare",
-            "--journal",
-            "j.jsonl",
-            "--runs",
-            "6",
-            "--warmup",
-            "0",
-            "--policies",
-            "os",
-            "--",
-            "sleep",
-            "0.5",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = spawn_quiet(
+        d.path(),
+        "compare --journal j.jsonl --runs 6 --warmup 0 --policies os -- sleep 0.5",
+    );
     let j = d.path().join("j.jsonl");
     let t = Instant::now();
     while !std::fs::read_to_string(&j).is_ok_and(|t| t.ends_with('\n')) {
@@ -311,25 +286,10 @@ fn compare_killed_with_sigkill_mid_way_keeps_every_run_and_resumes() {
     const RUNS: usize = 300;
     let d = tempfile::tempdir().unwrap();
     let runs = RUNS.to_string();
-    let mut first = pinsight(d.path())
-        .args([
-            "compare",
-            "--journal",
-            "j.jsonl",
-            "--runs",
-            &runs,
-            "--warmup",
-            "0",
-            "--policies",
-            "os",
-            "-q",
-            "--",
-            "true",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = spawn_quiet(
+        d.path(),
+        &format!("compare --journal j.jsonl --runs {runs} --warmup 0 --policies os -q -- true"),
+    );
     let j = d.path().join("j.jsonl");
     let t = Instant::now();
     let seen = loop {
@@ -375,16 +335,9 @@ fn tune_journal_is_locked_cut_lines_one_rule_edits_refused() {
     let o = run(
         d.path(),
         &env,
-        &[
-            "--fsroot",
-            &root,
-            "tune",
-            "--journal",
-            "t.jsonl",
-            "--json",
-            "--",
-            "true",
-        ],
+        &words(&format!(
+            "--fsroot {root} tune --journal t.jsonl --json -- true"
+        )),
     );
     ok(&o);
     let base = d.path().join("t.jsonl");
@@ -434,18 +387,10 @@ fn mix_journal_is_locked_cut_lines_one_rule_edits_refused() {
         return;
     };
     let o = c
-        .args([
-            "mix",
-            "--journal",
-            "m.jsonl",
-            "--runs",
-            "1",
-            "--schedulers",
-            "os,to",
-            "--",
-            "sleep 0.2",
-            "sleep 0.2",
-        ])
+        .args(words(
+            "mix --journal m.jsonl --runs 1 --schedulers os,to --",
+        ))
+        .args(["sleep 0.2", "sleep 0.2"])
         .output()
         .unwrap();
     ok(&o);
@@ -495,27 +440,7 @@ fn links_at_output_names_are_never_followed() {
     let o = run(
         dir,
         &[],
-        &[
-            "compare",
-            "--journal",
-            "c.jsonl",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--policies",
-            "os",
-            "--export-json",
-            "e.json",
-            "--export-csv",
-            "e.csv",
-            "--export-markdown",
-            "e.md",
-            "--export-html",
-            "e.html",
-            "--",
-            "true",
-        ],
+        &words("compare --journal c.jsonl --runs 2 --warmup 0 --policies os --export-json e.json --export-csv e.csv --export-markdown e.md --export-html e.html -- true"),
     );
     ok(&o);
     for (n, t) in names.iter().zip(&targets) {
@@ -539,13 +464,10 @@ fn links_at_output_names_are_never_followed() {
     let o = run(
         dir,
         &[],
-        &[
-            "--fsroot",
-            fixture.to_str().unwrap(),
-            "report",
-            "--no-speed",
-            "--no-latency",
-        ],
+        &words(&format!(
+            "--fsroot {} report --no-speed --no-latency",
+            fixture.to_str().unwrap()
+        )),
     );
     ok(&o);
     assert_not_followed(&html, &th);
@@ -580,19 +502,10 @@ fn links_at_output_names_are_never_followed() {
         return;
     };
     let o = c
-        .args([
-            "mix",
-            "--journal",
-            "m.jsonl",
-            "--runs",
-            "1",
-            "--schedulers",
-            "os",
-            "--export-json",
-            "m.json",
-            "--",
-            "sleep 0.2",
-        ])
+        .args(words(
+            "mix --journal m.jsonl --runs 1 --schedulers os --export-json m.json --",
+        ))
+        .arg("sleep 0.2")
         .output()
         .unwrap();
     ok(&o);
@@ -681,19 +594,10 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
     let o = run(
         d.path(),
         &[],
-        &[
-            "compare",
-            "--journal",
-            journal.to_str().unwrap(),
-            "--runs",
-            "40",
-            "--warmup",
-            "0",
-            "--policies",
-            "os",
-            "--",
-            "true",
-        ],
+        &words(&format!(
+            "compare --journal {} --runs 40 --warmup 0 --policies os -- true",
+            journal.to_str().unwrap()
+        )),
     );
     assert_ne!(o.status.code(), Some(0), "the disk never filled");
     assert!(
@@ -716,21 +620,10 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
     let o = run(
         d.path(),
         &[],
-        &[
-            "compare",
-            "--journal",
-            "c.jsonl",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--policies",
-            "os",
-            "--export-json",
-            export.to_str().unwrap(),
-            "--",
-            "true",
-        ],
+        &words(&format!(
+            "compare --journal c.jsonl --runs 2 --warmup 0 --policies os --export-json {} -- true",
+            export.to_str().unwrap()
+        )),
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     assert_eq!(std::fs::read_to_string(&export).unwrap(), "old");
@@ -741,17 +634,12 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
     let o = run(
         d.path(),
         &[],
-        &[
-            "--fsroot",
+        &words(&format!(
+            "--fsroot {} report --no-speed --no-latency --export-html {} --export-json {}",
             fixture.to_str().unwrap(),
-            "report",
-            "--no-speed",
-            "--no-latency",
-            "--export-html",
             html.to_str().unwrap(),
-            "--export-json",
-            json.to_str().unwrap(),
-        ],
+            json.to_str().unwrap()
+        )),
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     assert_eq!(disk.files(), vec!["e.json"]);
@@ -762,15 +650,10 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
     };
     let mj = disk.path().join("m.jsonl");
     let o = c
-        .args([
-            "mix",
-            "--journal",
-            mj.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--schedulers",
-            "os",
-        ])
+        .args(words(&format!(
+            "mix --journal {} --runs 1 --schedulers os",
+            mj.to_str().unwrap()
+        )))
         .args(["--", "true"])
         .output()
         .unwrap();

@@ -12,6 +12,7 @@
 
 // Shared helpers.
 mod common_cli;
+mod common_cmd;
 mod common_launch;
 
 mod arms_cli;

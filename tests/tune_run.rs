@@ -10,6 +10,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{text, with_sh, words};
 use common_cli::*;
 use serde_json::Value;
 use std::path::Path;
@@ -23,30 +24,11 @@ const SIM: &str = "PINSIGHT_TEST_TUNE_SIM";
 const STATIC: &str = "model=static,t1=10,f=0.95,sf=2,smt_gain=0.3,noise=0.02,seed=1";
 const HYBRID: &str = "20em64t-hybrid-1p6c2t+2ca4co1t";
 
+/// pinsight in `dir` (`crate::common_cmd::pinsight_in`), 80 columns wide.
 fn pinsight_in(dir: &Path) -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
-    c.current_dir(dir)
-        .stdin(Stdio::null())
-        .env_remove("PINSIGHT_FSROOT")
-        .env_remove("PINSIGHT_KINDS")
-        .env_remove(SIM)
-        .env_remove("PINSIGHT_TEST_MEASURE_ROOT")
-        .env("COLUMNS", "80");
-    // Ctrl-C as a terminal delivers it: SIGINT at its default in the child
-    // even when the suite runs under nohup.
-    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
+    let mut c = crate::common_cmd::pinsight_in(dir);
+    c.env("COLUMNS", "80");
     c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn run(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
@@ -84,16 +66,10 @@ fn simulated_tune_of_a_recorded_hybrid_runs_the_design_and_checks_it() {
     let o = run(
         d.path(),
         &[(SIM, STATIC)],
-        &[
-            "--fsroot",
-            root.to_str().unwrap(),
-            "tune",
-            "--journal",
-            "t.jsonl",
-            "--json",
-            "--",
-            "true",
-        ],
+        &words(&format!(
+            "--fsroot {} tune --journal t.jsonl --json -- true",
+            root.to_str().unwrap()
+        )),
     );
     let j = json_of(&o);
     assert_eq!(j["model"], "static", "{j}");
@@ -151,32 +127,16 @@ fn a_budget_cut_resumed_gives_the_uninterrupted_answer() {
     let whole = json_of(&run(
         d.path(),
         &[(SIM, STATIC)],
-        &[
-            "--fsroot",
-            root,
-            "tune",
-            "--journal",
-            "a.jsonl",
-            "--json",
-            "--",
-            "true",
-        ],
+        &words(&format!(
+            "--fsroot {root} tune --journal a.jsonl --json -- true"
+        )),
     ));
     let cut = run(
         d.path(),
         &[(SIM, STATIC)],
-        &[
-            "--fsroot",
-            root,
-            "tune",
-            "--journal",
-            "b.jsonl",
-            "--budget",
-            "90s",
-            "--json",
-            "--",
-            "true",
-        ],
+        &words(&format!(
+            "--fsroot {root} tune --journal b.jsonl --budget 90s --json -- true"
+        )),
     );
     let err = text(&cut.stderr);
     assert!(
@@ -213,22 +173,9 @@ fn live_tune_of_workload_pi_and_its_resume_agree() {
     let first = json_of(&run(
         d.path(),
         &[],
-        &[
-            "tune",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--journal",
-            "pi.jsonl",
-            "--json",
-            "--",
-            exe,
-            "workload",
-            "pi",
-            "--size",
-            "2e7",
-        ],
+        &words(&format!(
+            "tune --runs 2 --warmup 0 --journal pi.jsonl --json -- {exe} workload pi --size 2e7"
+        )),
     ));
     let r = &first["recommended"];
     let threads = r["threads"].as_u64().unwrap();
@@ -266,22 +213,10 @@ fn live_tune_with_declared_kinds_runs_p_e_and_both() {
     let o = run(
         d.path(),
         &[],
-        &[
-            "--kinds",
-            &kinds,
-            "tune",
-            "--runs",
-            "1",
-            "--warmup",
-            "0",
-            "--journal",
-            "k.jsonl",
-            "--json",
-            "--",
-            "sh",
-            "-c",
-            probe,
-        ],
+        &with_sh(
+            &format!("--kinds {kinds} tune --runs 1 --warmup 0 --journal k.jsonl --json --"),
+            &probe,
+        ),
     );
     let j = json_of(&o);
     assert_eq!(j["one_kind"], false, "{j}");
@@ -326,18 +261,9 @@ fn ctrl_c_then_resume_finishes_the_tune() {
     let d = tempfile::tempdir().unwrap();
     let journal = d.path().join("c.jsonl");
     let mut child = pinsight_in(d.path())
-        .args([
-            "tune",
-            "--runs",
-            "3",
-            "--warmup",
-            "0",
-            "--journal",
-            "c.jsonl",
-            "--",
-            "sleep",
-            "0.3",
-        ])
+        .args(words(
+            "tune --runs 3 --warmup 0 --journal c.jsonl -- sleep 0.3",
+        ))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
