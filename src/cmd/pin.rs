@@ -2,7 +2,7 @@
 //! thread (TID order, or by name with `--threads-by-name`); `--qemu` pins
 //! QEMU vCPU n to place n and the other QEMU threads to the rest.
 
-use super::plan_args::{make_request, parse_policy, plan_error, PlanArgs};
+use super::plan_args::{make_request, plan_error, PlanArgs};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_launch::pin::{plan_and_pin, PinError, PinOptions, ThreadOrder};
 use pinsight_launch::view::pin as view;
@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(value_name = "PID", value_parser = clap::value_parser!(i32).range(1..))]
     pub pid: i32,
     /// Placement policy (as for `pinsight run`).
-    #[arg(value_name = "POLICY", value_parser = parse_policy)]
+    #[arg(value_name = "POLICY")]
     pub policy: Policy,
     #[command(flatten)]
     pub plan: PlanArgs,

@@ -2,9 +2,7 @@
 //! user's tool speaks. Pure: reads the topology, never pins anything (the
 //! planner is crate `pinsight-plan`; `pinsight run`/`pin` apply plans).
 
-use super::plan_args::{
-    add_interleave_weights, flag, make_request, parse_policy, plan_error, PlanArgs,
-};
+use super::plan_args::{add_interleave_weights, flag, make_request, plan_error, PlanArgs};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_plan::{format::FORMAT_NAMES, plan, render, Format, Policy};
 
@@ -95,18 +93,14 @@ const PIPELINE_HELP: &str = "With latency-group: choose CPUs for a pipeline (sta
 #[command(mut_arg("pipeline", |a| a.help(PIPELINE_HELP)))]
 pub struct Args {
     /// Placement policy (see the list below).
-    #[arg(value_name = "POLICY", value_parser = parse_policy)]
+    #[arg(value_name = "POLICY")]
     pub policy: Policy,
     #[command(flatten)]
     pub plan: PlanArgs,
     /// Output dialect.
-    #[arg(long, short = 'f', value_name = "FORMAT", value_parser = parse_format,
+    #[arg(long, short = 'f', value_name = "FORMAT",
           long_help = format!("Output dialect: {}.", FORMAT_NAMES.join(", ")))]
     pub format: Option<Format>,
-}
-
-fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse::<Format>().map_err(|e| e.to_string())
 }
 
 pub fn run(args: Args, g: &Globals) -> CmdResult {

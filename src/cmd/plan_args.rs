@@ -77,11 +77,6 @@ pub fn add_interleave_weights(req: &mut Request, g: &Globals) -> Result<(), CliE
     Ok(())
 }
 
-/// POLICY as clap parses it: errors list the valid policies (exit 2).
-pub fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse::<Policy>().map_err(|e| e.to_string())
-}
-
 /// Plans `policy` on `topo`. Bad input is a usage error.
 pub fn make_plan(
     policy: &Policy,
@@ -175,7 +170,7 @@ fn load_weights(path: Option<&PathBuf>) -> Result<Option<pinsight_plan::Weights>
 pub struct SliceArgs {
     /// How to share the CPUs: equal-capacity (default), equal-count, p-only
     /// (one rule; `compare --slice-rules` compares several).
-    #[arg(long = "slice-rules", aliases = ["slice-rule", "rule"], value_name = "RULE", value_parser = parse_rule)]
+    #[arg(long = "slice-rules", aliases = ["slice-rule", "rule"], value_name = "RULE")]
     pub rule: Option<SliceRule>,
     /// This process's rank among the ranks of this node (default: from the launcher).
     #[arg(long = "local-rank", visible_alias = "rank", value_name = "N", value_parser = crate::values::rank)]
@@ -183,10 +178,6 @@ pub struct SliceArgs {
     /// Number of ranks on this node (default: from the launcher).
     #[arg(long = "local-size", visible_alias = "size", value_name = "N", value_parser = crate::values::rank)]
     pub size: Option<usize>,
-}
-
-fn parse_rule(s: &str) -> Result<SliceRule, String> {
-    s.parse::<SliceRule>().map_err(|e| e.to_string())
 }
 
 /// The slicing the flags ask for, `weights` (a file) as the slices'

@@ -11,7 +11,7 @@
 //! `--report` shows where each thread actually ran, sampled from `/proc`.
 //! The report goes to stderr: stdout belongs to the program.
 
-use super::plan_args::{make_plan, parse_policy, rank_error, rank_request, PlanArgs};
+use super::plan_args::{make_plan, rank_error, rank_request, PlanArgs};
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use pinsight_launch::view::{run as view, run_json};
@@ -111,7 +111,7 @@ impl Args {
     pub fn resolve(&self, argv: &[OsString]) -> Result<(Policy, Vec<OsString>), CliError> {
         let mut command = self.command.clone();
         let policy = match &self.policy {
-            Some(word) if !after_dashes(argv, word) => parse_policy(word).map_err(|e| {
+            Some(word) if !after_dashes(argv, word) => word.parse::<Policy>().map_err(|e| {
                 CliError::usage(format!("invalid value '{word}' for '<POLICY>': {e}"))
             })?,
             // No policy, or the program's name after a leading `--`.
@@ -242,7 +242,7 @@ fn plan_and_slice(
             "give the policy once: --slice {word} plans {word} inside this rank's slice; drop the POLICY before it"
         )));
     }
-    let policy = parse_policy(word).map_err(|e| {
+    let policy = word.parse::<Policy>().map_err(|e| {
         CliError::usage(format!(
             "invalid value '{word}' for '--slice <POLICY>': {e}"
         ))
