@@ -172,11 +172,8 @@ fn apply(
     refuse_irqbalance(args, g, view)?;
     // One irq that writes affinities at a time on a machine; taken once
     // the input is known good, so bad input stays exit 2.
-    let _one = if args.dry_run {
-        None
-    } else {
-        crate::cli::one_at_a_time("irq")?
-    };
+    let lock = (!args.dry_run).then(|| crate::cli::one_at_a_time("irq"));
+    let _one = lock.transpose()?.flatten();
     let how = irq::Carry {
         dry_run: args.dry_run,
         restore: args.restore.is_some(),

@@ -12,9 +12,8 @@
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
 use pinsight_term::wrap80;
-use pinsight_topology::hfi_watch::{self, Live, OpenError, WatchOptions};
+use pinsight_topology::hfi_watch::{self, OpenError, WatchOptions};
 use pinsight_topology::view::hfi;
-use std::io;
 use std::time::Duration;
 
 /// The `--watch` flags of `pinsight topo`.
@@ -67,23 +66,16 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
         duration: args.duration,
         json: g.json,
     };
-    let kind_of = |cpu: u32| hfi_watch::kind_name(&topo, cpu);
-    let mut source = Live { watcher, wake };
-    let woken = hfi_watch::watch(
-        &mut source,
-        &mut io::stdout().lock(),
-        &opts,
-        &kind_of,
-        &mut |w| {
-            if !g.quiet {
-                eprintln!(
-                    "{}",
-                    wrap80(&format!("pinsight: warning: topo --watch: {w}"))
-                );
-            }
-        },
-    )
-    .map_err(|e| CliError::runtime(format!("topo --watch: {e}")))?;
+    let mut warn = |w: String| {
+        if !g.quiet {
+            eprintln!(
+                "{}",
+                wrap80(&format!("pinsight: warning: topo --watch: {w}"))
+            );
+        }
+    };
+    let woken = hfi_watch::watch_live(watcher, wake, &topo, &opts, &mut warn)
+        .map_err(|e| CliError::runtime(format!("topo --watch: {e}")))?;
     Ok(match interrupt::stopped() {
         Some(sig) if woken => pinsight_lifecycle::exit::signal_code(sig),
         _ => 0,

@@ -145,6 +145,22 @@ pub fn watch(
     }
 }
 
+/// [`watch`] on this machine: the changes `watcher` hears written to
+/// stdout, each CPU named by its kind in `topo`, until `wake` (a
+/// signal's descriptor) is readable, the count or the deadline; lost and
+/// malformed messages go to `warn`. True when a wake-up ended it.
+pub fn watch_live(
+    watcher: HfiWatcher,
+    wake: BorrowedFd<'_>,
+    topo: &Topology,
+    opts: &WatchOptions,
+    warn: &mut dyn FnMut(String),
+) -> Result<bool, WatchError> {
+    let kind_of = |cpu: u32| kind_name(topo, cpu);
+    let mut source = Live { watcher, wake };
+    watch(&mut source, &mut io::stdout().lock(), opts, &kind_of, warn)
+}
+
 /// What the hardware says a CPU can do, as a stream for a scheduler:
 /// `(cpu, performance)` for each HFI change, sent from a thread of its own
 /// that ends at the first error or once the receiver is dropped (nobody
