@@ -1100,15 +1100,19 @@ fn topo_json_contract_on_the_hybrid() {
     assert_eq!(names, ["E-core", "P-core"]);
 }
 
+/// `topo --json` of the recorded machine `name`.
+fn recorded_topo_json(name: &str) -> Value {
+    ok(&["--fsroot", s(&hwloc_fixture(name)), "--json", "topo"]).json()
+}
+
+/// `topo`'s text of the recorded machine `name`.
+fn recorded_topo(name: &str) -> String {
+    ok(&["--fsroot", s(&hwloc_fixture(name)), "topo"]).stdout
+}
+
 #[test]
 fn topo_json_contract_with_offline_cpus() {
-    let doc = ok(&[
-        "--fsroot",
-        s(&hwloc_fixture("16em64t-4s2c2t-offlines")),
-        "--json",
-        "topo",
-    ])
-    .json();
+    let doc = recorded_topo_json("16em64t-4s2c2t-offlines");
     check_topo_contract(&doc, "offlines");
     let offline: Vec<u64> = doc["cpus"]
         .as_array()
@@ -1118,25 +1122,14 @@ fn topo_json_contract_with_offline_cpus() {
         .map(|c| c["id"].as_u64().unwrap())
         .collect();
     assert_eq!(offline, [2, 5, 13, 14]);
-    let human = ok(&[
-        "--fsroot",
-        s(&hwloc_fixture("16em64t-4s2c2t-offlines")),
-        "topo",
-    ])
-    .stdout;
+    let human = recorded_topo("16em64t-4s2c2t-offlines");
     assert!(human.contains("Offline CPUs: 2,5,13-14"), "{human}");
     assert!(!human.contains("(P#2)"), "an offline CPU is drawn: {human}");
 }
 
 #[test]
 fn topo_json_contract_inside_cgroups() {
-    let doc = ok(&[
-        "--fsroot",
-        s(&hwloc_fixture("16amd64-8n2c-cpusets")),
-        "--json",
-        "topo",
-    ])
-    .json();
+    let doc = recorded_topo_json("16amd64-8n2c-cpusets");
     check_topo_contract(&doc, "cpusets");
     let cpus = doc["cpus"].as_array().unwrap();
     let not_allowed: CpuSet = cpus
@@ -1147,12 +1140,7 @@ fn topo_json_contract_inside_cgroups() {
     assert_eq!(not_allowed.to_list_string(), "7-11");
     // Online but not allowed CPUs stay in their groups (they exist; this process just may not use them).
     assert!(as_cpuset(&doc["numa_nodes"][3]["cpus"], "node 3").contains(7));
-    let human = ok(&[
-        "--fsroot",
-        s(&hwloc_fixture("16amd64-8n2c-cpusets")),
-        "topo",
-    ])
-    .stdout;
+    let human = recorded_topo("16amd64-8n2c-cpusets");
     assert!(
         human.contains("Not allowed by this process's cpuset: 7-11"),
         "{human}"
@@ -1161,7 +1149,7 @@ fn topo_json_contract_inside_cgroups() {
         "16amd64-4n4c-cgroup-distance-merge",
         "32amd64-4s2n4c-cgroup2",
     ] {
-        let doc = ok(&["--fsroot", s(&hwloc_fixture(name)), "--json", "topo"]).json();
+        let doc = recorded_topo_json(name);
         check_topo_contract(&doc, name);
         assert!(
             doc["cpus"]

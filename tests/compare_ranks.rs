@@ -17,6 +17,7 @@
 
 use crate::common_launch;
 
+use crate::common_cmd::{assert_fits_80, pinsight_in};
 use common_launch::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -139,18 +140,52 @@ const RANK_ARGS: [&str; 8] = [
     "0",
 ];
 
-#[test]
-fn mpirun_arms_are_slicing_rules_timed_by_the_slowest_rank() {
+/// What every ranks experiment starts from: two usable CPUs `a` and `b`,
+/// the kinds that declare them, a fresh directory `d` and the journal path
+/// `j` in it.
+struct Setup {
+    a: usize,
+    b: usize,
+    kinds: String,
+    d: tempfile::TempDir,
+    j: PathBuf,
+}
+
+/// The [`Setup`]; `None` after a logged skip with fewer than two usable
+/// CPUs.
+fn setup() -> Option<Setup> {
     let Some((a, b, kinds)) = two_cpus() else {
-        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+        pinsight_testkit::skip("fewer than two usable CPUs: two slices cannot exist");
+        return None;
     };
     let d = tempfile::tempdir().unwrap();
     let j = d.path().join("j.jsonl");
-    let line = mpirun_line(a, b);
-    let mut args: Vec<&str> = vec!["--launcher", &line];
+    Some(Setup { a, b, kinds, d, j })
+}
+
+/// A ranks experiment's arguments: launcher `line`, the slicing rules
+/// and runs of RANK_ARGS, `extra` flags, the journal, then `sh -c script`.
+fn rank_args<'a>(
+    line: &'a str,
+    extra: &[&'a str],
+    journal: &'a Path,
+    script: &'a str,
+) -> Vec<&'a str> {
+    let mut args: Vec<&str> = vec!["--launcher", line];
     args.extend(RANK_ARGS);
-    args.extend(["--json", "--journal", j.to_str().unwrap()]);
-    args.extend(["--", "sh", "-c", "echo rank-out; sleep 0.1"]);
+    args.extend(extra);
+    args.extend(["--journal", journal.to_str().unwrap()]);
+    args.extend(["--", "sh", "-c", script]);
+    args
+}
+
+#[test]
+fn mpirun_arms_are_slicing_rules_timed_by_the_slowest_rank() {
+    let Some(Setup { a, b, kinds, d, j }) = setup() else {
+        return;
+    };
+    let line = mpirun_line(a, b);
+    let args = rank_args(&line, &["--json"], &j, "echo rank-out; sleep 0.1");
     let out = compare(d.path(), &kinds, &args, &MPI_ENV).output().unwrap();
     check_report(&out);
     check_journal(&j, "mpirun", 4);
@@ -177,39 +212,23 @@ fn mpirun_arms_are_slicing_rules_timed_by_the_slowest_rank() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(human.contains("Launcher: mpirun"), "{human}");
     assert!(human.contains("Slowest rank (mean ± σ)"), "{human}");
-    assert!(human.lines().all(|l| l.chars().count() <= 80), "{human}");
+    assert_fits_80(&human);
 }
 
 #[test]
 fn mpirun_interrupted_then_resumed_completes() {
-    let Some((a, b, kinds)) = two_cpus() else {
-        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+    let Some(Setup { a, b, kinds, d, j }) = setup() else {
+        return;
     };
-    let d = tempfile::tempdir().unwrap();
-    let j = d.path().join("j.jsonl");
     let line = mpirun_line(a, b);
-    let mut args: Vec<&str> = vec!["--launcher", &line];
-    args.extend(RANK_ARGS);
-    args.extend(["--journal", j.to_str().unwrap()]);
-    args.extend(["--", "sh", "-c", "sleep 0.4"]);
+    let args = rank_args(&line, &[], &j, "sleep 0.4");
     // Not under timeout(1): the signal goes to compare itself. Ctrl-C as a
     // terminal delivers it: SIGINT at its default in the child even when
     // the suite runs under nohup (compare keeps an inherited SIG_IGN, as
     // shells do).
-    let mut cmd = Command::new(pinsight());
-    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    let mut child = cmd
+    let mut child = pinsight_in(d.path())
         .args(["-q", "--kinds", &kinds, "compare"])
         .args(&args)
-        .current_dir(d.path())
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .envs(MPI_ENV)
@@ -279,22 +298,17 @@ fn mpirun_interrupted_then_resumed_completes() {
 
 #[test]
 fn mpirun_a_failing_rank_fails_the_run_naming_it() {
-    let Some((a, b, kinds)) = two_cpus() else {
-        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+    let Some(Setup { a, b, kinds, d, j }) = setup() else {
+        return;
     };
-    let d = tempfile::tempdir().unwrap();
-    let j = d.path().join("j.jsonl");
     let line = mpirun_line(a, b);
-    let mut args: Vec<&str> = vec!["--launcher", &line];
-    args.extend(RANK_ARGS);
-    args.extend(["--journal", j.to_str().unwrap()]);
     // Local rank 1 exits 3, rank 0 succeeds.
-    args.extend([
-        "--",
-        "sh",
-        "-c",
+    let args = rank_args(
+        &line,
+        &[],
+        &j,
         "[ \"${OMPI_COMM_WORLD_LOCAL_RANK}\" = 1 ] && exit 3; exit 0",
-    ]);
+    );
     let out = compare(d.path(), &kinds, &args, &MPI_ENV).output().unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -387,19 +401,14 @@ fn refusals_are_one_line() {
 /// Daemons started by the test, stopped (SIGTERM, then SIGKILL) on every path.
 #[test]
 fn srun_arms_are_slicing_rules_timed_by_the_slowest_rank() {
-    let Some((a, b, kinds)) = two_cpus() else {
-        pinsight_testkit::skip_test!("fewer than two usable CPUs: two slices cannot exist");
+    let Some(Setup { a, b, kinds, d, j }) = setup() else {
+        return;
     };
-    let d = tempfile::tempdir().unwrap();
     let slurm = d.path().join("slurm");
     std::fs::create_dir_all(&slurm).unwrap();
     let (daemons, conf) = start_slurm(&slurm);
-    let j = d.path().join("j.jsonl");
     let line = format!("srun -n 2 -N 1 taskset -c {a},{b}");
-    let mut args: Vec<&str> = vec!["--launcher", &line];
-    args.extend(RANK_ARGS);
-    args.extend(["--json", "--journal", j.to_str().unwrap()]);
-    args.extend(["--", "sh", "-c", "sleep 0.1"]);
+    let args = rank_args(&line, &["--json"], &j, "sleep 0.1");
     let out = compare(d.path(), &kinds, &args, &[("SLURM_CONF", &conf)])
         .output()
         .unwrap();

@@ -98,17 +98,13 @@ fn live_p_and_e_follow_the_declaration() {
     assert_eq!(kinds.last().unwrap()["cpus"], p.to_string());
 }
 
-/// On the recorded i7-1370P (P 0-11, E 12-19), a declaration overrides
-/// what discovery found, in the declared order.
-#[test]
-fn a_declaration_overrides_discovery() {
-    let root = hybrid();
-    let base = ["--fsroot", root.as_str()];
-    let discovered = ok(&[&base[..], &["plan", "p-pinned", "-t", "1", "--json", "-q"]].concat());
-    assert_eq!(discovered.json()["places"][0], "0");
-    // Known kinds: P > E whatever order they are listed in.
-    let argv = [
-        &base[..],
+/// `plan p-pinned -t 1 --json` on the recorded i7-1370P at `root` (P 0-11,
+/// E 12-19) with its kinds declared the other way round (E 0-11, P 12-19),
+/// global `flags` before the declaration; it must succeed.
+fn plan_with_kinds_swapped(root: &str, flags: &[&str]) -> Out {
+    ok(&[
+        &["--fsroot", root][..],
+        flags,
         &[
             "--kinds",
             "0-11:E,12-19:P",
@@ -119,8 +115,19 @@ fn a_declaration_overrides_discovery() {
             "--json",
         ],
     ]
-    .concat();
-    let o = ok(&argv);
+    .concat())
+}
+
+/// On the recorded i7-1370P (P 0-11, E 12-19), a declaration overrides
+/// what discovery found, in the declared order.
+#[test]
+fn a_declaration_overrides_discovery() {
+    let root = hybrid();
+    let base = ["--fsroot", root.as_str()];
+    let discovered = ok(&[&base[..], &["plan", "p-pinned", "-t", "1", "--json", "-q"]].concat());
+    assert_eq!(discovered.json()["places"][0], "0");
+    // Known kinds: P > E whatever order they are listed in.
+    let o = plan_with_kinds_swapped(&root, &[]);
     assert_eq!(o.json()["places"][0], "12", "{}", o.stdout);
     assert!(
         o.says("P-core (12-19) > E-core (0-11) (discovery found P-core (0-11) > E-core (12-19))"),
@@ -208,18 +215,7 @@ fn the_environment_declares_and_is_named() {
 #[test]
 fn quiet_hides_the_note_not_the_declaration() {
     let root = hybrid();
-    let o = ok(&[
-        "--fsroot",
-        &root,
-        "-q",
-        "--kinds",
-        "0-11:E,12-19:P",
-        "plan",
-        "p-pinned",
-        "-t",
-        "1",
-        "--json",
-    ]);
+    let o = plan_with_kinds_swapped(&root, &["-q"]);
     assert!(o.stderr.is_empty(), "{}", o.stderr);
     assert_eq!(o.json()["places"][0], "12");
 }

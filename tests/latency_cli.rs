@@ -5,6 +5,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{assert_fits_80, words};
 use common_cli::*;
 use pinsight_latency::measure::{choose_cpus, usable_cpus};
 use pinsight_sys::FsRoot;
@@ -35,6 +36,15 @@ fn two_cpus() -> Option<(usize, usize)> {
             None
         }
     }
+}
+
+/// `latency` measuring the pair `cpus` (`runs` times where given) with a
+/// cap of 20 ms a pair, then `rest`'s words.
+fn measure(cpus: &str, runs: Option<u32>, rest: &str) -> Call {
+    let runs = runs.map(|n| format!("--runs {n}")).unwrap_or_default();
+    pinsight(&words(&format!(
+        "latency --cpus {cpus} {runs} --max-time-per-pair 20ms {rest}"
+    )))
 }
 
 #[test]
@@ -162,17 +172,7 @@ fn unwritable_output_paths_fail_before_measuring() {
 fn repeat_reports_run_to_run_spread_in_text_and_json() {
     let Some((a, b)) = two_cpus() else { return };
     let cpus = format!("{a},{b}");
-    let o = pinsight(&[
-        "latency",
-        "--cpus",
-        &cpus,
-        "--runs",
-        "3",
-        "--max-time-per-pair",
-        "20ms",
-        "--json",
-    ])
-    .run();
+    let o = measure(&cpus, Some(3), "--json").run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     let doc = o.json();
     let m = &doc["measured"];
@@ -200,15 +200,8 @@ fn repeat_reports_run_to_run_spread_in_text_and_json() {
     v.sort_by(f64::total_cmp);
     assert_eq!(pair["median_ns"].as_f64().unwrap(), v[1]);
 
-    let o = ok(&[
-        "latency",
-        "--cpus",
-        &cpus,
-        "--runs",
-        "2",
-        "--max-time-per-pair",
-        "20ms",
-    ]);
+    let o = measure(&cpus, Some(2), "").run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
         o.stdout.contains("in 2 runs of the matrix")
             && o.stdout
@@ -217,11 +210,7 @@ fn repeat_reports_run_to_run_spread_in_text_and_json() {
         "{}",
         o.stdout
     );
-    assert!(
-        o.stdout.lines().all(|l| l.chars().count() <= 80),
-        "{}",
-        o.stdout
-    );
+    assert_fits_80(&o.stdout);
 }
 
 #[test]
@@ -229,16 +218,7 @@ fn one_run_says_its_interval_is_within_run_only() {
     let Some((a, b)) = two_cpus() else { return };
     let cpus = format!("{a},{b}");
     // --runs 1 given: one run even on a virtual machine.
-    let o = pinsight(&[
-        "latency",
-        "--cpus",
-        &cpus,
-        "--runs",
-        "1",
-        "--max-time-per-pair",
-        "20ms",
-    ])
-    .run();
+    let o = measure(&cpus, Some(1), "").run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(!o.stderr.contains("to show the drift"), "{}", o.stderr);
     assert!(
@@ -254,19 +234,9 @@ fn one_run_says_its_interval_is_within_run_only() {
 fn measured_csv_says_medians_and_reads_back() {
     let Some((a, b)) = two_cpus() else { return };
     let cpus = format!("{a},{b}");
-    let o = pinsight(&[
-        "latency",
-        "--cpus",
-        &cpus,
-        "--runs",
-        "1",
-        "--max-time-per-pair",
-        "20ms",
-        "--export-csv",
-        "m.csv",
-    ])
-    .writes("m.csv")
-    .run();
+    let o = measure(&cpus, Some(1), "--export-csv m.csv")
+        .writes("m.csv")
+        .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     let text = std::fs::read_to_string(o.path("m.csv")).unwrap();
     assert!(
@@ -348,15 +318,7 @@ fn a_virtual_machine_measures_three_spaced_matrices_unless_runs_is_given() {
     let cpus = format!("{a},{b}");
     let vm = pinsight_topology::vm::detect(&FsRoot::live()).is_some();
     let started = Instant::now();
-    let o = pinsight(&[
-        "latency",
-        "--cpus",
-        &cpus,
-        "--max-time-per-pair",
-        "20ms",
-        "--json",
-    ])
-    .run();
+    let o = measure(&cpus, None, "--json").run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     let m = &o.json()["measured"];
     if vm {

@@ -3,6 +3,7 @@
 //! impossible `speed --mem-mib` is refused, and `pin` on a per-CPU kernel
 //! thread says what EINVAL means (a dry run says the same).
 
+use crate::common_cmd::{text, words};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -32,10 +33,6 @@ fn cmd(dir: &Path, args: &[&str]) -> Command {
 
 fn run(dir: &Path, args: &[&str]) -> Output {
     cmd(dir, args).output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Commands with output, none of which measures anything (fast).
@@ -107,6 +104,21 @@ fn closed_pipe_before_any_output_is_a_quiet_exit() {
     }
 }
 
+/// pinsight `args` in `dir`, its stdout read to the first line and closed,
+/// as `| head -1` does: that line, and how pinsight ended.
+fn first_line_then_close(dir: &Path, args: &[&str]) -> (String, Output) {
+    let mut child = cmd(dir, args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    (first, child.wait_with_output().unwrap())
+}
+
 /// As `pinsight topo --json | head -1`: read one line, close the pipe.
 /// The 256-CPU machine's JSON is far larger than a pipe's buffer.
 #[test]
@@ -117,17 +129,8 @@ fn head_one_line_then_close() {
         vec!["--fsroot", big.as_str(), "topo", "--json"],
         vec!["--fsroot", big.as_str(), "topo"],
     ] {
-        let mut child = cmd(dir.path(), &args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
+        let (first, out) = first_line_then_close(dir.path(), &args);
         assert!(!first.is_empty());
-        let out = child.wait_with_output().unwrap();
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         assert_quiet_exit(&args, &out);
     }
@@ -173,17 +176,8 @@ fn launched_programs_keep_default_sigpipe() {
         pinsight_testkit::skip_test!("no yes(1) here");
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut child = cmd(dir.path(), &["run", "os", "--", "yes"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let (first, out) = first_line_then_close(dir.path(), &["run", "os", "--", "yes"]);
     assert_eq!(first, "y\n");
-    let out = child.wait_with_output().unwrap();
     let err = text(&out.stderr);
     assert!(
         !err.contains("Broken pipe") && !err.contains("panicked"),
@@ -212,22 +206,23 @@ fn assert_refused_early(out: &Output, started: Instant, path: &str) {
     );
 }
 
+/// `report --budget 120s` with `flags`'s words, in `dir`: refused before
+/// measuring (a 120 s budget would be spent measuring before a late
+/// failure), naming `path`.
+fn report_refused_early(dir: &Path, flags: &str, path: &str) {
+    let started = Instant::now();
+    let out = run(dir, &words(&format!("report --budget 120s {flags}")));
+    assert_refused_early(&out, started, path);
+}
+
 #[test]
 fn report_out_in_a_missing_directory_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    // A 120 s budget would be spent measuring before a late failure.
-    let out = run(
+    report_refused_early(
         dir.path(),
-        &[
-            "report",
-            "--budget",
-            "120s",
-            "--export-html",
-            "no/such/dir/box.html",
-        ],
+        "--export-html no/such/dir/box.html",
+        "no/such/dir/box.html",
     );
-    assert_refused_early(&out, started, "no/such/dir/box.html");
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 }
 
@@ -235,20 +230,11 @@ fn report_out_in_a_missing_directory_is_refused_before_measuring() {
 fn report_out_blocked_by_a_directory_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("box.json")).unwrap();
-    let started = Instant::now();
-    let out = run(
+    report_refused_early(
         dir.path(),
-        &[
-            "report",
-            "--budget",
-            "120s",
-            "--export-html",
-            "box.html",
-            "--export-json",
-            "box.json",
-        ],
+        "--export-html box.html --export-json box.json",
+        "box.json",
     );
-    assert_refused_early(&out, started, "box.json");
     // The probe left nothing behind: no box.html either.
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -261,19 +247,11 @@ fn report_out_blocked_by_a_directory_is_refused_before_measuring() {
 fn report_out_checks_the_latency_file_when_latency_is_measured() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("box.latency.json")).unwrap();
-    let started = Instant::now();
-    let out = run(
+    report_refused_early(
         dir.path(),
-        &[
-            "report",
-            "--budget",
-            "120s",
-            "--no-speed",
-            "--export-latency",
-            "box.latency.json",
-        ],
+        "--no-speed --export-latency box.latency.json",
+        "box.latency.json",
     );
-    assert_refused_early(&out, started, "box.latency.json");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{assert_fits_80, pinsight_in, words};
 use common_cli::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -50,19 +51,15 @@ fn two_kinds() -> Option<(String, tempfile::TempDir)> {
     Some((format!("{first}:P,{}:E", rest.to_list_string()), root))
 }
 
-/// `pinsight` with SIGINT at its default, as a terminal delivers Ctrl-C,
-/// even when the suite runs under nohup (pinsight keeps an inherited
-/// SIG_IGN, as shells do).
-fn pinsight_cmd() -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
-    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
+/// `pinsight` with `line`'s words measuring on the fake PMUs at `root`,
+/// started as a terminal would (`crate::common_cmd::pinsight_in`: SIGINT at
+/// its default, even when the suite runs under nohup), its output piped.
+fn sf_child(line: &str, root: &Path) -> Command {
+    let mut c = pinsight_in(Path::new("."));
+    c.args(words(line))
+        .env(MEASURE_ROOT, root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     c
 }
 
@@ -81,7 +78,7 @@ fn help_explains_the_estimator_the_probe_and_the_fallbacks() {
     ] {
         assert!(o.stdout.contains(f), "help lacks {f}:\n{}", o.stdout);
     }
-    assert!(o.stdout.lines().all(|l| l.chars().count() <= 80));
+    assert_fits_80(&o.stdout);
 }
 
 #[test]
@@ -146,11 +143,7 @@ fn without_per_kind_pmus_it_says_why_and_starts_nothing() {
     );
     assert!(o.says("(the program was not started)"), "{}", o.stderr);
     assert!(o.says("--sf NAME=X"), "{}", o.stderr);
-    assert!(
-        o.stderr.lines().all(|l| l.chars().count() <= 80),
-        "{}",
-        o.stderr
-    );
+    assert_fits_80(&o.stderr);
 
     // One core PMU (x86 without hybrid PMUs): counters cannot tell kinds apart.
     add_pmu(root.path(), "cpu", 4, "0-19");
@@ -215,11 +208,7 @@ fn report_and_json_carry_every_thread_on_fake_per_kind_pmus() {
         "{}",
         o.stdout
     );
-    assert!(
-        o.stdout.lines().all(|l| l.chars().count() <= 80),
-        "{}",
-        o.stdout
-    );
+    assert_fits_80(&o.stdout);
     let mut json_args = args.to_vec();
     json_args.insert(1, "--json");
     let o = pinsight(&json_args).env(MEASURE_ROOT, root.path()).run();
@@ -260,26 +249,12 @@ fn ctrl_c_prints_what_was_measured_and_stops_the_program() {
     let Some((kinds, root)) = two_kinds() else {
         return;
     };
-    let mut child = pinsight_cmd()
-        .args([
-            "sf",
-            "--json",
-            "--kinds",
-            &kinds,
-            "--interval",
-            "20ms",
-            "--",
-            "sleep",
-            "30",
-        ])
-        .env(MEASURE_ROOT, root.path())
-        .env_remove("PINSIGHT_FSROOT")
-        .env_remove("PINSIGHT_KINDS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sf_child(
+        &format!("sf --json --kinds {kinds} --interval 20ms -- sleep 30"),
+        root.path(),
+    )
+    .spawn()
+    .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -345,26 +320,15 @@ fn probe_windows_pin_the_threads_and_restore_them_at_the_end_and_on_ctrl_c() {
     for interrupt in [false, true] {
         let mut target = Command::new("sleep").arg("30").spawn().unwrap();
         let pid = target.id().to_string();
-        let mut sf = pinsight_cmd()
-            .args([
-                "sf",
-                "--json",
-                "--probe",
-                "--kinds",
-                &kinds,
-                "--interval",
-                "150ms",
-            ])
-            .args(["--pids", &pid, "--duration", "1500ms"])
-            .env(MEASURE_ROOT, root.path())
-            .env(STAND_IN, "1")
-            .env_remove("PINSIGHT_FSROOT")
-            .env_remove("PINSIGHT_KINDS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut sf = sf_child(
+            &format!(
+                "sf --json --probe --kinds {kinds} --interval 150ms --pids {pid} --duration 1500ms"
+            ),
+            root.path(),
+        )
+        .env(STAND_IN, "1")
+        .spawn()
+        .unwrap();
         // During the first window the target is on the big CPU.
         let t0 = Instant::now();
         let mut seen_big = false;
@@ -420,18 +384,9 @@ fn several_pids_are_measured_together_and_each_thread_names_its_process() {
     let reaper = reap(b);
     // a named twice is measured once.
     let list = format!("{},{b_id},{}", a.id(), a.id());
-    let o = pinsight(&[
-        "sf",
-        "--json",
-        "--kinds",
-        &kinds,
-        "--interval",
-        "50ms",
-        "--pids",
-        &list,
-        "--duration",
-        "800ms",
-    ])
+    let o = pinsight(&words(&format!(
+        "sf --json --kinds {kinds} --interval 50ms --pids {list} --duration 800ms"
+    )))
     .env(MEASURE_ROOT, root.path())
     .env(STAND_IN, "1")
     .run();
@@ -465,18 +420,9 @@ fn several_pids_are_measured_together_and_each_thread_names_its_process() {
     let reaper = reap(c);
     let t0 = Instant::now();
     let list = format!("{c_id}");
-    let o = pinsight(&[
-        "sf",
-        "--json",
-        "--kinds",
-        &kinds,
-        "--interval",
-        "20ms",
-        "--pids",
-        &list,
-        "--duration",
-        "20s",
-    ])
+    let o = pinsight(&words(&format!(
+        "sf --json --kinds {kinds} --interval 20ms --pids {list} --duration 20s"
+    )))
     .env(MEASURE_ROOT, root.path())
     .env(STAND_IN, "1")
     .run();
@@ -500,26 +446,7 @@ fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
     let Some((kinds, _root)) = two_kinds() else {
         return;
     };
-    let o = pinsight(&[
-        "compare",
-        "-q",
-        "--kinds",
-        &kinds,
-        "--policies",
-        "p-set,e-set",
-        "-t",
-        "1",
-        "-r",
-        "2",
-        "-w",
-        "0",
-        "--seed",
-        "1",
-        "--journal",
-        "j.jsonl",
-        "--",
-        "true",
-    ])
+    let o = pinsight(&words(&format!("compare -q --kinds {kinds} --policies p-set,e-set -t 1 -r 2 -w 0 --seed 1 --journal j.jsonl -- true")))
     .writes("j.jsonl")
     .writes("j.jsonl.out")
     .run();
@@ -540,24 +467,9 @@ fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
     assert!((j["sf"].as_f64().unwrap() - s / b).abs() < 1e-9, "{j}");
 
     // A journal without arms confined to each kind: no SF, exit 1.
-    let o = pinsight(&[
-        "compare",
-        "-q",
-        "--kinds",
-        &kinds,
-        "--policies",
-        "os",
-        "-t",
-        "1",
-        "-r",
-        "2",
-        "-w",
-        "0",
-        "--journal",
-        "os.jsonl",
-        "--",
-        "true",
-    ])
+    let o = pinsight(&words(&format!(
+        "compare -q --kinds {kinds} --policies os -t 1 -r 2 -w 0 --journal os.jsonl -- true"
+    )))
     .writes("os.jsonl")
     .writes("os.jsonl.out")
     .run();
@@ -584,33 +496,18 @@ fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
 /// by `mix` (whose programs are the ones given).
 #[test]
 fn sf_positions_out_of_range_are_refused_in_one_line() {
+    // Command lines (their words) and what the refusal says.
     let mut cases = vec![
         (
-            vec![
-                "sched",
-                "--policies",
-                "to",
-                "--sf",
-                "#999999999999=2",
-                "--",
-                "true",
-            ],
+            "sched --policies to --sf #999999999999=2 -- true".to_string(),
             "'#999999999999' is not a position: #N with N from 1 to 4194304",
         ),
         (
-            vec![
-                "sched",
-                "--policies",
-                "to",
-                "--sf",
-                "#99999999999999999999999=2",
-                "--pids",
-                "1",
-            ],
+            "sched --policies to --sf #99999999999999999999999=2 --pids 1".to_string(),
             "with N from 1 to 4194304",
         ),
         (
-            vec!["sched", "--policies", "acfs", "--sf", "#0=2", "--", "true"],
+            "sched --policies acfs --sf #0=2 -- true".to_string(),
             "'#0' is not a position",
         ),
     ];
@@ -628,40 +525,16 @@ fn sf_positions_out_of_range_are_refused_in_one_line() {
     };
     if let Some(k) = &kinds {
         cases.push((
-            vec![
-                "--quiet",
-                "--kinds",
-                k,
-                "mix",
-                "--policies",
-                "to",
-                "--sf",
-                "#999999999999=2",
-                "--",
-                "true",
-                "true",
-            ],
+            format!("--quiet --kinds {k} mix --policies to --sf #999999999999=2 -- true true"),
             "'#999999999999' is not a position: #N with N from 1 to 4194304",
         ));
         cases.push((
-            vec![
-                "--quiet",
-                "--kinds",
-                k,
-                "mix",
-                "--policies",
-                "to",
-                "--sf",
-                "#3=2",
-                "--",
-                "true",
-                "true",
-            ],
+            format!("--quiet --kinds {k} mix --policies to --sf #3=2 -- true true"),
             "positions #1-#2",
         ));
     }
-    for (args, phrase) in cases {
-        let o = pinsight(&args).run();
+    for (line, phrase) in cases {
+        let o = pinsight(&words(&line)).run();
         assert_eq!(o.code, 2, "{}: {}", o.argv, o.stderr);
         assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
         assert!(o.stderr.contains("--sf"), "{}: {}", o.argv, o.stderr);

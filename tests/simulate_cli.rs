@@ -5,6 +5,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{assert_fits_80, words};
 use common_cli::*;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -19,6 +20,16 @@ fn mix() -> &'static str {
 
 fn s(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// `simulate`, the `machine` flags, `--programs` the acceptance mix, then
+/// `rest`'s words.
+fn simulate<'a>(machine: &[&'a str], rest: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["simulate"];
+    args.extend(machine);
+    args.extend(["--programs", mix()]);
+    args.extend(words(rest));
+    args
 }
 
 fn policy<'a>(j: &'a Value, name: &str) -> &'a Value {
@@ -46,16 +57,7 @@ fn help_defines_every_metric_with_its_formula() {
 
 #[test]
 fn json_carries_the_metrics_and_reproduces_the_seed() {
-    let args = [
-        "simulate",
-        "--machine",
-        "8P+8E",
-        "--programs",
-        mix(),
-        "--seed",
-        "7",
-        "--json",
-    ];
+    let args = simulate(&["--machine", "8P+8E"], "--seed 7 --json");
     let o = ok(&args);
     let j = o.json();
     assert_eq!(j["machine"]["big"], 8);
@@ -81,20 +83,11 @@ fn json_carries_the_metrics_and_reproduces_the_seed() {
 
 #[test]
 fn human_output_fits_80_columns_with_a_verdict() {
-    let o = ok(&[
-        "simulate",
-        "--machine",
-        "8P+8E",
-        "--programs",
-        mix(),
-        "--schedulers",
-        "aarr,to",
-        "--sf-estimate",
-        "classes:1.67,1.97",
-    ]);
-    for line in o.stdout.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80: {line}");
-    }
+    let o = ok(&simulate(
+        &["--machine", "8P+8E"],
+        "--schedulers aarr,to --sf-estimate classes:1.67,1.97",
+    ));
+    assert_fits_80(&o.stdout);
     assert!(
         o.stdout.contains("Verdict: highest throughput:"),
         "{}",
@@ -107,18 +100,10 @@ fn human_output_fits_80_columns_with_a_verdict() {
 #[test]
 fn machine_from_a_recorded_hybrid_counts_cores() {
     let h = hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
-    let o = ok(&[
-        "simulate",
-        "--fsroot",
-        s(&h),
-        "--programs",
-        mix(),
-        "--schedulers",
-        "aarr",
-        "--runs",
-        "1",
-        "--json",
-    ]);
+    let o = ok(&simulate(
+        &["--fsroot", s(&h)],
+        "--schedulers aarr --runs 1 --json",
+    ));
     let j = o.json();
     // 6 P-cores with 2 threads each (CPUs 0-11), 8 E-cores (12-19).
     assert_eq!(j["machine"]["big"], 6, "{j}");
@@ -130,20 +115,10 @@ fn machine_from_a_recorded_hybrid_counts_cores() {
 #[test]
 fn declared_kinds_make_a_machine() {
     let h = hwloc_fixture("16em64t-4s2c2t");
-    let o = ok(&[
-        "simulate",
-        "--fsroot",
-        s(&h),
-        "--kinds",
-        "0-7:P,8-15:E",
-        "--programs",
-        mix(),
-        "--schedulers",
-        "to",
-        "--runs",
-        "1",
-        "--json",
-    ]);
+    let o = ok(&simulate(
+        &["--fsroot", s(&h), "--kinds", "0-7:P,8-15:E"],
+        "--schedulers to --runs 1 --json",
+    ));
     let j = o.json();
     // The declaration splits SMT siblings (CPU n and n + 8 share a core):
     // each CPU counts as one, and the note says so.
@@ -155,7 +130,7 @@ fn declared_kinds_make_a_machine() {
 #[test]
 fn one_kind_is_refused_in_one_line() {
     let h = hwloc_fixture("16em64t-4s2c2t");
-    let o = pinsight(&["simulate", "--fsroot", s(&h), "--programs", mix()]).run();
+    let o = pinsight(&simulate(&["--fsroot", s(&h)], "")).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
         o.first_err_line()
@@ -172,50 +147,35 @@ fn bad_input_exits_2_naming_it() {
     let bad = dir.path().join("bad.csv");
     std::fs::write(&bad, "# mix\nname,instructions,sf\na,1e9,2\nb,1e9,zero\n").unwrap();
     let missing = dir.path().join("missing.csv");
+    let both = ["--machine", "8P+8E"];
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
-            vec!["--machine", "8P", "--programs", mix()],
+            simulate(&["--machine", "8P"], ""),
             "--machine '8P': one kind only",
         ),
         (
-            vec![
-                "--machine",
-                "8P+8E",
-                "--programs",
-                mix(),
-                "--sf-estimate",
-                "td",
-            ],
+            simulate(&both, "--sf-estimate td"),
             "--sf-estimate 'td': 'td' is not an SF estimate",
         ),
         (
-            vec![
-                "--machine",
-                "8P+8E",
-                "--programs",
-                mix(),
-                "--schedulers",
-                "os,cfs",
-            ],
+            simulate(&both, "--schedulers os,cfs"),
             "--schedulers: 'cfs' is not a scheduler (allowed: os, aarr, to, acfs)",
         ),
         (
-            vec!["--machine", "8P+8E", "--programs", s(&missing)],
+            vec!["simulate", "--machine", "8P+8E", "--programs", s(&missing)],
             "cannot read it",
         ),
         (
-            vec!["--machine", "8P+8E", "--programs", s(&bad)],
+            vec!["simulate", "--machine", "8P+8E", "--programs", s(&bad)],
             "line 4, column sf: 'zero' is not a speedup factor",
         ),
         (
-            vec!["--machine", "8P+8E", "--programs", mix(), "--runs", "0"],
+            simulate(&both, "--runs 0"),
             "invalid value '0' for '--runs <N>'",
         ),
     ];
     for (args, phrase) in cases {
-        let mut all = vec!["simulate"];
-        all.extend(args);
-        let o = pinsight(&all).run();
+        let o = pinsight(&args).run();
         assert_eq!(o.code, 2, "{}: {}", o.argv, o.stderr);
         assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
         assert!(o.stderr.contains(phrase), "{}: {}", o.argv, o.stderr);
@@ -226,15 +186,7 @@ fn bad_input_exits_2_naming_it() {
 /// verdict, as users see them.
 #[test]
 fn human_report_golden() {
-    let o = ok(&[
-        "simulate",
-        "--machine",
-        "8P+8E",
-        "--programs",
-        mix(),
-        "--seed",
-        "1",
-    ]);
+    let o = ok(&simulate(&["--machine", "8P+8E"], "--seed 1"));
     insta::with_settings!({ snapshot_path => "snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
         insta::assert_snapshot!("simulate_mix16_8p8e_exact", o.stdout);
     });
