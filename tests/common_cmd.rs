@@ -1,7 +1,8 @@
 //! Set-up the root tests share beyond `common_cli`: command lines written
 //! as words, the pinsight child started as a terminal would start it (for
-//! the tests that signal or watch it: compare_cli, journal_safety,
-//! tune_run), and the 80-column check of what it prints.
+//! the tests that signal or watch it: compare_cli, compare_ranks,
+//! journal_safety, sf_cli, tune_run), and the 80-column check of what it
+//! prints.
 
 use std::path::Path;
 use std::process::{Command, Stdio};

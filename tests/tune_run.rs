@@ -215,7 +215,7 @@ fn live_tune_with_declared_kinds_runs_p_e_and_both() {
         &[],
         &with_sh(
             &format!("--kinds {kinds} tune --runs 1 --warmup 0 --journal k.jsonl --json --"),
-            &probe,
+            probe,
         ),
     );
     let j = json_of(&o);
