@@ -8,7 +8,7 @@
 use crate::{cli::Globals, errors::CliError, errors::CmdResult};
 use pinsight_lifecycle::interrupt;
 use pinsight_measure::sf::session::{self, Request, SessionError, Target};
-use pinsight_measure::sf::{KindCpus, SfOptions, SfUnavailable};
+use pinsight_measure::sf::{KindCpus, SfUnavailable};
 use pinsight_sched::view::{self, notices};
 use pinsight_sys::FsRoot;
 use std::ffi::OsString;
@@ -89,14 +89,7 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     let measure_root = pinsight_measure::measurement_root()?;
     let topo = g.topology()?;
     let kinds: Vec<KindCpus> = topo.kinds.iter().map(KindCpus::from).collect();
-    let req = Request {
-        target,
-        probe: args.probe,
-        period: args.interval,
-        duration: args.duration,
-        options: SfOptions::default(),
-        software_stand_in: session::stand_in_requested(),
-    };
+    let req = Request::new(target, args.probe, args.interval, args.duration);
     // After a signal, this thread restores, reports, then exits 128 + N.
     let _main = interrupt::main_handles_exit();
     let measured = session::measure(&measure_root, &kinds, req, &mut crate::cli::progress(g));

@@ -74,6 +74,28 @@ pub struct Request<'a> {
     pub software_stand_in: bool,
 }
 
+impl<'a> Request<'a> {
+    /// Measuring `target` every `period` (alternating the kinds when
+    /// `probe`), for `duration` if given, with the default options and the
+    /// software stand-in when the environment asks for it
+    /// ([`stand_in_requested`]).
+    pub fn new(
+        target: Target<'a>,
+        probe: bool,
+        period: Duration,
+        duration: Option<Duration>,
+    ) -> Request<'a> {
+        Request {
+            target,
+            probe,
+            period,
+            duration,
+            options: SfOptions::default(),
+            software_stand_in: stand_in_requested(),
+        }
+    }
+}
+
 /// Why nothing was measured.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -545,5 +567,9 @@ mod tests {
         let cmd = [OsString::from("true")];
         assert!(matches!(Target::new(None, &cmd), Target::Command(_)));
         assert_eq!(Target::new(None, &cmd).missing(&live), None);
+        let period = Duration::from_millis(100);
+        let req = Request::new(Target::new(None, &cmd), true, period, None);
+        assert!(req.probe && req.period == period && req.duration.is_none());
+        assert_eq!(req.software_stand_in, stand_in_requested());
     }
 }
