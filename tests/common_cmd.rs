@@ -12,6 +12,14 @@ pub fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
 
+/// `--fsroot root` (a path kept whole: it may hold spaces), then `line`'s
+/// words.
+pub fn on_fsroot<'a>(root: &'a str, line: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["--fsroot", root];
+    args.extend(words(line));
+    args
+}
+
 /// `line`'s words, then `sh -c script`: a shell script as the program.
 pub fn with_sh<'a>(line: &'a str, script: &'a str) -> Vec<&'a str> {
     let mut args = words(line);

@@ -8,7 +8,7 @@
 //! journal.
 
 use crate::common_cli;
-use crate::common_cmd::{pinsight_in, text, words};
+use crate::common_cmd::{on_fsroot, pinsight_in, text, words};
 
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
@@ -335,9 +335,7 @@ fn tune_journal_is_locked_cut_lines_one_rule_edits_refused() {
     let o = run(
         d.path(),
         &env,
-        &words(&format!(
-            "--fsroot {root} tune --journal t.jsonl --json -- true"
-        )),
+        &on_fsroot(&root, "tune --journal t.jsonl --json -- true"),
     );
     ok(&o);
     let base = d.path().join("t.jsonl");
@@ -464,10 +462,7 @@ fn links_at_output_names_are_never_followed() {
     let o = run(
         dir,
         &[],
-        &words(&format!(
-            "--fsroot {} report --no-speed --no-latency",
-            fixture.to_str().unwrap()
-        )),
+        &on_fsroot(fixture.to_str().unwrap(), "report --no-speed --no-latency"),
     );
     ok(&o);
     assert_not_followed(&html, &th);
@@ -634,12 +629,14 @@ fn a_full_disk_leaves_no_half_written_journal_export_or_report() {
     let o = run(
         d.path(),
         &[],
-        &words(&format!(
-            "--fsroot {} report --no-speed --no-latency --export-html {} --export-json {}",
+        &on_fsroot(
             fixture.to_str().unwrap(),
-            html.to_str().unwrap(),
-            json.to_str().unwrap()
-        )),
+            &format!(
+                "report --no-speed --no-latency --export-html {} --export-json {}",
+                html.to_str().unwrap(),
+                json.to_str().unwrap()
+            ),
+        ),
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     assert_eq!(disk.files(), vec!["e.json"]);

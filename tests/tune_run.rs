@@ -10,7 +10,7 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::{text, with_sh, words};
+use crate::common_cmd::{on_fsroot, text, with_sh, words};
 use common_cli::*;
 use serde_json::Value;
 use std::path::Path;
@@ -66,10 +66,10 @@ fn simulated_tune_of_a_recorded_hybrid_runs_the_design_and_checks_it() {
     let o = run(
         d.path(),
         &[(SIM, STATIC)],
-        &words(&format!(
-            "--fsroot {} tune --journal t.jsonl --json -- true",
-            root.to_str().unwrap()
-        )),
+        &on_fsroot(
+            root.to_str().unwrap(),
+            "tune --journal t.jsonl --json -- true",
+        ),
     );
     let j = json_of(&o);
     assert_eq!(j["model"], "static", "{j}");
@@ -127,16 +127,12 @@ fn a_budget_cut_resumed_gives_the_uninterrupted_answer() {
     let whole = json_of(&run(
         d.path(),
         &[(SIM, STATIC)],
-        &words(&format!(
-            "--fsroot {root} tune --journal a.jsonl --json -- true"
-        )),
+        &on_fsroot(root, "tune --journal a.jsonl --json -- true"),
     ));
     let cut = run(
         d.path(),
         &[(SIM, STATIC)],
-        &words(&format!(
-            "--fsroot {root} tune --journal b.jsonl --budget 90s --json -- true"
-        )),
+        &on_fsroot(root, "tune --journal b.jsonl --budget 90s --json -- true"),
     );
     let err = text(&cut.stderr);
     assert!(
@@ -173,9 +169,12 @@ fn live_tune_of_workload_pi_and_its_resume_agree() {
     let first = json_of(&run(
         d.path(),
         &[],
-        &words(&format!(
-            "tune --runs 2 --warmup 0 --journal pi.jsonl --json -- {exe} workload pi --size 2e7"
-        )),
+        &[
+            words("tune --runs 2 --warmup 0 --journal pi.jsonl --json --"),
+            vec![exe],
+            words("workload pi --size 2e7"),
+        ]
+        .concat(),
     ));
     let r = &first["recommended"];
     let threads = r["threads"].as_u64().unwrap();
