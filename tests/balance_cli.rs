@@ -639,14 +639,24 @@ fn a_signal_in_any_phase_exits_128_plus_n_and_names_the_undo() {
             .spawn()
             .unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let id = child.id();
         let phase = || {
             if moved {
                 !same(&affinity(&pid), &cpus)
             } else {
-                catches(child.id(), sig)
+                catches(id, sig)
             }
         };
+        let mut child = child;
         while !phase() && std::time::Instant::now() < deadline {
+            if child.try_wait().unwrap().is_some() {
+                let o = child.wait_with_output().unwrap();
+                panic!(
+                    "signal {sig}: balance ended before the phase to signal in ({:?}): {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         assert!(phase(), "signal {sig}: the phase to signal in never came");

@@ -123,9 +123,9 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // SIGINT, SIGTERM, SIGHUP: the library stops at the next phase (a
     // measurement ends early) and the command ends with 128 + N, naming
     // the state file when something moved.
+    let _exit = pinsight_lifecycle::interrupt::main_handles_exit();
     pinsight_lifecycle::interrupt::install()
         .map_err(|e| CliError::runtime(format!("balance: {e}")))?;
-    let _exit = pinsight_lifecycle::interrupt::main_handles_exit();
     if args.watch {
         return watch(&args, g, &fs, &topo, &req);
     }

@@ -75,8 +75,8 @@ pub fn run(args: Args, g: &Globals) -> CmdResult {
     // A signal during calibration: the main thread stops it, puts
     // everything back and ends with 128 + N (the guard keeps the signal
     // from ending the process first).
-    interrupt::install().map_err(|e| CliError::runtime(format!("emulate: {e}")))?;
     let _calibrating = interrupt::main_handles_exit();
+    interrupt::install().map_err(|e| CliError::runtime(format!("emulate: {e}")))?;
     let mut pb = crate::cli::progress(g);
     let em =
         pinsight_emulate::start(&g.fsroot()?, &targets, &opts, &mut pb).map_err(emulate_error)?;

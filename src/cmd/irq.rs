@@ -208,8 +208,8 @@ fn watch(
     target: &Target,
     caps: &BTreeMap<usize, f64>,
 ) -> CmdResult {
-    pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("irq: {e}")))?;
     let _exit = pinsight_lifecycle::interrupt::main_handles_exit();
+    pinsight_lifecycle::interrupt::install().map_err(|e| CliError::runtime(format!("irq: {e}")))?;
     let _one = crate::cli::one_at_a_time("irq")?;
     let state = irq::state_path(args.state.as_deref()).map_err(|e| irq_error(e, args))?;
     let opts = irq_watch::Options {

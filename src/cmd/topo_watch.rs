@@ -53,11 +53,13 @@ pub fn run(args: &WatchArgs, g: &Globals) -> CmdResult {
     })?;
     let topo = g.topology()?;
     // The one signal lifecycle: this thread ends the watch and the process
-    // (128 + N) once the signal's descriptor wakes the netlink wait.
+    // (128 + N) once the signal's descriptor wakes the netlink wait (the
+    // guard taken before the handlers: a signal between them would end
+    // the process before this thread could).
+    let _main = interrupt::main_handles_exit();
     let wake = interrupt::stopped_fd().map_err(|e| {
         CliError::runtime(format!("topo --watch: cannot set up Ctrl-C handling: {e}"))
     })?;
-    let _main = interrupt::main_handles_exit();
     if !g.quiet {
         eprintln!("{}", hfi::watching(watcher.family().id));
     }

@@ -14,8 +14,8 @@ pub fn run_program(
     args: &[OsString],
     env: &[(&str, String)],
 ) -> Result<i32, SpawnError> {
-    let _ = interrupt::install();
     let main = interrupt::main_owns_exit();
+    let _ = interrupt::install();
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
     for (k, v) in env {
@@ -40,8 +40,8 @@ pub fn run_program(
 /// and returns 128 + its number with the guard that keeps the process
 /// alive until it is dropped (say goodbye, then drop it and exit).
 pub fn hold() -> (i32, interrupt::MainExit) {
-    let _ = interrupt::install();
     let main = interrupt::main_handles_exit();
+    let _ = interrupt::install();
     loop {
         if let Some(sig) = interrupt::wait(Duration::from_secs(1)) {
             return (pinsight_lifecycle::exit::signal_code(sig), main);

@@ -706,8 +706,8 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     // The handlers now; the cleanup thread only if a signal comes (or a
     // watcher needs it): `run` of a short program starts no thread but the
     // watcher (with per-thread pinning: the shim's guard, see below).
-    interrupt::install_handlers()?;
     let main = interrupt::main_owns_exit();
+    interrupt::install_handlers()?;
     let t0 = Instant::now();
     let child = {
         let _mask = SpawnMask::apply(start_mask.as_ref())?;

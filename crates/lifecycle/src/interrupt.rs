@@ -302,7 +302,9 @@ impl Drop for DescendantsWatch {
 /// The main thread finishes the experiment itself after a signal (its
 /// report, the resume line, its exit code); the cleanup thread waits for
 /// [`main_finished`] (at most 20 s; dropping the guard counts as
-/// finished) before the process dies by the signal.
+/// finished) before the process dies by the signal. Take the guard before
+/// [`install`]: a signal that comes between the two finds no guard, and
+/// the process dies of it before the main thread can say anything.
 #[must_use = "the main thread handles the exit only while the guard lives"]
 pub struct MainExit {
     /// From [`main_owns_exit`].
