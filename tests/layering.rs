@@ -293,7 +293,10 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-stats", "mean intervals of program results"),
             ("pinsight-sys", "affinity and /proc of managed threads"),
             ("pinsight-term", "the views: wrapping"),
-            ("pinsight-topology", "sched's capacity feed (Intel HFI changes)"),
+            (
+                "pinsight-topology",
+                "sched's capacity feed (Intel HFI changes)",
+            ),
         ],
     ),
     (

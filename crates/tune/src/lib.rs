@@ -1083,7 +1083,10 @@ mod tests {
     #[test]
     fn a_bad_test_simulation_spec_names_the_variable() {
         let e = TestSimError("f".parse::<SimSpec>().unwrap_err());
-        assert!(e.to_string().starts_with("PINSIGHT_TEST_TUNE_SIM: 'f': "), "{e}");
+        assert!(
+            e.to_string().starts_with("PINSIGHT_TEST_TUNE_SIM: 'f': "),
+            "{e}"
+        );
     }
 
     #[test]
