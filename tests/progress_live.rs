@@ -220,6 +220,45 @@ fn spread(v: &[f64]) -> f64 {
     max / min
 }
 
+/// Most the own rates of the tasks sharing one CPU may differ within a
+/// window: the kernel gives tasks pinned to one CPU equal shares of it,
+/// and beyond this it did not (the placement is not what differs).
+const SHARE_EVEN: f64 = 1.10;
+
+/// Where the tasks are at the end of a window (their CPU lists), and
+/// whether each CPU shared its time evenly among its own tasks: their own
+/// rates within [`SHARE_EVEN`] of each other. A task whose CPU list is
+/// gone (exited) counts nowhere.
+fn even_shares(name: &str, own: &[(u32, f64)]) -> (Vec<(String, usize)>, Result<String, String>) {
+    let mut by_cpu: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for &(pid, rate) in own {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        if let Some(list) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        {
+            by_cpu.entry(list.trim().to_owned()).or_default().push(rate);
+        }
+    }
+    let placed = by_cpu.iter().map(|(c, r)| (c.clone(), r.len())).collect();
+    for (cpus, rates) in &by_cpu {
+        let s = spread(rates);
+        if s > SHARE_EVEN {
+            return (
+                placed,
+                Err(format!(
+                    "premise failed: the kernel shared CPU {cpus} unevenly among its {} tasks \
+                     ({name}: their own rates max/min {s:.3}, tolerance {SHARE_EVEN})",
+                    rates.len()
+                )),
+            );
+        }
+    }
+    (placed, Ok(format!("{name}: each CPU shared evenly")))
+}
+
 /// The common start: two CPUs, root, the live premise and the emulation
 /// of the second CPU at half speed.
 fn begin() -> Option<(premise::Live, Emulation)> {
@@ -444,6 +483,7 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     let a2 = tasks.read();
     let own = rates(&a, &a2);
     let own_spread = spread(&own.iter().map(|r| r.1).collect::<Vec<_>>());
+    let (placed_after_balance, shared_after_balance) = even_shares("after balance", &own);
     let per_cpu: Vec<(u64, u64)> = bal["per_cpu"]
         .as_array()
         .unwrap()
@@ -500,6 +540,7 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     let b2 = tasks.read();
     let own_watch = rates(&b, &b2);
     let watch_spread = spread(&own_watch.iter().map(|r| r.1).collect::<Vec<_>>());
+    let (_, shared_under_watch) = even_shares("under the watch", &own_watch);
     watch.kill().unwrap();
     watch.wait().unwrap();
     let kept = wstate.exists();
@@ -517,7 +558,9 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
         .and_then(|p| {
             even_pace(&[("after balance", &a, &a2), ("under the watch", &b, &b2)])
                 .map(|figures| format!("{p}; {figures}"))
-        });
+        })
+        .and_then(|p| shared_after_balance.map(|f| format!("{p}; {f}")))
+        .and_then(|p| shared_under_watch.map(|f| format!("{p}; {f}")));
     // 16 tasks on P and 8 on E, E really `r` times slower than P: a task
     // on P counts r/2 times as fast as one on E (1.0 at exactly 2:1).
     let r = (pace_before.ratio() + pace_after.ratio()) / 2.0;
@@ -539,6 +582,18 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     );
     let on = |cpu: usize| per_cpu.iter().find(|c| c.0 == cpu as u64).map(|c| c.1);
     assert_eq!((on(em.p), on(em.e)), (Some(16), Some(8)), "{bal:#}");
+    // The tasks really are where balance says it put them.
+    let really = |cpu: usize| {
+        placed_after_balance
+            .iter()
+            .find(|c| c.0 == cpu.to_string())
+            .map(|c| c.1 as u64)
+    };
+    assert_eq!(
+        (really(em.p), really(em.e)),
+        (Some(16), Some(8)),
+        "the tasks' CPU lists after balance: {placed_after_balance:?}"
+    );
     assert!(
         own_spread <= 1.10 * pace_spread,
         "own rates after balance: max/min {own_spread:.3}, the CPUs' real pace alone \
