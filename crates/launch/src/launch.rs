@@ -942,6 +942,29 @@ fn read_log(
     }
 }
 
+/// A finished run of PID 42 that exited 0 with `notes`, for the tests of
+/// this crate's outcome and its views.
+#[cfg(test)]
+impl RunOutcome {
+    pub(crate) fn sample(notes: Vec<String>) -> RunOutcome {
+        RunOutcome {
+            pid: 42,
+            exit_code: 0,
+            signal: None,
+            mechanism: None,
+            fallback: None,
+            pin_main: None,
+            exported: Vec::new(),
+            wall_ms: 1.0,
+            threads: Vec::new(),
+            follow: None,
+            memory: None,
+            refused: None,
+            notes,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::pins_per_thread;
@@ -1038,21 +1061,7 @@ mod tests {
 
     #[test]
     fn a_refused_pin_is_said_with_the_programs_status() {
-        let mut o = super::RunOutcome {
-            pid: 42,
-            exit_code: 0,
-            signal: None,
-            mechanism: None,
-            fallback: None,
-            pin_main: None,
-            exported: Vec::new(),
-            wall_ms: 1.0,
-            threads: Vec::new(),
-            follow: None,
-            memory: None,
-            refused: None,
-            notes: Vec::new(),
-        };
+        let mut o = super::RunOutcome::sample(Vec::new());
         assert_eq!(o.refusal(), None);
         o.refused = Some("CPU 3 refused".into());
         assert_eq!(

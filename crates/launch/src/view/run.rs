@@ -196,21 +196,7 @@ mod tests {
     use super::*;
 
     fn outcome(notes: &[&str]) -> RunOutcome {
-        RunOutcome {
-            pid: 7,
-            exit_code: 0,
-            signal: None,
-            mechanism: None,
-            fallback: None,
-            pin_main: None,
-            exported: Vec::new(),
-            wall_ms: 1.0,
-            threads: Vec::new(),
-            follow: None,
-            memory: None,
-            refused: None,
-            notes: notes.iter().map(|n| n.to_string()).collect(),
-        }
+        RunOutcome::sample(notes.iter().map(|n| n.to_string()).collect())
     }
 
     #[test]
