@@ -11,16 +11,20 @@
 
 use criterion::{Criterion, SamplingMode};
 use pinsight_compare::command::PreparedArm;
-use pinsight_compare::experiment::{execute, Always, LiveExecutor, Outcome};
-use pinsight_compare::journal::{ArmHeader, ArmPlan, Header, JournalWriter, Machine, SCHEMA};
+use pinsight_compare::experiment::{LiveExecutor, Outcome};
+use pinsight_compare::journal::{ArmPlan, Header, JournalWriter};
 use pinsight_measure::{Measurer, Options};
 use pinsight_plan::{plan, Policy, Request};
-use pinsight_sys::progress::Silent;
 use pinsight_sys::FsRoot;
 use std::process::{Command, Stdio};
 use std::str::FromStr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+// The tests' experiment header and run-to-the-end, shared with the bench.
+#[allow(dead_code)]
+#[path = "../tests/common.rs"]
+mod common;
 
 static SAMPLES: Mutex<Vec<(&'static str, f64)>> = Mutex::new(Vec::new());
 
@@ -40,40 +44,10 @@ fn median(name: &str) -> f64 {
     }
 }
 
+/// One arm, `policy` planned as `p`, running `true` `runs` times.
 fn header(policy: &str, p: &pinsight_plan::Plan, runs: usize) -> Header {
-    Header {
-        schema: SCHEMA.into(),
-        pinsight_version: "bench".into(),
-        created: String::new(),
-        command: vec!["true".into()],
-        prepare: None,
-        policies: vec![policy.into()],
-        governors: vec![],
-        threads: None,
-        oversubscribe: false,
-        latency: None,
-        weights: None,
-        mem: None,
-        near: None,
-        runs,
-        warmup: 0,
-        seed: 1,
-        timeout_s: None,
-        arms: vec![ArmHeader {
-            id: policy.into(),
-            policy: policy.into(),
-            governor: None,
-            plan: ArmPlan::from_plan(p),
-            env: vec![],
-            notes: vec![],
-        }],
-        not_applicable: vec![],
-        machine: Machine::default(),
-        kind: None,
-        extension: None,
-        metrics: Vec::new(),
-        unavailable: Default::default(),
-    }
+    let arm = common::arm_planned(policy, ArmPlan::from_plan(p));
+    common::header(&["true"], vec![arm], runs, 0, 1)
 }
 
 fn bench(c: &mut Criterion) {
@@ -181,16 +155,7 @@ fn bench(c: &mut Criterion) {
                 )
                 .unwrap();
                 let t = Instant::now();
-                let out = execute(
-                    &h,
-                    &[],
-                    &mut w,
-                    &mut exec,
-                    &mut Silent,
-                    &mut Always,
-                    false,
-                    &|| false,
-                );
+                let out = common::execute_all(&h, &mut w, &mut exec);
                 let d = t.elapsed();
                 assert!(matches!(out, Outcome::Complete));
                 SAMPLES

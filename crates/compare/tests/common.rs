@@ -1,16 +1,20 @@
-//! Set-up shared by the test modules: the header of a test experiment.
+//! Set-up shared by the test modules (and the overhead bench): the header
+//! of a test experiment, and an experiment run from start to end.
 
-use pinsight_compare::journal::{ArmHeader, ArmPlan, Header, Machine, SCHEMA};
+use pinsight_compare::experiment::{execute, Always, Executor, Outcome};
+use pinsight_compare::journal::{
+    ArmHeader, ArmPlan, Header, Journal, JournalWriter, Machine, SCHEMA,
+};
+use pinsight_compare::{analyse, Report, Status};
 use pinsight_cpuset::CpuSet;
+use pinsight_sys::progress::Silent;
 
 /// Arm `id` (its policy too) running two threads in `mask`, pinned one
 /// to each of `places` (none: floating).
 pub fn arm(id: &str, mask: &str, places: Vec<CpuSet>) -> ArmHeader {
-    ArmHeader {
-        id: id.into(),
-        policy: id.into(),
-        governor: None,
-        plan: ArmPlan {
+    arm_planned(
+        id,
+        ArmPlan {
             policy: id.into(),
             threads: 2,
             process_mask: CpuSet::parse_list(mask).unwrap(),
@@ -18,6 +22,16 @@ pub fn arm(id: &str, mask: &str, places: Vec<CpuSet>) -> ArmHeader {
             places,
             memory: None,
         },
+    )
+}
+
+/// Arm `id` (its policy too) with `plan`, no governor, env or notes.
+pub fn arm_planned(id: &str, plan: ArmPlan) -> ArmHeader {
+    ArmHeader {
+        id: id.into(),
+        policy: id.into(),
+        governor: None,
+        plan,
         env: vec![],
         notes: vec![],
     }
@@ -59,4 +73,21 @@ pub fn header(
         metrics: Vec::new(),
         unavailable: Default::default(),
     }
+}
+
+/// Runs every slot of `h` on `exec` into `w` from the start (nothing
+/// journaled before, a failure stops it, never interrupted).
+pub fn execute_all(h: &Header, w: &mut JournalWriter, exec: &mut dyn Executor) -> Outcome {
+    execute(h, &[], w, exec, &mut Silent, &mut Always, false, &|| false)
+}
+
+/// The experiment `h` on `exec` in a fresh journal: how it ended, and the
+/// report of what the journal holds, analysed as complete.
+pub fn run_and_analyse(h: &Header, exec: &mut dyn Executor) -> (Outcome, Report) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("j.jsonl");
+    let mut w = JournalWriter::create(&p, h).unwrap();
+    let out = execute_all(h, &mut w, exec);
+    let j = Journal::read(&p).unwrap();
+    (out, analyse(&j.header, &j.runs, Status::Complete, vec![]))
 }

@@ -410,24 +410,11 @@ fn slow_first_measured_run(warmup: usize) -> pinsight_compare::Report {
             Ok(())
         }
     }
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("j.jsonl");
     let h = header(&["os", "compact"], 8, warmup, 5);
-    let mut w = JournalWriter::create(&p, &h).unwrap();
     let mut ex = Slow(fake(&[1.0, 1.0], &[0.001, 0.001]), false);
-    let o = execute(
-        &h,
-        &[],
-        &mut w,
-        &mut ex,
-        &mut Silent,
-        &mut Always,
-        false,
-        &|| false,
-    );
+    let (o, r) = common::run_and_analyse(&h, &mut ex);
     assert!(matches!(o, Outcome::Complete));
-    let j = Journal::read(&p).unwrap();
-    analyse(&j.header, &j.runs, Status::Complete, vec![])
+    r
 }
 
 #[test]

@@ -4,14 +4,12 @@
 //! (12.2 ms … 23.6 s around the geometric mean 537 ms) and names it.
 
 use crate::common;
-use pinsight_compare::experiment::{execute, Always, Executor, Outcome, SwitchError};
-use pinsight_compare::journal::{Journal, JournalWriter};
+use pinsight_compare::experiment::{Executor, Outcome, SwitchError};
 use pinsight_compare::view as render;
-use pinsight_compare::{analyse, Advice, Slot, Status};
+use pinsight_compare::{Advice, Slot};
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, RunError, RunRecord};
 use pinsight_stats::CiMethod;
-use pinsight_sys::progress::Silent;
 
 /// Arm `a`'s `rep`-th measured run takes `walls[a][rep]` seconds.
 struct Table(Vec<Vec<f64>>);
@@ -56,22 +54,9 @@ fn report(walls: Vec<Vec<f64>>) -> pinsight_compare::Report {
         })
         .collect();
     let h = common::header(&["prog"], arms, walls[0].len(), 0, 7);
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("j.jsonl");
-    let mut w = JournalWriter::create(&p, &h).unwrap();
-    let out = execute(
-        &h,
-        &[],
-        &mut w,
-        &mut Table(walls),
-        &mut Silent,
-        &mut Always,
-        false,
-        &|| false,
-    );
+    let (out, r) = common::run_and_analyse(&h, &mut Table(walls));
     assert!(matches!(out, Outcome::Complete));
-    let j = Journal::read(&p).unwrap();
-    analyse(&j.header, &j.runs, Status::Complete, vec![])
+    r
 }
 
 #[test]

@@ -7,14 +7,13 @@
 //! `results[]` has every field of hyperfine's JSON export with its type.
 
 use crate::common;
-use pinsight_compare::experiment::{execute, Always, Executor, SwitchError};
-use pinsight_compare::journal::{ArmHeader, Header, Journal, JournalWriter, RunOutputRef};
+use pinsight_compare::experiment::{Executor, SwitchError};
+use pinsight_compare::journal::{ArmHeader, Header, RunOutputRef};
 use pinsight_compare::output::{CaptureError, Kept};
 use pinsight_compare::program_metric::{self, figures_in, Better, MetricSpec};
-use pinsight_compare::{analyse, Advice, Decision, Slot, Status};
+use pinsight_compare::{Advice, Decision, Slot};
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, RunError, RunRecord};
-use pinsight_sys::progress::Silent;
 
 fn fixture(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -174,26 +173,12 @@ fn experiment(h: &Header, blank: Vec<usize>) -> pinsight_compare::Report {
 }
 
 fn experiment_on(h: &Header, blank: Vec<usize>, loaded: bool) -> pinsight_compare::Report {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("j.jsonl");
-    let mut w = JournalWriter::create(&p, h).unwrap();
     let mut exec = FixedTime {
         blank,
         loaded,
         last: None,
     };
-    execute(
-        h,
-        &[],
-        &mut w,
-        &mut exec,
-        &mut Silent,
-        &mut Always,
-        false,
-        &|| false,
-    );
-    let j = Journal::read(&p).unwrap();
-    analyse(&j.header, &j.runs, Status::Complete, vec![])
+    common::run_and_analyse(h, &mut exec).1
 }
 
 #[test]
