@@ -129,22 +129,10 @@ pub fn write_with(
     path: &Path,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> Result<(), OutputError> {
-    if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-        return Err(OutputError::Directory {
-            path: path.to_path_buf(),
-        });
-    }
-    let err = |source| OutputError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut tmp = temp_in(path).map_err(err)?;
-    fill(tmp.as_file_mut()).map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
-    // On failure the temporary file is removed when `tmp` drops.
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    sync_dir(path);
-    Ok(())
+    replace(path, |tmp| {
+        fill(tmp.as_file_mut())?;
+        tmp.as_file().sync_all()
+    })
 }
 
 /// [`write()`] for a library that writes the file by name (plotters' PNG
@@ -153,28 +141,54 @@ pub fn write_via(
     path: &Path,
     fill: impl FnOnce(&Path) -> io::Result<()>,
 ) -> Result<(), OutputError> {
+    replace(path, |tmp| {
+        fill(tmp.path())?;
+        // The library may have replaced the file at that name: sync what is
+        // there now, by name, without following a link.
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(tmp.path())?
+            .sync_all()
+    })
+}
+
+/// The steps [`write_with`] and [`write_via`] share: refuses a directory,
+/// has `fill_and_sync` write and sync a temporary file next to `path`,
+/// and renames it into place.
+fn replace(
+    path: &Path,
+    fill_and_sync: impl FnOnce(&mut tempfile::NamedTempFile) -> io::Result<()>,
+) -> Result<(), OutputError> {
     if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
         return Err(OutputError::Directory {
             path: path.to_path_buf(),
         });
     }
-    let err = |source| OutputError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let tmp = temp_in(path).map_err(err)?;
-    fill(tmp.path()).map_err(err)?;
-    // The library may have replaced the file at that name: sync what is
-    // there now, by name, without following a link.
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(tmp.path())
-        .map_err(err)?;
-    f.sync_all().map_err(err)?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
+    let tmp = filled_temp(path, fill_and_sync)?;
+    // On failure the temporary file is removed when `tmp` drops.
+    tmp.persist(path).map_err(|e| write_error(path, e.error))?;
     sync_dir(path);
     Ok(())
+}
+
+/// A temporary file next to `path` ([`temp_in`]), written and synced by
+/// `fill_and_sync`; removed again when it drops unnamed.
+fn filled_temp(
+    path: &Path,
+    fill_and_sync: impl FnOnce(&mut tempfile::NamedTempFile) -> io::Result<()>,
+) -> Result<tempfile::NamedTempFile, OutputError> {
+    let mut tmp = temp_in(path).map_err(|source| write_error(path, source))?;
+    fill_and_sync(&mut tmp).map_err(|source| write_error(path, source))?;
+    Ok(tmp)
+}
+
+/// [`OutputError::Write`] for `path`.
+fn write_error(path: &Path, source: io::Error) -> OutputError {
+    OutputError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Writes `bytes` to `path`, a new file that must not replace anything
@@ -190,20 +204,17 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
             path: path.to_path_buf(),
         });
     }
-    let err = |source| OutputError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut tmp = temp_in(path).map_err(err)?;
-    tmp.as_file_mut().write_all(bytes).map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
+    let tmp = filled_temp(path, |tmp| {
+        tmp.as_file_mut().write_all(bytes)?;
+        tmp.as_file().sync_all()
+    })?;
     // On failure the temporary file is removed when it drops.
     tmp.persist_noclobber(path)
         .map_err(|e| match e.error.kind() {
             io::ErrorKind::AlreadyExists => OutputError::Exists {
                 path: path.to_path_buf(),
             },
-            _ => err(e.error),
+            _ => write_error(path, e.error),
         })?;
     sync_dir(path);
     Ok(())

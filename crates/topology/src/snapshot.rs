@@ -302,10 +302,15 @@ fn record_and_write(
             done += 1;
             progress.step("", done);
         };
+        let entries = Entries {
+            dirs: &dirs,
+            tree: &tree,
+            json: &json,
+        };
         if is_archive(out) {
-            write_archive(out, &dirs, &tree, &json, &mut tick)?;
+            write_archive(out, &entries, &mut tick)?;
         } else {
-            write_dir(out, &dirs, &tree, &json, &mut tick)?;
+            write_dir(out, &entries, &mut tick)?;
         }
     }
     Ok(Report {
@@ -559,13 +564,60 @@ fn all_dirs(tree: &Tree) -> BTreeSet<PathBuf> {
     dirs
 }
 
-fn write_dir(
-    out: &Path,
-    dirs: &BTreeSet<PathBuf>,
-    tree: &Tree,
-    json: &[u8],
-    tick: &mut dyn FnMut(),
-) -> Result<(), Error> {
+/// What a snapshot writes, in the order it writes it: its directories
+/// (parents first), its files, its links, and last its metadata.
+struct Entries<'a> {
+    dirs: &'a BTreeSet<PathBuf>,
+    tree: &'a Tree,
+    json: &'a [u8],
+}
+
+/// Where a snapshot's entries go (a directory or an archive), each named
+/// by its path below the snapshot's top.
+trait Sink {
+    fn dir(&mut self, rel: &Path) -> io::Result<()>;
+    fn file(&mut self, rel: &Path, content: &[u8]) -> io::Result<()>;
+    fn link(&mut self, rel: &Path, target: &Path) -> io::Result<()>;
+}
+
+impl Entries<'_> {
+    /// Puts every entry into `sink`, calling `tick` after each but the
+    /// metadata (the caller ticks once the snapshot is complete).
+    fn put(&self, sink: &mut dyn Sink, tick: &mut dyn FnMut()) -> io::Result<()> {
+        for d in self.dirs {
+            sink.dir(d)?;
+            tick();
+        }
+        for (abs, content) in &self.tree.files {
+            sink.file(&relative(abs), content)?;
+            tick();
+        }
+        for (abs, target) in &self.tree.links {
+            sink.link(&relative(abs), target)?;
+            tick();
+        }
+        sink.file(Path::new(METADATA_FILE), self.json)
+    }
+}
+
+/// A snapshot directory's entries, below `out`.
+struct DirSink<'a>(&'a Path);
+
+impl Sink for DirSink<'_> {
+    fn dir(&mut self, rel: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(self.0.join(rel))
+    }
+
+    fn file(&mut self, rel: &Path, content: &[u8]) -> io::Result<()> {
+        std::fs::write(self.0.join(rel), content)
+    }
+
+    fn link(&mut self, rel: &Path, target: &Path) -> io::Result<()> {
+        std::os::unix::fs::symlink(target, self.0.join(rel))
+    }
+}
+
+fn write_dir(out: &Path, entries: &Entries<'_>, tick: &mut dyn FnMut()) -> Result<(), Error> {
     let created = !out.exists();
     let result = (|| -> io::Result<()> {
         // A forced rewrite replaces exactly what a snapshot consists of and
@@ -577,19 +629,7 @@ fn write_dir(
             }
         }
         std::fs::create_dir_all(out)?;
-        for d in dirs {
-            std::fs::create_dir_all(out.join(d))?;
-            tick();
-        }
-        for (abs, content) in &tree.files {
-            std::fs::write(out.join(relative(abs)), content)?;
-            tick();
-        }
-        for (abs, target) in &tree.links {
-            std::os::unix::fs::symlink(target, out.join(relative(abs)))?;
-            tick();
-        }
-        std::fs::write(out.join(METADATA_FILE), json)?;
+        entries.put(&mut DirSink(out), tick)?;
         tick();
         Ok(())
     })();
@@ -623,17 +663,47 @@ fn archive_top(out: &Path) -> PathBuf {
     PathBuf::from(if stem.is_empty() { "snapshot" } else { stem })
 }
 
-fn write_archive(
-    out: &Path,
-    dirs: &BTreeSet<PathBuf>,
-    tree: &Tree,
-    json: &[u8],
-    tick: &mut dyn FnMut(),
-) -> Result<(), Error> {
+/// An archive's entries, below its top directory `top`, each stamped
+/// with the time `mtime` (seconds since the epoch).
+struct ArchiveSink {
+    tar: tar::Builder<Box<dyn Finish>>,
+    top: PathBuf,
+    mtime: u64,
+}
+
+impl ArchiveSink {
+    fn header(&self, kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(kind);
+        h.set_mode(mode);
+        h.set_size(size);
+        h.set_mtime(self.mtime);
+        h
+    }
+}
+
+impl Sink for ArchiveSink {
+    fn dir(&mut self, rel: &Path) -> io::Result<()> {
+        let mut h = self.header(tar::EntryType::Directory, 0o755, 0);
+        self.tar
+            .append_data(&mut h, self.top.join(rel), io::empty())
+    }
+
+    fn file(&mut self, rel: &Path, content: &[u8]) -> io::Result<()> {
+        let mut h = self.header(tar::EntryType::Regular, 0o644, content.len() as u64);
+        self.tar.append_data(&mut h, self.top.join(rel), content)
+    }
+
+    fn link(&mut self, rel: &Path, target: &Path) -> io::Result<()> {
+        let mut h = self.header(tar::EntryType::Symlink, 0o777, 0);
+        self.tar.append_link(&mut h, self.top.join(rel), target)
+    }
+}
+
+fn write_archive(out: &Path, entries: &Entries<'_>, tick: &mut dyn FnMut()) -> Result<(), Error> {
     let mut partial = out.as_os_str().to_owned();
     partial.push(format!(".partial-{}", std::process::id()));
     let partial = PathBuf::from(partial);
-    let top = archive_top(out);
     let result = (|| -> io::Result<()> {
         // A name of its own, never a link planted there (O_EXCL |
         // O_NOFOLLOW), renamed into place once whole and synced.
@@ -652,38 +722,17 @@ fn write_archive(
                 flate2::Compression::default(),
             )),
         };
-        let mut tar = tar::Builder::new(compressed);
-        let mtime = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let header = |kind: tar::EntryType, mode: u32, size: u64| {
-            let mut h = tar::Header::new_gnu();
-            h.set_entry_type(kind);
-            h.set_mode(mode);
-            h.set_size(size);
-            h.set_mtime(mtime);
-            h
+        let mut sink = ArchiveSink {
+            tar: tar::Builder::new(compressed),
+            top: archive_top(out),
+            mtime: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
         };
-        let mut h = header(tar::EntryType::Directory, 0o755, 0);
-        tar.append_data(&mut h, &top, io::empty())?;
-        for d in dirs {
-            let mut h = header(tar::EntryType::Directory, 0o755, 0);
-            tar.append_data(&mut h, top.join(d), io::empty())?;
-            tick();
-        }
-        for (abs, content) in &tree.files {
-            let mut h = header(tar::EntryType::Regular, 0o644, content.len() as u64);
-            tar.append_data(&mut h, top.join(relative(abs)), content.as_slice())?;
-            tick();
-        }
-        for (abs, target) in &tree.links {
-            let mut h = header(tar::EntryType::Symlink, 0o777, 0);
-            tar.append_link(&mut h, top.join(relative(abs)), target)?;
-            tick();
-        }
-        let mut h = header(tar::EntryType::Regular, 0o644, json.len() as u64);
-        tar.append_data(&mut h, top.join(METADATA_FILE), json)?;
-        let mut file = tar.into_inner()?.finish_file()?;
+        let mut h = sink.header(tar::EntryType::Directory, 0o755, 0);
+        sink.tar.append_data(&mut h, &sink.top, io::empty())?;
+        entries.put(&mut sink, tick)?;
+        let mut file = sink.tar.into_inner()?.finish_file()?;
         file.flush()?;
         file.sync_all()?;
         std::fs::rename(&partial, out)?;
