@@ -48,6 +48,40 @@ pub struct Emulation {
     mark: (Instant, f64),
 }
 
+/// `emulate`'s stderr up to the end of its JSON report (a line `}`):
+/// what it said before the report (the kinds note, or why it refused),
+/// and the report; the report is empty when stderr ended without one.
+pub fn read_report(err: &mut impl BufRead) -> (String, String) {
+    let mut text = String::new();
+    let mut said = String::new();
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        if line.starts_with('{') || !text.is_empty() {
+            text.push_str(&line);
+        } else {
+            said.push_str(&line);
+        }
+        if line.trim_end() == "}" {
+            break;
+        }
+        line.clear();
+    }
+    (said, text)
+}
+
+/// The PID of CPU `e`'s stealer in `PINSIGHT_EMULATION_STEALERS`
+/// (`CPU:PID,…`, white space around it ignored).
+pub fn stealer_of(stealers: &str, e: usize) -> u32 {
+    stealers
+        .trim()
+        .split(',')
+        .find_map(|s| {
+            let (cpu, pid) = s.split_once(':')?;
+            (cpu.parse::<usize>().ok()? == e).then(|| pid.parse::<u32>().ok())?
+        })
+        .unwrap_or_else(|| panic!("no stealer of CPU {e} in {stealers:?}"))
+}
+
 impl Emulation {
     /// Slows `e` to `speed` (`p` stays fast) and waits for the report
     /// (printed once the stealers run); `None` after a counted skip (not
@@ -70,21 +104,8 @@ impl Emulation {
         let stdin = child.stdin.take();
         // With a CMD the report is on stderr, after the kinds note; the
         // command's first line, on stdout, names the stealers.
-        let mut text = String::new();
-        let mut said = String::new();
         let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        while err.read_line(&mut line).unwrap() > 0 {
-            if line.starts_with('{') || !text.is_empty() {
-                text.push_str(&line);
-            } else {
-                said.push_str(&line);
-            }
-            if line.trim_end() == "}" {
-                break;
-            }
-            line.clear();
-        }
+        let (said, text) = read_report(&mut err);
         if text.is_empty() {
             // emulate refused before calibrating: another emulation holds
             // the machine, or a real-time task would share its CPUs. The
@@ -116,13 +137,7 @@ impl Emulation {
             .strip_prefix("stealers=")
             .unwrap_or_else(|| panic!("no stealers line from the emulated command: {first:?}"))
             .to_string();
-        let stealer = stealers
-            .split(',')
-            .find_map(|s| {
-                let (cpu, pid) = s.split_once(':')?;
-                (cpu.parse::<usize>().ok()? == e).then(|| pid.parse::<u32>().ok())?
-            })
-            .unwrap_or_else(|| panic!("no stealer of CPU {e} in {stealers:?}"));
+        let stealer = stealer_of(&stealers, e);
         let mark = (Instant::now(), cpu_seconds(stealer));
         Some(Emulation {
             child,
@@ -301,12 +316,7 @@ impl Emulation {
             .args(["--schedule", schedule, "--size", size])
             .output()
             .unwrap();
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        crate::common_live::assert_exit(&o, 0);
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         v["elapsed"].as_f64().unwrap()
     }

@@ -4,9 +4,12 @@
 //! output kept and labelled, and `--export-json` against hyperfine's own
 //! export. A missing tool is a counted skip (pinsight_testkit::skip).
 
+use crate::common_live::assert_exit;
+use pinsight_testkit::premise::Live;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use tempfile::TempDir;
 
 fn on_path(program: &str) -> bool {
     Command::new("sh")
@@ -27,45 +30,67 @@ fn pinsight(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn json_of(o: &Output) -> Value {
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(o, 0);
     serde_json::from_slice(&o.stdout).expect("--json prints JSON")
+}
+
+/// `compare --runs RUNS --warmup WARMUP --policies POLICIES --journal
+/// JOURNAL` (what every test here gives), then `rest`.
+fn compare<'a>(
+    runs: &'a str,
+    warmup: &'a str,
+    policies: &'a str,
+    journal: &'a str,
+    rest: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "compare",
+        "--runs",
+        runs,
+        "--warmup",
+        warmup,
+        "--policies",
+        policies,
+        "--journal",
+        journal,
+    ];
+    args.extend(rest);
+    args
 }
 
 const SYSBENCH: &[&str] = &["sysbench", "cpu", "--threads=2", "--time=1", "run"];
 
-#[test]
-fn sysbench_events_per_second_decide_the_verdict() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
-        return;
-    };
+/// `pinsight --json compare --runs RUNS --warmup 0 --policies
+/// os,cpus-set:0 --journal j.jsonl --seed SEED FLAGS -- sysbench cpu …` in
+/// a new directory, which must succeed: the live premise held through
+/// the test, the directory and the report; `None` after a counted skip.
+fn sysbench_compare(runs: &str, seed: &str, flags: &[&str]) -> Option<(Live, TempDir, Value)> {
+    let live = pinsight_testkit::premise::live_on_usable()?;
     if !on_path("sysbench") {
-        pinsight_testkit::skip_test!("sysbench is not installed (apt-get install sysbench)");
+        pinsight_testkit::skip("sysbench is not installed (apt-get install sysbench)");
+        return None;
     }
     let d = tempfile::tempdir().unwrap();
-    let mut args = vec![
-        "--json",
-        "compare",
-        "--runs",
-        "3",
-        "--warmup",
+    let mut args = vec!["--json"];
+    args.extend(compare(
+        runs,
         "0",
-        "--policies",
         "os,cpus-set:0",
-        "--seed",
-        "3",
-        "--journal",
         "j.jsonl",
-        "--metric",
-        "sysbench",
-        "--",
-    ];
+        &["--seed", seed],
+    ));
+    args.extend(flags);
+    args.push("--");
     args.extend(SYSBENCH);
     let r = json_of(&pinsight(d.path(), &args));
+    Some((live, d, r))
+}
+
+#[test]
+fn sysbench_events_per_second_decide_the_verdict() {
+    let Some((_live, d, r)) = sysbench_compare("3", "3", &["--metric", "sysbench"]) else {
+        return;
+    };
     assert_eq!(r["verdict"]["objective"], "events_per_s");
     for arm in r["arms"].as_array().unwrap() {
         let m = arm["metrics"]
@@ -93,30 +118,9 @@ fn sysbench_events_per_second_decide_the_verdict() {
 
 #[test]
 fn fixed_duration_is_noticed_without_a_metric() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, _d, r)) = sysbench_compare("4", "4", &[]) else {
         return;
     };
-    if !on_path("sysbench") {
-        pinsight_testkit::skip_test!("sysbench is not installed (apt-get install sysbench)");
-    }
-    let d = tempfile::tempdir().unwrap();
-    let mut args = vec![
-        "--json",
-        "compare",
-        "--runs",
-        "4",
-        "--warmup",
-        "0",
-        "--policies",
-        "os,cpus-set:0",
-        "--seed",
-        "4",
-        "--journal",
-        "j.jsonl",
-        "--",
-    ];
-    args.extend(SYSBENCH);
-    let r = json_of(&pinsight(d.path(), &args));
     let means: Vec<f64> = r["arms"]
         .as_array()
         .unwrap()
@@ -150,22 +154,13 @@ fn show_output_labels_every_run() {
     let d = tempfile::tempdir().unwrap();
     let o = pinsight(
         d.path(),
-        &[
-            "compare",
-            "--runs",
+        &compare(
             "2",
-            "--warmup",
             "1",
-            "--policies",
             "os",
-            "--journal",
             "j.jsonl",
-            "--show-output",
-            "--",
-            "sh",
-            "-c",
-            "echo out; echo err >&2",
-        ],
+            &["--show-output", "--", "sh", "-c", "echo out; echo err >&2"],
+        ),
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
@@ -183,21 +178,13 @@ fn show_output_labels_every_run() {
     // Runs print nothing on the terminal without --show-output.
     let o = pinsight(
         d.path(),
-        &[
-            "compare",
-            "--runs",
+        &compare(
             "1",
-            "--warmup",
             "0",
-            "--policies",
             "os",
-            "--journal",
             "k.jsonl",
-            "--",
-            "sh",
-            "-c",
-            "echo secret-$((1+1))",
-        ],
+            &["--", "sh", "-c", "echo secret-$((1+1))"],
+        ),
     );
     // (The report shows the command, `secret-$((1+1))`, never its output.)
     assert!(!String::from_utf8_lossy(&o.stdout).contains("secret-2"));
@@ -242,28 +229,15 @@ fn export_json_has_every_field_of_hyperfines() {
     assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
     let o = pinsight(
         d.path(),
-        &[
-            "compare",
-            "--runs",
+        &compare(
             "3",
-            "--warmup",
             "0",
-            "--policies",
             "os",
-            "--journal",
             "j.jsonl",
-            "--export-json",
-            "p.json",
-            "--",
-            "true",
-        ],
+            &["--export-json", "p.json", "--", "true"],
+        ),
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let read = |n: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(d.path().join(n)).unwrap()).unwrap()
     };
@@ -289,23 +263,20 @@ fn prepare_output_is_kept_and_labelled() {
     let d = tempfile::tempdir().unwrap();
     let o = pinsight(
         d.path(),
-        &[
-            "compare",
-            "--runs",
+        &compare(
             "2",
-            "--warmup",
             "0",
-            "--policies",
             "os",
-            "--journal",
             "j.jsonl",
-            "--show-output",
-            "--prepare",
-            "echo prepared; echo to-stderr >&2",
-            "--",
-            "echo",
-            "measured",
-        ],
+            &[
+                "--show-output",
+                "--prepare",
+                "echo prepared; echo to-stderr >&2",
+                "--",
+                "echo",
+                "measured",
+            ],
+        ),
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");

@@ -20,15 +20,14 @@
 //! they still see no clear gap (E/P above [`VISIBLE`]) the machine is too
 //! busy for the emulation to be visible: a counted skip, never a pass.
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common_emulation::{median, steady, Emulation, Pace};
+use crate::common_live::{assert_exit, json, named, sample_run_time, spawn_piped, spin, BIN};
 use pinsight_testkit::premise::{self, Live};
-
-const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 /// Above this E/P speed ratio, as the tests' programs see it, the slowed CPU
 /// is hidden by other load: the test is skipped (counted).
 const VISIBLE: f64 = 0.85;
@@ -63,23 +62,8 @@ macro_rules! require_premises {
 }
 
 fn ok(o: Output) -> Output {
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     o
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {} stderr {}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
 }
 
 /// `tune -- pinsight workload pi --schedule SCHEDULE` on the emulated
@@ -335,20 +319,14 @@ fn balance_with_speed_weights_applied_evens_the_cpus_busy_time() {
 
 /// Two spinners named `a` and `b` restricted to the two CPUs.
 fn spinners(em: &Emulation, dir: &std::path::Path) -> (Child, Child) {
-    let spin = |name: &str| {
-        let p = dir.join(name);
-        std::os::unix::fs::symlink(BIN, &p).unwrap();
-        let mut c = Command::new(p);
+    let spinner = |name: &str| {
+        let mut c = Command::new(named(dir, name));
         let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
         pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
         at_high_priority(&mut c);
-        c.args(["workload", "pi", "-t", "1", "-s", "1e12"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
+        spin(c)
     };
-    (spin("a"), spin("b"))
+    (spinner("a"), spinner("b"))
 }
 
 /// Run time (schedstat) of each process's threads on `cpu` over
@@ -402,35 +380,12 @@ fn wait_until_managed(pids: [u32; 2]) {
 }
 
 fn sample_time_on(pids: [u32; 2], cpu: usize, window: Duration) -> [f64; 2] {
-    let mut last = std::collections::BTreeMap::<(usize, String), u64>::new();
     let mut out = [0.0; 2];
-    let t = Instant::now();
-    while t.elapsed() < window {
-        for (i, pid) in pids.iter().enumerate() {
-            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-                continue;
-            };
-            for e in dir.flatten() {
-                let tid = e.file_name().to_string_lossy().into_owned();
-                let (Ok(ss), Ok(stat)) = (
-                    std::fs::read_to_string(e.path().join("schedstat")),
-                    std::fs::read_to_string(e.path().join("stat")),
-                ) else {
-                    continue;
-                };
-                let run: u64 = ss.split_whitespace().next().unwrap().parse().unwrap();
-                let after = &stat[stat.rfind(')').unwrap() + 1..];
-                // Field 39 (processor) is the 37th after the name.
-                let now: usize = after.split_whitespace().nth(36).unwrap().parse().unwrap();
-                if let Some(prev) = last.insert((i, tid), run) {
-                    if now == cpu {
-                        out[i] += (run - prev) as f64 / 1e9;
-                    }
-                }
-            }
+    sample_run_time(&pids, window, |i, now, secs| {
+        if now == cpu {
+            out[i] += secs;
         }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    });
     out
 }
 
@@ -446,20 +401,16 @@ fn aarr_shares_the_fast_cpu_equally_on_the_emulated_machine() {
     let mut c = em.pinsight(d.path());
     let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
     pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
-    let sched = c
-        .args([
-            "sched",
-            "--schedulers",
-            "aarr",
-            "--interval",
-            "100ms",
-            "--json",
-        ])
-        .args(["--pids", &pids])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    c.args([
+        "sched",
+        "--schedulers",
+        "aarr",
+        "--interval",
+        "100ms",
+        "--json",
+    ])
+    .args(["--pids", &pids]);
+    let sched = spawn_piped(&mut c);
     wait_until_managed([a.id(), b.id()]);
     let on_big = time_on([a.id(), b.id()], em.p, Duration::from_secs(10));
     for s in [&mut a, &mut b] {

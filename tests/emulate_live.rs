@@ -4,8 +4,11 @@
 //! frequency-cap half of that guarantee is tested on fake sysfs trees in
 //! pinsight-emulate's suite: this machine may have no cpufreq.)
 
+use crate::common_emulation::{read_report, stealer_of};
+use crate::common_live::assert_exit;
+use pinsight_testkit::premise::Live;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// pinsight, and what it runs, at nice -20 in an autogroup of its own
@@ -33,6 +36,22 @@ fn kinds(speed: &str) -> Option<String> {
     }
     let p: pinsight_cpuset::CpuSet = cpus.iter().copied().filter(|&c| c != cpus[1]).collect();
     Some(format!("{p}:P,{}:E@{speed}", cpus[1]))
+}
+
+/// The common start: the live premise on every usable CPU, then the
+/// kinds with the second usable CPU at 0.5 ([`kinds`]); `None` after a
+/// counted skip.
+fn begin() -> Option<(Live, String)> {
+    let live = pinsight_testkit::premise::live_on_usable()?;
+    Some((live, kinds("0.5")?))
+}
+
+/// `pinsight emulate --kinds KINDS -- true`, to its end.
+fn emulate_true(kinds: &str) -> Output {
+    pinsight()
+        .args(["emulate", "--kinds", kinds, "--", "true"])
+        .output()
+        .unwrap()
 }
 
 /// `pinsight emulate --quiet --kinds KINDS --mechanism duty-cycle`
@@ -134,10 +153,9 @@ fn family(pid: u32) -> Vec<i32> {
 /// (the stealers die with it: PR_SET_PDEATHSIG, and their period check).
 #[test]
 fn sigkill_leaves_no_realtime_task_of_pinsight_after_200_ms() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     let mut worst = Duration::ZERO;
     for (i, delay) in [300u64, 900, 1700, 0].into_iter().enumerate() {
         let mut child = emulation(&kinds);
@@ -179,10 +197,9 @@ fn sigkill_leaves_no_realtime_task_of_pinsight_after_200_ms() {
 /// report on stderr): a counted skip, not a pass.
 #[test]
 fn a_signal_during_calibration_exits_128_plus_n_leaving_nothing() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     for (sig, code, delay) in [
         (libc::SIGINT, 130, 100u64),
         (libc::SIGTERM, 143, 0),
@@ -235,10 +252,9 @@ fn a_signal_during_calibration_exits_128_plus_n_leaving_nothing() {
 /// spent before exit 127).
 #[test]
 fn a_missing_program_exits_127_before_calibrating() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     let t = Instant::now();
     let out = pinsight()
         .args(["emulate", "--kinds", &kinds, "--", "/nonexistent/prog"])
@@ -258,18 +274,14 @@ fn a_missing_program_exits_127_before_calibrating() {
 /// tuned beside it).
 #[test]
 fn a_second_emulation_and_a_busy_realtime_task_are_refused() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     let e = pinsight_testkit::usable_cpus()[1];
     let mut first = emulation(&kinds);
     first_line(&mut first);
     let t = Instant::now();
-    let second = pinsight()
-        .args(["emulate", "--kinds", &kinds, "--", "true"])
-        .output()
-        .unwrap();
+    let second = emulate_true(&kinds);
     let took = t.elapsed();
     pinsight_sys::process::kill(first.id() as i32, libc::SIGTERM).unwrap();
     first.wait().unwrap();
@@ -295,10 +307,7 @@ fn a_second_emulation_and_a_busy_realtime_task_are_refused() {
         Duration::from_micros(3500),
     )
     .unwrap();
-    let refused = pinsight()
-        .args(["emulate", "--kinds", &kinds, "--", "true"])
-        .output()
-        .unwrap();
+    let refused = emulate_true(&kinds);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(
@@ -315,24 +324,10 @@ fn a_second_emulation_and_a_busy_realtime_task_are_refused() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(forced.stderr.take().unwrap());
-    let mut text = String::new();
-    let mut line = String::new();
-    while err.read_line(&mut line).unwrap() > 0 {
-        text.push_str(&line);
-        if line.trim_end() == "}" {
-            break;
-        }
-        line.clear();
-    }
-    let stealers = first_line(&mut forced);
-    let stealer: u32 = stealers
-        .trim()
-        .split(',')
-        .find_map(|s| {
-            let (cpu, pid) = s.split_once(':')?;
-            (cpu.parse::<usize>().ok()? == e).then(|| pid.parse().ok())?
-        })
-        .unwrap_or_else(|| panic!("no stealer of CPU {e} in {stealers:?}"));
+    // Everything up to the end of the report: the note, then the report.
+    let (said, report) = read_report(&mut err);
+    let mut text = said + &report;
+    let stealer = stealer_of(&first_line(&mut forced), e);
     drop(other);
     // The speed CPU e has now, measured outside pinsight: 1 less the
     // share its stealer takes (its own CPU time over a second).
@@ -372,10 +367,9 @@ fn a_second_emulation_and_a_busy_realtime_task_are_refused() {
 
 #[test]
 fn sigkill_mid_emulation_leaves_no_stealer_within_a_second() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     let mut child = emulation(&kinds);
     let first = first_line(&mut child);
     assert!(first.contains("duty-cycle"), "{first}");
@@ -393,10 +387,9 @@ fn sigkill_mid_emulation_leaves_no_stealer_within_a_second() {
 
 #[test]
 fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     let out = pinsight()
         .args(["emulate", "--json", "--kinds", &kinds, "--"])
         .args([
@@ -406,12 +399,7 @@ fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(7),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 7);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.trim(), format!("{kinds} duty-cycle"));
     // The report (JSON on stderr with a program), after the kinds note,
@@ -460,10 +448,9 @@ fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
 /// narrows the gap a nice-0 program sees; on an idle machine it is 0.5).
 #[test]
 fn compare_finds_the_emulated_p_e_difference_significant() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     let bin = env!("CARGO_BIN_EXE_pinsight");
     // compare writes its journal in the working directory.
     let d = tempfile::tempdir().unwrap();
@@ -482,12 +469,7 @@ fn compare_finds_the_emulated_p_e_difference_significant() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let e = v["arms"]
         .as_array()
@@ -516,10 +498,9 @@ fn compare_finds_the_emulated_p_e_difference_significant() {
 /// the gap they see (0.68 for 0.5 with six compilers on two CPUs).
 #[test]
 fn speed_measures_the_emulated_ratio() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     let bin = env!("CARGO_BIN_EXE_pinsight");
     let out = pinsight()
         .args([
@@ -577,10 +558,9 @@ fn speed_measures_the_emulated_ratio() {
 /// each CPU's busy time, is tested in `emulate_dynamic_live.rs`.
 #[test]
 fn balance_with_speed_weights_loads_the_slowed_cpu_less() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, kinds)) = begin() else {
         return;
     };
-    let Some(kinds) = kinds("0.5") else { return };
     let bin = env!("CARGO_BIN_EXE_pinsight");
     let d = tempfile::tempdir().unwrap();
     let weights = d.path().join("w.json");
@@ -598,12 +578,7 @@ fn balance_with_speed_weights_loads_the_slowed_cpu_less() {
         .arg(&weights)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let usable = pinsight_testkit::usable_cpus();
     let (p, e) = (usable[0], usable[1]);
     // Tasks on the fast CPU p and on the slowed CPU e.
@@ -613,12 +588,7 @@ fn balance_with_speed_weights_loads_the_slowed_cpu_less() {
             .args(extra)
             .output()
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 0);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let t = v["tasks_per_cpu"].as_array().unwrap();
         let on = |cpu: usize| {

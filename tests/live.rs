@@ -12,6 +12,7 @@
 
 // Shared helpers of the live tests.
 mod common_emulation;
+mod common_live;
 mod common_operator;
 
 mod balance_emulated_live;

@@ -3,34 +3,23 @@
 //! every scheduler with every metric reported; Ctrl-C keeps the journal
 //! and `--resume` completes; the refusals.
 
+use crate::common_live::{assert_exit, pinsight_p_e, spawn_piped, BIN};
 use serde_json::Value;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 /// Bound for what should end promptly: catches hangs, measures nothing.
 const HANG_GUARD: Duration = Duration::from_secs(300);
 
-fn usable_cpus() -> Vec<usize> {
-    online()
-        .intersection(&pinsight_testkit::allowed_cpus())
-        .iter()
-        .collect()
-}
-
 fn online() -> pinsight_cpuset::CpuSet {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
-        .expect("/sys/devices/system/cpu/online")
+    pinsight_testkit::online_cpus().expect("/sys/devices/system/cpu/online")
 }
 
 /// pinsight on two usable CPUs, the first declared P, every other E;
 /// `None` after a logged skip with fewer than two.
 fn pinsight(dir: &Path, args: &[&str]) -> Option<Command> {
-    let cpus = usable_cpus();
+    let cpus = pinsight_testkit::usable_cpus();
     if cpus.len() < 2 {
         pinsight_testkit::skip(format!(
             "live mix needs two usable CPUs (have {})",
@@ -38,26 +27,16 @@ fn pinsight(dir: &Path, args: &[&str]) -> Option<Command> {
         ));
         return None;
     }
-    let mut c = Command::new(BIN);
-    let set: pinsight_cpuset::CpuSet = cpus[..2].iter().copied().collect();
-    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
-    let mut rest = online();
-    rest.remove(cpus[0]);
-    c.current_dir(dir)
-        .stdin(Stdio::null())
-        .env_remove("PINSIGHT_FSROOT")
-        .env_remove("PINSIGHT_KINDS")
-        .env_remove("COLUMNS")
-        .args(["--kinds", &format!("{}:P,{rest}:E", cpus[0])])
-        .args(args);
-    // SAFETY: signal(2) is async-signal-safe.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
+    let mut c = pinsight_p_e(&cpus[..2], online());
+    c.current_dir(dir).args(args);
     Some(c)
+}
+
+/// [`pinsight`] run to its end, its output piped; `None` after a logged
+/// skip.
+fn run(dir: &Path, args: &[&str]) -> Option<Output> {
+    let mut c = pinsight(dir, args)?;
+    Some(wait_with_guard(spawn_piped(&mut c)))
 }
 
 fn programs(scale: u32) -> Vec<String> {
@@ -68,23 +47,12 @@ fn programs(scale: u32) -> Vec<String> {
     ]
 }
 
-fn wait_with_guard(mut child: std::process::Child) -> Output {
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if t.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            panic!("pinsight mix did not end");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn wait_with_guard(child: std::process::Child) -> Output {
+    crate::common_live::wait_with_guard(child, HANG_GUARD, "pinsight mix")
 }
 
 fn check_complete(o: &Output, schedulers: &[&str]) -> Value {
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_exit(o, 0);
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     let s = r["schedulers"].as_array().unwrap();
     let names: Vec<&str> = s.iter().map(|x| x["policy"].as_str().unwrap()).collect();
@@ -121,15 +89,9 @@ fn three_programs_under_every_scheduler() {
     let progs = programs(1);
     let mut args = vec!["mix", "--runs", "2", "--sf", "#3=2", "--json", "--"];
     args.extend(progs.iter().map(String::as_str));
-    let Some(mut c) = pinsight(dir.path(), &args) else {
+    let Some(o) = run(dir.path(), &args) else {
         return;
     };
-    let o = wait_with_guard(
-        c.stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
     check_complete(&o, &["os", "aarr", "to", "acfs"]);
     // The human report fits 80 columns and defines nothing twice.
     let j = dir.path().join("pinsight-mix.jsonl");
@@ -149,11 +111,7 @@ fn ctrl_c_keeps_the_journal_and_resume_completes() {
     let Some(mut c) = pinsight(dir.path(), &args) else {
         return;
     };
-    let child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&mut c);
     let journal = dir.path().join("pinsight-mix.jsonl");
     // Stop it inside the first mix (after the reference runs).
     let t = Instant::now();
@@ -213,35 +171,24 @@ fn resume_compares_given_flags_even_at_their_defaults() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| -> Option<Output> {
-        let mut c = pinsight(dir.path(), args)?;
-        Some(wait_with_guard(
-            c.stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        ))
-    };
     // The journal: 2 runs, a 100 ms period (neither the default).
-    let Some(o) = run(&[
-        "mix",
-        "--schedulers",
-        "os",
-        "--runs",
-        "2",
-        "--interval",
-        "100ms",
-        "--",
-        "true",
-    ]) else {
+    let Some(o) = run(
+        dir.path(),
+        &[
+            "mix",
+            "--schedulers",
+            "os",
+            "--runs",
+            "2",
+            "--interval",
+            "100ms",
+            "--",
+            "true",
+        ],
+    ) else {
         return;
     };
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let resume = ["mix", "--resume", "pinsight-mix.jsonl"];
     for (given, field) in [
         (["--runs", "3"], "runs differs (journal 2, now 3)"),
@@ -254,7 +201,7 @@ fn resume_compares_given_flags_even_at_their_defaults() {
         (["--repeat", "3"], "runs differs (journal 2, now 3)"),
     ] {
         let args: Vec<&str> = resume.iter().chain(given.iter()).copied().collect();
-        let o = run(&args).unwrap();
+        let o = run(dir.path(), &args).unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
@@ -265,7 +212,7 @@ fn resume_compares_given_flags_even_at_their_defaults() {
     // Given equal to the journal's, or not given: the journal's experiment.
     for extra in [&["--runs", "2", "--interval", "100ms"][..], &[]] {
         let args: Vec<&str> = resume.iter().chain(extra.iter()).copied().collect();
-        let o = run(&[&args[..], &["--json"]].concat()).unwrap();
+        let o = run(dir.path(), &[&args[..], &["--json"]].concat()).unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
         let r: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -323,12 +270,7 @@ fn refusals() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 2);
 }
 
 /// The same exports as compare: JSON, CSV, Markdown and HTML files with
@@ -360,21 +302,10 @@ fn exports_json_csv_markdown_and_html() {
         "--",
     ];
     args.extend(progs[..2].iter().map(String::as_str));
-    let Some(mut c) = pinsight(dir.path(), &args) else {
+    let Some(o) = run(dir.path(), &args) else {
         return;
     };
-    let o = wait_with_guard(
-        c.stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let read = |n: &str| std::fs::read_to_string(dir.path().join(n)).unwrap();
     let j: Value = serde_json::from_str(&read("m.json")).unwrap();
     assert_eq!(j["schedulers"].as_array().unwrap().len(), 2, "{j}");

@@ -6,25 +6,23 @@
 //! from /proc (schedstat run time attributed to the CPU `stat` reports,
 //! sampled every 5 ms), never from pinsight's own report.
 
+use crate::common_live::{
+    assert_exit, json, named, on_cpus, pinsight_p_e, sample_run_time, spawn_piped, spin,
+};
+use pinsight_testkit::premise::Live;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 /// Bound for what should end promptly: catches hangs, measures nothing.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
-/// The CPUs this test may use (affinity ∩ online), ascending.
-fn usable_cpus() -> Vec<usize> {
-    pinsight_testkit::usable_cpus()
-}
-
 /// Two usable CPUs (big, small), or `None` after a logged skip.
 fn two_cpus() -> Option<(usize, usize)> {
-    let cpus = usable_cpus();
+    let cpus = pinsight_testkit::usable_cpus();
     if cpus.len() < 2 {
         pinsight_testkit::skip(format!(
             "live sched needs two usable CPUs (have {})",
@@ -35,77 +33,54 @@ fn two_cpus() -> Option<(usize, usize)> {
     Some((cpus[0], cpus[1]))
 }
 
-/// A command restricted to `cpus` from its start.
-fn on_cpus(program: impl AsRef<std::ffi::OsStr>, cpus: &[usize]) -> Command {
-    let mut c = Command::new(program);
-    let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
-    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
-    c.stdin(Stdio::null())
-        .env_remove("PINSIGHT_FSROOT")
-        .env_remove("PINSIGHT_KINDS")
-        .env_remove("COLUMNS");
-    // SIGINT at its default, whatever the test harness inherited.
-    // SAFETY: signal(2) is async-signal-safe.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    c
+/// The common start: the live premise on every usable CPU, then two of
+/// them, [big, small]; `None` after a counted skip.
+fn begin() -> Option<(Live, [usize; 2])> {
+    let live = pinsight_testkit::premise::live_on_usable()?;
+    let (big, small) = two_cpus()?;
+    Some((live, [big, small]))
 }
 
 /// Online CPUs (every one needs a declared kind).
 fn online() -> pinsight_cpuset::CpuSet {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|t| pinsight_cpuset::CpuSet::parse_list(t.trim()).ok())
-        .unwrap_or_else(|| usable_cpus().into_iter().collect())
+    pinsight_testkit::online_cpus()
+        .unwrap_or_else(|| pinsight_testkit::usable_cpus().into_iter().collect())
 }
 
 /// pinsight restricted to `cpus` = [big, small], with `big` declared a
 /// P-core and every other online CPU an E-core (pinsight schedules within
 /// its own affinity: here the two).
 fn pinsight(cpus: &[usize], args: &[&str]) -> Command {
-    let mut c = on_cpus(BIN, cpus);
-    let mut rest = online();
-    rest.remove(cpus[0]);
-    c.args(["--kinds", &format!("{}:P,{rest}:E", cpus[0])]);
+    let mut c = pinsight_p_e(cpus, online());
     c.args(args);
     c
 }
 
-/// Links `name` → the pinsight binary in `dir`, so a program's argv[0]
-/// basename (and comm) is `name`.
-fn named(dir: &Path, name: &str) -> std::path::PathBuf {
-    let p = dir.join(name);
-    std::os::unix::fs::symlink(BIN, &p).unwrap();
-    p
+/// `pinsight sched --schedulers SCHEDULER --json ARGS` on `cpus`, started
+/// with its output piped.
+fn sched(cpus: &[usize], scheduler: &str, args: &[&str]) -> Child {
+    let head = ["sched", "--schedulers", scheduler, "--json"];
+    spawn_piped(&mut pinsight(cpus, &[&head[..], args].concat()))
 }
 
-/// A single-threaded CPU-bound program named `name` that runs far longer
-/// than any test (killed by the test).
-fn spinner(dir: &Path, name: &str, cpus: &[usize]) -> Child {
-    on_cpus(named(dir, name), cpus)
-        .args(["workload", "pi", "-t", "1", "-s", "1e12"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+/// [`sched`] of `FLAGS -- sh -c SCRIPT`, to its end.
+fn sched_script(cpus: &[usize], scheduler: &str, flags: &[&str], script: &str) -> Output {
+    let cmd = ["--", "sh", "-c", script];
+    wait_with_guard(sched(cpus, scheduler, &[flags, &cmd[..]].concat()))
 }
 
-fn wait_with_guard(mut child: Child) -> Output {
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if t.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            panic!("pinsight sched did not end");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Two single-threaded CPU-bound programs named `a` and `b` on `cpus`
+/// that run far longer than any test (killed by the test), and their
+/// `--pids`.
+fn spinners(dir: &Path, cpus: &[usize]) -> (Child, Child, String) {
+    let spinner = |name: &str| spin(on_cpus(named(dir, name), cpus));
+    let (a, b) = (spinner("a"), spinner("b"));
+    let pids = format!("{},{}", a.id(), b.id());
+    (a, b, pids)
+}
+
+fn wait_with_guard(child: Child) -> Output {
+    crate::common_live::wait_with_guard(child, HANG_GUARD, "pinsight sched")
 }
 
 fn kill(mut c: Child) {
@@ -117,34 +92,10 @@ fn kill(mut c: Child) {
 /// 5 ms each thread's schedstat run time since the last look is counted on
 /// the CPU its stat reports now.
 fn cpu_time_per_cpu(pids: &[u32], window: Duration) -> Vec<BTreeMap<usize, f64>> {
-    let mut last: BTreeMap<(u32, String), u64> = BTreeMap::new();
     let mut out = vec![BTreeMap::new(); pids.len()];
-    let t = Instant::now();
-    while t.elapsed() < window {
-        for (i, &pid) in pids.iter().enumerate() {
-            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-                continue;
-            };
-            for e in dir.flatten() {
-                let tid = e.file_name().to_string_lossy().into_owned();
-                let base = format!("/proc/{pid}/task/{tid}");
-                let (Ok(ss), Ok(stat)) = (
-                    std::fs::read_to_string(format!("{base}/schedstat")),
-                    std::fs::read_to_string(format!("{base}/stat")),
-                ) else {
-                    continue;
-                };
-                let run: u64 = ss.split_whitespace().next().unwrap().parse().unwrap();
-                let after = &stat[stat.rfind(')').unwrap() + 1..];
-                // Field 39 (processor) is the 37th after the name.
-                let cpu: usize = after.split_whitespace().nth(36).unwrap().parse().unwrap();
-                if let Some(prev) = last.insert((pid, tid), run) {
-                    *out[i].entry(cpu).or_insert(0.0) += (run - prev) as f64 / 1e9;
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    sample_run_time(pids, window, |i, cpu, secs| {
+        *out[i].entry(cpu).or_insert(0.0) += secs;
+    });
     out
 }
 
@@ -165,16 +116,6 @@ fn allowed(pid: u32) -> Vec<String> {
     v
 }
 
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: stdout {} stderr {}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
-
 #[test]
 fn aarr_gives_two_programs_equal_time_on_the_big_cpu() {
     let Some((big, small)) = two_cpus() else {
@@ -187,37 +128,13 @@ fn aarr_gives_two_programs_equal_time_on_the_big_cpu() {
     };
     let cpus = [big, small];
     let dir = tempfile::tempdir().unwrap();
-    let a = spinner(dir.path(), "a", &cpus);
-    let b = spinner(dir.path(), "b", &cpus);
-    let (pa, pb) = (a.id(), b.id());
-    let pids = format!("{pa},{pb}");
-    let sched = pinsight(
-        &cpus,
-        &[
-            "sched",
-            "--schedulers",
-            "aarr",
-            "--interval",
-            "100ms",
-            "--json",
-            "--pids",
-            &pids,
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let per_cpu = cpu_time_per_cpu(&[pa, pb], Duration::from_secs(10));
+    let (a, b, pids) = spinners(dir.path(), &cpus);
+    let sched = sched(&cpus, "aarr", &["--interval", "100ms", "--pids", &pids]);
+    let per_cpu = cpu_time_per_cpu(&[a.id(), b.id()], Duration::from_secs(10));
     kill(a);
     kill(b);
     let o = wait_with_guard(sched);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 0);
     let on_big: Vec<f64> = per_cpu
         .iter()
         .map(|m| m.get(&big).copied().unwrap_or(0.0))
@@ -249,16 +166,12 @@ fn aarr_gives_two_programs_equal_time_on_the_big_cpu() {
 
 #[test]
 fn to_keeps_the_high_sf_program_on_the_big_cpu_and_restores_affinities() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, cpus)) = begin() else {
         return;
     };
-    let Some((big, small)) = two_cpus() else {
-        return;
-    };
-    let cpus = [big, small];
+    let [big, small] = cpus;
     let dir = tempfile::tempdir().unwrap();
-    let a = spinner(dir.path(), "a", &cpus);
-    let b = spinner(dir.path(), "b", &cpus);
+    let (a, b, pids) = spinners(dir.path(), &cpus);
     let (pa, pb) = (a.id(), b.id());
     // Their worker threads started (each program: main + one worker).
     let t = Instant::now();
@@ -266,26 +179,11 @@ fn to_keeps_the_high_sf_program_on_the_big_cpu_and_restores_affinities() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let before = (allowed(pa), allowed(pb));
-    let pids = format!("{pa},{pb}");
-    let sched = pinsight(
+    let sched = sched(
         &cpus,
-        &[
-            "sched",
-            "--schedulers",
-            "to",
-            "--sf",
-            "a=2.5",
-            "--sf",
-            "b=1.2",
-            "--json",
-            "--pids",
-            &pids,
-        ],
-    )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+        "to",
+        &["--sf", "a=2.5", "--sf", "b=1.2", "--pids", &pids],
+    );
     // Let the first period place them, then measure.
     std::thread::sleep(Duration::from_millis(600));
     let during = (allowed(pa), allowed(pb));
@@ -296,12 +194,7 @@ fn to_keeps_the_high_sf_program_on_the_big_cpu_and_restores_affinities() {
     let after = (allowed(pa), allowed(pb));
     kill(a);
     kill(b);
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(&o, 130);
     let share = |m: &BTreeMap<usize, f64>| {
         let t: f64 = m.values().sum();
         m.get(&big).copied().unwrap_or(0.0) / t.max(1e-9)
@@ -338,40 +231,16 @@ fn nix_kill(pid: u32, sig: i32) {
 
 #[test]
 fn a_command_and_the_processes_it_starts_are_managed() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, cpus)) = begin() else {
         return;
     };
-    let Some((big, small)) = two_cpus() else {
-        return;
-    };
-    let cpus = [big, small];
     let dir = tempfile::tempdir().unwrap();
     let a = named(dir.path(), "a");
     let script = format!(
         "{a} workload pi -t 1 -s 2e9 >/dev/null & {a} workload pi -t 1 -s 2e9 >/dev/null; wait; exit 3",
         a = a.display()
     );
-    let o = wait_with_guard(
-        pinsight(
-            &cpus,
-            &[
-                "sched",
-                "--schedulers",
-                "acfs",
-                "--sf",
-                "a=2",
-                "--json",
-                "--",
-                "sh",
-                "-c",
-                &script,
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap(),
-    );
+    let o = sched_script(&cpus, "acfs", &["--sf", "a=2"], &script);
     assert_eq!(
         o.status.code(),
         Some(3),
@@ -395,7 +264,7 @@ fn refusals() {
     let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
         return;
     };
-    let cpus = usable_cpus();
+    let cpus = pinsight_testkit::usable_cpus();
     let one = [cpus[0]];
     // One kind: exit 2, naming --kinds.
     let o = on_cpus(BIN, &one)
@@ -495,10 +364,7 @@ fn refusals() {
 
 #[test]
 fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
-        return;
-    };
-    let Some((big, small)) = two_cpus() else {
+    let Some((_live, cpus)) = begin() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -509,31 +375,8 @@ fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
         "{} workload pi -t 1 -s 2e9 >/dev/null & exit 0",
         a.display()
     );
-    let o = wait_with_guard(
-        pinsight(
-            &[big, small],
-            &[
-                "sched",
-                "--schedulers",
-                "aarr",
-                "--json",
-                "--",
-                "sh",
-                "-c",
-                &script,
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap(),
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = sched_script(&cpus, "aarr", &[], &script);
+    assert_exit(&o, 0);
     let r = json(&o);
     let a = r["programs"]
         .as_array()
