@@ -6,6 +6,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{assert_exit, assert_fits_80, assert_one_line, on_fsroot, words};
 use common_cli::*;
 use std::process::{Child, Command, Stdio};
 
@@ -60,19 +61,17 @@ fn two_cpus() -> Option<(usize, usize)> {
     (u.len() >= 2).then(|| (u[0], u[1]))
 }
 
+/// `line`'s words, then `--state PATH` (a path kept whole).
+fn with_state<'a>(line: &'a str, state: &'a std::path::Path) -> Vec<&'a str> {
+    let mut args = words(line);
+    args.extend(["--state", state.to_str().unwrap()]);
+    args
+}
+
 fn refused(args: &[&str], code: i32, needle: &str) {
     let mut argv = vec!["balance"];
     argv.extend_from_slice(args);
-    let o = pinsight(&argv).run();
-    assert_eq!(o.code, code, "{}: {}", o.argv, o.stderr);
-    assert!(o.stdout.is_empty(), "{}: {}", o.argv, o.stdout);
-    assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
-    assert!(
-        o.stderr.contains(needle),
-        "{}: {} lacks {needle}",
-        o.argv,
-        o.stderr
-    );
+    assert_one_line(&pinsight(&argv).run(), code, &[needle]);
 }
 
 #[test]
@@ -116,19 +115,11 @@ fn bad_input_is_one_line_and_exit_2() {
         2,
         "'1:x' is not CPU:PID",
     );
-    let o = pinsight(&["balance", "--pids", "1", "--dry-run", "--restore", "x"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
+    let both = words("balance --pids 1 --dry-run --restore x");
+    assert_exit(&pinsight(&both).run(), 2, &[]);
     let hybrid = hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
-    let o = pinsight(&[
-        "--fsroot",
-        hybrid.to_str().unwrap(),
-        "balance",
-        "--pids",
-        "1",
-    ])
-    .run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains("plan balance --tasks"), "{}", o.stderr);
+    let on_hybrid = on_fsroot(hybrid.to_str().unwrap(), "balance --pids 1");
+    assert_exit(&pinsight(&on_hybrid).run(), 2, &["plan balance --tasks"]);
 }
 
 #[test]
@@ -138,20 +129,10 @@ fn a_dry_run_changes_nothing_and_writes_no_state() {
     };
     let procs = sleepers(3, &a.to_string());
     let pids = procs.pids().join(",");
-    let cpus = format!("{a},{b}");
-    let o = pinsight(&[
-        "balance",
-        "--pids",
-        &pids,
-        "--cpus",
-        &cpus,
-        "--interval",
-        "0",
-        "--dry-run",
-    ])
-    .env("XDG_STATE_HOME", "/nonexistent-pinsight-state")
-    .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let line = format!("balance --pids {pids} --cpus {a},{b} --interval 0 --dry-run");
+    let o = pinsight(&words(&line))
+        .env("XDG_STATE_HOME", "/nonexistent-pinsight-state")
+        .ok();
     assert!(
         o.stdout.contains("dry run: nothing changed"),
         "{}",
@@ -162,11 +143,7 @@ fn a_dry_run_changes_nothing_and_writes_no_state() {
     for p in procs.pids() {
         assert_eq!(affinity(&p), a.to_string());
     }
-    assert!(
-        o.stdout.lines().all(|l| l.chars().count() <= 80),
-        "{}",
-        o.stdout
-    );
+    assert_fits_80(&o.stdout);
 }
 
 #[test]
@@ -178,20 +155,10 @@ fn pids_are_spread_saved_and_restored() {
     let procs = sleepers(4, &a.to_string());
     let pids = procs.pids().join(",");
     let state_home = tempfile::tempdir().unwrap();
-    let cpus = format!("{a},{b}");
-    let o = pinsight(&[
-        "--json",
-        "balance",
-        "--pids",
-        &pids,
-        "--cpus",
-        &cpus,
-        "--interval",
-        "200ms",
-    ])
-    .env("XDG_STATE_HOME", state_home.path())
-    .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let line = format!("--json balance --pids {pids} --cpus {a},{b} --interval 200ms");
+    let o = pinsight(&words(&line))
+        .env("XDG_STATE_HOME", state_home.path())
+        .ok();
     let doc = o.json();
     let state = doc["state"].as_str().expect("a state path").to_string();
     assert!(
@@ -239,21 +206,10 @@ fn match_with_threads_moves_each_thread() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("s.json");
-    let cpus = format!("{a},{b}");
-    let o = ok(&[
-        "--json",
-        "balance",
-        "--match",
-        &marker,
-        "--match-full",
-        "--per-thread",
-        "--cpus",
-        &cpus,
-        "--interval",
-        "0",
-        "--state",
-        state.to_str().unwrap(),
-    ]);
+    let line = format!(
+        "--json balance --match {marker} --match-full --per-thread --cpus {a},{b} --interval 0"
+    );
+    let o = ok(&with_state(&line, &state));
     let doc = o.json();
     assert_eq!(doc["moves"].as_array().unwrap().len(), 4, "{doc:#}");
     let tids: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -320,21 +276,11 @@ fn a_refused_move_puts_back_what_was_moved() {
     let state = dir.path().join("s.json");
     let mut argv: Vec<String> = nobody.iter().map(|s| s.to_string()).collect();
     argv.push(env!("CARGO_BIN_EXE_pinsight").into());
-    argv.extend(
-        [
-            "balance",
-            "--pids",
-            &pids.join(","),
-            "--cpus",
-            &both,
-            "--interval",
-            "0",
-            "--state",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
+    let line = format!(
+        "balance --pids {} --cpus {both} --interval 0",
+        pids.join(",")
     );
-    argv.push(state.to_str().unwrap().into());
+    argv.extend(with_state(&line, &state).iter().map(|s| s.to_string()));
     let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -401,18 +347,10 @@ fn a_cgroups_processes_are_spread() {
     }
     let state = tempfile::tempdir().unwrap();
     let state = state.path().join("s.json");
-    let cpus = format!("{a},{b}");
-    let o = ok(&[
-        "balance",
-        "--cgroup",
-        dir.to_str().unwrap(),
-        "--cpus",
-        &cpus,
-        "--interval",
-        "0",
-        "--state",
-        state.to_str().unwrap(),
-    ]);
+    let mut argv = vec!["balance", "--cgroup", dir.to_str().unwrap()];
+    let line = format!("--cpus {a},{b} --interval 0");
+    argv.extend(with_state(&line, &state));
+    let o = ok(&argv);
     let mut got: Vec<String> = cg.procs.pids().iter().map(|p| affinity(p)).collect();
     got.sort();
     assert_eq!(got, vec![a.to_string(), b.to_string()], "{}", o.stdout);
@@ -519,27 +457,18 @@ fn a_second_balance_is_refused_naming_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("s.json");
     let cpus = format!("{a},{b}");
-    let args = ["--pids", pid.as_str(), "--cpus", &cpus, "--interval", "0"];
-    let mut argv = vec!["balance"];
-    argv.extend_from_slice(&args);
-    argv.extend_from_slice(&["--state", state.to_str().unwrap()]);
+    let args = format!("--pids {pid} --cpus {cpus} --interval 0");
+    let line = format!("balance {args}");
+    let argv = with_state(&line, &state);
     let t = std::time::Instant::now();
     let o = pinsight(&argv).run();
-    assert_eq!(o.code, 1, "{}", o.stderr);
-    assert!(
-        o.stderr.contains(&format!(
-            "another pinsight balance runs (PID {})",
-            std::process::id()
-        )),
-        "{}",
-        o.stderr
-    );
+    let holder = format!("another pinsight balance runs (PID {})", std::process::id());
+    assert_exit(&o, 1, &[&holder]);
     assert!(t.elapsed() < std::time::Duration::from_secs(2));
     assert!(same(&affinity(&pid), &cpus), "{}", affinity(&pid));
     assert!(!state.exists(), "a refused balance wrote its state");
-    let mut dry = vec!["balance", "--dry-run"];
-    dry.extend_from_slice(&args);
-    assert_eq!(pinsight(&dry).run().code, 0);
+    let dry = format!("balance --dry-run {args}");
+    assert_eq!(pinsight(&words(&dry)).run().code, 0);
     drop(held);
     let o = pinsight(&argv).run();
     assert_eq!(o.code, 0, "{}", o.stderr);
@@ -624,15 +553,9 @@ fn a_signal_in_any_phase_exits_128_plus_n_and_names_the_undo() {
         let pid = procs.pids()[0].clone();
         let home = tempfile::tempdir().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_pinsight"))
-            .args([
-                "balance",
-                "--pids",
-                &pid,
-                "--cpus",
-                &cpus,
-                "--interval",
-                "2s",
-            ])
+            .args(words(&format!(
+                "balance --pids {pid} --cpus {cpus} --interval 2s"
+            )))
             .env("XDG_STATE_HOME", home.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -736,17 +659,11 @@ fn watch_flags_are_checked_one_line_exit_2() {
     ] {
         refused(&args, 2, needle);
     }
-    let o = pinsight(&[
-        "balance",
-        "--match",
-        "^no-such-name$",
-        "--watch",
-        "--interval",
-        "0",
-    ])
+    let o = pinsight(&words(
+        "balance --match ^no-such-name$ --watch --interval 0",
+    ))
     .run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains("--interval 0"), "{}", o.stderr);
+    assert_exit(&o, 2, &["--interval 0"]);
 }
 
 /// The daemon end to end, briefly: two sleepers on one CPU are new at the
@@ -775,25 +692,10 @@ fn watch_places_new_tasks_and_puts_everything_back_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("w.json");
     let cpus = format!("{a},{b}");
-    let argv: Vec<String> = [
-        "--json",
-        "balance",
-        "--watch",
-        "--match",
-        &marker,
-        "--match-full",
-        "--cpus",
-        &cpus,
-        "--interval",
-        "300ms",
-        "--count",
-        "5",
-        "--state",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain([state.display().to_string()])
-    .collect();
+    let line = format!(
+        "--json balance --watch --match {marker} --match-full --cpus {cpus} --interval 300ms --count 5"
+    );
+    let argv = with_state(&line, &state);
     let o = std::thread::scope(|s| {
         let watch = s.spawn(|| pinsight(&argv).run());
         std::thread::sleep(std::time::Duration::from_millis(500));

@@ -12,6 +12,7 @@
 //! few seconds in release.
 
 use crate::common_cli;
+use crate::common_cmd::{self, assert_exit, assert_holds};
 
 use common_cli::*;
 use pinsight_cpuset::CpuSet;
@@ -108,46 +109,14 @@ fn version_is_printed_at_top_level_and_after_a_command() {
 
 // ---------------------------------------------------------------- usage errors: exit 2
 
-/// Exit 2, nothing on stdout, an error on the first stderr line that
-/// contains every needle; pinsight's own errors are exactly one line.
+/// Exit 2, nothing on stdout, an error on the first stderr line
+/// (pinsight's own errors are exactly one line), and every needle in the
+/// message: clap puts the offending argument on the next line for
+/// missing ones, before a blank line and its hint.
 fn assert_usage_error(o: &Out, needles: &[&str]) {
-    assert_eq!(
-        o.code, 2,
-        "{}: want exit 2, got {}\nstderr: {}",
-        o.argv, o.code, o.stderr
-    );
-    assert!(
-        o.stdout.is_empty(),
-        "{}: usage error wrote to stdout: {}",
-        o.argv,
-        o.stdout
-    );
-    let first = o.first_err_line();
-    assert!(
-        first.starts_with("error: ") || first.starts_with("pinsight: error: "),
-        "{}: first stderr line is not an error message: {:?}",
-        o.argv,
-        o.stderr
-    );
-    if first.starts_with("pinsight: error: ") {
-        assert_eq!(
-            o.stderr.lines().count(),
-            1,
-            "{}: error is not one line:\n{}",
-            o.argv,
-            o.stderr
-        );
-    }
-    // clap puts the offending argument on the next line for missing ones.
-    let head: String = o.stderr.split("\n\n").next().unwrap().to_string();
-    for n in needles {
-        assert!(
-            head.contains(n),
-            "{}: error does not mention {n:?}:\n{}",
-            o.argv,
-            o.stderr
-        );
-    }
+    common_cmd::assert_usage_error(o);
+    let head = o.stderr.split("\n\n").next().unwrap();
+    assert_holds(o, head, needles);
 }
 
 fn usage_error(args: &[&str], needles: &[&str]) {
@@ -414,25 +383,13 @@ fn pin_rejects_impossible_pids_as_usage_errors() {
 // ---------------------------------------------------------------- runtime failures: exit 1
 
 fn runtime_error(o: &Out, needles: &[&str]) {
-    assert_eq!(
-        o.code, 1,
-        "{}: want exit 1, got {}\nstderr: {}",
-        o.argv, o.code, o.stderr
-    );
+    assert_exit(o, 1, needles);
     assert!(
         o.first_err_line().starts_with("pinsight: error: "),
         "{}: {}",
         o.argv,
         o.stderr
     );
-    for n in needles {
-        assert!(
-            o.stderr.contains(n),
-            "{}: error does not mention {n:?}: {}",
-            o.argv,
-            o.stderr
-        );
-    }
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Set-up the root tests share beyond `common_cli`: command lines written
 //! as words, the pinsight child started as a terminal would start it (for
 //! the tests that signal or watch it: compare_cli, compare_ranks,
-//! journal_safety, sf_cli, tune_run), and the 80-column check of what it
-//! prints.
+//! journal_safety, sf_cli, tune_run), the 80-column check of what it
+//! prints, and what a refusal owes its caller (exit status, nothing on
+//! stdout, the message's lines and words).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -63,4 +64,70 @@ pub fn pinsight_in(dir: &Path) -> Command {
         });
     }
     c
+}
+
+/// `o` exited with `code`, and its stderr holds each of `needles`
+/// (panics with the command line and stderr otherwise).
+pub fn assert_exit(o: &crate::common_cli::Out, code: i32, needles: &[&str]) {
+    assert_eq!(o.code, code, "{}: exit {}\n{}", o.argv, o.code, o.stderr);
+    assert_holds(o, &o.stderr, needles);
+}
+
+/// A refusal as pinsight writes its own: exit `code`, nothing on stdout,
+/// and one stderr line holding each of `needles`.
+pub fn assert_one_line(o: &crate::common_cli::Out, code: i32, needles: &[&str]) {
+    assert_exit(o, code, needles);
+    assert!(o.stdout.is_empty(), "{}: stdout: {}", o.argv, o.stdout);
+    assert_eq!(
+        o.stderr.lines().count(),
+        1,
+        "{}: not one line:\n{}",
+        o.argv,
+        o.stderr
+    );
+}
+
+/// A usage error: exit 2, nothing on stdout, and the first stderr line an
+/// error message, clap's (`error: `, which a hint may follow) or
+/// pinsight's own (`pinsight: error: `, exactly one line). Returns that
+/// first line.
+pub fn assert_usage_error(o: &crate::common_cli::Out) -> &str {
+    assert_eq!(o.code, 2, "{}: exit {}\n{}", o.argv, o.code, o.stderr);
+    assert!(o.stdout.is_empty(), "{}: stdout: {}", o.argv, o.stdout);
+    let first = o.first_err_line();
+    if first.starts_with("pinsight: error: ") {
+        assert_eq!(
+            o.stderr.lines().count(),
+            1,
+            "{}: not one line:\n{}",
+            o.argv,
+            o.stderr
+        );
+    } else {
+        assert!(
+            first.starts_with("error: "),
+            "{}: the first stderr line is not an error message:\n{}",
+            o.argv,
+            o.stderr
+        );
+    }
+    first
+}
+
+/// `text`, of what `o` wrote, holds each of `needles`.
+pub fn assert_holds(o: &crate::common_cli::Out, text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(text.contains(n), "{}: {n:?} is not in {text:?}", o.argv);
+    }
+}
+
+/// `args` run, a usage error ([`assert_usage_error`]) whose first line
+/// holds each of `needles`.
+pub fn usage_error<S: AsRef<std::ffi::OsStr>>(
+    args: &[S],
+    needles: &[&str],
+) -> crate::common_cli::Out {
+    let o = crate::common_cli::pinsight(args).run();
+    assert_holds(&o, assert_usage_error(&o), needles);
+    o
 }

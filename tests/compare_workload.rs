@@ -1,47 +1,22 @@
 //! `pinsight compare` over a built-in workload (`pinsight workload pi`):
 //! a real multithreaded program, pinned through the LD_PRELOAD shim.
 
-use serde_json::Value;
-use std::process::{Command, Stdio};
+use crate::common_cli::pinsight;
+use crate::common_cmd::words;
 
 #[test]
 fn compare_runs_the_pi_workload_under_os_and_pinned_placements() {
-    let d = tempfile::tempdir().unwrap();
     let exe = env!("CARGO_BIN_EXE_pinsight");
-    let o = Command::new(exe)
-        .current_dir(d.path())
-        .stdin(Stdio::null())
-        .env_remove("PINSIGHT_FSROOT")
-        .args([
-            "compare",
-            "--runs",
-            "3",
-            "--warmup",
-            "0",
-            "--policies",
-            "os,compact,e-pinned",
-            "--journal",
-            "j.jsonl",
-            "--json",
-            "-q",
-            "--",
-            exe,
-            "workload",
-            "pi",
-            "--threads",
-            "2",
-            "--size",
-            "2000000",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    let mut args = words(
+        "compare --runs 3 --warmup 0 --policies os,compact,e-pinned --journal j.jsonl --json -q --",
     );
-    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    args.push(exe);
+    args.extend(words("workload pi --threads 2 --size 2000000"));
+    let r = pinsight(&args)
+        .writes("j.jsonl")
+        .writes("j.jsonl.out")
+        .ok()
+        .json();
     assert_eq!(r["status"]["state"], "complete");
     let arms = r["arms"].as_array().unwrap();
     // e-pinned runs on hybrid machines and is "not applicable" elsewhere.

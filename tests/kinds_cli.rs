@@ -6,6 +6,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::assert_one_line;
 use common_cli::*;
 use serde_json::Value;
 
@@ -19,14 +20,9 @@ fn hybrid() -> String {
 /// Must be a usage error (exit 2) of one line containing every needle,
 /// with nothing on stdout.
 fn refused(o: &Out, needles: &[&str]) {
-    assert_eq!(o.code, 2, "{}: exit {}\n{}", o.argv, o.code, o.stderr);
-    assert!(o.stdout.is_empty(), "{}: {}", o.argv, o.stdout);
-    assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
+    assert_one_line(o, 2, needles);
     let first = o.first_err_line();
     assert!(first.starts_with("pinsight: error: "), "{first}");
-    for n in needles {
-        assert!(first.contains(n), "{}: '{first}' lacks '{n}'", o.argv);
-    }
 }
 
 /// The usable CPUs of the live machine (online and allowed), from `topo --json`.

@@ -6,15 +6,6 @@ use crate::common_cli;
 
 use common_cli::*;
 
-fn data(name: &str) -> String {
-    repo()
-        .join("tests/data/tune")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
-
 fn model(args: &[&str]) -> Out {
     let mut argv = vec!["model"];
     argv.extend_from_slice(args);
@@ -88,7 +79,7 @@ fn table_fits_80_columns_and_svg_has_two_curves() {
 fn fitted_from_runs_gives_intervals() {
     let j = model(&[
         "--from",
-        &data("seed-runs.csv"),
+        &tune_data("seed-runs.csv"),
         "--machine",
         "4P+8E",
         "--config",
@@ -185,7 +176,7 @@ fn the_machine_comes_from_the_config_or_the_runs_not_this_machine() {
     assert!(o.stdout.contains("4P+8E (the --config's"), "{}", o.stdout);
     let svg = std::fs::read_to_string(o.path("c.svg")).unwrap();
     assert!(svg.contains("4P+8E"), "the title names the machine");
-    let r = model(&["--from", &data("seed-runs.csv"), "--json"]).json();
+    let r = model(&["--from", &tune_data("seed-runs.csv"), "--json"]).json();
     assert_eq!(r["machine_source"], "runs");
     assert_eq!(
         (

@@ -5,6 +5,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::usage_error;
 use common_cli::*;
 
 fn hybrid() -> String {
@@ -27,21 +28,9 @@ fn refused(args: &[&str], needles: &[&str]) -> Out {
     let root = hybrid();
     let mut argv = vec!["--fsroot", root.as_str(), "plan"];
     argv.extend_from_slice(args);
-    let o = pinsight(&argv).run();
-    assert_eq!(o.code, 2, "{}: exit {}\n{}", o.argv, o.code, o.stderr);
-    assert!(o.stdout.is_empty(), "{}: {}", o.argv, o.stdout);
     // Planner errors are one line; clap's (bad POLICY text) add a
     // "For more information" hint after the one-line message.
-    let first = o.first_err_line();
-    if first.starts_with("pinsight: error: ") {
-        assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
-    } else {
-        assert!(first.starts_with("error: "), "{}: {}", o.argv, o.stderr);
-    }
-    for n in needles {
-        assert!(first.contains(n), "{}: {first} lacks {n}", o.argv);
-    }
-    o
+    usage_error(&argv, needles)
 }
 
 fn var<'a>(text: &'a str, name: &str) -> Option<&'a str> {

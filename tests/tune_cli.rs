@@ -6,17 +6,9 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::usage_error;
 use common_cli::*;
 use std::path::PathBuf;
-
-fn data(name: &str) -> String {
-    repo()
-        .join("tests/data/tune")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
 
 fn fixture(name: &str) -> String {
     hwloc_fixture(name).to_str().unwrap().to_owned()
@@ -59,7 +51,7 @@ fn fits_80(o: &Out) {
 fn seed_table_through_from_on_a_declared_machine() {
     let o = tune(&[
         "--from",
-        &data("seed-runs.csv"),
+        &tune_data("seed-runs.csv"),
         "--machine",
         "4P+8E",
         "--json",
@@ -83,7 +75,7 @@ fn seed_table_through_from_on_a_declared_machine() {
 
 #[test]
 fn json_contract_fields_are_present_and_typed() {
-    let o = on(HYBRID, &["--from", &data("static-6p8e.csv"), "--json"]);
+    let o = on(HYBRID, &["--from", &tune_data("static-6p8e.csv"), "--json"]);
     let j = o.json();
     assert!(j["model"] == "static" || j["model"] == "dynamic");
     for p in ["f", "sf", "smt_gain", "t1", "contention"] {
@@ -131,8 +123,8 @@ fn json_contract_fields_are_present_and_typed() {
 /// A static split: the words say the E-cores cost; a dynamic one: they help.
 #[test]
 fn static_and_dynamic_programs_get_different_words() {
-    let s = on(HYBRID, &["--from", &data("static-6p8e.csv")]);
-    let d = on(HYBRID, &["--from", &data("dynamic-6p8e.csv")]);
+    let s = on(HYBRID, &["--from", &tune_data("static-6p8e.csv")]);
+    let d = on(HYBRID, &["--from", &tune_data("dynamic-6p8e.csv")]);
     fits_80(&s);
     fits_80(&d);
     let (sf, df) = (flat(&s.stdout), flat(&d.stdout));
@@ -155,7 +147,7 @@ fn static_and_dynamic_programs_get_different_words() {
 
 #[test]
 fn recommendation_in_every_dialect_or_the_planners_reason() {
-    let o = on(HYBRID, &["--from", &data("static-6p8e.csv")]);
+    let o = on(HYBRID, &["--from", &tune_data("static-6p8e.csv")]);
     let f = flat(&o.stdout);
     // 6 P-cores with their siblings: CPUs 0-11 of the i7-1370P.
     assert!(f.contains("export OMP_NUM_THREADS='12'"), "{f}");
@@ -169,7 +161,10 @@ fn recommendation_in_every_dialect_or_the_planners_reason() {
     // 6 P-cores, both threads each: libomp's efficiency 1 (no CPUID core
     // types in the recorded sysfs).
     assert!(f.contains("export KMP_HW_SUBSET='6c:eff1,2t'"), "{f}");
-    let pinned = on(HYBRID, &["--from", &data("static-6p8e.csv"), "--pinned"]);
+    let pinned = on(
+        HYBRID,
+        &["--from", &tune_data("static-6p8e.csv"), "--pinned"],
+    );
     assert!(
         flat(&pinned.stdout).contains("pinsight run cpus:"),
         "{}",
@@ -179,15 +174,15 @@ fn recommendation_in_every_dialect_or_the_planners_reason() {
 
 #[test]
 fn all_lists_every_configuration() {
-    let short = on(HYBRID, &["--from", &data("dynamic-6p8e.csv")]);
-    let all = on(HYBRID, &["--from", &data("dynamic-6p8e.csv"), "--all"]);
+    let short = on(HYBRID, &["--from", &tune_data("dynamic-6p8e.csv")]);
+    let all = on(HYBRID, &["--from", &tune_data("dynamic-6p8e.csv"), "--all"]);
     assert!(all.stdout.lines().count() > short.stdout.lines().count() + 200);
     fits_80(&all);
 }
 
 #[test]
 fn one_kind_machine_says_so_and_chooses_threads_and_smt() {
-    let o = on(ONE_KIND, &["--from", &data("one-kind-8c.csv")]);
+    let o = on(ONE_KIND, &["--from", &tune_data("one-kind-8c.csv")]);
     fits_80(&o);
     let f = flat(&o.stdout);
     assert!(
@@ -197,7 +192,11 @@ fn one_kind_machine_says_so_and_chooses_threads_and_smt() {
         "{f}"
     );
     assert!(f.contains("use 8 cores, 8 SMT siblings"), "{f}");
-    let j = on(ONE_KIND, &["--from", &data("one-kind-8c.csv"), "--json"]).json();
+    let j = on(
+        ONE_KIND,
+        &["--from", &tune_data("one-kind-8c.csv"), "--json"],
+    )
+    .json();
     assert_eq!(j["one_kind"], true);
     assert_eq!(j["params"]["sf"]["status"], "one_kind");
     assert!(j["evidence"]["other_kind"].is_null());
@@ -209,7 +208,7 @@ fn runs_the_machine_does_not_allow_are_a_warning() {
     // The 6P+8E runs on a declared 4P+8E: 6P configurations do not fit.
     let o = tune(&[
         "--from",
-        &data("dynamic-6p8e.csv"),
+        &tune_data("dynamic-6p8e.csv"),
         "--machine",
         "4P+8E+smt",
         "--json",
@@ -220,7 +219,7 @@ fn runs_the_machine_does_not_allow_are_a_warning() {
     assert!(j["recommended"]["p"].as_u64().unwrap() <= 4);
     let t = tune(&[
         "--from",
-        &data("dynamic-6p8e.csv"),
+        &tune_data("dynamic-6p8e.csv"),
         "--machine",
         "4P+8E+smt",
     ]);
@@ -229,21 +228,6 @@ fn runs_the_machine_does_not_allow_are_a_warning() {
         "{}",
         t.stdout
     );
-}
-
-fn refused(args: &[&str], needles: &[&str]) {
-    let o = pinsight(args).run();
-    assert_eq!(o.code, 2, "{}: exit {}\n{}", o.argv, o.code, o.stderr);
-    assert!(o.stdout.is_empty(), "{}: {}", o.argv, o.stdout);
-    let first = o.first_err_line();
-    if first.starts_with("pinsight: error: ") {
-        assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
-    } else {
-        assert!(first.starts_with("error: "), "{}: {}", o.argv, o.stderr);
-    }
-    for n in needles {
-        assert!(first.contains(n), "{}: {first} lacks {n}", o.argv);
-    }
 }
 
 #[test]
@@ -258,7 +242,7 @@ fn bad_input_exits_2_with_one_line() {
     let negative = write("negative.csv", "p,e,smt,time_s\n1,0,0,2.0\n2,0,0,-1\n");
     let single = write("single.csv", "p,e,smt,time_s\n4,0,0,1.0\n4,0,0,1.1\n");
     let bad_line = write("bad.csv", "p,e,smt,time_s\n1,0,0,2.0\n1,0\n");
-    let seed = data("seed-runs.csv");
+    let seed = tune_data("seed-runs.csv");
     let m = ["--machine", "4P+8E"];
     let t = |extra: &[&str]| {
         let mut v = vec!["tune"];
@@ -266,8 +250,7 @@ fn bad_input_exits_2_with_one_line() {
         v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
     };
     let refuse = |argv: Vec<String>, needles: &[&str]| {
-        let a: Vec<&str> = argv.iter().map(String::as_str).collect();
-        refused(&a, needles)
+        usage_error(&argv, needles);
     };
     refuse(
         t(&["--from", &missing, m[0], m[1]]),
@@ -356,7 +339,7 @@ fn help_says_what_tune_does_and_fits_80_columns() {
 /// 2 W/E-core + 1.5 W/sibling: fewer P-cores save energy).
 #[test]
 fn energy_and_edp_goals_use_the_energy_column() {
-    let file = data("energy-6p8e.csv");
+    let file = tune_data("energy-6p8e.csv");
     let get = |goal: &str| on(HYBRID, &["--from", &file, "--goal", goal, "--json"]).json();
     let (t, e, d) = (get("time"), get("energy"), get("edp"));
     let pick = |j: &serde_json::Value| {
@@ -384,7 +367,7 @@ fn energy_and_edp_goals_use_the_energy_column() {
 /// E and SMT counts), named on the Machine line, in a note and in JSON.
 #[test]
 fn from_without_machine_names_the_machine_it_inferred() {
-    let o = tune(&["--from", &data("static-6p8e.csv")]);
+    let o = tune(&["--from", &tune_data("static-6p8e.csv")]);
     fits_80(&o);
     let first = o.stdout.lines().next().unwrap_or_default();
     assert!(
@@ -392,7 +375,7 @@ fn from_without_machine_names_the_machine_it_inferred() {
         "{}",
         o.stdout
     );
-    let j = tune(&["--from", &data("static-6p8e.csv"), "--json"]).json();
+    let j = tune(&["--from", &tune_data("static-6p8e.csv"), "--json"]).json();
     assert_eq!(j["machine"]["p_cores"], 6);
     assert_eq!(j["machine"]["e_cores"], 8);
     assert_eq!(j["machine"]["smt_per_p_core"], 1);
@@ -411,7 +394,7 @@ fn from_without_machine_names_the_machine_it_inferred() {
 /// best measured is, with the `at_bound` caveat in JSON and in words.
 #[test]
 fn sf_at_its_bound_unbracketed_gets_the_best_measured() {
-    let csv = data("e-cores-gain-nothing.csv");
+    let csv = tune_data("e-cores-gain-nothing.csv");
     let o = tune(&["--from", &csv, "--machine", "8P+16E"]);
     fits_80(&o);
     let text = flat(&o.stdout);
@@ -438,7 +421,7 @@ fn sf_at_its_bound_unbracketed_gets_the_best_measured() {
 /// fit and recommends the best measured configuration, in 80 columns.
 #[test]
 fn an_unexplained_program_gets_the_best_measured_and_the_reasons() {
-    let csv = data("unexplained-6p8e.csv");
+    let csv = tune_data("unexplained-6p8e.csv");
     let o = tune(&["--from", &csv, "--machine", "6P+8E+smt"]);
     fits_80(&o);
     let text = flat(&o.stdout);

@@ -47,6 +47,17 @@ pub fn latency_fixture(name: &str) -> PathBuf {
     repo().join("crates/latency/tests/fixtures").join(name)
 }
 
+/// A table of runs of tests/data/tune (a `--from` fixture), as an
+/// argument.
+pub fn tune_data(name: &str) -> String {
+    repo()
+        .join("tests/data/tune")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// What one invocation did. `cwd` is the (fresh, initially empty) working
 /// directory it ran in, kept so written files can be read.
 pub struct Out {
@@ -176,13 +187,21 @@ impl Call {
 
 /// Runs and requires exit 0 (panics with both streams otherwise).
 pub fn ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Out {
-    let o = pinsight(args).run();
-    assert_eq!(
-        o.code, 0,
-        "{}: exit {}\nstdout:\n{}\nstderr:\n{}",
-        o.argv, o.code, o.stdout, o.stderr
-    );
-    o
+    pinsight(args).ok()
+}
+
+impl Call {
+    /// [`Call::run`], which must exit 0 (panics with both streams
+    /// otherwise).
+    pub fn ok(self) -> Out {
+        let o = self.run();
+        assert_eq!(
+            o.code, 0,
+            "{}: exit {}\nstdout:\n{}\nstderr:\n{}",
+            o.argv, o.code, o.stdout, o.stderr
+        );
+        o
+    }
 }
 
 /// Whether a program is on PATH (for tests comparing with other tools).
