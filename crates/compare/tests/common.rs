@@ -7,6 +7,7 @@ use pinsight_compare::journal::{
 };
 use pinsight_compare::{analyse, Report, Status};
 use pinsight_cpuset::CpuSet;
+use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, RunRecord};
 use pinsight_sys::progress::Silent;
 
 /// Arm `id` (its policy too) running two threads in `mask`, pinned one
@@ -90,4 +91,24 @@ pub fn run_and_analyse(h: &Header, exec: &mut dyn Executor) -> (Outcome, Report)
     let out = execute_all(h, &mut w, exec);
     let j = Journal::read(&p).unwrap();
     (out, analyse(&j.header, &j.runs, Status::Complete, vec![]))
+}
+
+/// A run of `wall` seconds (user 0.9 and system 0.01 of it) that exited
+/// with `code`, without counters or energy.
+pub fn record(wall: f64, code: i32) -> RunRecord {
+    RunRecord {
+        wall_s: wall,
+        user_s: wall * 0.9,
+        sys_s: wall * 0.01,
+        max_rss_kib: 50_000,
+        max_rss_floor_kib: 10_000,
+        exit: ExitStatusRecord {
+            code: Some(code),
+            signal: None,
+        },
+        timed_out: false,
+        counters: CounterMetrics::unavailable("no hardware PMU: test"),
+        energy: EnergyMetrics::unavailable("no RAPL: test"),
+        disturbance: None,
+    }
 }

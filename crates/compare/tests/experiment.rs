@@ -10,9 +10,7 @@ use pinsight_compare::journal::{
 use pinsight_compare::view as render;
 use pinsight_compare::{analyse, Advice, Decision, Phase, Slot, Status};
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::{
-    CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
-};
+use pinsight_measure::{CounterMetrics, EnergyMetrics, Metric, RunError, RunRecord};
 use pinsight_sys::progress::Silent;
 
 /// An arm; each policy but `os` pins its two threads to a placement of
@@ -66,19 +64,9 @@ fn record(wall: f64, energy: Option<f64>, code: i32) -> RunRecord {
         energy_m.energy_pkg_j = Metric::Value(e);
     }
     RunRecord {
-        wall_s: wall,
-        user_s: wall * 0.9,
-        sys_s: wall * 0.01,
-        max_rss_kib: 50_000,
-        max_rss_floor_kib: 10_000,
-        exit: ExitStatusRecord {
-            code: Some(code),
-            signal: None,
-        },
-        timed_out: false,
         counters,
         energy: energy_m,
-        disturbance: None,
+        ..common::record(wall, code)
     }
 }
 

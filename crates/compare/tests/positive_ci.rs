@@ -8,7 +8,7 @@ use pinsight_compare::experiment::{Executor, Outcome, SwitchError};
 use pinsight_compare::view as render;
 use pinsight_compare::{Advice, Slot};
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, RunError, RunRecord};
+use pinsight_measure::{RunError, RunRecord};
 use pinsight_stats::CiMethod;
 
 /// Arm `a`'s `rep`-th measured run takes `walls[a][rep]` seconds.
@@ -17,21 +17,7 @@ struct Table(Vec<Vec<f64>>);
 impl Executor for Table {
     fn run(&mut self, slot: &Slot) -> Result<RunRecord, RunError> {
         let wall = self.0[slot.arm][slot.rep];
-        Ok(RunRecord {
-            wall_s: wall,
-            user_s: wall * 0.9,
-            sys_s: wall * 0.01,
-            max_rss_kib: 50_000,
-            max_rss_floor_kib: 10_000,
-            exit: ExitStatusRecord {
-                code: Some(0),
-                signal: None,
-            },
-            timed_out: false,
-            counters: CounterMetrics::unavailable("no hardware PMU: test"),
-            energy: EnergyMetrics::unavailable("no RAPL: test"),
-            disturbance: None,
-        })
+        Ok(common::record(wall, 0))
     }
     fn prepare(&mut self) -> Result<(), RunError> {
         Ok(())
