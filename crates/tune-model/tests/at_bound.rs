@@ -3,10 +3,10 @@
 //! recommendation the best measured configuration; one the runs bracket
 //! (they reject values past the bound) does not.
 
-use crate::common::{machine, simulate};
+use crate::common::{machine, simulate, theta};
 use pinsight_tune_model::{
     analyse, parse_runs, Bound, Caveat, Config, FitOptions, Goal, ModelKind, ParamStatus,
-    RecommendedBy, Theta, TuneReport, AT_BOUND_CHI2, SF_MAX,
+    RecommendedBy, TuneReport, AT_BOUND_CHI2, SF_MAX,
 };
 
 const OPTS: FitOptions = FitOptions {
@@ -79,13 +79,7 @@ fn sf_at_its_upper_bound_unpinned_recommends_the_best_measured() {
 /// parallel fraction `f`, E-cores `sf` times slower, no SMT gain nor
 /// contention), analysed for time on a 4P+8E machine.
 fn analyse_two_kinds(f: f64, sf: f64) -> TuneReport {
-    let th = Theta {
-        t1: 20.0,
-        f,
-        sf,
-        smt_gain: 0.0,
-        contention: 0.0,
-    };
+    let th = theta(20.0, f, sf, 0.0, 0.0);
     let c = Config::new;
     let configs = [c(1, 0, 0), c(0, 1, 0), c(4, 0, 0), c(0, 8, 0), c(4, 8, 0)];
     let runs = simulate(ModelKind::Dynamic, &th, &configs);
@@ -108,13 +102,7 @@ fn sf_on_its_lower_bound_pinned_by_e_only_runs_is_bracketed() {
 /// on 0 and the runs reject a negative gain: bracketed, trusted.
 #[test]
 fn smt_gain_on_zero_measured_both_ways_is_bracketed() {
-    let th = Theta {
-        t1: 20.0,
-        f: 0.95,
-        sf: 2.0,
-        smt_gain: 0.0,
-        contention: 0.0,
-    };
+    let th = theta(20.0, 0.95, 2.0, 0.0, 0.0);
     let c = Config::new;
     let configs = [
         c(1, 0, 0),

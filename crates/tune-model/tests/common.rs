@@ -26,3 +26,15 @@ pub fn simulate(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observa
         })
         .collect()
 }
+
+/// A model's parameters: one-thread time `t1`, parallel fraction `f`,
+/// P-core to E-core speed ratio `sf`, SMT gain and contention.
+pub const fn theta(t1: f64, f: f64, sf: f64, smt_gain: f64, contention: f64) -> Theta {
+    Theta {
+        t1,
+        f,
+        sf,
+        smt_gain,
+        contention,
+    }
+}

@@ -1,9 +1,9 @@
 //! The design, predictions over the machine, validation picks, one kind.
 
-use crate::common::{machine, simulate};
+use crate::common::{machine, simulate, theta};
 use pinsight_tune_model::{
     design, fit, predict, recommend, validation, Config, FitOptions, Goal, Machine, ModelKind,
-    Observation, ParamStatus, Theta,
+    Observation, ParamStatus,
 };
 
 const HYBRID: Machine = machine(4, 8, 1);
@@ -59,13 +59,7 @@ fn machine_configs_count_and_bounds() {
 
 #[test]
 fn one_kind_fit_says_sf_is_not_identifiable() {
-    let th = Theta {
-        t1: 8.0,
-        f: 0.9,
-        sf: 1.0,
-        smt_gain: 0.2,
-        contention: 0.0,
-    };
+    let th = theta(8.0, 0.9, 1.0, 0.2, 0.0);
     let runs = simulate(ModelKind::Dynamic, &th, &design(&ONE_KIND));
     let f = fit(&runs, FitOptions::default()).expect("fit");
     assert!(f.one_kind());
@@ -80,13 +74,7 @@ fn one_kind_fit_says_sf_is_not_identifiable() {
 fn static_program_avoids_e_cores_and_validation_skips_measured() {
     // Static split: E-cores help only when E > P·(sf − 1); here
     // 8 < 4·(3.5 − 1) = 10, so adding them hurts.
-    let th = Theta {
-        t1: 10.0,
-        f: 0.98,
-        sf: 3.5,
-        smt_gain: 0.2,
-        contention: 0.0,
-    };
+    let th = theta(10.0, 0.98, 3.5, 0.2, 0.0);
     let measured = simulate(ModelKind::Static, &th, &design(&HYBRID));
     let f = fit(&measured, FitOptions::default()).expect("fit");
     assert_eq!(f.model, ModelKind::Static);

@@ -1,7 +1,7 @@
 //! Energy and EDP goals: a power model fitted to generated runs with known
 //! coefficients, recommendations by goal, and the typed error without energy.
 
-use crate::common::machine;
+use crate::common::{machine, theta};
 use pinsight_tune_model::{
     design, fit, recommend, Config, FitError, FitOptions, Goal, Machine, ModelKind, Observation,
     PowerFit, Theta,
@@ -9,13 +9,7 @@ use pinsight_tune_model::{
 
 const MACHINE: Machine = machine(4, 8, 1);
 
-const THETA: Theta = Theta {
-    t1: 10.0,
-    f: 0.9,
-    sf: 2.0,
-    smt_gain: 0.2,
-    contention: 0.0,
-};
+const THETA: Theta = theta(10.0, 0.9, 2.0, 0.2, 0.0);
 
 /// True power: 12 W base, 9 W per P-core, 2 W per E-core, 1.5 W per sibling.
 const POWER: [f64; 4] = [12.0, 9.0, 2.0, 1.5];

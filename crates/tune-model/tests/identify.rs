@@ -2,10 +2,10 @@
 //! and said so, a parameter pushed to a bound is marked, and configurations
 //! resting on a held parameter are extrapolated.
 
-use crate::common::machine;
+use crate::common::{machine, theta};
 use pinsight_tune_model::{
     extrapolated, fit_model, predict, Bound, Config, FitOptions, ModelKind, Observation,
-    ParamStatus, Theta,
+    ParamStatus,
 };
 
 const OPTS: FitOptions = FitOptions {
@@ -21,13 +21,7 @@ use crate::common::simulate as runs;
 /// extrapolated.
 #[test]
 fn an_smt_gain_the_runs_cannot_see_is_held() {
-    let th = Theta {
-        t1: 10.0,
-        f: 0.95,
-        sf: 3.0,
-        smt_gain: 0.3,
-        contention: 0.0,
-    };
+    let th = theta(10.0, 0.95, 3.0, 0.3, 0.0);
     let c = Config::new;
     let configs = [
         c(1, 0, 0),
@@ -81,13 +75,7 @@ fn a_parallel_fraction_pushed_past_one_is_at_its_bound() {
 #[test]
 fn the_design_identifies_every_candidate() {
     let m = machine(6, 8, 1);
-    let th = Theta {
-        t1: 10.0,
-        f: 0.95,
-        sf: 2.0,
-        smt_gain: 0.25,
-        contention: 0.003,
-    };
+    let th = theta(10.0, 0.95, 2.0, 0.25, 0.003);
     for model in ModelKind::ALL {
         let data = runs(model, &th, &pinsight_tune_model::design(&m));
         let f = fit_model(&data, model, true, OPTS).expect("fit");

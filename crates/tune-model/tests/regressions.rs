@@ -4,7 +4,7 @@
 //! recommendation from a fit that explains nothing. Each data set is
 //! generated here from a known model with seeded noise.
 
-use crate::common::machine;
+use crate::common::{machine, theta};
 use pinsight_tune_model::{
     analyse, analyse_with, fit, objective, Caveat, Config, FitOptions, Goal, Machine, ModelKind,
     Observation, RecommendedBy, Theta,
@@ -69,13 +69,7 @@ fn ten() -> Vec<Config> {
 /// recommend 6 P-cores alone, which the runs show slower than 6P+8E.
 #[test]
 fn work_stealing_data_recover_the_generating_model() {
-    let truth = Theta {
-        t1: 10.0,
-        f: 0.6,
-        sf: 2.5,
-        smt_gain: 0.25,
-        contention: 0.0,
-    };
+    let truth = theta(10.0, 0.6, 2.5, 0.25, 0.0);
     for seed in 1..=5 {
         let runs = generate(ModelKind::Dynamic, &truth, &ten(), 0.01, seed);
         let f = fit(&runs, OPTS).expect("fit");
@@ -113,13 +107,7 @@ fn work_stealing_data_recover_the_generating_model() {
 /// extrapolated.
 #[test]
 fn no_smt_run_means_no_smt_recommendation() {
-    let truth = Theta {
-        t1: 8.0,
-        f: 0.95,
-        sf: 3.0,
-        smt_gain: 0.3,
-        contention: 0.0,
-    };
+    let truth = theta(8.0, 0.95, 3.0, 0.3, 0.0);
     let configs: Vec<Config> = ten().into_iter().filter(|c| c.smt == 0).collect();
     for seed in 1..=3 {
         let runs = generate(ModelKind::Static, &truth, &configs, 0.01, seed);

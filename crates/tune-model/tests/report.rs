@@ -1,7 +1,7 @@
 //! `analyse`: the report's recommendation, evidence, validation and JSON
 //! shape on generated static and dynamic programs.
 
-use crate::common::machine;
+use crate::common::{self, machine};
 use pinsight_tune_model::{
     analyse, design, speedup_curve, Change, Config, FitOptions, Goal, Machine, ModelKind,
     Observation, Order, Theta,
@@ -10,13 +10,7 @@ use pinsight_tune_model::{
 const MACHINE: Machine = machine(6, 8, 1);
 
 fn theta(f: f64) -> Theta {
-    Theta {
-        t1: 20.0,
-        f,
-        sf: 2.0,
-        smt_gain: 0.15,
-        contention: 0.0,
-    }
+    common::theta(20.0, f, 2.0, 0.15, 0.0)
 }
 
 fn noise(state: &mut u64) -> f64 {
@@ -149,13 +143,7 @@ fn json_carries_the_contract_fields() {
 #[test]
 fn speedup_curves_follow_the_seed_equations() {
     let m = machine(4, 8, 0);
-    let th = Theta {
-        t1: 1.0,
-        f: 0.999,
-        sf: 2.0,
-        smt_gain: 0.0,
-        contention: 0.0,
-    };
+    let th = common::theta(1.0, 0.999, 2.0, 0.0, 0.0);
     let pf = speedup_curve(ModelKind::Dynamic, &th, &m, Order::PFirst);
     let ef = speedup_curve(ModelKind::Dynamic, &th, &m, Order::EFirst);
     assert_eq!(pf.len(), 12);

@@ -2,6 +2,7 @@
 //! --params`: generated valid specs round-trip, arbitrary text never panics
 //! and errors are one line.
 
+use crate::common::theta;
 use pinsight_tune_model::{Config, Machine, ModelKind, ModelSpec, Theta};
 use proptest::prelude::*;
 
@@ -22,16 +23,7 @@ fn examples_parse() {
         .parse()
         .unwrap();
     assert_eq!(s.model, ModelKind::Static);
-    assert_eq!(
-        s.theta,
-        Theta {
-            t1: 10.0,
-            f: 0.95,
-            sf: 2.0,
-            smt_gain: 0.3,
-            contention: 0.0
-        }
-    );
+    assert_eq!(s.theta, theta(10.0, 0.95, 2.0, 0.3, 0.0));
 }
 
 #[test]
