@@ -144,7 +144,20 @@ pub fn set_mempolicy(mode: i32, nodes: &CpuSet) -> Result<(), MemPolicyError> {
         nodes
     };
     let (words, maxnode) = mask_for(nodes);
-    raw_set(mode, &words, maxnode).map_err(|e| match e.raw_os_error() {
+    raw_set(mode, &words, maxnode).map_err(|e| refusal(mode, nodes, e))
+}
+
+/// The error for the kernel's refusal `e` of `mode` on `nodes` (by
+/// [`set_mempolicy`], or in a child before exec:
+/// [`crate::spawn::Spawn::mempolicy`]).
+pub fn refusal(mode: i32, nodes: &CpuSet, e: io::Error) -> MemPolicyError {
+    let none = CpuSet::new();
+    let nodes = if matches!(mode & 0xff, MPOL_DEFAULT | MPOL_LOCAL) {
+        &none
+    } else {
+        nodes
+    };
+    match e.raw_os_error() {
         Some(libc::ENOSYS) => MemPolicyError::NoNuma(e),
         Some(libc::EINVAL) if mode & 0xff == MPOL_WEIGHTED_INTERLEAVE => {
             MemPolicyError::Unsupported {
@@ -161,7 +174,7 @@ pub fn set_mempolicy(mode: i32, nodes: &CpuSet) -> Result<(), MemPolicyError> {
             },
             source: e,
         },
-    })
+    }
 }
 
 /// Sets `mode` on `nodes` in the child of `cmd` between fork and exec:

@@ -76,6 +76,26 @@ pub fn wait4(pid: libc::pid_t) -> io::Result<Reaped> {
     })
 }
 
+/// Reaps `pid` if it has exited (`waitpid(WNOHANG)`, EINTR retried):
+/// its raw wait status (see [`decode_status`]), `None` while it runs.
+pub fn try_reap(pid: libc::pid_t) -> io::Result<Option<libc::c_int>> {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: `status` is valid for writes.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return Ok(Some(status));
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Whether `pid` has exited (it stays a zombie: not reaped).
 pub fn has_exited(pid: libc::pid_t) -> io::Result<bool> {
     // SAFETY: siginfo_t is plain old data; zeroed is valid.

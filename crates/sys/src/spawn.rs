@@ -41,6 +41,14 @@
 //! entry of the child's environment, `EACCES` remembered, a file without
 //! `#!` run by `/bin/sh`). The environment is std's: the parent's,
 //! changed as asked (sorted by name once changed, as `CommandEnv` does).
+//!
+//! This is pinsight's one way of starting a program (`run`, `compare`,
+//! `tune`, `sched`, `sf`, `emulate`): [`Spawn::spawn`] returns the pid and
+//! stamp for callers that reap with [`crate::process::wait4`] themselves;
+//! [`Spawn::start`] returns a [`Child`] (wait, try_wait, kill, the
+//! [`Stdio::Piped`] ends) for callers that used `std::process::Child`, and
+//! a failure that names the step of the child's set-up that failed
+//! ([`StartError::step`]): a refused CPU mask is not a missing program.
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
@@ -48,7 +56,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// One of the child's standard streams.
@@ -67,6 +75,11 @@ pub enum Stdio {
     /// descriptor duplicated in the parent (duplicated onto the stream in
     /// the child, as [`Stdio::Fd`]).
     Shared(Arc<std::fs::File>),
+    /// A new pipe; this process's end is in [`Child::stdin`],
+    /// [`Child::stdout`] or [`Child::stderr`] after [`Spawn::start`]
+    /// (close-on-exec, as every descriptor we open). [`Spawn::spawn`]
+    /// closes it at once.
+    Piped,
 }
 
 /// A program to start, built like a `std::process::Command`, plus the
@@ -74,6 +87,8 @@ pub enum Stdio {
 #[derive(Debug)]
 pub struct Spawn {
     program: OsString,
+    /// `argv[0]` when it is not `program` ([`Spawn::arg0`]).
+    arg0: Option<OsString>,
     args: Vec<OsString>,
     env: BTreeMap<OsString, Option<OsString>>,
     env_clear: bool,
@@ -109,6 +124,7 @@ struct Built {
     /// The command it was built for: a spawn reuses it only if its own
     /// program, arguments and environment changes are these.
     program: OsString,
+    arg0: Option<OsString>,
     args: Vec<OsString>,
     env: BTreeMap<OsString, Option<OsString>>,
     env_clear: bool,
@@ -136,6 +152,7 @@ impl Spawn {
     pub fn new(program: impl AsRef<OsStr>) -> Spawn {
         Spawn {
             program: program.as_ref().to_owned(),
+            arg0: None,
             args: Vec::new(),
             env: BTreeMap::new(),
             env_clear: false,
@@ -147,6 +164,13 @@ impl Spawn {
             mempolicy: None,
             prebuilt: None,
         }
+    }
+    /// `argv[0]` as `name` instead of the program (a shell's `exec -a`):
+    /// a caller that resolved the program's path itself still passes the
+    /// name as typed, as `execvp` would.
+    pub fn arg0(&mut self, name: impl AsRef<OsStr>) -> &mut Spawn {
+        self.arg0 = Some(name.as_ref().to_owned());
+        self
     }
     pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Spawn {
         self.args.push(a.as_ref().to_owned());
@@ -245,15 +269,28 @@ impl Spawn {
 
     /// Starts the program; returns once it has called `execve` (or failed
     /// to). Errors: the errno of the step that failed (`ENOENT`: not
-    /// found, `EACCES`: not executable, ...), as `Command::spawn`.
+    /// found, `EACCES`: not executable, ...), as `Command::spawn`; see
+    /// [`Spawn::start`] for which step it was. The ends of
+    /// [`Stdio::Piped`] streams are closed at once.
     pub fn spawn(&self) -> io::Result<Spawned> {
-        let prepared = Prepared::new(self)?;
+        self.start().map(|c| c.spawned()).map_err(io::Error::from)
+    }
+
+    /// [`Spawn::spawn`] with a [`Child`] to wait for, signal, and read
+    /// through (the ends of its [`Stdio::Piped`] streams); a failure
+    /// says which step of the start failed ([`StartError::step`]).
+    pub fn start(&self) -> Result<Child, StartError> {
+        let parent = |error| StartError {
+            step: Step::Parent,
+            error,
+        };
+        let mut prepared = Prepared::new(self).map_err(parent)?;
         // This thread's stack for its children, mapped once: a fresh
         // mapping per spawn cost three system calls and a page fault per
         // page the child touches.
         let stack = match SPARE_STACK.with(|s| s.take()) {
             Some(s) => s,
-            None => Stack::new(STACK_BYTES)?,
+            None => Stack::new(STACK_BYTES).map_err(parent)?,
         };
         // SAFETY: sigset_t is plain old data; sigfillset/sigemptyset
         // initialise it.
@@ -284,20 +321,179 @@ impl Spawn {
         // Free again: the child has exec'd or exited (CLONE_VFORK).
         SPARE_STACK.with(|s| s.set(Some(stack)));
         if pid < 0 {
-            return Err(clone_err);
+            return Err(parent(clone_err));
         }
         let err = prepared.err.load(Ordering::Acquire);
         if err != 0 {
             // The child _exit()ed: reap it so no zombie is left.
             let _ = crate::process::wait4(pid);
-            return Err(io::Error::from_raw_os_error(err));
+            return Err(StartError {
+                step: Step::from_u8(prepared.step.load(Ordering::Acquire)),
+                error: io::Error::from_raw_os_error(err),
+            });
         }
         remember_found(&prepared);
-        Ok(Spawned {
+        let [stdin, stdout, stderr] =
+            std::mem::take(&mut prepared.piped).map(|end| end.map(std::fs::File::from));
+        Ok(Child {
             pid,
             exec_ns: prepared.stamp.load(Ordering::Acquire),
+            status: None,
+            stdin,
+            stdout,
+            stderr,
         })
     }
+}
+
+/// A step of starting a program, in the order they are taken: the one
+/// that failed ([`StartError::step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Step {
+    /// In this process, before the child existed: the command's strings
+    /// (a NUL byte), `/dev/null`, a pipe, the child's stack, or `clone`
+    /// itself (`EAGAIN`: too many processes).
+    Parent,
+    /// Putting a descriptor on a standard stream (`dup2`).
+    Stdio,
+    /// Entering the working directory (`chdir`).
+    Cwd,
+    /// Joining the process group (`setpgid`).
+    ProcessGroup,
+    /// Resetting the signal dispositions and mask.
+    Signals,
+    /// Keeping an inherited descriptor open across `execve`.
+    InheritFd,
+    /// The CPU mask (`sched_setaffinity`).
+    Affinity,
+    /// The memory policy (`set_mempolicy`).
+    MemPolicy,
+    /// `execve` itself: the program not found, not executable, ...
+    Exec,
+}
+
+impl Step {
+    /// Every step, in order (its `u8` is its position).
+    const ALL: [Step; 9] = [
+        Step::Parent,
+        Step::Stdio,
+        Step::Cwd,
+        Step::ProcessGroup,
+        Step::Signals,
+        Step::InheritFd,
+        Step::Affinity,
+        Step::MemPolicy,
+        Step::Exec,
+    ];
+
+    fn from_u8(n: u8) -> Step {
+        Step::ALL.get(usize::from(n)).copied().unwrap_or(Step::Exec)
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::Parent => "cannot start a child",
+            Step::Stdio => "dup2",
+            Step::Cwd => "chdir",
+            Step::ProcessGroup => "setpgid",
+            Step::Signals => "sigaction",
+            Step::InheritFd => "fcntl",
+            Step::Affinity => "sched_setaffinity",
+            Step::MemPolicy => "set_mempolicy",
+            Step::Exec => "execve",
+        })
+    }
+}
+
+/// Why [`Spawn::start`] failed: the step and its error (as an
+/// `io::Error`, the step is dropped: what [`Spawn::spawn`] returns).
+#[derive(Debug, thiserror::Error)]
+#[error("{step}: {error}")]
+pub struct StartError {
+    pub step: Step,
+    #[source]
+    pub error: io::Error,
+}
+
+impl From<StartError> for io::Error {
+    fn from(e: StartError) -> io::Error {
+        e.error
+    }
+}
+
+/// A started program, as `std::process::Child`: waited for, polled,
+/// signalled, read through its pipes. Dropping it neither waits nor
+/// kills (as std's): reap it with [`Child::wait`], or with
+/// [`crate::process::wait4`] on [`Child::id`] for its resource usage.
+#[derive(Debug)]
+pub struct Child {
+    pid: libc::pid_t,
+    exec_ns: u64,
+    /// Once reaped.
+    status: Option<std::process::ExitStatus>,
+    /// This process's end of a [`Stdio::Piped`] stdin (write).
+    pub stdin: Option<std::fs::File>,
+    /// This process's end of a [`Stdio::Piped`] stdout (read).
+    pub stdout: Option<std::fs::File>,
+    /// This process's end of a [`Stdio::Piped`] stderr (read).
+    pub stderr: Option<std::fs::File>,
+}
+
+impl Child {
+    pub fn id(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// The pid and the child's own stamp ([`Spawned::exec_ns`]).
+    pub fn spawned(&self) -> Spawned {
+        Spawned {
+            pid: self.pid,
+            exec_ns: self.exec_ns,
+        }
+    }
+
+    /// Waits for the program to exit and reaps it (`EINTR` retried),
+    /// closing its piped stdin first (as std); once reaped, the same
+    /// status again. A status as std's (`ExitStatusExt::from_raw`).
+    pub fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        drop(self.stdin.take());
+        if let Some(s) = self.status {
+            return Ok(s);
+        }
+        let r = crate::process::wait4(self.pid)?;
+        Ok(*self.status.insert(exit_status(r.status)))
+    }
+
+    /// Reaps the program if it has exited (`None` while it runs).
+    pub fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+        if let Some(s) = self.status {
+            return Ok(Some(s));
+        }
+        Ok(crate::process::try_reap(self.pid)?.map(|raw| *self.status.insert(exit_status(raw))))
+    }
+
+    /// Sends `sig` (see [`crate::process::kill`]); `Ok(false)` once it
+    /// is reaped (its pid may be another process's by then) or gone.
+    pub fn signal(&self, sig: libc::c_int) -> io::Result<bool> {
+        if self.status.is_some() {
+            return Ok(false);
+        }
+        crate::process::kill(self.pid, sig)
+    }
+
+    /// `SIGKILL`, unless already reaped (then nothing, as std's).
+    pub fn kill(&mut self) -> io::Result<()> {
+        self.signal(libc::SIGKILL).map(drop)
+    }
+}
+
+/// A raw wait status as std's type.
+fn exit_status(raw: libc::c_int) -> std::process::ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    std::process::ExitStatus::from_raw(raw)
 }
 
 thread_local! {
@@ -377,6 +573,12 @@ struct Prepared {
     nsig: libc::c_int,
     /// Written by the child: the errno of a failed step (0: exec'd).
     err: AtomicI32,
+    /// Written by the child with `err`: which step failed ([`Step`]).
+    step: AtomicU8,
+    /// This process's ends of the [`Stdio::Piped`] streams.
+    piped: [Option<OwnedFd>; 3],
+    /// The child's ends, open until `clone` returns.
+    _piped_child: Vec<OwnedFd>,
     /// Written by the child just before `execve`.
     stamp: AtomicU64,
     /// Written by the child: the index in `candidates` it execs last
@@ -404,7 +606,10 @@ fn cstring(s: &OsStr) -> io::Result<CString> {
 /// Builds argv, envp and the `PATH` candidates of `s`.
 fn build(s: &Spawn) -> io::Result<Built> {
     let prog = cstring(&s.program)?;
-    let mut argv = vec![prog.clone()];
+    let mut argv = vec![match &s.arg0 {
+        Some(a) => cstring(a)?,
+        None => prog.clone(),
+    }];
     for a in &s.args {
         argv.push(cstring(a)?);
     }
@@ -447,6 +652,7 @@ fn build(s: &Spawn) -> io::Result<Built> {
     let candidates = candidates(&prog, path.as_deref())?;
     Ok(Built {
         program: s.program.clone(),
+        arg0: s.arg0.clone(),
         args: s.args.clone(),
         env: s.env.clone(),
         env_clear: s.env_clear,
@@ -462,6 +668,7 @@ impl Built {
     /// Built for `s`'s program, arguments and environment changes.
     fn fits(&self, s: &Spawn) -> bool {
         self.program == s.program
+            && self.arg0 == s.arg0
             && self.args == s.args
             && self.env_clear == s.env_clear
             && self.env == s.env
@@ -502,12 +709,23 @@ impl Prepared {
             .map(|d| cstring(d.as_os_str()))
             .transpose()?;
         let mut stdio = [None; 3];
+        let mut piped: [Option<OwnedFd>; 3] = Default::default();
+        let mut piped_child = Vec::new();
         for (i, st) in s.stdio.iter().enumerate() {
             stdio[i] = match st {
                 Stdio::Inherit => None,
                 Stdio::Fd(fd) => Some(fd.as_raw_fd()),
                 Stdio::Shared(f) => Some(f.as_raw_fd()),
                 Stdio::Null => Some(dev_null(i != 0)?),
+                Stdio::Piped => {
+                    let (r, w) = crate::process::pipe()?;
+                    // stdin: the child reads; stdout, stderr: it writes.
+                    let (ours, its) = if i == 0 { (w, r) } else { (r, w) };
+                    let fd = its.as_raw_fd();
+                    piped[i] = Some(ours);
+                    piped_child.push(its);
+                    Some(fd)
+                }
             };
         }
         let ptrs = |v: &[CString]| {
@@ -535,6 +753,9 @@ impl Prepared {
             mempolicy: s.mempolicy.clone(),
             nsig: (libc::SIGRTMAX() + 1).max(32),
             err: AtomicI32::new(0),
+            step: AtomicU8::new(0),
+            piped,
+            _piped_child: piped_child,
             stamp: AtomicU64::new(0),
             tried: AtomicUsize::new(0),
             found_first,
@@ -635,7 +856,11 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's `Prepared`, alive and unchanged until
     // this child execs or exits (the parent is suspended: CLONE_VFORK).
     let p = unsafe { &*(arg as *const Prepared) };
-    let e = prepare_and_exec(p);
+    let (step, e) = match prepare(p) {
+        Ok(()) => (Step::Exec, exec_candidates(p)),
+        Err(failed) => failed,
+    };
+    p.step.store(step as u8, Ordering::Release);
     p.err
         .store(if e == 0 { libc::EIO } else { e }, Ordering::Release);
     // SAFETY: _exit is async-signal-safe and never returns; 127 as std's
@@ -643,18 +868,14 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
     unsafe { libc::_exit(127) }
 }
 
-/// The steps, in std's order; returns the errno of the one that failed.
-/// Everything from here to `execve` runs in the child on borrowed memory:
-/// async-signal-safe calls only, and no allocation.
-fn prepare_and_exec(p: &Prepared) -> libc::c_int {
-    match prepare(p) {
-        Ok(()) => exec_candidates(p),
-        Err(e) => e,
-    }
-}
+/// A failed step of the child and its errno.
+type Failed = (Step, libc::c_int);
 
-/// The steps before `execve`; `Err` holds the errno of the one that failed.
-fn prepare(p: &Prepared) -> Result<(), libc::c_int> {
+/// The steps before `execve`, in std's order; `Err` holds the one that
+/// failed and its errno. Everything from here to `execve` runs in the
+/// child on borrowed memory: async-signal-safe calls only, and no
+/// allocation.
+fn prepare(p: &Prepared) -> Result<(), Failed> {
     redirect_stdio(p)?;
     enter_dir_and_group(p)?;
     reset_signals(p.nsig)?;
@@ -663,7 +884,7 @@ fn prepare(p: &Prepared) -> Result<(), libc::c_int> {
 }
 
 /// Puts each redirected descriptor on its standard stream.
-fn redirect_stdio(p: &Prepared) -> Result<(), libc::c_int> {
+fn redirect_stdio(p: &Prepared) -> Result<(), Failed> {
     // SAFETY (every block here): async-signal-safe libc calls on
     // descriptors the parent prepared, which stay open until execve.
     for (target, src) in p.stdio.iter().enumerate() {
@@ -676,7 +897,7 @@ fn redirect_stdio(p: &Prepared) -> Result<(), libc::c_int> {
             unsafe { libc::dup2(src, target) }
         };
         if r < 0 {
-            return Err(errno());
+            return Err((Step::Stdio, errno()));
         }
     }
     Ok(())
@@ -684,18 +905,18 @@ fn redirect_stdio(p: &Prepared) -> Result<(), libc::c_int> {
 
 /// Changes to the working directory and joins the process group, where
 /// asked.
-fn enter_dir_and_group(p: &Prepared) -> Result<(), libc::c_int> {
+fn enter_dir_and_group(p: &Prepared) -> Result<(), Failed> {
     if let Some(cwd) = &p.cwd {
         // SAFETY: async-signal-safe; `cwd` is the parent's NUL-terminated
         // string, valid until execve.
         if unsafe { libc::chdir(cwd.as_ptr()) } != 0 {
-            return Err(errno());
+            return Err((Step::Cwd, errno()));
         }
     }
     if let Some(pgid) = p.process_group {
         // SAFETY: async-signal-safe; plain integer arguments.
         if unsafe { libc::setpgid(0, pgid) } != 0 {
-            return Err(errno());
+            return Err((Step::ProcessGroup, errno()));
         }
     }
     Ok(())
@@ -704,7 +925,7 @@ fn enter_dir_and_group(p: &Prepared) -> Result<(), libc::c_int> {
 /// Every handled signal below `nsig` back to the default (our handlers
 /// must not run here, spawni.c), SIGPIPE too (std's child: Rust ignores it
 /// in the parent), then an empty mask (std's child).
-fn reset_signals(nsig: libc::c_int) -> Result<(), libc::c_int> {
+fn reset_signals(nsig: libc::c_int) -> Result<(), Failed> {
     // SAFETY (every block here): async-signal-safe libc calls on sigaction
     // and sigset_t values on this stack; all-zero is a valid value of both.
     for sig in 1..nsig {
@@ -723,38 +944,38 @@ fn reset_signals(nsig: libc::c_int) -> Result<(), libc::c_int> {
         let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
         dfl.sa_sigaction = libc::SIG_DFL;
         if unsafe { libc::sigaction(sig, &dfl, std::ptr::null_mut()) } != 0 {
-            return Err(errno());
+            return Err((Step::Signals, errno()));
         }
     }
     let mut empty: libc::sigset_t = unsafe { std::mem::zeroed() };
     unsafe { libc::sigemptyset(&mut empty) };
     if unsafe { libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) } != 0 {
-        return Err(errno());
+        return Err((Step::Signals, errno()));
     }
     Ok(())
 }
 
 /// Clears close-on-exec on the descriptors the program inherits.
-fn keep_inherited_fds(p: &Prepared) -> Result<(), libc::c_int> {
+fn keep_inherited_fds(p: &Prepared) -> Result<(), Failed> {
     for &fd in &p.inherit_fds {
         // SAFETY: async-signal-safe; plain integer arguments.
         if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
-            return Err(errno());
+            return Err((Step::InheritFd, errno()));
         }
     }
     Ok(())
 }
 
 /// Sets the CPU affinity and memory policy, where asked.
-fn set_placement(p: &Prepared) -> Result<(), libc::c_int> {
+fn set_placement(p: &Prepared) -> Result<(), Failed> {
     if let Some(words) = &p.affinity {
         if crate::affinity::set_affinity_words(0, words).is_err() {
-            return Err(errno());
+            return Err((Step::Affinity, errno()));
         }
     }
     if let Some((mode, words, maxnode)) = &p.mempolicy {
         if crate::mempolicy::raw_set(*mode, words, *maxnode).is_err() {
-            return Err(errno());
+            return Err((Step::MemPolicy, errno()));
         }
     }
     Ok(())
@@ -925,6 +1146,96 @@ mod tests {
         s.current_dir("/nonexistent-dir");
         assert_eq!(s.spawn().unwrap_err().raw_os_error(), Some(libc::ENOENT));
         assert!(Spawn::new("a\0b").spawn().is_err());
+    }
+
+    #[test]
+    fn a_failure_names_its_step() {
+        let step = |s: &Spawn| s.start().unwrap_err();
+        let e = step(&Spawn::new("pinsight-no-such-program"));
+        assert_eq!(
+            (e.step, e.error.raw_os_error()),
+            (Step::Exec, Some(libc::ENOENT))
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("execve: {}", io::Error::from_raw_os_error(libc::ENOENT))
+        );
+        let mut s = Spawn::new("true");
+        s.current_dir("/nonexistent-dir");
+        assert_eq!(step(&s).step, Step::Cwd);
+        // A mask of CPUs this machine does not have: refused by the
+        // kernel in the child, reported as the mask's failure (EINVAL),
+        // not as a program that cannot be found.
+        let mut s = Spawn::new("true");
+        s.affinity_words(crate::affinity::to_kernel_words(
+            &pinsight_cpuset::CpuSet::single(4000),
+        ));
+        let e = step(&s);
+        assert_eq!(
+            (e.step, e.error.raw_os_error()),
+            (Step::Affinity, Some(libc::EINVAL))
+        );
+        let mut s = Spawn::new("true");
+        s.mempolicy(
+            crate::mempolicy::MPOL_BIND,
+            &pinsight_cpuset::CpuSet::single(1000),
+        );
+        let e = step(&s);
+        assert_eq!(e.step, Step::MemPolicy, "{e}");
+        assert!(Spawn::new("true").affinity_words(vec![1]).start().is_ok());
+        assert_eq!(step(&Spawn::new("a\0b")).step, Step::Parent);
+        // As an io::Error: the errno alone, as before.
+        let io: io::Error = step(&Spawn::new("pinsight-no-such-program")).into();
+        assert_eq!(io.raw_os_error(), Some(libc::ENOENT));
+    }
+
+    #[test]
+    fn arg0_names_the_program_as_typed() {
+        let mut s = Spawn::new("/bin/sh");
+        s.arg0("typed-name").args(["-c", "echo $0"]);
+        assert_eq!(output(s).0, "typed-name\n");
+        // A prebuilt command is not reused for another argv[0].
+        let mut plain = Spawn::new("/bin/sh");
+        plain.args(["-c", "echo $0"]);
+        let p = plain.prebuild().unwrap();
+        let mut s = Spawn::new("/bin/sh");
+        s.arg0("other").args(["-c", "echo $0"]).reuse(&p);
+        assert_eq!(output(s).0, "other\n");
+    }
+
+    #[test]
+    fn a_child_is_waited_for_polled_killed_and_read_through_pipes() {
+        use std::io::{Read, Write};
+        let mut s = Spawn::new("sh");
+        s.args(["-c", "read x; echo out $x; echo err >&2; exit 7"])
+            .stdin(Stdio::Piped)
+            .stdout(Stdio::Piped)
+            .stderr(Stdio::Piped);
+        let mut c = s.start().unwrap();
+        c.stdin.as_mut().unwrap().write_all(b"in\n").unwrap();
+        let (mut out, mut err) = (String::new(), String::new());
+        // wait closes stdin first (as std's); the pipes read to the end
+        // without dropping the Spawn: its ends closed once started.
+        let status = c.wait().unwrap();
+        c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!((out.as_str(), err.as_str()), ("out in\n", "err\n"));
+        assert_eq!(status.code(), Some(7));
+        assert_eq!(c.wait().unwrap().code(), Some(7), "the same status again");
+        assert_eq!(c.try_wait().unwrap().and_then(|s| s.code()), Some(7));
+        assert!(!c.signal(libc::SIGTERM).unwrap(), "reaped: never signalled");
+        c.kill().unwrap();
+
+        let mut c = Spawn::new("sleep").arg("30").start().unwrap();
+        assert!(c.id() > 0 && c.spawned().exec_ns > 0);
+        assert_eq!(c.try_wait().unwrap(), None);
+        c.kill().unwrap();
+        let status = c.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            (status.code(), status.signal()),
+            (None, Some(libc::SIGKILL))
+        );
     }
 
     #[test]
