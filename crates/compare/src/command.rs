@@ -117,7 +117,7 @@ impl PreparedArm {
     pub fn command(&self, argv: &[OsString], shim: Option<&Shim>, show_output: bool) -> Spawn {
         let mut cmd = Spawn::new(&argv[0]);
         cmd.args(&argv[1..]);
-        self.app.apply_spawn(&mut cmd, shim.map(|s| &s.0));
+        self.app.apply(&mut cmd, shim.map(|s| &s.0));
         cmd.stdin(Stdio::Null);
         if !show_output {
             cmd.stdout(Stdio::Null).stderr(Stdio::Null);

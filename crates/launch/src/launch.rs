@@ -3,9 +3,10 @@
 //! How each kind of plan is applied:
 //! - `os` (no places): nothing is changed.
 //! - set policies (`plan.pinned == false`): the child starts with the
-//!   process mask (set on the spawning thread just before the spawn and
-//!   restored right after, so the child inherits it and spawn errors stay
-//!   plain exec errors).
+//!   process mask (set in the child before it executes the program,
+//!   [`Spawn::affinity_words`]; a mask the kernel refuses there is
+//!   reported as [`LaunchError::Affinity`], never as an exec error: the
+//!   start names the step that failed, [`pinsight_sys::spawn::Step`]).
 //! - pinned policies: the child starts with the plan's whole process mask
 //!   (so it sizes itself from the planned CPUs); its main thread moves to
 //!   place 0 when it creates its first thread ([`PinMain::Lazy`], or at
@@ -27,9 +28,11 @@
 //! refused with the reason (exit 127), not reported as "not found".
 //!
 //! A memory policy ([`Plan::memory`]) is applied the same way as the
-//! start mask: `set_mempolicy` on the spawning thread just before the
-//! spawn, the previous policy restored right after (on every path), so
-//! the child inherits it across fork and exec and no numactl is needed.
+//! start mask: `set_mempolicy` in the child before it executes the
+//! program ([`Spawn::mempolicy`]), which keeps it across exec, so no
+//! numactl is needed; a refusal is [`LaunchError::MemPolicy`]. The
+//! program starts through [`Spawn`] (one `clone(CLONE_VM|CLONE_VFORK)`,
+//! nothing of this process copied), as every program pinsight starts.
 //!
 //! The launcher passes SIGINT, SIGTERM and SIGHUP on to the program tree
 //! through the one signal lifecycle ([`pinsight_lifecycle::interrupt`],
@@ -51,13 +54,13 @@ use pinsight_lifecycle::{program, program::Program};
 use pinsight_plan::{MemMode, MemPlan, Plan};
 use pinsight_sys::affinity;
 use pinsight_sys::mempolicy;
+use pinsight_sys::spawn::{Child, Spawn, StartError, Stdio, Step};
 use pinsight_sys::FsRoot;
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How pinned plans are applied to threads.
@@ -251,9 +254,6 @@ pub enum LaunchError {
     /// The plan's mask cannot be applied.
     #[error("cannot restrict the program to CPUs {mask}: {reason}")]
     Affinity { mask: CpuSet, reason: String },
-    /// This process's own affinity could not be read (to restore it).
-    #[error("sched_getaffinity: {0}")]
-    OwnAffinity(#[source] io::Error),
     /// The plan's memory policy cannot be applied (weighted interleave
     /// on a kernel older than 6.9, nodes the cgroup forbids).
     #[error("cannot apply memory policy {policy}: {source}")]
@@ -343,38 +343,6 @@ pub fn places_env(places: &[CpuSet]) -> String {
         .join(";")
 }
 
-/// Sets the calling thread's affinity for the span of a spawn; restores it on drop.
-struct SpawnMask {
-    saved: Option<CpuSet>,
-}
-
-impl SpawnMask {
-    fn apply(mask: Option<&CpuSet>) -> Result<SpawnMask, LaunchError> {
-        let Some(mask) = mask else {
-            return Ok(SpawnMask { saved: None });
-        };
-        let saved = affinity::get_affinity(0).map_err(LaunchError::OwnAffinity)?;
-        affinity::set_affinity(0, mask).map_err(|e| LaunchError::Affinity {
-            mask: mask.clone(),
-            reason: match e.raw_os_error() {
-                Some(libc::EINVAL) => {
-                    "none of these CPUs is online and allowed by this process's cgroup".into()
-                }
-                _ => e.to_string(),
-            },
-        })?;
-        Ok(SpawnMask { saved: Some(saved) })
-    }
-}
-
-impl Drop for SpawnMask {
-    fn drop(&mut self) {
-        if let Some(s) = &self.saved {
-            let _ = affinity::set_affinity(0, s);
-        }
-    }
-}
-
 /// The kernel's `MPOL_*` mode and node set for a planned memory policy.
 pub fn kernel_policy(mem: &MemPlan) -> (i32, CpuSet) {
     let mode = match mem.mode {
@@ -387,34 +355,33 @@ pub fn kernel_policy(mem: &MemPlan) -> (i32, CpuSet) {
     (mode, mem.nodes.iter().map(|n| *n as usize).collect())
 }
 
-/// Sets the calling thread's memory policy for the span of a spawn;
-/// restores the previous one on drop.
-struct SpawnMemPolicy {
-    saved: Option<mempolicy::ThreadPolicy>,
-}
-
-impl SpawnMemPolicy {
-    fn apply(mem: Option<&MemPlan>) -> Result<SpawnMemPolicy, LaunchError> {
-        let Some(mem) = mem else {
-            return Ok(SpawnMemPolicy { saved: None });
-        };
-        let err = |source| LaunchError::MemPolicy {
-            policy: mem.policy.clone(),
-            source,
-        };
-        let saved =
-            mempolicy::get_mempolicy().map_err(|e| err(mempolicy::MemPolicyError::Get(e)))?;
-        let (mode, nodes) = kernel_policy(mem);
-        mempolicy::set_mempolicy(mode, &nodes).map_err(err)?;
-        Ok(SpawnMemPolicy { saved: Some(saved) })
-    }
-}
-
-impl Drop for SpawnMemPolicy {
-    fn drop(&mut self) {
-        if let Some(s) = &self.saved {
-            let _ = mempolicy::restore(s);
+/// Why the start of `program` failed: the plan's mask (`mask`) or memory
+/// policy (`mem`) refused in the child, as the placement error it is;
+/// anything else as the program's ([`SpawnError::from_io`]: 127, 126, 1).
+fn start_error(
+    e: StartError,
+    program: &str,
+    mask: Option<&CpuSet>,
+    mem: Option<&MemPlan>,
+) -> LaunchError {
+    match (e.step, mask, mem) {
+        (Step::Affinity, Some(mask), _) => LaunchError::Affinity {
+            mask: mask.clone(),
+            reason: match e.error.raw_os_error() {
+                Some(libc::EINVAL) => {
+                    "none of these CPUs is online and allowed by this process's cgroup".into()
+                }
+                _ => e.error.to_string(),
+            },
+        },
+        (Step::MemPolicy, _, Some(mem)) => {
+            let (mode, nodes) = kernel_policy(mem);
+            LaunchError::MemPolicy {
+                policy: mem.policy.clone(),
+                source: mempolicy::refusal(mode, &nodes, e.error),
+            }
         }
+        _ => SpawnError::from_io(program, &e.error).into(),
     }
 }
 
@@ -602,23 +569,10 @@ impl Application {
     }
 
     /// Adds the exports and, with the shim, `LD_PRELOAD` and its variables
-    /// to `cmd`, and makes the child inherit the shim's memfd. The start
-    /// mask is the caller's to apply (see [`Application::start_mask`]).
-    pub fn apply(&self, cmd: &mut Command, shim_file: Option<&ShimFile>) {
-        let (env, fd) = self.child_setup(shim_file);
-        cmd.envs(env);
-        if let Some(fd) = fd {
-            pinsight_sys::fs::inherit_before_exec(cmd, fd);
-        }
-    }
-
-    /// [`Application::apply`] for a [`pinsight_sys::spawn::Spawn`] (the
-    /// measured runs of `compare`): the same variables and descriptor.
-    pub fn apply_spawn(
-        &self,
-        spawn: &mut pinsight_sys::spawn::Spawn,
-        shim_file: Option<&ShimFile>,
-    ) {
+    /// to `spawn`, and makes the child inherit the shim's memfd (`run`, and
+    /// the measured runs of `compare`). The start mask is the caller's to
+    /// apply (see [`Application::start_mask`]).
+    pub fn apply(&self, spawn: &mut Spawn, shim_file: Option<&ShimFile>) {
         let (env, fd) = self.child_setup(shim_file);
         for (k, v) in env {
             spawn.env(k, v);
@@ -709,13 +663,17 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<RunOutcome, LaunchError> {
     let main = interrupt::main_owns_exit();
     interrupt::install_handlers()?;
     let t0 = Instant::now();
-    let child = {
-        let _mask = SpawnMask::apply(start_mask.as_ref())?;
-        let _mem = SpawnMemPolicy::apply(plan.memory.as_ref())?;
-        cmd.spawn()
-            .map_err(|e| SpawnError::from_io(program.as_str(), &e))?
-    };
-    let pid = child.id() as i32;
+    if let Some(mask) = &start_mask {
+        cmd.affinity_words(affinity::to_kernel_words(mask));
+    }
+    if let Some(mem) = &plan.memory {
+        let (mode, nodes) = kernel_policy(mem);
+        cmd.mempolicy(mode, &nodes);
+    }
+    let child = cmd
+        .start()
+        .map_err(|e| start_error(e, &program, start_mask.as_ref(), plan.memory.as_ref()))?;
+    let pid = child.id();
     // From here a signal reaches the program (one that came since the
     // install reaches it now).
     let tree = interrupt::watch_descendants();
@@ -819,14 +777,14 @@ fn note_unreached(
 /// The command that starts the program: the file the PATH search found,
 /// named as typed (argv[0], as execvp gives it), so the child makes one
 /// execve, not one per PATH entry.
-fn command(resolved: &Program, opts: &RunOptions) -> Result<Command, LaunchError> {
+fn command(resolved: &Program, opts: &RunOptions) -> Result<Spawn, LaunchError> {
     let mut cmd = match resolved.exec_path() {
         Some(path) => {
-            let mut c = Command::new(path);
-            std::os::unix::process::CommandExt::arg0(&mut c, &opts.program);
+            let mut c = Spawn::new(path);
+            c.arg0(&opts.program);
             c
         }
-        None => Command::new(&opts.program),
+        None => Spawn::new(&opts.program),
     };
     cmd.args(&opts.args);
     if opts.stdout_to_stderr {
@@ -835,7 +793,7 @@ fn command(resolved: &Program, opts: &RunOptions) -> Result<Command, LaunchError
             .as_fd()
             .try_clone_to_owned()
             .map_err(LaunchError::StdoutToStderr)?;
-        cmd.stdout(err);
+        cmd.stdout(Stdio::Fd(err));
     }
     Ok(cmd)
 }
@@ -843,11 +801,11 @@ fn command(resolved: &Program, opts: &RunOptions) -> Result<Command, LaunchError
 /// With the shim (`wanted`), the log through which the report matches
 /// threads to places by tid (a thread that ended unseen shifts nothing),
 /// which also carries the pins the kernel refused; the child inherits it.
-fn thread_log(cmd: &mut Command, wanted: bool, notes: &mut Vec<String>) -> Option<ThreadLog> {
+fn thread_log(cmd: &mut Spawn, wanted: bool, notes: &mut Vec<String>) -> Option<ThreadLog> {
     match wanted.then(ThreadLog::create) {
         Some(Ok(log)) => {
             cmd.env(ENV_THREAD_LOG_FD, log.fd().to_string());
-            pinsight_sys::fs::inherit_before_exec(cmd, log.fd());
+            cmd.inherit_fd(log.fd());
             Some(log)
         }
         Some(Err(e)) => {
@@ -907,23 +865,12 @@ fn finish_watcher(watcher: Option<Watcher>, notes: &mut Vec<String>) -> Watched 
     }
 }
 
-/// Reaps the child, retrying when a signal interrupts the wait.
-fn wait_child(
-    mut child: std::process::Child,
-    program: &str,
-) -> Result<std::process::ExitStatus, LaunchError> {
-    loop {
-        match child.wait() {
-            Ok(s) => return Ok(s),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(source) => {
-                return Err(LaunchError::Wait {
-                    program: program.to_string(),
-                    source,
-                })
-            }
-        }
-    }
+/// Reaps the child (a signal interrupting the wait retries it).
+fn wait_child(mut child: Child, program: &str) -> Result<std::process::ExitStatus, LaunchError> {
+    child.wait().map_err(|source| LaunchError::Wait {
+        program: program.to_string(),
+        source,
+    })
 }
 
 /// The shim's thread log: the threads it placed and its image events

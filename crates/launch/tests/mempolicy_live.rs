@@ -1,6 +1,7 @@
-//! The memory policy of a plan is set on the spawning thread for the span
-//! of the spawn only: the program starts with it, and the launcher's thread
-//! has its own policy back afterwards, also when the spawn fails.
+//! The memory policy of a plan is set in the child before it executes
+//! the program: the program starts with it, the launcher's thread keeps
+//! its own (also when the start fails), and a policy the kernel refuses
+//! is reported as the policy's error, not as the program's.
 
 use pinsight_plan::{MemMode, MemPlan, Plan};
 use pinsight_sys::mempolicy::get_mempolicy;
@@ -47,4 +48,27 @@ fn policy_is_applied_to_the_child_and_restored_on_every_path() {
         before,
         "restored after a failed spawn"
     );
+}
+
+#[test]
+fn a_refused_policy_is_the_policys_error_not_the_programs() {
+    if get_mempolicy().is_err() {
+        return pinsight_testkit::skip("get_mempolicy unavailable (kernel without NUMA)");
+    }
+    let before = get_mempolicy().unwrap();
+    // Node 1000 exists on no machine: set_mempolicy refuses it (EINVAL)
+    // in the child, which never executes `true`.
+    let plan = os_plan_with(MemPlan::new(MemMode::Bind, vec![1000]));
+    let opts = pinsight_launch::RunOptions::new("true", vec![]);
+    let e = pinsight_launch::run(&plan, &opts).unwrap_err();
+    assert!(
+        matches!(&e, pinsight_launch::LaunchError::MemPolicy { .. }),
+        "{e:?}"
+    );
+    assert_eq!(e.exit_code(), 1);
+    assert!(
+        e.to_string().starts_with("cannot apply memory policy bind:1000: "),
+        "{e}"
+    );
+    assert_eq!(get_mempolicy().unwrap(), before);
 }
