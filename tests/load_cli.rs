@@ -7,6 +7,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{assert_exit, assert_fits_80, assert_one_line, usage_error, words};
 use common_cli::*;
 use std::path::{Path, PathBuf};
 
@@ -41,9 +42,7 @@ fn recorded_load(json: bool) -> Out {
 fn recorded_load_is_the_golden() {
     let o = recorded_load(false);
     pinsight_testkit::golden!("load_hot_irq", &o.stdout);
-    for line in o.stdout.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80: {line}");
-    }
+    assert_fits_80(&o.stdout);
     let flat = o.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("pinsight irq --off 3"), "{}", o.stdout);
     assert!(flat.contains("pinsight balance"), "{}", o.stdout);
@@ -83,13 +82,10 @@ fn irq_list_and_dry_run_on_the_recorded_machine() {
     pinsight_testkit::golden!("irq_hot_irq_off_3_dry_run", &o.stdout);
     assert!(o.stdout.contains("CPU 3: ksoftirqd/3"), "{}", o.stdout);
     let o = ok(&[
-        "--fsroot",
-        s(m.path()),
-        "--json",
-        "irq",
-        "--spread",
-        "--dry-run",
-    ]);
+        vec!["--fsroot", s(m.path())],
+        words("--json irq --spread --dry-run"),
+    ]
+    .concat());
     let v = o.json();
     let moves = v["moves"].as_array().unwrap();
     assert!(!moves.is_empty());
@@ -138,11 +134,7 @@ fn bad_input_is_one_line_and_changes_nothing() {
     for (args, code, needle) in cases {
         let mut a = vec!["--fsroot", root];
         a.extend_from_slice(args);
-        let o = pinsight(&a).run();
-        assert_eq!(o.code, *code, "{}: {}", o.argv, o.stderr);
-        assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
-        assert!(o.stderr.contains(needle), "{}: {}", o.argv, o.stderr);
-        assert!(o.stdout.is_empty(), "{}: {}", o.argv, o.stdout);
+        assert_one_line(&pinsight(&a).run(), *code, &[needle]);
     }
     assert_eq!(
         std::fs::read_to_string(m.path().join("proc/irq/36/smp_affinity_list")).unwrap(),
@@ -151,63 +143,33 @@ fn bad_input_is_one_line_and_changes_nothing() {
     // An IRQ without smp_affinity_list (a per-CPU interrupt): a runtime
     // refusal naming it, exit 1.
     std::fs::remove_file(m.path().join("proc/irq/41/smp_affinity_list")).unwrap();
-    let o = pinsight(&[
-        "--fsroot",
-        root,
-        "irq",
-        "--off",
-        "3",
-        "--irq",
-        "36,41",
-        "--dry-run",
-    ])
-    .run();
-    assert_eq!(o.code, 1, "{}", o.stderr);
-    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
-    assert!(o.stderr.contains("IRQ 41 cannot be moved"), "{}", o.stderr);
-    assert!(o.stdout.is_empty());
+    let irq_41 = [
+        vec!["--fsroot", root],
+        words("irq --off 3 --irq 36,41 --dry-run"),
+    ]
+    .concat();
+    assert_one_line(&pinsight(&irq_41).run(), 1, &["IRQ 41 cannot be moved"]);
     // --after without --fsroot; --after naming no reading.
-    let o = pinsight(&["load", "--after", "/tmp"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.first_err_line().contains("--after needs --fsroot"));
+    usage_error(&["load", "--after", "/tmp"], &["--after needs --fsroot"]);
     let empty = tempfile::tempdir().unwrap();
-    let o = pinsight(&["--fsroot", root, "load", "--after", s(empty.path())]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(
-        o.first_err_line().contains("no readable proc/stat"),
-        "{}",
-        o.stderr
-    );
+    let no_reading = ["--fsroot", root, "load", "--after", s(empty.path())];
+    usage_error(&no_reading, &["no readable proc/stat"]);
     // A state file that is not one: exit 2, naming it (checked live,
     // before anything is written).
     let bad = empty.path().join("state.json");
     std::fs::write(&bad, "{}").unwrap();
-    let o = pinsight(&["irq", "--restore", s(&bad), "--dry-run"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(
-        o.first_err_line().contains("not a saved IRQ state"),
-        "{}",
-        o.stderr
-    );
+    let restore = ["irq", "--restore", s(&bad), "--dry-run"];
+    usage_error(&restore, &["not a saved IRQ state"]);
     // An empty saved affinity is no move (it was never saved by one).
     std::fs::write(&bad, r#"{"format":"pinsight-irq-state","irqs":{"26":""}}"#).unwrap();
-    let o = pinsight(&["irq", "--restore", s(&bad), "--dry-run"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(
-        o.first_err_line().contains("IRQ 26: an empty CPU list"),
-        "{}",
-        o.stderr
-    );
-    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    usage_error(&restore, &["IRQ 26: an empty CPU list"]);
 }
 
 #[test]
 fn live_load_once_and_json() {
     let o = ok(&["load", "--once", "--interval", "300ms"]);
     assert!(o.stdout.starts_with("pinsight load: "), "{}", o.stdout);
-    for line in o.stdout.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80: {line}");
-    }
+    assert_fits_80(&o.stdout);
     let o = ok(&["--json", "load", "--once", "--interval", "300ms"]);
     let v = o.json();
     let cpus = v["cpus"].as_array().unwrap();
@@ -300,13 +262,8 @@ fn live_irq_move_and_restore_or_the_refusal() {
     if o.code != 0 {
         // Refused (not root, or the kernel manages this IRQ): one line,
         // exit 1, the reason named, nothing changed, no state left.
-        assert_eq!(o.code, 1, "{}", o.stderr);
+        assert_exit(&o, 1, &[&format!("IRQ {n} cannot be moved")]);
         assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
-        assert!(
-            o.stderr.contains(&format!("IRQ {n} cannot be moved")),
-            "{}",
-            o.stderr
-        );
         assert!(
             o.stderr.contains("root") || o.stderr.contains("EIO") || o.stderr.contains("error"),
             "{}",
@@ -336,11 +293,21 @@ fn emulated() -> tempfile::TempDir {
     d
 }
 
-fn emulated_load(m: &Path, extra: &[&str]) -> Out {
-    let after = repo().join("tests/data/load/emulated/after");
-    let mut a = vec!["--fsroot", s(m), "load", "--after", s(&after)];
+/// The second reading of the emulated hybrid.
+fn emulated_after() -> PathBuf {
+    repo().join("tests/data/load/emulated/after")
+}
+
+/// `pinsight --fsroot M load --after AFTER EXTRA...`, CPU 1 declared E
+/// at half speed.
+fn emulated_call(m: &Path, after: &Path, extra: &[&str]) -> Call {
+    let mut a = vec!["--fsroot", s(m), "load", "--after", s(after)];
     a.extend_from_slice(extra);
-    pinsight(&a).env("PINSIGHT_KINDS", "0:P,1:E@0.5").run()
+    pinsight(&a).env("PINSIGHT_KINDS", "0:P,1:E@0.5")
+}
+
+fn emulated_load(m: &Path, extra: &[&str]) -> Out {
+    emulated_call(m, &emulated_after(), extra).run()
 }
 
 fn cpu(v: &serde_json::Value, n: u64) -> &serde_json::Value {
@@ -362,9 +329,7 @@ fn recorded_emulated_load_counts_the_stealer_as_steal() {
     let o = emulated_load(m.path(), &["--stealers", "1:4425"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     pinsight_testkit::golden!("load_emulated", &o.stdout);
-    for line in o.stdout.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80: {line}");
-    }
+    assert_fits_80(&o.stdout);
     let o = emulated_load(m.path(), &["--stealers", "1:4425", "--json"]);
     pinsight_testkit::golden!("load_emulated_json", &o.stdout);
     let v = o.json();
@@ -383,18 +348,9 @@ fn recorded_emulated_load_counts_the_stealer_as_steal() {
     assert!(close(p["run_queue"].as_f64().unwrap(), 0.015), "{p}");
     assert!(close(e["run_queue"].as_f64().unwrap(), 0.2), "{e}");
     // The variable `pinsight emulate` exports does the same as the flag.
-    let after = repo().join("tests/data/load/emulated/after");
-    let o = pinsight(&[
-        "--fsroot",
-        s(m.path()),
-        "--json",
-        "load",
-        "--after",
-        s(&after),
-    ])
-    .env("PINSIGHT_KINDS", "0:P,1:E@0.5")
-    .env("PINSIGHT_EMULATION_STEALERS", "1:4425")
-    .run();
+    let o = emulated_call(m.path(), &emulated_after(), &["--json"])
+        .env("PINSIGHT_EMULATION_STEALERS", "1:4425")
+        .run();
     assert_eq!(o.json()["cpus"], v["cpus"]);
 }
 
@@ -410,21 +366,11 @@ fn recorded_emulated_load_without_stealers_or_schedstat() {
     // (CPU 0 idle 1.24 s of 2, CPU 1 0.24 s), the same figures.
     std::fs::remove_file(m.path().join("proc/schedstat")).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    pinsight_testkit::copy_tree(&repo().join("tests/data/load/emulated/after"), dir.path());
+    pinsight_testkit::copy_tree(&emulated_after(), dir.path());
     std::fs::remove_file(dir.path().join("proc/schedstat")).unwrap();
-    let o = pinsight(&[
-        "--fsroot",
-        s(m.path()),
-        "--json",
-        "load",
-        "--after",
-        s(dir.path()),
-        "--stealers",
-        "1:4425",
-    ])
-    .env("PINSIGHT_KINDS", "0:P,1:E@0.5")
-    .run();
-    let v = o.json();
+    let v = emulated_call(m.path(), dir.path(), &["--json", "--stealers", "1:4425"])
+        .run()
+        .json();
     assert_eq!(v["busy_source"], "idle");
     assert!(close(cpu(&v, 0)["busy"].as_f64().unwrap(), 0.38));
     assert!(close(cpu(&v, 1)["busy"].as_f64().unwrap(), 0.38));
@@ -434,17 +380,9 @@ fn recorded_emulated_load_without_stealers_or_schedstat() {
     for root in [m.path(), dir.path()] {
         std::fs::remove_file(root.join("proc/uptime")).unwrap();
     }
-    let o = pinsight(&[
-        "--fsroot",
-        s(m.path()),
-        "--json",
-        "load",
-        "--after",
-        s(dir.path()),
-    ])
-    .env("PINSIGHT_KINDS", "0:P,1:E@0.5")
-    .run();
-    let v = o.json();
+    let v = emulated_call(m.path(), dir.path(), &["--json"])
+        .run()
+        .json();
     assert_eq!(v["busy_source"], "ticks");
     assert!(close(cpu(&v, 1)["busy"].as_f64().unwrap(), 192.0 / 216.0));
 }
@@ -454,10 +392,7 @@ fn bad_stealers_are_one_line_exit_2() {
     let m = emulated();
     for bad in ["1", "x:4425", "1:0", "1:-3", "1:4425,2"] {
         let o = emulated_load(m.path(), &["--stealers", bad]);
-        assert_eq!(o.code, 2, "{bad}: {}", o.stderr);
-        assert_eq!(o.stderr.lines().count(), 1, "{bad}: {}", o.stderr);
-        assert!(o.stderr.contains("--stealers"), "{bad}: {}", o.stderr);
-        assert!(o.stderr.contains("CPU:PID"), "{bad}: {}", o.stderr);
+        assert_one_line(&o, 2, &["--stealers", "CPU:PID"]);
     }
 }
 
@@ -511,8 +446,7 @@ fn stealers_off_the_machine_or_past_pid_max_are_refused() {
 #[test]
 fn a_cpu_with_unusable_counters_is_unavailable_and_warned_of() {
     let m = emulated();
-    let stat =
-        std::fs::read_to_string(repo().join("tests/data/load/emulated/after/proc/stat")).unwrap();
+    let stat = std::fs::read_to_string(emulated_after().join("proc/stat")).unwrap();
     let line1 = stat.lines().find(|l| l.starts_with("cpu1 ")).unwrap();
     for (bad, why) in [
         // idle 70024 in the first reading, 6 in the second.
@@ -527,20 +461,16 @@ fn a_cpu_with_unusable_counters_is_unavailable_and_warned_of() {
         ),
     ] {
         let after = tempfile::tempdir().unwrap();
-        pinsight_testkit::copy_tree(&repo().join("tests/data/load/emulated/after"), after.path());
+        pinsight_testkit::copy_tree(&emulated_after(), after.path());
         std::fs::write(after.path().join("proc/stat"), stat.replace(line1, bad)).unwrap();
-        let a = ["--fsroot", s(m.path()), "load", "--after", s(after.path())];
-        let o = pinsight(&a).env("PINSIGHT_KINDS", "0:P,1:E@0.5").run();
+        let o = emulated_call(m.path(), after.path(), &[]).run();
         assert_eq!(o.code, 0, "{bad}: {}", o.stderr);
         assert!(o.says("pinsight: warning: CPU 1: "), "{bad}: {}", o.stderr);
         assert!(o.says(why), "{bad}: {}", o.stderr);
         let row = o.stdout.lines().find(|l| l.starts_with("  1 ")).unwrap();
         assert!(row.contains("unavailable"), "{bad}: {}", o.stdout);
         assert!(!row.contains("100%"), "{bad}: {row}");
-        let mut j = a.to_vec();
-        j.push("--json");
-        let v = pinsight(&j)
-            .env("PINSIGHT_KINDS", "0:P,1:E@0.5")
+        let v = emulated_call(m.path(), after.path(), &["--json"])
             .run()
             .json();
         let cpus: Vec<u64> = v["cpus"]
@@ -632,8 +562,6 @@ fn openmetrics_output_passes_a_strict_parser() {
     let live = ok(&["load", "--interval", "300ms", "--format", "openmetrics"]);
     strict_openmetrics(&live.stdout).unwrap_or_else(|e| panic!("{e}\n{}", live.stdout));
     assert_eq!(live.stdout.matches("# EOF").count(), 1, "one exposition");
-    let o = pinsight(&["--json", "load", "--once", "--format", "openmetrics"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
-    assert!(o.stderr.contains("--format"), "{}", o.stderr);
+    let o = pinsight(&words("--json load --once --format openmetrics")).run();
+    assert_one_line(&o, 2, &["--format"]);
 }
