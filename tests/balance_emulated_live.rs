@@ -20,7 +20,8 @@
 
 use crate::common_emulation::Emulation;
 use crate::common_operator::{
-    balance_command, can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance,
+    balance_command, can_fifo, has_python, load_cpu, ok_json, per_cpu, restore, start, tasks_busy,
+    tasks_imbalance,
 };
 use pinsight_testkit::premise;
 use serde_json::Value;
@@ -63,10 +64,7 @@ struct Reading {
 
 fn read_load(em: &Emulation, p: usize, e: usize) -> Reading {
     let doc = ok_json(
-        Command::new(BIN)
-            .args(["--json", "load", "--once", "--interval", "2s"])
-            .env("PINSIGHT_KINDS", &em.kinds)
-            .env("PINSIGHT_EMULATION_STEALERS", &em.stealers),
+        em.export(Command::new(BIN).args(["--json", "load", "--once", "--interval", "2s"])),
         "load",
     );
     let (cp, ce) = (load_cpu(&doc, p), load_cpu(&doc, e));
@@ -78,17 +76,6 @@ fn read_load(em: &Emulation, p: usize, e: usize) -> Reading {
         e_emulated: f(ce, "emulated"),
         source: doc["busy_source"].as_str().unwrap_or("?").to_string(),
     }
-}
-
-/// The selected tasks' own share of `cpu` in balance's measure `when`
-/// (their schedstat run time; the tasks keep their pace, so it is their
-/// share during `load`'s reading of the same placement too).
-fn tasks_busy(doc: &Value, when: &str, cpu: usize) -> f64 {
-    doc[when]["cpus"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(cpu as u64)))
-        .and_then(|c| c["tasks_busy"].as_f64())
-        .unwrap_or_else(|| panic!("no {when} tasks_busy of CPU {cpu} in {doc:#}"))
 }
 
 #[test]
@@ -124,20 +111,13 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
     let doc = ok_json(
-        balance_command(&marker, (p, e), "2s", &state)
-            .env("PINSIGHT_KINDS", &em.kinds)
-            .env("PINSIGHT_EMULATION_STEALERS", &em.stealers),
+        em.export(&mut balance_command(&marker, (p, e), "2s", &state)),
         "balance",
     );
     std::thread::sleep(Duration::from_millis(300));
     let after = read_load(&em, p, e);
     // The saved state puts the tasks back.
-    ok_json(
-        Command::new(BIN)
-            .args(["--json", "balance", "--restore"])
-            .arg(&state),
-        "balance --restore",
-    );
+    restore(&state);
     eprintln!(
         "emulated E@0.5, pinsight load E/P normalised: {:.2} before, {:.2} after \
          (busy from {}; P {:.2} -> {:.2}, E {:.2} -> {:.2}, stealer {:.2} -> {:.2})",
@@ -151,12 +131,7 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
         before.e_emulated,
         after.e_emulated
     );
-    let per: Vec<(u64, u64)> = doc["per_cpu"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["before"].as_u64().unwrap(), c["after"].as_u64().unwrap()))
-        .collect();
+    let per = per_cpu(&doc, "before", "after");
     assert_eq!(per, vec![(3, 4), (3, 2)], "{doc:#}");
     // The premise of what follows: the stealer took half of E all along,
     // by its own CPU time (not pinsight's figure).

@@ -19,7 +19,8 @@
 //! after.
 
 use crate::common_operator::{
-    balance_command, can_fifo, has_python, load_cpu, ok_json, start, tasks_imbalance,
+    balance_command, can_fifo, has_python, load_cpu, ok_json, per_cpu, restore, start, tasks_busy,
+    tasks_imbalance,
 };
 use std::process::Command;
 use std::time::Duration;
@@ -108,12 +109,7 @@ fn balance_by_capacity_evens_the_normalised_load() {
     let before = tasks_imbalance(&doc, "load_before");
     let after = tasks_imbalance(&doc, "load_after");
     eprintln!("normalised imbalance of the tasks: {before:.2} before, {after:.2} after");
-    let per: Vec<(u64, u64)> = doc["per_cpu"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["before"].as_u64().unwrap(), c["after"].as_u64().unwrap()))
-        .collect();
+    let per = per_cpu(&doc, "before", "after");
     assert_eq!(per, vec![(3, 4), (3, 2)], "{doc:#}");
     assert!(
         before > 1.5,
@@ -128,12 +124,7 @@ fn balance_by_capacity_evens_the_normalised_load() {
     let (load_after, p_after, e_after) = load_ratio(&kinds, p, e, 2);
     eprintln!("pinsight load, E/P normalised: {load_before:.2} before, {load_after:.2} after");
     // And the saved state puts them back where they were.
-    ok_json(
-        Command::new(BIN)
-            .args(["--json", "balance", "--restore"])
-            .arg(&state),
-        "balance --restore",
-    );
+    restore(&state);
     for (i, pid) in tasks.pids().enumerate() {
         let want = if i % 2 == 0 { p } else { e };
         assert_eq!(
@@ -145,13 +136,7 @@ fn balance_by_capacity_evens_the_normalised_load() {
     // Other work on these CPUs, beyond the tasks' own run time as balance
     // measured it (the tasks keep their pace), which load counts too: on
     // E it counts twice (capacity 0.5), so 0.04 there moves E/P by 0.15.
-    let mine = |when: &str, cpu: usize| -> f64 {
-        doc[when]["cpus"]
-            .as_array()
-            .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(cpu as u64)))
-            .and_then(|c| c["tasks_busy"].as_f64())
-            .unwrap_or_else(|| panic!("no {when} tasks_busy of CPU {cpu} in {doc:#}"))
-    };
+    let mine = |when: &str, cpu: usize| tasks_busy(&doc, when, cpu);
     let beyond = [
         p_before - mine("load_before", p),
         e_before - mine("load_before", e),

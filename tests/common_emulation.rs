@@ -187,16 +187,23 @@ impl Emulation {
         }
     }
 
+    /// `c` with the emulation's kinds and stealers exported
+    /// (`PINSIGHT_KINDS`, `PINSIGHT_EMULATION_STEALERS`), as `emulate --
+    /// CMD` exports them.
+    pub fn export<'c>(&self, c: &'c mut Command) -> &'c mut Command {
+        c.env("PINSIGHT_KINDS", &self.kinds)
+            .env("PINSIGHT_EMULATION_STEALERS", &self.stealers)
+    }
+
     /// A pinsight command on the emulated machine (the kinds and stealers
     /// exported as `emulate -- CMD` does), in `dir`, restricted to the two
     /// emulated CPUs and at nice -20 ([`at_high_priority`]).
     pub fn pinsight(&self, dir: &std::path::Path) -> Command {
         let mut c = Command::new(BIN);
-        c.current_dir(dir)
+        self.export(&mut c)
+            .current_dir(dir)
             .stdin(Stdio::null())
-            .env("PINSIGHT_KINDS", &self.kinds)
             .env("PINSIGHT_EMULATING", "duty-cycle")
-            .env("PINSIGHT_EMULATION_STEALERS", &self.stealers)
             .env_remove("PINSIGHT_FSROOT")
             .env_remove("COLUMNS");
         // Only the two emulated CPUs: the experiments are designed for

@@ -1,7 +1,8 @@
 //! What the operator's experiments (`balance_live`, `balance_emulated_live`)
 //! share: six single-threaded python3 tasks pinned alternately on a P and an
-//! E CPU, killed on every exit path, running pinsight for its JSON, and
-//! the lookups in what `pinsight load --json` and `balance --json` print.
+//! E CPU, killed on every exit path, running pinsight for its JSON, the
+//! balance and its restore, and the lookups in what `pinsight load
+//! --json` and `balance --json` print.
 
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
@@ -109,6 +110,39 @@ pub fn balance_command(
         .args(["--interval", interval, "--state"])
         .arg(state);
     c
+}
+
+/// `pinsight --json balance --restore STATE`, which must succeed: puts
+/// the tasks back where they were.
+pub fn restore(state: &std::path::Path) -> Value {
+    ok_json(
+        Command::new(env!("CARGO_BIN_EXE_pinsight"))
+            .args(["--json", "balance", "--restore"])
+            .arg(state),
+        "balance --restore",
+    )
+}
+
+/// `(FIRST, SECOND)` of each CPU in `balance --json`'s `per_cpu`: its
+/// task counts `before` and `after`, or its `cpu` and `after`.
+pub fn per_cpu(doc: &Value, first: &str, second: &str) -> Vec<(u64, u64)> {
+    doc["per_cpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c[first].as_u64().unwrap(), c[second].as_u64().unwrap()))
+        .collect()
+}
+
+/// The selected tasks' own share of `cpu` in balance's measure `when`
+/// (their schedstat run time; the tasks keep their pace, so it is their
+/// share during `load`'s reading of the same placement too).
+pub fn tasks_busy(doc: &Value, when: &str, cpu: usize) -> f64 {
+    doc[when]["cpus"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(cpu as u64)))
+        .and_then(|c| c["tasks_busy"].as_f64())
+        .unwrap_or_else(|| panic!("no {when} tasks_busy of CPU {cpu} in {doc:#}"))
 }
 
 /// The selected tasks' imbalance in `balance --json`'s measure `when`.

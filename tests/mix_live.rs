@@ -39,6 +39,15 @@ fn run(dir: &Path, args: &[&str]) -> Option<Output> {
     Some(wait_with_guard(spawn_piped(&mut c)))
 }
 
+/// `mix FLAGS -- PROGRAMS`.
+fn mix<'a>(flags: &[&'a str], programs: &'a [String]) -> Vec<&'a str> {
+    let mut args = vec!["mix"];
+    args.extend(flags);
+    args.push("--");
+    args.extend(programs.iter().map(String::as_str));
+    args
+}
+
 fn programs(scale: u32) -> Vec<String> {
     vec![
         format!("{BIN} workload pi -t 1 -s {}e7", 2 * scale),
@@ -87,8 +96,7 @@ fn three_programs_under_every_scheduler() {
     };
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
-    let mut args = vec!["mix", "--runs", "2", "--sf", "#3=2", "--json", "--"];
-    args.extend(progs.iter().map(String::as_str));
+    let args = mix(&["--runs", "2", "--sf", "#3=2", "--json"], &progs);
     let Some(o) = run(dir.path(), &args) else {
         return;
     };
@@ -106,8 +114,7 @@ fn ctrl_c_keeps_the_journal_and_resume_completes() {
     };
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(3);
-    let mut args = vec!["mix", "--schedulers", "os,aarr", "--runs", "2", "--"];
-    args.extend(progs.iter().map(String::as_str));
+    let args = mix(&["--schedulers", "os,aarr", "--runs", "2"], &progs);
     let Some(mut c) = pinsight(dir.path(), &args) else {
         return;
     };
@@ -283,8 +290,7 @@ fn exports_json_csv_markdown_and_html() {
     };
     let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
-    let mut args = vec![
-        "mix",
+    let flags = [
         "--schedulers",
         "aarr,to",
         "--runs",
@@ -299,9 +305,8 @@ fn exports_json_csv_markdown_and_html() {
         "m.md",
         "--export-html",
         "m.html",
-        "--",
     ];
-    args.extend(progs[..2].iter().map(String::as_str));
+    let args = mix(&flags, &progs[..2]);
     let Some(o) = run(dir.path(), &args) else {
         return;
     };

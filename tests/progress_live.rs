@@ -23,7 +23,7 @@
 //! CPU (the tasks and pinsight are this test's own).
 
 use crate::common_emulation::{steady, steady_ratio, Emulation};
-use crate::common_operator::ok_json;
+use crate::common_operator::{balance_command, ok_json, per_cpu, restore};
 use pinsight_testkit::premise;
 use serde_json::Value;
 use std::io::BufRead as _;
@@ -100,19 +100,20 @@ fn count_dir() -> tempfile::TempDir {
     tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap())
 }
 
-/// The counting tasks; killed when dropped.
+/// The counting tasks, writing their counts to a directory of their own
+/// ([`count_dir`]); killed when dropped.
 struct Counters {
     bin: PathBuf,
-    dir: PathBuf,
+    counts: tempfile::TempDir,
     marker: String,
     children: Vec<Child>,
 }
 
 impl Counters {
-    fn new(bin: &Path, dir: &Path, marker: &str) -> Counters {
+    fn new(bin: &Path, marker: &str) -> Counters {
         Counters {
             bin: bin.to_path_buf(),
-            dir: dir.to_path_buf(),
+            counts: count_dir(),
             marker: marker.to_string(),
             children: Vec::new(),
         }
@@ -124,7 +125,7 @@ impl Counters {
         let child = Command::new("taskset")
             .args(["-c", cpus])
             .arg(&self.bin)
-            .arg(self.dir.join(format!("count-{i}")))
+            .arg(self.counts.path().join(format!("count-{i}")))
             .arg(&self.marker)
             .stdout(Stdio::null())
             .spawn()
@@ -139,7 +140,7 @@ impl Counters {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let text = std::fs::read_to_string(self.dir.join(format!("count-{i}")))
+                let text = std::fs::read_to_string(self.counts.path().join(format!("count-{i}")))
                     .unwrap_or_default();
                 let mut w = text.split_whitespace().map(|x| x.parse::<f64>().ok());
                 let n = w.next().flatten().unwrap_or(0.0);
@@ -273,13 +274,31 @@ fn begin() -> Option<(premise::Live, Emulation)> {
     Some((live, em))
 }
 
-/// `pinsight --json ARGS` under the emulation's variables.
-fn pinsight(em: &Emulation, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--json")
-        .args(args)
-        .env("PINSIGHT_KINDS", &em.kinds)
-        .env("PINSIGHT_EMULATION_STEALERS", &em.stealers);
+/// The start of a test with counting tasks: [`begin`], a directory with
+/// the counter built in it, and the tasks (none started yet), their
+/// marker `pinsight-progress-NAME-PID`; `None` after a counted skip.
+fn begin_counting(name: &str) -> Option<(premise::Live, Emulation, tempfile::TempDir, Counters)> {
+    let (live, em) = begin()?;
+    let d = tempfile::tempdir().unwrap();
+    let bin = counter(d.path())?;
+    let marker = format!("pinsight-progress-{name}-{}", std::process::id());
+    Some((live, em, d, Counters::new(&bin, &marker)))
+}
+
+/// `pinsight --json load --once --interval 3s` under the emulation's
+/// variables.
+fn load(em: &Emulation) -> Value {
+    ok_json(
+        em.export(Command::new(BIN).args(["--json", "load", "--once", "--interval", "3s"])),
+        "load",
+    )
+}
+
+/// [`balance_command`] of the tasks on the emulated CPUs under the
+/// emulation's variables.
+fn balance(em: &Emulation, tasks: &Counters, interval: &str, state: &Path) -> Command {
+    let mut c = balance_command(&tasks.marker, (em.p, em.e), interval, state);
+    em.export(&mut c);
     c
 }
 
@@ -310,37 +329,25 @@ fn load_progress(doc: &Value, pids: &[u32]) -> Vec<(u32, f64)> {
 /// the tasks' own rates after within 15% of each other.
 #[test]
 fn load_and_balance_read_the_progress_each_task_counts_itself() {
-    let Some((live, em)) = begin() else { return };
-    let d = tempfile::tempdir().unwrap();
-    let Some(bin) = counter(d.path()) else { return };
-    let counts = count_dir();
-    let marker = format!("pinsight-progress-33-{}", std::process::id());
+    let Some((live, em, d, mut tasks)) = begin_counting("33") else {
+        return;
+    };
     // The tasks' own counts depend on the host's pace of each CPU, which
     // a shared VM changes for seconds at a time (pinsight's figures, CPU
     // time times capacity, do not see it): timed directly before and
     // after, a pace that moved is a counted skip.
     let pace_before = em.pace(d.path(), 2, "6e8");
-    let mut tasks = Counters::new(&bin, counts.path(), &marker);
     for i in 0..6 {
         tasks.add(&if i < 3 { em.p } else { em.e }.to_string());
     }
     std::thread::sleep(Duration::from_millis(1500));
     let a = tasks.read();
-    let doc = ok_json(
-        &mut pinsight(&em, &["load", "--once", "--interval", "3s"]),
-        "load",
-    );
+    let doc = load(&em);
     let b = tasks.read();
     let own = rates(&a, &b);
     let shown = load_progress(&doc, &tasks.pids());
     let state = d.path().join("state.json");
-    let bal = ok_json(
-        pinsight(&em, &["balance", "--match", &marker, "--match-full"])
-            .args(["--cpus", &format!("{},{}", em.p, em.e)])
-            .args(["--interval", "3s", "--state"])
-            .arg(&state),
-        "balance",
-    );
+    let bal = ok_json(&mut balance(&em, &tasks, "3s", &state), "balance");
     std::thread::sleep(Duration::from_millis(500));
     let c = tasks.read();
     std::thread::sleep(Duration::from_secs(3));
@@ -354,12 +361,7 @@ fn load_and_balance_read_the_progress_each_task_counts_itself() {
             even_pace(&[("load", &a, &b), ("after balance", &c, &c2)])
                 .map(|figures| format!("{p}; {figures}"))
         });
-    ok_json(
-        Command::new(BIN)
-            .args(["--json", "balance", "--restore"])
-            .arg(&state),
-        "balance --restore",
-    );
+    restore(&state);
     let ratio = doc["progress_imbalance"]["ratio"].as_f64();
     let before = bal["load_before"]["progress_imbalance"]["ratio"].as_f64();
     let after = bal["load_after"]["progress_imbalance"]["ratio"].as_f64();
@@ -447,36 +449,25 @@ fn lines_until(
 /// `balance --restore` accepts and that puts every task back.
 #[test]
 fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
-    let Some((live, em)) = begin() else { return };
-    let d = tempfile::tempdir().unwrap();
-    let Some(bin) = counter(d.path()) else { return };
-    let counts = count_dir();
-    let marker = format!("pinsight-progress-24-{}", std::process::id());
+    let Some((live, em, d, mut tasks)) = begin_counting("24") else {
+        return;
+    };
     // The tasks' own counts follow the host's real pace of each CPU, which
     // is not exactly the emulated 2:1 and which a shared VM changes for
     // seconds at a time: timed directly before and after, an E/P ratio
     // that moved is a counted skip, and the even split is judged against
     // the ratio the CPUs really had.
     let pace_before = em.pace(d.path(), 2, "6e8");
-    let mut tasks = Counters::new(&bin, counts.path(), &marker);
     let e = em.e.to_string();
     for _ in 0..24 {
         tasks.add(&e);
     }
     std::thread::sleep(Duration::from_millis(2000));
-    let doc = ok_json(
-        &mut pinsight(&em, &["load", "--once", "--interval", "3s"]),
-        "load",
-    );
+    let doc = load(&em);
     let used = doc["capacity_used"].as_f64();
     let state = d.path().join("state.json");
     let cpus = format!("{},{}", em.p, em.e);
-    let bal = ok_json(
-        pinsight(&em, &["balance", "--match", &marker, "--match-full"])
-            .args(["--cpus", &cpus, "--interval", "2s", "--state"])
-            .arg(&state),
-        "balance",
-    );
+    let bal = ok_json(&mut balance(&em, &tasks, "2s", &state), "balance");
     std::thread::sleep(Duration::from_millis(1000));
     let a = tasks.read();
     std::thread::sleep(Duration::from_secs(5));
@@ -484,30 +475,16 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     let own = rates(&a, &a2);
     let own_spread = spread(&own.iter().map(|r| r.1).collect::<Vec<_>>());
     let (placed_after_balance, shared_after_balance) = even_shares("after balance", &own);
-    let per_cpu: Vec<(u64, u64)> = bal["per_cpu"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["cpu"].as_u64().unwrap(), c["after"].as_u64().unwrap()))
-        .collect();
-    ok_json(
-        Command::new(BIN)
-            .args(["--json", "balance", "--restore"])
-            .arg(&state),
-        "balance --restore",
-    );
+    let per_cpu = per_cpu(&bal, "cpu", "after");
+    restore(&state);
     // The watch, from all 24 on E again.
     let wstate = d.path().join("watch.json");
-    let mut watch = pinsight(
-        &em,
-        &["balance", "--watch", "--match", &marker, "--match-full"],
-    )
-    .args(["--cpus", &cpus, "--interval", "1s", "--state"])
-    .arg(&wstate)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut watch = balance(&em, &tasks, "1s", &wstate)
+        .arg("--watch")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let out = json_lines(watch.stdout.take().unwrap());
     let (first, placed) = lines_until(&out, Duration::from_secs(15), |v| {
         v["action"] == "placed" && v["moved"].as_u64() == Some(16)

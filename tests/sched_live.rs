@@ -266,45 +266,33 @@ fn refusals() {
     };
     let cpus = pinsight_testkit::usable_cpus();
     let one = [cpus[0]];
-    // One kind: exit 2, naming --kinds.
-    let o = on_cpus(BIN, &one)
-        .args([
-            "--kinds",
-            &format!("{}:P", online()),
-            "sched",
-            "--schedulers",
-            "aarr",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("needs two core kinds") && err.contains("--kinds"),
-        "{err}"
-    );
-    // A recorded machine: exit 2.
     let any = pinsight_testkit::fixtures::hwloc_all()
         .into_iter()
         .next()
         .expect("a recorded machine");
-    let o = Command::new(BIN)
-        .args([
+    // One kind: exit 2, naming --kinds. A recorded machine: exit 2.
+    for (mut c, flag, value, needles) in [
+        (
+            on_cpus(BIN, &one),
+            "--kinds",
+            format!("{}:P", online()),
+            &["needs two core kinds", "--kinds"][..],
+        ),
+        (
+            Command::new(BIN),
             "--fsroot",
-            any.to_str().unwrap(),
-            "sched",
-            "--schedulers",
-            "aarr",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--fsroot"), "{err}");
+            any.to_str().unwrap().to_string(),
+            &["--fsroot"][..],
+        ),
+    ] {
+        let o = c
+            .args([flag, &value, "sched", "--schedulers", "aarr", "--", "true"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(needles.iter().all(|n| err.contains(n)), "{flag}: {err}");
+    }
     if cpus.len() < 2 {
         return pinsight_testkit::skip("the remaining refusals need two usable CPUs");
     }
