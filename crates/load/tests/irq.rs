@@ -29,6 +29,16 @@ fn fake(dir: &Path, irqs: &[(u32, [u64; 4], &str)]) {
     }
 }
 
+/// [`fake`] in a fresh directory: the directory, its root and the view of
+/// its IRQs.
+fn faked(irqs: &[(u32, [u64; 4], &str)]) -> (tempfile::TempDir, FsRoot, irq::IrqView) {
+    let d = tempfile::tempdir().unwrap();
+    fake(d.path(), irqs);
+    let fs = FsRoot::at(d.path()).unwrap();
+    let v = irq::view(&fs).unwrap();
+    (d, fs, v)
+}
+
 fn caps() -> BTreeMap<usize, f64> {
     [(0, 1.0), (1, 1.0), (2, 0.5), (3, 0.5)]
         .into_iter()
@@ -44,17 +54,11 @@ fn affinity(dir: &Path, n: u32) -> String {
 
 #[test]
 fn off_moves_apply_save_and_restore() {
-    let d = tempfile::tempdir().unwrap();
-    fake(
-        d.path(),
-        &[
-            (24, [0, 900, 0, 0], "1"),
-            (25, [5, 5, 5, 5], "0-3"),
-            (26, [0, 0, 0, 7], "3"),
-        ],
-    );
-    let fs = FsRoot::at(d.path()).unwrap();
-    let v = irq::view(&fs).unwrap();
+    let (d, fs, v) = faked(&[
+        (24, [0, 900, 0, 0], "1"),
+        (25, [5, 5, 5, 5], "0-3"),
+        (26, [0, 0, 0, 7], "3"),
+    ]);
     assert_eq!(v.irqs.len(), 3);
     assert_eq!(v.per_cpu, vec!["LOC"]);
     let off = CpuSet::parse_list("1").unwrap();
@@ -81,17 +85,11 @@ fn off_moves_apply_save_and_restore() {
 
 #[test]
 fn a_refused_write_rolls_back_every_irq_already_moved() {
-    let d = tempfile::tempdir().unwrap();
-    fake(
-        d.path(),
-        &[
-            (24, [1, 0, 0, 0], "0"),
-            (25, [1, 0, 0, 0], "0"),
-            (26, [1, 0, 0, 0], "0"),
-        ],
-    );
-    let fs = FsRoot::at(d.path()).unwrap();
-    let v = irq::view(&fs).unwrap();
+    let (d, fs, v) = faked(&[
+        (24, [1, 0, 0, 0], "0"),
+        (25, [1, 0, 0, 0], "0"),
+        (26, [1, 0, 0, 0], "0"),
+    ]);
     let moves = irq::plan(&v, None, &Target::Off(CpuSet::single(0)), &caps()).unwrap();
     assert_eq!(moves.len(), 3);
     // IRQ 26's file becomes a directory: its write fails (EISDIR).
@@ -112,13 +110,7 @@ fn a_refused_write_rolls_back_every_irq_already_moved() {
 /// changed, so there is nothing to put back.
 #[test]
 fn a_refused_move_leaves_no_undo_file() {
-    let d = tempfile::tempdir().unwrap();
-    fake(
-        d.path(),
-        &[(24, [1, 0, 0, 0], "0"), (25, [1, 0, 0, 0], "0")],
-    );
-    let fs = FsRoot::at(d.path()).unwrap();
-    let v = irq::view(&fs).unwrap();
+    let (d, fs, v) = faked(&[(24, [1, 0, 0, 0], "0"), (25, [1, 0, 0, 0], "0")]);
     let moves = irq::plan(&v, None, &Target::Off(CpuSet::single(0)), &caps()).unwrap();
     let f = d.path().join("proc/irq/25/smp_affinity_list");
     std::fs::remove_file(&f).unwrap();
@@ -382,10 +374,7 @@ fn watch_moves_new_irqs_at_once_drifted_ones_after_patience_and_puts_back() {
 #[test]
 fn restore_moves_refuse_a_file_others_could_write() {
     use std::os::unix::fs::PermissionsExt;
-    let d = tempfile::tempdir().unwrap();
-    fake(d.path(), &[(24, [0, 9, 0, 0], "1")]);
-    let fs = FsRoot::at(d.path()).unwrap();
-    let v = irq::view(&fs).unwrap();
+    let (d, _fs, v) = faked(&[(24, [0, 9, 0, 0], "1")]);
     let p = d.path().join("s.json");
     std::fs::write(&p, r#"{"format":"pinsight-irq-state","irqs":{"24":"0"}}"#).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -407,10 +396,7 @@ fn restore_moves_refuse_a_file_others_could_write() {
 /// where the undo went.
 #[test]
 fn carry_out_saves_before_a_move_only() {
-    let d = tempfile::tempdir().unwrap();
-    fake(d.path(), &[(24, [0, 9, 0, 0], "1")]);
-    let fs = FsRoot::at(d.path()).unwrap();
-    let v = irq::view(&fs).unwrap();
+    let (d, fs, v) = faked(&[(24, [0, 9, 0, 0], "1")]);
     let off = Target::Off(CpuSet::parse_list("1").unwrap());
     let moves = irq::plan(&v, None, &off, &caps()).unwrap();
     let state = d.path().join("undo.json");

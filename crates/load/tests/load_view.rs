@@ -6,6 +6,14 @@ use pinsight_load::view::{load_full, load_screen};
 use std::path::PathBuf;
 
 fn report() -> pinsight_load::LoadReport {
+    recorded(&pinsight_load::Parts::default()).unwrap()
+}
+
+/// The recorded hot-IRQ readings (before and after) on the laptop, with
+/// `parts`.
+fn recorded(
+    parts: &pinsight_load::Parts,
+) -> Result<pinsight_load::LoadReport, pinsight_load::LoadError> {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/load/hot-irq");
     let d = tempfile::tempdir().unwrap();
     pinsight_testkit::copy_tree(
@@ -16,14 +24,7 @@ fn report() -> pinsight_load::LoadReport {
     let fs = pinsight_sys::FsRoot::at(d.path()).unwrap();
     let m = pinsight_load::machine(&fs, &pinsight_topology::discover(&fs));
     let after = pinsight_sys::FsRoot::at(data.join("after")).unwrap();
-    pinsight_load::recorded(
-        &m,
-        &fs,
-        &after,
-        pinsight_load::Options::default(),
-        &pinsight_load::Parts::default(),
-    )
-    .unwrap()
+    pinsight_load::recorded(&m, &fs, &after, pinsight_load::Options::default(), parts)
 }
 
 #[test]
@@ -126,22 +127,11 @@ fn the_widest_rows_fit_80_columns() {
 /// does not have is refused before anything is read.
 #[test]
 fn an_excluded_process_on_a_missing_cpu_is_refused() {
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/load/hot-irq");
-    let d = tempfile::tempdir().unwrap();
-    pinsight_testkit::copy_tree(
-        &pinsight_testkit::fixtures::hwloc("20em64t-hybrid-1p6c2t+2ca4co1t"),
-        d.path(),
-    );
-    pinsight_testkit::copy_tree(&data.join("before"), d.path());
-    let fs = pinsight_sys::FsRoot::at(d.path()).unwrap();
-    let m = pinsight_load::machine(&fs, &pinsight_topology::discover(&fs));
-    let after = pinsight_sys::FsRoot::at(data.join("after")).unwrap();
     let parts = pinsight_load::Parts {
         threads: true,
         exclude: vec![pinsight_load::Excluded { cpu: 99, pid: 7 }],
     };
-    let e = pinsight_load::recorded(&m, &fs, &after, pinsight_load::Options::default(), &parts)
-        .unwrap_err();
+    let e = recorded(&parts).unwrap_err();
     assert_eq!(
         e.to_string(),
         "99:7: CPU 99 is not on this machine (its CPUs: 0-19)"
