@@ -216,6 +216,25 @@ impl Emulation {
     }
 }
 
+/// Skips (counted) and returns from the calling test when a premise
+/// check (`Ok` or `Err` with its figures) failed, its reason after
+/// `LABEL: ` where a label is given; prints the figures either way.
+macro_rules! require_premise {
+    ($result:expr) => {
+        match $result {
+            Ok(figures) => eprintln!("premise held: {figures}"),
+            Err(why) => pinsight_testkit::skip_test!("{why}"),
+        }
+    };
+    ($label:expr, $result:expr) => {
+        match $result {
+            Ok(figures) => eprintln!("premise held: {figures}"),
+            Err(why) => pinsight_testkit::skip_test!("{}: {why}", $label),
+        }
+    };
+}
+pub(crate) use require_premise;
+
 /// The pace of the two emulated CPUs as a program sees it, timed directly
 /// (outside pinsight's measurements): the median elapsed seconds of
 /// `pinsight workload pi -t 1 --size SIZE` pinned to the fast CPU and to

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common_emulation::{median, steady, Emulation, Pace};
+use crate::common_emulation::{median, require_premise, steady, Emulation, Pace};
 use crate::common_live::{assert_exit, json, named, sample_run_time, spawn_piped, spin, BIN};
 use pinsight_testkit::premise::{self, Live};
 /// Above this E/P speed ratio, as the tests' programs see it, the slowed CPU
@@ -53,10 +53,7 @@ fn begin() -> Option<(Live, Emulation)> {
 /// more than [`premise::QUIET`] of either CPU. Prints the figures either way.
 macro_rules! require_premises {
     ($live:expr, $em:expr) => {
-        match $em.held() {
-            Ok(figures) => eprintln!("premise held: {figures}"),
-            Err(why) => pinsight_testkit::skip_test!("{why}"),
-        }
+        require_premise!($em.held());
         pinsight_testkit::require_quiet!($live, premise::QUIET);
     };
 }
@@ -155,10 +152,7 @@ fn tune_against_brute_force(schedule: &str) {
     // The same machine throughout: the pace before and after tune, and
     // tune's own runs of 1P and 1E beside both (a slow episode of the
     // host's in the middle shows there).
-    match steady(before, after) {
-        Ok(figures) => eprintln!("premise held: {figures}"),
-        Err(why) => pinsight_testkit::skip_test!("{schedule}: {why}"),
-    }
+    require_premise!(schedule, steady(before, after));
     let mean = |a: f64, b: f64| (a + b) / 2.0;
     for (what, t, bracket) in [
         ("1P", tune_p, mean(before.p, after.p)),
@@ -301,10 +295,7 @@ fn balance_with_speed_weights_applied_evens_the_cpus_busy_time() {
         em.achieved
     );
     require_premises!(live, em);
-    match steady(pace_before, pace_after) {
-        Ok(figures) => eprintln!("premise held: {figures}"),
-        Err(why) => pinsight_testkit::skip_test!("balance: {why}"),
-    }
+    require_premise!("balance", steady(pace_before, pace_after));
     let off = |(p, e): (f64, f64)| p.max(e) / p.min(e) - 1.0;
     assert!(
         off(weighted) <= 0.15,
@@ -503,10 +494,7 @@ fn mix_finds_os_less_fair_than_aarr_and_acfs() {
         em.achieved
     );
     require_premises!(live, em);
-    match steady(before, after) {
-        Ok(figures) => eprintln!("premise held: {figures}"),
-        Err(why) => pinsight_testkit::skip_test!("mix: {why}"),
-    }
+    require_premise!("mix", steady(before, after));
     assert!(aarr <= 1.3 && acfs <= 1.3, "aarr {aarr}, acfs {acfs}");
     assert!(
         (acfs / aarr - 1.0).abs() <= 0.3,
@@ -631,10 +619,7 @@ fn sf_says_why_without_a_pmu_and_its_compare_route_recovers_the_sf() {
     eprintln!("sf --from-compare: {s}; timed directly {direct:.3}");
     let sf = s["sf"].as_f64().unwrap_or_else(|| panic!("{s}"));
     require_premises!(live, em);
-    match steady(before, after) {
-        Ok(figures) => eprintln!("premise held: {figures}"),
-        Err(why) => pinsight_testkit::skip_test!("sf: {why}"),
-    }
+    require_premise!("sf", steady(before, after));
     assert!(
         (sf / direct - 1.0).abs() <= 0.2 && sf < 1.15 / em.achieved,
         "sf --from-compare {sf:.3}, timed directly {direct:.3}, emulation {:.3}",

@@ -22,7 +22,7 @@
 //! speed (the stealer's own CPU time), and other work under 5% of either
 //! CPU (the tasks and pinsight are this test's own).
 
-use crate::common_emulation::{steady, steady_ratio, Emulation};
+use crate::common_emulation::{require_premise, steady, steady_ratio, Emulation};
 use crate::common_operator::{balance_command, ok_json, per_cpu, restore};
 use pinsight_testkit::premise;
 use serde_json::Value;
@@ -372,10 +372,7 @@ fn load_and_balance_read_the_progress_each_task_counts_itself() {
          balance {before:?} -> {after:?} (plan {plan:?}); own rates after: max/min \
          {after_own:.3}"
     );
-    match premise {
-        Ok(figures) => eprintln!("premise held: {figures}"),
-        Err(why) => pinsight_testkit::skip_test!("{why}"),
-    }
+    require_premise!(premise);
     let ratio = ratio.unwrap_or_else(|| panic!("no progress imbalance: {doc:#}"));
     assert!(
         (1.8..=2.2).contains(&ratio),
@@ -548,10 +545,7 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
          16 at interval {placed_at} ({placed}), 6 more at {more_at} ({more}); own rates under \
          the watch max/min {watch_spread:.3}; later {later:?}"
     );
-    match premise {
-        Ok(figures) => eprintln!("premise held: {figures}"),
-        Err(why) => pinsight_testkit::skip_test!("{why}"),
-    }
+    require_premise!(premise);
     let used = used.unwrap_or_else(|| panic!("no capacity_used: {doc:#}"));
     assert!(
         (0.25..=0.45).contains(&used),

@@ -23,7 +23,7 @@
 //! (`pinsight_testkit::premise`); otherwise a counted skip with the
 //! figures, never a failure or a pass by luck.
 
-use crate::common_emulation::Emulation;
+use crate::common_emulation::{require_premise, Emulation};
 use pinsight_testkit::premise;
 use serde_json::Value;
 use std::process::Output;
@@ -166,10 +166,7 @@ fn report_finds_the_speedup_factor_speed_finds_on_the_emulated_hybrid() {
     // times longer on the slowed CPU. On a shared VM the host sometimes
     // runs one vCPU 20-25% slower for tens of seconds; report and speed
     // then rightly find another factor than 2.
-    match crate::common_emulation::steady(before, after) {
-        Ok(figures) => eprintln!("premise held: {figures}"),
-        Err(why) => pinsight_testkit::skip_test!("{why}"),
-    }
+    require_premise!(crate::common_emulation::steady(before, after));
     let direct = (before.ratio() + after.ratio()) / 2.0;
     if (direct * SPEED - 1.0).abs() > crate::common_emulation::STEADY {
         pinsight_testkit::skip_test!(
