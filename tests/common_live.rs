@@ -58,6 +58,20 @@ pub fn wait_with_guard(mut child: Child, guard: Duration, what: &str) -> Output 
     }
 }
 
+/// The first two usable CPUs, or `None` after a logged skip ("`what`
+/// needs two usable CPUs").
+pub fn two_usable_cpus(what: &str) -> Option<[usize; 2]> {
+    let cpus = pinsight_testkit::usable_cpus();
+    if cpus.len() < 2 {
+        pinsight_testkit::skip(format!(
+            "{what} needs two usable CPUs (have {})",
+            cpus.len()
+        ));
+        return None;
+    }
+    Some([cpus[0], cpus[1]])
+}
+
 /// A command restricted to `cpus` from its start, with no input, none of
 /// pinsight's variables from the test's environment, and SIGINT at its
 /// default whatever the test harness inherited.

@@ -5,7 +5,7 @@
 //! pinsight-emulate's suite: this machine may have no cpufreq.)
 
 use crate::common_emulation::{read_report, stealer_of};
-use crate::common_live::assert_exit;
+use crate::common_live::{assert_exit, BIN};
 use pinsight_testkit::premise::Live;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// load on a busy machine hides the slowed CPU (speed saw E/P 1.06 for 0.5
 /// at a load average of 8).
 fn pinsight() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
+    let mut c = Command::new(BIN);
     super::emulate_dynamic_live::at_high_priority(&mut c);
     c
 }
@@ -427,13 +427,7 @@ fn a_program_runs_emulated_with_the_kinds_exported_and_its_status_kept() {
     assert!(v["limits"][0].as_str().unwrap().contains("time share"));
     // A nested emulation is refused.
     let nested = pinsight()
-        .args([
-            "emulate",
-            "--kinds",
-            &kinds,
-            "--",
-            env!("CARGO_BIN_EXE_pinsight"),
-        ])
+        .args(["emulate", "--kinds", &kinds, "--", BIN])
         .args(["emulate", "--kinds", &kinds])
         .output()
         .unwrap();
@@ -451,12 +445,11 @@ fn compare_finds_the_emulated_p_e_difference_significant() {
     let Some((_live, kinds)) = begin() else {
         return;
     };
-    let bin = env!("CARGO_BIN_EXE_pinsight");
     // compare writes its journal in the working directory.
     let d = tempfile::tempdir().unwrap();
     let out = pinsight()
         .current_dir(d.path())
-        .args(["emulate", "--quiet", "--kinds", &kinds, "--", bin])
+        .args(["emulate", "--quiet", "--kinds", &kinds, "--", BIN])
         .args([
             "compare",
             "--quiet",
@@ -465,7 +458,7 @@ fn compare_finds_the_emulated_p_e_difference_significant() {
             "p-pinned,e-pinned",
         ])
         .args([
-            "-t", "1", "--runs", "8", "--", bin, "workload", "pi", "--size", "1e8",
+            "-t", "1", "--runs", "8", "--", BIN, "workload", "pi", "--size", "1e8",
         ])
         .output()
         .unwrap();
@@ -501,7 +494,6 @@ fn speed_measures_the_emulated_ratio() {
     let Some((_live, kinds)) = begin() else {
         return;
     };
-    let bin = env!("CARGO_BIN_EXE_pinsight");
     let out = pinsight()
         .args([
             "emulate",
@@ -511,7 +503,7 @@ fn speed_measures_the_emulated_ratio() {
             "--mechanism",
             "duty-cycle",
             "--",
-            bin,
+            BIN,
         ])
         .args([
             "speed",
@@ -561,12 +553,11 @@ fn balance_with_speed_weights_loads_the_slowed_cpu_less() {
     let Some((_live, kinds)) = begin() else {
         return;
     };
-    let bin = env!("CARGO_BIN_EXE_pinsight");
     let d = tempfile::tempdir().unwrap();
     let weights = d.path().join("w.json");
     let out = pinsight()
         .args([
-            "emulate", "--quiet", "--kinds", &kinds, "--", bin, "speed", "--quiet",
+            "emulate", "--quiet", "--kinds", &kinds, "--", BIN, "speed", "--quiet",
         ])
         .args([
             "--kernels",

@@ -3,11 +3,13 @@
 //! every scheduler with every metric reported; Ctrl-C keeps the journal
 //! and `--resume` completes; the refusals.
 
-use crate::common_live::{assert_exit, pinsight_p_e, spawn_piped, BIN};
+use crate::common_live::{assert_exit, pinsight_p_e, spawn_piped, two_usable_cpus, BIN};
+use pinsight_testkit::premise::Live;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+use tempfile::TempDir;
 
 /// Bound for what should end promptly: catches hangs, measures nothing.
 const HANG_GUARD: Duration = Duration::from_secs(300);
@@ -16,18 +18,18 @@ fn online() -> pinsight_cpuset::CpuSet {
     pinsight_testkit::online_cpus().expect("/sys/devices/system/cpu/online")
 }
 
+/// The common start: the live premise on every usable CPU and a
+/// directory for the journal; `None` after a counted skip.
+fn begin() -> Option<(Live, TempDir)> {
+    let live = pinsight_testkit::premise::live_on_usable()?;
+    Some((live, tempfile::tempdir().unwrap()))
+}
+
 /// pinsight on two usable CPUs, the first declared P, every other E;
 /// `None` after a logged skip with fewer than two.
 fn pinsight(dir: &Path, args: &[&str]) -> Option<Command> {
-    let cpus = pinsight_testkit::usable_cpus();
-    if cpus.len() < 2 {
-        pinsight_testkit::skip(format!(
-            "live mix needs two usable CPUs (have {})",
-            cpus.len()
-        ));
-        return None;
-    }
-    let mut c = pinsight_p_e(&cpus[..2], online());
+    let cpus = two_usable_cpus("live mix")?;
+    let mut c = pinsight_p_e(&cpus, online());
     c.current_dir(dir).args(args);
     Some(c)
 }
@@ -91,10 +93,9 @@ fn check_complete(o: &Output, schedulers: &[&str]) -> Value {
 
 #[test]
 fn three_programs_under_every_scheduler() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, dir)) = begin() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
     let args = mix(&["--runs", "2", "--sf", "#3=2", "--json"], &progs);
     let Some(o) = run(dir.path(), &args) else {
@@ -109,10 +110,9 @@ fn three_programs_under_every_scheduler() {
 
 #[test]
 fn ctrl_c_keeps_the_journal_and_resume_completes() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, dir)) = begin() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
     let progs = programs(3);
     let args = mix(&["--schedulers", "os,aarr", "--runs", "2"], &progs);
     let Some(mut c) = pinsight(dir.path(), &args) else {
@@ -174,10 +174,9 @@ fn ctrl_c_keeps_the_journal_and_resume_completes() {
 /// given); a flag not given takes the journal's value.
 #[test]
 fn resume_compares_given_flags_even_at_their_defaults() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, dir)) = begin() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
     // The journal: 2 runs, a 100 ms period (neither the default).
     let Some(o) = run(
         dir.path(),
@@ -230,10 +229,9 @@ fn resume_compares_given_flags_even_at_their_defaults() {
 
 #[test]
 fn refusals() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, dir)) = begin() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
         (
             vec!["mix", "--schedulers", "os,fast", "--", "true"],
@@ -285,10 +283,9 @@ fn refusals() {
 /// an export that cannot be written is refused before anything runs.
 #[test]
 fn exports_json_csv_markdown_and_html() {
-    let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
+    let Some((_live, dir)) = begin() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
     let progs = programs(1);
     let flags = [
         "--schedulers",

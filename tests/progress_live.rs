@@ -151,6 +151,15 @@ impl Counters {
             .collect()
     }
 
+    /// A window of the tasks' own counts: a reading `settle` from now
+    /// and another `span` after it.
+    fn window(&self, settle: Duration, span: Duration) -> (Vec<Reading>, Vec<Reading>) {
+        std::thread::sleep(settle);
+        let start = self.read();
+        std::thread::sleep(span);
+        (start, self.read())
+    }
+
     fn pids(&self) -> Vec<u32> {
         self.children.iter().map(Child::id).collect()
     }
@@ -213,6 +222,11 @@ fn even_pace(windows: &[(&str, &[Reading], &[Reading])]) -> Result<String, Strin
         "the tasks' own rounds per CPU second max/min: {}",
         figures.join(", ")
     ))
+}
+
+/// Max/min of the tasks' own rates.
+fn rate_spread(own: &[(u32, f64)]) -> f64 {
+    spread(&own.iter().map(|r| r.1).collect::<Vec<_>>())
 }
 
 fn spread(v: &[f64]) -> f64 {
@@ -348,10 +362,7 @@ fn load_and_balance_read_the_progress_each_task_counts_itself() {
     let shown = load_progress(&doc, &tasks.pids());
     let state = d.path().join("state.json");
     let bal = ok_json(&mut balance(&em, &tasks, "3s", &state), "balance");
-    std::thread::sleep(Duration::from_millis(500));
-    let c = tasks.read();
-    std::thread::sleep(Duration::from_secs(3));
-    let c2 = tasks.read();
+    let (c, c2) = tasks.window(Duration::from_millis(500), Duration::from_secs(3));
     let own_after = rates(&c, &c2);
     drop(tasks);
     let pace_after = em.pace(d.path(), 2, "6e8");
@@ -366,7 +377,7 @@ fn load_and_balance_read_the_progress_each_task_counts_itself() {
     let before = bal["load_before"]["progress_imbalance"]["ratio"].as_f64();
     let after = bal["load_after"]["progress_imbalance"]["ratio"].as_f64();
     let plan = bal["expected"]["imbalance"].as_f64();
-    let after_own = spread(&own_after.iter().map(|r| r.1).collect::<Vec<_>>());
+    let after_own = rate_spread(&own_after);
     eprintln!(
         "load: progress imbalance {ratio:?}; own rates {own:?}; load's progress {shown:?}; \
          balance {before:?} -> {after:?} (plan {plan:?}); own rates after: max/min \
@@ -465,12 +476,9 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     let state = d.path().join("state.json");
     let cpus = format!("{},{}", em.p, em.e);
     let bal = ok_json(&mut balance(&em, &tasks, "2s", &state), "balance");
-    std::thread::sleep(Duration::from_millis(1000));
-    let a = tasks.read();
-    std::thread::sleep(Duration::from_secs(5));
-    let a2 = tasks.read();
+    let (a, a2) = tasks.window(Duration::from_millis(1000), Duration::from_secs(5));
     let own = rates(&a, &a2);
-    let own_spread = spread(&own.iter().map(|r| r.1).collect::<Vec<_>>());
+    let own_spread = rate_spread(&own);
     let (placed_after_balance, shared_after_balance) = even_shares("after balance", &own);
     let per_cpu = per_cpu(&bal, "cpu", "after");
     restore(&state);
@@ -508,12 +516,9 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
         .chain(&later)
         .filter_map(|v| v["moved"].as_u64())
         .sum();
-    std::thread::sleep(Duration::from_secs(3));
-    let b = tasks.read();
-    std::thread::sleep(Duration::from_secs(4));
-    let b2 = tasks.read();
+    let (b, b2) = tasks.window(Duration::from_secs(3), Duration::from_secs(4));
     let own_watch = rates(&b, &b2);
-    let watch_spread = spread(&own_watch.iter().map(|r| r.1).collect::<Vec<_>>());
+    let watch_spread = rate_spread(&own_watch);
     let (_, shared_under_watch) = even_shares("under the watch", &own_watch);
     watch.kill().unwrap();
     watch.wait().unwrap();

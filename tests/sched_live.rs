@@ -8,6 +8,7 @@
 
 use crate::common_live::{
     assert_exit, json, named, on_cpus, pinsight_p_e, sample_run_time, spawn_piped, spin,
+    two_usable_cpus,
 };
 use pinsight_testkit::premise::Live;
 use serde_json::Value;
@@ -20,25 +21,16 @@ const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 /// Bound for what should end promptly: catches hangs, measures nothing.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
-/// Two usable CPUs (big, small), or `None` after a logged skip.
-fn two_cpus() -> Option<(usize, usize)> {
-    let cpus = pinsight_testkit::usable_cpus();
-    if cpus.len() < 2 {
-        pinsight_testkit::skip(format!(
-            "live sched needs two usable CPUs (have {})",
-            cpus.len()
-        ));
-        return None;
-    }
-    Some((cpus[0], cpus[1]))
+/// Two usable CPUs [big, small], or `None` after a logged skip.
+fn two_cpus() -> Option<[usize; 2]> {
+    two_usable_cpus("live sched")
 }
 
 /// The common start: the live premise on every usable CPU, then two of
 /// them, [big, small]; `None` after a counted skip.
 fn begin() -> Option<(Live, [usize; 2])> {
     let live = pinsight_testkit::premise::live_on_usable()?;
-    let (big, small) = two_cpus()?;
-    Some((live, [big, small]))
+    Some((live, two_cpus()?))
 }
 
 /// Online CPUs (every one needs a declared kind).
@@ -118,7 +110,7 @@ fn allowed(pid: u32) -> Vec<String> {
 
 #[test]
 fn aarr_gives_two_programs_equal_time_on_the_big_cpu() {
-    let Some((big, small)) = two_cpus() else {
+    let Some([big, small]) = two_cpus() else {
         return;
     };
     // Other work on the big CPU takes its time from whichever program is
