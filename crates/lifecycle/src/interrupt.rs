@@ -201,11 +201,27 @@ fn mark_stopped_fd() {
 /// Sleeps up to `timeout`, returning early with the signal when one
 /// arrives (or at once when one already did).
 pub fn wait(timeout: Duration) -> Option<i32> {
+    wait_for_state(timeout, |_| stopped())
+}
+
+/// Main thread: waits until the cleanup thread has passed the signal on,
+/// killed what had to be killed and run the restorers. False on timeout.
+pub fn wait_for_cleanup(timeout: Duration) -> bool {
+    wait_for_state(timeout, |st| st.0.then_some(())).is_some()
+}
+
+/// Waits up to `timeout` for `ready` to give a value, asking it again
+/// each time [`STATE`] changes ([`CHANGED`]), with the state locked;
+/// `None` when the time is up first.
+fn wait_for_state<T>(
+    timeout: Duration,
+    mut ready: impl FnMut(&(bool, bool)) -> Option<T>,
+) -> Option<T> {
     let deadline = Instant::now() + timeout;
     let mut st = lock(&STATE);
     loop {
-        if let Some(s) = stopped() {
-            return Some(s);
+        if let Some(v) = ready(&st) {
+            return Some(v);
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -216,24 +232,6 @@ pub fn wait(timeout: Duration) -> Option<i32> {
             .unwrap_or_else(|e| e.into_inner())
             .0;
     }
-}
-
-/// Main thread: waits until the cleanup thread has passed the signal on,
-/// killed what had to be killed and run the restorers. False on timeout.
-pub fn wait_for_cleanup(timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    let mut st = lock(&STATE);
-    while !st.0 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        st = CHANGED
-            .wait_timeout(st, left)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
-    }
-    true
 }
 
 /// Registers a restorer, run once by the cleanup thread on a signal.
@@ -459,21 +457,8 @@ fn cleanup_thread(read: OwnedFd) {
         }
         return;
     }
-    let deadline = Instant::now() + MAIN_GRACE;
     let waits_for_main = MAIN.load(Ordering::SeqCst) > 0;
-    let mut st = lock(&STATE);
-    while waits_for_main && !st.1 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        st = CHANGED
-            .wait_timeout(st, left)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
-    }
-    let main_done = waits_for_main && st.1;
-    drop(st);
+    let main_done = waits_for_main && wait_for_state(MAIN_GRACE, |st| st.1.then_some(())).is_some();
     if main_done {
         // The main thread now exits with 128 + N; give it time to do so
         // rather than racing it with the re-raised signal.
