@@ -37,7 +37,7 @@
 //! since bash would brace-expand an unquoted `{0,1,2,3}`.
 
 use crate::mem::{MemMode, MemPlan};
-use crate::plan::Plan;
+use crate::plan::{cores_of, Plan};
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{CoreType, Topology};
 use std::fmt;
@@ -687,17 +687,8 @@ fn kmp_hw_subset(plan: &Plan, topo: &Topology) -> Result<Rendered, FormatError> 
         _ => format!("eff{rank}"),
     };
     let usable_kind = kind.cpus.intersection(&topo.usable());
-    let cores_of = |set: &CpuSet| {
-        let mut cores: Vec<usize> = set
-            .iter()
-            .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
-            .collect();
-        cores.sort_unstable();
-        cores.dedup();
-        cores.len()
-    };
-    let kind_cores = cores_of(&usable_kind);
-    let used_cores = cores_of(&plan.process_mask);
+    let kind_cores = cores_of(topo, &usable_kind).len();
+    let used_cores = cores_of(topo, &plan.process_mask).len();
     let mut caveats = Vec::new();
     let value = if !plan.pinned {
         format!("{kind_cores}c:{attr}")

@@ -815,30 +815,26 @@ fn shared_compute_units(topo: &Topology, used: &CpuSet) -> usize {
     topo.caches
         .iter()
         .filter(|c| c.level == 1 && c.cache_type == pinsight_model::CacheType::Instruction)
-        .filter(|c| {
-            let mut cores: Vec<usize> = c
-                .cpus
-                .intersection(used)
-                .iter()
-                .filter_map(|x| topo.cpu(x).and_then(|i| i.core))
-                .collect();
-            cores.sort_unstable();
-            cores.dedup();
-            cores.len() > 1
-        })
+        .filter(|c| cores_of(topo, &c.cpus.intersection(used)).len() > 1)
         .count()
 }
 
-/// Number of cores holding more than one CPU of `used` (the placed CPUs).
-fn shared_cores(topo: &Topology, used: &CpuSet) -> usize {
-    let mut cores: Vec<usize> = used
+/// The cores (indices into [`Topology::cores`]) holding CPUs of `set`,
+/// ascending, each once.
+pub(crate) fn cores_of(topo: &Topology, set: &CpuSet) -> Vec<usize> {
+    let mut cores: Vec<usize> = set
         .iter()
         .filter_map(|c| topo.cpu(c).and_then(|i| i.core))
         .collect();
     cores.sort_unstable();
     cores.dedup();
+    cores
+}
+
+/// Number of cores holding more than one CPU of `used` (the placed CPUs).
+fn shared_cores(topo: &Topology, used: &CpuSet) -> usize {
     let mut n = 0;
-    for core in &cores {
+    for core in &cores_of(topo, used) {
         if topo
             .cores
             .get(*core)
