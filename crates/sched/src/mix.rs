@@ -44,13 +44,12 @@ use pinsight_sched_model::sim::metrics;
 use pinsight_sched_model::{Capacity, Metrics, Policy, ProgramResult};
 use pinsight_stats::{CiMethod, MeanCi};
 use pinsight_sys::progress::Progress;
+use pinsight_sys::spawn::{Spawn, Stdio, Step};
 use pinsight_sys::FsRoot;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -673,32 +672,35 @@ fn spawn_to(
     tx: &mpsc::Sender<Exit>,
     out: Option<&std::fs::File>,
 ) -> Result<(i32, Instant), MixError> {
-    let mut c = Command::new("sh");
+    let spawn_error = |source| MixError::Spawn {
+        command: command.into(),
+        source,
+    };
+    if cpus.is_empty() {
+        return Err(spawn_error(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "empty CPU set",
+        )));
+    }
+    let mut c = Spawn::new("sh");
     c.arg("-c")
         .arg(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .process_group(0);
+        .stdin(Stdio::Null)
+        .stdout(Stdio::Null)
+        .process_group(0)
+        .affinity_words(pinsight_sys::affinity::to_kernel_words(cpus));
     if let Some(f) = out {
-        let dup = |f: &std::fs::File| {
-            f.try_clone().map_err(|source| MixError::Spawn {
-                command: command.into(),
-                source,
-            })
-        };
-        c.stdout(dup(f)?).stderr(dup(f)?);
+        // One open file for both streams, as `>FILE 2>&1`.
+        let f = std::sync::Arc::new(f.try_clone().map_err(spawn_error)?);
+        c.stdout(Stdio::Shared(f.clone())).stderr(Stdio::Shared(f));
     }
-    pinsight_sys::affinity::set_affinity_before_exec(&mut c, cpus).map_err(|source| {
-        MixError::Spawn {
-            command: command.into(),
-            source,
-        }
-    })?;
     let start = Instant::now();
-    let mut child = c
-        .spawn()
-        .map_err(|e| MixError::Program(SpawnError::from_io("sh", &e)))?;
-    let pid = child.id() as i32;
+    let mut child = c.start().map_err(|e| match e.step {
+        Step::Parent | Step::Exec => MixError::Program(SpawnError::from_io("sh", &e.error)),
+        // The CPUs refused in the child, or another step of its set-up.
+        _ => spawn_error(io::Error::new(e.error.kind(), e.to_string())),
+    })?;
+    let pid = child.id();
     let tx = tx.clone();
     std::thread::spawn(move || {
         let code = match child.wait() {

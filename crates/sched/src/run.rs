@@ -18,9 +18,9 @@ use crate::sf::SfSource;
 use pinsight_lifecycle::exit::{self, SpawnError};
 use pinsight_lifecycle::interrupt::{self, InterruptError};
 use pinsight_sys::progress::Progress;
+use pinsight_sys::spawn::{Child, Spawn};
 use pinsight_sys::FsRoot;
 use std::ffi::OsString;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// What to manage.
@@ -168,11 +168,11 @@ fn run_command(
         cfg.orphans_of = Some(pinsight_sys::process::getpid());
     }
     let _tree = interrupt::watch_descendants();
-    let mut child = std::process::Command::new(program)
+    let mut child = Spawn::new(program)
         .args(args)
-        .spawn()
-        .map_err(|e| SpawnError::from_io(name.as_str(), &e))?;
-    let pid = child.id() as i32;
+        .start()
+        .map_err(|e| SpawnError::from_io(name.as_str(), &e.error))?;
+    let pid = child.id();
     let mut manager = match Manager::new(fs, cfg, &[pid], sf) {
         Ok(m) => m,
         Err(e) => {
