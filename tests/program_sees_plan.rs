@@ -12,6 +12,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{assert_exit, words};
 use common_cli::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -63,6 +64,16 @@ struct Seen {
     failed_create: bool,
 }
 
+impl Seen {
+    /// Asserts each (phase, index)'s affinity, as a CPU list.
+    fn assert_at(&self, want: &[(&str, usize, &str)]) {
+        for (phase, i, list) in want {
+            let got = &self.aff[&(phase.to_string(), *i)];
+            assert_eq!(got, list, "{phase} {i}: {self:?}");
+        }
+    }
+}
+
 fn parse(text: &str) -> Seen {
     let mut s = Seen::default();
     for line in text.lines() {
@@ -103,6 +114,15 @@ fn probe_run(policy: &str, extra: &[&str], probe: &Path, probe_args: &[&str]) ->
     assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
     let text = std::fs::read_to_string(out.path()).unwrap();
     (parse(&text), o)
+}
+
+/// The dynamic probe run with `probe_args` under `cpus:A,B` and `extra`
+/// run options, A and B the first two usable CPUs ([`two_cpus`]); `None`
+/// where only one is usable.
+fn on_two_cpus(extra: &[&str], probe_args: &[&str]) -> Option<((usize, usize, String), Seen, Out)> {
+    let (a, b, both) = two_cpus()?;
+    let (seen, o) = probe_run(&format!("cpus:{a},{b}"), extra, &probes().0, probe_args);
+    Some(((a, b, both), seen, o))
 }
 
 /// The plan `pinsight plan` shows for `policy` on this machine.
@@ -267,16 +287,7 @@ fn every_policy_gives_the_program_the_plan() {
         }
         // Lists keep their order: thread 0 (the main thread) on the second.
         let (seen, _) = probe_run(&format!("cpus:{b},{a}"), &[], &probes().0, &["-t", "1"]);
-        assert_eq!(
-            seen.aff[&("created".to_string(), 0)],
-            b.to_string(),
-            "{seen:?}"
-        );
-        assert_eq!(
-            seen.aff[&("start".to_string(), 1)],
-            a.to_string(),
-            "{seen:?}"
-        );
+        seen.assert_at(&[("created", 0, &b.to_string()), ("start", 1, &a.to_string())]);
     }
 }
 
@@ -320,20 +331,11 @@ fn a_pinned_policy_reports_as_many_cpus_as_taskset() {
 
 #[test]
 fn pin_main_early_puts_the_main_thread_on_place_0_before_it_starts() {
-    let Some((a, b, _)) = two_cpus() else {
+    let Some(((a, _, _), seen, _)) = on_two_cpus(&["--pin-main", "early"], &["-e", "-t", "1"])
+    else {
         pinsight_testkit::skip_test!("one usable CPU: early and lazy coincide");
     };
-    let (seen, _) = probe_run(
-        &format!("cpus:{a},{b}"),
-        &["--pin-main", "early"],
-        &probes().0,
-        &["-e", "-t", "1"],
-    );
-    assert_eq!(
-        seen.aff[&("start".to_string(), 0)],
-        a.to_string(),
-        "{seen:?}"
-    );
+    seen.assert_at(&[("start", 0, &a.to_string())]);
     assert_eq!(seen.ncpus, Some(1), "{seen:?}");
 }
 
@@ -369,12 +371,7 @@ fn a_static_binary_is_pinned_by_the_watcher_and_the_report_says_so() {
             o.stderr
         );
         let (_, b, both) = pair.as_ref().unwrap();
-        assert_eq!(&seen.aff[&("start".to_string(), 0)], both, "{seen:?}");
-        assert_eq!(
-            seen.aff[&("start".to_string(), 1)],
-            b.to_string(),
-            "{seen:?}"
-        );
+        seen.assert_at(&[("start", 0, both), ("start", 1, &b.to_string())]);
     }
     // A word is never broken: a line may pass 80 columns only when it is
     // one word, such as a probe path in a deep checkout.
@@ -487,12 +484,7 @@ fn a_32_bit_program_executed_in_place_by_a_wrapper_gets_the_plan_from_the_watche
         let seen = parse(&std::fs::read_to_string(out.path()).unwrap());
         // The program, from the inside: the whole plan at start, then its
         // created thread on place 1 (the wrapper created none).
-        assert_eq!(&seen.aff[&("start".to_string(), 0)], &both, "{seen:?}");
-        assert_eq!(
-            seen.aff[&("start".to_string(), 1)],
-            b.to_string(),
-            "{seen:?}"
-        );
+        seen.assert_at(&[("start", 0, &both), ("start", 1, &b.to_string())]);
         assert!(
             o.says("is a 32-bit") && o.says("the /proc watcher pinned its threads"),
             "{}",
@@ -541,16 +533,10 @@ fn a_32_bit_program_executed_in_place_by_a_wrapper_gets_the_plan_from_the_watche
 /// place, and a note names the plan's size as the reason.
 #[test]
 fn a_plan_too_large_for_the_environment_still_reaches_the_program() {
-    let Some((a, b, both)) = two_cpus() else {
+    let extra = ["-t", "70000", "--oversubscribe", "--report"];
+    let Some(((a, b, both), seen, o)) = on_two_cpus(&extra, &["-t", "2", "-p"]) else {
         pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
     };
-    let policy = format!("cpus:{a},{b}");
-    let (seen, o) = probe_run(
-        &policy,
-        &["-t", "70000", "--oversubscribe", "--report"],
-        &probes().0,
-        &["-t", "2", "-p"],
-    );
     assert!(!o.stderr.contains("Argument list too long"), "{}", o.stderr);
     assert!(
         o.says("the plan's 70000 places take") && o.says("MAX_ARG_STRLEN"),
@@ -564,69 +550,38 @@ fn a_plan_too_large_for_the_environment_still_reaches_the_program() {
     );
     // Round robin over the two CPUs: the main thread on the first, its
     // created threads on the second, then the first again.
-    assert_eq!(&seen.aff[&("start".to_string(), 0)], &both, "{seen:?}");
-    assert_eq!(
-        seen.aff[&("start".to_string(), 1)],
-        b.to_string(),
-        "{seen:?}"
-    );
-    assert_eq!(
-        seen.aff[&("start".to_string(), 2)],
-        a.to_string(),
-        "{seen:?}"
-    );
+    seen.assert_at(&[
+        ("start", 0, &both),
+        ("start", 1, &b.to_string()),
+        ("start", 2, &a.to_string()),
+    ]);
 }
 
 #[test]
 fn a_forked_child_gets_the_whole_plan_not_the_next_places() {
-    let Some((a, b, both)) = two_cpus() else {
+    let Some(((_, b, both), seen, _)) = on_two_cpus(&[], &["-t", "1", "-f"]) else {
         pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
     };
-    let (seen, _) = probe_run(
-        &format!("cpus:{a},{b}"),
-        &[],
-        &probes().0,
-        &["-t", "1", "-f"],
-    );
-    assert_eq!(seen.aff[&("fork".to_string(), 0)], both, "{seen:?}");
-    assert_eq!(seen.aff[&("fork".to_string(), 1)], both, "{seen:?}");
-    assert_eq!(
-        seen.aff[&("start".to_string(), 1)],
-        b.to_string(),
-        "{seen:?}"
-    );
+    seen.assert_at(&[
+        ("fork", 0, &both),
+        ("fork", 1, &both),
+        ("start", 1, &b.to_string()),
+    ]);
 }
 
 #[test]
 fn a_failed_pthread_create_takes_no_place() {
-    let Some((a, b, _)) = two_cpus() else {
+    let Some(((a, b, _), seen, _)) = on_two_cpus(&[], &["-t", "1", "-F"]) else {
         pinsight_testkit::skip_test!("needs two CPUs to tell places apart; one usable here");
     };
-    let (seen, _) = probe_run(
-        &format!("cpus:{a},{b}"),
-        &[],
-        &probes().0,
-        &["-t", "1", "-F"],
-    );
     assert!(seen.failed_create, "{seen:?}");
-    assert_eq!(
-        seen.aff[&("start".to_string(), 1)],
-        b.to_string(),
-        "{seen:?}"
-    );
-    assert_eq!(
-        seen.aff[&("created".to_string(), 0)],
-        a.to_string(),
-        "{seen:?}"
-    );
+    seen.assert_at(&[("start", 1, &b.to_string()), ("created", 0, &a.to_string())]);
 }
 
 #[test]
 fn a_misspelt_option_before_the_program_is_an_error_not_the_program() {
-    let o = pinsight(&["run", "p-pinned", "--reprot", "--", "true"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains("'--reprot'"), "{}", o.stderr);
-    assert!(o.stderr.contains("'--report'"), "{}", o.stderr);
+    let o = pinsight(&words("run p-pinned --reprot -- true")).run();
+    assert_exit(&o, 2, &["'--reprot'", "'--report'"]);
     // After `--` or from the program's name on, words are the program's.
     let o = pinsight(&["run", "os", "--", "sh", "-c", "exit 3"]).run();
     assert_eq!(o.code, 3, "{}", o.stderr);
@@ -691,26 +646,14 @@ fn compare_pins_a_static_binary_through_the_watcher_and_says_so() {
     };
     let policy = policy.as_str();
     let p = probes().1.display().to_string();
-    let o = pinsight(&[
-        "compare",
-        "--runs",
-        "2",
-        "--warmup",
-        "0",
-        "--policies",
-        &format!("os,{policy}"),
-        "--journal",
-        "j.jsonl",
-        "--",
-        &p,
-        "-t",
-        "1",
-        "-o",
-        "/dev/null",
-    ])
-    .writes("j.jsonl")
-    .writes("j.jsonl.out")
-    .run();
+    let line = format!("compare --runs 2 --warmup 0 --policies os,{policy} --journal j.jsonl --");
+    let mut args = words(&line);
+    args.push(&p);
+    args.extend(words("-t 1 -o /dev/null"));
+    let o = pinsight(&args)
+        .writes("j.jsonl")
+        .writes("j.jsonl.out")
+        .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     if pair.is_some() {
         assert!(
