@@ -11,31 +11,20 @@
 //! counter of a thread running on another CPU, via an IPI).
 
 use criterion::Criterion;
-use pinsight_cpuset::CpuSet;
-use pinsight_measure::{sf::KindPmu, sf::SfOptions, sf::SfPmus, sf::SfSampler};
-use pinsight_sched_model::Kind as SfKind;
+use pinsight_measure::{sf::SfOptions, sf::SfPmus, sf::SfSampler};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const THREADS: usize = 64;
 const PERIOD: Duration = Duration::from_millis(200);
 
+// The tests' two kind PMUs, shared with the bench.
+#[path = "../tests/common.rs"]
+mod common;
+
+/// Two kind PMUs as an x86 hybrid machine: CPU 0 big, CPU 1 small.
 fn pmus() -> SfPmus {
-    let pmu = |name: &str, ty, kind, cpu| KindPmu {
-        pmu: name.into(),
-        type_id: ty,
-        kind,
-        kind_name: name.into(),
-        cpus: CpuSet::single(cpu),
-    };
-    SfPmus {
-        pmus: vec![
-            pmu("cpu_core", 4, SfKind::Big, 0),
-            pmu("cpu_atom", 10, SfKind::Small, 1),
-        ],
-        big: CpuSet::single(0),
-        small: CpuSet::single(1),
-    }
+    common::two_kind_pmus(0, 1)
 }
 
 fn main() {

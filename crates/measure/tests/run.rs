@@ -258,6 +258,19 @@ fn pids_in(file: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// Runs `prefix` then a shell sleeping 30 s beside a child doing the same
+/// (their pids written to `pids`) under `m`, which must time it out.
+fn timed_out(m: &Measurer, prefix: &str, pids: &Path) -> RunRecord {
+    let r = m
+        .run(sh(&format!(
+            "{prefix}sleep 30 & echo $$ $! > {}; sleep 30",
+            pids.display()
+        )))
+        .unwrap();
+    assert!(r.timed_out, "{r:?}");
+    r
+}
+
 #[test]
 fn timeout_terms_then_kills_the_whole_group() {
     let d = tempfile::tempdir().unwrap();
@@ -268,25 +281,13 @@ fn timeout_terms_then_kills_the_whole_group() {
         ..Options::default()
     });
     // Ignores SIGTERM (inherited by its children): needs the SIGKILL.
-    let r = m
-        .run(sh(&format!(
-            "trap '' TERM; sleep 30 & echo $$ $! > {}; sleep 30",
-            pids.display()
-        )))
-        .unwrap();
-    assert!(r.timed_out);
+    let r = timed_out(&m, "trap '' TERM; ", &pids);
     assert_eq!(r.exit.signal, Some(libc::SIGKILL), "{r:?}");
     assert!(r.wall_s >= 0.39 && r.wall_s < 2.0, "{}", r.wall_s);
     wait_gone(&pids_in(&pids));
 
     // A polite process ends on SIGTERM.
-    let r = m
-        .run(sh(&format!(
-            "sleep 30 & echo $$ $! > {}; sleep 30",
-            pids.display()
-        )))
-        .unwrap();
-    assert!(r.timed_out);
+    let r = timed_out(&m, "", &pids);
     assert_eq!(r.exit.signal, Some(libc::SIGTERM), "{r:?}");
     assert!(r.wall_s >= 0.29 && r.wall_s < 0.39 + 1.0, "{}", r.wall_s);
     wait_gone(&pids_in(&pids));

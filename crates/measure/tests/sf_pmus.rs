@@ -39,6 +39,15 @@ fn add_pmu(root: &Path, name: &str, ty: u32, cpus: Option<&str>) {
     std::os::unix::fs::symlink(format!("../../../devices/{name}"), bus.join(name)).unwrap();
 }
 
+/// Kind `name` of rank `rank` on the CPUs of `list`.
+fn k(name: &str, rank: usize, list: &str) -> KindCpus {
+    KindCpus {
+        name: name.into(),
+        rank,
+        cpus: CpuSet::parse_list(list).unwrap(),
+    }
+}
+
 fn kinds_of(root: &Path) -> Vec<KindCpus> {
     let topo = pinsight_topology::discover(&FsRoot::at(root).unwrap());
     topo.kinds.iter().map(KindCpus::from).collect()
@@ -84,18 +93,7 @@ fn x86_hybrid_pmus_map_to_the_recorded_kinds() {
 fn arm_cluster_pmus_map_by_their_cpus_file() {
     let d = fixture("2arm-2c");
     // Two clusters of one CPU each, declared (the dump has one kind).
-    let kinds = vec![
-        KindCpus {
-            name: "Cortex-A55".into(),
-            rank: 0,
-            cpus: CpuSet::single(0),
-        },
-        KindCpus {
-            name: "Cortex-A76".into(),
-            rank: 1,
-            cpus: CpuSet::single(1),
-        },
-    ];
+    let kinds = vec![k("Cortex-A55", 0, "0"), k("Cortex-A76", 1, "1")];
     add_pmu(d.path(), "armv8_pmuv3_0", 8, Some("0"));
     add_pmu(d.path(), "armv8_pmuv3_1", 9, Some("1"));
     // An uncore PMU (cpumask, no cpus) is not a core PMU.
@@ -120,11 +118,6 @@ fn arm_cluster_pmus_map_by_their_cpus_file() {
 fn three_kinds_big_is_the_fastest_and_the_rest_small() {
     let d = i7_1370p();
     // Meteor Lake-like: P, E and LP E-cores, declared over the 20 CPUs.
-    let k = |name: &str, rank, list: &str| KindCpus {
-        name: name.into(),
-        rank,
-        cpus: CpuSet::parse_list(list).unwrap(),
-    };
     let kinds = vec![
         k("LP E-core", 0, "18-19"),
         k("E-core", 1, "12-17"),
@@ -173,18 +166,7 @@ fn missing_pmus_files_and_kinds_are_typed_reasons() {
     );
 
     // Kinds declared across the PMUs: cpu_core spans P and E CPUs.
-    let split = vec![
-        KindCpus {
-            name: "E-core".into(),
-            rank: 0,
-            cpus: CpuSet::parse_list("8-19").unwrap(),
-        },
-        KindCpus {
-            name: "P-core".into(),
-            rank: 1,
-            cpus: CpuSet::parse_list("0-7").unwrap(),
-        },
-    ];
+    let split = vec![k("E-core", 0, "8-19"), k("P-core", 1, "0-7")];
     fs::write(d.path().join("sys/devices/cpu_atom/cpus"), "12-19\n").unwrap();
     let e = map_pmus(&fsr, &split).unwrap_err();
     assert_eq!(
@@ -196,11 +178,7 @@ fn missing_pmus_files_and_kinds_are_typed_reasons() {
     );
 
     // One kind only.
-    let one = vec![KindCpus {
-        name: "P-core".into(),
-        rank: 0,
-        cpus: CpuSet::parse_list("0-19").unwrap(),
-    }];
+    let one = vec![k("P-core", 0, "0-19")];
     fs::write(d.path().join("sys/devices/cpu_atom/cpus"), "12-19\n").unwrap();
     let e = map_pmus(&fsr, &one).unwrap_err();
     assert_eq!(

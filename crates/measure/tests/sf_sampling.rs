@@ -3,29 +3,13 @@
 //! machine may have no PMU): two busy threads, ten periods, every group
 //! counting, an SF once each kind has five samples.
 
-use pinsight_cpuset::CpuSet;
-use pinsight_measure::{sf::KindPmu, sf::SfOptions, sf::SfPmus, sf::SfSampler, sf::SfUnavailable};
-use pinsight_sched_model::Kind as SfKind;
+use pinsight_measure::{sf::SfOptions, sf::SfPmus, sf::SfSampler, sf::SfUnavailable};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 fn pmus() -> SfPmus {
-    let pmu = |name: &str, ty, kind, cpu| KindPmu {
-        pmu: name.into(),
-        type_id: ty,
-        kind,
-        kind_name: format!("{name} kind"),
-        cpus: CpuSet::single(cpu),
-    };
-    SfPmus {
-        pmus: vec![
-            pmu("cpu_core", 4, SfKind::Big, 0),
-            pmu("cpu_atom", 10, SfKind::Small, 1),
-        ],
-        big: CpuSet::single(0),
-        small: CpuSet::single(1),
-    }
+    crate::common::two_kind_pmus(0, 1)
 }
 
 #[test]

@@ -3,6 +3,9 @@
 //! once and runs them all in parallel). A new test file is one `mod` line
 //! here; `every_test_file_is_compiled` fails for a file left out.
 
+// Shared helpers.
+mod common;
+
 mod governor_signals;
 mod run;
 mod sf_pmus;
