@@ -3,6 +3,7 @@
 
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_lifecycle::interrupt;
+use pinsight_sys::spawn::Spawn;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -16,21 +17,18 @@ pub fn run_program(
 ) -> Result<i32, SpawnError> {
     let main = interrupt::main_owns_exit();
     let _ = interrupt::install();
-    let mut cmd = std::process::Command::new(program);
+    let mut cmd = Spawn::new(program);
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
     let name = program.to_string_lossy().into_owned();
-    let mut child = cmd.spawn().map_err(|e| SpawnError::from_io(name, &e))?;
+    let mut child = cmd
+        .start()
+        .map_err(|e| SpawnError::from_io(name, &e.error))?;
     let tree = interrupt::watch_descendants();
-    let status = loop {
-        match child.wait() {
-            Ok(s) => break Some(s),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break None,
-        }
-    };
+    // EINTR (a signal passed on) is retried by the wait itself.
+    let status = child.wait().ok();
     drop(tree);
     drop(main);
     Ok(status.map_or(1, |s| pinsight_lifecycle::exit::status_code(&s)))

@@ -13,10 +13,11 @@ use pinsight_lifecycle::exit::{self, SpawnError};
 use pinsight_lifecycle::interrupt::{self, DescendantsWatch, InterruptError};
 use pinsight_sys::procfs;
 use pinsight_sys::progress::Progress;
+use pinsight_sys::spawn::{Child, Spawn};
 use pinsight_sys::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 /// What to measure.
@@ -238,11 +239,11 @@ fn start(
                     searched_path: true,
                 });
             };
-            let child = std::process::Command::new(program)
+            let child = Spawn::new(program)
                 .args(args)
-                .spawn()
-                .map_err(|e| SpawnError::from_io(program.to_string_lossy(), &e))?;
-            let pid = child.id() as i32;
+                .start()
+                .map_err(|e| SpawnError::from_io(program.to_string_lossy(), &e.error))?;
+            let pid = child.id();
             let words: Vec<String> = argv
                 .iter()
                 .map(|w| w.to_string_lossy().into_owned())
