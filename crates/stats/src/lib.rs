@@ -85,6 +85,18 @@ pub(crate) fn check_finite(xs: &[f64]) -> Result<(), StatsError> {
     }
 }
 
+/// Checks two samples (of a two-sample test): each finite ([`check_finite`],
+/// `a` first), and at least `need` runs on each side.
+pub(crate) fn check_two_samples(a: &[f64], b: &[f64], need: usize) -> Result<(), StatsError> {
+    check_finite(a)?;
+    check_finite(b)?;
+    let got = a.len().min(b.len());
+    if got < need {
+        return Err(StatsError::NotEnoughRuns { need, got });
+    }
+    Ok(())
+}
+
 /// Checks a confidence level is a probability strictly between 0 and 1.
 pub(crate) fn check_level(level: f64) -> Result<(), StatsError> {
     if level > 0.0 && level < 1.0 {

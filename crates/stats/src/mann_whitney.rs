@@ -7,7 +7,7 @@
 //! continuity correction of ½ — the same choices as R's `wilcox.test` and
 //! `scipy.stats.mannwhitneyu(method="asymptotic", use_continuity=True)`.
 
-use crate::{check_finite, StatsError};
+use crate::{check_two_samples, StatsError};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -41,12 +41,7 @@ pub struct MannWhitney {
 /// Errors: an empty side, non-finite samples, or every value tied (the
 /// rank variance is zero: there is no ordering to test).
 pub fn mann_whitney(a: &[f64], b: &[f64]) -> Result<MannWhitney, StatsError> {
-    check_finite(a)?;
-    check_finite(b)?;
-    let got = a.len().min(b.len());
-    if got < 1 {
-        return Err(StatsError::NotEnoughRuns { need: 1, got });
-    }
+    check_two_samples(a, b, 1)?;
     let (na, nb) = (a.len(), b.len());
     let ranked = ranks(a, b);
     let rank_sum_a: f64 = ranked.ranks[..na].iter().sum();

@@ -24,7 +24,7 @@
 //! a − R·b evaluated at the point estimate R (the usual approximation for
 //! unequal variances).
 
-use crate::{check_finite, mean, sample_variance, t_critical, Interval, StatsError};
+use crate::{check_two_samples, mean, sample_variance, t_critical, Interval, StatsError};
 use serde::Serialize;
 
 /// Speedup of a candidate over a baseline, both given as run *times*
@@ -78,12 +78,7 @@ pub fn speedup(baseline: &[f64], candidate: &[f64]) -> Result<Speedup, StatsErro
 /// [`speedup`] at another confidence level.
 pub fn speedup_at(baseline: &[f64], candidate: &[f64], level: f64) -> Result<Speedup, StatsError> {
     crate::check_level(level)?;
-    check_finite(baseline)?;
-    check_finite(candidate)?;
-    let got = baseline.len().min(candidate.len());
-    if got < 2 {
-        return Err(StatsError::NotEnoughRuns { need: 2, got });
-    }
+    check_two_samples(baseline, candidate, 2)?;
     for xs in [baseline, candidate] {
         if let Some(index) = xs.iter().position(|&x| x <= 0.0) {
             return Err(StatsError::NonPositive {

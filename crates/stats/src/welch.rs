@@ -6,7 +6,7 @@
 //! is the standard answer (it is also what `scipy.stats.ttest_ind(...,
 //! equal_var=False)` and R's default `t.test` compute).
 
-use crate::{check_finite, mean, sample_variance, StatsError};
+use crate::{check_two_samples, mean, sample_variance, StatsError};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -26,12 +26,7 @@ pub struct Welch {
 /// Errors: fewer than 2 runs on either side, non-finite samples, or both
 /// samples without any spread (t would be ±∞ or 0/0).
 pub fn welch(a: &[f64], b: &[f64]) -> Result<Welch, StatsError> {
-    check_finite(a)?;
-    check_finite(b)?;
-    let got = a.len().min(b.len());
-    if got < 2 {
-        return Err(StatsError::NotEnoughRuns { need: 2, got });
-    }
+    check_two_samples(a, b, 2)?;
     let (na, nb) = (a.len() as f64, b.len() as f64);
     let (ma, mb) = (mean(a), mean(b));
     let (va, vb) = (sample_variance(a, ma) / na, sample_variance(b, mb) / nb);
