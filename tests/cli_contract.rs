@@ -12,7 +12,7 @@
 //! few seconds in release.
 
 use crate::common_cli;
-use crate::common_cmd::{self, assert_exit, assert_holds};
+use crate::common_cmd::{self, assert_exit, assert_holds, strs};
 
 use common_cli::*;
 use pinsight_cpuset::CpuSet;
@@ -1048,12 +1048,7 @@ fn topo_json_contract_on_the_hybrid() {
         "topo",
     ])
     .json();
-    let names: Vec<&str> = xml["kinds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = strs(&xml["kinds"], "name");
     assert_eq!(names, ["E-core", "P-core"]);
 }
 

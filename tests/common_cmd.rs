@@ -131,3 +131,29 @@ pub fn usage_error<S: AsRef<std::ffi::OsStr>>(
     assert_holds(&o, assert_usage_error(&o), needles);
     o
 }
+
+/// The `key` string of each element of the JSON array `array` (panics
+/// where it is no array or an element has no string `key`).
+pub fn strs<'a>(array: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
+    array
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {array}"))
+        .iter()
+        .map(|e| {
+            e[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no string {key:?} in {e}"))
+        })
+        .collect()
+}
+
+/// A child's exit status is `code` and its stderr holds each of
+/// `needles`; returns that stderr as text.
+pub fn assert_status(o: &std::process::Output, code: i32, needles: &[&str]) -> String {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{n:?} is not in:\n{err}");
+    }
+    err
+}

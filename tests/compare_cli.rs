@@ -4,7 +4,7 @@
 //! `PINSIGHT_TEST_MEASURE_ROOT`: topology and plans stay this machine's).
 //! Runs only `true`, `false`, `sh` and `sleep`: fast, no extra packages.
 
-use crate::common_cmd::{pinsight_in, text, with_sh, words};
+use crate::common_cmd::{assert_status, pinsight_in, strs, text, with_sh, words};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -48,6 +48,13 @@ fn run(dir: &Path, args: &[&str]) -> Output {
     pinsight(dir).args(args).output().unwrap()
 }
 
+/// `args` run in a fresh directory, kept for the files the run wrote.
+fn run_fresh(args: &[&str]) -> (tempfile::TempDir, Output) {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(d.path(), args);
+    (d, o)
+}
+
 /// The JSON document on stdout of a run that must have succeeded.
 fn report(o: &Output) -> Value {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -56,12 +63,7 @@ fn report(o: &Output) -> Value {
 
 /// The ids of a report's arms, in order.
 fn arm_ids(r: &Value) -> Vec<&str> {
-    r["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_str().unwrap())
-        .collect()
+    strs(&r["arms"], "id")
 }
 
 fn journal_lines(p: &Path) -> Vec<Value> {
@@ -172,12 +174,10 @@ fn true_under_three_policies_gives_table_json_and_every_export() {
 
 #[test]
 fn human_output_is_a_table_with_a_verdict() {
-    let d = tempfile::tempdir().unwrap();
-    let o = run(
-        d.path(),
-        &words("compare --runs 2 --warmup 0 --policies os,cpus-set:0 -- true"),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let (d, o) = run_fresh(&words(
+        "compare --runs 2 --warmup 0 --policies os,cpus-set:0 -- true",
+    ));
+    assert_status(&o, 0, &[]);
     let out = text(&o.stdout);
     assert!(
         out.contains("Time (mean ± σ)") && out.contains("Range (min … max)"),
@@ -204,18 +204,11 @@ fn human_output_is_a_table_with_a_verdict() {
 
 #[test]
 fn missing_program_is_one_line_and_exit_127_before_anything_runs() {
-    let d = tempfile::tempdir().unwrap();
-    let o = run(
-        d.path(),
-        &words("compare --journal j.jsonl -- pinsight-no-such-program-x"),
-    );
-    assert_eq!(o.status.code(), Some(127));
-    let err = text(&o.stderr);
+    let (d, o) = run_fresh(&words(
+        "compare --journal j.jsonl -- pinsight-no-such-program-x",
+    ));
+    let err = assert_status(&o, 127, &["pinsight-no-such-program-x: command not found"]);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("pinsight-no-such-program-x: command not found"),
-        "{err}"
-    );
     assert!(!d.path().join("j.jsonl").exists());
 }
 
@@ -231,39 +224,25 @@ fn usage_errors_exit_2() {
         vec!["compare", "--resume", "no-such-journal.jsonl"],
     ] {
         let o = run(d.path(), &args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert_eq!(
-            text(&o.stderr).lines().count(),
-            1,
-            "{args:?}: {}",
-            text(&o.stderr)
-        );
+        let err = assert_status(&o, 2, &[]);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
 }
 
 #[test]
 fn a_run_killed_by_a_signal_is_recorded_and_stops_the_experiment() {
-    let d = tempfile::tempdir().unwrap();
-    let o = run(
-        d.path(),
+    let (d, o) = run_fresh(&with_sh(
+        "compare --runs 3 --policies os --journal j.jsonl --",
+        "kill -9 $$",
+    ));
+    assert_status(
+        &o,
+        1,
         &[
-            "compare",
-            "--runs",
-            "3",
-            "--policies",
-            "os",
-            "--journal",
-            "j.jsonl",
-            "--",
-            "sh",
-            "-c",
-            "kill -9 $$",
+            "killed by signal 9 (SIGKILL)",
+            "pinsight compare --resume j.jsonl",
         ],
     );
-    assert_eq!(o.status.code(), Some(1));
-    let err = text(&o.stderr);
-    assert!(err.contains("killed by signal 9 (SIGKILL)"), "{err}");
-    assert!(err.contains("pinsight compare --resume j.jsonl"), "{err}");
     let j = journal_lines(&d.path().join("j.jsonl"));
     assert_eq!(j.len(), 2, "header + the failed warm-up");
     assert_eq!(j[1]["exit"]["signal"], 9);
@@ -276,29 +255,22 @@ fn a_run_killed_by_a_signal_is_recorded_and_stops_the_experiment() {
 
 #[test]
 fn a_timeout_kills_the_run_and_is_recorded() {
-    let d = tempfile::tempdir().unwrap();
     let t = Instant::now();
-    let o = run(
-        d.path(),
-        &words("compare --runs 2 --policies os --timeout 200ms --journal j.jsonl -- sleep 100"),
-    );
+    let (d, o) = run_fresh(&words(
+        "compare --runs 2 --policies os --timeout 200ms --journal j.jsonl -- sleep 100",
+    ));
     // Unkilled, the runs would take 300 s.
     assert!(t.elapsed() < HANG_GUARD, "{:?}", t.elapsed());
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("timed out"), "{}", text(&o.stderr));
+    assert_status(&o, 1, &["timed out"]);
     let j = journal_lines(&d.path().join("j.jsonl"));
     assert_eq!(j[1]["timed_out"], true);
 }
 
 #[test]
 fn ignore_failure_goes_on_and_shows_the_failures() {
-    let d = tempfile::tempdir().unwrap();
     let policies = format!("os,cpus:{}", usable_cpus()[0]);
-    let o = run(
-        d.path(),
-        &words(&format!("compare -i --runs 2 --warmup 0 --oversubscribe --policies {policies} --journal j.jsonl -- false")),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let (d, o) = run_fresh(&words(&format!("compare -i --runs 2 --warmup 0 --oversubscribe --policies {policies} --journal j.jsonl -- false")));
+    assert_status(&o, 0, &[]);
     assert_eq!(journal_lines(&d.path().join("j.jsonl")).len(), 5);
     let out = flat(&text(&o.stdout));
     assert!(out.contains("0 (2 failed)"), "{out}");
@@ -310,19 +282,14 @@ fn ignore_failure_goes_on_and_shows_the_failures() {
 
 #[test]
 fn resume_refuses_a_different_experiment() {
-    let d = tempfile::tempdir().unwrap();
-    let o = run(
-        d.path(),
-        &words("compare --runs 2 --policies os --journal j.jsonl -- true"),
-    );
-    assert_eq!(o.status.code(), Some(0));
-    let o = run(d.path(), &["compare", "--resume", "j.jsonl", "--", "false"]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = text(&o.stderr);
-    assert!(err.contains("cannot resume j.jsonl: it is a different experiment (command: journal has `true`, now `false`)"), "{err}");
-    let o = run(d.path(), &["compare", "--resume", "j.jsonl", "--runs", "5"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("--runs: journal has 2, now 5"));
+    let (d, o) = run_fresh(&words(
+        "compare --runs 2 --policies os --journal j.jsonl -- true",
+    ));
+    assert_status(&o, 0, &[]);
+    let o = run(d.path(), &words("compare --resume j.jsonl -- false"));
+    assert_status(&o, 2, &["cannot resume j.jsonl: it is a different experiment (command: journal has `true`, now `false`)"]);
+    let o = run(d.path(), &words("compare --resume j.jsonl --runs 5"));
+    assert_status(&o, 2, &["--runs: journal has 2, now 5"]);
     // A finished journal resumes to the same summary, running nothing.
     let o = run(
         d.path(),
@@ -532,12 +499,7 @@ fn without_cpufreq_governors_are_not_applicable_not_an_error() {
     if r["header"]["machine"]["kinds"].as_array().unwrap().len() > 1 {
         pinsight_testkit::skip_test!("the kind assertions below are for one-kind machines");
     }
-    let na: Vec<&str> = r["not_applicable"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["what"].as_str().unwrap())
-        .collect();
+    let na: Vec<&str> = strs(&r["not_applicable"], "what");
     // One kind: p-* use it (it is the fastest kind), e-* have no kind to use.
     assert_eq!(na, ["e-set", "e-pinned", "governor performance"]);
     assert!(r["not_applicable"][0]["reason"]

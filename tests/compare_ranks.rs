@@ -17,7 +17,7 @@
 
 use crate::common_launch;
 
-use crate::common_cmd::{assert_fits_80, pinsight_in};
+use crate::common_cmd::{assert_fits_80, pinsight_in, strs};
 use common_launch::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -62,12 +62,7 @@ fn check_journal(path: &Path, launcher_word: &str, runs: usize) {
     assert_eq!(h["kind"], "compare-ranks", "{h}");
     assert_eq!(h["extension"]["launcher"][0], launcher_word, "{h}");
     assert_eq!(h["extension"]["slice"], "p-pinned");
-    let arms: Vec<&str> = h["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_str().unwrap())
-        .collect();
+    let arms: Vec<&str> = strs(&h["arms"], "id");
     assert_eq!(arms, ["equal-count", "equal-capacity"]);
     let mut slots: Vec<u64> = Vec::new();
     for l in &lines[1..] {

@@ -2,6 +2,7 @@
 //! line: recorded machines (hwloc's i7-1370P laptop), launcher variables
 //! given in the environment, and the usage errors (exit 2) naming the input.
 
+use crate::common_cmd::strs;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -77,12 +78,7 @@ fn all_slices_of_the_hybrid_laptop() {
     let o = on_hybrid(&["slice", "--all", "--size", "2", "--json"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let cpus: Vec<&str> = v["slices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["cpus"].as_str().unwrap())
-        .collect();
+    let cpus: Vec<&str> = strs(&v["slices"], "cpus");
     // E-cores at 0.58 of a P-core (CPPC highest_perf, the capacity topo
     // prints): 8 P-CPUs against 4 P-CPUs and 8 E-cores.
     assert_eq!(cpus, ["0-7", "8-19"]);

@@ -6,7 +6,7 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::usage_error;
+use crate::common_cmd::{strs, usage_error};
 use common_cli::*;
 use std::path::PathBuf;
 
@@ -430,12 +430,7 @@ fn an_unexplained_program_gets_the_best_measured_and_the_reasons() {
     assert!(text.contains("not well enough to trust"), "{}", o.stdout);
     let j = tune(&["--from", &csv, "--machine", "6P+8E+smt", "--json"]).json();
     assert_eq!(j["recommended_by"], "best_measured");
-    let kinds: Vec<&str> = j["caveats"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["kind"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = strs(&j["caveats"], "kind");
     assert!(kinds.contains(&"low_r2"), "{kinds:?}");
     assert!(j["recommended"]["measured_s"].is_f64());
 }
