@@ -1,4 +1,4 @@
-//! Builds the `std::process::Command` of one run under one arm's plan,
+//! Builds the [`Spawn`] of one run under one arm's plan,
 //! applying it exactly as `pinsight run` does: both build on
 //! [`pinsight_launch::Application`], which decides once per arm how the plan
 //! is applied to this program —

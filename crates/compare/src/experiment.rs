@@ -26,7 +26,6 @@ use pinsight_sys::spawn::{Prebuilt, Spawn, Stdio as SpawnStdio};
 use pinsight_sys::FsRoot;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Runs the program of one arm, the `--prepare` command, and switches
@@ -602,10 +601,7 @@ impl LiveExecutor {
         let id = ids.get(slot.arm).map_or("arm", String::as_str);
         match capture.open(id, slot.index) {
             Ok(o) => {
-                // One open file for both streams (`>FILE 2>&1`), shared
-                // with the spawn: no descriptor duplicated for a run.
-                cmd.stdout(SpawnStdio::Shared(o.file.clone()))
-                    .stderr(SpawnStdio::Shared(o.file.clone()));
+                o.redirect(&mut cmd);
                 (cmd, Some(o))
             }
             Err(e) => {
@@ -778,10 +774,10 @@ impl PrepareCommand {
 /// Runs the `--prepare` command `text` (`sh -c`) measured by `m`; Err:
 /// why it failed.
 pub fn run_prepare(m: &Measurer, text: &str, show_output: bool) -> Result<(), RunError> {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(text).stdin(std::process::Stdio::null());
+    let mut cmd = Spawn::new("sh");
+    cmd.arg("-c").arg(text).stdin(SpawnStdio::Null);
     if !show_output {
-        cmd.stdout(std::process::Stdio::null());
+        cmd.stdout(SpawnStdio::Null);
     }
     prepare_result(m, cmd, text)
 }
@@ -801,20 +797,18 @@ pub fn run_prepare_kept(
     let Some(capture) = capture else {
         return (run_prepare(m, text, show_output), None);
     };
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(text).stdin(std::process::Stdio::null());
+    let mut cmd = Spawn::new("sh");
+    cmd.arg("-c").arg(text).stdin(SpawnStdio::Null);
     let open = match capture.open_prepare(slot.index) {
         Ok(o) => o,
         Err(e) => return (Ok(()), Some(Err(e))),
     };
-    if let Err(e) = open.redirect(&mut cmd) {
-        return (Ok(()), Some(Err(e)));
-    }
+    open.redirect(&mut cmd);
     let r = prepare_result(m, cmd, text);
     (r, Some(open.finish()))
 }
 
-fn prepare_result(m: &Measurer, cmd: Command, text: &str) -> Result<(), RunError> {
+fn prepare_result(m: &Measurer, cmd: Spawn, text: &str) -> Result<(), RunError> {
     let r = m.run(cmd)?;
     if r.exit.success() && !r.timed_out {
         return Ok(());

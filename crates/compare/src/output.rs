@@ -25,6 +25,7 @@
 
 use crate::journal::RunOutputRef;
 use pinsight_lifecycle::output::{self, OutputError};
+use pinsight_sys::spawn::{Spawn, Stdio};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -200,16 +201,11 @@ fn safe(arm: &str) -> String {
 
 impl Open {
     /// Points `cmd`'s stdout and stderr at this file (one open file, as
-    /// `>FILE 2>&1`).
-    pub fn redirect(&self, cmd: &mut std::process::Command) -> Result<(), CaptureError> {
-        let dup = || {
-            self.file.try_clone().map_err(|source| CaptureError::Dir {
-                path: self.path.clone(),
-                source,
-            })
-        };
-        cmd.stdout(dup()?).stderr(dup()?);
-        Ok(())
+    /// `>FILE 2>&1`, shared with the spawn: no descriptor duplicated for a
+    /// run).
+    pub fn redirect(&self, cmd: &mut Spawn) {
+        cmd.stdout(Stdio::Shared(self.file.clone()))
+            .stderr(Stdio::Shared(self.file.clone()));
     }
 
     /// Keeps what the program wrote (bounded, see [`LIMIT`]) in the named

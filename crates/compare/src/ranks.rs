@@ -13,9 +13,9 @@ use crate::journal::{RankTime, RankTimes};
 use crate::output::{Capture, CaptureError, Kept};
 use pinsight_launch::rank_report::read_dir;
 use pinsight_measure::{Measurer, RunError, RunRecord};
+use pinsight_sys::spawn::{Spawn, Stdio};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::rc::Rc;
 
 /// [`crate::Header::kind`] of a compare-across-ranks journal.
@@ -80,9 +80,9 @@ impl RanksExecutor {
     }
 
     /// The launcher command of one run of arm `rule`.
-    pub fn command(&self, rule: &str, dir: &Path) -> Command {
+    pub fn command(&self, rule: &str, dir: &Path) -> Spawn {
         let id = &self.identity;
-        let mut cmd = Command::new(&id.launcher[0]);
+        let mut cmd = Spawn::new(&id.launcher[0]);
         cmd.args(&id.launcher[1..])
             .arg(&self.pinsight)
             .args(&id.rank_options)
@@ -91,9 +91,9 @@ impl RanksExecutor {
             .arg(dir)
             .arg("--")
             .args(&self.command)
-            .stdin(Stdio::null());
+            .stdin(Stdio::Null);
         if !self.show_output {
-            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            cmd.stdout(Stdio::Null).stderr(Stdio::Null);
         }
         cmd
     }
@@ -172,10 +172,10 @@ impl Executor for RanksExecutor {
         let mut open = None;
         if let Some((capture, ids)) = &self.capture {
             let id = ids.get(slot.arm).map_or("arm", String::as_str);
-            match capture
-                .open(id, slot.index)
-                .and_then(|o| o.redirect(&mut cmd).map(|()| o))
-            {
+            match capture.open(id, slot.index).map(|o| {
+                o.redirect(&mut cmd);
+                o
+            }) {
                 Ok(o) => open = Some(o),
                 Err(e) => self.kept = Some(Err(e)),
             }
