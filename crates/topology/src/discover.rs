@@ -24,7 +24,7 @@
 //! Never panics on bad input: anything unreadable becomes a warning in
 //! `Topology::warnings` and a best-effort model.
 
-mod caches;
+pub(crate) mod caches;
 mod cgroup;
 mod cpuid;
 mod cpus;

@@ -1443,16 +1443,8 @@ fn make_caches(objs: &[Obj], online: &CpuSet) -> Vec<Cache> {
             caches.push(cache);
         }
     }
-    caches.sort_by_key(|c| (c.level, cache_type_order(c.cache_type), c.cpus.first()));
+    crate::discover::caches::sort(&mut caches);
     caches
-}
-
-fn cache_type_order(t: CacheType) -> u8 {
-    match t {
-        CacheType::Data => 0,
-        CacheType::Instruction => 1,
-        CacheType::Unified => 2,
-    }
 }
 
 /// NUMA nodes by OS id; objects repeating an id are merged. Which node

@@ -95,8 +95,14 @@ pub(super) fn discover_caches(r: &mut Reader, layout: &Layout) -> Vec<Cache> {
         }
     }
     share_zero_maps(r, layout, &mut caches, zeros);
-    caches.sort_by_key(|k| (k.level, type_order(k.cache_type), k.cpus.first()));
+    sort(&mut caches);
     caches
+}
+
+/// Puts caches in the order a topology lists them: by level, then data,
+/// instruction and unified, then first CPU.
+pub(crate) fn sort(caches: &mut [Cache]) {
+    caches.sort_by_key(|k| (k.level, type_order(k.cache_type), k.cpus.first()));
 }
 
 fn type_order(t: CacheType) -> u8 {

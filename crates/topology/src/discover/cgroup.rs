@@ -88,27 +88,30 @@ pub(super) fn locate(r: &mut Reader) -> Option<Group> {
 /// The allowed CPUs and the file that said so, `None` when no cpuset
 /// restriction could be found.
 pub(super) fn allowed_cpus(r: &mut Reader, g: &Group) -> Option<(CpuSet, String)> {
-    let names: &[&str] = match g.flavor {
-        Flavor::V2 => &["cpuset.cpus.effective"],
-        Flavor::V1 { prefix: true } => &["cpuset.effective_cpus", "cpuset.cpus"],
-        Flavor::V1 { prefix: false } | Flavor::Legacy => &["effective_cpus", "cpus"],
-    };
-    first_set(r, g, names)
+    first_set(r, g, "cpus")
 }
 
 /// The allowed memory nodes (as a set of node ids) and the file that said
 /// so, `None` when no cpuset restriction could be found.
 pub(super) fn allowed_mems(r: &mut Reader, g: &Group) -> Option<(CpuSet, String)> {
-    let names: &[&str] = match g.flavor {
-        Flavor::V2 => &["cpuset.mems.effective"],
-        Flavor::V1 { prefix: true } => &["cpuset.effective_mems", "cpuset.mems"],
-        Flavor::V1 { prefix: false } | Flavor::Legacy => &["effective_mems", "mems"],
-    };
-    first_set(r, g, names)
+    first_set(r, g, "mems")
 }
 
-/// The first of `names` in the group's directory holding a non-empty list.
-fn first_set(r: &mut Reader, g: &Group, names: &[&str]) -> Option<(CpuSet, String)> {
+/// The first cpuset file of the group's directory holding a non-empty
+/// list of `what` (`cpus` or `mems`), the effective one first:
+/// `cpuset.WHAT.effective` (v2), `cpuset.effective_WHAT` then
+/// `cpuset.WHAT` (v1 with the prefix), `effective_WHAT` then `WHAT` (v1
+/// without it, and the legacy cpuset file system).
+fn first_set(r: &mut Reader, g: &Group, what: &str) -> Option<(CpuSet, String)> {
+    let names = match g.flavor {
+        Flavor::V2 => vec![format!("cpuset.{what}.effective")],
+        Flavor::V1 { prefix: true } => {
+            vec![format!("cpuset.effective_{what}"), format!("cpuset.{what}")]
+        }
+        Flavor::V1 { prefix: false } | Flavor::Legacy => {
+            vec![format!("effective_{what}"), what.to_string()]
+        }
+    };
     for name in names {
         let path = format!("{}/{name}", g.dir);
         if let Some(set) = r.cpulist(&path, "ignored the cgroup restriction") {
