@@ -34,6 +34,19 @@ pub fn json(o: &Output) -> Value {
     })
 }
 
+/// The element of the JSON array `list` whose `field` is `value`; a
+/// `list` that is no array fails the test.
+#[track_caller]
+pub fn entry<'a, T>(list: &'a Value, field: &str, value: T) -> Option<&'a Value>
+where
+    Value: PartialEq<T>,
+{
+    list.as_array()
+        .unwrap_or_else(|| panic!("not an array: {list}"))
+        .iter()
+        .find(|x| x[field] == value)
+}
+
 /// `c` started with stdout and stderr piped (for [`wait_with_guard`]).
 pub fn spawn_piped(c: &mut Command) -> Child {
     c.stdout(Stdio::piped())

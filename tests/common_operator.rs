@@ -4,6 +4,7 @@
 //! balance and its restore, and the lookups in what `pinsight load
 //! --json` and `balance --json` print.
 
+use crate::common_live::entry;
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
 
@@ -75,10 +76,7 @@ pub fn start(p: usize, e: usize, task: &str, marker: &str, rt: bool) -> Tasks {
 
 /// CPU `n`'s entry in a `pinsight load --json` document.
 pub fn load_cpu(doc: &Value, n: usize) -> &Value {
-    doc["cpus"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(n as u64)))
-        .unwrap_or_else(|| panic!("no CPU {n} in {doc:#}"))
+    entry(&doc["cpus"], "cpu", n).unwrap_or_else(|| panic!("no CPU {n} in {doc:#}"))
 }
 
 /// Runs `c` (a pinsight command with `--json`), which must succeed, and
@@ -138,9 +136,7 @@ pub fn per_cpu(doc: &Value, first: &str, second: &str) -> Vec<(u64, u64)> {
 /// (their schedstat run time; the tasks keep their pace, so it is their
 /// share during `load`'s reading of the same placement too).
 pub fn tasks_busy(doc: &Value, when: &str, cpu: usize) -> f64 {
-    doc[when]["cpus"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["cpu"].as_u64() == Some(cpu as u64)))
+    entry(&doc[when]["cpus"], "cpu", cpu)
         .and_then(|c| c["tasks_busy"].as_f64())
         .unwrap_or_else(|| panic!("no {when} tasks_busy of CPU {cpu} in {doc:#}"))
 }

@@ -4,7 +4,7 @@
 //! output kept and labelled, and `--export-json` against hyperfine's own
 //! export. A missing tool is a counted skip (pinsight_testkit::skip).
 
-use crate::common_live::assert_exit;
+use crate::common_live::{assert_exit, entry};
 use pinsight_testkit::premise::Live;
 use serde_json::Value;
 use std::path::Path;
@@ -58,6 +58,17 @@ fn compare<'a>(
     args
 }
 
+/// `compare --runs 2 --warmup WARMUP --policies os --journal j.jsonl
+/// --show-output REST` in `d`, which must succeed: what it printed on
+/// stderr (the runs' output, labelled).
+fn show_output(d: &Path, warmup: &str, rest: &[&str]) -> String {
+    let rest = [&["--show-output"], rest].concat();
+    let o = pinsight(d, &compare("2", warmup, "os", "j.jsonl", &rest));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    err
+}
+
 const SYSBENCH: &[&str] = &["sysbench", "cpu", "--threads=2", "--time=1", "run"];
 
 /// `pinsight --json compare --runs RUNS --warmup 0 --policies
@@ -93,12 +104,7 @@ fn sysbench_events_per_second_decide_the_verdict() {
     };
     assert_eq!(r["verdict"]["objective"], "events_per_s");
     for arm in r["arms"].as_array().unwrap() {
-        let m = arm["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["key"] == "events_per_s")
-            .expect("events_per_s per arm");
+        let m = entry(&arm["metrics"], "key", "events_per_s").expect("events_per_s per arm");
         assert!(m["summary"]["mean"].as_f64().unwrap() > 0.0, "{m}");
         assert!(m["summary"]["mean_ci"]["lo"].is_number(), "interval: {m}");
         assert_eq!(m["program"]["better"], "higher");
@@ -152,18 +158,7 @@ fn fixed_duration_is_noticed_without_a_metric() {
 #[test]
 fn show_output_labels_every_run() {
     let d = tempfile::tempdir().unwrap();
-    let o = pinsight(
-        d.path(),
-        &compare(
-            "2",
-            "1",
-            "os",
-            "j.jsonl",
-            &["--show-output", "--", "sh", "-c", "echo out; echo err >&2"],
-        ),
-    );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    let err = show_output(d.path(), "1", &["--", "sh", "-c", "echo out; echo err >&2"]);
     for label in [
         "── pinsight: output of os, warm-up run 1 (slot 0) ──\nout\nerr\n",
         "── pinsight: output of os, measured run 1 (slot 1) ──\nout\nerr\n",
@@ -261,25 +256,17 @@ fn export_json_has_every_field_of_hyperfines() {
 #[test]
 fn prepare_output_is_kept_and_labelled() {
     let d = tempfile::tempdir().unwrap();
-    let o = pinsight(
+    let err = show_output(
         d.path(),
-        &compare(
-            "2",
-            "0",
-            "os",
-            "j.jsonl",
-            &[
-                "--show-output",
-                "--prepare",
-                "echo prepared; echo to-stderr >&2",
-                "--",
-                "echo",
-                "measured",
-            ],
-        ),
+        "0",
+        &[
+            "--prepare",
+            "echo prepared; echo to-stderr >&2",
+            "--",
+            "echo",
+            "measured",
+        ],
     );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
     for slot in 0..2 {
         let kept = std::fs::read_to_string(
             d.path()

@@ -3,6 +3,7 @@
 //! window are flagged disturbed on that CPU with a plausible share; runs
 //! outside it are not (checked when nothing else loads that CPU).
 
+use crate::common_live::entry;
 use pinsight_cpuset::CpuSet;
 use serde_json::Value;
 use std::process::{Command, Stdio};
@@ -39,12 +40,7 @@ impl Drop for Busy {
 }
 
 fn cpu_share(run: &Value, cpu: usize) -> f64 {
-    run["disturbance"]["cpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["cpu"] == cpu)
-        .map_or(0.0, |c| c["share"].as_f64().unwrap())
+    entry(&run["disturbance"]["cpus"], "cpu", cpu).map_or(0.0, |c| c["share"].as_f64().unwrap())
 }
 
 #[test]

@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common_emulation::{median, require_premise, steady, Emulation, Pace};
-use crate::common_live::{assert_exit, json, named, sample_run_time, spawn_piped, spin, BIN};
+use crate::common_live::{
+    assert_exit, entry, json, named, sample_run_time, spawn_piped, spin, BIN,
+};
 use pinsight_testkit::premise::{self, Live};
 /// Above this E/P speed ratio, as the tests' programs see it, the slowed CPU
 /// is hidden by other load: the test is skipped (counted).
@@ -474,11 +476,7 @@ fn mix_finds_os_less_fair_than_aarr_and_acfs() {
             .unwrap()))
     };
     let u = |r: &serde_json::Value, policy: &str| {
-        r["schedulers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["policy"] == policy)
+        entry(&r["schedulers"], "policy", policy)
             .and_then(|s| s["unfairness"].as_f64())
             .unwrap_or_else(|| panic!("no {policy}: {r}"))
     };
@@ -508,11 +506,7 @@ fn mix_finds_os_less_fair_than_aarr_and_acfs() {
     // order checkable; a spread placement is a skip. (Judged on os's own
     // figure, a 1.25 skip threshold let through an os of 1.251 that the
     // kernel's placement could not separate from AARR's 1.07.)
-    let shares: Vec<f64> = kernel["schedulers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["policy"] == "os")
+    let shares: Vec<f64> = entry(&kernel["schedulers"], "policy", "os")
         .and_then(|s| s["programs"].as_array())
         .map(|ps| ps.iter().filter_map(|p| p["big_share"].as_f64()).collect())
         .unwrap_or_default();

@@ -5,7 +5,7 @@
 //! pinsight-emulate's suite: this machine may have no cpufreq.)
 
 use crate::common_emulation::{read_report, stealer_of};
-use crate::common_live::{assert_exit, BIN};
+use crate::common_live::{assert_exit, entry, BIN};
 use pinsight_testkit::premise::Live;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
@@ -464,12 +464,7 @@ fn compare_finds_the_emulated_p_e_difference_significant() {
         .unwrap();
     assert_exit(&out, 0);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let e = v["arms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["id"] == "e-pinned")
-        .expect("an e-pinned arm");
+    let e = entry(&v["arms"], "id", "e-pinned").expect("an e-pinned arm");
     let t = &e["time_vs_baseline"];
     let ratio = t["ratio"].as_f64().unwrap();
     let p = t["p"].as_f64().unwrap();
@@ -523,11 +518,7 @@ fn speed_measures_the_emulated_ratio() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let usable = pinsight_testkit::usable_cpus();
     let cpu = |id: usize| {
-        v["cpus"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["cpu"] == id)
+        entry(&v["cpus"], "cpu", id)
             .cloned()
             .expect("every usable CPU measured")
     };
@@ -581,10 +572,8 @@ fn balance_with_speed_weights_loads_the_slowed_cpu_less() {
             .unwrap();
         assert_exit(&out, 0);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let t = v["tasks_per_cpu"].as_array().unwrap();
         let on = |cpu: usize| {
-            t.iter()
-                .find(|c| c["cpu"] == cpu)
+            entry(&v["tasks_per_cpu"], "cpu", cpu)
                 .and_then(|c| c["tasks"].as_u64())
                 .unwrap_or(0)
         };

@@ -23,6 +23,7 @@
 //! CPU (the tasks and pinsight are this test's own).
 
 use crate::common_emulation::{require_premise, steady, steady_ratio, Emulation};
+use crate::common_live::entry;
 use crate::common_operator::{balance_command, ok_json, per_cpu, restore};
 use pinsight_testkit::premise;
 use serde_json::Value;
@@ -328,9 +329,7 @@ fn premises(live: &premise::Live, em: &Emulation) -> Result<String, String> {
 fn load_progress(doc: &Value, pids: &[u32]) -> Vec<(u32, f64)> {
     pids.iter()
         .map(|pid| {
-            let t = doc["tasks"]
-                .as_array()
-                .and_then(|ts| ts.iter().find(|t| t["pid"].as_u64() == Some(*pid as u64)))
+            let t = entry(&doc["tasks"], "pid", *pid)
                 .unwrap_or_else(|| panic!("task {pid} not in load's tasks: {doc:#}"));
             (*pid, t["progress"].as_f64().unwrap())
         })
@@ -446,6 +445,14 @@ fn lines_until(
     (seen, false)
 }
 
+/// The interval of the last of `lines` (0 without one).
+fn last_interval(lines: &[Value]) -> u64 {
+    lines
+        .last()
+        .and_then(|v| v["interval"].as_u64())
+        .unwrap_or(0)
+}
+
 /// Seed 004 at scale: 24 always-busy tasks started on the slowed CPU.
 /// `load` says they get about a third of the capacity they could use;
 /// `balance` ends with 16 on P and 8 on E, and the tasks' own iteration
@@ -494,20 +501,14 @@ fn twenty_four_busy_tasks_are_spread_and_the_watch_keeps_them_even() {
     let (first, placed) = lines_until(&out, Duration::from_secs(15), |v| {
         v["action"] == "placed" && v["moved"].as_u64() == Some(16)
     });
-    let placed_at = first
-        .last()
-        .and_then(|v| v["interval"].as_u64())
-        .unwrap_or(0);
+    let placed_at = last_interval(&first);
     for _ in 0..6 {
         tasks.add(&cpus);
     }
     let (second, more) = lines_until(&out, Duration::from_secs(15), |v| {
         v["action"] == "placed" && v["new"].as_u64() == Some(6)
     });
-    let more_at = second
-        .last()
-        .and_then(|v| v["interval"].as_u64())
-        .unwrap_or(0);
+    let more_at = last_interval(&second);
     // Three intervals in the new places: what the watch measures there.
     let (later, _) = lines_until(&out, Duration::from_secs(5), |_| false);
     let moved: u64 = first

@@ -7,7 +7,7 @@
 //! sampled every 5 ms), never from pinsight's own report.
 
 use crate::common_live::{
-    assert_exit, json, named, on_cpus, pinsight_p_e, sample_run_time, spawn_piped, spin,
+    assert_exit, entry, json, named, on_cpus, pinsight_p_e, sample_run_time, spawn_piped, spin,
     two_usable_cpus,
 };
 use pinsight_testkit::premise::Live;
@@ -55,9 +55,18 @@ fn sched(cpus: &[usize], scheduler: &str, args: &[&str]) -> Child {
     spawn_piped(&mut pinsight(cpus, &[&head[..], args].concat()))
 }
 
-/// [`sched`] of `FLAGS -- sh -c SCRIPT`, to its end.
-fn sched_script(cpus: &[usize], scheduler: &str, flags: &[&str], script: &str) -> Output {
-    let cmd = ["--", "sh", "-c", script];
+/// [`sched`] of `FLAGS -- sh -c SCRIPT`, to its end; `script` is given
+/// the path of `a`, a link to pinsight (a program named `a`), in a
+/// directory of its own.
+fn sched_script(
+    cpus: &[usize],
+    scheduler: &str,
+    flags: &[&str],
+    script: impl FnOnce(&Path) -> String,
+) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script(&named(dir.path(), "a"));
+    let cmd = ["--", "sh", "-c", &script];
     wait_with_guard(sched(cpus, scheduler, &[flags, &cmd[..]].concat()))
 }
 
@@ -226,13 +235,12 @@ fn a_command_and_the_processes_it_starts_are_managed() {
     let Some((_live, cpus)) = begin() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let a = named(dir.path(), "a");
-    let script = format!(
-        "{a} workload pi -t 1 -s 2e9 >/dev/null & {a} workload pi -t 1 -s 2e9 >/dev/null; wait; exit 3",
-        a = a.display()
-    );
-    let o = sched_script(&cpus, "acfs", &["--sf", "a=2"], &script);
+    let o = sched_script(&cpus, "acfs", &["--sf", "a=2"], |a| {
+        format!(
+            "{a} workload pi -t 1 -s 2e9 >/dev/null & {a} workload pi -t 1 -s 2e9 >/dev/null; wait; exit 3",
+            a = a.display()
+        )
+    });
     assert_eq!(
         o.status.code(),
         Some(3),
@@ -347,22 +355,17 @@ fn a_program_left_running_by_a_parent_that_exited_is_still_managed() {
     let Some((_live, cpus)) = begin() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let a = named(dir.path(), "a");
     // The shell starts `a` in the background and exits at once: `a` is
     // reparented to pinsight (a child subreaper) and managed to its end.
-    let script = format!(
-        "{} workload pi -t 1 -s 2e9 >/dev/null & exit 0",
-        a.display()
-    );
-    let o = sched_script(&cpus, "aarr", &[], &script);
+    let o = sched_script(&cpus, "aarr", &[], |a| {
+        format!(
+            "{} workload pi -t 1 -s 2e9 >/dev/null & exit 0",
+            a.display()
+        )
+    });
     assert_exit(&o, 0);
     let r = json(&o);
-    let a = r["programs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "a")
+    let a = entry(&r["programs"], "name", "a")
         .unwrap_or_else(|| panic!("the orphan was not managed: {r}"));
     let t = a["big_s"].as_f64().unwrap() + a["small_s"].as_f64().unwrap();
     assert!(t > 0.1, "{a}");
