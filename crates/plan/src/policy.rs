@@ -533,28 +533,17 @@ mod tests {
 
     #[test]
     fn canonical_round_trip() {
-        for text in [
-            "os",
-            "p-set",
-            "e-set",
-            "p-pinned",
-            "e-pinned",
-            "p-first",
-            "e-first",
-            "smt-physical-first",
-            "compact",
-            "scatter",
+        // Every name without a parameter, then parameterised ones.
+        let plain = POLICY_NAMES.iter().copied().filter(|n| !n.contains(':'));
+        for text in plain.chain([
             "kind:1",
             "kind:E-core",
             "kind-set:0",
             "cpus:0-3,8",
             "cpus-set:4-7",
-            "balance",
-            "latency-group",
-            "latency-pipeline",
             "p-first+smt-physical-first",
             "compact+smt-physical-first",
-        ] {
+        ]) {
             let p: Policy = text.parse().unwrap();
             assert_eq!(p.to_string(), text);
         }

@@ -6,7 +6,7 @@
 
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{
-    DeviceClass, DeviceLocalitySource, OsDevice, OsDeviceKind, PciDevice, Topology,
+    DeviceClass, DeviceLocalitySource, NumaNode, OsDevice, OsDeviceKind, PciDevice, Topology,
 };
 use pinsight_plan::{
     plan, render, Format, FormatError, MemError, MemMode, MemPolicy, PlanError, Request,
@@ -67,21 +67,16 @@ fn nodes_resolve_on_a_recorded_machine() {
         .is_none());
 }
 
+/// Node `id` of `t`, to change.
+fn node_mut(t: &mut Topology, id: u32) -> &mut NumaNode {
+    t.numa_nodes.iter_mut().find(|n| n.id == id).unwrap()
+}
+
 #[test]
 fn forbidden_and_memoryless_nodes_are_refused_and_left_out_of_all() {
     let mut t = eight_nodes();
-    t.numa_nodes
-        .iter_mut()
-        .find(|n| n.id == 2)
-        .unwrap()
-        .memory
-        .allowed = false;
-    t.numa_nodes
-        .iter_mut()
-        .find(|n| n.id == 3)
-        .unwrap()
-        .memory
-        .has_memory = false;
+    node_mut(&mut t, 2).memory.allowed = false;
+    node_mut(&mut t, 3).memory.has_memory = false;
     let (_, e) = mem_error(&t, "bind:2");
     assert_eq!(
         e,

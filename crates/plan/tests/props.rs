@@ -5,21 +5,22 @@ use crate::common;
 
 use common::*;
 use pinsight_cpuset::CpuSet;
+use pinsight_plan::policy::POLICY_NAMES;
 use pinsight_plan::{plan, render, Format, FormatError, PlanError, Policy, Request};
 use pinsight_testkit::topology::*;
 use proptest::prelude::*;
 
-const BASES: &[&str] = &[
-    "os",
-    "p-set",
-    "e-set",
-    "p-pinned",
-    "e-pinned",
-    "p-first",
-    "e-first",
-    "smt-physical-first",
-    "compact",
-    "scatter",
+/// Every policy without a parameter (but the latency ones, which need a
+/// measured latency matrix), then parameterised ones.
+static BASES: std::sync::LazyLock<Vec<&str>> = std::sync::LazyLock::new(|| {
+    let plain = POLICY_NAMES
+        .iter()
+        .copied()
+        .filter(|n| !n.contains(':') && !n.starts_with("latency-"));
+    plain.chain(PARAMETERISED.iter().copied()).collect()
+});
+
+const PARAMETERISED: &[&str] = &[
     "kind:0",
     "kind:1",
     "kind-set:0",
@@ -31,7 +32,6 @@ const BASES: &[&str] = &[
     "cpus:0xf",
     "cpus-set:0x3",
     "cpus-set:all",
-    "balance",
 ];
 
 fn machines() -> Vec<pinsight_model::Topology> {
