@@ -259,21 +259,12 @@ fn report_out_writable_keeps_existing_files_until_written() {
     // Recorded machine: nothing is measured, the files are written at once.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("box.html"), "old").unwrap();
-    let out = run(
-        dir.path(),
-        &[
-            "--fsroot",
-            &fixture("20em64t-hybrid-1p6c2t+2ca4co1t"),
-            "report",
-            "--export-html",
-            "box.html",
-            "--export-json",
-            "box.json",
-            "--export-latency",
-            "box.latency.json",
-            "-q",
-        ],
-    );
+    let hybrid = fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
+    let mut args = vec!["--fsroot", &hybrid];
+    args.extend(words(
+        "report --export-html box.html --export-json box.json --export-latency box.latency.json -q",
+    ));
+    let out = run(dir.path(), &args);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let html = std::fs::read_to_string(dir.path().join("box.html")).unwrap();
     assert!(html.contains("<html") || html.len() > 100);
@@ -286,16 +277,8 @@ fn speed_weights_unwritable_is_refused_before_measuring() {
     let started = Instant::now();
     // A budget of 40 s per usable CPU would be spent before a late failure.
     let forty_per_cpu = format!("{}s", 40 * pinsight_testkit::allowed_cpus().len());
-    let out = run(
-        dir.path(),
-        &[
-            "speed",
-            "--budget",
-            &forty_per_cpu,
-            "--export-weights",
-            "no/dir/w.json",
-        ],
-    );
+    let line = format!("speed --budget {forty_per_cpu} --export-weights no/dir/w.json");
+    let out = run(dir.path(), &words(&line));
     assert_refused_early(&out, started, "no/dir/w.json");
     assert!(text(&out.stderr).contains("--export-weights"));
 }

@@ -3,6 +3,7 @@
 //! it is too small, recorded machines (`--fsroot`, `--latency`), and
 //! the exit codes of bad input. Live measurements use tiny budgets.
 
+use crate::common_cmd::{assert_status, on_fsroot, text, words};
 use pinsight_latency::LoadMatrix;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -44,10 +45,6 @@ fn assert_speed_accounting(speed: &Value, per_cpu_budget_s: f64) {
         elapsed > 0.0 && elapsed < HANG_GUARD.as_secs_f64(),
         "{elapsed}"
     );
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn ok(o: &Output) -> String {
@@ -98,14 +95,9 @@ fn speed_weights_feed_plan_balance() {
     let budget = format!("{}ms", 60 * pinsight_testkit::allowed_cpus().len());
     let out = ok(&pinsight(
         dir.path(),
-        &[
-            "speed",
-            "-q",
-            "--budget",
-            &budget,
-            "--export-weights",
-            "w.json",
-        ],
+        &words(&format!(
+            "speed -q --budget {budget} --export-weights w.json"
+        )),
     ));
     assert!(out.contains("Weights written to w.json"), "{out}");
     let w: Value =
@@ -122,23 +114,10 @@ fn speed_weights_feed_plan_balance() {
     assert!((best - 1.0).abs() < 1e-9, "the fastest CPU weighs 1: {w}");
     assert!(weights.values().all(|v| v.as_f64().unwrap() > 0.0));
 
-    let plan = ok(&pinsight(
-        dir.path(),
-        &["plan", "balance", "--tasks", "200", "--weights", "w.json"],
-    ));
+    let balance = "plan balance --tasks 200 --weights w.json";
+    let plan = ok(&pinsight(dir.path(), &words(balance)));
     assert!(plan.contains("capacity: from the weights file"), "{plan}");
-    let json = ok(&pinsight(
-        dir.path(),
-        &[
-            "plan",
-            "balance",
-            "--tasks",
-            "200",
-            "--weights",
-            "w.json",
-            "--json",
-        ],
-    ));
+    let json = ok(&pinsight(dir.path(), &words(&format!("{balance} --json"))));
     let v: Value = serde_json::from_str(&json).unwrap();
     assert!(v.is_object(), "plan --json is an object: {json}");
 }
@@ -149,7 +128,7 @@ fn speed_json_carries_the_method_and_every_chunk_count() {
     let cpu = usable()[0].to_string();
     let out = ok(&pinsight(
         dir.path(),
-        &["speed", "--json", "-q", "--cpus", &cpu, "--budget", "90ms"],
+        &words(&format!("speed --json -q --cpus {cpu} --budget 90ms")),
     ));
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["kernels"], serde_json::json!(["int", "fp", "mem"]));
@@ -207,24 +186,14 @@ fn speed_json_carries_the_method_and_every_chunk_count() {
         dir.path(),
         &["plan", "balance", "--smt-yield", file.to_str().unwrap()],
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("speed: unavailable: no SMT siblings"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_status(&o, 2, &["speed: unavailable: no SMT siblings"]);
 }
 
 #[test]
 fn speed_refuses_recorded_machines_and_bad_flags() {
     let dir = tempfile::tempdir().unwrap();
     let o = pinsight(dir.path(), &["speed", "--fsroot", &fixture(HYBRID)]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("speed measures on this machine only"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_status(&o, 2, &["speed measures on this machine only"]);
     for (args, needle) in [
         (
             &["speed", "--per-kind", "0"][..],
@@ -250,18 +219,7 @@ fn report_finishes_within_its_budget() {
     let t = Instant::now();
     let out = ok(&pinsight(
         dir.path(),
-        &[
-            "report",
-            "-q",
-            "--budget",
-            "1s",
-            "--export-html",
-            "box.html",
-            "--export-json",
-            "box.json",
-            "--export-latency",
-            "box.latency.json",
-        ],
+        &words("report -q --budget 1s --export-html box.html --export-json box.json --export-latency box.latency.json"),
     ));
     // A hang guard only: a loaded runner stretches wall-clock time; what
     // the report promises is checked on its own accounting below.
@@ -323,17 +281,7 @@ fn too_small_a_budget_says_what_was_skipped() {
     let t = Instant::now();
     let out = ok(&pinsight(
         dir.path(),
-        &[
-            "report",
-            "--budget",
-            "0.1s",
-            "--export-html",
-            "tiny.html",
-            "--export-json",
-            "tiny.json",
-            "--export-latency",
-            "tiny.latency.json",
-        ],
+        &words("report --budget 0.1s --export-html tiny.html --export-json tiny.json --export-latency tiny.latency.json"),
     ));
     // Hang guard only; that nothing was measured is checked below.
     assert!(t.elapsed() < HANG_GUARD);
@@ -360,18 +308,7 @@ fn too_small_a_budget_says_what_was_skipped() {
     // With --json, stdout is the JSON alone and the warning goes to stderr.
     let o = pinsight(
         dir.path(),
-        &[
-            "report",
-            "--json",
-            "--budget",
-            "0.1s",
-            "--export-html",
-            "tiny2.html",
-            "--export-json",
-            "tiny2.json",
-            "--export-latency",
-            "tiny2.latency.json",
-        ],
+        &words("report --json --budget 0.1s --export-html tiny2.html --export-json tiny2.json --export-latency tiny2.latency.json"),
     );
     let v: Value = serde_json::from_str(&ok(&o)).unwrap();
     assert!(v["speed"].is_null());
@@ -395,15 +332,10 @@ fn recorded_hybrid_laptop_report() {
     let root = fixture(HYBRID);
     let out = ok(&pinsight(
         dir.path(),
-        &[
-            "report",
-            "--fsroot",
+        &on_fsroot(
             &root,
-            "--export-html",
-            "laptop.html",
-            "--export-json",
-            "laptop.json",
-        ],
+            "report --export-html laptop.html --export-json laptop.json",
+        ),
     ));
     assert!(
         out.starts_with("13th Gen Intel(R) Core(TM) i7-1370P\n"),
@@ -428,18 +360,10 @@ fn recorded_hybrid_laptop_report() {
     // --json on stdout equals the file, and is valid.
     let o = pinsight(
         dir.path(),
-        &[
-            "report",
-            "--json",
-            "--fsroot",
+        &on_fsroot(
             &root,
-            "--export-html",
-            "laptop2.html",
-            "--export-json",
-            "laptop2.json",
-            "--export-latency",
-            "laptop2.latency.json",
-        ],
+            "report --json --export-html laptop2.html --export-json laptop2.json --export-latency laptop2.latency.json",
+        ),
     );
     let stdout: Value = serde_json::from_str(&ok(&o)).unwrap();
     let file: Value =
@@ -466,11 +390,10 @@ fn latency_from_a_file_on_a_recorded_machine() {
             csv.to_str().unwrap(),
         ],
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("CPU(s) 20-23 that this machine (online 0-19) lacks"),
-        "{}",
-        text(&o.stderr)
+    assert_status(
+        &o,
+        2,
+        &["CPU(s) 20-23 that this machine (online 0-19) lacks"],
     );
     // Its first 20 CPUs stand in for a matrix measured on the laptop.
     let m = pinsight_latency_model::LatencyMatrix::load(&csv).unwrap();
@@ -478,19 +401,10 @@ fn latency_from_a_file_on_a_recorded_machine() {
     std::fs::write(dir.path().join("m.csv"), sub.to_csv()).unwrap();
     let out = ok(&pinsight(
         dir.path(),
-        &[
-            "report",
-            "--fsroot",
+        &on_fsroot(
             &root,
-            "--latency",
-            "m.csv",
-            "--export-html",
-            "lap.html",
-            "--export-json",
-            "lap.json",
-            "--export-latency",
-            "lap.latency.json",
-        ],
+            "report --latency m.csv --export-html lap.html --export-json lap.json --export-latency lap.latency.json",
+        ),
     ));
     assert!(
         !out.contains("latency: "),
