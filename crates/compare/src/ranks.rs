@@ -172,10 +172,10 @@ impl Executor for RanksExecutor {
         let mut open = None;
         if let Some((capture, ids)) = &self.capture {
             let id = ids.get(slot.arm).map_or("arm", String::as_str);
-            match capture.open(id, slot.index).map(|o| {
-                o.redirect(&mut cmd);
-                o
-            }) {
+            match capture
+                .open(id, slot.index)
+                .inspect(|o| o.redirect(&mut cmd))
+            {
                 Ok(o) => open = Some(o),
                 Err(e) => self.kept = Some(Err(e)),
             }
