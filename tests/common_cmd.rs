@@ -117,7 +117,7 @@ pub fn assert_usage_error(o: &crate::common_cli::Out) -> &str {
 /// `text`, of what `o` wrote, holds each of `needles`.
 pub fn assert_holds(o: &crate::common_cli::Out, text: &str, needles: &[&str]) {
     for n in needles {
-        assert!(text.contains(n), "{}: {n:?} is not in {text:?}", o.argv);
+        assert!(text.contains(n), "{}: {n:?} is not in:\n{text}", o.argv);
     }
 }
 
@@ -145,6 +145,14 @@ pub fn strs<'a>(array: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
                 .unwrap_or_else(|| panic!("no string {key:?} in {e}"))
         })
         .collect()
+}
+
+/// `pinsight COMMAND --help`, which must exit 0 and say each of
+/// `phrases`; returns the help.
+pub fn help_says(command: &str, phrases: &[&str]) -> String {
+    let o = crate::common_cli::ok(&[command, "--help"]);
+    assert_holds(&o, &o.stdout, phrases);
+    o.stdout
 }
 
 /// A child's exit status is `code` and its stderr holds each of

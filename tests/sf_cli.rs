@@ -6,7 +6,7 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::{assert_fits_80, pinsight_in, words};
+use crate::common_cmd::{assert_fits_80, help_says, pinsight_in, words};
 use common_cli::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -65,20 +65,20 @@ fn sf_child(line: &str, root: &Path) -> Command {
 
 #[test]
 fn help_explains_the_estimator_the_probe_and_the_fallbacks() {
-    let o = ok(&["sf", "--help"]);
-    for f in [
-        "SF = IPS on big / IPS on small",
-        "0.35",
-        "5 samples",
-        "clamped to [1, 4]",
-        "--probe",
-        "--sf NAME=X",
-        "--pids <LIST>",
-        "--duration <DURATION>",
-    ] {
-        assert!(o.stdout.contains(f), "help lacks {f}:\n{}", o.stdout);
-    }
-    assert_fits_80(&o.stdout);
+    let help = help_says(
+        "sf",
+        &[
+            "SF = IPS on big / IPS on small",
+            "0.35",
+            "5 samples",
+            "clamped to [1, 4]",
+            "--probe",
+            "--sf NAME=X",
+            "--pids <LIST>",
+            "--duration <DURATION>",
+        ],
+    );
+    assert_fits_80(&help);
 }
 
 #[test]

@@ -5,7 +5,9 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::{assert_fits_80, words};
+use crate::common_cmd::{
+    assert_exit, assert_fits_80, assert_one_line, assert_usage_error, help_says, words,
+};
 use common_cli::*;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -43,16 +45,16 @@ fn policy<'a>(j: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn help_defines_every_metric_with_its_formula() {
-    let o = ok(&["simulate", "--help"]);
-    for f in [
-        "slowdown           Tᵢ / Bᵢ",
-        "unfairness         max slowdown / min slowdown",
-        "STP                Σ Bᵢ / Tᵢ",
-        "ANTT               mean of Tᵢ / Bᵢ",
-        "aggregate speedup  Σ (Sᵢ / Tᵢ − 1)",
-    ] {
-        assert!(o.stdout.contains(f), "help lacks {f}:\n{}", o.stdout);
-    }
+    help_says(
+        "simulate",
+        &[
+            "slowdown           Tᵢ / Bᵢ",
+            "unfairness         max slowdown / min slowdown",
+            "STP                Σ Bᵢ / Tᵢ",
+            "ANTT               mean of Tᵢ / Bᵢ",
+            "aggregate speedup  Σ (Sᵢ / Tᵢ − 1)",
+        ],
+    );
 }
 
 #[test]
@@ -131,14 +133,12 @@ fn declared_kinds_make_a_machine() {
 fn one_kind_is_refused_in_one_line() {
     let h = hwloc_fixture("16em64t-4s2c2t");
     let o = pinsight(&simulate(&["--fsroot", s(&h)], "")).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
+    let first = assert_usage_error(&o);
     assert!(
-        o.first_err_line()
-            .starts_with("pinsight: error: simulate needs two core kinds or --machine"),
+        first.starts_with("pinsight: error: simulate needs two core kinds or --machine"),
         "{}",
         o.stderr
     );
-    assert!(o.stdout.is_empty());
 }
 
 #[test]
@@ -175,10 +175,7 @@ fn bad_input_exits_2_naming_it() {
         ),
     ];
     for (args, phrase) in cases {
-        let o = pinsight(&args).run();
-        assert_eq!(o.code, 2, "{}: {}", o.argv, o.stderr);
-        assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
-        assert!(o.stderr.contains(phrase), "{}: {}", o.argv, o.stderr);
+        assert_one_line(&pinsight(&args).run(), 2, &[phrase]);
     }
 }
 
@@ -197,20 +194,7 @@ fn endless_input_is_refused_not_simulated_forever() {
     let dir = tempfile::tempdir().unwrap();
     let long = dir.path().join("long.csv");
     std::fs::write(&long, "name,instructions,sf\na,1e15,100\nb,1e15,100\n").unwrap();
-    let o = pinsight(&[
-        "simulate",
-        "--machine",
-        "1P+1E",
-        "--programs",
-        long.to_str().unwrap(),
-    ])
-    .run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
+    let o = pinsight(&["simulate", "--machine", "1P+1E", "--programs", s(&long)]).run();
+    assert_exit(&o, 2, &["long.csv: os (the run did not end within"]);
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
-    assert!(
-        o.stderr
-            .contains("long.csv: os (the run did not end within"),
-        "{}",
-        o.stderr
-    );
 }

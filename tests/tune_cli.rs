@@ -6,7 +6,7 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::{strs, usage_error};
+use crate::common_cmd::{assert_fits_80, help_says, strs, usage_error};
 use common_cli::*;
 use std::path::PathBuf;
 
@@ -317,21 +317,19 @@ fn bad_input_exits_2_with_one_line() {
 
 #[test]
 fn help_says_what_tune_does_and_fits_80_columns() {
-    let o = ok(&["tune", "--help"]);
-    for w in [
-        "dynamic",
-        "static",
-        "--from",
-        "energy_j",
-        "JSON",
-        "Examples:",
-        "outside_machine",
-    ] {
-        assert!(o.stdout.contains(w), "{w}:\n{}", o.stdout);
-    }
-    for l in o.stdout.lines() {
-        assert!(l.chars().count() <= 80, "{l}");
-    }
+    let help = help_says(
+        "tune",
+        &[
+            "dynamic",
+            "static",
+            "--from",
+            "energy_j",
+            "JSON",
+            "Examples:",
+            "outside_machine",
+        ],
+    );
+    assert_fits_80(&help);
 }
 
 /// Runs with energy_j: the energy and EDP goals recommend other
