@@ -28,6 +28,14 @@ fn tree(dir: &Path, n: usize, shared: bool) {
     }
 }
 
+/// [`tree`] in a fresh directory, and its root.
+fn machine(n: usize, shared: bool) -> (tempfile::TempDir, FsRoot) {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), n, shared);
+    let fs = FsRoot::at(dir.path()).unwrap();
+    (dir, fs)
+}
+
 fn max_freq(dir: &Path, cpu: usize) -> String {
     std::fs::read_to_string(dir.join(format!(
         "sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_max_freq"
@@ -40,9 +48,7 @@ fn max_freq(dir: &Path, cpu: usize) -> String {
 #[test]
 fn caps_are_chosen_per_policy_and_refused_where_impossible() {
     let _g = pinsight_testkit::serial();
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path(), 4, true);
-    let fs = FsRoot::at(dir.path()).unwrap();
+    let (_dir, fs) = machine(4, true);
     let p = cpufreq::policies(&fs, &[(2, 0.5), (3, 0.5)]).unwrap();
     assert_eq!(p.len(), 2);
     assert_eq!(
@@ -74,9 +80,7 @@ fn caps_are_chosen_per_policy_and_refused_where_impossible() {
 #[test]
 fn caps_are_written_and_restored_on_drop_and_by_the_restorer() {
     let _g = pinsight_testkit::serial();
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path(), 4, false);
-    let fs = FsRoot::at(dir.path()).unwrap();
+    let (dir, fs) = machine(4, false);
     let p = cpufreq::policies(&fs, &[(2, 0.5), (3, 0.25)]).unwrap();
     let caps = Caps::apply(&fs, &p).unwrap();
     assert_eq!(
@@ -167,17 +171,12 @@ fn kill_9_restores_every_cap() {
 #[test]
 fn start_prefers_caps_and_stop_restores_them() {
     let _g = pinsight_testkit::serial();
-    let cpus = pinsight_testkit::usable_cpus();
-    if cpus.len() < 2 {
-        return pinsight_testkit::skip("needs two usable CPUs for the probes");
-    }
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path(), cpus[1] + 1, false);
-    let fs = FsRoot::at(dir.path()).unwrap();
-    let spec =
-        pinsight_model::declared::KindSpec::parse(&format!("{}:P,{}:E@0.5", cpus[0], cpus[1]))
-            .unwrap();
-    let targets = pinsight_emulate::Targets::of(&spec).unwrap();
+    let Some((cpus, targets)) =
+        crate::common::second_cpu_at_half_speed("needs two usable CPUs for the probes")
+    else {
+        return;
+    };
+    let (dir, fs) = machine(cpus[1] + 1, false);
     let opts = pinsight_emulate::Options {
         window: Duration::from_millis(20),
         confirm: 1,

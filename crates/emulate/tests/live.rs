@@ -1,8 +1,7 @@
 //! The duty-cycle stealer on this machine: it slows a CPU, its processes
 //! are real-time and pinned, and they are gone once the emulation ends.
 
-use pinsight_emulate::{Choice, Mechanism, Options, Targets};
-use pinsight_model::declared::KindSpec;
+use pinsight_emulate::{Choice, Mechanism, Options};
 use pinsight_sys::FsRoot;
 use std::time::Duration;
 
@@ -23,12 +22,10 @@ fn gone(pid: i32) -> bool {
 #[test]
 fn duty_cycle_slows_a_cpu_and_leaves_nothing() {
     let _g = pinsight_testkit::serial();
-    let cpus = pinsight_testkit::usable_cpus();
-    if cpus.len() < 2 {
-        return pinsight_testkit::skip("needs two usable CPUs");
-    }
-    let spec = KindSpec::parse(&format!("{}:P,{}:E@0.5", cpus[0], cpus[1])).unwrap();
-    let targets = Targets::of(&spec).unwrap();
+    let Some((_, targets)) = crate::common::second_cpu_at_half_speed("needs two usable CPUs")
+    else {
+        return;
+    };
     let opts = Options {
         choice: Choice::DutyCycle,
         window: Duration::from_millis(150),

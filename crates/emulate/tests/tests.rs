@@ -1,4 +1,7 @@
 //! pinsight-emulate's integration tests (one binary).
+// Shared helpers.
+mod common;
+
 mod cpufreq;
 mod live;
 
