@@ -91,20 +91,8 @@ fn picture_hangs_devices_and_memory_nodes_under_their_cpus() {
 fn html_report_escapes_device_names() {
     let t = model();
     let data = ReportData {
-        pinsight_version: "test".into(),
-        generated_unix: 0,
-        hostname: None,
-        budget_s: 1.0,
-        elapsed_s: 1.0,
-        domains: None,
-        latency: None,
-        speed: None,
-        skipped: vec![],
         suggestions: suggestions(&t, None, None, None),
-        virtual_machine: None,
-        latency_disturbance: vec![],
-        conditions: vec![],
-        topology: t,
+        ..crate::report::report_data(t)
     };
     let page = html(&data);
     assert!(!page.contains("<b>&x"), "raw OS name in the page");

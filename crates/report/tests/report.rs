@@ -16,6 +16,35 @@ fn fixture_topology(name: &str) -> Topology {
     discover(&FsRoot::at(pinsight_testkit::fixtures::hwloc(name)).unwrap())
 }
 
+/// Asserts that `text` contains each of `wants`, naming the one it lacks.
+pub(crate) fn assert_all_in(text: &str, wants: &[&str]) {
+    for want in wants {
+        assert!(text.contains(want), "no {want:?} in: {text}");
+    }
+}
+
+/// The report of `topology` made at time 0 by version "test" on an
+/// unnamed host in 1 s of a 1 s budget, with nothing measured, skipped
+/// or suggested.
+pub(crate) fn report_data(topology: Topology) -> ReportData {
+    ReportData {
+        pinsight_version: "test".into(),
+        generated_unix: 0,
+        hostname: None,
+        budget_s: 1.0,
+        elapsed_s: 1.0,
+        domains: None,
+        latency: None,
+        speed: None,
+        skipped: vec![],
+        suggestions: vec![],
+        virtual_machine: None,
+        latency_disturbance: vec![],
+        conditions: vec![],
+        topology,
+    }
+}
+
 fn matrix(name: &str) -> LatencyMatrix {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../latency/tests/fixtures")
@@ -94,9 +123,10 @@ fn hybrid_laptop_suggests_the_measured_speedup_and_smt() {
     let report = speed_report(&topo, None);
     let s = suggestions(&topo, None, None, Some(&report));
     let text = s.join("\n");
-    assert!(text.contains("speedup factor ≈ 2.00"), "{text}");
-    assert!(text.contains("0-11"), "P-cores named: {text}");
-    assert!(text.contains("6 cores have SMT siblings"), "{text}");
+    assert_all_in(
+        &text,
+        &["speedup factor ≈ 2.00", "0-11", "6 cores have SMT siblings"],
+    );
 }
 
 #[test]
@@ -106,10 +136,15 @@ fn chiplet_matrix_names_the_better_pair_than_autopilot() {
     // name figures and never be worse than autopilot.
     let s = latency_suggestions("AMD_Ryzen_Threadripper_1950X.csv");
     let text = s.join("\n");
-    assert!(text.contains("latency domains"), "{text}");
-    assert!(text.contains("For 2 chatty threads"), "{text}");
-    assert!(text.contains("For 4 communicating threads"), "{text}");
-    assert!(text.contains(" ns"), "{text}");
+    assert_all_in(
+        &text,
+        &[
+            "latency domains",
+            "For 2 chatty threads",
+            "For 4 communicating threads",
+            " ns",
+        ],
+    );
 }
 
 #[test]
@@ -154,20 +189,13 @@ fn html_is_self_contained_and_escaped() {
     topo.model_name = Some("Evil <script>alert(1)</script>".into());
     let m = matrix("Apple_M1_Pro.csv");
     let data = ReportData {
-        pinsight_version: "test".into(),
-        generated_unix: 0,
         hostname: Some("box".into()),
         budget_s: 60.0,
-        elapsed_s: 1.0,
         domains: Some(domains(&m)),
         latency: Some(m),
-        speed: None,
         skipped: vec!["speed: skipped (--no-speed)".into()],
         suggestions: vec!["use <CPUs> 0,1".into()],
-        virtual_machine: None,
-        latency_disturbance: vec![],
-        conditions: vec![],
-        topology: topo,
+        ..report_data(topo)
     };
     let page = html(&data);
     assert!(!page.contains("<script>"), "model name must be escaped");
@@ -352,8 +380,7 @@ fn the_report_says_what_disturbed_speed_and_latency_and_the_vm() {
         "{c}"
     );
     let text = pinsight_report::view::terminal_summary(&data, "r.html", "r.json", None, 80);
-    assert!(text.contains("Measured under:"), "{text}");
-    assert!(text.contains("! speed: disturbance"), "{text}");
+    assert_all_in(&text, &["Measured under:", "! speed: disturbance"]);
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
     assert!(html(&data).contains("Measured under:"));
     let json = serde_json::to_value(&data).unwrap();
