@@ -5,7 +5,7 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::{assert_fits_80, words};
+use crate::common_cmd::{assert_exit, assert_fits_80, usage_error, words};
 use common_cli::*;
 use pinsight_latency::measure::{choose_cpus, usable_cpus};
 use pinsight_sys::FsRoot;
@@ -104,8 +104,7 @@ fn zero_durations_are_usage_errors() {
 fn live_measurement_still_refuses_a_recorded_machine_with_repeat() {
     let xml = repo().join("crates/topology/tests/fixtures/xml/hybrid-i7-1370p-like.v3.xml");
     let o = pinsight(&["--hwloc-xml", s(&xml), "latency", "--runs", "3"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains("--hwloc-xml"), "{}", o.stderr);
+    assert_exit(&o, 2, &["--hwloc-xml"]);
     let f = hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t");
     let o = pinsight(&["latency", "--runs", "3"])
         .env("PINSIGHT_FSROOT", f.as_os_str())
@@ -160,8 +159,7 @@ fn unwritable_output_paths_fail_before_measuring() {
     }
     // The bare path of the brief: a directory that does not exist at all.
     let o = pinsight(&["latency", "--export-csv", "/nonexistent/x.csv"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains("/nonexistent/x.csv"), "{}", o.stderr);
+    assert_exit(&o, 2, &["/nonexistent/x.csv"]);
     // A directory given as the file.
     let o = pinsight(&["latency", "--export-png", s(dir.path())]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
@@ -172,8 +170,7 @@ fn unwritable_output_paths_fail_before_measuring() {
 fn repeat_reports_run_to_run_spread_in_text_and_json() {
     let Some((a, b)) = two_cpus() else { return };
     let cpus = format!("{a},{b}");
-    let o = measure(&cpus, Some(3), "--json").run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = measure(&cpus, Some(3), "--json").ok();
     let doc = o.json();
     let m = &doc["measured"];
     assert_eq!(m["repeats"], 3);
@@ -200,8 +197,7 @@ fn repeat_reports_run_to_run_spread_in_text_and_json() {
     v.sort_by(f64::total_cmp);
     assert_eq!(pair["median_ns"].as_f64().unwrap(), v[1]);
 
-    let o = measure(&cpus, Some(2), "").run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = measure(&cpus, Some(2), "").ok();
     assert!(
         o.stdout.contains("in 2 runs of the matrix")
             && o.stdout
@@ -218,8 +214,7 @@ fn one_run_says_its_interval_is_within_run_only() {
     let Some((a, b)) = two_cpus() else { return };
     let cpus = format!("{a},{b}");
     // --runs 1 given: one run even on a virtual machine.
-    let o = measure(&cpus, Some(1), "").run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = measure(&cpus, Some(1), "").ok();
     assert!(!o.stderr.contains("to show the drift"), "{}", o.stderr);
     assert!(
         o.stdout.contains(&format!("within-run  CPUs ({b},{a})"))
@@ -236,8 +231,7 @@ fn measured_csv_says_medians_and_reads_back() {
     let cpus = format!("{a},{b}");
     let o = measure(&cpus, Some(1), "--export-csv m.csv")
         .writes("m.csv")
-        .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+        .ok();
     let text = std::fs::read_to_string(o.path("m.csv")).unwrap();
     assert!(
         text.starts_with(
@@ -263,44 +257,24 @@ fn multi_benchmark_csv_shows_the_first_matrix_or_the_one_asked_for() {
         "{}",
         o.stdout
     );
-    let doc = ok(&[
-        "latency",
-        "--latency",
-        s(&path),
-        "--benchmark",
-        "2",
-        "--json",
-    ])
-    .json();
+    let second = ["latency", "--latency", s(&path), "--benchmark", "2"];
+    let doc = ok(&[&second[..], &["--json"]].concat()).json();
     assert_eq!(doc["ns"][2][1], 100.0);
     assert_eq!(doc["file"]["benchmark"], 2);
     assert_eq!(doc["file"]["benchmarks"].as_array().unwrap().len(), 2);
 
-    let o = pinsight(&["latency", "--latency", s(&path), "--benchmark", "3"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(
-        o.first_err_line()
-            .contains("holds 2 matrices: 1 (lines 1-3, 3 CPUs); 2 (lines 4-6, 3 CPUs)"),
-        "{}",
-        o.stderr
+    usage_error(
+        &["latency", "--latency", s(&path), "--benchmark", "3"],
+        &["holds 2 matrices: 1 (lines 1-3, 3 CPUs); 2 (lines 4-6, 3 CPUs)"],
     );
     // --benchmark only means something for a file.
     let o = pinsight(&["latency", "--benchmark", "2"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
 
     // Re-exported: one matrix, with the comment line, which reads back.
-    let o = pinsight(&[
-        "latency",
-        "--latency",
-        s(&path),
-        "--benchmark",
-        "2",
-        "--export-csv",
-        "second.csv",
-    ])
-    .writes("second.csv")
-    .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = pinsight(&[&second[..], &["--export-csv", "second.csv"]].concat())
+        .writes("second.csv")
+        .ok();
     let text = std::fs::read_to_string(o.path("second.csv")).unwrap();
     assert!(
         text.starts_with("# pinsight latency: one-way ns as read from b12.csv"),
@@ -318,8 +292,7 @@ fn a_virtual_machine_measures_three_spaced_matrices_unless_runs_is_given() {
     let cpus = format!("{a},{b}");
     let vm = pinsight_topology::vm::detect(&FsRoot::live()).is_some();
     let started = Instant::now();
-    let o = measure(&cpus, None, "--json").run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = measure(&cpus, None, "--json").ok();
     let m = &o.json()["measured"];
     if vm {
         assert_eq!(m["repeats"], 3, "{m}");
