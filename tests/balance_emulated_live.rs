@@ -20,8 +20,8 @@
 
 use crate::common_emulation::Emulation;
 use crate::common_operator::{
-    balance_command, can_fifo, has_python, load_cpu, ok_json, per_cpu, restore, start, tasks_busy,
-    tasks_imbalance,
+    balance_command, can_fifo, has_python, load_comparable, load_cpu, ok_json, per_cpu, restore,
+    start, tasks_imbalance,
 };
 use pinsight_testkit::premise;
 use serde_json::Value;
@@ -158,22 +158,14 @@ fn balance_evens_the_load_of_the_emulated_hybrid() {
         assert!(ta <= 1.15, "tasks' imbalance after balance {ta:.2}");
     }
     // What `load` shows includes every other program on these CPUs.
-    let busiest = [
-        before.p_busy - tasks_busy(&doc, "load_before", p),
-        before.e_busy - tasks_busy(&doc, "load_before", e),
-        after.p_busy - tasks_busy(&doc, "load_after", p),
-        after.e_busy - tasks_busy(&doc, "load_after", e),
-    ]
-    .into_iter()
-    .fold(f64::MIN, f64::max);
-    if busiest > QUIET {
-        pinsight_testkit::skip_test!(
-            "other work kept a CPU {:.0}% busier than the tasks' run time: load's E/P \
-             ({:.2} before, {:.2} after) cannot be compared",
-            busiest * 100.0,
-            before.ratio,
-            after.ratio
-        );
+    if let Err(why) = load_comparable(
+        &doc,
+        (p, e),
+        [(before.p_busy, before.e_busy), (after.p_busy, after.e_busy)],
+        (before.ratio, after.ratio),
+        QUIET,
+    ) {
+        pinsight_testkit::skip_test!("{why}");
     }
     assert!(
         (before.ratio - 2.0).abs() <= 0.3,

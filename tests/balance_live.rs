@@ -19,8 +19,8 @@
 //! after.
 
 use crate::common_operator::{
-    balance_command, can_fifo, has_python, load_cpu, ok_json, per_cpu, restore, start, tasks_busy,
-    tasks_imbalance,
+    balance_command, can_fifo, has_python, load_comparable, load_cpu, ok_json, per_cpu, restore,
+    start, tasks_imbalance,
 };
 use std::process::Command;
 use std::time::Duration;
@@ -136,21 +136,14 @@ fn balance_by_capacity_evens_the_normalised_load() {
     // Other work on these CPUs, beyond the tasks' own run time as balance
     // measured it (the tasks keep their pace), which load counts too: on
     // E it counts twice (capacity 0.5), so 0.04 there moves E/P by 0.15.
-    let mine = |when: &str, cpu: usize| tasks_busy(&doc, when, cpu);
-    let beyond = [
-        p_before - mine("load_before", p),
-        e_before - mine("load_before", e),
-        p_after - mine("load_after", p),
-        e_after - mine("load_after", e),
-    ]
-    .into_iter()
-    .fold(f64::MIN, f64::max);
-    if beyond > 0.04 {
-        pinsight_testkit::skip_test!(
-            "other work kept a CPU {:.0}% busier than the tasks' run time: load's E/P \
-             ({load_before:.2} before, {load_after:.2} after) cannot be compared",
-            beyond * 100.0
-        );
+    if let Err(why) = load_comparable(
+        &doc,
+        (p, e),
+        [(p_before, e_before), (p_after, e_after)],
+        (load_before, load_after),
+        0.04,
+    ) {
+        pinsight_testkit::skip_test!("{why}");
     }
     assert!(
         load_before > 1.5,

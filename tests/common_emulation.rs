@@ -17,6 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common_live::start_on;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
@@ -46,6 +47,21 @@ pub struct Emulation {
     pub achieved: f64,
     stealer: u32,
     mark: (Instant, f64),
+}
+
+/// The start of a test on the emulated hybrid: two usable CPUs, the
+/// live premise on them ([`pinsight_testkit::premise::live`]), then the
+/// second slowed to `speed`; `None` after a counted skip.
+pub fn begin(speed: f64) -> Option<(pinsight_testkit::premise::Live, Emulation)> {
+    let usable = pinsight_testkit::usable_cpus();
+    if usable.len() < 2 {
+        pinsight_testkit::skip(format!("needs two usable CPUs (have {})", usable.len()));
+        return None;
+    }
+    let (p, e) = (usable[0], usable[1]);
+    let live = pinsight_testkit::premise::live(&[p, e])?;
+    let em = Emulation::start(p, e, speed)?;
+    Some((live, em))
 }
 
 /// `emulate`'s stderr up to the end of its JSON report (a line `}`):
@@ -209,8 +225,7 @@ impl Emulation {
         // Only the two emulated CPUs: the experiments are designed for
         // one P and one E CPU, and on a bigger machine the other CPUs
         // (declared P) would take tasks and configurations too.
-        let two: pinsight_cpuset::CpuSet = [self.p, self.e].into_iter().collect();
-        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &two).unwrap();
+        start_on(&mut c, &[self.p, self.e]);
         at_high_priority(&mut c);
         c
     }
@@ -334,8 +349,7 @@ impl Emulation {
         size: &str,
     ) -> f64 {
         let mut c = self.pinsight(dir);
-        let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
-        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+        start_on(&mut c, cpus);
         let threads = cpus.len().to_string();
         let o = c
             .args(["workload", "pi", "--json", "-t", &threads])

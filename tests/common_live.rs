@@ -85,13 +85,25 @@ pub fn two_usable_cpus(what: &str) -> Option<[usize; 2]> {
     Some([cpus[0], cpus[1]])
 }
 
+/// Makes `c`'s child start on `cpus`: the kernel mask is prepared now and
+/// set between `fork` and `exec` with one allocation-free call.
+pub fn start_on(c: &mut Command, cpus: &[usize]) {
+    let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
+    assert!(!set.is_empty(), "no CPU to start on");
+    let words = pinsight_sys::affinity::to_kernel_words(&set);
+    // SAFETY: one raw syscall on a buffer allocated before the fork;
+    // nothing is allocated or locked in the child.
+    unsafe {
+        c.pre_exec(move || pinsight_sys::affinity::set_affinity_words(0, &words));
+    }
+}
+
 /// A command restricted to `cpus` from its start, with no input, none of
 /// pinsight's variables from the test's environment, and SIGINT at its
 /// default whatever the test harness inherited.
 pub fn on_cpus(program: impl AsRef<std::ffi::OsStr>, cpus: &[usize]) -> Command {
     let mut c = Command::new(program);
-    let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
-    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+    start_on(&mut c, cpus);
     c.stdin(Stdio::null())
         .env_remove("PINSIGHT_FSROOT")
         .env_remove("PINSIGHT_KINDS")

@@ -141,6 +141,37 @@ pub fn tasks_busy(doc: &Value, when: &str, cpu: usize) -> f64 {
         .unwrap_or_else(|| panic!("no {when} tasks_busy of CPU {cpu} in {doc:#}"))
 }
 
+/// Whether `load`'s figures of `p` and `e` can be compared: `Err` with
+/// the reason (a counted skip) when other work kept one of them more than
+/// `limit` busier than the tasks' own run time explains (balance's
+/// [`tasks_busy`] in its measure before and after; the tasks keep their
+/// pace), since `load` counts everything that runs. `busy` is `load`'s
+/// busy share of P and E before and after the balance, `ratios` its E/P
+/// before and after.
+pub fn load_comparable(
+    doc: &Value,
+    (p, e): (usize, usize),
+    busy: [(f64, f64); 2],
+    ratios: (f64, f64),
+    limit: f64,
+) -> Result<(), String> {
+    let beyond = ["load_before", "load_after"]
+        .into_iter()
+        .zip(busy)
+        .flat_map(|(when, (bp, be))| [bp - tasks_busy(doc, when, p), be - tasks_busy(doc, when, e)])
+        .fold(f64::MIN, f64::max);
+    if beyond > limit {
+        return Err(format!(
+            "other work kept a CPU {:.0}% busier than the tasks' run time: load's E/P \
+             ({:.2} before, {:.2} after) cannot be compared",
+            beyond * 100.0,
+            ratios.0,
+            ratios.1
+        ));
+    }
+    Ok(())
+}
+
 /// The selected tasks' imbalance in `balance --json`'s measure `when`.
 pub fn tasks_imbalance(doc: &Value, when: &str) -> f64 {
     doc[when]["tasks_imbalance"]

@@ -3,8 +3,7 @@
 //! window are flagged disturbed on that CPU with a plausible share; runs
 //! outside it are not (checked when nothing else loads that CPU).
 
-use crate::common_live::entry;
-use pinsight_cpuset::CpuSet;
+use crate::common_live::{entry, start_on};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -62,8 +61,7 @@ fn compare_flags_the_runs_a_busy_loop_disturbed() {
     loop_cmd
         .args(["-c", "while :; do :; done"])
         .stdin(Stdio::null());
-    let one: CpuSet = [busy_cpu].into_iter().collect();
-    pinsight_sys::affinity::set_affinity_before_exec(&mut loop_cmd, &one).unwrap();
+    start_on(&mut loop_cmd, &[busy_cpu]);
     let window_start = unix_now();
     let mut busy = Some(Busy(loop_cmd.spawn().unwrap()));
 

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::common_emulation::{median, require_premise, steady, Emulation, Pace};
 use crate::common_live::{
-    assert_exit, entry, json, named, sample_run_time, spawn_piped, spin, BIN,
+    assert_exit, entry, json, named, sample_run_time, spawn_piped, spin, start_on, BIN,
 };
 use pinsight_testkit::premise::{self, Live};
 /// Above this E/P speed ratio, as the tests' programs see it, the slowed CPU
@@ -314,8 +314,7 @@ fn balance_with_speed_weights_applied_evens_the_cpus_busy_time() {
 fn spinners(em: &Emulation, dir: &std::path::Path) -> (Child, Child) {
     let spinner = |name: &str| {
         let mut c = Command::new(named(dir, name));
-        let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
-        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+        start_on(&mut c, &[em.p, em.e]);
         at_high_priority(&mut c);
         spin(c)
     };
@@ -392,8 +391,7 @@ fn aarr_shares_the_fast_cpu_equally_on_the_emulated_machine() {
     let (mut a, mut b) = spinners(&em, d.path());
     let pids = format!("{},{}", a.id(), b.id());
     let mut c = em.pinsight(d.path());
-    let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
-    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+    start_on(&mut c, &[em.p, em.e]);
     c.args([
         "sched",
         "--schedulers",
@@ -460,13 +458,12 @@ fn mix_finds_os_less_fair_than_aarr_and_acfs() {
     let d = tempfile::tempdir().unwrap();
     let sf = format!("{:.2}", 1.0 / em.achieved);
     let prog = format!("{BIN} workload pi -t 1 -s 1.5e9");
-    let set: pinsight_cpuset::CpuSet = [em.p, em.e].into_iter().collect();
     let mix = |policies: &str, runs: &str| {
         // Each mix its own directory: its journal has the default name.
         let dir = d.path().join(policies.replace(',', "-"));
         std::fs::create_dir_all(&dir).unwrap();
         let mut c = em.pinsight(&dir);
-        pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+        start_on(&mut c, &[em.p, em.e]);
         json(&ok(c
             .args(["mix", "--quiet", "--json", "--schedulers", policies])
             .args(["--runs", runs, "--interval", "100ms"])

@@ -22,7 +22,7 @@
 //! speed (the stealer's own CPU time), and other work under 5% of either
 //! CPU (the tasks and pinsight are this test's own).
 
-use crate::common_emulation::{require_premise, steady, steady_ratio, Emulation};
+use crate::common_emulation::{begin, require_premise, steady, steady_ratio, Emulation};
 use crate::common_live::entry;
 use crate::common_operator::{balance_command, ok_json, per_cpu, restore};
 use pinsight_testkit::premise;
@@ -275,25 +275,13 @@ fn even_shares(name: &str, own: &[(u32, f64)]) -> (Vec<(String, usize)>, Result<
     (placed, Ok(format!("{name}: each CPU shared evenly")))
 }
 
-/// The common start: two CPUs, root, the live premise and the emulation
-/// of the second CPU at half speed.
-fn begin() -> Option<(premise::Live, Emulation)> {
-    let usable = pinsight_testkit::usable_cpus();
-    if usable.len() < 2 {
-        pinsight_testkit::skip(format!("needs two usable CPUs (have {})", usable.len()));
-        return None;
-    }
-    let (p, e) = (usable[0], usable[1]);
-    let live = premise::live(&[p, e])?;
-    let em = Emulation::start(p, e, 0.5)?;
-    Some((live, em))
-}
-
-/// The start of a test with counting tasks: [`begin`], a directory with
-/// the counter built in it, and the tasks (none started yet), their
-/// marker `pinsight-progress-NAME-PID`; `None` after a counted skip.
+/// The start of a test with counting tasks: [`begin`] (two CPUs, the
+/// live premise and the emulation of the second at half speed), a
+/// directory with the counter built in it, and the tasks (none started
+/// yet), their marker `pinsight-progress-NAME-PID`; `None` after a
+/// counted skip.
 fn begin_counting(name: &str) -> Option<(premise::Live, Emulation, tempfile::TempDir, Counters)> {
-    let (live, em) = begin()?;
+    let (live, em) = begin(0.5)?;
     let d = tempfile::tempdir().unwrap();
     let bin = counter(d.path())?;
     let marker = format!("pinsight-progress-{name}-{}", std::process::id());

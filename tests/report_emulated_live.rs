@@ -23,7 +23,7 @@
 //! (`pinsight_testkit::premise`); otherwise a counted skip with the
 //! figures, never a failure or a pass by luck.
 
-use crate::common_emulation::{require_premise, Emulation};
+use crate::common_emulation::{begin, require_premise};
 use pinsight_testkit::premise;
 use serde_json::Value;
 use std::process::Output;
@@ -65,18 +65,11 @@ fn factor(speed: &Value, kernel: &str) -> f64 {
 
 #[test]
 fn report_finds_the_speedup_factor_speed_finds_on_the_emulated_hybrid() {
-    let usable = pinsight_testkit::usable_cpus();
-    if usable.len() < 2 {
-        pinsight_testkit::skip_test!("needs two usable CPUs (have {})", usable.len());
-    }
-    let (p, e) = (usable[0], usable[1]);
     // Refused beside another real-time task (another emulation's stealer).
-    let Some(live) = premise::live(&[p, e]) else {
+    let Some((live, em)) = begin(SPEED) else {
         return;
     };
-    let Some(em) = Emulation::start(p, e, SPEED) else {
-        return;
-    };
+    let e = em.e;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // The pace a program really sees on each CPU, timed directly before

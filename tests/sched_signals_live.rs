@@ -51,8 +51,7 @@ fn sched(cpus: [usize; 2], dir: &std::path::Path) -> Child {
     let mut rest = online;
     rest.remove(cpus[0]);
     let mut c = Command::new(BIN);
-    let set: pinsight_cpuset::CpuSet = cpus.iter().copied().collect();
-    pinsight_sys::affinity::set_affinity_before_exec(&mut c, &set).unwrap();
+    crate::common_live::start_on(&mut c, &cpus);
     c.args(["--kinds", &format!("{}:P,{rest}:E", cpus[0])])
         .args(["sched", "--policy", "aarr", "--json", "--", "sh", "-c"])
         .arg(script)
