@@ -73,6 +73,21 @@ pub fn assert_exit(o: &crate::common_cli::Out, code: i32, needles: &[&str]) {
     assert_holds(o, &o.stderr, needles);
 }
 
+/// `o` exited with `code`, and its stderr, read as prose
+/// ([`Out::says`](crate::common_cli::Out::says): a wrapped line reads as
+/// one), says each of `phrases`.
+pub fn assert_says(o: &crate::common_cli::Out, code: i32, phrases: &[&str]) {
+    assert_eq!(o.code, code, "{}: exit {}\n{}", o.argv, o.code, o.stderr);
+    for p in phrases {
+        assert!(
+            o.says(p),
+            "{}: stderr does not say {p:?}:\n{}",
+            o.argv,
+            o.stderr
+        );
+    }
+}
+
 /// A refusal as pinsight writes its own: exit `code`, nothing on stdout,
 /// and one stderr line holding each of `needles`.
 pub fn assert_one_line(o: &crate::common_cli::Out, code: i32, needles: &[&str]) {

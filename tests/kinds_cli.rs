@@ -6,7 +6,7 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::assert_one_line;
+use crate::common_cmd::{assert_one_line, assert_says};
 use common_cli::*;
 use serde_json::Value;
 
@@ -178,13 +178,8 @@ fn the_environment_declares_and_is_named() {
     let o = pinsight(&["--fsroot", &root, "plan", "p-pinned", "-t", "1", "--json"])
         .env("PINSIGHT_KINDS", "0-11:E,12-19:P")
         .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_says(&o, 0, &["kinds declared by PINSIGHT_KINDS, not discovered"]);
     assert_eq!(o.json()["places"][0], "12");
-    assert!(
-        o.says("kinds declared by PINSIGHT_KINDS, not discovered"),
-        "{}",
-        o.stderr
-    );
     let o = pinsight(&["--fsroot", &root, "topo"])
         .env("PINSIGHT_KINDS", "0-11:E,12-18:P")
         .run();
@@ -277,12 +272,7 @@ fn syntax_is_checked_before_any_work() {
     let o = pinsight(&["--fsroot", &root, "--kinds", "0-19:x", "snapshot", "snap"])
         .writes("snap")
         .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(
-        o.says("--kinds is not recorded in a snapshot"),
-        "{}",
-        o.stderr
-    );
+    assert_says(&o, 0, &["--kinds is not recorded in a snapshot"]);
 }
 
 /// `latency` draws the kinds beside its charts: a declaration it cannot

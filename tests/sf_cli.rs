@@ -6,7 +6,7 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::{assert_fits_80, help_says, pinsight_in, words};
+use crate::common_cmd::{assert_exit, assert_fits_80, assert_says, help_says, pinsight_in, words};
 use common_cli::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -135,14 +135,15 @@ fn without_per_kind_pmus_it_says_why_and_starts_nothing() {
     let o = pinsight(&["sf", "--", "touch", "started"])
         .env(MEASURE_ROOT, root.path())
         .run();
-    assert_eq!(o.code, 1, "{}", o.stderr);
-    assert!(
-        o.says("speedup factors unavailable: no hardware PMU"),
-        "{}",
-        o.stderr
+    assert_says(
+        &o,
+        1,
+        &[
+            "speedup factors unavailable: no hardware PMU",
+            "(the program was not started)",
+            "--sf NAME=X",
+        ],
     );
-    assert!(o.says("(the program was not started)"), "{}", o.stderr);
-    assert!(o.says("--sf NAME=X"), "{}", o.stderr);
     assert_fits_80(&o.stderr);
 
     // One core PMU (x86 without hybrid PMUs): counters cannot tell kinds apart.
@@ -297,8 +298,7 @@ fn after_duration_the_program_is_waited_for_and_its_status_is_ours() {
     ])
     .env(MEASURE_ROOT, root.path())
     .run();
-    assert_eq!(o.code, 3, "{}", o.stderr);
-    assert!(o.says("waiting for the program to end"), "{}", o.stderr);
+    assert_says(&o, 3, &["waiting for the program to end"]);
     assert!(o
         .stdout
         .starts_with("Speedup factors of sh -c sleep 0.4; exit 3 (PID "));
@@ -475,8 +475,7 @@ fn from_compare_reads_the_sf_of_a_journal_with_big_and_small_arms() {
     .run();
     let os = o.path("os.jsonl");
     let o = pinsight(&["sf", "--from-compare", os.to_str().unwrap()]).run();
-    assert_eq!(o.code, 1);
-    assert!(o.says("no pair of arms"), "{}", o.stderr);
+    assert_says(&o, 1, &["no pair of arms"]);
 
     // Not a journal, and not with --pid: usage errors.
     let o = pinsight(&["sf", "--from-compare", "/nonexistent.jsonl"]).run();
@@ -535,9 +534,8 @@ fn sf_positions_out_of_range_are_refused_in_one_line() {
     }
     for (line, phrase) in cases {
         let o = pinsight(&words(&line)).run();
-        assert_eq!(o.code, 2, "{}: {}", o.argv, o.stderr);
+        assert_exit(&o, 2, &["--sf"]);
+        assert_says(&o, 2, &[phrase]);
         assert_eq!(o.stderr.lines().count(), 1, "{}: {}", o.argv, o.stderr);
-        assert!(o.stderr.contains("--sf"), "{}: {}", o.argv, o.stderr);
-        assert!(o.says(phrase), "{}: {}", o.argv, o.stderr);
     }
 }

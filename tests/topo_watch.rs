@@ -4,6 +4,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{assert_exit, assert_says};
 use common_cli::*;
 use pinsight_sys::FsRoot;
 use pinsight_topology::hfi::{self, CapabilityChange, CapabilityTable, HfiError, HfiWatcher};
@@ -13,46 +14,31 @@ use std::time::Duration;
 #[test]
 fn a_recorded_machine_is_refused_as_usage() {
     let fixture = hwloc_fixture("16amd64-8n2c");
-    let o = pinsight(&[
-        "--fsroot".as_ref(),
-        fixture.as_os_str(),
-        "topo".as_ref(),
-        "--watch".as_ref(),
-    ])
-    .run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(
-        o.says("topo --watch listens to this machine's kernel: it cannot run with --fsroot"),
-        "{}",
-        o.stderr
+    let watch = |flag: &str, path: &std::path::Path| {
+        pinsight(&[flag, path.to_str().unwrap(), "topo", "--watch"]).run()
+    };
+    let o = watch("--fsroot", &fixture);
+    assert_says(
+        &o,
+        2,
+        &["topo --watch listens to this machine's kernel: it cannot run with --fsroot"],
     );
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
 
     let o = pinsight(&["topo", "--watch"])
         .env("PINSIGHT_FSROOT", fixture.as_os_str())
         .run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.says("cannot run with --fsroot"), "{}", o.stderr);
+    assert_says(&o, 2, &["cannot run with --fsroot"]);
 
-    let xml = xml_fixture("2arm-2c.hwloc29.xml");
-    let o = pinsight(&[
-        "--hwloc-xml".as_ref(),
-        xml.as_os_str(),
-        "topo".as_ref(),
-        "--watch".as_ref(),
-    ])
-    .run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.says("cannot run with --hwloc-xml"), "{}", o.stderr);
+    let o = watch("--hwloc-xml", &xml_fixture("2arm-2c.hwloc29.xml"));
+    assert_says(&o, 2, &["cannot run with --hwloc-xml"]);
     assert!(o.stdout.is_empty());
 }
 
 #[test]
 fn count_and_for_need_watch() {
     for args in [["topo", "--count", "3"], ["topo", "--duration", "1s"]] {
-        let o = pinsight(&args).run();
-        assert_eq!(o.code, 2, "{}", o.stderr);
-        assert!(o.stderr.contains("--watch"), "{}", o.stderr);
+        assert_exit(&pinsight(&args).run(), 2, &["--watch"]);
     }
     let o = pinsight(&["topo", "--watch", "--count", "0"]).run();
     assert_eq!(o.code, 2, "{}", o.stderr);
