@@ -382,10 +382,12 @@ fn allocate(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn input(budget_ms: u64, cpus: usize) -> BudgetInput {
+    /// `budget_ms` from nothing spent, speed and latency both wanted on
+    /// `cpus` CPUs (also the skip texts' tests).
+    pub(crate) fn input(budget_ms: u64, cpus: usize) -> BudgetInput {
         BudgetInput {
             budget: Duration::from_millis(budget_ms),
             spent: Duration::ZERO,

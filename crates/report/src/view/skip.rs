@@ -142,18 +142,8 @@ fn budget_text(s: &Skip) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::budget::tests::input;
     use crate::budget::{split, BudgetInput, Want};
-
-    fn input(budget_ms: u64, cpus: usize) -> BudgetInput {
-        BudgetInput {
-            budget: Duration::from_millis(budget_ms),
-            spent: Duration::ZERO,
-            speed_cpus: cpus,
-            latency_cpus: cpus,
-            speed: Want::Yes,
-            latency: Want::Yes,
-        }
-    }
 
     fn texts(i: &BudgetInput) -> Vec<String> {
         split(i).skipped.iter().map(skip_text).collect()
