@@ -7,11 +7,11 @@
 //! so they run on, unpinned). Two usable CPUs are declared a P-core and an
 //! E-core (`--kinds`), as in tests/sched_live.rs.
 
+use crate::common_live::{named, pinsight_p_e, two_usable_cpus};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_pinsight");
 /// Bound for what should end promptly after the signal.
 const PROMPT: Duration = Duration::from_secs(5);
 /// Bound for setting the experiment up: catches hangs, measures nothing.
@@ -28,40 +28,25 @@ fn cpulist(path: &str) -> Option<pinsight_cpuset::CpuSet> {
 
 /// Two usable CPUs (affinity ∩ online), or `None` after a logged skip.
 fn two_cpus() -> Option<[usize; 2]> {
-    let allowed = cpulist("/proc/self/status").expect("Cpus_allowed_list");
-    let online = cpulist("/sys/devices/system/cpu/online").unwrap_or_else(|| allowed.clone());
-    let cpus: Vec<usize> = allowed.intersection(&online).iter().collect();
-    if cpus.len() < 2 {
-        pinsight_testkit::skip(format!("sched needs two usable CPUs (have {})", cpus.len()));
-        return None;
-    }
-    Some([cpus[0], cpus[1]])
+    two_usable_cpus("sched")
 }
 
 /// `pinsight sched` on `cpus` (the first declared a P-core, every other
 /// online CPU an E-core) running `sh -c 'a & a &'`, `a` a busy program.
 fn sched(cpus: [usize; 2], dir: &std::path::Path) -> Child {
-    let a = dir.join("a");
-    std::os::unix::fs::symlink(BIN, &a).unwrap();
+    let a = named(dir, "a");
     // The programs hold none of pinsight's pipes (they may outlive it).
     let busy = format!("{} workload pi -t 1 -s 1e12 >/dev/null 2>&1", a.display());
     let script = format!("{busy} & {busy} &");
-    let online =
-        cpulist("/sys/devices/system/cpu/online").unwrap_or_else(|| cpus.iter().copied().collect());
-    let mut rest = online;
-    rest.remove(cpus[0]);
-    let mut c = Command::new(BIN);
-    crate::common_live::start_on(&mut c, &cpus);
-    c.args(["--kinds", &format!("{}:P,{rest}:E", cpus[0])])
-        .args(["sched", "--policy", "aarr", "--json", "--", "sh", "-c"])
+    let online = pinsight_testkit::online_cpus().unwrap_or_else(|| cpus.iter().copied().collect());
+    let mut c = pinsight_p_e(&cpus, online);
+    c.args(["sched", "--policy", "aarr", "--json", "--", "sh", "-c"])
         .arg(script)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_remove("PINSIGHT_FSROOT")
-        .env_remove("PINSIGHT_KINDS");
+        .stderr(Stdio::piped());
     // The three signals at their default, whatever the harness inherited
-    // (CI may start the suite with SIGINT ignored).
+    // (CI may start the suite with SIGINT ignored; pinsight_p_e resets
+    // SIGINT, and so does this).
     // SAFETY: signal(2) is async-signal-safe.
     unsafe {
         c.pre_exec(|| {
