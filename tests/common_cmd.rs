@@ -129,6 +129,13 @@ pub fn assert_usage_error(o: &crate::common_cli::Out) -> &str {
     first
 }
 
+/// `text` holds each of `needles` (panics with the text otherwise).
+pub fn assert_has(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(text.contains(n), "{n:?} is not in:\n{text}");
+    }
+}
+
 /// `text`, of what `o` wrote, holds each of `needles`.
 pub fn assert_holds(o: &crate::common_cli::Out, text: &str, needles: &[&str]) {
     for n in needles {

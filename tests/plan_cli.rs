@@ -77,26 +77,19 @@ fn cpus_list_keeps_the_users_order_in_every_dialect() {
 
 #[test]
 fn hex_masks_and_all() {
-    assert_eq!(
-        plan(&["cpus:0xff0", "--format", "cpulist"]).stdout,
-        "4-11\n"
-    );
-    // A mask has no order: ascending.
-    assert_eq!(
-        plan(&["cpus:0x3000", "--format", "gomp"]).stdout,
-        "export GOMP_CPU_AFFINITY='12 13'\n"
-    );
+    for (policy, format, want) in [
+        ("cpus:0xff0", "cpulist", "4-11\n"),
+        // A mask has no order: ascending.
+        ("cpus:0x3000", "gomp", "export GOMP_CPU_AFFINITY='12 13'\n"),
+        ("cpus-set:all", "taskset", "taskset -c 0-19\n"),
+        ("cpus:all", "gomp", "export GOMP_CPU_AFFINITY='0-19'\n"),
+    ] {
+        let got = plan(&[policy, "--format", format]).stdout;
+        assert_eq!(got, want, "{policy} --format {format}");
+    }
     let doc = plan(&["cpus-set:0x3", "--json"]).json();
     assert_eq!(doc["policy"], "cpus-set:0x3");
     assert_eq!(doc["process_mask"], "0-1");
-    assert_eq!(
-        plan(&["cpus-set:all", "--format", "taskset"]).stdout,
-        "taskset -c 0-19\n"
-    );
-    assert_eq!(
-        plan(&["cpus:all", "--format", "gomp"]).stdout,
-        "export GOMP_CPU_AFFINITY='0-19'\n"
-    );
     // hwloc's 32-bit words: CPU 32 does not exist on this machine.
     refused(
         &["cpus:0x00000001,0x00000000"],

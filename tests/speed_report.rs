@@ -3,7 +3,7 @@
 //! it is too small, recorded machines (`--fsroot`, `--latency`), and
 //! the exit codes of bad input. Live measurements use tiny budgets.
 
-use crate::common_cmd::{assert_status, on_fsroot, text, words};
+use crate::common_cmd::{assert_has, assert_status, on_fsroot, text, words};
 use pinsight_latency::LoadMatrix;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -341,17 +341,13 @@ fn recorded_hybrid_laptop_report() {
         out.starts_with("13th Gen Intel(R) Core(TM) i7-1370P\n"),
         "{out}"
     );
-    assert!(
-        out.contains("speed: not measured (the machine is recorded; pass --speed FILE)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("latency: not measured (the machine is recorded; pass --latency FILE)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("P-core is ranked fastest (CPUs 0-11)"),
-        "{out}"
+    assert_has(
+        &out,
+        &[
+            "speed: not measured (the machine is recorded; pass --speed FILE)",
+            "latency: not measured (the machine is recorded; pass --latency FILE)",
+            "P-core is ranked fastest (CPUs 0-11)",
+        ],
     );
     let page = std::fs::read_to_string(dir.path().join("laptop.html")).unwrap();
     assert_self_contained(&page);
@@ -410,14 +406,17 @@ fn latency_from_a_file_on_a_recorded_machine() {
         !out.contains("latency: "),
         "a given matrix is not 'not measured': {out}"
     );
-    assert!(out.contains("speed: not measured"), "{out}");
-    assert!(out.contains("For 2 chatty threads"), "{out}");
-    // The latency-best 4 are E-cores on this matrix: said so, with the file to use.
-    assert!(
-        out.contains("For 4 communicating threads use E-core CPUs 12,13,14,15"),
-        "{out}"
+    assert_has(
+        &out,
+        &[
+            "speed: not measured",
+            "For 2 chatty threads",
+            // The latency-best 4 are E-cores on this matrix: said so, with
+            // the file to use.
+            "For 4 communicating threads use E-core CPUs 12,13,14,15",
+            "--latency m.csv -- CMD",
+        ],
     );
-    assert!(out.contains("--latency m.csv -- CMD"), "{out}");
     assert!(
         !dir.path().join("lap.latency.json").exists(),
         "the given file is named, not copied"

@@ -6,7 +6,7 @@
 
 use crate::common_cli;
 
-use crate::common_cmd::{assert_fits_80, help_says, strs, usage_error};
+use crate::common_cmd::{assert_fits_80, assert_has, help_says, strs, usage_error};
 use common_cli::*;
 use std::path::PathBuf;
 
@@ -128,19 +128,22 @@ fn static_and_dynamic_programs_get_different_words() {
     fits_80(&s);
     fits_80(&d);
     let (sf, df) = (flat(&s.stdout), flat(&d.stdout));
-    assert!(
-        sf.contains("no E-cores") && sf.contains("adding the 8 E-cores costs"),
-        "{sf}"
+    assert_has(
+        &sf,
+        &[
+            "no E-cores",
+            "adding the 8 E-cores costs",
+            "splits work statically (static model fits",
+        ],
     );
-    assert!(
-        sf.contains("splits work statically (static model fits"),
-        "{sf}"
+    assert_has(
+        &df,
+        &[
+            "8 E-cores:",
+            "leaving out the E-cores costs",
+            "shares work dynamically",
+        ],
     );
-    assert!(
-        df.contains("8 E-cores:") && df.contains("leaving out the E-cores costs"),
-        "{df}"
-    );
-    assert!(df.contains("shares work dynamically"), "{df}");
     insta::assert_snapshot!("tune_static_6p8e", s.stdout);
     insta::assert_snapshot!("tune_dynamic_6p8e", d.stdout);
 }
@@ -150,17 +153,19 @@ fn recommendation_in_every_dialect_or_the_planners_reason() {
     let o = on(HYBRID, &["--from", &tune_data("static-6p8e.csv")]);
     let f = flat(&o.stdout);
     // 6 P-cores with their siblings: CPUs 0-11 of the i7-1370P.
-    assert!(f.contains("export OMP_NUM_THREADS='12'"), "{f}");
-    assert!(f.contains("OMP_PLACES="), "{f}");
-    assert!(f.contains("taskset -c 0-11 CMD"), "{f}");
-    assert!(
-        f.contains("pinsight run cpus-set:0-11 --threads 12 -- CMD"),
-        "{f}"
+    assert_has(
+        &f,
+        &[
+            "export OMP_NUM_THREADS='12'",
+            "OMP_PLACES=",
+            "taskset -c 0-11 CMD",
+            "pinsight run cpus-set:0-11 --threads 12 -- CMD",
+            "kmp-hw-subset:",
+            // 6 P-cores, both threads each: libomp's efficiency 1 (no
+            // CPUID core types in the recorded sysfs).
+            "export KMP_HW_SUBSET='6c:eff1,2t'",
+        ],
     );
-    assert!(f.contains("kmp-hw-subset:"), "{f}");
-    // 6 P-cores, both threads each: libomp's efficiency 1 (no CPUID core
-    // types in the recorded sysfs).
-    assert!(f.contains("export KMP_HW_SUBSET='6c:eff1,2t'"), "{f}");
     let pinned = on(
         HYBRID,
         &["--from", &tune_data("static-6p8e.csv"), "--pinned"],
