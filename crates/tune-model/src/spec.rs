@@ -285,36 +285,21 @@ impl std::str::FromStr for ModelSpec {
                 .ok()
                 .filter(|x: &f64| x.is_finite())
                 .ok_or_else(|| err(format!("{key}='{}' is not a number", shown(value))))?;
-            let range = |ok: bool, allowed: &str| {
-                if ok {
-                    Ok(())
-                } else {
-                    Err(err(format!("{key}={x} is out of range ({allowed})")))
-                }
-            };
-            match key.as_str() {
-                "f" => {
-                    range((0.0..=1.0).contains(&x), "0 to 1")?;
-                    f = Some(x);
-                }
-                "sf" => {
-                    range(x > 0.0 && x <= 1e6, "above 0")?;
-                    th.sf = x;
-                }
-                "smt_gain" => {
-                    range((0.0..=1.0).contains(&x), "0 to 1")?;
-                    th.smt_gain = x;
-                }
-                "t1" => {
-                    range(x > 0.0 && x <= 1e12, "above 0 seconds")?;
-                    th.t1 = x;
-                }
-                "contention" => {
-                    range((0.0..=1.0).contains(&x), "0 to 1")?;
-                    th.contention = x;
-                }
+            // Each key: where its value goes, whether `x` is in its range,
+            // and the range in words.
+            let share = (0.0..=1.0).contains(&x);
+            let (slot, ok, allowed): (&mut f64, bool, &str) = match key.as_str() {
+                "f" => (f.insert(x), share, "0 to 1"),
+                "sf" => (&mut th.sf, x > 0.0 && x <= 1e6, "above 0"),
+                "smt_gain" => (&mut th.smt_gain, share, "0 to 1"),
+                "t1" => (&mut th.t1, x > 0.0 && x <= 1e12, "above 0 seconds"),
+                "contention" => (&mut th.contention, share, "0 to 1"),
                 _ => return Err(err(format!("unknown key '{}'", shown(&key)))),
+            };
+            if !ok {
+                return Err(err(format!("{key}={x} is out of range ({allowed})")));
             }
+            *slot = x;
         }
         th.f = f.ok_or_else(|| err("f (the parallel fraction) is required".to_owned()))?;
         Ok(ModelSpec { model, theta: th })
