@@ -29,6 +29,9 @@
 //!   (`pub use other_crate::...`), and below a crate's root no module
 //!   re-exports an item from elsewhere in its crate (`pub use crate::...`,
 //!   `pub use super::...`).
+//! - one spawn path: production code starts programs only through
+//!   `pinsight_sys::spawn::Spawn` (see [`COMMAND_ALLOWED`] and
+//!   [`command_violations`] for exactly what is scanned and exempt).
 //!
 //! Dev- and build-dependencies are not checked (any suite may use
 //! testkit). `cargo test --release --test layering` runs it (CI: `.ci/run`).
@@ -426,6 +429,26 @@ const UNSAFE_ALLOWED: &[(&str, &str)] = &[
     ),
 ];
 
+/// The files of a package's `src/` that may still name
+/// `std::process::Command` outside test code, and why. Every other use
+/// fails [`command_violations`]; an entry whose file no longer names it
+/// fails too, so the list only shrinks. `crates/sys/src/spawn.rs` (the
+/// one spawn path) is exempt without an entry.
+const COMMAND_ALLOWED: &[(&str, &str)] = &[
+    (
+        "crates/sys/src/affinity.rs",
+        "set_affinity_before_exec: the test suites start their helper processes with a std Command on a CPU mask",
+    ),
+    (
+        "crates/sys/src/process.rs",
+        "stamp_before_exec: the timer's stamp for measure's Program::Command",
+    ),
+    (
+        "crates/measure/src/run.rs",
+        "Program::Command: Measurer::run still takes a caller-built Command (its tests, benches and example build them; every production caller gives a Spawn)",
+    ),
+];
+
 fn layer_of(name: &str) -> Option<(usize, &'static str)> {
     LAYERS
         .iter()
@@ -710,6 +733,90 @@ fn source_violations(name: &str, files: &[(PathBuf, String)], root: &Path) -> Ve
     out
 }
 
+/// `code` (as [`code_only`] gives it) without the items under
+/// `#[cfg(test)]`: from the attribute to the end of its item, the `}`
+/// matching the item's first `{` or a `;` before any `{` (a test module,
+/// a test-only `impl`, `mod tests;`).
+fn without_test_items(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let item = &rest[at..];
+        let mut depth = 0usize;
+        let mut end = item.len();
+        for (i, c) in item.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth <= 1 => {
+                    end = i + 1;
+                    break;
+                }
+                '}' => depth -= 1,
+                ';' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `code` names std's `Command` (or `CommandExt`): a path
+/// `process::Command…` (`std::process::Command`, `use
+/// std::os::unix::process::CommandExt`) or a group `process::{…, Command}`.
+fn names_std_command(code: &str) -> bool {
+    code.contains("process::Command")
+        || code.match_indices("process::{").any(|(i, _)| {
+            let group = &code[i..];
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            group
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == "Command" || w == "CommandExt")
+        })
+}
+
+/// One spawn path: the files (`path` relative to the workspace root,
+/// its text) of a package's `src/` that start programs with
+/// `std::process::Command` instead of `pinsight_sys::spawn::Spawn`, and
+/// the [`COMMAND_ALLOWED`] entries no longer needed.
+///
+/// Scanned: every `.rs` file under each workspace package's `src/` (the
+/// root package's `src/` too), as code only ([`code_only`]: comments,
+/// doc comments and their examples, and string contents are prose).
+/// Exempt: test code — items under `#[cfg(test)]` ([`without_test_items`];
+/// `#[cfg(any(test, …))]` is not recognised), and everything outside
+/// `src/` (`tests/`, `benches/`, `examples/`, `build.rs`) — the
+/// test-support package `pinsight-testkit`, and `crates/sys/src/spawn.rs`
+/// itself.
+fn command_violations(package: &str, files: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    if package == "pinsight-testkit" {
+        return out;
+    }
+    for (path, text) in files {
+        if path == "crates/sys/src/spawn.rs" {
+            continue;
+        }
+        let uses = names_std_command(&without_test_items(&code_only(text)));
+        let allowed = COMMAND_ALLOWED.iter().any(|(p, _)| p == path);
+        if uses && !allowed {
+            out.push(format!(
+                "{path} starts a program with std::process::Command: use pinsight_sys::spawn::Spawn (the one spawn path)"
+            ));
+        } else if !uses && allowed {
+            out.push(format!(
+                "{path} no longer names std::process::Command: remove it from COMMAND_ALLOWED (tests/layering.rs)"
+            ));
+        }
+    }
+    out
+}
+
 fn workspace_metadata() -> Value {
     // --no-deps: the declared dependencies of the workspace packages are all
     // the check needs, and it works offline without a resolved registry.
@@ -776,7 +883,88 @@ fn sources_keep_purity_one_import_path_and_no_unsafe() {
     );
 }
 
+#[test]
+fn production_code_starts_programs_only_through_spawn() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for (name, dir, _) in workspace(&workspace_metadata()) {
+        let files: Vec<(String, String)> = sources(&dir.join("src"))
+            .into_iter()
+            .filter_map(|p| {
+                let text = std::fs::read_to_string(&p).ok()?;
+                let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+                Some((rel, text))
+            })
+            .collect();
+        found.extend(command_violations(&name, &files));
+    }
+    assert!(
+        found.is_empty(),
+        "more than one spawn path:\n  {}",
+        found.join("\n  ")
+    );
+}
+
 // ---- self-tests: each rule fails when broken ----
+
+#[test]
+fn a_std_command_outside_spawn_and_test_code_fails() {
+    let files = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect()
+    };
+    let ok = files(&[
+        (
+            "crates/x/src/a.rs",
+            "//! Unlike `std::process::Command`, ...\nconst S: &str = \"std::process::Command\";\nfn f() { Spawn::new(\"true\"); }\n#[cfg(test)]\nmod tests {\n    fn t() { if true { std::process::Command::new(\"x\"); } }\n}\n",
+        ),
+        (
+            "crates/x/src/b.rs",
+            "/// A finished run.\n#[cfg(test)]\nimpl R {\n    fn s() { use std::process::{Command, Stdio}; }\n}\nfn g() {}\n",
+        ),
+        (
+            "crates/sys/src/spawn.rs",
+            "fn f() { std::process::Command::new(\"x\"); }\n",
+        ),
+        ("crates/measure/src/run.rs", "use std::process::Command;\n"),
+        ("crates/sys/src/affinity.rs", "fn f(c: &mut std::process::Command) {}\n"),
+        ("crates/sys/src/process.rs", "fn f(c: &mut std::process::Command) {}\n"),
+    ]);
+    assert_eq!(command_violations("pinsight-x", &ok), Vec::<String>::new());
+    let bad = files(&[
+        ("crates/x/src/a.rs", "use std::process::Command;\n"),
+        ("crates/x/src/b.rs", "use std::process::{Child, Command};\n"),
+        (
+            "crates/x/src/c.rs",
+            "use std::os::unix::process::CommandExt;\n",
+        ),
+        (
+            "crates/x/src/d.rs",
+            "#[cfg(test)]\nmod tests;\nfn f() { std::process::Command::new(\"x\"); }\n",
+        ),
+        (
+            "crates/x/src/e.rs",
+            "use std::process::{Child, ExitStatus};\n",
+        ),
+        ("crates/measure/src/run.rs", "use std::process::Child;\n"),
+    ]);
+    let found = command_violations("pinsight-x", &bad);
+    assert_eq!(found.len(), 5, "{found:?}");
+    for (i, f) in ["a", "b", "c", "d"].iter().enumerate() {
+        assert!(
+            found[i].starts_with(&format!("crates/x/src/{f}.rs starts a program")),
+            "{found:?}"
+        );
+    }
+    assert!(
+        found[4].contains("crates/measure/src/run.rs no longer names"),
+        "{found:?}"
+    );
+    // The test-support crate is not production code.
+    let kit = files(&[("crates/testkit/src/lib.rs", "use std::process::Command;\n")]);
+    assert!(command_violations("pinsight-testkit", &kit).is_empty());
+}
 
 /// A package `name` depending on `deps` (name, kind).
 fn package(name: &str, deps: &[(&str, Option<&str>)]) -> Value {

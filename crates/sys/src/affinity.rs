@@ -47,7 +47,8 @@ pub fn set_affinity(tid: i32, set: &CpuSet) -> io::Result<()> {
 }
 
 /// [`set_affinity`] with a prepared kernel mask ([`to_kernel_words`]):
-/// allocation-free, so it may be called between `fork` and `exec`.
+/// allocation-free, so a child may call it before `execve`
+/// ([`crate::spawn::Spawn::affinity_words`]).
 pub fn set_affinity_words(tid: i32, words: &[libc::c_ulong]) -> io::Result<()> {
     // SAFETY: the pointer and byte length describe `words`, which outlives the call.
     let r = unsafe {
@@ -115,23 +116,22 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 
 /// Makes `cmd`'s child start on `set`: the mask is prepared now and set
 /// between `fork` and `exec` with one allocation-free syscall. An empty set
-/// is refused here with `InvalidInput`.
+/// is refused here with `InvalidInput`. For tests and tools that start
+/// their programs with a `std::process::Command`; pinsight itself starts
+/// every program through [`crate::spawn::Spawn`]
+/// ([`crate::spawn::Spawn::affinity_words`]).
 pub fn set_affinity_before_exec(cmd: &mut std::process::Command, set: &CpuSet) -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
     if set.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty CPU set"));
     }
-    set_affinity_words_before_exec(cmd, to_kernel_words(set));
-    Ok(())
-}
-
-/// [`set_affinity_before_exec`] with a prepared kernel mask.
-pub fn set_affinity_words_before_exec(cmd: &mut std::process::Command, words: Vec<libc::c_ulong>) {
-    use std::os::unix::process::CommandExt;
+    let words = to_kernel_words(set);
     // SAFETY: one raw syscall on a buffer allocated before the fork;
     // nothing is allocated or locked in the child.
     unsafe {
         cmd.pre_exec(move || set_affinity_words(0, &words));
     }
+    Ok(())
 }
 
 /// The calling thread's kernel TID.
@@ -254,6 +254,29 @@ mod tests {
 
     #[test]
     fn a_child_started_on_a_mask_runs_there() {
+        use std::io::Read;
+        let cpu = get_affinity(0).unwrap().last().unwrap();
+        let mut cmd = crate::spawn::Spawn::new("sh");
+        cmd.args(["-c", "grep Cpus_allowed_list /proc/self/status"])
+            .stdout(crate::spawn::Stdio::Piped)
+            .affinity_words(to_kernel_words(&CpuSet::single(cpu)));
+        let mut child = cmd.start().unwrap();
+        let mut text = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(
+            text.split_whitespace().nth(1),
+            Some(cpu.to_string().as_str())
+        );
+    }
+
+    #[test]
+    fn a_command_started_on_a_mask_runs_there() {
         let cpu = get_affinity(0).unwrap().last().unwrap();
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", "grep Cpus_allowed_list /proc/self/status"]);

@@ -246,16 +246,6 @@ pub fn clear_cloexec(fd: RawFd) -> io::Result<()> {
         .map_err(io::Error::from)
 }
 
-/// Makes `cmd`'s child, and only it, inherit `fd`: close-on-exec is cleared
-/// between `fork` and `exec`. `fd` must stay open until `spawn` returns.
-pub fn inherit_before_exec(cmd: &mut std::process::Command, fd: RawFd) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: one fcntl between fork and exec (async-signal-safe).
-    unsafe {
-        cmd.pre_exec(move || clear_cloexec(fd));
-    }
-}
-
 /// Whether `fd` is close-on-exec (`false` if it is not open).
 pub fn is_cloexec(fd: impl AsFd) -> bool {
     fcntl(fd.as_fd(), FcntlArg::F_GETFD)

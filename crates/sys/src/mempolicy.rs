@@ -177,20 +177,6 @@ pub fn refusal(mode: i32, nodes: &CpuSet, e: io::Error) -> MemPolicyError {
     }
 }
 
-/// Sets `mode` on `nodes` in the child of `cmd` between fork and exec:
-/// one raw syscall on a mask prepared here (the child of a multi-threaded
-/// process must not allocate). A refusal fails the spawn with the errno;
-/// check the policy first with [`probe`] to report it before anything runs.
-pub fn set_before_exec(cmd: &mut std::process::Command, mode: i32, nodes: &CpuSet) {
-    use std::os::unix::process::CommandExt;
-    let (words, maxnode) = kernel_mask(mode, nodes);
-    // SAFETY: one raw syscall on a buffer allocated before the fork;
-    // nothing is allocated or locked in the child.
-    unsafe {
-        cmd.pre_exec(move || raw_set(mode, &words, maxnode));
-    }
-}
-
 /// Whether the kernel accepts `mode` on `nodes`, tried on a scratch thread
 /// (whose policy dies with it), so an unsupported mode (weighted
 /// interleave before Linux 6.9) is reported before any program runs.
