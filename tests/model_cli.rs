@@ -4,29 +4,30 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{
+    assert_exit, assert_fits_80, assert_holds, assert_usage_error, on_fsroot, words,
+};
 use common_cli::*;
 
-fn model(args: &[&str]) -> Out {
+/// `pinsight model ARGS...` on a terminal of 80 columns.
+fn model_call(args: &[&str]) -> Call {
     let mut argv = vec!["model"];
     argv.extend_from_slice(args);
-    let o = pinsight(&argv).env("COLUMNS", "80").run();
-    assert_eq!(o.code, 0, "{}: exit {}\n{}", o.argv, o.code, o.stderr);
-    o
+    pinsight(&argv).env("COLUMNS", "80")
+}
+
+/// The same, which must succeed.
+fn model(args: &[&str]) -> Out {
+    model_call(args).ok()
 }
 
 /// Adnan 2023's 4P+8E (Array 19) with f 0.99 and sf 2 (eqs. 4 and 6): 7.48x against one
 /// P-core and 14.95x against one E-core with every core.
 #[test]
 fn given_params_follow_the_seed_equations() {
-    let j = model(&[
-        "--params",
-        "f=0.99,sf=2",
-        "--machine",
-        "4P+8E",
-        "--config",
-        "4P+8E",
-        "--json",
-    ])
+    let j = model(&words(
+        "--params f=0.99,sf=2 --machine 4P+8E --config 4P+8E --json",
+    ))
     .json();
     let (f, sf) = (0.99, 2.0);
     let eq4 = 1.0 / (1.0 - f + sf * f / (sf * 4.0 + 8.0));
@@ -43,22 +44,12 @@ fn given_params_follow_the_seed_equations() {
 
 #[test]
 fn table_fits_80_columns_and_svg_has_two_curves() {
-    let o = pinsight(&[
-        "model",
-        "--params",
-        "f=0.99,sf=2",
-        "--machine",
-        "6P+8E+smt",
-        "--export-svg",
-        "curve.svg",
-    ])
-    .env("COLUMNS", "80")
+    let o = model_call(&words(
+        "--params f=0.99,sf=2 --machine 6P+8E+smt --export-svg curve.svg",
+    ))
     .writes("curve.svg")
-    .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    for l in o.stdout.lines() {
-        assert!(l.chars().count() <= 80, "{l}");
-    }
+    .ok();
+    assert_fits_80(&o.stdout);
     assert!(o.stdout.contains("P-first") && o.stdout.contains("E-first"));
     let rows = o
         .stdout
@@ -97,17 +88,11 @@ fn fitted_from_runs_gives_intervals() {
 #[test]
 fn one_kind_recorded_machine_has_one_curve() {
     let root = hwloc_fixture("16em64t-4s2c2t");
-    let o = pinsight(&[
-        "--fsroot",
+    let j = ok(&on_fsroot(
         root.to_str().unwrap(),
-        "model",
-        "--params",
-        "f=0.9",
-        "--json",
-    ])
-    .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    let j = o.json();
+        "model --params f=0.9 --json",
+    ))
+    .json();
     assert_eq!(j["machine"]["e_cores"], 0);
     assert!(j["curves"]["p_first"][0]["vs_e"].is_null());
 }
@@ -142,13 +127,8 @@ fn bad_specs_exit_2_with_one_line() {
         (&["model", "--machine", "4P"], "--from"),
     ] {
         let o = pinsight(args).run();
-        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
-        assert!(o.stdout.is_empty());
-        let first = o.first_err_line();
-        assert!(o.stderr.contains(needle), "{args:?}: {}", o.stderr);
-        if first.starts_with("pinsight: error: ") {
-            assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
-        }
+        assert_usage_error(&o);
+        assert_holds(&o, &o.stderr, &[needle]);
     }
 }
 
@@ -160,19 +140,11 @@ fn the_machine_comes_from_the_config_or_the_runs_not_this_machine() {
     let j = model(&["--params", "f=0.99,sf=2", "--config", "4P+8E", "--json"]).json();
     assert_eq!(j["machine_source"], "config");
     assert_eq!(j["curves"]["p_first"].as_array().unwrap().len(), 12);
-    let o = pinsight(&[
-        "model",
-        "--params",
-        "f=0.99,sf=2",
-        "--config",
-        "4P+8E",
-        "--export-svg",
-        "c.svg",
-    ])
-    .env("COLUMNS", "80")
+    let o = model_call(&words(
+        "--params f=0.99,sf=2 --config 4P+8E --export-svg c.svg",
+    ))
     .writes("c.svg")
-    .run();
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    .ok();
     assert!(o.stdout.contains("4P+8E (the --config's"), "{}", o.stdout);
     let svg = std::fs::read_to_string(o.path("c.svg")).unwrap();
     assert!(svg.contains("4P+8E"), "the title names the machine");
@@ -185,7 +157,6 @@ fn the_machine_comes_from_the_config_or_the_runs_not_this_machine() {
         ),
         (Some(4), Some(8))
     );
-    let o = pinsight(&["model", "--params", "f=0.9"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.stderr.contains("--machine live"), "{}", o.stderr);
+    let o = pinsight(&words("model --params f=0.9")).run();
+    assert_exit(&o, 2, &["--machine live"]);
 }

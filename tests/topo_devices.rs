@@ -13,6 +13,11 @@ fn fake_devices() -> PathBuf {
 }
 
 /// The facts users place threads by, one object per device.
+/// `pinsight --fsroot ROOT topo --json`, which must succeed.
+fn topo_json(root: &std::path::Path) -> Out {
+    ok(&["--fsroot", root.to_str().unwrap(), "topo", "--json"])
+}
+
 fn devices(o: &Out) -> Vec<Value> {
     o.json()["devices"]
         .as_array()
@@ -33,12 +38,7 @@ fn devices(o: &Out) -> Vec<Value> {
 
 #[test]
 fn topo_json_lists_the_fake_devices_with_their_locality() {
-    let o = ok(&[
-        "--fsroot",
-        fake_devices().to_str().unwrap(),
-        "topo",
-        "--json",
-    ]);
+    let o = topo_json(&fake_devices());
     assert_eq!(
         devices(&o),
         [
@@ -62,12 +62,7 @@ fn topo_json_lists_the_fake_devices_with_their_locality() {
 
 #[test]
 fn topo_json_on_fakepcilocalities_puts_the_infiniband_card_on_node_1() {
-    let o = ok(&[
-        "--fsroot",
-        hwloc_fixture("fakepcilocalities").to_str().unwrap(),
-        "topo",
-        "--json",
-    ]);
+    let o = topo_json(&hwloc_fixture("fakepcilocalities"));
     let devs = devices(&o);
     assert_eq!(devs.len(), 8);
     let ib = devs
@@ -86,19 +81,14 @@ fn a_snapshot_of_the_fake_tree_lists_the_same_devices() {
         .run();
     assert_eq!(o.code, 0, "{}", o.stderr);
     let snap = o.path("snap");
-    let again = ok(&["--fsroot", snap.to_str().unwrap(), "topo", "--json"]);
-    let before = ok(&["--fsroot", fake.to_str().unwrap(), "topo", "--json"]);
+    let again = topo_json(&snap);
+    let before = topo_json(&fake);
     assert_eq!(devices(&again), devices(&before));
     assert!(std::fs::read_link(snap.join("sys/bus/pci/devices/0000:81:00.0")).is_ok());
 }
 
 #[test]
 fn a_machine_without_pci_lists_no_devices() {
-    let o = ok(&[
-        "--fsroot",
-        hwloc_fixture("16amd64-8n2c").to_str().unwrap(),
-        "topo",
-        "--json",
-    ]);
+    let o = topo_json(&hwloc_fixture("16amd64-8n2c"));
     assert_eq!(o.json()["devices"], json!([]));
 }

@@ -5,6 +5,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::on_fsroot;
 use common_cli::*;
 use std::path::PathBuf;
 
@@ -13,7 +14,7 @@ fn synthetic(name: &str) -> PathBuf {
 }
 
 fn explain(fsroot: &std::path::Path) -> Out {
-    ok(&["--fsroot", fsroot.to_str().unwrap(), "topo", "--explain"])
+    ok(&on_fsroot(fsroot.to_str().unwrap(), "topo --explain"))
 }
 
 /// stdout with every line break and its indentation read as one space.
@@ -92,19 +93,14 @@ fn every_recorded_machine_explains_within_80_columns() {
 #[test]
 fn json_explain_carries_the_provenance() {
     let root = synthetic("amd-strix-point");
-    let o = ok(&[
-        "--fsroot",
-        root.to_str().unwrap(),
-        "--json",
-        "topo",
-        "--explain",
-    ]);
+    let root = root.to_str().unwrap();
+    let o = ok(&on_fsroot(root, "--json topo --explain"));
     let v = o.json();
     assert_eq!(v["provenance"]["winner"], "amd-prefcore-ranking");
     assert_eq!(v["kinds"][1]["name"], "Zen5");
     assert_eq!(v["kinds"][0]["rank_source"], "amd-prefcore-ranking");
     // The same object as in the full topology JSON.
-    let full = ok(&["--fsroot", root.to_str().unwrap(), "--json", "topo"]).json();
+    let full = ok(&on_fsroot(root, "--json topo")).json();
     assert_eq!(full["provenance"], v["provenance"]);
 }
 
