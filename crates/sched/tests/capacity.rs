@@ -49,20 +49,15 @@ fn a_vacated_big_cpu_gets_no_thread_until_it_comes_back() {
     periods(&mut m, 3);
     // One busy thread, one big CPU: AARR gives it the big CPU.
     assert_eq!(allowed_of(pid), big.to_string());
-    tx.send((big, 0)).unwrap();
-    periods(&mut m, 2);
-    assert_eq!(
-        allowed_of(pid),
-        small.to_string(),
-        "vacated big CPU kept its thread"
-    );
-    tx.send((big, 180)).unwrap();
-    periods(&mut m, 2);
-    assert_eq!(
-        allowed_of(pid),
-        big.to_string(),
-        "the thread did not come back"
-    );
+    // The big CPU's capacity drops to 0, then comes back.
+    for (capacity, want, why) in [
+        (0, small, "vacated big CPU kept its thread"),
+        (180, big, "the thread did not come back"),
+    ] {
+        tx.send((big, capacity)).unwrap();
+        periods(&mut m, 2);
+        assert_eq!(allowed_of(pid), want.to_string(), "{why}");
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     let r = m.finish(Duration::from_secs(1));

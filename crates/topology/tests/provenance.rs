@@ -240,11 +240,7 @@ fn homogeneous_amd_with_preferred_cores_stays_one_kind() {
     );
     assert_eq!(p.cpu(63).unwrap().value, 236);
     assert_eq!(p.cpu(0).unwrap().value, 166);
-    assert!(
-        !t.warnings.iter().any(|w| w.contains("core kinds")),
-        "{:#?}",
-        t.warnings
-    );
+    common::assert_not_warned(&t, "core kinds", "one kind ranked by preferred cores");
 }
 
 #[test]

@@ -154,14 +154,7 @@ fn arm_phone_has_three_kinds_little_to_big() {
 fn intel_hybrid_with_flat_firmware_frequencies_uses_pmu_lists() {
     let t = committed("intel-hybrid-laptop");
     assert_eq!(kind_sets(&t), vec![set("8-15"), set("0-7")]);
-    assert_eq!(
-        (t.kinds[0].name.as_str(), t.kinds[0].mark.as_str()),
-        ("E-core", "E")
-    );
-    assert_eq!(
-        (t.kinds[1].name.as_str(), t.kinds[1].mark.as_str()),
-        ("P-core", "P")
-    );
+    assert_eq!(common::kind_labels(&t), [("E-core", "E"), ("P-core", "P")]);
     assert!(t
         .kinds
         .iter()

@@ -48,6 +48,25 @@ pub fn assert_warned(t: &pinsight_model::Topology, parts: &[&str]) {
     );
 }
 
+/// Asserts that none of `t`'s warnings contains `part`, saying `ctx` and
+/// showing the warnings when one does.
+#[track_caller]
+pub fn assert_not_warned(t: &pinsight_model::Topology, part: &str, ctx: &str) {
+    assert!(
+        !t.warnings.iter().any(|w| w.contains(part)),
+        "{ctx}: a warning with {part:?}: {:#?}",
+        t.warnings
+    );
+}
+
+/// Each kind's (name, mark), in rank order.
+pub fn kind_labels(t: &pinsight_model::Topology) -> Vec<(&str, &str)> {
+    t.kinds
+        .iter()
+        .map(|k| (k.name.as_str(), k.mark.as_str()))
+        .collect()
+}
+
 /// A CPU set from a cpulist (`0-3,8`).
 pub fn set(s: &str) -> pinsight_cpuset::CpuSet {
     pinsight_cpuset::CpuSet::parse_list(s).unwrap()
