@@ -5,10 +5,9 @@
 //! thread was seen on) — on the machine as discovered, and with two
 //! declared kinds.
 
-use pinsight_cpuset::CpuSet;
 use pinsight_model::Topology;
-use pinsight_model::{declared::apply, declared::KindSpec};
 use pinsight_sys::FsRoot;
+use pinsight_testkit::topology::declared_first_p;
 use pinsight_topology::discover;
 use pinsight_tune::{
     ExecutorKind, Identity, TuneConfig, TuneJournal, TuneRequest, TuneSession, KIND_DESIGN,
@@ -99,15 +98,8 @@ fn tune_runs_the_pi_workload_on_two_declared_kinds() {
     let Some(_live) = pinsight_testkit::premise::live_on_usable() else {
         return;
     };
-    let topo = discover(&FsRoot::live());
-    let usable: Vec<usize> = topo.usable().iter().collect();
-    if usable.len() < 2 {
-        pinsight_testkit::skip_test!("one usable CPU: two kinds cannot be declared");
-    }
-    let rest: CpuSet = usable[1..].iter().copied().collect();
-    let spec = KindSpec::parse(&format!("{}:P,{rest}:E", usable[0])).unwrap();
-    match apply(&topo, &spec) {
+    match declared_first_p(&discover(&FsRoot::live())) {
         Ok(t) => tune_pi(&t),
-        Err(e) => pinsight_testkit::skip_test!("cannot declare kinds here: {e}"),
+        Err(why) => pinsight_testkit::skip_test!("{why}"),
     }
 }

@@ -357,9 +357,35 @@ pub fn arm_phone() -> Topology {
     t
 }
 
+/// `topo` with two kinds declared as `--kinds FIRST:P,REST:E` declares
+/// them: its first usable CPU a P-core, every other usable CPU an E-core,
+/// for a live test that needs two kinds on any machine. `Err` with the
+/// reason for its counted skip when fewer than two CPUs are usable or
+/// the declaration does not apply here.
+pub fn declared_first_p(topo: &Topology) -> Result<Topology, String> {
+    use pinsight_model::declared::{apply, KindSpec};
+    let usable: Vec<usize> = topo.usable().iter().collect();
+    if usable.len() < 2 {
+        return Err("one usable CPU: two kinds cannot be declared".into());
+    }
+    let rest: CpuSet = usable[1..].iter().copied().collect();
+    let spec = KindSpec::parse(&format!("{}:P,{rest}:E", usable[0])).unwrap();
+    apply(topo, &spec).map_err(|e| format!("cannot declare kinds here: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_usable_cpu_is_declared_the_p_core() {
+        let t = declared_first_p(&i7_1370p()).unwrap();
+        let mut kinds: Vec<String> = t.kinds.iter().map(|k| k.cpus.to_string()).collect();
+        kinds.sort();
+        assert_eq!(kinds, ["0", "1-19"]);
+        let p = t.kinds.iter().find(|k| k.cpus.contains(0)).unwrap();
+        assert!(t.kinds.iter().all(|k| k.rank <= p.rank), "{:?}", t.kinds);
+    }
 
     #[test]
     fn a_built_machine_is_what_discovery_would_read() {
