@@ -32,7 +32,7 @@ Pinned policies (p-pinned, cpus:LIST, compact, ...): the program also starts wit
 
 Statically linked, set-user-ID/set-group-ID or file-capability programs ignore LD_PRELOAD, and 32-bit (other ELF class or machine) programs cannot load the shim: pinsight detects them before the start and pins through the /proc watcher instead (as --follow), saying so; one executed in place by a wrapper (`sh -c 'exec ./prog32'`) is taken over by the watcher from the exec, and --report names the watcher. A plan too large for the environment (over 131072 bytes a variable, e.g. --oversubscribe -t 70000) is applied by the watcher too. Only the program and what it execs in place get the shim; the other processes it starts get an environment without it.
 
---mem SPEC: the program starts with that memory policy (set_mempolicy on the spawning thread, inherited across exec, as numactl does; see `pinsight plan --help`); --near DEVICE: only the device's local CPUs.
+--mem SPEC: the program starts with that memory policy (set_mempolicy in the started process just before it executes the program, kept across exec, as numactl does; see `pinsight plan --help`); --near DEVICE: only the device's local CPUs.
 
 Examples:
   # one P-core per thread, in creation order
