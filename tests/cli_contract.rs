@@ -12,7 +12,7 @@
 //! few seconds in release.
 
 use crate::common_cli;
-use crate::common_cmd::{self, assert_exit, assert_holds, strs};
+use crate::common_cmd::{self, assert_exit, assert_holds, dir_with, strs};
 
 use common_cli::*;
 use pinsight_cpuset::CpuSet;
@@ -230,12 +230,12 @@ fn bad_values_exit_2_naming_the_value_and_what_is_allowed() {
 
 #[test]
 fn bad_input_files_exit_2_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("missing.csv");
-    let garbage = dir.path().join("garbage.xml");
-    std::fs::write(&garbage, "not xml at all\n").unwrap();
-    let bad_csv = dir.path().join("bad.csv");
-    std::fs::write(&bad_csv, ",,\n12.5,,\n13,x7,\n").unwrap();
+    let dir = dir_with(&[
+        ("garbage.xml", "not xml at all\n"),
+        ("bad.csv", ",,\n12.5,,\n13,x7,\n"),
+    ]);
+    let [missing, garbage, bad_csv] =
+        ["missing.csv", "garbage.xml", "bad.csv"].map(|n| dir.path().join(n));
     usage_error(&["latency", "--latency", s(&missing)], &["missing.csv"]);
     usage_error(
         &["latency", "--latency", s(&bad_csv)],
@@ -274,10 +274,8 @@ fn bad_input_files_exit_2_naming_the_file() {
 
 #[test]
 fn missing_or_unusable_fsroot_exits_2_naming_the_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("no-such-machine");
-    let file = dir.path().join("a-file");
-    std::fs::write(&file, "x").unwrap();
+    let dir = dir_with(&[("a-file", "x")]);
+    let [missing, file] = ["no-such-machine", "a-file"].map(|n| dir.path().join(n));
     for cmd in [
         &["topo"][..],
         &["plan", "compact"],
@@ -461,9 +459,8 @@ fn latency_on_one_cpu_is_a_runtime_error_passed_on_by_run() {
 
 #[test]
 fn run_hands_on_the_programs_exit_status() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = dir_with(&[("data.txt", "x")]);
     let not_exec = dir.path().join("data.txt");
-    std::fs::write(&not_exec, "x").unwrap();
     let cases: &[(&[&str], i32)] = &[
         (&["run", "os", "--", "true"], 0),
         (&["run", "os", "--", "false"], 1),

@@ -28,6 +28,15 @@ pub fn with_sh<'a>(line: &'a str, script: &'a str) -> Vec<&'a str> {
     args
 }
 
+/// A fresh directory holding `files`, each a (name, content).
+pub fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    dir
+}
+
 /// Every line of `out` fits a terminal of 80 columns.
 pub fn assert_fits_80(out: &str) {
     assert!(out.lines().all(|l| l.chars().count() <= 80), "{out}");

@@ -4,6 +4,7 @@
 //! 2 for input to change, 126/127 for a program that cannot start.
 
 use crate::common_cli::*;
+use crate::common_cmd::dir_with;
 
 /// Runs `compare ARGS` and returns its exit code and its one stderr line.
 fn refusal<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (i32, String) {
@@ -108,9 +109,8 @@ fn request_inputs_are_refused_naming_their_flag() {
 
 #[test]
 fn output_files_are_checked_naming_their_flag() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = dir_with(&[("j.jsonl", "")]);
     let journal = dir.path().join("j.jsonl");
-    std::fs::write(&journal, "").unwrap();
     let j = journal.to_str().unwrap();
     usage(
         &["--journal", j, "--", "true"],
@@ -150,11 +150,17 @@ fn a_failed_run_stops_naming_its_kept_output_and_the_resume_line() {
         a.extend(["--", "sh", "-c", "echo hi; exit 3"]);
         a
     }
-    let o = pinsight(&args("j.jsonl", false))
-        .writes("j.jsonl")
-        .writes("j.jsonl.out")
-        .run();
-    assert_eq!(o.code, 1, "{}", o.stderr);
+    // Exit 1, the journal and the programs' output kept.
+    let failed = |journal: &str, show: bool| {
+        let out = format!("{journal}.out");
+        let o = pinsight(&args(journal, show))
+            .writes(journal)
+            .writes(&out)
+            .run();
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        o
+    };
+    let o = failed("j.jsonl", false);
     assert_eq!(
         o.stderr,
         "pinsight: error: stopped: measured run 1 of os exited with code 3 \
@@ -163,11 +169,7 @@ fn a_failed_run_stops_naming_its_kept_output_and_the_resume_line() {
          pinsight compare --resume j.jsonl\n"
     );
     // Shown already: not named again, and the resume line keeps the flag.
-    let o = pinsight(&args("k.jsonl", true))
-        .writes("k.jsonl")
-        .writes("k.jsonl.out")
-        .run();
-    assert_eq!(o.code, 1, "{}", o.stderr);
+    let o = failed("k.jsonl", true);
     assert!(
         o.stderr.ends_with(
             "hi\npinsight: error: stopped: measured run 1 of os exited with code 3\n\

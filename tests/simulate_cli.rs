@@ -6,7 +6,7 @@
 use crate::common_cli;
 
 use crate::common_cmd::{
-    assert_exit, assert_fits_80, assert_one_line, assert_usage_error, help_says, words,
+    assert_exit, assert_fits_80, assert_one_line, assert_usage_error, dir_with, help_says, words,
 };
 use common_cli::*;
 use serde_json::Value;
@@ -143,9 +143,11 @@ fn one_kind_is_refused_in_one_line() {
 
 #[test]
 fn bad_input_exits_2_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = dir_with(&[(
+        "bad.csv",
+        "# mix\nname,instructions,sf\na,1e9,2\nb,1e9,zero\n",
+    )]);
     let bad = dir.path().join("bad.csv");
-    std::fs::write(&bad, "# mix\nname,instructions,sf\na,1e9,2\nb,1e9,zero\n").unwrap();
     let missing = dir.path().join("missing.csv");
     let both = ["--machine", "8P+8E"];
     let cases: Vec<(Vec<&str>, &str)> = vec![

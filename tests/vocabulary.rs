@@ -5,6 +5,7 @@
 //! twice), and the help lists a command's own options before the global
 //! ones.
 
+use crate::common_cmd::dir_with;
 use std::process::{Command, Output};
 
 fn pinsight(args: &[&str]) -> Output {
@@ -90,9 +91,8 @@ fn help_lists_own_options_first_and_the_global_ones_under_their_heading() {
 /// An old spelling works as the new one, silently: a hidden alias.
 #[test]
 fn an_old_spelling_is_an_alias_with_the_same_value() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = dir_with(&[("p.csv", "name,instructions,sf\na,1e9,2\nb,1e9,1\n")]);
     let csv = dir.path().join("p.csv");
-    std::fs::write(&csv, "name,instructions,sf\na,1e9,2\nb,1e9,1\n").unwrap();
     let csv = csv.to_str().unwrap();
     let run = |flags: &[&str]| {
         let mut args = vec![
@@ -162,9 +162,8 @@ fn one_machine_grammar_for_tune_model_and_simulate() {
         "--json",
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = dir_with(&[("p.csv", "name,instructions,sf\na,1e9,2\nb,1e9,1\n")]);
     let csv = dir.path().join("p.csv");
-    std::fs::write(&csv, "name,instructions,sf\na,1e9,2\nb,1e9,1\n").unwrap();
     let csv = csv.to_str().unwrap();
     let o = pinsight(&[
         "simulate",
