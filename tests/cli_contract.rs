@@ -12,7 +12,7 @@
 //! few seconds in release.
 
 use crate::common_cli;
-use crate::common_cmd::{self, assert_exit, assert_holds, dir_with, strs};
+use crate::common_cmd::{self, assert_exit, assert_holds, dir_with, strs, words};
 
 use common_cli::*;
 use pinsight_cpuset::CpuSet;
@@ -412,30 +412,18 @@ fn runtime_failures_exit_1() {
     );
     // Output files of report and speed are checked before measuring: bad
     // input (exit 2), see tests/no_lost_work.rs.
-    usage_error(
-        &[
-            "report",
-            "--no-latency",
-            "--no-speed",
-            "--export-html",
-            s(&nodir.join("r.html")),
-        ],
-        &["no/such/dir/r.html"],
-    );
-    usage_error(
-        &[
-            "speed",
-            "--cpus",
-            "0",
-            "--kernels",
-            "int",
-            "--budget",
-            "10ms",
-            "--export-weights",
-            s(&nodir.join("w.json")),
-        ],
-        &["no/such/dir/w.json"],
-    );
+    for (line, file) in [
+        ("report --no-latency --no-speed --export-html", "r.html"),
+        (
+            "speed --cpus 0 --kernels int --budget 10ms --export-weights",
+            "w.json",
+        ),
+    ] {
+        let path = nodir.join(file);
+        let mut args = words(line);
+        args.push(s(&path));
+        usage_error(&args, &[&format!("no/such/dir/{file}")]);
+    }
 }
 
 /// latency confined to one CPU (by `pinsight run cpus:0`) cannot measure:
@@ -627,18 +615,7 @@ fn json_of_measuring_commands_on_this_machine() {
         .iter()
         .filter(|c| c["online"] == true && c["allowed"] == true)
         .count();
-    let speed = json_both_ways(
-        &[
-            "speed",
-            "--cpus",
-            "0",
-            "--kernels",
-            "int",
-            "--budget",
-            "30ms",
-        ],
-        &[],
-    );
+    let speed = json_both_ways(&words("speed --cpus 0 --kernels int --budget 30ms"), &[]);
     assert_eq!(speed["cpus"][0]["cpu"], 0);
     if usable < 2 {
         eprintln!("note: latency --json not checked: fewer than 2 usable CPUs");
