@@ -202,11 +202,7 @@ mod tests {
     }
 
     fn meminfo_root(text: &str) -> (tempfile::TempDir, FsRoot) {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
-        std::fs::write(dir.path().join("proc/meminfo"), text).unwrap();
-        let fs = FsRoot::at(dir.path()).unwrap();
-        (dir, fs)
+        pinsight_testkit::fake_root(&[("proc/meminfo", text)])
     }
 
     #[test]

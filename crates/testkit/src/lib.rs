@@ -152,6 +152,26 @@ pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
+/// Writes the file `rel` (relative to `root`, a leading `/` allowed) with
+/// `text`, making its directories: one file of a fake /sys or /proc.
+pub fn put(root: &std::path::Path, rel: &str, text: &str) {
+    let p = root.join(rel.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().expect("a file under the root"))
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+}
+
+/// A fresh directory holding `files` (relative path, text: see [`put`]),
+/// and the [`pinsight_sys::FsRoot`] at it.
+pub fn fake_root(files: &[(&str, &str)]) -> (tempfile::TempDir, pinsight_sys::FsRoot) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    for (rel, text) in files {
+        put(dir.path(), rel, text);
+    }
+    let fs = pinsight_sys::FsRoot::at(dir.path()).expect("a root at a directory");
+    (dir, fs)
+}
+
 /// CPU time the hypervisor took from this machine so far (all CPUs: the
 /// `steal` column of /proc/stat), in ms; 0 where there is none. perf's
 /// task-clock counts a task's stolen time and the kernel's CPU-time

@@ -7,14 +7,8 @@ use crate::common::set;
 
 use pinsight_model::Topology;
 use pinsight_sys::FsRoot;
+use pinsight_testkit::put;
 use pinsight_topology::discover;
-use std::path::Path;
-
-fn put(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
 
 /// An 8-CPU machine plus the given extra files.
 fn machine(files: &[(&str, &str)]) -> Topology {

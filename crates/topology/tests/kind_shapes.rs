@@ -9,6 +9,7 @@ use crate::common;
 use pinsight_cpuset::CpuSet;
 use pinsight_model::{CapacityOrigin, RankSource, Topology};
 use pinsight_sys::FsRoot;
+use pinsight_testkit::put as write;
 use pinsight_topology::discover;
 use std::path::Path;
 
@@ -19,12 +20,6 @@ fn board() -> tempfile::TempDir {
     let tmp = common::tempdir();
     pinsight_testkit::copy_tree(&common::hwloc("2arm-2c"), tmp.path());
     tmp
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
 }
 
 /// Gives CPU `cpu` a MIDR and a maximum clock (kHz, as cpufreq writes it).

@@ -33,17 +33,12 @@ fn allowed_ids(t: &Topology) -> Vec<u32> {
 }
 
 use pinsight_testkit::copy_tree;
+use pinsight_testkit::put;
 /// A writable copy of the recorded machine `name`.
 fn copy(name: &str) -> tempfile::TempDir {
     let dir = common::tempdir();
     copy_tree(&common::hwloc(name), dir.path());
     dir
-}
-
-fn put(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
 }
 
 fn at(dir: &Path) -> Topology {

@@ -5,15 +5,10 @@
 
 use pinsight_model::{KindSource, Source, Topology};
 use pinsight_sys::FsRoot;
+use pinsight_testkit::put as write;
 use pinsight_topology::discover;
 use pinsight_topology::snapshot::{self, Error, Options, METADATA_FILE};
 use std::path::{Path, PathBuf};
-
-fn write(root: &Path, abs: &str, content: &str) {
-    let p = root.join(abs.trim_start_matches('/'));
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, content).unwrap();
-}
 
 fn symlink(root: &Path, target: &str, link: &str) {
     let l = root.join(link.trim_start_matches('/'));
