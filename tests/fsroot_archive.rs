@@ -9,6 +9,22 @@ use common_cli::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// A scratch directory and the `tmp` directory inside it (the runs'
+/// TMPDIR, where unpacked trees go).
+fn work_dir() -> (tempfile::TempDir, PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    (work, tmp)
+}
+
+/// [`big_archive`] as `big.tar.gz` in `work`.
+fn big_archive_in(work: &tempfile::TempDir) -> PathBuf {
+    let archive = work.path().join("big.tar.gz");
+    big_archive(&archive);
+    archive
+}
+
 fn hybrid() -> PathBuf {
     hwloc_fixture("20em64t-hybrid-1p6c2t+2ca4co1t")
 }
@@ -42,9 +58,7 @@ fn without_source(mut v: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn a_snapshot_archive_reads_like_its_directory() {
-    let work = tempfile::tempdir().unwrap();
-    let tmp = work.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    let (work, tmp) = work_dir();
     let archive = work.path().join("box.tar.gz");
     let a = archive.to_str().unwrap();
     let root = hybrid();
@@ -104,9 +118,7 @@ type Maker = Box<dyn Fn(&Path)>;
 
 #[test]
 fn bad_archives_are_one_usage_line_naming_the_file() {
-    let work = tempfile::tempdir().unwrap();
-    let tmp = work.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    let (work, tmp) = work_dir();
     let cases: Vec<(&str, Maker, &str)> = vec![
         (
             "escape.tar.gz",
@@ -204,11 +216,8 @@ fn spawn_topo(archive: &Path, tmp: &Path) -> std::process::Child {
 /// its removal).
 #[test]
 fn a_signal_during_unpacking_leaves_nothing() {
-    let work = tempfile::tempdir().unwrap();
-    let tmp = work.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let archive = work.path().join("big.tar.gz");
-    big_archive(&archive);
+    let (work, tmp) = work_dir();
+    let archive = big_archive_in(&work);
     let signals = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
     for i in 0..24u64 {
         let mut child = spawn_topo(&archive, &tmp);
@@ -229,11 +238,8 @@ fn a_signal_during_unpacking_leaves_nothing() {
 /// unpack removes it, since its owner is gone.
 #[test]
 fn a_tree_left_by_kill_9_is_removed_by_the_next_run() {
-    let work = tempfile::tempdir().unwrap();
-    let tmp = work.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let archive = work.path().join("big.tar.gz");
-    big_archive(&archive);
+    let (work, tmp) = work_dir();
+    let archive = big_archive_in(&work);
     let mut child = spawn_topo(&archive, &tmp);
     let t = std::time::Instant::now();
     while entries(&tmp).is_empty() && t.elapsed() < std::time::Duration::from_secs(10) {
