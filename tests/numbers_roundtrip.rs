@@ -5,6 +5,7 @@
 //! Also: the runs' output directory is checked before a journal is made,
 //! and a `--metric` JSON pointer escapes only `~0` and `~1`.
 
+use crate::common_cmd::{assert_status, text, words};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -21,10 +22,6 @@ fn pinsight(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn ok(o: &Output) {
@@ -59,17 +56,25 @@ const COMPARE: &[&str] = &[
     "0",
 ];
 
+/// [`COMPARE`] in `dir`, then `rest`.
+fn compare(dir: &Path, rest: &[&str]) -> Output {
+    pinsight(dir, &[COMPARE, rest].concat())
+}
+
+/// The run lines of a journal ([`lines`]).
+fn runs(path: &Path) -> Vec<Value> {
+    lines(path)
+        .into_iter()
+        .filter(|v| v["type"] == "run")
+        .collect()
+}
+
 #[test]
 fn a_figure_of_1e999_is_no_number_and_the_experiment_reports_and_resumes() {
     let d = tempfile::tempdir().unwrap();
-    let mut args = COMPARE.to_vec();
-    args.extend(["--journal", "k1.jsonl", "--", "echo", "took 1e999 s"]);
-    ok(&pinsight(d.path(), &args));
-    let runs: Vec<Value> = lines(&d.path().join("k1.jsonl"))
-        .into_iter()
-        .filter(|v| v["type"] == "run")
-        .collect();
-    assert_eq!(runs.len(), 6);
+    let args = ["--journal", "k1.jsonl", "--", "echo", "took 1e999 s"];
+    ok(&compare(d.path(), &args));
+    assert_eq!(runs(&d.path().join("k1.jsonl")).len(), 6);
     let r = pinsight(d.path(), &["compare", "-q", "--resume", "k1.jsonl"]);
     ok(&r);
     assert!(
@@ -81,8 +86,7 @@ fn a_figure_of_1e999_is_no_number_and_the_experiment_reports_and_resumes() {
     // of that metric, with the reason; the runs count.
     for (i, v) in ["v=1e999", "v=-1e400"].iter().enumerate() {
         let j = format!("m{i}.jsonl");
-        let mut args = COMPARE.to_vec();
-        args.extend([
+        let args = [
             "--journal",
             &j,
             "--metric",
@@ -90,12 +94,9 @@ fn a_figure_of_1e999_is_no_number_and_the_experiment_reports_and_resumes() {
             "--",
             "echo",
             v,
-        ]);
-        ok(&pinsight(d.path(), &args));
-        let runs: Vec<Value> = lines(&d.path().join(&j))
-            .into_iter()
-            .filter(|v| v["type"] == "run")
-            .collect();
+        ];
+        ok(&compare(d.path(), &args));
+        let runs = runs(&d.path().join(&j));
         assert_eq!(runs.len(), 6);
         let why = runs[0]["metrics"]["x"]["unavailable"].as_str().unwrap();
         assert!(why.ends_with(&format!("not finite: {}", &v[2..])), "{why}");
@@ -106,19 +107,8 @@ fn a_figure_of_1e999_is_no_number_and_the_experiment_reports_and_resumes() {
 #[test]
 fn a_tune_of_a_program_printing_1e999_reports_and_resumes() {
     let d = tempfile::tempdir().unwrap();
-    let args = [
-        "tune",
-        "-q",
-        "--runs",
-        "2",
-        "--warmup",
-        "0",
-        "--journal",
-        "t.jsonl",
-        "--",
-        "echo",
-        "took 1e999 s",
-    ];
+    let mut args = words("tune -q --runs 2 --warmup 0 --journal t.jsonl -- echo");
+    args.push("took 1e999 s");
     ok(&pinsight(d.path(), &args));
     let all = lines(&d.path().join("t.jsonl"));
     assert!(all.iter().any(|v| v["type"] == "run"), "no run journaled");
@@ -128,9 +118,8 @@ fn a_tune_of_a_program_printing_1e999_reports_and_resumes() {
 #[test]
 fn a_journal_with_lines_that_do_not_read_still_reports_and_resumes() {
     let d = tempfile::tempdir().unwrap();
-    let mut args = COMPARE.to_vec();
-    args.extend(["--journal", "old.jsonl", "--", "echo", "took 2.5 s"]);
-    ok(&pinsight(d.path(), &args));
+    let args = ["--journal", "old.jsonl", "--", "echo", "took 2.5 s"];
+    ok(&compare(d.path(), &args));
     // What a pinsight that wrote 1e999 as a figure left: `null` where a
     // number goes, in runs 2 and 4 (lines 3 and 5).
     let p = d.path().join("old.jsonl");
@@ -182,29 +171,21 @@ fn a_link_or_a_file_at_journal_out_is_refused_before_the_journal_is_made() {
     std::os::unix::fs::symlink(&elsewhere, d.path().join("j.jsonl.out")).unwrap();
     std::fs::write(d.path().join("f.jsonl.out"), "").unwrap();
     for j in ["j.jsonl", "f.jsonl"] {
-        let mut args = COMPARE.to_vec();
-        args.extend(["--journal", j, "--", "true"]);
-        let o = pinsight(d.path(), &args);
-        let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{err}");
-        assert!(
-            err.contains(&format!("{j}.out: it is not a directory")),
-            "{err}"
-        );
+        let args = ["--journal", j, "--", "true"];
+        let o = compare(d.path(), &args);
+        let err = assert_status(&o, 1, &[&format!("{j}.out: it is not a directory")]);
         assert!(!d.path().join(j).exists(), "{j} was created: {err}");
     }
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     // Resumed: refused before the journal is opened for writing.
-    let mut args = COMPARE.to_vec();
-    args.extend(["--journal", "r.jsonl", "--", "echo", "x"]);
-    ok(&pinsight(d.path(), &args));
+    let args = ["--journal", "r.jsonl", "--", "echo", "x"];
+    ok(&compare(d.path(), &args));
     let out = d.path().join("r.jsonl.out");
     std::fs::remove_dir_all(&out).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &out).unwrap();
     let before = std::fs::read_to_string(d.path().join("r.jsonl")).unwrap();
     let o = pinsight(d.path(), &["compare", "-q", "--resume", "r.jsonl"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("r.jsonl.out: it is not a directory"));
+    assert_status(&o, 1, &["r.jsonl.out: it is not a directory"]);
     assert_eq!(
         std::fs::read_to_string(d.path().join("r.jsonl")).unwrap(),
         before
@@ -215,16 +196,10 @@ fn a_link_or_a_file_at_journal_out_is_refused_before_the_journal_is_made() {
 fn a_json_pointer_escape_other_than_tilde_0_and_1_is_refused() {
     let d = tempfile::tempdir().unwrap();
     for bad in ["x=json:/a/~2", "x=json:/a~"] {
-        let mut args = COMPARE.to_vec();
-        args.extend(["--metric", bad, "--journal", "j.jsonl", "--", "true"]);
-        let o = pinsight(d.path(), &args);
-        let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(
-            err.contains("escapes only ~0 (for ~) and ~1 (for /)"),
-            "{err}"
-        );
+        let args = ["--metric", bad, "--journal", "j.jsonl", "--", "true"];
+        let o = compare(d.path(), &args);
+        let err = assert_status(&o, 2, &["escapes only ~0 (for ~) and ~1 (for /)"]);
+        assert_eq!(err.trim_end().lines().count(), 1, "{bad}: {err}");
         assert!(!d.path().join("j.jsonl").exists());
     }
 }
