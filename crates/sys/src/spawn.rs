@@ -26,10 +26,11 @@
 //!   unblocking: a handler of ours must never run on the child's stack in
 //!   our memory (vfork(2), "the child must not ... call any other
 //!   function"; spawni.c does the same);
-//! - the child reports a failure by writing the errno into memory the
-//!   parent reads once `clone` returns (shared: `CLONE_VM`), then
-//!   `_exit(127)`; the parent reaps it and returns the error, exactly as
-//!   std's `Command::spawn` does through its close-on-exec pipe;
+//! - the child reports a failure by writing the errno and the step that
+//!   failed ([`Step`]) into memory the parent reads once `clone` returns
+//!   (shared: `CLONE_VM`), then `_exit(127)`; the parent reaps it and
+//!   returns the error, as std's `Command::spawn` does through its
+//!   close-on-exec pipe (which carries the errno only);
 //! - success: the child's last step before `execve` stamps
 //!   `CLOCK_MONOTONIC` into that memory (see [`Spawned::exec_ns`]).
 //!
