@@ -8,12 +8,21 @@ use pinsight_sys::FsRoot;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
-/// Starts the probe with `n` threads, waiting on stdin; returns it once all
-/// threads exist, with its "start" lines.
-fn waiting_probe(n: usize) -> (Child, BufReader<std::process::ChildStdout>, String) {
-    waiting_probe_with(n, &[])
+/// [`waiting_probe_with`] and its pid, on a machine with two usable CPUs;
+/// none (a skip counted) on one without.
+fn probe_to_pin(n: usize, extra: &[&str]) -> Option<(Child, ProbeOut, String, i32)> {
+    if !need_two_cpus() {
+        return None;
+    }
+    let (child, out, start) = waiting_probe_with(n, extra);
+    let pid = child.id() as i32;
+    Some((child, out, start, pid))
 }
 
+type ProbeOut = BufReader<std::process::ChildStdout>;
+
+/// Starts the probe with `n` threads and the `extra` arguments, waiting on
+/// stdin; returns it once all threads exist, with its "start" lines.
 fn waiting_probe_with(
     n: usize,
     extra: &[&str],
@@ -51,11 +60,9 @@ fn release(mut child: Child, mut out: BufReader<std::process::ChildStdout>) -> S
 
 #[test]
 fn repins_every_thread_of_a_running_process() {
-    if !need_two_cpus() {
+    let Some((child, out, start, pid)) = probe_to_pin(3, &[]) else {
         return;
-    }
-    let (child, out, start) = waiting_probe(3);
-    let pid = child.id() as i32;
+    };
     let fs = FsRoot::live();
     let plan = pinned_plan(&["1", "0", "1", "0"]);
     let report = pin_process(&fs, pid, &plan, &PinOptions::default()).unwrap();
@@ -84,12 +91,10 @@ fn repins_every_thread_of_a_running_process() {
 
 #[test]
 fn qemu_vcpu_threads_get_their_places() {
-    if !need_two_cpus() {
-        return;
-    }
     // The probe names its threads like QEMU: "CPU 0/KVM", "CPU 1/KVM".
-    let (child, out, _) = waiting_probe_with(2, &["-q"]);
-    let pid = child.id() as i32;
+    let Some((child, out, _, pid)) = probe_to_pin(2, &["-q"]) else {
+        return;
+    };
     let fs = FsRoot::live();
     let plan = pinned_plan(&["1", "0"]);
     let opts = PinOptions {
@@ -116,11 +121,9 @@ fn qemu_vcpu_threads_get_their_places() {
 
 #[test]
 fn dry_run_changes_nothing() {
-    if !need_two_cpus() {
+    let Some((child, out, _, pid)) = probe_to_pin(1, &[]) else {
         return;
-    }
-    let (child, out, _) = waiting_probe(1);
-    let pid = child.id() as i32;
+    };
     let fs = FsRoot::live();
     let before: Vec<_> = procfs::tids(&fs, pid)
         .iter()
