@@ -48,6 +48,15 @@ fn run(dir: &Path, args: &[&str]) -> Output {
     pinsight(dir).args(args).output().unwrap()
 }
 
+/// A fresh directory, the file `ran` in it, and a script that creates it:
+/// a program that leaves a mark when it runs.
+fn marking() -> (tempfile::TempDir, PathBuf, String) {
+    let d = tempfile::tempdir().unwrap();
+    let marker = d.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    (d, marker, script)
+}
+
 /// `args` run in a fresh directory, kept for the files the run wrote.
 fn run_fresh(args: &[&str]) -> (tempfile::TempDir, Output) {
     let d = tempfile::tempdir().unwrap();
@@ -623,9 +632,7 @@ fn every_arm_runs_the_same_thread_count_and_exports() {
 
 #[test]
 fn a_pinned_policy_with_too_few_cpus_is_refused_before_any_run() {
-    let d = tempfile::tempdir().unwrap();
-    let marker = d.path().join("ran");
-    let script = format!("touch {}", marker.display());
+    let (d, marker, script) = marking();
     let cpu = usable_cpus()[0];
     let policies = format!("os,cpus:{cpu}");
     let args = format!(
@@ -739,9 +746,7 @@ fn latency_and_weights_files_reach_the_policies_that_need_them() {
 
 #[test]
 fn recorded_machines_are_refused() {
-    let d = tempfile::tempdir().unwrap();
-    let marker = d.path().join("ran");
-    let script = format!("touch {}", marker.display());
+    let (d, marker, script) = marking();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/topology/tests/fixtures");
     let fixture = pinsight_testkit::fixtures::hwloc_all()
         .into_iter()
@@ -829,9 +834,7 @@ fn a_mistyped_option_is_an_error_not_the_program() {
 
 #[test]
 fn output_paths_are_checked_before_anything_runs() {
-    let d = tempfile::tempdir().unwrap();
-    let marker = d.path().join("ran");
-    let script = format!("touch {}", marker.display());
+    let (d, marker, script) = marking();
     for (flag, path) in [
         ("--export-json", "no/such/dir/r.json"),
         ("--export-csv", "no/such/dir/r.csv"),

@@ -26,6 +26,7 @@
 
 use crate::common_launch;
 
+use crate::common_cmd::words;
 use common_launch::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -38,29 +39,15 @@ fn pinsight() -> &'static str {
 /// loop, no child) and prints the launcher's local rank and its CPUs.
 const PROBE: &str = r#"while read k v; do if [ "$k" = Cpus_allowed_list: ]; then echo "probe rank=${OMPI_COMM_WORLD_LOCAL_RANK:-$SLURM_LOCALID} cpus=$v"; fi; done < /proc/self/status"#;
 
-/// The rank command after the launcher: taskset, pinsight, probe.
-fn rank_command(a: usize, b: usize, kinds: &str, report_dir: &Path) -> Vec<String> {
-    [
-        "taskset",
-        "-c",
-        &format!("{a},{b}"),
-        pinsight(),
-        "-q",
-        "--kinds",
-        kinds,
-        "run",
-        "--slice",
-        "p-pinned",
-        "--report-dir",
-        report_dir.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        PROBE,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+/// The launcher's own options (`launcher`'s words), then the rank
+/// command: taskset, pinsight, probe.
+fn rank_command(launcher: &str, a: usize, b: usize, kinds: &str, report_dir: &Path) -> Vec<String> {
+    let mut args = words(launcher);
+    let cpus = format!("{a},{b}");
+    args.extend(["taskset", "-c", &cpus, pinsight(), "-q", "--kinds", kinds]);
+    args.extend(words("run --slice p-pinned --report-dir"));
+    args.extend([report_dir.to_str().unwrap(), "--", "sh", "-c", PROBE]);
+    args.iter().map(|s| s.to_string()).collect()
 }
 
 /// The (rank, CPUs) lines of the probes: two ranks, disjoint, one CPU each.
@@ -146,11 +133,13 @@ fn mpirun_two_ranks_get_disjoint_slices() {
     };
     let dir = tempfile::tempdir().unwrap();
     let reports = dir.path().join("reports");
-    let mut args: Vec<String> = ["--oversubscribe", "--bind-to", "none", "-np", "2"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(rank_command(a, b, &kinds, &reports));
+    let args = rank_command(
+        "--oversubscribe --bind-to none -np 2",
+        a,
+        b,
+        &kinds,
+        &reports,
+    );
     let out = run_bounded("mpirun", &args, &[MPI_ENV[0], MPI_ENV[1]]);
     check_ranks(&out, a, b, "mpirun -np 2 pinsight run --slice p-pinned");
     check_reports(&reports, a, b);
@@ -167,11 +156,7 @@ fn srun_two_ranks_get_disjoint_slices() {
     let d = dir.path();
     let (daemons, conf_s) = start_slurm(d);
     let reports = d.join("reports");
-    let mut args: Vec<String> = ["-n", "2", "-N", "1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(rank_command(a, b, &kinds, &reports));
+    let args = rank_command("-n 2 -N 1", a, b, &kinds, &reports);
     let out = run_bounded("srun", &args, &[("SLURM_CONF", &conf_s)]);
     check_ranks(&out, a, b, "srun -n 2 pinsight run --slice p-pinned");
     check_reports(&reports, a, b);
