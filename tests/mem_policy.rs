@@ -8,6 +8,7 @@
 
 use crate::common_cli;
 
+use crate::common_cmd::{assert_exit, assert_says, usage_error, with_sh, words};
 use common_cli::*;
 
 /// The NUMA nodes this process may allocate on (`Mems_allowed_list`).
@@ -44,18 +45,11 @@ fn a_node() -> Option<u32> {
 /// The policy word numa_maps prints on the probe's heap, after
 /// `pinsight run os --mem SPEC`.
 fn heap_policy(spec: &str) -> (String, Out) {
-    let o = pinsight(&[
-        "run",
-        "os",
-        "--mem",
-        spec,
-        "--",
-        "sh",
-        "-c",
+    let run = format!("run os --mem {spec} --");
+    let o = ok(&with_sh(
+        &run,
         "grep Mems_allowed_list /proc/self/status; grep -E ' (heap|stack) ' /proc/self/numa_maps",
-    ])
-    .run();
-    assert_eq!(o.code, 0, "{}: {}", o.argv, o.stderr);
+    ));
     assert!(
         o.stdout.contains("Mems_allowed_list:"),
         "{}: {}",
@@ -113,9 +107,8 @@ fn weighted_interleave_is_applied_or_refused_by_an_old_kernel() {
         let (policy, _) = heap_policy(&format!("weighted-interleave:{n}"));
         assert_eq!(policy, format!("weighted interleave:{n}"));
     } else {
-        let o = pinsight(&["run", "os", "--mem", "weighted-interleave", "--", "true"]).run();
-        assert_eq!(o.code, 1, "{}", o.stderr);
-        assert!(o.stderr.contains("does not support"), "{}", o.stderr);
+        let o = pinsight(&words("run os --mem weighted-interleave -- true")).run();
+        assert_exit(&o, 1, &["does not support"]);
     }
 }
 
@@ -154,11 +147,10 @@ fn a_node_that_does_not_exist_is_refused_before_the_run() {
     );
     assert!(!touched.exists(), "the program ran");
     // plan and compare say the same.
-    let o = pinsight(&["plan", "os", "--mem", &spec]).run();
-    assert_eq!(o.code, 2);
-    assert!(o
-        .first_err_line()
-        .contains(&format!("node {absent} does not exist")));
+    usage_error(
+        &["plan", "os", "--mem", &spec],
+        &[&format!("node {absent} does not exist")],
+    );
     let o = pinsight(&[
         "compare",
         "--policies",
@@ -180,20 +172,16 @@ fn a_node_that_does_not_exist_is_refused_before_the_run() {
 #[test]
 fn bad_specs_are_usage_errors_listing_the_forms() {
     for spec in ["bogus", "bind", "preferred:0-1", "bind:99999"] {
-        let o = pinsight(&["plan", "os", "--mem", spec]).run();
-        assert_eq!(o.code, 2, "{spec}: {}", o.stderr);
-        assert!(
-            o.first_err_line().contains("expected local, bind:NODES"),
-            "{spec}: {}",
-            o.stderr
+        usage_error(
+            &["plan", "os", "--mem", spec],
+            &["expected local, bind:NODES"],
         );
     }
     // pin cannot change another process's policy: said, not ignored.
-    let o = pinsight(&["pin", "1", "os", "--mem", "local"]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o
-        .first_err_line()
-        .contains("cannot change its memory policy"));
+    usage_error(
+        &words("pin 1 os --mem local"),
+        &["cannot change its memory policy"],
+    );
 }
 
 #[test]
@@ -259,20 +247,13 @@ fn plan_numactl_golden_on_a_recorded_machine() {
 fn run_without_a_policy_applies_only_the_memory_policy() {
     let Some(node) = a_node() else { return };
     let spec = format!("bind:{node}");
-    let o = pinsight(&["run", "--mem", &spec, "--", "cat", "/proc/self/status"]).run();
-    assert_eq!(o.code, 0, "{}: {}", o.argv, o.stderr);
+    let o = pinsight(&["run", "--mem", &spec, "--", "cat", "/proc/self/status"]).ok();
     assert!(o.stdout.contains("Mems_allowed_list:"), "{}", o.stdout);
-    let o = pinsight(&[
-        "run",
-        "--mem",
-        &spec,
-        "--",
-        "sh",
-        "-c",
+    let run = format!("run --mem {spec} --");
+    let o = ok(&with_sh(
+        &run,
         "grep -E ' (heap|stack) ' /proc/self/numa_maps",
-    ])
-    .run();
-    assert_eq!(o.code, 0, "{}: {}", o.argv, o.stderr);
+    ));
     assert!(
         o.stdout.contains(&format!(" bind:{node} ")),
         "{}: {}",
@@ -281,6 +262,5 @@ fn run_without_a_policy_applies_only_the_memory_policy() {
     );
     // No program at all is a usage error naming the form.
     let o = pinsight(&["run", "--mem", &spec]).run();
-    assert_eq!(o.code, 2, "{}", o.stderr);
-    assert!(o.says("no program given"), "{}", o.stderr);
+    assert_says(&o, 2, &["no program given"]);
 }
