@@ -3,7 +3,7 @@
 //! it is too small, recorded machines (`--fsroot`, `--latency`), and
 //! the exit codes of bad input. Live measurements use tiny budgets.
 
-use crate::common_cmd::{assert_has, assert_status, on_fsroot, text, words};
+use crate::common_cmd::{assert_has, assert_status, text, words};
 use pinsight_latency::LoadMatrix;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -65,6 +65,15 @@ fn fixture(name: &str) -> String {
 }
 
 const HYBRID: &str = "20em64t-hybrid-1p6c2t+2ca4co1t";
+
+/// `pinsight --fsroot HYBRID report ARGS...` in `dir`: the recorded
+/// i7-1370P laptop.
+fn laptop_report(dir: &Path, args: &[&str]) -> Output {
+    let root = fixture(HYBRID);
+    let mut all = vec!["--fsroot", &root, "report"];
+    all.extend_from_slice(args);
+    pinsight(dir, &all)
+}
 
 /// CPUs this test process may use (what `speed` measures by default).
 fn usable() -> Vec<usize> {
@@ -329,13 +338,9 @@ fn too_small_a_budget_says_what_was_skipped() {
 #[test]
 fn recorded_hybrid_laptop_report() {
     let dir = tempfile::tempdir().unwrap();
-    let root = fixture(HYBRID);
-    let out = ok(&pinsight(
+    let out = ok(&laptop_report(
         dir.path(),
-        &on_fsroot(
-            &root,
-            "report --export-html laptop.html --export-json laptop.json",
-        ),
+        &words("--export-html laptop.html --export-json laptop.json"),
     ));
     assert!(
         out.starts_with("13th Gen Intel(R) Core(TM) i7-1370P\n"),
@@ -354,12 +359,9 @@ fn recorded_hybrid_laptop_report() {
     assert!(page.contains("recorded machine ("));
     assert!(page.contains("L2 2 MiB · CPUs 12-15"));
     // --json on stdout equals the file, and is valid.
-    let o = pinsight(
+    let o = laptop_report(
         dir.path(),
-        &on_fsroot(
-            &root,
-            "report --json --export-html laptop2.html --export-json laptop2.json --export-latency laptop2.latency.json",
-        ),
+        &words("--json --export-html laptop2.html --export-json laptop2.json --export-latency laptop2.latency.json"),
     );
     let stdout: Value = serde_json::from_str(&ok(&o)).unwrap();
     let file: Value =
@@ -372,20 +374,10 @@ fn recorded_hybrid_laptop_report() {
 #[test]
 fn latency_from_a_file_on_a_recorded_machine() {
     let dir = tempfile::tempdir().unwrap();
-    let root = fixture(HYBRID);
     // The i9-12900K matrix has 24 CPUs: not the 20-CPU laptop's.
     let csv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("crates/latency/tests/fixtures/Intel_Core_i9-12900K.csv");
-    let o = pinsight(
-        dir.path(),
-        &[
-            "report",
-            "--fsroot",
-            &root,
-            "--latency",
-            csv.to_str().unwrap(),
-        ],
-    );
+    let o = laptop_report(dir.path(), &["--latency", csv.to_str().unwrap()]);
     assert_status(
         &o,
         2,
@@ -395,12 +387,9 @@ fn latency_from_a_file_on_a_recorded_machine() {
     let m = pinsight_latency_model::LatencyMatrix::load(&csv).unwrap();
     let sub = m.submatrix(&(0..20).collect::<Vec<_>>()).unwrap();
     std::fs::write(dir.path().join("m.csv"), sub.to_csv()).unwrap();
-    let out = ok(&pinsight(
+    let out = ok(&laptop_report(
         dir.path(),
-        &on_fsroot(
-            &root,
-            "report --latency m.csv --export-html lap.html --export-json lap.json --export-latency lap.latency.json",
-        ),
+        &words("--latency m.csv --export-html lap.html --export-json lap.json --export-latency lap.latency.json"),
     ));
     assert!(
         !out.contains("latency: "),
@@ -435,15 +424,11 @@ fn latency_from_a_file_on_a_recorded_machine() {
 #[test]
 fn a_recorded_machine_reports_the_speed_measured_on_it() {
     let dir = tempfile::tempdir().unwrap();
-    let root = fixture(HYBRID);
     let speed =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/report/i7-1370P.speed.json");
     let speed = speed.to_str().unwrap();
-    let report = |extra: &[&str]| {
-        let mut args = vec!["report", "--fsroot", &root, "--export-html", "r.html"];
-        args.extend_from_slice(extra);
-        pinsight(dir.path(), &args)
-    };
+    let report =
+        |extra: &[&str]| laptop_report(dir.path(), &[&["--export-html", "r.html"], extra].concat());
     let out = ok(&report(&["--speed", speed, "--export-json", "r.json"]));
     assert!(!out.contains("speed: not measured"), "{out}");
     assert!(out.contains("P-core/E-core speedup factor ≈ 1.54"), "{out}");
