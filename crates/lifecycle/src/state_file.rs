@@ -89,30 +89,29 @@ mod tests {
 
     #[test]
     fn state_lives_in_the_users_state_directory_never_in_tmp() {
-        let os = |s: &str| Some(OsString::from(s));
-        assert_eq!(
-            dir_for(0, None, os("/root")),
-            Some("/var/lib/pinsight".into())
-        );
-        assert_eq!(
-            dir_for(0, os("/x"), os("/root")),
-            Some("/x/pinsight".into())
-        );
-        assert_eq!(
-            dir_for(1000, os("/s"), os("/h")),
-            Some("/s/pinsight".into())
-        );
-        assert_eq!(
-            dir_for(1000, None, os("/h")),
-            Some("/h/.local/state/pinsight".into())
-        );
-        // Relative values are invalid (the XDG specification).
-        assert_eq!(
-            dir_for(1000, os("rel"), os("/h")),
-            Some("/h/.local/state/pinsight".into())
-        );
-        assert_eq!(dir_for(1000, os(""), os("")), None);
-        assert_eq!(dir_for(1000, None, None), None);
+        // (uid, XDG_STATE_HOME, HOME, the directory).
+        let cases = [
+            (0, None, Some("/root"), Some("/var/lib/pinsight")),
+            (0, Some("/x"), Some("/root"), Some("/x/pinsight")),
+            (1000, Some("/s"), Some("/h"), Some("/s/pinsight")),
+            (1000, None, Some("/h"), Some("/h/.local/state/pinsight")),
+            // Relative values are invalid (the XDG specification).
+            (
+                1000,
+                Some("rel"),
+                Some("/h"),
+                Some("/h/.local/state/pinsight"),
+            ),
+            (1000, Some(""), Some(""), None),
+            (1000, None, None, None),
+        ];
+        for (uid, state, home, want) in cases {
+            assert_eq!(
+                dir_for(uid, state.map(OsString::from), home.map(OsString::from)),
+                want.map(PathBuf::from),
+                "uid {uid}, XDG_STATE_HOME {state:?}, HOME {home:?}"
+            );
+        }
     }
 
     #[test]
