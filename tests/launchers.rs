@@ -26,7 +26,7 @@
 
 use crate::common_launch;
 
-use crate::common_cmd::words;
+use crate::common_cmd::{assert_status, words};
 use common_launch::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -98,11 +98,7 @@ fn check_reports(dir: &Path, a: usize, b: usize) {
         .arg(dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "gather: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_status(&out, 0, &[]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let ranks = v["nodes"][0]["ranks"].as_array().expect("ranks");
     assert_eq!(ranks.len(), 2, "{v}");
