@@ -688,22 +688,22 @@ mod tests {
         }
     }
 
-    fn dir(path: &str) -> E<'_> {
+    /// An entry of `kind` at `path` without data, linking to `link`.
+    fn entry<'a>(path: &'a str, kind: tar::EntryType, link: Option<&'a str>) -> E<'a> {
         E {
             path,
-            kind: tar::EntryType::Directory,
+            kind,
             data: b"",
-            link: None,
+            link,
         }
     }
 
+    fn dir(path: &str) -> E<'_> {
+        entry(path, tar::EntryType::Directory, None)
+    }
+
     fn link<'a>(path: &'a str, target: &'a str) -> E<'a> {
-        E {
-            path,
-            kind: tar::EntryType::Symlink,
-            data: b"",
-            link: Some(target),
-        }
+        entry(path, tar::EntryType::Symlink, Some(target))
     }
 
     fn archive(at: &Path, entries: &[E]) -> PathBuf {
@@ -839,27 +839,10 @@ mod tests {
             &[link("box/l", "sys"), file("box/l", b"x")],
             "replaces a symbolic link",
         );
-        let hard = E {
-            path: "box/h",
-            kind: tar::EntryType::Link,
-            data: b"",
-            link: Some("box/f"),
-        };
+        let hard = entry("box/h", tar::EntryType::Link, Some("box/f"));
         refused(&[file("box/f", b"x"), hard], "hard link");
-        let dev = E {
-            path: "box/null",
-            kind: tar::EntryType::Char,
-            data: b"",
-            link: None,
-        };
-        refused(&[dev], "device");
-        let fifo = E {
-            path: "box/p",
-            kind: tar::EntryType::Fifo,
-            data: b"",
-            link: None,
-        };
-        refused(&[fifo], "FIFO");
+        refused(&[entry("box/null", tar::EntryType::Char, None)], "device");
+        refused(&[entry("box/p", tar::EntryType::Fifo, None)], "FIFO");
     }
 
     /// A tree left by a process killed outright (`kill -9`): removed by

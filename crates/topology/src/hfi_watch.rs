@@ -389,10 +389,7 @@ mod tests {
 
     #[test]
     fn no_feed_where_no_change_can_come() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("proc")).unwrap();
-        std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu sse2\n").unwrap();
-        let root = pinsight_sys::FsRoot::at(d.path()).unwrap();
+        let (d, root) = pinsight_testkit::fake_root(&[("proc/cpuinfo", "flags\t\t: fpu sse2\n")]);
         let why = performance_feed(&root).unwrap_err();
         assert!(why.contains("no 'hfi' flag"), "{why}");
         std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu hfi\n").unwrap();
@@ -402,10 +399,7 @@ mod tests {
 
     #[test]
     fn a_watch_opens_only_on_the_live_machine() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("proc")).unwrap();
-        std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu hfi\n").unwrap();
-        let root = pinsight_sys::FsRoot::at(d.path()).unwrap();
+        let (_d, root) = pinsight_testkit::fake_root(&[("proc/cpuinfo", "flags\t\t: fpu hfi\n")]);
         let e = open_live(&root).unwrap_err();
         assert!(matches!(e, OpenError::Recorded { .. }), "{e:?}");
         assert!(e.to_string().contains("is a recorded machine"), "{e}");
