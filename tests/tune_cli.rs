@@ -35,6 +35,12 @@ fn on(machine: &str, args: &[&str]) -> Out {
     o
 }
 
+/// [`on`] with `--from` the table `file` of tests/data/tune, then `extra`.
+fn on_runs(machine: &str, file: &str, extra: &[&str]) -> Out {
+    let runs = tune_data(file);
+    on(machine, &[&["--from", runs.as_str()], extra].concat())
+}
+
 fn flat(s: &str) -> String {
     s.lines().map(str::trim).collect::<Vec<_>>().join(" ")
 }
@@ -75,7 +81,7 @@ fn seed_table_through_from_on_a_declared_machine() {
 
 #[test]
 fn json_contract_fields_are_present_and_typed() {
-    let o = on(HYBRID, &["--from", &tune_data("static-6p8e.csv"), "--json"]);
+    let o = on_runs(HYBRID, "static-6p8e.csv", &["--json"]);
     let j = o.json();
     assert!(j["model"] == "static" || j["model"] == "dynamic");
     for p in ["f", "sf", "smt_gain", "t1", "contention"] {
@@ -123,8 +129,8 @@ fn json_contract_fields_are_present_and_typed() {
 /// A static split: the words say the E-cores cost; a dynamic one: they help.
 #[test]
 fn static_and_dynamic_programs_get_different_words() {
-    let s = on(HYBRID, &["--from", &tune_data("static-6p8e.csv")]);
-    let d = on(HYBRID, &["--from", &tune_data("dynamic-6p8e.csv")]);
+    let s = on_runs(HYBRID, "static-6p8e.csv", &[]);
+    let d = on_runs(HYBRID, "dynamic-6p8e.csv", &[]);
     fits_80(&s);
     fits_80(&d);
     let (sf, df) = (flat(&s.stdout), flat(&d.stdout));
@@ -150,7 +156,7 @@ fn static_and_dynamic_programs_get_different_words() {
 
 #[test]
 fn recommendation_in_every_dialect_or_the_planners_reason() {
-    let o = on(HYBRID, &["--from", &tune_data("static-6p8e.csv")]);
+    let o = on_runs(HYBRID, "static-6p8e.csv", &[]);
     let f = flat(&o.stdout);
     // 6 P-cores with their siblings: CPUs 0-11 of the i7-1370P.
     assert_has(
@@ -166,10 +172,7 @@ fn recommendation_in_every_dialect_or_the_planners_reason() {
             "export KMP_HW_SUBSET='6c:eff1,2t'",
         ],
     );
-    let pinned = on(
-        HYBRID,
-        &["--from", &tune_data("static-6p8e.csv"), "--pinned"],
-    );
+    let pinned = on_runs(HYBRID, "static-6p8e.csv", &["--pinned"]);
     assert!(
         flat(&pinned.stdout).contains("pinsight run cpus:"),
         "{}",
@@ -179,29 +182,25 @@ fn recommendation_in_every_dialect_or_the_planners_reason() {
 
 #[test]
 fn all_lists_every_configuration() {
-    let short = on(HYBRID, &["--from", &tune_data("dynamic-6p8e.csv")]);
-    let all = on(HYBRID, &["--from", &tune_data("dynamic-6p8e.csv"), "--all"]);
+    let short = on_runs(HYBRID, "dynamic-6p8e.csv", &[]);
+    let all = on_runs(HYBRID, "dynamic-6p8e.csv", &["--all"]);
     assert!(all.stdout.lines().count() > short.stdout.lines().count() + 200);
     fits_80(&all);
 }
 
 #[test]
 fn one_kind_machine_says_so_and_chooses_threads_and_smt() {
-    let o = on(ONE_KIND, &["--from", &tune_data("one-kind-8c.csv")]);
+    let o = on_runs(ONE_KIND, "one-kind-8c.csv", &[]);
     fits_80(&o);
     let f = flat(&o.stdout);
-    assert!(
-        f.contains(
-            "This machine has one kind of core, so tune chose the thread count and SMT only"
-        ),
-        "{f}"
+    assert_has(
+        &f,
+        &[
+            "This machine has one kind of core, so tune chose the thread count and SMT only",
+            "use 8 cores, 8 SMT siblings",
+        ],
     );
-    assert!(f.contains("use 8 cores, 8 SMT siblings"), "{f}");
-    let j = on(
-        ONE_KIND,
-        &["--from", &tune_data("one-kind-8c.csv"), "--json"],
-    )
-    .json();
+    let j = on_runs(ONE_KIND, "one-kind-8c.csv", &["--json"]).json();
     assert_eq!(j["one_kind"], true);
     assert_eq!(j["params"]["sf"]["status"], "one_kind");
     assert!(j["evidence"]["other_kind"].is_null());
@@ -211,28 +210,14 @@ fn one_kind_machine_says_so_and_chooses_threads_and_smt() {
 #[test]
 fn runs_the_machine_does_not_allow_are_a_warning() {
     // The 6P+8E runs on a declared 4P+8E: 6P configurations do not fit.
-    let o = tune(&[
-        "--from",
-        &tune_data("dynamic-6p8e.csv"),
-        "--machine",
-        "4P+8E+smt",
-        "--json",
-    ]);
-    let j = o.json();
+    let runs = tune_data("dynamic-6p8e.csv");
+    let on_4p8e = ["--from", runs.as_str(), "--machine", "4P+8E+smt"];
+    let j = tune(&[&on_4p8e[..], &["--json"]].concat()).json();
     let outside = j["outside_machine"].as_array().unwrap();
     assert!(outside.iter().any(|c| c["p"] == 6), "{outside:?}");
     assert!(j["recommended"]["p"].as_u64().unwrap() <= 4);
-    let t = tune(&[
-        "--from",
-        &tune_data("dynamic-6p8e.csv"),
-        "--machine",
-        "4P+8E+smt",
-    ]);
-    assert!(
-        flat(&t.stdout).contains("do not fit this machine"),
-        "{}",
-        t.stdout
-    );
+    let t = tune(&on_4p8e);
+    assert_has(&flat(&t.stdout), &["do not fit this machine"]);
 }
 
 #[test]
