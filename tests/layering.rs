@@ -78,6 +78,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("cli", &["pinsight"]),
     // A dev-dependency of any suite, a normal dependency of nothing.
     ("test-support", &["pinsight-testkit"]),
+    // The libFuzzer targets of the parsers of outside input (fuzz/).
+    ("fuzz", &["pinsight-fuzz"]),
 ];
 
 /// An edge: the package used, and why.
@@ -392,6 +394,23 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-sys", "recorded archives"),
         ],
     ),
+    (
+        "pinsight-fuzz",
+        &[
+            ("pinsight-cpuset", "cpulists and masks"),
+            ("pinsight-model", "kinds specs, shares"),
+            ("pinsight-topology", "hwloc XML, sysfs, HFI, /proc/cpuinfo"),
+            ("pinsight-latency-model", "latency CSV files"),
+            ("pinsight-plan", "--mem specs, launcher variables"),
+            ("pinsight-tune-model", "tune runs, machine and model specs"),
+            ("pinsight-sched-model", "program lists, machine specs"),
+            ("pinsight-tune", "the simulated executor's spec"),
+            ("pinsight-sched", "--sf specs, the mix journal"),
+            ("pinsight-measure", "counter windows, /proc/stat disturbance"),
+            ("pinsight-sys", "/proc/stat"),
+            ("pinsight-load", "/proc/interrupts, schedstat, task stat"),
+        ],
+    ),
 ];
 
 /// Crates a pure package may not depend on: OS calls, terminals, files,
@@ -426,6 +445,10 @@ const UNSAFE_ALLOWED: &[(&str, &str)] = &[
     (
         "pinsight-workload",
         "the LU kernel's threads write disjoint rows of one matrix",
+    ),
+    (
+        "pinsight-fuzz",
+        "libFuzzer's entry point is a #[no_mangle] function (fuzz_target!)",
     ),
 ];
 
@@ -610,6 +633,17 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// A package's Rust sources: under `src/`, or for the fuzz package
+/// (which has none) its `fuzz_targets/`.
+fn package_sources(dir: &Path) -> Vec<PathBuf> {
+    let src = ["src", "fuzz_targets"]
+        .iter()
+        .map(|d| dir.join(d))
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| dir.join("src"));
+    sources(&src)
 }
 
 /// `text` without comments (line, doc and block) and string literals'
@@ -865,7 +899,7 @@ fn sources_keep_purity_one_import_path_and_no_unsafe() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = Vec::new();
     for (name, dir, _) in workspace(&workspace_metadata()) {
-        let files: Vec<(PathBuf, String)> = sources(&dir.join("src"))
+        let files: Vec<(PathBuf, String)> = package_sources(&dir)
             .into_iter()
             .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t)))
             .collect();
@@ -888,7 +922,7 @@ fn production_code_starts_programs_only_through_spawn() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = Vec::new();
     for (name, dir, _) in workspace(&workspace_metadata()) {
-        let files: Vec<(String, String)> = sources(&dir.join("src"))
+        let files: Vec<(String, String)> = package_sources(&dir)
             .into_iter()
             .filter_map(|p| {
                 let text = std::fs::read_to_string(&p).ok()?;
