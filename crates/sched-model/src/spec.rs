@@ -525,33 +525,22 @@ mod tests {
 
     #[test]
     fn machines() {
-        assert_eq!(Machine::parse("8P+8E"), Ok(Machine { big: 8, small: 8 }));
-        assert_eq!(
-            Machine::parse(" 6P + 8E + 2L "),
-            Ok(Machine { big: 6, small: 10 })
-        );
-        assert_eq!(
-            Machine::parse("4big+4little"),
-            Ok(Machine { big: 4, small: 4 })
-        );
-        assert_eq!(Machine::parse("8P"), Err(MachineError::OneKind));
-        assert_eq!(Machine::parse(""), Err(MachineError::Empty));
-        assert_eq!(
-            Machine::parse("0P+8E"),
-            Err(MachineError::ZeroCores("0P".into()))
-        );
-        assert_eq!(
-            Machine::parse("8P+8P"),
-            Err(MachineError::Duplicate("P".into()))
-        );
+        for (text, want) in [
+            ("8P+8E", Ok(Machine { big: 8, small: 8 })),
+            (" 6P + 8E + 2L ", Ok(Machine { big: 6, small: 10 })),
+            ("4big+4little", Ok(Machine { big: 4, small: 4 })),
+            ("8P", Err(MachineError::OneKind)),
+            ("", Err(MachineError::Empty)),
+            ("0P+8E", Err(MachineError::ZeroCores("0P".into()))),
+            ("8P+8P", Err(MachineError::Duplicate("P".into()))),
+            ("4000P+4000E", Err(MachineError::TooMany(8000))),
+        ] {
+            assert_eq!(Machine::parse(text), want, "{text:?}");
+        }
         assert!(matches!(
             Machine::parse("P8+E8"),
             Err(MachineError::BadTerm(_))
         ));
-        assert_eq!(
-            Machine::parse("4000P+4000E"),
-            Err(MachineError::TooMany(8000))
-        );
     }
 
     #[test]
@@ -575,21 +564,19 @@ mod tests {
 
     #[test]
     fn qualities() {
-        assert_eq!(SfQuality::parse("exact"), Ok(SfQuality::Exact));
-        assert_eq!(
-            SfQuality::parse("classes:1.67,1.97"),
-            Ok(SfQuality::Classes(vec![1.67, 1.97]))
-        );
-        assert_eq!(SfQuality::parse("mae:0.38"), Ok(SfQuality::Mae(0.38)));
-        assert_eq!(SfQuality::parse("classes:"), Err(SfQualityError::NoClasses));
-        assert_eq!(
-            SfQuality::parse("classes:1.6,x"),
-            Err(SfQualityError::BadClass("x".into()))
-        );
-        assert_eq!(
-            SfQuality::parse("mae:-1"),
-            Err(SfQualityError::BadMae("-1".into()))
-        );
+        for (text, want) in [
+            ("exact", Ok(SfQuality::Exact)),
+            (
+                "classes:1.67,1.97",
+                Ok(SfQuality::Classes(vec![1.67, 1.97])),
+            ),
+            ("mae:0.38", Ok(SfQuality::Mae(0.38))),
+            ("classes:", Err(SfQualityError::NoClasses)),
+            ("classes:1.6,x", Err(SfQualityError::BadClass("x".into()))),
+            ("mae:-1", Err(SfQualityError::BadMae("-1".into()))),
+        ] {
+            assert_eq!(SfQuality::parse(text), want, "{text:?}");
+        }
         assert!(matches!(
             SfQuality::parse("td"),
             Err(SfQualityError::Unknown(_))
