@@ -1017,16 +1017,12 @@ mod tests {
             e.starts_with("odd.csv:1-3: 3 rows of 2 fields: a matrix has one row per CPU (2)"),
             "{e}"
         );
-        let e = LatencyMatrix::parse_csv_all(",\n1,\n1) CAS\n", "t.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv_all(",\n1,\n1) CAS\n", "t.csv"));
         assert_eq!(
             e,
             "t.csv:3: benchmark title '1) CAS' is followed by no matrix"
         );
-        let e = LatencyMatrix::parse_csv_all("1) A\n2) B\n,\n1,\n", "t.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse_csv_all("1) A\n2) B\n,\n1,\n", "t.csv"));
         assert!(e.starts_with("t.csv:1: benchmark title '1) A'"), "{e}");
         let e = err(LatencyMatrix::parse_csv_all(",\n1,\n\n,,\n1,,\n", "t.csv"));
         assert!(e.starts_with("t.csv:4-5: 2 rows of 3 fields"), "{e}");
@@ -1149,23 +1145,20 @@ mod tests {
         let all =
             LatencyMatrix::parse_all("  {\"cpus\":[0,1],\"ns\":[[0,1],[1,0]]}\n", "x").unwrap();
         assert_eq!((all.len(), all[0].first_line, all[0].last_line), (1, 1, 1));
-        let e = LatencyMatrix::parse("{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}", "m.json")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse(
+            "{\"cpus\":[0,1],\"ns\":[[0,1],[2,0]]}",
+            "m.json",
+        ));
         assert!(
             e.starts_with("m.json: ") && e.contains("not symmetric"),
             "{e}"
         );
-        let e = LatencyMatrix::parse("{\"cpus\":", "m.json")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse("{\"cpus\":", "m.json"));
         assert!(
             e.contains("m.json: not a pinsight latency matrix JSON"),
             "{e}"
         );
-        let e = LatencyMatrix::parse("", "empty.csv")
-            .unwrap_err()
-            .to_string();
+        let e = err(LatencyMatrix::parse("", "empty.csv"));
         assert!(e.starts_with("empty.csv: found 0 matrix rows"), "{e}");
     }
 
