@@ -45,6 +45,24 @@ fn set(s: &str) -> CpuSet {
     s.parse().unwrap()
 }
 
+/// Discovery on the board with CPUs 0 and 1 given (MIDR, kHz) each (see
+/// [`core`]).
+fn two_cores(cpu0: (u64, u64), cpu1: (u64, u64)) -> Topology {
+    let tmp = board();
+    for (cpu, (midr, khz)) in [cpu0, cpu1].into_iter().enumerate() {
+        core(tmp.path(), cpu, midr, khz);
+    }
+    discover(&FsRoot::at(tmp.path()).unwrap())
+}
+
+/// Asserts that `t`'s kinds are `want`, (name, CPU list) in rank order,
+/// showing its warnings when not.
+#[track_caller]
+fn assert_kinds(t: &Topology, want: &[(&str, &str)]) {
+    let want: Vec<(String, CpuSet)> = want.iter().map(|(n, s)| (n.to_string(), set(s))).collect();
+    assert_eq!(names(t), want, "warnings: {:?}", t.warnings);
+}
+
 fn names(t: &Topology) -> Vec<(String, CpuSet)> {
     t.kinds
         .iter()
@@ -54,20 +72,9 @@ fn names(t: &Topology) -> Vec<(String, CpuSet)> {
 
 #[test]
 fn one_microarchitecture_at_two_clocks_is_two_kinds() {
-    let tmp = board();
     // Two Cortex-A78 (MIDR part 0xd41), at 1.9 and 2.6 GHz.
-    core(tmp.path(), 0, 0x411f_d411, 1_900_000);
-    core(tmp.path(), 1, 0x411f_d411, 2_600_000);
-    let t = discover(&FsRoot::at(tmp.path()).unwrap());
-    assert_eq!(
-        names(&t),
-        vec![
-            ("Cortex-A78 1.9G".to_string(), set("0")),
-            ("Cortex-A78 2.6G".to_string(), set("1")),
-        ],
-        "warnings: {:?}",
-        t.warnings
-    );
+    let t = two_cores((0x411f_d411, 1_900_000), (0x411f_d411, 2_600_000));
+    assert_kinds(&t, &[("Cortex-A78 1.9G", "0"), ("Cortex-A78 2.6G", "1")]);
     assert!(t
         .kinds
         .iter()
@@ -85,29 +92,17 @@ fn one_microarchitecture_at_two_clocks_is_two_kinds() {
 
 #[test]
 fn close_clocks_of_one_microarchitecture_stay_one_kind() {
-    let tmp = board();
     // 2.0 and 2.1 GHz: within the 10% tolerance (favoured cores).
-    core(tmp.path(), 0, 0x411f_d411, 2_000_000);
-    core(tmp.path(), 1, 0x411f_d411, 2_100_000);
-    let t = discover(&FsRoot::at(tmp.path()).unwrap());
-    assert_eq!(names(&t), vec![("Cortex-A78".to_string(), set("0-1"))]);
+    let t = two_cores((0x411f_d411, 2_000_000), (0x411f_d411, 2_100_000));
+    assert_kinds(&t, &[("Cortex-A78", "0-1")]);
 }
 
 #[test]
 fn two_parts_at_one_clock_are_ranked_by_the_core_table() {
-    let tmp = board();
     // Cortex-A55 (0xd05) and Cortex-A76 (0xd0b), both at 2.0 GHz, no
     // cpu_capacity: only the part tells them apart.
-    core(tmp.path(), 0, 0x411f_d0b0, 2_000_000);
-    core(tmp.path(), 1, 0x411f_d050, 2_000_000);
-    let t = discover(&FsRoot::at(tmp.path()).unwrap());
-    assert_eq!(
-        names(&t),
-        vec![
-            ("Cortex-A55".to_string(), set("1")),
-            ("Cortex-A76".to_string(), set("0")),
-        ]
-    );
+    let t = two_cores((0x411f_d0b0, 2_000_000), (0x411f_d050, 2_000_000));
+    assert_kinds(&t, &[("Cortex-A55", "1"), ("Cortex-A76", "0")]);
     assert_eq!(t.kinds[1].mark, "P");
     assert!(t
         .kinds
@@ -118,19 +113,10 @@ fn two_parts_at_one_clock_are_ranked_by_the_core_table() {
 
 #[test]
 fn kryo_gold_and_silver_at_close_clocks_are_two_kinds() {
-    let tmp = board();
     // Qualcomm Kryo 4XX Silver (0x805) at 1.9 GHz, Gold (0x804) at 2.0 GHz:
     // under 10% apart, but different parts.
-    core(tmp.path(), 0, 0x517f_8050, 1_900_000);
-    core(tmp.path(), 1, 0x517f_8040, 2_000_000);
-    let t = discover(&FsRoot::at(tmp.path()).unwrap());
-    assert_eq!(
-        names(&t),
-        vec![
-            ("Kryo 4XX Silver".to_string(), set("0")),
-            ("Kryo 4XX Gold".to_string(), set("1")),
-        ]
-    );
+    let t = two_cores((0x517f_8050, 1_900_000), (0x517f_8040, 2_000_000));
+    assert_kinds(&t, &[("Kryo 4XX Silver", "0"), ("Kryo 4XX Gold", "1")]);
     let c = t.capacity(0).unwrap().value;
     assert!((c - 0.45 * 1900.0 / 2000.0).abs() < 1e-9, "{c}");
 }
