@@ -160,3 +160,21 @@ pub fn need_two_cpus() -> bool {
     }
     true
 }
+
+/// Asserts that each (phase, index, CPU list) of `want` is the affinity
+/// of that line of the probe's output (`lines`, parsed from `text`, shown
+/// when one is not).
+#[track_caller]
+pub fn assert_affinities(
+    lines: &BTreeMap<(String, usize), ProbeLine>,
+    text: &str,
+    want: &[(&str, usize, &str)],
+) {
+    for &(phase, index, cpus) in want {
+        assert_eq!(
+            lines[&(phase.to_string(), index)].affinity,
+            cpus,
+            "{phase} {index}: {text}"
+        );
+    }
+}

@@ -28,6 +28,24 @@ fn run_probe(
     (std::fs::read_to_string(&out).unwrap(), outcome)
 }
 
+type Lines = std::collections::BTreeMap<(String, usize), ProbeLine>;
+
+/// On a machine with two usable CPUs, [`run_probe`] of a plan pinned to
+/// `places`: the probe's output, the outcome and the output's lines; none
+/// (a skip counted) on one without.
+fn probe_pinned(
+    places: &[&str],
+    args: &[&str],
+    tweak: impl FnOnce(&mut RunOptions),
+) -> Option<(String, pinsight_launch::RunOutcome, Lines)> {
+    if !need_two_cpus() {
+        return None;
+    }
+    let (text, outcome) = run_probe(&pinned_plan(places), args, tweak);
+    let lines = parse_probe(&text);
+    Some((text, outcome, lines))
+}
+
 #[test]
 fn test_plans_map_onto_any_two_usable_cpus() {
     // A runner whose usable CPUs are, say, 3 and 7 runs the same plans.
@@ -47,17 +65,13 @@ fn test_plans_map_onto_any_two_usable_cpus() {
 
 #[test]
 fn shim_pins_each_thread_in_creation_order() {
-    if !need_two_cpus() {
-        return;
-    }
     // 3 places for main + 4 threads: thread 3 wraps to place 0.
-    let plan = pinned_plan(&["1", "0", "1"]);
-    let (text, outcome) = run_probe(&plan, &["-t", "4"], |_| {});
-    let lines = parse_probe(&text);
+    let Some((text, outcome, lines)) = probe_pinned(&["1", "0", "1"], &["-t", "4"], |_| {}) else {
+        return;
+    };
     // The program starts on the whole plan; its main thread moves to place
     // 0 when it creates its first thread.
-    assert_eq!(lines[&("start".to_string(), 0)].affinity, "0-1", "{text}");
-    assert_eq!(lines[&("created".to_string(), 0)].affinity, "1", "{text}");
+    assert_affinities(&lines, &text, &[("start", 0, "0-1"), ("created", 0, "1")]);
     let expect = ["1", "0", "1", "1", "0"];
     for (i, want) in expect.iter().enumerate().skip(1) {
         let l = &lines[&("start".to_string(), i)];
@@ -70,13 +84,11 @@ fn shim_pins_each_thread_in_creation_order() {
 
 #[test]
 fn skip_leaves_helper_threads_on_the_process_mask() {
-    if !need_two_cpus() {
-        return;
-    }
     // Created thread 0 is skipped: it gets the process mask (0-1) and uses no place.
-    let plan = pinned_plan(&["1", "0"]);
-    let (text, _) = run_probe(&plan, &["-t", "2"], |o| o.skip = vec![0]);
-    let lines = parse_probe(&text);
+    let Some((text, _, lines)) = probe_pinned(&["1", "0"], &["-t", "2"], |o| o.skip = vec![0])
+    else {
+        return;
+    };
     let aff: Vec<&str> = (1..3)
         .map(|i| lines[&("start".to_string(), i)].affinity.as_str())
         .collect();
@@ -321,47 +333,37 @@ fn lazy_main_sees_the_whole_plan_until_its_first_thread() {
 
 #[test]
 fn a_failed_pthread_create_takes_no_place() {
-    if !need_two_cpus() {
-        return;
-    }
     // Places: main 1, then 0, then 1. The failed create must not use "0".
-    let plan = pinned_plan(&["1", "0", "1"]);
-    let (text, _) = run_probe(&plan, &["-t", "2", "-F"], |_| {});
+    let Some((text, _, lines)) = probe_pinned(&["1", "0", "1"], &["-t", "2", "-F"], |_| {}) else {
+        return;
+    };
     assert!(text.contains("failed_create "), "{text}");
-    let lines = parse_probe(&text);
-    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0", "{text}");
-    assert_eq!(lines[&("start".to_string(), 2)].affinity, "1", "{text}");
-    // Nor does it move the main thread: no thread was created yet.
-    assert_eq!(lines[&("created".to_string(), 0)].affinity, "1", "{text}");
+    // Nor does it move the main thread (created 0): no thread was created yet.
+    let want = [("start", 1, "0"), ("start", 2, "1"), ("created", 0, "1")];
+    assert_affinities(&lines, &text, &want);
 }
 
 #[test]
 fn a_failed_pthread_create_does_not_shift_skip_indices() {
-    if !need_two_cpus() {
-        return;
-    }
     // Skip created thread 0 (the first *successful* create).
-    let plan = pinned_plan(&["1", "0"]);
-    let (text, _) = run_probe(&plan, &["-t", "2", "-F"], |o| o.skip = vec![0]);
-    let lines = parse_probe(&text);
-    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0-1", "{text}");
-    assert_eq!(lines[&("start".to_string(), 2)].affinity, "0", "{text}");
+    let Some((text, _, lines)) =
+        probe_pinned(&["1", "0"], &["-t", "2", "-F"], |o| o.skip = vec![0])
+    else {
+        return;
+    };
+    assert_affinities(&lines, &text, &[("start", 1, "0-1"), ("start", 2, "0")]);
 }
 
 #[test]
 fn a_forked_child_does_not_continue_the_numbering() {
-    if !need_two_cpus() {
-        return;
-    }
     // Parent: main 1, thread 0. A fork-without-exec child and its thread
     // get the whole plan, not the next places (1, 0).
-    let plan = pinned_plan(&["1", "0"]);
-    let (text, _) = run_probe(&plan, &["-t", "1", "-f"], |_| {});
-    let lines = parse_probe(&text);
-    assert_eq!(lines[&("fork".to_string(), 0)].affinity, "0-1", "{text}");
-    assert_eq!(lines[&("fork".to_string(), 1)].affinity, "0-1", "{text}");
-    // The parent's own numbering is untouched by the child.
-    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0", "{text}");
+    let Some((text, _, lines)) = probe_pinned(&["1", "0"], &["-t", "1", "-f"], |_| {}) else {
+        return;
+    };
+    // The parent's own numbering (start 1) is untouched by the child.
+    let want = [("fork", 0, "0-1"), ("fork", 1, "0-1"), ("start", 1, "0")];
+    assert_affinities(&lines, &text, &want);
 }
 
 #[test]
@@ -385,8 +387,7 @@ fn static_programs_fall_back_to_the_watcher_and_say_so() {
     );
     let text = std::fs::read_to_string(&out).unwrap();
     let lines = parse_probe(&text);
-    assert_eq!(lines[&("start".to_string(), 0)].affinity, "0-1", "{text}");
-    assert_eq!(lines[&("start".to_string(), 1)].affinity, "0", "{text}");
+    assert_affinities(&lines, &text, &[("start", 0, "0-1"), ("start", 1, "0")]);
 }
 
 #[test]
