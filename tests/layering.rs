@@ -462,14 +462,6 @@ const COMMAND_ALLOWED: &[(&str, &str)] = &[
         "crates/sys/src/affinity.rs",
         "set_affinity_before_exec: the test suites start their helper processes with a std Command on a CPU mask",
     ),
-    (
-        "crates/sys/src/process.rs",
-        "stamp_before_exec: the timer's stamp for measure's Program::Command",
-    ),
-    (
-        "crates/measure/src/run.rs",
-        "Program::Command: Measurer::run still takes a caller-built Command (its tests, benches and example build them; every production caller gives a Spawn)",
-    ),
 ];
 
 fn layer_of(name: &str) -> Option<(usize, &'static str)> {
@@ -961,9 +953,7 @@ fn a_std_command_outside_spawn_and_test_code_fails() {
             "crates/sys/src/spawn.rs",
             "fn f() { std::process::Command::new(\"x\"); }\n",
         ),
-        ("crates/measure/src/run.rs", "use std::process::Command;\n"),
         ("crates/sys/src/affinity.rs", "fn f(c: &mut std::process::Command) {}\n"),
-        ("crates/sys/src/process.rs", "fn f(c: &mut std::process::Command) {}\n"),
     ]);
     assert_eq!(command_violations("pinsight-x", &ok), Vec::<String>::new());
     let bad = files(&[
@@ -981,18 +971,29 @@ fn a_std_command_outside_spawn_and_test_code_fails() {
             "crates/x/src/e.rs",
             "use std::process::{Child, ExitStatus};\n",
         ),
-        ("crates/measure/src/run.rs", "use std::process::Child;\n"),
+        // Once allowed, no longer: measure runs only a Spawn.
+        ("crates/measure/src/run.rs", "use std::process::Command;\n"),
+        ("crates/sys/src/affinity.rs", "use std::process::Child;\n"),
     ]);
     let found = command_violations("pinsight-x", &bad);
-    assert_eq!(found.len(), 5, "{found:?}");
-    for (i, f) in ["a", "b", "c", "d"].iter().enumerate() {
+    assert_eq!(found.len(), 6, "{found:?}");
+    for (i, f) in [
+        "x/src/a",
+        "x/src/b",
+        "x/src/c",
+        "x/src/d",
+        "measure/src/run",
+    ]
+    .iter()
+    .enumerate()
+    {
         assert!(
-            found[i].starts_with(&format!("crates/x/src/{f}.rs starts a program")),
+            found[i].starts_with(&format!("crates/{f}.rs starts a program")),
             "{found:?}"
         );
     }
     assert!(
-        found[4].contains("crates/measure/src/run.rs no longer names"),
+        found[5].contains("crates/sys/src/affinity.rs no longer names"),
         "{found:?}"
     );
     // The test-support crate is not production code.

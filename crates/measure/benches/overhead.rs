@@ -13,6 +13,7 @@
 
 use criterion::{Criterion, SamplingMode};
 use pinsight_measure::{Measurer, Options};
+use pinsight_sys::spawn::{self, Spawn};
 use pinsight_sys::FsRoot;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -76,10 +77,18 @@ fn median(name: &str) -> f64 {
     v[v.len() / 2]
 }
 
+/// `program` with stdin and stdout on /dev/null, for the plain baseline.
 fn quiet(program: &str) -> Command {
     let mut c = Command::new(program);
     c.stdin(Stdio::null()).stdout(Stdio::null());
     c
+}
+
+/// [`quiet`] as the measurer takes it.
+fn quiet_spawn(program: impl AsRef<std::ffi::OsStr>) -> Spawn {
+    let mut s = Spawn::new(program);
+    s.stdin(spawn::Stdio::Null).stdout(spawn::Stdio::Null);
+    s
 }
 
 /// A measurer of wall time and rusage only (no counters, no energy).
@@ -123,7 +132,7 @@ fn bench_spawn(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     let t = Instant::now();
-                    m.run(quiet("true")).unwrap();
+                    m.run(quiet_spawn("true")).unwrap();
                     let d = t.elapsed();
                     record(name, d);
                     total += d;
@@ -148,10 +157,8 @@ fn bench_workload(c: &mut Criterion) {
     let no_counters = without_counters(&live);
     let exe = std::env::current_exe().unwrap();
     let run = |m: &Measurer| {
-        let mut cmd = Command::new(&exe);
-        cmd.env(WORK, rounds.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
+        let mut cmd = quiet_spawn(&exe);
+        cmd.env(WORK, rounds.to_string());
         let r = m.run(cmd).unwrap();
         assert_eq!(r.exit.code, Some(0));
         r

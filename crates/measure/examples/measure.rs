@@ -6,8 +6,8 @@
 //! ```
 
 use pinsight_measure::{Measurer, Options};
+use pinsight_sys::spawn::Spawn;
 use pinsight_sys::FsRoot;
-use std::process::Command;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,7 +25,7 @@ fn main() {
         eprintln!("{n}");
     }
     for _ in 0..runs {
-        let mut cmd = Command::new(&args[1]);
+        let mut cmd = Spawn::new(&args[1]);
         cmd.args(&args[2..]);
         match m.run(cmd) {
             Ok(r) => println!("{}", serde_json::to_string(&r).unwrap()),

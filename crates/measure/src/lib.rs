@@ -1,8 +1,8 @@
 //! `pinsight-measure`: measure one run of a program the way `perf stat`
 //! and `hyperfine` do, cheaply enough to run thousands of times.
 //!
-//! - [`Measurer::run`] spawns a caller-built [`std::process::Command`] in its
-//!   own process group and records wall time, rusage (user, sys, max RSS,
+//! - [`Measurer::run`] spawns a caller-built
+//!   [`pinsight_sys::spawn::Spawn`] in its own process group and records wall time, rusage (user, sys, max RSS,
 //!   context switches, page faults), exit status, perf counters on the
 //!   whole process tree (task-clock and CPU migrations always;
 //!   cycles/instructions/cache events per core PMU when the machine has
@@ -19,15 +19,15 @@
 //!
 //! ```no_run
 //! use pinsight_measure::{Measurer, Options};
+//! use pinsight_sys::spawn::Spawn;
 //! use pinsight_sys::FsRoot;
-//! use std::process::Command;
 //!
 //! pinsight_measure::install_signal_cleanup().unwrap();
 //! let (m, notes) = Measurer::new(&FsRoot::live(), Options::default());
 //! for n in notes { eprintln!("{n}"); }
-//! let mut cmd = Command::new("sleep");
+//! let mut cmd = Spawn::new("sleep");
 //! cmd.arg("0.1");
-//! let rec = m.run(cmd).unwrap(); // by value: a Command is built per run
+//! let rec = m.run(cmd).unwrap(); // by value: a Spawn is built per run
 //! println!("{}", serde_json::to_string(&rec).unwrap()); // journal line
 //! println!("{} s, task-clock {} ms", rec.wall_s, rec.counters.task_clock_ms);
 //! ```
@@ -61,4 +61,4 @@ pub use governor::{
 pub use metric::Metric;
 pub use record::{ExitStatusRecord, RunRecord};
 pub use root::{measurement_root, MeasureRootError, TEST_MEASURE_ROOT};
-pub use run::{Measurer, Options, Program, RunError};
+pub use run::{Measurer, Options, RunError};

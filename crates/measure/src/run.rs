@@ -45,7 +45,7 @@
 //! ```text
 //! caller thread (the spawner)                    child
 //! read counters (before)
-//! spawn: vfork-style clone (or fork) ────────►   placement steps
+//! spawn: vfork-style clone ──────────────────►   placement steps
 //!                                                stamp the clock
 //!                                                execve: counters on
 //! wait (pidfd) ...                               exit: counts folded
@@ -62,12 +62,11 @@
 //!
 //! A run's `wall_s` starts when the child, as its very last step before
 //! `execve` (after the placement steps), reads `CLOCK_MONOTONIC` and
-//! stores it in memory it shares with the parent (a [`Spawn`]: the child
-//! runs in our address space until the exec), or writes it to a
-//! close-on-exec pipe (a `Command`, forked); the parent reads that stamp
-//! once the spawn has returned. The fork, the caller's
-//! `pre_exec` work (affinity, memory policy) and any hand-over to the
-//! spawner are therefore not timed, nor is the parent's wake-up after the exec.
+//! stores it in memory it shares with the parent (the [`Spawn`]'s child
+//! runs in our address space until the exec); the parent reads that stamp
+//! once the spawn has returned. The clone, the placement steps (affinity,
+//! memory policy) and any hand-over to the spawner are therefore not
+//! timed, nor is the parent's wake-up after the exec.
 //! It ends when the parent sees the exit: `waitid(WNOWAIT)` returns (or,
 //! with a timeout or energy to sample meanwhile, the pidfd polls
 //! readable) and the clock is read at once, before
@@ -75,8 +74,8 @@
 //!
 //! What remains in the figure and is not the program's: the `execve`
 //! system call itself and the dynamic loader (as in hyperfine, whose
-//! timer also covers its own `posix_spawn` and `wait`), the write(2) of
-//! the stamp (about a microsecond), and the delay from the kernel's exit
+//! timer also covers its own `posix_spawn` and `wait`), the store of the
+//! stamp (nanoseconds), and the delay from the kernel's exit
 //! notification to the parent running again (a scheduler wake-up: a few
 //! to tens of microseconds on an idle CPU, more when every CPU is busy).
 //! Without a pidfd (Linux < 5.3) the exit is polled with a backoff of
@@ -95,9 +94,6 @@ use pinsight_cpuset::CpuSet;
 use pinsight_lifecycle::exit::SpawnError;
 use pinsight_sys::FsRoot;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -135,57 +131,12 @@ impl Default for Options {
     }
 }
 
-/// What a run starts.
-///
-/// - [`Spawn`] (what `compare` gives): started with
-///   `clone(CLONE_VM | CLONE_VFORK)` (see [`pinsight_sys::spawn`]), so
-///   pinsight's memory is not copied for each run; the placement steps
-///   are data (CPU mask, memory policy, inherited descriptors) and the
-///   child stamps the timer's start itself just before `execve`.
-/// - A `std::process::Command` with any `pre_exec` hooks: forked by std;
-///   the stamp is a last `pre_exec` hook writing to a close-on-exec pipe.
-///
-/// Both measure the same interval (see the module's doc).
-#[derive(Debug)]
-pub enum Program {
-    Command(Command),
-    Spawn(Spawn),
-}
-
-impl From<Command> for Program {
-    fn from(c: Command) -> Program {
-        Program::Command(c)
-    }
-}
-
-impl From<Spawn> for Program {
-    fn from(s: Spawn) -> Program {
-        Program::Spawn(s)
-    }
-}
-
-impl Program {
-    fn name(&self) -> String {
-        match self {
-            Program::Command(c) => c.get_program(),
-            Program::Spawn(s) => s.get_program(),
-        }
-        .to_string_lossy()
-        .into_owned()
-    }
-
-    /// Starts it: (pid, the child's own stamp when it took one here).
-    fn start(self) -> io::Result<(libc::pid_t, Option<u64>)> {
-        match self {
-            Program::Command(mut c) => {
-                // We reap with wait4 ourselves; std's Child never waits
-                // (dropping it only closes piped stdio).
-                let child = c.spawn()?;
-                Ok((child.id() as libc::pid_t, None))
-            }
-            Program::Spawn(s) => s.spawn().map(|sp| (sp.pid, Some(sp.exec_ns))),
-        }
-    }
+/// Starts `cmd` (see [`pinsight_sys::spawn`]: `clone(CLONE_VM |
+/// CLONE_VFORK)`, so pinsight's memory is not copied for each run, the
+/// placement steps are data, and the child stamps the timer's start
+/// itself just before `execve`): its pid and that stamp (0: none).
+fn start(cmd: &Spawn) -> io::Result<(libc::pid_t, u64)> {
+    cmd.spawn().map(|sp| (sp.pid, sp.exec_ns))
 }
 
 /// Why a run could not be measured at all (a run that fails or crashes is
@@ -193,7 +144,8 @@ impl Program {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The program cannot be started: not found (127), not executable
-    /// (126), or fork or the caller's `pre_exec` failed (1).
+    /// (126), or the clone or a placement step (CPU mask, memory
+    /// policy, working directory...) failed (1).
     #[error(transparent)]
     Program(#[from] SpawnError),
     /// Setting up the run failed before the program could start.
@@ -399,34 +351,29 @@ impl Measurer {
 
     /// Runs `cmd` once and measures it.
     ///
-    /// The caller owns the command's setup: arguments, environment,
-    /// current dir, stdio, and `pre_exec` hooks (affinity, LD_PRELOAD...),
-    /// which are neither counted nor timed. This adds `process_group(0)`
-    /// and the stamp of the timer's start (a final `pre_exec` on a
-    /// `Command`; built into a [`Spawn`], the cheaper of the two); with
-    /// counters, the command is spawned from the measurer's spawner
-    /// thread (see the module's doc). Stdio
+    /// The caller owns the command's setup: arguments, environment
+    /// (LD_PRELOAD...), current dir, stdio, and placement steps (CPU mask,
+    /// memory policy, inherited descriptors), which are neither counted
+    /// nor timed. This adds `process_group(0)`; the child stamps the
+    /// timer's start itself (see the module's doc); with counters, the
+    /// command is spawned from the measurer's spawner thread. Stdio
     /// should be inherited, null or files: piped stdio is closed at once
     /// (the output is not returned). Runs in their own process group cannot
-    /// read the terminal (SIGTTIN): give them `Stdio::null()` as stdin.
-    pub fn run(&self, cmd: impl Into<Program>) -> Result<RunRecord, RunError> {
+    /// read the terminal (SIGTTIN): give them `Stdio::Null` as stdin.
+    pub fn run(&self, cmd: Spawn) -> Result<RunRecord, RunError> {
         self.run_observed_on(cmd, None, |_| (), |()| ())
     }
 
     /// [`Measurer::run`] of a program placed on `plan_cpus`: the
     /// disturbance is accounted on those CPUs (else on every CPU).
-    pub fn run_on(
-        &self,
-        cmd: impl Into<Program>,
-        plan_cpus: &CpuSet,
-    ) -> Result<RunRecord, RunError> {
+    pub fn run_on(&self, cmd: Spawn, plan_cpus: &CpuSet) -> Result<RunRecord, RunError> {
         self.run_observed_on(cmd, Some(plan_cpus), |_| (), |()| ())
     }
 
     /// [`Measurer::run_observed_on`] with the disturbance on every CPU.
     pub fn run_observed<W>(
         &self,
-        cmd: impl Into<Program>,
+        cmd: Spawn,
         on_spawn: impl FnOnce(libc::pid_t) -> W,
         on_exit: impl FnOnce(W),
     ) -> Result<RunRecord, RunError> {
@@ -441,7 +388,7 @@ impl Measurer {
     /// disturbance is accounted on `plan_cpus` (every CPU when `None`).
     pub fn run_observed_on<W>(
         &self,
-        cmd: impl Into<Program>,
+        mut cmd: Spawn,
         plan_cpus: Option<&CpuSet>,
         on_spawn: impl FnOnce(libc::pid_t) -> W,
         on_exit: impl FnOnce(W),
@@ -449,14 +396,13 @@ impl Measurer {
         if cleanup::is_shutting_down() {
             return Err(RunError::Interrupted);
         }
-        let mut cmd = cmd.into();
-        let program = cmd.name();
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        cmd.process_group(0);
 
         let want_counters = self.opts.counters && self.events.iter().any(|(_, r)| r.is_ok());
         // Held for the whole run: the spawner's counters count one run at
         // a time.
         let mut spawner = want_counters.then(|| self.spawner());
-        let stamp_pipe = stamp_exec(&mut cmd, &program)?;
 
         let max_rss_floor_kib = proc::self_max_rss_kib();
         let mut energy = match &self.rapl {
@@ -472,7 +418,6 @@ impl Measurer {
         let (pid, exec_ns, t0) = spawn_timed(
             spawner.as_deref_mut().and_then(Option::as_mut),
             cmd,
-            stamp_pipe,
             program,
         )?;
         let registration = GroupRegistration::new(pid);
@@ -868,8 +813,8 @@ enum How {
     },
     /// A thread of its own, for runs asked for from several threads.
     Thread {
-        jobs: Option<mpsc::Sender<Program>>,
-        spawned: mpsc::Receiver<std::io::Result<(libc::pid_t, Option<u64>)>>,
+        jobs: Option<mpsc::Sender<Spawn>>,
+        spawned: mpsc::Receiver<std::io::Result<(libc::pid_t, u64)>>,
         thread: Option<std::thread::JoinHandle<()>>,
     },
 }
@@ -931,7 +876,7 @@ impl Spawner {
     /// cannot be started.
     fn on_thread(specs: Vec<Option<OpenSpec>>) -> Option<Spawner> {
         let (opened_tx, opened_rx) = mpsc::channel();
-        let (jobs_tx, jobs_rx) = mpsc::channel::<Program>();
+        let (jobs_tx, jobs_rx) = mpsc::channel::<Spawn>();
         let (spawned_tx, spawned_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("pinsight-spawn".into())
@@ -941,7 +886,7 @@ impl Spawner {
                     return;
                 }
                 for cmd in jobs_rx {
-                    if spawned_tx.send(cmd.start()).is_err() {
+                    if spawned_tx.send(start(&cmd)).is_err() {
                         break;
                     }
                 }
@@ -968,10 +913,10 @@ impl Spawner {
     }
 
     /// Spawns `cmd` from the spawning thread.
-    fn spawn(&mut self, cmd: Program) -> std::io::Result<(libc::pid_t, Option<u64>)> {
+    fn spawn(&mut self, cmd: Spawn) -> std::io::Result<(libc::pid_t, u64)> {
         let gone = || std::io::Error::other("the spawner thread is gone");
         match &mut self.how {
-            How::Caller { .. } => cmd.start(),
+            How::Caller { .. } => start(&cmd),
             How::Thread { jobs, spawned, .. } => {
                 jobs.as_ref()
                     .ok_or_else(gone)?
@@ -1008,27 +953,6 @@ impl Drop for Spawner {
     }
 }
 
-/// Puts `cmd` in its own process group and, for a `Command`, adds the
-/// stamp of the timed interval's start as the last of its pre-exec steps
-/// (a Spawn's child stamps shared memory itself): the stamp's pipe.
-fn stamp_exec(cmd: &mut Program, program: &str) -> Result<Option<(OwnedFd, OwnedFd)>, RunError> {
-    match cmd {
-        Program::Command(c) => {
-            c.process_group(0);
-            let (stamp_r, stamp_w) = proc::pipe().map_err(|source| RunError::Spawn {
-                program: program.to_string(),
-                source,
-            })?;
-            proc::stamp_before_exec(c, stamp_w.as_raw_fd());
-            Ok(Some((stamp_r, stamp_w)))
-        }
-        Program::Spawn(s) => {
-            s.process_group(0);
-            Ok(None)
-        }
-    }
-}
-
 /// Gives up the run of `pid` when waiting for it failed (`e`): its
 /// process group killed, `on_exit` told, the child reaped.
 fn abandon(pid: libc::pid_t, e: io::Error, on_exit: impl FnOnce()) -> RunError {
@@ -1043,33 +967,22 @@ fn abandon(pid: libc::pid_t, e: io::Error, on_exit: impl FnOnce()) -> RunError {
 /// spawned it.
 fn spawn_timed(
     spawner: Option<&mut Spawner>,
-    cmd: Program,
-    stamp_pipe: Option<(OwnedFd, OwnedFd)>,
+    cmd: Spawn,
     program: String,
 ) -> Result<(libc::pid_t, u64, Instant), RunError> {
     let parent_t0_ns = proc::monotonic_ns();
     let t0 = Instant::now();
     let spawned = match spawner {
         Some(sp) => sp.spawn(cmd),
-        None => cmd.start(),
+        None => start(&cmd),
     };
-    let stamp_r = stamp_pipe.map(|(r, w)| {
-        drop(w);
-        r
-    });
     let (pid, child_stamp) = spawned.map_err(|e| spawn_error(program, e))?;
-    // The child wrote its stamp just before a successful execve (spawn
-    // returns Ok only then); the parent's own clock is the fallback.
-    let exec_ns = match (child_stamp, stamp_r) {
-        (Some(ns), _) if ns > 0 => ns,
-        (_, Some(r)) => {
-            let mut stamp = [0u8; 8];
-            match proc::read_exact_raw(r.as_raw_fd(), &mut stamp) {
-                Ok(true) => u64::from_ne_bytes(stamp),
-                _ => parent_t0_ns,
-            }
-        }
-        _ => parent_t0_ns,
+    // The child stamped just before a successful execve (spawn returns
+    // Ok only then); the parent's own clock is the fallback.
+    let exec_ns = if child_stamp > 0 {
+        child_stamp
+    } else {
+        parent_t0_ns
     };
     Ok((pid, exec_ns, t0))
 }
@@ -1107,7 +1020,6 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::zombie_processes)] // reaped by proc::wait4 below
     fn waiting_without_pidfd_still_sees_exit_and_enforces_the_timeout() {
         let opts = Options {
             counters: false,
@@ -1119,12 +1031,12 @@ mod tests {
         let (m, _) = Measurer::new(&FsRoot::live(), opts);
         for (secs, expect_timeout) in [("0.02", false), ("30", true)] {
             let t0 = Instant::now();
-            let child = Command::new("sleep")
+            let pid = Spawn::new("sleep")
                 .arg(secs)
                 .process_group(0)
                 .spawn()
-                .unwrap();
-            let pid = child.id() as libc::pid_t;
+                .unwrap()
+                .pid;
             let (_, timed_out) = m.wait(pid, t0, &mut None, false).unwrap();
             let reaped = proc::wait4(pid).unwrap();
             assert_eq!(timed_out, expect_timeout);

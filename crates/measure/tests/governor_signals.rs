@@ -72,7 +72,7 @@ fn signal_child() {
                 ..Options::default()
             },
         );
-        let mut c = Command::new("sh");
+        let mut c = pinsight_sys::spawn::Spawn::new("sh");
         c.arg("-c")
             .arg(format!("echo $$ > {}; exec sleep 30", pidfile.display()));
         let _ = m.run(c);

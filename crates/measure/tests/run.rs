@@ -3,6 +3,7 @@
 //! (`PINSIGHT_MEASURE_CHILD=spin:MS` runs `child_entry` only).
 
 use pinsight_measure::{Measurer, Metric, Options, RunError, RunRecord};
+use pinsight_sys::spawn::{self, Spawn};
 use pinsight_sys::FsRoot;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -44,8 +45,8 @@ fn child_entry() {
 }
 
 /// This binary, spinning for `ms` of CPU time.
-fn spin(ms: u64) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
+fn spin(ms: u64) -> Spawn {
+    let mut c = Spawn::new(std::env::current_exe().unwrap());
     c.args([
         pinsight_testkit::test_path(module_path!(), "child_entry").as_str(),
         "--exact",
@@ -54,14 +55,14 @@ fn spin(ms: u64) -> Command {
         "-q",
     ])
     .env(CHILD, format!("spin:{ms}"))
-    .stdout(Stdio::null())
-    .stdin(Stdio::null());
+    .stdout(spawn::Stdio::Null)
+    .stdin(spawn::Stdio::Null);
     c
 }
 
-fn sh(script: &str) -> Command {
-    let mut c = Command::new("sh");
-    c.arg("-c").arg(script).stdin(Stdio::null());
+fn sh(script: &str) -> Spawn {
+    let mut c = Spawn::new("sh");
+    c.arg("-c").arg(script).stdin(spawn::Stdio::Null);
     c
 }
 
@@ -195,7 +196,7 @@ fn missing_and_unexecutable_commands_are_distinct_errors() {
     ] {
         let m = measurer(opts);
         let e = m
-            .run(Command::new("pinsight-no-such-command-xyz"))
+            .run(Spawn::new("pinsight-no-such-command-xyz"))
             .unwrap_err();
         assert!(
             matches!(&e, RunError::Program(p) if p.program() == "pinsight-no-such-command-xyz"),
@@ -206,23 +207,22 @@ fn missing_and_unexecutable_commands_are_distinct_errors() {
             e.to_string(),
             "pinsight-no-such-command-xyz: command not found"
         );
-        let e = m.run(Command::new("/nonexistent/dir/prog")).unwrap_err();
+        let e = m.run(Spawn::new("/nonexistent/dir/prog")).unwrap_err();
         assert_eq!(e.exit_code(), 127, "{e:?}");
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("not-executable");
         std::fs::write(&f, "data").unwrap();
-        let e = m.run(Command::new(&f)).unwrap_err();
+        let e = m.run(Spawn::new(&f)).unwrap_err();
         assert_eq!(e.exit_code(), 126, "{e:?}");
     }
 }
 
 #[test]
-fn callers_pre_exec_errors_surface_as_spawn_errors() {
-    use std::os::unix::process::CommandExt;
+fn failed_placement_steps_surface_as_spawn_errors() {
     let m = measurer(Options::default());
-    let mut c = Command::new("true");
-    // SAFETY: the hook only returns an error.
-    unsafe { c.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EINVAL))) };
+    let mut c = Spawn::new("true");
+    // An empty CPU mask: the child's sched_setaffinity fails (EINVAL).
+    c.affinity_words(vec![0]);
     let e = m.run(c).unwrap_err();
     assert!(
         matches!(&e, RunError::Program(p) if p.exit_code() == 1),
@@ -380,7 +380,7 @@ fn pmu_less_fake_machine_measures_software_events_and_says_why_not_hardware() {
         notes.iter().any(|n| n.starts_with("energy: no RAPL")),
         "{notes:?}"
     );
-    let r = m.run(Command::new("true")).unwrap();
+    let r = m.run(Spawn::new("true")).unwrap();
     assert!(value(&r.counters.task_clock_ms) > 0.0);
     for hw in [
         &r.counters.cycles,
@@ -434,7 +434,7 @@ fn energy_is_sampled_around_the_run_on_a_fake_powercap_tree() {
 #[test]
 fn records_round_trip_through_json_with_stable_names() {
     let r = measurer(Options::default())
-        .run(Command::new("true"))
+        .run(Spawn::new("true"))
         .unwrap();
     let j = serde_json::to_value(&r).unwrap();
     for k in [
@@ -516,12 +516,12 @@ fn cost_of_a_run_by_part() {
             })
         })
         .collect();
-    let mut spawn = pinsight_sys::spawn::Spawn::new("true");
-    spawn.stdin(pinsight_sys::spawn::Stdio::Null);
-    let prebuilt = spawn.prebuild().unwrap();
+    let mut prebuild = Spawn::new("true");
+    prebuild.stdin(spawn::Stdio::Null);
+    let prebuilt = prebuild.prebuild().unwrap();
     let command = || {
-        let mut s = pinsight_sys::spawn::Spawn::new("true");
-        s.stdin(pinsight_sys::spawn::Stdio::Null);
+        let mut s = Spawn::new("true");
+        s.stdin(spawn::Stdio::Null);
         s.reuse(&prebuilt);
         s
     };
@@ -603,7 +603,7 @@ fn a_program_run_between_two_runs_is_not_their_disturbance() {
     assert!(d1.disturbed && d1.worst().unwrap().0 == 1, "{d1:?}");
     // 3 s more while another program ran between the runs.
     prepare.run(writes(900)).unwrap();
-    let r2 = m.run(Command::new("true")).unwrap();
+    let r2 = m.run(Spawn::new("true")).unwrap();
     let d2 = r2.disturbance.expect("fake /proc/stat read");
     assert!(d2.other_s < 0.1 && !d2.disturbed, "{d2:?}");
 }

@@ -1,7 +1,7 @@
 //! Process syscalls std lacks: reaping with `rusage`, waiting for exit
 //! without reaping (so a zombie leader keeps its process-group id reserved
 //! while we kill the group, or its `/proc/PID` stays readable), pidfds,
-//! signalling a process group, CLOEXEC pipes and the pre-exec clock stamp.
+//! signalling a process group, CLOEXEC pipes, the monotonic clock.
 //!
 //! Through nix: the blocking `waitid(WNOWAIT)`, `killpg`, `kill`, `pipe2`,
 //! `getpid`, `geteuid`, `getrusage`, `poll`, `clock_gettime`. Hand-written,
@@ -354,23 +354,6 @@ pub fn monotonic_ns() -> u64 {
     }
 }
 
-/// Makes `cmd`'s child, as its last step before `exec` (register this
-/// after every other `pre_exec` hook), read [`monotonic_ns`] and write it
-/// to `stamp_w` (8 bytes, native endian). The parent reads it from the
-/// pipe's other end once `spawn` has returned: the moment the program's
-/// `execve` began, taken by the child itself so neither the pre-exec work
-/// (the caller's hooks, the counters' handshake) nor the parent's wake-up
-/// is counted. `stamp_w` must stay open until `spawn` returns.
-pub fn stamp_before_exec(cmd: &mut std::process::Command, stamp_w: RawFd) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure only reads the clock (vDSO or syscall) and calls
-    // write(2) on a descriptor that stays open until spawn() returns; it
-    // allocates nothing. Both are async-signal-safe (signal-safety(7)).
-    unsafe {
-        cmd.pre_exec(move || write_all_raw(stamp_w, &monotonic_ns().to_ne_bytes()));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,28 +362,6 @@ mod tests {
     fn decodes_exit_and_signal_statuses() {
         assert_eq!(decode_status(3 << 8), (Some(3), None));
         assert_eq!(decode_status(libc::SIGKILL), (None, Some(libc::SIGKILL)));
-    }
-
-    #[test]
-    fn the_exec_stamp_is_taken_by_the_child_between_fork_and_exec() {
-        use std::os::fd::AsRawFd;
-        let (r, w) = pipe().unwrap();
-        let mut cmd = std::process::Command::new("true");
-        stamp_before_exec(&mut cmd, w.as_raw_fd());
-        let before = monotonic_ns();
-        let mut child = cmd.spawn().unwrap();
-        let after = monotonic_ns();
-        drop(w);
-        let mut b = [0u8; 8];
-        assert!(read_exact_raw(r.as_raw_fd(), &mut b).unwrap());
-        let stamp = u64::from_ne_bytes(b);
-        assert!(
-            before <= stamp && stamp <= after,
-            "{before} {stamp} {after}"
-        );
-        // Exactly one stamp, then EOF (the child's copy closed at exec).
-        assert!(!read_exact_raw(r.as_raw_fd(), &mut b).unwrap());
-        assert!(child.wait().unwrap().success());
     }
 
     #[test]
