@@ -15,6 +15,7 @@ use pinsight_compare::experiment::{LiveExecutor, Outcome};
 use pinsight_compare::journal::{ArmPlan, Header, JournalWriter};
 use pinsight_measure::{Measurer, Options};
 use pinsight_plan::{plan, Policy, Request};
+use pinsight_sys::spawn::{self, Spawn};
 use pinsight_sys::FsRoot;
 use std::process::{Command, Stdio};
 use std::str::FromStr;
@@ -86,8 +87,8 @@ fn bench(c: &mut Criterion) {
             let t = Instant::now();
             for _ in 0..n {
                 let t1 = Instant::now();
-                let mut c = Command::new("true");
-                c.stdin(Stdio::null()).stdout(Stdio::null());
+                let mut c = Spawn::new("true");
+                c.stdin(spawn::Stdio::Null).stdout(spawn::Stdio::Null);
                 m.run(c).unwrap();
                 SAMPLES
                     .lock()
@@ -98,8 +99,8 @@ fn bench(c: &mut Criterion) {
         })
     });
     let os_plan = plan(&topo, &Request::new(Policy::from_str("os").unwrap())).unwrap();
-    let mut c0 = Command::new("true");
-    c0.stdin(Stdio::null()).stdout(Stdio::null());
+    let mut c0 = Spawn::new("true");
+    c0.stdin(spawn::Stdio::Null).stdout(spawn::Stdio::Null);
     let sample = pinsight_compare::RunLine {
         slot: 0,
         arm: "os".into(),
