@@ -472,10 +472,7 @@ fn arm_cpukinds_at_one_clock_rank_by_the_core_table() {
             ("Cortex-A78".to_string(), set("0-1"))
         ]
     );
-    assert!(t
-        .kinds
-        .iter()
-        .all(|k| k.rank_source == RankSource::MicroarchTable));
+    crate::common::assert_ranked_by(&t, RankSource::MicroarchTable);
     // A kernel capacity on every kind decides instead (it says the A55s
     // are faster here; the table is not consulted).
     let cap = |v: u32| format!(r#"<info name="LinuxCapacity" value="{v}"/>"#);

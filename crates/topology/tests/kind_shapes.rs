@@ -75,10 +75,7 @@ fn one_microarchitecture_at_two_clocks_is_two_kinds() {
     // Two Cortex-A78 (MIDR part 0xd41), at 1.9 and 2.6 GHz.
     let t = two_cores((0x411f_d411, 1_900_000), (0x411f_d411, 2_600_000));
     assert_kinds(&t, &[("Cortex-A78 1.9G", "0"), ("Cortex-A78 2.6G", "1")]);
-    assert!(t
-        .kinds
-        .iter()
-        .all(|k| k.rank_source == RankSource::MicroarchTable));
+    common::assert_ranked_by(&t, RankSource::MicroarchTable);
     let slow = t.capacity(0).unwrap();
     assert!((slow.value - 1900.0 / 2600.0).abs() < 1e-9, "{slow:?}");
     assert_eq!(slow.source, CapacityOrigin::MicroarchTable);
@@ -104,10 +101,7 @@ fn two_parts_at_one_clock_are_ranked_by_the_core_table() {
     let t = two_cores((0x411f_d0b0, 2_000_000), (0x411f_d050, 2_000_000));
     assert_kinds(&t, &[("Cortex-A55", "1"), ("Cortex-A76", "0")]);
     assert_eq!(t.kinds[1].mark, "P");
-    assert!(t
-        .kinds
-        .iter()
-        .all(|k| k.rank_source == RankSource::MicroarchTable));
+    common::assert_ranked_by(&t, RankSource::MicroarchTable);
     assert!((t.capacity(1).unwrap().value - 0.45).abs() < 1e-9);
 }
 

@@ -40,10 +40,7 @@ fn raptor_lake_with_flat_firmware_is_ranked_by_core_type_with_a_warning() {
     );
     assert_eq!(t.kinds[1].name, "P-core");
     assert_eq!(t.kinds[0].name, "E-core");
-    assert!(t
-        .kinds
-        .iter()
-        .all(|k| k.rank_source == RankSource::CoreType));
+    common::assert_ranked_by(&t, RankSource::CoreType);
     assert_eq!(t.provenance.winner, None);
     assert_eq!(
         status(&t, CapacitySource::CpuCapacity),
@@ -59,14 +56,15 @@ fn raptor_lake_with_flat_firmware_is_ranked_by_core_type_with_a_warning() {
     }
     assert_eq!(t.warnings.len(), 1, "{:#?}", t.warnings);
     let w = &t.warnings[0];
-    for part in [
-        "/sys/devices/system/cpu/cpu*/cpufreq/cpuinfo_max_freq",
-        "every CPU reports 4800 MHz",
-        "/sys/devices/cpu_core/cpus and /sys/devices/cpu_atom/cpus",
-        "by core type",
-    ] {
-        assert!(w.contains(part), "{part:?} missing from {w}");
-    }
+    common::assert_mentions(
+        w,
+        &[
+            "/sys/devices/system/cpu/cpu*/cpufreq/cpuinfo_max_freq",
+            "every CPU reports 4800 MHz",
+            "/sys/devices/cpu_core/cpus and /sys/devices/cpu_atom/cpus",
+            "by core type",
+        ],
+    );
     assert!(
         t.kinds.iter().all(|k| k.capacity.is_none()),
         "no source gives a capacity ratio"
@@ -92,10 +90,7 @@ fn a_source_identical_on_every_cpu_is_skipped_even_first_in_the_chain() {
     assert_eq!(t.provenance.winner, None);
     assert_eq!(t.kinds[2].name, "Cortex-X1");
     assert_eq!(t.kinds[0].name, "Cortex-A55");
-    assert!(t
-        .kinds
-        .iter()
-        .all(|k| k.rank_source == RankSource::MicroarchTable));
+    common::assert_ranked_by(&t, RankSource::MicroarchTable);
     assert_eq!(t.provenance.capacity_from, None);
     let cap0 = t.kinds[0].capacity.unwrap();
     let want = 0.45 * 1804.0 / (1.06 * 2841.0);
@@ -120,10 +115,7 @@ fn amd_strix_point_has_zen5_above_zen5c_ranked_by_prefcore() {
     assert_eq!(t.kinds[0].name, "Zen5c");
     assert_eq!(t.kinds[1].name, "Zen5");
     assert_eq!(t.kinds[0].source, KindSource::Frequency);
-    assert!(t
-        .kinds
-        .iter()
-        .all(|k| k.rank_source == RankSource::AmdPrefcoreRanking));
+    common::assert_ranked_by(&t, RankSource::AmdPrefcoreRanking);
     let p = &t.provenance;
     assert_eq!(p.winner, Some(CapacitySource::AmdPrefcoreRanking));
     let rank = p.source(CapacitySource::AmdPrefcoreRanking).unwrap();
@@ -184,15 +176,16 @@ fn capacity_and_cppc_disagreeing_is_warned_naming_both_files() {
         .iter()
         .find(|w| w.contains("acpi_cppc/highest_perf"))
         .unwrap_or_else(|| panic!("no CPPC warning in {:#?}", t.warnings));
-    for part in [
-        "/sys/devices/system/cpu/cpu4/cpu_capacity = 1024",
-        "/sys/devices/system/cpu/cpu0/cpu_capacity = 400",
-        "/sys/devices/system/cpu/cpu0/acpi_cppc/highest_perf = 260",
-        "/sys/devices/system/cpu/cpu4/acpi_cppc/highest_perf = 100",
-        "kept the order of cpu_capacity",
-    ] {
-        assert!(w.contains(part), "{part:?} missing from {w}");
-    }
+    common::assert_mentions(
+        w,
+        &[
+            "/sys/devices/system/cpu/cpu4/cpu_capacity = 1024",
+            "/sys/devices/system/cpu/cpu0/cpu_capacity = 400",
+            "/sys/devices/system/cpu/cpu0/acpi_cppc/highest_perf = 260",
+            "/sys/devices/system/cpu/cpu4/acpi_cppc/highest_perf = 100",
+            "kept the order of cpu_capacity",
+        ],
+    );
     assert!(
         t.warnings
             .iter()

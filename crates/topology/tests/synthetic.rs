@@ -129,8 +129,10 @@ fn tree_diff_names_added_changed_and_removed_files() {
 fn arm_phone_has_three_kinds_little_to_big() {
     let t = committed("arm-phone-3cluster");
     assert_eq!(kind_sets(&t), vec![set("0-3"), set("4-5"), set("6-7")]);
-    let names: Vec<&str> = t.kinds.iter().map(|k| k.name.as_str()).collect();
-    assert_eq!(names, ["Cortex-A55", "Cortex-A76", "Cortex-X1"]);
+    assert_eq!(
+        common::kind_names(&t),
+        ["Cortex-A55", "Cortex-A76", "Cortex-X1"]
+    );
     assert!(t
         .kinds
         .iter()
@@ -181,14 +183,10 @@ fn intel_hybrid_with_flat_firmware_frequencies_uses_pmu_lists() {
 fn meteor_lake_has_lp_e_cores_below_e_cores() {
     let t = committed("meteorlake-lp-ecores");
     assert_eq!(kind_sets(&t), vec![set("20-21"), set("12-19"), set("0-11")]);
-    let marks: Vec<&str> = t.kinds.iter().map(|k| k.mark.as_str()).collect();
-    assert_eq!(marks, ["L", "E", "P"]);
+    assert_eq!(common::kind_marks(&t), ["L", "E", "P"]);
     assert_eq!(t.kinds[0].name, "LP E-core");
     assert_eq!(t.kinds[0].core_type, Some(CoreType::LowPower));
-    assert!(t
-        .kinds
-        .iter()
-        .all(|k| k.rank_source == RankSource::MaxFrequency));
+    common::assert_ranked_by(&t, RankSource::MaxFrequency);
     assert_eq!(t.kinds[2].base_mhz, Some(1400));
 }
 

@@ -59,6 +59,36 @@ pub fn assert_not_warned(t: &pinsight_model::Topology, part: &str, ctx: &str) {
     );
 }
 
+/// Asserts that `text` contains every one of `parts`, naming the one it
+/// lacks.
+#[track_caller]
+pub fn assert_mentions(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} missing from {text}");
+    }
+}
+
+/// Asserts that every kind of `t` was ranked by `source`, showing the
+/// kinds when one was not.
+#[track_caller]
+pub fn assert_ranked_by(t: &pinsight_model::Topology, source: pinsight_model::RankSource) {
+    assert!(
+        t.kinds.iter().all(|k| k.rank_source == source),
+        "not all ranked by {source:?}: {:#?}",
+        t.kinds
+    );
+}
+
+/// Each kind's name, in rank order.
+pub fn kind_names(t: &pinsight_model::Topology) -> Vec<&str> {
+    t.kinds.iter().map(|k| k.name.as_str()).collect()
+}
+
+/// Each kind's mark, in rank order.
+pub fn kind_marks(t: &pinsight_model::Topology) -> Vec<&str> {
+    t.kinds.iter().map(|k| k.mark.as_str()).collect()
+}
+
 /// Each kind's (name, mark), in rank order.
 pub fn kind_labels(t: &pinsight_model::Topology) -> Vec<(&str, &str)> {
     t.kinds
