@@ -47,34 +47,35 @@ fn check(name: &str) -> Topology {
     // `--filter all:structure` removes objects that add no structure (a
     // core of one PU, an L2 equal to it): compare only types still shown.
     let filtered = options.contains("--filter");
-    if !filtered || exp.saw("Core") {
-        assert_eq!(
+    let shown = |ty: &str| !filtered || exp.saw(ty);
+    // Our sets (restricted to the usable CPUs) against hwloc's.
+    let same = |what: &str, ours: Vec<CpuSet>, theirs: &[CpuSet]| {
+        assert_eq!(ours, sorted(theirs), "{}", ctx(what));
+    };
+    if shown("Core") {
+        same(
+            "cores",
             restrict(topo.cores.iter().map(|g| &g.cpus), &usable),
-            sorted(&exp.cores),
-            "{}",
-            ctx("cores")
+            &exp.cores,
         );
     }
-    assert_eq!(
+    same(
+        "packages",
         restrict(topo.packages.iter().map(|g| &g.cpus), &usable),
-        sorted(&exp.packages),
-        "{}",
-        ctx("packages")
+        &exp.packages,
     );
-    if !filtered || exp.saw("L2Cache") {
-        assert_eq!(
+    if shown("L2Cache") {
+        same(
+            "L2 caches",
             restrict(topo.caches_at(2).map(|c| &c.cpus), &usable),
-            sorted(&exp.l2),
-            "{}",
-            ctx("L2 caches")
+            &exp.l2,
         );
     }
-    if !filtered || exp.saw("L3Cache") {
-        assert_eq!(
+    if shown("L3Cache") {
+        same(
+            "L3 caches",
             restrict(topo.caches_at(3).map(|c| &c.cpus), &usable),
-            sorted(&exp.l3),
-            "{}",
-            ctx("L3 caches")
+            &exp.l3,
         );
     }
 
