@@ -41,6 +41,10 @@ pub const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP
 /// How long the main thread may take to finish its report once the
 /// cleanup is done.
 const MAIN_GRACE: Duration = Duration::from_secs(20);
+/// How long the cleanup thread lets a main thread that has finished exit
+/// with 128 + N before the signal ends the process (a loaded host can hold
+/// a thread off the CPU for a second or more).
+const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 /// Why the signal lifecycle could not be installed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -457,12 +461,24 @@ fn cleanup_thread(read: OwnedFd) {
         }
         return;
     }
-    let waits_for_main = MAIN.load(Ordering::SeqCst) > 0;
-    let main_done = waits_for_main && wait_for_state(MAIN_GRACE, |st| st.1.then_some(())).is_some();
+    // The main thread may have finished already (it sees the signal at
+    // once, the flag being set by the handler, while this thread was
+    // still running the restorers): its guard is gone then, but it has
+    // marked itself finished, and it is exiting with 128 + N. Dying now
+    // would race that exit (seen: the report printed, then the process
+    // killed by the signal), so that counts as done too.
+    let grace = if MAIN.load(Ordering::SeqCst) > 0 {
+        MAIN_GRACE
+    } else {
+        Duration::ZERO
+    };
+    let main_done = wait_for_state(grace, |st| st.1.then_some(())).is_some();
     if main_done {
         // The main thread now exits with 128 + N; give it time to do so
-        // rather than racing it with the re-raised signal.
-        std::thread::sleep(Duration::from_secs(2));
+        // rather than racing it with the re-raised signal (the fallback
+        // for a main thread that never exits: it costs nothing otherwise,
+        // the exit ends this thread too).
+        std::thread::sleep(EXIT_GRACE);
     }
     signals::die_by(sig);
     // Only reached if the signal could not kill the process.
@@ -537,6 +553,54 @@ mod tests {
         );
         assert!(stdout.contains("STOPPED_FD again=true"), "{stdout}");
         assert_eq!(out.status.code(), Some(143), "{stdout}");
+    }
+
+    /// The child side of [`a_main_thread_done_before_the_cleanup_thread_looks_still_exits_128_plus_n`].
+    const DONE_FIRST_CHILD: &str = "PINSIGHT_TEST_MAIN_DONE_FIRST_CHILD";
+
+    /// Holds the cleanup thread in its restorers while the main thread
+    /// sees the signal, finishes and drops its guard.
+    fn slow_restorer() -> Vec<String> {
+        std::thread::sleep(Duration::from_millis(300));
+        Vec::new()
+    }
+
+    #[test]
+    fn a_main_thread_done_before_the_cleanup_thread_looks_still_exits_128_plus_n() {
+        if std::env::var_os(DONE_FIRST_CHILD).is_some() {
+            let main = main_handles_exit();
+            install().unwrap();
+            add_restorer(slow_restorer);
+            pinsight_sys::process::kill(pinsight_sys::process::getpid(), libc::SIGTERM).unwrap();
+            while stopped().is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Finished while the cleanup thread is still restoring; then
+            // slow to exit, as a main thread printing on a loaded host.
+            drop(main);
+            std::thread::sleep(Duration::from_millis(600));
+            println!("MAIN_EXITS");
+            std::process::exit(crate::exit::signal_code(libc::SIGTERM));
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "interrupt::tests::a_main_thread_done_before_the_cleanup_thread_looks_still_exits_128_plus_n",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(DONE_FIRST_CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(143),
+            "{:?}: {stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("MAIN_EXITS"), "{stdout}");
     }
 
     #[test]
