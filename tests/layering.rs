@@ -406,7 +406,10 @@ const EDGES: &[(&str, &[Edge])] = &[
             ("pinsight-sched-model", "program lists, machine specs"),
             ("pinsight-tune", "the simulated executor's spec"),
             ("pinsight-sched", "--sf specs, the mix journal"),
-            ("pinsight-measure", "counter windows, /proc/stat disturbance"),
+            (
+                "pinsight-measure",
+                "counter windows, /proc/stat disturbance",
+            ),
             ("pinsight-sys", "/proc/stat"),
             ("pinsight-load", "/proc/interrupts, schedstat, task stat"),
         ],

@@ -10,10 +10,12 @@ const HWLOC_LIMIT: usize = 4096;
 
 fn round_trips(set: &CpuSet, from: &str, text: &str) {
     let list = set.to_list_string();
-    let again = CpuSet::parse_list(&list).unwrap_or_else(|e| panic!("{from}({text:?}) -> list {list:?} does not parse: {e}"));
+    let again = CpuSet::parse_list(&list)
+        .unwrap_or_else(|e| panic!("{from}({text:?}) -> list {list:?} does not parse: {e}"));
     assert_eq!(&again, set, "{from}({text:?}) -> list {list:?}");
     let mask = set.to_mask_string();
-    let again = CpuSet::parse_mask(&mask).unwrap_or_else(|e| panic!("{from}({text:?}) -> mask {mask:?} does not parse: {e}"));
+    let again = CpuSet::parse_mask(&mask)
+        .unwrap_or_else(|e| panic!("{from}({text:?}) -> mask {mask:?} does not parse: {e}"));
     assert_eq!(&again, set, "{from}({text:?}) -> mask {mask:?}");
     assert_eq!(set.iter().count(), set.len());
     assert_eq!(set.first(), set.iter().next());
@@ -21,7 +23,9 @@ fn round_trips(set: &CpuSet, from: &str, text: &str) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(s) = CpuSet::parse_list(text) {
         round_trips(&s, "parse_list", text);
     }

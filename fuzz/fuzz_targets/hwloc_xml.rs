@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pinsight_topology::hwloc_xml;
 use pinsight_model::Topology;
+use pinsight_topology::hwloc_xml;
 
 fn check(t: &Topology) {
     let online = t.online();
@@ -62,7 +62,10 @@ fn check(t: &Topology) {
         assert_eq!(k.rank, rank);
         assert!(k.cpus.iter().all(|c| of(c).kind == Some(rank)));
         // Named by discovery's rule: every kind has a name and a mark.
-        assert!(!k.name.is_empty() && !k.mark.is_empty(), "kind {rank} named");
+        assert!(
+            !k.name.is_empty() && !k.mark.is_empty(),
+            "kind {rank} named"
+        );
     }
     for c in &t.caches {
         assert!(!c.cpus.is_empty() && c.cpus.is_subset(&online));

@@ -9,8 +9,12 @@ use libfuzzer_sys::fuzz_target;
 use pinsight_model::{declared::apply, declared::KindSpec};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(spec) = KindSpec::parse(text) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(spec) = KindSpec::parse(text) else {
+        return;
+    };
     let kinds = spec.kinds();
     assert!(!kinds.is_empty());
     for (i, k) in kinds.iter().enumerate() {
@@ -21,13 +25,22 @@ fuzz_target!(|data: &[u8]| {
             assert!(!o.mark.eq_ignore_ascii_case(&k.mark));
         }
     }
-    let again: Vec<String> =
-        kinds.iter().map(|k| format!("{}:{}@{}", k.cpus, k.name, k.speed())).collect();
+    let again: Vec<String> = kinds
+        .iter()
+        .map(|k| format!("{}:{}@{}", k.cpus, k.name, k.speed()))
+        .collect();
     let reparsed = KindSpec::parse(&again.join(",")).expect("a spec's own groups must parse");
     let pairs = |s: &KindSpec| -> Vec<(String, String, String, u32)> {
         s.kinds()
             .iter()
-            .map(|k| (k.cpus.to_string(), k.name.clone(), k.mark.clone(), k.speed_milli))
+            .map(|k| {
+                (
+                    k.cpus.to_string(),
+                    k.name.clone(),
+                    k.mark.clone(),
+                    k.speed_milli,
+                )
+            })
             .collect()
     };
     assert_eq!(pairs(&reparsed), pairs(&spec));

@@ -10,7 +10,9 @@ use pinsight_plan::launcher::{detect, parse_tasks_per_node, MAX_NODES};
 use std::collections::HashMap;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(list) = parse_tasks_per_node(text.lines().next().unwrap_or("")) {
         assert!(!list.is_empty() && list.len() <= MAX_NODES);
         let plain: Vec<String> = list.iter().map(|n| n.to_string()).collect();

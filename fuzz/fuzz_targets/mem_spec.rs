@@ -8,7 +8,9 @@ use libfuzzer_sys::fuzz_target;
 use pinsight_plan::MemPolicy;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(p) = text.parse::<MemPolicy>() {
         let canon = p.to_string();
         let again: MemPolicy = canon.parse().expect("canonical text must parse");

@@ -8,7 +8,9 @@ use libfuzzer_sys::fuzz_target;
 use pinsight_topology::discover::pci;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let mut parts = text.split('\0');
     let mut next = || parts.next().unwrap_or("");
     let (class, id, node, addr, list, mask) = (next(), next(), next(), next(), next(), next());

@@ -10,7 +10,9 @@ use libfuzzer_sys::fuzz_target;
 use pinsight_topology::discover::procinfo::parse_midrs;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     match parse_midrs(text) {
         Err(e) => assert!(!e.to_string().contains('\n')),
         Ok(None) => {}

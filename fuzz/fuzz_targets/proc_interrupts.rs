@@ -38,8 +38,16 @@ fuzz_target!(|data: &[u8]| {
     for s in [&softs.0, &softs.1].into_iter().flatten() {
         assert!(s.rows.iter().all(|r| r.1.len() <= s.cpus.len()));
     }
-    let before = Sample { interrupts: ints.0, softirqs: softs.0, ..Default::default() };
-    let after = Sample { interrupts: ints.1, softirqs: softs.1, ..Default::default() };
+    let before = Sample {
+        interrupts: ints.0,
+        softirqs: softs.0,
+        ..Default::default()
+    };
+    let after = Sample {
+        interrupts: ints.1,
+        softirqs: softs.1,
+        ..Default::default()
+    };
     let r = load_common::analysed(0, before, after);
     for c in &r.cpus {
         for v in [c.interrupts_per_s, c.softirqs_per_s].into_iter().flatten() {

@@ -26,7 +26,14 @@ fuzz_target!(|data: &[u8]| {
     let sched = (parse_schedstat(sa), parse_schedstat(sb));
     for (s, t) in [(&sched.0, sa), (&sched.1, sb)] {
         if s.is_some() {
-            let v: u32 = t.lines().next().unwrap().trim_start_matches("version ").trim().parse().unwrap();
+            let v: u32 = t
+                .lines()
+                .next()
+                .unwrap()
+                .trim_start_matches("version ")
+                .trim()
+                .parse()
+                .unwrap();
             assert!(v >= 15);
         }
     }
@@ -34,8 +41,16 @@ fuzz_target!(|data: &[u8]| {
     for u in [up.0, up.1].into_iter().flatten() {
         assert!(u.is_finite() && u >= 0.0);
     }
-    let before = Sample { sched: sched.0, uptime_s: up.0, ..Default::default() };
-    let after = Sample { sched: sched.1, uptime_s: up.1, ..Default::default() };
+    let before = Sample {
+        sched: sched.0,
+        uptime_s: up.0,
+        ..Default::default()
+    };
+    let after = Sample {
+        sched: sched.1,
+        uptime_s: up.1,
+        ..Default::default()
+    };
     let r = load_common::analysed(3, before, after);
     for q in r.cpus.iter().filter_map(|c| c.run_queue) {
         assert!(q.is_finite() && q >= 0.0, "{q}");

@@ -50,7 +50,11 @@ fuzz_target!(|data: &[u8]| {
     if let Some(i) = progress::imbalance(&tasks) {
         assert!(i.ratio.is_finite() && i.ratio >= 1.0, "{i:?}");
     }
-    let places: Vec<Vec<usize>> = tasks.iter().filter_map(|t| t.cpu).map(|c| vec![c]).collect();
+    let places: Vec<Vec<usize>> = tasks
+        .iter()
+        .filter_map(|t| t.cpu)
+        .map(|c| vec![c])
+        .collect();
     let caps = [(0, 0.5), (1, 1.0)].into_iter().collect();
     for e in progress::expected(&places, &caps) {
         assert!(e.is_finite() && e >= 0.0);

@@ -31,7 +31,12 @@ fuzz_target!(|data: &[u8]| {
         cfg.quality = SfQuality::Mae(0.2);
         cfg.max_work = 8_000;
         cfg.repeat = 1;
-        for policy in [Policy::Os, Policy::aarr(0.2), Policy::to(), Policy::acfs(0.2)] {
+        for policy in [
+            Policy::Os,
+            Policy::aarr(0.2),
+            Policy::to(),
+            Policy::acfs(0.2),
+        ] {
             match simulate(&cfg, &programs, policy) {
                 Ok(r) => {
                     let m = r.metrics;

@@ -8,9 +8,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use pinsight_measure::sf::window;
-use pinsight_sys::perf::GroupReading;
 use pinsight_sched_model::Kind as SfKind;
 use pinsight_sched_model::{SfEstimator, SfParams};
+use pinsight_sys::perf::GroupReading;
 use std::time::Duration;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pinsight_tune_model::Config;
 use pinsight_tune::sim::SimSpec;
+use pinsight_tune_model::Config;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -20,7 +20,11 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     assert_eq!(spec.to_string().parse::<SimSpec>(), Ok(spec));
-    for c in [Config::new(1, 0, 0), Config::new(0, 1, 0), Config::new(6, 8, 6)] {
+    for c in [
+        Config::new(1, 0, 0),
+        Config::new(0, 1, 0),
+        Config::new(6, 8, 6),
+    ] {
         let t = spec.model.time(&spec.theta, c);
         assert!(t.is_finite() && t > 0.0, "{spec}: {c} takes {t}");
     }

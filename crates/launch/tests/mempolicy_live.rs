@@ -67,7 +67,8 @@ fn a_refused_policy_is_the_policys_error_not_the_programs() {
     );
     assert_eq!(e.exit_code(), 1);
     assert!(
-        e.to_string().starts_with("cannot apply memory policy bind:1000: "),
+        e.to_string()
+            .starts_with("cannot apply memory policy bind:1000: "),
         "{e}"
     );
     assert_eq!(get_mempolicy().unwrap(), before);
