@@ -85,8 +85,7 @@ pub fn execute_all(h: &Header, w: &mut JournalWriter, exec: &mut dyn Executor) -
 /// The experiment `h` on `exec` in a fresh journal: how it ended, and the
 /// report of what the journal holds, analysed as complete.
 pub fn run_and_analyse(h: &Header, exec: &mut dyn Executor) -> (Outcome, Report) {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("j.jsonl");
+    let (_d, p) = journal_path();
     let mut w = JournalWriter::create(&p, h).unwrap();
     let out = execute_all(h, &mut w, exec);
     let j = Journal::read(&p).unwrap();
@@ -111,4 +110,22 @@ pub fn record(wall: f64, code: i32) -> RunRecord {
         energy: EnergyMetrics::unavailable("no RAPL: test"),
         disturbance: None,
     }
+}
+
+/// A fresh directory, and the path of a journal (`j.jsonl`) in it.
+pub fn journal_path() -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("j.jsonl");
+    (d, p)
+}
+
+/// Asserts that one of `r`'s verdict caveats says `part`, showing them
+/// when none does.
+#[track_caller]
+pub fn assert_caveat(r: &Report, part: &str) {
+    assert!(
+        r.verdict.caveats.iter().any(|c| c.text.contains(part)),
+        "no caveat with {part:?}: {:?}",
+        r.verdict.caveats
+    );
 }

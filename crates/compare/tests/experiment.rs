@@ -192,8 +192,7 @@ fn resumed_experiment_gives_the_uninterrupted_result() {
 
 #[test]
 fn a_failed_run_stops_the_experiment_and_is_retried_on_resume() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("j.jsonl");
+    let (_d, p) = common::journal_path();
     let h = header(&["os", "compact"], 3, 0, 1);
     let mut f = fake(&[1.0, 1.0], &[0.01, 0.01]);
     f.failing = vec![2];
@@ -209,14 +208,7 @@ fn a_failed_run_stops_the_experiment_and_is_retried_on_resume() {
     let r = analyse(&j.header, &j.runs, Status::Partial, vec![]);
     let failed: usize = r.arms.iter().map(|a| a.failed.len()).sum();
     assert_eq!(failed, 1);
-    assert!(
-        r.verdict
-            .caveats
-            .iter()
-            .any(|c| c.text.contains("1 failed run (exited with code 3)")),
-        "{:?}",
-        r.verdict.caveats
-    );
+    common::assert_caveat(&r, "1 failed run (exited with code 3)");
 
     // Resume: the failed slot runs again (and now succeeds).
     f.failing.clear();
@@ -236,8 +228,7 @@ fn a_failed_run_stops_the_experiment_and_is_retried_on_resume() {
 
 #[test]
 fn ignored_failures_are_recorded_and_excluded() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("j.jsonl");
+    let (_d, p) = common::journal_path();
     let h = header(&["os", "compact"], 4, 1, 9);
     let mut f = fake(&[1.0, 1.0], &[0.01, 0.01]);
     f.failing = vec![0, 5];
@@ -265,8 +256,7 @@ fn report_for(
     runs: usize,
     energy: bool,
 ) -> pinsight_compare::Report {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("j.jsonl");
+    let (_d, p) = common::journal_path();
     let h = header(arms, runs, 0, 5);
     let mut f = fake(means, sds);
     f.energy = energy;
@@ -552,14 +542,7 @@ fn seed_table_lulesh_serial_keeps_the_os() {
 fn three_runs_warn_that_no_rank_test_can_be_significant() {
     // Welch is not chosen with 3 runs; Mann-Whitney's p ≥ 0.1: no claim.
     let r = keeps_the_os(&[1.0, 0.5], &[0.01, 0.01], &["os", "compact"], 3);
-    assert!(
-        r.verdict
-            .caveats
-            .iter()
-            .any(|c| c.text.contains("smallest possible p = 0.10")),
-        "{:?}",
-        r.verdict.caveats
-    );
+    common::assert_caveat(&r, "smallest possible p = 0.10");
 }
 
 #[test]
@@ -597,8 +580,7 @@ fn unavailable_metrics_say_why_and_are_never_zero() {
 fn arms_with_the_same_placement_are_flagged_and_never_ranked_apart() {
     // p-pinned and compact resolve to the same pinned CPUs (one core kind):
     // compact came out faster by noise alone.
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("j.jsonl");
+    let (d, p) = common::journal_path();
     let mut h = header(&["os", "p-pinned", "compact"], 10, 0, 5);
     h.arms[2].plan.places = h.arms[1].plan.places.clone();
     let mut f = fake(&[1.0, 1.0 / 1.37, 1.0 / 1.46], &[0.01, 0.01, 0.01]);
