@@ -106,7 +106,8 @@ impl ShimFile {
     }
 
     /// The descriptor the child must inherit (its close-on-exec flag
-    /// cleared between fork and exec with [`clear_cloexec`]), if any.
+    /// cleared in the child only, by
+    /// [`pinsight_sys::spawn::Spawn::inherit_fd`]), if any.
     pub fn inherit_fd(&self) -> Option<RawFd> {
         match &self.storage {
             Storage::Memfd(fd) => Some(fd.as_raw_fd()),
@@ -149,13 +150,6 @@ impl Drop for ShimFile {
 /// exec; checked to be mappable executable (`vm.memfd_noexec = 2`).
 fn write_memfd() -> io::Result<OwnedFd> {
     pinsight_sys::fs::sealed_exec_memfd(c"pinsight-shim", SHIM_SO)
-}
-
-/// Clears close-on-exec on `fd`: called between fork and exec (one
-/// `fcntl`, async-signal-safe), so only the launched child inherits the
-/// shim's descriptor.
-pub fn clear_cloexec(fd: RawFd) -> io::Result<()> {
-    pinsight_sys::fs::clear_cloexec(fd)
 }
 
 /// `LD_PRELOAD` with the shim in front of what the user already preloads.
