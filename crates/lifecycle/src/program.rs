@@ -678,6 +678,15 @@ mod tests {
         Program::resolve(path.as_os_str()).unwrap()
     }
 
+    /// An ELF program of this machine's class and architecture at `dir/name`,
+    /// with the interpreter `interp` (none: static).
+    fn host_program(dir: &Path, name: &str, interp: Option<&str>) -> Program {
+        program_at(
+            &dir.join(name),
+            &elf_file(HOST_CLASS, HOST_MACHINES.0, interp),
+        )
+    }
+
     /// The loader this test binary runs under: an interpreter that exists.
     fn host_loader() -> String {
         let me = std::fs::File::open(std::env::current_exe().unwrap()).unwrap();
@@ -709,18 +718,11 @@ mod tests {
     #[test]
     fn a_dynamic_program_of_this_machine_takes_the_shim() {
         let d = tmpdir("native");
-        let (machine, _) = HOST_MACHINES;
-        let prog = program_at(
-            &d.path().join("native"),
-            &elf_file(HOST_CLASS, machine, Some(&host_loader())),
-        );
+        let prog = host_program(d.path(), "native", Some(&host_loader()));
         assert_eq!(prog.check(), Ok(None));
         assert_eq!(prog.preload_blocker(), None);
         // The same without an interpreter is static.
-        let prog = program_at(
-            &d.path().join("static"),
-            &elf_file(HOST_CLASS, machine, None),
-        );
+        let prog = host_program(d.path(), "static", None);
         assert_eq!(
             prog.check(),
             Ok(Some(PreloadBlocker::Static {
@@ -791,11 +793,8 @@ mod tests {
     #[test]
     fn a_missing_interpreter_is_refused_before_the_start() {
         let d = tmpdir("nointerp");
-        let (machine, compat) = HOST_MACHINES;
-        let prog = program_at(
-            &d.path().join("dyn"),
-            &elf_file(HOST_CLASS, machine, Some("/nonexistent/ld-linux.so")),
-        );
+        let (_, compat) = HOST_MACHINES;
+        let prog = host_program(d.path(), "dyn", Some("/nonexistent/ld-linux.so"));
         let e = prog.check().unwrap_err();
         assert_eq!(
             e,
@@ -839,8 +838,7 @@ mod tests {
     fn set_id_programs_are_reported_by_check() {
         let d = tmpdir("check-setid");
         let p = d.path().join("suid");
-        let (machine, _) = HOST_MACHINES;
-        let prog = program_at(&p, &elf_file(HOST_CLASS, machine, Some(&host_loader())));
+        let prog = host_program(d.path(), "suid", Some(&host_loader()));
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
         // Owned by us: no change of credentials, the shim is loaded.
         assert_eq!(prog.check(), Ok(None));
