@@ -289,10 +289,11 @@ impl Drop for GovernorGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
-    /// A fake tree: 4 CPUs with cpufreq (cpu3 without available list).
-    fn tree() -> tempfile::TempDir {
+    /// A fake tree: 4 CPUs with cpufreq (cpu3 without available list),
+    /// and its root.
+    fn tree() -> (tempfile::TempDir, FsRoot) {
         let d = tempfile::tempdir().unwrap();
         for cpu in 0..4 {
             let f = d
@@ -308,16 +309,22 @@ mod tests {
                 .unwrap();
             }
         }
-        d
+        let fs = FsRoot::at(d.path()).unwrap();
+        (d, fs)
+    }
+
+    /// CPU `cpu`'s governor file in the tree at `root`.
+    fn gov_file(root: &Path, cpu: usize) -> PathBuf {
+        root.join(format!(
+            "sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"
+        ))
     }
 
     fn gov(root: &Path, cpu: usize) -> String {
-        std::fs::read_to_string(root.join(format!(
-            "sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"
-        )))
-        .unwrap()
-        .trim()
-        .to_string()
+        std::fs::read_to_string(gov_file(root, cpu))
+            .unwrap()
+            .trim()
+            .to_string()
     }
 
     // The registry is global: tests touching it use distinct trees, and no
@@ -326,8 +333,7 @@ mod tests {
 
     #[test]
     fn reads_current_and_available() {
-        let d = tree();
-        let fs = FsRoot::at(d.path()).unwrap();
+        let (_d, fs) = tree();
         let g = read_governors(&fs).unwrap();
         assert_eq!(g.len(), 4);
         assert_eq!(g[0].current, "schedutil");
@@ -337,14 +343,8 @@ mod tests {
 
     #[test]
     fn sets_and_restores_on_drop_and_restore_now() {
-        let d = tree();
-        let fs = FsRoot::at(d.path()).unwrap();
-        std::fs::write(
-            d.path()
-                .join("sys/devices/system/cpu/cpu1/cpufreq/scaling_governor"),
-            "powersave\n",
-        )
-        .unwrap();
+        let (d, fs) = tree();
+        std::fs::write(gov_file(d.path(), 1), "powersave\n").unwrap();
         {
             let g = GovernorGuard::set(&fs, &CpuSet::parse_list("0-2").unwrap(), "performance")
                 .unwrap();
@@ -374,20 +374,14 @@ mod tests {
         g.restore_now().unwrap();
         assert_eq!(gov(d.path(), 3), "schedutil");
         // Somebody else changes it afterwards: dropping must not touch it.
-        std::fs::write(
-            d.path()
-                .join("sys/devices/system/cpu/cpu3/cpufreq/scaling_governor"),
-            "ondemand",
-        )
-        .unwrap();
+        std::fs::write(gov_file(d.path(), 3), "ondemand").unwrap();
         drop(g);
         assert_eq!(gov(d.path(), 3), "ondemand");
     }
 
     #[test]
     fn restores_when_a_panic_unwinds() {
-        let d = tree();
-        let fs = FsRoot::at(d.path()).unwrap();
+        let (d, fs) = tree();
         let r = std::panic::catch_unwind(|| {
             let _g =
                 GovernorGuard::set(&fs, &CpuSet::parse_list("0,2").unwrap(), "powersave").unwrap();
@@ -401,8 +395,7 @@ mod tests {
 
     #[test]
     fn unknown_governor_is_a_usage_error_listing_choices() {
-        let d = tree();
-        let fs = FsRoot::at(d.path()).unwrap();
+        let (d, fs) = tree();
         let e = GovernorGuard::set(&fs, &CpuSet::single(0), "turbo").unwrap_err();
         assert!(matches!(e, GovernorError::UnknownGovernor { cpu: 0, .. }));
         assert!(
@@ -415,11 +408,8 @@ mod tests {
 
     #[test]
     fn unreadable_governor_fails_before_any_write() {
-        let d = tree();
-        let fs = FsRoot::at(d.path()).unwrap();
-        let p = d
-            .path()
-            .join("sys/devices/system/cpu/cpu2/cpufreq/scaling_governor");
+        let (d, fs) = tree();
+        let p = gov_file(d.path(), 2);
         std::fs::remove_file(&p).unwrap();
         std::fs::create_dir(&p).unwrap();
         let e = GovernorGuard::set(&fs, &CpuSet::parse_list("0-2").unwrap(), "performance")
@@ -435,15 +425,12 @@ mod tests {
 
     #[test]
     fn failed_write_restores_cpus_already_changed() {
-        let d = tree();
-        let fs = FsRoot::at(d.path()).unwrap();
+        let (d, fs) = tree();
         // We run as root, so permissions cannot make a write fail. A file
         // that reads fine but refuses writes (EIO) even for root:
         // /proc/version, through a relative link (FsRoot re-roots absolute
         // links into the fake tree).
-        let p = d
-            .path()
-            .join("sys/devices/system/cpu/cpu1/cpufreq/scaling_governor");
+        let p = gov_file(d.path(), 1);
         std::fs::remove_file(&p).unwrap();
         std::os::unix::fs::symlink(format!("{}proc/version", "../".repeat(40)), &p).unwrap();
         let e = GovernorGuard::set(&fs, &CpuSet::parse_list("0-1").unwrap(), "performance")
