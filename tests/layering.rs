@@ -641,6 +641,26 @@ fn package_sources(dir: &Path) -> Vec<PathBuf> {
     sources(&src)
 }
 
+/// Every workspace package's name and sources ([`package_sources`]),
+/// read; a package without any fails.
+fn workspace_sources() -> Vec<(String, Vec<(PathBuf, String)>)> {
+    workspace(&workspace_metadata())
+        .into_iter()
+        .map(|(name, dir, _)| {
+            let files: Vec<(PathBuf, String)> = package_sources(&dir)
+                .into_iter()
+                .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t)))
+                .collect();
+            assert!(
+                !files.is_empty(),
+                "{name}: no sources under {}",
+                dir.display()
+            );
+            (name, files)
+        })
+        .collect()
+}
+
 /// `text` without comments (line, doc and block) and string literals'
 /// contents, so that prose naming `std::fs` is not a use of it.
 fn code_only(text: &str) -> String {
@@ -893,16 +913,7 @@ fn every_edge_in_cargo_toml_is_declared_and_every_declared_edge_is_used() {
 fn sources_keep_purity_one_import_path_and_no_unsafe() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = Vec::new();
-    for (name, dir, _) in workspace(&workspace_metadata()) {
-        let files: Vec<(PathBuf, String)> = package_sources(&dir)
-            .into_iter()
-            .filter_map(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t)))
-            .collect();
-        assert!(
-            !files.is_empty(),
-            "{name}: no sources under {}",
-            dir.display()
-        );
+    for (name, files) in workspace_sources() {
         found.extend(source_violations(&name, &files, root));
     }
     assert!(
@@ -916,13 +927,12 @@ fn sources_keep_purity_one_import_path_and_no_unsafe() {
 fn production_code_starts_programs_only_through_spawn() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut found = Vec::new();
-    for (name, dir, _) in workspace(&workspace_metadata()) {
-        let files: Vec<(String, String)> = package_sources(&dir)
+    for (name, files) in workspace_sources() {
+        let files: Vec<(String, String)> = files
             .into_iter()
-            .filter_map(|p| {
-                let text = std::fs::read_to_string(&p).ok()?;
+            .map(|(p, text)| {
                 let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
-                Some((rel, text))
+                (rel, text)
             })
             .collect();
         found.extend(command_violations(&name, &files));
