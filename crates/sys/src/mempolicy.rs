@@ -89,11 +89,16 @@ pub fn mode_name(mode: i32) -> &'static str {
 /// The node mask and `maxnode` that `set_mempolicy(2)` takes for `mode`
 /// on `nodes` (none for `MPOL_DEFAULT` and `MPOL_LOCAL`).
 pub(crate) fn kernel_mask(mode: i32, nodes: &CpuSet) -> (Vec<libc::c_ulong>, usize) {
-    if matches!(mode & 0xff, MPOL_DEFAULT | MPOL_LOCAL) {
+    if takes_no_nodes(mode) {
         (Vec::new(), 0)
     } else {
         mask_for(nodes)
     }
+}
+
+/// `MPOL_DEFAULT` and `MPOL_LOCAL` take no node set: one given is ignored.
+fn takes_no_nodes(mode: i32) -> bool {
+    matches!(mode & 0xff, MPOL_DEFAULT | MPOL_LOCAL)
 }
 
 fn mask_for(nodes: &CpuSet) -> (Vec<libc::c_ulong>, usize) {
@@ -137,13 +142,7 @@ pub(crate) fn raw_set(mode: i32, words: &[libc::c_ulong], maxnode: usize) -> io:
 /// Sets the calling thread's policy (inherited by children across fork
 /// and exec). `nodes` is ignored for `MPOL_DEFAULT` and `MPOL_LOCAL`.
 pub fn set_mempolicy(mode: i32, nodes: &CpuSet) -> Result<(), MemPolicyError> {
-    let none = CpuSet::new();
-    let nodes = if matches!(mode & 0xff, MPOL_DEFAULT | MPOL_LOCAL) {
-        &none
-    } else {
-        nodes
-    };
-    let (words, maxnode) = mask_for(nodes);
+    let (words, maxnode) = kernel_mask(mode, nodes);
     raw_set(mode, &words, maxnode).map_err(|e| refusal(mode, nodes, e))
 }
 
@@ -151,12 +150,6 @@ pub fn set_mempolicy(mode: i32, nodes: &CpuSet) -> Result<(), MemPolicyError> {
 /// [`set_mempolicy`], or in a child before exec:
 /// [`crate::spawn::Spawn::mempolicy`]).
 pub fn refusal(mode: i32, nodes: &CpuSet, e: io::Error) -> MemPolicyError {
-    let none = CpuSet::new();
-    let nodes = if matches!(mode & 0xff, MPOL_DEFAULT | MPOL_LOCAL) {
-        &none
-    } else {
-        nodes
-    };
     match e.raw_os_error() {
         Some(libc::ENOSYS) => MemPolicyError::NoNuma(e),
         Some(libc::EINVAL) if mode & 0xff == MPOL_WEIGHTED_INTERLEAVE => {
@@ -167,7 +160,7 @@ pub fn refusal(mode: i32, nodes: &CpuSet, e: io::Error) -> MemPolicyError {
         }
         _ => MemPolicyError::Refused {
             mode: mode_name(mode),
-            nodes: if nodes.is_empty() {
+            nodes: if takes_no_nodes(mode) || nodes.is_empty() {
                 "none".into()
             } else {
                 nodes.to_list_string()
