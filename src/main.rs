@@ -1,5 +1,9 @@
 //! The `pinsight` command line. Each command lives in `cmd/<name>.rs`.
 #![forbid(unsafe_code)]
+// The entry point is pinsight_sys's (`entry_point!`): std's start-up
+// without its stack-overflow handler, which reads /proc/self/maps at each
+// start (see pinsight_sys::entry). Tests keep the harness's own main.
+#![cfg_attr(not(test), no_main)]
 
 // Every command prints through these, never through std's macros, which
 // panic when stdout is a closed pipe (`pinsight topo --json | head -1`).
@@ -41,19 +45,32 @@ mod docs_tests;
 mod errors;
 mod values;
 
-use clap::{Parser, Subcommand};
+use clap::{FromArgMatches, Parser, Subcommand};
 use cli::Globals;
 
 /// Where should my threads run? Topology, placement and measured evidence
 /// for hybrid (P/E-core) and chiplet CPUs.
+// The root without its commands: `full_command` adds them all, `parse`
+// only the one typed (see there).
 #[derive(Parser, Debug)]
 #[command(name = "pinsight", version, propagate_version = true)]
+#[command(subcommand_required = true, arg_required_else_help = true)]
 #[command(after_help = "Run `pinsight report` for a one-command overview of this machine.")]
-struct Cli {
+struct Root {
     #[command(flatten)]
     globals: Globals,
-    #[command(subcommand)]
+}
+
+/// The parsed command line: the global flags and the one command.
+#[derive(Debug)]
+struct Cli {
+    globals: Globals,
     command: Command,
+}
+
+/// The whole command line's definition: the root and every command.
+fn full_command() -> clap::Command {
+    Command::augment_subcommands(<Root as clap::CommandFactory>::command())
 }
 
 // Deferred: clap builds a subcommand's flags only when that subcommand is
@@ -90,7 +107,11 @@ enum Command {
     Generate(cmd::generate::Args),
 }
 
-fn main() {
+#[cfg(not(test))]
+pinsight_sys::entry_point!(pinsight);
+
+#[cfg_attr(test, allow(dead_code))]
+fn pinsight() {
     // An empty PINSIGHT_FSROOT means "this machine", as FsRoot::from_flag_or_env
     // reads it; likewise an empty PINSIGHT_KINDS declares nothing.
     for name in ["PINSIGHT_FSROOT", "PINSIGHT_KINDS"] {
@@ -137,10 +158,11 @@ fn main() {
 fn parse() -> Cli {
     // Help wraps at pinsight's one terminal width ($COLUMNS first), the
     // epilogues' paragraphs filling it.
-    let command =
-        || <Cli as clap::CommandFactory>::command().term_width(pinsight_term::terminal_width());
+    let width = pinsight_term::terminal_width();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let mut parsed = command();
+    let mut parsed = typed_command(&argv)
+        .unwrap_or_else(full_command)
+        .term_width(width);
     let matches = parsed.try_get_matches_from_mut(&argv).unwrap_or_else(|e| {
         use clap::error::ErrorKind::{DisplayHelp, DisplayHelpOnMissingArgumentOrSubcommand};
         if !matches!(
@@ -151,7 +173,7 @@ fn parse() -> Cli {
         }
         // Help that lists the commands shows what each does: every one
         // built, as deferred ones are not.
-        let mut all = command();
+        let mut all = full_command().term_width(width);
         all.build();
         usage_exit(
             all.try_get_matches_from_mut(&argv)
@@ -160,8 +182,12 @@ fn parse() -> Cli {
     });
     let mut command = parsed;
     refuse_global_conflicts(&mut command, &matches);
-    let mut cli =
-        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| usage_exit(e));
+    let mut cli = Globals::from_arg_matches(&matches)
+        .and_then(|globals| {
+            let command = Command::from_arg_matches(&matches)?;
+            Ok(Cli { globals, command })
+        })
+        .unwrap_or_else(|e| usage_exit(e));
     let from_env = |id| matches.value_source(id) == Some(clap::parser::ValueSource::EnvVariable);
     cli.globals.fsroot_from_env = from_env("fsroot");
     if cli.globals.fsroot.is_some() && cli.globals.hwloc_xml.is_some() {
@@ -176,6 +202,28 @@ fn parse() -> Cli {
     }
     cli.globals.kinds_from_env = from_env("kinds");
     cli
+}
+
+/// The root with only the command `argv` names, `None` when it names none
+/// (help, version, a mistyped name: the whole definition answers those).
+///
+/// Why not the whole definition: clap copies each global flag into every
+/// command of the root before it parses (`Command::_propagate_global_args`,
+/// deferred commands included), about 110 KB of heap and 0.1 ms of every
+/// start on the test VM (`.ci/bench-start`: 2.23 -> 2.14 ms). The name is
+/// found by clap itself, over the root's flags alone (so a global flag's
+/// value is never taken for a command), and the command's definition is the
+/// derive's own.
+fn typed_command(argv: &[std::ffi::OsString]) -> Option<clap::Command> {
+    let root = || <Root as clap::CommandFactory>::command();
+    let found = root()
+        .allow_external_subcommands(true)
+        .try_get_matches_from(argv)
+        .ok()?;
+    let name = found.subcommand_name()?;
+    let every = Command::augment_subcommands(clap::Command::new("pinsight"));
+    let one = every.find_subcommand(name)?.clone();
+    Some(root().subcommand(one))
 }
 
 /// Runs the command: each one parses, calls its library, renders.
@@ -204,7 +252,7 @@ fn dispatch(command: Command, g: &cli::Globals) -> errors::CmdResult {
         Command::Load(a) => cmd::load::run(a, g),
         Command::Irq(a) => cmd::irq::run(a, g),
         // Every command's definition (`generate` builds them all).
-        Command::Generate(a) => cmd::generate::run(a, g, <Cli as clap::CommandFactory>::command()),
+        Command::Generate(a) => cmd::generate::run(a, g, full_command()),
     }
 }
 
@@ -303,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_subcommands_flags_are_built_only_when_it_is_parsed() {
-        let mut cmd = <Cli as clap::CommandFactory>::command();
+        let mut cmd = full_command();
         let flags = |c: &clap::Command, name: &str| {
             c.find_subcommand(name).map_or(0, |s| {
                 s.get_arguments().filter(|a| !a.is_global_set()).count()

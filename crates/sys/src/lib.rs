@@ -20,6 +20,8 @@
 //!   (`set_mempolicy`/`get_mempolicy`) and the kernel's weighted-interleave
 //!   weights;
 //! - [`sched`]: the CPU a thread runs on, thread priority, clocks;
+//! - [`entry`]: the process's C `main` for a `#![no_main]` binary: std's
+//!   start without its stack-overflow handler (0.09 ms of each start);
 //! - [`fs`]: file capabilities, close-on-exec, memfd mapping checks;
 //! - [`fsroot`]: [`FsRoot`], the root-relative reader of `/sys` and
 //!   `/proc` (live, or a recorded machine), through which every OS file
@@ -47,6 +49,7 @@
 pub mod affinity;
 pub mod archive;
 pub mod cpustat;
+pub mod entry;
 pub mod fs;
 pub mod fsroot;
 pub mod machine_lock;
