@@ -106,7 +106,7 @@ pub fn discover_with(fs: &FsRoot, needs: Needs) -> Topology {
         Source::Fsroot(fs.root().display().to_string())
     };
 
-    let layout = cpus::discover_cpus(&mut r);
+    let layout = cpus::discover_cpus(&mut r, needs.caches);
     let online = layout.online.clone();
     let caches = if needs.caches {
         caches::discover_caches(&mut r, &layout)
