@@ -107,6 +107,68 @@ fn version_is_printed_at_top_level_and_after_a_command() {
     );
 }
 
+/// A global flag means the same typed before the command or after it
+/// (the parse finds the command over the root's flags alone, so the
+/// value of `--kinds` or `--fsroot` is never taken for a command's name).
+#[test]
+fn global_flags_work_before_and_after_the_command() {
+    let root = hybrid();
+    let after = ok(&[
+        "topo",
+        "--json",
+        "--fsroot",
+        s(&root),
+        "--kinds",
+        "0-11:P,12-19:E",
+    ]);
+    let before = ok(&[
+        "--json",
+        "--fsroot",
+        s(&root),
+        "--kinds",
+        "0-11:P,12-19:E",
+        "topo",
+    ]);
+    let mixed = ok(&[
+        "--fsroot",
+        s(&root),
+        "topo",
+        "--kinds",
+        "0-11:P,12-19:E",
+        "--json",
+    ]);
+    assert_eq!(before.stdout, after.stdout);
+    assert_eq!(mixed.stdout, after.stdout);
+    assert!(before.json()["cpus"].is_array(), "{}", before.stdout);
+    // A mistyped command is still refused with clap's suggestion.
+    let o = pinsight(&["--fsroot", s(&root), "tpoo"]).run();
+    assert_usage_error(&o, &["tpoo"]);
+    assert!(
+        o.stderr.contains("similar subcommand exists: 'topo'"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// Standard streams the parent closed are opened on /dev/null before
+/// anything else (as std's start does), so no file pinsight opens becomes
+/// its standard output, and the program `run` starts inherits /dev/null
+/// rather than a closed descriptor or one of pinsight's files.
+#[test]
+fn closed_standard_streams_are_opened_on_dev_null() {
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            r#""$0" run cpus:0 -- sh -c 'echo $(readlink /proc/$$/fd/0 /proc/$$/fd/1) >&2' <&- >&-"#,
+            env!("CARGO_BIN_EXE_pinsight"),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err, "/dev/null /dev/null\n");
+}
+
 // ---------------------------------------------------------------- usage errors: exit 2
 
 /// Exit 2, nothing on stdout, an error on the first stderr line
