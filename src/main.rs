@@ -209,8 +209,9 @@ fn parse() -> Cli {
 ///
 /// Why not the whole definition: clap copies each global flag into every
 /// command of the root before it parses (`Command::_propagate_global_args`,
-/// deferred commands included), about 110 KB of heap and 0.1 ms of every
-/// start on the test VM (`.ci/bench-start`: 2.23 -> 2.14 ms). The name is
+/// deferred commands included), about 110 KB of heap and 0.08-0.1 ms of
+/// every start on the test VM (`run cpus:0 -- true`, runs taking turns:
+/// 2.03 -> 1.95 ms). The name is
 /// found by clap itself, over the root's flags alone (so a global flag's
 /// value is never taken for a command), and the command's definition is the
 /// derive's own.
@@ -348,6 +349,36 @@ fn usage_exit(e: clap::Error) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_parse_holds_only_the_typed_command_found_over_the_global_flags() {
+        let argv = |a: &[&str]| {
+            a.iter()
+                .map(Into::into)
+                .collect::<Vec<std::ffi::OsString>>()
+        };
+        let names = |c: &clap::Command| {
+            c.get_subcommands()
+                .map(|s| s.get_name().to_string())
+                .collect::<Vec<_>>()
+        };
+        // A global flag's value that is a command's name is not the command.
+        let one = typed_command(&argv(&[
+            "pinsight", "--fsroot", "run", "-q", "topo", "--json",
+        ]));
+        assert_eq!(one.as_ref().map(names), Some(vec!["topo".to_string()]));
+        let one = typed_command(&argv(&["pinsight", "run", "cpus:0", "--", "topo"]));
+        assert_eq!(one.as_ref().map(names), Some(vec!["run".to_string()]));
+        // Help, version, no command and a mistyped one: the whole definition.
+        for a in [
+            &["pinsight", "--help"][..],
+            &["pinsight", "-V"],
+            &["pinsight"],
+            &["pinsight", "tpoo"],
+        ] {
+            assert!(typed_command(&argv(a)).is_none(), "{a:?}");
+        }
+    }
 
     #[test]
     fn a_subcommands_flags_are_built_only_when_it_is_parsed() {
