@@ -59,6 +59,6 @@ pub use governor::{
     GovernorUnavailable, RestoreError, RestoreFailure,
 };
 pub use metric::Metric;
-pub use record::{ExitStatusRecord, RunRecord};
+pub use record::{ExitStatusRecord, RunRecord, COUNTER_METRICS, ENERGY_METRICS, PMU_METRICS};
 pub use root::{measurement_root, MeasureRootError, TEST_MEASURE_ROOT};
 pub use run::{Measurer, Options, RunError};

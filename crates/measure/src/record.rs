@@ -6,6 +6,35 @@ use crate::disturbance::Disturbance;
 use crate::energy::EnergyMetrics;
 use serde::{Deserialize, Serialize};
 
+/// The JSON names of a run's counter metrics ([`CounterMetrics`],
+/// flattened into [`RunRecord`]), in record order: the four that need no
+/// PMU, then [`PMU_METRICS`]. Part of the journal format.
+pub const COUNTER_METRICS: [&str; 10] = [
+    "task_clock_ms",
+    "context_switches",
+    "cpu_migrations",
+    "page_faults",
+    "cycles",
+    "instructions",
+    "ipc",
+    "cache_references",
+    "cache_misses",
+    "avg_ghz",
+];
+
+/// The counter metrics counted by hardware (PMU) events or derived from
+/// them: the tail of [`COUNTER_METRICS`].
+pub const PMU_METRICS: &[&str] = COUNTER_METRICS.split_at(4).1;
+
+/// The JSON names of a run's energy metrics ([`EnergyMetrics`], flattened
+/// into [`RunRecord`]), in record order. Part of the journal format.
+pub const ENERGY_METRICS: [&str; 4] = [
+    "energy_pkg_j",
+    "energy_core_j",
+    "energy_dram_j",
+    "energy_psys_j",
+];
+
 /// How the measured process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitStatusRecord {
@@ -80,27 +109,30 @@ impl RunRecord {
     }
 
     /// [`RunRecord::metrics_mut`] of a run's counters and energy alone
-    /// (what a measurer can tell before any run).
+    /// (what a measurer can tell before any run), named as
+    /// [`COUNTER_METRICS`] then [`ENERGY_METRICS`].
     pub fn metrics_of<'a>(
         c: &'a mut CounterMetrics,
         e: &'a mut EnergyMetrics,
     ) -> [(&'static str, &'a mut crate::Metric); 14] {
+        let mut names = COUNTER_METRICS.iter().chain(&ENERGY_METRICS);
         [
-            ("task_clock_ms", &mut c.task_clock_ms),
-            ("context_switches", &mut c.context_switches),
-            ("cpu_migrations", &mut c.cpu_migrations),
-            ("page_faults", &mut c.page_faults),
-            ("cycles", &mut c.cycles),
-            ("instructions", &mut c.instructions),
-            ("ipc", &mut c.ipc),
-            ("cache_references", &mut c.cache_references),
-            ("cache_misses", &mut c.cache_misses),
-            ("avg_ghz", &mut c.avg_ghz),
-            ("energy_pkg_j", &mut e.energy_pkg_j),
-            ("energy_core_j", &mut e.energy_core_j),
-            ("energy_dram_j", &mut e.energy_dram_j),
-            ("energy_psys_j", &mut e.energy_psys_j),
+            &mut c.task_clock_ms,
+            &mut c.context_switches,
+            &mut c.cpu_migrations,
+            &mut c.page_faults,
+            &mut c.cycles,
+            &mut c.instructions,
+            &mut c.ipc,
+            &mut c.cache_references,
+            &mut c.cache_misses,
+            &mut c.avg_ghz,
+            &mut e.energy_pkg_j,
+            &mut e.energy_core_j,
+            &mut e.energy_dram_j,
+            &mut e.energy_psys_j,
         ]
+        .map(|m| (*names.next().expect("a name per metric"), m))
     }
 
     /// Whether other work or the hypervisor took more than the threshold of
