@@ -999,22 +999,10 @@ mod tests {
     /// (the reasons of [`run`]'s record).
     fn no_pmu_no_rapl() -> BTreeMap<String, String> {
         let mut t = BTreeMap::new();
-        for k in [
-            "cycles",
-            "instructions",
-            "ipc",
-            "cache_references",
-            "cache_misses",
-            "avg_ghz",
-        ] {
+        for k in pinsight_measure::PMU_METRICS {
             t.insert(k.to_string(), "no PMU".to_string());
         }
-        for k in [
-            "energy_pkg_j",
-            "energy_core_j",
-            "energy_dram_j",
-            "energy_psys_j",
-        ] {
+        for k in pinsight_measure::ENERGY_METRICS {
             t.insert(k.to_string(), "no RAPL".to_string());
         }
         t

@@ -12,35 +12,24 @@ pub mod text;
 
 use crate::analysis::{show_mean, unavailable_everywhere, ArmReport, Report};
 use crate::verdict::{describe_p, describe_time, not_significant_why, Advice};
+use pinsight_measure::{COUNTER_METRICS, ENERGY_METRICS};
 use pinsight_stats::{CiMethod, Summary};
 
 /// Words an [`Advice`] in a front end's terms (the command line names its
 /// flags); [`Advice::clause`] words it in the experiment's.
 pub type Word<'a> = &'a dyn Fn(Advice) -> String;
 
-/// Metrics shown in the per-metric table, after wall time.
-pub const DETAIL_KEYS: &[&str] = &[
-    "user_s",
-    "sys_s",
-    "max_rss_kib",
-    "task_clock_ms",
-    "context_switches",
-    "cpu_migrations",
-    "page_faults",
-    "cycles",
-    "instructions",
-    "ipc",
-    "cache_references",
-    "cache_misses",
-    "avg_ghz",
-    "energy_pkg_j",
-    "energy_core_j",
-    "energy_dram_j",
-    "energy_psys_j",
-    "edp_js",
-];
+/// Metrics shown in the per-metric table, after wall time: rusage's, every
+/// counter and energy metric of a run, then the energy-delay product.
+pub fn detail_keys() -> impl Iterator<Item = &'static str> {
+    ["user_s", "sys_s", "max_rss_kib"]
+        .into_iter()
+        .chain(COUNTER_METRICS)
+        .chain(ENERGY_METRICS)
+        .chain(["edp_js"])
+}
 
-/// Keys of every metric to show in detail tables: [`DETAIL_KEYS`] plus
+/// Keys of every metric to show in detail tables: [`detail_keys`] plus
 /// per-PMU metrics, minus those unavailable in every arm.
 pub fn shown_keys(r: &Report) -> Vec<String> {
     let Some(first) = r.arms.first() else {
@@ -48,7 +37,7 @@ pub fn shown_keys(r: &Report) -> Vec<String> {
     };
     // Program metrics (`--metric`) first: the figures the user asked for.
     let mut keys: Vec<String> = program_keys(r);
-    keys.extend(DETAIL_KEYS.iter().map(|k| k.to_string()));
+    keys.extend(detail_keys().map(str::to_string));
     keys.extend(
         first
             .metrics
