@@ -5,6 +5,7 @@
 use pinsight_measure::{
     Measurer, Metric, Options, RunError, RunRecord, COUNTER_METRICS, ENERGY_METRICS,
 };
+use pinsight_sys::sched::process_cpu_time_ns;
 use pinsight_sys::spawn::{self, Spawn};
 use pinsight_sys::FsRoot;
 use std::path::Path;
@@ -16,16 +17,6 @@ const HANG_GUARD: Duration = Duration::from_secs(30);
 
 const CHILD: &str = "PINSIGHT_MEASURE_CHILD";
 
-fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Entry point when this binary is spawned as a workload: ignored in a
 /// normal run (it is not a test), run with `--ignored` by [`spin`].
 #[test]
@@ -36,9 +27,9 @@ fn child_entry() {
     };
     if let Some(ms) = mode.strip_prefix("spin:") {
         let target = ms.parse::<u64>().unwrap() * 1_000_000;
-        let start = process_cpu_ns();
+        let start = process_cpu_time_ns();
         let mut x = 0u64;
-        while process_cpu_ns() - start < target {
+        while process_cpu_time_ns() - start < target {
             for i in 0..1000 {
                 x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
             }
