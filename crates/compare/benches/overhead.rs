@@ -19,7 +19,6 @@ use pinsight_sys::spawn::{self, Spawn};
 use pinsight_sys::FsRoot;
 use std::process::{Command, Stdio};
 use std::str::FromStr;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 // The tests' experiment header and run-to-the-end, shared with the bench.
@@ -27,23 +26,11 @@ use std::time::{Duration, Instant};
 #[path = "../tests/common.rs"]
 mod common;
 
-static SAMPLES: Mutex<Vec<(&'static str, f64)>> = Mutex::new(Vec::new());
-
-fn median(name: &str) -> f64 {
-    let mut v: Vec<f64> = SAMPLES
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(n, _)| *n == name)
-        .map(|(_, d)| *d)
-        .collect();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        f64::NAN
-    } else {
-        v[v.len() / 2]
-    }
-}
+// pinsight-measure's bench timings: record, then the median.
+#[allow(dead_code)]
+#[path = "../../measure/benches/support/samples.rs"]
+mod samples;
+use samples::{median, record};
 
 /// One arm, `policy` planned as `p`, running `true` `runs` times.
 fn header(policy: &str, p: &pinsight_plan::Plan, runs: usize) -> Header {
@@ -71,10 +58,7 @@ fn bench(c: &mut Criterion) {
                     .stdout(Stdio::null())
                     .status()
                     .unwrap();
-                SAMPLES
-                    .lock()
-                    .unwrap()
-                    .push(("plain", t1.elapsed().as_secs_f64()));
+                record("plain", t1.elapsed());
             }
             t.elapsed()
         })
@@ -90,10 +74,7 @@ fn bench(c: &mut Criterion) {
                 let mut c = Spawn::new("true");
                 c.stdin(spawn::Stdio::Null).stdout(spawn::Stdio::Null);
                 m.run(c).unwrap();
-                SAMPLES
-                    .lock()
-                    .unwrap()
-                    .push(("measure", t1.elapsed().as_secs_f64()));
+                record("measure", t1.elapsed());
             }
             t.elapsed()
         })
@@ -120,10 +101,7 @@ fn bench(c: &mut Criterion) {
             for _ in 0..n {
                 let t1 = Instant::now();
                 jw.append(&sample).unwrap();
-                SAMPLES
-                    .lock()
-                    .unwrap()
-                    .push(("journal", t1.elapsed().as_secs_f64()));
+                record("journal", t1.elapsed());
             }
             t.elapsed()
         })
@@ -159,10 +137,7 @@ fn bench(c: &mut Criterion) {
                 let out = common::execute_all(&h, &mut w, &mut exec);
                 let d = t.elapsed();
                 assert!(matches!(out, Outcome::Complete));
-                SAMPLES
-                    .lock()
-                    .unwrap()
-                    .push((key, d.as_secs_f64() / n as f64));
+                record(key, d.div_f64(n as f64));
                 d
             })
         });

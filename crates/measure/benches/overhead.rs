@@ -16,8 +16,12 @@ use pinsight_measure::{Measurer, Options};
 use pinsight_sys::spawn::{self, Spawn};
 use pinsight_sys::FsRoot;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+// Named timings and their minimum and median, shared with compare's bench.
+#[path = "support/samples.rs"]
+mod samples;
+use samples::{median, minimum, record};
 
 const WORK: &str = "PINSIGHT_BENCH_WORK";
 
@@ -44,37 +48,6 @@ fn rounds_for_one_second() -> u64 {
         n += 10;
     }
     (n as f64 / t.elapsed().as_secs_f64()) as u64
-}
-
-static SAMPLES: Mutex<Vec<(&'static str, Duration)>> = Mutex::new(Vec::new());
-
-fn record(name: &'static str, d: Duration) {
-    SAMPLES.lock().unwrap().push((name, d));
-}
-
-fn minimum(name: &str) -> f64 {
-    SAMPLES
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(n, _)| *n == name)
-        .map(|(_, d)| d.as_secs_f64())
-        .fold(f64::INFINITY, f64::min)
-}
-
-fn median(name: &str) -> f64 {
-    let mut v: Vec<f64> = SAMPLES
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(n, _)| *n == name)
-        .map(|(_, d)| d.as_secs_f64())
-        .collect();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v[v.len() / 2]
 }
 
 /// `program` with stdin and stdout on /dev/null, for the plain baseline.
