@@ -1,4 +1,5 @@
-//! Set-up shared by the test modules (and the SF bench).
+//! Set-up shared by the test modules, the SF bench and pinsight-sched's
+//! counter_sf tests (which include this file by path).
 
 use pinsight_cpuset::CpuSet;
 use pinsight_measure::sf::{KindPmu, SfPmus};

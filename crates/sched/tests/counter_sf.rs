@@ -5,14 +5,16 @@
 //! no PMU): the SF means nothing, the path from counters to the scheduler
 //! is what is checked.
 
-use pinsight_cpuset::CpuSet;
-use pinsight_measure::{sf::KindPmu, sf::SfOptions, sf::SfPmus, sf::SfSampler};
+use pinsight_measure::sf::{SfOptions, SfSampler};
 use pinsight_sched::{Config, CounterSf, Manager};
-use pinsight_sched_model::Kind as SfKind;
 use pinsight_sched_model::{Capacity, Cpu, Policy};
 use pinsight_sys::fsroot::FsRoot;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+
+// The kind PMUs of pinsight-measure's tests, one copy for both suites.
+#[path = "../../measure/tests/common.rs"]
+mod measure_common;
 
 #[test]
 fn to_gets_per_thread_sfs_from_counters() {
@@ -20,23 +22,8 @@ fn to_gets_per_thread_sfs_from_counters() {
     else {
         return;
     };
-    let pmu = |name: &str, ty, kind, cpu| KindPmu {
-        pmu: name.into(),
-        type_id: ty,
-        kind,
-        kind_name: format!("{name} kind"),
-        cpus: CpuSet::single(cpu),
-    };
-    let pmus = SfPmus {
-        pmus: vec![
-            pmu("cpu_core", 4, SfKind::Big, big),
-            pmu("cpu_atom", 10, SfKind::Small, small),
-        ],
-        big: CpuSet::single(big),
-        small: CpuSet::single(small),
-    };
     let sampler = SfSampler::software_stand_in(
-        pmus,
+        measure_common::two_kind_pmus(big, small),
         SfOptions {
             min_running: Duration::from_millis(1),
             ..SfOptions::default()
