@@ -189,13 +189,7 @@ mod tests {
 
     #[test]
     fn given_parameters_predict_without_an_interval_and_sources_are_lowercase() {
-        let theta = Theta {
-            t1: 10.0,
-            f: 0.9,
-            sf: 2.0,
-            smt_gain: 0.0,
-            contention: 0.0,
-        };
+        let theta = Theta::amdahl(10.0, 0.9, 2.0);
         let m: Machine = "2P+2E".parse().unwrap();
         let c = Config::new(2, 2, 0);
         let ev = evaluate(

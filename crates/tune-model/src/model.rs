@@ -129,3 +129,17 @@ pub struct Theta {
     /// cores, a slowdown beyond Amdahl's law.
     pub contention: f64,
 }
+
+impl Theta {
+    /// The asymmetric Amdahl law alone: serial time `t1`, parallel fraction
+    /// `f`, P-core speed `sf`; no SMT gain, no contention.
+    pub const fn amdahl(t1: f64, f: f64, sf: f64) -> Theta {
+        Theta {
+            t1,
+            f,
+            sf,
+            smt_gain: 0.0,
+            contention: 0.0,
+        }
+    }
+}

@@ -226,11 +226,8 @@ mod tests {
     #[test]
     fn exact_data_give_the_exact_linear_part() {
         let th = Theta {
-            t1: 7.0,
-            f: 0.9,
-            sf: 2.0,
-            smt_gain: 0.0,
             contention: 0.01,
+            ..Theta::amdahl(7.0, 0.9, 2.0)
         };
         let configs = [
             Config::new(1, 0, 0),

@@ -248,13 +248,7 @@ impl std::str::FromStr for ModelSpec {
         };
         let mut seen: Vec<String> = Vec::new();
         let mut f = None;
-        let mut th = Theta {
-            t1: 1.0,
-            f: 0.0,
-            sf: 1.0,
-            smt_gain: 0.0,
-            contention: 0.0,
-        };
+        let mut th = Theta::amdahl(1.0, 0.0, 1.0);
         let mut model = ModelKind::Dynamic;
         for item in s.split(',') {
             let item = item.trim();

@@ -333,13 +333,7 @@ mod tests {
     fn runs_on_an_unplaced_machine_are_said_with_its_note_and_no_dialects() {
         use pinsight_tune_model::{Config, ModelKind, Theta};
         let m: Machine = "2P+2E".parse().unwrap();
-        let theta = Theta {
-            t1: 10.0,
-            f: 0.9,
-            sf: 2.0,
-            smt_gain: 0.0,
-            contention: 0.0,
-        };
+        let theta = Theta::amdahl(10.0, 0.9, 2.0);
         let runs: Vec<Observation> = design(&m)
             .into_iter()
             .chain([Config::new(1, 1, 0)])

@@ -1133,13 +1133,7 @@ mod tests {
 
     #[test]
     fn curve_svg_has_two_labelled_paths() {
-        let th = Theta {
-            t1: 1.0,
-            f: 0.99,
-            sf: 2.0,
-            smt_gain: 0.0,
-            contention: 0.0,
-        };
+        let th = Theta::amdahl(1.0, 0.99, 2.0);
         let pf = speedup_curve(ModelKind::Dynamic, &th, &M, Order::PFirst);
         let ef = speedup_curve(ModelKind::Dynamic, &th, &M, Order::EFirst);
         let svg = curve_svg("a <b> & c", &pf, &ef);
