@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pinsight_model::{declared::apply, declared::KindSpec};
+use pinsight_model::{declared::apply, declared::KindSpec, Cpu, Topology};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
     // Apply to a small machine only (CPU ids reach 2^20).
     let all = spec.cpus();
     if all.last().is_some_and(|l| l < 4096) {
-        let topo = machine(&all);
+        let topo = Topology::bare(all.iter().map(Cpu::new).collect());
         let out = apply(&topo, &spec).expect("a machine of exactly the declared CPUs accepts it");
         assert_eq!(out.kinds.len(), kinds.len());
         for k in &out.kinds {
@@ -57,43 +57,3 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
-
-fn machine(cpus: &pinsight_cpuset::CpuSet) -> pinsight_model::Topology {
-    use pinsight_model::{Cpu, Source, Topology};
-    Topology {
-        provenance: Default::default(),
-        source: Source::Live,
-        model_name: None,
-        arch: None,
-        cpus: cpus
-            .iter()
-            .map(|id| Cpu {
-                id,
-                online: true,
-                allowed: true,
-                core: None,
-                package: None,
-                die: None,
-                cluster: None,
-                numa: None,
-                kind: None,
-                capacity: None,
-                max_mhz: None,
-                base_mhz: None,
-                cppc: None,
-                core_type: None,
-                midr: None,
-            })
-            .collect(),
-        cores: vec![],
-        packages: vec![],
-        dies: vec![],
-        clusters: vec![],
-        caches: vec![],
-        numa_nodes: vec![],
-        numa_distances: None,
-        kinds: vec![],
-        devices: Vec::new(),
-        warnings: vec![],
-    }
-}

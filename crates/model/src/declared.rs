@@ -789,24 +789,13 @@ mod tests {
     }
 
     fn machine(n: usize) -> Topology {
-        crate::tests::bare(
+        Topology::bare(
             (0..n)
                 .map(|id| Cpu {
-                    id,
                     online: id != n - 1,
-                    allowed: true,
-                    core: None,
-                    package: None,
-                    die: None,
-                    cluster: None,
-                    numa: None,
                     kind: Some(0),
-                    capacity: None,
                     max_mhz: Some(3000),
-                    base_mhz: None,
-                    cppc: None,
-                    core_type: None,
-                    midr: None,
+                    ..Cpu::new(id)
                 })
                 .collect(),
         )

@@ -81,6 +81,30 @@ pub struct Cpu {
     pub midr: Option<u64>,
 }
 
+impl Cpu {
+    /// CPU `id`, online and allowed, with nothing else known: no core,
+    /// package, node or kind, no capacity, frequency or identity.
+    pub fn new(id: usize) -> Cpu {
+        Cpu {
+            id,
+            online: true,
+            allowed: true,
+            core: None,
+            package: None,
+            die: None,
+            cluster: None,
+            numa: None,
+            kind: None,
+            capacity: None,
+            max_mhz: None,
+            base_mhz: None,
+            cppc: None,
+            core_type: None,
+            midr: None,
+        }
+    }
+}
+
 /// ACPI CPPC performance levels of a CPU (`cpuN/acpi_cppc/*`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cppc {
@@ -589,6 +613,28 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// A live machine of `cpus` and nothing else: no groups, caches,
+    /// nodes, kinds, devices or warnings.
+    pub fn bare(cpus: Vec<Cpu>) -> Topology {
+        Topology {
+            source: Source::Live,
+            model_name: None,
+            arch: None,
+            cpus,
+            cores: vec![],
+            packages: vec![],
+            dies: vec![],
+            clusters: vec![],
+            caches: vec![],
+            numa_nodes: vec![],
+            numa_distances: None,
+            kinds: vec![],
+            provenance: Provenance::default(),
+            devices: vec![],
+            warnings: vec![],
+        }
+    }
+
     /// Online CPUs.
     pub fn online(&self) -> CpuSet {
         self.cpus
@@ -767,21 +813,10 @@ mod tests {
             core_type: None,
         };
         let cpu = |id: usize, kind: usize| Cpu {
-            id,
-            online: true,
-            allowed: true,
             core: Some(id),
             package: Some(0),
-            die: None,
-            cluster: None,
-            numa: None,
             kind: Some(kind),
-            capacity: None,
-            max_mhz: None,
-            base_mhz: None,
-            cppc: None,
-            core_type: None,
-            midr: None,
+            ..Cpu::new(id)
         };
         Topology {
             kinds: vec![kind(0, 1, capacity), kind(1, 0, capacity.map(|_| 1.0))],
@@ -789,29 +824,7 @@ mod tests {
                 capacity_from: capacity.map(|_| CapacitySource::CppcHighestPerf),
                 ..Provenance::default()
             },
-            ..bare(vec![cpu(0, 1), cpu(1, 0)])
-        }
-    }
-
-    /// A live machine of `cpus` and nothing else: no groups, caches,
-    /// nodes, kinds or warnings.
-    pub(crate) fn bare(cpus: Vec<Cpu>) -> Topology {
-        Topology {
-            source: Source::Live,
-            model_name: None,
-            arch: None,
-            cpus,
-            cores: vec![],
-            packages: vec![],
-            dies: vec![],
-            clusters: vec![],
-            caches: vec![],
-            numa_nodes: vec![],
-            numa_distances: None,
-            kinds: vec![],
-            provenance: Provenance::default(),
-            devices: vec![],
-            warnings: vec![],
+            ..Topology::bare(vec![cpu(0, 1), cpu(1, 0)])
         }
     }
 
