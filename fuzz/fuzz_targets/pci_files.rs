@@ -4,16 +4,16 @@
 //! one line, and accepted values are in range and round-trip.
 #![no_main]
 
+#[path = "nul_texts.rs"]
+mod nul_texts;
+
 use libfuzzer_sys::fuzz_target;
 use pinsight_topology::discover::pci;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
+    let Some([class, id, node, addr, list, mask]) = nul_texts::texts(data) else {
         return;
     };
-    let mut parts = text.split('\0');
-    let mut next = || parts.next().unwrap_or("");
-    let (class, id, node, addr, list, mask) = (next(), next(), next(), next(), next(), next());
     match pci::parse_class(class) {
         Ok(c) => {
             assert!(c <= 0xff_ffff);

@@ -12,17 +12,16 @@
 
 #[path = "load_common.rs"]
 mod load_common;
+#[path = "nul_texts.rs"]
+mod nul_texts;
 
 use libfuzzer_sys::fuzz_target;
 use pinsight_load::sample::{parse_schedstat, parse_uptime, Sample};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
+    let Some([sa, sb, ua, ub]) = nul_texts::texts(data) else {
         return;
     };
-    let mut parts = text.split('\0');
-    let mut next = || parts.next().unwrap_or("");
-    let (sa, sb, ua, ub) = (next(), next(), next(), next());
     let sched = (parse_schedstat(sa), parse_schedstat(sb));
     for (s, t) in [(&sched.0, sa), (&sched.1, sb)] {
         if s.is_some() {

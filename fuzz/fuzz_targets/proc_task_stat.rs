@@ -11,17 +11,17 @@
 //! non-negative.
 #![no_main]
 
+#[path = "nul_texts.rs"]
+mod nul_texts;
+
 use libfuzzer_sys::fuzz_target;
 use pinsight_load::progress::{self, Speeds, Trace};
 use pinsight_load::sample::{parse_task_schedstat, thread};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
+    let Some([sa, ca, sb, cb]) = nul_texts::texts(data) else {
         return;
     };
-    let mut parts = text.split('\0');
-    let mut next = || parts.next().unwrap_or("");
-    let (sa, ca, sb, cb) = (next(), next(), next(), next());
     let read = |stat: &str, sched: &str| {
         let mut t = thread(7, 7, stat)?;
         let s = parse_task_schedstat(sched);
