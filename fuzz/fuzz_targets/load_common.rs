@@ -20,13 +20,9 @@ pub fn analysed(steal: u64, mut before: Sample, mut after: Sample) -> LoadReport
     after.stat = stat(60);
     let m = Machine {
         cpus: (0..2)
-            .map(|c| CpuInfo {
-                cpu: c,
-                kind: None,
-                mark: None,
-                core: Some(c),
-                capacity: 0.5 + c as f64 * 0.5,
-                speed: 0.5 + c as f64 * 0.5,
+            .map(|c| {
+                let capacity = 0.5 + c as f64 * 0.5;
+                CpuInfo::unkinded(c, Some(c), capacity, capacity)
             })
             .collect(),
         capacity_source: "fuzz".into(),

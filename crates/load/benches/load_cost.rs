@@ -54,14 +54,7 @@ fn machine(fs: &FsRoot) -> Machine {
         cpus: s
             .stat
             .keys()
-            .map(|c| CpuInfo {
-                cpu: *c,
-                kind: None,
-                mark: None,
-                core: Some(*c),
-                capacity: 1.0,
-                speed: 1.0,
-            })
+            .map(|c| CpuInfo::unkinded(*c, Some(*c), 1.0, 1.0))
             .collect(),
         capacity_source: "bench".into(),
     }

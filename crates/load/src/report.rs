@@ -61,6 +61,21 @@ pub struct CpuInfo {
     pub speed: f64,
 }
 
+impl CpuInfo {
+    /// CPU `cpu` of no known kind, on logical core `core`, with its
+    /// relative capacity and speed.
+    pub fn unkinded(cpu: usize, core: Option<usize>, capacity: f64, speed: f64) -> CpuInfo {
+        CpuInfo {
+            cpu,
+            kind: None,
+            mark: None,
+            core,
+            capacity,
+            speed,
+        }
+    }
+}
+
 /// The machine: its CPUs and where their capacities came from.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Machine {

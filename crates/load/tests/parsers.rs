@@ -114,7 +114,7 @@ proptest! {
             .collect();
         let sample = |t: &str| Sample { stat: parse_cpu_fields(t), ..Sample::default() };
         let m = Machine {
-            cpus: (0..n).map(|c| CpuInfo { cpu: c, kind: None, mark: None, core: Some(c), capacity: caps[c], speed: caps[c] }).collect(),
+            cpus: (0..n).map(|c| CpuInfo::unkinded(c, Some(c), caps[c], caps[c])).collect(),
             capacity_source: "test".into(),
         };
         let r = analyse(&m, &sample(&before), &sample(&after), Options::default());
@@ -187,7 +187,7 @@ proptest! {
             ..Sample::default()
         };
         let m = Machine {
-            cpus: (0..n).map(|c| CpuInfo { cpu: c, kind: None, mark: None, core: Some(c), capacity: 0.5, speed: 0.5 }).collect(),
+            cpus: (0..n).map(|c| CpuInfo::unkinded(c, Some(c), 0.5, 0.5)).collect(),
             capacity_source: "test".into(),
         };
         let r = analyse(&m, &sample(1, up.0), &sample(2, up.1), Options::default());
@@ -238,14 +238,7 @@ fn reading(stat: &str, run_ns: [u64; 2], uptime: f64) -> Sample {
 fn two_cpus() -> Machine {
     Machine {
         cpus: (0..2)
-            .map(|c| CpuInfo {
-                cpu: c,
-                kind: None,
-                mark: None,
-                core: Some(c),
-                capacity: 1.0,
-                speed: 1.0,
-            })
+            .map(|c| CpuInfo::unkinded(c, Some(c), 1.0, 1.0))
             .collect(),
         capacity_source: "test".into(),
     }

@@ -125,14 +125,7 @@ pub fn measure(
     let machine = Machine {
         cpus: caps
             .iter()
-            .map(|&(cpu, capacity, speed)| CpuInfo {
-                cpu,
-                kind: None,
-                mark: None,
-                core: None,
-                capacity,
-                speed,
-            })
+            .map(|&(cpu, capacity, speed)| CpuInfo::unkinded(cpu, None, capacity, speed))
             .collect(),
         capacity_source: String::new(),
     };
