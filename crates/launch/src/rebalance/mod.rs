@@ -624,20 +624,28 @@ fn dry_moves(tasks: &[Task], targets: &[CpuSet]) -> Vec<Move> {
     tasks
         .iter()
         .zip(targets)
-        .map(|(t, target)| Move {
-            pid: t.pid,
-            tid: t.tid,
-            name: t.name.clone(),
-            threads: t.threads.len(),
-            before: t.before.clone(),
-            target: target.clone(),
-            outcome: if &t.before == target {
+        .map(|(t, target)| {
+            let outcome = if &t.before == target {
                 Outcome::Unchanged
             } else {
                 Outcome::WouldMove
-            },
+            };
+            move_of(t, target, outcome)
         })
         .collect()
+}
+
+/// What happened to task `t` given `target`.
+fn move_of(t: &Task, target: &CpuSet, outcome: Outcome) -> Move {
+    Move {
+        pid: t.pid,
+        tid: t.tid,
+        name: t.name.clone(),
+        threads: t.threads.len(),
+        before: t.before.clone(),
+        target: target.clone(),
+        outcome,
+    }
 }
 
 /// Gives every thread its task's CPUs; on a refusal (anything but a
@@ -694,21 +702,14 @@ fn apply(fs: &FsRoot, tasks: &[Task], targets: &[CpuSet]) -> Result<Vec<Move>, R
                 }
             }
         }
-        moves.push(Move {
-            pid: t.pid,
-            tid: t.tid,
-            name: t.name.clone(),
-            threads: t.threads.len(),
-            before: t.before.clone(),
-            target: target.clone(),
-            outcome: if gone == t.threads.len() || (gone > 0 && !moved) {
-                Outcome::Exited
-            } else if moved {
-                Outcome::Moved
-            } else {
-                Outcome::Unchanged
-            },
-        });
+        let outcome = if gone == t.threads.len() || (gone > 0 && !moved) {
+            Outcome::Exited
+        } else if moved {
+            Outcome::Moved
+        } else {
+            Outcome::Unchanged
+        };
+        moves.push(move_of(t, target, outcome));
     }
     Ok(moves)
 }
