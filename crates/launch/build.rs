@@ -38,6 +38,7 @@ fn main() {
         "shim/pinsight_shim.c",
         "testprogs/probe.c",
         "testprogs/omp_probe.c",
+        "testprogs/cpulist.h",
     ] {
         println!("cargo:rerun-if-changed={f}");
     }

@@ -11,6 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cpulist.h"
+
 #define MAXT 256
 
 static struct {
@@ -18,26 +20,6 @@ static struct {
     int cpu;
     char aff[512];
 } rec[MAXT];
-
-static void cpulist(char *out, size_t cap) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    out[0] = 0;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return;
-    size_t o = 0;
-    for (int c = 0; c < CPU_SETSIZE && o < cap; c++) {
-        if (!CPU_ISSET(c, &set))
-            continue;
-        int e = c;
-        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
-            e++;
-        o += (size_t)snprintf(out + o, cap - o, o ? ",%d" : "%d", c);
-        if (e > c && o < cap)
-            o += (size_t)snprintf(out + o, cap - o, "-%d", e);
-        c = e;
-    }
-}
 
 int main(void) {
     int n = 0;

@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpulist.h"
+
 #define MAXT 256
 
 struct rec {
@@ -52,30 +54,6 @@ struct rec {
 static struct rec start_rec[MAXT + 1], after_rec[MAXT + 1], created_rec, fork_rec[2];
 static int spin_for_pin, linger_ms, qemu_names;
 static pthread_barrier_t reported, go_on, done;
-
-static void cpulist(char *out, size_t cap) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    out[0] = 0;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) {
-        snprintf(out, cap, "?");
-        return;
-    }
-    size_t o = 0;
-    for (int c = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, &set))
-            continue;
-        int e = c;
-        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
-            e++;
-        o += (size_t)snprintf(out + o, cap - o, o ? ",%d" : "%d", c);
-        if (e > c)
-            o += (size_t)snprintf(out + o, cap - o, "-%d", e);
-        c = e;
-        if (o >= cap)
-            break;
-    }
-}
 
 static double now_us(void) {
     struct timespec ts;
