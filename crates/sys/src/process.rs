@@ -254,15 +254,9 @@ pub fn write_all_raw(fd: RawFd, buf: &[u8]) -> io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
         // SAFETY: the pointer/length pair is within `buf`.
-        let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        done += n as usize;
+        done += retry_eintr(|| unsafe {
+            libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done)
+        })?;
     }
     Ok(())
 }
@@ -273,20 +267,31 @@ pub fn read_exact_raw(fd: RawFd, buf: &mut [u8]) -> io::Result<bool> {
     let mut done = 0;
     while done < buf.len() {
         // SAFETY: the pointer/length pair is within `buf`.
-        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        let n = retry_eintr(|| unsafe {
+            libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done)
+        })?;
         if n == 0 {
             return Ok(false);
         }
-        done += n as usize;
+        done += n;
     }
     Ok(true)
+}
+
+/// Calls `call` (one raw `read` or `write`) again while it fails with
+/// EINTR: the byte count it returned, or the error it set.
+/// Async-signal-safe.
+fn retry_eintr(mut call: impl FnMut() -> libc::ssize_t) -> io::Result<usize> {
+    loop {
+        let n = call();
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// The calling process's own peak RSS in KiB (`getrusage(RUSAGE_SELF)`).
