@@ -17,18 +17,26 @@ fn fixture(rel: &str) -> Topology {
     discover(&FsRoot::at(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())))
 }
 
+/// Discovers the recorded machine `rel` and checks every policy and the
+/// `extra` cases on it against the golden `fixture-<machine>.txt` (insta's
+/// failure names it).
+fn golden_fixture(rel: &str, extra: &[Case]) -> Topology {
+    let t = fixture(rel);
+    let machine = rel.rsplit('/').next().unwrap();
+    pinsight_testkit::golden!(&format!("fixture-{machine}.txt"), &run_cases(&t, extra));
+    t
+}
+
 #[test]
 fn i7_1370p_recorded() {
-    let t = fixture("hwloc/20em64t-hybrid-1p6c2t+2ca4co1t");
-    let extra = [
-        Case("p-pinned", Some(6), false),
-        Case("e-first", Some(10), false),
-        Case("scatter", Some(8), false),
-        Case("balance", Some(200), false),
-    ];
-    pinsight_testkit::golden!(
-        "fixture-20em64t-hybrid-1p6c2t+2ca4co1t.txt",
-        &run_cases(&t, &extra),
+    let t = golden_fixture(
+        "hwloc/20em64t-hybrid-1p6c2t+2ca4co1t",
+        &[
+            Case("p-pinned", Some(6), false),
+            Case("e-first", Some(10), false),
+            Case("scatter", Some(8), false),
+            Case("balance", Some(200), false),
+        ],
     );
 
     // The brief's acceptance checks, on the recorded machine.
@@ -101,72 +109,68 @@ fn i7_1370p_recorded() {
     );
 }
 
-#[test]
-fn four_sockets_eight_numa_nodes() {
+/// Recorded machines and the cases each adds to `EVERY_POLICY` (see
+/// `golden_fixture`).
+const MACHINES: &[(&str, &[Case])] = &[
     // AMD Magny-Cours: 4 packages x 2 NUMA nodes x 8 cores (compute units of two).
-    let t = fixture("hwloc/64amd64-4s2n4ca2co");
-    let extra = [
-        Case("scatter", Some(8), false),
-        Case("compact", Some(8), false),
-        Case("balance", Some(100), false),
-    ];
-    pinsight_testkit::golden!("fixture-64amd64-4s2n4ca2co.txt", &run_cases(&t, &extra));
-}
+    (
+        "hwloc/64amd64-4s2n4ca2co",
+        &[
+            Case("scatter", Some(8), false),
+            Case("compact", Some(8), false),
+            Case("balance", Some(100), false),
+        ],
+    ),
+    // Four sockets, SMT.
+    (
+        "hwloc/16em64t-4s2c2t",
+        &[
+            Case("scatter", Some(4), false),
+            Case("compact", Some(4), false),
+            Case("smt-physical-first", Some(8), false),
+        ],
+    ),
+    // Offline CPUs.
+    (
+        "hwloc/16em64t-4s2c2t-offlines",
+        &[
+            Case("cpus:0-15", None, false),
+            Case("scatter", Some(4), false),
+        ],
+    ),
+    // CPUs the cgroup forbids.
+    (
+        "hwloc/16amd64-8n2c-cpusets",
+        &[
+            Case("cpus:0-15", None, false),
+            Case("scatter", Some(4), false),
+        ],
+    ),
+    // An ARM phone with three clusters.
+    (
+        "synthetic/arm-phone-3cluster",
+        &[
+            Case("kind:1", None, false),
+            Case("p-first", Some(3), false),
+            Case("balance", Some(64), false),
+        ],
+    ),
+    // Meteor Lake: three x86 kinds.
+    (
+        "synthetic/meteorlake-lp-ecores",
+        &[
+            Case("kind:E", None, false),
+            Case("p-first", Some(16), false),
+            Case("balance", Some(100), false),
+        ],
+    ),
+];
 
 #[test]
-fn four_sockets_smt() {
-    let t = fixture("hwloc/16em64t-4s2c2t");
-    let extra = [
-        Case("scatter", Some(4), false),
-        Case("compact", Some(4), false),
-        Case("smt-physical-first", Some(8), false),
-    ];
-    pinsight_testkit::golden!("fixture-16em64t-4s2c2t.txt", &run_cases(&t, &extra));
-}
-
-#[test]
-fn offline_cpus() {
-    let t = fixture("hwloc/16em64t-4s2c2t-offlines");
-    let extra = [
-        Case("cpus:0-15", None, false),
-        Case("scatter", Some(4), false),
-    ];
-    pinsight_testkit::golden!(
-        "fixture-16em64t-4s2c2t-offlines.txt",
-        &run_cases(&t, &extra),
-    );
-}
-
-#[test]
-fn cgroup_forbidden_cpus() {
-    let t = fixture("hwloc/16amd64-8n2c-cpusets");
-    let extra = [
-        Case("cpus:0-15", None, false),
-        Case("scatter", Some(4), false),
-    ];
-    pinsight_testkit::golden!("fixture-16amd64-8n2c-cpusets.txt", &run_cases(&t, &extra));
-}
-
-#[test]
-fn arm_phone_three_clusters() {
-    let t = fixture("synthetic/arm-phone-3cluster");
-    let extra = [
-        Case("kind:1", None, false),
-        Case("p-first", Some(3), false),
-        Case("balance", Some(64), false),
-    ];
-    pinsight_testkit::golden!("fixture-arm-phone-3cluster.txt", &run_cases(&t, &extra));
-}
-
-#[test]
-fn meteor_lake_three_x86_kinds() {
-    let t = fixture("synthetic/meteorlake-lp-ecores");
-    let extra = [
-        Case("kind:E", None, false),
-        Case("p-first", Some(16), false),
-        Case("balance", Some(100), false),
-    ];
-    pinsight_testkit::golden!("fixture-meteorlake-lp-ecores.txt", &run_cases(&t, &extra));
+fn recorded_machines_golden() {
+    for (rel, extra) in MACHINES {
+        golden_fixture(rel, extra);
+    }
 }
 
 /// On every recorded machine, each of `policies` (with each of

@@ -6,76 +6,92 @@
 use crate::common;
 
 use common::*;
+use pinsight_model::Topology;
 use pinsight_plan::{plan, render, Format, Request, Weights};
 use pinsight_testkit::topology::*;
 
-#[test]
-fn hybrid_i7_1370p() {
-    let t = i7_1370p();
-    let extra = [
-        Case("p-pinned", Some(6), false),
-        Case("p-pinned", Some(8), false),
-        Case("e-first", Some(10), false),
-        Case("p-first", Some(14), false),
-        Case("scatter", Some(8), false),
-        Case("balance", Some(200), false),
-        Case("e-pinned", Some(12), true),
-        Case("kind:E-core", Some(2), false),
-        Case("kind-set:P", None, false),
-        Case("cpus:13,12,1,0", None, false),
-        Case("cpus:0x3000", None, false),
-        Case("cpus-set:12-13", Some(6), false),
-        Case("e-set", Some(12), false),
-        Case("os", Some(40), false),
-    ];
-    pinsight_testkit::golden!("i7-1370p.txt", &run_cases(&t, &extra));
-}
+/// A golden snapshot, its test machine and the cases it adds to
+/// `EVERY_POLICY`.
+type Machine = (&'static str, fn() -> Topology, &'static [Case]);
 
-#[test]
-fn four_socket() {
-    let extra = [
-        Case("scatter", Some(4), false),
-        Case("compact", Some(4), false),
-        Case("balance", Some(20), false),
-    ];
-    pinsight_testkit::golden!("4s2c2t-numa.txt", &run_cases(&four_socket_numa(), &extra));
-}
-
-#[test]
-fn smt() {
-    let extra = [
-        Case("compact", Some(3), false),
-        Case("smt-physical-first", Some(5), false),
-        Case("scatter", Some(12), true),
-    ];
-    pinsight_testkit::golden!("1s4c2t-smt.txt", &run_cases(&smt_machine(), &extra));
-}
-
-#[test]
-fn offline_and_cgroup_forbidden() {
-    let extra = [
-        Case("cpus:2-5", None, false),
-        Case("cpus:3", None, false),
-        Case("cpus-set:6-7", None, false),
-        Case("compact", Some(6), false),
-    ];
-    pinsight_testkit::golden!(
+const MACHINES: &[Machine] = &[
+    (
+        "i7-1370p.txt",
+        i7_1370p,
+        &[
+            Case("p-pinned", Some(6), false),
+            Case("p-pinned", Some(8), false),
+            Case("e-first", Some(10), false),
+            Case("p-first", Some(14), false),
+            Case("scatter", Some(8), false),
+            Case("balance", Some(200), false),
+            Case("e-pinned", Some(12), true),
+            Case("kind:E-core", Some(2), false),
+            Case("kind-set:P", None, false),
+            Case("cpus:13,12,1,0", None, false),
+            Case("cpus:0x3000", None, false),
+            Case("cpus-set:12-13", Some(6), false),
+            Case("e-set", Some(12), false),
+            Case("os", Some(40), false),
+        ],
+    ),
+    (
+        "4s2c2t-numa.txt",
+        four_socket_numa,
+        &[
+            Case("scatter", Some(4), false),
+            Case("compact", Some(4), false),
+            Case("balance", Some(20), false),
+        ],
+    ),
+    (
+        "1s4c2t-smt.txt",
+        smt_machine,
+        &[
+            Case("compact", Some(3), false),
+            Case("smt-physical-first", Some(5), false),
+            Case("scatter", Some(12), true),
+        ],
+    ),
+    (
         "offline-cgroup.txt",
-        &run_cases(&offline_and_cgroup(), &extra),
-    );
+        offline_and_cgroup,
+        &[
+            Case("cpus:2-5", None, false),
+            Case("cpus:3", None, false),
+            Case("cpus-set:6-7", None, false),
+            Case("compact", Some(6), false),
+        ],
+    ),
+    (
+        "arm-phone.txt",
+        arm_phone,
+        &[
+            Case("kind:1", None, false),
+            Case("kind:Cortex-X1", None, false),
+            Case("p-first", Some(5), false),
+            Case("e-first", Some(6), false),
+            Case("balance", Some(50), false),
+            Case("p-pinned", Some(3), true),
+        ],
+    ),
+];
+
+/// Every policy and each machine's own cases on each of `MACHINES`, one
+/// golden snapshot a machine (insta's failure names the snapshot).
+#[test]
+fn every_policy_on_every_test_machine() {
+    for (golden, machine, extra) in MACHINES {
+        pinsight_testkit::golden!(golden, &run_cases(&machine(), extra));
+    }
 }
 
-#[test]
-fn arm_three_clusters() {
-    let extra = [
-        Case("kind:1", None, false),
-        Case("kind:Cortex-X1", None, false),
-        Case("p-first", Some(5), false),
-        Case("e-first", Some(6), false),
-        Case("balance", Some(50), false),
-        Case("p-pinned", Some(3), true),
-    ];
-    pinsight_testkit::golden!("arm-phone.txt", &run_cases(&arm_phone(), &extra));
+/// `r`'s text, then each caveat as the CLI prints it on stderr.
+fn push_rendered(out: &mut String, r: pinsight_plan::Rendered) {
+    out.push_str(&r.text);
+    for c in r.caveats {
+        out.push_str(&format!("(stderr) caveat: {c}\n"));
+    }
 }
 
 /// Every dialect for representative plans on the hybrid laptop.
@@ -109,12 +125,7 @@ fn formats_on_hybrid() {
                 count_flag(policy, *threads)
             ));
             match render(&p, &t, f.parse::<Format>().unwrap()) {
-                Ok(r) => {
-                    out.push_str(&r.text);
-                    for c in r.caveats {
-                        out.push_str(&format!("(stderr) caveat: {c}\n"));
-                    }
-                }
+                Ok(r) => push_rendered(&mut out, r),
                 Err(e) => out.push_str(&format!("error: {e}\n")),
             }
         }
@@ -157,10 +168,7 @@ fn per_task_formats() {
                 ));
                 let r = render(&p, t, f.parse::<Format>().unwrap()).unwrap();
                 assert_eq!(r.text.lines().count(), p.threads.max(1), "{f}");
-                out.push_str(&r.text);
-                for c in r.caveats {
-                    out.push_str(&format!("(stderr) caveat: {c}\n"));
-                }
+                push_rendered(&mut out, r);
             }
         }
     }
