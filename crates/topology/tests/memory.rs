@@ -518,6 +518,41 @@ fn kinds_but(
         .collect()
 }
 
+/// A copy of `fakeheteromemtiers` with the DAX device `dax` of node `id`
+/// moved under `parent`, a CXL region: without the CXL bus entry for
+/// `region` the node is not of kind `want`; with it (target `decoder`) it
+/// is, from the device, and the other nodes keep the recorded kinds.
+/// Returns the recorded machine and the one with the bus entry.
+fn dax_in_cxl_region(
+    dax: &str,
+    parent: &str,
+    id: u32,
+    region: &str,
+    decoder: &str,
+    want: MemoryKind,
+) -> (Topology, Topology) {
+    let plain = recorded("fakeheteromemtiers");
+    let dir = copy("fakeheteromemtiers");
+    move_dax(dir.path(), dax, parent, id);
+    let no_bus = at(dir.path());
+    assert_ne!(
+        node(&no_bus, id).memory.kind,
+        Some(want),
+        "no CXL bus entry"
+    );
+    put(
+        dir.path(),
+        &format!("sys/bus/cxl/devices/{region}/target0"),
+        &format!("{decoder}\n"),
+    );
+    let t = at(dir.path());
+    let n = node(&t, id);
+    assert_eq!(n.memory.kind, Some(want), "{:?}", n.memory);
+    assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));
+    assert_eq!(kinds_but(&t, id), kinds_but(&plain, id));
+    (plain, t)
+}
+
 /// CXL RAM: the kernel links a CXL memory expander's DAX device under its
 /// region (`ACPI0017:00/root0/decoder0.0/region0/dax_region0/daxX.Y`) and
 /// the CXL bus lists the region's targets. hwloc calls that node CXL-DRAM
@@ -526,24 +561,16 @@ fn kinds_but(
 /// kinds.
 #[test]
 fn dax_under_cxl_ram_region_is_cxl_dram() {
-    let plain = recorded("fakeheteromemtiers");
-    assert_eq!(node(&plain, 4).memory.kind, Some(MemoryKind::Hbm));
-    let dir = copy("fakeheteromemtiers");
-    let region = "platform/ACPI0017:00/root0/decoder0.0/region0/dax_region0";
-    move_dax(dir.path(), "dax1.0", region, 4);
-    let no_bus = at(dir.path());
-    assert_ne!(node(&no_bus, 4).memory.kind, Some(MemoryKind::CxlDram));
-    put(
-        dir.path(),
-        "sys/bus/cxl/devices/region0/target0",
-        "decoder2.0\n",
+    let (plain, t) = dax_in_cxl_region(
+        "dax1.0",
+        "platform/ACPI0017:00/root0/decoder0.0/region0/dax_region0",
+        4,
+        "region0",
+        "decoder2.0",
+        MemoryKind::CxlDram,
     );
-    let t = at(dir.path());
-    let n = node(&t, 4);
-    assert_eq!(n.memory.kind, Some(MemoryKind::CxlDram), "{:?}", n.memory);
-    assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));
-    assert_eq!(n.memory.dax.as_deref(), Some("dax1.0"));
-    assert_eq!(kinds_but(&t, 4), kinds_but(&plain, 4));
+    assert_eq!(node(&plain, 4).memory.kind, Some(MemoryKind::Hbm));
+    assert_eq!(node(&t, 4).memory.dax.as_deref(), Some("dax1.0"));
     assert_eq!(t.warnings, plain.warnings);
 }
 
@@ -552,21 +579,15 @@ fn dax_under_cxl_ram_region_is_cxl_dram() {
 /// machine's own NVDIMM regions (`ndbus0/region7`, no CXL bus) stay NVM.
 #[test]
 fn dax_under_cxl_pmem_region_is_cxl_nvm() {
-    let plain = recorded("fakeheteromemtiers");
-    assert_eq!(node(&plain, 8).memory.kind, Some(MemoryKind::Nvm));
-    let dir = copy("fakeheteromemtiers");
-    let region = "platform/ACPI0017:00/root0/nvdimm-bridge0/ndbus0/region3/dax3.1";
-    move_dax(dir.path(), "dax7.0", region, 8);
-    put(
-        dir.path(),
-        "sys/bus/cxl/devices/region3/target0",
-        "decoder5.0\n",
+    let (plain, t) = dax_in_cxl_region(
+        "dax7.0",
+        "platform/ACPI0017:00/root0/nvdimm-bridge0/ndbus0/region3/dax3.1",
+        8,
+        "region3",
+        "decoder5.0",
+        MemoryKind::CxlNvm,
     );
-    let t = at(dir.path());
-    let n = node(&t, 8);
-    assert_eq!(n.memory.kind, Some(MemoryKind::CxlNvm), "{:?}", n.memory);
-    assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));
-    assert_eq!(kinds_but(&t, 8), kinds_but(&plain, 8));
+    assert_eq!(node(&plain, 8).memory.kind, Some(MemoryKind::Nvm));
     for id in [6, 9] {
         assert_eq!(node(&t, id).memory.kind, Some(MemoryKind::Nvm));
     }

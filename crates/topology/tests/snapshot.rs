@@ -101,6 +101,15 @@ fn fake_machine(root: &Path) {
     symlink(root, rapl, "/sys/class/powercap/intel-rapl:0");
 }
 
+/// A fake machine (`fake_machine`) in a new temporary directory, and the
+/// root discovery reads it through.
+fn fake_source() -> (tempfile::TempDir, FsRoot) {
+    let src = tempfile::tempdir().unwrap();
+    fake_machine(src.path());
+    let fs = FsRoot::at(src.path()).unwrap();
+    (src, fs)
+}
+
 fn without_source(mut t: Topology) -> Topology {
     t.source = Source::Live;
     t
@@ -116,9 +125,7 @@ fn assert_same_model(original: &FsRoot, snap: &Path) {
 /// The progress is one task that counts every entry written, to its end.
 #[test]
 fn snapshot_reports_one_task_to_its_total() {
-    let src = tempfile::tempdir().unwrap();
-    fake_machine(src.path());
-    let fs = FsRoot::at(src.path()).unwrap();
+    let (_src, fs) = fake_source();
     let out = scratch_dir();
     let mut progress = pinsight_testkit::progress::Recorder::default();
     snapshot::snapshot_with_progress(
@@ -138,9 +145,7 @@ fn snapshot_reports_one_task_to_its_total() {
 
 #[test]
 fn snapshot_of_fake_machine_discovers_the_same() {
-    let src = tempfile::tempdir().unwrap();
-    fake_machine(src.path());
-    let fs = FsRoot::at(src.path()).unwrap();
+    let (src, fs) = fake_source();
     let out = scratch_dir();
     let snap = out.path().join("snap");
     let report = snapshot::snapshot(&fs, &snap, &Options::default()).unwrap();
@@ -199,9 +204,7 @@ fn snapshot_of_fake_machine_discovers_the_same() {
 
 #[test]
 fn extra_adds_cpufreq_and_powercap_without_following_loops() {
-    let src = tempfile::tempdir().unwrap();
-    fake_machine(src.path());
-    let fs = FsRoot::at(src.path()).unwrap();
+    let (_src, fs) = fake_source();
     let out = scratch_dir();
     let snap = out.path().join("snap");
     let report = snapshot::snapshot(
@@ -246,9 +249,7 @@ fn extra_adds_cpufreq_and_powercap_without_following_loops() {
 
 #[test]
 fn archive_round_trip_and_resnapshot() {
-    let src = tempfile::tempdir().unwrap();
-    fake_machine(src.path());
-    let fs = FsRoot::at(src.path()).unwrap();
+    let (_src, fs) = fake_source();
     let out = scratch_dir();
     let archive = out.path().join("fakebox.tar.gz");
     let report = snapshot::snapshot(&fs, &archive, &Options::default()).unwrap();
@@ -282,9 +283,7 @@ fn archive_round_trip_and_resnapshot() {
 
 #[test]
 fn refuses_to_overwrite_without_force() {
-    let src = tempfile::tempdir().unwrap();
-    fake_machine(src.path());
-    let fs = FsRoot::at(src.path()).unwrap();
+    let (_src, fs) = fake_source();
     let out = scratch_dir();
 
     let dir = out.path().join("snap");
@@ -585,16 +584,10 @@ fn capacity_sources_are_recorded_and_replay() {
 /// clone of its root drops, and re-snapshotting names the archive.
 #[test]
 fn archive_roots_clean_up_after_themselves() {
-    let src = tempfile::tempdir().unwrap();
-    fake_machine(src.path());
+    let (_src, source) = fake_source();
     let out = scratch_dir();
     let archive = out.path().join("box.tar.gz");
-    snapshot::snapshot(
-        &FsRoot::at(src.path()).unwrap(),
-        &archive,
-        &Options::default(),
-    )
-    .unwrap();
+    snapshot::snapshot(&source, &archive, &Options::default()).unwrap();
     let fs = FsRoot::at(&archive).unwrap();
     let unpacked = fs.root().to_path_buf();
     assert!(unpacked.join("sys/devices/system/cpu/online").is_file());
