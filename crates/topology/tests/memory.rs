@@ -45,6 +45,15 @@ fn at(dir: &Path) -> Topology {
     discover(&FsRoot::at(dir).unwrap())
 }
 
+/// Writes each `(path, text)` of `files` into the copied machine at `root`
+/// and discovers it.
+fn at_with(root: &Path, files: &[(&str, &str)]) -> Topology {
+    for (rel, text) in files {
+        put(root, rel, text);
+    }
+    at(root)
+}
+
 /// One `NUMANode(SUBTYPE) L#i (P#n ... key=value ...)` line of `lstopo -v`.
 #[derive(Debug)]
 struct ConsoleNode {
@@ -290,12 +299,10 @@ fn cgroup_mems_equal_hwloc_nodesets() {
 #[test]
 fn memoryless_cpu_node() {
     let dir = copy("16amd64-8n2c");
-    put(
+    let t = at_with(
         dir.path(),
-        "sys/devices/system/node/has_memory",
-        "0-2,4-7\n",
+        &[("sys/devices/system/node/has_memory", "0-2,4-7\n")],
     );
-    let t = at(dir.path());
     let n = node(&t, 3);
     assert!(!n.cpus.is_empty());
     assert!(!n.memory.has_memory);
@@ -307,12 +314,13 @@ fn memoryless_cpu_node() {
 
     // Without `has_memory`, a zero MemTotal says the same.
     std::fs::remove_file(dir.path().join("sys/devices/system/node/has_memory")).unwrap();
-    put(
+    let t = at_with(
         dir.path(),
-        "sys/devices/system/node/node3/meminfo",
-        "Node 3 MemTotal:       0 kB\n",
+        &[(
+            "sys/devices/system/node/node3/meminfo",
+            "Node 3 MemTotal:       0 kB\n",
+        )],
     );
-    let t = at(dir.path());
     assert!(!node(&t, 3).memory.has_memory);
     assert!(node(&t, 2).memory.has_memory);
 }
@@ -351,13 +359,13 @@ fn generic_initiator_node() {
     let dir = copy("16amd64-8n2c");
     let row = [20, 20, 20, 20, 20, 20, 20, 20, 10];
     add_cpuless_node(dir.path(), 8, &row, &[20; 8]);
-    put(dir.path(), "sys/devices/system/node/has_memory", "0-7\n");
-    put(
+    let t = at_with(
         dir.path(),
-        "sys/devices/system/node/has_generic_initiator",
-        "8\n",
+        &[
+            ("sys/devices/system/node/has_memory", "0-7\n"),
+            ("sys/devices/system/node/has_generic_initiator", "8\n"),
+        ],
     );
-    let t = at(dir.path());
     let gi = node(&t, 8);
     assert!(gi.memory.generic_initiator && !gi.memory.has_memory);
     assert_eq!(gi.memory.kind, None);
@@ -394,12 +402,13 @@ fn memory_only_node_without_initiators_uses_distances() {
     assert_eq!(n.memory.kind, None, "nothing tells");
     assert!(n.memory.has_memory);
 
-    put(
+    let t = at_with(
         dir.path(),
-        "sys/devices/virtual/memory_tiering/memory_tier4/nodelist",
-        "0-8\n",
+        &[(
+            "sys/devices/virtual/memory_tiering/memory_tier4/nodelist",
+            "0-8\n",
+        )],
     );
-    let t = at(dir.path());
     let n = node(&t, 8);
     assert_eq!(n.memory.tier, Some(4));
     assert_eq!(n.memory.kind, Some(MemoryKind::Dram));
@@ -422,39 +431,37 @@ fn cpuless_nodes_are_not_merged() {
 fn cgroup_mems_restriction() {
     let dir = copy("16amd64-8n2c");
     let root = dir.path();
-    put(
+    let t = at_with(
         root,
-        "proc/mounts",
-        "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n",
+        &[
+            (
+                "proc/mounts",
+                "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n",
+            ),
+            ("proc/self/cgroup", "0::/job\n"),
+            ("sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n"),
+            ("sys/fs/cgroup/job/cpuset.cpus.effective", "0-15\n"),
+            ("sys/fs/cgroup/job/cpuset.mems.effective", "1,3\n"),
+        ],
     );
-    put(root, "proc/self/cgroup", "0::/job\n");
-    put(
-        root,
-        "sys/fs/cgroup/cgroup.controllers",
-        "cpuset cpu memory\n",
-    );
-    put(root, "sys/fs/cgroup/job/cpuset.cpus.effective", "0-15\n");
-    put(root, "sys/fs/cgroup/job/cpuset.mems.effective", "1,3\n");
-    let t = at(root);
     let allowed = allowed_ids(&t);
     assert_eq!(allowed, vec![1, 3]);
     assert_eq!(t.numa_nodes.len(), 8);
     assert!(t.cpus.iter().all(|c| c.allowed), "CPUs are not confined");
 
-    put(
+    let t = at_with(
         root,
-        "proc/mounts",
-        "cgroup /dev/cpuset cgroup rw,cpuset 0 0\n",
+        &[
+            ("proc/mounts", "cgroup /dev/cpuset cgroup rw,cpuset 0 0\n"),
+            ("proc/self/cgroup", "3:cpuset:/\n"),
+            ("dev/cpuset/cpuset.effective_mems", "\n"),
+            ("dev/cpuset/cpuset.mems", "0-1\n"),
+        ],
     );
-    put(root, "proc/self/cgroup", "3:cpuset:/\n");
-    put(root, "dev/cpuset/cpuset.effective_mems", "\n");
-    put(root, "dev/cpuset/cpuset.mems", "0-1\n");
-    let t = at(root);
     let allowed = allowed_ids(&t);
     assert_eq!(allowed, vec![0, 1]);
 
-    put(root, "dev/cpuset/cpuset.mems", "12-13\n");
-    let t = at(root);
+    let t = at_with(root, &[("dev/cpuset/cpuset.mems", "12-13\n")]);
     assert!(t.numa_nodes.iter().all(|n| n.memory.allowed));
     common::assert_warned(&t, &["dev/cpuset/cpuset.mems", "none of them exists"]);
 }
@@ -464,19 +471,21 @@ fn cgroup_mems_restriction() {
 #[test]
 fn garbage_memory_files_are_warnings() {
     let dir = copy("fakeheteromemtiers");
-    let base = "sys/devices/system/node/node4";
-    put(
+    let node4 = "sys/devices/system/node/node4";
+    let t = at_with(
         dir.path(),
-        &format!("{base}/access1/initiators/read_bandwidth"),
-        "fast\n",
+        &[
+            (
+                &format!("{node4}/access1/initiators/read_bandwidth"),
+                "fast\n",
+            ),
+            (
+                &format!("{node4}/hugepages/hugepages-2048kB/nr_hugepages"),
+                "-\n",
+            ),
+            ("sys/devices/system/node/has_memory", "zz\n"),
+        ],
     );
-    put(
-        dir.path(),
-        &format!("{base}/hugepages/hugepages-2048kB/nr_hugepages"),
-        "-\n",
-    );
-    put(dir.path(), "sys/devices/system/node/has_memory", "zz\n");
-    let t = at(dir.path());
     let n = node(&t, 4);
     assert_eq!(n.memory.access[0].read_bandwidth_mbps, None);
     assert_eq!(n.memory.hugepages[0].total, None);
@@ -540,12 +549,13 @@ fn dax_in_cxl_region(
         Some(want),
         "no CXL bus entry"
     );
-    put(
+    let t = at_with(
         dir.path(),
-        &format!("sys/bus/cxl/devices/{region}/target0"),
-        &format!("{decoder}\n"),
+        &[(
+            &format!("sys/bus/cxl/devices/{region}/target0"),
+            &format!("{decoder}\n"),
+        )],
     );
-    let t = at(dir.path());
     let n = node(&t, id);
     assert_eq!(n.memory.kind, Some(want), "{:?}", n.memory);
     assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));
@@ -601,33 +611,20 @@ fn nvidia_numa_status_names_gpu_memory() {
     let plain = recorded("fakeheteromemtiers");
     let dir = copy("fakeheteromemtiers");
     let gpus = "proc/driver/nvidia/gpus";
-    put(
+    let t = at_with(
         dir.path(),
-        &format!("{gpus}/0009:01:00.0/numa_status"),
-        "Node:                          9\nOffline memory:\nStatus:                        online_movable\n",
+        &[
+            (
+                &format!("{gpus}/0009:01:00.0/numa_status"),
+                "Node:                          9\nOffline memory:\nStatus:                        online_movable\n",
+            ),
+            (&format!("{gpus}/0009:02:00.0/numa_status"), "Node: -1\n"),
+            (&format!("{gpus}/0009:03:00.0/numa_status"), "Node: nine\n"),
+            (&format!("{gpus}/0009:04:00.0/information"), "Model: x\n"),
+            // The GPU's own CPUs (2-3) win over node 9's initiators (node 2: 4-5).
+            ("sys/bus/pci/devices/0009:01:00.0/local_cpulist", "2-3\n"),
+        ],
     );
-    put(
-        dir.path(),
-        &format!("{gpus}/0009:02:00.0/numa_status"),
-        "Node: -1\n",
-    );
-    put(
-        dir.path(),
-        &format!("{gpus}/0009:03:00.0/numa_status"),
-        "Node: nine\n",
-    );
-    put(
-        dir.path(),
-        &format!("{gpus}/0009:04:00.0/information"),
-        "Model: x\n",
-    );
-    // The GPU's own CPUs (2-3) win over node 9's initiators (node 2: 4-5).
-    put(
-        dir.path(),
-        "sys/bus/pci/devices/0009:01:00.0/local_cpulist",
-        "2-3\n",
-    );
-    let t = at(dir.path());
     let n = node(&t, 9);
     assert_eq!(n.memory.kind, Some(MemoryKind::Gpu), "{:?}", n.memory);
     assert_eq!(n.memory.kind_source, Some(MemoryKindSource::Device));

@@ -101,13 +101,13 @@ fn fake_machine(root: &Path) {
     symlink(root, rapl, "/sys/class/powercap/intel-rapl:0");
 }
 
-/// A fake machine (`fake_machine`) in a new temporary directory, and the
-/// root discovery reads it through.
-fn fake_source() -> (tempfile::TempDir, FsRoot) {
+/// A fake machine (`fake_machine`) in a new temporary directory, the root
+/// discovery reads it through, and a scratch directory for its snapshots.
+fn fake_source() -> (tempfile::TempDir, FsRoot, tempfile::TempDir) {
     let src = tempfile::tempdir().unwrap();
     fake_machine(src.path());
     let fs = FsRoot::at(src.path()).unwrap();
-    (src, fs)
+    (src, fs, scratch_dir())
 }
 
 fn without_source(mut t: Topology) -> Topology {
@@ -125,8 +125,7 @@ fn assert_same_model(original: &FsRoot, snap: &Path) {
 /// The progress is one task that counts every entry written, to its end.
 #[test]
 fn snapshot_reports_one_task_to_its_total() {
-    let (_src, fs) = fake_source();
-    let out = scratch_dir();
+    let (_src, fs, out) = fake_source();
     let mut progress = pinsight_testkit::progress::Recorder::default();
     snapshot::snapshot_with_progress(
         &fs,
@@ -145,8 +144,7 @@ fn snapshot_reports_one_task_to_its_total() {
 
 #[test]
 fn snapshot_of_fake_machine_discovers_the_same() {
-    let (src, fs) = fake_source();
-    let out = scratch_dir();
+    let (src, fs, out) = fake_source();
     let snap = out.path().join("snap");
     let report = snapshot::snapshot(&fs, &snap, &Options::default()).unwrap();
     assert_same_model(&fs, &snap);
@@ -204,8 +202,7 @@ fn snapshot_of_fake_machine_discovers_the_same() {
 
 #[test]
 fn extra_adds_cpufreq_and_powercap_without_following_loops() {
-    let (_src, fs) = fake_source();
-    let out = scratch_dir();
+    let (_src, fs, out) = fake_source();
     let snap = out.path().join("snap");
     let report = snapshot::snapshot(
         &fs,
@@ -249,8 +246,7 @@ fn extra_adds_cpufreq_and_powercap_without_following_loops() {
 
 #[test]
 fn archive_round_trip_and_resnapshot() {
-    let (_src, fs) = fake_source();
-    let out = scratch_dir();
+    let (_src, fs, out) = fake_source();
     let archive = out.path().join("fakebox.tar.gz");
     let report = snapshot::snapshot(&fs, &archive, &Options::default()).unwrap();
     assert_eq!(report.out, archive.display().to_string());
@@ -283,8 +279,7 @@ fn archive_round_trip_and_resnapshot() {
 
 #[test]
 fn refuses_to_overwrite_without_force() {
-    let (_src, fs) = fake_source();
-    let out = scratch_dir();
+    let (_src, fs, out) = fake_source();
 
     let dir = out.path().join("snap");
     std::fs::create_dir_all(dir.join("sys/devices/system/cpu/cpu99")).unwrap();
@@ -584,8 +579,7 @@ fn capacity_sources_are_recorded_and_replay() {
 /// clone of its root drops, and re-snapshotting names the archive.
 #[test]
 fn archive_roots_clean_up_after_themselves() {
-    let (_src, source) = fake_source();
-    let out = scratch_dir();
+    let (_src, source, out) = fake_source();
     let archive = out.path().join("box.tar.gz");
     snapshot::snapshot(&source, &archive, &Options::default()).unwrap();
     let fs = FsRoot::at(&archive).unwrap();
