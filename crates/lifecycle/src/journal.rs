@@ -811,7 +811,17 @@ fn holder_in(text: &str, dev: u64, ino: u64) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::{Deserialize, Serialize};
+    use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+    /// The test headers and records are their plain JSON, each on a line.
+    impl<T: Serialize + DeserializeOwned> JsonLine for T {
+        fn to_line(&self) -> Result<String, serde_json::Error> {
+            serde_json::to_string(self)
+        }
+        fn from_line(line: &str) -> Result<Self, String> {
+            serde_json::from_str(line).map_err(|e| e.to_string())
+        }
+    }
 
     /// A design of `slots` slots over named arms.
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -828,22 +838,6 @@ mod tests {
         time: f64,
     }
 
-    impl JsonLine for H {
-        fn to_line(&self) -> Result<String, serde_json::Error> {
-            serde_json::to_string(self)
-        }
-        fn from_line(line: &str) -> Result<Self, String> {
-            serde_json::from_str(line).map_err(|e| e.to_string())
-        }
-    }
-    impl JsonLine for R {
-        fn to_line(&self) -> Result<String, serde_json::Error> {
-            serde_json::to_string(self)
-        }
-        fn from_line(line: &str) -> Result<Self, String> {
-            serde_json::from_str(line).map_err(|e| e.to_string())
-        }
-    }
     impl Design<R> for H {
         type Seen = std::collections::BTreeSet<usize>;
         type Difference = String;
@@ -1131,14 +1125,6 @@ mod tests {
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
     struct FH {
         period: f64,
-    }
-    impl JsonLine for FH {
-        fn to_line(&self) -> Result<String, serde_json::Error> {
-            serde_json::to_string(self)
-        }
-        fn from_line(line: &str) -> Result<Self, String> {
-            serde_json::from_str(line).map_err(|e| e.to_string())
-        }
     }
     impl Design<R> for FH {
         type Seen = ();
