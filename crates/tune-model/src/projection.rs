@@ -223,6 +223,14 @@ mod tests {
     use super::*;
     use crate::Theta;
 
+    /// [`solve`] for the dynamic model without SMT gain on one run of each
+    /// of `configs`, whose log times are `y`.
+    fn solve_once_each(configs: &[Config], y: &[f64], sf: f64, contention: bool) -> Linear {
+        let n = vec![1.0; configs.len()];
+        let d = Data { configs, n: &n, y };
+        solve(ModelKind::Dynamic, sf, 0.0, contention, &d)
+    }
+
     #[test]
     fn exact_data_give_the_exact_linear_part() {
         let th = Theta {
@@ -239,13 +247,7 @@ mod tests {
             .iter()
             .map(|c| ModelKind::Dynamic.time(&th, *c).ln())
             .collect();
-        let n = [1.0; 4];
-        let d = Data {
-            configs: &configs,
-            n: &n,
-            y: &y,
-        };
-        let l = solve(ModelKind::Dynamic, 2.0, 0.0, true, &d);
+        let l = solve_once_each(&configs, &y, 2.0, true);
         assert!(l.ss < 1e-20, "{l:?}");
         assert!((l.a - 0.7).abs() < 1e-9 && (l.b - 6.3).abs() < 1e-9);
         assert!((l.d - 0.07).abs() < 1e-9);
@@ -260,13 +262,7 @@ mod tests {
             Config::new(4, 0, 0),
         ];
         let y: Vec<f64> = [1.0f64, 0.45, 0.2].iter().map(|t| t.ln()).collect();
-        let n = [1.0; 3];
-        let d = Data {
-            configs: &configs,
-            n: &n,
-            y: &y,
-        };
-        let l = solve(ModelKind::Dynamic, 1.0, 0.0, false, &d);
+        let l = solve_once_each(&configs, &y, 1.0, false);
         assert_eq!(l.a, 0.0, "{l:?}");
         assert!(l.b > 0.0 && l.ss.is_finite());
     }

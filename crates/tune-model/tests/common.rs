@@ -1,6 +1,8 @@
 //! Set-up shared by the test modules.
 
 use pinsight_tune_model::{Config, Machine, ModelKind, Observation, Theta};
+use rand_core::Rng;
+use rand_xorshift::XorShiftRng;
 
 /// A machine of `p` P-cores with `smt` SMT siblings each and `e` E-cores
 /// (without siblings).
@@ -25,6 +27,38 @@ pub fn simulate(model: ModelKind, th: &Theta, configs: &[Config]) -> Vec<Observa
             })
         })
         .collect()
+}
+
+/// Three runs of each of `configs` from `model` with `th`, each time
+/// multiplied by exp(`noise` × a standard normal draw from `rng`).
+pub fn noisy(
+    model: ModelKind,
+    th: &Theta,
+    configs: &[Config],
+    noise: f64,
+    rng: &mut XorShiftRng,
+) -> Vec<Observation> {
+    configs
+        .iter()
+        .flat_map(|c| std::iter::repeat_n(*c, 3))
+        .map(|c| Observation {
+            config: c,
+            time_s: model.time(th, c) * (noise * gauss(rng)).exp(),
+            energy_j: None,
+        })
+        .collect()
+}
+
+/// A uniform draw from [0, 1) (53 bits of `rng`).
+pub fn uniform(rng: &mut XorShiftRng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A standard normal draw (Box–Muller).
+pub fn gauss(rng: &mut XorShiftRng) -> f64 {
+    let u = uniform(rng).max(1e-300);
+    let v = uniform(rng);
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
 }
 
 /// A model's parameters: one-thread time `t1`, parallel fraction `f`,

@@ -9,9 +9,9 @@
 //! (92.1%), 124/125 right recommendations; ~9 s in release.
 //! `GRID_VERBOSE=1` prints every miss.
 
-use crate::common::machine;
+use crate::common::{machine, noisy};
 use pinsight_tune_model::{
-    analyse, design, Config, FitOptions, Goal, Machine, ModelKind, Observation, Param, ParamStatus,
+    analyse, design, Config, FitOptions, Goal, Machine, ModelKind, Param, ParamStatus,
     RecommendedBy, Theta,
 };
 use rand_core::SeedableRng;
@@ -19,10 +19,8 @@ use rand_xorshift::XorShiftRng;
 
 const CASES: usize = 192;
 
-use crate::properties::gauss;
-
 fn uniform(rng: &mut XorShiftRng, lo: f64, hi: f64) -> f64 {
-    lo + (hi - lo) * crate::properties::uniform(rng)
+    lo + (hi - lo) * crate::common::uniform(rng)
 }
 
 fn machines() -> [Machine; 2] {
@@ -81,15 +79,7 @@ fn wide_grid_covers_and_recommends() {
             contention: 0.0,
         };
         let noise = uniform(&mut rng, 0.0, 0.05);
-        let runs: Vec<Observation> = configs
-            .iter()
-            .flat_map(|c| std::iter::repeat_n(*c, 3))
-            .map(|c| Observation {
-                config: c,
-                time_s: model.time(&truth, c) * (noise * gauss(&mut rng)).exp(),
-                energy_j: None,
-            })
-            .collect();
+        let runs = noisy(model, &truth, &configs, noise, &mut rng);
         let opts = FitOptions {
             bootstrap: 200,
             seed: case as u64,

@@ -4,30 +4,18 @@
 //! noise, and the model choice picks the generating model when the data
 //! separate the models.
 
-use crate::common::machine;
+use crate::common::{machine, noisy, uniform};
 use pinsight_tune_model::{
     design, fit, fit_model, recommend, Config, Fit, FitOptions, Goal, Machine, ModelKind,
     Observation, Theta,
 };
-use rand_core::{Rng, SeedableRng};
+use rand_core::SeedableRng;
 use rand_xorshift::XorShiftRng;
 
 const SIGMA: f64 = 0.02;
-const RUNS: usize = 3;
 const CASES: usize = 50;
 
 const MACHINE: Machine = machine(4, 8, 1);
-
-pub(crate) fn uniform(rng: &mut XorShiftRng) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-}
-
-pub(crate) fn gauss(rng: &mut XorShiftRng) -> f64 {
-    // Box–Muller.
-    let u = uniform(rng).max(1e-300);
-    let v = uniform(rng);
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-}
 
 fn truth(rng: &mut XorShiftRng) -> Theta {
     Theta {
@@ -39,18 +27,9 @@ fn truth(rng: &mut XorShiftRng) -> Theta {
     }
 }
 
+/// Three runs of each configuration of the design, noise [`SIGMA`].
 fn runs(model: ModelKind, th: &Theta, rng: &mut XorShiftRng) -> Vec<Observation> {
-    let mut out = Vec::new();
-    for c in design(&MACHINE) {
-        for _ in 0..RUNS {
-            out.push(Observation {
-                config: c,
-                time_s: model.time(th, c) * (SIGMA * gauss(rng)).exp(),
-                energy_j: None,
-            });
-        }
-    }
-    out
+    noisy(model, th, &design(&MACHINE), SIGMA, rng)
 }
 
 fn noiseless(model: ModelKind, th: &Theta) -> Vec<Observation> {

@@ -4,24 +4,18 @@
 //! recommendation from a fit that explains nothing. Each data set is
 //! generated here from a known model with seeded noise.
 
-use crate::common::{machine, theta};
+use crate::common::{gauss, machine, noisy, theta};
 use pinsight_tune_model::{
     analyse, analyse_with, fit, objective, Caveat, Config, FitOptions, Goal, Machine, ModelKind,
     Observation, RecommendedBy, Theta,
 };
-use rand_core::{Rng, SeedableRng};
+use rand_core::SeedableRng;
 use rand_xorshift::XorShiftRng;
 
 /// The recorded i7-1370P as the model sees it: 6 P-cores with SMT, 8 E-cores.
 const I7_1370P: Machine = machine(6, 8, 1);
 
-fn gauss(rng: &mut XorShiftRng) -> f64 {
-    let u = |r: &mut XorShiftRng| (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    let a = u(rng).max(1e-300);
-    let b = u(rng);
-    (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-}
-
+/// [`noisy`] runs from a generator seeded with `seed`.
 fn generate(
     model: ModelKind,
     th: &Theta,
@@ -29,16 +23,13 @@ fn generate(
     noise: f64,
     seed: u64,
 ) -> Vec<Observation> {
-    let mut rng = XorShiftRng::seed_from_u64(seed);
-    configs
-        .iter()
-        .flat_map(|c| std::iter::repeat_n(*c, 3))
-        .map(|c| Observation {
-            config: c,
-            time_s: model.time(th, c) * (noise * gauss(&mut rng)).exp(),
-            energy_j: None,
-        })
-        .collect()
+    noisy(
+        model,
+        th,
+        configs,
+        noise,
+        &mut XorShiftRng::seed_from_u64(seed),
+    )
 }
 
 const OPTS: FitOptions = FitOptions {

@@ -26,38 +26,50 @@ fn examples_parse() {
     assert_eq!(s.theta, theta(10.0, 0.95, 2.0, 0.3, 0.0));
 }
 
+/// Each of `cases` fails to parse as a `T` with an error containing its
+/// words and `also` (every error, when empty).
+fn rejected<T: std::str::FromStr + std::fmt::Debug>(cases: &[(&str, &str)], also: &str)
+where
+    T::Err: std::fmt::Display,
+{
+    for &(spec, want) in cases {
+        let e = spec.parse::<T>().unwrap_err().to_string();
+        assert!(e.contains(want) && e.contains(also), "{spec}: {e}");
+    }
+}
+
 #[test]
 fn bad_specs_name_the_problem() {
-    for (spec, want) in [
-        ("0P+8E", "at least one P-core"),
-        ("6P+6P", "twice"),
-        ("6X", "not NP"),
-        ("8E", "no P-core count"),
-        ("6P+smt9", "1 to 7"),
-    ] {
-        let e = spec.parse::<Machine>().unwrap_err().to_string();
-        assert!(e.contains(want) && e.contains("allowed"), "{spec}: {e}");
-    }
-    for (spec, want) in [
-        ("0P", "no core"),
-        ("4P+4P", "twice"),
-        ("4Q", "not NP"),
-        ("", "not NP"),
-    ] {
-        let e = spec.parse::<Config>().unwrap_err().to_string();
-        assert!(e.contains(want), "{spec}: {e}");
-    }
-    for (spec, want) in [
-        ("sf=2", "f (the parallel fraction) is required"),
-        ("f=1.5", "out of range"),
-        ("f=0.9,model=guided", "not dynamic or static"),
-        ("f=0.9,q=1", "unknown key"),
-        ("f=0.9,f=0.8", "twice"),
-        ("f=nan", "not a number"),
-    ] {
-        let e = spec.parse::<ModelSpec>().unwrap_err().to_string();
-        assert!(e.contains(want), "{spec}: {e}");
-    }
+    rejected::<Machine>(
+        &[
+            ("0P+8E", "at least one P-core"),
+            ("6P+6P", "twice"),
+            ("6X", "not NP"),
+            ("8E", "no P-core count"),
+            ("6P+smt9", "1 to 7"),
+        ],
+        "allowed",
+    );
+    rejected::<Config>(
+        &[
+            ("0P", "no core"),
+            ("4P+4P", "twice"),
+            ("4Q", "not NP"),
+            ("", "not NP"),
+        ],
+        "",
+    );
+    rejected::<ModelSpec>(
+        &[
+            ("sf=2", "f (the parallel fraction) is required"),
+            ("f=1.5", "out of range"),
+            ("f=0.9,model=guided", "not dynamic or static"),
+            ("f=0.9,q=1", "unknown key"),
+            ("f=0.9,f=0.8", "twice"),
+            ("f=nan", "not a number"),
+        ],
+        "",
+    );
 }
 
 proptest! {
