@@ -867,6 +867,14 @@ mod tests {
 
     type J = Journal<H, R>;
 
+    /// A fresh temporary directory and the journal path `j.jsonl` in it
+    /// (the directory lives as long as the first).
+    fn journal_path() -> (tempfile::TempDir, std::path::PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        (d, p)
+    }
+
     fn h() -> H {
         H {
             arms: vec!["a".into(), "b".into()],
@@ -884,8 +892,7 @@ mod tests {
 
     #[test]
     fn round_trip_lock_and_resume() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("j.jsonl");
+        let (_d, p) = journal_path();
         let mut w = J::create(&p, &h()).unwrap();
         w.append(&r(0, "a")).unwrap();
         // A second writer of a live journal is refused, naming this pid.
@@ -913,8 +920,7 @@ mod tests {
 
     #[test]
     fn batches_sync_in_the_background_and_the_end_waits() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("j.jsonl");
+        let (_d, p) = journal_path();
         let mut w = J::create(&p, &h()).unwrap();
         assert!(w.syncer.is_none(), "nothing to sync before the first batch");
         w.append(&r(0, "a")).unwrap();
@@ -962,8 +968,7 @@ mod tests {
 
     #[test]
     fn a_short_journal_never_syncs() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("j.jsonl");
+        let (_d, p) = journal_path();
         let mut w = J::create(&p, &H { slots: 50, ..h() }).unwrap();
         for i in 0..50 {
             w.append(&r(i, if i % 2 == 0 { "a" } else { "b" })).unwrap();
@@ -978,8 +983,7 @@ mod tests {
 
     #[test]
     fn a_cut_and_a_newline_less_last_line_are_one_rule() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("j.jsonl");
+        let (_d, p) = journal_path();
         let mut w = J::create(&p, &h()).unwrap();
         w.append(&r(0, "a")).unwrap();
         drop(w);
@@ -1010,8 +1014,7 @@ mod tests {
 
     #[test]
     fn records_outside_the_design_are_refused_naming_the_line() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("j.jsonl");
+        let (_d, p) = journal_path();
         let head = h().to_line().unwrap();
         for (bad, why) in [
             (r#"{"slot":1,"arm":"zz","time":1}"#, "arm zz"),
@@ -1050,8 +1053,7 @@ mod tests {
 
     #[test]
     fn a_line_that_is_no_record_is_skipped_naming_it_and_the_rest_resumes() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("j.jsonl");
+        let (_d, p) = journal_path();
         let head = h().to_line().unwrap();
         let line = |x: &R| x.to_line().unwrap();
         // What an older writer left: a float written as null, a line
@@ -1089,8 +1091,7 @@ mod tests {
 
     #[test]
     fn what_would_not_read_back_is_never_written() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("j.jsonl");
+        let (_d, p) = journal_path();
         let mut w = J::create(&p, &h()).unwrap();
         w.append(&r(0, "a")).unwrap();
         let before = std::fs::read_to_string(&p).unwrap();
@@ -1139,8 +1140,7 @@ mod tests {
 
     #[test]
     fn a_header_that_would_not_read_back_creates_no_file() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("j.jsonl");
+        let (d, p) = journal_path();
         let inf = FH {
             period: f64::INFINITY,
         };
