@@ -193,10 +193,7 @@ pub(super) fn discover_cpus(r: &mut Reader, levels: bool) -> Layout {
     let cores = build_level(r, &CORE, &online, &mut topo_dirs);
     let packages = build_level(r, &PACKAGE, &online, &mut topo_dirs);
     let (dies, mut clusters) = if levels {
-        (
-            build_level(r, &DIE, &online, &mut topo_dirs),
-            build_level(r, &CLUSTER, &online, &mut topo_dirs),
-        )
+        die_and_cluster_levels(r, &online, &mut topo_dirs)
     } else {
         (Vec::new(), Vec::new())
     };
@@ -212,6 +209,18 @@ pub(super) fn discover_cpus(r: &mut Reader, levels: bool) -> Layout {
         dies,
         clusters,
     }
+}
+
+/// The die and the cluster groups of the `online` CPUs.
+fn die_and_cluster_levels(
+    r: &mut Reader,
+    online: &CpuSet,
+    topo_dirs: &mut HashMap<usize, Vec<String>>,
+) -> (Vec<Group>, Vec<Group>) {
+    (
+        build_level(r, &DIE, online, topo_dirs),
+        build_level(r, &CLUSTER, online, topo_dirs),
+    )
 }
 
 /// Online CPUs from each CPU's `online` file; missing means online.
