@@ -110,25 +110,7 @@ const CLUSTER: Level = Level {
 /// only when `levels` (they are judged beside the caches, and a plan that
 /// reads no caches keeps neither: two to four files fewer per CPU).
 pub(super) fn discover_cpus(r: &mut Reader, levels: bool) -> Layout {
-    let mut present: CpuSet = r
-        .list(CPU_DIR)
-        .iter()
-        .filter_map(|n| {
-            n.strip_prefix("cpu").and_then(|d| {
-                d.parse::<usize>()
-                    .ok()
-                    .filter(|_| d.bytes().all(|b| b.is_ascii_digit()))
-            })
-        })
-        .filter(|&n| n <= pinsight_cpuset::MAX_CPU)
-        .collect();
-    if present.is_empty() {
-        let p = format!("{CPU_DIR}/present");
-        if let Some(s) = r.cpulist(&p, "ignored it") {
-            present = s;
-        }
-    }
-
+    let mut present = present_cpus(r);
     let global = format!("{CPU_DIR}/online");
     let mut dirs = BTreeMap::new();
     let online = match r.cpulist(&global, "used each CPU's own online file instead") {
@@ -209,6 +191,29 @@ pub(super) fn discover_cpus(r: &mut Reader, levels: bool) -> Layout {
         dies,
         clusters,
     }
+}
+
+/// The CPUs that have a `cpuN` directory, else the `present` list.
+fn present_cpus(r: &mut Reader) -> CpuSet {
+    let present: CpuSet = r
+        .list(CPU_DIR)
+        .iter()
+        .filter_map(|n| {
+            n.strip_prefix("cpu").and_then(|d| {
+                d.parse::<usize>()
+                    .ok()
+                    .filter(|_| d.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+        .filter(|&n| n <= pinsight_cpuset::MAX_CPU)
+        .collect();
+    if present.is_empty() {
+        let p = format!("{CPU_DIR}/present");
+        if let Some(s) = r.cpulist(&p, "ignored it") {
+            return s;
+        }
+    }
+    present
 }
 
 /// The die and the cluster groups of the `online` CPUs.
