@@ -143,11 +143,7 @@ fn global_flags_work_before_and_after_the_command() {
     // A mistyped command is still refused with clap's suggestion.
     let o = pinsight(&["--fsroot", s(&root), "tpoo"]).run();
     assert_usage_error(&o, &["tpoo"]);
-    assert!(
-        o.stderr.contains("similar subcommand exists: 'topo'"),
-        "{}",
-        o.stderr
-    );
+    assert_holds(&o, &o.stderr, &["similar subcommand exists: 'topo'"]);
 }
 
 /// Standard streams the parent closed are opened on /dev/null before
