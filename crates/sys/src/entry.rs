@@ -103,6 +103,70 @@ fn open_closed_stdio() {
 mod tests {
     use super::*;
 
+    /// Set in the environment of this test binary started again by
+    /// [`run_exits_101_on_a_panic_and_ignores_sigpipe`]: which body
+    /// [`child`] runs through [`run`].
+    const CHILD: &str = "PINSIGHT_ENTRY_TEST_CHILD";
+
+    /// Runs only in the started copy: [`run`] with a body that panics, or
+    /// that exits 0 when SIGPIPE is ignored (3 when it is not).
+    #[test]
+    fn child() {
+        match std::env::var(CHILD).as_deref() {
+            Ok("panic") => {
+                run(|| panic!("a panic in the entry test"));
+            }
+            Ok("sigpipe") => {
+                // The harness's own start (std's) ignored it: back to the
+                // default, so that only `run` can ignore it again.
+                // SAFETY: setting a disposition to SIG_DFL.
+                unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+                run(|| {
+                    // SAFETY: reads the disposition (a null new action).
+                    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+                    unsafe { libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) };
+                    std::process::exit(if old.sa_sigaction == libc::SIG_IGN {
+                        0
+                    } else {
+                        3
+                    })
+                });
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn run_exits_101_on_a_panic_and_ignores_sigpipe() {
+        // The status, and whether the harness got to its summary (it does
+        // not when `run` ends the process itself).
+        let status = |body: &str| {
+            let o = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "entry::tests::child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD, body)
+                .stderr(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let summary = String::from_utf8_lossy(&o.stdout).contains("test result");
+            (o.status.code(), summary)
+        };
+        assert_eq!(
+            status("panic"),
+            (Some(101), false),
+            "a panic ends the process with std's status, from run"
+        );
+        assert_eq!(
+            status("sigpipe"),
+            (Some(0), false),
+            "SIGPIPE is ignored, as under std's start"
+        );
+    }
+
     #[test]
     fn open_descriptors_are_left_as_they_are() {
         // The test process has its standard streams open: nothing opened.
