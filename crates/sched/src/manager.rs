@@ -523,9 +523,18 @@ impl Manager {
 
     /// Samples thread `tid` of process `procs[pi]`: marks it gone, or
     /// counts its run time since the last period on the kind it ran on.
+    /// Gone is a zombie, or a thread its process no longer lists: a read
+    /// that fails while the thread is still listed is tried again next
+    /// period. (A thread marked gone is never sampled again: once, in a
+    /// dozen live runs, `a` of `sh -c 'a & exit 0'` was marked gone at its
+    /// first sample and ran for seconds with no time counted.)
     fn observe_thread(&mut self, pi: usize, tid: i32, busy_ns: u64) -> ThreadSeen {
         let pid = self.procs[pi].pid;
         let sample = self.sampler.sample(pid, tid);
+        let unreadable = sample.is_none();
+        if unreadable && self.sampler.tids(pid).binary_search(&tid).is_ok() {
+            return ThreadSeen::Quiet;
+        }
         let big_set = &self.big_set;
         let th = self.procs[pi].threads.get_mut(&tid).expect("listed");
         let Some(s) = sample.filter(|s| !s.exited()) else {

@@ -8,6 +8,7 @@ mod counter_sf;
 mod parser_props;
 mod sf_report;
 mod spawned_gone;
+mod unreadable_thread;
 
 /// The first two CPUs this process may use, or `None` (the test skipped,
 /// saying `why`) with fewer.

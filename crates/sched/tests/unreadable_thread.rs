@@ -1,0 +1,62 @@
+//! A thread whose `/proc` files cannot be read for a moment is not gone
+//! while its process still lists it: the next period samples it again
+//! (a thread marked gone is never sampled again, and its time would be
+//! lost for the rest of the run).
+
+use pinsight_sched::{Config, Manager, NoSf};
+use pinsight_sched_model::{Capacity, Cpu, Policy};
+use pinsight_sys::fsroot::FsRoot;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[test]
+fn a_thread_unreadable_for_a_period_is_sampled_again() {
+    // A real process for the placements, its /proc recorded by hand.
+    let mut sleeper = Command::new("sleep")
+        .arg("30")
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id() as i32;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sys/devices/system/cpu")).unwrap();
+    let task = dir.path().join(format!("proc/{pid}/task/{pid}"));
+    std::fs::create_dir_all(&task).unwrap();
+    let fs = FsRoot::at(dir.path()).unwrap();
+    let cfg = Config {
+        policy: Policy::aarr(0.05),
+        period: Duration::from_millis(50),
+        capacity: Capacity {
+            big: vec![Cpu::new(0)],
+            small: vec![Cpu::new(1)],
+        },
+        follow_children: false,
+        group_children: false,
+        orphans_of: None,
+    };
+    let mut m = Manager::new_spawned(fs, cfg, &[pid], Box::new(NoSf)).unwrap();
+    // Listed, but its stat unreadable: still alive, not sampled.
+    assert!(m.step());
+    // Readable from the next period on: utime 5 and stime 3 ticks, last
+    // on CPU 1 (fields 14, 15 and 39 of proc(5)'s stat).
+    let mut fields = vec!["0"; 50];
+    fields[0] = "R";
+    fields[11] = "5";
+    fields[12] = "3";
+    fields[36] = "1";
+    std::fs::write(
+        task.join("stat"),
+        format!("{pid} (sleeper) {}\n", fields.join(" ")),
+    )
+    .unwrap();
+    assert!(m.step());
+    let report = m.finish(Duration::from_millis(100));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let threads: Vec<_> = report.programs.iter().flat_map(|p| &p.threads).collect();
+    assert_eq!(threads.len(), 1, "{report:?}");
+    assert_eq!(
+        threads[0].comm, "sleeper",
+        "sampled once readable: {report:?}"
+    );
+}
