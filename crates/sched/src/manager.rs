@@ -531,8 +531,7 @@ impl Manager {
     fn observe_thread(&mut self, pi: usize, tid: i32, busy_ns: u64) -> ThreadSeen {
         let pid = self.procs[pi].pid;
         let sample = self.sampler.sample(pid, tid);
-        let unreadable = sample.is_none();
-        if unreadable && self.sampler.tids(pid).binary_search(&tid).is_ok() {
+        if sample.is_none() && self.sampler.tids(pid).binary_search(&tid).is_ok() {
             return ThreadSeen::Quiet;
         }
         let big_set = &self.big_set;

@@ -4,25 +4,10 @@
 //! program's end, not a missing process: `Manager::new_spawned` manages
 //! it as ended, where `Manager::new` (pids the user named) refuses it.
 
-use pinsight_sched::{Config, ManageError, Manager, NoSf};
-use pinsight_sched_model::{Capacity, Cpu, Policy};
+use pinsight_sched::{ManageError, Manager, NoSf};
 use pinsight_sys::fsroot::FsRoot;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-fn cfg() -> Config {
-    Config {
-        policy: Policy::aarr(0.05),
-        period: Duration::from_millis(50),
-        capacity: Capacity {
-            big: vec![Cpu::new(0)],
-            small: vec![Cpu::new(1)],
-        },
-        follow_children: true,
-        group_children: true,
-        orphans_of: None,
-    }
-}
 
 #[test]
 fn a_child_that_has_ended_already_is_managed_as_ended() {
@@ -37,13 +22,24 @@ fn a_child_that_has_ended_already_is_managed_as_ended() {
     let live = slow.id() as i32;
     // A pid the user named must exist.
     assert_eq!(
-        Manager::new(FsRoot::live(), cfg(), &[gone, live], Box::new(NoSf)).err(),
+        Manager::new(
+            FsRoot::live(),
+            crate::aarr_on_cpus_0_and_1(),
+            &[gone, live],
+            Box::new(NoSf)
+        )
+        .err(),
         Some(ManageError::NoProcess { pid: gone })
     );
     // The caller's own children, one already reaped: managed, positions
     // in order, the ended one never alive.
-    let mut m = Manager::new_spawned(FsRoot::live(), cfg(), &[gone, live], Box::new(NoSf))
-        .expect("a child that has ended is no error");
+    let mut m = Manager::new_spawned(
+        FsRoot::live(),
+        crate::aarr_on_cpus_0_and_1(),
+        &[gone, live],
+        Box::new(NoSf),
+    )
+    .expect("a child that has ended is no error");
     assert!(m.step(), "the sleeping child is alive");
     slow.wait().unwrap();
     let mut alive = true;
@@ -56,10 +52,21 @@ fn a_child_that_has_ended_already_is_managed_as_ended() {
     }
     assert!(!alive, "both children have ended");
     // Only the ended ones: still a manager, nothing alive.
-    let mut m = Manager::new_spawned(FsRoot::live(), cfg(), &[gone], Box::new(NoSf)).unwrap();
+    let mut m = Manager::new_spawned(
+        FsRoot::live(),
+        crate::aarr_on_cpus_0_and_1(),
+        &[gone],
+        Box::new(NoSf),
+    )
+    .unwrap();
     assert!(!m.step());
     assert!(matches!(
-        Manager::new_spawned(FsRoot::live(), cfg(), &[], Box::new(NoSf)),
+        Manager::new_spawned(
+            FsRoot::live(),
+            crate::aarr_on_cpus_0_and_1(),
+            &[],
+            Box::new(NoSf)
+        ),
         Err(ManageError::Empty)
     ));
 }

@@ -10,6 +10,23 @@ mod sf_report;
 mod spawned_gone;
 mod unreadable_thread;
 
+/// AARR (5% swaps) every 50 ms, CPU 0 big and CPU 1 small, following and
+/// grouping the programs' children, no orphans taken in.
+pub(crate) fn aarr_on_cpus_0_and_1() -> pinsight_sched::Config {
+    use pinsight_sched_model::{Capacity, Cpu, Policy};
+    pinsight_sched::Config {
+        policy: Policy::aarr(0.05),
+        period: std::time::Duration::from_millis(50),
+        capacity: Capacity {
+            big: vec![Cpu::new(0)],
+            small: vec![Cpu::new(1)],
+        },
+        follow_children: true,
+        group_children: true,
+        orphans_of: None,
+    }
+}
+
 /// The first two CPUs this process may use, or `None` (the test skipped,
 /// saying `why`) with fewer.
 pub(crate) fn two_usable_cpus(why: &str) -> Option<(usize, usize)> {

@@ -3,8 +3,7 @@
 //! (a thread marked gone is never sampled again, and its time would be
 //! lost for the rest of the run).
 
-use pinsight_sched::{Config, Manager, NoSf};
-use pinsight_sched_model::{Capacity, Cpu, Policy};
+use pinsight_sched::{Manager, NoSf};
 use pinsight_sys::fsroot::FsRoot;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -23,18 +22,8 @@ fn a_thread_unreadable_for_a_period_is_sampled_again() {
     let task = dir.path().join(format!("proc/{pid}/task/{pid}"));
     std::fs::create_dir_all(&task).unwrap();
     let fs = FsRoot::at(dir.path()).unwrap();
-    let cfg = Config {
-        policy: Policy::aarr(0.05),
-        period: Duration::from_millis(50),
-        capacity: Capacity {
-            big: vec![Cpu::new(0)],
-            small: vec![Cpu::new(1)],
-        },
-        follow_children: false,
-        group_children: false,
-        orphans_of: None,
-    };
-    let mut m = Manager::new_spawned(fs, cfg, &[pid], Box::new(NoSf)).unwrap();
+    let mut m =
+        Manager::new_spawned(fs, crate::aarr_on_cpus_0_and_1(), &[pid], Box::new(NoSf)).unwrap();
     // Listed, but its stat unreadable: still alive, not sampled.
     assert!(m.step());
     // Readable from the next period on: utime 5 and stime 3 ticks, last
