@@ -221,37 +221,14 @@ pub fn disturbed_attempts(runs: &[RunLine]) -> BTreeMap<usize, usize> {
 /// already written) does not cover, appending each run to `journal`.
 /// `interrupted` is polled between and after runs; `progress` sees one
 /// step per run (begun and ended by the caller, who names the task).
+///
+/// A slot runs again, at once and up to `rerun_disturbed` times, while its
+/// run is flagged disturbed ([`pinsight_measure::Disturbance::disturbed`]):
+/// every attempt is journaled, and the latest attempt of a slot is the one
+/// analysed. On a resume the disturbed attempts in `previous` count against
+/// the limit.
 #[allow(clippy::too_many_arguments)] // the loop's whole state; a struct would only rename them
 pub fn execute(
-    header: &Header,
-    previous: &[RunLine],
-    journal: &mut JournalWriter,
-    exec: &mut dyn Executor,
-    progress: &mut dyn Progress,
-    gate: &mut dyn Gate,
-    ignore_failure: bool,
-    interrupted: &dyn Fn() -> bool,
-) -> Outcome {
-    execute_with(
-        header,
-        previous,
-        journal,
-        exec,
-        progress,
-        gate,
-        ignore_failure,
-        0,
-        interrupted,
-    )
-}
-
-/// [`execute`] that runs a slot again, at once and up to `rerun_disturbed`
-/// times, while its run is flagged disturbed
-/// ([`pinsight_measure::Disturbance::disturbed`]): every attempt is
-/// journaled, and the latest attempt of a slot is the one analysed. On a
-/// resume the disturbed attempts in `previous` count against the limit.
-#[allow(clippy::too_many_arguments)] // execute's arguments and the rerun limit
-pub fn execute_with(
     header: &Header,
     previous: &[RunLine],
     journal: &mut JournalWriter,
@@ -302,7 +279,7 @@ enum Attempt {
     Again,
 }
 
-/// The state of [`execute_with`]'s loop over the slots.
+/// The state of [`execute`]'s loop over the slots.
 struct SlotRunner<'a> {
     header: &'a Header,
     journal: &'a mut JournalWriter,

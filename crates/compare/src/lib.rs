@@ -49,12 +49,11 @@ pub use analysis::{
 };
 pub use design::{schedule, Phase, Slot};
 pub use experiment::{
-    execute, execute_with, Always, Executor, ExperimentError, Gate, LiveExecutor, Outcome,
-    SwitchError,
+    execute, Always, Executor, ExperimentError, Gate, LiveExecutor, Outcome, SwitchError,
 };
 pub use journal::{
     ArmHeader, ArmPlan, Difference, Field, Header, Journal, JournalWriter, Machine, MachineKind,
     NotApplicable, RankTime, RankTimes, RunLine, RunOutputRef,
 };
-pub use setup::{setup, setup_with, Extension, GovernorProbe, Request, Setup, SetupError};
+pub use setup::{setup, Extension, GovernorProbe, Request, Setup, SetupError};
 pub use verdict::{Advice, Caveat, Decision, Verdict};

@@ -181,7 +181,7 @@ impl Session {
         if req.threads.is_none() {
             req.threads = Some(default_threads(&usable));
         }
-        let plan = setup::setup_with(
+        let plan = setup::setup(
             cfg.topology,
             &req,
             &probe,
@@ -302,7 +302,7 @@ impl Session {
         stop: &dyn Fn() -> bool,
     ) -> Result<Finished, SessionError> {
         let stopped = std::cell::Cell::new(false);
-        let outcome = experiment::execute_with(
+        let outcome = experiment::execute(
             &self.header,
             &self.previous_runs,
             &mut self.writer,

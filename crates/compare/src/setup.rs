@@ -294,29 +294,10 @@ pub fn probe_governors(
     })
 }
 
-/// Plans every requested policy; builds the header. Pure.
+/// Plans every requested policy; builds the header. Pure. `ext` is for an
+/// experiment built on compare (per-arm threads, the experiment's kind and
+/// identity); plain compare passes [`Extension::default`].
 pub fn setup(
-    topo: &Topology,
-    req: &Request,
-    governors: &GovernorProbe,
-    machine: Machine,
-    is_env_set: &dyn Fn(&str) -> bool,
-    created: String,
-) -> Result<Setup, SetupError> {
-    setup_with(
-        topo,
-        req,
-        governors,
-        machine,
-        is_env_set,
-        created,
-        &Extension::default(),
-    )
-}
-
-/// [`setup`] for an experiment built on compare ([`Extension`]: per-arm
-/// threads, the experiment's kind and identity). Pure.
-pub fn setup_with(
     topo: &Topology,
     req: &Request,
     governors: &GovernorProbe,

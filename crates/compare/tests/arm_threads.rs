@@ -3,7 +3,7 @@
 //! on the recorded i7-1370P; compare's own headers are unchanged.
 
 use pinsight_compare::journal::{Field, Header, Journal, JournalWriter};
-use pinsight_compare::setup::{setup, setup_with, Extension, GovernorProbe, Request, SetupError};
+use pinsight_compare::setup::{setup, Extension, GovernorProbe, Request, SetupError};
 use pinsight_compare::Machine;
 use pinsight_model::Topology;
 use pinsight_sys::FsRoot;
@@ -45,7 +45,7 @@ fn tune_ext(threads: Vec<usize>) -> Extension {
 
 fn build(req: &Request, ext: &Extension) -> Result<Header, SetupError> {
     let t = laptop();
-    setup_with(
+    setup(
         &t,
         req,
         &probe(),
@@ -137,17 +137,7 @@ fn a_compare_journal_and_a_tune_journal_never_resume_each_other() {
 fn compare_headers_are_unchanged() {
     let req = request(&["os", "p-set"]);
     let t = laptop();
-    let plain = setup(
-        &t,
-        &req,
-        &probe(),
-        Machine::default(),
-        &|_| false,
-        "2025-01-01T00:00:00Z".into(),
-    )
-    .unwrap()
-    .header;
-    assert_eq!(plain, build(&req, &Extension::default()).unwrap());
+    let plain = build(&req, &Extension::default()).unwrap();
     assert_eq!(plain.threads, Some(t.usable().len()));
     assert!(plain.arms.iter().all(|a| a.plan.threads == 20));
     let json = serde_json::to_string(&plain).unwrap();

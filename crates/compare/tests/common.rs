@@ -79,7 +79,9 @@ pub fn header(
 /// Runs every slot of `h` on `exec` into `w` from the start (nothing
 /// journaled before, a failure stops it, never interrupted).
 pub fn execute_all(h: &Header, w: &mut JournalWriter, exec: &mut dyn Executor) -> Outcome {
-    execute(h, &[], w, exec, &mut Silent, &mut Always, false, &|| false)
+    execute(h, &[], w, exec, &mut Silent, &mut Always, false, 0, &|| {
+        false
+    })
 }
 
 /// The experiment `h` on `exec` in a fresh journal: how it ended, and the

@@ -143,6 +143,7 @@ fn run_all(
         &mut Silent,
         &mut Always,
         ignore,
+        0,
         &|| false,
     )
 }
@@ -700,7 +701,7 @@ fn run_disturbed(
         times,
         seen: Default::default(),
     };
-    let out = pinsight_compare::experiment::execute_with(
+    let out = pinsight_compare::experiment::execute(
         h,
         previous,
         w,
