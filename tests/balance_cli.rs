@@ -8,7 +8,7 @@ use crate::common_cli;
 
 use crate::common_cmd::{assert_exit, assert_fits_80, assert_one_line, on_fsroot, words};
 use common_cli::*;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 /// The tests here that move threads (or restore them) take this first:
 /// a balance that moves holds the machine-wide lock, and a second one at
@@ -18,21 +18,11 @@ fn moving() -> std::sync::MutexGuard<'static, ()> {
     MOVING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Processes the test started, killed on every exit path.
-struct Procs(Vec<Child>);
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+use pinsight_testkit::Children as Procs;
 
-impl Procs {
-    fn pids(&self) -> Vec<String> {
-        self.0.iter().map(|c| c.id().to_string()).collect()
-    }
+/// The PIDs of `procs` as `--pids` and `/proc` take them.
+fn pid_texts(procs: &Procs) -> Vec<String> {
+    procs.pids().iter().map(u32::to_string).collect()
 }
 
 /// `n` sleeping processes on `cpus` (a taskset list), their mask set.
@@ -100,7 +90,7 @@ fn bad_input_is_one_line_and_exit_2() {
     // which --pids refuses first).
     let sleeper = Procs(vec![Command::new("sleep").arg("60").spawn().unwrap()]);
     refused(
-        &["--pids", &sleeper.pids()[0], "--cpus", "100000"],
+        &["--pids", &pid_texts(&sleeper)[0], "--cpus", "100000"],
         2,
         "--cpus: CPUs 100000 are not usable",
     );
@@ -128,7 +118,7 @@ fn a_dry_run_changes_nothing_and_writes_no_state() {
         pinsight_testkit::skip_test!("needs two usable CPUs");
     };
     let procs = sleepers(3, &a.to_string());
-    let pids = procs.pids().join(",");
+    let pids = pid_texts(&procs).join(",");
     let line = format!("balance --pids {pids} --cpus {a},{b} --interval 0 --dry-run");
     let o = pinsight(&words(&line))
         .env("XDG_STATE_HOME", "/nonexistent-pinsight-state")
@@ -140,7 +130,7 @@ fn a_dry_run_changes_nothing_and_writes_no_state() {
     );
     assert!(o.stdout.contains("would move"), "{}", o.stdout);
     assert!(!o.stdout.contains("saved"), "{}", o.stdout);
-    for p in procs.pids() {
+    for p in pid_texts(&procs) {
         assert_eq!(affinity(&p), a.to_string());
     }
     assert_fits_80(&o.stdout);
@@ -153,7 +143,7 @@ fn pids_are_spread_saved_and_restored() {
         pinsight_testkit::skip_test!("needs two usable CPUs");
     };
     let procs = sleepers(4, &a.to_string());
-    let pids = procs.pids().join(",");
+    let pids = pid_texts(&procs).join(",");
     let state_home = tempfile::tempdir().unwrap();
     let line = format!("--json balance --pids {pids} --cpus {a},{b} --interval 200ms");
     let o = pinsight(&words(&line))
@@ -166,7 +156,7 @@ fn pids_are_spread_saved_and_restored() {
         "{state}"
     );
     assert!(doc["load_before"]["cpus"].is_array() && doc["load_after"]["cpus"].is_array());
-    let after: Vec<String> = procs.pids().iter().map(|p| affinity(p)).collect();
+    let after: Vec<String> = pid_texts(&procs).iter().map(|p| affinity(p)).collect();
     assert_eq!(
         after.iter().filter(|s| **s == a.to_string()).count(),
         2,
@@ -179,7 +169,7 @@ fn pids_are_spread_saved_and_restored() {
     );
     let o = ok(&["balance", "--restore", &state]);
     assert!(o.stdout.contains("restored 2 thread(s)"), "{}", o.stdout);
-    for p in procs.pids() {
+    for p in pid_texts(&procs) {
         assert_eq!(affinity(&p), a.to_string());
     }
 }
@@ -202,7 +192,7 @@ fn match_with_threads_moves_each_thread() {
         pinsight_testkit::skip_test!("python3 is not installed");
     };
     let procs = Procs(vec![child]);
-    let pid = procs.pids()[0].clone();
+    let pid = pid_texts(&procs)[0].clone();
     std::thread::sleep(std::time::Duration::from_millis(500));
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("s.json");
@@ -266,7 +256,7 @@ fn a_refused_move_puts_back_what_was_moved() {
         .unwrap();
     let procs = Procs(vec![mine, roots]);
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let pids = procs.pids();
+    let pids = pid_texts(&procs);
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(
         dir.path(),
@@ -342,7 +332,7 @@ fn a_cgroups_processes_are_spread() {
         dir: dir.clone(),
         procs: sleepers(2, &a.to_string()),
     };
-    for p in cg.procs.pids() {
+    for p in pid_texts(&cg.procs) {
         std::fs::write(dir.join("cgroup.procs"), &p).expect("move into the test cgroup");
     }
     let state = tempfile::tempdir().unwrap();
@@ -351,11 +341,11 @@ fn a_cgroups_processes_are_spread() {
     let line = format!("--cpus {a},{b} --interval 0");
     argv.extend(with_state(&line, &state));
     let o = ok(&argv);
-    let mut got: Vec<String> = cg.procs.pids().iter().map(|p| affinity(p)).collect();
+    let mut got: Vec<String> = pid_texts(&cg.procs).iter().map(|p| affinity(p)).collect();
     got.sort();
     assert_eq!(got, vec![a.to_string(), b.to_string()], "{}", o.stdout);
     ok(&["balance", "--restore", state.to_str().unwrap()]);
-    for p in cg.procs.pids() {
+    for p in pid_texts(&cg.procs) {
         assert_eq!(affinity(&p), a.to_string());
     }
 }
@@ -375,7 +365,7 @@ fn match_selects_like_pgrep_and_never_pinsights_ancestors() {
     let exe = dir.path().join(&name);
     std::os::unix::fs::symlink(which("sleep"), &exe).unwrap();
     let sleeper = Procs(vec![Command::new(&exe).arg("60").spawn().unwrap()]);
-    let want = sleeper.pids();
+    let want = pid_texts(&sleeper);
     std::thread::sleep(std::time::Duration::from_millis(100));
     let bin = env!("CARGO_BIN_EXE_pinsight");
     let under_sh = |extra: &str, json: bool| {
@@ -452,7 +442,7 @@ fn a_second_balance_is_refused_naming_the_first() {
     };
     let _moving = moving();
     let procs = sleepers(1, &format!("{a},{b}"));
-    let pid = procs.pids()[0].clone();
+    let pid = pid_texts(&procs)[0].clone();
     let held = pinsight_sys::machine_lock::MachineLock::acquire("pinsight-balance.lock").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("s.json");
@@ -550,7 +540,7 @@ fn a_signal_in_any_phase_exits_128_plus_n_and_names_the_undo() {
         (libc::SIGTERM, 143, true),
     ] {
         let procs = sleepers(1, &cpus);
-        let pid = procs.pids()[0].clone();
+        let pid = pid_texts(&procs)[0].clone();
         let home = tempfile::tempdir().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_pinsight"))
             .args(words(&format!(
@@ -720,7 +710,7 @@ fn watch_places_new_tasks_and_puts_everything_back_at_the_end() {
     assert_eq!(end["intervals"], 5, "{}", o.stdout);
     assert_eq!(end["state_removed"], true, "{}", o.stdout);
     assert!(!state.exists());
-    let pids = procs.pids();
+    let pids = pid_texts(&procs);
     for p in &pids[..2] {
         assert_eq!(affinity(p), a.to_string(), "PID {p} not put back");
     }

@@ -125,7 +125,7 @@ fn balance_by_capacity_evens_the_normalised_load() {
     eprintln!("pinsight load, E/P normalised: {load_before:.2} before, {load_after:.2} after");
     // And the saved state puts them back where they were.
     restore(&state);
-    for (i, pid) in tasks.pids().enumerate() {
+    for (i, pid) in tasks.pids().into_iter().enumerate() {
         let want = if i % 2 == 0 { p } else { e };
         assert_eq!(
             pinsight_testkit::allowed_list_of(pid),

@@ -6,26 +6,11 @@
 
 use crate::common_live::entry;
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-/// The tasks, killed on every exit path.
-pub struct Tasks(Vec<Child>);
-
-impl Tasks {
-    /// Their PIDs, in start order (even: on `p`, odd: on `e`).
-    pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
-        self.0.iter().map(Child::id)
-    }
-}
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+/// The tasks, killed on every exit path; their PIDs in start order (even:
+/// on `p`, odd: on `e`).
+pub use pinsight_testkit::Children as Tasks;
 
 /// Whether python3 runs here (the tasks are python3 loops).
 pub fn has_python() -> bool {

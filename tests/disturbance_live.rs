@@ -4,6 +4,7 @@
 //! outside it are not (checked when nothing else loads that CPU).
 
 use crate::common_live::{entry, start_on};
+use pinsight_testkit::Children;
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -27,15 +28,6 @@ fn background(cpu: usize, d: Duration) -> f64 {
     std::thread::sleep(d);
     let ticks = busy() - b;
     ticks as f64 / pinsight_sys::procfs::clock_ticks() as f64 / t.elapsed().as_secs_f64()
-}
-
-/// Kills the busy loop on every exit path.
-struct Busy(std::process::Child);
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn cpu_share(run: &Value, cpu: usize) -> f64 {
@@ -63,7 +55,8 @@ fn compare_flags_the_runs_a_busy_loop_disturbed() {
         .stdin(Stdio::null());
     start_on(&mut loop_cmd, &[busy_cpu]);
     let window_start = unix_now();
-    let mut busy = Some(Busy(loop_cmd.spawn().unwrap()));
+    // Killed on every exit path.
+    let mut busy = Some(Children(vec![loop_cmd.spawn().unwrap()]));
 
     // 12 runs of 0.25 s; the loop stops after about 1.5 s of them.
     let compare = Command::new(BIN)

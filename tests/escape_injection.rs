@@ -11,7 +11,7 @@ use crate::common_cli;
 
 use common_cli::*;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The name: an OSC window title then "erase display".
@@ -33,15 +33,8 @@ fn renamed_spinner(secs: u32) -> String {
     )
 }
 
-/// The spinning process, killed when the test ends.
-struct Spinner(Child);
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+// The spinning process, killed when the test ends.
+use pinsight_testkit::Children as Spinner;
 
 /// Starts [`renamed_spinner`] and waits until its name is [`EVIL`].
 fn spinner() -> Spinner {
@@ -52,8 +45,8 @@ fn spinner() -> Spinner {
         .stderr(Stdio::null())
         .spawn()
         .expect("sh starts");
-    let s = Spinner(child);
-    let comm = format!("/proc/{}/comm", s.0.id());
+    let s = Spinner(vec![child]);
+    let comm = format!("/proc/{}/comm", s.0[0].id());
     let start = Instant::now();
     loop {
         let now = std::fs::read_to_string(&comm).unwrap_or_default();
@@ -104,7 +97,7 @@ fn two_cpus() -> Option<(usize, usize)> {
 #[test]
 fn a_process_named_with_escapes_reaches_no_terminal_live() {
     let evil = spinner();
-    let pid = evil.0.id().to_string();
+    let pid = evil.0[0].id().to_string();
 
     // load: the spinner is the busiest thread of its CPU.
     let o = pinsight(&["load", "--once", "--interval", "500ms", "--top", "50"]).run();

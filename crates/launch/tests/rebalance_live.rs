@@ -6,18 +6,10 @@ use pinsight_cpuset::CpuSet;
 use pinsight_launch::rebalance::{self, select::Selector, Outcome, Request};
 use pinsight_sys::FsRoot;
 use pinsight_testkit::progress::Recorder;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
-struct Procs(Vec<Child>);
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+use pinsight_testkit::Children as Procs;
 
 #[test]
 fn progress_dry_run_apply_and_restore() {
@@ -38,7 +30,7 @@ fn progress_dry_run_apply_and_restore() {
     );
     // taskset sets the mask, then execs sleep: let it.
     std::thread::sleep(Duration::from_millis(200));
-    let pids: Vec<i32> = procs.0.iter().map(|c| c.id() as i32).collect();
+    let pids: Vec<i32> = procs.pids().iter().map(|&p| p as i32).collect();
     let fs = FsRoot::live();
     let topo = pinsight_topology::discover::discover(&fs);
     let dir = tempfile::tempdir().unwrap();

@@ -242,6 +242,26 @@ pub fn test_path(module: &str, name: &str) -> String {
     }
 }
 
+/// Processes a test started, killed and reaped on every exit path (a
+/// failed assertion included), so that no test leaves one behind.
+pub struct Children(pub Vec<std::process::Child>);
+
+impl Children {
+    /// Their PIDs, in start order.
+    pub fn pids(&self) -> Vec<u32> {
+        self.0.iter().map(std::process::Child::id).collect()
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// A process-wide lock for tests whose assertions are about time or CPU
 /// shares (fair shares, prompt exits, speedups): holding it, a test runs
 /// alone in its binary, so its sibling tests' busy programs never compete
