@@ -28,18 +28,10 @@ fn tune_pi(topo: &Topology) {
     let journal = d.path().join("tune.jsonl");
     let s = TuneSession::open(TuneConfig {
         request: TuneRequest {
-            command: vec!["sh".into(), "-c".into(), script],
-            within: topo.usable(),
             runs: 1,
             warmup: 0,
             seed: 5,
-            timeout: None,
-            pinned: false,
-            budget: None,
-            validate: 2,
-            metric: None,
-            disturbance_threshold: 0.05,
-            rerun_disturbed: 0,
+            ..TuneRequest::new(vec!["sh".into(), "-c".into(), script], topo.usable())
         },
         topology: topo,
         measure_fs: FsRoot::live(),

@@ -95,6 +95,30 @@ pub struct TuneRequest {
     pub rerun_disturbed: usize,
 }
 
+impl TuneRequest {
+    /// `command` tuned on `within` as `pinsight tune` does without flags:
+    /// 3 runs and 1 warm-up per configuration, the fit's default seed,
+    /// threads floating in each configuration's CPUs, no timeout or
+    /// budget, 2 validation configurations, wall time as the cost, and
+    /// compare's disturbance threshold with no reruns.
+    pub fn new(command: Vec<String>, within: CpuSet) -> TuneRequest {
+        TuneRequest {
+            command,
+            within,
+            runs: 3,
+            warmup: 1,
+            seed: FitOptions::default().seed,
+            timeout: None,
+            pinned: false,
+            budget: None,
+            validate: 2,
+            metric: None,
+            disturbance_threshold: pinsight_measure::disturbance::DEFAULT_THRESHOLD,
+            rerun_disturbed: 0,
+        }
+    }
+}
+
 /// Where the design journal goes.
 #[derive(Clone, Debug)]
 pub enum TuneJournal {
@@ -359,20 +383,16 @@ pub fn read_request(path: &Path) -> Result<TuneRequest, TuneError> {
     let (_, journal) = design_journal(path)?;
     let h = &journal.header;
     let id = Identity::of(h).ok_or_else(|| TuneError::BadIdentity { path: path.into() })?;
+    // The budget, the validation and the disturbance rule are not part of
+    // the experiment: each invocation gives its own (else the defaults).
     Ok(TuneRequest {
-        command: h.command.clone(),
-        within: id.within,
         runs: h.runs,
         warmup: h.warmup,
         seed: h.seed,
         timeout: h.timeout_s.map(Duration::from_secs_f64),
         pinned: id.pinned,
-        budget: None,
-        validate: 2,
         metric: h.metrics.first().cloned(),
-        // Not part of the experiment: each invocation gives its own.
-        disturbance_threshold: pinsight_measure::disturbance::DEFAULT_THRESHOLD,
-        rerun_disturbed: 0,
+        ..TuneRequest::new(h.command.clone(), id.within)
     })
 }
 

@@ -14,7 +14,7 @@ use pinsight_measure::energy::Rapl;
 use pinsight_model::Topology;
 use pinsight_sys::progress::Progress;
 use pinsight_sys::FsRoot;
-use pinsight_tune_model::{FitOptions, Goal};
+use pinsight_tune_model::Goal;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -191,22 +191,19 @@ fn request_of(
                 Some(mask) => mask.intersection(&topology.usable()),
                 None => topology.usable(),
             };
+            let command = command.iter().map(|a| a.to_string_lossy().into_owned());
+            let d = TuneRequest::new(command.collect(), within);
             let request = TuneRequest {
-                command: command
-                    .iter()
-                    .map(|a| a.to_string_lossy().into_owned())
-                    .collect(),
-                within,
-                runs: runs.unwrap_or(3),
-                warmup: warmup.unwrap_or(1),
-                seed: seed.unwrap_or(FitOptions::default().seed),
-                timeout: None,
+                runs: runs.unwrap_or(d.runs),
+                warmup: warmup.unwrap_or(d.warmup),
+                seed: seed.unwrap_or(d.seed),
                 pinned: *pinned,
                 budget: req.budget,
-                validate: req.validate.unwrap_or(2),
+                validate: req.validate.unwrap_or(d.validate),
                 metric: metrics.iter().find(|m| !m.optional).cloned(),
                 disturbance_threshold: threshold(req),
-                rerun_disturbed: req.rerun_disturbed.unwrap_or(0),
+                rerun_disturbed: req.rerun_disturbed.unwrap_or(d.rerun_disturbed),
+                ..d
             };
             let journal = match journal {
                 Some(p) if p.exists() => return Err(LiveError::JournalExists { path: p.clone() }),

@@ -27,18 +27,11 @@ fn probe(topo: &Topology) -> (Seen, Seen) {
     );
     let s = TuneSession::open(TuneConfig {
         request: TuneRequest {
-            command: vec!["sh".into(), "-c".into(), script],
-            within: topo.usable(),
             runs: 1,
             warmup: 0,
             seed: 3,
-            timeout: None,
-            pinned: false,
-            budget: None,
             validate: 0,
-            metric: None,
-            disturbance_threshold: 0.05,
-            rerun_disturbed: 0,
+            ..TuneRequest::new(vec!["sh".into(), "-c".into(), script], topo.usable())
         },
         topology: topo,
         measure_fs: FsRoot::live(),

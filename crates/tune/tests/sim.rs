@@ -35,19 +35,12 @@ fn fixture(rel: &str) -> Topology {
 }
 
 fn request(topo: &Topology, runs: usize) -> TuneRequest {
+    let command = vec!["my-program".into(), "--size".into(), "3".into()];
     TuneRequest {
-        command: vec!["my-program".into(), "--size".into(), "3".into()],
-        within: topo.usable(),
         runs,
         warmup: 0,
         seed: 42,
-        timeout: None,
-        pinned: false,
-        budget: None,
-        validate: 2,
-        metric: None,
-        disturbance_threshold: 0.05,
-        rerun_disturbed: 0,
+        ..TuneRequest::new(command, topo.usable())
     }
 }
 
