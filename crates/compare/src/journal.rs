@@ -828,7 +828,7 @@ impl JournalWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord};
+    use pinsight_measure::CounterMetrics;
 
     #[test]
     fn a_difference_names_the_input_that_sets_it() {
@@ -939,19 +939,11 @@ mod tests {
             output: None,
             metrics: BTreeMap::new(),
             record: RunRecord {
-                wall_s: wall,
                 user_s: 0.001,
-                sys_s: 0.0,
                 max_rss_kib: 1000,
                 max_rss_floor_kib: 900,
-                exit: ExitStatusRecord {
-                    code: Some(0),
-                    signal: None,
-                },
-                timed_out: false,
                 counters,
-                energy: EnergyMetrics::unavailable("no RAPL"),
-                disturbance: None,
+                ..RunRecord::exited_ok(wall, "no RAPL")
             },
         }
     }

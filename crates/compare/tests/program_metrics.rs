@@ -13,7 +13,7 @@ use pinsight_compare::output::{CaptureError, Kept};
 use pinsight_compare::program_metric::{self, figures_in, Better, MetricSpec};
 use pinsight_compare::{Advice, Decision, Slot};
 use pinsight_cpuset::CpuSet;
-use pinsight_measure::{CounterMetrics, EnergyMetrics, ExitStatusRecord, RunError, RunRecord};
+use pinsight_measure::{RunError, RunRecord};
 
 fn fixture(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -141,20 +141,13 @@ impl Executor for FixedTime {
             text,
         });
         let stretched = self.loaded && slot.arm == 1 && slot.index.is_multiple_of(3);
+        let wall = (1.0 + 0.001 * jitter) * if stretched { 1.06 } else { 1.0 };
         Ok(RunRecord {
-            wall_s: (1.0 + 0.001 * jitter) * if stretched { 1.06 } else { 1.0 },
             user_s: 1.9,
             sys_s: 0.01,
             max_rss_kib: 5000,
             max_rss_floor_kib: 1000,
-            disturbance: None,
-            exit: ExitStatusRecord {
-                code: Some(0),
-                signal: None,
-            },
-            timed_out: false,
-            counters: CounterMetrics::unavailable("test"),
-            energy: EnergyMetrics::unavailable("test"),
+            ..RunRecord::exited_ok(wall, "test")
         })
     }
     fn take_output(&mut self) -> Option<Result<Kept, CaptureError>> {

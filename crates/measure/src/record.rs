@@ -101,6 +101,28 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A run of `wall_s` seconds that exited with status 0 and of which
+    /// nothing else was measured: no CPU time or RSS (0), no timeout,
+    /// counters and energy unavailable for `why`, disturbance not
+    /// measured. What a simulated run starts from.
+    pub fn exited_ok(wall_s: f64, why: &str) -> RunRecord {
+        RunRecord {
+            wall_s,
+            user_s: 0.0,
+            sys_s: 0.0,
+            max_rss_kib: 0,
+            max_rss_floor_kib: 0,
+            exit: ExitStatusRecord {
+                code: Some(0),
+                signal: None,
+            },
+            timed_out: false,
+            counters: CounterMetrics::unavailable(why),
+            energy: EnergyMetrics::unavailable(why),
+            disturbance: None,
+        }
+    }
+
     /// Every counter and energy metric with its JSON name, for a journal
     /// that writes some of them once in its header (see
     /// [`crate::Metric::omitted`]).

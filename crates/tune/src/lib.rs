@@ -1127,9 +1127,7 @@ mod tests {
     /// A run of `c` of one second (a fixed-duration program) that reads
     /// `rate` events/s.
     fn fixed_run(slot: usize, arm: &str, rate: f64) -> RunLine {
-        use pinsight_measure::{
-            CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunRecord,
-        };
+        use pinsight_measure::{Metric, RunRecord};
         RunLine {
             slot,
             arm: arm.into(),
@@ -1137,19 +1135,10 @@ mod tests {
             rep: 0,
             started_unix: 0.0,
             record: RunRecord {
-                wall_s: 1.0 + 0.001 * (slot % 3) as f64,
                 user_s: 1.0,
-                sys_s: 0.0,
                 max_rss_kib: 1,
                 max_rss_floor_kib: 1,
-                exit: ExitStatusRecord {
-                    code: Some(0),
-                    signal: None,
-                },
-                timed_out: false,
-                counters: CounterMetrics::unavailable("test"),
-                energy: EnergyMetrics::unavailable("test"),
-                disturbance: None,
+                ..RunRecord::exited_ok(1.0 + 0.001 * (slot % 3) as f64, "test")
             },
             ranks: None,
             metrics: [("events/s".to_string(), Metric::Value(rate))].into(),

@@ -11,9 +11,7 @@
 
 use pinsight_compare::experiment::{Executor, SwitchError};
 use pinsight_compare::Slot;
-use pinsight_measure::{
-    CounterMetrics, EnergyMetrics, ExitStatusRecord, Metric, RunError, RunRecord,
-};
+use pinsight_measure::{EnergyMetrics, Metric, RunError, RunRecord};
 use pinsight_tune_model::{Config, ModelKind, Theta};
 use std::str::FromStr;
 
@@ -262,19 +260,9 @@ impl SimExecutor {
             None => EnergyMetrics::unavailable(NO_POWER_MODEL),
         };
         RunRecord {
-            wall_s: wall,
             user_s: wall * f64::from(c.threads()),
-            sys_s: 0.0,
-            max_rss_kib: 0,
-            max_rss_floor_kib: 0,
-            exit: ExitStatusRecord {
-                code: Some(0),
-                signal: None,
-            },
-            timed_out: false,
-            counters: CounterMetrics::unavailable("simulated run"),
             energy,
-            disturbance: None,
+            ..RunRecord::exited_ok(wall, "simulated run")
         }
     }
 }
