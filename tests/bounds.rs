@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 fn cmd(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
+    crate::common_signals::at_default(&mut c);
     c.args(args)
         .env_remove("PINSIGHT_FSROOT")
         .env_remove("PINSIGHT_KINDS")

@@ -48,12 +48,9 @@ pub fn text(b: &[u8]) -> String {
 }
 
 /// pinsight in `dir`, stdin closed, none of the machine, kinds, width or
-/// test-only variables of the caller's environment, and SIGINT at its
-/// default: programs, like a shell, leave an inherited SIG_IGN alone
-/// (nohup, a background job of a non-interactive shell: how CI may start
-/// the suite), and Ctrl-C is tested as a terminal would deliver it.
+/// test-only variables of the caller's environment, and the signals a test
+/// delivers at their default ([`crate::common_signals::at_default`]).
 pub fn pinsight_in(dir: &Path) -> Command {
-    use std::os::unix::process::CommandExt;
     let mut c = Command::new(env!("CARGO_BIN_EXE_pinsight"));
     c.current_dir(dir).stdin(Stdio::null());
     for var in [
@@ -65,13 +62,7 @@ pub fn pinsight_in(dir: &Path) -> Command {
     ] {
         c.env_remove(var);
     }
-    // SAFETY: signal(2) is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
+    crate::common_signals::at_default(&mut c);
     c
 }
 

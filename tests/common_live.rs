@@ -99,8 +99,9 @@ pub fn start_on(c: &mut Command, cpus: &[usize]) {
 }
 
 /// A command restricted to `cpus` from its start, with no input, none of
-/// pinsight's variables from the test's environment, and SIGINT at its
-/// default whatever the test harness inherited.
+/// pinsight's variables from the test's environment, and the signals a
+/// test delivers at their default
+/// ([`crate::common_signals::at_default`]).
 pub fn on_cpus(program: impl AsRef<std::ffi::OsStr>, cpus: &[usize]) -> Command {
     let mut c = Command::new(program);
     start_on(&mut c, cpus);
@@ -108,13 +109,7 @@ pub fn on_cpus(program: impl AsRef<std::ffi::OsStr>, cpus: &[usize]) -> Command 
         .env_remove("PINSIGHT_FSROOT")
         .env_remove("PINSIGHT_KINDS")
         .env_remove("COLUMNS");
-    // SAFETY: signal(2) is async-signal-safe.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
+    crate::common_signals::at_default(&mut c);
     c
 }
 

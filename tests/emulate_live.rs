@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 /// at a load average of 8).
 fn pinsight() -> Command {
     let mut c = Command::new(BIN);
+    crate::common_signals::at_default(&mut c);
     super::emulate_dynamic_live::at_high_priority(&mut c);
     c
 }

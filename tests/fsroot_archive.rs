@@ -200,7 +200,8 @@ fn big_archive(path: &Path) {
 
 /// `pinsight --fsroot ARCHIVE topo` started with TMPDIR `tmp`.
 fn spawn_topo(archive: &Path, tmp: &Path) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_pinsight"))
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_pinsight"));
+    crate::common_signals::at_default(&mut c)
         .args(["--fsroot", archive.to_str().unwrap(), "topo"])
         .env("TMPDIR", tmp)
         .env_remove("PINSIGHT_FSROOT")

@@ -14,6 +14,7 @@
 mod common_emulation;
 mod common_live;
 mod common_operator;
+mod common_signals;
 
 mod balance_emulated_live;
 mod balance_live;

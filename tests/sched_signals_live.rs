@@ -8,7 +8,6 @@
 //! E-core (`--kinds`), as in tests/sched_live.rs.
 
 use crate::common_live::{named, pinsight_p_e, two_usable_cpus};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -44,18 +43,8 @@ fn sched(cpus: [usize; 2], dir: &std::path::Path) -> Child {
         .arg(script)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // The three signals at their default, whatever the harness inherited
-    // (CI may start the suite with SIGINT ignored; pinsight_p_e resets
-    // SIGINT, and so does this).
-    // SAFETY: signal(2) is async-signal-safe.
-    unsafe {
-        c.pre_exec(|| {
-            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                libc::signal(s, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
+    // The signals at their default whatever the harness inherited:
+    // pinsight_p_e starts it through on_cpus.
     c.spawn().unwrap()
 }
 

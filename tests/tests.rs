@@ -14,6 +14,7 @@
 mod common_cli;
 mod common_cmd;
 mod common_launch;
+mod common_signals;
 
 mod arms_cli;
 mod balance_cli;

@@ -120,17 +120,8 @@ fn ctrl_c_ends_a_watch_with_status_130() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // A user's Ctrl-C reaches a program whose SIGINT is at its default. A
-    // test run started in the background by a non-interactive shell (`cmd
-    // &`) inherits SIGINT ignored, and pinsight rightly keeps an ignored
-    // signal ignored: give the child the disposition a terminal gives it.
-    // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
+    // A user's Ctrl-C reaches a program whose SIGINT is at its default.
+    crate::common_signals::at_default(&mut cmd);
     let mut child = cmd.spawn().unwrap();
     // Wait until it has subscribed: the status line comes after the
     // signal handlers are in place and the group is joined.
