@@ -542,16 +542,15 @@ fn a_signal_in_any_phase_exits_128_plus_n_and_names_the_undo() {
         let procs = sleepers(1, &cpus);
         let pid = pid_texts(&procs)[0].clone();
         let home = tempfile::tempdir().unwrap();
-        let child =
-            crate::common_signals::at_default(&mut Command::new(env!("CARGO_BIN_EXE_pinsight")))
-                .args(words(&format!(
-                    "balance --pids {pid} --cpus {cpus} --interval 2s"
-                )))
-                .env("XDG_STATE_HOME", home.path())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
+        let child = crate::common_cmd::pinsight_in(home.path())
+            .args(words(&format!(
+                "balance --pids {pid} --cpus {cpus} --interval 2s"
+            )))
+            .env("XDG_STATE_HOME", home.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let id = child.id();
         let phase = || {

@@ -1558,15 +1558,10 @@ fn run_passes_interrupts_on_and_leaves_no_program_running() {
     ] {
         let marker = format!("7.{}{}", std::process::id(), want); // a sleep nobody else runs
         let cwd = tempfile::tempdir().unwrap();
-        let mut child = crate::common_signals::at_default(&mut std::process::Command::new(env!(
-            "CARGO_BIN_EXE_pinsight"
-        )))
-        .args(["run", policy, "--", "sleep", &marker])
-        .current_dir(cwd.path())
-        .env_remove("PINSIGHT_FSROOT")
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        let mut child = crate::common_cmd::pinsight_in(cwd.path())
+            .args(["run", policy, "--", "sleep", &marker])
+            .spawn()
+            .unwrap();
         // Waited for, not timed: the program started (pinsight's handlers
         // are in place before it starts). On a busy host a signal sent
         // sooner kills pinsight by the default action.
