@@ -219,8 +219,13 @@ fn watch(
         intervals: args.count,
     };
     let journal = Journal::stdout(g.json, g.quiet);
-    let only = args.irqs.as_deref();
-    let end = irq_watch::run_journaled(fs, only, target, caps, &opts, &state, journal)
-        .map_err(|e| irq_error(e, args))?;
+    let watch = irq_watch::Watch {
+        only: args.irqs.as_deref(),
+        target,
+        capacity: caps,
+        options: &opts,
+        state_path: &state,
+    };
+    let end = irq_watch::run_journaled(fs, &watch, journal).map_err(|e| irq_error(e, args))?;
     Ok(end.exit_code())
 }

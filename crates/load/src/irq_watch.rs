@@ -142,44 +142,54 @@ impl Saved {
     }
 }
 
+/// What the daemon keeps in place, and how: `irq --watch`'s request.
+#[derive(Clone, Copy)]
+pub struct Watch<'a> {
+    /// The IRQs named (those present at each interval); `None`: every
+    /// movable one.
+    pub only: Option<&'a [u32]>,
+    /// The rule.
+    pub target: &'a Target,
+    /// The online CPUs' relative capacities.
+    pub capacity: &'a BTreeMap<usize, f64>,
+    pub options: &'a Options,
+    /// The state file (what was moved, to put back).
+    pub state_path: &'a Path,
+}
+
 /// [`run`] with its journal on stdout (through [`pinsight_term::out`]):
 /// the opening line, a line per decision that is not quiet
 /// ([`Decision::is_quiet`]) and the ending, as `journal` writes them.
-pub fn run_journaled(
-    fs: &FsRoot,
-    only: Option<&[u32]>,
-    target: &Target,
-    capacity: &BTreeMap<usize, f64>,
-    opts: &Options,
-    state_path: &Path,
-    journal: Journal,
-) -> Result<End, IrqError> {
+pub fn run_journaled(fs: &FsRoot, watch: &Watch, journal: Journal) -> Result<End, IrqError> {
+    let (interval, state_path) = (watch.options.interval, watch.state_path);
     let say = |text: String| pinsight_term::out::stdout(format_args!("{text}"));
-    say(journal.start(|| view::irq_watch_start(opts.interval, state_path)));
+    say(journal.start(|| view::irq_watch_start(interval, state_path)));
     let mut line = |d: &Decision| {
         if !d.is_quiet() {
             say(journal.line(d, || view::irq_decision(d)));
         }
     };
-    let end = run(fs, only, target, capacity, opts, state_path, &mut line)?;
+    let end = run(fs, watch, &mut line)?;
     say(journal.end(&end, || view::irq_watch_end(&end, state_path)));
     Ok(end)
 }
 
-/// Runs the daemon until a signal (or `opts.intervals`): `only` the IRQs
-/// named (those present), else every movable one; `capacity` the online
-/// CPUs' relative capacities; the state in `state_path`. Errors: a rule
+/// Runs the daemon of `watch` until a signal (or `options.intervals`),
+/// telling `on_decision` each interval's decision. Errors: a rule
 /// that leaves no CPU (bad input, before anything moves) or a state file
 /// that cannot be written (what was moved is put back first).
 pub fn run(
     fs: &FsRoot,
-    only: Option<&[u32]>,
-    target: &Target,
-    capacity: &BTreeMap<usize, f64>,
-    opts: &Options,
-    state_path: &Path,
+    watch: &Watch,
     on_decision: &mut dyn FnMut(&Decision),
 ) -> Result<End, IrqError> {
+    let Watch {
+        only,
+        target,
+        capacity,
+        options: opts,
+        state_path,
+    } = *watch;
     let online: CpuSet = capacity.keys().copied().collect();
     let mut saved = Saved {
         path: state_path.to_path_buf(),

@@ -347,8 +347,15 @@ fn watch_moves_new_irqs_at_once_drifted_ones_after_patience_and_puts_back() {
             _ => {}
         }
     };
-    let end =
-        pinsight_load::irq_watch::run(&fs, None, &target, &caps(), &opts, &state, &mut on).unwrap();
+    let capacity = caps();
+    let watch = pinsight_load::irq_watch::Watch {
+        only: None,
+        target: &target,
+        capacity: &capacity,
+        options: &opts,
+        state_path: &state,
+    };
+    let end = pinsight_load::irq_watch::run(&fs, &watch, &mut on).unwrap();
     let moved = |i: usize| -> Vec<u32> { seen[i].moved.iter().map(|m| m.irq).collect() };
     assert_eq!(moved(0), vec![24, 25], "{seen:#?}");
     assert_eq!(seen[1].new, vec![26]);
