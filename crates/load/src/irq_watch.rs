@@ -183,16 +183,10 @@ pub fn run(
     watch: &Watch,
     on_decision: &mut dyn FnMut(&Decision),
 ) -> Result<End, IrqError> {
-    let Watch {
-        only,
-        target,
-        capacity,
-        options: opts,
-        state_path,
-    } = *watch;
-    let online: CpuSet = capacity.keys().copied().collect();
+    let (opts, target) = (watch.options, watch.target);
+    let online: CpuSet = watch.capacity.keys().copied().collect();
     let mut saved = Saved {
-        path: state_path.to_path_buf(),
+        path: watch.state_path.to_path_buf(),
         irqs: BTreeMap::new(),
     };
     let mut known: BTreeSet<u32> = BTreeSet::new();
@@ -209,9 +203,10 @@ pub fn run(
         n += 1;
         let view = irq::view(fs).map_err(|e| finish_with(fs, &saved, e))?;
         let present: BTreeSet<u32> = view.irqs.iter().map(|i| i.irq).collect();
-        let only_now: Option<Vec<u32>> =
-            only.map(|l| l.iter().copied().filter(|i| present.contains(i)).collect());
-        let mut moves = irq::plan(&view, only_now.as_deref(), target, capacity)
+        let only_now: Option<Vec<u32>> = watch
+            .only
+            .map(|l| l.iter().copied().filter(|i| present.contains(i)).collect());
+        let mut moves = irq::plan(&view, only_now.as_deref(), target, watch.capacity)
             .map_err(|e| finish_with(fs, &saved, e))?;
         moves.retain(|m| !refused.contains(&m.irq) && !spread_in_place(target, m, &online));
         let new: Vec<u32> = if n == 1 {
