@@ -14,11 +14,7 @@ fn a_child_that_has_ended_already_is_managed_as_ended() {
     let mut fast = Command::new("true").stdin(Stdio::null()).spawn().unwrap();
     let gone = fast.id() as i32;
     fast.wait().unwrap();
-    let mut slow = Command::new("sleep")
-        .arg("0.3")
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut slow = crate::sleep("0.3");
     let live = slow.id() as i32;
     // A pid the user named must exist.
     assert_eq!(

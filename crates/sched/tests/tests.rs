@@ -10,6 +10,15 @@ mod sf_report;
 mod spawned_gone;
 mod unreadable_thread;
 
+/// `sleep SECONDS` started with no input.
+pub(crate) fn sleep(seconds: &str) -> std::process::Child {
+    std::process::Command::new("sleep")
+        .arg(seconds)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// AARR (5% swaps) every 50 ms, CPU 0 big and CPU 1 small, following and
 /// grouping the programs' children, no orphans taken in.
 pub(crate) fn aarr_on_cpus_0_and_1() -> pinsight_sched::Config {

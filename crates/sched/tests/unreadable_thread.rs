@@ -5,18 +5,15 @@
 
 use pinsight_sched::{Manager, NoSf};
 use pinsight_sys::fsroot::FsRoot;
-use std::process::{Command, Stdio};
+use pinsight_testkit::Children;
 use std::time::Duration;
 
 #[test]
 fn a_thread_unreadable_for_a_period_is_sampled_again() {
-    // A real process for the placements, its /proc recorded by hand.
-    let mut sleeper = Command::new("sleep")
-        .arg("30")
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = sleeper.id() as i32;
+    // A real process for the placements (killed on every exit path), its
+    // /proc recorded by hand.
+    let sleeper = Children(vec![crate::sleep("30")]);
+    let pid = sleeper.pids()[0] as i32;
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("sys/devices/system/cpu")).unwrap();
     let task = dir.path().join(format!("proc/{pid}/task/{pid}"));
@@ -40,8 +37,7 @@ fn a_thread_unreadable_for_a_period_is_sampled_again() {
     .unwrap();
     assert!(m.step());
     let report = m.finish(Duration::from_millis(100));
-    let _ = sleeper.kill();
-    let _ = sleeper.wait();
+    drop(sleeper);
     let threads: Vec<_> = report.programs.iter().flat_map(|p| &p.threads).collect();
     assert_eq!(threads.len(), 1, "{report:?}");
     assert_eq!(

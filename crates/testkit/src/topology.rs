@@ -141,21 +141,16 @@ fn cpus(
 ) -> Vec<Cpu> {
     pus.iter()
         .map(|p| Cpu {
-            id: p.cpu,
             online: p.online,
             allowed: p.allowed,
             core: index(cores, p.cpu).filter(|_| p.online),
             package: index(packages, p.cpu).filter(|_| p.online),
-            die: None,
-            cluster: None,
             numa: p.online.then_some(p.numa),
             kind: (p.online && !kinds.is_empty()).then_some(p.kind),
             capacity: p.capacity,
             max_mhz: p.max_mhz,
-            base_mhz: None,
-            cppc: None,
             core_type: kinds.get(p.kind).and_then(|k| k.core_type),
-            midr: None,
+            ..Cpu::new(p.cpu)
         })
         .collect()
 }
@@ -226,20 +221,7 @@ pub fn build(name: &str, mut pus: Vec<Pu>, kind_list: Vec<KindDesc>) -> Topology
 pub fn empty(source: Source) -> Topology {
     Topology {
         source,
-        model_name: None,
-        arch: None,
-        cpus: Vec::new(),
-        cores: Vec::new(),
-        packages: Vec::new(),
-        dies: Vec::new(),
-        clusters: Vec::new(),
-        caches: Vec::new(),
-        numa_nodes: Vec::new(),
-        numa_distances: None,
-        kinds: Vec::new(),
-        provenance: Default::default(),
-        devices: Vec::new(),
-        warnings: Vec::new(),
+        ..Topology::bare(Vec::new())
     }
 }
 
